@@ -1,0 +1,66 @@
+# vapc: ValidatingAdmissionPolicies as Go code, checked and replayed as kube-apiserver decides.
+GO       ?= go
+BIN      := bin
+VAPC     := $(BIN)/vapc
+PKGS     := ./...
+
+.PHONY: all build test unit e2e e2e-tools bench policies generate openapi verify lint check clean
+
+all: build
+
+## build: compile bin/vapc
+build:
+	$(GO) build -o $(VAPC) ./cmd/vapc
+
+## test: every test, the end-to-end tests against a real kube-apiserver included
+test:
+	$(GO) test -count=1 $(PKGS)
+
+## unit: the fast tests only (no real kube-apiserver)
+unit:
+	$(GO) test -short $(PKGS)
+
+## e2e-tools: build kube-apiserver, etcd and kubectl at their pinned versions into .cache/e2e
+e2e-tools:
+	hack/e2e-tools.sh
+
+## e2e: the real-apiserver parity tests
+e2e: e2e-tools
+	$(GO) test -count=1 -v ./verify/e2e/...
+
+## bench: benchmarks
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+## policies: emit the in-tree policies' YAML from their Go source
+policies:
+	$(GO) run ./cmd/vapc emit --out policies
+
+## generate: every generated file
+generate: openapi policies
+
+## openapi: extract the built-in OpenAPI v3 schemas of the pinned Kubernetes version
+openapi:
+	hack/openapi.sh
+
+## check: the main job: check the in-tree policies
+check: build
+	$(VAPC) check policies/
+
+## verify: formatting, vet, go.mod tidiness and generated files up to date
+verify:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet $(PKGS)
+	@cp go.mod /tmp/vapc.go.mod.bak; cp go.sum /tmp/vapc.go.sum.bak; \
+	  $(GO) mod tidy; \
+	  if ! git diff --quiet -- go.mod go.sum; then echo "go.mod/go.sum not tidy"; git diff -- go.mod go.sum; cp /tmp/vapc.go.mod.bak go.mod; cp /tmp/vapc.go.sum.bak go.sum; exit 1; fi
+	$(MAKE) -s policies
+	@git diff --exit-code -- policies/ || { echo "policies/ is stale: run make policies and commit"; exit 1; }
+
+## lint: vet plus the policy checks
+lint: build
+	$(GO) vet $(PKGS)
+	$(VAPC) check policies/
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,303 @@
+package cel
+
+import (
+	"fmt"
+
+	celgo "github.com/google/cel-go/cel"
+	"github.com/google/cel-go/checker"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/version"
+	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	apiservercel "k8s.io/apiserver/pkg/cel"
+	"k8s.io/apiserver/pkg/cel/common"
+	"k8s.io/apiserver/pkg/cel/environment"
+	"k8s.io/apiserver/pkg/cel/library"
+	"k8s.io/apiserver/pkg/cel/openapi"
+)
+
+// Cost limits of the apiserver for admission policies (k8s.io/apiserver/pkg/apis/cel).
+const (
+	// PerCallLimit is the runtime cost one expression may spend.
+	PerCallLimit = celconfig.PerCallLimit
+	// RuntimeCELCostBudget is the runtime cost all expressions of one policy binding may
+	// spend on one request.
+	RuntimeCELCostBudget = celconfig.RuntimeCELCostBudget
+)
+
+// typedEnv is a CEL environment in which object, oldObject and params have the types of their
+// schemas, as the apiserver's TypeChecker builds it.
+type typedEnv struct {
+	compiler *plugincel.CompositedCompiler
+	opts     plugincel.OptionalVariableDeclarations
+	roots    map[string]*apiservercel.DeclType
+}
+
+// newTypedEnv mirrors buildEnvSet and TypeChecker.compiler of
+// k8s.io/apiserver/pkg/admission/plugin/policy/validating/typechecking.go, which are not
+// exported: the base environment, request and namespaceObject types, object/oldObject and
+// params typed by their schemas (dyn without one), and authorizer.
+func newTypedEnv(object, params *apiservercel.DeclType, hasParams bool) (*typedEnv, error) {
+	requestType := plugincel.BuildRequestType()
+	namespaceType := plugincel.BuildNamespaceType()
+	declTypes := []*apiservercel.DeclType{namespaceType, requestType}
+	varOpts := []celgo.EnvOption{
+		celgo.Variable(plugincel.NamespaceVarName, namespaceType.CelType()),
+		celgo.Variable(plugincel.RequestVarName, requestType.CelType()),
+	}
+	objType := celgo.DynType
+	if object != nil {
+		declTypes = append(declTypes, object)
+		objType = object.CelType()
+	}
+	varOpts = append(varOpts, celgo.Variable(plugincel.ObjectVarName, objType), celgo.Variable(plugincel.OldObjectVarName, objType))
+	if hasParams {
+		pType := celgo.DynType
+		if params != nil {
+			declTypes = append(declTypes, params)
+			pType = params.CelType()
+		}
+		varOpts = append(varOpts, celgo.Variable(plugincel.ParamsVarName, pType))
+	}
+	varOpts = append(varOpts, celgo.Variable(plugincel.AuthorizerVarName, library.AuthorizerType))
+	envSet, err := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()).Extend(environment.VersionedOptions{
+		IntroducedVersion: version.MajorMinor(1, 0),
+		EnvOptions:        varOpts,
+		DeclTypes:         declTypes,
+	})
+	if err != nil {
+		return nil, err
+	}
+	cc, err := plugincel.NewCompositedCompilerForTypeChecking(envSet)
+	if err != nil {
+		return nil, err
+	}
+	cc.Compiler = &astCompiler{cc: cc}
+	roots := map[string]*apiservercel.DeclType{plugincel.ObjectVarName: object, plugincel.OldObjectVarName: object}
+	if hasParams {
+		roots[plugincel.ParamsVarName] = params
+	}
+	return &typedEnv{
+		compiler: cc,
+		opts:     plugincel.OptionalVariableDeclarations{HasParams: hasParams, HasAuthorizer: true},
+		roots:    roots,
+	}, nil
+}
+
+// astCompiler compiles in the composited environment without building a program, like the
+// TypeChecker's typeCheckingCompiler.
+type astCompiler struct{ cc *plugincel.CompositedCompiler }
+
+func (a *astCompiler) CompileCELExpression(e plugincel.ExpressionAccessor, _ plugincel.OptionalVariableDeclarations, mode environment.Type) plugincel.CompilationResult {
+	env, err := a.cc.Env(mode)
+	if err != nil {
+		return plugincel.CompilationResult{Error: &apiservercel.Error{Type: apiservercel.ErrorTypeInternal, Detail: err.Error()}, ExpressionAccessor: e}
+	}
+	ast, issues := env.Compile(e.GetExpression())
+	if issues != nil {
+		return plugincel.CompilationResult{Error: &apiservercel.Error{Type: apiservercel.ErrorTypeInvalid, Detail: issues.String()}, ExpressionAccessor: e}
+	}
+	return plugincel.CompilationResult{OutputType: ast.OutputType(), ExpressionAccessor: e}
+}
+
+// declTypeFor returns the CEL type the apiserver builds from a kind's schema, or nil.
+func (c *Checker) declTypeFor(gvk schema.GroupVersionKind) *apiservercel.DeclType {
+	if gvk.Empty() {
+		return nil
+	}
+	s, err := c.catalog.Resolver().ResolveSchema(gvk)
+	if err != nil {
+		return nil
+	}
+	dt := common.SchemaDeclType(&openapi.Schema{Schema: s}, true)
+	if dt == nil {
+		return nil
+	}
+	return dt.MaybeAssignTypeName(fmt.Sprintf("vapc.%s.%s.%s", gvk.Group, gvk.Version, gvk.Kind))
+}
+
+// estimate reports, per kind the policy is checked against, expressions whose worst-case cost
+// exceeds the per-expression limit, policies whose expressions together can exceed the
+// per-request budget, and expressions whose typed result cannot be what the field requires.
+func (c *Checker) estimate(r *reporter, p *admissionregistrationv1.ValidatingAdmissionPolicy, gvks []schema.GroupVersionKind, exprs []policyExpression, skip map[string]bool) {
+	paramGVK, hasParams := gvkOf(p.Spec.ParamKind)
+	params := c.declTypeFor(paramGVK)
+	if len(gvks) == 0 {
+		gvks = []schema.GroupVersionKind{{}} // object is dyn
+	}
+	reported := map[string]bool{}
+	for _, gvk := range gvks {
+		env, err := newTypedEnv(c.declTypeFor(gvk), params, hasParams || p.Spec.ParamKind != nil)
+		if err != nil {
+			r.add(Warning, CategoryCost, "spec", "", "cannot build the typed CEL environment: "+err.Error())
+			return
+		}
+		var vars []plugincel.NamedExpressionAccessor
+		for _, v := range p.Spec.Variables {
+			vars = append(vars, namedExpr{name: v.Name, expr: v.Expression})
+		}
+		env.compiler.CompileAndStoreVariables(vars, env.opts, environment.StoredExpressions)
+		celEnv, err := env.compiler.Env(environment.StoredExpressions)
+		if err != nil {
+			r.add(Warning, CategoryCost, "spec", "", "cannot build the typed CEL environment: "+err.Error())
+			return
+		}
+		kind := ""
+		if !gvk.Empty() {
+			kind = gvkString(gvk)
+		}
+		var total uint64
+		for _, e := range exprs {
+			if skip[e.path] || e.expr == "" {
+				continue
+			}
+			ast, issues := celEnv.Compile(e.expr)
+			if issues != nil {
+				continue // reported by the type checker
+			}
+			if msg := resultTypeProblem(e.kind, ast.OutputType()); msg != "" && !reported["type:"+e.path] {
+				reported["type:"+e.path] = true
+				r.add(Error, CategoryType, e.path, kind, msg)
+			}
+			worst, err := celEnv.EstimateCost(ast, &library.CostEstimator{SizeEstimator: &sizeEstimator{roots: env.roots}})
+			if err != nil {
+				continue
+			}
+			typical, err := celEnv.EstimateCost(ast, &library.CostEstimator{SizeEstimator: &sizeEstimator{roots: env.roots, limit: typicalSize}})
+			if err != nil {
+				continue
+			}
+			total = addSat(total, typical.Max)
+			if reported["cost:"+e.path] {
+				continue
+			}
+			reported["cost:"+e.path] = true
+			switch {
+			case typical.Max > PerCallLimit:
+				r.add(Warning, CategoryCost, e.path, kind, fmt.Sprintf("estimated cost %s exceeds the per-expression limit %d even on objects whose lists, maps and strings hold at most %d items; the apiserver stops it with a cost error", costString(typical.Max), PerCallLimit, typicalSize))
+			default:
+				r.add(Info, CategoryCost, e.path, kind, fmt.Sprintf("estimated cost %s with lists, maps and strings of at most %d items, %s in the worst case the schema allows; the per-expression limit is %d", costString(typical.Max), typicalSize, costString(worst.Max), PerCallLimit))
+			}
+		}
+		if total > RuntimeCELCostBudget && !reported["budget"] {
+			reported["budget"] = true
+			r.add(Warning, CategoryCost, "spec", kind, fmt.Sprintf("estimated cost of all expressions %s (lists, maps and strings of at most %d items) exceeds the per-request runtime budget %d", costString(total), typicalSize, RuntimeCELCostBudget))
+		}
+	}
+}
+
+// resultTypeProblem says why an expression's type cannot be what its field requires, or "".
+// The apiserver accepts dyn results on create and fails such expressions only when evaluated.
+func resultTypeProblem(k exprKind, t *celgo.Type) string {
+	if t == nil || t.IsExactType(celgo.DynType) || t.Kind() == celgo.DynKind || t.Kind() == celgo.AnyKind {
+		return ""
+	}
+	switch k {
+	case exprValidation, exprMatchCondition:
+		if !t.IsExactType(celgo.BoolType) {
+			return fmt.Sprintf("must evaluate to bool, but evaluates to %s", typeName(t))
+		}
+	case exprMessage:
+		if !t.IsExactType(celgo.StringType) {
+			return fmt.Sprintf("must evaluate to string, but evaluates to %s", typeName(t))
+		}
+	case exprAuditAnnotation:
+		if !t.IsExactType(celgo.StringType) && !t.IsExactType(celgo.NullType) {
+			return fmt.Sprintf("must evaluate to string or null, but evaluates to %s", typeName(t))
+		}
+	}
+	return ""
+}
+
+func typeName(t *celgo.Type) string {
+	if s := t.String(); s != "" {
+		return s
+	}
+	return t.TypeName()
+}
+
+func costString(c uint64) string {
+	if c >= 1<<60 {
+		return "unbounded"
+	}
+	return fmt.Sprintf("%d", c)
+}
+
+func addSat(a, b uint64) uint64 {
+	if a+b < a {
+		return ^uint64(0)
+	}
+	return a + b
+}
+
+type namedExpr struct{ name, expr string }
+
+func (n namedExpr) GetName() string            { return n.name }
+func (n namedExpr) GetExpression() string      { return n.expr }
+func (n namedExpr) ReturnTypes() []*celgo.Type { return []*celgo.Type{celgo.AnyType} }
+
+// sizeEstimator gives the cost estimator the maximum sizes of lists, maps and strings read from
+// object, oldObject and params, from their schemas, as the CRD validation cost estimator does
+// (k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel/compilation.go).
+type sizeEstimator struct {
+	roots map[string]*apiservercel.DeclType
+	// limit, when set, caps every size at a figure real objects stay under (typicalSize), and
+	// sizes what the schema cannot (computed strings and lists) at it too.
+	limit uint64
+}
+
+// typicalSize is the size of lists, maps and strings for the typical estimate: schemas bound
+// most of them only by the 3 MiB request limit, which makes every comprehension look unbounded.
+const typicalSize = 1000
+
+func (s *sizeEstimator) size(max int64) *checker.SizeEstimate {
+	m := uint64(max)
+	if s.limit > 0 && m > s.limit {
+		m = s.limit
+	}
+	return &checker.SizeEstimate{Min: 0, Max: m}
+}
+
+func (s *sizeEstimator) unknown() *checker.SizeEstimate {
+	if s.limit > 0 {
+		return &checker.SizeEstimate{Min: 0, Max: s.limit}
+	}
+	return nil
+}
+
+func (s *sizeEstimator) EstimateSize(element checker.AstNode) *checker.SizeEstimate {
+	path := element.Path()
+	if len(path) == 0 {
+		return s.unknown()
+	}
+	node := s.roots[path[0]]
+	if node == nil {
+		return s.unknown()
+	}
+	for _, name := range path[1:] {
+		switch name {
+		case "@items", "@values":
+			if node.ElemType == nil {
+				return s.unknown()
+			}
+			node = node.ElemType
+		case "@keys":
+			if node.KeyType == nil {
+				return s.unknown()
+			}
+			node = node.KeyType
+		default:
+			f, ok := node.Fields[name]
+			if !ok || f.Type == nil {
+				return s.unknown()
+			}
+			node = f.Type
+		}
+	}
+	return s.size(node.MaxElements)
+}
+
+func (s *sizeEstimator) EstimateCallCost(function, overloadID string, target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
+	return nil
+}

@@ -1,0 +1,128 @@
+package cel
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/vapc-dev/vapc/cel/manifest"
+)
+
+// Locator maps a field path of a policy or binding, and a character inside an expression, to
+// the source that wrote it: a YAML file, or the Go code of a policy authored with vapc.
+type Locator interface {
+	// FieldPos returns the position of the field, or of its nearest existing parent.
+	FieldPos(path string) manifest.Position
+	// ExprPos returns the position of the character at (line 1-based, col 0-based, in
+	// characters) of the string at the field path.
+	ExprPos(path string, line, col int) manifest.Position
+}
+
+// Policy is a ValidatingAdmissionPolicy with where it came from.
+type Policy struct {
+	*admissionregistrationv1.ValidatingAdmissionPolicy
+	Source Locator
+}
+
+// Binding is a ValidatingAdmissionPolicyBinding with where it came from.
+type Binding struct {
+	*admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	Source Locator
+}
+
+// GroupVersion of the objects vapc checks and evaluates.
+var (
+	policyGVK  = admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicy")
+	bindingGVK = admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicyBinding")
+)
+
+// Set is what a group of manifests holds: policies, bindings and any other objects.
+type Set struct {
+	Policies []*Policy
+	Bindings []*Binding
+	// Others are documents that are neither policies nor bindings (cluster objects, CRDs).
+	Others []*manifest.Document
+}
+
+// Decode sorts documents into policies, bindings and other objects. Documents of the
+// admissionregistration group that are not v1 policies or bindings, and policies or bindings
+// that do not decode strictly, are reported as diagnostics.
+func Decode(docs []*manifest.Document) (*Set, Diagnostics) {
+	set := &Set{}
+	var diags Diagnostics
+	for _, d := range docs {
+		gvk := d.GroupVersionKind()
+		switch {
+		case gvk == policyGVK:
+			p := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+			if err := d.Decode(p); err != nil {
+				diags = append(diags, inputDiagnostics(err, d)...)
+				continue
+			}
+			set.Policies = append(set.Policies, &Policy{ValidatingAdmissionPolicy: p, Source: d})
+		case gvk == bindingGVK:
+			b := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+			if err := d.Decode(b); err != nil {
+				diags = append(diags, inputDiagnostics(err, d)...)
+				continue
+			}
+			set.Bindings = append(set.Bindings, &Binding{ValidatingAdmissionPolicyBinding: b, Source: d})
+		case gvk.Group == admissionregistrationv1.GroupName && (gvk.Kind == policyGVK.Kind || gvk.Kind == bindingGVK.Kind):
+			diags = append(diags, Diagnostic{
+				Pos: d.FieldPos("apiVersion"), Field: "apiVersion", Severity: Error, Category: CategoryInput,
+				Message: fmt.Sprintf("unsupported apiVersion %q for %s: vapc checks %s", gvk.GroupVersion(), gvk.Kind, admissionregistrationv1.SchemeGroupVersion),
+			})
+		default:
+			set.Others = append(set.Others, d)
+		}
+	}
+	return set, diags
+}
+
+// ReadPaths reads and decodes the manifests in files and folders ("-" is stdin).
+func ReadPaths(stdin io.Reader, paths ...string) (*Set, Diagnostics) {
+	docs, err := manifest.ReadPaths(stdin, paths...)
+	set, diags := Decode(docs)
+	return set, append(inputDiagnostics(err, nil), diags...)
+}
+
+// inputDiagnostics turns errors from reading manifests into diagnostics.
+func inputDiagnostics(err error, doc *manifest.Document) Diagnostics {
+	if err == nil {
+		return nil
+	}
+	var errs []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	} else {
+		errs = []error{err}
+	}
+	var out Diagnostics
+	for _, e := range errs {
+		d := Diagnostic{Severity: Error, Category: CategoryInput, Message: e.Error()}
+		var me *manifest.Error
+		switch {
+		case errors.As(e, &me):
+			d.Pos, d.Field, d.Message = me.Pos, me.Field, me.Msg
+		case doc != nil:
+			d.Pos = doc.Pos()
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// gvkOf parses a paramKind into a GroupVersionKind; ok is false when it cannot be parsed.
+func gvkOf(pk *admissionregistrationv1.ParamKind) (schema.GroupVersionKind, bool) {
+	if pk == nil {
+		return schema.GroupVersionKind{}, false
+	}
+	gv, err := schema.ParseGroupVersion(pk.APIVersion)
+	if err != nil || pk.Kind == "" {
+		return schema.GroupVersionKind{}, false
+	}
+	return gv.WithKind(pk.Kind), true
+}

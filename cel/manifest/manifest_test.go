@@ -1,0 +1,134 @@
+package manifest
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestExprPos checks that a character of an expression maps back to its line and column in the
+// file, for every YAML scalar style.
+func TestExprPos(t *testing.T) {
+	tests := []struct {
+		name      string
+		yaml      string
+		line, col int    // inside the expression (1-based line, 0-based col)
+		want      string // the file's text from the reported position
+		wantLine  int
+	}{
+		{
+			name: "plain",
+			yaml: "kind: X\napiVersion: v1\nspec:\n  expression: object.spec.nodeNmae == 1\n",
+			line: 1, col: 12,
+			want: "nodeNmae == 1", wantLine: 4,
+		},
+		{
+			name: "double quoted",
+			yaml: "kind: X\napiVersion: v1\nspec:\n  expression: \"a == 'x' && object.foo\"\n",
+			line: 1, col: 19,
+			want: "foo\"", wantLine: 4,
+		},
+		{
+			name: "double quoted with escapes",
+			yaml: "kind: X\napiVersion: v1\nspec:\n  expression: \"a == \\\"x\\\" && object.foo\"\n",
+			line: 1, col: 19,
+			want: "foo\"", wantLine: 4,
+		},
+		{
+			name: "single quoted with doubled quote",
+			yaml: "kind: X\napiVersion: v1\nspec:\n  expression: 'a == ''x'' && object.foo'\n",
+			line: 1, col: 19,
+			want: "foo'", wantLine: 4,
+		},
+		{
+			name: "literal block",
+			yaml: "kind: X\napiVersion: v1\nspec:\n  expression: |\n    a == 1 &&\n      object.foo\n",
+			line: 2, col: 9,
+			want: "foo", wantLine: 6,
+		},
+		{
+			name: "folded block",
+			yaml: "kind: X\napiVersion: v1\nspec:\n  expression: >\n    a == 1 &&\n    object.foo\n",
+			line: 1, col: 17,
+			want: "foo", wantLine: 6,
+		},
+		{
+			name: "plain multi-line",
+			yaml: "kind: X\napiVersion: v1\nspec:\n  expression: a == 1 &&\n    object.foo\n",
+			line: 1, col: 17,
+			want: "foo", wantLine: 5,
+		},
+		{
+			name: "double quoted multi-line",
+			yaml: "kind: X\napiVersion: v1\nspec:\n  expression: \"a == 1 &&\n    object.foo\"\n",
+			line: 1, col: 17,
+			want: "foo\"", wantLine: 5,
+		},
+		{
+			name: "in a sequence",
+			yaml: "kind: X\napiVersion: v1\nspec:\n  validations:\n  - expression: x\n  - message: m\n    expression: \"y.bad\"\n",
+			line: 1, col: 2,
+			want: "bad\"", wantLine: 7,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			docs, err := Parse("f.yaml", []byte(tc.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := "spec.expression"
+			if strings.Contains(tc.yaml, "validations") {
+				path = "spec.validations[1].expression"
+			}
+			pos := docs[0].ExprPos(path, tc.line, tc.col)
+			lines := strings.Split(tc.yaml, "\n")
+			if pos.Line != tc.wantLine {
+				t.Fatalf("ExprPos(%q, %d, %d) = %v, want line %d", path, tc.line, tc.col, pos, tc.wantLine)
+			}
+			got := string([]rune(lines[pos.Line-1])[pos.Col-1:])
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("text at %v mismatch (-want +got):\n%s", pos, diff)
+			}
+		})
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"malformed", "kind: X\napiVersion: v1\nspec: [\n", "f.yaml:3: invalid YAML"},
+		{"empty", "", "f.yaml: no documents"},
+		{"not a mapping", "- a\n- b\n", "f.yaml:1:1: document is not a mapping"},
+		{"no kind", "apiVersion: v1\nmetadata: {}\n", "f.yaml:1:1: document has no kind"},
+		{"bad key", "kind: X\napiVersion: v1\n? [a]\n: b\n", "map key"},
+		{"alias bomb", "kind: X\napiVersion: v1\na: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]\ng: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]\nh: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]\n", "invalid YAML"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("f.yaml", []byte(tc.yaml))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Parse() error = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestDecodeStrict(t *testing.T) {
+	docs, err := Parse("f.yaml", []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  a: b\nbogus: 1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		APIVersion string            `json:"apiVersion"`
+		Kind       string            `json:"kind"`
+		Metadata   map[string]any    `json:"metadata"`
+		Data       map[string]string `json:"data"`
+	}
+	err = docs[0].Decode(&v)
+	if err == nil || !strings.Contains(err.Error(), `f.yaml:7:1: unknown field "bogus"`) {
+		t.Errorf("Decode() error = %v, want unknown field at 7:1", err)
+	}
+}
