@@ -249,7 +249,7 @@ type sizeEstimator struct {
 
 // typicalSize is the size of lists, maps and strings for the typical estimate: schemas bound
 // most of them only by the 3 MiB request limit, which makes every comprehension look unbounded.
-const typicalSize = 1000
+const typicalSize = 100
 
 func (s *sizeEstimator) size(max int64) *checker.SizeEstimate {
 	m := uint64(max)

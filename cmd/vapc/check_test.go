@@ -106,3 +106,24 @@ func TestCheckStdinAndJSON(t *testing.T) {
 		t.Errorf("json output lacks the stdin position or the finding:\n%s", stdout)
 	}
 }
+
+// TestCheckKubernetesVersion: what a server accepts on create depends on its version.
+func TestCheckKubernetesVersion(t *testing.T) {
+	tests := []struct {
+		file, version string
+		want          int
+	}{
+		{"valid-distinct.yaml", "1.37", exitOK},
+		{"valid-distinct.yaml", "1.35", exitOK},
+		{"valid-distinct.yaml", "1.34", exitFindings}, // compatibility version 1.33 lacks distinct()
+		{"invalid-new-function.yaml", "1.37", exitFindings},
+	}
+	for _, tc := range tests {
+		t.Run(tc.file+"@"+tc.version, func(t *testing.T) {
+			stdout, _, code := runVapc(t, "", "check", "--kubernetes-version", tc.version, "../../testdata/check/"+tc.file)
+			if code != tc.want {
+				t.Errorf("vapc check --kubernetes-version %s %s exit code = %d, want %d\n%s", tc.version, tc.file, code, tc.want, stdout)
+			}
+		})
+	}
+}
