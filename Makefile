@@ -43,9 +43,10 @@ generate: openapi policies
 openapi:
 	hack/openapi.sh
 
-## check: the main job: check the in-tree policies
+## check: the main job: check the in-tree policies and the check corpus
 check: build
 	$(VAPC) check policies/
+	$(VAPC) check testdata/check/valid-*.yaml
 
 ## verify: formatting, vet, go.mod tidiness and generated files up to date
 verify:
