@@ -1,0 +1,230 @@
+package schema_test
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	vschema "github.com/vapc-dev/vapc/cel/schema"
+)
+
+// withCRDs returns a fresh 1.37 catalog with the CRDs of testdata/crds.
+func withCRDs(t *testing.T) *vschema.Catalog {
+	t.Helper()
+	c, err := vschema.Builtin("1.37")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.LoadCRDs(filepath.Join("testdata", "crds")); err != nil {
+		t.Fatalf("LoadCRDs(testdata/crds) = %v", err)
+	}
+	return c
+}
+
+func TestCRDResources(t *testing.T) {
+	t.Parallel()
+	c := withCRDs(t)
+	allVerbs := []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+	tests := []struct {
+		gvr         schema.GroupVersionResource
+		subresource string
+		want        vschema.ResourceInfo
+	}{
+		{
+			gvr: gvr("example.com", "v1", "widgets"),
+			want: vschema.ResourceInfo{
+				Kind: gvk("example.com", "v1", "Widget"), Namespaced: true, Verbs: allVerbs, Subresources: []string{"scale", "status"},
+				Served: true, ServedByDefault: true, CRD: "widgets.example.com",
+			},
+		},
+		{
+			gvr: gvr("example.com", "v1", "widgets"), subresource: "scale",
+			want: vschema.ResourceInfo{
+				Kind: gvk("autoscaling", "v1", "Scale"), Namespaced: true, Verbs: []string{"get", "patch", "update"},
+				Served: true, ServedByDefault: true, CRD: "widgets.example.com",
+			},
+		},
+		{
+			gvr: gvr("example.com", "v1", "widgets"), subresource: "status",
+			want: vschema.ResourceInfo{
+				Kind: gvk("example.com", "v1", "Widget"), Namespaced: true, Verbs: []string{"get", "patch", "update"},
+				Served: true, ServedByDefault: true, CRD: "widgets.example.com",
+			},
+		},
+		{
+			gvr:  gvr("example.com", "v1beta1", "widgets"),
+			want: vschema.ResourceInfo{Kind: gvk("example.com", "v1beta1", "Widget"), Namespaced: true, Verbs: allVerbs, CRD: "widgets.example.com"},
+		},
+		{
+			gvr:  gvr("example.com", "v1", "gadgets"),
+			want: vschema.ResourceInfo{Kind: gvk("example.com", "v1", "Gadget"), Verbs: allVerbs, Served: true, ServedByDefault: true, CRD: "gadgets.example.com"},
+		},
+	}
+	for _, tt := range tests {
+		got, ok := c.Resource(tt.gvr, tt.subresource)
+		if !ok {
+			t.Errorf("Resource(%v, %q) not found", tt.gvr, tt.subresource)
+			continue
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("Resource(%v, %q) mismatch (-want +got):\n%s", tt.gvr, tt.subresource, diff)
+		}
+	}
+
+	// As in the apiserver, a CRD's equivalents are all its versions, in spec order.
+	wantEq := []schema.GroupVersionResource{gvr("example.com", "v1", "widgets"), gvr("example.com", "v1beta1", "widgets")}
+	if diff := cmp.Diff(wantEq, c.EquivalentResources(gvr("example.com", "v1", "widgets"), "")); diff != "" {
+		t.Errorf("EquivalentResources(widgets) mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantEq[:1], c.EquivalentResources(gvr("example.com", "v1", "widgets"), "scale")); diff != "" {
+		t.Errorf("EquivalentResources(widgets/scale) mismatch (-want +got):\n%s", diff)
+	}
+
+	mapper := c.RESTMapper()
+	// Short names are in APIGroupResources, for a shortcut expander; the mapper, like
+	// restmapper.NewDiscoveryRESTMapper, maps plural and singular names.
+	for _, in := range []schema.GroupVersionResource{gvr("example.com", "v1", "widgets"), gvr("", "", "widget")} {
+		got, err := mapper.KindFor(in)
+		if err != nil || got != gvk("example.com", "v1", "Widget") {
+			t.Errorf("RESTMapper().KindFor(%v) = %v, %v, want example.com/v1 Widget", in, got, err)
+		}
+	}
+	if got, err := mapper.KindFor(gvr("example.com", "v1beta1", "widgets")); err == nil {
+		t.Errorf("RESTMapper().KindFor(example.com/v1beta1 widgets) = %v, want an error: the version is not served", got)
+	}
+	m, err := mapper.RESTMapping(schema.GroupKind{Group: "example.com", Kind: "Gadget"})
+	if err != nil || m.Scope.Name() != "root" {
+		t.Errorf("RESTMapping(Gadget.example.com) = %v, %v, want cluster scope", m, err)
+	}
+}
+
+func TestCRDSchema(t *testing.T) {
+	t.Parallel()
+	r := withCRDs(t).Resolver()
+	tests := []struct {
+		gvk  schema.GroupVersionKind
+		path []string
+		want string
+	}{
+		{gvk: gvk("example.com", "v1", "Widget"), path: []string{"spec", "replicas"}, want: "integer"},
+		{gvk: gvk("example.com", "v1", "Widget"), path: []string{"spec", "size"}, want: "string"},
+		{gvk: gvk("example.com", "v1", "Widget"), path: []string{"metadata", "name"}, want: "string"},
+		{gvk: gvk("example.com", "v1", "Widget"), path: []string{"apiVersion"}, want: "string"},
+		// The builder embeds apiVersion, kind and metadata in x-kubernetes-embedded-resource objects.
+		{gvk: gvk("example.com", "v1", "Widget"), path: []string{"spec", "template", "metadata", "labels"}, want: "object"},
+		{gvk: gvk("example.com", "v1", "WidgetList"), path: []string{"items", "[]", "spec", "size"}, want: "string"},
+		{gvk: gvk("example.com", "v1", "Gadget"), path: []string{"spec", "color"}, want: "string"},
+	}
+	for _, tt := range tests {
+		s, err := r.ResolveSchema(tt.gvk)
+		if err != nil {
+			t.Errorf("ResolveSchema(%v) = %v", tt.gvk, err)
+			continue
+		}
+		if got, ok := field(s, tt.path...); !ok || got != tt.want {
+			t.Errorf("ResolveSchema(%v) %v type = %q (found %v), want %q", tt.gvk, tt.path, got, ok, tt.want)
+		}
+	}
+	// A version with served: false publishes no schema.
+	if _, err := r.ResolveSchema(gvk("example.com", "v1beta1", "Widget")); !errors.Is(err, errSchemaNotFound) {
+		t.Errorf("ResolveSchema(example.com/v1beta1 Widget) = %v, want ErrSchemaNotFound", err)
+	}
+	if _, err := r.ResolveSchema(gvk("example.com", "v1", "Sprocket")); !errors.Is(err, errSchemaNotFound) {
+		t.Errorf("ResolveSchema(example.com/v1 Sprocket) = %v, want ErrSchemaNotFound", err)
+	}
+}
+
+func TestLoadCRDsErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		file string
+		want []string
+	}{
+		{file: "invalid.yaml", want: []string{
+			filepath.Join("testdata", "bad", "invalid.yaml") + ": document 2:",
+			`metadata.name: Invalid value: "cogs.example.org": must be spec.names.plural+"."+spec.group`,
+			"spec.versions[0].schema.openAPIV3Schema: Required value",
+		}},
+		{file: "malformed.yaml", want: []string{filepath.Join("testdata", "bad", "malformed.yaml") + ": document 1:"}},
+		{file: "unknownfield.yaml", want: []string{"unknownfield.yaml: document 1:", `unknown field "versoins"`}},
+		{file: "v1beta1.yaml", want: []string{"v1beta1.yaml: document 1:", "apiextensions.k8s.io/v1beta1"}},
+		{file: "empty.yaml", want: []string{"empty.yaml: no apiextensions.k8s.io/v1 CustomResourceDefinition"}},
+		{file: "missing.yaml", want: []string{"missing.yaml"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			t.Parallel()
+			c, err := vschema.Builtin("1.37")
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = c.LoadCRDs(filepath.Join("testdata", "bad", tt.file))
+			if err == nil {
+				t.Fatalf("LoadCRDs(%s) = nil, want an error", tt.file)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("LoadCRDs(%s) = %v\nwant it to contain %q", tt.file, err, w)
+				}
+			}
+		})
+	}
+
+	// The valid CRD of a file is added even when another document fails.
+	c, err := vschema.Builtin("1.37")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.LoadCRDs(filepath.Join("testdata", "bad", "invalid.yaml"))
+	if _, ok := c.Resource(gvr("example.org", "v1", "sprockets"), ""); !ok {
+		t.Errorf("after LoadCRDs(invalid.yaml), sprockets.example.org is missing")
+	}
+}
+
+func TestAddCRDConflicts(t *testing.T) {
+	t.Parallel()
+	crd := func(name, group, plural, kind string) *apiextensionsv1.CustomResourceDefinition {
+		return &apiextensionsv1.CustomResourceDefinition{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+				Group: group,
+				Scope: apiextensionsv1.ClusterScoped,
+				Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: plural, Kind: kind},
+				Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+					Name: "v1", Served: true, Storage: true,
+					Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object"}},
+				}},
+			},
+		}
+	}
+	approved := func(crd *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.CustomResourceDefinition {
+		crd.Annotations = map[string]string{"api-approved.kubernetes.io": "https://github.com/kubernetes/enhancements/pull/1111"}
+		return crd
+	}
+	tests := []struct {
+		name string
+		crd  *apiextensionsv1.CustomResourceDefinition
+		want string
+	}{
+		{name: "same CRD twice", crd: crd("widgets.example.com", "example.com", "widgets", "Widget"), want: "already in the catalog"},
+		{name: "kind taken", crd: crd("things.example.com", "example.com", "things", "Widget"), want: "kind Widget is already defined by CustomResourceDefinition widgets.example.com"},
+		{name: "built-in group", crd: approved(crd("things.events.k8s.io", "events.k8s.io", "things", "Thing")), want: `group "events.k8s.io" is a built-in API group`},
+		{name: "nil", want: "nil CustomResourceDefinition"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := withCRDs(t)
+			err := c.AddCRD(tt.crd)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("AddCRD() = %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,129 @@
+package schema
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// TestReleaseTables checks that the hand-kept tables of each release cover its embedded
+// documents, so that regenerating the data for a new release cannot silently leave a
+// group-version unclassified.
+func TestReleaseTables(t *testing.T) {
+	t.Parallel()
+	for _, v := range embeddedVersions() {
+		rel := releases[v]
+		if rel == nil {
+			t.Errorf("embedded documents for %s but no release table", v)
+			continue
+		}
+		docs, err := embeddedDocuments(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		published := map[schema.GroupVersion]bool{}
+		for _, d := range docs {
+			published[d.gv] = true
+		}
+		classified := map[schema.GroupVersion]bool{}
+		for _, list := range [][]schema.GroupVersion{rel.servedByDefault, rel.notServedByDefault} {
+			for _, gv := range list {
+				if classified[gv] {
+					t.Errorf("%s: %v is classified twice", v, gv)
+				}
+				classified[gv] = true
+				if !published[gv] {
+					t.Errorf("%s: %v is classified but has no document", v, gv)
+				}
+			}
+		}
+		for gv := range published {
+			if !classified[gv] {
+				t.Errorf("%s: %v has a document but is not classified as served or not served by default", v, gv)
+			}
+			if !contains(rel.installOrder, gv.Group) {
+				t.Errorf("%s: group %q is missing from installOrder", v, gv.Group)
+			}
+			if !contains(rel.discoveryOrder, gv.Group) {
+				t.Errorf("%s: group %q is missing from discoveryOrder", v, gv.Group)
+			}
+		}
+	}
+}
+
+func TestParsePath(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		path string
+		want parsedPath
+		ok   bool
+	}{
+		{path: "/api/v1/pods", want: parsedPath{gv: schema.GroupVersion{Version: "v1"}, resource: "pods"}, ok: true},
+		{path: "/api/v1/namespaces/{namespace}/pods/{name}/eviction", want: parsedPath{gv: schema.GroupVersion{Version: "v1"}, namespaced: true, resource: "pods", named: true, subresource: "eviction"}, ok: true},
+		{path: "/api/v1/namespaces/{namespace}/pods/{name}/proxy/{path}", want: parsedPath{gv: schema.GroupVersion{Version: "v1"}, namespaced: true, resource: "pods", named: true, subresource: "proxy"}, ok: true},
+		{path: "/api/v1/namespaces/{name}/finalize", want: parsedPath{gv: schema.GroupVersion{Version: "v1"}, resource: "namespaces", named: true, subresource: "finalize"}, ok: true},
+		{path: "/apis/apps/v1/watch/namespaces/{namespace}/deployments/{name}", want: parsedPath{gv: schema.GroupVersion{Group: "apps", Version: "v1"}, watch: true, namespaced: true, resource: "deployments", named: true}, ok: true},
+		{path: "/apis/apps/v1/"},
+		{path: "/version/"},
+	}
+	for _, tt := range tests {
+		got, ok := parsePath(tt.path)
+		if ok != tt.ok || got != tt.want {
+			t.Errorf("parsePath(%q) = %+v, %v, want %+v, %v", tt.path, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+// BenchmarkResolvePodCold resolves v1 Pod from a document that has not been parsed yet:
+// decompression, JSON parsing of the core document and reference inlining.
+func BenchmarkResolvePodCold(b *testing.B) {
+	c, err := Builtin("1.37")
+	if err != nil {
+		b.Fatal(err)
+	}
+	pod := schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
+	loc := c.builtin.kinds[pod]
+	b.ReportAllocs()
+	for b.Loop() {
+		doc := &document{file: loc.doc.file, gv: loc.doc.gv}
+		schemas, err := doc.components()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := populate(schemas, loc.name); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkResolvePodWarm resolves v1 Pod from the parsed, cached document: reference inlining
+// only.
+func BenchmarkResolvePodWarm(b *testing.B) {
+	c, err := Builtin("1.37")
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := c.Resolver()
+	pod := schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
+	if _, err := r.ResolveSchema(pod); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := r.ResolveSchema(pod); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkBuiltin measures the first Builtin call of a version: reading the paths of every
+// embedded document.
+func BenchmarkBuiltin(b *testing.B) {
+	rel := releases["1.37"]
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := loadBuiltin("1.37", rel); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

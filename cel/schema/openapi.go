@@ -1,0 +1,225 @@
+package schema
+
+import (
+	"bytes"
+	"compress/gzip"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+)
+
+// openapiFS holds openapi/v<major>.<minor>/<document>.json.gz, written by hack/openapi.sh.
+//
+//go:embed openapi
+var openapiFS embed.FS
+
+const (
+	openapiRoot    = "openapi"
+	documentSuffix = "_openapi.json.gz"
+	refPrefix      = "#/components/schemas/"
+	extGVK         = "x-kubernetes-group-version-kind"
+)
+
+// document is one embedded OpenAPI v3 document: the schemas of one built-in group-version.
+// Its components are parsed on first use only, once, and then shared.
+type document struct {
+	file string
+	gv   schema.GroupVersion
+
+	once    sync.Once
+	schemas map[string]*spec.Schema
+	err     error
+}
+
+// documentGroupVersion returns the group-version a published document name describes:
+// api__v1_openapi.json.gz is the core group, apis__<group>__<version>_openapi.json.gz any other.
+func documentGroupVersion(name string) (schema.GroupVersion, bool) {
+	base, ok := strings.CutSuffix(name, documentSuffix)
+	if !ok {
+		return schema.GroupVersion{}, false
+	}
+	parts := strings.Split(base, "__")
+	switch {
+	case len(parts) == 2 && parts[0] == "api" && parts[1] != "":
+		return schema.GroupVersion{Version: parts[1]}, true
+	case len(parts) == 3 && parts[0] == "apis" && parts[1] != "" && parts[2] != "":
+		return schema.GroupVersion{Group: parts[1], Version: parts[2]}, true
+	}
+	return schema.GroupVersion{}, false
+}
+
+// embeddedVersions lists the Kubernetes minors that have embedded documents, e.g. ["1.37"].
+func embeddedVersions() []string {
+	entries, err := fs.ReadDir(openapiFS, openapiRoot)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() && strings.HasPrefix(e.Name(), "v") {
+			out = append(out, strings.TrimPrefix(e.Name(), "v"))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// embeddedDocuments returns the documents of one Kubernetes minor, sorted by file name.
+func embeddedDocuments(version string) ([]*document, error) {
+	dir := path.Join(openapiRoot, "v"+version)
+	entries, err := fs.ReadDir(openapiFS, dir)
+	if err != nil {
+		return nil, fmt.Errorf("no embedded OpenAPI documents for Kubernetes %s: %w", version, err)
+	}
+	var docs []*document
+	for _, e := range entries {
+		gv, ok := documentGroupVersion(e.Name())
+		if e.IsDir() || !ok {
+			continue
+		}
+		docs = append(docs, &document{file: path.Join(dir, e.Name()), gv: gv})
+	}
+	if len(docs) == 0 {
+		return nil, fmt.Errorf("no embedded OpenAPI documents for Kubernetes %s", version)
+	}
+	return docs, nil
+}
+
+// read returns the decompressed JSON of the document.
+func (d *document) read() ([]byte, error) {
+	f, err := openapiFS.Open(d.file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", d.file, err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", d.file, err)
+	}
+	return b, nil
+}
+
+// openapiOperation is what the REST mapping reads of an operation.
+type openapiOperation struct {
+	Action string                   `json:"x-kubernetes-action"`
+	GVK    *schema.GroupVersionKind `json:"x-kubernetes-group-version-kind"`
+}
+
+// scan reads what the catalog needs of a document up front: its paths (path → HTTP method →
+// operation) and the kinds its component schemas declare (kind → schema name), without
+// parsing the schemas themselves.
+func (d *document) scan() (map[string]map[string]openapiOperation, map[schema.GroupVersionKind]string, error) {
+	b, err := d.read()
+	if err != nil {
+		return nil, nil, err
+	}
+	var doc struct {
+		Paths      map[string]map[string]json.RawMessage `json:"paths"`
+		Components struct {
+			Schemas map[string]struct {
+				GVKs []schema.GroupVersionKind `json:"x-kubernetes-group-version-kind"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", d.file, err)
+	}
+	paths := make(map[string]map[string]openapiOperation, len(doc.Paths))
+	for p, item := range doc.Paths {
+		for method, raw := range item {
+			raw = bytes.TrimSpace(raw)
+			if method == "parameters" || len(raw) == 0 || raw[0] != '{' {
+				continue
+			}
+			var op openapiOperation
+			if err := json.Unmarshal(raw, &op); err != nil {
+				return nil, nil, fmt.Errorf("%s: paths[%q][%q]: %w", d.file, p, method, err)
+			}
+			if op.Action == "" {
+				continue
+			}
+			if paths[p] == nil {
+				paths[p] = map[string]openapiOperation{}
+			}
+			paths[p][method] = op
+		}
+	}
+	names := make([]string, 0, len(doc.Components.Schemas))
+	for name := range doc.Components.Schemas {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	kinds := map[schema.GroupVersionKind]string{}
+	for _, name := range names {
+		for _, gvk := range doc.Components.Schemas[name].GVKs {
+			if _, ok := kinds[gvk]; !ok {
+				kinds[gvk] = name
+			}
+		}
+	}
+	return paths, kinds, nil
+}
+
+// components parses, once, the document's component schemas.
+func (d *document) components() (map[string]*spec.Schema, error) {
+	d.once.Do(func() {
+		b, err := d.read()
+		if err != nil {
+			d.err = err
+			return
+		}
+		var resp struct {
+			Components struct {
+				Schemas map[string]*spec.Schema `json:"schemas"`
+			} `json:"components"`
+		}
+		if err := json.Unmarshal(b, &resp); err != nil {
+			d.err = fmt.Errorf("%s: %w", d.file, err)
+			return
+		}
+		d.schemas = resp.Components.Schemas
+	})
+	return d.schemas, d.err
+}
+
+// indexKinds maps each kind to the name of the component schema that declares it in its
+// x-kubernetes-group-version-kind extension, as resolver.ClientDiscoveryResolver looks kinds up.
+// When several do, the first name in sorted order wins, so that the answer never depends on map
+// iteration order.
+func indexKinds(schemas map[string]*spec.Schema) (map[schema.GroupVersionKind]string, error) {
+	names := make([]string, 0, len(schemas))
+	for name := range schemas {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	refs := map[schema.GroupVersionKind]string{}
+	for _, name := range names {
+		s := schemas[name]
+		if s == nil {
+			continue
+		}
+		var gvks []schema.GroupVersionKind
+		if err := s.Extensions.GetObject(extGVK, &gvks); err != nil {
+			return nil, fmt.Errorf("schema %q: %s: %w", name, extGVK, err)
+		}
+		for _, gvk := range gvks {
+			if _, ok := refs[gvk]; !ok {
+				refs[gvk] = name
+			}
+		}
+	}
+	return refs, nil
+}
