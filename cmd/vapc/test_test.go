@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestTestExitCodes drives `vapc test` through Run: 0 when every case passes, 1 when one
+// fails, 2 for a bad suite or command line.
+func TestTestExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	policy, err := filepath.Abs("../../testdata/suites/kosmos/policy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	failing := filepath.Join(dir, "failing.suite.yaml")
+	writeFile(t, failing, `apiVersion: vapc.dev/v1alpha1
+kind: TestSuite
+metadata: {name: failing}
+policies: [`+policy+`]
+cases:
+- name: expects the wrong decision
+  operation: DELETE
+  resource: pods
+  user: {username: system:serviceaccount:kube-system:node-controller}
+  oldObject: {apiVersion: v1, kind: Pod, metadata: {name: p, namespace: default}, spec: {nodeName: kosmos-cluster7, containers: [{name: c, image: i}]}}
+  objects:
+  - {apiVersion: v1, kind: Node, metadata: {name: kosmos-cluster7, labels: {kosmos.io/node: "true"}}, status: {conditions: [{type: Ready, status: "False"}]}}
+  expect: {decision: admit}
+`)
+	bad := filepath.Join(dir, "bad.suite.yaml")
+	writeFile(t, bad, "apiVersion: vapc.dev/v1alpha1\nkind: TestSuite\nmetadata: {name: bad}\npolicies: [missing.yaml]\ncases:\n- {name: c, operation: CREATE}\n")
+
+	tests := []struct {
+		name      string
+		args      []string
+		code      int
+		stdoutHas string
+		stderrHas string
+	}{
+		{name: "passing suites", args: []string{"test", "../../testdata/suites"}, code: 0, stdoutHas: "0 failed"},
+		{name: "failing case", args: []string{"test", failing}, code: 1, stdoutHas: "FAIL expects the wrong decision"},
+		{name: "bad suite", args: []string{"test", bad}, code: 2, stderrHas: "bad.suite.yaml:4:12: policies[0]:"},
+		{name: "no suites", args: []string{"test"}, code: 2},
+		{name: "bad output", args: []string{"test", "--output", "xml", failing}, code: 2},
+		{name: "bad version", args: []string{"test", "--kubernetes-version", "1.31", failing}, code: 2},
+		{name: "missing path", args: []string{"test", filepath.Join(dir, "nope")}, code: 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := Run(context.Background(), tc.args, strings.NewReader(""), &stdout, &stderr)
+			if got := ExitCode(err); got != tc.code {
+				t.Fatalf("Run(%q) exit code = %d (%v), want %d\nstdout:\n%s\nstderr:\n%s", tc.args, got, err, tc.code, stdout.String(), stderr.String())
+			}
+			if !strings.Contains(stdout.String(), tc.stdoutHas) {
+				t.Errorf("Run(%q) stdout = %q, want it to contain %q", tc.args, stdout.String(), tc.stdoutHas)
+			}
+			if !strings.Contains(stderr.String(), tc.stderrHas) {
+				t.Errorf("Run(%q) stderr = %q, want it to contain %q", tc.args, stderr.String(), tc.stderrHas)
+			}
+		})
+	}
+}
+
+// TestTestOutput checks the human output against its golden file, and that JSON and JUnit
+// output parse and count the cases.
+func TestTestOutput(t *testing.T) {
+	suite := "../../testdata/suites/kosmos/kosmos.suite.yaml"
+	var stdout, stderr bytes.Buffer
+	if err := Run(context.Background(), []string{"test", "-v", suite}, nil, &stdout, &stderr); err != nil {
+		t.Fatalf("Run() = %v\n%s", err, stderr.String())
+	}
+	golden := "../../testdata/suites/kosmos/kosmos.txt.golden"
+	if *update {
+		if err := os.WriteFile(golden, stdout.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("reading golden file (run go test -update): %v", err)
+	}
+	if diff := cmp.Diff(string(want), stdout.String()); diff != "" {
+		t.Errorf("vapc test -v output mismatch (-want +got):\n%s", diff)
+	}
+
+	stdout.Reset()
+	if err := Run(context.Background(), []string{"test", "--output", "json", suite}, nil, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	var report struct {
+		Suites []struct {
+			Cases []struct {
+				Passed   bool `json:"passed"`
+				Decision struct {
+					Allowed bool `json:"allowed"`
+				} `json:"decision"`
+			} `json:"cases"`
+		} `json:"suites"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &report); err != nil {
+		t.Fatalf("--output json is not JSON: %v", err)
+	}
+	if len(report.Suites) != 1 || len(report.Suites[0].Cases) != 5 || report.Suites[0].Cases[0].Decision.Allowed {
+		t.Errorf("--output json = %+v, want one suite of 5 cases, the first denied", report)
+	}
+
+	stdout.Reset()
+	if err := Run(context.Background(), []string{"test", "--output", "junit", suite}, nil, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	var junit struct {
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+	}
+	if err := xml.Unmarshal(stdout.Bytes(), &junit); err != nil {
+		t.Fatalf("--output junit is not XML: %v", err)
+	}
+	if junit.Tests != 5 || junit.Failures != 0 {
+		t.Errorf("--output junit counts %d tests, %d failures; want 5, 0", junit.Tests, junit.Failures)
+	}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,232 @@
+package verify
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
+)
+
+// Decision is what kube-apiserver answers to an admission request, as far as
+// ValidatingAdmissionPolicies decide it, and why.
+type Decision struct {
+	// Allowed is false when the request is refused.
+	Allowed bool `json:"allowed"`
+	// Code is the HTTP status code: 200 when allowed, else the code of the refusal (422 for
+	// reason Invalid, 403 Forbidden, 401 Unauthorized, 413 RequestEntityTooLarge).
+	Code int32 `json:"code"`
+	// Reason is the status reason of a refusal.
+	Reason metav1.StatusReason `json:"reason,omitempty"`
+	// Message is the status message of a refusal, exactly as the apiserver returns it:
+	// `pods "web-a" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b' denied
+	// request: ...`.
+	Message string `json:"message,omitempty"`
+	// Status is the whole status the apiserver returns for a refusal.
+	Status *metav1.Status `json:"status,omitempty"`
+	// Warnings are the Warning headers of the response.
+	Warnings []string `json:"warnings,omitempty"`
+	// AuditAnnotations are the annotations the request's audit event gets.
+	AuditAnnotations map[string]string `json:"auditAnnotations,omitempty"`
+	// Results say what each policy, binding and param evaluated, in evaluation order.
+	Results []Result `json:"results,omitempty"`
+	// Authorizer lists the checks policies made through `authorizer`; when it is not empty
+	// the decision depended on the configured authorizer.
+	Authorizer []AuthorizerCheck `json:"authorizer,omitempty"`
+	// Notes say where the decision rests on an assumption of vapc's.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Decision words for Result.Result.
+const (
+	ResultAdmit = "admit"
+	ResultDeny  = "deny"
+	ResultError = "error"
+)
+
+// Result is the outcome of one policy, binding and param for a request: one row per failed
+// validation (deny), error (error), or, when nothing failed, one admit row.
+type Result struct {
+	Policy  string    `json:"policy"`
+	Binding string    `json:"binding,omitempty"`
+	Param   *ParamRef `json:"param,omitempty"`
+	// Result is admit, deny (a validation is false) or error (a configuration or runtime
+	// error).
+	Result string `json:"result"`
+	// Actions are the binding's validationActions the result triggered; empty for admit
+	// rows and for errors that failurePolicy Ignore dropped.
+	Actions []admissionregistrationv1.ValidationAction `json:"actions,omitempty"`
+	// ExpressionIndex is the index of the validation in spec.validations.
+	ExpressionIndex *int                `json:"expressionIndex,omitempty"`
+	Message         string              `json:"message,omitempty"`
+	Reason          metav1.StatusReason `json:"reason,omitempty"`
+	// AuditAnnotations are the audit annotations this evaluation published, by key (the
+	// request's annotation is "<policy>/<key>", joined across bindings).
+	AuditAnnotations map[string]string `json:"auditAnnotations,omitempty"`
+	// MatchCondition names the matchCondition that was false, so that the policy did not
+	// apply (result admit).
+	MatchCondition string `json:"matchCondition,omitempty"`
+}
+
+// ParamRef names a param object.
+type ParamRef struct {
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+}
+
+// String returns namespace/name, or name.
+func (p *ParamRef) String() string {
+	if p == nil {
+		return ""
+	}
+	if p.Namespace == "" {
+		return p.Name
+	}
+	return p.Namespace + "/" + p.Name
+}
+
+func (r Result) denies() bool {
+	for _, a := range r.Actions {
+		if a == admissionregistrationv1.Deny {
+			return true
+		}
+	}
+	return false
+}
+
+// newDecision turns the dispatcher's error into the status the apiserver responds with
+// (responsewriters.ErrorToAPIStatus, as its handlers do).
+func newDecision(err error) *Decision {
+	if err == nil {
+		return &Decision{Allowed: true, Code: http.StatusOK}
+	}
+	st := responsewriters.ErrorToAPIStatus(err)
+	return &Decision{Code: st.Code, Reason: st.Reason, Message: st.Message, Status: st}
+}
+
+// maxAuditAnnotationValueLength mirrors the dispatcher's cap on an audit annotation value.
+const maxAuditAnnotationValueLength = 10 * 1024
+
+// results turns the trace into result rows.
+func (e *Evaluator) results(t *trace) []Result {
+	var out []Result
+	for _, p := range t.policies {
+		hook := e.byName[p.name]
+		fail := hook == nil || hook.Policy.Spec.FailurePolicy == nil || *hook.Policy.Spec.FailurePolicy != admissionregistrationv1.Ignore
+		configErr := func(r Result, err error, what string) Result {
+			r.Result, r.Message = ResultError, fmt.Sprintf("failed to configure %s: %v", what, err)
+			if fail {
+				r.Actions = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}
+			}
+			return r
+		}
+		if p.err != nil {
+			out = append(out, configErr(Result{Policy: p.name}, p.err, "policy"))
+			continue
+		}
+		for _, b := range p.bindings {
+			base := Result{Policy: p.name, Binding: b.name}
+			switch {
+			case b.err != nil:
+				out = append(out, configErr(base, b.err, "binding"))
+				continue
+			case len(b.params) == 0:
+				base.Result, base.Message = ResultAdmit, "no params found: parameterNotFoundAction Allow"
+				out = append(out, base)
+				continue
+			}
+			for k, ev := range b.evals {
+				// The dispatcher wraps typed params (wrappedParam), hiding their names: take
+				// the k-th of the params it collected, in the same order.
+				var param runtime.Object
+				if !b.notParams && k < len(b.params) {
+					param = b.params[k]
+				}
+				out = append(out, evalResults(base, hook, b, ev, param)...)
+			}
+		}
+	}
+	return out
+}
+
+func evalResults(base Result, hook *validating.PolicyHook, b *bindingTrace, ev *evalTrace, param runtime.Object) []Result {
+	base.Param = paramRef(param)
+	if ev.match != nil && !ev.match.Matches && ev.match.Error == nil {
+		base.Result, base.MatchCondition = ResultAdmit, ev.match.FailedConditionName
+		base.Message = fmt.Sprintf("matchCondition %q is false: the policy does not apply", ev.match.FailedConditionName)
+		return []Result{base}
+	}
+	var annotations map[string]string
+	var rows []Result
+	for _, aa := range ev.result.AuditAnnotations {
+		switch aa.Action {
+		case validating.AuditAnnotationActionPublish:
+			v := aa.Value
+			if len(v) > maxAuditAnnotationValueLength {
+				v = v[:maxAuditAnnotationValueLength]
+			}
+			if annotations == nil {
+				annotations = map[string]string{}
+			}
+			annotations[aa.Key] = v
+		case validating.AuditAnnotationActionError:
+			r := base
+			r.Result, r.Message = ResultError, aa.Error
+			r.Actions = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}
+			rows = append(rows, r)
+		}
+	}
+	perExpression := (ev.match == nil || ev.match.Error == nil) && len(ev.result.Decisions) == len(hook.Policy.Spec.Validations)
+	for i, d := range ev.result.Decisions {
+		if d.Evaluation == validating.EvalAdmit {
+			continue
+		}
+		r := base
+		r.Result, r.Message, r.Reason = ResultError, d.Message, d.Reason
+		if d.Evaluation == validating.EvalDeny {
+			r.Result = ResultDeny
+		}
+		if perExpression {
+			idx := i
+			r.ExpressionIndex = &idx
+		}
+		if d.Action == validating.ActionDeny {
+			r.Actions = b.actions
+		}
+		rows = append(rows, r)
+	}
+	if len(rows) == 0 {
+		base.Result = ResultAdmit
+		rows = append(rows, base)
+	}
+	rows[0].AuditAnnotations = annotations
+	return rows
+}
+
+func paramRef(o runtime.Object) *ParamRef {
+	if o == nil {
+		return nil
+	}
+	m, err := meta.Accessor(o)
+	if err != nil {
+		return nil
+	}
+	return &ParamRef{Namespace: m.GetNamespace(), Name: m.GetName()}
+}
+
+// Summary is a one-line account of the decision: "admit", or "deny 422 Invalid: message".
+func (d *Decision) Summary() string {
+	if d.Allowed {
+		s := "admit"
+		if len(d.Warnings) > 0 {
+			s += fmt.Sprintf(" with %d warnings", len(d.Warnings))
+		}
+		return s
+	}
+	return strings.TrimSpace(fmt.Sprintf("deny %d %s: %s", d.Code, d.Reason, d.Message))
+}

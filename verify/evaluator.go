@@ -1,0 +1,267 @@
+package verify
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sort"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/generic"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/matching"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/endpoints/filters"
+
+	"github.com/vapc-dev/vapc/cel/defaults"
+	vapcschema "github.com/vapc-dev/vapc/cel/schema"
+)
+
+// KubernetesVersion is the only Kubernetes minor the evaluator decides as: the minor of the
+// k8s.io/apiserver library it calls.
+const KubernetesVersion = "1.37"
+
+// Evaluator decides admission requests against a fixed set of policies and bindings as
+// kube-apiserver does. It is safe for concurrent use.
+type Evaluator struct {
+	resources          Resources
+	store              ObjectStore
+	authz              authorizer.UnconditionalAuthorizer
+	implicitNamespaces bool
+	oi                 objectInterfaces
+
+	hooks  []validating.PolicyHook
+	byName map[string]*validating.PolicyHook
+}
+
+// Option configures an Evaluator.
+type Option func(*Evaluator) error
+
+// WithResources sets the cluster's API (default: the built-in APIs of Kubernetes 1.37, a
+// *schema.Catalog; pass one with CRDs added for custom resources).
+func WithResources(r Resources) Option {
+	return func(e *Evaluator) error { e.resources = r; return nil }
+}
+
+// WithStore sets the cluster objects decisions read (params, namespaces); default an empty
+// MemoryStore.
+func WithStore(s ObjectStore) Option {
+	return func(e *Evaluator) error { e.store = s; return nil }
+}
+
+// WithAuthorizer sets what the `authorizer` of policies answers; default DenyAll.
+func WithAuthorizer(a authorizer.UnconditionalAuthorizer) Option {
+	return func(e *Evaluator) error { e.authz = a; return nil }
+}
+
+// WithKubernetesVersion refuses any version but KubernetesVersion: the evaluator runs the
+// apiserver code it is built with and cannot decide as another version would.
+func WithKubernetesVersion(v string) Option {
+	return func(*Evaluator) error { return CheckKubernetesVersion(v) }
+}
+
+// CheckKubernetesVersion reports an error unless v names KubernetesVersion ("1.37" or
+// "v1.37").
+func CheckKubernetesVersion(v string) error {
+	if v != KubernetesVersion && v != "v"+KubernetesVersion {
+		return fmt.Errorf("vapc evaluates policies as kube-apiserver %s (the k8s.io/apiserver it is built with), not %s", KubernetesVersion, v)
+	}
+	return nil
+}
+
+// WithImplicitNamespaces says whether a request in a namespace the store does not hold sees a
+// namespace of that name with only the labels every namespace has (default true): in a real
+// cluster the namespace of a namespaced object always exists. When false, such a request fails
+// as it would if the namespace were missing from the apiserver.
+func WithImplicitNamespaces(on bool) Option {
+	return func(e *Evaluator) error { e.implicitNamespaces = on; return nil }
+}
+
+// New compiles the policies and binds them. Policies and bindings are defaulted as the
+// apiserver defaults them when it stores them (their originals are not changed). A binding of a
+// policy that is not given is ignored, and a policy without bindings is never evaluated, as in
+// the apiserver.
+func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, opts ...Option) (*Evaluator, error) {
+	e := &Evaluator{implicitNamespaces: true}
+	for _, o := range opts {
+		if err := o(e); err != nil {
+			return nil, err
+		}
+	}
+	if e.resources == nil {
+		cat, err := vapcschema.Builtin(KubernetesVersion)
+		if err != nil {
+			return nil, err
+		}
+		e.resources = cat
+	}
+	if e.store == nil {
+		e.store = NewMemoryStore(e.resources.RESTMapper())
+	}
+	if e.authz == nil {
+		e.authz = DenyAll()
+	}
+	e.oi = objectInterfaces{resources: e.resources}
+	e.hooks = buildHooks(policies, bindings, e.resources.RESTMapper(), e.store)
+	e.byName = map[string]*validating.PolicyHook{}
+	for i := range e.hooks {
+		e.byName[e.hooks[i].Policy.Name] = &e.hooks[i]
+	}
+	return e, nil
+}
+
+// buildHooks mirrors calculatePolicyData and ensureParamsForPolicyLocked of
+// k8s.io/apiserver/pkg/admission/plugin/policy/generic/policy_source.go: bindings grouped by
+// policy name, bindings of missing policies skipped, a policy with an unparsable paramKind
+// apiVersion skipped, and a paramKind without a resource a configuration error of the hook.
+// The apiserver orders hooks and bindings by map iteration (random); vapc orders both by name.
+func buildHooks(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, mapper meta.RESTMapper, store ObjectStore) []validating.PolicyHook {
+	byPolicy := map[string][]*admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+	for _, b := range bindings {
+		b = b.DeepCopy()
+		defaults.SetBindingDefaults(b)
+		byPolicy[b.Spec.PolicyName] = append(byPolicy[b.Spec.PolicyName], b)
+	}
+	sorted := append([]*admissionregistrationv1.ValidatingAdmissionPolicy(nil), policies...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	var hooks []validating.PolicyHook
+	seen := map[string]bool{}
+	for _, p := range sorted {
+		bs := byPolicy[p.Name]
+		if len(bs) == 0 || seen[p.Name] {
+			continue
+		}
+		seen[p.Name] = true
+		sort.SliceStable(bs, func(i, j int) bool { return bs[i].Name < bs[j].Name })
+		p = p.DeepCopy()
+		defaults.SetPolicyDefaults(p)
+		hook := validating.PolicyHook{Policy: p, Bindings: bs}
+		if pk := p.Spec.ParamKind; pk != nil {
+			gv, err := schema.ParseGroupVersion(pk.APIVersion)
+			if err != nil {
+				continue // the apiserver logs "failed to parse paramKind APIVersion" and skips it
+			}
+			gvk := gv.WithKind(pk.Kind)
+			mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+			if err != nil {
+				hook.ConfigurationError = fmt.Errorf("failed to find resource referenced by paramKind: '%v'", gvk)
+			} else {
+				hook.ParamInformer = storeInformer{store: store, gvr: mapping.Resource}
+				hook.ParamScope = mapping.Scope
+			}
+		}
+		hook.Evaluator = compilePolicy(p)
+		hooks = append(hooks, hook)
+	}
+	return hooks
+}
+
+// excludedResources mirrors the resources kube-apiserver keeps from every admission policy
+// (k8s.io/kubernetes pkg/kubeapiserver/admission/exclusion) and the admission configuration
+// resources API-defined policies never see (generic/plugin.go admissionResources).
+var excludedResources = sets.New(
+	schema.GroupResource{Group: "authentication.k8s.io", Resource: "selfsubjectreviews"},
+	schema.GroupResource{Group: "authentication.k8s.io", Resource: "tokenreviews"},
+	schema.GroupResource{Group: "authorization.k8s.io", Resource: "localsubjectaccessreviews"},
+	schema.GroupResource{Group: "authorization.k8s.io", Resource: "selfsubjectaccessreviews"},
+	schema.GroupResource{Group: "authorization.k8s.io", Resource: "selfsubjectrulesreviews"},
+	schema.GroupResource{Group: "authorization.k8s.io", Resource: "subjectaccessreviews"},
+	schema.GroupResource{Group: admissionregistrationv1.GroupName, Resource: "validatingadmissionpolicies"},
+	schema.GroupResource{Group: admissionregistrationv1.GroupName, Resource: "validatingadmissionpolicybindings"},
+	schema.GroupResource{Group: admissionregistrationv1.GroupName, Resource: "mutatingadmissionpolicies"},
+	schema.GroupResource{Group: admissionregistrationv1.GroupName, Resource: "mutatingadmissionpolicybindings"},
+)
+
+// Evaluate decides the request. The error is about the request itself (an unknown resource,
+// an object of the wrong kind); a denial is a Decision.
+func (e *Evaluator) Evaluate(ctx context.Context, req Request) (*Decision, error) {
+	attrs, err := e.attributes(req)
+	if err != nil {
+		return nil, err
+	}
+	if excludedResources.Has(attrs.GetResource().GroupResource()) {
+		return &Decision{Allowed: true, Code: http.StatusOK, Notes: []string{
+			fmt.Sprintf("kube-apiserver evaluates no ValidatingAdmissionPolicy on %s", attrs.GetResource().GroupResource()),
+		}}, nil
+	}
+
+	t := &trace{}
+	var notes []string
+	nsLister := namespaceLister{store: e.store}
+	if ns := attrs.GetNamespace(); ns != "" && e.implicitNamespaces {
+		if _, err := nsLister.Get(ns); err != nil {
+			nsLister.implicit = implicitNamespace(ns)
+			notes = append(notes, fmt.Sprintf("namespace %q is not among the cluster objects: assumed to exist with only the label %s=%s", ns, namespaceNameLabel, ns))
+		}
+	}
+	m := matching.NewMatcher(nsLister, namespaceClient{lister: nsLister})
+	pm := &recordingPolicyMatcher{PolicyMatcher: generic.NewPolicyMatcher(m), t: t, hooks: e.byName, namespace: attrs.GetNamespace()}
+	d := validating.NewDispatcher(recordingAuthorizer{inner: e.authz, t: t}, pm)
+
+	// The apiserver's warning recorder (an HTTP filter) dedupes and truncates warnings and
+	// writes them as Warning headers: run the dispatch inside it and read them back.
+	var dispatchErr error
+	w := &headerWriter{header: http.Header{}}
+	handler := filters.WithWarningRecorder(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		dispatchErr = d.Dispatch(r.Context(), attrs, e.oi, e.hooks)
+	}))
+	httpReq, err := http.NewRequestWithContext(withTrace(ctx, t), http.MethodPost, "/", nil)
+	if err != nil {
+		return nil, err
+	}
+	handler.ServeHTTP(w, httpReq)
+
+	dec := newDecision(dispatchErr)
+	if hs := w.header.Values("Warning"); len(hs) > 0 {
+		ws, _ := utilnet.ParseWarningHeaders(hs)
+		for _, h := range ws {
+			dec.Warnings = append(dec.Warnings, h.Text)
+		}
+	}
+	attrs.mu.Lock()
+	if len(attrs.annotations) > 0 {
+		dec.AuditAnnotations = map[string]string{}
+		for k, v := range attrs.annotations {
+			dec.AuditAnnotations[k] = v
+		}
+	}
+	attrs.mu.Unlock()
+	dec.Results = e.results(t)
+	dec.Authorizer = t.checks
+	dec.Notes = append(notes, e.notes(t, attrs, dec)...)
+	return dec, nil
+}
+
+func (e *Evaluator) notes(t *trace, attrs admission.Attributes, dec *Decision) []string {
+	var notes []string
+	if len(t.checks) > 0 {
+		notes = append(notes, fmt.Sprintf("the decision depended on the authorizer, which vapc answers from its configuration (%d checks)", len(t.checks)))
+	}
+	for _, p := range t.policies {
+		if !p.matchKind.Empty() && p.matchKind != attrs.GetKind() {
+			notes = append(notes, fmt.Sprintf("policy %s matched as %s (matchPolicy Equivalent): vapc relabels the object's apiVersion where kube-apiserver runs conversion", p.name, p.matchKind))
+		}
+	}
+	denying := map[string]bool{}
+	for _, r := range dec.Results {
+		if r.denies() {
+			denying[r.Policy+"\x00"+r.Binding+"\x00"+r.Param.String()] = true
+		}
+	}
+	if len(denying) > 1 && !dec.Allowed {
+		notes = append(notes, fmt.Sprintf("%d policy bindings or params deny: kube-apiserver reports the first in an order that follows its informer caches; vapc orders policies, bindings and params by name", len(denying)))
+	}
+	return notes
+}
+
+// headerWriter is the http.ResponseWriter the warning recorder writes headers to.
+type headerWriter struct{ header http.Header }
+
+func (w *headerWriter) Header() http.Header         { return w.header }
+func (w *headerWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (w *headerWriter) WriteHeader(int)             {}

@@ -1,0 +1,308 @@
+package verify_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	"sigs.k8s.io/yaml"
+
+	vapcschema "github.com/vapc-dev/vapc/cel/schema"
+	"github.com/vapc-dev/vapc/verify"
+)
+
+func mustPolicy(t testing.TB, y string) *admissionregistrationv1.ValidatingAdmissionPolicy {
+	t.Helper()
+	p := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+	if err := yaml.UnmarshalStrict([]byte(y), p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func binding(name, policy string, actions ...admissionregistrationv1.ValidationAction) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
+	b := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+	b.Name = name
+	b.Spec.PolicyName = policy
+	b.Spec.ValidationActions = actions
+	return b
+}
+
+func object(t testing.TB, y string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(y), &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+var (
+	configmaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	catalog    = func() *vapcschema.Catalog {
+		c, err := vapcschema.Builtin(verify.KubernetesVersion)
+		if err != nil {
+			panic(err)
+		}
+		return c
+	}()
+)
+
+const annotatePolicy = `
+metadata: {name: annotate}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+  validations:
+  - expression: "true"
+  auditAnnotations:
+  - {key: value, valueExpression: "string(object.data.v)"}
+`
+
+// TestAuditAnnotationSizeCap checks the dispatcher's 10 KiB cap on audit annotation values.
+func TestAuditAnnotationSizeCap(t *testing.T) {
+	e, err := verify.New([]*admissionregistrationv1.ValidatingAdmissionPolicy{mustPolicy(t, annotatePolicy)},
+		[]*admissionregistrationv1.ValidatingAdmissionPolicyBinding{binding("b", "annotate", admissionregistrationv1.Audit)},
+		verify.WithResources(catalog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, value, want string
+	}{
+		{"short", "  hello  ", "hello"},
+		{"at the cap", strings.Repeat("x", 10*1024), strings.Repeat("x", 10*1024)},
+		{"over the cap", strings.Repeat("y", 10*1024+7), strings.Repeat("y", 10*1024)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := object(t, "{apiVersion: v1, kind: ConfigMap, metadata: {name: c, namespace: ns}}")
+			obj.Object["data"] = map[string]any{"v": tc.value}
+			d, err := e.Evaluate(context.Background(), verify.Request{Operation: admission.Create, Resource: configmaps, Object: obj})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(map[string]string{"annotate/value": tc.want}, d.AuditAnnotations); diff != "" {
+				t.Errorf("AuditAnnotations mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+const paramPolicy = `
+metadata: {name: max-keys}
+spec:
+  paramKind: {apiVersion: v1, kind: ConfigMap}
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+  validations:
+  - expression: "size(object.data) <= int(params.data.max)"
+    messageExpression: "'at most ' + params.data.max + ' keys'"
+`
+
+// TestStoreChangesBetweenRequests checks that a decision reads the store as it is when the
+// request is evaluated, as audit-log replay needs.
+func TestStoreChangesBetweenRequests(t *testing.T) {
+	store := verify.NewMemoryStore(catalog.RESTMapper())
+	b := binding("b", "max-keys", admissionregistrationv1.Deny)
+	deny := admissionregistrationv1.DenyAction
+	b.Spec.ParamRef = &admissionregistrationv1.ParamRef{Name: "limits", Namespace: "config", ParameterNotFoundAction: &deny}
+	e, err := verify.New([]*admissionregistrationv1.ValidatingAdmissionPolicy{mustPolicy(t, paramPolicy)},
+		[]*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, verify.WithResources(catalog), verify.WithStore(store))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := verify.Request{Operation: admission.Create, Resource: configmaps,
+		Object: object(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: c, namespace: ns}, data: {a: "1", b: "2"}}`)}
+	steps := []struct {
+		name    string
+		put     string
+		delete  bool
+		allowed bool
+		message string
+	}{
+		{name: "no param", allowed: false, message: `configmaps "c" is forbidden: ValidatingAdmissionPolicy 'max-keys' with binding 'b' denied request: failed to configure binding: no params found for policy binding with ` + "`Deny`" + ` parameterNotFoundAction`},
+		{name: "param allows 5", put: `{apiVersion: v1, kind: ConfigMap, metadata: {name: limits, namespace: config}, data: {max: "5"}}`, allowed: true},
+		{name: "param allows 1", put: `{apiVersion: v1, kind: ConfigMap, metadata: {name: limits, namespace: config}, data: {max: "1"}}`, message: `configmaps "c" is forbidden: ValidatingAdmissionPolicy 'max-keys' with binding 'b' denied request: at most 1 keys`},
+		{name: "param deleted", delete: true, message: `configmaps "c" is forbidden: ValidatingAdmissionPolicy 'max-keys' with binding 'b' denied request: failed to configure binding: no params found for policy binding with ` + "`Deny`" + ` parameterNotFoundAction`},
+	}
+	for _, s := range steps {
+		if s.put != "" {
+			if err := store.Put(object(t, s.put)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if s.delete {
+			if err := store.Delete(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, "config", "limits"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		d, err := e.Evaluate(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allowed != s.allowed || d.Message != s.message {
+			t.Errorf("%s: Evaluate() = %v %q, want %v %q", s.name, d.Allowed, d.Message, s.allowed, s.message)
+		}
+	}
+}
+
+const authzPolicy = `
+metadata: {name: authz}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+  validations:
+  - expression: "authorizer.group('').resource('secrets').namespace('ns').check('get').allowed()"
+`
+
+// TestAuthorizerDependency checks that the checks a decision made are reported.
+func TestAuthorizerDependency(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		authz   verify.Option
+		allowed bool
+	}{
+		{"allow all", verify.WithAuthorizer(verify.AllowAll()), true},
+		{"deny all", verify.WithAuthorizer(verify.DenyAll()), false},
+		{"default", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := []verify.Option{verify.WithResources(catalog)}
+			if tc.authz != nil {
+				opts = append(opts, tc.authz)
+			}
+			e, err := verify.New([]*admissionregistrationv1.ValidatingAdmissionPolicy{mustPolicy(t, authzPolicy)},
+				[]*admissionregistrationv1.ValidatingAdmissionPolicyBinding{binding("b", "authz", admissionregistrationv1.Deny)}, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := e.Evaluate(context.Background(), verify.Request{Operation: admission.Create, Resource: configmaps,
+				UserInfo: verify.UserInfo{Username: "alice"},
+				Object:   object(t, "{apiVersion: v1, kind: ConfigMap, metadata: {name: c, namespace: ns}}")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Allowed != tc.allowed {
+				t.Errorf("Allowed = %v, want %v", d.Allowed, tc.allowed)
+			}
+			if len(d.Authorizer) != 1 || d.Authorizer[0].User != "alice" || d.Authorizer[0].Resource != "secrets" || d.Authorizer[0].Verb != "get" {
+				t.Errorf("Authorizer = %+v, want one get secrets check by alice", d.Authorizer)
+			}
+			if !strings.Contains(strings.Join(d.Notes, "\n"), "depended on the authorizer") {
+				t.Errorf("Notes = %q, want a note that the decision depended on the authorizer", d.Notes)
+			}
+		})
+	}
+}
+
+const everything = `
+metadata: {name: everything}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: ["*"], apiVersions: ["*"], operations: ["*"], resources: ["*"]}
+  validations:
+  - expression: "false"
+`
+
+// TestRequests checks what the evaluator refuses and the resources no policy sees.
+func TestRequests(t *testing.T) {
+	e, err := verify.New([]*admissionregistrationv1.ValidatingAdmissionPolicy{mustPolicy(t, everything)},
+		[]*admissionregistrationv1.ValidatingAdmissionPolicyBinding{binding("b", "everything", admissionregistrationv1.Deny)},
+		verify.WithResources(catalog), verify.WithImplicitNamespaces(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		req     verify.Request
+		wantErr string
+		allowed bool
+		code    int32
+	}{
+		{name: "object of another kind", req: verify.Request{Operation: admission.Create, Resource: configmaps,
+			Object: object(t, "{apiVersion: v1, kind: Secret, metadata: {name: s, namespace: ns}}")},
+			wantErr: "object: a request for this resource carries v1 ConfigMap, not v1 Secret"},
+		{name: "unknown field", req: verify.Request{Operation: admission.Create, Resource: configmaps,
+			Object: object(t, "{apiVersion: v1, kind: ConfigMap, metadata: {name: s, namespace: ns}, dta: {}}")},
+			wantErr: `object: strict decoding error: unknown field "dta"`},
+		{name: "unknown resource", req: verify.Request{Operation: admission.Create, Resource: schema.GroupVersionResource{Version: "v1", Resource: "nope"}},
+			wantErr: "unknown resource nope in v1"},
+		{name: "bad operation", req: verify.Request{Operation: "GET", Resource: configmaps}, wantErr: `operation "GET"`},
+		{name: "excluded resource", req: verify.Request{Operation: admission.Create,
+			Resource: schema.GroupVersionResource{Group: "authorization.k8s.io", Version: "v1", Resource: "subjectaccessreviews"},
+			Object:   object(t, "{apiVersion: authorization.k8s.io/v1, kind: SubjectAccessReview, metadata: {name: x}, spec: {user: a}}")},
+			allowed: true, code: 200},
+		{name: "missing namespace without implicit namespaces", req: verify.Request{Operation: admission.Create, Resource: configmaps,
+			Object: object(t, "{apiVersion: v1, kind: ConfigMap, metadata: {name: c, namespace: gone}}")},
+			code: 404},
+		{name: "cluster-scoped", req: verify.Request{Operation: admission.Create, Resource: schema.GroupVersionResource{Version: "v1", Resource: "nodes"},
+			Object: object(t, "{apiVersion: v1, kind: Node, metadata: {name: node-1}}")},
+			code: 422},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := e.Evaluate(context.Background(), tc.req)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Evaluate() error = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Allowed != tc.allowed || d.Code != tc.code {
+				t.Errorf("Evaluate() = %v %d (%s), want %v %d", d.Allowed, d.Code, d.Message, tc.allowed, tc.code)
+			}
+		})
+	}
+}
+
+// Example evaluates a policy against one request.
+func Example() {
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+	_ = yaml.Unmarshal([]byte(`
+metadata: {name: no-latest}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+  validations:
+  - expression: "object.spec.containers.all(c, !c.image.endsWith(':latest'))"
+    message: "images must not use the latest tag"
+`), policy)
+	b := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+	b.Name, b.Spec.PolicyName = "no-latest", "no-latest"
+	b.Spec.ValidationActions = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}
+
+	e, err := verify.New([]*admissionregistrationv1.ValidatingAdmissionPolicy{policy}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b})
+	if err != nil {
+		panic(err)
+	}
+	pod := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Pod",
+		"metadata": map[string]any{"name": "web", "namespace": "default"},
+		"spec":     map[string]any{"containers": []any{map[string]any{"name": "web", "image": "nginx:latest"}}},
+	}}
+	d, err := e.Evaluate(context.Background(), verify.Request{
+		Operation: admission.Create,
+		Resource:  schema.GroupVersionResource{Version: "v1", Resource: "pods"},
+		Object:    pod,
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(d.Code, d.Message)
+	// Output: 422 pods "web" is forbidden: ValidatingAdmissionPolicy 'no-latest' with binding 'no-latest' denied request: images must not use the latest tag
+}

@@ -1,0 +1,196 @@
+package verify
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+)
+
+// ObjectStore is the cluster state an admission decision can read: the params of policies and
+// the namespaces of requests. Reads must be synchronous (no informer that syncs in the
+// background) and safe for concurrent use, so that a replay can change the store between two
+// requests and the next decision sees the change.
+//
+// Objects are returned as an informer would hold them, since that is what the apiserver hands
+// to CEL: typed (k8s.io/api) objects without apiVersion and kind for the built-in kinds,
+// *unstructured.Unstructured for custom resources.
+type ObjectStore interface {
+	// Get returns the object of the resource with the namespace ("" for cluster-scoped
+	// resources) and name, or an error for which apierrors.IsNotFound is true.
+	Get(gvr schema.GroupVersionResource, namespace, name string) (runtime.Object, error)
+	// List returns the objects of the resource in the namespace ("" for every namespace)
+	// whose labels match the selector, sorted by namespace and name.
+	List(gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]runtime.Object, error)
+}
+
+// MemoryStore is an ObjectStore held in memory. Its zero value is not usable; call
+// NewMemoryStore. It is safe for concurrent use.
+type MemoryStore struct {
+	mapper meta.RESTMapper
+
+	mu      sync.RWMutex
+	objects map[schema.GroupVersionResource]map[objectKey]storedObject
+}
+
+type objectKey struct{ namespace, name string }
+
+type storedObject struct {
+	obj    runtime.Object
+	labels labels.Set
+}
+
+// NewMemoryStore returns an empty store. The RESTMapper maps the kind of an object put in the
+// store to its resource (a *schema.Catalog's RESTMapper does).
+func NewMemoryStore(mapper meta.RESTMapper) *MemoryStore {
+	return &MemoryStore{mapper: mapper, objects: map[schema.GroupVersionResource]map[objectKey]storedObject{}}
+}
+
+// Put adds or replaces an object, found by its apiVersion, kind, namespace and name. An object
+// of a namespaced kind without a namespace is put in "default", as the apiserver does for a
+// create without a namespace. Built-in kinds are converted to their typed form once, here;
+// unknown fields are an error, as they are on a strict create.
+func (s *MemoryStore) Put(obj *unstructured.Unstructured) error {
+	gvk := obj.GroupVersionKind()
+	mapping, err := s.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", gvk.Kind, obj.GetName(), err)
+	}
+	if obj.GetName() == "" {
+		return fmt.Errorf("%s without metadata.name", gvk.Kind)
+	}
+	ns := obj.GetNamespace()
+	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+		if ns == "" {
+			ns = "default"
+		}
+	} else if ns != "" {
+		return fmt.Errorf("%s %s: metadata.namespace %q set on a cluster-scoped kind", gvk.Kind, obj.GetName(), ns)
+	}
+	obj = obj.DeepCopy()
+	obj.SetNamespace(ns)
+	if gvk == namespaceGVK {
+		setNamespaceDefaults(obj)
+	}
+	stored, err := informerForm(obj)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", gvk.Kind, obj.GetName(), err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.objects[mapping.Resource]
+	if m == nil {
+		m = map[objectKey]storedObject{}
+		s.objects[mapping.Resource] = m
+	}
+	m[objectKey{ns, obj.GetName()}] = storedObject{obj: stored, labels: labels.Set(obj.GetLabels())}
+	return nil
+}
+
+// Delete removes an object; removing an object that is not there is not an error.
+func (s *MemoryStore) Delete(gvk schema.GroupVersionKind, namespace, name string) error {
+	mapping, err := s.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.objects[mapping.Resource], objectKey{namespace, name})
+	return nil
+}
+
+// Get implements ObjectStore.
+func (s *MemoryStore) Get(gvr schema.GroupVersionResource, namespace, name string) (runtime.Object, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	o, ok := s.objects[gvr][objectKey{namespace, name}]
+	if !ok {
+		return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
+	}
+	return o.obj, nil
+}
+
+// List implements ObjectStore.
+func (s *MemoryStore) List(gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]runtime.Object, error) {
+	s.mu.RLock()
+	var keys []objectKey
+	for k, o := range s.objects[gvr] {
+		if (namespace == "" || k.namespace == namespace) && (selector == nil || selector.Matches(o.labels)) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].namespace != keys[j].namespace {
+			return keys[i].namespace < keys[j].namespace
+		}
+		return keys[i].name < keys[j].name
+	})
+	out := make([]runtime.Object, len(keys))
+	for i, k := range keys {
+		out[i] = s.objects[gvr][k].obj
+	}
+	s.mu.RUnlock()
+	return out, nil
+}
+
+// informerForm converts an object to the form an informer holds: typed, without apiVersion and
+// kind, for the kinds client-go knows; unstructured otherwise.
+func informerForm(u *unstructured.Unstructured) (runtime.Object, error) {
+	typed, err := toTyped(u)
+	if err != nil || typed == nil {
+		return u, err
+	}
+	typed.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+	return typed, nil
+}
+
+// toTyped converts an unstructured object of a kind that client-go knows into its typed form,
+// refusing unknown fields. It returns nil for other kinds.
+func toTyped(u *unstructured.Unstructured) (runtime.Object, error) {
+	gvk := u.GroupVersionKind()
+	if !clientgoscheme.Scheme.Recognizes(gvk) {
+		return nil, nil
+	}
+	typed, err := clientgoscheme.Scheme.New(gvk)
+	if err != nil {
+		return nil, nil
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.UnstructuredContent(), typed, true); err != nil {
+		return nil, err
+	}
+	typed.GetObjectKind().SetGroupVersionKind(gvk)
+	return typed, nil
+}
+
+// namespaceNameLabel is the label kube-apiserver sets on every namespace to its name.
+const namespaceNameLabel = "kubernetes.io/metadata.name"
+
+var (
+	namespaceGVK = schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
+	namespaceGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+)
+
+// setNamespaceDefaults sets what the apiserver sets on every namespace it stores: the
+// kubernetes.io/metadata.name label, the kubernetes finalizer and phase Active (the namespace
+// strategy's PrepareForCreate and the name label defaulting of k8s.io/kubernetes).
+func setNamespaceDefaults(ns *unstructured.Unstructured) {
+	l := ns.GetLabels()
+	if l == nil {
+		l = map[string]string{}
+	}
+	l[namespaceNameLabel] = ns.GetName()
+	ns.SetLabels(l)
+	if _, found, _ := unstructured.NestedFieldNoCopy(ns.Object, "spec", "finalizers"); !found {
+		_ = unstructured.SetNestedStringSlice(ns.Object, []string{"kubernetes"}, "spec", "finalizers")
+	}
+	if _, found, _ := unstructured.NestedFieldNoCopy(ns.Object, "status", "phase"); !found {
+		_ = unstructured.SetNestedField(ns.Object, "Active", "status", "phase")
+	}
+}

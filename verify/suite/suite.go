@@ -1,0 +1,304 @@
+// Package suite reads and runs vapc test suites: declarative admission requests against
+// ValidatingAdmissionPolicies and the decisions kube-apiserver must make for them, checked with
+// the evaluator of package verify. A suite is a YAML document of kind TestSuite
+// (apiVersion vapc.dev/v1alpha1); see Suite.
+package suite
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/vapc-dev/vapc/cel/manifest"
+	"github.com/vapc-dev/vapc/verify"
+)
+
+// APIVersion and Kind of a suite document.
+const (
+	APIVersion = "vapc.dev/v1alpha1"
+	Kind       = "TestSuite"
+)
+
+// Suite is a TestSuite document.
+//
+//	apiVersion: vapc.dev/v1alpha1
+//	kind: TestSuite
+//	metadata: {name: kosmos}
+//	policies: [policy.yaml]        # files or folders, relative to the suite file
+//	objects: [objects.yaml]        # cluster objects: namespaces, params
+//	cases:
+//	- name: node-controller may not delete a pod on a NotReady Kosmos node
+//	  operation: DELETE
+//	  resource: pods
+//	  user: {username: "system:serviceaccount:kube-system:node-controller"}
+//	  oldObject: pods/web-a.yaml   # or the object inline
+//	  expect:
+//	    decision: deny
+//	    message: 'pods "web-a" is forbidden: ...'
+type Suite struct {
+	APIVersion string   `json:"apiVersion"`
+	Kind       string   `json:"kind"`
+	Metadata   Metadata `json:"metadata"`
+	// Policies are files or folders of ValidatingAdmissionPolicies and bindings.
+	Policies []string `json:"policies"`
+	// Objects are files or folders of cluster objects: namespaces and params.
+	Objects []string `json:"objects,omitempty"`
+	// CRDs are files of CustomResourceDefinitions for custom resources and paramKinds.
+	CRDs []string `json:"crds,omitempty"`
+	// Authorizer answers the policies' `authorizer` checks; default: no opinion on anything.
+	Authorizer *Authorizer `json:"authorizer,omitempty"`
+	// Cases are the requests and their expected decisions.
+	Cases []Case `json:"cases"`
+
+	// File is the path the suite was read from.
+	File string `json:"-"`
+	doc  *manifest.Document
+}
+
+// Metadata names a suite.
+type Metadata struct {
+	Name string `json:"name"`
+}
+
+// Authorizer configures what `authorizer` checks answer: Mode AllowAll, DenyAll, or Rules
+// (the rules here or in RulesFile, first match wins).
+type Authorizer struct {
+	Mode      string                  `json:"mode,omitempty"`
+	Rules     []verify.AuthorizerRule `json:"rules,omitempty"`
+	Default   string                  `json:"default,omitempty"`
+	RulesFile string                  `json:"rulesFile,omitempty"`
+}
+
+// Case is one admission request and what kube-apiserver must decide.
+type Case struct {
+	Name string `json:"name"`
+	// Operation is CREATE, UPDATE, DELETE or CONNECT.
+	Operation string `json:"operation,omitempty"`
+	// Resource is "pods", "pods/eviction", "deployments.apps" or "deployments.apps/scale";
+	// when empty it is the resource of the object's kind.
+	Resource string `json:"resource,omitempty"`
+	// APIVersion pins the resource's version (default: the preferred one).
+	APIVersion string `json:"apiVersion,omitempty"`
+	// Namespace and ResourceName (the name in the request's path) default to the object's.
+	Namespace    string `json:"namespace,omitempty"`
+	ResourceName string `json:"resourceName,omitempty"`
+	// User is the requesting user.
+	User verify.UserInfo `json:"user,omitempty"`
+	// Object and OldObject are inline objects, or paths (relative to the suite file) of files
+	// holding one object.
+	Object    json.RawMessage `json:"object,omitempty"`
+	OldObject json.RawMessage `json:"oldObject,omitempty"`
+	// Options are the operation's options (CreateOptions, UpdateOptions, DeleteOptions).
+	Options json.RawMessage `json:"options,omitempty"`
+	DryRun  bool            `json:"dryRun,omitempty"`
+	// AdmissionReview is a whole admission.k8s.io/v1 AdmissionReview (inline or a path), in
+	// place of the fields above.
+	AdmissionReview json.RawMessage `json:"admissionReview,omitempty"`
+	// Objects are cluster objects for this case only, inline; they replace the suite's
+	// objects of the same kind, namespace and name.
+	Objects []json.RawMessage `json:"objects,omitempty"`
+	// Authorizer replaces the suite's for this case.
+	Authorizer *Authorizer `json:"authorizer,omitempty"`
+	// Expect is what kube-apiserver decides. Required.
+	Expect *Expect `json:"expect"`
+}
+
+// Expect is the expected decision. Decision is required; every other field is compared only
+// when given.
+type Expect struct {
+	// Decision is admit or deny.
+	Decision string `json:"decision"`
+	Code     int32  `json:"code,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	// Message is the whole status message of a denial.
+	Message string `json:"message,omitempty"`
+	// Warnings are the response's warnings, in order; [] expects none.
+	Warnings *[]string `json:"warnings,omitempty"`
+	// AuditAnnotations are the request's audit annotations, all of them; {} expects none.
+	AuditAnnotations *map[string]string `json:"auditAnnotations,omitempty"`
+	// Results are results of policy, binding and param that must be among the decision's.
+	Results []ExpectResult `json:"results,omitempty"`
+}
+
+// ExpectResult is an expected result of one policy, binding and param; fields left empty are
+// not compared.
+type ExpectResult struct {
+	Policy          string   `json:"policy"`
+	Binding         string   `json:"binding,omitempty"`
+	Param           string   `json:"param,omitempty"`
+	Result          string   `json:"result"`
+	Actions         []string `json:"actions,omitempty"`
+	ExpressionIndex *int     `json:"expressionIndex,omitempty"`
+	Message         string   `json:"message,omitempty"`
+	Reason          string   `json:"reason,omitempty"`
+	MatchCondition  string   `json:"matchCondition,omitempty"`
+}
+
+// Load reads the suites in a file (one or more TestSuite documents). Every problem is
+// returned, each pointing at its file, line and field.
+func Load(path string) ([]*Suite, error) {
+	docs, err := manifest.ReadPaths(nil, path)
+	if err != nil {
+		return nil, err
+	}
+	var suites []*Suite
+	var errs []error
+	for _, d := range docs {
+		s, err := decode(d)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		suites = append(suites, s)
+	}
+	return suites, errors.Join(errs...)
+}
+
+func decode(d *manifest.Document) (*Suite, error) {
+	if gvk := d.GroupVersionKind(); gvk.GroupVersion().String() != APIVersion || gvk.Kind != Kind {
+		return nil, d.Errorf("kind", "want apiVersion %s, kind %s; not %s %s", APIVersion, Kind, d.Object.GetAPIVersion(), d.Object.GetKind())
+	}
+	s := &Suite{File: d.File, doc: d}
+	if err := d.Decode(s); err != nil {
+		return nil, err
+	}
+	var errs []error
+	if len(s.Policies) == 0 {
+		errs = append(errs, d.Errorf("policies", "a suite needs policies (files or folders)"))
+	}
+	if len(s.Cases) == 0 {
+		errs = append(errs, d.Errorf("cases", "a suite needs cases"))
+	}
+	for i, p := range s.Policies {
+		if err := exists(s.path(p)); err != nil {
+			errs = append(errs, d.Errorf(fmt.Sprintf("policies[%d]", i), "%v", err))
+		}
+	}
+	for i, p := range s.Objects {
+		if err := exists(s.path(p)); err != nil {
+			errs = append(errs, d.Errorf(fmt.Sprintf("objects[%d]", i), "%v", err))
+		}
+	}
+	for i, p := range s.CRDs {
+		if err := exists(s.path(p)); err != nil {
+			errs = append(errs, d.Errorf(fmt.Sprintf("crds[%d]", i), "%v", err))
+		}
+	}
+	errs = append(errs, s.Authorizer.validate(d, "authorizer", s)...)
+	names := map[string]int{}
+	for i := range s.Cases {
+		c := &s.Cases[i]
+		field := fmt.Sprintf("cases[%d]", i)
+		if c.Name == "" {
+			errs = append(errs, d.Errorf(field, "a case needs a name"))
+		} else if j, dup := names[c.Name]; dup {
+			errs = append(errs, d.Errorf(field+".name", "case name %q is already used by cases[%d]", c.Name, j))
+		}
+		names[c.Name] = i
+		errs = append(errs, c.Authorizer.validate(d, field+".authorizer", s)...)
+		switch {
+		case c.Expect == nil:
+			errs = append(errs, d.Errorf(field, "case %q has no expectation: add expect.decision (admit or deny)", c.Name))
+		case c.Expect.Decision != "admit" && c.Expect.Decision != "deny":
+			errs = append(errs, d.Errorf(field+".expect.decision", "decision must be admit or deny, not %q", c.Expect.Decision))
+		}
+		if len(c.AdmissionReview) == 0 {
+			switch strings.ToUpper(c.Operation) {
+			case "CREATE", "UPDATE", "DELETE", "CONNECT":
+			case "":
+				errs = append(errs, d.Errorf(field, "case %q needs an operation (CREATE, UPDATE, DELETE or CONNECT) or an admissionReview", c.Name))
+			default:
+				errs = append(errs, d.Errorf(field+".operation", "operation must be CREATE, UPDATE, DELETE or CONNECT, not %q", c.Operation))
+			}
+		}
+		if c.Expect != nil {
+			for j, r := range c.Expect.Results {
+				rf := fmt.Sprintf("%s.expect.results[%d]", field, j)
+				if r.Policy == "" {
+					errs = append(errs, d.Errorf(rf, "an expected result needs a policy"))
+				}
+				switch r.Result {
+				case verify.ResultAdmit, verify.ResultDeny, verify.ResultError:
+				default:
+					errs = append(errs, d.Errorf(rf+".result", "result must be admit, deny or error, not %q", r.Result))
+				}
+			}
+		}
+		for _, f := range []struct {
+			name string
+			raw  json.RawMessage
+		}{{"object", c.Object}, {"oldObject", c.OldObject}, {"admissionReview", c.AdmissionReview}} {
+			if p, ok := pathOf(f.raw); ok {
+				if err := exists(s.path(p)); err != nil {
+					errs = append(errs, d.Errorf(field+"."+f.name, "%v", err))
+				}
+			}
+		}
+	}
+	return s, errors.Join(errs...)
+}
+
+func (a *Authorizer) validate(d *manifest.Document, field string, s *Suite) []error {
+	if a == nil {
+		return nil
+	}
+	var errs []error
+	switch a.Mode {
+	case "", "Rules":
+	case "AllowAll", "DenyAll":
+		if len(a.Rules) > 0 || a.RulesFile != "" {
+			errs = append(errs, d.Errorf(field+".mode", "mode %s takes no rules", a.Mode))
+		}
+	default:
+		errs = append(errs, d.Errorf(field+".mode", "mode must be AllowAll, DenyAll or Rules, not %q", a.Mode))
+	}
+	if a.RulesFile != "" {
+		if err := exists(s.path(a.RulesFile)); err != nil {
+			errs = append(errs, d.Errorf(field+".rulesFile", "%v", err))
+		}
+	}
+	ra := verify.RulesAuthorizer{Rules: a.Rules, Default: a.Default}
+	if err := ra.Validate(); err != nil {
+		errs = append(errs, d.Errorf(field, "%v", err))
+	}
+	return errs
+}
+
+// path resolves a path of the suite relative to the suite file.
+func (s *Suite) path(p string) string {
+	if filepath.IsAbs(p) || s.File == "" || s.File == "<stdin>" {
+		return p
+	}
+	return filepath.Join(filepath.Dir(s.File), p)
+}
+
+// pathOf reports whether raw is a JSON string, the path of a file.
+func pathOf(raw json.RawMessage) (string, bool) {
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", false
+	}
+	var p string
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return "", false
+	}
+	return p, true
+}
+
+func exists(p string) error {
+	_, err := os.Stat(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%s: no such file or folder", p)
+	}
+	return err
+}
+
+// Pos returns the position of a field of the suite, such as cases[2].
+func (s *Suite) Pos(field string) manifest.Position {
+	if s.doc == nil {
+		return manifest.Position{File: s.File}
+	}
+	return s.doc.KeyPos(field)
+}

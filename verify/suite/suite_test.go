@@ -1,0 +1,87 @@
+package suite
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestSuites runs every suite under testdata/suites: each behaviour of the evaluator has a
+// suite there, and every case must pass.
+func TestSuites(t *testing.T) {
+	var files []string
+	err := filepath.WalkDir("../../testdata/suites", func(p string, d os.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(p, ".suite.yaml") {
+			files = append(files, p)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(files)
+	if len(files) < 8 {
+		t.Fatalf("found %d suites, want the suites of every behaviour", len(files))
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(filepath.Dir(f)), func(t *testing.T) {
+			t.Parallel()
+			suites, err := Load(f)
+			if err != nil {
+				t.Fatalf("Load(%q) = %v", f, err)
+			}
+			for _, s := range suites {
+				rep, err := Run(context.Background(), s)
+				if err != nil {
+					t.Fatalf("Run(%q) = %v", f, err)
+				}
+				for _, c := range rep.Cases {
+					if !c.Passed {
+						t.Errorf("%s: case %q failed:\n%s", c.Pos, c.Name, strings.Join(c.Failures, "\n"))
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestLoadErrors checks that bad suites fail with every problem at its file, line and field.
+func TestLoadErrors(t *testing.T) {
+	tests := []struct {
+		file string
+		want []string
+	}{
+		{"unknown-field.yaml", []string{
+			`testdata/bad/unknown-field.yaml:9:3: unknown field "cases[0].oldObjekt"`,
+		}},
+		{"missing-file.yaml", []string{
+			`testdata/bad/missing-file.yaml:4:12: policies[0]: testdata/bad/no-such-policy.yaml: no such file or folder`,
+			`testdata/bad/missing-file.yaml:9:14: cases[0].oldObject: testdata/bad/no-such-pod.yaml: no such file or folder`,
+		}},
+		{"no-expect.yaml", []string{
+			`testdata/bad/no-expect.yaml:10:3: cases[1]: case "no expectation" has no expectation: add expect.decision (admit or deny)`,
+			`testdata/bad/no-expect.yaml:16:22: cases[2].expect.decision: decision must be admit or deny, not "allow"`,
+		}},
+		{"wrong-kind.yaml", []string{
+			`testdata/bad/wrong-kind.yaml:2:7: kind: want apiVersion vapc.dev/v1alpha1, kind TestSuite; not vapc.dev/v1alpha1 Suite`,
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.file, func(t *testing.T) {
+			t.Parallel()
+			_, err := Load(filepath.Join("testdata/bad", tc.file))
+			if err == nil {
+				t.Fatalf("Load(%q) = nil error, want %q", tc.file, tc.want)
+			}
+			got := strings.Split(err.Error(), "\n")
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Load(%q) errors mismatch (-want +got):\n%s", tc.file, diff)
+			}
+		})
+	}
+}
