@@ -1,0 +1,101 @@
+package validation
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/validate/content"
+	genericvalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/storage/names"
+)
+
+// StaticConfigSuffix is the metadata.name suffix kube-apiserver reserves for policies and
+// bindings loaded from static manifests; the API refuses to create objects that use it.
+const StaticConfigSuffix = ".static.k8s.io"
+
+// generatedNameSuffix stands in for the 5 random characters names.SimpleNameGenerator
+// appends to metadata.generateName; any 5 characters of its alphabet validate the same.
+const generatedNameSuffix = "xxxxx"
+
+// metaForCreate returns a copy of meta as the server holds it when it validates a create
+// of a cluster-scoped object: the name generated from generateName if there is no name
+// (genericregistry.Store.Create), the namespace cleared
+// (rest.EnsureObjectNamespaceMatchesRequestNamespace), generation 1 (the strategies'
+// PrepareForCreate) and managedFields replaced by the server's own (the field manager).
+func metaForCreate(meta *metav1.ObjectMeta) *metav1.ObjectMeta {
+	m := meta.DeepCopy()
+	if len(m.GenerateName) > 0 && len(m.Name) == 0 {
+		base := m.GenerateName
+		if len(base) > names.MaxGeneratedNameLength {
+			base = base[:names.MaxGeneratedNameLength]
+		}
+		m.Name = base + generatedNameSuffix
+	}
+	m.Namespace = ""
+	m.Generation = 1
+	m.ManagedFields = nil
+	return m
+}
+
+// validateObjectMeta mirrors the metadata check of ValidateValidatingAdmissionPolicy and
+// ValidateValidatingAdmissionPolicyBinding in k8s.io/kubernetes
+// pkg/apis/admissionregistration/validation: genericvalidation.ValidateObjectMeta,
+// cluster-scoped, with names that are DNS subdomains.
+func validateObjectMeta(meta *metav1.ObjectMeta) field.ErrorList {
+	return genericvalidation.ValidateObjectMeta(meta, false, genericvalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
+}
+
+// validateStaticSuffix mirrors ValidateStaticSuffix in k8s.io/kubernetes
+// pkg/apis/admissionregistration/validation, which the registry strategies run on create
+// when the ManifestBasedAdmissionControlConfig feature gate is enabled, as it is by default
+// in v1.37.
+func validateStaticSuffix(name string, fldPath *field.Path) field.ErrorList {
+	var allErrors field.ErrorList
+	if strings.HasSuffix(name, StaticConfigSuffix) {
+		allErrors = append(allErrors, field.Invalid(fldPath, name,
+			fmt.Sprintf("names ending with %q are reserved for static manifest-based configurations and cannot be managed via the API", StaticConfigSuffix)))
+	}
+	return allErrors
+}
+
+// validateCreateCommon mirrors rest.ValidateCreate in k8s.io/apiserver: when the strategy
+// found nothing, the metadata is checked once more with names that are path segments.
+func validateCreateCommon(meta *metav1.ObjectMeta, errs field.ErrorList) field.ErrorList {
+	if len(errs) != 0 {
+		return errs
+	}
+	return genericvalidation.ValidateObjectMeta(meta, false, validatePathSegment, field.NewPath("metadata"))
+}
+
+// validatePathSegment mirrors validatePathSegment in k8s.io/apiserver pkg/registry/rest.
+func validatePathSegment(name string, prefix bool) []string {
+	if prefix {
+		return content.IsPathSegmentPrefix(name)
+	}
+	return content.IsPathSegmentName(name)
+}
+
+// applyDeclarative mirrors rest.ValidateDeclarativelyWithMigrationChecks in k8s.io/apiserver
+// with the v1.37 default feature gates (DeclarativeValidation and DeclarativeValidationBeta
+// enabled): a handwritten error marked as covered by declarative validation is dropped when
+// an enforced declarative error matches it, and the enforced declarative errors are
+// appended. As on the server, the filtering also drops errors that repeat an earlier one
+// word for word (field.ErrorList.Filter).
+func applyDeclarative(errs, declarative field.ErrorList) field.ErrorList {
+	matcher := field.ErrorMatcher{}.ByType().ByOrigin().RequireOriginWhenInvalid().ByField()
+	errs = errs.Filter(func(e error) bool {
+		fe, ok := e.(*field.Error)
+		if !ok || !fe.CoveredByDeclarative {
+			return false
+		}
+		for _, d := range declarative {
+			if d.IsBeta() && matcher.Matches(fe, d) {
+				return true
+			}
+		}
+		return false
+	})
+	return append(errs, declarative...)
+}
