@@ -161,7 +161,7 @@ type celIssue struct {
 
 // issueRE matches the head line of each error in cel-go's Issues.String():
 // "ERROR: <input>:1:19: undefined field 'nodeNmae'".
-var issueRE = regexp.MustCompile(`(?m)(?:^|\s)ERROR: <input>:(\d+):(\d+): (.*)$`)
+var issueRE = regexp.MustCompile(`(?m)(?:^|\s)ERROR: <input>:(-?\d+):(-?\d+): (.*)$`)
 
 // parseIssues extracts the errors from the text the apiserver's compiler returns (cel-go's
 // Issues.String(), possibly behind a prefix). Text without positions yields one issue with line 0.
@@ -174,6 +174,9 @@ func parseIssues(text string) []celIssue {
 	for _, m := range ms {
 		line, _ := strconv.Atoi(m[1])
 		col, _ := strconv.Atoi(m[2])
+		if line < 1 || col < 1 {
+			line, col = 0, 1 // no position, e.g. the expression size limit
+		}
 		out = append(out, celIssue{line: line, col: col - 1, msg: m[3]})
 	}
 	return out

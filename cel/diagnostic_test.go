@@ -25,6 +25,11 @@ func TestParseIssues(t *testing.T) {
 			want: []celIssue{{line: 2, col: 2, msg: "a"}, {line: 1, col: 0, msg: "b"}},
 		},
 		{
+			name: "negative position",
+			text: "compilation failed: ERROR: <input>:-1:0: expression code point size exceeds limit: size: 708886, limit 100000",
+			want: []celIssue{{msg: "expression code point size exceeds limit: size: 708886, limit 100000"}},
+		},
+		{
 			name: "no position",
 			text: "  program instantiation failed  ",
 			want: []celIssue{{msg: "program instantiation failed"}},

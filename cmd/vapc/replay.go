@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
+	"github.com/vapc-dev/vapc/cel"
+	vapcschema "github.com/vapc-dev/vapc/cel/schema"
+	"github.com/vapc-dev/vapc/verify"
+	"github.com/vapc-dev/vapc/verify/replay"
+)
+
+func init() {
+	register("replay", verb{summary: "replay audit logs through policies: what would kube-apiserver have decided?", run: runReplay})
+}
+
+type replayFlags struct {
+	policies      stringList
+	snapshots     stringList
+	crds          stringList
+	output        string
+	failOn        string
+	checkRecorded bool
+	maxLine       int
+}
+
+func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	var f replayFlags
+	fs := newFlagSet("replay", stderr)
+	fs.Var(&f.policies, "policies", "file or folder of ValidatingAdmissionPolicies and bindings (repeatable)")
+	fs.Var(&f.snapshots, "snapshot", "file or folder of cluster objects (kubectl get -o yaml|json) the log starts from (repeatable)")
+	fs.Var(&f.crds, "crd", "CustomResourceDefinition file for custom kinds (repeatable)")
+	fs.StringVar(&f.output, "output", "text", "output format: text, jsonl or junit")
+	fs.StringVar(&f.failOn, "fail-on", "", "exit 1 when a request would be denied (deny), warned or denied (warn), or decided otherwise than recorded (any-change)")
+	fs.BoolVar(&f.checkRecorded, "check-recorded", false, "compare the log's own verdicts with the predictions and exit 1 on any disagreement")
+	fs.IntVar(&f.maxLine, "max-line-bytes", replay.DefaultMaxLineBytes, "longest log line read; longer lines are reported as malformed")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: vapc replay --policies DIR [--snapshot FILE] AUDIT.LOG[.gz]|- ...")
+		fs.PrintDefaults()
+	}
+	logs, err := parseFlags(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(f.policies) == 0:
+		fs.Usage()
+		return usagef("replay: --policies is required")
+	case len(logs) == 0:
+		fs.Usage()
+		return usagef("replay: no audit logs given")
+	}
+	switch f.output {
+	case "text", "jsonl", "junit":
+	default:
+		return usagef("replay: --output must be text, jsonl or junit, not %q", f.output)
+	}
+	switch f.failOn {
+	case "", "deny", "warn", "any-change":
+	default:
+		return usagef("replay: --fail-on must be deny, warn or any-change, not %q", f.failOn)
+	}
+	stdinUses := 0
+	for _, p := range append(append([]string{}, f.policies...), logs...) {
+		if p == "-" {
+			stdinUses++
+		}
+	}
+	if stdinUses > 1 {
+		return usagef("replay: - (stdin) can be given only once")
+	}
+
+	set, diags := cel.ReadPaths(stdin, f.policies...)
+	if errs := diags.Without(cel.Info).Without(cel.Warning); len(errs) > 0 {
+		for _, d := range errs {
+			fmt.Fprintln(stderr, d.String())
+		}
+		return usagef("replay: cannot read the policies (%d errors)", len(errs))
+	}
+	if len(set.Policies) == 0 {
+		return usagef("replay: no ValidatingAdmissionPolicy in %s", strings.Join(f.policies, ", "))
+	}
+	cat, err := vapcschema.Builtin(verify.KubernetesVersion)
+	if err != nil {
+		return &internalError{err}
+	}
+	if len(f.crds) > 0 {
+		if err := cat.LoadCRDs(f.crds...); err != nil {
+			return usagef("replay: --crd: %v", err)
+		}
+	}
+	var policies []*admissionregistrationv1.ValidatingAdmissionPolicy
+	for _, p := range set.Policies {
+		policies = append(policies, p.ValidatingAdmissionPolicy)
+	}
+	var bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	for _, b := range set.Bindings {
+		bindings = append(bindings, b.ValidatingAdmissionPolicyBinding)
+	}
+	opts := []replay.Option{
+		replay.WithResources(cat), replay.WithSnapshot(f.snapshots...),
+		replay.WithCheckRecorded(f.checkRecorded), replay.WithMaxLineBytes(f.maxLine),
+	}
+	if isTerminal(stderr) {
+		opts = append(opts, replay.WithProgress(time.Second, func(p replay.Progress) {
+			secs := p.Elapsed.Seconds()
+			if secs <= 0 {
+				secs = 1e-9
+			}
+			fmt.Fprintf(stderr, "\r%d lines, %.1f MB read, %.0f lines/s   ", p.Lines, float64(p.Bytes)/(1<<20), float64(p.Lines)/secs)
+		}))
+	}
+	r, err := replay.New(policies, bindings, opts...)
+	if err != nil {
+		return usagef("replay: %v", err)
+	}
+	var sources []replay.Source
+	for _, l := range logs {
+		s := replay.Source{Name: l}
+		if l == "-" {
+			s.Reader = stdin
+		}
+		sources = append(sources, s)
+	}
+	var sink func(*replay.Record) error
+	if f.output == "jsonl" {
+		sink = replay.JSONLWriter(stdout)
+	}
+	sum, err := r.Run(ctx, sources, sink)
+	if isTerminal(stderr) {
+		fmt.Fprintln(stderr)
+	}
+	if err != nil {
+		return err
+	}
+	failed := func(b *replay.BindingSummary) bool {
+		switch f.failOn {
+		case "warn":
+			return b.Deny > 0 || b.Warn > 0
+		case "any-change", "":
+			return b.Deny > 0
+		}
+		return b.Deny > 0
+	}
+	switch f.output {
+	case "text":
+		if err := replay.WriteText(stdout, sum); err != nil {
+			return err
+		}
+	case "jsonl":
+		fmt.Fprintf(stderr, "vapc replay: %d lines, %d requests: %d evaluated (admit %d, deny %d, indeterminate %d), %d changed, %d malformed lines, %d disagreements\n",
+			sum.Lines, sum.Requests, sum.Evaluated, sum.Admit, sum.Deny, sum.Evaluated-sum.Admit-sum.Deny, sum.Changed, sum.MalformedCount, len(sum.Disagreements))
+	case "junit":
+		if err := replay.WriteJUnit(stdout, sum, failed); err != nil {
+			return err
+		}
+	}
+	var why []string
+	if f.checkRecorded && len(sum.Disagreements) > 0 {
+		why = append(why, fmt.Sprintf("%d disagreements with the recorded verdicts", len(sum.Disagreements)))
+	}
+	switch f.failOn {
+	case "deny":
+		if sum.Deny > 0 {
+			why = append(why, fmt.Sprintf("%d requests would be denied", sum.Deny))
+		}
+	case "warn":
+		if sum.Deny > 0 || sum.Warn > 0 {
+			why = append(why, fmt.Sprintf("%d requests would be denied, %d warned", sum.Deny, sum.Warn))
+		}
+	case "any-change":
+		if sum.Changed > 0 {
+			why = append(why, fmt.Sprintf("%d requests would be decided otherwise than recorded", sum.Changed))
+		}
+	}
+	if len(why) > 0 {
+		return &findingsError{"replay: " + strings.Join(why, ", ")}
+	}
+	return nil
+}
+
+// isTerminal says whether w is a terminal (progress is shown only there).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

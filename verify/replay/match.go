@@ -1,0 +1,249 @@
+package replay
+
+import (
+	"strings"
+	"sync"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+
+	"github.com/vapc-dev/vapc/verify"
+)
+
+// scope answers, before any object is decoded, whether any loaded policy can match a request
+// and which resources a policy can read, so that a replay decodes and keeps only what matters.
+// It over-approximates the apiserver's matching (it ignores selectors, excludes and bindings'
+// matchResources): the evaluator decides exactly.
+type scope struct {
+	policies  []*admissionregistrationv1.ValidatingAdmissionPolicy
+	resources verify.Resources
+
+	// params are the resources of paramKinds; readsNamespaces says whether some policy
+	// selects or reads namespaces.
+	params          map[schema.GroupResource]bool
+	readsNamespaces bool
+
+	mu      sync.Mutex
+	matches map[matchKey]bool
+	kept    map[schema.GroupResource]bool
+}
+
+type matchKey struct {
+	gvr schema.GroupVersionResource
+	sub string
+	op  admission.Operation
+}
+
+// newScope takes the policies that have bindings.
+func newScope(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, res verify.Resources) *scope {
+	bound := map[string]bool{}
+	nsBinding := false
+	for _, b := range bindings {
+		bound[b.Spec.PolicyName] = true
+		if mr := b.Spec.MatchResources; mr != nil && mr.NamespaceSelector != nil && !emptySelector(mr.NamespaceSelector.MatchLabels, len(mr.NamespaceSelector.MatchExpressions)) {
+			nsBinding = true
+		}
+	}
+	s := &scope{resources: res, params: map[schema.GroupResource]bool{}, matches: map[matchKey]bool{}, kept: map[schema.GroupResource]bool{}}
+	for _, p := range policies {
+		if !bound[p.Name] {
+			continue
+		}
+		s.policies = append(s.policies, p)
+		if pk := p.Spec.ParamKind; pk != nil {
+			if gv, err := schema.ParseGroupVersion(pk.APIVersion); err == nil {
+				if m, err := res.RESTMapper().RESTMapping(gv.WithKind(pk.Kind).GroupKind(), gv.Version); err == nil {
+					s.params[m.Resource.GroupResource()] = true
+				}
+			}
+		}
+		if mc := p.Spec.MatchConstraints; mc != nil && mc.NamespaceSelector != nil && !emptySelector(mc.NamespaceSelector.MatchLabels, len(mc.NamespaceSelector.MatchExpressions)) {
+			s.readsNamespaces = true
+		}
+		if policyMentions(p, "namespaceObject") {
+			s.readsNamespaces = true
+		}
+	}
+	s.readsNamespaces = s.readsNamespaces || nsBinding
+	return s
+}
+
+func emptySelector(labels map[string]string, exprs int) bool { return len(labels) == 0 && exprs == 0 }
+
+// policyMentions says whether any expression of the policy contains the word.
+func policyMentions(p *admissionregistrationv1.ValidatingAdmissionPolicy, word string) bool {
+	for _, v := range p.Spec.Validations {
+		if strings.Contains(v.Expression, word) || strings.Contains(v.MessageExpression, word) {
+			return true
+		}
+	}
+	for _, v := range p.Spec.Variables {
+		if strings.Contains(v.Expression, word) {
+			return true
+		}
+	}
+	for _, m := range p.Spec.MatchConditions {
+		if strings.Contains(m.Expression, word) {
+			return true
+		}
+	}
+	for _, a := range p.Spec.AuditAnnotations {
+		if strings.Contains(a.ValueExpression, word) {
+			return true
+		}
+	}
+	return false
+}
+
+// match returns the policies whose rules can match a request for the resource, subresource
+// and operation, through any equivalent resource.
+func (s *scope) match(gvr schema.GroupVersionResource, sub string, op admission.Operation) []string {
+	var names []string
+	gvrs := s.equivalents(gvr, sub)
+	for _, p := range s.policies {
+		if policyRulesMatch(p, gvrs, sub, op) {
+			names = append(names, p.Name)
+		}
+	}
+	return names
+}
+
+// anyMatch is match without the names, cached.
+func (s *scope) anyMatch(gvr schema.GroupVersionResource, sub string, op admission.Operation) bool {
+	k := matchKey{gvr, sub, op}
+	s.mu.Lock()
+	v, ok := s.matches[k]
+	s.mu.Unlock()
+	if ok {
+		return v
+	}
+	v = len(s.match(gvr, sub, op)) > 0
+	s.mu.Lock()
+	s.matches[k] = v
+	s.mu.Unlock()
+	return v
+}
+
+func (s *scope) equivalents(gvr schema.GroupVersionResource, sub string) []schema.GroupVersionResource {
+	out := []schema.GroupVersionResource{gvr}
+	if s.resources != nil {
+		for _, e := range s.resources.EquivalentResources(gvr, sub) {
+			if e != gvr {
+				out = append(out, e)
+			}
+		}
+	}
+	return out
+}
+
+func policyRulesMatch(p *admissionregistrationv1.ValidatingAdmissionPolicy, gvrs []schema.GroupVersionResource, sub string, op admission.Operation) bool {
+	mc := p.Spec.MatchConstraints
+	if mc == nil {
+		return false
+	}
+	exact := mc.MatchPolicy != nil && *mc.MatchPolicy == admissionregistrationv1.Exact
+	for _, r := range mc.ResourceRules {
+		for i, gvr := range gvrs {
+			if exact && i > 0 {
+				break
+			}
+			if ruleMatches(r.RuleWithOperations, gvr, sub, op) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ruleMatches mirrors k8s.io/apiserver/pkg/admission/plugin/webhook/predicates/rules without
+// the scope check.
+func ruleMatches(r admissionregistrationv1.RuleWithOperations, gvr schema.GroupVersionResource, sub string, op admission.Operation) bool {
+	opOK := false
+	for _, o := range r.Operations {
+		if o == admissionregistrationv1.OperationAll || string(o) == string(op) {
+			opOK = true
+		}
+	}
+	return opOK && contains(r.APIGroups, gvr.Group) && contains(r.APIVersions, gvr.Version) && resourceMatches(r.Resources, gvr.Resource, sub)
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == "*" || v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func resourceMatches(rules []string, res, sub string) bool {
+	for _, r := range rules {
+		switch {
+		case r == "*/*":
+			return true
+		case sub == "" && (r == "*" || r == res):
+			return true
+		case sub != "" && (r == res+"/"+sub || r == res+"/*" || r == "*/"+sub):
+			return true
+		}
+	}
+	return false
+}
+
+// keeps says whether the State keeps objects of the resource: params, namespaces, and the
+// resources some policy can see in an UPDATE or DELETE (their oldObject).
+func (s *scope) keeps(gr schema.GroupResource) bool {
+	if gr == (schema.GroupResource{Resource: "namespaces"}) || s.params[gr] {
+		return true
+	}
+	s.mu.Lock()
+	v, ok := s.kept[gr]
+	s.mu.Unlock()
+	if ok {
+		return v
+	}
+	v = false
+	for _, p := range s.policies {
+		mc := p.Spec.MatchConstraints
+		if mc == nil {
+			continue
+		}
+		for _, r := range mc.ResourceRules {
+			if !ruleReadsOld(r.RuleWithOperations) || !contains(r.APIGroups, gr.Group) {
+				continue
+			}
+			for _, res := range r.Resources {
+				base, _, _ := strings.Cut(res, "/")
+				if base == "*" || base == gr.Resource {
+					v = true
+				}
+			}
+		}
+	}
+	// matchPolicy Equivalent: a rule for an equivalent group (apps and extensions) reads the
+	// same objects.
+	if !v && s.resources != nil {
+		for _, gv := range []string{"v1", "v1beta1", "v1beta2", "v2"} {
+			for _, e := range s.resources.EquivalentResources(schema.GroupVersionResource{Group: gr.Group, Version: gv, Resource: gr.Resource}, "") {
+				if e.GroupResource() != gr && s.anyMatch(e, "", admission.Update) || s.anyMatch(e, "", admission.Delete) {
+					v = true
+				}
+			}
+		}
+	}
+	s.mu.Lock()
+	s.kept[gr] = v
+	s.mu.Unlock()
+	return v
+}
+
+func ruleReadsOld(r admissionregistrationv1.RuleWithOperations) bool {
+	for _, o := range r.Operations {
+		switch o {
+		case admissionregistrationv1.OperationAll, admissionregistrationv1.Update, admissionregistrationv1.Delete:
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,158 @@
+package replay
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sync"
+)
+
+// Source is one audit log to read: a file (plain or gzip-compressed) or "-" for the reader
+// given as Stdin.
+type Source struct {
+	// Name is the path, or "-".
+	Name string
+	// Reader, when set, is read instead of opening Name.
+	Reader io.Reader
+}
+
+// decoded is one line of a log after decoding.
+type decoded struct {
+	file  string
+	num   int
+	bytes int
+	ev    *Event
+	blank bool
+	err   error
+}
+
+// batch is a run of lines decoded together by one worker.
+type batch struct {
+	buf   []byte
+	lines []line
+	out   []decoded
+	done  chan struct{}
+}
+
+const (
+	batchLines = 256
+	batchBytes = 4 << 20
+)
+
+// decodeLogs reads the sources in order and calls fn with every line, in order, decoded on up
+// to workers goroutines. Memory stays bounded: at most 2×workers batches are in flight. An
+// error opening a source is reported through fn as a line error and the next source is read.
+func decodeLogs(ctx context.Context, sources []Source, maxLine, workers int, fn func(decoded)) error {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	work := make(chan *batch, workers)
+	ordered := make(chan *batch, 2*workers)
+	var wg sync.WaitGroup
+	for i := 0; i < workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b := range work {
+				b.out = make([]decoded, len(b.lines))
+				for i, l := range b.lines {
+					d := decoded{file: l.file, num: l.num, bytes: len(l.data), err: l.err}
+					if l.err == nil {
+						if len(bytes.TrimSpace(l.data)) == 0 {
+							d.blank = true
+						} else {
+							d.ev, d.err = DecodeEvent(l.data)
+						}
+					}
+					b.out[i] = d
+				}
+				close(b.done)
+			}
+		}()
+	}
+
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(ordered)
+		defer close(work)
+		cur := &batch{done: make(chan struct{})}
+		flush := func() bool {
+			if len(cur.lines) == 0 {
+				return true
+			}
+			select {
+			case ordered <- cur:
+			case <-ctx.Done():
+				return false
+			}
+			work <- cur
+			cur = &batch{done: make(chan struct{})}
+			return true
+		}
+		for _, src := range sources {
+			if err := readSource(ctx, src, maxLine, func(l line) bool {
+				if l.data != nil {
+					start := len(cur.buf)
+					cur.buf = append(cur.buf, l.data...)
+					l.data = cur.buf[start:len(cur.buf):len(cur.buf)]
+				}
+				cur.lines = append(cur.lines, l)
+				if len(cur.lines) >= batchLines || len(cur.buf) >= batchBytes {
+					return flush()
+				}
+				return true
+			}); err != nil {
+				readErr <- err
+				return
+			}
+		}
+		flush()
+		readErr <- ctx.Err()
+	}()
+
+	for b := range ordered {
+		<-b.done
+		for _, d := range b.out {
+			fn(d)
+		}
+	}
+	wg.Wait()
+	return <-readErr
+}
+
+// readSource calls fn with every line of one source; fn returns false to stop.
+func readSource(ctx context.Context, src Source, maxLine int, fn func(line) bool) error {
+	r := src.Reader
+	if r == nil {
+		f, err := os.Open(src.Name)
+		if err != nil {
+			fn(line{file: src.Name, err: fmt.Errorf("cannot open: %v", err)})
+			return nil
+		}
+		defer f.Close()
+		r = f
+	}
+	lr, closer, err := newLineReader(src.Name, r, maxLine)
+	if err != nil {
+		fn(line{file: src.Name, err: err})
+		return nil
+	}
+	if closer != nil {
+		defer closer.Close()
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		l, ok := lr.next()
+		if !ok {
+			return nil
+		}
+		if !fn(l) {
+			return ctx.Err()
+		}
+	}
+}

@@ -1,0 +1,148 @@
+package replay
+
+import (
+	"fmt"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
+	"github.com/vapc-dev/vapc/verify"
+)
+
+// Decisions of a Record.
+const (
+	DecisionAdmit         = "admit"
+	DecisionDeny          = "deny"
+	DecisionIndeterminate = "indeterminate"
+)
+
+// Record is what a replay says about one request the policies match: one line of
+// `vapc replay --output jsonl`.
+type Record struct {
+	File           string `json:"file,omitempty"`
+	Line           int    `json:"line,omitempty"`
+	AuditID        string `json:"auditID"`
+	StageTimestamp string `json:"stageTimestamp"`
+	Verb           string `json:"verb"`
+	Operation      string `json:"operation"`
+	Resource       string `json:"resource"`
+	Subresource    string `json:"subresource"`
+	Namespace      string `json:"namespace"`
+	Name           string `json:"name"`
+	User           string `json:"user"`
+	DryRun         bool   `json:"dryRun,omitempty"`
+	// Decision is what kube-apiserver would answer: admit, deny or indeterminate.
+	Decision string `json:"decision"`
+	// Recorded is what the log says validating admission did: admit, deny or unknown;
+	// RecordedBy says who denied, RecordedNote how the response was read.
+	Recorded     string `json:"recorded"`
+	RecordedBy   string `json:"recordedBy,omitempty"`
+	RecordedNote string `json:"recordedNote,omitempty"`
+	// Changed is true when the decision differs from what happened.
+	Changed bool `json:"changed,omitempty"`
+	// Results lists every (binding, param) evaluation that did not admit.
+	Results []RecordResult `json:"results"`
+	// Indeterminate is the reason, when the decision is indeterminate.
+	Indeterminate string `json:"indeterminate"`
+	// Code and Message are the response vapc predicts for a denial.
+	Code    int32  `json:"code,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Warnings and AuditAnnotations are what the response and the audit event would carry.
+	Warnings         []string          `json:"warnings,omitempty"`
+	AuditAnnotations map[string]string `json:"auditAnnotations,omitempty"`
+	// ObjectSource and OldObjectSource say where the request's objects came from.
+	ObjectSource    string   `json:"objectSource,omitempty"`
+	OldObjectSource string   `json:"oldObjectSource,omitempty"`
+	Notes           []string `json:"notes,omitempty"`
+	// Disagreements are the log's verdicts the prediction contradicts (--check-recorded).
+	Disagreements []string `json:"disagreements,omitempty"`
+
+	recordedByVAP bool
+}
+
+// RecordResult is one (binding, param) evaluation that did not admit.
+type RecordResult struct {
+	Policy           string            `json:"policy"`
+	Binding          string            `json:"binding"`
+	Param            string            `json:"param"`
+	Result           string            `json:"result"`
+	Actions          []string          `json:"actions"`
+	ExpressionIndex  *int              `json:"expressionIndex,omitempty"`
+	Message          string            `json:"message,omitempty"`
+	Reason           string            `json:"reason,omitempty"`
+	AuditAnnotations map[string]string `json:"auditAnnotations,omitempty"`
+}
+
+func newRecord(d decoded, ev *Event, t target, rec recording, b rebuilt) *Record {
+	name := t.name
+	if name == "" && b.req.Object != nil {
+		name = b.req.Object.GetName()
+	}
+	return &Record{
+		File: d.file, Line: d.num,
+		AuditID: ev.AuditID, StageTimestamp: ev.StageTimestamp, Verb: ev.Verb, Operation: string(t.op),
+		Resource: t.gvr.Resource, Subresource: t.sub, Namespace: t.namespace, Name: name,
+		User: ev.Requester().Username, DryRun: b.req.DryRun,
+		Recorded: orUnknown(rec.outcome), RecordedBy: rec.by, RecordedNote: rec.note,
+		Results:      []RecordResult{},
+		ObjectSource: b.objectSource, OldObjectSource: b.oldObjectSource,
+		recordedByVAP: rec.policy != "",
+	}
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return RecordedUnknown
+	}
+	return s
+}
+
+// fill sets the decision and results from the evaluator's Decision.
+func (r *Record) fill(dec *verify.Decision) {
+	r.Decision = DecisionAdmit
+	if !dec.Allowed {
+		r.Decision, r.Code, r.Message = DecisionDeny, dec.Code, dec.Message
+	}
+	r.Warnings = dec.Warnings
+	r.AuditAnnotations = dec.AuditAnnotations
+	r.Notes = dec.Notes
+	for _, res := range dec.Results {
+		if res.Result == verify.ResultAdmit {
+			continue
+		}
+		r.Results = append(r.Results, RecordResult{
+			Policy: res.Policy, Binding: res.Binding, Param: res.Param.String(), Result: res.Result,
+			Actions: actionStrings(res.Actions), ExpressionIndex: res.ExpressionIndex,
+			Message: res.Message, Reason: string(res.Reason), AuditAnnotations: res.AuditAnnotations,
+		})
+	}
+}
+
+func actionStrings(a []admissionregistrationv1.ValidationAction) []string {
+	out := make([]string, len(a))
+	for i, v := range a {
+		out[i] = string(v)
+	}
+	return out
+}
+
+// changed sets Changed: the decision differs from what happened. A denial by someone else
+// (a webhook, another plugin) stands whatever the policies decide.
+func (r *Record) changed() {
+	switch {
+	case r.Decision == DecisionIndeterminate || r.Recorded == RecordedUnknown:
+		r.Changed = false
+	case r.Recorded == RecordedDeny && !r.recordedByVAP:
+		r.Changed = false
+	default:
+		r.Changed = r.Decision != r.Recorded
+	}
+}
+
+// String is a one-line description of the request for examples.
+func (r *Record) String() string {
+	res := r.Resource
+	if r.Subresource != "" {
+		res += "/" + r.Subresource
+	}
+	return fmt.Sprintf("%s:%d %s %s %s by %s", r.File, r.Line, r.Verb, res, joinKey(r.Namespace, r.Name), r.User)
+}

@@ -1,0 +1,133 @@
+package replay
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Recorded outcomes: what the log says validating admission did.
+const (
+	RecordedAdmit   = "admit"
+	RecordedDeny    = "deny"
+	RecordedUnknown = "unknown"
+)
+
+// Skip reasons: requests that never reached validating admission.
+const (
+	SkipRead            = "read"                      // get, list, watch
+	SkipNonResource     = "non-resource"              // /healthz, /version, discovery
+	SkipUnauthenticated = "unauthenticated"           // 401
+	SkipUnauthorized    = "unauthorized"              // 403 from the authorizer or impersonation
+	SkipBeforeAdmission = "rejected-before-admission" // refused before validating admission ran
+	SkipPendingDeletion = "graceful-deletion-pending" // a DELETE the server completes without admission
+)
+
+var (
+	vapDenied     = regexp.MustCompile(`ValidatingAdmissionPolicy '([^']*)' (?:with binding '([^']*)' )?denied request: `)
+	webhookDenied = regexp.MustCompile(`admission webhook "([^"]*)" denied the request`)
+	webhookFailed = regexp.MustCompile(`failed calling webhook "([^"]*)"`)
+)
+
+// recording is what the log says happened to a request, as far as validating admission goes.
+type recording struct {
+	// outcome is admit, deny or unknown.
+	outcome string
+	// by says who denied: "ValidatingAdmissionPolicy 'p' with binding 'b'", a webhook, another
+	// admission plugin.
+	by string
+	// policy and binding of a denial by a ValidatingAdmissionPolicy.
+	policy, binding string
+	// vapRan is false when the request was refused before ValidatingAdmissionPolicy ran, or
+	// may have been.
+	vapRan bool
+	// note explains the classification: "failed after admission: AlreadyExists".
+	note string
+	// skip, when set, says the request never reached validating admission.
+	skip string
+}
+
+// classify reads the response of a final event.
+func classify(ev *Event, connect bool) recording {
+	code := ev.Code()
+	msg := ev.Message()
+	reason := ""
+	if ev.ResponseStatus != nil {
+		reason = ev.ResponseStatus.Reason
+	}
+	switch {
+	case ev.Stage == StagePanic:
+		return recording{outcome: RecordedUnknown, note: "the request panicked"}
+	case ev.ResponseStatus == nil || code == 0:
+		return recording{outcome: RecordedUnknown, note: "no response status"}
+	case code >= 200 && code < 300:
+		return recording{outcome: RecordedAdmit, vapRan: true}
+	}
+	if m := vapDenied.FindStringSubmatch(msg); m != nil {
+		r := recording{outcome: RecordedDeny, policy: m[1], binding: m[2], vapRan: true}
+		r.by = "ValidatingAdmissionPolicy '" + m[1] + "'"
+		if m[2] != "" {
+			r.by += " with binding '" + m[2] + "'"
+		}
+		return r
+	}
+	if m := webhookDenied.FindStringSubmatch(msg); m != nil {
+		// Mutating webhooks run before ValidatingAdmissionPolicy, validating ones after, and
+		// their denials read the same.
+		return recording{outcome: RecordedDeny, by: `admission webhook "` + m[1] + `"`, note: "a webhook denied: ValidatingAdmissionPolicy ran before it if it is a validating webhook"}
+	}
+	if m := webhookFailed.FindStringSubmatch(msg); m != nil {
+		return recording{outcome: RecordedDeny, by: `admission webhook "` + m[1] + `" (call failed)`, note: "a webhook call failed"}
+	}
+	verb := ev.Verb
+	switch code {
+	case 401:
+		return recording{skip: SkipUnauthenticated}
+	case 403:
+		if ev.Annotations["authorization.k8s.io/decision"] == "forbid" || strings.Contains(msg, "cannot impersonate") ||
+			(strings.Contains(msg, "User \"") && strings.Contains(msg, "\" cannot ")) {
+			return recording{skip: SkipUnauthorized}
+		}
+		if strings.Contains(msg, "exceeded quota") {
+			return recording{outcome: RecordedDeny, by: "ResourceQuota", vapRan: true, note: "ResourceQuota runs after ValidatingAdmissionPolicy"}
+		}
+		return recording{outcome: RecordedDeny, by: "another admission plugin", note: "denied by an admission plugin that may run before ValidatingAdmissionPolicy: " + firstLine(msg)}
+	case 404:
+		return recording{skip: SkipBeforeAdmission, note: "NotFound"}
+	case 409:
+		if verb == "create" && !connect {
+			return recording{outcome: RecordedAdmit, vapRan: true, note: "failed after admission: " + reasonOr(reason, "Conflict")}
+		}
+		return recording{skip: SkipBeforeAdmission, note: "Conflict"}
+	case 422:
+		return recording{skip: SkipBeforeAdmission, note: "Invalid"}
+	case 400, 405, 406, 413, 415:
+		return recording{skip: SkipBeforeAdmission, note: reasonOr(reason, "BadRequest")}
+	case 429:
+		if ev.ObjectRef != nil && ev.ObjectRef.Subresource == "eviction" && strings.Contains(msg, "disruption budget") {
+			return recording{outcome: RecordedAdmit, vapRan: true, note: "failed after admission: the eviction would violate a PodDisruptionBudget"}
+		}
+		return recording{skip: SkipBeforeAdmission, note: "TooManyRequests"}
+	}
+	return recording{outcome: RecordedUnknown, note: "failed with " + reasonOr(reason, http(code)) + ": cannot tell whether admission ran"}
+}
+
+func reasonOr(reason, def string) string {
+	if reason != "" {
+		return reason
+	}
+	return def
+}
+
+func http(code int32) string { return "HTTP " + strconv.Itoa(int(code)) }
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}

@@ -1,0 +1,435 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+
+	vapcschema "github.com/vapc-dev/vapc/cel/schema"
+	"github.com/vapc-dev/vapc/verify"
+)
+
+// Evaluator decides one admission request. *verify.Evaluator implements it.
+type Evaluator interface {
+	Evaluate(ctx context.Context, req verify.Request) (*verify.Decision, error)
+}
+
+// EvaluatorFunc builds the Evaluator of a replay over the replay's State, which it must read
+// params and namespaces from.
+type EvaluatorFunc func(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, resources verify.Resources, store verify.ObjectStore) (Evaluator, error)
+
+// Progress is how far a replay has got.
+type Progress struct {
+	Lines   int
+	Bytes   int64
+	Elapsed time.Duration
+}
+
+// Option configures a Replayer.
+type Option func(*Replayer) error
+
+// WithResources sets the cluster's API (default: the built-in APIs of Kubernetes 1.37).
+func WithResources(res verify.Resources) Option {
+	return func(r *Replayer) error { r.resources = res; return nil }
+}
+
+// WithEvaluator replaces the evaluator (default: verify.New over the State).
+func WithEvaluator(f EvaluatorFunc) Option {
+	return func(r *Replayer) error { r.newEval = f; return nil }
+}
+
+// WithSnapshot seeds the State with the objects of files or folders (kubectl get -o yaml or
+// -o json output).
+func WithSnapshot(paths ...string) Option {
+	return func(r *Replayer) error { r.snapshots = append(r.snapshots, paths...); return nil }
+}
+
+// WithMaxLineBytes sets the longest line read (default DefaultMaxLineBytes).
+func WithMaxLineBytes(n int) Option {
+	return func(r *Replayer) error {
+		if n <= 0 {
+			return fmt.Errorf("max line bytes must be positive, not %d", n)
+		}
+		r.maxLine = n
+		return nil
+	}
+}
+
+// WithWorkers sets how many goroutines decode lines (default GOMAXPROCS).
+func WithWorkers(n int) Option {
+	return func(r *Replayer) error { r.workers = n; return nil }
+}
+
+// WithCheckRecorded compares the log's own verdicts with the predictions (see Check).
+func WithCheckRecorded(on bool) Option {
+	return func(r *Replayer) error { r.check = on; return nil }
+}
+
+// WithProgress calls fn about every interval while a replay runs.
+func WithProgress(interval time.Duration, fn func(Progress)) Option {
+	return func(r *Replayer) error { r.progress, r.progressEvery = fn, interval; return nil }
+}
+
+// Replayer replays audit logs through a fixed set of policies and bindings. A Replayer runs
+// one replay: its State moves forward with the log.
+type Replayer struct {
+	resources     verify.Resources
+	newEval       EvaluatorFunc
+	snapshots     []string
+	maxLine       int
+	workers       int
+	check         bool
+	progress      func(Progress)
+	progressEvery time.Duration
+
+	policies []*admissionregistrationv1.ValidatingAdmissionPolicy
+	bindings map[string][]string // policy -> binding names
+	scope    *scope
+	state    *State
+	eval     Evaluator
+
+	sum     *Summary
+	agg     *aggregator
+	pending map[string]pendingRequest
+	sink    func(*Record) error
+	sinkErr error
+}
+
+type pendingRequest struct {
+	file string
+	line int
+	verb string
+}
+
+// maxPending bounds the requests tracked between their first stage and their last.
+const maxPending = 100000
+
+// New compiles the policies, loads the snapshot and returns a Replayer.
+func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, opts ...Option) (*Replayer, error) {
+	r := &Replayer{maxLine: DefaultMaxLineBytes, bindings: map[string][]string{}}
+	for _, o := range opts {
+		if err := o(r); err != nil {
+			return nil, err
+		}
+	}
+	if r.resources == nil {
+		cat, err := vapcschema.Builtin(verify.KubernetesVersion)
+		if err != nil {
+			return nil, err
+		}
+		r.resources = cat
+	}
+	if r.newEval == nil {
+		r.newEval = func(p []*admissionregistrationv1.ValidatingAdmissionPolicy, b []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, res verify.Resources, store verify.ObjectStore) (Evaluator, error) {
+			return verify.New(p, b, verify.WithResources(res), verify.WithStore(store))
+		}
+	}
+	r.policies = policies
+	known := map[string]bool{}
+	for _, p := range policies {
+		known[p.Name] = true
+	}
+	for _, b := range bindings {
+		if known[b.Spec.PolicyName] {
+			r.bindings[b.Spec.PolicyName] = append(r.bindings[b.Spec.PolicyName], b.Name)
+		}
+	}
+	for _, bs := range r.bindings {
+		sort.Strings(bs)
+	}
+	r.scope = newScope(policies, bindings, r.resources)
+	r.state = NewState(r.resources.RESTMapper(), r.scope.keeps, func(gr schema.GroupResource) bool {
+		return gr == namespacesGR || r.scope.params[gr]
+	})
+	r.state.readsNamespaces = r.scope.readsNamespaces
+	if _, err := r.loadSnapshot(r.snapshots); err != nil {
+		return nil, err
+	}
+	ev, err := r.newEval(policies, bindings, r.resources, r.state)
+	if err != nil {
+		return nil, err
+	}
+	r.eval = ev
+	return r, nil
+}
+
+// State returns the replay's State.
+func (r *Replayer) State() *State { return r.state }
+
+// Run replays the sources in order and calls sink with the record of every request the
+// policies match, in log order. It returns the summary of the whole replay. Malformed lines
+// are counted and listed, never fatal; the error is about the replay itself (the context, the
+// sink).
+func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record) error) (*Summary, error) {
+	r.sum = newSummary(sources)
+	r.agg = newAggregator(r.policies, r.bindings)
+	r.pending = map[string]pendingRequest{}
+	r.sink = sink
+	start := time.Now()
+	lastProgress := start
+	var bytes int64
+	err := decodeLogs(ctx, sources, r.maxLine, r.workers, func(d decoded) {
+		if r.sinkErr != nil {
+			return
+		}
+		bytes += int64(d.bytes) + 1
+		r.line(ctx, d)
+		if r.progress != nil && r.sum.Lines%1024 == 0 {
+			if now := time.Now(); now.Sub(lastProgress) >= r.progressEvery {
+				lastProgress = now
+				r.progress(Progress{Lines: r.sum.Lines, Bytes: bytes, Elapsed: now.Sub(start)})
+			}
+		}
+	})
+	for _, p := range r.pending {
+		r.sum.Incomplete[p.verb]++
+	}
+	r.sum.Bytes = bytes
+	r.sum.StateObjects = r.state.Len()
+	r.agg.finish(r.sum)
+	if r.progress != nil {
+		r.progress(Progress{Lines: r.sum.Lines, Bytes: bytes, Elapsed: time.Since(start)})
+	}
+	if r.sinkErr != nil {
+		return r.sum, r.sinkErr
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return r.sum, err
+	}
+	return r.sum, err
+}
+
+// line accounts for one line of a log.
+func (r *Replayer) line(ctx context.Context, d decoded) {
+	r.sum.Lines++
+	switch {
+	case d.err != nil:
+		r.sum.malformed(d.file, d.num, d.err.Error())
+		return
+	case d.blank:
+		r.sum.Blank++
+		return
+	}
+	ev := d.ev
+	if !ev.Final() {
+		r.sum.IntermediateStages++
+		if _, ok := r.pending[ev.AuditID]; !ok && len(r.pending) < maxPending {
+			r.pending[ev.AuditID] = pendingRequest{file: d.file, line: d.num, verb: ev.Verb}
+		}
+		return
+	}
+	delete(r.pending, ev.AuditID)
+	r.sum.Requests++
+	r.request(ctx, d, ev)
+}
+
+// request replays one request.
+func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
+	t, skip := r.resolve(ev)
+	if skip != "" {
+		r.sum.skip(skip, "")
+		return
+	}
+	r.detectBirth(d, ev, t)
+	rec := classify(ev, t.connect)
+	if rec.skip != "" {
+		r.sum.skip(rec.skip, rec.note)
+		return
+	}
+	defer r.applyWrite(d, ev, t)
+	policies := r.scope.match(t.gvr, t.sub, t.op)
+	if len(policies) == 0 {
+		r.sum.NotMatched++
+		return
+	}
+	b := r.rebuild(ev, t, rec)
+	if b.skip != "" {
+		r.sum.skip(b.skip, "")
+		return
+	}
+	out := newRecord(d, ev, t, rec, b)
+	if b.indeterminate != "" {
+		out.Indeterminate = b.indeterminate
+		out.Decision = DecisionIndeterminate
+		r.emit(out, policies, nil)
+		return
+	}
+	r.state.BeginReads()
+	dec, err := r.eval.Evaluate(ctx, b.req)
+	if err != nil {
+		out.Decision, out.Indeterminate = DecisionIndeterminate, "request: "+err.Error()
+		r.emit(out, policies, nil)
+		return
+	}
+	if len(dec.Results) == 0 {
+		r.sum.NotMatched++
+		return
+	}
+	out.fill(dec)
+	if misses := r.state.Misses(); len(misses) > 0 {
+		kind := "param-unknown"
+		if strings.HasPrefix(misses[0], "namespaces ") {
+			kind = "namespace-unknown"
+		}
+		out.Decision, out.Indeterminate = DecisionIndeterminate, kind+": "+strings.Join(misses, "; ")
+	} else if len(dec.Authorizer) > 0 {
+		out.Decision, out.Indeterminate = DecisionIndeterminate, fmt.Sprintf("authorizer: the decision depended on %d authorizer checks, which the audit log does not answer", len(dec.Authorizer))
+	}
+	if r.check && out.Decision != DecisionIndeterminate {
+		out.Disagreements = check(ev, rec, dec, r.loaded())
+	}
+	r.emit(out, policies, dec)
+}
+
+func (r *Replayer) loaded() map[string]bool {
+	m := map[string]bool{}
+	for p := range r.bindings {
+		m[p] = true
+	}
+	return m
+}
+
+func (r *Replayer) emit(out *Record, policies []string, dec *verify.Decision) {
+	out.changed()
+	r.sum.record(out)
+	r.agg.add(out, policies, dec)
+	if r.sink != nil && r.sinkErr == nil {
+		r.sinkErr = r.sink(out)
+	}
+}
+
+// detectBirth marks every resource complete when the log shows the apiserver creating its
+// system namespaces: the cluster was created during the log, so the log holds every object.
+func (r *Replayer) detectBirth(d decoded, ev *Event, t target) {
+	if t.gvr.Resource != "namespaces" || t.gvr.Group != "" || ev.Verb != "create" || ev.Code() != 201 || ev.User.Username != "system:apiserver" {
+		return
+	}
+	if t.name == "kube-system" || t.name == "default" {
+		r.state.MarkAllComplete(fmt.Sprintf("%s:%d: the log begins with the cluster's creation", d.file, d.num))
+	}
+}
+
+// applyWrite applies a successful write to the State.
+func (r *Replayer) applyWrite(d decoded, ev *Event, t target) {
+	code := ev.Code()
+	if code < 200 || code >= 300 || t.op == admission.Connect || len(ev.Query()["dryRun"]) > 0 {
+		return
+	}
+	gr := t.gvr.GroupResource()
+	if !r.state.Keeps(gr) {
+		return
+	}
+	src := fmt.Sprintf("%s:%d", d.file, d.num)
+	resp := decodeObject(ev.ResponseObject)
+	if resp != nil && resp.GetKind() == "" && resp.GetAPIVersion() == "" && sameKind(resp, t.mainKind) && ev.Verb != "deletecollection" {
+		resp.SetGroupVersionKind(t.mainKind)
+	} else if resp != nil && resp.GetAPIVersion() == "" && resp.GetKind() == t.mainKind.Kind {
+		resp.SetGroupVersionKind(t.mainKind)
+	}
+	isMain := resp != nil && resp.GroupVersionKind() == t.mainKind
+	switch ev.Verb {
+	case "create", "update", "patch", "apply":
+		switch {
+		case gr == (schema.GroupResource{Resource: "pods"}) && t.sub == "binding":
+			r.applyBinding(ev, t, src)
+		case t.sub == "eviction":
+			r.state.Forget(gr, t.mainKind, t.namespace, t.name, "evicted at "+src+": the deletion the eviction made is not in the log")
+		case isMain:
+			_ = r.state.Put(gr, resp, src)
+		case t.name != "":
+			why := "written at " + src + " at level " + orNone(ev.Level) + ": the result is not in the log"
+			if ev.Level == LevelRequestResponse {
+				why = "changed through " + describe(t.gvr, t.sub) + " at " + src + ": the result is not in the log"
+			}
+			r.state.Forget(gr, t.mainKind, t.namespace, t.name, why)
+		default:
+			r.state.ForgetAll(gr, t.namespace, "created at "+src+" without a recorded result")
+		}
+	case "delete":
+		switch {
+		case isMain && stillExists(resp):
+			_ = r.state.Put(gr, resp, src+" (deletion pending)")
+		case isMain || (resp != nil && resp.GetKind() == "Status"):
+			r.state.Delete(gr, t.mainKind, t.namespace, t.name)
+		default:
+			r.state.Forget(gr, t.mainKind, t.namespace, t.name, "deleted at "+src+" at level "+orNone(ev.Level)+": whether it is gone is not in the log")
+		}
+	case "deletecollection":
+		var items []any
+		if resp != nil {
+			items, _ = resp.Object["items"].([]any)
+		}
+		if items == nil {
+			r.state.ForgetAll(gr, t.namespace, "deletecollection at "+src+" without a recorded result")
+			return
+		}
+		for _, it := range items {
+			m, ok := it.(map[string]any)
+			if !ok {
+				continue
+			}
+			u := &unstructured.Unstructured{Object: m}
+			if u.GetKind() == "" {
+				u.SetGroupVersionKind(t.mainKind)
+			}
+			if stillExists(u) {
+				_ = r.state.Put(gr, u, src+" (deletion pending)")
+			} else {
+				r.state.Delete(gr, t.mainKind, u.GetNamespace(), u.GetName())
+			}
+		}
+	}
+}
+
+// stillExists says whether an object a DELETE returned is still stored: its graceful deletion
+// or its finalizers are pending (a namespace stays while it terminates).
+func stillExists(u *unstructured.Unstructured) bool {
+	if len(u.GetFinalizers()) > 0 {
+		return true
+	}
+	if g := u.GetDeletionGracePeriodSeconds(); g != nil && *g > 0 {
+		return true
+	}
+	phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+	return u.GetKind() == "Namespace" && phase == "Terminating"
+}
+
+// applyBinding sets the node of a pod bound through pods/binding, as the binding REST does
+// (spec.nodeName and the binding's annotations); the pod's new resourceVersion and
+// PodScheduled condition are not in the log.
+func (r *Replayer) applyBinding(ev *Event, t target, src string) {
+	gr := t.gvr.GroupResource()
+	pod, _, unknown, found := r.state.Lookup(gr, t.namespace, t.name)
+	if !found || unknown != "" {
+		return
+	}
+	b := decodeObject(ev.RequestObject)
+	node := ""
+	if b != nil {
+		node, _, _ = unstructured.NestedString(b.Object, "target", "name")
+	}
+	if node == "" {
+		r.state.Forget(gr, t.mainKind, t.namespace, t.name, "bound at "+src+" without a recorded target")
+		return
+	}
+	_ = unstructured.SetNestedField(pod.Object, node, "spec", "nodeName")
+	if ann := b.GetAnnotations(); len(ann) > 0 {
+		a := pod.GetAnnotations()
+		if a == nil {
+			a = map[string]string{}
+		}
+		for k, v := range ann {
+			a[k] = v
+		}
+		pod.SetAnnotations(a)
+	}
+	_ = r.state.Put(gr, pod, src+" (pods/binding: spec.nodeName set)")
+}

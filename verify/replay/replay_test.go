@@ -1,0 +1,308 @@
+package replay
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
+	"github.com/vapc-dev/vapc/cel"
+	"github.com/vapc-dev/vapc/verify"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+const auditData = "../../testdata/audit"
+
+// loadPolicies reads a scenario's policy.yaml.
+func loadPolicies(t testing.TB, dir string) ([]*admissionregistrationv1.ValidatingAdmissionPolicy, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+	t.Helper()
+	set, diags := cel.ReadPaths(nil, filepath.Join(dir, "policy.yaml"))
+	if len(diags.Without(cel.Info).Without(cel.Warning)) > 0 {
+		t.Fatalf("policies: %v", diags)
+	}
+	var ps []*admissionregistrationv1.ValidatingAdmissionPolicy
+	for _, p := range set.Policies {
+		ps = append(ps, p.ValidatingAdmissionPolicy)
+	}
+	var bs []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	for _, b := range set.Bindings {
+		bs = append(bs, b.ValidatingAdmissionPolicyBinding)
+	}
+	return ps, bs
+}
+
+// replayScenario replays a scenario folder's log with its policies and snapshot.
+func replayScenario(t testing.TB, dir, log string, opts ...Option) (*Summary, []*Record) {
+	t.Helper()
+	ps, bs := loadPolicies(t, dir)
+	if _, err := os.Stat(filepath.Join(dir, "snapshot.yaml")); err == nil {
+		opts = append(opts, WithSnapshot(filepath.Join(dir, "snapshot.yaml")))
+	}
+	r, err := New(ps, bs, append(opts, WithCheckRecorded(true))...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	f, err := os.Open(filepath.Join(dir, log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var recs []*Record
+	sum, err := r.Run(context.Background(), []Source{{Name: log, Reader: f}}, func(rec *Record) error {
+		recs = append(recs, rec)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return sum, recs
+}
+
+func golden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update)", err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
+	}
+}
+
+// TestGolden replays every scenario of testdata/audit and compares the text summary and the
+// JSON lines with the golden files.
+func TestGolden(t *testing.T) {
+	for _, tc := range []struct {
+		dir, log string
+		// disagreements is how many verdicts of the log --check-recorded must contradict.
+		disagreements int
+	}{
+		{"kosmos-basic", "audit.log.gz", 0},
+		{"kosmos-flapping", "audit.jsonl", 4},        // the policy was not installed when the log was written
+		{"kosmos-denied-variants", "audit.jsonl", 1}, // line 16 ran under another (Audit) binding
+		{"draino", "audit.jsonl", 2},                 // the policy was not installed when the log was written
+		{"busy-hour", "audit.jsonl", 0},
+		{"edge-cases", "audit.jsonl", 0},
+	} {
+		t.Run(tc.dir, func(t *testing.T) {
+			t.Parallel()
+			dir := filepath.Join(auditData, tc.dir)
+			sum, recs := replayScenario(t, dir, tc.log)
+			var text, jsonl bytes.Buffer
+			if err := WriteText(&text, sum); err != nil {
+				t.Fatal(err)
+			}
+			w := JSONLWriter(&jsonl)
+			for _, r := range recs {
+				if err := w(r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			golden(t, filepath.Join(dir, "replay.golden"), text.Bytes())
+			golden(t, filepath.Join(dir, "replay.jsonl.golden"), jsonl.Bytes())
+			if got := len(sum.Disagreements); got != tc.disagreements {
+				t.Errorf("disagreements = %d, want %d: %v", got, tc.disagreements, sum.Disagreements)
+			}
+			accounted := sum.MalformedCount + sum.Blank + sum.IntermediateStages + sum.Requests
+			if accounted != sum.Lines {
+				t.Errorf("lines = %d, accounted for %d", sum.Lines, accounted)
+			}
+			if got := total(sum.Skipped) + sum.NotMatched + sum.Evaluated; got != sum.Requests {
+				t.Errorf("requests = %d, skipped+not matched+evaluated = %d", sum.Requests, got)
+			}
+		})
+	}
+}
+
+// TestKosmosBasic pins the decisions on the log recorded by kube-apiserver v1.37.0.
+func TestKosmosBasic(t *testing.T) {
+	sum, recs := replayScenario(t, filepath.Join(auditData, "kosmos-basic"), "audit.log.gz")
+	type row struct{ Name, User, Decision, Recorded string }
+	var got []row
+	for _, r := range recs {
+		got = append(got, row{r.Name, r.User, r.Decision, r.Recorded})
+	}
+	want := []row{
+		{"web-a", "system:serviceaccount:kube-system:node-controller", "deny", "deny"},
+		{"web-b", "system:serviceaccount:kube-system:node-controller", "admit", "admit"},
+		{"web-c", "admin", "admit", "admit"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("decisions mismatch (-want +got):\n%s", diff)
+	}
+	if sum.Checked != 3 || len(sum.Disagreements) != 0 {
+		t.Errorf("checked %d, disagreements %v; want 3 checked, none", sum.Checked, sum.Disagreements)
+	}
+}
+
+// TestSnapshotSeedsParams replays the flapping log without and with the snapshot: without it,
+// the param Nodes are not known and the node-controller deletes are indeterminate.
+func TestSnapshotSeedsParams(t *testing.T) {
+	dir := filepath.Join(auditData, "kosmos-flapping")
+	ps, bs := loadPolicies(t, dir)
+	r, err := New(ps, bs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(dir, "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sum, err := r.Run(context.Background(), []Source{{Name: "audit.jsonl", Reader: f}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Deny != 0 || total(sum.Indeterminate) == 0 {
+		t.Errorf("without snapshot: deny %d, indeterminate %v; want 0 and some", sum.Deny, sum.Indeterminate)
+	}
+	with, _ := replayScenario(t, dir, "audit.jsonl")
+	if with.Deny != 2 {
+		t.Errorf("with snapshot: deny %d, want 2", with.Deny)
+	}
+}
+
+// fakeEvaluator denies every DELETE and records what it was asked.
+type fakeEvaluator struct{ reqs []verify.Request }
+
+func (f *fakeEvaluator) Evaluate(_ context.Context, req verify.Request) (*verify.Decision, error) {
+	f.reqs = append(f.reqs, req)
+	res := verify.Result{Policy: "edge-guard", Binding: "edge-guard", Result: verify.ResultAdmit}
+	if req.Operation == "DELETE" {
+		res.Result, res.Message = verify.ResultDeny, "fake"
+		res.Actions = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}
+		return &verify.Decision{Code: 403, Message: "fake", Results: []verify.Result{res}}, nil
+	}
+	return &verify.Decision{Allowed: true, Code: 200, Results: []verify.Result{res}}, nil
+}
+
+// TestFakeEvaluator drives a replay through the narrow Evaluator interface and checks the
+// rebuilt requests: impersonated user, dryRun, options, old objects.
+func TestFakeEvaluator(t *testing.T) {
+	dir := filepath.Join(auditData, "edge-cases")
+	ps, bs := loadPolicies(t, dir)
+	fake := &fakeEvaluator{}
+	r, err := New(ps, bs, WithEvaluator(func(_ []*admissionregistrationv1.ValidatingAdmissionPolicy, _ []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, _ verify.Resources, _ verify.ObjectStore) (Evaluator, error) {
+		return fake, nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := r.Run(context.Background(), []Source{{Name: filepath.Join(dir, "audit.jsonl")}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type req struct {
+		Op, Name, User string
+		DryRun         bool
+		Old            bool
+		Grace          any
+	}
+	var got []req
+	for _, q := range fake.reqs {
+		var grace any
+		if q.Options != nil {
+			grace = q.Options.Object["gracePeriodSeconds"]
+		}
+		got = append(got, req{string(q.Operation), q.Name, q.UserInfo.Username, q.DryRun, q.OldObject != nil, grace})
+	}
+	want := []req{
+		{"UPDATE", "web-0", "admin", false, true, nil},
+		{"DELETE", "db-0", "jane", false, true, nil},
+		{"DELETE", "web-0", "admin", true, true, nil},
+		{"DELETE", "web-0", "admin", false, true, float64(30)},
+		{"DELETE", "web-0", "system:node:w1", false, true, float64(0)},
+		{"CREATE", "db-0", "system:serviceaccount:kube-system:draino", false, false, nil},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("requests mismatch (-want +got):\n%s", diff)
+	}
+	if sum.Skipped[SkipPendingDeletion] != 1 {
+		t.Errorf("skipped %v, want one %s", sum.Skipped, SkipPendingDeletion)
+	}
+}
+
+// TestMalformedInput checks that bad lines are counted with their line numbers and never stop
+// the replay: invalid JSON, a line over the limit, a truncated gzip stream, a missing file.
+func TestMalformedInput(t *testing.T) {
+	good, err := os.ReadFile(filepath.Join(auditData, "kosmos-basic", "audit.log.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plain bytes.Buffer
+	if _, err := plain.ReadFrom(zr); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(plain.String(), "\n")
+	long := `{"auditID":"x","stage":"ResponseComplete","pad":"` + strings.Repeat("a", 5000) + `"}` + "\n"
+	mixed := lines[0] + "{oops\n" + long + lines[1] + "[1,2]\n" + lines[2][:40]
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(strings.Join(lines[:10], "")))
+	zw.Close()
+	truncated := gz.Bytes()[:gz.Len()/2]
+
+	ps, bs := loadPolicies(t, filepath.Join(auditData, "kosmos-basic"))
+	r, err := New(ps, bs, WithMaxLineBytes(4096))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := r.Run(context.Background(), []Source{
+		{Name: "mixed.log", Reader: strings.NewReader(mixed)},
+		{Name: "truncated.log.gz", Reader: bytes.NewReader(truncated)},
+		{Name: filepath.Join(t.TempDir(), "missing.log")},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range sum.Malformed {
+		reason := m.Reason
+		if strings.HasPrefix(reason, "cannot open") {
+			reason = "cannot open"
+		}
+		got = append(got, filepath.Base(m.File)+":"+itoa(m.Line)+": "+reason)
+	}
+	want := []string{
+		"mixed.log:2: not JSON: invalid character 'o' looking for beginning of object key string",
+		"mixed.log:3: line longer than 4096 bytes (at least 5052): skipped",
+		"mixed.log:5: not JSON: json: cannot unmarshal array into Go value of type replay.Event",
+		"mixed.log:6: truncated JSON (40 bytes)",
+	}
+	if len(got) < len(want)+2 {
+		t.Fatalf("malformed = %q, want %q and the gzip and missing file errors", got, want)
+	}
+	if diff := cmp.Diff(want, got[:len(want)]); diff != "" {
+		t.Errorf("malformed mismatch (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(got[len(want)], "truncated.log.gz") || !strings.Contains(got[len(want)], "truncated") {
+		t.Errorf("gzip: got %q, want a truncated stream", got[len(want)])
+	}
+	if got[len(got)-1] != "missing.log:0: cannot open" {
+		t.Errorf("missing file: got %q", got[len(got)-1])
+	}
+	if sum.Requests < 2 {
+		t.Errorf("requests = %d: good lines after bad ones must still be replayed", sum.Requests)
+	}
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }

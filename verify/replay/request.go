@@ -1,0 +1,374 @@
+package replay
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+
+	"github.com/vapc-dev/vapc/verify"
+)
+
+// target is what a final event is about, before any object is decoded.
+type target struct {
+	gvr       schema.GroupVersionResource
+	sub       string
+	op        admission.Operation
+	connect   bool
+	mainKind  schema.GroupVersionKind // kind of the resource itself (Pod for pods/status)
+	reqKind   schema.GroupVersionKind // kind a request for the (sub)resource carries
+	namespace string
+	name      string
+}
+
+// isConnectKind says whether a subresource's kind is the options kind of a connect
+// subresource (PodExecOptions, PodProxyOptions, NodeProxyOptions, ...).
+func isConnectKind(gvk schema.GroupVersionKind) bool {
+	return strings.HasSuffix(gvk.Kind, "Options") && gvk.Group == ""
+}
+
+// resolve finds the operation and kinds of a resource request; skip says why a request is
+// not an admission write (a read, a non-resource request).
+func (r *Replayer) resolve(ev *Event) (t target, skip string) {
+	ref := ev.ObjectRef
+	if ref == nil || ref.Resource == "" {
+		return t, SkipNonResource
+	}
+	t.gvr = schema.GroupVersionResource{Group: ref.APIGroup, Version: ref.APIVersion, Resource: ref.Resource}
+	if i := strings.IndexByte(ref.APIVersion, '/'); i >= 0 && t.gvr.Group == "" {
+		t.gvr.Group, t.gvr.Version = ref.APIVersion[:i], ref.APIVersion[i+1:]
+	}
+	t.sub, t.namespace, t.name = ref.Subresource, ref.Namespace, ref.Name
+	t.reqKind = r.resources.KindFor(t.gvr, t.sub)
+	t.mainKind = r.resources.KindFor(t.gvr, "")
+	t.connect = t.sub != "" && isConnectKind(t.reqKind)
+	switch {
+	case t.connect:
+		t.op = admission.Connect
+	case ev.Verb == "create":
+		t.op = admission.Create
+	case ev.Verb == "update" || ev.Verb == "patch" || ev.Verb == "apply":
+		t.op = admission.Update
+		if ev.Code() == 201 {
+			t.op = admission.Create // an update or apply that created the object
+		}
+	case ev.Verb == "delete" || ev.Verb == "deletecollection":
+		t.op = admission.Delete
+	case ev.Verb == "get" || ev.Verb == "list" || ev.Verb == "watch":
+		return t, SkipRead
+	default:
+		return t, SkipNonResource
+	}
+	return t, ""
+}
+
+// rebuilt is an admission request rebuilt from an event, and where its objects came from.
+type rebuilt struct {
+	req             verify.Request
+	objectSource    string
+	oldObjectSource string
+	// indeterminate says why the request cannot be rebuilt for sure.
+	indeterminate string
+	// skip says the server completed the request without validating admission.
+	skip string
+}
+
+// rebuild turns a final event into the admission request the ValidatingAdmissionPolicy plugin
+// saw, reading the prior state from the State.
+func (r *Replayer) rebuild(ev *Event, t target, rec recording) rebuilt {
+	q := ev.Query()
+	b := rebuilt{req: verify.Request{
+		Operation: t.op, Resource: t.gvr, SubResource: t.sub, Kind: t.reqKind,
+		Namespace: t.namespace, Name: t.name, UserInfo: ev.Requester(),
+	}}
+	if t.reqKind.Empty() {
+		b.indeterminate = fmt.Sprintf("unknown-resource: %s is not a resource of Kubernetes %s (add its CRD)", describe(t.gvr, t.sub), verify.KubernetesVersion)
+		return b
+	}
+	if len(q["dryRun"]) > 0 {
+		b.req.DryRun = true
+	}
+	if ev.Verb == "deletecollection" {
+		b.indeterminate = "deletecollection: the items it deleted are not rebuilt one by one"
+		return b
+	}
+	if t.op == admission.Connect {
+		b.req.Object = connectOptions(t, q, ev.RequestURI)
+		b.objectSource = SourceRequestURI
+		return b
+	}
+	if ev.Level == LevelMetadata || ev.Level == LevelNone || ev.Level == "" {
+		b.indeterminate = "no-object: the event is at level " + orNone(ev.Level) + ", without request and response objects"
+		return b
+	}
+
+	// The prior state: oldObject of UPDATE and DELETE.
+	var old *unstructured.Unstructured
+	if t.op == admission.Update || t.op == admission.Delete {
+		gr := t.gvr.GroupResource()
+		u, source, unknown, found := r.state.Lookup(gr, t.namespace, t.name)
+		switch {
+		case !r.state.Keeps(gr):
+			b.indeterminate = "old-object-unknown: " + gr.String() + " is not kept"
+		case unknown != "":
+			b.indeterminate = fmt.Sprintf("old-object-unknown: %s %s: %s", gr, joinKey(t.namespace, t.name), shortReason(unknown))
+		case !found:
+			b.indeterminate = fmt.Sprintf("old-object-unknown: %s %s is not in the snapshot or earlier in the log", gr, joinKey(t.namespace, t.name))
+		case u.GroupVersionKind() != t.mainKind:
+			b.indeterminate = fmt.Sprintf("old-object-version: %s %s is stored as %s, the request is for %s", gr, joinKey(t.namespace, t.name), u.GroupVersionKind(), t.mainKind)
+		case t.reqKind != t.mainKind:
+			b.indeterminate = fmt.Sprintf("subresource-kind: the oldObject of %s is a %s derived from the %s; vapc does not derive it", describe(t.gvr, t.sub), t.reqKind.Kind, t.mainKind.Kind)
+		default:
+			old = u
+			b.oldObjectSource = SourceState + " (" + source + ")"
+		}
+		if b.indeterminate != "" {
+			return b
+		}
+		b.req.OldObject = old
+	}
+
+	switch t.op {
+	case admission.Delete:
+		opts, err := deleteOptions(ev.RequestObject, q)
+		if err != nil {
+			b.indeterminate = "options: " + err.Error()
+			return b
+		}
+		b.req.Options = opts
+		if dr, _, _ := unstructured.NestedStringSlice(opts.Object, "dryRun"); len(dr) > 0 {
+			b.req.DryRun = true
+		}
+		if gracefulDeletionPending(old, opts) {
+			b.skip = SkipPendingDeletion
+		}
+		return b
+	case admission.Create, admission.Update:
+		b.req.Options = writeOptions(q)
+	}
+
+	// The new object.
+	resp := decodeObject(ev.ResponseObject)
+	if ev.Code() >= 200 && ev.Code() < 300 && resp != nil && sameKind(resp, t.reqKind) {
+		obj := withKind(resp, t.reqKind)
+		if t.op == admission.Create {
+			unstructured.RemoveNestedField(obj.Object, "metadata", "resourceVersion")
+		} else if old != nil {
+			obj.SetResourceVersion(old.GetResourceVersion())
+		}
+		b.req.Object, b.objectSource = obj, SourceResponse
+		return b
+	}
+	if len(ev.RequestObject) == 0 {
+		b.indeterminate = "no-object: the event at level " + ev.Level + " has no request object"
+		return b
+	}
+	if ev.Verb == "patch" || ev.Verb == "apply" {
+		if old == nil {
+			b.indeterminate = "patch: no prior state to apply the patch to"
+			return b
+		}
+		obj, source, err := applyPatch(old, ev.RequestObject, q)
+		if err != nil {
+			b.indeterminate = "patch: " + err.Error()
+			return b
+		}
+		b.req.Object, b.objectSource = withKind(obj, t.reqKind), source
+		return b
+	}
+	body := decodeObject(ev.RequestObject)
+	if body == nil {
+		b.indeterminate = "no-object: the request object does not decode"
+		return b
+	}
+	if !sameKind(body, t.reqKind) {
+		b.indeterminate = fmt.Sprintf("request-kind: the request carries %s, the resource takes %s", body.GroupVersionKind(), t.reqKind)
+		return b
+	}
+	b.req.Object, b.objectSource = withKind(body, t.reqKind), SourceRequest
+	return b
+}
+
+func orNone(level string) string {
+	if level == "" {
+		return "(none)"
+	}
+	return level
+}
+
+func describe(gvr schema.GroupVersionResource, sub string) string {
+	s := gvr.GroupResource().String()
+	if sub != "" {
+		s += "/" + sub
+	}
+	return s
+}
+
+// decodeObject decodes a raw object of an event; nil when there is none or it does not decode.
+func decodeObject(raw json.RawMessage) *unstructured.Unstructured {
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(raw); err != nil {
+		// UnmarshalJSON refuses objects without kind: decode the map directly.
+		var m map[string]any
+		if json.Unmarshal(raw, &m) != nil {
+			return nil
+		}
+		u.Object = m
+	}
+	return u
+}
+
+// sameKind says whether the object is of the group and kind (an object without apiVersion or
+// kind, as some logs write them, is taken to be).
+func sameKind(u *unstructured.Unstructured, gvk schema.GroupVersionKind) bool {
+	got := u.GroupVersionKind()
+	if got.Kind != "" && got.Kind != gvk.Kind {
+		return false
+	}
+	return u.GetAPIVersion() == "" || got.Group == gvk.Group
+}
+
+// withKind sets the object's apiVersion and kind to the request's: the apiserver converts the
+// object to the request's version before admission.
+func withKind(u *unstructured.Unstructured, gvk schema.GroupVersionKind) *unstructured.Unstructured {
+	u.SetGroupVersionKind(gvk)
+	return u
+}
+
+// writeOptions are the CreateOptions or UpdateOptions of the request URI (for a PATCH, the
+// UpdateOptions the patch handler passes to admission).
+func writeOptions(q url.Values) *unstructured.Unstructured {
+	o := map[string]any{}
+	if v := q["dryRun"]; len(v) > 0 {
+		o["dryRun"] = toAny(v)
+	}
+	if v := q.Get("fieldManager"); v != "" {
+		o["fieldManager"] = v
+	}
+	if v := q.Get("fieldValidation"); v != "" {
+		o["fieldValidation"] = v
+	}
+	return &unstructured.Unstructured{Object: o}
+}
+
+// deleteOptions are the DeleteOptions of the body (the audit log records them in the internal
+// version) or, without a body, of the request URI.
+func deleteOptions(raw json.RawMessage, q url.Values) (*unstructured.Unstructured, error) {
+	o := map[string]any{}
+	if len(raw) > 0 && raw[0] == '{' {
+		if err := json.Unmarshal(raw, &o); err != nil {
+			return nil, err
+		}
+		delete(o, "apiVersion")
+		delete(o, "kind")
+	} else {
+		if v := q.Get("gracePeriodSeconds"); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("gracePeriodSeconds %q: %v", v, err)
+			}
+			o["gracePeriodSeconds"] = n
+		}
+		if v := q.Get("propagationPolicy"); v != "" {
+			o["propagationPolicy"] = v
+		}
+		if v := q.Get("orphanDependents"); v != "" {
+			o["orphanDependents"] = v == "true"
+		}
+	}
+	if v := q["dryRun"]; len(v) > 0 {
+		if _, ok := o["dryRun"]; !ok {
+			o["dryRun"] = toAny(v)
+		}
+	}
+	return &unstructured.Unstructured{Object: o}, nil
+}
+
+// gracefulDeletionPending mirrors rest.BeforeDelete: a DELETE of an object whose graceful
+// deletion is pending, without a shorter grace period, returns it without validating admission.
+func gracefulDeletionPending(old *unstructured.Unstructured, opts *unstructured.Unstructured) bool {
+	if old == nil || old.GetDeletionTimestamp() == nil {
+		return false
+	}
+	g := old.GetDeletionGracePeriodSeconds()
+	if g == nil || *g == 0 {
+		return false
+	}
+	period, found, _ := unstructured.NestedFieldNoCopy(opts.Object, "gracePeriodSeconds")
+	if !found || period == nil {
+		return true
+	}
+	var p int64
+	switch v := period.(type) {
+	case int64:
+		p = v
+	case float64:
+		p = int64(v)
+	default:
+		return false
+	}
+	if p < 0 {
+		p = 1
+	}
+	return p >= *g
+}
+
+// connectOptions rebuilds the options object of a CONNECT from the request URI, as the
+// apiserver's connect handler decodes the query into it.
+func connectOptions(t target, q url.Values, uri string) *unstructured.Unstructured {
+	o := map[string]any{"apiVersion": t.reqKind.GroupVersion().String(), "kind": t.reqKind.Kind}
+	for _, f := range []string{"stdin", "stdout", "stderr", "tty"} {
+		if v := q.Get(f); v != "" {
+			o[f] = v == "true" || v == "1"
+		}
+	}
+	if v := q.Get("container"); v != "" {
+		o["container"] = v
+	}
+	if v := q["command"]; len(v) > 0 {
+		o["command"] = toAny(v)
+	}
+	if v := q["ports"]; len(v) > 0 {
+		var ports []any
+		for _, p := range v {
+			for _, s := range strings.Split(p, ",") {
+				if n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32); err == nil {
+					ports = append(ports, n)
+				}
+			}
+		}
+		o["ports"] = ports
+	}
+	if t.sub == "proxy" {
+		path := uri
+		if i := strings.IndexByte(path, '?'); i >= 0 {
+			path = path[:i]
+		}
+		if _, rest, ok := strings.Cut(path, "/proxy"); ok {
+			if rest == "" {
+				rest = "/"
+			}
+			o["path"] = rest
+		}
+		if v := q.Get("path"); v != "" {
+			o["path"] = v
+		}
+	}
+	return &unstructured.Unstructured{Object: o}
+}
+
+func toAny(v []string) []any {
+	out := make([]any, len(v))
+	for i, s := range v {
+		out[i] = s
+	}
+	return out
+}

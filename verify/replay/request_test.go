@@ -1,0 +1,159 @@
+package replay
+
+import (
+	"net/url"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func pod(labels map[string]any, containers ...any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Pod",
+		"metadata": map[string]any{"name": "p", "namespace": "ns", "labels": labels},
+		"spec":     map[string]any{"containers": containers},
+	}}
+}
+
+// TestApplyPatch covers the patch types an audit log can hold without its content type.
+func TestApplyPatch(t *testing.T) {
+	c := func(name, image string) any { return map[string]any{"name": name, "image": image} }
+	for _, tc := range []struct {
+		name, body string
+		query      url.Values
+		want       map[string]any // labels and containers of the result
+		source     string
+		err        bool
+	}{
+		{name: "json patch", body: `[{"op":"replace","path":"/metadata/labels/tier","value":"db"}]`,
+			want: map[string]any{"labels": map[string]any{"tier": "db"}, "containers": []any{c("a", "x"), c("b", "y")}}, source: "patched (json patch on the prior state)"},
+		{name: "labels, merge and strategic agree", body: `{"metadata":{"labels":{"tier":"db"}}}`,
+			want: map[string]any{"labels": map[string]any{"tier": "db"}, "containers": []any{c("a", "x"), c("b", "y")}}, source: "patched (merge or strategic-merge patch on the prior state)"},
+		{name: "strategic directive", body: `{"spec":{"$setElementOrder/containers":[{"name":"a"},{"name":"b"}],"containers":[{"name":"b","image":"z"}]}}`,
+			want: map[string]any{"labels": map[string]any{"tier": "web"}, "containers": []any{c("a", "x"), c("b", "z")}}, source: "patched (strategic-merge patch on the prior state)"},
+		{name: "list: merge and strategic differ", body: `{"spec":{"containers":[{"name":"b","image":"z"}]}}`, err: true},
+		{name: "server-side apply", body: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`, query: url.Values{"fieldManager": {"kubectl"}, "force": {"true"}}, err: true},
+		{name: "bad json patch", body: `[{"op":"replace","path":"/nope/x","value":1}]`, err: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			old := pod(map[string]any{"tier": "web"}, c("a", "x"), c("b", "y"))
+			q := tc.query
+			if q == nil {
+				q = url.Values{}
+			}
+			got, source, err := applyPatch(old, []byte(tc.body), q)
+			if tc.err {
+				if err == nil {
+					t.Fatalf("applyPatch(%s) = %v, want an error", tc.body, got.Object)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("applyPatch(%s): %v", tc.body, err)
+			}
+			labels, _, _ := unstructured.NestedFieldNoCopy(got.Object, "metadata", "labels")
+			containers, _, _ := unstructured.NestedFieldNoCopy(got.Object, "spec", "containers")
+			if diff := cmp.Diff(tc.want, map[string]any{"labels": labels, "containers": containers}); diff != "" {
+				t.Errorf("applyPatch(%s) mismatch (-want +got):\n%s", tc.body, diff)
+			}
+			if source != tc.source {
+				t.Errorf("source = %q, want %q", source, tc.source)
+			}
+		})
+	}
+}
+
+// TestGracefulDeletionPending mirrors rest.BeforeDelete's pending case.
+func TestGracefulDeletionPending(t *testing.T) {
+	deleting := func(grace any) *unstructured.Unstructured {
+		u := pod(nil)
+		md := u.Object["metadata"].(map[string]any)
+		md["deletionTimestamp"] = "2026-01-05T10:01:00Z"
+		if grace != nil {
+			md["deletionGracePeriodSeconds"] = grace
+		}
+		return u
+	}
+	opts := func(grace any) *unstructured.Unstructured {
+		if grace == nil {
+			return &unstructured.Unstructured{Object: map[string]any{}}
+		}
+		return &unstructured.Unstructured{Object: map[string]any{"gracePeriodSeconds": grace}}
+	}
+	for _, tc := range []struct {
+		name string
+		old  *unstructured.Unstructured
+		opts *unstructured.Unstructured
+		want bool
+	}{
+		{"not being deleted", pod(nil), opts(nil), false},
+		{"pending, no grace asked", deleting(int64(30)), opts(nil), true},
+		{"pending, same grace", deleting(int64(30)), opts(float64(30)), true},
+		{"pending, shorter grace runs admission", deleting(int64(30)), opts(float64(0)), false},
+		{"grace period zero (finalizers) runs admission", deleting(int64(0)), opts(nil), false},
+		{"no grace period runs admission", deleting(nil), opts(nil), false},
+	} {
+		if got := gracefulDeletionPending(tc.old, tc.opts); got != tc.want {
+			t.Errorf("%s: gracefulDeletionPending = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestClassify reads what the log says admission did.
+func TestClassify(t *testing.T) {
+	ev := func(verb, sub string, code int32, reason, msg string, ann map[string]string) *Event {
+		return &Event{Verb: verb, Stage: StageResponseComplete, ObjectRef: &ObjectRef{Resource: "pods", Subresource: sub},
+			ResponseStatus: &Status{Code: code, Reason: reason, Message: msg}, Annotations: ann}
+	}
+	type out struct{ Outcome, By, Skip string }
+	for _, tc := range []struct {
+		name string
+		ev   *Event
+		want out
+	}{
+		{"ok", ev("delete", "", 200, "", "", nil), out{RecordedAdmit, "", ""}},
+		{"vap deny", ev("delete", "", 422, "Invalid", `pods "a" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b' denied request: no`, nil), out{RecordedDeny, "ValidatingAdmissionPolicy 'p' with binding 'b'", ""}},
+		{"vap deny, forbidden", ev("delete", "", 403, "Forbidden", `ValidatingAdmissionPolicy 'p' with binding 'b' denied request: no`, nil), out{RecordedDeny, "ValidatingAdmissionPolicy 'p' with binding 'b'", ""}},
+		{"webhook", ev("delete", "", 403, "Forbidden", `admission webhook "w.example.com" denied the request: no`, nil), out{RecordedDeny, `admission webhook "w.example.com"`, ""}},
+		{"kyverno 400", ev("delete", "", 400, "", `admission webhook "validate.kyverno.svc-fail" denied the request: x`, nil), out{RecordedDeny, `admission webhook "validate.kyverno.svc-fail"`, ""}},
+		{"authorizer", ev("delete", "", 403, "Forbidden", `pods "a" is forbidden: User "u" cannot delete resource "pods"`, map[string]string{"authorization.k8s.io/decision": "forbid"}), out{"", "", SkipUnauthorized}},
+		{"unauthenticated", ev("delete", "", 401, "Unauthorized", "", nil), out{"", "", SkipUnauthenticated}},
+		{"create conflict is after admission", ev("create", "", 409, "AlreadyExists", "", nil), out{RecordedAdmit, "", ""}},
+		{"update conflict is before admission", ev("update", "", 409, "Conflict", "", nil), out{"", "", SkipBeforeAdmission}},
+		{"not found", ev("delete", "", 404, "NotFound", "", nil), out{"", "", SkipBeforeAdmission}},
+		{"eviction blocked by a PDB is after admission", ev("create", "eviction", 429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption budget.", nil), out{RecordedAdmit, "", ""}},
+		{"throttled", ev("create", "", 429, "TooManyRequests", "Too many requests", nil), out{"", "", SkipBeforeAdmission}},
+		{"timeout", ev("create", "", 504, "Timeout", "", nil), out{RecordedUnknown, "", ""}},
+		{"panic", &Event{Stage: StagePanic, ResponseStatus: &Status{Code: 500}}, out{RecordedUnknown, "", ""}},
+	} {
+		r := classify(tc.ev, false)
+		if diff := cmp.Diff(tc.want, out{r.outcome, r.by, r.skip}); diff != "" {
+			t.Errorf("%s: classify mismatch (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}
+
+// TestConnect rebuilds the options of a CONNECT from the request URI.
+func TestConnect(t *testing.T) {
+	r, err := New(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := &Event{Verb: "create", Level: LevelMetadata, Stage: StageResponseComplete,
+		RequestURI: "/api/v1/namespaces/ns/pods/p/exec?command=sh&command=-c&command=id&container=c&stdin=true&stdout=true&tty=true",
+		ObjectRef:  &ObjectRef{Resource: "pods", Namespace: "ns", Name: "p", APIVersion: "v1", Subresource: "exec"}, ResponseStatus: &Status{Code: 101}}
+	tg, skip := r.resolve(ev)
+	if skip != "" || tg.op != "CONNECT" {
+		t.Fatalf("resolve = %v %q, want CONNECT", tg.op, skip)
+	}
+	b := r.rebuild(ev, tg, classify(ev, true))
+	want := map[string]any{"apiVersion": "v1", "kind": "PodExecOptions", "command": []any{"sh", "-c", "id"}, "container": "c", "stdin": true, "stdout": true, "tty": true}
+	if b.indeterminate != "" {
+		t.Fatalf("indeterminate: %s", b.indeterminate)
+	}
+	if diff := cmp.Diff(want, b.req.Object.Object); diff != "" {
+		t.Errorf("options mismatch (-want +got):\n%s", diff)
+	}
+}

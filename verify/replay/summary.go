@@ -1,0 +1,331 @@
+package replay
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
+	"github.com/vapc-dev/vapc/verify"
+)
+
+// Summary accounts for every line of a replay.
+type Summary struct {
+	Files []string `json:"files"`
+	Bytes int64    `json:"bytes"`
+	// Lines is every line read: Malformed + Blank + IntermediateStages + Requests.
+	Lines int `json:"lines"`
+	Blank int `json:"blank,omitempty"`
+	// MalformedCount lines were not audit events; Malformed lists the first MaxMalformed.
+	MalformedCount int         `json:"malformedCount"`
+	Malformed      []Malformed `json:"malformed,omitempty"`
+	// IntermediateStages are RequestReceived and ResponseStarted lines of requests counted
+	// at their final stage.
+	IntermediateStages int `json:"intermediateStages"`
+	// Requests = Skipped + NotMatched + Evaluated: one per ResponseComplete or Panic record.
+	Requests int `json:"requests"`
+	// Incomplete requests have intermediate stages but no final record (a watch still open
+	// when the log ends), by verb; their lines are among IntermediateStages.
+	Incomplete map[string]int `json:"incomplete,omitempty"`
+	Skipped    map[string]int `json:"skipped,omitempty"`
+	NotMatched int            `json:"notMatched"`
+	// Evaluated requests the policies match: Admit + Deny + Indeterminate.
+	Evaluated     int            `json:"evaluated"`
+	Admit         int            `json:"admit"`
+	Deny          int            `json:"deny"`
+	Indeterminate map[string]int `json:"indeterminate,omitempty"`
+	// Warn and Audit count requests with a Warn or Audit result.
+	Warn  int `json:"warn"`
+	Audit int `json:"audit"`
+	// Changed requests would be decided otherwise than they were.
+	Changed int `json:"changed"`
+	// NoObject counts requests logged at Metadata level, without objects.
+	NoObject int `json:"noObject"`
+	// Checked requests were compared with the log's verdicts; Disagreements lists every
+	// contradiction.
+	Checked       int            `json:"checked"`
+	Disagreements []Disagreement `json:"disagreements,omitempty"`
+	// Bindings are the per policy and binding counts.
+	Bindings []*BindingSummary `json:"bindings"`
+	// StateObjects is how many objects the State held at the end.
+	StateObjects int `json:"stateObjects"`
+}
+
+// MaxMalformed is how many malformed lines a Summary lists.
+const MaxMalformed = 1000
+
+// Malformed is a line that is not an audit event.
+type Malformed struct {
+	File   string `json:"file"`
+	Line   int    `json:"line"`
+	Reason string `json:"reason"`
+}
+
+func (m Malformed) String() string { return fmt.Sprintf("%s:%d: %s", m.File, m.Line, m.Reason) }
+
+// Disagreement is a verdict of the log that the prediction contradicts.
+type Disagreement struct {
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+	AuditID string `json:"auditID"`
+	Detail  string `json:"detail"`
+}
+
+func newSummary(sources []Source) *Summary {
+	s := &Summary{Skipped: map[string]int{}, Indeterminate: map[string]int{}, Incomplete: map[string]int{}}
+	for _, src := range sources {
+		s.Files = append(s.Files, src.Name)
+	}
+	return s
+}
+
+func (s *Summary) malformed(file string, line int, reason string) {
+	s.MalformedCount++
+	if len(s.Malformed) < MaxMalformed {
+		s.Malformed = append(s.Malformed, Malformed{File: file, Line: line, Reason: reason})
+	}
+}
+
+func (s *Summary) skip(reason, note string) {
+	if note != "" {
+		reason += " (" + note + ")"
+	}
+	s.Skipped[reason]++
+}
+
+func (s *Summary) record(r *Record) {
+	s.Evaluated++
+	switch r.Decision {
+	case DecisionAdmit:
+		s.Admit++
+	case DecisionDeny:
+		s.Deny++
+	default:
+		kind, _, _ := strings.Cut(r.Indeterminate, ":")
+		s.Indeterminate[kind]++
+		if kind == "no-object" {
+			s.NoObject++
+		}
+	}
+	warn, audit := false, false
+	for _, res := range r.Results {
+		for _, a := range res.Actions {
+			warn = warn || a == string(admissionregistrationv1.Warn)
+			audit = audit || a == string(admissionregistrationv1.Audit)
+		}
+	}
+	if warn {
+		s.Warn++
+	}
+	if audit {
+		s.Audit++
+	}
+	if r.Changed {
+		s.Changed++
+	}
+	if r.Decision != DecisionIndeterminate && r.Disagreements != nil {
+		s.Checked++
+	}
+	for _, d := range r.Disagreements {
+		if d == "" {
+			continue
+		}
+		s.Disagreements = append(s.Disagreements, Disagreement{File: r.File, Line: r.Line, AuditID: r.AuditID, Detail: d})
+	}
+}
+
+// BindingSummary counts what one binding of a policy decided.
+type BindingSummary struct {
+	Policy        string `json:"policy"`
+	Binding       string `json:"binding"`
+	Admit         int    `json:"admit"`
+	Deny          int    `json:"deny"`
+	Warn          int    `json:"warn"`
+	Audit         int    `json:"audit"`
+	Error         int    `json:"error"`
+	Indeterminate int    `json:"indeterminate"`
+	// TopUsers, TopNamespaces and TopResources of the requests the binding denied.
+	TopUsers      []Count   `json:"topUsers,omitempty"`
+	TopNamespaces []Count   `json:"topNamespaces,omitempty"`
+	TopResources  []Count   `json:"topResources,omitempty"`
+	Examples      []Example `json:"examples,omitempty"`
+
+	users, namespaces, resources map[string]int
+	examples                     map[string]int
+}
+
+// Count is a value and how often it occurred.
+type Count struct {
+	Value string `json:"value"`
+	Count int    `json:"count"`
+}
+
+// Example is a request a binding did not admit, or could not decide.
+type Example struct {
+	Outcome string `json:"outcome"`
+	Request string `json:"request"`
+	AuditID string `json:"auditID"`
+	Detail  string `json:"detail"`
+}
+
+// maxExamples is how many example requests a BindingSummary keeps per outcome.
+const (
+	maxExamples = 3
+	maxTop      = 5
+)
+
+type bindingKey struct{ policy, binding string }
+
+type aggregator struct {
+	bindings map[bindingKey]*BindingSummary
+	byPolicy map[string][]string
+}
+
+func newAggregator(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings map[string][]string) *aggregator {
+	a := &aggregator{bindings: map[bindingKey]*BindingSummary{}, byPolicy: bindings}
+	for _, p := range policies {
+		for _, b := range bindings[p.Name] {
+			a.get(p.Name, b)
+		}
+	}
+	return a
+}
+
+func (a *aggregator) get(policy, binding string) *BindingSummary {
+	k := bindingKey{policy, binding}
+	b := a.bindings[k]
+	if b == nil {
+		b = &BindingSummary{Policy: policy, Binding: binding, users: map[string]int{}, namespaces: map[string]int{}, resources: map[string]int{}, examples: map[string]int{}}
+		a.bindings[k] = b
+	}
+	return b
+}
+
+// add counts a record for every binding it concerns: the bindings in the decision's results,
+// or, for a request that was not evaluated, every binding of the policies that can match it.
+func (a *aggregator) add(r *Record, policies []string, dec *verify.Decision) {
+	type outcome struct{ deny, warn, audit, err bool }
+	seen := map[bindingKey]*outcome{}
+	var order []bindingKey
+	note := func(k bindingKey) *outcome {
+		o := seen[k]
+		if o == nil {
+			o = &outcome{}
+			seen[k] = o
+			order = append(order, k)
+		}
+		return o
+	}
+	if dec != nil {
+		for _, res := range dec.Results {
+			o := note(bindingKey{res.Policy, res.Binding})
+			if res.Result == verify.ResultError {
+				o.err = true
+			}
+			for _, act := range res.Actions {
+				switch act {
+				case admissionregistrationv1.Deny:
+					o.deny = true
+				case admissionregistrationv1.Warn:
+					o.warn = true
+				case admissionregistrationv1.Audit:
+					o.audit = true
+				}
+			}
+		}
+	} else {
+		for _, p := range policies {
+			for _, b := range a.byPolicy[p] {
+				note(bindingKey{p, b})
+			}
+		}
+	}
+	for _, k := range order {
+		o := seen[k]
+		b := a.get(k.policy, k.binding)
+		if r.Decision == DecisionIndeterminate {
+			b.Indeterminate++
+			b.example("indeterminate", r, r.Indeterminate)
+			continue
+		}
+		detail := r.Message
+		for _, res := range r.Results {
+			if res.Policy == k.policy && res.Binding == k.binding {
+				detail = res.Message
+				break
+			}
+		}
+		if o.deny {
+			b.Deny++
+			b.users[r.User]++
+			b.namespaces[orDash(r.Namespace)]++
+			res := r.Resource
+			if r.Subresource != "" {
+				res += "/" + r.Subresource
+			}
+			b.resources[res]++
+			b.example("deny", r, detail)
+		}
+		if o.warn {
+			b.Warn++
+			b.example("warn", r, detail)
+		}
+		if o.audit {
+			b.Audit++
+			b.example("audit", r, detail)
+		}
+		if o.err {
+			b.Error++
+			b.example("error", r, detail)
+		}
+		if !o.deny && !o.warn && !o.audit && !o.err {
+			b.Admit++
+		}
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func (b *BindingSummary) example(outcome string, r *Record, detail string) {
+	if b.examples[outcome] >= maxExamples {
+		return
+	}
+	b.examples[outcome]++
+	b.Examples = append(b.Examples, Example{Outcome: outcome, Request: r.String(), AuditID: r.AuditID, Detail: detail})
+}
+
+func (a *aggregator) finish(s *Summary) {
+	for _, b := range a.bindings {
+		b.TopUsers, b.TopNamespaces, b.TopResources = top(b.users), top(b.namespaces), top(b.resources)
+		s.Bindings = append(s.Bindings, b)
+	}
+	sort.Slice(s.Bindings, func(i, j int) bool {
+		if s.Bindings[i].Policy != s.Bindings[j].Policy {
+			return s.Bindings[i].Policy < s.Bindings[j].Policy
+		}
+		return s.Bindings[i].Binding < s.Bindings[j].Binding
+	})
+}
+
+func top(m map[string]int) []Count {
+	var out []Count
+	for v, c := range m {
+		out = append(out, Count{v, c})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Count != out[j].Count {
+			return out[i].Count > out[j].Count
+		}
+		return out[i].Value < out[j].Value
+	})
+	if len(out) > maxTop {
+		out = out[:maxTop]
+	}
+	return out
+}
