@@ -13,8 +13,8 @@ build:
 	$(GO) build -o $(VAPC) ./cmd/vapc
 
 ## test: every test, the end-to-end tests against a real kube-apiserver included
-test:
-	$(GO) test -count=1 $(PKGS)
+test: e2e-tools
+	$(GO) test -count=1 -timeout 45m $(PKGS)
 
 ## unit: the fast tests only (no real kube-apiserver)
 unit:
@@ -26,7 +26,7 @@ e2e-tools:
 
 ## e2e: the real-apiserver parity tests
 e2e: e2e-tools
-	$(GO) test -count=1 -v ./verify/e2e/...
+	$(GO) test -count=1 -v -timeout 30m ./verify/e2e/...
 
 ## bench: benchmarks
 bench:
@@ -55,6 +55,8 @@ verify:
 	@cp go.mod /tmp/vapc.go.mod.bak; cp go.sum /tmp/vapc.go.sum.bak; \
 	  $(GO) mod tidy; \
 	  if ! git diff --quiet -- go.mod go.sum; then echo "go.mod/go.sum not tidy"; git diff -- go.mod go.sum; cp /tmp/vapc.go.mod.bak go.mod; cp /tmp/vapc.go.sum.bak go.sum; exit 1; fi
+	cd verify/e2e/tools && $(GO) mod tidy -diff
+	cd verify/e2e/tools/etcd && $(GO) mod tidy -diff
 	$(MAKE) -s policies
 	@git diff --exit-code -- policies/ || { echo "policies/ is stale: run make policies and commit"; exit 1; }
 
