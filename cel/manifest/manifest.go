@@ -122,7 +122,8 @@ func (d *Document) Decode(v any) error {
 }
 
 // ReadPaths reads every manifest in the given files and folders. Folders are walked for files
-// ending in .yaml, .yml or .json, in lexical order; "-" reads standard input from stdin. Every
+// ending in .yaml, .yml or .json, in lexical order, skipping testdata and hidden folders below
+// them as the go tool does; "-" reads standard input from stdin. Every
 // problem is returned, joined, alongside the documents that could be read.
 func ReadPaths(stdin io.Reader, paths ...string) ([]*Document, error) {
 	var docs []*Document
@@ -191,6 +192,10 @@ func expand(p string) ([]string, error) {
 			return err
 		}
 		if d.IsDir() {
+			// Like the go tool, skip testdata and hidden folders below the one asked for.
+			if path != p && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") || strings.HasPrefix(d.Name(), "_")) {
+				return filepath.SkipDir
+			}
 			return nil
 		}
 		switch strings.ToLower(filepath.Ext(path)) {

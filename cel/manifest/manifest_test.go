@@ -1,6 +1,8 @@
 package manifest
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -130,5 +132,40 @@ func TestDecodeStrict(t *testing.T) {
 	err = docs[0].Decode(&v)
 	if err == nil || !strings.Contains(err.Error(), `f.yaml:7:1: unknown field "bogus"`) {
 		t.Errorf("Decode() error = %v, want unknown field at 7:1", err)
+	}
+}
+
+func TestReadPathsSkipsTestdata(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string) {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: "+strings.ReplaceAll(filepath.Base(name), ".", "-")+"}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a.yaml")
+	write("sub/b.yml")
+	write("testdata/c.yaml")
+	write(".hidden/d.yaml")
+	write("e.txt")
+	docs, err := ReadPaths(nil, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range docs {
+		got = append(got, d.Object.GetName())
+	}
+	if diff := cmp.Diff([]string{"a-yaml", "b-yml"}, got); diff != "" {
+		t.Errorf("ReadPaths(%s) mismatch (-want +got):\n%s", dir, diff)
+	}
+	// A testdata folder asked for by name is read.
+	docs, err = ReadPaths(nil, filepath.Join(dir, "testdata"))
+	if err != nil || len(docs) != 1 {
+		t.Errorf("ReadPaths(testdata) = %d docs, %v; want 1", len(docs), err)
 	}
 }
