@@ -43,10 +43,11 @@ generate: openapi policies
 openapi:
 	hack/openapi.sh
 
-## check: the main job: check the in-tree policies and the check corpus
+## check: the main job: check the in-tree policies, run their suites, replay a recorded log through them
 check: build
 	$(VAPC) check policies/
-	$(VAPC) check testdata/check/valid-*.yaml
+	$(VAPC) test policies/testdata testdata/suites
+	$(VAPC) replay --policies policies/ testdata/audit/kosmos-basic/audit.log.gz
 
 ## verify: formatting, vet, go.mod tidiness and generated files up to date
 verify:
