@@ -1,6 +1,8 @@
 package vap
 
 import (
+	"k8s.io/utils/ptr"
+
 	"fmt"
 	"strings"
 
@@ -175,6 +177,9 @@ func (b *policyBuilder) addRule(at site, group, version string, ops Operation, r
 				APIGroups:   []string{group},
 				APIVersions: []string{version},
 				Resources:   append([]string(nil), resources...),
+				// The server defaults scope to "*". Emitting it keeps `kubectl apply` of an
+				// unchanged policy a no-op: the rule list is replaced as a whole on apply.
+				Scope: ptr.To(admissionregistrationv1.AllScopes),
 			},
 		},
 	})
