@@ -45,6 +45,7 @@ func Example() {
 	//         apiVersions: [v1]
 	//         operations: [CREATE, UPDATE]
 	//         resources: [pods]
+	//         scope: '*'
 	//   matchConditions:
 	//     - name: requesting-user
 	//       expression: request.userInfo.username == 'system:serviceaccount:ci:deployer'
@@ -71,7 +72,7 @@ func ExampleNewPolicy_typeError() {
 	)
 	fmt.Println(err)
 	// Output:
-	// cel/vap/example_test.go:70:57: spec.validations[0].expression: undefined field 'nodeNmae' (checked as v1/Pod)
+	// cel/vap/example_test.go:71:57: spec.validations[0].expression: undefined field 'nodeNmae' (checked as v1/Pod)
 	//  | params.metadata.name != oldObject.spec.nodeNmae
 	//  | ......................................^
 }
