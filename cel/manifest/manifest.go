@@ -5,20 +5,23 @@
 package manifest
 
 import (
-	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	sigsjson "sigs.k8s.io/json"
+	sigsyaml "sigs.k8s.io/yaml"
 )
 
 // MaxFileSize is the largest manifest file read, to keep a hostile input from exhausting memory.
@@ -210,62 +213,90 @@ func expand(p string) ([]string, error) {
 
 // Parse splits data into its documents. Empty documents are skipped; a document that is not a
 // mapping, or has no apiVersion or kind, is an error naming its line.
+//
+// Documents are split on "---" lines and converted to JSON with sigs.k8s.io/yaml, as kubectl
+// and kube-apiserver read YAML (YAML 1.1 scalars: a plain on, yes or y is a boolean there);
+// go-yaml's node tree of the same text gives the positions.
 func Parse(file string, data []byte) ([]*Document, error) {
 	lines := strings.Split(string(data), "\n")
-	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var docs []*Document
 	var errs []error
-	for i := 0; ; i++ {
-		var n yaml.Node
-		err := dec.Decode(&n)
-		if err == io.EOF {
-			break
-		}
+	for i, chunk := range splitDocuments(lines) {
+		d, err := parseDocument(file, lines, chunk)
 		if err != nil {
-			errs = append(errs, yamlError(file, err))
-			break // the decoder cannot resume after a syntax error
-		}
-		root := &n
-		if root.Kind == yaml.DocumentNode {
-			if len(root.Content) == 0 {
-				continue
-			}
-			root = root.Content[0]
-		}
-		if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
-			continue // an empty document, such as a trailing ---
-		}
-		pos := Position{File: file, Line: root.Line, Col: root.Column}
-		if root.Kind != yaml.MappingNode {
-			errs = append(errs, &Error{Pos: pos, Msg: "document is not a mapping (an object with apiVersion and kind)"})
+			errs = append(errs, err)
 			continue
 		}
-		var v any
-		if err := root.Decode(&v); err != nil {
-			errs = append(errs, yamlError(file, err))
-			continue
+		if d != nil {
+			d.Index = i
+			docs = append(docs, d)
 		}
-		obj, ok := v.(map[string]any)
-		if !ok {
-			errs = append(errs, &Error{Pos: pos, Msg: "document is not a mapping"})
-			continue
-		}
-		js, err := marshalJSON(obj)
-		if err != nil {
-			errs = append(errs, &Error{Pos: pos, Msg: err.Error()})
-			continue
-		}
-		u := &unstructured.Unstructured{}
-		if err := u.UnmarshalJSON(js); err != nil {
-			errs = append(errs, &Error{Pos: pos, Msg: describeMissing(obj, err)})
-			continue
-		}
-		docs = append(docs, &Document{File: file, Index: i, Object: u, JSON: js, root: root, lines: lines})
 	}
 	if len(docs) == 0 && len(errs) == 0 {
 		errs = append(errs, &Error{Pos: Position{File: file}, Msg: "no documents"})
 	}
 	return docs, errors.Join(errs...)
+}
+
+// chunk is one document of a file: lines [start, end) (0-based).
+type chunk struct{ start, end int }
+
+// splitDocuments splits lines on document separators the way kubectl's YAML reader does
+// (k8s.io/apimachinery/pkg/util/yaml): a line starting with "---" followed by nothing but
+// spaces or a comment.
+func splitDocuments(lines []string) []chunk {
+	var out []chunk
+	start := 0
+	for i, l := range lines {
+		if !strings.HasPrefix(l, "---") {
+			continue
+		}
+		rest := strings.TrimSpace(l[3:])
+		if rest != "" && !strings.HasPrefix(rest, "#") {
+			continue
+		}
+		out = append(out, chunk{start, i})
+		start = i + 1
+	}
+	return append(out, chunk{start, len(lines)})
+}
+
+// parseDocument parses the lines of one document; it returns nil for an empty document.
+func parseDocument(file string, lines []string, c chunk) (*Document, error) {
+	text := strings.Join(lines[c.start:c.end], "\n")
+	// Pad with the lines before the document so that go-yaml's positions are the file's.
+	padded := strings.Repeat("\n", c.start) + text
+	var n yaml.Node
+	if err := yaml.Unmarshal([]byte(padded), &n); err != nil {
+		return nil, yamlError(file, err)
+	}
+	root := &n
+	if root.Kind == yaml.DocumentNode {
+		if len(root.Content) == 0 {
+			return nil, nil
+		}
+		root = root.Content[0]
+	}
+	if root.Kind == 0 || (root.Kind == yaml.ScalarNode && root.Tag == "!!null") {
+		return nil, nil // an empty document, such as a trailing ---
+	}
+	pos := Position{File: file, Line: root.Line, Col: root.Column}
+	if root.Kind != yaml.MappingNode {
+		return nil, &Error{Pos: pos, Msg: "document is not a mapping (an object with apiVersion and kind)"}
+	}
+	js, err := sigsyaml.YAMLToJSONStrict([]byte(padded)) // duplicate keys are errors, as on the server
+	if err != nil {
+		return nil, yamlError(file, err)
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(js, &obj); err != nil {
+		return nil, &Error{Pos: pos, Msg: "document is not a mapping: " + err.Error()}
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(js); err != nil {
+		return nil, &Error{Pos: pos, Msg: describeMissing(obj, err)}
+	}
+	return &Document{File: file, Object: u, JSON: js, root: root, lines: lines}, nil
 }
 
 func describeMissing(obj map[string]any, err error) string {
@@ -278,14 +309,18 @@ func describeMissing(obj map[string]any, err error) string {
 	return err.Error()
 }
 
-// yamlError turns go-yaml's "yaml: line N: msg" into an Error at that line.
+// yamlLineRE finds go-yaml's "line N: msg" in its errors.
+var yamlLineRE = regexp.MustCompile(`line (\d+): (.*)`)
+
+// yamlError turns go-yaml's "yaml: line N: msg" (or "unmarshal errors:\n  line N: msg") into an
+// Error at that line.
 func yamlError(file string, err error) error {
 	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "error converting YAML to JSON: ")
 	msg = strings.TrimPrefix(msg, "yaml: ")
-	var line int
-	if n, _ := fmt.Sscanf(msg, "line %d:", &line); n == 1 {
-		msg = strings.TrimSpace(msg[strings.Index(msg, ":")+1:])
-		return &Error{Pos: Position{File: file, Line: line}, Msg: "invalid YAML: " + msg}
+	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return &Error{Pos: Position{File: file, Line: line}, Msg: "invalid YAML: " + m[2]}
 	}
 	return &Error{Pos: Position{File: file}, Msg: "invalid YAML: " + msg}
 }

@@ -169,3 +169,48 @@ func TestReadPathsSkipsTestdata(t *testing.T) {
 		t.Errorf("ReadPaths(testdata) = %d docs, %v; want 1", len(docs), err)
 	}
 }
+
+// TestYAML11Scalars: kubectl and kube-apiserver read YAML with sigs.k8s.io/yaml, where a plain
+// on, yes or y is a boolean; vapc must read them the same way.
+func TestYAML11Scalars(t *testing.T) {
+	docs, err := Parse("f.yaml", []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  labels: {enabled: on}\ndata:\n  a: 'on'\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels, _, _ := unstructuredNested(docs[0], "metadata", "labels", "enabled")
+	if labels != true {
+		t.Errorf("metadata.labels.enabled = %#v, want the boolean true", labels)
+	}
+	quoted, _, _ := unstructuredNested(docs[0], "data", "a")
+	if quoted != "on" {
+		t.Errorf("data.a = %#v, want the string on", quoted)
+	}
+}
+
+func unstructuredNested(d *Document, fields ...string) (any, bool, error) {
+	var v any = d.Object.Object
+	for _, f := range fields {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, false, nil
+		}
+		v = m[f]
+	}
+	return v, true, nil
+}
+
+func TestParseDocumentPositions(t *testing.T) {
+	data := "# comment\n---\napiVersion: v1\nkind: A\nmetadata: {name: a}\n--- # second\n\napiVersion: v1\nkind: B\nmetadata:\n  name: b\n---\n"
+	docs, err := Parse("f.yaml", []byte(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range docs {
+		got = append(got, d.Object.GetKind()+"@"+d.FieldPos("metadata.name").String())
+	}
+	want := []string{"A@f.yaml:5:18", "B@f.yaml:11:9"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("positions mismatch (-want +got):\n%s", diff)
+	}
+}

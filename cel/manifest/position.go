@@ -1,61 +1,12 @@
 package manifest
 
 import (
-	"encoding/json"
-	"fmt"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 )
-
-// marshalJSON converts a decoded YAML value into JSON, refusing keys that are not strings.
-func marshalJSON(v any) ([]byte, error) {
-	c, err := jsonable(v, "")
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(c)
-}
-
-func jsonable(v any, path string) (any, error) {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, e := range t {
-			c, err := jsonable(e, path+"."+k)
-			if err != nil {
-				return nil, err
-			}
-			t[k] = c
-		}
-		return t, nil
-	case map[any]any:
-		m := make(map[string]any, len(t))
-		for k, e := range t {
-			ks, ok := k.(string)
-			if !ok {
-				return nil, fmt.Errorf("%s: map key %v is not a string", strings.TrimPrefix(path, "."), k)
-			}
-			c, err := jsonable(e, path+"."+ks)
-			if err != nil {
-				return nil, err
-			}
-			m[ks] = c
-		}
-		return m, nil
-	case []any:
-		for i, e := range t {
-			c, err := jsonable(e, fmt.Sprintf("%s[%d]", path, i))
-			if err != nil {
-				return nil, err
-			}
-			t[i] = c
-		}
-		return t, nil
-	}
-	return v, nil
-}
 
 // node returns the YAML node at the field path, or the deepest node on the way to it.
 // For a mapping entry it returns the value node; key is the entry's key node, when found.

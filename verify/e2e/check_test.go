@@ -39,12 +39,7 @@ var checkCorpus = []string{"../../testdata/check/*.yaml", "testdata/check/*.yaml
 // is known to decide otherwise than the server, with the reason. The test
 // logs them, and fails once vapc and the server agree, so that the entry is
 // removed with the fix.
-var knownCheckDivergences = map[string]string{
-	// cel/manifest decodes YAML 1.2 with go.yaml.in/yaml/v3; Kubernetes
-	// decodes YAML 1.1 (sigs.k8s.io/yaml), where on, off, yes, no, y and n
-	// are booleans: the server refuses the boolean label value and message.
-	"yaml11-booleans.yaml:yaml-booleans": "YAML 1.1 booleans",
-}
+var knownCheckDivergences = map[string]string{}
 
 // TestCheckParity creates every ValidatingAdmissionPolicy and binding of the
 // check corpus on a real kube-apiserver (server-side dry run, strict field
