@@ -80,6 +80,19 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if stdinUses > 1 {
 		return usagef("replay: - (stdin) can be given only once")
 	}
+	for _, l := range logs {
+		if l == "-" {
+			continue
+		}
+		// A log that is not there is a wrong argument, not an empty log: a CI gate must not
+		// pass because of a typo in a path.
+		switch info, err := os.Stat(l); {
+		case err != nil:
+			return usagef("replay: %v", err)
+		case info.IsDir():
+			return usagef("replay: %s is a directory: give the audit log files", l)
+		}
+	}
 
 	set, diags := cel.ReadPaths(stdin, f.policies...)
 	if errs := diags.Without(cel.Info).Without(cel.Warning); len(errs) > 0 {

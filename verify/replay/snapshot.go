@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"os"
 	"path/filepath"
 	"sort"
@@ -44,8 +45,9 @@ func (r *Replayer) loadSnapshot(paths []string) (int, error) {
 	}
 	sort.Strings(files)
 	n := 0
+	seen := map[string]seenObject{}
 	for _, f := range files {
-		k, err := r.loadSnapshotFile(f)
+		k, err := r.loadSnapshotFile(f, seen)
 		n += k
 		if err != nil {
 			return n, err
@@ -54,7 +56,13 @@ func (r *Replayer) loadSnapshot(paths []string) (int, error) {
 	return n, nil
 }
 
-func (r *Replayer) loadSnapshotFile(file string) (int, error) {
+// seenObject is where a snapshot object was read, to tell duplicates apart from repeats.
+type seenObject struct {
+	where string
+	obj   *unstructured.Unstructured
+}
+
+func (r *Replayer) loadSnapshotFile(file string, seen map[string]seenObject) (int, error) {
 	f, err := os.Open(file)
 	if err != nil {
 		return 0, fmt.Errorf("snapshot: %w", err)
@@ -86,7 +94,7 @@ func (r *Replayer) loadSnapshotFile(file string) (int, error) {
 					iu.SetAPIVersion(u.GetAPIVersion())
 					iu.SetKind(itemKind)
 				}
-				k, err := r.seed(iu, fmt.Sprintf("%s: document %d: items[%d]", file, doc, i))
+				k, err := r.seed(iu, fmt.Sprintf("%s: document %d: items[%d]", file, doc, i), seen)
 				n += k
 				if err != nil {
 					return n, err
@@ -94,7 +102,7 @@ func (r *Replayer) loadSnapshotFile(file string) (int, error) {
 			}
 			continue
 		}
-		k, err := r.seed(u, fmt.Sprintf("%s: document %d", file, doc))
+		k, err := r.seed(u, fmt.Sprintf("%s: document %d", file, doc), seen)
 		n += k
 		if err != nil {
 			return n, err
@@ -102,8 +110,9 @@ func (r *Replayer) loadSnapshotFile(file string) (int, error) {
 	}
 }
 
-// seed puts one snapshot object in the State.
-func (r *Replayer) seed(u *unstructured.Unstructured, where string) (int, error) {
+// seed puts one snapshot object in the State. An object without a name, or the same object
+// twice with different contents, is an error: the snapshot cannot say which state was live.
+func (r *Replayer) seed(u *unstructured.Unstructured, where string, seen map[string]seenObject) (int, error) {
 	gvk := u.GroupVersionKind()
 	if gvk.Kind == "" {
 		return 0, fmt.Errorf("snapshot %s: no kind", where)
@@ -113,12 +122,23 @@ func (r *Replayer) seed(u *unstructured.Unstructured, where string) (int, error)
 		return 0, fmt.Errorf("snapshot %s: %s %s: %v", where, gvk.GroupVersion(), gvk.Kind, err)
 	}
 	gr := m.Resource.GroupResource()
+	if u.GetName() == "" {
+		return 0, fmt.Errorf("snapshot %s: %s without metadata.name", where, gvk.Kind)
+	}
 	if !r.state.Keeps(gr) {
 		return 0, nil
 	}
 	if u.GetNamespace() == "" && m.Scope.Name() == "namespace" {
 		u.SetNamespace("default")
 	}
+	key := gr.String() + "/" + u.GetNamespace() + "/" + u.GetName()
+	if prev, ok := seen[key]; ok {
+		if equality.Semantic.DeepEqual(prev.obj.Object, u.Object) {
+			return 0, nil // the same object listed twice, e.g. by two overlapping snapshots
+		}
+		return 0, fmt.Errorf("snapshot %s: %s %q is also in %s with other contents", where, gr, key[len(gr.String())+1:], prev.where)
+	}
+	seen[key] = seenObject{where: where, obj: u}
 	r.state.MarkComplete(gr, "snapshot")
 	if err := r.state.Put(gr, u, "snapshot"); err != nil {
 		return 0, fmt.Errorf("snapshot %s: %v", where, err)

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestHostileInput feeds broken and hostile input to every verb: each gets a clear error that
+// names the file (and line where there is one) and a findings or usage exit code, never a panic
+// or an internal error.
+func TestHostileInput(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, data string) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	bomb := "apiVersion: v1\nkind: X\na: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]\ng: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]\nh: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]\n"
+	hugeExpr := "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {name: huge}\nspec:\n  validations:\n  - expression: \"" + strings.Repeat("1 == 1 && ", 20000) + "true\"\n"
+	missingPolicy := "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\nmetadata: {name: orphan}\nspec:\n  policyName: nowhere\n  validationActions: [Deny]\n"
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	log, err := os.ReadFile("../../testdata/audit/kosmos-basic/audit.log.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, _ := io.ReadAll(zr)
+	zw.Write(plain)
+	zw.Close()
+	truncated := write("truncated.log.gz", string(gz.Bytes()[:gz.Len()/2]))
+	empty := write("empty.log", "")
+	snapshotWrongKind := write("wrong-kind.yaml", "apiVersion: example.com/v1\nkind: Gizmo\nmetadata: {name: g}\n")
+	snapshotNoName := write("no-name.yaml", "apiVersion: v1\nkind: Node\nmetadata: {labels: {a: b}}\n")
+	snapshotDup := write("dup.yaml", "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n---\napiVersion: v1\nkind: Node\nmetadata: {name: n1, labels: {a: b}}\n")
+	policy := "../../testdata/audit/kosmos-basic/policy.yaml"
+	basicLog := "../../testdata/audit/kosmos-basic/audit.log.gz"
+
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		want     int
+		contains string // in stdout or stderr
+	}{
+		{"check: YAML bomb", []string{"check", write("bomb.yaml", bomb)}, exitFindings, "bomb.yaml"},
+		{"check: huge expression", []string{"check", write("huge.yaml", hugeExpr)}, exitFindings, "huge.yaml:6:"},
+		{"check: binding to a missing policy", []string{"check", "--warnings-as-errors", write("orphan.yaml", missingPolicy)}, exitFindings, `policy "nowhere" is not among the checked files`},
+		{"check: a folder without manifests", []string{"check", t.TempDir()}, exitOK, "0 policies"},
+		{"check: missing file", []string{"check", filepath.Join(dir, "nope.yaml")}, exitFindings, "nope.yaml"},
+		{"check: bad CRD file", []string{"check", "--crd", write("bad-crd.yaml", "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: x}\nspec: {group: ''}\n"), policy}, exitUsage, "bad-crd.yaml"},
+		{"check: CRD types the custom resource", []string{"check", "--crd", "../../testdata/crd/widgets.yaml", "../../testdata/crd/widget-policy.yaml"}, exitFindings, "widget-policy.yaml:15:29: spec.validations[0].expression: undefined field 'sise' (checked as example.com/v1/Widget)"},
+		{"check: without the CRD it says what it could not type", []string{"check", "../../testdata/crd/widget-policy.yaml"}, exitOK, "unknown resource example.com/v1/widgets"},
+		{"replay: truncated gzip", []string{"replay", "--policies", policy, truncated}, exitOK, "truncated.log.gz:475: compressed stream truncated"},
+		{"replay: empty file", []string{"replay", "--policies", policy, empty}, exitOK, "0 lines"},
+		{"replay: a directory", []string{"replay", "--policies", policy, dir}, exitUsage, "is a directory"},
+		{"replay: missing file", []string{"replay", "--policies", policy, filepath.Join(dir, "nope.log")}, exitUsage, "nope.log: no such file"},
+		{"replay: policies that do not parse", []string{"replay", "--policies", write("bomb2.yaml", bomb), basicLog}, exitUsage, "bomb2.yaml"},
+		{"replay: snapshot of an unknown kind", []string{"replay", "--policies", policy, "--snapshot", snapshotWrongKind, basicLog}, exitUsage, "wrong-kind.yaml"},
+		{"replay: snapshot object without a name", []string{"replay", "--policies", policy, "--snapshot", snapshotNoName, basicLog}, exitUsage, "no-name.yaml"},
+		{"replay: duplicate snapshot objects", []string{"replay", "--policies", policy, "--snapshot", snapshotDup, basicLog}, exitUsage, "dup.yaml"},
+		{"test: missing suite", []string{"test", filepath.Join(dir, "nope.suite.yaml")}, exitUsage, "nope.suite.yaml"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stdout, stderr, code := runVapc(t, "", tc.args...)
+			if code != tc.want {
+				t.Errorf("vapc %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(tc.args, " "), code, tc.want, stdout, stderr)
+			}
+			if !strings.Contains(stdout+stderr, tc.contains) {
+				t.Errorf("vapc %s: output does not contain %q\nstdout:\n%s\nstderr:\n%s", strings.Join(tc.args, " "), tc.contains, stdout, stderr)
+			}
+		})
+	}
+}
+
+// TestPanicIsInternalError: whatever goes wrong inside a verb reaches the user as exit code 3
+// with a message, never as a crash.
+func TestPanicIsInternalError(t *testing.T) {
+	register("panic-for-test", verb{hidden: true, run: func(context.Context, []string, io.Reader, io.Writer, io.Writer) error {
+		var m map[string]int
+		m["boom"]++ // a nil map write panics
+		return nil
+	}})
+	defer delete(verbs, "panic-for-test")
+	_, stderr, code := runVapc(t, "", "panic-for-test")
+	if code != exitInternal || !strings.Contains(stderr, "internal error: panic") {
+		t.Errorf("exit %d, stderr %q; want %d and an internal error", code, stderr, exitInternal)
+	}
+}

@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# Replay at cluster scale (issue 7): generate a realistic audit log of BENCH_EVENTS events
+# (default 1,000,000, about 2 GB) with `vapc gen-audit`, then measure, each with wall time and
+# peak RSS:
+#   - the decode floor: `vapc decode-floor` reads the log with bufio and decodes every line with
+#     encoding/json into the audit Event fields (objects as json.RawMessage), on one goroutine;
+#   - the replay: `vapc replay --policies policies/ --snapshot SNAPSHOT LOG`.
+# and prints events/s, MB/s, peak RSS and replay/floor (the replay's speed over the floor's;
+# the target is >= 1.0, and peak RSS under 500 MB for a 2 GB log).
+#
+# The log and its snapshot go to .cache/bench/ (gitignored) and are reused while the seed, the
+# size and the generator's source are the same. Environment:
+#   BENCH_EVENTS  events to generate (default 1000000)
+#   BENCH_SEED    generator seed (default 1)
+#   BENCH_DIR     where the log goes (default .cache/bench)
+#   GO            the go command (default go)
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+events=${BENCH_EVENTS:-1000000}
+seed=${BENCH_SEED:-1}
+dir=${BENCH_DIR:-.cache/bench}
+go=${GO:-go}
+vapc=bin/vapc
+
+case $events in '' | *[!0-9]*) echo "bench: BENCH_EVENTS must be a number of events, not '$events'" >&2; exit 2 ;; esac
+case $seed in '' | *[!0-9]*) echo "bench: BENCH_SEED must be a number, not '$seed'" >&2; exit 2 ;; esac
+
+mkdir -p "$dir" bin
+echo "bench: building $vapc"
+"$go" build -o "$vapc" ./cmd/vapc
+
+log=$dir/audit-seed$seed-$events.log
+snapshot=$dir/snapshot-seed$seed-$events.yaml
+# The generator's fingerprint: a change to it regenerates the log.
+fingerprint=$(cat verify/auditgen/*.go cmd/vapc/genaudit.go | sha256sum | cut -c1-16)
+params="seed=$seed events=$events generator=$fingerprint"
+
+# measure NAME CMD...: runs CMD with stdout to $dir/NAME.out; sets wall (s) and rss (MB).
+measure() {
+	local name=$1
+	shift
+	local out=$dir/$name.out
+	if [[ -x /usr/bin/time ]]; then
+		local tf=$dir/$name.time
+		local rc=0
+		/usr/bin/time -f '%e %M' -o "$tf" "$@" >"$out" 2>"$dir/$name.err" || rc=$?
+		if [[ $rc -gt 1 ]]; then # 1 is a finding (vapc exit codes), not a failure
+			echo "bench: $name failed (exit $rc):" >&2
+			tail -n 20 "$dir/$name.err" >&2
+			return 1
+		fi
+		read -r wall rss_kb < <(tail -n 1 "$tf")
+		rss=$((rss_kb / 1024))
+	else
+		# No GNU time: poll the process's high-water mark.
+		local start end hwm=0 pid rc=0
+		start=$(date +%s.%N)
+		"$@" >"$out" 2>"$dir/$name.err" &
+		pid=$!
+		while kill -0 "$pid" 2>/dev/null; do
+			local v
+			v=$(awk '/^VmHWM:/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)
+			[[ -n $v && $v -gt $hwm ]] && hwm=$v
+			sleep 0.2
+		done
+		wait "$pid" || rc=$?
+		end=$(date +%s.%N)
+		if [[ $rc -gt 1 ]]; then
+			echo "bench: $name failed (exit $rc):" >&2
+			tail -n 20 "$dir/$name.err" >&2
+			return 1
+		fi
+		wall=$(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.2f", b - a}')
+		rss=$((hwm / 1024))
+	fi
+}
+
+if [[ -f $log && -f $snapshot && -f $log.params && $(cat "$log.params") == "$params" ]]; then
+	echo "bench: reusing $log ($params)"
+	gen_line="(reused)"
+else
+	echo "bench: generating $log ($params)"
+	rm -f "$log.params"
+	measure gen-audit "$vapc" gen-audit --seed "$seed" --events "$events" --snapshot "$snapshot.tmp" -o "$log.tmp"
+	mv "$snapshot.tmp" "$snapshot"
+	mv "$log.tmp" "$log"
+	echo "$params" >"$log.params"
+	gen_line="$(tail -n 1 "$dir/gen-audit.err") (peak RSS ${rss} MB)"
+fi
+
+bytes=$(stat -c %s "$log")
+lines=$(grep -o 'events=[0-9]*' "$log.params" | cut -d= -f2)
+mb=$(awk -v b="$bytes" 'BEGIN {printf "%.1f", b / 1e6}')
+
+# rate WALL: prints "events/s MB/s".
+rate() { awk -v w="$1" -v n="$lines" -v b="$bytes" 'BEGIN {if (w <= 0) w = 0.01; printf "%9.0f %8.1f", n / w, b / 1e6 / w}'; }
+
+echo "bench: warming the page cache"
+cat "$log" >/dev/null
+
+echo "bench: decode floor"
+measure floor "$vapc" decode-floor "$log"
+floor_wall=$wall floor_rss=$rss
+
+replay_ok=
+if ! "$vapc" replay --help >/dev/null 2>&1; then
+	replay_why="bin/vapc has no replay verb yet (verify/replay, cmd/vapc/replay.go)"
+elif ! compgen -G 'policies/*.yaml' >/dev/null; then
+	replay_why="no in-tree policies in policies/"
+else
+	echo "bench: replay"
+	if measure replay "$vapc" replay --policies policies/ --snapshot "$snapshot" "$log"; then
+		replay_ok=1 replay_wall=$wall replay_rss=$rss
+	else
+		replay_why="the replay failed (see $dir/replay.err)"
+	fi
+fi
+
+{
+	echo
+	echo "== vapc replay benchmark: $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores, $(go env GOVERSION)"
+	echo "log:       $log: $lines events, $mb MB (seed $seed)"
+	echo "generated: $gen_line"
+	printf '%-8s %8s %9s %8s %10s\n' "" "wall s" "events/s" "MB/s" "peak RSS"
+	printf '%-8s %8s %s %7s MB\n' floor "$floor_wall" "$(rate "$floor_wall")" "$floor_rss"
+	if [[ -n $replay_ok ]]; then
+		printf '%-8s %8s %s %7s MB\n' replay "$replay_wall" "$(rate "$replay_wall")" "$replay_rss"
+		awk -v f="$floor_wall" -v r="$replay_wall" -v rss="$replay_rss" -v mb="$mb" 'BEGIN {
+			ratio = (r > 0) ? f / r : 0
+			speed = "NOT met"; if (ratio >= 1.0) speed = "met"
+			memory = "NOT met"; if (rss + 0 < 500) memory = "met"
+			printf "replay/floor: %.2f (target >= 1.0: %s)\n", ratio, speed
+			printf "replay peak RSS: %d MB for %.0f MB of log (target < 500 MB for 2 GB: %s)\n", rss, mb, memory
+		}'
+		echo "replay summary (first lines of $dir/replay.out):"
+		head -n 12 "$dir/replay.out" | sed 's/^/  /'
+	else
+		echo "replay:   skipped: $replay_why"
+	fi
+} | tee "$dir/results.txt"
