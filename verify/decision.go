@@ -1,14 +1,17 @@
 package verify
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 )
@@ -29,6 +32,12 @@ type Decision struct {
 	Message string `json:"message,omitempty"`
 	// Status is the whole status the apiserver returns for a refusal.
 	Status *metav1.Status `json:"status,omitempty"`
+	// Denials are every refusal the apiserver may answer with when several policies,
+	// bindings or params deny, Message's first: the apiserver answers with the first denial in
+	// the order of its policy and param informer caches, which follows Go map iteration and
+	// changes with every refresh, so no input determines which. Empty unless several
+	// distinct refusals are possible.
+	Denials []Refusal `json:"denials,omitempty"`
 	// Warnings are the Warning headers of the response.
 	Warnings []string `json:"warnings,omitempty"`
 	// AuditAnnotations are the annotations the request's audit event gets.
@@ -40,6 +49,89 @@ type Decision struct {
 	Authorizer []AuthorizerCheck `json:"authorizer,omitempty"`
 	// Notes say where the decision rests on an assumption of vapc's.
 	Notes []string `json:"notes,omitempty"`
+}
+
+// Refusal is one status the apiserver may refuse a request with.
+type Refusal struct {
+	Code    int32               `json:"code"`
+	Reason  metav1.StatusReason `json:"reason,omitempty"`
+	Message string              `json:"message"`
+}
+
+// Refuses says whether the decision is a refusal with the code and message, or, when several
+// refusals are possible, with any of them.
+func (d *Decision) Refuses(code int32, message string) bool {
+	if d.Allowed {
+		return false
+	}
+	if d.Code == code && d.Message == message {
+		return true
+	}
+	for _, r := range d.Denials {
+		if r.Code == code && r.Message == message {
+			return true
+		}
+	}
+	return false
+}
+
+// denials builds the refusal of every denying result, as the dispatcher builds the error of
+// its first denied decision (validating.dispatcher.Dispatch): the policy and binding named in
+// the message, admission.NewForbidden, the decision's reason (Invalid when empty) and its
+// code (validating's unexported reasonToCode), then the handlers' ErrorToAPIStatus.
+func denials(a admission.Attributes, dec *Decision) []Refusal {
+	if dec.Allowed {
+		return nil
+	}
+	seen := map[Refusal]bool{}
+	var out []Refusal
+	add := func(r Refusal) {
+		if !seen[r] {
+			seen[r] = true
+			out = append(out, r)
+		}
+	}
+	add(Refusal{Code: dec.Code, Reason: dec.Reason, Message: dec.Message})
+	for _, r := range dec.Results {
+		if !r.denies() {
+			continue
+		}
+		msg := fmt.Sprintf("ValidatingAdmissionPolicy '%s' denied request: %s", r.Policy, r.Message)
+		if r.Binding != "" {
+			msg = fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request: %s", r.Policy, r.Binding, r.Message)
+		}
+		err, ok := admission.NewForbidden(a, errors.New(msg)).(*apierrors.StatusError)
+		if !ok {
+			continue
+		}
+		reason := r.Reason
+		if reason == "" {
+			reason = metav1.StatusReasonInvalid
+		}
+		err.ErrStatus.Reason = reason
+		err.ErrStatus.Code = reasonToCode(reason)
+		st := responsewriters.ErrorToAPIStatus(err)
+		add(Refusal{Code: st.Code, Reason: st.Reason, Message: st.Message})
+	}
+	if len(out) < 2 {
+		return nil
+	}
+	return out
+}
+
+// reasonToCode mirrors the unexported reasonToCode of
+// k8s.io/apiserver/pkg/admission/plugin/policy/validating/policy_decision.go.
+func reasonToCode(r metav1.StatusReason) int32 {
+	switch r {
+	case metav1.StatusReasonForbidden:
+		return http.StatusForbidden
+	case metav1.StatusReasonUnauthorized:
+		return http.StatusUnauthorized
+	case metav1.StatusReasonRequestEntityTooLarge:
+		return http.StatusRequestEntityTooLarge
+	default:
+		return http.StatusUnprocessableEntity
+	}
 }
 
 // Decision words for Result.Result.

@@ -232,6 +232,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, req Request) (*Decision, error
 	}
 	attrs.mu.Unlock()
 	dec.Results = e.results(t)
+	dec.Denials = denials(attrs, dec)
 	dec.Authorizer = t.checks
 	dec.Notes = append(notes, e.notes(t, attrs, dec)...)
 	return dec, nil

@@ -306,3 +306,56 @@ spec:
 	fmt.Println(d.Code, d.Message)
 	// Output: 422 pods "web" is forbidden: ValidatingAdmissionPolicy 'no-latest' with binding 'no-latest' denied request: images must not use the latest tag
 }
+
+// TestDenials: when two policies and two bindings deny, the apiserver answers with the first
+// in its informers' order, so every refusal is among the Decision's Denials, each built as the
+// dispatcher builds it (recorded by kube-apiserver v1.37.0 in verify/e2e TestDecisionParity).
+func TestDenials(t *testing.T) {
+	huge := func(name, failure string) *admissionregistrationv1.ValidatingAdmissionPolicy {
+		return mustPolicy(t, `
+metadata: {name: `+name+`}
+spec:
+  failurePolicy: `+failure+`
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+  validations:
+  - {expression: "object.data.size != 'huge'", message: huge configmaps are not allowed}
+  - {expression: "object.data.size != 'huge'", message: huge, reason: Forbidden}
+`)
+	}
+	e, err := verify.New(
+		[]*admissionregistrationv1.ValidatingAdmissionPolicy{huge("e2e-runtime-fail", "Fail"), huge("e2e-runtime-ignore", "Ignore")},
+		[]*admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+			binding("e2e-runtime-fail", "e2e-runtime-fail", admissionregistrationv1.Deny, admissionregistrationv1.Audit),
+			binding("e2e-runtime-fail-audit", "e2e-runtime-fail", admissionregistrationv1.Audit),
+			binding("e2e-runtime-ignore", "e2e-runtime-ignore", admissionregistrationv1.Deny),
+		}, verify.WithResources(catalog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := e.Evaluate(context.Background(), verify.Request{
+		Operation: admission.Create, Resource: configmaps,
+		Object: object(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: r-7, namespace: e2e-runtime}, data: {size: huge}}`),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := `configmaps "r-7" is forbidden: ValidatingAdmissionPolicy `
+	want := []verify.Refusal{
+		{Code: 422, Reason: "Invalid", Message: prefix + `'e2e-runtime-fail' with binding 'e2e-runtime-fail' denied request: huge configmaps are not allowed`},
+		{Code: 403, Reason: "Forbidden", Message: prefix + `'e2e-runtime-fail' with binding 'e2e-runtime-fail' denied request: huge`},
+		{Code: 422, Reason: "Invalid", Message: prefix + `'e2e-runtime-ignore' with binding 'e2e-runtime-ignore' denied request: huge configmaps are not allowed`},
+		{Code: 403, Reason: "Forbidden", Message: prefix + `'e2e-runtime-ignore' with binding 'e2e-runtime-ignore' denied request: huge`},
+	}
+	if diff := cmp.Diff(want, d.Denials); diff != "" {
+		t.Errorf("Denials mismatch (-want +got):\n%s", diff)
+	}
+	// The message kube-apiserver v1.37.0 answered with.
+	if got := prefix + `'e2e-runtime-ignore' with binding 'e2e-runtime-ignore' denied request: huge configmaps are not allowed`; !d.Refuses(422, got) {
+		t.Errorf("Refuses(422, %q) = false, want true", got)
+	}
+	if d.Refuses(422, prefix+`'e2e-runtime-fail' with binding 'e2e-runtime-fail-audit' denied request: huge`) {
+		t.Errorf("Refuses() = true for an Audit-only binding, want false")
+	}
+}

@@ -46,6 +46,11 @@ type Record struct {
 	// Code and Message are the response vapc predicts for a denial.
 	Code    int32  `json:"code,omitempty"`
 	Message string `json:"message,omitempty"`
+	// Alternatives are the other messages the server may deny with when several policies,
+	// bindings or params deny (verify.Decision.Denials): it answers with the first in an order
+	// that no log determines. With --check-recorded, Code and Message are the one the log
+	// records when it is among them.
+	Alternatives []string `json:"alternatives,omitempty"`
 	// Warnings and AuditAnnotations are what the response and the audit event would carry.
 	Warnings         []string          `json:"warnings,omitempty"`
 	AuditAnnotations map[string]string `json:"auditAnnotations,omitempty"`
@@ -101,6 +106,9 @@ func (r *Record) fill(dec *verify.Decision) {
 	r.Decision = DecisionAdmit
 	if !dec.Allowed {
 		r.Decision, r.Code, r.Message = DecisionDeny, dec.Code, dec.Message
+		for _, d := range dec.Denials {
+			r.Alternatives = append(r.Alternatives, d.Message)
+		}
 	}
 	r.Warnings = dec.Warnings
 	r.AuditAnnotations = dec.AuditAnnotations

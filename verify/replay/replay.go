@@ -285,6 +285,10 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	}
 	if r.check && out.Decision != DecisionIndeterminate {
 		out.Disagreements = check(ev, rec, dec, r.loaded())
+		if len(dec.Denials) > 0 && rec.policy != "" && dec.Refuses(ev.Code(), ev.Message()) {
+			// Several refusals were possible: the log says which one the server chose.
+			out.Code, out.Message = ev.Code(), ev.Message()
+		}
 	}
 	r.emit(out, policies, dec)
 }

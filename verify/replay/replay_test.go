@@ -93,11 +93,12 @@ func TestGolden(t *testing.T) {
 		disagreements int
 	}{
 		{"kosmos-basic", "audit.log.gz", 0},
-		{"kosmos-flapping", "audit.jsonl", 4},        // the policy was not installed when the log was written
-		{"kosmos-denied-variants", "audit.jsonl", 1}, // line 16 ran under another (Audit) binding
+		{"kosmos-flapping", "audit.jsonl", 6},        // the policy was not installed when the log was written
+		{"kosmos-denied-variants", "audit.jsonl", 2}, // line 16 ran under another (Audit) binding: admitted, with another annotation
 		{"draino", "audit.jsonl", 2},                 // the policy was not installed when the log was written
 		{"busy-hour", "audit.jsonl", 0},
-		{"edge-cases", "audit.jsonl", 0},
+		{"recorded-e2e", "audit.log.gz", 0}, // recorded by verify/e2e TestDecisionParity on kube-apiserver v1.37.0
+		{"edge-cases", "audit.jsonl", 1},    // line 10: no-db-evictions ([Deny] only) was not installed: the eviction was admitted
 	} {
 		t.Run(tc.dir, func(t *testing.T) {
 			t.Parallel()
@@ -306,3 +307,30 @@ func TestMalformedInput(t *testing.T) {
 }
 
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+// TestRecordedE2E holds the replay to the log kube-apiserver v1.37.0 wrote in the decision
+// parity scenarios of verify/e2e (Kosmos flapping, drainer cordons and evictions, ConfigMap
+// and Node params, selectors, matchConditions, failurePolicy, dry runs, impersonation, every
+// patch type, deletes of terminating pods): no request indeterminate, no verdict of the log
+// contradicted, and every denial predicted with the server's code and message.
+func TestRecordedE2E(t *testing.T) {
+	sum, recs := replayScenario(t, filepath.Join(auditData, "recorded-e2e"), "audit.log.gz")
+	if len(sum.Disagreements) > 0 || total(sum.Indeterminate) > 0 {
+		t.Errorf("disagreements %v, indeterminate %v; want none", sum.Disagreements, sum.Indeterminate)
+	}
+	denials := 0
+	for _, r := range recs {
+		if r.Changed {
+			t.Errorf("line %d: recorded %s, predicted %s", r.Line, r.Recorded, r.Decision)
+		}
+		if r.Recorded == RecordedDeny {
+			denials++
+		}
+	}
+	if sum.Evaluated < 50 || denials < 20 {
+		t.Errorf("evaluated %d requests with %d recorded denials, want the scenarios' (50, 20)", sum.Evaluated, denials)
+	}
+	if got := sum.Skipped[SkipPendingDeletion]; got != 2 {
+		t.Errorf("skipped %d deletes of terminating pods, want 2", got)
+	}
+}

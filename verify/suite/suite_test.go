@@ -85,3 +85,34 @@ func TestLoadErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestResolve checks that a resolved case has the request the evaluator decides and the
+// suite's objects with the case's own replacing them.
+func TestResolve(t *testing.T) {
+	suites, err := Load("../../testdata/suites/kosmos/kosmos.suite.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := suites[0].Resolve()
+	if err != nil {
+		t.Fatalf("Resolve() = %v", err)
+	}
+	if len(res.Cases) != len(suites[0].Cases) || len(res.Policies) != 2 {
+		t.Fatalf("Resolve() = %d cases, %d policy documents; want %d, 2", len(res.Cases), len(res.Policies), len(suites[0].Cases))
+	}
+	for i, rc := range res.Cases {
+		if rc.Err != nil {
+			t.Errorf("cases[%d]: %v", i, rc.Err)
+		}
+		seen := map[string]int{}
+		for _, u := range rc.Objects {
+			k := u.GetKind() + "/" + u.GetNamespace() + "/" + u.GetName()
+			if seen[k]++; seen[k] > 1 {
+				t.Errorf("cases[%d]: %s twice among the objects", i, k)
+			}
+		}
+	}
+	if got := res.Cases[1].Request.Kind.Kind; got != "Pod" {
+		t.Errorf("the AdmissionReview case's request kind = %q, want Pod", got)
+	}
+}

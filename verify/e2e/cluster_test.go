@@ -1,0 +1,368 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	vapcschema "github.com/vapc-dev/vapc/cel/schema"
+	"github.com/vapc-dev/vapc/verify"
+	"github.com/vapc-dev/vapc/verify/e2e/harness"
+)
+
+// cluster drives a harness server: it writes objects, sends requests as any user, and waits
+// until the admission plugin sees every write made so far (sync).
+type cluster struct {
+	t         *testing.T
+	s         *harness.Server
+	admin     kubernetes.Interface
+	dyn       dynamic.Interface
+	mapper    meta.RESTMapper
+	resources verify.Resources
+	gen       int
+
+	mu        sync.Mutex
+	responses []response // every response to a request sent through as
+}
+
+// response is what the apiserver answered to one request of the test.
+type response struct {
+	auditID string
+	method  string
+	url     string
+	code    int
+}
+
+func newCluster(t *testing.T, s *harness.Server) *cluster {
+	t.Helper()
+	cat, err := vapcschema.Builtin(verify.KubernetesVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster{t: t, s: s, admin: s.Clientset(), mapper: cat.RESTMapper(), resources: cat}
+	c.dyn = c.dynamicFor(rest.ImpersonationConfig{})
+	return c
+}
+
+// dynamicFor returns a dynamic client acting as the impersonated user (admin when empty) that
+// records the audit ID of every response.
+func (c *cluster) dynamicFor(imp rest.ImpersonationConfig) dynamic.Interface {
+	cfg := c.s.RESTConfig()
+	cfg.Impersonate = imp
+	cfg.QPS, cfg.Burst = 1000, 1000
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(req)
+			if err == nil {
+				c.mu.Lock()
+				c.responses = append(c.responses, response{auditID: resp.Header.Get("Audit-Id"), method: req.Method, url: req.URL.String(), code: resp.StatusCode})
+				c.mu.Unlock()
+			}
+			return resp, err
+		})
+	})
+	d, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return d
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// lastAuditID is the audit ID of the last response recorded.
+func (c *cluster) lastAuditID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.responses) == 0 {
+		return ""
+	}
+	return c.responses[len(c.responses)-1].auditID
+}
+
+// resource maps an object's kind to its resource.
+func (c *cluster) resource(u *unstructured.Unstructured) (schema.GroupVersionResource, bool) {
+	gvk := u.GroupVersionKind()
+	m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", gvk, u.GetName(), err)
+	}
+	return m.Resource, m.Scope.Name() == meta.RESTScopeNameNamespace
+}
+
+func (c *cluster) client(d dynamic.Interface, u *unstructured.Unstructured) dynamic.ResourceInterface {
+	gvr, namespaced := c.resource(u)
+	if namespaced {
+		ns := u.GetNamespace()
+		if ns == "" {
+			ns = metav1.NamespaceDefault
+		}
+		return d.Resource(gvr).Namespace(ns)
+	}
+	return d.Resource(gvr)
+}
+
+// put creates the object or replaces the stored one with it (as admin), status included.
+func (c *cluster) put(ctx context.Context, u *unstructured.Unstructured) *unstructured.Unstructured {
+	c.t.Helper()
+	out, err := c.tryPut(ctx, u)
+	if err != nil {
+		c.t.Fatalf("writing %s %s/%s: %v", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+	}
+	return out
+}
+
+func (c *cluster) tryPut(ctx context.Context, u *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	u = u.DeepCopy()
+	ri := c.client(c.dyn, u)
+	status, hasStatus := u.Object["status"]
+	cur, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
+	var out *unstructured.Unstructured
+	switch {
+	case apierrors.IsNotFound(err):
+		out, err = ri.Create(ctx, u, metav1.CreateOptions{})
+	case err != nil:
+		return nil, err
+	default:
+		u.SetResourceVersion(cur.GetResourceVersion())
+		if !hasStatus && cur.Object["status"] != nil && u.GetKind() == "Node" {
+			// A node written without status loses the one it has.
+			u.Object["status"] = map[string]any{}
+			status, hasStatus = u.Object["status"], true
+		}
+		out, err = ri.Update(ctx, u, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return nil, err
+	}
+	if hasStatus && hasStatusSubresource(u) {
+		out.Object["status"] = status
+		out, err = ri.UpdateStatus(ctx, out, metav1.UpdateOptions{})
+	}
+	return out, err
+}
+
+func hasStatusSubresource(u *unstructured.Unstructured) bool {
+	switch u.GetKind() {
+	case "Node", "Pod", "Namespace":
+		return true
+	}
+	return false
+}
+
+// remove deletes the object at once (grace period 0), and waits until it is gone.
+func (c *cluster) remove(ctx context.Context, u *unstructured.Unstructured) {
+	c.t.Helper()
+	ri := c.client(c.dyn, u)
+	err := ri.Delete(ctx, u.GetName(), metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+	if err != nil && !apierrors.IsNotFound(err) {
+		c.t.Fatalf("deleting %s %s: %v", u.GetKind(), u.GetName(), err)
+	}
+	c.waitGone(ctx, ri, u.GetName())
+}
+
+func (c *cluster) waitGone(ctx context.Context, ri dynamic.ResourceInterface, name string) {
+	c.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		cur, err := ri.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		if err == nil && len(cur.GetFinalizers()) > 0 && cur.GetKind() != "Namespace" {
+			cur.SetFinalizers(nil)
+			_, _ = ri.Update(ctx, cur, metav1.UpdateOptions{})
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("%s still exists after 30s: %v", name, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// namespace creates a namespace with labels and its default ServiceAccount.
+func (c *cluster) namespace(ctx context.Context, name string, labels map[string]string) {
+	c.t.Helper()
+	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}}}
+	ns.SetLabels(labels)
+	c.put(ctx, ns)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: name}}
+	if _, err := c.admin.CoreV1().ServiceAccounts(name).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		c.t.Fatal(err)
+	}
+}
+
+// grantAll binds cluster-admin to a user, so that requests impersonating it reach admission.
+func (c *cluster) grantAll(ctx context.Context, user string) {
+	c.t.Helper()
+	name := "e2e-admin-" + strings.NewReplacer(":", "-", "@", "-").Replace(user)
+	crb := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+		"metadata": map[string]any{"name": name},
+		"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+		"subjects": []any{map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}},
+	}}
+	c.put(ctx, crb)
+}
+
+// The barrier: two policies that read a ConfigMap and a Node as params and the namespace
+// vapc-barrier, bound to probe objects of the current generation. The apiserver's admission
+// plugin reads policies, bindings and params through informers, one watch per resource, that
+// deliver changes in order: once the probes see generation N, every write made before the
+// barrier's own is visible to admission.
+const barrierNS = "vapc-barrier"
+
+func barrierPolicy(name, paramKind, msg string, gen int) *admissionregistrationv1.ValidatingAdmissionPolicy {
+	return &admissionregistrationv1.ValidatingAdmissionPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			ParamKind:     &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: paramKind},
+			MatchConstraints: &admissionregistrationv1.MatchResources{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": barrierNS}},
+				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+				}}},
+			},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression:        "false",
+				MessageExpression: fmt.Sprintf("'policy=%d ' + %s + ' ns=' + namespaceObject.metadata.labels['gen']", gen, msg),
+			}},
+		},
+	}
+}
+
+func barrierBinding(name string, param admissionregistrationv1.ParamRef, gen int) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
+	param.ParameterNotFoundAction = ptr.To(admissionregistrationv1.DenyAction)
+	return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicyBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        name,
+			ParamRef:          &param,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			MatchResources: &admissionregistrationv1.MatchResources{ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{
+				"vapc.dev/barrier": name, "vapc.dev/barrier-gen": strconv.Itoa(gen),
+			}}},
+		},
+	}
+}
+
+// sync waits until the admission plugin sees every write made so far: policies, bindings,
+// ConfigMaps, Nodes and Namespaces.
+func (c *cluster) sync(ctx context.Context) {
+	c.t.Helper()
+	c.gen++
+	gen := strconv.Itoa(c.gen)
+	if c.gen == 1 {
+		c.namespace(ctx, barrierNS, nil)
+	}
+	c.put(ctx, obj(map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "vapc-barrier", "namespace": barrierNS}, "data": map[string]any{"gen": gen}}))
+	c.put(ctx, obj(map[string]any{"apiVersion": "v1", "kind": "Node", "metadata": map[string]any{"name": "vapc-barrier", "labels": map[string]any{"gen": gen}}}))
+	c.put(ctx, obj(map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": barrierNS, "labels": map[string]any{"gen": gen}}}))
+	probes := map[string]string{}
+	for _, b := range []struct {
+		name, kind, msg string
+		ref             admissionregistrationv1.ParamRef
+	}{
+		{"vapc-barrier-configmap", "ConfigMap", "'configmap=' + params.data.gen", admissionregistrationv1.ParamRef{Name: "vapc-barrier", Namespace: barrierNS}},
+		{"vapc-barrier-node", "Node", "'node=' + params.metadata.labels.gen", admissionregistrationv1.ParamRef{Name: "vapc-barrier"}},
+	} {
+		c.put(ctx, toUnstructured(c.t, barrierPolicy(b.name, b.kind, b.msg, c.gen)))
+		c.put(ctx, toUnstructured(c.t, barrierBinding(b.name, b.ref, c.gen)))
+		kind := strings.ToLower(b.kind)
+		probes[b.name] = fmt.Sprintf("policy=%s %s=%s ns=%s", gen, kind, gen, gen)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for name, want := range probes {
+		for {
+			probe := obj(map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{
+				"name": "probe", "namespace": barrierNS,
+				"labels": map[string]any{"vapc.dev/barrier": name, "vapc.dev/barrier-gen": gen},
+			}})
+			_, err := c.dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(barrierNS).
+				Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			if err != nil && strings.Contains(err.Error(), want) {
+				break
+			}
+			if time.Now().After(deadline) {
+				c.t.Fatalf("sync %s: the admission plugin did not see generation %s within 30s; last probe: %v", name, gen, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+func obj(m map[string]any) *unstructured.Unstructured { return &unstructured.Unstructured{Object: m} }
+
+func toUnstructured(t *testing.T, o runtime.Object) *unstructured.Unstructured {
+	t.Helper()
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &unstructured.Unstructured{Object: m}
+}
+
+// statusOf returns the API status of a refused request.
+func statusOf(err error) (metav1.Status, bool) {
+	var s apierrors.APIStatus
+	if errors.As(err, &s) {
+		return s.Status(), true
+	}
+	return metav1.Status{}, false
+}
+
+// auditEvent is an audit.k8s.io/v1 Event.
+type auditEvent = auditv1.Event
+
+// forEachFinalEvent calls fn with the ResponseComplete and Panic events of the log.
+func forEachFinalEvent(t *testing.T, path string, fn func(*auditEvent)) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		var e auditEvent
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if e.Stage == auditv1.StageResponseComplete || e.Stage == auditv1.StagePanic {
+			fn(&e)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,412 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/vapc-dev/vapc/verify"
+	"github.com/vapc-dev/vapc/verify/e2e/harness"
+	"github.com/vapc-dev/vapc/verify/suite"
+)
+
+// maxSuiteSkips is how many cases TestSuiteParity may skip, each with its reason logged: cases
+// whose request a real server cannot be made to receive literally (a requestKind pinned by an
+// AdmissionReview through another version, an authorizer answered from a rules file, CONNECT).
+// The in-tree suites need none today.
+const maxSuiteSkips = 2
+
+// suiteFiles are the suites whose cases TestSuiteParity sends to the server: the in-tree
+// guards' and the recorded Kosmos sample's.
+func suiteFiles(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob("../../policies/testdata/*.suite.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	more, err := filepath.Glob("../../testdata/suites/kosmos/*.suite.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, more...)
+	sort.Strings(files)
+	return files
+}
+
+// TestSuiteParity sends every case of the in-tree guards' suites to a real kube-apiserver as a
+// real request (its cluster objects and old object created first, as the case's user) and
+// checks that the server decides what the case expects, with the expected code and message,
+// and what vapc's evaluator decides for the same case.
+func TestSuiteParity(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts kube-apiserver and etcd; skipped with -short")
+	}
+	start := time.Now()
+	// Suites give objects as stored. The default admission plugins that add to a pod what a
+	// suite's old object does not hold (tolerations, a service account token volume, a
+	// priority) are off, so that the stored object is the case's and an update of it is the
+	// case's update.
+	s := harness.Start(t, harness.WithAPIServerFlags("--disable-admission-plugins=DefaultTolerationSeconds,ServiceAccount,Priority"))
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	p := &parity{cluster: newCluster(t, s), ctx: ctx, written: map[string]*unstructured.Unstructured{}, granted: map[string]bool{}}
+	p.sync(ctx)
+	files := suiteFiles(t)
+	if len(files) < 2 {
+		t.Fatalf("found %d suites, want the in-tree guards' and the Kosmos sample's", len(files))
+	}
+	cases, skipped := 0, 0
+	for _, f := range files {
+		suites, err := suite.Load(f)
+		if err != nil {
+			t.Fatalf("suite.Load(%q) = %v", f, err)
+		}
+		for _, st := range suites {
+			res, err := st.Resolve()
+			if err != nil {
+				t.Fatalf("%s: Resolve() = %v", f, err)
+			}
+			// What vapc decides for the same cases, to hold it to the server too.
+			local, err := suite.Run(ctx, st)
+			if err != nil {
+				t.Fatalf("%s: Run() = %v", f, err)
+			}
+			set := policySet{}
+			for _, u := range res.Policies {
+				switch u.GetKind() {
+				case "ValidatingAdmissionPolicy":
+					pol := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+					fromUnstructured(t, u, pol)
+					set.policies = append(set.policies, pol)
+				case "ValidatingAdmissionPolicyBinding":
+					b := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+					fromUnstructured(t, u, b)
+					set.bindings = append(set.bindings, b)
+				}
+			}
+			p.installed = set
+			p.install(ctx, set)
+			for i := range res.Cases {
+				rc := &res.Cases[i]
+				name := fmt.Sprintf("%s: %s", st.Pos(fmt.Sprintf("cases[%d]", i)), rc.Case.Name)
+				cases++
+				if why := p.skip(st, rc); why != "" {
+					skipped++
+					t.Logf("SKIP %s: %s", name, why)
+					continue
+				}
+				if why := p.run(name, rc, local.Cases[i].Decision); why != "" {
+					skipped++
+					t.Logf("SKIP %s: %s", name, why)
+				}
+			}
+			p.uninstall(ctx, set)
+		}
+	}
+	t.Logf("%d cases of %d suites sent to the server, %d skipped, %s", cases, len(files), skipped, time.Since(start).Round(time.Millisecond))
+	if cases < 35 {
+		t.Errorf("%d cases, want the in-tree suites' (at least 35)", cases)
+	}
+	if skipped > maxSuiteSkips {
+		t.Errorf("%d cases skipped, at most %d may be", skipped, maxSuiteSkips)
+	}
+}
+
+// parity sends suite cases to a server.
+type parity struct {
+	*cluster
+	ctx       context.Context
+	installed policySet
+	// written are the objects the cases wrote, as written, by kind, namespace and name; an
+	// object a case's request may have changed is not among them.
+	written map[string]*unstructured.Unstructured
+	granted map[string]bool
+}
+
+func objectKey(u *unstructured.Unstructured) string {
+	ns := u.GetNamespace()
+	if ns == "" && u.GetKind() != "Node" && u.GetKind() != "Namespace" {
+		ns = metav1.NamespaceDefault
+	}
+	return u.GetKind() + "/" + ns + "/" + u.GetName()
+}
+
+// skip says why a case cannot be sent to a server literally.
+func (p *parity) skip(st *suite.Suite, rc *suite.ResolvedCase) string {
+	c := rc.Case
+	switch {
+	case rc.Err != nil:
+		return "" // run fails it
+	case c.Authorizer != nil || st.Authorizer != nil:
+		return "the case's authorizer answers from vapc's configuration, the server's from RBAC"
+	case rc.Request.Operation == admission.Connect:
+		return "CONNECT needs a kubelet to proxy to"
+	}
+	if k := rc.Request.Kind; !k.Empty() {
+		res := rc.Request.Resource
+		if want := p.mapperKind(res, rc.Request.SubResource); !want.Empty() && want != k {
+			return fmt.Sprintf("the request's kind %s is not the kind the server's %s takes (%s)", k, res.Resource, want)
+		}
+	}
+	return ""
+}
+
+// mapperKind is the kind a request for the resource and subresource carries.
+func (p *parity) mapperKind(gvr schema.GroupVersionResource, sub string) schema.GroupVersionKind {
+	if sub != "" {
+		return p.resources.KindFor(gvr, sub)
+	}
+	gvk, err := p.mapper.KindFor(gvr)
+	if err != nil {
+		return schema.GroupVersionKind{}
+	}
+	return gvk
+}
+
+// run prepares the cluster for a case, sends its request and compares the decision. It
+// returns why the case could not be reproduced, or "".
+func (p *parity) run(name string, rc *suite.ResolvedCase, local *verify.Decision) string {
+	t, ctx := p.t, p.ctx
+	t.Helper()
+	if rc.Err != nil {
+		t.Errorf("%s: %v", name, rc.Err)
+		return ""
+	}
+	req := rc.Request
+	user := req.UserInfo.Username
+	if user != "" && user != harness.AdminUser && !p.granted[user] {
+		p.grantAll(ctx, user)
+		p.granted[user] = true
+	}
+
+	// The cluster objects of the case, and nothing left of earlier cases.
+	desired := map[string]*unstructured.Unstructured{}
+	for _, u := range rc.Objects {
+		desired[objectKey(u)] = u
+	}
+	target := req.Object
+	if target == nil {
+		target = req.OldObject
+	}
+	var targetKey string
+	if target != nil && req.SubResource == "" {
+		target = target.DeepCopy()
+		if req.Namespace != "" {
+			target.SetNamespace(req.Namespace)
+		}
+		if req.Name != "" {
+			target.SetName(req.Name)
+		}
+		targetKey = objectKey(target)
+	}
+	switch req.Operation {
+	case admission.Create:
+		if req.SubResource == "eviction" {
+			// An eviction reaches admission for a pod that exists.
+			pod := pod(req.Name, "")
+			pod.SetNamespace(req.Namespace)
+			desired[objectKey(pod)] = pod
+		} else if targetKey != "" {
+			delete(desired, targetKey)
+			p.remove(ctx, target)
+			delete(p.written, targetKey)
+		}
+	case admission.Update, admission.Delete:
+		old := req.OldObject.DeepCopy()
+		old.SetNamespace(target.GetNamespace())
+		old.SetName(target.GetName())
+		desired[targetKey] = old
+	}
+	for k, u := range p.written {
+		if _, ok := desired[k]; !ok && u.GetKind() != "Namespace" {
+			p.remove(ctx, u)
+			delete(p.written, k)
+		}
+	}
+	keys := make([]string, 0, len(desired))
+	for k := range desired {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // namespaces and nodes before pods
+	for _, k := range keys {
+		u := desired[k]
+		if w, ok := p.written[k]; ok && equality.Semantic.DeepEqual(w.Object, u.Object) {
+			continue
+		}
+		if u.GetKind() == "Pod" {
+			p.remove(ctx, u) // pods are immutable
+		}
+		p.putSuspending(u)
+		p.written[k] = u.DeepCopy()
+	}
+	// The request may change its object.
+	delete(p.written, targetKey)
+	if req.SubResource == "eviction" {
+		delete(p.written, "Pod/"+req.Namespace+"/"+req.Name)
+	}
+	p.sync(ctx)
+
+	err, notLiteral := p.send(rc)
+	if notLiteral != "" {
+		return notLiteral
+	}
+	want := rc.Case.Expect
+	st, refused := statusOf(err)
+	switch {
+	case local == nil:
+		t.Errorf("%s: vapc could not evaluate the case", name)
+	case err == nil && !local.Allowed:
+		t.Errorf("%s: the server admitted, vapc denies %d %q", name, local.Code, local.Message)
+	case refused && local.Allowed:
+		t.Errorf("%s: the server denied %d %q, vapc admits", name, st.Code, st.Message)
+	case refused && !local.Refuses(st.Code, st.Message):
+		t.Errorf("%s: the server denied %d %q, vapc denies %d %q", name, st.Code, st.Message, local.Code, local.Message)
+	}
+	switch {
+	case err != nil && !refused:
+		t.Errorf("%s: %v", name, err)
+	case want.Decision == "admit" && err != nil:
+		t.Errorf("%s: the server denied %d %q, the case expects admit", name, st.Code, st.Message)
+	case want.Decision == "deny" && err == nil:
+		t.Errorf("%s: the server admitted, the case expects deny", name)
+	case want.Decision == "deny" && !strings.Contains(st.Message, "ValidatingAdmissionPolicy '"):
+		t.Errorf("%s: the server refused %d %q, not a ValidatingAdmissionPolicy", name, st.Code, st.Message)
+	case want.Decision == "deny" && want.Message != "" && st.Message != want.Message:
+		t.Errorf("%s: the server denied with\n\t%q\nthe case expects\n\t%q", name, st.Message, want.Message)
+	case want.Decision == "deny" && want.Code != 0 && st.Code != want.Code:
+		t.Errorf("%s: the server denied with code %d, the case expects %d", name, st.Code, want.Code)
+	case want.Decision == "deny" && want.Reason != "" && string(st.Reason) != want.Reason:
+		t.Errorf("%s: the server denied with reason %s, the case expects %s", name, st.Reason, want.Reason)
+	}
+	return ""
+}
+
+// putSuspending writes an object of the cluster; when a policy under test refuses the write
+// (an old object that breaks the guard, created before the guard in the story of the case),
+// it writes it with the bindings removed.
+func (p *parity) putSuspending(u *unstructured.Unstructured) {
+	p.t.Helper()
+	_, err := p.tryPut(p.ctx, u)
+	if err == nil {
+		return
+	}
+	if !strings.Contains(err.Error(), "ValidatingAdmissionPolicy '") {
+		p.t.Fatalf("writing %s: %v", objectKey(u), err)
+	}
+	bindings := policySet{bindings: p.installed.bindings}
+	p.uninstall(p.ctx, bindings)
+	p.sync(p.ctx)
+	p.put(p.ctx, u)
+	p.install(p.ctx, bindings)
+}
+
+// send sends the case's request as its user. notLiteral says why the server cannot receive it.
+func (p *parity) send(rc *suite.ResolvedCase) (err error, notLiteral string) {
+	req := rc.Request
+	var d dynamic.Interface = p.dyn
+	if u := req.UserInfo; u.Username != "" && u.Username != harness.AdminUser {
+		d = p.dynamicFor(rest.ImpersonationConfig{UserName: u.Username, UID: u.UID, Groups: u.Groups, Extra: u.Extra})
+	}
+	ri := d.Resource(req.Resource)
+	var nri dynamic.ResourceInterface = ri
+	ns := req.Namespace
+	var obj *unstructured.Unstructured
+	if req.Object != nil {
+		obj = req.Object.DeepCopy()
+	}
+	name := req.Name
+	for _, u := range []*unstructured.Unstructured{obj, req.OldObject} {
+		if u != nil && ns == "" {
+			ns = u.GetNamespace()
+		}
+		if u != nil && name == "" {
+			name = u.GetName()
+		}
+	}
+	if p.namespaced(req.Resource) {
+		if ns == "" {
+			ns = metav1.NamespaceDefault
+		}
+		nri = ri.Namespace(ns)
+	}
+	var subs []string
+	if req.SubResource != "" {
+		subs = []string{req.SubResource}
+	}
+	dryRun := []string(nil)
+	if req.DryRun {
+		dryRun = []string{metav1.DryRunAll}
+	}
+	ctx := p.ctx
+	switch req.Operation {
+	case admission.Create:
+		if obj != nil && obj.GetNamespace() == "" && ns != "" && req.SubResource == "" {
+			obj.SetNamespace(ns)
+		}
+		_, err = nri.Create(ctx, obj, metav1.CreateOptions{DryRun: dryRun}, subs...)
+	case admission.Update:
+		cur, gerr := nri.Get(ctx, name, metav1.GetOptions{})
+		if gerr != nil {
+			return gerr, ""
+		}
+		obj.SetResourceVersion(cur.GetResourceVersion())
+		_, err = nri.Update(ctx, obj, metav1.UpdateOptions{DryRun: dryRun}, subs...)
+		if st, ok := statusOf(err); ok && st.Code == 422 && !strings.Contains(st.Message, "ValidatingAdmissionPolicy '") {
+			return nil, "the server refuses the update before admission: " + st.Message
+		}
+	case admission.Delete:
+		opts := metav1.DeleteOptions{DryRun: dryRun}
+		if req.Options != nil {
+			data, _ := json.Marshal(req.Options.Object)
+			if jerr := json.Unmarshal(data, &opts); jerr != nil {
+				return jerr, ""
+			}
+			if opts.Preconditions != nil && opts.Preconditions.UID != nil {
+				// The case's uid is made up: the precondition must hold for the request to reach
+				// admission.
+				cur, gerr := nri.Get(ctx, name, metav1.GetOptions{})
+				if gerr != nil {
+					return gerr, ""
+				}
+				uid := types.UID(cur.GetUID())
+				opts.Preconditions.UID = &uid
+			}
+			if req.DryRun {
+				opts.DryRun = dryRun
+			}
+		}
+		err = nri.Delete(ctx, name, opts, subs...)
+	default:
+		return nil, fmt.Sprintf("operation %s", req.Operation)
+	}
+	return err, ""
+}
+
+// namespaced says whether the resource is namespaced.
+func (p *parity) namespaced(gvr schema.GroupVersionResource) bool {
+	gvk, err := p.mapper.KindFor(gvr)
+	if err != nil {
+		p.t.Fatalf("%s: %v", gvr, err)
+	}
+	m, err := p.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		p.t.Fatalf("%s: %v", gvr, err)
+	}
+	return m.Scope.Name() == meta.RESTScopeNameNamespace
+}
