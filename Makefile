@@ -4,7 +4,9 @@ BIN      := bin
 VAPC     := $(BIN)/vapc
 PKGS     := ./...
 
-.PHONY: all build test unit e2e e2e-tools bench policies generate openapi verify lint check clean
+.PHONY: all build test unit e2e e2e-tools bench fuzz policies generate openapi verify lint check clean
+
+FUZZTIME ?= 15s
 
 all: build
 
@@ -28,9 +30,17 @@ e2e-tools:
 e2e: e2e-tools
 	$(GO) test -count=1 -v -timeout 30m ./verify/e2e/...
 
-## bench: benchmarks
-bench:
+## bench: Go benchmarks, then the 1M-event replay against its decode floor (hack/bench.sh)
+bench: build
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+	hack/bench.sh
+
+## fuzz: run every fuzz target for FUZZTIME each
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./cel/manifest
+	$(GO) test -run '^$$' -fuzz '^FuzzLoadAndCheck$$' -fuzztime $(FUZZTIME) ./cel
+	$(GO) test -run '^$$' -fuzz '^FuzzParseSettings$$' -fuzztime $(FUZZTIME) ./policies
+	$(GO) test -run '^$$' -fuzz '^FuzzReplayLines$$' -fuzztime $(FUZZTIME) ./verify/replay
 
 ## policies: emit the in-tree policies' YAML from their Go source
 policies:
