@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 
@@ -25,20 +23,14 @@ type checkFlags struct {
 
 func runCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var f checkFlags
-	fs := newFlagSet("check", stderr)
+	fs := newFlagSet("check", stderr,
+		"usage: vapc check [flags] FILE|DIR|- ...")
 	fs.StringVar(&f.version, "kubernetes-version", cel.DefaultKubernetesVersion, "Kubernetes minor to check against")
 	fs.Var(&f.crds, "crd", "CustomResourceDefinition file for custom kinds (repeatable)")
 	fs.StringVar(&f.output, "output", "text", "output format: text or json")
 	fs.BoolVar(&f.warnings, "warnings-as-errors", false, "exit 1 on warnings too")
 	fs.BoolVar(&f.cost, "cost", false, "also print the estimated cost of every expression")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: vapc check [flags] FILE|DIR|- ...")
-		fs.PrintDefaults()
-	}
 	paths, err := parseFlags(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
 	if err != nil {
 		return err
 	}

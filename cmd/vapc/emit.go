@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -30,21 +29,15 @@ type emitFlags struct {
 
 func runEmit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var f emitFlags
-	fs := newFlagSet("emit", stderr)
+	fs := newFlagSet("emit", stderr,
+		"usage: vapc emit [--settings FILE] [--out DIR] [--stage STAGE] [--check]",
+		"\nBuilds the in-tree guards of package policies, type-checks every expression, and writes",
+		"their YAML; files it wrote before for guards that no longer exist are removed.")
 	fs.StringVar(&f.settings, "settings", policies.DefaultSettingsFile, `settings file of the guards ("" for the built-in defaults)`)
 	fs.StringVar(&f.out, "out", "policies", "folder to write one <policy>.yaml per guard into")
 	fs.StringVar(&f.stage, "stage", "", "rollout stage of every binding, Audit, Warn or Deny, instead of the settings' stages")
 	fs.BoolVar(&f.check, "check", false, "write nothing; exit 1 if the folder is not what emit would write")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: vapc emit [--settings FILE] [--out DIR] [--stage STAGE] [--check]")
-		fmt.Fprintln(stderr, "\nBuilds the in-tree guards of package policies, type-checks every expression, and writes")
-		fmt.Fprintln(stderr, "their YAML; files it wrote before for guards that no longer exist are removed.")
-		fs.PrintDefaults()
-	}
 	rest, err := parseFlags(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
 	if err != nil {
 		return err
 	}

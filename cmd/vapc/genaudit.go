@@ -3,8 +3,6 @@ package main
 import (
 	"compress/gzip"
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -36,7 +34,8 @@ type genAuditFlags struct {
 
 func runGenAudit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var f genAuditFlags
-	fs := newFlagSet("gen-audit", stderr)
+	fs := newFlagSet("gen-audit", stderr,
+		"usage: vapc gen-audit --events N|--bytes SIZE [--seed N] [--gzip] [--snapshot FILE] [-o FILE]")
 	fs.Int64Var(&f.seed, "seed", 1, "random seed: the same flags write the same bytes")
 	fs.Int64Var(&f.events, "events", 0, "number of events (lines) to write")
 	fs.StringVar(&f.bytes, "bytes", "", "size to write instead of --events, e.g. 500MB or 2GB (events average about 2 KB)")
@@ -50,14 +49,7 @@ func runGenAudit(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	fs.StringVar(&f.start, "start", "", "time of the first request, RFC 3339 (default 2026-11-21T00:00:00Z)")
 	fs.DurationVar(&f.duration, "duration", 0, "log time the requests are spread over (default 24h)")
 	fs.StringVar(&f.omitStages, "omit-stages", "RequestReceived", "comma-separated stages not written, as an audit policy's omitStages (\"\" writes every stage)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: vapc gen-audit --events N|--bytes SIZE [--seed N] [--gzip] [--snapshot FILE] [-o FILE]")
-		fs.PrintDefaults()
-	}
 	pos, err := parseFlags(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
 	if err != nil {
 		return err
 	}
@@ -168,9 +160,6 @@ func runDecodeFloor(ctx context.Context, args []string, stdin io.Reader, stdout,
 		fmt.Fprintln(stderr, "usage: vapc decode-floor AUDIT.LOG[.gz]|- ...\n\nReads each log with bufio and decodes every line with encoding/json into the audit Event fields,\nrequestObject and responseObject as json.RawMessage, on one goroutine.")
 	}
 	logs, err := parseFlags(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
 	if err != nil {
 		return err
 	}

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -34,7 +32,8 @@ type replayFlags struct {
 
 func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var f replayFlags
-	fs := newFlagSet("replay", stderr)
+	fs := newFlagSet("replay", stderr,
+		"usage: vapc replay --policies DIR [--snapshot FILE] AUDIT.LOG[.gz]|- ...")
 	fs.Var(&f.policies, "policies", "file or folder of ValidatingAdmissionPolicies and bindings (repeatable)")
 	fs.Var(&f.snapshots, "snapshot", "file or folder of cluster objects (kubectl get -o yaml|json) the log starts from (repeatable)")
 	fs.Var(&f.crds, "crd", "CustomResourceDefinition file for custom kinds (repeatable)")
@@ -42,14 +41,7 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	fs.StringVar(&f.failOn, "fail-on", "", "exit 1 when a request would be denied (deny), warned or denied (warn), or decided otherwise than recorded (any-change)")
 	fs.BoolVar(&f.checkRecorded, "check-recorded", false, "compare the log's own verdicts with the predictions and exit 1 on any disagreement")
 	fs.IntVar(&f.maxLine, "max-line-bytes", replay.DefaultMaxLineBytes, "longest log line read; longer lines are reported as malformed")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: vapc replay --policies DIR [--snapshot FILE] AUDIT.LOG[.gz]|- ...")
-		fs.PrintDefaults()
-	}
 	logs, err := parseFlags(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
 	if err != nil {
 		return err
 	}

@@ -86,7 +86,11 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		usage(stderr)
 		return usagef("unknown command %q", name)
 	}
-	return v.run(ctx, args[1:], stdin, stdout, stderr)
+	err = v.run(ctx, args[1:], stdin, stdout, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil // -h: the verb printed its usage
+	}
+	return err
 }
 
 func usage(w io.Writer) {
@@ -104,10 +108,17 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "\nexit codes: 0 ok, 1 findings, 2 usage error, 3 internal error")
 }
 
-// newFlagSet returns a flag set that reports errors as usage errors instead of exiting.
-func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+// newFlagSet returns a flag set that reports errors as usage errors instead of exiting, and
+// prints usage (the lines of text, then the flags) on -h or a mistake.
+func newFlagSet(name string, stderr io.Writer, usage ...string) *flag.FlagSet {
 	fs := flag.NewFlagSet("vapc "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		for _, l := range usage {
+			fmt.Fprintln(stderr, l)
+		}
+		fs.PrintDefaults()
+	}
 	return fs
 }
 

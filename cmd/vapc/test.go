@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -27,18 +26,12 @@ type testFlags struct {
 
 func runTest(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	var f testFlags
-	fs := newFlagSet("test", stderr)
+	fs := newFlagSet("test", stderr,
+		"usage: vapc test [flags] SUITE|DIR ...\n\nA suite is a YAML file of kind TestSuite (apiVersion vapc.dev/v1alpha1); a folder is searched for *.suite.yaml.")
 	fs.StringVar(&f.output, "output", "text", "output format: text, json or junit")
 	fs.StringVar(&f.version, "kubernetes-version", verify.KubernetesVersion, "Kubernetes minor to decide as (only "+verify.KubernetesVersion+")")
 	fs.BoolVar(&f.verbose, "v", false, "show the results of passing cases too")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: vapc test [flags] SUITE|DIR ...\n\nA suite is a YAML file of kind TestSuite (apiVersion vapc.dev/v1alpha1); a folder is searched for *.suite.yaml.")
-		fs.PrintDefaults()
-	}
 	paths, err := parseFlags(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
 	if err != nil {
 		return err
 	}
