@@ -47,6 +47,9 @@ type Event struct {
 	ResponseObject   json.RawMessage   `json:"responseObject,omitempty"`
 	StageTimestamp   string            `json:"stageTimestamp,omitempty"`
 	Annotations      map[string]string `json:"annotations,omitempty"`
+
+	// written is the response object of a write, decoded by a worker (see prepareWrite).
+	written *written
 }
 
 // ObjectRef is the object an audited request is about.

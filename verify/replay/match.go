@@ -26,6 +26,7 @@ type scope struct {
 
 	mu      sync.Mutex
 	matches map[matchKey]bool
+	names   map[matchKey][]string
 	kept    map[schema.GroupResource]bool
 }
 
@@ -45,7 +46,7 @@ func newScope(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bin
 			nsBinding = true
 		}
 	}
-	s := &scope{resources: res, params: map[schema.GroupResource]bool{}, matches: map[matchKey]bool{}, kept: map[schema.GroupResource]bool{}}
+	s := &scope{resources: res, params: map[schema.GroupResource]bool{}, matches: map[matchKey]bool{}, names: map[matchKey][]string{}, kept: map[schema.GroupResource]bool{}}
 	for _, p := range policies {
 		if !bound[p.Name] {
 			continue
@@ -97,8 +98,24 @@ func policyMentions(p *admissionregistrationv1.ValidatingAdmissionPolicy, word s
 }
 
 // match returns the policies whose rules can match a request for the resource, subresource
-// and operation, through any equivalent resource.
+// and operation, through any equivalent resource. The slice is shared: callers must not change
+// it.
 func (s *scope) match(gvr schema.GroupVersionResource, sub string, op admission.Operation) []string {
+	k := matchKey{gvr, sub, op}
+	s.mu.Lock()
+	names, ok := s.names[k]
+	s.mu.Unlock()
+	if ok {
+		return names
+	}
+	names = s.matchUncached(gvr, sub, op)
+	s.mu.Lock()
+	s.names[k] = names
+	s.mu.Unlock()
+	return names
+}
+
+func (s *scope) matchUncached(gvr schema.GroupVersionResource, sub string, op admission.Operation) []string {
 	var names []string
 	gvrs := s.equivalents(gvr, sub)
 	for _, p := range s.policies {

@@ -45,7 +45,8 @@ const (
 // decodeLogs reads the sources in order and calls fn with every line, in order, decoded on up
 // to workers goroutines. Memory stays bounded: at most 2×workers batches are in flight. An
 // error opening a source is reported through fn as a line error and the next source is read.
-func decodeLogs(ctx context.Context, sources []Source, maxLine, workers int, fn func(decoded)) error {
+// prepare, when set, is called on the worker with every event decoded.
+func decodeLogs(ctx context.Context, sources []Source, maxLine, workers int, prepare func(*Event), fn func(decoded)) error {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
@@ -65,6 +66,9 @@ func decodeLogs(ctx context.Context, sources []Source, maxLine, workers int, fn 
 							d.blank = true
 						} else {
 							d.ev, d.err = DecodeEvent(l.data)
+							if d.err == nil && prepare != nil {
+								prepare(d.ev)
+							}
 						}
 					}
 					b.out[i] = d

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -127,6 +128,7 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 		}
 		r.resources = cat
 	}
+	r.resources = newCachedResources(r.resources)
 	if r.newEval == nil {
 		r.newEval = func(p []*admissionregistrationv1.ValidatingAdmissionPolicy, b []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, res verify.Resources, store verify.ObjectStore) (Evaluator, error) {
 			return verify.New(p, b, verify.WithResources(res), verify.WithStore(store))
@@ -176,7 +178,7 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 	start := time.Now()
 	lastProgress := start
 	var bytes int64
-	err := decodeLogs(ctx, sources, r.maxLine, r.workers, func(d decoded) {
+	err := decodeLogs(ctx, sources, r.maxLine, r.workers, r.prepareWrite, func(d decoded) {
 		if r.sinkErr != nil {
 			return
 		}
@@ -332,13 +334,18 @@ func (r *Replayer) applyWrite(d decoded, ev *Event, t target) {
 		return
 	}
 	src := fmt.Sprintf("%s:%d", d.file, d.num)
-	resp := decodeObject(ev.ResponseObject)
-	if resp != nil && resp.GetKind() == "" && resp.GetAPIVersion() == "" && sameKind(resp, t.mainKind) && ev.Verb != "deletecollection" {
-		resp.SetGroupVersionKind(t.mainKind)
-	} else if resp != nil && resp.GetAPIVersion() == "" && resp.GetKind() == t.mainKind.Kind {
-		resp.SetGroupVersionKind(t.mainKind)
+	w := ev.written
+	if w == nil {
+		w = writtenObject(ev, t)
 	}
-	isMain := resp != nil && resp.GroupVersionKind() == t.mainKind
+	resp, isMain := w.resp, w.isMain
+	put := func(u *unstructured.Unstructured, source string) {
+		if w.raw != nil && u == w.resp {
+			_ = r.state.putRaw(gr, u, w.raw, source)
+			return
+		}
+		_ = r.state.Put(gr, u, source)
+	}
 	switch ev.Verb {
 	case "create", "update", "patch", "apply":
 		switch {
@@ -347,7 +354,7 @@ func (r *Replayer) applyWrite(d decoded, ev *Event, t target) {
 		case t.sub == "eviction":
 			r.state.Forget(gr, t.mainKind, t.namespace, t.name, "evicted at "+src+": the deletion the eviction made is not in the log")
 		case isMain:
-			_ = r.state.Put(gr, resp, src)
+			put(resp, src)
 		case t.name != "":
 			why := "written at " + src + " at level " + orNone(ev.Level) + ": the result is not in the log"
 			if ev.Level == LevelRequestResponse {
@@ -360,7 +367,7 @@ func (r *Replayer) applyWrite(d decoded, ev *Event, t target) {
 	case "delete":
 		switch {
 		case isMain && stillExists(resp):
-			_ = r.state.Put(gr, resp, src+" (deletion pending)")
+			put(resp, src+" (deletion pending)")
 		case isMain || (resp != nil && resp.GetKind() == "Status"):
 			r.state.Delete(gr, t.mainKind, t.namespace, t.name)
 		default:
@@ -391,6 +398,51 @@ func (r *Replayer) applyWrite(d decoded, ev *Event, t target) {
 			}
 		}
 	}
+}
+
+// written is the response object of a write as applyWrite reads it, decoded off the ordered
+// stage by prepareWrite.
+type written struct {
+	resp   *unstructured.Unstructured
+	isMain bool   // resp is an object of the resource's own kind
+	raw    []byte // json.Marshal(resp.Object) when isMain, for State.putRaw
+}
+
+// writtenObject decodes the response object of a write and gives it the resource's kind when
+// the log left it out.
+func writtenObject(ev *Event, t target) *written {
+	resp := decodeObject(ev.ResponseObject)
+	if resp != nil && resp.GetKind() == "" && resp.GetAPIVersion() == "" && sameKind(resp, t.mainKind) && ev.Verb != "deletecollection" {
+		resp.SetGroupVersionKind(t.mainKind)
+	} else if resp != nil && resp.GetAPIVersion() == "" && resp.GetKind() == t.mainKind.Kind {
+		resp.SetGroupVersionKind(t.mainKind)
+	}
+	return &written{resp: resp, isMain: resp != nil && resp.GroupVersionKind() == t.mainKind}
+}
+
+// prepareWrite runs on a decoding worker: for a final event of a successful write that
+// applyWrite will apply to the State, it decodes the response object and marshals what the
+// State stores, so that the ordered stage does not. It reads nothing that changes while a
+// replay runs.
+func (r *Replayer) prepareWrite(ev *Event) {
+	if !ev.Final() || len(ev.ResponseObject) == 0 {
+		return
+	}
+	code := ev.Code()
+	if code < 200 || code >= 300 {
+		return
+	}
+	t, skip := r.resolve(ev)
+	if skip != "" || t.op == admission.Connect || !r.state.Keeps(t.gvr.GroupResource()) || len(ev.Query()["dryRun"]) > 0 {
+		return
+	}
+	w := writtenObject(ev, t)
+	if w.isMain && ev.Verb != "deletecollection" {
+		if raw, err := json.Marshal(w.resp.Object); err == nil {
+			w.raw = raw
+		}
+	}
+	ev.written = w
 }
 
 // stillExists says whether an object a DELETE returned is still stored: its graceful deletion

@@ -1,17 +1,21 @@
 package replay
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
 )
 
 // loadSnapshot seeds the State with the objects of snapshot files or folders: the output of
@@ -56,13 +60,18 @@ func (r *Replayer) loadSnapshot(paths []string) (int, error) {
 	return n, nil
 }
 
-// seenObject is where a snapshot object was read, to tell duplicates apart from repeats.
+// seenObject is where a snapshot object was read, to tell duplicates apart from repeats: raw is
+// the object's JSON (the bytes the State holds), not the decoded object, so that loading a
+// snapshot does not hold every object decoded at once.
 type seenObject struct {
 	where string
-	obj   *unstructured.Unstructured
+	raw   []byte
 }
 
 func (r *Replayer) loadSnapshotFile(file string, seen map[string]seenObject) (int, error) {
+	if n, ok, err := r.loadYAMLListFile(file, seen); ok {
+		return n, err
+	}
 	f, err := os.Open(file)
 	if err != nil {
 		return 0, fmt.Errorf("snapshot: %w", err)
@@ -132,16 +141,302 @@ func (r *Replayer) seed(u *unstructured.Unstructured, where string, seen map[str
 		u.SetNamespace("default")
 	}
 	key := gr.String() + "/" + u.GetNamespace() + "/" + u.GetName()
+	raw, err := json.Marshal(u.Object)
+	if err != nil {
+		return 0, fmt.Errorf("snapshot %s: %v", where, err)
+	}
 	if prev, ok := seen[key]; ok {
-		if equality.Semantic.DeepEqual(prev.obj.Object, u.Object) {
+		if sameSnapshotObject(prev.raw, raw, u) {
 			return 0, nil // the same object listed twice, e.g. by two overlapping snapshots
 		}
 		return 0, fmt.Errorf("snapshot %s: %s %q is also in %s with other contents", where, gr, key[len(gr.String())+1:], prev.where)
 	}
-	seen[key] = seenObject{where: where, obj: u}
+	seen[key] = seenObject{where: where, raw: raw}
 	r.state.MarkComplete(gr, "snapshot")
-	if err := r.state.Put(gr, u, "snapshot"); err != nil {
+	if err := r.state.putRaw(gr, u, raw, "snapshot"); err != nil {
 		return 0, fmt.Errorf("snapshot %s: %v", where, err)
 	}
 	return 1, nil
+}
+
+// sameSnapshotObject says whether an object read twice has the same contents
+// (equality.Semantic.DeepEqual of the decoded objects): equal JSON is, and otherwise the first
+// is decoded again as it was read (encoding/json, as sigs.k8s.io/yaml decodes) and compared.
+func sameSnapshotObject(prevRaw, raw []byte, u *unstructured.Unstructured) bool {
+	if bytes.Equal(prevRaw, raw) {
+		return true
+	}
+	var prev map[string]any
+	if err := json.Unmarshal(prevRaw, &prev); err != nil {
+		return false
+	}
+	return equality.Semantic.DeepEqual(prev, u.Object)
+}
+
+// yamlListFastPath turns loadYAMLListFile on; tests turn it off to compare.
+var yamlListFastPath = true
+
+// loadYAMLListFile is the fast path of loadSnapshotFile for what `kubectl get -o yaml` writes:
+// YAML documents, each a List whose items are a block sequence at column 0. It decodes each
+// item on its own (with sigs.k8s.io/yaml, as the general path does for the whole document) and
+// seeds it at once, so that a large snapshot is never held decoded at once. ok is false when
+// the file is not of that shape and nothing was seeded: the general path reads it. A document
+// whose items do not decode one by one (an alias to an anchor of another item) is decoded
+// whole, as the general path would.
+func (r *Replayer) loadYAMLListFile(file string, seen map[string]seenObject) (n int, ok bool, err error) {
+	if !yamlListFastPath {
+		return 0, false, nil
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return 0, false, nil
+	}
+	if utilyaml.IsJSONBuffer(data[:min(len(data), 64<<10)]) {
+		return 0, false, nil
+	}
+	docs, ok := yamlDocuments(data)
+	if !ok {
+		return 0, false, nil
+	}
+	data = nil
+	for i, d := range docs {
+		doc := i + 1
+		k, err := r.loadYAMLDocument(file, doc, d, seen)
+		n += k
+		if err != nil {
+			return n, true, err
+		}
+		docs[i] = nil
+	}
+	return n, true, nil
+}
+
+// loadYAMLDocument seeds the objects of one YAML document, item by item when it is a List of
+// block items.
+func (r *Replayer) loadYAMLDocument(file string, doc int, data []byte, seen map[string]seenObject) (int, error) {
+	n := 0
+	if header, items, ok := splitYAMLList(data); ok {
+		var m map[string]any
+		if yaml.Unmarshal(header, &m) == nil && m != nil && m["items"] == nil {
+			u := &unstructured.Unstructured{Object: m}
+			if strings.HasSuffix(u.GetKind(), "List") {
+				itemKind := strings.TrimSuffix(u.GetKind(), "List")
+				whole := false
+				dec := decodeYAMLItems(items)
+				defer dec.stop()
+				for i := range items {
+					v := dec.next(i)
+					if v.err != nil {
+						whole = true // decode the whole document below
+						break
+					}
+					im, isMap := v.v.(map[string]any)
+					if !isMap {
+						return n, fmt.Errorf("snapshot %s: document %d: items[%d] is not an object", file, doc, i)
+					}
+					iu := &unstructured.Unstructured{Object: im}
+					if iu.GetKind() == "" && itemKind != "" {
+						iu.SetAPIVersion(u.GetAPIVersion())
+						iu.SetKind(itemKind)
+					}
+					k, err := r.seed(iu, fmt.Sprintf("%s: document %d: items[%d]", file, doc, i), seen)
+					n += k
+					if err != nil {
+						return n, err
+					}
+				}
+				if !whole {
+					return n, nil
+				}
+			}
+		}
+	}
+	// The general case: decode the document whole, as utilyaml.YAMLToJSONDecoder does. Objects
+	// already seeded from it are seen again with the same contents and not counted twice.
+	var m map[string]any
+	if err := yaml.Unmarshal(data, &m); err != nil {
+		return n, fmt.Errorf("snapshot %s: document %d: %v", file, doc, err)
+	}
+	if m == nil {
+		return n, nil
+	}
+	u := &unstructured.Unstructured{Object: m}
+	if items, ok := m["items"].([]any); ok && strings.HasSuffix(u.GetKind(), "List") {
+		itemKind := strings.TrimSuffix(u.GetKind(), "List")
+		for i, it := range items {
+			im, ok := it.(map[string]any)
+			if !ok {
+				return n, fmt.Errorf("snapshot %s: document %d: items[%d] is not an object", file, doc, i)
+			}
+			iu := &unstructured.Unstructured{Object: im}
+			if iu.GetKind() == "" && itemKind != "" {
+				iu.SetAPIVersion(u.GetAPIVersion())
+				iu.SetKind(itemKind)
+			}
+			k, err := r.seed(iu, fmt.Sprintf("%s: document %d: items[%d]", file, doc, i), seen)
+			n += k
+			if err != nil {
+				return n, err
+			}
+		}
+		return n, nil
+	}
+	k, err := r.seed(u, fmt.Sprintf("%s: document %d", file, doc), seen)
+	return n + k, err
+}
+
+// decodedItem is one List item decoded.
+type decodedItem struct {
+	v   any
+	err error
+}
+
+// itemDecoder decodes List items on every core, at most itemWindow ahead of the reader, which
+// takes them in order with next and calls stop when it is done.
+type itemDecoder struct {
+	out    []chan decodedItem
+	window chan struct{}
+	done   chan struct{}
+}
+
+const itemWindow = 256
+
+func decodeYAMLItems(items [][]byte) *itemDecoder {
+	d := &itemDecoder{out: make([]chan decodedItem, len(items)), window: make(chan struct{}, itemWindow), done: make(chan struct{})}
+	for i := range d.out {
+		d.out[i] = make(chan decodedItem, 1)
+	}
+	next := make(chan int)
+	go func() {
+		defer close(next)
+		for i := range items {
+			select {
+			case d.window <- struct{}{}:
+			case <-d.done:
+				return
+			}
+			next <- i
+		}
+	}()
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		go func() {
+			for i := range next {
+				var v any
+				err := yaml.Unmarshal(items[i], &v)
+				items[i] = nil
+				d.out[i] <- decodedItem{v, err}
+			}
+		}()
+	}
+	return d
+}
+
+// next returns item i, decoded; items are taken in order.
+func (d *itemDecoder) next(i int) decodedItem {
+	v := <-d.out[i]
+	<-d.window
+	return v
+}
+
+// stop lets the decoders end.
+func (d *itemDecoder) stop() { close(d.done) }
+
+// yamlDocuments splits YAML into its documents exactly as utilyaml.YAMLReader does (lines
+// without their line ends, each ended by "\n"; a line beginning with "---" separates documents;
+// empty documents are dropped). ok is false when a separator line carries more than a comment:
+// the general path reports it.
+func yamlDocuments(data []byte) (docs [][]byte, ok bool) {
+	var cur []byte
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		var l []byte
+		if i < 0 {
+			l, data = data, nil
+		} else {
+			l, data = data[:i], data[i+1:]
+		}
+		l = bytes.TrimSuffix(l, []byte("\r"))
+		if bytes.HasPrefix(l, []byte("---")) {
+			rest := bytes.TrimSpace(l[3:])
+			if len(rest) > 0 && rest[0] != '#' {
+				return nil, false
+			}
+			if len(cur) > 0 {
+				docs = append(docs, cur)
+				cur = nil
+			}
+			continue
+		}
+		cur = append(append(cur, l...), '\n')
+	}
+	if len(cur) > 0 {
+		docs = append(docs, cur)
+	}
+	return docs, true
+}
+
+// splitYAMLList splits a document with one top-level "items:" key whose value is a block
+// sequence at column 0 (as kubectl writes it) into the document without it and the text of each
+// item, the item's "-" blanked so that every line keeps its column. ok is false for any other
+// shape.
+func splitYAMLList(doc []byte) (header []byte, items [][]byte, ok bool) {
+	const (
+		top = iota
+		beforeItems
+		inItems
+		after
+	)
+	state := top
+	var item []byte
+	for len(doc) > 0 {
+		i := bytes.IndexByte(doc, '\n')
+		if i < 0 {
+			return nil, nil, false // yamlDocuments ends every line
+		}
+		l := doc[:i+1]
+		doc = doc[i+1:]
+		blank := len(bytes.TrimSpace(l)) == 0
+		col0 := !blank && l[0] != ' ' && l[0] != '\t' && l[0] != '#'
+		entry := col0 && (bytes.HasPrefix(l, []byte("- ")) || bytes.Equal(bytes.TrimRight(l, " \t\r\n"), []byte("-")))
+		switch state {
+		case top, after:
+			if col0 && bytes.Equal(bytes.TrimRight(l, " \t\r\n"), []byte("items:")) {
+				if state == after {
+					return nil, nil, false
+				}
+				state = beforeItems
+				continue
+			}
+			header = append(header, l...)
+		case beforeItems:
+			switch {
+			case blank || l[0] == '#':
+			case entry:
+				state = inItems
+				item = append([]byte{' '}, l[1:]...)
+			default:
+				return nil, nil, false // items: [], items at another column, ...
+			}
+		case inItems:
+			switch {
+			case entry:
+				items = append(items, item)
+				item = append([]byte{' '}, l[1:]...)
+			case col0:
+				items = append(items, item)
+				item = nil
+				state = after
+				header = append(header, l...)
+			default:
+				item = append(item, l...)
+			}
+		}
+	}
+	if item != nil {
+		items = append(items, item)
+	}
+	if state != inItems && state != after {
+		return nil, nil, false
+	}
+	return header, items, true
 }

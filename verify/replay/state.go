@@ -103,6 +103,14 @@ func (s *State) Put(gr schema.GroupResource, u *unstructured.Unstructured, sourc
 	if err != nil {
 		return err
 	}
+	return s.putRaw(gr, u, raw, source)
+}
+
+// putRaw is Put with the object's JSON (json.Marshal(u.Object)) already made.
+func (s *State) putRaw(gr schema.GroupResource, u *unstructured.Unstructured, raw []byte, source string) error {
+	if !s.keep(gr) {
+		return nil
+	}
 	k := objectKey{u.GetNamespace(), u.GetName()}
 	s.bucket(gr)[k] = &entry{raw: raw, labels: labels.Set(u.GetLabels()), source: source}
 	if s.typedKinds(gr) {
