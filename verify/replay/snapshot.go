@@ -90,33 +90,40 @@ func (r *Replayer) loadSnapshotFile(file string, seen map[string]seenObject) (in
 		if m == nil {
 			continue
 		}
-		u := &unstructured.Unstructured{Object: m}
-		if items, ok := m["items"].([]any); ok && strings.HasSuffix(u.GetKind(), "List") {
-			itemKind := strings.TrimSuffix(u.GetKind(), "List")
-			for i, it := range items {
-				im, ok := it.(map[string]any)
-				if !ok {
-					return n, fmt.Errorf("snapshot %s: document %d: items[%d] is not an object", file, doc, i)
-				}
-				iu := &unstructured.Unstructured{Object: im}
-				if iu.GetKind() == "" && itemKind != "" {
-					iu.SetAPIVersion(u.GetAPIVersion())
-					iu.SetKind(itemKind)
-				}
-				k, err := r.seed(iu, fmt.Sprintf("%s: document %d: items[%d]", file, doc, i), seen)
-				n += k
-				if err != nil {
-					return n, err
-				}
-			}
-			continue
-		}
-		k, err := r.seed(u, fmt.Sprintf("%s: document %d", file, doc), seen)
+		k, err := r.seedDocument(m, file, doc, seen)
 		n += k
 		if err != nil {
 			return n, err
 		}
 	}
+}
+
+// seedDocument seeds the object of one decoded document, or each item of a List.
+func (r *Replayer) seedDocument(m map[string]any, file string, doc int, seen map[string]seenObject) (int, error) {
+	u := &unstructured.Unstructured{Object: m}
+	items, ok := m["items"].([]any)
+	if !ok || !strings.HasSuffix(u.GetKind(), "List") {
+		return r.seed(u, fmt.Sprintf("%s: document %d", file, doc), seen)
+	}
+	itemKind := strings.TrimSuffix(u.GetKind(), "List")
+	n := 0
+	for i, it := range items {
+		im, ok := it.(map[string]any)
+		if !ok {
+			return n, fmt.Errorf("snapshot %s: document %d: items[%d] is not an object", file, doc, i)
+		}
+		iu := &unstructured.Unstructured{Object: im}
+		if iu.GetKind() == "" && itemKind != "" {
+			iu.SetAPIVersion(u.GetAPIVersion())
+			iu.SetKind(itemKind)
+		}
+		k, err := r.seed(iu, fmt.Sprintf("%s: document %d: items[%d]", file, doc, i), seen)
+		n += k
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // seed puts one snapshot object in the State. An object without a name, or the same object
@@ -260,28 +267,7 @@ func (r *Replayer) loadYAMLDocument(file string, doc int, data []byte, seen map[
 	if m == nil {
 		return n, nil
 	}
-	u := &unstructured.Unstructured{Object: m}
-	if items, ok := m["items"].([]any); ok && strings.HasSuffix(u.GetKind(), "List") {
-		itemKind := strings.TrimSuffix(u.GetKind(), "List")
-		for i, it := range items {
-			im, ok := it.(map[string]any)
-			if !ok {
-				return n, fmt.Errorf("snapshot %s: document %d: items[%d] is not an object", file, doc, i)
-			}
-			iu := &unstructured.Unstructured{Object: im}
-			if iu.GetKind() == "" && itemKind != "" {
-				iu.SetAPIVersion(u.GetAPIVersion())
-				iu.SetKind(itemKind)
-			}
-			k, err := r.seed(iu, fmt.Sprintf("%s: document %d: items[%d]", file, doc, i), seen)
-			n += k
-			if err != nil {
-				return n, err
-			}
-		}
-		return n, nil
-	}
-	k, err := r.seed(u, fmt.Sprintf("%s: document %d", file, doc), seen)
+	k, err := r.seedDocument(m, file, doc, seen)
 	return n + k, err
 }
 
