@@ -2,7 +2,6 @@ package cel
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -234,14 +233,4 @@ func policyExpressions(p *admissionregistrationv1.ValidatingAdmissionPolicy) []p
 		out = append(out, policyExpression{fmt.Sprintf("spec.auditAnnotations[%d].valueExpression", i), a.ValueExpression, exprAuditAnnotation})
 	}
 	return out
-}
-
-// sortedKeys returns the keys of a set of strings, sorted.
-func sortedKeys(m map[string]bool) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -299,12 +299,6 @@ func (c *Catalog) discoveryGroupOrder() []string {
 	return append(append([]string(nil), c.rel.discoveryOrder...), c.crdGroups...)
 }
 
-// installGroupOrder is the release's install order followed by CRD groups. The caller holds
-// c.mu.
-func (c *Catalog) installGroupOrder() []string {
-	return append(append([]string(nil), c.rel.installOrder...), c.crdGroups...)
-}
-
 // orderedGroupVersions returns all group-versions, groups in the given order (unknown groups
 // last, by name), versions by Kubernetes version priority. The caller holds c.mu.
 func (c *Catalog) orderedGroupVersions(groupOrder []string) []*groupVersionData {

@@ -22,32 +22,32 @@ type cluster struct {
 
 // node is a node and its kubelet's view of it.
 type node struct {
-	idx                              int
-	name, uid, ip                    string
-	kosmos                           bool
-	zone, instanceType               string
-	machineID, systemUUID, bootID    string
-	created                          time.Time
-	rv                               string
-	leaseUID                         string
-	heartbeat, readyTransition       time.Time
-	ready                            string // "True" or "Unknown"
-	kernelDeadlock                   bool
-	kdTransition                     time.Time
-	drain                            string // DrainScheduled: "", "True" or "False"
-	drainMsg                         string
-	drainTransition                  time.Time
-	unschedulable                    bool
-	unreachable, noExecute           bool // node-controller's unreachable NoSchedule and NoExecute taints
-	unreachableSince                 time.Time
-	unschedulableTaint               bool
-	unschedulableSince               time.Time
-	busy                             bool // in a scenario
-	pods                             []*pod
-	terminating                      []*pod // pods waiting for the kubelet's final delete
-	nextIP                           int
-	kubeletID                        *identity
-	cpu, memory, pods_, storage, gpu string
+	idx                           int
+	name, uid, ip                 string
+	kosmos                        bool
+	zone, instanceType            string
+	machineID, systemUUID, bootID string
+	created                       time.Time
+	rv                            string
+	leaseUID                      string
+	heartbeat, readyTransition    time.Time
+	ready                         string // "True" or "Unknown"
+	kernelDeadlock                bool
+	kdTransition                  time.Time
+	drain                         string // DrainScheduled: "", "True" or "False"
+	drainMsg                      string
+	drainTransition               time.Time
+	unschedulable                 bool
+	unreachable, noExecute        bool // node-controller's unreachable NoSchedule and NoExecute taints
+	unreachableSince              time.Time
+	unschedulableTaint            bool
+	unschedulableSince            time.Time
+	busy                          bool // in a scenario
+	pods                          []*pod
+	terminating                   []*pod // pods waiting for the kubelet's final delete
+	nextIP                        int
+	kubeletID                     *identity
+	cpu, memory, pods_, storage   string
 }
 
 // namespace is a namespace and its workloads.
@@ -60,17 +60,16 @@ type namespace struct {
 
 // app is a Deployment and its current ReplicaSet.
 type app struct {
-	ns                   *namespace
-	name, hash, rsUID    string
-	image, sidecarImage  string
-	port                 int32
-	cpu, memory, memLim  string
-	configMap            bool
-	shortToleration      int64 // > 0: the pods tolerate unreachable/not-ready only this long
-	kosmosTolerant       bool  // may run on Kosmos nodes
-	pdb                  string
-	statefulSet          bool
-	replicaSetGeneration int
+	ns                  *namespace
+	name, hash, rsUID   string
+	image, sidecarImage string
+	port                int32
+	cpu, memory, memLim string
+	configMap           bool
+	shortToleration     int64 // > 0: the pods tolerate unreachable/not-ready only this long
+	kosmosTolerant      bool  // may run on Kosmos nodes
+	pdb                 string
+	statefulSet         bool
 }
 
 // pod is a pod as the API server stores it.
