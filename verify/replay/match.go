@@ -23,6 +23,9 @@ type scope struct {
 	// selects or reads namespaces.
 	params          map[schema.GroupResource]bool
 	readsNamespaces bool
+	// nsReaders are the policies that select (theirs or a binding's namespaceSelector) or
+	// read (namespaceObject) the request's namespace.
+	nsReaders map[string]bool
 
 	mu      sync.Mutex
 	matches map[matchKey]bool
@@ -40,13 +43,14 @@ type matchKey struct {
 func newScope(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, res verify.Resources) *scope {
 	bound := map[string]bool{}
 	nsBinding := false
+	s := &scope{resources: res, params: map[schema.GroupResource]bool{}, nsReaders: map[string]bool{}, matches: map[matchKey]bool{}, names: map[matchKey][]string{}, kept: map[schema.GroupResource]bool{}}
 	for _, b := range bindings {
 		bound[b.Spec.PolicyName] = true
 		if mr := b.Spec.MatchResources; mr != nil && mr.NamespaceSelector != nil && !emptySelector(mr.NamespaceSelector.MatchLabels, len(mr.NamespaceSelector.MatchExpressions)) {
 			nsBinding = true
+			s.nsReaders[b.Spec.PolicyName] = true
 		}
 	}
-	s := &scope{resources: res, params: map[schema.GroupResource]bool{}, matches: map[matchKey]bool{}, names: map[matchKey][]string{}, kept: map[schema.GroupResource]bool{}}
 	for _, p := range policies {
 		if !bound[p.Name] {
 			continue
@@ -61,13 +65,29 @@ func newScope(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bin
 		}
 		if mc := p.Spec.MatchConstraints; mc != nil && mc.NamespaceSelector != nil && !emptySelector(mc.NamespaceSelector.MatchLabels, len(mc.NamespaceSelector.MatchExpressions)) {
 			s.readsNamespaces = true
+			s.nsReaders[p.Name] = true
 		}
 		if policyMentions(p, "namespaceObject") {
 			s.readsNamespaces = true
+			s.nsReaders[p.Name] = true
 		}
 	}
 	s.readsNamespaces = s.readsNamespaces || nsBinding
 	return s
+}
+
+// readNamespaces says whether a decision of the policies can depend on the request's
+// namespace. The apiserver reads the namespace for a non-empty namespaceSelector only
+// (matching.Matcher.MatchNamespaceSelector returns early for an empty one), and hands it to
+// every policy as namespaceObject, which only an expression that names it can read: a policy
+// that does neither decides the same whatever the namespace's labels are.
+func (s *scope) readNamespaces(policies []string) bool {
+	for _, p := range policies {
+		if s.nsReaders[p] {
+			return true
+		}
+	}
+	return false
 }
 
 func emptySelector(labels map[string]string, exprs int) bool { return len(labels) == 0 && exprs == 0 }

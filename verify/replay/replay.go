@@ -265,18 +265,24 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 		return
 	}
 	r.state.BeginReads()
+	// An unknown namespace is a miss only when a matched policy selects or reads it.
+	r.state.readsNamespaces = r.scope.readNamespaces(policies)
 	dec, err := r.eval.Evaluate(ctx, b.req)
 	if err != nil {
 		out.Decision, out.Indeterminate = DecisionIndeterminate, "request: "+err.Error()
 		r.emit(out, policies, nil)
 		return
 	}
-	if len(dec.Results) == 0 {
+	misses := r.state.Misses()
+	if len(dec.Results) == 0 && len(misses) == 0 {
 		r.sum.NotMatched++
 		return
 	}
+	// No result but a miss: whether a policy matched rested on an object the State does not
+	// know (a namespace for a namespaceSelector, as the apiserver's matcher reads it), so
+	// "not matched" would be a guess.
 	out.fill(dec)
-	if misses := r.state.Misses(); len(misses) > 0 {
+	if len(misses) > 0 {
 		kind := "param-unknown"
 		if strings.HasPrefix(misses[0], "namespaces ") {
 			kind = "namespace-unknown"

@@ -99,6 +99,11 @@ func TestGolden(t *testing.T) {
 		{"busy-hour", "audit.jsonl", 0},
 		{"recorded-e2e", "audit.log.gz", 0}, // recorded by verify/e2e TestDecisionParity on kube-apiserver v1.37.0
 		{"edge-cases", "audit.jsonl", 1},    // line 10: no-db-evictions ([Deny] only) was not installed: the eviction was admitted
+		// Recorded by verify/e2e TestReplayAuditLevels on kube-apiserver v1.37.0 under the audit
+		// policy of the folder's audit-policy.yaml.
+		{"levels-production", "audit.log.gz", 0},
+		{"levels-request", "audit.log.gz", 0},
+		{"levels-omit-managed-fields", "audit.log.gz", 0},
 	} {
 		t.Run(tc.dir, func(t *testing.T) {
 			t.Parallel()

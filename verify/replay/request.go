@@ -190,6 +190,11 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording) rebuilt {
 		b.indeterminate = fmt.Sprintf("request-kind: the request carries %s, the resource takes %s", body.GroupVersionKind(), t.reqKind)
 		return b
 	}
+	if t.op == admission.Create && t.sub == "" && t.namespace != "" && body.GetNamespace() == "" {
+		// rest.BeforeCreate (rest.ValidNamespace) gives the object the request's namespace
+		// before the store runs validating admission; the logged body may lack it.
+		body.SetNamespace(t.namespace)
+	}
 	b.req.Object, b.objectSource = withKind(body, t.reqKind), SourceRequest
 	return b
 }

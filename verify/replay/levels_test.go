@@ -1,0 +1,162 @@
+package replay
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// levelPolicy is a policy that denies every request of the operations on the resource, with
+// an optional namespaceSelector and expression.
+func levelPolicy(name, resource string, op admissionregistrationv1.OperationType, nsLabels map[string]string, expr string) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+	if expr == "" {
+		expr = "false"
+	}
+	p := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{
+				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{op},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{resource}},
+				}}},
+			},
+			Validations: []admissionregistrationv1.Validation{{Expression: expr, Message: "denied by " + name}},
+		},
+	}
+	if nsLabels != nil {
+		p.Spec.MatchConstraints.NamespaceSelector = &metav1.LabelSelector{MatchLabels: nsLabels}
+	}
+	b := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}
+	return p, b
+}
+
+// levelEvent is one final audit event as JSON.
+func levelEvent(t *testing.T, id, level, verb, resource, ns, name string, code int32, message string, req, resp map[string]any) string {
+	t.Helper()
+	uri := "/api/v1/"
+	if ns != "" {
+		uri += "namespaces/" + ns + "/"
+	}
+	uri += resource
+	if verb != "create" {
+		uri += "/" + name
+	}
+	ev := map[string]any{
+		"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": level, "auditID": id, "stage": "ResponseComplete",
+		"requestURI": uri, "verb": verb, "user": map[string]any{"username": "admin", "groups": []any{"system:masters"}},
+		"objectRef":      map[string]any{"resource": resource, "namespace": ns, "name": name, "apiVersion": "v1"},
+		"responseStatus": map[string]any{"metadata": map[string]any{}, "code": code, "message": message},
+	}
+	if req != nil {
+		ev["requestObject"] = req
+	}
+	if resp != nil {
+		ev["responseObject"] = resp
+	}
+	b, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func replayLines(t *testing.T, ps []*admissionregistrationv1.ValidatingAdmissionPolicy, bs []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, lines ...string) (*Summary, map[string]*Record) {
+	t.Helper()
+	r, err := New(ps, bs, WithCheckRecorded(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := map[string]*Record{}
+	sum, err := r.Run(context.Background(), []Source{{Name: "audit.jsonl", Reader: strings.NewReader(strings.Join(lines, "\n") + "\n")}}, func(rec *Record) error {
+		recs[rec.AuditID] = rec
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum, recs
+}
+
+// TestUnknownNamespaceSelector: a namespace written at Metadata level has unknown labels, so
+// whether a policy with a namespaceSelector matches a request in it is unknown. The apiserver's
+// matcher reads the namespace's labels (matching.Matcher.MatchNamespaceSelector): the replay
+// must report the request indeterminate, not "not matched" (which hid a denial).
+func TestUnknownNamespaceSelector(t *testing.T) {
+	p, b := levelPolicy("guarded", "configmaps", admissionregistrationv1.Create, map[string]string{"guarded": "true"}, "")
+	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1"}}
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1"}}
+	denied := `configmaps "cm" is forbidden: ValidatingAdmissionPolicy 'guarded' with binding 'guarded' denied request: denied by guarded`
+	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+		levelEvent(t, "1", LevelMetadata, "create", "namespaces", "", "ns1", 201, "", nil, nil),
+		levelEvent(t, "2", LevelRequest, "create", "configmaps", "ns1", "cm", 422, denied, cm, nil),
+		// Known labels: decided.
+		levelEvent(t, "3", LevelRequestResponse, "update", "namespaces", "", "ns1", 200, "", ns, ns),
+		levelEvent(t, "4", LevelRequest, "create", "configmaps", "ns1", "cm", 201, "", cm, nil),
+	)
+	if rec := recs["2"]; rec == nil || rec.Decision != DecisionIndeterminate || !strings.HasPrefix(rec.Indeterminate, "namespace-unknown: namespaces ns1 unknown") {
+		t.Errorf("request 2 = %+v, want indeterminate namespace-unknown", rec)
+	}
+	if recs["4"] != nil || sum.NotMatched != 3 { // the namespace writes and request 4
+		t.Errorf("request 4 = %+v, not matched %d; want not matched (ns1 has no label guarded)", recs["4"], sum.NotMatched)
+	}
+	if len(sum.Disagreements) != 0 {
+		t.Errorf("disagreements: %v", sum.Disagreements)
+	}
+}
+
+// TestNamespaceReadOnlyBySelectingPolicies: a namespace of unknown labels makes a decision
+// indeterminate only when a matched policy selects (namespaceSelector) or reads
+// (namespaceObject) it; the apiserver hands every policy the namespace, but a policy that does
+// neither decides the same whatever it holds.
+func TestNamespaceReadOnlyBySelectingPolicies(t *testing.T) {
+	reader, rb := levelPolicy("reader", "configmaps", admissionregistrationv1.Create, nil, "namespaceObject.metadata.name != 'x'")
+	pods, pb := levelPolicy("pods", "pods", admissionregistrationv1.Delete, nil, "oldObject.metadata.name != 'web'")
+	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "web", "namespace": "ns1"}, "spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "nginx"}}}}
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1"}}
+	denied := `pods "web" is forbidden: ValidatingAdmissionPolicy 'pods' with binding 'pods' denied request: denied by pods`
+	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{reader, pods}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{rb, pb},
+		levelEvent(t, "1", LevelMetadata, "create", "namespaces", "", "ns1", 201, "", nil, nil),
+		levelEvent(t, "2", LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod),
+		levelEvent(t, "3", LevelRequestResponse, "delete", "pods", "ns1", "web", 422, denied, nil, nil),
+		levelEvent(t, "4", LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm, cm),
+	)
+	if rec := recs["3"]; rec == nil || rec.Decision != DecisionDeny || rec.Message != denied {
+		t.Errorf("request 3 = %+v, want deny %q", rec, denied)
+	}
+	if rec := recs["4"]; rec == nil || rec.Decision != DecisionIndeterminate || !strings.HasPrefix(rec.Indeterminate, "namespace-unknown: ") {
+		t.Errorf("request 4 = %+v, want indeterminate namespace-unknown", rec)
+	}
+	if len(sum.Disagreements) != 0 {
+		t.Errorf("disagreements: %v", sum.Disagreements)
+	}
+}
+
+// TestRequestObjectNamespace: a create logged at Request level whose body has no namespace is
+// admitted with the request's namespace, which rest.BeforeCreate sets before validating
+// admission runs.
+func TestRequestObjectNamespace(t *testing.T) {
+	p, b := levelPolicy("ns", "configmaps", admissionregistrationv1.Create, nil, "object.metadata.namespace == 'ns1'")
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm"}}
+	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+		levelEvent(t, "1", LevelRequest, "create", "configmaps", "ns1", "cm", 201, "", cm, nil),
+	)
+	if rec := recs["1"]; rec == nil || rec.Decision != DecisionAdmit || rec.Changed || rec.ObjectSource != SourceRequest {
+		t.Errorf("request 1 = %+v, want admit from the request object", rec)
+	}
+	if len(sum.Disagreements) != 0 {
+		t.Errorf("disagreements: %v", sum.Disagreements)
+	}
+}
