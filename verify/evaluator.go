@@ -131,6 +131,7 @@ func buildHooks(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, b
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	var hooks []validating.PolicyHook
 	seen := map[string]bool{}
+	views := &paramViews{} // shared by the hooks: one conversion per stored param
 	for _, p := range sorted {
 		bs := byPolicy[p.Name]
 		if len(bs) == 0 || seen[p.Name] {
@@ -151,7 +152,7 @@ func buildHooks(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, b
 			if err != nil {
 				hook.ConfigurationError = fmt.Errorf("failed to find resource referenced by paramKind: '%v'", gvk)
 			} else {
-				hook.ParamInformer = storeInformer{store: store, gvr: mapping.Resource}
+				hook.ParamInformer = storeInformer{store: store, gvr: mapping.Resource, gvk: gvk, paramCache: views}
 				hook.ParamScope = mapping.Scope
 			}
 		}

@@ -24,6 +24,8 @@ import (
 type storeInformer struct {
 	store ObjectStore
 	gvr   schema.GroupVersionResource
+	gvk   schema.GroupVersionKind // the paramKind
+	paramCache *paramViews
 }
 
 var _ informers.GenericInformer = storeInformer{}
@@ -40,16 +42,33 @@ type syncedInformer struct{ cache.SharedIndexInformer }
 
 func (syncedInformer) HasSynced() bool { return true }
 
-type storeLister struct {
-	store ObjectStore
-	gvr   schema.GroupVersionResource
-}
+type storeLister storeInformer
 
 func (l storeLister) List(selector labels.Selector) ([]runtime.Object, error) {
-	return l.store.List(l.gvr, "", selector)
+	return l.views(l.store.List(l.gvr, "", selector))
 }
 
-func (l storeLister) Get(name string) (runtime.Object, error) { return l.store.Get(l.gvr, "", name) }
+func (l storeLister) Get(name string) (runtime.Object, error) {
+	return l.view(l.store.Get(l.gvr, "", name))
+}
+
+func (l storeLister) view(obj runtime.Object, err error) (runtime.Object, error) {
+	if err != nil || l.paramCache == nil {
+		return obj, err
+	}
+	return l.paramCache.view(obj, l.gvk), nil
+}
+
+func (l storeLister) views(objs []runtime.Object, err error) ([]runtime.Object, error) {
+	if err != nil || l.paramCache == nil {
+		return objs, err
+	}
+	out := make([]runtime.Object, len(objs))
+	for i, o := range objs {
+		out[i] = l.paramCache.view(o, l.gvk)
+	}
+	return out, nil
+}
 
 func (l storeLister) ByNamespace(namespace string) cache.GenericNamespaceLister {
 	return storeNamespaceLister{storeLister: l, namespace: namespace}
@@ -61,11 +80,11 @@ type storeNamespaceLister struct {
 }
 
 func (l storeNamespaceLister) List(selector labels.Selector) ([]runtime.Object, error) {
-	return l.store.List(l.gvr, l.namespace, selector)
+	return l.views(l.store.List(l.gvr, l.namespace, selector))
 }
 
 func (l storeNamespaceLister) Get(name string) (runtime.Object, error) {
-	return l.store.Get(l.gvr, l.namespace, name)
+	return l.view(l.store.Get(l.gvr, l.namespace, name))
 }
 
 // namespaceLister is a listersv1.NamespaceLister over a store. implicit, when set, is a
