@@ -22,9 +22,9 @@ import (
 
 // storeInformer is an informers.GenericInformer over one resource of a store.
 type storeInformer struct {
-	store ObjectStore
-	gvr   schema.GroupVersionResource
-	gvk   schema.GroupVersionKind // the paramKind
+	store      ObjectStore
+	gvr        schema.GroupVersionResource
+	gvk        schema.GroupVersionKind // the paramKind
 	paramCache *paramViews
 }
 
