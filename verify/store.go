@@ -58,13 +58,32 @@ func NewMemoryStore(mapper meta.RESTMapper) *MemoryStore {
 // create without a namespace. Built-in kinds are converted to their typed form once, here;
 // unknown fields are an error, as they are on a strict create.
 func (s *MemoryStore) Put(obj *unstructured.Unstructured) error {
+	p, err := s.Prepare(obj)
+	if err != nil {
+		return err
+	}
+	s.PutPrepared(p)
+	return nil
+}
+
+// Prepared is an object converted to the form a MemoryStore holds, by Prepare.
+type Prepared struct {
+	gvr    schema.GroupVersionResource
+	key    objectKey
+	stored storedObject
+}
+
+// Prepare does the costly part of Put (checks, defaults, the conversion to the typed form)
+// without changing the store, so that it can run on another goroutine than the one that puts
+// objects in order. It does not keep obj.
+func (s *MemoryStore) Prepare(obj *unstructured.Unstructured) (*Prepared, error) {
 	gvk := obj.GroupVersionKind()
 	mapping, err := s.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", gvk.Kind, obj.GetName(), err)
+		return nil, fmt.Errorf("%s %s: %w", gvk.Kind, obj.GetName(), err)
 	}
 	if obj.GetName() == "" {
-		return fmt.Errorf("%s without metadata.name", gvk.Kind)
+		return nil, fmt.Errorf("%s without metadata.name", gvk.Kind)
 	}
 	ns := obj.GetNamespace()
 	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
@@ -72,7 +91,7 @@ func (s *MemoryStore) Put(obj *unstructured.Unstructured) error {
 			ns = "default"
 		}
 	} else if ns != "" {
-		return fmt.Errorf("%s %s: metadata.namespace %q set on a cluster-scoped kind", gvk.Kind, obj.GetName(), ns)
+		return nil, fmt.Errorf("%s %s: metadata.namespace %q set on a cluster-scoped kind", gvk.Kind, obj.GetName(), ns)
 	}
 	obj = obj.DeepCopy()
 	obj.SetNamespace(ns)
@@ -81,18 +100,37 @@ func (s *MemoryStore) Put(obj *unstructured.Unstructured) error {
 	}
 	stored, err := informerForm(obj)
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", gvk.Kind, obj.GetName(), err)
+		return nil, fmt.Errorf("%s %s: %w", gvk.Kind, obj.GetName(), err)
 	}
+	return &Prepared{gvr: mapping.Resource, key: objectKey{ns, obj.GetName()}, stored: storedObject{obj: stored, labels: labels.Set(obj.GetLabels())}}, nil
+}
+
+// PutPrepared adds or replaces the prepared object.
+func (s *MemoryStore) PutPrepared(p *Prepared) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	m := s.objects[mapping.Resource]
+	m := s.objects[p.gvr]
 	if m == nil {
 		m = map[objectKey]storedObject{}
-		s.objects[mapping.Resource] = m
+		s.objects[p.gvr] = m
 	}
-	m[objectKey{ns, obj.GetName()}] = storedObject{obj: stored, labels: labels.Set(obj.GetLabels())}
-	return nil
+	m[p.key] = p.stored
 }
+
+// Resource is the resource the object is stored under.
+func (p *Prepared) Resource() schema.GroupVersionResource { return p.gvr }
+
+// Namespace is the object's namespace ("default" for a namespaced object without one).
+func (p *Prepared) Namespace() string { return p.key.namespace }
+
+// Name is the object's name.
+func (p *Prepared) Name() string { return p.key.name }
+
+// Object is the object as the store returns it.
+func (p *Prepared) Object() runtime.Object { return p.stored.obj }
+
+// Labels are the object's labels.
+func (p *Prepared) Labels() labels.Set { return p.stored.labels }
 
 // Delete removes an object; removing an object that is not there is not an error.
 func (s *MemoryStore) Delete(gvk schema.GroupVersionKind, namespace, name string) error {

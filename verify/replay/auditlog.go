@@ -110,16 +110,16 @@ func (e *Event) Final() bool { return e.Stage == StageResponseComplete || e.Stag
 // DecodeEvent decodes one log line. It never panics; an error describes why the line is not an
 // audit event.
 func DecodeEvent(line []byte) (*Event, error) {
-	ev := &Event{}
-	if err := json.Unmarshal(line, ev); err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) && se.Offset >= int64(len(bytes.TrimRight(line, " \t\r\n"))) {
-			return nil, fmt.Errorf("truncated JSON (%d bytes)", len(line))
+	ev, ok := decodeEventFast(line)
+	if !ok {
+		ev = &Event{}
+		if err := json.Unmarshal(line, ev); err != nil {
+			var se *json.SyntaxError
+			if errors.As(err, &se) && se.Offset >= int64(len(bytes.TrimRight(line, " \t\r\n"))) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return nil, fmt.Errorf("truncated JSON (%d bytes)", len(line))
+			}
+			return nil, fmt.Errorf("not JSON: %v", err)
 		}
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, fmt.Errorf("truncated JSON (%d bytes)", len(line))
-		}
-		return nil, fmt.Errorf("not JSON: %v", err)
 	}
 	if ev.AuditID == "" || ev.Stage == "" {
 		return nil, fmt.Errorf("not an audit.k8s.io/v1 Event: no auditID or stage")

@@ -52,6 +52,17 @@ func decodeLogs(ctx context.Context, sources []Source, maxLine, workers int, pre
 	}
 	work := make(chan *batch, workers)
 	ordered := make(chan *batch, 2*workers)
+	// Line buffers are reused once their batch is decoded: a decoded event holds copies of
+	// what it keeps, never the line.
+	free := make(chan []byte, 3*workers+1)
+	newBuf := func() []byte {
+		select {
+		case b := <-free:
+			return b[:0]
+		default:
+			return make([]byte, 0, batchBytes+batchBytes/4)
+		}
+	}
 	var wg sync.WaitGroup
 	for i := 0; i < workers; i++ {
 		wg.Add(1)
@@ -73,6 +84,13 @@ func decodeLogs(ctx context.Context, sources []Source, maxLine, workers int, pre
 					}
 					b.out[i] = d
 				}
+				if cap(b.buf) <= 2*batchBytes {
+					select {
+					case free <- b.buf:
+					default:
+					}
+				}
+				b.buf, b.lines = nil, nil
 				close(b.done)
 			}
 		}()
@@ -82,7 +100,7 @@ func decodeLogs(ctx context.Context, sources []Source, maxLine, workers int, pre
 	go func() {
 		defer close(ordered)
 		defer close(work)
-		cur := &batch{done: make(chan struct{})}
+		cur := &batch{buf: newBuf(), done: make(chan struct{})}
 		flush := func() bool {
 			if len(cur.lines) == 0 {
 				return true
@@ -93,7 +111,7 @@ func decodeLogs(ctx context.Context, sources []Source, maxLine, workers int, pre
 				return false
 			}
 			work <- cur
-			cur = &batch{done: make(chan struct{})}
+			cur = &batch{buf: newBuf(), done: make(chan struct{})}
 			return true
 		}
 		for _, src := range sources {

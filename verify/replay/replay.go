@@ -347,7 +347,7 @@ func (r *Replayer) applyWrite(d decoded, ev *Event, t target) {
 	resp, isMain := w.resp, w.isMain
 	put := func(u *unstructured.Unstructured, source string) {
 		if w.raw != nil && u == w.resp {
-			_ = r.state.putRaw(gr, u, w.raw, source)
+			_ = r.state.putRaw(gr, u, w.raw, w.typed, source)
 			return
 		}
 		_ = r.state.Put(gr, u, source)
@@ -411,19 +411,26 @@ func (r *Replayer) applyWrite(d decoded, ev *Event, t target) {
 type written struct {
 	resp   *unstructured.Unstructured
 	isMain bool   // resp is an object of the resource's own kind
-	raw    []byte // json.Marshal(resp.Object) when isMain, for State.putRaw
+	raw    []byte // the JSON of resp when isMain, for State.putRaw
+	typed  *preparedTyped
+	// kindSet says that resp had no apiVersion or kind in the log and was given the
+	// resource's: its JSON is no longer the log's.
+	kindSet bool
 }
 
 // writtenObject decodes the response object of a write and gives it the resource's kind when
 // the log left it out.
 func writtenObject(ev *Event, t target) *written {
 	resp := decodeObject(ev.ResponseObject)
+	kindSet := false
 	if resp != nil && resp.GetKind() == "" && resp.GetAPIVersion() == "" && sameKind(resp, t.mainKind) && ev.Verb != "deletecollection" {
 		resp.SetGroupVersionKind(t.mainKind)
+		kindSet = true
 	} else if resp != nil && resp.GetAPIVersion() == "" && resp.GetKind() == t.mainKind.Kind {
 		resp.SetGroupVersionKind(t.mainKind)
+		kindSet = true
 	}
-	return &written{resp: resp, isMain: resp != nil && resp.GroupVersionKind() == t.mainKind}
+	return &written{resp: resp, isMain: resp != nil && resp.GroupVersionKind() == t.mainKind, kindSet: kindSet}
 }
 
 // prepareWrite runs on a decoding worker: for a final event of a successful write that
@@ -444,8 +451,14 @@ func (r *Replayer) prepareWrite(ev *Event) {
 	}
 	w := writtenObject(ev, t)
 	if w.isMain && ev.Verb != "deletecollection" {
-		if raw, err := json.Marshal(w.resp.Object); err == nil {
+		if !w.kindSet {
+			// The log's JSON is the object's: decoding it again gives the same object.
+			w.raw = ev.ResponseObject
+		} else if raw, err := json.Marshal(w.resp.Object); err == nil {
 			w.raw = raw
+		}
+		if r.state.typedKinds(t.gvr.GroupResource()) {
+			w.typed = r.state.prepareTyped(w.resp)
 		}
 	}
 	ev.written = w

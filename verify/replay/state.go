@@ -37,6 +37,7 @@ type State struct {
 	typedKinds func(schema.GroupResource) bool
 
 	objects  map[schema.GroupResource]map[objectKey]*entry
+	unknowns map[schema.GroupResource]int // entries whose state is not known, by resource
 	complete map[schema.GroupResource]string
 	allSince string // "the log begins with the cluster's creation" or a reason; empty if not
 
@@ -67,6 +68,7 @@ func NewState(mapper meta.RESTMapper, keep, typedKinds func(schema.GroupResource
 		mapper: mapper, keep: keep, typedKinds: typedKinds,
 		typed:    verify.NewMemoryStore(mapper),
 		objects:  map[schema.GroupResource]map[objectKey]*entry{},
+		unknowns: map[schema.GroupResource]int{},
 		complete: map[schema.GroupResource]string{},
 	}
 }
@@ -103,24 +105,54 @@ func (s *State) Put(gr schema.GroupResource, u *unstructured.Unstructured, sourc
 	if err != nil {
 		return err
 	}
-	return s.putRaw(gr, u, raw, source)
+	return s.putRaw(gr, u, raw, nil, source)
 }
 
-// putRaw is Put with the object's JSON (json.Marshal(u.Object)) already made.
-func (s *State) putRaw(gr schema.GroupResource, u *unstructured.Unstructured, raw []byte, source string) error {
+// putRaw is Put with the object's JSON already made, and for the resources the evaluator
+// reads, optionally its typed form (prepared by prepareTyped).
+func (s *State) putRaw(gr schema.GroupResource, u *unstructured.Unstructured, raw []byte, typed *preparedTyped, source string) error {
 	if !s.keep(gr) {
 		return nil
 	}
 	k := objectKey{u.GetNamespace(), u.GetName()}
-	s.bucket(gr)[k] = &entry{raw: raw, labels: labels.Set(u.GetLabels()), source: source}
+	s.set(gr, k, &entry{raw: raw, labels: labels.Set(u.GetLabels()), source: source})
 	if s.typedKinds(gr) {
-		if err := s.typed.Put(u); err != nil {
-			_ = s.typed.Delete(u.GroupVersionKind(), k.namespace, k.name)
-			s.bucket(gr)[k] = &entry{unknown: fmt.Sprintf("%s: %v", source, err), source: source}
-			return err
+		if typed == nil {
+			typed = s.prepareTyped(u)
 		}
+		if typed.err != nil {
+			_ = s.typed.Delete(u.GroupVersionKind(), k.namespace, k.name)
+			s.set(gr, k, &entry{unknown: fmt.Sprintf("%s: %v", source, typed.err), source: source})
+			return typed.err
+		}
+		s.typed.PutPrepared(typed.p)
 	}
 	return nil
+}
+
+// preparedTyped is an object in the form the evaluator reads it, or why it has none.
+type preparedTyped struct {
+	p   *verify.Prepared
+	err error
+}
+
+// prepareTyped converts an object of a resource the evaluator reads to the form it reads. It
+// changes nothing and may run on any goroutine.
+func (s *State) prepareTyped(u *unstructured.Unstructured) *preparedTyped {
+	p, err := s.typed.Prepare(u)
+	return &preparedTyped{p: p, err: err}
+}
+
+// set stores the entry of an object, counting the entries whose state is not known.
+func (s *State) set(gr schema.GroupResource, k objectKey, e *entry) {
+	b := s.bucket(gr)
+	if old, ok := b[k]; ok && old.raw == nil {
+		s.unknowns[gr]--
+	}
+	if e.raw == nil {
+		s.unknowns[gr]++
+	}
+	b[k] = e
 }
 
 // Forget records that the object's state is not known from now on, and why.
@@ -128,7 +160,7 @@ func (s *State) Forget(gr schema.GroupResource, gvk schema.GroupVersionKind, nam
 	if !s.keep(gr) {
 		return
 	}
-	s.bucket(gr)[objectKey{namespace, name}] = &entry{unknown: why, source: why}
+	s.set(gr, objectKey{namespace, name}, &entry{unknown: why, source: why})
 	if s.typedKinds(gr) && !gvk.Empty() {
 		_ = s.typed.Delete(gvk, namespace, name)
 	}
@@ -139,7 +171,11 @@ func (s *State) Delete(gr schema.GroupResource, gvk schema.GroupVersionKind, nam
 	if !s.keep(gr) {
 		return
 	}
-	delete(s.objects[gr], objectKey{namespace, name})
+	k := objectKey{namespace, name}
+	if old, ok := s.objects[gr][k]; ok && old.raw == nil {
+		s.unknowns[gr]--
+	}
+	delete(s.objects[gr], k)
 	if s.typedKinds(gr) && !gvk.Empty() {
 		_ = s.typed.Delete(gvk, namespace, name)
 	}
@@ -153,6 +189,9 @@ func (s *State) ForgetAll(gr schema.GroupResource, namespace, why string) {
 	}
 	for k, e := range s.objects[gr] {
 		if namespace == "" || k.namespace == namespace {
+			if e.raw != nil {
+				s.unknowns[gr]++
+			}
 			*e = entry{unknown: why, source: why}
 		}
 	}
@@ -232,9 +271,11 @@ func (s *State) List(gvr schema.GroupVersionResource, namespace string, selector
 		if !s.Complete(gr) {
 			s.miss("%s incomplete: objects that existed before the log are not known (give --snapshot)", gr)
 		}
-		for k, e := range s.objects[gr] {
-			if e.raw == nil && (namespace == "" || k.namespace == namespace) {
-				s.miss("%s %s unknown: %s", gr, joinKey(k.namespace, k.name), e.unknown)
+		if s.unknowns[gr] > 0 {
+			for k, e := range s.objects[gr] {
+				if e.raw == nil && (namespace == "" || k.namespace == namespace) {
+					s.miss("%s %s unknown: %s", gr, joinKey(k.namespace, k.name), e.unknown)
+				}
 			}
 		}
 	}

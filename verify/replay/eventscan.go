@@ -1,0 +1,433 @@
+package replay
+
+import (
+	"encoding/json"
+	"unicode/utf8"
+)
+
+// decodeEventFast decodes an audit event in one pass over the line, with the same result as
+// json.Unmarshal into an Event, or reports false when the line needs json.Unmarshal itself.
+//
+// json.Unmarshal reads a line twice (it validates the whole line, then decodes it, skipping
+// the request and response objects byte by byte) and that is most of what reading a log costs.
+// decodeEventFast validates the line once, keeps the objects as the slices it validated, and
+// decodes only the small members with encoding/json. It takes the common shape only: members
+// named exactly as the Event's fields (or not at all), each at most once, strings without
+// escapes; anything else (a syntax error, a duplicate or case-folded key, a value of the wrong
+// type) is left to json.Unmarshal, so that errors and edge cases are exactly encoding/json's.
+// FuzzDecodeEventFast holds the two to the same results.
+func decodeEventFast(line []byte) (*Event, bool) {
+	s := scanner{b: line}
+	s.space()
+	if !s.byte('{') {
+		return nil, false
+	}
+	ev := &Event{}
+	var seen uint16
+	s.space()
+	if s.byte('}') {
+		return finishFast(ev, &s)
+	}
+	for {
+		s.space()
+		key, ok := s.plainString()
+		if !ok {
+			return nil, false
+		}
+		s.space()
+		if !s.byte(':') {
+			return nil, false
+		}
+		s.space()
+		start := s.i
+		if !s.value() {
+			return nil, false
+		}
+		f := eventField(key)
+		if f < 0 {
+			if foldsToField(key) {
+				return nil, false // encoding/json matches keys case-insensitively
+			}
+		} else {
+			if seen&(1<<f) != 0 {
+				return nil, false // encoding/json merges duplicates into the first value
+			}
+			seen |= 1 << f
+			if !setField(ev, f, line[start:s.i]) {
+				return nil, false
+			}
+		}
+		s.space()
+		if s.byte(',') {
+			continue
+		}
+		if s.byte('}') {
+			return finishFast(ev, &s)
+		}
+		return nil, false
+	}
+}
+
+func finishFast(ev *Event, s *scanner) (*Event, bool) {
+	s.space()
+	if s.i != len(s.b) {
+		return nil, false
+	}
+	return ev, true
+}
+
+// The Event fields, by their JSON names.
+const (
+	fLevel = iota
+	fAuditID
+	fStage
+	fRequestURI
+	fVerb
+	fUser
+	fImpersonatedUser
+	fObjectRef
+	fResponseStatus
+	fRequestObject
+	fResponseObject
+	fStageTimestamp
+	fAnnotations
+)
+
+var eventFields = []string{
+	fLevel: "level", fAuditID: "auditID", fStage: "stage", fRequestURI: "requestURI", fVerb: "verb",
+	fUser: "user", fImpersonatedUser: "impersonatedUser", fObjectRef: "objectRef",
+	fResponseStatus: "responseStatus", fRequestObject: "requestObject",
+	fResponseObject: "responseObject", fStageTimestamp: "stageTimestamp", fAnnotations: "annotations",
+}
+
+func eventField(key []byte) int {
+	for i, name := range eventFields {
+		if string(key) == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// foldsToField says whether encoding/json could match the key to a field without it being the
+// field's exact name: it equals a name but for case, or it is not ASCII (encoding/json folds
+// some non-ASCII letters to ASCII ones, as K to k).
+func foldsToField(key []byte) bool {
+	for _, c := range key {
+		if c >= utf8.RuneSelf {
+			return true
+		}
+	}
+	for _, name := range eventFields {
+		if len(name) == len(key) && equalFoldASCII(name, key) {
+			return true
+		}
+	}
+	return false
+}
+
+func equalFoldASCII(a string, b []byte) bool {
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// setField decodes a member's value, validated already, into the field as json.Unmarshal
+// would; false when the line needs json.Unmarshal (an error, most likely a wrong type).
+func setField(ev *Event, f int, raw []byte) bool {
+	switch f {
+	case fLevel:
+		return setString(&ev.Level, raw)
+	case fAuditID:
+		return setString(&ev.AuditID, raw)
+	case fStage:
+		return setString(&ev.Stage, raw)
+	case fRequestURI:
+		return setString(&ev.RequestURI, raw)
+	case fVerb:
+		return setString(&ev.Verb, raw)
+	case fStageTimestamp:
+		return setString(&ev.StageTimestamp, raw)
+	case fRequestObject:
+		return setRaw(&ev.RequestObject, raw)
+	case fResponseObject:
+		return setRaw(&ev.ResponseObject, raw)
+	case fUser:
+		return json.Unmarshal(raw, &ev.User) == nil
+	case fImpersonatedUser:
+		return json.Unmarshal(raw, &ev.ImpersonatedUser) == nil
+	case fObjectRef:
+		return json.Unmarshal(raw, &ev.ObjectRef) == nil
+	case fResponseStatus:
+		return json.Unmarshal(raw, &ev.ResponseStatus) == nil
+	case fAnnotations:
+		return json.Unmarshal(raw, &ev.Annotations) == nil
+	}
+	return false
+}
+
+// setString sets a string field: a string without escapes in valid UTF-8 is its own value;
+// null leaves the field as it is, as encoding/json does; anything else goes through
+// encoding/json.
+func setString(dst *string, raw []byte) bool {
+	if len(raw) >= 2 && raw[0] == '"' {
+		body := raw[1 : len(raw)-1]
+		if plain(body) {
+			*dst = string(body)
+			return true
+		}
+	}
+	return json.Unmarshal(raw, dst) == nil
+}
+
+// plain says whether the body of a string has no escapes and is valid UTF-8, so that
+// encoding/json would unquote it to itself.
+func plain(body []byte) bool {
+	ascii := true
+	for _, c := range body {
+		if c == '\\' {
+			return false
+		}
+		if c >= utf8.RuneSelf {
+			ascii = false
+		}
+	}
+	return ascii || utf8.Valid(body)
+}
+
+// setRaw sets a json.RawMessage field to a copy of the value, as RawMessage.UnmarshalJSON
+// does (for null too: the field holds "null").
+func setRaw(dst *json.RawMessage, raw []byte) bool {
+	*dst = append((*dst)[:0], raw...)
+	return true
+}
+
+// scanner validates JSON (RFC 8259, as encoding/json accepts it) in one pass.
+type scanner struct {
+	b []byte
+	i int
+}
+
+// maxScanDepth bounds nesting; deeper lines go to encoding/json, whose own limit is 10000.
+const maxScanDepth = 1000
+
+func (s *scanner) space() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+func (s *scanner) byte(c byte) bool {
+	if s.i < len(s.b) && s.b[s.i] == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// plainString scans a string and returns its body when it has no escapes.
+func (s *scanner) plainString() ([]byte, bool) {
+	start := s.i + 1
+	escaped, ok := s.str()
+	if !ok || escaped {
+		return nil, false
+	}
+	return s.b[start : s.i-1], true
+}
+
+// str scans a string; escaped says whether it holds escapes.
+func (s *scanner) str() (escaped, ok bool) {
+	if !s.byte('"') {
+		return false, false
+	}
+	b := s.b
+	for i := s.i; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case c == '"':
+			s.i = i + 1
+			return escaped, true
+		case c < 0x20:
+			return false, false
+		case c == '\\':
+			escaped = true
+			i++
+			if i >= len(b) {
+				return false, false
+			}
+			switch b[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if i+4 >= len(b) {
+					return false, false
+				}
+				for _, h := range b[i+1 : i+5] {
+					if !isHex(h) {
+						return false, false
+					}
+				}
+				i += 4
+			default:
+				return false, false
+			}
+		}
+	}
+	return false, false
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// value scans one value of any kind, containers iteratively.
+func (s *scanner) value() bool {
+	// stack holds the open containers: '{' or '['.
+	var stackBuf [32]byte
+	stack := stackBuf[:0]
+	for {
+		// A value.
+		if s.i >= len(s.b) {
+			return false
+		}
+		switch c := s.b[s.i]; {
+		case c == '{' || c == '[':
+			if len(stack) >= maxScanDepth {
+				return false
+			}
+			s.i++
+			s.space()
+			closer := byte('}')
+			if c == '[' {
+				closer = ']'
+			}
+			if s.byte(closer) {
+				break // an empty container is a whole value
+			}
+			stack = append(stack, c)
+			if c == '{' && !s.member() {
+				return false
+			}
+			continue
+		case c == '"':
+			if _, ok := s.str(); !ok {
+				return false
+			}
+		case c == '-' || '0' <= c && c <= '9':
+			if !s.number() {
+				return false
+			}
+		case c == 't':
+			if !s.literal("true") {
+				return false
+			}
+		case c == 'f':
+			if !s.literal("false") {
+				return false
+			}
+		case c == 'n':
+			if !s.literal("null") {
+				return false
+			}
+		default:
+			return false
+		}
+		// After a value: close containers, or go on to the next element.
+		for {
+			if len(stack) == 0 {
+				return true
+			}
+			s.space()
+			top := stack[len(stack)-1]
+			if s.byte(',') {
+				s.space()
+				if top == '{' && !s.member() {
+					return false
+				}
+				break
+			}
+			if top == '{' && s.byte('}') || top == '[' && s.byte(']') {
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			return false
+		}
+	}
+}
+
+// member scans `"key" :` and the space after it, up to the member's value.
+func (s *scanner) member() bool {
+	if _, ok := s.str(); !ok {
+		return false
+	}
+	s.space()
+	if !s.byte(':') {
+		return false
+	}
+	s.space()
+	return true
+}
+
+func (s *scanner) literal(word string) bool {
+	if len(s.b)-s.i >= len(word) && string(s.b[s.i:s.i+len(word)]) == word {
+		s.i += len(word)
+		return true
+	}
+	return false
+}
+
+// number scans -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func (s *scanner) number() bool {
+	b := s.b
+	i := s.i
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && '1' <= b[i] && b[i] <= '9':
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			i++
+		}
+	default:
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
+			return false
+		}
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			i++
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
+			return false
+		}
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			i++
+		}
+	}
+	s.i = i
+	return true
+}
