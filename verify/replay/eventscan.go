@@ -3,6 +3,8 @@ package replay
 import (
 	"encoding/json"
 	"unicode/utf8"
+
+	"github.com/vapc-dev/vapc/verify"
 )
 
 // decodeEventFast decodes an audit event in one pass over the line, with the same result as
@@ -163,17 +165,240 @@ func setField(ev *Event, f int, raw []byte) bool {
 	case fResponseObject:
 		return setRaw(&ev.ResponseObject, raw)
 	case fUser:
-		return json.Unmarshal(raw, &ev.User) == nil
+		return setUser(&ev.User, raw) || json.Unmarshal(raw, &ev.User) == nil
 	case fImpersonatedUser:
-		return json.Unmarshal(raw, &ev.ImpersonatedUser) == nil
+		if isNull(raw) {
+			return true
+		}
+		ev.ImpersonatedUser = &verify.UserInfo{}
+		return setUser(ev.ImpersonatedUser, raw) || json.Unmarshal(raw, &ev.ImpersonatedUser) == nil
 	case fObjectRef:
-		return json.Unmarshal(raw, &ev.ObjectRef) == nil
+		if isNull(raw) {
+			return true
+		}
+		ev.ObjectRef = &ObjectRef{}
+		return setObjectRef(ev.ObjectRef, raw) || json.Unmarshal(raw, &ev.ObjectRef) == nil
 	case fResponseStatus:
-		return json.Unmarshal(raw, &ev.ResponseStatus) == nil
+		if isNull(raw) {
+			return true
+		}
+		ev.ResponseStatus = &Status{}
+		return setStatus(ev.ResponseStatus, raw) || json.Unmarshal(raw, &ev.ResponseStatus) == nil
 	case fAnnotations:
-		return json.Unmarshal(raw, &ev.Annotations) == nil
+		return setStringMap(&ev.Annotations, raw) || json.Unmarshal(raw, &ev.Annotations) == nil
 	}
 	return false
+}
+
+func isNull(raw []byte) bool { return string(raw) == "null" }
+
+// The small members of an event decoded without encoding/json, in the common shape only
+// (members named exactly as the fields, once, with plain strings); false when encoding/json
+// must decode the member, from the zero value.
+
+var objectRefFields = []string{"resource", "namespace", "name", "apiGroup", "apiVersion", "subresource"}
+
+func setObjectRef(o *ObjectRef, raw []byte) bool {
+	var v [6][]byte
+	if !members(raw, objectRefFields, v[:]) {
+		return false
+	}
+	for i, dst := range []*string{&o.Resource, &o.Namespace, &o.Name, &o.APIGroup, &o.APIVersion, &o.Subresource} {
+		if v[i] != nil && !plainString(dst, v[i]) {
+			*o = ObjectRef{}
+			return false
+		}
+	}
+	return true
+}
+
+var statusFields = []string{"code", "status", "reason", "message"}
+
+func setStatus(st *Status, raw []byte) bool {
+	var v [4][]byte
+	if !members(raw, statusFields, v[:]) {
+		return false
+	}
+	ok := v[0] == nil || smallInt(&st.Code, v[0])
+	for i, dst := range []*string{&st.Status, &st.Reason, &st.Message} {
+		ok = ok && (v[i+1] == nil || plainString(dst, v[i+1]))
+	}
+	if !ok {
+		*st = Status{}
+	}
+	return ok
+}
+
+var userFields = []string{"username", "uid", "groups", "extra"}
+
+func setUser(u *verify.UserInfo, raw []byte) bool {
+	var v [4][]byte
+	if !members(raw, userFields, v[:]) || v[3] != nil && !isNull(v[3]) {
+		return false // extra: rare, left to encoding/json
+	}
+	ok := (v[0] == nil || plainString(&u.Username, v[0])) && (v[1] == nil || plainString(&u.UID, v[1]))
+	if ok && v[2] != nil && !isNull(v[2]) {
+		ok = stringArray(&u.Groups, v[2])
+	}
+	if !ok {
+		*u = verify.UserInfo{}
+	}
+	return ok
+}
+
+// members finds the raw values of the named members of an object, validated already.
+func members(raw []byte, names []string, vals [][]byte) bool {
+	ok := eachMember(raw, func(key, val []byte) bool {
+		for i, n := range names {
+			if string(key) == n {
+				if vals[i] != nil {
+					return false // a duplicate
+				}
+				vals[i] = val
+				return true
+			}
+			if len(n) == len(key) && equalFoldASCII(n, key) {
+				return false
+			}
+		}
+		return true
+	})
+	return ok
+}
+
+// eachMember calls fn with every member of an object, validated already, whose keys are plain
+// ASCII; false when raw is not such an object or fn returns false.
+func eachMember(raw []byte, fn func(key, val []byte) bool) bool {
+	s := scanner{b: raw}
+	if !s.byte('{') {
+		return false
+	}
+	s.space()
+	if s.byte('}') {
+		return true
+	}
+	for {
+		s.space()
+		key, ok := s.plainString()
+		if !ok {
+			return false
+		}
+		for _, c := range key {
+			if c >= utf8.RuneSelf {
+				return false
+			}
+		}
+		s.space()
+		if !s.byte(':') {
+			return false
+		}
+		s.space()
+		start := s.i
+		if !s.value() || !fn(key, raw[start:s.i]) {
+			return false
+		}
+		s.space()
+		if s.byte('}') {
+			return true
+		}
+		if !s.byte(',') {
+			return false
+		}
+	}
+}
+
+// plainString sets a string from a plain JSON string; null leaves it as it is.
+func plainString(dst *string, raw []byte) bool {
+	if isNull(raw) {
+		return true
+	}
+	if len(raw) < 2 || raw[0] != '"' || !plain(raw[1:len(raw)-1]) {
+		return false
+	}
+	*dst = string(raw[1 : len(raw)-1])
+	return true
+}
+
+// smallInt sets an int32 from a JSON integer of up to 9 digits.
+func smallInt(dst *int32, raw []byte) bool {
+	if isNull(raw) {
+		return true
+	}
+	neg := len(raw) > 0 && raw[0] == '-'
+	digits := raw
+	if neg {
+		digits = raw[1:]
+	}
+	if len(digits) == 0 || len(digits) > 9 {
+		return false
+	}
+	var n int32
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false
+		}
+		n = n*10 + int32(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	*dst = n
+	return true
+}
+
+// stringArray sets a []string from an array of plain strings.
+func stringArray(dst *[]string, raw []byte) bool {
+	s := scanner{b: raw}
+	if !s.byte('[') {
+		return false
+	}
+	out := []string{}
+	s.space()
+	if s.byte(']') {
+		*dst = out
+		return true
+	}
+	for {
+		s.space()
+		start := s.i
+		if !s.value() {
+			return false
+		}
+		var v string
+		val := raw[start:s.i]
+		if isNull(val) || !plainString(&v, val) {
+			return false
+		}
+		out = append(out, v)
+		s.space()
+		if s.byte(']') {
+			*dst = out
+			return true
+		}
+		if !s.byte(',') {
+			return false
+		}
+	}
+}
+
+// setStringMap sets a map[string]string from an object of plain strings, each key once.
+func setStringMap(dst *map[string]string, raw []byte) bool {
+	if isNull(raw) {
+		return true
+	}
+	m := map[string]string{}
+	ok := eachMember(raw, func(key, val []byte) bool {
+		var v string
+		if _, dup := m[string(key)]; dup || isNull(val) || !plainString(&v, val) {
+			return false
+		}
+		m[string(key)] = v
+		return true
+	})
+	if ok {
+		*dst = m
+	}
+	return ok
 }
 
 // setString sets a string field: a string without escapes in valid UTF-8 is its own value;

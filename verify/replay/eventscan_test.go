@@ -97,6 +97,14 @@ func TestDecodeEventFast(t *testing.T) {
 		{`{"auditID":"a","objectRef":null,"impersonatedUser":null,"user":{"username":"u","groups":["g"],"extra":{"k":["v"]}}}`, true},
 		{`{"auditID":"a","unknown":{"deep":[[[{"x":"\u00e9\n"}]]]},"annotations":{"k":"v"}}`, true},
 		{`{"auditID":"caf` + "\xc3\xa9" + `"}`, true},
+		{`{"user":{"username":"u","uid":null,"groups":[],"extra":null},"impersonatedUser":{"username":"i","groups":["a","b"]}}`, true},
+		{`{"user":{"username":"u","extra":{"k":["v"]}},"objectRef":{"resource":"pods","uid":"x","resourceVersion":"1"}}`, true},
+		{`{"user":{"groups":["a",null]},"annotations":{"k":null}}`, true},
+		{`{"user":{"Username":"u"},"objectRef":{"Name":"n"},"annotations":{"k":"a","k":"b"}}`, true},
+		{`{"responseStatus":{"metadata":{},"code":201,"status":"Success"}}`, true},
+		{`{"responseStatus":{"code":-5,"reason":"x\u0041"}}`, true},
+		{`{"responseStatus":{"code":12345678901}}`, false}, // overflows int32
+		{`{"responseStatus":{"code":1.5}}`, false},
 		{`{"auditID":"a\u0062"}`, true},           // an escape in a field: that field through encoding/json
 		{`{"auditID":"bad` + "\xff" + `"}`, true}, // invalid UTF-8 in a field: the same
 		// Left to encoding/json.

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"sort"
-	"strings"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -23,8 +23,10 @@ type Evaluator interface {
 	Evaluate(ctx context.Context, req verify.Request) (*verify.Decision, error)
 }
 
-// EvaluatorFunc builds the Evaluator of a replay over the replay's State, which it must read
-// params and namespaces from.
+// EvaluatorFunc builds an Evaluator of a replay over the store it must read params and
+// namespaces from: a View of the replay's State at the point of the log of the request it
+// evaluates. A replay builds one per evaluating goroutine and calls each from one goroutine at
+// a time.
 type EvaluatorFunc func(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, resources verify.Resources, store verify.ObjectStore) (Evaluator, error)
 
 // Progress is how far a replay has got.
@@ -64,7 +66,8 @@ func WithMaxLineBytes(n int) Option {
 	}
 }
 
-// WithWorkers sets how many goroutines decode lines (default GOMAXPROCS).
+// WithWorkers sets how many goroutines decode lines, and how many evaluate requests (default
+// GOMAXPROCS). Each evaluating goroutine has its own Evaluator.
 func WithWorkers(n int) Option {
 	return func(r *Replayer) error { r.workers = n; return nil }
 }
@@ -91,11 +94,13 @@ type Replayer struct {
 	progress      func(Progress)
 	progressEvery time.Duration
 
-	policies []*admissionregistrationv1.ValidatingAdmissionPolicy
-	bindings map[string][]string // policy -> binding names
-	scope    *scope
-	state    *State
-	eval     Evaluator
+	policies       []*admissionregistrationv1.ValidatingAdmissionPolicy
+	bindings       map[string][]string // policy -> binding names
+	loadedPolicies map[string]bool     // the policies with bindings
+	scope          *scope
+	state          *State
+	evals          []evalWorker
+	running        *evaluation
 
 	sum     *Summary
 	agg     *aggregator
@@ -151,15 +156,24 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 	r.state = NewState(r.resources.RESTMapper(), r.scope.keeps, func(gr schema.GroupResource) bool {
 		return gr == namespacesGR || r.scope.params[gr]
 	})
-	r.state.readsNamespaces = r.scope.readsNamespaces
+	r.loadedPolicies = map[string]bool{}
+	for p := range r.bindings {
+		r.loadedPolicies[p] = true
+	}
 	if _, err := r.loadSnapshot(r.snapshots); err != nil {
 		return nil, err
 	}
-	ev, err := r.newEval(policies, bindings, r.resources, r.state)
-	if err != nil {
-		return nil, err
+	if r.workers <= 0 {
+		r.workers = runtime.GOMAXPROCS(0)
 	}
-	r.eval = ev
+	for range r.workers {
+		store := &viewStore{}
+		ev, err := r.newEval(policies, bindings, r.resources, store)
+		if err != nil {
+			return nil, err
+		}
+		r.evals = append(r.evals, evalWorker{eval: ev, store: store})
+	}
 	return r, nil
 }
 
@@ -178,6 +192,7 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 	start := time.Now()
 	lastProgress := start
 	var bytes int64
+	r.running = r.startEvaluation(ctx)
 	err := decodeLogs(ctx, sources, r.maxLine, r.workers, r.prepareWrite, func(d decoded) {
 		if r.sinkErr != nil {
 			return
@@ -191,6 +206,7 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 			}
 		}
 	})
+	r.stopEvaluation()
 	for _, p := range r.pending {
 		r.sum.Incomplete[p.verb]++
 	}
@@ -252,61 +268,14 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 		r.sum.NotMatched++
 		return
 	}
-	b := r.rebuild(ev, t, rec)
-	if b.skip != "" {
-		r.sum.skip(b.skip, "")
-		return
+	// What the request's evaluation reads of the State, as it is now, before its own write.
+	j := &job{d: d, ev: ev, t: t, rec: rec, policies: policies, done: make(chan struct{})}
+	if t.op == admission.Update || t.op == admission.Delete {
+		j.prior = r.state.prior(t.gvr.GroupResource(), t.namespace, t.name)
 	}
-	out := newRecord(d, ev, t, rec, b)
-	if b.indeterminate != "" {
-		out.Indeterminate = b.indeterminate
-		out.Decision = DecisionIndeterminate
-		r.emit(out, policies, nil)
-		return
-	}
-	r.state.BeginReads()
 	// An unknown namespace is a miss only when a matched policy selects or reads it.
-	r.state.readsNamespaces = r.scope.readNamespaces(policies)
-	dec, err := r.eval.Evaluate(ctx, b.req)
-	if err != nil {
-		out.Decision, out.Indeterminate = DecisionIndeterminate, "request: "+err.Error()
-		r.emit(out, policies, nil)
-		return
-	}
-	misses := r.state.Misses()
-	if len(dec.Results) == 0 && len(misses) == 0 {
-		r.sum.NotMatched++
-		return
-	}
-	// No result but a miss: whether a policy matched rested on an object the State does not
-	// know (a namespace for a namespaceSelector, as the apiserver's matcher reads it), so
-	// "not matched" would be a guess.
-	out.fill(dec)
-	if len(misses) > 0 {
-		kind := "param-unknown"
-		if strings.HasPrefix(misses[0], "namespaces ") {
-			kind = "namespace-unknown"
-		}
-		out.Decision, out.Indeterminate = DecisionIndeterminate, kind+": "+strings.Join(misses, "; ")
-	} else if len(dec.Authorizer) > 0 {
-		out.Decision, out.Indeterminate = DecisionIndeterminate, fmt.Sprintf("authorizer: the decision depended on %d authorizer checks, which the audit log does not answer", len(dec.Authorizer))
-	}
-	if r.check && out.Decision != DecisionIndeterminate {
-		out.Disagreements = check(ev, rec, dec, r.loaded())
-		if len(dec.Denials) > 0 && rec.policy != "" && dec.Refuses(ev.Code(), ev.Message()) {
-			// Several refusals were possible: the log says which one the server chose.
-			out.Code, out.Message = ev.Code(), ev.Message()
-		}
-	}
-	r.emit(out, policies, dec)
-}
-
-func (r *Replayer) loaded() map[string]bool {
-	m := map[string]bool{}
-	for p := range r.bindings {
-		m[p] = true
-	}
-	return m
+	j.view = r.state.View(r.scope.readNamespaces(policies))
+	r.submit(j)
 }
 
 func (r *Replayer) emit(out *Record, policies []string, dec *verify.Decision) {

@@ -203,7 +203,7 @@ func TestFakeEvaluator(t *testing.T) {
 	dir := filepath.Join(auditData, "edge-cases")
 	ps, bs := loadPolicies(t, dir)
 	fake := &fakeEvaluator{}
-	r, err := New(ps, bs, WithEvaluator(func(_ []*admissionregistrationv1.ValidatingAdmissionPolicy, _ []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, _ verify.Resources, _ verify.ObjectStore) (Evaluator, error) {
+	r, err := New(ps, bs, WithWorkers(1), WithEvaluator(func(_ []*admissionregistrationv1.ValidatingAdmissionPolicy, _ []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, _ verify.Resources, _ verify.ObjectStore) (Evaluator, error) {
 		return fake, nil
 	}))
 	if err != nil {

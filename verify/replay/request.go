@@ -80,7 +80,7 @@ type rebuilt struct {
 
 // rebuild turns a final event into the admission request the ValidatingAdmissionPolicy plugin
 // saw, reading the prior state from the State.
-func (r *Replayer) rebuild(ev *Event, t target, rec recording) rebuilt {
+func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior) rebuilt {
 	q := ev.Query()
 	b := rebuilt{req: verify.Request{
 		Operation: t.op, Resource: t.gvr, SubResource: t.sub, Kind: t.reqKind,
@@ -111,9 +111,10 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording) rebuilt {
 	var old *unstructured.Unstructured
 	if t.op == admission.Update || t.op == admission.Delete {
 		gr := t.gvr.GroupResource()
-		u, source, unknown, found := r.state.Lookup(gr, t.namespace, t.name)
+		u, unknown := p.decode()
+		source, found := p.source, p.found
 		switch {
-		case !r.state.Keeps(gr):
+		case !p.kept:
 			b.indeterminate = "old-object-unknown: " + gr.String() + " is not kept"
 		case unknown != "":
 			b.indeterminate = fmt.Sprintf("old-object-unknown: %s %s: %s", gr, joinKey(t.namespace, t.name), shortReason(unknown))

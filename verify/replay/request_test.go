@@ -148,7 +148,7 @@ func TestConnect(t *testing.T) {
 	if skip != "" || tg.op != "CONNECT" {
 		t.Fatalf("resolve = %v %q, want CONNECT", tg.op, skip)
 	}
-	b := r.rebuild(ev, tg, classify(ev, true))
+	b := r.rebuild(ev, tg, classify(ev, true), prior{})
 	want := map[string]any{"apiVersion": "v1", "kind": "PodExecOptions", "command": []any{"sh", "-c", "id"}, "container": "c", "stdin": true, "stdout": true, "tty": true}
 	if b.indeterminate != "" {
 		t.Fatalf("indeterminate: %s", b.indeterminate)

@@ -3,48 +3,41 @@ package replay
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/vapc-dev/vapc/verify"
 )
 
 // State is the cluster as a replay knows it at a point of the log: a snapshot, then every write
-// the log shows, for the resources some policy can read (params, namespaces, old objects). It
-// implements verify.ObjectStore for params and namespaces, synchronously, and records every
-// read it could not answer for sure, so that a decision that rests on a guess is reported as
-// indeterminate.
+// the log shows, for the resources some policy can read (params, namespaces, old objects). Its
+// Views serve params and namespaces to the evaluator (verify.ObjectStore) as they were at one
+// point of the log, and record every read they could not answer for sure, so that a decision
+// that rests on a guess is reported as indeterminate.
 //
 // An object's state is known (its JSON), unknown (a write the log shows without the result, an
 // object changed by a subresource whose result the log does not hold), or absent. A resource is
 // complete when every object of it is known: it came in a snapshot, or the log begins with the
 // cluster's creation. A miss in a resource that is not complete is not evidence of absence.
 //
-// State is used by one goroutine at a time (the replay's ordered stage); the evaluator reads it
-// synchronously from that goroutine.
+// State is changed and read by one goroutine (the replay's ordered stage); Views may be read
+// by others.
 type State struct {
 	mapper meta.RESTMapper
 	keep   func(schema.GroupResource) bool
-	// typed holds params and namespaces in the form the evaluator reads them.
-	typed      *verify.MemoryStore
+	// buckets hold params and namespaces in the form the evaluator reads them (see View);
+	// prepare converts objects to that form.
+	buckets    map[schema.GroupResource]*bucket
+	prepare    *verify.MemoryStore
 	typedKinds func(schema.GroupResource) bool
 
 	objects  map[schema.GroupResource]map[objectKey]*entry
-	unknowns map[schema.GroupResource]int // entries whose state is not known, by resource
-	complete map[schema.GroupResource]string
-	allSince string // "the log begins with the cluster's creation" or a reason; empty if not
-
-	misses []string
-	// readsNamespaces says whether some policy reads namespaces: only then is an unknown
-	// namespace a miss (the evaluator otherwise assumes the namespace exists, as it must).
-	readsNamespaces bool
+	complete map[schema.GroupResource]string // replaced, never changed: Views share it
+	allSince string                          // "the log begins with the cluster's creation" or a reason; empty if not
 }
 
 type objectKey struct{ namespace, name string }
@@ -59,16 +52,14 @@ type entry struct {
 	source string
 }
 
-var _ verify.ObjectStore = (*State)(nil)
-
 // NewState returns an empty State for the resources keep accepts; typedKinds are the resources
 // the evaluator reads (params and namespaces).
 func NewState(mapper meta.RESTMapper, keep, typedKinds func(schema.GroupResource) bool) *State {
 	return &State{
 		mapper: mapper, keep: keep, typedKinds: typedKinds,
-		typed:    verify.NewMemoryStore(mapper),
+		buckets:  map[schema.GroupResource]*bucket{},
+		prepare:  verify.NewMemoryStore(mapper),
 		objects:  map[schema.GroupResource]map[objectKey]*entry{},
-		unknowns: map[schema.GroupResource]int{},
 		complete: map[schema.GroupResource]string{},
 	}
 }
@@ -76,7 +67,12 @@ func NewState(mapper meta.RESTMapper, keep, typedKinds func(schema.GroupResource
 // MarkComplete records that every object of the resource is known from now on.
 func (s *State) MarkComplete(gr schema.GroupResource, why string) {
 	if _, ok := s.complete[gr]; !ok {
-		s.complete[gr] = why
+		c := make(map[schema.GroupResource]string, len(s.complete)+1)
+		for k, v := range s.complete {
+			c[k] = v
+		}
+		c[gr] = why
+		s.complete = c
 	}
 }
 
@@ -115,17 +111,19 @@ func (s *State) putRaw(gr schema.GroupResource, u *unstructured.Unstructured, ra
 		return nil
 	}
 	k := objectKey{u.GetNamespace(), u.GetName()}
-	s.set(gr, k, &entry{raw: raw, labels: labels.Set(u.GetLabels()), source: source})
+	s.bucket(gr)[k] = &entry{raw: raw, labels: labels.Set(u.GetLabels()), source: source}
 	if s.typedKinds(gr) {
 		if typed == nil {
 			typed = s.prepareTyped(u)
 		}
 		if typed.err != nil {
-			_ = s.typed.Delete(u.GroupVersionKind(), k.namespace, k.name)
-			s.set(gr, k, &entry{unknown: fmt.Sprintf("%s: %v", source, typed.err), source: source})
+			why := fmt.Sprintf("%s: %v", source, typed.err)
+			s.bucket(gr)[k] = &entry{unknown: why, source: source}
+			s.setTyped(gr, k, typedEntry{unknown: why}, true)
 			return typed.err
 		}
-		s.typed.PutPrepared(typed.p)
+		p := typed.p
+		s.setTyped(gr, objectKey{p.Namespace(), p.Name()}, typedEntry{gvr: p.Resource(), obj: p.Object(), labels: p.Labels()}, true)
 	}
 	return nil
 }
@@ -139,20 +137,49 @@ type preparedTyped struct {
 // prepareTyped converts an object of a resource the evaluator reads to the form it reads. It
 // changes nothing and may run on any goroutine.
 func (s *State) prepareTyped(u *unstructured.Unstructured) *preparedTyped {
-	p, err := s.typed.Prepare(u)
+	p, err := s.prepare.Prepare(u)
 	return &preparedTyped{p: p, err: err}
 }
 
-// set stores the entry of an object, counting the entries whose state is not known.
-func (s *State) set(gr schema.GroupResource, k objectKey, e *entry) {
-	b := s.bucket(gr)
-	if old, ok := b[k]; ok && old.raw == nil {
-		s.unknowns[gr]--
+// setTyped sets (has) or deletes the object k of a resource the evaluator reads, copying its
+// bucket first when a View holds it.
+func (s *State) setTyped(gr schema.GroupResource, k objectKey, e typedEntry, has bool) {
+	b := s.writable(gr)
+	old, had := b.objs[k]
+	b.invalidate(k, old, had, e, has)
+	if has {
+		b.set(k, e)
+	} else {
+		b.drop(k)
 	}
-	if e.raw == nil {
-		s.unknowns[gr]++
+}
+
+// writable returns the bucket of the resource, to change.
+func (s *State) writable(gr schema.GroupResource) *bucket {
+	b := s.buckets[gr]
+	switch {
+	case b == nil:
+		b = newBucket()
+		s.buckets[gr] = b
+	case b.frozen:
+		b = b.clone()
+		s.buckets[gr] = b
 	}
-	b[k] = e
+	return b
+}
+
+// View returns the params and namespaces as they are now, for one evaluation; readsNamespaces
+// says whether the request's policies read namespaces (only then is an unknown namespace a
+// miss). The View does not change when the State does.
+func (s *State) View(readsNamespaces bool) *View {
+	v := &View{buckets: make(map[schema.GroupResource]*bucket, len(s.buckets)), complete: s.complete, allSince: s.allSince, readsNamespaces: readsNamespaces}
+	for gr, b := range s.buckets {
+		if !b.frozen {
+			b.frozen = true // before any reader has it: Views only ever read it
+		}
+		v.buckets[gr] = b
+	}
+	return v
 }
 
 // Forget records that the object's state is not known from now on, and why.
@@ -160,9 +187,9 @@ func (s *State) Forget(gr schema.GroupResource, gvk schema.GroupVersionKind, nam
 	if !s.keep(gr) {
 		return
 	}
-	s.set(gr, objectKey{namespace, name}, &entry{unknown: why, source: why})
-	if s.typedKinds(gr) && !gvk.Empty() {
-		_ = s.typed.Delete(gvk, namespace, name)
+	s.bucket(gr)[objectKey{namespace, name}] = &entry{unknown: why, source: why}
+	if s.typedKinds(gr) {
+		s.setTyped(gr, objectKey{namespace, name}, typedEntry{unknown: why}, true)
 	}
 }
 
@@ -171,13 +198,9 @@ func (s *State) Delete(gr schema.GroupResource, gvk schema.GroupVersionKind, nam
 	if !s.keep(gr) {
 		return
 	}
-	k := objectKey{namespace, name}
-	if old, ok := s.objects[gr][k]; ok && old.raw == nil {
-		s.unknowns[gr]--
-	}
-	delete(s.objects[gr], k)
-	if s.typedKinds(gr) && !gvk.Empty() {
-		_ = s.typed.Delete(gvk, namespace, name)
+	delete(s.objects[gr], objectKey{namespace, name})
+	if s.typedKinds(gr) {
+		s.setTyped(gr, objectKey{namespace, name}, typedEntry{}, false)
 	}
 }
 
@@ -189,13 +212,21 @@ func (s *State) ForgetAll(gr schema.GroupResource, namespace, why string) {
 	}
 	for k, e := range s.objects[gr] {
 		if namespace == "" || k.namespace == namespace {
-			if e.raw != nil {
-				s.unknowns[gr]++
-			}
 			*e = entry{unknown: why, source: why}
+			if s.typedKinds(gr) {
+				s.setTyped(gr, k, typedEntry{unknown: why}, true)
+			}
 		}
 	}
-	delete(s.complete, gr)
+	if _, ok := s.complete[gr]; ok {
+		c := make(map[schema.GroupResource]string, len(s.complete))
+		for k, v := range s.complete {
+			if k != gr {
+				c[k] = v
+			}
+		}
+		s.complete = c
+	}
 	s.allSince = ""
 }
 
@@ -211,18 +242,39 @@ func (s *State) bucket(gr schema.GroupResource) map[objectKey]*entry {
 // Lookup returns the stored object: found is false when there is no such object (for sure
 // when complete is true), and unknown says why the object's state is not known.
 func (s *State) Lookup(gr schema.GroupResource, namespace, name string) (u *unstructured.Unstructured, source, unknown string, found bool) {
+	p := s.prior(gr, namespace, name)
+	u, unknown = p.decode()
+	return u, p.source, unknown, p.found
+}
+
+// prior is an object as the State holds it at one point of the log, undecoded: what a
+// request's oldObject is rebuilt from, on another goroutine.
+type prior struct {
+	kept, found     bool
+	raw             []byte // never changed once stored
+	source, unknown string
+}
+
+func (s *State) prior(gr schema.GroupResource, namespace, name string) prior {
+	p := prior{kept: s.keep(gr)}
 	e, ok := s.objects[gr][objectKey{namespace, name}]
 	if !ok {
-		return nil, "", "", false
+		return p
 	}
-	if e.raw == nil {
-		return nil, e.source, e.unknown, true
+	p.found, p.source, p.unknown, p.raw = true, e.source, e.unknown, e.raw
+	return p
+}
+
+// decode returns the object, or why its state is not known; nil and "" when there is none.
+func (p prior) decode() (*unstructured.Unstructured, string) {
+	if !p.found || p.raw == nil {
+		return nil, p.unknown
 	}
-	u = &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(e.raw); err != nil {
-		return nil, e.source, fmt.Sprintf("stored object does not decode: %v", err), true
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(p.raw); err != nil {
+		return nil, fmt.Sprintf("stored object does not decode: %v", err)
 	}
-	return u, e.source, "", true
+	return u, ""
 }
 
 // Len is the number of objects the State holds.
@@ -233,57 +285,6 @@ func (s *State) Len() int {
 	}
 	return n
 }
-
-// BeginReads forgets the misses of the previous decision.
-func (s *State) BeginReads() { s.misses = s.misses[:0] }
-
-// Misses returns the reads since BeginReads that the State could not answer for sure, sorted.
-func (s *State) Misses() []string {
-	out := append([]string(nil), s.misses...)
-	sort.Strings(out)
-	return dedupe(out)
-}
-
-func (s *State) miss(format string, args ...any) {
-	s.misses = append(s.misses, fmt.Sprintf(format, args...))
-}
-
-// Get implements verify.ObjectStore.
-func (s *State) Get(gvr schema.GroupVersionResource, namespace, name string) (runtime.Object, error) {
-	gr := gvr.GroupResource()
-	if e, ok := s.objects[gr][objectKey{namespace, name}]; ok && e.raw == nil {
-		if gr != namespacesGR || s.needNamespaces() {
-			s.miss("%s %s unknown: %s", gr, joinKey(namespace, name), e.unknown)
-		}
-		return nil, apierrors.NewNotFound(gr, name)
-	}
-	o, err := s.typed.Get(gvr, namespace, name)
-	if apierrors.IsNotFound(err) && !s.Complete(gr) && (gr != namespacesGR || s.needNamespaces()) {
-		s.miss("%s %s not known (not in the snapshot or the log)", gr, joinKey(namespace, name))
-	}
-	return o, err
-}
-
-// List implements verify.ObjectStore.
-func (s *State) List(gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]runtime.Object, error) {
-	gr := gvr.GroupResource()
-	if gr != namespacesGR || s.needNamespaces() {
-		if !s.Complete(gr) {
-			s.miss("%s incomplete: objects that existed before the log are not known (give --snapshot)", gr)
-		}
-		if s.unknowns[gr] > 0 {
-			for k, e := range s.objects[gr] {
-				if e.raw == nil && (namespace == "" || k.namespace == namespace) {
-					s.miss("%s %s unknown: %s", gr, joinKey(k.namespace, k.name), e.unknown)
-				}
-			}
-		}
-	}
-	return s.typed.List(gvr, namespace, selector)
-}
-
-// needNamespaces is set by the replay: whether a policy reads namespaces.
-func (s *State) needNamespaces() bool { return s.readsNamespaces }
 
 var namespacesGR = schema.GroupResource{Resource: "namespaces"}
 

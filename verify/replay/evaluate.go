@@ -1,0 +1,178 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/vapc-dev/vapc/verify"
+)
+
+// The ordered stage of a replay reads and changes the State in log order; rebuilding a
+// request and evaluating it is most of a replay's work and needs only what the State held at
+// the request's point of the log: the old object's stored JSON and a View of the params and
+// namespaces. So the ordered stage hands each matched request to evaluation workers with those,
+// moves on, and accounts for the outcomes in log order.
+
+// job is one matched request on its way through evaluation.
+type job struct {
+	d        decoded
+	ev       *Event
+	t        target
+	rec      recording
+	policies []string
+	prior    prior
+	view     *View
+
+	done chan struct{}
+	// The outcome: skipped, not matched after all, or a record.
+	skip       string
+	notMatched bool
+	out        *Record
+	dec        *verify.Decision
+}
+
+// evalWorker is an evaluator and the View it reads, which its goroutine sets before each
+// evaluation.
+type evalWorker struct {
+	eval  Evaluator
+	store *viewStore
+}
+
+// viewStore is the verify.ObjectStore of one evaluator: the View of the request it evaluates.
+type viewStore struct{ v *View }
+
+func (s *viewStore) Get(gvr schema.GroupVersionResource, namespace, name string) (runtime.Object, error) {
+	return s.v.Get(gvr, namespace, name)
+}
+
+func (s *viewStore) List(gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]runtime.Object, error) {
+	return s.v.List(gvr, namespace, selector)
+}
+
+// maxQueued bounds the jobs between the ordered stage and their accounting, and so the memory
+// their events hold.
+const maxQueued = 256
+
+// evaluation runs jobs on the workers and gives them back in the order they came.
+type evaluation struct {
+	jobs  chan *job
+	queue []*job
+	wg    sync.WaitGroup
+}
+
+func (r *Replayer) startEvaluation(ctx context.Context) *evaluation {
+	e := &evaluation{jobs: make(chan *job, maxQueued)}
+	for _, w := range r.evals {
+		e.wg.Add(1)
+		go func(w evalWorker) {
+			defer e.wg.Done()
+			for j := range e.jobs {
+				r.evaluate(ctx, w, j)
+				close(j.done)
+			}
+		}(w)
+	}
+	return e
+}
+
+// submit queues the job and accounts for the jobs at the head of the queue that are done,
+// waiting for the oldest when the queue is full.
+func (r *Replayer) submit(j *job) {
+	e := r.running
+	e.queue = append(e.queue, j)
+	e.jobs <- j
+	for len(e.queue) > 0 {
+		head := e.queue[0]
+		if len(e.queue) < maxQueued {
+			select {
+			case <-head.done:
+			default:
+				return
+			}
+		} else {
+			<-head.done
+		}
+		e.queue[0] = nil
+		e.queue = e.queue[1:]
+		r.finish(head)
+	}
+}
+
+// stopEvaluation waits for every job and accounts for them.
+func (r *Replayer) stopEvaluation() {
+	e := r.running
+	close(e.jobs)
+	for _, j := range e.queue {
+		<-j.done
+		r.finish(j)
+	}
+	e.queue = nil
+	e.wg.Wait()
+}
+
+// evaluate rebuilds the job's request and decides it, on a worker.
+func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
+	b := r.rebuild(j.ev, j.t, j.rec, j.prior)
+	if b.skip != "" {
+		j.skip = b.skip
+		return
+	}
+	out := newRecord(j.d, j.ev, j.t, j.rec, b)
+	j.out = out
+	if b.indeterminate != "" {
+		out.Indeterminate = b.indeterminate
+		out.Decision = DecisionIndeterminate
+		return
+	}
+	w.store.v = j.view
+	dec, err := w.eval.Evaluate(ctx, b.req)
+	w.store.v = nil
+	if err != nil {
+		out.Decision, out.Indeterminate = DecisionIndeterminate, "request: "+err.Error()
+		return
+	}
+	misses := j.view.Misses()
+	if len(dec.Results) == 0 && len(misses) == 0 {
+		j.notMatched = true
+		return
+	}
+	// No result but a miss: whether a policy matched rested on an object the State does not
+	// know (a namespace for a namespaceSelector, as the apiserver's matcher reads it), so
+	// "not matched" would be a guess.
+	out.fill(dec)
+	if len(misses) > 0 {
+		kind := "param-unknown"
+		if strings.HasPrefix(misses[0], "namespaces ") {
+			kind = "namespace-unknown"
+		}
+		out.Decision, out.Indeterminate = DecisionIndeterminate, kind+": "+strings.Join(misses, "; ")
+	} else if len(dec.Authorizer) > 0 {
+		out.Decision, out.Indeterminate = DecisionIndeterminate, fmt.Sprintf("authorizer: the decision depended on %d authorizer checks, which the audit log does not answer", len(dec.Authorizer))
+	}
+	if r.check && out.Decision != DecisionIndeterminate {
+		out.Disagreements = check(j.ev, j.rec, dec, r.loadedPolicies)
+		if len(dec.Denials) > 0 && j.rec.policy != "" && dec.Refuses(j.ev.Code(), j.ev.Message()) {
+			// Several refusals were possible: the log says which one the server chose.
+			out.Code, out.Message = j.ev.Code(), j.ev.Message()
+		}
+	}
+	j.dec = dec
+}
+
+// finish accounts for a job's outcome, on the ordered stage, in log order.
+func (r *Replayer) finish(j *job) {
+	switch {
+	case j.skip != "":
+		r.sum.skip(j.skip, "")
+	case j.notMatched:
+		r.sum.NotMatched++
+	default:
+		r.emit(j.out, j.policies, j.dec)
+	}
+}

@@ -1,0 +1,230 @@
+package replay
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/vapc-dev/vapc/verify"
+)
+
+// The evaluator reads params and namespaces; a replay evaluates requests on several goroutines
+// while its ordered stage moves the State on. So the State keeps the objects the evaluator
+// reads in copy-on-write buckets, one per resource, and a View is the buckets of one point of
+// the log: once a View holds a bucket, the next write to that resource copies it first.
+
+// bucket is the objects of one resource the evaluator reads, in the form it reads them, and
+// the objects of it whose state is not known. A bucket a View holds (frozen) never changes.
+type bucket struct {
+	objs     map[objectKey]typedEntry
+	unknowns int
+	frozen   bool
+
+	// lists caches List on a frozen bucket: params are listed by the same selector for
+	// every request.
+	mu    sync.Mutex
+	lists map[listKey]cachedList
+}
+
+type typedEntry struct {
+	gvr     schema.GroupVersionResource // as stored
+	obj     runtime.Object              // nil when unknown
+	labels  labels.Set
+	unknown string
+}
+
+type listKey struct {
+	namespace, version, selector string
+}
+
+type cachedList struct {
+	selector labels.Selector
+	objs     []runtime.Object
+}
+
+func newBucket() *bucket { return &bucket{objs: map[objectKey]typedEntry{}} }
+
+// clone copies the bucket, for a write to it once a View holds it.
+func (b *bucket) clone() *bucket {
+	c := &bucket{objs: make(map[objectKey]typedEntry, len(b.objs)+1), unknowns: b.unknowns}
+	for key, e := range b.objs {
+		c.objs[key] = e
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for lk, l := range b.lists {
+		c.keepList(lk, l)
+	}
+	return c
+}
+
+// invalidate drops the cached lists that the object k was in (old, when had) or will be in
+// (new, when has): the others stay valid through the write.
+func (b *bucket) invalidate(k objectKey, old typedEntry, had bool, new typedEntry, has bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for lk, l := range b.lists {
+		if lk.namespace != "" && lk.namespace != k.namespace {
+			continue
+		}
+		if (had && old.obj != nil && l.selector.Matches(old.labels)) || (has && new.obj != nil && l.selector.Matches(new.labels)) {
+			delete(b.lists, lk)
+		}
+	}
+}
+
+func (b *bucket) keepList(k listKey, l cachedList) {
+	if b.lists == nil {
+		b.lists = map[listKey]cachedList{}
+	}
+	b.lists[k] = l
+}
+
+// set stores the entry of the object k; drop deletes it. Neither keeps the cached lists
+// valid: see invalidate.
+func (b *bucket) set(k objectKey, e typedEntry) {
+	b.drop(k)
+	if e.obj == nil {
+		b.unknowns++
+	}
+	b.objs[k] = e
+}
+
+func (b *bucket) drop(k objectKey) {
+	if old, ok := b.objs[k]; ok {
+		if old.obj == nil {
+			b.unknowns--
+		}
+		delete(b.objs, k)
+	}
+}
+
+// list returns the known objects of the version in the namespace ("" for all) that the
+// selector matches, sorted by namespace and name. Only Views list, and their buckets are
+// frozen: the answer is cached.
+func (b *bucket) list(gvr schema.GroupVersionResource, namespace string, selector labels.Selector) []runtime.Object {
+	if selector == nil {
+		selector = labels.Everything()
+	}
+	key := listKey{namespace: namespace, version: gvr.Version, selector: selector.String()}
+	b.mu.Lock()
+	l, ok := b.lists[key]
+	b.mu.Unlock()
+	if ok {
+		return append([]runtime.Object(nil), l.objs...)
+	}
+	var keys []objectKey
+	for k, e := range b.objs {
+		if e.obj != nil && e.gvr == gvr && (namespace == "" || k.namespace == namespace) && selector.Matches(e.labels) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].namespace != keys[j].namespace {
+			return keys[i].namespace < keys[j].namespace
+		}
+		return keys[i].name < keys[j].name
+	})
+	out := make([]runtime.Object, len(keys))
+	for i, k := range keys {
+		out[i] = b.objs[k].obj
+	}
+	b.mu.Lock()
+	if len(b.lists) < 64 {
+		b.keepList(key, cachedList{selector: selector, objs: out})
+	}
+	b.mu.Unlock()
+	return append([]runtime.Object(nil), out...)
+}
+
+// View is the params and namespaces of a replay's State at one point of the log. It
+// implements verify.ObjectStore for one evaluation at a time, and records every read it could
+// not answer for sure (see State).
+type View struct {
+	buckets  map[schema.GroupResource]*bucket
+	complete map[schema.GroupResource]string
+	allSince string
+	// readsNamespaces says whether a policy of the request reads namespaces: only then is an
+	// unknown namespace a miss (the evaluator otherwise assumes the namespace exists, as it
+	// must).
+	readsNamespaces bool
+
+	misses []string
+}
+
+var _ verify.ObjectStore = (*View)(nil)
+
+// complete says whether every object of the resource is known.
+func (v *View) isComplete(gr schema.GroupResource) bool {
+	_, ok := v.complete[gr]
+	return ok || v.allSince != ""
+}
+
+func (v *View) counts(gr schema.GroupResource) bool {
+	return gr != namespacesGR || v.readsNamespaces
+}
+
+// Get implements verify.ObjectStore.
+func (v *View) Get(gvr schema.GroupVersionResource, namespace, name string) (runtime.Object, error) {
+	gr := gvr.GroupResource()
+	e, ok := v.buckets[gr].get(objectKey{namespace, name})
+	switch {
+	case ok && e.obj == nil:
+		if v.counts(gr) {
+			v.miss("%s %s unknown: %s", gr, joinKey(namespace, name), e.unknown)
+		}
+	case ok && e.gvr != gvr:
+		v.miss("%s %s is known as %s, not %s (vapc does not convert versions)", gr, joinKey(namespace, name), e.gvr.Version, gvr.Version)
+	case ok:
+		return e.obj, nil
+	case !v.isComplete(gr) && v.counts(gr):
+		v.miss("%s %s not known (not in the snapshot or the log)", gr, joinKey(namespace, name))
+	}
+	return nil, apierrors.NewNotFound(gr, name)
+}
+
+// List implements verify.ObjectStore.
+func (v *View) List(gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]runtime.Object, error) {
+	gr := gvr.GroupResource()
+	b := v.buckets[gr]
+	if v.counts(gr) {
+		if !v.isComplete(gr) {
+			v.miss("%s incomplete: objects that existed before the log are not known (give --snapshot)", gr)
+		}
+		if b != nil && b.unknowns > 0 {
+			for k, e := range b.objs {
+				if e.obj == nil && (namespace == "" || k.namespace == namespace) {
+					v.miss("%s %s unknown: %s", gr, joinKey(k.namespace, k.name), e.unknown)
+				}
+			}
+		}
+	}
+	if b == nil {
+		return nil, nil
+	}
+	return b.list(gvr, namespace, selector), nil
+}
+
+func (b *bucket) get(k objectKey) (typedEntry, bool) {
+	if b == nil {
+		return typedEntry{}, false
+	}
+	e, ok := b.objs[k]
+	return e, ok
+}
+
+func (v *View) miss(format string, args ...any) {
+	v.misses = append(v.misses, fmt.Sprintf(format, args...))
+}
+
+// Misses returns the reads the View could not answer for sure, sorted.
+func (v *View) Misses() []string {
+	out := append([]string(nil), v.misses...)
+	sort.Strings(out)
+	return dedupe(out)
+}
