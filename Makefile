@@ -41,6 +41,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadAndCheck$$' -fuzztime $(FUZZTIME) ./cel
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSettings$$' -fuzztime $(FUZZTIME) ./policies
 	$(GO) test -run '^$$' -fuzz '^FuzzReplayLines$$' -fuzztime $(FUZZTIME) ./verify/replay
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEventFast$$' -fuzztime $(FUZZTIME) ./verify/replay
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeUnstructured$$' -fuzztime $(FUZZTIME) ./verify/replay
 
 ## policies: emit the in-tree policies' YAML from their Go source
 policies:

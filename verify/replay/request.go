@@ -220,14 +220,14 @@ func decodeObject(raw json.RawMessage) *unstructured.Unstructured {
 	if len(raw) == 0 || raw[0] != '{' {
 		return nil
 	}
-	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(raw); err != nil {
+	u, err := decodeUnstructured(raw)
+	if err != nil {
 		// UnmarshalJSON refuses objects without kind: decode the map directly.
 		var m map[string]any
 		if json.Unmarshal(raw, &m) != nil {
 			return nil
 		}
-		u.Object = m
+		u = &unstructured.Unstructured{Object: m}
 	}
 	return u
 }

@@ -270,8 +270,8 @@ func (p prior) decode() (*unstructured.Unstructured, string) {
 	if !p.found || p.raw == nil {
 		return nil, p.unknown
 	}
-	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(p.raw); err != nil {
+	u, err := decodeUnstructured(p.raw)
+	if err != nil {
 		return nil, fmt.Sprintf("stored object does not decode: %v", err)
 	}
 	return u, ""

@@ -1,0 +1,164 @@
+package replay
+
+import (
+	"encoding/json"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// decodeUnstructured decodes an object as (*unstructured.Unstructured).UnmarshalJSON does, with
+// the same result and the same refusal of objects without a kind, but faster: it builds the map
+// directly instead of through reflection. Anything but the common shape (a string with escapes,
+// a number that is not a plain int64 or float64) is decoded by encoding/json, value by value;
+// invalid JSON by UnmarshalJSON itself. FuzzDecodeUnstructured holds the two to the same
+// results.
+func decodeUnstructured(raw []byte) (*unstructured.Unstructured, error) {
+	d := objectDecoder{s: scanner{b: raw}}
+	d.s.space()
+	if m, ok := d.object(0); ok {
+		d.s.space()
+		if d.s.i == len(raw) {
+			u := &unstructured.Unstructured{Object: m}
+			if u.GroupVersionKind().Kind != "" { // as UnmarshalJSON checks it
+				return u, nil
+			}
+		}
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(raw); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// objectDecoder decodes JSON into maps, slices and scalars as k8s.io/apimachinery's
+// util/json.Unmarshal does into an interface{}: integers that fit as int64, other numbers as
+// float64.
+type objectDecoder struct {
+	s scanner
+}
+
+func (d *objectDecoder) value(depth int) (any, bool) {
+	s := &d.s
+	if s.i >= len(s.b) || depth > maxScanDepth {
+		return nil, false
+	}
+	switch c := s.b[s.i]; {
+	case c == '{':
+		return d.object(depth + 1)
+	case c == '[':
+		return d.array(depth + 1)
+	case c == '"':
+		return d.str()
+	case c == 't':
+		return true, s.literal("true")
+	case c == 'f':
+		return false, s.literal("false")
+	case c == 'n':
+		return nil, s.literal("null")
+	default:
+		start := s.i
+		if !s.number() {
+			return nil, false
+		}
+		return number(s.b[start:s.i])
+	}
+}
+
+func (d *objectDecoder) object(depth int) (map[string]any, bool) {
+	s := &d.s
+	if !s.byte('{') {
+		return nil, false
+	}
+	m := map[string]any{}
+	s.space()
+	if s.byte('}') {
+		return m, true
+	}
+	for {
+		s.space()
+		k, ok := d.str()
+		if !ok {
+			return nil, false
+		}
+		s.space()
+		if !s.byte(':') {
+			return nil, false
+		}
+		s.space()
+		v, ok := d.value(depth)
+		if !ok {
+			return nil, false
+		}
+		m[k] = v // the last of duplicate keys wins, as in encoding/json
+		s.space()
+		if s.byte('}') {
+			return m, true
+		}
+		if !s.byte(',') {
+			return nil, false
+		}
+	}
+}
+
+func (d *objectDecoder) array(depth int) ([]any, bool) {
+	s := &d.s
+	if !s.byte('[') {
+		return nil, false
+	}
+	a := []any{}
+	s.space()
+	if s.byte(']') {
+		return a, true
+	}
+	for {
+		s.space()
+		v, ok := d.value(depth)
+		if !ok {
+			return nil, false
+		}
+		a = append(a, v)
+		s.space()
+		if s.byte(']') {
+			return a, true
+		}
+		if !s.byte(',') {
+			return nil, false
+		}
+	}
+}
+
+func (d *objectDecoder) str() (string, bool) {
+	s := &d.s
+	start := s.i
+	escaped, ok := s.str()
+	if !ok {
+		return "", false
+	}
+	body := s.b[start+1 : s.i-1]
+	if !escaped && plain(body) {
+		return string(body), true
+	}
+	var v string
+	return v, json.Unmarshal(s.b[start:s.i], &v) == nil
+}
+
+// number converts a number as sigs.k8s.io/json's convertNumber does with PreserveInts.
+func number(lit []byte) (any, bool) {
+	str := string(lit)
+	isInt := true
+	for _, c := range lit {
+		if c == '.' {
+			isInt = false
+			break
+		}
+	}
+	if isInt {
+		if i, err := strconv.ParseInt(str, 10, 64); err == nil {
+			return i, true
+		}
+	}
+	f, err := strconv.ParseFloat(str, 64)
+	return f, err == nil
+}

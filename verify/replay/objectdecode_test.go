@@ -1,0 +1,69 @@
+package replay
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// sameAsUnstructured fails the test unless decodeUnstructured decodes raw as
+// (*unstructured.Unstructured).UnmarshalJSON does.
+func sameAsUnstructured(t *testing.T, raw []byte) {
+	t.Helper()
+	got, gotErr := decodeUnstructured(raw)
+	want := &unstructured.Unstructured{}
+	wantErr := want.UnmarshalJSON(raw)
+	if (gotErr != nil) != (wantErr != nil) {
+		t.Fatalf("decodeUnstructured(%q) error %v, UnmarshalJSON error %v", raw, gotErr, wantErr)
+	}
+	if wantErr != nil {
+		return
+	}
+	if diff := cmp.Diff(want.Object, got.Object); diff != "" {
+		t.Fatalf("decodeUnstructured(%q) mismatch (-UnmarshalJSON +fast):\n%s", raw, diff)
+	}
+}
+
+func TestDecodeUnstructured(t *testing.T) {
+	for _, raw := range []string{
+		`{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","labels":{"a":"b"}},"spec":{"n":1,"f":1.5,"e":1e3,"big":9223372036854775808,"neg":-7,"z":-0,"x":[true,false,null,{},[]]}}`,
+		`{"kind":"Pod","s":"\u003ca\u003e \"q\" \ud83d\ude00 ` + "caf\xc3\xa9" + `","bad":"` + "\xff" + `"}`,
+		`{"kind":"Pod","kind":"Node","a":1,"a":{"b":2}}`,
+		`{"kind":"","apiVersion":"v1"}`,
+		`{"apiVersion":"v1"}`,
+		`{"kind":"Pod","apiVersion":"a/b/c"}`,
+		`{"kind":5}`,
+		`{"kind":"Pod","n":1e400}`,
+		`{"kind":"Pod",}`,
+		`{"kind":"Pod"} x`,
+		`[]`,
+		` {"kind":"Pod"} `,
+	} {
+		sameAsUnstructured(t, []byte(raw))
+	}
+	for _, l := range logLines(t) {
+		ev, err := DecodeEvent(l)
+		if err != nil {
+			continue
+		}
+		for _, raw := range [][]byte{ev.RequestObject, ev.ResponseObject} {
+			if len(raw) > 0 {
+				sameAsUnstructured(t, raw)
+			}
+		}
+	}
+}
+
+// FuzzDecodeUnstructured holds decodeUnstructured to UnmarshalJSON's results on any input.
+func FuzzDecodeUnstructured(f *testing.F) {
+	for i, l := range logLines(f) {
+		if ev, err := DecodeEvent(l); err == nil && i%11 == 0 && len(ev.ResponseObject) > 0 && len(ev.ResponseObject) < 4<<10 {
+			f.Add([]byte(ev.ResponseObject))
+		}
+	}
+	f.Add([]byte(`{"kind":"Pod","a":[1,2.5,"x\n",null]}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		sameAsUnstructured(t, raw)
+	})
+}
