@@ -33,6 +33,7 @@ type Evaluator struct {
 	store              ObjectStore
 	authz              authorizer.UnconditionalAuthorizer
 	implicitNamespaces bool
+	dropUnknown        bool
 	oi                 objectInterfaces
 
 	hooks  []validating.PolicyHook
@@ -82,6 +83,16 @@ func WithImplicitNamespaces(on bool) Option {
 	return func(e *Evaluator) error { e.implicitNamespaces = on; return nil }
 }
 
+// WithDropUnknownFields says whether the fields of a request's objects that their kind does not
+// have are dropped, as the apiserver's decoder drops them before admission when a request does
+// not ask for strict field validation (default false: such fields are an error, so that a typo
+// in a test's object is not silently ignored). Replays of audit logs drop them: the server
+// decided on what it decoded. Objects are always as they would be stored: a field an object
+// cannot hold never reaches CEL.
+func WithDropUnknownFields(on bool) Option {
+	return func(e *Evaluator) error { e.dropUnknown = on; return nil }
+}
+
 // New compiles the policies and binds them. Policies and bindings are defaulted as the
 // apiserver defaults them when it stores them (their originals are not changed). A binding of a
 // policy that is not given is ignored, and a policy without bindings is never evaluated, as in
@@ -101,7 +112,11 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 		e.resources = cat
 	}
 	if e.store == nil {
-		e.store = NewMemoryStore(e.resources.RESTMapper())
+		var opts []StoreOption
+		if e.dropUnknown {
+			opts = append(opts, StoreDropUnknownFields())
+		}
+		e.store = NewMemoryStore(e.resources.RESTMapper(), opts...)
 	}
 	if e.authz == nil {
 		e.authz = DenyAll()

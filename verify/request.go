@@ -80,11 +80,11 @@ func (e *Evaluator) attributes(req Request) (*recordingAttributes, error) {
 		}
 	}
 
-	obj, err := requestObject("object", req.Object, kind)
+	obj, err := requestObject("object", req.Object, kind, !e.dropUnknown)
 	if err != nil {
 		return nil, err
 	}
-	old, err := requestObject("oldObject", req.OldObject, kind)
+	old, err := requestObject("oldObject", req.OldObject, kind, !e.dropUnknown)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +150,7 @@ func describeResource(gvr schema.GroupVersionResource, sub string) string {
 
 // requestObject converts an object of the request to the form the apiserver's admission sees
 // after converting it to the request's version: typed for the built-in kinds.
-func requestObject(field string, u *unstructured.Unstructured, kind schema.GroupVersionKind) (runtime.Object, error) {
+func requestObject(field string, u *unstructured.Unstructured, kind schema.GroupVersionKind, strict bool) (runtime.Object, error) {
 	if u == nil {
 		return nil, nil
 	}
@@ -161,7 +161,7 @@ func requestObject(field string, u *unstructured.Unstructured, kind schema.Group
 	if got := u.GroupVersionKind(); got != kind {
 		return nil, fmt.Errorf("%s: a request for this resource carries %s %s, not %s %s", field, kind.GroupVersion(), kind.Kind, got.GroupVersion(), got.Kind)
 	}
-	typed, err := toTyped(u)
+	typed, err := toTyped(u, strict)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", field, err)
 	}

@@ -36,6 +36,8 @@ type ObjectStore interface {
 type MemoryStore struct {
 	mapper meta.RESTMapper
 
+	dropUnknown bool
+
 	mu      sync.RWMutex
 	objects map[schema.GroupVersionResource]map[objectKey]storedObject
 }
@@ -49,8 +51,22 @@ type storedObject struct {
 
 // NewMemoryStore returns an empty store. The RESTMapper maps the kind of an object put in the
 // store to its resource (a *schema.Catalog's RESTMapper does).
-func NewMemoryStore(mapper meta.RESTMapper) *MemoryStore {
-	return &MemoryStore{mapper: mapper, objects: map[schema.GroupVersionResource]map[objectKey]storedObject{}}
+func NewMemoryStore(mapper meta.RESTMapper, opts ...StoreOption) *MemoryStore {
+	s := &MemoryStore{mapper: mapper, objects: map[schema.GroupVersionResource]map[objectKey]storedObject{}}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// StoreOption configures a MemoryStore.
+type StoreOption func(*MemoryStore)
+
+// StoreDropUnknownFields makes the store drop the fields an object's kind does not have, as
+// the apiserver's decoder drops them, instead of refusing the object (see
+// WithDropUnknownFields).
+func StoreDropUnknownFields() StoreOption {
+	return func(s *MemoryStore) { s.dropUnknown = true }
 }
 
 // Put adds or replaces an object, found by its apiVersion, kind, namespace and name. An object
@@ -73,17 +89,24 @@ type Prepared struct {
 	stored storedObject
 }
 
-// Prepare does the costly part of Put (checks, defaults, the conversion to the typed form)
-// without changing the store, so that it can run on another goroutine than the one that puts
-// objects in order. It does not keep obj.
-func (s *MemoryStore) Prepare(obj *unstructured.Unstructured) (*Prepared, error) {
+// Location is where a store keeps an object and the labels selectors match it by.
+type Location struct {
+	Resource        schema.GroupVersionResource
+	Namespace, Name string
+	Labels          labels.Set
+}
+
+// Locate checks an object and says where the store keeps it, reading only its apiVersion, kind
+// and metadata: an object of a namespaced kind without a namespace is in "default", and a
+// namespace has the kubernetes.io/metadata.name label the apiserver gives every namespace.
+func (s *MemoryStore) Locate(obj *unstructured.Unstructured) (Location, error) {
 	gvk := obj.GroupVersionKind()
 	mapping, err := s.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", gvk.Kind, obj.GetName(), err)
+		return Location{}, fmt.Errorf("%s %s: %w", gvk.Kind, obj.GetName(), err)
 	}
 	if obj.GetName() == "" {
-		return nil, fmt.Errorf("%s without metadata.name", gvk.Kind)
+		return Location{}, fmt.Errorf("%s without metadata.name", gvk.Kind)
 	}
 	ns := obj.GetNamespace()
 	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
@@ -91,18 +114,33 @@ func (s *MemoryStore) Prepare(obj *unstructured.Unstructured) (*Prepared, error)
 			ns = "default"
 		}
 	} else if ns != "" {
-		return nil, fmt.Errorf("%s %s: metadata.namespace %q set on a cluster-scoped kind", gvk.Kind, obj.GetName(), ns)
+		return Location{}, fmt.Errorf("%s %s: metadata.namespace %q set on a cluster-scoped kind", gvk.Kind, obj.GetName(), ns)
+	}
+	l := labels.Set(obj.GetLabels())
+	if gvk == namespaceGVK {
+		l = labels.Merge(l, labels.Set{namespaceNameLabel: obj.GetName()})
+	}
+	return Location{Resource: mapping.Resource, Namespace: ns, Name: obj.GetName(), Labels: l}, nil
+}
+
+// Prepare does the costly part of Put (checks, defaults, the conversion to the typed form)
+// without changing the store, so that it can run on another goroutine than the one that puts
+// objects in order. It does not keep obj.
+func (s *MemoryStore) Prepare(obj *unstructured.Unstructured) (*Prepared, error) {
+	loc, err := s.Locate(obj)
+	if err != nil {
+		return nil, err
 	}
 	obj = obj.DeepCopy()
-	obj.SetNamespace(ns)
-	if gvk == namespaceGVK {
+	obj.SetNamespace(loc.Namespace)
+	if obj.GroupVersionKind() == namespaceGVK {
 		setNamespaceDefaults(obj)
 	}
-	stored, err := informerForm(obj)
+	stored, err := informerForm(obj, !s.dropUnknown)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", gvk.Kind, obj.GetName(), err)
+		return nil, fmt.Errorf("%s %s: %w", obj.GetKind(), obj.GetName(), err)
 	}
-	return &Prepared{gvr: mapping.Resource, key: objectKey{ns, obj.GetName()}, stored: storedObject{obj: stored, labels: labels.Set(obj.GetLabels())}}, nil
+	return &Prepared{gvr: loc.Resource, key: objectKey{loc.Namespace, loc.Name}, stored: storedObject{obj: stored, labels: labels.Set(obj.GetLabels())}}, nil
 }
 
 // PutPrepared adds or replaces the prepared object.
@@ -180,8 +218,8 @@ func (s *MemoryStore) List(gvr schema.GroupVersionResource, namespace string, se
 
 // informerForm converts an object to the form an informer holds: typed, without apiVersion and
 // kind, for the kinds client-go knows; unstructured otherwise.
-func informerForm(u *unstructured.Unstructured) (runtime.Object, error) {
-	typed, err := toTyped(u)
+func informerForm(u *unstructured.Unstructured, strict bool) (runtime.Object, error) {
+	typed, err := toTyped(u, strict)
 	if err != nil || typed == nil {
 		return u, err
 	}
@@ -190,8 +228,8 @@ func informerForm(u *unstructured.Unstructured) (runtime.Object, error) {
 }
 
 // toTyped converts an unstructured object of a kind that client-go knows into its typed form,
-// refusing unknown fields. It returns nil for other kinds.
-func toTyped(u *unstructured.Unstructured) (runtime.Object, error) {
+// refusing unknown fields when strict, else dropping them. It returns nil for other kinds.
+func toTyped(u *unstructured.Unstructured, strict bool) (runtime.Object, error) {
 	gvk := u.GroupVersionKind()
 	if !clientgoscheme.Scheme.Recognizes(gvk) {
 		return nil, nil
@@ -200,7 +238,7 @@ func toTyped(u *unstructured.Unstructured) (runtime.Object, error) {
 	if err != nil {
 		return nil, nil
 	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.UnstructuredContent(), typed, true); err != nil {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.UnstructuredContent(), typed, strict); err != nil {
 		return nil, err
 	}
 	typed.GetObjectKind().SetGroupVersionKind(gvk)

@@ -110,7 +110,7 @@ func TestKosmosBasic(t *testing.T) {
 	event := waitForAuditEvent(ctx, t, s.AuditLogPath(), func(e *auditv1.Event) bool {
 		return e.Stage == auditv1.StageResponseComplete && e.Verb == "delete" &&
 			e.ObjectRef != nil && e.ObjectRef.Resource == "pods" && e.ObjectRef.Name == "web-a" &&
-			!strings.Contains(e.RequestURI, "dryRun")
+			!isDryRun(e)
 	})
 	if event.ImpersonatedUser == nil || event.ImpersonatedUser.Username != nodeController {
 		t.Errorf("audit event of the denied delete: impersonatedUser = %+v, want %s", event.ImpersonatedUser, nodeController)
@@ -136,6 +136,12 @@ func TestKosmosBasic(t *testing.T) {
 
 // waitForDenial polls a server-side dry run of deleting pod as node-controller
 // until the apiserver denies it with message.
+// isDryRun says whether the event is of a dry run: kubectl --dry-run=server sends it in the
+// DeleteOptions body, client-go may send it in the URI.
+func isDryRun(e *auditv1.Event) bool {
+	return strings.Contains(e.RequestURI, "dryRun") || (e.RequestObject != nil && strings.Contains(string(e.RequestObject.Raw), `"dryRun"`))
+}
+
 func waitForDenial(ctx context.Context, t *testing.T, s *harness.Server, pod, message string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)

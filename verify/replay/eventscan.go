@@ -2,6 +2,7 @@ package replay
 
 import (
 	"encoding/json"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/vapc-dev/vapc/verify"
@@ -233,12 +234,15 @@ var userFields = []string{"username", "uid", "groups", "extra"}
 
 func setUser(u *verify.UserInfo, raw []byte) bool {
 	var v [4][]byte
-	if !members(raw, userFields, v[:]) || v[3] != nil && !isNull(v[3]) {
-		return false // extra: rare, left to encoding/json
+	if !members(raw, userFields, v[:]) {
+		return false
 	}
 	ok := (v[0] == nil || plainString(&u.Username, v[0])) && (v[1] == nil || plainString(&u.UID, v[1]))
 	if ok && v[2] != nil && !isNull(v[2]) {
 		ok = stringArray(&u.Groups, v[2])
+	}
+	if ok && v[3] != nil && !isNull(v[3]) {
+		ok = stringArrayMap(&u.Extra, v[3])
 	}
 	if !ok {
 		*u = verify.UserInfo{}
@@ -381,6 +385,24 @@ func stringArray(dst *[]string, raw []byte) bool {
 	}
 }
 
+// stringArrayMap sets a map[string][]string from an object of arrays of plain strings, each
+// key once.
+func stringArrayMap(dst *map[string][]string, raw []byte) bool {
+	m := map[string][]string{}
+	ok := eachMember(raw, func(key, val []byte) bool {
+		var v []string
+		if _, dup := m[string(key)]; dup || isNull(val) || !stringArray(&v, val) {
+			return false
+		}
+		m[string(key)] = v
+		return true
+	})
+	if ok {
+		*dst = m
+	}
+	return ok
+}
+
 // setStringMap sets a map[string]string from an object of plain strings, each key once.
 func setStringMap(dst *map[string]string, raw []byte) bool {
 	if isNull(raw) {
@@ -441,6 +463,9 @@ func setRaw(dst *json.RawMessage, raw []byte) bool {
 type scanner struct {
 	b []byte
 	i int
+	// floats makes number refuse what does not convert to a float64 (1e400), as decoding into
+	// an interface{} does.
+	floats bool
 }
 
 // maxScanDepth bounds nesting; deeper lines go to encoding/json, whose own limit is 10000.
@@ -641,7 +666,9 @@ func (s *scanner) number() bool {
 			i++
 		}
 	}
+	exp := false
 	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		exp = true
 		i++
 		if i < len(b) && (b[i] == '+' || b[i] == '-') {
 			i++
@@ -651,6 +678,11 @@ func (s *scanner) number() bool {
 		}
 		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
 			i++
+		}
+	}
+	if s.floats && (exp || i-s.i > 300) {
+		if _, err := strconv.ParseFloat(string(b[s.i:i]), 64); err != nil {
+			return false
 		}
 	}
 	s.i = i

@@ -16,7 +16,7 @@ import (
 func decodeUnstructured(raw []byte) (*unstructured.Unstructured, error) {
 	d := objectDecoder{s: scanner{b: raw}}
 	d.s.space()
-	if m, ok := d.object(0); ok {
+	if m, ok := d.object(1); ok {
 		d.s.space()
 		if d.s.i == len(raw) {
 			u := &unstructured.Unstructured{Object: m}
@@ -30,6 +30,39 @@ func decodeUnstructured(raw []byte) (*unstructured.Unstructured, error) {
 		return nil, err
 	}
 	return u, nil
+}
+
+// decodeHeader decodes what a replay's State reads of a written object (apiVersion, kind,
+// metadata but its managedFields, status.phase) to the values decodeUnstructured would give
+// them, and validates the rest without decoding it. Its error is decodeUnstructured's.
+func decodeHeader(raw []byte) (*unstructured.Unstructured, error) {
+	d := objectDecoder{s: scanner{b: raw, floats: true}}
+	s := &d.s
+	s.space()
+	m := map[string]any{}
+	ok := d.members(func(k string) bool {
+		var v any
+		var ok bool
+		switch k {
+		case "apiVersion", "kind":
+			v, ok = d.value(1)
+		case "metadata":
+			v, ok = d.valueOf(1, func(k string) bool { return k != "managedFields" })
+		case "status":
+			v, ok = d.valueOf(1, func(k string) bool { return k == "phase" })
+		default:
+			return s.value()
+		}
+		m[k] = v
+		return ok
+	})
+	if s.space(); ok && s.i == len(raw) {
+		u := &unstructured.Unstructured{Object: m}
+		if u.GroupVersionKind().Kind != "" {
+			return u, nil
+		}
+	}
+	return decodeUnstructured(raw)
 }
 
 // objectDecoder decodes JSON into maps, slices and scalars as k8s.io/apimachinery's
@@ -67,37 +100,63 @@ func (d *objectDecoder) value(depth int) (any, bool) {
 }
 
 func (d *objectDecoder) object(depth int) (map[string]any, bool) {
-	s := &d.s
-	if !s.byte('{') {
-		return nil, false
+	m := map[string]any{}
+	ok := d.members(func(k string) bool {
+		v, ok := d.value(depth)
+		m[k] = v // the last of duplicate keys wins, as in encoding/json
+		return ok
+	})
+	return m, ok
+}
+
+// valueOf decodes a value; of an object, only the members keep accepts (the others are
+// validated and left out).
+func (d *objectDecoder) valueOf(depth int, keep func(key string) bool) (any, bool) {
+	if d.s.i >= len(d.s.b) || d.s.b[d.s.i] != '{' {
+		return d.value(depth)
 	}
 	m := map[string]any{}
+	ok := d.members(func(k string) bool {
+		if !keep(k) {
+			return d.s.value()
+		}
+		v, ok := d.value(depth + 1)
+		m[k] = v
+		return ok
+	})
+	return m, ok
+}
+
+// members reads an object and calls member with each key, for it to read the value.
+func (d *objectDecoder) members(member func(key string) bool) bool {
+	s := &d.s
+	if !s.byte('{') {
+		return false
+	}
 	s.space()
 	if s.byte('}') {
-		return m, true
+		return true
 	}
 	for {
 		s.space()
 		k, ok := d.str()
 		if !ok {
-			return nil, false
+			return false
 		}
 		s.space()
 		if !s.byte(':') {
-			return nil, false
+			return false
 		}
 		s.space()
-		v, ok := d.value(depth)
-		if !ok {
-			return nil, false
+		if !member(k) {
+			return false
 		}
-		m[k] = v // the last of duplicate keys wins, as in encoding/json
 		s.space()
 		if s.byte('}') {
-			return m, true
+			return true
 		}
 		if !s.byte(',') {
-			return nil, false
+			return false
 		}
 	}
 }

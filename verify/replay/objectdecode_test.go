@@ -25,6 +25,43 @@ func sameAsUnstructured(t *testing.T, raw []byte) {
 	}
 }
 
+// sameHeader fails the test unless decodeHeader decodes raw as the header of what
+// decodeUnstructured decodes.
+func sameHeader(t *testing.T, raw []byte) {
+	t.Helper()
+	got, gotErr := decodeHeader(raw)
+	full, wantErr := decodeUnstructured(raw)
+	if (gotErr != nil) != (wantErr != nil) {
+		t.Fatalf("decodeHeader(%q) error %v, decodeUnstructured error %v", raw, gotErr, wantErr)
+	}
+	if wantErr != nil {
+		return
+	}
+	want := map[string]any{}
+	for k, v := range full.Object {
+		switch k {
+		case "apiVersion", "kind":
+			want[k] = v
+		case "metadata", "status":
+			m, ok := v.(map[string]any)
+			if !ok {
+				want[k] = v
+				continue
+			}
+			part := map[string]any{}
+			for mk, mv := range m {
+				if (k == "metadata" && mk != "managedFields") || (k == "status" && mk == "phase") {
+					part[mk] = mv
+				}
+			}
+			want[k] = part
+		}
+	}
+	if diff := cmp.Diff(want, got.Object); diff != "" {
+		t.Fatalf("decodeHeader(%q) mismatch (-want +got):\n%s", raw, diff)
+	}
+}
+
 func TestDecodeUnstructured(t *testing.T) {
 	for _, raw := range []string{
 		`{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","labels":{"a":"b"}},"spec":{"n":1,"f":1.5,"e":1e3,"big":9223372036854775808,"neg":-7,"z":-0,"x":[true,false,null,{},[]]}}`,
@@ -39,8 +76,12 @@ func TestDecodeUnstructured(t *testing.T) {
 		`{"kind":"Pod"} x`,
 		`[]`,
 		` {"kind":"Pod"} `,
+		`{"kind":"Pod","metadata":{"name":"a","managedFields":[{"x":1}],"labels":{"a":"b"}},"status":{"phase":"Running","conditions":[]},"spec":{"x":[1,2]}}`,
+		`{"kind":"Namespace","metadata":null,"status":"odd","metadata":{"name":"n"}}`,
+		`{"kind":"Pod","status":{"phase":1,"phase":"Failed"},"spec":{"x":[1,}}`,
 	} {
 		sameAsUnstructured(t, []byte(raw))
+		sameHeader(t, []byte(raw))
 	}
 	for _, l := range logLines(t) {
 		ev, err := DecodeEvent(l)
@@ -50,6 +91,7 @@ func TestDecodeUnstructured(t *testing.T) {
 		for _, raw := range [][]byte{ev.RequestObject, ev.ResponseObject} {
 			if len(raw) > 0 {
 				sameAsUnstructured(t, raw)
+				sameHeader(t, raw)
 			}
 		}
 	}
@@ -65,5 +107,6 @@ func FuzzDecodeUnstructured(f *testing.F) {
 	f.Add([]byte(`{"kind":"Pod","a":[1,2.5,"x\n",null]}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		sameAsUnstructured(t, raw)
+		sameHeader(t, raw)
 	})
 }

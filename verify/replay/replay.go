@@ -136,7 +136,7 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 	r.resources = newCachedResources(r.resources)
 	if r.newEval == nil {
 		r.newEval = func(p []*admissionregistrationv1.ValidatingAdmissionPolicy, b []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, res verify.Resources, store verify.ObjectStore) (Evaluator, error) {
-			return verify.New(p, b, verify.WithResources(res), verify.WithStore(store))
+			return verify.New(p, b, verify.WithResources(res), verify.WithStore(store), verify.WithDropUnknownFields(true))
 		}
 	}
 	r.policies = policies

@@ -58,7 +58,7 @@ func NewState(mapper meta.RESTMapper, keep, typedKinds func(schema.GroupResource
 	return &State{
 		mapper: mapper, keep: keep, typedKinds: typedKinds,
 		buckets:  map[schema.GroupResource]*bucket{},
-		prepare:  verify.NewMemoryStore(mapper),
+		prepare:  verify.NewMemoryStore(mapper, verify.StoreDropUnknownFields()),
 		objects:  map[schema.GroupResource]map[objectKey]*entry{},
 		complete: map[schema.GroupResource]string{},
 	}
