@@ -160,3 +160,22 @@ func TestRequestObjectNamespace(t *testing.T) {
 		t.Errorf("disagreements: %v", sum.Disagreements)
 	}
 }
+
+// TestNamespaceOldObject: the audit objectRef of a request for /api/v1/namespaces/NAME gives
+// NAME as its namespace too (the request info does); the stored namespace is still the
+// oldObject of its updates and deletes.
+func TestNamespaceOldObject(t *testing.T) {
+	p, b := levelPolicy("tier", "namespaces", admissionregistrationv1.Update, nil, "object.metadata.labels['tier'] == oldObject.metadata.labels['tier']")
+	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1", "labels": map[string]any{"tier": "gold"}}}
+	denied := `namespaces "ns1" is forbidden: ValidatingAdmissionPolicy 'tier' with binding 'tier' denied request: denied by tier`
+	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+		levelEvent(t, "1", LevelRequestResponse, "create", "namespaces", "", "ns1", 201, "", ns, ns),
+		levelEvent(t, "2", LevelRequestResponse, "patch", "namespaces", "ns1", "ns1", 422, denied, map[string]any{"metadata": map[string]any{"labels": map[string]any{"tier": "silver"}}}, nil),
+	)
+	if rec := recs["2"]; rec == nil || rec.Decision != DecisionDeny || rec.Message != denied {
+		t.Errorf("request 2 = %+v, want deny %q", rec, denied)
+	}
+	if len(sum.Disagreements) != 0 {
+		t.Errorf("disagreements: %v", sum.Disagreements)
+	}
+}

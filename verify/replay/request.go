@@ -44,6 +44,12 @@ func (r *Replayer) resolve(ev *Event) (t target, skip string) {
 		t.gvr.Group, t.gvr.Version = ref.APIVersion[:i], ref.APIVersion[i+1:]
 	}
 	t.sub, t.namespace, t.name = ref.Subresource, ref.Namespace, ref.Name
+	if t.gvr.Group == "" && t.gvr.Resource == "namespaces" {
+		// The request info of /api/v1/namespaces/NAME[/SUB] gives the namespace itself as the
+		// request's namespace (RequestInfoFactory.NewRequestInfo), and the audit objectRef
+		// repeats it; a Namespace is cluster-scoped, and the State keys it by name alone.
+		t.namespace = ""
+	}
 	t.reqKind = r.resources.KindFor(t.gvr, t.sub)
 	t.mainKind = r.resources.KindFor(t.gvr, "")
 	t.connect = t.sub != "" && isConnectKind(t.reqKind)
