@@ -152,7 +152,9 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording) rebuilt {
 		}
 		if gracefulDeletionPending(old, opts) {
 			b.skip = SkipPendingDeletion
+			return b
 		}
+		admissionDeleteOptions(t.gvr.GroupResource(), t.sub, old, opts)
 		return b
 	case admission.Create, admission.Update:
 		b.req.Options = writeOptions(q)
@@ -330,6 +332,61 @@ func gracefulDeletionPending(old *unstructured.Unstructured, opts *unstructured.
 		p = 1
 	}
 	return p >= *g
+}
+
+// podsGR is the resource whose strategy deletes gracefully.
+var podsGR = schema.GroupResource{Resource: "pods"}
+
+// admissionDeleteOptions changes the options of a DELETE as rest.BeforeDelete
+// (k8s.io/apiserver/pkg/registry/rest/delete.go) changes them before the store calls validating
+// admission with them: the handler's admission attributes hold the same *metav1.DeleteOptions,
+// so request.options is the options after these changes, not as the client sent them. A
+// negative grace period is one second; a pod not being deleted yet gets the grace period of
+// podStrategy.CheckGracefulDelete (k8s.io/kubernetes/pkg/registry/core/pod/strategy.go): the
+// one asked for, else its terminationGracePeriodSeconds, and 0 for a pod that is not scheduled
+// or has terminated. (A pod being deleted keeps the options asked for, or its graceful deletion
+// is pending and admission does not run.)
+func admissionDeleteOptions(gr schema.GroupResource, sub string, old, opts *unstructured.Unstructured) {
+	grace, hasGrace := intValue(opts.Object["gracePeriodSeconds"])
+	if hasGrace && grace < 0 {
+		grace = 1
+		opts.Object["gracePeriodSeconds"] = grace
+	}
+	if gr != podsGR || sub != "" || old == nil || old.GetDeletionTimestamp() != nil {
+		return
+	}
+	period := int64(0)
+	if hasGrace {
+		period = grace
+	} else if v, found, _ := unstructured.NestedFieldNoCopy(old.Object, "spec", "terminationGracePeriodSeconds"); found {
+		period, _ = intValue(v)
+	}
+	if node, _, _ := unstructured.NestedString(old.Object, "spec", "nodeName"); node == "" {
+		period = 0
+	}
+	if phase, _, _ := unstructured.NestedString(old.Object, "status", "phase"); phase == "Failed" || phase == "Succeeded" {
+		period = 0
+	}
+	if period < 0 {
+		period = 1
+	}
+	opts.Object["gracePeriodSeconds"] = period
+}
+
+// intValue reads an integer of a decoded JSON object.
+func intValue(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return n, true
+	case int:
+		return int64(n), true
+	case float64:
+		return int64(n), true
+	case json.Number:
+		i, err := n.Int64()
+		return i, err == nil
+	}
+	return 0, false
 }
 
 // connectOptions rebuilds the options object of a CONNECT from the request URI, as the

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 func pod(labels map[string]any, containers ...any) *unstructured.Unstructured {
@@ -155,5 +156,51 @@ func TestConnect(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, b.req.Object.Object); diff != "" {
 		t.Errorf("options mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestAdmissionDeleteOptions mirrors the changes rest.BeforeDelete makes to the options of a
+// DELETE before validating admission sees them.
+func TestAdmissionDeleteOptions(t *testing.T) {
+	scheduled := func(grace any, phase string) *unstructured.Unstructured {
+		u := pod(nil)
+		spec := u.Object["spec"].(map[string]any)
+		spec["nodeName"] = "w1"
+		if grace != nil {
+			spec["terminationGracePeriodSeconds"] = grace
+		}
+		if phase != "" {
+			u.Object["status"] = map[string]any{"phase": phase}
+		}
+		return u
+	}
+	deleting := scheduled(int64(30), "")
+	deleting.Object["metadata"].(map[string]any)["deletionTimestamp"] = "2026-01-05T10:01:00Z"
+	for _, tc := range []struct {
+		name string
+		gr   schema.GroupResource
+		old  *unstructured.Unstructured
+		in   any // gracePeriodSeconds asked for, nil for none
+		want any // gracePeriodSeconds admission sees, nil for none
+	}{
+		{"configmap without grace", schema.GroupResource{Resource: "configmaps"}, nil, nil, nil},
+		{"configmap, negative grace is 1s", schema.GroupResource{Resource: "configmaps"}, nil, float64(-5), int64(1)},
+		{"configmap keeps its grace", schema.GroupResource{Resource: "configmaps"}, nil, float64(7), float64(7)},
+		{"scheduled pod: its termination grace period", podsGR, scheduled(int64(45), ""), nil, int64(45)},
+		{"scheduled pod without one: 0", podsGR, scheduled(nil, ""), nil, int64(0)},
+		{"scheduled pod: the grace asked for", podsGR, scheduled(int64(45), ""), float64(5), int64(5)},
+		{"scheduled pod, negative grace is 1s", podsGR, scheduled(int64(45), ""), float64(-3), int64(1)},
+		{"unscheduled pod: 0", podsGR, pod(nil), float64(20), int64(0)},
+		{"terminated pod: 0", podsGR, scheduled(int64(45), "Succeeded"), nil, int64(0)},
+		{"pod being deleted keeps the options", podsGR, deleting, float64(3), float64(3)},
+	} {
+		opts := &unstructured.Unstructured{Object: map[string]any{}}
+		if tc.in != nil {
+			opts.Object["gracePeriodSeconds"] = tc.in
+		}
+		admissionDeleteOptions(tc.gr, "", tc.old, opts)
+		if got := opts.Object["gracePeriodSeconds"]; got != tc.want {
+			t.Errorf("%s: gracePeriodSeconds = %#v, want %#v", tc.name, got, tc.want)
+		}
 	}
 }
