@@ -179,3 +179,23 @@ func TestNamespaceOldObject(t *testing.T) {
 		t.Errorf("disagreements: %v", sum.Disagreements)
 	}
 }
+
+// TestUnknownFieldsDropped: the apiserver drops the fields of a built-in kind its type does
+// not have when it decodes a request body or a patched object (unless fieldValidation is
+// Strict, which fails before admission): a denied patch that adds one is decided.
+func TestUnknownFieldsDropped(t *testing.T) {
+	p, b := levelPolicy("no-data", "pods", admissionregistrationv1.Update, nil, "!has(object.data)")
+	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "web", "namespace": "ns1"},
+		"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "nginx"}}}}
+	denied := `pods "web" is forbidden: ValidatingAdmissionPolicy 'other' with binding 'other' denied request: no`
+	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+		levelEvent(t, "1", LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod),
+		levelEvent(t, "2", LevelRequestResponse, "patch", "pods", "ns1", "web", 422, denied, map[string]any{"data": map[string]any{"n": "1"}}, nil),
+	)
+	if rec := recs["2"]; rec == nil || rec.Decision != DecisionAdmit || rec.Indeterminate != "" {
+		t.Errorf("request 2 = %+v, want admit by no-data: the server dropped data", rec)
+	}
+	if len(sum.Disagreements) != 0 {
+		t.Errorf("disagreements: %v", sum.Disagreements)
+	}
+}

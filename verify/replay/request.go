@@ -8,8 +8,10 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/vapc-dev/vapc/verify"
 )
@@ -186,7 +188,7 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording) rebuilt {
 			b.indeterminate = "patch: " + err.Error()
 			return b
 		}
-		b.req.Object, b.objectSource = withKind(obj, t.reqKind), source
+		b.req.Object, b.objectSource = withKind(dropUnknownFields(obj, t.reqKind), t.reqKind), source
 		return b
 	}
 	body := decodeObject(ev.RequestObject)
@@ -203,7 +205,7 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording) rebuilt {
 		// before the store runs validating admission; the logged body may lack it.
 		body.SetNamespace(t.namespace)
 	}
-	b.req.Object, b.objectSource = withKind(body, t.reqKind), SourceRequest
+	b.req.Object, b.objectSource = withKind(dropUnknownFields(body, t.reqKind), t.reqKind), SourceRequest
 	return b
 }
 
@@ -387,6 +389,25 @@ func intValue(v any) (int64, bool) {
 		return i, err == nil
 	}
 	return 0, false
+}
+
+// dropUnknownFields drops the fields of a built-in kind's object that its type does not have,
+// as the apiserver's decoding of a request body, and of a patched object, does before
+// admission unless fieldValidation is Strict (then the request fails before admission). Other
+// kinds are returned as they are.
+func dropUnknownFields(u *unstructured.Unstructured, gvk schema.GroupVersionKind) *unstructured.Unstructured {
+	if !clientgoscheme.Scheme.Recognizes(gvk) {
+		return u
+	}
+	typed, err := clientgoscheme.Scheme.New(gvk)
+	if err != nil || runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, typed) != nil {
+		return u // let the evaluator report why the object does not decode
+	}
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+	if err != nil {
+		return u
+	}
+	return &unstructured.Unstructured{Object: content}
 }
 
 // connectOptions rebuilds the options object of a CONNECT from the request URI, as the
