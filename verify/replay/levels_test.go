@@ -199,3 +199,22 @@ func TestUnknownFieldsDropped(t *testing.T) {
 		t.Errorf("disagreements: %v", sum.Disagreements)
 	}
 }
+
+// TestDryRunDeleteInBody: client-go sends a DELETE's dryRun in the body; a dry-run delete
+// leaves the object stored, so the next request still has it as its oldObject.
+func TestDryRunDeleteInBody(t *testing.T) {
+	p, b := levelPolicy("keep", "configmaps", admissionregistrationv1.Update, nil, "oldObject.metadata.name != 'cm'")
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1"}}
+	denied := `configmaps "cm" is forbidden: ValidatingAdmissionPolicy 'keep' with binding 'keep' denied request: denied by keep`
+	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+		levelEvent(t, "1", LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm, cm),
+		levelEvent(t, "2", LevelRequestResponse, "delete", "configmaps", "ns1", "cm", 200, "", map[string]any{"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/__internal", "dryRun": []any{"All"}}, cm),
+		levelEvent(t, "3", LevelRequestResponse, "update", "configmaps", "ns1", "cm", 422, denied, cm, nil),
+	)
+	if rec := recs["3"]; rec == nil || rec.Decision != DecisionDeny || rec.Message != denied {
+		t.Errorf("request 3 = %+v, want deny %q", rec, denied)
+	}
+	if len(sum.Disagreements) != 0 {
+		t.Errorf("disagreements: %v", sum.Disagreements)
+	}
+}

@@ -332,7 +332,7 @@ func (r *Replayer) detectBirth(d decoded, ev *Event, t target) {
 // applyWrite applies a successful write to the State.
 func (r *Replayer) applyWrite(d decoded, ev *Event, t target) {
 	code := ev.Code()
-	if code < 200 || code >= 300 || t.op == admission.Connect || len(ev.Query()["dryRun"]) > 0 {
+	if code < 200 || code >= 300 || t.op == admission.Connect || isDryRun(ev) {
 		return
 	}
 	gr := t.gvr.GroupResource()
@@ -439,7 +439,7 @@ func (r *Replayer) prepareWrite(ev *Event) {
 		return
 	}
 	t, skip := r.resolve(ev)
-	if skip != "" || t.op == admission.Connect || !r.state.Keeps(t.gvr.GroupResource()) || len(ev.Query()["dryRun"]) > 0 {
+	if skip != "" || t.op == admission.Connect || !r.state.Keeps(t.gvr.GroupResource()) || isDryRun(ev) {
 		return
 	}
 	w := writtenObject(ev, t)

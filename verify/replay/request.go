@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -98,9 +99,7 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording) rebuilt {
 		b.indeterminate = fmt.Sprintf("unknown-resource: %s is not a resource of Kubernetes %s (add its CRD)", describe(t.gvr, t.sub), verify.KubernetesVersion)
 		return b
 	}
-	if len(q["dryRun"]) > 0 {
-		b.req.DryRun = true
-	}
+	b.req.DryRun = isDryRun(ev)
 	if ev.Verb == "deletecollection" {
 		b.indeterminate = "deletecollection: the items it deleted are not rebuilt one by one"
 		return b
@@ -274,37 +273,61 @@ func writeOptions(q url.Values) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: o}
 }
 
-// deleteOptions are the DeleteOptions of the body (the audit log records them in the internal
-// version) or, without a body, of the request URI.
+// deleteOptions are the DeleteOptions of a DELETE as its handler reads them
+// (handlers.DeleteResource, handlers.DeleteCollection): all of them from the body when there is
+// one (the audit log records it, in the internal version), else all of them from the query,
+// which is then ignored entirely, dryRun included.
 func deleteOptions(raw json.RawMessage, q url.Values) (*unstructured.Unstructured, error) {
 	o := map[string]any{}
-	if len(raw) > 0 && raw[0] == '{' {
+	if hasBody(raw) {
 		if err := json.Unmarshal(raw, &o); err != nil {
 			return nil, err
 		}
 		delete(o, "apiVersion")
 		delete(o, "kind")
-	} else {
-		if v := q.Get("gracePeriodSeconds"); v != "" {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("gracePeriodSeconds %q: %v", v, err)
-			}
-			o["gracePeriodSeconds"] = n
+		return &unstructured.Unstructured{Object: o}, nil
+	}
+	// The query as the ParameterCodec converts it (metav1's autoConvert_url_Values_To_v1_DeleteOptions):
+	// the first value of each parameter; a bool is true unless it is "0" or "false", in any case,
+	// empty included.
+	if v, ok := q["gracePeriodSeconds"]; ok && len(v) > 0 {
+		n, err := strconv.ParseInt(v[0], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("gracePeriodSeconds %q: %v", v[0], err)
 		}
-		if v := q.Get("propagationPolicy"); v != "" {
-			o["propagationPolicy"] = v
-		}
-		if v := q.Get("orphanDependents"); v != "" {
-			o["orphanDependents"] = v == "true"
+		o["gracePeriodSeconds"] = n
+	}
+	if v, ok := q["propagationPolicy"]; ok && len(v) > 0 {
+		o["propagationPolicy"] = v[0]
+	}
+	for _, name := range []string{"orphanDependents", "ignoreStoreReadErrorWithClusterBreakingPotential"} {
+		if v, ok := q[name]; ok && len(v) > 0 {
+			o[name] = v[0] != "0" && !strings.EqualFold(v[0], "false")
 		}
 	}
 	if v := q["dryRun"]; len(v) > 0 {
-		if _, ok := o["dryRun"]; !ok {
-			o["dryRun"] = toAny(v)
-		}
+		o["dryRun"] = toAny(v)
 	}
 	return &unstructured.Unstructured{Object: o}, nil
+}
+
+func hasBody(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '{'
+}
+
+// isDryRun says whether a request was a dry run: from the dryRun of the query for a create, an
+// update or a patch, and from the options deleteOptions reads for a delete or a
+// deletecollection (client-go sends a DELETE's dryRun in the body, and a body hides the query).
+func isDryRun(ev *Event) bool {
+	if (ev.Verb == "delete" || ev.Verb == "deletecollection") && hasBody(ev.RequestObject) {
+		var o struct {
+			DryRun []string `json:"dryRun"`
+		}
+		_ = json.Unmarshal(ev.RequestObject, &o)
+		return len(o.DryRun) > 0
+	}
+	return len(ev.Query()["dryRun"]) > 0
 }
 
 // gracefulDeletionPending mirrors rest.BeforeDelete: a DELETE of an object whose graceful

@@ -204,3 +204,38 @@ func TestAdmissionDeleteOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestDeleteOptions reads a DELETE's options as its handler does: from the body when there is
+// one, the query then ignored, else from the query as the ParameterCodec converts it.
+func TestDeleteOptions(t *testing.T) {
+	for _, tc := range []struct {
+		name, body, query string
+		want              map[string]any
+		dryRun            bool
+	}{
+		{"body", `{"kind":"DeleteOptions","apiVersion":"meta.k8s.io/__internal","gracePeriodSeconds":3,"dryRun":["All"]}`, "",
+			map[string]any{"gracePeriodSeconds": float64(3), "dryRun": []any{"All"}}, true},
+		{"a body hides the query's dryRun", `{"kind":"DeleteOptions","apiVersion":"v1","gracePeriodSeconds":3}`, "dryRun=All",
+			map[string]any{"gracePeriodSeconds": float64(3)}, false},
+		{"query", "", "gracePeriodSeconds=5&propagationPolicy=Orphan&dryRun=All",
+			map[string]any{"gracePeriodSeconds": int64(5), "propagationPolicy": "Orphan", "dryRun": []any{"All"}}, true},
+		{"query bools are true unless 0 or false", "", "orphanDependents=yes&ignoreStoreReadErrorWithClusterBreakingPotential=FALSE",
+			map[string]any{"orphanDependents": true, "ignoreStoreReadErrorWithClusterBreakingPotential": false}, false},
+		{"an empty query bool is true", "", "orphanDependents=", map[string]any{"orphanDependents": true}, false},
+		{"query 0", "", "orphanDependents=0", map[string]any{"orphanDependents": false}, false},
+	} {
+		q, _ := url.ParseQuery(tc.query)
+		got, err := deleteOptions([]byte(tc.body), q)
+		if err != nil {
+			t.Errorf("%s: deleteOptions: %v", tc.name, err)
+			continue
+		}
+		if diff := cmp.Diff(tc.want, got.Object); diff != "" {
+			t.Errorf("%s: deleteOptions mismatch (-want +got):\n%s", tc.name, diff)
+		}
+		ev := &Event{Verb: "delete", RequestURI: "/api/v1/namespaces/ns/configmaps/cm?" + tc.query, RequestObject: []byte(tc.body)}
+		if got := isDryRun(ev); got != tc.dryRun {
+			t.Errorf("%s: isDryRun = %v, want %v", tc.name, got, tc.dryRun)
+		}
+	}
+}
