@@ -218,3 +218,22 @@ func TestDryRunDeleteInBody(t *testing.T) {
 		t.Errorf("disagreements: %v", sum.Disagreements)
 	}
 }
+
+// TestUnconditionalUpdate: an update without resourceVersion gets the stored one before
+// admission.
+func TestUnconditionalUpdate(t *testing.T) {
+	p, b := levelPolicy("rv", "configmaps", admissionregistrationv1.Update, nil, "object.metadata.resourceVersion != '7'")
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1", "resourceVersion": "7"}}
+	body := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1"}, "data": map[string]any{"a": "b"}}
+	denied := `configmaps "cm" is forbidden: ValidatingAdmissionPolicy 'rv' with binding 'rv' denied request: denied by rv`
+	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+		levelEvent(t, "1", LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm, cm),
+		levelEvent(t, "2", LevelRequestResponse, "update", "configmaps", "ns1", "cm", 422, denied, body, nil),
+	)
+	if rec := recs["2"]; rec == nil || rec.Decision != DecisionDeny || rec.Message != denied {
+		t.Errorf("request 2 = %+v, want deny %q", rec, denied)
+	}
+	if len(sum.Disagreements) != 0 {
+		t.Errorf("disagreements: %v", sum.Disagreements)
+	}
+}

@@ -204,6 +204,11 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording) rebuilt {
 		// before the store runs validating admission; the logged body may lack it.
 		body.SetNamespace(t.namespace)
 	}
+	if t.op == admission.Update && old != nil && body.GetResourceVersion() == "" {
+		// An update without resourceVersion is unconditional: Store.Update gives the object the
+		// stored one (doUnconditionalUpdate) before it runs validating admission.
+		body.SetResourceVersion(old.GetResourceVersion())
+	}
 	b.req.Object, b.objectSource = withKind(dropUnknownFields(body, t.reqKind), t.reqKind), SourceRequest
 	return b
 }
