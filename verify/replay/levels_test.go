@@ -237,3 +237,30 @@ func TestUnconditionalUpdate(t *testing.T) {
 		t.Errorf("disagreements: %v", sum.Disagreements)
 	}
 }
+
+// TestNamespaceDelete: the namespace REST gives a DELETE a uid precondition before admission,
+// and returns a namespace being deleted that still has finalizers without admission.
+func TestNamespaceDelete(t *testing.T) {
+	p, b := levelPolicy("uid", "namespaces", admissionregistrationv1.Delete, nil, "request.options.preconditions.uid != 'u-1'")
+	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1", "uid": "u-1"}, "spec": map[string]any{"finalizers": []any{"kubernetes"}}}
+	terminating := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1", "uid": "u-1", "deletionTimestamp": "2026-01-05T10:01:00Z"},
+		"spec": map[string]any{"finalizers": []any{"kubernetes"}}, "status": map[string]any{"phase": "Terminating"}}
+	opts := map[string]any{"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/__internal"}
+	denied := `namespaces "ns1" is forbidden: ValidatingAdmissionPolicy 'uid' with binding 'uid' denied request: denied by uid`
+	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+		levelEvent(t, "1", LevelRequestResponse, "create", "namespaces", "", "ns1", 201, "", ns, ns),
+		levelEvent(t, "2", LevelRequestResponse, "delete", "namespaces", "ns1", "ns1", 422, denied, opts, nil),
+		// Admitted by another binding: now terminating.
+		levelEvent(t, "3", LevelRequestResponse, "update", "namespaces", "ns1", "ns1", 200, "", terminating, terminating),
+		levelEvent(t, "4", LevelRequestResponse, "delete", "namespaces", "ns1", "ns1", 200, "", opts, terminating),
+	)
+	if rec := recs["2"]; rec == nil || rec.Decision != DecisionDeny || rec.Message != denied {
+		t.Errorf("request 2 = %+v, want deny %q", rec, denied)
+	}
+	if recs["4"] != nil || sum.Skipped[SkipPendingDeletion] != 1 {
+		t.Errorf("request 4 = %+v, skipped %v: want it skipped, the namespace is finalizing", recs["4"], sum.Skipped)
+	}
+	if len(sum.Disagreements) != 0 {
+		t.Errorf("disagreements: %v", sum.Disagreements)
+	}
+}

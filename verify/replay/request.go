@@ -151,7 +151,7 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording) rebuilt {
 		if dr, _, _ := unstructured.NestedStringSlice(opts.Object, "dryRun"); len(dr) > 0 {
 			b.req.DryRun = true
 		}
-		if gracefulDeletionPending(old, opts) {
+		if gracefulDeletionPending(old, opts) || namespaceFinalizing(t.gvr.GroupResource(), t.sub, old) {
 			b.skip = SkipPendingDeletion
 			return b
 		}
@@ -376,7 +376,25 @@ var podsGR = schema.GroupResource{Resource: "pods"}
 // one asked for, else its terminationGracePeriodSeconds, and 0 for a pod that is not scheduled
 // or has terminated. (A pod being deleted keeps the options asked for, or its graceful deletion
 // is pending and admission does not run.)
+//
+// A namespace's DELETE goes through the namespace REST's Delete
+// (k8s.io/kubernetes/pkg/registry/core/namespace/storage/storage.go), which gives the options
+// the namespace's uid as precondition when they have none, and, for a namespace not being
+// deleted yet, runs admission without rest.BeforeDelete.
 func admissionDeleteOptions(gr schema.GroupResource, sub string, old, opts *unstructured.Unstructured) {
+	if gr == namespacesGR && sub == "" && old != nil {
+		pre, _ := opts.Object["preconditions"].(map[string]any)
+		if pre == nil {
+			pre = map[string]any{}
+			opts.Object["preconditions"] = pre
+		}
+		if _, ok := pre["uid"]; !ok {
+			pre["uid"] = string(old.GetUID())
+		}
+		if old.GetDeletionTimestamp() == nil {
+			return
+		}
+	}
 	grace, hasGrace := intValue(opts.Object["gracePeriodSeconds"])
 	if hasGrace && grace < 0 {
 		grace = 1
@@ -401,6 +419,16 @@ func admissionDeleteOptions(gr schema.GroupResource, sub string, old, opts *unst
 		period = 1
 	}
 	opts.Object["gracePeriodSeconds"] = period
+}
+
+// namespaceFinalizing says whether a DELETE is of a namespace already being deleted that still
+// has finalizers (spec.finalizers): the namespace REST returns it without admission.
+func namespaceFinalizing(gr schema.GroupResource, sub string, old *unstructured.Unstructured) bool {
+	if gr != namespacesGR || sub != "" || old == nil || old.GetDeletionTimestamp() == nil {
+		return false
+	}
+	f, _, _ := unstructured.NestedSlice(old.Object, "spec", "finalizers")
+	return len(f) > 0
 }
 
 // intValue reads an integer of a decoded JSON object.
