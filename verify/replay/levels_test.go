@@ -264,3 +264,22 @@ func TestNamespaceDelete(t *testing.T) {
 		t.Errorf("disagreements: %v", sum.Disagreements)
 	}
 }
+
+// TestGeneratedName: a create with generateName that the server refused gets a name the log
+// does not hold; one it admitted is decided from the stored object.
+func TestGeneratedName(t *testing.T) {
+	p, b := levelPolicy("names", "configmaps", admissionregistrationv1.Create, nil, "!object.metadata.name.startsWith('gen-')")
+	body := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"generateName": "gen-", "namespace": "ns1"}}
+	stored := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"generateName": "gen-", "name": "gen-x7k2p", "namespace": "ns1"}}
+	denied := `configmaps "gen-x7k2p" is forbidden: ValidatingAdmissionPolicy 'names' with binding 'names' denied request: denied by names`
+	_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+		levelEvent(t, "1", LevelRequestResponse, "create", "configmaps", "ns1", "", 422, denied, body, nil),
+		levelEvent(t, "2", LevelRequestResponse, "create", "configmaps", "ns1", "", 201, "", body, stored),
+	)
+	if rec := recs["1"]; rec == nil || rec.Decision != DecisionIndeterminate || !strings.HasPrefix(rec.Indeterminate, "generated-name: ") {
+		t.Errorf("request 1 = %+v, want indeterminate generated-name", rec)
+	}
+	if rec := recs["2"]; rec == nil || rec.Decision != DecisionDeny || !rec.Changed {
+		t.Errorf("request 2 = %+v, want deny (the policy was not in effect)", rec)
+	}
+}

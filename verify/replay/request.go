@@ -199,6 +199,13 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording) rebuilt {
 		b.indeterminate = fmt.Sprintf("request-kind: the request carries %s, the resource takes %s", body.GroupVersionKind(), t.reqKind)
 		return b
 	}
+	if t.op == admission.Create && t.sub == "" && body.GetName() == "" && body.GetGenerateName() != "" {
+		// rest.BeforeCreate generates the name before validating admission runs, and
+		// AdmissionToValidateObjectFunc gives it to the request; only the stored object of a
+		// successful create records it.
+		b.indeterminate = "generated-name: the server generated the name of the " + body.GetKind() + " (generateName " + body.GetGenerateName() + ") before admission; the log holds it only for a successful create"
+		return b
+	}
 	if t.op == admission.Create && t.sub == "" && t.namespace != "" && body.GetNamespace() == "" {
 		// rest.BeforeCreate (rest.ValidNamespace) gives the object the request's namespace
 		// before the store runs validating admission; the logged body may lack it.
