@@ -283,3 +283,24 @@ func TestGeneratedName(t *testing.T) {
 		t.Errorf("request 2 = %+v, want deny (the policy was not in effect)", rec)
 	}
 }
+
+// TestTokenRequest: a TokenRequest leaves its ServiceAccount as stored.
+func TestTokenRequest(t *testing.T) {
+	p, b := levelPolicy("sa", "serviceaccounts", admissionregistrationv1.Update, nil, "oldObject.metadata.name != 'robot'")
+	sa := map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "robot", "namespace": "ns1"}}
+	tr := map[string]any{"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "metadata": map[string]any{"name": "robot", "namespace": "ns1"}, "spec": map[string]any{"audiences": []any{"api"}}}
+	denied := `serviceaccounts "robot" is forbidden: ValidatingAdmissionPolicy 'sa' with binding 'sa' denied request: denied by sa`
+	token := levelEvent(t, "2", LevelRequestResponse, "create", "serviceaccounts", "ns1", "robot", 201, "", tr, tr)
+	token = strings.Replace(token, `"resource":"serviceaccounts"`, `"resource":"serviceaccounts","subresource":"token"`, 1)
+	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+		levelEvent(t, "1", LevelRequestResponse, "create", "serviceaccounts", "ns1", "robot", 201, "", sa, sa),
+		token,
+		levelEvent(t, "3", LevelRequestResponse, "update", "serviceaccounts", "ns1", "robot", 422, denied, sa, nil),
+	)
+	if rec := recs["3"]; rec == nil || rec.Decision != DecisionDeny || rec.Message != denied {
+		t.Errorf("request 3 = %+v, want deny %q", rec, denied)
+	}
+	if len(sum.Disagreements) != 0 {
+		t.Errorf("disagreements: %v", sum.Disagreements)
+	}
+}

@@ -357,6 +357,8 @@ func (r *Replayer) applyWrite(d decoded, ev *Event, t target) {
 		switch {
 		case gr == (schema.GroupResource{Resource: "pods"}) && t.sub == "binding":
 			r.applyBinding(ev, t, src)
+		case gr == (schema.GroupResource{Resource: "serviceaccounts"}) && t.sub == "token":
+			// A TokenRequest issues a token; the ServiceAccount is not written.
 		case t.sub == "eviction":
 			r.state.Forget(gr, t.mainKind, t.namespace, t.name, "evicted at "+src+": the deletion the eviction made is not in the log")
 		case isMain:
