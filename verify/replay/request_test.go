@@ -124,6 +124,8 @@ func TestClassify(t *testing.T) {
 		{"create conflict is after admission", ev("create", "", 409, "AlreadyExists", "", nil), out{RecordedAdmit, "", ""}},
 		{"update conflict is before admission", ev("update", "", 409, "Conflict", "", nil), out{"", "", SkipBeforeAdmission}},
 		{"not found", ev("delete", "", 404, "NotFound", "", nil), out{"", "", SkipBeforeAdmission}},
+		{"evicting a missing pod is after admission", ev("create", "eviction", 404, "NotFound", `pods "p" not found`, nil), out{RecordedAdmit, "", ""}},
+		{"evicting in a missing namespace is before admission", ev("create", "eviction", 404, "NotFound", `namespaces "ns" not found`, nil), out{"", "", SkipBeforeAdmission}},
 		{"eviction blocked by a PDB is after admission", ev("create", "eviction", 429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption budget.", nil), out{RecordedAdmit, "", ""}},
 		{"throttled", ev("create", "", 429, "TooManyRequests", "Too many requests", nil), out{"", "", SkipBeforeAdmission}},
 		{"timeout", ev("create", "", 504, "Timeout", "", nil), out{RecordedUnknown, "", ""}},
