@@ -304,3 +304,21 @@ func TestTokenRequest(t *testing.T) {
 		t.Errorf("disagreements: %v", sum.Disagreements)
 	}
 }
+
+// TestEvictionDryRun: EvictionREST.Create gives the request's dryRun to the Eviction's
+// deleteOptions that have none, before admission.
+func TestEvictionDryRun(t *testing.T) {
+	p, b := levelPolicy("dry", "pods/eviction", admissionregistrationv1.Create, nil, "!has(object.deleteOptions.dryRun)")
+	ev := map[string]any{"apiVersion": "policy/v1", "kind": "Eviction", "metadata": map[string]any{"name": "web", "namespace": "ns1"}, "deleteOptions": map[string]any{"gracePeriodSeconds": 0}}
+	denied := `pods "web" is forbidden: ValidatingAdmissionPolicy 'dry' with binding 'dry' denied request: denied by dry`
+	line := levelEvent(t, "1", LevelRequestResponse, "create", "pods", "ns1", "web", 422, denied, ev, nil)
+	line = strings.Replace(line, `"resource":"pods"`, `"resource":"pods","subresource":"eviction"`, 1)
+	line = strings.Replace(line, `"requestURI":"/api/v1/namespaces/ns1/pods"`, `"requestURI":"/api/v1/namespaces/ns1/pods/web/eviction?dryRun=All"`, 1)
+	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, line)
+	if rec := recs["1"]; rec == nil || rec.Decision != DecisionDeny || rec.Message != denied {
+		t.Errorf("request 1 = %+v, want deny %q", rec, denied)
+	}
+	if len(sum.Disagreements) != 0 {
+		t.Errorf("disagreements: %v", sum.Disagreements)
+	}
+}

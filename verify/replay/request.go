@@ -211,6 +211,9 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording) rebuilt {
 		// before the store runs validating admission; the logged body may lack it.
 		body.SetNamespace(t.namespace)
 	}
+	if t.op == admission.Create && t.sub == "eviction" && t.gvr.GroupResource() == podsGR {
+		propagateDryRun(body, q)
+	}
 	if t.op == admission.Update && old != nil && body.GetResourceVersion() == "" {
 		// An update without resourceVersion is unconditional: Store.Update gives the object the
 		// stored one (doUnconditionalUpdate) before it runs validating admission.
@@ -426,6 +429,25 @@ func admissionDeleteOptions(gr schema.GroupResource, sub string, old, opts *unst
 		period = 1
 	}
 	opts.Object["gracePeriodSeconds"] = period
+}
+
+// propagateDryRun mirrors the part of propagateDryRun of
+// k8s.io/kubernetes/pkg/registry/core/pod/storage/eviction.go that EvictionREST.Create runs
+// before validating admission: an Eviction with deleteOptions without dryRun gets the
+// request's dryRun in them.
+func propagateDryRun(eviction *unstructured.Unstructured, q url.Values) {
+	do, ok := eviction.Object["deleteOptions"].(map[string]any)
+	if !ok || do == nil {
+		return
+	}
+	if dr, _ := do["dryRun"].([]any); len(dr) > 0 {
+		return
+	}
+	if v := q["dryRun"]; len(v) > 0 {
+		do["dryRun"] = toAny(v)
+	} else {
+		delete(do, "dryRun")
+	}
 }
 
 // namespaceFinalizing says whether a DELETE is of a namespace already being deleted that still
