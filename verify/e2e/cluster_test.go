@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -50,10 +51,11 @@ type cluster struct {
 
 // response is what the apiserver answered to one request of the test.
 type response struct {
-	auditID string
-	method  string
-	url     string
-	code    int
+	auditID  string
+	method   string
+	url      string
+	code     int
+	warnings []string // the texts of the Warning headers
 }
 
 func newCluster(t *testing.T, s *harness.Server) *cluster {
@@ -68,27 +70,42 @@ func newCluster(t *testing.T, s *harness.Server) *cluster {
 }
 
 // dynamicFor returns a dynamic client acting as the impersonated user (admin when empty) that
-// records the audit ID of every response.
+// records the audit ID and the warnings of every response.
 func (c *cluster) dynamicFor(imp rest.ImpersonationConfig) dynamic.Interface {
+	d, err := dynamic.NewForConfig(c.recordingConfig(imp))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return d
+}
+
+// recordingConfig returns a client configuration acting as the impersonated user (admin when
+// empty) whose every response is recorded in c.responses, warnings included (rather than
+// logged).
+func (c *cluster) recordingConfig(imp rest.ImpersonationConfig) *rest.Config {
 	cfg := c.s.RESTConfig()
 	cfg.Impersonate = imp
 	cfg.QPS, cfg.Burst = 1000, 1000
+	cfg.WarningHandler = rest.NoWarnings{}
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 			resp, err := rt.RoundTrip(req)
 			if err == nil {
+				r := response{auditID: resp.Header.Get("Audit-Id"), method: req.Method, url: req.URL.String(), code: resp.StatusCode}
+				if hs := resp.Header.Values("Warning"); len(hs) > 0 {
+					ws, _ := utilnet.ParseWarningHeaders(hs)
+					for _, w := range ws {
+						r.warnings = append(r.warnings, w.Text)
+					}
+				}
 				c.mu.Lock()
-				c.responses = append(c.responses, response{auditID: resp.Header.Get("Audit-Id"), method: req.Method, url: req.URL.String(), code: resp.StatusCode})
+				c.responses = append(c.responses, r)
 				c.mu.Unlock()
 			}
 			return resp, err
 		})
 	})
-	d, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return d
+	return cfg
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)
@@ -346,6 +363,12 @@ type auditEvent = auditv1.Event
 // forEachFinalEvent calls fn with the ResponseComplete and Panic events of the log.
 func forEachFinalEvent(t *testing.T, path string, fn func(*auditEvent)) {
 	t.Helper()
+	forEachFinalEventLine(t, path, func(_ int, e *auditEvent) { fn(e) })
+}
+
+// forEachFinalEventLine is forEachFinalEvent with the (1-based) line of each event.
+func forEachFinalEventLine(t *testing.T, path string, fn func(int, *auditEvent)) {
+	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -353,13 +376,13 @@ func forEachFinalEvent(t *testing.T, path string, fn func(*auditEvent)) {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 16<<20)
-	for sc.Scan() {
+	for line := 1; sc.Scan(); line++ {
 		var e auditEvent
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
 		if e.Stage == auditv1.StageResponseComplete || e.Stage == auditv1.StagePanic {
-			fn(&e)
+			fn(line, &e)
 		}
 	}
 	if err := sc.Err(); err != nil {

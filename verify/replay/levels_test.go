@@ -160,3 +160,165 @@ func TestRequestObjectNamespace(t *testing.T) {
 		t.Errorf("disagreements: %v", sum.Disagreements)
 	}
 }
+
+// TestNamespaceOldObject: the audit objectRef of a request for /api/v1/namespaces/NAME gives
+// NAME as its namespace too (the request info does); the stored namespace is still the
+// oldObject of its updates and deletes.
+func TestNamespaceOldObject(t *testing.T) {
+	p, b := levelPolicy("tier", "namespaces", admissionregistrationv1.Update, nil, "object.metadata.labels['tier'] == oldObject.metadata.labels['tier']")
+	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1", "labels": map[string]any{"tier": "gold"}}}
+	denied := `namespaces "ns1" is forbidden: ValidatingAdmissionPolicy 'tier' with binding 'tier' denied request: denied by tier`
+	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+		levelEvent(t, "1", LevelRequestResponse, "create", "namespaces", "", "ns1", 201, "", ns, ns),
+		levelEvent(t, "2", LevelRequestResponse, "patch", "namespaces", "ns1", "ns1", 422, denied, map[string]any{"metadata": map[string]any{"labels": map[string]any{"tier": "silver"}}}, nil),
+	)
+	if rec := recs["2"]; rec == nil || rec.Decision != DecisionDeny || rec.Message != denied {
+		t.Errorf("request 2 = %+v, want deny %q", rec, denied)
+	}
+	if len(sum.Disagreements) != 0 {
+		t.Errorf("disagreements: %v", sum.Disagreements)
+	}
+}
+
+// TestUnknownFieldsDropped: the apiserver drops the fields of a built-in kind its type does
+// not have when it decodes a request body or a patched object (unless fieldValidation is
+// Strict, which fails before admission): a denied patch that adds one is decided.
+func TestUnknownFieldsDropped(t *testing.T) {
+	p, b := levelPolicy("no-data", "pods", admissionregistrationv1.Update, nil, "!has(object.data)")
+	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "web", "namespace": "ns1"},
+		"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "nginx"}}}}
+	denied := `pods "web" is forbidden: ValidatingAdmissionPolicy 'other' with binding 'other' denied request: no`
+	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+		levelEvent(t, "1", LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod),
+		levelEvent(t, "2", LevelRequestResponse, "patch", "pods", "ns1", "web", 422, denied, map[string]any{"data": map[string]any{"n": "1"}}, nil),
+	)
+	if rec := recs["2"]; rec == nil || rec.Decision != DecisionAdmit || rec.Indeterminate != "" {
+		t.Errorf("request 2 = %+v, want admit by no-data: the server dropped data", rec)
+	}
+	if len(sum.Disagreements) != 0 {
+		t.Errorf("disagreements: %v", sum.Disagreements)
+	}
+}
+
+// TestDryRunDeleteInBody: client-go sends a DELETE's dryRun in the body; a dry-run delete
+// leaves the object stored, so the next request still has it as its oldObject.
+func TestDryRunDeleteInBody(t *testing.T) {
+	p, b := levelPolicy("keep", "configmaps", admissionregistrationv1.Update, nil, "oldObject.metadata.name != 'cm'")
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1"}}
+	denied := `configmaps "cm" is forbidden: ValidatingAdmissionPolicy 'keep' with binding 'keep' denied request: denied by keep`
+	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+		levelEvent(t, "1", LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm, cm),
+		levelEvent(t, "2", LevelRequestResponse, "delete", "configmaps", "ns1", "cm", 200, "", map[string]any{"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/__internal", "dryRun": []any{"All"}}, cm),
+		levelEvent(t, "3", LevelRequestResponse, "update", "configmaps", "ns1", "cm", 422, denied, cm, nil),
+	)
+	if rec := recs["3"]; rec == nil || rec.Decision != DecisionDeny || rec.Message != denied {
+		t.Errorf("request 3 = %+v, want deny %q", rec, denied)
+	}
+	if len(sum.Disagreements) != 0 {
+		t.Errorf("disagreements: %v", sum.Disagreements)
+	}
+}
+
+// TestUnconditionalUpdate: an update without resourceVersion gets the stored one before
+// admission.
+func TestUnconditionalUpdate(t *testing.T) {
+	p, b := levelPolicy("rv", "configmaps", admissionregistrationv1.Update, nil, "object.metadata.resourceVersion != '7'")
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1", "resourceVersion": "7"}}
+	body := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1"}, "data": map[string]any{"a": "b"}}
+	denied := `configmaps "cm" is forbidden: ValidatingAdmissionPolicy 'rv' with binding 'rv' denied request: denied by rv`
+	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+		levelEvent(t, "1", LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm, cm),
+		levelEvent(t, "2", LevelRequestResponse, "update", "configmaps", "ns1", "cm", 422, denied, body, nil),
+	)
+	if rec := recs["2"]; rec == nil || rec.Decision != DecisionDeny || rec.Message != denied {
+		t.Errorf("request 2 = %+v, want deny %q", rec, denied)
+	}
+	if len(sum.Disagreements) != 0 {
+		t.Errorf("disagreements: %v", sum.Disagreements)
+	}
+}
+
+// TestNamespaceDelete: the namespace REST gives a DELETE a uid precondition before admission,
+// and returns a namespace being deleted that still has finalizers without admission.
+func TestNamespaceDelete(t *testing.T) {
+	p, b := levelPolicy("uid", "namespaces", admissionregistrationv1.Delete, nil, "request.options.preconditions.uid != 'u-1'")
+	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1", "uid": "u-1"}, "spec": map[string]any{"finalizers": []any{"kubernetes"}}}
+	terminating := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1", "uid": "u-1", "deletionTimestamp": "2026-01-05T10:01:00Z"},
+		"spec": map[string]any{"finalizers": []any{"kubernetes"}}, "status": map[string]any{"phase": "Terminating"}}
+	opts := map[string]any{"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/__internal"}
+	denied := `namespaces "ns1" is forbidden: ValidatingAdmissionPolicy 'uid' with binding 'uid' denied request: denied by uid`
+	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+		levelEvent(t, "1", LevelRequestResponse, "create", "namespaces", "", "ns1", 201, "", ns, ns),
+		levelEvent(t, "2", LevelRequestResponse, "delete", "namespaces", "ns1", "ns1", 422, denied, opts, nil),
+		// Admitted by another binding: now terminating.
+		levelEvent(t, "3", LevelRequestResponse, "update", "namespaces", "ns1", "ns1", 200, "", terminating, terminating),
+		levelEvent(t, "4", LevelRequestResponse, "delete", "namespaces", "ns1", "ns1", 200, "", opts, terminating),
+	)
+	if rec := recs["2"]; rec == nil || rec.Decision != DecisionDeny || rec.Message != denied {
+		t.Errorf("request 2 = %+v, want deny %q", rec, denied)
+	}
+	if recs["4"] != nil || sum.Skipped[SkipPendingDeletion] != 1 {
+		t.Errorf("request 4 = %+v, skipped %v: want it skipped, the namespace is finalizing", recs["4"], sum.Skipped)
+	}
+	if len(sum.Disagreements) != 0 {
+		t.Errorf("disagreements: %v", sum.Disagreements)
+	}
+}
+
+// TestGeneratedName: a create with generateName that the server refused gets a name the log
+// does not hold; one it admitted is decided from the stored object.
+func TestGeneratedName(t *testing.T) {
+	p, b := levelPolicy("names", "configmaps", admissionregistrationv1.Create, nil, "!object.metadata.name.startsWith('gen-')")
+	body := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"generateName": "gen-", "namespace": "ns1"}}
+	stored := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"generateName": "gen-", "name": "gen-x7k2p", "namespace": "ns1"}}
+	denied := `configmaps "gen-x7k2p" is forbidden: ValidatingAdmissionPolicy 'names' with binding 'names' denied request: denied by names`
+	_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+		levelEvent(t, "1", LevelRequestResponse, "create", "configmaps", "ns1", "", 422, denied, body, nil),
+		levelEvent(t, "2", LevelRequestResponse, "create", "configmaps", "ns1", "", 201, "", body, stored),
+	)
+	if rec := recs["1"]; rec == nil || rec.Decision != DecisionIndeterminate || !strings.HasPrefix(rec.Indeterminate, "generated-name: ") {
+		t.Errorf("request 1 = %+v, want indeterminate generated-name", rec)
+	}
+	if rec := recs["2"]; rec == nil || rec.Decision != DecisionDeny || !rec.Changed {
+		t.Errorf("request 2 = %+v, want deny (the policy was not in effect)", rec)
+	}
+}
+
+// TestTokenRequest: a TokenRequest leaves its ServiceAccount as stored.
+func TestTokenRequest(t *testing.T) {
+	p, b := levelPolicy("sa", "serviceaccounts", admissionregistrationv1.Update, nil, "oldObject.metadata.name != 'robot'")
+	sa := map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "robot", "namespace": "ns1"}}
+	tr := map[string]any{"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "metadata": map[string]any{"name": "robot", "namespace": "ns1"}, "spec": map[string]any{"audiences": []any{"api"}}}
+	denied := `serviceaccounts "robot" is forbidden: ValidatingAdmissionPolicy 'sa' with binding 'sa' denied request: denied by sa`
+	token := levelEvent(t, "2", LevelRequestResponse, "create", "serviceaccounts", "ns1", "robot", 201, "", tr, tr)
+	token = strings.Replace(token, `"resource":"serviceaccounts"`, `"resource":"serviceaccounts","subresource":"token"`, 1)
+	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+		levelEvent(t, "1", LevelRequestResponse, "create", "serviceaccounts", "ns1", "robot", 201, "", sa, sa),
+		token,
+		levelEvent(t, "3", LevelRequestResponse, "update", "serviceaccounts", "ns1", "robot", 422, denied, sa, nil),
+	)
+	if rec := recs["3"]; rec == nil || rec.Decision != DecisionDeny || rec.Message != denied {
+		t.Errorf("request 3 = %+v, want deny %q", rec, denied)
+	}
+	if len(sum.Disagreements) != 0 {
+		t.Errorf("disagreements: %v", sum.Disagreements)
+	}
+}
+
+// TestEvictionDryRun: EvictionREST.Create gives the request's dryRun to the Eviction's
+// deleteOptions that have none, before admission.
+func TestEvictionDryRun(t *testing.T) {
+	p, b := levelPolicy("dry", "pods/eviction", admissionregistrationv1.Create, nil, "!has(object.deleteOptions.dryRun)")
+	ev := map[string]any{"apiVersion": "policy/v1", "kind": "Eviction", "metadata": map[string]any{"name": "web", "namespace": "ns1"}, "deleteOptions": map[string]any{"gracePeriodSeconds": 0}}
+	denied := `pods "web" is forbidden: ValidatingAdmissionPolicy 'dry' with binding 'dry' denied request: denied by dry`
+	line := levelEvent(t, "1", LevelRequestResponse, "create", "pods", "ns1", "web", 422, denied, ev, nil)
+	line = strings.Replace(line, `"resource":"pods"`, `"resource":"pods","subresource":"eviction"`, 1)
+	line = strings.Replace(line, `"requestURI":"/api/v1/namespaces/ns1/pods"`, `"requestURI":"/api/v1/namespaces/ns1/pods/web/eviction?dryRun=All"`, 1)
+	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, line)
+	if rec := recs["1"]; rec == nil || rec.Decision != DecisionDeny || rec.Message != denied {
+		t.Errorf("request 1 = %+v, want deny %q", rec, denied)
+	}
+	if len(sum.Disagreements) != 0 {
+		t.Errorf("disagreements: %v", sum.Disagreements)
+	}
+}

@@ -93,6 +93,12 @@ func classify(ev *Event, connect bool) recording {
 		}
 		return recording{outcome: RecordedDeny, by: "another admission plugin", note: "denied by an admission plugin that may run before ValidatingAdmissionPolicy: " + firstLine(msg)}
 	case 404:
+		if ref := ev.ObjectRef; verb == "create" && ref != nil && ref.Resource == "pods" && ref.APIGroup == "" &&
+			(ref.Subresource == "eviction" || ref.Subresource == "binding") && strings.HasPrefix(msg, `pods "`) {
+			// EvictionREST.Create and BindingREST.Create run validating admission on the Eviction or
+			// Binding before they look the pod up.
+			return recording{outcome: RecordedAdmit, vapRan: true, note: "failed after admission: the pod does not exist"}
+		}
 		return recording{skip: SkipBeforeAdmission, note: "NotFound"}
 	case 409:
 		if verb == "create" && !connect {

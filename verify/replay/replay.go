@@ -301,7 +301,7 @@ func (r *Replayer) detectBirth(d decoded, ev *Event, t target) {
 // applyWrite applies a successful write to the State.
 func (r *Replayer) applyWrite(d decoded, ev *Event, t target) {
 	code := ev.Code()
-	if code < 200 || code >= 300 || t.op == admission.Connect || len(ev.Query()["dryRun"]) > 0 {
+	if code < 200 || code >= 300 || t.op == admission.Connect || isDryRun(ev) {
 		return
 	}
 	gr := t.gvr.GroupResource()
@@ -326,6 +326,8 @@ func (r *Replayer) applyWrite(d decoded, ev *Event, t target) {
 		switch {
 		case gr == (schema.GroupResource{Resource: "pods"}) && t.sub == "binding":
 			r.applyBinding(ev, t, src)
+		case gr == (schema.GroupResource{Resource: "serviceaccounts"}) && t.sub == "token":
+			// A TokenRequest issues a token; the ServiceAccount is not written.
 		case t.sub == "eviction":
 			r.state.Forget(gr, t.mainKind, t.namespace, t.name, "evicted at "+src+": the deletion the eviction made is not in the log")
 		case isMain:
@@ -415,7 +417,7 @@ func (r *Replayer) prepareWrite(ev *Event) {
 		return
 	}
 	t, skip := r.resolve(ev)
-	if skip != "" || t.op == admission.Connect || !r.state.Keeps(t.gvr.GroupResource()) || len(ev.Query()["dryRun"]) > 0 {
+	if skip != "" || t.op == admission.Connect || !r.state.Keeps(t.gvr.GroupResource()) || isDryRun(ev) {
 		return
 	}
 	w := writtenObject(ev, t)

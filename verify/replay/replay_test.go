@@ -227,11 +227,13 @@ func TestFakeEvaluator(t *testing.T) {
 		}
 		got = append(got, req{string(q.Operation), q.Name, q.UserInfo.Username, q.DryRun, q.OldObject != nil, grace})
 	}
+	// The grace period of a pod's DELETE is the one the pod strategy sets before admission:
+	// its terminationGracePeriodSeconds when none is asked for.
 	want := []req{
 		{"UPDATE", "web-0", "admin", false, true, nil},
-		{"DELETE", "db-0", "jane", false, true, nil},
-		{"DELETE", "web-0", "admin", true, true, nil},
-		{"DELETE", "web-0", "admin", false, true, float64(30)},
+		{"DELETE", "db-0", "jane", false, true, int64(30)},
+		{"DELETE", "web-0", "admin", true, true, int64(30)},
+		{"DELETE", "web-0", "admin", false, true, int64(30)},
 		{"DELETE", "web-0", "system:node:w1", false, true, float64(0)},
 		{"CREATE", "db-0", "system:serviceaccount:kube-system:draino", false, false, nil},
 	}

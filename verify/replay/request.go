@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -44,6 +45,12 @@ func (r *Replayer) resolve(ev *Event) (t target, skip string) {
 		t.gvr.Group, t.gvr.Version = ref.APIVersion[:i], ref.APIVersion[i+1:]
 	}
 	t.sub, t.namespace, t.name = ref.Subresource, ref.Namespace, ref.Name
+	if t.gvr.Group == "" && t.gvr.Resource == "namespaces" {
+		// The request info of /api/v1/namespaces/NAME[/SUB] gives the namespace itself as the
+		// request's namespace (RequestInfoFactory.NewRequestInfo), and the audit objectRef
+		// repeats it; a Namespace is cluster-scoped, and the State keys it by name alone.
+		t.namespace = ""
+	}
 	t.reqKind = r.resources.KindFor(t.gvr, t.sub)
 	t.mainKind = r.resources.KindFor(t.gvr, "")
 	t.connect = t.sub != "" && isConnectKind(t.reqKind)
@@ -90,9 +97,7 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior) rebuilt 
 		b.indeterminate = fmt.Sprintf("unknown-resource: %s is not a resource of Kubernetes %s (add its CRD)", describe(t.gvr, t.sub), verify.KubernetesVersion)
 		return b
 	}
-	if len(q["dryRun"]) > 0 {
-		b.req.DryRun = true
-	}
+	b.req.DryRun = isDryRun(ev)
 	if ev.Verb == "deletecollection" {
 		b.indeterminate = "deletecollection: the items it deleted are not rebuilt one by one"
 		return b
@@ -145,9 +150,11 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior) rebuilt 
 		if dr, _, _ := unstructured.NestedStringSlice(opts.Object, "dryRun"); len(dr) > 0 {
 			b.req.DryRun = true
 		}
-		if gracefulDeletionPending(old, opts) {
+		if gracefulDeletionPending(old, opts) || namespaceFinalizing(t.gvr.GroupResource(), t.sub, old) {
 			b.skip = SkipPendingDeletion
+			return b
 		}
+		admissionDeleteOptions(t.gvr.GroupResource(), t.sub, old, opts)
 		return b
 	case admission.Create, admission.Update:
 		b.req.Options = writeOptions(q)
@@ -191,10 +198,25 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior) rebuilt 
 		b.indeterminate = fmt.Sprintf("request-kind: the request carries %s, the resource takes %s", body.GroupVersionKind(), t.reqKind)
 		return b
 	}
+	if t.op == admission.Create && t.sub == "" && body.GetName() == "" && body.GetGenerateName() != "" {
+		// rest.BeforeCreate generates the name before validating admission runs, and
+		// AdmissionToValidateObjectFunc gives it to the request; only the stored object of a
+		// successful create records it.
+		b.indeterminate = "generated-name: the server generated the name of the " + body.GetKind() + " (generateName " + body.GetGenerateName() + ") before admission; the log holds it only for a successful create"
+		return b
+	}
 	if t.op == admission.Create && t.sub == "" && t.namespace != "" && body.GetNamespace() == "" {
 		// rest.BeforeCreate (rest.ValidNamespace) gives the object the request's namespace
 		// before the store runs validating admission; the logged body may lack it.
 		body.SetNamespace(t.namespace)
+	}
+	if t.op == admission.Create && t.sub == "eviction" && t.gvr.GroupResource() == podsGR {
+		propagateDryRun(body, q)
+	}
+	if t.op == admission.Update && old != nil && body.GetResourceVersion() == "" {
+		// An update without resourceVersion is unconditional: Store.Update gives the object the
+		// stored one (doUnconditionalUpdate) before it runs validating admission.
+		body.SetResourceVersion(old.GetResourceVersion())
 	}
 	b.req.Object, b.objectSource = withKind(body, t.reqKind), SourceRequest
 	return b
@@ -265,37 +287,61 @@ func writeOptions(q url.Values) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: o}
 }
 
-// deleteOptions are the DeleteOptions of the body (the audit log records them in the internal
-// version) or, without a body, of the request URI.
+// deleteOptions are the DeleteOptions of a DELETE as its handler reads them
+// (handlers.DeleteResource, handlers.DeleteCollection): all of them from the body when there is
+// one (the audit log records it, in the internal version), else all of them from the query,
+// which is then ignored entirely, dryRun included.
 func deleteOptions(raw json.RawMessage, q url.Values) (*unstructured.Unstructured, error) {
 	o := map[string]any{}
-	if len(raw) > 0 && raw[0] == '{' {
+	if hasBody(raw) {
 		if err := json.Unmarshal(raw, &o); err != nil {
 			return nil, err
 		}
 		delete(o, "apiVersion")
 		delete(o, "kind")
-	} else {
-		if v := q.Get("gracePeriodSeconds"); v != "" {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("gracePeriodSeconds %q: %v", v, err)
-			}
-			o["gracePeriodSeconds"] = n
+		return &unstructured.Unstructured{Object: o}, nil
+	}
+	// The query as the ParameterCodec converts it (metav1's autoConvert_url_Values_To_v1_DeleteOptions):
+	// the first value of each parameter; a bool is true unless it is "0" or "false", in any case,
+	// empty included.
+	if v, ok := q["gracePeriodSeconds"]; ok && len(v) > 0 {
+		n, err := strconv.ParseInt(v[0], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("gracePeriodSeconds %q: %v", v[0], err)
 		}
-		if v := q.Get("propagationPolicy"); v != "" {
-			o["propagationPolicy"] = v
-		}
-		if v := q.Get("orphanDependents"); v != "" {
-			o["orphanDependents"] = v == "true"
+		o["gracePeriodSeconds"] = n
+	}
+	if v, ok := q["propagationPolicy"]; ok && len(v) > 0 {
+		o["propagationPolicy"] = v[0]
+	}
+	for _, name := range []string{"orphanDependents", "ignoreStoreReadErrorWithClusterBreakingPotential"} {
+		if v, ok := q[name]; ok && len(v) > 0 {
+			o[name] = v[0] != "0" && !strings.EqualFold(v[0], "false")
 		}
 	}
 	if v := q["dryRun"]; len(v) > 0 {
-		if _, ok := o["dryRun"]; !ok {
-			o["dryRun"] = toAny(v)
-		}
+		o["dryRun"] = toAny(v)
 	}
 	return &unstructured.Unstructured{Object: o}, nil
+}
+
+func hasBody(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '{'
+}
+
+// isDryRun says whether a request was a dry run: from the dryRun of the query for a create, an
+// update or a patch, and from the options deleteOptions reads for a delete or a
+// deletecollection (client-go sends a DELETE's dryRun in the body, and a body hides the query).
+func isDryRun(ev *Event) bool {
+	if (ev.Verb == "delete" || ev.Verb == "deletecollection") && hasBody(ev.RequestObject) {
+		var o struct {
+			DryRun []string `json:"dryRun"`
+		}
+		_ = json.Unmarshal(ev.RequestObject, &o)
+		return len(o.DryRun) > 0
+	}
+	return len(ev.Query()["dryRun"]) > 0
 }
 
 // gracefulDeletionPending mirrors rest.BeforeDelete: a DELETE of an object whose graceful
@@ -325,6 +371,108 @@ func gracefulDeletionPending(old *unstructured.Unstructured, opts *unstructured.
 		p = 1
 	}
 	return p >= *g
+}
+
+// podsGR is the resource whose strategy deletes gracefully.
+var podsGR = schema.GroupResource{Resource: "pods"}
+
+// admissionDeleteOptions changes the options of a DELETE as rest.BeforeDelete
+// (k8s.io/apiserver/pkg/registry/rest/delete.go) changes them before the store calls validating
+// admission with them: the handler's admission attributes hold the same *metav1.DeleteOptions,
+// so request.options is the options after these changes, not as the client sent them. A
+// negative grace period is one second; a pod not being deleted yet gets the grace period of
+// podStrategy.CheckGracefulDelete (k8s.io/kubernetes/pkg/registry/core/pod/strategy.go): the
+// one asked for, else its terminationGracePeriodSeconds, and 0 for a pod that is not scheduled
+// or has terminated. (A pod being deleted keeps the options asked for, or its graceful deletion
+// is pending and admission does not run.)
+//
+// A namespace's DELETE goes through the namespace REST's Delete
+// (k8s.io/kubernetes/pkg/registry/core/namespace/storage/storage.go), which gives the options
+// the namespace's uid as precondition when they have none, and, for a namespace not being
+// deleted yet, runs admission without rest.BeforeDelete.
+func admissionDeleteOptions(gr schema.GroupResource, sub string, old, opts *unstructured.Unstructured) {
+	if gr == namespacesGR && sub == "" && old != nil {
+		pre, _ := opts.Object["preconditions"].(map[string]any)
+		if pre == nil {
+			pre = map[string]any{}
+			opts.Object["preconditions"] = pre
+		}
+		if _, ok := pre["uid"]; !ok {
+			pre["uid"] = string(old.GetUID())
+		}
+		if old.GetDeletionTimestamp() == nil {
+			return
+		}
+	}
+	grace, hasGrace := intValue(opts.Object["gracePeriodSeconds"])
+	if hasGrace && grace < 0 {
+		grace = 1
+		opts.Object["gracePeriodSeconds"] = grace
+	}
+	if gr != podsGR || sub != "" || old == nil || old.GetDeletionTimestamp() != nil {
+		return
+	}
+	period := int64(0)
+	if hasGrace {
+		period = grace
+	} else if v, found, _ := unstructured.NestedFieldNoCopy(old.Object, "spec", "terminationGracePeriodSeconds"); found {
+		period, _ = intValue(v)
+	}
+	if node, _, _ := unstructured.NestedString(old.Object, "spec", "nodeName"); node == "" {
+		period = 0
+	}
+	if phase, _, _ := unstructured.NestedString(old.Object, "status", "phase"); phase == "Failed" || phase == "Succeeded" {
+		period = 0
+	}
+	if period < 0 {
+		period = 1
+	}
+	opts.Object["gracePeriodSeconds"] = period
+}
+
+// propagateDryRun mirrors the part of propagateDryRun of
+// k8s.io/kubernetes/pkg/registry/core/pod/storage/eviction.go that EvictionREST.Create runs
+// before validating admission: an Eviction with deleteOptions without dryRun gets the
+// request's dryRun in them.
+func propagateDryRun(eviction *unstructured.Unstructured, q url.Values) {
+	do, ok := eviction.Object["deleteOptions"].(map[string]any)
+	if !ok || do == nil {
+		return
+	}
+	if dr, _ := do["dryRun"].([]any); len(dr) > 0 {
+		return
+	}
+	if v := q["dryRun"]; len(v) > 0 {
+		do["dryRun"] = toAny(v)
+	} else {
+		delete(do, "dryRun")
+	}
+}
+
+// namespaceFinalizing says whether a DELETE is of a namespace already being deleted that still
+// has finalizers (spec.finalizers): the namespace REST returns it without admission.
+func namespaceFinalizing(gr schema.GroupResource, sub string, old *unstructured.Unstructured) bool {
+	if gr != namespacesGR || sub != "" || old == nil || old.GetDeletionTimestamp() == nil {
+		return false
+	}
+	f, _, _ := unstructured.NestedSlice(old.Object, "spec", "finalizers")
+	return len(f) > 0
+}
+
+// intValue reads an integer of a decoded JSON object.
+func intValue(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return n, true
+	case int:
+		return int64(n), true
+	case float64:
+		return int64(n), true
+	case json.Number:
+		i, err := n.Int64()
+		return i, err == nil
+	}
+	return 0, false
 }
 
 // connectOptions rebuilds the options object of a CONNECT from the request URI, as the

@@ -1,0 +1,1126 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"github.com/vapc-dev/vapc/verify/e2e/harness"
+	"github.com/vapc-dev/vapc/verify/replay"
+)
+
+var (
+	randomSeed  = flag.Uint64("random-seed", 0, "seed of TestRandomParity (default $VAPC_RANDOM_SEED, else 1)")
+	randomSteps = flag.Int("random-steps", 0, "steps TestRandomParity takes (default $VAPC_RANDOM_STEPS, else 300)")
+)
+
+// The world of TestRandomParity: namespaces whose labels change, params, users.
+const (
+	rndA      = "rnd-a"
+	rndB      = "rnd-b"
+	rndC      = "rnd-c"
+	rndD      = "rnd-d" // created and deleted during the run
+	rndParams = "rnd-params"
+	rndRobot  = "system:serviceaccount:rnd-a:robot"
+)
+
+var (
+	deploymentsGVR  = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	eventsGVR       = schema.GroupVersionResource{Version: "v1", Resource: "events"}
+	eventsV1GVR     = schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1", Resource: "events"}
+	namespacesGVR   = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	serviceAcctsGVR = schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}
+
+	cmNames   = []string{"c1", "cm-ab", "cm-abc", "cm-x9", "config-long-name", "cm-zz"}
+	podNames  = []string{"p1", "pod-a", "pod-bb", "web-1"}
+	depNames  = []string{"d1", "dep-a", "dep-bb"}
+	nodeNames = []string{"w-0", "w-1", "w-22"}
+)
+
+// rndUser is a user the scenario impersonates; the zero user is the administrator.
+type rndUser struct {
+	name   string
+	groups []string
+	uid    string
+	extra  map[string][]string
+}
+
+var rndUsers = []rndUser{
+	{name: harness.AdminUser},
+	{name: "rnd-alice", groups: []string{"rnd-dev"}, extra: map[string][]string{"team": {"red"}}},
+	{name: "rnd-bob", groups: []string{"rnd-ops", "rnd-dev"}, uid: "uid-bob", extra: map[string][]string{"team": {"blue", "red"}, "example.org/level": {"3"}}},
+	{name: rndRobot},
+	{name: "rnd-carol", groups: []string{"rnd-skip"}, extra: map[string][]string{"Team": {"blue"}}},
+}
+
+// randomWorld drives a server through random requests and remembers what it answered.
+type randomWorld struct {
+	*decisions
+	r       *rand.Rand
+	clients map[string]dynamic.Interface
+	raw     map[string]*http.Client
+	others  map[string]int // requests refused by someone else than a policy, by reason
+	step    int
+	nsDone  bool // rnd-d was created (and maybe deleted)
+	events  int
+	// bound are the pods bound through pods/binding, by namespace/name: the scenario sends no
+	// request whose oldObject they are (see podBind).
+	bound map[string]bool
+
+	// refused are generated policies vapc check refused, and why: the server must refuse them too.
+	refused    policySet
+	refusedWhy []string
+}
+
+func randomSettings() (seed uint64, steps int) {
+	seed, steps = 1, 300
+	if v, err := strconv.ParseUint(os.Getenv("VAPC_RANDOM_SEED"), 10, 64); err == nil {
+		seed = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("VAPC_RANDOM_STEPS")); err == nil {
+		steps = v
+	}
+	if *randomSeed != 0 {
+		seed = *randomSeed
+	}
+	if *randomSteps != 0 {
+		steps = *randomSteps
+	}
+	return seed, steps
+}
+
+// TestRandomParity installs random policies and bindings generated from a seed (-random-seed
+// or $VAPC_RANDOM_SEED), with an observer policy whose audit annotations record every request
+// as admission saw it, sends random requests to a real kube-apiserver (creates, updates,
+// patches of every type, deletes with options in the body or the query, deletecollection,
+// status, scale, eviction, binding, ephemeral container and token subresources, dry runs,
+// impersonated users with groups and extra), changing params and namespace labels between
+// them, then replays the server's own audit log from the moment the policies were in effect:
+// zero disagreements, indeterminate requests only for the reasons byDesignIndeterminate lists,
+// every denial the server returned predicted with the same code and message, and the policy
+// warnings of every response predicted.
+//
+// The scenario writes no status through a main resource and no spec through a status
+// subresource, and its policies read no field the server defaults or sets on create: the
+// replay rebuilds a refused write from the request body or the patch, without the defaulting
+// and the registry strategy (PrepareForCreate, PrepareForUpdate) the server applies before
+// validating admission, so those fields would differ.
+func TestRandomParity(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts kube-apiserver and etcd; skipped with -short")
+	}
+	seed, steps := randomSettings()
+	t.Logf("seed %d, %d steps (reproduce with VAPC_RANDOM_SEED=%d VAPC_RANDOM_STEPS=%d)", seed, steps, seed, steps)
+	start := time.Now()
+	r := rand.New(rand.NewPCG(seed, 0x7661706372616e64))
+	w := &randomWorld{r: r, clients: map[string]dynamic.Interface{}, raw: map[string]*http.Client{}, others: map[string]int{}, bound: map[string]bool{}}
+	set := w.genPolicies(t, r, 14)
+
+	s := harness.Start(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	w.decisions = &decisions{cluster: newCluster(t, s), t: t, ctx: ctx}
+	w.setupWorld()
+	set = w.installRandom(set)
+	w.sync(ctx)
+	// The policies are in effect for every request sent from now on.
+	activated := w.lastAuditID()
+	t.Logf("setup: %s", time.Since(start).Round(time.Millisecond))
+
+	actions := []struct {
+		weight int
+		do     func()
+	}{
+		{12, w.configMapCreate}, {8, w.configMapUpdate}, {9, w.configMapPatch}, {6, w.configMapDelete},
+		{2, w.configMapDeleteCollection}, {6, w.podCreate}, {5, w.podUpdate}, {4, w.podStatus},
+		{4, w.podEvict}, {4, w.podDelete}, {4, w.nodePatch}, {3, w.nodeStatus}, {2, w.nodeCreateDelete},
+		{4, w.deploymentWrite}, {4, w.deploymentScale}, {3, w.eventCreate}, {2, w.secretWrite},
+		{3, w.rawDelete}, {4, w.kubectlStep}, {3, w.namespaceLabels}, {4, w.paramChange}, {1, w.namespaceLife},
+		{4, w.podBind}, {2, w.podEphemeral}, {3, w.serviceAccountWrite},
+	}
+	total := 0
+	for _, a := range actions {
+		total += a.weight
+	}
+	for w.step = 1; w.step <= steps && ctx.Err() == nil; w.step++ {
+		n := r.IntN(total)
+		for _, a := range actions {
+			if n < a.weight {
+				a.do()
+				break
+			}
+			n -= a.weight
+		}
+	}
+	// A last write of the administrator: once its event is in the log, so is every other.
+	w.got("the last write", w.tryCreate(w.dyn, configMapsGVR, configMap(barrierNS, fmt.Sprintf("end-%d", seed), nil, nil), metav1.CreateOptions{}))
+	last := w.lastAuditID()
+	waitForAuditEvent(ctx, t, s.AuditLogPath(), func(e *auditEvent) bool {
+		return string(e.AuditID) == last && e.Stage == "ResponseComplete"
+	})
+	t.Logf("scenario: %d requests, %d denials by the policies, refused otherwise %v, %s", w.sent, len(w.denied), w.others, time.Since(start).Round(time.Millisecond))
+	from := 0
+	forEachFinalEventLine(t, s.AuditLogPath(), func(line int, e *auditEvent) {
+		if string(e.AuditID) == activated {
+			from = line + 1
+		}
+	})
+	if from == 0 {
+		t.Fatalf("no event of audit ID %s, the last request before the random ones", activated)
+	}
+	byDesignSeen := map[string]int{}
+	byID := checkReplayFrom(t, s.AuditLogPath(), set, w.denied, from, func(reason string) bool {
+		for _, k := range byDesignIndeterminate {
+			if strings.Contains(reason, k) {
+				byDesignSeen[k]++
+				return true
+			}
+		}
+		return false
+	})
+	t.Logf("indeterminate by design of the audit log: %v", byDesignSeen)
+	w.checkWarnings(byID, from)
+	t.Logf("TestRandomParity: %s", time.Since(start).Round(time.Millisecond))
+}
+
+// byDesignIndeterminate are the reasons of indeterminate requests TestRandomParity accepts:
+// what an audit log cannot tell, by its design (see README.md, vapc replay).
+var byDesignIndeterminate = []string{
+	// A deletecollection is one event for every object it deletes.
+	"deletecollection: ",
+	// vapc does not derive the Scale that is the oldObject of a scale subresource.
+	"subresource-kind: ",
+	// The result of a write through a subresource that returns another kind (a Scale), and
+	// the deletion an eviction makes, are not in the log.
+	"changed through deployments.apps/scale ", "evicted at ",
+	// The name the server generated for a refused create.
+	"generated-name: ",
+}
+
+// got records the outcome of one request of the scenario.
+func (w *randomWorld) got(what string, err error) {
+	w.t.Helper()
+	w.sent++
+	if err == nil {
+		return
+	}
+	st, ok := statusOf(err)
+	switch {
+	case ok && strings.Contains(st.Message, policyDenied):
+		w.denied = append(w.denied, denial{what: fmt.Sprintf("step %d: %s", w.step, what), auditID: w.lastAuditID(), code: st.Code, message: st.Message})
+	case ok:
+		w.others[fmt.Sprintf("%d %s", st.Code, st.Reason)]++
+	case strings.Contains(err.Error(), policyDenied):
+		w.others["kubectl denied by a policy"]++
+	default:
+		w.others["other"]++
+		w.t.Logf("step %d: %s: %v", w.step, what, err)
+	}
+}
+
+// client returns the dynamic client of a user.
+func (w *randomWorld) client(u rndUser) dynamic.Interface {
+	if u.name == harness.AdminUser {
+		return w.dyn
+	}
+	c, ok := w.clients[u.name]
+	if !ok {
+		c = w.dynamicFor(rest.ImpersonationConfig{UserName: u.name, Groups: u.groups, UID: u.uid, Extra: u.extra})
+		w.clients[u.name] = c
+	}
+	return c
+}
+
+func (w *randomWorld) user() rndUser { return pick(w.r, rndUsers...) }
+
+// setupWorld creates the namespaces, grants the users, and writes the params and the first
+// objects before any policy exists.
+func (w *randomWorld) setupWorld() {
+	ctx := w.ctx
+	w.namespace(ctx, rndA, map[string]string{"tier": "gold", "env": "prod"})
+	w.namespace(ctx, rndB, map[string]string{"tier": "silver", "env": "dev", "team": "red"})
+	w.namespace(ctx, rndC, nil)
+	w.namespace(ctx, rndParams, map[string]string{"tier": "gold"})
+	for _, u := range rndUsers[1:] {
+		w.grantAll(ctx, u.name)
+	}
+	for _, p := range []struct {
+		name, set string
+		data      map[string]any
+	}{
+		{"p-0", "x", map[string]any{"max": "6", "prefix": "cm-a", "mode": "on"}},
+		{"p-1", "x", map[string]any{"max": "x", "mode": "deny-all"}},
+		{"p-2", "y", map[string]any{"max": "20", "prefix": "pod", "block-user": "rnd-alice"}},
+	} {
+		w.put(ctx, configMap(rndParams, p.name, map[string]any{"set": p.set}, p.data))
+	}
+	w.put(ctx, configMap(rndA, "p-local", nil, map[string]any{"max": "5", "mode": "skip"}))
+	w.put(ctx, configMap(rndB, "p-local", nil, map[string]any{"max": "12", "mode": "deny-all"}))
+	w.put(ctx, node("pn-0", map[string]any{"set": "x", "limit": "6"}))
+	w.put(ctx, node("pn-1", map[string]any{"set": "x", "limit": "x", "mode": "deny-all"}))
+	pn2 := node("pn-2", map[string]any{"set": "y", "limit": "10"})
+	pn2.Object["spec"] = map[string]any{"unschedulable": true}
+	w.put(ctx, pn2)
+	for _, n := range nodeNames[:2] {
+		w.put(ctx, node(n, map[string]any{"app": "web"}, condition("Ready", "True")))
+	}
+	w.put(ctx, obj(map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "robot", "namespace": rndA}}))
+	// No disruption controller runs: the budget allows no eviction of the db pods of rnd-b.
+	w.put(ctx, obj(map[string]any{"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": map[string]any{"name": "db", "namespace": rndB},
+		"spec": map[string]any{"minAvailable": int64(1), "selector": map[string]any{"matchLabels": map[string]any{"app": "db"}}}}))
+	for _, ns := range []string{rndA, rndB} {
+		w.put(ctx, configMap(ns, "cm-ab", map[string]any{"app": "web", "color": "green"}, map[string]any{"n": "3"}))
+		w.put(ctx, podIn(ns, "pod-a", "w-0", "nginx", map[string]any{"app": "db"}))
+		w.put(ctx, deploymentIn(ns, "dep-a", 2))
+	}
+}
+
+// installRandom creates the generated policies and bindings; those the server refuses although
+// vapc check accepted them are errors of vapc check, and left out. The policies vapc check
+// refused are sent in a dry run, which the server must refuse too.
+func (w *randomWorld) installRandom(set policySet) policySet {
+	for i, p := range w.refused.policies {
+		err := w.tryCreate(w.dyn, schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicies"},
+			toUnstructured(w.t, p), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err == nil {
+			w.t.Errorf("vapc check refuses policy %s, the server accepts it; vapc check says:\n%s\n%s", p.Name, w.refusedWhy[i], yamlOf(w.t, p))
+		}
+	}
+	var out policySet
+	refused := map[string]bool{}
+	for _, p := range set.policies {
+		if _, err := w.tryPut(w.ctx, toUnstructured(w.t, p)); err != nil {
+			w.t.Errorf("vapc check accepts policy %s, the server refuses it: %v\n%s", p.Name, err, yamlOf(w.t, p))
+			refused[p.Name] = true
+			continue
+		}
+		out.policies = append(out.policies, p)
+	}
+	for _, b := range set.bindings {
+		if refused[b.Spec.PolicyName] {
+			continue
+		}
+		if _, err := w.tryPut(w.ctx, toUnstructured(w.t, withKind(b))); err != nil {
+			w.t.Errorf("vapc check accepts binding %s, the server refuses it: %v\n%s", b.Name, err, yamlOf(w.t, b))
+			continue
+		}
+		out.bindings = append(out.bindings, b)
+	}
+	return out
+}
+
+// Objects of the scenario.
+
+func podIn(ns, name, node, image string, labels map[string]any) *unstructured.Unstructured {
+	spec := map[string]any{"containers": []any{map[string]any{"name": "c", "image": image}}}
+	if node != "" {
+		spec["nodeName"] = node
+	}
+	meta := map[string]any{"name": name, "namespace": ns}
+	if labels != nil {
+		meta["labels"] = labels
+	}
+	return obj(map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec})
+}
+
+func deploymentIn(ns, name string, replicas int64) *unstructured.Unstructured {
+	sel := map[string]any{"app": name}
+	return obj(map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": name, "namespace": ns, "labels": map[string]any{"app": "web"}},
+		"spec": map[string]any{
+			"replicas": replicas,
+			"selector": map[string]any{"matchLabels": sel},
+			"template": map[string]any{
+				"metadata": map[string]any{"labels": sel},
+				"spec":     map[string]any{"containers": []any{map[string]any{"name": "c", "image": "nginx"}}},
+			},
+		},
+	})
+}
+
+func (w *randomWorld) labels() map[string]any {
+	if chance(w.r, 0.2) {
+		return nil
+	}
+	l := map[string]any{}
+	if chance(w.r, 0.6) {
+		l["app"] = pick(w.r, "web", "db")
+	}
+	if chance(w.r, 0.6) {
+		l["color"] = pick(w.r, "red", "green", "blue")
+	}
+	if chance(w.r, 0.15) {
+		l["rnd.vapc.dev/skip"] = "yes"
+	}
+	return l
+}
+
+func (w *randomWorld) data() map[string]any {
+	if chance(w.r, 0.15) {
+		return nil
+	}
+	d := map[string]any{}
+	if chance(w.r, 0.7) {
+		d["n"] = pick(w.r, "3", "7", "x", "12")
+	}
+	if chance(w.r, 0.3) {
+		d["mode"] = pick(w.r, "on", "deny-all", "skip")
+	}
+	if chance(w.r, 0.15) {
+		d["password"] = "hunter2"
+	}
+	if chance(w.r, 0.15) {
+		d["big"] = strings.Repeat("b", 6000) + strings.Repeat("c", 6000)
+	}
+	return d
+}
+
+func (w *randomWorld) namespaces() []string {
+	if w.nsDone {
+		return []string{rndA, rndB, rndC, rndD}
+	}
+	return []string{rndA, rndB, rndC}
+}
+
+// existing picks the name of an existing object of the resource (or, now and then, or when
+// there is none, any name of the pool).
+func (w *randomWorld) existing(gvr schema.GroupVersionResource, ns string, pool []string) string {
+	if gvr == podsGVR {
+		pool = slices.DeleteFunc(slices.Clone(pool), func(name string) bool { return w.bound[ns+"/"+name] })
+		if len(pool) == 0 {
+			return "p-none"
+		}
+	}
+	var ri dynamic.ResourceInterface = w.dyn.Resource(gvr)
+	if ns != "" {
+		ri = w.dyn.Resource(gvr).Namespace(ns)
+	}
+	if chance(w.r, 0.95) {
+		if l, err := ri.List(w.ctx, metav1.ListOptions{}); err == nil {
+			var names []string
+			for _, it := range l.Items {
+				if slices.Contains(pool, it.GetName()) {
+					names = append(names, it.GetName())
+				}
+			}
+			if len(names) > 0 {
+				return pick(w.r, names...)
+			}
+		}
+	}
+	return pick(w.r, pool...)
+}
+
+func (w *randomWorld) createOptions() metav1.CreateOptions {
+	o := metav1.CreateOptions{}
+	if chance(w.r, 0.15) {
+		o.DryRun = []string{metav1.DryRunAll}
+	}
+	if chance(w.r, 0.15) {
+		o.FieldManager = "rnd-tool"
+	}
+	return o
+}
+
+func (w *randomWorld) updateOptions() metav1.UpdateOptions {
+	o := metav1.UpdateOptions{}
+	if chance(w.r, 0.15) {
+		o.DryRun = []string{metav1.DryRunAll}
+	}
+	if chance(w.r, 0.15) {
+		o.FieldManager = "rnd-tool"
+	}
+	return o
+}
+
+func (w *randomWorld) patchOptions() metav1.PatchOptions {
+	o := metav1.PatchOptions{}
+	if chance(w.r, 0.15) {
+		o.DryRun = []string{metav1.DryRunAll}
+	}
+	if chance(w.r, 0.15) {
+		o.FieldManager = "rnd-tool"
+	}
+	return o
+}
+
+// deleteOptions are random options; uid and resourceVersion preconditions are those of the
+// stored object (or a wrong resourceVersion now and then).
+func (w *randomWorld) deleteOptions(ri dynamic.ResourceInterface, name string) metav1.DeleteOptions {
+	o := metav1.DeleteOptions{}
+	switch w.r.IntN(8) {
+	case 0:
+		o.GracePeriodSeconds = ptr.To[int64](0)
+	case 1:
+		o.GracePeriodSeconds = ptr.To(pick(w.r, int64(5), int64(30), int64(60)))
+	case 2, 3:
+		if cur, err := ri.Get(w.ctx, name, metav1.GetOptions{}); err == nil {
+			if chance(w.r, 0.5) {
+				o.Preconditions = &metav1.Preconditions{UID: ptr.To(cur.GetUID())}
+			} else if chance(w.r, 0.7) {
+				o.Preconditions = &metav1.Preconditions{ResourceVersion: ptr.To(cur.GetResourceVersion())}
+			} else {
+				o.Preconditions = &metav1.Preconditions{ResourceVersion: ptr.To("1")}
+			}
+		}
+	case 4:
+		o.PropagationPolicy = ptr.To(pick(w.r, metav1.DeletePropagationOrphan, metav1.DeletePropagationBackground, metav1.DeletePropagationForeground))
+	case 5:
+		o.DryRun = []string{metav1.DryRunAll}
+	}
+	return o
+}
+
+func (w *randomWorld) tryCreate(c dynamic.Interface, gvr schema.GroupVersionResource, u *unstructured.Unstructured, o metav1.CreateOptions, sub ...string) error {
+	var ri dynamic.ResourceInterface = c.Resource(gvr)
+	if ns := u.GetNamespace(); ns != "" {
+		ri = c.Resource(gvr).Namespace(ns)
+	}
+	_, err := ri.Create(w.ctx, u, o, sub...)
+	return err
+}
+
+func dry(dryRun []string) string {
+	if len(dryRun) > 0 {
+		return " (dry run)"
+	}
+	return ""
+}
+
+// ConfigMaps.
+
+func (w *randomWorld) configMapCreate() {
+	u, ns, name := w.user(), pick(w.r, w.namespaces()...), pick(w.r, cmNames...)
+	cm := configMap(ns, name, w.labels(), w.data())
+	if chance(w.r, 0.15) {
+		cm.SetAnnotations(map[string]string{"rnd.vapc.dev/block": "true"})
+	}
+	if chance(w.r, 0.08) {
+		// The server generates the name before validating admission runs.
+		name = "gen-*"
+		cm.SetName("")
+		cm.SetGenerateName("gen-")
+	}
+	o := w.createOptions()
+	w.got(fmt.Sprintf("%s creates configmap %s/%s%s", u.name, ns, name, dry(o.DryRun)), w.tryCreate(w.client(u), configMapsGVR, cm, o))
+}
+
+func (w *randomWorld) configMapUpdate() {
+	u, ns := w.user(), pick(w.r, w.namespaces()...)
+	name := w.existing(configMapsGVR, ns, cmNames)
+	ri := w.client(u).Resource(configMapsGVR).Namespace(ns)
+	cur, err := ri.Get(w.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return
+	}
+	switch w.r.IntN(3) {
+	case 0:
+		cur.SetLabels(toStrings(w.labels()))
+	case 1:
+		if d := w.data(); d != nil {
+			cur.Object["data"] = d
+		} else {
+			delete(cur.Object, "data")
+		}
+	default:
+		cur.SetAnnotations(map[string]string{"rnd.vapc.dev/block": pick(w.r, "true", "no")})
+	}
+	how := ""
+	if chance(w.r, 0.3) {
+		// An unconditional update: no resourceVersion.
+		cur.SetResourceVersion("")
+		how = " unconditionally"
+	}
+	o := w.updateOptions()
+	_, err = ri.Update(w.ctx, cur, o)
+	w.got(fmt.Sprintf("%s updates configmap %s/%s%s%s", u.name, ns, name, how, dry(o.DryRun)), err)
+}
+
+func toStrings(m map[string]any) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := map[string]string{}
+	for k, v := range m {
+		out[k] = v.(string)
+	}
+	return out
+}
+
+// mapPatches are merge patches that give the same object as strategic merge patches (no
+// lists), so that a replay can apply them whichever content type the client sent.
+var mapPatches = []string{
+	`{"metadata":{"labels":{"color":"green"}}}`,
+	`{"metadata":{"labels":{"color":"red","app":"db"}}}`,
+	`{"metadata":{"labels":{"app":null}}}`,
+	`{"metadata":{"labels":{"rnd.vapc.dev/skip":"yes"}}}`,
+	`{"metadata":{"annotations":{"rnd.vapc.dev/block":"true"}}}`,
+	`{"data":{"n":"9"}}`,
+	`{"data":{"n":null}}`,
+	`{"data":{"password":"x"}}`,
+	`{"data":{"mode":"deny-all","n":"x"}}`,
+}
+
+var jsonPatches = []string{
+	`[{"op":"add","path":"/data/n","value":"4"}]`,
+	`[{"op":"replace","path":"/metadata/labels","value":{"app":"db","color":"blue"}}]`,
+	`[{"op":"remove","path":"/metadata/labels/color"}]`,
+	`[{"op":"test","path":"/metadata/name","value":"nope"}]`,
+	`[{"op":"add","path":"/metadata/annotations","value":{"rnd.vapc.dev/block":"1"}}]`,
+}
+
+func (w *randomWorld) configMapPatch() {
+	u, ns := w.user(), pick(w.r, w.namespaces()...)
+	name := w.existing(configMapsGVR, ns, cmNames)
+	pt, body := w.patch()
+	o := w.patchOptions()
+	_, err := w.client(u).Resource(configMapsGVR).Namespace(ns).Patch(w.ctx, name, pt, []byte(body), o)
+	w.got(fmt.Sprintf("%s patches configmap %s/%s (%s %s)%s", u.name, ns, name, pt, body, dry(o.DryRun)), err)
+}
+
+func (w *randomWorld) patch() (types.PatchType, string) {
+	switch w.r.IntN(3) {
+	case 0:
+		return types.JSONPatchType, pick(w.r, jsonPatches...)
+	case 1:
+		return types.MergePatchType, pick(w.r, mapPatches...)
+	}
+	return types.StrategicMergePatchType, pick(w.r, mapPatches...)
+}
+
+func (w *randomWorld) configMapDelete() {
+	u, ns := w.user(), pick(w.r, w.namespaces()...)
+	name := w.existing(configMapsGVR, ns, cmNames)
+	ri := w.client(u).Resource(configMapsGVR).Namespace(ns)
+	o := w.deleteOptions(ri, name)
+	w.got(fmt.Sprintf("%s deletes configmap %s/%s %s", u.name, ns, name, optionsString(o)), ri.Delete(w.ctx, name, o))
+}
+
+func optionsString(o metav1.DeleteOptions) string {
+	b, _ := json.Marshal(o)
+	return string(b)
+}
+
+func (w *randomWorld) configMapDeleteCollection() {
+	u, ns := w.user(), pick(w.r, w.namespaces()...)
+	sel := pick(w.r, "color=red", "app=db", "color in (blue,green)", "!app")
+	o := metav1.DeleteOptions{}
+	if chance(w.r, 0.4) {
+		o.DryRun = []string{metav1.DryRunAll}
+	}
+	err := w.client(u).Resource(configMapsGVR).Namespace(ns).DeleteCollection(w.ctx, o, metav1.ListOptions{LabelSelector: sel})
+	w.got(fmt.Sprintf("%s deletes the configmaps %s of %s%s", u.name, sel, ns, dry(o.DryRun)), err)
+}
+
+// Pods.
+
+func (w *randomWorld) podCreate() {
+	u, ns, name := w.user(), pick(w.r, w.namespaces()...), pick(w.r, podNames...)
+	p := podIn(ns, name, pick(w.r, "", "w-0"), pick(w.r, "nginx", "busybox"), w.labels())
+	o := w.createOptions()
+	w.got(fmt.Sprintf("%s creates pod %s/%s%s", u.name, ns, name, dry(o.DryRun)), w.tryCreate(w.client(u), podsGVR, p, o))
+}
+
+func (w *randomWorld) podUpdate() {
+	u, ns := w.user(), pick(w.r, w.namespaces()...)
+	name := w.existing(podsGVR, ns, podNames)
+	ri := w.client(u).Resource(podsGVR).Namespace(ns)
+	switch w.r.IntN(3) {
+	case 0:
+		pt, body := w.patch()
+		if pt == types.JSONPatchType && chance(w.r, 0.5) {
+			body = `[{"op":"replace","path":"/spec/containers/0/image","value":"` + pick(w.r, "busybox", "nginx") + `"}]`
+		}
+		o := w.patchOptions()
+		_, err := ri.Patch(w.ctx, name, pt, []byte(body), o)
+		w.got(fmt.Sprintf("%s patches pod %s/%s (%s %s)%s", u.name, ns, name, pt, body, dry(o.DryRun)), err)
+	default:
+		// (Not the status: the pod strategy keeps the stored one, see TestRandomParity.)
+		cur, err := ri.Get(w.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return
+		}
+		cur.SetLabels(toStrings(w.labels()))
+		o := w.updateOptions()
+		_, err = ri.Update(w.ctx, cur, o)
+		w.got(fmt.Sprintf("%s updates pod %s/%s%s", u.name, ns, name, dry(o.DryRun)), err)
+	}
+}
+
+func (w *randomWorld) podStatus() {
+	u, ns := w.user(), pick(w.r, w.namespaces()...)
+	name := w.existing(podsGVR, ns, podNames)
+	ri := w.client(u).Resource(podsGVR).Namespace(ns)
+	switch w.r.IntN(3) {
+	case 0:
+		body := pick(w.r,
+			`[{"op":"add","path":"/status/conditions","value":[{"type":"rnd.vapc.dev/Seen","status":"True"}]}]`,
+			`[{"op":"add","path":"/status/phase","value":"Failed"}]`,
+			`[{"op":"add","path":"/metadata/labels/color","value":"red"}]`,
+		)
+		o := w.patchOptions()
+		_, err := ri.Patch(w.ctx, name, types.JSONPatchType, []byte(body), o, "status")
+		w.got(fmt.Sprintf("%s patches the status of pod %s/%s (%s)%s", u.name, ns, name, body, dry(o.DryRun)), err)
+	case 1:
+		o := w.patchOptions()
+		body := pick(w.r, `{"status":{"phase":"Failed"}}`, `{"status":{"message":"rnd"}}`, `{"metadata":{"labels":{"color":"blue"}}}`)
+		_, err := ri.Patch(w.ctx, name, types.MergePatchType, []byte(body), o, "status")
+		w.got(fmt.Sprintf("%s patches the status of pod %s/%s (%s)%s", u.name, ns, name, body, dry(o.DryRun)), err)
+	default:
+		// (Not the spec: the status strategy keeps the stored one, see TestRandomParity.)
+		cur, err := ri.Get(w.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return
+		}
+		_ = unstructured.SetNestedField(cur.Object, pick(w.r, "rnd status", "other status"), "status", "message")
+		if chance(w.r, 0.3) {
+			cur.SetLabels(toStrings(w.labels()))
+		}
+		o := w.updateOptions()
+		_, err = ri.UpdateStatus(w.ctx, cur, o)
+		w.got(fmt.Sprintf("%s updates the status of pod %s/%s%s", u.name, ns, name, dry(o.DryRun)), err)
+	}
+}
+
+func (w *randomWorld) podEvict() {
+	u, ns := w.user(), pick(w.r, w.namespaces()...)
+	name := w.existing(podsGVR, ns, podNames)
+	ev := obj(map[string]any{"apiVersion": "policy/v1", "kind": "Eviction", "metadata": map[string]any{"name": name, "namespace": ns}})
+	if l := w.labels(); l != nil && chance(w.r, 0.5) {
+		ev.Object["metadata"].(map[string]any)["labels"] = l
+	}
+	if chance(w.r, 0.6) {
+		opts := map[string]any{"gracePeriodSeconds": pick(w.r, int64(0), int64(10))}
+		if chance(w.r, 0.3) {
+			opts["dryRun"] = []any{"All"}
+		}
+		ev.Object["deleteOptions"] = opts
+	}
+	o := w.createOptions()
+	w.got(fmt.Sprintf("%s evicts pod %s/%s%s", u.name, ns, name, dry(o.DryRun)), w.tryCreate(w.client(u), podsGVR, ev, o, "eviction"))
+}
+
+func (w *randomWorld) podDelete() {
+	u, ns := w.user(), pick(w.r, w.namespaces()...)
+	name := w.existing(podsGVR, ns, podNames)
+	ri := w.client(u).Resource(podsGVR).Namespace(ns)
+	o := w.deleteOptions(ri, name)
+	w.got(fmt.Sprintf("%s deletes pod %s/%s %s", u.name, ns, name, optionsString(o)), ri.Delete(w.ctx, name, o))
+}
+
+// podBind binds a pod to a node through pods/binding, as the scheduler does. The replay knows
+// the bound pod only approximately (the binding's new resourceVersion and PodScheduled
+// condition are not in the log), so the scenario sends no request whose oldObject it is.
+func (w *randomWorld) podBind() {
+	u, ns := w.user(), pick(w.r, w.namespaces()...)
+	name := pick(w.r, podNames...)
+	if l, err := w.dyn.Resource(podsGVR).Namespace(ns).List(w.ctx, metav1.ListOptions{}); err == nil {
+		var unbound []string
+		for _, p := range l.Items {
+			if node, _, _ := unstructured.NestedString(p.Object, "spec", "nodeName"); node == "" && p.GetDeletionTimestamp() == nil {
+				unbound = append(unbound, p.GetName())
+			}
+		}
+		if len(unbound) > 0 {
+			name = pick(w.r, unbound...)
+		}
+	}
+	b := obj(map[string]any{"apiVersion": "v1", "kind": "Binding", "metadata": map[string]any{"name": name, "namespace": ns},
+		"target": map[string]any{"apiVersion": "v1", "kind": "Node", "name": pick(w.r, "w-0", "w-1")}})
+	o := w.createOptions()
+	err := w.tryCreate(w.client(u), podsGVR, b, o, "binding")
+	w.got(fmt.Sprintf("%s binds pod %s/%s%s", u.name, ns, name, dry(o.DryRun)), err)
+	if err == nil && len(o.DryRun) == 0 {
+		w.bound[ns+"/"+name] = true
+	}
+}
+
+// podEphemeral adds an ephemeral container through pods/ephemeralcontainers.
+func (w *randomWorld) podEphemeral() {
+	u, ns := w.user(), pick(w.r, w.namespaces()...)
+	name := w.existing(podsGVR, ns, podNames)
+	ri := w.client(u).Resource(podsGVR).Namespace(ns)
+	cur, err := ri.Get(w.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return
+	}
+	ec, _, _ := unstructured.NestedSlice(cur.Object, "spec", "ephemeralContainers")
+	ec = append(ec, map[string]any{"name": fmt.Sprintf("dbg-%d", w.step), "image": pick(w.r, "busybox", "nginx"), "targetContainerName": "c"})
+	_ = unstructured.SetNestedSlice(cur.Object, ec, "spec", "ephemeralContainers")
+	o := w.updateOptions()
+	_, err = ri.Update(w.ctx, cur, o, "ephemeralcontainers")
+	w.got(fmt.Sprintf("%s adds an ephemeral container to pod %s/%s%s", u.name, ns, name, dry(o.DryRun)), err)
+}
+
+// serviceAccountWrite asks for a token of the service account robot (which changes nothing
+// stored), or labels it.
+func (w *randomWorld) serviceAccountWrite() {
+	u := w.user()
+	ri := w.client(u).Resource(serviceAcctsGVR).Namespace(rndA)
+	if chance(w.r, 0.5) {
+		tr := obj(map[string]any{"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "metadata": map[string]any{"name": "robot", "namespace": rndA},
+			"spec": map[string]any{"audiences": []any{pick(w.r, "rnd", "api")}, "expirationSeconds": int64(600)}})
+		o := w.createOptions()
+		_, err := ri.Create(w.ctx, tr, o, "token")
+		w.got(fmt.Sprintf("%s asks for a token of %s/robot%s", u.name, rndA, dry(o.DryRun)), err)
+		return
+	}
+	body := pick(w.r, mapPatches[:5]...)
+	o := w.patchOptions()
+	_, err := ri.Patch(w.ctx, "robot", types.MergePatchType, []byte(body), o)
+	w.got(fmt.Sprintf("%s patches service account %s/robot (%s)%s", u.name, rndA, body, dry(o.DryRun)), err)
+}
+
+// Nodes.
+
+func (w *randomWorld) nodePatch() {
+	u := w.user()
+	name := w.existing(nodesGVR, "", nodeNames)
+	body := pick(w.r, `{"metadata":{"labels":{"color":"red"}}}`, `{"metadata":{"labels":{"color":null,"app":"db"}}}`,
+		`{"spec":{"unschedulable":true}}`, `{"spec":{"unschedulable":false}}`, `{"metadata":{"labels":{"limit":"2"}}}`)
+	o := w.patchOptions()
+	_, err := w.client(u).Resource(nodesGVR).Patch(w.ctx, name, pick(w.r, types.MergePatchType, types.StrategicMergePatchType), []byte(body), o)
+	w.got(fmt.Sprintf("%s patches node %s (%s)%s", u.name, name, body, dry(o.DryRun)), err)
+}
+
+func (w *randomWorld) nodeStatus() {
+	u := w.user()
+	name := w.existing(nodesGVR, "", nodeNames)
+	body := pick(w.r,
+		`[{"op":"replace","path":"/status/conditions/0/status","value":"False"}]`,
+		`[{"op":"replace","path":"/status/conditions/0/status","value":"True"}]`,
+		`[{"op":"add","path":"/metadata/labels/color","value":"green"}]`,
+	)
+	o := w.patchOptions()
+	_, err := w.client(u).Resource(nodesGVR).Patch(w.ctx, name, types.JSONPatchType, []byte(body), o, "status")
+	w.got(fmt.Sprintf("%s patches the status of node %s (%s)%s", u.name, name, body, dry(o.DryRun)), err)
+}
+
+func (w *randomWorld) nodeCreateDelete() {
+	u := w.user()
+	name := pick(w.r, nodeNames...)
+	if chance(w.r, 0.5) {
+		o := w.createOptions()
+		w.got(fmt.Sprintf("%s creates node %s%s", u.name, name, dry(o.DryRun)), w.tryCreate(w.client(u), nodesGVR, node(name, w.labels()), o))
+		return
+	}
+	ri := w.client(u).Resource(nodesGVR)
+	o := w.deleteOptions(ri, name)
+	w.got(fmt.Sprintf("%s deletes node %s %s", u.name, name, optionsString(o)), ri.Delete(w.ctx, name, o))
+}
+
+// Deployments.
+
+func (w *randomWorld) deploymentWrite() {
+	u, ns := w.user(), pick(w.r, w.namespaces()...)
+	ri := w.client(u).Resource(deploymentsGVR).Namespace(ns)
+	switch w.r.IntN(4) {
+	case 0:
+		name := pick(w.r, depNames...)
+		d := deploymentIn(ns, name, int64(1+w.r.IntN(5)))
+		if l := w.labels(); l != nil {
+			d.SetLabels(toStrings(l))
+		}
+		o := w.createOptions()
+		w.got(fmt.Sprintf("%s creates deployment %s/%s%s", u.name, ns, name, dry(o.DryRun)), w.tryCreate(w.client(u), deploymentsGVR, d, o))
+	case 1, 2:
+		name := w.existing(deploymentsGVR, ns, depNames)
+		body := pick(w.r, fmt.Sprintf(`{"spec":{"replicas":%d}}`, w.r.IntN(7)), `{"metadata":{"labels":{"color":"red"}}}`, `{"metadata":{"labels":{"app":"db"}}}`)
+		o := w.patchOptions()
+		_, err := ri.Patch(w.ctx, name, pick(w.r, types.MergePatchType, types.StrategicMergePatchType), []byte(body), o)
+		w.got(fmt.Sprintf("%s patches deployment %s/%s (%s)%s", u.name, ns, name, body, dry(o.DryRun)), err)
+	default:
+		name := w.existing(deploymentsGVR, ns, depNames)
+		o := w.deleteOptions(ri, name)
+		w.got(fmt.Sprintf("%s deletes deployment %s/%s %s", u.name, ns, name, optionsString(o)), ri.Delete(w.ctx, name, o))
+	}
+}
+
+func (w *randomWorld) deploymentScale() {
+	u, ns := w.user(), pick(w.r, w.namespaces()...)
+	name := w.existing(deploymentsGVR, ns, depNames)
+	ri := w.client(u).Resource(deploymentsGVR).Namespace(ns)
+	replicas := w.r.IntN(7)
+	if chance(w.r, 0.5) {
+		o := w.patchOptions()
+		_, err := ri.Patch(w.ctx, name, types.MergePatchType, []byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)), o, "scale")
+		w.got(fmt.Sprintf("%s scales deployment %s/%s to %d (patch)%s", u.name, ns, name, replicas, dry(o.DryRun)), err)
+		return
+	}
+	sc, err := ri.Get(w.ctx, name, metav1.GetOptions{}, "scale")
+	if err != nil {
+		return
+	}
+	_ = unstructured.SetNestedField(sc.Object, int64(replicas), "spec", "replicas")
+	o := w.updateOptions()
+	_, err = ri.Update(w.ctx, sc, o, "scale")
+	w.got(fmt.Sprintf("%s scales deployment %s/%s to %d (update)%s", u.name, ns, name, replicas, dry(o.DryRun)), err)
+}
+
+// Events, in both APIs: a policy on events.k8s.io with matchPolicy Equivalent sees core ones.
+
+func (w *randomWorld) eventCreate() {
+	u, ns := w.user(), pick(w.r, w.namespaces()...)
+	w.events++
+	name := fmt.Sprintf("ev-%d", w.events)
+	var e *unstructured.Unstructured
+	gvr := eventsGVR
+	meta := map[string]any{"name": name, "namespace": ns}
+	if l := w.labels(); l != nil {
+		meta["labels"] = l
+	}
+	if chance(w.r, 0.5) {
+		e = obj(map[string]any{"apiVersion": "v1", "kind": "Event", "metadata": meta,
+			"involvedObject": map[string]any{"kind": "ConfigMap", "namespace": ns, "name": "cm-ab"},
+			"reason":         "Rnd", "message": "core event", "type": "Normal", "source": map[string]any{"component": "rnd"}})
+	} else {
+		gvr = eventsV1GVR
+		e = obj(map[string]any{"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": meta,
+			"eventTime": time.Now().UTC().Format("2006-01-02T15:04:05.000000Z07:00"), "reportingController": "rnd.vapc.dev/test",
+			"reportingInstance": "rnd", "action": "Test", "reason": "Rnd", "note": "events.k8s.io event", "type": "Normal",
+			"regarding": map[string]any{"kind": "ConfigMap", "namespace": ns, "name": "cm-ab"}})
+	}
+	o := w.createOptions()
+	w.got(fmt.Sprintf("%s creates %s event %s/%s%s", u.name, gvr.GroupVersion(), ns, name, dry(o.DryRun)), w.tryCreate(w.client(u), gvr, e, o))
+}
+
+func (w *randomWorld) secretWrite() {
+	u, ns := w.user(), pick(w.r, w.namespaces()...)
+	name := pick(w.r, "s1", "sec-a")
+	if chance(w.r, 0.6) {
+		s := obj(map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": name, "namespace": ns, "labels": w.labels()},
+			"stringData": map[string]any{"password": "x"}})
+		if s.GetLabels() == nil {
+			unstructured.RemoveNestedField(s.Object, "metadata", "labels")
+		}
+		o := w.createOptions()
+		w.got(fmt.Sprintf("%s creates secret %s/%s%s", u.name, ns, name, dry(o.DryRun)), w.tryCreate(w.client(u), secretsGVR, s, o))
+		return
+	}
+	ri := w.client(u).Resource(secretsGVR).Namespace(ns)
+	o := w.deleteOptions(ri, name)
+	w.got(fmt.Sprintf("%s deletes secret %s/%s %s", u.name, ns, name, optionsString(o)), ri.Delete(w.ctx, name, o))
+}
+
+// rawDelete deletes a ConfigMap with options in the query rather than a body, as some clients
+// do, or with both.
+func (w *randomWorld) rawDelete() {
+	u, ns := w.user(), pick(w.r, w.namespaces()...)
+	name := w.existing(configMapsGVR, ns, cmNames)
+	query := pick(w.r, "gracePeriodSeconds=0", "orphanDependents=true", "orphanDependents=yes", "orphanDependents=",
+		"propagationPolicy=Orphan", "dryRun=All", "dryRun=All&gracePeriodSeconds=5", "")
+	var body []byte
+	if chance(w.r, 0.3) {
+		body = []byte(`{"apiVersion":"v1","kind":"DeleteOptions","gracePeriodSeconds":3}`)
+	}
+	err := w.rawRequest(u, http.MethodDelete, fmt.Sprintf("/api/v1/namespaces/%s/configmaps/%s?%s", ns, name, query), body)
+	w.got(fmt.Sprintf("%s deletes configmap %s/%s with query %q and body %s", u.name, ns, name, query, body), err)
+}
+
+// rawRequest sends a request as the user and returns the API status of a failure.
+func (w *randomWorld) rawRequest(u rndUser, method, path string, body []byte) error {
+	c, ok := w.raw[u.name]
+	if !ok {
+		imp := rest.ImpersonationConfig{}
+		if u.name != harness.AdminUser {
+			imp = rest.ImpersonationConfig{UserName: u.name, Groups: u.groups, UID: u.uid, Extra: u.extra}
+		}
+		var err error
+		if c, err = rest.HTTPClientFor(w.recordingConfig(imp)); err != nil {
+			w.t.Fatal(err)
+		}
+		w.raw[u.name] = c
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(w.ctx, method, w.s.URL()+path, rd)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode < 300 {
+		return nil
+	}
+	st := metav1.Status{}
+	if json.Unmarshal(data, &st) != nil || st.Code == 0 {
+		return fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, data)
+	}
+	return &apierrors.StatusError{ErrStatus: st}
+}
+
+// kubectlStep sends requests the way kubectl shapes them.
+func (w *randomWorld) kubectlStep() {
+	u := w.user()
+	ns := pick(w.r, w.namespaces()...)
+	var as []string
+	if u.name != harness.AdminUser {
+		as = append(as, "--as="+u.name)
+		for _, g := range u.groups {
+			as = append(as, "--as-group="+g)
+		}
+		if u.uid != "" {
+			as = append(as, "--as-uid="+u.uid)
+		}
+	}
+	var args []string
+	switch w.r.IntN(6) {
+	case 0:
+		args = []string{"label", "configmap", "-n", ns, w.existing(configMapsGVR, ns, cmNames), "--overwrite", "color=" + pick(w.r, "red", "blue")}
+	case 1:
+		args = []string{"annotate", "configmap", "-n", ns, w.existing(configMapsGVR, ns, cmNames), "--overwrite", "rnd.vapc.dev/block=yes"}
+	case 2:
+		args = []string{"scale", "deployment", "-n", ns, w.existing(deploymentsGVR, ns, depNames), fmt.Sprintf("--replicas=%d", w.r.IntN(6))}
+	case 3:
+		args = []string{"delete", "configmap", "-n", ns, w.existing(configMapsGVR, ns, cmNames), "--dry-run=server"}
+	case 4:
+		args = []string{"create", "configmap", "-n", ns, pick(w.r, cmNames...), "--from-literal=n=" + pick(w.r, "1", "x")}
+	default:
+		args = []string{pick(w.r, "cordon", "uncordon"), w.existing(nodesGVR, "", nodeNames)}
+	}
+	args = append(args, as...)
+	w.got("kubectl "+strings.Join(args, " "), w.kubectl(args...))
+}
+
+// World changes, each followed by a sync so that the next request sees it.
+
+func (w *randomWorld) namespaceLabels() {
+	u := pick(w.r, rndUsers[0], rndUsers[0], w.user())
+	ns := pick(w.r, w.namespaces()...)
+	body := pick(w.r, `{"metadata":{"labels":{"tier":"gold"}}}`, `{"metadata":{"labels":{"tier":"silver"}}}`, `{"metadata":{"labels":{"tier":null}}}`,
+		`{"metadata":{"labels":{"env":"prod","team":"blue"}}}`, `{"metadata":{"labels":{"env":"dev","team":null}}}`)
+	_, err := w.client(u).Resource(namespacesGVR).Patch(w.ctx, ns, types.MergePatchType, []byte(body), metav1.PatchOptions{})
+	w.got(fmt.Sprintf("%s labels namespace %s %s", u.name, ns, body), err)
+	w.sync(w.ctx)
+}
+
+func (w *randomWorld) paramChange() {
+	ctx := w.ctx
+	switch w.r.IntN(6) {
+	case 0, 1:
+		name := pick(w.r, "p-0", "p-1", "p-2", "p-9")
+		cm := configMap(rndParams, name, map[string]any{"set": pick(w.r, "x", "y", "z")}, map[string]any{
+			"max": pick(w.r, "4", "6", "x", "20"), "mode": pick(w.r, "on", "deny-all", "skip"), "prefix": pick(w.r, "cm-a", "pod", "d"),
+		})
+		_, err := w.tryPut(ctx, cm)
+		w.got("the administrator writes param "+rndParams+"/"+name, err)
+	case 2:
+		ns := pick(w.r, rndA, rndB, rndC)
+		_, err := w.tryPut(ctx, configMap(ns, "p-local", nil, map[string]any{"max": pick(w.r, "5", "12"), "mode": pick(w.r, "on", "deny-all", "skip")}))
+		w.got("the administrator writes param "+ns+"/p-local", err)
+	case 3:
+		name := pick(w.r, "p-0", "p-1", "p-2", "p-9")
+		err := w.dyn.Resource(configMapsGVR).Namespace(rndParams).Delete(ctx, name, metav1.DeleteOptions{})
+		w.got("the administrator deletes param "+rndParams+"/"+name, err)
+	case 4:
+		name := pick(w.r, "pn-0", "pn-1", "pn-2", "pn-9")
+		n := node(name, map[string]any{"set": pick(w.r, "x", "y"), "limit": pick(w.r, "3", "6", "x", "10"), "mode": pick(w.r, "on", "deny-all")})
+		if chance(w.r, 0.3) {
+			n.Object["spec"] = map[string]any{"unschedulable": true}
+		}
+		_, err := w.tryPut(ctx, n)
+		w.got("the administrator writes param node "+name, err)
+	default:
+		name := pick(w.r, "pn-0", "pn-1", "pn-2")
+		err := w.dyn.Resource(nodesGVR).Delete(ctx, name, metav1.DeleteOptions{})
+		w.got("the administrator deletes param node "+name, err)
+	}
+	w.sync(ctx)
+}
+
+// namespaceLife creates rnd-d (with its service account), or deletes it once it exists: it then
+// stays Terminating, since no namespace controller runs.
+func (w *randomWorld) namespaceLife() {
+	u := pick(w.r, rndUsers[0], w.user())
+	if !w.nsDone {
+		ns := obj(map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": rndD, "labels": map[string]any{"tier": pick(w.r, "gold", "silver")}}})
+		err := w.tryCreate(w.client(u), namespacesGVR, ns, metav1.CreateOptions{})
+		w.got(u.name+" creates namespace "+rndD, err)
+		if err == nil {
+			w.nsDone = true
+			sa := obj(map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "default", "namespace": rndD}})
+			w.got("the administrator creates the default service account of "+rndD, w.tryCreate(w.dyn, serviceAcctsGVR, sa, metav1.CreateOptions{}))
+		}
+	} else {
+		o := metav1.DeleteOptions{}
+		if chance(w.r, 0.5) {
+			o.DryRun = []string{metav1.DryRunAll}
+		}
+		w.got(u.name+" deletes namespace "+rndD+dry(o.DryRun), w.client(u).Resource(namespacesGVR).Delete(w.ctx, rndD, o))
+	}
+	w.sync(w.ctx)
+}
+
+// checkWarnings holds the replay's predicted warnings to those of every response of the
+// scenario: the ValidatingAdmissionPolicy warnings of Warn bindings, in any order (the
+// dispatcher follows its informers' order).
+func (w *randomWorld) checkWarnings(byID map[string]*replay.Record, from int) {
+	w.t.Helper()
+	vap := func(ws []string) []string {
+		var out []string
+		for _, s := range ws {
+			if strings.HasPrefix(s, "Validation failed for ValidatingAdmissionPolicy") {
+				out = append(out, s)
+			}
+		}
+		sort.Strings(out)
+		return out
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	checked := 0
+	for _, resp := range w.responses {
+		if resp.method == http.MethodGet || resp.auditID == "" {
+			continue
+		}
+		got := vap(resp.warnings)
+		var want []string
+		rec := byID[resp.auditID]
+		if rec != nil {
+			if rec.Line < from || rec.Decision == replay.DecisionIndeterminate || rec.Recorded == replay.RecordedUnknown ||
+				(rec.Recorded == replay.RecordedDeny && !strings.HasPrefix(rec.RecordedBy, "ValidatingAdmissionPolicy")) {
+				// Not evaluated, or another admission plugin refused it, maybe before the policies ran.
+				continue
+			}
+			want = vap(rec.Warnings)
+		}
+		if len(got) > 0 || len(want) > 0 {
+			checked++
+		}
+		if !slices.Equal(got, want) {
+			w.t.Errorf("%s %s (audit ID %s, %s): the server warned %q, the replay predicts %q", resp.method, resp.url, resp.auditID, describeRecord(rec), got, want)
+		}
+	}
+	w.t.Logf("%d responses with policy warnings checked", checked)
+}
