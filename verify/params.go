@@ -51,7 +51,7 @@ type paramViews struct {
 	m  map[runtime.Object]*paramView
 }
 
-const paramViewLimit = 1 << 14
+const paramViewLimit = 1 << 12
 
 // view returns the object as the dispatcher gives it to CEL: unchanged when it has a kind
 // (unstructured custom resources, which the dispatcher does not wrap either), else a paramView

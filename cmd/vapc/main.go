@@ -7,10 +7,19 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 )
 
+// memoryLimit is vapc's soft memory limit unless GOMEMLIMIT sets another: near it the garbage
+// collector runs more often instead of letting a long replay's heap grow to twice its live
+// objects (the State of a large cluster). It is not a cap: a heap of more live objects grows.
+const memoryLimit = 400 << 20
+
 func main() {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(memoryLimit)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

@@ -316,11 +316,14 @@ func plainString(dst *string, raw []byte) bool {
 	if isNull(raw) {
 		return true
 	}
-	if len(raw) < 2 || raw[0] != '"' || !plain(raw[1:len(raw)-1]) {
+	if len(raw) < 2 || raw[0] != '"' {
 		return false
 	}
-	*dst = string(raw[1 : len(raw)-1])
-	return true
+	v, ok := unquote(raw[1 : len(raw)-1])
+	if ok {
+		*dst = v
+	}
+	return ok
 }
 
 // smallInt sets an int32 from a JSON integer of up to 9 digits.
@@ -428,13 +431,64 @@ func setStringMap(dst *map[string]string, raw []byte) bool {
 // encoding/json.
 func setString(dst *string, raw []byte) bool {
 	if len(raw) >= 2 && raw[0] == '"' {
-		body := raw[1 : len(raw)-1]
-		if plain(body) {
-			*dst = string(body)
+		if v, ok := unquote(raw[1 : len(raw)-1]); ok {
+			*dst = v
 			return true
 		}
 	}
 	return json.Unmarshal(raw, dst) == nil
+}
+
+// unquote returns the value of a JSON string's body, validated already, as encoding/json
+// unquotes it, when that takes no more than the common escapes: false for a surrogate escape
+// (\ud83d) or invalid UTF-8, which encoding/json replaces.
+func unquote(body []byte) (string, bool) {
+	esc := false
+	for _, c := range body {
+		if c == '\\' {
+			esc = true
+			break
+		}
+	}
+	if !esc {
+		return string(body), plain(body)
+	}
+	if !utf8.Valid(body) {
+		return "", false
+	}
+	out := make([]byte, 0, len(body))
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if c != '\\' {
+			out = append(out, c)
+			continue
+		}
+		i++
+		switch body[i] {
+		case '"', '\\', '/':
+			out = append(out, body[i])
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r, err := strconv.ParseUint(string(body[i+1:i+5]), 16, 32)
+			if err != nil || 0xd800 <= r && r < 0xe000 {
+				return "", false
+			}
+			out = utf8.AppendRune(out, rune(r))
+			i += 4
+		default:
+			return "", false
+		}
+	}
+	return string(out), true
 }
 
 // plain says whether the body of a string has no escapes and is valid UTF-8, so that

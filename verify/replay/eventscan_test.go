@@ -105,8 +105,9 @@ func TestDecodeEventFast(t *testing.T) {
 		{`{"responseStatus":{"code":-5,"reason":"x\u0041"}}`, true},
 		{`{"responseStatus":{"code":12345678901}}`, false}, // overflows int32
 		{`{"responseStatus":{"code":1.5}}`, false},
-		{`{"auditID":"a\u0062"}`, true},           // an escape in a field: that field through encoding/json
-		{`{"auditID":"bad` + "\xff" + `"}`, true}, // invalid UTF-8 in a field: the same
+		{`{"auditID":"a\u0062","requestURI":"/api?a=1\u0026b=\u003c\n\t\"\\\/\b\f\r\u00e9\u20ac"}`, true},
+		{`{"auditID":"\ud83d\ude00","verb":"\udc00x"}`, true}, // surrogates: those fields through encoding/json           // an escape in a field: that field through encoding/json
+		{`{"auditID":"bad` + "\xff" + `"}`, true},             // invalid UTF-8 in a field: the same
 		// Left to encoding/json.
 		{`{"AuditID":"a"}`, false},               // a case-folded key
 		{`{"audit\u0049D":"a"}`, false},          // an escaped key

@@ -4,6 +4,9 @@ import (
 	"strings"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
@@ -23,6 +26,9 @@ type scope struct {
 	// selects or reads namespaces.
 	params          map[schema.GroupResource]bool
 	readsNamespaces bool
+	// paramSelectors are the selectors of the bindings' paramRefs, by param resource: the
+	// State indexes their members.
+	paramSelectors map[schema.GroupResource][]labels.Selector
 	// nsReaders are the policies that select (theirs or a binding's namespaceSelector) or
 	// read (namespaceObject) the request's namespace.
 	nsReaders map[string]bool
@@ -43,9 +49,13 @@ type matchKey struct {
 func newScope(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, res verify.Resources) *scope {
 	bound := map[string]bool{}
 	nsBinding := false
-	s := &scope{resources: res, params: map[schema.GroupResource]bool{}, nsReaders: map[string]bool{}, matches: map[matchKey]bool{}, names: map[matchKey][]string{}, kept: map[schema.GroupResource]bool{}}
+	s := &scope{resources: res, params: map[schema.GroupResource]bool{}, paramSelectors: map[schema.GroupResource][]labels.Selector{}, nsReaders: map[string]bool{}, matches: map[matchKey]bool{}, names: map[matchKey][]string{}, kept: map[schema.GroupResource]bool{}}
+	selectors := map[string][]*metav1.LabelSelector{} // by policy
 	for _, b := range bindings {
 		bound[b.Spec.PolicyName] = true
+		if pr := b.Spec.ParamRef; pr != nil && pr.Selector != nil {
+			selectors[b.Spec.PolicyName] = append(selectors[b.Spec.PolicyName], pr.Selector)
+		}
 		if mr := b.Spec.MatchResources; mr != nil && mr.NamespaceSelector != nil && !emptySelector(mr.NamespaceSelector.MatchLabels, len(mr.NamespaceSelector.MatchExpressions)) {
 			nsBinding = true
 			s.nsReaders[b.Spec.PolicyName] = true
@@ -59,7 +69,13 @@ func newScope(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bin
 		if pk := p.Spec.ParamKind; pk != nil {
 			if gv, err := schema.ParseGroupVersion(pk.APIVersion); err == nil {
 				if m, err := res.RESTMapper().RESTMapping(gv.WithKind(pk.Kind).GroupKind(), gv.Version); err == nil {
-					s.params[m.Resource.GroupResource()] = true
+					gr := m.Resource.GroupResource()
+					s.params[gr] = true
+					for _, ls := range selectors[p.Name] {
+						if sel, err := metav1.LabelSelectorAsSelector(ls); err == nil {
+							s.paramSelectors[gr] = append(s.paramSelectors[gr], sel)
+						}
+					}
 				}
 			}
 		}

@@ -191,13 +191,11 @@ func (d *objectDecoder) array(depth int) ([]any, bool) {
 func (d *objectDecoder) str() (string, bool) {
 	s := &d.s
 	start := s.i
-	escaped, ok := s.str()
-	if !ok {
+	if _, ok := s.str(); !ok {
 		return "", false
 	}
-	body := s.b[start+1 : s.i-1]
-	if !escaped && plain(body) {
-		return string(body), true
+	if v, ok := unquote(s.b[start+1 : s.i-1]); ok {
+		return v, true
 	}
 	var v string
 	return v, json.Unmarshal(s.b[start:s.i], &v) == nil

@@ -156,6 +156,9 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 	r.state = NewState(r.resources.RESTMapper(), r.scope.keeps, func(gr schema.GroupResource) bool {
 		return gr == namespacesGR || r.scope.params[gr]
 	})
+	for gr, sels := range r.scope.paramSelectors {
+		r.state.IndexSelectors(gr, sels)
+	}
 	r.loadedPolicies = map[string]bool{}
 	for p := range r.bindings {
 		r.loadedPolicies[p] = true
@@ -382,16 +385,19 @@ func (r *Replayer) applyWrite(d decoded, ev *Event, t target) {
 type written struct {
 	resp   *unstructured.Unstructured
 	isMain bool   // resp is an object of the resource's own kind
-	raw    []byte // the JSON of resp when isMain, for State.putRaw
+	raw    []byte // the JSON of resp when isMain, for State.putRaw; resp may hold only a part of it
 	typed  *preparedTyped
-	// kindSet says that resp had no apiVersion or kind in the log and was given the
-	// resource's: its JSON is no longer the log's.
-	kindSet bool
 }
 
 // writtenObject decodes the response object of a write and gives it the resource's kind when
-// the log left it out.
+// the log left it out. An object of the resource's kind, as the log mostly holds them, is
+// decoded only as far as the State reads it (decodeHeader): the State keeps its JSON.
 func writtenObject(ev *Event, t target) *written {
+	if ev.Verb != "deletecollection" && hasBody(ev.ResponseObject) {
+		if h, err := decodeHeader(ev.ResponseObject); err == nil && h.GroupVersionKind() == t.mainKind {
+			return &written{resp: h, isMain: true, raw: ev.ResponseObject}
+		}
+	}
 	resp := decodeObject(ev.ResponseObject)
 	kindSet := false
 	if resp != nil && resp.GetKind() == "" && resp.GetAPIVersion() == "" && sameKind(resp, t.mainKind) && ev.Verb != "deletecollection" {
@@ -401,11 +407,20 @@ func writtenObject(ev *Event, t target) *written {
 		resp.SetGroupVersionKind(t.mainKind)
 		kindSet = true
 	}
-	return &written{resp: resp, isMain: resp != nil && resp.GroupVersionKind() == t.mainKind, kindSet: kindSet}
+	w := &written{resp: resp, isMain: resp != nil && resp.GroupVersionKind() == t.mainKind}
+	if w.isMain && ev.Verb != "deletecollection" {
+		if !kindSet {
+			// The log's JSON is the object's: decoding it again gives the same object.
+			w.raw = ev.ResponseObject
+		} else if raw, err := json.Marshal(resp.Object); err == nil {
+			w.raw = raw
+		}
+	}
+	return w
 }
 
 // prepareWrite runs on a decoding worker: for a final event of a successful write that
-// applyWrite will apply to the State, it decodes the response object and marshals what the
+// applyWrite will apply to the State, it decodes the response object and prepares what the
 // State stores, so that the ordered stage does not. It reads nothing that changes while a
 // replay runs.
 func (r *Replayer) prepareWrite(ev *Event) {
@@ -421,16 +436,8 @@ func (r *Replayer) prepareWrite(ev *Event) {
 		return
 	}
 	w := writtenObject(ev, t)
-	if w.isMain && ev.Verb != "deletecollection" {
-		if !w.kindSet {
-			// The log's JSON is the object's: decoding it again gives the same object.
-			w.raw = ev.ResponseObject
-		} else if raw, err := json.Marshal(w.resp.Object); err == nil {
-			w.raw = raw
-		}
-		if r.state.typedKinds(t.gvr.GroupResource()) {
-			w.typed = r.state.prepareTyped(w.resp)
-		}
+	if w.raw != nil && r.state.typedKinds(t.gvr.GroupResource()) {
+		w.typed = r.state.prepareTyped(w.resp, w.raw)
 	}
 	ev.written = w
 }

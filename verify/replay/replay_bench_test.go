@@ -5,6 +5,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -93,5 +95,22 @@ func BenchmarkReplayFile(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.SetBytes(sum.Bytes)
+		if heap := os.Getenv("VAPC_BENCH_HEAP"); heap != "" {
+			// What the replay holds at its end: its State, summary and aggregates.
+			writeHeapProfile(b, heap)
+			runtime.KeepAlive(r)
+		}
+	}
+}
+
+func writeHeapProfile(b *testing.B, path string) {
+	runtime.GC()
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		b.Fatal(err)
 	}
 }

@@ -32,6 +32,7 @@ type State struct {
 	// buckets hold params and namespaces in the form the evaluator reads them (see View);
 	// prepare converts objects to that form.
 	buckets    map[schema.GroupResource]*bucket
+	selectors  map[schema.GroupResource][]labels.Selector // indexed in the buckets
 	prepare    *verify.MemoryStore
 	typedKinds func(schema.GroupResource) bool
 
@@ -62,6 +63,16 @@ func NewState(mapper meta.RESTMapper, keep, typedKinds func(schema.GroupResource
 		objects:  map[schema.GroupResource]map[objectKey]*entry{},
 		complete: map[schema.GroupResource]string{},
 	}
+}
+
+// IndexSelectors makes the State index the objects of the resource the selectors match, for
+// Views to list them without matching every object. Call it before any object of the
+// resource is put.
+func (s *State) IndexSelectors(gr schema.GroupResource, selectors []labels.Selector) {
+	if s.selectors == nil {
+		s.selectors = map[schema.GroupResource][]labels.Selector{}
+	}
+	s.selectors[gr] = append(s.selectors[gr], selectors...)
 }
 
 // MarkComplete records that every object of the resource is known from now on.
@@ -114,7 +125,7 @@ func (s *State) putRaw(gr schema.GroupResource, u *unstructured.Unstructured, ra
 	s.bucket(gr)[k] = &entry{raw: raw, labels: labels.Set(u.GetLabels()), source: source}
 	if s.typedKinds(gr) {
 		if typed == nil {
-			typed = s.prepareTyped(u)
+			typed = s.prepareTyped(u, raw)
 		}
 		if typed.err != nil {
 			why := fmt.Sprintf("%s: %v", source, typed.err)
@@ -122,23 +133,25 @@ func (s *State) putRaw(gr schema.GroupResource, u *unstructured.Unstructured, ra
 			s.setTyped(gr, k, typedEntry{unknown: why}, true)
 			return typed.err
 		}
-		p := typed.p
-		s.setTyped(gr, objectKey{p.Namespace(), p.Name()}, typedEntry{gvr: p.Resource(), obj: p.Object(), labels: p.Labels()}, true)
+		loc := typed.loc
+		s.setTyped(gr, objectKey{loc.Namespace, loc.Name}, typedEntry{gvr: loc.Resource, obj: typed.obj, labels: loc.Labels}, true)
 	}
 	return nil
 }
 
-// preparedTyped is an object in the form the evaluator reads it, or why it has none.
+// preparedTyped is where an object of a resource the evaluator reads is kept and the object
+// to convert when it is read, or why it cannot be kept.
 type preparedTyped struct {
-	p   *verify.Prepared
+	loc verify.Location
+	obj *lazyObject
 	err error
 }
 
-// prepareTyped converts an object of a resource the evaluator reads to the form it reads. It
-// changes nothing and may run on any goroutine.
-func (s *State) prepareTyped(u *unstructured.Unstructured) *preparedTyped {
-	p, err := s.prepare.Prepare(u)
-	return &preparedTyped{p: p, err: err}
+// prepareTyped prepares an object of a resource the evaluator reads, from its metadata (u may
+// hold only that) and its JSON. It changes nothing and may run on any goroutine.
+func (s *State) prepareTyped(u *unstructured.Unstructured, raw []byte) *preparedTyped {
+	loc, err := s.prepare.Locate(u)
+	return &preparedTyped{loc: loc, obj: &lazyObject{raw: raw, prepare: s.prepare}, err: err}
 }
 
 // setTyped sets (has) or deletes the object k of a resource the evaluator reads, copying its
@@ -159,7 +172,7 @@ func (s *State) writable(gr schema.GroupResource) *bucket {
 	b := s.buckets[gr]
 	switch {
 	case b == nil:
-		b = newBucket()
+		b = newBucket(s.selectors[gr])
 		s.buckets[gr] = b
 	case b.frozen:
 		b = b.clone()

@@ -24,6 +24,9 @@ type bucket struct {
 	objs     map[objectKey]typedEntry
 	unknowns int
 	frozen   bool
+	// members indexes the known objects each selector of the params' bindings matches, by the
+	// selector's string, so that listing them does not match every object.
+	members map[string]*selectorIndex
 
 	// lists caches List on a frozen bucket: params are listed by the same selector for
 	// every request.
@@ -33,9 +36,38 @@ type bucket struct {
 
 type typedEntry struct {
 	gvr     schema.GroupVersionResource // as stored
-	obj     runtime.Object              // nil when unknown
+	obj     *lazyObject                 // nil when unknown
 	labels  labels.Set
 	unknown string
+}
+
+// lazyObject is an object the evaluator may read, converted to the form it reads it (typed,
+// as an informer holds it) the first time it does: most writes to params and namespaces (node
+// status updates) are never read before the next one.
+type lazyObject struct {
+	raw     []byte // the object's JSON; never changed
+	prepare *verify.MemoryStore
+
+	once sync.Once
+	obj  runtime.Object
+	err  error
+}
+
+func (l *lazyObject) get() (runtime.Object, error) {
+	l.once.Do(func() {
+		u, err := decodeUnstructured(l.raw)
+		if err != nil {
+			l.err = err
+			return
+		}
+		p, err := l.prepare.Prepare(u)
+		if err != nil {
+			l.err = err
+			return
+		}
+		l.obj = p.Object()
+	})
+	return l.obj, l.err
 }
 
 type listKey struct {
@@ -45,15 +77,34 @@ type listKey struct {
 type cachedList struct {
 	selector labels.Selector
 	objs     []runtime.Object
+	failed   []string // objects that do not convert, as misses
 }
 
-func newBucket() *bucket { return &bucket{objs: map[objectKey]typedEntry{}} }
+type selectorIndex struct {
+	sel  labels.Selector
+	keys map[objectKey]struct{}
+}
+
+func newBucket(selectors []labels.Selector) *bucket {
+	b := &bucket{objs: map[objectKey]typedEntry{}, members: map[string]*selectorIndex{}}
+	for _, sel := range selectors {
+		b.members[sel.String()] = &selectorIndex{sel: sel, keys: map[objectKey]struct{}{}}
+	}
+	return b
+}
 
 // clone copies the bucket, for a write to it once a View holds it.
 func (b *bucket) clone() *bucket {
-	c := &bucket{objs: make(map[objectKey]typedEntry, len(b.objs)+1), unknowns: b.unknowns}
+	c := &bucket{objs: make(map[objectKey]typedEntry, len(b.objs)+1), unknowns: b.unknowns, members: make(map[string]*selectorIndex, len(b.members))}
 	for key, e := range b.objs {
 		c.objs[key] = e
+	}
+	for s, idx := range b.members {
+		keys := make(map[objectKey]struct{}, len(idx.keys))
+		for k := range idx.keys {
+			keys[k] = struct{}{}
+		}
+		c.members[s] = &selectorIndex{sel: idx.sel, keys: keys}
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -93,6 +144,11 @@ func (b *bucket) set(k objectKey, e typedEntry) {
 		b.unknowns++
 	}
 	b.objs[k] = e
+	for _, idx := range b.members {
+		if e.obj != nil && idx.sel.Matches(e.labels) {
+			idx.keys[k] = struct{}{}
+		}
+	}
 }
 
 func (b *bucket) drop(k objectKey) {
@@ -101,13 +157,16 @@ func (b *bucket) drop(k objectKey) {
 			b.unknowns--
 		}
 		delete(b.objs, k)
+		for _, idx := range b.members {
+			delete(idx.keys, k)
+		}
 	}
 }
 
 // list returns the known objects of the version in the namespace ("" for all) that the
-// selector matches, sorted by namespace and name. Only Views list, and their buckets are
-// frozen: the answer is cached.
-func (b *bucket) list(gvr schema.GroupVersionResource, namespace string, selector labels.Selector) []runtime.Object {
+// selector matches, sorted by namespace and name, and the misses of those that do not convert.
+// Only Views list, and their buckets are frozen: the answer is cached.
+func (b *bucket) list(gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]runtime.Object, []string) {
 	if selector == nil {
 		selector = labels.Everything()
 	}
@@ -116,12 +175,20 @@ func (b *bucket) list(gvr schema.GroupVersionResource, namespace string, selecto
 	l, ok := b.lists[key]
 	b.mu.Unlock()
 	if ok {
-		return append([]runtime.Object(nil), l.objs...)
+		return append([]runtime.Object(nil), l.objs...), l.failed
 	}
 	var keys []objectKey
-	for k, e := range b.objs {
-		if e.obj != nil && e.gvr == gvr && (namespace == "" || k.namespace == namespace) && selector.Matches(e.labels) {
-			keys = append(keys, k)
+	if idx := b.members[key.selector]; idx != nil {
+		for k := range idx.keys {
+			if e := b.objs[k]; e.gvr == gvr && (namespace == "" || k.namespace == namespace) {
+				keys = append(keys, k)
+			}
+		}
+	} else {
+		for k, e := range b.objs {
+			if e.obj != nil && e.gvr == gvr && (namespace == "" || k.namespace == namespace) && selector.Matches(e.labels) {
+				keys = append(keys, k)
+			}
 		}
 	}
 	sort.Slice(keys, func(i, j int) bool {
@@ -130,16 +197,22 @@ func (b *bucket) list(gvr schema.GroupVersionResource, namespace string, selecto
 		}
 		return keys[i].name < keys[j].name
 	})
-	out := make([]runtime.Object, len(keys))
-	for i, k := range keys {
-		out[i] = b.objs[k].obj
+	out := make([]runtime.Object, 0, len(keys))
+	var failed []string
+	for _, k := range keys {
+		o, err := b.objs[k].obj.get()
+		if err != nil {
+			failed = append(failed, fmt.Sprintf("%s %s unknown: %v", gvr.GroupResource(), joinKey(k.namespace, k.name), err))
+			continue
+		}
+		out = append(out, o)
 	}
 	b.mu.Lock()
 	if len(b.lists) < 64 {
-		b.keepList(key, cachedList{selector: selector, objs: out})
+		b.keepList(key, cachedList{selector: selector, objs: out, failed: failed})
 	}
 	b.mu.Unlock()
-	return append([]runtime.Object(nil), out...)
+	return append([]runtime.Object(nil), out...), failed
 }
 
 // View is the params and namespaces of a replay's State at one point of the log. It
@@ -181,7 +254,11 @@ func (v *View) Get(gvr schema.GroupVersionResource, namespace, name string) (run
 	case ok && e.gvr != gvr:
 		v.miss("%s %s is known as %s, not %s (vapc does not convert versions)", gr, joinKey(namespace, name), e.gvr.Version, gvr.Version)
 	case ok:
-		return e.obj, nil
+		o, err := e.obj.get()
+		if err == nil {
+			return o, nil
+		}
+		v.miss("%s %s unknown: %v", gr, joinKey(namespace, name), err)
 	case !v.isComplete(gr) && v.counts(gr):
 		v.miss("%s %s not known (not in the snapshot or the log)", gr, joinKey(namespace, name))
 	}
@@ -207,7 +284,9 @@ func (v *View) List(gvr schema.GroupVersionResource, namespace string, selector 
 	if b == nil {
 		return nil, nil
 	}
-	return b.list(gvr, namespace, selector), nil
+	objs, failed := b.list(gvr, namespace, selector)
+	v.misses = append(v.misses, failed...)
+	return objs, nil
 }
 
 func (b *bucket) get(k objectKey) (typedEntry, bool) {
