@@ -1,7 +1,9 @@
 package replay
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"math/bits"
 	"strconv"
 	"unicode/utf8"
 
@@ -561,6 +563,19 @@ func (s *scanner) str() (escaped, ok bool) {
 	}
 	b := s.b
 	for i := s.i; i < len(b); i++ {
+		// Skip eight bytes at a time to the first that ends the string, escapes or is a
+		// control character: most of a log line is long strings.
+		for i+8 <= len(b) {
+			m := special(binary.LittleEndian.Uint64(b[i:]))
+			if m != 0 {
+				i += bits.TrailingZeros64(m) / 8
+				break
+			}
+			i += 8
+		}
+		if i >= len(b) {
+			break
+		}
 		c := b[i]
 		switch {
 		case c == '"':
@@ -592,6 +607,16 @@ func (s *scanner) str() (escaped, ok bool) {
 		}
 	}
 	return false, false
+}
+
+// special marks the bytes of x (little-endian) that are a quote, a backslash or a control
+// character with their high bit, exactly up to the first such byte ("Bit Twiddling Hacks":
+// determine if a word has a zero byte, or a byte less than n).
+func special(x uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	quote := x ^ (ones * '"')
+	backslash := x ^ (ones * '\\')
+	return ((quote-ones)&^quote | (backslash-ones)&^backslash | (x-ones*0x20)&^x) & highs
 }
 
 func isHex(c byte) bool {
