@@ -103,12 +103,12 @@ func (d *Document) Errorf(path string, format string, args ...any) *Error {
 	return &Error{Pos: d.FieldPos(path), Field: path, Msg: fmt.Sprintf(format, args...)}
 }
 
-// Decode decodes the document strictly into v: unknown and duplicate fields are errors that
-// point at the field.
+// Decode decodes the document strictly into v: unknown and duplicate fields, and a value of
+// the wrong type, are errors that point at the field.
 func (d *Document) Decode(v any) error {
 	strict, err := sigsjson.UnmarshalStrict(d.JSON, v)
 	if err != nil {
-		return &Error{Pos: d.Pos(), Msg: fmt.Sprintf("decoding %s: %v", d.Object.GetKind(), err)}
+		return d.decodeError(err)
 	}
 	var errs []error
 	for _, s := range strict {
