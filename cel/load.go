@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -104,9 +105,13 @@ func inputDiagnostics(err error, doc *manifest.Document) Diagnostics {
 	for _, e := range errs {
 		d := Diagnostic{Severity: Error, Category: CategoryInput, Message: e.Error()}
 		var me *manifest.Error
+		var pe *fs.PathError
 		switch {
 		case errors.As(e, &me):
 			d.Pos, d.Field, d.Message = me.Pos, me.Field, me.Msg
+		case errors.As(e, &pe):
+			// a file or folder that cannot be read: name it, not the system call
+			d.Pos, d.Message = manifest.Position{File: pe.Path}, pe.Err.Error()
 		case doc != nil:
 			d.Pos = doc.Pos()
 		}

@@ -72,16 +72,16 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if stdinUses > 1 {
 		return usagef("replay: - (stdin) can be given only once")
 	}
-	for _, l := range logs {
-		if l == "-" {
-			continue
+	for _, in := range []struct {
+		what  string
+		paths []string
+	}{{"replay: --policies", f.policies}, {"replay: --snapshot", f.snapshots}, {"replay: --crd", f.crds}, {"replay", logs}} {
+		if err := statInputs(in.what, in.paths...); err != nil {
+			return err
 		}
-		// A log that is not there is a wrong argument, not an empty log: a CI gate must not
-		// pass because of a typo in a path.
-		switch info, err := os.Stat(l); {
-		case err != nil:
-			return usagef("replay: %v", err)
-		case info.IsDir():
+	}
+	for _, l := range logs {
+		if info, err := os.Stat(l); err == nil && info.IsDir() {
 			return usagef("replay: %s is a directory: give the audit log files", l)
 		}
 	}

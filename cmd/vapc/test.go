@@ -48,6 +48,10 @@ func runTest(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		return usagef("test: --kubernetes-version: %v", err)
 	}
 	files, err := suiteFiles(paths)
+	var u *usageError
+	if errors.As(err, &u) {
+		return err
+	}
 	if err != nil {
 		return usagef("test: %v", err)
 	}
@@ -112,10 +116,13 @@ func runTest(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 // suiteFiles expands folders into the *.suite.yaml files under them.
 func suiteFiles(paths []string) ([]string, error) {
 	var out []string
+	if err := statInputs("test", paths...); err != nil {
+		return nil, err
+	}
 	for _, p := range paths {
 		info, err := os.Stat(p)
 		if err != nil {
-			return nil, err
+			return nil, errors.New(pathError(p, err))
 		}
 		if !info.IsDir() {
 			out = append(out, p)
