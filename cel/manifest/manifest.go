@@ -50,6 +50,28 @@ type Error struct {
 	Pos   Position
 	Field string // the field path, when known
 	Msg   string
+
+	strict bool // an unknown or duplicate field: the document decoded all the same
+}
+
+// IsStrict reports whether err holds only errors of strict decoding (unknown and duplicate
+// fields): Decode decoded the rest of the document all the same, so its other problems can
+// still be looked for.
+func IsStrict(err error) bool {
+	if err == nil {
+		return false
+	}
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	for _, e := range errs {
+		var me *Error
+		if !errors.As(e, &me) || !me.strict {
+			return false
+		}
+	}
+	return true
 }
 
 // Error implements error.
@@ -119,7 +141,7 @@ func (d *Document) Decode(v any) error {
 		}
 		msg := s.Error()
 		msg = strings.TrimPrefix(msg, "json: ")
-		errs = append(errs, &Error{Pos: d.KeyPos(path), Msg: msg})
+		errs = append(errs, &Error{Pos: d.KeyPos(path), Msg: msg, strict: true})
 	}
 	return errors.Join(errs...)
 }
