@@ -48,6 +48,38 @@ type Set struct {
 	Others []*manifest.Document
 }
 
+// OrphanBindings returns the bindings of the set whose policy is not in the set. The server
+// accepts them: such a binding does nothing until its policy exists.
+func (s *Set) OrphanBindings() []*Binding {
+	names := map[string]bool{}
+	for _, p := range s.Policies {
+		names[p.Name] = true
+	}
+	var out []*Binding
+	for _, b := range s.Bindings {
+		if b.Spec.PolicyName != "" && !names[b.Spec.PolicyName] {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// UnboundPolicies returns the policies of the set that no binding of the set binds. Such a
+// policy decides nothing.
+func (s *Set) UnboundPolicies() []*Policy {
+	bound := map[string]bool{}
+	for _, b := range s.Bindings {
+		bound[b.Spec.PolicyName] = true
+	}
+	var out []*Policy
+	for _, p := range s.Policies {
+		if !bound[p.Name] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // Decode sorts documents into policies, bindings and other objects. Documents of the
 // admissionregistration group that are not v1 policies or bindings, and policies or bindings
 // that do not decode strictly, are reported as diagnostics.

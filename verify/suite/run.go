@@ -167,20 +167,14 @@ func (s *Suite) load() (*env, error) {
 // later; but a suite is all there is: the binding would decide nothing, and a case expecting
 // an admission would pass because of a typo in a policy name.
 func orphanBindings(set *cel.Set) cel.Diagnostics {
-	names := map[string]bool{}
-	for _, p := range set.Policies {
-		names[p.Name] = true
-	}
 	var diags cel.Diagnostics
-	for _, b := range set.Bindings {
-		if name := b.Spec.PolicyName; name != "" && !names[name] {
-			diags = append(diags, cel.Diagnostic{
-				Pos: b.Source.FieldPos("spec.policyName"), Field: "spec.policyName",
-				Severity: cel.Error, Category: cel.CategoryInput,
-				Object:  "ValidatingAdmissionPolicyBinding/" + b.Name,
-				Message: fmt.Sprintf("binding %q: policy %q is not among the suite's policies: the binding would decide nothing", b.Name, name),
-			})
-		}
+	for _, b := range set.OrphanBindings() {
+		diags = append(diags, cel.Diagnostic{
+			Pos: b.Source.FieldPos("spec.policyName"), Field: "spec.policyName",
+			Severity: cel.Error, Category: cel.CategoryInput,
+			Object:  "ValidatingAdmissionPolicyBinding/" + b.Name,
+			Message: fmt.Sprintf("binding %q: policy %q is not among the suite's policies: the binding would decide nothing", b.Name, b.Spec.PolicyName),
+		})
 	}
 	return diags
 }
