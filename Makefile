@@ -3,8 +3,11 @@ GO       ?= go
 BIN      := bin
 VAPC     := $(BIN)/vapc
 PKGS     := ./...
+# the packages whose tests have golden files and define -update (cmd/vapc's TestGoldenPackages
+# keeps the list complete)
+GOLDEN_PKGS := ./cel/schema ./cel/vap ./cmd/vapc ./policies ./verify/replay
 
-.PHONY: all build test unit e2e e2e-tools bench fuzz policies generate openapi verify lint check clean
+.PHONY: all build test unit e2e e2e-tools bench fuzz golden policies generate openapi verify lint check clean
 
 FUZZTIME ?= 15s
 
@@ -43,6 +46,10 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzReplayLines$$' -fuzztime $(FUZZTIME) ./verify/replay
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEventFast$$' -fuzztime $(FUZZTIME) ./verify/replay
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeUnstructured$$' -fuzztime $(FUZZTIME) ./verify/replay
+
+## golden: rewrite the golden files of every package that has them
+golden:
+	$(GO) test $(GOLDEN_PKGS) -update
 
 ## policies: emit the in-tree policies' YAML from their Go source
 policies:

@@ -64,8 +64,10 @@ type Diagnostic struct {
 // expression line and a caret under the column when it points into an expression.
 func (d Diagnostic) String() string {
 	var b strings.Builder
-	b.WriteString(d.Pos.String())
-	b.WriteString(": ")
+	if pos := d.Pos.String(); pos != "" {
+		b.WriteString(pos)
+		b.WriteString(": ")
+	}
 	if d.Field != "" {
 		b.WriteString(d.Field)
 		b.WriteString(": ")

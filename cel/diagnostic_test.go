@@ -64,3 +64,21 @@ func TestDiagnosticString(t *testing.T) {
 		t.Errorf("String() mismatch (-want +got):\n%s", cmp.Diff(want, got))
 	}
 }
+
+// TestReadPathsMissing: a path that is not there is named, without the system call, and the
+// diagnostic does not start with an empty position.
+func TestReadPathsMissing(t *testing.T) {
+	_, diags := ReadPaths(nil, "nope.yaml")
+	var got []string
+	for _, d := range diags {
+		got = append(got, d.String())
+	}
+	want := []string{"nope.yaml: no such file or directory"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ReadPaths(nope.yaml) mismatch (-want +got):\n%s", diff)
+	}
+	d := Diagnostic{Severity: Error, Message: "m"}
+	if got := d.String(); got != "m" {
+		t.Errorf("String() without a position = %q, want %q", got, "m")
+	}
+}

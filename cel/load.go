@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -45,6 +46,38 @@ type Set struct {
 	Bindings []*Binding
 	// Others are documents that are neither policies nor bindings (cluster objects, CRDs).
 	Others []*manifest.Document
+}
+
+// OrphanBindings returns the bindings of the set whose policy is not in the set. The server
+// accepts them: such a binding does nothing until its policy exists.
+func (s *Set) OrphanBindings() []*Binding {
+	names := map[string]bool{}
+	for _, p := range s.Policies {
+		names[p.Name] = true
+	}
+	var out []*Binding
+	for _, b := range s.Bindings {
+		if b.Spec.PolicyName != "" && !names[b.Spec.PolicyName] {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// UnboundPolicies returns the policies of the set that no binding of the set binds. Such a
+// policy decides nothing.
+func (s *Set) UnboundPolicies() []*Policy {
+	bound := map[string]bool{}
+	for _, b := range s.Bindings {
+		bound[b.Spec.PolicyName] = true
+	}
+	var out []*Policy
+	for _, p := range s.Policies {
+		if !bound[p.Name] {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Decode sorts documents into policies, bindings and other objects. Documents of the
@@ -104,9 +137,13 @@ func inputDiagnostics(err error, doc *manifest.Document) Diagnostics {
 	for _, e := range errs {
 		d := Diagnostic{Severity: Error, Category: CategoryInput, Message: e.Error()}
 		var me *manifest.Error
+		var pe *fs.PathError
 		switch {
 		case errors.As(e, &me):
 			d.Pos, d.Field, d.Message = me.Pos, me.Field, me.Msg
+		case errors.As(e, &pe):
+			// a file or folder that cannot be read: name it, not the system call
+			d.Pos, d.Message = manifest.Position{File: pe.Path}, pe.Err.Error()
 		case doc != nil:
 			d.Pos = doc.Pos()
 		}

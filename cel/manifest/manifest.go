@@ -50,6 +50,28 @@ type Error struct {
 	Pos   Position
 	Field string // the field path, when known
 	Msg   string
+
+	strict bool // an unknown or duplicate field: the document decoded all the same
+}
+
+// IsStrict reports whether err holds only errors of strict decoding (unknown and duplicate
+// fields): Decode decoded the rest of the document all the same, so its other problems can
+// still be looked for.
+func IsStrict(err error) bool {
+	if err == nil {
+		return false
+	}
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	for _, e := range errs {
+		var me *Error
+		if !errors.As(e, &me) || !me.strict {
+			return false
+		}
+	}
+	return true
 }
 
 // Error implements error.
@@ -103,12 +125,12 @@ func (d *Document) Errorf(path string, format string, args ...any) *Error {
 	return &Error{Pos: d.FieldPos(path), Field: path, Msg: fmt.Sprintf(format, args...)}
 }
 
-// Decode decodes the document strictly into v: unknown and duplicate fields are errors that
-// point at the field.
+// Decode decodes the document strictly into v: unknown and duplicate fields, and a value of
+// the wrong type, are errors that point at the field.
 func (d *Document) Decode(v any) error {
 	strict, err := sigsjson.UnmarshalStrict(d.JSON, v)
 	if err != nil {
-		return &Error{Pos: d.Pos(), Msg: fmt.Sprintf("decoding %s: %v", d.Object.GetKind(), err)}
+		return d.decodeError(err)
 	}
 	var errs []error
 	for _, s := range strict {
@@ -119,7 +141,7 @@ func (d *Document) Decode(v any) error {
 		}
 		msg := s.Error()
 		msg = strings.TrimPrefix(msg, "json: ")
-		errs = append(errs, &Error{Pos: d.KeyPos(path), Msg: msg})
+		errs = append(errs, &Error{Pos: d.KeyPos(path), Msg: msg, strict: true})
 	}
 	return errors.Join(errs...)
 }

@@ -44,6 +44,12 @@ func runCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if _, err := cel.ParseVersion(f.version); err != nil {
 		return usagef("check: --kubernetes-version: %v", err)
 	}
+	if err := statInputs("check: --crd", f.crds...); err != nil {
+		return err
+	}
+	if err := statInputs("check", paths...); err != nil {
+		return err
+	}
 	checker, err := cel.NewChecker(cel.WithKubernetesVersion(f.version), cel.WithCRDs(f.crds...))
 	if err != nil {
 		return usagef("check: %v", err)

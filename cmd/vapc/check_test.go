@@ -77,7 +77,7 @@ func TestCheckExitCodes(t *testing.T) {
 		{"bad version", []string{"check", "--kubernetes-version", "1.99", "../../testdata/check/valid-kosmos-guard.yaml"}, exitUsage},
 		{"old version", []string{"check", "--kubernetes-version", "1.20", "../../testdata/check/valid-kosmos-guard.yaml"}, exitUsage},
 		{"bad output", []string{"check", "--output", "xml", "../../testdata/check/valid-kosmos-guard.yaml"}, exitUsage},
-		{"missing file", []string{"check", "does-not-exist.yaml"}, exitFindings},
+		{"missing file", []string{"check", "does-not-exist.yaml"}, exitUsage},
 		{"clean", []string{"check", "../../testdata/check/valid-kosmos-guard.yaml"}, exitOK},
 		{"warnings as errors", []string{"check", "--warnings-as-errors", "../../testdata/check/lint-scale-subresource.yaml"}, exitFindings},
 		{"findings", []string{"check", "../../testdata/check/invalid-params-typo.yaml"}, exitFindings},

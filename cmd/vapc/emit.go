@@ -54,6 +54,9 @@ func runEmit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 
 	settings := policies.DefaultSettings()
 	if f.settings != "" {
+		if err := statInputs("emit: --settings", f.settings); err != nil {
+			return err
+		}
 		if settings, err = policies.LoadSettings(f.settings); err != nil {
 			fmt.Fprintln(stderr, err)
 			return &findingsError{fmt.Sprintf("emit: invalid settings in %s", f.settings)}

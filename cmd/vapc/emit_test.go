@@ -150,7 +150,7 @@ func TestEmitExitCodes(t *testing.T) {
 		{"bad stage", []string{"emit", "--stage", "Enforce", "--out", dir}, exitUsage},
 		{"arguments", []string{"emit", "--out", dir, "policies/"}, exitUsage},
 		{"bad flag", []string{"emit", "--nope"}, exitUsage},
-		{"missing settings", []string{"emit", "--settings", filepath.Join(dir, "nope.yaml"), "--out", dir}, exitFindings},
+		{"missing settings", []string{"emit", "--settings", filepath.Join(dir, "nope.yaml"), "--out", dir}, exitUsage},
 		{"built-in defaults", []string{"emit", "--settings", "", "--out", dir}, exitOK},
 		{"help", []string{"emit", "-h"}, exitOK},
 	}

@@ -167,6 +167,9 @@ func runDecodeFloor(ctx context.Context, args []string, stdin io.Reader, stdout,
 		fs.Usage()
 		return usagef("decode-floor: no audit logs given")
 	}
+	if err := statInputs("decode-floor", logs...); err != nil {
+		return err
+	}
 	began := time.Now()
 	var total auditgen.FloorStats
 	for _, l := range logs {

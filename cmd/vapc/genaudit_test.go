@@ -30,7 +30,7 @@ func TestGenAudit(t *testing.T) {
 		{"extra args", []string{"gen-audit", "--events", "5", "x"}, exitUsage, "unexpected arguments"},
 		{"floor", []string{"decode-floor", out}, exitOK, ""},
 		{"floor gzip", []string{"decode-floor", gz}, exitOK, ""},
-		{"floor missing", []string{"decode-floor", filepath.Join(dir, "missing")}, exitInternal, "no such file"},
+		{"floor missing", []string{"decode-floor", filepath.Join(dir, "missing")}, exitUsage, "no such file"},
 		{"floor no args", []string{"decode-floor"}, exitUsage, "no audit logs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -58,7 +58,7 @@ func TestHostileInput(t *testing.T) {
 		{"check: huge expression", []string{"check", write("huge.yaml", hugeExpr)}, exitFindings, "huge.yaml:6:"},
 		{"check: binding to a missing policy", []string{"check", "--warnings-as-errors", write("orphan.yaml", missingPolicy)}, exitFindings, `policy "nowhere" is not among the checked files`},
 		{"check: a folder without manifests", []string{"check", t.TempDir()}, exitOK, "0 policies"},
-		{"check: missing file", []string{"check", filepath.Join(dir, "nope.yaml")}, exitFindings, "nope.yaml"},
+		{"check: missing file", []string{"check", filepath.Join(dir, "nope.yaml")}, exitUsage, "nope.yaml"},
 		{"check: bad CRD file", []string{"check", "--crd", write("bad-crd.yaml", "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: x}\nspec: {group: ''}\n"), policy}, exitUsage, "bad-crd.yaml"},
 		{"check: CRD types the custom resource", []string{"check", "--crd", "../../testdata/crd/widgets.yaml", "../../testdata/crd/widget-policy.yaml"}, exitFindings, "widget-policy.yaml:15:29: spec.validations[0].expression: undefined field 'sise' (checked as example.com/v1/Widget)"},
 		{"check: without the CRD it says what it could not type", []string{"check", "../../testdata/crd/widget-policy.yaml"}, exitOK, "unknown resource example.com/v1/widgets"},

@@ -72,30 +72,20 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if stdinUses > 1 {
 		return usagef("replay: - (stdin) can be given only once")
 	}
-	for _, l := range logs {
-		if l == "-" {
-			continue
+	for _, in := range []struct {
+		what  string
+		paths []string
+	}{{"replay: --policies", f.policies}, {"replay: --snapshot", f.snapshots}, {"replay: --crd", f.crds}, {"replay", logs}} {
+		if err := statInputs(in.what, in.paths...); err != nil {
+			return err
 		}
-		// A log that is not there is a wrong argument, not an empty log: a CI gate must not
-		// pass because of a typo in a path.
-		switch info, err := os.Stat(l); {
-		case err != nil:
-			return usagef("replay: %v", err)
-		case info.IsDir():
+	}
+	for _, l := range logs {
+		if info, err := os.Stat(l); err == nil && info.IsDir() {
 			return usagef("replay: %s is a directory: give the audit log files", l)
 		}
 	}
 
-	set, diags := cel.ReadPaths(stdin, f.policies...)
-	if errs := diags.Without(cel.Info).Without(cel.Warning); len(errs) > 0 {
-		for _, d := range errs {
-			fmt.Fprintln(stderr, d.String())
-		}
-		return usagef("replay: cannot read the policies (%d errors)", len(errs))
-	}
-	if len(set.Policies) == 0 {
-		return usagef("replay: no ValidatingAdmissionPolicy in %s", strings.Join(f.policies, ", "))
-	}
 	cat, err := vapcschema.Builtin(verify.KubernetesVersion)
 	if err != nil {
 		return &internalError{err}
@@ -104,6 +94,10 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		if err := cat.LoadCRDs(f.crds...); err != nil {
 			return usagef("replay: --crd: %v", err)
 		}
+	}
+	set, err := readReplayPolicies(stdin, stderr, cat, f.policies)
+	if err != nil {
+		return err
 	}
 	var policies []*admissionregistrationv1.ValidatingAdmissionPolicy
 	for _, p := range set.Policies {
@@ -193,6 +187,65 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return &findingsError{"replay: " + strings.Join(why, ", ")}
 	}
 	return nil
+}
+
+// readReplayPolicies reads the policies and bindings to replay, and refuses them (a usage
+// error, the diagnostics on stderr) when they cannot be read or kube-apiserver would refuse to
+// create one of them, with the create-time validation of vapc check: a replay of policies the
+// server cannot hold would predict what no cluster decides. It warns, on stderr, of what the
+// server accepts but makes no sense in a replay: a binding whose policy is not there, a policy
+// without binding, a document that is neither.
+func readReplayPolicies(stdin io.Reader, stderr io.Writer, cat *vapcschema.Catalog, paths []string) (*cel.Set, error) {
+	set, diags := cel.ReadPaths(stdin, paths...)
+	checker, err := cel.NewChecker(cel.WithKubernetesVersion(verify.KubernetesVersion), cel.WithCatalog(cat))
+	if err != nil {
+		return nil, &internalError{err}
+	}
+	diags = append(diags, checker.Check(set)...)
+	var refused, warnings cel.Diagnostics
+	for _, d := range diags {
+		switch {
+		case d.Severity == cel.Error && (d.Category == cel.CategoryInput || d.Category == cel.CategoryCreate):
+			refused = append(refused, d)
+		case d.Severity == cel.Warning && d.Category == cel.CategoryInput:
+			warnings = append(warnings, d) // the loader's; the checker's lints are vapc check's
+		}
+	}
+	for _, d := range set.Others {
+		if d.GroupVersionKind().Group == "vapc.dev" {
+			continue // vapc's own configuration (policies/settings), as vapc check does
+		}
+		warnings = append(warnings, cel.Diagnostic{
+			Pos: d.Pos(), Severity: cel.Warning, Category: cel.CategoryInput,
+			Message: fmt.Sprintf("%s %s is not a ValidatingAdmissionPolicy or ValidatingAdmissionPolicyBinding: ignored (cluster objects go in --snapshot)", d.GroupVersionKind().GroupVersion(), d.Object.GetKind()),
+		})
+	}
+	for _, b := range set.OrphanBindings() {
+		warnings = append(warnings, cel.Diagnostic{
+			Pos: b.Source.FieldPos("spec.policyName"), Field: "spec.policyName", Severity: cel.Warning, Category: cel.CategoryLint,
+			Object:  "ValidatingAdmissionPolicyBinding/" + b.Name,
+			Message: fmt.Sprintf("binding %q: policy %q is not among --policies: the binding decides nothing", b.Name, b.Spec.PolicyName),
+		})
+	}
+	for _, p := range set.UnboundPolicies() {
+		warnings = append(warnings, cel.Diagnostic{
+			Pos: p.Source.FieldPos("metadata.name"), Field: "metadata.name", Severity: cel.Warning, Category: cel.CategoryLint,
+			Object:  "ValidatingAdmissionPolicy/" + p.Name,
+			Message: fmt.Sprintf("policy %q has no binding among --policies: it decides nothing", p.Name),
+		})
+	}
+	all := append(refused, warnings...)
+	all.Sort()
+	for _, d := range all {
+		fmt.Fprintln(stderr, d.String())
+	}
+	if len(refused) > 0 {
+		return nil, usagef("replay: %d errors in the policies and bindings: kube-apiserver would not create them (vapc check tells more)", len(refused))
+	}
+	if len(set.Policies) == 0 {
+		return nil, usagef("replay: no ValidatingAdmissionPolicy in %s", strings.Join(paths, ", "))
+	}
+	return set, nil
 }
 
 // isTerminal says whether w is a terminal (progress is shown only there).

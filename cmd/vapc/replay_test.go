@@ -2,8 +2,11 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 const auditData = "../../testdata/audit/"
@@ -54,5 +57,103 @@ func TestReplayReadsStdinLog(t *testing.T) {
 	stdout, stderr, code := runVapc(t, string(data), "replay", "--check-recorded", "--policies", auditData+"kosmos-basic/policy.yaml", "-")
 	if code != exitOK || !strings.Contains(stdout, "evaluated:     3 (admit 2, deny 1") {
 		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+}
+
+// TestReplayPolicyProblems: replay refuses policies and bindings kube-apiserver would not
+// create (exit 2, each error at its file and line on stderr), and warns on stderr of a binding
+// whose policy is missing, a policy without binding and a document that is neither.
+func TestReplayPolicyProblems(t *testing.T) {
+	t.Parallel()
+	basic, err := os.ReadFile(auditData + "kosmos-basic/policy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := auditData + "kosmos-basic/audit.log.gz"
+	dir := t.TempDir()
+	file := func(name, extra string) string {
+		p := filepath.Join(dir, name)
+		writeFile(t, p, string(basic)+"---\n"+extra)
+		return p
+	}
+	badExpr := file("bad-expression.yaml", `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: bad}
+spec:
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}]
+  validations:
+  - expression: "'a' + 1"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: bad}
+spec: {policyName: bad, validationActions: [Deny]}
+`)
+	badBinding := file("bad-binding.yaml", `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: no-actions}
+spec: {policyName: kosmos-node-not-ready, validationActions: []}
+`)
+	orphan := file("orphan.yaml", `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: orphan}
+spec: {policyName: nowhere, validationActions: [Deny]}
+`)
+	unbound := file("unbound.yaml", `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: unbound}
+spec:
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}]
+  validations:
+  - expression: "true"
+`)
+	frob := file("frob.yaml", "apiVersion: example.com/v1\nkind: Frobnicator\nmetadata: {name: f}\n")
+
+	tests := []struct {
+		name   string
+		policy string
+		code   int
+		stderr []string // lines of stderr, without the caret lines of an expression
+	}{
+		{"would not compile", badExpr, exitUsage, []string{
+			badExpr + `:43:22: spec.validations[0].expression: compilation failed: found no matching overload for '_+_' applied to '(string, int)'`,
+			"vapc: replay: 1 errors in the policies and bindings: kube-apiserver would not create them (vapc check tells more)",
+		}},
+		{"binding without actions", badBinding, exitUsage, []string{
+			badBinding + `:39:62: spec.validationActions: Required value`,
+			"vapc: replay: 1 errors in the policies and bindings: kube-apiserver would not create them (vapc check tells more)",
+		}},
+		{"binding to a missing policy", orphan, exitOK, []string{
+			orphan + `:39:20: spec.policyName: warning: binding "orphan": policy "nowhere" is not among --policies: the binding decides nothing`,
+		}},
+		{"policy without binding", unbound, exitOK, []string{
+			unbound + `:38:18: metadata.name: warning: policy "unbound" has no binding among --policies: it decides nothing`,
+		}},
+		{"not a policy", frob, exitOK, []string{
+			frob + `:36:1: warning: example.com/v1 Frobnicator is not a ValidatingAdmissionPolicy or ValidatingAdmissionPolicyBinding: ignored (cluster objects go in --snapshot)`,
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			stdout, stderr, code := runVapc(t, "", "replay", "--policies", tc.policy, log)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, stdout, stderr)
+			}
+			var got []string
+			for _, l := range strings.Split(strings.TrimSuffix(stderr, "\n"), "\n") {
+				if !strings.HasPrefix(l, " | ") {
+					got = append(got, l)
+				}
+			}
+			if diff := cmp.Diff(tc.stderr, got); diff != "" {
+				t.Errorf("stderr mismatch (-want +got):\n%s", diff)
+			}
+			if tc.code == exitOK && !strings.Contains(stdout, "evaluated:     3 (admit 2, deny 1") {
+				t.Errorf("the replay did not run:\n%s", stdout)
+			}
+		})
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -149,3 +151,33 @@ type stringList []string
 
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// statInputs returns a usage error naming every path that cannot be read: a file or folder
+// that is not there is a wrong argument, not an empty input, and a CI gate must not pass
+// because of a typo in a path. what prefixes the message: the verb, and the flag if any
+// ("replay: --snapshot"). "-" (stdin) is always there.
+func statInputs(what string, paths ...string) error {
+	var bad []string
+	for _, p := range paths {
+		if p == "-" {
+			continue
+		}
+		if _, err := os.Stat(p); err != nil {
+			bad = append(bad, pathError(p, err))
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return usagef("%s: %s", what, strings.Join(bad, "; "))
+}
+
+// pathError words an error about the path p as "p: no such file or directory", without the
+// system call that failed.
+func pathError(p string, err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Path + ": " + pe.Err.Error()
+	}
+	return p + ": " + err.Error()
+}

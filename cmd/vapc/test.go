@@ -48,10 +48,16 @@ func runTest(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		return usagef("test: --kubernetes-version: %v", err)
 	}
 	files, err := suiteFiles(paths)
+	var u *usageError
+	if errors.As(err, &u) {
+		return err
+	}
 	if err != nil {
 		return usagef("test: %v", err)
 	}
 
+	// Every problem of every suite is reported at once: those of the suite files, then those
+	// of the policies and objects of the suites that could be read.
 	var suites []*suite.Suite
 	var bad []string
 	for _, file := range files {
@@ -61,13 +67,6 @@ func runTest(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		}
 		suites = append(suites, s...)
 	}
-	if len(bad) > 0 {
-		for _, b := range bad {
-			fmt.Fprintln(stderr, b)
-		}
-		return usagef("test: %d problems in the suites", len(bad))
-	}
-
 	var reports []*suite.SuiteReport
 	for _, s := range suites {
 		r, err := suite.Run(ctx, s)
@@ -85,7 +84,7 @@ func runTest(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		for _, b := range bad {
 			fmt.Fprintln(stderr, b)
 		}
-		return usagef("test: %d problems loading the suites' policies and objects", len(bad))
+		return usagef("test: %d problems in the suites, their policies or their objects", len(bad))
 	}
 
 	switch f.output {
@@ -112,10 +111,13 @@ func runTest(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 // suiteFiles expands folders into the *.suite.yaml files under them.
 func suiteFiles(paths []string) ([]string, error) {
 	var out []string
+	if err := statInputs("test", paths...); err != nil {
+		return nil, err
+	}
 	for _, p := range paths {
 		info, err := os.Stat(p)
 		if err != nil {
-			return nil, err
+			return nil, errors.New(pathError(p, err))
 		}
 		if !info.IsDir() {
 			out = append(out, p)

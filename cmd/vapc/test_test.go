@@ -136,3 +136,24 @@ func writeFile(t *testing.T, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+// TestTestReportsEveryProblem: vapc test reports every problem of every suite at once (the
+// suite files', then those of the policies of the suites that could be read), exit 2.
+func TestTestReportsEveryProblem(t *testing.T) {
+	const bad = "../../verify/suite/testdata/bad/"
+	stdout, stderr, code := runVapc(t, "", "test", bad+"many-problems.yaml", bad+"orphan-binding.yaml")
+	want := `../../verify/suite/testdata/bad/many-problems.yaml:4:60: policies[1]: ../../verify/suite/testdata/bad/no-such-policy.yaml: no such file or folder
+../../verify/suite/testdata/bad/many-problems.yaml:5:1: unknown field "objectz"
+../../verify/suite/testdata/bad/many-problems.yaml:10:3: unknown field "cases[0].oldObjekt"
+../../verify/suite/testdata/bad/many-problems.yaml:12:3: cases[1]: case "no expectation" has no expectation: add expect.decision (admit or deny)
+../../verify/suite/testdata/bad/many-problems.yaml:15:11: cases[1].object: ../../verify/suite/testdata/bad/no-such-pod.yaml: no such file or folder
+../../verify/suite/testdata/bad/orphan-binding-policies.yaml:6:15: spec.policyName: binding "typo": policy "kosmos-node-not-readdy" is not among the suite's policies: the binding would decide nothing
+vapc: test: 6 problems in the suites, their policies or their objects
+`
+	if code != exitUsage || stdout != "" {
+		t.Errorf("exit code = %d, stdout = %q; want %d and nothing", code, stdout, exitUsage)
+	}
+	if diff := cmp.Diff(want, stderr); diff != "" {
+		t.Errorf("stderr mismatch (-want +got):\n%s", diff)
+	}
+}

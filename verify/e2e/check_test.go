@@ -153,6 +153,22 @@ var unknownField = regexp.MustCompile(`(?:unknown|duplicate) field "([^"]*)"`)
 // ValidatingAdmissionPolicySpec.spec.failurePolicy of type ..." and in vapc's.
 var wrongType = regexp.MustCompile(`Go struct field \w+\.(\S+) of type`)
 
+// listIndex matches the list indices and map keys of a field path.
+var listIndex = regexp.MustCompile(`\[[^\]]*\]`)
+
+// withoutGoNames drops from the field path of a decoding error the Go names of embedded
+// structs (spec.matchConstraints.resourceRules.RuleWithOperations.operations), which vapc's
+// field paths, like JSON, do not have.
+func withoutGoNames(path string) string {
+	var out []string
+	for _, n := range strings.Split(path, ".") {
+		if n != "" && (n[0] < 'A' || n[0] > 'Z') {
+			out = append(out, n)
+		}
+	}
+	return strings.Join(out, ".")
+}
+
 // vapcVerdict is vapc check's verdict on creating the document d: refused
 // when it has an error of category create or input.
 func vapcVerdict(checker *cel.Checker, d *manifest.Document) verdict {
@@ -166,6 +182,11 @@ func vapcVerdict(checker *cel.Checker, d *manifest.Document) verdict {
 		v.Rejected = true
 		v.diagnostics = append(v.diagnostics, diag)
 		f := strings.TrimPrefix(diag.Field, ".")
+		if diag.Category == cel.CategoryInput && f != "" {
+			// A value of the wrong type: vapc names it with its list indices and map
+			// keys, the server's decoder without them.
+			f = listIndex.ReplaceAllString(f, "")
+		}
 		if f == "" {
 			if m := unknownField.FindStringSubmatch(diag.Message); m != nil {
 				f = m[1]
@@ -226,7 +247,7 @@ func serverVerdict(ctx context.Context, t *testing.T, s *harness.Server, d *mani
 			v.Fields = append(v.Fields, m[1])
 		}
 		for _, m := range wrongType.FindAllStringSubmatch(st.Message, -1) {
-			v.Fields = append(v.Fields, m[1])
+			v.Fields = append(v.Fields, withoutGoNames(m[1]))
 		}
 	default:
 		t.Fatalf("%s: create: unexpected answer %d %s: %v", d.Describe(), st.Code, st.Reason, err)

@@ -110,6 +110,7 @@ func (s *Suite) load() (*env, error) {
 		return nil, err
 	}
 	diags = append(diags, checker.Check(set)...)
+	diags = append(diags, orphanBindings(set)...)
 	var errs []error
 	for _, d := range diags {
 		// Only what kube-apiserver would refuse stops the suite: a policy it would not store
@@ -159,6 +160,23 @@ func (s *Suite) load() (*env, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// orphanBindings reports the bindings whose policy is not among the suite's policies. The
+// server accepts such a binding, and vapc check only warns of it, since the policy may come
+// later; but a suite is all there is: the binding would decide nothing, and a case expecting
+// an admission would pass because of a typo in a policy name.
+func orphanBindings(set *cel.Set) cel.Diagnostics {
+	var diags cel.Diagnostics
+	for _, b := range set.OrphanBindings() {
+		diags = append(diags, cel.Diagnostic{
+			Pos: b.Source.FieldPos("spec.policyName"), Field: "spec.policyName",
+			Severity: cel.Error, Category: cel.CategoryInput,
+			Object:  "ValidatingAdmissionPolicyBinding/" + b.Name,
+			Message: fmt.Sprintf("binding %q: policy %q is not among the suite's policies: the binding would decide nothing", b.Name, b.Spec.PolicyName),
+		})
+	}
+	return diags
 }
 
 // run runs one case. Problems with the case's request are failures of the case, at its

@@ -5,11 +5,13 @@
 package suite
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/vapc-dev/vapc/cel/manifest"
@@ -140,12 +142,10 @@ type ExpectResult struct {
 // Load reads the suites in a file (one or more TestSuite documents). Every problem is
 // returned, each pointing at its file, line and field.
 func Load(path string) ([]*Suite, error) {
+	// A document that does not parse does not keep the others from being looked at.
 	docs, err := manifest.ReadPaths(nil, path)
-	if err != nil {
-		return nil, err
-	}
 	var suites []*Suite
-	var errs []error
+	errs := []error{err}
 	for _, d := range docs {
 		s, err := decode(d)
 		if err != nil {
@@ -162,9 +162,69 @@ func decode(d *manifest.Document) (*Suite, error) {
 		return nil, d.Errorf("kind", "want apiVersion %s, kind %s; not %s %s", APIVersion, Kind, d.Object.GetAPIVersion(), d.Object.GetKind())
 	}
 	s := &Suite{File: d.File, doc: d}
-	if err := d.Decode(s); err != nil {
-		return nil, err
+	decodeErr := d.Decode(s)
+	if decodeErr != nil && !manifest.IsStrict(decodeErr) && fieldOf(decodeErr) == "" {
+		return nil, decodeErr // not known which part of the suite is missing
 	}
+	// An unknown field is ignored, a value of the wrong type left empty: the rest of the
+	// suite is checked all the same, to report every problem at once.
+	errs := s.validate(d)
+	if decodeErr != nil && !manifest.IsStrict(decodeErr) {
+		errs = unrelated(errs, fieldOf(decodeErr))
+	}
+	if j, ok := decodeErr.(interface{ Unwrap() []error }); ok {
+		errs = append(j.Unwrap(), errs...)
+	} else if decodeErr != nil {
+		errs = append([]error{decodeErr}, errs...)
+	}
+	// in the order of the file
+	slices.SortStableFunc(errs, func(a, b error) int {
+		pa, pb := posOf(a), posOf(b)
+		return cmp.Or(cmp.Compare(pa.Line, pb.Line), cmp.Compare(pa.Col, pb.Col))
+	})
+	return s, errors.Join(errs...)
+}
+
+// posOf returns the position of a problem of a suite.
+func posOf(err error) manifest.Position {
+	var me *manifest.Error
+	if errors.As(err, &me) {
+		return me.Pos
+	}
+	return manifest.Position{}
+}
+
+// fieldOf returns the field path of a decoding error of a value of the wrong type.
+func fieldOf(err error) string {
+	var me *manifest.Error
+	if errors.As(err, &me) {
+		return me.Field
+	}
+	return ""
+}
+
+// unrelated returns the errors that are not about the field, a field inside it or a field
+// that holds it: the decoder left that field empty, so what they say is its consequence.
+func unrelated(errs []error, field string) []error {
+	var out []error
+	for _, e := range errs {
+		f := fieldOf(e)
+		if f != "" && (within(f, field) || within(field, f)) {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// within reports whether the field path f is inside the field path outer, or is outer.
+func within(f, outer string) bool {
+	return f == outer || strings.HasPrefix(f, outer+".") || strings.HasPrefix(f, outer+"[")
+}
+
+// validate checks what the suite's decoding does not: required fields, values, and that the
+// files it names are there.
+func (s *Suite) validate(d *manifest.Document) []error {
 	var errs []error
 	if len(s.Policies) == 0 {
 		errs = append(errs, d.Errorf("policies", "a suite needs policies (files or folders)"))
@@ -238,7 +298,7 @@ func decode(d *manifest.Document) (*Suite, error) {
 			}
 		}
 	}
-	return s, errors.Join(errs...)
+	return errs
 }
 
 func (a *Authorizer) validate(d *manifest.Document, field string, s *Suite) []error {

@@ -2,6 +2,7 @@ package suite
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"sort"
@@ -67,6 +68,18 @@ func TestLoadErrors(t *testing.T) {
 			`testdata/bad/no-expect.yaml:10:3: cases[1]: case "no expectation" has no expectation: add expect.decision (admit or deny)`,
 			`testdata/bad/no-expect.yaml:16:22: cases[2].expect.decision: decision must be admit or deny, not "allow"`,
 		}},
+		{"many-problems.yaml", []string{
+			`testdata/bad/many-problems.yaml:4:60: policies[1]: testdata/bad/no-such-policy.yaml: no such file or folder`,
+			`testdata/bad/many-problems.yaml:5:1: unknown field "objectz"`,
+			`testdata/bad/many-problems.yaml:10:3: unknown field "cases[0].oldObjekt"`,
+			`testdata/bad/many-problems.yaml:12:3: cases[1]: case "no expectation" has no expectation: add expect.decision (admit or deny)`,
+			`testdata/bad/many-problems.yaml:15:11: cases[1].object: testdata/bad/no-such-pod.yaml: no such file or folder`,
+		}},
+		{"wrong-type.yaml", []string{
+			`testdata/bad/wrong-type.yaml:4:12: policies[0]: testdata/bad/no-such-policy.yaml: no such file or folder`,
+			`testdata/bad/wrong-type.yaml:9:11: cases[0].expect: expected object, got string`,
+			`testdata/bad/wrong-type.yaml:10:3: cases[1]: a case needs a name`,
+		}},
 		{"wrong-kind.yaml", []string{
 			`testdata/bad/wrong-kind.yaml:2:7: kind: want apiVersion vapc.dev/v1alpha1, kind TestSuite; not vapc.dev/v1alpha1 Suite`,
 		}},
@@ -81,6 +94,37 @@ func TestLoadErrors(t *testing.T) {
 			got := strings.Split(err.Error(), "\n")
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("Load(%q) errors mismatch (-want +got):\n%s", tc.file, diff)
+			}
+		})
+	}
+}
+
+// TestRunErrors checks that a suite whose policies cannot be what the suite tests fails with
+// every problem at its file, line and field.
+func TestRunErrors(t *testing.T) {
+	tests := []struct {
+		file string
+		want []string
+	}{
+		{"orphan-binding.yaml", []string{
+			`testdata/bad/orphan-binding-policies.yaml:6:15: spec.policyName: binding "typo": policy "kosmos-node-not-readdy" is not among the suite's policies: the binding would decide nothing`,
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.file, func(t *testing.T) {
+			t.Parallel()
+			suites, err := Load(filepath.Join("testdata/bad", tc.file))
+			if err != nil {
+				t.Fatalf("Load(%q) = %v", tc.file, err)
+			}
+			_, err = Run(context.Background(), suites[0])
+			var se *SuiteError
+			if !errors.As(err, &se) {
+				t.Fatalf("Run(%q) = %v, want a SuiteError", tc.file, err)
+			}
+			got := strings.Split(err.Error(), "\n")
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Run(%q) errors mismatch (-want +got):\n%s", tc.file, diff)
 			}
 		})
 	}
