@@ -138,6 +138,25 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 		return
 	}
 	misses := j.view.Misses()
+	paramsIncomplete := len(misses) > 0
+	for _, m := range misses {
+		if strings.HasPrefix(m, "namespaces ") {
+			paramsIncomplete = false // a namespace's labels decide whether a policy applies
+		}
+	}
+	var inferred string
+	if (b.oldUnknown != "" || paramsIncomplete) && (len(misses) == 0 || paramsIncomplete) && r.requestOnly.decides(dec, j.policies, paramsIncomplete) {
+		// Decided whatever is missing: see requestOnly.
+		what := strings.TrimPrefix(b.oldUnknown, "old-object-unknown: ")
+		if paramsIncomplete {
+			what = strings.Join(misses, "; ")
+		}
+		inferred = "decided without what is not known (" + what + "): every policy skipped the request on a matchCondition that reads only the request"
+		misses = nil
+	} else if b.oldUnknown != "" {
+		out.Decision, out.Indeterminate = DecisionIndeterminate, b.oldUnknown
+		return
+	}
 	if len(dec.Results) == 0 && len(misses) == 0 {
 		j.notMatched = true
 		return
@@ -146,6 +165,12 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 	// know (a namespace for a namespaceSelector, as the apiserver's matcher reads it), so
 	// "not matched" would be a guess.
 	out.fill(dec)
+	if inferred != "" {
+		out.Notes = append(out.Notes, inferred)
+		if b.oldUnknown != "" {
+			out.OldObjectSource = SourceUnknown
+		}
+	}
 	if len(misses) > 0 {
 		kind := "param-unknown"
 		if strings.HasPrefix(misses[0], "namespaces ") {

@@ -21,6 +21,7 @@ const (
 	SourcePatched    = "patched"        // the patch applied to the prior state
 	SourceState      = "state"          // the replay's state store
 	SourceRequestURI = "requestURI"     // connect options rebuilt from the request URI
+	SourceUnknown    = "unknown"        // not known: the decision did not depend on it
 )
 
 // patchKind names how a PATCH body is applied; the audit log does not record its content type.

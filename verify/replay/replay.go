@@ -97,6 +97,7 @@ type Replayer struct {
 	policies       []*admissionregistrationv1.ValidatingAdmissionPolicy
 	bindings       map[string][]string // policy -> binding names
 	loadedPolicies map[string]bool     // the policies with bindings
+	requestOnly    *requestOnly
 	scope          *scope
 	state          *State
 	evals          []evalWorker
@@ -159,6 +160,7 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 	for gr, sels := range r.scope.paramSelectors {
 		r.state.IndexSelectors(gr, sels)
 	}
+	r.requestOnly = newRequestOnly(policies, bindings)
 	r.loadedPolicies = map[string]bool{}
 	for p := range r.bindings {
 		r.loadedPolicies[p] = true

@@ -81,6 +81,10 @@ type rebuilt struct {
 	oldObjectSource string
 	// indeterminate says why the request cannot be rebuilt for sure.
 	indeterminate string
+	// oldUnknown says why the oldObject is not known when req holds a stand-in for it (its
+	// kind, namespace and name only): the decision stands only if it does not depend on the
+	// oldObject (see requestOnly).
+	oldUnknown string
 	// skip says the server completed the request without validating admission.
 	skip string
 }
@@ -134,7 +138,14 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior) rebuilt 
 			b.oldObjectSource = SourceState + " (" + source + ")"
 		}
 		if b.indeterminate != "" {
-			return b
+			if !strings.HasPrefix(b.indeterminate, "old-object-unknown: ") || !standInOld(ev, t) {
+				return b
+			}
+			b.oldUnknown, b.indeterminate = b.indeterminate, ""
+			old = &unstructured.Unstructured{}
+			old.SetGroupVersionKind(t.mainKind)
+			old.SetNamespace(t.namespace)
+			old.SetName(t.name)
 		}
 		b.req.OldObject = old
 	}
@@ -220,6 +231,19 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior) rebuilt 
 	}
 	b.req.Object, b.objectSource = withKind(body, t.reqKind), SourceRequest
 	return b
+}
+
+// standInOld says whether a request whose oldObject is not known is rebuilt with a stand-in:
+// a DELETE, and an UPDATE whose new object is the stored result (a refused patch needs the
+// old object to be rebuilt at all).
+func standInOld(ev *Event, t target) bool {
+	switch t.op {
+	case admission.Delete:
+		return t.sub == ""
+	case admission.Update:
+		return t.sub == "" && ev.Code() >= 200 && ev.Code() < 300 && hasBody(ev.ResponseObject)
+	}
+	return false
 }
 
 func orNone(level string) string {
