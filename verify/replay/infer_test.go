@@ -1,0 +1,117 @@
+package replay
+
+import (
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// TestDecidedWithoutWhatIsMissing: a request whose old object or params the replay does not
+// know is decided when every policy is skipped on a matchCondition that reads only the request,
+// and stays indeterminate otherwise.
+func TestDecidedWithoutWhatIsMissing(t *testing.T) {
+	const evictor = "system:serviceaccount:kube-system:node-controller"
+	userCondition := admissionregistrationv1.MatchCondition{Name: "evictor", Expression: "request.userInfo.username == '" + evictor + "'"}
+	objectCondition := admissionregistrationv1.MatchCondition{Name: "on-a-node", Expression: "has(oldObject.spec.nodeName)"}
+	node := func(name string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "Node", "metadata": map[string]any{"name": name, "labels": map[string]any{"edge": "true"}}}
+	}
+	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "web", "namespace": "ns1"}, "spec": map[string]any{"nodeName": "n1"}}
+	eviction := func(id string) string {
+		ev := map[string]any{"apiVersion": "policy/v1", "kind": "Eviction", "metadata": map[string]any{"name": "web", "namespace": "ns1"}}
+		line := levelEvent(t, id, LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", ev, nil)
+		return strings.Replace(line, `"resource":"pods"`, `"resource":"pods","subresource":"eviction"`, 1)
+	}
+	as := func(line, user string) string {
+		return strings.Replace(line, `"username":"admin"`, `"username":"`+user+`"`, 1)
+	}
+	deleteWeb := func(id, user string) string {
+		return as(levelEvent(t, id, LevelRequestResponse, "delete", "pods", "ns1", "web", 200, "", nil, pod), user)
+	}
+	// The log begins with the cluster's creation only when it holds the apiserver's own
+	// namespaces: without that, nodes are incomplete (no snapshot).
+	birth := as(levelEvent(t, "birth", LevelRequestResponse, "create", "namespaces", "", "kube-system", 201, "", nil,
+		map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "kube-system"}}), "system:apiserver")
+
+	tests := []struct {
+		name       string
+		conditions []admissionregistrationv1.MatchCondition
+		params     bool
+		objectSel  bool
+		lines      []string
+		want       string // decision, or indeterminate: its reason's prefix
+	}{{
+		name:       "a kubelet deletes an evicted pod: the user condition skips it",
+		conditions: []admissionregistrationv1.MatchCondition{userCondition},
+		lines:      []string{birth, levelEvent(t, "p", LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod), eviction("e"), deleteWeb("d", "system:node:n1")},
+		want:       DecisionAdmit,
+	}, {
+		name:       "the evictor deletes an evicted pod: the policy applies, the old object decides",
+		conditions: []admissionregistrationv1.MatchCondition{userCondition},
+		lines:      []string{birth, levelEvent(t, "p", LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod), eviction("e"), deleteWeb("d", evictor)},
+		want:       "old-object-unknown: ",
+	}, {
+		name:       "a condition on the old object comes first",
+		conditions: []admissionregistrationv1.MatchCondition{objectCondition, userCondition},
+		lines:      []string{birth, deleteWeb("d", "system:node:n1")},
+		want:       "old-object-unknown: ",
+	}, {
+		name:       "a policy that selects objects by label",
+		conditions: []admissionregistrationv1.MatchCondition{userCondition},
+		objectSel:  true,
+		lines:      []string{birth, deleteWeb("d", "system:node:n1")},
+		want:       "old-object-unknown: ",
+	}, {
+		name:       "incomplete params, one known: the user condition skips every param",
+		conditions: []admissionregistrationv1.MatchCondition{userCondition},
+		params:     true,
+		lines:      []string{levelEvent(t, "n", LevelRequestResponse, "create", "nodes", "", "n1", 201, "", node("n1"), node("n1")), levelEvent(t, "p", LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod), deleteWeb("d", "system:node:n1")},
+		want:       DecisionAdmit,
+	}, {
+		name:       "incomplete params, none known: parameterNotFoundAction or the params decide",
+		conditions: []admissionregistrationv1.MatchCondition{userCondition},
+		params:     true,
+		lines:      []string{levelEvent(t, "p", LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod), deleteWeb("d", "system:node:n1")},
+		want:       "param-unknown: ",
+	}, {
+		name:       "incomplete params, the evictor: the params decide",
+		conditions: []admissionregistrationv1.MatchCondition{userCondition},
+		params:     true,
+		lines:      []string{levelEvent(t, "n", LevelRequestResponse, "create", "nodes", "", "n1", 201, "", node("n1"), node("n1")), levelEvent(t, "p", LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod), deleteWeb("d", evictor)},
+		want:       "param-unknown: ",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, b := levelPolicy("guard", "pods", admissionregistrationv1.Delete, nil, "false")
+			p.Spec.MatchConditions = tt.conditions
+			if tt.params {
+				p.Spec.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "Node"}
+				b.Spec.ParamRef = &admissionregistrationv1.ParamRef{
+					Selector:                &metav1.LabelSelector{MatchLabels: map[string]string{"edge": "true"}},
+					ParameterNotFoundAction: ptr.To(admissionregistrationv1.AllowAction),
+				}
+			}
+			if tt.objectSel {
+				p.Spec.MatchConstraints.ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+			}
+			sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, tt.lines...)
+			rec := recs["d"]
+			if rec == nil {
+				t.Fatalf("no record of the delete; summary %+v", sum)
+			}
+			got := rec.Decision
+			if got == DecisionIndeterminate {
+				got = rec.Indeterminate
+			}
+			if !strings.HasPrefix(got, tt.want) {
+				t.Errorf("delete decided %q (%v), want %q", got, rec.Notes, tt.want)
+			}
+			if tt.want == DecisionAdmit && !strings.Contains(strings.Join(rec.Notes, " "), "decided without what is not known") {
+				t.Errorf("delete admitted without saying what it did not know: notes %q", rec.Notes)
+			}
+		})
+	}
+}
