@@ -34,6 +34,8 @@ const (
 // request are decoded, the request and response objects are kept as raw JSON and decoded only
 // when a policy or the State needs them.
 type Event struct {
+	Kind             string            `json:"kind"`
+	APIVersion       string            `json:"apiVersion"`
 	Level            string            `json:"level"`
 	AuditID          string            `json:"auditID"`
 	Stage            string            `json:"stage"`
@@ -121,7 +123,10 @@ func DecodeEvent(line []byte) (*Event, error) {
 			return nil, fmt.Errorf("not JSON: %v", err)
 		}
 	}
-	if ev.AuditID == "" || ev.Stage == "" {
+	switch {
+	case ev.APIVersion != "" && ev.APIVersion != "audit.k8s.io/v1" || ev.Kind != "" && ev.Kind != "Event":
+		return nil, fmt.Errorf("not an audit.k8s.io/v1 Event: apiVersion %q, kind %q", ev.APIVersion, ev.Kind)
+	case ev.AuditID == "" || ev.Stage == "":
 		return nil, fmt.Errorf("not an audit.k8s.io/v1 Event: no auditID or stage")
 	}
 	return ev, nil
@@ -136,6 +141,7 @@ type line struct {
 	file string
 	num  int
 	data []byte
+	size int   // the bytes the line had, read or not
 	err  error // a line too long, or a read error after which the file ends
 }
 
@@ -187,8 +193,9 @@ func (r *lineReader) next() (l line, ok bool) {
 			continue
 		}
 		r.num++
-		l = line{file: r.file, num: r.num}
+		l = line{file: r.file, num: r.num, size: len(r.buf)}
 		if tooLong > 0 {
+			l.size = tooLong
 			l.err = fmt.Errorf("line longer than %d bytes (at least %d): skipped", r.max, tooLong)
 		} else {
 			l.data = r.buf

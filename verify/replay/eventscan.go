@@ -96,6 +96,8 @@ const (
 	fResponseObject
 	fStageTimestamp
 	fAnnotations
+	fKind
+	fAPIVersion
 )
 
 var eventFields = []string{
@@ -103,6 +105,7 @@ var eventFields = []string{
 	fUser: "user", fImpersonatedUser: "impersonatedUser", fObjectRef: "objectRef",
 	fResponseStatus: "responseStatus", fRequestObject: "requestObject",
 	fResponseObject: "responseObject", fStageTimestamp: "stageTimestamp", fAnnotations: "annotations",
+	fKind: "kind", fAPIVersion: "apiVersion",
 }
 
 func eventField(key []byte) int {
@@ -163,6 +166,10 @@ func setField(ev *Event, f int, raw []byte) bool {
 		return setString(&ev.Verb, raw)
 	case fStageTimestamp:
 		return setString(&ev.StageTimestamp, raw)
+	case fKind:
+		return setString(&ev.Kind, raw)
+	case fAPIVersion:
+		return setString(&ev.APIVersion, raw)
 	case fRequestObject:
 		return setRaw(&ev.RequestObject, raw)
 	case fResponseObject:

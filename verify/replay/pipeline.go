@@ -23,7 +23,7 @@ type Source struct {
 type decoded struct {
 	file  string
 	num   int
-	bytes int
+	bytes int // the line's, its end included
 	ev    *Event
 	blank bool
 	err   error
@@ -71,7 +71,7 @@ func decodeLogs(ctx context.Context, sources []Source, maxLine, workers int, pre
 			for b := range work {
 				b.out = make([]decoded, len(b.lines))
 				for i, l := range b.lines {
-					d := decoded{file: l.file, num: l.num, bytes: len(l.data), err: l.err}
+					d := decoded{file: l.file, num: l.num, bytes: l.size, err: l.err}
 					if l.err == nil {
 						if len(bytes.TrimSpace(l.data)) == 0 {
 							d.blank = true

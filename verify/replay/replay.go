@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 	"sort"
+	"strings"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -106,6 +107,7 @@ type Replayer struct {
 	sum     *Summary
 	agg     *aggregator
 	pending map[string]pendingRequest
+	finals  recentIDs
 	sink    func(*Record) error
 	sinkErr error
 }
@@ -202,7 +204,7 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 		if r.sinkErr != nil {
 			return
 		}
-		bytes += int64(d.bytes) + 1
+		bytes += int64(d.bytes)
 		r.line(ctx, d)
 		if r.progress != nil && r.sum.Lines%1024 == 0 {
 			if now := time.Now(); now.Sub(lastProgress) >= r.progressEvery {
@@ -250,8 +252,59 @@ func (r *Replayer) line(ctx context.Context, d decoded) {
 		return
 	}
 	delete(r.pending, ev.AuditID)
+	if first, dup := r.finals.add(ev.AuditID, fmt.Sprintf("%s:%d", d.file, d.num)); dup {
+		r.sum.malformed(d.file, d.num, fmt.Sprintf("duplicate: the final record of audit ID %s was read at %s already", ev.AuditID, first))
+		return
+	}
+	if ev.ObjectRef == nil && isResourcePath(ev.RequestURI) {
+		r.sum.malformed(d.file, d.num, "no objectRef: a request for a resource ("+ev.RequestURI+") without the object it is about")
+		return
+	}
 	r.sum.Requests++
 	r.request(ctx, d, ev)
+}
+
+// isResourcePath says whether a request URI names a resource (/api/v1/RESOURCE...,
+// /apis/GROUP/VERSION/RESOURCE...), not discovery or another non-resource URL: the apiserver
+// gives the audit event of every resource request an objectRef.
+func isResourcePath(uri string) bool {
+	path, _, _ := strings.Cut(uri, "?")
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	switch {
+	case len(parts) >= 3 && parts[0] == "api":
+		return parts[2] != ""
+	case len(parts) >= 4 && parts[0] == "apis":
+		return parts[3] != ""
+	}
+	return false
+}
+
+// recentIDs remembers the last audit IDs whose final record was read, to find a final record
+// read twice (a log replayed twice, rotated files that overlap) with bounded memory.
+type recentIDs struct {
+	seen map[string]string // audit ID -> where
+	ring []string
+	next int
+}
+
+const maxRecentIDs = 1 << 16
+
+// add records the ID read at where; dup says it was read before, at first.
+func (r *recentIDs) add(id, where string) (first string, dup bool) {
+	if r.seen == nil {
+		r.seen = map[string]string{}
+		r.ring = make([]string, maxRecentIDs)
+	}
+	if first, ok := r.seen[id]; ok {
+		return first, true
+	}
+	if old := r.ring[r.next]; old != "" {
+		delete(r.seen, old)
+	}
+	r.ring[r.next] = id
+	r.next = (r.next + 1) % len(r.ring)
+	r.seen[id] = where
+	return "", false
 }
 
 // request replays one request.

@@ -262,10 +262,10 @@ func TestMalformedInput(t *testing.T) {
 	}
 	lines := strings.SplitAfter(plain.String(), "\n")
 	long := `{"auditID":"x","stage":"ResponseComplete","pad":"` + strings.Repeat("a", 5000) + `"}` + "\n"
-	mixed := lines[0] + "{oops\n" + long + lines[1] + "[1,2]\n" + lines[2][:40]
+	mixed := lines[0] + "{oops\n" + long + lines[9] + "[1,2]\n" + lines[12][:40]
 	var gz bytes.Buffer
 	zw := gzip.NewWriter(&gz)
-	zw.Write([]byte(strings.Join(lines[:10], "")))
+	zw.Write([]byte(strings.Join(lines[1:9], ""))) // other requests than mixed's
 	zw.Close()
 	truncated := gz.Bytes()[:gz.Len()/2]
 
@@ -314,6 +314,53 @@ func TestMalformedInput(t *testing.T) {
 }
 
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+// TestHostileLines: every line that is not a request of its own is reported with its line
+// number, and the rest of the log is replayed: a final record read twice, an event of another
+// apiVersion or kind, a resource request without objectRef. Events out of time order and
+// unknown fields are replayed as they come.
+func TestHostileLines(t *testing.T) {
+	ev := func(id, extra string) string {
+		return `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"` + id + `","stage":"ResponseComplete","requestURI":"/api/v1/namespaces/ns/configmaps/c","verb":"get","user":{"username":"u"},"objectRef":{"resource":"configmaps","namespace":"ns","name":"c","apiVersion":"v1"},"responseStatus":{"code":200},"stageTimestamp":"2026-11-22T10:00:0` + id + `Z"` + extra + "}\n"
+	}
+	noRef := `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"7","stage":"ResponseComplete","requestURI":"/api/v1/namespaces/ns/pods/p","verb":"delete","user":{"username":"u"},"responseStatus":{"code":200}}` + "\n"
+	healthz := `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"8","stage":"ResponseComplete","requestURI":"/apis/apps/v1?timeout=32s","verb":"get","user":{"username":"u"},"responseStatus":{"code":200}}` + "\n"
+	log := ev("1", "") +
+		ev("2", `,"unknownField":{"a":[1]}`) +
+		ev("1", "") + // the first record again
+		strings.Replace(ev("3", ""), "audit.k8s.io/v1", "audit.k8s.io/v1beta1", 1) +
+		strings.Replace(ev("4", ""), `"kind":"Event"`, `"kind":"EventList"`, 1) +
+		ev("5", "") +
+		strings.Replace(ev("6", ""), "10:00:06Z", "09:00:00Z", 1) + // out of time order
+		noRef + healthz
+	r, err := New(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := r.Run(context.Background(), []Source{{Name: "hostile.log", Reader: strings.NewReader(log)}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range sum.Malformed {
+		got = append(got, itoa(m.Line)+": "+m.Reason)
+	}
+	want := []string{
+		"3: duplicate: the final record of audit ID 1 was read at hostile.log:1 already",
+		`4: not an audit.k8s.io/v1 Event: apiVersion "audit.k8s.io/v1beta1", kind "Event"`,
+		`5: not an audit.k8s.io/v1 Event: apiVersion "audit.k8s.io/v1", kind "EventList"`,
+		"8: no objectRef: a request for a resource (/api/v1/namespaces/ns/pods/p) without the object it is about",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("malformed mismatch (-want +got):\n%s", diff)
+	}
+	if sum.Lines != 9 || sum.Requests != 5 || sum.Skipped[SkipRead] != 4 || sum.Skipped[SkipNonResource] != 1 {
+		t.Errorf("lines %d, requests %d, skipped %v; want 9 lines, 5 requests: 4 reads and 1 non-resource", sum.Lines, sum.Requests, sum.Skipped)
+	}
+	if want := int64(len(log)); sum.Bytes != want {
+		t.Errorf("bytes = %d, want %d", sum.Bytes, want)
+	}
+}
 
 // TestRecordedE2E holds the replay to the log kube-apiserver v1.37.0 wrote in the decision
 // parity scenarios of verify/e2e (Kosmos flapping, drainer cordons and evictions, ConfigMap
