@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"sort"
 	"sync"
+	"time"
 )
 
 // Source is one audit log to read: a file (plain or gzip-compressed) or "-" for the reader
@@ -177,4 +179,65 @@ func readSource(ctx context.Context, src Source, maxLine int, fn func(line) bool
 			return ctx.Err()
 		}
 	}
+}
+
+// inTimeOrder returns the sources in the order of the time of their first event, so that
+// rotated logs given newest first (audit.log audit.log.1.gz, as a shell glob sorts them) are
+// replayed oldest first, as the State must see the writes; reordered says whether the order
+// changed. Sources are left as given when one is a reader (stdin) or a file's first events
+// carry no time.
+func inTimeOrder(sources []Source, maxLine int) (ordered []Source, reordered bool) {
+	type timed struct {
+		src Source
+		at  time.Time
+	}
+	var ts []timed
+	for _, src := range sources {
+		if src.Reader != nil {
+			return sources, false
+		}
+		at, ok := firstEventTime(src.Name, maxLine)
+		if !ok {
+			return sources, false
+		}
+		ts = append(ts, timed{src, at})
+	}
+	sort.SliceStable(ts, func(i, j int) bool { return ts[i].at.Before(ts[j].at) })
+	for i, t := range ts {
+		ordered = append(ordered, t.src)
+		reordered = reordered || t.src.Name != sources[i].Name
+	}
+	return ordered, reordered
+}
+
+// firstEventTime reads the stage time of the first of the first lines of a log that is an
+// event.
+func firstEventTime(path string, maxLine int) (time.Time, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return time.Time{}, false
+	}
+	defer f.Close()
+	lr, closer, err := newLineReader(path, f, maxLine)
+	if err != nil {
+		return time.Time{}, false
+	}
+	if closer != nil {
+		defer closer.Close()
+	}
+	for i := 0; i < 100; i++ {
+		l, ok := lr.next()
+		if !ok {
+			break
+		}
+		if l.err != nil {
+			continue
+		}
+		if ev, err := DecodeEvent(l.data); err == nil {
+			if at, err := time.Parse(time.RFC3339Nano, ev.StageTimestamp); err == nil {
+				return at, true
+			}
+		}
+	}
+	return time.Time{}, false
 }

@@ -187,12 +187,17 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 // State returns the replay's State.
 func (r *Replayer) State() *State { return r.state }
 
-// Run replays the sources in order and calls sink with the record of every request the
+// Run replays the sources, files in the order of their first event's time (rotated logs
+// oldest first, whatever order they are given in), and calls sink with the record of every request the
 // policies match, in log order. It returns the summary of the whole replay. Malformed lines
 // are counted and listed, never fatal; the error is about the replay itself (the context, the
 // sink).
 func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record) error) (*Summary, error) {
+	sources, reordered := inTimeOrder(sources, r.maxLine)
 	r.sum = newSummary(sources)
+	if reordered {
+		r.sum.Notes = append(r.sum.Notes, "the logs were replayed in the order of their first event's time: "+strings.Join(r.sum.Files, ", "))
+	}
 	r.agg = newAggregator(r.policies, r.bindings)
 	r.pending = map[string]pendingRequest{}
 	r.sink = sink

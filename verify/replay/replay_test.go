@@ -388,3 +388,53 @@ func TestRecordedE2E(t *testing.T) {
 		t.Errorf("skipped %d deletes of terminating pods, want 2", got)
 	}
 }
+
+// TestRotatedLogsInTimeOrder: rotated logs given newest first, as a shell glob sorts
+// audit.log before audit.log.1.gz, are replayed oldest first, so that the State sees the
+// writes in order: the Kosmos guard's denial is predicted, and the summary says so.
+func TestRotatedLogsInTimeOrder(t *testing.T) {
+	dir := filepath.Join(auditData, "kosmos-basic")
+	data, err := os.ReadFile(filepath.Join(dir, "audit.log.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plain bytes.Buffer
+	if _, err := plain.ReadFrom(zr); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(plain.String(), "\n")
+	tmp := t.TempDir()
+	older, newer := filepath.Join(tmp, "audit.log.1.gz"), filepath.Join(tmp, "audit.log")
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(strings.Join(lines[:len(lines)/2], "")))
+	zw.Close()
+	if err := os.WriteFile(older, gz.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(newer, []byte(strings.Join(lines[len(lines)/2:], "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ps, bs := loadPolicies(t, dir)
+	r, err := New(ps, bs, WithCheckRecorded(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := r.Run(context.Background(), []Source{{Name: newer}, {Name: older}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{older, newer}, sum.Files); diff != "" {
+		t.Errorf("files mismatch (-want +got):\n%s", diff)
+	}
+	if len(sum.Notes) != 1 || !strings.Contains(sum.Notes[0], "order of their first event's time") {
+		t.Errorf("notes = %q, want one about the order", sum.Notes)
+	}
+	if sum.Deny != 1 || total(sum.Indeterminate) != 0 || len(sum.Disagreements) != 0 {
+		t.Errorf("deny %d, indeterminate %v, disagreements %v; want the one denial, none indeterminate", sum.Deny, sum.Indeterminate, sum.Disagreements)
+	}
+}

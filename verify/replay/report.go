@@ -20,6 +20,9 @@ func JSONLWriter(w io.Writer) func(*Record) error {
 func WriteText(w io.Writer, s *Summary) error {
 	p := &printer{w: w}
 	p.f("Replayed %d lines (%s) from %s.\n", s.Lines, humanBytes(s.Bytes), strings.Join(s.Files, ", "))
+	for _, n := range s.Notes {
+		p.f("  note: %s\n", n)
+	}
 	p.f("  requests:            %d\n", s.Requests)
 	p.f("  intermediate stages: %d (RequestReceived/ResponseStarted of the same requests)\n", s.IntermediateStages)
 	if n := total(s.Incomplete); n > 0 {

@@ -12,8 +12,11 @@ import (
 
 // Summary accounts for every line of a replay.
 type Summary struct {
+	// Files are the logs in the order they were replayed.
 	Files []string `json:"files"`
 	Bytes int64    `json:"bytes"`
+	// Notes say what the replay did that a reader of its result should know.
+	Notes []string `json:"notes,omitempty"`
 	// Lines is every line read: Malformed + Blank + IntermediateStages + Requests.
 	Lines int `json:"lines"`
 	Blank int `json:"blank,omitempty"`
