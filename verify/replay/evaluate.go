@@ -145,7 +145,7 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 		}
 	}
 	var inferred string
-	if (b.oldUnknown != "" || paramsIncomplete) && (len(misses) == 0 || paramsIncomplete) && r.requestOnly.decides(dec, j.policies, paramsIncomplete) {
+	if (b.oldUnknown != "" || paramsIncomplete) && (len(misses) == 0 || paramsIncomplete) && r.decidedWithoutMissing(ctx, w, j, b, dec, paramsIncomplete) {
 		// Decided whatever is missing: see requestOnly.
 		what := strings.TrimPrefix(b.oldUnknown, "old-object-unknown: ")
 		if paramsIncomplete {
@@ -200,4 +200,22 @@ func (r *Replayer) finish(j *job) {
 	default:
 		r.emit(j.out, j.policies, j.dec)
 	}
+}
+
+// decidedWithoutMissing says whether a decision made without the old object or all the params
+// holds whatever they are (see requestOnly). A binding that found none of the params the
+// State knows (parameterNotFoundAction Allow admitted) may have had some in the cluster: the
+// request is evaluated again with a stand-in for each missing param, and the decision holds
+// when a condition on the request alone skips it too.
+func (r *Replayer) decidedWithoutMissing(ctx context.Context, w evalWorker, j *job, b rebuilt, dec *verify.Decision, paramsIncomplete bool) bool {
+	if r.requestOnly.decides(dec, j.policies, paramsIncomplete) {
+		return true
+	}
+	if !paramsIncomplete || len(r.standIns) == 0 || !r.requestOnly.decides(dec, j.policies, false) {
+		return false
+	}
+	w.store.v = j.view.withStandIns(r.standIns)
+	again, err := w.eval.Evaluate(ctx, b.req)
+	w.store.v = nil
+	return err == nil && r.requestOnly.decides(again, j.policies, true)
 }

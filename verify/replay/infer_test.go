@@ -40,6 +40,7 @@ func TestDecidedWithoutWhatIsMissing(t *testing.T) {
 		name       string
 		conditions []admissionregistrationv1.MatchCondition
 		params     bool
+		deny       bool // parameterNotFoundAction Deny
 		objectSel  bool
 		lines      []string
 		want       string // decision, or indeterminate: its reason's prefix
@@ -71,9 +72,16 @@ func TestDecidedWithoutWhatIsMissing(t *testing.T) {
 		lines:      []string{levelEvent(t, "n", LevelRequestResponse, "create", "nodes", "", "n1", 201, "", node("n1"), node("n1")), levelEvent(t, "p", LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod), deleteWeb("d", "system:node:n1")},
 		want:       DecisionAdmit,
 	}, {
-		name:       "incomplete params, none known: parameterNotFoundAction or the params decide",
+		name:       "incomplete params, none known, Allow: admitted without params, skipped with any",
 		conditions: []admissionregistrationv1.MatchCondition{userCondition},
 		params:     true,
+		lines:      []string{levelEvent(t, "p", LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod), deleteWeb("d", "system:node:n1")},
+		want:       DecisionAdmit,
+	}, {
+		name:       "incomplete params, none known, Deny: denied without params",
+		conditions: []admissionregistrationv1.MatchCondition{userCondition},
+		params:     true,
+		deny:       true,
 		lines:      []string{levelEvent(t, "p", LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod), deleteWeb("d", "system:node:n1")},
 		want:       "param-unknown: ",
 	}, {
@@ -92,6 +100,9 @@ func TestDecidedWithoutWhatIsMissing(t *testing.T) {
 				b.Spec.ParamRef = &admissionregistrationv1.ParamRef{
 					Selector:                &metav1.LabelSelector{MatchLabels: map[string]string{"edge": "true"}},
 					ParameterNotFoundAction: ptr.To(admissionregistrationv1.AllowAction),
+				}
+				if tt.deny {
+					b.Spec.ParamRef.ParameterNotFoundAction = ptr.To(admissionregistrationv1.DenyAction)
 				}
 			}
 			if tt.objectSel {

@@ -12,6 +12,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 
@@ -99,6 +100,7 @@ type Replayer struct {
 	bindings       map[string][]string // policy -> binding names
 	loadedPolicies map[string]bool     // the policies with bindings
 	requestOnly    *requestOnly
+	standIns       map[schema.GroupResource]kruntime.Object // a stand-in param of each paramKind
 	scope          *scope
 	state          *State
 	evals          []evalWorker
@@ -163,6 +165,7 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 		r.state.IndexSelectors(gr, sels)
 	}
 	r.requestOnly = newRequestOnly(policies, bindings)
+	r.standIns = r.state.standInParams(policies)
 	r.loadedPolicies = map[string]bool{}
 	for p := range r.bindings {
 		r.loadedPolicies[p] = true

@@ -2,12 +2,16 @@ package replay
 
 import (
 	"encoding/json"
+
 	"fmt"
 	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/vapc-dev/vapc/verify"
@@ -152,6 +156,28 @@ type preparedTyped struct {
 func (s *State) prepareTyped(u *unstructured.Unstructured, raw []byte) *preparedTyped {
 	loc, err := s.prepare.Locate(u)
 	return &preparedTyped{loc: loc, obj: &lazyObject{raw: raw, prepare: s.prepare}, err: err}
+}
+
+// standInParams returns, for the paramKind of each policy but Namespace, an object of that
+// kind that holds nothing but a name, as the evaluator reads params.
+func (s *State) standInParams(policies []*admissionregistrationv1.ValidatingAdmissionPolicy) map[schema.GroupResource]runtime.Object {
+	out := map[schema.GroupResource]runtime.Object{}
+	for _, p := range policies {
+		pk := p.Spec.ParamKind
+		if pk == nil {
+			continue
+		}
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion(pk.APIVersion)
+		u.SetKind(pk.Kind)
+		u.SetName("vapc-stand-in")
+		prepared, err := s.prepare.Prepare(u)
+		if err != nil || prepared.Resource().GroupResource() == namespacesGR {
+			continue
+		}
+		out[prepared.Resource().GroupResource()] = prepared.Object()
+	}
+	return out
 }
 
 // setTyped sets (has) or deletes the object k of a resource the evaluator reads, copying its

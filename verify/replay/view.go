@@ -228,9 +228,20 @@ type View struct {
 	readsNamespaces bool
 
 	misses []string
+	// standIns, when set, answer for params the View does not have (see
+	// decidedWithoutMissing).
+	standIns map[schema.GroupResource]runtime.Object
 }
 
 var _ verify.ObjectStore = (*View)(nil)
+
+// withStandIns returns a copy of the View that answers a read of a param it does not have with
+// the resource's stand-in.
+func (v *View) withStandIns(standIns map[schema.GroupResource]runtime.Object) *View {
+	c := *v
+	c.misses, c.standIns = nil, standIns
+	return &c
+}
 
 // complete says whether every object of the resource is known.
 func (v *View) isComplete(gr schema.GroupResource) bool {
@@ -262,6 +273,9 @@ func (v *View) Get(gvr schema.GroupVersionResource, namespace, name string) (run
 	case !v.isComplete(gr) && v.counts(gr):
 		v.miss("%s %s not known (not in the snapshot or the log)", gr, joinKey(namespace, name))
 	}
+	if o, ok := v.standIns[gr]; ok {
+		return o, nil
+	}
 	return nil, apierrors.NewNotFound(gr, name)
 }
 
@@ -282,10 +296,16 @@ func (v *View) List(gvr schema.GroupVersionResource, namespace string, selector 
 		}
 	}
 	if b == nil {
+		if o, ok := v.standIns[gr]; ok {
+			return []runtime.Object{o}, nil
+		}
 		return nil, nil
 	}
 	objs, failed := b.list(gvr, namespace, selector)
 	v.misses = append(v.misses, failed...)
+	if o, ok := v.standIns[gr]; ok && len(objs) == 0 {
+		return []runtime.Object{o}, nil
+	}
 	return objs, nil
 }
 
