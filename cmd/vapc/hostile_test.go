@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -81,6 +82,35 @@ func TestHostileInput(t *testing.T) {
 				t.Errorf("vapc %s: output does not contain %q\nstdout:\n%s\nstderr:\n%s", strings.Join(tc.args, " "), tc.contains, stdout, stderr)
 			}
 		})
+	}
+}
+
+// TestStdinClosedEarly: a log piped in that stops in the middle of a line (the writer died)
+// is replayed up to that line, which is reported with its number.
+func TestStdinClosedEarly(t *testing.T) {
+	data, err := os.ReadFile("../../testdata/audit/kosmos-basic/audit.log.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plain bytes.Buffer
+	if _, err := plain.ReadFrom(zr); err != nil {
+		t.Fatal(err)
+	}
+	cut := plain.String()[:plain.Len()/2]
+	lines := strings.Count(cut, "\n") + 1
+	stdout, stderr, code := runVapc(t, cut, "replay", "--policies", "../../testdata/audit/kosmos-basic/policy.yaml", "-")
+	if code != exitOK {
+		t.Errorf("exit %d, want %d\nstderr:\n%s", code, exitOK, stderr)
+	}
+	if want := fmt.Sprintf("-:%d: truncated JSON", lines); !strings.Contains(stdout, want) {
+		t.Errorf("output does not report the cut line (%q):\n%s", want, stdout)
+	}
+	if want := fmt.Sprintf("Replayed %d lines", lines); !strings.Contains(stdout, want) {
+		t.Errorf("output does not account for every line (%q):\n%s", want, stdout)
 	}
 }
 
