@@ -283,6 +283,23 @@ func members(raw []byte, names []string, vals [][]byte) bool {
 // ASCII; false when raw is not such an object or fn returns false.
 func eachMember(raw []byte, fn func(key, val []byte) bool) bool {
 	s := scanner{b: raw}
+	var key []byte
+	return s.members(func() bool {
+		k, ok := s.plainString()
+		for _, c := range k {
+			ok = ok && c < utf8.RuneSelf
+		}
+		key = k
+		return ok
+	}, func() bool {
+		start := s.i
+		return s.value() && fn(key, raw[start:s.i])
+	})
+}
+
+// members reads an object: key reads each member's key, member its value, each reporting
+// whether it could.
+func (s *scanner) members(key, member func() bool) bool {
 	if !s.byte('{') {
 		return false
 	}
@@ -292,22 +309,15 @@ func eachMember(raw []byte, fn func(key, val []byte) bool) bool {
 	}
 	for {
 		s.space()
-		key, ok := s.plainString()
-		if !ok {
+		if !key() {
 			return false
-		}
-		for _, c := range key {
-			if c >= utf8.RuneSelf {
-				return false
-			}
 		}
 		s.space()
 		if !s.byte(':') {
 			return false
 		}
 		s.space()
-		start := s.i
-		if !s.value() || !fn(key, raw[start:s.i]) {
+		if !member() {
 			return false
 		}
 		s.space()

@@ -129,36 +129,12 @@ func (d *objectDecoder) valueOf(depth int, keep func(key string) bool) (any, boo
 
 // members reads an object and calls member with each key, for it to read the value.
 func (d *objectDecoder) members(member func(key string) bool) bool {
-	s := &d.s
-	if !s.byte('{') {
-		return false
-	}
-	s.space()
-	if s.byte('}') {
-		return true
-	}
-	for {
-		s.space()
+	var key string
+	return d.s.members(func() bool {
 		k, ok := d.str()
-		if !ok {
-			return false
-		}
-		s.space()
-		if !s.byte(':') {
-			return false
-		}
-		s.space()
-		if !member(k) {
-			return false
-		}
-		s.space()
-		if s.byte('}') {
-			return true
-		}
-		if !s.byte(',') {
-			return false
-		}
-	}
+		key = k
+		return ok
+	}, func() bool { return member(key) })
 }
 
 func (d *objectDecoder) array(depth int) ([]any, bool) {

@@ -248,19 +248,7 @@ func TestFakeEvaluator(t *testing.T) {
 // TestMalformedInput checks that bad lines are counted with their line numbers and never stop
 // the replay: invalid JSON, a line over the limit, a truncated gzip stream, a missing file.
 func TestMalformedInput(t *testing.T) {
-	good, err := os.ReadFile(filepath.Join(auditData, "kosmos-basic", "audit.log.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(good))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var plain bytes.Buffer
-	if _, err := plain.ReadFrom(zr); err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.SplitAfter(plain.String(), "\n")
+	lines := gunzipLines(t, filepath.Join(auditData, "kosmos-basic", "audit.log.gz"))
 	long := `{"auditID":"x","stage":"ResponseComplete","pad":"` + strings.Repeat("a", 5000) + `"}` + "\n"
 	mixed := lines[0] + "{oops\n" + long + lines[9] + "[1,2]\n" + lines[12][:40]
 	var gz bytes.Buffer
@@ -394,19 +382,7 @@ func TestRecordedE2E(t *testing.T) {
 // writes in order: the Kosmos guard's denial is predicted, and the summary says so.
 func TestRotatedLogsInTimeOrder(t *testing.T) {
 	dir := filepath.Join(auditData, "kosmos-basic")
-	data, err := os.ReadFile(filepath.Join(dir, "audit.log.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var plain bytes.Buffer
-	if _, err := plain.ReadFrom(zr); err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.SplitAfter(plain.String(), "\n")
+	lines := gunzipLines(t, filepath.Join(dir, "audit.log.gz"))
 	tmp := t.TempDir()
 	older, newer := filepath.Join(tmp, "audit.log.1.gz"), filepath.Join(tmp, "audit.log")
 	var gz bytes.Buffer
@@ -437,4 +413,22 @@ func TestRotatedLogsInTimeOrder(t *testing.T) {
 	if sum.Deny != 1 || total(sum.Indeterminate) != 0 || len(sum.Disagreements) != 0 {
 		t.Errorf("deny %d, indeterminate %v, disagreements %v; want the one denial, none indeterminate", sum.Deny, sum.Indeterminate, sum.Disagreements)
 	}
+}
+
+// gunzipLines returns the lines of a gzip-compressed log, each with its line end.
+func gunzipLines(t *testing.T, path string) []string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plain bytes.Buffer
+	if _, err := plain.ReadFrom(zr); err != nil {
+		t.Fatal(err)
+	}
+	return strings.SplitAfter(plain.String(), "\n")
 }
