@@ -158,6 +158,15 @@ func (c *Catalog) RemoveCRD(name string) bool {
 	return true
 }
 
+// CRDs lists the names of the catalog's CustomResourceDefinitions, sorted.
+func (c *Catalog) CRDs() []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := append([]string(nil), c.crdOrder...)
+	sort.Strings(out)
+	return out
+}
+
 // newCRDEntry builds the resources of a defaulted CRD with the names it is served under, and
 // the schemas of its served versions.
 func newCRDEntry(crd *apiextensionsv1.CustomResourceDefinition, names apiextensionsv1.CustomResourceDefinitionNames) (*crdEntry, error) {

@@ -28,6 +28,9 @@ type job struct {
 	policies []string
 	prior    prior
 	view     *View
+	// paramKindPending says why the apiserver may not have resolved the paramKind of a policy
+	// of the request yet (see Replayer.paramKindPending).
+	paramKindPending string
 
 	done chan struct{}
 	// The outcome: skipped, not matched after all, or a record.
@@ -128,6 +131,10 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 	if b.indeterminate != "" {
 		out.Indeterminate = b.indeterminate
 		out.Decision = DecisionIndeterminate
+		return
+	}
+	if j.paramKindPending != "" {
+		out.Decision, out.Indeterminate = DecisionIndeterminate, j.paramKindPending
 		return
 	}
 	w.store.v = j.view

@@ -33,9 +33,14 @@ func isConnectKind(gvk schema.GroupVersionKind) bool {
 	return strings.HasSuffix(gvk.Kind, "Options") && gvk.Group == ""
 }
 
-// resolve finds the operation and kinds of a resource request; skip says why a request is
-// not an admission write (a read, a non-resource request).
+// resolve finds the operation and kinds of a resource request in the current epoch; skip says
+// why a request is not an admission write (a read, a non-resource request).
 func (r *Replayer) resolve(ev *Event) (t target, skip string) {
+	return resolveIn(r.cur().resources, ev)
+}
+
+// resolveIn is resolve with the kinds the resources give.
+func resolveIn(res verify.Resources, ev *Event) (t target, skip string) {
 	ref := ev.ObjectRef
 	if ref == nil || ref.Resource == "" {
 		return t, SkipNonResource
@@ -51,8 +56,8 @@ func (r *Replayer) resolve(ev *Event) (t target, skip string) {
 		// repeats it; a Namespace is cluster-scoped, and the State keys it by name alone.
 		t.namespace = ""
 	}
-	t.reqKind = r.resources.KindFor(t.gvr, t.sub)
-	t.mainKind = r.resources.KindFor(t.gvr, "")
+	t.reqKind = res.KindFor(t.gvr, t.sub)
+	t.mainKind = res.KindFor(t.gvr, "")
 	t.connect = t.sub != "" && isConnectKind(t.reqKind)
 	switch {
 	case t.connect:
