@@ -151,7 +151,12 @@ func crdPolicies() ([]*admissionregistrationv1.ValidatingAdmissionPolicy, []*adm
 			PolicyName: "widget-size", ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
 		},
 	}
-	return []*admissionregistrationv1.ValidatingAdmissionPolicy{limit, widget}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{limitBinding, widgetBinding}
+	soft := limit.DeepCopy()
+	soft.Name, soft.Spec.FailurePolicy = "replica-limit-soft", ptr.To(admissionregistrationv1.Ignore)
+	soft.Spec.MatchConstraints.ResourceRules = []admissionregistrationv1.NamedRuleWithOperations{rule("apps", "replicasets")}
+	softBinding := limitBinding.DeepCopy()
+	softBinding.Name, softBinding.Spec.PolicyName = "replica-limit-soft", "replica-limit-soft"
+	return []*admissionregistrationv1.ValidatingAdmissionPolicy{limit, soft, widget}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{limitBinding, softBinding, widgetBinding}
 }
 
 func deploymentObject(name string, replicas int64) map[string]any {
@@ -212,9 +217,13 @@ func TestCRDsFromLog(t *testing.T) {
 		// A matched custom resource is decided at once.
 		widgetE("w-ok", "create", "w1", 3, 2.5, 201, ""),
 		widgetE("w-big", "create", "w2", 30, 2.6, 422, msg(widgetTooBig, "w2")),
-		// Within paramResolveDelay of the Established condition, the apiserver may not know the
+		// Within ParamResolveDelay of the Established condition, the apiserver may not know the
 		// param kind yet.
 		depE("pending", "d1", 5, 10, 201, ""),
+		// Decided alike whether the apiserver had found the param kind or not (failurePolicy
+		// Ignore, and the param admits).
+		{id: "rs-alike", verb: "create", group: "apps", version: "v1", resource: "replicasets", ns: "app", name: "rs1", code: 201, received: at(t, 11),
+			req: map[string]any{"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": map[string]any{"name": "rs1", "namespace": "app"}, "spec": map[string]any{"replicas": int64(1)}}},
 		depE("after-ok", "d2", 2, 45, 201, ""),
 		depE("after-deny", "d3", 5, 45, 422, msg(tooManyReplicas, "d3")),
 		// Deleting the CRDs: the kinds are gone, and the param kind's objects are not known.
@@ -237,7 +246,8 @@ func TestCRDsFromLog(t *testing.T) {
 		{"pending", DecisionIndeterminate, "param-kind-pending: policy replica-limit: the CustomResourceDefinition replicalimits.rules.example.com of paramKind rules.example.com/v1 ReplicaLimit began to be served at audit.jsonl:3"},
 		{"after-ok", DecisionAdmit, ""},
 		{"after-deny", DecisionDeny, msg(tooManyReplicas, "d3")},
-		{"deleted", DecisionIndeterminate, "param-kind-pending: policy replica-limit: the CustomResourceDefinition replicalimits.rules.example.com of paramKind rules.example.com/v1 ReplicaLimit was deleted at audit.jsonl:13"},
+		{"rs-alike", DecisionAdmit, ""},
+		{"deleted", DecisionIndeterminate, "param-unknown: replicalimits.rules.example.com rules/limit unknown: the CustomResourceDefinition replicalimits.rules.example.com of paramKind rules.example.com/v1 ReplicaLimit was deleted at audit.jsonl:14"},
 		{"w-gone", DecisionIndeterminate, "unknown-resource: widgets.rules.example.com is not a resource"},
 	} {
 		rec := recs[tc.id]
@@ -250,6 +260,9 @@ func TestCRDsFromLog(t *testing.T) {
 			t.Errorf("%s: %s %q, want %s %q", tc.id, rec.Decision, got, tc.decision, tc.detail)
 		}
 	}
+	if rec := recs["rs-alike"]; rec != nil && !strings.Contains(strings.Join(rec.Notes, "\n"), "decided alike whether or not kube-apiserver had found the paramKind yet") {
+		t.Errorf("rs-alike: notes %q, want one that says the decision does not depend on the paramKind", rec.Notes)
+	}
 	if len(sum.Disagreements) != 0 {
 		t.Errorf("disagreements: %v", sum.Disagreements)
 	}
@@ -260,8 +273,8 @@ func TestCRDsFromLog(t *testing.T) {
 	want := []string{
 		"audit.jsonl:3: replicalimits.rules.example.com served: ReplicaLimit Namespaced in v1",
 		"audit.jsonl:6: widgets.rules.example.com served: Widget Namespaced in v1",
-		"audit.jsonl:13: replicalimits.rules.example.com removed: deleted",
-		"audit.jsonl:14: widgets.rules.example.com removed: deleted",
+		"audit.jsonl:14: replicalimits.rules.example.com removed: deleted",
+		"audit.jsonl:15: widgets.rules.example.com removed: deleted",
 	}
 	if strings.Join(changes, "\n") != strings.Join(want, "\n") {
 		t.Errorf("CRD changes:\n%s\nwant:\n%s", strings.Join(changes, "\n"), strings.Join(want, "\n"))

@@ -353,12 +353,14 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	}
 	// What the request's evaluation reads of the State, as it is now, before its own write.
 	j := &job{d: d, ev: ev, t: t, rec: rec, policies: policies, done: make(chan struct{})}
-	j.paramKindPending = r.paramKindPending(policies, ev)
+	var unknownParams map[schema.GroupResource]string
+	j.resolving, unknownParams, j.unsettled = r.unsettledParams(policies, ev)
 	if t.op == admission.Update || t.op == admission.Delete {
 		j.prior = r.state.prior(t.gvr.GroupResource(), t.namespace, t.name)
 	}
 	// An unknown namespace is a miss only when a matched policy selects or reads it.
 	j.view = r.state.View(ep.scope.readNamespaces(policies))
+	j.view.unknown = unknownParams
 	r.submit(j)
 }
 
