@@ -426,6 +426,7 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 			// A TokenRequest issues a token; the ServiceAccount is not written.
 		case t.sub == "eviction":
 			r.state.Forget(gr, t.mainKind, t.namespace, t.name, "evicted at "+src+": the deletion the eviction made is not in the log")
+		case derivesScale(t) && r.applyScale(ev, t, resp, src):
 		case isMain:
 			put(resp, src)
 		case t.name != "":
@@ -551,6 +552,18 @@ func stillExists(u *unstructured.Unstructured) bool {
 	}
 	phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
 	return u.GetKind() == "Namespace" && phase == "Terminating"
+}
+
+// applyScale applies a scale update whose resulting Scale the log holds to the stored object
+// (see applyScale in scale.go); false when it cannot.
+func (r *Replayer) applyScale(ev *Event, t target, resp *unstructured.Unstructured, src string) bool {
+	gr := t.gvr.GroupResource()
+	obj, _, unknown, found := r.state.Lookup(gr, t.namespace, t.name)
+	if !found || unknown != "" || obj.GroupVersionKind() != t.mainKind || !applyScale(obj, resp) {
+		return false
+	}
+	_ = r.state.Put(gr, obj, src+" ("+describe(t.gvr, t.sub)+": spec.replicas, resourceVersion and generation set; managedFields as before)")
+	return true
 }
 
 // applyBinding sets the node of a pod bound through pods/binding, as the binding REST does

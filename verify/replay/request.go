@@ -136,6 +136,14 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior) rebuilt 
 			b.indeterminate = fmt.Sprintf("old-object-unknown: %s %s is not in the snapshot or earlier in the log", gr, joinKey(t.namespace, t.name))
 		case u.GroupVersionKind() != t.mainKind:
 			b.indeterminate = fmt.Sprintf("old-object-version: %s %s is stored as %s, the request is for %s", gr, joinKey(t.namespace, t.name), u.GroupVersionKind(), t.mainKind)
+		case derivesScale(t):
+			scale, err := scaleFrom(gr, u)
+			if err != nil {
+				b.indeterminate = fmt.Sprintf("subresource-kind: the Scale of %s %s: %v", gr, joinKey(t.namespace, t.name), err)
+				break
+			}
+			old = scale
+			b.oldObjectSource = SourceState + " (" + source + "), the Scale the apiserver derives from it"
 		case t.reqKind != t.mainKind:
 			b.indeterminate = fmt.Sprintf("subresource-kind: the oldObject of %s is a %s derived from the %s; vapc does not derive it", describe(t.gvr, t.sub), t.reqKind.Kind, t.mainKind.Kind)
 		default:
@@ -202,6 +210,9 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior) rebuilt 
 			b.indeterminate = "patch: " + err.Error()
 			return b
 		}
+		if derivesScale(t) {
+			obj, source = scaleUpdated(old, obj), source+", spec.replicas of the result on the Scale the apiserver derives"
+		}
 		b.req.Object, b.objectSource = withKind(obj, t.reqKind), source
 		return b
 	}
@@ -228,6 +239,10 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior) rebuilt 
 	}
 	if t.op == admission.Create && t.sub == "eviction" && t.gvr.GroupResource() == podsGR {
 		propagateDryRun(body, q)
+	}
+	if derivesScale(t) && old != nil {
+		b.req.Object, b.objectSource = scaleUpdated(old, body), SourceRequest+" (spec.replicas on the Scale the apiserver derives)"
+		return b
 	}
 	if t.op == admission.Update && old != nil && body.GetResourceVersion() == "" {
 		// An update without resourceVersion is unconditional: Store.Update gives the object the
