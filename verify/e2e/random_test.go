@@ -58,6 +58,9 @@ var (
 
 var (
 	deploymentsGVR  = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	replicaSetsGVR  = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicasets"}
+	statefulSetsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"}
+	rcsGVR          = schema.GroupVersionResource{Version: "v1", Resource: "replicationcontrollers"}
 	eventsGVR       = schema.GroupVersionResource{Version: "v1", Resource: "events"}
 	eventsV1GVR     = schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1", Resource: "events"}
 	namespacesGVR   = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
@@ -178,7 +181,7 @@ func TestRandomParity(t *testing.T) {
 		{12, w.configMapCreate}, {8, w.configMapUpdate}, {9, w.configMapPatch}, {6, w.configMapDelete},
 		{2, w.configMapDeleteCollection}, {6, w.podCreate}, {5, w.podUpdate}, {4, w.podStatus},
 		{4, w.podEvict}, {4, w.podDelete}, {4, w.nodePatch}, {3, w.nodeStatus}, {2, w.nodeCreateDelete},
-		{4, w.deploymentWrite}, {4, w.deploymentScale}, {3, w.eventCreate}, {2, w.secretWrite},
+		{4, w.deploymentWrite}, {4, w.deploymentScale}, {4, w.workloadScale}, {3, w.eventCreate}, {2, w.secretWrite},
 		{3, w.rawDelete}, {4, w.kubectlStep}, {3, w.namespaceLabels}, {4, w.paramChange}, {1, w.namespaceLife},
 		{4, w.podBind}, {2, w.podEphemeral}, {3, w.serviceAccountWrite}, {6, w.widgetWrite}, {2, w.widgetStatus},
 	}
@@ -233,11 +236,8 @@ func TestRandomParity(t *testing.T) {
 var byDesignIndeterminate = []string{
 	// A deletecollection is one event for every object it deletes.
 	"deletecollection: ",
-	// vapc does not derive the Scale that is the oldObject of a scale subresource.
-	"subresource-kind: ",
-	// The result of a write through a subresource that returns another kind (a Scale), and
-	// the deletion an eviction makes, are not in the log.
-	"changed through deployments.apps/scale ", "evicted at ",
+	// The deletion an eviction makes is not in the log.
+	"evicted at ",
 	// The name the server generated for a refused create.
 	"generated-name: ",
 }
@@ -332,7 +332,34 @@ func (w *randomWorld) setupWorld() {
 		w.put(ctx, podIn(ns, "pod-a", "w-0", "nginx", map[string]any{"app": "db"}))
 		w.put(ctx, deploymentIn(ns, "dep-a", 2))
 		w.put(ctx, widgetIn(ns, "wg-a", map[string]any{"app": "web"}, 3, "green"))
+		w.put(ctx, workloadIn("ReplicaSet", ns, "rs-a", 2))
+		w.put(ctx, workloadIn("StatefulSet", ns, "ss-a", 1))
+		w.put(ctx, workloadIn("ReplicationController", ns, "rc-a", 3))
 	}
+}
+
+// workloadIn is a ReplicaSet, StatefulSet or ReplicationController of the replicas; no
+// controller runs to create their pods.
+func workloadIn(kind, ns, name string, replicas int64) *unstructured.Unstructured {
+	labels := map[string]any{"app": name}
+	template := map[string]any{
+		"metadata": map[string]any{"labels": labels},
+		"spec":     map[string]any{"containers": []any{map[string]any{"name": "c", "image": "nginx"}}},
+	}
+	spec := map[string]any{"replicas": replicas, "template": template}
+	apiVersion := "apps/v1"
+	switch kind {
+	case "ReplicationController":
+		apiVersion = "v1"
+		spec["selector"] = labels
+	case "StatefulSet":
+		spec["serviceName"] = name
+		spec["selector"] = map[string]any{"matchLabels": labels}
+	default:
+		spec["selector"] = map[string]any{"matchExpressions": []any{map[string]any{"key": "app", "operator": "In", "values": []any{name, "other"}}}}
+	}
+	return obj(map[string]any{"apiVersion": apiVersion, "kind": kind,
+		"metadata": map[string]any{"name": name, "namespace": ns, "labels": map[string]any{"app": "web"}}, "spec": spec})
 }
 
 // replicaLimitCRD is the CRD of the ReplicaLimit param kind, as in the examples of
@@ -956,15 +983,45 @@ func (w *randomWorld) deploymentWrite() {
 	}
 }
 
-func (w *randomWorld) deploymentScale() {
+func (w *randomWorld) deploymentScale() { w.scale(deploymentsGVR, depNames) }
+
+// workloadScale scales a ReplicaSet, a StatefulSet or a ReplicationController, or labels it:
+// the oldObject of a write after a scale is the object the scale left.
+func (w *randomWorld) workloadScale() {
+	gvr, names := pick(w.r, replicaSetsGVR, statefulSetsGVR, rcsGVR), []string{"rs-a", "rs-b"}
+	switch gvr {
+	case statefulSetsGVR:
+		names = []string{"ss-a", "ss-b"}
+	case rcsGVR:
+		names = []string{"rc-a", "rc-b"}
+	}
+	if chance(w.r, 0.7) {
+		w.scale(gvr, names)
+		return
+	}
 	u, ns := w.user(), pick(w.r, w.namespaces()...)
-	name := w.existing(deploymentsGVR, ns, depNames)
-	ri := w.client(u).Resource(deploymentsGVR).Namespace(ns)
+	name := w.existing(gvr, ns, names)
+	body := pick(w.r, `{"metadata":{"labels":{"color":"red"}}}`, `{"metadata":{"labels":{"app":"db"}}}`)
+	o := w.patchOptions()
+	_, err := w.client(u).Resource(gvr).Namespace(ns).Patch(w.ctx, name, types.MergePatchType, []byte(body), o)
+	w.got(fmt.Sprintf("%s patches %s %s/%s (%s)%s", u.name, gvr.Resource, ns, name, body, dry(o.DryRun)), err)
+}
+
+// scale scales an object through its scale subresource, with a patch or with the update of the
+// Scale it reads.
+func (w *randomWorld) scale(gvr schema.GroupVersionResource, names []string) {
+	u, ns := w.user(), pick(w.r, w.namespaces()...)
+	name := w.existing(gvr, ns, names)
+	ri := w.client(u).Resource(gvr).Namespace(ns)
 	replicas := w.r.IntN(7)
 	if chance(w.r, 0.5) {
 		o := w.patchOptions()
-		_, err := ri.Patch(w.ctx, name, types.MergePatchType, []byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)), o, "scale")
-		w.got(fmt.Sprintf("%s scales deployment %s/%s to %d (patch)%s", u.name, ns, name, replicas, dry(o.DryRun)), err)
+		pt, body := types.MergePatchType, fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
+		if chance(w.r, 0.3) {
+			pt, body = types.JSONPatchType, fmt.Sprintf(`[{"op":"replace","path":"/spec/replicas","value":%d}]`, replicas)
+		}
+		_, err := ri.Patch(w.ctx, name, pt, []byte(body), o, "scale")
+		w.got(fmt.Sprintf("%s scales %s %s/%s to %d (%s)%s", u.name, gvr.Resource, ns, name, replicas, pt, dry(o.DryRun)), err)
 		return
 	}
 	sc, err := ri.Get(w.ctx, name, metav1.GetOptions{}, "scale")
@@ -972,9 +1029,14 @@ func (w *randomWorld) deploymentScale() {
 		return
 	}
 	_ = unstructured.SetNestedField(sc.Object, int64(replicas), "spec", "replicas")
+	how := ""
+	if chance(w.r, 0.3) {
+		sc.SetResourceVersion("") // an unconditional update
+		how = " unconditionally"
+	}
 	o := w.updateOptions()
 	_, err = ri.Update(w.ctx, sc, o, "scale")
-	w.got(fmt.Sprintf("%s scales deployment %s/%s to %d (update)%s", u.name, ns, name, replicas, dry(o.DryRun)), err)
+	w.got(fmt.Sprintf("%s scales %s %s/%s to %d (update%s)%s", u.name, gvr.Resource, ns, name, replicas, how, dry(o.DryRun)), err)
 }
 
 // Widgets, a custom resource: no strategic merge patch (the apiserver refuses it before
@@ -1246,7 +1308,7 @@ func (w *randomWorld) namespaceLife() {
 }
 
 // checkCoverage fails the test when the replay decided none of the requests of a feature the
-// scenario exercises: custom resources, ReplicaLimit params.
+// scenario exercises: custom resources, ReplicaLimit params, scale subresources.
 func (w *randomWorld) checkCoverage(byID map[string]*replay.Record, from int) {
 	w.t.Helper()
 	counts := map[string]int{}
@@ -1257,6 +1319,9 @@ func (w *randomWorld) checkCoverage(byID map[string]*replay.Record, from int) {
 		if strings.HasPrefix(rec.Resource, "widgets") {
 			counts["widgets"]++
 		}
+		if rec.Subresource == "scale" {
+			counts["scale"]++
+		}
 		for _, res := range rec.Results {
 			if strings.Contains(res.Param, "rl-") {
 				counts["ReplicaLimit params"]++
@@ -1265,7 +1330,7 @@ func (w *randomWorld) checkCoverage(byID map[string]*replay.Record, from int) {
 		}
 	}
 	w.t.Logf("decided: %v", counts)
-	for _, k := range []string{"widgets", "ReplicaLimit params"} {
+	for _, k := range []string{"widgets", "scale", "ReplicaLimit params"} {
 		if counts[k] == 0 {
 			w.t.Errorf("the replay decided no request of %s", k)
 		}
