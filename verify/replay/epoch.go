@@ -60,18 +60,15 @@ func (r *Replayer) paramResources(notFound map[schema.GroupVersionKind]bool) ver
 			params[gvk] = pk.mapping
 		}
 	}
-	return paramResources{Resources: r.resources, params: params, notFound: notFound}
+	return paramResources{Resources: r.resources, mapper: paramMapper{RESTMapper: r.resources.RESTMapper(), params: params, notFound: notFound}}
 }
 
 type paramResources struct {
 	verify.Resources
-	params   map[schema.GroupVersionKind]*meta.RESTMapping
-	notFound map[schema.GroupVersionKind]bool
+	mapper meta.RESTMapper // a paramMapper, made once: RESTMapper is called for every request
 }
 
-func (p paramResources) RESTMapper() meta.RESTMapper {
-	return paramMapper{RESTMapper: p.Resources.RESTMapper(), params: p.params, notFound: p.notFound}
-}
+func (p paramResources) RESTMapper() meta.RESTMapper { return p.mapper }
 
 type paramMapper struct {
 	meta.RESTMapper
