@@ -335,3 +335,25 @@ func TestCRDsFromSnapshot(t *testing.T) {
 		t.Errorf("CRD changes = %v, want the snapshot's two", sum.CustomResourceDefinitions)
 	}
 }
+
+// TestCRDEstablishedBeforeTheLog: a log that begins after the CRD was established first shows
+// it in a later write; the Established condition's lastTransitionTime says the apiserver found
+// the param kind long before.
+func TestCRDEstablishedBeforeTheLog(t *testing.T) {
+	ps, bs := crdPolicies()
+	crd := crdObject("replicalimits", "ReplicaLimit", "established", false) // established at crdT0
+	limit := customObject("ReplicaLimit", "limit", "rules", map[string]any{"max": int64(3)})
+	lines := []string{
+		event{id: "apply", verb: "patch", group: "apiextensions.k8s.io", version: "v1", resource: "customresourcedefinitions", name: "replicalimits.rules.example.com",
+			code: 200, received: at(t, 3600), req: map[string]any{}, resp: crd}.line(t),
+		event{id: "limit", verb: "create", group: "rules.example.com", version: "v1", resource: "replicalimits", ns: "rules", name: "limit", code: 201, received: at(t, 3601), req: limit, resp: limit}.line(t),
+		event{id: "deny", verb: "create", group: "apps", version: "v1", resource: "deployments", ns: "app", name: "d1", code: 422, message: msg(tooManyReplicas, "d1"), received: at(t, 3602), req: deploymentObject("d1", 5)}.line(t),
+	}
+	sum, recs := replayLines(t, ps, bs, lines...)
+	if rec := recs["deny"]; rec == nil || rec.Decision != DecisionDeny || rec.Message != msg(tooManyReplicas, "d1") {
+		t.Errorf("deny = %+v, want a denial by the param", rec)
+	}
+	if len(sum.Disagreements) != 0 {
+		t.Errorf("disagreements: %v", sum.Disagreements)
+	}
+}
