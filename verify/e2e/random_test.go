@@ -226,7 +226,7 @@ func TestRandomParity(t *testing.T) {
 		return false
 	})
 	t.Logf("indeterminate by design of the audit log: %v", byDesignSeen)
-	w.checkCoverage(byID, from)
+	w.checkCoverage(byID, from, seed == 1 && steps >= 300)
 	w.checkWarnings(byID, from)
 	t.Logf("TestRandomParity: %s", time.Since(start).Round(time.Millisecond))
 }
@@ -1307,9 +1307,11 @@ func (w *randomWorld) namespaceLife() {
 	w.sync(w.ctx)
 }
 
-// checkCoverage fails the test when the replay decided none of the requests of a feature the
-// scenario exercises: custom resources, ReplicaLimit params, scale subresources.
-func (w *randomWorld) checkCoverage(byID map[string]*replay.Record, from int) {
+// checkCoverage logs how many requests of the features the scenario exercises the replay
+// decided (custom resources, ReplicaLimit params in a result, scale subresources), and, when
+// strict (the default seed and steps, whose policies do use them), fails the test when one is
+// none: another seed may generate no policy that reads them.
+func (w *randomWorld) checkCoverage(byID map[string]*replay.Record, from int, strict bool) {
 	w.t.Helper()
 	counts := map[string]int{}
 	for _, rec := range byID {
@@ -1331,7 +1333,7 @@ func (w *randomWorld) checkCoverage(byID map[string]*replay.Record, from int) {
 	}
 	w.t.Logf("decided: %v", counts)
 	for _, k := range []string{"widgets", "scale", "ReplicaLimit params"} {
-		if counts[k] == 0 {
+		if strict && counts[k] == 0 {
 			w.t.Errorf("the replay decided no request of %s", k)
 		}
 	}
