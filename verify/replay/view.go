@@ -261,6 +261,9 @@ func (v *View) Get(gvr schema.GroupVersionResource, namespace, name string) (run
 	gr := gvr.GroupResource()
 	if why, ok := v.unknown[gr]; ok {
 		v.miss("%s %s unknown: %s", gr, joinKey(namespace, name), why)
+		if o, ok := v.standIns[gr]; ok {
+			return o, nil
+		}
 		return nil, apierrors.NewNotFound(gr, name)
 	}
 	e, ok := v.buckets[gr].get(objectKey{namespace, name})
@@ -291,6 +294,9 @@ func (v *View) List(gvr schema.GroupVersionResource, namespace string, selector 
 	gr := gvr.GroupResource()
 	if why, ok := v.unknown[gr]; ok {
 		v.miss("%s unknown: %s", gr, why)
+		if o, ok := v.standIns[gr]; ok {
+			return []runtime.Object{o}, nil
+		}
 		return nil, nil
 	}
 	b := v.buckets[gr]
