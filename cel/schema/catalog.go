@@ -14,7 +14,7 @@ import (
 
 // Catalog is the API surface of one Kubernetes release: the built-in group-versions from the
 // embedded OpenAPI documents plus any CustomResourceDefinitions added to it. A Catalog is safe
-// for concurrent use; AddCRD and LoadCRDs may run concurrently with lookups.
+// for concurrent use; AddCRD, LoadCRDs, SetCRD and RemoveCRD may run concurrently with lookups.
 type Catalog struct {
 	version string
 	rel     *release
@@ -24,14 +24,11 @@ type Catalog struct {
 	extra       map[schema.GroupVersion]bool
 
 	mu sync.RWMutex
-	// crdGVs are the group-versions added by CRDs, by group-version.
-	crdGVs map[schema.GroupVersion]*groupVersionData
-	// crdGroups lists CRD groups in the order they were first added.
-	crdGroups []string
-	// crdSchemas holds the component schemas the CRD OpenAPI builder produced, by group-version.
-	crdSchemas map[schema.GroupVersion]*crdComponents
-	// crdByGroupResource finds the CRD that owns a group-resource.
-	crdByGroupResource map[schema.GroupResource]*crdInfo
+	// crds are the CRDs by name, crdOrder their names in the order they were added, and crd
+	// their index, rebuilt whenever they change.
+	crds     map[string]*crdEntry
+	crdOrder []string
+	crd      *crdIndex
 	// mapper caches the RESTMapper built from the current state; nil after a change.
 	mapper meta.RESTMapper
 }
@@ -161,13 +158,12 @@ func Builtin(kubernetesVersion string, opts ...Option) (*Catalog, error) {
 		return nil, fmt.Errorf("loading built-in API data for Kubernetes %s: %w", minor, err)
 	}
 	c := &Catalog{
-		version:            minor,
-		rel:                rel,
-		builtin:            data,
-		extra:              map[schema.GroupVersion]bool{},
-		crdGVs:             map[schema.GroupVersion]*groupVersionData{},
-		crdSchemas:         map[schema.GroupVersion]*crdComponents{},
-		crdByGroupResource: map[schema.GroupResource]*crdInfo{},
+		version: minor,
+		rel:     rel,
+		builtin: data,
+		extra:   map[schema.GroupVersion]bool{},
+		crds:    map[string]*crdEntry{},
+		crd:     &crdIndex{},
 	}
 	for _, opt := range opts {
 		if err := opt(c); err != nil {
@@ -242,6 +238,27 @@ func loadBuiltin(minor string, rel *release) (*builtinData, error) {
 	return data, nil
 }
 
+// Clone returns a catalog of the same API, CRDs included, that changes on its own: CRDs added
+// to or removed from one are not in the other. It shares what neither changes.
+func (c *Catalog) Clone() *Catalog {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := &Catalog{
+		version: c.version, rel: c.rel, builtin: c.builtin, allVersions: c.allVersions,
+		extra:    make(map[schema.GroupVersion]bool, len(c.extra)),
+		crds:     make(map[string]*crdEntry, len(c.crds)),
+		crdOrder: append([]string(nil), c.crdOrder...),
+		crd:      c.crd, // replaced, never changed
+	}
+	for gv, on := range c.extra {
+		out.extra[gv] = on
+	}
+	for n, e := range c.crds {
+		out.crds[n] = e
+	}
+	return out
+}
+
 // Version returns the Kubernetes minor of the catalog, e.g. "1.37".
 func (c *Catalog) Version() string { return c.version }
 
@@ -259,7 +276,7 @@ func (c *Catalog) groupVersion(gv schema.GroupVersion) *groupVersionData {
 	if gvd := c.builtin.gvs[gv]; gvd != nil {
 		return gvd
 	}
-	return c.crdGVs[gv]
+	return c.crd.gvs[gv]
 }
 
 // GroupVersions lists every group-version the catalog knows, served or not, in discovery
@@ -296,7 +313,7 @@ func (c *Catalog) crdVersionNotServed(gvd *groupVersionData) bool {
 // discoveryGroupOrder is the release's discovery order followed by CRD groups. The caller
 // holds c.mu.
 func (c *Catalog) discoveryGroupOrder() []string {
-	return append(append([]string(nil), c.rel.discoveryOrder...), c.crdGroups...)
+	return append(append([]string(nil), c.rel.discoveryOrder...), c.crd.groups...)
 }
 
 // orderedGroupVersions returns all group-versions, groups in the given order (unknown groups
@@ -314,7 +331,7 @@ func (c *Catalog) orderedGroupVersions(groupOrder []string) []*groupVersionData 
 		seen[gv] = true
 		all = append(all, gvd)
 	}
-	for gv, gvd := range c.crdGVs {
+	for gv, gvd := range c.crd.gvs {
 		if !seen[gv] {
 			all = append(all, gvd)
 		}
@@ -404,7 +421,7 @@ func (c *Catalog) EquivalentResources(gvr schema.GroupVersionResource, subresour
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	gr := gvr.GroupResource()
-	if crd := c.crdByGroupResource[gr]; crd != nil {
+	if crd := c.crd.byGroupResource[gr]; crd != nil {
 		var out []schema.GroupVersionResource
 		for _, v := range crd.versions {
 			if subresource == "" || crd.subresources[v][subresource] {
@@ -443,7 +460,7 @@ func (c *Catalog) EquivalentResources(gvr schema.GroupVersionResource, subresour
 // CRDs, every spec.versions entry), and the zero GroupVersionKind otherwise.
 func (c *Catalog) KindFor(gvr schema.GroupVersionResource, subresource string) schema.GroupVersionKind {
 	c.mu.RLock()
-	crd := c.crdByGroupResource[gvr.GroupResource()]
+	crd := c.crd.byGroupResource[gvr.GroupResource()]
 	c.mu.RUnlock()
 	info, ok := c.Resource(gvr, subresource)
 	if !ok {

@@ -47,6 +47,32 @@ type crdComponents struct {
 	gvkRefs map[schema.GroupVersionKind]string
 }
 
+// crdEntry is one CustomResourceDefinition as the catalog serves it, built once when it is
+// added and never changed: catalogs and their clones share it.
+type crdEntry struct {
+	name           string
+	gr             schema.GroupResource
+	kind, singular string
+	info           *crdInfo
+	// gvs are the CRD's group-versions by version, each holding its one resource.
+	gvs map[string]*groupVersionData
+	// components are the schemas of its served versions.
+	components map[schema.GroupVersion]*crdComponents
+}
+
+// crdIndex is what lookups read of a catalog's CRDs, built from its entries by buildCRDIndex
+// and replaced, never changed, when they change.
+type crdIndex struct {
+	// gvs are the group-versions added by CRDs, by group-version.
+	gvs map[schema.GroupVersion]*groupVersionData
+	// groups lists CRD groups in the order they were first added.
+	groups []string
+	// schemas holds the component schemas the CRD OpenAPI builder produced, by group-version.
+	schemas map[schema.GroupVersion]*crdComponents
+	// byGroupResource finds the CRD that owns a group-resource.
+	byGroupResource map[schema.GroupResource]*crdInfo
+}
+
 // AddCRD adds a CustomResourceDefinition: its resources (scope, versions, the status and scale
 // subresources) and, for each served version, the schema the apiextensions-apiserver publishes
 // in OpenAPI v3, which is where the apiserver's type checker resolves CRD kinds from (through
@@ -64,90 +90,201 @@ func (c *Catalog) AddCRD(in *apiextensionsv1.CustomResourceDefinition) error {
 	if err := validateCRD(crd); err != nil {
 		return err
 	}
+	e, err := newCRDEntry(crd, crd.Spec.Names)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if prev := c.crd.byGroupResource[e.gr]; prev != nil {
+		return fmt.Errorf("CustomResourceDefinition %s is already in the catalog", prev.name)
+	}
+	return c.installCRD(e)
+}
 
-	gr := schema.GroupResource{Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural}
-	info := &crdInfo{name: crd.Name, subresources: map[string]map[string]bool{}}
-	gvs := map[string]*groupVersionData{}
+// SetCRD adds a CustomResourceDefinition as kube-apiserver serves it once it has accepted its
+// names, or replaces the one of the same name (a CRD updated): its resources carry the names of
+// status.acceptedNames, as the apiextensions-apiserver's crdHandler serves them
+// (getOrCreateServingInfoFor), or of spec.names when the status has none; the published schemas
+// are built from the CRD as it is, as the openapiv3 controller builds them. Unlike AddCRD it
+// does not validate the CRD as a create: it is for CRDs the server stored (an audit log's, a
+// snapshot's), which it validated, maybe as an update. It refuses a CRD whose names clash with
+// another's of the catalog.
+func (c *Catalog) SetCRD(in *apiextensionsv1.CustomResourceDefinition) error {
+	if in == nil {
+		return errors.New("nil CustomResourceDefinition")
+	}
+	crd := in.DeepCopy()
+	crdScheme.Default(crd)
+	names := crd.Spec.Names
+	if acc := crd.Status.AcceptedNames; acc.Plural != "" && acc.Kind != "" {
+		names = acc
+	}
+	if crd.Name != names.Plural+"."+crd.Spec.Group {
+		return fmt.Errorf("CustomResourceDefinition %s: the name is not %s.%s", crd.Name, names.Plural, crd.Spec.Group)
+	}
+	e, err := newCRDEntry(crd, names)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.installCRD(e)
+}
+
+// RemoveCRD removes the CustomResourceDefinition of the name, as the apiserver stops serving a
+// deleted CRD; it reports whether the catalog had it.
+func (c *Catalog) RemoveCRD(name string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.crds[name] == nil {
+		return false
+	}
+	crds := make(map[string]*crdEntry, len(c.crds))
+	for n, e := range c.crds {
+		if n != name {
+			crds[n] = e
+		}
+	}
+	order := make([]string, 0, len(c.crdOrder))
+	for _, n := range c.crdOrder {
+		if n != name {
+			order = append(order, n)
+		}
+	}
+	// The schemas of what remains were indexed together before: they index again.
+	idx, _ := buildCRDIndex(crds, order)
+	c.crds, c.crdOrder, c.crd, c.mapper = crds, order, idx, nil
+	return true
+}
+
+// CRDs lists the names of the catalog's CustomResourceDefinitions, sorted.
+func (c *Catalog) CRDs() []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := append([]string(nil), c.crdOrder...)
+	sort.Strings(out)
+	return out
+}
+
+// newCRDEntry builds the resources of a defaulted CRD with the names it is served under, and
+// the schemas of its served versions.
+func newCRDEntry(crd *apiextensionsv1.CustomResourceDefinition, names apiextensionsv1.CustomResourceDefinitionNames) (*crdEntry, error) {
+	gr := schema.GroupResource{Group: crd.Spec.Group, Resource: names.Plural}
+	e := &crdEntry{
+		name: crd.Name, gr: gr, kind: names.Kind, singular: names.Singular,
+		info:       &crdInfo{name: crd.Name, subresources: map[string]map[string]bool{}},
+		gvs:        map[string]*groupVersionData{},
+		components: map[schema.GroupVersion]*crdComponents{},
+	}
 	namespaced := crd.Spec.Scope == apiextensionsv1.NamespaceScoped
 	for _, v := range crd.Spec.Versions {
 		gv := schema.GroupVersion{Group: crd.Spec.Group, Version: v.Name}
-		kind := gv.WithKind(crd.Spec.Names.Kind)
+		kind := gv.WithKind(names.Kind)
 		res := &resourceData{
-			gvr:            gv.WithResource(crd.Spec.Names.Plural),
+			gvr:            gv.WithResource(names.Plural),
 			kind:           kind,
-			singular:       crd.Spec.Names.Singular,
+			singular:       names.Singular,
 			namespaced:     namespaced,
 			verbs:          []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"},
-			shortNames:     append([]string(nil), crd.Spec.Names.ShortNames...),
-			categories:     append([]string(nil), crd.Spec.Names.Categories...),
+			shortNames:     append([]string(nil), names.ShortNames...),
+			categories:     append([]string(nil), names.Categories...),
 			equivalenceKey: "crd:" + gr.String(),
 			notServed:      !v.Served,
 			crd:            crd.Name,
 		}
-		info.versions = append(info.versions, v.Name)
-		info.subresources[v.Name] = map[string]bool{}
+		e.info.versions = append(e.info.versions, v.Name)
+		e.info.subresources[v.Name] = map[string]bool{}
 		if v.Subresources != nil && v.Subresources.Status != nil {
 			res.addSubresource("status", kind, []string{"get", "patch", "update"})
-			info.subresources[v.Name]["status"] = true
+			e.info.subresources[v.Name]["status"] = true
 		}
 		if v.Subresources != nil && v.Subresources.Scale != nil {
 			res.addSubresource("scale", schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}, []string{"get", "patch", "update"})
-			info.subresources[v.Name]["scale"] = true
+			e.info.subresources[v.Name]["scale"] = true
 		}
-		gvs[v.Name] = &groupVersionData{gv: gv, custom: true, resources: map[string]*resourceData{res.gvr.Resource: res}}
-	}
-
-	// Build the served versions' schemas before taking the lock: the builder is slow.
-	components := map[schema.GroupVersion]*crdComponents{}
-	for _, v := range crd.Spec.Versions {
+		e.gvs[v.Name] = &groupVersionData{gv: gv, custom: true, resources: map[string]*resourceData{res.gvr.Resource: res}}
 		if !v.Served {
 			continue
 		}
+		// Built before the catalog's lock is taken: the builder is slow.
 		comps, err := buildCRDComponents(crd, v.Name)
 		if err != nil {
-			return fmt.Errorf("CustomResourceDefinition %s: building the OpenAPI schema of version %s: %w", crd.Name, v.Name, err)
+			return nil, fmt.Errorf("CustomResourceDefinition %s: building the OpenAPI schema of version %s: %w", crd.Name, v.Name, err)
 		}
-		components[schema.GroupVersion{Group: crd.Spec.Group, Version: v.Name}] = comps
+		e.components[gv] = comps
 	}
+	return e, nil
+}
 
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.crdConflicts(crd, gr); err != nil {
+// installCRD adds the entry, or replaces the one of the same name, and indexes the catalog's
+// CRDs again; on an error the catalog is unchanged. The caller holds c.mu for writing.
+func (c *Catalog) installCRD(e *crdEntry) error {
+	if err := c.crdConflicts(e); err != nil {
 		return err
 	}
-	for _, v := range crd.Spec.Versions {
-		gv := schema.GroupVersion{Group: crd.Spec.Group, Version: v.Name}
-		existing := c.crdGVs[gv]
-		if existing == nil {
-			c.crdGVs[gv] = gvs[v.Name]
-		} else {
-			for name, res := range gvs[v.Name].resources {
-				existing.resources[name] = res
+	crds := make(map[string]*crdEntry, len(c.crds)+1)
+	for n, prev := range c.crds {
+		crds[n] = prev
+	}
+	order := c.crdOrder
+	if crds[e.name] == nil {
+		order = append(append([]string(nil), c.crdOrder...), e.name)
+	}
+	crds[e.name] = e
+	idx, err := buildCRDIndex(crds, order)
+	if err != nil {
+		return fmt.Errorf("CustomResourceDefinition %s: %w", e.name, err)
+	}
+	c.crds, c.crdOrder, c.crd, c.mapper = crds, order, idx, nil
+	return nil
+}
+
+// buildCRDIndex indexes the CRDs in the order they were added: CRDs that share a group-version
+// share its resources and its component schemas (the first CRD's schema of a name wins).
+func buildCRDIndex(crds map[string]*crdEntry, order []string) (*crdIndex, error) {
+	idx := &crdIndex{
+		gvs:             map[schema.GroupVersion]*groupVersionData{},
+		schemas:         map[schema.GroupVersion]*crdComponents{},
+		byGroupResource: map[schema.GroupResource]*crdInfo{},
+	}
+	for _, name := range order {
+		e := crds[name]
+		if !contains(idx.groups, e.gr.Group) {
+			idx.groups = append(idx.groups, e.gr.Group)
+		}
+		idx.byGroupResource[e.gr] = e.info
+		for _, gvd := range e.gvs {
+			m := idx.gvs[gvd.gv]
+			if m == nil {
+				m = &groupVersionData{gv: gvd.gv, custom: true, resources: map[string]*resourceData{}}
+				idx.gvs[gvd.gv] = m
+			}
+			for n, r := range gvd.resources {
+				m.resources[n] = r
 			}
 		}
-	}
-	for gv, comps := range components {
-		if existing := c.crdSchemas[gv]; existing != nil {
-			for name, s := range comps.schemas {
-				if _, ok := existing.schemas[name]; !ok {
-					existing.schemas[name] = s
+		for gv, comps := range e.components {
+			m := idx.schemas[gv]
+			if m == nil {
+				m = &crdComponents{schemas: map[string]*spec.Schema{}}
+				idx.schemas[gv] = m
+			}
+			for n, s := range comps.schemas {
+				if _, ok := m.schemas[n]; !ok {
+					m.schemas[n] = s
 				}
 			}
-			refs, err := indexKinds(existing.schemas)
-			if err != nil {
-				return fmt.Errorf("CustomResourceDefinition %s: %w", crd.Name, err)
-			}
-			existing.gvkRefs = refs
-		} else {
-			c.crdSchemas[gv] = comps
 		}
 	}
-	if !contains(c.crdGroups, crd.Spec.Group) {
-		c.crdGroups = append(c.crdGroups, crd.Spec.Group)
+	for _, m := range idx.schemas {
+		refs, err := indexKinds(m.schemas)
+		if err != nil {
+			return nil, err
+		}
+		m.gvkRefs = refs
 	}
-	c.crdByGroupResource[gr] = info
-	c.mapper = nil
-	return nil
+	return idx, nil
 }
 
 func (r *resourceData) addSubresource(name string, kind schema.GroupVersionKind, verbs []string) {
@@ -186,28 +323,30 @@ func validateCRD(crd *apiextensionsv1.CustomResourceDefinition) error {
 }
 
 // crdConflicts refuses a CRD that the apiserver would not establish next to the catalog's
-// resources. The caller holds c.mu.
-func (c *Catalog) crdConflicts(crd *apiextensionsv1.CustomResourceDefinition, gr schema.GroupResource) error {
-	if prev := c.crdByGroupResource[gr]; prev != nil {
-		return fmt.Errorf("CustomResourceDefinition %s is already in the catalog", prev.name)
-	}
+// resources: another CRD of the catalog (not one of the same name, which it replaces) already
+// serves its kind or singular name in one of its group-versions. The caller holds c.mu.
+func (c *Catalog) crdConflicts(e *crdEntry) error {
 	for gv := range c.builtin.gvs {
-		if gv.Group == crd.Spec.Group {
-			return fmt.Errorf("CustomResourceDefinition %s: group %q is a built-in API group of Kubernetes %s", crd.Name, crd.Spec.Group, c.version)
+		if gv.Group == e.gr.Group {
+			return fmt.Errorf("CustomResourceDefinition %s: group %q is a built-in API group of Kubernetes %s", e.name, e.gr.Group, c.version)
 		}
 	}
-	for _, v := range crd.Spec.Versions {
-		gvd := c.crdGVs[schema.GroupVersion{Group: crd.Spec.Group, Version: v.Name}]
-		if gvd == nil {
+	for _, other := range c.crds {
+		if other.name == e.name || other.gr.Group != e.gr.Group {
 			continue
 		}
-		for _, res := range gvd.resources {
-			switch {
-			case res.kind.Kind == crd.Spec.Names.Kind:
-				return fmt.Errorf("CustomResourceDefinition %s: kind %s is already defined by CustomResourceDefinition %s", crd.Name, crd.Spec.Names.Kind, res.crd)
-			case res.singular == crd.Spec.Names.Singular:
-				return fmt.Errorf("CustomResourceDefinition %s: singular name %s is already used by CustomResourceDefinition %s", crd.Name, crd.Spec.Names.Singular, res.crd)
+		shared := false
+		for v := range e.gvs {
+			if other.gvs[v] != nil {
+				shared = true
 			}
+		}
+		switch {
+		case !shared:
+		case other.kind == e.kind:
+			return fmt.Errorf("CustomResourceDefinition %s: kind %s is already defined by CustomResourceDefinition %s", e.name, e.kind, other.name)
+		case other.singular == e.singular:
+			return fmt.Errorf("CustomResourceDefinition %s: singular name %s is already used by CustomResourceDefinition %s", e.name, e.singular, other.name)
 		}
 	}
 	return nil

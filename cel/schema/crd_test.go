@@ -228,3 +228,152 @@ func TestAddCRDConflicts(t *testing.T) {
 		})
 	}
 }
+
+// limitCRD is a namespaced CRD of rules.example.com with the versions given, each with the
+// integer field spec.max, served under its spec names once accepted.
+func limitCRD(kind string, accepted bool, versions ...string) *apiextensionsv1.CustomResourceDefinition {
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "limits.rules.example.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "rules.example.com",
+			Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "limits", Singular: "limit", Kind: kind, ListKind: kind + "List"},
+		},
+	}
+	for i, v := range versions {
+		crd.Spec.Versions = append(crd.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{
+			Name: v, Served: true, Storage: i == 0,
+			Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+				Type: "object",
+				Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": {
+					Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"max": {Type: "integer"}},
+				}},
+			}},
+		})
+	}
+	if accepted {
+		crd.Status.AcceptedNames = crd.Spec.Names
+	}
+	return crd
+}
+
+func TestSetCRD(t *testing.T) {
+	t.Parallel()
+	c := withCRDs(t)
+	limits := gvr("rules.example.com", "v1", "limits")
+	if err := c.SetCRD(limitCRD("Limit", true, "v1")); err != nil {
+		t.Fatalf("SetCRD(limits) = %v", err)
+	}
+	if got := c.KindFor(limits, ""); got != gvk("rules.example.com", "v1", "Limit") {
+		t.Errorf("KindFor(limits) = %v, want rules.example.com/v1 Limit", got)
+	}
+	m, err := c.RESTMapper().RESTMapping(schema.GroupKind{Group: "rules.example.com", Kind: "Limit"}, "v1")
+	if err != nil || m.Resource != limits || m.Scope.Name() != "namespace" {
+		t.Errorf("RESTMapping(Limit.rules.example.com) = %v, %v, want namespaced limits", m, err)
+	}
+	s, err := c.Resolver().ResolveSchema(gvk("rules.example.com", "v1", "Limit"))
+	if err != nil {
+		t.Fatalf("ResolveSchema(Limit) = %v", err)
+	}
+	if got, ok := field(s, "spec", "max"); !ok || got != "integer" {
+		t.Errorf("ResolveSchema(Limit) spec.max type = %q (found %v), want integer", got, ok)
+	}
+
+	// An update replaces it: a new version, a new kind the server accepted.
+	if err := c.SetCRD(limitCRD("Quota", true, "v2", "v1")); err != nil {
+		t.Fatalf("SetCRD(limits, v2) = %v", err)
+	}
+	if got := c.KindFor(gvr("rules.example.com", "v2", "limits"), ""); got != gvk("rules.example.com", "v2", "Quota") {
+		t.Errorf("after the update, KindFor(limits v2) = %v, want rules.example.com/v2 Quota", got)
+	}
+	want := []schema.GroupVersionResource{gvr("rules.example.com", "v2", "limits"), limits}
+	if diff := cmp.Diff(want, c.EquivalentResources(limits, "")); diff != "" {
+		t.Errorf("after the update, EquivalentResources(limits) mismatch (-want +got):\n%s", diff)
+	}
+	if _, err := c.RESTMapper().RESTMapping(schema.GroupKind{Group: "rules.example.com", Kind: "Limit"}, "v1"); err == nil {
+		t.Errorf("after the update, RESTMapping(Limit) found the kind the update renamed")
+	}
+
+	// Names not accepted yet: the resources keep those the server serves.
+	pending := limitCRD("Cap", false, "v1")
+	pending.Status.AcceptedNames = limitCRD("Quota", true).Spec.Names
+	if err := c.SetCRD(pending); err != nil {
+		t.Fatalf("SetCRD(limits, Cap pending) = %v", err)
+	}
+	if got := c.KindFor(limits, ""); got != gvk("rules.example.com", "v1", "Quota") {
+		t.Errorf("with spec.names.kind Cap not accepted, KindFor(limits) = %v, want the accepted Quota", got)
+	}
+
+	if !c.RemoveCRD("limits.rules.example.com") {
+		t.Fatalf("RemoveCRD(limits.rules.example.com) = false, want true")
+	}
+	if c.RemoveCRD("limits.rules.example.com") {
+		t.Errorf("RemoveCRD twice = true, want false")
+	}
+	if got := c.KindFor(limits, ""); !got.Empty() {
+		t.Errorf("after RemoveCRD, KindFor(limits) = %v, want none", got)
+	}
+	if _, err := c.Resolver().ResolveSchema(gvk("rules.example.com", "v1", "Quota")); !errors.Is(err, errSchemaNotFound) {
+		t.Errorf("after RemoveCRD, ResolveSchema(Quota) = %v, want ErrSchemaNotFound", err)
+	}
+	// The other CRDs stay.
+	if got := c.KindFor(gvr("example.com", "v1", "widgets"), ""); got != gvk("example.com", "v1", "Widget") {
+		t.Errorf("after RemoveCRD(limits), KindFor(widgets) = %v, want example.com/v1 Widget", got)
+	}
+	if _, err := c.Resolver().ResolveSchema(gvk("example.com", "v1", "Widget")); err != nil {
+		t.Errorf("after RemoveCRD(limits), ResolveSchema(Widget) = %v", err)
+	}
+}
+
+func TestSetCRDErrors(t *testing.T) {
+	t.Parallel()
+	c := withCRDs(t)
+	clash := limitCRD("Widget", true, "v1")
+	clash.Name, clash.Spec.Group = "limits.example.com", "example.com"
+	clash.Status.AcceptedNames.Plural = "limits"
+	if err := c.SetCRD(clash); err == nil || !strings.Contains(err.Error(), "kind Widget is already defined by CustomResourceDefinition widgets.example.com") {
+		t.Errorf("SetCRD(kind Widget again) = %v, want a conflict", err)
+	}
+	if _, ok := c.Resource(gvr("example.com", "v1", "limits"), ""); ok {
+		t.Errorf("after a refused SetCRD, the catalog has its resource")
+	}
+	renamed := limitCRD("Limit", true, "v1")
+	renamed.Status.AcceptedNames.Plural = "caps"
+	if err := c.SetCRD(renamed); err == nil || !strings.Contains(err.Error(), "the name is not caps.rules.example.com") {
+		t.Errorf("SetCRD(accepted plural caps) = %v, want a name error", err)
+	}
+	if err := c.SetCRD(nil); err == nil {
+		t.Errorf("SetCRD(nil) = nil, want an error")
+	}
+}
+
+func TestCatalogClone(t *testing.T) {
+	t.Parallel()
+	c := withCRDs(t)
+	clone := c.Clone()
+	if err := clone.SetCRD(limitCRD("Limit", true, "v1")); err != nil {
+		t.Fatal(err)
+	}
+	if !clone.RemoveCRD("widgets.example.com") {
+		t.Fatalf("clone.RemoveCRD(widgets.example.com) = false")
+	}
+	for _, tc := range []struct {
+		name string
+		c    *vschema.Catalog
+		gvr  schema.GroupVersionResource
+		want bool
+	}{
+		{"original keeps widgets", c, gvr("example.com", "v1", "widgets"), true},
+		{"original lacks limits", c, gvr("rules.example.com", "v1", "limits"), false},
+		{"clone lacks widgets", clone, gvr("example.com", "v1", "widgets"), false},
+		{"clone has limits", clone, gvr("rules.example.com", "v1", "limits"), true},
+		{"clone keeps gadgets", clone, gvr("example.com", "v1", "gadgets"), true},
+	} {
+		if got := !tc.c.KindFor(tc.gvr, "").Empty(); got != tc.want {
+			t.Errorf("%s: KindFor(%v) found = %v, want %v", tc.name, tc.gvr, got, tc.want)
+		}
+	}
+	if _, err := c.RESTMapper().RESTMapping(schema.GroupKind{Group: "example.com", Kind: "Widget"}); err != nil {
+		t.Errorf("original RESTMapping(Widget) = %v after the clone changed", err)
+	}
+}

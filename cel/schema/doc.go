@@ -11,7 +11,9 @@
 // DefaultAPIResourceConfigSource, and matching-related lookups use only the served ones unless
 // asked otherwise (see WithAllVersions and WithGroupVersions).
 //
-// CustomResourceDefinitions are added with Catalog.AddCRD or Catalog.LoadCRDs; their schemas
-// are built by the apiextensions-apiserver's own OpenAPI builder, as the apiserver publishes
-// them for the type checker.
+// CustomResourceDefinitions are added with Catalog.AddCRD or Catalog.LoadCRDs (files, validated
+// as a create), or, as a running apiserver serves the CRDs it stored, added, replaced and
+// removed with Catalog.SetCRD and Catalog.RemoveCRD; their schemas are built by the
+// apiextensions-apiserver's own OpenAPI builder, as the apiserver publishes them for the type
+// checker.
 package schema

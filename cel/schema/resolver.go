@@ -40,7 +40,7 @@ func (r catalogResolver) ResolveSchema(gvk schema.GroupVersionKind) (*spec.Schem
 	}
 	gv := gvk.GroupVersion()
 	r.c.mu.RLock()
-	comps := r.c.crdSchemas[gv]
+	comps := r.c.crd.schemas[gv]
 	r.c.mu.RUnlock()
 	if comps == nil {
 		if r.c.builtin.docs[gv] != nil {

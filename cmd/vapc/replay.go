@@ -36,7 +36,7 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		"usage: vapc replay --policies DIR [--snapshot FILE] AUDIT.LOG[.gz]|- ...")
 	fs.Var(&f.policies, "policies", "file or folder of ValidatingAdmissionPolicies and bindings (repeatable)")
 	fs.Var(&f.snapshots, "snapshot", "file or folder of cluster objects (kubectl get -o yaml|json) the log starts from (repeatable)")
-	fs.Var(&f.crds, "crd", "CustomResourceDefinition file for custom kinds (repeatable)")
+	fs.Var(&f.crds, "crd", "CustomResourceDefinition file for custom kinds the snapshot and the log do not define (repeatable)")
 	fs.StringVar(&f.output, "output", "text", "output format: text, jsonl or junit")
 	fs.StringVar(&f.failOn, "fail-on", "", "exit 1 when a request would be denied (deny), warned or denied (warn), or decided otherwise than recorded (any-change)")
 	fs.BoolVar(&f.checkRecorded, "check-recorded", false, "compare the log's own verdicts with the predictions and exit 1 on any disagreement")

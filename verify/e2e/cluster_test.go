@@ -16,6 +16,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,9 +42,13 @@ type cluster struct {
 	s         *harness.Server
 	admin     kubernetes.Interface
 	dyn       dynamic.Interface
+	catalog   *vapcschema.Catalog // the built-in API and the CRDs the test defines
 	mapper    meta.RESTMapper
 	resources verify.Resources
 	gen       int
+	// barriers are the param kinds sync waits for, ConfigMap and Node always, and the custom
+	// kinds the test adds (see addBarrier).
+	barriers []barrier
 
 	mu        sync.Mutex
 	responses []response // every response to a request sent through as
@@ -64,7 +69,10 @@ func newCluster(t *testing.T, s *harness.Server) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &cluster{t: t, s: s, admin: s.Clientset(), mapper: cat.RESTMapper(), resources: cat}
+	c := &cluster{t: t, s: s, admin: s.Clientset(), catalog: cat, mapper: cat.RESTMapper(), resources: cat, barriers: []barrier{
+		{name: "vapc-barrier-configmap", apiVersion: "v1", kind: "ConfigMap", msg: "'configmap=' + params.data.gen", ref: admissionregistrationv1.ParamRef{Name: "vapc-barrier", Namespace: barrierNS}},
+		{name: "vapc-barrier-node", apiVersion: "v1", kind: "Node", msg: "'node=' + params.metadata.labels.gen", ref: admissionregistrationv1.ParamRef{Name: "vapc-barrier"}},
+	}}
 	c.dyn = c.dynamicFor(rest.ImpersonationConfig{})
 	return c
 }
@@ -222,6 +230,39 @@ func (c *cluster) waitGone(ctx context.Context, ri dynamic.ResourceInterface, na
 	}
 }
 
+// defineCRD creates a CustomResourceDefinition, waits until the apiserver has established it,
+// and adds it to the cluster's catalog; it returns when the test saw it established.
+func (c *cluster) defineCRD(ctx context.Context, u *unstructured.Unstructured) time.Time {
+	c.t.Helper()
+	crdsGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	if _, err := c.dyn.Resource(crdsGVR).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+		c.t.Fatalf("creating CustomResourceDefinition %s: %v", u.GetName(), err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, crd); err != nil {
+		c.t.Fatal(err)
+	}
+	if err := c.catalog.AddCRD(crd); err != nil {
+		c.t.Fatalf("CustomResourceDefinition %s: %v", u.GetName(), err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		cur, err := c.dyn.Resource(crdsGVR).Get(ctx, u.GetName(), metav1.GetOptions{})
+		if err == nil {
+			conds, _, _ := unstructured.NestedSlice(cur.Object, "status", "conditions")
+			for _, cd := range conds {
+				if m, ok := cd.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
+					return time.Now()
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("CustomResourceDefinition %s not established within 30s: %v", u.GetName(), err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // namespace creates a namespace with labels and its default ServiceAccount.
 func (c *cluster) namespace(ctx context.Context, name string, labels map[string]string) {
 	c.t.Helper()
@@ -254,13 +295,28 @@ func (c *cluster) grantAll(ctx context.Context, user string) {
 // barrier's own is visible to admission.
 const barrierNS = "vapc-barrier"
 
-func barrierPolicy(name, paramKind, msg string, gen int) *admissionregistrationv1.ValidatingAdmissionPolicy {
+// barrier is a param kind the barrier waits for: its policy reads the param object named by
+// ref, whose generation msg gives.
+type barrier struct {
+	name, apiVersion, kind, msg string
+	ref                         admissionregistrationv1.ParamRef
+	// param is the param object of a generation, for a custom kind; ConfigMap and Node params
+	// are written by sync itself.
+	param func(gen string) *unstructured.Unstructured
+}
+
+// addBarrier makes sync wait for the param kind too, and until the admission plugin has
+// resolved the kind: that takes up to 30 seconds once its CRD is established (see
+// paramResolveDelay in verify/replay).
+func (c *cluster) addBarrier(b barrier) { c.barriers = append(c.barriers, b) }
+
+func barrierPolicy(name, apiVersion, paramKind, msg string, gen int) *admissionregistrationv1.ValidatingAdmissionPolicy {
 	return &admissionregistrationv1.ValidatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy"},
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			ParamKind:     &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: paramKind},
+			ParamKind:     &admissionregistrationv1.ParamKind{APIVersion: apiVersion, Kind: paramKind},
 			MatchConstraints: &admissionregistrationv1.MatchResources{
 				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": barrierNS}},
 				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
@@ -305,19 +361,17 @@ func (c *cluster) sync(ctx context.Context) {
 	c.put(ctx, obj(map[string]any{"apiVersion": "v1", "kind": "Node", "metadata": map[string]any{"name": "vapc-barrier", "labels": map[string]any{"gen": gen}}}))
 	c.put(ctx, obj(map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": barrierNS, "labels": map[string]any{"gen": gen}}}))
 	probes := map[string]string{}
-	for _, b := range []struct {
-		name, kind, msg string
-		ref             admissionregistrationv1.ParamRef
-	}{
-		{"vapc-barrier-configmap", "ConfigMap", "'configmap=' + params.data.gen", admissionregistrationv1.ParamRef{Name: "vapc-barrier", Namespace: barrierNS}},
-		{"vapc-barrier-node", "Node", "'node=' + params.metadata.labels.gen", admissionregistrationv1.ParamRef{Name: "vapc-barrier"}},
-	} {
-		c.put(ctx, toUnstructured(c.t, barrierPolicy(b.name, b.kind, b.msg, c.gen)))
+	for _, b := range c.barriers {
+		if b.param != nil {
+			c.put(ctx, b.param(gen))
+		}
+		c.put(ctx, toUnstructured(c.t, barrierPolicy(b.name, b.apiVersion, b.kind, b.msg, c.gen)))
 		c.put(ctx, toUnstructured(c.t, barrierBinding(b.name, b.ref, c.gen)))
 		kind := strings.ToLower(b.kind)
 		probes[b.name] = fmt.Sprintf("policy=%s %s=%s ns=%s", gen, kind, gen, gen)
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	// A custom param kind's first sync waits for the admission plugin's discovery (30 seconds).
+	deadline := time.Now().Add(60 * time.Second)
 	for name, want := range probes {
 		for {
 			probe := obj(map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{
@@ -330,7 +384,7 @@ func (c *cluster) sync(ctx context.Context) {
 				break
 			}
 			if time.Now().After(deadline) {
-				c.t.Fatalf("sync %s: the admission plugin did not see generation %s within 30s; last probe: %v", name, gen, err)
+				c.t.Fatalf("sync %s: the admission plugin did not see generation %s within 60s; last probe: %v", name, gen, err)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}

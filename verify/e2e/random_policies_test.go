@@ -44,7 +44,7 @@ func some[T any](r *rand.Rand, lo, hi int, xs ...T) []T {
 
 // exprScope is what the expressions of one policy may read.
 type exprScope struct {
-	paramKind string // "", "ConfigMap" or "Node"
+	paramKind string // "", "ConfigMap", "Node" or "ReplicaLimit"
 	vars      []genVar
 }
 
@@ -91,6 +91,8 @@ var boolAtoms = []string{
 	`!('example.org/level' in request.userInfo.extra) || int(request.userInfo.extra['example.org/level'][0]) < 3`,
 	`request.operation == 'CREATE' || oldObject.metadata.?labels[?'color'].orValue('') != 'green'`,
 	`!has(object.metadata.generateName)`,
+	`object.?spec.?size.orValue(0) < 5`,
+	`object.?spec.?color.orValue('') != 'red' || request.operation != 'UPDATE'`,
 }
 
 var configMapParamAtoms = []string{
@@ -99,6 +101,14 @@ var configMapParamAtoms = []string{
 	`!object.metadata.name.startsWith(params.?data[?'prefix'].orValue('zzz'))`,
 	`params.metadata.name != 'p-1'`,
 	`params == null || params.?data[?'block-user'].orValue('') != request.userInfo.username`,
+}
+
+var replicaLimitParamAtoms = []string{
+	`object.?spec.?replicas.orValue(0) <= params.spec.maxReplicas`,
+	`params.spec.?mode.orValue('') != 'deny-all'`,
+	`!object.metadata.name.startsWith(params.spec.?prefix.orValue('zzz'))`,
+	`params.metadata.name != 'rl-1'`,
+	`object.?spec.?size.orValue(0) < params.spec.maxReplicas`,
 }
 
 var nodeParamAtoms = []string{
@@ -129,6 +139,7 @@ var stringAtoms = []string{
 	`'gen ' + string(oldObject.?metadata.?generation.orValue(0))`,
 	`'dopts ' + string(object.?deleteOptions.?gracePeriodSeconds.orValue(-1))`,
 	`'scale ' + string(object.?spec.?replicas.orValue(-1)) + ' from ' + string(oldObject.?spec.?replicas.orValue(-1))`,
+	`'widget ' + object.?spec.?color.orValue('-') + ' ' + string(object.?spec.?size.orValue(-1))`,
 	`'   padded   '`,
 	`'dryRun opts ' + request.options.?dryRun.orValue([]).join(',')`,
 	`'fm ' + request.options.?fieldManager.orValue('-') + ' fv ' + request.options.?fieldValidation.orValue('-')`,
@@ -140,6 +151,11 @@ var configMapParamStrings = []string{
 	`'param ' + params.metadata.name`,
 	`'max ' + params.data['max']`,
 	`'mode ' + params.?data[?'mode'].orValue('-')`,
+}
+
+var replicaLimitParamStrings = []string{
+	`'limit ' + params.metadata.name + ' max ' + string(params.spec.maxReplicas)`,
+	`'mode ' + params.spec.?mode.orValue('-') + ' in ' + params.metadata.namespace`,
 }
 
 var nodeParamStrings = []string{
@@ -160,6 +176,8 @@ func (s *exprScope) boolExpr(r *rand.Rand) string {
 			return pick(r, configMapParamAtoms...)
 		case s.paramKind == "Node" && chance(r, 0.3):
 			return pick(r, nodeParamAtoms...)
+		case s.paramKind == "ReplicaLimit" && chance(r, 0.3):
+			return pick(r, replicaLimitParamAtoms...)
 		case len(s.vars) > 0 && chance(r, 0.25):
 			v := pick(r, s.vars...)
 			switch v.typ {
@@ -190,6 +208,8 @@ func (s *exprScope) stringExpr(r *rand.Rand) string {
 			return pick(r, configMapParamStrings...)
 		case s.paramKind == "Node" && chance(r, 0.25):
 			return pick(r, nodeParamStrings...)
+		case s.paramKind == "ReplicaLimit" && chance(r, 0.25):
+			return pick(r, replicaLimitParamStrings...)
 		case len(s.vars) > 0 && chance(r, 0.25):
 			v := pick(r, s.vars...)
 			switch v.typ {
@@ -258,6 +278,13 @@ var ruleTemplates = []ruleTemplate{
 	{[]string{"", "apps"}, []string{"v1"}, []string{"*"}},
 	{[]string{""}, []string{"v1"}, []string{"*/status"}},
 	{[]string{""}, []string{"v1"}, []string{"secrets"}},
+	{[]string{"apps"}, []string{"v1"}, []string{"replicasets", "replicasets/scale", "statefulsets/scale"}},
+	{[]string{""}, []string{"v1"}, []string{"replicationcontrollers", "replicationcontrollers/scale"}},
+	{[]string{"apps"}, []string{"*"}, []string{"*/scale"}},
+	{[]string{rndGroup}, []string{"v1"}, []string{"widgets"}},
+	{[]string{rndGroup}, []string{"*"}, []string{"widgets", "widgets/status"}},
+	{[]string{rndGroup}, []string{"v1"}, []string{"replicalimits"}},
+	{[]string{rndGroup, "apps"}, []string{"v1"}, []string{"widgets", "deployments"}},
 }
 
 // safetyExcludes keep every generated policy off the objects of the sync barrier (its
@@ -267,6 +294,7 @@ var safetyExcludes = []admissionregistrationv1.NamedRuleWithOperations{
 	namedRule([]string{""}, []string{"*"}, []string{"configmaps"}, []string{"*"}, "vapc-barrier", "probe"),
 	namedRule([]string{""}, []string{"*"}, []string{"nodes", "nodes/status", "namespaces", "namespaces/status"}, []string{"*"}, "vapc-barrier"),
 	namedRule([]string{"coordination.k8s.io"}, []string{"*"}, []string{"leases"}, []string{"*"}),
+	namedRule([]string{rndGroup}, []string{"*"}, []string{"replicalimits"}, []string{"*"}, "vapc-barrier"),
 }
 
 func namedRule(groups, versions, resources, ops []string, names ...string) admissionregistrationv1.NamedRuleWithOperations {
@@ -369,13 +397,16 @@ func (g *randomWorld) genPolicy(r *rand.Rand, i int) (*admissionregistrationv1.V
 	spec.MatchConstraints = mc
 
 	scope := &exprScope{}
-	switch r.IntN(4) {
+	switch r.IntN(5) {
 	case 0:
 		scope.paramKind = "ConfigMap"
 		spec.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}
 	case 1:
 		scope.paramKind = "Node"
 		spec.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "Node"}
+	case 2:
+		scope.paramKind = "ReplicaLimit"
+		spec.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: rndGroup + "/v1", Kind: "ReplicaLimit"}
 	}
 	for j := range r.IntN(3) {
 		spec.MatchConditions = append(spec.MatchConditions, admissionregistrationv1.MatchCondition{
@@ -476,6 +507,18 @@ func paramRef(r *rand.Rand, kind string) *admissionregistrationv1.ParamRef {
 		}
 		return ref
 	}
+	if kind == "ReplicaLimit" {
+		switch r.IntN(4) {
+		case 0, 1:
+			ref.Name, ref.Namespace = pick(r, "rl-0", "rl-1", "rl-2", "rl-9"), rndParams
+		case 2:
+			ref.Name = "rl-local" // in the request's namespace
+		default:
+			ref.Namespace = rndParams
+			ref.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"set": pick(r, "x", "y", "z")}}
+		}
+		return ref
+	}
 	switch r.IntN(5) {
 	case 0, 1:
 		ref.Name, ref.Namespace = pick(r, "p-0", "p-1", "p-2", "p-9"), rndParams
@@ -554,7 +597,8 @@ func observerPolicy() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admi
 ' unschedulable=' + string(` + o + `.?spec.?unschedulable.orValue(false)) +
 ' eviction=' + string(` + o + `.?deleteOptions.?gracePeriodSeconds.orValue(-1)) +
 ' target=' + ` + o + `.?target.?name.orValue('-') + ' audiences=' + ` + o + `.?spec.?audiences.orValue([]).join(',') +
-' tier=' + ` + o + `.metadata.?labels[?'tier'].orValue('-')`
+' tier=' + ` + o + `.metadata.?labels[?'tier'].orValue('-') +
+' size=' + string(` + o + `.?spec.?size.orValue(-1)) + ' max=' + string(` + o + `.?spec.?maxReplicas.orValue(-1))`
 	}
 	p := &admissionregistrationv1.ValidatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy"},

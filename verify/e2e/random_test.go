@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -45,8 +46,21 @@ const (
 	rndRobot  = "system:serviceaccount:rnd-a:robot"
 )
 
+// The custom kinds of TestRandomParity, whose CRDs the scenario creates: ReplicaLimit, a param
+// kind, and Widget, which policies match.
+const rndGroup = "rnd.vapc.dev"
+
+var (
+	replicaLimitsGVR = schema.GroupVersionResource{Group: rndGroup, Version: "v1", Resource: "replicalimits"}
+	widgetsGVR       = schema.GroupVersionResource{Group: rndGroup, Version: "v1", Resource: "widgets"}
+	widgetNames      = []string{"wg-a", "wg-bb", "widget-long"}
+)
+
 var (
 	deploymentsGVR  = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	replicaSetsGVR  = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicasets"}
+	statefulSetsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"}
+	rcsGVR          = schema.GroupVersionResource{Version: "v1", Resource: "replicationcontrollers"}
 	eventsGVR       = schema.GroupVersionResource{Version: "v1", Resource: "events"}
 	eventsV1GVR     = schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1", Resource: "events"}
 	namespacesGVR   = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
@@ -81,9 +95,11 @@ type randomWorld struct {
 	clients map[string]dynamic.Interface
 	raw     map[string]*http.Client
 	others  map[string]int // requests refused by someone else than a policy, by reason
-	step    int
-	nsDone  bool // rnd-d was created (and maybe deleted)
-	events  int
+	// established is when the test saw the last of its CRDs established.
+	established time.Time
+	step        int
+	nsDone      bool // rnd-d was created (and maybe deleted)
+	events      int
 	// bound are the pods bound through pods/binding, by namespace/name: the scenario sends no
 	// request whose oldObject they are (see podBind).
 	bound map[string]bool
@@ -110,13 +126,15 @@ func randomSettings() (seed uint64, steps int) {
 	return seed, steps
 }
 
-// TestRandomParity installs random policies and bindings generated from a seed (-random-seed
-// or $VAPC_RANDOM_SEED), with an observer policy whose audit annotations record every request
-// as admission saw it, sends random requests to a real kube-apiserver (creates, updates,
-// patches of every type, deletes with options in the body or the query, deletecollection,
-// status, scale, eviction, binding, ephemeral container and token subresources, dry runs,
-// impersonated users with groups and extra), changing params and namespace labels between
-// them, then replays the server's own audit log from the moment the policies were in effect:
+// TestRandomParity creates the CRDs of a param kind (ReplicaLimit) and of a kind policies match
+// (Widget), which the replay learns from the log alone, installs random policies and bindings
+// generated from a seed (-random-seed or $VAPC_RANDOM_SEED), with an observer policy whose
+// audit annotations record every request as admission saw it, sends random requests to a real
+// kube-apiserver (creates, updates, patches of every type, deletes with options in the body or
+// the query, deletecollection, status, scale, eviction, binding, ephemeral container and token
+// subresources, dry runs, impersonated users with groups and extra, custom resources),
+// changing params and namespace labels between them, then replays the server's own audit log
+// (with no --crd) from the moment the policies were in effect:
 // zero disagreements, indeterminate requests only for the reasons byDesignIndeterminate lists,
 // every denial the server returned predicted with the same code and message, and the policy
 // warnings of every response predicted.
@@ -144,6 +162,14 @@ func TestRandomParity(t *testing.T) {
 	w.setupWorld()
 	set = w.installRandom(set)
 	w.sync(ctx)
+	// The admission plugin finds the paramKind of a new CRD within 30 seconds (the barrier
+	// waited for it); for replay.ParamResolveDelay after the CRD was established, the replay
+	// decides the requests of the paramKind's policies both ways and holds them indeterminate
+	// when the two differ: the random requests begin after it.
+	if wait := time.Until(w.established.Add(replay.ParamResolveDelay + time.Second)); wait > 0 {
+		t.Logf("waiting %s for the replay to take the ReplicaLimit paramKind as resolved", wait.Round(time.Millisecond))
+		time.Sleep(wait)
+	}
 	// The policies are in effect for every request sent from now on.
 	activated := w.lastAuditID()
 	t.Logf("setup: %s", time.Since(start).Round(time.Millisecond))
@@ -155,9 +181,9 @@ func TestRandomParity(t *testing.T) {
 		{12, w.configMapCreate}, {8, w.configMapUpdate}, {9, w.configMapPatch}, {6, w.configMapDelete},
 		{2, w.configMapDeleteCollection}, {6, w.podCreate}, {5, w.podUpdate}, {4, w.podStatus},
 		{4, w.podEvict}, {4, w.podDelete}, {4, w.nodePatch}, {3, w.nodeStatus}, {2, w.nodeCreateDelete},
-		{4, w.deploymentWrite}, {4, w.deploymentScale}, {3, w.eventCreate}, {2, w.secretWrite},
+		{4, w.deploymentWrite}, {4, w.deploymentScale}, {4, w.workloadScale}, {3, w.eventCreate}, {2, w.secretWrite},
 		{3, w.rawDelete}, {4, w.kubectlStep}, {3, w.namespaceLabels}, {4, w.paramChange}, {1, w.namespaceLife},
-		{4, w.podBind}, {2, w.podEphemeral}, {3, w.serviceAccountWrite},
+		{4, w.podBind}, {2, w.podEphemeral}, {3, w.serviceAccountWrite}, {6, w.widgetWrite}, {2, w.widgetStatus},
 	}
 	total := 0
 	for _, a := range actions {
@@ -200,6 +226,7 @@ func TestRandomParity(t *testing.T) {
 		return false
 	})
 	t.Logf("indeterminate by design of the audit log: %v", byDesignSeen)
+	w.checkCoverage(byID, from, seed == 1 && steps >= 300)
 	w.checkWarnings(byID, from)
 	t.Logf("TestRandomParity: %s", time.Since(start).Round(time.Millisecond))
 }
@@ -209,11 +236,8 @@ func TestRandomParity(t *testing.T) {
 var byDesignIndeterminate = []string{
 	// A deletecollection is one event for every object it deletes.
 	"deletecollection: ",
-	// vapc does not derive the Scale that is the oldObject of a scale subresource.
-	"subresource-kind: ",
-	// The result of a write through a subresource that returns another kind (a Scale), and
-	// the deletion an eviction makes, are not in the log.
-	"changed through deployments.apps/scale ", "evicted at ",
+	// The deletion an eviction makes is not in the log.
+	"evicted at ",
 	// The name the server generated for a refused create.
 	"generated-name: ",
 }
@@ -254,10 +278,19 @@ func (w *randomWorld) client(u rndUser) dynamic.Interface {
 
 func (w *randomWorld) user() rndUser { return pick(w.r, rndUsers...) }
 
-// setupWorld creates the namespaces, grants the users, and writes the params and the first
-// objects before any policy exists.
+// setupWorld creates the CRDs and the namespaces, grants the users, and writes the params and
+// the first objects before any policy exists.
 func (w *randomWorld) setupWorld() {
 	ctx := w.ctx
+	w.defineCRD(ctx, replicaLimitCRD())
+	w.established = w.defineCRD(ctx, widgetCRD())
+	w.addBarrier(barrier{
+		name: "vapc-barrier-replicalimit", apiVersion: rndGroup + "/v1", kind: "ReplicaLimit", msg: "'replicalimit=' + params.metadata.labels.gen",
+		ref: admissionregistrationv1.ParamRef{Name: "vapc-barrier", Namespace: barrierNS},
+		param: func(gen string) *unstructured.Unstructured {
+			return replicaLimitIn(barrierNS, "vapc-barrier", map[string]any{"gen": gen}, 1, "on", "")
+		},
+	})
 	w.namespace(ctx, rndA, map[string]string{"tier": "gold", "env": "prod"})
 	w.namespace(ctx, rndB, map[string]string{"tier": "silver", "env": "dev", "team": "red"})
 	w.namespace(ctx, rndC, nil)
@@ -289,11 +322,103 @@ func (w *randomWorld) setupWorld() {
 	// No disruption controller runs: the budget allows no eviction of the db pods of rnd-b.
 	w.put(ctx, obj(map[string]any{"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": map[string]any{"name": "db", "namespace": rndB},
 		"spec": map[string]any{"minAvailable": int64(1), "selector": map[string]any{"matchLabels": map[string]any{"app": "db"}}}}))
+	w.put(ctx, replicaLimitIn(rndParams, "rl-0", map[string]any{"set": "x"}, 3, "on", "cm-a"))
+	w.put(ctx, replicaLimitIn(rndParams, "rl-1", map[string]any{"set": "y"}, 1, "deny-all", ""))
+	w.put(ctx, replicaLimitIn(rndParams, "rl-2", map[string]any{"set": "x"}, 10, "skip", "wg"))
+	w.put(ctx, replicaLimitIn(rndA, "rl-local", nil, 4, "on", ""))
+	w.put(ctx, replicaLimitIn(rndB, "rl-local", nil, 2, "deny-all", "pod"))
 	for _, ns := range []string{rndA, rndB} {
 		w.put(ctx, configMap(ns, "cm-ab", map[string]any{"app": "web", "color": "green"}, map[string]any{"n": "3"}))
 		w.put(ctx, podIn(ns, "pod-a", "w-0", "nginx", map[string]any{"app": "db"}))
 		w.put(ctx, deploymentIn(ns, "dep-a", 2))
+		w.put(ctx, widgetIn(ns, "wg-a", map[string]any{"app": "web"}, 3, "green"))
+		w.put(ctx, workloadIn("ReplicaSet", ns, "rs-a", 2))
+		w.put(ctx, workloadIn("StatefulSet", ns, "ss-a", 1))
+		w.put(ctx, workloadIn("ReplicationController", ns, "rc-a", 3))
 	}
+}
+
+// workloadIn is a ReplicaSet, StatefulSet or ReplicationController of the replicas; no
+// controller runs to create their pods.
+func workloadIn(kind, ns, name string, replicas int64) *unstructured.Unstructured {
+	labels := map[string]any{"app": name}
+	template := map[string]any{
+		"metadata": map[string]any{"labels": labels},
+		"spec":     map[string]any{"containers": []any{map[string]any{"name": "c", "image": "nginx"}}},
+	}
+	spec := map[string]any{"replicas": replicas, "template": template}
+	apiVersion := "apps/v1"
+	switch kind {
+	case "ReplicationController":
+		apiVersion = "v1"
+		spec["selector"] = labels
+	case "StatefulSet":
+		spec["serviceName"] = name
+		spec["selector"] = map[string]any{"matchLabels": labels}
+	default:
+		spec["selector"] = map[string]any{"matchExpressions": []any{map[string]any{"key": "app", "operator": "In", "values": []any{name, "other"}}}}
+	}
+	return obj(map[string]any{"apiVersion": apiVersion, "kind": kind,
+		"metadata": map[string]any{"name": name, "namespace": ns, "labels": map[string]any{"app": "web"}}, "spec": spec})
+}
+
+// replicaLimitCRD is the CRD of the ReplicaLimit param kind, as in the examples of
+// ValidatingAdmissionPolicy.
+func replicaLimitCRD() *unstructured.Unstructured {
+	return crdOf("replicalimits", "ReplicaLimit", false, map[string]any{
+		"maxReplicas": map[string]any{"type": "integer"},
+		"mode":        map[string]any{"type": "string"},
+		"prefix":      map[string]any{"type": "string"},
+	})
+}
+
+// widgetCRD is the CRD of Widgets, with a status subresource.
+func widgetCRD() *unstructured.Unstructured {
+	return crdOf("widgets", "Widget", true, map[string]any{
+		"size":  map[string]any{"type": "integer"},
+		"color": map[string]any{"type": "string"},
+	})
+}
+
+func crdOf(plural, kind string, status bool, spec map[string]any) *unstructured.Unstructured {
+	props := map[string]any{
+		"spec":   map[string]any{"type": "object", "properties": spec},
+		"status": map[string]any{"type": "object", "properties": map[string]any{"phase": map[string]any{"type": "string"}}},
+	}
+	version := map[string]any{"name": "v1", "served": true, "storage": true,
+		"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "properties": props}}}
+	if status {
+		version["subresources"] = map[string]any{"status": map[string]any{}}
+	}
+	return obj(map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": plural + "." + rndGroup},
+		"spec": map[string]any{
+			"group": rndGroup, "scope": "Namespaced",
+			"names":    map[string]any{"plural": plural, "singular": strings.ToLower(kind), "kind": kind, "listKind": kind + "List"},
+			"versions": []any{version},
+		},
+	})
+}
+
+func replicaLimitIn(ns, name string, labels map[string]any, max int64, mode, prefix string) *unstructured.Unstructured {
+	meta := map[string]any{"name": name, "namespace": ns}
+	if labels != nil {
+		meta["labels"] = labels
+	}
+	spec := map[string]any{"maxReplicas": max, "mode": mode}
+	if prefix != "" {
+		spec["prefix"] = prefix
+	}
+	return obj(map[string]any{"apiVersion": rndGroup + "/v1", "kind": "ReplicaLimit", "metadata": meta, "spec": spec})
+}
+
+func widgetIn(ns, name string, labels map[string]any, size int64, color string) *unstructured.Unstructured {
+	meta := map[string]any{"name": name, "namespace": ns}
+	if labels != nil {
+		meta["labels"] = labels
+	}
+	return obj(map[string]any{"apiVersion": rndGroup + "/v1", "kind": "Widget", "metadata": meta, "spec": map[string]any{"size": size, "color": color}})
 }
 
 // installRandom creates the generated policies and bindings; those the server refuses although
@@ -858,15 +983,45 @@ func (w *randomWorld) deploymentWrite() {
 	}
 }
 
-func (w *randomWorld) deploymentScale() {
+func (w *randomWorld) deploymentScale() { w.scale(deploymentsGVR, depNames) }
+
+// workloadScale scales a ReplicaSet, a StatefulSet or a ReplicationController, or labels it:
+// the oldObject of a write after a scale is the object the scale left.
+func (w *randomWorld) workloadScale() {
+	gvr, names := pick(w.r, replicaSetsGVR, statefulSetsGVR, rcsGVR), []string{"rs-a", "rs-b"}
+	switch gvr {
+	case statefulSetsGVR:
+		names = []string{"ss-a", "ss-b"}
+	case rcsGVR:
+		names = []string{"rc-a", "rc-b"}
+	}
+	if chance(w.r, 0.7) {
+		w.scale(gvr, names)
+		return
+	}
 	u, ns := w.user(), pick(w.r, w.namespaces()...)
-	name := w.existing(deploymentsGVR, ns, depNames)
-	ri := w.client(u).Resource(deploymentsGVR).Namespace(ns)
+	name := w.existing(gvr, ns, names)
+	body := pick(w.r, `{"metadata":{"labels":{"color":"red"}}}`, `{"metadata":{"labels":{"app":"db"}}}`)
+	o := w.patchOptions()
+	_, err := w.client(u).Resource(gvr).Namespace(ns).Patch(w.ctx, name, types.MergePatchType, []byte(body), o)
+	w.got(fmt.Sprintf("%s patches %s %s/%s (%s)%s", u.name, gvr.Resource, ns, name, body, dry(o.DryRun)), err)
+}
+
+// scale scales an object through its scale subresource, with a patch or with the update of the
+// Scale it reads.
+func (w *randomWorld) scale(gvr schema.GroupVersionResource, names []string) {
+	u, ns := w.user(), pick(w.r, w.namespaces()...)
+	name := w.existing(gvr, ns, names)
+	ri := w.client(u).Resource(gvr).Namespace(ns)
 	replicas := w.r.IntN(7)
 	if chance(w.r, 0.5) {
 		o := w.patchOptions()
-		_, err := ri.Patch(w.ctx, name, types.MergePatchType, []byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)), o, "scale")
-		w.got(fmt.Sprintf("%s scales deployment %s/%s to %d (patch)%s", u.name, ns, name, replicas, dry(o.DryRun)), err)
+		pt, body := types.MergePatchType, fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
+		if chance(w.r, 0.3) {
+			pt, body = types.JSONPatchType, fmt.Sprintf(`[{"op":"replace","path":"/spec/replicas","value":%d}]`, replicas)
+		}
+		_, err := ri.Patch(w.ctx, name, pt, []byte(body), o, "scale")
+		w.got(fmt.Sprintf("%s scales %s %s/%s to %d (%s)%s", u.name, gvr.Resource, ns, name, replicas, pt, dry(o.DryRun)), err)
 		return
 	}
 	sc, err := ri.Get(w.ctx, name, metav1.GetOptions{}, "scale")
@@ -874,9 +1029,67 @@ func (w *randomWorld) deploymentScale() {
 		return
 	}
 	_ = unstructured.SetNestedField(sc.Object, int64(replicas), "spec", "replicas")
+	how := ""
+	if chance(w.r, 0.3) {
+		sc.SetResourceVersion("") // an unconditional update
+		how = " unconditionally"
+	}
 	o := w.updateOptions()
 	_, err = ri.Update(w.ctx, sc, o, "scale")
-	w.got(fmt.Sprintf("%s scales deployment %s/%s to %d (update)%s", u.name, ns, name, replicas, dry(o.DryRun)), err)
+	w.got(fmt.Sprintf("%s scales %s %s/%s to %d (update%s)%s", u.name, gvr.Resource, ns, name, replicas, how, dry(o.DryRun)), err)
+}
+
+// Widgets, a custom resource: no strategic merge patch (the apiserver refuses it before
+// admission), no update without resourceVersion (a custom resource's strategy refuses it), no
+// status through the main resource and nothing else through the status subresource (the
+// strategies keep the stored ones).
+
+func (w *randomWorld) widgetWrite() {
+	u, ns := w.user(), pick(w.r, w.namespaces()...)
+	ri := w.client(u).Resource(widgetsGVR).Namespace(ns)
+	switch w.r.IntN(5) {
+	case 0, 1:
+		name := pick(w.r, widgetNames...)
+		o := w.createOptions()
+		wg := widgetIn(ns, name, w.labels(), int64(w.r.IntN(8)), pick(w.r, "red", "green", "blue"))
+		w.got(fmt.Sprintf("%s creates widget %s/%s%s", u.name, ns, name, dry(o.DryRun)), w.tryCreate(w.client(u), widgetsGVR, wg, o))
+	case 2:
+		name := w.existing(widgetsGVR, ns, widgetNames)
+		cur, err := ri.Get(w.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return
+		}
+		if chance(w.r, 0.5) {
+			_ = unstructured.SetNestedField(cur.Object, int64(w.r.IntN(8)), "spec", "size")
+		} else {
+			cur.SetLabels(toStrings(w.labels()))
+		}
+		o := w.updateOptions()
+		_, err = ri.Update(w.ctx, cur, o)
+		w.got(fmt.Sprintf("%s updates widget %s/%s%s", u.name, ns, name, dry(o.DryRun)), err)
+	case 3:
+		name := w.existing(widgetsGVR, ns, widgetNames)
+		pt, body := types.MergePatchType, pick(w.r, `{"spec":{"size":6}}`, `{"spec":{"color":"red","size":1}}`, `{"metadata":{"labels":{"color":"blue"}}}`, `{"metadata":{"labels":{"app":null}}}`)
+		if chance(w.r, 0.4) {
+			pt, body = types.JSONPatchType, pick(w.r, `[{"op":"replace","path":"/spec/size","value":7}]`, `[{"op":"add","path":"/metadata/annotations","value":{"rnd.vapc.dev/block":"1"}}]`)
+		}
+		o := w.patchOptions()
+		_, err := ri.Patch(w.ctx, name, pt, []byte(body), o)
+		w.got(fmt.Sprintf("%s patches widget %s/%s (%s %s)%s", u.name, ns, name, pt, body, dry(o.DryRun)), err)
+	default:
+		name := w.existing(widgetsGVR, ns, widgetNames)
+		o := w.deleteOptions(ri, name)
+		w.got(fmt.Sprintf("%s deletes widget %s/%s %s", u.name, ns, name, optionsString(o)), ri.Delete(w.ctx, name, o))
+	}
+}
+
+func (w *randomWorld) widgetStatus() {
+	u, ns := w.user(), pick(w.r, w.namespaces()...)
+	name := w.existing(widgetsGVR, ns, widgetNames)
+	body := fmt.Sprintf(`{"status":{"phase":%q}}`, pick(w.r, "Ready", "Failed", "Pending"))
+	o := w.patchOptions()
+	_, err := w.client(u).Resource(widgetsGVR).Namespace(ns).Patch(w.ctx, name, types.MergePatchType, []byte(body), o, "status")
+	w.got(fmt.Sprintf("%s patches the status of widget %s/%s (%s)%s", u.name, ns, name, body, dry(o.DryRun)), err)
 }
 
 // Events, in both APIs: a policy on events.k8s.io with matchPolicy Equivalent sees core ones.
@@ -1027,7 +1240,19 @@ func (w *randomWorld) namespaceLabels() {
 
 func (w *randomWorld) paramChange() {
 	ctx := w.ctx
-	switch w.r.IntN(6) {
+	switch w.r.IntN(8) {
+	case 6:
+		ns, name := rndParams, pick(w.r, "rl-0", "rl-1", "rl-2", "rl-9")
+		if chance(w.r, 0.3) {
+			ns, name = pick(w.r, rndA, rndB, rndC), "rl-local"
+		}
+		rl := replicaLimitIn(ns, name, map[string]any{"set": pick(w.r, "x", "y", "z")}, int64(w.r.IntN(6)), pick(w.r, "on", "deny-all", "skip"), pick(w.r, "", "cm-a", "wg", "dep"))
+		_, err := w.tryPut(ctx, rl)
+		w.got("the administrator writes param replicalimit "+ns+"/"+name, err)
+	case 7:
+		name := pick(w.r, "rl-0", "rl-1", "rl-2")
+		err := w.dyn.Resource(replicaLimitsGVR).Namespace(rndParams).Delete(ctx, name, metav1.DeleteOptions{})
+		w.got("the administrator deletes param replicalimit "+rndParams+"/"+name, err)
 	case 0, 1:
 		name := pick(w.r, "p-0", "p-1", "p-2", "p-9")
 		cm := configMap(rndParams, name, map[string]any{"set": pick(w.r, "x", "y", "z")}, map[string]any{
@@ -1080,6 +1305,38 @@ func (w *randomWorld) namespaceLife() {
 		w.got(u.name+" deletes namespace "+rndD+dry(o.DryRun), w.client(u).Resource(namespacesGVR).Delete(w.ctx, rndD, o))
 	}
 	w.sync(w.ctx)
+}
+
+// checkCoverage logs how many requests of the features the scenario exercises the replay
+// decided (custom resources, ReplicaLimit params in a result, scale subresources), and, when
+// strict (the default seed and steps, whose policies do use them), fails the test when one is
+// none: another seed may generate no policy that reads them.
+func (w *randomWorld) checkCoverage(byID map[string]*replay.Record, from int, strict bool) {
+	w.t.Helper()
+	counts := map[string]int{}
+	for _, rec := range byID {
+		if rec.Line < from || rec.Decision == replay.DecisionIndeterminate {
+			continue
+		}
+		if strings.HasPrefix(rec.Resource, "widgets") {
+			counts["widgets"]++
+		}
+		if rec.Subresource == "scale" {
+			counts["scale"]++
+		}
+		for _, res := range rec.Results {
+			if strings.Contains(res.Param, "rl-") {
+				counts["ReplicaLimit params"]++
+				break
+			}
+		}
+	}
+	w.t.Logf("decided: %v", counts)
+	for _, k := range []string{"widgets", "scale", "ReplicaLimit params"} {
+		if strict && counts[k] == 0 {
+			w.t.Errorf("the replay decided no request of %s", k)
+		}
+	}
 }
 
 // checkWarnings holds the replay's predicted warnings to those of every response of the

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/vapc-dev/vapc/verify"
 )
@@ -49,6 +50,8 @@ type Event struct {
 	ResponseObject   json.RawMessage   `json:"responseObject,omitempty"`
 	StageTimestamp   string            `json:"stageTimestamp,omitempty"`
 	Annotations      map[string]string `json:"annotations,omitempty"`
+	// RequestReceivedTimestamp is when the apiserver received the request.
+	RequestReceivedTimestamp string `json:"requestReceivedTimestamp,omitempty"`
 
 	// written is the response object of a write, decoded by a worker (see prepareWrite).
 	written *written
@@ -70,6 +73,24 @@ type Status struct {
 	Status  string `json:"status,omitempty"`
 	Reason  string `json:"reason,omitempty"`
 	Message string `json:"message,omitempty"`
+}
+
+// received is when the apiserver received the request (the end of its last stage when the
+// event does not say); the zero time when the event has neither.
+func (e *Event) received() time.Time {
+	if t := parseTime(e.RequestReceivedTimestamp); !t.IsZero() {
+		return t
+	}
+	return parseTime(e.StageTimestamp)
+}
+
+// parseTime reads a timestamp of an event; the zero time when there is none.
+func parseTime(s string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
 }
 
 // Code returns the response code, or 0 when the event has none.

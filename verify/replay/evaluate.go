@@ -28,6 +28,10 @@ type job struct {
 	policies []string
 	prior    prior
 	view     *View
+	// resolving says why the apiserver may not have found the paramKind of a policy of the
+	// request yet: the request is decided both ways. unsettled says why it cannot be (see
+	// Replayer.unsettledParams).
+	resolving, unsettled string
 
 	done chan struct{}
 	// The outcome: skipped, not matched after all, or a record.
@@ -38,10 +42,11 @@ type job struct {
 }
 
 // evalWorker is an evaluator and the View it reads, which its goroutine sets before each
-// evaluation.
+// evaluation; alt is the alternative evaluator of the time a paramKind may not have been found
+// (see buildEvaluators), or nil.
 type evalWorker struct {
-	eval  Evaluator
-	store *viewStore
+	eval, alt Evaluator
+	store     *viewStore
 }
 
 // viewStore is the verify.ObjectStore of one evaluator: the View of the request it evaluates.
@@ -130,12 +135,27 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 		out.Decision = DecisionIndeterminate
 		return
 	}
+	if j.unsettled != "" || (j.resolving != "" && w.alt == nil) {
+		out.Decision, out.Indeterminate = DecisionIndeterminate, j.unsettled+j.resolving
+		return
+	}
 	w.store.v = j.view
 	dec, err := w.eval.Evaluate(ctx, b.req)
+	var alt *verify.Decision
+	if err == nil && j.resolving != "" {
+		alt, err = w.alt.Evaluate(ctx, b.req)
+	}
 	w.store.v = nil
 	if err != nil {
 		out.Decision, out.Indeterminate = DecisionIndeterminate, "request: "+err.Error()
 		return
+	}
+	if alt != nil {
+		if !sameOutcome(dec, alt) {
+			out.Decision, out.Indeterminate = DecisionIndeterminate, j.resolving
+			return
+		}
+		dec.Notes = append(dec.Notes, "decided alike whether or not kube-apiserver had found the paramKind yet: "+strings.TrimPrefix(j.resolving, "param-kind-pending: "))
 	}
 	misses := j.view.Misses()
 	paramsIncomplete := len(misses) > 0

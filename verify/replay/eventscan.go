@@ -98,6 +98,7 @@ const (
 	fAnnotations
 	fKind
 	fAPIVersion
+	fRequestReceivedTimestamp
 )
 
 var eventFields = []string{
@@ -106,6 +107,7 @@ var eventFields = []string{
 	fResponseStatus: "responseStatus", fRequestObject: "requestObject",
 	fResponseObject: "responseObject", fStageTimestamp: "stageTimestamp", fAnnotations: "annotations",
 	fKind: "kind", fAPIVersion: "apiVersion",
+	fRequestReceivedTimestamp: "requestReceivedTimestamp",
 }
 
 func eventField(key []byte) int {
@@ -170,6 +172,8 @@ func setField(ev *Event, f int, raw []byte) bool {
 		return setString(&ev.Kind, raw)
 	case fAPIVersion:
 		return setString(&ev.APIVersion, raw)
+	case fRequestReceivedTimestamp:
+		return setString(&ev.RequestReceivedTimestamp, raw)
 	case fRequestObject:
 		return setRaw(&ev.RequestObject, raw)
 	case fResponseObject:

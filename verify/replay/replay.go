@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -41,7 +42,10 @@ type Progress struct {
 // Option configures a Replayer.
 type Option func(*Replayer) error
 
-// WithResources sets the cluster's API (default: the built-in APIs of Kubernetes 1.37).
+// WithResources sets the cluster's API (default: the built-in APIs of Kubernetes 1.37). A
+// *schema.Catalog is copied: the replay adds to its copy the CustomResourceDefinitions the
+// snapshot and the log define, and removes those the log deletes. Other Resources are taken as
+// they are, without the log's CRDs.
 func WithResources(res verify.Resources) Option {
 	return func(r *Replayer) error { r.resources = res; return nil }
 }
@@ -97,14 +101,26 @@ type Replayer struct {
 	progressEvery time.Duration
 
 	policies       []*admissionregistrationv1.ValidatingAdmissionPolicy
+	bindingList    []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
 	bindings       map[string][]string // policy -> binding names
 	loadedPolicies map[string]bool     // the policies with bindings
 	requestOnly    *requestOnly
-	standIns       map[schema.GroupResource]kruntime.Object // a stand-in param of each paramKind
-	scope          *scope
+	standIns       map[schema.GroupResource]kruntime.Object // a stand-in param of each paramKind, in the current epoch
 	state          *State
 	evals          []evalWorker
 	running        *evaluation
+
+	// catalog is the replay's copy of the catalog it was given, which follows the CRDs of the
+	// snapshot and the log (nil when the Resources are not a catalog); crds are those it
+	// learned, crdChanges what it followed. epoch is what the replay derived from the catalog.
+	catalog     *vapcschema.Catalog
+	crds        map[string]*servedCRD
+	crdChanges  []CRDChange
+	epoch       atomic.Pointer[epoch]
+	paramKinds  map[schema.GroupVersionKind]*paramKind
+	policyParam map[string]*paramKind
+	deferred    []deferredObject // while the snapshot loads
+	quiesced    bool             // between the halves of a barrier (see quiesce)
 
 	sum     *Summary
 	agg     *aggregator
@@ -138,13 +154,17 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 		}
 		r.resources = cat
 	}
-	r.resources = newCachedResources(r.resources)
+	if cat, ok := r.resources.(*vapcschema.Catalog); ok {
+		r.catalog = cat.Clone()
+		r.resources = r.catalog
+	}
+	r.crds = map[string]*servedCRD{}
 	if r.newEval == nil {
 		r.newEval = func(p []*admissionregistrationv1.ValidatingAdmissionPolicy, b []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, res verify.Resources, store verify.ObjectStore) (Evaluator, error) {
 			return verify.New(p, b, verify.WithResources(res), verify.WithStore(store), verify.WithDropUnknownFields(true))
 		}
 	}
-	r.policies = policies
+	r.policies, r.bindingList = policies, bindings
 	known := map[string]bool{}
 	for _, p := range policies {
 		known[p.Name] = true
@@ -157,15 +177,12 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 	for _, bs := range r.bindings {
 		sort.Strings(bs)
 	}
-	r.scope = newScope(policies, bindings, r.resources)
-	r.state = NewState(r.resources.RESTMapper(), r.scope.keeps, func(gr schema.GroupResource) bool {
-		return gr == namespacesGR || r.scope.params[gr]
+	r.newEpoch()
+	r.state = NewState(r.resources.RESTMapper(), func(gr schema.GroupResource) bool { return r.cur().scope.keeps(gr) }, func(gr schema.GroupResource) bool {
+		return gr == namespacesGR || r.cur().scope.params[gr]
 	})
-	for gr, sels := range r.scope.paramSelectors {
-		r.state.IndexSelectors(gr, sels)
-	}
+	r.state.rescope(r.cur().scope.paramSelectors)
 	r.requestOnly = newRequestOnly(policies, bindings)
-	r.standIns = r.state.standInParams(policies)
 	r.loadedPolicies = map[string]bool{}
 	for p := range r.bindings {
 		r.loadedPolicies[p] = true
@@ -173,16 +190,14 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 	if _, err := r.loadSnapshot(r.snapshots); err != nil {
 		return nil, err
 	}
+	// The paramKinds the catalog maps once the snapshot is loaded are resolved from the start.
+	r.initParamKinds()
+	r.newEpoch()
 	if r.workers <= 0 {
 		r.workers = runtime.GOMAXPROCS(0)
 	}
-	for range r.workers {
-		store := &viewStore{}
-		ev, err := r.newEval(policies, bindings, r.resources, store)
-		if err != nil {
-			return nil, err
-		}
-		r.evals = append(r.evals, evalWorker{eval: ev, store: store})
+	if err := r.buildEvaluators(); err != nil {
+		return nil, err
 	}
 	return r, nil
 }
@@ -227,6 +242,7 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 	}
 	r.sum.Bytes = bytes
 	r.sum.StateObjects = r.state.Len()
+	r.sum.CustomResourceDefinitions = r.crdChanges
 	r.agg.finish(r.sum)
 	if r.progress != nil {
 		r.progress(Progress{Lines: r.sum.Lines, Bytes: bytes, Elapsed: time.Since(start)})
@@ -328,19 +344,23 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 		r.sum.skip(rec.skip, rec.note)
 		return
 	}
-	defer r.applyWrite(d, ev, t)
-	policies := r.scope.match(t.gvr, t.sub, t.op)
+	defer r.applyWrite(ctx, d, ev, t)
+	ep := r.cur()
+	policies := ep.scope.match(t.gvr, t.sub, t.op)
 	if len(policies) == 0 {
 		r.sum.NotMatched++
 		return
 	}
 	// What the request's evaluation reads of the State, as it is now, before its own write.
 	j := &job{d: d, ev: ev, t: t, rec: rec, policies: policies, done: make(chan struct{})}
+	var unknownParams map[schema.GroupResource]string
+	j.resolving, unknownParams, j.unsettled = r.unsettledParams(policies, ev)
 	if t.op == admission.Update || t.op == admission.Delete {
 		j.prior = r.state.prior(t.gvr.GroupResource(), t.namespace, t.name)
 	}
 	// An unknown namespace is a miss only when a matched policy selects or reads it.
-	j.view = r.state.View(r.scope.readNamespaces(policies))
+	j.view = r.state.View(ep.scope.readNamespaces(policies))
+	j.view.unknown = unknownParams
 	r.submit(j)
 }
 
@@ -364,18 +384,28 @@ func (r *Replayer) detectBirth(d decoded, ev *Event, t target) {
 	}
 }
 
-// applyWrite applies a successful write to the State.
-func (r *Replayer) applyWrite(d decoded, ev *Event, t target) {
+// applyWrite applies a successful write to the State, and to the catalog when it is a CRD's.
+func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t target) {
 	code := ev.Code()
 	if code < 200 || code >= 300 || t.op == admission.Connect || isDryRun(ev) {
 		return
 	}
 	gr := t.gvr.GroupResource()
+	if gr == crdsGR {
+		defer func() {
+			if err := r.learnCRD(ctx, d, ev, t); err != nil && r.sinkErr == nil {
+				r.sinkErr = err
+			}
+		}()
+	}
 	if !r.state.Keeps(gr) {
 		return
 	}
 	src := fmt.Sprintf("%s:%d", d.file, d.num)
 	w := ev.written
+	if w != nil && w.gen != r.cur().gen {
+		w = nil // prepared with a catalog the log has changed since
+	}
 	if w == nil {
 		w = writtenObject(ev, t)
 	}
@@ -396,6 +426,7 @@ func (r *Replayer) applyWrite(d decoded, ev *Event, t target) {
 			// A TokenRequest issues a token; the ServiceAccount is not written.
 		case t.sub == "eviction":
 			r.state.Forget(gr, t.mainKind, t.namespace, t.name, "evicted at "+src+": the deletion the eviction made is not in the log")
+		case derivesScale(t) && r.applyScale(ev, t, resp, src):
 		case isMain:
 			put(resp, src)
 		case t.name != "":
@@ -450,6 +481,7 @@ type written struct {
 	isMain bool   // resp is an object of the resource's own kind
 	raw    []byte // the JSON of resp when isMain, for State.putRaw; resp may hold only a part of it
 	typed  *preparedTyped
+	gen    int // the epoch it was prepared in
 }
 
 // writtenObject decodes the response object of a write and gives it the resource's kind when
@@ -484,8 +516,9 @@ func writtenObject(ev *Event, t target) *written {
 
 // prepareWrite runs on a decoding worker: for a final event of a successful write that
 // applyWrite will apply to the State, it decodes the response object and prepares what the
-// State stores, so that the ordered stage does not. It reads nothing that changes while a
-// replay runs.
+// State stores, so that the ordered stage does not. It reads the epoch of the moment, which the
+// ordered stage may have replaced by the time it applies the write: applyWrite then prepares it
+// again.
 func (r *Replayer) prepareWrite(ev *Event) {
 	if !ev.Final() || len(ev.ResponseObject) == 0 {
 		return
@@ -494,12 +527,15 @@ func (r *Replayer) prepareWrite(ev *Event) {
 	if code < 200 || code >= 300 {
 		return
 	}
-	t, skip := r.resolve(ev)
-	if skip != "" || t.op == admission.Connect || !r.state.Keeps(t.gvr.GroupResource()) || isDryRun(ev) {
+	ep := r.cur()
+	t, skip := resolveIn(ep.resources, ev)
+	gr := t.gvr.GroupResource()
+	if skip != "" || t.op == admission.Connect || !ep.scope.keeps(gr) || isDryRun(ev) {
 		return
 	}
 	w := writtenObject(ev, t)
-	if w.raw != nil && r.state.typedKinds(t.gvr.GroupResource()) {
+	w.gen = ep.gen
+	if w.raw != nil && (gr == namespacesGR || ep.scope.params[gr]) {
 		w.typed = r.state.prepareTyped(w.resp, w.raw)
 	}
 	ev.written = w
@@ -516,6 +552,18 @@ func stillExists(u *unstructured.Unstructured) bool {
 	}
 	phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
 	return u.GetKind() == "Namespace" && phase == "Terminating"
+}
+
+// applyScale applies a scale update whose resulting Scale the log holds to the stored object
+// (see applyScale in scale.go); false when it cannot.
+func (r *Replayer) applyScale(ev *Event, t target, resp *unstructured.Unstructured, src string) bool {
+	gr := t.gvr.GroupResource()
+	obj, _, unknown, found := r.state.Lookup(gr, t.namespace, t.name)
+	if !found || unknown != "" || obj.GroupVersionKind() != t.mainKind || !applyScale(obj, resp) {
+		return false
+	}
+	_ = r.state.Put(gr, obj, src+" ("+describe(t.gvr, t.sub)+": spec.replicas, resourceVersion and generation set; managedFields as before)")
+	return true
 }
 
 // applyBinding sets the node of a pod bound through pods/binding, as the binding REST does

@@ -59,6 +59,12 @@ func WriteText(w io.Writer, s *Summary) error {
 		p.f("  %d requests were logged at Metadata level, without objects: log pod and param writes at RequestResponse level to replay them.\n", s.NoObject)
 	}
 	p.f("  changed:       %d (decided otherwise than the log records)\n", s.Changed)
+	if len(s.CustomResourceDefinitions) > 0 {
+		p.f("CustomResourceDefinitions of the snapshot and the log:\n")
+		for _, c := range s.CustomResourceDefinitions {
+			p.f("  %s\n", c)
+		}
+	}
 	for _, b := range s.Bindings {
 		p.f("\nPolicy %s, binding %s:\n", b.Policy, b.Binding)
 		p.f("  admit %d, deny %d, warn %d, audit %d, error %d, indeterminate %d\n", b.Admit, b.Deny, b.Warn, b.Audit, b.Error, b.Indeterminate)

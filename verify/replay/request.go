@@ -33,9 +33,14 @@ func isConnectKind(gvk schema.GroupVersionKind) bool {
 	return strings.HasSuffix(gvk.Kind, "Options") && gvk.Group == ""
 }
 
-// resolve finds the operation and kinds of a resource request; skip says why a request is
-// not an admission write (a read, a non-resource request).
+// resolve finds the operation and kinds of a resource request in the current epoch; skip says
+// why a request is not an admission write (a read, a non-resource request).
 func (r *Replayer) resolve(ev *Event) (t target, skip string) {
+	return resolveIn(r.cur().resources, ev)
+}
+
+// resolveIn is resolve with the kinds the resources give.
+func resolveIn(res verify.Resources, ev *Event) (t target, skip string) {
 	ref := ev.ObjectRef
 	if ref == nil || ref.Resource == "" {
 		return t, SkipNonResource
@@ -51,8 +56,8 @@ func (r *Replayer) resolve(ev *Event) (t target, skip string) {
 		// repeats it; a Namespace is cluster-scoped, and the State keys it by name alone.
 		t.namespace = ""
 	}
-	t.reqKind = r.resources.KindFor(t.gvr, t.sub)
-	t.mainKind = r.resources.KindFor(t.gvr, "")
+	t.reqKind = res.KindFor(t.gvr, t.sub)
+	t.mainKind = res.KindFor(t.gvr, "")
 	t.connect = t.sub != "" && isConnectKind(t.reqKind)
 	switch {
 	case t.connect:
@@ -131,6 +136,14 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior) rebuilt 
 			b.indeterminate = fmt.Sprintf("old-object-unknown: %s %s is not in the snapshot or earlier in the log", gr, joinKey(t.namespace, t.name))
 		case u.GroupVersionKind() != t.mainKind:
 			b.indeterminate = fmt.Sprintf("old-object-version: %s %s is stored as %s, the request is for %s", gr, joinKey(t.namespace, t.name), u.GroupVersionKind(), t.mainKind)
+		case derivesScale(t):
+			scale, err := scaleFrom(gr, u)
+			if err != nil {
+				b.indeterminate = fmt.Sprintf("subresource-kind: the Scale of %s %s: %v", gr, joinKey(t.namespace, t.name), err)
+				break
+			}
+			old = scale
+			b.oldObjectSource = SourceState + " (" + source + "), the Scale the apiserver derives from it"
 		case t.reqKind != t.mainKind:
 			b.indeterminate = fmt.Sprintf("subresource-kind: the oldObject of %s is a %s derived from the %s; vapc does not derive it", describe(t.gvr, t.sub), t.reqKind.Kind, t.mainKind.Kind)
 		default:
@@ -197,6 +210,9 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior) rebuilt 
 			b.indeterminate = "patch: " + err.Error()
 			return b
 		}
+		if derivesScale(t) {
+			obj, source = scaleUpdated(old, obj), source+", spec.replicas of the result on the Scale the apiserver derives"
+		}
 		b.req.Object, b.objectSource = withKind(obj, t.reqKind), source
 		return b
 	}
@@ -223,6 +239,10 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior) rebuilt 
 	}
 	if t.op == admission.Create && t.sub == "eviction" && t.gvr.GroupResource() == podsGR {
 		propagateDryRun(body, q)
+	}
+	if derivesScale(t) && old != nil {
+		b.req.Object, b.objectSource = scaleUpdated(old, body), SourceRequest+" (spec.replicas on the Scale the apiserver derives)"
+		return b
 	}
 	if t.op == admission.Update && old != nil && body.GetResourceVersion() == "" {
 		// An update without resourceVersion is unconditional: Store.Update gives the object the

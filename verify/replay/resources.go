@@ -10,8 +10,8 @@ import (
 
 // cachedResources remembers the answers of a verify.Resources: a replay asks the same few
 // questions (the kind of pods, the resources equivalent to pods/status) for every line, and a
-// catalog answers them by walking its group versions. The catalog must not change while a
-// replay runs. It is safe for concurrent use.
+// catalog answers them by walking its group versions. Each epoch of a replay has its own: a
+// cache is up to date as long as its epoch is current. It is safe for concurrent use.
 type cachedResources struct {
 	verify.Resources
 

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -21,7 +22,9 @@ import (
 // loadSnapshot seeds the State with the objects of snapshot files or folders: the output of
 // `kubectl get ... -o yaml` or `-o json` (a List, or one or more documents). Every resource a
 // snapshot holds objects of is taken to be complete: the snapshot holds all its objects.
-// Objects of resources no policy reads are dropped as they are read.
+// Objects of resources no policy reads are dropped as they are read. The snapshot's
+// CustomResourceDefinitions are served from the start (see followCRD); an object of a kind
+// that only a CRD read later in the snapshot defines is seeded once every file is read.
 func (r *Replayer) loadSnapshot(paths []string) (int, error) {
 	var files []string
 	for _, p := range paths {
@@ -50,6 +53,7 @@ func (r *Replayer) loadSnapshot(paths []string) (int, error) {
 	sort.Strings(files)
 	n := 0
 	seen := map[string]seenObject{}
+	r.deferred = []deferredObject{}
 	for _, f := range files {
 		k, err := r.loadSnapshotFile(f, seen)
 		n += k
@@ -57,7 +61,23 @@ func (r *Replayer) loadSnapshot(paths []string) (int, error) {
 			return n, err
 		}
 	}
+	deferred := r.deferred
+	r.deferred = nil
+	for _, d := range deferred {
+		k, err := r.seed(d.u, d.where, seen)
+		n += k
+		if err != nil {
+			return n, err
+		}
+	}
 	return n, nil
+}
+
+// deferredObject is an object of a snapshot of a kind the catalog does not know when it is
+// read: a CRD read later may define it.
+type deferredObject struct {
+	u     *unstructured.Unstructured
+	where string
 }
 
 // seenObject is where a snapshot object was read, to tell duplicates apart from repeats: raw is
@@ -133,8 +153,17 @@ func (r *Replayer) seed(u *unstructured.Unstructured, where string, seen map[str
 	if gvk.Kind == "" {
 		return 0, fmt.Errorf("snapshot %s: no kind", where)
 	}
+	if gvk == crdsGVK {
+		if err := r.seedCRD(u, where); err != nil {
+			return 0, err
+		}
+	}
 	m, err := r.resources.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
+		if meta.IsNoMatchError(err) && r.catalog != nil && r.deferred != nil {
+			r.deferred = append(r.deferred, deferredObject{u: u, where: where})
+			return 0, nil
+		}
 		return 0, fmt.Errorf("snapshot %s: %s %s: %v", where, gvk.GroupVersion(), gvk.Kind, err)
 	}
 	gr := m.Resource.GroupResource()

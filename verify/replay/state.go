@@ -79,6 +79,73 @@ func (s *State) IndexSelectors(gr schema.GroupResource, selectors []labels.Selec
 	s.selectors[gr] = append(s.selectors[gr], selectors...)
 }
 
+// rescope follows a change of what the State keeps and reads, after a change of the catalog:
+// selectors are the selectors of the bindings' paramRefs by param resource. A resource the
+// evaluator reads now, or with other selectors, gets its bucket rebuilt from the objects the
+// State holds; one it no longer reads loses its bucket.
+func (s *State) rescope(selectors map[schema.GroupResource][]labels.Selector) {
+	if s.selectors == nil {
+		s.selectors = map[schema.GroupResource][]labels.Selector{}
+	}
+	rebuild := map[schema.GroupResource]bool{}
+	for gr, sels := range selectors {
+		if !sameSelectors(s.selectors[gr], sels) {
+			s.selectors[gr] = sels
+			rebuild[gr] = true
+		}
+	}
+	for gr := range s.buckets {
+		if !s.typedKinds(gr) {
+			delete(s.buckets, gr)
+		}
+	}
+	for gr, objs := range s.objects {
+		if !s.typedKinds(gr) || (s.buckets[gr] != nil && !rebuild[gr]) {
+			continue
+		}
+		b := newBucket(s.selectors[gr])
+		s.buckets[gr] = b
+		for k, e := range objs {
+			if e.raw == nil {
+				b.set(k, typedEntry{unknown: e.unknown})
+				continue
+			}
+			u, err := decodeUnstructured(e.raw)
+			if err != nil {
+				b.set(k, typedEntry{unknown: fmt.Sprintf("%s: %v", e.source, err)})
+				continue
+			}
+			p := s.prepareTyped(u, e.raw)
+			if p.err != nil {
+				b.set(k, typedEntry{unknown: fmt.Sprintf("%s: %v", e.source, p.err)})
+				continue
+			}
+			b.set(objectKey{p.loc.Namespace, p.loc.Name}, typedEntry{gvr: p.loc.Resource, obj: p.obj, labels: p.loc.Labels})
+		}
+	}
+}
+
+func sameSelectors(a, b []labels.Selector) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].String() != b[i].String() {
+			return false
+		}
+	}
+	return true
+}
+
+// Clear forgets every object of the resource: the apiserver deleted them without the log
+// showing it (the deletion of their CustomResourceDefinition).
+func (s *State) Clear(gr schema.GroupResource) {
+	delete(s.objects, gr)
+	if _, ok := s.buckets[gr]; ok {
+		s.buckets[gr] = newBucket(s.selectors[gr])
+	}
+}
+
 // MarkComplete records that every object of the resource is known from now on.
 func (s *State) MarkComplete(gr schema.GroupResource, why string) {
 	if _, ok := s.complete[gr]; !ok {

@@ -53,6 +53,9 @@ type Summary struct {
 	Bindings []*BindingSummary `json:"bindings"`
 	// StateObjects is how many objects the State held at the end.
 	StateObjects int `json:"stateObjects"`
+	// CustomResourceDefinitions are the CRDs of the snapshot and the log the replay began or
+	// stopped serving, in order.
+	CustomResourceDefinitions []CRDChange `json:"customResourceDefinitions,omitempty"`
 }
 
 // MaxMalformed is how many malformed lines a Summary lists.

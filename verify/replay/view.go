@@ -226,6 +226,9 @@ type View struct {
 	// unknown namespace a miss (the evaluator otherwise assumes the namespace exists, as it
 	// must).
 	readsNamespaces bool
+	// unknown are the resources none of whose objects are known, and why: every read of them
+	// is a miss.
+	unknown map[schema.GroupResource]string
 
 	misses []string
 	// standIns, when set, answer for params the View does not have (see
@@ -256,6 +259,13 @@ func (v *View) counts(gr schema.GroupResource) bool {
 // Get implements verify.ObjectStore.
 func (v *View) Get(gvr schema.GroupVersionResource, namespace, name string) (runtime.Object, error) {
 	gr := gvr.GroupResource()
+	if why, ok := v.unknown[gr]; ok {
+		v.miss("%s %s unknown: %s", gr, joinKey(namespace, name), why)
+		if o, ok := v.standIns[gr]; ok {
+			return o, nil
+		}
+		return nil, apierrors.NewNotFound(gr, name)
+	}
 	e, ok := v.buckets[gr].get(objectKey{namespace, name})
 	switch {
 	case ok && e.obj == nil:
@@ -282,6 +292,13 @@ func (v *View) Get(gvr schema.GroupVersionResource, namespace, name string) (run
 // List implements verify.ObjectStore.
 func (v *View) List(gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]runtime.Object, error) {
 	gr := gvr.GroupResource()
+	if why, ok := v.unknown[gr]; ok {
+		v.miss("%s unknown: %s", gr, why)
+		if o, ok := v.standIns[gr]; ok {
+			return []runtime.Object{o}, nil
+		}
+		return nil, nil
+	}
 	b := v.buckets[gr]
 	if v.counts(gr) {
 		if !v.isComplete(gr) {

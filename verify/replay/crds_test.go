@@ -1,0 +1,359 @@
+package replay
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// The world of the CRD tests: a ReplicaLimit param kind and a Widget kind, both namespaced
+// custom resources of rules.example.com.
+const crdT0 = "2026-03-02T10:00:00.000000Z"
+
+// at is crdT0 plus the seconds.
+func at(t *testing.T, seconds float64) string {
+	t.Helper()
+	t0, err := time.Parse(time.RFC3339Nano, crdT0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return t0.Add(time.Duration(seconds * float64(time.Second))).Format("2006-01-02T15:04:05.000000Z07:00")
+}
+
+// crdObject is a CRD of rules.example.com, with its status as the apiserver writes it:
+// "created" (empty), "accepted" (NamesAccepted, not yet Established) or "established".
+func crdObject(plural, kind, status string, deleting bool) map[string]any {
+	crd := map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": plural + ".rules.example.com", "uid": "u-" + plural, "resourceVersion": "10"},
+		"spec": map[string]any{
+			"group": "rules.example.com", "scope": "Namespaced",
+			"names": map[string]any{"plural": plural, "singular": strings.TrimSuffix(plural, "s"), "kind": kind, "listKind": kind + "List"},
+			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "properties": map[string]any{
+					"spec": map[string]any{"type": "object", "properties": map[string]any{"max": map[string]any{"type": "integer"}, "size": map[string]any{"type": "integer"}}},
+				}}}}},
+		},
+		"status": map[string]any{"acceptedNames": map[string]any{"plural": "", "kind": ""}, "storedVersions": []any{"v1"}},
+	}
+	names := crd["spec"].(map[string]any)["names"]
+	cond := func(typ, status string) any {
+		return map[string]any{"type": typ, "status": status, "lastTransitionTime": "2026-03-02T10:00:00Z", "reason": "r", "message": "m"}
+	}
+	switch status {
+	case "accepted":
+		crd["status"] = map[string]any{"acceptedNames": names, "storedVersions": []any{"v1"}, "conditions": []any{cond("NamesAccepted", "True"), cond("Established", "False")}}
+	case "established":
+		crd["status"] = map[string]any{"acceptedNames": names, "storedVersions": []any{"v1"}, "conditions": []any{cond("NamesAccepted", "True"), cond("Established", "True")}}
+	}
+	if deleting {
+		md := crd["metadata"].(map[string]any)
+		md["deletionTimestamp"] = "2026-03-02T10:05:00Z"
+		md["finalizers"] = []any{"customresourcecleanup.apiextensions.k8s.io"}
+	}
+	return crd
+}
+
+// event is one final audit event as JSON, for a resource of any group.
+type event struct {
+	id, verb, group, version, resource, sub, ns, name string
+	code                                              int32
+	message, received                                 string
+	user                                              string
+	req, resp                                         map[string]any
+}
+
+func (e event) line(t *testing.T) string {
+	t.Helper()
+	uri := "/apis/" + e.group + "/" + e.version + "/"
+	if e.group == "" {
+		uri = "/api/" + e.version + "/"
+	}
+	if e.ns != "" {
+		uri += "namespaces/" + e.ns + "/"
+	}
+	uri += e.resource
+	if e.verb != "create" || e.sub != "" {
+		uri += "/" + e.name
+	}
+	if e.sub != "" {
+		uri += "/" + e.sub
+	}
+	user := e.user
+	if user == "" {
+		user = "admin"
+	}
+	ev := map[string]any{
+		"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": LevelRequestResponse, "auditID": e.id, "stage": "ResponseComplete",
+		"requestURI": uri, "verb": e.verb, "user": map[string]any{"username": user, "groups": []any{"system:masters"}},
+		"objectRef":                map[string]any{"resource": e.resource, "subresource": e.sub, "namespace": e.ns, "name": e.name, "apiGroup": e.group, "apiVersion": e.version},
+		"responseStatus":           map[string]any{"metadata": map[string]any{}, "code": e.code, "message": e.message},
+		"requestReceivedTimestamp": e.received, "stageTimestamp": e.received,
+	}
+	if e.req != nil {
+		ev["requestObject"] = e.req
+	}
+	if e.resp != nil {
+		ev["responseObject"] = e.resp
+	}
+	b, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// crdPolicies are a policy that limits the replicas of deployments by a ReplicaLimit param
+// and one that limits the size of widgets.
+func crdPolicies() ([]*admissionregistrationv1.ValidatingAdmissionPolicy, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+	rule := func(group, resource string) admissionregistrationv1.NamedRuleWithOperations {
+		return admissionregistrationv1.NamedRuleWithOperations{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"v1"}, Resources: []string{resource}},
+		}}
+	}
+	limit := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "replica-limit"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
+			ParamKind:        &admissionregistrationv1.ParamKind{APIVersion: "rules.example.com/v1", Kind: "ReplicaLimit"},
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{rule("apps", "deployments")}},
+			Validations:      []admissionregistrationv1.Validation{{Expression: "object.spec.replicas <= params.spec.max", Message: "too many replicas"}},
+		},
+	}
+	limitBinding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "replica-limit"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        "replica-limit",
+			ParamRef:          &admissionregistrationv1.ParamRef{Name: "limit", Namespace: "rules", ParameterNotFoundAction: ptr.To(admissionregistrationv1.DenyAction)},
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}
+	widget := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "widget-size"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{rule("rules.example.com", "widgets")}},
+			Validations:      []admissionregistrationv1.Validation{{Expression: "object.spec.size < 10", Message: "too big"}},
+		},
+	}
+	widgetBinding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "widget-size"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName: "widget-size", ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}
+	soft := limit.DeepCopy()
+	soft.Name, soft.Spec.FailurePolicy = "replica-limit-soft", ptr.To(admissionregistrationv1.Ignore)
+	soft.Spec.MatchConstraints.ResourceRules = []admissionregistrationv1.NamedRuleWithOperations{rule("apps", "replicasets")}
+	softBinding := limitBinding.DeepCopy()
+	softBinding.Name, softBinding.Spec.PolicyName = "replica-limit-soft", "replica-limit-soft"
+	return []*admissionregistrationv1.ValidatingAdmissionPolicy{limit, soft, widget}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{limitBinding, softBinding, widgetBinding}
+}
+
+func deploymentObject(name string, replicas int64) map[string]any {
+	return map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": name, "namespace": "app", "resourceVersion": "20"},
+		"spec": map[string]any{"replicas": replicas, "selector": map[string]any{"matchLabels": map[string]any{"app": name}}}}
+}
+
+func customObject(kind, name, ns string, spec map[string]any) map[string]any {
+	return map[string]any{"apiVersion": "rules.example.com/v1", "kind": kind, "metadata": map[string]any{"name": name, "namespace": ns, "resourceVersion": "30"}, "spec": spec}
+}
+
+const (
+	tooManyReplicas = `deployments.apps "%s" is forbidden: ValidatingAdmissionPolicy 'replica-limit' with binding 'replica-limit' denied request: too many replicas`
+	widgetTooBig    = `widgets.rules.example.com "%s" is forbidden: ValidatingAdmissionPolicy 'widget-size' with binding 'widget-size' denied request: too big`
+)
+
+func msg(format, name string) string { return strings.Replace(format, "%s", name, 1) }
+
+// TestCRDsFromLog: the log creates the CRD of a param kind and of a matched kind; the replay
+// learns them as the apiserver serves them (once their names are accepted), waits for the
+// apiserver's discovery to find the param kind, and forgets them when the log deletes them.
+func TestCRDsFromLog(t *testing.T) {
+	ps, bs := crdPolicies()
+	crdE := func(id, verb, sub, name string, code int32, when float64, resp map[string]any) event {
+		user := "admin"
+		if sub == "status" {
+			user = "system:apiserver"
+		}
+		return event{id: id, verb: verb, group: "apiextensions.k8s.io", version: "v1", resource: "customresourcedefinitions", sub: sub, name: name, code: code, received: at(t, when), user: user, resp: resp}
+	}
+	depE := func(id, name string, replicas int64, when float64, code int32, message string) event {
+		d := deploymentObject(name, replicas)
+		e := event{id: id, verb: "create", group: "apps", version: "v1", resource: "deployments", ns: "app", name: name, code: code, message: message, received: at(t, when), req: d}
+		if code == 201 {
+			e.resp = d
+		}
+		return e
+	}
+	widgetE := func(id, verb, name string, size int64, when float64, code int32, message string) event {
+		w := customObject("Widget", name, "app", map[string]any{"size": size})
+		e := event{id: id, verb: verb, group: "rules.example.com", version: "v1", resource: "widgets", ns: "app", name: name, code: code, message: message, received: at(t, when), req: w}
+		if code < 300 {
+			e.resp = w
+		}
+		return e
+	}
+	limit := customObject("ReplicaLimit", "limit", "rules", map[string]any{"max": int64(3)})
+	noParamKind := "failed to find resource referenced by paramKind: 'rules.example.com/v1, Kind=ReplicaLimit'"
+	lines := []event{
+		// Before its CRD, the paramKind is a configuration error: failurePolicy Fail denies.
+		depE("before", "d0", 1, -100, 422, "deployments.apps \"d0\" is forbidden: ValidatingAdmissionPolicy 'replica-limit' denied request: failed to configure policy: "+noParamKind),
+		crdE("limits", "create", "", "", 201, 0, crdObject("replicalimits", "ReplicaLimit", "created", false)),
+		crdE("limits-accepted", "update", "status", "replicalimits.rules.example.com", 200, 0.01, crdObject("replicalimits", "ReplicaLimit", "accepted", false)),
+		crdE("limits-established", "update", "status", "replicalimits.rules.example.com", 200, 0.02, crdObject("replicalimits", "ReplicaLimit", "established", false)),
+		crdE("widgets", "create", "", "", 201, 0.1, crdObject("widgets", "Widget", "created", false)),
+		crdE("widgets-established", "update", "status", "widgets.rules.example.com", 200, 0.2, crdObject("widgets", "Widget", "established", false)),
+		{id: "limit", verb: "create", group: "rules.example.com", version: "v1", resource: "replicalimits", ns: "rules", name: "limit", code: 201, received: at(t, 2), req: limit, resp: limit},
+		// A matched custom resource is decided at once.
+		widgetE("w-ok", "create", "w1", 3, 2.5, 201, ""),
+		widgetE("w-big", "create", "w2", 30, 2.6, 422, msg(widgetTooBig, "w2")),
+		// Within ParamResolveDelay of the Established condition, the apiserver may not know the
+		// param kind yet.
+		depE("pending", "d1", 5, 10, 201, ""),
+		// Decided alike whether the apiserver had found the param kind or not (failurePolicy
+		// Ignore, and the param admits).
+		{id: "rs-alike", verb: "create", group: "apps", version: "v1", resource: "replicasets", ns: "app", name: "rs1", code: 201, received: at(t, 11),
+			req: map[string]any{"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": map[string]any{"name": "rs1", "namespace": "app"}, "spec": map[string]any{"replicas": int64(1)}}},
+		depE("after-ok", "d2", 2, 45, 201, ""),
+		depE("after-deny", "d3", 5, 45, 422, msg(tooManyReplicas, "d3")),
+		// Deleting the CRDs: the kinds are gone, and the param kind's objects are not known.
+		crdE("limits-delete", "delete", "", "replicalimits.rules.example.com", 200, 50, crdObject("replicalimits", "ReplicaLimit", "established", true)),
+		crdE("widgets-delete", "delete", "", "widgets.rules.example.com", 200, 50, crdObject("widgets", "Widget", "established", true)),
+		depE("deleted", "d4", 1, 60, 201, ""),
+		widgetE("w-gone", "update", "w1", 4, 61, 200, ""),
+	}
+	var text []string
+	for _, e := range lines {
+		text = append(text, e.line(t))
+	}
+	sum, recs := replayLines(t, ps, bs, text...)
+	for _, tc := range []struct {
+		id, decision, detail string
+	}{
+		{"before", DecisionDeny, noParamKind},
+		{"w-ok", DecisionAdmit, ""},
+		{"w-big", DecisionDeny, msg(widgetTooBig, "w2")},
+		{"pending", DecisionIndeterminate, "param-kind-pending: policy replica-limit: the CustomResourceDefinition replicalimits.rules.example.com of paramKind rules.example.com/v1 ReplicaLimit began to be served at audit.jsonl:3"},
+		{"after-ok", DecisionAdmit, ""},
+		{"after-deny", DecisionDeny, msg(tooManyReplicas, "d3")},
+		{"rs-alike", DecisionAdmit, ""},
+		{"deleted", DecisionIndeterminate, "param-unknown: replicalimits.rules.example.com rules/limit unknown: the CustomResourceDefinition replicalimits.rules.example.com of paramKind rules.example.com/v1 ReplicaLimit was deleted at audit.jsonl:14"},
+		{"w-gone", DecisionIndeterminate, "unknown-resource: widgets.rules.example.com is not a resource"},
+	} {
+		rec := recs[tc.id]
+		if rec == nil {
+			t.Errorf("%s: no record", tc.id)
+			continue
+		}
+		got := rec.Message + rec.Indeterminate
+		if rec.Decision != tc.decision || !strings.Contains(got, tc.detail) {
+			t.Errorf("%s: %s %q, want %s %q", tc.id, rec.Decision, got, tc.decision, tc.detail)
+		}
+	}
+	if rec := recs["rs-alike"]; rec != nil && !strings.Contains(strings.Join(rec.Notes, "\n"), "decided alike whether or not kube-apiserver had found the paramKind yet") {
+		t.Errorf("rs-alike: notes %q, want one that says the decision does not depend on the paramKind", rec.Notes)
+	}
+	if len(sum.Disagreements) != 0 {
+		t.Errorf("disagreements: %v", sum.Disagreements)
+	}
+	var changes []string
+	for _, c := range sum.CustomResourceDefinitions {
+		changes = append(changes, c.String())
+	}
+	want := []string{
+		"audit.jsonl:3: replicalimits.rules.example.com served: ReplicaLimit Namespaced in v1",
+		"audit.jsonl:6: widgets.rules.example.com served: Widget Namespaced in v1",
+		"audit.jsonl:14: replicalimits.rules.example.com removed: deleted",
+		"audit.jsonl:15: widgets.rules.example.com removed: deleted",
+	}
+	if strings.Join(changes, "\n") != strings.Join(want, "\n") {
+		t.Errorf("CRD changes:\n%s\nwant:\n%s", strings.Join(changes, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestCRDsFromSnapshot: a snapshot's CRDs are served from the start, whatever the order of the
+// files, and its custom resources are params at once.
+func TestCRDsFromSnapshot(t *testing.T) {
+	ps, bs := crdPolicies()
+	dir := t.TempDir()
+	write := func(name string, objs ...map[string]any) {
+		items := make([]any, len(objs))
+		for i, o := range objs {
+			items[i] = o
+		}
+		b, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// a-params.json is read before z-crds.json.
+	write("a-params.json", customObject("ReplicaLimit", "limit", "rules", map[string]any{"max": int64(3)}))
+	write("z-crds.json", crdObject("replicalimits", "ReplicaLimit", "established", false), crdObject("widgets", "Widget", "established", false))
+	r, err := New(ps, bs, WithCheckRecorded(true), WithSnapshot(dir))
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	lines := []event{
+		{id: "deny", verb: "create", group: "apps", version: "v1", resource: "deployments", ns: "app", name: "d1", code: 422, message: msg(tooManyReplicas, "d1"), received: at(t, 1), req: deploymentObject("d1", 5)},
+		{id: "admit", verb: "create", group: "rules.example.com", version: "v1", resource: "widgets", ns: "app", name: "w1", code: 201, received: at(t, 1), req: customObject("Widget", "w1", "app", map[string]any{"size": int64(1)}), resp: customObject("Widget", "w1", "app", map[string]any{"size": int64(1)})},
+	}
+	var text []string
+	for _, e := range lines {
+		text = append(text, e.line(t))
+	}
+	recs := map[string]*Record{}
+	sum, err := r.Run(context.Background(), []Source{{Name: "audit.jsonl", Reader: strings.NewReader(strings.Join(text, "\n") + "\n")}}, func(rec *Record) error {
+		recs[rec.AuditID] = rec
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := recs["deny"]; rec == nil || rec.Decision != DecisionDeny || rec.Message != msg(tooManyReplicas, "d1") {
+		t.Errorf("deny = %+v, want a denial by the snapshot's param", rec)
+	}
+	if rec := recs["admit"]; rec == nil || rec.Decision != DecisionAdmit {
+		t.Errorf("admit = %+v, want admit", rec)
+	}
+	if len(sum.Disagreements) != 0 {
+		t.Errorf("disagreements: %v", sum.Disagreements)
+	}
+	if len(sum.CustomResourceDefinitions) != 2 {
+		t.Errorf("CRD changes = %v, want the snapshot's two", sum.CustomResourceDefinitions)
+	}
+}
+
+// TestCRDEstablishedBeforeTheLog: a log that begins after the CRD was established first shows
+// it in a later write; the Established condition's lastTransitionTime says the apiserver found
+// the param kind long before.
+func TestCRDEstablishedBeforeTheLog(t *testing.T) {
+	ps, bs := crdPolicies()
+	crd := crdObject("replicalimits", "ReplicaLimit", "established", false) // established at crdT0
+	limit := customObject("ReplicaLimit", "limit", "rules", map[string]any{"max": int64(3)})
+	lines := []string{
+		event{id: "apply", verb: "patch", group: "apiextensions.k8s.io", version: "v1", resource: "customresourcedefinitions", name: "replicalimits.rules.example.com",
+			code: 200, received: at(t, 3600), req: map[string]any{}, resp: crd}.line(t),
+		event{id: "limit", verb: "create", group: "rules.example.com", version: "v1", resource: "replicalimits", ns: "rules", name: "limit", code: 201, received: at(t, 3601), req: limit, resp: limit}.line(t),
+		event{id: "deny", verb: "create", group: "apps", version: "v1", resource: "deployments", ns: "app", name: "d1", code: 422, message: msg(tooManyReplicas, "d1"), received: at(t, 3602), req: deploymentObject("d1", 5)}.line(t),
+	}
+	sum, recs := replayLines(t, ps, bs, lines...)
+	if rec := recs["deny"]; rec == nil || rec.Decision != DecisionDeny || rec.Message != msg(tooManyReplicas, "d1") {
+		t.Errorf("deny = %+v, want a denial by the param", rec)
+	}
+	if len(sum.Disagreements) != 0 {
+		t.Errorf("disagreements: %v", sum.Disagreements)
+	}
+}

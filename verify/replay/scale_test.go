@@ -1,0 +1,135 @@
+package replay
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+)
+
+// TestScaleFrom mirrors scaleFromDeployment, scaleFromReplicaSet, scaleFromStatefulSet and
+// scaleFromRC.
+func TestScaleFrom(t *testing.T) {
+	meta := map[string]any{"name": "web", "namespace": "app", "uid": "u-1", "resourceVersion": "42", "creationTimestamp": "2026-03-02T10:00:00Z",
+		"labels": map[string]any{"app": "web"}, "generation": int64(3)}
+	scale := func(replicas, status int64, selector string) map[string]any {
+		st := map[string]any{"replicas": status}
+		if selector != "" {
+			st["selector"] = selector
+		}
+		return map[string]any{"apiVersion": "autoscaling/v1", "kind": "Scale",
+			"metadata": map[string]any{"name": "web", "namespace": "app", "uid": "u-1", "resourceVersion": "42", "creationTimestamp": "2026-03-02T10:00:00Z"},
+			"spec":     map[string]any{"replicas": replicas}, "status": st}
+	}
+	for _, tc := range []struct {
+		name string
+		gr   schema.GroupResource
+		obj  map[string]any
+		want map[string]any
+	}{
+		{"deployment, matchLabels and matchExpressions", schema.GroupResource{Group: "apps", Resource: "deployments"},
+			map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta,
+				"spec": map[string]any{"replicas": int64(3), "selector": map[string]any{"matchLabels": map[string]any{"app": "web"},
+					"matchExpressions": []any{map[string]any{"key": "tier", "operator": "In", "values": []any{"b", "a"}}}}},
+				"status": map[string]any{"replicas": int64(2)}},
+			scale(3, 2, "app=web,tier in (a,b)")},
+		{"statefulset without status", schema.GroupResource{Group: "apps", Resource: "statefulsets"},
+			map[string]any{"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": meta,
+				"spec": map[string]any{"replicas": int64(0), "selector": map[string]any{"matchLabels": map[string]any{"app": "web"}}}},
+			scale(0, 0, "app=web")},
+		{"replicaset, empty selector", schema.GroupResource{Group: "apps", Resource: "replicasets"},
+			map[string]any{"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": meta, "spec": map[string]any{"replicas": int64(5), "selector": map[string]any{}}},
+			scale(5, 0, "")},
+		{"replicationcontroller, a set selector", schema.GroupResource{Resource: "replicationcontrollers"},
+			map[string]any{"apiVersion": "v1", "kind": "ReplicationController", "metadata": meta,
+				"spec": map[string]any{"replicas": int64(1), "selector": map[string]any{"app": "web", "tier": "a"}}, "status": map[string]any{"replicas": int64(1)}},
+			scale(1, 1, "app=web,tier=a")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := scaleFrom(tc.gr, &unstructured.Unstructured{Object: tc.obj})
+			if err != nil {
+				t.Fatalf("scaleFrom: %v", err)
+			}
+			if diff := cmp.Diff(tc.want, got.Object); diff != "" {
+				t.Errorf("scaleFrom mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestScaleRequests: the oldObject of a scale update is the Scale derived from the stored
+// Deployment; a refused update or patch takes only spec.replicas of the request; after a
+// scale, the State knows the Deployment with the new replicas, resourceVersion and generation.
+func TestScaleRequests(t *testing.T) {
+	scaleRule := admissionregistrationv1.NamedRuleWithOperations{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments/scale", "deployments"}},
+	}}
+	p := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "scale"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{scaleRule}},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression:        "object.spec.replicas <= 4",
+				MessageExpression: "'old ' + string(oldObject.spec.replicas) + ' ' + oldObject.metadata.resourceVersion + ' ' + oldObject.?status.?selector.orValue('-') + ' gen ' + string(oldObject.metadata.?generation.orValue(0)) + ' new ' + string(object.spec.replicas) + ' ' + object.metadata.resourceVersion",
+			}},
+		},
+	}
+	b := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "scale"},
+		Spec:       admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "scale", ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
+	}
+	dep := map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "web", "namespace": "app", "uid": "u-1", "resourceVersion": "20", "generation": int64(1)},
+		"spec": map[string]any{"replicas": int64(2), "selector": map[string]any{"matchLabels": map[string]any{"app": "web"}}}}
+	scaleResp := func(replicas int64, rv string) map[string]any {
+		return map[string]any{"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": map[string]any{"name": "web", "namespace": "app", "uid": "u-1", "resourceVersion": rv},
+			"spec": map[string]any{"replicas": replicas}, "status": map[string]any{"replicas": int64(0), "selector": "app=web"}}
+	}
+	// A Scale has no generation: 0 for the scale requests.
+	denied := func(msg string) string {
+		return `deployments.apps "web" is forbidden: ValidatingAdmissionPolicy 'scale' with binding 'scale' denied request: ` + msg
+	}
+	scaleE := func(id, verb string, code int32, message string, req, resp map[string]any) event {
+		return event{id: id, verb: verb, group: "apps", version: "v1", resource: "deployments", sub: "scale", ns: "app", name: "web", code: code, message: message, received: at(t, 1), req: req, resp: resp}
+	}
+	lines := []event{
+		{id: "create", verb: "create", group: "apps", version: "v1", resource: "deployments", ns: "app", name: "web", code: 201, received: at(t, 0), req: dep, resp: dep},
+		// Admitted: the response is the new Scale.
+		scaleE("patch-ok", "patch", 200, "", map[string]any{"spec": map[string]any{"replicas": int64(3)}}, scaleResp(3, "21")),
+		// Refused: the patch applied to the Scale of the stored (scaled) Deployment.
+		scaleE("patch-denied", "patch", 422, denied("old 3 21 app=web gen 0 new 9 21"), map[string]any{"spec": map[string]any{"replicas": int64(9)}, "metadata": map[string]any{"labels": map[string]any{"x": "y"}}}, nil),
+		// Refused: the body's spec.replicas only, and no resourceVersion takes the stored one.
+		scaleE("update-denied", "update", 422, denied("old 3 21 app=web gen 0 new 7 21"),
+			map[string]any{"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": map[string]any{"name": "web", "namespace": "app", "annotations": map[string]any{"a": "b"}}, "spec": map[string]any{"replicas": int64(7)}}, nil),
+		// The main resource after the scale: its oldObject is the Deployment the scale left.
+		{id: "main-denied", verb: "patch", group: "apps", version: "v1", resource: "deployments", ns: "app", name: "web", code: 422, received: at(t, 2),
+			message: denied("old 3 21 - gen 2 new 5 21"), req: map[string]any{"spec": map[string]any{"replicas": int64(5)}}},
+	}
+	var text []string
+	for _, e := range lines {
+		text = append(text, e.line(t))
+	}
+	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, text...)
+	for _, id := range []string{"patch-ok", "patch-denied", "update-denied", "main-denied"} {
+		rec := recs[id]
+		if rec == nil || rec.Decision == DecisionIndeterminate {
+			t.Errorf("%s: %+v, want a decision", id, rec)
+			continue
+		}
+		if rec.Changed {
+			t.Errorf("%s: recorded %s, predicted %s %q", id, rec.Recorded, rec.Decision, rec.Message)
+		}
+	}
+	if rec := recs["patch-ok"]; rec != nil && !strings.Contains(rec.OldObjectSource, "the Scale the apiserver derives from it") {
+		t.Errorf("patch-ok: oldObjectSource %q, want the derived Scale", rec.OldObjectSource)
+	}
+	if len(sum.Disagreements) != 0 {
+		t.Errorf("disagreements: %v", sum.Disagreements)
+	}
+}
