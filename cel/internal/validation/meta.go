@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"strings"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	genericvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/storage/names"
 )
@@ -20,12 +22,16 @@ const StaticConfigSuffix = ".static.k8s.io"
 const generatedNameSuffix = "xxxxx"
 
 // metaForCreate returns a copy of meta as the server holds it when it validates a create
-// of a cluster-scoped object: the name generated from generateName if there is no name
+// of a cluster-scoped object: owner references without their duplicates (the create
+// handler), the name generated from generateName if there is no name
 // (genericregistry.Store.Create), the namespace cleared
 // (rest.EnsureObjectNamespaceMatchesRequestNamespace), generation 1 (the strategies'
 // PrepareForCreate) and managedFields replaced by the server's own (the field manager).
 func metaForCreate(meta *metav1.ObjectMeta) *metav1.ObjectMeta {
 	m := meta.DeepCopy()
+	if deduped, duplicates := dedupOwnerReferences(m.OwnerReferences); len(duplicates) > 0 {
+		m.OwnerReferences = deduped
+	}
 	if len(m.GenerateName) > 0 && len(m.Name) == 0 {
 		base := m.GenerateName
 		if len(base) > names.MaxGeneratedNameLength {
@@ -98,4 +104,38 @@ func applyDeclarative(errs, declarative field.ErrorList) field.ErrorList {
 		return false
 	})
 	return append(errs, declarative...)
+}
+
+// dedupOwnerReferences mirrors dedupOwnerReferences in k8s.io/apiserver
+// pkg/endpoints/handlers/rest.go, which the create handler applies to the request's object
+// before anything else (dedupOwnerReferencesAndAddWarning): of owner references that are
+// semantically equal, it keeps the first. It returns the references kept and the UIDs of
+// those dropped; the handler replaces the references only when it dropped some, and warns.
+func dedupOwnerReferences(refs []metav1.OwnerReference) ([]metav1.OwnerReference, []string) {
+	var result []metav1.OwnerReference
+	var duplicates []string
+	seen := make(map[types.UID]struct{})
+	for _, ref := range refs {
+		_, ok := seen[ref.UID]
+		// Short-circuit if we haven't seen the UID before. Otherwise
+		// check the entire list we have so far.
+		if !ok || !hasOwnerReference(result, ref) {
+			seen[ref.UID] = struct{}{}
+			result = append(result, ref)
+		} else {
+			duplicates = append(duplicates, string(ref.UID))
+		}
+	}
+	return result, duplicates
+}
+
+// hasOwnerReference mirrors hasOwnerReference in k8s.io/apiserver
+// pkg/endpoints/handlers/rest.go: whether refs has an item semantically equal to ref.
+func hasOwnerReference(refs []metav1.OwnerReference, ref metav1.OwnerReference) bool {
+	for _, r := range refs {
+		if apiequality.Semantic.DeepEqual(r, ref) {
+			return true
+		}
+	}
+	return false
 }
