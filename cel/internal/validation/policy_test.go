@@ -69,7 +69,7 @@ func TestValidatePolicyMetadata(t *testing.T) {
 			p.Namespace = "default"
 		},
 	}, {
-		name: "generation, status and managedFields are reset by the server",
+		name: "generation and status are reset, managedFields that do not decode dropped",
 		mutate: func(p *admissionregistrationv1.ValidatingAdmissionPolicy) {
 			p.Generation = -3
 			p.ManagedFields = []metav1.ManagedFieldsEntry{{Operation: "bogus"}}
