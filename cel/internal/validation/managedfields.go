@@ -33,6 +33,15 @@ var (
 	bindingGVK = admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicyBinding")
 )
 
+// ManagedFieldsOnCreate returns the managedFields of obj, a v1 ValidatingAdmissionPolicy or
+// ValidatingAdmissionPolicyBinding, as ValidatePolicy and ValidateBinding validate them: as
+// the field manager of kube-apiserver's create handler leaves them, the entry of the request
+// included, or nil when obj has none. The indices of the errors about managedFields are
+// indices of this list, not of obj's.
+func ManagedFieldsOnCreate(obj runtime.Object) ([]metav1.ManagedFieldsEntry, error) {
+	return managedFieldsOnCreate(obj)
+}
+
 // managedFieldsOnCreate returns the managedFields of obj, a v1 ValidatingAdmissionPolicy or
 // ValidatingAdmissionPolicyBinding, after the field manager of kube-apiserver's create handler
 // (scope.FieldManager.UpdateNoErrors in k8s.io/apiserver pkg/endpoints/handlers/create.go)
