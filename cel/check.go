@@ -103,7 +103,7 @@ func (c *Checker) Check(set *Set) Diagnostics {
 func (c *Checker) CheckPolicy(p *Policy) Diagnostics {
 	obj := p.DeepCopy()
 	defaults.SetPolicyDefaults(obj)
-	r := &reporter{src: p.Source, object: "ValidatingAdmissionPolicy/" + obj.Name}
+	r := &reporter{src: p.Source, object: "ValidatingAdmissionPolicy/" + obj.Name, place: managedFieldsSource(obj, obj.ManagedFields)}
 
 	failed := map[string]bool{} // expressions that did not compile: not type-checked again
 	for _, e := range validation.ValidatePolicy(obj, validation.Options{CompatibilityVersion: c.version.Compatibility}) {
@@ -119,7 +119,7 @@ func (c *Checker) CheckPolicy(p *Policy) Diagnostics {
 func (c *Checker) CheckBinding(b *Binding, policies map[string]*Policy) Diagnostics {
 	obj := b.DeepCopy()
 	defaults.SetBindingDefaults(obj)
-	r := &reporter{src: b.Source, object: "ValidatingAdmissionPolicyBinding/" + obj.Name}
+	r := &reporter{src: b.Source, object: "ValidatingAdmissionPolicyBinding/" + obj.Name, place: managedFieldsSource(obj, obj.ManagedFields)}
 	for _, e := range validation.ValidateBinding(obj) {
 		r.fieldError(e, CategoryCreate, "")
 	}
@@ -138,11 +138,22 @@ type reporter struct {
 	src    Locator
 	object string
 	diags  Diagnostics
+	// place, when set, maps the field path of a diagnostic to the path that places it in
+	// the source, where the two differ.
+	place func(path string) string
+}
+
+// placeOf returns the path that places a diagnostic about the field path in the source.
+func (r *reporter) placeOf(path string) string {
+	if r.place == nil {
+		return path
+	}
+	return r.place(path)
 }
 
 func (r *reporter) add(sev Severity, cat Category, path, kind, msg string) {
 	r.diags = append(r.diags, Diagnostic{
-		Pos: r.src.FieldPos(path), Field: path, Severity: sev, Category: cat,
+		Pos: r.src.FieldPos(r.placeOf(path)), Field: path, Severity: sev, Category: cat,
 		Object: r.object, Kind: kind, Message: msg,
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -197,7 +198,7 @@ func vapcVerdict(checker *cel.Checker, d *manifest.Document) verdict {
 		v.Fields = append(v.Fields, f)
 		switch {
 		case diag.Category != cel.CategoryCreate:
-		case diag.Column == 0:
+		case diag.Column == 0 && !strings.HasPrefix(diag.Message, "compilation failed: "):
 			v.Causes = append(v.Causes, f+": "+diag.Message)
 		default:
 			v.CompileIssues = append(v.CompileIssues, f+": "+strings.TrimPrefix(diag.Message, "compilation failed: "))
@@ -261,7 +262,8 @@ func serverVerdict(ctx context.Context, t *testing.T, s *harness.Server, d *mani
 
 // unrandomName replaces, in msg, the name the server generated for d from its
 // generateName with the one vapc validates instead: the prefix followed by
-// "xxxxx" in place of 5 random characters.
+// "xxxxx" in place of 5 random characters. The name is quoted alone or, in
+// the key of an audit annotation, followed by "/".
 func unrandomName(d *manifest.Document, msg string) string {
 	prefix := d.Object.GetGenerateName()
 	if d.Object.GetName() != "" || prefix == "" {
@@ -270,13 +272,16 @@ func unrandomName(d *manifest.Document, msg string) string {
 	if len(prefix) > names.MaxGeneratedNameLength {
 		prefix = prefix[:names.MaxGeneratedNameLength]
 	}
-	generated := regexp.MustCompile(`"` + regexp.QuoteMeta(prefix) + `[a-z0-9]{5}"`)
-	return generated.ReplaceAllLiteralString(msg, `"`+prefix+`xxxxx"`)
+	// The messages quote values as %q does.
+	quoted := strings.TrimSuffix(strconv.Quote(prefix), `"`)
+	generated := regexp.MustCompile(regexp.QuoteMeta(quoted) + `[a-z0-9]{5}(["/])`)
+	return generated.ReplaceAllString(msg, strings.ReplaceAll(quoted, "$", "$$")+`xxxxx$1`)
 }
 
 // compileIssue matches one issue of a CEL compile error as the apiserver words
 // it: "ERROR: <input>:LINE:COL: MESSAGE", followed by the expression and a caret.
-var compileIssue = regexp.MustCompile(`ERROR: <input>:\d+:\d+: (.*)`)
+// An issue of the whole expression (its size) is at -1:0.
+var compileIssue = regexp.MustCompile(`ERROR: <input>:-?\d+:-?\d+: (.*)`)
 
 // checkUnreadable requires that vapc refuse a file it cannot read, and that
 // the server refuse every document the Kubernetes YAML reader finds in it.

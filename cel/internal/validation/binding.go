@@ -34,7 +34,10 @@ func ValidateBinding(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding
 	if b == nil {
 		return field.ErrorList{field.InternalError(nil, fmt.Errorf("no ValidatingAdmissionPolicyBinding given"))}
 	}
-	meta := metaForCreate(&b.ObjectMeta)
+	meta, err := metaForCreate(b)
+	if err != nil {
+		return field.ErrorList{field.InternalError(field.NewPath("metadata"), err)}
+	}
 	allErrors := validateObjectMeta(meta)
 	allErrors = append(allErrors, validateValidatingAdmissionPolicyBindingSpec(&b.Spec, field.NewPath("spec"))...)
 	allErrors = append(allErrors, validateStaticSuffix(meta.Name, field.NewPath("metadata", "name"))...)

@@ -5,10 +5,11 @@
 // It mirrors, function by function, k8s.io/kubernetes pkg/apis/admissionregistration/validation
 // (validation.go and static_suffix.go), what the registry strategies in
 // pkg/registry/admissionregistration/validatingadmissionpolicy{,binding} add on create
-// (PrepareForCreate, the reserved ".static.k8s.io" name suffix), the generic create path of
-// k8s.io/apiserver pkg/registry/rest (name generation, namespace clearing, the path segment
-// name check) and the declarative validation the strategies enforce with the v1.37 default
-// feature gates. Errors carry the server's field paths, error types and detail strings.
+// (PrepareForCreate, the reserved ".static.k8s.io" name suffix), the create handler of
+// k8s.io/apiserver pkg/endpoints/handlers (owner references without duplicates), the generic
+// create path of k8s.io/apiserver pkg/registry/rest (name generation, namespace clearing, the
+// path segment name check) and the declarative validation the strategies enforce with the
+// v1.37 default feature gates. Errors carry the server's field paths, error types and detail strings.
 //
 // Every expression is treated as new, as on create: it is compiled against the CEL
 // environment of Options.CompatibilityVersion (environment.NewExpressions), which

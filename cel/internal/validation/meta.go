@@ -4,9 +4,13 @@ import (
 	"fmt"
 	"strings"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	genericvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/storage/names"
 )
@@ -19,13 +23,33 @@ const StaticConfigSuffix = ".static.k8s.io"
 // appends to metadata.generateName; any 5 characters of its alphabet validate the same.
 const generatedNameSuffix = "xxxxx"
 
-// metaForCreate returns a copy of meta as the server holds it when it validates a create
-// of a cluster-scoped object: the name generated from generateName if there is no name
-// (genericregistry.Store.Create), the namespace cleared
-// (rest.EnsureObjectNamespaceMatchesRequestNamespace), generation 1 (the strategies'
-// PrepareForCreate) and managedFields replaced by the server's own (the field manager).
-func metaForCreate(meta *metav1.ObjectMeta) *metav1.ObjectMeta {
-	m := meta.DeepCopy()
+// metaForCreate returns a copy of the metadata of obj, a v1 ValidatingAdmissionPolicy or
+// ValidatingAdmissionPolicyBinding, as the server holds it when it validates a create of the
+// cluster-scoped object: owner references without their duplicates, then managedFields as
+// the field manager leaves them (the create handler, before the registry sees the object),
+// the name generated from generateName if there is no name (genericregistry.Store.Create),
+// the namespace cleared (rest.EnsureObjectNamespaceMatchesRequestNamespace) and generation 1
+// (the strategies' PrepareForCreate). The error is internal: the field manager could not be
+// built.
+func metaForCreate(obj runtime.Object) (*metav1.ObjectMeta, error) {
+	obj = obj.DeepCopyObject()
+	var m *metav1.ObjectMeta
+	switch o := obj.(type) {
+	case *admissionregistrationv1.ValidatingAdmissionPolicy:
+		m = &o.ObjectMeta
+	case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
+		m = &o.ObjectMeta
+	default:
+		return nil, fmt.Errorf("no metadata for %T", obj)
+	}
+	if deduped, duplicates := dedupOwnerReferences(m.OwnerReferences); len(duplicates) > 0 {
+		m.OwnerReferences = deduped
+	}
+	managed, err := managedFieldsOnCreate(obj)
+	if err != nil {
+		return nil, err
+	}
+	m.ManagedFields = managed
 	if len(m.GenerateName) > 0 && len(m.Name) == 0 {
 		base := m.GenerateName
 		if len(base) > names.MaxGeneratedNameLength {
@@ -35,8 +59,7 @@ func metaForCreate(meta *metav1.ObjectMeta) *metav1.ObjectMeta {
 	}
 	m.Namespace = ""
 	m.Generation = 1
-	m.ManagedFields = nil
-	return m
+	return m, nil
 }
 
 // validateObjectMeta mirrors the metadata check of ValidateValidatingAdmissionPolicy and
@@ -98,4 +121,38 @@ func applyDeclarative(errs, declarative field.ErrorList) field.ErrorList {
 		return false
 	})
 	return append(errs, declarative...)
+}
+
+// dedupOwnerReferences mirrors dedupOwnerReferences in k8s.io/apiserver
+// pkg/endpoints/handlers/rest.go, which the create handler applies to the request's object
+// before anything else (dedupOwnerReferencesAndAddWarning): of owner references that are
+// semantically equal, it keeps the first. It returns the references kept and the UIDs of
+// those dropped; the handler replaces the references only when it dropped some, and warns.
+func dedupOwnerReferences(refs []metav1.OwnerReference) ([]metav1.OwnerReference, []string) {
+	var result []metav1.OwnerReference
+	var duplicates []string
+	seen := make(map[types.UID]struct{})
+	for _, ref := range refs {
+		_, ok := seen[ref.UID]
+		// Short-circuit if we haven't seen the UID before. Otherwise
+		// check the entire list we have so far.
+		if !ok || !hasOwnerReference(result, ref) {
+			seen[ref.UID] = struct{}{}
+			result = append(result, ref)
+		} else {
+			duplicates = append(duplicates, string(ref.UID))
+		}
+	}
+	return result, duplicates
+}
+
+// hasOwnerReference mirrors hasOwnerReference in k8s.io/apiserver
+// pkg/endpoints/handlers/rest.go: whether refs has an item semantically equal to ref.
+func hasOwnerReference(refs []metav1.OwnerReference, ref metav1.OwnerReference) bool {
+	for _, r := range refs {
+		if apiequality.Semantic.DeepEqual(r, ref) {
+			return true
+		}
+	}
+	return false
 }

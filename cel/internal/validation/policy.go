@@ -65,7 +65,10 @@ func ValidatePolicy(p *admissionregistrationv1.ValidatingAdmissionPolicy, opts O
 	if err != nil {
 		return field.ErrorList{field.InternalError(nil, err)}
 	}
-	meta := metaForCreate(&p.ObjectMeta)
+	meta, err := metaForCreate(p)
+	if err != nil {
+		return field.ErrorList{field.InternalError(field.NewPath("metadata"), err)}
+	}
 	allErrors := validateObjectMeta(meta)
 	allErrors = append(allErrors, validateValidatingAdmissionPolicySpec(c, *meta, &p.Spec, validationOptions{}, field.NewPath("spec"))...)
 	allErrors = append(allErrors, validateStaticSuffix(meta.Name, field.NewPath("metadata", "name"))...)

@@ -69,12 +69,38 @@ func TestValidatePolicyMetadata(t *testing.T) {
 			p.Namespace = "default"
 		},
 	}, {
-		name: "generation, status and managedFields are reset by the server",
+		name: "generation and status are reset, managedFields that do not decode dropped",
 		mutate: func(p *admissionregistrationv1.ValidatingAdmissionPolicy) {
 			p.Generation = -3
 			p.ManagedFields = []metav1.ManagedFieldsEntry{{Operation: "bogus"}}
 			p.Status.ObservedGeneration = -1
 		},
+	}, {
+		// The create handler drops repeated owner references before validation, so only
+		// one of the two controllers is left.
+		name: "repeated owner references are dropped",
+		mutate: func(p *admissionregistrationv1.ValidatingAdmissionPolicy) {
+			ref := metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: "n", UID: "1", Controller: ptr(true)}
+			p.OwnerReferences = []metav1.OwnerReference{ref, ref}
+		},
+	}, {
+		name: "owner references with one UID but not equal are all validated",
+		mutate: func(p *admissionregistrationv1.ValidatingAdmissionPolicy) {
+			ref := metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: "n", UID: "1", Controller: ptr(true)}
+			other := ref
+			other.Name = "m"
+			p.OwnerReferences = []metav1.OwnerReference{ref, other}
+		},
+		want: []fieldErr{invalid("metadata.ownerReferences").withDetail("Only one reference can have Controller set to true")},
+	}, {
+		name: "errors of repeated owner references are reported once",
+		mutate: func(p *admissionregistrationv1.ValidatingAdmissionPolicy) {
+			ok := metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: "n", UID: "1"}
+			bad := ok
+			bad.APIVersion = ""
+			p.OwnerReferences = []metav1.OwnerReference{ok, bad, bad}
+		},
+		want: []fieldErr{required("metadata.ownerReferences[1].apiVersion")},
 	}, {
 		name:   "invalid label",
 		mutate: func(p *admissionregistrationv1.ValidatingAdmissionPolicy) { p.Labels = map[string]string{"a": "!"} },

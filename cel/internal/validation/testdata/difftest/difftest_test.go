@@ -46,8 +46,9 @@ func serverCreate(t *testing.T, obj runtime.Object, strategy rest.RESTCreateStra
 		t.Fatal(err)
 	}
 	// What genericregistry.Store.Create and rest.BeforeCreate do before validating: system
-	// fields, name generation (with a fixed suffix), namespace clearing; the field manager
-	// replaces managedFields.
+	// fields, name generation (with a fixed suffix), namespace clearing. The cases carry no
+	// managedFields and no repeated owner references, which the create handler processes
+	// before (verify/e2e's TestCheckParity holds those against a real server).
 	m, _ := metav1Accessor(internal)
 	rest.FillObjectMetaSystemFields(m)
 	if m.GetGenerateName() != "" && m.GetName() == "" {
