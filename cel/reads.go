@@ -156,12 +156,20 @@ func PolicyReads(p *admissionregistrationv1.ValidatingAdmissionPolicy, bindings 
 		vars = append(vars, NamedExpression{Name: v.Name, Expression: v.Expression})
 	}
 	out := ExpressionReads(vars, exprs...)
+	out.Reads = append(out.Reads, SelectorReads(p, bindings).Reads...)
+	return out
+}
+
+// SelectorReads returns what selects a policy's requests besides its rules: the labels of
+// object and oldObject when it or a binding has an object selector.
+func SelectorReads(p *admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) Reads {
 	selects := p.Spec.MatchConstraints != nil && p.Spec.MatchConstraints.ObjectSelector != nil
 	for _, b := range bindings {
 		if b.Spec.PolicyName == p.Name && b.Spec.MatchResources != nil && b.Spec.MatchResources.ObjectSelector != nil {
 			selects = true
 		}
 	}
+	var out Reads
 	if selects {
 		for _, root := range []string{"object", "oldObject"} {
 			out.Reads = append(out.Reads, Read{Path: FieldPath{Root: root, Steps: []string{"metadata", "labels"}}})

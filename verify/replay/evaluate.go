@@ -160,11 +160,11 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 }
 
 // conclude decides the job's request with decide (which evaluates it with an evaluator over a
-// View) and fills its record: the decision both ways while a paramKind may not have been
+// View) and fills its record, with the notes given: the decision both ways while a paramKind may not have been
 // found yet, what the View could not answer, what holds without what is missing (oldUnknown:
 // why the old object is not known and a stand-in took its place), the authorizer, and the
 // check against the log.
-func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown string, decide func(eval Evaluator, view *View) (*verify.Decision, error)) {
+func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown string, decide func(eval Evaluator, view *View) (*verify.Decision, error), notes ...string) {
 	dec, err := decide(w.eval, j.view)
 	var alt *verify.Decision
 	if err == nil && j.resolving != "" {
@@ -214,6 +214,7 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown string
 	// know (a namespace for a namespaceSelector, as the apiserver's matcher reads it), so
 	// "not matched" would be a guess.
 	out.fill(dec)
+	out.Notes = append(out.Notes, notes...)
 	if inferred != "" {
 		out.Notes = append(out.Notes, inferred)
 		if oldUnknown != "" {

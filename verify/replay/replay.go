@@ -120,8 +120,11 @@ type Replayer struct {
 	progressEvery time.Duration
 
 	admissionPlugins []string
-	// reads are what each policy reads of the request's objects.
-	reads map[string]vapccel.Reads
+	// reads are what each policy reads of the request's objects; selects what its object
+	// selectors and its bindings' read; conditions what each of its matchConditions reads.
+	reads      map[string]vapccel.Reads
+	selects    map[string]vapccel.Reads
+	conditions map[string]map[string]vapccel.Reads
 
 	policies       []*admissionregistrationv1.ValidatingAdmissionPolicy
 	bindingList    []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
@@ -206,9 +209,14 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 	})
 	r.state.rescope(r.cur().scope.paramSelectors)
 	r.requestOnly = newRequestOnly(policies, bindings)
-	r.reads = map[string]vapccel.Reads{}
+	r.reads, r.selects, r.conditions = map[string]vapccel.Reads{}, map[string]vapccel.Reads{}, map[string]map[string]vapccel.Reads{}
 	for _, p := range policies {
 		r.reads[p.Name] = vapccel.PolicyReads(p, bindings)
+		r.selects[p.Name] = vapccel.SelectorReads(p, bindings)
+		r.conditions[p.Name] = map[string]vapccel.Reads{}
+		for _, c := range p.Spec.MatchConditions {
+			r.conditions[p.Name][c.Name] = vapccel.ExpressionReads(nil, c.Expression)
+		}
 	}
 	r.loadedPolicies = map[string]bool{}
 	for p := range r.bindings {

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"sort"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
@@ -135,7 +137,7 @@ func variantName(pt types.PatchType) string {
 
 // serve sends the request through the pipeline once per content type it may have had, with
 // the worker's admission plugins reading the View, deciding each admission with eval.
-func (r *Replayer) serve(ctx context.Context, ev *Event, t target, objects apiserver.Objects, eval Evaluator, plugins *apiserver.Plugins, view *View, passed bool) ([]served, error) {
+func (r *Replayer) serve(ctx context.Context, ev *Event, t target, policies []string, objects apiserver.Objects, eval Evaluator, plugins *apiserver.Plugins, view *View, passed bool) ([]served, error) {
 	srv, err := pipelineServer()
 	if err != nil {
 		return nil, err
@@ -167,8 +169,13 @@ func (r *Replayer) serve(ctx context.Context, ev *Event, t target, objects apise
 		}
 		ex.Validate = func(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
 			unknowns := append(settle(ev, t, a, logged), pc.unknowns()...)
-			dec, err := eval.EvaluateAttributes(ctx, a, o)
-			if err != nil {
+			var dec *verify.Decision
+			var err error
+			if n := len(s.calls); n > 0 && r.marksUnread(policies) && sameButDeletionMarks(s.calls[n-1].attrs, a) {
+				// The store validates an immediate deletion again once it has marked the
+				// object deleted: no policy reads the marks, so the decision is the same.
+				dec = s.calls[n-1].dec
+			} else if dec, err = eval.EvaluateAttributes(ctx, a, o); err != nil {
 				s.err = err
 				return apierrors.NewInternalError(err)
 			}
@@ -432,9 +439,32 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 	if name := s.calls[0].attrs.GetName(); out.Name == "" && ev.Verb != "deletecollection" && !unknownName(s.calls[0].unknowns) {
 		out.Name = name
 	}
+	var notes []string
+	if oldUnknown != "" {
+		// The stand-in's fields are all unknown, and so are the delete options the store
+		// derives from the stored object (a pod's grace period): the decision stands only if
+		// none is read. Whether the server ran admission at all is not known either (a
+		// graceful deletion may have been pending): only an admission can stand.
+		for i := range s.calls {
+			s.calls[i].unknowns = append(s.calls[i].unknowns,
+				vapccel.Unknown{Path: vapccel.FieldPath{Root: "oldObject"}, Why: oldUnknown},
+				vapccel.Unknown{Path: vapccel.FieldPath{Root: "request", Steps: []string{"options"}}, Why: oldUnknown})
+		}
+		if dec := combineCalls(ev.Verb, s.calls); !dec.Allowed {
+			out.Decision, out.Indeterminate = DecisionIndeterminate, oldUnknown
+			return
+		}
+	}
 	if why := r.dependsOnUnknown(j.policies, s.calls); why != "" {
+		if oldUnknown != "" {
+			why = oldUnknown
+		}
 		out.Decision, out.Indeterminate = DecisionIndeterminate, why
 		return
+	}
+	if oldUnknown != "" {
+		notes = append(notes, "decided without what is not known ("+strings.TrimPrefix(oldUnknown, "old-object-unknown: ")+"): no policy of the request reads it, or a matchCondition that does not read it skipped the policy")
+		out.OldObjectSource = SourceUnknown
 	}
 	cached := true
 	decide := func(eval Evaluator, view *View) (*verify.Decision, error) {
@@ -451,7 +481,7 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 		}
 		return combineCalls(ev.Verb, again.s.calls), nil
 	}
-	r.conclude(w, j, out, oldUnknown, decide)
+	r.conclude(w, j, out, "", decide, notes...)
 }
 
 // servedOnce is a request sent through the pipeline with one evaluator and View.
@@ -463,7 +493,7 @@ type servedOnce struct {
 func (r *Replayer) serveOnce(ctx context.Context, w evalWorker, j *job, objs *jobObjects, eval Evaluator, view *View) (servedOnce, error) {
 	w.store.v = view
 	defer func() { w.store.v = nil }()
-	vs, err := r.serve(ctx, j.ev, j.t, objs, eval, w.plugins, view, j.rec.vapRan || strings.HasPrefix(j.rec.by, "admission webhook"))
+	vs, err := r.serve(ctx, j.ev, j.t, j.policies, objs, eval, w.plugins, view, j.rec.vapRan || strings.HasPrefix(j.rec.by, "admission webhook"))
 	if err != nil {
 		return servedOnce{}, err
 	}
@@ -586,7 +616,11 @@ func reasonOf(ev *Event) string {
 }
 
 // dependsOnUnknown says why the decision of a request's admissions depends on a field the
-// replay does not know: a policy of the request reads it. Empty when none does.
+// replay does not know; empty when it does not. A policy's part in a decision does not depend
+// on unknown fields when the policy reads none of them, or when every evaluation of it was
+// skipped by a matchCondition that reads none (the apiserver's matcher skips a policy on the
+// first false condition, whatever the others do). What selects a policy's bindings and params
+// (object selectors read labels) counts as read.
 func (r *Replayer) dependsOnUnknown(policies []string, calls []admitted) string {
 	for _, c := range calls {
 		if len(c.unknowns) == 0 {
@@ -597,12 +631,38 @@ func (r *Replayer) dependsOnUnknown(policies []string, calls []admitted) string 
 			if !ok {
 				continue
 			}
-			if read, u, dep := reads.DependsOn(c.unknowns); dep {
-				return fmt.Sprintf("unknown-field: policy %s reads %s, and %s is not known: %s", p, read.Path, u.Path, u.Why)
+			read, u, dep := reads.DependsOn(c.unknowns)
+			if !dep || r.skippedIndependently(p, c.dec, c.unknowns) {
+				continue
 			}
+			return fmt.Sprintf("unknown-field: policy %s reads %s, and %s is not known: %s", p, read.Path, u.Path, u.Why)
 		}
 	}
 	return ""
+}
+
+// skippedIndependently says whether every evaluation of the policy in the decision was skipped
+// by a matchCondition that reads none of the unknown fields, and nothing that selects it reads
+// them either.
+func (r *Replayer) skippedIndependently(policy string, dec *verify.Decision, unknowns []vapccel.Unknown) bool {
+	if _, _, dep := r.selects[policy].DependsOn(unknowns); dep {
+		return false
+	}
+	seen := false
+	for _, res := range dec.Results {
+		if res.Policy != policy {
+			continue
+		}
+		seen = true
+		cond, ok := r.conditions[policy][res.MatchCondition]
+		if res.Result != verify.ResultAdmit || res.MatchCondition == "" || !ok {
+			return false
+		}
+		if _, _, dep := cond.DependsOn(unknowns); dep {
+			return false
+		}
+	}
+	return seen
 }
 
 // unknownName says whether the request's name is one the server generated and the log does
@@ -614,4 +674,61 @@ func unknownName(us []vapccel.Unknown) bool {
 		}
 	}
 	return false
+}
+
+// deletionMarks are the fields of a stored object the store sets when it marks it deleted
+// (rest.BeforeDelete, Store.updateForGracefulDeletionAndFinalizers).
+var deletionMarks = []vapccel.Unknown{
+	{Path: vapccel.FieldPath{Root: "oldObject", Steps: []string{"metadata", "deletionTimestamp"}}},
+	{Path: vapccel.FieldPath{Root: "oldObject", Steps: []string{"metadata", "deletionGracePeriodSeconds"}}},
+	{Path: vapccel.FieldPath{Root: "oldObject", Steps: []string{"metadata", "resourceVersion"}}},
+	{Path: vapccel.FieldPath{Root: "oldObject", Steps: []string{"metadata", "generation"}}},
+	{Path: vapccel.FieldPath{Root: "oldObject", Steps: []string{"metadata", "finalizers"}}},
+}
+
+// marksUnread says whether no policy of the request reads a deletion mark of the oldObject.
+func (r *Replayer) marksUnread(policies []string) bool {
+	for _, p := range policies {
+		reads, ok := r.reads[p]
+		if !ok {
+			return false
+		}
+		if _, _, dep := reads.DependsOn(deletionMarks); dep {
+			return false
+		}
+	}
+	return true
+}
+
+// sameButDeletionMarks says whether two admissions of one DELETE differ only in the deletion
+// marks of their oldObject.
+func sameButDeletionMarks(prev, cur admission.Attributes) bool {
+	if prev.GetOperation() != admission.Delete || cur.GetOperation() != admission.Delete || prev.GetObject() != nil || cur.GetObject() != nil ||
+		prev.GetName() != cur.GetName() || prev.GetNamespace() != cur.GetNamespace() || prev.GetSubresource() != cur.GetSubresource() ||
+		prev.GetResource() != cur.GetResource() || prev.IsDryRun() != cur.IsDryRun() || !reflect.DeepEqual(prev.GetOperationOptions(), cur.GetOperationOptions()) {
+		return false
+	}
+	po, co := prev.GetOldObject(), cur.GetOldObject()
+	if po == nil || co == nil {
+		return po == co
+	}
+	pm, err1 := meta.Accessor(po)
+	cm, err2 := meta.Accessor(co)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	// Compare with the marks made alike, then put them back.
+	ts, grace, rv, gen, fin := cm.GetDeletionTimestamp(), cm.GetDeletionGracePeriodSeconds(), cm.GetResourceVersion(), cm.GetGeneration(), cm.GetFinalizers()
+	cm.SetDeletionTimestamp(pm.GetDeletionTimestamp())
+	cm.SetDeletionGracePeriodSeconds(pm.GetDeletionGracePeriodSeconds())
+	cm.SetResourceVersion(pm.GetResourceVersion())
+	cm.SetGeneration(pm.GetGeneration())
+	cm.SetFinalizers(pm.GetFinalizers())
+	same := reflect.DeepEqual(po, co)
+	cm.SetDeletionTimestamp(ts)
+	cm.SetDeletionGracePeriodSeconds(grace)
+	cm.SetResourceVersion(rv)
+	cm.SetGeneration(gen)
+	cm.SetFinalizers(fin)
+	return same
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -26,6 +27,7 @@ import (
 	genericfilters "k8s.io/apiserver/pkg/endpoints/filters"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	sigsjson "sigs.k8s.io/json"
 
 	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
 )
@@ -230,7 +232,8 @@ func (s *Server) Do(ctx context.Context, req Request, ex *Exchange) (*Response, 
 		ct = "application/json"
 	}
 	httpReq.Header.Set("Content-Type", ct)
-	httpReq.Header.Set("Accept", "application/json")
+	// The response is read only for a failure's status: protobuf is the cheapest to write.
+	httpReq.Header.Set("Accept", "application/vnd.kubernetes.protobuf, application/json")
 	if req.UserAgent != "" {
 		httpReq.Header.Set("User-Agent", req.UserAgent)
 	}
@@ -238,23 +241,25 @@ func (s *Server) Do(ctx context.Context, req Request, ex *Exchange) (*Response, 
 	s.handler.ServeHTTP(rec, httpReq)
 	resp := &Response{Code: rec.Code, Writes: w.writes, Unknown: w.unknown}
 	if rec.Code >= 300 {
-		st := &metav1.Status{}
-		if err := json.Unmarshal(rec.Body.Bytes(), st); err == nil && st.Kind == "Status" {
-			resp.Status = st
-		} else {
-			resp.Status = &metav1.Status{Code: int32(rec.Code), Message: strings.TrimSpace(rec.Body.String())}
+		resp.Status = &metav1.Status{Code: int32(rec.Code), Message: strings.TrimSpace(rec.Body.String())}
+		if obj, _, err := kubescheme.Codecs.UniversalDeserializer().Decode(rec.Body.Bytes(), nil, nil); err == nil {
+			if st, ok := obj.(*metav1.Status); ok {
+				resp.Status = st
+			}
 		}
 	}
 	return resp, nil
 }
 
 // decodeStored decodes an object read from storage as the apiserver's storage codec does:
-// into the internal version, defaulted.
-// A stored object always has a resourceVersion and a uid; one written by hand (a snapshot, a
-// test) may not, and the registry takes an object without them for absent: it gets
-// storedVersion and storedUID.
+// into the internal version, defaulted. A stored object always has a resourceVersion and a
+// uid; one written by hand (a snapshot, a test) may not, and the registry takes an object
+// without them for absent: it gets storedVersion and storedUID.
 func decodeStored(gr schema.GroupResource, raw []byte) (runtime.Object, error) {
-	obj, _, err := kubescheme.Codecs.UniversalDecoder().Decode(raw, nil, nil)
+	obj, err := decodeKnown(raw)
+	if err != nil {
+		obj, _, err = kubescheme.Codecs.UniversalDecoder().Decode(raw, nil, nil)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -267,6 +272,54 @@ func decodeStored(gr schema.GroupResource, raw []byte) (runtime.Object, error) {
 		}
 	}
 	return obj, nil
+}
+
+// decodeKnown is the universal decoder's work on the common object, a built-in kind whose
+// apiVersion and kind come first: decode the external version (as the JSON serializer does,
+// case-sensitively, unknown fields dropped), default it, convert it to the internal version.
+// It spares the serializer's first pass over the whole object to find its kind.
+func decodeKnown(raw []byte) (runtime.Object, error) {
+	gvk, ok := leadingKind(raw)
+	if !ok || !kubescheme.Knows(gvk) {
+		return nil, errors.New("not a leading built-in kind")
+	}
+	ext, err := kubescheme.Scheme.New(gvk)
+	if err != nil {
+		return nil, err
+	}
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, ext); err != nil {
+		return nil, err
+	}
+	kubescheme.Scheme.Default(ext)
+	return kubescheme.Scheme.UnsafeConvertToVersion(ext, gvk.GroupKind().WithVersion(runtime.APIVersionInternal).GroupVersion())
+}
+
+// leadingKind reads apiVersion and kind when they are the first members of a JSON object.
+func leadingKind(raw []byte) (schema.GroupVersionKind, bool) {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return schema.GroupVersionKind{}, false
+	}
+	var apiVersion, kind string
+	for apiVersion == "" || kind == "" {
+		k, err := d.Token()
+		if err != nil {
+			return schema.GroupVersionKind{}, false
+		}
+		var v string
+		if key, ok := k.(string); !ok || (key != "apiVersion" && key != "kind") || d.Decode(&v) != nil {
+			return schema.GroupVersionKind{}, false
+		} else if key == "kind" {
+			kind = v
+		} else {
+			apiVersion = v
+		}
+	}
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return schema.GroupVersionKind{}, false
+	}
+	return gv.WithKind(kind), true
 }
 
 // The resourceVersion and uid of a stored object that has none.

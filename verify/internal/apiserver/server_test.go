@@ -148,6 +148,9 @@ func TestPatchAndStorage(t *testing.T) {
 			if resp.Code != tt.code || (resp.Unknown != nil) != tt.unknown || len(v.attrs) != tt.admitted {
 				t.Fatalf("Do = %d %v (unknown %v) with %d admissions, want %d (unknown %v) with %d", resp.Code, resp.Status, resp.Unknown, len(v.attrs), tt.code, tt.unknown, tt.admitted)
 			}
+			if tt.code == http.StatusNotFound && (resp.Status == nil || resp.Status.Reason != metav1.StatusReasonNotFound || resp.Status.Message != `namespaces "ns1" not found`) {
+				t.Errorf("status %+v, want NotFound: namespaces \"ns1\" not found", resp.Status)
+			}
 			if tt.admitted == 0 {
 				return
 			}

@@ -164,13 +164,11 @@ func (s *memStorage) split(key string) (namespace, name string, err error) {
 	return "", rest, nil
 }
 
-// load returns the current object of a key (a deep copy), or nil when it does not exist.
+// load returns the current object of a key, or nil when it does not exist. The object is the
+// world's: callers copy it before they change it or hand it out.
 func (s *memStorage) load(w *world, key string) (runtime.Object, error) {
 	if obj, ok := w.overlay[key]; ok {
-		if obj == nil {
-			return nil, nil
-		}
-		return obj.DeepCopyObject(), nil
+		return obj, nil
 	}
 	ns, name, err := s.split(key)
 	if err != nil {
@@ -189,17 +187,14 @@ func (s *memStorage) load(w *world, key string) (runtime.Object, error) {
 		return nil, fmt.Errorf("decoding the stored %s %s: %w", s.gr, joinKey(ns, name), err)
 	}
 	w.overlay[key] = obj
-	return obj.DeepCopyObject(), nil
+	return obj, nil
 }
 
+// store records a write; obj becomes the world's (see load).
 func (s *memStorage) store(w *world, key string, obj runtime.Object) {
 	ns, name, _ := s.split(key)
 	w.overlay[key] = obj
-	var stored runtime.Object
-	if obj != nil {
-		stored = obj.DeepCopyObject()
-	}
-	w.writes = append(w.writes, Write{Resource: s.gr, Namespace: ns, Name: name, Object: stored})
+	w.writes = append(w.writes, Write{Resource: s.gr, Namespace: ns, Name: name, Object: obj})
 }
 
 func (s *memStorage) Versioner() storage.Versioner { return s.versioner }
@@ -253,6 +248,7 @@ func (s *memStorage) Delete(ctx context.Context, key string, out runtime.Object,
 		}
 	}
 	// validateDeletion runs validating admission, which reads the world too: not under the lock.
+	// Admission keeps the object it is given (its attributes): a copy.
 	if err := validateDeletion(ctx, existing.DeepCopyObject()); err != nil {
 		return err
 	}
@@ -380,7 +376,8 @@ func (s *memStorage) GuaranteedUpdate(ctx context.Context, key string, destinati
 			return err
 		}
 	}
-	// tryUpdate runs admission, which reads the world too: not under the lock.
+	// tryUpdate runs admission, which reads the world too: not under the lock. It may change
+	// the object it is given: a copy.
 	updated, _, err := tryUpdate(existing.DeepCopyObject(), meta)
 	if err != nil {
 		return err
@@ -391,7 +388,8 @@ func (s *memStorage) GuaranteedUpdate(ctx context.Context, key string, destinati
 		// etcd3 skips a write that does not change the stored bytes.
 		return copyInto(existing, destination)
 	}
-	stored := updated.DeepCopyObject()
+	// The update function's result is not used again by the store: it becomes the world's.
+	stored := updated
 	if err := s.versioner.PrepareObjectForStorage(stored); err != nil {
 		return err
 	}
@@ -406,11 +404,16 @@ func (s *memStorage) GuaranteedUpdate(ctx context.Context, key string, destinati
 // semanticallyUnchanged says whether an update leaves the stored object as it was, apart from
 // its resourceVersion (which the etcd3 store clears before it compares the encoded bytes).
 func semanticallyUnchanged(existing, updated runtime.Object) bool {
-	a, b := existing.DeepCopyObject(), updated.DeepCopyObject()
-	v := storage.APIObjectVersioner{}
-	_ = v.PrepareObjectForStorage(a)
-	_ = v.PrepareObjectForStorage(b)
-	return reflect.DeepEqual(a, b)
+	a, errA := meta.Accessor(existing)
+	b, errB := meta.Accessor(updated)
+	if errA != nil || errB != nil {
+		return false
+	}
+	rv := b.GetResourceVersion()
+	b.SetResourceVersion(a.GetResourceVersion())
+	same := reflect.DeepEqual(existing, updated)
+	b.SetResourceVersion(rv)
+	return same
 }
 
 func (s *memStorage) Stats(context.Context) (storage.Stats, error) { return storage.Stats{}, nil }
