@@ -203,6 +203,33 @@ func (b *browser) screenshot(t *testing.T, dir, name string, full bool) {
 	t.Logf("wrote %s", path)
 }
 
+// zoom drags the mouse across the node timeline from one fraction of its plot's width to
+// another, as a user zooms.
+func (b *browser) zoom(t *testing.T, from, to float64) {
+	t.Helper()
+	if err := chromedp.Do(b.ctx, chromedp.ScrollIntoView(chromedp.CSS(`#timeline svg`))); err != nil {
+		t.Fatal(err)
+	}
+	box, err := chromedp.Run(b.ctx, chromedp.Evaluate[[]float64](`(function(){var r=document.querySelector("#timeline svg").getBoundingClientRect();return [r.left,r.top,r.width]})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const gutter, right = 250, 28 // page.js's GUTTER and RIGHT
+	plot := box[2] - gutter - right
+	y := box[1] + 40
+	x0, x1 := box[0]+gutter+from*plot, box[0]+gutter+to*plot
+	if err := chromedp.Do(b.ctx,
+		chromedp.MouseEvent(chromedp.MouseMoved, x0, y),
+		chromedp.MouseEvent(chromedp.MousePressed, x0, y, chromedp.ButtonLeft, chromedp.ClickCount(1)),
+		chromedp.MouseEvent(chromedp.MouseMoved, (x0+x1)/2, y, chromedp.ButtonLeft),
+		chromedp.MouseEvent(chromedp.MouseMoved, x1, y, chromedp.ButtonLeft),
+		chromedp.MouseEvent(chromedp.MouseReleased, x1, y, chromedp.ButtonLeft, chromedp.ClickCount(1)),
+		chromedp.MouseEvent(chromedp.MouseMoved, 1, 1), // away: no tooltip in the screenshots
+	); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // screenshotViewport writes a PNG of the top of the page, height pixels high.
 func (b *browser) screenshotViewport(t *testing.T, dir, name string, height int64) {
 	t.Helper()
@@ -292,24 +319,7 @@ func TestBrowser(t *testing.T) {
 
 		// Dragging across the timeline zooms both charts.
 		before := b.text(t, "#nodes .hint span.hint")
-		if err := chromedp.Do(b.ctx, chromedp.ScrollIntoView(chromedp.CSS(`#timeline svg`))); err != nil {
-			t.Fatal(err)
-		}
-		box, err := chromedp.Run(b.ctx, chromedp.Evaluate[[]float64](`(function(){var r=document.querySelector("#timeline svg").getBoundingClientRect();return [r.left,r.top,r.width]})()`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		y := box[1] + 40
-		x0, x1 := box[0]+260+0.3*(box[2]-290), box[0]+260+0.6*(box[2]-290)
-		if err := chromedp.Do(b.ctx,
-			chromedp.MouseEvent(chromedp.MouseMoved, x0, y),
-			chromedp.MouseEvent(chromedp.MousePressed, x0, y, chromedp.ButtonLeft, chromedp.ClickCount(1)),
-			chromedp.MouseEvent(chromedp.MouseMoved, (x0+x1)/2, y, chromedp.ButtonLeft),
-			chromedp.MouseEvent(chromedp.MouseMoved, x1, y, chromedp.ButtonLeft),
-			chromedp.MouseEvent(chromedp.MouseReleased, x1, y, chromedp.ButtonLeft, chromedp.ClickCount(1)),
-		); err != nil {
-			t.Fatal(err)
-		}
+		b.zoom(t, 0.3, 0.6)
 		if after := b.text(t, "#nodes .hint span.hint"); after == before || !strings.Contains(after, " to ") {
 			t.Errorf("dragging across the timeline did not zoom: %q, then %q", before, after)
 		}
@@ -327,6 +337,9 @@ func TestBrowser(t *testing.T) {
 		b.expect(t, "the drainer's cordon, admitted", lane+` g.marker[data-group="drainer"][data-kind="write"][data-outcome="admit"]`, 2)
 		b.expect(t, "the kubelet's final deletions, no policy matched", lane+` g.marker[data-group="kubelet"][data-kind="delete"][data-outcome="none"]`, 1)
 		b.expect(t, "the warned evictions", `#requests tr.row[data-outcome="warn"]`, 2)
+		// The drain is the first minute and a half of the log: zoom to it.
+		b.zoom(t, 0.005, 0.14)
+		b.expect(t, "the evictions, zoomed", lane+` g.marker[data-group="drainer"][data-kind="evict"]`, 1)
 		b.screenshot(t, dir, "report-draino.png", true)
 
 		// The label filter keeps the nodes that opted in to draino.

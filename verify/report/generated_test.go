@@ -15,9 +15,10 @@ import (
 	"github.com/vapc-dev/vapc/verify/replay"
 )
 
-// generatedReport replays a generated log (verify/auditgen) of six busy hours of a cluster of
-// 120 nodes, ten times as many node flaps and drains as the default mix, through the
-// in-tree guards of policies/, the Kosmos guard at its Deny stage, into a report.
+// generatedReport replays a generated log (verify/auditgen) of 40,000 events, about five
+// hours of a cluster of 120 nodes with ten times as many node flaps and drains as the default
+// mix, through the in-tree guards of policies/, the Kosmos guard at its Deny stage, into a
+// report.
 func generatedReport(t testing.TB) *Data {
 	t.Helper()
 	var log, snapshot bytes.Buffer

@@ -559,7 +559,7 @@
       var b = binned(r.points, r.fields, w);
       var max = 1;
       b.bins.forEach(function (bin) { var t = 0; bin.v.forEach(function (x) { t += x; }); if (t > max) max = t; });
-      g.appendChild(s('text', { 'class': 'series-sub', x: GUTTER + 6, y: y + 12, text: num(max) + ' per ' + fmtDur(b.size) }));
+      g.appendChild(s('text', { 'class': 'series-sub', x: 12, y: y + 50, text: 'scale: ' + num(max) + ' per ' + fmtDur(b.size) }));
       g.appendChild(s('line', { x1: GUTTER, x2: GUTTER + w, y1: y + 8, y2: y + 8, stroke: '#edf0f4', 'stroke-dasharray': '2 3' }));
       var base = y + RH;
       g.appendChild(s('line', { x1: GUTTER, x2: GUTTER + w, y1: base, y2: base, stroke: '#cfd6df' }));
