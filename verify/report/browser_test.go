@@ -386,6 +386,21 @@ func TestBrowser(t *testing.T) {
 		b.expect(t, "the first page of rows", `#requests tr.row`, 100)
 	})
 
+	t.Run("empty", func(t *testing.T) {
+		// A log without a request: the page says so, and draws without an error.
+		d := replayReport(t, filepath.Join("testdata", "empty"), "audit.jsonl")
+		f := filepath.Join(t.TempDir(), "empty.html")
+		if err := WriteFile(f, d); err != nil {
+			t.Fatal(err)
+		}
+		b.open(t, f)
+		b.expect(t, "lanes", `g.lane`, 0)
+		if got := b.text(t, "#timeline svg text.empty"); !strings.Contains(got, "changed no node") {
+			t.Errorf("the empty timeline says %q", got)
+		}
+		b.expect(t, "the malformed line", `#malformed td.mono`, 1)
+	})
+
 	for _, sc := range scenarios {
 		if sc.dir == "kosmos-flapping" || sc.dir == "draino" {
 			continue

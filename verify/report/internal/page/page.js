@@ -174,6 +174,15 @@
     cursors.push(cur);
     var brush = null, x0 = 0;
     function px(ev) { var r = svg.getBoundingClientRect(); return ev.clientX - r.left; }
+    function release(ev) {
+      if (!brush) return;
+      var x = px(ev);
+      svg.removeChild(brush);
+      brush = null;
+      var a = Math.max(GUTTER, Math.min(x0, x)), b = Math.min(GUTTER + w, Math.max(x0, x));
+      if (b - a < 6) return;
+      zoomTo(tOf(a, w), tOf(b, w));
+    }
     svg.addEventListener('mousemove', function (ev) {
       var x = px(ev);
       cursors.forEach(function (c) {
@@ -196,18 +205,17 @@
       x0 = x;
       brush = s('rect', { 'class': 'brush', x: x, y: top, width: 0, height: height - top });
       svg.appendChild(brush);
+      releaseBrush = release;
       ev.preventDefault();
     });
-    window.addEventListener('mouseup', function (ev) {
-      if (!brush) return;
-      var x = px(ev);
-      svg.removeChild(brush);
-      brush = null;
-      var a = Math.max(GUTTER, Math.min(x0, x)), b = Math.min(GUTTER + w, Math.max(x0, x));
-      if (b - a < 6) return;
-      zoomTo(tOf(a, w), tOf(b, w));
-    });
   }
+  // releaseBrush ends the drag of the chart being dragged, wherever the mouse is released.
+  var releaseBrush = null;
+  window.addEventListener('mouseup', function (ev) {
+    var r = releaseBrush;
+    releaseBrush = null;
+    if (r) r(ev);
+  });
   function zoomTo(a, b) {
     var min = Math.min(5000, D.span.ms || 1000);
     if (b - a < min) { var c = (a + b) / 2; a = c - min / 2; b = c + min / 2; }
