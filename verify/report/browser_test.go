@@ -81,6 +81,7 @@ func startBrowser(t *testing.T) *browser {
 		chromedp.Flag("disable-extensions", true),
 		chromedp.Flag("hide-scrollbars", true),
 		chromedp.Flag("mute-audio", true),
+		chromedp.Flag("disable-dev-shm-usage", true), // containers have a small /dev/shm
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1440, 1000),
 	}

@@ -518,7 +518,8 @@ func parseMs(s string) (int64, bool) {
 	return t.UnixMilli(), true
 }
 
-// Data builds the report's data from what the Builder gathered and the replay's Summary.
+// Data builds the report's data from what the Builder gathered and the replay's Summary,
+// once the replay is done. It is called once.
 func (b *Builder) Data(sum *replay.Summary) *Data {
 	b.flush()
 	d := &Data{Version: DataVersion, Inputs: b.inputs, Notes: sum.Notes}

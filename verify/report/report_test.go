@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -59,7 +60,12 @@ func loadPolicies(t testing.TB, path string) ([]*admissionregistrationv1.Validat
 // vapc replay --check-recorded --report does. Files are named from the repository's root.
 func replayReport(t testing.TB, dir, log string, opts ...Option) *Data {
 	t.Helper()
-	name := func(f string) string { return filepath.ToSlash(filepath.Join("testdata/audit", filepath.Base(dir), f)) }
+	name := func(f string) string {
+		if rel, err := filepath.Rel(auditData, dir); err == nil && !strings.HasPrefix(rel, "..") {
+			return filepath.ToSlash(filepath.Join("testdata/audit", rel, f))
+		}
+		return filepath.ToSlash(filepath.Join("verify/report", dir, f))
+	}
 	ps, bs := loadPolicies(t, filepath.Join(dir, "policy.yaml"))
 	var ropts []replay.Option
 	var snaps []string
