@@ -5,9 +5,9 @@ VAPC     := $(BIN)/vapc
 PKGS     := ./...
 # the packages whose tests have golden files and define -update (cmd/vapc's TestGoldenPackages
 # keeps the list complete)
-GOLDEN_PKGS := ./cel/schema ./cel/vap ./cmd/vapc ./policies ./verify/replay
+GOLDEN_PKGS := ./cel/schema ./cel/vap ./cmd/vapc ./policies ./verify/replay ./verify/report
 
-.PHONY: all build test unit e2e e2e-tools bench fuzz golden policies generate openapi verify lint check clean
+.PHONY: all build test unit e2e e2e-tools chromium bench fuzz golden policies generate openapi verify lint check clean
 
 FUZZTIME ?= 15s
 
@@ -17,17 +17,21 @@ all: build
 build:
 	$(GO) build -o $(VAPC) ./cmd/vapc
 
-## test: every test, the end-to-end tests against a real kube-apiserver included
-test: e2e-tools
+## test: every test, the end-to-end tests against a real kube-apiserver and the report's browser test included
+test: e2e-tools chromium
 	$(GO) test -count=1 -timeout 45m $(PKGS)
 
-## unit: the fast tests only (no real kube-apiserver)
-unit:
+## unit: the fast tests only (no real kube-apiserver; the report's browser test runs headless Chromium)
+unit: chromium
 	$(GO) test -short $(PKGS)
 
 ## e2e-tools: build kube-apiserver, etcd and kubectl at their pinned versions into .cache/e2e
 e2e-tools:
 	hack/e2e-tools.sh
+
+## chromium: install Debian's chromium for the report's browser test where no Chromium is found
+chromium:
+	hack/chromium.sh
 
 ## e2e: the real-apiserver parity tests
 e2e: e2e-tools

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	vapcschema "github.com/vapc-dev/vapc/cel/schema"
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/replay"
+	"github.com/vapc-dev/vapc/verify/report"
 )
 
 func init() {
@@ -28,12 +30,14 @@ type replayFlags struct {
 	failOn        string
 	checkRecorded bool
 	maxLine       int
+	report        string
+	reportRedact  stringList
 }
 
 func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var f replayFlags
 	fs := newFlagSet("replay", stderr,
-		"usage: vapc replay --policies DIR [--snapshot FILE] AUDIT.LOG[.gz]|- ...")
+		"usage: vapc replay --policies DIR [--snapshot FILE] [--report FILE.html] AUDIT.LOG[.gz]|- ...")
 	fs.Var(&f.policies, "policies", "file or folder of ValidatingAdmissionPolicies and bindings (repeatable)")
 	fs.Var(&f.snapshots, "snapshot", "file or folder of cluster objects (kubectl get -o yaml|json) the log starts from (repeatable)")
 	fs.Var(&f.crds, "crd", "CustomResourceDefinition file for custom kinds the snapshot and the log do not define (repeatable)")
@@ -41,6 +45,8 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	fs.StringVar(&f.failOn, "fail-on", "", "exit 1 when a request would be denied (deny), warned or denied (warn), or decided otherwise than recorded (any-change)")
 	fs.BoolVar(&f.checkRecorded, "check-recorded", false, "compare the log's own verdicts with the predictions and exit 1 on any disagreement")
 	fs.IntVar(&f.maxLine, "max-line-bytes", replay.DefaultMaxLineBytes, "longest log line read; longer lines are reported as malformed")
+	fs.StringVar(&f.report, "report", "", "also write an HTML report of the replay (node, eviction and decision timelines) to this file")
+	fs.Var(&f.reportRedact, "report-redact", "GROUP/RESOURCE (RESOURCE for the core group) whose values the report replaces by their sizes, as it does for secrets (repeatable)")
 	logs, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -85,6 +91,19 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			return usagef("replay: %s is a directory: give the audit log files", l)
 		}
 	}
+	redacted, err := report.ParseResources(f.reportRedact)
+	if err != nil {
+		return usagef("replay: --report-redact: %v", err)
+	}
+	if len(redacted) > 0 && f.report == "" {
+		return usagef("replay: --report-redact needs --report")
+	}
+	if f.report != "" {
+		// Before the replay, which may take minutes: the report goes in a folder that is there.
+		if info, err := os.Stat(filepath.Dir(f.report)); err != nil || !info.IsDir() {
+			return usagef("replay: --report %s: no folder %s to write it in", f.report, filepath.Dir(f.report))
+		}
+	}
 
 	cat, err := vapcschema.Builtin(verify.KubernetesVersion)
 	if err != nil {
@@ -120,6 +139,14 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			fmt.Fprintf(stderr, "\r%d lines, %.1f MB read, %.0f lines/s   ", p.Lines, float64(p.Bytes)/(1<<20), float64(p.Lines)/secs)
 		}))
 	}
+	var rep *report.Builder
+	if f.report != "" {
+		rep, err = report.New(policies, bindings, report.WithInputs(logs, f.policies, f.snapshots), report.WithRedact(redacted...))
+		if err != nil {
+			return usagef("replay: --report: %v", err)
+		}
+		opts = append(opts, replay.WithObserver(rep.Observer()))
+	}
 	r, err := replay.New(policies, bindings, opts...)
 	if err != nil {
 		return usagef("replay: %v", err)
@@ -136,12 +163,20 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if f.output == "jsonl" {
 		sink = replay.JSONLWriter(stdout)
 	}
+	if rep != nil {
+		sink = rep.Sink(sink)
+	}
 	sum, err := r.Run(ctx, sources, sink)
 	if isTerminal(stderr) {
 		fmt.Fprintln(stderr)
 	}
 	if err != nil {
 		return err
+	}
+	if rep != nil {
+		if err := report.WriteFile(f.report, rep.Data(sum)); err != nil {
+			return err
+		}
 	}
 	failed := func(b *replay.BindingSummary) bool {
 		switch f.failOn {

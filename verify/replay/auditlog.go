@@ -58,6 +58,8 @@ type Event struct {
 
 	// written is the response object of a write, decoded by a worker (see prepareWrite).
 	written *written
+	// observed is what the Observer's Prepare returned for the event.
+	observed any
 }
 
 // ObjectRef is the object an audited request is about.

@@ -118,6 +118,7 @@ type Replayer struct {
 	check         bool
 	progress      func(Progress)
 	progressEvery time.Duration
+	observer      Observer
 
 	admissionPlugins []string
 	// reads are what each policy reads of the request's objects; selects what its object
@@ -258,7 +259,7 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 	lastProgress := start
 	var bytes int64
 	r.running = r.startEvaluation(ctx)
-	err := decodeLogs(ctx, sources, r.maxLine, r.workers, r.prepareWrite, func(d decoded) {
+	err := decodeLogs(ctx, sources, r.maxLine, r.workers, r.prepare, func(d decoded) {
 		if r.sinkErr != nil {
 			return
 		}
@@ -320,6 +321,9 @@ func (r *Replayer) line(ctx context.Context, d decoded) {
 		return
 	}
 	r.sum.Requests++
+	if r.observer.Event != nil {
+		r.observer.Event(d.file, d.num, ev, ev.observed)
+	}
 	r.request(ctx, d, ev)
 }
 
@@ -411,6 +415,7 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 }
 
 func (r *Replayer) emit(out *Record, policies []string, dec *verify.Decision) {
+	out.Policies = policies
 	out.changed()
 	r.sum.record(out)
 	r.agg.add(out, policies, dec)

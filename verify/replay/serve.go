@@ -13,6 +13,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
@@ -23,6 +25,7 @@ import (
 	vapcschema "github.com/vapc-dev/vapc/cel/schema"
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/internal/apiserver"
+	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
 )
 
 // A request of a built-in resource whose admission object the log does not hold (a refused
@@ -439,6 +442,14 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 	if name := s.calls[0].attrs.GetName(); out.Name == "" && ev.Verb != "deletecollection" && !unknownName(s.calls[0].unknowns) {
 		out.Name = name
 	}
+	if r.observed() {
+		// What an observer (the HTML report) shows of the request: its objects in the
+		// version of the request.
+		out.Object = masked(versioned(s.calls[0].attrs.GetObject(), t.reqKind), "object", s.calls[0].unknowns)
+		if oldUnknown == "" {
+			out.OldObject = masked(versioned(s.calls[0].attrs.GetOldObject(), t.reqKind), "oldObject", s.calls[0].unknowns)
+		}
+	}
 	var notes []string
 	if oldUnknown != "" {
 		// The stand-in's fields are all unknown, and so are the delete options the store
@@ -731,4 +742,79 @@ func sameButDeletionMarks(prev, cur admission.Attributes) bool {
 	cm.SetGeneration(gen)
 	cm.SetFinalizers(fin)
 	return same
+}
+
+// versioned is an object of the pipeline (internal for a built-in kind) in the version of gvk,
+// unstructured; nil when it is nil or does not convert.
+func versioned(obj runtime.Object, gvk schema.GroupVersionKind) *unstructured.Unstructured {
+	if obj == nil {
+		return nil
+	}
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return u
+	}
+	ext, err := kubescheme.Scheme.ConvertToVersion(obj, gvk.GroupVersion())
+	if err != nil {
+		return nil
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ext)
+	if err != nil {
+		return nil
+	}
+	u := &unstructured.Unstructured{Object: m}
+	if kinds, _, err := kubescheme.Scheme.ObjectKinds(ext); err == nil && len(kinds) > 0 {
+		u.SetGroupVersionKind(kinds[0])
+	}
+	return u
+}
+
+// unknownValue replaces, in the objects an observer sees, the values the replay does not know
+// (the replay's own uid, clock and generated names).
+const unknownValue = "<unknown>"
+
+// masked replaces the values of the unknown fields of root in u.
+func masked(u *unstructured.Unstructured, root string, unknowns []vapccel.Unknown) *unstructured.Unstructured {
+	if u == nil {
+		return nil
+	}
+	for _, un := range unknowns {
+		if un.Path.Root == root && un.ValueOnly && len(un.Path.Steps) > 0 {
+			maskPath(u.Object, un.Path.Steps)
+		}
+	}
+	return u
+}
+
+func maskPath(v any, steps []string) {
+	switch x := v.(type) {
+	case map[string]any:
+		if len(steps) == 1 {
+			if _, ok := x[steps[0]]; ok {
+				x[steps[0]] = unknownValue
+			} else if steps[0] == vapccel.AnyStep {
+				for k := range x {
+					x[k] = unknownValue
+				}
+			}
+			return
+		}
+		if steps[0] == vapccel.AnyStep {
+			for _, c := range x {
+				maskPath(c, steps[1:])
+			}
+			return
+		}
+		maskPath(x[steps[0]], steps[1:])
+	case []any:
+		if steps[0] != vapccel.AnyStep {
+			return
+		}
+		for i := range x {
+			if len(steps) == 1 {
+				x[i] = unknownValue
+			} else {
+				maskPath(x[i], steps[1:])
+			}
+		}
+	}
 }
