@@ -49,7 +49,9 @@ func (o objects) Get(gr schema.GroupResource, namespace, name string) ([]byte, b
 	return raw, true, nil
 }
 
-func (o objects) List(schema.GroupResource, string) ([][]byte, error) { return nil, errors.New("not listed") }
+func (o objects) List(schema.GroupResource, string) ([][]byte, error) {
+	return nil, errors.New("not listed")
+}
 
 // cluster is what the admission plugins read, by resource/namespace/name.
 type cluster map[string]runtime.Object
