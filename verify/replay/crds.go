@@ -118,7 +118,11 @@ func (r *Replayer) learnCRD(ctx context.Context, d decoded, ev *Event, t target)
 		}
 		crd := decodeCRD(ev.ResponseObject)
 		if crd == nil {
-			return nil // the log does not show what the apiserver serves now
+			// The log does not show what the apiserver serves now.
+			if t.name != "" {
+				r.opaqueCRD(t.name, src)
+			}
+			return nil
 		}
 		return r.followCRD(ctx, crd, d.file, d.num, at)
 	case "delete":
@@ -159,6 +163,7 @@ func (r *Replayer) followCRD(ctx context.Context, crd *apiextensionsv1.CustomRes
 		names = acc
 	}
 	established := crdCondition(crd, apiextensionsv1.Established) || (snapshot && handWritten(crd))
+	delete(r.removedCRDs, crd.Name)
 	cur := r.crds[crd.Name]
 	if cur == nil || !equality.Semantic.DeepEqual(cur.spec, crd.Spec) || !equality.Semantic.DeepEqual(cur.names, names) {
 		r.quiesce()
@@ -208,6 +213,10 @@ func establishedAt(crd *apiextensionsv1.CustomResourceDefinition, at time.Time) 
 // from the State, as the apiserver deletes them.
 func (r *Replayer) removeCRD(ctx context.Context, name string, file string, line int, at time.Time, why string) error {
 	delete(r.crds, name)
+	if r.removedCRDs == nil {
+		r.removedCRDs = map[string]bool{}
+	}
+	r.removedCRDs[name] = true
 	if name == "" || !slices.Contains(r.catalog.CRDs(), name) {
 		return nil
 	}

@@ -213,7 +213,9 @@ func TestCRDsFromLog(t *testing.T) {
 	limit := customObject("ReplicaLimit", "limit", "rules", map[string]any{"max": int64(3)})
 	noParamKind := "failed to find resource referenced by paramKind: 'rules.example.com/v1, Kind=ReplicaLimit'"
 	lines := []event{
-		// Before its CRD, the paramKind is a configuration error: failurePolicy Fail denies.
+		// Before its CRD, the paramKind is a configuration error (failurePolicy Fail denies), but
+		// the replay cannot tell that no CRD served it then: the log does not begin with the
+		// cluster.
 		depE("before", "d0", 1, -100, 422, "deployments.apps \"d0\" is forbidden: ValidatingAdmissionPolicy 'replica-limit' denied request: failed to configure policy: "+noParamKind),
 		crdE("limits", "create", "", "", 201, 0, crdObject("replicalimits", "ReplicaLimit", "created", false)),
 		crdE("limits-accepted", "update", "status", "replicalimits.rules.example.com", 200, 0.01, crdObject("replicalimits", "ReplicaLimit", "accepted", false)),
@@ -247,7 +249,7 @@ func TestCRDsFromLog(t *testing.T) {
 	for _, tc := range []struct {
 		id, decision, detail string
 	}{
-		{"before", DecisionDeny, noParamKind},
+		{"before", DecisionIndeterminate, "param-kind-unknown: paramKind rules.example.com/v1 ReplicaLimit is served by no CustomResourceDefinition the replay knows"},
 		{"w-ok", DecisionAdmit, ""},
 		{"w-big", DecisionDeny, msg(widgetTooBig, "w2")},
 		{"pending", DecisionIndeterminate, "param-kind-pending: policy replica-limit: the CustomResourceDefinition replicalimits.rules.example.com of paramKind rules.example.com/v1 ReplicaLimit began to be served at audit.jsonl:3"},

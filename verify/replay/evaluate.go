@@ -158,7 +158,13 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 		defer func() { w.store.v = nil }()
 		return eval.Evaluate(ctx, b.req)
 	}
-	r.conclude(w, j, out, b.oldUnknown, rooted(j.prior.unknowns, j.t.op == admission.Update), decide)
+	unknowns := rooted(j.prior.unknowns, j.t.op == admission.Update)
+	if r.learnedKind(j.t.gvr) && b.req.Object != nil && b.objectSource != SourceResponse {
+		// The server pruned and defaulted the object by a schema the log does not hold.
+		unknowns = append(unknowns, vapccel.Unknown{Path: vapccel.FieldPath{Root: "object"},
+			Why: "the object as the schema of " + j.t.gvr.Resource + "." + j.t.gvr.Group + " prunes and defaults it, which the log does not hold"})
+	}
+	r.conclude(w, j, out, b.oldUnknown, unknowns, decide)
 }
 
 // conclude decides the job's request with decide (which evaluates it with an evaluator over a

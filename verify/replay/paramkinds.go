@@ -214,8 +214,14 @@ func (r *Replayer) unsettledParams(policies []string, ev *Event) (resolving stri
 	first, stale := true, false
 	var kinds []*paramKind
 	var reasons []string
+	var missing []string
 	for _, p := range policies {
 		k := r.policyParam[p]
+		if k != nil && k.mapping == nil && !k.resolving.on {
+			if why := r.paramKindMissing(k); why != "" {
+				missing = append(missing, why)
+			}
+		}
 		if k == nil || !k.unsettled() {
 			continue
 		}
@@ -238,6 +244,8 @@ func (r *Replayer) unsettledParams(policies []string, ev *Event) (resolving stri
 		}
 	}
 	switch {
+	case len(missing) > 0:
+		indeterminate = strings.Join(dedupe(missing), "; ")
 	case len(kinds) == 1 && !stale:
 		resolving = reasons[0]
 	case len(kinds) > 0:

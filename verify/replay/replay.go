@@ -140,8 +140,13 @@ type Replayer struct {
 	// catalog is the replay's copy of the catalog it was given, which follows the CRDs of the
 	// snapshot and the log (nil when the Resources are not a catalog); crds are those it
 	// learned, crdChanges what it followed. epoch is what the replay derived from the catalog.
-	catalog     *vapcschema.Catalog
-	crds        map[string]*servedCRD
+	catalog *vapcschema.Catalog
+	crds    map[string]*servedCRD
+	// learned are the CRDs the replay learned from the use of their resources, opaqueCRDs the
+	// groups of CRD writes the log holds without their object, and where (see learn.go).
+	learned     map[string]bool
+	opaqueCRDs  map[string]string
+	removedCRDs map[string]bool
 	crdChanges  []CRDChange
 	epoch       atomic.Pointer[epoch]
 	paramKinds  map[schema.GroupVersionKind]*paramKind
@@ -377,6 +382,7 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 		r.sum.skip(skip, "")
 		return
 	}
+	t = r.learnFromUse(ctx, d, ev, t)
 	r.detectBirth(d, ev, t)
 	rec := classify(ev, t.connect)
 	// A request the server refused for another reason than authentication or authorization

@@ -44,6 +44,9 @@ type State struct {
 	objects  map[schema.GroupResource]map[objectKey]*entry
 	complete map[schema.GroupResource]string // replaced, never changed: Views share it
 	allSince string                          // "the log begins with the cluster's creation" or a reason; empty if not
+	// incomplete are the resources allSince does not hold for any more (a write the log shows
+	// without its effect); replaced, never changed: Views share it.
+	incomplete map[schema.GroupResource]bool
 }
 
 type objectKey struct{ namespace, name string }
@@ -160,6 +163,20 @@ func (s *State) MarkComplete(gr schema.GroupResource, why string) {
 		c[gr] = why
 		s.complete = c
 	}
+	if s.incomplete[gr] {
+		s.incomplete = withoutKey(s.incomplete, gr)
+	}
+}
+
+// withoutKey is a copy of the set without the key.
+func withoutKey(m map[schema.GroupResource]bool, key schema.GroupResource) map[schema.GroupResource]bool {
+	c := make(map[schema.GroupResource]bool, len(m))
+	for k, v := range m {
+		if k != key {
+			c[k] = v
+		}
+	}
+	return c
 }
 
 // MarkAllComplete records that every object of every resource is known from now on.
@@ -172,7 +189,7 @@ func (s *State) MarkAllComplete(why string) {
 // Complete says whether every object of the resource is known.
 func (s *State) Complete(gr schema.GroupResource) bool {
 	_, ok := s.complete[gr]
-	return ok || s.allSince != ""
+	return !s.incomplete[gr] && (ok || s.allSince != "")
 }
 
 // Keeps says whether the State keeps objects of the resource.
@@ -294,7 +311,7 @@ func (s *State) writable(gr schema.GroupResource) *bucket {
 // says whether the request's policies read namespaces (only then is an unknown namespace a
 // miss). The View does not change when the State does.
 func (s *State) View(readsNamespaces bool) *View {
-	v := &View{buckets: make(map[schema.GroupResource]*bucket, len(s.buckets)), complete: s.complete, allSince: s.allSince, readsNamespaces: readsNamespaces}
+	v := &View{buckets: make(map[schema.GroupResource]*bucket, len(s.buckets)), complete: s.complete, incomplete: s.incomplete, allSince: s.allSince, readsNamespaces: readsNamespaces}
 	for gr, b := range s.buckets {
 		if !b.frozen {
 			b.frozen = true // before any reader has it: Views only ever read it
@@ -349,7 +366,14 @@ func (s *State) ForgetAll(gr schema.GroupResource, namespace, why string) {
 		}
 		s.complete = c
 	}
-	s.allSince = ""
+	if !s.incomplete[gr] {
+		c := make(map[schema.GroupResource]bool, len(s.incomplete)+1)
+		for k, v := range s.incomplete {
+			c[k] = v
+		}
+		c[gr] = true
+		s.incomplete = c
+	}
 }
 
 func (s *State) bucket(gr schema.GroupResource) map[objectKey]*entry {

@@ -219,9 +219,10 @@ func (b *bucket) list(gvr schema.GroupVersionResource, namespace string, selecto
 // implements verify.ObjectStore for one evaluation at a time, and records every read it could
 // not answer for sure (see State).
 type View struct {
-	buckets  map[schema.GroupResource]*bucket
-	complete map[schema.GroupResource]string
-	allSince string
+	buckets    map[schema.GroupResource]*bucket
+	complete   map[schema.GroupResource]string
+	incomplete map[schema.GroupResource]bool
+	allSince   string
 	// readsNamespaces says whether a policy of the request reads namespaces: only then is an
 	// unknown namespace a miss (the evaluator otherwise assumes the namespace exists, as it
 	// must).
@@ -249,7 +250,7 @@ func (v *View) withStandIns(standIns map[schema.GroupResource]runtime.Object) *V
 // complete says whether every object of the resource is known.
 func (v *View) isComplete(gr schema.GroupResource) bool {
 	_, ok := v.complete[gr]
-	return ok || v.allSince != ""
+	return !v.incomplete[gr] && (ok || v.allSince != "")
 }
 
 func (v *View) counts(gr schema.GroupResource) bool {

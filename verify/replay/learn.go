@@ -1,0 +1,110 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/utils/ptr"
+
+	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
+)
+
+// A log whose audit policy records CustomResourceDefinitions at Metadata level shows that a
+// CRD was written (its name: PLURAL.GROUP) but not what it serves. The resources it serves
+// still show in the log: a successful request for one gives its group, version, resource and
+// scope, and its request or response object gives its kind. The replay learns the kind from
+// that first use, as served by a CRD without a schema it knows: enough to map a paramKind and
+// to hold the objects; a refused write of the kind, whose object the server pruned and
+// defaulted by the schema, is not decided. A paramKind the replay does not map is not found
+// for sure only when no CRD could serve it: a built-in group, or a log that begins with the
+// cluster and holds every CRD write of the group in full.
+
+// opaqueCRD notes a CRD write whose object the log does not hold.
+func (r *Replayer) opaqueCRD(name, where string) {
+	if r.opaqueCRDs == nil {
+		r.opaqueCRDs = map[string]string{}
+	}
+	group := crdResource(name).Group
+	if _, ok := r.opaqueCRDs[group]; !ok {
+		r.opaqueCRDs[group] = where
+	}
+}
+
+// learnFromUse learns the kind of a resource the catalog does not serve from a successful
+// request for it, and returns the request's target as the catalog now resolves it.
+func (r *Replayer) learnFromUse(ctx context.Context, d decoded, ev *Event, t target) target {
+	if r.catalog == nil || !t.reqKind.Empty() || t.sub != "" || t.gvr.Group == "" || kubescheme.Scheme.IsGroupRegistered(t.gvr.Group) {
+		return t
+	}
+	if code := ev.Code(); code < 200 || code >= 300 || isDryRun(ev) || t.op == admission.Connect {
+		return t
+	}
+	var kind, apiVersion string
+	for _, raw := range [][]byte{ev.ResponseObject, ev.RequestObject} {
+		if h, err := decodeHeader(raw); err == nil && h.GetKind() != "" && h.GetKind() != "Status" && !strings.HasSuffix(h.GetKind(), "List") {
+			kind, apiVersion = h.GetKind(), h.GetAPIVersion()
+			break
+		}
+	}
+	if kind == "" || apiVersion != t.gvr.GroupVersion().String() || r.removedCRDs[t.gvr.Resource+"."+t.gvr.Group] {
+		return t // (a CRD the log deleted serves nothing, whatever the log says of its use)
+	}
+	scope := apiextensionsv1.ClusterScoped
+	if t.namespace != "" {
+		scope = apiextensionsv1.NamespaceScoped
+	}
+	name := t.gvr.Resource + "." + t.gvr.Group
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: t.gvr.Group, Scope: scope,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: t.gvr.Resource, Singular: strings.ToLower(kind), Kind: kind, ListKind: kind + "List"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: t.gvr.Version, Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr.To(true)}}}},
+		},
+		Status: apiextensionsv1.CustomResourceDefinitionStatus{
+			Conditions: []apiextensionsv1.CustomResourceDefinitionCondition{
+				{Type: apiextensionsv1.NamesAccepted, Status: apiextensionsv1.ConditionTrue},
+				{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionTrue},
+			},
+		},
+	}
+	crd.Status.AcceptedNames = crd.Spec.Names
+	if r.learned == nil {
+		r.learned = map[string]bool{}
+	}
+	r.learned[name] = true
+	at := parseTime(ev.StageTimestamp)
+	if err := r.followCRD(ctx, crd, d.file, d.num, at); err != nil && r.sinkErr == nil {
+		r.sinkErr = err
+	}
+	r.crdChange(d.file, d.num, name, fmt.Sprintf("learned from a %s of it: %s %s in %s, its schema not known", ev.Verb, kind, scope, t.gvr.Version))
+	nt, _ := r.resolve(ev)
+	return nt
+}
+
+// learnedKind says whether the replay learned the kind from its use, without its schema.
+func (r *Replayer) learnedKind(gvr schema.GroupVersionResource) bool {
+	return r.learned[gvr.Resource+"."+gvr.Group]
+}
+
+// paramKindMissing says why a paramKind the catalog does not map makes a decision
+// indeterminate, or "" when the kind is missing for sure.
+func (r *Replayer) paramKindMissing(k *paramKind) string {
+	group := k.gvk.Group
+	if group == "" || kubescheme.Scheme.IsGroupRegistered(group) {
+		return "" // a built-in group: no CRD serves it
+	}
+	if where, ok := r.opaqueCRDs[group]; ok {
+		return fmt.Sprintf("param-kind-unknown: paramKind %s may be served by a CustomResourceDefinition of %s the log wrote at %s without its object: give the CRD with --crd or --snapshot", gvkString(k.gvk), group, where)
+	}
+	if r.state.allSince != "" {
+		return "" // the log holds every CRD write since the cluster began
+	}
+	return fmt.Sprintf("param-kind-unknown: paramKind %s is served by no CustomResourceDefinition the replay knows, and the log does not begin with the cluster: give the CRD with --crd or --snapshot", gvkString(k.gvk))
+}
