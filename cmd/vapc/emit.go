@@ -17,7 +17,7 @@ import (
 )
 
 func init() {
-	register("emit", verb{summary: "write the in-tree policies' YAML from their Go source and settings", run: runEmit})
+	register("emit", verb{summary: "write the in-tree policies' YAML from their Go source and settings", run: runEmit, flags: func() *flagSet { return new(emitFlags).flagSet(io.Discard, io.Discard) }})
 }
 
 type emitFlags struct {
@@ -29,14 +29,7 @@ type emitFlags struct {
 
 func runEmit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var f emitFlags
-	fs := newFlagSet("emit", stderr,
-		"usage: vapc emit [--settings FILE] [--out DIR] [--stage STAGE] [--check]",
-		"\nBuilds the in-tree guards of package policies, type-checks every expression, and writes",
-		"their YAML; files it wrote before for guards that no longer exist are removed.")
-	fs.StringVar(&f.settings, "settings", policies.DefaultSettingsFile, `settings file of the guards ("" for the built-in defaults)`)
-	fs.StringVar(&f.out, "out", "policies", "folder to write one <policy>.yaml per guard into")
-	fs.StringVar(&f.stage, "stage", "", "rollout stage of every binding, Audit, Warn or Deny, instead of the settings' stages")
-	fs.BoolVar(&f.check, "check", false, "write nothing; exit 1 if the folder is not what emit would write")
+	fs := f.flagSet(stdout, stderr)
 	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -159,4 +152,19 @@ func syncFolder(dir string, files []policies.File, write bool) ([]string, error)
 		}
 	}
 	return changes, nil
+}
+
+// flagSet defines the flags of vapc emit into f.
+func (f *emitFlags) flagSet(stdout, stderr io.Writer) *flagSet {
+	fs := newFlagSet("emit", stdout, stderr,
+		"usage: vapc emit [--settings FILE] [--out DIR] [--stage STAGE] [--check]",
+		"\nBuilds the in-tree guards of package policies, type-checks every expression, and writes",
+		"their YAML; files it wrote before for guards that no longer exist are removed.")
+	fs.StringVar(&f.settings, "settings", policies.DefaultSettingsFile, `settings file of the guards ("" for the built-in defaults)`)
+	fs.StringVar(&f.out, "out", "policies", "folder to write one <policy>.yaml per guard into")
+	fs.StringVar(&f.stage, "stage", "", "rollout stage of every binding, Audit, Warn or Deny, instead of the settings' stages")
+	fs.BoolVar(&f.check, "check", false, "write nothing; exit 1 if the folder is not what emit would write")
+	fs.choices("stage", "Audit", "Warn", "Deny")
+	fs.args = ""
+	return fs
 }

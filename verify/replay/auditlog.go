@@ -229,10 +229,12 @@ func (r *lineReader) next() (l line, ok bool) {
 					rerr = fmt.Errorf("compressed stream truncated: reading stopped")
 				}
 				if len(bytes.TrimSpace(l.data)) == 0 && l.err == nil {
-					l.data, l.err = nil, rerr
+					l.data, l.err = nil, &readError{rerr}
 				} else if l.err == nil {
-					l.err = fmt.Errorf("%v (last line of %d bytes incomplete)", rerr, len(l.data))
+					l.err = &readError{fmt.Errorf("%v (last line of %d bytes incomplete)", rerr, len(l.data))}
 					l.data = nil
+				} else {
+					l.err = &readError{fmt.Errorf("%v; then %v", l.err, rerr)}
 				}
 			}
 			if l.err == nil && len(bytes.TrimSpace(l.data)) == 0 {
