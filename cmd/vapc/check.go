@@ -9,6 +9,7 @@ import (
 
 	"github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/cel/manifest"
+	"github.com/vapc-dev/vapc/cel/sarif"
 	vapcschema "github.com/vapc-dev/vapc/cel/schema"
 )
 
@@ -35,8 +36,10 @@ func runCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fs.Usage()
 		return usagef("check: no files given")
 	}
-	if f.output != "text" && f.output != "json" {
-		return usagef("check: --output must be text or json, not %q", f.output)
+	switch f.output {
+	case "text", "json", "sarif":
+	default:
+		return usagef("check: --output must be text, json or sarif, not %q", f.output)
 	}
 	if _, err := cel.ParseVersion(f.version); err != nil {
 		return usagef("check: --kubernetes-version: %v", err)
@@ -107,6 +110,9 @@ func count(diags cel.Diagnostics) (errs, warns int) {
 }
 
 func writeDiagnostics(w io.Writer, format string, diags cel.Diagnostics) error {
+	if format == "sarif" {
+		return sarif.Write(w, sarif.Tool{Name: "vapc", Version: buildVersions().Vapc, InformationURI: "https://github.com/vapc-dev/vapc"}, diags)
+	}
 	if format == "json" {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
