@@ -153,7 +153,7 @@ func TestCompletion(t *testing.T) {
 	}
 	for _, tc := range []struct{ line, want string }{
 		{"vapc re", "replay"},
-		{"vapc ", "check completion emit help replay test version --help --version"},
+		{"vapc ", "check completion emit help replay snapshot test version --help --version"},
 		{"vapc replay --fail", "--fail-on"},
 		{"vapc replay --output ", "text jsonl junit"},
 		{"vapc check --kubernetes-version 1.3", "1.30 1.31 1.32 1.33 1.34 1.35 1.36 1.37"},
