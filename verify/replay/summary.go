@@ -124,7 +124,7 @@ func newChange(r *Record) Change {
 			}
 		}
 		if !denies {
-			why = append(why, "no binding has the Deny action")
+			why = append(why, "no binding that fails it has the Deny action (its stage is Audit or Warn)")
 		}
 	}
 	if r.Decision == DecisionAdmit && len(r.Results) == 0 {
