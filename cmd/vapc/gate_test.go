@@ -18,11 +18,12 @@ import (
 	"github.com/vapc-dev/vapc/verify/replay"
 )
 
-// cancelingReader is a log on stdin that cancels vapc's context, as Ctrl-C does, once its
-// first part is read.
+// cancelingReader is a log on stdin that stays open, as `tail -f` leaves it: once its first
+// part is read, the next read cancels vapc's context, as Ctrl-C does, and blocks.
 type cancelingReader struct {
-	first, rest []byte
-	cancel      func()
+	ctx    context.Context
+	first  []byte
+	cancel func()
 }
 
 func (c *cancelingReader) Read(p []byte) (int, error) {
@@ -32,12 +33,8 @@ func (c *cancelingReader) Read(p []byte) (int, error) {
 		return n, nil
 	}
 	c.cancel()
-	if len(c.rest) == 0 {
-		return 0, io.EOF
-	}
-	n := copy(p, c.rest)
-	c.rest = c.rest[n:]
-	return n, nil
+	<-c.ctx.Done()
+	select {}
 }
 
 func gunzip(t *testing.T, path string) []byte {
@@ -135,7 +132,7 @@ func TestReplayGate(t *testing.T) {
 		{name: "damage and a denial", args: args(flapping, []string{"--fail-on", "deny", flappingLog, truncated}), code: exitFindings,
 			failures: []replay.Reason{replay.ReasonUnreadable, replay.ReasonDeny}},
 		{name: "interrupted", args: args(basic, []string{"--check-recorded", "--fail-on", "any-change", "-"}), interrupt: true, code: exitInterrupted,
-			failures: []replay.Reason{replay.ReasonInterrupted}, stderr: "vapc: replay: interrupted after 601 lines: the outputs are partial"},
+			failures: []replay.Reason{replay.ReasonInterrupted}, stderr: "vapc: replay: interrupted after 600 lines: the outputs are partial"},
 		{name: "wrong path", args: args(basic, []string{"--check-recorded", filepath.Join(dir, "audit.log")}), code: exitUsage,
 			stderr: "vapc: replay: " + filepath.Join(dir, "audit.log") + ": no such file or directory"},
 		{name: "a folder", args: args(basic, []string{dir}), code: exitUsage,
@@ -153,7 +150,7 @@ func TestReplayGate(t *testing.T) {
 				var stdin io.Reader = strings.NewReader("")
 				if tc.interrupt {
 					lines := strings.SplitAfter(string(plain), "\n")
-					stdin = &cancelingReader{first: []byte(strings.Join(lines[:600], "")), rest: []byte(strings.Join(lines[600:], "")), cancel: cancel}
+					stdin = &cancelingReader{ctx: ctx, first: []byte(strings.Join(lines[:600], "")), cancel: cancel}
 				}
 				var stdout, stderr bytes.Buffer
 				err := Run(ctx, argv, stdin, &stdout, &stderr)

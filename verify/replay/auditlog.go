@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -223,6 +224,9 @@ func (r *lineReader) next() (l line, ok bool) {
 		}
 		if err != nil {
 			r.done = true
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				return line{}, false // interrupted: the log ends where the reading stopped
+			}
 			if !errors.Is(err, io.EOF) {
 				rerr := fmt.Errorf("reading stopped: %v", err)
 				if errors.Is(err, io.ErrUnexpectedEOF) {

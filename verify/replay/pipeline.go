@@ -155,6 +155,9 @@ func decodeLogs(ctx context.Context, sources []Source, maxLine, workers int, pre
 // readSource calls fn with every line of one source; fn returns false to stop.
 func readSource(ctx context.Context, src Source, maxLine int, fn func(line) bool) error {
 	r := src.Reader
+	if r != nil {
+		r = interruptible(ctx, r) // standard input may block: an interrupt must not wait for it
+	}
 	if r == nil {
 		f, err := os.Open(src.Name)
 		if err != nil {
@@ -178,7 +181,7 @@ func readSource(ctx context.Context, src Source, maxLine int, fn func(line) bool
 		}
 		l, ok := lr.next()
 		if !ok {
-			return nil
+			return ctx.Err() // the end of the log, or where an interrupt stopped its reading
 		}
 		if !fn(l) {
 			return ctx.Err()
