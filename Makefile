@@ -5,9 +5,9 @@ VAPC     := $(BIN)/vapc
 PKGS     := ./...
 # the packages whose tests have golden files and define -update (cmd/vapc's TestGoldenPackages
 # keeps the list complete)
-GOLDEN_PKGS := ./cel/schema ./cel/vap ./cmd/vapc ./policies ./verify/replay
+GOLDEN_PKGS := ./cel/schema ./cel/vap ./cmd/vapc ./policies ./verify/replay ./verify/report
 
-.PHONY: all build test unit e2e e2e-tools bench fuzz golden policies generate openapi verify lint check clean dist dist-linux image image-test ci-packages
+.PHONY: all build test unit e2e e2e-tools chromium bench fuzz golden policies generate openapi verify lint check clean dist dist-linux image image-test ci-packages
 
 FUZZTIME ?= 15s
 
@@ -49,18 +49,23 @@ image-test:
 ci-packages:
 	hack/ci-packages.sh
 
-## test: every test, the end-to-end tests against a real kube-apiserver included (VAPC_E2E=1)
-test: e2e-tools
-	VAPC_E2E=1 $(GO) test -count=1 -timeout 45m $(PKGS)
+## test: every test, the end-to-end tests against a real kube-apiserver (VAPC_E2E=1) and the
+## report's browser test included
+test: e2e-tools chromium
+	VAPC_E2E=1 VAPC_BROWSER=1 $(GO) test -count=1 -timeout 45m $(PKGS)
 
 ## unit: the fast tests only: go test ./... without VAPC_E2E skips the tests that start a
-## real kube-apiserver
-unit:
-	$(GO) test -short $(PKGS)
+## real kube-apiserver (the report's browser test runs headless Chromium)
+unit: chromium
+	VAPC_BROWSER=1 $(GO) test -short $(PKGS)
 
 ## e2e-tools: build kube-apiserver, etcd and kubectl at their pinned versions into .cache/e2e
 e2e-tools:
 	hack/e2e-tools.sh
+
+## chromium: install Debian's chromium for the report's browser test where no Chromium is found
+chromium:
+	hack/chromium.sh
 
 ## e2e: the real-apiserver parity tests
 e2e: e2e-tools

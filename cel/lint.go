@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	celgo "github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/ast"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -36,7 +35,12 @@ func lintDeleteReadsObject(r *reporter, p *admissionregistrationv1.ValidatingAdm
 		}
 	}
 	for _, e := range exprs {
-		if readsVariable(e.expr, "object") {
+		reads, err := readsVariable(e.expr, "object")
+		if err != nil {
+			r.add(Warning, CategoryLint, e.path, "", "cannot look into the expression: "+err.Error())
+			continue
+		}
+		if reads {
 			r.add(Warning, CategoryLint, e.path, "", "the policy matches only DELETE, where object is null: read oldObject instead")
 		}
 	}
@@ -103,17 +107,17 @@ func lintBinding(r *reporter, b *admissionregistrationv1.ValidatingAdmissionPoli
 	}
 }
 
-// parseEnv parses expressions to look at their syntax; it declares nothing.
-var parseEnv, _ = celgo.NewEnv()
-
-// readsVariable reports whether the expression refers to the top-level variable name.
-func readsVariable(expr, name string) bool {
-	if parseEnv == nil {
-		return false
+// readsVariable reports whether the expression refers to the top-level variable name, parsed
+// with the apiserver's macros.
+func readsVariable(expr, name string) (bool, error) {
+	env, err := parseEnv()
+	if err != nil {
+		return false, err
 	}
-	a, iss := parseEnv.Parse(expr)
+	a, iss := env.Parse(expr)
 	if iss != nil && iss.Err() != nil {
-		return false
+		// A syntax error is reported where the expression is compiled.
+		return false, nil
 	}
 	found := false
 	ast.PostOrderVisit(a.NativeRep().Expr(), ast.NewExprVisitor(func(e ast.Expr) {
@@ -121,5 +125,5 @@ func readsVariable(expr, name string) bool {
 			found = true
 		}
 	}))
-	return found
+	return found, nil
 }

@@ -4,9 +4,11 @@
 # peak RSS:
 #   - the decode floor: `vapc decode-floor` reads the log with bufio and decodes every line with
 #     encoding/json into the audit Event fields (objects as json.RawMessage), on one goroutine;
-#   - the replay: `vapc replay --policies policies/ --snapshot SNAPSHOT LOG`.
+#   - the replay: `vapc replay --policies policies/ --snapshot SNAPSHOT LOG`;
+#   - the replay with its HTML report: the same with `--report .cache/bench/report.html`.
 # and prints events/s, MB/s, peak RSS and replay/floor (the replay's speed over the floor's;
-# the target is >= 1.0, and peak RSS under 500 MB for a 2 GB log).
+# the target is >= 1.0, and peak RSS under 500 MB for a 2 GB log), and the report's size (the
+# target is under 10 MB) and what writing it adds to the replay's time.
 #
 # The log and its snapshot go to .cache/bench/ (gitignored) and are reused while the seed, the
 # size and the generator's source are the same. Environment:
@@ -118,6 +120,16 @@ else
 	fi
 fi
 
+report_ok=
+if [[ -n $replay_ok ]]; then
+	echo "bench: replay with --report"
+	rm -f "$dir/report.html"
+	if measure report "$vapc" replay --policies policies/ --snapshot "$snapshot" --report "$dir/report.html" "$log" && [[ -f $dir/report.html ]]; then
+		report_ok=1 report_wall=$wall report_rss=$rss
+		report_mb=$(awk -v b="$(stat -c %s "$dir/report.html")" 'BEGIN {printf "%.1f", b / 1e6}')
+	fi
+fi
+
 {
 	echo
 	echo "== vapc replay benchmark: $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores, $(go env GOVERSION)"
@@ -134,6 +146,15 @@ fi
 			printf "replay/floor: %.2f (target >= 1.0: %s)\n", ratio, speed
 			printf "replay peak RSS: %d MB for %.0f MB of log (target < 500 MB for 2 GB: %s)\n", rss, mb, memory
 		}'
+		if [[ -n $report_ok ]]; then
+			printf '%-8s %8s %s %7s MB\n' report "$report_wall" "$(rate "$report_wall")" "$report_rss"
+			awk -v r="$replay_wall" -v w="$report_wall" -v mb="$report_mb" 'BEGIN {
+				size = "NOT met"; if (mb + 0 < 10) size = "met"
+				printf "report: %.1f MB (target < 10 MB: %s), writing it adds %+.1f%% to the replay'"'"'s wall time\n", mb, size, (r > 0) ? (w / r - 1) * 100 : 0
+			}'
+		else
+			echo "report:   the replay with --report failed (see $dir/report.err)"
+		fi
 		echo "replay summary (first lines of $dir/replay.out):"
 		head -n 12 "$dir/replay.out" | sed 's/^/  /'
 	else

@@ -20,6 +20,7 @@ import (
 
 	"github.com/vapc-dev/vapc/cel/defaults"
 	vapcschema "github.com/vapc-dev/vapc/cel/schema"
+	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
 )
 
 // KubernetesVersion is the only Kubernetes minor the evaluator decides as: the minor of the
@@ -200,6 +201,22 @@ func (e *Evaluator) Evaluate(ctx context.Context, req Request) (*Decision, error
 	if err != nil {
 		return nil, err
 	}
+	return e.EvaluateAttributes(ctx, attrs, nil)
+}
+
+// EvaluateAttributes decides an admission as the ValidatingAdmissionPolicy plugin decides it
+// when kube-apiserver's handlers call validating admission: the attributes as the handler
+// built them (objects in the internal version for built-in kinds) and the request scope's
+// ObjectInterfaces, which convert them to the version each policy matched. A nil o is the
+// evaluator's own ObjectInterfaces.
+func (e *Evaluator) EvaluateAttributes(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) (*Decision, error) {
+	if o == nil {
+		o = e.oi
+	}
+	attrs, ok := a.(*recordingAttributes)
+	if !ok {
+		attrs = &recordingAttributes{Attributes: a}
+	}
 	if excludedResources.Has(attrs.GetResource().GroupResource()) {
 		return &Decision{Allowed: true, Code: http.StatusOK, Notes: []string{
 			fmt.Sprintf("kube-apiserver evaluates no ValidatingAdmissionPolicy on %s", attrs.GetResource().GroupResource()),
@@ -224,7 +241,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, req Request) (*Decision, error
 	var dispatchErr error
 	w := &headerWriter{header: http.Header{}}
 	handler := filters.WithWarningRecorder(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
-		dispatchErr = d.Dispatch(r.Context(), attrs, e.oi, e.hooks)
+		dispatchErr = d.Dispatch(r.Context(), attrs, o, e.hooks)
 	}))
 	httpReq, err := http.NewRequestWithContext(withTrace(ctx, t), http.MethodPost, "/", nil)
 	if err != nil {
@@ -260,8 +277,8 @@ func (e *Evaluator) notes(t *trace, attrs admission.Attributes, dec *Decision) [
 		notes = append(notes, fmt.Sprintf("the decision depended on the authorizer, which vapc answers from its configuration (%d checks)", len(t.checks)))
 	}
 	for _, p := range t.policies {
-		if !p.matchKind.Empty() && p.matchKind != attrs.GetKind() {
-			notes = append(notes, fmt.Sprintf("policy %s matched as %s (matchPolicy Equivalent): vapc relabels the object's apiVersion where kube-apiserver runs conversion", p.name, p.matchKind))
+		if !p.matchKind.Empty() && p.matchKind != attrs.GetKind() && !kubescheme.Knows(p.matchKind) {
+			notes = append(notes, fmt.Sprintf("policy %s matched as %s (matchPolicy Equivalent): vapc changes the custom resource's apiVersion, as kube-apiserver converts a CRD with conversion strategy None", p.name, p.matchKind))
 		}
 	}
 	denying := map[string]bool{}

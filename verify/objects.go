@@ -8,7 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
 )
 
 // Resources is what the evaluator needs to know of the cluster's API: the kind a request for a
@@ -26,8 +27,8 @@ type Resources interface {
 }
 
 // objectInterfaces is the admission.ObjectInterfaces the apiserver's request scope provides:
-// here the client-go scheme for the built-in kinds, unstructured objects for the others, and
-// the Resources for equivalent resources.
+// here kube-apiserver's own scheme for the built-in kinds, unstructured objects for the others,
+// and the Resources for equivalent resources.
 type objectInterfaces struct {
 	resources Resources
 }
@@ -35,8 +36,8 @@ type objectInterfaces struct {
 var _ admission.ObjectInterfaces = objectInterfaces{}
 
 func (o objectInterfaces) GetObjectCreater() runtime.ObjectCreater     { return creater{} }
-func (o objectInterfaces) GetObjectTyper() runtime.ObjectTyper         { return clientgoscheme.Scheme }
-func (o objectInterfaces) GetObjectDefaulter() runtime.ObjectDefaulter { return clientgoscheme.Scheme }
+func (o objectInterfaces) GetObjectTyper() runtime.ObjectTyper         { return kubescheme.Scheme }
+func (o objectInterfaces) GetObjectDefaulter() runtime.ObjectDefaulter { return kubescheme.Scheme }
 func (o objectInterfaces) GetObjectConvertor() runtime.ObjectConvertor { return convertor{} }
 func (o objectInterfaces) GetEquivalentResourceMapper() runtime.EquivalentResourceMapper {
 	return equivalents{o.resources}
@@ -52,12 +53,13 @@ func (e equivalents) KindFor(gvr schema.GroupVersionResource, subresource string
 	return e.r.KindFor(gvr, subresource)
 }
 
-// creater makes typed objects for the kinds client-go knows and unstructured ones otherwise.
+// creater makes typed objects for the kinds kube-apiserver's scheme knows and unstructured
+// ones otherwise.
 type creater struct{}
 
 func (creater) New(gvk schema.GroupVersionKind) (runtime.Object, error) {
-	if clientgoscheme.Scheme.Recognizes(gvk) {
-		return clientgoscheme.Scheme.New(gvk)
+	if kubescheme.Knows(gvk) {
+		return kubescheme.Scheme.New(gvk)
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
@@ -65,13 +67,13 @@ func (creater) New(gvk schema.GroupVersionKind) (runtime.Object, error) {
 }
 
 // convertor converts between versions of a kind when a policy matched the request through an
-// equivalent resource of another version (matchPolicy Equivalent). kube-apiserver converts
-// with the kind's conversion functions through its internal version; client-go has none, so
-// the object's fields are carried over as they are and only apiVersion changes. The evaluator
-// notes every decision that needed it.
+// equivalent resource of another version (matchPolicy Equivalent): a built-in kind with the
+// conversion functions of kube-apiserver's scheme, through the internal version as the server
+// does; an object of another kind (a custom resource) by changing its apiVersion, as the
+// apiserver's conversion of a CRD with conversion strategy None does.
 type convertor struct{}
 
-func (convertor) Convert(in, out, _ interface{}) error {
+func (convertor) Convert(in, out interface{}, _ interface{}) error {
 	inObj, ok := in.(runtime.Object)
 	if !ok {
 		return fmt.Errorf("cannot convert %T", in)
@@ -80,9 +82,14 @@ func (convertor) Convert(in, out, _ interface{}) error {
 	if !ok {
 		return fmt.Errorf("cannot convert to %T", out)
 	}
+	_, inUnstructured := inObj.(*unstructured.Unstructured)
+	outU, outUnstructured := outObj.(*unstructured.Unstructured)
+	if !inUnstructured && !outUnstructured {
+		return kubescheme.Convert(inObj, outObj)
+	}
 	gvk := outObj.GetObjectKind().GroupVersionKind()
 	if gvk.Empty() {
-		kinds, _, err := clientgoscheme.Scheme.ObjectKinds(outObj)
+		kinds, _, err := kubescheme.Scheme.ObjectKinds(outObj)
 		if err != nil || len(kinds) == 0 {
 			return fmt.Errorf("cannot convert to %T: unknown kind", out)
 		}
@@ -95,8 +102,8 @@ func (convertor) Convert(in, out, _ interface{}) error {
 	content = runtime.DeepCopyJSON(content)
 	content["apiVersion"] = gvk.GroupVersion().String()
 	content["kind"] = gvk.Kind
-	if u, ok := outObj.(*unstructured.Unstructured); ok {
-		u.Object = content
+	if outUnstructured {
+		outU.Object = content
 		return nil
 	}
 	return runtime.DefaultUnstructuredConverter.FromUnstructured(content, outObj)

@@ -5,10 +5,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+
+	"k8s.io/klog/v2"
 )
 
 // memoryLimit is vapc's soft memory limit unless GOMEMLIMIT sets another: near it the garbage
@@ -17,6 +20,10 @@ import (
 const memoryLimit = 400 << 20
 
 func main() {
+	// kube-apiserver's code that replay runs logs through klog (the admission plugins it loads,
+	// errors it hands to its own log): vapc reports what matters itself.
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(memoryLimit)
 	}

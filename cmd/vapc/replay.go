@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	vapcschema "github.com/vapc-dev/vapc/cel/schema"
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/replay"
+	"github.com/vapc-dev/vapc/verify/report"
 )
 
 func init() {
@@ -30,6 +32,8 @@ type replayFlags struct {
 	checkRecorded bool
 	maxLine       int
 	maxMalformed  int
+	report        string
+	reportRedact  stringList
 }
 
 func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -82,6 +86,19 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			return usagef("replay: %s is a directory: give the audit log files", l)
 		}
 	}
+	redacted, err := report.ParseResources(f.reportRedact)
+	if err != nil {
+		return usagef("replay: --report-redact: %v", err)
+	}
+	if len(redacted) > 0 && f.report == "" {
+		return usagef("replay: --report-redact needs --report")
+	}
+	if f.report != "" {
+		// Before the replay, which may take minutes: the report goes in a folder that is there.
+		if info, err := os.Stat(filepath.Dir(f.report)); err != nil || !info.IsDir() {
+			return usagef("replay: --report %s: no folder %s to write it in", f.report, filepath.Dir(f.report))
+		}
+	}
 
 	cat, err := vapcschema.Builtin(verify.KubernetesVersion)
 	if err != nil {
@@ -122,6 +139,14 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			fmt.Fprintf(stderr, "\r%d lines, %.1f MB read, %.0f lines/s   ", p.Lines, float64(p.Bytes)/(1<<20), float64(p.Lines)/secs)
 		}))
 	}
+	var rep *report.Builder
+	if f.report != "" {
+		rep, err = report.New(policies, bindings, report.WithInputs(logs, f.policies, f.snapshots), report.WithRedact(redacted...))
+		if err != nil {
+			return usagef("replay: --report: %v", err)
+		}
+		opts = append(opts, replay.WithObserver(rep.Observer()))
+	}
 	r, err := replay.New(policies, bindings, opts...)
 	if err != nil {
 		if len(snapshots) > 0 {
@@ -146,6 +171,9 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if f.output == "jsonl" {
 		sink = replay.JSONLWriter(stdout)
 	}
+	if rep != nil {
+		sink = rep.Sink(sink)
+	}
 	sum, err := r.Run(ctx, sources, sink)
 	if isTerminal(stderr) {
 		fmt.Fprintln(stderr)
@@ -155,6 +183,12 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	// The verdict is computed once; every output states it and the exit code follows it.
 	v := sum.Decide(gate)
+	if rep != nil {
+		// The report states the verdict too: Data reads it from the summary.
+		if err := report.WriteFile(f.report, rep.Data(sum)); err != nil {
+			return err
+		}
+	}
 	switch f.output {
 	case "text":
 		err = replay.WriteText(stdout, sum)
@@ -177,8 +211,8 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	return nil
 }
 
-// readReplayPolicies reads the policies and bindings to replay, and refuses them (a usage
-// error, the diagnostics on stderr) when they cannot be read or kube-apiserver would refuse to
+// readReplayPolicies reads the policies and bindings to replay, and refuses them (a findings
+// error, exit 1 as in vapc check, the diagnostics on stderr) when they cannot be read or kube-apiserver would refuse to
 // create one of them, with the create-time validation of vapc check: a replay of policies the
 // server cannot hold would predict what no cluster decides. It warns, on stderr, of what the
 // server accepts but makes no sense in a replay: a binding whose policy is not there, a policy
@@ -249,7 +283,7 @@ func isTerminal(w io.Writer) bool {
 // flagSet defines the flags of vapc replay into f.
 func (f *replayFlags) flagSet(stdout, stderr io.Writer) *flagSet {
 	fs := newFlagSet("replay", stdout, stderr,
-		"usage: vapc replay --policies DIR [--snapshot FILE] AUDIT.LOG[.gz]|- ...")
+		"usage: vapc replay --policies DIR [--snapshot FILE] [--report FILE.html] AUDIT.LOG[.gz]|- ...")
 	fs.Var(&f.policies, "policies", "file or folder of ValidatingAdmissionPolicies and bindings (repeatable)")
 	fs.Var(&f.snapshots, "snapshot", "file or folder of cluster objects (kubectl get -o yaml|json) the log starts from (repeatable)")
 	fs.Var(&f.crds, "crd", "CustomResourceDefinition file for custom kinds the snapshot and the log do not define (repeatable)")
@@ -260,5 +294,7 @@ func (f *replayFlags) flagSet(stdout, stderr io.Writer) *flagSet {
 	fs.BoolVar(&f.checkRecorded, "check-recorded", false, "compare the log's own verdicts with the predictions and exit 1 on any disagreement")
 	fs.IntVar(&f.maxLine, "max-line-bytes", replay.DefaultMaxLineBytes, "longest log line read; longer lines are reported as malformed")
 	fs.IntVar(&f.maxMalformed, "max-malformed", 0, "malformed lines tolerated before the replay fails (a log cut short or unreadable always fails it)")
+	fs.StringVar(&f.report, "report", "", "also write an HTML report of the replay (node, eviction and decision timelines) to this file")
+	fs.Var(&f.reportRedact, "report-redact", "GROUP/RESOURCE (RESOURCE for the core group) whose values the report replaces by their sizes, as it does for secrets (repeatable)")
 	return fs
 }

@@ -16,21 +16,6 @@ import (
 	"github.com/vapc-dev/vapc/verify/replay"
 )
 
-// TestMain runs vapc's main instead of the tests when VAPC_TEST_MAIN holds its arguments (a
-// JSON list), so that a test can run vapc as a process and signal it.
-func TestMain(m *testing.M) {
-	if args := os.Getenv("VAPC_TEST_MAIN"); args != "" {
-		var argv []string
-		if err := json.Unmarshal([]byte(args), &argv); err != nil {
-			panic(err)
-		}
-		os.Args = append([]string{"vapc"}, argv...)
-		main()
-		return
-	}
-	os.Exit(m.Run())
-}
-
 // TestSignals: Ctrl-C (SIGINT) or SIGTERM during a replay of standard input that is still open
 // stops the reading at once, writes every output marked partial, and exits 130.
 func TestSignals(t *testing.T) {

@@ -53,9 +53,14 @@ type Event struct {
 	Annotations      map[string]string `json:"annotations,omitempty"`
 	// RequestReceivedTimestamp is when the apiserver received the request.
 	RequestReceivedTimestamp string `json:"requestReceivedTimestamp,omitempty"`
+	// UserAgent is the client's User-Agent: the field manager names the manager of a write
+	// without fieldManager after it.
+	UserAgent string `json:"userAgent,omitempty"`
 
 	// written is the response object of a write, decoded by a worker (see prepareWrite).
 	written *written
+	// observed is what the Observer's Prepare returned for the event.
+	observed any
 }
 
 // ObjectRef is the object an audited request is about.
@@ -74,6 +79,16 @@ type Status struct {
 	Status  string `json:"status,omitempty"`
 	Reason  string `json:"reason,omitempty"`
 	Message string `json:"message,omitempty"`
+	// Details name the object of a refusal: the name the server generated for a refused
+	// create with generateName.
+	Details *StatusDetails `json:"details,omitempty"`
+}
+
+// StatusDetails is the part of a status's details a replay reads.
+type StatusDetails struct {
+	Name  string `json:"name,omitempty"`
+	Group string `json:"group,omitempty"`
+	Kind  string `json:"kind,omitempty"`
 }
 
 // received is when the apiserver received the request (the end of its last stage when the

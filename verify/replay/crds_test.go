@@ -161,7 +161,14 @@ func crdPolicies() ([]*admissionregistrationv1.ValidatingAdmissionPolicy, []*adm
 
 func deploymentObject(name string, replicas int64) map[string]any {
 	return map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": name, "namespace": "app", "resourceVersion": "20"},
-		"spec": map[string]any{"replicas": replicas, "selector": map[string]any{"matchLabels": map[string]any{"app": name}}}}
+		"spec": map[string]any{"replicas": replicas, "selector": map[string]any{"matchLabels": map[string]any{"app": name}}, "template": podTemplate(name)}}
+}
+
+// podTemplate is a valid pod template of a workload whose selector is app=NAME: the server
+// validates the objects of a replayed request as it validated them.
+func podTemplate(app string) map[string]any {
+	return map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": app}},
+		"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "nginx"}}}}
 }
 
 func customObject(kind, name, ns string, spec map[string]any) map[string]any {
@@ -223,7 +230,7 @@ func TestCRDsFromLog(t *testing.T) {
 		// Decided alike whether the apiserver had found the param kind or not (failurePolicy
 		// Ignore, and the param admits).
 		{id: "rs-alike", verb: "create", group: "apps", version: "v1", resource: "replicasets", ns: "app", name: "rs1", code: 201, received: at(t, 11),
-			req: map[string]any{"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": map[string]any{"name": "rs1", "namespace": "app"}, "spec": map[string]any{"replicas": int64(1)}}},
+			req: map[string]any{"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": map[string]any{"name": "rs1", "namespace": "app"}, "spec": map[string]any{"replicas": int64(1), "selector": map[string]any{"matchLabels": map[string]any{"app": "rs1"}}, "template": podTemplate("rs1")}}},
 		depE("after-ok", "d2", 2, 45, 201, ""),
 		depE("after-deny", "d3", 5, 45, 422, msg(tooManyReplicas, "d3")),
 		// Deleting the CRDs: the kinds are gone, and the param kind's objects are not known.

@@ -2,12 +2,14 @@ package replay
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/vapc-dev/vapc/verify"
+	"github.com/vapc-dev/vapc/verify/internal/apiserver"
 )
 
 // A replay knows the cluster's API from its catalog: the built-in kinds of Kubernetes 1.37, the
@@ -138,6 +140,9 @@ func (r *Replayer) buildEvaluators() error {
 	for range r.workers {
 		w := evalWorker{store: &viewStore{}}
 		var err error
+		if w.plugins, err = apiserver.NewPlugins(r.admissionPlugins); err != nil {
+			return fmt.Errorf("admission plugins: %w", err)
+		}
 		if w.eval, err = r.newEval(r.policies, r.bindingList, r.cur().resources, w.store); err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/vapc-dev/vapc/verify"
+	"github.com/vapc-dev/vapc/verify/internal/apiserver"
 )
 
 // The ordered stage of a replay reads and changes the State in log order; rebuilding a
@@ -27,18 +29,21 @@ type job struct {
 	rec      recording
 	policies []string
 	prior    prior
-	view     *View
+	// list is what a deletecollection lists, or listUnknown why the State does not know it.
+	list        [][]byte
+	listUnknown string
+	view        *View
 	// resolving says why the apiserver may not have found the paramKind of a policy of the
 	// request yet: the request is decided both ways. unsettled says why it cannot be (see
 	// Replayer.unsettledParams).
 	resolving, unsettled string
 
 	done chan struct{}
-	// The outcome: skipped, not matched after all, or a record.
-	skip       string
-	notMatched bool
-	out        *Record
-	dec        *verify.Decision
+	// The outcome: skipped (and a note on why), not matched after all, or a record.
+	skip, skipNote string
+	notMatched     bool
+	out            *Record
+	dec            *verify.Decision
 }
 
 // evalWorker is an evaluator and the View it reads, which its goroutine sets before each
@@ -47,6 +52,9 @@ type job struct {
 type evalWorker struct {
 	eval, alt Evaluator
 	store     *viewStore
+	// plugins are kube-apiserver's built-in admission plugins this worker runs requests
+	// through (see plugins.go).
+	plugins *apiserver.Plugins
 }
 
 // viewStore is the verify.ObjectStore of one evaluator: the View of the request it evaluates.
@@ -123,6 +131,10 @@ func (r *Replayer) stopEvaluation() {
 
 // evaluate rebuilds the job's request and decides it, on a worker.
 func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
+	if r.usesPipeline(j.ev, j.t) {
+		r.evaluateServed(ctx, w, j)
+		return
+	}
 	b := r.rebuild(j.ev, j.t, j.rec, j.prior)
 	if b.skip != "" {
 		j.skip = b.skip
@@ -139,14 +151,31 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 		out.Decision, out.Indeterminate = DecisionIndeterminate, j.unsettled+j.resolving
 		return
 	}
-	w.store.v = j.view
-	dec, err := w.eval.Evaluate(ctx, b.req)
+	decide := func(eval Evaluator, view *View) (*verify.Decision, error) {
+		w.store.v = view
+		defer func() { w.store.v = nil }()
+		return eval.Evaluate(ctx, b.req)
+	}
+	r.conclude(w, j, out, b.oldUnknown, decide)
+}
+
+// conclude decides the job's request with decide (which evaluates it with an evaluator over a
+// View) and fills its record, with the notes given: the decision both ways while a paramKind may not have been
+// found yet, what the View could not answer, what holds without what is missing (oldUnknown:
+// why the old object is not known and a stand-in took its place), the authorizer, and the
+// check against the log.
+func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown string, decide func(eval Evaluator, view *View) (*verify.Decision, error), notes ...string) {
+	dec, err := decide(w.eval, j.view)
 	var alt *verify.Decision
 	if err == nil && j.resolving != "" {
-		alt, err = w.alt.Evaluate(ctx, b.req)
+		alt, err = decide(w.alt, j.view)
 	}
-	w.store.v = nil
 	if err != nil {
+		var ind *indeterminateError
+		if errors.As(err, &ind) {
+			out.Decision, out.Indeterminate = DecisionIndeterminate, ind.reason
+			return
+		}
 		out.Decision, out.Indeterminate = DecisionIndeterminate, "request: "+err.Error()
 		return
 	}
@@ -165,16 +194,16 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 		}
 	}
 	var inferred string
-	if (b.oldUnknown != "" || paramsIncomplete) && (len(misses) == 0 || paramsIncomplete) && r.decidedWithoutMissing(ctx, w, j, b, dec, paramsIncomplete) {
+	if (oldUnknown != "" || paramsIncomplete) && (len(misses) == 0 || paramsIncomplete) && r.decidedWithoutMissing(w, j, dec, paramsIncomplete, decide) {
 		// Decided whatever is missing: see requestOnly.
-		what := strings.TrimPrefix(b.oldUnknown, "old-object-unknown: ")
+		what := strings.TrimPrefix(oldUnknown, "old-object-unknown: ")
 		if paramsIncomplete {
 			what = strings.Join(misses, "; ")
 		}
 		inferred = "decided without what is not known (" + what + "): every policy skipped the request on a matchCondition that reads only the request"
 		misses = nil
-	} else if b.oldUnknown != "" {
-		out.Decision, out.Indeterminate = DecisionIndeterminate, b.oldUnknown
+	} else if oldUnknown != "" {
+		out.Decision, out.Indeterminate = DecisionIndeterminate, oldUnknown
 		return
 	}
 	if len(dec.Results) == 0 && len(misses) == 0 {
@@ -185,9 +214,10 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 	// know (a namespace for a namespaceSelector, as the apiserver's matcher reads it), so
 	// "not matched" would be a guess.
 	out.fill(dec)
+	out.Notes = append(out.Notes, notes...)
 	if inferred != "" {
 		out.Notes = append(out.Notes, inferred)
-		if b.oldUnknown != "" {
+		if oldUnknown != "" {
 			out.OldObjectSource = SourceUnknown
 		}
 	}
@@ -210,11 +240,16 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 	j.dec = dec
 }
 
+// indeterminateError is a decide function's way to say the request cannot be decided, and why.
+type indeterminateError struct{ reason string }
+
+func (e *indeterminateError) Error() string { return e.reason }
+
 // finish accounts for a job's outcome, on the ordered stage, in log order.
 func (r *Replayer) finish(j *job) {
 	switch {
 	case j.skip != "":
-		r.sum.skip(j.skip, "")
+		r.sum.skip(j.skip, j.skipNote)
 	case j.notMatched:
 		r.sum.NotMatched++
 	default:
@@ -227,15 +262,13 @@ func (r *Replayer) finish(j *job) {
 // State knows (parameterNotFoundAction Allow admitted) may have had some in the cluster: the
 // request is evaluated again with a stand-in for each missing param, and the decision holds
 // when a condition on the request alone skips it too.
-func (r *Replayer) decidedWithoutMissing(ctx context.Context, w evalWorker, j *job, b rebuilt, dec *verify.Decision, paramsIncomplete bool) bool {
+func (r *Replayer) decidedWithoutMissing(w evalWorker, j *job, dec *verify.Decision, paramsIncomplete bool, decide func(Evaluator, *View) (*verify.Decision, error)) bool {
 	if r.requestOnly.decides(dec, j.policies, paramsIncomplete) {
 		return true
 	}
 	if !paramsIncomplete || len(r.standIns) == 0 || !r.requestOnly.decides(dec, j.policies, false) {
 		return false
 	}
-	w.store.v = j.view.withStandIns(r.standIns)
-	again, err := w.eval.Evaluate(ctx, b.req)
-	w.store.v = nil
+	again, err := decide(w.eval, j.view.withStandIns(r.standIns))
 	return err == nil && r.requestOnly.decides(again, j.policies, true)
 }

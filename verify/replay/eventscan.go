@@ -96,6 +96,7 @@ const (
 	fKind
 	fAPIVersion
 	fRequestReceivedTimestamp
+	fUserAgent
 )
 
 var eventFields = []string{
@@ -104,7 +105,7 @@ var eventFields = []string{
 	fResponseStatus: "responseStatus", fRequestObject: "requestObject",
 	fResponseObject: "responseObject", fStageTimestamp: "stageTimestamp", fAnnotations: "annotations",
 	fKind: "kind", fAPIVersion: "apiVersion",
-	fRequestReceivedTimestamp: "requestReceivedTimestamp",
+	fRequestReceivedTimestamp: "requestReceivedTimestamp", fUserAgent: "userAgent",
 }
 
 func eventField(key []byte) int {
@@ -171,6 +172,8 @@ func setField(ev *Event, f int, raw []byte) bool {
 		return setString(&ev.APIVersion, raw)
 	case fRequestReceivedTimestamp:
 		return setString(&ev.RequestReceivedTimestamp, raw)
+	case fUserAgent:
+		return setString(&ev.UserAgent, raw)
 	case fRequestObject:
 		return setRaw(&ev.RequestObject, raw)
 	case fResponseObject:
@@ -223,16 +226,20 @@ func setObjectRef(o *ObjectRef, raw []byte) bool {
 	return true
 }
 
-var statusFields = []string{"code", "status", "reason", "message"}
+var statusFields = []string{"code", "status", "reason", "message", "details"}
 
 func setStatus(st *Status, raw []byte) bool {
-	var v [4][]byte
+	var v [5][]byte
 	if !members(raw, statusFields, v[:]) {
 		return false
 	}
 	ok := v[0] == nil || smallInt(&st.Code, v[0])
 	for i, dst := range []*string{&st.Status, &st.Reason, &st.Message} {
 		ok = ok && (v[i+1] == nil || plainString(dst, v[i+1]))
+	}
+	if ok && v[4] != nil && !isNull(v[4]) {
+		// Only refusals have details: encoding/json is fine.
+		ok = json.Unmarshal(v[4], &st.Details) == nil
 	}
 	if !ok {
 		*st = Status{}

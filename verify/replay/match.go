@@ -33,6 +33,11 @@ type scope struct {
 	// read (namespaceObject) the request's namespace.
 	nsReaders map[string]bool
 
+	// pluginInputs are the resources kube-apiserver's built-in admission plugins read for a
+	// request some policy can match (the ServiceAccount plugin reads serviceaccounts for a
+	// pod create): the State keeps them, and the plugins read them from Views.
+	pluginInputs map[schema.GroupResource]bool
+
 	mu      sync.Mutex
 	matches map[matchKey]bool
 	names   map[matchKey][]string
@@ -89,7 +94,33 @@ func newScope(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bin
 		}
 	}
 	s.readsNamespaces = s.readsNamespaces || nsBinding
+	s.pluginInputs = map[schema.GroupResource]bool{}
+	for _, in := range pluginInputs {
+		if s.anyMatch(in.gvr, in.sub, admission.Create) {
+			for _, gr := range in.reads {
+				s.pluginInputs[gr] = true
+			}
+		}
+	}
 	return s
+}
+
+// pluginInputs are the resources the default admission plugins read, by the request they read
+// them for (plugin/pkg/admission/...): a pod's ServiceAccount, LimitRanges, PriorityClass and
+// RuntimeClass; a binding's Node (PodTopologyLabels); a claim's default StorageClass; an
+// ingress's default IngressClass. Namespaces are always kept.
+var pluginInputs = []struct {
+	gvr   schema.GroupVersionResource
+	sub   string
+	reads []schema.GroupResource
+}{
+	{schema.GroupVersionResource{Version: "v1", Resource: "pods"}, "", []schema.GroupResource{
+		{Resource: "serviceaccounts"}, {Resource: "limitranges"},
+		{Group: "scheduling.k8s.io", Resource: "priorityclasses"}, {Group: "node.k8s.io", Resource: "runtimeclasses"},
+	}},
+	{schema.GroupVersionResource{Version: "v1", Resource: "pods"}, "binding", []schema.GroupResource{{Resource: "nodes"}}},
+	{schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}, "", []schema.GroupResource{{Group: "storage.k8s.io", Resource: "storageclasses"}}},
+	{schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "ingresses"}, "", []schema.GroupResource{{Group: "networking.k8s.io", Resource: "ingressclasses"}}},
 }
 
 // readNamespaces says whether a decision of the policies can depend on the request's
@@ -244,10 +275,11 @@ func resourceMatches(rules []string, res, sub string) bool {
 	return false
 }
 
-// keeps says whether the State keeps objects of the resource: params, namespaces, and the
-// resources some policy can see in an UPDATE or DELETE (their oldObject).
+// keeps says whether the State keeps objects of the resource: params, namespaces, the inputs
+// of the admission plugins, and the resources some policy can see in an UPDATE or DELETE
+// (their oldObject).
 func (s *scope) keeps(gr schema.GroupResource) bool {
-	if gr == (schema.GroupResource{Resource: "namespaces"}) || s.params[gr] {
+	if gr == (schema.GroupResource{Resource: "namespaces"}) || s.params[gr] || s.pluginInputs[gr] {
 		return true
 	}
 	s.mu.Lock()

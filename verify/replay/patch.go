@@ -22,6 +22,7 @@ const (
 	SourceState      = "state"          // the replay's state store
 	SourceRequestURI = "requestURI"     // connect options rebuilt from the request URI
 	SourceUnknown    = "unknown"        // not known: the decision did not depend on it
+	SourcePipeline   = "apiserver"      // kube-apiserver's request pipeline, from the logged request
 )
 
 // patchKind names how a PATCH body is applied; the audit log does not record its content type.

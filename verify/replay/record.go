@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/vapc-dev/vapc/verify"
 )
@@ -60,6 +61,12 @@ type Record struct {
 	Notes           []string `json:"notes,omitempty"`
 	// Disagreements are the log's verdicts the prediction contradicts (--check-recorded).
 	Disagreements []string `json:"disagreements,omitempty"`
+	// Object and OldObject are the request's objects as the replay rebuilt them (nil when it
+	// could not), and Policies the policies that can match the request. They are not written
+	// out; the objects are the replay's own: a sink must not change them.
+	Object    *unstructured.Unstructured `json:"-"`
+	OldObject *unstructured.Unstructured `json:"-"`
+	Policies  []string                   `json:"-"`
 
 	recordedByVAP bool
 }
@@ -90,6 +97,7 @@ func newRecord(d decoded, ev *Event, t target, rec recording, b rebuilt) *Record
 		Recorded: orUnknown(rec.outcome), RecordedBy: rec.by, RecordedNote: rec.note,
 		Results:      []RecordResult{},
 		ObjectSource: b.objectSource, OldObjectSource: b.oldObjectSource,
+		Object: b.req.Object, OldObject: b.req.OldObject,
 		recordedByVAP: rec.policy != "",
 	}
 }

@@ -115,7 +115,7 @@ func classify(ev *Event, connect bool) recording {
 		}
 		return recording{skip: SkipBeforeAdmission, note: "TooManyRequests"}
 	}
-	return recording{outcome: RecordedUnknown, note: "failed with " + reasonOr(reason, http(code)) + ": cannot tell whether admission ran"}
+	return recording{outcome: RecordedUnknown, note: "failed with " + reasonOr(reason, httpCode(code)) + ": cannot tell whether admission ran"}
 }
 
 func reasonOr(reason, def string) string {
@@ -125,7 +125,7 @@ func reasonOr(reason, def string) string {
 	return def
 }
 
-func http(code int32) string { return "HTTP " + strconv.Itoa(int(code)) }
+func httpCode(code int32) string { return "HTTP " + strconv.Itoa(int(code)) }
 
 func firstLine(s string) string {
 	s = strings.TrimSpace(s)

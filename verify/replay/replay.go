@@ -17,13 +17,18 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 
+	vapccel "github.com/vapc-dev/vapc/cel"
 	vapcschema "github.com/vapc-dev/vapc/cel/schema"
 	"github.com/vapc-dev/vapc/verify"
+	"github.com/vapc-dev/vapc/verify/internal/apiserver"
 )
 
-// Evaluator decides one admission request. *verify.Evaluator implements it.
+// Evaluator decides one admission request: one the replay rebuilt from the log (Evaluate), or
+// one kube-apiserver's request pipeline built (EvaluateAttributes). *verify.Evaluator
+// implements it.
 type Evaluator interface {
 	Evaluate(ctx context.Context, req verify.Request) (*verify.Decision, error)
+	EvaluateAttributes(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) (*verify.Decision, error)
 }
 
 // EvaluatorFunc builds an Evaluator of a replay over the store it must read params and
@@ -83,6 +88,20 @@ func WithCheckRecorded(on bool) Option {
 	return func(r *Replayer) error { r.check = on; return nil }
 }
 
+// WithAdmissionPlugins sets the built-in admission plugins requests are replayed through, by
+// the names kube-apiserver's --enable-admission-plugins takes (default: those kube-apiserver
+// 1.37 enables by default that run before ValidatingAdmissionPolicy; see AdmissionPlugins).
+func WithAdmissionPlugins(names []string) Option {
+	return func(r *Replayer) error { r.admissionPlugins = append([]string{}, names...); return nil }
+}
+
+// AdmissionPlugins returns the built-in admission plugins of a replay with kube-apiserver's
+// --enable-admission-plugins and --disable-admission-plugins applied to its defaults, in the
+// order the server runs them; an error names a plugin a replay cannot run.
+func AdmissionPlugins(enable, disable []string) ([]string, error) {
+	return apiserver.SelectPlugins(enable, disable)
+}
+
 // WithProgress calls fn about every interval while a replay runs.
 func WithProgress(interval time.Duration, fn func(Progress)) Option {
 	return func(r *Replayer) error { r.progress, r.progressEvery = fn, interval; return nil }
@@ -99,6 +118,14 @@ type Replayer struct {
 	check         bool
 	progress      func(Progress)
 	progressEvery time.Duration
+	observer      Observer
+
+	admissionPlugins []string
+	// reads are what each policy reads of the request's objects; selects what its object
+	// selectors and its bindings' read; conditions what each of its matchConditions reads.
+	reads      map[string]vapccel.Reads
+	selects    map[string]vapccel.Reads
+	conditions map[string]map[string]vapccel.Reads
 
 	policies       []*admissionregistrationv1.ValidatingAdmissionPolicy
 	bindingList    []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
@@ -141,7 +168,7 @@ const maxPending = 100000
 
 // New compiles the policies, loads the snapshot and returns a Replayer.
 func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, opts ...Option) (*Replayer, error) {
-	r := &Replayer{maxLine: DefaultMaxLineBytes, bindings: map[string][]string{}}
+	r := &Replayer{maxLine: DefaultMaxLineBytes, bindings: map[string][]string{}, admissionPlugins: apiserver.DefaultPlugins()}
 	for _, o := range opts {
 		if err := o(r); err != nil {
 			return nil, err
@@ -179,10 +206,19 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 	}
 	r.newEpoch()
 	r.state = NewState(r.resources.RESTMapper(), func(gr schema.GroupResource) bool { return r.cur().scope.keeps(gr) }, func(gr schema.GroupResource) bool {
-		return gr == namespacesGR || r.cur().scope.params[gr]
+		return gr == namespacesGR || r.cur().scope.params[gr] || r.cur().scope.pluginInputs[gr]
 	})
 	r.state.rescope(r.cur().scope.paramSelectors)
 	r.requestOnly = newRequestOnly(policies, bindings)
+	r.reads, r.selects, r.conditions = map[string]vapccel.Reads{}, map[string]vapccel.Reads{}, map[string]map[string]vapccel.Reads{}
+	for _, p := range policies {
+		r.reads[p.Name] = vapccel.PolicyReads(p, bindings)
+		r.selects[p.Name] = vapccel.SelectorReads(p, bindings)
+		r.conditions[p.Name] = map[string]vapccel.Reads{}
+		for _, c := range p.Spec.MatchConditions {
+			r.conditions[p.Name][c.Name] = vapccel.ExpressionReads(nil, c.Expression)
+		}
+	}
 	r.loadedPolicies = map[string]bool{}
 	for p := range r.bindings {
 		r.loadedPolicies[p] = true
@@ -227,7 +263,7 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 	// An interrupt stops the reading; the lines read are replayed and decided to the end.
 	work := context.WithoutCancel(ctx)
 	r.running = r.startEvaluation(work)
-	err := decodeLogs(ctx, sources, r.maxLine, r.workers, r.prepareWrite, func(d decoded) {
+	err := decodeLogs(ctx, sources, r.maxLine, r.workers, r.prepare, func(d decoded) {
 		if r.sinkErr != nil {
 			return
 		}
@@ -287,6 +323,9 @@ func (r *Replayer) line(ctx context.Context, d decoded) {
 		return
 	}
 	r.sum.Requests++
+	if r.observer.Event != nil {
+		r.observer.Event(d.file, d.num, ev, ev.observed)
+	}
 	r.request(ctx, d, ev)
 }
 
@@ -342,7 +381,11 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	}
 	r.detectBirth(d, ev, t)
 	rec := classify(ev, t.connect)
-	if rec.skip != "" {
+	// A request the server refused for another reason than authentication or authorization
+	// is sent through its pipeline, which tells whether validating admission ran before the
+	// refusal; the log's message alone does not always.
+	pipeline := rec.skip == SkipBeforeAdmission && r.usesPipeline(ev, t)
+	if rec.skip != "" && !pipeline {
 		r.sum.skip(rec.skip, rec.note)
 		return
 	}
@@ -350,6 +393,10 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	ep := r.cur()
 	policies := ep.scope.match(t.gvr, t.sub, t.op)
 	if len(policies) == 0 {
+		if rec.skip != "" {
+			r.sum.skip(rec.skip, rec.note)
+			return
+		}
 		r.sum.NotMatched++
 		return
 	}
@@ -357,8 +404,11 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	j := &job{d: d, ev: ev, t: t, rec: rec, policies: policies, done: make(chan struct{})}
 	var unknownParams map[schema.GroupResource]string
 	j.resolving, unknownParams, j.unsettled = r.unsettledParams(policies, ev)
-	if t.op == admission.Update || t.op == admission.Delete {
+	if t.op == admission.Update || t.op == admission.Delete || t.op == admission.Connect || t.sub != "" {
 		j.prior = r.state.prior(t.gvr.GroupResource(), t.namespace, t.name)
+	}
+	if ev.Verb == "deletecollection" {
+		j.list, j.listUnknown = r.state.list(t.gvr.GroupResource(), t.namespace)
 	}
 	// An unknown namespace is a miss only when a matched policy selects or reads it.
 	j.view = r.state.View(ep.scope.readNamespaces(policies))
@@ -367,6 +417,7 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 }
 
 func (r *Replayer) emit(out *Record, policies []string, dec *verify.Decision) {
+	out.Policies = policies
 	out.changed()
 	r.sum.record(out)
 	r.agg.add(out, policies, dec)
@@ -537,7 +588,7 @@ func (r *Replayer) prepareWrite(ev *Event) {
 	}
 	w := writtenObject(ev, t)
 	w.gen = ep.gen
-	if w.raw != nil && (gr == namespacesGR || ep.scope.params[gr]) {
+	if w.raw != nil && (gr == namespacesGR || ep.scope.params[gr] || ep.scope.pluginInputs[gr]) {
 		w.typed = r.state.prepareTyped(w.resp, w.raw)
 	}
 	ev.written = w

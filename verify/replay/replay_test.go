@@ -13,6 +13,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify"
@@ -197,6 +200,20 @@ func (f *fakeEvaluator) Evaluate(_ context.Context, req verify.Request) (*verify
 	return &verify.Decision{Allowed: true, Code: 200, Results: []verify.Result{res}}, nil
 }
 
+// EvaluateAttributes records a request kube-apiserver's pipeline built as Evaluate records the
+// requests the replay rebuilds.
+func (f *fakeEvaluator) EvaluateAttributes(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) (*verify.Decision, error) {
+	req := verify.Request{Operation: a.GetOperation(), Name: a.GetName(), DryRun: a.IsDryRun(),
+		UserInfo: verify.UserInfo{Username: a.GetUserInfo().GetName()}}
+	if a.GetOldObject() != nil {
+		req.OldObject = &unstructured.Unstructured{}
+	}
+	if opts, ok := a.GetOperationOptions().(*metav1.DeleteOptions); ok && opts.GracePeriodSeconds != nil {
+		req.Options = &unstructured.Unstructured{Object: map[string]any{"gracePeriodSeconds": *opts.GracePeriodSeconds}}
+	}
+	return f.Evaluate(ctx, req)
+}
+
 // TestFakeEvaluator drives a replay through the narrow Evaluator interface and checks the
 // rebuilt requests: impersonated user, dryRun, options, old objects.
 func TestFakeEvaluator(t *testing.T) {
@@ -225,7 +242,13 @@ func TestFakeEvaluator(t *testing.T) {
 		if q.Options != nil {
 			grace = q.Options.Object["gracePeriodSeconds"]
 		}
-		got = append(got, req{string(q.Operation), q.Name, q.UserInfo.Username, q.DryRun, q.OldObject != nil, grace})
+		r := req{string(q.Operation), q.Name, q.UserInfo.Username, q.DryRun, q.OldObject != nil, grace}
+		// A request may be evaluated more than once (a patch as each of the types it may
+		// have been sent as; a decision checked without the old object): once is enough.
+		if len(got) > 0 && got[len(got)-1] == r {
+			continue
+		}
+		got = append(got, r)
 	}
 	// The grace period of a pod's DELETE is the one the pod strategy sets before admission:
 	// its terminationGracePeriodSeconds when none is asked for.
@@ -234,7 +257,7 @@ func TestFakeEvaluator(t *testing.T) {
 		{"DELETE", "db-0", "jane", false, true, int64(30)},
 		{"DELETE", "web-0", "admin", true, true, int64(30)},
 		{"DELETE", "web-0", "admin", false, true, int64(30)},
-		{"DELETE", "web-0", "system:node:w1", false, true, float64(0)},
+		{"DELETE", "web-0", "system:node:w1", false, true, int64(0)},
 		{"CREATE", "db-0", "system:serviceaccount:kube-system:draino", false, false, nil},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

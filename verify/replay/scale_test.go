@@ -86,7 +86,7 @@ func TestScaleRequests(t *testing.T) {
 		Spec:       admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "scale", ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
 	}
 	dep := map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "web", "namespace": "app", "uid": "u-1", "resourceVersion": "20", "generation": int64(1)},
-		"spec": map[string]any{"replicas": int64(2), "selector": map[string]any{"matchLabels": map[string]any{"app": "web"}}}}
+		"spec": map[string]any{"replicas": int64(2), "selector": map[string]any{"matchLabels": map[string]any{"app": "web"}}, "template": podTemplate("web")}}
 	scaleResp := func(replicas int64, rv string) map[string]any {
 		return map[string]any{"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": map[string]any{"name": "web", "namespace": "app", "uid": "u-1", "resourceVersion": rv},
 			"spec": map[string]any{"replicas": replicas}, "status": map[string]any{"replicas": int64(0), "selector": "app=web"}}

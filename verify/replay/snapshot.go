@@ -170,6 +170,9 @@ func (r *Replayer) seed(u *unstructured.Unstructured, where string, seen map[str
 	if u.GetName() == "" {
 		return 0, fmt.Errorf("snapshot %s: %s without metadata.name", where, gvk.Kind)
 	}
+	if r.observer.Snapshot != nil {
+		r.observer.Snapshot(u)
+	}
 	if !r.state.Keeps(gr) {
 		return 0, nil
 	}

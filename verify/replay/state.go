@@ -356,13 +356,16 @@ func (s *State) Lookup(gr schema.GroupResource, namespace, name string) (u *unst
 // prior is an object as the State holds it at one point of the log, undecoded: what a
 // request's oldObject is rebuilt from, on another goroutine.
 type prior struct {
-	kept, found     bool
+	kept, found bool
+	// complete says the State knows every object of the resource: one it does not hold does
+	// not exist.
+	complete        bool
 	raw             []byte // never changed once stored
 	source, unknown string
 }
 
 func (s *State) prior(gr schema.GroupResource, namespace, name string) prior {
-	p := prior{kept: s.keep(gr)}
+	p := prior{kept: s.keep(gr), complete: s.Complete(gr)}
 	e, ok := s.objects[gr][objectKey{namespace, name}]
 	if !ok {
 		return p
@@ -381,6 +384,28 @@ func (p prior) decode() (*unstructured.Unstructured, string) {
 		return nil, fmt.Sprintf("stored object does not decode: %v", err)
 	}
 	return u, ""
+}
+
+// list returns the JSON of every object of the resource in the namespace (every namespace
+// when it is empty), in no order, or why the State does not know them all.
+func (s *State) list(gr schema.GroupResource, namespace string) ([][]byte, string) {
+	switch {
+	case !s.keep(gr):
+		return nil, "the replay does not keep " + gr.String()
+	case !s.Complete(gr):
+		return nil, "the snapshot and the log do not hold every object of " + gr.String()
+	}
+	out := [][]byte{}
+	for k, e := range s.objects[gr] {
+		if namespace != "" && k.namespace != namespace {
+			continue
+		}
+		if e.raw == nil {
+			return nil, fmt.Sprintf("%s %s: %s", gr, joinKey(k.namespace, k.name), shortReason(e.unknown))
+		}
+		out = append(out, e.raw)
+	}
+	return out, ""
 }
 
 // Len is the number of objects the State holds.

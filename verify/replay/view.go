@@ -344,3 +344,58 @@ func (v *View) Misses() []string {
 	sort.Strings(out)
 	return dedupe(out)
 }
+
+// lookup reads an object as kube-apiserver's built-in admission plugins read it, without
+// recording a miss: the object, or absent when it does not exist for sure, or why it is not
+// known.
+func (v *View) lookup(gvr schema.GroupVersionResource, namespace, name string) (obj runtime.Object, absent bool, unknown string) {
+	gr := gvr.GroupResource()
+	if why, ok := v.unknown[gr]; ok {
+		return nil, false, why
+	}
+	e, ok := v.buckets[gr].get(objectKey{namespace, name})
+	switch {
+	case ok && e.obj == nil:
+		return nil, false, e.unknown
+	case ok && e.gvr != gvr:
+		return nil, false, fmt.Sprintf("known as %s, not %s", e.gvr.Version, gvr.Version)
+	case ok:
+		o, err := e.obj.get()
+		if err != nil {
+			return nil, false, err.Error()
+		}
+		return o, false, ""
+	case v.isComplete(gr):
+		return nil, true, ""
+	}
+	return nil, false, "not in the snapshot or earlier in the log"
+}
+
+// listFor lists the objects of a resource in a namespace ("" for all) as the admission plugins
+// list them: the known ones, and why they may not be all.
+func (v *View) listFor(gvr schema.GroupVersionResource, namespace string) (objs []runtime.Object, unknown string) {
+	gr := gvr.GroupResource()
+	if why, ok := v.unknown[gr]; ok {
+		return nil, why
+	}
+	if !v.isComplete(gr) {
+		unknown = "objects that existed before the log are not known (give --snapshot)"
+	}
+	b := v.buckets[gr]
+	if b == nil {
+		return nil, unknown
+	}
+	if b.unknowns > 0 {
+		for k, e := range b.objs {
+			if e.obj == nil && (namespace == "" || k.namespace == namespace) {
+				unknown = fmt.Sprintf("%s: %s", joinKey(k.namespace, k.name), e.unknown)
+				break
+			}
+		}
+	}
+	objs, failed := b.list(gvr, namespace, nil)
+	if len(failed) > 0 && unknown == "" {
+		unknown = failed[0]
+	}
+	return objs, unknown
+}

@@ -1,0 +1,395 @@
+package cel
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	celgo "github.com/google/cel-go/cel"
+	celast "github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/types"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apiserver/pkg/cel/environment"
+)
+
+// What a policy's expressions read of the request's objects, found by walking their parsed
+// expressions: a replay that does not know some field of an object (the uid the server gave a
+// refused create, a field an admission plugin set from an object the log does not hold)
+// decides the request only when no expression reads that field.
+
+// ReadKind is how an expression reads a field.
+type ReadKind int
+
+const (
+	// ReadValue reads the field's whole value.
+	ReadValue ReadKind = iota
+	// ReadPresence reads whether the field is set (has(), optional selection).
+	ReadPresence
+	// ReadChildren reads which elements or keys the field has (iterating over it).
+	ReadChildren
+	// ReadSize reads how many elements or keys the field has, or a string's length (size()).
+	ReadSize
+)
+
+// AnyStep in a path stands for any element of a list or any key of a map.
+const AnyStep = "*"
+
+// FieldPath is a field under one of the request variables an expression reads: "object",
+// "oldObject" or "request" (Root), then field names, map keys or AnyStep.
+type FieldPath struct {
+	Root  string
+	Steps []string
+}
+
+func (p FieldPath) String() string {
+	if len(p.Steps) == 0 {
+		return p.Root
+	}
+	return p.Root + "." + strings.Join(p.Steps, ".")
+}
+
+func (p FieldPath) with(step string) FieldPath {
+	steps := make([]string, len(p.Steps)+1)
+	copy(steps, p.Steps)
+	steps[len(p.Steps)] = step
+	return FieldPath{Root: p.Root, Steps: steps}
+}
+
+// Read is one field an expression reads, and how.
+type Read struct {
+	Path FieldPath
+	Kind ReadKind
+}
+
+// Reads is what a set of expressions read.
+type Reads struct {
+	Reads []Read
+	// All is set when an expression could not be analyzed: it may read anything.
+	All string
+}
+
+// Unknown is a field whose value a replay does not know for sure.
+type Unknown struct {
+	Path FieldPath
+	// ValueOnly says only the field's value is unknown: whether it is set is known, and so
+	// are the elements or keys of the fields above it.
+	ValueOnly bool
+	// Why says what makes it unknown.
+	Why string
+}
+
+// DependsOn returns the first read of the reads that an unknown field can change, and the
+// unknown; ok is false when none can.
+func (r Reads) DependsOn(unknowns []Unknown) (read Read, unknown Unknown, ok bool) {
+	if len(unknowns) == 0 {
+		return Read{}, Unknown{}, false
+	}
+	if r.All != "" {
+		return Read{Path: FieldPath{Root: "any field (" + r.All + ")"}}, unknowns[0], true
+	}
+	for _, rd := range r.Reads {
+		for _, u := range unknowns {
+			if overlaps(rd, u) {
+				return rd, u, true
+			}
+		}
+	}
+	return Read{}, Unknown{}, false
+}
+
+// overlaps says whether an unknown field can change what a read reads.
+func overlaps(r Read, u Unknown) bool {
+	if r.Path.Root != u.Path.Root {
+		return false
+	}
+	a, b := r.Path.Steps, u.Path.Steps
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		if a[i] != b[i] && a[i] != AnyStep && b[i] != AnyStep {
+			return false
+		}
+	}
+	switch {
+	case len(b) < len(a):
+		// The unknown field holds what is read.
+		return true
+	case len(b) == len(a):
+		return r.Kind == ReadValue || r.Kind == ReadSize || !u.ValueOnly
+	}
+	// The read field holds the unknown one.
+	switch r.Kind {
+	case ReadValue:
+		return true
+	case ReadChildren, ReadSize:
+		return len(b) == len(a)+1 && !u.ValueOnly
+	}
+	return false
+}
+
+// The variables of an admission policy's expressions whose fields are tracked.
+var readRoots = map[string]bool{"object": true, "oldObject": true, "request": true}
+
+// parseEnv is the environment expressions are parsed in: the apiserver's, for its macros.
+var parseEnv = sync.OnceValues(func() (*celgo.Env, error) {
+	return environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()).Env(environment.StoredExpressions)
+})
+
+// PolicyReads returns what a ValidatingAdmissionPolicy reads of object, oldObject and request:
+// every expression of it (matchConditions, variables, validations and their messages, audit
+// annotations), and the labels its object selector and its bindings' read.
+func PolicyReads(p *admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) Reads {
+	var exprs []string
+	for _, c := range p.Spec.MatchConditions {
+		exprs = append(exprs, c.Expression)
+	}
+	for _, v := range p.Spec.Validations {
+		exprs = append(exprs, v.Expression)
+		if v.MessageExpression != "" {
+			exprs = append(exprs, v.MessageExpression)
+		}
+	}
+	for _, a := range p.Spec.AuditAnnotations {
+		exprs = append(exprs, a.ValueExpression)
+	}
+	var vars []NamedExpression
+	for _, v := range p.Spec.Variables {
+		vars = append(vars, NamedExpression{Name: v.Name, Expression: v.Expression})
+	}
+	out := ExpressionReads(vars, exprs...)
+	out.Reads = append(out.Reads, SelectorReads(p, bindings).Reads...)
+	return out
+}
+
+// SelectorReads returns what selects a policy's requests besides its rules: the labels of
+// object and oldObject when it or a binding has an object selector.
+func SelectorReads(p *admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) Reads {
+	selects := p.Spec.MatchConstraints != nil && p.Spec.MatchConstraints.ObjectSelector != nil
+	for _, b := range bindings {
+		if b.Spec.PolicyName == p.Name && b.Spec.MatchResources != nil && b.Spec.MatchResources.ObjectSelector != nil {
+			selects = true
+		}
+	}
+	var out Reads
+	if selects {
+		for _, root := range []string{"object", "oldObject"} {
+			out.Reads = append(out.Reads, Read{Path: FieldPath{Root: root, Steps: []string{"metadata", "labels"}}})
+		}
+	}
+	return out
+}
+
+// NamedExpression is a variable of a policy.
+type NamedExpression struct{ Name, Expression string }
+
+// ExpressionReads returns what the expressions read, given the policy's variables (which an
+// expression reads through `variables.NAME`).
+func ExpressionReads(variables []NamedExpression, exprs ...string) Reads {
+	env, err := parseEnv()
+	if err != nil {
+		return Reads{All: err.Error()}
+	}
+	w := &readWalker{vars: map[string]*FieldPath{}}
+	for _, v := range variables {
+		path, err := w.expression(env, v.Expression)
+		if err != nil {
+			return Reads{All: fmt.Sprintf("variable %s: %v", v.Name, err)}
+		}
+		w.vars[v.Name] = path
+	}
+	for _, e := range exprs {
+		path, err := w.expression(env, e)
+		if err != nil {
+			return Reads{All: err.Error()}
+		}
+		w.read(path, ReadValue)
+	}
+	return Reads{Reads: w.reads}
+}
+
+type readWalker struct {
+	reads []Read
+	// vars are the variables whose value is a field of a tracked root.
+	vars map[string]*FieldPath
+}
+
+func (w *readWalker) read(p *FieldPath, k ReadKind) {
+	if p != nil {
+		w.reads = append(w.reads, Read{Path: *p, Kind: k})
+	}
+}
+
+// expression walks one expression and returns the field its value is, if any.
+func (w *readWalker) expression(env *celgo.Env, src string) (*FieldPath, error) {
+	ast, iss := env.Parse(src)
+	if iss.Err() != nil {
+		return nil, iss.Err()
+	}
+	return w.walk(ast.NativeRep().Expr(), map[string]*FieldPath{}), nil
+}
+
+// walk records what e reads and returns the field e's value is, if it is a field of a
+// tracked root; bound are the comprehension variables in scope.
+func (w *readWalker) walk(e celast.Expr, bound map[string]*FieldPath) *FieldPath {
+	switch e.Kind() {
+	case celast.IdentKind:
+		name := e.AsIdent()
+		if p, ok := bound[name]; ok {
+			return p
+		}
+		if readRoots[name] {
+			return &FieldPath{Root: name}
+		}
+		return nil
+	case celast.SelectKind:
+		sel := e.AsSelect()
+		op := sel.Operand()
+		if op.Kind() == celast.IdentKind && op.AsIdent() == "variables" {
+			if _, shadowed := bound["variables"]; !shadowed {
+				return w.vars[sel.FieldName()]
+			}
+		}
+		p := w.walk(op, bound)
+		if p == nil {
+			return nil
+		}
+		field := p.with(sel.FieldName())
+		if sel.IsTestOnly() {
+			w.read(&field, ReadPresence)
+			return nil
+		}
+		return &field
+	case celast.CallKind:
+		return w.call(e.AsCall(), bound)
+	case celast.ComprehensionKind:
+		c := e.AsComprehension()
+		r := w.walk(c.IterRange(), bound)
+		inner := make(map[string]*FieldPath, len(bound)+3)
+		for k, v := range bound {
+			inner[k] = v
+		}
+		var elem *FieldPath
+		if r != nil {
+			w.read(r, ReadChildren)
+			el := r.with(AnyStep)
+			elem = &el
+		}
+		// A list's first variable is its index, a map's its key; the second is the element or
+		// the value. Which one the range is is not known here: both stand for the element.
+		inner[c.IterVar()] = elem
+		if c.HasIterVar2() {
+			inner[c.IterVar2()] = elem
+		}
+		// The accumulator starts as its initial value: a literal for the macros Kubernetes
+		// has; a field would be one only for cel.bind, which it does not have.
+		acc := w.walk(c.AccuInit(), bound)
+		inner[c.AccuVar()] = acc
+		w.read(w.walk(c.LoopCondition(), inner), ReadValue)
+		if step := c.LoopStep(); step.Kind() != celast.IdentKind || step.AsIdent() != c.AccuVar() {
+			w.read(w.walk(step, inner), ReadValue)
+		}
+		result := make(map[string]*FieldPath, len(bound)+1)
+		for k, v := range bound {
+			result[k] = v
+		}
+		result[c.AccuVar()] = acc
+		return w.walk(c.Result(), result)
+	case celast.ListKind:
+		for _, el := range e.AsList().Elements() {
+			w.read(w.walk(el, bound), ReadValue)
+		}
+	case celast.MapKind:
+		for _, en := range e.AsMap().Entries() {
+			me := en.AsMapEntry()
+			w.read(w.walk(me.Key(), bound), ReadValue)
+			w.read(w.walk(me.Value(), bound), ReadValue)
+		}
+	case celast.StructKind:
+		for _, f := range e.AsStruct().Fields() {
+			w.read(w.walk(f.AsStructField().Value(), bound), ReadValue)
+		}
+	}
+	return nil
+}
+
+// call records what a call reads: selection and indexing of a field extend it, optional
+// values pass it through, anything else reads its arguments' whole values.
+func (w *readWalker) call(c celast.CallExpr, bound map[string]*FieldPath) *FieldPath {
+	args := c.Args()
+	switch fn := c.FunctionName(); {
+	case (fn == "_[_]" || fn == "_[?_]") && len(args) == 2:
+		p := w.walk(args[0], bound)
+		key := args[1]
+		w.read(w.walk(key, bound), ReadValue)
+		if p == nil {
+			return nil
+		}
+		step := AnyStep
+		if key.Kind() == celast.LiteralKind {
+			if s, ok := key.AsLiteral().(types.String); ok {
+				step = string(s)
+			}
+		}
+		if fn == "_[?_]" {
+			// An optional index reads whether the key is there and its value: the value is
+			// returned for what reads it, the presence is read here.
+			f := p.with(step)
+			w.read(&f, ReadPresence)
+		}
+		f := p.with(step)
+		return &f
+	case fn == "_?._" && len(args) == 2:
+		p := w.walk(args[0], bound)
+		if p == nil || args[1].Kind() != celast.LiteralKind {
+			return nil
+		}
+		name, ok := args[1].AsLiteral().(types.String)
+		if !ok {
+			w.read(p, ReadValue)
+			return nil
+		}
+		f := p.with(string(name))
+		w.read(&f, ReadPresence)
+		return &f
+	case c.IsMemberFunction() && (fn == "orValue" || fn == "value"):
+		p := w.walk(c.Target(), bound)
+		for _, a := range args {
+			w.read(w.walk(a, bound), ReadValue)
+		}
+		return p
+	case c.IsMemberFunction() && fn == "hasValue" && len(args) == 0:
+		w.read(w.walk(c.Target(), bound), ReadPresence)
+		return nil
+	case fn == "size" && (len(args) == 1 && !c.IsMemberFunction() || len(args) == 0 && c.IsMemberFunction()):
+		target := c.Target()
+		if !c.IsMemberFunction() {
+			target = args[0]
+		}
+		w.read(w.walk(target, bound), ReadSize)
+		return nil
+	case (fn == "_==_" || fn == "_!=_") && len(args) == 2 && (isNull(args[0]) || isNull(args[1])):
+		// Comparing with null reads whether the field is set (object == null on DELETE).
+		for _, a := range args {
+			w.read(w.walk(a, bound), ReadPresence)
+		}
+		return nil
+	case fn == "optional.of" || fn == "optional.ofNonZeroValue":
+		if len(args) == 1 {
+			return w.walk(args[0], bound)
+		}
+	}
+	if c.IsMemberFunction() {
+		w.read(w.walk(c.Target(), bound), ReadValue)
+	}
+	for _, a := range args {
+		w.read(w.walk(a, bound), ReadValue)
+	}
+	return nil
+}
+
+func isNull(e celast.Expr) bool {
+	if e.Kind() != celast.LiteralKind {
+		return false
+	}
+	_, ok := e.AsLiteral().(types.Null)
+	return ok
+}

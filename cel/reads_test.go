@@ -1,0 +1,69 @@
+package cel
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestExpressionReads: the fields an expression reads, and which unknown fields change it.
+func TestExpressionReads(t *testing.T) {
+	uid := Unknown{Path: FieldPath{Root: "object", Steps: []string{"metadata", "uid"}}, ValueOnly: true}
+	volumeNames := Unknown{Path: FieldPath{Root: "object", Steps: []string{"spec", "volumes", AnyStep, "name"}}, ValueOnly: true}
+	volumes := Unknown{Path: FieldPath{Root: "object", Steps: []string{"spec", "volumes"}}}
+	tolerations := Unknown{Path: FieldPath{Root: "object", Steps: []string{"spec", "tolerations"}}}
+	name := Unknown{Path: FieldPath{Root: "request", Steps: []string{"name"}}, ValueOnly: true}
+	objName := Unknown{Path: FieldPath{Root: "object", Steps: []string{"metadata", "name"}}, ValueOnly: true}
+	tests := []struct {
+		expr    string
+		vars    []NamedExpression
+		unknown Unknown
+		want    bool
+	}{
+		{"object.spec.replicas > 3", nil, uid, false},
+		{"object.metadata.uid != ''", nil, uid, true},
+		{"has(object.metadata.uid)", nil, uid, false},
+		{"object.metadata.name.startsWith('a')", nil, uid, false},
+		{"object.metadata", nil, uid, true},
+		{"object == oldObject", nil, uid, true},
+		{"oldObject.metadata.uid == 'x'", nil, uid, false},
+		{"object.spec.volumes.all(v, !has(v.hostPath))", nil, volumeNames, false},
+		{"object.spec.volumes.all(v, v.name != 'x')", nil, volumeNames, true},
+		{"object.spec.volumes.all(v, !has(v.hostPath))", nil, volumes, true},
+		{"size(object.spec.volumes) < 3", nil, volumes, true},
+		{"size(object.spec.volumes) < 3", nil, volumeNames, false},
+		{"object.spec.volumes.exists(v, true)", nil, volumes, true},
+		{"object.spec.?tolerations.orValue([]).all(t, t.key != 'x')", nil, tolerations, true},
+		{"object.spec.containers.all(c, c.image.startsWith('r/'))", nil, tolerations, false},
+		{"variables.vols.all(v, has(v.emptyDir))", []NamedExpression{{"vols", "object.spec.volumes"}}, volumeNames, false},
+		{"variables.vols.all(v, v.name == 'a')", []NamedExpression{{"vols", "object.spec.volumes"}}, volumeNames, true},
+		{"variables.n > 1", []NamedExpression{{"n", "size(object.spec.volumes)"}}, volumes, true},
+		{"object.metadata.name.size() > 3", nil, objName, true},
+		{"size(object.metadata.labels) > 3", nil, objName, false},
+		{"request.name.startsWith('gen-')", nil, name, true},
+		{"request.userInfo.username == 'x'", nil, name, false},
+		{"object.metadata.labels['app'] == 'x'", nil, objName, false},
+		{"object.metadata[variables.k] == 'x'", []NamedExpression{{"k", "'name'"}}, objName, true},
+		{"object.spec.volumes.map(v, v.name).exists(n, n == 'x')", nil, volumeNames, true},
+		{"object.spec.volumes.filter(v, has(v.secret)).size() == 0", nil, volumeNames, true},
+		{"object.spec.volumes.all(i, v, has(v.secret))", nil, volumeNames, false},
+		{"params.spec.max > 1", nil, uid, false},
+		{"object == null ? 'null' : object.metadata.name", nil, uid, false},
+		{"oldObject != null && oldObject.metadata.uid == 'x'", nil, uid, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.expr, func(t *testing.T) {
+			reads := ExpressionReads(tt.vars, tt.expr)
+			if reads.All != "" {
+				t.Fatalf("ExpressionReads(%q) could not analyze: %s", tt.expr, reads.All)
+			}
+			read, _, got := reads.DependsOn([]Unknown{tt.unknown})
+			if got != tt.want {
+				t.Errorf("ExpressionReads(%q).DependsOn(%s) = %v (%v), want %v; reads %v", tt.expr, tt.unknown.Path, got, read, tt.want, reads.Reads)
+			}
+		})
+	}
+	if diff := cmp.Diff(Reads{Reads: []Read{{Path: FieldPath{Root: "object", Steps: []string{"spec", "replicas"}}}}}, ExpressionReads(nil, "object.spec.replicas")); diff != "" {
+		t.Errorf("mismatch (-want +got):\n%s", diff)
+	}
+}

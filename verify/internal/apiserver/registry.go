@@ -1,0 +1,248 @@
+package apiserver
+
+import (
+	"fmt"
+	"net"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	"k8s.io/apiserver/pkg/registry/generic"
+	"k8s.io/apiserver/pkg/registry/rest"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	serverstorage "k8s.io/apiserver/pkg/server/storage"
+	clientgofake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	api "k8s.io/kubernetes/pkg/apis/core"
+	"k8s.io/kubernetes/pkg/controlplane"
+	kubeletclient "k8s.io/kubernetes/pkg/kubelet/client"
+	appsrest "k8s.io/kubernetes/pkg/registry/apps/rest"
+	autoscalingrest "k8s.io/kubernetes/pkg/registry/autoscaling/rest"
+	batchrest "k8s.io/kubernetes/pkg/registry/batch/rest"
+	certificatesrest "k8s.io/kubernetes/pkg/registry/certificates/rest"
+	coordinationrest "k8s.io/kubernetes/pkg/registry/coordination/rest"
+	endpointsstore "k8s.io/kubernetes/pkg/registry/core/endpoint/storage"
+	limitrangestore "k8s.io/kubernetes/pkg/registry/core/limitrange/storage"
+	nodestore "k8s.io/kubernetes/pkg/registry/core/node/storage"
+	pvstore "k8s.io/kubernetes/pkg/registry/core/persistentvolume/storage"
+	pvcstore "k8s.io/kubernetes/pkg/registry/core/persistentvolumeclaim/storage"
+	podstore "k8s.io/kubernetes/pkg/registry/core/pod/storage"
+	podtemplatestore "k8s.io/kubernetes/pkg/registry/core/podtemplate/storage"
+	controllerstore "k8s.io/kubernetes/pkg/registry/core/replicationcontroller/storage"
+	corerest "k8s.io/kubernetes/pkg/registry/core/rest"
+	"k8s.io/kubernetes/pkg/registry/core/service/ipallocator"
+	servicestore "k8s.io/kubernetes/pkg/registry/core/service/storage"
+	discoveryrest "k8s.io/kubernetes/pkg/registry/discovery/rest"
+	eventsrest "k8s.io/kubernetes/pkg/registry/events/rest"
+	networkingrest "k8s.io/kubernetes/pkg/registry/networking/rest"
+	noderest "k8s.io/kubernetes/pkg/registry/node/rest"
+	policyrest "k8s.io/kubernetes/pkg/registry/policy/rest"
+	rbacrest "k8s.io/kubernetes/pkg/registry/rbac/rest"
+	resourcerest "k8s.io/kubernetes/pkg/registry/resource/rest"
+	schedulingrest "k8s.io/kubernetes/pkg/registry/scheduling/rest"
+	storagerest "k8s.io/kubernetes/pkg/registry/storage/rest"
+	svmrest "k8s.io/kubernetes/pkg/registry/storagemigration/rest"
+)
+
+// storageProvider is controlplane's RESTStorageProvider.
+type storageProvider interface {
+	GroupName() string
+	NewRESTStorage(apiResourceConfigSource serverstorage.APIResourceConfigSource, restOptionsGetter generic.RESTOptionsGetter) (genericapiserver.APIGroupInfo, error)
+}
+
+// groups builds the APIGroupInfo of every built-in API group kube-apiserver 1.37 serves by
+// default, with its REST storage over memStorage, as controlplane's StorageProviders does
+// (k8s.io/kubernetes/pkg/controlplane/instance.go). Left out: the groups whose resources no
+// admission policy sees (authentication, authorization, admissionregistration's policy and
+// webhook configurations) and flowcontrol, whose provider needs a running informer factory.
+// The core group is built as the legacy provider builds it (pkg/registry/core/rest), with a
+// service IP and node port allocator that accepts every address (see openAllocator): the log
+// says which addresses the server took.
+func groups() ([]genericapiserver.APIGroupInfo, error) {
+	config := controlplane.DefaultAPIResourceConfigSource()
+	opts := restOptions{}
+	allow := authorizerfactory.NewAlwaysAllowAuthorizer()
+	client := clientgofake.NewClientset()
+
+	core, err := coreAPIGroup(config, opts, allow, client)
+	if err != nil {
+		return nil, fmt.Errorf("API group core: %w", err)
+	}
+	out := []genericapiserver.APIGroupInfo{core}
+	for _, p := range []storageProvider{
+		autoscalingrest.RESTStorageProvider{},
+		batchrest.RESTStorageProvider{},
+		certificatesrest.RESTStorageProvider{Authorizer: allow},
+		coordinationrest.RESTStorageProvider{},
+		discoveryrest.StorageProvider{},
+		networkingrest.RESTStorageProvider{},
+		noderest.RESTStorageProvider{},
+		policyrest.RESTStorageProvider{},
+		rbacrest.RESTStorageProvider{Authorizer: allow},
+		schedulingrest.RESTStorageProvider{},
+		storagerest.RESTStorageProvider{},
+		svmrest.RESTStorageProvider{},
+		appsrest.StorageProvider{},
+		eventsrest.RESTStorageProvider{TTL: 0},
+		resourcerest.RESTStorageProvider{NamespaceClient: client.CoreV1().Namespaces(), Authorizer: allow},
+	} {
+		info, err := p.NewRESTStorage(config, opts)
+		if err != nil {
+			return nil, fmt.Errorf("API group %q: %w", p.GroupName(), err)
+		}
+		if len(info.VersionedResourcesStorageMap) == 0 {
+			continue
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+// coreAPIGroup mirrors legacyProvider.NewRESTStorage of k8s.io/kubernetes/pkg/registry/core/rest.
+func coreAPIGroup(config serverstorage.APIResourceConfigSource, opts generic.RESTOptionsGetter, allow authorizer.Authorizer, client *clientgofake.Clientset) (genericapiserver.APIGroupInfo, error) {
+	genericConfig := corerest.GenericConfig{}
+	info, err := genericConfig.NewRESTStorage(config, opts)
+	if err != nil {
+		return info, err
+	}
+	podTemplateStorage, err := podtemplatestore.NewREST(opts)
+	if err != nil {
+		return info, err
+	}
+	limitRangeStorage, err := limitrangestore.NewREST(opts)
+	if err != nil {
+		return info, err
+	}
+	pvStorage, pvStatusStorage, err := pvstore.NewREST(opts)
+	if err != nil {
+		return info, err
+	}
+	pvcStorage, pvcStatusStorage, err := pvcstore.NewREST(opts)
+	if err != nil {
+		return info, err
+	}
+	endpointsStorage, err := endpointsstore.NewREST(opts)
+	if err != nil {
+		return info, err
+	}
+	nodeStorage, err := nodestore.NewStorage(opts, kubeletclient.KubeletClientConfig{Port: 10250}, nil)
+	if err != nil {
+		return info, err
+	}
+	unconditional, ok := allow.(authorizer.UnconditionalAuthorizer)
+	if !ok {
+		return info, fmt.Errorf("the always-allow authorizer is not unconditional")
+	}
+	podStorage, err := podstore.NewStorage(opts, nodeStorage.KubeletConnectionInfo, nil, client.PolicyV1(), unconditional)
+	if err != nil {
+		return info, err
+	}
+	_, cidr, _ := net.ParseCIDR("10.96.0.0/12")
+	serviceStorage, serviceStatusStorage, serviceProxy, err := servicestore.NewREST(opts, api.IPv4Protocol,
+		map[api.IPFamily]ipallocator.Interface{api.IPv4Protocol: openIPs{cidr: *cidr, family: api.IPv4Protocol}},
+		openPorts{}, nil, podStorage.Pod, nil)
+	if err != nil {
+		return info, err
+	}
+	storage := info.VersionedResourcesStorageMap["v1"]
+	if storage == nil {
+		storage = map[string]rest.Storage{}
+	}
+	enabled := func(resource string) bool {
+		return config.ResourceEnabled(corev1.SchemeGroupVersion.WithResource(resource))
+	}
+	if enabled("pods") {
+		storage["pods"] = podStorage.Pod
+		storage["pods/attach"] = podStorage.Attach
+		storage["pods/status"] = podStorage.Status
+		storage["pods/log"] = podStorage.Log
+		storage["pods/exec"] = podStorage.Exec
+		storage["pods/portforward"] = podStorage.PortForward
+		storage["pods/proxy"] = podStorage.Proxy
+		storage["pods/binding"] = podStorage.Binding
+		if podStorage.Eviction != nil {
+			storage["pods/eviction"] = podStorage.Eviction
+		}
+		storage["pods/ephemeralcontainers"] = podStorage.EphemeralContainers
+		if podStorage.Resize != nil {
+			storage["pods/resize"] = podStorage.Resize
+		}
+	}
+	if enabled("bindings") {
+		storage["bindings"] = podStorage.LegacyBinding
+	}
+	if enabled("podtemplates") {
+		storage["podtemplates"] = podTemplateStorage
+	}
+	if enabled("replicationcontrollers") {
+		rc, err := controllerstore.NewStorage(opts)
+		if err != nil {
+			return info, err
+		}
+		storage["replicationcontrollers"] = rc.Controller
+		storage["replicationcontrollers/status"] = rc.Status
+		if legacyscheme.Scheme.IsVersionRegistered(schema.GroupVersion{Group: "autoscaling", Version: "v1"}) {
+			storage["replicationcontrollers/scale"] = rc.Scale
+		}
+	}
+	if enabled("services") {
+		storage["services"] = serviceStorage
+		storage["services/proxy"] = serviceProxy
+		storage["services/status"] = serviceStatusStorage
+	}
+	if enabled("endpoints") {
+		storage["endpoints"] = endpointsStorage
+	}
+	if enabled("nodes") {
+		storage["nodes"] = nodeStorage.Node
+		storage["nodes/proxy"] = nodeStorage.Proxy
+		storage["nodes/status"] = nodeStorage.Status
+	}
+	if enabled("limitranges") {
+		storage["limitranges"] = limitRangeStorage
+	}
+	if enabled("persistentvolumes") {
+		storage["persistentvolumes"] = pvStorage
+		storage["persistentvolumes/status"] = pvStatusStorage
+	}
+	if enabled("persistentvolumeclaims") {
+		storage["persistentvolumeclaims"] = pvcStorage
+		storage["persistentvolumeclaims/status"] = pvcStatusStorage
+	}
+	info.VersionedResourcesStorageMap["v1"] = storage
+	return info, nil
+}
+
+// openIPs is a service IP allocator that accepts every address and hands out the first of its
+// range: the log, not vapc, knows which addresses were free.
+type openIPs struct {
+	cidr   net.IPNet
+	family api.IPFamily
+}
+
+func (a openIPs) Allocate(net.IP) error { return nil }
+func (a openIPs) AllocateNext() (net.IP, error) {
+	ip := make(net.IP, len(a.cidr.IP))
+	copy(ip, a.cidr.IP)
+	ip[len(ip)-1]++
+	return ip, nil
+}
+func (a openIPs) Release(net.IP) error          { return nil }
+func (a openIPs) ForEach(func(net.IP))          {}
+func (a openIPs) CIDR() net.IPNet               { return a.cidr }
+func (a openIPs) IPFamily() api.IPFamily        { return a.family }
+func (a openIPs) Has(net.IP) bool               { return false }
+func (a openIPs) Destroy()                      {}
+func (a openIPs) EnableMetrics()                {}
+func (a openIPs) DryRun() ipallocator.Interface { return a }
+func (a openPorts) Allocate(int) error          { return nil }
+func (a openPorts) AllocateNext() (int, error)  { return 30000, nil }
+func (a openPorts) Release(int) error           { return nil }
+func (a openPorts) ForEach(func(int))           {}
+func (a openPorts) Has(int) bool                { return false }
+func (a openPorts) Destroy()                    {}
+func (a openPorts) EnableMetrics()              {}
+
+// openPorts is the node port allocator of openIPs.
+type openPorts struct{}

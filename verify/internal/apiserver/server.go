@@ -1,0 +1,367 @@
+package apiserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+
+	restful "github.com/emicklei/go-restful/v3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/audit"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	genericapi "k8s.io/apiserver/pkg/endpoints"
+	genericfilters "k8s.io/apiserver/pkg/endpoints/filters"
+	"k8s.io/apiserver/pkg/endpoints/request"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	sigsjson "sigs.k8s.io/json"
+
+	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
+)
+
+// Server is kube-apiserver's request handling for the built-in APIs, in process: the REST
+// handlers of k8s.io/apiserver's endpoints package installed as genericapiserver installs
+// them, over the registry of k8s.io/kubernetes (strategies, subresources) with an in-memory
+// storage that reads each request's Objects, and the admission of each request's Exchange.
+// It is safe for concurrent use: everything a request reads and writes is in its Exchange.
+type Server struct {
+	handler     http.Handler
+	equivalents runtime.EquivalentResourceRegistry
+	served      map[servedKey]bool
+}
+
+type servedKey struct {
+	gvr schema.GroupVersionResource
+	sub string
+}
+
+var (
+	serverOnce sync.Once
+	server     *Server
+	serverErr  error
+)
+
+// TypeConverterFunc returns the field manager's type converter of the group-versions a
+// server serves: kube-apiserver builds it from the OpenAPI definitions of the resources it
+// installs (GenericAPIServer.getOpenAPIModels).
+type TypeConverterFunc func(gvs []schema.GroupVersion) (managedfields.TypeConverter, error)
+
+// Shared returns the process's Server, built on first use.
+func Shared(typeConverter TypeConverterFunc) (*Server, error) {
+	serverOnce.Do(func() { server, serverErr = newServer(typeConverter) })
+	return server, serverErr
+}
+
+func newServer(tcFunc TypeConverterFunc) (*Server, error) {
+	infos, err := groups()
+	if err != nil {
+		return nil, err
+	}
+	var gvs []schema.GroupVersion
+	for _, info := range infos {
+		for _, gv := range info.PrioritizedVersions {
+			if len(info.VersionedResourcesStorageMap[gv.Version]) > 0 {
+				gvs = append(gvs, gv)
+			}
+		}
+	}
+	typeConverter, err := tcFunc(gvs)
+	if err != nil {
+		return nil, err
+	}
+	container := restful.NewContainer()
+	container.Router(restful.CurlyRouter{})
+	equivalents := runtime.NewEquivalentResourceRegistry()
+	allow := authorizerfactory.NewAlwaysAllowAuthorizer()
+	served := map[servedKey]bool{}
+	for i := range infos {
+		info := &infos[i]
+		root := genericapiserver.APIGroupPrefix
+		if len(info.PrioritizedVersions) > 0 && info.PrioritizedVersions[0].Group == "" {
+			root = genericapiserver.DefaultLegacyAPIPrefix
+		}
+		for _, gv := range info.PrioritizedVersions {
+			storage := info.VersionedResourcesStorageMap[gv.Version]
+			if len(storage) == 0 {
+				continue
+			}
+			v := newAPIGroupVersion(info, gv)
+			v.Root = root
+			v.Storage = storage
+			if info.OptionsExternalVersion != nil {
+				v.OptionsExternalVersion = info.OptionsExternalVersion
+			}
+			v.TypeConverter = typeConverter
+			v.EquivalentResourceRegistry = equivalents
+			v.Authorizer = allow
+			v.Admit = exchangeAdmission{}
+			v.MaxRequestBodyBytes = 3 * 1024 * 1024 // kube-apiserver's default --max-request-bytes
+			if _, _, err := v.InstallREST(container); err != nil {
+				return nil, fmt.Errorf("installing %s: %w", gv, err)
+			}
+			for path := range storage {
+				res, sub, _ := strings.Cut(path, "/")
+				served[servedKey{gv.WithResource(res), sub}] = true
+			}
+		}
+	}
+	resolver := &request.RequestInfoFactory{
+		APIPrefixes:          sets.NewString("api", "apis"),
+		GrouplessAPIPrefixes: sets.NewString("api"),
+	}
+	return &Server{
+		handler:     genericfilters.WithRequestInfo(container, resolver),
+		equivalents: equivalents,
+		served:      served,
+	}, nil
+}
+
+// newAPIGroupVersion mirrors GenericAPIServer.newAPIGroupVersion
+// (k8s.io/apiserver/pkg/server/genericapiserver.go).
+func newAPIGroupVersion(info *genericapiserver.APIGroupInfo, gv schema.GroupVersion) *genericapi.APIGroupVersion {
+	allServedVersionsByResource := map[string][]string{}
+	for version, resources := range info.VersionedResourcesStorageMap {
+		for resource := range resources {
+			if len(gv.Group) == 0 {
+				allServedVersionsByResource[resource] = append(allServedVersionsByResource[resource], version)
+			} else {
+				allServedVersionsByResource[resource] = append(allServedVersionsByResource[resource], fmt.Sprintf("%s/%s", gv.Group, version))
+			}
+		}
+	}
+	return &genericapi.APIGroupVersion{
+		GroupVersion:                gv,
+		AllServedVersionsByResource: allServedVersionsByResource,
+		MetaGroupVersion:            info.MetaGroupVersion,
+
+		ParameterCodec:        info.ParameterCodec,
+		Serializer:            info.NegotiatedSerializer,
+		Creater:               info.Scheme,
+		Convertor:             info.Scheme,
+		ConvertabilityChecker: info.Scheme,
+		UnsafeConvertor:       runtime.UnsafeObjectConvertor(info.Scheme),
+		Defaulter:             info.Scheme,
+		Typer:                 info.Scheme,
+		Namer:                 runtime.Namer(meta.NewAccessor()),
+	}
+}
+
+// Serves says whether the Server has handlers for the resource or subresource.
+func (s *Server) Serves(gvr schema.GroupVersionResource, subresource string) bool {
+	return s.served[servedKey{gvr, subresource}]
+}
+
+// EquivalentResources is the server's EquivalentResourceRegistry: the resources matchPolicy
+// Equivalent treats as the same.
+func (s *Server) EquivalentResources() runtime.EquivalentResourceMapper { return s.equivalents }
+
+// Request is one HTTP request to the server, as an audit event records it.
+type Request struct {
+	// Method is the HTTP method: POST, PUT, PATCH, DELETE or GET.
+	Method string
+	// URI is the request URI: path and query.
+	URI string
+	// Body is the request body, sent as ContentType (default application/json).
+	Body        []byte
+	ContentType string
+	// UserAgent is the client's User-Agent: the field manager's default manager name.
+	UserAgent string
+	// User is the authenticated user, after impersonation.
+	User user.Info
+}
+
+// Exchange is what one request reads and does: the stored objects it starts from, the
+// built-in admission plugins that run before ValidatingAdmissionPolicy (nil for none), and
+// validating admission.
+type Exchange struct {
+	Objects Objects
+	Plugins *Plugins
+	// Validate is validating admission: it is called with the attributes of each admission
+	// (one per object of a deletecollection) and its error refuses the request.
+	Validate func(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error
+}
+
+// Response is what the server answered, and what happened on the way.
+type Response struct {
+	// Code is the HTTP status code; Status the status of a failure.
+	Code   int
+	Status *metav1.Status
+	// Writes are the objects the request's storage wrote, in order.
+	Writes []Write
+	// Unknown is set when the request needed an object its Objects did not know; the
+	// response is then not the server's.
+	Unknown *UnknownError
+}
+
+type exchangeKey struct{}
+
+// Do sends the request through the server's handlers.
+func (s *Server) Do(ctx context.Context, req Request, ex *Exchange) (*Response, error) {
+	w := &world{objects: ex.Objects, decode: decodeStored, overlay: map[string]runtime.Object{}, nextRV: 1 << 40}
+	ctx = withWorld(ctx, w)
+	ctx = audit.WithAuditContext(ctx)
+	ctx = context.WithValue(ctx, exchangeKey{}, ex)
+	if req.User != nil {
+		ctx = request.WithUser(ctx, req.User)
+	}
+	var body *bytes.Reader
+	if req.Body != nil {
+		body = bytes.NewReader(req.Body)
+	} else {
+		body = bytes.NewReader(nil)
+	}
+	httpReq, err := http.NewRequestWithContext(ctx, req.Method, req.URI, body)
+	if err != nil {
+		return nil, err
+	}
+	ct := req.ContentType
+	if ct == "" {
+		ct = "application/json"
+	}
+	httpReq.Header.Set("Content-Type", ct)
+	// The response is read only for a failure's status: protobuf is the cheapest to write.
+	httpReq.Header.Set("Accept", "application/vnd.kubernetes.protobuf, application/json")
+	if req.UserAgent != "" {
+		httpReq.Header.Set("User-Agent", req.UserAgent)
+	}
+	rec := httptest.NewRecorder()
+	s.handler.ServeHTTP(rec, httpReq)
+	resp := &Response{Code: rec.Code, Writes: w.writes, Unknown: w.unknown}
+	if rec.Code >= 300 {
+		resp.Status = &metav1.Status{Code: int32(rec.Code), Message: strings.TrimSpace(rec.Body.String())}
+		if obj, _, err := kubescheme.Codecs.UniversalDeserializer().Decode(rec.Body.Bytes(), nil, nil); err == nil {
+			if st, ok := obj.(*metav1.Status); ok {
+				resp.Status = st
+			}
+		}
+	}
+	return resp, nil
+}
+
+// decodeStored decodes an object read from storage as the apiserver's storage codec does:
+// into the internal version, defaulted. A stored object always has a resourceVersion and a
+// uid; one written by hand (a snapshot, a test) may not, and the registry takes an object
+// without them for absent: it gets storedVersion and storedUID.
+func decodeStored(gr schema.GroupResource, raw []byte) (runtime.Object, error) {
+	obj, err := decodeKnown(raw)
+	if err != nil {
+		obj, _, err = kubescheme.Codecs.UniversalDecoder().Decode(raw, nil, nil)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if a, err := meta.Accessor(obj); err == nil {
+		if a.GetResourceVersion() == "" {
+			a.SetResourceVersion(storedVersion)
+		}
+		if a.GetUID() == "" {
+			a.SetUID(storedUID)
+		}
+	}
+	return obj, nil
+}
+
+// decodeKnown is the universal decoder's work on the common object, a built-in kind whose
+// apiVersion and kind come first: decode the external version (as the JSON serializer does,
+// case-sensitively, unknown fields dropped), default it, convert it to the internal version.
+// It spares the serializer's first pass over the whole object to find its kind.
+func decodeKnown(raw []byte) (runtime.Object, error) {
+	gvk, ok := leadingKind(raw)
+	if !ok || !kubescheme.Knows(gvk) {
+		return nil, errors.New("not a leading built-in kind")
+	}
+	ext, err := kubescheme.Scheme.New(gvk)
+	if err != nil {
+		return nil, err
+	}
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, ext); err != nil {
+		return nil, err
+	}
+	kubescheme.Scheme.Default(ext)
+	return kubescheme.Scheme.UnsafeConvertToVersion(ext, gvk.GroupKind().WithVersion(runtime.APIVersionInternal).GroupVersion())
+}
+
+// leadingKind reads apiVersion and kind when they are the first members of a JSON object.
+func leadingKind(raw []byte) (schema.GroupVersionKind, bool) {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return schema.GroupVersionKind{}, false
+	}
+	var apiVersion, kind string
+	for apiVersion == "" || kind == "" {
+		k, err := d.Token()
+		if err != nil {
+			return schema.GroupVersionKind{}, false
+		}
+		var v string
+		if key, ok := k.(string); !ok || (key != "apiVersion" && key != "kind") || d.Decode(&v) != nil {
+			return schema.GroupVersionKind{}, false
+		} else if key == "kind" {
+			kind = v
+		} else {
+			apiVersion = v
+		}
+	}
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return schema.GroupVersionKind{}, false
+	}
+	return gv.WithKind(kind), true
+}
+
+// The resourceVersion and uid of a stored object that has none.
+const (
+	storedVersion = "1"
+	storedUID     = "00000000-0000-0000-0000-000000000000"
+)
+
+// exchangeAdmission is the admission of every installed handler: the mutating and validating
+// admission of the request's Exchange.
+type exchangeAdmission struct{}
+
+var (
+	_ admission.MutationInterface   = exchangeAdmission{}
+	_ admission.ValidationInterface = exchangeAdmission{}
+)
+
+func (exchangeAdmission) Handles(admission.Operation) bool { return true }
+
+func (exchangeAdmission) Admit(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
+	ex, ok := ctx.Value(exchangeKey{}).(*Exchange)
+	if !ok {
+		return apierrors.NewInternalError(fmt.Errorf("vapc: admission outside of a replayed request"))
+	}
+	if ex.Plugins == nil || !ex.Plugins.Handles(a.GetOperation()) {
+		return nil
+	}
+	return ex.Plugins.Admit(ctx, a, o)
+}
+
+func (exchangeAdmission) Validate(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
+	ex, ok := ctx.Value(exchangeKey{}).(*Exchange)
+	if !ok {
+		return apierrors.NewInternalError(fmt.Errorf("vapc: admission outside of a replayed request"))
+	}
+	if ex.Plugins != nil && ex.Plugins.Handles(a.GetOperation()) {
+		if err := ex.Plugins.Validate(ctx, a, o); err != nil {
+			return err
+		}
+	}
+	if ex.Validate == nil {
+		return nil
+	}
+	return ex.Validate(ctx, a, o)
+}

@@ -1,0 +1,187 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
+	api "k8s.io/kubernetes/pkg/apis/core"
+
+	vapcschema "github.com/vapc-dev/vapc/cel/schema"
+)
+
+func testServer(t *testing.T) *Server {
+	t.Helper()
+	s, err := Shared(func(gvs []schema.GroupVersion) (managedfields.TypeConverter, error) {
+		cat, err := vapcschema.Builtin("1.37")
+		if err != nil {
+			return nil, err
+		}
+		return cat.TypeConverter(gvs...)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// objects are stored objects by resource/namespace/name; a nil value is one not known.
+type objects map[string][]byte
+
+func (o objects) Get(gr schema.GroupResource, namespace, name string) ([]byte, bool, error) {
+	raw, ok := o[gr.String()+"/"+namespace+"/"+name]
+	switch {
+	case !ok:
+		return nil, false, nil
+	case raw == nil:
+		return nil, false, errors.New("not known")
+	}
+	return raw, true, nil
+}
+
+func (o objects) List(schema.GroupResource, string) ([][]byte, error) {
+	return nil, errors.New("not listed")
+}
+
+// cluster is what the admission plugins read, by resource/namespace/name.
+type cluster map[string]runtime.Object
+
+func (c cluster) Get(gvr schema.GroupVersionResource, namespace, name string) (runtime.Object, error) {
+	if o, ok := c[gvr.Resource+"/"+namespace+"/"+name]; ok {
+		return o, nil
+	}
+	return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
+}
+
+func (c cluster) List(schema.GroupVersionResource, string) ([]runtime.Object, error) { return nil, nil }
+
+// validated records the attributes validating admission sees.
+type validated struct{ attrs []admission.Attributes }
+
+func (v *validated) exchange(objs Objects, plugins *Plugins) *Exchange {
+	return &Exchange{Objects: objs, Plugins: plugins, Validate: func(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+		v.attrs = append(v.attrs, a)
+		return nil
+	}}
+}
+
+// TestPodCreate: validating admission sees the pod kube-apiserver would store, not the request
+// body: defaulted, prepared by the pod strategy, mutated by the default admission plugins, with
+// the managedFields of a manager named after the client.
+func TestPodCreate(t *testing.T) {
+	s := testServer(t)
+	plugins, err := NewPlugins(DefaultPlugins())
+	if err != nil {
+		t.Fatal(err)
+	}
+	plugins.SetCluster(cluster{
+		"namespaces//default":             &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}},
+		"serviceaccounts/default/default": &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "default"}},
+	})
+	v := &validated{}
+	body := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"nginx"}]}}`
+	resp, err := s.Do(context.Background(), Request{Method: http.MethodPost, URI: "/api/v1/namespaces/default/pods", Body: []byte(body),
+		User: &user.DefaultInfo{Name: "alice"}, UserAgent: "kubectl/v1.37.0 (linux/amd64) kubernetes/abc"}, v.exchange(NoObjects{}, plugins))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Code != http.StatusCreated || len(v.attrs) != 1 {
+		t.Fatalf("Do = %d %v with %d admissions, want 201 and 1", resp.Code, resp.Status, len(v.attrs))
+	}
+	pod, ok := v.attrs[0].GetObject().(*api.Pod)
+	if !ok {
+		t.Fatalf("object %T, want the internal Pod", v.attrs[0].GetObject())
+	}
+	var tolerations []string
+	for _, tol := range pod.Spec.Tolerations {
+		tolerations = append(tolerations, tol.Key)
+	}
+	got := map[string]any{
+		"phase": string(pod.Status.Phase), "qos": string(pod.Status.QOSClass), "pullPolicy": string(pod.Spec.Containers[0].ImagePullPolicy),
+		"serviceAccount": pod.Spec.ServiceAccountName, "volumes": len(pod.Spec.Volumes), "tolerations": tolerations,
+		"priority": *pod.Spec.Priority, "manager": pod.ManagedFields[0].Manager, "namespace": pod.Namespace, "uid": pod.UID != "",
+	}
+	want := map[string]any{
+		"phase": "Pending", "qos": "BestEffort", "pullPolicy": "Always", "serviceAccount": "default", "volumes": 1,
+		"tolerations": []string{"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"}, "priority": int32(0),
+		"manager": "kubectl", "namespace": "default", "uid": true,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("admitted pod mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestPatchAndStorage: a patch applies to the stored object the Objects give, whatever it
+// lacks that a stored object always has, and a read the Objects cannot answer fails the
+// request and says what was not known.
+func TestPatchAndStorage(t *testing.T) {
+	s := testServer(t)
+	ns := []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"ns1","labels":{"tier":"gold"}}}`)
+	tests := []struct {
+		name     string
+		objects  objects
+		code     int
+		tier     string
+		unknown  bool
+		admitted int
+	}{
+		{"stored", objects{"namespaces//ns1": ns}, http.StatusOK, "silver", false, 1},
+		{"absent", objects{}, http.StatusNotFound, "", false, 0},
+		{"not known", objects{"namespaces//ns1": nil}, http.StatusServiceUnavailable, "", true, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := &validated{}
+			resp, err := s.Do(context.Background(), Request{Method: http.MethodPatch, URI: "/api/v1/namespaces/ns1", ContentType: "application/merge-patch+json",
+				Body: []byte(`{"metadata":{"labels":{"tier":"silver"}}}`), User: &user.DefaultInfo{Name: "alice"}}, v.exchange(tt.objects, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.Code != tt.code || (resp.Unknown != nil) != tt.unknown || len(v.attrs) != tt.admitted {
+				t.Fatalf("Do = %d %v (unknown %v) with %d admissions, want %d (unknown %v) with %d", resp.Code, resp.Status, resp.Unknown, len(v.attrs), tt.code, tt.unknown, tt.admitted)
+			}
+			if tt.code == http.StatusNotFound && (resp.Status == nil || resp.Status.Reason != metav1.StatusReasonNotFound || resp.Status.Message != `namespaces "ns1" not found`) {
+				t.Errorf("status %+v, want NotFound: namespaces \"ns1\" not found", resp.Status)
+			}
+			if tt.admitted == 0 {
+				return
+			}
+			obj, old := v.attrs[0].GetObject().(*api.Namespace), v.attrs[0].GetOldObject().(*api.Namespace)
+			if obj.Labels["tier"] != tt.tier || old.Labels["tier"] != "gold" || old.ResourceVersion != storedVersion {
+				t.Errorf("object tier %q, old tier %q rv %q; want %q, gold, %s", obj.Labels["tier"], old.Labels["tier"], old.ResourceVersion, tt.tier, storedVersion)
+			}
+		})
+	}
+}
+
+// TestSelectPlugins: --enable-admission-plugins and --disable-admission-plugins apply to the
+// defaults; a plugin a replay cannot run is an error.
+func TestSelectPlugins(t *testing.T) {
+	got, err := SelectPlugins([]string{"AlwaysPullImages"}, []string{"ServiceAccount", "PodSecurity"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	has := map[string]bool{}
+	for _, n := range got {
+		has[n] = true
+	}
+	if !has["AlwaysPullImages"] || has["ServiceAccount"] || has["PodSecurity"] || !has["DefaultTolerationSeconds"] {
+		t.Errorf("SelectPlugins = %v", got)
+	}
+	if _, err := SelectPlugins([]string{"ImagePolicyWebhook"}, nil); err == nil {
+		t.Errorf("SelectPlugins(ImagePolicyWebhook) succeeded, want an error: it needs a webhook")
+	}
+	if _, err := SelectPlugins(nil, []string{"NoSuchPlugin"}); err == nil {
+		t.Errorf("SelectPlugins(disable NoSuchPlugin) succeeded, want an error")
+	}
+}

@@ -1,0 +1,188 @@
+package replay
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	vapccel "github.com/vapc-dev/vapc/cel"
+)
+
+// kube-apiserver's built-in admission plugins (DefaultTolerationSeconds, ServiceAccount,
+// LimitRanger, Priority, ...) change a request's object before validating admission and read
+// cluster objects to do it. A replay runs them (verify/internal/apiserver.Plugins) over the
+// request's View. What the View does not know, a plugin reads as a stand-in when the log shows
+// the request got past the plugins, and the fields that plugin sets from it are then not known
+// (pluginUnknowns): the decision stands only if no policy reads them. When the log does not
+// show that, the read fails, and so does the request, before validating admission.
+
+// pluginCluster is what the plugins read for one request.
+type pluginCluster struct {
+	v      *View
+	mapper meta.RESTMapper
+	// passed says the log shows the request got past the built-in plugins.
+	passed bool
+	misses []pluginMiss
+}
+
+// pluginMiss is an object a plugin read that the View does not know.
+type pluginMiss struct {
+	gr   schema.GroupResource
+	what string
+}
+
+func (c *pluginCluster) miss(gvr schema.GroupVersionResource, key, why string) {
+	c.misses = append(c.misses, pluginMiss{gr: gvr.GroupResource(), what: fmt.Sprintf("%s %s: %s", gvr.GroupResource(), key, shortReason(why))})
+}
+
+func (c *pluginCluster) Get(gvr schema.GroupVersionResource, namespace, name string) (runtime.Object, error) {
+	if c.v == nil {
+		return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
+	}
+	obj, absent, unknown := c.v.lookup(gvr, namespace, name)
+	switch {
+	case obj != nil:
+		return obj, nil
+	case absent:
+		return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
+	}
+	c.miss(gvr, joinKey(namespace, name), unknown)
+	if !c.passed {
+		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("vapc: the replay does not know %s %s: %s", gvr.GroupResource(), joinKey(namespace, name), unknown))
+	}
+	return c.standIn(gvr, namespace, name)
+}
+
+func (c *pluginCluster) List(gvr schema.GroupVersionResource, namespace string) ([]runtime.Object, error) {
+	if c.v == nil {
+		return nil, nil
+	}
+	objs, unknown := c.v.listFor(gvr, namespace)
+	if unknown != "" {
+		key := "(all)"
+		if namespace != "" {
+			key = namespace + "/(all)"
+		}
+		c.miss(gvr, key, unknown)
+		if !c.passed {
+			return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("vapc: the replay does not know every %s: %s", gvr.GroupResource(), unknown))
+		}
+	}
+	return objs, nil
+}
+
+// standIn is an object of the resource that holds its name only: it exists, as far as a plugin
+// that the request got past can tell.
+func (c *pluginCluster) standIn(gvr schema.GroupVersionResource, namespace, name string) (runtime.Object, error) {
+	gvk, err := c.mapper.KindFor(gvr)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := clientgoscheme.Scheme.New(gvk)
+	if err != nil {
+		return nil, err
+	}
+	a, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	a.SetName(name)
+	a.SetNamespace(namespace)
+	if ns, ok := obj.(*corev1.Namespace); ok {
+		ns.Status.Phase = corev1.NamespaceActive
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	return obj, nil
+}
+
+// unknowns are the fields of the request's objects that the plugins set from what they read
+// without knowing it.
+func (c *pluginCluster) unknowns() []vapccel.Unknown {
+	var out []vapccel.Unknown
+	seen := map[string]bool{}
+	for _, m := range c.misses {
+		for _, u := range pluginUnknowns[m.gr] {
+			u.Why = "an admission plugin read " + m.what
+			if k := u.Path.String() + u.Why; !seen[k] {
+				seen[k] = true
+				out = append(out, u)
+			}
+		}
+	}
+	return out
+}
+
+// missed describes the objects the plugins read without knowing them.
+func (c *pluginCluster) missed() string {
+	var ws []string
+	for _, m := range c.misses {
+		ws = append(ws, m.what)
+	}
+	sort.Strings(ws)
+	return strings.Join(dedupe(ws), "; ")
+}
+
+func objectPath(steps ...string) vapccel.FieldPath {
+	return vapccel.FieldPath{Root: "object", Steps: steps}
+}
+
+// pluginUnknowns are the fields the default plugins set from the objects of each resource
+// they read (plugin/pkg/admission/...): a namespace decides nothing the plugins set (it can
+// only refuse), a pod's ServiceAccount its name, token volume and mounts and image pull
+// secrets, LimitRanges its resources and an annotation, a PriorityClass its priority, a
+// RuntimeClass its overhead, node selector and tolerations, a Node the topology labels of a
+// binding, the default StorageClass and IngressClass a claim's and an ingress's class.
+var pluginUnknowns = map[schema.GroupResource][]vapccel.Unknown{
+	{Resource: "serviceaccounts"}: {
+		{Path: objectPath("spec", "serviceAccountName")}, {Path: objectPath("spec", "serviceAccount")},
+		{Path: objectPath("spec", "volumes")}, {Path: objectPath("spec", "imagePullSecrets")},
+		{Path: objectPath("spec", "containers", vapccel.AnyStep, "volumeMounts")},
+		{Path: objectPath("spec", "initContainers", vapccel.AnyStep, "volumeMounts")},
+		{Path: objectPath("spec", "ephemeralContainers", vapccel.AnyStep, "volumeMounts")},
+	},
+	{Resource: "limitranges"}: {
+		{Path: objectPath("spec", "containers", vapccel.AnyStep, "resources")},
+		{Path: objectPath("spec", "initContainers", vapccel.AnyStep, "resources")},
+		{Path: objectPath("metadata", "annotations", "kubernetes.io/limit-ranger")},
+	},
+	{Group: "scheduling.k8s.io", Resource: "priorityclasses"}: {
+		{Path: objectPath("spec", "priority")}, {Path: objectPath("spec", "priorityClassName")},
+		{Path: objectPath("spec", "preemptionPolicy")},
+	},
+	{Group: "node.k8s.io", Resource: "runtimeclasses"}: {
+		{Path: objectPath("spec", "overhead")}, {Path: objectPath("spec", "nodeSelector")},
+		{Path: objectPath("spec", "tolerations")},
+	},
+	{Resource: "nodes"}: {
+		{Path: objectPath("metadata", "labels")},
+	},
+	{Group: "storage.k8s.io", Resource: "storageclasses"}: {
+		{Path: objectPath("spec", "storageClassName")},
+	},
+	{Group: "networking.k8s.io", Resource: "ingressclasses"}: {
+		{Path: objectPath("spec", "ingressClassName")},
+	},
+}
+
+// unknownsOfTime are a server's clock readings the log does not hold to the second.
+func timeUnknown(path vapccel.FieldPath) vapccel.Unknown {
+	return vapccel.Unknown{Path: path, ValueOnly: true, Why: "the server's clock during the request, which the log does not hold to the second"}
+}
+
+// serverSecond is the second the server's clock read while it handled the request, when the
+// log holds it: the request was received and completed within the same second.
+func serverSecond(ev *Event) (metav1.Time, bool) {
+	from, to := parseTime(ev.RequestReceivedTimestamp), parseTime(ev.StageTimestamp)
+	if from.IsZero() || to.IsZero() || from.Unix() != to.Unix() {
+		return metav1.Time{}, false
+	}
+	return metav1.Unix(from.Unix(), 0), true
+}

@@ -1,0 +1,820 @@
+package replay
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"sort"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
+
+	vapccel "github.com/vapc-dev/vapc/cel"
+	vapcschema "github.com/vapc-dev/vapc/cel/schema"
+	"github.com/vapc-dev/vapc/verify"
+	"github.com/vapc-dev/vapc/verify/internal/apiserver"
+	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
+)
+
+// A request of a built-in resource whose admission object the log does not hold (a refused
+// write, a write logged without its result, a patch, a delete, a deletecollection, a connect)
+// is sent through kube-apiserver's own request pipeline (package verify/internal/apiserver):
+// its handler decodes the logged body with the server's scheme, applies the patch, runs the
+// field manager and the resource's registry strategy over the stored object the State knows,
+// and calls validating admission with the attributes the server built. The replay's
+// evaluator decides there, and its denial goes back to the handler as the plugin's would.
+
+// pipelineServer returns the process's kube-apiserver pipeline, built on first use.
+func pipelineServer() (*apiserver.Server, error) {
+	return apiserver.Shared(func(gvs []schema.GroupVersion) (managedfields.TypeConverter, error) {
+		cat, err := vapcschema.Builtin(verify.KubernetesVersion)
+		if err != nil {
+			return nil, err
+		}
+		return cat.TypeConverter(gvs...)
+	})
+}
+
+// admitted is one call of validating admission in the pipeline and its decision.
+type admitted struct {
+	attrs admission.Attributes
+	o     admission.ObjectInterfaces
+	dec   *verify.Decision
+	// unknowns are the fields of the objects the replay does not know for sure.
+	unknowns []vapccel.Unknown
+}
+
+// served is the outcome of one request sent through the pipeline (one patch type of it).
+type served struct {
+	// variant names the patch type the body was sent as; empty for other requests.
+	variant string
+	resp    *apiserver.Response
+	// calls are the validating admissions, in order (several for a deletecollection).
+	calls []admitted
+	// err is an error of the evaluator.
+	err error
+	// unknown is an object the request read that the State does not know, before or during
+	// admission.
+	unknown *apiserver.UnknownError
+	// pluginMisses are the objects the admission plugins read that the View does not know.
+	pluginMisses string
+}
+
+// errAfterAdmission stops a connect request once validating admission admitted it: what the
+// server does next (reaching a kubelet) is not admission's.
+var errAfterAdmission = errors.New("vapc: stopped after admission")
+
+// serveRequest is the HTTP request of an event, as the apiserver received it, but for the
+// body's content type, which the log does not record.
+func serveRequest(ev *Event, t target) (apiserver.Request, bool) {
+	req := apiserver.Request{URI: ev.RequestURI, UserAgent: ev.UserAgent}
+	switch {
+	case t.connect:
+		// The connect handler serves every method alike.
+		req.Method = http.MethodPost
+	case ev.Verb == "create":
+		req.Method = http.MethodPost
+	case ev.Verb == "update":
+		req.Method = http.MethodPut
+	case ev.Verb == "patch" || ev.Verb == "apply":
+		req.Method = http.MethodPatch
+	case ev.Verb == "delete" || ev.Verb == "deletecollection":
+		req.Method = http.MethodDelete
+	default:
+		return req, false
+	}
+	if !t.connect && hasBody(ev.RequestObject) || (ev.Verb == "patch" && len(bytes.TrimSpace(ev.RequestObject)) > 0) {
+		req.Body = ev.RequestObject
+	}
+	u := ev.Requester()
+	req.User = &user.DefaultInfo{Name: u.Username, UID: u.UID, Groups: u.Groups, Extra: u.Extra}
+	return req, true
+}
+
+// patchVariants are the content types a PATCH body may have been sent as: a JSON array is a
+// JSON patch; an object is a merge patch, a strategic merge patch (built-in kinds only) or,
+// with a fieldManager and apiVersion and kind, a server-side apply. A force parameter is valid
+// for apply only.
+func patchVariants(body []byte, ev *Event) []types.PatchType {
+	body = bytes.TrimSpace(body)
+	if len(body) > 0 && body[0] == '[' {
+		return []types.PatchType{types.JSONPatchType}
+	}
+	q := ev.Query()
+	if q.Has("force") {
+		return []types.PatchType{types.ApplyYAMLPatchType}
+	}
+	out := []types.PatchType{types.MergePatchType, types.StrategicMergePatchType}
+	if q.Get("fieldManager") != "" && bytes.Contains(body, []byte(`"apiVersion"`)) && bytes.Contains(body, []byte(`"kind"`)) {
+		out = append(out, types.ApplyYAMLPatchType)
+	}
+	return out
+}
+
+// variantName names a patch type for notes.
+func variantName(pt types.PatchType) string {
+	switch pt {
+	case types.JSONPatchType:
+		return "json patch"
+	case types.MergePatchType:
+		return "merge patch"
+	case types.StrategicMergePatchType:
+		return "strategic merge patch"
+	case types.ApplyYAMLPatchType, types.ApplyCBORPatchType:
+		return "server-side apply"
+	}
+	return string(pt)
+}
+
+// serve sends the request through the pipeline once per content type it may have had, with
+// the worker's admission plugins reading the View, deciding each admission with eval.
+func (r *Replayer) serve(ctx context.Context, ev *Event, t target, policies []string, objects apiserver.Objects, eval Evaluator, plugins *apiserver.Plugins, view *View, passed bool) ([]served, error) {
+	srv, err := pipelineServer()
+	if err != nil {
+		return nil, err
+	}
+	req, ok := serveRequest(ev, t)
+	if !ok {
+		return nil, fmt.Errorf("the verb %q has no HTTP request", ev.Verb)
+	}
+	contentTypes := []types.PatchType{""}
+	if req.Method == http.MethodPatch {
+		contentTypes = patchVariants(req.Body, ev)
+	}
+	logged := req.Body
+	if req.Method == http.MethodPost {
+		req.Body = namedBody(ev, req.Body)
+	}
+	var out []served
+	for _, ct := range contentTypes {
+		s := served{}
+		if ct != "" {
+			s.variant = variantName(ct)
+			req.ContentType = string(ct)
+		}
+		pc := &pluginCluster{v: view, mapper: r.cur().resources.RESTMapper(), passed: passed}
+		ex := &apiserver.Exchange{Objects: objects}
+		if plugins != nil {
+			plugins.SetCluster(pc)
+			ex.Plugins = plugins
+		}
+		ex.Validate = func(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
+			unknowns := append(settle(ev, t, a, logged), pc.unknowns()...)
+			var dec *verify.Decision
+			var err error
+			if n := len(s.calls); n > 0 && r.marksUnread(policies) && sameButDeletionMarks(s.calls[n-1].attrs, a) {
+				// The store validates an immediate deletion again once it has marked the
+				// object deleted: no policy reads the marks, so the decision is the same.
+				dec = s.calls[n-1].dec
+			} else if dec, err = eval.EvaluateAttributes(ctx, a, o); err != nil {
+				s.err = err
+				return apierrors.NewInternalError(err)
+			}
+			s.calls = append(s.calls, admitted{attrs: a, o: o, dec: dec, unknowns: unknowns})
+			if !dec.Allowed && dec.Status != nil {
+				return &apierrors.StatusError{ErrStatus: *dec.Status}
+			}
+			if t.connect {
+				return errAfterAdmission
+			}
+			return nil
+		}
+		resp, err := srv.Do(ctx, req, ex)
+		if plugins != nil {
+			plugins.SetCluster(nil)
+		}
+		if err != nil {
+			return nil, err
+		}
+		s.resp, s.unknown, s.pluginMisses = resp, resp.Unknown, pc.missed()
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// jobObjects are the stored objects a request's pipeline reads: the object it is about, as the
+// State held it at the request's point of the log, and for a deletecollection the objects it
+// lists.
+type jobObjects struct {
+	gr              schema.GroupResource
+	namespace, name string
+	prior           prior
+	// absent says the object does not exist for sure (its resource is complete in the State).
+	absent bool
+	// standIn, when set, is the JSON the object is read as when the State does not know it.
+	standIn []byte
+	// list is what a deletecollection lists; listUnknown says why it is not known.
+	list        [][]byte
+	listUnknown string
+}
+
+func (o *jobObjects) Get(gr schema.GroupResource, namespace, name string) ([]byte, bool, error) {
+	if gr != o.gr || namespace != o.namespace || name != o.name {
+		if gr == o.gr && o.list != nil {
+			for _, raw := range o.list {
+				if h, err := decodeHeader(raw); err == nil && h.GetNamespace() == namespace && h.GetName() == name {
+					return raw, true, nil
+				}
+			}
+		}
+		return nil, false, fmt.Errorf("the replay does not read it for this request")
+	}
+	switch {
+	case o.prior.found && o.prior.raw != nil:
+		return o.prior.raw, true, nil
+	case o.standIn != nil:
+		return o.standIn, true, nil
+	case o.prior.found:
+		return nil, false, errors.New(shortReason(o.prior.unknown))
+	case o.absent:
+		return nil, false, nil
+	case !o.prior.kept:
+		return nil, false, errors.New("the replay does not keep " + gr.String())
+	}
+	return nil, false, errors.New("not in the snapshot or earlier in the log")
+}
+
+func (o *jobObjects) List(gr schema.GroupResource, namespace string) ([][]byte, error) {
+	if gr != o.gr || o.listUnknown != "" || (o.list == nil && namespace != o.namespace) {
+		why := o.listUnknown
+		if why == "" {
+			why = "the replay does not list them for this request"
+		}
+		return nil, errors.New(why)
+	}
+	return o.list, nil
+}
+
+// describeServed says what a served request did, for notes and reasons.
+func describeServed(s served) string {
+	var b strings.Builder
+	if s.variant != "" {
+		b.WriteString("as a " + s.variant + ": ")
+	}
+	switch {
+	case s.err != nil:
+		b.WriteString("the evaluator failed: " + s.err.Error())
+	case len(s.calls) == 0 && s.resp.Code >= 300:
+		fmt.Fprintf(&b, "refused before validating admission (%d", s.resp.Code)
+		if s.resp.Status != nil {
+			fmt.Fprintf(&b, " %s: %s", s.resp.Status.Reason, firstLine(s.resp.Status.Message))
+		}
+		b.WriteString(")")
+	case len(s.calls) == 0:
+		fmt.Fprintf(&b, "completed without validating admission (%d)", s.resp.Code)
+	default:
+		var ds []string
+		for _, c := range s.calls {
+			ds = append(ds, c.dec.Summary())
+		}
+		b.WriteString(strings.Join(ds, "; "))
+	}
+	return b.String()
+}
+
+// sameServed says whether two served variants lead to the same outcome: the same admissions
+// with the same decisions, or the same refusal before admission.
+func sameServed(a, b served) bool {
+	if a.err != nil || b.err != nil || len(a.calls) != len(b.calls) {
+		return false
+	}
+	if len(a.calls) == 0 {
+		return a.resp.Code == b.resp.Code
+	}
+	for i := range a.calls {
+		if !sameOutcome(a.calls[i].dec, b.calls[i].dec) {
+			return false
+		}
+	}
+	return true
+}
+
+// pickServed chooses among the variants of a request what the replay can say: the variants
+// the log rules out dropped (a request the server completed cannot have been refused before
+// admission), then the outcome when all that remain agree. ok is false when they disagree.
+func pickServed(ev *Event, vs []served) (s served, ok bool, why string) {
+	if len(vs) == 1 {
+		return vs[0], true, ""
+	}
+	code := ev.Code()
+	var kept []served
+	for _, v := range vs {
+		if code >= 200 && code < 300 && len(v.calls) == 0 && v.resp.Code >= 300 && v.err == nil && v.unknown == nil {
+			continue
+		}
+		kept = append(kept, v)
+	}
+	if len(kept) == 0 {
+		kept = vs
+	}
+	for _, v := range kept[1:] {
+		if !sameServed(kept[0], v) {
+			var ds []string
+			for _, k := range kept {
+				ds = append(ds, describeServed(k))
+			}
+			sort.Strings(ds)
+			return served{}, false, "the audit log does not record the patch's content type, and the types it may have been sent as lead to different outcomes: " + strings.Join(ds, "; ")
+		}
+	}
+	if len(kept) < len(vs) || len(kept) > 1 {
+		var names []string
+		for _, k := range kept {
+			names = append(names, k.variant)
+		}
+		why = "the patch is applied alike as a " + strings.Join(names, " or a ")
+	}
+	return kept[0], true, why
+}
+
+// usesPipeline says whether a request is decided through kube-apiserver's request pipeline:
+// a request of a built-in resource the pipeline serves, whose admission object the log does
+// not hold as the response of a successful create or update, at a level that logs its body
+// (a connect has none).
+func (r *Replayer) usesPipeline(ev *Event, t target) bool {
+	if t.reqKind.Empty() || ev.Verb == "" {
+		return false
+	}
+	srv, err := pipelineServer()
+	if err != nil || !srv.Serves(t.gvr, t.sub) {
+		return false
+	}
+	if t.op == admission.Connect {
+		return true
+	}
+	if ev.Level == LevelMetadata || ev.Level == LevelNone || ev.Level == "" {
+		return false
+	}
+	if (t.op == admission.Create || t.op == admission.Update) && ev.Code() >= 200 && ev.Code() < 300 {
+		if resp := decodeObject(ev.ResponseObject); resp != nil && sameKind(resp, t.reqKind) {
+			return false // the stored result is the admission object (see rebuild)
+		}
+	}
+	return true
+}
+
+// evaluateServed decides a request through kube-apiserver's request pipeline, on a worker.
+func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
+	ev, t := j.ev, j.t
+	gr := t.gvr.GroupResource()
+	objs := &jobObjects{gr: gr, namespace: t.namespace, name: t.name, prior: j.prior,
+		absent: !j.prior.found && j.prior.complete, list: j.list, listUnknown: j.listUnknown}
+	if objs.absent && (t.op == admission.Update || t.op == admission.Delete) && ev.Code() >= 200 && ev.Code() < 300 {
+		// The server wrote an object the State holds to be absent: the State missed its
+		// creation (an audit policy that does not log it), and does not know it.
+		objs.absent = false
+	}
+	var oldUnknown string
+	if t.op == admission.Delete && t.sub == "" && ev.Verb == "delete" && !(j.prior.found && j.prior.raw != nil) && !objs.absent {
+		// The old object is not known: a stand-in holding its kind and name takes its place,
+		// and the decision stands only if it does not depend on it (see requestOnly).
+		switch {
+		case !j.prior.kept:
+			oldUnknown = "old-object-unknown: " + gr.String() + " is not kept"
+		case j.prior.found:
+			oldUnknown = fmt.Sprintf("old-object-unknown: %s %s: %s", gr, joinKey(t.namespace, t.name), shortReason(j.prior.unknown))
+		default:
+			oldUnknown = fmt.Sprintf("old-object-unknown: %s %s is not in the snapshot or earlier in the log", gr, joinKey(t.namespace, t.name))
+		}
+		objs.standIn = standInJSON(t, ev.RequestObject)
+	}
+
+	b := rebuilt{req: verify.Request{Operation: t.op, Resource: t.gvr, SubResource: t.sub, Kind: t.reqKind,
+		Namespace: t.namespace, Name: t.name, UserInfo: ev.Requester(), DryRun: isDryRun(ev)}}
+	b.objectSource, b.oldObjectSource = pipelineSources(ev, t, j.prior)
+	out := newRecord(j.d, ev, t, j.rec, b)
+	j.out = out
+	if j.unsettled != "" || (j.resolving != "" && w.alt == nil) {
+		out.Decision, out.Indeterminate = DecisionIndeterminate, j.unsettled+j.resolving
+		return
+	}
+
+	// The first pass: with the worker's evaluator over the request's View. Whether admission
+	// ran at all, and where the pipeline could not follow the server, is decided here.
+	first, err := r.serveOnce(ctx, w, j, objs, w.eval, j.view)
+	if err != nil {
+		out.Decision, out.Indeterminate = DecisionIndeterminate, "request: "+err.Error()
+		return
+	}
+	if first.why != "" {
+		out.Notes = append(out.Notes, first.why)
+	}
+	s := first.s
+	if len(s.calls) == 0 {
+		code := ev.Code()
+		switch {
+		case s.unknown != nil && (s.unknown.Resource != gr || s.unknown.Namespace != t.namespace || s.unknown.Name != t.name):
+			out.Decision, out.Indeterminate = DecisionIndeterminate, "state-unknown: the server read "+s.unknown.Error()
+		case s.unknown != nil:
+			out.Decision, out.Indeterminate = DecisionIndeterminate, fmt.Sprintf("old-object-unknown: %s %s: %v", gr, joinKey(t.namespace, t.name), s.unknown.Err)
+		case s.pluginMisses != "" && code >= 200 && code < 300:
+			out.Decision, out.Indeterminate = DecisionIndeterminate, "plugin-input-unknown: an admission plugin read "+s.pluginMisses
+		case code >= 200 && code < 300 && s.resp.Code < 300:
+			j.skip = SkipPendingDeletion
+		case code >= 200 && code < 300:
+			out.Decision, out.Indeterminate = DecisionIndeterminate, "rebuild: kube-apiserver completed the request, but sent through its pipeline over the state the replay knows it is "+describeServed(s)
+		default:
+			j.skip, j.skipNote = SkipBeforeAdmission, j.rec.note
+			if j.skipNote == "" && s.resp.Status != nil {
+				j.skipNote = string(s.resp.Status.Reason)
+			}
+		}
+		return
+	}
+	if j.rec.skip == SkipBeforeAdmission || (j.rec.outcome == RecordedUnknown && ev.Code() >= 300) {
+		// The log's refusal is not a policy's, and the server's pipeline runs validating
+		// admission before it: the request failed after admission admitted it.
+		j.rec = recording{outcome: RecordedAdmit, vapRan: true, note: "failed after validating admission: " + reasonOr(reasonOf(ev), httpCode(ev.Code()))}
+		out.Recorded, out.RecordedNote, out.recordedByVAP = RecordedAdmit, j.rec.note, false
+	}
+	if name := s.calls[0].attrs.GetName(); out.Name == "" && ev.Verb != "deletecollection" && !unknownName(s.calls[0].unknowns) {
+		out.Name = name
+	}
+	if r.observed() {
+		// What an observer (the HTML report) shows of the request: its objects in the
+		// version of the request.
+		out.Object = masked(versioned(s.calls[0].attrs.GetObject(), t.reqKind), "object", s.calls[0].unknowns)
+		if oldUnknown == "" {
+			out.OldObject = masked(versioned(s.calls[0].attrs.GetOldObject(), t.reqKind), "oldObject", s.calls[0].unknowns)
+		}
+	}
+	var notes []string
+	if oldUnknown != "" {
+		// The stand-in's fields are all unknown, and so are the delete options the store
+		// derives from the stored object (a pod's grace period): the decision stands only if
+		// none is read. Whether the server ran admission at all is not known either (a
+		// graceful deletion may have been pending): only an admission can stand.
+		for i := range s.calls {
+			s.calls[i].unknowns = append(s.calls[i].unknowns,
+				vapccel.Unknown{Path: vapccel.FieldPath{Root: "oldObject"}, Why: oldUnknown},
+				vapccel.Unknown{Path: vapccel.FieldPath{Root: "request", Steps: []string{"options"}}, Why: oldUnknown})
+		}
+		if dec := combineCalls(ev.Verb, s.calls); !dec.Allowed {
+			out.Decision, out.Indeterminate = DecisionIndeterminate, oldUnknown
+			return
+		}
+	}
+	if why := r.dependsOnUnknown(j.policies, s.calls); why != "" {
+		if oldUnknown != "" {
+			why = oldUnknown
+		}
+		out.Decision, out.Indeterminate = DecisionIndeterminate, why
+		return
+	}
+	if oldUnknown != "" {
+		notes = append(notes, "decided without what is not known ("+strings.TrimPrefix(oldUnknown, "old-object-unknown: ")+"): no policy of the request reads it, or a matchCondition that does not read it skipped the policy")
+		out.OldObjectSource = SourceUnknown
+	}
+	cached := true
+	decide := func(eval Evaluator, view *View) (*verify.Decision, error) {
+		if cached && eval == w.eval && view == j.view {
+			cached = false
+			return combineCalls(ev.Verb, first.s.calls), nil
+		}
+		again, err := r.serveOnce(ctx, w, j, objs, eval, view)
+		if err != nil {
+			return nil, err
+		}
+		if len(again.s.calls) == 0 {
+			return nil, &indeterminateError{reason: "rebuild: " + describeServed(again.s)}
+		}
+		return combineCalls(ev.Verb, again.s.calls), nil
+	}
+	r.conclude(w, j, out, "", decide, notes...)
+}
+
+// servedOnce is a request sent through the pipeline with one evaluator and View.
+type servedOnce struct {
+	s   served
+	why string // how the patch types were chosen
+}
+
+func (r *Replayer) serveOnce(ctx context.Context, w evalWorker, j *job, objs *jobObjects, eval Evaluator, view *View) (servedOnce, error) {
+	w.store.v = view
+	defer func() { w.store.v = nil }()
+	vs, err := r.serve(ctx, j.ev, j.t, j.policies, objs, eval, w.plugins, view, j.rec.vapRan || strings.HasPrefix(j.rec.by, "admission webhook"))
+	if err != nil {
+		return servedOnce{}, err
+	}
+	s, ok, why := pickServed(j.ev, vs)
+	if !ok {
+		return servedOnce{}, &indeterminateError{reason: "patch-type: " + why}
+	}
+	if s.err != nil {
+		return servedOnce{}, s.err
+	}
+	return servedOnce{s: s, why: why}, nil
+}
+
+// combineCalls is the decision of a request from its validating admissions, in order. Most
+// requests are admitted once. The store admits a deletecollection object by object, and
+// validates a deletion that is immediate once before and once after it marks the object
+// deleted (Store.Delete: updateForGracefulDeletionAndFinalizers, then the storage's Delete);
+// the first refusal ends the request. The decision is that refusal, or the last admission,
+// with the results, warnings and audit annotations of every admission, the annotations merged
+// as the audit event merges them (the first value of a key stays).
+func combineCalls(verb string, calls []admitted) *verify.Decision {
+	if len(calls) == 1 {
+		return calls[0].dec
+	}
+	last := calls[len(calls)-1].dec
+	out := *last
+	out.Results, out.Warnings, out.AuditAnnotations, out.Notes, out.Authorizer = nil, nil, nil, nil, nil
+	seen := map[string]bool{}
+	once := func(kind, s string) bool {
+		k := kind + "\x00" + s
+		if seen[k] {
+			return false
+		}
+		seen[k] = true
+		return true
+	}
+	for _, c := range calls {
+		for _, res := range c.dec.Results {
+			if once("result", fmt.Sprintf("%+v", res)) {
+				out.Results = append(out.Results, res)
+			}
+		}
+		for _, w := range c.dec.Warnings {
+			if once("warning", w) {
+				out.Warnings = append(out.Warnings, w)
+			}
+		}
+		for k, v := range c.dec.AuditAnnotations {
+			if out.AuditAnnotations == nil {
+				out.AuditAnnotations = map[string]string{}
+			}
+			if _, ok := out.AuditAnnotations[k]; !ok {
+				out.AuditAnnotations[k] = v
+			}
+		}
+		for _, a := range c.dec.Authorizer {
+			if once("authorizer", fmt.Sprintf("%+v", a)) {
+				out.Authorizer = append(out.Authorizer, a)
+			}
+		}
+		for _, n := range c.dec.Notes {
+			if once("note", n) {
+				out.Notes = append(out.Notes, n)
+			}
+		}
+	}
+	if verb == "deletecollection" {
+		out.Notes = append(out.Notes, fmt.Sprintf("deletecollection: %d objects admitted one by one, as the store deletes them", len(calls)))
+	}
+	return &out
+}
+
+// standInJSON is the stored JSON of a stand-in for an object the State does not know: its
+// kind, namespace and name, and the uid and resourceVersion the request's DeleteOptions
+// (body) require of it, if any.
+func standInJSON(t target, body []byte) []byte {
+	meta := map[string]any{"name": t.name}
+	if t.namespace != "" {
+		meta["namespace"] = t.namespace
+	}
+	var opts struct {
+		Preconditions *struct {
+			UID             *string `json:"uid"`
+			ResourceVersion *string `json:"resourceVersion"`
+		} `json:"preconditions"`
+	}
+	if hasBody(body) && json.Unmarshal(body, &opts) == nil && opts.Preconditions != nil {
+		if p := opts.Preconditions.UID; p != nil {
+			meta["uid"] = *p
+		}
+		if p := opts.Preconditions.ResourceVersion; p != nil {
+			meta["resourceVersion"] = *p
+		}
+	}
+	raw, _ := json.Marshal(map[string]any{"apiVersion": t.mainKind.GroupVersion().String(), "kind": t.mainKind.Kind, "metadata": meta})
+	return raw
+}
+
+// pipelineSources say where the objects of a request sent through the pipeline came from.
+func pipelineSources(ev *Event, t target, p prior) (object, old string) {
+	switch {
+	case t.op == admission.Connect:
+		object = SourcePipeline + " (the options of the request URI)"
+	case ev.Verb == "patch" || ev.Verb == "apply":
+		object = SourcePipeline + " (the patch applied to the stored object)"
+	case t.op == admission.Create || t.op == admission.Update:
+		object = SourcePipeline + " (the request object)"
+	}
+	if (t.op == admission.Update || t.op == admission.Delete) && p.found && p.raw != nil {
+		old = SourceState + " (" + p.source + ")"
+	}
+	return object, old
+}
+
+func reasonOf(ev *Event) string {
+	if ev.ResponseStatus == nil {
+		return ""
+	}
+	return ev.ResponseStatus.Reason
+}
+
+// dependsOnUnknown says why the decision of a request's admissions depends on a field the
+// replay does not know; empty when it does not. A policy's part in a decision does not depend
+// on unknown fields when the policy reads none of them, or when every evaluation of it was
+// skipped by a matchCondition that reads none (the apiserver's matcher skips a policy on the
+// first false condition, whatever the others do). What selects a policy's bindings and params
+// (object selectors read labels) counts as read.
+func (r *Replayer) dependsOnUnknown(policies []string, calls []admitted) string {
+	for _, c := range calls {
+		if len(c.unknowns) == 0 {
+			continue
+		}
+		for _, p := range policies {
+			reads, ok := r.reads[p]
+			if !ok {
+				continue
+			}
+			read, u, dep := reads.DependsOn(c.unknowns)
+			if !dep || r.skippedIndependently(p, c.dec, c.unknowns) {
+				continue
+			}
+			return fmt.Sprintf("unknown-field: policy %s reads %s, and %s is not known: %s", p, read.Path, u.Path, u.Why)
+		}
+	}
+	return ""
+}
+
+// skippedIndependently says whether every evaluation of the policy in the decision was skipped
+// by a matchCondition that reads none of the unknown fields, and nothing that selects it reads
+// them either.
+func (r *Replayer) skippedIndependently(policy string, dec *verify.Decision, unknowns []vapccel.Unknown) bool {
+	if _, _, dep := r.selects[policy].DependsOn(unknowns); dep {
+		return false
+	}
+	seen := false
+	for _, res := range dec.Results {
+		if res.Policy != policy {
+			continue
+		}
+		seen = true
+		cond, ok := r.conditions[policy][res.MatchCondition]
+		if res.Result != verify.ResultAdmit || res.MatchCondition == "" || !ok {
+			return false
+		}
+		if _, _, dep := cond.DependsOn(unknowns); dep {
+			return false
+		}
+	}
+	return seen
+}
+
+// unknownName says whether the request's name is one the server generated and the log does
+// not hold.
+func unknownName(us []vapccel.Unknown) bool {
+	for _, u := range us {
+		if u.Path.Root == "request" && len(u.Path.Steps) == 1 && u.Path.Steps[0] == "name" {
+			return true
+		}
+	}
+	return false
+}
+
+// deletionMarks are the fields of a stored object the store sets when it marks it deleted
+// (rest.BeforeDelete, Store.updateForGracefulDeletionAndFinalizers).
+var deletionMarks = []vapccel.Unknown{
+	{Path: vapccel.FieldPath{Root: "oldObject", Steps: []string{"metadata", "deletionTimestamp"}}},
+	{Path: vapccel.FieldPath{Root: "oldObject", Steps: []string{"metadata", "deletionGracePeriodSeconds"}}},
+	{Path: vapccel.FieldPath{Root: "oldObject", Steps: []string{"metadata", "resourceVersion"}}},
+	{Path: vapccel.FieldPath{Root: "oldObject", Steps: []string{"metadata", "generation"}}},
+	{Path: vapccel.FieldPath{Root: "oldObject", Steps: []string{"metadata", "finalizers"}}},
+}
+
+// marksUnread says whether no policy of the request reads a deletion mark of the oldObject.
+func (r *Replayer) marksUnread(policies []string) bool {
+	for _, p := range policies {
+		reads, ok := r.reads[p]
+		if !ok {
+			return false
+		}
+		if _, _, dep := reads.DependsOn(deletionMarks); dep {
+			return false
+		}
+	}
+	return true
+}
+
+// sameButDeletionMarks says whether two admissions of one DELETE differ only in the deletion
+// marks of their oldObject.
+func sameButDeletionMarks(prev, cur admission.Attributes) bool {
+	if prev.GetOperation() != admission.Delete || cur.GetOperation() != admission.Delete || prev.GetObject() != nil || cur.GetObject() != nil ||
+		prev.GetName() != cur.GetName() || prev.GetNamespace() != cur.GetNamespace() || prev.GetSubresource() != cur.GetSubresource() ||
+		prev.GetResource() != cur.GetResource() || prev.IsDryRun() != cur.IsDryRun() || !reflect.DeepEqual(prev.GetOperationOptions(), cur.GetOperationOptions()) {
+		return false
+	}
+	po, co := prev.GetOldObject(), cur.GetOldObject()
+	if po == nil || co == nil {
+		return po == co
+	}
+	pm, err1 := meta.Accessor(po)
+	cm, err2 := meta.Accessor(co)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	// Compare with the marks made alike, then put them back.
+	ts, grace, rv, gen, fin := cm.GetDeletionTimestamp(), cm.GetDeletionGracePeriodSeconds(), cm.GetResourceVersion(), cm.GetGeneration(), cm.GetFinalizers()
+	cm.SetDeletionTimestamp(pm.GetDeletionTimestamp())
+	cm.SetDeletionGracePeriodSeconds(pm.GetDeletionGracePeriodSeconds())
+	cm.SetResourceVersion(pm.GetResourceVersion())
+	cm.SetGeneration(pm.GetGeneration())
+	cm.SetFinalizers(pm.GetFinalizers())
+	same := reflect.DeepEqual(po, co)
+	cm.SetDeletionTimestamp(ts)
+	cm.SetDeletionGracePeriodSeconds(grace)
+	cm.SetResourceVersion(rv)
+	cm.SetGeneration(gen)
+	cm.SetFinalizers(fin)
+	return same
+}
+
+// versioned is an object of the pipeline (internal for a built-in kind) in the version of gvk,
+// unstructured; nil when it is nil or does not convert.
+func versioned(obj runtime.Object, gvk schema.GroupVersionKind) *unstructured.Unstructured {
+	if obj == nil {
+		return nil
+	}
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return u
+	}
+	ext, err := kubescheme.Scheme.ConvertToVersion(obj, gvk.GroupVersion())
+	if err != nil {
+		return nil
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ext)
+	if err != nil {
+		return nil
+	}
+	u := &unstructured.Unstructured{Object: m}
+	if kinds, _, err := kubescheme.Scheme.ObjectKinds(ext); err == nil && len(kinds) > 0 {
+		u.SetGroupVersionKind(kinds[0])
+	}
+	return u
+}
+
+// unknownValue replaces, in the objects an observer sees, the values the replay does not know
+// (the replay's own uid, clock and generated names).
+const unknownValue = "<unknown>"
+
+// masked replaces the values of the unknown fields of root in u.
+func masked(u *unstructured.Unstructured, root string, unknowns []vapccel.Unknown) *unstructured.Unstructured {
+	if u == nil {
+		return nil
+	}
+	for _, un := range unknowns {
+		if un.Path.Root == root && un.ValueOnly && len(un.Path.Steps) > 0 {
+			maskPath(u.Object, un.Path.Steps)
+		}
+	}
+	return u
+}
+
+func maskPath(v any, steps []string) {
+	switch x := v.(type) {
+	case map[string]any:
+		if len(steps) == 1 {
+			if _, ok := x[steps[0]]; ok {
+				x[steps[0]] = unknownValue
+			} else if steps[0] == vapccel.AnyStep {
+				for k := range x {
+					x[k] = unknownValue
+				}
+			}
+			return
+		}
+		if steps[0] == vapccel.AnyStep {
+			for _, c := range x {
+				maskPath(c, steps[1:])
+			}
+			return
+		}
+		maskPath(x[steps[0]], steps[1:])
+	case []any:
+		if steps[0] != vapccel.AnyStep {
+			return
+		}
+		for i := range x {
+			if len(steps) == 1 {
+				x[i] = unknownValue
+			} else {
+				maskPath(x[i], steps[1:])
+			}
+		}
+	}
+}

@@ -1,0 +1,174 @@
+package replay
+
+import (
+	"encoding/json"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/admission"
+	api "k8s.io/kubernetes/pkg/apis/core"
+
+	vapccel "github.com/vapc-dev/vapc/cel"
+)
+
+// What kube-apiserver's pipeline sets on a request's object from something a log does not
+// hold: the uid it generates, its clock, the name it generates, the service addresses it
+// allocates, the suffix of the ServiceAccount plugin's token volume. The replay's pipeline
+// sets them too, from its own clock and generators; settle puts the server's values back
+// where the log holds them, and returns the fields it does not: a decision stands only if no
+// policy reads them (cel.Reads.DependsOn).
+
+// settle fixes what it can of the admission's objects and returns the fields that stay
+// unknown. body is the logged request object.
+func settle(ev *Event, t target, a admission.Attributes, body []byte) []vapccel.Unknown {
+	var out []vapccel.Unknown
+	obj := a.GetObject()
+	if obj == nil || t.op == admission.Connect {
+		return nil
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil
+	}
+	second, known := serverSecond(ev)
+	setTime := func(tm *metav1.Time, path vapccel.FieldPath) {
+		if known {
+			*tm = second
+		} else {
+			out = append(out, timeUnknown(path))
+		}
+	}
+	var old metav1.Object
+	if o := a.GetOldObject(); o != nil {
+		old, _ = meta.Accessor(o)
+	}
+	if t.op == admission.Create && m.GetUID() != "" && old == nil {
+		out = append(out, vapccel.Unknown{Path: objectPath("metadata", "uid"), ValueOnly: true, Why: "the uid the server generated"})
+	}
+	if ts := m.GetCreationTimestamp(); t.op == admission.Create && old == nil && !ts.IsZero() {
+		setTime(&ts, objectPath("metadata", "creationTimestamp"))
+		m.SetCreationTimestamp(ts)
+	}
+	// The managers the request wrote get the time of the server's clock.
+	if mfs := m.GetManagedFields(); len(mfs) > 0 {
+		oldTimes := map[string]bool{}
+		if old != nil {
+			for _, e := range old.GetManagedFields() {
+				if e.Time != nil {
+					oldTimes[e.Manager+"\x00"+string(e.Operation)+"\x00"+e.Time.UTC().String()] = true
+				}
+			}
+		}
+		changed := false
+		for i := range mfs {
+			e := &mfs[i]
+			if e.Time == nil || oldTimes[e.Manager+"\x00"+string(e.Operation)+"\x00"+e.Time.UTC().String()] {
+				continue
+			}
+			setTime(e.Time, objectPath("metadata", "managedFields", vapccel.AnyStep, "time"))
+			changed = true
+		}
+		if changed {
+			m.SetManagedFields(mfs)
+		}
+	}
+	if old != nil && len(old.GetManagedFields()) == 0 && t.sub == "" {
+		// The log's stored object has no managedFields (an audit policy with
+		// omitManagedFields): the field manager's result is not known, nor, for a
+		// server-side apply, what it removed.
+		why := "the stored object's managedFields, which the log omits"
+		out = append(out,
+			vapccel.Unknown{Path: objectPath("metadata", "managedFields"), Why: why},
+			vapccel.Unknown{Path: vapccel.FieldPath{Root: "oldObject", Steps: []string{"metadata", "managedFields"}}, Why: why})
+		if isApply(ev) {
+			out = append(out, vapccel.Unknown{Path: vapccel.FieldPath{Root: "object"}, Why: "a server-side apply over " + why})
+		}
+	}
+	if m.GetGenerateName() != "" && !bodyNamed(body) && (t.op == admission.Create && old == nil) && !generatedNameKnown(ev, m.GetName()) {
+		why := "the name the server generated for " + m.GetGenerateName()
+		out = append(out,
+			vapccel.Unknown{Path: objectPath("metadata", "name"), ValueOnly: true, Why: why},
+			vapccel.Unknown{Path: vapccel.FieldPath{Root: "request", Steps: []string{"name"}}, ValueOnly: true, Why: why})
+	}
+	switch o := obj.(type) {
+	case *api.Service:
+		if t.op == admission.Create && t.sub == "" {
+			why := "the addresses and ports the server allocated"
+			for _, p := range []vapccel.FieldPath{objectPath("spec", "clusterIP"), objectPath("spec", "clusterIPs"),
+				objectPath("spec", "ports", vapccel.AnyStep, "nodePort"), objectPath("spec", "healthCheckNodePort")} {
+				out = append(out, vapccel.Unknown{Path: p, ValueOnly: true, Why: why})
+			}
+		}
+	case *api.Pod:
+		if t.op == admission.Create && t.sub == "" && tokenVolumeAdded(o, body) {
+			why := "the random suffix of the token volume the ServiceAccount plugin added"
+			for _, p := range []vapccel.FieldPath{objectPath("spec", "volumes", vapccel.AnyStep, "name"),
+				objectPath("spec", "containers", vapccel.AnyStep, "volumeMounts", vapccel.AnyStep, "name"),
+				objectPath("spec", "initContainers", vapccel.AnyStep, "volumeMounts", vapccel.AnyStep, "name")} {
+				out = append(out, vapccel.Unknown{Path: p, ValueOnly: true, Why: why})
+			}
+		}
+	}
+	return out
+}
+
+// tokenVolumeAdded says whether the ServiceAccount plugin added its token volume, whose name it
+// makes random, to a pod whose request did not have it.
+func tokenVolumeAdded(p *api.Pod, body []byte) bool {
+	for _, v := range p.Spec.Volumes {
+		if strings.HasPrefix(v.Name, "kube-api-access-") && !strings.Contains(string(body), `"`+v.Name+`"`) {
+			return true
+		}
+	}
+	return false
+}
+
+// bodyNamed says whether the logged request object has a name.
+func bodyNamed(body []byte) bool {
+	var o struct {
+		Metadata struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+	}
+	return hasBody(body) && json.Unmarshal(body, &o) == nil && o.Metadata.Name != ""
+}
+
+// generatedNameKnown says whether the log holds the name the server generated: a refusal's
+// status names the object. (replayName puts it into the request.)
+func generatedNameKnown(ev *Event, name string) bool {
+	return ev.ResponseStatus != nil && ev.ResponseStatus.Details != nil && ev.ResponseStatus.Details.Name == name && name != ""
+}
+
+// isApply says whether a PATCH was a server-side apply for sure (a force parameter).
+func isApply(ev *Event) bool { return ev.Verb == "apply" || ev.Query().Has("force") }
+
+// namedBody returns the request object of a create with generateName with the name the server
+// generated, when a refusal's status in the log gives it: the create handler then creates
+// under that name, as the server did.
+func namedBody(ev *Event, body []byte) []byte {
+	if ev.Verb != "create" || ev.ResponseStatus == nil || ev.ResponseStatus.Details == nil || ev.ResponseStatus.Details.Name == "" || !hasBody(body) {
+		return body
+	}
+	var o map[string]any
+	if json.Unmarshal(body, &o) != nil {
+		return body
+	}
+	md, _ := o["metadata"].(map[string]any)
+	if md == nil {
+		return body
+	}
+	if n, _ := md["name"].(string); n != "" {
+		return body
+	}
+	gn, _ := md["generateName"].(string)
+	if gn == "" || !strings.HasPrefix(ev.ResponseStatus.Details.Name, gn) {
+		return body
+	}
+	md["name"] = ev.ResponseStatus.Details.Name
+	out, err := json.Marshal(o)
+	if err != nil {
+		return body
+	}
+	return out
+}

@@ -1,0 +1,247 @@
+// Package redact keeps the values of sensitive objects out of a report: audit logs hold
+// Secrets, and reports get shared. A sensitive object keeps its key names; its values become
+// their sizes, and every value it held is scrubbed from the texts shown beside it (a policy's
+// message may quote one).
+package redact
+
+import (
+	"encoding/base64"
+	"fmt"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// MinScrubbed is the length under which a value is not searched for in texts: shorter
+// strings occur everywhere, and tell little.
+const MinScrubbed = 4
+
+// Mark replaces a scrubbed value in a text.
+const Mark = "<redacted>"
+
+// Secrets is always sensitive.
+var Secrets = schema.GroupResource{Resource: "secrets"}
+
+// Redactor knows which resources are sensitive.
+type Redactor struct {
+	sensitive map[schema.GroupResource]bool
+}
+
+// New returns a Redactor of Secrets and of the given resources.
+func New(resources ...schema.GroupResource) *Redactor {
+	r := &Redactor{sensitive: map[schema.GroupResource]bool{Secrets: true}}
+	for _, gr := range resources {
+		r.sensitive[gr] = true
+	}
+	return r
+}
+
+// Resources are the sensitive resources, sorted, as GROUP/RESOURCE (RESOURCE for the core
+// group).
+func (r *Redactor) Resources() []string {
+	var out []string
+	for gr := range r.sensitive {
+		out = append(out, String(gr))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// String writes a resource as GROUP/RESOURCE, or RESOURCE for the core group.
+func String(gr schema.GroupResource) string {
+	if gr.Group == "" {
+		return gr.Resource
+	}
+	return gr.Group + "/" + gr.Resource
+}
+
+// Parse reads GROUP/RESOURCE, or RESOURCE for the core group.
+func Parse(s string) (schema.GroupResource, error) {
+	group, resource, ok := strings.Cut(s, "/")
+	if !ok {
+		group, resource = "", s
+	}
+	if resource == "" || strings.Contains(resource, "/") || strings.ContainsAny(s, " \t") {
+		return schema.GroupResource{}, fmt.Errorf("%q is not GROUP/RESOURCE (or RESOURCE of the core group), e.g. secrets, example.com/credentials", s)
+	}
+	return schema.GroupResource{Group: group, Resource: strings.ToLower(resource)}, nil
+}
+
+// Sensitive says whether a request for resource is about a sensitive object. group is the
+// group of the request's objects; unknown (no object) counts as any group.
+func (r *Redactor) Sensitive(group string, groupKnown bool, resource string) bool {
+	for gr := range r.sensitive {
+		if gr.Resource == resource && (!groupKnown || gr.Group == group) {
+			return true
+		}
+	}
+	return false
+}
+
+// Values gathers the values of sensitive objects, to scrub them from texts.
+type Values struct {
+	values map[string]bool
+}
+
+func (v *Values) add(s string) {
+	if len(s) < MinScrubbed {
+		return
+	}
+	if v.values == nil {
+		v.values = map[string]bool{}
+	}
+	v.values[s] = true
+}
+
+// Empty says whether no value was gathered.
+func (v *Values) Empty() bool { return len(v.values) == 0 }
+
+// Scrub replaces every gathered value in s, the longest first.
+func (v *Values) Scrub(s string) string {
+	if len(v.values) == 0 || s == "" {
+		return s
+	}
+	vals := make([]string, 0, len(v.values))
+	for x := range v.values {
+		vals = append(vals, x)
+	}
+	sort.Slice(vals, func(i, j int) bool {
+		if len(vals[i]) != len(vals[j]) {
+			return len(vals[i]) > len(vals[j])
+		}
+		return vals[i] < vals[j]
+	})
+	for _, x := range vals {
+		s = strings.ReplaceAll(s, x, Mark)
+	}
+	return s
+}
+
+// Object returns a copy of u to show in a report: without metadata.managedFields and, when
+// sensitive, with every value replaced by its size (a Secret's data and stringData, every
+// field but apiVersion, kind and metadata of another sensitive object, and the values of the
+// annotations, which hold the last applied configuration). The values replaced go to vals.
+func Object(u *unstructured.Unstructured, sensitive bool, vals *Values) map[string]any {
+	if u == nil || u.Object == nil {
+		return nil
+	}
+	out := make(map[string]any, len(u.Object))
+	secret := u.GetKind() == "Secret"
+	for k, v := range u.Object {
+		switch {
+		case k == "metadata":
+			out[k] = metadata(v, sensitive, vals)
+		case !sensitive || k == "apiVersion" || k == "kind":
+			out[k] = copyValue(v)
+		case secret && k == "data":
+			out[k] = secretData(v, vals)
+		case secret && k != "stringData":
+			out[k] = copyValue(v) // type, immutable
+		default:
+			out[k] = sizes(v, vals)
+		}
+	}
+	return out
+}
+
+func metadata(v any, sensitive bool, vals *Values) any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return copyValue(v)
+	}
+	out := make(map[string]any, len(m))
+	for k, x := range m {
+		switch {
+		case k == "managedFields":
+		case k == "annotations" && sensitive:
+			out[k] = sizes(x, vals)
+		default:
+			out[k] = copyValue(x)
+		}
+	}
+	return out
+}
+
+// secretData replaces the base64 values of a Secret's data by their decoded sizes.
+func secretData(v any, vals *Values) any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return sizes(v, vals)
+	}
+	out := make(map[string]any, len(m))
+	for k, x := range m {
+		s, ok := x.(string)
+		if !ok {
+			out[k] = sizes(x, vals)
+			continue
+		}
+		vals.add(s)
+		n := len(s)
+		if b, err := base64.StdEncoding.DecodeString(s); err == nil {
+			n = len(b)
+			if utf8.Valid(b) {
+				vals.add(string(b))
+				vals.add(strings.TrimSpace(string(b)))
+			}
+		}
+		out[k] = size(n)
+	}
+	return out
+}
+
+// sizes keeps the keys of maps and the lengths of lists, and replaces every scalar by its
+// size.
+func sizes(v any, vals *Values) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = sizes(e, vals)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = sizes(e, vals)
+		}
+		return out
+	case string:
+		vals.add(x)
+		return size(len(x))
+	case nil:
+		return nil
+	default:
+		s := fmt.Sprint(x)
+		vals.add(s)
+		return Mark
+	}
+}
+
+func size(n int) string {
+	if n == 1 {
+		return "<redacted: 1 byte>"
+	}
+	return fmt.Sprintf("<redacted: %d bytes>", n)
+}
+
+// copyValue copies a decoded JSON value, so that the report never shares the replay's.
+func copyValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = copyValue(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = copyValue(e)
+		}
+		return out
+	}
+	return v
+}

@@ -1,0 +1,110 @@
+package redact
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+func TestParse(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in      string
+		want    schema.GroupResource
+		wantErr bool
+	}{
+		{"secrets", schema.GroupResource{Resource: "secrets"}, false},
+		{"ConfigMaps", schema.GroupResource{Resource: "configmaps"}, false},
+		{"example.com/credentials", schema.GroupResource{Group: "example.com", Resource: "credentials"}, false},
+		{"", schema.GroupResource{}, true},
+		{"a/b/c", schema.GroupResource{}, true},
+		{"example.com/", schema.GroupResource{}, true},
+		{"two words", schema.GroupResource{}, true},
+	} {
+		got, err := Parse(tc.in)
+		if (err != nil) != tc.wantErr || got != tc.want {
+			t.Errorf("Parse(%q) = %v, %v; want %v, error %v", tc.in, got, err, tc.want, tc.wantErr)
+		}
+	}
+}
+
+func TestSensitive(t *testing.T) {
+	t.Parallel()
+	r := New(schema.GroupResource{Group: "example.com", Resource: "credentials"})
+	for _, tc := range []struct {
+		group      string
+		groupKnown bool
+		resource   string
+		want       bool
+	}{
+		{"", true, "secrets", true},
+		{"", false, "secrets", true},
+		{"example.com", true, "credentials", true},
+		{"other.io", true, "credentials", false},
+		{"", false, "credentials", true}, // no object says which group: hide
+		{"", true, "configmaps", false},
+	} {
+		if got := r.Sensitive(tc.group, tc.groupKnown, tc.resource); got != tc.want {
+			t.Errorf("Sensitive(%q, %v, %q) = %v, want %v", tc.group, tc.groupKnown, tc.resource, got, tc.want)
+		}
+	}
+	if diff := cmp.Diff([]string{"example.com/credentials", "secrets"}, r.Resources()); diff != "" {
+		t.Errorf("Resources() mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestObject(t *testing.T) {
+	t.Parallel()
+	meta := func() map[string]any {
+		return map[string]any{"name": "x", "annotations": map[string]any{"note": "the value is hunter22"},
+			"managedFields": []any{map[string]any{"manager": "kubectl"}}}
+	}
+	for _, tc := range []struct {
+		name      string
+		in        map[string]any
+		sensitive bool
+		want      map[string]any
+		scrubbed  string // Scrub of "hunter22 aGVsbG8gd29ybGQ= hello world plain"
+	}{{
+		name: "secret",
+		in: map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": meta(), "type": "Opaque",
+			"data": map[string]any{"a": "aGVsbG8gd29ybGQ="}, "stringData": map[string]any{"b": "hunter22"}},
+		sensitive: true,
+		want: map[string]any{"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+			"metadata":   map[string]any{"name": "x", "annotations": map[string]any{"note": "<redacted: 21 bytes>"}},
+			"data":       map[string]any{"a": "<redacted: 11 bytes>"},
+			"stringData": map[string]any{"b": "<redacted: 8 bytes>"}},
+		scrubbed: "<redacted> <redacted> <redacted> plain",
+	}, {
+		name:      "another sensitive kind",
+		in:        map[string]any{"apiVersion": "example.com/v1", "kind": "Credential", "metadata": meta(), "spec": map[string]any{"token": "hunter22", "port": int64(8443), "hosts": []any{"a.example.com"}}},
+		sensitive: true,
+		want: map[string]any{"apiVersion": "example.com/v1", "kind": "Credential",
+			"metadata": map[string]any{"name": "x", "annotations": map[string]any{"note": "<redacted: 21 bytes>"}},
+			"spec":     map[string]any{"token": "<redacted: 8 bytes>", "port": "<redacted>", "hosts": []any{"<redacted: 13 bytes>"}}},
+		scrubbed: "<redacted> aGVsbG8gd29ybGQ= hello world plain",
+	}, {
+		name: "not sensitive",
+		in:   map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta(), "data": map[string]any{"a": "hunter22"}},
+		want: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": "x", "annotations": map[string]any{"note": "the value is hunter22"}},
+			"data":     map[string]any{"a": "hunter22"}},
+		scrubbed: "hunter22 aGVsbG8gd29ybGQ= hello world plain",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var vals Values
+			got := Object(&unstructured.Unstructured{Object: tc.in}, tc.sensitive, &vals)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Object mismatch (-want +got):\n%s", diff)
+			}
+			if got := vals.Scrub("hunter22 aGVsbG8gd29ybGQ= hello world plain"); got != tc.scrubbed {
+				t.Errorf("Scrub = %q, want %q", got, tc.scrubbed)
+			}
+			if _, ok := tc.in["metadata"].(map[string]any)["managedFields"]; !ok {
+				t.Error("Object changed its input")
+			}
+		})
+	}
+}

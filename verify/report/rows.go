@@ -1,0 +1,130 @@
+package report
+
+import (
+	"encoding/json"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/vapc-dev/vapc/verify/replay"
+	"github.com/vapc-dev/vapc/verify/report/internal/redact"
+)
+
+// addRow adds a request to the table while the table has room (rows and bytes), with its
+// objects while the budget for objects lasts. A sensitive request's objects keep their key names only, and the
+// values they held are scrubbed from every text of the row.
+func (b *Builder) addRow(r *replay.Record, t int64, node, outcome string, outs []BindingOutcome) {
+	b.total++
+	if len(b.rows) >= b.maxRows {
+		b.leftOutBy[outcome]++
+		return
+	}
+	res := r.Resource
+	if r.Subresource != "" {
+		res += "/" + r.Subresource
+	}
+	row := Row{
+		T: t, Time: r.StageTimestamp, File: r.File, Line: r.Line, AuditID: r.AuditID,
+		User: r.User, Group: requesterGroup(r.User, r.Subresource), Verb: r.Verb, Resource: res,
+		Namespace: r.Namespace, Name: r.Name, Node: node,
+		Decision: r.Decision, Code: r.Code, Message: r.Message,
+		Recorded: r.Recorded, RecordedBy: r.RecordedBy, Changed: r.Changed,
+		Outcome: outcome, Bindings: outs, Results: []Result{},
+		Indeterminate: r.Indeterminate, ObjectSource: r.ObjectSource, OldObjectSource: r.OldObjectSource,
+		Notes: r.Notes, Warnings: r.Warnings, AuditAnnots: r.AuditAnnotations,
+		Alternatives: r.Alternatives, Disagreements: r.Disagreements,
+	}
+	if row.Bindings == nil {
+		row.Bindings = []BindingOutcome{}
+	}
+	for _, x := range r.Results {
+		row.Results = append(row.Results, Result{Policy: x.Policy, Binding: x.Binding, Param: x.Param, Result: x.Result, Actions: x.Actions, Message: x.Message, Reason: x.Reason})
+	}
+	switch {
+	case len(r.Results) > 0 && r.Results[0].Reason != "":
+		row.Reason = r.Results[0].Reason
+	case r.Indeterminate != "":
+		row.Reason, _, _ = strings.Cut(r.Indeterminate, ":")
+	}
+
+	group, groupKnown := objectGroup(r.Object, r.OldObject)
+	sensitive := b.redactor.Sensitive(group, groupKnown, r.Resource)
+	var vals redact.Values
+	obj := redact.Object(r.Object, sensitive, &vals)
+	old := redact.Object(r.OldObject, sensitive, &vals)
+	row.Redacted = sensitive
+	if sensitive {
+		scrubRow(&row, &vals)
+	}
+	if size, err := json.Marshal(row); err == nil {
+		if b.rowBytes+len(size) > maxRowBytes {
+			b.leftOutBy[outcome]++
+			b.maxRows = len(b.rows) // the table is full
+			return
+		}
+		b.rowBytes += len(size)
+	}
+	var objJSON, oldJSON []byte
+	if obj != nil {
+		objJSON, _ = json.Marshal(obj)
+	}
+	if old != nil {
+		oldJSON, _ = json.Marshal(old)
+	}
+	if n := len(objJSON) + len(oldJSON); n > 0 {
+		if b.objectBytes+n > b.maxObjectBytes {
+			row.ObjectsLeftOut = true
+			b.objectsLeftOut++
+		} else {
+			b.objectBytes += n
+			row.Object, row.OldObject = objJSON, oldJSON
+		}
+	}
+	b.rows = append(b.rows, row)
+}
+
+// objectGroup is the API group of a request's objects.
+func objectGroup(objs ...*unstructured.Unstructured) (string, bool) {
+	for _, u := range objs {
+		if u == nil || u.GetAPIVersion() == "" {
+			continue
+		}
+		gv, err := schema.ParseGroupVersion(u.GetAPIVersion())
+		if err == nil {
+			return gv.Group, true
+		}
+	}
+	return "", false
+}
+
+// scrubRow removes the values of a sensitive request's objects from every text of its row.
+func scrubRow(row *Row, vals *redact.Values) {
+	if vals.Empty() {
+		return
+	}
+	s := vals.Scrub
+	row.Message = s(row.Message)
+	row.Indeterminate = s(row.Indeterminate)
+	list := func(in []string) []string {
+		if in == nil {
+			return nil
+		}
+		out := make([]string, len(in))
+		for i, x := range in {
+			out[i] = s(x)
+		}
+		return out
+	}
+	row.Notes, row.Warnings, row.Alternatives, row.Disagreements = list(row.Notes), list(row.Warnings), list(row.Alternatives), list(row.Disagreements)
+	if row.AuditAnnots != nil {
+		m := make(map[string]string, len(row.AuditAnnots))
+		for k, v := range row.AuditAnnots {
+			m[k] = s(v)
+		}
+		row.AuditAnnots = m
+	}
+	for i := range row.Results {
+		row.Results[i].Message = s(row.Results[i].Message)
+	}
+}
