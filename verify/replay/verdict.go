@@ -165,10 +165,10 @@ func (g Gate) verdict(s *Summary) *Verdict {
 		fail(ReasonInterrupted, s.Lines, "interrupted after %d lines: the summary is of what was read", s.Lines)
 	}
 	for _, u := range s.Unreadable {
-		fail(ReasonUnreadable, 1, "%s", u)
+		fail(ReasonUnreadable, 1, "%s: the log is cut short or damaged: copy it again, or leave it out", u)
 	}
 	if events := s.IntermediateStages + s.Requests; events == 0 && !s.Partial {
-		fail(ReasonNoEvents, 0, "no audit events in %s (%d %s): nothing was replayed", strings.Join(s.Files, ", "), s.Lines, plural(s.Lines, "line", "lines"))
+		fail(ReasonNoEvents, 0, "no audit events in %s (%d %s): nothing was replayed: give the files kube-apiserver's --audit-log-path writes", strings.Join(s.Files, ", "), s.Lines, plural(s.Lines, "line", "lines"))
 	}
 	if n := s.MalformedCount - len(s.Unreadable); n > g.MaxMalformed {
 		first := ""
@@ -178,7 +178,7 @@ func (g Gate) verdict(s *Summary) *Verdict {
 				break
 			}
 		}
-		fail(ReasonMalformed, n, "%d malformed %s, more than --max-malformed %d%s", n, plural(n, "line", "lines"), g.MaxMalformed, first)
+		fail(ReasonMalformed, n, "%d malformed %s, more than --max-malformed %d%s: repair the log, or allow them with --max-malformed", n, plural(n, "line", "lines"), g.MaxMalformed, first)
 	}
 	if g.CheckRecorded && len(s.Disagreements) > 0 {
 		fail(ReasonDisagreement, len(s.Disagreements), "%d %s with the verdicts the log records", len(s.Disagreements), plural(len(s.Disagreements), "disagreement", "disagreements"))
