@@ -10,7 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
 
+	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/internal/apiserver"
 )
@@ -156,7 +158,7 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 		defer func() { w.store.v = nil }()
 		return eval.Evaluate(ctx, b.req)
 	}
-	r.conclude(w, j, out, b.oldUnknown, decide)
+	r.conclude(w, j, out, b.oldUnknown, rooted(j.prior.unknowns, j.t.op == admission.Update), decide)
 }
 
 // conclude decides the job's request with decide (which evaluates it with an evaluator over a
@@ -164,7 +166,7 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 // found yet, what the View could not answer, what holds without what is missing (oldUnknown:
 // why the old object is not known and a stand-in took its place), the authorizer, and the
 // check against the log.
-func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown string, decide func(eval Evaluator, view *View) (*verify.Decision, error), notes ...string) {
+func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown string, unknowns []vapccel.Unknown, decide func(eval Evaluator, view *View) (*verify.Decision, error), notes ...string) {
 	dec, err := decide(w.eval, j.view)
 	var alt *verify.Decision
 	if err == nil && j.resolving != "" {
@@ -177,6 +179,10 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown string
 			return
 		}
 		out.Decision, out.Indeterminate = DecisionIndeterminate, "request: "+err.Error()
+		return
+	}
+	if why := r.dependsOnUnknown(j.policies, []admitted{{dec: dec, unknowns: unknowns}}); why != "" {
+		out.Decision, out.Indeterminate = DecisionIndeterminate, why
 		return
 	}
 	if alt != nil {
@@ -238,6 +244,21 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown string
 		}
 	}
 	j.dec = dec
+}
+
+// rooted are the unknown fields of a stored object as a request reads them: in its oldObject,
+// and in its object too for an update (which starts from the stored object).
+func rooted(unknowns []vapccel.Unknown, update bool) []vapccel.Unknown {
+	var out []vapccel.Unknown
+	for _, u := range unknowns {
+		old := u
+		old.Path = vapccel.FieldPath{Root: "oldObject", Steps: u.Path.Steps}
+		out = append(out, old)
+		if update {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // indeterminateError is a decide function's way to say the request cannot be decided, and why.

@@ -478,7 +478,7 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 		case gr == (schema.GroupResource{Resource: "serviceaccounts"}) && t.sub == "token":
 			// A TokenRequest issues a token; the ServiceAccount is not written.
 		case t.sub == "eviction":
-			r.state.Forget(gr, t.mainKind, t.namespace, t.name, "evicted at "+src+": the deletion the eviction made is not in the log")
+			r.applyEviction(ctx, ev, t, src)
 		case derivesScale(t) && r.applyScale(ev, t, resp, src):
 		case isMain:
 			put(resp, src)

@@ -8,11 +8,14 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -218,6 +221,8 @@ type jobObjects struct {
 	// list is what a deletecollection lists; listUnknown says why it is not known.
 	list        [][]byte
 	listUnknown string
+	// version, when set, is the resourceVersion the object is read with (see evaluateServed).
+	version string
 }
 
 func (o *jobObjects) Get(gr schema.GroupResource, namespace, name string) ([]byte, bool, error) {
@@ -232,6 +237,8 @@ func (o *jobObjects) Get(gr schema.GroupResource, namespace, name string) ([]byt
 		return nil, false, fmt.Errorf("the replay does not read it for this request")
 	}
 	switch {
+	case o.prior.found && o.prior.raw != nil && o.version != "":
+		return withVersion(o.prior.raw, o.version), true, nil
 	case o.prior.found && o.prior.raw != nil:
 		return o.prior.raw, true, nil
 	case o.standIn != nil:
@@ -302,16 +309,18 @@ func sameServed(a, b served) bool {
 }
 
 // pickServed chooses among the variants of a request what the replay can say: the variants
-// the log rules out dropped (a request the server completed cannot have been refused before
-// admission), then the outcome when all that remain agree. ok is false when they disagree.
+// the log rules out dropped (a request the server completed, or a policy refused, cannot have
+// been refused before admission), then the outcome when all that remain agree. ok is false
+// when they disagree.
 func pickServed(ev *Event, vs []served) (s served, ok bool, why string) {
 	if len(vs) == 1 {
 		return vs[0], true, ""
 	}
-	code := ev.Code()
+	// The server ran admission when it completed the request or a policy refused it.
+	ran := ev.Code() >= 200 && ev.Code() < 300 || vapDenied.MatchString(ev.Message())
 	var kept []served
 	for _, v := range vs {
-		if code >= 200 && code < 300 && len(v.calls) == 0 && v.resp.Code >= 300 && v.err == nil && v.unknown == nil {
+		if ran && len(v.calls) == 0 && v.resp.Code >= 300 && v.err == nil && v.unknown == nil {
 			continue
 		}
 		kept = append(kept, v)
@@ -357,12 +366,20 @@ func (r *Replayer) usesPipeline(ev *Event, t target) bool {
 	if ev.Level == LevelMetadata || ev.Level == LevelNone || ev.Level == "" {
 		return false
 	}
-	if (t.op == admission.Create || t.op == admission.Update) && ev.Code() >= 200 && ev.Code() < 300 {
+	if (t.op == admission.Create || t.op == admission.Update) && ev.Code() >= 200 && ev.Code() < 300 && !defaultedOnRead[t.gvr.GroupResource()] {
 		if resp := decodeObject(ev.ResponseObject); resp != nil && sameKind(resp, t.reqKind) {
 			return false // the stored result is the admission object (see rebuild)
 		}
 	}
 	return true
+}
+
+// defaultedOnRead are the resources whose stored object the server's defaulting changes when it
+// reads it back, because a defaulter reads a field the registry strategy set after the request
+// was decoded: the response of a write is then not the object admission saw. A Job gets the
+// labels of its pod template (batch/v1 SetDefaults_Job), which the job strategy sets.
+var defaultedOnRead = map[schema.GroupResource]bool{
+	{Group: "batch", Resource: "jobs"}: true,
 }
 
 // evaluateServed decides a request through kube-apiserver's request pipeline, on a worker.
@@ -371,6 +388,11 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 	gr := t.gvr.GroupResource()
 	objs := &jobObjects{gr: gr, namespace: t.namespace, name: t.name, prior: j.prior,
 		absent: !j.prior.found && j.prior.complete, list: j.list, listUnknown: j.listUnknown}
+	if unknownVersion(j.prior.unknowns) && (j.rec.vapRan || strings.HasPrefix(j.rec.by, "admission webhook")) {
+		// The replay does not know the stored resourceVersion, and the log shows the request
+		// got past the storage's check of the one it asked for: it was the one stored.
+		objs.version = requestVersion(ev)
+	}
 	if objs.absent && (t.op == admission.Update || t.op == admission.Delete) && ev.Code() >= 200 && ev.Code() < 300 {
 		// The server wrote an object the State holds to be absent: the State missed its
 		// creation (an audit policy that does not log it), and does not know it.
@@ -451,6 +473,18 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 		}
 	}
 	var notes []string
+	if len(j.prior.unknowns) > 0 && (t.op == admission.Update || t.op == admission.Delete) {
+		priorUnknowns := j.prior.unknowns
+		if objs.version != "" {
+			// The request gave the stored resourceVersion.
+			priorUnknowns = slices.DeleteFunc(slices.Clone(priorUnknowns), func(u vapccel.Unknown) bool {
+				return unknownVersion([]vapccel.Unknown{u})
+			})
+		}
+		for i := range s.calls {
+			s.calls[i].unknowns = append(s.calls[i].unknowns, rooted(priorUnknowns, t.op == admission.Update)...)
+		}
+	}
 	if oldUnknown != "" {
 		// The stand-in's fields are all unknown, and so are the delete options the store
 		// derives from the stored object (a pod's grace period): the decision stands only if
@@ -492,7 +526,7 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 		}
 		return combineCalls(ev.Verb, again.s.calls), nil
 	}
-	r.conclude(w, j, out, "", decide, notes...)
+	r.conclude(w, j, out, "", nil, decide, notes...)
 }
 
 // servedOnce is a request sent through the pipeline with one evaluator and View.
@@ -816,5 +850,180 @@ func maskPath(v any, steps []string) {
 				maskPath(x[i], steps[1:])
 			}
 		}
+	}
+}
+
+// applyEviction follows, in the State, what a successful eviction did to its pod, which the
+// log does not show: the ordered stage sends the eviction through the pipeline again, over the
+// pod as the State holds it, and keeps what the eviction REST wrote (the pod marked deleted
+// with its DisruptionTarget condition, or deleted at once). The fields the server's clock and
+// storage set are not known.
+func (r *Replayer) applyEviction(ctx context.Context, ev *Event, t target, src string) {
+	gr := t.gvr.GroupResource()
+	forget := func(why string) {
+		r.state.Forget(gr, t.mainKind, t.namespace, t.name, "evicted at "+src+": "+why)
+	}
+	p := r.state.prior(gr, t.namespace, t.name)
+	if !p.found || p.raw == nil {
+		forget("the pod was not known")
+		return
+	}
+	srv, err := pipelineServer()
+	if err != nil {
+		forget(err.Error())
+		return
+	}
+	req, ok := serveRequest(ev, t)
+	if !ok {
+		forget("the eviction is not a request the pipeline takes")
+		return
+	}
+	objs := &jobObjects{gr: gr, namespace: t.namespace, name: t.name, prior: p}
+	resp, err := srv.Do(ctx, req, &apiserver.Exchange{Objects: objs})
+	switch {
+	case err != nil:
+		forget(err.Error())
+		return
+	case resp.Code >= 300:
+		forget("replayed, the eviction fails: " + describeStatus(resp))
+		return
+	}
+	var last *apiserver.Write
+	for i := range resp.Writes {
+		if w := &resp.Writes[i]; w.Resource == gr && w.Namespace == t.namespace && w.Name == t.name {
+			last = w
+		}
+	}
+	switch {
+	case last == nil:
+		// The eviction left the pod as it was (a pod being deleted already).
+	case last.Object == nil:
+		r.state.Delete(gr, t.mainKind, t.namespace, t.name)
+	default:
+		u := versioned(last.Object, t.mainKind)
+		if u == nil {
+			forget("the evicted pod does not convert")
+			return
+		}
+		why := "the server's storage when the eviction marked the pod deleted, which the log does not show"
+		unknowns := []vapccel.Unknown{{Path: objectPath("metadata", "resourceVersion"), ValueOnly: true, Why: why}}
+		if second, ok := serverSecond(ev); ok {
+			// The clock read the second the log holds: the replay's own clock's readings are
+			// put back to it.
+			setClock(u, p.raw, second)
+		} else {
+			why := "the server's clock when the eviction marked the pod deleted, which the log does not hold to the second"
+			for _, steps := range [][]string{{"metadata", "deletionTimestamp"},
+				{"metadata", "managedFields", vapccel.AnyStep, "time"}, {"status", "conditions", vapccel.AnyStep, "lastTransitionTime"}} {
+				unknowns = append(unknowns, vapccel.Unknown{Path: objectPath(steps...), ValueOnly: true, Why: why})
+			}
+		}
+		_ = r.state.putPartly(gr, u, unknowns, src+" (the eviction's deletion, replayed)")
+	}
+}
+
+// describeStatus is a response's status for a reason.
+func describeStatus(resp *apiserver.Response) string {
+	if resp.Status == nil {
+		return fmt.Sprintf("%d", resp.Code)
+	}
+	return fmt.Sprintf("%d %s: %s", resp.Code, resp.Status.Reason, firstLine(resp.Status.Message))
+}
+
+// unknownVersion says whether the stored object's resourceVersion is not known.
+func unknownVersion(unknowns []vapccel.Unknown) bool {
+	for _, u := range unknowns {
+		if len(u.Path.Steps) == 2 && u.Path.Steps[0] == "metadata" && u.Path.Steps[1] == "resourceVersion" {
+			return true
+		}
+	}
+	return false
+}
+
+// requestVersion is the resourceVersion a request asked for: its body's, or a delete's
+// precondition.
+func requestVersion(ev *Event) string {
+	var o struct {
+		Metadata struct {
+			ResourceVersion string `json:"resourceVersion"`
+		} `json:"metadata"`
+		Preconditions *struct {
+			ResourceVersion *string `json:"resourceVersion"`
+		} `json:"preconditions"`
+	}
+	if !hasBody(ev.RequestObject) || json.Unmarshal(ev.RequestObject, &o) != nil {
+		return ""
+	}
+	if o.Preconditions != nil && o.Preconditions.ResourceVersion != nil {
+		return *o.Preconditions.ResourceVersion
+	}
+	return o.Metadata.ResourceVersion
+}
+
+// withVersion is a stored object's JSON with another resourceVersion.
+func withVersion(raw []byte, version string) []byte {
+	u, err := decodeUnstructured(raw)
+	if err != nil {
+		return raw
+	}
+	u.SetResourceVersion(version)
+	out, err := u.MarshalJSON()
+	if err != nil {
+		return raw
+	}
+	return out
+}
+
+// setClock puts the server's clock (second) where the replay's pipeline read its own while it
+// changed the stored object before (raw): the deletion timestamp (the clock plus the grace
+// period), and the times of the managers and conditions it wrote.
+func setClock(u *unstructured.Unstructured, before []byte, second metav1.Time) {
+	prev, _ := decodeUnstructured(before)
+	if ts := u.GetDeletionTimestamp(); ts != nil && (prev == nil || prev.GetDeletionTimestamp() == nil) {
+		t := second
+		if g := u.GetDeletionGracePeriodSeconds(); g != nil {
+			t = metav1.NewTime(second.Add(time.Duration(*g) * time.Second))
+		}
+		u.SetDeletionTimestamp(&t)
+	}
+	stamp := second.UTC().Format(time.RFC3339)
+	prevTimes := map[string]bool{}
+	if prev != nil {
+		for _, m := range prev.GetManagedFields() {
+			if m.Time != nil {
+				prevTimes[m.Manager+"\x00"+m.Time.UTC().Format(time.RFC3339)] = true
+			}
+		}
+	}
+	mfs := u.GetManagedFields()
+	for i := range mfs {
+		if mfs[i].Time != nil && !prevTimes[mfs[i].Manager+"\x00"+mfs[i].Time.UTC().Format(time.RFC3339)] {
+			mfs[i].Time = &second
+		}
+	}
+	u.SetManagedFields(mfs)
+	prevConds := map[string]string{}
+	if prev != nil {
+		cs, _, _ := unstructured.NestedSlice(prev.Object, "status", "conditions")
+		for _, c := range cs {
+			if m, ok := c.(map[string]any); ok {
+				t, _ := m["type"].(string)
+				lt, _ := m["lastTransitionTime"].(string)
+				prevConds[t] = lt
+			}
+		}
+	}
+	if cs, ok, _ := unstructured.NestedSlice(u.Object, "status", "conditions"); ok {
+		for _, c := range cs {
+			if m, ok := c.(map[string]any); ok {
+				t, _ := m["type"].(string)
+				if lt, had := prevConds[t]; !had || lt != m["lastTransitionTime"] {
+					if _, set := m["lastTransitionTime"]; set {
+						m["lastTransitionTime"] = stamp
+					}
+				}
+			}
+		}
+		_ = unstructured.SetNestedSlice(u.Object, cs, "status", "conditions")
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify"
 )
 
@@ -49,6 +50,9 @@ type objectKey struct{ namespace, name string }
 
 type entry struct {
 	raw []byte // JSON of the object; nil when unknown
+	// unknowns are fields of a known object whose values the replay does not know (the clock
+	// of a write the log does not show), with paths from the object ("object" root).
+	unknowns []vapccel.Unknown
 	// unknown says why the object's state is not known.
 	unknown string
 	// labels of a known object, for selectors.
@@ -184,6 +188,18 @@ func (s *State) Put(gr schema.GroupResource, u *unstructured.Unstructured, sourc
 		return err
 	}
 	return s.putRaw(gr, u, raw, nil, source)
+}
+
+// putPartly is Put for an object the replay rebuilt itself, some of whose fields it does not
+// know (unknowns, from the object's root).
+func (s *State) putPartly(gr schema.GroupResource, u *unstructured.Unstructured, unknowns []vapccel.Unknown, source string) error {
+	if err := s.Put(gr, u, source); err != nil || !s.keep(gr) {
+		return err
+	}
+	if e := s.objects[gr][objectKey{u.GetNamespace(), u.GetName()}]; e != nil && e.raw != nil {
+		e.unknowns = unknowns
+	}
+	return nil
 }
 
 // putRaw is Put with the object's JSON already made, and for the resources the evaluator
@@ -362,6 +378,8 @@ type prior struct {
 	complete        bool
 	raw             []byte // never changed once stored
 	source, unknown string
+	// unknowns are the fields of the known object whose values are not known.
+	unknowns []vapccel.Unknown
 }
 
 func (s *State) prior(gr schema.GroupResource, namespace, name string) prior {
@@ -370,7 +388,7 @@ func (s *State) prior(gr schema.GroupResource, namespace, name string) prior {
 	if !ok {
 		return p
 	}
-	p.found, p.source, p.unknown, p.raw = true, e.source, e.unknown, e.raw
+	p.found, p.source, p.unknown, p.raw, p.unknowns = true, e.source, e.unknown, e.raw, e.unknowns
 	return p
 }
 

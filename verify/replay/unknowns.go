@@ -6,6 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	api "k8s.io/kubernetes/pkg/apis/core"
 
@@ -44,7 +46,10 @@ func settle(ev *Event, t target, a admission.Attributes, body []byte) []vapccel.
 		old, _ = meta.Accessor(o)
 	}
 	if t.op == admission.Create && m.GetUID() != "" && old == nil {
-		out = append(out, vapccel.Unknown{Path: objectPath("metadata", "uid"), ValueOnly: true, Why: "the uid the server generated"})
+		// The uid, and wherever the strategy copied it (a Job's selector and pod labels).
+		why := "the uid the server generated"
+		out = append(out, vapccel.Unknown{Path: objectPath("metadata", "uid"), ValueOnly: true, Why: why})
+		out = append(out, copiesOf(obj, t.reqKind, string(m.GetUID()), why)...)
 	}
 	if ts := m.GetCreationTimestamp(); t.op == admission.Create && old == nil && !ts.IsZero() {
 		setTime(&ts, objectPath("metadata", "creationTimestamp"))
@@ -90,6 +95,7 @@ func settle(ev *Event, t target, a admission.Attributes, body []byte) []vapccel.
 		out = append(out,
 			vapccel.Unknown{Path: objectPath("metadata", "name"), ValueOnly: true, Why: why},
 			vapccel.Unknown{Path: vapccel.FieldPath{Root: "request", Steps: []string{"name"}}, ValueOnly: true, Why: why})
+		out = append(out, copiesOf(obj, t.reqKind, m.GetName(), why)...)
 	}
 	switch o := obj.(type) {
 	case *api.Service:
@@ -170,5 +176,37 @@ func namedBody(ev *Event, body []byte) []byte {
 	if err != nil {
 		return body
 	}
+	return out
+}
+
+// copiesOf are the fields of the object, in the version of gvk, whose value is the generated
+// value (or holds it): a strategy may copy a generated uid or name into labels and selectors.
+func copiesOf(obj runtime.Object, gvk schema.GroupVersionKind, value, why string) []vapccel.Unknown {
+	if value == "" {
+		return nil
+	}
+	u := versioned(obj, gvk)
+	if u == nil {
+		return nil
+	}
+	var out []vapccel.Unknown
+	var walk func(v any, path []string)
+	walk = func(v any, path []string) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, c := range x {
+				walk(c, append(path[:len(path):len(path)], k))
+			}
+		case []any:
+			for _, c := range x {
+				walk(c, append(path[:len(path):len(path)], vapccel.AnyStep))
+			}
+		case string:
+			if strings.Contains(x, value) && !(len(path) == 2 && path[0] == "metadata" && (path[1] == "uid" || path[1] == "name")) {
+				out = append(out, vapccel.Unknown{Path: objectPath(path...), ValueOnly: true, Why: why})
+			}
+		}
+	}
+	walk(u.Object, nil)
 	return out
 }
