@@ -161,17 +161,22 @@ func (r *reporter) add(sev Severity, cat Category, path, kind, msg string) {
 // addExpr reports issues found in the expression at path, each at its character.
 func (r *reporter) addExpr(sev Severity, cat Category, path, expr, kind, text string) {
 	for _, is := range parseIssues(text) {
-		d := Diagnostic{
-			Pos: r.src.FieldPos(path), Field: path, Severity: sev, Category: cat,
-			Object: r.object, Kind: kind, Message: is.msg,
-		}
-		if is.line > 0 {
-			d.Pos = r.src.ExprPos(path, is.line, is.col)
-			d.Expression = exprLine(expr, is.line)
-			d.Column = is.col + 1
-		}
-		r.diags = append(r.diags, d)
+		r.addIssue(sev, cat, path, expr, kind, "", is)
 	}
+}
+
+// addIssue reports one issue of the expression at path, at its character.
+func (r *reporter) addIssue(sev Severity, cat Category, path, expr, kind, hint string, is celIssue) {
+	d := Diagnostic{
+		Pos: r.src.FieldPos(path), Field: path, Severity: sev, Category: cat,
+		Object: r.object, Kind: kind, Message: is.msg, Hint: hint,
+	}
+	if is.line > 0 {
+		d.Pos = r.src.ExprPos(path, is.line, is.col)
+		d.Expression = exprLine(expr, is.line)
+		d.Column = is.col + 1
+	}
+	r.diags = append(r.diags, d)
 }
 
 // fieldError reports a field.Error from the apiserver's validation; when it is about an

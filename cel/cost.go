@@ -2,6 +2,7 @@ package cel
 
 import (
 	"fmt"
+	"strings"
 
 	celgo "github.com/google/cel-go/cel"
 	"github.com/google/cel-go/checker"
@@ -149,6 +150,9 @@ func (c *Checker) estimate(r *reporter, p *admissionregistrationv1.ValidatingAdm
 		}
 		var total uint64
 		for _, e := range exprs {
+			if !reported["dyn:"+e.path] && r.hintDynResult(celEnv, e, kind) {
+				reported["dyn:"+e.path] = true
+			}
 			if skip[e.path] || e.expr == "" {
 				continue
 			}
@@ -300,4 +304,46 @@ func (s *sizeEstimator) EstimateSize(element checker.AstNode) *checker.SizeEstim
 
 func (s *sizeEstimator) EstimateCallCost(function, overloadID string, target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
 	return nil
+}
+
+// hintDynResult says what to do about the create error "must evaluate to T but got dyn" of
+// the expression, when the type checker types its result for the kind: the server validates
+// result types with object, oldObject and params as dyn, before it knows their schemas, so a
+// field it knows as an int there is dyn. It sets the error's hint and reports whether it did.
+func (r *reporter) hintDynResult(env *celgo.Env, e policyExpression, kind string) bool {
+	var d *Diagnostic
+	for i := range r.diags {
+		if r.diags[i].Field == e.path && r.diags[i].Category == CategoryCreate && strings.HasSuffix(r.diags[i].Message, "but got dyn") {
+			d = &r.diags[i]
+		}
+	}
+	if d == nil {
+		return false
+	}
+	ast, issues := env.Compile(e.expr)
+	if issues != nil {
+		return false
+	}
+	t := ast.OutputType()
+	if t == nil || t.Kind() == celgo.DynKind || t.Kind() == celgo.AnyKind {
+		return false
+	}
+	as := ""
+	if kind != "" {
+		as = " for " + kind
+	}
+	got := typeNames(typeName(t))
+	why := fmt.Sprintf("the type checker types it%s as %s, but the server checks result types before it knows the schemas, with object, oldObject and params as dyn", as, got)
+	wantBool := e.kind == exprValidation || e.kind == exprMatchCondition
+	switch {
+	case wantBool && t.IsExactType(celgo.BoolType):
+		d.Hint = why + ": state the type, as in (" + e.expr + ") == true"
+	case wantBool:
+		d.Hint = why + ": it must evaluate to bool: compare it with a value of type " + got
+	case t.IsExactType(celgo.StringType):
+		d.Hint = why + ": state the type, as in string(" + e.expr + ")"
+	default:
+		d.Hint = why + ": convert it, as in string(" + e.expr + ")"
+	}
+	return true
 }

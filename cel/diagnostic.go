@@ -51,17 +51,22 @@ type Diagnostic struct {
 	Category Category          `json:"category"`
 	// Object names the policy or binding, as Kind/name.
 	Object string `json:"object,omitempty"`
-	// Kind is the group/version/kind an expression was checked against, for type errors.
+	// Kind is the group/version/kind an expression was checked against, for type errors
+	// (kinds, comma-separated, when it fails the same way for several).
 	Kind    string `json:"kind,omitempty"`
 	Message string `json:"message"`
-	// Expression is the line of the expression the diagnostic points into, and Column the
-	// 1-based character column of the offending character in it.
+	// Hint says what to do, where the message alone does not.
+	Hint string `json:"hint,omitempty"`
+	// Expression is the line of the expression the diagnostic points into. Column is the
+	// 1-based character column of the offending character in that line, for the caret of
+	// String: JSON has one column, Pos.Col, the character column in the file.
 	Expression string `json:"expression,omitempty"`
-	Column     int    `json:"column,omitempty"`
+	Column     int    `json:"-"`
 }
 
-// String formats the diagnostic as FILE:LINE:COL: FIELD: [warning: ]MESSAGE, followed by the
-// expression line and a caret under the column when it points into an expression.
+// String formats the diagnostic as FILE:LINE:COL: FIELD: [warning: ]MESSAGE[ (checked as
+// KIND)][: HINT], followed by the expression line and a caret under the column when it points
+// into an expression.
 func (d Diagnostic) String() string {
 	var b strings.Builder
 	if pos := d.Pos.String(); pos != "" {
@@ -79,6 +84,10 @@ func (d Diagnostic) String() string {
 	b.WriteString(d.Message)
 	if d.Kind != "" {
 		fmt.Fprintf(&b, " (checked as %s)", d.Kind)
+	}
+	if d.Hint != "" {
+		b.WriteString(": ")
+		b.WriteString(d.Hint)
 	}
 	if d.Expression != "" && d.Column > 0 {
 		fmt.Fprintf(&b, "\n | %s\n | %s^", d.Expression, caretPad(d.Expression, d.Column-1))
@@ -154,6 +163,14 @@ func (ds Diagnostics) Error() string {
 	}
 	return strings.Join(parts, "\n")
 }
+
+// declTypeNameRE matches the names the apiserver's type checker gives the object types of a
+// schema: the kind, a random number, and the path of the field (Deployment812458616.spec).
+var declTypeNameRE = regexp.MustCompile(`\b([A-Z][A-Za-z0-9]*?)\d{6,}((?:\.[A-Za-z0-9_]+)*)\b`)
+
+// typeNames writes the types of a type checker's message as the schema names them: the kind
+// and the path of the field (Deployment.spec.template), without the random number.
+func typeNames(msg string) string { return declTypeNameRE.ReplaceAllString(msg, "$1$2") }
 
 // celIssue is one error of a cel-go issues string.
 type celIssue struct {

@@ -122,6 +122,11 @@ func ReadPaths(stdin io.Reader, paths ...string) (*Set, Diagnostics) {
 	return set, append(inputDiagnostics(err, nil), diags...)
 }
 
+// InputDiagnostics turns the errors of reading inputs (manifest files, CRD files: errors
+// joined, each a *manifest.Error at its position or a path that cannot be read) into error
+// diagnostics of the category input.
+func InputDiagnostics(err error) Diagnostics { return inputDiagnostics(err, nil) }
+
 // inputDiagnostics turns errors from reading manifests into diagnostics.
 func inputDiagnostics(err error, doc *manifest.Document) Diagnostics {
 	if err == nil {

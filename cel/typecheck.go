@@ -3,6 +3,7 @@ package cel
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -21,24 +22,95 @@ const maxTypesToCheck = 10
 func (c *Checker) typeCheck(r *reporter, p *admissionregistrationv1.ValidatingAdmissionPolicy, skip map[string]bool) {
 	gvks := c.coverage(r, p)
 	ctx := c.tc.CreateContext(p)
+	// The kinds the type checker checks every expression for: results come only for those
+	// that fail.
+	var all []string
+	for _, gvk := range gvks[:min(len(gvks), maxTypesToCheck)] {
+		all = append(all, gvkString(gvk))
+	}
 	exprs := policyExpressions(p)
 	for _, e := range exprs {
 		if skip[e.path] || strings.TrimSpace(e.expr) == "" {
 			continue
 		}
+		var failed []kindIssues
 		for _, res := range c.tc.CheckExpression(ctx, e.expr) {
-			kind := gvkString(res.GVK)
+			kind := ""
+			if !res.GVK.Empty() {
+				kind = gvkString(res.GVK)
+			}
 			if res.Err != nil {
 				r.add(Warning, CategoryType, e.path, kind, "type checking error: "+res.Err.Error())
 				continue
 			}
-			if res.Issues != nil {
-				r.addExpr(Error, CategoryType, e.path, e.expr, kind, res.Issues.Error())
-				skip[e.path] = true
+			if res.Issues == nil {
+				continue
+			}
+			ki := kindIssues{kind: kind, issues: parseIssues(typeNames(res.Issues.Error()))}
+			skip[e.path] = true
+			failed = append(failed, ki)
+		}
+		reportTypeIssues(r, e, all, failed)
+	}
+	c.estimate(r, p, gvks, exprs, skip)
+}
+
+// kindIssues are the type errors of an expression checked as one kind.
+type kindIssues struct {
+	kind   string
+	issues []celIssue
+}
+
+// reportTypeIssues reports the type errors of an expression with the severity the server
+// means: kube-controller-manager writes every one as a warning into status.typeChecking, and
+// the apiserver accepts the policy. An issue at a place of the expression where it fails for
+// every kind the policy matches is an error: the expression cannot work. An issue for some of
+// the kinds only (a branch that request.kind guards, a field of one kind) is a warning that
+// names those kinds and the kinds the expression type-checks for. --warnings-as-errors makes
+// both fail.
+func reportTypeIssues(r *reporter, e policyExpression, all []string, failed []kindIssues) {
+	for _, ki := range failed {
+		if !slices.Contains(all, ki.kind) {
+			all = append(all, ki.kind) // object typed as dyn: no kind
+		}
+	}
+	type place struct{ line, col int }
+	failing := map[place][]string{} // the kinds with an issue at the place
+	for _, ki := range failed {
+		seen := map[place]bool{}
+		for _, is := range ki.issues {
+			p := place{is.line, is.col}
+			if !seen[p] {
+				seen[p] = true
+				failing[p] = append(failing[p], ki.kind)
 			}
 		}
 	}
-	c.estimate(r, p, gvks, exprs, skip)
+	reported := map[place]bool{}
+	for _, ki := range failed {
+		for _, is := range ki.issues {
+			p := place{is.line, is.col}
+			kinds := failing[p]
+			if len(kinds) == len(all) {
+				// Every kind fails here: one error, for all of them.
+				if reported[p] {
+					continue
+				}
+				reported[p] = true
+				r.addIssue(Error, CategoryType, e.path, e.expr, strings.Join(kinds, ", "), "", is)
+				continue
+			}
+			var others []string
+			for _, k := range all {
+				if !slices.Contains(kinds, k) {
+					others = append(others, k)
+				}
+			}
+			hint := fmt.Sprintf("fails here for %s only, not for %s: kube-apiserver accepts the policy and kube-controller-manager reports this as a warning; make sure this part is not evaluated for %s (a branch on request.kind)",
+				strings.Join(kinds, ", "), strings.Join(others, ", "), strings.Join(kinds, ", "))
+			r.addIssue(Warning, CategoryType, e.path, e.expr, ki.kind, hint, is)
+		}
+	}
 }
 
 // coverage reports, as warnings, every part of a policy the type checker cannot type: wildcard

@@ -19,6 +19,15 @@ var (
 	maxVersion = version.MajorMinor(1, 37)
 )
 
+// SupportedVersions are the Kubernetes minors ParseVersion accepts, oldest first.
+func SupportedVersions() []string {
+	var out []string
+	for m := minVersion.Minor(); m <= maxVersion.Minor(); m++ {
+		out = append(out, fmt.Sprintf("%d.%d", minVersion.Major(), m))
+	}
+	return out
+}
+
 // Version is a Kubernetes minor as the apiserver uses it for CEL.
 type Version struct {
 	// Binary is the kube-apiserver minor, e.g. 1.37.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# hack/e2e-tools.sh [outdir] builds the binaries the end-to-end tests run a
+# hack/e2e-tools.sh [--check] [outdir] builds the binaries the end-to-end tests run a
 # real control plane with: kube-apiserver and kubectl v1.37.0 from the module
 # in verify/e2e/tools, and etcd v3.6 from verify/e2e/tools/etcd.
 #
@@ -9,12 +9,31 @@
 # Go version. Builds use the ordinary GOCACHE, so a rebuild after a stamp
 # change is cheap unless the dependencies changed. Concurrent runs (go test builds packages in parallel) serialize on
 # a lock in outdir. Prints one line per binary: built or up to date.
+#
+# With --check it builds nothing: it exits 1, naming each binary that is missing or stale,
+# unless all three are up to date (the e2e harness runs it before a test starts a server, so
+# that a test without its binaries fails at once with the command that builds them).
 set -euo pipefail
 
+check=
+if [[ ${1:-} == --check ]]; then
+  check=1
+  shift
+fi
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${1:-"$repo/.cache/e2e/bin"}
 tools="$repo/verify/e2e/tools"
 
+if [[ -n $check ]]; then
+  missing=()
+  for name in kube-apiserver kubectl etcd; do
+    [[ -x "$out/$name" ]] || missing+=("$out/$name")
+  done
+  if ((${#missing[@]})); then
+    echo "e2e-tools: missing ${missing[*]}" >&2
+    exit 1
+  fi
+fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
@@ -22,8 +41,10 @@ out=$(cd "$out" && pwd)
 # them into one. Static binaries, as upstream releases them.
 export GOWORK=off CGO_ENABLED=0 GOFLAGS=-mod=readonly
 
-exec 9>"$out/.lock"
-flock 9
+if [[ -z $check ]]; then
+  exec 9>"$out/.lock"
+  flock 9
+fi
 
 goversion=$(go env GOVERSION)
 buildflags=(-trimpath -buildvcs=false)
@@ -52,11 +73,16 @@ build() {
     name=${arg%%=*} pkg=${arg#*=}
     if stale "$name" "$stamp"; then
       names+=("$name") pkgs+=("$pkg")
-    else
+    elif [[ -z $check ]]; then
       echo "e2e-tools: $name up to date"
     fi
   done
   ((${#names[@]})) || return 0
+  if [[ -n $check ]]; then
+    echo "e2e-tools: stale ${names[*]} (built from other modules, flags or Go)" >&2
+    stale_found=1
+    return 0
+  fi
 
   local tmp="$out/.build" start=$SECONDS
   rm -rf "$tmp"
@@ -109,3 +135,6 @@ build "$tools" "$kube_ldflags" \
   kubectl=k8s.io/kubernetes/cmd/kubectl
 build "$tools/etcd" "-s -w" \
   etcd=github.com/vapc-dev/vapc/verify/e2e/tools/etcd
+if [[ -n ${stale_found:-} ]]; then
+  exit 1
+fi

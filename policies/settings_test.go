@@ -107,7 +107,7 @@ evictionTolerationFloor:
 		{
 			name: "not YAML",
 			yaml: "apiVersion: vapc.dev/v1alpha1\nkind: Settings\nstage: [\n",
-			want: []string{"settings.yaml:3: invalid YAML: did not find expected node content"},
+			want: []string{"settings.yaml:3:1: invalid YAML: did not find expected node content: a value is missing or a bracket is not closed: complete it"},
 		},
 	}
 	for _, tc := range tests {

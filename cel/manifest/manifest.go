@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -146,48 +147,42 @@ func (d *Document) Decode(v any) error {
 	return errors.Join(errs...)
 }
 
-// ReadPaths reads every manifest in the given files and folders. Folders are walked for files
-// ending in .yaml, .yml or .json, in lexical order, skipping testdata and hidden folders below
-// them as the go tool does; "-" reads standard input from stdin. Every
-// problem is returned, joined, alongside the documents that could be read.
+// ReadPaths reads every manifest in the given files and folders, expanded by Expand; "-"
+// reads standard input from stdin. Every problem is returned, joined, alongside the documents
+// that could be read.
 func ReadPaths(stdin io.Reader, paths ...string) ([]*Document, error) {
 	var docs []*Document
-	var errs []error
-	for _, p := range paths {
-		files, err := expand(p)
+	files, err := Expand(paths...)
+	errs := []error{err}
+	for _, f := range files {
+		var data []byte
+		if f == "-" {
+			data, err = io.ReadAll(io.LimitReader(stdin, MaxFileSize+1))
+			if err == nil && len(data) > MaxFileSize {
+				err = &Error{Pos: Position{File: "<stdin>"}, Msg: fmt.Sprintf("larger than %d bytes", MaxFileSize)}
+			}
+		} else {
+			data, err = ReadFile(f)
+		}
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		for _, f := range files {
-			var data []byte
-			if f == "-" {
-				data, err = io.ReadAll(io.LimitReader(stdin, MaxFileSize+1))
-			} else {
-				data, err = readFile(f)
-			}
-			if err == nil && len(data) > MaxFileSize {
-				err = fmt.Errorf("%s: file larger than %d bytes", f, MaxFileSize)
-			}
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			name := f
-			if f == "-" {
-				name = "<stdin>"
-			}
-			d, err := Parse(name, data)
-			docs = append(docs, d...)
-			if err != nil {
-				errs = append(errs, err)
-			}
+		name := f
+		if f == "-" {
+			name = "<stdin>"
+		}
+		d, err := Parse(name, data)
+		docs = append(docs, d...)
+		if err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return docs, errors.Join(errs...)
 }
 
-func readFile(path string) ([]byte, error) {
+// ReadFile reads a manifest file of at most MaxFileSize bytes.
+func ReadFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -195,9 +190,32 @@ func readFile(path string) ([]byte, error) {
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
+		return nil, &Error{Pos: Position{File: path}, Msg: "cannot be read: " + err.Error()}
+	}
+	if len(data) > MaxFileSize {
+		return nil, &Error{Pos: Position{File: path}, Msg: fmt.Sprintf("larger than %d bytes: not read", MaxFileSize)}
 	}
 	return data, nil
+}
+
+// Expand is vapc's one rule for the file and folder arguments of every verb and flag: a file
+// is read as given, whatever its name; "-" (standard input) is kept; a folder stands for the
+// files under it, at any depth, whose names end in .yaml, .yml or .json (in any case), in
+// lexical order, except those in folders named testdata or whose names begin with "." or "_"
+// below it, as the go tool skips them. A folder without such files, and a path that cannot be
+// read, are errors (a *Error, or an *fs.PathError for a path that is not there); the files of
+// the other paths are returned with them.
+func Expand(paths ...string) ([]string, error) {
+	var files []string
+	var errs []error
+	for _, p := range paths {
+		fs, err := expand(p)
+		files = append(files, fs...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return files, errors.Join(errs...)
 }
 
 func expand(p string) ([]string, error) {
@@ -223,14 +241,29 @@ func expand(p string) ([]string, error) {
 			}
 			return nil
 		}
-		switch strings.ToLower(filepath.Ext(path)) {
-		case ".yaml", ".yml", ".json":
+		if IsManifestName(path) {
 			files = append(files, path)
 		}
 		return nil
 	})
 	sort.Strings(files)
-	return files, err
+	if err != nil {
+		return files, err
+	}
+	if len(files) == 0 {
+		return nil, &Error{Pos: Position{File: p}, Msg: "no .yaml, .yml or .json files in this folder (testdata and hidden folders below it are not read)"}
+	}
+	return files, nil
+}
+
+// IsManifestName says whether a file of a folder is read as a manifest: its name ends in
+// .yaml, .yml or .json.
+func IsManifestName(path string) bool {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return false
 }
 
 // Parse splits data into its documents. Empty documents are skipped; a document that is not a
@@ -290,7 +323,7 @@ func parseDocument(file string, lines []string, c chunk) (*Document, error) {
 	padded := strings.Repeat("\n", c.start) + text
 	var n yaml.Node
 	if err := yaml.Unmarshal([]byte(padded), &n); err != nil {
-		return nil, yamlError(file, err)
+		return nil, yamlError(file, lines, err)
 	}
 	root := &n
 	if root.Kind == yaml.DocumentNode {
@@ -308,7 +341,7 @@ func parseDocument(file string, lines []string, c chunk) (*Document, error) {
 	}
 	js, err := sigsyaml.YAMLToJSONStrict([]byte(padded)) // duplicate keys are errors, as on the server
 	if err != nil {
-		return nil, yamlError(file, err)
+		return nil, yamlError(file, lines, err)
 	}
 	var obj map[string]any
 	if err := json.Unmarshal(js, &obj); err != nil {
@@ -334,15 +367,63 @@ func describeMissing(obj map[string]any, err error) string {
 // yamlLineRE finds go-yaml's "line N: msg" in its errors.
 var yamlLineRE = regexp.MustCompile(`line (\d+): (.*)`)
 
+// yamlHints say what to do about go-yaml's errors, by the words of their messages.
+var yamlHints = []struct{ says, hint string }{
+	{"mapping values are not allowed", "a plain value holds \": \" or a line is indented too far: quote the value, or align the line with its siblings"},
+	{"did not find expected key", "a line is indented differently from the keys of its mapping: align it with its siblings"},
+	{"did not find expected ',' or ']'", "a flow sequence [ ... ] is not closed: close it, or write the items as a block list"},
+	{"did not find expected ',' or '}'", "a flow mapping { ... } is not closed: close it, or write the keys as a block mapping"},
+	{"did not find expected node content", "a value is missing or a bracket is not closed: complete it"},
+	{"did not find expected '-' indicator", "an item of a block list is indented differently from the others: align it"},
+	{"found unexpected end of stream", "a quoted string or a bracket is not closed: close it"},
+	{"found character that cannot start any token", "a plain value starts with a character YAML reserves (` @ or a tab): quote the value"},
+	{"already set in map", "a key appears twice in one mapping: keep one of them"},
+	{"already defined", "a key appears twice in one mapping: keep one of them"},
+	{"could not find expected ':'", "a key has no colon, or a multi-line value is not indented: add the colon, or quote the value"},
+}
+
 // yamlError turns go-yaml's "yaml: line N: msg" (or "unmarshal errors:\n  line N: msg") into an
-// Error at that line.
-func yamlError(file string, err error) error {
+// Error at that line of the file, at its first character (go-yaml gives no column), and says
+// what to do: a tab in an indentation or a control character is placed at its column.
+func yamlError(file string, lines []string, err error) error {
 	msg := err.Error()
 	msg = strings.TrimPrefix(msg, "error converting YAML to JSON: ")
 	msg = strings.TrimPrefix(msg, "yaml: ")
-	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return &Error{Pos: Position{File: file, Line: line}, Msg: "invalid YAML: " + m[2]}
+	if strings.Contains(msg, "control characters are not allowed") {
+		// A binary file: go-yaml says neither where nor what.
+		for i, l := range lines {
+			for j, r := range []rune(l) {
+				if r != '\t' && r != '\r' && (r < 0x20 || r == 0x7f || r == utf8.RuneError) {
+					return &Error{Pos: Position{File: file, Line: i + 1, Col: j + 1}, Msg: fmt.Sprintf("not YAML or JSON: control character %U: is it a binary file? give the manifest's text", r)}
+				}
+			}
+		}
+		return &Error{Pos: Position{File: file, Line: 1, Col: 1}, Msg: "not YAML or JSON: it holds control characters: is it a binary file? give the manifest's text"}
 	}
-	return &Error{Pos: Position{File: file}, Msg: "invalid YAML: " + msg}
+	line := 0
+	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		msg = m[2]
+	}
+	pos := Position{File: file}
+	if line >= 1 && line <= len(lines) {
+		text := lines[line-1]
+		pos.Line, pos.Col = line, 1
+		indent := len(text) - len(strings.TrimLeft(text, " \t"))
+		if i := strings.IndexByte(text[:indent], '\t'); i >= 0 {
+			pos.Col = utf8.RuneCountInString(text[:i]) + 1
+			return &Error{Pos: pos, Msg: "invalid YAML: a tab character in the indentation: YAML indents with spaces only; replace the tab with spaces"}
+		}
+		if indent < len(text) {
+			pos.Col = utf8.RuneCountInString(text[:indent]) + 1
+		}
+	} else if line > 0 {
+		pos.Line = line
+	}
+	for _, h := range yamlHints {
+		if strings.Contains(msg, h.says) {
+			return &Error{Pos: pos, Msg: "invalid YAML: " + msg + ": " + h.hint}
+		}
+	}
+	return &Error{Pos: pos, Msg: "invalid YAML: " + msg}
 }

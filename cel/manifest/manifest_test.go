@@ -97,16 +97,22 @@ func TestExprPos(t *testing.T) {
 	}
 }
 
+// TestParseErrors: every input error is FILE:LINE:COL: what is wrong, and what to do.
 func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		name, yaml, want string
 	}{
-		{"malformed", "kind: X\napiVersion: v1\nspec: [\n", "f.yaml:3: invalid YAML"},
+		{"malformed", "kind: X\napiVersion: v1\nspec: [\n", "f.yaml:3:1: invalid YAML: did not find expected node content: a value is missing or a bracket is not closed: complete it"},
 		{"empty", "", "f.yaml: no documents"},
 		{"not a mapping", "- a\n- b\n", "f.yaml:1:1: document is not a mapping"},
 		{"no kind", "apiVersion: v1\nmetadata: {}\n", "f.yaml:1:1: document has no kind"},
 		{"bad key", "kind: X\napiVersion: v1\n? [a]\n: b\n", "map key"},
 		{"alias bomb", "kind: X\napiVersion: v1\na: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]\ng: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]\nh: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]\n", "invalid YAML"},
+		{"tab", "kind: X\napiVersion: v1\nmetadata:\n  \tname: x\n", "f.yaml:4:3: invalid YAML: a tab character in the indentation: YAML indents with spaces only; replace the tab with spaces"},
+		{"binary", "kind: X\napiVersion: v1\ndata: a\x00b\n", "f.yaml:3:8: not YAML or JSON: control character U+0000: is it a binary file? give the manifest's text"},
+		{"colon in a value", "kind: X\napiVersion: v1\nmetadata:\n  name: a: b\n", "f.yaml:4:3: invalid YAML: mapping values are not allowed in this context: a plain value holds \": \" or a line is indented too far: quote the value, or align the line with its siblings"},
+		{"unclosed flow", "kind: X\napiVersion: v1\nmetadata: {name: [x\n", ": invalid YAML: did not find expected ',' or ']': a flow sequence [ ... ] is not closed: close it, or write the items as a block list"},
+		{"duplicate key", "kind: X\napiVersion: v1\nmetadata:\n  name: a\n  name: b\n", `f.yaml:5:3: invalid YAML: key "name" already set in map: a key appears twice in one mapping: keep one of them`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -115,6 +121,48 @@ func TestParseErrors(t *testing.T) {
 				t.Errorf("Parse() error = %v, want it to contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestExpand: the one rule of every flag and verb for files and folders.
+func TestExpand(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"b.yaml", "a.JSON", "sub/c.yml", "sub/d.txt", "testdata/e.yaml", ".git/f.yaml", "_x/g.yaml", "empty/h.txt"} {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rel := func(files []string) []string {
+		var out []string
+		for _, f := range files {
+			if f == "-" {
+				out = append(out, f)
+				continue
+			}
+			r, _ := filepath.Rel(dir, f)
+			out = append(out, filepath.ToSlash(r))
+		}
+		return out
+	}
+	files, err := Expand(dir, "-", filepath.Join(dir, "sub", "d.txt"), filepath.Join(dir, "testdata"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"a.JSON", "b.yaml", "sub/c.yml", "-", "sub/d.txt", "testdata/e.yaml"}, rel(files)); diff != "" {
+		t.Errorf("Expand mismatch (-want +got):\n%s", diff)
+	}
+	files, err = Expand(filepath.Join(dir, "empty"), filepath.Join(dir, "b.yaml"), filepath.Join(dir, "nope"))
+	if diff := cmp.Diff([]string{"b.yaml"}, rel(files)); diff != "" {
+		t.Errorf("Expand keeps the files of the other paths (-want +got):\n%s", diff)
+	}
+	want := filepath.Join(dir, "empty") + ": no .yaml, .yml or .json files in this folder (testdata and hidden folders below it are not read)\n" +
+		"stat " + filepath.Join(dir, "nope") + ": no such file or directory"
+	if err == nil || err.Error() != want {
+		t.Errorf("Expand error = %v, want %q", err, want)
 	}
 }
 

@@ -1,15 +1,10 @@
 package schema
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -20,9 +15,10 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/controller/openapi/builder"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 	"sigs.k8s.io/yaml"
+
+	"github.com/vapc-dev/vapc/cel/manifest"
 )
 
 // crdScheme converts and defaults CustomResourceDefinitions as the apiextensions-apiserver does.
@@ -381,51 +377,17 @@ func buildCRDComponents(crd *apiextensionsv1.CustomResourceDefinition, version s
 }
 
 // LoadCRDs reads CustomResourceDefinitions from YAML or JSON files, each holding one or more
-// documents (a List of them too), and adds them with AddCRD. A directory stands for its
-// *.yaml, *.yml and *.json files. Documents of other kinds are skipped; a file without any
-// CustomResourceDefinition is an error. Every problem is reported, each naming its file and
-// document; the valid CRDs are added even when others fail.
+// documents (a List of them too), and adds them with AddCRD. A folder stands for the manifest
+// files under it, by the rule of manifest.Expand. Documents of other kinds are skipped; a file
+// without any CustomResourceDefinition is an error. Every problem is reported, each a
+// *manifest.Error at its file, line and column; the valid CRDs are added even when others fail.
 func (c *Catalog) LoadCRDs(paths ...string) error {
-	var errs []error
-	for _, p := range paths {
-		files, err := expandPath(p)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		for _, f := range files {
-			errs = append(errs, c.loadCRDFile(f)...)
-		}
+	files, err := manifest.Expand(paths...)
+	errs := []error{err}
+	for _, f := range files {
+		errs = append(errs, c.loadCRDFile(f)...)
 	}
 	return errors.Join(errs...)
-}
-
-func expandPath(p string) ([]string, error) {
-	st, err := os.Stat(p)
-	if err != nil {
-		return nil, err
-	}
-	if !st.IsDir() {
-		return []string{p}, nil
-	}
-	entries, err := os.ReadDir(p)
-	if err != nil {
-		return nil, err
-	}
-	var files []string
-	for _, e := range entries {
-		switch strings.ToLower(filepath.Ext(e.Name())) {
-		case ".yaml", ".yml", ".json":
-			if !e.IsDir() {
-				files = append(files, filepath.Join(p, e.Name()))
-			}
-		}
-	}
-	sort.Strings(files)
-	if len(files) == 0 {
-		return nil, fmt.Errorf("%s: no .yaml, .yml or .json files", p)
-	}
-	return files, nil
 }
 
 // typeMeta is enough of an object to tell what it is.
@@ -436,64 +398,49 @@ type typeMeta struct {
 }
 
 func (c *Catalog) loadCRDFile(path string) []error {
-	data, err := os.ReadFile(path)
+	data, err := manifest.ReadFile(path)
 	if err != nil {
 		return []error{err}
 	}
-	var errs []error
+	docs, err := manifest.Parse(path, data)
+	errs := []error{err}
 	found := 0
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for doc := 1; ; doc++ {
-		raw, err := reader.Read()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: document %d: %w", path, doc, err))
-			break
-		}
-		if len(bytes.TrimSpace(stripComments(raw))) == 0 {
-			doc--
-			continue
-		}
-		jsonDoc, err := yaml.YAMLToJSON(raw)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: document %d: %w", path, doc, err))
-			continue
-		}
-		if bytes.Equal(bytes.TrimSpace(jsonDoc), []byte("null")) {
-			doc--
-			continue
-		}
+	for _, d := range docs {
 		var tm typeMeta
-		if err := json.Unmarshal(jsonDoc, &tm); err != nil {
-			errs = append(errs, fmt.Errorf("%s: document %d: %w", path, doc, err))
+		if err := json.Unmarshal(d.JSON, &tm); err != nil {
+			errs = append(errs, &manifest.Error{Pos: d.Pos(), Msg: err.Error()})
 			continue
 		}
-		objects := []json.RawMessage{jsonDoc}
-		where := []string{fmt.Sprintf("document %d", doc)}
 		if (tm.APIVersion == "v1" && strings.HasSuffix(tm.Kind, "List")) || tm.Kind == "CustomResourceDefinitionList" {
-			objects, where = tm.Items, nil
-			for i := range tm.Items {
-				where = append(where, fmt.Sprintf("document %d: items[%d]", doc, i))
+			for i, obj := range tm.Items {
+				field := fmt.Sprintf("items[%d]", i)
+				n, err := c.loadCRDObject(obj, nil)
+				found += n
+				if err != nil {
+					errs = append(errs, &manifest.Error{Pos: d.FieldPos(field), Field: field, Msg: err.Error()})
+				}
 			}
+			continue
 		}
-		for i, obj := range objects {
-			n, err := c.loadCRDObject(obj)
-			found += n
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %s: %w", path, where[i], err))
+		n, err := c.loadCRDObject(d.JSON, d)
+		found += n
+		if err != nil {
+			var me *manifest.Error
+			if !errors.As(err, &me) {
+				err = &manifest.Error{Pos: d.Pos(), Msg: err.Error()}
 			}
+			errs = append(errs, err)
 		}
 	}
-	if found == 0 && len(errs) == 0 {
-		errs = append(errs, fmt.Errorf("%s: no apiextensions.k8s.io/v1 CustomResourceDefinition", path))
+	if found == 0 && errors.Join(errs...) == nil {
+		errs = append(errs, &manifest.Error{Pos: manifest.Position{File: path}, Msg: "no apiextensions.k8s.io/v1 CustomResourceDefinition: give the CRD as the cluster serves it (kubectl get crd NAME -o yaml)"})
 	}
 	return errs
 }
 
-// loadCRDObject adds one object if it is a CRD; it reports how many CRDs it found.
-func (c *Catalog) loadCRDObject(obj json.RawMessage) (int, error) {
+// loadCRDObject adds one object if it is a CRD; it reports how many CRDs it found. The document
+// of the object, when given, decodes it strictly with the positions of its fields.
+func (c *Catalog) loadCRDObject(obj json.RawMessage, doc *manifest.Document) (int, error) {
 	var tm typeMeta
 	if err := json.Unmarshal(obj, &tm); err != nil {
 		return 0, err
@@ -502,22 +449,25 @@ func (c *Catalog) loadCRDObject(obj json.RawMessage) (int, error) {
 		return 0, nil
 	}
 	if tm.APIVersion != apiextensionsv1.SchemeGroupVersion.String() {
-		return 1, fmt.Errorf("CustomResourceDefinition of apiVersion %q: Kubernetes %s serves only %s", tm.APIVersion, c.version, apiextensionsv1.SchemeGroupVersion)
+		err := fmt.Errorf("CustomResourceDefinition of apiVersion %q: Kubernetes %s serves only %s", tm.APIVersion, c.version, apiextensionsv1.SchemeGroupVersion)
+		if doc != nil {
+			return 1, doc.Errorf("apiVersion", "%v", err)
+		}
+		return 1, err
 	}
 	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.UnmarshalStrict(obj, crd); err != nil {
+	if doc != nil {
+		if err := doc.Decode(crd); err != nil {
+			return 1, err
+		}
+	} else if err := yaml.UnmarshalStrict(obj, crd); err != nil {
 		return 1, fmt.Errorf("CustomResourceDefinition: %w", err)
 	}
-	return 1, c.AddCRD(crd)
-}
-
-// stripComments drops YAML comment lines, so that a document of comments only counts as empty.
-func stripComments(b []byte) []byte {
-	var out [][]byte
-	for _, line := range bytes.Split(b, []byte("\n")) {
-		if t := bytes.TrimSpace(line); len(t) > 0 && t[0] != '#' {
-			out = append(out, line)
+	if err := c.AddCRD(crd); err != nil {
+		if doc != nil {
+			return 1, &manifest.Error{Pos: doc.Pos(), Msg: err.Error()}
 		}
+		return 1, err
 	}
-	return bytes.Join(out, []byte("\n"))
+	return 1, nil
 }

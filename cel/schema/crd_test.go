@@ -147,13 +147,13 @@ func TestLoadCRDsErrors(t *testing.T) {
 		want []string
 	}{
 		{file: "invalid.yaml", want: []string{
-			filepath.Join("testdata", "bad", "invalid.yaml") + ": document 2:",
+			filepath.Join("testdata", "bad", "invalid.yaml") + ":18:1: ",
 			`metadata.name: Invalid value: "cogs.example.org": must be spec.names.plural+"."+spec.group`,
 			"spec.versions[0].schema.openAPIV3Schema: Required value",
 		}},
-		{file: "malformed.yaml", want: []string{filepath.Join("testdata", "bad", "malformed.yaml") + ": document 1:"}},
-		{file: "unknownfield.yaml", want: []string{"unknownfield.yaml: document 1:", `unknown field "versoins"`}},
-		{file: "v1beta1.yaml", want: []string{"v1beta1.yaml: document 1:", "apiextensions.k8s.io/v1beta1"}},
+		{file: "malformed.yaml", want: []string{filepath.Join("testdata", "bad", "malformed.yaml") + ":3:"}},
+		{file: "unknownfield.yaml", want: []string{"unknownfield.yaml:9:3: ", `unknown field "spec.versoins"`}},
+		{file: "v1beta1.yaml", want: []string{"v1beta1.yaml:1:13: apiVersion: ", "apiextensions.k8s.io/v1beta1"}},
 		{file: "empty.yaml", want: []string{"empty.yaml: no apiextensions.k8s.io/v1 CustomResourceDefinition"}},
 		{file: "missing.yaml", want: []string{"missing.yaml"}},
 	}

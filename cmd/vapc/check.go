@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/vapc-dev/vapc/cel"
+	"github.com/vapc-dev/vapc/cel/manifest"
+	"github.com/vapc-dev/vapc/cel/sarif"
+	vapcschema "github.com/vapc-dev/vapc/cel/schema"
 )
 
 func init() {
-	register("check", verb{summary: "type-check policies and bindings offline, as kube-apiserver would", run: runCheck})
+	register("check", verb{summary: "type-check policies and bindings offline, as kube-apiserver would", run: runCheck, flags: func() *flagSet { return new(checkFlags).flagSet(io.Discard, io.Discard) }})
 }
 
 type checkFlags struct {
@@ -23,13 +27,7 @@ type checkFlags struct {
 
 func runCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var f checkFlags
-	fs := newFlagSet("check", stderr,
-		"usage: vapc check [flags] FILE|DIR|- ...")
-	fs.StringVar(&f.version, "kubernetes-version", cel.DefaultKubernetesVersion, "Kubernetes minor to check against")
-	fs.Var(&f.crds, "crd", "CustomResourceDefinition file for custom kinds (repeatable)")
-	fs.StringVar(&f.output, "output", "text", "output format: text or json")
-	fs.BoolVar(&f.warnings, "warnings-as-errors", false, "exit 1 on warnings too")
-	fs.BoolVar(&f.cost, "cost", false, "also print the estimated cost of every expression")
+	fs := f.flagSet(stdout, stderr)
 	paths, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -38,8 +36,10 @@ func runCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fs.Usage()
 		return usagef("check: no files given")
 	}
-	if f.output != "text" && f.output != "json" {
-		return usagef("check: --output must be text or json, not %q", f.output)
+	switch f.output {
+	case "text", "json", "sarif":
+	default:
+		return usagef("check: --output must be text, json or sarif, not %q", f.output)
 	}
 	if _, err := cel.ParseVersion(f.version); err != nil {
 		return usagef("check: --kubernetes-version: %v", err)
@@ -50,11 +50,18 @@ func runCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err := statInputs("check", paths...); err != nil {
 		return err
 	}
-	checker, err := cel.NewChecker(cel.WithKubernetesVersion(f.version), cel.WithCRDs(f.crds...))
+	cat, err := vapcschema.Builtin(cel.DefaultKubernetesVersion)
 	if err != nil {
-		return usagef("check: %v", err)
+		return &internalError{err}
 	}
-	set, diags := cel.ReadPaths(stdin, paths...)
+	// A CRD that cannot be read is an input error like a policy's: reported with the others.
+	diags := cel.InputDiagnostics(cat.LoadCRDs(f.crds...))
+	checker, err := cel.NewChecker(cel.WithKubernetesVersion(f.version), cel.WithCatalog(cat))
+	if err != nil {
+		return &internalError{err}
+	}
+	set, readDiags := cel.ReadPaths(stdin, paths...)
+	diags = append(diags, readDiags...)
 	for _, d := range set.Others {
 		if d.GroupVersionKind().Group == "vapc.dev" {
 			continue // vapc's own configuration (policies/settings.yaml), not for the apiserver
@@ -65,6 +72,13 @@ func runCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		})
 	}
 	diags = append(diags, checker.Check(set)...)
+	if len(set.Policies)+len(set.Bindings) == 0 && !diags.HasErrors() {
+		// Nothing checked is not a clean check: a gate must not pass on a wrong folder.
+		diags = append(diags, cel.Diagnostic{
+			Pos: manifest.Position{File: strings.Join(paths, ", ")}, Severity: cel.Error, Category: cel.CategoryInput,
+			Message: "no ValidatingAdmissionPolicy or ValidatingAdmissionPolicyBinding found: nothing was checked",
+		})
+	}
 	if !f.cost {
 		diags = diags.Without(cel.Info)
 	}
@@ -96,6 +110,9 @@ func count(diags cel.Diagnostics) (errs, warns int) {
 }
 
 func writeDiagnostics(w io.Writer, format string, diags cel.Diagnostics) error {
+	if format == "sarif" {
+		return sarif.Write(w, sarif.Tool{Name: "vapc", Version: buildVersions().Vapc, InformationURI: "https://github.com/vapc-dev/vapc"}, diags)
+	}
 	if format == "json" {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -109,4 +126,18 @@ func writeDiagnostics(w io.Writer, format string, diags cel.Diagnostics) error {
 		fmt.Fprintln(w, d.String())
 	}
 	return nil
+}
+
+// flagSet defines the flags of vapc check into f.
+func (f *checkFlags) flagSet(stdout, stderr io.Writer) *flagSet {
+	fs := newFlagSet("check", stdout, stderr,
+		"usage: vapc check [flags] FILE|DIR|- ...")
+	fs.StringVar(&f.version, "kubernetes-version", cel.DefaultKubernetesVersion, "Kubernetes minor to check against: "+strings.Join(cel.SupportedVersions(), ", "))
+	fs.choices("kubernetes-version", cel.SupportedVersions()...)
+	fs.Var(&f.crds, "crd", "CustomResourceDefinition file or folder for custom kinds (repeatable)")
+	fs.StringVar(&f.output, "output", "text", "output format: text, json or sarif")
+	fs.choices("output", "text", "json", "sarif")
+	fs.BoolVar(&f.warnings, "warnings-as-errors", false, "exit 1 on warnings too")
+	fs.BoolVar(&f.cost, "cost", false, "also print the estimated cost of every expression")
+	return fs
 }

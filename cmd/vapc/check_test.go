@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/vapc-dev/vapc/cel/sarif"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -125,5 +128,42 @@ func TestCheckKubernetesVersion(t *testing.T) {
 				t.Errorf("vapc check --kubernetes-version %s %s exit code = %d, want %d\n%s", tc.version, tc.file, code, tc.want, stdout)
 			}
 		})
+	}
+}
+
+// TestCheckSARIF: --output sarif writes a SARIF log whose results are the findings at their
+// file, line and column, with the exit code of the text output. cel/sarif's test validates
+// the log against the SARIF 2.1.0 schema.
+func TestCheckSARIF(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		file    string
+		code    int
+		results []string // ruleId level file:line:col
+	}{
+		{"invalid-oldobject-typo.yaml", exitFindings, []string{"VAPC003 error ../../testdata/check/invalid-oldobject-typo.yaml:18:45"}},
+		{"warn-kind-guarded-branch.yaml", exitOK, []string{
+			"VAPC003 warning ../../testdata/check/warn-kind-guarded-branch.yaml:22:46",
+			"VAPC003 warning ../../testdata/check/warn-kind-guarded-branch.yaml:22:73",
+			"VAPC003 warning ../../testdata/check/warn-kind-guarded-branch.yaml:23:59",
+		}},
+		{"valid-kosmos-guard.yaml", exitOK, nil},
+	} {
+		stdout, stderr, code := runVapc(t, "", "check", "--output", "sarif", "../../testdata/check/"+tc.file)
+		if code != tc.code {
+			t.Errorf("vapc check --output sarif %s: exit %d, want %d\n%s", tc.file, code, tc.code, stderr)
+		}
+		var log sarif.Log
+		if err := json.Unmarshal([]byte(stdout), &log); err != nil {
+			t.Fatalf("--output sarif is not JSON: %v\n%s", err, stdout)
+		}
+		var got []string
+		for _, r := range log.Runs[0].Results {
+			l := r.Locations[0].PhysicalLocation
+			got = append(got, fmt.Sprintf("%s %s %s:%d:%d", r.RuleID, r.Level, l.ArtifactLocation.URI, l.Region.StartLine, l.Region.StartColumn))
+		}
+		if diff := cmp.Diff(tc.results, got); diff != "" {
+			t.Errorf("vapc check --output sarif %s results mismatch (-want +got):\n%s", tc.file, diff)
+		}
 	}
 }

@@ -17,11 +17,12 @@ import (
 )
 
 func init() {
-	register("emit", verb{summary: "write the in-tree policies' YAML from their Go source and settings", run: runEmit})
+	register("emit", verb{summary: "write policies' YAML from their Go source: the in-tree guards, or your own package's", run: runEmit, flags: func() *flagSet { return new(emitFlags).flagSet(io.Discard, io.Discard) }})
 }
 
 type emitFlags struct {
 	settings string
+	pkg      string
 	out      string
 	stage    string
 	check    bool
@@ -29,14 +30,7 @@ type emitFlags struct {
 
 func runEmit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var f emitFlags
-	fs := newFlagSet("emit", stderr,
-		"usage: vapc emit [--settings FILE] [--out DIR] [--stage STAGE] [--check]",
-		"\nBuilds the in-tree guards of package policies, type-checks every expression, and writes",
-		"their YAML; files it wrote before for guards that no longer exist are removed.")
-	fs.StringVar(&f.settings, "settings", policies.DefaultSettingsFile, `settings file of the guards ("" for the built-in defaults)`)
-	fs.StringVar(&f.out, "out", "policies", "folder to write one <policy>.yaml per guard into")
-	fs.StringVar(&f.stage, "stage", "", "rollout stage of every binding, Audit, Warn or Deny, instead of the settings' stages")
-	fs.BoolVar(&f.check, "check", false, "write nothing; exit 1 if the folder is not what emit would write")
+	fs := f.flagSet(stdout, stderr)
 	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -50,6 +44,20 @@ func runEmit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		if stage, err = vap.ParseStage(f.stage); err != nil {
 			return usagef("emit: --stage: %v", err)
 		}
+	}
+	if f.pkg != "" {
+		// A user's package of policies: its vap.Register calls say what to emit.
+		if f.settings != policies.DefaultSettingsFile && f.settings != "" {
+			return usagef("emit: --settings is the in-tree guards': a package given with --package reads its own")
+		}
+		if stage == "" {
+			stage = vap.StageAudit
+		}
+		files, err := emitPackage(ctx, f.pkg, stage, stderr)
+		if err != nil {
+			return err
+		}
+		return writeEmitted(stdout, f, files)
 	}
 
 	settings := policies.DefaultSettings()
@@ -83,6 +91,12 @@ func runEmit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		fmt.Fprintln(stderr, err)
 		return &findingsError{"emit: the policies cannot be emitted; nothing written"}
 	}
+	return writeEmitted(stdout, f, files)
+}
+
+// writeEmitted makes the --out folder hold the files, or with --check says what it would
+// change.
+func writeEmitted(stdout io.Writer, f emitFlags, files []policies.File) error {
 	changes, err := syncFolder(f.out, files, !f.check)
 	if err != nil {
 		return err
@@ -159,4 +173,22 @@ func syncFolder(dir string, files []policies.File, write bool) ([]string, error)
 		}
 	}
 	return changes, nil
+}
+
+// flagSet defines the flags of vapc emit into f.
+func (f *emitFlags) flagSet(stdout, stderr io.Writer) *flagSet {
+	fs := newFlagSet("emit", stdout, stderr,
+		"usage: vapc emit [--settings FILE | --package PKG] [--out DIR] [--stage STAGE] [--check]",
+		"\nBuilds the in-tree guards of package policies (or, with --package, the policies a Go",
+		"package of yours registers with vap.Register), type-checks every expression, and writes",
+		"their YAML, one <policy>.yaml each; files it wrote before for policies that no longer",
+		"exist are removed. See policies/README.md.")
+	fs.StringVar(&f.settings, "settings", policies.DefaultSettingsFile, `settings file of the guards ("" for the built-in defaults)`)
+	fs.StringVar(&f.pkg, "package", "", "Go package of your own policies (a path such as ./mypolicies, or an import path of your module): vapc builds a program that imports it and emits what it registers with vap.Register (needs the go command)")
+	fs.StringVar(&f.out, "out", "policies", "folder to write one <policy>.yaml per policy into")
+	fs.StringVar(&f.stage, "stage", "", "rollout stage of every binding, Audit, Warn or Deny, instead of the settings' stages (with --package: Audit unless given)")
+	fs.BoolVar(&f.check, "check", false, "write nothing; exit 1 if the folder is not what emit would write")
+	fs.choices("stage", "Audit", "Warn", "Deny")
+	fs.args = ""
+	return fs
 }

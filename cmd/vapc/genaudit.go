@@ -34,7 +34,7 @@ type genAuditFlags struct {
 
 func runGenAudit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var f genAuditFlags
-	fs := newFlagSet("gen-audit", stderr,
+	fs := newFlagSet("gen-audit", stdout, stderr,
 		"usage: vapc gen-audit --events N|--bytes SIZE [--seed N] [--gzip] [--snapshot FILE] [-o FILE]")
 	fs.Int64Var(&f.seed, "seed", 1, "random seed: the same flags write the same bytes")
 	fs.Int64Var(&f.events, "events", 0, "number of events (lines) to write")
@@ -155,10 +155,8 @@ func parseSize(s string) (int64, error) {
 }
 
 func runDecodeFloor(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlagSet("decode-floor", stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: vapc decode-floor AUDIT.LOG[.gz]|- ...\n\nReads each log with bufio and decodes every line with encoding/json into the audit Event fields,\nrequestObject and responseObject as json.RawMessage, on one goroutine.")
-	}
+	fs := newFlagSet("decode-floor", stdout, stderr,
+		"usage: vapc decode-floor AUDIT.LOG[.gz]|- ...\n\nReads each log with bufio and decodes every line with encoding/json into the audit Event fields,\nrequestObject and responseObject as json.RawMessage, on one goroutine.")
 	logs, err := parseFlags(fs, args)
 	if err != nil {
 		return err

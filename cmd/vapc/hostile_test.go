@@ -58,19 +58,19 @@ func TestHostileInput(t *testing.T) {
 		{"check: YAML bomb", []string{"check", write("bomb.yaml", bomb)}, exitFindings, "bomb.yaml"},
 		{"check: huge expression", []string{"check", write("huge.yaml", hugeExpr)}, exitFindings, "huge.yaml:6:"},
 		{"check: binding to a missing policy", []string{"check", "--warnings-as-errors", write("orphan.yaml", missingPolicy)}, exitFindings, `policy "nowhere" is not among the checked files`},
-		{"check: a folder without manifests", []string{"check", t.TempDir()}, exitOK, "0 policies"},
+		{"check: a folder without manifests", []string{"check", t.TempDir()}, exitFindings, "no .yaml, .yml or .json files in this folder"},
 		{"check: missing file", []string{"check", filepath.Join(dir, "nope.yaml")}, exitUsage, "nope.yaml"},
-		{"check: bad CRD file", []string{"check", "--crd", write("bad-crd.yaml", "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: x}\nspec: {group: ''}\n"), policy}, exitUsage, "bad-crd.yaml"},
+		{"check: bad CRD file", []string{"check", "--crd", write("bad-crd.yaml", "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: x}\nspec: {group: ''}\n"), policy}, exitFindings, "bad-crd.yaml:1:1: "},
 		{"check: CRD types the custom resource", []string{"check", "--crd", "../../testdata/crd/widgets.yaml", "../../testdata/crd/widget-policy.yaml"}, exitFindings, "widget-policy.yaml:15:29: spec.validations[0].expression: undefined field 'sise' (checked as example.com/v1/Widget)"},
 		{"check: without the CRD it says what it could not type", []string{"check", "../../testdata/crd/widget-policy.yaml"}, exitOK, "unknown resource example.com/v1/widgets"},
-		{"replay: truncated gzip", []string{"replay", "--policies", policy, truncated}, exitOK, "truncated.log.gz:475: compressed stream truncated"},
-		{"replay: empty file", []string{"replay", "--policies", policy, empty}, exitOK, "0 lines"},
+		{"replay: truncated gzip", []string{"replay", "--policies", policy, truncated}, exitFindings, "  unreadable: " + truncated + ":475: compressed stream truncated"},
+		{"replay: empty file", []string{"replay", "--policies", policy, empty}, exitFindings, "  no-events: no audit events in " + empty + " (0 lines)"},
 		{"replay: a directory", []string{"replay", "--policies", policy, dir}, exitUsage, "is a directory"},
 		{"replay: missing file", []string{"replay", "--policies", policy, filepath.Join(dir, "nope.log")}, exitUsage, "nope.log: no such file"},
-		{"replay: policies that do not parse", []string{"replay", "--policies", write("bomb2.yaml", bomb), basicLog}, exitUsage, "bomb2.yaml"},
-		{"replay: snapshot of an unknown kind", []string{"replay", "--policies", policy, "--snapshot", snapshotWrongKind, basicLog}, exitUsage, "wrong-kind.yaml"},
-		{"replay: snapshot object without a name", []string{"replay", "--policies", policy, "--snapshot", snapshotNoName, basicLog}, exitUsage, "no-name.yaml"},
-		{"replay: duplicate snapshot objects", []string{"replay", "--policies", policy, "--snapshot", snapshotDup, basicLog}, exitUsage, "dup.yaml"},
+		{"replay: policies that do not parse", []string{"replay", "--policies", write("bomb2.yaml", bomb), basicLog}, exitFindings, "bomb2.yaml"},
+		{"replay: snapshot of an unknown kind", []string{"replay", "--policies", policy, "--snapshot", snapshotWrongKind, basicLog}, exitFindings, "wrong-kind.yaml"},
+		{"replay: snapshot object without a name", []string{"replay", "--policies", policy, "--snapshot", snapshotNoName, basicLog}, exitFindings, "no-name.yaml"},
+		{"replay: duplicate snapshot objects", []string{"replay", "--policies", policy, "--snapshot", snapshotDup, basicLog}, exitFindings, "dup.yaml"},
 		{"test: missing suite", []string{"test", filepath.Join(dir, "nope.suite.yaml")}, exitUsage, "nope.suite.yaml"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -86,7 +86,7 @@ func TestHostileInput(t *testing.T) {
 }
 
 // TestStdinClosedEarly: a log piped in that stops in the middle of a line (the writer died)
-// is replayed up to that line, which is reported with its number.
+// is replayed up to that line, which is reported with its number, and fails the replay.
 func TestStdinClosedEarly(t *testing.T) {
 	data, err := os.ReadFile("../../testdata/audit/kosmos-basic/audit.log.gz")
 	if err != nil {
@@ -103,8 +103,11 @@ func TestStdinClosedEarly(t *testing.T) {
 	cut := plain.String()[:plain.Len()/2]
 	lines := strings.Count(cut, "\n") + 1
 	stdout, stderr, code := runVapc(t, cut, "replay", "--policies", "../../testdata/audit/kosmos-basic/policy.yaml", "-")
-	if code != exitOK {
-		t.Errorf("exit %d, want %d\nstderr:\n%s", code, exitOK, stderr)
+	if code != exitFindings {
+		t.Errorf("exit %d, want %d: a log cut short fails the replay\nstderr:\n%s", code, exitFindings, stderr)
+	}
+	if want := fmt.Sprintf("FAIL: 1 reason\n  malformed: 1 malformed line, more than --max-malformed 0: the first is -:%d: truncated JSON", lines); !strings.HasPrefix(stdout, want) {
+		t.Errorf("output does not begin with the verdict (%q):\n%s", want, stdout)
 	}
 	if want := fmt.Sprintf("-:%d: truncated JSON", lines); !strings.Contains(stdout, want) {
 		t.Errorf("output does not report the cut line (%q):\n%s", want, stdout)

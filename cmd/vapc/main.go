@@ -27,7 +27,14 @@ func main() {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(memoryLimit)
 	}
+	// The first Ctrl-C or SIGTERM cancels ctx: a replay stops reading, writes the summary of
+	// what it read and exits 130. The signals then get their default action again, so that a
+	// second Ctrl-C stops vapc at once.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	err := Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {

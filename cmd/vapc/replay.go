@@ -12,6 +12,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
 	"github.com/vapc-dev/vapc/cel"
+	"github.com/vapc-dev/vapc/cel/manifest"
 	vapcschema "github.com/vapc-dev/vapc/cel/schema"
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/replay"
@@ -19,7 +20,7 @@ import (
 )
 
 func init() {
-	register("replay", verb{summary: "replay audit logs through policies: what would kube-apiserver have decided?", run: runReplay})
+	register("replay", verb{summary: "replay audit logs through policies: what would kube-apiserver have decided?", run: runReplay, flags: func() *flagSet { return new(replayFlags).flagSet(io.Discard, io.Discard) }})
 }
 
 type replayFlags struct {
@@ -30,23 +31,14 @@ type replayFlags struct {
 	failOn        string
 	checkRecorded bool
 	maxLine       int
+	maxMalformed  int
 	report        string
 	reportRedact  stringList
 }
 
 func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var f replayFlags
-	fs := newFlagSet("replay", stderr,
-		"usage: vapc replay --policies DIR [--snapshot FILE] [--report FILE.html] AUDIT.LOG[.gz]|- ...")
-	fs.Var(&f.policies, "policies", "file or folder of ValidatingAdmissionPolicies and bindings (repeatable)")
-	fs.Var(&f.snapshots, "snapshot", "file or folder of cluster objects (kubectl get -o yaml|json) the log starts from (repeatable)")
-	fs.Var(&f.crds, "crd", "CustomResourceDefinition file for custom kinds the snapshot and the log do not define (repeatable)")
-	fs.StringVar(&f.output, "output", "text", "output format: text, jsonl or junit")
-	fs.StringVar(&f.failOn, "fail-on", "", "exit 1 when a request would be denied (deny), warned or denied (warn), or decided otherwise than recorded (any-change)")
-	fs.BoolVar(&f.checkRecorded, "check-recorded", false, "compare the log's own verdicts with the predictions and exit 1 on any disagreement")
-	fs.IntVar(&f.maxLine, "max-line-bytes", replay.DefaultMaxLineBytes, "longest log line read; longer lines are reported as malformed")
-	fs.StringVar(&f.report, "report", "", "also write an HTML report of the replay (node, eviction and decision timelines) to this file")
-	fs.Var(&f.reportRedact, "report-redact", "GROUP/RESOURCE (RESOURCE for the core group) whose values the report replaces by their sizes, as it does for secrets (repeatable)")
+	fs := f.flagSet(stdout, stderr)
 	logs, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -64,11 +56,14 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	default:
 		return usagef("replay: --output must be text, jsonl or junit, not %q", f.output)
 	}
-	switch f.failOn {
-	case "", "deny", "warn", "any-change":
-	default:
-		return usagef("replay: --fail-on must be deny, warn or any-change, not %q", f.failOn)
+	failOn, err := replay.ParseFailOn(f.failOn)
+	if err != nil {
+		return usagef("replay: --fail-on %v", err)
 	}
+	if f.maxMalformed < 0 {
+		return usagef("replay: --max-malformed must be 0 or more, not %d", f.maxMalformed)
+	}
+	gate := replay.Gate{FailOn: failOn, CheckRecorded: f.checkRecorded, MaxMalformed: f.maxMalformed}
 	stdinUses := 0
 	for _, p := range append(append([]string{}, f.policies...), logs...) {
 		if p == "-" {
@@ -111,8 +106,13 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	if len(f.crds) > 0 {
 		if err := cat.LoadCRDs(f.crds...); err != nil {
-			return usagef("replay: --crd: %v", err)
+			return inputProblems(stderr, "replay: --crd", err)
 		}
+	}
+	// Folders of --snapshot are expanded by the rule of every flag and verb.
+	snapshots, err := manifest.Expand(f.snapshots...)
+	if err != nil {
+		return inputProblems(stderr, "replay: --snapshot", err)
 	}
 	set, err := readReplayPolicies(stdin, stderr, cat, f.policies)
 	if err != nil {
@@ -127,7 +127,7 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		bindings = append(bindings, b.ValidatingAdmissionPolicyBinding)
 	}
 	opts := []replay.Option{
-		replay.WithResources(cat), replay.WithSnapshot(f.snapshots...),
+		replay.WithResources(cat), replay.WithSnapshot(snapshots...),
 		replay.WithCheckRecorded(f.checkRecorded), replay.WithMaxLineBytes(f.maxLine),
 	}
 	if isTerminal(stderr) {
@@ -149,7 +149,15 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	r, err := replay.New(policies, bindings, opts...)
 	if err != nil {
-		return usagef("replay: %v", err)
+		if len(snapshots) > 0 {
+			// The replay reads the snapshot fast and words a YAML error without its column:
+			// the manifest reader of the other flags places it.
+			if _, perr := manifest.ReadPaths(nil, snapshots...); perr != nil {
+				return inputProblems(stderr, "replay: --snapshot", perr)
+			}
+		}
+		fmt.Fprintln(stderr, err)
+		return &findingsError{"replay: the snapshot or the policies cannot be replayed"}
 	}
 	var sources []replay.Source
 	for _, l := range logs {
@@ -170,62 +178,41 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if isTerminal(stderr) {
 		fmt.Fprintln(stderr)
 	}
-	if err != nil {
-		return err
+	if err != nil && !sum.Partial {
+		return err // the sink's: stdout could not be written
 	}
+	// The verdict is computed once; every output states it and the exit code follows it.
+	v := sum.Decide(gate)
 	if rep != nil {
+		// The report states the verdict too: Data reads it from the summary.
 		if err := report.WriteFile(f.report, rep.Data(sum)); err != nil {
 			return err
 		}
 	}
-	failed := func(b *replay.BindingSummary) bool {
-		switch f.failOn {
-		case "warn":
-			return b.Deny > 0 || b.Warn > 0
-		case "any-change", "":
-			return b.Deny > 0
-		}
-		return b.Deny > 0
-	}
 	switch f.output {
 	case "text":
-		if err := replay.WriteText(stdout, sum); err != nil {
-			return err
-		}
+		err = replay.WriteText(stdout, sum)
 	case "jsonl":
+		err = replay.WriteJSONLEnd(stdout, sum)
 		fmt.Fprintf(stderr, "vapc replay: %d lines, %d requests: %d evaluated (admit %d, deny %d, indeterminate %d), %d changed, %d malformed lines, %d disagreements\n",
 			sum.Lines, sum.Requests, sum.Evaluated, sum.Admit, sum.Deny, sum.Evaluated-sum.Admit-sum.Deny, sum.Changed, sum.MalformedCount, len(sum.Disagreements))
 	case "junit":
-		if err := replay.WriteJUnit(stdout, sum, failed); err != nil {
-			return err
-		}
+		err = replay.WriteJUnit(stdout, sum)
 	}
-	var why []string
-	if f.checkRecorded && len(sum.Disagreements) > 0 {
-		why = append(why, fmt.Sprintf("%d disagreements with the recorded verdicts", len(sum.Disagreements)))
+	if err != nil {
+		return err
 	}
-	switch f.failOn {
-	case "deny":
-		if sum.Deny > 0 {
-			why = append(why, fmt.Sprintf("%d requests would be denied", sum.Deny))
-		}
-	case "warn":
-		if sum.Deny > 0 || sum.Warn > 0 {
-			why = append(why, fmt.Sprintf("%d requests would be denied, %d warned", sum.Deny, sum.Warn))
-		}
-	case "any-change":
-		if sum.Changed > 0 {
-			why = append(why, fmt.Sprintf("%d requests would be decided otherwise than recorded", sum.Changed))
-		}
-	}
-	if len(why) > 0 {
-		return &findingsError{"replay: " + strings.Join(why, ", ")}
+	switch {
+	case v.Partial:
+		return &interruptedError{fmt.Sprintf("replay: interrupted after %d lines: the outputs are partial", sum.Lines)}
+	case !v.Pass:
+		return &findingsError{"replay: " + v.String()}
 	}
 	return nil
 }
 
-// readReplayPolicies reads the policies and bindings to replay, and refuses them (a usage
-// error, the diagnostics on stderr) when they cannot be read or kube-apiserver would refuse to
+// readReplayPolicies reads the policies and bindings to replay, and refuses them (a findings
+// error, exit 1 as in vapc check, the diagnostics on stderr) when they cannot be read or kube-apiserver would refuse to
 // create one of them, with the create-time validation of vapc check: a replay of policies the
 // server cannot hold would predict what no cluster decides. It warns, on stderr, of what the
 // server accepts but makes no sense in a replay: a binding whose policy is not there, a policy
@@ -275,10 +262,10 @@ func readReplayPolicies(stdin io.Reader, stderr io.Writer, cat *vapcschema.Catal
 		fmt.Fprintln(stderr, d.String())
 	}
 	if len(refused) > 0 {
-		return nil, usagef("replay: %d errors in the policies and bindings: kube-apiserver would not create them (vapc check tells more)", len(refused))
+		return nil, &findingsError{fmt.Sprintf("replay: %d errors in the policies and bindings: kube-apiserver would not create them (vapc check tells more)", len(refused))}
 	}
 	if len(set.Policies) == 0 {
-		return nil, usagef("replay: no ValidatingAdmissionPolicy in %s", strings.Join(paths, ", "))
+		return nil, &findingsError{fmt.Sprintf("replay: no ValidatingAdmissionPolicy in %s: nothing to replay", strings.Join(paths, ", "))}
 	}
 	return set, nil
 }
@@ -291,4 +278,23 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// flagSet defines the flags of vapc replay into f.
+func (f *replayFlags) flagSet(stdout, stderr io.Writer) *flagSet {
+	fs := newFlagSet("replay", stdout, stderr,
+		"usage: vapc replay --policies DIR [--snapshot FILE] [--report FILE.html] AUDIT.LOG[.gz]|- ...")
+	fs.Var(&f.policies, "policies", "file or folder of ValidatingAdmissionPolicies and bindings (repeatable)")
+	fs.Var(&f.snapshots, "snapshot", "file or folder of cluster objects (kubectl get -o yaml|json) the log starts from (repeatable)")
+	fs.Var(&f.crds, "crd", "CustomResourceDefinition file for custom kinds the snapshot and the log do not define (repeatable)")
+	fs.StringVar(&f.output, "output", "text", "output format: text, jsonl or junit")
+	fs.choices("output", "text", "jsonl", "junit")
+	fs.StringVar(&f.failOn, "fail-on", "", "exit 1 when a request would be denied (deny), warned or denied (warn), or decided otherwise than recorded (any-change)")
+	fs.choices("fail-on", "deny", "warn", "any-change")
+	fs.BoolVar(&f.checkRecorded, "check-recorded", false, "compare the log's own verdicts with the predictions and exit 1 on any disagreement")
+	fs.IntVar(&f.maxLine, "max-line-bytes", replay.DefaultMaxLineBytes, "longest log line read; longer lines are reported as malformed")
+	fs.IntVar(&f.maxMalformed, "max-malformed", 0, "malformed lines tolerated before the replay fails (a log cut short or unreadable always fails it)")
+	fs.StringVar(&f.report, "report", "", "also write an HTML report of the replay (node, eviction and decision timelines) to this file")
+	fs.Var(&f.reportRedact, "report-redact", "GROUP/RESOURCE (RESOURCE for the core group) whose values the report replaces by their sizes, as it does for secrets (repeatable)")
+	return fs
 }

@@ -29,7 +29,7 @@ func TestReplayExitCodes(t *testing.T) {
 		{"fail on any change", append([]string{"replay", "--fail-on", "any-change"}, flapping...), "", exitFindings, "changed:       2"},
 		{"jsonl", append(append([]string{"replay", "--output", "jsonl"}, basic...), basicLog), "", exitOK, `"decision":"deny","recorded":"deny"`},
 		{"junit", append(append([]string{"replay", "--output", "junit", "--fail-on", "deny"}, basic...), basicLog), "", exitFindings, `<testcase name="kosmos-node-not-ready/kosmos-node-not-ready"`},
-		{"stdin", append(append([]string{"replay"}, basic...), "-"), "{oops\n", exitOK, "malformed lines:     1"},
+		{"stdin", append(append([]string{"replay"}, basic...), "-"), "{oops\n", exitFindings, "malformed lines:     1"},
 		{"no policies", []string{"replay", basicLog}, "", exitUsage, "--policies is required"},
 		{"no logs", append([]string{"replay"}, basic...), "", exitUsage, "no audit logs given"},
 		{"bad output", append(append([]string{"replay", "--output", "xml"}, basic...), basicLog), "", exitUsage, "--output must be"},
@@ -61,7 +61,7 @@ func TestReplayReadsStdinLog(t *testing.T) {
 }
 
 // TestReplayPolicyProblems: replay refuses policies and bindings kube-apiserver would not
-// create (exit 2, each error at its file and line on stderr), and warns on stderr of a binding
+// create (exit 1, as vapc check, each error at its file and line on stderr), and warns on stderr of a binding
 // whose policy is missing, a policy without binding and a document that is neither.
 func TestReplayPolicyProblems(t *testing.T) {
 	t.Parallel()
@@ -117,11 +117,11 @@ spec:
 		code   int
 		stderr []string // lines of stderr, without the caret lines of an expression
 	}{
-		{"would not compile", badExpr, exitUsage, []string{
+		{"would not compile", badExpr, exitFindings, []string{
 			badExpr + `:43:22: spec.validations[0].expression: compilation failed: found no matching overload for '_+_' applied to '(string, int)'`,
 			"vapc: replay: 1 errors in the policies and bindings: kube-apiserver would not create them (vapc check tells more)",
 		}},
-		{"binding without actions", badBinding, exitUsage, []string{
+		{"binding without actions", badBinding, exitFindings, []string{
 			badBinding + `:39:62: spec.validationActions: Required value`,
 			"vapc: replay: 1 errors in the policies and bindings: kube-apiserver would not create them (vapc check tells more)",
 		}},

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"runtime/debug"
-	"sort"
 	"strings"
 )
 
@@ -19,6 +18,9 @@ const (
 	exitFindings = 1 // a policy or verification finding
 	exitUsage    = 2 // the command line is wrong
 	exitInternal = 3 // vapc itself failed
+	// exitInterrupted is a shell's code for a command that SIGINT stopped (128+2): vapc stopped
+	// on Ctrl-C or SIGTERM and reported what it had done.
+	exitInterrupted = 130
 )
 
 // usageError is a mistake on the command line.
@@ -33,6 +35,11 @@ type findingsError struct{ msg string }
 
 func (e *findingsError) Error() string { return e.msg }
 
+// interruptedError says the verb was stopped by a signal and wrote what it had done so far.
+type interruptedError struct{ msg string }
+
+func (e *interruptedError) Error() string { return e.msg }
+
 // internalError is anything vapc did not expect, panics included.
 type internalError struct{ err error }
 
@@ -43,9 +50,12 @@ func (e *internalError) Unwrap() error { return e.err }
 func ExitCode(err error) int {
 	var u *usageError
 	var f *findingsError
+	var i *interruptedError
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.As(err, &i), errors.Is(err, context.Canceled):
+		return exitInterrupted
 	case errors.As(err, &u):
 		return exitUsage
 	case errors.As(err, &f):
@@ -58,7 +68,9 @@ func ExitCode(err error) int {
 type verb struct {
 	summary string
 	run     func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error
-	hidden  bool
+	// flags returns the verb's flags, for shell completion.
+	flags  func() *flagSet
+	hidden bool
 }
 
 var verbs = map[string]verb{}
@@ -79,9 +91,11 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	name := args[0]
 	switch name {
-	case "-h", "--help", "help":
+	case "-h", "-help", "--help":
 		usage(stdout)
 		return nil
+	case "-version", "--version":
+		name = "version"
 	}
 	v, ok := verbs[name]
 	if !ok {
@@ -97,42 +111,85 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: vapc COMMAND [flags] [args]\n\ncommands:")
-	var names []string
-	for n, v := range verbs {
-		if !v.hidden {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range visibleVerbs() {
 		fmt.Fprintf(w, "  %-10s %s\n", n, verbs[n].summary)
 	}
-	fmt.Fprintln(w, "\nexit codes: 0 ok, 1 findings, 2 usage error, 3 internal error")
+	fmt.Fprintln(w, "\nvapc help COMMAND (or vapc COMMAND -h) describes a command and its flags; vapc --version")
+	fmt.Fprintln(w, "prints the versions of vapc, Kubernetes and the libraries a bug report needs.")
+	fmt.Fprintln(w, "\nexit codes: 0 clean, 1 findings (in the inputs or about them: an input that cannot be")
+	fmt.Fprintln(w, "parsed, damaged or empty input, nothing found), 2 usage error (a wrong flag or value, a")
+	fmt.Fprintln(w, "missing argument, a path that is not there), 3 internal error, 130 interrupted")
 }
 
-// newFlagSet returns a flag set that reports errors as usage errors instead of exiting, and
-// prints usage (the lines of text, then the flags) on -h or a mistake.
-func newFlagSet(name string, stderr io.Writer, usage ...string) *flag.FlagSet {
-	fs := flag.NewFlagSet("vapc "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		for _, l := range usage {
-			fmt.Fprintln(stderr, l)
-		}
-		fs.PrintDefaults()
+func init() {
+	register("help", verb{summary: "describe vapc or one of its commands: vapc help COMMAND", run: runHelp})
+}
+
+// runHelp prints the usage of vapc, or the help of a verb, on stdout.
+func runHelp(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	switch {
+	case len(args) == 0:
+		usage(stdout)
+		return nil
+	case len(args) > 1:
+		return usagef("help: give one command, not %q", args)
 	}
-	return fs
+	v, ok := verbs[args[0]]
+	if !ok || args[0] == "help" {
+		usage(stderr)
+		return usagef("help: unknown command %q", args[0])
+	}
+	return v.run(ctx, []string{"-h"}, stdin, stdout, stderr)
 }
 
-// parseFlags parses flags interleaved with positional arguments.
-func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+// flagSet is a verb's flags and its help: the lines of text, then the flags.
+type flagSet struct {
+	*flag.FlagSet
+	name           string
+	stdout, stderr io.Writer
+	lines          []string
+	// values are the values a flag takes, for shell completion; args says what the verb's
+	// arguments are: "files", or "" for none.
+	values map[string][]string
+	args   string
+}
+
+// choices records the values a flag takes, for shell completion.
+func (fs *flagSet) choices(name string, values ...string) { fs.values[name] = values }
+
+// newFlagSet returns a flag set that reports errors as usage errors instead of exiting: -h
+// (and vapc help VERB) prints the help on stdout, a mistake is reported once, by Run's caller.
+func newFlagSet(name string, stdout, stderr io.Writer, usage ...string) *flagSet {
+	fs := flag.NewFlagSet("vapc "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return &flagSet{FlagSet: fs, name: name, stdout: stdout, stderr: stderr, lines: usage, values: map[string][]string{}, args: "files"}
+}
+
+// Usage prints the help on stderr, for a verb that is missing its arguments.
+func (fs *flagSet) Usage() { fs.help(fs.stderr) }
+
+// help writes the lines of text, then the flags.
+func (fs *flagSet) help(w io.Writer) {
+	for _, l := range fs.lines {
+		fmt.Fprintln(w, l)
+	}
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+}
+
+// parseFlags parses flags interleaved with positional arguments. -h and --help print the help
+// on stdout and return flag.ErrHelp.
+func parseFlags(fs *flagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
+				fs.help(fs.stdout)
 				return nil, err
 			}
-			return nil, usagef("%v", err)
+			return nil, usagef("%s: %v (vapc help %s lists its flags)", fs.name, err, fs.name)
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -180,4 +237,42 @@ func pathError(p string, err error) string {
 		return pe.Path + ": " + pe.Err.Error()
 	}
 	return p + ": " + err.Error()
+}
+
+// inputProblems writes every problem of err (errors joined) on stderr, one a line, and returns
+// the verb's findings error: an input was read and something in it is wrong. what prefixes the
+// message: the verb, and the flag if any ("replay: --snapshot").
+func inputProblems(stderr io.Writer, what string, err error) error {
+	lines := errorLines(err)
+	for _, l := range lines {
+		fmt.Fprintln(stderr, l)
+	}
+	return &findingsError{fmt.Sprintf("%s: %d %s in the input", what, len(lines), plural(len(lines), "problem", "problems"))}
+}
+
+// errorLines splits joined errors into one line each, wording a path that cannot be read as
+// "path: no such file or directory".
+func errorLines(err error) []string {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []string
+		for _, e := range j.Unwrap() {
+			out = append(out, errorLines(e)...)
+		}
+		return out
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return []string{pathError(pe.Path, err)}
+	}
+	return []string{err.Error()}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

@@ -6,16 +6,15 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 
+	"github.com/vapc-dev/vapc/cel/manifest"
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/suite"
 )
 
 func init() {
-	register("test", verb{summary: "run test suites: requests and the decisions kube-apiserver must make", run: runTest})
+	register("test", verb{summary: "run test suites: requests and the decisions kube-apiserver must make", run: runTest, flags: func() *flagSet { return new(testFlags).flagSet(io.Discard, io.Discard) }})
 }
 
 type testFlags struct {
@@ -26,11 +25,7 @@ type testFlags struct {
 
 func runTest(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	var f testFlags
-	fs := newFlagSet("test", stderr,
-		"usage: vapc test [flags] SUITE|DIR ...\n\nA suite is a YAML file of kind TestSuite (apiVersion vapc.dev/v1alpha1); a folder is searched for *.suite.yaml.")
-	fs.StringVar(&f.output, "output", "text", "output format: text, json or junit")
-	fs.StringVar(&f.version, "kubernetes-version", verify.KubernetesVersion, "Kubernetes minor to decide as (only "+verify.KubernetesVersion+")")
-	fs.BoolVar(&f.verbose, "v", false, "show the results of passing cases too")
+	fs := f.flagSet(stdout, stderr)
 	paths, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -47,13 +42,12 @@ func runTest(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	if err := verify.CheckKubernetesVersion(f.version); err != nil {
 		return usagef("test: --kubernetes-version: %v", err)
 	}
-	files, err := suiteFiles(paths)
-	var u *usageError
-	if errors.As(err, &u) {
+	if err := statInputs("test", paths...); err != nil {
 		return err
 	}
+	files, err := suiteFiles(paths)
 	if err != nil {
-		return usagef("test: %v", err)
+		return inputProblems(stderr, "test", err)
 	}
 
 	// Every problem of every suite is reported at once: those of the suite files, then those
@@ -84,7 +78,7 @@ func runTest(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		for _, b := range bad {
 			fmt.Fprintln(stderr, b)
 		}
-		return usagef("test: %d problems in the suites, their policies or their objects", len(bad))
+		return &findingsError{fmt.Sprintf("test: %d %s in the suites, their policies or their objects", len(bad), plural(len(bad), "problem", "problems"))}
 	}
 
 	switch f.output {
@@ -108,51 +102,43 @@ func runTest(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	return nil
 }
 
-// suiteFiles expands folders into the *.suite.yaml files under them.
+// suiteFiles expands folders, by the rule of every verb (manifest.Expand), into the suites
+// under them: the files named *.suite.yaml or *.suite.yml. A file given is read whatever its
+// name. A folder without suites is an error.
 func suiteFiles(paths []string) ([]string, error) {
 	var out []string
-	if err := statInputs("test", paths...); err != nil {
-		return nil, err
-	}
+	var errs []error
 	for _, p := range paths {
-		info, err := os.Stat(p)
-		if err != nil {
-			return nil, errors.New(pathError(p, err))
-		}
-		if !info.IsDir() {
+		if info, err := os.Stat(p); err == nil && !info.IsDir() {
 			out = append(out, p)
 			continue
 		}
+		files, err := manifest.Expand(p)
 		var found []string
-		err = filepath.WalkDir(p, func(path string, d os.DirEntry, err error) error {
-			if err != nil {
-				return err
+		for _, f := range files {
+			if strings.HasSuffix(f, ".suite.yaml") || strings.HasSuffix(f, ".suite.yml") {
+				found = append(found, f)
 			}
-			if !d.IsDir() && (strings.HasSuffix(path, ".suite.yaml") || strings.HasSuffix(path, ".suite.yml")) {
-				found = append(found, path)
-			}
-			return nil
-		})
+		}
+		if len(found) == 0 && err == nil {
+			err = &manifest.Error{Pos: manifest.Position{File: p}, Msg: "no *.suite.yaml files in this folder (testdata and hidden folders below it are not read): nothing to test"}
+		}
 		if err != nil {
-			return nil, err
+			errs = append(errs, err)
 		}
-		if len(found) == 0 {
-			return nil, fmt.Errorf("%s: no *.suite.yaml files", p)
-		}
-		sort.Strings(found)
 		out = append(out, found...)
 	}
-	return out, nil
+	return out, errors.Join(errs...)
 }
 
-// errorLines splits joined errors into one line each.
-func errorLines(err error) []string {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []string
-		for _, e := range j.Unwrap() {
-			out = append(out, errorLines(e)...)
-		}
-		return out
-	}
-	return []string{err.Error()}
+// flagSet defines the flags of vapc test into f.
+func (f *testFlags) flagSet(stdout, stderr io.Writer) *flagSet {
+	fs := newFlagSet("test", stdout, stderr,
+		"usage: vapc test [flags] SUITE|DIR ...\n\nA suite is a YAML file of kind TestSuite (apiVersion vapc.dev/v1alpha1); a folder is searched for *.suite.yaml.")
+	fs.StringVar(&f.output, "output", "text", "output format: text, json or junit")
+	fs.choices("output", "text", "json", "junit")
+	fs.StringVar(&f.version, "kubernetes-version", verify.KubernetesVersion, "Kubernetes minor to decide as: "+verify.KubernetesVersion+" (the evaluator is kube-apiserver "+verify.KubernetesVersion+"'s own code)")
+	fs.choices("kubernetes-version", verify.KubernetesVersion)
+	fs.BoolVar(&f.verbose, "v", false, "show the results of passing cases too")
+	return fs
 }

@@ -14,7 +14,7 @@ import (
 )
 
 // TestTestExitCodes drives `vapc test` through Run: 0 when every case passes, 1 when one
-// fails, 2 for a bad suite or command line.
+// fails, a suite is wrong or a folder holds no suite, 2 for a bad command line.
 func TestTestExitCodes(t *testing.T) {
 	dir := t.TempDir()
 	policy, err := filepath.Abs("../../testdata/suites/kosmos/policy.yaml")
@@ -38,6 +38,10 @@ cases:
 `)
 	bad := filepath.Join(dir, "bad.suite.yaml")
 	writeFile(t, bad, "apiVersion: vapc.dev/v1alpha1\nkind: TestSuite\nmetadata: {name: bad}\npolicies: [missing.yaml]\ncases:\n- {name: c, operation: CREATE}\n")
+	empty := t.TempDir()
+	writeFile(t, filepath.Join(empty, "policy.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n")
+	noCases := filepath.Join(dir, "no-cases.suite.yaml")
+	writeFile(t, noCases, "apiVersion: vapc.dev/v1alpha1\nkind: TestSuite\nmetadata: {name: empty}\npolicies: ["+policy+"]\n")
 
 	tests := []struct {
 		name      string
@@ -48,7 +52,9 @@ cases:
 	}{
 		{name: "passing suites", args: []string{"test", "../../testdata/suites"}, code: 0, stdoutHas: "0 failed"},
 		{name: "failing case", args: []string{"test", failing}, code: 1, stdoutHas: "FAIL expects the wrong decision"},
-		{name: "bad suite", args: []string{"test", bad}, code: 2, stderrHas: "bad.suite.yaml:4:12: policies[0]:"},
+		{name: "bad suite", args: []string{"test", bad}, code: 1, stderrHas: "bad.suite.yaml:4:12: policies[0]:"},
+		{name: "a folder without suites", args: []string{"test", empty}, code: 1, stderrHas: empty + ": no *.suite.yaml files in this folder"},
+		{name: "a suite without cases", args: []string{"test", noCases}, code: 1, stderrHas: "no-cases.suite.yaml:1:1: cases: a suite needs cases"},
 		{name: "no suites", args: []string{"test"}, code: 2},
 		{name: "bad output", args: []string{"test", "--output", "xml", failing}, code: 2},
 		{name: "bad version", args: []string{"test", "--kubernetes-version", "1.31", failing}, code: 2},
@@ -138,7 +144,7 @@ func writeFile(t *testing.T, path, content string) {
 }
 
 // TestTestReportsEveryProblem: vapc test reports every problem of every suite at once (the
-// suite files', then those of the policies of the suites that could be read), exit 2.
+// suite files', then those of the policies of the suites that could be read), exit 1.
 func TestTestReportsEveryProblem(t *testing.T) {
 	const bad = "../../verify/suite/testdata/bad/"
 	stdout, stderr, code := runVapc(t, "", "test", bad+"many-problems.yaml", bad+"orphan-binding.yaml")
@@ -150,8 +156,8 @@ func TestTestReportsEveryProblem(t *testing.T) {
 ../../verify/suite/testdata/bad/orphan-binding-policies.yaml:6:15: spec.policyName: binding "typo": policy "kosmos-node-not-readdy" is not among the suite's policies: the binding would decide nothing
 vapc: test: 6 problems in the suites, their policies or their objects
 `
-	if code != exitUsage || stdout != "" {
-		t.Errorf("exit code = %d, stdout = %q; want %d and nothing", code, stdout, exitUsage)
+	if code != exitFindings || stdout != "" {
+		t.Errorf("exit code = %d, stdout = %q; want %d and nothing", code, stdout, exitFindings)
 	}
 	if diff := cmp.Diff(want, stderr); diff != "" {
 		t.Errorf("stderr mismatch (-want +got):\n%s", diff)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -238,16 +239,21 @@ func (r *lineReader) next() (l line, ok bool) {
 		}
 		if err != nil {
 			r.done = true
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				return line{}, false // interrupted: the log ends where the reading stopped
+			}
 			if !errors.Is(err, io.EOF) {
 				rerr := fmt.Errorf("reading stopped: %v", err)
 				if errors.Is(err, io.ErrUnexpectedEOF) {
 					rerr = fmt.Errorf("compressed stream truncated: reading stopped")
 				}
 				if len(bytes.TrimSpace(l.data)) == 0 && l.err == nil {
-					l.data, l.err = nil, rerr
+					l.data, l.err = nil, &readError{rerr}
 				} else if l.err == nil {
-					l.err = fmt.Errorf("%v (last line of %d bytes incomplete)", rerr, len(l.data))
+					l.err = &readError{fmt.Errorf("%v (last line of %d bytes incomplete)", rerr, len(l.data))}
 					l.data = nil
+				} else {
+					l.err = &readError{fmt.Errorf("%v; then %v", l.err, rerr)}
 				}
 			}
 			if l.err == nil && len(bytes.TrimSpace(l.data)) == 0 {

@@ -129,6 +129,11 @@ func decodeLogs(ctx context.Context, sources []Source, maxLine, workers int, pre
 				}
 				return true
 			}); err != nil {
+				// Interrupted: what was read is accounted for, the batch being filled too.
+				if len(cur.lines) > 0 {
+					ordered <- cur
+					work <- cur
+				}
 				readErr <- err
 				return
 			}
@@ -150,10 +155,13 @@ func decodeLogs(ctx context.Context, sources []Source, maxLine, workers int, pre
 // readSource calls fn with every line of one source; fn returns false to stop.
 func readSource(ctx context.Context, src Source, maxLine int, fn func(line) bool) error {
 	r := src.Reader
+	if r != nil {
+		r = interruptible(ctx, r) // standard input may block: an interrupt must not wait for it
+	}
 	if r == nil {
 		f, err := os.Open(src.Name)
 		if err != nil {
-			fn(line{file: src.Name, err: fmt.Errorf("cannot open: %v", err)})
+			fn(line{file: src.Name, err: &readError{fmt.Errorf("cannot open: %v", err)}})
 			return nil
 		}
 		defer f.Close()
@@ -161,7 +169,7 @@ func readSource(ctx context.Context, src Source, maxLine int, fn func(line) bool
 	}
 	lr, closer, err := newLineReader(src.Name, r, maxLine)
 	if err != nil {
-		fn(line{file: src.Name, err: err})
+		fn(line{file: src.Name, err: &readError{err}})
 		return nil
 	}
 	if closer != nil {
@@ -173,7 +181,7 @@ func readSource(ctx context.Context, src Source, maxLine int, fn func(line) bool
 		}
 		l, ok := lr.next()
 		if !ok {
-			return nil
+			return ctx.Err() // the end of the log, or where an interrupt stopped its reading
 		}
 		if !fn(l) {
 			return ctx.Err()

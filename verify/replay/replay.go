@@ -249,8 +249,10 @@ func (r *Replayer) State() *State { return r.state }
 // Run replays the sources, files in the order of their first event's time (rotated logs
 // oldest first, whatever order they are given in), and calls sink with the record of every request the
 // policies match, in log order. It returns the summary of the whole replay. Malformed lines
-// are counted and listed, never fatal; the error is about the replay itself (the context, the
-// sink).
+// and logs that cannot be read to their end are counted and listed, never fatal (Summary.Decide
+// judges them); the error is about the replay itself (the context, the sink). When the context
+// is canceled, reading stops, the requests read are decided, and the summary of what was read
+// is returned, Partial, with the context's error.
 func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record) error) (*Summary, error) {
 	sources, reordered := inTimeOrder(sources, r.maxLine)
 	r.sum = newSummary(sources)
@@ -263,13 +265,15 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 	start := time.Now()
 	lastProgress := start
 	var bytes int64
-	r.running = r.startEvaluation(ctx)
+	// An interrupt stops the reading; the lines read are replayed and decided to the end.
+	work := context.WithoutCancel(ctx)
+	r.running = r.startEvaluation(work)
 	err := decodeLogs(ctx, sources, r.maxLine, r.workers, r.prepare, func(d decoded) {
 		if r.sinkErr != nil {
 			return
 		}
 		bytes += int64(d.bytes)
-		r.line(ctx, d)
+		r.line(work, d)
 		if r.progress != nil && r.sum.Lines%1024 == 0 {
 			if now := time.Now(); now.Sub(lastProgress) >= r.progressEvery {
 				lastProgress = now
@@ -288,11 +292,9 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 	if r.progress != nil {
 		r.progress(Progress{Lines: r.sum.Lines, Bytes: bytes, Elapsed: time.Since(start)})
 	}
+	r.sum.Partial = errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 	if r.sinkErr != nil {
 		return r.sum, r.sinkErr
-	}
-	if err != nil && !errors.Is(err, context.Canceled) {
-		return r.sum, err
 	}
 	return r.sum, err
 }
@@ -302,7 +304,7 @@ func (r *Replayer) line(ctx context.Context, d decoded) {
 	r.sum.Lines++
 	switch {
 	case d.err != nil:
-		r.sum.malformed(d.file, d.num, d.err.Error())
+		r.sum.lineError(d.file, d.num, d.err)
 		return
 	case d.blank:
 		r.sum.Blank++

@@ -16,9 +16,16 @@ func JSONLWriter(w io.Writer) func(*Record) error {
 	return func(r *Record) error { return enc.Encode(r) }
 }
 
-// WriteText writes the human summary.
+// maxTextList is how many items of a list the text summary shows before "and N more".
+const maxTextList = 10
+
+// WriteText writes the human summary: the verdict first when Decide has computed it, then the
+// totals, then the details, every list cut at ten items with "and N more".
 func WriteText(w io.Writer, s *Summary) error {
 	p := &printer{w: w}
+	if v := s.Verdict; v != nil {
+		writeVerdict(p, s, v)
+	}
 	p.f("Replayed %d lines (%s) from %s.\n", s.Lines, humanBytes(s.Bytes), strings.Join(s.Files, ", "))
 	for _, n := range s.Notes {
 		p.f("  note: %s\n", n)
@@ -36,12 +43,6 @@ func WriteText(w io.Writer, s *Summary) error {
 		p.f("  blank lines:         %d\n", s.Blank)
 	}
 	p.f("  malformed lines:     %d\n", s.MalformedCount)
-	for _, m := range s.Malformed {
-		p.f("    %s\n", m)
-	}
-	if s.MalformedCount > len(s.Malformed) {
-		p.f("    ... and %d more\n", s.MalformedCount-len(s.Malformed))
-	}
 	p.f("Requests:\n")
 	p.f("  evaluated:     %d (admit %d, deny %d, indeterminate %d; with Warn %d, with Audit %d)\n", s.Evaluated, s.Admit, s.Deny, total(s.Indeterminate), s.Warn, s.Audit)
 	p.f("  not matched:   %d\n", s.NotMatched)
@@ -59,6 +60,23 @@ func WriteText(w io.Writer, s *Summary) error {
 		p.f("  %d requests were logged at Metadata level, without objects: log pod and param writes at RequestResponse level to replay them.\n", s.NoObject)
 	}
 	p.f("  changed:       %d (decided otherwise than the log records)\n", s.Changed)
+	for i, c := range s.Changes {
+		if i == maxTextList {
+			break
+		}
+		p.f("    %s\n", c)
+	}
+	more(p, "    ", s.Changed, min(len(s.Changes), maxTextList), "--output jsonl lists every request")
+	if s.MalformedCount > 0 {
+		p.f("Malformed lines: %d\n", s.MalformedCount)
+		for i, m := range s.Malformed {
+			if i == maxTextList {
+				break
+			}
+			p.f("  %s\n", m)
+		}
+		more(p, "  ", s.MalformedCount, min(len(s.Malformed), maxTextList), "")
+	}
 	if len(s.CustomResourceDefinitions) > 0 {
 		p.f("CustomResourceDefinitions of the snapshot and the log:\n")
 		for _, c := range s.CustomResourceDefinitions {
@@ -69,24 +87,94 @@ func WriteText(w io.Writer, s *Summary) error {
 		p.f("\nPolicy %s, binding %s:\n", b.Policy, b.Binding)
 		p.f("  admit %d, deny %d, warn %d, audit %d, error %d, indeterminate %d\n", b.Admit, b.Deny, b.Warn, b.Audit, b.Error, b.Indeterminate)
 		if len(b.TopUsers) > 0 {
-			p.f("  top denied users:      %s\n", counts(b.TopUsers))
-			p.f("  top denied namespaces: %s\n", counts(b.TopNamespaces))
-			p.f("  top denied resources:  %s\n", counts(b.TopResources))
+			p.f("  top denied users:      %s\n", counts(b.TopUsers, b.DeniedUsers))
+			p.f("  top denied namespaces: %s\n", counts(b.TopNamespaces, b.DeniedNamespaces))
+			p.f("  top denied resources:  %s\n", counts(b.TopResources, b.DeniedResources))
 		}
+		shown := map[string]int{}
+		var outcomes []string
 		for _, e := range b.Examples {
+			if shown[e.Outcome] == 0 {
+				outcomes = append(outcomes, e.Outcome)
+			}
+			shown[e.Outcome]++
 			p.f("  %-13s %s (%s)\n", e.Outcome+":", e.Request, e.AuditID)
 			if e.Detail != "" {
 				p.f("                %s\n", firstLine(e.Detail))
 			}
 		}
+		var rest []string
+		for _, o := range outcomes {
+			if n := b.Outcomes(o) - shown[o]; n > 0 {
+				rest = append(rest, fmt.Sprintf("%d more %s", n, o))
+			}
+		}
+		if len(rest) > 0 {
+			p.f("  ... and %s: --output jsonl lists every request\n", strings.Join(rest, ", "))
+		}
 	}
 	if s.Checked > 0 || len(s.Disagreements) > 0 {
 		p.f("\nChecked against the log's own verdicts: %d requests, %d disagreements.\n", s.Checked, len(s.Disagreements))
-		for _, d := range s.Disagreements {
+		for i, d := range s.Disagreements {
+			if i == 2*maxTextList {
+				break
+			}
 			p.f("  %s:%d %s: %s\n", d.File, d.Line, d.AuditID, d.Detail)
 		}
+		more(p, "  ", len(s.Disagreements), min(len(s.Disagreements), 2*maxTextList), "--output jsonl lists every one")
 	}
 	return p.err
+}
+
+// writeVerdict writes the verdict, and each reason of a failure on a line of its own.
+func writeVerdict(p *printer, s *Summary, v *Verdict) {
+	switch {
+	case v.Pass:
+		p.f("PASS: %s\n", passed(s, v.Gate))
+	case v.Partial:
+		p.f("INTERRUPTED: the replay was stopped; what follows is what was read\n")
+	default:
+		p.f("FAIL: %d %s\n", len(v.Failures), plural(len(v.Failures), "reason", "reasons"))
+	}
+	for _, f := range v.Failures {
+		p.f("  %s: %s\n", f.Reason, f.Detail)
+	}
+	p.f("\n")
+}
+
+// passed says what a passing replay was checked for.
+func passed(s *Summary, g Gate) string {
+	parts := []string{fmt.Sprintf("the logs were read to their end, %d audit events, %d malformed lines (--max-malformed %d)", s.IntermediateStages+s.Requests, s.MalformedCount, g.MaxMalformed)}
+	if g.CheckRecorded {
+		parts = append(parts, fmt.Sprintf("%d requests checked against the log's verdicts without a disagreement", s.Checked))
+	}
+	switch g.FailOn {
+	case FailOnDeny:
+		parts = append(parts, "no request would be denied (--fail-on deny)")
+	case FailOnWarn:
+		parts = append(parts, "no request would be denied or warned (--fail-on warn)")
+	case FailOnAnyChange:
+		parts = append(parts, "no request would be decided otherwise than recorded (--fail-on any-change)")
+	}
+	return strings.Join(parts, "; ")
+}
+
+// more writes "... and N more" when shown of n items were written.
+func more(p *printer, indent string, n, shown int, hint string) {
+	if n <= shown {
+		return
+	}
+	if hint != "" {
+		hint = ": " + hint
+	}
+	p.f("%s... and %d more%s\n", indent, n-shown, hint)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 type printer struct {
@@ -117,10 +205,14 @@ func sortedKeys(m map[string]int) []string {
 	return ks
 }
 
-func counts(cs []Count) string {
+// counts lists the top values of a count of n distinct ones.
+func counts(cs []Count, n int) string {
 	var parts []string
 	for _, c := range cs {
 		parts = append(parts, fmt.Sprintf("%s (%d)", c.Value, c.Count))
+	}
+	if n > len(cs) {
+		parts = append(parts, fmt.Sprintf("and %d more", n-len(cs)))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -147,6 +239,7 @@ type junitSuite struct {
 	Name     string      `xml:"name,attr"`
 	Tests    int         `xml:"tests,attr"`
 	Failures int         `xml:"failures,attr"`
+	Errors   int         `xml:"errors,attr"`
 	Cases    []junitCase `xml:"testcase"`
 }
 
@@ -154,18 +247,91 @@ type junitCase struct {
 	Name      string        `xml:"name,attr"`
 	Classname string        `xml:"classname,attr"`
 	Failure   *junitFailure `xml:"failure,omitempty"`
+	Error     *junitFailure `xml:"error,omitempty"`
 	SystemOut string        `xml:"system-out,omitempty"`
 }
 
 type junitFailure struct {
 	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr,omitempty"`
 	Text    string `xml:",chardata"`
 }
 
-// WriteJUnit writes one test case per policy and binding; a case fails when failed says so
-// for its binding (with --fail-on, what the gate refuses).
-func WriteJUnit(w io.Writer, s *Summary, failed func(*BindingSummary) bool) error {
+// WriteJUnit writes the replay as JUnit: the summary's Verdict (a zero Gate's when Decide has
+// not run) is its cases, so that a CI page fails exactly when the exit code does. The case
+// "input" fails on damaged input and has an error when the replay was interrupted; "recorded
+// verdicts" (with Gate.CheckRecorded) fails on a disagreement; "fail-on VALUE" (with
+// Gate.FailOn) fails on the predictions it refuses; each policy binding is a case that fails
+// when --fail-on deny or warn refuses what it decided.
+func WriteJUnit(w io.Writer, s *Summary) error {
+	v := verdictOf(s)
 	suite := junitSuite{Name: "vapc replay"}
+	add := func(c junitCase) {
+		if c.Failure != nil {
+			suite.Failures++
+		}
+		if c.Error != nil {
+			suite.Errors++
+		}
+		suite.Tests++
+		suite.Cases = append(suite.Cases, c)
+	}
+	reasons := func(pick func(Reason) bool) (msg string, lines []string) {
+		var heads []string
+		for _, f := range v.Failures {
+			if pick(f.Reason) {
+				heads = append(heads, fmt.Sprintf("%s: %d", f.Reason, f.Count))
+				lines = append(lines, string(f.Reason)+": "+f.Detail)
+			}
+		}
+		return strings.Join(heads, ", "), lines
+	}
+
+	input := junitCase{Name: "input", Classname: "vapc.replay",
+		SystemOut: fmt.Sprintf("%d lines (%s) from %s: %d requests, %d malformed lines", s.Lines, humanBytes(s.Bytes), strings.Join(s.Files, ", "), s.Requests, s.MalformedCount)}
+	if msg, lines := reasons(func(r Reason) bool { return r.Damaged() && r != ReasonInterrupted }); msg != "" {
+		input.Failure = &junitFailure{Message: msg, Type: "damaged-input", Text: strings.Join(lines, "\n")}
+	}
+	if v.Partial {
+		input.Error = &junitFailure{Message: "interrupted", Type: string(ReasonInterrupted),
+			Text: fmt.Sprintf("the replay was interrupted after %d lines: this report is partial", s.Lines)}
+	}
+	add(input)
+
+	if v.Gate.CheckRecorded {
+		c := junitCase{Name: "recorded verdicts", Classname: "vapc.replay",
+			SystemOut: fmt.Sprintf("%d requests checked, %d disagreements", s.Checked, len(s.Disagreements))}
+		if msg, _ := reasons(func(r Reason) bool { return r == ReasonDisagreement }); msg != "" {
+			var lines []string
+			for i, d := range s.Disagreements {
+				if i == 100 {
+					lines = append(lines, fmt.Sprintf("... and %d more", len(s.Disagreements)-i))
+					break
+				}
+				lines = append(lines, fmt.Sprintf("%s:%d %s: %s", d.File, d.Line, d.AuditID, d.Detail))
+			}
+			c.Failure = &junitFailure{Message: msg, Type: string(ReasonDisagreement), Text: strings.Join(lines, "\n")}
+		}
+		add(c)
+	}
+	if v.Gate.FailOn != FailOnNothing {
+		c := junitCase{Name: "fail-on " + string(v.Gate.FailOn), Classname: "vapc.replay",
+			SystemOut: fmt.Sprintf("%d evaluated: admit %d, deny %d, warn %d, changed %d", s.Evaluated, s.Admit, s.Deny, s.Warn, s.Changed)}
+		if msg, lines := reasons(func(r Reason) bool { return r == ReasonDeny || r == ReasonWarn || r == ReasonChanged }); msg != "" {
+			for i, ch := range s.Changes {
+				if v.Gate.FailOn != FailOnAnyChange {
+					break
+				}
+				if i == 100 {
+					lines = append(lines, fmt.Sprintf("... and %d more", s.Changed-i))
+					break
+				}
+				lines = append(lines, ch.String())
+			}
+			c.Failure = &junitFailure{Message: msg, Type: string(v.Gate.FailOn), Text: strings.Join(lines, "\n")}
+		}
+		add(c)
+	}
 	for _, b := range s.Bindings {
 		c := junitCase{Name: b.Policy + "/" + b.Binding, Classname: "vapc.replay." + b.Policy}
 		counts := fmt.Sprintf("admit %d, deny %d, warn %d, audit %d, error %d, indeterminate %d", b.Admit, b.Deny, b.Warn, b.Audit, b.Error, b.Indeterminate)
@@ -174,12 +340,10 @@ func WriteJUnit(w io.Writer, s *Summary, failed func(*BindingSummary) bool) erro
 			ex = append(ex, fmt.Sprintf("%s %s (%s): %s", e.Outcome, e.Request, e.AuditID, firstLine(e.Detail)))
 		}
 		c.SystemOut = counts + "\n" + strings.Join(ex, "\n")
-		if failed(b) {
-			c.Failure = &junitFailure{Message: counts, Text: strings.Join(ex, "\n")}
-			suite.Failures++
+		if v.Gate.BindingFails(b) {
+			c.Failure = &junitFailure{Message: counts, Type: string(v.Gate.FailOn), Text: strings.Join(ex, "\n")}
 		}
-		suite.Cases = append(suite.Cases, c)
-		suite.Tests++
+		add(c)
 	}
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err
@@ -191,4 +355,43 @@ func WriteJUnit(w io.Writer, s *Summary, failed func(*BindingSummary) bool) erro
 	}
 	_, err := io.WriteString(w, "\n")
 	return err
+}
+
+// End is the last line of `vapc replay --output jsonl`: the verdict and the totals. A stream
+// without it was cut short; Partial says the replay was interrupted.
+type End struct {
+	Partial bool     `json:"partial"`
+	Verdict *Verdict `json:"verdict"`
+	Totals  Totals   `json:"totals"`
+}
+
+// Totals are the counts of a Summary that a JSON consumer needs most.
+type Totals struct {
+	Files         []string `json:"files"`
+	Lines         int      `json:"lines"`
+	Requests      int      `json:"requests"`
+	Evaluated     int      `json:"evaluated"`
+	Admit         int      `json:"admit"`
+	Deny          int      `json:"deny"`
+	Indeterminate int      `json:"indeterminate"`
+	Warn          int      `json:"warn"`
+	Changed       int      `json:"changed"`
+	Malformed     int      `json:"malformed"`
+	Unreadable    int      `json:"unreadable"`
+	Checked       int      `json:"checked"`
+	Disagreements int      `json:"disagreements"`
+}
+
+// WriteJSONLEnd writes the End line of the summary (its Verdict, or a zero Gate's when Decide
+// has not run).
+func WriteJSONLEnd(w io.Writer, s *Summary) error {
+	v := verdictOf(s)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(End{Partial: s.Partial, Verdict: v, Totals: Totals{
+		Files: s.Files, Lines: s.Lines, Requests: s.Requests, Evaluated: s.Evaluated,
+		Admit: s.Admit, Deny: s.Deny, Indeterminate: total(s.Indeterminate), Warn: s.Warn,
+		Changed: s.Changed, Malformed: s.MalformedCount, Unreadable: len(s.Unreadable),
+		Checked: s.Checked, Disagreements: len(s.Disagreements),
+	}})
 }

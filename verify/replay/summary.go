@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -21,8 +22,15 @@ type Summary struct {
 	Lines int `json:"lines"`
 	Blank int `json:"blank,omitempty"`
 	// MalformedCount lines were not audit events; Malformed lists the first MaxMalformed.
+	// Both include the Unreadable.
 	MalformedCount int         `json:"malformedCount"`
 	Malformed      []Malformed `json:"malformed,omitempty"`
+	// Unreadable are the logs that could not be read to their end, at the line where reading
+	// stopped: a truncated or corrupt gzip stream, a file that cannot be opened, a read error.
+	Unreadable []Malformed `json:"unreadable,omitempty"`
+	// Partial says the replay was interrupted before the end of its logs: the summary is of
+	// the lines read until then.
+	Partial bool `json:"partial,omitempty"`
 	// IntermediateStages are RequestReceived and ResponseStarted lines of requests counted
 	// at their final stage.
 	IntermediateStages int `json:"intermediateStages"`
@@ -41,8 +49,10 @@ type Summary struct {
 	// Warn and Audit count requests with a Warn or Audit result.
 	Warn  int `json:"warn"`
 	Audit int `json:"audit"`
-	// Changed requests would be decided otherwise than they were.
-	Changed int `json:"changed"`
+	// Changed requests would be decided otherwise than they were; Changes lists the first
+	// MaxChanges of them, with why.
+	Changed int      `json:"changed"`
+	Changes []Change `json:"changes,omitempty"`
 	// NoObject counts requests logged at Metadata level, without objects.
 	NoObject int `json:"noObject"`
 	// Checked requests were compared with the log's verdicts; Disagreements lists every
@@ -56,6 +66,8 @@ type Summary struct {
 	// CustomResourceDefinitions are the CRDs of the snapshot and the log the replay began or
 	// stopped serving, in order.
 	CustomResourceDefinitions []CRDChange `json:"customResourceDefinitions,omitempty"`
+	// Verdict is whether the replay passes its gate, once Decide has computed it.
+	Verdict *Verdict `json:"verdict,omitempty"`
 }
 
 // MaxMalformed is how many malformed lines a Summary lists.
@@ -66,6 +78,60 @@ type Malformed struct {
 	File   string `json:"file"`
 	Line   int    `json:"line"`
 	Reason string `json:"reason"`
+
+	unreadable bool // where reading stopped (see Summary.Unreadable)
+}
+
+// MaxChanges is how many changed requests a Summary lists.
+const MaxChanges = 100
+
+// Change is a request the policies would decide otherwise than the log records, and why.
+type Change struct {
+	File      string `json:"file"`
+	Line      int    `json:"line"`
+	AuditID   string `json:"auditID"`
+	Request   string `json:"request"`
+	Recorded  string `json:"recorded"`
+	Predicted string `json:"predicted"`
+	// Detail says who decided what: the denial the log records, or the results of the
+	// prediction.
+	Detail string `json:"detail"`
+}
+
+func (c Change) String() string {
+	return fmt.Sprintf("%s (%s): recorded %s, predicted %s: %s", c.Request, c.AuditID, c.Recorded, c.Predicted, c.Detail)
+}
+
+// newChange says why a changed record is decided otherwise than the log records.
+func newChange(r *Record) Change {
+	c := Change{File: r.File, Line: r.Line, AuditID: r.AuditID, Request: r.String(), Recorded: r.Recorded, Predicted: r.Decision}
+	var why []string
+	if r.Recorded == RecordedDeny && r.RecordedBy != "" {
+		why = append(why, "the log records a denial by "+r.RecordedBy)
+	}
+	for _, res := range r.Results {
+		w := fmt.Sprintf("%s/%s %s %v", res.Policy, res.Binding, res.Result, res.Actions)
+		if res.Message != "" {
+			w += ": " + firstLine(res.Message)
+		}
+		why = append(why, w)
+	}
+	if r.Decision == DecisionAdmit && len(r.Results) > 0 {
+		denies := false
+		for _, res := range r.Results {
+			for _, a := range res.Actions {
+				denies = denies || a == string(admissionregistrationv1.Deny)
+			}
+		}
+		if !denies {
+			why = append(why, "no binding that fails it has the Deny action (its stage is Audit or Warn)")
+		}
+	}
+	if r.Decision == DecisionAdmit && len(r.Results) == 0 {
+		why = append(why, "every policy admits it")
+	}
+	c.Detail = strings.Join(why, "; ")
+	return c
 }
 
 func (m Malformed) String() string { return fmt.Sprintf("%s:%d: %s", m.File, m.Line, m.Reason) }
@@ -90,6 +156,22 @@ func (s *Summary) malformed(file string, line int, reason string) {
 	s.MalformedCount++
 	if len(s.Malformed) < MaxMalformed {
 		s.Malformed = append(s.Malformed, Malformed{File: file, Line: line, Reason: reason})
+	}
+}
+
+// lineError accounts for a line that could not be read or decoded: a malformed line, or where
+// reading a log stopped (a *readError), which is Unreadable too.
+func (s *Summary) lineError(file string, line int, err error) {
+	var re *readError
+	if !errors.As(err, &re) {
+		s.malformed(file, line, err.Error())
+		return
+	}
+	m := Malformed{File: file, Line: line, Reason: err.Error(), unreadable: true}
+	s.Unreadable = append(s.Unreadable, m)
+	s.MalformedCount++
+	if len(s.Malformed) < MaxMalformed {
+		s.Malformed = append(s.Malformed, m)
 	}
 }
 
@@ -129,6 +211,9 @@ func (s *Summary) record(r *Record) {
 	}
 	if r.Changed {
 		s.Changed++
+		if len(s.Changes) < MaxChanges {
+			s.Changes = append(s.Changes, newChange(r))
+		}
 	}
 	if r.Decision != DecisionIndeterminate && r.Disagreements != nil {
 		s.Checked++
@@ -151,11 +236,16 @@ type BindingSummary struct {
 	Audit         int    `json:"audit"`
 	Error         int    `json:"error"`
 	Indeterminate int    `json:"indeterminate"`
-	// TopUsers, TopNamespaces and TopResources of the requests the binding denied.
-	TopUsers      []Count   `json:"topUsers,omitempty"`
-	TopNamespaces []Count   `json:"topNamespaces,omitempty"`
-	TopResources  []Count   `json:"topResources,omitempty"`
-	Examples      []Example `json:"examples,omitempty"`
+	// TopUsers, TopNamespaces and TopResources of the requests the binding denied, of
+	// DeniedUsers, DeniedNamespaces and DeniedResources distinct ones.
+	TopUsers         []Count `json:"topUsers,omitempty"`
+	TopNamespaces    []Count `json:"topNamespaces,omitempty"`
+	TopResources     []Count `json:"topResources,omitempty"`
+	DeniedUsers      int     `json:"deniedUsers,omitempty"`
+	DeniedNamespaces int     `json:"deniedNamespaces,omitempty"`
+	DeniedResources  int     `json:"deniedResources,omitempty"`
+	// Examples are the first requests of each outcome, at most maxExamples each.
+	Examples []Example `json:"examples,omitempty"`
 
 	users, namespaces, resources map[string]int
 	examples                     map[string]int
@@ -175,7 +265,8 @@ type Example struct {
 	Detail  string `json:"detail"`
 }
 
-// maxExamples is how many example requests a BindingSummary keeps per outcome.
+// maxExamples is how many example requests a BindingSummary keeps per outcome, maxTop how
+// many values its top lists hold.
 const (
 	maxExamples = 3
 	maxTop      = 5
@@ -309,6 +400,7 @@ func (b *BindingSummary) example(outcome string, r *Record, detail string) {
 func (a *aggregator) finish(s *Summary) {
 	for _, b := range a.bindings {
 		b.TopUsers, b.TopNamespaces, b.TopResources = top(b.users), top(b.namespaces), top(b.resources)
+		b.DeniedUsers, b.DeniedNamespaces, b.DeniedResources = len(b.users), len(b.namespaces), len(b.resources)
 		s.Bindings = append(s.Bindings, b)
 	}
 	sort.Slice(s.Bindings, func(i, j int) bool {
@@ -334,4 +426,22 @@ func top(m map[string]int) []Count {
 		out = out[:maxTop]
 	}
 	return out
+}
+
+// Outcomes is how many requests the binding had of the outcome of an Example: deny, warn,
+// audit, error or indeterminate.
+func (b *BindingSummary) Outcomes(outcome string) int {
+	switch outcome {
+	case "deny":
+		return b.Deny
+	case "warn":
+		return b.Warn
+	case "audit":
+		return b.Audit
+	case "error":
+		return b.Error
+	case "indeterminate":
+		return b.Indeterminate
+	}
+	return 0
 }

@@ -1,20 +1,27 @@
 package report
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/vapc-dev/vapc/verify/replay"
+)
 
 // Data is what the report's page renders: the JSON embedded in the HTML file, and what the
 // golden files of the tests hold. Times are milliseconds from Span.Start.
 type Data struct {
 	// Version is the version of this layout; the page refuses another.
-	Version   int        `json:"version"`
-	Inputs    Inputs     `json:"inputs"`
-	Span      Span       `json:"span"`
-	Totals    Totals     `json:"totals"`
-	Policies  []Policy   `json:"policies"`
-	Nodes     Nodes      `json:"nodes"`
-	Decisions Decisions  `json:"decisions"`
-	Requests  Requests   `json:"requests"`
-	Lines     LineIssues `json:"lines"`
+	Version int `json:"version"`
+	// Verdict is the replay's verdict (replay.Summary.Decide), the one its exit code, text
+	// summary and JUnit state; nil when the summary was not decided.
+	Verdict   *replay.Verdict `json:"verdict,omitempty"`
+	Inputs    Inputs          `json:"inputs"`
+	Span      Span            `json:"span"`
+	Totals    Totals          `json:"totals"`
+	Policies  []Policy        `json:"policies"`
+	Nodes     Nodes           `json:"nodes"`
+	Decisions Decisions       `json:"decisions"`
+	Requests  Requests        `json:"requests"`
+	Lines     LineIssues      `json:"lines"`
 	// Notes are the replay's notes (the order the logs were read in, ...).
 	Notes []string `json:"notes,omitempty"`
 }

@@ -522,7 +522,7 @@ func parseMs(s string) (int64, bool) {
 // once the replay is done. It is called once.
 func (b *Builder) Data(sum *replay.Summary) *Data {
 	b.flush()
-	d := &Data{Version: DataVersion, Inputs: b.inputs, Notes: sum.Notes}
+	d := &Data{Version: DataVersion, Verdict: sum.Verdict, Inputs: b.inputs, Notes: sum.Notes}
 	d.Inputs.Logs = sum.Files
 	d.Inputs.Bytes = sum.Bytes
 	// Times are from the second of the first request: the per-second counts fall in whole

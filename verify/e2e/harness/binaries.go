@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 )
 
 // binaries are the paths of the programs a Server runs.
@@ -36,17 +35,34 @@ func (b binaries) missing() []string {
 	return missing
 }
 
-// build runs hack/e2e-tools.sh once per test binary: it builds what is
-// missing or stale (a first build takes minutes) and is quick otherwise.
-var build struct {
+// EnvE2E is the environment variable that lets tests start a real kube-apiserver: make test
+// and make e2e set it. Without it, Start skips the test, so that go test ./... stays fast; with
+// it, a test whose binaries are missing or stale fails at once with the command that builds
+// them.
+const EnvE2E = "VAPC_E2E"
+
+// buildCommand is what builds the binaries, for the messages of a test that lacks them.
+const buildCommand = "make e2e-tools (hack/e2e-tools.sh)"
+
+// requireE2E skips t unless EnvE2E is set.
+func requireE2E(t testing.TB) {
+	t.Helper()
+	if os.Getenv(EnvE2E) == "" {
+		t.Skipf("harness: this test runs a real kube-apiserver and etcd: run it with make e2e or make test (or %s=1 go test after make e2e-tools)", EnvE2E)
+	}
+}
+
+// checked runs hack/e2e-tools.sh --check once per test binary.
+var checked struct {
 	once sync.Once
 	bin  binaries
-	log  string
 	err  error
 }
 
-// ensureBinaries returns the binaries in binDir if it is set, and otherwise
-// builds them into <repo>/.cache/e2e/bin with hack/e2e-tools.sh.
+// ensureBinaries returns the binaries in binDir if it is set, and otherwise those that
+// hack/e2e-tools.sh builds into <repo>/.cache/e2e/bin, when they are there and up to date. It
+// never builds them (a first build takes minutes, which a test's timeout must not hide): it
+// fails t at once with the command that does.
 func ensureBinaries(t testing.TB, binDir string) binaries {
 	t.Helper()
 	if binDir != "" {
@@ -56,36 +72,35 @@ func ensureBinaries(t testing.TB, binDir string) binaries {
 		}
 		return bin
 	}
-	build.once.Do(func() {
-		start := time.Now()
-		build.bin, build.log, build.err = runTools()
-		build.log += fmt.Sprintf("(hack/e2e-tools.sh took %v)\n", time.Since(start).Round(time.Millisecond))
+	checked.once.Do(func() {
+		root, err := repoRoot()
+		if err != nil {
+			checked.err = err
+			return
+		}
+		checked.bin, checked.err = checkTools(root, filepath.Join(root, ".cache", "e2e", "bin"))
 	})
-	if build.err != nil {
-		t.Fatalf("harness: building the e2e binaries: %v\n%s", build.err, build.log)
+	if checked.err != nil {
+		t.Fatalf("harness: %v", checked.err)
 	}
-	t.Logf("harness: %s", strings.TrimSpace(build.log))
-	return build.bin
+	return checked.bin
 }
 
-func runTools() (binaries, string, error) {
-	root, err := repoRoot()
-	if err != nil {
-		return binaries{}, "", err
-	}
-	dir := filepath.Join(root, ".cache", "e2e", "bin")
+// checkTools runs hack/e2e-tools.sh --check on dir: an error names the binaries that are
+// missing or stale and the command that builds them.
+func checkTools(root, dir string) (binaries, error) {
 	var out bytes.Buffer
-	cmd := exec.Command("bash", filepath.Join(root, "hack", "e2e-tools.sh"), dir)
+	cmd := exec.Command("bash", filepath.Join(root, "hack", "e2e-tools.sh"), "--check", dir)
 	cmd.Dir = root
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return binaries{}, out.String(), fmt.Errorf("hack/e2e-tools.sh: %w", err)
+		return binaries{}, fmt.Errorf("the kube-apiserver, etcd and kubectl of the end-to-end tests are not built in %s: build them with %s, then run the tests again\n%s", dir, buildCommand, strings.TrimSpace(out.String()))
 	}
 	bin := binariesIn(dir)
 	if missing := bin.missing(); len(missing) > 0 {
-		return binaries{}, out.String(), fmt.Errorf("hack/e2e-tools.sh did not build %s", strings.Join(missing, ", "))
+		return binaries{}, fmt.Errorf("missing %s: build them with %s", strings.Join(missing, ", "), buildCommand)
 	}
-	return bin, out.String(), nil
+	return bin, nil
 }
 
 // repoRoot finds the root of the vapc repository above the working

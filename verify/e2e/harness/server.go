@@ -3,8 +3,8 @@
 // apiserver decides.
 //
 // The binaries are kube-apiserver and kubectl v1.37.0 and etcd v3.6, built
-// from the modules pinned in verify/e2e/tools by hack/e2e-tools.sh. Start
-// builds them when they are missing or out of date. Every server is private
+// from the modules pinned in verify/e2e/tools by hack/e2e-tools.sh (make
+// e2e-tools); Start refuses to run without them. Every server is private
 // to its test: its own etcd on a Unix socket, its own data, certificates,
 // tokens and audit log in a temporary directory, and its own loopback port.
 package harness
@@ -61,8 +61,8 @@ type config struct {
 	stopTimeout    time.Duration
 }
 
-// WithBinDir runs the binaries in dir instead of building them into
-// <repo>/.cache/e2e/bin. The environment variable VAPC_E2E_BIN does the same
+// WithBinDir runs the binaries in dir instead of those hack/e2e-tools.sh
+// builds into <repo>/.cache/e2e/bin. The environment variable VAPC_E2E_BIN does the same
 // for every server.
 func WithBinDir(dir string) Option {
 	return func(c *config) { c.binDir = dir }
@@ -109,8 +109,11 @@ type Server struct {
 }
 
 // Start starts etcd and kube-apiserver for t, waits until the apiserver's
-// /readyz passes, and registers their stop with t.Cleanup. It fails t, never
-// skips it, when the binaries cannot be built or the servers do not start.
+// /readyz passes, and registers their stop with t.Cleanup. Unless the
+// environment variable VAPC_E2E (EnvE2E) is set, as make test and make e2e set
+// it, it skips t: go test ./... does not run real servers. With it, it fails t,
+// never skips it, when the binaries are missing or stale (with the command that
+// builds them: make e2e-tools) or the servers do not start.
 //
 // The apiserver runs as a kubeadm control plane's would, without the
 // controller manager: serving certificates it makes itself in --cert-dir,
@@ -128,6 +131,7 @@ type Server struct {
 // without rotation: the whole life of the server, as replay tests need it.
 func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
+	requireE2E(t)
 	cfg := config{
 		binDir:       os.Getenv("VAPC_E2E_BIN"),
 		users:        slices.Clone(DefaultUsers),

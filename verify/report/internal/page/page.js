@@ -246,6 +246,16 @@
     var top = h('header', { 'class': 'top' },
       h('h1', null, h('span', { 'class': 'brand', text: 'vapc' }), ' replay'),
       h('span', { 'class': 'span', text: D.span.start ? fmtFull(0) + '  \u2192  ' + fmtFull(D.span.ms) + '  (' + fmtDur(D.span.ms) + ')' : 'no request in the logs' }));
+    // The verdict the exit code, the text summary and JUnit state, damaged input first.
+    var v = D.verdict;
+    var verdict = null;
+    if (v) {
+      var word = v.partial ? 'INTERRUPTED' : v.pass ? 'PASS' : 'FAIL';
+      verdict = h('div', { 'class': 'verdict ' + word.toLowerCase(), id: 'verdict' },
+        h('b', { text: word }),
+        (v.failures || []).length ? h('ul', null, v.failures.map(function (f) { return h('li', null, h('span', { 'class': 'chip', text: f.reason }), ' ', f.detail); }))
+          : h('span', { text: ' the logs were read to their end' + (v.gate.checkRecorded ? ', the predictions agree with the log' : '') + (v.gate.failOn ? ', and --fail-on ' + v.gate.failOn + ' holds' : '') }));
+    }
     var cards = h('div', { 'class': 'cards' });
     function card(cls, n, label, detail, onclick) {
       var c = h('div', { 'class': 'card ' + cls + (onclick ? ' link' : ''), 'data-card': cls },
@@ -300,7 +310,7 @@
     kv('redacted', (D.inputs.redacted || []).join(', ') + ': values replaced by their sizes');
     (D.notes || []).forEach(function (n) { kv('note', n); });
     pol.appendChild(inp);
-    return [top, cards, pol];
+    return [top, verdict, cards, pol];
   }
 
   // ---- node timeline -------------------------------------------------------------------

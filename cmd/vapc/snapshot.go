@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/vapc-dev/vapc/cel"
+	"github.com/vapc-dev/vapc/verify/snapshot"
+)
+
+func init() {
+	register("snapshot", verb{summary: "write what a replay starts from, from a live cluster: CRDs and the objects the policies read", run: runSnapshot,
+		flags: func() *flagSet { return new(snapshotFlags).flagSet(io.Discard, io.Discard) }})
+}
+
+type snapshotFlags struct {
+	policies   stringList
+	kubeconfig string
+	context    string
+	out        string
+}
+
+// flagSet defines the flags of vapc snapshot into f.
+func (f *snapshotFlags) flagSet(stdout, stderr io.Writer) *flagSet {
+	fs := newFlagSet("snapshot", stdout, stderr,
+		"usage: vapc snapshot --policies DIR [--kubeconfig FILE] [--context NAME] [-o cluster.yaml]",
+		"",
+		"Lists, with client-go, what vapc replay --snapshot needs of the cluster the audit log is",
+		"from: the CustomResourceDefinitions, the namespaces, the objects of the policies' paramKinds",
+		"and those the policies see as oldObject on UPDATE or DELETE, and writes them as one List",
+		"(as kubectl get -o yaml does, without managedFields). Take it when the log begins: the",
+		"replay starts from it. The user needs list on those resources.")
+	fs.Var(&f.policies, "policies", "file or folder of the ValidatingAdmissionPolicies to replay (repeatable)")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
+	fs.StringVar(&f.context, "context", "", "kubeconfig context (default: its current context)")
+	fs.StringVar(&f.out, "o", "-", "file to write (- for stdout)")
+	return fs
+}
+
+func runSnapshot(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	var f snapshotFlags
+	fs := f.flagSet(stdout, stderr)
+	rest, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(rest) > 0:
+		return usagef("snapshot: unexpected arguments %q (the policies go in --policies)", rest)
+	case len(f.policies) == 0:
+		fs.Usage()
+		return usagef("snapshot: --policies is required: the snapshot holds what they read")
+	}
+	if err := statInputs("snapshot: --policies", f.policies...); err != nil {
+		return err
+	}
+	if f.kubeconfig != "" {
+		if err := statInputs("snapshot: --kubeconfig", f.kubeconfig); err != nil {
+			return err
+		}
+	}
+	set, diags := cel.ReadPaths(stdin, f.policies...)
+	if errs := diags.Without(cel.Warning).Without(cel.Info); len(errs) > 0 {
+		for _, d := range errs {
+			fmt.Fprintln(stderr, d.String())
+		}
+		return &findingsError{fmt.Sprintf("snapshot: %d %s in the policies", len(errs), plural(len(errs), "error", "errors"))}
+	}
+	if len(set.Policies) == 0 {
+		return &findingsError{fmt.Sprintf("snapshot: no ValidatingAdmissionPolicy in %s: nothing to take a snapshot for", strings.Join(f.policies, ", "))}
+	}
+	var policies []*admissionregistrationv1.ValidatingAdmissionPolicy
+	for _, p := range set.Policies {
+		policies = append(policies, p.ValidatingAdmissionPolicy)
+	}
+
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = f.kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: f.context}).ClientConfig()
+	if err != nil {
+		return usagef("snapshot: no cluster to read: %v", err)
+	}
+	client, err := snapshot.NewClient(cfg)
+	if err != nil {
+		return &findingsError{fmt.Sprintf("snapshot: %v", err)}
+	}
+	resources, warnings := snapshot.Resources(policies, client.Mapper)
+	for _, w := range warnings {
+		fmt.Fprintln(stderr, "vapc snapshot: warning:", w)
+	}
+	snap, err := client.Take(ctx, resources)
+	if err != nil {
+		if ctx.Err() != nil {
+			return &interruptedError{"snapshot: interrupted: nothing written"}
+		}
+		return &findingsError{fmt.Sprintf("snapshot: %v", err)}
+	}
+	var buf bytes.Buffer
+	if err := snap.Write(&buf); err != nil {
+		return &internalError{err}
+	}
+	where := f.out
+	if f.out == "-" {
+		where = "stdout"
+		if _, err := stdout.Write(buf.Bytes()); err != nil {
+			return err
+		}
+	} else if err := os.WriteFile(f.out, buf.Bytes(), 0o644); err != nil {
+		return &findingsError{fmt.Sprintf("snapshot: %v", err)}
+	}
+	var counts []string
+	for _, c := range snap.Counts {
+		counts = append(counts, fmt.Sprintf("%s %d", c.GroupResource(), c.Objects))
+	}
+	fmt.Fprintf(stderr, "vapc snapshot: wrote %d objects to %s: %s\n", len(snap.Items), where, strings.Join(counts, ", "))
+	return nil
+}

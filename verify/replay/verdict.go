@@ -1,0 +1,219 @@
+package replay
+
+import (
+	"fmt"
+	"strings"
+)
+
+// FailOn says which predictions fail a replay (`vapc replay --fail-on`).
+type FailOn string
+
+// The predictions a replay can fail on.
+const (
+	// FailOnNothing fails a replay on damaged input (and, with Gate.CheckRecorded, on a
+	// disagreement) only.
+	FailOnNothing FailOn = ""
+	// FailOnDeny fails a replay when a request would be denied.
+	FailOnDeny FailOn = "deny"
+	// FailOnWarn fails a replay when a request would be denied or warned.
+	FailOnWarn FailOn = "warn"
+	// FailOnAnyChange fails a replay when a request would be decided otherwise than the log
+	// records.
+	FailOnAnyChange FailOn = "any-change"
+)
+
+// FailOnValues are the values ParseFailOn accepts, in the order of their strictness.
+var FailOnValues = []FailOn{FailOnDeny, FailOnWarn, FailOnAnyChange}
+
+// ParseFailOn parses the value of --fail-on; "" is FailOnNothing.
+func ParseFailOn(s string) (FailOn, error) {
+	switch f := FailOn(s); f {
+	case FailOnNothing, FailOnDeny, FailOnWarn, FailOnAnyChange:
+		return f, nil
+	}
+	return "", fmt.Errorf("must be deny, warn or any-change, not %q", s)
+}
+
+// Gate is the exit rule of a replay in CI: what it fails on besides damaged input, which
+// always fails it.
+type Gate struct {
+	// FailOn is the predictions that fail the replay.
+	FailOn FailOn `json:"failOn,omitempty"`
+	// CheckRecorded fails the replay on a prediction that contradicts the log's own verdicts
+	// (the replay must run WithCheckRecorded).
+	CheckRecorded bool `json:"checkRecorded,omitempty"`
+	// MaxMalformed is how many malformed lines the replay tolerates; more fail it.
+	MaxMalformed int `json:"maxMalformed"`
+}
+
+// Reason is why a replay fails: a stable code for JSON and scripts.
+type Reason string
+
+// Reasons a replay fails, damaged input first.
+const (
+	// ReasonInterrupted: the replay was stopped (Ctrl-C, SIGTERM) before the end of its logs.
+	ReasonInterrupted Reason = "interrupted"
+	// ReasonUnreadable: a log could not be read to its end (a truncated or corrupt gzip
+	// stream, a file that cannot be opened, a read error).
+	ReasonUnreadable Reason = "unreadable"
+	// ReasonNoEvents: the logs hold no audit event at all.
+	ReasonNoEvents Reason = "no-events"
+	// ReasonMalformed: more lines than Gate.MaxMalformed are not audit events.
+	ReasonMalformed Reason = "malformed"
+	// ReasonDisagreement: with Gate.CheckRecorded, a prediction contradicts the log.
+	ReasonDisagreement Reason = "disagreement"
+	// ReasonDeny: with FailOnDeny or FailOnWarn, a request would be denied.
+	ReasonDeny Reason = "deny"
+	// ReasonWarn: with FailOnWarn, a request would be warned.
+	ReasonWarn Reason = "warn"
+	// ReasonChanged: with FailOnAnyChange, a request would be decided otherwise than the log
+	// records.
+	ReasonChanged Reason = "changed"
+)
+
+// Damaged says whether the reason is about the input rather than the predictions.
+func (r Reason) Damaged() bool {
+	switch r {
+	case ReasonInterrupted, ReasonUnreadable, ReasonNoEvents, ReasonMalformed:
+		return true
+	}
+	return false
+}
+
+// Failure is one reason a replay fails, with how many lines or requests it concerns and a
+// sentence for people.
+type Failure struct {
+	Reason Reason `json:"reason"`
+	Count  int    `json:"count"`
+	Detail string `json:"detail"`
+}
+
+// Verdict is whether a replay passes its Gate: computed once (Summary.Decide), it is what the
+// exit code, the text summary, JUnit and the final JSON line all state.
+type Verdict struct {
+	Pass bool `json:"pass"`
+	// Partial says the replay was interrupted: the summary is of what was read.
+	Partial bool `json:"partial,omitempty"`
+	// Failures are the reasons it fails, damaged input first.
+	Failures []Failure `json:"failures,omitempty"`
+	// Gate is the rule it was decided by.
+	Gate Gate `json:"gate"`
+}
+
+// Has says whether the verdict fails for the reason.
+func (v *Verdict) Has(r Reason) bool {
+	for _, f := range v.Failures {
+		if f.Reason == r {
+			return true
+		}
+	}
+	return false
+}
+
+// Damaged says whether the verdict fails for the input (and not only for the predictions).
+func (v *Verdict) Damaged() bool {
+	for _, f := range v.Failures {
+		if f.Reason.Damaged() {
+			return true
+		}
+	}
+	return false
+}
+
+// String is the verdict in one line: PASS, FAIL or INTERRUPTED and the reasons.
+func (v *Verdict) String() string {
+	head := "PASS"
+	switch {
+	case v.Partial:
+		head = "INTERRUPTED"
+	case !v.Pass:
+		head = "FAIL"
+	}
+	if len(v.Failures) == 0 {
+		return head
+	}
+	var parts []string
+	for _, f := range v.Failures {
+		parts = append(parts, f.Detail)
+	}
+	return head + ": " + strings.Join(parts, "; ")
+}
+
+// Decide computes the replay's verdict under the gate, stores it in the summary (Verdict)
+// and returns it. Damaged input always fails: a log that is cut short, cannot be read, holds
+// no audit event or more malformed lines than the gate allows.
+func (s *Summary) Decide(g Gate) *Verdict {
+	s.Verdict = g.verdict(s)
+	return s.Verdict
+}
+
+// verdictOf is the summary's Verdict, or a zero Gate's when Decide has not run.
+func verdictOf(s *Summary) *Verdict {
+	if s.Verdict != nil {
+		return s.Verdict
+	}
+	return Gate{}.verdict(s)
+}
+
+func (g Gate) verdict(s *Summary) *Verdict {
+	v := &Verdict{Gate: g}
+	fail := func(r Reason, n int, format string, args ...any) {
+		v.Failures = append(v.Failures, Failure{Reason: r, Count: n, Detail: fmt.Sprintf(format, args...)})
+	}
+	if s.Partial {
+		v.Partial = true
+		fail(ReasonInterrupted, s.Lines, "interrupted after %d lines: the summary is of what was read", s.Lines)
+	}
+	for _, u := range s.Unreadable {
+		fail(ReasonUnreadable, 1, "%s: the log is cut short or damaged: copy it again, or leave it out", u)
+	}
+	if events := s.IntermediateStages + s.Requests; events == 0 && !s.Partial {
+		fail(ReasonNoEvents, 0, "no audit events in %s (%d %s): nothing was replayed: give the files kube-apiserver's --audit-log-path writes", strings.Join(s.Files, ", "), s.Lines, plural(s.Lines, "line", "lines"))
+	}
+	if n := s.MalformedCount - len(s.Unreadable); n > g.MaxMalformed {
+		first := ""
+		for _, m := range s.Malformed {
+			if !m.unreadable {
+				first = ": the first is " + m.String()
+				break
+			}
+		}
+		fail(ReasonMalformed, n, "%d malformed %s, more than --max-malformed %d%s: repair the log, or allow them with --max-malformed", n, plural(n, "line", "lines"), g.MaxMalformed, first)
+	}
+	if g.CheckRecorded && len(s.Disagreements) > 0 {
+		fail(ReasonDisagreement, len(s.Disagreements), "%d %s with the verdicts the log records", len(s.Disagreements), plural(len(s.Disagreements), "disagreement", "disagreements"))
+	}
+	switch g.FailOn {
+	case FailOnDeny:
+		if s.Deny > 0 {
+			fail(ReasonDeny, s.Deny, "%d %s be denied (--fail-on deny)", s.Deny, plural(s.Deny, "request would", "requests would"))
+		}
+	case FailOnWarn:
+		if s.Deny > 0 {
+			fail(ReasonDeny, s.Deny, "%d %s be denied (--fail-on warn)", s.Deny, plural(s.Deny, "request would", "requests would"))
+		}
+		if s.Warn > 0 {
+			fail(ReasonWarn, s.Warn, "%d %s be warned (--fail-on warn)", s.Warn, plural(s.Warn, "request would", "requests would"))
+		}
+	case FailOnAnyChange:
+		if s.Changed > 0 {
+			fail(ReasonChanged, s.Changed, "%d %s be decided otherwise than the log records (--fail-on any-change)", s.Changed, plural(s.Changed, "request would", "requests would"))
+		}
+	}
+	v.Pass = len(v.Failures) == 0
+	return v
+}
+
+// BindingFails says whether the gate fails the replay for what the binding decided: with
+// FailOnDeny, a binding that denied; with FailOnWarn, one that denied or warned. Other
+// reasons are not a binding's (a changed request may be decided by several, or by none of
+// them); JUnit reports them as cases of their own.
+func (g Gate) BindingFails(b *BindingSummary) bool {
+	switch g.FailOn {
+	case FailOnDeny:
+		return b.Deny > 0
+	case FailOnWarn:
+		return b.Deny > 0 || b.Warn > 0
+	}
+	return false
+}

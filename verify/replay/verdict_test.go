@@ -1,0 +1,251 @@
+package replay
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// errAfter is a log that fails with err once its data is read.
+type errAfter struct {
+	r   io.Reader
+	err error
+}
+
+func (e *errAfter) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if errors.Is(err, io.EOF) {
+		return n, e.err
+	}
+	return n, err
+}
+
+// TestVerdict: damaged input always fails a replay, whatever the gate, and the gate's
+// predictions fail it when they are not met; the JUnit report and the final JSON line state
+// the same verdict.
+func TestVerdict(t *testing.T) {
+	basicLines := gunzipLines(t, filepath.Join(auditData, "kosmos-basic", "audit.log.gz"))
+	basic := strings.Join(basicLines, "")
+	gz := func(s string) []byte {
+		var b bytes.Buffer
+		zw := gzip.NewWriter(&b)
+		zw.Write([]byte(s))
+		zw.Close()
+		return b.Bytes()
+	}
+	whole := gz(basic)
+	truncated := whole[:len(whole)/2]
+	corrupt := append([]byte(nil), whole...)
+	for i := len(corrupt) / 2; i < len(corrupt)/2+64; i++ {
+		corrupt[i] ^= 0x55
+	}
+	flapping := filepath.Join(auditData, "kosmos-flapping")
+
+	tests := []struct {
+		name    string
+		dir     string // the scenario of the policies
+		sources []Source
+		gate    Gate
+		want    []Reason // nil: pass
+	}{
+		{"clean", "kosmos-basic", []Source{{Name: "basic.log", Reader: strings.NewReader(basic)}}, Gate{CheckRecorded: true, FailOn: FailOnAnyChange}, nil},
+		{"clean gzip", "kosmos-basic", []Source{{Name: "basic.log.gz", Reader: bytes.NewReader(whole)}}, Gate{}, nil},
+		{"truncated gzip", "kosmos-basic", []Source{{Name: "cut.log.gz", Reader: bytes.NewReader(truncated)}}, Gate{MaxMalformed: 1000}, []Reason{ReasonUnreadable}},
+		{"corrupt gzip", "kosmos-basic", []Source{{Name: "bad.log.gz", Reader: bytes.NewReader(corrupt)}}, Gate{}, []Reason{ReasonUnreadable, ReasonMalformed}},
+		{"read error", "kosmos-basic", []Source{{Name: "-", Reader: &errAfter{strings.NewReader(basic), errors.New("input/output error")}}}, Gate{}, []Reason{ReasonUnreadable}},
+		{"missing file", "kosmos-basic", []Source{{Name: filepath.Join(t.TempDir(), "gone.log")}}, Gate{}, []Reason{ReasonUnreadable, ReasonNoEvents}},
+		{"empty", "kosmos-basic", []Source{{Name: "empty.log", Reader: strings.NewReader("")}}, Gate{}, []Reason{ReasonNoEvents}},
+		{"no audit events", "kosmos-basic", []Source{{Name: "blank.log", Reader: strings.NewReader("\n\n")}}, Gate{}, []Reason{ReasonNoEvents}},
+		{"not a log", "kosmos-basic", []Source{{Name: "x.log", Reader: strings.NewReader("hello\nworld\n")}}, Gate{MaxMalformed: 5}, []Reason{ReasonNoEvents}},
+		{"one malformed line", "kosmos-basic", []Source{{Name: "m.log", Reader: strings.NewReader(basic + "{oops\n")}}, Gate{}, []Reason{ReasonMalformed}},
+		{"one malformed line tolerated", "kosmos-basic", []Source{{Name: "m.log", Reader: strings.NewReader(basic + "{oops\n")}}, Gate{MaxMalformed: 1}, nil},
+		{"a cut last line", "kosmos-basic", []Source{{Name: "-", Reader: strings.NewReader(basic[:len(basic)/2])}}, Gate{}, []Reason{ReasonMalformed}},
+		{"disagreements", "kosmos-flapping", []Source{{Name: filepath.Join(flapping, "audit.jsonl")}}, Gate{CheckRecorded: true}, []Reason{ReasonDisagreement}},
+		{"disagreements unchecked", "kosmos-flapping", []Source{{Name: filepath.Join(flapping, "audit.jsonl")}}, Gate{}, nil},
+		{"fail on deny", "kosmos-flapping", []Source{{Name: filepath.Join(flapping, "audit.jsonl")}}, Gate{FailOn: FailOnDeny}, []Reason{ReasonDeny}},
+		{"fail on warn", "kosmos-flapping", []Source{{Name: filepath.Join(flapping, "audit.jsonl")}}, Gate{FailOn: FailOnWarn}, []Reason{ReasonDeny}},
+		{"fail on any change", "kosmos-flapping", []Source{{Name: filepath.Join(flapping, "audit.jsonl")}}, Gate{FailOn: FailOnAnyChange, CheckRecorded: true}, []Reason{ReasonDisagreement, ReasonChanged}},
+		{"damage and a change", "kosmos-flapping", []Source{{Name: filepath.Join(flapping, "audit.jsonl")}, {Name: "cut.log.gz", Reader: bytes.NewReader(truncated)}}, Gate{FailOn: FailOnAnyChange}, []Reason{ReasonUnreadable, ReasonChanged}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(auditData, tc.dir)
+			ps, bs := loadPolicies(t, dir)
+			opts := []Option{WithCheckRecorded(tc.gate.CheckRecorded)}
+			if tc.dir == "kosmos-flapping" {
+				opts = append(opts, WithSnapshot(filepath.Join(dir, "snapshot.yaml")))
+			}
+			r, err := New(ps, bs, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum, err := r.Run(context.Background(), tc.sources, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := sum.Decide(tc.gate)
+			var got []Reason
+			for _, f := range v.Failures {
+				got = append(got, f.Reason)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("failures mismatch (-want +got):\n%s\n%s", diff, v)
+			}
+			if v.Pass != (len(tc.want) == 0) || v.Partial {
+				t.Errorf("verdict %s: pass %v, partial %v", v, v.Pass, v.Partial)
+			}
+			if sum.Verdict != v {
+				t.Error("Decide did not store the verdict in the summary")
+			}
+			checkOutputsAgree(t, sum)
+		})
+	}
+}
+
+// checkOutputsAgree holds the text summary, JUnit and the final JSON line to the summary's
+// verdict: the text says it first, JUnit has failures or errors exactly when it fails, the
+// final JSON line carries it.
+func checkOutputsAgree(t *testing.T, sum *Summary) {
+	t.Helper()
+	v := sum.Verdict
+	var text bytes.Buffer
+	if err := WriteText(&text, sum); err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(text.String(), "\n")
+	wantHead := "PASS: "
+	switch {
+	case v.Partial:
+		wantHead = "INTERRUPTED: "
+	case !v.Pass:
+		wantHead = "FAIL: "
+	}
+	if !strings.HasPrefix(first, wantHead) {
+		t.Errorf("text summary begins %q, want %q", first, wantHead)
+	}
+	for _, f := range v.Failures {
+		if !strings.Contains(text.String(), "  "+string(f.Reason)+": "+f.Detail+"\n") {
+			t.Errorf("text summary does not state %s: %s\n%s", f.Reason, f.Detail, text.String())
+		}
+	}
+
+	var junit bytes.Buffer
+	if err := WriteJUnit(&junit, sum); err != nil {
+		t.Fatal(err)
+	}
+	var suites junitSuites
+	if err := xml.Unmarshal(junit.Bytes(), &suites); err != nil {
+		t.Fatalf("JUnit does not parse: %v\n%s", err, junit.String())
+	}
+	s := suites.Suites[0]
+	failures, errs := 0, 0
+	for _, c := range s.Cases {
+		if c.Failure != nil {
+			failures++
+		}
+		if c.Error != nil {
+			errs++
+		}
+	}
+	if failures != s.Failures || errs != s.Errors || len(s.Cases) != s.Tests {
+		t.Errorf("JUnit counts failures=%d errors=%d tests=%d, its cases %d, %d, %d", s.Failures, s.Errors, s.Tests, failures, errs, len(s.Cases))
+	}
+	if fails := s.Failures+s.Errors > 0; fails == v.Pass {
+		t.Errorf("JUnit has %d failures and %d errors, the verdict is %s\n%s", s.Failures, s.Errors, v, junit.String())
+	}
+	if v.Partial != (s.Errors > 0) {
+		t.Errorf("JUnit has %d errors, the verdict is partial: %v", s.Errors, v.Partial)
+	}
+
+	var end bytes.Buffer
+	if err := WriteJSONLEnd(&end, sum); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(end.String(), "\n") != 1 {
+		t.Errorf("final JSON line is not one line: %q", end.String())
+	}
+	var got End
+	if err := json.Unmarshal(end.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(*v, *got.Verdict); diff != "" || got.Partial != v.Partial || got.Totals.Lines != sum.Lines {
+		t.Errorf("final JSON line mismatch (-verdict +line):\n%s\n%s", diff, end.String())
+	}
+}
+
+// cancelAfter is a log on a reader that may block, like standard input: once its first part
+// is read, the next read cancels the replay and blocks until the context says so.
+type cancelAfter struct {
+	ctx    context.Context
+	first  []byte
+	cancel func()
+}
+
+func (c *cancelAfter) Read(p []byte) (int, error) {
+	if len(c.first) > 0 {
+		n := copy(p, c.first)
+		c.first = c.first[n:]
+		return n, nil
+	}
+	c.cancel()
+	<-c.ctx.Done()
+	select {} // blocked, as standard input with no more data: the replay must not wait for it
+}
+
+// TestInterrupted: a replay whose context is canceled while it waits for more of its log stops
+// reading at once, replays and decides every line read, says it is partial, and every output
+// says so.
+func TestInterrupted(t *testing.T) {
+	lines := gunzipLines(t, filepath.Join(auditData, "kosmos-basic", "audit.log.gz"))
+	const read = 600
+	ps, bs := loadPolicies(t, filepath.Join(auditData, "kosmos-basic"))
+	r, err := New(ps, bs, WithCheckRecorded(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	log := &cancelAfter{ctx: ctx, first: []byte(strings.Join(lines[:read], "")), cancel: cancel}
+	var recs int
+	sum, err := r.Run(ctx, []Source{{Name: "-", Reader: log}}, func(*Record) error { recs++; return nil })
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v, want context.Canceled", err)
+	}
+	if !sum.Partial {
+		t.Error("the summary is not Partial")
+	}
+	if sum.Lines != read {
+		t.Errorf("lines = %d, want the %d read before the interrupt", sum.Lines, read)
+	}
+	if accounted := sum.MalformedCount + sum.Blank + sum.IntermediateStages + sum.Requests; accounted != sum.Lines {
+		t.Errorf("lines %d, accounted for %d", sum.Lines, accounted)
+	}
+	if sum.Evaluated != recs || total(sum.Indeterminate) != 0 {
+		t.Errorf("evaluated %d, records %d, indeterminate %v: every request read must be decided", sum.Evaluated, recs, sum.Indeterminate)
+	}
+	v := sum.Decide(Gate{CheckRecorded: true})
+	if v.Pass || !v.Partial || len(v.Failures) != 1 || v.Failures[0].Reason != ReasonInterrupted {
+		t.Errorf("verdict = %s, want interrupted only", v)
+	}
+	checkOutputsAgree(t, sum)
+}
+
+func TestParseFailOn(t *testing.T) {
+	for _, s := range []string{"", "deny", "warn", "any-change"} {
+		if got, err := ParseFailOn(s); err != nil || string(got) != s {
+			t.Errorf("ParseFailOn(%q) = %q, %v", s, got, err)
+		}
+	}
+	if _, err := ParseFailOn("maybe"); err == nil {
+		t.Error(`ParseFailOn("maybe") succeeded`)
+	}
+}

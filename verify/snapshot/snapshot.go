@@ -1,0 +1,222 @@
+// Package snapshot takes from a live cluster what a replay of audit logs through a set of
+// policies starts from (vapc replay --snapshot): the CustomResourceDefinitions, and the objects
+// of the resources the policies read: namespaces, the objects of their paramKinds, and those
+// they see as oldObject in an UPDATE or DELETE. It writes them as one List, as
+// `kubectl get -o yaml` does, with client-go.
+package snapshot
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/yaml"
+)
+
+// Resource is a resource a snapshot lists, and why a replay reads it.
+type Resource struct {
+	schema.GroupVersionResource
+	Why string
+}
+
+var (
+	crdsGVR       = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+)
+
+// Resources returns the resources a replay of the policies reads, as the cluster serves them
+// (mapper), CustomResourceDefinitions and namespaces first. Warnings say what cannot be
+// listed: a paramKind or resource the cluster does not serve, a wildcard rule.
+func Resources(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, mapper meta.RESTMapper) (resources []Resource, warnings []string) {
+	seen := map[schema.GroupResource]int{}
+	add := func(gvr schema.GroupVersionResource, why string) {
+		if i, ok := seen[gvr.GroupResource()]; ok {
+			if !strings.Contains(resources[i].Why, why) {
+				resources[i].Why += "; " + why
+			}
+			return
+		}
+		seen[gvr.GroupResource()] = len(resources)
+		resources = append(resources, Resource{gvr, why})
+	}
+	add(crdsGVR, "the kinds of the log and the paramKinds")
+	add(namespacesGVR, "namespaceSelector and namespaceObject")
+	var rest []Resource
+	restSeen := map[schema.GroupResource]int{}
+	addRest := func(gvr schema.GroupVersionResource, why string) {
+		if _, ok := seen[gvr.GroupResource()]; ok {
+			add(gvr, why)
+			return
+		}
+		if i, ok := restSeen[gvr.GroupResource()]; ok {
+			if !strings.Contains(rest[i].Why, why) {
+				rest[i].Why += "; " + why
+			}
+			return
+		}
+		restSeen[gvr.GroupResource()] = len(rest)
+		rest = append(rest, Resource{gvr, why})
+	}
+	for _, p := range policies {
+		if pk := p.Spec.ParamKind; pk != nil {
+			gv, err := schema.ParseGroupVersion(pk.APIVersion)
+			if err == nil {
+				var m *meta.RESTMapping
+				m, err = mapper.RESTMapping(gv.WithKind(pk.Kind).GroupKind(), gv.Version)
+				if err == nil {
+					addRest(m.Resource, "paramKind of "+p.Name)
+				}
+			}
+			if err != nil {
+				warnings = append(warnings, fmt.Sprintf("policy %s: paramKind %s %s is not served by the cluster: its params are not in the snapshot (%v)", p.Name, pk.APIVersion, pk.Kind, err))
+			}
+		}
+		mc := p.Spec.MatchConstraints
+		if mc == nil {
+			continue
+		}
+		for _, r := range mc.ResourceRules {
+			if !readsOld(r.Operations) {
+				continue
+			}
+			for _, g := range r.APIGroups {
+				for _, res := range r.Resources {
+					base, _, _ := strings.Cut(res, "/")
+					if g == "*" || base == "*" {
+						warnings = append(warnings, fmt.Sprintf("policy %s: the wildcard rule (apiGroups %v, resources %v) is not in the snapshot: give the objects it reads with another --snapshot file", p.Name, r.APIGroups, r.Resources))
+						continue
+					}
+					for _, v := range versions(r.APIVersions) {
+						gvr, err := mapper.ResourceFor(schema.GroupVersionResource{Group: g, Version: v, Resource: base})
+						if err != nil {
+							warnings = append(warnings, fmt.Sprintf("policy %s: %s is not served by the cluster: not in the snapshot (%v)", p.Name, schema.GroupResource{Group: g, Resource: base}, err))
+							continue
+						}
+						addRest(gvr, "oldObject of "+p.Name)
+					}
+				}
+			}
+		}
+	}
+	sort.SliceStable(rest, func(i, j int) bool {
+		return rest[i].GroupResource().String() < rest[j].GroupResource().String()
+	})
+	return append(resources, rest...), warnings
+}
+
+// readsOld says whether a rule's operations include one with an oldObject.
+func readsOld(ops []admissionregistrationv1.OperationType) bool {
+	for _, op := range ops {
+		switch op {
+		case admissionregistrationv1.Update, admissionregistrationv1.Delete, admissionregistrationv1.OperationAll:
+			return true
+		}
+	}
+	return false
+}
+
+// versions are the versions of a rule to list by: its first one, or the preferred ("") for a
+// wildcard; one version holds every object of a resource.
+func versions(vs []string) []string {
+	for _, v := range vs {
+		if v == "*" {
+			return []string{""}
+		}
+	}
+	if len(vs) == 0 {
+		return []string{""}
+	}
+	return vs[:1]
+}
+
+// Count is how many objects of a resource a snapshot holds.
+type Count struct {
+	Resource
+	Objects int
+}
+
+// Snapshot is the objects taken, in the order of their resources, and how many of each.
+type Snapshot struct {
+	Items  []unstructured.Unstructured
+	Counts []Count
+}
+
+// Client is what Take reads a cluster with.
+type Client struct {
+	Dynamic dynamic.Interface
+	Mapper  meta.RESTMapper
+}
+
+// NewClient returns the Client of a REST config: a dynamic client and a REST mapper from the
+// cluster's discovery.
+func NewClient(cfg *rest.Config) (*Client, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{Dynamic: dyn, Mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))}, nil
+}
+
+// pageSize is how many objects one List request asks for.
+const pageSize = 500
+
+// Take lists every object of the resources, page by page, without their managedFields (as
+// kubectl get shows them).
+func (c *Client) Take(ctx context.Context, resources []Resource) (*Snapshot, error) {
+	s := &Snapshot{}
+	for _, r := range resources {
+		n := 0
+		opts := metav1.ListOptions{Limit: pageSize}
+		for {
+			list, err := c.Dynamic.Resource(r.GroupVersionResource).List(ctx, opts)
+			if err != nil {
+				return nil, fmt.Errorf("listing %s (%s): %w", r.GroupResource(), r.Why, err)
+			}
+			for _, it := range list.Items {
+				unstructured.RemoveNestedField(it.Object, "metadata", "managedFields")
+				s.Items = append(s.Items, it)
+				n++
+			}
+			if list.GetContinue() == "" {
+				break
+			}
+			opts.Continue = list.GetContinue()
+		}
+		s.Counts = append(s.Counts, Count{Resource: r, Objects: n})
+	}
+	return s, nil
+}
+
+// Write writes the snapshot as one YAML List, as `kubectl get -o yaml` does.
+func (s *Snapshot) Write(w io.Writer) error {
+	items := make([]any, len(s.Items))
+	for i := range s.Items {
+		items[i] = s.Items[i].Object
+	}
+	data, err := yaml.Marshal(map[string]any{
+		"apiVersion": "v1", "kind": "List",
+		"metadata": map[string]any{"resourceVersion": ""},
+		"items":    items,
+	})
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(data)
+	return err
+}

@@ -1,0 +1,149 @@
+package snapshot
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+
+	"github.com/vapc-dev/vapc/cel"
+	"github.com/vapc-dev/vapc/verify/replay"
+)
+
+func inTreePolicies(t *testing.T) []*admissionregistrationv1.ValidatingAdmissionPolicy {
+	ps, _ := inTree(t)
+	return ps
+}
+
+func inTree(t *testing.T) ([]*admissionregistrationv1.ValidatingAdmissionPolicy, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+	t.Helper()
+	set, diags := cel.ReadPaths(nil, "../../policies")
+	if len(diags.Without(cel.Warning).Without(cel.Info)) > 0 {
+		t.Fatal(diags)
+	}
+	var ps []*admissionregistrationv1.ValidatingAdmissionPolicy
+	for _, p := range set.Policies {
+		ps = append(ps, p.ValidatingAdmissionPolicy)
+	}
+	var bs []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	for _, b := range set.Bindings {
+		bs = append(bs, b.ValidatingAdmissionPolicyBinding)
+	}
+	return ps, bs
+}
+
+func mapper() meta.RESTMapper {
+	m := meta.NewDefaultRESTMapper(nil)
+	for _, k := range []struct {
+		gvk   schema.GroupVersionKind
+		scope meta.RESTScope
+	}{
+		{schema.GroupVersionKind{Version: "v1", Kind: "Node"}, meta.RESTScopeRoot},
+		{schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, meta.RESTScopeRoot},
+		{schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, meta.RESTScopeNamespace},
+		{schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace},
+		{schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}, meta.RESTScopeRoot},
+	} {
+		m.Add(k.gvk, k.scope)
+	}
+	return m
+}
+
+// TestResources: the snapshot of the in-tree guards holds the CRDs, the namespaces, their
+// paramKinds' objects (Nodes, ConfigMaps) and what they see as oldObject (Nodes, Pods).
+func TestResources(t *testing.T) {
+	got, warnings := Resources(inTreePolicies(t), mapper())
+	var gotS []string
+	for _, r := range got {
+		gotS = append(gotS, r.GroupVersionResource.String()+": "+r.Why)
+	}
+	want := []string{
+		"apiextensions.k8s.io/v1, Resource=customresourcedefinitions: the kinds of the log and the paramKinds",
+		"/v1, Resource=namespaces: namespaceSelector and namespaceObject",
+		"/v1, Resource=configmaps: paramKind of eviction-toleration-floor",
+		"/v1, Resource=nodes: oldObject of drainer-cordon-guard; paramKind of kosmos-node-not-ready",
+		"/v1, Resource=pods: oldObject of eviction-toleration-floor; oldObject of kosmos-node-not-ready",
+	}
+	if diff := cmp.Diff(want, gotS); diff != "" || len(warnings) > 0 {
+		t.Errorf("Resources mismatch (-want +got):\n%s\nwarnings: %v", diff, warnings)
+	}
+
+	wild := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+	wild.Name = "wild"
+	wild.Spec.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: "example.com/v1", Kind: "Gadget"}
+	wild.Spec.MatchConstraints = &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+		RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: []admissionregistrationv1.OperationType{"*"},
+			Rule: admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"}}},
+	}}}
+	_, warnings = Resources([]*admissionregistrationv1.ValidatingAdmissionPolicy{wild}, mapper())
+	if len(warnings) != 2 {
+		t.Errorf("warnings for a wildcard rule and an unknown paramKind: %q", warnings)
+	}
+}
+
+// TestTakeAndReplay: a snapshot taken lists every page of every resource, without
+// managedFields, and vapc replay --snapshot reads what it writes.
+func TestTakeAndReplay(t *testing.T) {
+	obj := func(apiVersion, kind, ns, name string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion(apiVersion)
+		u.SetKind(kind)
+		u.SetNamespace(ns)
+		u.SetName(name)
+		u.SetManagedFields(nil)
+		unstructured.SetNestedSlice(u.Object, []any{map[string]any{"manager": "kubectl"}}, "metadata", "managedFields")
+		return u
+	}
+	objects := []runtime.Object{
+		obj("v1", "Namespace", "", "default"),
+		obj("v1", "Node", "", "kosmos-cluster7"),
+		obj("v1", "Pod", "default", "web-a"),
+		obj("v1", "ConfigMap", "kube-system", "eviction-toleration-floor"),
+	}
+	lists := map[schema.GroupVersionResource]string{}
+	for _, r := range []string{"namespaces", "nodes", "pods", "configmaps"} {
+		lists[schema.GroupVersionResource{Version: "v1", Resource: r}] = "List"
+	}
+	lists[crdsGVR] = "CustomResourceDefinitionList"
+	c := &Client{Dynamic: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), lists, objects...), Mapper: mapper()}
+	resources, _ := Resources(inTreePolicies(t), c.Mapper)
+	snap, err := c.Take(context.Background(), resources)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var counts []string
+	for _, n := range snap.Counts {
+		counts = append(counts, n.Resource.GroupVersionResource.Resource+" "+string(rune('0'+n.Objects)))
+	}
+	if diff := cmp.Diff([]string{"customresourcedefinitions 0", "namespaces 1", "configmaps 1", "nodes 1", "pods 1"}, counts); diff != "" {
+		t.Errorf("counts mismatch (-want +got):\n%s", diff)
+	}
+	var out bytes.Buffer
+	if err := snap.Write(&out); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(out.Bytes(), []byte("managedFields")) {
+		t.Errorf("the snapshot keeps managedFields:\n%s", out.String())
+	}
+	file := filepath.Join(t.TempDir(), "cluster.yaml")
+	if err := os.WriteFile(file, out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ps, bs := inTree(t)
+	r, err := replay.New(ps, bs, replay.WithSnapshot(file))
+	if err != nil {
+		t.Fatalf("replay does not read the snapshot: %v\n%s", err, out.String())
+	}
+	if n := r.State().Len(); n != 4 {
+		t.Errorf("the replay's State holds %d objects of the snapshot, want 4", n)
+	}
+}
