@@ -45,7 +45,27 @@ func (p FieldPath) String() string {
 	if len(p.Steps) == 0 {
 		return p.Root
 	}
-	return p.Root + "." + strings.Join(p.Steps, ".")
+	var b strings.Builder
+	b.WriteString(p.Root)
+	for _, s := range p.Steps {
+		if s == AnyStep || isIdent(s) {
+			b.WriteString("." + s)
+		} else {
+			fmt.Fprintf(&b, "[%q]", s)
+		}
+	}
+	return b.String()
+}
+
+// isIdent says whether a field's name can follow a dot in CEL (a map key such as a label's
+// may not: it is written in brackets).
+func isIdent(s string) bool {
+	for i, r := range s {
+		if r != '_' && (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (i == 0 || r < '0' || r > '9') {
+			return false
+		}
+	}
+	return s != ""
 }
 
 func (p FieldPath) with(step string) FieldPath {

@@ -24,16 +24,18 @@ func init() {
 }
 
 type replayFlags struct {
-	policies      stringList
-	snapshots     stringList
-	crds          stringList
-	output        string
-	failOn        string
-	checkRecorded bool
-	maxLine       int
-	maxMalformed  int
-	report        string
-	reportRedact  stringList
+	policies       stringList
+	snapshots      stringList
+	crds           stringList
+	output         string
+	failOn         string
+	checkRecorded  bool
+	maxLine        int
+	maxMalformed   int
+	report         string
+	reportRedact   stringList
+	enablePlugins  string
+	disablePlugins string
 }
 
 func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -62,6 +64,10 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	if f.maxMalformed < 0 {
 		return usagef("replay: --max-malformed must be 0 or more, not %d", f.maxMalformed)
+	}
+	plugins, err := replay.AdmissionPlugins(splitList(f.enablePlugins), splitList(f.disablePlugins))
+	if err != nil {
+		return usagef("replay: %v", err)
 	}
 	gate := replay.Gate{FailOn: failOn, CheckRecorded: f.checkRecorded, MaxMalformed: f.maxMalformed}
 	stdinUses := 0
@@ -129,6 +135,7 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	opts := []replay.Option{
 		replay.WithResources(cat), replay.WithSnapshot(snapshots...),
 		replay.WithCheckRecorded(f.checkRecorded), replay.WithMaxLineBytes(f.maxLine),
+		replay.WithAdmissionPlugins(plugins),
 	}
 	if isTerminal(stderr) {
 		opts = append(opts, replay.WithProgress(time.Second, func(p replay.Progress) {
@@ -295,6 +302,19 @@ func (f *replayFlags) flagSet(stdout, stderr io.Writer) *flagSet {
 	fs.IntVar(&f.maxLine, "max-line-bytes", replay.DefaultMaxLineBytes, "longest log line read; longer lines are reported as malformed")
 	fs.IntVar(&f.maxMalformed, "max-malformed", 0, "malformed lines tolerated before the replay fails (a log cut short or unreadable always fails it)")
 	fs.StringVar(&f.report, "report", "", "also write an HTML report of the replay (node, eviction and decision timelines) to this file")
+	fs.StringVar(&f.enablePlugins, "enable-admission-plugins", "", "built-in admission plugins the cluster enables beyond kube-apiserver's defaults, comma-separated as kube-apiserver takes them")
+	fs.StringVar(&f.disablePlugins, "disable-admission-plugins", "", "built-in admission plugins the cluster disables of kube-apiserver's defaults, comma-separated")
 	fs.Var(&f.reportRedact, "report-redact", "GROUP/RESOURCE (RESOURCE for the core group) whose values the report replaces by their sizes, as it does for secrets (repeatable)")
 	return fs
+}
+
+// splitList splits a comma-separated flag value, as kube-apiserver splits its plugin lists.
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }

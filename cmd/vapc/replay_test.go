@@ -157,3 +157,51 @@ spec:
 		})
 	}
 }
+
+// TestReplayAdmissionPlugins: --enable-admission-plugins and --disable-admission-plugins set the
+// built-in plugins a request is sent through before the policies, as kube-apiserver's flags
+// do. The log's pod asked for IfNotPresent; the cluster ran AlwaysPullImages, which set Always,
+// so the policy admitted it.
+func TestReplayAdmissionPlugins(t *testing.T) {
+	dir := t.TempDir()
+	policy := filepath.Join(dir, "policy.yaml")
+	writeFile(t, policy, `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: always-pull}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}]
+  validations:
+  - expression: "object.spec.containers.all(c, c.imagePullPolicy == 'Always')"
+    message: images are pulled always
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: always-pull}
+spec: {policyName: always-pull, validationActions: [Deny]}
+`)
+	log := filepath.Join(dir, "audit.jsonl")
+	writeFile(t, log, `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Request","auditID":"1","stage":"ResponseComplete","requestURI":"/api/v1/namespaces/default/pods","verb":"create","user":{"username":"admin","groups":["system:masters"]},"objectRef":{"resource":"pods","namespace":"default","name":"web","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":201},"requestObject":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"default"},"spec":{"containers":[{"name":"c","image":"nginx:1.27","imagePullPolicy":"IfNotPresent"}]}}}
+`)
+	for _, tc := range []struct {
+		name     string
+		flags    []string
+		want     int
+		contains string
+	}{
+		{"the cluster's plugin", []string{"--enable-admission-plugins=AlwaysPullImages"}, exitOK, "admit 1"},
+		{"the defaults", nil, exitFindings, "1 disagreement with the verdicts"},
+		{"enabled and disabled", []string{"--enable-admission-plugins", "AlwaysPullImages", "--disable-admission-plugins", "AlwaysPullImages"}, exitFindings, "deny 1"},
+		{"unknown plugin", []string{"--enable-admission-plugins=NoSuchPlugin"}, exitUsage, `unknown admission plugin "NoSuchPlugin"`},
+		{"plugin a replay cannot run", []string{"--enable-admission-plugins=ImagePolicyWebhook"}, exitUsage, `"ImagePolicyWebhook" cannot be replayed`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append(append([]string{"replay", "--check-recorded", "--policies", policy}, tc.flags...), log)
+			stdout, stderr, code := runVapc(t, "", args...)
+			if code != tc.want || !strings.Contains(stdout+stderr, tc.contains) {
+				t.Errorf("vapc %s: exit %d, want %d with %q\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, tc.want, tc.contains, stdout, stderr)
+			}
+		})
+	}
+}

@@ -264,7 +264,7 @@ var byDesignIndeterminate = []string{
 	// The deletion an eviction makes is not in the log: the replay follows it, but for the
 	// clock and the resourceVersion it set.
 	"evicted at ",
-	"when the eviction marked the pod deleted",
+	"wrote the object, which the log does not",
 	// The uid and clock of a refused create, the name it generated when the log does not
 	// say, the addresses a refused Service create allocated, the suffix of a token volume.
 	"the uid the server generated",

@@ -322,3 +322,120 @@ func TestEvictionDryRun(t *testing.T) {
 		t.Errorf("disagreements: %v", sum.Disagreements)
 	}
 }
+
+// TestBindingReplayed: a pod bound through pods/binding is stored with its node, the node's
+// topology labels (PodTopologyLabels) and the PodScheduled condition, none of which the log
+// shows; a later policy on the pod's deletion reads them. Without the node, its labels are not
+// known and the decision is indeterminate.
+func TestBindingReplayed(t *testing.T) {
+	p, b := levelPolicy("bound", "pods", admissionregistrationv1.Delete, nil,
+		`oldObject.spec.nodeName != 'n1' || !('topology.kubernetes.io/zone' in oldObject.metadata.labels) || !oldObject.status.conditions.exists(c, c.type == 'PodScheduled' && c.status == 'True')`)
+	node := map[string]any{"apiVersion": "v1", "kind": "Node", "metadata": map[string]any{"name": "n1", "uid": "u-n1", "resourceVersion": "5",
+		"labels": map[string]any{"topology.kubernetes.io/zone": "z1"}}}
+	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "web", "namespace": "ns1", "uid": "u-web", "resourceVersion": "6"},
+		"spec":   map[string]any{"containers": []any{map[string]any{"name": "c", "image": "nginx"}}},
+		"status": map[string]any{"phase": "Pending"}}
+	binding := map[string]any{"apiVersion": "v1", "kind": "Binding", "metadata": map[string]any{"name": "web", "namespace": "ns1"},
+		"target": map[string]any{"kind": "Node", "name": "n1"}}
+	bind := levelEvent(t, "3", LevelRequest, "create", "pods", "ns1", "web", 201, "", binding, nil)
+	bind = strings.Replace(bind, `"resource":"pods"`, `"resource":"pods","subresource":"binding"`, 1)
+	bind = strings.Replace(bind, `"requestURI":"/api/v1/namespaces/ns1/pods"`, `"requestURI":"/api/v1/namespaces/ns1/pods/web/binding"`, 1)
+	denied := `pods "web" is forbidden: ValidatingAdmissionPolicy 'bound' with binding 'bound' denied request: denied by bound`
+	del := levelEvent(t, "4", LevelRequest, "delete", "pods", "ns1", "web", 422, denied, nil, nil)
+	for _, tc := range []struct {
+		name     string
+		withNode bool
+		want     string
+	}{
+		{"node known", true, DecisionDeny},
+		{"node unknown", false, DecisionIndeterminate},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lines := []string{levelEvent(t, "2", LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod), bind, del}
+			if tc.withNode {
+				lines = append([]string{levelEvent(t, "1", LevelRequestResponse, "create", "nodes", "", "n1", 201, "", node, node)}, lines...)
+			}
+			sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, lines...)
+			rec := recs["4"]
+			if rec == nil || rec.Decision != tc.want {
+				t.Fatalf("request 4 = %+v, want %s", rec, tc.want)
+			}
+			t.Logf("request 4: %s %s", rec.Decision, rec.Indeterminate)
+			if tc.want == DecisionIndeterminate && !strings.Contains(rec.Indeterminate, "n1") {
+				t.Errorf("request 4 indeterminate %q, want it to name the node n1", rec.Indeterminate)
+			}
+			if len(sum.Disagreements) != 0 {
+				t.Errorf("disagreements: %v", sum.Disagreements)
+			}
+		})
+	}
+}
+
+// TestOldObjectConverted: an object stored from a response in one version is the oldObject of a
+// request in another, converted through the internal version as the server does
+// (autoscaling/v2's metrics are autoscaling/v1's targetCPUUtilizationPercentage).
+func TestOldObjectConverted(t *testing.T) {
+	p, b := levelPolicy("cpu", "horizontalpodautoscalers", admissionregistrationv1.Update, nil, `oldObject.spec.targetCPUUtilizationPercentage != 50 || object.spec.maxReplicas != 4`)
+	p.Spec.MatchConstraints.ResourceRules[0].APIGroups = []string{"autoscaling"}
+	p.Spec.MatchConstraints.ResourceRules[0].APIVersions = []string{"v1"}
+	p.Spec.MatchConstraints.MatchPolicy = ptr.To(admissionregistrationv1.Exact)
+	v2 := map[string]any{"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+		"metadata": map[string]any{"name": "h", "namespace": "ns1", "uid": "u-h", "resourceVersion": "7"},
+		"spec": map[string]any{"maxReplicas": 3, "scaleTargetRef": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"},
+			"metrics": []any{map[string]any{"type": "Resource", "resource": map[string]any{"name": "cpu", "target": map[string]any{"type": "Utilization", "averageUtilization": 50}}}}}}
+	v1 := map[string]any{"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler",
+		"metadata": map[string]any{"name": "h", "namespace": "ns1", "uid": "u-h", "resourceVersion": "7"},
+		"spec":     map[string]any{"maxReplicas": 4, "targetCPUUtilizationPercentage": 60, "scaleTargetRef": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"}}}
+	v1five := map[string]any{"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler",
+		"metadata": map[string]any{"name": "h", "namespace": "ns1", "uid": "u-h", "resourceVersion": "8"},
+		"spec":     map[string]any{"maxReplicas": 5, "targetCPUUtilizationPercentage": 60, "scaleTargetRef": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"}}}
+	hpa := func(id, verb, version string, code int32, msg string, req, resp map[string]any) string {
+		line := levelEvent(t, id, LevelRequestResponse, verb, "horizontalpodautoscalers", "ns1", "h", code, msg, req, resp)
+		line = strings.Replace(line, `"requestURI":"/api/v1/`, `"requestURI":"/apis/autoscaling/`+version+`/`, 1)
+		return strings.Replace(line, `"apiVersion":"v1","name":"h"`, `"apiGroup":"autoscaling","apiVersion":"`+version+`","name":"h"`, 1)
+	}
+	denied := `horizontalpodautoscalers.autoscaling "h" is forbidden: ValidatingAdmissionPolicy 'cpu' with binding 'cpu' denied request: denied by cpu`
+	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+		hpa("1", "create", "v2", 201, "", v2, v2),
+		hpa("2", "update", "v1", 422, denied, v1, nil),
+		hpa("3", "update", "v1", 200, "", v1five, v1five))
+	// Request 2 is refused, and sent through the pipeline; request 3 is admitted, and rebuilt
+	// from the log with the stored object converted.
+	if rec := recs["2"]; rec == nil || rec.Decision != DecisionDeny || rec.Message != denied {
+		t.Fatalf("request 2 = %+v, want deny %q", rec, denied)
+	}
+	if rec := recs["3"]; rec == nil || rec.Decision != DecisionAdmit {
+		t.Fatalf("request 3 = %+v, want admit", rec)
+	}
+	if len(sum.Disagreements) != 0 {
+		t.Errorf("disagreements: %v", sum.Disagreements)
+	}
+}
+
+// TestDeleteCollectionUnknowns: the objects a deletecollection deletes carry what the State does
+// not know of them (here the resourceVersion a binding's write gave the pod) into their
+// deletions' oldObject.
+func TestDeleteCollectionUnknowns(t *testing.T) {
+	p, b := levelPolicy("rv", "pods", admissionregistrationv1.Delete, nil, `oldObject.metadata.resourceVersion != '6'`)
+	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1", "uid": "u-ns1", "resourceVersion": "2"}}
+	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "web", "namespace": "ns1", "uid": "u-web", "resourceVersion": "6"},
+		"spec":   map[string]any{"containers": []any{map[string]any{"name": "c", "image": "nginx"}}},
+		"status": map[string]any{"phase": "Pending"}}
+	binding := map[string]any{"apiVersion": "v1", "kind": "Binding", "metadata": map[string]any{"name": "web", "namespace": "ns1"},
+		"target": map[string]any{"kind": "Node", "name": "n1"}}
+	bind := levelEvent(t, "3", LevelRequest, "create", "pods", "ns1", "web", 201, "", binding, nil)
+	bind = strings.Replace(bind, `"resource":"pods"`, `"resource":"pods","subresource":"binding"`, 1)
+	bind = strings.Replace(bind, `"requestURI":"/api/v1/namespaces/ns1/pods"`, `"requestURI":"/api/v1/namespaces/ns1/pods/web/binding"`, 1)
+	del := levelEvent(t, "4", LevelRequestResponse, "deletecollection", "pods", "ns1", "", 200, "", nil, map[string]any{"apiVersion": "v1", "kind": "PodList", "metadata": map[string]any{}, "items": []any{}})
+	del = strings.Replace(del, `"requestURI":"/api/v1/namespaces/ns1/pods/"`, `"requestURI":"/api/v1/namespaces/ns1/pods"`, 1)
+	def := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "default", "uid": "u-default", "resourceVersion": "1"}}
+	_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+		// The log begins with the cluster: the State knows every pod.
+		strings.Replace(levelEvent(t, "0", LevelRequestResponse, "create", "namespaces", "", "default", 201, "", def, def), `"username":"admin"`, `"username":"system:apiserver"`, 1),
+		levelEvent(t, "1", LevelRequestResponse, "create", "namespaces", "", "ns1", 201, "", ns, ns),
+		levelEvent(t, "2", LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod), bind, del)
+	rec := recs["4"]
+	if rec == nil || rec.Decision != DecisionIndeterminate || !strings.Contains(rec.Indeterminate, "resourceVersion") {
+		t.Fatalf("request 4 = %+v (%s %s %v), want indeterminate on the pod's resourceVersion", rec, rec.Decision, rec.Indeterminate, rec.Notes)
+	}
+}

@@ -96,18 +96,23 @@ func newScope(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bin
 	s.readsNamespaces = s.readsNamespaces || nsBinding
 	s.pluginInputs = map[schema.GroupResource]bool{}
 	for _, in := range pluginInputs {
-		if s.anyMatch(in.gvr, in.sub, admission.Create) {
+		if s.anyMatch(in.gvr, in.sub, admission.Create) || s.anyMatch(in.gvr, in.sub, admission.Update) {
 			for _, gr := range in.reads {
 				s.pluginInputs[gr] = true
 			}
 		}
 	}
+	if s.keeps(schema.GroupResource{Resource: "pods"}) {
+		// The ordered stage replays a binding over the pods it keeps (replayWrite), and
+		// PodTopologyLabels reads the binding's node.
+		s.pluginInputs[schema.GroupResource{Resource: "nodes"}] = true
+	}
 	return s
 }
 
 // pluginInputs are the resources the default admission plugins read, by the request they read
-// them for (plugin/pkg/admission/...): a pod's ServiceAccount, LimitRanges, PriorityClass and
-// RuntimeClass; a binding's Node (PodTopologyLabels); a claim's default StorageClass; an
+// them for (plugin/pkg/admission/...): a pod's ServiceAccount, LimitRanges, PriorityClass,
+// RuntimeClass and Node (PodTopologyLabels, when it names one); a binding's Node; a claim's default StorageClass; an
 // ingress's default IngressClass. Namespaces are always kept.
 var pluginInputs = []struct {
 	gvr   schema.GroupVersionResource
@@ -117,6 +122,7 @@ var pluginInputs = []struct {
 	{schema.GroupVersionResource{Version: "v1", Resource: "pods"}, "", []schema.GroupResource{
 		{Resource: "serviceaccounts"}, {Resource: "limitranges"},
 		{Group: "scheduling.k8s.io", Resource: "priorityclasses"}, {Group: "node.k8s.io", Resource: "runtimeclasses"},
+		{Resource: "nodes"}, // PodTopologyLabels, for a pod written with its node
 	}},
 	{schema.GroupVersionResource{Version: "v1", Resource: "pods"}, "binding", []schema.GroupResource{{Resource: "nodes"}}},
 	{schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}, "", []schema.GroupResource{{Group: "storage.k8s.io", Resource: "storageclasses"}}},

@@ -162,7 +162,9 @@ var pluginUnknowns = map[schema.GroupResource][]vapccel.Unknown{
 		{Path: objectPath("spec", "tolerations")},
 	},
 	{Resource: "nodes"}: {
-		{Path: objectPath("metadata", "labels")},
+		// PodTopologyLabels copies these two of the node's labels (its default config).
+		{Path: objectPath("metadata", "labels", "topology.kubernetes.io/zone")},
+		{Path: objectPath("metadata", "labels", "topology.kubernetes.io/region")},
 	},
 	{Group: "storage.k8s.io", Resource: "storageclasses"}: {
 		{Path: objectPath("spec", "storageClassName")},

@@ -121,6 +121,9 @@ type Replayer struct {
 	observer      Observer
 
 	admissionPlugins []string
+	// orderedPlugins are the admission plugins the ordered stage replays writes through
+	// (replayWrite).
+	orderedPlugins *apiserver.Plugins
 	// reads are what each policy reads of the request's objects; selects what its object
 	// selectors and its bindings' read; conditions what each of its matchConditions reads.
 	reads      map[string]vapccel.Reads
@@ -414,7 +417,7 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 		j.prior = r.state.prior(t.gvr.GroupResource(), t.namespace, t.name)
 	}
 	if ev.Verb == "deletecollection" {
-		j.list, j.listUnknown = r.state.list(t.gvr.GroupResource(), t.namespace)
+		j.list, j.listUnknowns, j.listUnknown = r.state.list(t.gvr.GroupResource(), t.namespace)
 	}
 	// An unknown namespace is a miss only when a matched policy selects or reads it.
 	j.view = r.state.View(ep.scope.readNamespaces(policies))
@@ -479,12 +482,10 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 	switch ev.Verb {
 	case "create", "update", "patch", "apply":
 		switch {
-		case gr == (schema.GroupResource{Resource: "pods"}) && t.sub == "binding":
-			r.applyBinding(ev, t, src)
+		case gr == (schema.GroupResource{Resource: "pods"}) && (t.sub == "binding" || t.sub == "eviction"):
+			r.replayWrite(ctx, ev, t, src)
 		case gr == (schema.GroupResource{Resource: "serviceaccounts"}) && t.sub == "token":
 			// A TokenRequest issues a token; the ServiceAccount is not written.
-		case t.sub == "eviction":
-			r.applyEviction(ctx, ev, t, src)
 		case derivesScale(t) && r.applyScale(ev, t, resp, src):
 		case isMain:
 			put(resp, src)
@@ -625,34 +626,3 @@ func (r *Replayer) applyScale(ev *Event, t target, resp *unstructured.Unstructur
 	return true
 }
 
-// applyBinding sets the node of a pod bound through pods/binding, as the binding REST does
-// (spec.nodeName and the binding's annotations); the pod's new resourceVersion and
-// PodScheduled condition are not in the log.
-func (r *Replayer) applyBinding(ev *Event, t target, src string) {
-	gr := t.gvr.GroupResource()
-	pod, _, unknown, found := r.state.Lookup(gr, t.namespace, t.name)
-	if !found || unknown != "" {
-		return
-	}
-	b := decodeObject(ev.RequestObject)
-	node := ""
-	if b != nil {
-		node, _, _ = unstructured.NestedString(b.Object, "target", "name")
-	}
-	if node == "" {
-		r.state.Forget(gr, t.mainKind, t.namespace, t.name, "bound at "+src+" without a recorded target")
-		return
-	}
-	_ = unstructured.SetNestedField(pod.Object, node, "spec", "nodeName")
-	if ann := b.GetAnnotations(); len(ann) > 0 {
-		a := pod.GetAnnotations()
-		if a == nil {
-			a = map[string]string{}
-		}
-		for k, v := range ann {
-			a[k] = v
-		}
-		pod.SetAnnotations(a)
-	}
-	_ = r.state.Put(gr, pod, src+" (pods/binding: spec.nodeName set)")
-}

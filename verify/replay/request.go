@@ -127,6 +127,14 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior) rebuilt 
 		gr := t.gvr.GroupResource()
 		u, unknown := p.decode()
 		source, found := p.source, p.found
+		if found && unknown == "" && p.kept && len(p.unknowns) == 0 && u.GroupVersionKind() != t.mainKind {
+			// The server holds its objects in its internal version and converts the stored
+			// one to the request's, as the replay does here.
+			if conv := convertStored(u, t.mainKind); conv != nil {
+				source += ", converted from " + u.GetAPIVersion()
+				u = conv
+			}
+		}
 		switch {
 		case !p.kept:
 			b.indeterminate = "old-object-unknown: " + gr.String() + " is not kept"
@@ -135,7 +143,7 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior) rebuilt 
 		case !found:
 			b.indeterminate = fmt.Sprintf("old-object-unknown: %s %s is not in the snapshot or earlier in the log", gr, joinKey(t.namespace, t.name))
 		case u.GroupVersionKind() != t.mainKind:
-			b.indeterminate = fmt.Sprintf("old-object-version: %s %s is stored as %s, the request is for %s", gr, joinKey(t.namespace, t.name), u.GroupVersionKind(), t.mainKind)
+			b.indeterminate = fmt.Sprintf("old-object-version: %s %s is stored as %s and does not convert to %s", gr, joinKey(t.namespace, t.name), u.GroupVersionKind(), t.mainKind)
 		case derivesScale(t):
 			scale, err := scaleFrom(gr, u)
 			if err != nil {

@@ -485,6 +485,16 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 			s.calls[i].unknowns = append(s.calls[i].unknowns, rooted(priorUnknowns, t.op == admission.Update)...)
 		}
 	}
+	if len(j.listUnknowns) > 0 {
+		// A deletecollection deletes each object it listed: what the State does not know of
+		// one is not known in its deletion's oldObject.
+		// Its admissions are named by the oldObject only (the request has no name).
+		for i := range s.calls {
+			if m, err := meta.Accessor(s.calls[i].attrs.GetOldObject()); err == nil {
+				s.calls[i].unknowns = append(s.calls[i].unknowns, rooted(j.listUnknowns[objectKey{m.GetNamespace(), m.GetName()}], false)...)
+			}
+		}
+	}
 	if oldUnknown != "" {
 		// The stand-in's fields are all unknown, and so are the delete options the store
 		// derives from the stored object (a pod's grace period): the decision stands only if
@@ -802,6 +812,23 @@ func versioned(obj runtime.Object, gvk schema.GroupVersionKind) *unstructured.Un
 	return u
 }
 
+// convertStored converts an object of the scheme the State holds in one version to another,
+// through the internal version as the server does, or returns nil.
+func convertStored(u *unstructured.Unstructured, gvk schema.GroupVersionKind) *unstructured.Unstructured {
+	if !kubescheme.Knows(gvk) {
+		return nil
+	}
+	typed, err := kubescheme.Scheme.New(u.GroupVersionKind())
+	if err != nil || runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, typed) != nil {
+		return nil
+	}
+	internal, err := kubescheme.Scheme.ConvertToVersion(typed, gvk.GroupKind().WithVersion(runtime.APIVersionInternal).GroupVersion())
+	if err != nil {
+		return nil
+	}
+	return versioned(internal, gvk)
+}
+
 // unknownValue replaces, in the objects an observer sees, the values the replay does not know
 // (the replay's own uid, clock and generated names).
 const unknownValue = "<unknown>"
@@ -853,19 +880,23 @@ func maskPath(v any, steps []string) {
 	}
 }
 
-// applyEviction follows, in the State, what a successful eviction did to its pod, which the
-// log does not show: the ordered stage sends the eviction through the pipeline again, over the
-// pod as the State holds it, and keeps what the eviction REST wrote (the pod marked deleted
-// with its DisruptionTarget condition, or deleted at once). The fields the server's clock and
-// storage set are not known.
-func (r *Replayer) applyEviction(ctx context.Context, ev *Event, t target, src string) {
+// replayWrite follows, in the State, what a successful write through a subresource did to its
+// object when the log does not show the result: a pod's eviction (the pod marked deleted with
+// its DisruptionTarget condition, or deleted at once) and its binding (its node, the binding's
+// and the node's topology labels, the PodScheduled condition). The ordered stage sends the
+// request through the pipeline again, with the built-in admission plugins, over the object as
+// the State holds it, and keeps what the subresource's REST wrote. The fields the server's
+// clock and storage set, and those a plugin set from an object the replay does not know, are
+// not known.
+func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, src string) {
 	gr := t.gvr.GroupResource()
+	what := describe(t.gvr, t.sub)
 	forget := func(why string) {
-		r.state.Forget(gr, t.mainKind, t.namespace, t.name, "evicted at "+src+": "+why)
+		r.state.Forget(gr, t.mainKind, t.namespace, t.name, "written through "+what+" at "+src+": "+why)
 	}
 	p := r.state.prior(gr, t.namespace, t.name)
 	if !p.found || p.raw == nil {
-		forget("the pod was not known")
+		forget("the object was not known")
 		return
 	}
 	srv, err := pipelineServer()
@@ -875,17 +906,27 @@ func (r *Replayer) applyEviction(ctx context.Context, ev *Event, t target, src s
 	}
 	req, ok := serveRequest(ev, t)
 	if !ok {
-		forget("the eviction is not a request the pipeline takes")
+		forget("the request is not one the pipeline takes")
 		return
 	}
+	if r.orderedPlugins == nil {
+		if r.orderedPlugins, err = apiserver.NewPlugins(r.admissionPlugins); err != nil {
+			forget(err.Error())
+			return
+		}
+	}
+	// The log shows the request succeeded: it got past the plugins.
+	pc := &pluginCluster{v: r.state.View(false), mapper: r.cur().resources.RESTMapper(), passed: true}
+	r.orderedPlugins.SetCluster(pc)
 	objs := &jobObjects{gr: gr, namespace: t.namespace, name: t.name, prior: p}
-	resp, err := srv.Do(ctx, req, &apiserver.Exchange{Objects: objs})
+	resp, err := srv.Do(ctx, req, &apiserver.Exchange{Objects: objs, Plugins: r.orderedPlugins})
+	r.orderedPlugins.SetCluster(nil)
 	switch {
 	case err != nil:
 		forget(err.Error())
 		return
 	case resp.Code >= 300:
-		forget("replayed, the eviction fails: " + describeStatus(resp))
+		forget("replayed, the request fails: " + describeStatus(resp))
 		return
 	}
 	var last *apiserver.Write
@@ -896,29 +937,30 @@ func (r *Replayer) applyEviction(ctx context.Context, ev *Event, t target, src s
 	}
 	switch {
 	case last == nil:
-		// The eviction left the pod as it was (a pod being deleted already).
+		// The request left the object as it was (a pod being deleted already).
 	case last.Object == nil:
 		r.state.Delete(gr, t.mainKind, t.namespace, t.name)
 	default:
 		u := versioned(last.Object, t.mainKind)
 		if u == nil {
-			forget("the evicted pod does not convert")
+			forget("the written object does not convert")
 			return
 		}
-		why := "the server's storage when the eviction marked the pod deleted, which the log does not show"
-		unknowns := []vapccel.Unknown{{Path: objectPath("metadata", "resourceVersion"), ValueOnly: true, Why: why}}
+		unknowns := []vapccel.Unknown{{Path: objectPath("metadata", "resourceVersion"), ValueOnly: true,
+			Why: "the server's storage when " + what + " wrote the object, which the log does not show"}}
 		if second, ok := serverSecond(ev); ok {
 			// The clock read the second the log holds: the replay's own clock's readings are
 			// put back to it.
 			setClock(u, p.raw, second)
 		} else {
-			why := "the server's clock when the eviction marked the pod deleted, which the log does not hold to the second"
+			why := "the server's clock when " + what + " wrote the object, which the log does not hold to the second"
 			for _, steps := range [][]string{{"metadata", "deletionTimestamp"},
 				{"metadata", "managedFields", vapccel.AnyStep, "time"}, {"status", "conditions", vapccel.AnyStep, "lastTransitionTime"}} {
 				unknowns = append(unknowns, vapccel.Unknown{Path: objectPath(steps...), ValueOnly: true, Why: why})
 			}
 		}
-		_ = r.state.putPartly(gr, u, unknowns, src+" (the eviction's deletion, replayed)")
+		unknowns = append(unknowns, pc.unknowns()...)
+		_ = r.state.putPartly(gr, u, unknowns, src+" ("+what+", replayed)")
 	}
 }
 

@@ -430,24 +430,31 @@ func (p prior) decode() (*unstructured.Unstructured, string) {
 
 // list returns the JSON of every object of the resource in the namespace (every namespace
 // when it is empty), in no order, or why the State does not know them all.
-func (s *State) list(gr schema.GroupResource, namespace string) ([][]byte, string) {
+func (s *State) list(gr schema.GroupResource, namespace string) ([][]byte, map[objectKey][]vapccel.Unknown, string) {
 	switch {
 	case !s.keep(gr):
-		return nil, "the replay does not keep " + gr.String()
+		return nil, nil, "the replay does not keep " + gr.String()
 	case !s.Complete(gr):
-		return nil, "the snapshot and the log do not hold every object of " + gr.String()
+		return nil, nil, "the snapshot and the log do not hold every object of " + gr.String()
 	}
 	out := [][]byte{}
+	var unknowns map[objectKey][]vapccel.Unknown
 	for k, e := range s.objects[gr] {
 		if namespace != "" && k.namespace != namespace {
 			continue
 		}
 		if e.raw == nil {
-			return nil, fmt.Sprintf("%s %s: %s", gr, joinKey(k.namespace, k.name), shortReason(e.unknown))
+			return nil, nil, fmt.Sprintf("%s %s: %s", gr, joinKey(k.namespace, k.name), shortReason(e.unknown))
 		}
 		out = append(out, e.raw)
+		if len(e.unknowns) > 0 {
+			if unknowns == nil {
+				unknowns = map[objectKey][]vapccel.Unknown{}
+			}
+			unknowns[k] = e.unknowns
+		}
 	}
-	return out, ""
+	return out, unknowns, ""
 }
 
 // Len is the number of objects the State holds.

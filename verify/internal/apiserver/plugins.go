@@ -71,6 +71,9 @@ func DefaultPlugins() []string {
 func SelectPlugins(enable, disable []string) ([]string, error) {
 	on := sets.New(DefaultPlugins()...)
 	for _, name := range enable {
+		if !slices.Contains(kubeoptions.AllOrderedPlugins, name) {
+			return nil, fmt.Errorf("unknown admission plugin %q", name)
+		}
 		if !offline.Has(name) {
 			return nil, fmt.Errorf("admission plugin %q cannot be replayed: the plugins a replay runs are %v", name, OfflinePlugins())
 		}
