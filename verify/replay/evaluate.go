@@ -36,7 +36,7 @@ type job struct {
 	listUnknown string
 	// listUnknowns are the fields of the listed objects the State does not know.
 	listUnknowns map[objectKey][]vapccel.Unknown
-	view        *View
+	view         *View
 	// resolving says why the apiserver may not have found the paramKind of a policy of the
 	// request yet: the request is decided both ways. unsettled says why it cannot be (see
 	// Replayer.unsettledParams).

@@ -625,4 +625,3 @@ func (r *Replayer) applyScale(ev *Event, t target, resp *unstructured.Unstructur
 	_ = r.state.Put(gr, obj, src+" ("+describe(t.gvr, t.sub)+": spec.replicas, resourceVersion and generation set; managedFields as before)")
 	return true
 }
-
