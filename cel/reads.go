@@ -147,16 +147,17 @@ func overlaps(r Read, u Unknown) bool {
 }
 
 // The variables of an admission policy's expressions whose fields are tracked.
-var readRoots = map[string]bool{"object": true, "oldObject": true, "request": true}
+var readRoots = map[string]bool{"object": true, "oldObject": true, "request": true, "params": true, "namespaceObject": true}
 
 // parseEnv is the environment expressions are parsed in: the apiserver's, for its macros.
 var parseEnv = sync.OnceValues(func() (*celgo.Env, error) {
 	return environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()).Env(environment.StoredExpressions)
 })
 
-// PolicyReads returns what a ValidatingAdmissionPolicy reads of object, oldObject and request:
-// every expression of it (matchConditions, variables, validations and their messages, audit
-// annotations), and the labels its object selector and its bindings' read.
+// PolicyReads returns what a ValidatingAdmissionPolicy reads of object, oldObject, request,
+// params and namespaceObject: every expression of it (matchConditions, variables, validations
+// and their messages, audit annotations), and the labels its and its bindings' object and
+// namespace selectors read.
 func PolicyReads(p *admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) Reads {
 	var exprs []string
 	for _, c := range p.Spec.MatchConditions {
@@ -181,12 +182,23 @@ func PolicyReads(p *admissionregistrationv1.ValidatingAdmissionPolicy, bindings 
 }
 
 // SelectorReads returns what selects a policy's requests besides its rules: the labels of
-// object and oldObject when it or a binding has an object selector.
+// object and oldObject when it or a binding has an object selector, and the labels of the
+// namespace (namespaceObject) when one has a namespace selector that selects on some.
 func SelectorReads(p *admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) Reads {
-	selects := p.Spec.MatchConstraints != nil && p.Spec.MatchConstraints.ObjectSelector != nil
+	selects, selectsNamespace := false, false
+	add := func(mr *admissionregistrationv1.MatchResources) {
+		if mr == nil {
+			return
+		}
+		selects = selects || mr.ObjectSelector != nil
+		if ns := mr.NamespaceSelector; ns != nil && (len(ns.MatchLabels) > 0 || len(ns.MatchExpressions) > 0) {
+			selectsNamespace = true
+		}
+	}
+	add(p.Spec.MatchConstraints)
 	for _, b := range bindings {
-		if b.Spec.PolicyName == p.Name && b.Spec.MatchResources != nil && b.Spec.MatchResources.ObjectSelector != nil {
-			selects = true
+		if b.Spec.PolicyName == p.Name {
+			add(b.Spec.MatchResources)
 		}
 	}
 	var out Reads
@@ -194,6 +206,9 @@ func SelectorReads(p *admissionregistrationv1.ValidatingAdmissionPolicy, binding
 		for _, root := range []string{"object", "oldObject"} {
 			out.Reads = append(out.Reads, Read{Path: FieldPath{Root: root, Steps: []string{"metadata", "labels"}}})
 		}
+	}
+	if selectsNamespace {
+		out.Reads = append(out.Reads, Read{Path: FieldPath{Root: "namespaceObject", Steps: []string{"metadata", "labels"}}})
 	}
 	return out
 }

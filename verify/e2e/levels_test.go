@@ -39,11 +39,12 @@ var auditLevels = []auditLevel{
 		indeterminate: map[string]bool{"no-object": true, "param-unknown": true},
 	},
 	{
-		// Request for everything: no response objects, so no write tells the State what was
-		// stored (params, namespaces and old objects are unknown), and the object of an admitted
-		// write is the request body, before server-set fields and mutating admission.
+		// Request for everything: no response objects. The replay follows each write through
+		// the pipeline, but what the log does not say stays unknown: a patch's content type
+		// (merge and strategic merge patches write the nodes' condition lists differently), so
+		// the conditions a param or an oldObject holds after one.
 		name: "request", policy: "request.yaml",
-		indeterminate: map[string]bool{"param-unknown": true, "old-object-unknown": true, "namespace-unknown": true, "request-object": false, "patch": false},
+		indeterminate: map[string]bool{"param-unknown": true, "unknown-field": true, "old-object-unknown": false, "namespace-unknown": false, "request-object": false, "patch": false},
 	},
 	{
 		// RequestResponse for everything with omitManagedFields: every decision is determinable.

@@ -171,6 +171,7 @@ func TestRandomParity(t *testing.T) {
 	w.setupWorld()
 	set = w.installRandom(set)
 	w.sync(ctx)
+	waitForInjector(ctx, t, w.cluster, rndB)
 	// The admission plugin finds the paramKind of a new CRD within 30 seconds (the barrier
 	// waited for it); for replay.ParamResolveDelay after the CRD was established, the replay
 	// decides the requests of the paramKind's policies both ways and holds them indeterminate
@@ -338,6 +339,10 @@ func (w *randomWorld) setupWorld() {
 	w.namespace(ctx, rndB, map[string]string{"tier": "silver", "env": "dev", "team": "red"})
 	w.namespace(ctx, rndC, nil)
 	w.namespace(ctx, rndParams, map[string]string{"tier": "gold"})
+	// A mutating webhook changes pods and ConfigMaps in the namespaces labelled team=red
+	// before the policies read them: the replay applies the patches the log records.
+	hookURL, caBundle := startInjector(w.t)
+	w.put(ctx, toUnstructured(w.t, injectorConfig(hookURL, caBundle, map[string]string{"team": "red"})))
 	for _, u := range rndUsers[1:] {
 		w.grantAll(ctx, u.name)
 	}

@@ -161,6 +161,12 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 		return eval.Evaluate(ctx, b.req)
 	}
 	unknowns := rooted(j.prior.unknowns, j.t.op == admission.Update)
+	if u := b.req.Object; u != nil && b.objectSource != SourceResponse && (j.t.op == admission.Create || j.t.op == admission.Update) {
+		// Mutating webhooks changed the object before validating admission.
+		if why := patchRebuilt(j.ev, u); why != "" {
+			unknowns = append(unknowns, vapccel.Unknown{Path: vapccel.FieldPath{Root: "object"}, Why: why})
+		}
+	}
 	if r.learnedKind(j.t.gvr) && b.req.Object != nil && b.objectSource != SourceResponse {
 		// The server pruned and defaulted the object by a schema the log does not hold.
 		unknowns = append(unknowns, vapccel.Unknown{Path: vapccel.FieldPath{Root: "object"},
@@ -220,7 +226,14 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown string
 		out.Decision, out.Indeterminate = DecisionIndeterminate, oldUnknown
 		return
 	}
-	if len(dec.Results) == 0 && len(misses) == 0 {
+	var partial string
+	if len(misses) == 0 {
+		// What the evaluator read of a param or namespace the State knows but for some fields.
+		if kind, why := r.dependsOnPartial(j.policies, j.view.partials); why != "" {
+			partial = kind + ": " + why
+		}
+	}
+	if len(dec.Results) == 0 && len(misses) == 0 && partial == "" {
 		j.notMatched = true
 		return
 	}
@@ -241,6 +254,8 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown string
 			kind = "namespace-unknown"
 		}
 		out.Decision, out.Indeterminate = DecisionIndeterminate, kind+": "+strings.Join(misses, "; ")
+	} else if partial != "" {
+		out.Decision, out.Indeterminate = DecisionIndeterminate, partial
 	} else if len(dec.Authorizer) > 0 {
 		out.Decision, out.Indeterminate = DecisionIndeterminate, fmt.Sprintf("authorizer: the decision depended on %d authorizer checks, which the audit log does not answer", len(dec.Authorizer))
 	}
@@ -300,4 +315,26 @@ func (r *Replayer) decidedWithoutMissing(w evalWorker, j *job, dec *verify.Decis
 	}
 	again, err := decide(w.eval, j.view.withStandIns(r.standIns))
 	return err == nil && r.requestOnly.decides(again, j.policies, true)
+}
+
+// dependsOnPartial says whether a policy reads a field of a param or namespace the evaluator
+// read that the State does not know (see partialUse), as the kind of reason and the reason.
+func (r *Replayer) dependsOnPartial(policies []string, partials []partialUse) (kind, why string) {
+	for _, pu := range partials {
+		root, kind := "params", "param-unknown"
+		if pu.gr == namespacesGR {
+			root, kind = "namespaceObject", "namespace-unknown"
+		}
+		us := make([]vapccel.Unknown, len(pu.unknowns))
+		for i, u := range pu.unknowns {
+			u.Path = vapccel.FieldPath{Root: root, Steps: u.Path.Steps}
+			us[i] = u
+		}
+		for _, p := range policies {
+			if read, u, dep := r.reads[p].DependsOn(us); dep {
+				return kind, fmt.Sprintf("policy %s reads %s, and %s of %s %s is not known: %s", p, read.Path, u.Path, pu.gr, pu.key, u.Why)
+			}
+		}
+	}
+	return "", ""
 }

@@ -47,8 +47,12 @@ func (c *pluginCluster) Get(gvr schema.GroupVersionResource, namespace, name str
 	if c.v == nil {
 		return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
 	}
-	obj, absent, unknown := c.v.lookup(gvr, namespace, name)
+	obj, absent, unknown, partial := c.v.lookup(gvr, namespace, name)
 	switch {
+	case obj != nil && len(partial) > 0 && len(pluginUnknowns[gvr.GroupResource()]) > 0:
+		// Known but for some fields: what the plugin sets from it is not known.
+		c.miss(gvr, joinKey(namespace, name), "its "+partial[0].Path.String()+" is not known: "+partial[0].Why)
+		return obj, nil
 	case obj != nil:
 		return obj, nil
 	case absent:

@@ -483,7 +483,7 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 	case "create", "update", "patch", "apply":
 		switch {
 		case gr == (schema.GroupResource{Resource: "pods"}) && (t.sub == "binding" || t.sub == "eviction"):
-			r.replayWrite(ctx, ev, t, src)
+			r.replayWrite(ctx, ev, t, "written through "+describe(t.gvr, t.sub)+" at "+src, src)
 		case gr == (schema.GroupResource{Resource: "serviceaccounts"}) && t.sub == "token":
 			// A TokenRequest issues a token; the ServiceAccount is not written.
 		case derivesScale(t) && r.applyScale(ev, t, resp, src):
@@ -493,6 +493,10 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 			why := "written at " + src + " at level " + orNone(ev.Level) + ": the result is not in the log"
 			if ev.Level == LevelRequestResponse {
 				why = "changed through " + describe(t.gvr, t.sub) + " at " + src + ": the result is not in the log"
+			}
+			if r.followsWrite(ev, t) {
+				r.replayWrite(ctx, ev, t, why, src)
+				break
 			}
 			r.state.Forget(gr, t.mainKind, t.namespace, t.name, why)
 		default:
@@ -505,7 +509,12 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 		case isMain || (resp != nil && resp.GetKind() == "Status"):
 			r.state.Delete(gr, t.mainKind, t.namespace, t.name)
 		default:
-			r.state.Forget(gr, t.mainKind, t.namespace, t.name, "deleted at "+src+" at level "+orNone(ev.Level)+": whether it is gone is not in the log")
+			why := "deleted at " + src + " at level " + orNone(ev.Level) + ": whether it is gone is not in the log"
+			if r.followsWrite(ev, t) {
+				r.replayWrite(ctx, ev, t, why, src)
+				break
+			}
+			r.state.Forget(gr, t.mainKind, t.namespace, t.name, why)
 		}
 	case "deletecollection":
 		var items []any

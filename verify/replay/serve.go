@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -173,8 +174,12 @@ func (r *Replayer) serve(ctx context.Context, ev *Event, t target, policies []st
 			plugins.SetCluster(pc)
 			ex.Plugins = plugins
 		}
+		wm := newWebhookMutation(ev)
+		if wm != nil {
+			ex.Mutate = wm.mutate
+		}
 		ex.Validate = func(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
-			unknowns := append(settle(ev, t, a, logged), pc.unknowns()...)
+			unknowns := append(append(settle(ev, t, a, logged), pc.unknowns()...), wm.unknowns()...)
 			var dec *verify.Decision
 			var err error
 			if n := len(s.calls); n > 0 && r.marksUnread(policies) && sameButDeletionMarks(s.calls[n-1].attrs, a) {
@@ -221,8 +226,9 @@ type jobObjects struct {
 	// list is what a deletecollection lists; listUnknown says why it is not known.
 	list        [][]byte
 	listUnknown string
-	// version, when set, is the resourceVersion the object is read with (see evaluateServed).
-	version string
+	// version and uid, when set, are the resourceVersion and uid the object is read with (see
+	// evaluateServed).
+	version, uid string
 }
 
 func (o *jobObjects) Get(gr schema.GroupResource, namespace, name string) ([]byte, bool, error) {
@@ -237,8 +243,8 @@ func (o *jobObjects) Get(gr schema.GroupResource, namespace, name string) ([]byt
 		return nil, false, fmt.Errorf("the replay does not read it for this request")
 	}
 	switch {
-	case o.prior.found && o.prior.raw != nil && o.version != "":
-		return withVersion(o.prior.raw, o.version), true, nil
+	case o.prior.found && o.prior.raw != nil && (o.version != "" || o.uid != ""):
+		return withMeta(o.prior.raw, o.version, o.uid), true, nil
 	case o.prior.found && o.prior.raw != nil:
 		return o.prior.raw, true, nil
 	case o.standIn != nil:
@@ -374,6 +380,27 @@ func (r *Replayer) usesPipeline(ev *Event, t target) bool {
 	return true
 }
 
+// followsWrite says whether the ordered stage follows a successful write whose result the log
+// does not show through the pipeline (replayWrite): a create, update or patch of a resource the
+// pipeline serves, whose body the log holds, or a delete of one at a level that logs its
+// options.
+func (r *Replayer) followsWrite(ev *Event, t target) bool {
+	switch {
+	case t.connect || ev.Level == LevelMetadata || ev.Level == LevelNone || ev.Level == "":
+		return false
+	case t.op == admission.Delete:
+		if ev.Verb != "delete" || t.sub != "" {
+			return false
+		}
+	case t.op != admission.Create && t.op != admission.Update:
+		return false
+	case !hasBody(ev.RequestObject) && !(ev.Verb == "patch" && len(bytes.TrimSpace(ev.RequestObject)) > 0):
+		return false
+	}
+	srv, err := pipelineServer()
+	return err == nil && srv.Serves(t.gvr, t.sub)
+}
+
 // defaultedOnRead are the resources whose stored object the server's defaulting changes when it
 // reads it back, because a defaulter reads a field the registry strategy set after the request
 // was decoded: the response of a write is then not the object admission saw. A Job gets the
@@ -388,10 +415,10 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 	gr := t.gvr.GroupResource()
 	objs := &jobObjects{gr: gr, namespace: t.namespace, name: t.name, prior: j.prior,
 		absent: !j.prior.found && j.prior.complete, list: j.list, listUnknown: j.listUnknown}
-	if unknownVersion(j.prior.unknowns) && (j.rec.vapRan || strings.HasPrefix(j.rec.by, "admission webhook")) {
-		// The replay does not know the stored resourceVersion, and the log shows the request
-		// got past the storage's check of the one it asked for: it was the one stored.
-		objs.version = requestVersion(ev)
+	if j.rec.vapRan || strings.HasPrefix(j.rec.by, "admission webhook") {
+		// The log shows the request got past the storage's check of the resourceVersion and
+		// uid it asked for: they are those stored, where the replay does not know them.
+		objs.version, objs.uid = fromRequest(ev, j.prior.unknowns)
 	}
 	if objs.absent && (t.op == admission.Update || t.op == admission.Delete) && ev.Code() >= 200 && ev.Code() < 300 {
 		// The server wrote an object the State holds to be absent: the State missed its
@@ -464,23 +491,9 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 	if name := s.calls[0].attrs.GetName(); out.Name == "" && ev.Verb != "deletecollection" && !unknownName(s.calls[0].unknowns) {
 		out.Name = name
 	}
-	if r.observed() {
-		// What an observer (the HTML report) shows of the request: its objects in the
-		// version of the request.
-		out.Object = masked(versioned(s.calls[0].attrs.GetObject(), t.reqKind), "object", s.calls[0].unknowns)
-		if oldUnknown == "" {
-			out.OldObject = masked(versioned(s.calls[0].attrs.GetOldObject(), t.reqKind), "oldObject", s.calls[0].unknowns)
-		}
-	}
 	var notes []string
 	if len(j.prior.unknowns) > 0 && (t.op == admission.Update || t.op == admission.Delete) {
-		priorUnknowns := j.prior.unknowns
-		if objs.version != "" {
-			// The request gave the stored resourceVersion.
-			priorUnknowns = slices.DeleteFunc(slices.Clone(priorUnknowns), func(u vapccel.Unknown) bool {
-				return unknownVersion([]vapccel.Unknown{u})
-			})
-		}
+		priorUnknowns := knownFrom(j.prior.unknowns, objs.version, objs.uid)
 		for i := range s.calls {
 			s.calls[i].unknowns = append(s.calls[i].unknowns, rooted(priorUnknowns, t.op == admission.Update)...)
 		}
@@ -493,6 +506,14 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 			if m, err := meta.Accessor(s.calls[i].attrs.GetOldObject()); err == nil {
 				s.calls[i].unknowns = append(s.calls[i].unknowns, rooted(j.listUnknowns[objectKey{m.GetNamespace(), m.GetName()}], false)...)
 			}
+		}
+	}
+	if r.observed() {
+		// What an observer (the HTML report) shows of the request: its objects in the
+		// version of the request.
+		out.Object = masked(versioned(s.calls[0].attrs.GetObject(), t.reqKind), "object", s.calls[0].unknowns)
+		if oldUnknown == "" {
+			out.OldObject = masked(versioned(s.calls[0].attrs.GetOldObject(), t.reqKind), "oldObject", s.calls[0].unknowns)
 		}
 	}
 	if oldUnknown != "" {
@@ -880,23 +901,25 @@ func maskPath(v any, steps []string) {
 	}
 }
 
-// replayWrite follows, in the State, what a successful write through a subresource did to its
-// object when the log does not show the result: a pod's eviction (the pod marked deleted with
-// its DisruptionTarget condition, or deleted at once) and its binding (its node, the binding's
-// and the node's topology labels, the PodScheduled condition). The ordered stage sends the
-// request through the pipeline again, with the built-in admission plugins, over the object as
-// the State holds it, and keeps what the subresource's REST wrote. The fields the server's
-// clock and storage set, and those a plugin set from an object the replay does not know, are
-// not known.
-func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, src string) {
+// replayWrite follows, in the State, what a successful write did to its object when the log
+// does not show the result: a write logged at level Request, a pod's eviction (the pod marked
+// deleted with its DisruptionTarget condition, or deleted at once) and its binding (its node,
+// the binding's and the node's topology labels, the PodScheduled condition). The ordered stage
+// sends the request through the pipeline again, with the built-in admission plugins and the
+// recorded webhook patches, over the object as the State holds it, and keeps what the
+// storage wrote. What the server generated or read from its clock and storage, and what a
+// plugin set from an object the replay does not know, are not known; so is what was not known
+// of the object before. A write the replay cannot follow is forgotten, and says why.
+func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, why, src string) {
 	gr := t.gvr.GroupResource()
 	what := describe(t.gvr, t.sub)
-	forget := func(why string) {
-		r.state.Forget(gr, t.mainKind, t.namespace, t.name, "written through "+what+" at "+src+": "+why)
+	forget := func(reason string) {
+		r.state.Forget(gr, t.mainKind, t.namespace, t.name, why+": "+reason)
 	}
 	p := r.state.prior(gr, t.namespace, t.name)
-	if !p.found || p.raw == nil {
-		forget("the object was not known")
+	create := t.op == admission.Create && t.sub == ""
+	if !create && (!p.found || p.raw == nil) {
+		forget("the object was not known before")
 		return
 	}
 	srv, err := pipelineServer()
@@ -915,44 +938,115 @@ func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, src str
 			return
 		}
 	}
-	// The log shows the request succeeded: it got past the plugins.
-	pc := &pluginCluster{v: r.state.View(false), mapper: r.cur().resources.RESTMapper(), passed: true}
-	r.orderedPlugins.SetCluster(pc)
 	objs := &jobObjects{gr: gr, namespace: t.namespace, name: t.name, prior: p}
-	resp, err := srv.Do(ctx, req, &apiserver.Exchange{Objects: objs, Plugins: r.orderedPlugins})
-	r.orderedPlugins.SetCluster(nil)
-	switch {
-	case err != nil:
-		forget(err.Error())
-		return
-	case resp.Code >= 300:
-		forget("replayed, the request fails: " + describeStatus(resp))
-		return
+	if create {
+		// The log shows the create succeeded: there was no such object.
+		objs.prior, objs.absent = prior{kept: p.kept}, true
+	} else {
+		// The log shows the write succeeded: it asked for the stored resourceVersion and
+		// uid, if any.
+		objs.version, objs.uid = fromRequest(ev, p.unknowns)
 	}
-	var last *apiserver.Write
-	for i := range resp.Writes {
-		if w := &resp.Writes[i]; w.Resource == gr && w.Namespace == t.namespace && w.Name == t.name {
-			last = w
+	contentTypes := []types.PatchType{""}
+	if req.Method == http.MethodPatch {
+		contentTypes = patchVariants(req.Body, ev)
+	}
+	logged := req.Body
+	if req.Method == http.MethodPost {
+		req.Body = namedBody(ev, req.Body)
+	}
+	type result struct {
+		deleted  bool
+		obj      *unstructured.Unstructured
+		unknowns []vapccel.Unknown
+	}
+	var results []result
+	var failures []string
+	for _, ct := range contentTypes {
+		if ct != "" {
+			req.ContentType = string(ct)
 		}
-	}
-	switch {
-	case last == nil:
-		// The request left the object as it was (a pod being deleted already).
-	case last.Object == nil:
-		r.state.Delete(gr, t.mainKind, t.namespace, t.name)
-	default:
+		// The log shows the request succeeded: it got past the plugins.
+		pc := &pluginCluster{v: r.state.View(false), mapper: r.cur().resources.RESTMapper(), passed: true}
+		ex := &apiserver.Exchange{Objects: objs, Plugins: r.orderedPlugins}
+		wm := newWebhookMutation(ev)
+		if wm != nil {
+			ex.Mutate = wm.mutate
+		}
+		// What the storage writes is the object validating admission saw (plus its
+		// resourceVersion) when it is of the resource's own kind: settle puts the server's
+		// clock back in it and says what is not known of it.
+		var settled []vapccel.Unknown
+		sameKind := false
+		ex.Validate = func(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+			if a.GetKind().GroupKind() == t.mainKind.GroupKind() {
+				sameKind = true
+				for _, u := range settle(ev, t, a, logged) {
+					if u.Path.Root == "object" {
+						settled = append(settled, u)
+					}
+				}
+			}
+			return nil
+		}
+		r.orderedPlugins.SetCluster(pc)
+		resp, err := srv.Do(ctx, req, ex)
+		r.orderedPlugins.SetCluster(nil)
+		name := variantName(ct)
+		switch {
+		case err != nil:
+			failures = append(failures, name+": "+err.Error())
+			continue
+		case resp.Unknown != nil:
+			failures = append(failures, name+": the server read "+resp.Unknown.Error())
+			continue
+		case resp.Code >= 300:
+			failures = append(failures, name+": replayed, the request fails: "+describeStatus(resp))
+			continue
+		case wm != nil && wm.unknown != "":
+			forget(wm.unknown)
+			return
+		}
+		var last *apiserver.Write
+		for i := range resp.Writes {
+			if w := &resp.Writes[i]; w.Resource == gr && w.Namespace == t.namespace && w.Name == t.name {
+				last = w
+			}
+		}
+		switch {
+		case last == nil:
+			// The request left the object as it was (a pod being deleted already).
+			if !create {
+				results = append(results, result{obj: nil})
+			}
+			continue
+		case last.Object == nil:
+			results = append(results, result{deleted: true})
+			continue
+		}
 		u := versioned(last.Object, t.mainKind)
 		if u == nil {
-			forget("the written object does not convert")
-			return
+			failures = append(failures, name+": the written object does not convert")
+			continue
 		}
 		unknowns := []vapccel.Unknown{{Path: objectPath("metadata", "resourceVersion"), ValueOnly: true,
 			Why: "the server's storage when " + what + " wrote the object, which the log does not show"}}
-		if second, ok := serverSecond(ev); ok {
+		switch second, ok := serverSecond(ev); {
+		case sameKind && t.op != admission.Delete:
+			// Validating admission saw a copy of what the storage wrote: settle's clock is
+			// put in the written object too.
+			unknowns = append(unknowns, settled...)
+			if ok {
+				setClock(u, p.raw, second)
+				if create {
+					u.SetCreationTimestamp(second)
+				}
+			}
+		case ok:
 			// The clock read the second the log holds: the replay's own clock's readings are
 			// put back to it.
 			setClock(u, p.raw, second)
-		} else {
+		default:
 			why := "the server's clock when " + what + " wrote the object, which the log does not hold to the second"
 			for _, steps := range [][]string{{"metadata", "deletionTimestamp"},
 				{"metadata", "managedFields", vapccel.AnyStep, "time"}, {"status", "conditions", vapccel.AnyStep, "lastTransitionTime"}} {
@@ -960,7 +1054,38 @@ func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, src str
 			}
 		}
 		unknowns = append(unknowns, pc.unknowns()...)
-		_ = r.state.putPartly(gr, u, unknowns, src+" ("+what+", replayed)")
+		if !create {
+			// What was not known of the object before is not known after.
+			for _, pu := range knownFrom(p.unknowns, objs.version, objs.uid) {
+				if !unknownVersion([]vapccel.Unknown{pu}) {
+					unknowns = append(unknowns, pu)
+				}
+			}
+		}
+		results = append(results, result{obj: u, unknowns: unknowns})
+	}
+	if len(results) == 0 {
+		forget(strings.Join(failures, "; "))
+		return
+	}
+	first := results[0]
+	for _, o := range results[1:] {
+		if o.deleted != first.deleted || (o.obj == nil) != (first.obj == nil) {
+			forget("the log does not record the patch's content type, and the types it may have been sent as write different objects")
+			return
+		}
+		if o.obj == nil {
+			continue
+		}
+		// The fields the content types write alike are known; the others are not.
+		first.unknowns = append(first.unknowns, differing(first.obj.Object, o.obj.Object, nil,
+			"the log does not record the patch's content type, and the types it may have been sent as write it differently")...)
+	}
+	switch {
+	case first.deleted:
+		r.state.Delete(gr, t.mainKind, t.namespace, t.name)
+	case first.obj != nil:
+		_ = r.state.putPartly(gr, first.obj, first.unknowns, src+" ("+what+", replayed: "+why+")")
 	}
 }
 
@@ -1002,13 +1127,69 @@ func requestVersion(ev *Event) string {
 	return o.Metadata.ResourceVersion
 }
 
-// withVersion is a stored object's JSON with another resourceVersion.
-func withVersion(raw []byte, version string) []byte {
+// unknownUID says whether the stored object's uid is not known.
+func unknownUID(unknowns []vapccel.Unknown) bool {
+	for _, u := range unknowns {
+		if len(u.Path.Steps) == 2 && u.Path.Steps[0] == "metadata" && u.Path.Steps[1] == "uid" {
+			return true
+		}
+	}
+	return false
+}
+
+// requestUID is the uid a request's body or delete precondition asked for.
+func requestUID(ev *Event) string {
+	var o struct {
+		Metadata struct {
+			UID string `json:"uid"`
+		} `json:"metadata"`
+		Preconditions *struct {
+			UID *string `json:"uid"`
+		} `json:"preconditions"`
+	}
+	if !hasBody(ev.RequestObject) || json.Unmarshal(ev.RequestObject, &o) != nil {
+		return ""
+	}
+	if o.Preconditions != nil && o.Preconditions.UID != nil {
+		return *o.Preconditions.UID
+	}
+	return o.Metadata.UID
+}
+
+// fromRequest are the resourceVersion and uid of a stored object the replay does not know
+// (unknowns) that a request the storage let through asked for.
+func fromRequest(ev *Event, unknowns []vapccel.Unknown) (version, uid string) {
+	if unknownVersion(unknowns) {
+		version = requestVersion(ev)
+	}
+	if unknownUID(unknowns) {
+		uid = requestUID(ev)
+	}
+	return version, uid
+}
+
+// knownFrom drops the resourceVersion and uid from unknowns when a request gave them.
+func knownFrom(unknowns []vapccel.Unknown, version, uid string) []vapccel.Unknown {
+	if version == "" && uid == "" {
+		return unknowns
+	}
+	return slices.DeleteFunc(slices.Clone(unknowns), func(u vapccel.Unknown) bool {
+		return version != "" && unknownVersion([]vapccel.Unknown{u}) || uid != "" && unknownUID([]vapccel.Unknown{u})
+	})
+}
+
+// withMeta is a stored object's JSON with another resourceVersion and uid (when not empty).
+func withMeta(raw []byte, version, uid string) []byte {
 	u, err := decodeUnstructured(raw)
 	if err != nil {
 		return raw
 	}
-	u.SetResourceVersion(version)
+	if version != "" {
+		u.SetResourceVersion(version)
+	}
+	if uid != "" {
+		u.SetUID(types.UID(uid))
+	}
 	out, err := u.MarshalJSON()
 	if err != nil {
 		return raw
@@ -1068,4 +1249,34 @@ func setClock(u *unstructured.Unstructured, before []byte, second metav1.Time) {
 		}
 		_ = unstructured.SetNestedSlice(u.Object, cs, "status", "conditions")
 	}
+}
+
+// differing are the fields two versions of an object hold different values in, as unknowns
+// (a list that differs is unknown as a whole).
+func differing(a, b any, steps []string, why string) []vapccel.Unknown {
+	am, aok := a.(map[string]any)
+	bm, bok := b.(map[string]any)
+	if !aok || !bok {
+		if equality.Semantic.DeepEqual(a, b) {
+			return nil
+		}
+		return []vapccel.Unknown{{Path: objectPath(slices.Clone(steps)...), Why: why}}
+	}
+	var out []vapccel.Unknown
+	keys := map[string]bool{}
+	for k := range am {
+		keys[k] = true
+	}
+	for k := range bm {
+		keys[k] = true
+	}
+	sorted := make([]string, 0, len(keys))
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	sort.Strings(sorted)
+	for _, k := range sorted {
+		out = append(out, differing(am[k], bm[k], append(steps, k), why)...)
+	}
+	return out
 }

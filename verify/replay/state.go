@@ -213,8 +213,17 @@ func (s *State) putPartly(gr schema.GroupResource, u *unstructured.Unstructured,
 	if err := s.Put(gr, u, source); err != nil || !s.keep(gr) {
 		return err
 	}
-	if e := s.objects[gr][objectKey{u.GetNamespace(), u.GetName()}]; e != nil && e.raw != nil {
+	k := objectKey{u.GetNamespace(), u.GetName()}
+	if e := s.objects[gr][k]; e != nil && e.raw != nil {
 		e.unknowns = unknowns
+	}
+	if s.typedKinds(gr) && len(unknowns) > 0 {
+		// The evaluator reads it as a param or namespace: what it does not know of it too.
+		b := s.writable(gr)
+		if te, ok := b.objs[k]; ok && te.obj != nil {
+			te.unknowns = unknowns
+			b.objs[k] = te
+		}
 	}
 	return nil
 }

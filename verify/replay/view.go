@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify"
 )
 
@@ -39,6 +40,16 @@ type typedEntry struct {
 	obj     *lazyObject                 // nil when unknown
 	labels  labels.Set
 	unknown string
+	// unknowns are the fields of a known object whose values are not known (see partialUse).
+	unknowns []vapccel.Unknown
+}
+
+// partialUse is an object the evaluator read some of whose fields are not known: a decision
+// stands only if no policy reads them (see Replayer.dependsOnPartial).
+type partialUse struct {
+	gr       schema.GroupResource
+	key      string
+	unknowns []vapccel.Unknown
 }
 
 // lazyObject is an object the evaluator may read, converted to the form it reads it (typed,
@@ -78,6 +89,7 @@ type cachedList struct {
 	selector labels.Selector
 	objs     []runtime.Object
 	failed   []string // objects that do not convert, as misses
+	partials []partialUse
 }
 
 type selectorIndex struct {
@@ -166,7 +178,7 @@ func (b *bucket) drop(k objectKey) {
 // list returns the known objects of the version in the namespace ("" for all) that the
 // selector matches, sorted by namespace and name, and the misses of those that do not convert.
 // Only Views list, and their buckets are frozen: the answer is cached.
-func (b *bucket) list(gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]runtime.Object, []string) {
+func (b *bucket) list(gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]runtime.Object, []string, []partialUse) {
 	if selector == nil {
 		selector = labels.Everything()
 	}
@@ -175,7 +187,7 @@ func (b *bucket) list(gvr schema.GroupVersionResource, namespace string, selecto
 	l, ok := b.lists[key]
 	b.mu.Unlock()
 	if ok {
-		return append([]runtime.Object(nil), l.objs...), l.failed
+		return append([]runtime.Object(nil), l.objs...), l.failed, l.partials
 	}
 	var keys []objectKey
 	if idx := b.members[key.selector]; idx != nil {
@@ -199,20 +211,25 @@ func (b *bucket) list(gvr schema.GroupVersionResource, namespace string, selecto
 	})
 	out := make([]runtime.Object, 0, len(keys))
 	var failed []string
+	var partials []partialUse
 	for _, k := range keys {
-		o, err := b.objs[k].obj.get()
+		e := b.objs[k]
+		o, err := e.obj.get()
 		if err != nil {
 			failed = append(failed, fmt.Sprintf("%s %s unknown: %v", gvr.GroupResource(), joinKey(k.namespace, k.name), err))
 			continue
 		}
 		out = append(out, o)
+		if len(e.unknowns) > 0 {
+			partials = append(partials, partialUse{gr: gvr.GroupResource(), key: joinKey(k.namespace, k.name), unknowns: e.unknowns})
+		}
 	}
 	b.mu.Lock()
 	if len(b.lists) < 64 {
-		b.keepList(key, cachedList{selector: selector, objs: out, failed: failed})
+		b.keepList(key, cachedList{selector: selector, objs: out, failed: failed, partials: partials})
 	}
 	b.mu.Unlock()
-	return append([]runtime.Object(nil), out...), failed
+	return append([]runtime.Object(nil), out...), failed, partials
 }
 
 // View is the params and namespaces of a replay's State at one point of the log. It
@@ -231,7 +248,8 @@ type View struct {
 	// is a miss.
 	unknown map[schema.GroupResource]string
 
-	misses []string
+	misses   []string
+	partials []partialUse
 	// standIns, when set, answer for params the View does not have (see
 	// decidedWithoutMissing).
 	standIns map[schema.GroupResource]runtime.Object
@@ -243,7 +261,7 @@ var _ verify.ObjectStore = (*View)(nil)
 // the resource's stand-in.
 func (v *View) withStandIns(standIns map[schema.GroupResource]runtime.Object) *View {
 	c := *v
-	c.misses, c.standIns = nil, standIns
+	c.misses, c.partials, c.standIns = nil, nil, standIns
 	return &c
 }
 
@@ -278,6 +296,9 @@ func (v *View) Get(gvr schema.GroupVersionResource, namespace, name string) (run
 	case ok:
 		o, err := e.obj.get()
 		if err == nil {
+			if len(e.unknowns) > 0 {
+				v.partials = append(v.partials, partialUse{gr: gr, key: joinKey(namespace, name), unknowns: e.unknowns})
+			}
 			return o, nil
 		}
 		v.miss("%s %s unknown: %v", gr, joinKey(namespace, name), err)
@@ -319,8 +340,9 @@ func (v *View) List(gvr schema.GroupVersionResource, namespace string, selector 
 		}
 		return nil, nil
 	}
-	objs, failed := b.list(gvr, namespace, selector)
+	objs, failed, partials := b.list(gvr, namespace, selector)
 	v.misses = append(v.misses, failed...)
+	v.partials = append(v.partials, partials...)
 	if o, ok := v.standIns[gr]; ok && len(objs) == 0 {
 		return []runtime.Object{o}, nil
 	}
@@ -349,27 +371,27 @@ func (v *View) Misses() []string {
 // lookup reads an object as kube-apiserver's built-in admission plugins read it, without
 // recording a miss: the object, or absent when it does not exist for sure, or why it is not
 // known.
-func (v *View) lookup(gvr schema.GroupVersionResource, namespace, name string) (obj runtime.Object, absent bool, unknown string) {
+func (v *View) lookup(gvr schema.GroupVersionResource, namespace, name string) (obj runtime.Object, absent bool, unknown string, partial []vapccel.Unknown) {
 	gr := gvr.GroupResource()
 	if why, ok := v.unknown[gr]; ok {
-		return nil, false, why
+		return nil, false, why, nil
 	}
 	e, ok := v.buckets[gr].get(objectKey{namespace, name})
 	switch {
 	case ok && e.obj == nil:
-		return nil, false, e.unknown
+		return nil, false, e.unknown, nil
 	case ok && e.gvr != gvr:
-		return nil, false, fmt.Sprintf("known as %s, not %s", e.gvr.Version, gvr.Version)
+		return nil, false, fmt.Sprintf("known as %s, not %s", e.gvr.Version, gvr.Version), nil
 	case ok:
 		o, err := e.obj.get()
 		if err != nil {
-			return nil, false, err.Error()
+			return nil, false, err.Error(), nil
 		}
-		return o, false, ""
+		return o, false, "", e.unknowns
 	case v.isComplete(gr):
-		return nil, true, ""
+		return nil, true, "", nil
 	}
-	return nil, false, "not in the snapshot or earlier in the log"
+	return nil, false, "not in the snapshot or earlier in the log", nil
 }
 
 // listFor lists the objects of a resource in a namespace ("" for all) as the admission plugins
@@ -394,9 +416,12 @@ func (v *View) listFor(gvr schema.GroupVersionResource, namespace string) (objs 
 			}
 		}
 	}
-	objs, failed := b.list(gvr, namespace, nil)
+	objs, failed, partials := b.list(gvr, namespace, nil)
 	if len(failed) > 0 && unknown == "" {
 		unknown = failed[0]
+	}
+	if len(partials) > 0 && unknown == "" {
+		unknown = fmt.Sprintf("%s: %s", partials[0].key, partials[0].unknowns[0].Why)
 	}
 	return objs, unknown
 }

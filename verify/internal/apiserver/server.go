@@ -184,11 +184,15 @@ type Request struct {
 }
 
 // Exchange is what one request reads and does: the stored objects it starts from, the
-// built-in admission plugins that run before ValidatingAdmissionPolicy (nil for none), and
-// validating admission.
+// built-in admission plugins that run before ValidatingAdmissionPolicy (nil for none), the
+// mutating admission that runs after them, and validating admission.
 type Exchange struct {
 	Objects Objects
 	Plugins *Plugins
+	// Mutate, when set, is mutating admission after the built-in plugins' (where
+	// kube-apiserver runs MutatingAdmissionPolicy and MutatingAdmissionWebhook): it may change
+	// the attributes' object in place, and its error refuses the request.
+	Mutate func(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error
 	// Validate is validating admission: it is called with the attributes of each admission
 	// (one per object of a deletecollection) and its error refuses the request.
 	Validate func(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error
@@ -344,10 +348,15 @@ func (exchangeAdmission) Admit(ctx context.Context, a admission.Attributes, o ad
 	if !ok {
 		return apierrors.NewInternalError(fmt.Errorf("vapc: admission outside of a replayed request"))
 	}
-	if ex.Plugins == nil || !ex.Plugins.Handles(a.GetOperation()) {
+	if ex.Plugins != nil && ex.Plugins.Handles(a.GetOperation()) {
+		if err := ex.Plugins.Admit(ctx, a, o); err != nil {
+			return err
+		}
+	}
+	if ex.Mutate == nil {
 		return nil
 	}
-	return ex.Plugins.Admit(ctx, a, o)
+	return ex.Mutate(ctx, a, o)
 }
 
 func (exchangeAdmission) Validate(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {

@@ -1,0 +1,231 @@
+package replay
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/mutating"
+
+	vapccel "github.com/vapc-dev/vapc/cel"
+	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
+)
+
+// kube-apiserver's mutating admission webhooks run after its built-in mutating plugins and
+// before ValidatingAdmissionPolicy. A replay cannot call them; what one did is in the log only
+// as the audit annotations its dispatcher adds (k8s.io/apiserver/pkg/admission/plugin/webhook/
+// mutating): mutation.webhook.admission.k8s.io/round_R_index_I says whether it changed the
+// object (at level Metadata), patch.webhook.admission.k8s.io/round_R_index_I holds the JSON
+// patch it returned (at level Request and above). A replay applies the recorded patches, in
+// the server's order, to the object it rebuilt, as the dispatcher does (to the object in the
+// request's version, then defaulted); a change it cannot apply leaves the whole object unknown.
+
+// webhookCall is what the log holds of one call of a mutating webhook.
+type webhookCall struct {
+	round, index          int
+	configuration, name   string
+	mutated, hasMutation  bool
+	patch                 []byte
+	patchErr, annotateErr string
+}
+
+func (c webhookCall) describe() string {
+	return fmt.Sprintf("mutating webhook %q of %q", c.name, c.configuration)
+}
+
+// recordedWebhooks are the mutating webhook calls the event's annotations record, in the order
+// the server made them.
+func recordedWebhooks(ev *Event) []webhookCall {
+	calls := map[[2]int]*webhookCall{}
+	get := func(key, prefix string) *webhookCall {
+		var round, index int
+		if _, err := fmt.Sscanf(strings.TrimPrefix(key, prefix), "round_%d_index_%d", &round, &index); err != nil {
+			return nil
+		}
+		c := calls[[2]int{round, index}]
+		if c == nil {
+			c = &webhookCall{round: round, index: index}
+			calls[[2]int{round, index}] = c
+		}
+		return c
+	}
+	for k, v := range ev.Annotations {
+		switch {
+		case strings.HasPrefix(k, mutating.MutationAuditAnnotationPrefix):
+			c := get(k, mutating.MutationAuditAnnotationPrefix)
+			if c == nil {
+				continue
+			}
+			var m mutating.MutationAuditAnnotation
+			if err := json.Unmarshal([]byte(v), &m); err != nil {
+				c.annotateErr = fmt.Sprintf("the annotation %s does not decode: %v", k, err)
+				continue
+			}
+			c.configuration, c.name, c.mutated, c.hasMutation = m.Configuration, m.Webhook, m.Mutated, true
+		case strings.HasPrefix(k, mutating.PatchAuditAnnotationPrefix):
+			c := get(k, mutating.PatchAuditAnnotationPrefix)
+			if c == nil {
+				continue
+			}
+			var p struct {
+				Configuration string          `json:"configuration"`
+				Webhook       string          `json:"webhook"`
+				Patch         json.RawMessage `json:"patch"`
+				PatchType     string          `json:"patchType"`
+			}
+			switch err := json.Unmarshal([]byte(v), &p); {
+			case err != nil:
+				c.patchErr = fmt.Sprintf("the annotation %s does not decode: %v", k, err)
+			case p.PatchType != "" && p.PatchType != "JSONPatch":
+				c.patchErr = fmt.Sprintf("the annotation %s holds a patch of type %s", k, p.PatchType)
+			default:
+				c.configuration, c.name, c.patch = p.Configuration, p.Webhook, p.Patch
+			}
+		}
+	}
+	out := make([]webhookCall, 0, len(calls))
+	for _, c := range calls {
+		out = append(out, *c)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].round != out[j].round {
+			return out[i].round < out[j].round
+		}
+		return out[i].index < out[j].index
+	})
+	return out
+}
+
+// webhookMutation applies the recorded mutating webhook calls of one request in the pipeline
+// (Exchange.Mutate). unknown says why the object after them is not known.
+type webhookMutation struct {
+	calls   []webhookCall
+	unknown string
+}
+
+func newWebhookMutation(ev *Event) *webhookMutation {
+	if len(ev.Annotations) == 0 {
+		return nil
+	}
+	calls := recordedWebhooks(ev)
+	if len(calls) == 0 {
+		return nil
+	}
+	return &webhookMutation{calls: calls}
+}
+
+func (m *webhookMutation) mutate(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	if a.GetObject() == nil || (a.GetOperation() != admission.Create && a.GetOperation() != admission.Update) {
+		return nil
+	}
+	for _, c := range m.calls {
+		switch {
+		case m.unknown != "":
+			return nil
+		case c.annotateErr != "":
+			m.unknown = c.describe() + ": " + c.annotateErr
+		case c.patchErr != "":
+			m.unknown = c.describe() + ": " + c.patchErr
+		case c.patch != nil:
+			if err := applyWebhookPatch(a, c.patch); err != nil {
+				m.unknown = fmt.Sprintf("%s changed the object, and its recorded patch does not apply to the object the replay rebuilt: %v", c.describe(), err)
+			}
+		case c.mutated:
+			m.unknown = c.describe() + " changed the object, and the log does not hold its patch (it does at level Request and above)"
+		}
+	}
+	return nil
+}
+
+// unknowns are the fields of the request's object the recorded webhook calls leave unknown.
+func (m *webhookMutation) unknowns() []vapccel.Unknown {
+	if m == nil || m.unknown == "" {
+		return nil
+	}
+	return []vapccel.Unknown{{Path: vapccel.FieldPath{Root: "object"}, Why: m.unknown}}
+}
+
+// applyWebhookPatch applies a webhook's JSON patch to the attributes' object in the request's
+// version, defaults it and puts it back, as the dispatcher does.
+func applyWebhookPatch(a admission.Attributes, patch []byte) error {
+	if u, ok := a.GetObject().(*unstructured.Unstructured); ok {
+		return patchUnstructured(u, patch)
+	}
+	p, err := jsonpatch.DecodePatch(patch)
+	if err != nil {
+		return err
+	}
+	gvk := a.GetKind()
+	versioned, err := kubescheme.Scheme.ConvertToVersion(a.GetObject().DeepCopyObject(), gvk.GroupVersion())
+	if err != nil {
+		return err
+	}
+	js, err := json.Marshal(versioned)
+	if err != nil {
+		return err
+	}
+	if js, err = p.Apply(js); err != nil {
+		return err
+	}
+	into, err := kubescheme.Scheme.New(gvk)
+	if err != nil {
+		return err
+	}
+	out, _, err := kubescheme.Codecs.UniversalDeserializer().Decode(js, &gvk, into)
+	if err != nil {
+		return err
+	}
+	kubescheme.Scheme.Default(out)
+	return kubescheme.Scheme.Convert(out, a.GetObject(), nil)
+}
+
+// patchRebuilt applies the recorded mutating webhook calls to an object the replay rebuilt
+// from the request without the pipeline (a custom resource's), and returns why the object
+// after them is not known, if it is not.
+func patchRebuilt(ev *Event, u *unstructured.Unstructured) string {
+	m := newWebhookMutation(ev)
+	if m == nil {
+		return ""
+	}
+	for _, c := range m.calls {
+		switch {
+		case c.annotateErr != "":
+			return c.describe() + ": " + c.annotateErr
+		case c.patchErr != "":
+			return c.describe() + ": " + c.patchErr
+		case c.patch != nil:
+			if err := patchUnstructured(u, c.patch); err != nil {
+				return fmt.Sprintf("%s changed the object, and its recorded patch does not apply to the object the replay rebuilt: %v", c.describe(), err)
+			}
+		case c.mutated:
+			return c.describe() + " changed the object, and the log does not hold its patch (it does at level Request and above)"
+		}
+	}
+	return ""
+}
+
+// patchUnstructured applies a JSON patch to an object in place.
+func patchUnstructured(u *unstructured.Unstructured, patch []byte) error {
+	p, err := jsonpatch.DecodePatch(patch)
+	if err != nil {
+		return err
+	}
+	js, err := u.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	if js, err = p.Apply(js); err != nil {
+		return err
+	}
+	var patched unstructured.Unstructured
+	if err := patched.UnmarshalJSON(js); err != nil {
+		return err
+	}
+	u.Object = patched.Object
+	return nil
+}
