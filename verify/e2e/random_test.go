@@ -273,8 +273,10 @@ var byDesignIndeterminate = []string{
 	"the name the server generated",
 	"the addresses and ports the server allocated",
 	"the random suffix of the token volume",
-	// A patch whose content type, which the log does not record, changes the outcome.
+	// A patch whose content type, which the log does not record, changes the outcome, or
+	// the object it wrote (at level Request).
 	"patch-type: ",
+	"the log does not record the patch's content type",
 }
 
 // lowerLevelIndeterminate are the reasons of indeterminate requests a run that logs some

@@ -36,7 +36,9 @@ import (
 // ValidatingAdmissionPolicy runs, and the policies deny what it added. A replay cannot call the
 // webhook; it applies the patches the log records (at level Request and above) and decides
 // what the server decided. At level Metadata the log holds neither objects nor patches, and
-// the replay says so rather than decide from the request alone.
+// the replay says so rather than decide from the request alone. A MutatingAdmissionPolicy
+// leaves no trace in the log: the replay knows it from the log's writes, and the object of a
+// request it may have changed is not known unless the log holds the response.
 func TestMutatingWebhookReplay(t *testing.T) {
 	policy, err := filepath.Abs("testdata/webhook/audit-policy.yaml")
 	if err != nil {
@@ -48,11 +50,14 @@ func TestMutatingWebhookReplay(t *testing.T) {
 	c := newCluster(t, s)
 	hookURL, caBundle := startInjector(t)
 
-	namespaces := []string{"wh-rr", "wh-req", "wh-meta", "wh-off"}
+	namespaces := []string{"wh-rr", "wh-req", "wh-meta", "wh-off", "wh-map", "wh-map-req"}
 	for _, ns := range namespaces {
 		labels := map[string]string{"webhook": "on"}
-		if ns == "wh-off" {
+		switch ns {
+		case "wh-off":
 			labels = nil
+		case "wh-map", "wh-map-req":
+			labels = map[string]string{"map": "on"}
 		}
 		c.namespace(ctx, ns, labels)
 	}
@@ -64,8 +69,12 @@ func TestMutatingWebhookReplay(t *testing.T) {
 		c.put(ctx, toUnstructured(t, b))
 	}
 	c.put(ctx, toUnstructured(t, injectorConfig(hookURL, caBundle, map[string]string{"webhook": "on"})))
+	mp, mb := labellingPolicy()
+	c.put(ctx, toUnstructured(t, mp))
+	c.put(ctx, toUnstructured(t, mb))
 	c.sync(ctx)
 	waitForInjector(ctx, t, c, "wh-rr")
+	waitForLabellingPolicy(ctx, t, c, "wh-map")
 
 	// The scenario, in each namespace; the denials are those of the namespaces the webhook
 	// mutates in.
@@ -91,8 +100,15 @@ func TestMutatingWebhookReplay(t *testing.T) {
 	}
 	denied := map[string]bool{}
 	for _, st := range steps {
-		mutated := !strings.HasPrefix(st.what, "wh-off:")
-		wantDenied := mutated && (strings.Contains(st.what, "red") || strings.Contains(st.what, "blocks"))
+		ns, _, _ := strings.Cut(st.what, ":")
+		var wantDenied bool
+		switch ns {
+		case "wh-off":
+		case "wh-map", "wh-map-req":
+			wantDenied = strings.Contains(st.what, "blocks")
+		default:
+			wantDenied = strings.Contains(st.what, "red") || strings.Contains(st.what, "blocks")
+		}
 		if (st.err != nil) != wantDenied {
 			t.Fatalf("%s: err %v, want denied %v: the webhook or the policies do not work as the test expects", st.what, st.err, wantDenied)
 		}
@@ -126,11 +142,17 @@ func TestMutatingWebhookReplay(t *testing.T) {
 		t.Errorf("disagreement at line %d: %s", d.Line, d.Detail)
 	}
 	decidedDenials := map[string]int{}
+	mapIndeterminate := map[string]int{}
 	for _, rec := range recs {
 		if rec.Changed {
 			t.Errorf("wrong decision at line %d (%s): recorded %s, predicted %s", rec.Line, describeRecord(rec), rec.Recorded, rec.Decision)
 		}
 		switch {
+		case strings.HasPrefix(rec.Namespace, "wh-map") && rec.Decision == replay.DecisionIndeterminate:
+			if !strings.Contains(rec.Indeterminate, "MutatingAdmissionPolicy wh-map") {
+				t.Errorf("indeterminate at line %d (%s): %s, want the MutatingAdmissionPolicy named", rec.Line, describeRecord(rec), rec.Indeterminate)
+			}
+			mapIndeterminate[rec.Namespace]++
 		case rec.Namespace == "wh-meta":
 			if rec.Decision != replay.DecisionIndeterminate {
 				t.Errorf("line %d (%s): decided at level Metadata, where the log holds no object", rec.Line, describeRecord(rec))
@@ -147,8 +169,65 @@ func TestMutatingWebhookReplay(t *testing.T) {
 			t.Errorf("%s: %d denials decided, want 3", ns, decidedDenials[ns])
 		}
 	}
+	// The refused ConfigMap writes the policy changed are not decided (2), nor, at level
+	// Request, the admitted create (3).
+	for ns, want := range map[string]int{"wh-map": 2, "wh-map-req": 3} {
+		if mapIndeterminate[ns] != want {
+			t.Errorf("%s: %d requests indeterminate for the MutatingAdmissionPolicy, want %d", ns, mapIndeterminate[ns], want)
+		}
+	}
 	if len(denied) == 0 {
 		t.Errorf("the server denied nothing")
+	}
+}
+
+// labellingPolicy is a MutatingAdmissionPolicy that labels ConfigMaps mapped=yes in the
+// namespaces labelled map=on.
+func labellingPolicy() (*admissionregistrationv1.MutatingAdmissionPolicy, *admissionregistrationv1.MutatingAdmissionPolicyBinding) {
+	p := &admissionregistrationv1.MutatingAdmissionPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicy"},
+		ObjectMeta: metav1.ObjectMeta{Name: "wh-map"},
+		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
+			FailurePolicy:      ptr.To(admissionregistrationv1.Fail),
+			ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy,
+			MatchConstraints: &admissionregistrationv1.MatchResources{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"map": "on"}},
+				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+				}}},
+			},
+			Mutations: []admissionregistrationv1.Mutation{{
+				PatchType: admissionregistrationv1.PatchTypeApplyConfiguration,
+				ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{
+					Expression: "Object{metadata: Object.metadata{labels: {'mapped': 'yes'}}}",
+				},
+			}},
+		},
+	}
+	b := &admissionregistrationv1.MutatingAdmissionPolicyBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicyBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: "wh-map"},
+		Spec:       admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: "wh-map"},
+	}
+	return p, b
+}
+
+// waitForLabellingPolicy waits until the server runs the MutatingAdmissionPolicy: a dry-run
+// ConfigMap comes back labelled.
+func waitForLabellingPolicy(ctx context.Context, t *testing.T, c *cluster, namespace string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, err := c.dyn.Resource(configMapsGVR).Namespace(namespace).Create(ctx, configMap(namespace, "vapc-map-probe", nil, nil),
+			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err == nil && out.GetLabels()["mapped"] == "yes" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server does not run the MutatingAdmissionPolicy within 30s (last probe: %v)", err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -163,7 +242,7 @@ func webhookGuards() ([]*admissionregistrationv1.ValidatingAdmissionPolicy, []*a
 				FailurePolicy: ptr.To(admissionregistrationv1.Fail),
 				MatchConstraints: &admissionregistrationv1.MatchResources{
 					NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-						Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: []string{"wh-rr", "wh-req", "wh-meta", "wh-off"},
+						Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: []string{"wh-rr", "wh-req", "wh-meta", "wh-off", "wh-map", "wh-map-req"},
 					}}},
 					ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 						Operations: ops,
@@ -188,8 +267,10 @@ func webhookGuards() ([]*admissionregistrationv1.ValidatingAdmissionPolicy, []*a
 			"!(object.metadata.?labels.?color.orValue('') == 'red' && object.spec.containers.exists(c, c.name == 'sidecar'))", "red pods get no sidecar"),
 		guard("wh-configmaps", "configmaps", []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
 			"!(has(object.data) && 'block' in object.data && object.data.?injected.orValue('') == 'yes')", "injected configmaps do not block"),
+		guard("wh-mapped", "configmaps", []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+			"!(has(object.data) && 'block' in object.data && object.metadata.?labels.?mapped.orValue('') == 'yes')", "mapped configmaps do not block"),
 	}
-	return ps, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{bind("wh-pods"), bind("wh-configmaps")}
+	return ps, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{bind("wh-pods"), bind("wh-configmaps"), bind("wh-mapped")}
 }
 
 func webhookPod(ns, color string) *unstructured.Unstructured {

@@ -37,6 +37,8 @@ type job struct {
 	// listUnknowns are the fields of the listed objects the State does not know.
 	listUnknowns map[objectKey][]vapccel.Unknown
 	view         *View
+	// mutators are the cluster's MutatingAdmissionPolicies at the request's point of the log.
+	mutators *mutators
 	// resolving says why the apiserver may not have found the paramKind of a policy of the
 	// request yet: the request is decided both ways. unsettled says why it cannot be (see
 	// Replayer.unsettledParams).
@@ -166,6 +168,7 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 		if why := patchRebuilt(j.ev, u); why != "" {
 			unknowns = append(unknowns, vapccel.Unknown{Path: vapccel.FieldPath{Root: "object"}, Why: why})
 		}
+		unknowns = append(unknowns, j.mutators.unknowns(mutatedObject(j.t, u, b.req.OldObject, j.view))...)
 	}
 	if r.learnedKind(j.t.gvr) && b.req.Object != nil && b.objectSource != SourceResponse {
 		// The server pruned and defaulted the object by a schema the log does not hold.

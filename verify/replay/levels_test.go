@@ -439,3 +439,65 @@ func TestDeleteCollectionUnknowns(t *testing.T) {
 		t.Fatalf("request 4 = %+v (%s %s %v), want indeterminate on the pod's resourceVersion", rec, rec.Decision, rec.Indeterminate, rec.Notes)
 	}
 }
+
+// TestMutatingAdmissionPolicies: a bound MutatingAdmissionPolicy may change the object of a
+// request it matches, and leaves no trace in the log: a decision that reads the object of a
+// request rebuilt from its body is indeterminate. The policy is learned from the snapshot or
+// from the log, and unbinding it or deleting it ends that.
+func TestMutatingAdmissionPolicies(t *testing.T) {
+	p, b := levelPolicy("owner", "configmaps", admissionregistrationv1.Create, nil, `has(object.data) && 'owner' in object.data`)
+	mapPolicy := map[string]any{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy", "metadata": map[string]any{"name": "add-owner"},
+		"spec": map[string]any{"matchConstraints": map[string]any{"resourceRules": []any{map[string]any{
+			"apiGroups": []any{""}, "apiVersions": []any{"v1"}, "operations": []any{"CREATE"}, "resources": []any{"configmaps"}}},
+			// As the server defaults them: an empty object selector selects every object.
+			"objectSelector": map[string]any{}, "namespaceSelector": map[string]any{"matchLabels": map[string]any{"mutate": "on"}}}}}
+	ns := func(name string, labels map[string]any) string {
+		obj := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name, "labels": labels}}
+		return levelEvent(t, "ns-"+name, LevelRequestResponse, "create", "namespaces", "", name, 201, "", obj, obj)
+	}
+	mapBinding := map[string]any{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicyBinding", "metadata": map[string]any{"name": "add-owner"},
+		"spec": map[string]any{"policyName": "add-owner"}}
+	mapEvent := func(id, verb, resource, name string, obj map[string]any) string {
+		line := levelEvent(t, id, LevelRequestResponse, verb, resource, "", name, 201, "", obj, obj)
+		line = strings.Replace(line, `"requestURI":"/api/v1/`, `"requestURI":"/apis/admissionregistration.k8s.io/v1/`, 1)
+		return strings.Replace(line, `"apiVersion":"v1","name"`, `"apiGroup":"admissionregistration.k8s.io","apiVersion":"v1","name"`, 1)
+	}
+	cm := func(name string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": "ns1"}, "data": map[string]any{"a": "b"}}
+	}
+	create := func(id, namespace, name string, admitted bool) string {
+		// At level Request: the object the policies saw is not in the log.
+		c := cm(name)
+		c["metadata"].(map[string]any)["namespace"] = namespace
+		if admitted {
+			return levelEvent(t, id, LevelRequest, "create", "configmaps", namespace, name, 201, "", c, nil)
+		}
+		denied := `configmaps "` + name + `" is forbidden: ValidatingAdmissionPolicy 'owner' with binding 'owner' denied request: denied by owner`
+		return levelEvent(t, id, LevelRequest, "create", "configmaps", namespace, name, 422, denied, c, nil)
+	}
+	unbind := strings.Replace(mapEvent("5", "delete", "mutatingadmissionpolicybindings", "add-owner", nil), `"code":201`, `"code":200`, 1)
+	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+		ns("ns1", map[string]any{"mutate": "on"}), ns("ns2", nil),
+		create("1", "ns1", "before", false),
+		mapEvent("2", "create", "mutatingadmissionpolicies", "add-owner", mapPolicy),
+		mapEvent("3", "create", "mutatingadmissionpolicybindings", "add-owner", mapBinding),
+		// The policy added the owner: admitted.
+		create("4", "ns1", "bound", true),
+		// Not in a namespace the policy selects.
+		create("4b", "ns2", "other", false),
+		unbind,
+		create("6", "ns1", "after", false))
+	for id, want := range map[string]string{"1": DecisionDeny, "4": DecisionIndeterminate, "4b": DecisionDeny, "6": DecisionDeny} {
+		rec := recs[id]
+		if rec == nil || rec.Decision != want {
+			t.Errorf("request %s = %+v, want %s", id, rec, want)
+			continue
+		}
+		if want == DecisionIndeterminate && !strings.Contains(rec.Indeterminate, "MutatingAdmissionPolicy add-owner") {
+			t.Errorf("request %s: indeterminate %q, want it to name the MutatingAdmissionPolicy", id, rec.Indeterminate)
+		}
+	}
+	if len(sum.Disagreements) != 0 {
+		t.Errorf("disagreements: %v", sum.Disagreements)
+	}
+}

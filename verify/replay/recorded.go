@@ -25,6 +25,10 @@ const (
 
 var (
 	vapDenied     = regexp.MustCompile(`ValidatingAdmissionPolicy '([^']*)' (?:with binding '([^']*)' )?denied request: `)
+	// ownDenial is what precedes a ValidatingAdmissionPolicy's denial of the request itself
+	// (admission.NewForbidden): anything else wraps the denial of another request the server
+	// made while serving it.
+	ownDenial = regexp.MustCompile(`^(\S+ "[^"]*" is forbidden: )?$`)
 	webhookDenied = regexp.MustCompile(`admission webhook "([^"]*)" denied the request`)
 	webhookFailed = regexp.MustCompile(`failed calling webhook "([^"]*)"`)
 )
@@ -45,6 +49,9 @@ type recording struct {
 	note string
 	// skip, when set, says the request never reached validating admission.
 	skip string
+	// sure says the log shows the request never reached validating admission: the pipeline
+	// is not asked.
+	sure bool
 }
 
 // classify reads the response of a final event.
@@ -62,6 +69,14 @@ func classify(ev *Event, connect bool) recording {
 		return recording{outcome: RecordedUnknown, note: "no response status"}
 	case code >= 200 && code < 300:
 		return recording{outcome: RecordedAdmit, vapRan: true}
+	}
+	if i := vapDenied.FindStringIndex(msg); i != nil && !ownDenial.MatchString(msg[:i[0]]) {
+		// A policy denied another request the server made for this one: a Service's IP
+		// allocation creates an IPAddress (BeginCreate, before validating admission).
+		if strings.Contains(msg[:i[0]], "failed to allocate") {
+			return recording{skip: SkipBeforeAdmission, sure: true, note: "its allocation failed: a policy denied the request the allocator made (its own event in the log)"}
+		}
+		return recording{outcome: RecordedUnknown, note: "failed on another request the server made for it, which a policy denied: cannot tell whether admission ran"}
 	}
 	if m := vapDenied.FindStringSubmatch(msg); m != nil {
 		r := recording{outcome: RecordedDeny, policy: m[1], binding: m[2], vapRan: true}

@@ -124,6 +124,8 @@ type Replayer struct {
 	// orderedPlugins are the admission plugins the ordered stage replays writes through
 	// (replayWrite).
 	orderedPlugins *apiserver.Plugins
+	// mutators are the cluster's MutatingAdmissionPolicies as the log has shown them so far.
+	mutators *mutators
 	// reads are what each policy reads of the request's objects; selects what its object
 	// selectors and its bindings' read; conditions what each of its matchConditions reads.
 	reads      map[string]vapccel.Reads
@@ -393,7 +395,7 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	// A request the server refused for another reason than authentication or authorization
 	// is sent through its pipeline, which tells whether validating admission ran before the
 	// refusal; the log's message alone does not always.
-	pipeline := rec.skip == SkipBeforeAdmission && r.usesPipeline(ev, t)
+	pipeline := rec.skip == SkipBeforeAdmission && !rec.sure && r.usesPipeline(ev, t)
 	if rec.skip != "" && !pipeline {
 		r.sum.skip(rec.skip, rec.note)
 		return
@@ -410,7 +412,7 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 		return
 	}
 	// What the request's evaluation reads of the State, as it is now, before its own write.
-	j := &job{d: d, ev: ev, t: t, rec: rec, policies: policies, done: make(chan struct{})}
+	j := &job{d: d, ev: ev, t: t, rec: rec, policies: policies, mutators: r.mutators, done: make(chan struct{})}
 	var unknownParams map[schema.GroupResource]string
 	j.resolving, unknownParams, j.unsettled = r.unsettledParams(policies, ev)
 	if t.op == admission.Update || t.op == admission.Delete || t.op == admission.Connect || t.sub != "" {
@@ -459,6 +461,9 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 				r.sinkErr = err
 			}
 		}()
+	}
+	if isMutator(gr) && t.sub == "" {
+		r.applyMutatorWrite(ev, t, fmt.Sprintf("%s:%d", d.file, d.num))
 	}
 	if !r.state.Keeps(gr) {
 		return

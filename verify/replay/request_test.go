@@ -117,6 +117,8 @@ func TestClassify(t *testing.T) {
 		{"ok", ev("delete", "", 200, "", "", nil), out{RecordedAdmit, "", ""}},
 		{"vap deny", ev("delete", "", 422, "Invalid", `pods "a" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b' denied request: no`, nil), out{RecordedDeny, "ValidatingAdmissionPolicy 'p' with binding 'b'", ""}},
 		{"vap deny, forbidden", ev("delete", "", 403, "Forbidden", `ValidatingAdmissionPolicy 'p' with binding 'b' denied request: no`, nil), out{RecordedDeny, "ValidatingAdmissionPolicy 'p' with binding 'b'", ""}},
+		{"vap deny of the IP allocation", ev("create", "", 422, "Invalid", `Service "svc-a" is invalid: spec.clusterIPs: Invalid value: [""]: failed to allocate IP: ipaddresses.networking.k8s.io "10.0.0.251" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b' denied request: no`, nil), out{"", "", SkipBeforeAdmission}},
+		{"vap deny of another request", ev("create", "", 500, "InternalError", `Internal error occurred: secrets "s" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b' denied request: no`, nil), out{RecordedUnknown, "", ""}},
 		{"webhook", ev("delete", "", 403, "Forbidden", `admission webhook "w.example.com" denied the request: no`, nil), out{RecordedDeny, `admission webhook "w.example.com"`, ""}},
 		{"kyverno 400", ev("delete", "", 400, "", `admission webhook "validate.kyverno.svc-fail" denied the request: x`, nil), out{RecordedDeny, `admission webhook "validate.kyverno.svc-fail"`, ""}},
 		{"authorizer", ev("delete", "", 403, "Forbidden", `pods "a" is forbidden: User "u" cannot delete resource "pods"`, map[string]string{"authorization.k8s.io/decision": "forbid"}), out{"", "", SkipUnauthorized}},

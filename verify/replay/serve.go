@@ -144,7 +144,7 @@ func variantName(pt types.PatchType) string {
 
 // serve sends the request through the pipeline once per content type it may have had, with
 // the worker's admission plugins reading the View, deciding each admission with eval.
-func (r *Replayer) serve(ctx context.Context, ev *Event, t target, policies []string, objects apiserver.Objects, eval Evaluator, plugins *apiserver.Plugins, view *View, passed bool) ([]served, error) {
+func (r *Replayer) serve(ctx context.Context, ev *Event, t target, policies []string, objects apiserver.Objects, eval Evaluator, plugins *apiserver.Plugins, view *View, passed bool, mut *mutators) ([]served, error) {
 	srv, err := pipelineServer()
 	if err != nil {
 		return nil, err
@@ -179,7 +179,7 @@ func (r *Replayer) serve(ctx context.Context, ev *Event, t target, policies []st
 			ex.Mutate = wm.mutate
 		}
 		ex.Validate = func(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
-			unknowns := append(append(settle(ev, t, a, logged), pc.unknowns()...), wm.unknowns()...)
+			unknowns := append(append(append(settle(ev, t, a, logged), pc.unknowns()...), wm.unknowns()...), mut.unknowns(mutatedBy(t, a, view))...)
 			var dec *verify.Decision
 			var err error
 			if n := len(s.calls); n > 0 && r.marksUnread(policies) && sameButDeletionMarks(s.calls[n-1].attrs, a) {
@@ -569,7 +569,7 @@ type servedOnce struct {
 func (r *Replayer) serveOnce(ctx context.Context, w evalWorker, j *job, objs *jobObjects, eval Evaluator, view *View) (servedOnce, error) {
 	w.store.v = view
 	defer func() { w.store.v = nil }()
-	vs, err := r.serve(ctx, j.ev, j.t, j.policies, objs, eval, w.plugins, view, j.rec.vapRan || strings.HasPrefix(j.rec.by, "admission webhook"))
+	vs, err := r.serve(ctx, j.ev, j.t, j.policies, objs, eval, w.plugins, view, j.rec.vapRan || strings.HasPrefix(j.rec.by, "admission webhook"), j.mutators)
 	if err != nil {
 		return servedOnce{}, err
 	}
@@ -922,6 +922,7 @@ func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, why, sr
 		forget("the object was not known before")
 		return
 	}
+
 	srv, err := pipelineServer()
 	if err != nil {
 		forget(err.Error())
@@ -977,8 +978,12 @@ func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, why, sr
 		// resourceVersion) when it is of the resource's own kind: settle puts the server's
 		// clock back in it and says what is not known of it.
 		var settled []vapccel.Unknown
-		sameKind := false
+		sameKind, mutated := false, ""
+		view := r.state.View(false)
 		ex.Validate = func(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+			if why := r.mutators.mayMutate(mutatedBy(t, a, view)); why != "" {
+				mutated = why
+			}
 			if a.GetKind().GroupKind() == t.mainKind.GroupKind() {
 				sameKind = true
 				for _, u := range settle(ev, t, a, logged) {
@@ -1005,6 +1010,9 @@ func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, why, sr
 			continue
 		case wm != nil && wm.unknown != "":
 			forget(wm.unknown)
+			return
+		case mutated != "":
+			forget(mutated)
 			return
 		}
 		var last *apiserver.Write

@@ -173,6 +173,9 @@ func (r *Replayer) seed(u *unstructured.Unstructured, where string, seen map[str
 	if r.observer.Snapshot != nil {
 		r.observer.Snapshot(u)
 	}
+	if isMutator(gr) {
+		r.mutators = r.mutators.withObject(gr, u.GetName(), u, "")
+	}
 	if !r.state.Keeps(gr) {
 		return 0, nil
 	}

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -424,4 +425,25 @@ func (v *View) listFor(gvr schema.GroupVersionResource, namespace string) (objs 
 		unknown = fmt.Sprintf("%s: %s", partials[0].key, partials[0].unknowns[0].Why)
 	}
 	return objs, unknown
+}
+
+// namespaceLabels returns the labels of a namespace, and whether they are known.
+func (v *View) namespaceLabels(name string) (labels.Set, bool) {
+	if v == nil {
+		return nil, false
+	}
+	obj, _, unknown, partial := v.lookup(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, "", name)
+	if obj == nil || unknown != "" {
+		return nil, false
+	}
+	for _, u := range partial {
+		if len(u.Path.Steps) == 0 || u.Path.Steps[0] == "metadata" && (len(u.Path.Steps) == 1 || u.Path.Steps[1] == "labels") {
+			return nil, false
+		}
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, false
+	}
+	return labels.Set(m.GetLabels()), true
 }

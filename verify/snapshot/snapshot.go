@@ -1,7 +1,8 @@
 // Package snapshot takes from a live cluster what a replay of audit logs through a set of
-// policies starts from (vapc replay --snapshot): the CustomResourceDefinitions, and the objects
-// of the resources the policies read: namespaces, the objects of their paramKinds, and those
-// they see as oldObject in an UPDATE or DELETE. It writes them as one List, as
+// policies starts from (vapc replay --snapshot): the CustomResourceDefinitions, the
+// MutatingAdmissionPolicies and their bindings, and the objects of the resources the policies
+// read: namespaces, the objects of their paramKinds, and those they see as oldObject in an
+// UPDATE or DELETE. It writes them as one List, as
 // `kubectl get -o yaml` does, with client-go.
 package snapshot
 
@@ -53,6 +54,13 @@ func Resources(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, ma
 	}
 	add(crdsGVR, "the kinds of the log and the paramKinds")
 	add(namespacesGVR, "namespaceSelector and namespaceObject")
+	// A MutatingAdmissionPolicy leaves no trace in the audit log: the replay needs to know
+	// which requests one may have changed (where the cluster serves them).
+	for _, res := range []string{"mutatingadmissionpolicies", "mutatingadmissionpolicybindings"} {
+		if gvr, err := mapper.ResourceFor(schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Resource: res}); err == nil {
+			add(gvr, "MutatingAdmissionPolicies change objects before the policies see them")
+		}
+	}
 	var rest []Resource
 	restSeen := map[schema.GroupResource]int{}
 	addRest := func(gvr schema.GroupVersionResource, why string) {

@@ -1,0 +1,246 @@
+package replay
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"sort"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+
+	vapccel "github.com/vapc-dev/vapc/cel"
+)
+
+// kube-apiserver runs its MutatingAdmissionPolicies after the built-in mutating plugins and
+// before ValidatingAdmissionPolicy, and, unlike a mutating webhook, a policy's change leaves no
+// trace in the audit log. A replay does not run them: it follows the cluster's policies and
+// bindings (from the snapshot and the writes of the log), and the object of a request one of
+// them may change is not known, unless the log holds it as the response of the request.
+
+var (
+	mapsGR     = schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "mutatingadmissionpolicies"}
+	mapsBindGR = schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "mutatingadmissionpolicybindings"}
+)
+
+// mutators are the cluster's MutatingAdmissionPolicies and their bindings as the replay knows
+// them at one point of the log. A value is never changed once a job holds it: a write makes a
+// new one.
+type mutators struct {
+	// policies are the rules of each policy; a policy whose object is not known has nil
+	// rules and why in unknown.
+	policies map[string]mutatingPolicy
+	// bindings map each binding to its policy ("" when the binding's object is not known).
+	bindings map[string]string
+}
+
+type mutatingPolicy struct {
+	rules []admissionregistrationv1.NamedRuleWithOperations
+	// namespaces and objects select the requests (nil selects every one).
+	namespaces, objects labels.Selector
+	unknown             string
+}
+
+// mutatedRequest is what selects a request for a MutatingAdmissionPolicy.
+type mutatedRequest struct {
+	gvr       schema.GroupVersionResource
+	sub       string
+	op        admission.Operation
+	namespace string
+	// labels of the object and the old object, when there is one.
+	object, old       labels.Set
+	hasObject, hasOld bool
+	// view answers for the namespace's labels.
+	view *View
+}
+
+// mayMutate says why a request's object may have been changed by a bound
+// MutatingAdmissionPolicy, or "". The rules are matched by group, resource and operation in
+// any version (a policy's matchPolicy Equivalent matches every version of a resource), then
+// the namespace and object selectors as the apiserver's matcher reads them; the exclusions,
+// the bindings' own match resources and the match conditions are not read, so a policy they
+// would skip still counts.
+func (m *mutators) mayMutate(req mutatedRequest) string {
+	gvr, sub, op := req.gvr, req.sub, req.op
+	if m == nil || len(m.bindings) == 0 || (op != admission.Create && op != admission.Update) {
+		return ""
+	}
+	names := make([]string, 0, len(m.bindings))
+	for b := range m.bindings {
+		names = append(names, b)
+	}
+	sort.Strings(names)
+	for _, b := range names {
+		name := m.bindings[b]
+		if name == "" {
+			return fmt.Sprintf("MutatingAdmissionPolicyBinding %s binds a policy the log does not show", b)
+		}
+		p, ok := m.policies[name]
+		switch {
+		case !ok:
+			continue // a binding of a policy that does not exist binds nothing
+		case p.unknown != "":
+			return fmt.Sprintf("MutatingAdmissionPolicy %s (bound by %s) is not known: %s", name, b, p.unknown)
+		}
+		matched := false
+		for _, r := range p.rules {
+			rule := r.RuleWithOperations
+			rule.APIVersions = []string{"*"}
+			matched = matched || ruleMatches(rule, gvr, sub, op)
+		}
+		if !matched {
+			continue
+		}
+		if p.objects != nil && !(req.hasObject && p.objects.Matches(req.object)) && !(req.hasOld && p.objects.Matches(req.old)) {
+			continue
+		}
+		if p.namespaces != nil && req.namespace != "" {
+			ns, known := req.view.namespaceLabels(req.namespace)
+			if known && !p.namespaces.Matches(ns) {
+				continue
+			}
+		}
+		return fmt.Sprintf("MutatingAdmissionPolicy %s (bound by %s) matches the request and may have changed the object; vapc does not run MutatingAdmissionPolicies", name, b)
+	}
+	return ""
+}
+
+// unknowns are the fields of the request's object a MutatingAdmissionPolicy may have changed.
+func (m *mutators) unknowns(req mutatedRequest) []vapccel.Unknown {
+	if why := m.mayMutate(req); why != "" {
+		return []vapccel.Unknown{{Path: vapccel.FieldPath{Root: "object"}, Why: why}}
+	}
+	return nil
+}
+
+// mutatedBy is the request of an admission's attributes, for mayMutate.
+func mutatedBy(t target, a admission.Attributes, view *View) mutatedRequest {
+	req := mutatedRequest{gvr: t.gvr, sub: t.sub, op: t.op, namespace: a.GetNamespace(), view: view}
+	if t.gvr.GroupResource() == namespacesGR && t.sub == "" {
+		req.namespace = "" // a Namespace is matched by its own labels, as its object's
+	}
+	for _, o := range []struct {
+		obj runtime.Object
+		set *labels.Set
+		has *bool
+	}{{a.GetObject(), &req.object, &req.hasObject}, {a.GetOldObject(), &req.old, &req.hasOld}} {
+		if o.obj == nil {
+			continue
+		}
+		if m, err := meta.Accessor(o.obj); err == nil {
+			*o.set, *o.has = labels.Set(m.GetLabels()), true
+		}
+	}
+	return req
+}
+
+// mutatedObject is the request of a rebuilt object, for mayMutate.
+func mutatedObject(t target, obj, old *unstructured.Unstructured, view *View) mutatedRequest {
+	req := mutatedRequest{gvr: t.gvr, sub: t.sub, op: t.op, namespace: t.namespace, view: view}
+	if t.gvr.GroupResource() == namespacesGR && t.sub == "" {
+		req.namespace = ""
+	}
+	if obj != nil {
+		req.object, req.hasObject = labels.Set(obj.GetLabels()), true
+	}
+	if old != nil {
+		req.old, req.hasOld = labels.Set(old.GetLabels()), true
+	}
+	return req
+}
+
+func (m *mutators) clone() *mutators {
+	c := &mutators{policies: map[string]mutatingPolicy{}, bindings: map[string]string{}}
+	if m != nil {
+		maps.Copy(c.policies, m.policies)
+		maps.Copy(c.bindings, m.bindings)
+	}
+	return c
+}
+
+// isMutator says whether a resource is a MutatingAdmissionPolicy's or its binding's.
+func isMutator(gr schema.GroupResource) bool { return gr == mapsGR || gr == mapsBindGR }
+
+// withObject returns the mutators with a policy or binding (u, of resource gr) as it is now;
+// u nil removes it, and why, when set, says its object is not known.
+func (m *mutators) withObject(gr schema.GroupResource, name string, u *unstructured.Unstructured, why string) *mutators {
+	c := m.clone()
+	switch {
+	case gr == mapsGR && u == nil && why == "":
+		delete(c.policies, name)
+	case gr == mapsGR && u == nil:
+		c.policies[name] = mutatingPolicy{unknown: why}
+	case gr == mapsGR:
+		var spec struct {
+			MatchConstraints *struct {
+				ResourceRules     []admissionregistrationv1.NamedRuleWithOperations `json:"resourceRules"`
+				NamespaceSelector *metav1.LabelSelector                           `json:"namespaceSelector"`
+				ObjectSelector    *metav1.LabelSelector                           `json:"objectSelector"`
+			} `json:"matchConstraints"`
+		}
+		raw, err := json.Marshal(u.Object["spec"])
+		if err == nil {
+			err = json.Unmarshal(raw, &spec)
+		}
+		var p mutatingPolicy
+		if err == nil && spec.MatchConstraints != nil {
+			mc := spec.MatchConstraints
+			p.rules = mc.ResourceRules
+			if mc.NamespaceSelector != nil {
+				p.namespaces, err = metav1.LabelSelectorAsSelector(mc.NamespaceSelector)
+			}
+			if err == nil && mc.ObjectSelector != nil {
+				p.objects, err = metav1.LabelSelectorAsSelector(mc.ObjectSelector)
+			}
+		}
+		if err != nil {
+			p = mutatingPolicy{unknown: "its spec does not decode: " + err.Error()}
+		}
+		c.policies[name] = p
+	case u == nil && why == "":
+		delete(c.bindings, name)
+	case u == nil:
+		c.bindings[name] = ""
+	default:
+		policy, _, _ := unstructured.NestedString(u.Object, "spec", "policyName")
+		c.bindings[name] = policy
+	}
+	return c
+}
+
+// applyMutatorWrite follows a write of a MutatingAdmissionPolicy or binding of the log.
+func (r *Replayer) applyMutatorWrite(ev *Event, t target, src string) {
+	gr := t.gvr.GroupResource()
+	if t.name == "" {
+		// A deletecollection, or a create whose name the log does not hold.
+		r.mutators = r.mutators.withObject(gr, "(unnamed at "+src+")", nil, "written at "+src+" without its name")
+		return
+	}
+	switch ev.Verb {
+	case "delete":
+		r.mutators = r.mutators.withObject(gr, t.name, nil, "")
+		return
+	case "deletecollection":
+		r.mutators = r.mutators.withObject(gr, "(deleted at "+src+")", nil, "deleted at "+src+" without the list of what")
+		return
+	}
+	obj := decodeObject(ev.ResponseObject)
+	if obj == nil || obj.GetKind() == "Status" {
+		if body := decodeObject(ev.RequestObject); body != nil && (ev.Verb == "create" || ev.Verb == "update") && body.GetKind() != "" {
+			obj = body
+		} else {
+			obj = nil
+		}
+	}
+	if obj == nil {
+		r.mutators = r.mutators.withObject(gr, t.name, nil, "written at "+src+" at level "+orNone(ev.Level)+": the result is not in the log")
+		return
+	}
+	r.mutators = r.mutators.withObject(gr, t.name, obj, "")
+}
