@@ -501,3 +501,25 @@ func TestMutatingAdmissionPolicies(t *testing.T) {
 		t.Errorf("disagreements: %v", sum.Disagreements)
 	}
 }
+
+// TestEquivalentEvents: kube-apiserver files core and events.k8s.io Events under one etcd
+// prefix, so they are equivalent resources: a policy on the core group's resources with
+// matchPolicy Equivalent sees an events.k8s.io/v1 Event, converted to v1.
+func TestEquivalentEvents(t *testing.T) {
+	p, b := levelPolicy("core-events", "*", admissionregistrationv1.Create, nil, `!(object.kind == 'Event' && object.apiVersion == 'v1' && object.reportingComponent == 'example.com/c')`)
+	p.Spec.MatchConstraints.ResourceRules[0].APIVersions = []string{"*"}
+	ev := map[string]any{"kind": "Event", "apiVersion": "events.k8s.io/v1", "metadata": map[string]any{"name": "ev-1", "namespace": "ns1"},
+		"eventTime": "2026-11-23T18:19:57.820136Z", "reportingController": "example.com/c", "reportingInstance": "i", "action": "Test", "reason": "Test",
+		"regarding": map[string]any{"kind": "ConfigMap", "namespace": "ns1", "name": "cm"}, "note": "x", "type": "Normal"}
+	denied := `events.events.k8s.io "ev-1" is forbidden: ValidatingAdmissionPolicy 'core-events' with binding 'core-events' denied request: denied by core-events`
+	line := levelEvent(t, "1", LevelRequestResponse, "create", "events", "ns1", "ev-1", 422, denied, ev, nil)
+	line = strings.Replace(line, `"requestURI":"/api/v1/`, `"requestURI":"/apis/events.k8s.io/v1/`, 1)
+	line = strings.Replace(line, `"apiVersion":"v1","name":"ev-1"`, `"apiGroup":"events.k8s.io","apiVersion":"v1","name":"ev-1"`, 1)
+	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, line)
+	if rec := recs["1"]; rec == nil || rec.Decision != DecisionDeny || rec.Message != denied {
+		t.Errorf("request 1 = %+v, want denied by the policy of the core group", rec)
+	}
+	if len(sum.Disagreements) != 0 {
+		t.Errorf("disagreements: %v", sum.Disagreements)
+	}
+}

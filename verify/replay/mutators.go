@@ -180,8 +180,8 @@ func (m *mutators) withObject(gr schema.GroupResource, name string, u *unstructu
 		var spec struct {
 			MatchConstraints *struct {
 				ResourceRules     []admissionregistrationv1.NamedRuleWithOperations `json:"resourceRules"`
-				NamespaceSelector *metav1.LabelSelector                           `json:"namespaceSelector"`
-				ObjectSelector    *metav1.LabelSelector                           `json:"objectSelector"`
+				NamespaceSelector *metav1.LabelSelector                             `json:"namespaceSelector"`
+				ObjectSelector    *metav1.LabelSelector                             `json:"objectSelector"`
 			} `json:"matchConstraints"`
 		}
 		raw, err := json.Marshal(u.Object["spec"])

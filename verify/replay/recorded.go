@@ -24,11 +24,11 @@ const (
 )
 
 var (
-	vapDenied     = regexp.MustCompile(`ValidatingAdmissionPolicy '([^']*)' (?:with binding '([^']*)' )?denied request: `)
+	vapDenied = regexp.MustCompile(`ValidatingAdmissionPolicy '([^']*)' (?:with binding '([^']*)' )?denied request: `)
 	// ownDenial is what precedes a ValidatingAdmissionPolicy's denial of the request itself
 	// (admission.NewForbidden): anything else wraps the denial of another request the server
 	// made while serving it.
-	ownDenial = regexp.MustCompile(`^(\S+ "[^"]*" is forbidden: )?$`)
+	ownDenial     = regexp.MustCompile(`^(\S+ "[^"]*" is forbidden: )?$`)
 	webhookDenied = regexp.MustCompile(`admission webhook "([^"]*)" denied the request`)
 	webhookFailed = regexp.MustCompile(`failed calling webhook "([^"]*)"`)
 )

@@ -27,6 +27,7 @@ import (
 	genericfilters "k8s.io/apiserver/pkg/endpoints/filters"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/kubernetes/pkg/kubeapiserver"
 	sigsjson "sigs.k8s.io/json"
 
 	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
@@ -84,7 +85,16 @@ func newServer(tcFunc TypeConverterFunc) (*Server, error) {
 	}
 	container := restful.NewContainer()
 	container.Router(restful.CurlyRouter{})
-	equivalents := runtime.NewEquivalentResourceRegistry()
+	// kube-apiserver keys its registry by each resource's etcd prefix (genericapiserver's
+	// Config.Complete with the storage factory's ResourcePrefix): the resource's name, or its
+	// special prefix, whatever its group, so that core and events.k8s.io Events are
+	// equivalent, as are the resources that cohabit.
+	equivalents := runtime.NewEquivalentResourceRegistryWithIdentity(func(gr schema.GroupResource) string {
+		if p, ok := kubeapiserver.SpecialDefaultResourcePrefixes[gr]; ok {
+			return p
+		}
+		return gr.Resource
+	})
 	allow := authorizerfactory.NewAlwaysAllowAuthorizer()
 	served := map[servedKey]bool{}
 	for i := range infos {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sort"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -183,5 +184,27 @@ func TestSelectPlugins(t *testing.T) {
 	}
 	if _, err := SelectPlugins(nil, []string{"NoSuchPlugin"}); err == nil {
 		t.Errorf("SelectPlugins(disable NoSuchPlugin) succeeded, want an error")
+	}
+}
+
+// TestEquivalentResources: the server's EquivalentResourceRegistry keys resources by their etcd
+// prefix, as kube-apiserver's does, so that cohabiting resources of two groups are equivalent.
+func TestEquivalentResources(t *testing.T) {
+	s := testServer(t)
+	for _, tc := range []struct {
+		gvr  schema.GroupVersionResource
+		want []schema.GroupVersionResource
+	}{
+		{schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1", Resource: "events"},
+			[]schema.GroupVersionResource{{Version: "v1", Resource: "events"}, {Group: "events.k8s.io", Version: "v1", Resource: "events"}}},
+		{schema.GroupVersionResource{Group: "autoscaling", Version: "v1", Resource: "horizontalpodautoscalers"},
+			[]schema.GroupVersionResource{{Group: "autoscaling", Version: "v1", Resource: "horizontalpodautoscalers"}, {Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers"}}},
+		{schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, []schema.GroupVersionResource{{Version: "v1", Resource: "configmaps"}}},
+	} {
+		got := s.EquivalentResources().EquivalentResourcesFor(tc.gvr, "")
+		sort.Slice(got, func(i, j int) bool { return got[i].String() < got[j].String() })
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("EquivalentResourcesFor(%s) (-want +got):\n%s", tc.gvr, diff)
+		}
 	}
 }
