@@ -46,6 +46,8 @@ type cluster struct {
 	mapper    meta.RESTMapper
 	resources verify.Resources
 	gen       int
+	// barrierReady says the barrier's namespace and ServiceAccount exist.
+	barrierReady bool
 	// barriers are the param kinds sync waits for, ConfigMap and Node always, and the custom
 	// kinds the test adds (see addBarrier).
 	barriers []barrier
@@ -354,9 +356,7 @@ func (c *cluster) sync(ctx context.Context) {
 	c.t.Helper()
 	c.gen++
 	gen := strconv.Itoa(c.gen)
-	if c.gen == 1 {
-		c.namespace(ctx, barrierNS, nil)
-	}
+	c.barrierNamespace(ctx)
 	c.put(ctx, obj(map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "vapc-barrier", "namespace": barrierNS}, "data": map[string]any{"gen": gen}}))
 	c.put(ctx, obj(map[string]any{"apiVersion": "v1", "kind": "Node", "metadata": map[string]any{"name": "vapc-barrier", "labels": map[string]any{"gen": gen}}}))
 	c.put(ctx, obj(map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": barrierNS, "labels": map[string]any{"gen": gen}}}))
@@ -441,5 +441,14 @@ func forEachFinalEventLine(t *testing.T, path string, fn func(int, *auditEvent))
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// barrierNamespace creates the barrier's namespace and its default ServiceAccount once: before
+// any generated policy exists, so that none can refuse them.
+func (c *cluster) barrierNamespace(ctx context.Context) {
+	if !c.barrierReady {
+		c.namespace(ctx, barrierNS, nil)
+		c.barrierReady = true
 	}
 }

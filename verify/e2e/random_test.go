@@ -277,6 +277,8 @@ var byDesignIndeterminate = []string{
 	// the object it wrote (at level Request).
 	"patch-type: ",
 	"the log does not record the patch's content type",
+	// A MutatingAdmissionPolicy leaves no trace in the log.
+	"vapc does not run MutatingAdmissionPolicies",
 }
 
 // lowerLevelIndeterminate are the reasons of indeterminate requests a run that logs some
@@ -337,6 +339,7 @@ func (w *randomWorld) setupWorld() {
 			return replicaLimitIn(barrierNS, "vapc-barrier", map[string]any{"gen": gen}, 1, "on", "")
 		},
 	})
+	w.barrierNamespace(ctx)
 	w.namespace(ctx, rndA, map[string]string{"tier": "gold", "env": "prod"})
 	w.namespace(ctx, rndB, map[string]string{"tier": "silver", "env": "dev", "team": "red"})
 	w.namespace(ctx, rndC, nil)
@@ -345,6 +348,13 @@ func (w *randomWorld) setupWorld() {
 	// before the policies read them: the replay applies the patches the log records.
 	hookURL, caBundle := startInjector(w.t)
 	w.put(ctx, toUnstructured(w.t, injectorConfig(hookURL, caBundle, map[string]string{"team": "red"})))
+	// A MutatingAdmissionPolicy labels blue ConfigMaps mapped=yes: the log does not show it,
+	// and the replay must not decide from the object it did not change.
+	mp, mb := labellingPolicy()
+	mp.Spec.MatchConstraints.NamespaceSelector = &metav1.LabelSelector{}
+	mp.Spec.MatchConstraints.ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"color": "blue"}}
+	w.put(ctx, toUnstructured(w.t, mp))
+	w.put(ctx, toUnstructured(w.t, mb))
 	for _, u := range rndUsers[1:] {
 		w.grantAll(ctx, u.name)
 	}

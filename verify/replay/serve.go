@@ -474,6 +474,9 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 			j.skip = SkipPendingDeletion
 		case code >= 200 && code < 300:
 			out.Decision, out.Indeterminate = DecisionIndeterminate, "rebuild: kube-apiserver completed the request, but sent through its pipeline over the state the replay knows it is "+describeServed(s)
+		case j.rec.vapRan && j.rec.policy != "":
+			// The log shows a policy refused it: the state the replay knows is not the server's.
+			out.Decision, out.Indeterminate = DecisionIndeterminate, "rebuild: a policy refused the request in kube-apiserver, but sent through its pipeline over the state the replay knows it is "+describeServed(s)
 		default:
 			j.skip, j.skipNote = SkipBeforeAdmission, j.rec.note
 			if j.skipNote == "" && s.resp.Status != nil {
