@@ -244,6 +244,9 @@ func TestRandomParity(t *testing.T) {
 			for _, k := range lowerLevelIndeterminate {
 				if strings.Contains(reason, k) {
 					byDesignSeen[k]++
+					if byDesignFirst[k] == "" {
+						byDesignFirst[k] = reason
+					}
 					return true
 				}
 			}

@@ -229,6 +229,9 @@ type jobObjects struct {
 	// version and uid, when set, are the resourceVersion and uid the object is read with (see
 	// evaluateServed).
 	version, uid string
+	// body, when set, is an update's body whose values the object is read with where the
+	// State does not know them (see overlayUnknown).
+	body []byte
 }
 
 func (o *jobObjects) Get(gr schema.GroupResource, namespace, name string) ([]byte, bool, error) {
@@ -243,8 +246,12 @@ func (o *jobObjects) Get(gr schema.GroupResource, namespace, name string) ([]byt
 		return nil, false, fmt.Errorf("the replay does not read it for this request")
 	}
 	switch {
-	case o.prior.found && o.prior.raw != nil && (o.version != "" || o.uid != ""):
-		return withMeta(o.prior.raw, o.version, o.uid), true, nil
+	case o.prior.found && o.prior.raw != nil && (o.version != "" || o.uid != "" || o.body != nil):
+		raw := o.prior.raw
+		if o.body != nil {
+			raw = overlayUnknown(raw, o.body, o.prior.unknowns)
+		}
+		return withMeta(raw, o.version, o.uid), true, nil
 	case o.prior.found && o.prior.raw != nil:
 		return o.prior.raw, true, nil
 	case o.standIn != nil:
@@ -419,6 +426,7 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 		// The log shows the request got past the storage's check of the resourceVersion and
 		// uid it asked for: they are those stored, where the replay does not know them.
 		objs.version, objs.uid = fromRequest(ev, j.prior.unknowns)
+		objs.body = updateBody(ev, j.prior.unknowns)
 	}
 	if objs.absent && (t.op == admission.Update || t.op == admission.Delete) && ev.Code() >= 200 && ev.Code() < 300 {
 		// The server wrote an object the State holds to be absent: the State missed its
@@ -950,6 +958,7 @@ func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, why, sr
 		// The log shows the write succeeded: it asked for the stored resourceVersion and
 		// uid, if any.
 		objs.version, objs.uid = fromRequest(ev, p.unknowns)
+		objs.body = updateBody(ev, p.unknowns)
 	}
 	contentTypes := []types.PatchType{""}
 	if req.Method == http.MethodPatch {
@@ -1290,4 +1299,70 @@ func differing(a, b any, steps []string, why string) []vapccel.Unknown {
 		out = append(out, differing(am[k], bm[k], append(steps, k), why)...)
 	}
 	return out
+}
+
+// updateBody is the body of an update (the whole object, as the client read it) when the State
+// does not know some fields of the stored object, for overlayUnknown.
+func updateBody(ev *Event, unknowns []vapccel.Unknown) []byte {
+	if ev.Verb != "update" || len(unknowns) == 0 || !hasBody(ev.RequestObject) {
+		return nil
+	}
+	return ev.RequestObject
+}
+
+// overlayUnknown is a stored object's JSON with the values an update's body holds where the
+// State does not know them (the random suffix of a pod's token volume, the clock): the client
+// sent back what it read, and the log shows the server let the update through its validation,
+// which holds immutable fields to the stored values. The fields stay unknown in the request's
+// oldObject; this only lets the pipeline validate the update as the server did.
+func overlayUnknown(raw, body []byte, unknowns []vapccel.Unknown) []byte {
+	var stored, sent map[string]any
+	if json.Unmarshal(raw, &stored) != nil || json.Unmarshal(body, &sent) != nil {
+		return raw
+	}
+	for _, u := range unknowns {
+		if u.Path.Root == "object" && len(u.Path.Steps) > 0 && u.Path.Steps[0] != "metadata" {
+			overlayPath(stored, sent, u.Path.Steps)
+		}
+	}
+	out, err := json.Marshal(stored)
+	if err != nil {
+		return raw
+	}
+	return out
+}
+
+// overlayPath copies the value at steps from sent into stored, element by element of lists of
+// the same length (AnyStep).
+func overlayPath(stored, sent any, steps []string) {
+	switch s := stored.(type) {
+	case map[string]any:
+		b, ok := sent.(map[string]any)
+		if !ok || steps[0] == vapccel.AnyStep {
+			return
+		}
+		v, has := b[steps[0]]
+		if !has {
+			return
+		}
+		if len(steps) == 1 {
+			s[steps[0]] = v
+			return
+		}
+		if _, ok := s[steps[0]]; ok {
+			overlayPath(s[steps[0]], v, steps[1:])
+		}
+	case []any:
+		b, ok := sent.([]any)
+		if !ok || steps[0] != vapccel.AnyStep || len(b) != len(s) {
+			return
+		}
+		for i := range s {
+			if len(steps) == 1 {
+				s[i] = b[i]
+			} else {
+				overlayPath(s[i], b[i], steps[1:])
+			}
+		}
+	}
 }
