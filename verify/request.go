@@ -49,6 +49,9 @@ type UserInfo struct {
 	Extra    map[string][]string `json:"extra,omitempty"`
 }
 
+// Info is the user as the apiserver's authentication gives it.
+func (u UserInfo) Info() user.Info { return u.info() }
+
 func (u UserInfo) info() user.Info {
 	return &user.DefaultInfo{Name: u.Username, UID: u.UID, Groups: u.Groups, Extra: u.Extra}
 }

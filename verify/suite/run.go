@@ -211,7 +211,12 @@ func (e *env) run(ctx context.Context, s *Suite, i int) CaseReport {
 	if err != nil {
 		return fail("%s: %v", rep.Pos, err)
 	}
-	dec, err := e.eval.Evaluate(ctx, req)
+	var dec *verify.Decision
+	if s.pipelineOf(c) && len(c.AdmissionReview) == 0 {
+		dec, err = e.servePipeline(ctx, req)
+	} else {
+		dec, err = e.eval.Evaluate(ctx, req)
+	}
 	if err != nil {
 		return fail("%s: %v", rep.Pos, err)
 	}

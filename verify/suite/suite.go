@@ -52,6 +52,10 @@ type Suite struct {
 	CRDs []string `json:"crds,omitempty"`
 	// Authorizer answers the policies' `authorizer` checks; default: no opinion on anything.
 	Authorizer *Authorizer `json:"authorizer,omitempty"`
+	// Pipeline sends every case as a request through kube-apiserver's own request pipeline
+	// (decoding, defaulting, the registry strategy, the built-in admission plugins) before the
+	// policies see it; a case's own pipeline overrides it. See pipeline.go.
+	Pipeline bool `json:"pipeline,omitempty"`
 	// Cases are the requests and their expected decisions.
 	Cases []Case `json:"cases"`
 
@@ -104,6 +108,10 @@ type Case struct {
 	Objects []json.RawMessage `json:"objects,omitempty"`
 	// Authorizer replaces the suite's for this case.
 	Authorizer *Authorizer `json:"authorizer,omitempty"`
+	// Pipeline, when set, says whether the case is sent through kube-apiserver's request
+	// pipeline (see Suite.Pipeline): the object is then the request body, and oldObject the
+	// stored object.
+	Pipeline *bool `json:"pipeline,omitempty"`
 	// Expect is what kube-apiserver decides. Required.
 	Expect *Expect `json:"expect"`
 }
