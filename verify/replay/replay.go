@@ -491,6 +491,10 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 			r.replayWrite(ctx, ev, t, "written through "+describe(t.gvr, t.sub)+" at "+src, src)
 		case gr == (schema.GroupResource{Resource: "serviceaccounts"}) && t.sub == "token":
 			// A TokenRequest issues a token; the ServiceAccount is not written.
+		case derivesScale(t) && r.followsWrite(ev, t):
+			// The ScaleREST's write, managedFields included (a manager of the scale
+			// subresource), as the pipeline makes it.
+			r.replayWrite(ctx, ev, t, "changed through "+describe(t.gvr, t.sub)+" at "+src, src)
 		case derivesScale(t) && r.applyScale(ev, t, resp, src):
 		case isMain:
 			put(resp, src)

@@ -77,7 +77,7 @@ func TestScaleRequests(t *testing.T) {
 			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{scaleRule}},
 			Validations: []admissionregistrationv1.Validation{{
 				Expression:        "object.spec.replicas <= 4",
-				MessageExpression: "'old ' + string(oldObject.spec.replicas) + ' ' + oldObject.metadata.resourceVersion + ' ' + oldObject.?status.?selector.orValue('-') + ' gen ' + string(oldObject.metadata.?generation.orValue(0)) + ' new ' + string(object.spec.replicas) + ' ' + object.metadata.resourceVersion",
+				MessageExpression: "'old ' + string(oldObject.spec.replicas) + ' ' + oldObject.metadata.resourceVersion + ' ' + oldObject.?status.?selector.orValue('-') + ' gen ' + string(oldObject.metadata.?generation.orValue(0)) + ' new ' + string(object.spec.replicas) + ' ' + object.metadata.resourceVersion + ' managers ' + string(size(oldObject.metadata.?managedFields.orValue([])))",
 			}},
 		},
 	}
@@ -85,7 +85,9 @@ func TestScaleRequests(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "scale"},
 		Spec:       admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "scale", ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
 	}
-	dep := map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "web", "namespace": "app", "uid": "u-1", "resourceVersion": "20", "generation": int64(1)},
+	dep := map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "web", "namespace": "app", "uid": "u-1", "resourceVersion": "20", "generation": int64(1),
+		"managedFields": []any{map[string]any{"manager": "kubectl-create", "operation": "Update", "apiVersion": "apps/v1", "time": "2026-11-21T10:00:00Z", "fieldsType": "FieldsV1",
+			"fieldsV1": map[string]any{"f:spec": map[string]any{"f:replicas": map[string]any{}, "f:selector": map[string]any{}}}}}},
 		"spec": map[string]any{"replicas": int64(2), "selector": map[string]any{"matchLabels": map[string]any{"app": "web"}}, "template": podTemplate("web")}}
 	scaleResp := func(replicas int64, rv string) map[string]any {
 		return map[string]any{"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": map[string]any{"name": "web", "namespace": "app", "uid": "u-1", "resourceVersion": rv},
@@ -103,13 +105,14 @@ func TestScaleRequests(t *testing.T) {
 		// Admitted: the response is the new Scale.
 		scaleE("patch-ok", "patch", 200, "", map[string]any{"spec": map[string]any{"replicas": int64(3)}}, scaleResp(3, "21")),
 		// Refused: the patch applied to the Scale of the stored (scaled) Deployment.
-		scaleE("patch-denied", "patch", 422, denied("old 3 21 app=web gen 0 new 9 21"), map[string]any{"spec": map[string]any{"replicas": int64(9)}, "metadata": map[string]any{"labels": map[string]any{"x": "y"}}}, nil),
+		scaleE("patch-denied", "patch", 422, denied("old 3 21 app=web gen 0 new 9 21 managers 0"), map[string]any{"spec": map[string]any{"replicas": int64(9)}, "metadata": map[string]any{"labels": map[string]any{"x": "y"}}}, nil),
 		// Refused: the body's spec.replicas only, and no resourceVersion takes the stored one.
-		scaleE("update-denied", "update", 422, denied("old 3 21 app=web gen 0 new 7 21"),
+		scaleE("update-denied", "update", 422, denied("old 3 21 app=web gen 0 new 7 21 managers 0"),
 			map[string]any{"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": map[string]any{"name": "web", "namespace": "app", "annotations": map[string]any{"a": "b"}}, "spec": map[string]any{"replicas": int64(7)}}, nil),
-		// The main resource after the scale: its oldObject is the Deployment the scale left.
+		// The main resource after the scale: its oldObject is the Deployment the scale left,
+		// with the scale subresource's manager.
 		{id: "main-denied", verb: "patch", group: "apps", version: "v1", resource: "deployments", ns: "app", name: "web", code: 422, received: at(t, 2),
-			message: denied("old 3 21 - gen 2 new 5 21"), req: map[string]any{"spec": map[string]any{"replicas": int64(5)}}},
+			message: denied("old 3 21 - gen 2 new 5 21 managers 2"), req: map[string]any{"spec": map[string]any{"replicas": int64(5)}}},
 	}
 	var text []string
 	for _, e := range lines {
@@ -119,7 +122,7 @@ func TestScaleRequests(t *testing.T) {
 	for _, id := range []string{"patch-ok", "patch-denied", "update-denied", "main-denied"} {
 		rec := recs[id]
 		if rec == nil || rec.Decision == DecisionIndeterminate {
-			t.Errorf("%s: %+v, want a decision", id, rec)
+			t.Errorf("%s: %+v (%s), want a decision", id, rec, rec.Indeterminate)
 			continue
 		}
 		if rec.Changed {

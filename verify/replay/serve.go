@@ -1049,8 +1049,14 @@ func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, why, sr
 			failures = append(failures, name+": the written object does not convert")
 			continue
 		}
-		unknowns := []vapccel.Unknown{{Path: objectPath("metadata", "resourceVersion"), ValueOnly: true,
-			Why: "the server's storage when " + what + " wrote the object, which the log does not show"}}
+		var unknowns []vapccel.Unknown
+		if scale := decodeObject(ev.ResponseObject); derivesScale(t) && scale != nil && scale.GetResourceVersion() != "" {
+			// A Scale carries the resourceVersion of the object it scaled.
+			u.SetResourceVersion(scale.GetResourceVersion())
+		} else {
+			unknowns = append(unknowns, vapccel.Unknown{Path: objectPath("metadata", "resourceVersion"), ValueOnly: true,
+				Why: "the server's storage when " + what + " wrote the object, which the log does not show"})
+		}
 		switch second, ok := serverSecond(ev); {
 		case sameKind && t.op != admission.Delete:
 			// Validating admission saw a copy of what the storage wrote: settle's clock is
