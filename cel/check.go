@@ -95,6 +95,7 @@ func (c *Checker) Check(set *Set) Diagnostics {
 	for _, b := range set.Bindings {
 		diags = append(diags, c.CheckBinding(b, policies)...)
 	}
+	diags = append(diags, c.checkMutating(set)...)
 	diags.Sort()
 	return diags
 }

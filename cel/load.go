@@ -34,16 +34,34 @@ type Binding struct {
 	Source Locator
 }
 
+// MutatingPolicy is a MutatingAdmissionPolicy with where it came from.
+type MutatingPolicy struct {
+	*admissionregistrationv1.MutatingAdmissionPolicy
+	Source Locator
+}
+
+// MutatingBinding is a MutatingAdmissionPolicyBinding with where it came from.
+type MutatingBinding struct {
+	*admissionregistrationv1.MutatingAdmissionPolicyBinding
+	Source Locator
+}
+
 // GroupVersion of the objects vapc checks and evaluates.
 var (
-	policyGVK  = admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicy")
-	bindingGVK = admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicyBinding")
+	policyGVK          = admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicy")
+	bindingGVK         = admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicyBinding")
+	mutatingPolicyGVK  = admissionregistrationv1.SchemeGroupVersion.WithKind("MutatingAdmissionPolicy")
+	mutatingBindingGVK = admissionregistrationv1.SchemeGroupVersion.WithKind("MutatingAdmissionPolicyBinding")
 )
 
 // Set is what a group of manifests holds: policies, bindings and any other objects.
 type Set struct {
 	Policies []*Policy
 	Bindings []*Binding
+	// MutatingPolicies and MutatingBindings are the MutatingAdmissionPolicies and their
+	// bindings.
+	MutatingPolicies []*MutatingPolicy
+	MutatingBindings []*MutatingBinding
 	// Others are documents that are neither policies nor bindings (cluster objects, CRDs).
 	Others []*manifest.Document
 }
@@ -60,6 +78,25 @@ func (s *Set) OrphanBindings() []*Binding {
 		if b.Spec.PolicyName != "" && !names[b.Spec.PolicyName] {
 			out = append(out, b)
 		}
+	}
+	return out
+}
+
+// MutatingPolicyList returns the MutatingAdmissionPolicies of the set, without their sources.
+func (s *Set) MutatingPolicyList() []*admissionregistrationv1.MutatingAdmissionPolicy {
+	out := make([]*admissionregistrationv1.MutatingAdmissionPolicy, len(s.MutatingPolicies))
+	for i, p := range s.MutatingPolicies {
+		out[i] = p.MutatingAdmissionPolicy
+	}
+	return out
+}
+
+// MutatingBindingList returns the MutatingAdmissionPolicyBindings of the set, without their
+// sources.
+func (s *Set) MutatingBindingList() []*admissionregistrationv1.MutatingAdmissionPolicyBinding {
+	out := make([]*admissionregistrationv1.MutatingAdmissionPolicyBinding, len(s.MutatingBindings))
+	for i, b := range s.MutatingBindings {
+		out[i] = b.MutatingAdmissionPolicyBinding
 	}
 	return out
 }
@@ -103,7 +140,21 @@ func Decode(docs []*manifest.Document) (*Set, Diagnostics) {
 				continue
 			}
 			set.Bindings = append(set.Bindings, &Binding{ValidatingAdmissionPolicyBinding: b, Source: d})
-		case gvk.Group == admissionregistrationv1.GroupName && (gvk.Kind == policyGVK.Kind || gvk.Kind == bindingGVK.Kind):
+		case gvk == mutatingPolicyGVK:
+			p := &admissionregistrationv1.MutatingAdmissionPolicy{}
+			if err := d.Decode(p); err != nil {
+				diags = append(diags, inputDiagnostics(err, d)...)
+				continue
+			}
+			set.MutatingPolicies = append(set.MutatingPolicies, &MutatingPolicy{MutatingAdmissionPolicy: p, Source: d})
+		case gvk == mutatingBindingGVK:
+			b := &admissionregistrationv1.MutatingAdmissionPolicyBinding{}
+			if err := d.Decode(b); err != nil {
+				diags = append(diags, inputDiagnostics(err, d)...)
+				continue
+			}
+			set.MutatingBindings = append(set.MutatingBindings, &MutatingBinding{MutatingAdmissionPolicyBinding: b, Source: d})
+		case gvk.Group == admissionregistrationv1.GroupName && (gvk.Kind == policyGVK.Kind || gvk.Kind == bindingGVK.Kind || gvk.Kind == mutatingPolicyGVK.Kind || gvk.Kind == mutatingBindingGVK.Kind):
 			diags = append(diags, Diagnostic{
 				Pos: d.FieldPos("apiVersion"), Field: "apiVersion", Severity: Error, Category: CategoryInput,
 				Message: fmt.Sprintf("unsupported apiVersion %q for %s: vapc checks %s", gvk.GroupVersion(), gvk.Kind, admissionregistrationv1.SchemeGroupVersion),

@@ -213,6 +213,40 @@ func SelectorReads(p *admissionregistrationv1.ValidatingAdmissionPolicy, binding
 	return out
 }
 
+// MutatingPolicyReads returns what a MutatingAdmissionPolicy reads of object, oldObject,
+// request, params and namespaceObject: its match conditions, variables and mutation
+// expressions, and the labels its and its bindings' selectors read.
+func MutatingPolicyReads(p *admissionregistrationv1.MutatingAdmissionPolicy, bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding) Reads {
+	var exprs []string
+	for _, c := range p.Spec.MatchConditions {
+		exprs = append(exprs, c.Expression)
+	}
+	for _, m := range p.Spec.Mutations {
+		if m.JSONPatch != nil {
+			exprs = append(exprs, m.JSONPatch.Expression)
+		}
+		if m.ApplyConfiguration != nil {
+			exprs = append(exprs, m.ApplyConfiguration.Expression)
+		}
+	}
+	var vars []NamedExpression
+	for _, v := range p.Spec.Variables {
+		vars = append(vars, NamedExpression{Name: v.Name, Expression: v.Expression})
+	}
+	out := ExpressionReads(vars, exprs...)
+	// The selectors read as a validating policy's do.
+	vap := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+	vap.Name, vap.Spec.MatchConstraints = p.Name, p.Spec.MatchConstraints
+	var vbs []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	for _, b := range bindings {
+		vb := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+		vb.Spec.PolicyName, vb.Spec.MatchResources = b.Spec.PolicyName, b.Spec.MatchResources
+		vbs = append(vbs, vb)
+	}
+	out.Reads = append(out.Reads, SelectorReads(vap, vbs).Reads...)
+	return out
+}
+
 // NamedExpression is a variable of a policy.
 type NamedExpression struct{ Name, Expression string }
 

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -49,6 +50,11 @@ type Decision struct {
 	Authorizer []AuthorizerCheck `json:"authorizer,omitempty"`
 	// Notes say where the decision rests on an assumption of vapc's.
 	Notes []string `json:"notes,omitempty"`
+	// Mutation is what the MutatingAdmissionPolicies did before the validating policies
+	// decided (nil without mutating policies); Object is the object they decided on when a
+	// mutation changed it (JSON, in the request's version).
+	Mutation *Mutation       `json:"mutation,omitempty"`
+	Object   json.RawMessage `json:"object,omitempty"`
 }
 
 // Refusal is one status the apiserver may refuse a request with.

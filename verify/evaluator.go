@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"sort"
@@ -14,9 +15,11 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/generic"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/matching"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/endpoints/filters"
+	"k8s.io/client-go/informers"
 
 	"github.com/vapc-dev/vapc/cel/defaults"
 	vapcschema "github.com/vapc-dev/vapc/cel/schema"
@@ -39,6 +42,11 @@ type Evaluator struct {
 
 	hooks  []validating.PolicyHook
 	byName map[string]*validating.PolicyHook
+
+	mutatingPolicies []*admissionregistrationv1.MutatingAdmissionPolicy
+	mutatingBindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding
+	mhooks           []mutating.PolicyHook
+	typeConverters   *typeConverters
 }
 
 // Option configures an Evaluator.
@@ -128,6 +136,8 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 	for i := range e.hooks {
 		e.byName[e.hooks[i].Policy.Name] = &e.hooks[i]
 	}
+	e.mhooks = buildMutatingHooks(e.mutatingPolicies, e.mutatingBindings, e.resources.RESTMapper(), e.store)
+	e.typeConverters = &typeConverters{}
 	return e, nil
 }
 
@@ -158,24 +168,34 @@ func buildHooks(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, b
 		p = p.DeepCopy()
 		defaults.SetPolicyDefaults(p)
 		hook := validating.PolicyHook{Policy: p, Bindings: bs}
-		if pk := p.Spec.ParamKind; pk != nil {
-			gv, err := schema.ParseGroupVersion(pk.APIVersion)
-			if err != nil {
-				continue // the apiserver logs "failed to parse paramKind APIVersion" and skips it
-			}
-			gvk := gv.WithKind(pk.Kind)
-			mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-			if err != nil {
-				hook.ConfigurationError = fmt.Errorf("failed to find resource referenced by paramKind: '%v'", gvk)
-			} else {
-				hook.ParamInformer = storeInformer{store: store, gvr: mapping.Resource, gvk: gvk, paramCache: views}
-				hook.ParamScope = mapping.Scope
-			}
+		var ok bool
+		if hook.ParamInformer, hook.ParamScope, ok, hook.ConfigurationError = resolveParamKind(p.Spec.ParamKind, mapper, store, views); !ok {
+			continue
 		}
 		hook.Evaluator = compilePolicy(p)
 		hooks = append(hooks, hook)
 	}
 	return hooks
+}
+
+// resolveParamKind resolves a policy's paramKind as ensureParamsForPolicyLocked does: the
+// param informer and scope, or the hook's configuration error when the kind has no resource.
+// ok is false when the apiVersion does not parse: the apiserver logs "failed to parse paramKind
+// APIVersion" and skips the policy.
+func resolveParamKind(pk *admissionregistrationv1.ParamKind, mapper meta.RESTMapper, store ObjectStore, views *paramViews) (informers.GenericInformer, meta.RESTScope, bool, error) {
+	if pk == nil {
+		return nil, nil, true, nil
+	}
+	gv, err := schema.ParseGroupVersion(pk.APIVersion)
+	if err != nil {
+		return nil, nil, false, nil
+	}
+	gvk := gv.WithKind(pk.Kind)
+	mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, nil, true, fmt.Errorf("failed to find resource referenced by paramKind: '%v'", gvk)
+	}
+	return storeInformer{store: store, gvr: mapping.Resource, gvk: gvk, paramCache: views}, mapping.Scope, true, nil
 }
 
 // excludedResources mirrors the resources kube-apiserver keeps from every admission policy
@@ -194,14 +214,36 @@ var excludedResources = sets.New(
 	schema.GroupResource{Group: admissionregistrationv1.GroupName, Resource: "mutatingadmissionpolicybindings"},
 )
 
-// Evaluate decides the request. The error is about the request itself (an unknown resource,
-// an object of the wrong kind); a denial is a Decision.
+// Evaluate decides the request: the MutatingAdmissionPolicies change its object first (see
+// WithMutatingPolicies), then the validating policies decide on the result. The error is about
+// the request itself (an unknown resource, an object of the wrong kind); a denial is a
+// Decision.
 func (e *Evaluator) Evaluate(ctx context.Context, req Request) (*Decision, error) {
 	attrs, err := e.attributes(req)
 	if err != nil {
 		return nil, err
 	}
-	return e.EvaluateAttributes(ctx, attrs, nil)
+	if len(e.mhooks) == 0 {
+		return e.EvaluateAttributes(ctx, attrs, nil)
+	}
+	mut, err := e.admit(ctx, attrs, nil)
+	if err != nil {
+		return nil, err
+	}
+	var dec *Decision
+	if !mut.Allowed {
+		dec = &Decision{Code: mut.Code, Reason: mut.Reason, Message: mut.Message, Status: mut.Status}
+	} else if dec, err = e.EvaluateAttributes(ctx, attrs, nil); err != nil {
+		return nil, err
+	}
+	dec.Mutation = mut
+	if obj := attrs.GetObject(); obj != nil && len(mut.Changes) > 0 {
+		if dec.Object, err = json.Marshal(obj); err != nil {
+			return nil, err
+		}
+	}
+	dec.Notes = append(dec.Notes, mut.Notes...)
+	return dec, nil
 }
 
 // EvaluateAttributes decides an admission as the ValidatingAdmissionPolicy plugin decides it

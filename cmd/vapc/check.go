@@ -9,6 +9,7 @@ import (
 
 	"github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/cel/manifest"
+	_ "github.com/vapc-dev/vapc/cel/mutatingvalidation" // kube-apiserver's validation of MutatingAdmissionPolicies
 	"github.com/vapc-dev/vapc/cel/sarif"
 	vapcschema "github.com/vapc-dev/vapc/cel/schema"
 )
@@ -68,15 +69,15 @@ func runCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		diags = append(diags, cel.Diagnostic{
 			Pos: d.Pos(), Severity: cel.Error, Category: cel.CategoryInput,
-			Message: fmt.Sprintf("%s %s is not a ValidatingAdmissionPolicy or ValidatingAdmissionPolicyBinding", d.GroupVersionKind().GroupVersion(), d.Object.GetKind()),
+			Message: fmt.Sprintf("%s %s is not an admission policy or binding (ValidatingAdmissionPolicy, MutatingAdmissionPolicy and their bindings)", d.GroupVersionKind().GroupVersion(), d.Object.GetKind()),
 		})
 	}
 	diags = append(diags, checker.Check(set)...)
-	if len(set.Policies)+len(set.Bindings) == 0 && !diags.HasErrors() {
+	if len(set.Policies)+len(set.Bindings)+len(set.MutatingPolicies)+len(set.MutatingBindings) == 0 && !diags.HasErrors() {
 		// Nothing checked is not a clean check: a gate must not pass on a wrong folder.
 		diags = append(diags, cel.Diagnostic{
 			Pos: manifest.Position{File: strings.Join(paths, ", ")}, Severity: cel.Error, Category: cel.CategoryInput,
-			Message: "no ValidatingAdmissionPolicy or ValidatingAdmissionPolicyBinding found: nothing was checked",
+			Message: "no admission policy or binding (ValidatingAdmissionPolicy, MutatingAdmissionPolicy or their bindings) found: nothing was checked",
 		})
 	}
 	if !f.cost {
@@ -88,8 +89,12 @@ func runCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	errs, warns := count(diags)
 	if f.output == "text" {
-		fmt.Fprintf(stdout, "%d policies, %d bindings checked against Kubernetes %s: %d errors, %d warnings\n",
-			len(set.Policies), len(set.Bindings), checker.Version(), errs, warns)
+		mutating := ""
+		if n := len(set.MutatingPolicies) + len(set.MutatingBindings); n > 0 {
+			mutating = fmt.Sprintf(" (and %d mutating policies, %d mutating bindings)", len(set.MutatingPolicies), len(set.MutatingBindings))
+		}
+		fmt.Fprintf(stdout, "%d policies, %d bindings%s checked against Kubernetes %s: %d errors, %d warnings\n",
+			len(set.Policies), len(set.Bindings), mutating, checker.Version(), errs, warns)
 	}
 	if errs > 0 || (f.warnings && warns > 0) {
 		return &findingsError{fmt.Sprintf("check: %d errors, %d warnings", errs, warns)}

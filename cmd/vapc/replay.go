@@ -136,6 +136,7 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		replay.WithResources(cat), replay.WithSnapshot(snapshots...),
 		replay.WithCheckRecorded(f.checkRecorded), replay.WithMaxLineBytes(f.maxLine),
 		replay.WithAdmissionPlugins(plugins),
+		replay.WithMutatingPolicies(set.MutatingPolicyList(), set.MutatingBindingList()),
 	}
 	if isTerminal(stderr) {
 		opts = append(opts, replay.WithProgress(time.Second, func(p replay.Progress) {
@@ -272,6 +273,7 @@ func readReplayPolicies(stdin io.Reader, stderr io.Writer, cat *vapcschema.Catal
 		return nil, &findingsError{fmt.Sprintf("replay: %d errors in the policies and bindings: kube-apiserver would not create them (vapc check tells more)", len(refused))}
 	}
 	if len(set.Policies) == 0 {
+		// MutatingAdmissionPolicies run on the requests the validating policies match.
 		return nil, &findingsError{fmt.Sprintf("replay: no ValidatingAdmissionPolicy in %s: nothing to replay", strings.Join(paths, ", "))}
 	}
 	return set, nil

@@ -28,6 +28,7 @@ import (
 
 	"github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/cel/manifest"
+	_ "github.com/vapc-dev/vapc/cel/mutatingvalidation" // kube-apiserver's validation of MutatingAdmissionPolicies
 	"github.com/vapc-dev/vapc/verify/e2e/harness"
 )
 

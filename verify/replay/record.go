@@ -61,6 +61,10 @@ type Record struct {
 	Notes           []string `json:"notes,omitempty"`
 	// Disagreements are the log's verdicts the prediction contradicts (--check-recorded).
 	Disagreements []string `json:"disagreements,omitempty"`
+	// Mutations are what the replayed MutatingAdmissionPolicies changed in the request's
+	// object before the validating policies decided: a JSON patch per policy, binding and
+	// param, in the order they ran.
+	Mutations []verify.Change `json:"mutations,omitempty"`
 	// Object and OldObject are the request's objects as the replay rebuilt them (nil when it
 	// could not), and Policies the policies that can match the request. They are not written
 	// out; the objects are the replay's own: a sink must not change them.

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -110,15 +111,21 @@ func WithProgress(interval time.Duration, fn func(Progress)) Option {
 // Replayer replays audit logs through a fixed set of policies and bindings. A Replayer runs
 // one replay: its State moves forward with the log.
 type Replayer struct {
-	resources     verify.Resources
-	newEval       EvaluatorFunc
-	snapshots     []string
-	maxLine       int
-	workers       int
-	check         bool
-	progress      func(Progress)
-	progressEvery time.Duration
-	observer      Observer
+	// mutatingPolicies and mutatingBindings are the MutatingAdmissionPolicies replayed
+	// (see mutate.go).
+	mutatingPolicies  []*admissionregistrationv1.MutatingAdmissionPolicy
+	mutatingBindings  []*admissionregistrationv1.MutatingAdmissionPolicyBinding
+	mutatingReadsOnce sync.Once
+	mutatingReadsAll  vapccel.Reads
+	resources         verify.Resources
+	newEval           EvaluatorFunc
+	snapshots         []string
+	maxLine           int
+	workers           int
+	check             bool
+	progress          func(Progress)
+	progressEvery     time.Duration
+	observer          Observer
 
 	admissionPlugins []string
 	// orderedPlugins are the admission plugins the ordered stage replays writes through
@@ -198,7 +205,8 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 	r.crds = map[string]*servedCRD{}
 	if r.newEval == nil {
 		r.newEval = func(p []*admissionregistrationv1.ValidatingAdmissionPolicy, b []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, res verify.Resources, store verify.ObjectStore) (Evaluator, error) {
-			return verify.New(p, b, verify.WithResources(res), verify.WithStore(store), verify.WithDropUnknownFields(true))
+			return verify.New(p, b, verify.WithResources(res), verify.WithStore(store), verify.WithDropUnknownFields(true),
+				verify.WithMutatingPolicies(r.mutatingPolicies, r.mutatingBindings))
 		}
 	}
 	r.policies, r.bindingList = policies, bindings

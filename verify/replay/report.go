@@ -56,6 +56,20 @@ func WriteText(w io.Writer, s *Summary) error {
 			p.f("    %-60s %d\n", k, s.Indeterminate[k])
 		}
 	}
+	if len(s.Mutated) > 0 {
+		p.f("  mutated:       requests a MutatingAdmissionPolicy changed before validation, by policy:\n")
+		for _, k := range sortedKeys(s.Mutated) {
+			p.f("    %-60s %d\n", k, s.Mutated[k])
+		}
+		fields := sortedKeys(s.MutatedFields)
+		sort.SliceStable(fields, func(i, j int) bool { return s.MutatedFields[fields[i]] > s.MutatedFields[fields[j]] })
+		if len(fields) > 5 {
+			fields = fields[:5]
+		}
+		for _, f := range fields {
+			p.f("    field %-54s %d\n", f, s.MutatedFields[f])
+		}
+	}
 	if s.NoObject > 0 {
 		p.f("  %d requests were logged at Metadata level, without objects: log pod and param writes at RequestResponse level to replay them.\n", s.NoObject)
 	}

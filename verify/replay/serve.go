@@ -74,6 +74,10 @@ type served struct {
 	unknown *apiserver.UnknownError
 	// pluginMisses are the objects the admission plugins read that the View does not know.
 	pluginMisses string
+	// mutation is what the replayed MutatingAdmissionPolicies (--policies) did, over the
+	// chain's passes; mutationUnknown says why the object after them is not known.
+	mutation        *verify.Mutation
+	mutationUnknown string
 }
 
 // errAfterAdmission stops a connect request once validating admission admitted it: what the
@@ -178,8 +182,13 @@ func (r *Replayer) serve(ctx context.Context, ev *Event, t target, policies []st
 		if wm != nil {
 			ex.Mutate = wm.mutate
 		}
+		if me, ok := eval.(mutatingEvaluator); ok && me.HasMutatingPolicies() {
+			ex.MutatingPolicies = func(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
+				return r.runMutatingPolicies(ctx, me, &s, a, o, append(settle(ev, t, a, logged), pc.unknowns()...))
+			}
+		}
 		ex.Validate = func(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
-			unknowns := append(append(append(settle(ev, t, a, logged), pc.unknowns()...), wm.unknowns()...), mut.unknowns(mutatedBy(t, a, view))...)
+			unknowns := append(append(append(append(settle(ev, t, a, logged), pc.unknowns()...), wm.unknowns()...), mut.unknowns(mutatedBy(t, a, view))...), s.mutationUnknowns()...)
 			var dec *verify.Decision
 			var err error
 			if n := len(s.calls); n > 0 && r.marksUnread(policies) && sameButDeletionMarks(s.calls[n-1].attrs, a) {
@@ -469,7 +478,15 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 		out.Notes = append(out.Notes, first.why)
 	}
 	s := first.s
-	if len(s.calls) == 0 {
+	if s.mutation != nil {
+		out.Mutations = s.mutation.Changes
+	}
+	refusedByMutation := len(s.calls) == 0 && s.mutation != nil && !s.mutation.Allowed
+	if refusedByMutation && s.mutationUnknown != "" {
+		out.Decision, out.Indeterminate = DecisionIndeterminate, "mutation-unknown: a MutatingAdmissionPolicy refused the request, and "+s.mutationUnknown
+		return
+	}
+	if len(s.calls) == 0 && !refusedByMutation {
 		code := ev.Code()
 		switch {
 		case s.unknown != nil && (s.unknown.Resource != gr || s.unknown.Namespace != t.namespace || s.unknown.Name != t.name):
@@ -499,8 +516,10 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 		j.rec = recording{outcome: RecordedAdmit, vapRan: true, note: "failed after validating admission: " + reasonOr(reasonOf(ev), httpCode(ev.Code()))}
 		out.Recorded, out.RecordedNote, out.recordedByVAP = RecordedAdmit, j.rec.note, false
 	}
-	if name := s.calls[0].attrs.GetName(); out.Name == "" && ev.Verb != "deletecollection" && !unknownName(s.calls[0].unknowns) {
-		out.Name = name
+	if len(s.calls) > 0 {
+		if name := s.calls[0].attrs.GetName(); out.Name == "" && ev.Verb != "deletecollection" && !unknownName(s.calls[0].unknowns) {
+			out.Name = name
+		}
 	}
 	var notes []string
 	if len(j.prior.unknowns) > 0 && (t.op == admission.Update || t.op == admission.Delete) {
@@ -519,7 +538,7 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 			}
 		}
 	}
-	if r.observed() {
+	if r.observed() && len(s.calls) > 0 {
 		// What an observer (the HTML report) shows of the request: its objects in the
 		// version of the request.
 		out.Object = masked(versioned(s.calls[0].attrs.GetObject(), t.reqKind), "object", s.calls[0].unknowns)
@@ -557,18 +576,31 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 	decide := func(eval Evaluator, view *View) (*verify.Decision, error) {
 		if cached && eval == w.eval && view == j.view {
 			cached = false
-			return combineCalls(ev.Verb, first.s.calls), nil
+			return servedDecision(ev.Verb, first.s), nil
 		}
 		again, err := r.serveOnce(ctx, w, j, objs, eval, view)
 		if err != nil {
 			return nil, err
 		}
-		if len(again.s.calls) == 0 {
-			return nil, &indeterminateError{reason: "rebuild: " + describeServed(again.s)}
+		if dec := servedDecision(ev.Verb, again.s); dec != nil {
+			return dec, nil
 		}
-		return combineCalls(ev.Verb, again.s.calls), nil
+		return nil, &indeterminateError{reason: "rebuild: " + describeServed(again.s)}
 	}
 	r.conclude(w, j, out, "", nil, decide, notes...)
+}
+
+// servedDecision is the decision of a served request: its validating admissions', or the
+// refusal of a replayed MutatingAdmissionPolicy before them; nil when neither ran.
+func servedDecision(verb string, s served) *verify.Decision {
+	switch {
+	case len(s.calls) > 0:
+		return combineCalls(verb, s.calls)
+	case s.mutation != nil && !s.mutation.Allowed && s.mutationUnknown == "":
+		m := s.mutation
+		return &verify.Decision{Code: m.Code, Reason: m.Reason, Message: m.Message, Status: m.Status, Mutation: m}
+	}
+	return nil
 }
 
 // servedOnce is a request sent through the pipeline with one evaluator and View.

@@ -1,8 +1,10 @@
 package replay
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -53,6 +55,11 @@ type Summary struct {
 	// MaxChanges of them, with why.
 	Changed int      `json:"changed"`
 	Changes []Change `json:"changes,omitempty"`
+	// Mutated counts the evaluated requests the replayed MutatingAdmissionPolicies changed,
+	// by policy; MutatedFields the fields they changed most often (JSON patch paths, list
+	// indices as "*"), at most MaxMutatedFields of them.
+	Mutated       map[string]int `json:"mutated,omitempty"`
+	MutatedFields map[string]int `json:"mutatedFields,omitempty"`
 	// NoObject counts requests logged at Metadata level, without objects.
 	NoObject int `json:"noObject"`
 	// Checked requests were compared with the log's verdicts; Disagreements lists every
@@ -182,8 +189,12 @@ func (s *Summary) skip(reason, note string) {
 	s.Skipped[reason]++
 }
 
+// MaxMutatedFields is how many changed fields a Summary counts.
+const MaxMutatedFields = 100
+
 func (s *Summary) record(r *Record) {
 	s.Evaluated++
+	s.recordMutations(r)
 	switch r.Decision {
 	case DecisionAdmit:
 		s.Admit++
@@ -445,3 +456,37 @@ func (b *BindingSummary) Outcomes(outcome string) int {
 	}
 	return 0
 }
+
+// recordMutations counts what the replayed MutatingAdmissionPolicies changed in a request.
+func (s *Summary) recordMutations(r *Record) {
+	if len(r.Mutations) == 0 {
+		return
+	}
+	if s.Mutated == nil {
+		s.Mutated, s.MutatedFields = map[string]int{}, map[string]int{}
+	}
+	policies, fields := map[string]bool{}, map[string]bool{}
+	for _, c := range r.Mutations {
+		policies[c.Policy] = true
+		var ops []struct {
+			Path string `json:"path"`
+		}
+		if err := json.Unmarshal(c.Patch, &ops); err != nil {
+			continue
+		}
+		for _, op := range ops {
+			fields[listIndices.ReplaceAllString(op.Path, "/*")] = true
+		}
+	}
+	for p := range policies {
+		s.Mutated[p]++
+	}
+	for f := range fields {
+		if _, ok := s.MutatedFields[f]; ok || len(s.MutatedFields) < MaxMutatedFields {
+			s.MutatedFields[f]++
+		}
+	}
+}
+
+// listIndices are the list indices of a JSON pointer.
+var listIndices = regexp.MustCompile(`/[0-9]+`)

@@ -123,7 +123,20 @@ func (m *webhookMutation) mutate(_ context.Context, a admission.Attributes, _ ad
 	if a.GetObject() == nil || (a.GetOperation() != admission.Create && a.GetOperation() != admission.Update) {
 		return nil
 	}
+	// The calls of round 0 ran in the chain's first pass, those of round 1 when it ran again
+	// (reinvocation): a recorded round 1 says the first pass asked for it.
+	rc := a.GetReinvocationContext()
+	round := 0
+	if rc.IsReinvoke() {
+		round = 1
+	}
 	for _, c := range m.calls {
+		if c.round > 0 && round == 0 {
+			rc.SetShouldReinvoke()
+		}
+		if c.round != round && !(round == 1 && c.round > 1) {
+			continue
+		}
 		switch {
 		case m.unknown != "":
 			return nil

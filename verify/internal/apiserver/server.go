@@ -199,6 +199,10 @@ type Request struct {
 type Exchange struct {
 	Objects Objects
 	Plugins *Plugins
+	// MutatingPolicies, when set, is the MutatingAdmissionPolicy plugin, after the built-in
+	// plugins and before Mutate: it may change the attributes' object in place, and its error
+	// refuses the request.
+	MutatingPolicies func(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error
 	// Mutate, when set, is mutating admission after the built-in plugins' (where
 	// kube-apiserver runs MutatingAdmissionPolicy and MutatingAdmissionWebhook): it may change
 	// the attributes' object in place, and its error refuses the request.
@@ -353,13 +357,34 @@ var (
 
 func (exchangeAdmission) Handles(admission.Operation) bool { return true }
 
+// Admit runs the mutating admission chain as kube-apiserver's does (admission.reinvoker over
+// the chain of plugins): once, and once more when a mutation asked for reinvocation (a
+// MutatingAdmissionPolicy or webhook with reinvocationPolicy IfNeeded that ran before another
+// changed the object).
 func (exchangeAdmission) Admit(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
 	ex, ok := ctx.Value(exchangeKey{}).(*Exchange)
 	if !ok {
 		return apierrors.NewInternalError(fmt.Errorf("vapc: admission outside of a replayed request"))
 	}
+	if err := ex.admit(ctx, a, o); err != nil {
+		return err
+	}
+	if rc := a.GetReinvocationContext(); rc.ShouldReinvoke() {
+		rc.SetIsReinvoke()
+		return ex.admit(ctx, a, o)
+	}
+	return nil
+}
+
+// admit is one pass of the mutating chain.
+func (ex *Exchange) admit(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
 	if ex.Plugins != nil && ex.Plugins.Handles(a.GetOperation()) {
 		if err := ex.Plugins.Admit(ctx, a, o); err != nil {
+			return err
+		}
+	}
+	if ex.MutatingPolicies != nil {
+		if err := ex.MutatingPolicies(ctx, a, o); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,45 @@
+// Package mutatingvalidation gives vapc's checker kube-apiserver's own create-time validation
+// of MutatingAdmissionPolicies and their bindings (k8s.io/kubernetes/pkg/apis/
+// admissionregistration/validation, which also compiles every expression). It is a package of
+// its own, imported for its side effect, so that the cel package and the Go authoring API do
+// not require k8s.io/kubernetes (and its replace directives) of the modules that use them:
+//
+//	import _ "github.com/vapc-dev/vapc/cel/mutatingvalidation"
+package mutatingvalidation
+
+import (
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	"k8s.io/kubernetes/pkg/apis/admissionregistration"
+	_ "k8s.io/kubernetes/pkg/apis/admissionregistration/install" // v1 defaults and conversions
+	kubevalidation "k8s.io/kubernetes/pkg/apis/admissionregistration/validation"
+
+	"github.com/vapc-dev/vapc/cel"
+)
+
+func init() {
+	cel.RegisterMutatingValidation(validatePolicy, validateBinding)
+}
+
+// validatePolicy defaults the policy, converts it to the internal version and validates it, as
+// the registry does on create.
+func validatePolicy(p *admissionregistrationv1.MutatingAdmissionPolicy) (*admissionregistrationv1.MutatingAdmissionPolicy, field.ErrorList, error) {
+	p = p.DeepCopy()
+	legacyscheme.Scheme.Default(p)
+	internal := &admissionregistration.MutatingAdmissionPolicy{}
+	if err := legacyscheme.Scheme.Convert(p, internal, nil); err != nil {
+		return p, nil, err
+	}
+	return p, kubevalidation.ValidateMutatingAdmissionPolicy(internal), nil
+}
+
+func validateBinding(b *admissionregistrationv1.MutatingAdmissionPolicyBinding) (*admissionregistrationv1.MutatingAdmissionPolicyBinding, field.ErrorList, error) {
+	b = b.DeepCopy()
+	legacyscheme.Scheme.Default(b)
+	internal := &admissionregistration.MutatingAdmissionPolicyBinding{}
+	if err := legacyscheme.Scheme.Convert(b, internal, nil); err != nil {
+		return b, nil, err
+	}
+	return b, kubevalidation.ValidateMutatingAdmissionPolicyBinding(internal), nil
+}

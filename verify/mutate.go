@@ -1,0 +1,374 @@
+package verify
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"sync"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apiserver/pkg/admission"
+	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/matching"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
+	apiservercel "k8s.io/apiserver/pkg/cel"
+	"k8s.io/apiserver/pkg/cel/environment"
+	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
+
+	vapcschema "github.com/vapc-dev/vapc/cel/schema"
+	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
+)
+
+// MutatingAdmissionPolicies run as kube-apiserver's MutatingAdmissionPolicy plugin runs them:
+// the apiserver's own mutating dispatcher (k8s.io/apiserver/pkg/admission/plugin/policy/
+// mutating), its matcher, its patchers (JSON patch and apply configurations through the
+// structured-merge-diff type converter of the matched kind) and its reinvocation context, after
+// the built-in mutating plugins and before validating admission. What vapc adds is a record of
+// what each policy, binding and param changed.
+
+// WithMutatingPolicies adds MutatingAdmissionPolicies and their bindings: Evaluate runs them
+// on a request's object before the validating policies decide, as kube-apiserver does, and
+// AdmitAttributes runs them alone. Policies and bindings are defaulted as the apiserver
+// defaults them when it stores them.
+func WithMutatingPolicies(policies []*admissionregistrationv1.MutatingAdmissionPolicy, bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding) Option {
+	return func(e *Evaluator) error {
+		e.mutatingPolicies = append(e.mutatingPolicies, policies...)
+		e.mutatingBindings = append(e.mutatingBindings, bindings...)
+		return nil
+	}
+}
+
+// Change is what one invocation of a MutatingAdmissionPolicy (a policy, binding and param)
+// changed in the request's object.
+type Change struct {
+	Policy  string    `json:"policy"`
+	Binding string    `json:"binding"`
+	Param   *ParamRef `json:"param,omitempty"`
+	// Reinvoked is set for the invocation of a policy with reinvocationPolicy IfNeeded that
+	// ran again after a later mutation changed the object.
+	Reinvoked bool `json:"reinvoked,omitempty"`
+	// Patch is the change as a JSON patch (RFC 6902) of the object in the version the policy
+	// matched, after the apiserver defaulted the patched object.
+	Patch json.RawMessage `json:"patch"`
+}
+
+// Mutation is what the MutatingAdmissionPolicies did to one admission.
+type Mutation struct {
+	// Allowed is false when a policy refused the request; Code, Reason, Message and Status
+	// are then the apiserver's refusal.
+	Allowed bool                `json:"allowed"`
+	Code    int32               `json:"code"`
+	Reason  metav1.StatusReason `json:"reason,omitempty"`
+	Message string              `json:"message,omitempty"`
+	Status  *metav1.Status      `json:"status,omitempty"`
+	// Changes are the invocations that changed the object, in the order they ran; Ran counts
+	// the invocations that ran their mutations (changing the object or not).
+	Changes []Change `json:"changes,omitempty"`
+	Ran     int      `json:"ran,omitempty"`
+	// Notes say where the result rests on an assumption of vapc's.
+	Notes []string `json:"notes,omitempty"`
+	// Unknown says why the mutated object is not the one kube-apiserver would have made
+	// (empty when it is).
+	Unknown string `json:"unknown,omitempty"`
+}
+
+// HasMutatingPolicies says whether the evaluator runs any MutatingAdmissionPolicy.
+func (e *Evaluator) HasMutatingPolicies() bool { return len(e.mhooks) > 0 }
+
+// buildMutatingHooks builds the dispatcher's hooks as buildHooks does for validating policies,
+// but with one hook per policy and binding (in the order of policy and binding names), so that
+// the patchers of each hook know the binding they run for. The dispatcher invokes a policy's
+// bindings in the order of its hook's bindings, and hooks in order: the invocations are the
+// same. The apiserver orders policies by map iteration.
+func buildMutatingHooks(policies []*admissionregistrationv1.MutatingAdmissionPolicy, bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding, mapper meta.RESTMapper, store ObjectStore) []mutating.PolicyHook {
+	byPolicy := map[string][]*admissionregistrationv1.MutatingAdmissionPolicyBinding{}
+	for _, b := range bindings {
+		b = b.DeepCopy()
+		kubescheme.Scheme.Default(b)
+		byPolicy[b.Spec.PolicyName] = append(byPolicy[b.Spec.PolicyName], b)
+	}
+	sorted := append([]*admissionregistrationv1.MutatingAdmissionPolicy(nil), policies...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	var hooks []mutating.PolicyHook
+	seen := map[string]bool{}
+	views := &paramViews{}
+	for _, p := range sorted {
+		bs := byPolicy[p.Name]
+		if len(bs) == 0 || seen[p.Name] {
+			continue
+		}
+		seen[p.Name] = true
+		sort.SliceStable(bs, func(i, j int) bool { return bs[i].Name < bs[j].Name })
+		p = p.DeepCopy()
+		kubescheme.Scheme.Default(p)
+		base := mutating.PolicyHook{Policy: p}
+		var ok bool
+		if base.ParamInformer, base.ParamScope, ok, base.ConfigurationError = resolveParamKind(p.Spec.ParamKind, mapper, store, views); !ok {
+			continue
+		}
+		ev := compileMutatingPolicy(p)
+		for _, b := range bs {
+			hook := base
+			hook.Bindings = []*admissionregistrationv1.MutatingAdmissionPolicyBinding{b}
+			hook.Evaluator = ev
+			hook.Evaluator.Mutators = make([]patch.Patcher, len(ev.Mutators))
+			for i, m := range ev.Mutators {
+				hook.Evaluator.Mutators[i] = recordingPatcher{inner: m, policy: p.Name, binding: b.Name}
+			}
+			hooks = append(hooks, hook)
+		}
+	}
+	return hooks
+}
+
+// compileMutatingPolicy mirrors the unexported compilePolicy of
+// k8s.io/apiserver/pkg/admission/plugin/policy/mutating/compilation.go (v0.37.0) line by line.
+// Keep it in step with upstream when the pinned k8s.io/apiserver changes.
+func compileMutatingPolicy(policy *admissionregistrationv1.MutatingAdmissionPolicy) mutating.PolicyEvaluator {
+	opts := plugincel.OptionalVariableDeclarations{HasParams: policy.Spec.ParamKind != nil, HasAuthorizer: true}
+	compiler, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
+	if err != nil {
+		return mutating.PolicyEvaluator{Error: &apiservercel.Error{
+			Type:   apiservercel.ErrorTypeInternal,
+			Detail: fmt.Sprintf("failed to initialize CEL compiler: %v", err),
+		}}
+	}
+	compiler.CompileAndStoreVariables(convertMutatingVariables(policy.Spec.Variables), opts, environment.StoredExpressions)
+	var matcher matchconditions.Matcher
+	if mcs := policy.Spec.MatchConditions; len(mcs) > 0 {
+		accessors := make([]plugincel.ExpressionAccessor, len(mcs))
+		for i := range mcs {
+			accessors[i] = (*matchconditions.MatchCondition)(&mcs[i])
+		}
+		matcher = matchconditions.NewMatcher(compiler.CompileCondition(accessors, opts, environment.StoredExpressions), policy.Spec.FailurePolicy, "policy", "validate", policy.Name)
+	}
+	var patchers []patch.Patcher
+	patchOptions := opts
+	patchOptions.HasPatchTypes = true
+	for _, m := range policy.Spec.Mutations {
+		switch m.PatchType {
+		case admissionregistrationv1.PatchTypeJSONPatch:
+			if m.JSONPatch != nil {
+				accessor := &patch.JSONPatchCondition{Expression: m.JSONPatch.Expression}
+				patchers = append(patchers, patch.NewJSONPatcher(compiler.CompileMutatingEvaluator(accessor, patchOptions, environment.StoredExpressions)))
+			}
+		case admissionregistrationv1.PatchTypeApplyConfiguration:
+			if m.ApplyConfiguration != nil {
+				accessor := &patch.ApplyConfigurationCondition{Expression: m.ApplyConfiguration.Expression}
+				patchers = append(patchers, patch.NewApplyConfigurationPatcher(compiler.CompileMutatingEvaluator(accessor, patchOptions, environment.StoredExpressions)))
+			}
+		}
+	}
+	return mutating.PolicyEvaluator{Matcher: matcher, Mutators: patchers, CompositedCompiler: compiler}
+}
+
+func convertMutatingVariables(variables []admissionregistrationv1.Variable) []plugincel.NamedExpressionAccessor {
+	if variables == nil {
+		return nil
+	}
+	out := make([]plugincel.NamedExpressionAccessor, len(variables))
+	for i, v := range variables {
+		out[i] = &validating.Variable{Name: v.Name, Expression: v.Expression}
+	}
+	return out
+}
+
+// AdmitAttributes runs the MutatingAdmissionPolicies on an admission as the
+// MutatingAdmissionPolicy plugin does when kube-apiserver's admission chain calls it: it may
+// change the attributes' object in place. It runs once; the chain's reinvocation (a second run
+// when a mutation asked for it) is the caller's, as in the apiserver (see Evaluate).
+func (e *Evaluator) AdmitAttributes(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) (*Mutation, error) {
+	if o == nil {
+		o = e.oi
+	}
+	mut := &Mutation{Allowed: true, Code: http.StatusOK}
+	if len(e.mhooks) == 0 || excludedResources.Has(a.GetResource().GroupResource()) {
+		return mut, nil
+	}
+	switch a.GetOperation() {
+	case admission.Create, admission.Update, admission.Connect:
+	default:
+		return mut, nil // the plugin handles no other operation
+	}
+	nsLister := namespaceLister{store: e.store}
+	if ns := a.GetNamespace(); ns != "" && e.implicitNamespaces {
+		if _, err := nsLister.Get(ns); err != nil {
+			nsLister.implicit = implicitNamespace(ns)
+		}
+	}
+	m := matching.NewMatcher(nsLister, namespaceClient{lister: nsLister})
+	d := mutating.NewDispatcher(e.authz, m, e.typeConverters)
+	mt := &mutationTrace{reinvoke: a.GetReinvocationContext().IsReinvoke()}
+	err := d.Dispatch(withMutationTrace(ctx, mt), a, o, e.mhooks)
+	mt.finish()
+	mut.Changes, mut.Ran = mt.changes, mt.ran
+	if mt.noTypeConverter != "" {
+		mut.Unknown = mt.noTypeConverter
+	}
+	if err != nil {
+		var st *apierrors.StatusError
+		if !errors.As(err, &st) {
+			st = apierrors.NewInternalError(err)
+		}
+		s := responsewriters.ErrorToAPIStatus(st)
+		mut.Allowed, mut.Code, mut.Reason, mut.Message, mut.Status = false, s.Code, s.Reason, s.Message, s
+		if mut.Unknown == "" && s.Code == http.StatusServiceUnavailable {
+			mut.Unknown = s.Message
+		}
+	}
+	if len(mut.Changes) > 1 {
+		mut.Notes = append(mut.Notes, fmt.Sprintf("%d MutatingAdmissionPolicy invocations changed the object: kube-apiserver runs policies in an order that follows its informer caches; vapc runs them by policy and binding name", len(mut.Changes)))
+	}
+	return mut, nil
+}
+
+// admit runs the MutatingAdmissionPolicies with the admission chain's reinvocation: when a
+// mutation asked for it, the chain runs once more (reinvoker in k8s.io/apiserver/pkg/admission).
+func (e *Evaluator) admit(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) (*Mutation, error) {
+	mut, err := e.AdmitAttributes(ctx, a, o)
+	if err != nil || !mut.Allowed {
+		return mut, err
+	}
+	if rc := a.GetReinvocationContext(); rc.ShouldReinvoke() {
+		rc.SetIsReinvoke()
+		again, err := e.AdmitAttributes(ctx, a, o)
+		if err != nil {
+			return nil, err
+		}
+		again.Changes = append(mut.Changes, again.Changes...)
+		again.Ran += mut.Ran
+		again.Notes = append(mut.Notes, again.Notes...)
+		if again.Unknown == "" {
+			again.Unknown = mut.Unknown
+		}
+		return again, nil
+	}
+	return mut, nil
+}
+
+// recordingPatcher passes every call to the apiserver's patcher and records, in the request's
+// mutation trace, the object before each invocation of its policy and binding.
+type recordingPatcher struct {
+	inner           patch.Patcher
+	policy, binding string
+}
+
+func (p recordingPatcher) Patch(ctx context.Context, req patch.Request, budget int64) (runtime.Object, error) {
+	if mt := mutationTraceFrom(ctx); mt != nil {
+		mt.begin(p.policy, p.binding, req)
+	}
+	return p.inner.Patch(ctx, req, budget)
+}
+
+// mutationTrace records the object before each invocation and makes the change of the previous
+// invocation when the next one begins (or the dispatch ends): the dispatcher defaults the
+// patched object after each patch, so an invocation's result is final only then.
+type mutationTrace struct {
+	reinvoke        bool
+	ran             int
+	pending         *pendingChange
+	changes         []Change
+	noTypeConverter string
+}
+
+type pendingChange struct {
+	change Change
+	attrs  *admission.VersionedAttributes
+	before []byte
+}
+
+type mutationTraceKey struct{}
+
+func withMutationTrace(ctx context.Context, t *mutationTrace) context.Context {
+	return context.WithValue(ctx, mutationTraceKey{}, t)
+}
+
+func mutationTraceFrom(ctx context.Context) *mutationTrace {
+	t, _ := ctx.Value(mutationTraceKey{}).(*mutationTrace)
+	return t
+}
+
+func (t *mutationTrace) begin(policy, binding string, req patch.Request) {
+	c := Change{Policy: policy, Binding: binding, Param: paramRef(req.OptionalVariables.VersionedParams), Reinvoked: t.reinvoke}
+	if p := t.pending; p != nil && p.change.Policy == c.Policy && p.change.Binding == c.Binding && p.change.Param.String() == c.Param.String() {
+		return // the next mutation of the same invocation
+	}
+	t.finish()
+	t.ran++
+	if req.TypeConverter == nil && t.noTypeConverter == "" {
+		t.noTypeConverter = fmt.Sprintf("vapc has no type converter for %s", req.VersionedAttributes.VersionedKind)
+	}
+	// The server's object was defaulted when it was decoded; the dispatcher defaults every
+	// patched object: what defaulting adds to an object that was not is not the policy's.
+	obj := req.VersionedAttributes.VersionedObject.Object()
+	if obj != nil {
+		obj = obj.DeepCopyObject()
+		req.ObjectInterfaces.GetObjectDefaulter().Default(obj)
+	}
+	before, _ := json.Marshal(obj)
+	t.pending = &pendingChange{change: c, attrs: req.VersionedAttributes, before: before}
+}
+
+func (t *mutationTrace) finish() {
+	p := t.pending
+	if p == nil {
+		return
+	}
+	t.pending = nil
+	after, err := json.Marshal(p.attrs.VersionedObject.Object())
+	if err != nil {
+		return
+	}
+	ops, err := jsonPatchBetween(p.before, after)
+	if err != nil || len(ops) == 0 {
+		return
+	}
+	p.change.Patch = ops
+	t.changes = append(t.changes, p.change)
+}
+
+// typeConverters answer the mutating dispatcher's type converter requests from the built-in
+// OpenAPI schemas of the pinned release (as the apiserver's own OpenAPI v3 does). Custom
+// resources get none: the dispatcher then fails the mutation as the server does while a CRD's
+// schema is not yet known, and the Mutation says the result is not known.
+type typeConverters struct {
+	once  sync.Once
+	cat   *vapcschema.Catalog
+	err   error
+	cache sync.Map // schema.GroupVersion -> managedfields.TypeConverter
+}
+
+var _ patch.TypeConverterManager = (*typeConverters)(nil)
+
+func (c *typeConverters) Run(context.Context) {}
+
+func (c *typeConverters) GetTypeConverter(gvk schema.GroupVersionKind) managedfields.TypeConverter {
+	if !kubescheme.Knows(gvk) {
+		return nil
+	}
+	if tc, ok := c.cache.Load(gvk.GroupVersion()); ok {
+		return tc.(managedfields.TypeConverter)
+	}
+	c.once.Do(func() { c.cat, c.err = vapcschema.Builtin(KubernetesVersion) })
+	if c.err != nil {
+		return nil
+	}
+	tc, err := c.cat.TypeConverter(gvk.GroupVersion())
+	if err != nil {
+		return nil
+	}
+	c.cache.Store(gvk.GroupVersion(), tc)
+	return tc
+}

@@ -1,0 +1,191 @@
+package verify_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	"sigs.k8s.io/yaml"
+
+	"github.com/vapc-dev/vapc/verify"
+)
+
+func mustMutatingPolicy(t testing.TB, y string) *admissionregistrationv1.MutatingAdmissionPolicy {
+	t.Helper()
+	p := &admissionregistrationv1.MutatingAdmissionPolicy{}
+	if err := yaml.UnmarshalStrict([]byte(y), p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func mutatingBinding(name, policy string) *admissionregistrationv1.MutatingAdmissionPolicyBinding {
+	b := &admissionregistrationv1.MutatingAdmissionPolicyBinding{}
+	b.Name = name
+	b.Spec.PolicyName = policy
+	return b
+}
+
+// The policies of TestMutatingPolicies: "label" sets a label with an apply configuration,
+// "floor" raises a pod's too short tolerationSeconds with a JSON patch and runs again when a
+// later policy changes the object, "late" (after "floor" by name) lowers it, and "require" (a
+// validating policy) refuses a pod without the label.
+const (
+	labelPolicy = `
+metadata: {name: a-label}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+  matchConditions:
+  - {name: not-skipped, expression: "!has(object.metadata.labels) || !('skip' in object.metadata.labels)"}
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: "Object{metadata: Object.metadata{labels: {'guarded': 'true'}}}"
+`
+	floorPolicy = `
+metadata: {name: b-floor}
+spec:
+  reinvocationPolicy: IfNeeded
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+  mutations:
+  - patchType: JSONPatch
+    jsonPatch:
+      expression: >
+        object.spec.tolerations.map(t, t).filter(t, has(t.tolerationSeconds) && t.tolerationSeconds < 300).size() == 0 ? [] :
+        [JSONPatch{op: "replace", path: "/spec/tolerations/0/tolerationSeconds", value: 300}]
+`
+	latePolicy = `
+metadata: {name: c-late}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+  mutations:
+  - patchType: JSONPatch
+    jsonPatch:
+      expression: >
+        has(object.metadata.labels) && 'late' in object.metadata.labels ?
+        [JSONPatch{op: "replace", path: "/spec/tolerations/0/tolerationSeconds", value: 5}] : []
+`
+	requireLabel = `
+metadata: {name: require}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+  validations:
+  - expression: "has(object.metadata.labels) && 'guarded' in object.metadata.labels"
+    message: unguarded
+`
+)
+
+func TestMutatingPolicies(t *testing.T) {
+	e, err := verify.New(
+		[]*admissionregistrationv1.ValidatingAdmissionPolicy{mustPolicy(t, requireLabel)},
+		[]*admissionregistrationv1.ValidatingAdmissionPolicyBinding{binding("require", "require", admissionregistrationv1.Deny)},
+		verify.WithResources(catalog),
+		verify.WithMutatingPolicies(
+			[]*admissionregistrationv1.MutatingAdmissionPolicy{mustMutatingPolicy(t, labelPolicy), mustMutatingPolicy(t, floorPolicy), mustMutatingPolicy(t, latePolicy)},
+			[]*admissionregistrationv1.MutatingAdmissionPolicyBinding{mutatingBinding("a-label", "a-label"), mutatingBinding("b-floor", "b-floor"), mutatingBinding("c-late", "c-late")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := func(labels string, seconds int) string {
+		return `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"ns"` + labels + `},` +
+			`"spec":{"containers":[{"name":"c","image":"i"}],"tolerations":[{"key":"node.kubernetes.io/unreachable","operator":"Exists","effect":"NoExecute","tolerationSeconds":` + itoa(seconds) + `}]}}`
+	}
+	type change struct {
+		Policy    string
+		Reinvoked bool
+		Patch     string
+	}
+	tests := []struct {
+		name        string
+		object      string
+		allowed     bool
+		changes     []change
+		labels      map[string]string
+		tolerateFor int64
+	}{
+		{
+			name: "label and floor", object: pod("", 30), allowed: true,
+			changes: []change{
+				{"a-label", false, `[{"op":"add","path":"/metadata/labels","value":{"guarded":"true"}}]`},
+				{"b-floor", false, `[{"op":"replace","path":"/spec/tolerations/0/tolerationSeconds","value":300}]`},
+			},
+			labels: map[string]string{"guarded": "true"}, tolerateFor: 300,
+		},
+		{
+			name: "skipped by its match condition: refused by the validating policy", object: pod(`,"labels":{"skip":"1"}`, 600), allowed: false,
+			labels: map[string]string{"skip": "1"}, tolerateFor: 600,
+		},
+		{
+			// c-late lowers the floor after b-floor ran: b-floor (IfNeeded) runs again in the
+			// chain's second pass; a-label (Never) does not.
+			name: "reinvoked", object: pod(`,"labels":{"late":"1"}`, 600), allowed: true,
+			changes: []change{
+				{"a-label", false, `[{"op":"add","path":"/metadata/labels/guarded","value":"true"}]`},
+				{"c-late", false, `[{"op":"replace","path":"/spec/tolerations/0/tolerationSeconds","value":5}]`},
+				{"b-floor", true, `[{"op":"replace","path":"/spec/tolerations/0/tolerationSeconds","value":300}]`},
+			},
+			labels: map[string]string{"guarded": "true", "late": "1"}, tolerateFor: 300,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dec, err := e.Evaluate(context.Background(), verify.Request{
+				Resource:  schema.GroupVersionResource{Version: "v1", Resource: "pods"},
+				Operation: admission.Create,
+				Object:    object(t, tc.object),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if dec.Allowed != tc.allowed {
+				t.Errorf("allowed = %v, want %v: %s", dec.Allowed, tc.allowed, dec.Summary())
+			}
+			if dec.Mutation == nil {
+				t.Fatal("no mutation")
+			}
+			var got []change
+			for _, c := range dec.Mutation.Changes {
+				got = append(got, change{c.Policy, c.Reinvoked, string(c.Patch)})
+			}
+			if diff := cmp.Diff(tc.changes, got); diff != "" {
+				t.Errorf("changes (-want +got):\n%s", diff)
+			}
+			var obj struct {
+				Metadata struct{ Labels map[string]string }
+				Spec     struct {
+					Tolerations []struct{ TolerationSeconds int64 }
+				}
+			}
+			raw := dec.Object
+			if raw == nil {
+				raw = json.RawMessage(tc.object)
+			}
+			if err := json.Unmarshal(raw, &obj); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.labels, obj.Metadata.Labels); diff != "" {
+				t.Errorf("labels (-want +got):\n%s", diff)
+			}
+			if got := obj.Spec.Tolerations[0].TolerationSeconds; got != tc.tolerateFor {
+				t.Errorf("tolerationSeconds = %d, want %d", got, tc.tolerateFor)
+			}
+		})
+	}
+}
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
