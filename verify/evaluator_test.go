@@ -359,3 +359,45 @@ spec:
 		t.Errorf("Refuses() = true for an Audit-only binding, want false")
 	}
 }
+
+// TestCustomResourceMetadata: a custom resource's metadata is decoded through ObjectMeta, as
+// the apiextensions apiserver decodes it: an emptied labels map is gone before admission.
+func TestCustomResourceMetadata(t *testing.T) {
+	cat, err := vapcschema.Builtin(verify.KubernetesVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.LoadCRDs("../testdata/crd/widgets.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	p := mustPolicy(t, `
+metadata: {name: labelled}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [example.com], apiVersions: ["*"], resources: [widgets], operations: [CREATE]}
+  validations:
+  - expression: "!has(object.metadata.labels)"
+`)
+	e, err := verify.New([]*admissionregistrationv1.ValidatingAdmissionPolicy{p},
+		[]*admissionregistrationv1.ValidatingAdmissionPolicyBinding{binding("b", "labelled", admissionregistrationv1.Deny)},
+		verify.WithResources(cat))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		labels string
+		want   bool
+	}{{`{}`, true}, {`{"a":"b"}`, false}} {
+		dec, err := e.Evaluate(context.Background(), verify.Request{
+			Resource: schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}, Operation: admission.Create,
+			Object: object(t, `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w","namespace":"n","labels":`+tc.labels+`}}`),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dec.Allowed != tc.want {
+			t.Errorf("labels %s: allowed %v, want %v: %s", tc.labels, dec.Allowed, tc.want, dec.Summary())
+		}
+	}
+}

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"fmt"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -170,6 +171,14 @@ func requestObject(field string, u *unstructured.Unstructured, kind schema.Group
 	}
 	if typed != nil {
 		return typed, nil
+	}
+	// A custom resource's metadata goes through the typed ObjectMeta when the apiextensions
+	// apiserver decodes it (unstructuredSchemaCoercer): what ObjectMeta omits when empty
+	// (an emptied labels map) is gone before admission.
+	if meta, found, err := objectmeta.GetObjectMeta(u.Object, false); err == nil && found {
+		if err := objectmeta.SetObjectMeta(u.Object, meta); err != nil {
+			return nil, fmt.Errorf("%s: metadata: %w", field, err)
+		}
 	}
 	return u, nil
 }
