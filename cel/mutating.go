@@ -43,18 +43,7 @@ const noMutatingValidation = "not validated: this program does not link kube-api
 // create: defaulted, converted to the internal version and validated.
 func (c *Checker) CheckMutatingPolicy(p *MutatingPolicy) Diagnostics {
 	r := &reporter{src: p.Source, object: "MutatingAdmissionPolicy/" + p.Name, place: managedFieldsSource(p.MutatingAdmissionPolicy, p.ManagedFields)}
-	if mutatingValidation.policy == nil {
-		r.add(Warning, CategoryInput, "", "", noMutatingValidation)
-		return r.diags
-	}
-	obj, errs, err := mutatingValidation.policy(p.MutatingAdmissionPolicy)
-	if err != nil {
-		r.add(Error, CategoryInput, "", "", fmt.Sprintf("cannot convert the policy: %v", err))
-		return r.diags
-	}
-	for _, e := range errs {
-		r.fieldError(e, CategoryCreate, stringAt(obj, e.Field))
-	}
+	validateMutating(r, p.MutatingAdmissionPolicy, mutatingValidation.policy, true)
 	return r.diags
 }
 
@@ -62,22 +51,32 @@ func (c *Checker) CheckMutatingPolicy(p *MutatingPolicy) Diagnostics {
 // on create, and says when its policy is not among policies (nil: not checked).
 func (c *Checker) CheckMutatingBinding(b *MutatingBinding, policies map[string]bool) Diagnostics {
 	r := &reporter{src: b.Source, object: "MutatingAdmissionPolicyBinding/" + b.Name, place: managedFieldsSource(b.MutatingAdmissionPolicyBinding, b.ManagedFields)}
-	if mutatingValidation.binding == nil {
-		r.add(Warning, CategoryInput, "", "", noMutatingValidation)
-		return r.diags
-	}
-	obj, errs, err := mutatingValidation.binding(b.MutatingAdmissionPolicyBinding)
-	if err != nil {
-		r.add(Error, CategoryInput, "", "", fmt.Sprintf("cannot convert the binding: %v", err))
-		return r.diags
-	}
-	for _, e := range errs {
-		r.fieldError(e, CategoryCreate, "")
-	}
-	if obj.Spec.PolicyName != "" && policies != nil && !policies[obj.Spec.PolicyName] {
-		r.add(Warning, CategoryLint, "spec.policyName", "", fmt.Sprintf("policy %q is not among the checked files; the binding does nothing until it exists", obj.Spec.PolicyName))
+	validateMutating(r, b.MutatingAdmissionPolicyBinding, mutatingValidation.binding, false)
+	if name := b.Spec.PolicyName; name != "" && policies != nil && !policies[name] {
+		r.add(Warning, CategoryLint, "spec.policyName", "", fmt.Sprintf("policy %q is not among the checked files; the binding does nothing until it exists", name))
 	}
 	return r.diags
+}
+
+// validateMutating reports the errors of the registered validation of obj; expressions says
+// whether compile errors are placed at their character in the expression of their field.
+func validateMutating[T runtime.Object](r *reporter, obj T, validate func(T) (T, field.ErrorList, error), expressions bool) {
+	if validate == nil {
+		r.add(Warning, CategoryInput, "", "", noMutatingValidation)
+		return
+	}
+	defaulted, errs, err := validate(obj)
+	if err != nil {
+		r.add(Error, CategoryInput, "", "", fmt.Sprintf("cannot convert it to kube-apiserver's internal version: %v", err))
+		return
+	}
+	for _, e := range errs {
+		expr := ""
+		if expressions {
+			expr = stringAt(defaulted, e.Field)
+		}
+		r.fieldError(e, CategoryCreate, expr)
+	}
 }
 
 // checkMutating checks the set's MutatingAdmissionPolicies and their bindings.

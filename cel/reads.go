@@ -190,7 +190,10 @@ func SelectorReads(p *admissionregistrationv1.ValidatingAdmissionPolicy, binding
 		if mr == nil {
 			return
 		}
-		selects = selects || mr.ObjectSelector != nil
+		// An empty selector (the server's default) selects every object whatever its labels.
+		if os := mr.ObjectSelector; os != nil && (len(os.MatchLabels) > 0 || len(os.MatchExpressions) > 0) {
+			selects = true
+		}
 		if ns := mr.NamespaceSelector; ns != nil && (len(ns.MatchLabels) > 0 || len(ns.MatchExpressions) > 0) {
 			selectsNamespace = true
 		}

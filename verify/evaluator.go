@@ -21,6 +21,7 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/filters"
 	"k8s.io/client-go/informers"
 
+	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/cel/defaults"
 	vapcschema "github.com/vapc-dev/vapc/cel/schema"
 	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
@@ -46,7 +47,10 @@ type Evaluator struct {
 	mutatingPolicies []*admissionregistrationv1.MutatingAdmissionPolicy
 	mutatingBindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding
 	mhooks           []mutating.PolicyHook
-	typeConverters   *typeConverters
+	typeConverters   typeConverters
+	// mreads is what each mutating policy reads, mbindings how many bindings it has.
+	mreads    map[string]vapccel.Reads
+	mbindings map[string]int
 }
 
 // Option configures an Evaluator.
@@ -137,7 +141,17 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 		e.byName[e.hooks[i].Policy.Name] = &e.hooks[i]
 	}
 	e.mhooks = buildMutatingHooks(e.mutatingPolicies, e.mutatingBindings, e.resources.RESTMapper(), e.store)
-	e.typeConverters = &typeConverters{}
+	if len(e.mhooks) > 0 {
+		e.mreads, e.mbindings = map[string]vapccel.Reads{}, map[string]int{}
+		for _, h := range e.mhooks {
+			e.mbindings[h.Policy.Name]++
+			e.mreads[h.Policy.Name] = vapccel.MutatingPolicyReads(h.Policy, h.Bindings)
+		}
+		var err error
+		if e.typeConverters, err = newTypeConverters(e.resources); err != nil {
+			return nil, err
+		}
+	}
 	return e, nil
 }
 
@@ -230,6 +244,9 @@ func (e *Evaluator) Evaluate(ctx context.Context, req Request) (*Decision, error
 	if err != nil {
 		return nil, err
 	}
+	if mut.Unknown != "" {
+		return nil, fmt.Errorf("a MutatingAdmissionPolicy cannot run here as kube-apiserver would: %s", mut.Unknown)
+	}
 	var dec *Decision
 	if !mut.Allowed {
 		dec = &Decision{Code: mut.Code, Reason: mut.Reason, Message: mut.Message, Status: mut.Status}
@@ -242,7 +259,9 @@ func (e *Evaluator) Evaluate(ctx context.Context, req Request) (*Decision, error
 			return nil, err
 		}
 	}
-	dec.Notes = append(dec.Notes, mut.Notes...)
+	if mut.OrderDependent != "" {
+		dec.Notes = append(dec.Notes, "the mutated object may depend on the order kube-apiserver runs MutatingAdmissionPolicies in (informer-cache order, not the names vapc runs them by): "+mut.OrderDependent)
+	}
 	return dec, nil
 }
 
@@ -267,14 +286,10 @@ func (e *Evaluator) EvaluateAttributes(ctx context.Context, a admission.Attribut
 
 	t := &trace{}
 	var notes []string
-	nsLister := namespaceLister{store: e.store}
-	if ns := attrs.GetNamespace(); ns != "" && e.implicitNamespaces {
-		if _, err := nsLister.Get(ns); err != nil {
-			nsLister.implicit = implicitNamespace(ns)
-			notes = append(notes, fmt.Sprintf("namespace %q is not among the cluster objects: assumed to exist with only the label %s=%s", ns, namespaceNameLabel, ns))
-		}
+	m, implicit := e.matcher(attrs.GetNamespace())
+	if implicit {
+		notes = append(notes, fmt.Sprintf("namespace %q is not among the cluster objects: assumed to exist with only the label %s=%s", attrs.GetNamespace(), namespaceNameLabel, attrs.GetNamespace()))
 	}
-	m := matching.NewMatcher(nsLister, namespaceClient{lister: nsLister})
 	pm := &recordingPolicyMatcher{PolicyMatcher: generic.NewPolicyMatcher(m), t: t, hooks: e.byName, namespace: attrs.GetNamespace()}
 	d := validating.NewDispatcher(recordingAuthorizer{inner: e.authz, t: t}, pm)
 
@@ -311,6 +326,18 @@ func (e *Evaluator) EvaluateAttributes(ctx context.Context, a admission.Attribut
 	dec.Authorizer = t.checks
 	dec.Notes = append(notes, e.notes(t, attrs, dec)...)
 	return dec, nil
+}
+
+// matcher is the apiserver's matcher over the store's namespaces for a request in namespace
+// ns; implicit says the namespace is not in the store and is assumed (WithImplicitNamespaces).
+func (e *Evaluator) matcher(ns string) (m *matching.Matcher, implicit bool) {
+	nsLister := namespaceLister{store: e.store}
+	if ns != "" && e.implicitNamespaces {
+		if _, err := nsLister.Get(ns); err != nil {
+			nsLister.implicit, implicit = implicitNamespace(ns), true
+		}
+	}
+	return matching.NewMatcher(nsLister, namespaceClient{lister: nsLister}), implicit
 }
 
 func (e *Evaluator) notes(t *trace, attrs admission.Attributes, dec *Decision) []string {

@@ -9,14 +9,21 @@ import (
 	"strings"
 )
 
-// jsonPatchOp is one operation of an RFC 6902 JSON patch.
-type jsonPatchOp struct {
-	Op    string `json:"op"`
-	Path  string `json:"path"`
-	Value any    `json:"value,omitempty"`
-}
+// A JSON patch operation (RFC 6902): a remove has no value, an add or replace always has one
+// (null included).
+type (
+	removeOp struct {
+		Op   string `json:"op"`
+		Path string `json:"path"`
+	}
+	valueOp struct {
+		Op    string `json:"op"`
+		Path  string `json:"path"`
+		Value any    `json:"value"`
+	}
+)
 
-// jsonPatchBetween returns a JSON patch that turns the JSON document before into after: null
+// jsonPatchBetween returns a JSON patch that turns the JSON document before into after: nil
 // when they are equal. Objects are compared member by member; a list of the same length item
 // by item, a list whose length changed is replaced whole (the patch says what changed, not the
 // smallest edit).
@@ -28,7 +35,7 @@ func jsonPatchBetween(before, after []byte) (json.RawMessage, error) {
 	if err := decodeNumbers(after, &a); err != nil {
 		return nil, err
 	}
-	var ops []jsonPatchOp
+	var ops []any
 	diffJSON("", b, a, &ops)
 	if len(ops) == 0 {
 		return nil, nil
@@ -36,38 +43,10 @@ func jsonPatchBetween(before, after []byte) (json.RawMessage, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	buf.WriteByte('[')
-	for i, op := range ops {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		if op.Op == "remove" {
-			// A remove has no value, and a value of null must still be written for add.
-			fmtRemove(&buf, op.Path)
-			continue
-		}
-		buf.WriteString(`{"op":`)
-		_ = enc.Encode(op.Op)
-		buf.Truncate(buf.Len() - 1)
-		buf.WriteString(`,"path":`)
-		_ = enc.Encode(op.Path)
-		buf.Truncate(buf.Len() - 1)
-		buf.WriteString(`,"value":`)
-		if err := enc.Encode(op.Value); err != nil {
-			return nil, err
-		}
-		buf.Truncate(buf.Len() - 1)
-		buf.WriteByte('}')
+	if err := enc.Encode(ops); err != nil {
+		return nil, err
 	}
-	buf.WriteByte(']')
-	return buf.Bytes(), nil
-}
-
-func fmtRemove(buf *bytes.Buffer, path string) {
-	p, _ := json.Marshal(path)
-	buf.WriteString(`{"op":"remove","path":`)
-	buf.Write(p)
-	buf.WriteByte('}')
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 func decodeNumbers(data []byte, v any) error {
@@ -76,7 +55,7 @@ func decodeNumbers(data []byte, v any) error {
 	return dec.Decode(v)
 }
 
-func diffJSON(path string, before, after any, ops *[]jsonPatchOp) {
+func diffJSON(path string, before, after any, ops *[]any) {
 	switch b := before.(type) {
 	case map[string]any:
 		a, ok := after.(map[string]any)
@@ -99,9 +78,9 @@ func diffJSON(path string, before, after any, ops *[]jsonPatchOp) {
 			av, inA := a[k]
 			switch {
 			case !inA:
-				*ops = append(*ops, jsonPatchOp{Op: "remove", Path: p})
+				*ops = append(*ops, removeOp{"remove", p})
 			case !inB:
-				*ops = append(*ops, jsonPatchOp{Op: "add", Path: p, Value: av})
+				*ops = append(*ops, valueOp{"add", p, av})
 			default:
 				diffJSON(p, bv, av, ops)
 			}
@@ -118,7 +97,7 @@ func diffJSON(path string, before, after any, ops *[]jsonPatchOp) {
 		return
 	}
 	if !reflect.DeepEqual(before, after) {
-		*ops = append(*ops, jsonPatchOp{Op: "replace", Path: path, Value: after})
+		*ops = append(*ops, valueOp{"replace", path, after})
 	}
 }
 

@@ -7,7 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
-	"sync"
+	"strconv"
+	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apiserver/pkg/admission"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
-	"k8s.io/apiserver/pkg/admission/plugin/policy/matching"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
@@ -27,6 +27,7 @@ import (
 	"k8s.io/apiserver/pkg/cel/environment"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 
+	vapccel "github.com/vapc-dev/vapc/cel"
 	vapcschema "github.com/vapc-dev/vapc/cel/schema"
 	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
 )
@@ -77,11 +78,12 @@ type Mutation struct {
 	// the invocations that ran their mutations (changing the object or not).
 	Changes []Change `json:"changes,omitempty"`
 	Ran     int      `json:"ran,omitempty"`
-	// Notes say where the result rests on an assumption of vapc's.
-	Notes []string `json:"notes,omitempty"`
 	// Unknown says why the mutated object is not the one kube-apiserver would have made
 	// (empty when it is).
 	Unknown string `json:"unknown,omitempty"`
+	// OrderDependent says why the object may depend on the order kube-apiserver ran the
+	// policies in (empty when no order could change it); see Evaluator.OrderDependence.
+	OrderDependent string `json:"orderDependent,omitempty"`
 }
 
 // HasMutatingPolicies says whether the evaluator runs any MutatingAdmissionPolicy.
@@ -202,21 +204,12 @@ func (e *Evaluator) AdmitAttributes(ctx context.Context, a admission.Attributes,
 	default:
 		return mut, nil // the plugin handles no other operation
 	}
-	nsLister := namespaceLister{store: e.store}
-	if ns := a.GetNamespace(); ns != "" && e.implicitNamespaces {
-		if _, err := nsLister.Get(ns); err != nil {
-			nsLister.implicit = implicitNamespace(ns)
-		}
-	}
-	m := matching.NewMatcher(nsLister, namespaceClient{lister: nsLister})
+	m, _ := e.matcher(a.GetNamespace())
 	d := mutating.NewDispatcher(e.authz, m, e.typeConverters)
 	mt := &mutationTrace{reinvoke: a.GetReinvocationContext().IsReinvoke()}
 	err := d.Dispatch(withMutationTrace(ctx, mt), a, o, e.mhooks)
 	mt.finish()
 	mut.Changes, mut.Ran = mt.changes, mt.ran
-	if mt.noTypeConverter != "" {
-		mut.Unknown = mt.noTypeConverter
-	}
 	if err != nil {
 		var st *apierrors.StatusError
 		if !errors.As(err, &st) {
@@ -224,12 +217,11 @@ func (e *Evaluator) AdmitAttributes(ctx context.Context, a admission.Attributes,
 		}
 		s := responsewriters.ErrorToAPIStatus(st)
 		mut.Allowed, mut.Code, mut.Reason, mut.Message, mut.Status = false, s.Code, s.Reason, s.Message, s
-		if mut.Unknown == "" && s.Code == http.StatusServiceUnavailable {
+		if s.Code == http.StatusServiceUnavailable {
+			// The dispatcher found no type converter for the matched kind (a custom
+			// resource's): kube-apiserver has one and would have run the policy.
 			mut.Unknown = s.Message
 		}
-	}
-	if len(mut.Changes) > 1 {
-		mut.Notes = append(mut.Notes, fmt.Sprintf("%d MutatingAdmissionPolicy invocations changed the object: kube-apiserver runs policies in an order that follows its informer caches; vapc runs them by policy and binding name", len(mut.Changes)))
 	}
 	return mut, nil
 }
@@ -249,13 +241,85 @@ func (e *Evaluator) admit(ctx context.Context, a admission.Attributes, o admissi
 		}
 		again.Changes = append(mut.Changes, again.Changes...)
 		again.Ran += mut.Ran
-		again.Notes = append(mut.Notes, again.Notes...)
 		if again.Unknown == "" {
 			again.Unknown = mut.Unknown
 		}
-		return again, nil
+		mut = again
 	}
+	mut.OrderDependent = e.OrderDependence(mut.Changes)
 	return mut, nil
+}
+
+// OrderDependence says why the object the changes made may depend on the order the policies
+// ran in, or "". kube-apiserver runs MutatingAdmissionPolicies, and the bindings and params of
+// each, in the order of its informer caches (Go map iteration), which nothing outside the
+// server determines; vapc runs them by policy and binding name. The order cannot matter when
+// no two invocations write overlapping fields and no policy reads a field another invocation
+// wrote (whether or not that policy ran: in another order its match conditions might have
+// held).
+func (e *Evaluator) OrderDependence(changes []Change) string {
+	if len(changes) == 0 || len(e.mhooks) < 2 {
+		return ""
+	}
+	writes := make([][]vapccel.Unknown, len(changes))
+	for i, c := range changes {
+		writes[i] = patchWrites(c.Patch)
+	}
+	key := func(c Change) string { return c.Policy + "\x00" + c.Binding + "\x00" + c.Param.String() }
+	for i, c := range changes {
+		for j := i + 1; j < len(changes); j++ {
+			if key(changes[j]) == key(c) {
+				continue
+			}
+			for _, w := range writes[j] {
+				if _, _, ok := (vapccel.Reads{Reads: []vapccel.Read{{Path: w.Path}}}).DependsOn(writes[i]); ok {
+					return fmt.Sprintf("%s and %s both write %s", describeInvocation(c), describeInvocation(changes[j]), w.Path)
+				}
+			}
+		}
+		for name, reads := range e.mreads {
+			if name == c.Policy && e.mbindings[name] < 2 {
+				continue // a policy's own invocation: the same in any order
+			}
+			if rd, _, ok := reads.DependsOn(writes[i]); ok {
+				return fmt.Sprintf("policy %s reads %s, which %s wrote", name, rd.Path, describeInvocation(c))
+			}
+		}
+	}
+	return ""
+}
+
+func describeInvocation(c Change) string {
+	s := fmt.Sprintf("policy %s (binding %s", c.Policy, c.Binding)
+	if c.Param != nil {
+		s += ", param " + c.Param.String()
+	}
+	return s + ")"
+}
+
+// patchWrites are the fields of object a JSON patch writes, list indices as any element.
+func patchWrites(patch []byte) []vapccel.Unknown {
+	var ops []struct {
+		Path string `json:"path"`
+	}
+	if err := json.Unmarshal(patch, &ops); err != nil {
+		return []vapccel.Unknown{{Path: vapccel.FieldPath{Root: "object"}}}
+	}
+	out := make([]vapccel.Unknown, 0, len(ops))
+	for _, op := range ops {
+		p := vapccel.FieldPath{Root: "object"}
+		for _, seg := range strings.Split(strings.TrimPrefix(op.Path, "/"), "/") {
+			if seg == "" {
+				continue
+			}
+			if _, err := strconv.Atoi(seg); err == nil {
+				seg = vapccel.AnyStep
+			}
+			p.Steps = append(p.Steps, strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~"))
+		}
+		out = append(out, vapccel.Unknown{Path: p})
+	}
+	return out
 }
 
 // recordingPatcher passes every call to the apiserver's patcher and records, in the request's
@@ -276,11 +340,10 @@ func (p recordingPatcher) Patch(ctx context.Context, req patch.Request, budget i
 // invocation when the next one begins (or the dispatch ends): the dispatcher defaults the
 // patched object after each patch, so an invocation's result is final only then.
 type mutationTrace struct {
-	reinvoke        bool
-	ran             int
-	pending         *pendingChange
-	changes         []Change
-	noTypeConverter string
+	reinvoke bool
+	ran      int
+	pending  *pendingChange
+	changes  []Change
 }
 
 type pendingChange struct {
@@ -307,9 +370,6 @@ func (t *mutationTrace) begin(policy, binding string, req patch.Request) {
 	}
 	t.finish()
 	t.ran++
-	if req.TypeConverter == nil && t.noTypeConverter == "" {
-		t.noTypeConverter = fmt.Sprintf("vapc has no type converter for %s", req.VersionedAttributes.VersionedKind)
-	}
 	// The server's object was defaulted when it was decoded; the dispatcher defaults every
 	// patched object: what defaulting adds to an object that was not is not the policy's.
 	obj := req.VersionedAttributes.VersionedObject.Object()
@@ -339,36 +399,32 @@ func (t *mutationTrace) finish() {
 	t.changes = append(t.changes, p.change)
 }
 
-// typeConverters answer the mutating dispatcher's type converter requests from the built-in
-// OpenAPI schemas of the pinned release (as the apiserver's own OpenAPI v3 does). Custom
-// resources get none: the dispatcher then fails the mutation as the server does while a CRD's
-// schema is not yet known, and the Mutation says the result is not known.
-type typeConverters struct {
-	once  sync.Once
-	cat   *vapcschema.Catalog
-	err   error
-	cache sync.Map // schema.GroupVersion -> managedfields.TypeConverter
+// typeConverters answer the mutating dispatcher's type converter requests with the
+// structured-merge-diff types of the built-in kinds, from the catalog's embedded OpenAPI (as
+// the apiserver's own OpenAPI v3 gives them). Custom resources get none: the dispatcher then
+// fails the mutation (503) as the server does while a CRD's schema is not yet known, and
+// AdmitAttributes says the result is not known.
+type typeConverters struct{ cat *vapcschema.Catalog }
+
+var _ patch.TypeConverterManager = typeConverters{}
+
+func newTypeConverters(r Resources) (typeConverters, error) {
+	if cat, ok := r.(*vapcschema.Catalog); ok {
+		return typeConverters{cat}, nil
+	}
+	cat, err := vapcschema.Builtin(KubernetesVersion)
+	return typeConverters{cat}, err
 }
 
-var _ patch.TypeConverterManager = (*typeConverters)(nil)
+func (typeConverters) Run(context.Context) {}
 
-func (c *typeConverters) Run(context.Context) {}
-
-func (c *typeConverters) GetTypeConverter(gvk schema.GroupVersionKind) managedfields.TypeConverter {
+func (c typeConverters) GetTypeConverter(gvk schema.GroupVersionKind) managedfields.TypeConverter {
 	if !kubescheme.Knows(gvk) {
 		return nil
 	}
-	if tc, ok := c.cache.Load(gvk.GroupVersion()); ok {
-		return tc.(managedfields.TypeConverter)
-	}
-	c.once.Do(func() { c.cat, c.err = vapcschema.Builtin(KubernetesVersion) })
-	if c.err != nil {
-		return nil
-	}
-	tc, err := c.cat.TypeConverter(gvk.GroupVersion())
+	tc, err := c.cat.TypeConverter(gvk.GroupVersion()) // cached by the catalog
 	if err != nil {
 		return nil
 	}
-	c.cache.Store(gvk.GroupVersion(), tc)
 	return tc
 }

@@ -114,6 +114,8 @@ func TestMutatingPolicies(t *testing.T) {
 		changes     []change
 		labels      map[string]string
 		tolerateFor int64
+		// orderDependent: another order could give another object.
+		orderDependent bool
 	}{
 		{
 			name: "label and floor", object: pod("", 30), allowed: true,
@@ -121,7 +123,9 @@ func TestMutatingPolicies(t *testing.T) {
 				{"a-label", false, `[{"op":"add","path":"/metadata/labels","value":{"guarded":"true"}}]`},
 				{"b-floor", false, `[{"op":"replace","path":"/spec/tolerations/0/tolerationSeconds","value":300}]`},
 			},
-			labels: map[string]string{"guarded": "true"}, tolerateFor: 300,
+			// c-late reads the labels a-label wrote: had it run first, it might have
+			// decided otherwise.
+			labels: map[string]string{"guarded": "true"}, tolerateFor: 300, orderDependent: true,
 		},
 		{
 			name: "skipped by its match condition: refused by the validating policy", object: pod(`,"labels":{"skip":"1"}`, 600), allowed: false,
@@ -136,7 +140,7 @@ func TestMutatingPolicies(t *testing.T) {
 				{"c-late", false, `[{"op":"replace","path":"/spec/tolerations/0/tolerationSeconds","value":5}]`},
 				{"b-floor", true, `[{"op":"replace","path":"/spec/tolerations/0/tolerationSeconds","value":300}]`},
 			},
-			labels: map[string]string{"guarded": "true", "late": "1"}, tolerateFor: 300,
+			labels: map[string]string{"guarded": "true", "late": "1"}, tolerateFor: 300, orderDependent: true,
 		},
 	}
 	for _, tc := range tests {
@@ -154,6 +158,9 @@ func TestMutatingPolicies(t *testing.T) {
 			}
 			if dec.Mutation == nil {
 				t.Fatal("no mutation")
+			}
+			if got := dec.Mutation.OrderDependent != ""; got != tc.orderDependent {
+				t.Errorf("order dependent: %q, want %v", dec.Mutation.OrderDependent, tc.orderDependent)
 			}
 			var got []change
 			for _, c := range dec.Mutation.Changes {
@@ -188,4 +195,28 @@ func TestMutatingPolicies(t *testing.T) {
 func itoa(n int) string {
 	b, _ := json.Marshal(n)
 	return string(b)
+}
+
+// TestOrderIndependent: two policies that neither read nor write what the other writes give
+// the same object in any order, and the result says so.
+func TestOrderIndependent(t *testing.T) {
+	e, err := verify.New(nil, nil, verify.WithResources(catalog), verify.WithMutatingPolicies(
+		[]*admissionregistrationv1.MutatingAdmissionPolicy{mustMutatingPolicy(t, labelPolicy), mustMutatingPolicy(t, floorPolicy)},
+		[]*admissionregistrationv1.MutatingAdmissionPolicyBinding{mutatingBinding("a-label", "a-label"), mutatingBinding("b-floor", "b-floor")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := e.Evaluate(context.Background(), verify.Request{
+		Resource: schema.GroupVersionResource{Version: "v1", Resource: "pods"}, Operation: admission.Create,
+		Object: object(t, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"ns"},"spec":{"containers":[{"name":"c","image":"i"}],"tolerations":[{"key":"node.kubernetes.io/unreachable","operator":"Exists","effect":"NoExecute","tolerationSeconds":30}]}}`),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(dec.Mutation.Changes); n != 2 {
+		t.Fatalf("%d changes, want 2", n)
+	}
+	if dec.Mutation.OrderDependent != "" {
+		t.Errorf("order dependent: %s", dec.Mutation.OrderDependent)
+	}
 }

@@ -157,12 +157,28 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 		out.Decision, out.Indeterminate = DecisionIndeterminate, j.unsettled+j.resolving
 		return
 	}
+	var unknowns []vapccel.Unknown
+	var mutation *verify.Mutation // of the first decision
 	decide := func(eval Evaluator, view *View) (*verify.Decision, error) {
 		w.store.v = view
 		defer func() { w.store.v = nil }()
-		return eval.Evaluate(ctx, b.req)
+		dec, err := eval.Evaluate(ctx, b.req)
+		if err != nil || dec.Mutation == nil {
+			return dec, err
+		}
+		// The replayed MutatingAdmissionPolicies ran first (verify.Evaluator.Evaluate).
+		if why := r.mutationUnknown(dec.Mutation, unknowns); why != "" {
+			if ind := r.dependsOnUnknown(j.policies, []admitted{{dec: dec, unknowns: []vapccel.Unknown{mutationUnknownField(why)}}}); ind != "" || !dec.Mutation.Allowed {
+				return nil, &indeterminateError{reason: "mutation-unknown: " + why}
+			}
+			dec.Mutation.Changes = nil // decided without them; what they changed is not known
+		}
+		if mutation == nil {
+			mutation = dec.Mutation
+		}
+		return dec, nil
 	}
-	unknowns := rooted(j.prior.unknowns, j.t.op == admission.Update)
+	unknowns = rooted(j.prior.unknowns, j.t.op == admission.Update)
 	if u := b.req.Object; u != nil && b.objectSource != SourceResponse && (j.t.op == admission.Create || j.t.op == admission.Update) {
 		// Mutating webhooks changed the object before validating admission.
 		if why := patchRebuilt(j.ev, u); why != "" {
@@ -176,6 +192,9 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 			Why: "the object as the schema of " + j.t.gvr.Resource + "." + j.t.gvr.Group + " prunes and defaults it, which the log does not hold"})
 	}
 	r.conclude(w, j, out, b.oldUnknown, unknowns, decide)
+	if mutation != nil && out.Decision != DecisionIndeterminate {
+		out.Mutations = mutation.Changes
+	}
 }
 
 // conclude decides the job's request with decide (which evaluates it with an evaluator over a

@@ -1,8 +1,10 @@
 package replay
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"slices"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,20 +37,20 @@ func WithMutatingPolicies(policies []*admissionregistrationv1.MutatingAdmissionP
 type mutatingEvaluator interface {
 	HasMutatingPolicies() bool
 	AdmitAttributes(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) (*verify.Mutation, error)
+	OrderDependence(changes []verify.Change) string
 }
 
-// mutatingReads is what the replayed MutatingAdmissionPolicies read, together.
-func (r *Replayer) mutatingReads() vapccel.Reads {
-	r.mutatingReadsOnce.Do(func() {
-		for _, p := range r.mutatingPolicies {
-			rd := vapccel.MutatingPolicyReads(p, r.mutatingBindings)
-			if rd.All != "" && r.mutatingReadsAll.All == "" {
-				r.mutatingReadsAll.All = fmt.Sprintf("mutating policy %s: %s", p.Name, rd.All)
-			}
-			r.mutatingReadsAll.Reads = append(r.mutatingReadsAll.Reads, rd.Reads...)
+// mutatingPolicyReads is what the MutatingAdmissionPolicies read, together.
+func mutatingPolicyReads(policies []*admissionregistrationv1.MutatingAdmissionPolicy, bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding) vapccel.Reads {
+	var out vapccel.Reads
+	for _, p := range policies {
+		rd := vapccel.MutatingPolicyReads(p, bindings)
+		if rd.All != "" && out.All == "" {
+			out.All = fmt.Sprintf("mutating policy %s: %s", p.Name, rd.All)
 		}
-	})
-	return r.mutatingReadsAll
+		out.Reads = append(out.Reads, rd.Reads...)
+	}
+	return out
 }
 
 // runMutatingPolicies runs the MutatingAdmissionPolicies on one pass of the chain and keeps
@@ -59,33 +61,63 @@ func (r *Replayer) runMutatingPolicies(ctx context.Context, me mutatingEvaluator
 		s.err = err
 		return apierrors.NewInternalError(err)
 	}
-	if s.mutation == nil {
-		s.mutation = mut
-	} else {
-		prev := s.mutation
-		s.mutation = mut
+	if prev := s.mutation; prev != nil {
+		// The chain's second pass (reinvocation): the request's changes are both passes'.
 		mut.Changes = append(prev.Changes, mut.Changes...)
 		mut.Ran += prev.Ran
-	}
-	switch {
-	case s.mutationUnknown != "":
-	case mut.Unknown != "":
-		s.mutationUnknown = "a MutatingAdmissionPolicy could not run: " + mut.Unknown
-	case mut.Ran > 0:
-		if rd, u, ok := r.mutatingReads().DependsOn(unknowns); ok {
-			s.mutationUnknown = fmt.Sprintf("a MutatingAdmissionPolicy read %s, and %s is not known: %s", rd.Path, u.Path, u.Why)
+		if mut.Unknown == "" {
+			mut.Unknown = prev.Unknown
 		}
 	}
+	mut.OrderDependent = me.OrderDependence(mut.Changes)
+	s.mutation = mut
+	s.mutationInputs = append(s.mutationInputs, unknowns...)
 	if !mut.Allowed && mut.Status != nil {
 		return &apierrors.StatusError{ErrStatus: *mut.Status}
 	}
 	return nil
 }
 
-// mutationUnknowns are the fields the replayed MutatingAdmissionPolicies leave unknown.
-func (s *served) mutationUnknowns() []vapccel.Unknown {
-	if s.mutationUnknown == "" {
-		return nil
+// mutationUnknown says why what the replayed MutatingAdmissionPolicies did (m) is not known,
+// or "": a policy could not run as the server would, another order of the policies could have
+// given another object, or a policy that ran reads a field the replay does not know (inputs:
+// the unknown fields of the admission they ran on).
+func (r *Replayer) mutationUnknown(m *verify.Mutation, inputs []vapccel.Unknown) string {
+	switch {
+	case m == nil:
+		return ""
+	case m.Unknown != "":
+		return "a MutatingAdmissionPolicy could not run as kube-apiserver would: " + m.Unknown
+	case m.OrderDependent != "":
+		return "kube-apiserver runs MutatingAdmissionPolicies in an order no log records, and the order matters here: " + m.OrderDependent
+	case m.Ran == 0:
+		return ""
 	}
-	return []vapccel.Unknown{{Path: vapccel.FieldPath{Root: "object"}, Why: s.mutationUnknown}}
+	if rd, u, ok := r.mutatingReads.DependsOn(inputs); ok {
+		return fmt.Sprintf("a MutatingAdmissionPolicy read %s, and %s is not known: %s", rd.Path, u.Path, u.Why)
+	}
+	return ""
+}
+
+// mutationUnknownField is the field an unknown mutation leaves unknown: the whole object.
+func mutationUnknownField(why string) vapccel.Unknown {
+	return vapccel.Unknown{Path: vapccel.FieldPath{Root: "object"}, Why: "mutation-unknown: " + why}
+}
+
+// sameMutation says whether two variants of a request were changed alike.
+func sameMutation(a, b *verify.Mutation) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Allowed == b.Allowed && a.Message == b.Message && a.Unknown == b.Unknown &&
+		slices.EqualFunc(a.Changes, b.Changes, func(x, y verify.Change) bool {
+			return x.Policy == y.Policy && x.Binding == y.Binding && x.Param.String() == y.Param.String() && bytes.Equal(x.Patch, y.Patch)
+		})
+}
+
+// replayedMutation is a request for mayMutate in the evaluation, which runs the replayed
+// policies itself.
+func (r *Replayer) replayedMutation(req mutatedRequest) mutatedRequest {
+	req.replayed = r.replayedMAPs
+	return req
 }

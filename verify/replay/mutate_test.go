@@ -7,6 +7,8 @@ import (
 
 	"github.com/vapc-dev/vapc/cel"
 	_ "github.com/vapc-dev/vapc/cel/mutatingvalidation" // kube-apiserver's validation of MutatingAdmissionPolicies
+	"github.com/vapc-dev/vapc/verify"
+	"github.com/vapc-dev/vapc/verify/internal/apiserver"
 )
 
 // TestMutatingPoliciesReplay replays the recorded end-to-end log with the mutating form of the
@@ -53,4 +55,11 @@ func TestMutatingPoliciesReplay(t *testing.T) {
 		t.Errorf("%d pod creates repaired, %d requests mutated: want some, the repaired among them", repaired, mutated)
 	}
 	t.Logf("%d pod creates repaired, %d requests mutated", repaired, mutated)
+}
+
+// TestPipelineVersion: the request pipeline is built for the version the evaluator decides as.
+func TestPipelineVersion(t *testing.T) {
+	if apiserver.KubernetesVersion != verify.KubernetesVersion {
+		t.Errorf("the pipeline is built for Kubernetes %s, the evaluator decides as %s", apiserver.KubernetesVersion, verify.KubernetesVersion)
+	}
 }

@@ -58,6 +58,10 @@ type mutatedRequest struct {
 	hasObject, hasOld bool
 	// view answers for the namespace's labels.
 	view *View
+	// replayed are the policies the evaluation runs itself (--policies), taken to be those
+	// the cluster has of their name: they leave nothing unknown. The ordered stage, which
+	// follows the cluster's writes without them, leaves it nil.
+	replayed map[string]bool
 }
 
 // mayMutate says why a request's object may have been changed by a bound
@@ -85,6 +89,8 @@ func (m *mutators) mayMutate(req mutatedRequest) string {
 		switch {
 		case !ok:
 			continue // a binding of a policy that does not exist binds nothing
+		case req.replayed[name]:
+			continue
 		case p.unknown != "":
 			return fmt.Sprintf("MutatingAdmissionPolicy %s (bound by %s) is not known: %s", name, b, p.unknown)
 		}

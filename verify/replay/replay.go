@@ -8,12 +8,13 @@ import (
 	"runtime"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
@@ -113,19 +114,19 @@ func WithProgress(interval time.Duration, fn func(Progress)) Option {
 type Replayer struct {
 	// mutatingPolicies and mutatingBindings are the MutatingAdmissionPolicies replayed
 	// (see mutate.go).
-	mutatingPolicies  []*admissionregistrationv1.MutatingAdmissionPolicy
-	mutatingBindings  []*admissionregistrationv1.MutatingAdmissionPolicyBinding
-	mutatingReadsOnce sync.Once
-	mutatingReadsAll  vapccel.Reads
-	resources         verify.Resources
-	newEval           EvaluatorFunc
-	snapshots         []string
-	maxLine           int
-	workers           int
-	check             bool
-	progress          func(Progress)
-	progressEvery     time.Duration
-	observer          Observer
+	mutatingPolicies []*admissionregistrationv1.MutatingAdmissionPolicy
+	mutatingBindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding
+	mutatingReads    vapccel.Reads
+	replayedMAPs     map[string]bool
+	resources        verify.Resources
+	newEval          EvaluatorFunc
+	snapshots        []string
+	maxLine          int
+	workers          int
+	check            bool
+	progress         func(Progress)
+	progressEvery    time.Duration
+	observer         Observer
 
 	admissionPlugins []string
 	// orderedPlugins are the admission plugins the ordered stage replays writes through
@@ -210,6 +211,12 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 		}
 	}
 	r.policies, r.bindingList = policies, bindings
+	r.mutatingReads = mutatingPolicyReads(r.mutatingPolicies, r.mutatingBindings)
+	r.replayedMAPs = map[string]bool{}
+	for _, p := range r.mutatingPolicies {
+		r.replayedMAPs[p.Name] = true
+	}
+
 	known := map[string]bool{}
 	for _, p := range policies {
 		known[p.Name] = true
@@ -551,13 +558,50 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 			if u.GetKind() == "" {
 				u.SetGroupVersionKind(t.mainKind)
 			}
-			if stillExists(u) {
-				_ = r.state.Put(gr, u, src+" (deletion pending)")
-			} else {
+			// The response lists the objects as they were before their deletion: whether each
+			// is gone, or stays with a deletionTimestamp of the server's clock (a graceful
+			// deletion, finalizers), is the store's to say.
+			left, err := deleteLeaves(gr, u, ev)
+			switch {
+			case err != nil:
+				r.state.Forget(gr, t.mainKind, u.GetNamespace(), u.GetName(), "deleted by the deletecollection at "+src+": what it left is not known: "+err.Error())
+			case left.Remains:
+				// It stays, marked deleted by the server's clock, with a new resourceVersion.
+				why := "the server's clock and storage when the deletecollection at " + src + " wrote the object, which the log does not show"
+				unknowns := []vapccel.Unknown{{Path: objectPath("metadata", "resourceVersion"), ValueOnly: true, Why: why}}
+				if left.Marked {
+					u.SetDeletionTimestamp(&metav1.Time{Time: ev.received()})
+					u.SetDeletionGracePeriodSeconds(&left.GracePeriodSeconds)
+					unknowns = append(unknowns, vapccel.Unknown{Path: objectPath("metadata", "deletionTimestamp"), ValueOnly: true, Why: why})
+				}
+				_ = r.state.putPartly(gr, u, unknowns, src+" (deletion pending)")
+			default:
 				r.state.Delete(gr, t.mainKind, u.GetNamespace(), u.GetName())
 			}
 		}
 	}
+}
+
+// deleteLeaves says what the store of gr leaves of the object u when the request ev deletes it
+// with its options (see apiserver.Server.DeleteLeaves).
+func deleteLeaves(gr schema.GroupResource, u *unstructured.Unstructured, ev *Event) (apiserver.Deletion, error) {
+	srv, err := pipelineServer()
+	if err != nil {
+		return apiserver.Deletion{}, err
+	}
+	opts, err := deleteOptions(ev.RequestObject, ev.Query())
+	if err != nil {
+		return apiserver.Deletion{}, err
+	}
+	options := &metav1.DeleteOptions{}
+	if err := k8sruntime.DefaultUnstructuredConverter.FromUnstructured(opts.Object, options); err != nil {
+		return apiserver.Deletion{}, err
+	}
+	raw, err := u.MarshalJSON()
+	if err != nil {
+		return apiserver.Deletion{}, err
+	}
+	return srv.DeleteLeaves(gr, raw, options)
 }
 
 // written is the response object of a write as applyWrite reads it, decoded off the ordered

@@ -107,10 +107,6 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior) rebuilt 
 		return b
 	}
 	b.req.DryRun = isDryRun(ev)
-	if ev.Verb == "deletecollection" {
-		b.indeterminate = "deletecollection: the items it deleted are not rebuilt one by one"
-		return b
-	}
 	if t.op == admission.Connect {
 		b.req.Object = connectOptions(t, q, ev.RequestURI)
 		b.objectSource = SourceRequestURI
@@ -118,6 +114,11 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior) rebuilt 
 	}
 	if ev.Level == LevelMetadata || ev.Level == LevelNone || ev.Level == "" {
 		b.indeterminate = "no-object: the event is at level " + orNone(ev.Level) + ", without request and response objects"
+		return b
+	}
+	if ev.Verb == "deletecollection" {
+		// Only the request pipeline deletes a collection item by item (usesPipeline).
+		b.indeterminate = "deletecollection: the items it deleted are not rebuilt one by one outside the request pipeline, which does not serve " + describe(t.gvr, t.sub)
 		return b
 	}
 

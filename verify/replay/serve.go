@@ -21,12 +21,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
 
 	vapccel "github.com/vapc-dev/vapc/cel"
-	vapcschema "github.com/vapc-dev/vapc/cel/schema"
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/internal/apiserver"
 	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
@@ -41,15 +39,7 @@ import (
 // evaluator decides there, and its denial goes back to the handler as the plugin's would.
 
 // pipelineServer returns the process's kube-apiserver pipeline, built on first use.
-func pipelineServer() (*apiserver.Server, error) {
-	return apiserver.Shared(func(gvs []schema.GroupVersion) (managedfields.TypeConverter, error) {
-		cat, err := vapcschema.Builtin(verify.KubernetesVersion)
-		if err != nil {
-			return nil, err
-		}
-		return cat.TypeConverter(gvs...)
-	})
-}
+func pipelineServer() (*apiserver.Server, error) { return apiserver.Shared() }
 
 // admitted is one call of validating admission in the pipeline and its decision.
 type admitted struct {
@@ -75,9 +65,10 @@ type served struct {
 	// pluginMisses are the objects the admission plugins read that the View does not know.
 	pluginMisses string
 	// mutation is what the replayed MutatingAdmissionPolicies (--policies) did, over the
-	// chain's passes; mutationUnknown says why the object after them is not known.
-	mutation        *verify.Mutation
-	mutationUnknown string
+	// chain's passes; mutationInputs are the fields of the admission they ran on that the
+	// replay does not know.
+	mutation       *verify.Mutation
+	mutationInputs []vapccel.Unknown
 }
 
 // errAfterAdmission stops a connect request once validating admission admitted it: what the
@@ -188,7 +179,7 @@ func (r *Replayer) serve(ctx context.Context, ev *Event, t target, policies []st
 			}
 		}
 		ex.Validate = func(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
-			unknowns := append(append(append(append(settle(ev, t, a, logged), pc.unknowns()...), wm.unknowns()...), mut.unknowns(mutatedBy(t, a, view))...), s.mutationUnknowns()...)
+			unknowns := append(append(append(settle(ev, t, a, logged), pc.unknowns()...), wm.unknowns()...), mut.unknowns(r.replayedMutation(mutatedBy(t, a, view)))...)
 			var dec *verify.Decision
 			var err error
 			if n := len(s.calls); n > 0 && r.marksUnread(policies) && sameButDeletionMarks(s.calls[n-1].attrs, a) {
@@ -313,10 +304,11 @@ func describeServed(s served) string {
 	return b.String()
 }
 
-// sameServed says whether two served variants lead to the same outcome: the same admissions
-// with the same decisions, or the same refusal before admission.
+// sameServed says whether two served variants lead to the same outcome: the same changes of
+// the replayed mutating policies, then the same admissions with the same decisions, or the
+// same refusal before admission.
 func sameServed(a, b served) bool {
-	if a.err != nil || b.err != nil || len(a.calls) != len(b.calls) {
+	if a.err != nil || b.err != nil || len(a.calls) != len(b.calls) || !sameMutation(a.mutation, b.mutation) {
 		return false
 	}
 	if len(a.calls) == 0 {
@@ -478,13 +470,25 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 		out.Notes = append(out.Notes, first.why)
 	}
 	s := first.s
-	if s.mutation != nil {
-		out.Mutations = s.mutation.Changes
+	var priorUnknowns []vapccel.Unknown
+	if len(j.prior.unknowns) > 0 && (t.op == admission.Update || t.op == admission.Delete) {
+		priorUnknowns = rooted(knownFrom(j.prior.unknowns, objs.version, objs.uid), t.op == admission.Update)
 	}
+	mutationUnknown := r.mutationUnknown(s.mutation, append(slices.Clip(s.mutationInputs), priorUnknowns...))
 	refusedByMutation := len(s.calls) == 0 && s.mutation != nil && !s.mutation.Allowed
-	if refusedByMutation && s.mutationUnknown != "" {
-		out.Decision, out.Indeterminate = DecisionIndeterminate, "mutation-unknown: a MutatingAdmissionPolicy refused the request, and "+s.mutationUnknown
+	switch {
+	case s.mutation == nil:
+	case mutationUnknown == "":
+		out.Mutations = s.mutation.Changes
+	case refusedByMutation:
+		out.Decision, out.Indeterminate = DecisionIndeterminate, "mutation-unknown: a MutatingAdmissionPolicy refused the request, and "+mutationUnknown
 		return
+	default:
+		// What the policies changed is not known: neither is the object validation saw.
+		out.Notes = append(out.Notes, "what the MutatingAdmissionPolicies changed is not known: "+mutationUnknown)
+		for i := range s.calls {
+			s.calls[i].unknowns = append(s.calls[i].unknowns, mutationUnknownField(mutationUnknown))
+		}
 	}
 	if len(s.calls) == 0 && !refusedByMutation {
 		code := ev.Code()
@@ -522,11 +526,8 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 		}
 	}
 	var notes []string
-	if len(j.prior.unknowns) > 0 && (t.op == admission.Update || t.op == admission.Delete) {
-		priorUnknowns := knownFrom(j.prior.unknowns, objs.version, objs.uid)
-		for i := range s.calls {
-			s.calls[i].unknowns = append(s.calls[i].unknowns, rooted(priorUnknowns, t.op == admission.Update)...)
-		}
+	for i := range s.calls {
+		s.calls[i].unknowns = append(s.calls[i].unknowns, priorUnknowns...)
 	}
 	if len(j.listUnknowns) > 0 {
 		// A deletecollection deletes each object it listed: what the State does not know of
@@ -596,7 +597,7 @@ func servedDecision(verb string, s served) *verify.Decision {
 	switch {
 	case len(s.calls) > 0:
 		return combineCalls(verb, s.calls)
-	case s.mutation != nil && !s.mutation.Allowed && s.mutationUnknown == "":
+	case s.mutation != nil && !s.mutation.Allowed:
 		m := s.mutation
 		return &verify.Decision{Code: m.Code, Reason: m.Reason, Message: m.Message, Status: m.Status, Mutation: m}
 	}
@@ -1115,7 +1116,7 @@ func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, why, sr
 		if !create {
 			// What was not known of the object before is not known after.
 			for _, pu := range knownFrom(p.unknowns, objs.version, objs.uid) {
-				if !unknownVersion([]vapccel.Unknown{pu}) {
+				if !isMeta(pu, "resourceVersion") {
 					unknowns = append(unknowns, pu)
 				}
 			}
@@ -1155,73 +1156,57 @@ func describeStatus(resp *apiserver.Response) string {
 	return fmt.Sprintf("%d %s: %s", resp.Code, resp.Status.Reason, firstLine(resp.Status.Message))
 }
 
-// unknownVersion says whether the stored object's resourceVersion is not known.
-func unknownVersion(unknowns []vapccel.Unknown) bool {
-	for _, u := range unknowns {
-		if len(u.Path.Steps) == 2 && u.Path.Steps[0] == "metadata" && u.Path.Steps[1] == "resourceVersion" {
-			return true
-		}
-	}
-	return false
+// isMeta says whether an unknown is the stored object's metadata field (resourceVersion, uid).
+func isMeta(u vapccel.Unknown, field string) bool {
+	return len(u.Path.Steps) == 2 && u.Path.Steps[0] == "metadata" && u.Path.Steps[1] == field
 }
 
-// requestVersion is the resourceVersion a request asked for: its body's, or a delete's
-// precondition.
-func requestVersion(ev *Event) string {
+// unknownMeta says whether the stored object's metadata field is among the unknowns.
+func unknownMeta(unknowns []vapccel.Unknown, field string) bool {
+	return slices.ContainsFunc(unknowns, func(u vapccel.Unknown) bool { return isMeta(u, field) })
+}
+
+// requestMeta is the resourceVersion and uid a request asked for: its body's, or a delete's
+// preconditions.
+func requestMeta(ev *Event) (version, uid string) {
 	var o struct {
 		Metadata struct {
 			ResourceVersion string `json:"resourceVersion"`
+			UID             string `json:"uid"`
 		} `json:"metadata"`
 		Preconditions *struct {
 			ResourceVersion *string `json:"resourceVersion"`
+			UID             *string `json:"uid"`
 		} `json:"preconditions"`
 	}
 	if !hasBody(ev.RequestObject) || json.Unmarshal(ev.RequestObject, &o) != nil {
-		return ""
+		return "", ""
 	}
-	if o.Preconditions != nil && o.Preconditions.ResourceVersion != nil {
-		return *o.Preconditions.ResourceVersion
-	}
-	return o.Metadata.ResourceVersion
-}
-
-// unknownUID says whether the stored object's uid is not known.
-func unknownUID(unknowns []vapccel.Unknown) bool {
-	for _, u := range unknowns {
-		if len(u.Path.Steps) == 2 && u.Path.Steps[0] == "metadata" && u.Path.Steps[1] == "uid" {
-			return true
+	version, uid = o.Metadata.ResourceVersion, o.Metadata.UID
+	if p := o.Preconditions; p != nil {
+		if p.ResourceVersion != nil {
+			version = *p.ResourceVersion
+		}
+		if p.UID != nil {
+			uid = *p.UID
 		}
 	}
-	return false
-}
-
-// requestUID is the uid a request's body or delete precondition asked for.
-func requestUID(ev *Event) string {
-	var o struct {
-		Metadata struct {
-			UID string `json:"uid"`
-		} `json:"metadata"`
-		Preconditions *struct {
-			UID *string `json:"uid"`
-		} `json:"preconditions"`
-	}
-	if !hasBody(ev.RequestObject) || json.Unmarshal(ev.RequestObject, &o) != nil {
-		return ""
-	}
-	if o.Preconditions != nil && o.Preconditions.UID != nil {
-		return *o.Preconditions.UID
-	}
-	return o.Metadata.UID
+	return version, uid
 }
 
 // fromRequest are the resourceVersion and uid of a stored object the replay does not know
 // (unknowns) that a request the storage let through asked for.
 func fromRequest(ev *Event, unknowns []vapccel.Unknown) (version, uid string) {
-	if unknownVersion(unknowns) {
-		version = requestVersion(ev)
+	unknownVersion, unknownUID := unknownMeta(unknowns, "resourceVersion"), unknownMeta(unknowns, "uid")
+	if !unknownVersion && !unknownUID {
+		return "", ""
 	}
-	if unknownUID(unknowns) {
-		uid = requestUID(ev)
+	version, uid = requestMeta(ev)
+	if !unknownVersion {
+		version = ""
+	}
+	if !unknownUID {
+		uid = ""
 	}
 	return version, uid
 }
@@ -1232,7 +1217,7 @@ func knownFrom(unknowns []vapccel.Unknown, version, uid string) []vapccel.Unknow
 		return unknowns
 	}
 	return slices.DeleteFunc(slices.Clone(unknowns), func(u vapccel.Unknown) bool {
-		return version != "" && unknownVersion([]vapccel.Unknown{u}) || uid != "" && unknownUID([]vapccel.Unknown{u})
+		return version != "" && isMeta(u, "resourceVersion") || uid != "" && isMeta(u, "uid")
 	})
 }
 

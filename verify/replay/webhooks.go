@@ -131,10 +131,10 @@ func (m *webhookMutation) mutate(_ context.Context, a admission.Attributes, _ ad
 		round = 1
 	}
 	for _, c := range m.calls {
-		if c.round > 0 && round == 0 {
-			rc.SetShouldReinvoke()
-		}
-		if c.round != round && !(round == 1 && c.round > 1) {
+		if c.round != round {
+			if c.round > round {
+				rc.SetShouldReinvoke()
+			}
 			continue
 		}
 		switch {

@@ -14,10 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apiserver/pkg/admission"
 
-	vapcschema "github.com/vapc-dev/vapc/cel/schema"
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/internal/apiserver"
 )
@@ -31,15 +29,7 @@ import (
 // request, not the object as the case writes it.
 
 // pipelineServer is the process's request pipeline.
-func pipelineServer() (*apiserver.Server, error) {
-	return apiserver.Shared(func(gvs []schema.GroupVersion) (managedfields.TypeConverter, error) {
-		cat, err := vapcschema.Builtin(verify.KubernetesVersion)
-		if err != nil {
-			return nil, err
-		}
-		return cat.TypeConverter(gvs...)
-	})
-}
+func pipelineServer() (*apiserver.Server, error) { return apiserver.Shared() }
 
 // plugins are the default admission plugins, built once; a request sets their cluster.
 var plugins = sync.OnceValues(func() (*apiserver.Plugins, error) {

@@ -26,10 +26,12 @@ import (
 	genericapi "k8s.io/apiserver/pkg/endpoints"
 	genericfilters "k8s.io/apiserver/pkg/endpoints/filters"
 	"k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/kubernetes/pkg/kubeapiserver"
 	sigsjson "sigs.k8s.io/json"
 
+	vapcschema "github.com/vapc-dev/vapc/cel/schema"
 	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
 )
 
@@ -42,6 +44,8 @@ type Server struct {
 	handler     http.Handler
 	equivalents runtime.EquivalentResourceRegistry
 	served      map[servedKey]bool
+	// deleters are the delete strategies of the resources' stores.
+	deleters map[schema.GroupResource]rest.RESTDeleteStrategy
 }
 
 type servedKey struct {
@@ -55,14 +59,27 @@ var (
 	serverErr  error
 )
 
+// KubernetesVersion is the minor of the k8s.io/kubernetes the server is built with (the same
+// as verify.KubernetesVersion).
+const KubernetesVersion = "1.37"
+
 // TypeConverterFunc returns the field manager's type converter of the group-versions a
 // server serves: kube-apiserver builds it from the OpenAPI definitions of the resources it
 // installs (GenericAPIServer.getOpenAPIModels).
 type TypeConverterFunc func(gvs []schema.GroupVersion) (managedfields.TypeConverter, error)
 
-// Shared returns the process's Server, built on first use.
-func Shared(typeConverter TypeConverterFunc) (*Server, error) {
-	serverOnce.Do(func() { server, serverErr = newServer(typeConverter) })
+// Shared returns the process's Server, built on first use, with the type converter of the
+// built-in OpenAPI definitions of KubernetesVersion.
+func Shared() (*Server, error) {
+	serverOnce.Do(func() {
+		server, serverErr = newServer(func(gvs []schema.GroupVersion) (managedfields.TypeConverter, error) {
+			cat, err := vapcschema.Builtin(KubernetesVersion)
+			if err != nil {
+				return nil, err
+			}
+			return cat.TypeConverter(gvs...)
+		})
+	})
 	return server, serverErr
 }
 
@@ -97,6 +114,7 @@ func newServer(tcFunc TypeConverterFunc) (*Server, error) {
 	})
 	allow := authorizerfactory.NewAlwaysAllowAuthorizer()
 	served := map[servedKey]bool{}
+	deleters := map[schema.GroupResource]rest.RESTDeleteStrategy{}
 	for i := range infos {
 		info := &infos[i]
 		root := genericapiserver.APIGroupPrefix
@@ -122,9 +140,14 @@ func newServer(tcFunc TypeConverterFunc) (*Server, error) {
 			if _, _, err := v.InstallREST(container); err != nil {
 				return nil, fmt.Errorf("installing %s: %w", gv, err)
 			}
-			for path := range storage {
+			for path, st := range storage {
 				res, sub, _ := strings.Cut(path, "/")
 				served[servedKey{gv.WithResource(res), sub}] = true
+				if store, ok := st.(interface {
+					GetDeleteStrategy() rest.RESTDeleteStrategy
+				}); ok && sub == "" {
+					deleters[gv.WithResource(res).GroupResource()] = store.GetDeleteStrategy()
+				}
 			}
 		}
 	}
@@ -136,6 +159,7 @@ func newServer(tcFunc TypeConverterFunc) (*Server, error) {
 		handler:     genericfilters.WithRequestInfo(container, resolver),
 		equivalents: equivalents,
 		served:      served,
+		deleters:    deleters,
 	}, nil
 }
 
@@ -172,6 +196,63 @@ func newAPIGroupVersion(info *genericapiserver.APIGroupInfo, gv schema.GroupVers
 // Serves says whether the Server has handlers for the resource or subresource.
 func (s *Server) Serves(gvr schema.GroupVersionResource, subresource string) bool {
 	return s.served[servedKey{gvr, subresource}]
+}
+
+// Deletion is what deleting a stored object leaves of it.
+type Deletion struct {
+	// Remains says the object stays in storage: a graceful deletion (a scheduled pod's), or
+	// finalizers.
+	Remains bool
+	// Marked says the deletion set its deletionTimestamp (to the server's clock), and
+	// GracePeriodSeconds is its deletionGracePeriodSeconds after it.
+	Marked             bool
+	GracePeriodSeconds int64
+}
+
+// DeleteLeaves says what deleting the stored object (JSON) with the options leaves, as the
+// resource's store decides it: rest.BeforeDelete with its delete strategy, then the
+// finalizers (Store.Delete, updateForGracefulDeletionAndFinalizers). A deletecollection's
+// response lists the objects as they were before it: this is how it treated each. The
+// finalizers the garbage collector's propagation policies add are not followed: options that
+// ask for them are an error.
+func (s *Server) DeleteLeaves(gr schema.GroupResource, raw []byte, options *metav1.DeleteOptions) (Deletion, error) {
+	if options == nil {
+		options = &metav1.DeleteOptions{}
+	}
+	if p := options.PropagationPolicy; (p != nil && *p != metav1.DeletePropagationBackground) || options.OrphanDependents != nil {
+		return Deletion{}, fmt.Errorf("the finalizers of propagation policy %v are not followed", options.PropagationPolicy)
+	}
+	obj, err := decodeStored(gr, raw)
+	if err != nil {
+		return Deletion{}, err
+	}
+	a, err := meta.Accessor(obj)
+	if err != nil {
+		return Deletion{}, err
+	}
+	was := a.GetDeletionTimestamp() != nil
+	graceful := false
+	if strategy, ok := s.deleters[gr]; ok {
+		ctx := request.WithNamespace(context.Background(), a.GetNamespace())
+		if graceful, _, err = rest.BeforeDelete(strategy, ctx, obj, options.DeepCopy()); err != nil {
+			return Deletion{}, err
+		}
+	}
+	var grace int64
+	if g := a.GetDeletionGracePeriodSeconds(); g != nil {
+		grace = *g
+	}
+	switch {
+	case was:
+		// Already being deleted: it stays until its grace period or finalizers end.
+		return Deletion{Remains: true, GracePeriodSeconds: grace}, nil
+	case graceful && grace > 0:
+		return Deletion{Remains: true, Marked: true, GracePeriodSeconds: grace}, nil
+	case len(a.GetFinalizers()) > 0:
+		return Deletion{Remains: true, Marked: true}, nil
+	}
+	// A graceful deletion with a grace period of 0 (an unscheduled pod's) deletes at once.
+	return Deletion{}, nil
 }
 
 // EquivalentResources is the server's EquivalentResourceRegistry: the resources matchPolicy
@@ -360,7 +441,10 @@ func (exchangeAdmission) Handles(admission.Operation) bool { return true }
 // Admit runs the mutating admission chain as kube-apiserver's does (admission.reinvoker over
 // the chain of plugins): once, and once more when a mutation asked for reinvocation (a
 // MutatingAdmissionPolicy or webhook with reinvocationPolicy IfNeeded that ran before another
-// changed the object).
+// changed the object). Unlike the server's, the built-in plugins are a chain of their own
+// (admission.Plugins.NewFromPlugins), itself wrapped in a reinvoker: in the second pass it
+// runs them twice. In-tree plugins must be idempotent to be reinvoked, so the object is the
+// same; only the work is done twice.
 func (exchangeAdmission) Admit(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
 	ex, ok := ctx.Value(exchangeKey{}).(*Exchange)
 	if !ok {

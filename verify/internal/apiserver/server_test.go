@@ -13,23 +13,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
 	api "k8s.io/kubernetes/pkg/apis/core"
-
-	vapcschema "github.com/vapc-dev/vapc/cel/schema"
 )
 
 func testServer(t *testing.T) *Server {
 	t.Helper()
-	s, err := Shared(func(gvs []schema.GroupVersion) (managedfields.TypeConverter, error) {
-		cat, err := vapcschema.Builtin("1.37")
-		if err != nil {
-			return nil, err
-		}
-		return cat.TypeConverter(gvs...)
-	})
+	s, err := Shared()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,5 +197,39 @@ func TestEquivalentResources(t *testing.T) {
 		if diff := cmp.Diff(tc.want, got); diff != "" {
 			t.Errorf("EquivalentResourcesFor(%s) (-want +got):\n%s", tc.gvr, diff)
 		}
+	}
+}
+
+// TestDeleteLeaves: the stores' own delete strategies say what a deletion leaves.
+func TestDeleteLeaves(t *testing.T) {
+	s := testServer(t)
+	zero := int64(0)
+	pods := schema.GroupResource{Resource: "pods"}
+	configMaps := schema.GroupResource{Resource: "configmaps"}
+	for _, tc := range []struct {
+		name    string
+		gr      schema.GroupResource
+		obj     string
+		options *metav1.DeleteOptions
+		want    bool
+	}{
+		{"a scheduled pod: graceful", pods, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"n"},"spec":{"nodeName":"w","terminationGracePeriodSeconds":45,"containers":[{"name":"c","image":"i"}]}}`, nil, true},
+		{"a scheduled pod, grace period 0", pods, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"n"},"spec":{"nodeName":"w","containers":[{"name":"c","image":"i"}]}}`, &metav1.DeleteOptions{GracePeriodSeconds: &zero}, false},
+		{"an unscheduled pod: at once", pods, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"n"},"spec":{"containers":[{"name":"c","image":"i"}]}}`, nil, false},
+		{"a ConfigMap", configMaps, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"n"}}`, nil, false},
+		{"a ConfigMap with a finalizer", configMaps, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"n","finalizers":["x/y"]}}`, nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := s.DeleteLeaves(tc.gr, []byte(tc.obj), tc.options)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Remains != tc.want || got.Marked != tc.want {
+				t.Errorf("DeleteLeaves = %+v, want remains and marked %v", got, tc.want)
+			}
+			if tc.gr == pods && tc.want && got.GracePeriodSeconds != 45 {
+				t.Errorf("grace period %d, want the pod's 45", got.GracePeriodSeconds)
+			}
+		})
 	}
 }

@@ -166,6 +166,18 @@ func (s *memStorage) split(key string) (namespace, name string, err error) {
 
 // load returns the current object of a key, or nil when it does not exist. The object is the
 // world's: callers copy it before they change it or hand it out.
+// loadFrom is load in the request's world.
+func (s *memStorage) loadFrom(ctx context.Context, key string) (*world, runtime.Object, error) {
+	w, err := worldFrom(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	existing, err := s.load(w, key)
+	return w, existing, err
+}
+
 func (s *memStorage) load(w *world, key string) (runtime.Object, error) {
 	if obj, ok := w.overlay[key]; ok {
 		return obj, nil
@@ -229,13 +241,7 @@ func (s *memStorage) Create(ctx context.Context, key string, obj, out runtime.Ob
 }
 
 func (s *memStorage) Delete(ctx context.Context, key string, out runtime.Object, preconditions *storage.Preconditions, validateDeletion storage.ValidateObjectFunc, _ runtime.Object, _ storage.DeleteOptions) error {
-	w, err := worldFrom(ctx)
-	if err != nil {
-		return err
-	}
-	w.mu.Lock()
-	existing, err := s.load(w, key)
-	w.mu.Unlock()
+	w, existing, err := s.loadFrom(ctx, key)
 	if err != nil {
 		return err
 	}
@@ -348,13 +354,7 @@ func (s *memStorage) GetList(ctx context.Context, key string, opts storage.ListO
 }
 
 func (s *memStorage) GuaranteedUpdate(ctx context.Context, key string, destination runtime.Object, ignoreNotFound bool, preconditions *storage.Preconditions, tryUpdate storage.UpdateFunc, _ runtime.Object) error {
-	w, err := worldFrom(ctx)
-	if err != nil {
-		return err
-	}
-	w.mu.Lock()
-	existing, err := s.load(w, key)
-	w.mu.Unlock()
+	w, existing, err := s.loadFrom(ctx, key)
 	if err != nil {
 		return err
 	}
