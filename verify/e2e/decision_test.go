@@ -462,7 +462,7 @@ func checkReplay(t *testing.T, log string, set policySet, denied []denial) map[s
 func checkReplayFrom(t *testing.T, log string, set policySet, denied []denial, from int, byDesign func(reason string) bool) map[string]*replay.Record {
 	t.Helper()
 	start := time.Now()
-	r, err := replay.New(set.policies, set.bindings, replay.WithCheckRecorded(true))
+	r, err := replay.New(set.policies, set.bindings, replay.WithCheckRecorded(true), replay.WithMutatingPolicies(set.mutating, set.mutatingBindings))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,9 @@ import (
 type policySet struct {
 	policies []*admissionregistrationv1.ValidatingAdmissionPolicy
 	bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	// mutating and mutatingBindings are MutatingAdmissionPolicies the replay runs itself.
+	mutating         []*admissionregistrationv1.MutatingAdmissionPolicy
+	mutatingBindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding
 }
 
 // inTreeGuards reads the emitted guards of policies/ (every *.yaml directly in it; vapc.dev

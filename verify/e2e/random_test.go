@@ -91,10 +91,14 @@ var rndUsers = []rndUser{
 // randomWorld drives a server through random requests and remembers what it answered.
 type randomWorld struct {
 	*decisions
-	r       *rand.Rand
-	clients map[string]dynamic.Interface
-	raw     map[string]*http.Client
-	others  map[string]int // requests refused by someone else than a policy, by reason
+	// mutating and mutatingBindings are the cluster's MutatingAdmissionPolicies the replay
+	// runs itself.
+	mutating         []*admissionregistrationv1.MutatingAdmissionPolicy
+	mutatingBindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding
+	r                *rand.Rand
+	clients          map[string]dynamic.Interface
+	raw              map[string]*http.Client
+	others           map[string]int // requests refused by someone else than a policy, by reason
 	// established is when the test saw the last of its CRDs established.
 	established time.Time
 	step        int
@@ -229,6 +233,13 @@ func TestRandomParity(t *testing.T) {
 	}
 	byDesignSeen := map[string]int{}
 	byDesignFirst := map[string]string{}
+	set.mutating, set.mutatingBindings = w.mutating, w.mutatingBindings
+	// VAPC_KEEP_AUDIT=FILE keeps a copy of the run's audit log, to replay it again by hand.
+	if dst := os.Getenv("VAPC_KEEP_AUDIT"); dst != "" {
+		if data, err := os.ReadFile(s.AuditLogPath()); err == nil {
+			_ = os.WriteFile(dst, data, 0o644)
+		}
+	}
 	byID := checkReplayFrom(t, s.AuditLogPath(), set, w.denied, from, func(reason string) bool {
 		for _, k := range byDesignIndeterminate {
 			if strings.Contains(reason, k) {
@@ -253,6 +264,15 @@ func TestRandomParity(t *testing.T) {
 		}
 		return false
 	})
+	if len(w.mutating) > 0 {
+		mutated := 0
+		for _, rec := range byID {
+			if len(rec.Mutations) > 0 {
+				mutated++
+			}
+		}
+		t.Logf("requests the replayed MutatingAdmissionPolicy changed: %d", mutated)
+	}
 	t.Logf("indeterminate by design of the audit log: %v", byDesignSeen)
 	for k, reason := range byDesignFirst {
 		t.Logf("  %s, first: %s", k, reason)
@@ -351,11 +371,24 @@ func (w *randomWorld) setupWorld() {
 	// before the policies read them: the replay applies the patches the log records.
 	hookURL, caBundle := startInjector(w.t)
 	w.put(ctx, toUnstructured(w.t, injectorConfig(hookURL, caBundle, map[string]string{"team": "red"})))
-	// A MutatingAdmissionPolicy labels blue ConfigMaps mapped=yes: the log does not show it,
-	// and the replay must not decide from the object it did not change.
+	// A MutatingAdmissionPolicy labels blue and green ConfigMaps mapped=yes: the log does not show it,
+	// and the replay must not decide from the object it did not change. Half the seeds also
+	// give it to the replay, which then runs it (with an apply configuration or a JSON patch,
+	// by the seed) and must decide as the server did on the object it changed.
 	mp, mb := labellingPolicy()
 	mp.Spec.MatchConstraints.NamespaceSelector = &metav1.LabelSelector{}
-	mp.Spec.MatchConstraints.ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"color": "blue"}}
+	mp.Spec.MatchConstraints.ObjectSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "color", Operator: metav1.LabelSelectorOpIn, Values: []string{"blue", "green"}}}}
+	if w.r.IntN(2) == 0 {
+		mp.Spec.Mutations = []admissionregistrationv1.Mutation{{
+			PatchType: admissionregistrationv1.PatchTypeJSONPatch,
+			JSONPatch: &admissionregistrationv1.JSONPatch{Expression: `[JSONPatch{op: "add", path: "/metadata/labels/mapped", value: "yes"}]`},
+		}}
+	}
+	if w.r.IntN(2) == 0 {
+		w.mutating = append(w.mutating, mp)
+		w.mutatingBindings = append(w.mutatingBindings, mb)
+	}
+	w.t.Logf("MutatingAdmissionPolicy %s (%s) replayed: %v", mp.Name, mp.Spec.Mutations[0].PatchType, len(w.mutating) > 0)
 	w.put(ctx, toUnstructured(w.t, mp))
 	w.put(ctx, toUnstructured(w.t, mb))
 	for _, u := range rndUsers[1:] {
