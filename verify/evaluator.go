@@ -2,7 +2,6 @@ package verify
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"sort"
@@ -240,10 +239,15 @@ func (e *Evaluator) Evaluate(ctx context.Context, req Request) (*Decision, error
 	if len(e.mhooks) == 0 {
 		return e.EvaluateAttributes(ctx, attrs, nil)
 	}
+	input, err := e.RequestObject(attrs, nil)
+	if err != nil {
+		return nil, err
+	}
 	mut, err := e.admit(ctx, attrs, nil)
 	if err != nil {
 		return nil, err
 	}
+	mut.Input = input
 	if mut.Unknown != "" {
 		return nil, fmt.Errorf("a MutatingAdmissionPolicy cannot run here as kube-apiserver would: %s", mut.Unknown)
 	}
@@ -254,13 +258,13 @@ func (e *Evaluator) Evaluate(ctx context.Context, req Request) (*Decision, error
 		return nil, err
 	}
 	dec.Mutation = mut
-	if obj := attrs.GetObject(); obj != nil && len(mut.Changes) > 0 {
-		if dec.Object, err = json.Marshal(obj); err != nil {
+	if len(mut.Changes) > 0 {
+		if dec.Object, err = e.RequestObject(attrs, nil); err != nil {
 			return nil, err
 		}
 	}
-	if mut.OrderDependent != "" {
-		dec.Notes = append(dec.Notes, "the mutated object may depend on the order kube-apiserver runs MutatingAdmissionPolicies in (informer-cache order, not the names vapc runs them by): "+mut.OrderDependent)
+	if n := mut.OrderNote(); n != "" {
+		dec.Notes = append(dec.Notes, n)
 	}
 	return dec, nil
 }

@@ -84,6 +84,36 @@ type Mutation struct {
 	// OrderDependent says why the object may depend on the order kube-apiserver ran the
 	// policies in (empty when no order could change it); see Evaluator.OrderDependence.
 	OrderDependent string `json:"orderDependent,omitempty"`
+	// Input is the object the policies received (JSON, in the request's version), for a
+	// caller that compares what they made with an expectation; Evaluate sets it.
+	Input json.RawMessage `json:"-"`
+}
+
+// RequestObject returns the attributes' object as JSON in the version of the request's kind:
+// the object as the request's client sees it, whatever version the admission chain holds it
+// in (the internal version, in kube-apiserver's handlers). A nil o is the evaluator's own
+// ObjectInterfaces.
+func (e *Evaluator) RequestObject(a admission.Attributes, o admission.ObjectInterfaces) (json.RawMessage, error) {
+	obj := a.GetObject()
+	if obj == nil {
+		return nil, nil
+	}
+	if o == nil {
+		o = e.oi
+	}
+	gvk := a.GetKind()
+	if obj.GetObjectKind().GroupVersionKind().GroupVersion() != gvk.GroupVersion() {
+		out, err := o.GetObjectConvertor().ConvertToVersion(obj.DeepCopyObject(), gvk.GroupVersion())
+		if err != nil {
+			return nil, fmt.Errorf("converting the object to %s: %w", gvk.GroupVersion(), err)
+		}
+		obj = out
+	} else {
+		obj = obj.DeepCopyObject()
+	}
+	// A patched object may have lost its kind on the way (the dispatcher's conversions).
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	return json.Marshal(obj)
 }
 
 // HasMutatingPolicies says whether the evaluator runs any MutatingAdmissionPolicy.
@@ -239,15 +269,37 @@ func (e *Evaluator) admit(ctx context.Context, a admission.Attributes, o admissi
 		if err != nil {
 			return nil, err
 		}
-		again.Changes = append(mut.Changes, again.Changes...)
-		again.Ran += mut.Ran
-		if again.Unknown == "" {
-			again.Unknown = mut.Unknown
-		}
-		mut = again
+		mut = mut.Then(again)
 	}
 	mut.OrderDependent = e.OrderDependence(mut.Changes)
 	return mut, nil
+}
+
+// OrderNote is the note a decision carries when the mutated object may depend on the order
+// the policies ran in, or "".
+func (m *Mutation) OrderNote() string {
+	if m == nil || m.OrderDependent == "" {
+		return ""
+	}
+	return "the mutated object may depend on the order kube-apiserver runs MutatingAdmissionPolicies in (informer-cache order, not the names vapc runs them by): " + m.OrderDependent
+}
+
+// Then returns what the two passes of an admission chain did together: m, then next (the
+// chain's reinvocation). A nil m is next.
+func (m *Mutation) Then(next *Mutation) *Mutation {
+	if m == nil {
+		return next
+	}
+	out := *next
+	out.Changes = append(append([]Change(nil), m.Changes...), next.Changes...)
+	out.Ran += m.Ran
+	if out.Unknown == "" {
+		out.Unknown = m.Unknown
+	}
+	if out.Input == nil {
+		out.Input = m.Input
+	}
+	return &out
 }
 
 // OrderDependence says why the object the changes made may depend on the order the policies

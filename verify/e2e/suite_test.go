@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -21,24 +23,25 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
-	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/e2e/harness"
 	"github.com/vapc-dev/vapc/verify/suite"
 )
 
 // suiteFiles are the suites whose cases TestSuiteParity sends to the server: the in-tree
-// guards' and the recorded Kosmos sample's.
+// guards', the recorded Kosmos sample's and the MutatingAdmissionPolicies'.
 func suiteFiles(t *testing.T) []string {
 	t.Helper()
 	files, err := filepath.Glob("../../policies/testdata/*.suite.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	more, err := filepath.Glob("../../testdata/suites/kosmos/*.suite.yaml")
-	if err != nil {
-		t.Fatal(err)
+	for _, dir := range []string{"kosmos", "mutating"} {
+		more, err := filepath.Glob("../../testdata/suites/" + dir + "/*.suite.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, more...)
 	}
-	files = append(files, more...)
 	sort.Strings(files)
 	return files
 }
@@ -87,8 +90,11 @@ func TestSuiteParity(t *testing.T) {
 				t.Fatalf("%s: Run() = %v", f, err)
 			}
 			set := policySet{}
+			var mutating []*unstructured.Unstructured
 			for _, u := range res.Policies {
 				switch u.GetKind() {
+				case "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding":
+					mutating = append(mutating, u)
 				case "ValidatingAdmissionPolicy":
 					pol := &admissionregistrationv1.ValidatingAdmissionPolicy{}
 					fromUnstructured(t, u, pol)
@@ -101,6 +107,7 @@ func TestSuiteParity(t *testing.T) {
 			}
 			p.installed = set
 			p.install(ctx, set)
+			p.installMutating(ctx, mutating)
 			for i := range res.Cases {
 				rc := &res.Cases[i]
 				name := fmt.Sprintf("%s: %s", st.Pos(fmt.Sprintf("cases[%d]", i)), rc.Case.Name)
@@ -113,13 +120,14 @@ func TestSuiteParity(t *testing.T) {
 					t.Errorf("%s: cannot be sent to the server: %s", name, why)
 					continue
 				}
-				if why := p.run(name, rc, local.Cases[i].Decision); why != "" {
+				if why := p.run(name, rc, &local.Cases[i]); why != "" {
 					t.Errorf("%s: the request did not reach admission: %s", name, why)
 					continue
 				}
 				sent++
 			}
 			p.uninstall(ctx, set)
+			p.uninstallMutating(ctx, mutating)
 		}
 	}
 	t.Logf("%d of %d cases of %d suites sent to the server, %s", sent, cases, len(files), time.Since(start).Round(time.Millisecond))
@@ -179,9 +187,10 @@ func (p *parity) mapperKind(gvr schema.GroupVersionResource, sub string) schema.
 
 // run prepares the cluster for a case, sends its request and compares the decision. It
 // returns why the request could not reach admission, or "".
-func (p *parity) run(name string, rc *suite.ResolvedCase, local *verify.Decision) string {
+func (p *parity) run(name string, rc *suite.ResolvedCase, localCase *suite.CaseReport) string {
 	t, ctx := p.t, p.ctx
 	t.Helper()
+	local := localCase.Decision
 	req := rc.Request
 	user := req.UserInfo.Username
 	if user != "" && user != harness.AdminUser && !p.granted[user] {
@@ -237,7 +246,14 @@ func (p *parity) run(name string, rc *suite.ResolvedCase, local *verify.Decision
 	for k := range desired {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys) // namespaces and nodes before pods
+	// Namespaces first, nodes before pods.
+	sort.Slice(keys, func(i, j int) bool {
+		ni, nj := strings.HasPrefix(keys[i], "Namespace/"), strings.HasPrefix(keys[j], "Namespace/")
+		if ni != nj {
+			return ni
+		}
+		return keys[i] < keys[j]
+	})
 	for _, k := range keys {
 		u := desired[k]
 		if w, ok := p.written[k]; ok && equality.Semantic.DeepEqual(w.Object, u.Object) {
@@ -256,9 +272,15 @@ func (p *parity) run(name string, rc *suite.ResolvedCase, local *verify.Decision
 	}
 	p.sync(ctx)
 
-	err, notLiteral := p.send(rc)
+	got, err, notLiteral := p.send(rc)
 	if notLiteral != "" {
 		return notLiteral
+	}
+	if got != nil && localCase.Object != nil {
+		// What the mutating policies made is what the server stored (or would have, dry-run).
+		if d := diffStored(localCase.Object, got); d != "" {
+			t.Errorf("%s: the server's object differs from vapc's (-vapc +server):\n%s", name, d)
+		}
 	}
 	want := rc.Case.Expect
 	st, refused := statusOf(err)
@@ -279,8 +301,8 @@ func (p *parity) run(name string, rc *suite.ResolvedCase, local *verify.Decision
 		t.Errorf("%s: the server denied %d %q, the case expects admit", name, st.Code, st.Message)
 	case want.Decision == "deny" && err == nil:
 		t.Errorf("%s: the server admitted, the case expects deny", name)
-	case want.Decision == "deny" && !strings.Contains(st.Message, "ValidatingAdmissionPolicy '"):
-		t.Errorf("%s: the server refused %d %q, not a ValidatingAdmissionPolicy", name, st.Code, st.Message)
+	case want.Decision == "deny" && !strings.Contains(st.Message, "' with binding '"):
+		t.Errorf("%s: the server refused %d %q, not an admission policy", name, st.Code, st.Message)
 	case want.Decision == "deny" && want.Message != "" && st.Message != want.Message:
 		t.Errorf("%s: the server denied with\n\t%q\nthe case expects\n\t%q", name, st.Message, want.Message)
 	case want.Decision == "deny" && want.Code != 0 && st.Code != want.Code:
@@ -311,7 +333,7 @@ func (p *parity) putSuspending(u *unstructured.Unstructured) {
 }
 
 // send sends the case's request as its user. notLiteral says why the server cannot receive it.
-func (p *parity) send(rc *suite.ResolvedCase) (err error, notLiteral string) {
+func (p *parity) send(rc *suite.ResolvedCase) (out *unstructured.Unstructured, err error, notLiteral string) {
 	req := rc.Request
 	var d dynamic.Interface = p.dyn
 	if u := req.UserInfo; u.Username != "" && u.Username != harness.AdminUser {
@@ -353,30 +375,30 @@ func (p *parity) send(rc *suite.ResolvedCase) (err error, notLiteral string) {
 		if obj != nil && obj.GetNamespace() == "" && ns != "" && req.SubResource == "" {
 			obj.SetNamespace(ns)
 		}
-		_, err = nri.Create(ctx, obj, metav1.CreateOptions{DryRun: dryRun}, subs...)
+		out, err = nri.Create(ctx, obj, metav1.CreateOptions{DryRun: dryRun}, subs...)
 	case admission.Update:
 		cur, gerr := nri.Get(ctx, name, metav1.GetOptions{})
 		if gerr != nil {
-			return gerr, ""
+			return nil, gerr, ""
 		}
 		obj.SetResourceVersion(cur.GetResourceVersion())
-		_, err = nri.Update(ctx, obj, metav1.UpdateOptions{DryRun: dryRun}, subs...)
+		out, err = nri.Update(ctx, obj, metav1.UpdateOptions{DryRun: dryRun}, subs...)
 		if st, ok := statusOf(err); ok && st.Code == 422 && !strings.Contains(st.Message, "ValidatingAdmissionPolicy '") {
-			return nil, "the server refuses the update before admission: " + st.Message
+			return nil, nil, "the server refuses the update before admission: " + st.Message
 		}
 	case admission.Delete:
 		opts := metav1.DeleteOptions{DryRun: dryRun}
 		if req.Options != nil {
 			data, _ := json.Marshal(req.Options.Object)
 			if jerr := json.Unmarshal(data, &opts); jerr != nil {
-				return jerr, ""
+				return nil, jerr, ""
 			}
 			if opts.Preconditions != nil && opts.Preconditions.UID != nil {
 				// The case's uid is made up: the precondition must hold for the request to reach
 				// admission.
 				cur, gerr := nri.Get(ctx, name, metav1.GetOptions{})
 				if gerr != nil {
-					return gerr, ""
+					return nil, gerr, ""
 				}
 				uid := types.UID(cur.GetUID())
 				opts.Preconditions.UID = &uid
@@ -387,9 +409,9 @@ func (p *parity) send(rc *suite.ResolvedCase) (err error, notLiteral string) {
 		}
 		err = nri.Delete(ctx, name, opts, subs...)
 	default:
-		return nil, fmt.Sprintf("operation %s", req.Operation)
+		return nil, nil, fmt.Sprintf("operation %s", req.Operation)
 	}
-	return err, ""
+	return out, err, ""
 }
 
 // namespaced says whether the resource is namespaced.
@@ -403,4 +425,111 @@ func (p *parity) namespaced(gvr schema.GroupVersionResource) bool {
 		p.t.Fatalf("%s: %v", gvr, err)
 	}
 	return m.Scope.Name() == meta.RESTScopeNameNamespace
+}
+
+// installMutating writes the MutatingAdmissionPolicies and bindings of a suite and waits until
+// the admission plugin runs them.
+func (p *parity) installMutating(ctx context.Context, docs []*unstructured.Unstructured) {
+	p.t.Helper()
+	if len(docs) == 0 {
+		return
+	}
+	for _, u := range docs {
+		if u.GetKind() == "MutatingAdmissionPolicy" {
+			p.put(ctx, u)
+		}
+	}
+	for _, u := range docs {
+		if u.GetKind() == "MutatingAdmissionPolicyBinding" {
+			p.put(ctx, u)
+		}
+	}
+	p.syncMutating(ctx)
+}
+
+// uninstallMutating deletes what installMutating wrote and waits until the plugin forgets it.
+func (p *parity) uninstallMutating(ctx context.Context, docs []*unstructured.Unstructured) {
+	p.t.Helper()
+	if len(docs) == 0 {
+		return
+	}
+	for _, kind := range []string{"MutatingAdmissionPolicyBinding", "MutatingAdmissionPolicy"} {
+		for _, u := range docs {
+			if u.GetKind() == kind {
+				p.remove(ctx, u)
+			}
+		}
+	}
+	p.syncMutating(ctx)
+}
+
+// syncMutating waits until the MutatingAdmissionPolicy plugin sees every policy written so
+// far: it writes a barrier policy of a new generation, after the others, and waits until a
+// dry-run request shows its mark. The plugin's policy source compiles its informer's
+// policies as a whole, in the order they came.
+func (p *parity) syncMutating(ctx context.Context) {
+	p.t.Helper()
+	p.gen++
+	gen := fmt.Sprint(p.gen)
+	p.barrierNamespace(ctx)
+	policy := obj(map[string]any{
+		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy",
+		"metadata": map[string]any{"name": "vapc-map-barrier"},
+		"spec": map[string]any{
+			"reinvocationPolicy": "Never",
+			"matchConstraints": map[string]any{
+				"resourceRules":  []any{map[string]any{"apiGroups": []any{""}, "apiVersions": []any{"v1"}, "operations": []any{"CREATE"}, "resources": []any{"configmaps"}}},
+				"objectSelector": map[string]any{"matchLabels": map[string]any{"vapc.dev/map-barrier": "probe"}},
+			},
+			"mutations": []any{map[string]any{"patchType": "JSONPatch", "jsonPatch": map[string]any{
+				"expression": "[JSONPatch{op: 'add', path: '/metadata/labels/vapc.dev~1map-gen', value: '" + gen + "'}]",
+			}}},
+		},
+	})
+	binding := obj(map[string]any{
+		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicyBinding",
+		"metadata": map[string]any{"name": "vapc-map-barrier"},
+		"spec":     map[string]any{"policyName": "vapc-map-barrier"},
+	})
+	p.put(ctx, policy)
+	p.put(ctx, binding)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		probe := obj(map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{
+			"name": "map-probe", "namespace": barrierNS, "labels": map[string]any{"vapc.dev/map-barrier": "probe"},
+		}})
+		out, err := p.dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(barrierNS).
+			Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err == nil && out.GetLabels()["vapc.dev/map-gen"] == gen {
+			return
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("the MutatingAdmissionPolicy plugin did not see generation %s within 60s; last probe: %v", gen, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// diffStored diffs vapc's object with the server's, both without the metadata the server sets
+// on a write and without the status the server resets.
+func diffStored(local json.RawMessage, server *unstructured.Unstructured) string {
+	var l, s map[string]any
+	if err := json.Unmarshal(local, &l); err != nil {
+		return err.Error()
+	}
+	raw, err := server.MarshalJSON()
+	if err == nil {
+		err = json.Unmarshal(raw, &s)
+	}
+	if err != nil {
+		return err.Error()
+	}
+	for _, m := range []map[string]any{l, s} {
+		if md, ok := m["metadata"].(map[string]any); ok {
+			for _, f := range []string{"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields"} {
+				delete(md, f)
+			}
+		}
+	}
+	return cmp.Diff(l, s)
 }

@@ -40,13 +40,13 @@ var plugins = sync.OnceValues(func() (*apiserver.Plugins, error) {
 var pluginsMu sync.Mutex
 
 // servePipeline decides a case's request sent through the request pipeline.
-func (e *env) servePipeline(ctx context.Context, req verify.Request) (*verify.Decision, error) {
+func (e *env) servePipeline(ctx context.Context, req verify.Request) (_ *verify.Decision, objs objectPair, err error) {
 	srv, err := pipelineServer()
 	if err != nil {
-		return nil, err
+		return nil, objs, err
 	}
 	if !srv.Serves(req.Resource, req.SubResource) {
-		return nil, fmt.Errorf("pipeline: the request pipeline serves the built-in resources of Kubernetes %s, not %s", verify.KubernetesVersion, describeResource(req.Resource, req.SubResource))
+		return nil, objs, fmt.Errorf("pipeline: the request pipeline serves the built-in resources of Kubernetes %s, not %s", verify.KubernetesVersion, describeResource(req.Resource, req.SubResource))
 	}
 	name := req.Name
 	for _, o := range []*unstructured.Unstructured{req.Object, req.OldObject} {
@@ -70,12 +70,12 @@ func (e *env) servePipeline(ctx context.Context, req verify.Request) (*verify.De
 	case admission.Delete:
 		r.Method = http.MethodDelete
 	default:
-		return nil, fmt.Errorf("pipeline: operation %s is not sent through the pipeline (CREATE, UPDATE and DELETE are)", req.Operation)
+		return nil, objs, fmt.Errorf("pipeline: operation %s is not sent through the pipeline (CREATE, UPDATE and DELETE are)", req.Operation)
 	}
 	path := resourcePath(req.Resource, namespace)
 	if !collection {
 		if name == "" {
-			return nil, fmt.Errorf("pipeline: the request needs a name (resourceName, or the object's)")
+			return nil, objs, fmt.Errorf("pipeline: the request needs a name (resourceName, or the object's)")
 		}
 		path += "/" + url.PathEscape(name)
 		if req.SubResource != "" {
@@ -95,10 +95,10 @@ func (e *env) servePipeline(ctx context.Context, req verify.Request) (*verify.De
 	}
 	if body != nil {
 		if r.Body, err = body.MarshalJSON(); err != nil {
-			return nil, fmt.Errorf("pipeline: %w", err)
+			return nil, objs, fmt.Errorf("pipeline: %w", err)
 		}
 	}
-	objs := &caseObjects{gr: req.Resource.GroupResource(), namespace: namespace, name: name}
+	stored := &caseObjects{gr: req.Resource.GroupResource(), namespace: namespace, name: name}
 	if old := req.OldObject; old != nil {
 		old = old.DeepCopy()
 		if old.GetResourceVersion() == "" && req.Object != nil {
@@ -106,23 +106,52 @@ func (e *env) servePipeline(ctx context.Context, req verify.Request) (*verify.De
 			// is that object.
 			old.SetResourceVersion(req.Object.GetResourceVersion())
 		}
-		if objs.stored, err = old.MarshalJSON(); err != nil {
-			return nil, fmt.Errorf("pipeline: oldObject: %w", err)
+		if stored.stored, err = old.MarshalJSON(); err != nil {
+			return nil, objs, fmt.Errorf("pipeline: oldObject: %w", err)
 		}
 	}
 	p, err := plugins()
 	if err != nil {
-		return nil, err
+		return nil, objs, err
 	}
 	pluginsMu.Lock()
 	defer pluginsMu.Unlock()
 	p.SetCluster(suiteCluster{e.store})
 	defer p.SetCluster(nil)
 	var decisions []*verify.Decision
-	ex := &apiserver.Exchange{Objects: objs, Plugins: p}
+	var mut *verify.Mutation
+	ex := &apiserver.Exchange{Objects: stored, Plugins: p}
+	if e.eval.HasMutatingPolicies() {
+		ex.MutatingPolicies = func(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
+			var input []byte
+			if mut == nil {
+				if input, err = e.eval.RequestObject(a, o); err != nil {
+					return apierrors.NewInternalError(err)
+				}
+			}
+			m, err := e.eval.AdmitAttributes(ctx, a, o)
+			if err != nil {
+				return apierrors.NewInternalError(err)
+			}
+			if mut == nil {
+				m.Input = input
+			}
+			mut = mut.Then(m)
+			if objs.mutated, err = e.eval.RequestObject(a, o); err != nil {
+				return apierrors.NewInternalError(err)
+			}
+			if !m.Allowed && m.Status != nil {
+				return &apierrors.StatusError{ErrStatus: *m.Status}
+			}
+			return nil
+		}
+	}
 	ex.Validate = func(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
 		dec, err := e.eval.EvaluateAttributes(ctx, a, o)
 		if err != nil {
+			return apierrors.NewInternalError(err)
+		}
+		if objs.validated, err = e.eval.RequestObject(a, o); err != nil {
 			return apierrors.NewInternalError(err)
 		}
 		decisions = append(decisions, dec)
@@ -134,17 +163,36 @@ func (e *env) servePipeline(ctx context.Context, req verify.Request) (*verify.De
 	resp, err := srv.Do(ctx, r, ex)
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("pipeline: %w", err)
+		return nil, objs, fmt.Errorf("pipeline: %w", err)
 	case resp.Unknown != nil:
-		return nil, fmt.Errorf("pipeline: the request read %v, which the case does not give", resp.Unknown)
+		return nil, objs, fmt.Errorf("pipeline: the request read %v, which the case does not give", resp.Unknown)
+	case mut != nil && mut.Unknown != "":
+		return nil, objs, fmt.Errorf("pipeline: a MutatingAdmissionPolicy cannot run here as kube-apiserver would: %s", mut.Unknown)
+	}
+	if mut != nil {
+		mut.OrderDependent = e.eval.OrderDependence(mut.Changes)
+		objs.input = mut.Input
+	}
+	finish := func(d *verify.Decision) (*verify.Decision, objectPair, error) {
+		d.Mutation = mut
+		if n := mut.OrderNote(); n != "" {
+			d.Notes = append(d.Notes, n)
+		}
+		if mut != nil && len(mut.Changes) > 0 {
+			d.Object = objs.validated
+		}
+		if mut == nil {
+			objs.input, objs.mutated = objs.validated, objs.validated
+		}
+		return d, objs, nil
 	}
 	for _, d := range decisions {
 		if !d.Allowed {
-			return d, nil
+			return finish(d)
 		}
 	}
 	if len(decisions) > 0 {
-		return decisions[len(decisions)-1], nil
+		return finish(decisions[len(decisions)-1])
 	}
 	// Refused before validating admission, or completed without it.
 	dec := &verify.Decision{Allowed: resp.Code < 300, Code: int32(resp.Code)}
@@ -154,7 +202,7 @@ func (e *env) servePipeline(ctx context.Context, req verify.Request) (*verify.De
 		note += ": " + resp.Status.Message
 	}
 	dec.Notes = append(dec.Notes, note)
-	return dec, nil
+	return finish(dec)
 }
 
 // resourcePath is the path of a resource's collection.

@@ -26,6 +26,12 @@ func WriteText(w io.Writer, reports []*SuiteReport, verbose bool) error {
 				summary = ": " + c.Decision.Summary()
 			}
 			fmt.Fprintf(w, "  %s %s%s\n", status, c.Name, summary)
+			if c.Decision != nil && c.Decision.Mutation != nil {
+				// What the MutatingAdmissionPolicies changed is the case's outcome too.
+				for _, ch := range c.Decision.Mutation.Changes {
+					fmt.Fprintf(w, "       mutation: %s\n", describeChange(ch))
+				}
+			}
 			if c.Passed && !verbose {
 				continue
 			}

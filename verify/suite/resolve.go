@@ -55,7 +55,7 @@ func (s *Suite) Resolve() (*Resolved, error) {
 		}
 		out.Policies = append(out.Policies, d.Object)
 		switch d.Object.GetKind() {
-		case "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
+		case "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding":
 		default:
 			base = append(base, d.Object)
 		}

@@ -47,6 +47,9 @@ type CaseReport struct {
 	// not be evaluated.
 	Failures []string         `json:"failures,omitempty"`
 	Decision *verify.Decision `json:"decision,omitempty"`
+	// Object is the object validating admission decided on (JSON, in the request's version),
+	// when the suite has MutatingAdmissionPolicies or the case expects an object or a patch.
+	Object json.RawMessage `json:"object,omitempty"`
 }
 
 // Failed returns the number of failed cases.
@@ -155,7 +158,8 @@ func (s *Suite) load() (*env, error) {
 	for _, b := range set.Bindings {
 		bindings = append(bindings, b.ValidatingAdmissionPolicyBinding)
 	}
-	e.eval, err = verify.New(policies, bindings, verify.WithResources(cat), verify.WithStore(e.store), verify.WithAuthorizer(e.authz))
+	e.eval, err = verify.New(policies, bindings, verify.WithResources(cat), verify.WithStore(e.store), verify.WithAuthorizer(e.authz),
+		verify.WithMutatingPolicies(set.MutatingPolicyList(), set.MutatingBindingList()))
 	if err != nil {
 		return nil, err
 	}
@@ -168,13 +172,25 @@ func (s *Suite) load() (*env, error) {
 // an admission would pass because of a typo in a policy name.
 func orphanBindings(set *cel.Set) cel.Diagnostics {
 	var diags cel.Diagnostics
-	for _, b := range set.OrphanBindings() {
+	orphan := func(src cel.Locator, kind, name, policy, does string) {
 		diags = append(diags, cel.Diagnostic{
-			Pos: b.Source.FieldPos("spec.policyName"), Field: "spec.policyName",
+			Pos: src.FieldPos("spec.policyName"), Field: "spec.policyName",
 			Severity: cel.Error, Category: cel.CategoryInput,
-			Object:  "ValidatingAdmissionPolicyBinding/" + b.Name,
-			Message: fmt.Sprintf("binding %q: policy %q is not among the suite's policies: the binding would decide nothing", b.Name, b.Spec.PolicyName),
+			Object:  kind + "/" + name,
+			Message: fmt.Sprintf("binding %q: policy %q is not among the suite's policies: the binding would %s nothing", name, policy, does),
 		})
+	}
+	for _, b := range set.OrphanBindings() {
+		orphan(b.Source, "ValidatingAdmissionPolicyBinding", b.Name, b.Spec.PolicyName, "decide")
+	}
+	mutating := map[string]bool{}
+	for _, p := range set.MutatingPolicies {
+		mutating[p.Name] = true
+	}
+	for _, b := range set.MutatingBindings {
+		if name := b.Spec.PolicyName; name != "" && !mutating[name] {
+			orphan(b.Source, "MutatingAdmissionPolicyBinding", b.Name, name, "change")
+		}
 	}
 	return diags
 }
@@ -212,18 +228,52 @@ func (e *env) run(ctx context.Context, s *Suite, i int) CaseReport {
 		return fail("%s: %v", rep.Pos, err)
 	}
 	var dec *verify.Decision
+	var objs objectPair
 	if s.pipelineOf(c) && len(c.AdmissionReview) == 0 {
-		dec, err = e.servePipeline(ctx, req)
+		dec, objs, err = e.servePipeline(ctx, req)
 	} else {
-		dec, err = e.eval.Evaluate(ctx, req)
+		dec, objs, err = e.evaluate(ctx, req)
 	}
 	if err != nil {
 		return fail("%s: %v", rep.Pos, err)
 	}
 	rep.Decision = dec
+	if dec.Mutation != nil || len(c.Expect.Object) > 0 || len(c.Expect.Patch) > 0 {
+		rep.Object = objs.validated
+	}
 	rep.Failures = compare(c.Expect, dec)
+	rep.Failures = append(rep.Failures, s.compareObjects(c.Expect, dec, objs)...)
 	rep.Passed = len(rep.Failures) == 0
 	return rep
+}
+
+// objectPair is the object of a request before and after the MutatingAdmissionPolicies, as
+// JSON in the request's version: input is what they received, mutated what they made, and
+// validated what validating admission decided on (with the pipeline, after the registry
+// strategy prepared it too).
+type objectPair struct{ input, mutated, validated []byte }
+
+// evaluate decides a case's request with the evaluator.
+func (e *env) evaluate(ctx context.Context, req verify.Request) (*verify.Decision, objectPair, error) {
+	dec, err := e.eval.Evaluate(ctx, req)
+	if err != nil {
+		return nil, objectPair{}, err
+	}
+	var objs objectPair
+	switch {
+	case dec.Mutation != nil:
+		objs.input = dec.Mutation.Input
+	case req.Object != nil:
+		if objs.input, err = req.Object.MarshalJSON(); err != nil {
+			return nil, objs, err
+		}
+	}
+	objs.mutated = objs.input
+	if dec.Object != nil {
+		objs.mutated = dec.Object
+	}
+	objs.validated = objs.mutated
+	return dec, objs, nil
 }
 
 // authorizer returns the authorizer of a case: its own, else the suite's, else DenyAll.

@@ -44,7 +44,9 @@ type Suite struct {
 	APIVersion string   `json:"apiVersion"`
 	Kind       string   `json:"kind"`
 	Metadata   Metadata `json:"metadata"`
-	// Policies are files or folders of ValidatingAdmissionPolicies and bindings.
+	// Policies are files or folders of ValidatingAdmissionPolicies, MutatingAdmissionPolicies
+	// and their bindings. A case runs the MutatingAdmissionPolicies first, with kube-apiserver's
+	// mutating dispatcher, and the validating policies on the object they made.
 	Policies []string `json:"policies"`
 	// Objects are files or folders of cluster objects: namespaces and params.
 	Objects []string `json:"objects,omitempty"`
@@ -131,6 +133,28 @@ type Expect struct {
 	AuditAnnotations *map[string]string `json:"auditAnnotations,omitempty"`
 	// Results are results of policy, binding and param that must be among the decision's.
 	Results []ExpectResult `json:"results,omitempty"`
+	// Object is the object validating admission decides on, after every mutation (inline, or
+	// a path relative to the suite file). It is compared in full, except the metadata the
+	// server sets (uid, resourceVersion, generation, creationTimestamp, managedFields) when
+	// it leaves them out.
+	Object json.RawMessage `json:"object,omitempty"`
+	// Patch is a JSON patch (RFC 6902; inline, or a path) that, applied to the object the
+	// MutatingAdmissionPolicies received, gives the object they made. They receive the case's
+	// object, or, with pipeline, the request body after decoding, defaulting, the registry
+	// strategy and the built-in admission plugins. [] expects no change.
+	Patch json.RawMessage `json:"patch,omitempty"`
+	// Mutations are the invocations of MutatingAdmissionPolicies that changed the object,
+	// all of them, in any order (kube-apiserver's order is its informer caches'); [] expects
+	// none.
+	Mutations *[]ExpectMutation `json:"mutations,omitempty"`
+}
+
+// ExpectMutation is an invocation of a MutatingAdmissionPolicy that changed the object: its
+// policy, and its binding and param when given.
+type ExpectMutation struct {
+	Policy  string `json:"policy"`
+	Binding string `json:"binding,omitempty"`
+	Param   string `json:"param,omitempty"`
 }
 
 // ExpectResult is an expected result of one policy, binding and param; fields left empty are
@@ -295,10 +319,18 @@ func (s *Suite) validate(d *manifest.Document) []error {
 				}
 			}
 		}
-		for _, f := range []struct {
-			name string
-			raw  json.RawMessage
-		}{{"object", c.Object}, {"oldObject", c.OldObject}, {"admissionReview", c.AdmissionReview}} {
+		files := []fileField{{"object", c.Object}, {"oldObject", c.OldObject}, {"admissionReview", c.AdmissionReview}}
+		if c.Expect != nil {
+			files = append(files, fileField{"expect.object", c.Expect.Object}, fileField{"expect.patch", c.Expect.Patch})
+			if c.Expect.Mutations != nil {
+				for j, m := range *c.Expect.Mutations {
+					if m.Policy == "" {
+						errs = append(errs, d.Errorf(fmt.Sprintf("%s.expect.mutations[%d]", field, j), "an expected mutation needs a policy"))
+					}
+				}
+			}
+		}
+		for _, f := range files {
 			if p, ok := pathOf(f.raw); ok {
 				if err := exists(s.path(p)); err != nil {
 					errs = append(errs, d.Errorf(field+"."+f.name, "%v", err))
@@ -307,6 +339,12 @@ func (s *Suite) validate(d *manifest.Document) []error {
 		}
 	}
 	return errs
+}
+
+// fileField is a field of a case that holds an inline value or the path of a file.
+type fileField struct {
+	name string
+	raw  json.RawMessage
 }
 
 func (a *Authorizer) validate(d *manifest.Document, field string, s *Suite) []error {

@@ -160,3 +160,38 @@ func TestResolve(t *testing.T) {
 		t.Errorf("the AdmissionReview case's request kind = %q, want Pod", got)
 	}
 }
+
+// TestMutatingExpectations checks that wrong expectations of what MutatingAdmissionPolicies
+// change fail their cases, saying what differs.
+func TestMutatingExpectations(t *testing.T) {
+	suites, err := Load("testdata/mutating-wrong.suite.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(context.Background(), suites[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		"wrong object":                        {"object mismatch (-want +got)", `-`, `"team": string("search")`, `+`, `"team": string("payments")`},
+		"wrong patch":                         {"the object with expect.patch applied differs from the object the mutating policies made"},
+		"patch that does not apply":           {"expect.patch does not apply to the object the mutating policies received"},
+		"no change expected":                  {"differs from the object the mutating policies made", "mutations: unexpected change by [policy=team-label binding=team-label param=shop/team-defaults: add /metadata/labels]"},
+		"a change by another policy expected": {"mutations: no change by [policy=replica-cap]", "mutations: unexpected change by [policy=team-label"},
+	}
+	for _, c := range rep.Cases {
+		got := strings.Join(c.Failures, "\n")
+		if c.Passed {
+			t.Errorf("case %q passed, want a failure", c.Name)
+			continue
+		}
+		for _, w := range want[c.Name] {
+			if !strings.Contains(got, w) {
+				t.Errorf("case %q: failures do not say %q:\n%s", c.Name, w, got)
+			}
+		}
+	}
+	if len(rep.Cases) != len(want) {
+		t.Errorf("%d cases, want %d", len(rep.Cases), len(want))
+	}
+}
