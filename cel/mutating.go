@@ -9,6 +9,8 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/vapc-dev/vapc/cel/defaults"
 )
 
 // MutatingAdmissionPolicies are checked with kube-apiserver's own create-time validation
@@ -16,8 +18,9 @@ import (
 // expression in the policy's CEL environment): the errors the server refuses them with, placed
 // at their fields and characters. That validation lives in k8s.io/kubernetes, which this
 // package does not require of the modules that import it: package cel/mutatingvalidation
-// registers it (vapc's CLI imports it). Expressions are not type-checked against the matched
-// kinds' schemas (the server does not either).
+// registers it (vapc's CLI imports it). The matchConditions and variables are then
+// type-checked against the schemas of the matched kinds, as a validating policy's are; the
+// mutations' expressions are compiled by the server's validation, not typed against the kinds.
 
 // MutatingValidation functions default an object as the server stores it and validate it on
 // create.
@@ -43,7 +46,23 @@ const noMutatingValidation = "not validated: this program does not link kube-api
 // create: defaulted, converted to the internal version and validated.
 func (c *Checker) CheckMutatingPolicy(p *MutatingPolicy) Diagnostics {
 	r := &reporter{src: p.Source, object: "MutatingAdmissionPolicy/" + p.Name, place: managedFieldsSource(p.MutatingAdmissionPolicy, p.ManagedFields)}
-	validateMutating(r, p.MutatingAdmissionPolicy, mutatingValidation.policy, true)
+	failed := validateMutating(r, p.MutatingAdmissionPolicy, mutatingValidation.policy, true)
+	// The matchConditions and variables read the request as a validating policy's do: type
+	// them the same way, on a validating policy with the same match and params.
+	v := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: *p.ObjectMeta.DeepCopy(),
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			ParamKind:        p.Spec.ParamKind.DeepCopy(),
+			MatchConstraints: p.Spec.MatchConstraints.DeepCopy(),
+			MatchConditions:  append([]admissionregistrationv1.MatchCondition(nil), p.Spec.MatchConditions...),
+			Variables:        append([]admissionregistrationv1.Variable(nil), p.Spec.Variables...),
+			FailurePolicy:    p.Spec.FailurePolicy,
+		},
+	}
+	if v.Spec.MatchConstraints != nil {
+		defaults.SetPolicyDefaults(v)
+		c.typeCheck(r, v, failed)
+	}
 	return r.diags
 }
 
@@ -60,15 +79,17 @@ func (c *Checker) CheckMutatingBinding(b *MutatingBinding, policies map[string]b
 
 // validateMutating reports the errors of the registered validation of obj; expressions says
 // whether compile errors are placed at their character in the expression of their field.
-func validateMutating[T runtime.Object](r *reporter, obj T, validate func(T) (T, field.ErrorList, error), expressions bool) {
+// It returns the fields with errors.
+func validateMutating[T runtime.Object](r *reporter, obj T, validate func(T) (T, field.ErrorList, error), expressions bool) map[string]bool {
+	failed := map[string]bool{}
 	if validate == nil {
 		r.add(Warning, CategoryInput, "", "", noMutatingValidation)
-		return
+		return failed
 	}
 	defaulted, errs, err := validate(obj)
 	if err != nil {
 		r.add(Error, CategoryInput, "", "", fmt.Sprintf("cannot convert it to kube-apiserver's internal version: %v", err))
-		return
+		return failed
 	}
 	for _, e := range errs {
 		expr := ""
@@ -76,7 +97,9 @@ func validateMutating[T runtime.Object](r *reporter, obj T, validate func(T) (T,
 			expr = stringAt(defaulted, e.Field)
 		}
 		r.fieldError(e, CategoryCreate, expr)
+		failed[e.Field] = true
 	}
+	return failed
 }
 
 // checkMutating checks the set's MutatingAdmissionPolicies and their bindings.

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/vapc-dev/vapc/cel"
+	_ "github.com/vapc-dev/vapc/cel/mutatingvalidation" // the server's validation of MutatingAdmissionPolicies
 	"github.com/vapc-dev/vapc/cel/vap"
 	"github.com/vapc-dev/vapc/policies"
 	"github.com/vapc-dev/vapc/verify/suite"
@@ -91,6 +92,35 @@ func TestDenyStageGolden(t *testing.T) {
 	s := policies.DefaultSettings()
 	s.Stage = vap.StageDeny
 	compareFolder(t, filepath.Join("testdata", "deny"), render(t, s))
+}
+
+// TestMutateGolden emits the eviction-toleration-floor guard in its mutating form
+// (evictionTolerationFloor.mode: mutate) into testdata/mutate, where its suite reads it.
+func TestMutateGolden(t *testing.T) {
+	t.Parallel()
+	s := policies.DefaultSettings()
+	s.EvictionTolerationFloor.Mode = policies.TolerationMutate
+	var files []policies.File
+	for _, f := range render(t, s) {
+		if f.Name == policies.EvictionTolerationFloorName+".yaml" {
+			files = append(files, f)
+		}
+	}
+	compareFolder(t, filepath.Join("testdata", "mutate"), files)
+	checker, err := cel.NewChecker()
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, diags := cel.ReadPaths(nil, filepath.Join("testdata", "mutate"))
+	diags = append(diags, checker.Check(set)...)
+	for _, d := range diags {
+		if d.Severity != cel.Info {
+			t.Errorf("check testdata/mutate: %s", d)
+		}
+	}
+	if len(set.MutatingPolicies) != 1 || len(set.MutatingBindings) != 1 || len(set.Policies)+len(set.Bindings) != 0 {
+		t.Errorf("testdata/mutate holds %d mutating policies, %d mutating bindings, %d validating policies; want 1, 1, 0", len(set.MutatingPolicies), len(set.MutatingBindings), len(set.Policies))
+	}
 }
 
 // TestEmittedYAMLChecks: `vapc check` finds nothing in the emitted YAML, neither in what

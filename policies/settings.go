@@ -74,7 +74,21 @@ type TolerationSettings struct {
 	// DefaultMinTolerationSeconds is the floor when the ConfigMap has no valid
 	// minTolerationSeconds. Default 60.
 	DefaultMinTolerationSeconds int64 `json:"defaultMinTolerationSeconds"`
+	// Mode is what the guard does with a pod below the floor: validate (the default) refuses
+	// it with a ValidatingAdmissionPolicy; mutate raises its tolerationSeconds to the floor
+	// with a MutatingAdmissionPolicy (which has no rollout stage: it changes pods as soon as
+	// it is applied).
+	Mode TolerationMode `json:"mode,omitempty"`
 }
+
+// TolerationMode is how the eviction-toleration-floor guard enforces the floor.
+type TolerationMode string
+
+// The modes of the eviction-toleration-floor guard.
+const (
+	TolerationValidate TolerationMode = "validate"
+	TolerationMutate   TolerationMode = "mutate"
+)
 
 // DefaultSettings returns the settings the guards have when a settings file says nothing.
 func DefaultSettings() *Settings {
@@ -97,6 +111,7 @@ func DefaultSettings() *Settings {
 			ConfigMapNamespace:          "kube-system",
 			ConfigMapName:               "eviction-toleration-floor",
 			DefaultMinTolerationSeconds: 60,
+			Mode:                        TolerationValidate,
 		},
 	}
 }
@@ -186,6 +201,11 @@ func (s *Settings) validate(d *manifest.Document) error {
 	}
 	for _, msg := range validation.IsDNS1123Subdomain(t.ConfigMapName) {
 		errorf("evictionTolerationFloor.configMapName", "invalid ConfigMap name %q: %s", t.ConfigMapName, msg)
+	}
+	switch t.Mode {
+	case "", TolerationValidate, TolerationMutate:
+	default:
+		errorf("evictionTolerationFloor.mode", "mode must be %s or %s, not %q", TolerationValidate, TolerationMutate, t.Mode)
 	}
 	if t.DefaultMinTolerationSeconds < 0 || t.DefaultMinTolerationSeconds > maxFloor {
 		errorf("evictionTolerationFloor.defaultMinTolerationSeconds", "%d is out of range: want 0 to %d seconds", t.DefaultMinTolerationSeconds, maxFloor)

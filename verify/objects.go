@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -24,6 +25,29 @@ type Resources interface {
 	EquivalentResources(gvr schema.GroupVersionResource, subresource string) []schema.GroupVersionResource
 	// RESTMapper maps kinds to resources and scopes.
 	RESTMapper() meta.RESTMapper
+}
+
+// DefaultJSON returns an object of a built-in kind (JSON) with the defaults kube-apiserver's
+// scheme sets when the server decodes it; an object of another kind is returned as it is.
+func DefaultJSON(data []byte) ([]byte, error) {
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(data); err != nil {
+		return nil, err
+	}
+	gvk := u.GroupVersionKind()
+	if !kubescheme.Scheme.Recognizes(gvk) {
+		return data, nil
+	}
+	typed, err := kubescheme.Scheme.New(gvk)
+	if err != nil {
+		return nil, err
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, typed); err != nil {
+		return nil, err
+	}
+	kubescheme.Scheme.Default(typed)
+	typed.GetObjectKind().SetGroupVersionKind(gvk)
+	return json.Marshal(typed)
 }
 
 // objectInterfaces is the admission.ObjectInterfaces the apiserver's request scope provides:

@@ -46,7 +46,8 @@ func (s Stage) ValidationActions() []admissionregistrationv1.ValidationAction {
 }
 
 // Binding is a ValidatingAdmissionPolicyBinding of a Policy, built in Go and checked, without its
-// rollout stage: Object and Emit set validationActions from a Stage.
+// rollout stage: Object and Emit set validationActions from a Stage. For a mutating policy it
+// is a MutatingAdmissionPolicyBinding (MutatingObject), which has no stage.
 type Binding struct {
 	obj    *admissionregistrationv1.ValidatingAdmissionPolicyBinding
 	policy *Policy
@@ -100,13 +101,38 @@ func NewBinding(p *Policy, opts ...BindingOption) (*Binding, error) {
 
 // check checks the binding with the stage's validationActions against its policy.
 func (b *Binding) check(stage Stage) error {
-	policies := map[string]*cel.Policy{b.policy.Name(): {ValidatingAdmissionPolicy: b.policy.obj, Source: b.policy.loc}}
-	diags := b.policy.checker.CheckBinding(&cel.Binding{ValidatingAdmissionPolicyBinding: b.Object(stage), Source: b.loc}, policies)
+	var diags cel.Diagnostics
+	if b.policy.Mutating() {
+		mb := &cel.MutatingBinding{MutatingAdmissionPolicyBinding: b.MutatingObject(), Source: b.loc}
+		diags = b.policy.checker.CheckMutatingBinding(mb, map[string]bool{b.policy.Name(): true})
+	} else {
+		policies := map[string]*cel.Policy{b.policy.Name(): {ValidatingAdmissionPolicy: b.policy.obj, Source: b.policy.loc}}
+		diags = b.policy.checker.CheckBinding(&cel.Binding{ValidatingAdmissionPolicyBinding: b.Object(stage), Source: b.loc}, policies)
+	}
 	diags.Sort()
 	if diags.HasErrors() {
-		return &Error{Object: "ValidatingAdmissionPolicyBinding/" + b.obj.Name, Diagnostics: diags}
+		return &Error{Object: b.kind() + "/" + b.obj.Name, Diagnostics: diags}
 	}
 	return nil
+}
+
+func (b *Binding) kind() string { return b.policy.kind() + "Binding" }
+
+// MutatingObject returns the MutatingAdmissionPolicyBinding of a mutating policy's binding, or
+// nil for a validating policy's.
+func (b *Binding) MutatingObject() *admissionregistrationv1.MutatingAdmissionPolicyBinding {
+	if !b.policy.Mutating() {
+		return nil
+	}
+	return &admissionregistrationv1.MutatingAdmissionPolicyBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingAdmissionPolicyBinding"},
+		ObjectMeta: *b.obj.ObjectMeta.DeepCopy(),
+		Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{
+			PolicyName:     b.obj.Spec.PolicyName,
+			ParamRef:       b.obj.Spec.ParamRef.DeepCopy(),
+			MatchResources: b.obj.Spec.MatchResources.DeepCopy(),
+		},
+	}
 }
 
 // Name returns the binding's name.
@@ -116,8 +142,11 @@ func (b *Binding) Name() string { return b.obj.Name }
 func (b *Binding) Policy() *Policy { return b.policy }
 
 // Object returns a copy of the ValidatingAdmissionPolicyBinding with the validationActions of the
-// stage.
+// stage, or nil for a mutating policy's binding.
 func (b *Binding) Object(stage Stage) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
+	if b.policy.Mutating() {
+		return nil
+	}
 	obj := b.obj.DeepCopy()
 	obj.Spec.ValidationActions = stage.ValidationActions()
 	return obj

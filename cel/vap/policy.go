@@ -12,12 +12,14 @@ import (
 	"github.com/vapc-dev/vapc/cel"
 )
 
-// Policy is a ValidatingAdmissionPolicy built in Go and type-checked. It cannot be changed once
-// built: Object returns a copy.
+// Policy is a ValidatingAdmissionPolicy (NewPolicy) or a MutatingAdmissionPolicy
+// (NewMutatingPolicy) built in Go and checked. It cannot be changed once built: Object and
+// MutatingObject return copies.
 type Policy struct {
-	obj      *admissionregistrationv1.ValidatingAdmissionPolicy
-	paramRef *admissionregistrationv1.ParamRef // the paramRef bindings use unless they set one
-	paramAt  site                              // the call that set paramRef
+	obj      *admissionregistrationv1.ValidatingAdmissionPolicy // nil for a mutating policy
+	mobj     *admissionregistrationv1.MutatingAdmissionPolicy   // nil for a validating policy
+	paramRef *admissionregistrationv1.ParamRef                  // the paramRef bindings use unless they set one
+	paramAt  site                                               // the call that set paramRef
 	loc      *locator
 	checker  *cel.Checker
 	warnings cel.Diagnostics
@@ -27,7 +29,8 @@ type Policy struct {
 // place diagnostics.
 type PolicyOption func(*policyBuilder)
 
-// policyBuilder is the policy under construction.
+// policyBuilder is the policy under construction. The fields both kinds have are built in a
+// ValidatingAdmissionPolicy; a mutating policy's own fields beside it.
 type policyBuilder struct {
 	obj      *admissionregistrationv1.ValidatingAdmissionPolicy
 	paramRef *admissionregistrationv1.ParamRef
@@ -35,23 +38,13 @@ type policyBuilder struct {
 	loc      *locator
 	checker  *cel.Checker
 	diags    cel.Diagnostics
+
+	mutating     bool
+	mutations    []admissionregistrationv1.Mutation
+	reinvocation *admissionregistrationv1.ReinvocationPolicyType
 }
 
-// errorf records a construction error at the site.
-func (b *policyBuilder) errorf(s site, path, format string, args ...any) {
-	b.diags = append(b.diags, cel.Diagnostic{
-		Pos: s.pos(), Field: path, Severity: cel.Error, Category: cel.CategoryInput,
-		Object: "ValidatingAdmissionPolicy/" + b.obj.Name, Message: fmt.Sprintf(format, args...),
-	})
-}
-
-// NewPolicy builds the ValidatingAdmissionPolicy name from the options and type-checks every
-// expression against the schemas of the Kubernetes version of the checker (CheckWith, by
-// default cel.DefaultKubernetesVersion). failurePolicy is always set: Fail unless FailurePolicy
-// says otherwise. When the policy has errors, NewPolicy returns an *Error with every
-// diagnostic, each pointing at the Go line that wrote the field.
-func NewPolicy(name string, opts ...PolicyOption) (*Policy, error) {
-	at := caller()
+func newPolicyBuilder(name string, at site) *policyBuilder {
 	fail := admissionregistrationv1.Fail
 	b := &policyBuilder{
 		obj: &admissionregistrationv1.ValidatingAdmissionPolicy{
@@ -62,17 +55,48 @@ func NewPolicy(name string, opts ...PolicyOption) (*Policy, error) {
 		loc: newLocator(at),
 	}
 	b.loc.set("metadata.name", at)
+	return b
+}
+
+// checkerOrDefault returns the checker of CheckWith, or the default one.
+func (b *policyBuilder) checkerOrDefault() (*cel.Checker, error) {
+	if b.checker != nil {
+		return b.checker, nil
+	}
+	return defaultChecker()
+}
+
+// errorf records a construction error at the site.
+func (b *policyBuilder) errorf(s site, path, format string, args ...any) {
+	b.diags = append(b.diags, cel.Diagnostic{
+		Pos: s.pos(), Field: path, Severity: cel.Error, Category: cel.CategoryInput,
+		Object: b.kind() + "/" + b.obj.Name, Message: fmt.Sprintf(format, args...),
+	})
+}
+
+func (b *policyBuilder) kind() string {
+	if b.mutating {
+		return "MutatingAdmissionPolicy"
+	}
+	return "ValidatingAdmissionPolicy"
+}
+
+// NewPolicy builds the ValidatingAdmissionPolicy name from the options and type-checks every
+// expression against the schemas of the Kubernetes version of the checker (CheckWith, by
+// default cel.DefaultKubernetesVersion). failurePolicy is always set: Fail unless FailurePolicy
+// says otherwise. When the policy has errors, NewPolicy returns an *Error with every
+// diagnostic, each pointing at the Go line that wrote the field.
+func NewPolicy(name string, opts ...PolicyOption) (*Policy, error) {
+	at := caller()
+	b := newPolicyBuilder(name, at)
 	for _, opt := range opts {
 		if opt != nil {
 			opt(b)
 		}
 	}
-	checker := b.checker
-	if checker == nil {
-		var err error
-		if checker, err = defaultChecker(); err != nil {
-			return nil, err
-		}
+	checker, err := b.checkerOrDefault()
+	if err != nil {
+		return nil, err
 	}
 	diags := append(b.diags, checker.CheckPolicy(&cel.Policy{ValidatingAdmissionPolicy: b.obj, Source: b.loc})...)
 	diags.Sort()
@@ -83,10 +107,23 @@ func NewPolicy(name string, opts ...PolicyOption) (*Policy, error) {
 }
 
 // Name returns the policy's name.
-func (p *Policy) Name() string { return p.obj.Name }
+func (p *Policy) Name() string {
+	if p.mobj != nil {
+		return p.mobj.Name
+	}
+	return p.obj.Name
+}
 
-// Object returns a copy of the ValidatingAdmissionPolicy.
+// Object returns a copy of the ValidatingAdmissionPolicy, or nil for a mutating policy.
 func (p *Policy) Object() *admissionregistrationv1.ValidatingAdmissionPolicy { return p.obj.DeepCopy() }
+
+// kind is the policy's kind.
+func (p *Policy) kind() string {
+	if p.mobj != nil {
+		return "MutatingAdmissionPolicy"
+	}
+	return "ValidatingAdmissionPolicy"
+}
 
 // Source returns the Go file that called NewPolicy, relative to its module's root
 // (policies/kosmos.go).

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/e2e/harness"
 	"github.com/vapc-dev/vapc/verify/suite"
 )
@@ -130,7 +131,10 @@ func TestSuiteParity(t *testing.T) {
 			p.uninstallMutating(ctx, mutating)
 		}
 	}
-	t.Logf("%d of %d cases of %d suites sent to the server, %s", sent, cases, len(files), time.Since(start).Round(time.Millisecond))
+	t.Logf("%d of %d cases of %d suites sent to the server, %d stored objects compared, %s", sent, cases, len(files), p.compared, time.Since(start).Round(time.Millisecond))
+	if p.compared < 8 {
+		t.Errorf("%d stored objects compared, want every admitted creation of the mutating suites' (at least 8)", p.compared)
+	}
 	if cases < 35 {
 		t.Errorf("%d cases, want the in-tree suites' (at least 35)", cases)
 	}
@@ -145,6 +149,8 @@ type parity struct {
 	// object a case's request may have changed is not among them.
 	written map[string]*unstructured.Unstructured
 	granted map[string]bool
+	// compared counts the cases whose stored object was compared with vapc's.
+	compared int
 }
 
 func objectKey(u *unstructured.Unstructured) string {
@@ -278,6 +284,7 @@ func (p *parity) run(name string, rc *suite.ResolvedCase, localCase *suite.CaseR
 	}
 	if got != nil && localCase.Object != nil {
 		// What the mutating policies made is what the server stored (or would have, dry-run).
+		p.compared++
 		if d := diffStored(localCase.Object, got); d != "" {
 			t.Errorf("%s: the server's object differs from vapc's (-vapc +server):\n%s", name, d)
 		}
@@ -510,20 +517,29 @@ func (p *parity) syncMutating(ctx context.Context) {
 	}
 }
 
-// diffStored diffs vapc's object with the server's, both without the metadata the server sets
-// on a write and without the status the server resets.
+// diffStored diffs vapc's object with the server's, both defaulted as the server defaults
+// them, without the metadata the server sets on a write and without the status the registry
+// strategy resets (a case's object is the object as admission sees it, not as stored).
 func diffStored(local json.RawMessage, server *unstructured.Unstructured) string {
 	var l, s map[string]any
-	if err := json.Unmarshal(local, &l); err != nil {
-		return err.Error()
-	}
 	raw, err := server.MarshalJSON()
 	if err == nil {
+		raw, err = verify.DefaultJSON(raw)
+	}
+	if err == nil {
 		err = json.Unmarshal(raw, &s)
+	}
+	if err == nil {
+		local, err = verify.DefaultJSON(local)
+	}
+	if err == nil {
+		err = json.Unmarshal(local, &l)
 	}
 	if err != nil {
 		return err.Error()
 	}
+	delete(l, "status")
+	delete(s, "status")
 	for _, m := range []map[string]any{l, s} {
 		if md, ok := m["metadata"].(map[string]any); ok {
 			for _, f := range []string{"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields"} {

@@ -29,7 +29,7 @@ func (s *Suite) compareObjects(want *Expect, dec *verify.Decision, objs objectPa
 		if err != nil {
 			return append(out, fmt.Sprintf("expect.object: %v", err))
 		}
-		if d, err := diffObjects(exp, objs.validated, true); err != nil {
+		if d, err := diffDefaulted(exp, objs.validated, true); err != nil {
 			out = append(out, fmt.Sprintf("expect.object: %v", err))
 		} else if d != "" {
 			out = append(out, fmt.Sprintf("object mismatch (-want +got):\n%s", d))
@@ -58,11 +58,15 @@ func (s *Suite) comparePatch(raw json.RawMessage, objs objectPair) []string {
 	if err != nil {
 		return []string{fmt.Sprintf("expect.patch: %v", err)}
 	}
-	exp, err := patch.Apply(objs.input)
+	input, err := verify.DefaultJSON(objs.input)
+	if err != nil {
+		return []string{fmt.Sprintf("expect.patch: %v", err)}
+	}
+	exp, err := patch.Apply(input)
 	if err != nil {
 		return []string{fmt.Sprintf("expect.patch does not apply to the object the mutating policies received: %v", err)}
 	}
-	d, err := diffObjects(exp, objs.mutated, false)
+	d, err := diffDefaulted(exp, objs.mutated, false)
 	if err != nil {
 		return []string{fmt.Sprintf("expect.patch: %v", err)}
 	}
@@ -72,9 +76,19 @@ func (s *Suite) comparePatch(raw json.RawMessage, objs objectPair) []string {
 	return nil
 }
 
-// diffObjects diffs two JSON values; lenient leaves out of got the server-set metadata want
-// does not give.
-func diffObjects(want, got []byte, lenient bool) (string, error) {
+// diffDefaulted diffs two objects (JSON) after kube-apiserver's defaulting of both, so that an
+// expectation need not spell out the defaults the server sets; lenient leaves out of got the
+// server-set metadata want does not give.
+func diffDefaulted(want, got []byte, lenient bool) (string, error) {
+	var err error
+	if want, err = verify.DefaultJSON(want); err != nil {
+		return "", fmt.Errorf("expected: %w", err)
+	}
+	if len(got) > 0 {
+		if got, err = verify.DefaultJSON(got); err != nil {
+			return "", err
+		}
+	}
 	var w, g any
 	if err := decodeJSON(want, &w); err != nil {
 		return "", fmt.Errorf("expected: %w", err)

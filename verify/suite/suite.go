@@ -134,9 +134,10 @@ type Expect struct {
 	// Results are results of policy, binding and param that must be among the decision's.
 	Results []ExpectResult `json:"results,omitempty"`
 	// Object is the object validating admission decides on, after every mutation (inline, or
-	// a path relative to the suite file). It is compared in full, except the metadata the
-	// server sets (uid, resourceVersion, generation, creationTimestamp, managedFields) when
-	// it leaves them out.
+	// a path relative to the suite file). It is compared in full after kube-apiserver's
+	// defaulting of both (an expectation need not spell out defaults), except the metadata
+	// the server sets (uid, resourceVersion, generation, creationTimestamp, managedFields)
+	// when it leaves them out.
 	Object json.RawMessage `json:"object,omitempty"`
 	// Patch is a JSON patch (RFC 6902; inline, or a path) that, applied to the object the
 	// MutatingAdmissionPolicies received, gives the object they made. They receive the case's
