@@ -96,6 +96,9 @@ type randomWorld struct {
 	mutating         []*admissionregistrationv1.MutatingAdmissionPolicy
 	mutatingBindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding
 	r                *rand.Rand
+	// mr chooses the shape of the random MutatingAdmissionPolicy, apart from r so that a
+	// seed's traffic does not depend on it.
+	mr *rand.Rand
 	clients          map[string]dynamic.Interface
 	raw              map[string]*http.Client
 	others           map[string]int // requests refused by someone else than a policy, by reason
@@ -156,7 +159,7 @@ func TestRandomParity(t *testing.T) {
 	t.Logf("seed %d, %d steps (reproduce with VAPC_RANDOM_SEED=%d VAPC_RANDOM_STEPS=%d)", seed, steps, seed, steps)
 	start := time.Now()
 	r := rand.New(rand.NewPCG(seed, 0x7661706372616e64))
-	w := &randomWorld{r: r, clients: map[string]dynamic.Interface{}, raw: map[string]*http.Client{}, others: map[string]int{}, bound: map[string]bool{}}
+	w := &randomWorld{r: r, mr: rand.New(rand.NewPCG(seed, 0x6d6170)), clients: map[string]dynamic.Interface{}, raw: map[string]*http.Client{}, others: map[string]int{}, bound: map[string]bool{}}
 	set := w.genPolicies(t, r, 14)
 
 	// The audit policy of the run: every resource at RequestResponse for the default seed's
@@ -375,6 +378,21 @@ func (w *randomWorld) setupWorld() {
 	// and the replay must not decide from the object it did not change. Half the seeds also
 	// give it to the replay, which then runs it (with an apply configuration or a JSON patch,
 	// by the seed) and must decide as the server did on the object it changed.
+	// A random MutatingAdmissionPolicy, put first so that the labelling policy's effect shows
+	// it is loaded too, sets the annotation the random validations and the observer read, on
+	// ConfigMaps of the namespaces with an env label: with or without params (one, or every
+	// ConfigMap of a selector, each writing the same field: an order the replay cannot know),
+	// a matchCondition, either patch type, either reinvocation policy. Half the seeds give it
+	// to the replay.
+	rp, rb, shape := randomMutatingPolicy(w.mr)
+	if w.mr.IntN(2) == 0 {
+		w.mutating = append(w.mutating, rp)
+		w.mutatingBindings = append(w.mutatingBindings, rb)
+		shape += ", replayed"
+	}
+	w.t.Logf("MutatingAdmissionPolicy %s: %s", rp.Name, shape)
+	w.put(ctx, toUnstructured(w.t, rp))
+	w.put(ctx, toUnstructured(w.t, rb))
 	mp, mb := labellingPolicy()
 	mp.Spec.MatchConstraints.NamespaceSelector = &metav1.LabelSelector{}
 	mp.Spec.MatchConstraints.ObjectSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "color", Operator: metav1.LabelSelectorOpIn, Values: []string{"blue", "green"}}}}
@@ -388,7 +406,7 @@ func (w *randomWorld) setupWorld() {
 		w.mutating = append(w.mutating, mp)
 		w.mutatingBindings = append(w.mutatingBindings, mb)
 	}
-	w.t.Logf("MutatingAdmissionPolicy %s (%s) replayed: %v", mp.Name, mp.Spec.Mutations[0].PatchType, len(w.mutating) > 0)
+	w.t.Logf("MutatingAdmissionPolicy %s (%s) replayed: %v", mp.Name, mp.Spec.Mutations[0].PatchType, len(w.mutating) > 0 && w.mutating[len(w.mutating)-1] == mp)
 	w.put(ctx, toUnstructured(w.t, mp))
 	w.put(ctx, toUnstructured(w.t, mb))
 	for _, u := range rndUsers[1:] {
@@ -1476,4 +1494,66 @@ func (w *randomWorld) checkWarnings(byID map[string]*replay.Record, from int) {
 		}
 	}
 	w.t.Logf("%d responses with policy warnings checked", checked)
+}
+
+// randomMutatingPolicy is a MutatingAdmissionPolicy of a random shape that writes the
+// annotation rnd.vapc.dev/block, which random validations refuse and the observer records, on
+// ConfigMaps of the namespaces with an env label; shape describes it.
+func randomMutatingPolicy(r *rand.Rand) (*admissionregistrationv1.MutatingAdmissionPolicy, *admissionregistrationv1.MutatingAdmissionPolicyBinding, string) {
+	p := &admissionregistrationv1.MutatingAdmissionPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicy"},
+		ObjectMeta: metav1.ObjectMeta{Name: "rnd-map"},
+		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
+			FailurePolicy:      ptr.To(pick(r, admissionregistrationv1.Fail, admissionregistrationv1.Ignore)),
+			ReinvocationPolicy: pick(r, admissionregistrationv1.NeverReinvocationPolicy, admissionregistrationv1.IfNeededReinvocationPolicy),
+			MatchConstraints: &admissionregistrationv1.MatchResources{
+				NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: metav1.LabelSelectorOpExists}}},
+				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+				}}},
+			},
+		},
+	}
+	b := &admissionregistrationv1.MutatingAdmissionPolicyBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicyBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: "rnd-map"},
+		Spec:       admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: "rnd-map"},
+	}
+	shape := []string{string(p.Spec.ReinvocationPolicy), string(*p.Spec.FailurePolicy)}
+	value := "'map'"
+	allow := admissionregistrationv1.AllowAction
+	switch r.IntN(3) {
+	case 1:
+		p.Spec.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}
+		b.Spec.ParamRef = &admissionregistrationv1.ParamRef{Name: "p-0", Namespace: rndParams, ParameterNotFoundAction: &allow}
+		value = "params.?data[?'mode'].orValue('none')"
+		shape = append(shape, "param p-0")
+	case 2:
+		p.Spec.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}
+		b.Spec.ParamRef = &admissionregistrationv1.ParamRef{Namespace: rndParams, ParameterNotFoundAction: &allow,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"set": "x"}}}
+		value = "params.?data[?'mode'].orValue('none')"
+		shape = append(shape, "params set=x")
+	}
+	if r.IntN(2) == 0 {
+		p.Spec.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "red", Expression: "object.metadata.?labels[?'color'].orValue('') == 'red'"}}
+		shape = append(shape, "red only")
+	}
+	if r.IntN(2) == 0 {
+		p.Spec.Mutations = []admissionregistrationv1.Mutation{{
+			PatchType:          admissionregistrationv1.PatchTypeApplyConfiguration,
+			ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: "Object{metadata: Object.metadata{annotations: {'rnd.vapc.dev/block': " + value + "}}}"},
+		}}
+		shape = append(shape, "apply configuration")
+	} else {
+		p.Spec.Mutations = []admissionregistrationv1.Mutation{{
+			PatchType: admissionregistrationv1.PatchTypeJSONPatch,
+			JSONPatch: &admissionregistrationv1.JSONPatch{Expression: "has(object.metadata.annotations) ? " +
+				"[JSONPatch{op: 'add', path: '/metadata/annotations/rnd.vapc.dev~1block', value: " + value + "}] : " +
+				"[JSONPatch{op: 'add', path: '/metadata/annotations', value: {'rnd.vapc.dev/block': " + value + "}}]"},
+		}}
+		shape = append(shape, "JSON patch")
+	}
+	return p, b, strings.Join(shape, ", ")
 }
