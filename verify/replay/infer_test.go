@@ -43,7 +43,7 @@ func TestDecidedWithoutWhatIsMissing(t *testing.T) {
 		deny       bool // parameterNotFoundAction Deny
 		objectSel  bool
 		lines      []string
-		want       string // decision, or indeterminate: its reason's prefix
+		want       string // decision, or indeterminate: its Reason
 	}{{
 		name:       "a kubelet deletes an evicted pod: the user condition skips it",
 		conditions: []admissionregistrationv1.MatchCondition{userCondition},
@@ -53,18 +53,18 @@ func TestDecidedWithoutWhatIsMissing(t *testing.T) {
 		name:       "the evictor deletes an evicted pod: the policy applies, the old object decides",
 		conditions: []admissionregistrationv1.MatchCondition{userCondition},
 		lines:      []string{birth, levelEvent(t, "p", LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod), eviction("e"), deleteWeb("d", evictor)},
-		want:       "old-object-unknown: ",
+		want:       string(ReasonOldObjectUnknown),
 	}, {
 		name:       "a condition on the old object comes first",
 		conditions: []admissionregistrationv1.MatchCondition{objectCondition, userCondition},
 		lines:      []string{birth, deleteWeb("d", "system:node:n1")},
-		want:       "old-object-unknown: ",
+		want:       string(ReasonOldObjectUnknown),
 	}, {
 		name:       "a policy that selects objects by label",
 		conditions: []admissionregistrationv1.MatchCondition{userCondition},
 		objectSel:  true,
 		lines:      []string{birth, deleteWeb("d", "system:node:n1")},
-		want:       "old-object-unknown: ",
+		want:       string(ReasonOldObjectUnknown),
 	}, {
 		name:       "incomplete params, one known: the user condition skips every param",
 		conditions: []admissionregistrationv1.MatchCondition{userCondition},
@@ -83,13 +83,13 @@ func TestDecidedWithoutWhatIsMissing(t *testing.T) {
 		params:     true,
 		deny:       true,
 		lines:      []string{levelEvent(t, "p", LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod), deleteWeb("d", "system:node:n1")},
-		want:       "param-unknown: ",
+		want:       string(ReasonParamUnknown),
 	}, {
 		name:       "incomplete params, the evictor: the params decide",
 		conditions: []admissionregistrationv1.MatchCondition{userCondition},
 		params:     true,
 		lines:      []string{levelEvent(t, "n", LevelRequestResponse, "create", "nodes", "", "n1", 201, "", node("n1"), node("n1")), levelEvent(t, "p", LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod), deleteWeb("d", evictor)},
-		want:       "param-unknown: ",
+		want:       string(ReasonParamUnknown),
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -115,10 +115,10 @@ func TestDecidedWithoutWhatIsMissing(t *testing.T) {
 			}
 			got := rec.Decision
 			if got == DecisionIndeterminate {
-				got = rec.Indeterminate
+				got = string(rec.Reason)
 			}
-			if !strings.HasPrefix(got, tt.want) {
-				t.Errorf("delete decided %q (%v), want %q", got, rec.Notes, tt.want)
+			if got != tt.want {
+				t.Errorf("delete decided %q (%s, %v), want %q", got, rec.Indeterminate, rec.Notes, tt.want)
 			}
 			if tt.want == DecisionAdmit && !strings.Contains(strings.Join(rec.Notes, " "), "decided without what is not known") {
 				t.Errorf("delete admitted without saying what it did not know: notes %q", rec.Notes)

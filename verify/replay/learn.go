@@ -94,17 +94,18 @@ func (r *Replayer) learnedKind(gvr schema.GroupVersionResource) bool {
 }
 
 // paramKindMissing says why a paramKind the catalog does not map makes a decision
-// indeterminate, or "" when the kind is missing for sure.
+// indeterminate (the detail of a ReasonParamKindUnknown), or "" when the kind is missing for
+// sure.
 func (r *Replayer) paramKindMissing(k *paramKind) string {
 	group := k.gvk.Group
 	if group == "" || kubescheme.Scheme.IsGroupRegistered(group) {
 		return "" // a built-in group: no CRD serves it
 	}
 	if where, ok := r.opaqueCRDs[group]; ok {
-		return fmt.Sprintf("param-kind-unknown: paramKind %s may be served by a CustomResourceDefinition of %s the log wrote at %s without its object: give the CRD with --crd or --snapshot", gvkString(k.gvk), group, where)
+		return fmt.Sprintf("paramKind %s may be served by a CustomResourceDefinition of %s the log wrote at %s without its object: give the CRD with --crd or --snapshot", gvkString(k.gvk), group, where)
 	}
 	if r.state.allSince != "" {
 		return "" // the log holds every CRD write since the cluster began
 	}
-	return fmt.Sprintf("param-kind-unknown: paramKind %s is served by no CustomResourceDefinition the replay knows, and the log does not begin with the cluster: give the CRD with --crd or --snapshot", gvkString(k.gvk))
+	return fmt.Sprintf("paramKind %s is served by no CustomResourceDefinition the replay knows, and the log does not begin with the cluster: give the CRD with --crd or --snapshot", gvkString(k.gvk))
 }

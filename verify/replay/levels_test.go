@@ -136,7 +136,7 @@ func TestNamespaceReadOnlyBySelectingPolicies(t *testing.T) {
 	if rec := recs["3"]; rec == nil || rec.Decision != DecisionDeny || rec.Message != denied {
 		t.Errorf("request 3 = %+v, want deny %q", rec, denied)
 	}
-	if rec := recs["4"]; rec == nil || rec.Decision != DecisionIndeterminate || !strings.HasPrefix(rec.Indeterminate, "namespace-unknown: ") {
+	if rec := recs["4"]; rec == nil || rec.Decision != DecisionIndeterminate || rec.Reason != ReasonNamespaceUnknown {
 		t.Errorf("request 4 = %+v, want indeterminate namespace-unknown", rec)
 	}
 	if len(sum.Disagreements) != 0 {
@@ -257,7 +257,7 @@ func TestNamespaceDelete(t *testing.T) {
 	if rec := recs["2"]; rec == nil || rec.Decision != DecisionDeny || rec.Message != denied {
 		t.Errorf("request 2 = %+v, want deny %q", rec, denied)
 	}
-	if recs["4"] != nil || sum.Skipped[SkipPendingDeletion] != 1 {
+	if recs["4"] != nil || sum.Skipped[string(SkipPendingDeletion)] != 1 {
 		t.Errorf("request 4 = %+v, skipped %v: want it skipped, the namespace is finalizing", recs["4"], sum.Skipped)
 	}
 	if len(sum.Disagreements) != 0 {
@@ -276,7 +276,7 @@ func TestGeneratedName(t *testing.T) {
 		levelEvent(t, "1", LevelRequestResponse, "create", "configmaps", "ns1", "", 422, denied, body, nil),
 		levelEvent(t, "2", LevelRequestResponse, "create", "configmaps", "ns1", "", 201, "", body, stored),
 	)
-	if rec := recs["1"]; rec == nil || rec.Decision != DecisionIndeterminate || !strings.HasPrefix(rec.Indeterminate, "unknown-field: ") || rec.Name != "" {
+	if rec := recs["1"]; rec == nil || rec.Decision != DecisionIndeterminate || rec.Reason != ReasonUnknownField || rec.Name != "" {
 		t.Errorf("request 1 = %+v, want indeterminate unknown-field, without a name", rec)
 	}
 	if rec := recs["2"]; rec == nil || rec.Decision != DecisionDeny || !rec.Changed {

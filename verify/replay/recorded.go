@@ -13,16 +13,6 @@ const (
 	RecordedUnknown = "unknown"
 )
 
-// Skip reasons: requests that never reached validating admission.
-const (
-	SkipRead            = "read"                      // get, list, watch
-	SkipNonResource     = "non-resource"              // /healthz, /version, discovery
-	SkipUnauthenticated = "unauthenticated"           // 401
-	SkipUnauthorized    = "unauthorized"              // 403 from the authorizer or impersonation
-	SkipBeforeAdmission = "rejected-before-admission" // refused before validating admission ran
-	SkipPendingDeletion = "graceful-deletion-pending" // a DELETE the server completes without admission
-)
-
 var (
 	vapDenied = regexp.MustCompile(`ValidatingAdmissionPolicy '([^']*)' (?:with binding '([^']*)' )?denied request: `)
 	// ownDenial is what precedes a ValidatingAdmissionPolicy's denial of the request itself
@@ -40,6 +30,8 @@ type recording struct {
 	// by says who denied: "ValidatingAdmissionPolicy 'p' with binding 'b'", a webhook, another
 	// admission plugin.
 	by string
+	// byWebhook says an admission webhook denied the request, or its call failed.
+	byWebhook bool
 	// policy and binding of a denial by a ValidatingAdmissionPolicy.
 	policy, binding string
 	// vapRan is false when the request was refused before ValidatingAdmissionPolicy ran, or
@@ -48,7 +40,7 @@ type recording struct {
 	// note explains the classification: "failed after admission: AlreadyExists".
 	note string
 	// skip, when set, says the request never reached validating admission.
-	skip string
+	skip Reason
 	// sure says the log shows the request never reached validating admission: the pipeline
 	// is not asked.
 	sure bool
@@ -89,10 +81,10 @@ func classify(ev *Event, connect bool) recording {
 	if m := webhookDenied.FindStringSubmatch(msg); m != nil {
 		// Mutating webhooks run before ValidatingAdmissionPolicy, validating ones after, and
 		// their denials read the same.
-		return recording{outcome: RecordedDeny, by: `admission webhook "` + m[1] + `"`, note: "a webhook denied: ValidatingAdmissionPolicy ran before it if it is a validating webhook"}
+		return recording{outcome: RecordedDeny, by: `admission webhook "` + m[1] + `"`, byWebhook: true, note: "a webhook denied: ValidatingAdmissionPolicy ran before it if it is a validating webhook"}
 	}
 	if m := webhookFailed.FindStringSubmatch(msg); m != nil {
-		return recording{outcome: RecordedDeny, by: `admission webhook "` + m[1] + `" (call failed)`, note: "a webhook call failed"}
+		return recording{outcome: RecordedDeny, by: `admission webhook "` + m[1] + `" (call failed)`, byWebhook: true, note: "a webhook call failed"}
 	}
 	verb := ev.Verb
 	switch code {

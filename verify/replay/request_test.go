@@ -108,7 +108,10 @@ func TestClassify(t *testing.T) {
 		return &Event{Verb: verb, Stage: StageResponseComplete, ObjectRef: &ObjectRef{Resource: "pods", Subresource: sub},
 			ResponseStatus: &Status{Code: code, Reason: reason, Message: msg}, Annotations: ann}
 	}
-	type out struct{ Outcome, By, Skip string }
+	type out struct {
+		Outcome, By string
+		Skip        Reason
+	}
 	for _, tc := range []struct {
 		name string
 		ev   *Event
@@ -155,7 +158,7 @@ func TestConnect(t *testing.T) {
 	}
 	b := r.rebuild(ev, tg, classify(ev, true), prior{})
 	want := map[string]any{"apiVersion": "v1", "kind": "PodExecOptions", "command": []any{"sh", "-c", "id"}, "container": "c", "stdin": true, "stdout": true, "tty": true}
-	if b.indeterminate != "" {
+	if b.indeterminate.is() {
 		t.Fatalf("indeterminate: %s", b.indeterminate)
 	}
 	if diff := cmp.Diff(want, b.req.Object.Object); diff != "" {
