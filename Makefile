@@ -82,8 +82,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadAndCheck$$' -fuzztime $(FUZZTIME) ./cel
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSettings$$' -fuzztime $(FUZZTIME) ./policies
 	$(GO) test -run '^$$' -fuzz '^FuzzReplayLines$$' -fuzztime $(FUZZTIME) ./verify/replay
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEventFast$$' -fuzztime $(FUZZTIME) ./verify/replay
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeUnstructured$$' -fuzztime $(FUZZTIME) ./verify/replay
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEventFast$$' -fuzztime $(FUZZTIME) ./verify/replay/internal/auditlog
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeObject$$' -fuzztime $(FUZZTIME) ./verify/replay/internal/auditlog
 
 ## golden: rewrite the golden files of every package that has them
 golden:

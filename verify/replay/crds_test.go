@@ -12,6 +12,8 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
 // The world of the CRD tests: a ReplicaLimit param kind and a Widget kind, both namespaced
@@ -92,7 +94,7 @@ func (e event) line(t *testing.T) string {
 		user = "admin"
 	}
 	ev := map[string]any{
-		"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": LevelRequestResponse, "auditID": e.id, "stage": "ResponseComplete",
+		"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": auditlog.LevelRequestResponse, "auditID": e.id, "stage": "ResponseComplete",
 		"requestURI": uri, "verb": e.verb, "user": map[string]any{"username": user, "groups": []any{"system:masters"}},
 		"objectRef":                map[string]any{"resource": e.resource, "subresource": e.sub, "namespace": e.ns, "name": e.name, "apiGroup": e.group, "apiVersion": e.version},
 		"responseStatus":           map[string]any{"metadata": map[string]any{}, "code": e.code, "message": e.message},

@@ -35,7 +35,7 @@ type job struct {
 	listUnknown string
 	// listUnknowns are the fields of the listed objects the State does not know.
 	listUnknowns map[objectKey][]vapccel.Unknown
-	view         *View
+	view         *stateView
 	// mutators are the cluster's MutatingAdmissionPolicies at the request's point of the log.
 	mutators *mutators
 	// resolving says why the apiserver may not have found the paramKind of a policy of the
@@ -64,7 +64,7 @@ type evalWorker struct {
 }
 
 // viewStore is the verify.ObjectStore of one evaluator: the View of the request it evaluates.
-type viewStore struct{ v *View }
+type viewStore struct{ v *stateView }
 
 func (s *viewStore) Get(gvr schema.GroupVersionResource, namespace, name string) (runtime.Object, error) {
 	return s.v.Get(gvr, namespace, name)
@@ -158,7 +158,7 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 	}
 	var unknowns []vapccel.Unknown
 	var mutation *verify.Mutation // of the first decision
-	decide := func(eval Evaluator, view *View) (*verify.Decision, error) {
+	decide := func(eval Evaluator, view *stateView) (*verify.Decision, error) {
 		w.store.v = view
 		defer func() { w.store.v = nil }()
 		dec, err := eval.Evaluate(ctx, b.req)
@@ -201,7 +201,7 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 // found yet, what the View could not answer, what holds without what is missing (oldUnknown:
 // why the old object is not known and a stand-in took its place), the authorizer, and the
 // check against the log.
-func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undecided, unknowns []vapccel.Unknown, decide func(eval Evaluator, view *View) (*verify.Decision, error), notes ...string) {
+func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undecided, unknowns []vapccel.Unknown, decide func(eval Evaluator, view *stateView) (*verify.Decision, error), notes ...string) {
 	dec, err := decide(w.eval, j.view)
 	var alt *verify.Decision
 	if err == nil && j.resolving.is() {
@@ -338,7 +338,7 @@ func (r *Replayer) finish(j *job) {
 // State knows (parameterNotFoundAction Allow admitted) may have had some in the cluster: the
 // request is evaluated again with a stand-in for each missing param, and the decision holds
 // when a condition on the request alone skips it too.
-func (r *Replayer) decidedWithoutMissing(w evalWorker, j *job, dec *verify.Decision, paramsIncomplete bool, decide func(Evaluator, *View) (*verify.Decision, error)) bool {
+func (r *Replayer) decidedWithoutMissing(w evalWorker, j *job, dec *verify.Decision, paramsIncomplete bool, decide func(Evaluator, *stateView) (*verify.Decision, error)) bool {
 	if r.requestOnly.decides(dec, j.policies, paramsIncomplete) {
 		return true
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
 // A log whose audit policy records CustomResourceDefinitions at Metadata level shows that a
@@ -46,7 +47,7 @@ func (r *Replayer) learnFromUse(ctx context.Context, d decoded, ev *Event, t tar
 	}
 	var kind, apiVersion string
 	for _, raw := range [][]byte{ev.ResponseObject, ev.RequestObject} {
-		if h, err := decodeHeader(raw); err == nil && h.GetKind() != "" && h.GetKind() != "Status" && !strings.HasSuffix(h.GetKind(), "List") {
+		if h, err := auditlog.DecodeHeader(raw); err == nil && h.GetKind() != "" && h.GetKind() != "Status" && !strings.HasSuffix(h.GetKind(), "List") {
 			kind, apiVersion = h.GetKind(), h.GetAPIVersion()
 			break
 		}
@@ -79,7 +80,7 @@ func (r *Replayer) learnFromUse(ctx context.Context, d decoded, ev *Event, t tar
 		r.learned = map[string]bool{}
 	}
 	r.learned[name] = true
-	at := parseTime(ev.StageTimestamp)
+	at := auditlog.ParseTime(ev.StageTimestamp)
 	if err := r.followCRD(ctx, crd, d.file, d.num, at); err != nil && r.sinkErr == nil {
 		r.sinkErr = err
 	}

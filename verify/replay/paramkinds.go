@@ -227,7 +227,7 @@ func (r *Replayer) unsettledParams(policies []string, ev *Event) (resolving unde
 			continue
 		}
 		if first {
-			received, first = ev.received(), false
+			received, first = ev.Received(), false
 		}
 		if k.paramsUnknown.activeAt(received) && k.mapping != nil {
 			if unknown == nil {

@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
 // Recorded outcomes: what the log says validating admission did.
@@ -55,7 +57,7 @@ func classify(ev *Event, connect bool) recording {
 		reason = ev.ResponseStatus.Reason
 	}
 	switch {
-	case ev.Stage == StagePanic:
+	case ev.Stage == auditlog.StagePanic:
 		return recording{outcome: RecordedUnknown, note: "the request panicked"}
 	case ev.ResponseStatus == nil || code == 0:
 		return recording{outcome: RecordedUnknown, note: "no response status"}

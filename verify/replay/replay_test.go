@@ -304,7 +304,7 @@ func TestMalformedInput(t *testing.T) {
 	want := []string{
 		"mixed.log:2: not JSON: invalid character 'o' looking for beginning of object key string",
 		"mixed.log:3: line longer than 4096 bytes (at least 5052): skipped",
-		"mixed.log:5: not JSON: json: cannot unmarshal array into Go value of type replay.Event",
+		"mixed.log:5: not JSON: json: cannot unmarshal array into Go value of type auditlog.Event",
 		"mixed.log:6: truncated JSON (40 bytes)",
 	}
 	if len(got) < len(want)+2 {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/vapc-dev/vapc/verify"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
 // target is what a final event is about, before any object is decoded.
@@ -112,7 +113,7 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior) rebuilt 
 		b.objectSource = SourceRequestURI
 		return b
 	}
-	if ev.Level == LevelMetadata || ev.Level == LevelNone || ev.Level == "" {
+	if ev.Level == auditlog.LevelMetadata || ev.Level == auditlog.LevelNone || ev.Level == "" {
 		b.indeterminate = because(ReasonNoObject, "the event is at level "+orNone(ev.Level)+", without request and response objects")
 		return b
 	}
@@ -295,7 +296,7 @@ func decodeObject(raw json.RawMessage) *unstructured.Unstructured {
 	if len(raw) == 0 || raw[0] != '{' {
 		return nil
 	}
-	u, err := decodeUnstructured(raw)
+	u, err := auditlog.DecodeObject(raw)
 	if err != nil {
 		// UnmarshalJSON refuses objects without kind: decode the map directly.
 		var m map[string]any

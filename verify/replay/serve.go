@@ -28,6 +28,7 @@ import (
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/internal/apiserver"
 	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
 // A request of a built-in resource whose admission object the log does not hold (a refused
@@ -139,7 +140,7 @@ func variantName(pt types.PatchType) string {
 
 // serve sends the request through the pipeline once per content type it may have had, with
 // the worker's admission plugins reading the View, deciding each admission with eval.
-func (r *Replayer) serve(ctx context.Context, ev *Event, t target, policies []string, objects apiserver.Objects, eval Evaluator, plugins *apiserver.Plugins, view *View, passed bool, mut *mutators) ([]served, error) {
+func (r *Replayer) serve(ctx context.Context, ev *Event, t target, policies []string, objects apiserver.Objects, eval Evaluator, plugins *apiserver.Plugins, view *stateView, passed bool, mut *mutators) ([]served, error) {
 	srv, err := pipelineServer()
 	if err != nil {
 		return nil, err
@@ -238,7 +239,7 @@ func (o *jobObjects) Get(gr schema.GroupResource, namespace, name string) ([]byt
 	if gr != o.gr || namespace != o.namespace || name != o.name {
 		if gr == o.gr && o.list != nil {
 			for _, raw := range o.list {
-				if h, err := decodeHeader(raw); err == nil && h.GetNamespace() == namespace && h.GetName() == name {
+				if h, err := auditlog.DecodeHeader(raw); err == nil && h.GetNamespace() == namespace && h.GetName() == name {
 					return raw, true, nil
 				}
 			}
@@ -377,7 +378,7 @@ func (r *Replayer) usesPipeline(ev *Event, t target) bool {
 	if t.op == admission.Connect {
 		return true
 	}
-	if ev.Level == LevelMetadata || ev.Level == LevelNone || ev.Level == "" {
+	if ev.Level == auditlog.LevelMetadata || ev.Level == auditlog.LevelNone || ev.Level == "" {
 		return false
 	}
 	if (t.op == admission.Create || t.op == admission.Update) && ev.Code() >= 200 && ev.Code() < 300 && !defaultedOnRead[t.gvr.GroupResource()] {
@@ -394,7 +395,7 @@ func (r *Replayer) usesPipeline(ev *Event, t target) bool {
 // options.
 func (r *Replayer) followsWrite(ev *Event, t target) bool {
 	switch {
-	case t.connect || ev.Level == LevelMetadata || ev.Level == LevelNone || ev.Level == "":
+	case t.connect || ev.Level == auditlog.LevelMetadata || ev.Level == auditlog.LevelNone || ev.Level == "":
 		return false
 	case t.op == admission.Delete:
 		if ev.Verb != "delete" || t.sub != "" {
@@ -574,7 +575,7 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 		out.OldObjectSource = SourceUnknown
 	}
 	cached := true
-	decide := func(eval Evaluator, view *View) (*verify.Decision, error) {
+	decide := func(eval Evaluator, view *stateView) (*verify.Decision, error) {
 		if cached && eval == w.eval && view == j.view {
 			cached = false
 			return servedDecision(ev.Verb, first.s), nil
@@ -610,7 +611,7 @@ type servedOnce struct {
 	why string // how the patch types were chosen
 }
 
-func (r *Replayer) serveOnce(ctx context.Context, w evalWorker, j *job, objs *jobObjects, eval Evaluator, view *View) (servedOnce, error) {
+func (r *Replayer) serveOnce(ctx context.Context, w evalWorker, j *job, objs *jobObjects, eval Evaluator, view *stateView) (servedOnce, error) {
 	w.store.v = view
 	defer func() { w.store.v = nil }()
 	vs, err := r.serve(ctx, j.ev, j.t, j.policies, objs, eval, w.plugins, view, j.rec.vapRan || j.rec.byWebhook, j.mutators)
@@ -1013,7 +1014,7 @@ func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, why, sr
 			req.ContentType = string(ct)
 		}
 		// The log shows the request succeeded: it got past the plugins.
-		pc := &pluginCluster{v: r.state.View(false), mapper: r.cur().resources.RESTMapper(), passed: true}
+		pc := &pluginCluster{v: r.state.view(false), mapper: r.cur().resources.RESTMapper(), passed: true}
 		ex := &apiserver.Exchange{Objects: objs, Plugins: r.orderedPlugins}
 		wm := newWebhookMutation(ev)
 		if wm != nil {
@@ -1024,7 +1025,7 @@ func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, why, sr
 		// clock back in it and says what is not known of it.
 		var settled []vapccel.Unknown
 		sameKind, mutated := false, ""
-		view := r.state.View(false)
+		view := r.state.view(false)
 		ex.Validate = func(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
 			if why := r.mutators.mayMutate(mutatedBy(t, a, view)); why != "" {
 				mutated = why
@@ -1223,7 +1224,7 @@ func knownFrom(unknowns []vapccel.Unknown, version, uid string) []vapccel.Unknow
 
 // withMeta is a stored object's JSON with another resourceVersion and uid (when not empty).
 func withMeta(raw []byte, version, uid string) []byte {
-	u, err := decodeUnstructured(raw)
+	u, err := auditlog.DecodeObject(raw)
 	if err != nil {
 		return raw
 	}
@@ -1244,7 +1245,7 @@ func withMeta(raw []byte, version, uid string) []byte {
 // changed the stored object before (raw): the deletion timestamp (the clock plus the grace
 // period), and the times of the managers and conditions it wrote.
 func setClock(u *unstructured.Unstructured, before []byte, second metav1.Time) {
-	prev, _ := decodeUnstructured(before)
+	prev, _ := auditlog.DecodeObject(before)
 	if ts := u.GetDeletionTimestamp(); ts != nil && (prev == nil || prev.GetDeletionTimestamp() == nil) {
 		t := second
 		if g := u.GetDeletionGracePeriodSeconds(); g != nil {

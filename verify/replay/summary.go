@@ -11,6 +11,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
 	"github.com/vapc-dev/vapc/verify"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
 // Summary accounts for every line of a replay.
@@ -171,9 +172,9 @@ func (s *Summary) malformed(file string, line int, reason string) {
 }
 
 // lineError accounts for a line that could not be read or decoded: a malformed line, or where
-// reading a log stopped (a *readError), which is Unreadable too.
+// reading a log stopped (an *auditlog.ReadError), which is Unreadable too.
 func (s *Summary) lineError(file string, line int, err error) {
-	var re *readError
+	var re *auditlog.ReadError
 	if !errors.As(err, &re) {
 		s.malformed(file, line, err.Error())
 		return

@@ -15,6 +15,7 @@ import (
 
 	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
 // The evaluator reads params and namespaces; a replay evaluates requests on several goroutines
@@ -69,7 +70,7 @@ type lazyObject struct {
 
 func (l *lazyObject) get() (runtime.Object, error) {
 	l.once.Do(func() {
-		u, err := decodeUnstructured(l.raw)
+		u, err := auditlog.DecodeObject(l.raw)
 		if err != nil {
 			l.err = err
 			return
@@ -235,10 +236,10 @@ func (b *bucket) list(gvr schema.GroupVersionResource, namespace string, selecto
 	return append([]runtime.Object(nil), out...), failed, partials
 }
 
-// View is the params and namespaces of a replay's State at one point of the log. It
-// implements verify.ObjectStore for one evaluation at a time, and records every read it could
-// not answer for sure (see State).
-type View struct {
+// stateView, a View, is the params and namespaces of a replay's State at one point of the
+// log. It implements verify.ObjectStore for one evaluation at a time, and records every read it
+// could not answer for sure (see clusterState).
+type stateView struct {
 	buckets    map[schema.GroupResource]*bucket
 	complete   map[schema.GroupResource]string
 	incomplete map[schema.GroupResource]bool
@@ -258,28 +259,28 @@ type View struct {
 	standIns map[schema.GroupResource]runtime.Object
 }
 
-var _ verify.ObjectStore = (*View)(nil)
+var _ verify.ObjectStore = (*stateView)(nil)
 
 // withStandIns returns a copy of the View that answers a read of a param it does not have with
 // the resource's stand-in.
-func (v *View) withStandIns(standIns map[schema.GroupResource]runtime.Object) *View {
+func (v *stateView) withStandIns(standIns map[schema.GroupResource]runtime.Object) *stateView {
 	c := *v
 	c.misses, c.partials, c.standIns = nil, nil, standIns
 	return &c
 }
 
 // complete says whether every object of the resource is known.
-func (v *View) isComplete(gr schema.GroupResource) bool {
+func (v *stateView) isComplete(gr schema.GroupResource) bool {
 	_, ok := v.complete[gr]
 	return !v.incomplete[gr] && (ok || v.allSince != "")
 }
 
-func (v *View) counts(gr schema.GroupResource) bool {
+func (v *stateView) counts(gr schema.GroupResource) bool {
 	return gr != namespacesGR || v.readsNamespaces
 }
 
 // Get implements verify.ObjectStore.
-func (v *View) Get(gvr schema.GroupVersionResource, namespace, name string) (runtime.Object, error) {
+func (v *stateView) Get(gvr schema.GroupVersionResource, namespace, name string) (runtime.Object, error) {
 	gr := gvr.GroupResource()
 	if why, ok := v.unknown[gr]; ok {
 		v.miss(gr, "%s unknown: %s", joinKey(namespace, name), why)
@@ -315,7 +316,7 @@ func (v *View) Get(gvr schema.GroupVersionResource, namespace, name string) (run
 }
 
 // List implements verify.ObjectStore.
-func (v *View) List(gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]runtime.Object, error) {
+func (v *stateView) List(gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]runtime.Object, error) {
 	gr := gvr.GroupResource()
 	if why, ok := v.unknown[gr]; ok {
 		v.miss(gr, "unknown: %s", why)
@@ -368,13 +369,13 @@ type miss struct {
 
 // miss records a read of the resource the View could not answer for sure; the text begins
 // with the resource.
-func (v *View) miss(gr schema.GroupResource, format string, args ...any) {
+func (v *stateView) miss(gr schema.GroupResource, format string, args ...any) {
 	v.misses = append(v.misses, miss{gr: gr, text: fmt.Sprintf("%s "+format, append([]any{gr}, args...)...)})
 }
 
 // Misses returns the reads the View could not answer for sure, sorted by their text, each
 // once.
-func (v *View) Misses() []miss {
+func (v *stateView) Misses() []miss {
 	out := slices.Clone(v.misses)
 	slices.SortFunc(out, func(a, b miss) int { return strings.Compare(a.text, b.text) })
 	return slices.CompactFunc(out, func(a, b miss) bool { return a.text == b.text })
@@ -392,7 +393,7 @@ func missText(ms []miss) string {
 // lookup reads an object as kube-apiserver's built-in admission plugins read it, without
 // recording a miss: the object, or absent when it does not exist for sure, or why it is not
 // known.
-func (v *View) lookup(gvr schema.GroupVersionResource, namespace, name string) (obj runtime.Object, absent bool, unknown string, partial []vapccel.Unknown) {
+func (v *stateView) lookup(gvr schema.GroupVersionResource, namespace, name string) (obj runtime.Object, absent bool, unknown string, partial []vapccel.Unknown) {
 	gr := gvr.GroupResource()
 	if why, ok := v.unknown[gr]; ok {
 		return nil, false, why, nil
@@ -417,7 +418,7 @@ func (v *View) lookup(gvr schema.GroupVersionResource, namespace, name string) (
 
 // listFor lists the objects of a resource in a namespace ("" for all) as the admission plugins
 // list them: the known ones, and why they may not be all.
-func (v *View) listFor(gvr schema.GroupVersionResource, namespace string) (objs []runtime.Object, unknown string) {
+func (v *stateView) listFor(gvr schema.GroupVersionResource, namespace string) (objs []runtime.Object, unknown string) {
 	gr := gvr.GroupResource()
 	if why, ok := v.unknown[gr]; ok {
 		return nil, why
@@ -448,7 +449,7 @@ func (v *View) listFor(gvr schema.GroupVersionResource, namespace string) (objs 
 }
 
 // namespaceLabels returns the labels of a namespace, and whether they are known.
-func (v *View) namespaceLabels(name string) (labels.Set, bool) {
+func (v *stateView) namespaceLabels(name string) (labels.Set, bool) {
 	if v == nil {
 		return nil, false
 	}
