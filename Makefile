@@ -71,7 +71,8 @@ chromium:
 e2e: e2e-tools
 	VAPC_E2E=1 $(GO) test -count=1 -v -timeout 30m ./verify/e2e/...
 
-## bench: Go benchmarks, then the 1M-event replay against its decode floor (hack/bench.sh)
+## bench: Go benchmarks, then the 1M-event replay against its decode floor (hack/bench.sh, with
+## internal/cmd/vapc-bench)
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 	hack/bench.sh
