@@ -3,7 +3,6 @@ package main
 import (
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -22,30 +21,7 @@ func TestArchitecture(t *testing.T) {
 	const module = "github.com/vapc-dev/vapc/"
 	imports := map[string][]string{} // package → the module's packages it imports
 	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if path == root {
-				return nil
-			}
-			if n := d.Name(); n == "testdata" || strings.HasPrefix(n, ".") || strings.HasPrefix(n, "_") {
-				return filepath.SkipDir
-			}
-			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
-				return filepath.SkipDir // another module
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") {
-			return nil
-		}
-		rel, err := filepath.Rel(root, filepath.Dir(path))
-		if err != nil {
-			return err
-		}
-		pkg := filepath.ToSlash(rel)
+	err := walkModule(root, func(path, pkg string) error {
 		if _, ok := imports[pkg]; !ok {
 			imports[pkg] = nil // a package of tests only (verify/e2e) is a package too
 		}

@@ -21,8 +21,10 @@ func runDecodeFloor(ctx context.Context, args []string, stdin io.Reader, stdout,
 		fs.Usage()
 		return usagef("decode-floor: no audit logs given")
 	}
-	if err := statInputs("decode-floor", logs...); err != nil {
-		return err
+	for _, l := range logs {
+		if _, err := os.Stat(l); err != nil && l != "-" {
+			return usagef("decode-floor: %v", err)
+		}
 	}
 	began := time.Now()
 	var total auditgen.FloorStats

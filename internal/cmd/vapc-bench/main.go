@@ -18,7 +18,6 @@ import (
 	"io"
 	"os"
 	"sort"
-	"strings"
 )
 
 const (
@@ -115,26 +114,4 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 		return nil, usagef("%s: %v", fs.Name(), err)
 	}
 	return fs.Args(), nil
-}
-
-// statInputs is a usage error naming every path that is not there.
-func statInputs(what string, paths ...string) error {
-	var bad []string
-	for _, p := range paths {
-		if p == "-" {
-			continue
-		}
-		if _, err := os.Stat(p); err != nil {
-			var pe *os.PathError
-			if errors.As(err, &pe) {
-				bad = append(bad, pe.Path+": "+pe.Err.Error())
-			} else {
-				bad = append(bad, p+": "+err.Error())
-			}
-		}
-	}
-	if len(bad) == 0 {
-		return nil
-	}
-	return usagef("%s: %s", what, strings.Join(bad, "; "))
 }
