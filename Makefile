@@ -71,7 +71,8 @@ chromium:
 e2e: e2e-tools
 	VAPC_E2E=1 $(GO) test -count=1 -v -timeout 30m ./verify/e2e/...
 
-## bench: Go benchmarks, then the 1M-event replay against its decode floor (hack/bench.sh)
+## bench: Go benchmarks, then the 1M-event replay against its decode floor (hack/bench.sh, with
+## internal/cmd/vapc-bench)
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 	hack/bench.sh
@@ -82,8 +83,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadAndCheck$$' -fuzztime $(FUZZTIME) ./cel
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSettings$$' -fuzztime $(FUZZTIME) ./policies
 	$(GO) test -run '^$$' -fuzz '^FuzzReplayLines$$' -fuzztime $(FUZZTIME) ./verify/replay
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEventFast$$' -fuzztime $(FUZZTIME) ./verify/replay
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeUnstructured$$' -fuzztime $(FUZZTIME) ./verify/replay
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEventFast$$' -fuzztime $(FUZZTIME) ./verify/replay/internal/auditlog
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeObject$$' -fuzztime $(FUZZTIME) ./verify/replay/internal/auditlog
 
 ## golden: rewrite the golden files of every package that has them
 golden:

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Replay at cluster scale (issue 7): generate a realistic audit log of BENCH_EVENTS events
-# (default 1,000,000, about 2 GB) with `vapc gen-audit`, then measure, each with wall time and
-# peak RSS:
-#   - the decode floor: `vapc decode-floor` reads the log with bufio and decodes every line with
+# (default 1,000,000, about 2 GB) with `vapc-bench gen-audit` (internal/cmd/vapc-bench, the
+# benchmark tooling kept out of the product binary), then measure, each with wall time and peak
+# RSS:
+#   - the decode floor: `vapc-bench decode-floor` reads the log with bufio and decodes every line with
 #     encoding/json into the audit Event fields (objects as json.RawMessage), on one goroutine;
 #   - the replay: `vapc replay --policies policies/ --snapshot SNAPSHOT LOG`;
 #   - the replay with its HTML report: the same with `--report .cache/bench/report.html`.
@@ -25,18 +26,20 @@ seed=${BENCH_SEED:-1}
 dir=${BENCH_DIR:-.cache/bench}
 go=${GO:-go}
 vapc=bin/vapc
+bench=bin/vapc-bench
 
 case $events in '' | *[!0-9]*) echo "bench: BENCH_EVENTS must be a number of events, not '$events'" >&2; exit 2 ;; esac
 case $seed in '' | *[!0-9]*) echo "bench: BENCH_SEED must be a number, not '$seed'" >&2; exit 2 ;; esac
 
 mkdir -p "$dir" bin
-echo "bench: building $vapc"
+echo "bench: building $vapc and $bench"
 "$go" build -o "$vapc" ./cmd/vapc
+"$go" build -o "$bench" ./internal/cmd/vapc-bench
 
 log=$dir/audit-seed$seed-$events.log
 snapshot=$dir/snapshot-seed$seed-$events.yaml
 # The generator's fingerprint: a change to it regenerates the log.
-fingerprint=$(cat verify/auditgen/*.go cmd/vapc/genaudit.go | sha256sum | cut -c1-16)
+fingerprint=$(cat internal/auditgen/*.go internal/cmd/vapc-bench/genaudit.go | sha256sum | cut -c1-16)
 params="seed=$seed events=$events generator=$fingerprint"
 
 # measure NAME CMD...: runs CMD with stdout to $dir/NAME.out; sets wall (s) and rss (MB).
@@ -85,7 +88,7 @@ if [[ -f $log && -f $snapshot && -f $log.params && $(cat "$log.params") == "$par
 else
 	echo "bench: generating $log ($params)"
 	rm -f "$log.params"
-	measure gen-audit "$vapc" gen-audit --seed "$seed" --events "$events" --snapshot "$snapshot.tmp" -o "$log.tmp"
+	measure gen-audit "$bench" gen-audit --seed "$seed" --events "$events" --snapshot "$snapshot.tmp" -o "$log.tmp"
 	mv "$snapshot.tmp" "$snapshot"
 	mv "$log.tmp" "$log"
 	echo "$params" >"$log.params"
@@ -103,7 +106,7 @@ echo "bench: warming the page cache"
 cat "$log" >/dev/null
 
 echo "bench: decode floor"
-measure floor "$vapc" decode-floor "$log"
+measure floor "$bench" decode-floor "$log"
 floor_wall=$wall floor_rss=$rss
 
 replay_ok=

@@ -237,3 +237,22 @@ func TestSuites(t *testing.T) {
 		}
 	}
 }
+
+// TestSetStage: SetStage puts every guard at the stage, whatever the guards' own settings say.
+func TestSetStage(t *testing.T) {
+	t.Parallel()
+	s := policies.DefaultSettings()
+	s.KosmosNodeNotReady.Stage = vap.StageDeny
+	s.DrainerCordonGuard.Stage = vap.StageAudit
+	s.EvictionTolerationFloor.Stage = vap.StageDeny
+	s.SetStage(vap.StageWarn)
+	guards, err := policies.Guards(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range guards {
+		if g.Stage != vap.StageWarn {
+			t.Errorf("after SetStage(Warn), %s is at stage %s", g.Policy.Name(), g.Stage)
+		}
+	}
+}

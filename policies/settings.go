@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -222,4 +223,19 @@ func (s *Settings) stageOf(guard vap.Stage) vap.Stage {
 		return guard
 	}
 	return s.Stage
+}
+
+// SetStage puts every guard at the stage: it sets Settings.Stage and clears the stage of each
+// guard's own settings. It finds those by the settings type (every struct field of Settings
+// with a Stage), so that a new guard's settings need nothing here.
+func (s *Settings) SetStage(stage vap.Stage) {
+	s.Stage = stage
+	v := reflect.ValueOf(s).Elem()
+	for i := range v.NumField() {
+		if f := v.Field(i); f.Kind() == reflect.Struct {
+			if st := f.FieldByName("Stage"); st.IsValid() && st.Type() == reflect.TypeFor[vap.Stage]() && st.CanSet() {
+				st.SetString("")
+			}
+		}
+	}
 }

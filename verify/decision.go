@@ -169,6 +169,9 @@ type Result struct {
 	// MatchCondition names the matchCondition that was false, so that the policy did not
 	// apply (result admit).
 	MatchCondition string `json:"matchCondition,omitempty"`
+	// ParamNotFound says the binding found no params and its parameterNotFoundAction Allow
+	// admitted (result admit).
+	ParamNotFound bool `json:"paramNotFound,omitempty"`
 }
 
 // ParamRef names a param object.
@@ -234,7 +237,7 @@ func (e *Evaluator) results(t *trace) []Result {
 				out = append(out, configErr(base, b.err, "binding"))
 				continue
 			case len(b.params) == 0:
-				base.Result, base.Message = ResultAdmit, "no params found: parameterNotFoundAction Allow"
+				base.Result, base.Message, base.ParamNotFound = ResultAdmit, "no params found: parameterNotFoundAction Allow", true
 				out = append(out, base)
 				continue
 			}

@@ -37,9 +37,11 @@ type crdInfo struct {
 }
 
 // crdComponents are the component schemas the CRD OpenAPI builder produced for one
-// group-version, merged across the CRDs that share it, and the kinds they declare.
+// group-version, merged across the CRDs that share it, the kinds each declares (read once,
+// when the CRD is added: indexing them again cannot fail), and the schema of each kind.
 type crdComponents struct {
 	schemas map[string]*spec.Schema
+	kinds   map[string][]schema.GroupVersionKind
 	gvkRefs map[schema.GroupVersionKind]string
 }
 
@@ -148,9 +150,8 @@ func (c *Catalog) RemoveCRD(name string) bool {
 			order = append(order, n)
 		}
 	}
-	// The schemas of what remains were indexed together before: they index again.
-	idx, _ := buildCRDIndex(crds, order)
-	c.crds, c.crdOrder, c.crd, c.mapper = crds, order, idx, nil
+	// What remains indexes again, from the kinds each schema declared when it was added.
+	c.crds, c.crdOrder, c.crd, c.mapper = crds, order, buildCRDIndex(crds, order), nil
 	return true
 }
 
@@ -228,17 +229,15 @@ func (c *Catalog) installCRD(e *crdEntry) error {
 		order = append(append([]string(nil), c.crdOrder...), e.name)
 	}
 	crds[e.name] = e
-	idx, err := buildCRDIndex(crds, order)
-	if err != nil {
-		return fmt.Errorf("CustomResourceDefinition %s: %w", e.name, err)
-	}
-	c.crds, c.crdOrder, c.crd, c.mapper = crds, order, idx, nil
+	c.crds, c.crdOrder, c.crd, c.mapper = crds, order, buildCRDIndex(crds, order), nil
 	return nil
 }
 
 // buildCRDIndex indexes the CRDs in the order they were added: CRDs that share a group-version
-// share its resources and its component schemas (the first CRD's schema of a name wins).
-func buildCRDIndex(crds map[string]*crdEntry, order []string) (*crdIndex, error) {
+// share its resources and its component schemas (the first CRD's schema of a name wins). It
+// cannot fail: what could (reading the kinds a schema declares) was done when each CRD was
+// added, so that removing one never leaves the catalog without an index.
+func buildCRDIndex(crds map[string]*crdEntry, order []string) *crdIndex {
 	idx := &crdIndex{
 		gvs:             map[schema.GroupVersion]*groupVersionData{},
 		schemas:         map[schema.GroupVersion]*crdComponents{},
@@ -263,24 +262,23 @@ func buildCRDIndex(crds map[string]*crdEntry, order []string) (*crdIndex, error)
 		for gv, comps := range e.components {
 			m := idx.schemas[gv]
 			if m == nil {
-				m = &crdComponents{schemas: map[string]*spec.Schema{}}
+				m = &crdComponents{schemas: map[string]*spec.Schema{}, kinds: map[string][]schema.GroupVersionKind{}}
 				idx.schemas[gv] = m
 			}
 			for n, s := range comps.schemas {
 				if _, ok := m.schemas[n]; !ok {
 					m.schemas[n] = s
+					if k := comps.kinds[n]; k != nil {
+						m.kinds[n] = k
+					}
 				}
 			}
 		}
 	}
 	for _, m := range idx.schemas {
-		refs, err := indexKinds(m.schemas)
-		if err != nil {
-			return nil, err
-		}
-		m.gvkRefs = refs
+		m.gvkRefs = kindRefs(m.kinds)
 	}
-	return idx, nil
+	return idx
 }
 
 func (r *resourceData) addSubresource(name string, kind schema.GroupVersionKind, verbs []string) {
@@ -369,11 +367,11 @@ func buildCRDComponents(crd *apiextensionsv1.CustomResourceDefinition, version s
 	if err := json.Unmarshal(b, &resp); err != nil {
 		return nil, err
 	}
-	refs, err := indexKinds(resp.Components.Schemas)
+	kinds, err := schemaKinds(resp.Components.Schemas)
 	if err != nil {
 		return nil, err
 	}
-	return &crdComponents{schemas: resp.Components.Schemas, gvkRefs: refs}, nil
+	return &crdComponents{schemas: resp.Components.Schemas, kinds: kinds, gvkRefs: kindRefs(kinds)}, nil
 }
 
 // LoadCRDs reads CustomResourceDefinitions from YAML or JSON files, each holding one or more

@@ -195,19 +195,11 @@ func (d *document) components() (map[string]*spec.Schema, error) {
 	return d.schemas, d.err
 }
 
-// indexKinds maps each kind to the name of the component schema that declares it in its
-// x-kubernetes-group-version-kind extension, as resolver.ClientDiscoveryResolver looks kinds up.
-// When several do, the first name in sorted order wins, so that the answer never depends on map
-// iteration order.
-func indexKinds(schemas map[string]*spec.Schema) (map[schema.GroupVersionKind]string, error) {
-	names := make([]string, 0, len(schemas))
-	for name := range schemas {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	refs := map[schema.GroupVersionKind]string{}
-	for _, name := range names {
-		s := schemas[name]
+// schemaKinds reads the kinds each component schema declares in its
+// x-kubernetes-group-version-kind extension, by the schema's name.
+func schemaKinds(schemas map[string]*spec.Schema) (map[string][]schema.GroupVersionKind, error) {
+	kinds := map[string][]schema.GroupVersionKind{}
+	for name, s := range schemas {
 		if s == nil {
 			continue
 		}
@@ -215,11 +207,29 @@ func indexKinds(schemas map[string]*spec.Schema) (map[schema.GroupVersionKind]st
 		if err := s.Extensions.GetObject(extGVK, &gvks); err != nil {
 			return nil, fmt.Errorf("schema %q: %s: %w", name, extGVK, err)
 		}
-		for _, gvk := range gvks {
+		if len(gvks) > 0 {
+			kinds[name] = gvks
+		}
+	}
+	return kinds, nil
+}
+
+// kindRefs maps each kind to the name of the component schema that declares it (kinds, by
+// schemaKinds), as resolver.ClientDiscoveryResolver looks kinds up. When several do, the first
+// name in sorted order wins, so that the answer never depends on map iteration order.
+func kindRefs(kinds map[string][]schema.GroupVersionKind) map[schema.GroupVersionKind]string {
+	names := make([]string, 0, len(kinds))
+	for name := range kinds {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	refs := map[schema.GroupVersionKind]string{}
+	for _, name := range names {
+		for _, gvk := range kinds[name] {
 			if _, ok := refs[gvk]; !ok {
 				refs[gvk] = name
 			}
 		}
 	}
-	return refs, nil
+	return refs
 }

@@ -71,10 +71,7 @@ func runEmit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		}
 	}
 	if stage != "" {
-		settings.Stage = stage
-		settings.KosmosNodeNotReady.Stage = ""
-		settings.DrainerCordonGuard.Stage = ""
-		settings.EvictionTolerationFloor.Stage = ""
+		settings.SetStage(stage)
 	}
 	guards, err := policies.Guards(settings)
 	if err != nil {

@@ -30,22 +30,7 @@ func TestGoldenPackages(t *testing.T) {
 	slices.Sort(listed)
 
 	var defining []string
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if path == root {
-				return nil
-			}
-			if n := d.Name(); n == "testdata" || strings.HasPrefix(n, ".") || strings.HasPrefix(n, "_") {
-				return filepath.SkipDir
-			}
-			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
-				return filepath.SkipDir // another module
-			}
-			return nil
-		}
+	err = walkModule(root, func(path, pkg string) error {
 		if !strings.HasSuffix(path, "_test.go") {
 			return nil
 		}
@@ -54,11 +39,7 @@ func TestGoldenPackages(t *testing.T) {
 			return err
 		}
 		if strings.Contains(string(src), `flag.Bool("update"`) {
-			rel, err := filepath.Rel(root, filepath.Dir(path))
-			if err != nil {
-				return err
-			}
-			defining = append(defining, "./"+filepath.ToSlash(rel))
+			defining = append(defining, "./"+pkg)
 		}
 		return nil
 	})
@@ -81,4 +62,34 @@ func TestGoldenPackages(t *testing.T) {
 	if strings.Contains(string(readme), "rewritten with `go test ./... -update`") {
 		t.Error("README.md documents go test ./... -update, which fails in the packages without golden files")
 	}
+}
+
+// walkModule calls fn with every Go file of the module under root and its package, as a path
+// relative to root ("cmd/vapc"), leaving out testdata, hidden folders and other modules.
+func walkModule(root string, fn func(path, pkg string) error) error {
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path == root {
+				return nil
+			}
+			if n := d.Name(); n == "testdata" || strings.HasPrefix(n, ".") || strings.HasPrefix(n, "_") {
+				return filepath.SkipDir
+			}
+			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
+				return filepath.SkipDir // another module
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		rel, err := filepath.Rel(root, filepath.Dir(path))
+		if err != nil {
+			return err
+		}
+		return fn(path, filepath.ToSlash(rel))
+	})
 }

@@ -26,7 +26,6 @@ func TestMissingInputs(t *testing.T) {
 		{"replay --snapshot", []string{"replay", "--policies", policy, "--snapshot", "nope.yaml", log}, "vapc: replay: --snapshot: nope.yaml: no such file or directory\n"},
 		{"replay --crd", []string{"replay", "--policies", policy, "--crd", "nope.yaml", log}, "vapc: replay: --crd: nope.yaml: no such file or directory\n"},
 		{"emit --settings", []string{"emit", "--settings", "nope.yaml", "--check"}, "vapc: emit: --settings: nope.yaml: no such file or directory\n"},
-		{"decode-floor", []string{"decode-floor", "nope.log"}, "vapc: decode-floor: nope.log: no such file or directory\n"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

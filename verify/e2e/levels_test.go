@@ -20,7 +20,7 @@ import (
 )
 
 // auditLevel is an audit policy a real cluster may run with, and what a replay of its log
-// may leave undecided: the reasons (the text before the first ':' of Record.Indeterminate)
+// may leave undecided: the reasons (Record.Reason)
 // a request may be indeterminate for, because the log truly lacks the data.
 type auditLevel struct {
 	name string
@@ -181,7 +181,7 @@ func checkLevelReplay(t *testing.T, lv auditLevel, log string, set policySet, de
 		if rec.Decision != replay.DecisionIndeterminate {
 			continue
 		}
-		kind, _, _ := strings.Cut(rec.Indeterminate, ":")
+		kind := string(rec.Reason)
 		seen[kind]++
 		if _, ok := lv.indeterminate[kind]; !ok {
 			t.Errorf("indeterminate at line %d (%s): %s; the %s level allows only %v", rec.Line, describeRecord(rec), rec.Indeterminate, lv.name, sortedKeys(lv.indeterminate))

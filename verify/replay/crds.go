@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
 // A replay learns the CustomResourceDefinitions the log and the snapshot hold as the apiserver
@@ -106,7 +108,7 @@ func (r *Replayer) learnCRD(ctx context.Context, d decoded, ev *Event, t target)
 		return nil
 	}
 	src := fmt.Sprintf("%s:%d", d.file, d.num)
-	at := parseTime(ev.StageTimestamp)
+	at := auditlog.ParseTime(ev.StageTimestamp)
 	switch ev.Verb {
 	case "create", "update", "patch", "apply":
 		if t.op == admission.Create && t.sub == "" && t.name != "" {

@@ -12,6 +12,8 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
 // The world of the CRD tests: a ReplicaLimit param kind and a Widget kind, both namespaced
@@ -92,7 +94,7 @@ func (e event) line(t *testing.T) string {
 		user = "admin"
 	}
 	ev := map[string]any{
-		"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": LevelRequestResponse, "auditID": e.id, "stage": "ResponseComplete",
+		"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": auditlog.LevelRequestResponse, "auditID": e.id, "stage": "ResponseComplete",
 		"requestURI": uri, "verb": e.verb, "user": map[string]any{"username": user, "groups": []any{"system:masters"}},
 		"objectRef":                map[string]any{"resource": e.resource, "subresource": e.sub, "namespace": e.ns, "name": e.name, "apiGroup": e.group, "apiVersion": e.version},
 		"responseStatus":           map[string]any{"metadata": map[string]any{}, "code": e.code, "message": e.message},
@@ -361,6 +363,71 @@ func TestCRDEstablishedBeforeTheLog(t *testing.T) {
 	sum, recs := replayLines(t, ps, bs, lines...)
 	if rec := recs["deny"]; rec == nil || rec.Decision != DecisionDeny || rec.Message != msg(tooManyReplicas, "d1") {
 		t.Errorf("deny = %+v, want a denial by the param", rec)
+	}
+	if len(sum.Disagreements) != 0 {
+		t.Errorf("disagreements: %v", sum.Disagreements)
+	}
+}
+
+// TestCRDDeletedBesideAnother: the log deletes one of two CRDs of a group-version, then uses
+// both kinds. The catalog indexes the CRD that stays again (cel/schema's RemoveCRD): its kind
+// is still served, resolved and type-checked, and a policy decides its requests; the deleted
+// kind is no resource any more.
+func TestCRDDeletedBesideAnother(t *testing.T) {
+	ps, bs := crdPolicies()
+	gadget := ps[2].DeepCopy()
+	gadget.Name = "gadget-size"
+	gadget.Spec.MatchConstraints.ResourceRules[0].Rule.Resources = []string{"gadgets"}
+	gadgetBinding := bs[2].DeepCopy()
+	gadgetBinding.Name, gadgetBinding.Spec.PolicyName = "gadget-size", "gadget-size"
+	ps, bs = append(ps, gadget), append(bs, gadgetBinding)
+	gadgetTooBig := `gadgets.rules.example.com "g2" is forbidden: ValidatingAdmissionPolicy 'gadget-size' with binding 'gadget-size' denied request: too big`
+
+	crdE := func(id, verb, sub, name string, code int32, when float64, resp map[string]any) string {
+		user := "admin"
+		if sub == "status" {
+			user = "system:apiserver"
+		}
+		return event{id: id, verb: verb, group: "apiextensions.k8s.io", version: "v1", resource: "customresourcedefinitions", sub: sub, name: name, code: code, received: at(t, when), user: user, resp: resp}.line(t)
+	}
+	customE := func(id, kind, resource, name string, size int64, when float64, code int32, message string) string {
+		o := customObject(kind, name, "app", map[string]any{"size": size})
+		e := event{id: id, verb: "create", group: "rules.example.com", version: "v1", resource: resource, ns: "app", name: name, code: code, message: message, received: at(t, when), req: o}
+		if code < 300 {
+			e.resp = o
+		}
+		return e.line(t)
+	}
+	lines := []string{
+		crdE("widgets", "create", "", "", 201, 0, crdObject("widgets", "Widget", "created", false)),
+		crdE("widgets-established", "update", "status", "widgets.rules.example.com", 200, 0.1, crdObject("widgets", "Widget", "established", false)),
+		crdE("gadgets", "create", "", "", 201, 0.2, crdObject("gadgets", "Gadget", "created", false)),
+		crdE("gadgets-established", "update", "status", "gadgets.rules.example.com", 200, 0.3, crdObject("gadgets", "Gadget", "established", false)),
+		customE("w-before", "Widget", "widgets", "w1", 3, 1, 201, ""),
+		crdE("widgets-delete", "delete", "", "widgets.rules.example.com", 200, 2, crdObject("widgets", "Widget", "established", true)),
+		customE("g-ok", "Gadget", "gadgets", "g1", 3, 3, 201, ""),
+		customE("g-big", "Gadget", "gadgets", "g2", 30, 3.1, 422, gadgetTooBig),
+		customE("w-after", "Widget", "widgets", "w2", 3, 3.2, 201, ""),
+	}
+	sum, recs := replayLines(t, ps, bs, lines...)
+	for _, tc := range []struct {
+		id, decision string
+		reason       Reason
+	}{
+		{"w-before", DecisionAdmit, ""},
+		{"g-ok", DecisionAdmit, ""},
+		{"g-big", DecisionDeny, ""},
+	} {
+		rec := recs[tc.id]
+		if rec == nil || rec.Decision != tc.decision || rec.Reason != tc.reason {
+			t.Errorf("%s = %+v, want %s %s", tc.id, rec, tc.decision, tc.reason)
+		}
+	}
+	if rec := recs["g-big"]; rec != nil && rec.Message != gadgetTooBig {
+		t.Errorf("g-big message %q, want %q", rec.Message, gadgetTooBig)
+	}
+	if rec := recs["w-after"]; rec == nil || rec.Reason != ReasonUnknownResource {
+		t.Errorf("w-after = %+v, want indeterminate %s: its CRD was deleted", rec, ReasonUnknownResource)
 	}
 	if len(sum.Disagreements) != 0 {
 		t.Errorf("disagreements: %v", sum.Disagreements)

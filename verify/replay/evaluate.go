@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -36,20 +35,21 @@ type job struct {
 	listUnknown string
 	// listUnknowns are the fields of the listed objects the State does not know.
 	listUnknowns map[objectKey][]vapccel.Unknown
-	view         *View
+	view         *stateView
 	// mutators are the cluster's MutatingAdmissionPolicies at the request's point of the log.
 	mutators *mutators
 	// resolving says why the apiserver may not have found the paramKind of a policy of the
 	// request yet: the request is decided both ways. unsettled says why it cannot be (see
 	// Replayer.unsettledParams).
-	resolving, unsettled string
+	resolving, unsettled undecided
 
 	done chan struct{}
 	// The outcome: skipped (and a note on why), not matched after all, or a record.
-	skip, skipNote string
-	notMatched     bool
-	out            *Record
-	dec            *verify.Decision
+	skip       Reason
+	skipNote   string
+	notMatched bool
+	out        *Record
+	dec        *verify.Decision
 }
 
 // evalWorker is an evaluator and the View it reads, which its goroutine sets before each
@@ -64,7 +64,7 @@ type evalWorker struct {
 }
 
 // viewStore is the verify.ObjectStore of one evaluator: the View of the request it evaluates.
-type viewStore struct{ v *View }
+type viewStore struct{ v *stateView }
 
 func (s *viewStore) Get(gvr schema.GroupVersionResource, namespace, name string) (runtime.Object, error) {
 	return s.v.Get(gvr, namespace, name)
@@ -148,18 +148,17 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 	}
 	out := newRecord(j.d, j.ev, j.t, j.rec, b)
 	j.out = out
-	if b.indeterminate != "" {
-		out.Indeterminate = b.indeterminate
-		out.Decision = DecisionIndeterminate
+	if b.indeterminate.is() {
+		out.indeterminate(b.indeterminate)
 		return
 	}
-	if j.unsettled != "" || (j.resolving != "" && w.alt == nil) {
-		out.Decision, out.Indeterminate = DecisionIndeterminate, j.unsettled+j.resolving
+	if u := j.undecidable(w); u.is() {
+		out.indeterminate(u)
 		return
 	}
 	var unknowns []vapccel.Unknown
 	var mutation *verify.Mutation // of the first decision
-	decide := func(eval Evaluator, view *View) (*verify.Decision, error) {
+	decide := func(eval Evaluator, view *stateView) (*verify.Decision, error) {
 		w.store.v = view
 		defer func() { w.store.v = nil }()
 		dec, err := eval.Evaluate(ctx, b.req)
@@ -168,8 +167,8 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 		}
 		// The replayed MutatingAdmissionPolicies ran first (verify.Evaluator.Evaluate).
 		if why := r.mutationUnknown(dec.Mutation, unknowns); why != "" {
-			if ind := r.dependsOnUnknown(j.policies, []admitted{{dec: dec, unknowns: []vapccel.Unknown{mutationUnknownField(why)}}}); ind != "" || !dec.Mutation.Allowed {
-				return nil, &indeterminateError{reason: "mutation-unknown: " + why}
+			if ind := r.dependsOnUnknown(j.policies, []admitted{{dec: dec, unknowns: []vapccel.Unknown{mutationUnknownField(why)}}}); ind.is() || !dec.Mutation.Allowed {
+				return nil, &indeterminateError{because(ReasonMutationUnknown, why)}
 			}
 			dec.Mutation.Changes = nil // decided without them; what they changed is not known
 		}
@@ -202,60 +201,58 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 // found yet, what the View could not answer, what holds without what is missing (oldUnknown:
 // why the old object is not known and a stand-in took its place), the authorizer, and the
 // check against the log.
-func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown string, unknowns []vapccel.Unknown, decide func(eval Evaluator, view *View) (*verify.Decision, error), notes ...string) {
+func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undecided, unknowns []vapccel.Unknown, decide func(eval Evaluator, view *stateView) (*verify.Decision, error), notes ...string) {
 	dec, err := decide(w.eval, j.view)
 	var alt *verify.Decision
-	if err == nil && j.resolving != "" {
+	if err == nil && j.resolving.is() {
 		alt, err = decide(w.alt, j.view)
 	}
 	if err != nil {
 		var ind *indeterminateError
 		if errors.As(err, &ind) {
-			out.Decision, out.Indeterminate = DecisionIndeterminate, ind.reason
+			out.indeterminate(ind.why)
 			return
 		}
-		out.Decision, out.Indeterminate = DecisionIndeterminate, "request: "+err.Error()
+		out.indeterminate(because(ReasonRequest, err.Error()))
 		return
 	}
-	if why := r.dependsOnUnknown(j.policies, []admitted{{dec: dec, unknowns: unknowns}}); why != "" {
-		out.Decision, out.Indeterminate = DecisionIndeterminate, why
+	if why := r.dependsOnUnknown(j.policies, []admitted{{dec: dec, unknowns: unknowns}}); why.is() {
+		out.indeterminate(why)
 		return
 	}
 	if alt != nil {
 		if !sameOutcome(dec, alt) {
-			out.Decision, out.Indeterminate = DecisionIndeterminate, j.resolving
+			out.indeterminate(j.resolving)
 			return
 		}
-		dec.Notes = append(dec.Notes, "decided alike whether or not kube-apiserver had found the paramKind yet: "+strings.TrimPrefix(j.resolving, "param-kind-pending: "))
+		dec.Notes = append(dec.Notes, "decided alike whether or not kube-apiserver had found the paramKind yet: "+j.resolving.detail)
 	}
 	misses := j.view.Misses()
 	paramsIncomplete := len(misses) > 0
 	for _, m := range misses {
-		if strings.HasPrefix(m, "namespaces ") {
+		if m.gr == namespacesGR {
 			paramsIncomplete = false // a namespace's labels decide whether a policy applies
 		}
 	}
 	var inferred string
-	if (oldUnknown != "" || paramsIncomplete) && (len(misses) == 0 || paramsIncomplete) && r.decidedWithoutMissing(w, j, dec, paramsIncomplete, decide) {
+	if (oldUnknown.is() || paramsIncomplete) && (len(misses) == 0 || paramsIncomplete) && r.decidedWithoutMissing(w, j, dec, paramsIncomplete, decide) {
 		// Decided whatever is missing: see requestOnly.
-		what := strings.TrimPrefix(oldUnknown, "old-object-unknown: ")
+		what := oldUnknown.detail
 		if paramsIncomplete {
-			what = strings.Join(misses, "; ")
+			what = missText(misses)
 		}
 		inferred = "decided without what is not known (" + what + "): every policy skipped the request on a matchCondition that reads only the request"
 		misses = nil
-	} else if oldUnknown != "" {
-		out.Decision, out.Indeterminate = DecisionIndeterminate, oldUnknown
+	} else if oldUnknown.is() {
+		out.indeterminate(oldUnknown)
 		return
 	}
-	var partial string
+	var partial undecided
 	if len(misses) == 0 {
 		// What the evaluator read of a param or namespace the State knows but for some fields.
-		if kind, why := r.dependsOnPartial(j.policies, j.view.partials); why != "" {
-			partial = kind + ": " + why
-		}
+		partial = r.dependsOnPartial(j.policies, j.view.partials)
 	}
-	if len(dec.Results) == 0 && len(misses) == 0 && partial == "" {
+	if len(dec.Results) == 0 && len(misses) == 0 && !partial.is() {
 		j.notMatched = true
 		return
 	}
@@ -266,20 +263,20 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown string
 	out.Notes = append(out.Notes, notes...)
 	if inferred != "" {
 		out.Notes = append(out.Notes, inferred)
-		if oldUnknown != "" {
+		if oldUnknown.is() {
 			out.OldObjectSource = SourceUnknown
 		}
 	}
 	if len(misses) > 0 {
-		kind := "param-unknown"
-		if strings.HasPrefix(misses[0], "namespaces ") {
-			kind = "namespace-unknown"
+		reason := ReasonParamUnknown
+		if misses[0].gr == namespacesGR {
+			reason = ReasonNamespaceUnknown
 		}
-		out.Decision, out.Indeterminate = DecisionIndeterminate, kind+": "+strings.Join(misses, "; ")
-	} else if partial != "" {
-		out.Decision, out.Indeterminate = DecisionIndeterminate, partial
+		out.indeterminate(because(reason, missText(misses)))
+	} else if partial.is() {
+		out.indeterminate(partial)
 	} else if len(dec.Authorizer) > 0 {
-		out.Decision, out.Indeterminate = DecisionIndeterminate, fmt.Sprintf("authorizer: the decision depended on %d authorizer checks, which the audit log does not answer", len(dec.Authorizer))
+		out.indeterminate(because(ReasonAuthorizer, fmt.Sprintf("the decision depended on %d authorizer checks, which the audit log does not answer", len(dec.Authorizer))))
 	}
 	if r.check && out.Decision != DecisionIndeterminate {
 		out.Disagreements = check(j.ev, j.rec, dec, r.loadedPolicies)
@@ -307,9 +304,22 @@ func rooted(unknowns []vapccel.Unknown, update bool) []vapccel.Unknown {
 }
 
 // indeterminateError is a decide function's way to say the request cannot be decided, and why.
-type indeterminateError struct{ reason string }
+type indeterminateError struct{ why undecided }
 
-func (e *indeterminateError) Error() string { return e.reason }
+func (e *indeterminateError) Error() string { return e.why.String() }
+
+// undecidable says why the job cannot be decided before it is evaluated: its paramKinds are
+// unsettled (see Replayer.unsettledParams), or one is resolving and the worker has no
+// alternative evaluator to decide it both ways.
+func (j *job) undecidable(w evalWorker) undecided {
+	if j.unsettled.is() {
+		return j.unsettled
+	}
+	if j.resolving.is() && w.alt == nil {
+		return j.resolving
+	}
+	return undecided{}
+}
 
 // finish accounts for a job's outcome, on the ordered stage, in log order.
 func (r *Replayer) finish(j *job) {
@@ -328,7 +338,7 @@ func (r *Replayer) finish(j *job) {
 // State knows (parameterNotFoundAction Allow admitted) may have had some in the cluster: the
 // request is evaluated again with a stand-in for each missing param, and the decision holds
 // when a condition on the request alone skips it too.
-func (r *Replayer) decidedWithoutMissing(w evalWorker, j *job, dec *verify.Decision, paramsIncomplete bool, decide func(Evaluator, *View) (*verify.Decision, error)) bool {
+func (r *Replayer) decidedWithoutMissing(w evalWorker, j *job, dec *verify.Decision, paramsIncomplete bool, decide func(Evaluator, *stateView) (*verify.Decision, error)) bool {
 	if r.requestOnly.decides(dec, j.policies, paramsIncomplete) {
 		return true
 	}
@@ -339,13 +349,13 @@ func (r *Replayer) decidedWithoutMissing(w evalWorker, j *job, dec *verify.Decis
 	return err == nil && r.requestOnly.decides(again, j.policies, true)
 }
 
-// dependsOnPartial says whether a policy reads a field of a param or namespace the evaluator
-// read that the State does not know (see partialUse), as the kind of reason and the reason.
-func (r *Replayer) dependsOnPartial(policies []string, partials []partialUse) (kind, why string) {
+// dependsOnPartial says why a policy's decision depends on a field of a param or namespace
+// the evaluator read that the State does not know (see partialUse); zero when none does.
+func (r *Replayer) dependsOnPartial(policies []string, partials []partialUse) undecided {
 	for _, pu := range partials {
-		root, kind := "params", "param-unknown"
+		root, reason := "params", ReasonParamUnknown
 		if pu.gr == namespacesGR {
-			root, kind = "namespaceObject", "namespace-unknown"
+			root, reason = "namespaceObject", ReasonNamespaceUnknown
 		}
 		us := make([]vapccel.Unknown, len(pu.unknowns))
 		for i, u := range pu.unknowns {
@@ -354,9 +364,9 @@ func (r *Replayer) dependsOnPartial(policies []string, partials []partialUse) (k
 		}
 		for _, p := range policies {
 			if read, u, dep := r.reads[p].DependsOn(us); dep {
-				return kind, fmt.Sprintf("policy %s reads %s, and %s of %s %s is not known: %s", p, read.Path, u.Path, pu.gr, pu.key, u.Why)
+				return because(reason, fmt.Sprintf("policy %s reads %s, and %s of %s %s is not known: %s", p, read.Path, u.Path, pu.gr, pu.key, u.Why))
 			}
 		}
 	}
-	return "", ""
+	return undecided{}
 }

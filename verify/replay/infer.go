@@ -79,7 +79,7 @@ func (ro *requestOnly) decides(dec *verify.Decision, policies []string, paramsIn
 	for _, r := range dec.Results {
 		switch {
 		case r.Result == verify.ResultAdmit && r.MatchCondition != "" && ro.conditions[r.Policy][r.MatchCondition]:
-		case r.Result == verify.ResultAdmit && r.Param == nil && r.MatchCondition == "" && !paramsIncomplete && strings.HasPrefix(r.Message, "no params found"):
+		case r.Result == verify.ResultAdmit && r.ParamNotFound && !paramsIncomplete:
 		default:
 			return false
 		}

@@ -7,6 +7,8 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
 // TestDecidedWithoutWhatIsMissing: a request whose old object or params the replay does not
@@ -22,18 +24,18 @@ func TestDecidedWithoutWhatIsMissing(t *testing.T) {
 	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "web", "namespace": "ns1"}, "spec": map[string]any{"nodeName": "n1"}}
 	eviction := func(id string) string {
 		ev := map[string]any{"apiVersion": "policy/v1", "kind": "Eviction", "metadata": map[string]any{"name": "web", "namespace": "ns1"}}
-		line := levelEvent(t, id, LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", ev, nil)
+		line := levelEvent(t, id, auditlog.LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", ev, nil)
 		return strings.Replace(line, `"resource":"pods"`, `"resource":"pods","subresource":"eviction"`, 1)
 	}
 	as := func(line, user string) string {
 		return strings.Replace(line, `"username":"admin"`, `"username":"`+user+`"`, 1)
 	}
 	deleteWeb := func(id, user string) string {
-		return as(levelEvent(t, id, LevelRequestResponse, "delete", "pods", "ns1", "web", 200, "", nil, pod), user)
+		return as(levelEvent(t, id, auditlog.LevelRequestResponse, "delete", "pods", "ns1", "web", 200, "", nil, pod), user)
 	}
 	// The log begins with the cluster's creation only when it holds the apiserver's own
 	// namespaces: without that, nodes are incomplete (no snapshot).
-	birth := as(levelEvent(t, "birth", LevelRequestResponse, "create", "namespaces", "", "kube-system", 201, "", nil,
+	birth := as(levelEvent(t, "birth", auditlog.LevelRequestResponse, "create", "namespaces", "", "kube-system", 201, "", nil,
 		map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "kube-system"}}), "system:apiserver")
 
 	tests := []struct {
@@ -43,53 +45,53 @@ func TestDecidedWithoutWhatIsMissing(t *testing.T) {
 		deny       bool // parameterNotFoundAction Deny
 		objectSel  bool
 		lines      []string
-		want       string // decision, or indeterminate: its reason's prefix
+		want       string // decision, or indeterminate: its Reason
 	}{{
 		name:       "a kubelet deletes an evicted pod: the user condition skips it",
 		conditions: []admissionregistrationv1.MatchCondition{userCondition},
-		lines:      []string{birth, levelEvent(t, "p", LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod), eviction("e"), deleteWeb("d", "system:node:n1")},
+		lines:      []string{birth, levelEvent(t, "p", auditlog.LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod), eviction("e"), deleteWeb("d", "system:node:n1")},
 		want:       DecisionAdmit,
 	}, {
 		name:       "the evictor deletes an evicted pod: the policy applies, the old object decides",
 		conditions: []admissionregistrationv1.MatchCondition{userCondition},
-		lines:      []string{birth, levelEvent(t, "p", LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod), eviction("e"), deleteWeb("d", evictor)},
-		want:       "old-object-unknown: ",
+		lines:      []string{birth, levelEvent(t, "p", auditlog.LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod), eviction("e"), deleteWeb("d", evictor)},
+		want:       string(ReasonOldObjectUnknown),
 	}, {
 		name:       "a condition on the old object comes first",
 		conditions: []admissionregistrationv1.MatchCondition{objectCondition, userCondition},
 		lines:      []string{birth, deleteWeb("d", "system:node:n1")},
-		want:       "old-object-unknown: ",
+		want:       string(ReasonOldObjectUnknown),
 	}, {
 		name:       "a policy that selects objects by label",
 		conditions: []admissionregistrationv1.MatchCondition{userCondition},
 		objectSel:  true,
 		lines:      []string{birth, deleteWeb("d", "system:node:n1")},
-		want:       "old-object-unknown: ",
+		want:       string(ReasonOldObjectUnknown),
 	}, {
 		name:       "incomplete params, one known: the user condition skips every param",
 		conditions: []admissionregistrationv1.MatchCondition{userCondition},
 		params:     true,
-		lines:      []string{levelEvent(t, "n", LevelRequestResponse, "create", "nodes", "", "n1", 201, "", node("n1"), node("n1")), levelEvent(t, "p", LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod), deleteWeb("d", "system:node:n1")},
+		lines:      []string{levelEvent(t, "n", auditlog.LevelRequestResponse, "create", "nodes", "", "n1", 201, "", node("n1"), node("n1")), levelEvent(t, "p", auditlog.LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod), deleteWeb("d", "system:node:n1")},
 		want:       DecisionAdmit,
 	}, {
 		name:       "incomplete params, none known, Allow: admitted without params, skipped with any",
 		conditions: []admissionregistrationv1.MatchCondition{userCondition},
 		params:     true,
-		lines:      []string{levelEvent(t, "p", LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod), deleteWeb("d", "system:node:n1")},
+		lines:      []string{levelEvent(t, "p", auditlog.LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod), deleteWeb("d", "system:node:n1")},
 		want:       DecisionAdmit,
 	}, {
 		name:       "incomplete params, none known, Deny: denied without params",
 		conditions: []admissionregistrationv1.MatchCondition{userCondition},
 		params:     true,
 		deny:       true,
-		lines:      []string{levelEvent(t, "p", LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod), deleteWeb("d", "system:node:n1")},
-		want:       "param-unknown: ",
+		lines:      []string{levelEvent(t, "p", auditlog.LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod), deleteWeb("d", "system:node:n1")},
+		want:       string(ReasonParamUnknown),
 	}, {
 		name:       "incomplete params, the evictor: the params decide",
 		conditions: []admissionregistrationv1.MatchCondition{userCondition},
 		params:     true,
-		lines:      []string{levelEvent(t, "n", LevelRequestResponse, "create", "nodes", "", "n1", 201, "", node("n1"), node("n1")), levelEvent(t, "p", LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod), deleteWeb("d", evictor)},
-		want:       "param-unknown: ",
+		lines:      []string{levelEvent(t, "n", auditlog.LevelRequestResponse, "create", "nodes", "", "n1", 201, "", node("n1"), node("n1")), levelEvent(t, "p", auditlog.LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod), deleteWeb("d", evictor)},
+		want:       string(ReasonParamUnknown),
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -115,10 +117,10 @@ func TestDecidedWithoutWhatIsMissing(t *testing.T) {
 			}
 			got := rec.Decision
 			if got == DecisionIndeterminate {
-				got = rec.Indeterminate
+				got = string(rec.Reason)
 			}
-			if !strings.HasPrefix(got, tt.want) {
-				t.Errorf("delete decided %q (%v), want %q", got, rec.Notes, tt.want)
+			if got != tt.want {
+				t.Errorf("delete decided %q (%s, %v), want %q", got, rec.Indeterminate, rec.Notes, tt.want)
 			}
 			if tt.want == DecisionAdmit && !strings.Contains(strings.Join(rec.Notes, " "), "decided without what is not known") {
 				t.Errorf("delete admitted without saying what it did not know: notes %q", rec.Notes)

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
 // A log whose audit policy records CustomResourceDefinitions at Metadata level shows that a
@@ -46,7 +47,7 @@ func (r *Replayer) learnFromUse(ctx context.Context, d decoded, ev *Event, t tar
 	}
 	var kind, apiVersion string
 	for _, raw := range [][]byte{ev.ResponseObject, ev.RequestObject} {
-		if h, err := decodeHeader(raw); err == nil && h.GetKind() != "" && h.GetKind() != "Status" && !strings.HasSuffix(h.GetKind(), "List") {
+		if h, err := auditlog.DecodeHeader(raw); err == nil && h.GetKind() != "" && h.GetKind() != "Status" && !strings.HasSuffix(h.GetKind(), "List") {
 			kind, apiVersion = h.GetKind(), h.GetAPIVersion()
 			break
 		}
@@ -79,7 +80,7 @@ func (r *Replayer) learnFromUse(ctx context.Context, d decoded, ev *Event, t tar
 		r.learned = map[string]bool{}
 	}
 	r.learned[name] = true
-	at := parseTime(ev.StageTimestamp)
+	at := auditlog.ParseTime(ev.StageTimestamp)
 	if err := r.followCRD(ctx, crd, d.file, d.num, at); err != nil && r.sinkErr == nil {
 		r.sinkErr = err
 	}
@@ -94,17 +95,18 @@ func (r *Replayer) learnedKind(gvr schema.GroupVersionResource) bool {
 }
 
 // paramKindMissing says why a paramKind the catalog does not map makes a decision
-// indeterminate, or "" when the kind is missing for sure.
+// indeterminate (the detail of a ReasonParamKindUnknown), or "" when the kind is missing for
+// sure.
 func (r *Replayer) paramKindMissing(k *paramKind) string {
 	group := k.gvk.Group
 	if group == "" || kubescheme.Scheme.IsGroupRegistered(group) {
 		return "" // a built-in group: no CRD serves it
 	}
 	if where, ok := r.opaqueCRDs[group]; ok {
-		return fmt.Sprintf("param-kind-unknown: paramKind %s may be served by a CustomResourceDefinition of %s the log wrote at %s without its object: give the CRD with --crd or --snapshot", gvkString(k.gvk), group, where)
+		return fmt.Sprintf("paramKind %s may be served by a CustomResourceDefinition of %s the log wrote at %s without its object: give the CRD with --crd or --snapshot", gvkString(k.gvk), group, where)
 	}
 	if r.state.allSince != "" {
 		return "" // the log holds every CRD write since the cluster began
 	}
-	return fmt.Sprintf("param-kind-unknown: paramKind %s is served by no CustomResourceDefinition the replay knows, and the log does not begin with the cluster: give the CRD with --crd or --snapshot", gvkString(k.gvk))
+	return fmt.Sprintf("paramKind %s is served by no CustomResourceDefinition the replay knows, and the log does not begin with the cluster: give the CRD with --crd or --snapshot", gvkString(k.gvk))
 }

@@ -9,6 +9,8 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
 // levelPolicy is a policy that denies every request of the operations on the resource, with
@@ -100,11 +102,11 @@ func TestUnknownNamespaceSelector(t *testing.T) {
 	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1"}}
 	denied := `configmaps "cm" is forbidden: ValidatingAdmissionPolicy 'guarded' with binding 'guarded' denied request: denied by guarded`
 	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
-		levelEvent(t, "1", LevelMetadata, "create", "namespaces", "", "ns1", 201, "", nil, nil),
-		levelEvent(t, "2", LevelRequest, "create", "configmaps", "ns1", "cm", 422, denied, cm, nil),
+		levelEvent(t, "1", auditlog.LevelMetadata, "create", "namespaces", "", "ns1", 201, "", nil, nil),
+		levelEvent(t, "2", auditlog.LevelRequest, "create", "configmaps", "ns1", "cm", 422, denied, cm, nil),
 		// Known labels: decided.
-		levelEvent(t, "3", LevelRequestResponse, "update", "namespaces", "", "ns1", 200, "", ns, ns),
-		levelEvent(t, "4", LevelRequest, "create", "configmaps", "ns1", "cm", 201, "", cm, nil),
+		levelEvent(t, "3", auditlog.LevelRequestResponse, "update", "namespaces", "", "ns1", 200, "", ns, ns),
+		levelEvent(t, "4", auditlog.LevelRequest, "create", "configmaps", "ns1", "cm", 201, "", cm, nil),
 	)
 	if rec := recs["2"]; rec == nil || rec.Decision != DecisionIndeterminate || !strings.HasPrefix(rec.Indeterminate, "namespace-unknown: namespaces ns1 unknown") {
 		t.Errorf("request 2 = %+v, want indeterminate namespace-unknown", rec)
@@ -128,15 +130,15 @@ func TestNamespaceReadOnlyBySelectingPolicies(t *testing.T) {
 	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1"}}
 	denied := `pods "web" is forbidden: ValidatingAdmissionPolicy 'pods' with binding 'pods' denied request: denied by pods`
 	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{reader, pods}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{rb, pb},
-		levelEvent(t, "1", LevelMetadata, "create", "namespaces", "", "ns1", 201, "", nil, nil),
-		levelEvent(t, "2", LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod),
-		levelEvent(t, "3", LevelRequestResponse, "delete", "pods", "ns1", "web", 422, denied, nil, nil),
-		levelEvent(t, "4", LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm, cm),
+		levelEvent(t, "1", auditlog.LevelMetadata, "create", "namespaces", "", "ns1", 201, "", nil, nil),
+		levelEvent(t, "2", auditlog.LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod),
+		levelEvent(t, "3", auditlog.LevelRequestResponse, "delete", "pods", "ns1", "web", 422, denied, nil, nil),
+		levelEvent(t, "4", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm, cm),
 	)
 	if rec := recs["3"]; rec == nil || rec.Decision != DecisionDeny || rec.Message != denied {
 		t.Errorf("request 3 = %+v, want deny %q", rec, denied)
 	}
-	if rec := recs["4"]; rec == nil || rec.Decision != DecisionIndeterminate || !strings.HasPrefix(rec.Indeterminate, "namespace-unknown: ") {
+	if rec := recs["4"]; rec == nil || rec.Decision != DecisionIndeterminate || rec.Reason != ReasonNamespaceUnknown {
 		t.Errorf("request 4 = %+v, want indeterminate namespace-unknown", rec)
 	}
 	if len(sum.Disagreements) != 0 {
@@ -151,7 +153,7 @@ func TestRequestObjectNamespace(t *testing.T) {
 	p, b := levelPolicy("ns", "configmaps", admissionregistrationv1.Create, nil, "object.metadata.namespace == 'ns1'")
 	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm"}}
 	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
-		levelEvent(t, "1", LevelRequest, "create", "configmaps", "ns1", "cm", 201, "", cm, nil),
+		levelEvent(t, "1", auditlog.LevelRequest, "create", "configmaps", "ns1", "cm", 201, "", cm, nil),
 	)
 	if rec := recs["1"]; rec == nil || rec.Decision != DecisionAdmit || rec.Changed || !strings.HasPrefix(rec.ObjectSource, SourcePipeline) {
 		t.Errorf("request 1 = %+v, want admit from the request object", rec)
@@ -169,8 +171,8 @@ func TestNamespaceOldObject(t *testing.T) {
 	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1", "labels": map[string]any{"tier": "gold"}}}
 	denied := `namespaces "ns1" is forbidden: ValidatingAdmissionPolicy 'tier' with binding 'tier' denied request: denied by tier`
 	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
-		levelEvent(t, "1", LevelRequestResponse, "create", "namespaces", "", "ns1", 201, "", ns, ns),
-		levelEvent(t, "2", LevelRequestResponse, "patch", "namespaces", "ns1", "ns1", 422, denied, map[string]any{"metadata": map[string]any{"labels": map[string]any{"tier": "silver"}}}, nil),
+		levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "namespaces", "", "ns1", 201, "", ns, ns),
+		levelEvent(t, "2", auditlog.LevelRequestResponse, "patch", "namespaces", "ns1", "ns1", 422, denied, map[string]any{"metadata": map[string]any{"labels": map[string]any{"tier": "silver"}}}, nil),
 	)
 	if rec := recs["2"]; rec == nil || rec.Decision != DecisionDeny || rec.Message != denied {
 		t.Errorf("request 2 = %+v, want deny %q", rec, denied)
@@ -189,8 +191,8 @@ func TestUnknownFieldsDropped(t *testing.T) {
 		"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "nginx"}}}}
 	denied := `pods "web" is forbidden: ValidatingAdmissionPolicy 'other' with binding 'other' denied request: no`
 	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
-		levelEvent(t, "1", LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod),
-		levelEvent(t, "2", LevelRequestResponse, "patch", "pods", "ns1", "web", 422, denied, map[string]any{"data": map[string]any{"n": "1"}}, nil),
+		levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod),
+		levelEvent(t, "2", auditlog.LevelRequestResponse, "patch", "pods", "ns1", "web", 422, denied, map[string]any{"data": map[string]any{"n": "1"}}, nil),
 	)
 	if rec := recs["2"]; rec == nil || rec.Decision != DecisionAdmit || rec.Indeterminate != "" {
 		t.Errorf("request 2 = %+v, want admit by no-data: the server dropped data", rec)
@@ -207,9 +209,9 @@ func TestDryRunDeleteInBody(t *testing.T) {
 	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1"}}
 	denied := `configmaps "cm" is forbidden: ValidatingAdmissionPolicy 'keep' with binding 'keep' denied request: denied by keep`
 	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
-		levelEvent(t, "1", LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm, cm),
-		levelEvent(t, "2", LevelRequestResponse, "delete", "configmaps", "ns1", "cm", 200, "", map[string]any{"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/__internal", "dryRun": []any{"All"}}, cm),
-		levelEvent(t, "3", LevelRequestResponse, "update", "configmaps", "ns1", "cm", 422, denied, cm, nil),
+		levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm, cm),
+		levelEvent(t, "2", auditlog.LevelRequestResponse, "delete", "configmaps", "ns1", "cm", 200, "", map[string]any{"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/__internal", "dryRun": []any{"All"}}, cm),
+		levelEvent(t, "3", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 422, denied, cm, nil),
 	)
 	if rec := recs["3"]; rec == nil || rec.Decision != DecisionDeny || rec.Message != denied {
 		t.Errorf("request 3 = %+v, want deny %q", rec, denied)
@@ -227,8 +229,8 @@ func TestUnconditionalUpdate(t *testing.T) {
 	body := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1"}, "data": map[string]any{"a": "b"}}
 	denied := `configmaps "cm" is forbidden: ValidatingAdmissionPolicy 'rv' with binding 'rv' denied request: denied by rv`
 	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
-		levelEvent(t, "1", LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm, cm),
-		levelEvent(t, "2", LevelRequestResponse, "update", "configmaps", "ns1", "cm", 422, denied, body, nil),
+		levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm, cm),
+		levelEvent(t, "2", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 422, denied, body, nil),
 	)
 	if rec := recs["2"]; rec == nil || rec.Decision != DecisionDeny || rec.Message != denied {
 		t.Errorf("request 2 = %+v, want deny %q", rec, denied)
@@ -248,16 +250,16 @@ func TestNamespaceDelete(t *testing.T) {
 	opts := map[string]any{"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/__internal"}
 	denied := `namespaces "ns1" is forbidden: ValidatingAdmissionPolicy 'uid' with binding 'uid' denied request: denied by uid`
 	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
-		levelEvent(t, "1", LevelRequestResponse, "create", "namespaces", "", "ns1", 201, "", ns, ns),
-		levelEvent(t, "2", LevelRequestResponse, "delete", "namespaces", "ns1", "ns1", 422, denied, opts, nil),
+		levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "namespaces", "", "ns1", 201, "", ns, ns),
+		levelEvent(t, "2", auditlog.LevelRequestResponse, "delete", "namespaces", "ns1", "ns1", 422, denied, opts, nil),
 		// Admitted by another binding: now terminating.
-		levelEvent(t, "3", LevelRequestResponse, "update", "namespaces", "ns1", "ns1", 200, "", terminating, terminating),
-		levelEvent(t, "4", LevelRequestResponse, "delete", "namespaces", "ns1", "ns1", 200, "", opts, terminating),
+		levelEvent(t, "3", auditlog.LevelRequestResponse, "update", "namespaces", "ns1", "ns1", 200, "", terminating, terminating),
+		levelEvent(t, "4", auditlog.LevelRequestResponse, "delete", "namespaces", "ns1", "ns1", 200, "", opts, terminating),
 	)
 	if rec := recs["2"]; rec == nil || rec.Decision != DecisionDeny || rec.Message != denied {
 		t.Errorf("request 2 = %+v, want deny %q", rec, denied)
 	}
-	if recs["4"] != nil || sum.Skipped[SkipPendingDeletion] != 1 {
+	if recs["4"] != nil || sum.Skipped[string(SkipPendingDeletion)] != 1 {
 		t.Errorf("request 4 = %+v, skipped %v: want it skipped, the namespace is finalizing", recs["4"], sum.Skipped)
 	}
 	if len(sum.Disagreements) != 0 {
@@ -273,10 +275,10 @@ func TestGeneratedName(t *testing.T) {
 	stored := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"generateName": "gen-", "name": "gen-x7k2p", "namespace": "ns1"}}
 	denied := `configmaps "gen-x7k2p" is forbidden: ValidatingAdmissionPolicy 'names' with binding 'names' denied request: denied by names`
 	_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
-		levelEvent(t, "1", LevelRequestResponse, "create", "configmaps", "ns1", "", 422, denied, body, nil),
-		levelEvent(t, "2", LevelRequestResponse, "create", "configmaps", "ns1", "", 201, "", body, stored),
+		levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "", 422, denied, body, nil),
+		levelEvent(t, "2", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "", 201, "", body, stored),
 	)
-	if rec := recs["1"]; rec == nil || rec.Decision != DecisionIndeterminate || !strings.HasPrefix(rec.Indeterminate, "unknown-field: ") || rec.Name != "" {
+	if rec := recs["1"]; rec == nil || rec.Decision != DecisionIndeterminate || rec.Reason != ReasonUnknownField || rec.Name != "" {
 		t.Errorf("request 1 = %+v, want indeterminate unknown-field, without a name", rec)
 	}
 	if rec := recs["2"]; rec == nil || rec.Decision != DecisionDeny || !rec.Changed {
@@ -290,12 +292,12 @@ func TestTokenRequest(t *testing.T) {
 	sa := map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "robot", "namespace": "ns1"}}
 	tr := map[string]any{"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "metadata": map[string]any{"name": "robot", "namespace": "ns1"}, "spec": map[string]any{"audiences": []any{"api"}}}
 	denied := `serviceaccounts "robot" is forbidden: ValidatingAdmissionPolicy 'sa' with binding 'sa' denied request: denied by sa`
-	token := levelEvent(t, "2", LevelRequestResponse, "create", "serviceaccounts", "ns1", "robot", 201, "", tr, tr)
+	token := levelEvent(t, "2", auditlog.LevelRequestResponse, "create", "serviceaccounts", "ns1", "robot", 201, "", tr, tr)
 	token = strings.Replace(token, `"resource":"serviceaccounts"`, `"resource":"serviceaccounts","subresource":"token"`, 1)
 	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
-		levelEvent(t, "1", LevelRequestResponse, "create", "serviceaccounts", "ns1", "robot", 201, "", sa, sa),
+		levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "serviceaccounts", "ns1", "robot", 201, "", sa, sa),
 		token,
-		levelEvent(t, "3", LevelRequestResponse, "update", "serviceaccounts", "ns1", "robot", 422, denied, sa, nil),
+		levelEvent(t, "3", auditlog.LevelRequestResponse, "update", "serviceaccounts", "ns1", "robot", 422, denied, sa, nil),
 	)
 	if rec := recs["3"]; rec == nil || rec.Decision != DecisionDeny || rec.Message != denied {
 		t.Errorf("request 3 = %+v, want deny %q", rec, denied)
@@ -311,7 +313,7 @@ func TestEvictionDryRun(t *testing.T) {
 	p, b := levelPolicy("dry", "pods/eviction", admissionregistrationv1.Create, nil, "!has(object.deleteOptions.dryRun)")
 	ev := map[string]any{"apiVersion": "policy/v1", "kind": "Eviction", "metadata": map[string]any{"name": "web", "namespace": "ns1"}, "deleteOptions": map[string]any{"gracePeriodSeconds": 0}}
 	denied := `pods "web" is forbidden: ValidatingAdmissionPolicy 'dry' with binding 'dry' denied request: denied by dry`
-	line := levelEvent(t, "1", LevelRequestResponse, "create", "pods", "ns1", "web", 422, denied, ev, nil)
+	line := levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "pods", "ns1", "web", 422, denied, ev, nil)
 	line = strings.Replace(line, `"resource":"pods"`, `"resource":"pods","subresource":"eviction"`, 1)
 	line = strings.Replace(line, `"requestURI":"/api/v1/namespaces/ns1/pods"`, `"requestURI":"/api/v1/namespaces/ns1/pods/web/eviction?dryRun=All"`, 1)
 	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, line)
@@ -337,11 +339,11 @@ func TestBindingReplayed(t *testing.T) {
 		"status": map[string]any{"phase": "Pending"}}
 	binding := map[string]any{"apiVersion": "v1", "kind": "Binding", "metadata": map[string]any{"name": "web", "namespace": "ns1"},
 		"target": map[string]any{"kind": "Node", "name": "n1"}}
-	bind := levelEvent(t, "3", LevelRequest, "create", "pods", "ns1", "web", 201, "", binding, nil)
+	bind := levelEvent(t, "3", auditlog.LevelRequest, "create", "pods", "ns1", "web", 201, "", binding, nil)
 	bind = strings.Replace(bind, `"resource":"pods"`, `"resource":"pods","subresource":"binding"`, 1)
 	bind = strings.Replace(bind, `"requestURI":"/api/v1/namespaces/ns1/pods"`, `"requestURI":"/api/v1/namespaces/ns1/pods/web/binding"`, 1)
 	denied := `pods "web" is forbidden: ValidatingAdmissionPolicy 'bound' with binding 'bound' denied request: denied by bound`
-	del := levelEvent(t, "4", LevelRequest, "delete", "pods", "ns1", "web", 422, denied, nil, nil)
+	del := levelEvent(t, "4", auditlog.LevelRequest, "delete", "pods", "ns1", "web", 422, denied, nil, nil)
 	for _, tc := range []struct {
 		name     string
 		withNode bool
@@ -351,9 +353,9 @@ func TestBindingReplayed(t *testing.T) {
 		{"node unknown", false, DecisionIndeterminate},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			lines := []string{levelEvent(t, "2", LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod), bind, del}
+			lines := []string{levelEvent(t, "2", auditlog.LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod), bind, del}
 			if tc.withNode {
-				lines = append([]string{levelEvent(t, "1", LevelRequestResponse, "create", "nodes", "", "n1", 201, "", node, node)}, lines...)
+				lines = append([]string{levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "nodes", "", "n1", 201, "", node, node)}, lines...)
 			}
 			sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, lines...)
 			rec := recs["4"]
@@ -390,7 +392,7 @@ func TestOldObjectConverted(t *testing.T) {
 		"metadata": map[string]any{"name": "h", "namespace": "ns1", "uid": "u-h", "resourceVersion": "8"},
 		"spec":     map[string]any{"maxReplicas": 5, "targetCPUUtilizationPercentage": 60, "scaleTargetRef": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"}}}
 	hpa := func(id, verb, version string, code int32, msg string, req, resp map[string]any) string {
-		line := levelEvent(t, id, LevelRequestResponse, verb, "horizontalpodautoscalers", "ns1", "h", code, msg, req, resp)
+		line := levelEvent(t, id, auditlog.LevelRequestResponse, verb, "horizontalpodautoscalers", "ns1", "h", code, msg, req, resp)
 		line = strings.Replace(line, `"requestURI":"/api/v1/`, `"requestURI":"/apis/autoscaling/`+version+`/`, 1)
 		return strings.Replace(line, `"apiVersion":"v1","name":"h"`, `"apiGroup":"autoscaling","apiVersion":"`+version+`","name":"h"`, 1)
 	}
@@ -423,17 +425,17 @@ func TestDeleteCollectionUnknowns(t *testing.T) {
 		"status": map[string]any{"phase": "Pending"}}
 	binding := map[string]any{"apiVersion": "v1", "kind": "Binding", "metadata": map[string]any{"name": "web", "namespace": "ns1"},
 		"target": map[string]any{"kind": "Node", "name": "n1"}}
-	bind := levelEvent(t, "3", LevelRequest, "create", "pods", "ns1", "web", 201, "", binding, nil)
+	bind := levelEvent(t, "3", auditlog.LevelRequest, "create", "pods", "ns1", "web", 201, "", binding, nil)
 	bind = strings.Replace(bind, `"resource":"pods"`, `"resource":"pods","subresource":"binding"`, 1)
 	bind = strings.Replace(bind, `"requestURI":"/api/v1/namespaces/ns1/pods"`, `"requestURI":"/api/v1/namespaces/ns1/pods/web/binding"`, 1)
-	del := levelEvent(t, "4", LevelRequestResponse, "deletecollection", "pods", "ns1", "", 200, "", nil, map[string]any{"apiVersion": "v1", "kind": "PodList", "metadata": map[string]any{}, "items": []any{}})
+	del := levelEvent(t, "4", auditlog.LevelRequestResponse, "deletecollection", "pods", "ns1", "", 200, "", nil, map[string]any{"apiVersion": "v1", "kind": "PodList", "metadata": map[string]any{}, "items": []any{}})
 	del = strings.Replace(del, `"requestURI":"/api/v1/namespaces/ns1/pods/"`, `"requestURI":"/api/v1/namespaces/ns1/pods"`, 1)
 	def := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "default", "uid": "u-default", "resourceVersion": "1"}}
 	_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
 		// The log begins with the cluster: the State knows every pod.
-		strings.Replace(levelEvent(t, "0", LevelRequestResponse, "create", "namespaces", "", "default", 201, "", def, def), `"username":"admin"`, `"username":"system:apiserver"`, 1),
-		levelEvent(t, "1", LevelRequestResponse, "create", "namespaces", "", "ns1", 201, "", ns, ns),
-		levelEvent(t, "2", LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod), bind, del)
+		strings.Replace(levelEvent(t, "0", auditlog.LevelRequestResponse, "create", "namespaces", "", "default", 201, "", def, def), `"username":"admin"`, `"username":"system:apiserver"`, 1),
+		levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "namespaces", "", "ns1", 201, "", ns, ns),
+		levelEvent(t, "2", auditlog.LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod), bind, del)
 	rec := recs["4"]
 	if rec == nil || rec.Decision != DecisionIndeterminate || !strings.Contains(rec.Indeterminate, "resourceVersion") {
 		t.Fatalf("request 4 = %+v (%s %s %v), want indeterminate on the pod's resourceVersion", rec, rec.Decision, rec.Indeterminate, rec.Notes)
@@ -453,12 +455,12 @@ func TestMutatingAdmissionPolicies(t *testing.T) {
 			"objectSelector": map[string]any{}, "namespaceSelector": map[string]any{"matchLabels": map[string]any{"mutate": "on"}}}}}
 	ns := func(name string, labels map[string]any) string {
 		obj := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name, "labels": labels}}
-		return levelEvent(t, "ns-"+name, LevelRequestResponse, "create", "namespaces", "", name, 201, "", obj, obj)
+		return levelEvent(t, "ns-"+name, auditlog.LevelRequestResponse, "create", "namespaces", "", name, 201, "", obj, obj)
 	}
 	mapBinding := map[string]any{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicyBinding", "metadata": map[string]any{"name": "add-owner"},
 		"spec": map[string]any{"policyName": "add-owner"}}
 	mapEvent := func(id, verb, resource, name string, obj map[string]any) string {
-		line := levelEvent(t, id, LevelRequestResponse, verb, resource, "", name, 201, "", obj, obj)
+		line := levelEvent(t, id, auditlog.LevelRequestResponse, verb, resource, "", name, 201, "", obj, obj)
 		line = strings.Replace(line, `"requestURI":"/api/v1/`, `"requestURI":"/apis/admissionregistration.k8s.io/v1/`, 1)
 		return strings.Replace(line, `"apiVersion":"v1","name"`, `"apiGroup":"admissionregistration.k8s.io","apiVersion":"v1","name"`, 1)
 	}
@@ -470,10 +472,10 @@ func TestMutatingAdmissionPolicies(t *testing.T) {
 		c := cm(name)
 		c["metadata"].(map[string]any)["namespace"] = namespace
 		if admitted {
-			return levelEvent(t, id, LevelRequest, "create", "configmaps", namespace, name, 201, "", c, nil)
+			return levelEvent(t, id, auditlog.LevelRequest, "create", "configmaps", namespace, name, 201, "", c, nil)
 		}
 		denied := `configmaps "` + name + `" is forbidden: ValidatingAdmissionPolicy 'owner' with binding 'owner' denied request: denied by owner`
-		return levelEvent(t, id, LevelRequest, "create", "configmaps", namespace, name, 422, denied, c, nil)
+		return levelEvent(t, id, auditlog.LevelRequest, "create", "configmaps", namespace, name, 422, denied, c, nil)
 	}
 	unbind := strings.Replace(mapEvent("5", "delete", "mutatingadmissionpolicybindings", "add-owner", nil), `"code":201`, `"code":200`, 1)
 	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
@@ -512,7 +514,7 @@ func TestEquivalentEvents(t *testing.T) {
 		"eventTime": "2026-11-23T18:19:57.820136Z", "reportingController": "example.com/c", "reportingInstance": "i", "action": "Test", "reason": "Test",
 		"regarding": map[string]any{"kind": "ConfigMap", "namespace": "ns1", "name": "cm"}, "note": "x", "type": "Normal"}
 	denied := `events.events.k8s.io "ev-1" is forbidden: ValidatingAdmissionPolicy 'core-events' with binding 'core-events' denied request: denied by core-events`
-	line := levelEvent(t, "1", LevelRequestResponse, "create", "events", "ns1", "ev-1", 422, denied, ev, nil)
+	line := levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "events", "ns1", "ev-1", 422, denied, ev, nil)
 	line = strings.Replace(line, `"requestURI":"/api/v1/`, `"requestURI":"/apis/events.k8s.io/v1/`, 1)
 	line = strings.Replace(line, `"apiVersion":"v1","name":"ev-1"`, `"apiGroup":"events.k8s.io","apiVersion":"v1","name":"ev-1"`, 1)
 	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, line)

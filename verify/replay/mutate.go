@@ -101,7 +101,7 @@ func (r *Replayer) mutationUnknown(m *verify.Mutation, inputs []vapccel.Unknown)
 
 // mutationUnknownField is the field an unknown mutation leaves unknown: the whole object.
 func mutationUnknownField(why string) vapccel.Unknown {
-	return vapccel.Unknown{Path: vapccel.FieldPath{Root: "object"}, Why: "mutation-unknown: " + why}
+	return vapccel.Unknown{Path: vapccel.FieldPath{Root: "object"}, Why: because(ReasonMutationUnknown, why).String()}
 }
 
 // sameMutation says whether two variants of a request were changed alike.

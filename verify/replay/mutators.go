@@ -57,7 +57,7 @@ type mutatedRequest struct {
 	object, old       labels.Set
 	hasObject, hasOld bool
 	// view answers for the namespace's labels.
-	view *View
+	view *stateView
 	// replayed are the policies the evaluation runs itself (--policies), taken to be those
 	// the cluster has of their name: they leave nothing unknown. The ordered stage, which
 	// follows the cluster's writes without them, leaves it nil.
@@ -126,7 +126,7 @@ func (m *mutators) unknowns(req mutatedRequest) []vapccel.Unknown {
 }
 
 // mutatedBy is the request of an admission's attributes, for mayMutate.
-func mutatedBy(t target, a admission.Attributes, view *View) mutatedRequest {
+func mutatedBy(t target, a admission.Attributes, view *stateView) mutatedRequest {
 	req := mutatedRequest{gvr: t.gvr, sub: t.sub, op: t.op, namespace: a.GetNamespace(), view: view}
 	if t.gvr.GroupResource() == namespacesGR && t.sub == "" {
 		req.namespace = "" // a Namespace is matched by its own labels, as its object's
@@ -147,7 +147,7 @@ func mutatedBy(t target, a admission.Attributes, view *View) mutatedRequest {
 }
 
 // mutatedObject is the request of a rebuilt object, for mayMutate.
-func mutatedObject(t target, obj, old *unstructured.Unstructured, view *View) mutatedRequest {
+func mutatedObject(t target, obj, old *unstructured.Unstructured, view *stateView) mutatedRequest {
 	req := mutatedRequest{gvr: t.gvr, sub: t.sub, op: t.op, namespace: t.namespace, view: view}
 	if t.gvr.GroupResource() == namespacesGR && t.sub == "" {
 		req.namespace = ""

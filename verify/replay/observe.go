@@ -27,10 +27,10 @@ func WithObserver(o Observer) Option {
 
 // prepare is what the decoding workers do with every event: prepareWrite, and the Observer's
 // Prepare.
-func (r *Replayer) prepare(ev *Event) {
-	r.prepareWrite(ev)
-	if r.observer.Prepare != nil && ev.Final() {
-		ev.observed = r.observer.Prepare(ev)
+func (r *Replayer) prepare(d *decoded) {
+	d.written = r.prepareWrite(d.ev)
+	if r.observer.Prepare != nil && d.ev.Final() {
+		d.observed = r.observer.Prepare(d.ev)
 	}
 }
 

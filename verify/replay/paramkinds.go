@@ -60,13 +60,14 @@ func (u unsettled) activeAt(received time.Time) bool {
 	return u.on && (u.until.IsZero() || received.IsZero() || received.Before(u.until))
 }
 
-// reason is why a decision of the policy depends on the state.
+// reason is why a decision of the policy depends on the state: the detail of a
+// ReasonParamKindPending.
 func (u unsettled) reason(policy string) string {
 	why := u.why
 	if !u.until.IsZero() {
 		why += fmt.Sprintf(" (until %s, %s after it was Established)", u.until.UTC().Format(time.RFC3339), ParamResolveDelay)
 	}
-	return fmt.Sprintf("param-kind-pending: policy %s: %s", policy, why)
+	return fmt.Sprintf("policy %s: %s", policy, why)
 }
 
 func (k *paramKind) unsettled() bool { return k.resolving.on || k.paramsUnknown.on }
@@ -209,7 +210,7 @@ func (r *Replayer) resolvingKinds() map[schema.GroupVersionKind]bool {
 // indeterminate is set when the replay cannot decide the request both ways: several kinds are
 // resolving, or one is resolving and another that the alternative evaluators take as not
 // found no longer is.
-func (r *Replayer) unsettledParams(policies []string, ev *Event) (resolving string, unknown map[schema.GroupResource]string, indeterminate string) {
+func (r *Replayer) unsettledParams(policies []string, ev *Event) (resolving undecided, unknown map[schema.GroupResource]string, indeterminate undecided) {
 	var received time.Time
 	first, stale := true, false
 	var kinds []*paramKind
@@ -226,7 +227,7 @@ func (r *Replayer) unsettledParams(policies []string, ev *Event) (resolving stri
 			continue
 		}
 		if first {
-			received, first = ev.received(), false
+			received, first = ev.Received(), false
 		}
 		if k.paramsUnknown.activeAt(received) && k.mapping != nil {
 			if unknown == nil {
@@ -245,11 +246,11 @@ func (r *Replayer) unsettledParams(policies []string, ev *Event) (resolving stri
 	}
 	switch {
 	case len(missing) > 0:
-		indeterminate = strings.Join(dedupe(missing), "; ")
+		indeterminate = because(ReasonParamKindUnknown, strings.Join(dedupe(missing), "; "))
 	case len(kinds) == 1 && !stale:
-		resolving = reasons[0]
+		resolving = because(ReasonParamKindPending, reasons[0])
 	case len(kinds) > 0:
-		indeterminate = strings.Join(reasons, "; ")
+		indeterminate = because(ReasonParamKindPending, strings.Join(reasons, "; "))
 	}
 	return resolving, unknown, indeterminate
 }

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
 // Source is one audit log to read: a file (plain or gzip-compressed) or "-" for the reader
@@ -21,7 +23,8 @@ type Source struct {
 	Reader io.Reader
 }
 
-// decoded is one line of a log after decoding.
+// decoded is one line of a log after decoding, and what the decoding workers prepared of its
+// event.
 type decoded struct {
 	file  string
 	num   int
@@ -29,12 +32,16 @@ type decoded struct {
 	ev    *Event
 	blank bool
 	err   error
+	// written is the response object of a write, decoded by a worker (see prepareWrite).
+	written *written
+	// observed is what the Observer's Prepare returned for the event.
+	observed any
 }
 
 // batch is a run of lines decoded together by one worker.
 type batch struct {
 	buf   []byte
-	lines []line
+	lines []auditlog.Line
 	out   []decoded
 	done  chan struct{}
 }
@@ -47,8 +54,8 @@ const (
 // decodeLogs reads the sources in order and calls fn with every line, in order, decoded on up
 // to workers goroutines. Memory stays bounded: at most 2×workers batches are in flight. An
 // error opening a source is reported through fn as a line error and the next source is read.
-// prepare, when set, is called on the worker with every event decoded.
-func decodeLogs(ctx context.Context, sources []Source, maxLine, workers int, prepare func(*Event), fn func(decoded)) error {
+// prepare, when set, is called on the worker with every line decoded to an event.
+func decodeLogs(ctx context.Context, sources []Source, maxLine, workers int, prepare func(*decoded), fn func(decoded)) error {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
@@ -73,14 +80,14 @@ func decodeLogs(ctx context.Context, sources []Source, maxLine, workers int, pre
 			for b := range work {
 				b.out = make([]decoded, len(b.lines))
 				for i, l := range b.lines {
-					d := decoded{file: l.file, num: l.num, bytes: l.size, err: l.err}
-					if l.err == nil {
-						if len(bytes.TrimSpace(l.data)) == 0 {
+					d := decoded{file: l.File, num: l.Num, bytes: l.Size, err: l.Err}
+					if l.Err == nil {
+						if len(bytes.TrimSpace(l.Data)) == 0 {
 							d.blank = true
 						} else {
-							d.ev, d.err = DecodeEvent(l.data)
+							d.ev, d.err = auditlog.Decode(l.Data)
 							if d.err == nil && prepare != nil {
-								prepare(d.ev)
+								prepare(&d)
 							}
 						}
 					}
@@ -117,11 +124,11 @@ func decodeLogs(ctx context.Context, sources []Source, maxLine, workers int, pre
 			return true
 		}
 		for _, src := range sources {
-			if err := readSource(ctx, src, maxLine, func(l line) bool {
-				if l.data != nil {
+			if err := readSource(ctx, src, maxLine, func(l auditlog.Line) bool {
+				if l.Data != nil {
 					start := len(cur.buf)
-					cur.buf = append(cur.buf, l.data...)
-					l.data = cur.buf[start:len(cur.buf):len(cur.buf)]
+					cur.buf = append(cur.buf, l.Data...)
+					l.Data = cur.buf[start:len(cur.buf):len(cur.buf)]
 				}
 				cur.lines = append(cur.lines, l)
 				if len(cur.lines) >= batchLines || len(cur.buf) >= batchBytes {
@@ -153,7 +160,7 @@ func decodeLogs(ctx context.Context, sources []Source, maxLine, workers int, pre
 }
 
 // readSource calls fn with every line of one source; fn returns false to stop.
-func readSource(ctx context.Context, src Source, maxLine int, fn func(line) bool) error {
+func readSource(ctx context.Context, src Source, maxLine int, fn func(auditlog.Line) bool) error {
 	r := src.Reader
 	if r != nil {
 		r = interruptible(ctx, r) // standard input may block: an interrupt must not wait for it
@@ -161,15 +168,15 @@ func readSource(ctx context.Context, src Source, maxLine int, fn func(line) bool
 	if r == nil {
 		f, err := os.Open(src.Name)
 		if err != nil {
-			fn(line{file: src.Name, err: &readError{fmt.Errorf("cannot open: %v", err)}})
+			fn(auditlog.Line{File: src.Name, Err: &auditlog.ReadError{Err: fmt.Errorf("cannot open: %v", err)}})
 			return nil
 		}
 		defer f.Close()
 		r = f
 	}
-	lr, closer, err := newLineReader(src.Name, r, maxLine)
+	lr, closer, err := auditlog.NewReader(src.Name, r, maxLine)
 	if err != nil {
-		fn(line{file: src.Name, err: &readError{err}})
+		fn(auditlog.Line{File: src.Name, Err: &auditlog.ReadError{Err: err}})
 		return nil
 	}
 	if closer != nil {
@@ -179,7 +186,7 @@ func readSource(ctx context.Context, src Source, maxLine int, fn func(line) bool
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		l, ok := lr.next()
+		l, ok := lr.Next()
 		if !ok {
 			return ctx.Err() // the end of the log, or where an interrupt stopped its reading
 		}
@@ -226,7 +233,7 @@ func firstEventTime(path string, maxLine int) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	defer f.Close()
-	lr, closer, err := newLineReader(path, f, maxLine)
+	lr, closer, err := auditlog.NewReader(path, f, maxLine)
 	if err != nil {
 		return time.Time{}, false
 	}
@@ -234,14 +241,14 @@ func firstEventTime(path string, maxLine int) (time.Time, bool) {
 		defer closer.Close()
 	}
 	for i := 0; i < 100; i++ {
-		l, ok := lr.next()
+		l, ok := lr.Next()
 		if !ok {
 			break
 		}
-		if l.err != nil {
+		if l.Err != nil {
 			continue
 		}
-		if ev, err := DecodeEvent(l.data); err == nil {
+		if ev, err := auditlog.Decode(l.Data); err == nil {
 			if at, err := time.Parse(time.RFC3339Nano, ev.StageTimestamp); err == nil {
 				return at, true
 			}

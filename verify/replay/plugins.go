@@ -14,6 +14,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	vapccel "github.com/vapc-dev/vapc/cel"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
 // kube-apiserver's built-in admission plugins (DefaultTolerationSeconds, ServiceAccount,
@@ -26,7 +27,7 @@ import (
 
 // pluginCluster is what the plugins read for one request.
 type pluginCluster struct {
-	v      *View
+	v      *stateView
 	mapper meta.RESTMapper
 	// passed says the log shows the request got past the built-in plugins.
 	passed bool
@@ -186,7 +187,7 @@ func timeUnknown(path vapccel.FieldPath) vapccel.Unknown {
 // serverSecond is the second the server's clock read while it handled the request, when the
 // log holds it: the request was received and completed within the same second.
 func serverSecond(ev *Event) (metav1.Time, bool) {
-	from, to := parseTime(ev.RequestReceivedTimestamp), parseTime(ev.StageTimestamp)
+	from, to := auditlog.ParseTime(ev.RequestReceivedTimestamp), auditlog.ParseTime(ev.StageTimestamp)
 	if from.IsZero() || to.IsZero() || from.Unix() != to.Unix() {
 		return metav1.Time{}, false
 	}

@@ -42,7 +42,9 @@ type Record struct {
 	Changed bool `json:"changed,omitempty"`
 	// Results lists every (binding, param) evaluation that did not admit.
 	Results []RecordResult `json:"results"`
-	// Indeterminate is the reason, when the decision is indeterminate.
+	// Reason is the code of why the decision is indeterminate (ReasonOldObjectUnknown, ...),
+	// and Indeterminate the same for people: the code, ": " and a detail.
+	Reason        Reason `json:"reason,omitempty"`
 	Indeterminate string `json:"indeterminate"`
 	// Code and Message are the response vapc predicts for a denial.
 	Code    int32  `json:"code,omitempty"`

@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
 // Recorded outcomes: what the log says validating admission did.
@@ -11,16 +13,6 @@ const (
 	RecordedAdmit   = "admit"
 	RecordedDeny    = "deny"
 	RecordedUnknown = "unknown"
-)
-
-// Skip reasons: requests that never reached validating admission.
-const (
-	SkipRead            = "read"                      // get, list, watch
-	SkipNonResource     = "non-resource"              // /healthz, /version, discovery
-	SkipUnauthenticated = "unauthenticated"           // 401
-	SkipUnauthorized    = "unauthorized"              // 403 from the authorizer or impersonation
-	SkipBeforeAdmission = "rejected-before-admission" // refused before validating admission ran
-	SkipPendingDeletion = "graceful-deletion-pending" // a DELETE the server completes without admission
 )
 
 var (
@@ -40,6 +32,8 @@ type recording struct {
 	// by says who denied: "ValidatingAdmissionPolicy 'p' with binding 'b'", a webhook, another
 	// admission plugin.
 	by string
+	// byWebhook says an admission webhook denied the request, or its call failed.
+	byWebhook bool
 	// policy and binding of a denial by a ValidatingAdmissionPolicy.
 	policy, binding string
 	// vapRan is false when the request was refused before ValidatingAdmissionPolicy ran, or
@@ -48,7 +42,7 @@ type recording struct {
 	// note explains the classification: "failed after admission: AlreadyExists".
 	note string
 	// skip, when set, says the request never reached validating admission.
-	skip string
+	skip Reason
 	// sure says the log shows the request never reached validating admission: the pipeline
 	// is not asked.
 	sure bool
@@ -63,7 +57,7 @@ func classify(ev *Event, connect bool) recording {
 		reason = ev.ResponseStatus.Reason
 	}
 	switch {
-	case ev.Stage == StagePanic:
+	case ev.Stage == auditlog.StagePanic:
 		return recording{outcome: RecordedUnknown, note: "the request panicked"}
 	case ev.ResponseStatus == nil || code == 0:
 		return recording{outcome: RecordedUnknown, note: "no response status"}
@@ -89,10 +83,10 @@ func classify(ev *Event, connect bool) recording {
 	if m := webhookDenied.FindStringSubmatch(msg); m != nil {
 		// Mutating webhooks run before ValidatingAdmissionPolicy, validating ones after, and
 		// their denials read the same.
-		return recording{outcome: RecordedDeny, by: `admission webhook "` + m[1] + `"`, note: "a webhook denied: ValidatingAdmissionPolicy ran before it if it is a validating webhook"}
+		return recording{outcome: RecordedDeny, by: `admission webhook "` + m[1] + `"`, byWebhook: true, note: "a webhook denied: ValidatingAdmissionPolicy ran before it if it is a validating webhook"}
 	}
 	if m := webhookFailed.FindStringSubmatch(msg); m != nil {
-		return recording{outcome: RecordedDeny, by: `admission webhook "` + m[1] + `" (call failed)`, note: "a webhook call failed"}
+		return recording{outcome: RecordedDeny, by: `admission webhook "` + m[1] + `" (call failed)`, byWebhook: true, note: "a webhook call failed"}
 	}
 	verb := ev.Verb
 	switch code {

@@ -23,6 +23,7 @@ import (
 	vapcschema "github.com/vapc-dev/vapc/cel/schema"
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/internal/apiserver"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
 // Evaluator decides one admission request: one the replay rebuilt from the log (Evaluate), or
@@ -146,7 +147,7 @@ type Replayer struct {
 	loadedPolicies map[string]bool     // the policies with bindings
 	requestOnly    *requestOnly
 	standIns       map[schema.GroupResource]kruntime.Object // a stand-in param of each paramKind, in the current epoch
-	state          *State
+	state          *clusterState
 	evals          []evalWorker
 	running        *evaluation
 
@@ -230,7 +231,7 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 		sort.Strings(bs)
 	}
 	r.newEpoch()
-	r.state = NewState(r.resources.RESTMapper(), func(gr schema.GroupResource) bool { return r.cur().scope.keeps(gr) }, func(gr schema.GroupResource) bool {
+	r.state = newClusterState(r.resources.RESTMapper(), func(gr schema.GroupResource) bool { return r.cur().scope.keeps(gr) }, func(gr schema.GroupResource) bool {
 		return gr == namespacesGR || r.cur().scope.params[gr] || r.cur().scope.pluginInputs[gr]
 	})
 	r.state.rescope(r.cur().scope.paramSelectors)
@@ -262,9 +263,6 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 	}
 	return r, nil
 }
-
-// State returns the replay's State.
-func (r *Replayer) State() *State { return r.state }
 
 // Run replays the sources, files in the order of their first event's time (rotated logs
 // oldest first, whatever order they are given in), and calls sink with the record of every request the
@@ -349,7 +347,7 @@ func (r *Replayer) line(ctx context.Context, d decoded) {
 	}
 	r.sum.Requests++
 	if r.observer.Event != nil {
-		r.observer.Event(d.file, d.num, ev, ev.observed)
+		r.observer.Event(d.file, d.num, ev, d.observed)
 	}
 	r.request(ctx, d, ev)
 }
@@ -437,7 +435,7 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 		j.list, j.listUnknowns, j.listUnknown = r.state.list(t.gvr.GroupResource(), t.namespace)
 	}
 	// An unknown namespace is a miss only when a matched policy selects or reads it.
-	j.view = r.state.View(ep.scope.readNamespaces(policies))
+	j.view = r.state.view(ep.scope.readNamespaces(policies))
 	j.view.unknown = unknownParams
 	r.submit(j)
 }
@@ -484,7 +482,7 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 		return
 	}
 	src := fmt.Sprintf("%s:%d", d.file, d.num)
-	w := ev.written
+	w := d.written
 	if w != nil && w.gen != r.cur().gen {
 		w = nil // prepared with a catalog the log has changed since
 	}
@@ -515,7 +513,7 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 			put(resp, src)
 		case t.name != "":
 			why := "written at " + src + " at level " + orNone(ev.Level) + ": the result is not in the log"
-			if ev.Level == LevelRequestResponse {
+			if ev.Level == auditlog.LevelRequestResponse {
 				why = "changed through " + describe(t.gvr, t.sub) + " at " + src + ": the result is not in the log"
 			}
 			if r.followsWrite(ev, t) {
@@ -570,7 +568,7 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 				why := "the server's clock and storage when the deletecollection at " + src + " wrote the object, which the log does not show"
 				unknowns := []vapccel.Unknown{{Path: objectPath("metadata", "resourceVersion"), ValueOnly: true, Why: why}}
 				if left.Marked {
-					u.SetDeletionTimestamp(&metav1.Time{Time: ev.received()})
+					u.SetDeletionTimestamp(&metav1.Time{Time: ev.Received()})
 					u.SetDeletionGracePeriodSeconds(&left.GracePeriodSeconds)
 					unknowns = append(unknowns, vapccel.Unknown{Path: objectPath("metadata", "deletionTimestamp"), ValueOnly: true, Why: why})
 				}
@@ -619,7 +617,7 @@ type written struct {
 // decoded only as far as the State reads it (decodeHeader): the State keeps its JSON.
 func writtenObject(ev *Event, t target) *written {
 	if ev.Verb != "deletecollection" && hasBody(ev.ResponseObject) {
-		if h, err := decodeHeader(ev.ResponseObject); err == nil && h.GroupVersionKind() == t.mainKind {
+		if h, err := auditlog.DecodeHeader(ev.ResponseObject); err == nil && h.GroupVersionKind() == t.mainKind {
 			return &written{resp: h, isMain: true, raw: ev.ResponseObject}
 		}
 	}
@@ -646,29 +644,29 @@ func writtenObject(ev *Event, t target) *written {
 
 // prepareWrite runs on a decoding worker: for a final event of a successful write that
 // applyWrite will apply to the State, it decodes the response object and prepares what the
-// State stores, so that the ordered stage does not. It reads the epoch of the moment, which the
-// ordered stage may have replaced by the time it applies the write: applyWrite then prepares it
-// again.
-func (r *Replayer) prepareWrite(ev *Event) {
+// State stores, so that the ordered stage does not; nil for other events. It reads the epoch of
+// the moment, which the ordered stage may have replaced by the time it applies the write:
+// applyWrite then prepares it again.
+func (r *Replayer) prepareWrite(ev *Event) *written {
 	if !ev.Final() || len(ev.ResponseObject) == 0 {
-		return
+		return nil
 	}
 	code := ev.Code()
 	if code < 200 || code >= 300 {
-		return
+		return nil
 	}
 	ep := r.cur()
 	t, skip := resolveIn(ep.resources, ev)
 	gr := t.gvr.GroupResource()
 	if skip != "" || t.op == admission.Connect || !ep.scope.keeps(gr) || isDryRun(ev) {
-		return
+		return nil
 	}
 	w := writtenObject(ev, t)
 	w.gen = ep.gen
 	if w.raw != nil && (gr == namespacesGR || ep.scope.params[gr] || ep.scope.pluginInputs[gr]) {
 		w.typed = r.state.prepareTyped(w.resp, w.raw)
 	}
-	ev.written = w
+	return w
 }
 
 // stillExists says whether an object a DELETE returned is still stored: its graceful deletion

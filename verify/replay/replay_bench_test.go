@@ -12,7 +12,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
 	"github.com/vapc-dev/vapc/cel"
-	"github.com/vapc-dev/vapc/verify/auditgen"
+	"github.com/vapc-dev/vapc/internal/auditgen"
 )
 
 // inTreePolicies reads the in-tree policies of policies/.

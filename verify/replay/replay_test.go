@@ -263,7 +263,7 @@ func TestFakeEvaluator(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("requests mismatch (-want +got):\n%s", diff)
 	}
-	if sum.Skipped[SkipPendingDeletion] != 1 {
+	if sum.Skipped[string(SkipPendingDeletion)] != 1 {
 		t.Errorf("skipped %v, want one %s", sum.Skipped, SkipPendingDeletion)
 	}
 }
@@ -304,7 +304,7 @@ func TestMalformedInput(t *testing.T) {
 	want := []string{
 		"mixed.log:2: not JSON: invalid character 'o' looking for beginning of object key string",
 		"mixed.log:3: line longer than 4096 bytes (at least 5052): skipped",
-		"mixed.log:5: not JSON: json: cannot unmarshal array into Go value of type replay.Event",
+		"mixed.log:5: not JSON: json: cannot unmarshal array into Go value of type auditlog.Event",
 		"mixed.log:6: truncated JSON (40 bytes)",
 	}
 	if len(got) < len(want)+2 {
@@ -365,7 +365,7 @@ func TestHostileLines(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("malformed mismatch (-want +got):\n%s", diff)
 	}
-	if sum.Lines != 9 || sum.Requests != 5 || sum.Skipped[SkipRead] != 4 || sum.Skipped[SkipNonResource] != 1 {
+	if sum.Lines != 9 || sum.Requests != 5 || sum.Skipped[string(SkipRead)] != 4 || sum.Skipped[string(SkipNonResource)] != 1 {
 		t.Errorf("lines %d, requests %d, skipped %v; want 9 lines, 5 requests: 4 reads and 1 non-resource", sum.Lines, sum.Requests, sum.Skipped)
 	}
 	if want := int64(len(log)); sum.Bytes != want {
@@ -395,7 +395,7 @@ func TestRecordedE2E(t *testing.T) {
 	if sum.Evaluated < 50 || denials < 20 {
 		t.Errorf("evaluated %d requests with %d recorded denials, want the scenarios' (50, 20)", sum.Evaluated, denials)
 	}
-	if got := sum.Skipped[SkipPendingDeletion]; got != 2 {
+	if got := sum.Skipped[string(SkipPendingDeletion)]; got != 2 {
 		t.Errorf("skipped %d deletes of terminating pods, want 2", got)
 	}
 }

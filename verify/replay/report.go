@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -202,7 +203,7 @@ func (p *printer) f(format string, args ...any) {
 	}
 }
 
-func total(m map[string]int) int {
+func total[K ~string](m map[K]int) int {
 	n := 0
 	for _, v := range m {
 		n += v
@@ -210,12 +211,12 @@ func total(m map[string]int) int {
 	return n
 }
 
-func sortedKeys(m map[string]int) []string {
-	var ks []string
+func sortedKeys[K ~string](m map[K]int) []K {
+	var ks []K
 	for k := range m {
 		ks = append(ks, k)
 	}
-	sort.Strings(ks)
+	slices.Sort(ks)
 	return ks
 }
 

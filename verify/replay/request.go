@@ -13,6 +13,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/vapc-dev/vapc/verify"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
 // target is what a final event is about, before any object is decoded.
@@ -35,12 +36,12 @@ func isConnectKind(gvk schema.GroupVersionKind) bool {
 
 // resolve finds the operation and kinds of a resource request in the current epoch; skip says
 // why a request is not an admission write (a read, a non-resource request).
-func (r *Replayer) resolve(ev *Event) (t target, skip string) {
+func (r *Replayer) resolve(ev *Event) (t target, skip Reason) {
 	return resolveIn(r.cur().resources, ev)
 }
 
 // resolveIn is resolve with the kinds the resources give.
-func resolveIn(res verify.Resources, ev *Event) (t target, skip string) {
+func resolveIn(res verify.Resources, ev *Event) (t target, skip Reason) {
 	ref := ev.ObjectRef
 	if ref == nil || ref.Resource == "" {
 		return t, SkipNonResource
@@ -85,13 +86,13 @@ type rebuilt struct {
 	objectSource    string
 	oldObjectSource string
 	// indeterminate says why the request cannot be rebuilt for sure.
-	indeterminate string
+	indeterminate undecided
 	// oldUnknown says why the oldObject is not known when req holds a stand-in for it (its
 	// kind, namespace and name only): the decision stands only if it does not depend on the
 	// oldObject (see requestOnly).
-	oldUnknown string
+	oldUnknown undecided
 	// skip says the server completed the request without validating admission.
-	skip string
+	skip Reason
 }
 
 // rebuild turns a final event into the admission request the ValidatingAdmissionPolicy plugin
@@ -103,7 +104,7 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior) rebuilt 
 		Namespace: t.namespace, Name: t.name, UserInfo: ev.Requester(),
 	}}
 	if t.reqKind.Empty() {
-		b.indeterminate = fmt.Sprintf("unknown-resource: %s is not a resource of Kubernetes %s (add its CRD)", describe(t.gvr, t.sub), verify.KubernetesVersion)
+		b.indeterminate = because(ReasonUnknownResource, fmt.Sprintf("%s is not a resource of Kubernetes %s (add its CRD)", describe(t.gvr, t.sub), verify.KubernetesVersion))
 		return b
 	}
 	b.req.DryRun = isDryRun(ev)
@@ -112,13 +113,13 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior) rebuilt 
 		b.objectSource = SourceRequestURI
 		return b
 	}
-	if ev.Level == LevelMetadata || ev.Level == LevelNone || ev.Level == "" {
-		b.indeterminate = "no-object: the event is at level " + orNone(ev.Level) + ", without request and response objects"
+	if ev.Level == auditlog.LevelMetadata || ev.Level == auditlog.LevelNone || ev.Level == "" {
+		b.indeterminate = because(ReasonNoObject, "the event is at level "+orNone(ev.Level)+", without request and response objects")
 		return b
 	}
 	if ev.Verb == "deletecollection" {
 		// Only the request pipeline deletes a collection item by item (usesPipeline).
-		b.indeterminate = "deletecollection: the items it deleted are not rebuilt one by one outside the request pipeline, which does not serve " + describe(t.gvr, t.sub)
+		b.indeterminate = because(ReasonDeleteCollection, "the items it deleted are not rebuilt one by one outside the request pipeline, which does not serve "+describe(t.gvr, t.sub))
 		return b
 	}
 
@@ -138,32 +139,32 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior) rebuilt 
 		}
 		switch {
 		case !p.kept:
-			b.indeterminate = "old-object-unknown: " + gr.String() + " is not kept"
+			b.indeterminate = because(ReasonOldObjectUnknown, gr.String()+" is not kept")
 		case unknown != "":
-			b.indeterminate = fmt.Sprintf("old-object-unknown: %s %s: %s", gr, joinKey(t.namespace, t.name), shortReason(unknown))
+			b.indeterminate = because(ReasonOldObjectUnknown, fmt.Sprintf("%s %s: %s", gr, joinKey(t.namespace, t.name), shortReason(unknown)))
 		case !found:
-			b.indeterminate = fmt.Sprintf("old-object-unknown: %s %s is not in the snapshot or earlier in the log", gr, joinKey(t.namespace, t.name))
+			b.indeterminate = because(ReasonOldObjectUnknown, fmt.Sprintf("%s %s is not in the snapshot or earlier in the log", gr, joinKey(t.namespace, t.name)))
 		case u.GroupVersionKind() != t.mainKind:
-			b.indeterminate = fmt.Sprintf("old-object-version: %s %s is stored as %s and does not convert to %s", gr, joinKey(t.namespace, t.name), u.GroupVersionKind(), t.mainKind)
+			b.indeterminate = because(ReasonOldObjectVersion, fmt.Sprintf("%s %s is stored as %s and does not convert to %s", gr, joinKey(t.namespace, t.name), u.GroupVersionKind(), t.mainKind))
 		case derivesScale(t):
 			scale, err := scaleFrom(gr, u)
 			if err != nil {
-				b.indeterminate = fmt.Sprintf("subresource-kind: the Scale of %s %s: %v", gr, joinKey(t.namespace, t.name), err)
+				b.indeterminate = because(ReasonSubresourceKind, fmt.Sprintf("the Scale of %s %s: %v", gr, joinKey(t.namespace, t.name), err))
 				break
 			}
 			old = scale
 			b.oldObjectSource = SourceState + " (" + source + "), the Scale the apiserver derives from it"
 		case t.reqKind != t.mainKind:
-			b.indeterminate = fmt.Sprintf("subresource-kind: the oldObject of %s is a %s derived from the %s; vapc does not derive it", describe(t.gvr, t.sub), t.reqKind.Kind, t.mainKind.Kind)
+			b.indeterminate = because(ReasonSubresourceKind, fmt.Sprintf("the oldObject of %s is a %s derived from the %s; vapc does not derive it", describe(t.gvr, t.sub), t.reqKind.Kind, t.mainKind.Kind))
 		default:
 			old = u
 			b.oldObjectSource = SourceState + " (" + source + ")"
 		}
-		if b.indeterminate != "" {
-			if !strings.HasPrefix(b.indeterminate, "old-object-unknown: ") || !standInOld(ev, t) {
+		if b.indeterminate.is() {
+			if b.indeterminate.reason != ReasonOldObjectUnknown || !standInOld(ev, t) {
 				return b
 			}
-			b.oldUnknown, b.indeterminate = b.indeterminate, ""
+			b.oldUnknown, b.indeterminate = b.indeterminate, undecided{}
 			old = &unstructured.Unstructured{}
 			old.SetGroupVersionKind(t.mainKind)
 			old.SetNamespace(t.namespace)
@@ -176,7 +177,7 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior) rebuilt 
 	case admission.Delete:
 		opts, err := deleteOptions(ev.RequestObject, q)
 		if err != nil {
-			b.indeterminate = "options: " + err.Error()
+			b.indeterminate = because(ReasonOptions, err.Error())
 			return b
 		}
 		b.req.Options = opts
@@ -206,17 +207,17 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior) rebuilt 
 		return b
 	}
 	if len(ev.RequestObject) == 0 {
-		b.indeterminate = "no-object: the event at level " + ev.Level + " has no request object"
+		b.indeterminate = because(ReasonNoObject, "the event at level "+ev.Level+" has no request object")
 		return b
 	}
 	if ev.Verb == "patch" || ev.Verb == "apply" {
 		if old == nil {
-			b.indeterminate = "patch: no prior state to apply the patch to"
+			b.indeterminate = because(ReasonPatch, "no prior state to apply the patch to")
 			return b
 		}
 		obj, source, err := applyPatch(old, ev.RequestObject, q)
 		if err != nil {
-			b.indeterminate = "patch: " + err.Error()
+			b.indeterminate = because(ReasonPatch, err.Error())
 			return b
 		}
 		if derivesScale(t) {
@@ -227,18 +228,18 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior) rebuilt 
 	}
 	body := decodeObject(ev.RequestObject)
 	if body == nil {
-		b.indeterminate = "no-object: the request object does not decode"
+		b.indeterminate = because(ReasonNoObject, "the request object does not decode")
 		return b
 	}
 	if !sameKind(body, t.reqKind) {
-		b.indeterminate = fmt.Sprintf("request-kind: the request carries %s, the resource takes %s", body.GroupVersionKind(), t.reqKind)
+		b.indeterminate = because(ReasonRequestKind, fmt.Sprintf("the request carries %s, the resource takes %s", body.GroupVersionKind(), t.reqKind))
 		return b
 	}
 	if t.op == admission.Create && t.sub == "" && body.GetName() == "" && body.GetGenerateName() != "" {
 		// rest.BeforeCreate generates the name before validating admission runs, and
 		// AdmissionToValidateObjectFunc gives it to the request; only the stored object of a
 		// successful create records it.
-		b.indeterminate = "generated-name: the server generated the name of the " + body.GetKind() + " (generateName " + body.GetGenerateName() + ") before admission; the log holds it only for a successful create"
+		b.indeterminate = because(ReasonGeneratedName, "the server generated the name of the "+body.GetKind()+" (generateName "+body.GetGenerateName()+") before admission; the log holds it only for a successful create")
 		return b
 	}
 	if t.op == admission.Create && t.sub == "" && t.namespace != "" && body.GetNamespace() == "" {
@@ -295,7 +296,7 @@ func decodeObject(raw json.RawMessage) *unstructured.Unstructured {
 	if len(raw) == 0 || raw[0] != '{' {
 		return nil
 	}
-	u, err := decodeUnstructured(raw)
+	u, err := auditlog.DecodeObject(raw)
 	if err != nil {
 		// UnmarshalJSON refuses objects without kind: decode the map directly.
 		var m map[string]any

@@ -7,6 +7,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
 func pod(labels map[string]any, containers ...any) *unstructured.Unstructured {
@@ -105,10 +107,13 @@ func TestGracefulDeletionPending(t *testing.T) {
 // TestClassify reads what the log says admission did.
 func TestClassify(t *testing.T) {
 	ev := func(verb, sub string, code int32, reason, msg string, ann map[string]string) *Event {
-		return &Event{Verb: verb, Stage: StageResponseComplete, ObjectRef: &ObjectRef{Resource: "pods", Subresource: sub},
+		return &Event{Verb: verb, Stage: auditlog.StageResponseComplete, ObjectRef: &ObjectRef{Resource: "pods", Subresource: sub},
 			ResponseStatus: &Status{Code: code, Reason: reason, Message: msg}, Annotations: ann}
 	}
-	type out struct{ Outcome, By, Skip string }
+	type out struct {
+		Outcome, By string
+		Skip        Reason
+	}
 	for _, tc := range []struct {
 		name string
 		ev   *Event
@@ -131,7 +136,7 @@ func TestClassify(t *testing.T) {
 		{"eviction blocked by a PDB is after admission", ev("create", "eviction", 429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption budget.", nil), out{RecordedAdmit, "", ""}},
 		{"throttled", ev("create", "", 429, "TooManyRequests", "Too many requests", nil), out{"", "", SkipBeforeAdmission}},
 		{"timeout", ev("create", "", 504, "Timeout", "", nil), out{RecordedUnknown, "", ""}},
-		{"panic", &Event{Stage: StagePanic, ResponseStatus: &Status{Code: 500}}, out{RecordedUnknown, "", ""}},
+		{"panic", &Event{Stage: auditlog.StagePanic, ResponseStatus: &Status{Code: 500}}, out{RecordedUnknown, "", ""}},
 	} {
 		r := classify(tc.ev, false)
 		if diff := cmp.Diff(tc.want, out{r.outcome, r.by, r.skip}); diff != "" {
@@ -146,7 +151,7 @@ func TestConnect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := &Event{Verb: "create", Level: LevelMetadata, Stage: StageResponseComplete,
+	ev := &Event{Verb: "create", Level: auditlog.LevelMetadata, Stage: auditlog.StageResponseComplete,
 		RequestURI: "/api/v1/namespaces/ns/pods/p/exec?command=sh&command=-c&command=id&container=c&stdin=true&stdout=true&tty=true",
 		ObjectRef:  &ObjectRef{Resource: "pods", Namespace: "ns", Name: "p", APIVersion: "v1", Subresource: "exec"}, ResponseStatus: &Status{Code: 101}}
 	tg, skip := r.resolve(ev)
@@ -155,7 +160,7 @@ func TestConnect(t *testing.T) {
 	}
 	b := r.rebuild(ev, tg, classify(ev, true), prior{})
 	want := map[string]any{"apiVersion": "v1", "kind": "PodExecOptions", "command": []any{"sh", "-c", "id"}, "container": "c", "stdin": true, "stdout": true, "tty": true}
-	if b.indeterminate != "" {
+	if b.indeterminate.is() {
 		t.Fatalf("indeterminate: %s", b.indeterminate)
 	}
 	if diff := cmp.Diff(want, b.req.Object.Object); diff != "" {

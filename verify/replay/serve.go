@@ -28,6 +28,7 @@ import (
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/internal/apiserver"
 	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
 // A request of a built-in resource whose admission object the log does not hold (a refused
@@ -139,7 +140,7 @@ func variantName(pt types.PatchType) string {
 
 // serve sends the request through the pipeline once per content type it may have had, with
 // the worker's admission plugins reading the View, deciding each admission with eval.
-func (r *Replayer) serve(ctx context.Context, ev *Event, t target, policies []string, objects apiserver.Objects, eval Evaluator, plugins *apiserver.Plugins, view *View, passed bool, mut *mutators) ([]served, error) {
+func (r *Replayer) serve(ctx context.Context, ev *Event, t target, policies []string, objects apiserver.Objects, eval Evaluator, plugins *apiserver.Plugins, view *stateView, passed bool, mut *mutators) ([]served, error) {
 	srv, err := pipelineServer()
 	if err != nil {
 		return nil, err
@@ -238,7 +239,7 @@ func (o *jobObjects) Get(gr schema.GroupResource, namespace, name string) ([]byt
 	if gr != o.gr || namespace != o.namespace || name != o.name {
 		if gr == o.gr && o.list != nil {
 			for _, raw := range o.list {
-				if h, err := decodeHeader(raw); err == nil && h.GetNamespace() == namespace && h.GetName() == name {
+				if h, err := auditlog.DecodeHeader(raw); err == nil && h.GetNamespace() == namespace && h.GetName() == name {
 					return raw, true, nil
 				}
 			}
@@ -377,7 +378,7 @@ func (r *Replayer) usesPipeline(ev *Event, t target) bool {
 	if t.op == admission.Connect {
 		return true
 	}
-	if ev.Level == LevelMetadata || ev.Level == LevelNone || ev.Level == "" {
+	if ev.Level == auditlog.LevelMetadata || ev.Level == auditlog.LevelNone || ev.Level == "" {
 		return false
 	}
 	if (t.op == admission.Create || t.op == admission.Update) && ev.Code() >= 200 && ev.Code() < 300 && !defaultedOnRead[t.gvr.GroupResource()] {
@@ -394,7 +395,7 @@ func (r *Replayer) usesPipeline(ev *Event, t target) bool {
 // options.
 func (r *Replayer) followsWrite(ev *Event, t target) bool {
 	switch {
-	case t.connect || ev.Level == LevelMetadata || ev.Level == LevelNone || ev.Level == "":
+	case t.connect || ev.Level == auditlog.LevelMetadata || ev.Level == auditlog.LevelNone || ev.Level == "":
 		return false
 	case t.op == admission.Delete:
 		if ev.Verb != "delete" || t.sub != "" {
@@ -423,7 +424,7 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 	gr := t.gvr.GroupResource()
 	objs := &jobObjects{gr: gr, namespace: t.namespace, name: t.name, prior: j.prior,
 		absent: !j.prior.found && j.prior.complete, list: j.list, listUnknown: j.listUnknown}
-	if j.rec.vapRan || strings.HasPrefix(j.rec.by, "admission webhook") {
+	if j.rec.vapRan || j.rec.byWebhook {
 		// The log shows the request got past the storage's check of the resourceVersion and
 		// uid it asked for: they are those stored, where the replay does not know them.
 		objs.version, objs.uid = fromRequest(ev, j.prior.unknowns)
@@ -434,17 +435,17 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 		// creation (an audit policy that does not log it), and does not know it.
 		objs.absent = false
 	}
-	var oldUnknown string
+	var oldUnknown undecided
 	if t.op == admission.Delete && t.sub == "" && ev.Verb == "delete" && !(j.prior.found && j.prior.raw != nil) && !objs.absent {
 		// The old object is not known: a stand-in holding its kind and name takes its place,
 		// and the decision stands only if it does not depend on it (see requestOnly).
 		switch {
 		case !j.prior.kept:
-			oldUnknown = "old-object-unknown: " + gr.String() + " is not kept"
+			oldUnknown = because(ReasonOldObjectUnknown, gr.String()+" is not kept")
 		case j.prior.found:
-			oldUnknown = fmt.Sprintf("old-object-unknown: %s %s: %s", gr, joinKey(t.namespace, t.name), shortReason(j.prior.unknown))
+			oldUnknown = because(ReasonOldObjectUnknown, fmt.Sprintf("%s %s: %s", gr, joinKey(t.namespace, t.name), shortReason(j.prior.unknown)))
 		default:
-			oldUnknown = fmt.Sprintf("old-object-unknown: %s %s is not in the snapshot or earlier in the log", gr, joinKey(t.namespace, t.name))
+			oldUnknown = because(ReasonOldObjectUnknown, fmt.Sprintf("%s %s is not in the snapshot or earlier in the log", gr, joinKey(t.namespace, t.name)))
 		}
 		objs.standIn = standInJSON(t, ev.RequestObject)
 	}
@@ -454,8 +455,8 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 	b.objectSource, b.oldObjectSource = pipelineSources(ev, t, j.prior)
 	out := newRecord(j.d, ev, t, j.rec, b)
 	j.out = out
-	if j.unsettled != "" || (j.resolving != "" && w.alt == nil) {
-		out.Decision, out.Indeterminate = DecisionIndeterminate, j.unsettled+j.resolving
+	if u := j.undecidable(w); u.is() {
+		out.indeterminate(u)
 		return
 	}
 
@@ -463,7 +464,7 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 	// ran at all, and where the pipeline could not follow the server, is decided here.
 	first, err := r.serveOnce(ctx, w, j, objs, w.eval, j.view)
 	if err != nil {
-		out.Decision, out.Indeterminate = DecisionIndeterminate, "request: "+err.Error()
+		out.indeterminate(because(ReasonRequest, err.Error()))
 		return
 	}
 	if first.why != "" {
@@ -481,7 +482,7 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 	case mutationUnknown == "":
 		out.Mutations = s.mutation.Changes
 	case refusedByMutation:
-		out.Decision, out.Indeterminate = DecisionIndeterminate, "mutation-unknown: a MutatingAdmissionPolicy refused the request, and "+mutationUnknown
+		out.indeterminate(because(ReasonMutationUnknown, "a MutatingAdmissionPolicy refused the request, and "+mutationUnknown))
 		return
 	default:
 		// What the policies changed is not known: neither is the object validation saw.
@@ -494,18 +495,18 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 		code := ev.Code()
 		switch {
 		case s.unknown != nil && (s.unknown.Resource != gr || s.unknown.Namespace != t.namespace || s.unknown.Name != t.name):
-			out.Decision, out.Indeterminate = DecisionIndeterminate, "state-unknown: the server read "+s.unknown.Error()
+			out.indeterminate(because(ReasonStateUnknown, "the server read "+s.unknown.Error()))
 		case s.unknown != nil:
-			out.Decision, out.Indeterminate = DecisionIndeterminate, fmt.Sprintf("old-object-unknown: %s %s: %v", gr, joinKey(t.namespace, t.name), s.unknown.Err)
+			out.indeterminate(because(ReasonOldObjectUnknown, fmt.Sprintf("%s %s: %v", gr, joinKey(t.namespace, t.name), s.unknown.Err)))
 		case s.pluginMisses != "" && code >= 200 && code < 300:
-			out.Decision, out.Indeterminate = DecisionIndeterminate, "plugin-input-unknown: an admission plugin read "+s.pluginMisses
+			out.indeterminate(because(ReasonPluginInputUnknown, "an admission plugin read "+s.pluginMisses))
 		case code >= 200 && code < 300 && s.resp.Code < 300:
 			j.skip = SkipPendingDeletion
 		case code >= 200 && code < 300:
-			out.Decision, out.Indeterminate = DecisionIndeterminate, "rebuild: kube-apiserver completed the request, but sent through its pipeline over the state the replay knows it is "+describeServed(s)
+			out.indeterminate(because(ReasonRebuild, "kube-apiserver completed the request, but sent through its pipeline over the state the replay knows it is "+describeServed(s)))
 		case j.rec.vapRan && j.rec.policy != "":
 			// The log shows a policy refused it: the state the replay knows is not the server's.
-			out.Decision, out.Indeterminate = DecisionIndeterminate, "rebuild: a policy refused the request in kube-apiserver, but sent through its pipeline over the state the replay knows it is "+describeServed(s)
+			out.indeterminate(because(ReasonRebuild, "a policy refused the request in kube-apiserver, but sent through its pipeline over the state the replay knows it is "+describeServed(s)))
 		default:
 			j.skip, j.skipNote = SkipBeforeAdmission, j.rec.note
 			if j.skipNote == "" && s.resp.Status != nil {
@@ -543,38 +544,38 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 		// What an observer (the HTML report) shows of the request: its objects in the
 		// version of the request.
 		out.Object = masked(versioned(s.calls[0].attrs.GetObject(), t.reqKind), "object", s.calls[0].unknowns)
-		if oldUnknown == "" {
+		if !oldUnknown.is() {
 			out.OldObject = masked(versioned(s.calls[0].attrs.GetOldObject(), t.reqKind), "oldObject", s.calls[0].unknowns)
 		}
 	}
-	if oldUnknown != "" {
+	if oldUnknown.is() {
 		// The stand-in's fields are all unknown, and so are the delete options the store
 		// derives from the stored object (a pod's grace period): the decision stands only if
 		// none is read. Whether the server ran admission at all is not known either (a
 		// graceful deletion may have been pending): only an admission can stand.
 		for i := range s.calls {
 			s.calls[i].unknowns = append(s.calls[i].unknowns,
-				vapccel.Unknown{Path: vapccel.FieldPath{Root: "oldObject"}, Why: oldUnknown},
-				vapccel.Unknown{Path: vapccel.FieldPath{Root: "request", Steps: []string{"options"}}, Why: oldUnknown})
+				vapccel.Unknown{Path: vapccel.FieldPath{Root: "oldObject"}, Why: oldUnknown.String()},
+				vapccel.Unknown{Path: vapccel.FieldPath{Root: "request", Steps: []string{"options"}}, Why: oldUnknown.String()})
 		}
 		if dec := combineCalls(ev.Verb, s.calls); !dec.Allowed {
-			out.Decision, out.Indeterminate = DecisionIndeterminate, oldUnknown
+			out.indeterminate(oldUnknown)
 			return
 		}
 	}
-	if why := r.dependsOnUnknown(j.policies, s.calls); why != "" {
-		if oldUnknown != "" {
+	if why := r.dependsOnUnknown(j.policies, s.calls); why.is() {
+		if oldUnknown.is() {
 			why = oldUnknown
 		}
-		out.Decision, out.Indeterminate = DecisionIndeterminate, why
+		out.indeterminate(why)
 		return
 	}
-	if oldUnknown != "" {
-		notes = append(notes, "decided without what is not known ("+strings.TrimPrefix(oldUnknown, "old-object-unknown: ")+"): no policy of the request reads it, or a matchCondition that does not read it skipped the policy")
+	if oldUnknown.is() {
+		notes = append(notes, "decided without what is not known ("+oldUnknown.detail+"): no policy of the request reads it, or a matchCondition that does not read it skipped the policy")
 		out.OldObjectSource = SourceUnknown
 	}
 	cached := true
-	decide := func(eval Evaluator, view *View) (*verify.Decision, error) {
+	decide := func(eval Evaluator, view *stateView) (*verify.Decision, error) {
 		if cached && eval == w.eval && view == j.view {
 			cached = false
 			return servedDecision(ev.Verb, first.s), nil
@@ -586,9 +587,9 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 		if dec := servedDecision(ev.Verb, again.s); dec != nil {
 			return dec, nil
 		}
-		return nil, &indeterminateError{reason: "rebuild: " + describeServed(again.s)}
+		return nil, &indeterminateError{because(ReasonRebuild, describeServed(again.s))}
 	}
-	r.conclude(w, j, out, "", nil, decide, notes...)
+	r.conclude(w, j, out, undecided{}, nil, decide, notes...)
 }
 
 // servedDecision is the decision of a served request: its validating admissions', or the
@@ -610,16 +611,16 @@ type servedOnce struct {
 	why string // how the patch types were chosen
 }
 
-func (r *Replayer) serveOnce(ctx context.Context, w evalWorker, j *job, objs *jobObjects, eval Evaluator, view *View) (servedOnce, error) {
+func (r *Replayer) serveOnce(ctx context.Context, w evalWorker, j *job, objs *jobObjects, eval Evaluator, view *stateView) (servedOnce, error) {
 	w.store.v = view
 	defer func() { w.store.v = nil }()
-	vs, err := r.serve(ctx, j.ev, j.t, j.policies, objs, eval, w.plugins, view, j.rec.vapRan || strings.HasPrefix(j.rec.by, "admission webhook"), j.mutators)
+	vs, err := r.serve(ctx, j.ev, j.t, j.policies, objs, eval, w.plugins, view, j.rec.vapRan || j.rec.byWebhook, j.mutators)
 	if err != nil {
 		return servedOnce{}, err
 	}
 	s, ok, why := pickServed(j.ev, vs)
 	if !ok {
-		return servedOnce{}, &indeterminateError{reason: "patch-type: " + why}
+		return servedOnce{}, &indeterminateError{because(ReasonPatchType, why)}
 	}
 	if s.err != nil {
 		return servedOnce{}, s.err
@@ -736,12 +737,12 @@ func reasonOf(ev *Event) string {
 }
 
 // dependsOnUnknown says why the decision of a request's admissions depends on a field the
-// replay does not know; empty when it does not. A policy's part in a decision does not depend
+// replay does not know; zero when it does not. A policy's part in a decision does not depend
 // on unknown fields when the policy reads none of them, or when every evaluation of it was
 // skipped by a matchCondition that reads none (the apiserver's matcher skips a policy on the
 // first false condition, whatever the others do). What selects a policy's bindings and params
 // (object selectors read labels) counts as read.
-func (r *Replayer) dependsOnUnknown(policies []string, calls []admitted) string {
+func (r *Replayer) dependsOnUnknown(policies []string, calls []admitted) undecided {
 	for _, c := range calls {
 		if len(c.unknowns) == 0 {
 			continue
@@ -755,10 +756,10 @@ func (r *Replayer) dependsOnUnknown(policies []string, calls []admitted) string 
 			if !dep || r.skippedIndependently(p, c.dec, c.unknowns) {
 				continue
 			}
-			return fmt.Sprintf("unknown-field: policy %s reads %s, and %s is not known: %s", p, read.Path, u.Path, u.Why)
+			return because(ReasonUnknownField, fmt.Sprintf("policy %s reads %s, and %s is not known: %s", p, read.Path, u.Path, u.Why))
 		}
 	}
-	return ""
+	return undecided{}
 }
 
 // skippedIndependently says whether every evaluation of the policy in the decision was skipped
@@ -1013,7 +1014,7 @@ func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, why, sr
 			req.ContentType = string(ct)
 		}
 		// The log shows the request succeeded: it got past the plugins.
-		pc := &pluginCluster{v: r.state.View(false), mapper: r.cur().resources.RESTMapper(), passed: true}
+		pc := &pluginCluster{v: r.state.view(false), mapper: r.cur().resources.RESTMapper(), passed: true}
 		ex := &apiserver.Exchange{Objects: objs, Plugins: r.orderedPlugins}
 		wm := newWebhookMutation(ev)
 		if wm != nil {
@@ -1024,7 +1025,7 @@ func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, why, sr
 		// clock back in it and says what is not known of it.
 		var settled []vapccel.Unknown
 		sameKind, mutated := false, ""
-		view := r.state.View(false)
+		view := r.state.view(false)
 		ex.Validate = func(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
 			if why := r.mutators.mayMutate(mutatedBy(t, a, view)); why != "" {
 				mutated = why
@@ -1223,7 +1224,7 @@ func knownFrom(unknowns []vapccel.Unknown, version, uid string) []vapccel.Unknow
 
 // withMeta is a stored object's JSON with another resourceVersion and uid (when not empty).
 func withMeta(raw []byte, version, uid string) []byte {
-	u, err := decodeUnstructured(raw)
+	u, err := auditlog.DecodeObject(raw)
 	if err != nil {
 		return raw
 	}
@@ -1244,7 +1245,7 @@ func withMeta(raw []byte, version, uid string) []byte {
 // changed the stored object before (raw): the deletion timestamp (the clock plus the grace
 // period), and the times of the managers and conditions it wrote.
 func setClock(u *unstructured.Unstructured, before []byte, second metav1.Time) {
-	prev, _ := decodeUnstructured(before)
+	prev, _ := auditlog.DecodeObject(before)
 	if ts := u.GetDeletionTimestamp(); ts != nil && (prev == nil || prev.GetDeletionTimestamp() == nil) {
 		t := second
 		if g := u.GetDeletionGracePeriodSeconds(); g != nil {

@@ -9,7 +9,7 @@ import (
 )
 
 // stateDump is every entry of a State, for comparisons.
-func stateDump(s *State) map[string]string {
+func stateDump(s *clusterState) map[string]string {
 	out := map[string]string{}
 	for gr, m := range s.objects {
 		for k, e := range m {

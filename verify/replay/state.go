@@ -16,22 +16,23 @@ import (
 
 	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
-// State is the cluster as a replay knows it at a point of the log: a snapshot, then every write
-// the log shows, for the resources some policy can read (params, namespaces, old objects). Its
-// Views serve params and namespaces to the evaluator (verify.ObjectStore) as they were at one
-// point of the log, and record every read they could not answer for sure, so that a decision
-// that rests on a guess is reported as indeterminate.
+// clusterState, the State, is the cluster as a replay knows it at a point of the log: a
+// snapshot, then every write the log shows, for the resources some policy can read (params,
+// namespaces, old objects). Its Views (stateView) serve params and namespaces to the evaluator
+// (verify.ObjectStore) as they were at one point of the log, and record every read they could
+// not answer for sure, so that a decision that rests on a guess is reported as indeterminate.
 //
 // An object's state is known (its JSON), unknown (a write the log shows without the result, an
 // object changed by a subresource whose result the log does not hold), or absent. A resource is
 // complete when every object of it is known: it came in a snapshot, or the log begins with the
 // cluster's creation. A miss in a resource that is not complete is not evidence of absence.
 //
-// State is changed and read by one goroutine (the replay's ordered stage); Views may be read
+// The State is changed and read by one goroutine (the replay's ordered stage); Views may be read
 // by others.
-type State struct {
+type clusterState struct {
 	mapper meta.RESTMapper
 	keep   func(schema.GroupResource) bool
 	// buckets hold params and namespaces in the form the evaluator reads them (see View);
@@ -64,10 +65,10 @@ type entry struct {
 	source string
 }
 
-// NewState returns an empty State for the resources keep accepts; typedKinds are the resources
+// newClusterState returns an empty State for the resources keep accepts; typedKinds are the resources
 // the evaluator reads (params and namespaces).
-func NewState(mapper meta.RESTMapper, keep, typedKinds func(schema.GroupResource) bool) *State {
-	return &State{
+func newClusterState(mapper meta.RESTMapper, keep, typedKinds func(schema.GroupResource) bool) *clusterState {
+	return &clusterState{
 		mapper: mapper, keep: keep, typedKinds: typedKinds,
 		buckets:  map[schema.GroupResource]*bucket{},
 		prepare:  verify.NewMemoryStore(mapper, verify.StoreDropUnknownFields()),
@@ -79,7 +80,7 @@ func NewState(mapper meta.RESTMapper, keep, typedKinds func(schema.GroupResource
 // IndexSelectors makes the State index the objects of the resource the selectors match, for
 // Views to list them without matching every object. Call it before any object of the
 // resource is put.
-func (s *State) IndexSelectors(gr schema.GroupResource, selectors []labels.Selector) {
+func (s *clusterState) IndexSelectors(gr schema.GroupResource, selectors []labels.Selector) {
 	if s.selectors == nil {
 		s.selectors = map[schema.GroupResource][]labels.Selector{}
 	}
@@ -90,7 +91,7 @@ func (s *State) IndexSelectors(gr schema.GroupResource, selectors []labels.Selec
 // selectors are the selectors of the bindings' paramRefs by param resource. A resource the
 // evaluator reads now, or with other selectors, gets its bucket rebuilt from the objects the
 // State holds; one it no longer reads loses its bucket.
-func (s *State) rescope(selectors map[schema.GroupResource][]labels.Selector) {
+func (s *clusterState) rescope(selectors map[schema.GroupResource][]labels.Selector) {
 	if s.selectors == nil {
 		s.selectors = map[schema.GroupResource][]labels.Selector{}
 	}
@@ -117,7 +118,7 @@ func (s *State) rescope(selectors map[schema.GroupResource][]labels.Selector) {
 				b.set(k, typedEntry{unknown: e.unknown})
 				continue
 			}
-			u, err := decodeUnstructured(e.raw)
+			u, err := auditlog.DecodeObject(e.raw)
 			if err != nil {
 				b.set(k, typedEntry{unknown: fmt.Sprintf("%s: %v", e.source, err)})
 				continue
@@ -146,7 +147,7 @@ func sameSelectors(a, b []labels.Selector) bool {
 
 // Clear forgets every object of the resource: the apiserver deleted them without the log
 // showing it (the deletion of their CustomResourceDefinition).
-func (s *State) Clear(gr schema.GroupResource) {
+func (s *clusterState) Clear(gr schema.GroupResource) {
 	delete(s.objects, gr)
 	if _, ok := s.buckets[gr]; ok {
 		s.buckets[gr] = newBucket(s.selectors[gr])
@@ -154,7 +155,7 @@ func (s *State) Clear(gr schema.GroupResource) {
 }
 
 // MarkComplete records that every object of the resource is known from now on.
-func (s *State) MarkComplete(gr schema.GroupResource, why string) {
+func (s *clusterState) MarkComplete(gr schema.GroupResource, why string) {
 	if _, ok := s.complete[gr]; !ok {
 		c := make(map[schema.GroupResource]string, len(s.complete)+1)
 		for k, v := range s.complete {
@@ -180,23 +181,23 @@ func withoutKey(m map[schema.GroupResource]bool, key schema.GroupResource) map[s
 }
 
 // MarkAllComplete records that every object of every resource is known from now on.
-func (s *State) MarkAllComplete(why string) {
+func (s *clusterState) MarkAllComplete(why string) {
 	if s.allSince == "" {
 		s.allSince = why
 	}
 }
 
 // Complete says whether every object of the resource is known.
-func (s *State) Complete(gr schema.GroupResource) bool {
+func (s *clusterState) Complete(gr schema.GroupResource) bool {
 	_, ok := s.complete[gr]
 	return !s.incomplete[gr] && (ok || s.allSince != "")
 }
 
 // Keeps says whether the State keeps objects of the resource.
-func (s *State) Keeps(gr schema.GroupResource) bool { return s.keep(gr) }
+func (s *clusterState) Keeps(gr schema.GroupResource) bool { return s.keep(gr) }
 
 // Put records the object as the current state of its key.
-func (s *State) Put(gr schema.GroupResource, u *unstructured.Unstructured, source string) error {
+func (s *clusterState) Put(gr schema.GroupResource, u *unstructured.Unstructured, source string) error {
 	if !s.keep(gr) {
 		return nil
 	}
@@ -209,7 +210,7 @@ func (s *State) Put(gr schema.GroupResource, u *unstructured.Unstructured, sourc
 
 // putPartly is Put for an object the replay rebuilt itself, some of whose fields it does not
 // know (unknowns, from the object's root).
-func (s *State) putPartly(gr schema.GroupResource, u *unstructured.Unstructured, unknowns []vapccel.Unknown, source string) error {
+func (s *clusterState) putPartly(gr schema.GroupResource, u *unstructured.Unstructured, unknowns []vapccel.Unknown, source string) error {
 	if err := s.Put(gr, u, source); err != nil || !s.keep(gr) {
 		return err
 	}
@@ -230,7 +231,7 @@ func (s *State) putPartly(gr schema.GroupResource, u *unstructured.Unstructured,
 
 // putRaw is Put with the object's JSON already made, and for the resources the evaluator
 // reads, optionally its typed form (prepared by prepareTyped).
-func (s *State) putRaw(gr schema.GroupResource, u *unstructured.Unstructured, raw []byte, typed *preparedTyped, source string) error {
+func (s *clusterState) putRaw(gr schema.GroupResource, u *unstructured.Unstructured, raw []byte, typed *preparedTyped, source string) error {
 	if !s.keep(gr) {
 		return nil
 	}
@@ -262,14 +263,14 @@ type preparedTyped struct {
 
 // prepareTyped prepares an object of a resource the evaluator reads, from its metadata (u may
 // hold only that) and its JSON. It changes nothing and may run on any goroutine.
-func (s *State) prepareTyped(u *unstructured.Unstructured, raw []byte) *preparedTyped {
+func (s *clusterState) prepareTyped(u *unstructured.Unstructured, raw []byte) *preparedTyped {
 	loc, err := s.prepare.Locate(u)
 	return &preparedTyped{loc: loc, obj: &lazyObject{raw: raw, prepare: s.prepare}, err: err}
 }
 
 // standInParams returns, for the paramKind of each policy but Namespace, an object of that
 // kind that holds nothing but a name, as the evaluator reads params.
-func (s *State) standInParams(policies []*admissionregistrationv1.ValidatingAdmissionPolicy) map[schema.GroupResource]runtime.Object {
+func (s *clusterState) standInParams(policies []*admissionregistrationv1.ValidatingAdmissionPolicy) map[schema.GroupResource]runtime.Object {
 	out := map[schema.GroupResource]runtime.Object{}
 	for _, p := range policies {
 		pk := p.Spec.ParamKind
@@ -291,7 +292,7 @@ func (s *State) standInParams(policies []*admissionregistrationv1.ValidatingAdmi
 
 // setTyped sets (has) or deletes the object k of a resource the evaluator reads, copying its
 // bucket first when a View holds it.
-func (s *State) setTyped(gr schema.GroupResource, k objectKey, e typedEntry, has bool) {
+func (s *clusterState) setTyped(gr schema.GroupResource, k objectKey, e typedEntry, has bool) {
 	b := s.writable(gr)
 	old, had := b.objs[k]
 	b.invalidate(k, old, had, e, has)
@@ -303,7 +304,7 @@ func (s *State) setTyped(gr schema.GroupResource, k objectKey, e typedEntry, has
 }
 
 // writable returns the bucket of the resource, to change.
-func (s *State) writable(gr schema.GroupResource) *bucket {
+func (s *clusterState) writable(gr schema.GroupResource) *bucket {
 	b := s.buckets[gr]
 	switch {
 	case b == nil:
@@ -316,11 +317,11 @@ func (s *State) writable(gr schema.GroupResource) *bucket {
 	return b
 }
 
-// View returns the params and namespaces as they are now, for one evaluation; readsNamespaces
+// view returns the params and namespaces as they are now, for one evaluation; readsNamespaces
 // says whether the request's policies read namespaces (only then is an unknown namespace a
 // miss). The View does not change when the State does.
-func (s *State) View(readsNamespaces bool) *View {
-	v := &View{buckets: make(map[schema.GroupResource]*bucket, len(s.buckets)), complete: s.complete, incomplete: s.incomplete, allSince: s.allSince, readsNamespaces: readsNamespaces}
+func (s *clusterState) view(readsNamespaces bool) *stateView {
+	v := &stateView{buckets: make(map[schema.GroupResource]*bucket, len(s.buckets)), complete: s.complete, incomplete: s.incomplete, allSince: s.allSince, readsNamespaces: readsNamespaces}
 	for gr, b := range s.buckets {
 		if !b.frozen {
 			b.frozen = true // before any reader has it: Views only ever read it
@@ -331,7 +332,7 @@ func (s *State) View(readsNamespaces bool) *View {
 }
 
 // Forget records that the object's state is not known from now on, and why.
-func (s *State) Forget(gr schema.GroupResource, gvk schema.GroupVersionKind, namespace, name, why string) {
+func (s *clusterState) Forget(gr schema.GroupResource, gvk schema.GroupVersionKind, namespace, name, why string) {
 	if !s.keep(gr) {
 		return
 	}
@@ -342,7 +343,7 @@ func (s *State) Forget(gr schema.GroupResource, gvk schema.GroupVersionKind, nam
 }
 
 // Delete records that the object no longer exists.
-func (s *State) Delete(gr schema.GroupResource, gvk schema.GroupVersionKind, namespace, name string) {
+func (s *clusterState) Delete(gr schema.GroupResource, gvk schema.GroupVersionKind, namespace, name string) {
 	if !s.keep(gr) {
 		return
 	}
@@ -354,7 +355,7 @@ func (s *State) Delete(gr schema.GroupResource, gvk schema.GroupVersionKind, nam
 
 // ForgetAll records that no object of the resource in the namespace ("" for all) is known,
 // after a write whose effect the log does not show (a deletecollection without a response).
-func (s *State) ForgetAll(gr schema.GroupResource, namespace, why string) {
+func (s *clusterState) ForgetAll(gr schema.GroupResource, namespace, why string) {
 	if !s.keep(gr) {
 		return
 	}
@@ -385,7 +386,7 @@ func (s *State) ForgetAll(gr schema.GroupResource, namespace, why string) {
 	}
 }
 
-func (s *State) bucket(gr schema.GroupResource) map[objectKey]*entry {
+func (s *clusterState) bucket(gr schema.GroupResource) map[objectKey]*entry {
 	m := s.objects[gr]
 	if m == nil {
 		m = map[objectKey]*entry{}
@@ -396,7 +397,7 @@ func (s *State) bucket(gr schema.GroupResource) map[objectKey]*entry {
 
 // Lookup returns the stored object: found is false when there is no such object (for sure
 // when complete is true), and unknown says why the object's state is not known.
-func (s *State) Lookup(gr schema.GroupResource, namespace, name string) (u *unstructured.Unstructured, source, unknown string, found bool) {
+func (s *clusterState) Lookup(gr schema.GroupResource, namespace, name string) (u *unstructured.Unstructured, source, unknown string, found bool) {
 	p := s.prior(gr, namespace, name)
 	u, unknown = p.decode()
 	return u, p.source, unknown, p.found
@@ -415,7 +416,7 @@ type prior struct {
 	unknowns []vapccel.Unknown
 }
 
-func (s *State) prior(gr schema.GroupResource, namespace, name string) prior {
+func (s *clusterState) prior(gr schema.GroupResource, namespace, name string) prior {
 	p := prior{kept: s.keep(gr), complete: s.Complete(gr)}
 	e, ok := s.objects[gr][objectKey{namespace, name}]
 	if !ok {
@@ -430,7 +431,7 @@ func (p prior) decode() (*unstructured.Unstructured, string) {
 	if !p.found || p.raw == nil {
 		return nil, p.unknown
 	}
-	u, err := decodeUnstructured(p.raw)
+	u, err := auditlog.DecodeObject(p.raw)
 	if err != nil {
 		return nil, fmt.Sprintf("stored object does not decode: %v", err)
 	}
@@ -439,7 +440,7 @@ func (p prior) decode() (*unstructured.Unstructured, string) {
 
 // list returns the JSON of every object of the resource in the namespace (every namespace
 // when it is empty), in no order, or why the State does not know them all.
-func (s *State) list(gr schema.GroupResource, namespace string) ([][]byte, map[objectKey][]vapccel.Unknown, string) {
+func (s *clusterState) list(gr schema.GroupResource, namespace string) ([][]byte, map[objectKey][]vapccel.Unknown, string) {
 	switch {
 	case !s.keep(gr):
 		return nil, nil, "the replay does not keep " + gr.String()
@@ -467,7 +468,7 @@ func (s *State) list(gr schema.GroupResource, namespace string) ([][]byte, map[o
 }
 
 // Len is the number of objects the State holds.
-func (s *State) Len() int {
+func (s *clusterState) Len() int {
 	n := 0
 	for _, m := range s.objects {
 		n += len(m)

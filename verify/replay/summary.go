@@ -11,6 +11,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
 	"github.com/vapc-dev/vapc/verify"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
 // Summary accounts for every line of a replay.
@@ -41,13 +42,17 @@ type Summary struct {
 	// Incomplete requests have intermediate stages but no final record (a watch still open
 	// when the log ends), by verb; their lines are among IntermediateStages.
 	Incomplete map[string]int `json:"incomplete,omitempty"`
+	// Skipped counts the requests that never reached validating admission by their skip
+	// reason (SkipRead, ...), followed by a note in parentheses where there is one:
+	// "rejected-before-admission (NotFound)".
 	Skipped    map[string]int `json:"skipped,omitempty"`
 	NotMatched int            `json:"notMatched"`
 	// Evaluated requests the policies match: Admit + Deny + Indeterminate.
-	Evaluated     int            `json:"evaluated"`
-	Admit         int            `json:"admit"`
-	Deny          int            `json:"deny"`
-	Indeterminate map[string]int `json:"indeterminate,omitempty"`
+	Evaluated int `json:"evaluated"`
+	Admit     int `json:"admit"`
+	Deny      int `json:"deny"`
+	// Indeterminate counts the indeterminate requests by Record.Reason.
+	Indeterminate map[Reason]int `json:"indeterminate,omitempty"`
 	// Warn and Audit count requests with a Warn or Audit result.
 	Warn  int `json:"warn"`
 	Audit int `json:"audit"`
@@ -152,7 +157,7 @@ type Disagreement struct {
 }
 
 func newSummary(sources []Source) *Summary {
-	s := &Summary{Skipped: map[string]int{}, Indeterminate: map[string]int{}, Incomplete: map[string]int{}}
+	s := &Summary{Skipped: map[string]int{}, Indeterminate: map[Reason]int{}, Incomplete: map[string]int{}}
 	for _, src := range sources {
 		s.Files = append(s.Files, src.Name)
 	}
@@ -167,9 +172,9 @@ func (s *Summary) malformed(file string, line int, reason string) {
 }
 
 // lineError accounts for a line that could not be read or decoded: a malformed line, or where
-// reading a log stopped (a *readError), which is Unreadable too.
+// reading a log stopped (an *auditlog.ReadError), which is Unreadable too.
 func (s *Summary) lineError(file string, line int, err error) {
-	var re *readError
+	var re *auditlog.ReadError
 	if !errors.As(err, &re) {
 		s.malformed(file, line, err.Error())
 		return
@@ -182,11 +187,12 @@ func (s *Summary) lineError(file string, line int, err error) {
 	}
 }
 
-func (s *Summary) skip(reason, note string) {
+func (s *Summary) skip(reason Reason, note string) {
+	key := string(reason)
 	if note != "" {
-		reason += " (" + note + ")"
+		key += " (" + note + ")"
 	}
-	s.Skipped[reason]++
+	s.Skipped[key]++
 }
 
 // MaxMutatedFields is how many changed fields a Summary counts.
@@ -201,9 +207,8 @@ func (s *Summary) record(r *Record) {
 	case DecisionDeny:
 		s.Deny++
 	default:
-		kind, _, _ := strings.Cut(r.Indeterminate, ":")
-		s.Indeterminate[kind]++
-		if kind == "no-object" {
+		s.Indeterminate[r.Reason]++
+		if r.Reason == ReasonNoObject {
 			s.NoObject++
 		}
 	}

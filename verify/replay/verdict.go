@@ -46,9 +46,6 @@ type Gate struct {
 	MaxMalformed int `json:"maxMalformed"`
 }
 
-// Reason is why a replay fails: a stable code for JSON and scripts.
-type Reason string
-
 // Reasons a replay fails, damaged input first.
 const (
 	// ReasonInterrupted: the replay was stopped (Ctrl-C, SIGTERM) before the end of its logs.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
@@ -248,4 +249,54 @@ func TestParseFailOn(t *testing.T) {
 	if _, err := ParseFailOn("maybe"); err == nil {
 		t.Error(`ParseFailOn("maybe") succeeded`)
 	}
+}
+
+// TestGateFailOn decides --fail-on over the counts of a summary: each value fails on what it
+// names and nothing else, and every output agrees with the verdict (for any-change, JUnit's
+// "fail-on" case fails exactly when the exit code is 1, though no binding's case does).
+func TestGateFailOn(t *testing.T) {
+	t.Parallel()
+	type counts struct{ deny, warn, changed int }
+	tests := []struct {
+		failOn FailOn
+		counts counts
+		want   []Reason
+	}{
+		{FailOnNothing, counts{deny: 2, warn: 1, changed: 3}, nil},
+		{FailOnDeny, counts{}, nil},
+		{FailOnDeny, counts{deny: 2}, []Reason{ReasonDeny}},
+		{FailOnDeny, counts{warn: 1, changed: 3}, nil},
+		{FailOnWarn, counts{warn: 1}, []Reason{ReasonWarn}},
+		{FailOnWarn, counts{deny: 2, warn: 1}, []Reason{ReasonDeny, ReasonWarn}},
+		{FailOnWarn, counts{changed: 3}, nil},
+		{FailOnAnyChange, counts{deny: 2, warn: 1}, nil},
+		{FailOnAnyChange, counts{changed: 3}, []Reason{ReasonChanged}},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s %+v", orNothing(tt.failOn), tt.counts), func(t *testing.T) {
+			t.Parallel()
+			sum := &Summary{Files: []string{"a.log"}, Lines: 10, Requests: 10, Evaluated: 10,
+				Deny: tt.counts.deny, Warn: tt.counts.warn, Changed: tt.counts.changed,
+				Bindings: []*BindingSummary{{Policy: "p", Binding: "b", Deny: tt.counts.deny, Warn: tt.counts.warn}}}
+			v := sum.Decide(Gate{FailOn: tt.failOn})
+			var got []Reason
+			for _, f := range v.Failures {
+				got = append(got, f.Reason)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Decide(--fail-on %s) failures mismatch (-want +got):\n%s", orNothing(tt.failOn), diff)
+			}
+			if v.Pass != (len(tt.want) == 0) {
+				t.Errorf("Decide(--fail-on %s).Pass = %v, want %v", orNothing(tt.failOn), v.Pass, len(tt.want) == 0)
+			}
+			checkOutputsAgree(t, sum)
+		})
+	}
+}
+
+func orNothing(f FailOn) string {
+	if f == FailOnNothing {
+		return "nothing"
+	}
+	return string(f)
 }

@@ -2,7 +2,9 @@ package replay
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,6 +15,7 @@ import (
 
 	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
 // The evaluator reads params and namespaces; a replay evaluates requests on several goroutines
@@ -67,7 +70,7 @@ type lazyObject struct {
 
 func (l *lazyObject) get() (runtime.Object, error) {
 	l.once.Do(func() {
-		u, err := decodeUnstructured(l.raw)
+		u, err := auditlog.DecodeObject(l.raw)
 		if err != nil {
 			l.err = err
 			return
@@ -89,7 +92,7 @@ type listKey struct {
 type cachedList struct {
 	selector labels.Selector
 	objs     []runtime.Object
-	failed   []string // objects that do not convert, as misses
+	failed   []miss // objects that do not convert
 	partials []partialUse
 }
 
@@ -179,7 +182,7 @@ func (b *bucket) drop(k objectKey) {
 // list returns the known objects of the version in the namespace ("" for all) that the
 // selector matches, sorted by namespace and name, and the misses of those that do not convert.
 // Only Views list, and their buckets are frozen: the answer is cached.
-func (b *bucket) list(gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]runtime.Object, []string, []partialUse) {
+func (b *bucket) list(gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]runtime.Object, []miss, []partialUse) {
 	if selector == nil {
 		selector = labels.Everything()
 	}
@@ -211,13 +214,13 @@ func (b *bucket) list(gvr schema.GroupVersionResource, namespace string, selecto
 		return keys[i].name < keys[j].name
 	})
 	out := make([]runtime.Object, 0, len(keys))
-	var failed []string
+	var failed []miss
 	var partials []partialUse
 	for _, k := range keys {
 		e := b.objs[k]
 		o, err := e.obj.get()
 		if err != nil {
-			failed = append(failed, fmt.Sprintf("%s %s unknown: %v", gvr.GroupResource(), joinKey(k.namespace, k.name), err))
+			failed = append(failed, miss{gr: gvr.GroupResource(), text: fmt.Sprintf("%s %s unknown: %v", gvr.GroupResource(), joinKey(k.namespace, k.name), err)})
 			continue
 		}
 		out = append(out, o)
@@ -233,10 +236,10 @@ func (b *bucket) list(gvr schema.GroupVersionResource, namespace string, selecto
 	return append([]runtime.Object(nil), out...), failed, partials
 }
 
-// View is the params and namespaces of a replay's State at one point of the log. It
-// implements verify.ObjectStore for one evaluation at a time, and records every read it could
-// not answer for sure (see State).
-type View struct {
+// stateView, a View, is the params and namespaces of a replay's State at one point of the
+// log. It implements verify.ObjectStore for one evaluation at a time, and records every read it
+// could not answer for sure (see clusterState).
+type stateView struct {
 	buckets    map[schema.GroupResource]*bucket
 	complete   map[schema.GroupResource]string
 	incomplete map[schema.GroupResource]bool
@@ -249,38 +252,38 @@ type View struct {
 	// is a miss.
 	unknown map[schema.GroupResource]string
 
-	misses   []string
+	misses   []miss
 	partials []partialUse
 	// standIns, when set, answer for params the View does not have (see
 	// decidedWithoutMissing).
 	standIns map[schema.GroupResource]runtime.Object
 }
 
-var _ verify.ObjectStore = (*View)(nil)
+var _ verify.ObjectStore = (*stateView)(nil)
 
 // withStandIns returns a copy of the View that answers a read of a param it does not have with
 // the resource's stand-in.
-func (v *View) withStandIns(standIns map[schema.GroupResource]runtime.Object) *View {
+func (v *stateView) withStandIns(standIns map[schema.GroupResource]runtime.Object) *stateView {
 	c := *v
 	c.misses, c.partials, c.standIns = nil, nil, standIns
 	return &c
 }
 
 // complete says whether every object of the resource is known.
-func (v *View) isComplete(gr schema.GroupResource) bool {
+func (v *stateView) isComplete(gr schema.GroupResource) bool {
 	_, ok := v.complete[gr]
 	return !v.incomplete[gr] && (ok || v.allSince != "")
 }
 
-func (v *View) counts(gr schema.GroupResource) bool {
+func (v *stateView) counts(gr schema.GroupResource) bool {
 	return gr != namespacesGR || v.readsNamespaces
 }
 
 // Get implements verify.ObjectStore.
-func (v *View) Get(gvr schema.GroupVersionResource, namespace, name string) (runtime.Object, error) {
+func (v *stateView) Get(gvr schema.GroupVersionResource, namespace, name string) (runtime.Object, error) {
 	gr := gvr.GroupResource()
 	if why, ok := v.unknown[gr]; ok {
-		v.miss("%s %s unknown: %s", gr, joinKey(namespace, name), why)
+		v.miss(gr, "%s unknown: %s", joinKey(namespace, name), why)
 		if o, ok := v.standIns[gr]; ok {
 			return o, nil
 		}
@@ -290,10 +293,10 @@ func (v *View) Get(gvr schema.GroupVersionResource, namespace, name string) (run
 	switch {
 	case ok && e.obj == nil:
 		if v.counts(gr) {
-			v.miss("%s %s unknown: %s", gr, joinKey(namespace, name), e.unknown)
+			v.miss(gr, "%s unknown: %s", joinKey(namespace, name), e.unknown)
 		}
 	case ok && e.gvr != gvr:
-		v.miss("%s %s is known as %s, not %s (vapc does not convert versions)", gr, joinKey(namespace, name), e.gvr.Version, gvr.Version)
+		v.miss(gr, "%s is known as %s, not %s (vapc does not convert versions)", joinKey(namespace, name), e.gvr.Version, gvr.Version)
 	case ok:
 		o, err := e.obj.get()
 		if err == nil {
@@ -302,9 +305,9 @@ func (v *View) Get(gvr schema.GroupVersionResource, namespace, name string) (run
 			}
 			return o, nil
 		}
-		v.miss("%s %s unknown: %v", gr, joinKey(namespace, name), err)
+		v.miss(gr, "%s unknown: %v", joinKey(namespace, name), err)
 	case !v.isComplete(gr) && v.counts(gr):
-		v.miss("%s %s not known (not in the snapshot or the log)", gr, joinKey(namespace, name))
+		v.miss(gr, "%s not known (not in the snapshot or the log)", joinKey(namespace, name))
 	}
 	if o, ok := v.standIns[gr]; ok {
 		return o, nil
@@ -313,10 +316,10 @@ func (v *View) Get(gvr schema.GroupVersionResource, namespace, name string) (run
 }
 
 // List implements verify.ObjectStore.
-func (v *View) List(gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]runtime.Object, error) {
+func (v *stateView) List(gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]runtime.Object, error) {
 	gr := gvr.GroupResource()
 	if why, ok := v.unknown[gr]; ok {
-		v.miss("%s unknown: %s", gr, why)
+		v.miss(gr, "unknown: %s", why)
 		if o, ok := v.standIns[gr]; ok {
 			return []runtime.Object{o}, nil
 		}
@@ -325,12 +328,12 @@ func (v *View) List(gvr schema.GroupVersionResource, namespace string, selector 
 	b := v.buckets[gr]
 	if v.counts(gr) {
 		if !v.isComplete(gr) {
-			v.miss("%s incomplete: objects that existed before the log are not known (give --snapshot)", gr)
+			v.miss(gr, "incomplete: objects that existed before the log are not known (give --snapshot)")
 		}
 		if b != nil && b.unknowns > 0 {
 			for k, e := range b.objs {
 				if e.obj == nil && (namespace == "" || k.namespace == namespace) {
-					v.miss("%s %s unknown: %s", gr, joinKey(k.namespace, k.name), e.unknown)
+					v.miss(gr, "%s unknown: %s", joinKey(k.namespace, k.name), e.unknown)
 				}
 			}
 		}
@@ -358,21 +361,39 @@ func (b *bucket) get(k objectKey) (typedEntry, bool) {
 	return e, ok
 }
 
-func (v *View) miss(format string, args ...any) {
-	v.misses = append(v.misses, fmt.Sprintf(format, args...))
+// miss is a read a View could not answer for sure: of which resource, and why, for people.
+type miss struct {
+	gr   schema.GroupResource
+	text string
 }
 
-// Misses returns the reads the View could not answer for sure, sorted.
-func (v *View) Misses() []string {
-	out := append([]string(nil), v.misses...)
-	sort.Strings(out)
-	return dedupe(out)
+// miss records a read of the resource the View could not answer for sure; the text begins
+// with the resource.
+func (v *stateView) miss(gr schema.GroupResource, format string, args ...any) {
+	v.misses = append(v.misses, miss{gr: gr, text: fmt.Sprintf("%s "+format, append([]any{gr}, args...)...)})
+}
+
+// Misses returns the reads the View could not answer for sure, sorted by their text, each
+// once.
+func (v *stateView) Misses() []miss {
+	out := slices.Clone(v.misses)
+	slices.SortFunc(out, func(a, b miss) int { return strings.Compare(a.text, b.text) })
+	return slices.CompactFunc(out, func(a, b miss) bool { return a.text == b.text })
+}
+
+// missText is the misses for people, joined by "; ".
+func missText(ms []miss) string {
+	texts := make([]string, len(ms))
+	for i, m := range ms {
+		texts[i] = m.text
+	}
+	return strings.Join(texts, "; ")
 }
 
 // lookup reads an object as kube-apiserver's built-in admission plugins read it, without
 // recording a miss: the object, or absent when it does not exist for sure, or why it is not
 // known.
-func (v *View) lookup(gvr schema.GroupVersionResource, namespace, name string) (obj runtime.Object, absent bool, unknown string, partial []vapccel.Unknown) {
+func (v *stateView) lookup(gvr schema.GroupVersionResource, namespace, name string) (obj runtime.Object, absent bool, unknown string, partial []vapccel.Unknown) {
 	gr := gvr.GroupResource()
 	if why, ok := v.unknown[gr]; ok {
 		return nil, false, why, nil
@@ -397,7 +418,7 @@ func (v *View) lookup(gvr schema.GroupVersionResource, namespace, name string) (
 
 // listFor lists the objects of a resource in a namespace ("" for all) as the admission plugins
 // list them: the known ones, and why they may not be all.
-func (v *View) listFor(gvr schema.GroupVersionResource, namespace string) (objs []runtime.Object, unknown string) {
+func (v *stateView) listFor(gvr schema.GroupVersionResource, namespace string) (objs []runtime.Object, unknown string) {
 	gr := gvr.GroupResource()
 	if why, ok := v.unknown[gr]; ok {
 		return nil, why
@@ -419,7 +440,7 @@ func (v *View) listFor(gvr schema.GroupVersionResource, namespace string) (objs 
 	}
 	objs, failed, partials := b.list(gvr, namespace, nil)
 	if len(failed) > 0 && unknown == "" {
-		unknown = failed[0]
+		unknown = failed[0].text
 	}
 	if len(partials) > 0 && unknown == "" {
 		unknown = fmt.Sprintf("%s: %s", partials[0].key, partials[0].unknowns[0].Why)
@@ -428,7 +449,7 @@ func (v *View) listFor(gvr schema.GroupVersionResource, namespace string) (objs 
 }
 
 // namespaceLabels returns the labels of a namespace, and whether they are known.
-func (v *View) namespaceLabels(name string) (labels.Set, bool) {
+func (v *stateView) namespaceLabels(name string) (labels.Set, bool) {
 	if v == nil {
 		return nil, false
 	}

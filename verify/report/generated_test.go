@@ -11,7 +11,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
 	"github.com/vapc-dev/vapc/cel"
-	"github.com/vapc-dev/vapc/verify/auditgen"
+	"github.com/vapc-dev/vapc/internal/auditgen"
 	"github.com/vapc-dev/vapc/verify/replay"
 )
 

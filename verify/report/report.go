@@ -570,7 +570,7 @@ func totals(sum *replay.Summary) Totals {
 			if t.IndeterminateBy == nil {
 				t.IndeterminateBy = map[string]int{}
 			}
-			t.IndeterminateBy[k] = n
+			t.IndeterminateBy[string(k)] = n
 			t.Indeterminate += n
 		}
 	}

@@ -2,7 +2,6 @@ package report
 
 import (
 	"encoding/json"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -44,8 +43,8 @@ func (b *Builder) addRow(r *replay.Record, t int64, node, outcome string, outs [
 	switch {
 	case len(r.Results) > 0 && r.Results[0].Reason != "":
 		row.Reason = r.Results[0].Reason
-	case r.Indeterminate != "":
-		row.Reason, _, _ = strings.Cut(r.Indeterminate, ":")
+	case r.Reason != "":
+		row.Reason = string(r.Reason)
 	}
 
 	group, groupKnown := objectGroup(r.Object, r.OldObject)

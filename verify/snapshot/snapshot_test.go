@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -143,7 +144,11 @@ func TestTakeAndReplay(t *testing.T) {
 	if err != nil {
 		t.Fatalf("replay does not read the snapshot: %v\n%s", err, out.String())
 	}
-	if n := r.State().Len(); n != 4 {
+	sum, err := r.Run(context.Background(), []replay.Source{{Name: "-", Reader: strings.NewReader("")}}, func(*replay.Record) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := sum.StateObjects; n != 4 {
 		t.Errorf("the replay's State holds %d objects of the snapshot, want 4", n)
 	}
 }

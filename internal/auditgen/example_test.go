@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"fmt"
 
-	"github.com/vapc-dev/vapc/verify/auditgen"
+	"github.com/vapc-dev/vapc/internal/auditgen"
 )
 
 // Generate a small log and its starting snapshot.

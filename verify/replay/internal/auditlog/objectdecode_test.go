@@ -1,4 +1,4 @@
-package replay
+package auditlog
 
 import (
 	"testing"
@@ -7,32 +7,32 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// sameAsUnstructured fails the test unless decodeUnstructured decodes raw as
+// sameAsUnstructured fails the test unless DecodeObject decodes raw as
 // (*unstructured.Unstructured).UnmarshalJSON does.
 func sameAsUnstructured(t *testing.T, raw []byte) {
 	t.Helper()
-	got, gotErr := decodeUnstructured(raw)
+	got, gotErr := DecodeObject(raw)
 	want := &unstructured.Unstructured{}
 	wantErr := want.UnmarshalJSON(raw)
 	if (gotErr != nil) != (wantErr != nil) {
-		t.Fatalf("decodeUnstructured(%q) error %v, UnmarshalJSON error %v", raw, gotErr, wantErr)
+		t.Fatalf("DecodeObject(%q) error %v, UnmarshalJSON error %v", raw, gotErr, wantErr)
 	}
 	if wantErr != nil {
 		return
 	}
 	if diff := cmp.Diff(want.Object, got.Object); diff != "" {
-		t.Fatalf("decodeUnstructured(%q) mismatch (-UnmarshalJSON +fast):\n%s", raw, diff)
+		t.Fatalf("DecodeObject(%q) mismatch (-UnmarshalJSON +fast):\n%s", raw, diff)
 	}
 }
 
-// sameHeader fails the test unless decodeHeader decodes raw as the header of what
-// decodeUnstructured decodes.
+// sameHeader fails the test unless DecodeHeader decodes raw as the header of what
+// DecodeObject decodes.
 func sameHeader(t *testing.T, raw []byte) {
 	t.Helper()
-	got, gotErr := decodeHeader(raw)
-	full, wantErr := decodeUnstructured(raw)
+	got, gotErr := DecodeHeader(raw)
+	full, wantErr := DecodeObject(raw)
 	if (gotErr != nil) != (wantErr != nil) {
-		t.Fatalf("decodeHeader(%q) error %v, decodeUnstructured error %v", raw, gotErr, wantErr)
+		t.Fatalf("DecodeHeader(%q) error %v, DecodeObject error %v", raw, gotErr, wantErr)
 	}
 	if wantErr != nil {
 		return
@@ -58,7 +58,7 @@ func sameHeader(t *testing.T, raw []byte) {
 		}
 	}
 	if diff := cmp.Diff(want, got.Object); diff != "" {
-		t.Fatalf("decodeHeader(%q) mismatch (-want +got):\n%s", raw, diff)
+		t.Fatalf("DecodeHeader(%q) mismatch (-want +got):\n%s", raw, diff)
 	}
 }
 
@@ -84,7 +84,7 @@ func TestDecodeUnstructured(t *testing.T) {
 		sameHeader(t, []byte(raw))
 	}
 	for _, l := range logLines(t) {
-		ev, err := DecodeEvent(l)
+		ev, err := Decode(l)
 		if err != nil {
 			continue
 		}
@@ -97,10 +97,10 @@ func TestDecodeUnstructured(t *testing.T) {
 	}
 }
 
-// FuzzDecodeUnstructured holds decodeUnstructured to UnmarshalJSON's results on any input.
-func FuzzDecodeUnstructured(f *testing.F) {
+// FuzzDecodeObject holds DecodeObject to UnmarshalJSON's results on any input.
+func FuzzDecodeObject(f *testing.F) {
 	for i, l := range logLines(f) {
-		if ev, err := DecodeEvent(l); err == nil && i%11 == 0 && len(ev.ResponseObject) > 0 && len(ev.ResponseObject) < 4<<10 {
+		if ev, err := Decode(l); err == nil && i%11 == 0 && len(ev.ResponseObject) > 0 && len(ev.ResponseObject) < 4<<10 {
 			f.Add([]byte(ev.ResponseObject))
 		}
 	}

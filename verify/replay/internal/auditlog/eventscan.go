@@ -1,4 +1,4 @@
-package replay
+package auditlog
 
 import (
 	"encoding/json"

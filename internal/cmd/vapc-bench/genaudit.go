@@ -12,13 +12,8 @@ import (
 
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
-	"github.com/vapc-dev/vapc/verify/auditgen"
+	"github.com/vapc-dev/vapc/internal/auditgen"
 )
-
-func init() {
-	register("gen-audit", verb{summary: "generate a realistic audit log of any size (benchmarks)", run: runGenAudit, hidden: true})
-	register("decode-floor", verb{summary: "decode audit logs with encoding/json only: the replay benchmark's floor", run: runDecodeFloor, hidden: true})
-}
 
 type genAuditFlags struct {
 	seed                                     int64
@@ -34,8 +29,8 @@ type genAuditFlags struct {
 
 func runGenAudit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var f genAuditFlags
-	fs := newFlagSet("gen-audit", stdout, stderr,
-		"usage: vapc gen-audit --events N|--bytes SIZE [--seed N] [--gzip] [--snapshot FILE] [-o FILE]")
+	fs := newFlagSet("gen-audit",
+		"usage: vapc-bench gen-audit --events N|--bytes SIZE [--seed N] [--gzip] [--snapshot FILE] [-o FILE]", stderr)
 	fs.Int64Var(&f.seed, "seed", 1, "random seed: the same flags write the same bytes")
 	fs.Int64Var(&f.events, "events", 0, "number of events (lines) to write")
 	fs.StringVar(&f.bytes, "bytes", "", "size to write instead of --events, e.g. 500MB or 2GB (events average about 2 KB)")
@@ -152,44 +147,4 @@ func parseSize(s string) (int64, error) {
 		return 0, fmt.Errorf("not a size: %q", s)
 	}
 	return int64(v * float64(mult)), nil
-}
-
-func runDecodeFloor(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlagSet("decode-floor", stdout, stderr,
-		"usage: vapc decode-floor AUDIT.LOG[.gz]|- ...\n\nReads each log with bufio and decodes every line with encoding/json into the audit Event fields,\nrequestObject and responseObject as json.RawMessage, on one goroutine.")
-	logs, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(logs) == 0 {
-		fs.Usage()
-		return usagef("decode-floor: no audit logs given")
-	}
-	if err := statInputs("decode-floor", logs...); err != nil {
-		return err
-	}
-	began := time.Now()
-	var total auditgen.FloorStats
-	for _, l := range logs {
-		var r io.Reader = stdin
-		if l != "-" {
-			file, err := os.Open(l)
-			if err != nil {
-				return fmt.Errorf("decode-floor: %w", err)
-			}
-			defer file.Close()
-			r = file
-		}
-		st, err := auditgen.DecodeFloor(r)
-		total.Lines += st.Lines
-		total.Bytes += st.Bytes
-		total.Malformed += st.Malformed
-		if err != nil {
-			return fmt.Errorf("decode-floor: %s: %w", l, err)
-		}
-	}
-	secs := max(time.Since(began).Seconds(), 1e-9)
-	fmt.Fprintf(stdout, "decode-floor: %d events, %.1f MB, %d malformed lines in %.2fs: %.0f events/s, %.1f MB/s\n",
-		total.Lines, float64(total.Bytes)/1e6, total.Malformed, secs, float64(total.Lines)/secs, float64(total.Bytes)/1e6/secs)
-	return nil
 }

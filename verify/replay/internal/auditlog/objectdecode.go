@@ -1,4 +1,4 @@
-package replay
+package auditlog
 
 import (
 	"encoding/json"
@@ -7,13 +7,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// decodeUnstructured decodes an object as (*unstructured.Unstructured).UnmarshalJSON does, with
+// DecodeObject decodes an object as (*unstructured.Unstructured).UnmarshalJSON does, with
 // the same result and the same refusal of objects without a kind, but faster: it builds the map
 // directly instead of through reflection. Anything but the common shape (a string with escapes,
 // a number that is not a plain int64 or float64) is decoded by encoding/json, value by value;
-// invalid JSON by UnmarshalJSON itself. FuzzDecodeUnstructured holds the two to the same
+// invalid JSON by UnmarshalJSON itself. FuzzDecodeObject holds the two to the same
 // results.
-func decodeUnstructured(raw []byte) (*unstructured.Unstructured, error) {
+func DecodeObject(raw []byte) (*unstructured.Unstructured, error) {
 	d := objectDecoder{s: scanner{b: raw}}
 	d.s.space()
 	if m, ok := d.object(1); ok {
@@ -32,10 +32,10 @@ func decodeUnstructured(raw []byte) (*unstructured.Unstructured, error) {
 	return u, nil
 }
 
-// decodeHeader decodes what a replay's State reads of a written object (apiVersion, kind,
-// metadata but its managedFields, status.phase) to the values decodeUnstructured would give
-// them, and validates the rest without decoding it. Its error is decodeUnstructured's.
-func decodeHeader(raw []byte) (*unstructured.Unstructured, error) {
+// DecodeHeader decodes what a replay's State reads of a written object (apiVersion, kind,
+// metadata but its managedFields, status.phase) to the values DecodeObject would give
+// them, and validates the rest without decoding it. Its error is DecodeObject's.
+func DecodeHeader(raw []byte) (*unstructured.Unstructured, error) {
 	d := objectDecoder{s: scanner{b: raw, floats: true}}
 	s := &d.s
 	s.space()
@@ -62,7 +62,7 @@ func decodeHeader(raw []byte) (*unstructured.Unstructured, error) {
 			return u, nil
 		}
 	}
-	return decodeUnstructured(raw)
+	return DecodeObject(raw)
 }
 
 // objectDecoder decodes JSON into maps, slices and scalars as k8s.io/apimachinery's

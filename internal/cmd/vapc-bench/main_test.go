@@ -11,6 +11,7 @@ import (
 	"testing"
 )
 
+// TestGenAudit drives both commands through run: their logs, flags and exit codes.
 func TestGenAudit(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -32,22 +33,26 @@ func TestGenAudit(t *testing.T) {
 		{"floor gzip", []string{"decode-floor", gz}, exitOK, ""},
 		{"floor missing", []string{"decode-floor", filepath.Join(dir, "missing")}, exitUsage, "no such file"},
 		{"floor no args", []string{"decode-floor"}, exitUsage, "no audit logs"},
+		{"help", []string{"gen-audit", "-h"}, exitOK, "usage: vapc-bench gen-audit"},
+		{"bad flag", []string{"gen-audit", "--nope"}, exitUsage, "flag provided but not defined"},
+		{"no command", []string{}, exitUsage, "no command given"},
+		{"unknown command", []string{"replay"}, exitUsage, "unknown command"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			err := Run(context.Background(), tc.args, strings.NewReader(""), &stdout, &stderr)
-			if got := ExitCode(err); got != tc.code {
-				t.Fatalf("Run(%q) exit code = %d (%v), want %d; stderr:\n%s", tc.args, got, err, tc.code, stderr.String())
+			err := run(context.Background(), tc.args, strings.NewReader(""), &stdout, &stderr)
+			if got := exitCode(err); got != tc.code {
+				t.Fatalf("run(%q) exit code = %d (%v), want %d; stderr:\n%s", tc.args, got, err, tc.code, stderr.String())
 			}
 			msg := stderr.String()
 			if err != nil {
 				msg += err.Error()
 			}
 			if !strings.Contains(msg, tc.wantStderr) {
-				t.Errorf("Run(%q) stderr and error = %q, want %q in them", tc.args, msg, tc.wantStderr)
+				t.Errorf("run(%q) stderr and error = %q, want %q in them", tc.args, msg, tc.wantStderr)
 			}
-			if tc.args[0] == "decode-floor" && tc.code == exitOK && !strings.Contains(stdout.String(), "decode-floor: 500 events") {
-				t.Errorf("Run(%q) stdout = %q, want 500 events", tc.args, stdout.String())
+			if len(tc.args) > 0 && tc.args[0] == "decode-floor" && tc.code == exitOK && !strings.Contains(stdout.String(), "decode-floor: 500 events") {
+				t.Errorf("run(%q) stdout = %q, want 500 events", tc.args, stdout.String())
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package replay
+package auditlog
 
 import (
 	"bufio"
@@ -33,6 +33,9 @@ func sameAsUnmarshal(t *testing.T, line []byte) (fast bool) {
 	}
 	return true
 }
+
+// auditData holds the recorded audit logs of the repository.
+const auditData = "../../../../testdata/audit"
 
 // logLines returns the lines of every audit log in testdata/audit.
 func logLines(tb testing.TB) [][]byte {
@@ -148,7 +151,7 @@ func FuzzDecodeEventFast(f *testing.F) {
 	f.Fuzz(func(t *testing.T, line []byte) {
 		sameAsUnmarshal(t, line)
 		if bytes.Count(line, []byte("{")) > 0 {
-			_, _ = DecodeEvent(line)
+			_, _ = Decode(line)
 		}
 	})
 }

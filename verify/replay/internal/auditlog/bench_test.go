@@ -1,4 +1,4 @@
-package replay
+package auditlog
 
 import (
 	"bytes"
@@ -35,7 +35,7 @@ func BenchmarkDecodeEvent(b *testing.B) {
 	line := benchLine(b)
 	b.SetBytes(int64(len(line)))
 	for b.Loop() {
-		if _, err := DecodeEvent(line); err != nil {
+		if _, err := Decode(line); err != nil {
 			b.Fatal(err)
 		}
 	}
