@@ -138,7 +138,7 @@ func TestReplayGate(t *testing.T) {
 		{name: "a folder", args: args(basic, []string{dir}), code: exitUsage,
 			stderr: "vapc: replay: " + dir + " is a directory: give the audit log files"},
 		{name: "no policy", args: []string{"--policies", noPolicy, basicLog}, code: exitFindings,
-			stderr: "vapc: replay: no ValidatingAdmissionPolicy in " + noPolicy + ": nothing to replay"},
+			stderr: "vapc: replay: no ValidatingAdmissionPolicy or MutatingAdmissionPolicy in " + noPolicy + ": nothing to replay"},
 	}
 	for _, tc := range tests {
 		for _, output := range []string{"text", "jsonl", "junit"} {

@@ -272,9 +272,8 @@ func readReplayPolicies(stdin io.Reader, stderr io.Writer, cat *vapcschema.Catal
 	if len(refused) > 0 {
 		return nil, &findingsError{fmt.Sprintf("replay: %d errors in the policies and bindings: kube-apiserver would not create them (vapc check tells more)", len(refused))}
 	}
-	if len(set.Policies) == 0 {
-		// MutatingAdmissionPolicies run on the requests the validating policies match.
-		return nil, &findingsError{fmt.Sprintf("replay: no ValidatingAdmissionPolicy in %s: nothing to replay", strings.Join(paths, ", "))}
+	if len(set.Policies) == 0 && len(set.MutatingPolicies) == 0 {
+		return nil, &findingsError{fmt.Sprintf("replay: no ValidatingAdmissionPolicy or MutatingAdmissionPolicy in %s: nothing to replay", strings.Join(paths, ", "))}
 	}
 	return set, nil
 }

@@ -304,7 +304,7 @@ var byDesignIndeterminate = []string{
 	"patch-type: ",
 	"the log does not record the patch's content type",
 	// A MutatingAdmissionPolicy leaves no trace in the log.
-	"vapc does not run MutatingAdmissionPolicies",
+	"give it among --policies for vapc to run it",
 }
 
 // lowerLevelIndeterminate are the reasons of indeterminate requests a run that logs some

@@ -40,7 +40,7 @@ func (r *Replayer) newEpoch() *epoch {
 		gen = prev.gen + 1
 	}
 	res := newCachedResources(r.paramResources(nil))
-	e := &epoch{gen: gen, resources: res, scope: newScope(r.policies, r.bindingList, res)}
+	e := &epoch{gen: gen, resources: res, scope: newScope(r.scopePolicies, r.scopeBindings, res)}
 	r.epoch.Store(e)
 	if r.state != nil {
 		r.state.rescope(e.scope.paramSelectors)

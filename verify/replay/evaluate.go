@@ -48,6 +48,9 @@ type job struct {
 	skip       Reason
 	skipNote   string
 	notMatched bool
+	// mutationRan says whether a replayed MutatingAdmissionPolicy ran on the request (or refused
+	// it): the request was evaluated, whether or not a validating policy matched.
+	mutationRan bool
 	out        *Record
 	dec        *verify.Decision
 }
@@ -165,6 +168,7 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 		if err != nil || dec.Mutation == nil {
 			return dec, err
 		}
+		j.mutationRan = j.mutationRan || dec.Mutation.Ran > 0 || !dec.Mutation.Allowed
 		// The replayed MutatingAdmissionPolicies ran first (verify.Evaluator.Evaluate).
 		if why := r.mutationUnknown(dec.Mutation, unknowns); why != "" {
 			if ind := r.dependsOnUnknown(j.policies, []admitted{{dec: dec, unknowns: []vapccel.Unknown{mutationUnknownField(why)}}}); ind.is() || !dec.Mutation.Allowed {
@@ -252,7 +256,7 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undeci
 		// What the evaluator read of a param or namespace the State knows but for some fields.
 		partial = r.dependsOnPartial(j.policies, j.view.partials)
 	}
-	if len(dec.Results) == 0 && len(misses) == 0 && !partial.is() {
+	if len(dec.Results) == 0 && len(misses) == 0 && !partial.is() && !j.mutationRan {
 		j.notMatched = true
 		return
 	}

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"slices"
 	"strings"
 	"sync"
 
@@ -192,7 +193,8 @@ func (s *scope) matchUncached(gvr schema.GroupVersionResource, sub string, op ad
 	var names []string
 	gvrs := s.equivalents(gvr, sub)
 	for _, p := range s.policies {
-		if policyRulesMatch(p, gvrs, sub, op) {
+		// A validating and a mutating policy may have one name.
+		if policyRulesMatch(p, gvrs, sub, op) && !slices.Contains(names, p.Name) {
 			names = append(names, p.Name)
 		}
 	}

@@ -121,3 +121,41 @@ func (r *Replayer) replayedMutation(req mutatedRequest) mutatedRequest {
 	req.replayed = r.replayedMAPs
 	return req
 }
+
+// scopeOfMutating returns the validating policies and bindings with the mutating ones in
+// their shape (match, params, matchConditions, variables, and the mutations' expressions as
+// validations, which the scope only searches for words): a request only a mutating policy
+// matches is replayed, and the State keeps what the mutating policies read.
+func scopeOfMutating(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding,
+	mutating []*admissionregistrationv1.MutatingAdmissionPolicy, mutatingBindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding) ([]*admissionregistrationv1.ValidatingAdmissionPolicy, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+	if len(mutating) == 0 {
+		return policies, bindings
+	}
+	ps := slices.Clone(policies)
+	bs := slices.Clone(bindings)
+	for _, m := range mutating {
+		v := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: *m.ObjectMeta.DeepCopy()}
+		v.Spec.ParamKind = m.Spec.ParamKind.DeepCopy()
+		v.Spec.MatchConstraints = m.Spec.MatchConstraints.DeepCopy()
+		v.Spec.MatchConditions = slices.Clone(m.Spec.MatchConditions)
+		v.Spec.Variables = slices.Clone(m.Spec.Variables)
+		for _, mu := range m.Spec.Mutations {
+			switch {
+			case mu.ApplyConfiguration != nil:
+				v.Spec.Validations = append(v.Spec.Validations, admissionregistrationv1.Validation{Expression: mu.ApplyConfiguration.Expression})
+			case mu.JSONPatch != nil:
+				v.Spec.Validations = append(v.Spec.Validations, admissionregistrationv1.Validation{Expression: mu.JSONPatch.Expression})
+			}
+		}
+		ps = append(ps, v)
+	}
+	for _, b := range mutatingBindings {
+		bs = append(bs, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+			ObjectMeta: *b.ObjectMeta.DeepCopy(),
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+				PolicyName: b.Spec.PolicyName, ParamRef: b.Spec.ParamRef.DeepCopy(), MatchResources: b.Spec.MatchResources.DeepCopy(),
+			},
+		})
+	}
+	return ps, bs
+}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/vapc-dev/vapc/cel"
 	_ "github.com/vapc-dev/vapc/cel/mutatingvalidation" // kube-apiserver's validation of MutatingAdmissionPolicies
 	"github.com/vapc-dev/vapc/verify"
@@ -61,5 +63,47 @@ func TestMutatingPoliciesReplay(t *testing.T) {
 func TestPipelineVersion(t *testing.T) {
 	if apiserver.KubernetesVersion != verify.KubernetesVersion {
 		t.Errorf("the pipeline is built for Kubernetes %s, the evaluator decides as %s", apiserver.KubernetesVersion, verify.KubernetesVersion)
+	}
+}
+
+// TestMutatingPoliciesAlone replays the recorded end-to-end log with the mutating policy and no
+// validating one: the requests only it matches are replayed, and it changes the pods it
+// changes beside the validating guard.
+func TestMutatingPoliciesAlone(t *testing.T) {
+	set, diags := cel.ReadPaths(nil, filepath.Join("testdata", "toleration-floor-map.yaml"))
+	if diags.HasErrors() || len(set.MutatingPolicies) != 1 {
+		t.Fatalf("reading the mutating policy: %v", diags)
+	}
+	opt := WithMutatingPolicies(set.MutatingPolicyList(), set.MutatingBindingList())
+	dir := filepath.Join(auditData, "recorded-e2e")
+	_, beside := replayScenario(t, dir, "audit.log.gz", opt)
+	want := map[int]string{}
+	for _, rec := range beside {
+		if len(rec.Mutations) > 0 {
+			want[rec.Line] = string(rec.Mutations[0].Patch)
+		}
+	}
+	r, err := New(nil, nil, opt, WithCheckRecorded(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, recs := replayFile(t, r, filepath.Join(dir, "audit.log.gz"))
+	got := map[int]string{}
+	for _, rec := range recs {
+		if rec.Resource != "pods" || rec.Operation != "CREATE" {
+			t.Errorf("line %d: %s %s replayed, which the mutating policy does not match", rec.Line, rec.Operation, rec.Resource)
+		}
+		if rec.Decision == DecisionIndeterminate {
+			t.Errorf("line %d: indeterminate: %s", rec.Line, rec.Indeterminate)
+		}
+		if len(rec.Mutations) > 0 {
+			got[rec.Line] = string(rec.Mutations[0].Patch)
+		}
+	}
+	if len(want) == 0 {
+		t.Fatal("the mutating policy changed nothing beside the validating guard")
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("changes alone and beside the validating guard differ (-beside +alone):\n%s", d)
 	}
 }

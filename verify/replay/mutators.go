@@ -112,7 +112,7 @@ func (m *mutators) mayMutate(req mutatedRequest) string {
 				continue
 			}
 		}
-		return fmt.Sprintf("MutatingAdmissionPolicy %s (bound by %s) matches the request and may have changed the object; vapc does not run MutatingAdmissionPolicies", name, b)
+		return fmt.Sprintf("MutatingAdmissionPolicy %s (bound by %s) matches the request and may have changed the object; give it among --policies for vapc to run it", name, b)
 	}
 	return ""
 }

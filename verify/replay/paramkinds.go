@@ -77,9 +77,15 @@ func (k *paramKind) unsettled() bool { return k.resolving.on || k.paramsUnknown.
 func (r *Replayer) initParamKinds() {
 	r.paramKinds = map[schema.GroupVersionKind]*paramKind{}
 	r.policyParam = map[string]*paramKind{}
-	for _, p := range r.policies {
+	bound := map[string]bool{}
+	for _, b := range r.scopeBindings {
+		bound[b.Spec.PolicyName] = true
+	}
+	// The mutating policies' paramKinds too (in the scope's policies): their params are read
+	// from the State as the validating policies' are.
+	for _, p := range r.scopePolicies {
 		pk := p.Spec.ParamKind
-		if pk == nil || len(r.bindings[p.Name]) == 0 {
+		if pk == nil || !bound[p.Name] || r.policyParam[p.Name] != nil {
 			continue
 		}
 		gv, err := schema.ParseGroupVersion(pk.APIVersion)

@@ -117,6 +117,10 @@ type Replayer struct {
 	// (see mutate.go).
 	mutatingPolicies []*admissionregistrationv1.MutatingAdmissionPolicy
 	mutatingBindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding
+	// scopePolicies and scopeBindings are what the scope matches requests with and what the
+	// State keeps objects for: the validating policies and, in their shape, the mutating ones.
+	scopePolicies []*admissionregistrationv1.ValidatingAdmissionPolicy
+	scopeBindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
 	mutatingReads    vapccel.Reads
 	replayedMAPs     map[string]bool
 	resources        verify.Resources
@@ -212,6 +216,7 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 		}
 	}
 	r.policies, r.bindingList = policies, bindings
+	r.scopePolicies, r.scopeBindings = scopeOfMutating(policies, bindings, r.mutatingPolicies, r.mutatingBindings)
 	r.mutatingReads = mutatingPolicyReads(r.mutatingPolicies, r.mutatingBindings)
 	r.replayedMAPs = map[string]bool{}
 	for _, p := range r.mutatingPolicies {

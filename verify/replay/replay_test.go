@@ -54,13 +54,19 @@ func replayScenario(t testing.TB, dir, log string, opts ...Option) (*Summary, []
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	f, err := os.Open(filepath.Join(dir, log))
+	return replayFile(t, r, filepath.Join(dir, log))
+}
+
+// replayFile runs the replayer over one log file and returns its summary and records.
+func replayFile(t testing.TB, r *Replayer, path string) (*Summary, []*Record) {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	var recs []*Record
-	sum, err := r.Run(context.Background(), []Source{{Name: log, Reader: f}}, func(rec *Record) error {
+	sum, err := r.Run(context.Background(), []Source{{Name: filepath.Base(path), Reader: f}}, func(rec *Record) error {
 		recs = append(recs, rec)
 		return nil
 	})

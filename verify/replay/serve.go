@@ -477,6 +477,7 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 	}
 	mutationUnknown := r.mutationUnknown(s.mutation, append(slices.Clip(s.mutationInputs), priorUnknowns...))
 	refusedByMutation := len(s.calls) == 0 && s.mutation != nil && !s.mutation.Allowed
+	j.mutationRan = s.mutation != nil && (s.mutation.Ran > 0 || !s.mutation.Allowed)
 	switch {
 	case s.mutation == nil:
 	case mutationUnknown == "":
