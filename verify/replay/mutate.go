@@ -3,15 +3,20 @@ package replay
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apiserver/pkg/admission"
 
 	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify"
+	"github.com/vapc-dev/vapc/verify/internal/apiserver"
 )
 
 // The MutatingAdmissionPolicies among --policies run on every request the replay evaluates,
@@ -158,4 +163,104 @@ func scopeOfMutating(policies []*admissionregistrationv1.ValidatingAdmissionPoli
 		})
 	}
 	return ps, bs
+}
+
+// checkMutated compares what the replayed MutatingAdmissionPolicies wrote with the object the
+// log records the server storing (the response of an admitted create or update, at level
+// RequestResponse), at every path a change wrote, for the policies the cluster had when the
+// request came (its own copy ran then; the replayed one is taken to be it). checked is false
+// when there is nothing to compare: no response object, another kind, or only policies the
+// cluster did not have.
+func checkMutated(ev *Event, t target, resp *apiserver.Response, changes []verify.Change, cluster *mutators) (diffs []string, checked bool) {
+	if resp == nil || ev.Code() >= 300 || len(ev.ResponseObject) == 0 {
+		return nil, false
+	}
+	recorded := decodeObject(ev.ResponseObject)
+	if recorded == nil || recorded.GroupVersionKind() != t.reqKind {
+		return nil, false
+	}
+	var written *apiserver.Write
+	for i := range resp.Writes {
+		if w := &resp.Writes[i]; w.Resource == t.gvr.GroupResource() && w.Namespace == t.namespace && (t.name == "" || w.Name == t.name) && w.Object != nil {
+			written = w
+		}
+	}
+	if written == nil {
+		return nil, false
+	}
+	predicted := versioned(written.Object, t.reqKind)
+	if predicted == nil {
+		return nil, false
+	}
+	for _, c := range changes {
+		if cluster == nil || !cluster.has(c.Policy) {
+			continue
+		}
+		var ops []struct {
+			Path string `json:"path"`
+		}
+		if json.Unmarshal(c.Patch, &ops) != nil {
+			continue
+		}
+		checked = true
+		for _, op := range ops {
+			want, wok := pointerValue(recorded.Object, op.Path)
+			got, gok := pointerValue(predicted.Object, op.Path)
+			if wok != gok || !equality.Semantic.DeepEqual(want, got) {
+				diffs = append(diffs, fmt.Sprintf("MutatingAdmissionPolicy %s (binding %s) at %s: recorded %s, predicted %s", c.Policy, c.Binding, op.Path, describeValue(want, wok), describeValue(got, gok)))
+			}
+		}
+	}
+	return diffs, checked
+}
+
+// has says whether the cluster has the policy bound.
+func (m *mutators) has(policy string) bool {
+	if _, ok := m.policies[policy]; !ok {
+		return false
+	}
+	for _, p := range m.bindings {
+		if p == policy {
+			return true
+		}
+	}
+	return false
+}
+
+// pointerValue is the value at a JSON pointer (RFC 6901) of an object.
+func pointerValue(obj map[string]any, pointer string) (any, bool) {
+	var v any = obj
+	if pointer == "" {
+		return v, true
+	}
+	for _, tok := range strings.Split(strings.TrimPrefix(pointer, "/"), "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch c := v.(type) {
+		case map[string]any:
+			var ok bool
+			if v, ok = c[tok]; !ok {
+				return nil, false
+			}
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(c) {
+				return nil, false
+			}
+			v = c[i]
+		default:
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+func describeValue(v any, ok bool) string {
+	if !ok {
+		return "nothing"
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(data)
 }

@@ -107,3 +107,29 @@ func TestMutatingPoliciesAlone(t *testing.T) {
 		t.Errorf("changes alone and beside the validating guard differ (-beside +alone):\n%s", d)
 	}
 }
+
+func TestPointerValue(t *testing.T) {
+	obj := map[string]any{
+		"metadata": map[string]any{"annotations": map[string]any{"rnd.vapc.dev/block": "on", "a~b": "x"}},
+		"spec":     map[string]any{"tolerations": []any{map[string]any{"tolerationSeconds": int64(600)}}},
+	}
+	tests := []struct {
+		pointer string
+		want    any
+		ok      bool
+	}{
+		{"/metadata/annotations/rnd.vapc.dev~1block", "on", true},
+		{"/metadata/annotations/a~0b", "x", true},
+		{"/spec/tolerations/0/tolerationSeconds", int64(600), true},
+		{"/spec/tolerations/1/tolerationSeconds", nil, false},
+		{"/spec/tolerations/x", nil, false},
+		{"/metadata/labels", nil, false},
+		{"/metadata/annotations/rnd.vapc.dev~1block/deeper", nil, false},
+	}
+	for _, tc := range tests {
+		got, ok := pointerValue(obj, tc.pointer)
+		if ok != tc.ok || !cmp.Equal(got, tc.want) {
+			t.Errorf("pointerValue(%q) = %v, %v; want %v, %v", tc.pointer, got, ok, tc.want, tc.ok)
+		}
+	}
+}

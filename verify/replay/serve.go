@@ -591,6 +591,14 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 		return nil, &indeterminateError{because(ReasonRebuild, describeServed(again.s))}
 	}
 	r.conclude(w, j, out, undecided{}, nil, decide, notes...)
+	if r.check && out.Decision == DecisionAdmit && len(out.Mutations) > 0 {
+		if diffs, checked := checkMutated(ev, t, s.resp, out.Mutations, j.mutators); checked {
+			out.Disagreements = append(slices.Clip(out.Disagreements), diffs...)
+			if out.Disagreements == nil {
+				out.Disagreements = []string{}
+			}
+		}
+	}
 }
 
 // servedDecision is the decision of a served request: its validating admissions', or the
