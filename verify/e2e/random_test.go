@@ -98,10 +98,10 @@ type randomWorld struct {
 	r                *rand.Rand
 	// mr chooses the shape of the random MutatingAdmissionPolicy, apart from r so that a
 	// seed's traffic does not depend on it.
-	mr *rand.Rand
-	clients          map[string]dynamic.Interface
-	raw              map[string]*http.Client
-	others           map[string]int // requests refused by someone else than a policy, by reason
+	mr      *rand.Rand
+	clients map[string]dynamic.Interface
+	raw     map[string]*http.Client
+	others  map[string]int // requests refused by someone else than a policy, by reason
 	// established is when the test saw the last of its CRDs established.
 	established time.Time
 	step        int

@@ -51,8 +51,8 @@ type job struct {
 	// mutationRan says whether a replayed MutatingAdmissionPolicy ran on the request (or refused
 	// it): the request was evaluated, whether or not a validating policy matched.
 	mutationRan bool
-	out        *Record
-	dec        *verify.Decision
+	out         *Record
+	dec         *verify.Decision
 }
 
 // evalWorker is an evaluator and the View it reads, which its goroutine sets before each

@@ -121,17 +121,17 @@ type Replayer struct {
 	// State keeps objects for: the validating policies and, in their shape, the mutating ones.
 	scopePolicies []*admissionregistrationv1.ValidatingAdmissionPolicy
 	scopeBindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
-	mutatingReads    vapccel.Reads
-	replayedMAPs     map[string]bool
-	resources        verify.Resources
-	newEval          EvaluatorFunc
-	snapshots        []string
-	maxLine          int
-	workers          int
-	check            bool
-	progress         func(Progress)
-	progressEvery    time.Duration
-	observer         Observer
+	mutatingReads vapccel.Reads
+	replayedMAPs  map[string]bool
+	resources     verify.Resources
+	newEval       EvaluatorFunc
+	snapshots     []string
+	maxLine       int
+	workers       int
+	check         bool
+	progress      func(Progress)
+	progressEvery time.Duration
+	observer      Observer
 
 	admissionPlugins []string
 	// orderedPlugins are the admission plugins the ordered stage replays writes through
