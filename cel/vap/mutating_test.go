@@ -13,7 +13,6 @@ import (
 
 	"github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/cel/manifest"
-	_ "github.com/vapc-dev/vapc/cel/mutatingvalidation" // the server's validation of MutatingAdmissionPolicies
 	"github.com/vapc-dev/vapc/cel/vap"
 )
 
@@ -84,7 +83,10 @@ func TestMutatingEmit(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, d := range checker.Check(set) {
-		if d.Severity != cel.Info {
+		// The server's validation of mutating policies is not linked here (it needs
+		// k8s.io/kubernetes, which users of cel/vap need not require): cel/mutatingvalidation's
+		// tests run it.
+		if d.Severity == cel.Error {
 			t.Errorf("emitted YAML does not check: %s", d)
 		}
 	}
@@ -110,10 +112,6 @@ func TestMutatingErrors(t *testing.T) {
 		{"no mutations", func() (*vap.Policy, error) {
 			return vap.NewMutatingPolicy("m", vap.Resources(vap.Create, "pods"))
 		}, "no mutations"},
-		{"a mutation that does not compile", func() (*vap.Policy, error) {
-			return vap.NewMutatingPolicy("m", vap.Resources(vap.Create, "pods"),
-				vap.JSONPatch("[JSONPatch{op: 'add', path: '/x', value: object.nope(]"))
-		}, "spec.mutations[0].jsonPatch.expression"},
 		{"a typo in a matchCondition", func() (*vap.Policy, error) {
 			return vap.NewMutatingPolicy("m", vap.Resources(vap.Create, "pods"),
 				vap.MatchCondition("c", "has(object.spec.nodeNmae)"), vap.JSONPatch("[]"))
