@@ -1,11 +1,13 @@
 package verify
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -84,6 +86,10 @@ type Mutation struct {
 	// OrderDependent says why the object may depend on the order kube-apiserver ran the
 	// policies in (empty when no order could change it); see Evaluator.OrderDependence.
 	OrderDependent string `json:"orderDependent,omitempty"`
+	// OrdersAgree is set when no order of the policies could give another object or
+	// refusal: none could matter, or every order was tried and made the same (see
+	// AdmitAttributes). OrderDependent is then empty.
+	OrdersAgree bool `json:"-"`
 	// Input is the object the policies received (JSON, in the request's version), for a
 	// caller that compares what they made with an expectation; Evaluate sets it.
 	Input json.RawMessage `json:"-"`
@@ -237,9 +243,14 @@ func (e *Evaluator) AdmitAttributes(ctx context.Context, a admission.Attributes,
 	m, _ := e.matcher(a.GetNamespace())
 	d := mutating.NewDispatcher(e.authz, m, e.typeConverters)
 	mt := &mutationTrace{reinvoke: a.GetReinvocationContext().IsReinvoke()}
+	var before runtime.Object
+	if e.explorable(a) {
+		before = a.GetObject().DeepCopyObject()
+	}
 	err := d.Dispatch(withMutationTrace(ctx, mt), a, o, e.mhooks)
 	mt.finish()
 	mut.Changes, mut.Ran = mt.changes, mt.ran
+	mut.OrdersAgree = e.OrderDependence(mut.Changes) == "" || before != nil && e.ordersAgree(ctx, a, o, before, mut.Changes, err)
 	if err != nil {
 		var st *apierrors.StatusError
 		if !errors.As(err, &st) {
@@ -254,6 +265,91 @@ func (e *Evaluator) AdmitAttributes(ctx context.Context, a admission.Attributes,
 		}
 	}
 	return mut, nil
+}
+
+// maxExploredHooks bounds the policies and bindings whose orders ordersAgree tries (4! = 24).
+const maxExploredHooks = 4
+
+// explorable says whether ordersAgree can try the other orders of the policies on the
+// admission: a first pass of the chain (no policy can run again: none has reinvocationPolicy
+// IfNeeded), with few enough policies and bindings.
+func (e *Evaluator) explorable(a admission.Attributes) bool {
+	if len(e.mhooks) < 2 || len(e.mhooks) > maxExploredHooks || a.GetObject() == nil || a.GetReinvocationContext().IsReinvoke() {
+		return false
+	}
+	for _, h := range e.mhooks {
+		if h.Policy.Spec.ReinvocationPolicy != admissionregistrationv1.NeverReinvocationPolicy {
+			return false
+		}
+	}
+	return true
+}
+
+// ordersAgree runs the policies in every other order of their hooks (each a policy and
+// binding) on a copy of the object they received, and says whether every order makes the same
+// object and the same refusal as the order they ran in: kube-apiserver's order, which follows
+// its informer caches, cannot matter then. Several params of one binding run in the order of
+// its param informer, which this does not try: changes by two params of one binding are not
+// explored.
+func (e *Evaluator) ordersAgree(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces, before runtime.Object, changes []Change, err error) bool {
+	seen := map[string]string{}
+	for _, c := range changes {
+		k := c.Policy + "\x00" + c.Binding
+		if p, ok := seen[k]; ok && p != c.Param.String() {
+			return false
+		}
+		seen[k] = c.Param.String()
+	}
+	want, merr := json.Marshal(a.GetObject())
+	if merr != nil {
+		return false
+	}
+	wantErr := errorText(err)
+	m, _ := e.matcher(a.GetNamespace())
+	order := make([]int, len(e.mhooks))
+	for i := range order {
+		order[i] = i
+	}
+	agree := true
+	permute(order, 0, func(perm []int) bool {
+		if slices.IsSorted(perm) {
+			return true // the order the policies ran in
+		}
+		hooks := make([]mutating.PolicyHook, len(perm))
+		for i, j := range perm {
+			hooks[i] = e.mhooks[j]
+		}
+		copied := admission.NewAttributesRecord(before.DeepCopyObject(), a.GetOldObject(), a.GetKind(), a.GetNamespace(), a.GetName(),
+			a.GetResource(), a.GetSubresource(), a.GetOperation(), a.GetOperationOptions(), a.IsDryRun(), a.GetUserInfo())
+		err := mutating.NewDispatcher(e.authz, m, e.typeConverters).Dispatch(ctx, copied, o, hooks)
+		got, merr := json.Marshal(copied.GetObject())
+		agree = merr == nil && errorText(err) == wantErr && bytes.Equal(got, want)
+		return agree
+	})
+	return agree
+}
+
+// permute calls fn with every permutation of order[k:] (order[:k] fixed) until fn returns false.
+func permute(order []int, k int, fn func([]int) bool) bool {
+	if k == len(order) {
+		return fn(order)
+	}
+	for i := k; i < len(order); i++ {
+		order[k], order[i] = order[i], order[k]
+		ok := permute(order, k+1, fn)
+		order[k], order[i] = order[i], order[k]
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func errorText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 // admit runs the MutatingAdmissionPolicies with the admission chain's reinvocation: when a
@@ -271,7 +367,9 @@ func (e *Evaluator) admit(ctx context.Context, a admission.Attributes, o admissi
 		}
 		mut = mut.Then(again)
 	}
-	mut.OrderDependent = e.OrderDependence(mut.Changes)
+	if !mut.OrdersAgree {
+		mut.OrderDependent = e.OrderDependence(mut.Changes)
+	}
 	return mut, nil
 }
 
@@ -299,6 +397,8 @@ func (m *Mutation) Then(next *Mutation) *Mutation {
 	if out.Input == nil {
 		out.Input = m.Input
 	}
+	// Every order agrees on both passes when it did on the one that changed the object.
+	out.OrdersAgree = m.OrdersAgree && len(next.Changes) == 0 || next.OrdersAgree && len(m.Changes) == 0
 	return &out
 }
 

@@ -220,3 +220,82 @@ func TestOrderIndependent(t *testing.T) {
 		t.Errorf("order dependent: %s", dec.Mutation.OrderDependent)
 	}
 }
+
+// TestOrdersExplored: when the changes of two policies overlap, the evaluator runs them in the
+// other orders too, and states the object as certain only when every order makes it.
+func TestOrdersExplored(t *testing.T) {
+	policy := func(name, condition, patchType, expression string) *admissionregistrationv1.MutatingAdmissionPolicy {
+		y := `
+metadata: {name: ` + name + `}
+spec:
+  reinvocationPolicy: Never
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+`
+		if condition != "" {
+			y += "  matchConditions:\n  - {name: c, expression: \"" + condition + "\"}\n"
+		}
+		if patchType == "ApplyConfiguration" {
+			y += "  mutations:\n  - patchType: ApplyConfiguration\n    applyConfiguration:\n      expression: \"" + expression + "\"\n"
+		} else {
+			y += "  mutations:\n  - patchType: JSONPatch\n    jsonPatch:\n      expression: \"" + expression + "\"\n"
+		}
+		return mustMutatingPolicy(t, y)
+	}
+	apply := func(name, key string) *admissionregistrationv1.MutatingAdmissionPolicy {
+		return policy(name, "", "ApplyConfiguration", "Object{metadata: Object.metadata{labels: {'"+key+"': '1'}}}")
+	}
+	replaceLabels := func(name, key string) *admissionregistrationv1.MutatingAdmissionPolicy {
+		return policy(name, "", "JSONPatch", "[JSONPatch{op: 'add', path: '/metadata/labels', value: {'"+key+"': '1'}}]")
+	}
+	tests := []struct {
+		name     string
+		policies []*admissionregistrationv1.MutatingAdmissionPolicy
+		want     map[string]string
+		// dependent: some order makes another object.
+		dependent bool
+	}{
+		{"apply configurations of two labels merge in any order", []*admissionregistrationv1.MutatingAdmissionPolicy{apply("a", "a"), apply("b", "b")},
+			map[string]string{"a": "1", "b": "1"}, false},
+		{"JSON patches that each set the labels: the last wins", []*admissionregistrationv1.MutatingAdmissionPolicy{replaceLabels("a", "a"), replaceLabels("b", "b")},
+			map[string]string{"b": "1"}, true},
+		{"a match condition that holds in one order only", []*admissionregistrationv1.MutatingAdmissionPolicy{
+			apply("a", "a"),
+			policy("b", "has(object.metadata.labels) && 'a' in object.metadata.labels", "ApplyConfiguration", "Object{metadata: Object.metadata{labels: {'b': '1'}}}"),
+		}, map[string]string{"a": "1", "b": "1"}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding
+			for _, p := range tc.policies {
+				bindings = append(bindings, mutatingBinding(p.Name, p.Name))
+			}
+			e, err := verify.New(nil, nil, verify.WithResources(catalog), verify.WithMutatingPolicies(tc.policies, bindings))
+			if err != nil {
+				t.Fatal(err)
+			}
+			dec, err := e.Evaluate(context.Background(), verify.Request{
+				Resource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Operation: admission.Create,
+				Object: object(t, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"ns"}}`),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got struct {
+				Metadata struct {
+					Labels map[string]string `json:"labels"`
+				} `json:"metadata"`
+			}
+			if err := json.Unmarshal(dec.Object, &got); err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tc.want, got.Metadata.Labels); d != "" {
+				t.Errorf("labels in the order of the names (-want +got):\n%s", d)
+			}
+			if dep := dec.Mutation.OrderDependent != ""; dep != tc.dependent {
+				t.Errorf("order dependent: %q, want %v", dec.Mutation.OrderDependent, tc.dependent)
+			}
+		})
+	}
+}

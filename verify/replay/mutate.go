@@ -66,15 +66,11 @@ func (r *Replayer) runMutatingPolicies(ctx context.Context, me mutatingEvaluator
 		s.err = err
 		return apierrors.NewInternalError(err)
 	}
-	if prev := s.mutation; prev != nil {
-		// The chain's second pass (reinvocation): the request's changes are both passes'.
-		mut.Changes = append(prev.Changes, mut.Changes...)
-		mut.Ran += prev.Ran
-		if mut.Unknown == "" {
-			mut.Unknown = prev.Unknown
-		}
+	// On the chain's second pass (reinvocation), the request's changes are both passes'.
+	mut = s.mutation.Then(mut)
+	if !mut.OrdersAgree {
+		mut.OrderDependent = me.OrderDependence(mut.Changes)
 	}
-	mut.OrderDependent = me.OrderDependence(mut.Changes)
 	s.mutation = mut
 	s.mutationInputs = append(s.mutationInputs, unknowns...)
 	if !mut.Allowed && mut.Status != nil {

@@ -170,7 +170,9 @@ func (e *env) servePipeline(ctx context.Context, req verify.Request) (_ *verify.
 		return nil, objs, fmt.Errorf("pipeline: a MutatingAdmissionPolicy cannot run here as kube-apiserver would: %s", mut.Unknown)
 	}
 	if mut != nil {
-		mut.OrderDependent = e.eval.OrderDependence(mut.Changes)
+		if !mut.OrdersAgree {
+			mut.OrderDependent = e.eval.OrderDependence(mut.Changes)
+		}
 		objs.input = mut.Input
 	}
 	finish := func(d *verify.Decision) (*verify.Decision, objectPair, error) {
