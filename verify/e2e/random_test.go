@@ -1540,18 +1540,26 @@ func randomMutatingPolicy(r *rand.Rand) (*admissionregistrationv1.MutatingAdmiss
 		p.Spec.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "red", Expression: "object.metadata.?labels[?'color'].orValue('') == 'red'"}}
 		shape = append(shape, "red only")
 	}
-	if r.IntN(2) == 0 {
+	applyConfiguration := r.IntN(2) == 0
+	// The annotation, or a label beside the one wh-map sets on blue and green ConfigMaps:
+	// their changes then overlap, and the replay tries both orders.
+	field, key, escaped := "annotations", "rnd.vapc.dev/block", "rnd.vapc.dev~1block"
+	if r.IntN(3) == 0 {
+		field, key, escaped = "labels", "rnd", "rnd"
+	}
+	shape = append(shape, "sets "+field+"["+key+"]")
+	if applyConfiguration {
 		p.Spec.Mutations = []admissionregistrationv1.Mutation{{
 			PatchType:          admissionregistrationv1.PatchTypeApplyConfiguration,
-			ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: "Object{metadata: Object.metadata{annotations: {'rnd.vapc.dev/block': " + value + "}}}"},
+			ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: "Object{metadata: Object.metadata{" + field + ": {'" + key + "': " + value + "}}}"},
 		}}
 		shape = append(shape, "apply configuration")
 	} else {
 		p.Spec.Mutations = []admissionregistrationv1.Mutation{{
 			PatchType: admissionregistrationv1.PatchTypeJSONPatch,
-			JSONPatch: &admissionregistrationv1.JSONPatch{Expression: "has(object.metadata.annotations) ? " +
-				"[JSONPatch{op: 'add', path: '/metadata/annotations/rnd.vapc.dev~1block', value: " + value + "}] : " +
-				"[JSONPatch{op: 'add', path: '/metadata/annotations', value: {'rnd.vapc.dev/block': " + value + "}}]"},
+			JSONPatch: &admissionregistrationv1.JSONPatch{Expression: "has(object.metadata." + field + ") ? " +
+				"[JSONPatch{op: 'add', path: '/metadata/" + field + "/" + escaped + "', value: " + value + "}] : " +
+				"[JSONPatch{op: 'add', path: '/metadata/" + field + "', value: {'" + key + "': " + value + "}}]"},
 		}}
 		shape = append(shape, "JSON patch")
 	}
