@@ -553,16 +553,28 @@ func (t *mutationTrace) finish() {
 
 // typeConverters answer the mutating dispatcher's type converter requests with the
 // structured-merge-diff types of the built-in kinds, from the catalog's embedded OpenAPI (as
-// the apiserver's own OpenAPI v3 gives them). Custom resources get none: the dispatcher then
+// the apiserver's own OpenAPI v3 gives them), and of the custom resources of the catalog's
+// CRDs, from the OpenAPI v3 the apiserver publishes for them. A custom resource whose schema
+// declares defaults gets none (the server defaults it by its structural schema after each
+// patch, which vapc does not), nor does one the catalog has no CRD of: the dispatcher then
 // fails the mutation (503) as the server does while a CRD's schema is not yet known, and
 // AdmitAttributes says the result is not known.
 type typeConverters struct{ cat *vapcschema.Catalog }
 
 var _ patch.TypeConverterManager = typeConverters{}
 
+// CatalogHolder is a Resources backed by a catalog, whose CRDs give the type converters of
+// custom resources (replay's resources wrap the replay's catalog).
+type CatalogHolder interface {
+	Catalog() *vapcschema.Catalog
+}
+
 func newTypeConverters(r Resources) (typeConverters, error) {
 	if cat, ok := r.(*vapcschema.Catalog); ok {
 		return typeConverters{cat}, nil
+	}
+	if h, ok := r.(CatalogHolder); ok && h.Catalog() != nil {
+		return typeConverters{h.Catalog()}, nil
 	}
 	cat, err := vapcschema.Builtin(KubernetesVersion)
 	return typeConverters{cat}, err
@@ -572,7 +584,11 @@ func (typeConverters) Run(context.Context) {}
 
 func (c typeConverters) GetTypeConverter(gvk schema.GroupVersionKind) managedfields.TypeConverter {
 	if !kubescheme.Knows(gvk) {
-		return nil
+		tc, defaults, ok, err := c.cat.CustomTypeConverter(gvk.GroupVersion())
+		if !ok || defaults || err != nil {
+			return nil
+		}
+		return tc
 	}
 	tc, err := c.cat.TypeConverter(gvk.GroupVersion()) // cached by the catalog
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsinstall "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/install"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/controller/openapi/builder"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 	"sigs.k8s.io/yaml"
 
@@ -43,6 +45,13 @@ type crdComponents struct {
 	schemas map[string]*spec.Schema
 	kinds   map[string][]schema.GroupVersionKind
 	gvkRefs map[schema.GroupVersionKind]string
+
+	// defaults says whether a CRD's schema of the group-version declares a default.
+	defaults bool
+	// The type converter of the schemas, built on first use (typeConverter).
+	once  sync.Once
+	tc    managedfields.TypeConverter
+	tcErr error
 }
 
 // crdEntry is one CustomResourceDefinition as the catalog serves it, built once when it is
@@ -265,6 +274,7 @@ func buildCRDIndex(crds map[string]*crdEntry, order []string) *crdIndex {
 				m = &crdComponents{schemas: map[string]*spec.Schema{}, kinds: map[string][]schema.GroupVersionKind{}}
 				idx.schemas[gv] = m
 			}
+			m.defaults = m.defaults || comps.defaults
 			for n, s := range comps.schemas {
 				if _, ok := m.schemas[n]; !ok {
 					m.schemas[n] = s
@@ -371,7 +381,7 @@ func buildCRDComponents(crd *apiextensionsv1.CustomResourceDefinition, version s
 	if err != nil {
 		return nil, err
 	}
-	return &crdComponents{schemas: resp.Components.Schemas, kinds: kinds, gvkRefs: kindRefs(kinds)}, nil
+	return &crdComponents{schemas: resp.Components.Schemas, kinds: kinds, gvkRefs: kindRefs(kinds), defaults: crdHasDefault(crd, version)}, nil
 }
 
 // LoadCRDs reads CustomResourceDefinitions from YAML or JSON files, each holding one or more

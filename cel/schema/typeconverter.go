@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/kube-openapi/pkg/validation/spec"
@@ -50,4 +51,76 @@ func (c *Catalog) TypeConverter(gvs ...schema.GroupVersion) (managedfields.TypeC
 		return tc, nil
 	}))
 	return load.(func() (managedfields.TypeConverter, error))()
+}
+
+// CustomTypeConverter returns the structured-merge-diff type converter of a group-version
+// CRDs serve, as kube-apiserver's MutatingAdmissionPolicy plugin builds it from the OpenAPI v3
+// document the server publishes for the group-version (patch.typeConverterManager); ok is false
+// when no CRD of the catalog serves gv. defaults says whether a schema of the group-version
+// declares a default: the server applies them to a custom resource after every patch, by the
+// CRD's structural schema, which the type converter does not do.
+func (c *Catalog) CustomTypeConverter(gv schema.GroupVersion) (tc managedfields.TypeConverter, defaults, ok bool, err error) {
+	c.mu.RLock()
+	comps := c.crd.schemas[gv]
+	c.mu.RUnlock()
+	if comps == nil {
+		return nil, false, false, nil
+	}
+	tc, err = comps.typeConverter()
+	return tc, comps.hasDefaults(), true, err
+}
+
+// typeConverter builds the components' type converter once.
+func (m *crdComponents) typeConverter() (managedfields.TypeConverter, error) {
+	m.once.Do(func() {
+		m.tc, m.tcErr = managedfields.NewTypeConverter(m.schemas, false)
+	})
+	return m.tc, m.tcErr
+}
+
+func (m *crdComponents) hasDefaults() bool { return m.defaults }
+
+// crdHasDefault says whether a CRD's schema of a version declares a default anywhere.
+func crdHasDefault(crd *apiextensionsv1.CustomResourceDefinition, version string) bool {
+	for _, v := range crd.Spec.Versions {
+		if v.Name == version && v.Schema != nil {
+			return propsHaveDefault(v.Schema.OpenAPIV3Schema)
+		}
+	}
+	return false
+}
+
+func propsHaveDefault(s *apiextensionsv1.JSONSchemaProps) bool {
+	if s == nil {
+		return false
+	}
+	if s.Default != nil {
+		return true
+	}
+	for _, p := range s.Properties {
+		if propsHaveDefault(&p) {
+			return true
+		}
+	}
+	if s.Items != nil {
+		if propsHaveDefault(s.Items.Schema) {
+			return true
+		}
+		for i := range s.Items.JSONSchemas {
+			if propsHaveDefault(&s.Items.JSONSchemas[i]) {
+				return true
+			}
+		}
+	}
+	if s.AdditionalProperties != nil && propsHaveDefault(s.AdditionalProperties.Schema) {
+		return true
+	}
+	for _, list := range [][]apiextensionsv1.JSONSchemaProps{s.AllOf, s.AnyOf, s.OneOf} {
+		for i := range list {
+			if propsHaveDefault(&list[i]) {
+				return true
+			}
+		}
+	}
+	return false
 }

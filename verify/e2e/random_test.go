@@ -305,6 +305,8 @@ var byDesignIndeterminate = []string{
 	"the log does not record the patch's content type",
 	// A MutatingAdmissionPolicy leaves no trace in the log.
 	"give it among --policies for vapc to run it",
+	// Nor does the moment its plugin learns a new CRD's schema.
+	"refreshes custom resources' schemas every 5 seconds",
 }
 
 // lowerLevelIndeterminate are the reasons of indeterminate requests a run that logs some
@@ -1548,6 +1550,14 @@ func randomMutatingPolicy(r *rand.Rand) (*admissionregistrationv1.MutatingAdmiss
 		field, key, escaped = "labels", "rnd", "rnd"
 	}
 	shape = append(shape, "sets "+field+"["+key+"]")
+	if r.IntN(2) == 0 {
+		// Widgets too: a custom resource, typed by its CRD's schema.
+		p.Spec.MatchConstraints.ResourceRules = append(p.Spec.MatchConstraints.ResourceRules, admissionregistrationv1.NamedRuleWithOperations{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{rndGroup}, APIVersions: []string{"v1"}, Resources: []string{"widgets"}},
+		}})
+		shape = append(shape, "widgets too")
+	}
 	if applyConfiguration {
 		p.Spec.Mutations = []admissionregistrationv1.Mutation{{
 			PatchType:          admissionregistrationv1.PatchTypeApplyConfiguration,

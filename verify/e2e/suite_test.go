@@ -23,20 +23,22 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"github.com/vapc-dev/vapc/cel/manifest"
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/e2e/harness"
 	"github.com/vapc-dev/vapc/verify/suite"
 )
 
 // suiteFiles are the suites whose cases TestSuiteParity sends to the server: the in-tree
-// guards', the recorded Kosmos sample's and the MutatingAdmissionPolicies'.
+// guards', the recorded Kosmos sample's and the MutatingAdmissionPolicies' (on built-in kinds
+// and on a custom resource, whose CRD is created first).
 func suiteFiles(t *testing.T) []string {
 	t.Helper()
 	files, err := filepath.Glob("../../policies/testdata/*.suite.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, dir := range []string{"kosmos", "mutating"} {
+	for _, dir := range []string{"kosmos", "mutating", "mutating-crd"} {
 		more, err := filepath.Glob("../../testdata/suites/" + dir + "/*.suite.yaml")
 		if err != nil {
 			t.Fatal(err)
@@ -75,6 +77,7 @@ func TestSuiteParity(t *testing.T) {
 		t.Fatalf("found %d suites, want the in-tree guards' and the Kosmos sample's", len(files))
 	}
 	cases, sent := 0, 0
+	defined := map[string]bool{} // the CRDs of the suites, by name
 	for _, f := range files {
 		suites, err := suite.Load(f)
 		if err != nil {
@@ -84,6 +87,18 @@ func TestSuiteParity(t *testing.T) {
 			res, err := st.Resolve()
 			if err != nil {
 				t.Fatalf("%s: Resolve() = %v", f, err)
+			}
+			for _, c := range st.CRDs {
+				docs, err := manifest.ReadPaths(nil, filepath.Join(filepath.Dir(f), c))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, d := range docs {
+					if d.Object.GetKind() == "CustomResourceDefinition" && !defined[d.Object.GetName()] {
+						p.defineCRD(ctx, d.Object)
+						defined[d.Object.GetName()] = true
+					}
+				}
 			}
 			// What vapc decides for the same cases, to hold it to the server too.
 			local, err := suite.Run(ctx, st)
@@ -279,6 +294,15 @@ func (p *parity) run(name string, rc *suite.ResolvedCase, localCase *suite.CaseR
 	p.sync(ctx)
 
 	got, err, notLiteral := p.send(rc)
+	for deadline := time.Now().Add(30 * time.Second); notLiteral == "" && time.Now().Before(deadline); {
+		// The MutatingAdmissionPolicy plugin fetches a new CRD's schema from the server's
+		// OpenAPI every 5 seconds, and refuses the kind's requests until it has it.
+		if st, ok := statusOf(err); !ok || st.Code != 503 || !strings.Contains(st.Message, "CustomResourceDefinitions are created") {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+		got, err, notLiteral = p.send(rc)
+	}
 	if notLiteral != "" {
 		return notLiteral
 	}

@@ -36,6 +36,30 @@ type servedCRD struct {
 	spec        apiextensionsv1.CustomResourceDefinitionSpec
 	names       apiextensionsv1.CustomResourceDefinitionNames
 	established bool
+	// changedAt is when the log shows its spec written (zero for the snapshot's).
+	changedAt time.Time
+}
+
+// SchemaRefreshDelay bounds how long after a CRD's change kube-apiserver's
+// MutatingAdmissionPolicy plugin may still lack the custom resource's new schema: its type
+// converter manager reads the OpenAPI v3 paths every 5 seconds (and refuses the kind with 503
+// until it has a schema), after the apiextensions OpenAPI controller published it; with a
+// margin for a loaded server.
+const SchemaRefreshDelay = 15 * time.Second
+
+// schemaRefreshing says why the MutatingAdmissionPolicy plugin may not have had the schema of
+// the resource's CRD when a request came at received, or "": the log changed the CRD less
+// than SchemaRefreshDelay before.
+func (r *Replayer) schemaRefreshing(gvr schema.GroupVersionResource, received time.Time) string {
+	if len(r.mutatingPolicies) == 0 {
+		return ""
+	}
+	name := r.crdOf(gvr)
+	c := r.crds[name]
+	if c == nil || c.changedAt.IsZero() || received.Before(c.changedAt) || !received.Before(c.changedAt.Add(SchemaRefreshDelay)) {
+		return ""
+	}
+	return fmt.Sprintf("CustomResourceDefinition %s changed %s before the request: kube-apiserver's MutatingAdmissionPolicy plugin refreshes custom resources' schemas every 5 seconds, and may have refused the request (503) or used the schema before", name, received.Sub(c.changedAt).Round(time.Millisecond))
 }
 
 // CRDChange is a change of the API a replay followed: a CustomResourceDefinition of the
@@ -186,6 +210,9 @@ func (r *Replayer) followCRD(ctx context.Context, crd *apiextensionsv1.CustomRes
 		}
 		r.crdChange(file, line, crd.Name, fmt.Sprintf("%s: %s %s in %s", verb, names.Kind, crd.Spec.Scope, strings.Join(versions, ", ")))
 		r.crds[crd.Name] = &servedCRD{spec: *crd.Spec.DeepCopy(), names: *names.DeepCopy(), established: established && cur != nil && cur.established}
+		if !snapshot {
+			r.crds[crd.Name].changedAt = at
+		}
 		if err := r.changeCatalog(ctx, where(file, line), at); err != nil {
 			return err
 		}

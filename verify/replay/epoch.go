@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	vapcschema "github.com/vapc-dev/vapc/cel/schema"
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/internal/apiserver"
 )
@@ -71,6 +72,9 @@ type paramResources struct {
 }
 
 func (p paramResources) RESTMapper() meta.RESTMapper { return p.mapper }
+
+// Catalog implements verify.CatalogHolder.
+func (p paramResources) Catalog() *vapcschema.Catalog { return catalogOf(p.Resources) }
 
 type paramMapper struct {
 	meta.RESTMapper

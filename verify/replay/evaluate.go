@@ -51,6 +51,9 @@ type job struct {
 	// mutationRan says whether a replayed MutatingAdmissionPolicy ran on the request (or refused
 	// it): the request was evaluated, whether or not a validating policy matched.
 	mutationRan bool
+	// schemaRefreshing says why the MutatingAdmissionPolicy plugin may not have had the
+	// schema of the request's custom resource (see Replayer.schemaRefreshing).
+	schemaRefreshing string
 	out         *Record
 	dec         *verify.Decision
 }
@@ -169,6 +172,9 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 			return dec, err
 		}
 		j.mutationRan = j.mutationRan || dec.Mutation.Ran > 0 || !dec.Mutation.Allowed
+		if j.schemaRefreshing != "" && (dec.Mutation.Ran > 0 || !dec.Mutation.Allowed) {
+			return nil, &indeterminateError{because(ReasonMutationUnknown, j.schemaRefreshing)}
+		}
 		// The replayed MutatingAdmissionPolicies ran first (verify.Evaluator.Evaluate).
 		if why := r.mutationUnknown(dec.Mutation, unknowns); why != "" {
 			if ind := r.dependsOnUnknown(j.policies, []admitted{{dec: dec, unknowns: []vapccel.Unknown{mutationUnknownField(why)}}}); ind.is() || !dec.Mutation.Allowed {

@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	vapcschema "github.com/vapc-dev/vapc/cel/schema"
 	"github.com/vapc-dev/vapc/verify"
 )
 
@@ -64,4 +65,18 @@ func (c *cachedResources) EquivalentResources(gvr schema.GroupVersionResource, s
 		return nil
 	}
 	return append([]schema.GroupVersionResource(nil), v...)
+}
+
+// Catalog implements verify.CatalogHolder: the catalog the resources read, if any.
+func (c *cachedResources) Catalog() *vapcschema.Catalog { return catalogOf(c.Resources) }
+
+// catalogOf is the catalog behind resources, or nil.
+func catalogOf(r verify.Resources) *vapcschema.Catalog {
+	switch t := r.(type) {
+	case *vapcschema.Catalog:
+		return t
+	case verify.CatalogHolder:
+		return t.Catalog()
+	}
+	return nil
 }

@@ -478,6 +478,10 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 	mutationUnknown := r.mutationUnknown(s.mutation, append(slices.Clip(s.mutationInputs), priorUnknowns...))
 	refusedByMutation := len(s.calls) == 0 && s.mutation != nil && !s.mutation.Allowed
 	j.mutationRan = s.mutation != nil && (s.mutation.Ran > 0 || !s.mutation.Allowed)
+	if j.mutationRan && j.schemaRefreshing != "" {
+		out.indeterminate(because(ReasonMutationUnknown, j.schemaRefreshing))
+		return
+	}
 	switch {
 	case s.mutation == nil:
 	case mutationUnknown == "":
