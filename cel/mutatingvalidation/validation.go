@@ -13,7 +13,6 @@ import (
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	"k8s.io/kubernetes/pkg/apis/admissionregistration"
 	_ "k8s.io/kubernetes/pkg/apis/admissionregistration/install" // v1 defaults and conversions
-	kubevalidation "k8s.io/kubernetes/pkg/apis/admissionregistration/validation"
 
 	"github.com/vapc-dev/vapc/cel"
 )
@@ -22,24 +21,20 @@ func init() {
 	cel.RegisterMutatingValidation(validatePolicy, validateBinding)
 }
 
-// validatePolicy defaults the policy, converts it to the internal version and validates it, as
-// the registry does on create.
+// validatePolicy defaults the policy and validates a create of it, as the create handler, the
+// store and the registry strategy do (see validateCreate).
 func validatePolicy(p *admissionregistrationv1.MutatingAdmissionPolicy) (*admissionregistrationv1.MutatingAdmissionPolicy, field.ErrorList, error) {
 	p = p.DeepCopy()
 	legacyscheme.Scheme.Default(p)
-	internal := &admissionregistration.MutatingAdmissionPolicy{}
-	if err := legacyscheme.Scheme.Convert(p, internal, nil); err != nil {
-		return p, nil, err
-	}
-	return p, kubevalidation.ValidateMutatingAdmissionPolicy(internal), nil
+	p.SetGroupVersionKind(admissionregistrationv1.SchemeGroupVersion.WithKind("MutatingAdmissionPolicy"))
+	errs, err := validateCreate(p, &admissionregistration.MutatingAdmissionPolicy{})
+	return p, errs, err
 }
 
 func validateBinding(b *admissionregistrationv1.MutatingAdmissionPolicyBinding) (*admissionregistrationv1.MutatingAdmissionPolicyBinding, field.ErrorList, error) {
 	b = b.DeepCopy()
 	legacyscheme.Scheme.Default(b)
-	internal := &admissionregistration.MutatingAdmissionPolicyBinding{}
-	if err := legacyscheme.Scheme.Convert(b, internal, nil); err != nil {
-		return b, nil, err
-	}
-	return b, kubevalidation.ValidateMutatingAdmissionPolicyBinding(internal), nil
+	b.SetGroupVersionKind(admissionregistrationv1.SchemeGroupVersion.WithKind("MutatingAdmissionPolicyBinding"))
+	errs, err := validateCreate(b, &admissionregistration.MutatingAdmissionPolicyBinding{})
+	return b, errs, err
 }

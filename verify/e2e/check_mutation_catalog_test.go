@@ -9,6 +9,17 @@ import (
 
 // mutations are every mutation TestCheckParityMutations draws from.
 var mutations = []mutation{
+	// mutating policy spec
+	set("reinvocationPolicy", mutatingKind, []string{"spec.reinvocationPolicy"}, remove, "", "Never", "IfNeeded", "Always", "never", nil, 1),
+	set("mutations", mutatingKind, []string{"spec.mutations"}, remove, []any{}, nil, "x",
+		[]any{map[string]any{"patchType": "JSONPatch"}},
+		[]any{map[string]any{"patchType": "ApplyConfiguration", "jsonPatch": map[string]any{"expression": "[]"}}},
+		[]any{map[string]any{"patchType": "JSONPatch", "jsonPatch": map[string]any{"expression": "[]"}, "applyConfiguration": map[string]any{"expression": "Object{}"}}}),
+	set("patchType", mutatingKind, []string{"spec.mutations[].patchType"}, remove, "", "JSONPatch", "ApplyConfiguration", "Merge", "jsonpatch", nil),
+	set("mutation-expression", mutatingKind, []string{"spec.mutations[].jsonPatch.expression", "spec.mutations[].applyConfiguration.expression"},
+		"[]", "Object{}", "Object{metadata: Object.metadata{labels: {'a': 'b'}}}", "[JSONPatch{op: 'add', path: '/metadata/labels', value: {'a': 'b'}}]",
+		"[JSONPatch{op: 'bogus', path: '/x'}]", "Object{spec: 1}", "true", "'x'", "object.", "[JSONPatch{op: 'add', path: '/x', value: params.y}]", ""),
+
 	// metadata
 	set("name", "", []string{"metadata.name"}, objectNames...),
 	set("generateName", "", []string{"metadata.generateName"}, "gen-", "Gen-", "gen", "a/b-", ".", "", repeat("300", "g", 300), repeat("253", "g", 253), "x.static.k8s.io"),

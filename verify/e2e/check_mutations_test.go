@@ -128,7 +128,9 @@ func TestCheckParityMutations(t *testing.T) {
 // pluralGVR is the collection a mutant is created in.
 func pluralGVR(obj map[string]any) schema.GroupVersionResource {
 	kind, _ := obj["kind"].(string)
-	if kind != bindingKind {
+	switch kind {
+	case bindingKind, mutatingKind, mutatingBindingKind:
+	default:
 		kind = policyKind
 	}
 	return admissionregistrationv1.SchemeGroupVersion.WithResource(pluralOf(kind))
@@ -162,7 +164,7 @@ func loadMutationSeeds(t *testing.T) (seeds []mutationSeedDoc) {
 				if err := json.Unmarshal(js, &obj); err != nil {
 					t.Fatalf("%s: %v", file, err)
 				}
-				if k := obj["kind"]; k != policyKind && k != bindingKind {
+				if k := obj["kind"]; !isPolicy(k) && !isBinding(k) {
 					continue
 				}
 				name, _ := obj["metadata"].(map[string]any)["name"].(string)
@@ -172,7 +174,7 @@ func loadMutationSeeds(t *testing.T) (seeds []mutationSeedDoc) {
 	}
 	var policies, bindings int
 	for _, s := range seeds {
-		if s.obj["kind"] == policyKind {
+		if isPolicy(s.obj["kind"]) {
 			policies++
 		} else {
 			bindings++
@@ -202,7 +204,7 @@ func newMutant(r *rand.Rand, seeds []mutationSeedDoc) *mutant {
 		first := mutations[r.IntN(len(mutations))]
 		var fit []mutationSeedDoc
 		for _, s := range seeds {
-			if first.kind == "" || s.obj["kind"] == first.kind {
+			if fits(first.kind, s.obj["kind"]) {
 				fit = append(fit, s)
 			}
 		}
@@ -215,7 +217,7 @@ func newMutant(r *rand.Rand, seeds []mutationSeedDoc) *mutant {
 		}
 		for extra := 0; extra < 2 && r.IntN(4) == 0; extra++ {
 			mu := mutations[r.IntN(len(mutations))]
-			if mu.kind != "" && mu.kind != m.obj["kind"] {
+			if !fits(mu.kind, m.obj["kind"]) {
 				continue
 			}
 			if label, ok := mu.apply(r, m.obj); ok {

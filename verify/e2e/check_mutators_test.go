@@ -11,15 +11,37 @@ import (
 
 // The kinds TestCheckParityMutations mutates.
 const (
-	policyKind  = "ValidatingAdmissionPolicy"
-	bindingKind = "ValidatingAdmissionPolicyBinding"
+	policyKind          = "ValidatingAdmissionPolicy"
+	bindingKind         = "ValidatingAdmissionPolicyBinding"
+	mutatingKind        = "MutatingAdmissionPolicy"
+	mutatingBindingKind = "MutatingAdmissionPolicyBinding"
 )
+
+// isPolicy and isBinding say whether an object's kind is a policy's or a binding's, validating
+// or mutating.
+func isPolicy(kind any) bool  { return kind == policyKind || kind == mutatingKind }
+func isBinding(kind any) bool { return kind == bindingKind || kind == mutatingBindingKind }
+
+// fits says whether a mutation for kind applies to an object of objKind: a validating
+// policy's (or binding's) mutation applies to a mutating one's too, whose fields it mostly
+// shares (a field the mutating kind lacks is then an unknown field, which both must refuse).
+func fits(kind string, objKind any) bool {
+	switch kind {
+	case "":
+		return true
+	case policyKind:
+		return isPolicy(objKind)
+	case bindingKind:
+		return isBinding(objKind)
+	}
+	return kind == objKind
+}
 
 // mutation changes a policy or binding, decoded from JSON, in place. apply returns a label
 // of what it did and false when it does not apply to the object.
 type mutation struct {
 	name  string
-	kind  string // policyKind, bindingKind, or "" for both
+	kind  string // policyKind, bindingKind (either also of the mutating kinds), mutatingKind, or "" for all
 	apply func(r *rand.Rand, obj map[string]any) (string, bool)
 }
 
@@ -41,8 +63,8 @@ func set(name, kind string, paths []string, values ...any) mutation {
 	return mutation{name: name, kind: kind, apply: func(r *rand.Rand, obj map[string]any) (string, bool) {
 		var fit []string
 		for _, p := range paths {
-			if strings.Contains(p, "matchConstraints") && obj["kind"] != policyKind ||
-				strings.Contains(p, "matchResources") && obj["kind"] != bindingKind {
+			if strings.Contains(p, "matchConstraints") && !isPolicy(obj["kind"]) ||
+				strings.Contains(p, "matchResources") && !isBinding(obj["kind"]) {
 				continue
 			}
 			fit = append(fit, p)

@@ -21,12 +21,18 @@ import (
 // kubernetesVersion is the release whose served API the field manager's types come from.
 const kubernetesVersion = "1.37"
 
+// KubernetesVersion is kubernetesVersion.
+const KubernetesVersion = kubernetesVersion
+
 // requestFieldManager stands in for the manager of the create request, which the server
 // takes from ?fieldManager= or the client's user agent ("kubectl-client-side-apply" for
 // kubectl apply). It names the entry the field manager adds for the request, which is always
 // valid; among entries of the request with the same time to the second, it decides their
 // order and so the indices of errors.
 const requestFieldManager = "kubectl-client-side-apply"
+
+// RequestFieldManager is the manager of the request's own managedFields entry.
+const RequestFieldManager = requestFieldManager
 
 var (
 	policyGVK  = admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicy")

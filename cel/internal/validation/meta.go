@@ -51,15 +51,21 @@ func metaForCreate(obj runtime.Object) (*metav1.ObjectMeta, error) {
 	}
 	m.ManagedFields = managed
 	if len(m.GenerateName) > 0 && len(m.Name) == 0 {
-		base := m.GenerateName
-		if len(base) > names.MaxGeneratedNameLength {
-			base = base[:names.MaxGeneratedNameLength]
-		}
-		m.Name = base + generatedNameSuffix
+		m.Name = GeneratedName(m.GenerateName)
 	}
 	m.Namespace = ""
 	m.Generation = 1
 	return m, nil
+}
+
+// GeneratedName is the name names.SimpleNameGenerator makes of generateName, with
+// generatedNameSuffix for its random characters (any of its alphabet validate the same, and
+// the checks name the object by it).
+func GeneratedName(base string) string {
+	if len(base) > names.MaxGeneratedNameLength {
+		base = base[:names.MaxGeneratedNameLength]
+	}
+	return base + generatedNameSuffix
 }
 
 // validateObjectMeta mirrors the metadata check of ValidateValidatingAdmissionPolicy and
@@ -121,6 +127,12 @@ func applyDeclarative(errs, declarative field.ErrorList) field.ErrorList {
 		return false
 	})
 	return append(errs, declarative...)
+}
+
+// DedupOwnerReferences is dedupOwnerReferences, for the create-time checks of the mutating
+// kinds (package cel/mutatingvalidation).
+func DedupOwnerReferences(refs []metav1.OwnerReference) ([]metav1.OwnerReference, []string) {
+	return dedupOwnerReferences(refs)
 }
 
 // dedupOwnerReferences mirrors dedupOwnerReferences in k8s.io/apiserver
