@@ -20,8 +20,8 @@ import (
 	"k8s.io/kubernetes/pkg/registry/admissionregistration/mutatingadmissionpolicybinding"
 	"k8s.io/kubernetes/pkg/registry/admissionregistration/resolver"
 
-	vapcschema "github.com/vapc-dev/vapc/cel/schema"
 	"github.com/vapc-dev/vapc/cel/internal/validation"
+	vapcschema "github.com/vapc-dev/vapc/cel/schema"
 )
 
 // A create reaches the registry's validation after the create handler and the store have

@@ -54,8 +54,8 @@ type job struct {
 	// schemaRefreshing says why the MutatingAdmissionPolicy plugin may not have had the
 	// schema of the request's custom resource (see Replayer.schemaRefreshing).
 	schemaRefreshing string
-	out         *Record
-	dec         *verify.Decision
+	out              *Record
+	dec              *verify.Decision
 }
 
 // evalWorker is an evaluator and the View it reads, which its goroutine sets before each

@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/vapc-dev/vapc/cel"
-	vapcschema "github.com/vapc-dev/vapc/cel/schema"
 	_ "github.com/vapc-dev/vapc/cel/mutatingvalidation" // kube-apiserver's validation of MutatingAdmissionPolicies
+	vapcschema "github.com/vapc-dev/vapc/cel/schema"
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/internal/apiserver"
 )
