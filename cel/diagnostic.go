@@ -135,6 +135,17 @@ func (ds Diagnostics) Without(s Severity) Diagnostics {
 	return out
 }
 
+// WithoutCostInfo returns the diagnostics but the estimated costs (infos of CategoryCost).
+func (ds Diagnostics) WithoutCostInfo() Diagnostics {
+	var out Diagnostics
+	for _, d := range ds {
+		if d.Severity != Info || d.Category != CategoryCost {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 // Sort orders diagnostics by file, line, column, then field and message.
 func (ds Diagnostics) Sort() {
 	sort.SliceStable(ds, func(i, j int) bool {

@@ -113,7 +113,7 @@ func (c *Checker) checkMutating(set *Set) Diagnostics {
 	for _, b := range set.MutatingBindings {
 		diags = append(diags, c.CheckMutatingBinding(b, names)...)
 	}
-	return diags
+	return append(diags, lintMutating(set)...)
 }
 
 // stringAt returns the string at a field path ("spec.mutations[0].jsonPatch.expression") of an
@@ -150,4 +150,119 @@ func stringAt(obj runtime.Object, path string) string {
 	}
 	s, _ := v.(string)
 	return s
+}
+
+// lintMutating reports what the set's mutating policies change that its other policies read:
+// a validating policy that reads a field a mutation writes decides on the changed object
+// (info), and a mutating policy with reinvocationPolicy Never that reads a field another
+// mutating policy writes may run before it and not see the change (warning).
+func lintMutating(set *Set) Diagnostics {
+	if len(set.MutatingPolicies) == 0 {
+		return nil
+	}
+	var diags Diagnostics
+	reporters := map[*MutatingPolicy]*reporter{}
+	reporterOf := func(p *MutatingPolicy) *reporter {
+		if reporters[p] == nil {
+			reporters[p] = &reporter{src: p.Source, object: "MutatingAdmissionPolicy/" + p.Name, place: managedFieldsSource(p.MutatingAdmissionPolicy, p.ManagedFields)}
+		}
+		return reporters[p]
+	}
+	var vbindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	for _, b := range set.Bindings {
+		vbindings = append(vbindings, b.ValidatingAdmissionPolicyBinding)
+	}
+	var mbindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding
+	for _, b := range set.MutatingBindings {
+		mbindings = append(mbindings, b.MutatingAdmissionPolicyBinding)
+	}
+	for _, m := range set.MutatingPolicies {
+		for i, mu := range m.Spec.Mutations {
+			writes, all := MutationWrites(mu)
+			if all != "" || len(writes) == 0 {
+				continue
+			}
+			changed := make([]Unknown, len(writes))
+			for j, w := range writes {
+				changed[j] = Unknown{Path: w}
+			}
+			field := fmt.Sprintf("spec.mutations[%d].jsonPatch.expression", i)
+			if mu.ApplyConfiguration != nil {
+				field = fmt.Sprintf("spec.mutations[%d].applyConfiguration.expression", i)
+			}
+			for _, v := range set.Policies {
+				reads := PolicyReads(v.ValidatingAdmissionPolicy, vbindings)
+				if reads.All != "" || !rulesOverlap(m.Spec.MatchConstraints, v.Spec.MatchConstraints) {
+					continue
+				}
+				if rd, u, ok := reads.DependsOn(changed); ok {
+					reporterOf(m).add(Info, CategoryLint, field, "", fmt.Sprintf("validating policy %s reads %s, which this mutation changes (%s): kube-apiserver runs mutating policies first, so %s decides on the changed object", v.Name, rd.Path, u.Path, v.Name))
+				}
+			}
+			for _, o := range set.MutatingPolicies {
+				if o == m || o.Spec.ReinvocationPolicy != admissionregistrationv1.NeverReinvocationPolicy || !rulesOverlap(m.Spec.MatchConstraints, o.Spec.MatchConstraints) {
+					continue
+				}
+				reads := MutatingPolicyReads(o.MutatingAdmissionPolicy, mbindings)
+				if reads.All != "" {
+					continue
+				}
+				if rd, u, ok := reads.DependsOn(changed); ok {
+					reporterOf(o).add(Warning, CategoryLint, "spec.reinvocationPolicy", "", fmt.Sprintf("mutating policy %s changes %s, which this policy reads (%s): kube-apiserver runs mutating policies in no fixed order, so with reinvocationPolicy Never this policy may run first and never see the change; IfNeeded runs it again after", m.Name, u.Path, rd.Path))
+				}
+			}
+		}
+	}
+	for _, m := range set.MutatingPolicies {
+		if r := reporters[m]; r != nil {
+			diags = append(diags, r.diags...)
+		}
+	}
+	return diags
+}
+
+// rulesOverlap says whether two policies' resource rules can match one request: an operation,
+// a group and a resource in common (versions aside: matchPolicy Equivalent matches across
+// them).
+func rulesOverlap(a, b *admissionregistrationv1.MatchResources) bool {
+	if a == nil || b == nil {
+		return false
+	}
+	for _, x := range a.ResourceRules {
+		for _, y := range b.ResourceRules {
+			if intersects(opStrings(x.Operations), opStrings(y.Operations)) && intersects(x.APIGroups, y.APIGroups) && intersects(baseResources(x.Resources), baseResources(y.Resources)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func opStrings(ops []admissionregistrationv1.OperationType) []string {
+	out := make([]string, len(ops))
+	for i, o := range ops {
+		out[i] = string(o)
+	}
+	return out
+}
+
+// baseResources are the resources of rules, subresources aside.
+func baseResources(rs []string) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i], _, _ = strings.Cut(r, "/")
+	}
+	return out
+}
+
+// intersects says whether two lists share a value, "*" matching any.
+func intersects(a, b []string) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if x == "*" || y == "*" || x == y {
+				return true
+			}
+		}
+	}
+	return false
 }

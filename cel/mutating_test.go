@@ -1,9 +1,12 @@
 package cel
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 )
 
 // TestMutatingTypeCheck checks that a MutatingAdmissionPolicy's matchConditions and variables
@@ -29,5 +32,56 @@ func TestMutatingTypeCheck(t *testing.T) {
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("type errors (-want +got):\n%s", d)
+	}
+}
+
+// TestMutatingLints: a validating policy that reads what a mutation changes is told so
+// (info); a mutating policy with reinvocationPolicy Never that reads what another changes is
+// warned; one with IfNeeded, or of other resources, is not.
+func TestMutatingLints(t *testing.T) {
+	set, diags := ReadPaths(nil, "testdata/mutating-lints.yaml")
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	var got []string
+	for _, d := range lintMutating(set) {
+		got = append(got, fmt.Sprintf("%s %s %s %s", d.Object, d.Field, d.Severity, strings.SplitN(d.Message, ":", 2)[0]))
+	}
+	want := []string{
+		"MutatingAdmissionPolicy/a-team spec.mutations[0].applyConfiguration.expression info validating policy team-required reads object.metadata.labels, which this mutation changes (object.metadata.labels.team)",
+		"MutatingAdmissionPolicy/b-never spec.reinvocationPolicy warning mutating policy a-team changes object.metadata.labels.team, which this policy reads (object.metadata.labels)",
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("lints (-want +got):\n%s", d)
+	}
+}
+
+func TestMutationWrites(t *testing.T) {
+	tests := []struct {
+		expr string
+		want []string
+		all  bool
+	}{
+		{"Object{metadata: Object.metadata{labels: {'a': 'b', 'c': 'd'}}, spec: Object.spec{replicas: 3}}",
+			[]string{"object.metadata.labels.a", "object.metadata.labels.c", "object.spec.replicas"}, false},
+		{"[JSONPatch{op: 'replace', path: '/spec/tolerations/0/tolerationSeconds', value: 1}]", []string{"object.spec.tolerations.*.tolerationSeconds"}, false},
+		{"object.spec.tolerations.map(t, JSONPatch{op: 'replace', path: '/spec/tolerations/' + string(object.spec.tolerations.indexOf(t)) + '/tolerationSeconds', value: 1})",
+			[]string{"object.spec.tolerations"}, false},
+		{"[JSONPatch{op: 'add', path: '/metadata/annotations/a~1b', value: 'x'}]", []string{`object.metadata.annotations["a/b"]`}, false},
+		{"[JSONPatch{op: 'add', path: variables.p, value: 'x'}]", nil, true},
+	}
+	for _, tc := range tests {
+		m := admissionregistrationv1.Mutation{PatchType: admissionregistrationv1.PatchTypeJSONPatch, JSONPatch: &admissionregistrationv1.JSONPatch{Expression: tc.expr}}
+		if strings.HasPrefix(tc.expr, "Object") {
+			m = admissionregistrationv1.Mutation{PatchType: admissionregistrationv1.PatchTypeApplyConfiguration, ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: tc.expr}}
+		}
+		writes, all := MutationWrites(m)
+		var got []string
+		for _, w := range writes {
+			got = append(got, w.String())
+		}
+		if d := cmp.Diff(tc.want, got); d != "" || (all != "") != tc.all {
+			t.Errorf("MutationWrites(%s) = %v, %q; want %v, all %v", tc.expr, got, all, tc.want, tc.all)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package cel
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -182,17 +183,24 @@ func PolicyReads(p *admissionregistrationv1.ValidatingAdmissionPolicy, bindings 
 }
 
 // SelectorReads returns what selects a policy's requests besides its rules: the labels of
-// object and oldObject when it or a binding has an object selector, and the labels of the
+// object and oldObject its and its bindings' object selectors name, and the labels of the
 // namespace (namespaceObject) when one has a namespace selector that selects on some.
 func SelectorReads(p *admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) Reads {
-	selects, selectsNamespace := false, false
+	selectsNamespace := false
+	var keys []string // the object labels the object selectors read
 	add := func(mr *admissionregistrationv1.MatchResources) {
 		if mr == nil {
 			return
 		}
-		// An empty selector (the server's default) selects every object whatever its labels.
-		if os := mr.ObjectSelector; os != nil && (len(os.MatchLabels) > 0 || len(os.MatchExpressions) > 0) {
-			selects = true
+		// An empty selector (the server's default) selects every object whatever its labels;
+		// another reads the labels of its keys only.
+		if os := mr.ObjectSelector; os != nil {
+			for k := range os.MatchLabels {
+				keys = append(keys, k)
+			}
+			for _, e := range os.MatchExpressions {
+				keys = append(keys, e.Key)
+			}
 		}
 		if ns := mr.NamespaceSelector; ns != nil && (len(ns.MatchLabels) > 0 || len(ns.MatchExpressions) > 0) {
 			selectsNamespace = true
@@ -205,9 +213,10 @@ func SelectorReads(p *admissionregistrationv1.ValidatingAdmissionPolicy, binding
 		}
 	}
 	var out Reads
-	if selects {
+	slices.Sort(keys)
+	for _, k := range slices.Compact(keys) {
 		for _, root := range []string{"object", "oldObject"} {
-			out.Reads = append(out.Reads, Read{Path: FieldPath{Root: root, Steps: []string{"metadata", "labels"}}})
+			out.Reads = append(out.Reads, Read{Path: FieldPath{Root: root, Steps: []string{"metadata", "labels", k}}})
 		}
 	}
 	if selectsNamespace {

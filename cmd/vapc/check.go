@@ -81,7 +81,7 @@ func runCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		})
 	}
 	if !f.cost {
-		diags = diags.Without(cel.Info)
+		diags = diags.WithoutCostInfo()
 	}
 	diags.Sort()
 	if err := writeDiagnostics(stdout, f.output, diags); err != nil {
