@@ -168,5 +168,3 @@ func constantPrefix(e celast.Expr) (string, bool) {
 	}
 	return "", false
 }
-
-
