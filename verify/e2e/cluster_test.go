@@ -165,6 +165,18 @@ func (c *cluster) put(ctx context.Context, u *unstructured.Unstructured) *unstru
 }
 
 func (c *cluster) tryPut(ctx context.Context, u *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		out, err := c.tryPutOnce(ctx, u)
+		// A MutatingAdmissionPolicy that matches a custom resource refuses it until the
+		// plugin has fetched the new CRD's schema (every 5 seconds).
+		if st, ok := statusOf(err); !ok || st.Code != 503 || !strings.Contains(st.Message, "CustomResourceDefinitions are created") || time.Now().After(deadline) {
+			return out, err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (c *cluster) tryPutOnce(ctx context.Context, u *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	u = u.DeepCopy()
 	ri := c.client(c.dyn, u)
 	status, hasStatus := u.Object["status"]
