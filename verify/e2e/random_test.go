@@ -307,6 +307,9 @@ var byDesignIndeterminate = []string{
 	"give it among --policies for vapc to run it",
 	// Nor does the moment its plugin learns a new CRD's schema.
 	"refreshes custom resources' schemas every 5 seconds",
+	// Nor the order its informers gave the policies, bindings and params, where another
+	// order makes another object (two params of a binding writing one field).
+	"in an order no log records, and the order matters here",
 }
 
 // lowerLevelIndeterminate are the reasons of indeterminate requests a run that logs some
