@@ -176,7 +176,11 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 			return nil, &indeterminateError{because(ReasonMutationUnknown, j.schemaRefreshing)}
 		}
 		// The replayed MutatingAdmissionPolicies ran first (verify.Evaluator.Evaluate).
-		if why := r.mutationUnknown(dec.Mutation, unknowns); why != "" {
+		why := r.mutationUnknown(dec.Mutation, unknowns)
+		if why == "" && b.objectSource == SourceResponse {
+			why = reapplied(dec.Mutation, j.mutators)
+		}
+		if why != "" {
 			if ind := r.dependsOnUnknown(j.policies, []admitted{{dec: dec, unknowns: []vapccel.Unknown{mutationUnknownField(why)}}}); ind.is() || !dec.Mutation.Allowed {
 				return nil, &indeterminateError{because(ReasonMutationUnknown, why)}
 			}

@@ -260,3 +260,19 @@ func describeValue(v any, ok bool) string {
 	}
 	return string(data)
 }
+
+// reapplied says why what the replayed policies changed in a request's object is not known
+// when the object is the one the log records the server storing: a policy the cluster has
+// (taken to be the replayed one of its name) had already changed it, so a change by running it
+// again means its result is not what the server's was; "" when none changed it.
+func reapplied(m *verify.Mutation, cluster *mutators) string {
+	if m == nil || cluster == nil {
+		return ""
+	}
+	for _, c := range m.Changes {
+		if cluster.has(c.Policy) {
+			return fmt.Sprintf("the log's object is the one kube-apiserver stored, which MutatingAdmissionPolicy %s had already changed, and running it again changed it again", c.Policy)
+		}
+	}
+	return ""
+}

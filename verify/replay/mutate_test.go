@@ -171,3 +171,19 @@ func TestSchemaRefreshing(t *testing.T) {
 		t.Errorf("a built-in resource is refreshing: %s", why)
 	}
 }
+
+func TestReapplied(t *testing.T) {
+	cluster := &mutators{policies: map[string]mutatingPolicy{"in-cluster": {}, "unbound": {}}, bindings: map[string]string{"b": "in-cluster"}}
+	for _, tc := range []struct {
+		policy string
+		want   bool
+	}{{"in-cluster", true}, {"unbound", false}, {"new", false}} {
+		m := &verify.Mutation{Changes: []verify.Change{{Policy: tc.policy, Patch: []byte(`[]`)}}}
+		if got := reapplied(m, cluster) != ""; got != tc.want {
+			t.Errorf("reapplied(change by %s) = %v, want %v", tc.policy, got, tc.want)
+		}
+	}
+	if why := reapplied(&verify.Mutation{}, cluster); why != "" {
+		t.Errorf("reapplied(no change) = %q", why)
+	}
+}
