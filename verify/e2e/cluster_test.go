@@ -184,6 +184,7 @@ func (c *cluster) tryPutOnce(ctx context.Context, u *unstructured.Unstructured) 
 	var out *unstructured.Unstructured
 	switch {
 	case apierrors.IsNotFound(err):
+		u.SetResourceVersion("") // a stored object's, which a create may not carry
 		out, err = ri.Create(ctx, u, metav1.CreateOptions{})
 	case err != nil:
 		return nil, err

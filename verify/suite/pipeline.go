@@ -271,6 +271,10 @@ func (c suiteCluster) List(gvr schema.GroupVersionResource, namespace string) ([
 	return c.store.List(gvr, namespace, labels.Everything())
 }
 
+// Pipelined says whether a case is sent through the request pipeline: its own setting, else
+// the suite's.
+func (s *Suite) Pipelined(c *Case) bool { return s.pipelineOf(c) }
+
 // pipelineOf says whether a case is sent through the pipeline: its own setting, else the
 // suite's.
 func (s *Suite) pipelineOf(c *Case) bool {
