@@ -269,6 +269,17 @@ func (e *Evaluator) Evaluate(ctx context.Context, req Request) (*Decision, error
 	return dec, nil
 }
 
+// EvaluateValidating decides the request with the validating policies alone, on its object as
+// given: for an object that already holds what the MutatingAdmissionPolicies changed (the
+// object a server stored).
+func (e *Evaluator) EvaluateValidating(ctx context.Context, req Request) (*Decision, error) {
+	attrs, err := e.attributes(req)
+	if err != nil {
+		return nil, err
+	}
+	return e.EvaluateAttributes(ctx, attrs, nil)
+}
+
 // EvaluateAttributes decides an admission as the ValidatingAdmissionPolicy plugin decides it
 // when kube-apiserver's handlers call validating admission: the attributes as the handler
 // built them (objects in the internal version for built-in kinds) and the request scope's

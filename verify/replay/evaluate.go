@@ -176,6 +176,17 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 			return nil, &indeterminateError{because(ReasonMutationUnknown, j.schemaRefreshing)}
 		}
 		// The replayed MutatingAdmissionPolicies ran first (verify.Evaluator.Evaluate).
+		if b.objectSource == SourceResponse && reapplied(dec.Mutation, j.mutators) != "" {
+			// The stored object already holds what the cluster's copies of the policies
+			// changed, in the server's order: validation saw it as it is.
+			if v, ok := eval.(validatingEvaluator); ok && onlyCluster(dec.Mutation, j.mutators) {
+				vdec, err := v.EvaluateValidating(ctx, b.req)
+				if err == nil {
+					vdec.Notes = append(vdec.Notes, "decided on the object kube-apiserver stored, which already holds what the cluster's MutatingAdmissionPolicies changed")
+				}
+				return vdec, err
+			}
+		}
 		why := r.mutationUnknown(dec.Mutation, unknowns)
 		if why == "" && b.objectSource == SourceResponse {
 			why = reapplied(dec.Mutation, j.mutators)

@@ -276,3 +276,21 @@ func reapplied(m *verify.Mutation, cluster *mutators) string {
 	}
 	return ""
 }
+
+// validatingEvaluator is an Evaluator that decides with the validating policies alone.
+type validatingEvaluator interface {
+	EvaluateValidating(ctx context.Context, req verify.Request) (*verify.Decision, error)
+}
+
+// onlyCluster says whether every policy that changed the object is one the cluster has.
+func onlyCluster(m *verify.Mutation, cluster *mutators) bool {
+	if m == nil || cluster == nil {
+		return false
+	}
+	for _, c := range m.Changes {
+		if !cluster.has(c.Policy) {
+			return false
+		}
+	}
+	return true
+}
