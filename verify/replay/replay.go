@@ -515,6 +515,11 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 			// subresource), as the pipeline makes it.
 			r.replayWrite(ctx, ev, t, "changed through "+describe(t.gvr, t.sub)+" at "+src, src)
 		case derivesScale(t) && r.applyScale(ev, t, resp, src):
+		case isMain && ev.Verb != "create" && emptiedOfFinalizers(resp):
+			// The store deletes an object being deleted once an update leaves it without
+			// finalizers (Store.Update, shouldDeleteDuringUpdate); the response is the
+			// object as it was deleted.
+			r.state.Delete(gr, t.mainKind, t.namespace, t.name)
 		case isMain:
 			put(resp, src)
 		case t.name != "":
@@ -677,6 +682,18 @@ func (r *Replayer) prepareWrite(ev *Event) *written {
 
 // stillExists says whether an object a DELETE returned is still stored: its graceful deletion
 // or its finalizers are pending (a namespace stays while it terminates).
+// emptiedOfFinalizers says whether an update's result is an object the store deleted: being
+// deleted with no grace period left and no finalizer (shouldDeleteDuringUpdate in
+// k8s.io/apiserver's genericregistry.Store, whose update keeps the old object's
+// deletionTimestamp and deletionGracePeriodSeconds). A namespace is finalized otherwise.
+func emptiedOfFinalizers(u *unstructured.Unstructured) bool {
+	if u == nil || u.GetDeletionTimestamp() == nil || len(u.GetFinalizers()) > 0 || u.GetKind() == "Namespace" {
+		return false
+	}
+	g := u.GetDeletionGracePeriodSeconds()
+	return g == nil || *g == 0
+}
+
 func stillExists(u *unstructured.Unstructured) bool {
 	if len(u.GetFinalizers()) > 0 {
 		return true

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -460,4 +461,33 @@ func gunzipLines(t *testing.T, path string) []string {
 		t.Fatal(err)
 	}
 	return strings.SplitAfter(plain.String(), "\n")
+}
+
+func TestEmptiedOfFinalizers(t *testing.T) {
+	obj := func(kind string, deleting bool, grace *int64, finalizers ...string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": kind, "metadata": map[string]any{"name": "x"}}}
+		if deleting {
+			u.SetDeletionTimestamp(&metav1.Time{Time: time.Unix(1, 0)})
+		}
+		u.SetDeletionGracePeriodSeconds(grace)
+		u.SetFinalizers(finalizers)
+		return u
+	}
+	zero, thirty := int64(0), int64(30)
+	for _, tc := range []struct {
+		name string
+		u    *unstructured.Unstructured
+		want bool
+	}{
+		{"being deleted, no finalizer left", obj("ConfigMap", true, &zero), true},
+		{"being deleted, no grace period", obj("ConfigMap", true, nil), true},
+		{"a finalizer left", obj("ConfigMap", true, &zero, "orphan"), false},
+		{"a grace period left", obj("Pod", true, &thirty), false},
+		{"not being deleted", obj("ConfigMap", false, nil), false},
+		{"a namespace", obj("Namespace", true, &zero), false},
+	} {
+		if got := emptiedOfFinalizers(tc.u); got != tc.want {
+			t.Errorf("%s: emptiedOfFinalizers = %v, want %v", tc.name, got, tc.want)
+		}
+	}
 }
