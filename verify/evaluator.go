@@ -50,6 +50,9 @@ type Evaluator struct {
 	// mreads is what each mutating policy reads, mbindings how many bindings it has.
 	mreads    map[string]vapccel.Reads
 	mbindings map[string]int
+	// mwrites is what each mutating policy's mutations may write (all of object when one
+	// cannot be told).
+	mwrites map[string][]vapccel.Unknown
 }
 
 // Option configures an Evaluator.
@@ -141,10 +144,11 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 	}
 	e.mhooks = buildMutatingHooks(e.mutatingPolicies, e.mutatingBindings, e.resources.RESTMapper(), e.store)
 	if len(e.mhooks) > 0 {
-		e.mreads, e.mbindings = map[string]vapccel.Reads{}, map[string]int{}
+		e.mreads, e.mbindings, e.mwrites = map[string]vapccel.Reads{}, map[string]int{}, map[string][]vapccel.Unknown{}
 		for _, h := range e.mhooks {
 			e.mbindings[h.Policy.Name]++
 			e.mreads[h.Policy.Name] = vapccel.MutatingPolicyReads(h.Policy, h.Bindings)
+			e.mwrites[h.Policy.Name] = staticWrites(h.Policy)
 		}
 		var err error
 		if e.typeConverters, err = newTypeConverters(e.resources); err != nil {

@@ -80,6 +80,8 @@ type Mutation struct {
 	// the invocations that ran their mutations (changing the object or not).
 	Changes []Change `json:"changes,omitempty"`
 	Ran     int      `json:"ran,omitempty"`
+	// Invoked are the invocations that ran, changing the object or not (Patch empty).
+	Invoked []Change `json:"-"`
 	// Unknown says why the mutated object is not the one kube-apiserver would have made
 	// (empty when it is).
 	Unknown string `json:"unknown,omitempty"`
@@ -249,8 +251,8 @@ func (e *Evaluator) AdmitAttributes(ctx context.Context, a admission.Attributes,
 	}
 	err := d.Dispatch(withMutationTrace(ctx, mt), a, o, e.mhooks)
 	mt.finish()
-	mut.Changes, mut.Ran = mt.changes, mt.ran
-	mut.OrdersAgree = e.OrderDependence(mut.Changes) == "" || before != nil && e.ordersAgree(ctx, a, o, before, mut.Changes, err)
+	mut.Changes, mut.Ran, mut.Invoked = mt.changes, mt.ran, mt.invoked
+	mut.OrdersAgree = e.OrderDependence(mut) == "" || before != nil && e.ordersAgree(ctx, a, o, before, mut.Changes, err)
 	if err != nil {
 		var st *apierrors.StatusError
 		if !errors.As(err, &st) {
@@ -368,7 +370,7 @@ func (e *Evaluator) admit(ctx context.Context, a admission.Attributes, o admissi
 		mut = mut.Then(again)
 	}
 	if !mut.OrdersAgree {
-		mut.OrderDependent = e.OrderDependence(mut.Changes)
+		mut.OrderDependent = e.OrderDependence(mut)
 	}
 	return mut, nil
 }
@@ -390,6 +392,7 @@ func (m *Mutation) Then(next *Mutation) *Mutation {
 	}
 	out := *next
 	out.Changes = append(append([]Change(nil), m.Changes...), next.Changes...)
+	out.Invoked = append(append([]Change(nil), m.Invoked...), next.Invoked...)
 	out.Ran += m.Ran
 	if out.Unknown == "" {
 		out.Unknown = m.Unknown
@@ -409,36 +412,68 @@ func (m *Mutation) Then(next *Mutation) *Mutation {
 // no two invocations write overlapping fields and no policy reads a field another invocation
 // wrote (whether or not that policy ran: in another order its match conditions might have
 // held).
-func (e *Evaluator) OrderDependence(changes []Change) string {
-	if len(changes) == 0 || len(e.mhooks) < 2 {
+func (e *Evaluator) OrderDependence(m *Mutation) string {
+	if m == nil || len(m.Changes) == 0 {
 		return ""
 	}
-	writes := make([][]vapccel.Unknown, len(changes))
-	for i, c := range changes {
-		writes[i] = patchWrites(c.Patch)
-	}
+	changes := m.Changes
 	key := func(c Change) string { return c.Policy + "\x00" + c.Binding + "\x00" + c.Param.String() }
-	for i, c := range changes {
-		for j := i + 1; j < len(changes); j++ {
-			if key(changes[j]) == key(c) {
-				continue
+	changed := map[string][]vapccel.Unknown{}
+	for _, c := range changes {
+		changed[key(c)] = append(changed[key(c)], patchWrites(c.Patch)...)
+	}
+	// What each invocation that ran may have written: what it changed, and what its
+	// mutations write at all (one that set a field to the value it had changed nothing here,
+	// but would overwrite another's value in another order).
+	invoked := m.Invoked
+	if len(invoked) == 0 {
+		invoked = changes
+	}
+	writes := make([][]vapccel.Unknown, len(invoked))
+	for i, c := range invoked {
+		writes[i] = append(append([]vapccel.Unknown(nil), changed[key(c)]...), e.mwrites[c.Policy]...)
+	}
+	for i, c := range invoked {
+		for j := i + 1; j < len(invoked); j++ {
+			d := invoked[j]
+			if key(d) == key(c) || len(changed[key(c)]) == 0 && len(changed[key(d)]) == 0 {
+				continue // the same invocation, or neither changed the object
 			}
 			for _, w := range writes[j] {
 				if _, _, ok := (vapccel.Reads{Reads: []vapccel.Read{{Path: w.Path}}}).DependsOn(writes[i]); ok {
-					return fmt.Sprintf("%s and %s both write %s", describeInvocation(c), describeInvocation(changes[j]), w.Path)
+					return fmt.Sprintf("%s and %s both write %s", describeInvocation(c), describeInvocation(d), w.Path)
 				}
 			}
 		}
+	}
+	for _, c := range changes {
+		cw := patchWrites(c.Patch)
 		for name, reads := range e.mreads {
 			if name == c.Policy && e.mbindings[name] < 2 {
 				continue // a policy's own invocation: the same in any order
 			}
-			if rd, _, ok := reads.DependsOn(writes[i]); ok {
+			if rd, _, ok := reads.DependsOn(cw); ok {
 				return fmt.Sprintf("policy %s reads %s, which %s wrote", name, rd.Path, describeInvocation(c))
 			}
 		}
 	}
 	return ""
+}
+
+// staticWrites are the fields a policy's mutations may write, or all of object when one
+// cannot be told.
+func staticWrites(p *admissionregistrationv1.MutatingAdmissionPolicy) []vapccel.Unknown {
+	var out []vapccel.Unknown
+	for _, mu := range p.Spec.Mutations {
+		ws, all := vapccel.MutationWrites(mu)
+		if all != "" {
+			return []vapccel.Unknown{{Path: vapccel.FieldPath{Root: "object"}}}
+		}
+		for _, w := range ws {
+			out = append(out, vapccel.Unknown{Path: w})
+		}
+	}
+	return out
 }
 
 func describeInvocation(c Change) string {
@@ -494,6 +529,7 @@ func (p recordingPatcher) Patch(ctx context.Context, req patch.Request, budget i
 type mutationTrace struct {
 	reinvoke bool
 	ran      int
+	invoked  []Change
 	pending  *pendingChange
 	changes  []Change
 }
@@ -522,6 +558,7 @@ func (t *mutationTrace) begin(policy, binding string, req patch.Request) {
 	}
 	t.finish()
 	t.ran++
+	t.invoked = append(t.invoked, c)
 	// The server's object was defaulted when it was decoded; the dispatcher defaults every
 	// patched object: what defaulting adds to an object that was not is not the policy's.
 	obj := req.VersionedAttributes.VersionedObject.Object()

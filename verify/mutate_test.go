@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	"sigs.k8s.io/yaml"
@@ -297,5 +298,54 @@ spec:
 				t.Errorf("order dependent: %q, want %v", dec.Mutation.OrderDependent, tc.dependent)
 			}
 		})
+	}
+}
+
+// TestOrderOfParams: two params of one binding set one annotation to different values; on an
+// object that already holds one of them, the first invocation changes nothing, and yet the
+// other order gives the other value: the object is not stated as certain.
+func TestOrderOfParams(t *testing.T) {
+	p := mustMutatingPolicy(t, `
+metadata: {name: mode}
+spec:
+  reinvocationPolicy: Never
+  paramKind: {apiVersion: v1, kind: ConfigMap}
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: "Object{metadata: Object.metadata{annotations: {'mode': params.data.mode}}}"
+`)
+	allow := admissionregistrationv1.AllowAction
+	b := mutatingBinding("mode", "mode")
+	b.Spec.ParamRef = &admissionregistrationv1.ParamRef{Namespace: "params", ParameterNotFoundAction: &allow,
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"set": "x"}}}
+	store := verify.NewMemoryStore(catalog.RESTMapper())
+	for _, y := range []string{
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"p-0","namespace":"params","labels":{"set":"x"}},"data":{"mode":"on"}}`,
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"p-1","namespace":"params","labels":{"set":"x"}},"data":{"mode":"off"}}`,
+	} {
+		if err := store.Put(object(t, y)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e, err := verify.New(nil, nil, verify.WithResources(catalog), verify.WithStore(store),
+		verify.WithMutatingPolicies([]*admissionregistrationv1.MutatingAdmissionPolicy{p}, []*admissionregistrationv1.MutatingAdmissionPolicyBinding{b}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"on", "off"} {
+		dec, err := e.Evaluate(context.Background(), verify.Request{
+			Resource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Operation: admission.Create,
+			Object: object(t, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"ns","annotations":{"mode":"`+mode+`"}}}`),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dec.Mutation.OrderDependent == "" {
+			t.Errorf("annotation %s at first: %d changes, %d invocations, and no order dependence", mode, len(dec.Mutation.Changes), len(dec.Mutation.Invoked))
+		}
 	}
 }

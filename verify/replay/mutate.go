@@ -42,7 +42,7 @@ func WithMutatingPolicies(policies []*admissionregistrationv1.MutatingAdmissionP
 type mutatingEvaluator interface {
 	HasMutatingPolicies() bool
 	AdmitAttributes(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) (*verify.Mutation, error)
-	OrderDependence(changes []verify.Change) string
+	OrderDependence(m *verify.Mutation) string
 }
 
 // mutatingPolicyReads is what the MutatingAdmissionPolicies read, together.
@@ -69,7 +69,7 @@ func (r *Replayer) runMutatingPolicies(ctx context.Context, me mutatingEvaluator
 	// On the chain's second pass (reinvocation), the request's changes are both passes'.
 	mut = s.mutation.Then(mut)
 	if !mut.OrdersAgree {
-		mut.OrderDependent = me.OrderDependence(mut.Changes)
+		mut.OrderDependent = me.OrderDependence(mut)
 	}
 	s.mutation = mut
 	s.mutationInputs = append(s.mutationInputs, unknowns...)

@@ -171,7 +171,7 @@ func (e *env) servePipeline(ctx context.Context, req verify.Request) (_ *verify.
 	}
 	if mut != nil {
 		if !mut.OrdersAgree {
-			mut.OrderDependent = e.eval.OrderDependence(mut.Changes)
+			mut.OrderDependent = e.eval.OrderDependence(mut)
 		}
 		objs.input = mut.Input
 	}
