@@ -3,6 +3,7 @@ package cel
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -46,6 +47,9 @@ const noMutatingValidation = "not validated: this program does not link kube-api
 // create: defaulted, converted to the internal version and validated.
 func (c *Checker) CheckMutatingPolicy(p *MutatingPolicy) Diagnostics {
 	r := &reporter{src: p.Source, object: "MutatingAdmissionPolicy/" + p.Name, place: managedFieldsSource(p.MutatingAdmissionPolicy, p.ManagedFields)}
+	if c.notServed(r) {
+		return r.diags
+	}
 	failed := validateMutating(r, p.MutatingAdmissionPolicy, mutatingValidation.policy, true)
 	// The matchConditions and variables read the request as a validating policy's do: type
 	// them the same way, on a validating policy with the same match and params.
@@ -70,11 +74,29 @@ func (c *Checker) CheckMutatingPolicy(p *MutatingPolicy) Diagnostics {
 // on create, and says when its policy is not among policies (nil: not checked).
 func (c *Checker) CheckMutatingBinding(b *MutatingBinding, policies map[string]bool) Diagnostics {
 	r := &reporter{src: b.Source, object: "MutatingAdmissionPolicyBinding/" + b.Name, place: managedFieldsSource(b.MutatingAdmissionPolicyBinding, b.ManagedFields)}
+	if c.notServed(r) {
+		return r.diags
+	}
 	validateMutating(r, b.MutatingAdmissionPolicyBinding, mutatingValidation.binding, false)
 	if name := b.Spec.PolicyName; name != "" && policies != nil && !policies[name] {
 		r.add(Warning, CategoryLint, "spec.policyName", "", fmt.Sprintf("policy %q is not among the checked files; the binding does nothing until it exists", name))
 	}
 	return r.diags
+}
+
+// mutatingServedSince is the first minor that serves MutatingAdmissionPolicies as
+// admissionregistration.k8s.io/v1, on by default.
+const mutatingServedSince = 36
+
+// notServed reports that the checked Kubernetes version does not serve the v1 mutating kinds,
+// and says whether it did. (From 1.36 on, the registered validation is kube-apiserver 1.37's,
+// whose CEL environment is 1.36's: a 1.36 server's is 1.35's.)
+func (c *Checker) notServed(r *reporter) bool {
+	if int(c.version.Binary.Minor()) >= mutatingServedSince {
+		return false
+	}
+	r.add(Error, CategoryInput, "apiVersion", "", fmt.Sprintf("Kubernetes %s does not serve admissionregistration.k8s.io/v1 %s: it is served from 1.%d on", c.version, strings.SplitN(r.object, "/", 2)[0], mutatingServedSince))
+	return true
 }
 
 // validateMutating reports the errors of the registered validation of obj; expressions says
@@ -88,7 +110,7 @@ func validateMutating[T runtime.Object](r *reporter, obj T, validate func(T) (T,
 	}
 	defaulted, errs, err := validate(obj)
 	if err != nil {
-		r.add(Error, CategoryInput, "", "", fmt.Sprintf("cannot convert it to kube-apiserver's internal version: %v", err))
+		r.add(Error, CategoryInput, "", "", fmt.Sprintf("vapc could not validate it as kube-apiserver does (an error of vapc's, not of the object): %v", err))
 		return failed
 	}
 	for _, e := range errs {
@@ -160,14 +182,6 @@ func lintMutating(set *Set) Diagnostics {
 	if len(set.MutatingPolicies) == 0 {
 		return nil
 	}
-	var diags Diagnostics
-	reporters := map[*MutatingPolicy]*reporter{}
-	reporterOf := func(p *MutatingPolicy) *reporter {
-		if reporters[p] == nil {
-			reporters[p] = &reporter{src: p.Source, object: "MutatingAdmissionPolicy/" + p.Name, place: managedFieldsSource(p.MutatingAdmissionPolicy, p.ManagedFields)}
-		}
-		return reporters[p]
-	}
 	var vbindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
 	for _, b := range set.Bindings {
 		vbindings = append(vbindings, b.ValidatingAdmissionPolicyBinding)
@@ -176,7 +190,42 @@ func lintMutating(set *Set) Diagnostics {
 	for _, b := range set.MutatingBindings {
 		mbindings = append(mbindings, b.MutatingAdmissionPolicyBinding)
 	}
+	// The policies a binding of the set binds (every one, when the set has no bindings of
+	// the kind: a file of policies alone), with what they read.
+	type reader struct {
+		name     string
+		match    *admissionregistrationv1.MatchResources
+		reads    Reads
+		mutating *MutatingPolicy // nil for a validating policy
+	}
+	bound := func(name string, bindings []string) bool {
+		return len(bindings) == 0 || slices.Contains(bindings, name)
+	}
+	var vnames, mnames []string
+	for _, b := range vbindings {
+		vnames = append(vnames, b.Spec.PolicyName)
+	}
+	for _, b := range mbindings {
+		mnames = append(mnames, b.Spec.PolicyName)
+	}
+	var readers []reader
+	for _, v := range set.Policies {
+		if bound(v.Name, vnames) {
+			readers = append(readers, reader{v.Name, v.Spec.MatchConstraints, PolicyReads(v.ValidatingAdmissionPolicy, vbindings), nil})
+		}
+	}
+	for _, o := range set.MutatingPolicies {
+		if bound(o.Name, mnames) && o.Spec.ReinvocationPolicy == admissionregistrationv1.NeverReinvocationPolicy {
+			readers = append(readers, reader{o.Name, o.Spec.MatchConstraints, MutatingPolicyReads(o.MutatingAdmissionPolicy, mbindings), o})
+		}
+	}
+	var diags Diagnostics
+	warned := map[[2]string]bool{} // reader, writer
 	for _, m := range set.MutatingPolicies {
+		if !bound(m.Name, mnames) {
+			continue
+		}
+		r := &reporter{src: m.Source, object: "MutatingAdmissionPolicy/" + m.Name, place: managedFieldsSource(m.MutatingAdmissionPolicy, m.ManagedFields)}
 		for i, mu := range m.Spec.Mutations {
 			writes, all := MutationWrites(mu)
 			if all != "" || len(writes) == 0 {
@@ -190,33 +239,24 @@ func lintMutating(set *Set) Diagnostics {
 			if mu.ApplyConfiguration != nil {
 				field = fmt.Sprintf("spec.mutations[%d].applyConfiguration.expression", i)
 			}
-			for _, v := range set.Policies {
-				reads := PolicyReads(v.ValidatingAdmissionPolicy, vbindings)
-				if reads.All != "" || !rulesOverlap(m.Spec.MatchConstraints, v.Spec.MatchConstraints) {
+			for _, o := range readers {
+				if o.mutating == m || o.reads.All != "" || !rulesOverlap(m.Spec.MatchConstraints, o.match) {
 					continue
 				}
-				if rd, u, ok := reads.DependsOn(changed); ok {
-					reporterOf(m).add(Info, CategoryLint, field, "", fmt.Sprintf("validating policy %s reads %s, which this mutation changes (%s): kube-apiserver runs mutating policies first, so %s decides on the changed object", v.Name, rd.Path, u.Path, v.Name))
-				}
-			}
-			for _, o := range set.MutatingPolicies {
-				if o == m || o.Spec.ReinvocationPolicy != admissionregistrationv1.NeverReinvocationPolicy || !rulesOverlap(m.Spec.MatchConstraints, o.Spec.MatchConstraints) {
-					continue
-				}
-				reads := MutatingPolicyReads(o.MutatingAdmissionPolicy, mbindings)
-				if reads.All != "" {
-					continue
-				}
-				if rd, u, ok := reads.DependsOn(changed); ok {
-					reporterOf(o).add(Warning, CategoryLint, "spec.reinvocationPolicy", "", fmt.Sprintf("mutating policy %s changes %s, which this policy reads (%s): kube-apiserver runs mutating policies in no fixed order, so with reinvocationPolicy Never this policy may run first and never see the change; IfNeeded runs it again after", m.Name, u.Path, rd.Path))
+				rd, u, ok := o.reads.DependsOn(changed)
+				switch {
+				case !ok:
+				case o.mutating == nil:
+					r.add(Info, CategoryLint, field, "", fmt.Sprintf("validating policy %s reads %s, which this mutation changes (%s): kube-apiserver runs mutating policies first, so %s decides on the changed object", o.name, rd.Path, u.Path, o.name))
+				case !warned[[2]string{o.name, m.Name}]:
+					warned[[2]string{o.name, m.Name}] = true
+					or := &reporter{src: o.mutating.Source, object: "MutatingAdmissionPolicy/" + o.name, place: managedFieldsSource(o.mutating.MutatingAdmissionPolicy, o.mutating.ManagedFields)}
+					or.add(Warning, CategoryLint, "spec.reinvocationPolicy", "", fmt.Sprintf("mutating policy %s changes %s, which this policy reads (%s): kube-apiserver runs mutating policies in no fixed order, so with reinvocationPolicy Never this policy may run first and never see the change; IfNeeded runs it again after", m.Name, u.Path, rd.Path))
+					diags = append(diags, or.diags...)
 				}
 			}
 		}
-	}
-	for _, m := range set.MutatingPolicies {
-		if r := reporters[m]; r != nil {
-			diags = append(diags, r.diags...)
-		}
+		diags = append(diags, r.diags...)
 	}
 	return diags
 }

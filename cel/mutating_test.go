@@ -2,6 +2,7 @@ package cel
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -47,6 +48,7 @@ func TestMutatingLints(t *testing.T) {
 	for _, d := range lintMutating(set) {
 		got = append(got, fmt.Sprintf("%s %s %s %s", d.Object, d.Field, d.Severity, strings.SplitN(d.Message, ":", 2)[0]))
 	}
+	slices.Sort(got)
 	want := []string{
 		"MutatingAdmissionPolicy/a-team spec.mutations[0].applyConfiguration.expression info validating policy team-required reads object.metadata.labels, which this mutation changes (object.metadata.labels.team)",
 		"MutatingAdmissionPolicy/b-never spec.reinvocationPolicy warning mutating policy a-team changes object.metadata.labels.team, which this policy reads (object.metadata.labels)",
@@ -69,6 +71,7 @@ func TestMutationWrites(t *testing.T) {
 			[]string{"object.spec.tolerations"}, false},
 		{"[JSONPatch{op: 'add', path: '/metadata/annotations/a~1b', value: 'x'}]", []string{`object.metadata.annotations["a/b"]`}, false},
 		{"[JSONPatch{op: 'add', path: variables.p, value: 'x'}]", nil, true},
+		{"[JSONPatch{op: 'move', from: '/metadata/labels/a', path: '/metadata/labels/b'}]", []string{"object.metadata.labels.a", "object.metadata.labels.b"}, false},
 	}
 	for _, tc := range tests {
 		m := admissionregistrationv1.Mutation{PatchType: admissionregistrationv1.PatchTypeJSONPatch, JSONPatch: &admissionregistrationv1.JSONPatch{Expression: tc.expr}}
@@ -82,6 +85,49 @@ func TestMutationWrites(t *testing.T) {
 		}
 		if d := cmp.Diff(tc.want, got); d != "" || (all != "") != tc.all {
 			t.Errorf("MutationWrites(%s) = %v, %q; want %v, all %v", tc.expr, got, all, tc.want, tc.all)
+		}
+	}
+}
+
+// TestMutatingNotServed: a Kubernetes version before 1.36 does not serve the v1 mutating kinds.
+func TestMutatingNotServed(t *testing.T) {
+	set, diags := ReadPaths(nil, "testdata/mutating-lints.yaml")
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	for _, tc := range []struct {
+		version string
+		want    int
+	}{{"1.35", len(set.MutatingPolicies)}, {"1.36", 0}} {
+		c, err := NewChecker(WithKubernetesVersion(tc.version))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, d := range c.Check(set) {
+			if d.Severity == Error && strings.Contains(d.Message, "does not serve admissionregistration.k8s.io/v1 MutatingAdmissionPolicy") {
+				n++
+			}
+		}
+		if n != tc.want {
+			t.Errorf("Kubernetes %s: %d not-served errors, want %d", tc.version, n, tc.want)
+		}
+	}
+}
+
+// TestMutatingLintsBound: with bindings in the files, a mutating policy none binds reads or
+// changes nothing.
+func TestMutatingLintsBound(t *testing.T) {
+	set, diags := ReadPaths(nil, "testdata/mutating-lints.yaml")
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	b := &admissionregistrationv1.MutatingAdmissionPolicyBinding{}
+	b.Name, b.Spec.PolicyName = "a-team", "a-team"
+	set.MutatingBindings = append(set.MutatingBindings, &MutatingBinding{MutatingAdmissionPolicyBinding: b})
+	for _, d := range lintMutating(set) {
+		if d.Severity == Warning {
+			t.Errorf("a warning about a policy no binding binds: %s", d)
 		}
 	}
 }

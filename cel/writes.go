@@ -115,11 +115,12 @@ func (w *writeWalker) object(path FieldPath, s celast.StructExpr) {
 	}
 }
 
-// patch records the path a JSON patch operation writes: its constant part.
+// patch records the paths a JSON patch operation writes, their constant part: its path, and
+// its from (a move removes it; a copy only reads it, which counts the same here).
 func (w *writeWalker) patch(s celast.StructExpr) {
 	for _, f := range s.Fields() {
 		sf := f.AsStructField()
-		if sf.Name() != "path" {
+		if sf.Name() != "path" && sf.Name() != "from" {
 			continue
 		}
 		prefix, whole := constantPrefix(sf.Value())

@@ -63,7 +63,8 @@ func EvictionTolerationFloor(s TolerationSettings) (*vap.Policy, []*vap.Binding,
 // pod to the floor instead of refusing the pod. It runs after DefaultTolerationSeconds (a
 // floor above 300 seconds raises the tolerations that plugin adds too) and again when a later
 // mutation adds a short toleration (reinvocationPolicy IfNeeded). Only creations are changed:
-// the apiserver refuses most changes to the tolerations of an existing pod.
+// the apiserver refuses most changes to the tolerations of an existing pod. A pod that lists
+// one short toleration twice, identically, has only the first raised (indexOf finds the first).
 func evictionTolerationFloorMutating(s TolerationSettings) (*vap.Policy, error) {
 	return vap.NewMutatingPolicy(EvictionTolerationFloorName, append(tolerationFloorOptions(s),
 		vap.Resources(vap.Create, "pods"),

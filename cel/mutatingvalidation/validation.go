@@ -26,15 +26,13 @@ func init() {
 func validatePolicy(p *admissionregistrationv1.MutatingAdmissionPolicy) (*admissionregistrationv1.MutatingAdmissionPolicy, field.ErrorList, error) {
 	p = p.DeepCopy()
 	legacyscheme.Scheme.Default(p)
-	p.SetGroupVersionKind(admissionregistrationv1.SchemeGroupVersion.WithKind("MutatingAdmissionPolicy"))
-	errs, err := validateCreate(p, &admissionregistration.MutatingAdmissionPolicy{})
+	errs, err := validateCreate(p, &p.ObjectMeta, &admissionregistration.MutatingAdmissionPolicy{})
 	return p, errs, err
 }
 
 func validateBinding(b *admissionregistrationv1.MutatingAdmissionPolicyBinding) (*admissionregistrationv1.MutatingAdmissionPolicyBinding, field.ErrorList, error) {
 	b = b.DeepCopy()
 	legacyscheme.Scheme.Default(b)
-	b.SetGroupVersionKind(admissionregistrationv1.SchemeGroupVersion.WithKind("MutatingAdmissionPolicyBinding"))
-	errs, err := validateCreate(b, &admissionregistration.MutatingAdmissionPolicyBinding{})
+	errs, err := validateCreate(b, &b.ObjectMeta, &admissionregistration.MutatingAdmissionPolicyBinding{})
 	return b, errs, err
 }

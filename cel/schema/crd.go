@@ -46,8 +46,8 @@ type crdComponents struct {
 	kinds   map[string][]schema.GroupVersionKind
 	gvkRefs map[schema.GroupVersionKind]string
 
-	// defaults says whether a CRD's schema of the group-version declares a default.
-	defaults bool
+	// defaulted are the kinds whose CRD's schema of the version declares a default.
+	defaulted map[string]bool
 	// The type converter of the schemas, built on first use (typeConverter).
 	once  sync.Once
 	tc    managedfields.TypeConverter
@@ -274,7 +274,12 @@ func buildCRDIndex(crds map[string]*crdEntry, order []string) *crdIndex {
 				m = &crdComponents{schemas: map[string]*spec.Schema{}, kinds: map[string][]schema.GroupVersionKind{}}
 				idx.schemas[gv] = m
 			}
-			m.defaults = m.defaults || comps.defaults
+			for k := range comps.defaulted {
+				if m.defaulted == nil {
+					m.defaulted = map[string]bool{}
+				}
+				m.defaulted[k] = true
+			}
 			for n, s := range comps.schemas {
 				if _, ok := m.schemas[n]; !ok {
 					m.schemas[n] = s
@@ -381,7 +386,11 @@ func buildCRDComponents(crd *apiextensionsv1.CustomResourceDefinition, version s
 	if err != nil {
 		return nil, err
 	}
-	return &crdComponents{schemas: resp.Components.Schemas, kinds: kinds, gvkRefs: kindRefs(kinds), defaults: crdHasDefault(crd, version)}, nil
+	comps := &crdComponents{schemas: resp.Components.Schemas, kinds: kinds} // the index refers to kinds (buildCRDIndex)
+	if crdHasDefault(crd, version) {
+		comps.defaulted = map[string]bool{crd.Spec.Names.Kind: true}
+	}
+	return comps, nil
 }
 
 // LoadCRDs reads CustomResourceDefinitions from YAML or JSON files, each holding one or more

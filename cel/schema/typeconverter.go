@@ -53,32 +53,24 @@ func (c *Catalog) TypeConverter(gvs ...schema.GroupVersion) (managedfields.TypeC
 	return load.(func() (managedfields.TypeConverter, error))()
 }
 
-// CustomTypeConverter returns the structured-merge-diff type converter of a group-version
-// CRDs serve, as kube-apiserver's MutatingAdmissionPolicy plugin builds it from the OpenAPI v3
-// document the server publishes for the group-version (patch.typeConverterManager); ok is false
-// when no CRD of the catalog serves gv. defaults says whether a schema of the group-version
-// declares a default: the server applies them to a custom resource after every patch, by the
-// CRD's structural schema, which the type converter does not do.
-func (c *Catalog) CustomTypeConverter(gv schema.GroupVersion) (tc managedfields.TypeConverter, defaults, ok bool, err error) {
+// CustomTypeConverter returns the structured-merge-diff type converter of the group-version of
+// a kind CRDs serve, as kube-apiserver's MutatingAdmissionPolicy plugin builds it from the
+// OpenAPI v3 document the server publishes for the group-version (patch.typeConverterManager);
+// ok is false when no CRD of the catalog serves it. defaulted says whether the kind's CRD
+// schema declares a default: the server applies them to a custom resource after every patch,
+// by the CRD's structural schema, which the type converter does not do.
+func (c *Catalog) CustomTypeConverter(gvk schema.GroupVersionKind) (tc managedfields.TypeConverter, defaulted, ok bool, err error) {
 	c.mu.RLock()
-	comps := c.crd.schemas[gv]
+	comps := c.crd.schemas[gvk.GroupVersion()]
 	c.mu.RUnlock()
 	if comps == nil {
 		return nil, false, false, nil
 	}
-	tc, err = comps.typeConverter()
-	return tc, comps.hasDefaults(), true, err
-}
-
-// typeConverter builds the components' type converter once.
-func (m *crdComponents) typeConverter() (managedfields.TypeConverter, error) {
-	m.once.Do(func() {
-		m.tc, m.tcErr = managedfields.NewTypeConverter(m.schemas, false)
+	comps.once.Do(func() {
+		comps.tc, comps.tcErr = managedfields.NewTypeConverter(comps.schemas, false)
 	})
-	return m.tc, m.tcErr
+	return comps.tc, comps.defaulted[gvk.Kind], true, comps.tcErr
 }
-
-func (m *crdComponents) hasDefaults() bool { return m.defaults }
 
 // crdHasDefault says whether a CRD's schema of a version declares a default anywhere.
 func crdHasDefault(crd *apiextensionsv1.CustomResourceDefinition, version string) bool {

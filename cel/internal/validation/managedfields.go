@@ -21,9 +21,6 @@ import (
 // kubernetesVersion is the release whose served API the field manager's types come from.
 const kubernetesVersion = "1.37"
 
-// KubernetesVersion is kubernetesVersion.
-const KubernetesVersion = kubernetesVersion
-
 // requestFieldManager stands in for the manager of the create request, which the server
 // takes from ?fieldManager= or the client's user agent ("kubectl-client-side-apply" for
 // kubectl apply). It names the entry the field manager adds for the request, which is always
@@ -31,16 +28,15 @@ const KubernetesVersion = kubernetesVersion
 // order and so the indices of errors.
 const requestFieldManager = "kubectl-client-side-apply"
 
-// RequestFieldManager is the manager of the request's own managedFields entry.
-const RequestFieldManager = requestFieldManager
-
 var (
-	policyGVK  = admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicy")
-	bindingGVK = admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicyBinding")
+	policyGVK          = admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicy")
+	bindingGVK         = admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicyBinding")
+	mutatingPolicyGVK  = admissionregistrationv1.SchemeGroupVersion.WithKind("MutatingAdmissionPolicy")
+	mutatingBindingGVK = admissionregistrationv1.SchemeGroupVersion.WithKind("MutatingAdmissionPolicyBinding")
 )
 
-// ManagedFieldsOnCreate returns the managedFields of obj, a v1 ValidatingAdmissionPolicy or
-// ValidatingAdmissionPolicyBinding, as ValidatePolicy and ValidateBinding validate them: as
+// ManagedFieldsOnCreate returns the managedFields of obj, a v1 ValidatingAdmissionPolicy,
+// MutatingAdmissionPolicy or binding of either, as the server validates them: as
 // the field manager of kube-apiserver's create handler leaves them, the entry of the request
 // included, or nil when obj has none. The indices of the errors about managedFields are
 // indices of this list, not of obj's.
@@ -48,8 +44,8 @@ func ManagedFieldsOnCreate(obj runtime.Object) ([]metav1.ManagedFieldsEntry, err
 	return managedFieldsOnCreate(obj)
 }
 
-// managedFieldsOnCreate returns the managedFields of obj, a v1 ValidatingAdmissionPolicy or
-// ValidatingAdmissionPolicyBinding, after the field manager of kube-apiserver's create handler
+// managedFieldsOnCreate returns the managedFields of obj, a v1 policy or binding (validating or
+// mutating), after the field manager of kube-apiserver's create handler
 // (scope.FieldManager.UpdateNoErrors in k8s.io/apiserver pkg/endpoints/handlers/create.go)
 // has processed them, for ValidateObjectMeta to validate.
 //
@@ -70,6 +66,10 @@ func managedFieldsOnCreate(obj runtime.Object) ([]metav1.ManagedFieldsEntry, err
 		gvk, live, entries = policyGVK, &admissionregistrationv1.ValidatingAdmissionPolicy{}, o.ManagedFields
 	case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
 		gvk, live, entries = bindingGVK, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, o.ManagedFields
+	case *admissionregistrationv1.MutatingAdmissionPolicy:
+		gvk, live, entries = mutatingPolicyGVK, &admissionregistrationv1.MutatingAdmissionPolicy{}, o.ManagedFields
+	case *admissionregistrationv1.MutatingAdmissionPolicyBinding:
+		gvk, live, entries = mutatingBindingGVK, &admissionregistrationv1.MutatingAdmissionPolicyBinding{}, o.ManagedFields
 	default:
 		return nil, fmt.Errorf("no field manager for %T", obj)
 	}
@@ -109,7 +109,8 @@ var fieldManagers = sync.OnceValues(func() (map[schema.GroupVersionKind]*managed
 	})
 	hub := schema.GroupVersion{Group: admissionregistrationv1.GroupName, Version: runtime.APIVersionInternal}
 	out := map[schema.GroupVersionKind]*managedfields.FieldManager{}
-	for gvk, reset := range map[schema.GroupVersionKind]map[fieldpath.APIVersion]fieldpath.Filter{policyGVK: policyReset, bindingGVK: nil} {
+	// The mutating kinds have no status, and their strategies no reset fields.
+	for gvk, reset := range map[schema.GroupVersionKind]map[fieldpath.APIVersion]fieldpath.Filter{policyGVK: policyReset, bindingGVK: nil, mutatingPolicyGVK: nil, mutatingBindingGVK: nil} {
 		fm, err := managedfields.NewDefaultFieldManager(tc, versionConvertor{}, noDefaulter{}, versionConvertor{}, gvk, hub, "", reset)
 		if err != nil {
 			return nil, err
@@ -133,22 +134,29 @@ func createFieldManager(gvk schema.GroupVersionKind) (*managedfields.FieldManage
 // each entry, and an entry of a version the scheme does not know is dropped.
 var schemeKinds = func() map[schema.GroupVersionKind]func() runtime.Object {
 	out := map[schema.GroupVersionKind]func() runtime.Object{}
-	for gv, news := range map[schema.GroupVersion][2]func() runtime.Object{
+	for gv, news := range map[schema.GroupVersion][4]func() runtime.Object{
 		admissionregistrationv1.SchemeGroupVersion: {
 			func() runtime.Object { return &admissionregistrationv1.ValidatingAdmissionPolicy{} },
 			func() runtime.Object { return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{} },
+			func() runtime.Object { return &admissionregistrationv1.MutatingAdmissionPolicy{} },
+			func() runtime.Object { return &admissionregistrationv1.MutatingAdmissionPolicyBinding{} },
 		},
 		admissionregistrationv1beta1.SchemeGroupVersion: {
 			func() runtime.Object { return &admissionregistrationv1beta1.ValidatingAdmissionPolicy{} },
 			func() runtime.Object { return &admissionregistrationv1beta1.ValidatingAdmissionPolicyBinding{} },
+			func() runtime.Object { return &admissionregistrationv1beta1.MutatingAdmissionPolicy{} },
+			func() runtime.Object { return &admissionregistrationv1beta1.MutatingAdmissionPolicyBinding{} },
 		},
 		admissionregistrationv1alpha1.SchemeGroupVersion: {
 			func() runtime.Object { return &admissionregistrationv1alpha1.ValidatingAdmissionPolicy{} },
 			func() runtime.Object { return &admissionregistrationv1alpha1.ValidatingAdmissionPolicyBinding{} },
+			func() runtime.Object { return &admissionregistrationv1alpha1.MutatingAdmissionPolicy{} },
+			func() runtime.Object { return &admissionregistrationv1alpha1.MutatingAdmissionPolicyBinding{} },
 		},
 	} {
-		out[gv.WithKind(policyGVK.Kind)] = news[0]
-		out[gv.WithKind(bindingGVK.Kind)] = news[1]
+		for i, gvk := range []schema.GroupVersionKind{policyGVK, bindingGVK, mutatingPolicyGVK, mutatingBindingGVK} {
+			out[gv.WithKind(gvk.Kind)] = news[i]
+		}
 	}
 	return out
 }()
@@ -185,6 +193,10 @@ func (versionConvertor) ConvertToVersion(in runtime.Object, target runtime.Group
 			from = policyGVK
 		case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
 			from = bindingGVK
+		case *admissionregistrationv1.MutatingAdmissionPolicy:
+			from = mutatingPolicyGVK
+		case *admissionregistrationv1.MutatingAdmissionPolicyBinding:
+			from = mutatingBindingGVK
 		}
 	}
 	if !known(from) {

@@ -23,8 +23,12 @@ const StaticConfigSuffix = ".static.k8s.io"
 // appends to metadata.generateName; any 5 characters of its alphabet validate the same.
 const generatedNameSuffix = "xxxxx"
 
-// metaForCreate returns a copy of the metadata of obj, a v1 ValidatingAdmissionPolicy or
-// ValidatingAdmissionPolicyBinding, as the server holds it when it validates a create of the
+// MetaForCreate is metaForCreate, for the mutating kinds' create-time checks (package
+// cel/mutatingvalidation).
+func MetaForCreate(obj runtime.Object) (*metav1.ObjectMeta, error) { return metaForCreate(obj) }
+
+// metaForCreate returns a copy of the metadata of obj, a v1 policy or binding (validating or
+// mutating), as the server holds it when it validates a create of the
 // cluster-scoped object: owner references without their duplicates, then managedFields as
 // the field manager leaves them (the create handler, before the registry sees the object),
 // the name generated from generateName if there is no name (genericregistry.Store.Create),
@@ -39,6 +43,10 @@ func metaForCreate(obj runtime.Object) (*metav1.ObjectMeta, error) {
 		m = &o.ObjectMeta
 	case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
 		m = &o.ObjectMeta
+	case *admissionregistrationv1.MutatingAdmissionPolicy:
+		m = &o.ObjectMeta
+	case *admissionregistrationv1.MutatingAdmissionPolicyBinding:
+		m = &o.ObjectMeta
 	default:
 		return nil, fmt.Errorf("no metadata for %T", obj)
 	}
@@ -51,21 +59,15 @@ func metaForCreate(obj runtime.Object) (*metav1.ObjectMeta, error) {
 	}
 	m.ManagedFields = managed
 	if len(m.GenerateName) > 0 && len(m.Name) == 0 {
-		m.Name = GeneratedName(m.GenerateName)
+		base := m.GenerateName
+		if len(base) > names.MaxGeneratedNameLength {
+			base = base[:names.MaxGeneratedNameLength]
+		}
+		m.Name = base + generatedNameSuffix
 	}
 	m.Namespace = ""
 	m.Generation = 1
 	return m, nil
-}
-
-// GeneratedName is the name names.SimpleNameGenerator makes of generateName, with
-// generatedNameSuffix for its random characters (any of its alphabet validate the same, and
-// the checks name the object by it).
-func GeneratedName(base string) string {
-	if len(base) > names.MaxGeneratedNameLength {
-		base = base[:names.MaxGeneratedNameLength]
-	}
-	return base + generatedNameSuffix
 }
 
 // validateObjectMeta mirrors the metadata check of ValidateValidatingAdmissionPolicy and
@@ -127,12 +129,6 @@ func applyDeclarative(errs, declarative field.ErrorList) field.ErrorList {
 		return false
 	})
 	return append(errs, declarative...)
-}
-
-// DedupOwnerReferences is dedupOwnerReferences, for the create-time checks of the mutating
-// kinds (package cel/mutatingvalidation).
-func DedupOwnerReferences(refs []metav1.OwnerReference) ([]metav1.OwnerReference, []string) {
-	return dedupOwnerReferences(refs)
 }
 
 // dedupOwnerReferences mirrors dedupOwnerReferences in k8s.io/apiserver
