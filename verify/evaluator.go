@@ -20,7 +20,6 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/filters"
 	"k8s.io/client-go/informers"
 
-	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/cel/defaults"
 	vapcschema "github.com/vapc-dev/vapc/cel/schema"
 	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
@@ -47,12 +46,11 @@ type Evaluator struct {
 	mutatingBindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding
 	mhooks           []mutating.PolicyHook
 	typeConverters   typeConverters
-	// mreads is what each mutating policy reads, mbindings how many bindings it has.
-	mreads    map[string]vapccel.Reads
-	mbindings map[string]int
-	// mwrites is what each mutating policy's mutations may write (all of object when one
-	// cannot be told).
-	mwrites map[string][]vapccel.Unknown
+	// mpolicies says, of each mutating policy by name, what it reads and writes, for
+	// OrderDependence.
+	mpolicies map[string]mutatingInfo
+	// refusalsOrdered says whether a mutating policy's refusal may depend on their order.
+	refusalsOrdered bool
 }
 
 // Option configures an Evaluator.
@@ -144,12 +142,8 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 	}
 	e.mhooks = buildMutatingHooks(e.mutatingPolicies, e.mutatingBindings, e.resources.RESTMapper(), e.store)
 	if len(e.mhooks) > 0 {
-		e.mreads, e.mbindings, e.mwrites = map[string]vapccel.Reads{}, map[string]int{}, map[string][]vapccel.Unknown{}
-		for _, h := range e.mhooks {
-			e.mbindings[h.Policy.Name]++
-			e.mreads[h.Policy.Name] = vapccel.MutatingPolicyReads(h.Policy, h.Bindings)
-			e.mwrites[h.Policy.Name] = staticWrites(h.Policy)
-		}
+		e.mpolicies = mutatingInfos(e.mhooks, e.mutatingBindings)
+		e.refusalsOrdered = refusalsOrdered(e.mpolicies)
 		var err error
 		if e.typeConverters, err = newTypeConverters(e.resources); err != nil {
 			return nil, err
@@ -243,17 +237,9 @@ func (e *Evaluator) Evaluate(ctx context.Context, req Request) (*Decision, error
 	if len(e.mhooks) == 0 {
 		return e.EvaluateAttributes(ctx, attrs, nil)
 	}
-	input, err := e.RequestObject(attrs, nil)
-	if err != nil {
-		return nil, err
-	}
 	mut, err := e.admit(ctx, attrs, nil)
 	if err != nil {
 		return nil, err
-	}
-	mut.Input = input
-	if mut.Unknown != "" {
-		return nil, fmt.Errorf("a MutatingAdmissionPolicy cannot run here as kube-apiserver would: %s", mut.Unknown)
 	}
 	var dec *Decision
 	if !mut.Allowed {

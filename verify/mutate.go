@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"sort"
@@ -76,26 +77,22 @@ type Mutation struct {
 	Reason  metav1.StatusReason `json:"reason,omitempty"`
 	Message string              `json:"message,omitempty"`
 	Status  *metav1.Status      `json:"status,omitempty"`
-	// Changes are the invocations that changed the object, in the order they ran; Ran counts
-	// the invocations that ran their mutations (changing the object or not).
+	// Changes are the invocations that changed the object, in the order they ran; Invoked
+	// are all the invocations that ran their mutations, changing the object or not (without
+	// their Patch).
 	Changes []Change `json:"changes,omitempty"`
-	Ran     int      `json:"ran,omitempty"`
-	// Invoked are the invocations that ran, changing the object or not (Patch empty).
 	Invoked []Change `json:"-"`
 	// Unknown says why the mutated object is not the one kube-apiserver would have made
 	// (empty when it is).
 	Unknown string `json:"unknown,omitempty"`
-	// OrderDependent says why the object may depend on the order kube-apiserver ran the
-	// policies in (empty when no order could change it); see Evaluator.OrderDependence.
+	// OrderDependent says why the object or the refusal may depend on the order
+	// kube-apiserver ran the policies in (empty when no order could change it, or every order
+	// was tried and agreed); see Evaluator.OrderDependence.
 	OrderDependent string `json:"orderDependent,omitempty"`
-	// OrdersAgree is set when no order of the policies could give another object or
-	// refusal: none could matter, or every order was tried and made the same (see
-	// AdmitAttributes). OrderDependent is then empty.
-	OrdersAgree bool `json:"-"`
-	// Input is the object the policies received (JSON, in the request's version), for a
-	// caller that compares what they made with an expectation; Evaluate sets it.
-	Input json.RawMessage `json:"-"`
 }
+
+// Acted says whether a policy ran its mutations on the request or refused it.
+func (m *Mutation) Acted() bool { return m != nil && (len(m.Invoked) > 0 || !m.Allowed) }
 
 // RequestObject returns the attributes' object as JSON in the version of the request's kind:
 // the object as the request's client sees it, whatever version the admission chain holds it
@@ -251,8 +248,7 @@ func (e *Evaluator) AdmitAttributes(ctx context.Context, a admission.Attributes,
 	}
 	err := d.Dispatch(withMutationTrace(ctx, mt), a, o, e.mhooks)
 	mt.finish()
-	mut.Changes, mut.Ran, mut.Invoked = mt.changes, mt.ran, mt.invoked
-	mut.OrdersAgree = e.OrderDependence(mut) == "" || before != nil && e.ordersAgree(ctx, a, o, before, mut.Changes, err)
+	mut.Changes, mut.Invoked = mt.changes, mt.invoked
 	if err != nil {
 		var st *apierrors.StatusError
 		if !errors.As(err, &st) {
@@ -266,6 +262,9 @@ func (e *Evaluator) AdmitAttributes(ctx context.Context, a admission.Attributes,
 			mut.Unknown = s.Message
 		}
 	}
+	if mut.OrderDependent = e.OrderDependence(mut); mut.OrderDependent != "" && before != nil && e.ordersAgree(ctx, a, o, before, err) {
+		mut.OrderDependent = ""
+	}
 	return mut, nil
 }
 
@@ -274,7 +273,7 @@ const maxExploredHooks = 4
 
 // explorable says whether ordersAgree can try the other orders of the policies on the
 // admission: a first pass of the chain (no policy can run again: none has reinvocationPolicy
-// IfNeeded), with few enough policies and bindings.
+// IfNeeded), with few enough policies and bindings, each with one param at most.
 func (e *Evaluator) explorable(a admission.Attributes) bool {
 	if len(e.mhooks) < 2 || len(e.mhooks) > maxExploredHooks || a.GetObject() == nil || a.GetReinvocationContext().IsReinvoke() {
 		return false
@@ -283,6 +282,9 @@ func (e *Evaluator) explorable(a admission.Attributes) bool {
 		if h.Policy.Spec.ReinvocationPolicy != admissionregistrationv1.NeverReinvocationPolicy {
 			return false
 		}
+		if ref := h.Bindings[0].Spec.ParamRef; ref != nil && ref.Name == "" {
+			return false // params by selector: their order is the param informer's
+		}
 	}
 	return true
 }
@@ -290,18 +292,9 @@ func (e *Evaluator) explorable(a admission.Attributes) bool {
 // ordersAgree runs the policies in every other order of their hooks (each a policy and
 // binding) on a copy of the object they received, and says whether every order makes the same
 // object and the same refusal as the order they ran in: kube-apiserver's order, which follows
-// its informer caches, cannot matter then. Several params of one binding run in the order of
-// its param informer, which this does not try: changes by two params of one binding are not
-// explored.
-func (e *Evaluator) ordersAgree(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces, before runtime.Object, changes []Change, err error) bool {
-	seen := map[string]string{}
-	for _, c := range changes {
-		k := c.Policy + "\x00" + c.Binding
-		if p, ok := seen[k]; ok && p != c.Param.String() {
-			return false
-		}
-		seen[k] = c.Param.String()
-	}
+// its informer caches, cannot matter then. (The params of a binding run in the order of its
+// param informer, which this does not try: explorable leaves out bindings that select params.)
+func (e *Evaluator) ordersAgree(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces, before runtime.Object, err error) bool {
 	want, merr := json.Marshal(a.GetObject())
 	if merr != nil {
 		return false
@@ -367,10 +360,7 @@ func (e *Evaluator) admit(ctx context.Context, a admission.Attributes, o admissi
 		if err != nil {
 			return nil, err
 		}
-		mut = mut.Then(again)
-	}
-	if !mut.OrdersAgree {
-		mut.OrderDependent = e.OrderDependence(mut)
+		mut = e.Then(mut, again)
 	}
 	return mut, nil
 }
@@ -386,22 +376,22 @@ func (m *Mutation) OrderNote() string {
 
 // Then returns what the two passes of an admission chain did together: m, then next (the
 // chain's reinvocation). A nil m is next.
-func (m *Mutation) Then(next *Mutation) *Mutation {
+func (e *Evaluator) Then(m, next *Mutation) *Mutation {
 	if m == nil {
 		return next
 	}
 	out := *next
 	out.Changes = append(append([]Change(nil), m.Changes...), next.Changes...)
 	out.Invoked = append(append([]Change(nil), m.Invoked...), next.Invoked...)
-	out.Ran += m.Ran
 	if out.Unknown == "" {
 		out.Unknown = m.Unknown
 	}
-	if out.Input == nil {
-		out.Input = m.Input
+	switch {
+	case len(m.Changes) > 0 && len(next.Changes) > 0:
+		out.OrderDependent = e.OrderDependence(&out) // the passes' changes together
+	case len(m.Changes) > 0:
+		out.OrderDependent = m.OrderDependent
 	}
-	// Every order agrees on both passes when it did on the one that changed the object.
-	out.OrdersAgree = m.OrdersAgree && len(next.Changes) == 0 || next.OrdersAgree && len(m.Changes) == 0
 	return &out
 }
 
@@ -413,14 +403,20 @@ func (m *Mutation) Then(next *Mutation) *Mutation {
 // wrote (whether or not that policy ran: in another order its match conditions might have
 // held).
 func (e *Evaluator) OrderDependence(m *Mutation) string {
-	if m == nil || len(m.Changes) == 0 {
+	if m == nil {
+		return ""
+	}
+	if !m.Allowed && e.refusalsOrdered {
+		return "a mutating policy refused the request, and one reads what another may write: in another order it may have passed"
+	}
+	if len(m.Changes) == 0 {
 		return ""
 	}
 	changes := m.Changes
 	key := func(c Change) string { return c.Policy + "\x00" + c.Binding + "\x00" + c.Param.String() }
-	changed := map[string][]vapccel.Unknown{}
+	changed := map[string][]write{}
 	for _, c := range changes {
-		changed[key(c)] = append(changed[key(c)], patchWrites(c.Patch)...)
+		changed[key(c)] = append(changed[key(c)], refine(patchWrites(c.Patch), e.mpolicies[c.Policy].writes)...)
 	}
 	// What each invocation that ran may have written: what it changed, and what its
 	// mutations write at all (one that set a field to the value it had changed nothing here,
@@ -429,9 +425,12 @@ func (e *Evaluator) OrderDependence(m *Mutation) string {
 	if len(invoked) == 0 {
 		invoked = changes
 	}
-	writes := make([][]vapccel.Unknown, len(invoked))
+	writes := make([][]write, len(invoked))
 	for i, c := range invoked {
-		writes[i] = append(append([]vapccel.Unknown(nil), changed[key(c)]...), e.mwrites[c.Policy]...)
+		writes[i] = changed[key(c)]
+		for _, w := range e.mpolicies[c.Policy].writes {
+			writes[i] = append(writes[i], write{u: w})
+		}
 	}
 	for i, c := range invoked {
 		for j := i + 1; j < len(invoked); j++ {
@@ -440,24 +439,135 @@ func (e *Evaluator) OrderDependence(m *Mutation) string {
 				continue // the same invocation, or neither changed the object
 			}
 			for _, w := range writes[j] {
-				if _, _, ok := (vapccel.Reads{Reads: []vapccel.Read{{Path: w.Path}}}).DependsOn(writes[i]); ok {
-					return fmt.Sprintf("%s and %s both write %s", describeInvocation(c), describeInvocation(d), w.Path)
+				for _, v := range writes[i] {
+					if v.affects(vapccel.Read{Path: w.u.Path}) && w.affects(vapccel.Read{Path: v.u.Path}) {
+						return fmt.Sprintf("%s and %s both write %s", describeInvocation(c), describeInvocation(d), w.u.Path)
+					}
 				}
 			}
 		}
 	}
+	names := slices.Sorted(maps.Keys(e.mpolicies))
 	for _, c := range changes {
-		cw := patchWrites(c.Patch)
-		for name, reads := range e.mreads {
-			if name == c.Policy && e.mbindings[name] < 2 {
-				continue // a policy's own invocation: the same in any order
+		for _, name := range names {
+			info := e.mpolicies[name]
+			if name == c.Policy && !info.invokedInOrder {
+				continue // a policy's own single invocation: the same in any order
 			}
-			if rd, _, ok := reads.DependsOn(cw); ok {
-				return fmt.Sprintf("policy %s reads %s, which %s wrote", name, rd.Path, describeInvocation(c))
+			if rd, ok := readOf(info.reads, changed[key(c)]); ok {
+				return fmt.Sprintf("policy %s reads %s, which %s wrote", name, rd, describeInvocation(c))
 			}
 		}
 	}
 	return ""
+}
+
+// write is a field an invocation wrote; created is set for a map or list the change created
+// (an apply configuration's labels on an object without labels), which holds only the keys
+// the mutation writes: what it holds besides is the same in any order.
+type write struct {
+	u       vapccel.Unknown
+	created bool
+}
+
+// affects says whether the write can change what the read reads: an overlapping field, or,
+// as a write may create the fields above it, their presence and keys (metadata always is).
+func (w write) affects(r vapccel.Read) bool {
+	if w.created && len(r.Path.Steps) > len(w.u.Path.Steps) {
+		return false
+	}
+	if _, _, ok := (vapccel.Reads{Reads: []vapccel.Read{r}}).DependsOn([]vapccel.Unknown{w.u}); ok {
+		return true
+	}
+	above := r.Path.Root == w.u.Path.Root && len(r.Path.Steps) < len(w.u.Path.Steps) && slices.Equal(r.Path.Steps, w.u.Path.Steps[:len(r.Path.Steps)])
+	return above && (r.Kind == vapccel.ReadPresence || r.Kind == vapccel.ReadChildren) && !slices.Equal(r.Path.Steps, []string{"metadata"}) && len(r.Path.Steps) > 0
+}
+
+// readOf returns a read of reads that a write affects.
+func readOf(reads vapccel.Reads, writes []write) (string, bool) {
+	if reads.All != "" && len(writes) > 0 {
+		return "any field (" + reads.All + ")", true
+	}
+	for _, r := range reads.Reads {
+		for _, w := range writes {
+			if w.affects(r) {
+				return r.Path.String(), true
+			}
+		}
+	}
+	return "", false
+}
+
+// refine narrows the fields a change wrote by what its policy's mutations write: a patch that
+// adds a whole labels map because the object had none created the map (its presence and keys
+// changed) and wrote the labels the mutation sets, not every label.
+func refine(changed, static []vapccel.Unknown) []write {
+	var out []write
+	for _, c := range changed {
+		n := len(out)
+		for _, w := range static {
+			if w.Path.Root == c.Path.Root && len(w.Path.Steps) > len(c.Path.Steps) && slices.Equal(w.Path.Steps[:len(c.Path.Steps)], c.Path.Steps) {
+				out = append(out, write{u: w})
+			}
+		}
+		if len(out) > n {
+			out = append(out, write{u: c, created: true})
+		} else {
+			out = append(out, write{u: c})
+		}
+	}
+	return out
+}
+
+// refusalsOrdered says whether a refusal by one of the policies may depend on the order they
+// run in: one reads, or needs to exist where it writes, what another may write.
+func refusalsOrdered(infos map[string]mutatingInfo) bool {
+	for a, ia := range infos {
+		reads := ia.reads
+		for _, w := range ia.writes {
+			if n := len(w.Path.Steps); n > 0 {
+				reads.Reads = append(reads.Reads, vapccel.Read{Path: vapccel.FieldPath{Root: w.Path.Root, Steps: w.Path.Steps[:n-1]}, Kind: vapccel.ReadPresence})
+			}
+		}
+		for b, ib := range infos {
+			if a == b && !ia.invokedInOrder {
+				continue
+			}
+			var ws []write
+			for _, w := range ib.writes {
+				ws = append(ws, write{u: w})
+			}
+			if _, ok := readOf(reads, ws); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// mutatingInfo is what a mutating policy reads and may write, and whether it is invoked more
+// than once in an order kube-apiserver's informers choose (several bindings, or a binding that
+// selects params).
+type mutatingInfo struct {
+	reads          vapccel.Reads
+	writes         []vapccel.Unknown
+	invokedInOrder bool
+}
+
+// mutatingInfos returns the mutatingInfo of the hooks' policies.
+func mutatingInfos(hooks []mutating.PolicyHook, bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding) map[string]mutatingInfo {
+	out := map[string]mutatingInfo{}
+	for _, h := range hooks {
+		name := h.Policy.Name
+		info, seen := out[name]
+		if !seen {
+			info = mutatingInfo{reads: vapccel.MutatingPolicyReads(h.Policy, bindings), writes: staticWrites(h.Policy)}
+		}
+		ref := h.Bindings[0].Spec.ParamRef
+		info.invokedInOrder = info.invokedInOrder || seen || ref != nil && ref.Name == ""
+		out[name] = info
+	}
+	return out
 }
 
 // staticWrites are the fields a policy's mutations may write, or all of object when one
@@ -528,7 +638,6 @@ func (p recordingPatcher) Patch(ctx context.Context, req patch.Request, budget i
 // patched object after each patch, so an invocation's result is final only then.
 type mutationTrace struct {
 	reinvoke bool
-	ran      int
 	invoked  []Change
 	pending  *pendingChange
 	changes  []Change
@@ -557,7 +666,6 @@ func (t *mutationTrace) begin(policy, binding string, req patch.Request) {
 		return // the next mutation of the same invocation
 	}
 	t.finish()
-	t.ran++
 	t.invoked = append(t.invoked, c)
 	// The server's object was defaulted when it was decoded; the dispatcher defaults every
 	// patched object: what defaulting adds to an object that was not is not the policy's.
@@ -578,6 +686,9 @@ func (t *mutationTrace) finish() {
 	t.pending = nil
 	after, err := json.Marshal(p.attrs.VersionedObject.Object())
 	if err != nil {
+		return
+	}
+	if bytes.Equal(p.before, after) {
 		return
 	}
 	ops, err := jsonPatchBetween(p.before, after)
@@ -621,8 +732,8 @@ func (typeConverters) Run(context.Context) {}
 
 func (c typeConverters) GetTypeConverter(gvk schema.GroupVersionKind) managedfields.TypeConverter {
 	if !kubescheme.Knows(gvk) {
-		tc, defaults, ok, err := c.cat.CustomTypeConverter(gvk.GroupVersion())
-		if !ok || defaults || err != nil {
+		tc, defaulted, ok, err := c.cat.CustomTypeConverter(gvk)
+		if !ok || defaulted || err != nil {
 			return nil
 		}
 		return tc

@@ -348,4 +348,66 @@ spec:
 			t.Errorf("annotation %s at first: %d changes, %d invocations, and no order dependence", mode, len(dec.Mutation.Changes), len(dec.Mutation.Invoked))
 		}
 	}
+	// Only the first param sets the annotation: its match condition skips the other. In the
+	// param informer's other order, the other sets it.
+	p.Spec.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "unset", Expression: "!has(object.metadata.annotations) || !('mode' in object.metadata.annotations)"}}
+	e, err = verify.New(nil, nil, verify.WithResources(catalog), verify.WithStore(store),
+		verify.WithMutatingPolicies([]*admissionregistrationv1.MutatingAdmissionPolicy{p}, []*admissionregistrationv1.MutatingAdmissionPolicyBinding{b}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := e.Evaluate(context.Background(), verify.Request{
+		Resource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Operation: admission.Create,
+		Object: object(t, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"ns"}}`),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dec.Mutation.Invoked) != 1 || dec.Mutation.OrderDependent == "" {
+		t.Errorf("%d invocations, order dependence %q: want one, and the order to matter", len(dec.Mutation.Invoked), dec.Mutation.OrderDependent)
+	}
+}
+
+// TestOrderOfRefusal: a refusal another order of the policies would not make is not certain.
+func TestOrderOfRefusal(t *testing.T) {
+	p0 := mustMutatingPolicy(t, `
+metadata: {name: 0-add}
+spec:
+  reinvocationPolicy: Never
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+  mutations:
+  - patchType: JSONPatch
+    jsonPatch:
+      expression: "[JSONPatch{op: 'add', path: '/metadata/labels/b', value: '1'}]"
+`)
+	p1 := mustMutatingPolicy(t, `
+metadata: {name: a-labels}
+spec:
+  reinvocationPolicy: Never
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: "Object{metadata: Object.metadata{labels: {'a': '1'}}}"
+`)
+	e, err := verify.New(nil, nil, verify.WithResources(catalog), verify.WithMutatingPolicies(
+		[]*admissionregistrationv1.MutatingAdmissionPolicy{p0, p1},
+		[]*admissionregistrationv1.MutatingAdmissionPolicyBinding{mutatingBinding("0-add", "0-add"), mutatingBinding("a-labels", "a-labels")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := e.Evaluate(context.Background(), verify.Request{
+		Resource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Operation: admission.Create,
+		Object: object(t, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"ns"}}`),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dec.Allowed || dec.Mutation.OrderDependent == "" {
+		t.Errorf("allowed %v, order dependent %q: want a refusal that depends on the order", dec.Allowed, dec.Mutation.OrderDependent)
+	}
 }

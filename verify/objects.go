@@ -28,25 +28,18 @@ type Resources interface {
 }
 
 // DefaultJSON returns an object of a built-in kind (JSON) with the defaults kube-apiserver's
-// scheme sets when the server decodes it; an object of another kind is returned as it is.
+// scheme sets when the server decodes it; an object of another kind is returned as it is. A
+// field the kind does not have is an error, as the server's strict field validation makes it.
 func DefaultJSON(data []byte) ([]byte, error) {
 	u := &unstructured.Unstructured{}
 	if err := u.UnmarshalJSON(data); err != nil {
 		return nil, err
 	}
-	gvk := u.GroupVersionKind()
-	if !kubescheme.Scheme.Recognizes(gvk) {
-		return data, nil
-	}
-	typed, err := kubescheme.Scheme.New(gvk)
-	if err != nil {
-		return nil, err
-	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, typed); err != nil {
-		return nil, err
+	typed, err := toTyped(u, true)
+	if err != nil || typed == nil {
+		return data, err
 	}
 	kubescheme.Scheme.Default(typed)
-	typed.GetObjectKind().SetGroupVersionKind(gvk)
 	return json.Marshal(typed)
 }
 

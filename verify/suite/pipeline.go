@@ -123,9 +123,8 @@ func (e *env) servePipeline(ctx context.Context, req verify.Request) (_ *verify.
 	ex := &apiserver.Exchange{Objects: stored, Plugins: p}
 	if e.eval.HasMutatingPolicies() {
 		ex.MutatingPolicies = func(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
-			var input []byte
 			if mut == nil {
-				if input, err = e.eval.RequestObject(a, o); err != nil {
+				if objs.input, err = e.eval.RequestObject(a, o); err != nil {
 					return apierrors.NewInternalError(err)
 				}
 			}
@@ -133,10 +132,7 @@ func (e *env) servePipeline(ctx context.Context, req verify.Request) (_ *verify.
 			if err != nil {
 				return apierrors.NewInternalError(err)
 			}
-			if mut == nil {
-				m.Input = input
-			}
-			mut = mut.Then(m)
+			mut = e.eval.Then(mut, m)
 			if objs.mutated, err = e.eval.RequestObject(a, o); err != nil {
 				return apierrors.NewInternalError(err)
 			}
@@ -166,14 +162,6 @@ func (e *env) servePipeline(ctx context.Context, req verify.Request) (_ *verify.
 		return nil, objs, fmt.Errorf("pipeline: %w", err)
 	case resp.Unknown != nil:
 		return nil, objs, fmt.Errorf("pipeline: the request read %v, which the case does not give", resp.Unknown)
-	case mut != nil && mut.Unknown != "":
-		return nil, objs, fmt.Errorf("pipeline: a MutatingAdmissionPolicy cannot run here as kube-apiserver would: %s", mut.Unknown)
-	}
-	if mut != nil {
-		if !mut.OrdersAgree {
-			mut.OrderDependent = e.eval.OrderDependence(mut)
-		}
-		objs.input = mut.Input
 	}
 	finish := func(d *verify.Decision) (*verify.Decision, objectPair, error) {
 		d.Mutation = mut

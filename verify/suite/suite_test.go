@@ -173,11 +173,12 @@ func TestMutatingExpectations(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string][]string{
-		"wrong object":                        {"object mismatch (-want +got)", `-`, `"team": string("search")`, `+`, `"team": string("payments")`},
-		"wrong patch":                         {"the object with expect.patch applied differs from the object the mutating policies made"},
-		"patch that does not apply":           {"expect.patch does not apply to the object the mutating policies received"},
-		"no change expected":                  {"differs from the object the mutating policies made", "mutations: unexpected change by [policy=team-label binding=team-label param=shop/team-defaults: add /metadata/labels]"},
-		"a change by another policy expected": {"mutations: no change by [policy=replica-cap]", "mutations: unexpected change by [policy=team-label"},
+		"wrong object":                            {"object mismatch (-want +got)", `-`, `"team": string("search")`, `+`, `"team": string("payments")`},
+		"wrong patch":                             {"the object with expect.patch applied differs from the object the mutating policies made"},
+		"patch that does not apply":               {"expect.patch does not apply to the object the mutating policies received"},
+		"no change expected":                      {"differs from the object the mutating policies made", "mutations: unexpected change by [policy=team-label binding=team-label param=shop/team-defaults: add /metadata/labels]"},
+		"a change by another policy expected":     {"mutations: no change by [policy=replica-cap]", "mutations: unexpected change by [policy=team-label"},
+		"a misspelt field in the expected object": {"expect.object", `unknown field "dataa"`},
 	}
 	for _, c := range rep.Cases {
 		got := strings.Join(c.Failures, "\n")
