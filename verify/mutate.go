@@ -717,12 +717,20 @@ type CatalogHolder interface {
 	Catalog() *vapcschema.Catalog
 }
 
-func newTypeConverters(r Resources) (typeConverters, error) {
-	if cat, ok := r.(*vapcschema.Catalog); ok {
-		return typeConverters{cat}, nil
+// CatalogOf is the catalog behind resources: itself, or a CatalogHolder's; nil when none.
+func CatalogOf(r Resources) *vapcschema.Catalog {
+	switch t := r.(type) {
+	case *vapcschema.Catalog:
+		return t
+	case CatalogHolder:
+		return t.Catalog()
 	}
-	if h, ok := r.(CatalogHolder); ok && h.Catalog() != nil {
-		return typeConverters{h.Catalog()}, nil
+	return nil
+}
+
+func newTypeConverters(r Resources) (typeConverters, error) {
+	if cat := CatalogOf(r); cat != nil {
+		return typeConverters{cat}, nil
 	}
 	cat, err := vapcschema.Builtin(KubernetesVersion)
 	return typeConverters{cat}, err

@@ -164,13 +164,22 @@ func (c *cluster) put(ctx context.Context, u *unstructured.Unstructured) *unstru
 	return out
 }
 
-func (c *cluster) tryPut(ctx context.Context, u *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+func (c *cluster) tryPut(ctx context.Context, u *unstructured.Unstructured) (out *unstructured.Unstructured, err error) {
+	untilSchemaKnown(func() error {
+		out, err = c.tryPutOnce(ctx, u)
+		return err
+	})
+	return out, err
+}
+
+// untilSchemaKnown calls send again, for up to 30 seconds, while it fails because a
+// MutatingAdmissionPolicy matches a custom resource whose new CRD's schema its plugin has not
+// fetched yet (it reads the server's OpenAPI every 5 seconds, and refuses the kind until then).
+func untilSchemaKnown(send func() error) {
 	for deadline := time.Now().Add(30 * time.Second); ; {
-		out, err := c.tryPutOnce(ctx, u)
-		// A MutatingAdmissionPolicy that matches a custom resource refuses it until the
-		// plugin has fetched the new CRD's schema (every 5 seconds).
-		if st, ok := statusOf(err); !ok || st.Code != 503 || !strings.Contains(st.Message, "CustomResourceDefinitions are created") || time.Now().After(deadline) {
-			return out, err
+		st, ok := statusOf(send())
+		if !ok || st.Code != 503 || !strings.Contains(st.Message, "CustomResourceDefinitions are created") || time.Now().After(deadline) {
+			return
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

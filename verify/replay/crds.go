@@ -51,10 +51,10 @@ const SchemaRefreshDelay = 15 * time.Second
 // the resource's CRD when a request came at received, or "": the log changed the CRD less
 // than SchemaRefreshDelay before.
 func (r *Replayer) schemaRefreshing(gvr schema.GroupVersionResource, received time.Time) string {
-	if len(r.mutatingPolicies) == 0 {
+	if len(r.mutatingPolicies) == 0 || r.lastCRDChange.IsZero() || !received.Before(r.lastCRDChange.Add(SchemaRefreshDelay)) {
 		return ""
 	}
-	name := r.crdOf(gvr)
+	name := gvr.Resource + "." + gvr.Group // a CRD's name
 	c := r.crds[name]
 	if c == nil || c.changedAt.IsZero() || received.Before(c.changedAt) || !received.Before(c.changedAt.Add(SchemaRefreshDelay)) {
 		return ""
@@ -212,6 +212,7 @@ func (r *Replayer) followCRD(ctx context.Context, crd *apiextensionsv1.CustomRes
 		r.crds[crd.Name] = &servedCRD{spec: *crd.Spec.DeepCopy(), names: *names.DeepCopy(), established: established && cur != nil && cur.established}
 		if !snapshot {
 			r.crds[crd.Name].changedAt = at
+			r.lastCRDChange = at
 		}
 		if err := r.changeCatalog(ctx, where(file, line), at); err != nil {
 			return err

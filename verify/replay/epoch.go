@@ -74,7 +74,7 @@ type paramResources struct {
 func (p paramResources) RESTMapper() meta.RESTMapper { return p.mapper }
 
 // Catalog implements verify.CatalogHolder.
-func (p paramResources) Catalog() *vapcschema.Catalog { return catalogOf(p.Resources) }
+func (p paramResources) Catalog() *vapcschema.Catalog { return verify.CatalogOf(p.Resources) }
 
 type paramMapper struct {
 	meta.RESTMapper

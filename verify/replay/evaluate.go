@@ -163,7 +163,6 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 		return
 	}
 	var unknowns []vapccel.Unknown
-	var mutation *verify.Mutation // of the first decision
 	decide := func(eval Evaluator, view *stateView) (*verify.Decision, error) {
 		w.store.v = view
 		defer func() { w.store.v = nil }()
@@ -171,34 +170,31 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 		if err != nil || dec.Mutation == nil {
 			return dec, err
 		}
-		j.mutationRan = j.mutationRan || dec.Mutation.Ran > 0 || !dec.Mutation.Allowed
-		if j.schemaRefreshing != "" && (dec.Mutation.Ran > 0 || !dec.Mutation.Allowed) {
+		j.mutationRan = j.mutationRan || dec.Mutation.Acted()
+		if j.schemaRefreshing != "" && dec.Mutation.Acted() {
 			return nil, &indeterminateError{because(ReasonMutationUnknown, j.schemaRefreshing)}
 		}
 		// The replayed MutatingAdmissionPolicies ran first (verify.Evaluator.Evaluate).
-		if b.objectSource == SourceResponse && reapplied(dec.Mutation, j.mutators) != "" {
-			// The stored object already holds what the cluster's copies of the policies
-			// changed, in the server's order: validation saw it as it is.
-			if v, ok := eval.(validatingEvaluator); ok && onlyCluster(dec.Mutation, j.mutators) {
+		why := r.mutationUnknown(dec.Mutation, unknowns, j.policies)
+		if b.objectSource == SourceResponse && why == "" {
+			reapplied, clusterOnly := r.reapplied(dec.Mutation, j.mutators)
+			if v, ok := eval.(validatingEvaluator); ok && clusterOnly {
+				// The stored object already holds what the cluster's own copies of the
+				// policies changed, in the server's order: validation saw it as it is.
 				vdec, err := v.EvaluateValidating(ctx, b.req)
 				if err == nil {
 					vdec.Notes = append(vdec.Notes, "decided on the object kube-apiserver stored, which already holds what the cluster's MutatingAdmissionPolicies changed")
 				}
 				return vdec, err
 			}
-		}
-		why := r.mutationUnknown(dec.Mutation, unknowns)
-		if why == "" && b.objectSource == SourceResponse {
-			why = reapplied(dec.Mutation, j.mutators)
+			why = reapplied
 		}
 		if why != "" {
 			if ind := r.dependsOnUnknown(j.policies, []admitted{{dec: dec, unknowns: []vapccel.Unknown{mutationUnknownField(why)}}}); ind.is() || !dec.Mutation.Allowed {
 				return nil, &indeterminateError{because(ReasonMutationUnknown, why)}
 			}
 			dec.Mutation.Changes = nil // decided without them; what they changed is not known
-		}
-		if mutation == nil {
-			mutation = dec.Mutation
+			dec.Notes = append(dec.Notes, "what the MutatingAdmissionPolicies changed is not known: "+why)
 		}
 		return dec, nil
 	}
@@ -208,7 +204,7 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 		if why := patchRebuilt(j.ev, u); why != "" {
 			unknowns = append(unknowns, vapccel.Unknown{Path: vapccel.FieldPath{Root: "object"}, Why: why})
 		}
-		unknowns = append(unknowns, j.mutators.unknowns(mutatedObject(j.t, u, b.req.OldObject, j.view))...)
+		unknowns = append(unknowns, j.mutators.unknowns(r.replayedMutation(mutatedObject(j.t, u, b.req.OldObject, j.view)))...)
 	}
 	if r.learnedKind(j.t.gvr) && b.req.Object != nil && b.objectSource != SourceResponse {
 		// The server pruned and defaulted the object by a schema the log does not hold.
@@ -216,8 +212,8 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 			Why: "the object as the schema of " + j.t.gvr.Resource + "." + j.t.gvr.Group + " prunes and defaults it, which the log does not hold"})
 	}
 	r.conclude(w, j, out, b.oldUnknown, unknowns, decide)
-	if mutation != nil && out.Decision != DecisionIndeterminate {
-		out.Mutations = mutation.Changes
+	if j.dec != nil && j.dec.Mutation != nil && out.Decision != DecisionIndeterminate {
+		out.Mutations = j.dec.Mutation.Changes
 	}
 }
 

@@ -69,7 +69,9 @@ func containsAny(s string, words []string) bool {
 // the same condition; none at all would be parameterNotFoundAction's to decide).
 func (ro *requestOnly) decides(dec *verify.Decision, policies []string, paramsIncomplete bool) bool {
 	for _, p := range policies {
-		if ro.selectsObjects[p] {
+		if ro.selectsObjects[p] || strings.HasPrefix(p, mutatingPrefix) {
+			// A mutating policy's change may rest on what is missing (its results are
+			// not among the decision's).
 			return false
 		}
 	}

@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"slices"
 	"strings"
 	"sync"
 
@@ -193,8 +192,7 @@ func (s *scope) matchUncached(gvr schema.GroupVersionResource, sub string, op ad
 	var names []string
 	gvrs := s.equivalents(gvr, sub)
 	for _, p := range s.policies {
-		// A validating and a mutating policy may have one name.
-		if policyRulesMatch(p, gvrs, sub, op) && !slices.Contains(names, p.Name) {
+		if policyRulesMatch(p, gvrs, sub, op) {
 			names = append(names, p.Name)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/internal/apiserver"
+	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
 )
 
 // The MutatingAdmissionPolicies among --policies run on every request the replay evaluates,
@@ -42,20 +43,51 @@ func WithMutatingPolicies(policies []*admissionregistrationv1.MutatingAdmissionP
 type mutatingEvaluator interface {
 	HasMutatingPolicies() bool
 	AdmitAttributes(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) (*verify.Mutation, error)
-	OrderDependence(m *verify.Mutation) string
+	Then(m, next *verify.Mutation) *verify.Mutation
 }
 
-// mutatingPolicyReads is what the MutatingAdmissionPolicies read, together.
-func mutatingPolicyReads(policies []*admissionregistrationv1.MutatingAdmissionPolicy, bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding) vapccel.Reads {
-	var out vapccel.Reads
+// mutatingPrefix marks a mutating policy's name among the names of the policies a request
+// may match (a validating and a mutating policy may have one name).
+const mutatingPrefix = "mutating:"
+
+func mutatingName(name string) string { return mutatingPrefix + name }
+
+// replayedMutating is what the replay knows of a replayed MutatingAdmissionPolicy.
+type replayedMutating struct {
+	name  string
+	reads vapccel.Reads
+	// fails says whether an error of it refuses the request (failurePolicy Fail, the
+	// default).
+	fails bool
+	// spec is its spec as a cluster holds it (specOf).
+	spec string
+}
+
+// replayedMutatings returns the replayed MutatingAdmissionPolicies by their scope name.
+func replayedMutatings(policies []*admissionregistrationv1.MutatingAdmissionPolicy, bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding) map[string]replayedMutating {
+	out := map[string]replayedMutating{}
 	for _, p := range policies {
-		rd := vapccel.MutatingPolicyReads(p, bindings)
-		if rd.All != "" && out.All == "" {
-			out.All = fmt.Sprintf("mutating policy %s: %s", p.Name, rd.All)
+		fp := p.Spec.FailurePolicy
+		out[mutatingName(p.Name)] = replayedMutating{
+			name:  p.Name,
+			reads: vapccel.MutatingPolicyReads(p, bindings),
+			fails: fp == nil || *fp == admissionregistrationv1.Fail,
+			spec:  specOf(p),
 		}
-		out.Reads = append(out.Reads, rd.Reads...)
 	}
 	return out
+}
+
+// specOf is a MutatingAdmissionPolicy's spec as the server stores it (defaulted), as JSON, to
+// tell whether a replayed policy is the one a cluster has; "" when it does not encode.
+func specOf(p *admissionregistrationv1.MutatingAdmissionPolicy) string {
+	p = p.DeepCopy()
+	kubescheme.Scheme.Default(p)
+	data, err := json.Marshal(p.Spec)
+	if err != nil {
+		return ""
+	}
+	return string(data)
 }
 
 // runMutatingPolicies runs the MutatingAdmissionPolicies on one pass of the chain and keeps
@@ -67,10 +99,7 @@ func (r *Replayer) runMutatingPolicies(ctx context.Context, me mutatingEvaluator
 		return apierrors.NewInternalError(err)
 	}
 	// On the chain's second pass (reinvocation), the request's changes are both passes'.
-	mut = s.mutation.Then(mut)
-	if !mut.OrdersAgree {
-		mut.OrderDependent = me.OrderDependence(mut)
-	}
+	mut = me.Then(s.mutation, mut)
 	s.mutation = mut
 	s.mutationInputs = append(s.mutationInputs, unknowns...)
 	if !mut.Allowed && mut.Status != nil {
@@ -83,7 +112,7 @@ func (r *Replayer) runMutatingPolicies(ctx context.Context, me mutatingEvaluator
 // or "": a policy could not run as the server would, another order of the policies could have
 // given another object, or a policy that ran reads a field the replay does not know (inputs:
 // the unknown fields of the admission they ran on).
-func (r *Replayer) mutationUnknown(m *verify.Mutation, inputs []vapccel.Unknown) string {
+func (r *Replayer) mutationUnknown(m *verify.Mutation, inputs []vapccel.Unknown, policies []string) string {
 	switch {
 	case m == nil:
 		return ""
@@ -91,11 +120,15 @@ func (r *Replayer) mutationUnknown(m *verify.Mutation, inputs []vapccel.Unknown)
 		return "a MutatingAdmissionPolicy could not run as kube-apiserver would: " + m.Unknown
 	case m.OrderDependent != "":
 		return "kube-apiserver runs MutatingAdmissionPolicies in an order no log records, and the order matters here: " + m.OrderDependent
-	case m.Ran == 0:
-		return ""
 	}
-	if rd, u, ok := r.mutatingReads.DependsOn(inputs); ok {
-		return fmt.Sprintf("a MutatingAdmissionPolicy read %s, and %s is not known: %s", rd.Path, u.Path, u.Why)
+	// Whether a policy the request's rules match ran or was skipped, by a matchCondition or
+	// a selector, rests on what it reads as much as what it wrote.
+	for _, p := range policies {
+		if mp, ok := r.mutating[p]; ok {
+			if rd, u, ok := mp.reads.DependsOn(inputs); ok {
+				return fmt.Sprintf("MutatingAdmissionPolicy %s reads %s, and %s is not known: %s", mp.name, rd.Path, u.Path, u.Why)
+			}
+		}
 	}
 	return ""
 }
@@ -124,9 +157,10 @@ func (r *Replayer) replayedMutation(req mutatedRequest) mutatedRequest {
 }
 
 // scopeOfMutating returns the validating policies and bindings with the mutating ones in
-// their shape (match, params, matchConditions, variables, and the mutations' expressions as
-// validations, which the scope only searches for words): a request only a mutating policy
-// matches is replayed, and the State keeps what the mutating policies read.
+// their shape, named by mutatingName (match, params, matchConditions, variables, and the
+// mutations' expressions as validations, which the scope only searches for words): a request
+// only a mutating policy matches is replayed, and the State keeps what the mutating policies
+// read.
 func scopeOfMutating(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding,
 	mutating []*admissionregistrationv1.MutatingAdmissionPolicy, mutatingBindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding) ([]*admissionregistrationv1.ValidatingAdmissionPolicy, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
 	if len(mutating) == 0 {
@@ -136,6 +170,7 @@ func scopeOfMutating(policies []*admissionregistrationv1.ValidatingAdmissionPoli
 	bs := slices.Clone(bindings)
 	for _, m := range mutating {
 		v := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: *m.ObjectMeta.DeepCopy()}
+		v.Name = mutatingName(m.Name)
 		v.Spec.ParamKind = m.Spec.ParamKind.DeepCopy()
 		v.Spec.MatchConstraints = m.Spec.MatchConstraints.DeepCopy()
 		v.Spec.MatchConditions = slices.Clone(m.Spec.MatchConditions)
@@ -154,7 +189,7 @@ func scopeOfMutating(policies []*admissionregistrationv1.ValidatingAdmissionPoli
 		bs = append(bs, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
 			ObjectMeta: *b.ObjectMeta.DeepCopy(),
 			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-				PolicyName: b.Spec.PolicyName, ParamRef: b.Spec.ParamRef.DeepCopy(), MatchResources: b.Spec.MatchResources.DeepCopy(),
+				PolicyName: mutatingName(b.Spec.PolicyName), ParamRef: b.Spec.ParamRef.DeepCopy(), MatchResources: b.Spec.MatchResources.DeepCopy(),
 			},
 		})
 	}
@@ -261,36 +296,33 @@ func describeValue(v any, ok bool) string {
 	return string(data)
 }
 
-// reapplied says why what the replayed policies changed in a request's object is not known
-// when the object is the one the log records the server storing: a policy the cluster has
-// (taken to be the replayed one of its name) had already changed it, so a change by running it
-// again means its result is not what the server's was; "" when none changed it.
-func reapplied(m *verify.Mutation, cluster *mutators) string {
+// reapplied says, of a request whose object is the one the log records the server storing,
+// why what the replayed policies changed in it is not known: a policy the cluster has had
+// already changed it, so running it again gives what the server's did not; "" when none of
+// them changed it again. clusterOnly says whether every policy that did is the cluster's own,
+// with the spec the replay runs: the stored object then already holds what they changed, in
+// the server's order.
+func (r *Replayer) reapplied(m *verify.Mutation, cluster *mutators) (why string, clusterOnly bool) {
 	if m == nil || cluster == nil {
-		return ""
+		return "", false
 	}
+	clusterOnly = m.Allowed
 	for _, c := range m.Changes {
-		if cluster.has(c.Policy) {
-			return fmt.Sprintf("the log's object is the one kube-apiserver stored, which MutatingAdmissionPolicy %s had already changed, and running it again changed it again", c.Policy)
+		if !cluster.has(c.Policy) {
+			clusterOnly = false
+			continue
+		}
+		if why == "" {
+			why = fmt.Sprintf("the log's object is the one kube-apiserver stored, which MutatingAdmissionPolicy %s had already changed, and running it again changed it again", c.Policy)
+		}
+		if spec := cluster.policies[c.Policy].spec; spec == "" || spec != r.mutating[mutatingName(c.Policy)].spec {
+			clusterOnly = false
 		}
 	}
-	return ""
+	return why, why != "" && clusterOnly
 }
 
 // validatingEvaluator is an Evaluator that decides with the validating policies alone.
 type validatingEvaluator interface {
 	EvaluateValidating(ctx context.Context, req verify.Request) (*verify.Decision, error)
-}
-
-// onlyCluster says whether every policy that changed the object is one the cluster has.
-func onlyCluster(m *verify.Mutation, cluster *mutators) bool {
-	if m == nil || cluster == nil {
-		return false
-	}
-	for _, c := range m.Changes {
-		if !cluster.has(c.Policy) {
-			return false
-		}
-	}
-	return true
 }

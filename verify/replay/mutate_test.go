@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/vapc-dev/vapc/cel"
@@ -159,6 +160,7 @@ func TestSchemaRefreshing(t *testing.T) {
 	widgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
 	changed := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 	r.crds["widgets.example.com"] = &servedCRD{changedAt: changed}
+	r.lastCRDChange = changed
 	for _, tc := range []struct {
 		after time.Duration
 		want  bool
@@ -173,17 +175,26 @@ func TestSchemaRefreshing(t *testing.T) {
 }
 
 func TestReapplied(t *testing.T) {
-	cluster := &mutators{policies: map[string]mutatingPolicy{"in-cluster": {}, "unbound": {}}, bindings: map[string]string{"b": "in-cluster"}}
+	policy := &admissionregistrationv1.MutatingAdmissionPolicy{}
+	policy.Name = "in-cluster"
+	r := &Replayer{mutating: replayedMutatings([]*admissionregistrationv1.MutatingAdmissionPolicy{policy}, nil)}
+	same, edited := specOf(policy), "{}"
 	for _, tc := range []struct {
-		policy string
-		want   bool
-	}{{"in-cluster", true}, {"unbound", false}, {"new", false}} {
-		m := &verify.Mutation{Changes: []verify.Change{{Policy: tc.policy, Patch: []byte(`[]`)}}}
-		if got := reapplied(m, cluster) != ""; got != tc.want {
-			t.Errorf("reapplied(change by %s) = %v, want %v", tc.policy, got, tc.want)
+		name, policy, spec string
+		allowed            bool
+		why, clusterOnly   bool
+	}{
+		{"the cluster's own copy", "in-cluster", same, true, true, true},
+		{"an edited copy", "in-cluster", edited, true, true, false},
+		{"a refusal", "in-cluster", same, false, true, false},
+		{"a policy the cluster has not bound", "unbound", same, true, false, false},
+		{"a new policy", "new", same, true, false, false},
+	} {
+		cluster := &mutators{policies: map[string]mutatingPolicy{"in-cluster": {spec: tc.spec}, "unbound": {}}, bindings: map[string]string{"b": "in-cluster"}}
+		m := &verify.Mutation{Allowed: tc.allowed, Changes: []verify.Change{{Policy: tc.policy, Patch: []byte(`[]`)}}}
+		why, clusterOnly := r.reapplied(m, cluster)
+		if (why != "") != tc.why || clusterOnly != tc.clusterOnly {
+			t.Errorf("%s: reapplied = %q, %v; want a reason %v, cluster only %v", tc.name, why, clusterOnly, tc.why, tc.clusterOnly)
 		}
-	}
-	if why := reapplied(&verify.Mutation{}, cluster); why != "" {
-		t.Errorf("reapplied(no change) = %q", why)
 	}
 }

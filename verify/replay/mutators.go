@@ -45,6 +45,8 @@ type mutatingPolicy struct {
 	// namespaces and objects select the requests (nil selects every one).
 	namespaces, objects labels.Selector
 	unknown             string
+	// spec is its spec as the server stores it (specOf), "" when not known.
+	spec string
 }
 
 // mutatedRequest is what selects a request for a MutatingAdmissionPolicy.
@@ -195,6 +197,10 @@ func (m *mutators) withObject(gr schema.GroupResource, name string, u *unstructu
 			err = json.Unmarshal(raw, &spec)
 		}
 		var p mutatingPolicy
+		var typed admissionregistrationv1.MutatingAdmissionPolicy
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &typed) == nil {
+			p.spec = specOf(&typed)
+		}
 		if err == nil && spec.MatchConstraints != nil {
 			mc := spec.MatchConstraints
 			p.rules = mc.ResourceRules

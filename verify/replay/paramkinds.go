@@ -278,7 +278,7 @@ func gvkString(gvk schema.GroupVersionKind) string {
 // message, the refusals the apiserver may choose among, warnings) and the audit annotations,
 // without the authorizer, whose answers the log does not hold.
 func sameOutcome(a, b *verify.Decision) bool {
-	if a.Allowed != b.Allowed || a.Code != b.Code || a.Reason != b.Reason || a.Message != b.Message || len(b.Authorizer) > 0 {
+	if a.Allowed != b.Allowed || a.Code != b.Code || a.Reason != b.Reason || a.Message != b.Message || len(b.Authorizer) > 0 || !sameMutation(a.Mutation, b.Mutation) {
 		return false
 	}
 	sorted := func(d *verify.Decision) ([]string, []string) {

@@ -120,8 +120,12 @@ type Replayer struct {
 	// scopePolicies and scopeBindings are what the scope matches requests with and what the
 	// State keeps objects for: the validating policies and, in their shape, the mutating ones.
 	scopePolicies []*admissionregistrationv1.ValidatingAdmissionPolicy
+	// lastCRDChange is when the log last changed a CRD (see schemaRefreshing).
+	lastCRDChange time.Time
 	scopeBindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
-	mutatingReads vapccel.Reads
+	// mutating are the replayed MutatingAdmissionPolicies by their scope name
+	// (mutatingName): what each reads, and its spec as a cluster would hold it.
+	mutating      map[string]replayedMutating
 	replayedMAPs  map[string]bool
 	resources     verify.Resources
 	newEval       EvaluatorFunc
@@ -217,7 +221,7 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 	}
 	r.policies, r.bindingList = policies, bindings
 	r.scopePolicies, r.scopeBindings = scopeOfMutating(policies, bindings, r.mutatingPolicies, r.mutatingBindings)
-	r.mutatingReads = mutatingPolicyReads(r.mutatingPolicies, r.mutatingBindings)
+	r.mutating = replayedMutatings(r.mutatingPolicies, r.mutatingBindings)
 	r.replayedMAPs = map[string]bool{}
 	for _, p := range r.mutatingPolicies {
 		r.replayedMAPs[p.Name] = true
@@ -248,6 +252,13 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 		r.conditions[p.Name] = map[string]vapccel.Reads{}
 		for _, c := range p.Spec.MatchConditions {
 			r.conditions[p.Name][c.Name] = vapccel.ExpressionReads(nil, c.Expression)
+		}
+	}
+	for name, m := range r.mutating {
+		if m.fails {
+			// A mutating policy that fails on what the replay does not know refuses the
+			// request (failurePolicy Fail): the decision depends on what it reads.
+			r.reads[name] = m.reads
 		}
 	}
 	r.loadedPolicies = map[string]bool{}
@@ -694,6 +705,8 @@ func emptiedOfFinalizers(u *unstructured.Unstructured) bool {
 	return g == nil || *g == 0
 }
 
+// stillExists says whether an object a DELETE returned is still stored: its graceful deletion
+// or its finalizers are pending (a namespace stays while it terminates).
 func stillExists(u *unstructured.Unstructured) bool {
 	if len(u.GetFinalizers()) > 0 {
 		return true

@@ -68,15 +68,4 @@ func (c *cachedResources) EquivalentResources(gvr schema.GroupVersionResource, s
 }
 
 // Catalog implements verify.CatalogHolder: the catalog the resources read, if any.
-func (c *cachedResources) Catalog() *vapcschema.Catalog { return catalogOf(c.Resources) }
-
-// catalogOf is the catalog behind resources, or nil.
-func catalogOf(r verify.Resources) *vapcschema.Catalog {
-	switch t := r.(type) {
-	case *vapcschema.Catalog:
-		return t
-	case verify.CatalogHolder:
-		return t.Catalog()
-	}
-	return nil
-}
+func (c *cachedResources) Catalog() *vapcschema.Catalog { return verify.CatalogOf(c.Resources) }

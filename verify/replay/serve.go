@@ -176,7 +176,10 @@ func (r *Replayer) serve(ctx context.Context, ev *Event, t target, policies []st
 		}
 		if me, ok := eval.(mutatingEvaluator); ok && me.HasMutatingPolicies() {
 			ex.MutatingPolicies = func(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
-				return r.runMutatingPolicies(ctx, me, &s, a, o, append(settle(ev, t, a, logged), pc.unknowns()...))
+				// What the cluster's other mutating policies, which the same plugin runs in an
+				// order no log records, may have changed is not known to these either.
+				inputs := append(append(settle(ev, t, a, logged), pc.unknowns()...), mut.unknowns(r.replayedMutation(mutatedBy(t, a, view)))...)
+				return r.runMutatingPolicies(ctx, me, &s, a, o, inputs)
 			}
 		}
 		ex.Validate = func(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
@@ -475,17 +478,15 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 	if len(j.prior.unknowns) > 0 && (t.op == admission.Update || t.op == admission.Delete) {
 		priorUnknowns = rooted(knownFrom(j.prior.unknowns, objs.version, objs.uid), t.op == admission.Update)
 	}
-	mutationUnknown := r.mutationUnknown(s.mutation, append(slices.Clip(s.mutationInputs), priorUnknowns...))
+	mutationUnknown := r.mutationUnknown(s.mutation, append(slices.Clip(s.mutationInputs), priorUnknowns...), j.policies)
 	refusedByMutation := len(s.calls) == 0 && s.mutation != nil && !s.mutation.Allowed
-	j.mutationRan = s.mutation != nil && (s.mutation.Ran > 0 || !s.mutation.Allowed)
+	j.mutationRan = s.mutation.Acted()
 	if j.mutationRan && j.schemaRefreshing != "" {
 		out.indeterminate(because(ReasonMutationUnknown, j.schemaRefreshing))
 		return
 	}
 	switch {
-	case s.mutation == nil:
-	case mutationUnknown == "":
-		out.Mutations = s.mutation.Changes
+	case s.mutation == nil, mutationUnknown == "":
 	case refusedByMutation:
 		out.indeterminate(because(ReasonMutationUnknown, "a MutatingAdmissionPolicy refused the request, and "+mutationUnknown))
 		return
@@ -595,6 +596,9 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 		return nil, &indeterminateError{because(ReasonRebuild, describeServed(again.s))}
 	}
 	r.conclude(w, j, out, undecided{}, nil, decide, notes...)
+	if mutationUnknown == "" && s.mutation != nil && out.Decision != DecisionIndeterminate {
+		out.Mutations = s.mutation.Changes
+	}
 	if r.check && out.Decision == DecisionAdmit && len(out.Mutations) > 0 {
 		if diffs, checked := checkMutated(ev, t, s.resp, out.Mutations, j.mutators); checked {
 			out.Disagreements = append(slices.Clip(out.Disagreements), diffs...)
@@ -610,7 +614,9 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 func servedDecision(verb string, s served) *verify.Decision {
 	switch {
 	case len(s.calls) > 0:
-		return combineCalls(verb, s.calls)
+		dec := combineCalls(verb, s.calls)
+		dec.Mutation = s.mutation
+		return dec
 	case s.mutation != nil && !s.mutation.Allowed:
 		m := s.mutation
 		return &verify.Decision{Code: m.Code, Reason: m.Reason, Message: m.Message, Status: m.Status, Mutation: m}
