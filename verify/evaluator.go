@@ -49,8 +49,9 @@ type Evaluator struct {
 	// mpolicies says, of each mutating policy by name, what it reads and writes, for
 	// OrderDependence.
 	mpolicies map[string]mutatingInfo
-	// refusalsOrdered says whether a mutating policy's refusal may depend on their order.
-	refusalsOrdered bool
+	// refusalsOrdered says whether a mutating policy's refusal may depend on their order,
+	// orderMayMatter whether anything they do may (see orderMayMatter).
+	refusalsOrdered, orderMayMatter bool
 }
 
 // Option configures an Evaluator.
@@ -144,6 +145,7 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 	if len(e.mhooks) > 0 {
 		e.mpolicies = mutatingInfos(e.mhooks, e.mutatingBindings)
 		e.refusalsOrdered = refusalsOrdered(e.mpolicies)
+		e.orderMayMatter = len(e.mhooks) > 1 && orderMayMatter(e.mpolicies)
 		var err error
 		if e.typeConverters, err = newTypeConverters(e.resources); err != nil {
 			return nil, err

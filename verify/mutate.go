@@ -275,7 +275,7 @@ const maxExploredHooks = 4
 // admission: a first pass of the chain (no policy can run again: none has reinvocationPolicy
 // IfNeeded), with few enough policies and bindings, each with one param at most.
 func (e *Evaluator) explorable(a admission.Attributes) bool {
-	if len(e.mhooks) < 2 || len(e.mhooks) > maxExploredHooks || a.GetObject() == nil || a.GetReinvocationContext().IsReinvoke() {
+	if !e.orderMayMatter || len(e.mhooks) > maxExploredHooks || a.GetObject() == nil || a.GetReinvocationContext().IsReinvoke() {
 		return false
 	}
 	for _, h := range e.mhooks {
@@ -517,6 +517,27 @@ func refine(changed, static []vapccel.Unknown) []write {
 		}
 	}
 	return out
+}
+
+// orderMayMatter says whether the order the policies run in may matter at all: one reads, or
+// needs to exist where it writes, what another may write, or two write one field. When it
+// does not, no change or refusal depends on the order.
+func orderMayMatter(infos map[string]mutatingInfo) bool {
+	for a, ia := range infos {
+		for b, ib := range infos {
+			if a == b {
+				continue
+			}
+			for _, w := range ib.writes {
+				for _, v := range ia.writes {
+					if (write{u: v}).affects(vapccel.Read{Path: w.Path}) {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return refusalsOrdered(infos)
 }
 
 // refusalsOrdered says whether a refusal by one of the policies may depend on the order they
