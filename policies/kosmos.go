@@ -37,9 +37,14 @@ func KosmosNodeNotReady(s KosmosSettings) (*vap.Policy, []*vap.Binding, error) {
 		vap.NodeParams(vap.HasLabel(s.NodeLabel), admissionregistrationv1.AllowAction),
 		vap.UserIn(s.EvictingUsers...),
 		// The garbage collector deletes with a UID precondition; the node lifecycle and taint
-		// eviction controllers do not. This matters only when they share a credential.
+		// eviction controllers do not. This matters only when they share a credential. The
+		// apiserver evaluates every matchCondition once per param (once per Kosmos node, for
+		// every pod DELETE), and reading request.options converts the DeleteOptions each time:
+		// the condition looks at them only for the evicting users' deletes, which the
+		// requesting-user condition alone lets through.
 		vap.MatchCondition("not-garbage-collector",
-			`!has(request.options) || !has(request.options.preconditions) || !has(request.options.preconditions.uid)`),
+			`!(request.userInfo.username in `+vap.StringList(s.EvictingUsers...)+`) ||
+  !has(request.options) || !has(request.options.preconditions) || !has(request.options.preconditions.uid)`),
 		vap.Validation(`!has(oldObject.spec.nodeName) ||
   params.metadata.name != oldObject.spec.nodeName ||
   (has(params.status) && has(params.status.conditions) &&

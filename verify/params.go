@@ -45,13 +45,15 @@ func (p *paramView) DeepCopyObject() runtime.Object {
 
 // paramViews caches the views of the params an evaluator has handed out, by stored object.
 // Stores never change an object they hold (Put stores a new one), so the object's identity is
-// its version. The cache is dropped whole when it grows past paramViewLimit.
+// its version. It keeps two generations of at most paramViewLimit views: a view found in the
+// older one moves to the newer, and when the newer is full the older is dropped, so the params
+// requests keep reading stay while the versions a store has replaced go.
 type paramViews struct {
-	mu sync.Mutex
-	m  map[runtime.Object]*paramView
+	mu        sync.Mutex
+	cur, prev map[runtime.Object]*paramView
 }
 
-const paramViewLimit = 1 << 12
+const paramViewLimit = 512
 
 // view returns the object as the dispatcher gives it to CEL: unchanged when it has a kind
 // (unstructured custom resources, which the dispatcher does not wrap either), else a paramView
@@ -66,7 +68,11 @@ func (c *paramViews) view(obj runtime.Object, gvk schema.GroupVersionKind) runti
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if v, ok := c.m[obj]; ok && v.typeMeta.GroupVersionKind() == gvk {
+	if v, ok := c.cur[obj]; ok && v.typeMeta.GroupVersionKind() == gvk {
+		return v
+	}
+	if v, ok := c.prev[obj]; ok && v.typeMeta.GroupVersionKind() == gvk {
+		c.keep(obj, v)
 		return v
 	}
 	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
@@ -77,9 +83,14 @@ func (c *paramViews) view(obj runtime.Object, gvk schema.GroupVersionKind) runti
 	tm.SetGroupVersionKind(gvk)
 	content["apiVersion"], content["kind"] = tm.APIVersion, tm.Kind
 	v := &paramView{Object: meta, typeMeta: tm, nested: obj, content: content}
-	if c.m == nil || len(c.m) >= paramViewLimit {
-		c.m = map[runtime.Object]*paramView{}
-	}
-	c.m[obj] = v
+	c.keep(obj, v)
 	return v
+}
+
+// keep adds the view to the newer generation, which becomes the older when it is full.
+func (c *paramViews) keep(obj runtime.Object, v *paramView) {
+	if c.cur == nil || len(c.cur) >= paramViewLimit {
+		c.prev, c.cur = c.cur, make(map[runtime.Object]*paramView, paramViewLimit)
+	}
+	c.cur[obj] = v
 }

@@ -52,3 +52,33 @@ func TestParamView(t *testing.T) {
 		t.Errorf("an object with a kind must be returned as it is")
 	}
 }
+
+// TestParamViewsGenerations: the views a request keeps reading survive any number of others
+// (versions a store replaced), and the others are dropped.
+func TestParamViewsGenerations(t *testing.T) {
+	gvk := corev1.SchemeGroupVersion.WithKind("Node")
+	var views paramViews
+	kept := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "kosmos-1"}}
+	first := views.view(kept, gvk)
+	var stale runtime.Object
+	for i := range 5 * paramViewLimit {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker"}}
+		if i == 0 {
+			stale = n
+		}
+		views.view(n, gvk)
+		if i%(paramViewLimit/2) == 0 {
+			if again := views.view(kept, gvk); again != first {
+				t.Fatalf("after %d other views, the kept param was converted again", i+1)
+			}
+		}
+	}
+	if n := len(views.cur) + len(views.prev); n > 2*paramViewLimit {
+		t.Errorf("%d views held, want at most %d", n, 2*paramViewLimit)
+	}
+	if _, ok := views.cur[stale]; ok {
+		t.Errorf("a view not read again was kept")
+	} else if _, ok := views.prev[stale]; ok {
+		t.Errorf("a view not read again was kept")
+	}
+}

@@ -510,6 +510,15 @@ func (g *generator) finalDelete(p *pod, act Activity) {
 	}
 	p.gone = true
 	p.rv = g.nextRV()
+	// The store returns the pod as it deleted it: a grace period of 0 (rest.BeforeDelete moves
+	// a pending deletionTimestamp back by the grace period it shortens; a pod not being deleted
+	// yet is marked now, its generation bumped), then deleted at once.
+	if p.terminating {
+		p.deletionTimestamp = p.deletionTimestamp.Add(-time.Duration(p.deletionGrace) * time.Second)
+	} else {
+		p.terminating, p.deletionTimestamp = true, g.now.Truncate(time.Second)
+	}
+	p.deletionGrace = 0
 	opts := deleteOptions()
 	zero := int64(0)
 	opts.GracePeriodSeconds = &zero

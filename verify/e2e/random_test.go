@@ -1575,6 +1575,12 @@ func randomMutatingPolicy(r *rand.Rand) (*admissionregistrationv1.MutatingAdmiss
 				"[JSONPatch{op: 'add', path: '/metadata/" + field + "', value: {'" + key + "': " + value + "}}]"},
 		}}
 		shape = append(shape, "JSON patch")
+		if field == "labels" && r.IntN(3) == 0 {
+			// Without the guard, the patch fails on an object without labels: a refusal
+			// (failurePolicy Fail) or nothing (Ignore), whichever the server made.
+			p.Spec.Mutations[0].JSONPatch.Expression = "[JSONPatch{op: 'add', path: '/metadata/labels/rnd', value: " + value + "}]"
+			shape = append(shape, "unguarded")
+		}
 	}
 	return p, b, strings.Join(shape, ", ")
 }

@@ -310,6 +310,18 @@ func decodeObject(raw json.RawMessage) *unstructured.Unstructured {
 
 // sameKind says whether the object is of the group and kind (an object without apiVersion or
 // kind, as some logs write them, is taken to be).
+// decodeKind decodes the apiVersion and kind of an object's JSON as decodeObject does, without
+// decoding the rest (sameKind reads no more).
+func decodeKind(raw json.RawMessage) *unstructured.Unstructured {
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil
+	}
+	if u, err := auditlog.DecodeKind(raw); err == nil {
+		return u
+	}
+	return decodeObject(raw)
+}
+
 func sameKind(u *unstructured.Unstructured, gvk schema.GroupVersionKind) bool {
 	got := u.GroupVersionKind()
 	if got.Kind != "" && got.Kind != gvk.Kind {

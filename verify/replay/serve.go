@@ -385,7 +385,7 @@ func (r *Replayer) usesPipeline(ev *Event, t target) bool {
 		return false
 	}
 	if (t.op == admission.Create || t.op == admission.Update) && ev.Code() >= 200 && ev.Code() < 300 && !defaultedOnRead[t.gvr.GroupResource()] {
-		if resp := decodeObject(ev.ResponseObject); resp != nil && sameKind(resp, t.reqKind) {
+		if resp := decodeKind(ev.ResponseObject); resp != nil && sameKind(resp, t.reqKind) {
 			return false // the stored result is the admission object (see rebuild)
 		}
 	}
@@ -1264,7 +1264,7 @@ func withMeta(raw []byte, version, uid string) []byte {
 // changed the stored object before (raw): the deletion timestamp (the clock plus the grace
 // period), and the times of the managers and conditions it wrote.
 func setClock(u *unstructured.Unstructured, before []byte, second metav1.Time) {
-	prev, _ := auditlog.DecodeObject(before)
+	prev, _ := auditlog.DecodeMetadata(before, "conditions")
 	if ts := u.GetDeletionTimestamp(); ts != nil && (prev == nil || prev.GetDeletionTimestamp() == nil) {
 		t := second
 		if g := u.GetDeletionGracePeriodSeconds(); g != nil {

@@ -221,9 +221,9 @@ func (s *clusterState) putPartly(gr schema.GroupResource, u *unstructured.Unstru
 	if s.typedKinds(gr) && len(unknowns) > 0 {
 		// The evaluator reads it as a param or namespace: what it does not know of it too.
 		b := s.writable(gr)
-		if te, ok := b.objs[k]; ok && te.obj != nil {
+		if te, ok := b.objs.get(k); ok && te.obj != nil {
 			te.unknowns = unknowns
-			b.objs[k] = te
+			b.objs.set(k, te)
 		}
 	}
 	return nil
@@ -294,7 +294,7 @@ func (s *clusterState) standInParams(policies []*admissionregistrationv1.Validat
 // bucket first when a View holds it.
 func (s *clusterState) setTyped(gr schema.GroupResource, k objectKey, e typedEntry, has bool) {
 	b := s.writable(gr)
-	old, had := b.objs[k]
+	old, had := b.objs.get(k)
 	b.invalidate(k, old, had, e, has)
 	if has {
 		b.set(k, e)

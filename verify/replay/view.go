@@ -26,7 +26,7 @@ import (
 // bucket is the objects of one resource the evaluator reads, in the form it reads them, and
 // the objects of it whose state is not known. A bucket a View holds (frozen) never changes.
 type bucket struct {
-	objs     map[objectKey]typedEntry
+	objs     objMap
 	unknowns int
 	frozen   bool
 	// members indexes the known objects each selector of the params' bindings matches, by the
@@ -102,7 +102,7 @@ type selectorIndex struct {
 }
 
 func newBucket(selectors []labels.Selector) *bucket {
-	b := &bucket{objs: map[objectKey]typedEntry{}, members: map[string]*selectorIndex{}}
+	b := &bucket{members: map[string]*selectorIndex{}}
 	for _, sel := range selectors {
 		b.members[sel.String()] = &selectorIndex{sel: sel, keys: map[objectKey]struct{}{}}
 	}
@@ -111,10 +111,7 @@ func newBucket(selectors []labels.Selector) *bucket {
 
 // clone copies the bucket, for a write to it once a View holds it.
 func (b *bucket) clone() *bucket {
-	c := &bucket{objs: make(map[objectKey]typedEntry, len(b.objs)+1), unknowns: b.unknowns, members: make(map[string]*selectorIndex, len(b.members))}
-	for key, e := range b.objs {
-		c.objs[key] = e
-	}
+	c := &bucket{objs: b.objs.clone(), unknowns: b.unknowns, members: make(map[string]*selectorIndex, len(b.members))}
 	for s, idx := range b.members {
 		keys := make(map[objectKey]struct{}, len(idx.keys))
 		for k := range idx.keys {
@@ -159,7 +156,7 @@ func (b *bucket) set(k objectKey, e typedEntry) {
 	if e.obj == nil {
 		b.unknowns++
 	}
-	b.objs[k] = e
+	b.objs.set(k, e)
 	for _, idx := range b.members {
 		if e.obj != nil && idx.sel.Matches(e.labels) {
 			idx.keys[k] = struct{}{}
@@ -168,11 +165,11 @@ func (b *bucket) set(k objectKey, e typedEntry) {
 }
 
 func (b *bucket) drop(k objectKey) {
-	if old, ok := b.objs[k]; ok {
+	if old, ok := b.objs.get(k); ok {
 		if old.obj == nil {
 			b.unknowns--
 		}
-		delete(b.objs, k)
+		b.objs.delete(k)
 		for _, idx := range b.members {
 			delete(idx.keys, k)
 		}
@@ -196,12 +193,12 @@ func (b *bucket) list(gvr schema.GroupVersionResource, namespace string, selecto
 	var keys []objectKey
 	if idx := b.members[key.selector]; idx != nil {
 		for k := range idx.keys {
-			if e := b.objs[k]; e.gvr == gvr && (namespace == "" || k.namespace == namespace) {
+			if e, _ := b.objs.get(k); e.gvr == gvr && (namespace == "" || k.namespace == namespace) {
 				keys = append(keys, k)
 			}
 		}
 	} else {
-		for k, e := range b.objs {
+		for k, e := range b.objs.all() {
 			if e.obj != nil && e.gvr == gvr && (namespace == "" || k.namespace == namespace) && selector.Matches(e.labels) {
 				keys = append(keys, k)
 			}
@@ -217,7 +214,7 @@ func (b *bucket) list(gvr schema.GroupVersionResource, namespace string, selecto
 	var failed []miss
 	var partials []partialUse
 	for _, k := range keys {
-		e := b.objs[k]
+		e, _ := b.objs.get(k)
 		o, err := e.obj.get()
 		if err != nil {
 			failed = append(failed, miss{gr: gvr.GroupResource(), text: fmt.Sprintf("%s %s unknown: %v", gvr.GroupResource(), joinKey(k.namespace, k.name), err)})
@@ -331,7 +328,7 @@ func (v *stateView) List(gvr schema.GroupVersionResource, namespace string, sele
 			v.miss(gr, "incomplete: objects that existed before the log are not known (give --snapshot)")
 		}
 		if b != nil && b.unknowns > 0 {
-			for k, e := range b.objs {
+			for k, e := range b.objs.all() {
 				if e.obj == nil && (namespace == "" || k.namespace == namespace) {
 					v.miss(gr, "%s unknown: %s", joinKey(k.namespace, k.name), e.unknown)
 				}
@@ -357,8 +354,7 @@ func (b *bucket) get(k objectKey) (typedEntry, bool) {
 	if b == nil {
 		return typedEntry{}, false
 	}
-	e, ok := b.objs[k]
-	return e, ok
+	return b.objs.get(k)
 }
 
 // miss is a read a View could not answer for sure: of which resource, and why, for people.
@@ -431,7 +427,7 @@ func (v *stateView) listFor(gvr schema.GroupVersionResource, namespace string) (
 		return nil, unknown
 	}
 	if b.unknowns > 0 {
-		for k, e := range b.objs {
+		for k, e := range b.objs.all() {
 			if e.obj == nil && (namespace == "" || k.namespace == namespace) {
 				unknown = fmt.Sprintf("%s: %s", joinKey(k.namespace, k.name), e.unknown)
 				break

@@ -2,6 +2,7 @@ package auditlog
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -36,6 +37,27 @@ func DecodeObject(raw []byte) (*unstructured.Unstructured, error) {
 // metadata but its managedFields, status.phase) to the values DecodeObject would give
 // them, and validates the rest without decoding it. Its error is DecodeObject's.
 func DecodeHeader(raw []byte) (*unstructured.Unstructured, error) {
+	return decodeParts(raw, func(k string) bool { return k != "managedFields" }, func(k string) bool { return k == "phase" })
+}
+
+// DecodeMetadata decodes a written object's apiVersion, kind, metadata and the named members of
+// its status to the values DecodeObject would give them, and validates the rest without
+// decoding it. Its error is DecodeObject's.
+func DecodeMetadata(raw []byte, status ...string) (*unstructured.Unstructured, error) {
+	return decodeParts(raw, func(string) bool { return true }, func(k string) bool { return slices.Contains(status, k) })
+}
+
+// DecodeKind decodes a written object's apiVersion and kind (metadata and status come out
+// empty) to the values DecodeObject would give them, and validates the rest without decoding
+// it. Its error is DecodeObject's.
+func DecodeKind(raw []byte) (*unstructured.Unstructured, error) {
+	none := func(string) bool { return false }
+	return decodeParts(raw, none, none)
+}
+
+// decodeParts decodes apiVersion, kind, and the members of metadata and status that keep
+// says, or the whole object when raw is not an object with a kind.
+func decodeParts(raw []byte, keepMetadata, keepStatus func(string) bool) (*unstructured.Unstructured, error) {
 	d := objectDecoder{s: scanner{b: raw, floats: true}}
 	s := &d.s
 	s.space()
@@ -47,9 +69,9 @@ func DecodeHeader(raw []byte) (*unstructured.Unstructured, error) {
 		case "apiVersion", "kind":
 			v, ok = d.value(1)
 		case "metadata":
-			v, ok = d.valueOf(1, func(k string) bool { return k != "managedFields" })
+			v, ok = d.valueOf(1, keepMetadata)
 		case "status":
-			v, ok = d.valueOf(1, func(k string) bool { return k == "phase" })
+			v, ok = d.valueOf(1, keepStatus)
 		default:
 			return s.value()
 		}

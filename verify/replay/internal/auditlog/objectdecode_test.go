@@ -25,40 +25,51 @@ func sameAsUnstructured(t *testing.T, raw []byte) {
 	}
 }
 
-// sameHeader fails the test unless DecodeHeader decodes raw as the header of what
-// DecodeObject decodes.
+// sameHeader fails the test unless DecodeHeader and DecodeMetadata decode raw as the parts of
+// what DecodeObject decodes that they keep.
 func sameHeader(t *testing.T, raw []byte) {
 	t.Helper()
-	got, gotErr := DecodeHeader(raw)
 	full, wantErr := DecodeObject(raw)
-	if (gotErr != nil) != (wantErr != nil) {
-		t.Fatalf("DecodeHeader(%q) error %v, DecodeObject error %v", raw, gotErr, wantErr)
-	}
-	if wantErr != nil {
-		return
-	}
-	want := map[string]any{}
-	for k, v := range full.Object {
-		switch k {
-		case "apiVersion", "kind":
-			want[k] = v
-		case "metadata", "status":
-			m, ok := v.(map[string]any)
-			if !ok {
-				want[k] = v
-				continue
-			}
-			part := map[string]any{}
-			for mk, mv := range m {
-				if (k == "metadata" && mk != "managedFields") || (k == "status" && mk == "phase") {
-					part[mk] = mv
-				}
-			}
-			want[k] = part
+	for _, tc := range []struct {
+		name                     string
+		decode                   func([]byte) (*unstructured.Unstructured, error)
+		keepMetadata, keepStatus func(string) bool
+	}{
+		{"DecodeHeader", DecodeHeader, func(k string) bool { return k != "managedFields" }, func(k string) bool { return k == "phase" }},
+		{"DecodeMetadata(conditions)", func(raw []byte) (*unstructured.Unstructured, error) { return DecodeMetadata(raw, "conditions") },
+			func(string) bool { return true }, func(k string) bool { return k == "conditions" }},
+		{"DecodeKind", DecodeKind, func(string) bool { return false }, func(string) bool { return false }},
+	} {
+		got, gotErr := tc.decode(raw)
+		if (gotErr != nil) != (wantErr != nil) {
+			t.Fatalf("%s(%q) error %v, DecodeObject error %v", tc.name, raw, gotErr, wantErr)
 		}
-	}
-	if diff := cmp.Diff(want, got.Object); diff != "" {
-		t.Fatalf("DecodeHeader(%q) mismatch (-want +got):\n%s", raw, diff)
+		if wantErr != nil {
+			continue
+		}
+		want := map[string]any{}
+		for k, v := range full.Object {
+			switch k {
+			case "apiVersion", "kind":
+				want[k] = v
+			case "metadata", "status":
+				m, ok := v.(map[string]any)
+				if !ok {
+					want[k] = v
+					continue
+				}
+				part := map[string]any{}
+				for mk, mv := range m {
+					if (k == "metadata" && tc.keepMetadata(mk)) || (k == "status" && tc.keepStatus(mk)) {
+						part[mk] = mv
+					}
+				}
+				want[k] = part
+			}
+		}
+		if diff := cmp.Diff(want, got.Object); diff != "" {
+			t.Fatalf("%s(%q) mismatch (-want +got):\n%s", tc.name, raw, diff)
+		}
 	}
 }
 
