@@ -417,6 +417,8 @@ func randomAuditPolicy(r *rand.Rand, all bool) (string, map[string]string) {
 		{"", "serviceaccounts"}, {"", "events"}, {"apps", "deployments"}, {"apps", "replicasets"}, {"apps", "statefulsets"},
 		{"", "replicationcontrollers"}, {"batch", "jobs"}, {"autoscaling", "horizontalpodautoscalers"},
 		{rndGroup, "widgets"}, {rndGroup, "replicalimits"}, {"apiextensions.k8s.io", "customresourcedefinitions"},
+		{"", "persistentvolumeclaims"}, {"networking.k8s.io", "ingresses"}, {"rbac.authorization.k8s.io", "rolebindings"},
+		{"batch", "cronjobs"}, {"coordination.k8s.io", "leases"},
 	}
 	for _, res := range resources {
 		level := "RequestResponse"

@@ -203,6 +203,7 @@ func TestRandomParity(t *testing.T) {
 		{4, w.podBind}, {2, w.podEphemeral}, {3, w.serviceAccountWrite}, {6, w.widgetWrite}, {2, w.widgetStatus},
 		{4, w.secretStringData}, {4, w.hpaWrite}, {3, w.serviceWrite}, {3, w.jobWrite}, {5, w.applyStep},
 		{4, w.listPatch}, {3, w.strategyWrite}, {3, w.finalizerStep}, {2, w.podDeleteCollection}, {3, w.connectStep},
+		{4, w.pvcWrite}, {3, w.ingressWrite}, {3, w.roleBindingWrite}, {3, w.cronJobWrite}, {3, w.leaseWrite},
 	}
 	total := 0
 	for _, a := range actions {
@@ -455,6 +456,7 @@ func (w *randomWorld) setupWorld() {
 		w.put(ctx, workloadIn("StatefulSet", ns, "ss-a", 1))
 		w.put(ctx, workloadIn("ReplicationController", ns, "rc-a", 3))
 	}
+	w.setupKinds(ctx)
 }
 
 // workloadIn is a ReplicaSet, StatefulSet or ReplicationController of the replicas; no
