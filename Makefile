@@ -59,7 +59,7 @@ test: e2e-tools chromium
 unit: chromium
 	VAPC_BROWSER=1 $(GO) test -short $(PKGS)
 
-## e2e-tools: build kube-apiserver, etcd and kubectl at their pinned versions into .cache/e2e
+## e2e-tools: build kube-apiserver, kube-controller-manager, kube-scheduler, etcd and kubectl at their pinned versions into .cache/e2e
 e2e-tools:
 	hack/e2e-tools.sh
 

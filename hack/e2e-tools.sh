@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # hack/e2e-tools.sh [--check] [outdir] builds the binaries the end-to-end tests run a
-# real control plane with: kube-apiserver and kubectl v1.37.0 from the module
-# in verify/e2e/tools, and etcd v3.6 from verify/e2e/tools/etcd.
+# real control plane with: kube-apiserver, kube-controller-manager, kube-scheduler and
+# kubectl v1.37.0 from the module in verify/e2e/tools, and etcd v3.6 from
+# verify/e2e/tools/etcd.
 #
 # They go to outdir (default <repo>/.cache/e2e/bin, which git ignores). A
 # binary is rebuilt only when its stamp file does not match: the stamp records
@@ -11,7 +12,7 @@
 # a lock in outdir. Prints one line per binary: built or up to date.
 #
 # With --check it builds nothing: it exits 1, naming each binary that is missing or stale,
-# unless all three are up to date (the e2e harness runs it before a test starts a server, so
+# unless all are up to date (the e2e harness runs it before a test starts a server, so
 # that a test without its binaries fails at once with the command that builds them).
 set -euo pipefail
 
@@ -26,7 +27,7 @@ tools="$repo/verify/e2e/tools"
 
 if [[ -n $check ]]; then
   missing=()
-  for name in kube-apiserver kubectl etcd; do
+  for name in kube-apiserver kube-controller-manager kube-scheduler kubectl etcd; do
     [[ -x "$out/$name" ]] || missing+=("$out/$name")
   done
   if ((${#missing[@]})); then
@@ -132,6 +133,8 @@ done
 
 build "$tools" "$kube_ldflags" \
   kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver \
+  kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager \
+  kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler \
   kubectl=k8s.io/kubernetes/cmd/kubectl
 build "$tools/etcd" "-s -w" \
   etcd=github.com/vapc-dev/vapc/verify/e2e/tools/etcd

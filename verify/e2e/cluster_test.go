@@ -166,7 +166,13 @@ func (c *cluster) put(ctx context.Context, u *unstructured.Unstructured) *unstru
 
 func (c *cluster) tryPut(ctx context.Context, u *unstructured.Unstructured) (out *unstructured.Unstructured, err error) {
 	untilSchemaKnown(func() error {
-		out, err = c.tryPutOnce(ctx, u)
+		// A controller may write the object between the Get and the Update (the node
+		// lifecycle controller, when the controllers run): read it again.
+		for range 10 {
+			if out, err = c.tryPutOnce(ctx, u); !apierrors.IsConflict(err) {
+				break
+			}
+		}
 		return err
 	})
 	return out, err

@@ -171,7 +171,13 @@ func TestRandomParity(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("audit levels (mixed %v): %v", mixed, levels)
-	s := harness.Start(t, harness.WithAPIServerFlags("--audit-policy-file="+policyPath))
+	opts := []harness.Option{harness.WithAPIServerFlags("--audit-policy-file=" + policyPath)}
+	controllers := withControllers(seed)
+	if controllers {
+		opts = append(opts, harness.WithControllers())
+	}
+	t.Logf("controllers: %v", controllers)
+	s := harness.Start(t, opts...)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
 	w.decisions = &decisions{cluster: newCluster(t, s), t: t, ctx: ctx}
@@ -190,6 +196,9 @@ func TestRandomParity(t *testing.T) {
 	// The policies are in effect for every request sent from now on.
 	activated := w.lastAuditID()
 	t.Logf("setup: %s", time.Since(start).Round(time.Millisecond))
+	if controllers {
+		go kubelet(ctx, s, "w-1")
+	}
 
 	actions := []struct {
 		weight int
@@ -204,6 +213,12 @@ func TestRandomParity(t *testing.T) {
 		{4, w.secretStringData}, {4, w.hpaWrite}, {3, w.serviceWrite}, {3, w.jobWrite}, {5, w.applyStep},
 		{4, w.listPatch}, {3, w.strategyWrite}, {3, w.finalizerStep}, {2, w.podDeleteCollection}, {3, w.connectStep},
 		{4, w.pvcWrite}, {3, w.ingressWrite}, {3, w.roleBindingWrite}, {3, w.cronJobWrite}, {3, w.leaseWrite},
+	}
+	if controllers {
+		actions = append(actions, struct {
+			weight int
+			do     func()
+		}{8, w.controllerStep})
 	}
 	total := 0
 	for _, a := range actions {
@@ -304,6 +319,8 @@ var byDesignIndeterminate = []string{
 	// the object it wrote (at level Request).
 	"patch-type: ",
 	"the log does not record the patch's content type",
+	// Whether a Job's create sent its labels or had them defaulted from its pod template.
+	"whether its labels were sent or are its pod template's",
 	// A MutatingAdmissionPolicy leaves no trace in the log.
 	"give it among --policies for vapc to run it",
 	// Nor does the moment its plugin learns a new CRD's schema.

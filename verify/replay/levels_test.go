@@ -525,3 +525,32 @@ func TestEquivalentEvents(t *testing.T) {
 		t.Errorf("disagreements: %v", sum.Disagreements)
 	}
 }
+
+// TestWritesLoggedOutOfOrder: the log records a request when its response completes, so of two
+// concurrent writes to an object the one stored first may come last. Its old object is the
+// version the other write replaced, not the State's latest, and the State keeps the latest.
+func TestWritesLoggedOutOfOrder(t *testing.T) {
+	p, b := levelPolicy("old-v", "configmaps", admissionregistrationv1.Update, nil, "oldObject.data.v != 'bad' || object.data.?w.orValue('') == '1'")
+	cm := func(rv string, data map[string]any) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1", "resourceVersion": rv, "uid": "u1"}, "data": data}
+	}
+	_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+		levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm("", map[string]any{"v": "good"}), cm("10", map[string]any{"v": "good"})),
+		// Stored second (resourceVersion 12), logged first.
+		levelEvent(t, "2", auditlog.LevelRequestResponse, "patch", "configmaps", "ns1", "cm", 200, "", map[string]any{"data": map[string]any{"w": "1"}}, cm("12", map[string]any{"v": "bad", "w": "1"})),
+		// Stored first (11): it changed version 10, whose v was good.
+		levelEvent(t, "3", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 200, "", cm("10", map[string]any{"v": "bad"}), cm("11", map[string]any{"v": "bad"})),
+		// After both: the State holds version 12 (v bad, w 1), not 11.
+		levelEvent(t, "4", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 422,
+			`configmaps "cm" is forbidden: ValidatingAdmissionPolicy 'old-v' with binding 'old-v' denied request: denied by old-v`, cm("12", map[string]any{"v": "x"}), nil),
+	)
+	for _, id := range []string{"3", "4"} {
+		rec := recs[id]
+		if rec == nil || rec.Decision == DecisionIndeterminate || rec.Changed {
+			t.Errorf("request %s: %s %q (recorded %s), want decided as recorded", id, rec.Decision, rec.Indeterminate, rec.Recorded)
+		}
+	}
+	if rec := recs["3"]; rec != nil && rec.Decision != DecisionAdmit {
+		t.Errorf("request 3 decided %s, want admit (its old object is version 10)", rec.Decision)
+	}
+}

@@ -32,6 +32,9 @@ const (
 	// ReasonPatchType: the log does not record the patch's content type, and the types it
 	// may have been decide differently.
 	ReasonPatchType Reason = "patch-type"
+	// ReasonDefaultedLabels: a Job's create logged with its pod template's labels may have
+	// been sent with them or without (defaulted), and the two decide differently.
+	ReasonDefaultedLabels Reason = "defaulted-labels"
 	// ReasonRequestKind: the request object is not of the kind the resource takes.
 	ReasonRequestKind Reason = "request-kind"
 	// ReasonGeneratedName: the server generated the object's name before admission and the

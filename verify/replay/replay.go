@@ -446,7 +446,7 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	var unknownParams map[schema.GroupResource]string
 	j.resolving, unknownParams, j.unsettled = r.unsettledParams(policies, ev)
 	if t.op == admission.Update || t.op == admission.Delete || t.op == admission.Connect || t.sub != "" {
-		j.prior = r.state.prior(t.gvr.GroupResource(), t.namespace, t.name)
+		j.prior = r.state.priorOf(t.gvr.GroupResource(), t.namespace, t.name, writtenVersion(d, ev, t))
 	}
 	if ev.Verb == "deletecollection" {
 		j.list, j.listUnknowns, j.listUnknown = r.state.list(t.gvr.GroupResource(), t.namespace)
@@ -632,6 +632,24 @@ type written struct {
 	raw    []byte // the JSON of resp when isMain, for State.putRaw; resp may hold only a part of it
 	typed  *preparedTyped
 	gen    int // the epoch it was prepared in
+}
+
+// writtenVersion is the resourceVersion of the object a successful write stored, as its
+// response shows it; 0 when the log does not show it.
+func writtenVersion(d decoded, ev *Event, t target) uint64 {
+	if c := ev.Code(); c < 200 || c >= 300 || isDryRun(ev) || (ev.Verb != "update" && ev.Verb != "patch" && ev.Verb != "apply") || !hasBody(ev.ResponseObject) {
+		return 0
+	}
+	resp := (*unstructured.Unstructured)(nil)
+	if d.written != nil {
+		resp = d.written.resp
+	} else if h, err := auditlog.DecodeHeader(ev.ResponseObject); err == nil {
+		resp = h
+	}
+	if resp == nil || resp.GetName() != t.name || resp.GetNamespace() != t.namespace {
+		return 0
+	}
+	return resourceVersion(resp.GetResourceVersion())
 }
 
 // writtenObject decodes the response object of a write and gives it the resource's kind when

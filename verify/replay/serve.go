@@ -53,9 +53,12 @@ type admitted struct {
 
 // served is the outcome of one request sent through the pipeline (one patch type of it).
 type served struct {
-	// variant names the patch type the body was sent as; empty for other requests.
+	// variant names the patch type the body was sent as, or the Job's labels it was sent
+	// with (see jobLabelVariants); empty for other requests.
 	variant string
-	resp    *apiserver.Response
+	// labels says the variants are a Job's labels, not patch types.
+	labels bool
+	resp   *apiserver.Response
 	// calls are the validating admissions, in order (several for a deletecollection).
 	calls []admitted
 	// err is an error of the evaluator.
@@ -149,21 +152,24 @@ func (r *Replayer) serve(ctx context.Context, ev *Event, t target, policies []st
 	if !ok {
 		return nil, fmt.Errorf("the verb %q has no HTTP request", ev.Verb)
 	}
-	contentTypes := []types.PatchType{""}
-	if req.Method == http.MethodPatch {
-		contentTypes = patchVariants(req.Body, ev)
-	}
 	logged := req.Body
 	if req.Method == http.MethodPost {
 		req.Body = namedBody(ev, req.Body)
 	}
-	var out []served
-	for _, ct := range contentTypes {
-		s := served{}
-		if ct != "" {
-			s.variant = variantName(ct)
-			req.ContentType = string(ct)
+	variants := []sendVariant{{body: req.Body}}
+	switch {
+	case req.Method == http.MethodPatch:
+		variants = nil
+		for _, ct := range patchVariants(req.Body, ev) {
+			variants = append(variants, sendVariant{contentType: ct, body: req.Body, name: variantName(ct)})
 		}
+	case req.Method == http.MethodPost && t.gvr.GroupResource() == jobsResource && t.sub == "":
+		variants = jobLabelVariants(req.Body, ev)
+	}
+	var out []served
+	for _, v := range variants {
+		s := served{variant: v.name, labels: v.labels}
+		req.ContentType, req.Body = string(v.contentType), v.body
 		pc := &pluginCluster{v: view, mapper: r.cur().resources.RESTMapper(), passed: passed}
 		ex := &apiserver.Exchange{Objects: objects}
 		if plugins != nil {
@@ -326,13 +332,60 @@ func sameServed(a, b served) bool {
 	return true
 }
 
+// sendVariant is one way a request may have been sent: a patch's content type, or a Job's
+// labels.
+type sendVariant struct {
+	contentType types.PatchType
+	body        []byte
+	name        string
+	labels      bool
+}
+
+var jobsResource = schema.GroupResource{Group: "batch", Resource: "jobs"}
+
+// jobLabelVariants are the bodies a Job create whose logged request has the labels of its pod
+// template may have been sent with. The log records a request object after its defaults, and
+// batch/v1 SetDefaults_Job gives a Job without labels its template's labels map itself: the
+// job strategy then adds the job-name and controller-uid labels to the template, and so to the
+// Job's own labels too, which it does not when the client sent the labels. The Job the log
+// returns for a create the server completed says which: otherwise both are sent.
+func jobLabelVariants(body []byte, ev *Event) []sendVariant {
+	logged := []sendVariant{{body: body}}
+	var m map[string]any
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.UseNumber()
+	if d.Decode(&m) != nil {
+		return logged
+	}
+	labels, found, _ := unstructured.NestedFieldNoCopy(m, "metadata", "labels")
+	tmpl, _, _ := unstructured.NestedFieldNoCopy(m, "spec", "template", "metadata", "labels")
+	if lm, ok := labels.(map[string]any); !found || !ok || len(lm) == 0 || !reflect.DeepEqual(labels, tmpl) {
+		return logged
+	}
+	unstructured.RemoveNestedField(m, "metadata", "labels")
+	alt, err := json.Marshal(m)
+	if err != nil {
+		return logged
+	}
+	if resp := decodeObject(ev.ResponseObject); resp != nil && ev.Code() >= 200 && ev.Code() < 300 && resp.GetKind() == "Job" {
+		if _, defaulted := resp.GetLabels()["batch.kubernetes.io/controller-uid"]; defaulted {
+			return []sendVariant{{body: alt}}
+		}
+		return logged
+	}
+	return []sendVariant{
+		{body: body, name: "Job sent with its labels", labels: true},
+		{body: alt, name: "Job sent without labels (defaulted to its template's)", labels: true},
+	}
+}
+
 // pickServed chooses among the variants of a request what the replay can say: the variants
 // the log rules out dropped (a request the server completed, or a policy refused, cannot have
 // been refused before admission), then the outcome when all that remain agree. ok is false
-// when they disagree.
-func pickServed(ev *Event, vs []served) (s served, ok bool, why string) {
+// when they disagree; reason then says why.
+func pickServed(ev *Event, vs []served) (s served, ok bool, why string, reason Reason) {
 	if len(vs) == 1 {
-		return vs[0], true, ""
+		return vs[0], true, "", ""
 	}
 	// The server ran admission when it completed the request or a policy refused it.
 	ran := ev.Code() >= 200 && ev.Code() < 300 || vapDenied.MatchString(ev.Message())
@@ -353,7 +406,10 @@ func pickServed(ev *Event, vs []served) (s served, ok bool, why string) {
 				ds = append(ds, describeServed(k))
 			}
 			sort.Strings(ds)
-			return served{}, false, "the audit log does not record the patch's content type, and the types it may have been sent as lead to different outcomes: " + strings.Join(ds, "; ")
+			if kept[0].labels {
+				return served{}, false, "the audit log records a Job's create after its defaults, and whether its labels were sent or are its pod template's (which the job strategy then labels with the job's name and uid) leads to different outcomes: " + strings.Join(ds, "; "), ReasonDefaultedLabels
+			}
+			return served{}, false, "the audit log does not record the patch's content type, and the types it may have been sent as lead to different outcomes: " + strings.Join(ds, "; "), ReasonPatchType
 		}
 	}
 	if len(kept) < len(vs) || len(kept) > 1 {
@@ -361,9 +417,13 @@ func pickServed(ev *Event, vs []served) (s served, ok bool, why string) {
 		for _, k := range kept {
 			names = append(names, k.variant)
 		}
-		why = "the patch is applied alike as a " + strings.Join(names, " or a ")
+		if kept[0].labels {
+			why = "the outcome is the same for the " + strings.Join(names, " and the ")
+		} else {
+			why = "the patch is applied alike as a " + strings.Join(names, " or a ")
+		}
 	}
-	return kept[0], true, why
+	return kept[0], true, why, ""
 }
 
 // usesPipeline says whether a request is decided through kube-apiserver's request pipeline:
@@ -637,9 +697,9 @@ func (r *Replayer) serveOnce(ctx context.Context, w evalWorker, j *job, objs *jo
 	if err != nil {
 		return servedOnce{}, err
 	}
-	s, ok, why := pickServed(j.ev, vs)
+	s, ok, why, reason := pickServed(j.ev, vs)
 	if !ok {
-		return servedOnce{}, &indeterminateError{because(ReasonPatchType, why)}
+		return servedOnce{}, &indeterminateError{because(reason, why)}
 	}
 	if s.err != nil {
 		return servedOnce{}, s.err

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 
@@ -53,4 +54,56 @@ func TestOverlayUnknown(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestJobLabelVariants: a Job create logged with its template's labels is sent both with and
+// without them, unless the Job the server returned says which it was.
+func TestJobLabelVariants(t *testing.T) {
+	const tmpl = `"spec":{"template":{"metadata":{"labels":{"app":"x"}},"spec":{"containers":[{"name":"c","image":"i"}]}},"backoffLimit":9007199254740993}`
+	same := `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"j","labels":{"app":"x"}},` + tmpl + `}`
+	without := `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"j"},` + tmpl + `}`
+	other := `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"j","labels":{"app":"y"}},` + tmpl + `}`
+	created := func(labels string) *Event {
+		return &Event{ResponseStatus: &Status{Code: 201}, ResponseObject: json.RawMessage(`{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"j","labels":` + labels + `}}`)}
+	}
+	for _, tc := range []struct {
+		name string
+		body string
+		ev   *Event
+		want []string // the bodies sent, as canonical JSON
+	}{
+		{"labels of the template, refused", same, &Event{ResponseStatus: &Status{Code: 422}}, []string{same, without}},
+		{"other labels", other, &Event{ResponseStatus: &Status{Code: 422}}, []string{other}},
+		{"created with defaulted labels", same, created(`{"app":"x","batch.kubernetes.io/controller-uid":"u"}`), []string{without}},
+		{"created with the labels sent", same, created(`{"app":"x"}`), []string{same}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, v := range jobLabelVariants([]byte(tc.body), tc.ev) {
+				got = append(got, canonicalJSON(t, v.body))
+			}
+			var want []string
+			for _, b := range tc.want {
+				want = append(want, canonicalJSON(t, []byte(b)))
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("bodies (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func canonicalJSON(t *testing.T, b []byte) string {
+	t.Helper()
+	var v any
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	if err := d.Decode(&v); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
 }

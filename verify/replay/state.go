@@ -2,6 +2,7 @@ package replay
 
 import (
 	"encoding/json"
+	"strconv"
 
 	"fmt"
 	"strings"
@@ -48,12 +49,35 @@ type clusterState struct {
 	// incomplete are the resources allSince does not hold for any more (a write the log shows
 	// without its effect); replaced, never changed: Views share it.
 	incomplete map[schema.GroupResource]bool
+
+	// replaced are the entries the latest writes replaced (see priorOf), at most
+	// maxReplaced of them, oldest first in replacedOrder.
+	replaced      map[replacedKey]replacedEntry
+	replacedOrder []replacedKey
+	replacedSeq   uint64
 }
+
+type replacedKey struct {
+	gr schema.GroupResource
+	k  objectKey
+}
+
+type replacedEntry struct {
+	e   *entry
+	seq uint64
+}
+
+// maxReplaced bounds the replaced entries kept: a write the log records out of the storage's
+// order is one made concurrently with another, moments apart.
+const maxReplaced = 1024
 
 type objectKey struct{ namespace, name string }
 
 type entry struct {
 	raw []byte // JSON of the object; nil when unknown
+	// rv is the object's resourceVersion when the entry is the log's own JSON of it (0 when
+	// not known, or when the replay rebuilt the object).
+	rv uint64
 	// unknowns are fields of a known object whose values the replay does not know (the clock
 	// of a write the log does not show), with paths from the object ("object" root).
 	unknowns []vapccel.Unknown
@@ -205,7 +229,7 @@ func (s *clusterState) Put(gr schema.GroupResource, u *unstructured.Unstructured
 	if err != nil {
 		return err
 	}
-	return s.putRaw(gr, u, raw, nil, source)
+	return s.store(gr, u, raw, nil, source, 0)
 }
 
 // putPartly is Put for an object the replay rebuilt itself, some of whose fields it does not
@@ -232,11 +256,37 @@ func (s *clusterState) putPartly(gr schema.GroupResource, u *unstructured.Unstru
 // putRaw is Put with the object's JSON already made, and for the resources the evaluator
 // reads, optionally its typed form (prepared by prepareTyped).
 func (s *clusterState) putRaw(gr schema.GroupResource, u *unstructured.Unstructured, raw []byte, typed *preparedTyped, source string) error {
+	return s.store(gr, u, raw, typed, source, resourceVersion(u.GetResourceVersion()))
+}
+
+// resourceVersion is a resourceVersion as a number, 0 when it is not one. An etcd-backed
+// server's resourceVersions are etcd revisions: a later write has a greater one.
+func resourceVersion(v string) uint64 {
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// store records the object (its JSON raw) as the current state of its key; rv is its
+// resourceVersion when raw is the log's own. A write the log records after a later one to the
+// same object (both resourceVersions known, the stored greater) changes nothing: the State
+// already holds what followed it.
+func (s *clusterState) store(gr schema.GroupResource, u *unstructured.Unstructured, raw []byte, typed *preparedTyped, source string, rv uint64) error {
 	if !s.keep(gr) {
 		return nil
 	}
 	k := objectKey{u.GetNamespace(), u.GetName()}
-	s.bucket(gr)[k] = &entry{raw: raw, labels: labels.Set(u.GetLabels()), source: source}
+	if old := s.bucket(gr)[k]; old != nil {
+		if old.rv > 0 && rv > 0 && old.rv > rv {
+			return nil
+		}
+		if old.raw != nil {
+			s.remember(replacedKey{gr, k}, old)
+		}
+	}
+	s.bucket(gr)[k] = &entry{raw: raw, rv: rv, labels: labels.Set(u.GetLabels()), source: source}
 	if s.typedKinds(gr) {
 		if typed == nil {
 			typed = s.prepareTyped(u, raw)
@@ -414,6 +464,43 @@ type prior struct {
 	source, unknown string
 	// unknowns are the fields of the known object whose values are not known.
 	unknowns []vapccel.Unknown
+}
+
+// remember keeps the entry a write replaced, for priorOf; the oldest go beyond maxReplaced.
+func (s *clusterState) remember(k replacedKey, e *entry) {
+	if s.replaced == nil {
+		s.replaced = map[replacedKey]replacedEntry{}
+	}
+	s.replacedSeq++
+	s.replaced[k] = replacedEntry{e: e, seq: s.replacedSeq}
+	s.replacedOrder = append(s.replacedOrder, k)
+	if len(s.replacedOrder) > maxReplaced {
+		oldest := s.replacedOrder[0]
+		s.replacedOrder = s.replacedOrder[1:]
+		if r, ok := s.replaced[oldest]; ok && r.seq <= s.replacedSeq-maxReplaced {
+			delete(s.replaced, oldest)
+		}
+	}
+}
+
+// priorOf is prior for a write whose result has resourceVersion rv (0 when the log does not
+// show it). The log records a request when its response completes, not when its write is
+// stored: of two concurrent writes to an object, the one stored first may be logged last.
+// When the State holds a later version than rv, the write changed the version before it: the
+// one the later write replaced when its resourceVersion is below rv, and otherwise not known.
+func (s *clusterState) priorOf(gr schema.GroupResource, namespace, name string, rv uint64) prior {
+	p := s.prior(gr, namespace, name)
+	e := s.objects[gr][objectKey{namespace, name}]
+	if rv == 0 || e == nil || e.rv == 0 || e.rv <= rv {
+		return p
+	}
+	if r, ok := s.replaced[replacedKey{gr, objectKey{namespace, name}}]; ok && r.e.rv > 0 && r.e.rv < rv {
+		p.source, p.unknown, p.raw, p.unknowns = r.e.source+" (the log records the write that replaced it, at "+e.source+", before this one, which the server stored first)", r.e.unknown, r.e.raw, r.e.unknowns
+		return p
+	}
+	p.raw, p.unknowns = nil, nil
+	p.unknown = fmt.Sprintf("the log records this write (resourceVersion %d) after a later one to the object (%s, resourceVersion %d), and the version it changed is not known", rv, e.source, e.rv)
+	return p
 }
 
 func (s *clusterState) prior(gr schema.GroupResource, namespace, name string) prior {

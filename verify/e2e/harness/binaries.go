@@ -14,20 +14,22 @@ import (
 
 // binaries are the paths of the programs a Server runs.
 type binaries struct {
-	etcd, apiserver, kubectl string
+	etcd, apiserver, controllerManager, scheduler, kubectl string
 }
 
 func binariesIn(dir string) binaries {
 	return binaries{
-		etcd:      filepath.Join(dir, "etcd"),
-		apiserver: filepath.Join(dir, "kube-apiserver"),
-		kubectl:   filepath.Join(dir, "kubectl"),
+		etcd:              filepath.Join(dir, "etcd"),
+		apiserver:         filepath.Join(dir, "kube-apiserver"),
+		controllerManager: filepath.Join(dir, "kube-controller-manager"),
+		scheduler:         filepath.Join(dir, "kube-scheduler"),
+		kubectl:           filepath.Join(dir, "kubectl"),
 	}
 }
 
 func (b binaries) missing() []string {
 	var missing []string
-	for _, path := range []string{b.etcd, b.apiserver, b.kubectl} {
+	for _, path := range []string{b.etcd, b.apiserver, b.controllerManager, b.scheduler, b.kubectl} {
 		if info, err := os.Stat(path); err != nil || info.IsDir() || info.Mode()&0o111 == 0 {
 			missing = append(missing, path)
 		}
@@ -94,7 +96,7 @@ func checkTools(root, dir string) (binaries, error) {
 	cmd.Dir = root
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return binaries{}, fmt.Errorf("the kube-apiserver, etcd and kubectl of the end-to-end tests are not built in %s: build them with %s, then run the tests again\n%s", dir, buildCommand, strings.TrimSpace(out.String()))
+		return binaries{}, fmt.Errorf("the control plane binaries, etcd and kubectl of the end-to-end tests are not built in %s: build them with %s, then run the tests again\n%s", dir, buildCommand, strings.TrimSpace(out.String()))
 	}
 	bin := binariesIn(dir)
 	if missing := bin.missing(); len(missing) > 0 {

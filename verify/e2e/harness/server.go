@@ -2,9 +2,10 @@
 // tests, so that what vapc decides offline can be checked against what the
 // apiserver decides.
 //
-// The binaries are kube-apiserver and kubectl v1.37.0 and etcd v3.6, built
-// from the modules pinned in verify/e2e/tools by hack/e2e-tools.sh (make
-// e2e-tools); Start refuses to run without them. Every server is private
+// The binaries are kube-apiserver, kube-controller-manager, kube-scheduler and
+// kubectl v1.37.0 and etcd v3.6, built from the modules pinned in
+// verify/e2e/tools by hack/e2e-tools.sh (make e2e-tools); Start refuses to run
+// without them. Every server is private
 // to its test: its own etcd on a Unix socket, its own data, certificates,
 // tokens and audit log in a temporary directory, and its own loopback port.
 package harness
@@ -57,8 +58,11 @@ type config struct {
 	binDir         string
 	users          []User
 	apiserverFlags []string
-	startTimeout   time.Duration
-	stopTimeout    time.Duration
+	// controllers runs kube-controller-manager and kube-scheduler too, with these flags.
+	controllers     bool
+	controllerFlags []string
+	startTimeout    time.Duration
+	stopTimeout     time.Duration
 }
 
 // WithBinDir runs the binaries in dir instead of those hack/e2e-tools.sh
@@ -185,6 +189,9 @@ func Start(t testing.TB, opts ...Option) *Server {
 	s.startAPIServer(ctx, etcd, cfg.apiserverFlags, cfg.stopTimeout)
 	if err := s.bootstrap(ctx); err != nil {
 		t.Fatalf("harness: %v", err)
+	}
+	if cfg.controllers {
+		s.startControllers(ctx, cfg.controllerFlags, cfg.stopTimeout)
 	}
 	t.Logf("harness: kube-apiserver %s at %s ready after %v (dir %s)", s.version, s.url, time.Since(start).Round(time.Millisecond), dir)
 	return s

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -231,5 +232,36 @@ func TestDeleteLeaves(t *testing.T) {
 				t.Errorf("grace period %d, want the pod's 45", got.GracePeriodSeconds)
 			}
 		})
+	}
+}
+
+// TestJobCreateLabels: a Job created without labels gets its pod template's labels
+// (batch/v1 SetDefaults_Job assigns the template's map itself), and the job strategy then
+// adds the job-name and controller-uid labels to that map: validating admission sees them on
+// the Job too, as kube-apiserver's does.
+func TestJobCreateLabels(t *testing.T) {
+	s := testServer(t)
+	v := &validated{}
+	body := `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"j","namespace":"default"},"spec":{"template":{"metadata":{"labels":{"app":"x"}},"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"busybox"}]}}}}`
+	resp, err := s.Do(context.Background(), Request{Method: http.MethodPost, URI: "/apis/batch/v1/namespaces/default/jobs", Body: []byte(body),
+		User: &user.DefaultInfo{Name: "alice"}}, v.exchange(NoObjects{}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Code != http.StatusCreated || len(v.attrs) != 1 {
+		t.Fatalf("Do = %d %v with %d admissions, want 201 and 1", resp.Code, resp.Status, len(v.attrs))
+	}
+	acc, err := meta.Accessor(v.attrs[0].GetObject())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for k := range acc.GetLabels() {
+		got = append(got, k)
+	}
+	sort.Strings(got)
+	want := []string{"app", "batch.kubernetes.io/controller-uid", "batch.kubernetes.io/job-name", "controller-uid", "job-name"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the Job's labels at admission (-want +got):\n%s", diff)
 	}
 }

@@ -1,0 +1,119 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"github.com/vapc-dev/vapc/verify/e2e/harness"
+)
+
+// The controllers' own traffic in TestRandomParity: on the seeds that run them (every even seed,
+// or VAPC_RANDOM_CONTROLLERS=1), kube-controller-manager and kube-scheduler run beside the
+// server, each controller as its own service account. The scenario's nodes have no kubelet but
+// w-1's, which the test plays: the node lifecycle controller marks the others Unknown and
+// taints them, the taint eviction controller deletes the pods that tolerate that for a few
+// seconds, the ReplicaSet controller makes new ones, the scheduler binds them to w-1 or
+// reports them unschedulable, the job controller tracks its pods with a finalizer, the garbage
+// collector deletes what an owner's deletion leaves and the pod garbage collector the pods of
+// nodes that do not exist. Every one of those requests is replayed and checked against the log.
+
+// withControllers says whether the run starts the controllers.
+func withControllers(seed uint64) bool {
+	switch os.Getenv("VAPC_RANDOM_CONTROLLERS") {
+	case "1":
+		return true
+	case "0":
+		return false
+	}
+	return seed%2 == 0
+}
+
+// kubelet keeps the node Ready as its kubelet would: its status (capacity, allocatable and
+// the Ready condition's heartbeat) patched every 4 seconds as system:node:NAME, until ctx ends.
+// Its client records nothing: the scenario's requests are the test's own.
+func kubelet(ctx context.Context, s *harness.Server, name string) {
+	cfg := s.RESTConfig()
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:node:" + name, Groups: []string{"system:nodes"}}
+	cfg.WarningHandler = rest.NoWarnings{}
+	c, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return
+	}
+	since := time.Now().UTC().Format(time.RFC3339)
+	tick := time.NewTicker(4 * time.Second)
+	defer tick.Stop()
+	for {
+		now := time.Now().UTC().Format(time.RFC3339)
+		resources := `{"cpu":"4","memory":"8Gi","pods":"110"}`
+		body := fmt.Sprintf(`{"status":{"capacity":%s,"allocatable":%s,"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady","message":"kubelet is posting ready status","lastHeartbeatTime":%q,"lastTransitionTime":%q}]}}`,
+			resources, resources, now, since)
+		_, _ = c.Resource(nodesGVR).Patch(ctx, name, types.StrategicMergePatchType, []byte(body), metav1.PatchOptions{}, "status")
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// controllerStep gives the controllers work: a Deployment whose pods tolerate an unreachable
+// node for seconds (created, scaled, a pod of it deleted), a Job (created, deleted with its
+// pods left to the garbage collector), w-1 cordoned or uncordoned.
+func (w *randomWorld) controllerStep() {
+	u, ns := w.user(), pick(w.r, rndA, rndB, rndC)
+	deps := w.client(u).Resource(deploymentsGVR).Namespace(ns)
+	switch w.r.IntN(6) {
+	case 0, 1:
+		replicas := int64(w.r.IntN(4))
+		if cur, err := deps.Get(w.ctx, "ctl-web", metav1.GetOptions{}); err == nil {
+			_ = unstructured.SetNestedField(cur.Object, replicas, "spec", "replicas")
+			_, err = deps.Update(w.ctx, cur, metav1.UpdateOptions{})
+			w.got(fmt.Sprintf("%s scales deployment %s/ctl-web to %d", u.name, ns, replicas), err)
+			return
+		}
+		d := deploymentIn(ns, "ctl-web", replicas)
+		_ = unstructured.SetNestedSlice(d.Object, []any{
+			map[string]any{"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": int64(pick(w.r, 2, 5))},
+			map[string]any{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": int64(5)},
+		}, "spec", "template", "spec", "tolerations")
+		w.got(fmt.Sprintf("%s creates deployment %s/ctl-web (%d replicas)", u.name, ns, replicas), w.tryCreate(w.client(u), deploymentsGVR, d, metav1.CreateOptions{}))
+	case 2:
+		pods := w.client(u).Resource(podsGVR).Namespace(ns)
+		l, err := pods.List(w.ctx, metav1.ListOptions{LabelSelector: "app=ctl-web"})
+		if err != nil || len(l.Items) == 0 {
+			return
+		}
+		name := l.Items[w.r.IntN(len(l.Items))].GetName()
+		o := w.deleteOptions(pods, name)
+		w.got(fmt.Sprintf("%s deletes pod %s/%s of ctl-web %s", u.name, ns, name, optionsString(o)), pods.Delete(w.ctx, name, o))
+	case 3:
+		jobs := w.client(u).Resource(jobsGVR).Namespace(ns)
+		if _, err := jobs.Get(w.ctx, "ctl-job", metav1.GetOptions{}); err == nil {
+			o := metav1.DeleteOptions{PropagationPolicy: ptr.To(pick(w.r, metav1.DeletePropagationBackground, metav1.DeletePropagationForeground, metav1.DeletePropagationOrphan))}
+			w.got(fmt.Sprintf("%s deletes job %s/ctl-job %s", u.name, ns, optionsString(o)), jobs.Delete(w.ctx, "ctl-job", o))
+			return
+		}
+		j := obj(map[string]any{"apiVersion": "batch/v1", "kind": "Job", "metadata": map[string]any{"name": "ctl-job", "namespace": ns},
+			"spec": map[string]any{"parallelism": int64(pick(w.r, 1, 2)), "template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "ctl-job"}},
+				"spec": map[string]any{"restartPolicy": "Never", "containers": []any{map[string]any{"name": "c", "image": "busybox"}}}}}})
+		w.got(fmt.Sprintf("%s creates job %s/ctl-job", u.name, ns), w.tryCreate(w.client(u), jobsGVR, j, metav1.CreateOptions{}))
+	case 4:
+		body := fmt.Sprintf(`{"spec":{"unschedulable":%v}}`, chance(w.r, 0.3))
+		_, err := w.client(u).Resource(nodesGVR).Patch(w.ctx, "w-1", types.StrategicMergePatchType, []byte(body), metav1.PatchOptions{})
+		w.got(fmt.Sprintf("%s patches node w-1 (%s)", u.name, body), err)
+	default:
+		// A pod on a node that does not exist: the pod garbage collector deletes it.
+		name := pick(w.r, "orphan-a", "orphan-b")
+		p := podIn(ns, name, "w-gone", "nginx", map[string]any{"app": "orphan"})
+		w.got(fmt.Sprintf("%s creates pod %s/%s on node w-gone", u.name, ns, name), w.tryCreate(w.client(u), podsGVR, p, metav1.CreateOptions{}))
+	}
+}
