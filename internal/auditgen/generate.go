@@ -148,10 +148,12 @@ func Generate(w io.Writer, cfg Config) (stats Stats, err error) {
 
 // generator is one Generate call's state.
 type generator struct {
-	cfg Config
-	rng *rand.Rand
-	bw  *bufio.Writer
-	enc *json.Encoder
+	// lastDone is when the last request's response completed (see do).
+	lastDone time.Time
+	cfg      Config
+	rng      *rand.Rand
+	bw       *bufio.Writer
+	enc      *json.Encoder
 	// envBuf holds the encoded envelope, objBuf the objects, lineBuf both: reused per line.
 	envBuf          bytes.Buffer
 	objBuf, lineBuf []byte
@@ -442,7 +444,13 @@ func (g *generator) do(r *request) {
 		return
 	}
 	g.stats.Requests++
+	// A log is written as responses complete, and a controller sends its next request once
+	// the last one's response is in: a request is received once the one before it completed,
+	// so that the log's order is that of completion and no two writes overlap.
 	received := g.now
+	if received.Before(g.lastDone) {
+		received = g.lastDone
+	}
 	if g.stats.First.IsZero() {
 		g.stats.First = received
 	}
@@ -515,9 +523,10 @@ func (g *generator) do(r *request) {
 	if ev.Level == auditv1.LevelRequestResponse {
 		objs = g.objects(r.reqObj, r.respObj)
 	}
+	g.lastDone = received.Add(r.latency)
 	if !g.omit[auditv1.StageResponseComplete] {
 		ev.Stage = auditv1.StageResponseComplete
-		ev.StageTimestamp = metav1.NewMicroTime(received.Add(r.latency))
+		ev.StageTimestamp = metav1.NewMicroTime(g.lastDone)
 		g.lineWith(r.act, objs)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
@@ -143,6 +144,7 @@ func TestEventsDecodeStrictly(t *testing.T) {
 	t.Parallel()
 	log, _ := generate(t, Config{Seed: 5, Events: 10000, OmitStages: []auditv1.Stage{}, Mix: withScenarios(DefaultMix())})
 	stagesOf := map[string][]auditv1.Stage{}
+	var lastDone time.Time
 	sc := bufio.NewScanner(bytes.NewReader(log))
 	sc.Buffer(nil, 1<<20)
 	for n := 1; sc.Scan(); n++ {
@@ -168,6 +170,15 @@ func TestEventsDecodeStrictly(t *testing.T) {
 			t.Fatalf("line %d: Metadata-level event with objects", n)
 		case ev.Level == auditv1.LevelRequestResponse && ev.Stage == auditv1.StageResponseComplete && ev.ResponseObject == nil:
 			t.Fatalf("line %d: RequestResponse-level event without a response object", n)
+		}
+		if ev.Stage == auditv1.StageResponseComplete && ev.Verb != "watch" {
+			// Written as responses complete, each received once the one before completed:
+			// no two overlap, as the replay reads a log (a write and a request concurrent
+			// with it leave the version the request read open).
+			if ev.RequestReceivedTimestamp.Time.Before(lastDone) {
+				t.Fatalf("line %d: received at %s, before the request logged before it completed (%s)", n, ev.RequestReceivedTimestamp.Time, lastDone)
+			}
+			lastDone = ev.StageTimestamp.Time
 		}
 		id := string(ev.AuditID)
 		stagesOf[id] = append(stagesOf[id], ev.Stage)

@@ -216,8 +216,19 @@ func (c *cluster) tryPutOnce(ctx context.Context, u *unstructured.Unstructured) 
 		return nil, err
 	}
 	if hasStatus && hasStatusSubresource(u) {
-		out.Object["status"] = status
-		out, err = ri.UpdateStatus(ctx, out, metav1.UpdateOptions{})
+		for range 10 {
+			out.Object["status"] = status
+			var written *unstructured.Unstructured
+			if written, err = ri.UpdateStatus(ctx, out, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
+				return written, err
+			}
+			// A controller wrote the object since (the node lifecycle controller, when the
+			// controllers run): the status again, over what it wrote.
+			if out, err = ri.Get(ctx, u.GetName(), metav1.GetOptions{}); err != nil {
+				return nil, err
+			}
+		}
+		return nil, fmt.Errorf("writing the status of %s %s: conflicts ten times", u.GetKind(), u.GetName())
 	}
 	return out, err
 }

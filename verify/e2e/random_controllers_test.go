@@ -107,7 +107,7 @@ func (w *randomWorld) controllerStep() {
 				"spec": map[string]any{"restartPolicy": "Never", "containers": []any{map[string]any{"name": "c", "image": "busybox"}}}}}})
 		w.got(fmt.Sprintf("%s creates job %s/ctl-job", u.name, ns), w.tryCreate(w.client(u), jobsGVR, j, metav1.CreateOptions{}))
 	case 4:
-		body := fmt.Sprintf(`{"spec":{"unschedulable":%v}}`, chance(w.r, 0.3))
+		body := fmt.Sprintf(`{"spec":{"unschedulable":%v}}`, chance(w.r, 0.2))
 		_, err := w.client(u).Resource(nodesGVR).Patch(w.ctx, "w-1", types.StrategicMergePatchType, []byte(body), metav1.PatchOptions{})
 		w.got(fmt.Sprintf("%s patches node w-1 (%s)", u.name, body), err)
 	default:

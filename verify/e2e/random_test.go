@@ -181,6 +181,15 @@ func TestRandomParity(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
 	w.decisions = &decisions{cluster: newCluster(t, s), t: t, ctx: ctx}
+	stopKubelet := func() {}
+	if controllers {
+		// w-1's kubelet keeps it Ready, for the scheduler to bind pods to, until the random
+		// requests are sent.
+		kctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stopKubelet = cancel
+		go kubelet(kctx, s, "w-1")
+	}
 	w.setupWorld()
 	set = w.installRandom(set)
 	w.sync(ctx)
@@ -196,9 +205,6 @@ func TestRandomParity(t *testing.T) {
 	// The policies are in effect for every request sent from now on.
 	activated := w.lastAuditID()
 	t.Logf("setup: %s", time.Since(start).Round(time.Millisecond))
-	if controllers {
-		go kubelet(ctx, s, "w-1")
-	}
 
 	actions := []struct {
 		weight int
@@ -234,6 +240,15 @@ func TestRandomParity(t *testing.T) {
 			n -= a.weight
 		}
 	}
+	if controllers {
+		// w-1's kubelet stops: the node lifecycle controller marks it Unknown and taints it
+		// (after --node-monitor-grace-period), the taint eviction controller deletes the pods
+		// that tolerate that for seconds, their ReplicaSets make new ones, which the scheduler
+		// finds no node for.
+		stopKubelet()
+		t.Logf("the kubelet of w-1 stopped; waiting 35s for the node lifecycle and taint eviction controllers")
+		time.Sleep(35 * time.Second)
+	}
 	// A last write of the administrator: once its event is in the log, so is every other.
 	w.got("the last write", w.tryCreate(w.dyn, configMapsGVR, configMap(barrierNS, fmt.Sprintf("end-%d", seed), nil, nil), metav1.CreateOptions{}))
 	last := w.lastAuditID()
@@ -253,11 +268,35 @@ func TestRandomParity(t *testing.T) {
 	byDesignSeen := map[string]int{}
 	byDesignFirst := map[string]string{}
 	set.mutating, set.mutatingBindings = w.mutating, w.mutatingBindings
-	// VAPC_KEEP_AUDIT=FILE keeps a copy of the run's audit log, to replay it again by hand.
+	// VAPC_KEEP_AUDIT=FILE keeps a copy of the run's audit log, and its policies in
+	// FILE.policies.yaml, to replay it again by hand.
 	if dst := os.Getenv("VAPC_KEEP_AUDIT"); dst != "" {
 		if data, err := os.ReadFile(s.AuditLogPath()); err == nil {
 			_ = os.WriteFile(dst, data, 0o644)
 		}
+		var docs []string
+		typed := func(apiVersionKind string) metav1.TypeMeta {
+			return metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: apiVersionKind}
+		}
+		for _, p := range set.policies {
+			p = p.DeepCopy()
+			p.TypeMeta = typed("ValidatingAdmissionPolicy")
+			docs = append(docs, yamlOf(t, p))
+		}
+		for _, b := range set.bindings {
+			docs = append(docs, yamlOf(t, withKind(b.DeepCopy())))
+		}
+		for _, p := range set.mutating {
+			p = p.DeepCopy()
+			p.TypeMeta = typed("MutatingAdmissionPolicy")
+			docs = append(docs, yamlOf(t, p))
+		}
+		for _, b := range set.mutatingBindings {
+			b = b.DeepCopy()
+			b.TypeMeta = typed("MutatingAdmissionPolicyBinding")
+			docs = append(docs, yamlOf(t, b))
+		}
+		_ = os.WriteFile(dst+".policies.yaml", []byte(strings.Join(docs, "\n---\n")), 0o644)
 	}
 	byID := checkReplayFrom(t, s.AuditLogPath(), set, w.denied, from, func(reason string) bool {
 		for _, k := range byDesignIndeterminate {
@@ -319,6 +358,9 @@ var byDesignIndeterminate = []string{
 	// the object it wrote (at level Request).
 	"patch-type: ",
 	"the log does not record the patch's content type",
+	// Which version of an object a request read when a write to it ran concurrently (the
+	// controllers' and the test's requests): the log records each when its response completes.
+	"they ran concurrently",
 	// Whether a Job's create sent its labels or had them defaulted from its pod template.
 	"whether its labels were sent or are its pod template's",
 	// A MutatingAdmissionPolicy leaves no trace in the log.

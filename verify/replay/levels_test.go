@@ -554,3 +554,40 @@ func TestWritesLoggedOutOfOrder(t *testing.T) {
 		t.Errorf("request 3 decided %s, want admit (its old object is version 10)", rec.Decision)
 	}
 }
+
+// TestConcurrentRequest: a request received before the write logged ahead of it completed
+// ran concurrently with it, and may have read the object before or after that write: its old
+// object is not known. One received after is decided.
+func TestConcurrentRequest(t *testing.T) {
+	p, b := levelPolicy("old-v", "configmaps", admissionregistrationv1.Update, nil, "oldObject.data.v != 'bad'")
+	cm := func(rv string, v string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1", "resourceVersion": rv, "uid": "u1"}, "data": map[string]any{"v": v}}
+	}
+	at := func(line, received, done string) string {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatal(err)
+		}
+		m["requestReceivedTimestamp"], m["stageTimestamp"] = "2026-11-24T00:00:"+received+"Z", "2026-11-24T00:00:"+done+"Z"
+		out, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	denied := `configmaps "cm" is forbidden: ValidatingAdmissionPolicy 'old-v' with binding 'old-v' denied request: denied by old-v`
+	_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+		at(levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm("", "good"), cm("10", "good")), "01.000000", "01.001000"),
+		at(levelEvent(t, "2", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 200, "", cm("10", "bad"), cm("11", "bad")), "02.000000", "02.010000"),
+		// Received before request 2 completed: it may have read version 10 or 11.
+		at(levelEvent(t, "3", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 422, denied, cm("", "x"), nil), "02.005000", "02.011000"),
+		// Received after: it read version 11.
+		at(levelEvent(t, "4", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 422, denied, cm("", "x"), nil), "03.000000", "03.001000"),
+	)
+	if rec := recs["3"]; rec == nil || rec.Decision != DecisionIndeterminate || !strings.Contains(rec.Indeterminate, "ran concurrently") {
+		t.Errorf("request 3: %+v, want indeterminate: it ran concurrently with request 2", rec)
+	}
+	if rec := recs["4"]; rec == nil || rec.Decision != DecisionDeny || rec.Changed {
+		t.Errorf("request 4: %+v, want deny as recorded", rec)
+	}
+}

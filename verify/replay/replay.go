@@ -446,7 +446,11 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	var unknownParams map[schema.GroupResource]string
 	j.resolving, unknownParams, j.unsettled = r.unsettledParams(policies, ev)
 	if t.op == admission.Update || t.op == admission.Delete || t.op == admission.Connect || t.sub != "" {
-		j.prior = r.state.priorOf(t.gvr.GroupResource(), t.namespace, t.name, writtenVersion(d, ev, t))
+		if rv := writtenVersion(d, ev, t); rv != 0 {
+			j.prior = r.state.priorOf(t.gvr.GroupResource(), t.namespace, t.name, rv)
+		} else {
+			j.prior = r.state.concurrent(r.state.prior(t.gvr.GroupResource(), t.namespace, t.name), t.gvr.GroupResource(), t.namespace, t.name, ev.Received())
+		}
 	}
 	if ev.Verb == "deletecollection" {
 		j.list, j.listUnknowns, j.listUnknown = r.state.list(t.gvr.GroupResource(), t.namespace)
@@ -499,6 +503,9 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 		return
 	}
 	src := fmt.Sprintf("%s:%d", d.file, d.num)
+	if done := auditlog.ParseTime(ev.StageTimestamp); !done.IsZero() && t.name != "" {
+		defer r.state.markDone(gr, t.namespace, t.name, src, done)
+	}
 	w := d.written
 	if w != nil && w.gen != r.cur().gen {
 		w = nil // prepared with a catalog the log has changed since

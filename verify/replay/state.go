@@ -3,6 +3,7 @@ package replay
 import (
 	"encoding/json"
 	"strconv"
+	"time"
 
 	"fmt"
 	"strings"
@@ -78,6 +79,9 @@ type entry struct {
 	// rv is the object's resourceVersion when the entry is the log's own JSON of it (0 when
 	// not known, or when the replay rebuilt the object).
 	rv uint64
+	// done is when the write that stored it completed (its event's stageTimestamp), when the
+	// log says.
+	done time.Time
 	// unknowns are fields of a known object whose values the replay does not know (the clock
 	// of a write the log does not show), with paths from the object ("object" root).
 	unknowns []vapccel.Unknown
@@ -500,6 +504,28 @@ func (s *clusterState) priorOf(gr schema.GroupResource, namespace, name string, 
 	}
 	p.raw, p.unknowns = nil, nil
 	p.unknown = fmt.Sprintf("the log records this write (resourceVersion %d) after a later one to the object (%s, resourceVersion %d), and the version it changed is not known", rv, e.source, e.rv)
+	return p
+}
+
+// markDone records when the write at source, which stored the object, completed.
+func (s *clusterState) markDone(gr schema.GroupResource, namespace, name, source string, done time.Time) {
+	if e := s.objects[gr][objectKey{namespace, name}]; e != nil && strings.HasPrefix(e.source, source) {
+		e.done = done
+	}
+}
+
+// concurrent is p for a request received at received: when the write that stored the object
+// completed after that (the two ran concurrently, and the log records each when its response
+// completes), the request may have read the version before that write as well as after it,
+// and the log does not say which.
+func (s *clusterState) concurrent(p prior, gr schema.GroupResource, namespace, name string, received time.Time) prior {
+	e := s.objects[gr][objectKey{namespace, name}]
+	if e == nil || e.raw == nil || e.done.IsZero() || received.IsZero() || !e.done.After(received) {
+		return p
+	}
+	p.raw, p.unknowns = nil, nil
+	p.unknown = fmt.Sprintf("the write at %s completed after this request was received (%s, %s): they ran concurrently, and the log does not say which version of the object this request read",
+		e.source, received.UTC().Format(time.RFC3339Nano), e.done.UTC().Format(time.RFC3339Nano))
 	return p
 }
 

@@ -13,7 +13,7 @@ import (
 // node lifecycle and taint eviction controllers, the workload controllers, the garbage and
 // namespace collectors, the scheduler's bindings. Each controller acts as its own service
 // account (--use-service-account-credentials), system:serviceaccount:kube-system:node-controller
-// and the others, as in a real cluster. No kubelet runs: pods stay Pending, and a node stays
+// and the others, and the scheduler as system:kube-scheduler, as in a real cluster. No kubelet runs: pods stay Pending, and a node stays
 // Ready only while the test renews its status. The flags are appended to
 // kube-controller-manager's, to override them (for example "--node-monitor-grace-period=20s").
 func WithControllers(flags ...string) Option {
@@ -23,8 +23,11 @@ func WithControllers(flags ...string) Option {
 	}
 }
 
-// startControllers starts kube-controller-manager and kube-scheduler with the administrator's
-// kubeconfig, without serving (--secure-port=0) or leader election, and waits until the
+// schedulerUser is the user kube-scheduler authenticates as, by a token of its own.
+const schedulerUser = "system:kube-scheduler"
+
+// startControllers starts kube-controller-manager, with the administrator's kubeconfig, and
+// kube-scheduler, as system:kube-scheduler, without serving (--secure-port=0) or leader election, and waits until the
 // controller manager has made its first controller's service account.
 func (s *Server) startControllers(ctx context.Context, flags []string, stopTimeout time.Duration) {
 	s.t.Helper()
@@ -44,7 +47,7 @@ func (s *Server) startControllers(ctx context.Context, flags []string, stopTimeo
 	}
 	cm := s.startProcess("kube-controller-manager", s.bin.controllerManager, append(args, flags...), stopTimeout)
 	sched := s.startProcess("kube-scheduler", s.bin.scheduler, []string{
-		"--kubeconfig=" + kubeconfig,
+		"--kubeconfig=" + s.KubeconfigFor(schedulerUser),
 		"--secure-port=0",
 		"--leader-elect=false",
 		"--v=1",

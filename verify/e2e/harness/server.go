@@ -146,6 +146,10 @@ func Start(t testing.TB, opts ...Option) *Server {
 		opt(&cfg)
 	}
 	users := append([]User{{Name: AdminUser, Groups: []string{"system:masters"}}}, cfg.users...)
+	if cfg.controllers {
+		// The scheduler's own identity, which the RBAC bootstrap policy binds.
+		users = append(users, User{Name: schedulerUser})
+	}
 
 	bin := ensureBinaries(t, cfg.binDir)
 
