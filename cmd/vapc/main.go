@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -24,6 +25,10 @@ func main() {
 	// errors it hands to its own log): vapc reports what matters itself.
 	klog.LogToStderr(false)
 	klog.SetOutput(io.Discard)
+	// Without a log file, klog writes errors to stderr too (stderrthreshold): not those.
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	_ = klogFlags.Set("stderrthreshold", "FATAL")
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(memoryLimit)
 	}

@@ -65,6 +65,17 @@ func kubelet(ctx context.Context, s *harness.Server, name string) {
 	}
 }
 
+// ctlWeb is the Deployment ctl-web, whose pods tolerate an unreachable or not ready node for
+// the seconds given.
+func ctlWeb(ns string, replicas, seconds int64) *unstructured.Unstructured {
+	d := deploymentIn(ns, "ctl-web", replicas)
+	_ = unstructured.SetNestedSlice(d.Object, []any{
+		map[string]any{"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": seconds},
+		map[string]any{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": seconds},
+	}, "spec", "template", "spec", "tolerations")
+	return d
+}
+
 // controllerStep gives the controllers work: a Deployment whose pods tolerate an unreachable
 // node for seconds (created, scaled, a pod of it deleted), a Job (created, deleted with its
 // pods left to the garbage collector), w-1 cordoned or uncordoned.
@@ -80,11 +91,7 @@ func (w *randomWorld) controllerStep() {
 			w.got(fmt.Sprintf("%s scales deployment %s/ctl-web to %d", u.name, ns, replicas), err)
 			return
 		}
-		d := deploymentIn(ns, "ctl-web", replicas)
-		_ = unstructured.SetNestedSlice(d.Object, []any{
-			map[string]any{"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": int64(pick(w.r, 2, 5))},
-			map[string]any{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": int64(5)},
-		}, "spec", "template", "spec", "tolerations")
+		d := ctlWeb(ns, replicas, int64(pick(w.r, 2, 5)))
 		w.got(fmt.Sprintf("%s creates deployment %s/ctl-web (%d replicas)", u.name, ns, replicas), w.tryCreate(w.client(u), deploymentsGVR, d, metav1.CreateOptions{}))
 	case 2:
 		pods := w.client(u).Resource(podsGVR).Namespace(ns)

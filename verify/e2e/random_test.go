@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -191,6 +192,11 @@ func TestRandomParity(t *testing.T) {
 		go kubelet(kctx, s, "w-1")
 	}
 	w.setupWorld()
+	if controllers {
+		// Pods for the scheduler to bind to w-1, and for the taint eviction controller to
+		// delete once w-1's kubelet stops.
+		w.put(ctx, ctlWeb(rndA, 3, 2))
+	}
 	set = w.installRandom(set)
 	w.sync(ctx)
 	waitForInjector(ctx, t, w.cluster, rndB)
@@ -256,8 +262,11 @@ func TestRandomParity(t *testing.T) {
 		return string(e.AuditID) == last && e.Stage == "ResponseComplete"
 	})
 	t.Logf("scenario: %d requests, %d denials by the policies, refused otherwise %v, %s", w.sent, len(w.denied), w.others, time.Since(start).Round(time.Millisecond))
+	// The controllers go on writing: the log as it is now, whole lines only, is what the
+	// replay and every check read.
+	logPath := snapshotLog(t, s.AuditLogPath())
 	from := 0
-	forEachFinalEventLine(t, s.AuditLogPath(), func(line int, e *auditEvent) {
+	forEachFinalEventLine(t, logPath, func(line int, e *auditEvent) {
 		if string(e.AuditID) == activated {
 			from = line + 1
 		}
@@ -271,7 +280,7 @@ func TestRandomParity(t *testing.T) {
 	// VAPC_KEEP_AUDIT=FILE keeps a copy of the run's audit log, and its policies in
 	// FILE.policies.yaml, to replay it again by hand.
 	if dst := os.Getenv("VAPC_KEEP_AUDIT"); dst != "" {
-		if data, err := os.ReadFile(s.AuditLogPath()); err == nil {
+		if data, err := os.ReadFile(logPath); err == nil {
 			_ = os.WriteFile(dst, data, 0o644)
 		}
 		var docs []string
@@ -298,7 +307,7 @@ func TestRandomParity(t *testing.T) {
 		}
 		_ = os.WriteFile(dst+".policies.yaml", []byte(strings.Join(docs, "\n---\n")), 0o644)
 	}
-	byID := checkReplayFrom(t, s.AuditLogPath(), set, w.denied, from, func(reason string) bool {
+	byID := checkReplayFrom(t, logPath, set, w.denied, from, func(reason string) bool {
 		for _, k := range byDesignIndeterminate {
 			if strings.Contains(reason, k) {
 				byDesignSeen[k]++
@@ -338,6 +347,23 @@ func TestRandomParity(t *testing.T) {
 	w.checkCoverage(byID, from, seed == 1 && steps >= 300)
 	w.checkWarnings(byID, from)
 	t.Logf("TestRandomParity: %s", time.Since(start).Round(time.Millisecond))
+}
+
+// snapshotLog copies the audit log's whole lines into a file of the test's.
+func snapshotLog(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := bytes.LastIndexByte(data, '\n'); i >= 0 {
+		data = data[:i+1]
+	}
+	out := filepath.Join(t.TempDir(), "audit.log")
+	if err := os.WriteFile(out, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // byDesignIndeterminate are the reasons of indeterminate requests TestRandomParity accepts:

@@ -446,11 +446,7 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	var unknownParams map[schema.GroupResource]string
 	j.resolving, unknownParams, j.unsettled = r.unsettledParams(policies, ev)
 	if t.op == admission.Update || t.op == admission.Delete || t.op == admission.Connect || t.sub != "" {
-		if rv := writtenVersion(d, ev, t); rv != 0 {
-			j.prior = r.state.priorOf(t.gvr.GroupResource(), t.namespace, t.name, rv)
-		} else {
-			j.prior = r.state.concurrent(r.state.prior(t.gvr.GroupResource(), t.namespace, t.name), t.gvr.GroupResource(), t.namespace, t.name, ev.Received())
-		}
+		j.prior = r.state.priorOf(t.gvr.GroupResource(), t.namespace, t.name, writtenVersion(d, ev, t), ev.Received())
 	}
 	if ev.Verb == "deletecollection" {
 		j.list, j.listUnknowns, j.listUnknown = r.state.list(t.gvr.GroupResource(), t.namespace)

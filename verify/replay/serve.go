@@ -1347,6 +1347,7 @@ func setClock(u *unstructured.Unstructured, before []byte, second metav1.Time) {
 			mfs[i].Time = &second
 		}
 	}
+	sortManagedFields(mfs)
 	u.SetManagedFields(mfs)
 	prevConds := map[string]string{}
 	if prev != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	vapccel "github.com/vapc-dev/vapc/cel"
 )
@@ -106,4 +107,25 @@ func canonicalJSON(t *testing.T, b []byte) string {
 		t.Fatal(err)
 	}
 	return string(out)
+}
+
+// TestSortManagedFields: entries ordered as the field manager encodes them once their times
+// are the server's: by operation, the second, the manager.
+func TestSortManagedFields(t *testing.T) {
+	at := func(sec int64) *metav1.Time { tm := metav1.Unix(sec, 0); return &tm }
+	mfs := []metav1.ManagedFieldsEntry{
+		{Manager: "vapc-e2e", Operation: metav1.ManagedFieldsOperationUpdate, Time: at(10)},
+		{Manager: "vapc-e2e", Operation: metav1.ManagedFieldsOperationUpdate, Time: at(20), Subresource: "status"},
+		{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, Time: at(20)},
+		{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply, Time: at(30)},
+	}
+	sortManagedFields(mfs)
+	var got []string
+	for _, e := range mfs {
+		got = append(got, e.Manager+"/"+string(e.Operation)+"/"+e.Subresource)
+	}
+	want := []string{"kubectl/Apply/", "vapc-e2e/Update/", "kube-controller-manager/Update/", "vapc-e2e/Update/status"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("order (-want +got):\n%s", diff)
+	}
 }

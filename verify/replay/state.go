@@ -492,11 +492,15 @@ func (s *clusterState) remember(k replacedKey, e *entry) {
 // stored: of two concurrent writes to an object, the one stored first may be logged last.
 // When the State holds a later version than rv, the write changed the version before it: the
 // one the later write replaced when its resourceVersion is below rv, and otherwise not known.
-func (s *clusterState) priorOf(gr schema.GroupResource, namespace, name string, rv uint64) prior {
+//
+// Otherwise, a request received before the write that stored the State's version completed
+// ran concurrently with it (see concurrent): a write retried after a conflict with it, too,
+// which admission saw on its first attempt as well.
+func (s *clusterState) priorOf(gr schema.GroupResource, namespace, name string, rv uint64, received time.Time) prior {
 	p := s.prior(gr, namespace, name)
 	e := s.objects[gr][objectKey{namespace, name}]
 	if rv == 0 || e == nil || e.rv == 0 || e.rv <= rv {
-		return p
+		return s.concurrent(p, gr, namespace, name, received)
 	}
 	if r, ok := s.replaced[replacedKey{gr, objectKey{namespace, name}}]; ok && r.e.rv > 0 && r.e.rv < rv {
 		p.source, p.unknown, p.raw, p.unknowns = r.e.source+" (the log records the write that replaced it, at "+e.source+", before this one, which the server stored first)", r.e.unknown, r.e.raw, r.e.unknowns

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"encoding/json"
+	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -75,6 +76,12 @@ func settle(ev *Event, t target, a admission.Attributes, body []byte) []vapccel.
 			changed = true
 		}
 		if changed {
+			if known {
+				// The field manager orders the entries by their times: in the server's.
+				sortManagedFields(mfs)
+			} else {
+				out = append(out, vapccel.Unknown{Path: objectPath("metadata", "managedFields"), Why: "the order of the managedFields entries, which follows the server's clock during the request"})
+			}
 			m.SetManagedFields(mfs)
 		}
 	}
@@ -117,6 +124,33 @@ func settle(ev *Event, t target, a admission.Attributes, body []byte) []vapccel.
 		}
 	}
 	return out
+}
+
+// sortManagedFields orders managedFields entries as kube-apiserver's field manager encodes
+// them (sortEncodedManagedFields in k8s.io/apimachinery's managedfields/internal, which is not
+// importable): by operation, then time to the second, manager, apiVersion and subresource.
+// The replay's field manager ordered them by its own clock; their times are the server's now.
+func sortManagedFields(mfs []metav1.ManagedFieldsEntry) {
+	seconds := func(e metav1.ManagedFieldsEntry) int64 {
+		if e.Time == nil {
+			return 0
+		}
+		return e.Time.Unix()
+	}
+	sort.SliceStable(mfs, func(i, j int) bool {
+		p, q := mfs[i], mfs[j]
+		switch {
+		case p.Operation != q.Operation:
+			return p.Operation < q.Operation
+		case seconds(p) != seconds(q):
+			return seconds(p) < seconds(q)
+		case p.Manager != q.Manager:
+			return p.Manager < q.Manager
+		case p.APIVersion != q.APIVersion:
+			return p.APIVersion < q.APIVersion
+		}
+		return p.Subresource < q.Subresource
+	})
 }
 
 // tokenVolumeAdded says whether the ServiceAccount plugin added its token volume, whose name it
