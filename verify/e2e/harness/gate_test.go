@@ -70,7 +70,8 @@ func TestCheckTools(t *testing.T) {
 	if _, err := checkTools(root, dir); err == nil || !strings.Contains(err.Error(), "build them with make e2e-tools") || !strings.Contains(err.Error(), "missing") {
 		t.Errorf("checkTools(empty dir) = %v, want the missing binaries and make e2e-tools", err)
 	}
-	for _, name := range []string{"etcd", "kube-apiserver", "kubectl"} {
+	names := []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"}
+	for _, name := range names {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +80,7 @@ func TestCheckTools(t *testing.T) {
 		t.Errorf("checkTools(binaries without stamps) = %v, want them stale", err)
 	}
 	entries, _ := os.ReadDir(dir)
-	if len(entries) != 3 {
-		t.Errorf("checkTools wrote into %s: %d entries, want the 3 binaries only", dir, len(entries))
+	if len(entries) != len(names) {
+		t.Errorf("checkTools wrote into %s: %d entries, want the %d binaries only", dir, len(entries), len(names))
 	}
 }
