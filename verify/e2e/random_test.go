@@ -387,6 +387,8 @@ var byDesignIndeterminate = []string{
 	// Which version of an object a request read when a write to it ran concurrently (the
 	// controllers' and the test's requests): the log records each when its response completes.
 	"they ran concurrently",
+	// Whether a refused pod DELETE with no grace period left the pod marked deleted.
+	"which admission refused, after or before the store marked the pod deleted",
 	// Whether a Job's create sent its labels or had them defaulted from its pod template.
 	"whether its labels were sent or are its pod template's",
 	// A MutatingAdmissionPolicy leaves no trace in the log.

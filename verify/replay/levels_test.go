@@ -591,3 +591,33 @@ func TestConcurrentRequest(t *testing.T) {
 		t.Errorf("request 4: %+v, want deny as recorded", rec)
 	}
 }
+
+// TestRefusedPodDelete: a refused DELETE of a pod with no grace period may have left it marked
+// deleted (the store validates before and after marking it): a policy that reads the mark is
+// not decided on it afterwards; one of a scheduled pod's graceful DELETE changed nothing.
+func TestRefusedPodDelete(t *testing.T) {
+	p, b := levelPolicy("not-deleting", "pods", admissionregistrationv1.Update, nil, "!has(oldObject.metadata.deletionTimestamp)")
+	pod := func(name, node string) map[string]any {
+		spec := map[string]any{"containers": []any{map[string]any{"name": "c", "image": "i"}}}
+		if node != "" {
+			spec["nodeName"] = node
+		}
+		return map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": name, "namespace": "ns1", "resourceVersion": "10", "uid": "u-" + name}, "spec": spec}
+	}
+	refused := `pods "x" is forbidden: ValidatingAdmissionPolicy 'other' with binding 'other' denied request: no`
+	label := map[string]any{"metadata": map[string]any{"labels": map[string]any{"a": "b"}}}
+	_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+		levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "pods", "ns1", "pending", 201, "", pod("pending", ""), pod("pending", "")),
+		levelEvent(t, "2", auditlog.LevelRequestResponse, "create", "pods", "ns1", "running", 201, "", pod("running", "n1"), pod("running", "n1")),
+		levelEvent(t, "3", auditlog.LevelRequestResponse, "delete", "pods", "ns1", "pending", 422, refused, nil, nil),
+		levelEvent(t, "4", auditlog.LevelRequestResponse, "delete", "pods", "ns1", "running", 422, refused, nil, nil),
+		levelEvent(t, "5", auditlog.LevelRequestResponse, "patch", "pods", "ns1", "pending", 200, "", label, nil),
+		levelEvent(t, "6", auditlog.LevelRequestResponse, "patch", "pods", "ns1", "running", 200, "", label, nil),
+	)
+	if rec := recs["5"]; rec == nil || rec.Decision != DecisionIndeterminate || !strings.Contains(rec.Indeterminate, "marked the pod deleted") {
+		t.Errorf("request 5: %+v, want indeterminate: the pending pod may be marked deleted", rec)
+	}
+	if rec := recs["6"]; rec == nil || rec.Decision != DecisionAdmit {
+		t.Errorf("request 6: %+v, want admit: the running pod's graceful DELETE changed nothing", rec)
+	}
+}

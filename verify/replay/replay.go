@@ -481,6 +481,10 @@ func (r *Replayer) detectBirth(d decoded, ev *Event, t target) {
 // applyWrite applies a successful write to the State, and to the catalog when it is a CRD's.
 func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t target) {
 	code := ev.Code()
+	if code >= 400 && t.op == admission.Delete && !isDryRun(ev) {
+		r.refusedPodDelete(d, ev, t)
+		return
+	}
 	if code < 200 || code >= 300 || t.op == admission.Connect || isDryRun(ev) {
 		return
 	}
@@ -593,7 +597,11 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 				why := "the server's clock and storage when the deletecollection at " + src + " wrote the object, which the log does not show"
 				unknowns := []vapccel.Unknown{{Path: objectPath("metadata", "resourceVersion"), ValueOnly: true, Why: why}}
 				if left.Marked {
-					u.SetDeletionTimestamp(&metav1.Time{Time: ev.Received()})
+					marked := ev.Received()
+					if marked.IsZero() {
+						marked = time.Unix(0, 0) // not known either way: a value the object can hold
+					}
+					u.SetDeletionTimestamp(&metav1.Time{Time: marked})
 					u.SetDeletionGracePeriodSeconds(&left.GracePeriodSeconds)
 					unknowns = append(unknowns, vapccel.Unknown{Path: objectPath("metadata", "deletionTimestamp"), ValueOnly: true, Why: why})
 				}
@@ -635,6 +643,50 @@ type written struct {
 	raw    []byte // the JSON of resp when isMain, for State.putRaw; resp may hold only a part of it
 	typed  *preparedTyped
 	gen    int // the epoch it was prepared in
+}
+
+// refusedPodDelete follows a pod DELETE that admission refused. The store deletes a pod with a
+// grace period of 0 (asked for, or a pod not scheduled or finished) in two steps, each
+// validated: it marks it deleted (deletionTimestamp, deletionGracePeriodSeconds 0, a new
+// resourceVersion and generation), then removes it. A policy that refuses only the second
+// (one that reads the mark) leaves the pod marked; one that refuses the first changes nothing.
+// The log does not say which: the State holds the pod with those fields unknown.
+func (r *Replayer) refusedPodDelete(d decoded, ev *Event, t target) {
+	gr := t.gvr.GroupResource()
+	if gr != (schema.GroupResource{Resource: "pods"}) || t.sub != "" || ev.Verb != "delete" || !r.state.Keeps(gr) ||
+		!(vapDenied.MatchString(ev.Message()) || strings.Contains(ev.Message(), "admission webhook")) {
+		return
+	}
+	u, _, unknown, found := r.state.Lookup(gr, t.namespace, t.name)
+	if !found || unknown != "" || u == nil || u.GetDeletionTimestamp() != nil {
+		return
+	}
+	opts, err := deleteOptions(ev.RequestObject, ev.Query())
+	if err != nil {
+		return
+	}
+	grace, hasGrace := intValue(opts.Object["gracePeriodSeconds"])
+	nodeName, _, _ := unstructured.NestedString(u.Object, "spec", "nodeName")
+	phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+	if !(hasGrace && grace == 0) && nodeName != "" && phase != "Failed" && phase != "Succeeded" {
+		return // a graceful deletion is validated once: refused, it wrote nothing
+	}
+	src := fmt.Sprintf("%s:%d", d.file, d.num)
+	why := "the DELETE at " + src + ", which admission refused, after or before the store marked the pod deleted: the log does not say which"
+	zero := int64(0)
+	marked := ev.Received()
+	if marked.IsZero() {
+		marked = time.Unix(0, 0) // not known either way: a value the object can hold
+	}
+	u.SetDeletionTimestamp(&metav1.Time{Time: marked})
+	u.SetDeletionGracePeriodSeconds(&zero)
+	unknowns := []vapccel.Unknown{
+		{Path: objectPath("metadata", "deletionTimestamp"), Why: why},
+		{Path: objectPath("metadata", "deletionGracePeriodSeconds"), Why: why},
+		{Path: objectPath("metadata", "resourceVersion"), ValueOnly: true, Why: why},
+		{Path: objectPath("metadata", "generation"), ValueOnly: true, Why: why},
+	}
+	_ = r.state.putPartly(gr, u, unknowns, src+" (refused DELETE: maybe marked deleted)")
 }
 
 // writtenVersion is the resourceVersion of the object a successful write stored, as its
