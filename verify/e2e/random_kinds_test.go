@@ -111,9 +111,7 @@ func (w *randomWorld) pvcWrite() {
 		_, err := ri.Patch(w.ctx, name, types.MergePatchType, []byte(body), o)
 		w.got(fmt.Sprintf("%s patches persistentvolumeclaim %s/%s (%s)%s", u.name, ns, name, body, dry(o.DryRun)), err)
 	case 3:
-		name := w.existing(pvcsGVR, ns, pvcNames)
-		o := w.deleteOptions(ri, name)
-		w.got(fmt.Sprintf("%s deletes persistentvolumeclaim %s/%s %s", u.name, ns, name, optionsString(o)), ri.Delete(w.ctx, name, o))
+		w.deleteExisting(u, pvcsGVR, ns, "persistentvolumeclaim", pvcNames)
 	default:
 		// What the protection controller does once no pod uses the claim.
 		name := w.existing(pvcsGVR, ns, pvcNames)
@@ -146,9 +144,7 @@ func (w *randomWorld) ingressWrite() {
 		_, err := ri.Patch(w.ctx, name, types.MergePatchType, []byte(body), o)
 		w.got(fmt.Sprintf("%s patches ingress %s/%s (%s)%s", u.name, ns, name, body, dry(o.DryRun)), err)
 	default:
-		name := w.existing(ingressesGVR, ns, ingNames)
-		o := w.deleteOptions(ri, name)
-		w.got(fmt.Sprintf("%s deletes ingress %s/%s %s", u.name, ns, name, optionsString(o)), ri.Delete(w.ctx, name, o))
+		w.deleteExisting(u, ingressesGVR, ns, "ingress", ingNames)
 	}
 }
 
@@ -195,9 +191,7 @@ func (w *randomWorld) roleBindingWrite() {
 		_, err = ri.Update(w.ctx, cur, o)
 		w.got(fmt.Sprintf("%s updates the %s of rolebinding %s/%s%s", u.name, what, ns, name, dry(o.DryRun)), err)
 	default:
-		name := w.existing(roleBindingsGVR, ns, rbNames)
-		o := w.deleteOptions(ri, name)
-		w.got(fmt.Sprintf("%s deletes rolebinding %s/%s %s", u.name, ns, name, optionsString(o)), ri.Delete(w.ctx, name, o))
+		w.deleteExisting(u, roleBindingsGVR, ns, "rolebinding", rbNames)
 	}
 }
 
@@ -229,9 +223,7 @@ func (w *randomWorld) cronJobWrite() {
 		_, err := ri.Patch(w.ctx, name, pt, []byte(body), o)
 		w.got(fmt.Sprintf("%s patches cronjob %s/%s (%s %s)%s", u.name, ns, name, pt, body, dry(o.DryRun)), err)
 	default:
-		name := w.existing(cronJobsGVR, ns, cronNames)
-		o := w.deleteOptions(ri, name)
-		w.got(fmt.Sprintf("%s deletes cronjob %s/%s %s", u.name, ns, name, optionsString(o)), ri.Delete(w.ctx, name, o))
+		w.deleteExisting(u, cronJobsGVR, ns, "cronjob", cronNames)
 	}
 }
 

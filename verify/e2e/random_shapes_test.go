@@ -208,9 +208,7 @@ func (w *randomWorld) serviceWrite() {
 		_, err := ri.Patch(w.ctx, name, types.MergePatchType, []byte(body), o)
 		w.got(fmt.Sprintf("%s patches service %s/%s (%s)%s", u.name, ns, name, body, dry(o.DryRun)), err)
 	default:
-		name := w.existing(servicesGVR, ns, svcNames)
-		o := w.deleteOptions(ri, name)
-		w.got(fmt.Sprintf("%s deletes service %s/%s %s", u.name, ns, name, optionsString(o)), ri.Delete(w.ctx, name, o))
+		w.deleteExisting(u, servicesGVR, ns, "service", svcNames)
 	}
 }
 

@@ -826,6 +826,15 @@ func (w *randomWorld) deleteOptions(ri dynamic.ResourceInterface, name string) m
 	return o
 }
 
+// deleteExisting deletes, as u, an existing object of the pool (see existing) with random
+// options, and records the outcome; kind names the resource in the record.
+func (w *randomWorld) deleteExisting(u rndUser, gvr schema.GroupVersionResource, ns, kind string, pool []string) {
+	ri := w.client(u).Resource(gvr).Namespace(ns)
+	name := w.existing(gvr, ns, pool)
+	o := w.deleteOptions(ri, name)
+	w.got(fmt.Sprintf("%s deletes %s %s/%s %s", u.name, kind, ns, name, optionsString(o)), ri.Delete(w.ctx, name, o))
+}
+
 func (w *randomWorld) tryCreate(c dynamic.Interface, gvr schema.GroupVersionResource, u *unstructured.Unstructured, o metav1.CreateOptions, sub ...string) error {
 	var ri dynamic.ResourceInterface = c.Resource(gvr)
 	if ns := u.GetNamespace(); ns != "" {
@@ -1185,9 +1194,7 @@ func (w *randomWorld) deploymentWrite() {
 		_, err := ri.Patch(w.ctx, name, pick(w.r, types.MergePatchType, types.StrategicMergePatchType), []byte(body), o)
 		w.got(fmt.Sprintf("%s patches deployment %s/%s (%s)%s", u.name, ns, name, body, dry(o.DryRun)), err)
 	default:
-		name := w.existing(deploymentsGVR, ns, depNames)
-		o := w.deleteOptions(ri, name)
-		w.got(fmt.Sprintf("%s deletes deployment %s/%s %s", u.name, ns, name, optionsString(o)), ri.Delete(w.ctx, name, o))
+		w.deleteExisting(u, deploymentsGVR, ns, "deployment", depNames)
 	}
 }
 
@@ -1285,9 +1292,7 @@ func (w *randomWorld) widgetWrite() {
 		_, err := ri.Patch(w.ctx, name, pt, []byte(body), o)
 		w.got(fmt.Sprintf("%s patches widget %s/%s (%s %s)%s", u.name, ns, name, pt, body, dry(o.DryRun)), err)
 	default:
-		name := w.existing(widgetsGVR, ns, widgetNames)
-		o := w.deleteOptions(ri, name)
-		w.got(fmt.Sprintf("%s deletes widget %s/%s %s", u.name, ns, name, optionsString(o)), ri.Delete(w.ctx, name, o))
+		w.deleteExisting(u, widgetsGVR, ns, "widget", widgetNames)
 	}
 }
 

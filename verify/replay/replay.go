@@ -654,7 +654,7 @@ type written struct {
 func (r *Replayer) refusedPodDelete(d decoded, ev *Event, t target) {
 	gr := t.gvr.GroupResource()
 	if gr != (schema.GroupResource{Resource: "pods"}) || t.sub != "" || ev.Verb != "delete" || !r.state.Keeps(gr) ||
-		!(vapDenied.MatchString(ev.Message()) || strings.Contains(ev.Message(), "admission webhook")) {
+		classify(ev, false).outcome != RecordedDeny {
 		return
 	}
 	u, _, unknown, found := r.state.Lookup(gr, t.namespace, t.name)
