@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -451,4 +452,55 @@ func randomAuditPolicy(r *rand.Rand, all bool) (string, map[string]string) {
 func writeAuditPolicy(dir, policy string) (string, error) {
 	path := filepath.Join(dir, "audit-policy.yaml")
 	return path, os.WriteFile(path, []byte(policy), 0o600)
+}
+
+// raceStep sends two writes to one configmap at once, as controllers racing each other (or a
+// user racing one) do, then a third right after them. The log records each request when its
+// response completes, not when it read the object: the replay must decide none of them on a
+// version it may not have read (a write logged after a request it ran concurrently with; the
+// server's first attempt on its watch cache's copy from before a write that completed
+// moments earlier).
+func (w *randomWorld) raceStep() {
+	ns := pick(w.r, w.namespaces()...)
+	name := w.existing(configMapsGVR, ns, cmNames)
+	type write struct {
+		what string
+		do   func() error
+	}
+	next := func() write {
+		u := w.user()
+		ri := w.client(u).Resource(configMapsGVR).Namespace(ns)
+		if w.r.IntN(4) == 0 {
+			o := w.deleteOptions(ri, name)
+			return write{fmt.Sprintf("%s deletes configmap %s/%s %s", u.name, ns, name, optionsString(o)), func() error { return ri.Delete(w.ctx, name, o) }}
+		}
+		pt, body := w.patch()
+		o := w.patchOptions()
+		return write{fmt.Sprintf("%s patches configmap %s/%s (%s %s)%s", u.name, ns, name, pt, body, dry(o.DryRun)), func() error {
+			_, err := ri.Patch(w.ctx, name, pt, []byte(body), o)
+			return err
+		}}
+	}
+	racing := []write{next(), next()}
+	errs := make([]error, len(racing))
+	var wg sync.WaitGroup
+	for i, r := range racing {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = r.do()
+		}()
+	}
+	wg.Wait()
+	for i, r := range racing {
+		n := len(w.denied)
+		w.got(r.what+" (racing another write)", errs[i])
+		if len(w.denied) > n {
+			// Which of the two responses came last is not known here: the check of every
+			// denial in the log covers it.
+			w.denied[n].auditID = ""
+		}
+	}
+	after := next()
+	w.got(after.what+" (right after two racing writes)", after.do())
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -56,6 +57,13 @@ type job struct {
 	schemaRefreshing string
 	out              *Record
 	dec              *verify.Decision
+
+	// For reviseConcurrent: the object whose stored version the request read, when the
+	// request completed, and what the log recorded of it before the evaluation refined it.
+	key              replacedKey
+	completed        time.Time
+	recorded         recording
+	tracked, revised bool
 }
 
 // evalWorker is an evaluator and the View it reads, which its goroutine sets before each
@@ -89,6 +97,8 @@ type evaluation struct {
 	jobs  chan *job
 	queue []*job
 	wg    sync.WaitGroup
+	// byKey are the queued jobs that read a stored object, by the object (see track).
+	byKey map[replacedKey][]*job
 }
 
 func (r *Replayer) startEvaluation(ctx context.Context) *evaluation {
@@ -115,6 +125,9 @@ func (r *Replayer) submit(j *job) {
 	for len(e.queue) > 0 {
 		head := e.queue[0]
 		if len(e.queue) < maxQueued {
+			if e.holds(head, r.logTime) {
+				return
+			}
 			select {
 			case <-head.done:
 			default:
@@ -212,6 +225,7 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 			Why: "the object as the schema of " + j.t.gvr.Resource + "." + j.t.gvr.Group + " prunes and defaults it, which the log does not hold"})
 	}
 	r.conclude(w, j, out, b.oldUnknown, unknowns, decide)
+	r.firstAttempt(j, out, j.dec, func(p prior) (*verify.Decision, error) { return r.decideOn(ctx, w, j, p) })
 	if j.dec != nil && j.dec.Mutation != nil && out.Decision != DecisionIndeterminate {
 		out.Mutations = j.dec.Mutation.Changes
 	}
@@ -344,6 +358,7 @@ func (j *job) undecidable(w evalWorker) undecided {
 
 // finish accounts for a job's outcome, on the ordered stage, in log order.
 func (r *Replayer) finish(j *job) {
+	r.running.untrack(j)
 	switch {
 	case j.skip != "":
 		r.sum.skip(j.skip, j.skipNote)

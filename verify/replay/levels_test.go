@@ -75,6 +75,25 @@ func levelEvent(t *testing.T, id, level, verb, resource, ns, name string, code i
 	return string(b)
 }
 
+// timedEvent is an event line of levelEvent received and completed at the seconds given
+// ("02.010000") of a minute, with the annotations given.
+func timedEvent(t *testing.T, line, received, done string, annotations map[string]string) string {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(line), &m); err != nil {
+		t.Fatal(err)
+	}
+	m["requestReceivedTimestamp"], m["stageTimestamp"] = "2026-11-24T00:00:"+received+"Z", "2026-11-24T00:00:"+done+"Z"
+	if len(annotations) > 0 {
+		m["annotations"] = annotations
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
 func replayLines(t *testing.T, ps []*admissionregistrationv1.ValidatingAdmissionPolicy, bs []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, lines ...string) (*Summary, map[string]*Record) {
 	t.Helper()
 	r, err := New(ps, bs, WithCheckRecorded(true))
@@ -563,18 +582,7 @@ func TestConcurrentRequest(t *testing.T) {
 	cm := func(rv string, v string) map[string]any {
 		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1", "resourceVersion": rv, "uid": "u1"}, "data": map[string]any{"v": v}}
 	}
-	at := func(line, received, done string) string {
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatal(err)
-		}
-		m["requestReceivedTimestamp"], m["stageTimestamp"] = "2026-11-24T00:00:"+received+"Z", "2026-11-24T00:00:"+done+"Z"
-		out, err := json.Marshal(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(out)
-	}
+	at := func(line, received, done string) string { return timedEvent(t, line, received, done, nil) }
 	denied := `configmaps "cm" is forbidden: ValidatingAdmissionPolicy 'old-v' with binding 'old-v' denied request: denied by old-v`
 	_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
 		at(levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm("", "good"), cm("10", "good")), "01.000000", "01.001000"),
@@ -589,6 +597,95 @@ func TestConcurrentRequest(t *testing.T) {
 	}
 	if rec := recs["4"]; rec == nil || rec.Decision != DecisionDeny || rec.Changed {
 		t.Errorf("request 4: %+v, want deny as recorded", rec)
+	}
+}
+
+// TestConcurrentLoggedLater: a write received before a request to its object completed, and
+// logged after it, ran concurrently with it: the request may have read what the write stored,
+// which the State does not hold when the request comes up (the garbage collector's DELETE
+// logged just before the job controller's patch it raced with). The replay waits a moment of
+// log time before it accounts for a request, and evaluates it again without its old object
+// when such a write shows up.
+func TestConcurrentLoggedLater(t *testing.T) {
+	p, b := levelPolicy("old-v", "configmaps", admissionregistrationv1.Delete, nil, "oldObject.data.v != 'b'")
+	cm := func(rv, v string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1", "resourceVersion": rv, "uid": "u1"}, "data": map[string]any{"v": v}}
+	}
+	patch := map[string]any{"data": map[string]any{"v": "b"}}
+	denied := `configmaps "cm" is forbidden: ValidatingAdmissionPolicy 'old-v' with binding 'old-v' denied request: denied by old-v`
+	for _, tc := range []struct {
+		name           string
+		patchReceived  string // the patch completes at 02.010000, logged after the DELETE
+		wantIndetermin bool
+	}{
+		{name: "received before the DELETE completed", patchReceived: "02.000000", wantIndetermin: true},
+		{name: "received after the DELETE completed", patchReceived: "02.007000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+				timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm("", "a"), cm("10", "a")), "01.000000", "01.001000", nil),
+				timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "delete", "configmaps", "ns1", "cm", 403, denied, nil, nil), "02.003000", "02.006000", nil),
+				timedEvent(t, levelEvent(t, "3", auditlog.LevelRequestResponse, "patch", "configmaps", "ns1", "cm", 200, "", patch, cm("11", "b")), tc.patchReceived, "02.010000", nil),
+			)
+			rec := recs["2"]
+			switch {
+			case rec == nil:
+				t.Fatal("request 2 has no record")
+			case tc.wantIndetermin && (rec.Decision != DecisionIndeterminate || !strings.Contains(rec.Indeterminate, "which the log records after this request")):
+				t.Errorf("request 2: %s %s, want indeterminate: the patch logged after it ran concurrently", rec.Decision, rec.Indeterminate)
+			case !tc.wantIndetermin && (rec.Decision != DecisionAdmit || len(rec.Disagreements) == 0):
+				// The patch was received after the DELETE completed: the replay rightly
+				// decides on version 10, which the log contradicts (the test's log is made up).
+				t.Errorf("request 2: %s %v, want admit on version 10, in disagreement with the log", rec.Decision, rec.Disagreements)
+			}
+		})
+	}
+}
+
+// TestConcurrentDeleteCollection: a deletecollection lists the objects it deletes; a write to
+// one of them that completed after the deletecollection was received, whether the log records
+// it before or after, ran concurrently with it, and which objects it listed is not known.
+func TestConcurrentDeleteCollection(t *testing.T) {
+	p, b := levelPolicy("old-v", "configmaps", admissionregistrationv1.Delete, nil, "oldObject.data.v != 'b'")
+	cm := func(name, rv, v string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": "ns1", "resourceVersion": rv, "uid": "u-" + name}, "data": map[string]any{"v": v}}
+	}
+	collection := func(id string) string {
+		line := levelEvent(t, id, auditlog.LevelRequestResponse, "deletecollection", "configmaps", "ns1", "", 200, "", nil, nil)
+		return strings.Replace(line, `/namespaces/ns1/configmaps/"`, `/namespaces/ns1/configmaps"`, 1)
+	}
+	for _, tc := range []struct {
+		name  string
+		lines func() []string
+	}{{
+		name: "the write logged before it",
+		lines: func() []string {
+			return []string{
+				timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "b", 201, "", cm("b", "", "b"), cm("b", "11", "b")), "02.000000", "02.005000", nil),
+				timedEvent(t, collection("3"), "02.003000", "02.008000", nil),
+			}
+		},
+	}, {
+		name: "the write logged after it",
+		lines: func() []string {
+			return []string{
+				timedEvent(t, collection("3"), "02.003000", "02.008000", nil),
+				timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "b", 201, "", cm("b", "", "b"), cm("b", "11", "b")), "02.000000", "02.009000", nil),
+			}
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1"}}
+			lines := append([]string{
+				// The log begins with the cluster's creation: it holds every configmap.
+				strings.Replace(timedEvent(t, levelEvent(t, "0", auditlog.LevelRequestResponse, "create", "namespaces", "", "kube-system", 201, "", ns, ns), "00.000000", "00.001000", nil), `"username":"admin"`, `"username":"system:apiserver"`, 1),
+				timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "a", 201, "", cm("a", "", "a"), cm("a", "10", "a")), "01.000000", "01.001000", nil),
+			}, tc.lines()...)
+			_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, lines...)
+			if rec := recs["3"]; rec == nil || rec.Decision != DecisionIndeterminate || !strings.Contains(rec.Indeterminate, "which objects") {
+				t.Errorf("the deletecollection: %s %s %s %v, want indeterminate: which objects it listed is not known", rec, rec.Decision, rec.Indeterminate, rec.Notes)
+			}
+		})
 	}
 }
 

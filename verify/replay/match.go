@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"slices"
 	"strings"
 	"sync"
 
@@ -32,6 +33,9 @@ type scope struct {
 	// nsReaders are the policies that select (theirs or a binding's namespaceSelector) or
 	// read (namespaceObject) the request's namespace.
 	nsReaders map[string]bool
+	// publishers are the policies that can publish audit annotations: with auditAnnotations,
+	// or bound with the Audit action.
+	publishers map[string]bool
 
 	// pluginInputs are the resources kube-apiserver's built-in admission plugins read for a
 	// request some policy can match (the ServiceAccount plugin reads serviceaccounts for a
@@ -56,8 +60,12 @@ func newScope(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bin
 	nsBinding := false
 	s := &scope{resources: res, params: map[schema.GroupResource]bool{}, paramSelectors: map[schema.GroupResource][]labels.Selector{}, nsReaders: map[string]bool{}, matches: map[matchKey]bool{}, names: map[matchKey][]string{}, kept: map[schema.GroupResource]bool{}}
 	selectors := map[string][]*metav1.LabelSelector{} // by policy
+	s.publishers = map[string]bool{}
 	for _, b := range bindings {
 		bound[b.Spec.PolicyName] = true
+		if slices.Contains(b.Spec.ValidationActions, admissionregistrationv1.Audit) {
+			s.publishers[b.Spec.PolicyName] = true
+		}
 		if pr := b.Spec.ParamRef; pr != nil && pr.Selector != nil {
 			selectors[b.Spec.PolicyName] = append(selectors[b.Spec.PolicyName], pr.Selector)
 		}
@@ -71,6 +79,9 @@ func newScope(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bin
 			continue
 		}
 		s.policies = append(s.policies, p)
+		if len(p.Spec.AuditAnnotations) > 0 {
+			s.publishers[p.Name] = true
+		}
 		if pk := p.Spec.ParamKind; pk != nil {
 			if gv, err := schema.ParseGroupVersion(pk.APIVersion); err == nil {
 				if m, err := res.RESTMapper().RESTMapping(gv.WithKind(pk.Kind).GroupKind(), gv.Version); err == nil {
@@ -164,6 +175,16 @@ func policyMentions(p *admissionregistrationv1.ValidatingAdmissionPolicy, word s
 	}
 	for _, a := range p.Spec.AuditAnnotations {
 		if strings.Contains(a.ValueExpression, word) {
+			return true
+		}
+	}
+	return false
+}
+
+// publishes says whether any of the policies can publish audit annotations.
+func (s *scope) publishes(names []string) bool {
+	for _, n := range names {
+		if s.publishers[n] {
 			return true
 		}
 	}

@@ -66,6 +66,10 @@ const (
 	ReasonParamUnknown Reason = "param-unknown"
 	// ReasonNamespaceUnknown: the decision read a namespace the State does not know.
 	ReasonNamespaceUnknown Reason = "namespace-unknown"
+	// ReasonWatchCache: kube-apiserver may have admitted an update or a delete first on its
+	// watch cache's copy of an older version of the object, and the audit annotations,
+	// which keep that attempt's values, depend on which version it read.
+	ReasonWatchCache Reason = "watch-cache"
 	// ReasonAuthorizer: the decision depends on authorizer checks, which the audit log does
 	// not answer.
 	ReasonAuthorizer Reason = "authorizer"

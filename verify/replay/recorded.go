@@ -113,7 +113,11 @@ func classify(ev *Event, connect bool) recording {
 		if verb == "create" && !connect {
 			return recording{outcome: RecordedAdmit, vapRan: true, note: "failed after admission: " + reasonOr(reason, "Conflict")}
 		}
-		return recording{skip: SkipBeforeAdmission, note: "Conflict"}
+		// An update's resourceVersion (Store.Update, before updateValidation), a delete's
+		// preconditions (before validateDeletion), an apply's field conflicts: all before
+		// validating admission. When the pipeline over the State gets past them, the State is
+		// not the version the server held (a write logged later ran concurrently).
+		return recording{skip: SkipBeforeAdmission, sure: true, note: "Conflict"}
 	case 422:
 		return recording{skip: SkipBeforeAdmission, note: "Invalid"}
 	case 400, 405, 406, 413, 415:

@@ -158,6 +158,7 @@ type Replayer struct {
 	state          *clusterState
 	evals          []evalWorker
 	running        *evaluation
+	logTime        time.Time // the latest completion of a request the log records so far
 
 	// catalog is the replay's copy of the catalog it was given, which follows the CRDs of the
 	// snapshot and the log (nil when the Resources are not a catalog); crds are those it
@@ -362,6 +363,7 @@ func (r *Replayer) line(ctx context.Context, d decoded) {
 		return
 	}
 	r.sum.Requests++
+	r.noteLogTime(ev)
 	if r.observer.Event != nil {
 		r.observer.Event(d.file, d.num, ev, d.observed)
 	}
@@ -419,6 +421,7 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 		return
 	}
 	t = r.learnFromUse(ctx, d, ev, t)
+	r.reviseConcurrent(ev, t, fmt.Sprintf("%s:%d", d.file, d.num))
 	r.detectBirth(d, ev, t)
 	rec := classify(ev, t.connect)
 	// A request the server refused for another reason than authentication or authorization
@@ -447,13 +450,23 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	j.resolving, unknownParams, j.unsettled = r.unsettledParams(policies, ev)
 	if t.op == admission.Update || t.op == admission.Delete || t.op == admission.Connect || t.sub != "" {
 		j.prior = r.state.priorOf(t.gvr.GroupResource(), t.namespace, t.name, writtenVersion(d, ev, t), ev.Received())
+		if (t.op != admission.Update && t.op != admission.Delete) || ev.Verb == "deletecollection" || !ep.scope.publishes(policies) {
+			// Only an update or a delete reads the stored object from the watch cache, and
+			// what it read first shows only in audit annotations.
+			j.prior.stale, j.prior.staleUnknown = nil, ""
+		}
 	}
 	if ev.Verb == "deletecollection" {
-		j.list, j.listUnknowns, j.listUnknown = r.state.list(t.gvr.GroupResource(), t.namespace)
+		j.list, j.listUnknowns, j.listUnknown = r.state.list(t.gvr.GroupResource(), t.namespace, ev.Received())
 	}
 	// An unknown namespace is a miss only when a matched policy selects or reads it.
 	j.view = r.state.view(ep.scope.readNamespaces(policies))
 	j.view.unknown = unknownParams
+	if t.op == admission.Update || t.op == admission.Delete || t.op == admission.Connect || t.sub != "" {
+		// A deletecollection (no name) read the objects of its namespace.
+		j.key, j.completed, j.recorded = replacedKey{t.gvr.GroupResource(), objectKey{t.namespace, t.name}}, auditlog.ParseTime(ev.StageTimestamp), rec
+		r.running.track(j)
+	}
 	r.submit(j)
 }
 

@@ -113,33 +113,36 @@ func TestClassify(t *testing.T) {
 	type out struct {
 		Outcome, By string
 		Skip        Reason
+		Sure        bool
 	}
 	for _, tc := range []struct {
 		name string
 		ev   *Event
 		want out
 	}{
-		{"ok", ev("delete", "", 200, "", "", nil), out{RecordedAdmit, "", ""}},
-		{"vap deny", ev("delete", "", 422, "Invalid", `pods "a" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b' denied request: no`, nil), out{RecordedDeny, "ValidatingAdmissionPolicy 'p' with binding 'b'", ""}},
-		{"vap deny, forbidden", ev("delete", "", 403, "Forbidden", `ValidatingAdmissionPolicy 'p' with binding 'b' denied request: no`, nil), out{RecordedDeny, "ValidatingAdmissionPolicy 'p' with binding 'b'", ""}},
-		{"vap deny of the IP allocation", ev("create", "", 422, "Invalid", `Service "svc-a" is invalid: spec.clusterIPs: Invalid value: [""]: failed to allocate IP: ipaddresses.networking.k8s.io "10.0.0.251" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b' denied request: no`, nil), out{"", "", SkipBeforeAdmission}},
-		{"vap deny of another request", ev("create", "", 500, "InternalError", `Internal error occurred: secrets "s" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b' denied request: no`, nil), out{RecordedUnknown, "", ""}},
-		{"webhook", ev("delete", "", 403, "Forbidden", `admission webhook "w.example.com" denied the request: no`, nil), out{RecordedDeny, `admission webhook "w.example.com"`, ""}},
-		{"kyverno 400", ev("delete", "", 400, "", `admission webhook "validate.kyverno.svc-fail" denied the request: x`, nil), out{RecordedDeny, `admission webhook "validate.kyverno.svc-fail"`, ""}},
-		{"authorizer", ev("delete", "", 403, "Forbidden", `pods "a" is forbidden: User "u" cannot delete resource "pods"`, map[string]string{"authorization.k8s.io/decision": "forbid"}), out{"", "", SkipUnauthorized}},
-		{"unauthenticated", ev("delete", "", 401, "Unauthorized", "", nil), out{"", "", SkipUnauthenticated}},
-		{"create conflict is after admission", ev("create", "", 409, "AlreadyExists", "", nil), out{RecordedAdmit, "", ""}},
-		{"update conflict is before admission", ev("update", "", 409, "Conflict", "", nil), out{"", "", SkipBeforeAdmission}},
-		{"not found", ev("delete", "", 404, "NotFound", "", nil), out{"", "", SkipBeforeAdmission}},
-		{"evicting a missing pod is after admission", ev("create", "eviction", 404, "NotFound", `pods "p" not found`, nil), out{RecordedAdmit, "", ""}},
-		{"evicting in a missing namespace is before admission", ev("create", "eviction", 404, "NotFound", `namespaces "ns" not found`, nil), out{"", "", SkipBeforeAdmission}},
-		{"eviction blocked by a PDB is after admission", ev("create", "eviction", 429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption budget.", nil), out{RecordedAdmit, "", ""}},
-		{"throttled", ev("create", "", 429, "TooManyRequests", "Too many requests", nil), out{"", "", SkipBeforeAdmission}},
-		{"timeout", ev("create", "", 504, "Timeout", "", nil), out{RecordedUnknown, "", ""}},
-		{"panic", &Event{Stage: auditlog.StagePanic, ResponseStatus: &Status{Code: 500}}, out{RecordedUnknown, "", ""}},
+		{"ok", ev("delete", "", 200, "", "", nil), out{RecordedAdmit, "", "", false}},
+		{"vap deny", ev("delete", "", 422, "Invalid", `pods "a" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b' denied request: no`, nil), out{RecordedDeny, "ValidatingAdmissionPolicy 'p' with binding 'b'", "", false}},
+		{"vap deny, forbidden", ev("delete", "", 403, "Forbidden", `ValidatingAdmissionPolicy 'p' with binding 'b' denied request: no`, nil), out{RecordedDeny, "ValidatingAdmissionPolicy 'p' with binding 'b'", "", false}},
+		{"vap deny of the IP allocation", ev("create", "", 422, "Invalid", `Service "svc-a" is invalid: spec.clusterIPs: Invalid value: [""]: failed to allocate IP: ipaddresses.networking.k8s.io "10.0.0.251" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b' denied request: no`, nil), out{"", "", SkipBeforeAdmission, true}},
+		{"vap deny of another request", ev("create", "", 500, "InternalError", `Internal error occurred: secrets "s" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b' denied request: no`, nil), out{RecordedUnknown, "", "", false}},
+		{"webhook", ev("delete", "", 403, "Forbidden", `admission webhook "w.example.com" denied the request: no`, nil), out{RecordedDeny, `admission webhook "w.example.com"`, "", false}},
+		{"kyverno 400", ev("delete", "", 400, "", `admission webhook "validate.kyverno.svc-fail" denied the request: x`, nil), out{RecordedDeny, `admission webhook "validate.kyverno.svc-fail"`, "", false}},
+		{"authorizer", ev("delete", "", 403, "Forbidden", `pods "a" is forbidden: User "u" cannot delete resource "pods"`, map[string]string{"authorization.k8s.io/decision": "forbid"}), out{"", "", SkipUnauthorized, false}},
+		{"unauthenticated", ev("delete", "", 401, "Unauthorized", "", nil), out{"", "", SkipUnauthenticated, false}},
+		{"create conflict is after admission", ev("create", "", 409, "AlreadyExists", "", nil), out{RecordedAdmit, "", "", false}},
+		{"update conflict is before admission", ev("update", "", 409, "Conflict", "", nil), out{"", "", SkipBeforeAdmission, true}},
+		{"delete precondition conflict is before admission", ev("delete", "", 409, "Conflict", `Operation cannot be fulfilled on Pod "p": the ResourceVersion in the precondition (864) does not match the ResourceVersion in record (898). The object might have been modified`, nil), out{"", "", SkipBeforeAdmission, true}},
+		{"apply conflict is before admission", ev("patch", "", 409, "Conflict", `Apply failed with 1 conflict: conflict with "kubectl": .spec.replicas`, nil), out{"", "", SkipBeforeAdmission, true}},
+		{"not found", ev("delete", "", 404, "NotFound", "", nil), out{"", "", SkipBeforeAdmission, false}},
+		{"evicting a missing pod is after admission", ev("create", "eviction", 404, "NotFound", `pods "p" not found`, nil), out{RecordedAdmit, "", "", false}},
+		{"evicting in a missing namespace is before admission", ev("create", "eviction", 404, "NotFound", `namespaces "ns" not found`, nil), out{"", "", SkipBeforeAdmission, false}},
+		{"eviction blocked by a PDB is after admission", ev("create", "eviction", 429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption budget.", nil), out{RecordedAdmit, "", "", false}},
+		{"throttled", ev("create", "", 429, "TooManyRequests", "Too many requests", nil), out{"", "", SkipBeforeAdmission, false}},
+		{"timeout", ev("create", "", 504, "Timeout", "", nil), out{RecordedUnknown, "", "", false}},
+		{"panic", &Event{Stage: auditlog.StagePanic, ResponseStatus: &Status{Code: 500}}, out{RecordedUnknown, "", "", false}},
 	} {
 		r := classify(tc.ev, false)
-		if diff := cmp.Diff(tc.want, out{r.outcome, r.by, r.skip}); diff != "" {
+		if diff := cmp.Diff(tc.want, out{r.outcome, r.by, r.skip, r.sure}); diff != "" {
 			t.Errorf("%s: classify mismatch (-want +got):\n%s", tc.name, diff)
 		}
 	}

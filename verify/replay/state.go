@@ -53,9 +53,12 @@ type clusterState struct {
 
 	// replaced are the entries the latest writes replaced (see priorOf), at most
 	// maxReplaced of them, oldest first in replacedOrder.
-	replaced      map[replacedKey]replacedEntry
+	replaced      map[replacedKey][]replacedEntry
 	replacedOrder []replacedKey
 	replacedSeq   uint64
+	// lastDone is when the latest write to an object of a resource completed, by namespace
+	// (and across namespaces, the empty one), for list.
+	lastDone map[replacedKey]time.Time
 }
 
 type replacedKey struct {
@@ -66,11 +69,15 @@ type replacedKey struct {
 type replacedEntry struct {
 	e   *entry
 	seq uint64
+	by  *entry // the entry that replaced it
 }
 
 // maxReplaced bounds the replaced entries kept: a write the log records out of the storage's
 // order is one made concurrently with another, moments apart.
 const maxReplaced = 1024
+
+// maxReplacedPerObject bounds the replaced entries kept of one object.
+const maxReplacedPerObject = 4
 
 type objectKey struct{ namespace, name string }
 
@@ -82,6 +89,9 @@ type entry struct {
 	// done is when the write that stored it completed (its event's stageTimestamp), when the
 	// log says.
 	done time.Time
+	// follows says the write that stored it replaced a version of the object (it was not
+	// created): the server may still have read that version from its watch cache (staleOf).
+	follows bool
 	// unknowns are fields of a known object whose values the replay does not know (the clock
 	// of a write the log does not show), with paths from the object ("object" root).
 	unknowns []vapccel.Unknown
@@ -282,15 +292,17 @@ func (s *clusterState) store(gr schema.GroupResource, u *unstructured.Unstructur
 		return nil
 	}
 	k := objectKey{u.GetNamespace(), u.GetName()}
+	e := &entry{raw: raw, rv: rv, labels: labels.Set(u.GetLabels()), source: source}
 	if old := s.bucket(gr)[k]; old != nil {
 		if old.rv > 0 && rv > 0 && old.rv > rv {
 			return nil
 		}
+		e.follows = true
 		if old.raw != nil {
-			s.remember(replacedKey{gr, k}, old)
+			s.remember(replacedKey{gr, k}, old, e)
 		}
 	}
-	s.bucket(gr)[k] = &entry{raw: raw, rv: rv, labels: labels.Set(u.GetLabels()), source: source}
+	s.bucket(gr)[k] = e
 	if s.typedKinds(gr) {
 		if typed == nil {
 			typed = s.prepareTyped(u, raw)
@@ -468,21 +480,38 @@ type prior struct {
 	source, unknown string
 	// unknowns are the fields of the known object whose values are not known.
 	unknowns []vapccel.Unknown
+	// stale are the versions the object had before the write that stored this one, newest
+	// first, when the server may have admitted the request on one of them first (see
+	// staleOf); staleUnknown says why a version it may have read is not known. Both are
+	// empty when it read this one.
+	stale        []prior
+	staleUnknown string
 }
 
-// remember keeps the entry a write replaced, for priorOf; the oldest go beyond maxReplaced.
-func (s *clusterState) remember(k replacedKey, e *entry) {
+// remember keeps the entry a write replaced (by is the entry it stored), for priorOf and
+// staleOf; the oldest go beyond maxReplaced, and beyond maxReplacedPerObject of one object.
+func (s *clusterState) remember(k replacedKey, e, by *entry) {
 	if s.replaced == nil {
-		s.replaced = map[replacedKey]replacedEntry{}
+		s.replaced = map[replacedKey][]replacedEntry{}
 	}
 	s.replacedSeq++
-	s.replaced[k] = replacedEntry{e: e, seq: s.replacedSeq}
+	rs := append(s.replaced[k], replacedEntry{e: e, seq: s.replacedSeq, by: by})
+	if len(rs) > maxReplacedPerObject {
+		rs = append(rs[:0:0], rs[len(rs)-maxReplacedPerObject:]...)
+	}
+	s.replaced[k] = rs
 	s.replacedOrder = append(s.replacedOrder, k)
 	if len(s.replacedOrder) > maxReplaced {
 		oldest := s.replacedOrder[0]
 		s.replacedOrder = s.replacedOrder[1:]
-		if r, ok := s.replaced[oldest]; ok && r.seq <= s.replacedSeq-maxReplaced {
+		rs := s.replaced[oldest]
+		for len(rs) > 0 && rs[0].seq <= s.replacedSeq-maxReplaced {
+			rs = rs[1:]
+		}
+		if len(rs) == 0 {
 			delete(s.replaced, oldest)
+		} else {
+			s.replaced[oldest] = rs
 		}
 	}
 }
@@ -500,11 +529,18 @@ func (s *clusterState) priorOf(gr schema.GroupResource, namespace, name string, 
 	p := s.prior(gr, namespace, name)
 	e := s.objects[gr][objectKey{namespace, name}]
 	if rv == 0 || e == nil || e.rv == 0 || e.rv <= rv {
-		return s.concurrent(p, gr, namespace, name, received)
-	}
-	if r, ok := s.replaced[replacedKey{gr, objectKey{namespace, name}}]; ok && r.e.rv > 0 && r.e.rv < rv {
-		p.source, p.unknown, p.raw, p.unknowns = r.e.source+" (the log records the write that replaced it, at "+e.source+", before this one, which the server stored first)", r.e.unknown, r.e.raw, r.e.unknowns
+		p = s.concurrent(p, gr, namespace, name, received)
+		if p.raw != nil {
+			s.staleOf(&p, gr, namespace, name, received)
+		}
 		return p
+	}
+	rs := s.replaced[replacedKey{gr, objectKey{namespace, name}}]
+	for i := len(rs) - 1; i >= 0; i-- {
+		if r := rs[i]; r.e.rv > 0 && r.e.rv < rv {
+			p.source, p.unknown, p.raw, p.unknowns = r.e.source+" (the log records the write that replaced it, at "+r.by.source+", before this one, which the server stored first)", r.e.unknown, r.e.raw, r.e.unknowns
+			return p
+		}
 	}
 	p.raw, p.unknowns = nil, nil
 	p.unknown = fmt.Sprintf("the log records this write (resourceVersion %d) after a later one to the object (%s, resourceVersion %d), and the version it changed is not known", rv, e.source, e.rv)
@@ -513,6 +549,15 @@ func (s *clusterState) priorOf(gr schema.GroupResource, namespace, name string, 
 
 // markDone records when the write at source, which stored the object, completed.
 func (s *clusterState) markDone(gr schema.GroupResource, namespace, name, source string, done time.Time) {
+	if s.lastDone == nil {
+		s.lastDone = map[replacedKey]time.Time{}
+	}
+	if k := (replacedKey{gr, objectKey{namespace: namespace}}); done.After(s.lastDone[k]) {
+		s.lastDone[k] = done
+	}
+	if k := (replacedKey{gr: gr}); done.After(s.lastDone[k]) {
+		s.lastDone[k] = done
+	}
 	if e := s.objects[gr][objectKey{namespace, name}]; e != nil && strings.HasPrefix(e.source, source) {
 		e.done = done
 	}
@@ -531,6 +576,41 @@ func (s *clusterState) concurrent(p prior, gr schema.GroupResource, namespace, n
 	p.unknown = fmt.Sprintf("the write at %s completed after this request was received (%s, %s): they ran concurrently, and the log does not say which version of the object this request read",
 		e.source, received.UTC().Format(time.RFC3339Nano), e.done.UTC().Format(time.RFC3339Nano))
 	return p
+}
+
+// watchCacheLag is how long after a write completed the replay holds that kube-apiserver may
+// not have seen it in its watch cache yet. The store's GuaranteedUpdate and Delete run their
+// first attempt on the watch cache's copy of the object (Cacher.GuaranteedUpdate hands it to
+// etcd3's store as cachedExistingObject), and run again on the live object from etcd when that
+// copy turns out stale; audit annotations keep the first value a key was given, so those of a
+// request received moments after a write may come from the version before it, while the
+// decision comes from the live one. Loopback servers show lags of 2 ms (TestRandomParity); the replay allows a hundred times more.
+const watchCacheLag = 250 * time.Millisecond
+
+// staleOf sets p.stale (or p.staleUnknown) for a request received at received, when the write
+// that stored the State's version of the object replaced another version and completed less
+// than watchCacheLag before: the server's first attempt may have read the version before it,
+// or, when that one's write completed as recently, the one before that, and so on.
+func (s *clusterState) staleOf(p *prior, gr schema.GroupResource, namespace, name string, received time.Time) {
+	k := replacedKey{gr, objectKey{namespace, name}}
+	cur := s.objects[gr][k.k]
+	for cur != nil && cur.follows && !cur.done.IsZero() && !received.IsZero() && received.Sub(cur.done) < watchCacheLag {
+		gap := received.Sub(cur.done).Round(time.Microsecond)
+		var r *replacedEntry
+		for i, c := range s.replaced[k] {
+			if c.by == cur {
+				r = &s.replaced[k][i]
+			}
+		}
+		if r == nil || r.e.raw == nil || len(p.stale) == maxReplacedPerObject {
+			p.stale = nil
+			p.staleUnknown = fmt.Sprintf("the write at %s completed %s before this request was received, and the version it replaced is not known", cur.source, gap)
+			return
+		}
+		p.stale = append(p.stale, prior{kept: p.kept, found: true, complete: p.complete, raw: r.e.raw, unknowns: r.e.unknowns,
+			source: fmt.Sprintf("%s (the version the write at %s, completed %s before this request was received, replaced)", r.e.source, cur.source, gap)})
+		cur = r.e
+	}
 }
 
 func (s *clusterState) prior(gr schema.GroupResource, namespace, name string) prior {
@@ -556,13 +636,16 @@ func (p prior) decode() (*unstructured.Unstructured, string) {
 }
 
 // list returns the JSON of every object of the resource in the namespace (every namespace
-// when it is empty), in no order, or why the State does not know them all.
-func (s *clusterState) list(gr schema.GroupResource, namespace string) ([][]byte, map[objectKey][]vapccel.Unknown, string) {
+// when it is empty), in no order, or why the State does not know them all: for a request
+// received at received, they are not known when a write to one of them completed after it.
+func (s *clusterState) list(gr schema.GroupResource, namespace string, received time.Time) ([][]byte, map[objectKey][]vapccel.Unknown, string) {
 	switch {
 	case !s.keep(gr):
 		return nil, nil, "the replay does not keep " + gr.String()
 	case !s.Complete(gr):
 		return nil, nil, "the snapshot and the log do not hold every object of " + gr.String()
+	case !received.IsZero() && s.lastDone[replacedKey{gr, objectKey{namespace: namespace}}].After(received):
+		return nil, nil, fmt.Sprintf("a write to %s completed after this request was received (%s): they ran concurrently, and the log does not say which objects it listed", gr, received.UTC().Format(time.RFC3339Nano))
 	}
 	out := [][]byte{}
 	var unknowns map[objectKey][]vapccel.Unknown
