@@ -125,7 +125,7 @@ func (r *Replayer) submit(j *job) {
 	for len(e.queue) > 0 {
 		head := e.queue[0]
 		if len(e.queue) < maxQueued {
-			if e.holds(head, r.logTime) {
+			if head.tracked && e.holds(head, r.currentLogTime()) {
 				return
 			}
 			select {

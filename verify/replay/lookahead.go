@@ -95,9 +95,21 @@ func (r *Replayer) reviseConcurrent(ev *Event, t target, src string) {
 	}
 }
 
-// noteLogTime advances the log's clock to the completion of ev.
+// noteLogTime advances the log's clock to the completion of ev; it is read, and parsed, only
+// while a job waits (currentLogTime).
 func (r *Replayer) noteLogTime(ev *Event) {
-	if t := auditlog.ParseTime(ev.StageTimestamp); t.After(r.logTime) {
-		r.logTime = t
+	if ev.StageTimestamp != "" {
+		r.logStamp = ev.StageTimestamp
 	}
+}
+
+// currentLogTime is the log's clock: the latest completion it records so far.
+func (r *Replayer) currentLogTime() time.Time {
+	if r.logStamp != r.logTimeOf {
+		if t := auditlog.ParseTime(r.logStamp); t.After(r.logTime) {
+			r.logTime = t
+		}
+		r.logTimeOf = r.logStamp
+	}
+	return r.logTime
 }

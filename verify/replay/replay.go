@@ -158,7 +158,10 @@ type Replayer struct {
 	state          *clusterState
 	evals          []evalWorker
 	running        *evaluation
-	logTime        time.Time // the latest completion of a request the log records so far
+	// logStamp is the latest completion of a request the log records so far; logTime is it
+	// parsed (from logTimeOf), see currentLogTime.
+	logStamp, logTimeOf string
+	logTime             time.Time
 
 	// catalog is the replay's copy of the catalog it was given, which follows the CRDs of the
 	// snapshot and the log (nil when the Resources are not a catalog); crds are those it
