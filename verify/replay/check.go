@@ -32,47 +32,10 @@ func (f validationFailure) String() string {
 // annotations, and a denial by a ValidatingAdmissionPolicy. It returns every disagreement;
 // an empty, non-nil slice means the request was checked and agrees.
 func check(ev *Event, rec recording, dec *verify.Decision, loaded map[string]bool) []string {
-	out := []string{}
 	if !rec.vapRan && ev.Annotations[ValidationFailureAnnotation] == "" {
 		return nil // ValidatingAdmissionPolicy may not have run: nothing to compare
 	}
-	// validation_failure.
-	recorded, err := failures(ev.Annotations[ValidationFailureAnnotation], loaded)
-	if err != nil {
-		out = append(out, "recorded "+ValidationFailureAnnotation+" does not decode: "+err.Error())
-	}
-	predicted, _ := failures(dec.AuditAnnotations[ValidationFailureAnnotation], loaded)
-	if a, b := strings.Join(recorded, "\n"), strings.Join(predicted, "\n"); a != b {
-		out = append(out, fmt.Sprintf("%s: recorded [%s], predicted [%s]", ValidationFailureAnnotation, strings.Join(recorded, "; "), strings.Join(predicted, "; ")))
-	}
-	// <policy>/<key> audit annotations.
-	keys := map[string]bool{}
-	for k := range ev.Annotations {
-		keys[k] = true
-	}
-	for k := range dec.AuditAnnotations {
-		keys[k] = true
-	}
-	var sorted []string
-	for k := range keys {
-		p, _, ok := strings.Cut(k, "/")
-		if ok && loaded[p] {
-			sorted = append(sorted, k)
-		}
-	}
-	sort.Strings(sorted)
-	for _, k := range sorted {
-		got, gok := ev.Annotations[k]
-		want, wok := dec.AuditAnnotations[k]
-		switch {
-		case gok && !wok:
-			out = append(out, fmt.Sprintf("audit annotation %s: recorded %q, predicted none", k, got))
-		case !gok && wok:
-			out = append(out, fmt.Sprintf("audit annotation %s: recorded none, predicted %q", k, want))
-		case got != want && !joinedEqual(got, annotationValues(dec, k)):
-			out = append(out, fmt.Sprintf("audit annotation %s: recorded %q, predicted %q", k, got, want))
-		}
-	}
+	out := checkAnnotations(ev, dec.AuditAnnotations, dec, loaded)
 	switch {
 	case rec.policy != "" && loaded[rec.policy]:
 		// A denial by a loaded policy. When several deny, the server answers with any of them.
@@ -85,6 +48,50 @@ func check(ev *Event, rec recording, dec *verify.Decision, loaded map[string]boo
 	case rec.outcome == RecordedAdmit && !dec.Allowed:
 		// Admitted by the server, refused by the prediction.
 		out = append(out, fmt.Sprintf("recorded admit (%d), predicted denial %d %q", ev.Code(), dec.Code, dec.Message))
+	}
+	return out
+}
+
+// checkAnnotations compares the audit annotations of the loaded policies the log holds with
+// predicted, the annotations of dec or of another attempt at the request (see firstAttempt).
+func checkAnnotations(ev *Event, predictedAnnotations map[string]string, dec *verify.Decision, loaded map[string]bool) []string {
+	out := []string{}
+	// validation_failure.
+	recorded, err := failures(ev.Annotations[ValidationFailureAnnotation], loaded)
+	if err != nil {
+		out = append(out, "recorded "+ValidationFailureAnnotation+" does not decode: "+err.Error())
+	}
+	predicted, _ := failures(predictedAnnotations[ValidationFailureAnnotation], loaded)
+	if a, b := strings.Join(recorded, "\n"), strings.Join(predicted, "\n"); a != b {
+		out = append(out, fmt.Sprintf("%s: recorded [%s], predicted [%s]", ValidationFailureAnnotation, strings.Join(recorded, "; "), strings.Join(predicted, "; ")))
+	}
+	// <policy>/<key> audit annotations.
+	keys := map[string]bool{}
+	for k := range ev.Annotations {
+		keys[k] = true
+	}
+	for k := range predictedAnnotations {
+		keys[k] = true
+	}
+	var sorted []string
+	for k := range keys {
+		p, _, ok := strings.Cut(k, "/")
+		if ok && loaded[p] {
+			sorted = append(sorted, k)
+		}
+	}
+	sort.Strings(sorted)
+	for _, k := range sorted {
+		got, gok := ev.Annotations[k]
+		want, wok := predictedAnnotations[k]
+		switch {
+		case gok && !wok:
+			out = append(out, fmt.Sprintf("audit annotation %s: recorded %q, predicted none", k, got))
+		case !gok && wok:
+			out = append(out, fmt.Sprintf("audit annotation %s: recorded none, predicted %q", k, want))
+		case got != want && !joinedEqual(got, annotationValues(dec, k)):
+			out = append(out, fmt.Sprintf("audit annotation %s: recorded %q, predicted %q", k, got, want))
+		}
 	}
 	return out
 }

@@ -101,6 +101,7 @@ func (m paramMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta
 // must call once it has changed the catalog.
 func (r *Replayer) quiesce() {
 	if r.running != nil && !r.quiesced {
+		r.lookaheadCut += r.running.held(r.currentLogTime())
 		r.stopEvaluation()
 		r.quiesced = true
 	}

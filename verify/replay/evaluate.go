@@ -60,6 +60,11 @@ type job struct {
 
 	// For reviseConcurrent: the object whose stored version the request read, when the
 	// request completed, and what the log recorded of it before the evaluation refined it.
+	// warns says a policy of the request may warn (see firstAttempt); unknowns are the fields
+	// of the request its evaluation did not know.
+	warns    bool
+	unknowns []vapccel.Unknown
+
 	key              replacedKey
 	completed        time.Time
 	recorded         recording
@@ -124,17 +129,25 @@ func (r *Replayer) submit(j *job) {
 	e.jobs <- j
 	for len(e.queue) > 0 {
 		head := e.queue[0]
-		if len(e.queue) < maxQueued {
-			if head.tracked && e.holds(head, r.currentLogTime()) {
-				return
+		held := head.tracked && e.holds(head, r.currentLogTime())
+		switch {
+		case len(e.queue) >= maxHeld:
+			<-head.done
+			if held {
+				r.lookaheadCut++
 			}
+		case held:
+			// The jobs behind it wait too; those not evaluated yet are bounded by the
+			// channel to the workers.
+			return
+		case len(e.queue) >= maxQueued:
+			<-head.done
+		default:
 			select {
 			case <-head.done:
 			default:
 				return
 			}
-		} else {
-			<-head.done
 		}
 		e.queue[0] = nil
 		e.queue = e.queue[1:]
@@ -211,7 +224,7 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 		}
 		return dec, nil
 	}
-	unknowns = rooted(j.prior.unknowns, j.t.op == admission.Update)
+	unknowns = append(rooted(j.prior.unknowns, j.t.op == admission.Update), b.unknowns...)
 	if u := b.req.Object; u != nil && b.objectSource != SourceResponse && (j.t.op == admission.Create || j.t.op == admission.Update) {
 		// Mutating webhooks changed the object before validating admission.
 		if why := patchRebuilt(j.ev, u); why != "" {
@@ -225,6 +238,7 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 			Why: "the object as the schema of " + j.t.gvr.Resource + "." + j.t.gvr.Group + " prunes and defaults it, which the log does not hold"})
 	}
 	r.conclude(w, j, out, b.oldUnknown, unknowns, decide)
+	j.unknowns = unknowns
 	r.firstAttempt(j, out, j.dec, func(p prior) (*verify.Decision, error) { return r.decideOn(ctx, w, j, p) })
 	if j.dec != nil && j.dec.Mutation != nil && out.Decision != DecisionIndeterminate {
 		out.Mutations = j.dec.Mutation.Changes

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"strings"
@@ -566,11 +567,25 @@ func TestWritesLoggedOutOfOrder(t *testing.T) {
 	for _, id := range []string{"3", "4"} {
 		rec := recs[id]
 		if rec == nil || rec.Decision == DecisionIndeterminate || rec.Changed {
-			t.Errorf("request %s: %s %q (recorded %s), want decided as recorded", id, rec.Decision, rec.Indeterminate, rec.Recorded)
+			t.Errorf("request %s: %+v, want decided as recorded", id, rec)
 		}
 	}
 	if rec := recs["3"]; rec != nil && rec.Decision != DecisionAdmit {
 		t.Errorf("request 3 decided %s, want admit (its old object is version 10)", rec.Decision)
+	}
+
+	// A write the State did not keep (at Metadata level) between the version a late write
+	// changed and the next one it knows: the version it changed is not known.
+	_, recs = replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+		levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm("", map[string]any{"v": "bad"}), cm("5", map[string]any{"v": "bad"})),
+		levelEvent(t, "2", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 200, "", cm("5", map[string]any{"v": "good"}), cm("10", map[string]any{"v": "good"})),
+		levelEvent(t, "3", auditlog.LevelMetadata, "update", "configmaps", "ns1", "cm", 200, "", nil, nil),
+		levelEvent(t, "4", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 200, "", cm("20", map[string]any{"v": "x"}), cm("30", map[string]any{"v": "x"})),
+		// Stored at 20, logged last: it changed version 15, which the log does not hold.
+		levelEvent(t, "5", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 200, "", cm("15", map[string]any{"v": "y"}), cm("20", map[string]any{"v": "y"})),
+	)
+	if rec := recs["5"]; rec == nil || rec.Decision != DecisionIndeterminate || rec.Reason != ReasonOldObjectUnknown {
+		t.Errorf("request 5: %+v, want indeterminate: the version it changed (15) is not known", rec)
 	}
 }
 
@@ -615,17 +630,21 @@ func TestConcurrentLoggedLater(t *testing.T) {
 	denied := `configmaps "cm" is forbidden: ValidatingAdmissionPolicy 'old-v' with binding 'old-v' denied request: denied by old-v`
 	for _, tc := range []struct {
 		name           string
-		patchReceived  string // the patch completes at 02.010000, logged after the DELETE
+		patchReceived  string // the patch completes at patchDone (02.010000), logged after the DELETE
+		patchDone      string
 		wantIndetermin bool
 	}{
 		{name: "received before the DELETE completed", patchReceived: "02.000000", wantIndetermin: true},
 		{name: "received after the DELETE completed", patchReceived: "02.007000"},
+		// Completed more than the lookahead after the DELETE: not looked for (a documented
+		// limit), whatever the evaluation's timing.
+		{name: "logged more than a second after it", patchReceived: "02.000000", patchDone: "03.500000"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
 				timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm("", "a"), cm("10", "a")), "01.000000", "01.001000", nil),
 				timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "delete", "configmaps", "ns1", "cm", 403, denied, nil, nil), "02.003000", "02.006000", nil),
-				timedEvent(t, levelEvent(t, "3", auditlog.LevelRequestResponse, "patch", "configmaps", "ns1", "cm", 200, "", patch, cm("11", "b")), tc.patchReceived, "02.010000", nil),
+				timedEvent(t, levelEvent(t, "3", auditlog.LevelRequestResponse, "patch", "configmaps", "ns1", "cm", 200, "", patch, cm("11", "b")), tc.patchReceived, cmp.Or(tc.patchDone, "02.010000"), nil),
 			)
 			rec := recs["2"]
 			switch {
@@ -673,6 +692,22 @@ func TestConcurrentDeleteCollection(t *testing.T) {
 				timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "b", 201, "", cm("b", "", "b"), cm("b", "11", "b")), "02.000000", "02.009000", nil),
 			}
 		},
+	}, {
+		name: "a create whose name the server generated, logged after it",
+		lines: func() []string {
+			return []string{
+				timedEvent(t, collection("3"), "02.003000", "02.008000", nil),
+				timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "", 201, "", cm("", "", "b"), cm("b-x1", "11", "b")), "02.000000", "02.009000", nil),
+			}
+		},
+	}, {
+		name: "a create whose name the server generated, logged before it",
+		lines: func() []string {
+			return []string{
+				timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "", 201, "", cm("", "", "b"), cm("b-x1", "11", "b")), "02.000000", "02.005000", nil),
+				timedEvent(t, collection("3"), "02.003000", "02.008000", nil),
+			}
+		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1"}}
@@ -684,6 +719,56 @@ func TestConcurrentDeleteCollection(t *testing.T) {
 			_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, lines...)
 			if rec := recs["3"]; rec == nil || rec.Decision != DecisionIndeterminate || !strings.Contains(rec.Indeterminate, "which objects") {
 				t.Errorf("the deletecollection: %s %s %s %v, want indeterminate: which objects it listed is not known", rec, rec.Decision, rec.Indeterminate, rec.Notes)
+			}
+		})
+	}
+}
+
+// TestConcurrentWithDeleteCollection: a deletecollection that left an object marked deleted
+// (finalizers) completed after a request to that object was received: the request ran
+// concurrently with it, and may have read the object marked or not.
+func TestConcurrentWithDeleteCollection(t *testing.T) {
+	p, b := levelPolicy("not-deleting", "configmaps", admissionregistrationv1.Update, nil, "!has(oldObject.metadata.deletionTimestamp)")
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1", "resourceVersion": "10", "uid": "u1", "finalizers": []any{"example.com/keep"}}}
+	list := map[string]any{"apiVersion": "v1", "kind": "ConfigMapList", "metadata": map[string]any{"resourceVersion": "12"}, "items": []any{cm}}
+	collection := levelEvent(t, "2", auditlog.LevelRequestResponse, "deletecollection", "configmaps", "ns1", "", 200, "", nil, list)
+	collection = strings.Replace(collection, `/namespaces/ns1/configmaps/"`, `/namespaces/ns1/configmaps"`, 1)
+	label := map[string]any{"metadata": map[string]any{"labels": map[string]any{"a": "b"}}}
+	_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+		timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm, cm), "01.000000", "01.001000", nil),
+		timedEvent(t, collection, "02.000000", "02.010000", nil),
+		// Received before the deletecollection completed.
+		timedEvent(t, levelEvent(t, "3", auditlog.LevelRequestResponse, "patch", "configmaps", "ns1", "cm", 200, "", label, nil), "02.005000", "02.012000", nil),
+	)
+	if rec := recs["3"]; rec == nil || rec.Decision != DecisionIndeterminate || !strings.Contains(rec.Indeterminate, "ran concurrently") {
+		t.Errorf("request 3: %+v, want indeterminate: it ran concurrently with the deletecollection", rec)
+	}
+}
+
+// TestTokenRequestDefaults: TokenREST.Create gives a TokenRequest the service account's name
+// and namespace, and the server's audiences when it asks for none, before validating admission;
+// the log holds the request as sent.
+func TestTokenRequestDefaults(t *testing.T) {
+	tr := map[string]any{"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "metadata": map[string]any{}, "spec": map[string]any{"expirationSeconds": 3600}}
+	denied := `serviceaccounts "sa1" is forbidden: ValidatingAdmissionPolicy 'token' with binding 'token' denied request: denied by token`
+	for _, tc := range []struct {
+		name, expr string
+		code       int32
+		message    string
+		want       string
+	}{
+		{"the name", "object.metadata.name == 'sa1' && object.metadata.namespace == 'ns1'", 201, "", DecisionAdmit},
+		{"the audiences", "size(object.spec.audiences) == 0", 403, denied, DecisionIndeterminate},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, b := levelPolicy("token", "serviceaccounts", admissionregistrationv1.Create, nil, tc.expr)
+			p.Spec.MatchConstraints.ResourceRules[0].Rule.Resources = []string{"serviceaccounts/token"}
+			line := levelEvent(t, "1", auditlog.LevelRequest, "create", "serviceaccounts", "ns1", "sa1", tc.code, tc.message, tr, nil)
+			line = strings.Replace(line, `"requestURI":"/api/v1/namespaces/ns1/serviceaccounts"`, `"requestURI":"/api/v1/namespaces/ns1/serviceaccounts/sa1/token"`, 1)
+			line = strings.Replace(line, `"resource":"serviceaccounts"`, `"resource":"serviceaccounts","subresource":"token"`, 1)
+			_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, line)
+			if rec := recs["1"]; rec == nil || rec.Decision != tc.want || rec.Changed {
+				t.Errorf("the TokenRequest: %+v, want %s", rec, tc.want)
 			}
 		})
 	}
@@ -703,6 +788,8 @@ func TestRefusedPodDelete(t *testing.T) {
 	}
 	refused := `pods "x" is forbidden: ValidatingAdmissionPolicy 'other' with binding 'other' denied request: no`
 	label := map[string]any{"metadata": map[string]any{"labels": map[string]any{"a": "b"}}}
+	quick := pod("quick", "n1")
+	quick["spec"].(map[string]any)["terminationGracePeriodSeconds"] = 0
 	_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
 		levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "pods", "ns1", "pending", 201, "", pod("pending", ""), pod("pending", "")),
 		levelEvent(t, "2", auditlog.LevelRequestResponse, "create", "pods", "ns1", "running", 201, "", pod("running", "n1"), pod("running", "n1")),
@@ -710,7 +797,14 @@ func TestRefusedPodDelete(t *testing.T) {
 		levelEvent(t, "4", auditlog.LevelRequestResponse, "delete", "pods", "ns1", "running", 422, refused, nil, nil),
 		levelEvent(t, "5", auditlog.LevelRequestResponse, "patch", "pods", "ns1", "pending", 200, "", label, nil),
 		levelEvent(t, "6", auditlog.LevelRequestResponse, "patch", "pods", "ns1", "running", 200, "", label, nil),
+		// A scheduled pod whose own grace period is 0: the DELETE without one takes it.
+		levelEvent(t, "7", auditlog.LevelRequestResponse, "create", "pods", "ns1", "quick", 201, "", quick, quick),
+		levelEvent(t, "8", auditlog.LevelRequestResponse, "delete", "pods", "ns1", "quick", 422, refused, nil, nil),
+		levelEvent(t, "9", auditlog.LevelRequestResponse, "patch", "pods", "ns1", "quick", 200, "", label, nil),
 	)
+	if rec := recs["9"]; rec == nil || rec.Decision != DecisionIndeterminate || !strings.Contains(rec.Indeterminate, "marked the pod deleted") {
+		t.Errorf("request 9: %+v, want indeterminate: the pod with terminationGracePeriodSeconds 0 may be marked deleted", rec)
+	}
 	if rec := recs["5"]; rec == nil || rec.Decision != DecisionIndeterminate || !strings.Contains(rec.Indeterminate, "marked the pod deleted") {
 		t.Errorf("request 5: %+v, want indeterminate: the pending pod may be marked deleted", rec)
 	}

@@ -19,9 +19,15 @@ import (
 // one again, without the old object, when such a write shows up (reviseConcurrent).
 const lookahead = time.Second
 
-// track registers a job that read the stored object of its request, for reviseConcurrent.
+// maxHeld bounds the jobs held for lookahead: beyond it (more requests in a second of log time)
+// the oldest is accounted for early, and the summary says how many were (lookaheadCut).
+const maxHeld = 4096
+
+// track registers a job whose evaluation read what the State knew of a stored object (its old
+// object, or a deletecollection's list), for reviseConcurrent.
 func (e *evaluation) track(j *job) {
-	if j.completed.IsZero() {
+	revisable := j.list != nil || (j.ev.Verb != "deletecollection" && j.prior.found && j.prior.raw != nil)
+	if j.completed.IsZero() || !revisable {
 		return
 	}
 	if e.byKey == nil {
@@ -44,34 +50,56 @@ func (e *evaluation) untrack(j *job) {
 	}
 }
 
-// holds says whether the job must wait before it is accounted for: a write logged later may
-// yet turn out to have run concurrently with it.
+// holds says whether the job must wait before it is accounted for: a write logged up to a
+// lookahead of log time later may yet turn out to have run concurrently with it.
 func (e *evaluation) holds(j *job, logTime time.Time) bool {
 	return j.tracked && logTime.Sub(j.completed) < lookahead
 }
 
-// reviseConcurrent evaluates again, without their old object, the requests waiting to be
-// accounted for that the write of ev (a successful one, at src) ran concurrently with: received
-// before they completed, logged after them.
-func (r *Replayer) reviseConcurrent(ev *Event, t target, src string) {
+// held counts the queued jobs still held at logTime.
+func (e *evaluation) held(logTime time.Time) int {
+	n := 0
+	for _, j := range e.queue {
+		if e.holds(j, logTime) {
+			n++
+		}
+	}
+	return n
+}
+
+// reviseConcurrent evaluates again, without what they read of the State, the requests waiting
+// to be accounted for that the successful write of ev (at d) ran concurrently with: received
+// before they completed, logged after them, less than lookahead later. A write to one object
+// concerns the requests that read it and the deletecollections of its namespace; a
+// deletecollection (or a create whose name the server generated) every request of the
+// resource in its namespace that read the State.
+func (r *Replayer) reviseConcurrent(d decoded, ev *Event, t target) {
 	e := r.running
-	if len(e.byKey) == 0 || t.name == "" || t.connect || isDryRun(ev) || ev.Code() < 200 || ev.Code() >= 300 || ev.Verb == "deletecollection" {
+	if len(e.byKey) == 0 || t.connect || isDryRun(ev) || ev.Code() < 200 || ev.Code() >= 300 {
 		return
 	}
-	// A create matters to what a deletecollection listed only: an object a request read existed.
-	create := t.op == admission.Create && t.sub == ""
-	received := ev.Received()
-	if received.IsZero() {
+	received, completed := ev.Received(), auditlog.ParseTime(ev.StageTimestamp)
+	if received.IsZero() || completed.IsZero() {
 		return
 	}
 	gr := t.gvr.GroupResource()
+	// A create matters to what a deletecollection listed only: an object a request read existed.
+	create := t.op == admission.Create && t.sub == ""
 	var js []*job
-	for _, k := range []replacedKey{{gr, objectKey{t.namespace, t.name}}, {gr, objectKey{namespace: t.namespace}}, {gr, objectKey{}}} {
-		js = append(js, e.byKey[k]...)
+	if t.name == "" {
+		for k, kjs := range e.byKey {
+			if k.gr == gr && (t.namespace == "" || k.k.namespace == t.namespace) {
+				js = append(js, kjs...)
+			}
+		}
+	} else {
+		for _, k := range []replacedKey{{gr, objectKey{t.namespace, t.name}}, {gr, objectKey{namespace: t.namespace}}, {gr: gr}} {
+			js = append(js, e.byKey[k]...)
+		}
 	}
 	for _, j := range js {
 		collection := j.ev.Verb == "deletecollection"
-		if j.revised || !received.Before(j.completed) || j.ev == ev || (collection && j.list == nil) || (!collection && (create || !j.prior.found || j.prior.raw == nil)) {
+		if j.revised || !received.Before(j.completed) || completed.Sub(j.completed) >= lookahead || (create && !collection) {
 			continue
 		}
 		<-j.done // the first evaluation
@@ -80,15 +108,15 @@ func (r *Replayer) reviseConcurrent(ev *Event, t target, src string) {
 		if collection {
 			what = "which objects this request listed"
 		}
-		why := fmt.Sprintf("the write at %s, which the log records after this request, was received before this request completed (%s, %s): they ran concurrently, and the log does not say %s",
-			src, received.UTC().Format(time.RFC3339Nano), j.completed.UTC().Format(time.RFC3339Nano), what)
+		why := fmt.Sprintf("the write at %s:%d, which the log records after this request, was received before this request completed (%s, %s): they ran concurrently, and the log does not say %s",
+			d.file, d.num, received.UTC().Format(time.RFC3339Nano), j.completed.UTC().Format(time.RFC3339Nano), what)
 		if collection {
 			j.list, j.listUnknowns, j.listUnknown = nil, nil, why
 		} else {
 			j.prior.raw, j.prior.unknowns, j.prior.stale, j.prior.staleUnknown, j.prior.unknown = nil, nil, nil, "", why
 		}
 		j.rec = j.recorded
-		j.view = j.view.withStandIns(j.view.standIns)
+		j.view = j.view.fresh()
 		j.out, j.dec, j.skip, j.skipNote, j.notMatched, j.mutationRan = nil, nil, "", "", false, false
 		j.done = make(chan struct{})
 		e.jobs <- j

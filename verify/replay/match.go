@@ -33,9 +33,9 @@ type scope struct {
 	// nsReaders are the policies that select (theirs or a binding's namespaceSelector) or
 	// read (namespaceObject) the request's namespace.
 	nsReaders map[string]bool
-	// publishers are the policies that can publish audit annotations: with auditAnnotations,
-	// or bound with the Audit action.
-	publishers map[string]bool
+	// publishers are the policies that can publish audit annotations or warnings: with
+	// auditAnnotations, or bound with the Audit or Warn action; warners those bound with Warn.
+	publishers, warners map[string]bool
 
 	// pluginInputs are the resources kube-apiserver's built-in admission plugins read for a
 	// request some policy can match (the ServiceAccount plugin reads serviceaccounts for a
@@ -60,10 +60,13 @@ func newScope(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bin
 	nsBinding := false
 	s := &scope{resources: res, params: map[schema.GroupResource]bool{}, paramSelectors: map[schema.GroupResource][]labels.Selector{}, nsReaders: map[string]bool{}, matches: map[matchKey]bool{}, names: map[matchKey][]string{}, kept: map[schema.GroupResource]bool{}}
 	selectors := map[string][]*metav1.LabelSelector{} // by policy
-	s.publishers = map[string]bool{}
+	s.publishers, s.warners = map[string]bool{}, map[string]bool{}
 	for _, b := range bindings {
 		bound[b.Spec.PolicyName] = true
-		if slices.Contains(b.Spec.ValidationActions, admissionregistrationv1.Audit) {
+		if slices.Contains(b.Spec.ValidationActions, admissionregistrationv1.Warn) {
+			s.warners[b.Spec.PolicyName] = true
+		}
+		if s.warners[b.Spec.PolicyName] || slices.Contains(b.Spec.ValidationActions, admissionregistrationv1.Audit) {
 			s.publishers[b.Spec.PolicyName] = true
 		}
 		if pr := b.Spec.ParamRef; pr != nil && pr.Selector != nil {
@@ -181,10 +184,15 @@ func policyMentions(p *admissionregistrationv1.ValidatingAdmissionPolicy, word s
 	return false
 }
 
-// publishes says whether any of the policies can publish audit annotations.
-func (s *scope) publishes(names []string) bool {
+// publishes says whether any of the policies can publish audit annotations or warnings.
+func (s *scope) publishes(names []string) bool { return anyOf(s.publishers, names) }
+
+// warns says whether any of the policies can warn.
+func (s *scope) warns(names []string) bool { return anyOf(s.warners, names) }
+
+func anyOf(set map[string]bool, names []string) bool {
 	for _, n := range names {
-		if s.publishers[n] {
+		if set[n] {
 			return true
 		}
 	}

@@ -115,9 +115,11 @@ func classify(ev *Event, connect bool) recording {
 		}
 		// An update's resourceVersion (Store.Update, before updateValidation), a delete's
 		// preconditions (before validateDeletion), an apply's field conflicts: all before
-		// validating admission. When the pipeline over the State gets past them, the State is
-		// not the version the server held (a write logged later ran concurrently).
-		return recording{skip: SkipBeforeAdmission, sure: true, note: "Conflict"}
+		// validating admission on the live object. When the pipeline over the State gets past
+		// them, the State is not the version the server held (a write logged later ran
+		// concurrently). Another object's conflict (the ResourceQuota plugin's, after the
+		// policies) is the pipeline's to tell.
+		return recording{skip: SkipBeforeAdmission, sure: conflictOnObject(ev, msg), note: "Conflict"}
 	case 422:
 		return recording{skip: SkipBeforeAdmission, note: "Invalid"}
 	case 400, 405, 406, 413, 415:
@@ -149,4 +151,23 @@ func firstLine(s string) string {
 		s = s[:200] + "…"
 	}
 	return s
+}
+
+// conflictOnObject says whether a 409's message is the conflict of the request's own object:
+// `Operation cannot be fulfilled on <resource or kind> "<name>": ...` with the request's name and
+// not another resource's, or a server-side apply's field conflicts.
+func conflictOnObject(ev *Event, msg string) bool {
+	if strings.HasPrefix(msg, "Apply failed with ") {
+		return true
+	}
+	const prefix = "Operation cannot be fulfilled on "
+	rest, ok := strings.CutPrefix(msg, prefix)
+	if !ok || ev.ObjectRef == nil {
+		return false
+	}
+	what, rest, _ := strings.Cut(rest, " ")
+	ref := ev.ObjectRef
+	ownResource := what == ref.Resource || what == ref.Resource+"."+ref.APIGroup ||
+		(what != "" && what[0] >= 'A' && what[0] <= 'Z') // a Kind, as a delete's precondition names it
+	return ownResource && strings.HasPrefix(rest, `"`+ref.Name+`"`)
 }

@@ -162,6 +162,8 @@ type Replayer struct {
 	// parsed (from logTimeOf), see currentLogTime.
 	logStamp, logTimeOf string
 	logTime             time.Time
+	// lookaheadCut counts the requests accounted for before their lookahead ended.
+	lookaheadCut int
 
 	// catalog is the replay's copy of the catalog it was given, which follows the CRDs of the
 	// snapshot and the log (nil when the Resources are not a catalog); crds are those it
@@ -320,6 +322,9 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 		}
 	})
 	r.stopEvaluation()
+	if r.lookaheadCut > 0 {
+		r.sum.Notes = append(r.sum.Notes, fmt.Sprintf("%d requests were accounted for before a second of log time had passed after them (more than %d waited, or a CRD changed the catalog): a write the log records later that ran concurrently with one of them was not looked for", r.lookaheadCut, maxHeld))
+	}
 	for _, p := range r.pending {
 		r.sum.Incomplete[p.verb]++
 	}
@@ -424,7 +429,7 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 		return
 	}
 	t = r.learnFromUse(ctx, d, ev, t)
-	r.reviseConcurrent(ev, t, fmt.Sprintf("%s:%d", d.file, d.num))
+	r.reviseConcurrent(d, ev, t)
 	r.detectBirth(d, ev, t)
 	rec := classify(ev, t.connect)
 	// A request the server refused for another reason than authentication or authorization
@@ -452,20 +457,23 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	var unknownParams map[schema.GroupResource]string
 	j.resolving, unknownParams, j.unsettled = r.unsettledParams(policies, ev)
 	if t.op == admission.Update || t.op == admission.Delete || t.op == admission.Connect || t.sub != "" {
-		j.prior = r.state.priorOf(t.gvr.GroupResource(), t.namespace, t.name, writtenVersion(d, ev, t), ev.Received())
-		if (t.op != admission.Update && t.op != admission.Delete) || ev.Verb == "deletecollection" || !ep.scope.publishes(policies) {
-			// Only an update or a delete reads the stored object from the watch cache, and
-			// what it read first shows only in audit annotations.
-			j.prior.stale, j.prior.staleUnknown = nil, ""
-		}
+		// Only an update or a delete reads the stored object from the watch cache, and what it
+		// read first shows only in audit annotations.
+		firstAttempt := (t.op == admission.Update || t.op == admission.Delete) && ev.Verb != "deletecollection" && ep.scope.publishes(policies)
+		j.warns = ep.scope.warns(policies)
+		j.prior = r.state.priorOf(t.gvr.GroupResource(), t.namespace, t.name, writtenVersion(d, ev, t), ev.Received(), firstAttempt)
 	}
 	if ev.Verb == "deletecollection" {
 		j.list, j.listUnknowns, j.listUnknown = r.state.list(t.gvr.GroupResource(), t.namespace, ev.Received())
+		if ep.scope.publishes(policies) {
+			// It deletes each object as a DELETE does, first on the watch cache's copy.
+			j.prior.staleUnknown = r.state.recentWrite(t.gvr.GroupResource(), t.namespace, ev.Received())
+		}
 	}
 	// An unknown namespace is a miss only when a matched policy selects or reads it.
 	j.view = r.state.view(ep.scope.readNamespaces(policies))
 	j.view.unknown = unknownParams
-	if t.op == admission.Update || t.op == admission.Delete || t.op == admission.Connect || t.sub != "" {
+	if t.op == admission.Update || t.op == admission.Delete || t.sub != "" {
 		// A deletecollection (no name) read the objects of its namespace.
 		j.key, j.completed, j.recorded = replacedKey{t.gvr.GroupResource(), objectKey{t.namespace, t.name}}, auditlog.ParseTime(ev.StageTimestamp), rec
 		r.running.track(j)
@@ -519,9 +527,6 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 		return
 	}
 	src := fmt.Sprintf("%s:%d", d.file, d.num)
-	if done := auditlog.ParseTime(ev.StageTimestamp); !done.IsZero() && t.name != "" {
-		defer r.state.markDone(gr, t.namespace, t.name, src, done)
-	}
 	w := d.written
 	if w != nil && w.gen != r.cur().gen {
 		w = nil // prepared with a catalog the log has changed since
@@ -530,6 +535,15 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 		w = writtenObject(ev, t)
 	}
 	resp, isMain := w.resp, w.isMain
+	done := auditlog.ParseTime(ev.StageTimestamp)
+	if !done.IsZero() {
+		name := t.name
+		if name == "" && ev.Verb == "create" && resp != nil {
+			name = resp.GetName() // the server generated it
+		}
+		// A deletecollection marks each object it leaves (below), and the resource.
+		defer r.state.markDone(gr, t.namespace, name, src, done)
+	}
 	put := func(u *unstructured.Unstructured, source string) {
 		if w.raw != nil && u == w.resp {
 			_ = r.state.putRaw(gr, u, w.raw, w.typed, source)
@@ -613,20 +627,29 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 				why := "the server's clock and storage when the deletecollection at " + src + " wrote the object, which the log does not show"
 				unknowns := []vapccel.Unknown{{Path: objectPath("metadata", "resourceVersion"), ValueOnly: true, Why: why}}
 				if left.Marked {
-					marked := ev.Received()
-					if marked.IsZero() {
-						marked = time.Unix(0, 0) // not known either way: a value the object can hold
-					}
-					u.SetDeletionTimestamp(&metav1.Time{Time: marked})
+					u.SetDeletionTimestamp(markedAt(ev))
 					u.SetDeletionGracePeriodSeconds(&left.GracePeriodSeconds)
 					unknowns = append(unknowns, vapccel.Unknown{Path: objectPath("metadata", "deletionTimestamp"), ValueOnly: true, Why: why})
 				}
 				_ = r.state.putPartly(gr, u, unknowns, src+" (deletion pending)")
+				if !done.IsZero() {
+					r.state.markDone(gr, u.GetNamespace(), u.GetName(), src, done)
+				}
 			default:
 				r.state.Delete(gr, t.mainKind, u.GetNamespace(), u.GetName())
 			}
 		}
 	}
+}
+
+// markedAt is the deletionTimestamp a deletion ev made, by the server's clock, which the log
+// does not show: when it was received, held unknown by the caller.
+func markedAt(ev *Event) *metav1.Time {
+	marked := ev.Received()
+	if marked.IsZero() {
+		marked = time.Unix(0, 0) // not known either way: a value the object can hold
+	}
+	return &metav1.Time{Time: marked}
 }
 
 // deleteLeaves says what the store of gr leaves of the object u when the request ev deletes it
@@ -661,8 +684,9 @@ type written struct {
 	gen    int // the epoch it was prepared in
 }
 
-// refusedPodDelete follows a pod DELETE that admission refused. The store deletes a pod with a
-// grace period of 0 (asked for, or a pod not scheduled or finished) in two steps, each
+// refusedPodDelete follows a pod DELETE that admission refused. The store deletes a pod whose
+// grace period is 0 (asked for, the pod's terminationGracePeriodSeconds, or a pod not
+// scheduled or finished: podStrategy.CheckGracefulDelete, run by deleteLeaves) in two steps, each
 // validated: it marks it deleted (deletionTimestamp, deletionGracePeriodSeconds 0, a new
 // resourceVersion and generation), then removes it. A policy that refuses only the second
 // (one that reads the mark) leaves the pod marked; one that refuses the first changes nothing.
@@ -677,24 +701,16 @@ func (r *Replayer) refusedPodDelete(d decoded, ev *Event, t target) {
 	if !found || unknown != "" || u == nil || u.GetDeletionTimestamp() != nil {
 		return
 	}
-	opts, err := deleteOptions(ev.RequestObject, ev.Query())
-	if err != nil {
+	if left, err := deleteLeaves(gr, u, ev); err == nil && left.Remains {
+		// A graceful deletion, or one that waits for finalizers, is validated once: refused,
+		// it wrote nothing. One that leaves nothing (the pod strategy's grace period is 0) is
+		// validated twice; what deleteLeaves cannot tell may be either.
 		return
-	}
-	grace, hasGrace := intValue(opts.Object["gracePeriodSeconds"])
-	nodeName, _, _ := unstructured.NestedString(u.Object, "spec", "nodeName")
-	phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
-	if !(hasGrace && grace == 0) && nodeName != "" && phase != "Failed" && phase != "Succeeded" {
-		return // a graceful deletion is validated once: refused, it wrote nothing
 	}
 	src := fmt.Sprintf("%s:%d", d.file, d.num)
 	why := "the DELETE at " + src + ", which admission refused, after or before the store marked the pod deleted: the log does not say which"
 	zero := int64(0)
-	marked := ev.Received()
-	if marked.IsZero() {
-		marked = time.Unix(0, 0) // not known either way: a value the object can hold
-	}
-	u.SetDeletionTimestamp(&metav1.Time{Time: marked})
+	u.SetDeletionTimestamp(markedAt(ev))
 	u.SetDeletionGracePeriodSeconds(&zero)
 	unknowns := []vapccel.Unknown{
 		{Path: objectPath("metadata", "deletionTimestamp"), Why: why},

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 
+	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
@@ -93,6 +94,9 @@ type rebuilt struct {
 	oldUnknown undecided
 	// skip says the server completed the request without validating admission.
 	skip Reason
+	// unknowns are fields of the request's objects the server set before admission that the
+	// log does not hold.
+	unknowns []vapccel.Unknown
 }
 
 // rebuild turns a final event into the admission request the ValidatingAdmissionPolicy plugin
@@ -250,6 +254,19 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior) rebuilt 
 	if t.op == admission.Create && t.sub == "eviction" && t.gvr.GroupResource() == podsGR {
 		propagateDryRun(body, q)
 	}
+	if t.op == admission.Create && t.sub == "token" && t.gvr.GroupResource() == (schema.GroupResource{Resource: "serviceaccounts"}) {
+		// TokenREST.Create gives a TokenRequest the service account's name and namespace, and
+		// the server's --api-audiences when it asks for none, before validating admission.
+		if body.GetName() == "" {
+			body.SetName(t.name)
+		}
+		if body.GetNamespace() == "" {
+			body.SetNamespace(t.namespace)
+		}
+		if auds, _, _ := unstructured.NestedSlice(body.Object, "spec", "audiences"); len(auds) == 0 {
+			b.unknowns = append(b.unknowns, vapccel.Unknown{Path: objectPath("spec", "audiences"), Why: "the server's --api-audiences, which it gives a TokenRequest that asks for none before admission, and which the log does not hold"})
+		}
+	}
 	if derivesScale(t) && old != nil {
 		b.req.Object, b.objectSource = scaleUpdated(old, body), SourceRequest+" (spec.replicas on the Scale the apiserver derives)"
 		return b
@@ -308,8 +325,6 @@ func decodeObject(raw json.RawMessage) *unstructured.Unstructured {
 	return u
 }
 
-// sameKind says whether the object is of the group and kind (an object without apiVersion or
-// kind, as some logs write them, is taken to be).
 // decodeKind decodes the apiVersion and kind of an object's JSON as decodeObject does, without
 // decoding the rest (sameKind reads no more).
 func decodeKind(raw json.RawMessage) *unstructured.Unstructured {
@@ -322,6 +337,8 @@ func decodeKind(raw json.RawMessage) *unstructured.Unstructured {
 	return decodeObject(raw)
 }
 
+// sameKind says whether the object is of the group and kind (an object without apiVersion or
+// kind, as some logs write them, is taken to be).
 func sameKind(u *unstructured.Unstructured, gvk schema.GroupVersionKind) bool {
 	got := u.GroupVersionKind()
 	if got.Kind != "" && got.Kind != gvk.Kind {

@@ -107,7 +107,7 @@ func TestGracefulDeletionPending(t *testing.T) {
 // TestClassify reads what the log says admission did.
 func TestClassify(t *testing.T) {
 	ev := func(verb, sub string, code int32, reason, msg string, ann map[string]string) *Event {
-		return &Event{Verb: verb, Stage: auditlog.StageResponseComplete, ObjectRef: &ObjectRef{Resource: "pods", Subresource: sub},
+		return &Event{Verb: verb, Stage: auditlog.StageResponseComplete, ObjectRef: &ObjectRef{Resource: "pods", Name: "p", Subresource: sub},
 			ResponseStatus: &Status{Code: code, Reason: reason, Message: msg}, Annotations: ann}
 	}
 	type out struct {
@@ -130,7 +130,9 @@ func TestClassify(t *testing.T) {
 		{"authorizer", ev("delete", "", 403, "Forbidden", `pods "a" is forbidden: User "u" cannot delete resource "pods"`, map[string]string{"authorization.k8s.io/decision": "forbid"}), out{"", "", SkipUnauthorized, false}},
 		{"unauthenticated", ev("delete", "", 401, "Unauthorized", "", nil), out{"", "", SkipUnauthenticated, false}},
 		{"create conflict is after admission", ev("create", "", 409, "AlreadyExists", "", nil), out{RecordedAdmit, "", "", false}},
-		{"update conflict is before admission", ev("update", "", 409, "Conflict", "", nil), out{"", "", SkipBeforeAdmission, true}},
+		{"update conflict is before admission", ev("update", "", 409, "Conflict", `Operation cannot be fulfilled on pods "p": the object has been modified; please apply your changes to the latest version and try again`, nil), out{"", "", SkipBeforeAdmission, true}},
+		{"another object's conflict may be after admission", ev("update", "", 409, "Conflict", `Operation cannot be fulfilled on resourcequotas "p": the object has been modified; please apply your changes to the latest version and try again`, nil), out{"", "", SkipBeforeAdmission, false}},
+		{"a conflict of another name may be after admission", ev("update", "", 409, "Conflict", `Operation cannot be fulfilled on pods "q": the object has been modified`, nil), out{"", "", SkipBeforeAdmission, false}},
 		{"delete precondition conflict is before admission", ev("delete", "", 409, "Conflict", `Operation cannot be fulfilled on Pod "p": the ResourceVersion in the precondition (864) does not match the ResourceVersion in record (898). The object might have been modified`, nil), out{"", "", SkipBeforeAdmission, true}},
 		{"apply conflict is before admission", ev("patch", "", 409, "Conflict", `Apply failed with 1 conflict: conflict with "kubectl": .spec.replicas`, nil), out{"", "", SkipBeforeAdmission, true}},
 		{"not found", ev("delete", "", 404, "NotFound", "", nil), out{"", "", SkipBeforeAdmission, false}},

@@ -742,14 +742,7 @@ func combineCalls(verb string, calls []admitted) *verify.Decision {
 				out.Warnings = append(out.Warnings, w)
 			}
 		}
-		for k, v := range c.dec.AuditAnnotations {
-			if out.AuditAnnotations == nil {
-				out.AuditAnnotations = map[string]string{}
-			}
-			if _, ok := out.AuditAnnotations[k]; !ok {
-				out.AuditAnnotations[k] = v
-			}
-		}
+		out.AuditAnnotations = addAnnotations(out.AuditAnnotations, c.dec.AuditAnnotations)
 		for _, a := range c.dec.Authorizer {
 			if once("authorizer", fmt.Sprintf("%+v", a)) {
 				out.Authorizer = append(out.Authorizer, a)
@@ -765,6 +758,21 @@ func combineCalls(verb string, calls []admitted) *verify.Decision {
 		out.Notes = append(out.Notes, fmt.Sprintf("deletecollection: %d objects admitted one by one, as the store deletes them", len(calls)))
 	}
 	return &out
+}
+
+// addAnnotations adds the audit annotations of an admission to those of the ones before it
+// (into, which it may allocate), as the audit event does (audit.AddAuditAnnotation): the first
+// value a key was given stays.
+func addAnnotations(into, add map[string]string) map[string]string {
+	for k, v := range add {
+		if into == nil {
+			into = map[string]string{}
+		}
+		if _, ok := into[k]; !ok {
+			into[k] = v
+		}
+	}
+	return into
 }
 
 // standInJSON is the stored JSON of a stand-in for an object the State does not know: its

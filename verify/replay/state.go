@@ -477,6 +477,7 @@ type prior struct {
 	// not exist.
 	complete        bool
 	raw             []byte // never changed once stored
+	rv              uint64 // its resourceVersion, when the log's JSON of it says (see entry.rv)
 	source, unknown string
 	// unknowns are the fields of the known object whose values are not known.
 	unknowns []vapccel.Unknown
@@ -524,20 +525,22 @@ func (s *clusterState) remember(k replacedKey, e, by *entry) {
 //
 // Otherwise, a request received before the write that stored the State's version completed
 // ran concurrently with it (see concurrent): a write retried after a conflict with it, too,
-// which admission saw on its first attempt as well.
-func (s *clusterState) priorOf(gr schema.GroupResource, namespace, name string, rv uint64, received time.Time) prior {
+// which admission saw on its first attempt as well. With firstAttempt, it also says which
+// versions the server's first attempt may have read from its watch cache (staleOf).
+func (s *clusterState) priorOf(gr schema.GroupResource, namespace, name string, rv uint64, received time.Time, firstAttempt bool) prior {
 	p := s.prior(gr, namespace, name)
 	e := s.objects[gr][objectKey{namespace, name}]
 	if rv == 0 || e == nil || e.rv == 0 || e.rv <= rv {
 		p = s.concurrent(p, gr, namespace, name, received)
-		if p.raw != nil {
+		if firstAttempt && p.raw != nil {
 			s.staleOf(&p, gr, namespace, name, received)
 		}
 		return p
 	}
-	rs := s.replaced[replacedKey{gr, objectKey{namespace, name}}]
-	for i := len(rs) - 1; i >= 0; i-- {
-		if r := rs[i]; r.e.rv > 0 && r.e.rv < rv {
+	// The version it changed is the one whose replacement came after it: a write between them
+	// the State did not keep (at Metadata level, or itself logged late) leaves a gap.
+	for _, r := range s.replaced[replacedKey{gr, objectKey{namespace, name}}] {
+		if r.e.rv > 0 && r.e.rv < rv && r.by.rv > rv {
 			p.source, p.unknown, p.raw, p.unknowns = r.e.source+" (the log records the write that replaced it, at "+r.by.source+", before this one, which the server stored first)", r.e.unknown, r.e.raw, r.e.unknowns
 			return p
 		}
@@ -547,7 +550,8 @@ func (s *clusterState) priorOf(gr schema.GroupResource, namespace, name string, 
 	return p
 }
 
-// markDone records when the write at source, which stored the object, completed.
+// markDone records when the write at source, which stored the object, completed (an empty
+// name: a write to objects of the namespace, a deletecollection).
 func (s *clusterState) markDone(gr schema.GroupResource, namespace, name, source string, done time.Time) {
 	if s.lastDone == nil {
 		s.lastDone = map[replacedKey]time.Time{}
@@ -607,10 +611,26 @@ func (s *clusterState) staleOf(p *prior, gr schema.GroupResource, namespace, nam
 			p.staleUnknown = fmt.Sprintf("the write at %s completed %s before this request was received, and the version it replaced is not known", cur.source, gap)
 			return
 		}
-		p.stale = append(p.stale, prior{kept: p.kept, found: true, complete: p.complete, raw: r.e.raw, unknowns: r.e.unknowns,
+		p.stale = append(p.stale, prior{kept: p.kept, found: true, complete: p.complete, raw: r.e.raw, rv: r.e.rv, unknowns: r.e.unknowns,
 			source: fmt.Sprintf("%s (the version the write at %s, completed %s before this request was received, replaced)", r.e.source, cur.source, gap)})
 		cur = r.e
 	}
+}
+
+// recentWrite says why an object of the resource in the namespace (every namespace when it is
+// empty) a request received at received deleted may have been read as an older version than
+// the State's (see staleOf): a write that replaced a version of it completed less than
+// watchCacheLag before; "" when none did.
+func (s *clusterState) recentWrite(gr schema.GroupResource, namespace string, received time.Time) string {
+	if received.IsZero() {
+		return ""
+	}
+	for k, e := range s.objects[gr] {
+		if (namespace == "" || k.namespace == namespace) && e.follows && !e.done.IsZero() && !e.done.After(received) && received.Sub(e.done) < watchCacheLag {
+			return fmt.Sprintf("the write at %s completed %s before this request was received, and the versions before it are not followed for a deletecollection", e.source, received.Sub(e.done).Round(time.Microsecond))
+		}
+	}
+	return ""
 }
 
 func (s *clusterState) prior(gr schema.GroupResource, namespace, name string) prior {
@@ -619,7 +639,7 @@ func (s *clusterState) prior(gr schema.GroupResource, namespace, name string) pr
 	if !ok {
 		return p
 	}
-	p.found, p.source, p.unknown, p.raw, p.unknowns = true, e.source, e.unknown, e.raw, e.unknowns
+	p.found, p.source, p.unknown, p.raw, p.unknowns, p.rv = true, e.source, e.unknown, e.raw, e.unknowns, e.rv
 	return p
 }
 

@@ -258,6 +258,10 @@ type stateView struct {
 
 var _ verify.ObjectStore = (*stateView)(nil)
 
+// fresh returns a copy of the View without what evaluations over it missed, to evaluate a
+// request again.
+func (v *stateView) fresh() *stateView { return v.withStandIns(v.standIns) }
+
 // withStandIns returns a copy of the View that answers a read of a param it does not have with
 // the resource's stand-in.
 func (v *stateView) withStandIns(standIns map[schema.GroupResource]runtime.Object) *stateView {

@@ -7,117 +7,125 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apiserver/pkg/admission"
+
 	"github.com/vapc-dev/vapc/verify"
-	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
 // firstAttempt follows what kube-apiserver's first attempt at an update or a delete published:
 // the store runs it on its watch cache's copy of the object, which may be a version before the
 // State's (see watchCacheLag and clusterState.staleOf), and runs it again on the live object
 // when that copy was stale. The decision is the live attempt's, the one the replay made (live);
-// the audit event keeps the first value each annotation key was given, so its annotations may
-// come from the older version. decideOn decides the request on one such version: nil when
-// the attempt did not reach validating admission (a resourceVersion conflict, a patch that
-// does not apply), which publishes nothing.
+// the audit event keeps the first value each annotation key was given, and the response the
+// warnings of both attempts (the warning recorder keeps each text once), so both may come from
+// the older version too. decideOn decides the request on one such version: nil when the
+// attempt did not reach validating admission (a patch that does not apply), which publishes
+// nothing.
 //
-// When the annotations depend on the version the first attempt read, the request is
-// indeterminate, unless the replay checks the log and the annotations the log recorded for the
-// loaded policies are those of exactly one version: the server's own record says which.
+// When the annotations or warnings depend on the version the first attempt read, the request
+// is indeterminate, unless the replay checks the log and the annotations the log recorded for
+// the loaded policies agree with one outcome only: the server's own record says which.
 func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, decideOn func(p prior) (*verify.Decision, error)) {
 	p := j.prior
 	if out.Decision == DecisionIndeterminate || live == nil || (len(p.stale) == 0 && p.staleUnknown == "") {
 		return
 	}
-	if version, _ := requestMeta(j.ev); version != "" {
-		if h, err := auditlog.DecodeHeader(p.raw); err == nil && h.GetResourceVersion() == version {
-			// The request asked for the live version: on an older one, the store's check of
-			// the resourceVersion fails before admission, and the attempt publishes nothing.
-			return
-		}
+	// A request that asked for a resourceVersion gets past the store's check of it on that
+	// version only: on another, the attempt fails before admission and publishes nothing.
+	version, _ := requestMeta(j.ev)
+	asked := resourceVersion(version)
+	if asked != 0 && p.rv == asked {
+		return // the live version: no older one, known or not, passes
 	}
-	type alternative struct {
+	// The outcomes the response and the audit event may show: the live attempt's alone, or
+	// after a first one on an older version.
+	type outcome struct {
 		annotations map[string]string
-		source      string
+		warnings    []string // sorted, each once
+		version     string   // where the first attempt's version came from; "" for the live one
 	}
-	var alts []alternative
+	liveWarnings := warningSet(live.Warnings)
+	outcomes := []outcome{{annotations: live.AuditAnnotations, warnings: liveWarnings}}
 	why := p.staleUnknown
 	for _, sp := range p.stale {
 		if why != "" {
 			break
 		}
-		if len(sp.unknowns) > 0 {
-			why = fmt.Sprintf("%s holds fields the replay does not know", sp.source)
-			break
+		if asked != 0 && sp.rv != 0 && sp.rv != asked {
+			continue
 		}
 		dec, err := decideOn(sp)
 		switch {
 		case err != nil:
 			why = fmt.Sprintf("on %s: %v", sp.source, err)
-		case dec == nil:
-			// The attempt did not reach validating admission.
-		default:
-			if a := firstValues(dec.AuditAnnotations, live.AuditAnnotations); !maps.Equal(a, live.AuditAnnotations) {
-				alts = append(alts, alternative{annotations: a, source: sp.source})
+		case dec != nil:
+			o := outcome{
+				annotations: addAnnotations(addAnnotations(nil, dec.AuditAnnotations), live.AuditAnnotations),
+				warnings:    warningSet(append(slices.Clone(live.Warnings), dec.Warnings...)),
+				version:     sp.source,
+			}
+			if !maps.Equal(o.annotations, live.AuditAnnotations) || !slices.Equal(o.warnings, liveWarnings) {
+				outcomes = append(outcomes, o)
 			}
 		}
 	}
-	if why == "" && len(alts) == 0 {
+	if why == "" && len(outcomes) == 1 {
 		return
 	}
-	if r.check && (j.rec.vapRan || j.ev.Annotations[ValidationFailureAnnotation] != "") {
-		// The log records what the loaded policies published: the alternative that agrees
-		// with it is what the server did.
-		agrees := func(a map[string]string) bool {
-			d := *live
-			d.AuditAnnotations = a
-			return len(check(j.ev, j.rec, &d, r.loadedPolicies)) == 0
-		}
-		if agrees(live.AuditAnnotations) {
-			out.Notes = append(out.Notes, "the audit annotations the log records are those of the live object: kube-apiserver's first attempt did not read an older copy")
-			return
-		}
-		for _, a := range alts {
-			if why == "" && agrees(a.annotations) {
-				d := *live
-				d.AuditAnnotations = a.annotations
-				out.AuditAnnotations = a.annotations
-				out.Disagreements = check(j.ev, j.rec, &d, r.loadedPolicies)
-				out.Notes = append(out.Notes, "the audit annotations the log records are those of kube-apiserver's first attempt, on its watch cache's copy of "+a.source+"; the decision is the live object's")
-				return
+	if r.check && (j.rec.vapRan || j.ev.Annotations[ValidationFailureAnnotation] != "") && (why == "" || !j.warns) {
+		// The log records what the loaded policies published: the outcomes whose annotations
+		// agree with it are those the server may have had. The decision is checked as made.
+		// When a version the first attempt may have read is not known (why), the annotations
+		// the log holds are the ones to give, and the warnings, if no policy warns, the live
+		// attempt's.
+		var agree []outcome
+		for _, o := range outcomes {
+			if len(checkAnnotations(j.ev, o.annotations, live, r.loadedPolicies)) == 0 {
+				agree = append(agree, o)
 			}
+		}
+		switch {
+		case len(agree) > 0 && !slices.ContainsFunc(agree[1:], func(o outcome) bool { return !slices.Equal(o.warnings, agree[0].warnings) }):
+			o := agree[0]
+			d := *live
+			d.AuditAnnotations = o.annotations
+			out.AuditAnnotations, out.Warnings = o.annotations, o.warnings
+			out.Disagreements = check(j.ev, j.rec, &d, r.loadedPolicies)
+			what := "the live object: kube-apiserver's first attempt did not read an older copy"
+			if o.version != "" {
+				what = "kube-apiserver's first attempt, on its watch cache's copy of " + o.version + "; the decision is the live object's"
+			}
+			out.Notes = append(out.Notes, "the audit annotations the log records are those of "+what)
+			return
+		case len(agree) == 0 && len(out.Disagreements) > len(checkAnnotations(j.ev, live.AuditAnnotations, live, r.loadedPolicies)):
+			// The decision itself disagrees with the log: that stays reported.
+			out.Notes = append(out.Notes, "the audit annotations the log records are those of no version the replay knows kube-apiserver's first attempt may have read")
+			return
 		}
 	}
 	if why == "" {
-		var keys []string
-		for _, a := range alts {
-			for k, v := range a.annotations {
+		var what []string
+		for _, o := range outcomes[1:] {
+			for k, v := range o.annotations {
 				if w, ok := live.AuditAnnotations[k]; !ok || w != v {
-					keys = append(keys, k)
+					what = append(what, k)
+				}
+			}
+			for _, w := range o.warnings {
+				if !slices.Contains(liveWarnings, w) {
+					what = append(what, fmt.Sprintf("the warning %q", w))
 				}
 			}
 		}
-		why = fmt.Sprintf("on %s it would have published %s otherwise", alts[0].source, strings.Join(slices.Compact(slices.Sorted(slices.Values(keys))), ", "))
+		why = fmt.Sprintf("on %s it would have published %s", outcomes[1].version, strings.Join(warningSet(what), ", "))
 	}
-	out.AuditAnnotations, out.Disagreements = nil, nil
-	out.indeterminate(because(ReasonWatchCache, "kube-apiserver may have admitted the request first on its watch cache's copy of an older version, and the audit annotations keep that attempt's values; "+why))
+	out.AuditAnnotations, out.Warnings, out.Disagreements = nil, nil, nil
+	out.indeterminate(because(ReasonWatchCache, "kube-apiserver may have admitted the request first on its watch cache's copy of an older version, and the audit annotations and the response's warnings keep that attempt's; "+why))
 }
 
-// firstValues are the annotations of an attempt on first followed by those of then, as the audit
-// event merges them: the first value a key was given stays.
-func firstValues(first, then map[string]string) map[string]string {
-	out := maps.Clone(first)
-	if out == nil {
-		out = map[string]string{}
-	}
-	for k, v := range then {
-		if _, ok := out[k]; !ok {
-			out[k] = v
-		}
-	}
-	if len(out) == 0 && then == nil {
-		return nil
-	}
-	return out
+// warningSet is ws sorted, each once, as the response's warning recorder keeps them.
+func warningSet(ws []string) []string {
+	return slices.Compact(slices.Sorted(slices.Values(ws)))
 }
 
 // decideOn decides the job's request on the stored version p, as an attempt of the store on it
@@ -127,11 +135,6 @@ func firstValues(first, then map[string]string) map[string]string {
 func (r *Replayer) decideOn(ctx context.Context, w evalWorker, j *job, p prior) (*verify.Decision, error) {
 	if srv, err := pipelineServer(); err == nil && srv.Serves(j.t.gvr, j.t.sub) && !j.t.reqKind.Empty() {
 		return r.decideServedOn(ctx, w, j, p)
-	}
-	if version, _ := requestMeta(j.ev); version != "" {
-		if h, err := auditlog.DecodeHeader(p.raw); err == nil && h.GetResourceVersion() != version {
-			return nil, nil // a conflict, before admission
-		}
 	}
 	ev := *j.ev
 	ev.ResponseObject = nil
@@ -144,7 +147,17 @@ func (r *Replayer) decideOn(ctx context.Context, w evalWorker, j *job, p prior) 
 	}
 	w.store.v = j.view
 	defer func() { w.store.v = nil }()
-	return w.eval.Evaluate(ctx, b.req)
+	dec, err := w.eval.Evaluate(ctx, b.req)
+	if err != nil {
+		return nil, err
+	}
+	// What the live evaluation did not know of the request is not known on this version
+	// either, nor what the State does not know of this version.
+	unknowns := append(slices.Clip(j.unknowns), rooted(p.unknowns, j.t.op == admission.Update)...)
+	if why := r.dependsOnUnknown(j.policies, []admitted{{dec: dec, unknowns: unknowns}}); why.is() {
+		return nil, &indeterminateError{why}
+	}
+	return dec, nil
 }
 
 // decideServedOn decides the job's request through the request pipeline on the stored version
@@ -158,6 +171,12 @@ func (r *Replayer) decideServedOn(ctx context.Context, w evalWorker, j *job, p p
 	once, err := r.serveOnce(ctx, w, j, o, w.eval, j.view)
 	if err != nil {
 		return nil, err
+	}
+	for i := range once.s.calls {
+		once.s.calls[i].unknowns = append(once.s.calls[i].unknowns, rooted(knownFrom(p.unknowns, o.version, o.uid), j.t.op == admission.Update)...)
+	}
+	if why := r.dependsOnUnknown(j.policies, once.s.calls); why.is() {
+		return nil, &indeterminateError{why}
 	}
 	return servedDecision(j.ev.Verb, once.s), nil
 }

@@ -41,7 +41,10 @@ func TestWatchCacheFirstAttempt(t *testing.T) {
 		received string // seconds after the write that changed v from a to b completed
 		recorded string // the log's old-v/v annotation, "" for none
 		noAudit  bool   // the policy publishes nothing
-		want     want
+		warn     bool   // the policy warns when the old object's v is a, and publishes nothing else
+		// olderUnknown: the version before the write was created at Metadata level
+		olderUnknown bool
+		want         want
 	}{{
 		name: "moments after, not checked", verb: "patch", body: patch, received: "02.011000",
 		want: want{Decision: DecisionIndeterminate, Reason: ReasonWatchCache},
@@ -58,11 +61,23 @@ func TestWatchCacheFirstAttempt(t *testing.T) {
 		name: "an update that asks for the live resourceVersion conflicts on an older one", verb: "update", body: cm("11", "c"), received: "02.011000",
 		want: want{Decision: DecisionAdmit, Annotation: "b"},
 	}, {
+		name: "an update that asks for the live resourceVersion, the older version not known", verb: "update", body: cm("11", "c"), received: "02.011000", olderUnknown: true,
+		want: want{Decision: DecisionAdmit, Annotation: "b"},
+	}, {
+		name: "a patch, the older version not known", verb: "patch", body: patch, received: "02.011000", olderUnknown: true,
+		want: want{Decision: DecisionIndeterminate, Reason: ReasonWatchCache},
+	}, {
 		name: "an unconditional update may read the older version", verb: "update", body: cm("", "c"), received: "02.011000",
 		want: want{Decision: DecisionIndeterminate, Reason: ReasonWatchCache},
 	}, {
 		name: "a delete", verb: "delete", received: "02.011000", check: true, recorded: "a",
 		want: want{Decision: DecisionAdmit, Annotation: "a", FirstNoteOK: true},
+	}, {
+		name: "a Warn binding warns on the older version only", verb: "patch", body: patch, received: "02.011000", warn: true,
+		want: want{Decision: DecisionIndeterminate, Reason: ReasonWatchCache},
+	}, {
+		name: "a Warn binding warns on the older version only, checked", check: true, verb: "patch", body: patch, received: "02.011000", warn: true,
+		want: want{Decision: DecisionIndeterminate, Reason: ReasonWatchCache},
 	}, {
 		name: "a second later", verb: "patch", body: patch, received: "03.100000",
 		want: want{Decision: DecisionAdmit, Annotation: "b"},
@@ -73,18 +88,25 @@ func TestWatchCacheFirstAttempt(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p, b := levelPolicy("old-v", "configmaps", admissionregistrationv1.Update, nil, "true")
 			p.Spec.MatchConstraints.ResourceRules[0].Operations = append(p.Spec.MatchConstraints.ResourceRules[0].Operations, admissionregistrationv1.Delete)
-			if !tc.noAudit {
+			if tc.warn {
+				p.Spec.Validations = []admissionregistrationv1.Validation{{Expression: "oldObject.data.v != 'a'", Message: "v was a"}}
+				b.Spec.ValidationActions = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Warn}
+			} else if !tc.noAudit {
 				p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "v", ValueExpression: "string(oldObject.data.v)"}}
 			}
 			at := func(line, received, done string, annotations map[string]string) string {
 				return timedEvent(t, line, received, done, annotations)
+			}
+			created := levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm("", "a"), cm("10", "a"))
+			if tc.olderUnknown {
+				created = levelEvent(t, "1", auditlog.LevelMetadata, "create", "configmaps", "ns1", "cm", 201, "", nil, nil)
 			}
 			var recorded map[string]string
 			if tc.recorded != "" {
 				recorded = map[string]string{"old-v/v": tc.recorded}
 			}
 			lines := []string{
-				at(levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm("", "a"), cm("10", "a")), "01.000000", "01.001000", nil),
+				at(created, "01.000000", "01.001000", nil),
 				at(levelEvent(t, "2", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 200, "", cm("10", "b"), cm("11", "b")), "02.000000", "02.010000", map[string]string{"old-v/v": "a"}),
 				at(levelEvent(t, "3", auditlog.LevelRequestResponse, tc.verb, "configmaps", "ns1", "cm", 200, "", tc.body, nil), tc.received, tc.received[:len(tc.received)-3]+"900", recorded),
 			}
@@ -111,6 +133,40 @@ func TestWatchCacheFirstAttempt(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("request 3 (-want +got):\n%s\nrecord: %s %q %v", diff, rec, rec.Message, rec.Notes)
+			}
+		})
+	}
+}
+
+// TestWatchCacheDeleteCollection: a deletecollection deletes each object as a DELETE does, first
+// on the watch cache's copy: moments after a write to the resource, what its policies published
+// is not known.
+func TestWatchCacheDeleteCollection(t *testing.T) {
+	p, b := levelPolicy("old-v", "configmaps", admissionregistrationv1.Delete, nil, "true")
+	p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "v", ValueExpression: "string(oldObject.data.v)"}}
+	cm := func(rv, v string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1", "resourceVersion": rv, "uid": "u1"}, "data": map[string]any{"v": v}}
+	}
+	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1"}}
+	collection := strings.Replace(levelEvent(t, "3", auditlog.LevelRequestResponse, "deletecollection", "configmaps", "ns1", "", 200, "", nil, nil), `/namespaces/ns1/configmaps/"`, `/namespaces/ns1/configmaps"`, 1)
+	for _, tc := range []struct {
+		name, received string
+		want           string
+	}{
+		{"moments after the write", "02.020000", DecisionIndeterminate},
+		{"a second after", "03.100000", DecisionAdmit},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+				// The log begins with the cluster's creation: it holds every configmap.
+				strings.Replace(timedEvent(t, levelEvent(t, "0", auditlog.LevelRequestResponse, "create", "namespaces", "", "kube-system", 201, "", ns, ns), "00.000000", "00.001000", nil), `"username":"admin"`, `"username":"system:apiserver"`, 1),
+				timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm("", "a"), cm("10", "a")), "01.000000", "01.001000", nil),
+				timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 200, "", cm("10", "b"), cm("11", "b")), "02.000000", "02.010000", nil),
+				timedEvent(t, collection, tc.received, tc.received[:len(tc.received)-3]+"900", nil),
+			)
+			rec := recs["3"]
+			if rec == nil || rec.Decision != tc.want || (tc.want == DecisionIndeterminate && rec.Reason != ReasonWatchCache) {
+				t.Errorf("the deletecollection: %+v, want %s", rec, tc.want)
 			}
 		})
 	}
