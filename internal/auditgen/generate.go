@@ -280,13 +280,13 @@ func (g *generator) run() {
 		next := g.now.Add(time.Duration(g.rng.ExpFloat64() * float64(g.mean)))
 		for len(g.steps) > 0 && !g.steps[0].at.After(next) && !g.done() {
 			s := heap.Pop(&g.steps).(step)
-			g.now = s.at
+			g.now = later(g.now, s.at)
 			s.fn()
 		}
 		if g.done() {
 			return
 		}
-		g.now = next
+		g.now = later(g.now, next)
 		a := g.pickActivity()
 		g.stats.Picks[a]++
 		g.startActivity(a)
@@ -438,6 +438,14 @@ func level(r *request) auditv1.Level {
 	return auditv1.LevelMetadata
 }
 
+// later is the later of two times.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
 // do writes a request's stages.
 func (g *generator) do(r *request) {
 	if g.done() {
@@ -447,10 +455,10 @@ func (g *generator) do(r *request) {
 	// A log is written as responses complete, and a controller sends its next request once
 	// the last one's response is in: a request is received once the one before it completed,
 	// so that the log's order is that of completion and no two writes overlap.
-	received := g.now
-	if received.Before(g.lastDone) {
-		received = g.lastDone
-	}
+	// The clock goes on from there: what the request writes, and what comes after it, is
+	// no earlier.
+	received := later(g.now, g.lastDone)
+	g.now = received
 	if g.stats.First.IsZero() {
 		g.stats.First = received
 	}

@@ -24,10 +24,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/util/wait"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	vapcschema "github.com/vapc-dev/vapc/cel/schema"
@@ -123,6 +125,18 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // lastAuditID is the audit ID of the last response recorded.
+// auditIDsSince returns the audit IDs of the responses recorded after the first n, and how many
+// there are now.
+func (c *cluster) auditIDsSince(n int) ([]string, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ids []string
+	for _, r := range c.responses[min(n, len(c.responses)):] {
+		ids = append(ids, r.auditID)
+	}
+	return ids, len(c.responses)
+}
+
 func (c *cluster) lastAuditID() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -166,17 +180,20 @@ func (c *cluster) put(ctx context.Context, u *unstructured.Unstructured) *unstru
 
 func (c *cluster) tryPut(ctx context.Context, u *unstructured.Unstructured) (out *unstructured.Unstructured, err error) {
 	untilSchemaKnown(func() error {
-		// A controller may write the object between the Get and the Update (the node
-		// lifecycle controller, when the controllers run): read it again.
-		for range 10 {
-			if out, err = c.tryPutOnce(ctx, u); !apierrors.IsConflict(err) {
-				break
-			}
-		}
-		return err
+		// A controller may write the object between the Get and a write (the node lifecycle
+		// controller, when the controllers run): read it and write it again.
+		return retry.RetryOnConflict(putBackoff, func() error {
+			out, err = c.tryPutOnce(ctx, u)
+			return err
+		})
 	})
 	return out, err
 }
+
+// putBackoff spaces tryPut's attempts when a controller writes the object between its read
+// and its write: the node lifecycle and TTL controllers write a node every few seconds, the
+// node status heartbeat of its kubelet more often.
+var putBackoff = wait.Backoff{Steps: 20, Duration: 10 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Cap: time.Second}
 
 // untilSchemaKnown calls send again, for up to 30 seconds, while it fails because a
 // MutatingAdmissionPolicy matches a custom resource whose new CRD's schema its plugin has not
@@ -216,19 +233,8 @@ func (c *cluster) tryPutOnce(ctx context.Context, u *unstructured.Unstructured) 
 		return nil, err
 	}
 	if hasStatus && hasStatusSubresource(u) {
-		for range 10 {
-			out.Object["status"] = status
-			var written *unstructured.Unstructured
-			if written, err = ri.UpdateStatus(ctx, out, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
-				return written, err
-			}
-			// A controller wrote the object since (the node lifecycle controller, when the
-			// controllers run): the status again, over what it wrote.
-			if out, err = ri.Get(ctx, u.GetName(), metav1.GetOptions{}); err != nil {
-				return nil, err
-			}
-		}
-		return nil, fmt.Errorf("writing the status of %s %s: conflicts ten times", u.GetKind(), u.GetName())
+		out.Object["status"] = status
+		return ri.UpdateStatus(ctx, out, metav1.UpdateOptions{})
 	}
 	return out, err
 }

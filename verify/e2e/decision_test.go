@@ -459,7 +459,7 @@ func checkReplay(t *testing.T, log string, set policySet, denied []denial) map[s
 // the whole log is replayed (the replay learns the cluster from all of it) and held to the
 // server's decisions from that line on. byDesign, when not nil, says which reasons of
 // indeterminate requests are accepted: what the audit log cannot tell by its design.
-func checkReplayFrom(t *testing.T, log string, set policySet, denied []denial, from int, byDesign func(reason string) bool) map[string]*replay.Record {
+func checkReplayFrom(t *testing.T, log string, set policySet, denied []denial, from int, byDesign func(*replay.Record) bool) map[string]*replay.Record {
 	t.Helper()
 	start := time.Now()
 	r, err := replay.New(set.policies, set.bindings, replay.WithCheckRecorded(true), replay.WithMutatingPolicies(set.mutating, set.mutatingBindings))
@@ -492,7 +492,7 @@ func checkReplayFrom(t *testing.T, log string, set policySet, denied []denial, f
 		if rec.Line < from {
 			continue
 		}
-		if rec.Decision == replay.DecisionIndeterminate && (byDesign == nil || !byDesign(rec.Indeterminate)) {
+		if rec.Decision == replay.DecisionIndeterminate && (byDesign == nil || !byDesign(rec)) {
 			t.Errorf("indeterminate at line %d (%s): %s", rec.Line, describeRecord(rec), rec.Indeterminate)
 		}
 		if rec.Changed {
@@ -511,7 +511,7 @@ func checkReplayFrom(t *testing.T, log string, set policySet, denied []denial, f
 		switch {
 		case rec == nil:
 			t.Errorf("%s: the server denied (%d %q) but the replay has no record of audit ID %s", dn.what, dn.code, dn.message, dn.auditID)
-		case rec.Decision == replay.DecisionIndeterminate && byDesign != nil && byDesign(rec.Indeterminate):
+		case rec.Decision == replay.DecisionIndeterminate && byDesign != nil && byDesign(rec):
 		case rec.Decision != replay.DecisionDeny || rec.Code != dn.code || rec.Message != dn.message:
 			t.Errorf("%s: the server denied %d %q, the replay predicts %s %d %q", dn.what, dn.code, dn.message, rec.Decision, rec.Code, rec.Message)
 		}
@@ -535,7 +535,7 @@ func checkReplayFrom(t *testing.T, log string, set policySet, denied []denial, f
 		switch {
 		case rec == nil:
 			t.Errorf("%s %s: denied by %s but not evaluated by the replay", e.Verb, e.RequestURI, name)
-		case rec.Decision == replay.DecisionIndeterminate && byDesign != nil && byDesign(rec.Indeterminate):
+		case rec.Decision == replay.DecisionIndeterminate && byDesign != nil && byDesign(rec):
 		case rec.Decision != replay.DecisionDeny || rec.Message != e.ResponseStatus.Message || rec.Code != e.ResponseStatus.Code:
 			t.Errorf("%s %s: the server denied %d %q, the replay predicts %s %d %q", e.Verb, e.RequestURI, e.ResponseStatus.Code, e.ResponseStatus.Message, rec.Decision, rec.Code, rec.Message)
 		}
@@ -572,15 +572,7 @@ func record(t *testing.T, dir, log string, set policySet) {
 	zw, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression)
 	zw.Write(data)
 	zw.Close()
-	var docs []string
-	for _, p := range set.policies {
-		p = p.DeepCopy()
-		p.TypeMeta.APIVersion, p.TypeMeta.Kind = "admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"
-		docs = append(docs, yamlOf(t, p))
-	}
-	for _, b := range set.bindings {
-		docs = append(docs, yamlOf(t, withKind(b.DeepCopy())))
-	}
+	docs := set.yamlDocs(t)
 	policy := "# The policies of TestDecisionParity (verify/e2e/decision_test.go) as it installed them: the\n" +
 		"# in-tree guards re-bound [Deny, Audit] with a copy bound [Audit], and verify/e2e/testdata/decision.\n" +
 		strings.Join(docs, "---\n")

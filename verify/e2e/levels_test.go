@@ -255,15 +255,7 @@ func recordLevel(t *testing.T, dir, log, auditPolicy string, set policySet) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var docs []string
-	for _, p := range set.policies {
-		p = p.DeepCopy()
-		p.TypeMeta.APIVersion, p.TypeMeta.Kind = "admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"
-		docs = append(docs, yamlOf(t, p))
-	}
-	for _, b := range set.bindings {
-		docs = append(docs, yamlOf(t, withKind(b.DeepCopy())))
-	}
+	docs := set.yamlDocs(t)
 	policy := "# The policies of TestReplayAuditLevels (verify/e2e/levels_test.go) as it installed them: the\n" +
 		"# in-tree guards re-bound [Deny, Audit] with a copy bound [Audit], and verify/e2e/testdata/decision.\n" +
 		strings.Join(docs, "---\n")

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -115,6 +116,35 @@ func (c *cluster) uninstall(ctx context.Context, set policySet) {
 		p.TypeMeta.APIVersion, p.TypeMeta.Kind = "admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"
 		c.remove(ctx, toUnstructured(c.t, p))
 	}
+}
+
+// yamlDocs are the YAML documents of the set's policies and bindings, kinds set, as vapc
+// --policies reads them.
+func (set policySet) yamlDocs(t *testing.T) []string {
+	t.Helper()
+	typed := func(kind string) metav1.TypeMeta {
+		return metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: kind}
+	}
+	var docs []string
+	for _, p := range set.policies {
+		p = p.DeepCopy()
+		p.TypeMeta = typed("ValidatingAdmissionPolicy")
+		docs = append(docs, yamlOf(t, p))
+	}
+	for _, b := range set.bindings {
+		docs = append(docs, yamlOf(t, withKind(b.DeepCopy())))
+	}
+	for _, p := range set.mutating {
+		p = p.DeepCopy()
+		p.TypeMeta = typed("MutatingAdmissionPolicy")
+		docs = append(docs, yamlOf(t, p))
+	}
+	for _, b := range set.mutatingBindings {
+		b = b.DeepCopy()
+		b.TypeMeta = typed("MutatingAdmissionPolicyBinding")
+		docs = append(docs, yamlOf(t, b))
+	}
+	return docs
 }
 
 func withKind(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {

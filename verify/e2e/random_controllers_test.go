@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
+	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,12 +23,15 @@ import (
 // server, each controller as its own service account. The scenario's nodes have no kubelet but
 // w-1's, which the test plays: the node lifecycle controller marks the others Unknown and
 // taints them, the taint eviction controller deletes the pods that tolerate that for a few
-// seconds, the ReplicaSet controller makes new ones, the scheduler binds them to w-1 or
+// seconds, the ReplicaSet controller makes new ones, the scheduler binds them to kubeletNode or
 // reports them unschedulable, the job controller tracks its pods with a finalizer, the garbage
 // collector deletes what an owner's deletion leaves and the pod garbage collector the pods of
 // nodes that do not exist. Every one of those requests is replayed and checked against the log.
 
-// withControllers says whether the run starts the controllers.
+// kubeletNode is the node whose kubelet the test plays while the random requests are sent.
+const kubeletNode = "w-k"
+
+// withControllers says whether a TestRandomParity run starts the controllers.
 func withControllers(seed uint64) bool {
 	switch os.Getenv("VAPC_RANDOM_CONTROLLERS") {
 	case "1":
@@ -78,7 +83,7 @@ func ctlWeb(ns string, replicas, seconds int64) *unstructured.Unstructured {
 
 // controllerStep gives the controllers work: a Deployment whose pods tolerate an unreachable
 // node for seconds (created, scaled, a pod of it deleted), a Job (created, deleted with its
-// pods left to the garbage collector), w-1 cordoned or uncordoned.
+// pods left to the garbage collector), kubeletNode cordoned or uncordoned.
 func (w *randomWorld) controllerStep() {
 	u, ns := w.user(), pick(w.r, rndA, rndB, rndC)
 	deps := w.client(u).Resource(deploymentsGVR).Namespace(ns)
@@ -115,12 +120,47 @@ func (w *randomWorld) controllerStep() {
 		w.got(fmt.Sprintf("%s creates job %s/ctl-job", u.name, ns), w.tryCreate(w.client(u), jobsGVR, j, metav1.CreateOptions{}))
 	case 4:
 		body := fmt.Sprintf(`{"spec":{"unschedulable":%v}}`, chance(w.r, 0.2))
-		_, err := w.client(u).Resource(nodesGVR).Patch(w.ctx, "w-1", types.StrategicMergePatchType, []byte(body), metav1.PatchOptions{})
-		w.got(fmt.Sprintf("%s patches node w-1 (%s)", u.name, body), err)
+		_, err := w.client(u).Resource(nodesGVR).Patch(w.ctx, kubeletNode, types.StrategicMergePatchType, []byte(body), metav1.PatchOptions{})
+		w.got(fmt.Sprintf("%s patches node %s (%s)", u.name, kubeletNode, body), err)
 	default:
 		// A pod on a node that does not exist: the pod garbage collector deletes it.
 		name := pick(w.r, "orphan-a", "orphan-b")
 		p := podIn(ns, name, "w-gone", "nginx", map[string]any{"app": "orphan"})
 		w.got(fmt.Sprintf("%s creates pod %s/%s on node w-gone", u.name, ns, name), w.tryCreate(w.client(u), podsGVR, p, metav1.CreateOptions{}))
+	}
+}
+
+// waitForControllers waits until the audit log shows the controllers at work: a request of
+// kube-scheduler, and the node lifecycle controller writing kubeletNode after its kubelet
+// stopped (admitted or refused by a policy). It fails the test, naming what is missing, when
+// they have not within 90 seconds.
+func waitForControllers(ctx context.Context, t *testing.T, log string, stopped time.Time) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	scheduler := func(e *auditEvent) bool { return e.User.Username == "system:kube-scheduler" }
+	nodeController := func(e *auditEvent) bool {
+		return e.User.Username == "system:serviceaccount:kube-system:node-controller" && e.ObjectRef != nil &&
+			e.ObjectRef.Resource == "nodes" && e.ObjectRef.Name == kubeletNode && e.Verb != "get" && e.RequestReceivedTimestamp.After(stopped)
+	}
+	for {
+		var missing []string
+		for what, match := range map[string]func(*auditEvent) bool{"a request of kube-scheduler": scheduler, "a write of node " + kubeletNode + " by the node lifecycle controller": nodeController} {
+			e, err := findAuditEvent(log, match)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e == nil {
+				missing = append(missing, what)
+			}
+		}
+		if len(missing) == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the controllers did not act within 90s: no %s in %s (their logs are in the harness's directory)", strings.Join(missing, ", no "), log)
+		case <-time.After(time.Second):
+		}
 	}
 }

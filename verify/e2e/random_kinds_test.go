@@ -105,11 +105,9 @@ func (w *randomWorld) pvcWrite() {
 		o := w.createOptions()
 		w.got(fmt.Sprintf("%s creates persistentvolumeclaim %s/%s%s", u.name, ns, name, dry(o.DryRun)), w.tryCreate(w.client(u), pvcsGVR, c, o))
 	case 2:
-		name := w.existing(pvcsGVR, ns, pvcNames)
-		body := fmt.Sprintf(`{"metadata":{"labels":{"color":%q}}}`, pick(w.r, "blue", "red"))
-		o := w.patchOptions()
-		_, err := ri.Patch(w.ctx, name, types.MergePatchType, []byte(body), o)
-		w.got(fmt.Sprintf("%s patches persistentvolumeclaim %s/%s (%s)%s", u.name, ns, name, body, dry(o.DryRun)), err)
+		w.patchExisting(u, pvcsGVR, ns, "persistentvolumeclaim", pvcNames, func() (types.PatchType, string) {
+			return types.MergePatchType, fmt.Sprintf(`{"metadata":{"labels":{"color":%q}}}`, pick(w.r, "blue", "red"))
+		})
 	case 3:
 		w.deleteExisting(u, pvcsGVR, ns, "persistentvolumeclaim", pvcNames)
 	default:
@@ -124,7 +122,6 @@ func (w *randomWorld) pvcWrite() {
 // ingressWrite creates, labels or deletes an Ingress.
 func (w *randomWorld) ingressWrite() {
 	u, ns := w.user(), pick(w.r, w.namespaces()...)
-	ri := w.client(u).Resource(ingressesGVR).Namespace(ns)
 	switch w.r.IntN(3) {
 	case 0:
 		name := pick(w.r, ingNames...)
@@ -138,11 +135,9 @@ func (w *randomWorld) ingressWrite() {
 		o := w.createOptions()
 		w.got(fmt.Sprintf("%s creates ingress %s/%s%s", u.name, ns, name, dry(o.DryRun)), w.tryCreate(w.client(u), ingressesGVR, ing, o))
 	case 1:
-		name := w.existing(ingressesGVR, ns, ingNames)
-		body := pick(w.r, `{"metadata":{"labels":{"color":"green"}}}`, `{"spec":{"ingressClassName":"other"}}`)
-		o := w.patchOptions()
-		_, err := ri.Patch(w.ctx, name, types.MergePatchType, []byte(body), o)
-		w.got(fmt.Sprintf("%s patches ingress %s/%s (%s)%s", u.name, ns, name, body, dry(o.DryRun)), err)
+		w.patchExisting(u, ingressesGVR, ns, "ingress", ingNames, func() (types.PatchType, string) {
+			return types.MergePatchType, pick(w.r, `{"metadata":{"labels":{"color":"green"}}}`, `{"spec":{"ingressClassName":"other"}}`)
+		})
 	default:
 		w.deleteExisting(u, ingressesGVR, ns, "ingress", ingNames)
 	}
@@ -199,7 +194,6 @@ func (w *randomWorld) roleBindingWrite() {
 // deletes a CronJob.
 func (w *randomWorld) cronJobWrite() {
 	u, ns := w.user(), pick(w.r, w.namespaces()...)
-	ri := w.client(u).Resource(cronJobsGVR).Namespace(ns)
 	switch w.r.IntN(3) {
 	case 0:
 		name := pick(w.r, cronNames...)
@@ -216,12 +210,10 @@ func (w *randomWorld) cronJobWrite() {
 		o := w.createOptions()
 		w.got(fmt.Sprintf("%s creates cronjob %s/%s (%s)%s", u.name, ns, name, spec["schedule"], dry(o.DryRun)), w.tryCreate(w.client(u), cronJobsGVR, cj, o))
 	case 1:
-		name := w.existing(cronJobsGVR, ns, cronNames)
-		body := fmt.Sprintf(`{"spec":{"suspend":%v}}`, chance(w.r, 0.5))
-		pt := pick(w.r, types.MergePatchType, types.StrategicMergePatchType)
-		o := w.patchOptions()
-		_, err := ri.Patch(w.ctx, name, pt, []byte(body), o)
-		w.got(fmt.Sprintf("%s patches cronjob %s/%s (%s %s)%s", u.name, ns, name, pt, body, dry(o.DryRun)), err)
+		w.patchExisting(u, cronJobsGVR, ns, "cronjob", cronNames, func() (types.PatchType, string) {
+			body := fmt.Sprintf(`{"spec":{"suspend":%v}}`, chance(w.r, 0.5))
+			return pick(w.r, types.MergePatchType, types.StrategicMergePatchType), body
+		})
 	default:
 		w.deleteExisting(u, cronJobsGVR, ns, "cronjob", cronNames)
 	}

@@ -177,9 +177,7 @@ func (w *randomWorld) hpaWrite() {
 		_, err := ri.Patch(w.ctx, name, pick(w.r, types.MergePatchType, types.StrategicMergePatchType), []byte(body), o)
 		w.got(fmt.Sprintf("%s patches %s hpa %s/%s (%s)%s", u.name, apiVersion, ns, name, body, dry(o.DryRun)), err)
 	default:
-		name := w.existing(gvr, ns, hpaNames)
-		o := w.deleteOptions(ri, name)
-		w.got(fmt.Sprintf("%s deletes %s hpa %s/%s %s", u.name, apiVersion, ns, name, optionsString(o)), ri.Delete(w.ctx, name, o))
+		w.deleteExisting(u, gvr, ns, apiVersion+" hpa", hpaNames)
 	}
 }
 
@@ -187,7 +185,6 @@ func (w *randomWorld) hpaWrite() {
 // server allocates before admission (which a log does not hold for a refused create).
 func (w *randomWorld) serviceWrite() {
 	u, ns := w.user(), pick(w.r, w.namespaces()...)
-	ri := w.client(u).Resource(servicesGVR).Namespace(ns)
 	switch w.r.IntN(3) {
 	case 0:
 		name := pick(w.r, svcNames...)
@@ -203,11 +200,9 @@ func (w *randomWorld) serviceWrite() {
 		o := w.createOptions()
 		w.got(fmt.Sprintf("%s creates service %s/%s%s", u.name, ns, name, dry(o.DryRun)), w.tryCreate(w.client(u), servicesGVR, s, o))
 	case 1:
-		name := w.existing(servicesGVR, ns, svcNames)
-		body := pick(w.r, `{"metadata":{"labels":{"color":"green"}}}`, `{"spec":{"sessionAffinity":"ClientIP"}}`)
-		o := w.patchOptions()
-		_, err := ri.Patch(w.ctx, name, types.MergePatchType, []byte(body), o)
-		w.got(fmt.Sprintf("%s patches service %s/%s (%s)%s", u.name, ns, name, body, dry(o.DryRun)), err)
+		w.patchExisting(u, servicesGVR, ns, "service", svcNames, func() (types.PatchType, string) {
+			return types.MergePatchType, pick(w.r, `{"metadata":{"labels":{"color":"green"}}}`, `{"spec":{"sessionAffinity":"ClientIP"}}`)
+		})
 	default:
 		w.deleteExisting(u, servicesGVR, ns, "service", svcNames)
 	}
@@ -481,6 +476,13 @@ func (w *randomWorld) raceStep() {
 			return err
 		}}
 	}
+	_, before := w.cluster.auditIDsSince(0)
+	defer func() {
+		ids, _ := w.cluster.auditIDsSince(before)
+		for _, id := range ids {
+			w.racing[id] = true
+		}
+	}()
 	racing := []write{next(), next()}
 	errs := make([]error, len(racing))
 	var wg sync.WaitGroup
@@ -497,7 +499,7 @@ func (w *randomWorld) raceStep() {
 		w.got(r.what+" (racing another write)", errs[i])
 		if len(w.denied) > n {
 			// Which of the two responses came last is not known here: the check of every
-			// denial in the log covers it.
+			// denial of the log covers it.
 			w.denied[n].auditID = ""
 		}
 	}

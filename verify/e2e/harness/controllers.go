@@ -1,11 +1,10 @@
 package harness
 
 import (
+	"bytes"
 	"context"
+	"os"
 	"time"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // WithControllers also runs kube-controller-manager and kube-scheduler against the server, as
@@ -28,7 +27,7 @@ const schedulerUser = "system:kube-scheduler"
 
 // startControllers starts kube-controller-manager, with the administrator's kubeconfig, and
 // kube-scheduler, as system:kube-scheduler, without serving (--secure-port=0) or leader election, and waits until the
-// controller manager has made its first controller's service account.
+// controller manager has built its controllers and started one.
 func (s *Server) startControllers(ctx context.Context, flags []string, stopTimeout time.Duration) {
 	s.t.Helper()
 	kubeconfig := s.Kubeconfig()
@@ -52,22 +51,25 @@ func (s *Server) startControllers(ctx context.Context, flags []string, stopTimeo
 		"--leader-elect=false",
 		"--v=1",
 	}, stopTimeout)
-	cs := s.Clientset()
 	for {
-		_, err := cs.CoreV1().ServiceAccounts(metav1.NamespaceSystem).Get(ctx, "node-controller", metav1.GetOptions{})
+		// The controller manager builds every controller, making each one's service account
+		// and client, before it runs any (BuildControllers, then RunControllers, which logs
+		// each start at -v=1): once one runs, no policy the test installs can stop the others
+		// from being built.
+		built, err := os.ReadFile(cm.logPath)
 		switch {
-		case err == nil:
-			return
-		case !apierrors.IsNotFound(err):
+		case err != nil:
 			s.t.Fatalf("harness: waiting for the controller manager: %v", err)
+		case bytes.Contains(built, []byte("Controller starting...")):
+			return
 		case cm.exited():
-			s.failed(cm, "exited before it made its service accounts: %v", cm.err)
+			s.failed(cm, "exited before it started its controllers: %v", cm.err)
 		case sched.exited():
 			s.failed(sched, "exited: %v", sched.err)
 		}
 		select {
 		case <-ctx.Done():
-			s.failed(cm, "made no service account for node-controller in time")
+			s.failed(cm, "started no controller in time")
 		case <-time.After(250 * time.Millisecond):
 		}
 	}

@@ -52,6 +52,11 @@ func (s *Server) startProcess(name, path string, args []string, stopTimeout time
 		close(p.done)
 	}()
 	s.t.Cleanup(func() {
+		if p.exited() {
+			// A server that stops on its own takes the test's ground with it: say so.
+			s.t.Errorf("harness: %s exited during the test: %v\nlast lines of %s:\n%s", p.name, p.err, p.logPath, tail(p.logPath, 60))
+			return
+		}
 		if err := p.stop(stopTimeout); err != nil {
 			s.t.Errorf("harness: %v", err)
 		}

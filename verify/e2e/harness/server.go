@@ -120,13 +120,14 @@ type Server struct {
 // builds them: make e2e-tools) or the servers do not start.
 //
 // The apiserver runs as a kubeadm control plane's would, without the
-// controller manager: serving certificates it makes itself in --cert-dir,
+// controller manager and the scheduler unless WithControllers asks for them
+// (and then only theirs, not a kubelet's): serving certificates it makes itself in --cert-dir,
 // static token authentication, --authorization-mode=Node,RBAC, service
 // account tokens signed with a key of its own, and the default admission
 // plugins, ValidatingAdmissionPolicy among them. It runs no endpoint
 // reconciler (the "kubernetes" service has no endpoints), since the
 // reconcilers refuse the loopback address it listens on. Since no controller
-// creates service accounts, Start creates the ServiceAccount "default" in
+// may create service accounts, Start creates the ServiceAccount "default" in
 // the namespaces default and kube-system; a test that creates pods in a
 // namespace of its own must create that namespace's first.
 //
