@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"strings"
 	"sync"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -51,7 +52,10 @@ func compilePolicy(policy *admissionregistrationv1.ValidatingAdmissionPolicy) va
 		for i := range matchConditions {
 			matchExpressionAccessors[i] = (*matchconditions.MatchCondition)(&matchConditions[i])
 		}
-		matcher = &recordingMatcher{inner: matchconditions.NewMatcher(filterCompiler.CompileCondition(matchExpressionAccessors, optionalVars, environment.StoredExpressions), failurePolicy, "policy", "validate", policy.Name)}
+		matcher = &recordingMatcher{
+			inner:     matchconditions.NewMatcher(filterCompiler.CompileCondition(matchExpressionAccessors, optionalVars, environment.StoredExpressions), failurePolicy, "policy", "validate", policy.Name),
+			paramFree: paramFree(matchConditions),
+		}
 	}
 	res := validating.NewValidator(
 		filterCompiler.CompileCondition(convertValidations(policy.Spec.Validations), optionalVars, environment.StoredExpressions),
@@ -138,12 +142,43 @@ func (v *recordingValidator) CompileError() error { return v.inner.CompileError(
 // which condition, if any, excluded the request.
 type recordingMatcher struct {
 	inner matchconditions.Matcher
+	// paramFree says the conditions read neither params nor variables (which may read params)
+	// nor the authorizer: the apiserver's dispatcher evaluates them once per param, and for
+	// one request they give the same result for every param, so the trace keeps the first.
+	paramFree bool
 }
 
 func (m *recordingMatcher) Match(ctx context.Context, versionedAttr *admission.VersionedAttributes, versionedParams runtime.Object, authz authorizer.UnconditionalAuthorizer) matchconditions.MatchResult {
+	t := traceFrom(ctx)
+	if t != nil && m.paramFree {
+		if res, ok := t.matched[m]; ok && res.attr == versionedAttr {
+			t.matchConditions(res.result)
+			return res.result
+		}
+	}
 	res := m.inner.Match(ctx, versionedAttr, versionedParams, authz)
-	if t := traceFrom(ctx); t != nil {
+	if t != nil {
+		if m.paramFree {
+			if t.matched == nil {
+				t.matched = map[*recordingMatcher]matchMemo{}
+			}
+			t.matched[m] = matchMemo{attr: versionedAttr, result: res}
+		}
 		t.matchConditions(res)
 	}
 	return res
+}
+
+// paramFree says whether no matchCondition's text names params, variables or the authorizer.
+// Checking the text is conservative: a string literal holding one of the words only costs the
+// evaluations the dispatcher makes anyway.
+func paramFree(conditions []admissionregistrationv1.MatchCondition) bool {
+	for _, c := range conditions {
+		for _, w := range []string{"params", "variables", "authorizer"} {
+			if strings.Contains(c.Expression, w) {
+				return false
+			}
+		}
+	}
+	return true
 }

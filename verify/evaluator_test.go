@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
@@ -398,6 +399,106 @@ spec:
 		}
 		if dec.Allowed != tc.want {
 			t.Errorf("labels %s: allowed %v, want %v: %s", tc.labels, dec.Allowed, tc.want, dec.Summary())
+		}
+	}
+}
+
+const perParamPolicy = `
+metadata: {name: per-param}
+spec:
+  paramKind: {apiVersion: v1, kind: ConfigMap}
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+  matchConditions:
+  - {name: user, expression: "request.userInfo.username != 'skipped'"}
+  - {name: param, expression: "!has(params.data) || !('skip' in params.data)"}
+  validations:
+  - expression: "false"
+    messageExpression: "'denied by ' + params.metadata.name"
+`
+
+const perRequestPolicy = `
+metadata: {name: per-request}
+spec:
+  paramKind: {apiVersion: v1, kind: ConfigMap}
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+  matchConditions:
+  - {name: user, expression: "request.userInfo.username != 'skipped'"}
+  - {name: name, expression: "request.name != 'skip-me'"}
+  validations:
+  - expression: "!has(params.data)"
+    messageExpression: "'denied by ' + params.metadata.name"
+`
+
+// TestMatchConditionsPerParam checks the matchConditions of a binding with several params:
+// those that read no param are evaluated once per request (the dispatcher evaluates them for
+// every param, with the same result), those that read one for each param, and nothing is kept
+// from one request to the next.
+func TestMatchConditionsPerParam(t *testing.T) {
+	store := verify.NewMemoryStore(catalog.RESTMapper())
+	for _, p := range []string{
+		`{apiVersion: v1, kind: ConfigMap, metadata: {name: p1, namespace: config, labels: {param: "yes"}}}`,
+		`{apiVersion: v1, kind: ConfigMap, metadata: {name: p2, namespace: config, labels: {param: "yes"}}, data: {skip: "1"}}`,
+		`{apiVersion: v1, kind: ConfigMap, metadata: {name: p3, namespace: config, labels: {param: "yes"}}}`,
+	} {
+		if err := store.Put(object(t, p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	for _, p := range []string{"per-param", "per-request"} {
+		b := binding(p, p, admissionregistrationv1.Deny)
+		b.Spec.ParamRef = &admissionregistrationv1.ParamRef{Namespace: "config", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"param": "yes"}}}
+		bindings = append(bindings, b)
+	}
+	e, err := verify.New([]*admissionregistrationv1.ValidatingAdmissionPolicy{mustPolicy(t, perParamPolicy), mustPolicy(t, perRequestPolicy)},
+		bindings, verify.WithResources(catalog), verify.WithStore(store))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct{ Policy, Param, Result, MatchCondition, Message string }
+	for _, tc := range []struct {
+		user, name string
+		want       []row
+	}{
+		{"skipped", "c", []row{
+			{"per-param", "p1", "admit", "user", ""}, {"per-param", "p2", "admit", "user", ""}, {"per-param", "p3", "admit", "user", ""},
+			{"per-request", "p1", "admit", "user", ""}, {"per-request", "p2", "admit", "user", ""}, {"per-request", "p3", "admit", "user", ""},
+		}},
+		{"alice", "c", []row{
+			{"per-param", "p1", "deny", "", "denied by p1"},
+			{"per-param", "p2", "admit", "param", ""},
+			{"per-param", "p3", "deny", "", "denied by p3"},
+			{"per-request", "p1", "admit", "", ""},
+			{"per-request", "p2", "deny", "", "denied by p2"},
+			{"per-request", "p3", "admit", "", ""},
+		}},
+		{"alice", "skip-me", []row{
+			{"per-param", "p1", "deny", "", "denied by p1"},
+			{"per-param", "p2", "admit", "param", ""},
+			{"per-param", "p3", "deny", "", "denied by p3"},
+			{"per-request", "p1", "admit", "name", ""}, {"per-request", "p2", "admit", "name", ""}, {"per-request", "p3", "admit", "name", ""},
+		}},
+	} {
+		d, err := e.Evaluate(context.Background(), verify.Request{Operation: admission.Create, Resource: configmaps,
+			UserInfo: verify.UserInfo{Username: tc.user},
+			Object:   object(t, "{apiVersion: v1, kind: ConfigMap, metadata: {name: "+tc.name+", namespace: ns}}")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []row
+		for _, r := range d.Results {
+			g := row{Policy: r.Policy, Param: r.Param.Name, Result: r.Result, MatchCondition: r.MatchCondition}
+			if r.Result == "deny" {
+				g.Message = r.Message
+			}
+			got = append(got, g)
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("%s %s: results (-want +got):\n%s", tc.user, tc.name, diff)
 		}
 	}
 }

@@ -20,6 +20,14 @@ import (
 type trace struct {
 	policies []*policyTrace
 	checks   []AuthorizerCheck
+	// matched are the results of the param-free matchConditions of a policy for the
+	// versioned attributes they read (see recordingMatcher).
+	matched map[*recordingMatcher]matchMemo
+}
+
+type matchMemo struct {
+	attr   *admission.VersionedAttributes
+	result matchconditions.MatchResult
 }
 
 type policyTrace struct {

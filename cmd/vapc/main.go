@@ -13,11 +13,15 @@ import (
 	"syscall"
 
 	"k8s.io/klog/v2"
+
+	"github.com/vapc-dev/vapc/internal/gctune"
 )
 
 // memoryLimit is vapc's soft memory limit unless GOMEMLIMIT sets another: near it the garbage
 // collector runs more often instead of letting a long replay's heap grow to twice its live
 // objects (the State of a large cluster). It is not a cap: a heap of more live objects grows.
+// Unless GOGC is set too, the collector is paced by it (internal/gctune): a collection when
+// the heap reaches it, not sooner than GOGC=100 would make one.
 const memoryLimit = 400 << 20
 
 func main() {
@@ -31,6 +35,9 @@ func main() {
 	_ = klogFlags.Set("stderrthreshold", "FATAL")
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(memoryLimit)
+		if os.Getenv("GOGC") == "" {
+			defer gctune.Start(memoryLimit).Stop()
+		}
 	}
 	// The first Ctrl-C or SIGTERM cancels ctx: a replay stops reading, writes the summary of
 	// what it read and exits 130. The signals then get their default action again, so that a

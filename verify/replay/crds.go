@@ -131,7 +131,7 @@ func (r *Replayer) learnCRD(ctx context.Context, d decoded, ev *Event, t target)
 	if r.catalog == nil {
 		return nil
 	}
-	src := fmt.Sprintf("%s:%d", d.file, d.num)
+	src := lineRef{d.file, d.num}.String()
 	at := auditlog.ParseTime(ev.StageTimestamp)
 	switch ev.Verb {
 	case "create", "update", "patch", "apply":

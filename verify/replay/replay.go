@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -362,7 +363,7 @@ func (r *Replayer) line(ctx context.Context, d decoded) {
 		return
 	}
 	delete(r.pending, ev.AuditID)
-	if first, dup := r.finals.add(ev.AuditID, fmt.Sprintf("%s:%d", d.file, d.num)); dup {
+	if first, dup := r.finals.add(ev.AuditID, lineRef{d.file, d.num}); dup {
 		r.sum.malformed(d.file, d.num, fmt.Sprintf("duplicate: the final record of audit ID %s was read at %s already", ev.AuditID, first))
 		return
 	}
@@ -394,31 +395,110 @@ func isResourcePath(uri string) bool {
 }
 
 // recentIDs remembers the last audit IDs whose final record was read, to find a final record
-// read twice (a log replayed twice, rotated files that overlap) with bounded memory.
+// read twice.
 type recentIDs struct {
-	seen map[string]string // audit ID -> where
-	ring []string
-	next int
+	// An audit ID is a UUID (the apiserver's, or what a client sent in Audit-ID): its 16
+	// bytes are the key; another string is kept as it is.
+	uuids map[[16]byte]lineRef
+	other map[string]lineRef
+	ring  []recentID
+	next  int
+}
+
+// lineRef is a line of a log.
+type lineRef struct {
+	file string
+	line int
+}
+
+func (l lineRef) String() string { return l.file + ":" + strconv.Itoa(l.line) }
+
+type recentID struct {
+	uuid  [16]byte
+	other string
+	isSet bool
 }
 
 const maxRecentIDs = 1 << 16
 
 // add records the ID read at where; dup says it was read before, at first.
-func (r *recentIDs) add(id, where string) (first string, dup bool) {
-	if r.seen == nil {
-		r.seen = map[string]string{}
-		r.ring = make([]string, maxRecentIDs)
+func (r *recentIDs) add(id string, where lineRef) (first lineRef, dup bool) {
+	if r.ring == nil {
+		r.uuids = map[[16]byte]lineRef{}
+		r.other = map[string]lineRef{}
+		r.ring = make([]recentID, maxRecentIDs)
 	}
-	if first, ok := r.seen[id]; ok {
+	var key recentID
+	if u, ok := parseUUID(id); ok {
+		key.uuid = u
+	} else {
+		key.other = id
+	}
+	key.isSet = true
+	if first, ok := r.lookup(key); ok {
 		return first, true
 	}
-	if old := r.ring[r.next]; old != "" {
-		delete(r.seen, old)
+	if old := r.ring[r.next]; old.isSet {
+		if old.other != "" {
+			delete(r.other, old.other)
+		} else {
+			delete(r.uuids, old.uuid)
+		}
 	}
-	r.ring[r.next] = id
+	r.ring[r.next] = key
 	r.next = (r.next + 1) % len(r.ring)
-	r.seen[id] = where
-	return "", false
+	if key.other != "" {
+		r.other[key.other] = where
+	} else {
+		r.uuids[key.uuid] = where
+	}
+	return lineRef{}, false
+}
+
+func (r *recentIDs) lookup(k recentID) (lineRef, bool) {
+	if k.other != "" {
+		l, ok := r.other[k.other]
+		return l, ok
+	}
+	l, ok := r.uuids[k.uuid]
+	return l, ok
+}
+
+// parseUUID reads a UUID in its canonical text form, 8-4-4-4-12 lowercase hexadecimal digits
+// (the apiserver's own); another form is not one, so that two IDs are the same key only if
+// they are the same string.
+func parseUUID(s string) ([16]byte, bool) {
+	var u [16]byte
+	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+		return u, false
+	}
+	j := 0
+	for i := 0; i < 36; i += 2 {
+		if s[i] == '-' {
+			i--
+			continue
+		}
+		hi, ok1 := hexDigit(s[i])
+		lo, ok2 := hexDigit(s[i+1])
+		if !ok1 || !ok2 {
+			return u, false
+		}
+		u[j] = hi<<4 | lo
+		j++
+	}
+	return u, j == 16
+}
+
+// hexDigit is the value of a lowercase hexadecimal digit: an uppercase one makes the ID
+// another string (see parseUUID).
+func hexDigit(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	}
+	return 0, false
 }
 
 // request replays one request.
@@ -521,12 +601,12 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 		}()
 	}
 	if isMutator(gr) && t.sub == "" {
-		r.applyMutatorWrite(ev, t, fmt.Sprintf("%s:%d", d.file, d.num))
+		r.applyMutatorWrite(ev, t, lineRef{d.file, d.num}.String())
 	}
 	if !r.state.Keeps(gr) {
 		return
 	}
-	src := fmt.Sprintf("%s:%d", d.file, d.num)
+	src := lineRef{d.file, d.num}.String()
 	w := d.written
 	if w != nil && w.gen != r.cur().gen {
 		w = nil // prepared with a catalog the log has changed since
@@ -707,7 +787,7 @@ func (r *Replayer) refusedPodDelete(d decoded, ev *Event, t target) {
 		// validated twice; what deleteLeaves cannot tell may be either.
 		return
 	}
-	src := fmt.Sprintf("%s:%d", d.file, d.num)
+	src := lineRef{d.file, d.num}.String()
 	why := "the DELETE at " + src + ", which admission refused, after or before the store marked the pod deleted: the log does not say which"
 	zero := int64(0)
 	u.SetDeletionTimestamp(markedAt(ev))

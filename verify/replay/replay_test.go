@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -489,5 +490,45 @@ func TestEmptiedOfFinalizers(t *testing.T) {
 		if got := emptiedOfFinalizers(tc.u); got != tc.want {
 			t.Errorf("%s: emptiedOfFinalizers = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestRecentIDs checks the memory of audit IDs read: a UUID and any other string are found
+// again as long as fewer than maxRecentIDs others came since, and two IDs are one only if they
+// are the same string.
+func TestRecentIDs(t *testing.T) {
+	const id = "6f1c2a5e-0b7d-4c1e-9a3f-2d8e4b6a1c07"
+	var r recentIDs
+	for i, tc := range []struct {
+		id      string
+		dup     bool
+		firstAt int
+	}{
+		{id: id},
+		{id: strings.ToUpper(id)},
+		{id: "not-a-uuid"},
+		{id: "6f1c2a5e-0b7d-4c1e-9a3f-2d8e4b6a1c0g"}, // not hexadecimal
+		{id: id, dup: true, firstAt: 0},
+		{id: strings.ToUpper(id), dup: true, firstAt: 1},
+		{id: "not-a-uuid", dup: true, firstAt: 2},
+		{id: "6f1c2a5e-0b7d-4c1e-9a3f-2d8e4b6a1c0g", dup: true, firstAt: 3},
+		{id: "6f1c2a5e-0b7d-4c1e-9a3f-2d8e4b6a1c08"},
+	} {
+		first, dup := r.add(tc.id, lineRef{"a.log", i})
+		if dup != tc.dup || (dup && first != (lineRef{"a.log", tc.firstAt})) {
+			t.Errorf("%d: add(%q) = %v, %v; want dup %v at a.log:%d", i, tc.id, first, dup, tc.dup, tc.firstAt)
+		}
+	}
+	// The oldest are forgotten once maxRecentIDs more were read.
+	for i := 0; i < maxRecentIDs; i++ {
+		if _, dup := r.add(fmt.Sprintf("%08x-0000-4000-8000-000000000000", i), lineRef{"b.log", i}); dup {
+			t.Fatalf("add(%d) is a duplicate", i)
+		}
+	}
+	if _, dup := r.add(id, lineRef{"c.log", 1}); dup {
+		t.Errorf("add(%q) after %d others is a duplicate, want it forgotten", id, maxRecentIDs)
+	}
+	if first, dup := r.add(fmt.Sprintf("%08x-0000-4000-8000-000000000000", maxRecentIDs-1), lineRef{"c.log", 2}); !dup || first.String() != fmt.Sprintf("b.log:%d", maxRecentIDs-1) {
+		t.Errorf("the last ID read: %v, %v; want a duplicate of b.log:%d", first, dup, maxRecentIDs-1)
 	}
 }

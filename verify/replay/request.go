@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	sigsjson "sigs.k8s.io/json"
 	"strconv"
 	"strings"
 
@@ -418,11 +419,18 @@ func hasBody(raw json.RawMessage) bool {
 // deletecollection (client-go sends a DELETE's dryRun in the body, and a body hides the query).
 func isDryRun(ev *Event) bool {
 	if (ev.Verb == "delete" || ev.Verb == "deletecollection") && hasBody(ev.RequestObject) {
+		if !bytes.Contains(ev.RequestObject, []byte("dryRun")) && bytes.IndexByte(ev.RequestObject, '\\') < 0 {
+			return false // neither the member nor an escape that could spell it
+		}
 		var o struct {
 			DryRun []string `json:"dryRun"`
 		}
-		_ = json.Unmarshal(ev.RequestObject, &o)
+		// Case-sensitively, as the server's codec decodes DeleteOptions.
+		_ = sigsjson.UnmarshalCaseSensitivePreserveInts(ev.RequestObject, &o)
 		return len(o.DryRun) > 0
+	}
+	if !strings.Contains(ev.RequestURI, "dryRun") && !strings.Contains(ev.RequestURI, "%") {
+		return false // neither the parameter nor an escape that could spell it
 	}
 	return len(ev.Query()["dryRun"]) > 0
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -153,11 +154,54 @@ func (d *objectDecoder) valueOf(depth int, keep func(key string) bool) (any, boo
 func (d *objectDecoder) members(member func(key string) bool) bool {
 	var key string
 	return d.s.members(func() bool {
-		k, ok := d.str()
+		k, ok := d.key()
 		key = k
 		return ok
 	}, func() bool { return member(key) })
 }
+
+// key reads a member's key: one of commonKeys is not allocated again.
+func (d *objectDecoder) key() (string, bool) {
+	s := &d.s
+	start := s.i
+	escaped, ok := s.str()
+	if ok && !escaped {
+		if k, found := commonKeys[string(s.b[start+1:s.i-1])]; found {
+			return k, true
+		}
+	}
+	s.i = start
+	return d.str()
+}
+
+// commonKeys are keys that most objects of a log hold (metadata's, managedFields', the common
+// parts of spec and status).
+var commonKeys = func() map[string]string {
+	m := map[string]string{}
+	for _, k := range strings.Fields(`apiVersion kind metadata spec status data items
+		name namespace generateName uid resourceVersion generation creationTimestamp
+		deletionTimestamp deletionGracePeriodSeconds labels annotations ownerReferences
+		finalizers managedFields manager operation subresource time fieldsType fieldsV1
+		controller blockOwnerDeletion f:metadata f:spec f:status f:labels f:annotations
+		f:ownerReferences f:finalizers f:conditions f:containers f:type f:status f:lastTransitionTime
+		f:message f:reason f:lastHeartbeatTime f:lastProbeTime f:name f:image f:resources
+		f:ports f:env f:value . k:{"type":"Ready"} phase conditions type reason message
+		lastTransitionTime lastHeartbeatTime lastProbeTime lastUpdateTime observedGeneration
+		replicas readyReplicas availableReplicas updatedReplicas selector matchLabels
+		matchExpressions key operator values template containers initContainers image
+		imagePullPolicy resources limits requests cpu memory ports containerPort protocol
+		env value valueFrom volumeMounts mountPath readOnly volumes nodeName nodeSelector
+		tolerations effect tolerationSeconds restartPolicy dnsPolicy schedulerName
+		serviceAccountName serviceAccount securityContext terminationGracePeriodSeconds
+		priority enableServiceLinks preemptionPolicy hostIP hostIPs podIP podIPs ip qosClass
+		startTime containerStatuses ready restartCount started state running startedAt
+		imageID containerID terminated exitCode finishedAt waiting allocatable capacity
+		addresses address nodeInfo images names sizeBytes daemonEndpoints kubeletEndpoint Port
+		taints unschedulable podCIDR podCIDRs providerID`) {
+		m[k] = k
+	}
+	return m
+}()
 
 func (d *objectDecoder) array(depth int) ([]any, bool) {
 	s := &d.s
