@@ -39,6 +39,8 @@ type job struct {
 	view         *stateView
 	// mutators are the cluster's MutatingAdmissionPolicies at the request's point of the log.
 	mutators *mutators
+	// facts are what the log showed of the server's configuration before the request.
+	facts serverFacts
 	// resolving says why the apiserver may not have found the paramKind of a policy of the
 	// request yet: the request is decided both ways. unsettled says why it cannot be (see
 	// Replayer.unsettledParams).
@@ -173,7 +175,7 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 		r.evaluateServed(ctx, w, j)
 		return
 	}
-	b := r.rebuild(j.ev, j.t, j.rec, j.prior)
+	b := r.rebuild(j.ev, j.t, j.rec, j.prior, j.facts)
 	if b.skip != "" {
 		j.skip = b.skip
 		return

@@ -750,23 +750,43 @@ func TestConcurrentWithDeleteCollection(t *testing.T) {
 // the log holds the request as sent.
 func TestTokenRequestDefaults(t *testing.T) {
 	tr := map[string]any{"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "metadata": map[string]any{}, "spec": map[string]any{"expirationSeconds": 3600}}
+	issued := map[string]any{"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "metadata": map[string]any{"name": "sa0", "namespace": "ns1"},
+		"spec": map[string]any{"expirationSeconds": 3600, "audiences": []any{"https://kubernetes.default.svc"}}, "status": map[string]any{"token": "x"}}
 	denied := `serviceaccounts "sa1" is forbidden: ValidatingAdmissionPolicy 'token' with binding 'token' denied request: denied by token`
+	tokenLine := func(id string, level, sa string, code int32, message string, resp map[string]any) string {
+		line := levelEvent(t, id, level, "create", "serviceaccounts", "ns1", sa, code, message, tr, resp)
+		line = strings.Replace(line, `"requestURI":"/api/v1/namespaces/ns1/serviceaccounts"`, `"requestURI":"/api/v1/namespaces/ns1/serviceaccounts/`+sa+`/token"`, 1)
+		return strings.Replace(line, `"resource":"serviceaccounts"`, `"resource":"serviceaccounts","subresource":"token"`, 1)
+	}
 	for _, tc := range []struct {
 		name, expr string
 		code       int32
 		message    string
-		want       string
+		// issuedFirst is a completed TokenRequest that asked for no audiences, logged before,
+		// at this level ("" for none).
+		issuedFirst string
+		want        string
 	}{
-		{"the name", "object.metadata.name == 'sa1' && object.metadata.namespace == 'ns1'", 201, "", DecisionAdmit},
-		{"the audiences", "size(object.spec.audiences) == 0", 403, denied, DecisionIndeterminate},
+		{"the name", "object.metadata.name == 'sa1' && object.metadata.namespace == 'ns1'", 201, "", "", DecisionAdmit},
+		{"the audiences", "size(object.spec.audiences) == 0", 403, denied, "", DecisionIndeterminate},
+		{"the audiences a completed TokenRequest showed", "size(object.spec.audiences) == 0", 403, denied, auditlog.LevelRequestResponse, DecisionDeny},
+		{"the audiences a completed TokenRequest showed, read", "object.spec.audiences == ['https://kubernetes.default.svc']", 201, "", auditlog.LevelRequestResponse, DecisionAdmit},
+		{"no response, no audiences", "size(object.spec.audiences) == 0", 403, denied, auditlog.LevelRequest, DecisionIndeterminate},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, b := levelPolicy("token", "serviceaccounts", admissionregistrationv1.Create, nil, tc.expr)
 			p.Spec.MatchConstraints.ResourceRules[0].Rule.Resources = []string{"serviceaccounts/token"}
-			line := levelEvent(t, "1", auditlog.LevelRequest, "create", "serviceaccounts", "ns1", "sa1", tc.code, tc.message, tr, nil)
-			line = strings.Replace(line, `"requestURI":"/api/v1/namespaces/ns1/serviceaccounts"`, `"requestURI":"/api/v1/namespaces/ns1/serviceaccounts/sa1/token"`, 1)
-			line = strings.Replace(line, `"resource":"serviceaccounts"`, `"resource":"serviceaccounts","subresource":"token"`, 1)
-			_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, line)
+			p.Spec.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "sa1", Expression: "request.name == 'sa1'"}}
+			var lines []string
+			if tc.issuedFirst != "" {
+				resp := issued
+				if tc.issuedFirst != auditlog.LevelRequestResponse {
+					resp = nil
+				}
+				lines = append(lines, tokenLine("0", tc.issuedFirst, "sa0", 201, "", resp))
+			}
+			lines = append(lines, tokenLine("1", auditlog.LevelRequest, "sa1", tc.code, tc.message, nil))
+			_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, lines...)
 			if rec := recs["1"]; rec == nil || rec.Decision != tc.want || rec.Changed {
 				t.Errorf("the TokenRequest: %+v, want %s", rec, tc.want)
 			}

@@ -159,6 +159,8 @@ type Replayer struct {
 	state          *clusterState
 	evals          []evalWorker
 	running        *evaluation
+	// facts are what the log has shown so far of the server's configuration (ordered stage).
+	facts serverFacts
 	// logStamp is the latest completion of a request the log records so far; logTime is it
 	// parsed (from logTimeOf), see currentLogTime.
 	logStamp, logTimeOf string
@@ -532,7 +534,7 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 		return
 	}
 	// What the request's evaluation reads of the State, as it is now, before its own write.
-	j := &job{d: d, ev: ev, t: t, rec: rec, policies: policies, mutators: r.mutators, done: make(chan struct{})}
+	j := &job{d: d, ev: ev, t: t, rec: rec, policies: policies, mutators: r.mutators, facts: r.facts, done: make(chan struct{})}
 	j.schemaRefreshing = r.schemaRefreshing(t.gvr, ev.Received())
 	var unknownParams map[schema.GroupResource]string
 	j.resolving, unknownParams, j.unsettled = r.unsettledParams(policies, ev)
@@ -593,6 +595,9 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 		return
 	}
 	gr := t.gvr.GroupResource()
+	if gr == (schema.GroupResource{Resource: "serviceaccounts"}) && t.sub == "token" {
+		r.facts.learnAudiences(ev) // its response may show the server's audiences
+	}
 	if gr == crdsGR {
 		defer func() {
 			if err := r.learnCRD(ctx, d, ev, t); err != nil && r.sinkErr == nil {

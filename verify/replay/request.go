@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 
@@ -100,9 +101,36 @@ type rebuilt struct {
 	unknowns []vapccel.Unknown
 }
 
+// serverFacts is what the log taught the replay of the server's configuration by the point of
+// a request.
+type serverFacts struct {
+	// apiAudiences are the server's --api-audiences, as a completed TokenRequest that asked
+	// for none shows them; nil until one did.
+	apiAudiences []any
+}
+
+// learnAudiences learns the server's --api-audiences from a completed TokenRequest that asked
+// for none (TokenREST.Create gives it them).
+func (f *serverFacts) learnAudiences(ev *Event) {
+	if ev.Code() < 200 || ev.Code() >= 300 || !hasBody(ev.RequestObject) || !hasBody(ev.ResponseObject) {
+		return
+	}
+	req, resp := decodeObject(ev.RequestObject), decodeObject(ev.ResponseObject)
+	if req == nil || resp == nil || resp.GetKind() != "TokenRequest" {
+		return
+	}
+	if asked, _, _ := unstructured.NestedSlice(req.Object, "spec", "audiences"); len(asked) > 0 {
+		return
+	}
+	if given, _, _ := unstructured.NestedSlice(resp.Object, "spec", "audiences"); len(given) > 0 {
+		f.apiAudiences = given
+	}
+}
+
 // rebuild turns a final event into the admission request the ValidatingAdmissionPolicy plugin
-// saw, reading the prior state from the State.
-func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior) rebuilt {
+// saw, reading the prior state from the State; facts are what the log showed of the server
+// before it.
+func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior, facts serverFacts) rebuilt {
 	q := ev.Query()
 	b := rebuilt{req: verify.Request{
 		Operation: t.op, Resource: t.gvr, SubResource: t.sub, Kind: t.reqKind,
@@ -264,8 +292,12 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior) rebuilt 
 		if body.GetNamespace() == "" {
 			body.SetNamespace(t.namespace)
 		}
-		if auds, _, _ := unstructured.NestedSlice(body.Object, "spec", "audiences"); len(auds) == 0 {
-			b.unknowns = append(b.unknowns, vapccel.Unknown{Path: objectPath("spec", "audiences"), Why: "the server's --api-audiences, which it gives a TokenRequest that asks for none before admission, and which the log does not hold"})
+		if auds, _, _ := unstructured.NestedSlice(body.Object, "spec", "audiences"); len(auds) > 0 {
+			// As asked.
+		} else if facts.apiAudiences != nil {
+			_ = unstructured.SetNestedSlice(body.Object, runtime.DeepCopyJSONValue(facts.apiAudiences).([]any), "spec", "audiences")
+		} else {
+			b.unknowns = append(b.unknowns, vapccel.Unknown{Path: objectPath("spec", "audiences"), Why: "the server's --api-audiences, which it gives a TokenRequest that asks for none before admission, and which the log does not show before this request (a completed TokenRequest that asked for none would)"})
 		}
 	}
 	if derivesScale(t) && old != nil {

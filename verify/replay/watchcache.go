@@ -138,7 +138,7 @@ func (r *Replayer) decideOn(ctx context.Context, w evalWorker, j *job, p prior) 
 	}
 	ev := *j.ev
 	ev.ResponseObject = nil
-	b := r.rebuild(&ev, j.t, j.rec, p)
+	b := r.rebuild(&ev, j.t, j.rec, p, j.facts)
 	switch {
 	case b.skip != "":
 		return nil, nil
