@@ -591,7 +591,8 @@ func TestWritesLoggedOutOfOrder(t *testing.T) {
 
 // TestConcurrentRequest: a request received before the write logged ahead of it completed
 // ran concurrently with it, and may have read the object before or after that write: its old
-// object is not known. One received after is decided.
+// object is not known. One received after is decided, and one concurrent with a write that
+// changed nothing (the same resourceVersion) too.
 func TestConcurrentRequest(t *testing.T) {
 	p, b := levelPolicy("old-v", "configmaps", admissionregistrationv1.Update, nil, "oldObject.data.v != 'bad'")
 	cm := func(rv string, v string) map[string]any {
@@ -606,12 +607,18 @@ func TestConcurrentRequest(t *testing.T) {
 		at(levelEvent(t, "3", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 422, denied, cm("", "x"), nil), "02.005000", "02.011000"),
 		// Received after: it read version 11.
 		at(levelEvent(t, "4", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 422, denied, cm("", "x"), nil), "03.000000", "03.001000"),
+		// A no-op update: the store returns version 11 as it is, and request 6, received
+		// before it completed, read version 11 either way.
+		at(levelEvent(t, "5", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 200, "", cm("11", "bad"), cm("11", "bad")), "04.000000", "04.010000"),
+		at(levelEvent(t, "6", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 422, denied, cm("", "x"), nil), "04.005000", "04.011000"),
 	)
 	if rec := recs["3"]; rec == nil || rec.Decision != DecisionIndeterminate || !strings.Contains(rec.Indeterminate, "ran concurrently") {
 		t.Errorf("request 3: %+v, want indeterminate: it ran concurrently with request 2", rec)
 	}
-	if rec := recs["4"]; rec == nil || rec.Decision != DecisionDeny || rec.Changed {
-		t.Errorf("request 4: %+v, want deny as recorded", rec)
+	for _, id := range []string{"4", "6"} {
+		if rec := recs[id]; rec == nil || rec.Decision != DecisionDeny || rec.Changed {
+			t.Errorf("request %s: %+v, want deny as recorded", id, rec)
+		}
 	}
 }
 
@@ -632,19 +639,25 @@ func TestConcurrentLoggedLater(t *testing.T) {
 		name           string
 		patchReceived  string // the patch completes at patchDone (02.010000), logged after the DELETE
 		patchDone      string
+		noOp           bool // the patch changed nothing: it returned version 10
 		wantIndetermin bool
 	}{
 		{name: "received before the DELETE completed", patchReceived: "02.000000", wantIndetermin: true},
+		{name: "a patch that changed nothing", patchReceived: "02.000000", noOp: true},
 		{name: "received after the DELETE completed", patchReceived: "02.007000"},
 		// Completed more than the lookahead after the DELETE: not looked for (a documented
 		// limit), whatever the evaluation's timing.
 		{name: "logged more than a second after it", patchReceived: "02.000000", patchDone: "03.500000"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			written := cm("11", "b")
+			if tc.noOp {
+				written = cm("10", "a")
+			}
 			_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
 				timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm("", "a"), cm("10", "a")), "01.000000", "01.001000", nil),
 				timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "delete", "configmaps", "ns1", "cm", 403, denied, nil, nil), "02.003000", "02.006000", nil),
-				timedEvent(t, levelEvent(t, "3", auditlog.LevelRequestResponse, "patch", "configmaps", "ns1", "cm", 200, "", patch, cm("11", "b")), tc.patchReceived, cmp.Or(tc.patchDone, "02.010000"), nil),
+				timedEvent(t, levelEvent(t, "3", auditlog.LevelRequestResponse, "patch", "configmaps", "ns1", "cm", 200, "", patch, written), tc.patchReceived, cmp.Or(tc.patchDone, "02.010000"), nil),
 			)
 			rec := recs["2"]
 			switch {

@@ -97,9 +97,15 @@ func (r *Replayer) reviseConcurrent(d decoded, ev *Event, t target) {
 			js = append(js, e.byKey[k]...)
 		}
 	}
+	// A write that changed nothing returns the version it found: a request that read that
+	// version read it either way.
+	unchanged := writtenVersion(d, ev, t)
 	for _, j := range js {
 		collection := j.ev.Verb == "deletecollection"
 		if j.revised || !received.Before(j.completed) || completed.Sub(j.completed) >= lookahead || (create && !collection) {
+			continue
+		}
+		if unchanged > 0 && !collection && j.prior.rv == unchanged && j.prior.raw != nil && len(j.prior.stale) == 0 && j.prior.staleUnknown == "" {
 			continue
 		}
 		<-j.done // the first evaluation

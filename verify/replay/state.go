@@ -101,6 +101,9 @@ type entry struct {
 	labels labels.Set
 	// source says where the state came from (a line of the log, the snapshot).
 	source string
+	// restated says a later write returned this version unchanged (a no-op update): done
+	// stays the completion of the write that made it.
+	restated bool
 }
 
 // newClusterState returns an empty State for the resources keep accepts; typedKinds are the resources
@@ -286,7 +289,7 @@ func resourceVersion(v string) uint64 {
 // store records the object (its JSON raw) as the current state of its key; rv is its
 // resourceVersion when raw is the log's own. A write the log records after a later one to the
 // same object (both resourceVersions known, the stored greater) changes nothing: the State
-// already holds what followed it.
+// already holds what followed it; one that returned the version the State holds restates it.
 func (s *clusterState) store(gr schema.GroupResource, u *unstructured.Unstructured, raw []byte, typed *preparedTyped, source string, rv uint64) error {
 	if !s.keep(gr) {
 		return nil
@@ -297,9 +300,18 @@ func (s *clusterState) store(gr schema.GroupResource, u *unstructured.Unstructur
 		if old.rv > 0 && rv > 0 && old.rv > rv {
 			return nil
 		}
-		e.follows = true
-		if old.raw != nil {
-			s.remember(replacedKey{gr, k}, old, e)
+		if old.rv > 0 && old.rv == rv && old.raw != nil && old.unknown == "" {
+			// A write that changed nothing: the store answers a no-op update with the stored
+			// object, resourceVersion and all. It restates the version the State holds: that
+			// version's write, and when it completed, are what a concurrent request may have
+			// read; the entry takes the newer JSON (a log may omit what another kept).
+			old.raw, old.labels, old.source, old.unknowns, old.restated = raw, e.labels, source, nil, true
+			e = old
+		} else {
+			e.follows = true
+			if old.raw != nil {
+				s.remember(replacedKey{gr, k}, old, e)
+			}
 		}
 	}
 	s.bucket(gr)[k] = e
@@ -562,7 +574,7 @@ func (s *clusterState) markDone(gr schema.GroupResource, namespace, name, source
 	if k := (replacedKey{gr: gr}); done.After(s.lastDone[k]) {
 		s.lastDone[k] = done
 	}
-	if e := s.objects[gr][objectKey{namespace, name}]; e != nil && strings.HasPrefix(e.source, source) {
+	if e := s.objects[gr][objectKey{namespace, name}]; e != nil && strings.HasPrefix(e.source, source) && !e.restated {
 		e.done = done
 	}
 }
