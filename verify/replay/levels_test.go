@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"maps"
 	"strings"
 	"testing"
 
@@ -843,5 +844,58 @@ func TestRefusedPodDelete(t *testing.T) {
 	}
 	if rec := recs["6"]; rec == nil || rec.Decision != DecisionAdmit {
 		t.Errorf("request 6: %+v, want admit: the running pod's graceful DELETE changed nothing", rec)
+	}
+}
+
+// TestPatchTypeByAnnotations: a refused patch that reads differently as a merge and as a
+// strategic merge patch (a list with a merge key) is indeterminate when the outcomes differ,
+// unless, checking against the log, the audit annotations it records are those of one of them.
+func TestPatchTypeByAnnotations(t *testing.T) {
+	p, b := levelPolicy("conds", "pods/status", admissionregistrationv1.Update, nil, "false")
+	p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "n", ValueExpression: "string(size(object.status.conditions))"}}
+	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "web", "namespace": "ns1", "resourceVersion": "10", "uid": "u1"},
+		"spec":   map[string]any{"containers": []any{map[string]any{"name": "c", "image": "i"}}},
+		"status": map[string]any{"phase": "Pending", "conditions": []any{map[string]any{"type": "PodScheduled", "status": "True"}}}}
+	patch := map[string]any{"status": map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": "False"}}}}
+	denied := `pods "web" is forbidden: ValidatingAdmissionPolicy 'conds' with binding 'conds' denied request: denied by conds`
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		check       bool
+		want        string
+		wantReason  Reason
+	}{
+		{name: "a merge patch, by the annotations", annotations: map[string]string{"conds/n": "1"}, check: true, want: DecisionDeny},
+		{name: "a strategic merge patch, by the annotations", annotations: map[string]string{"conds/n": "2"}, check: true, want: DecisionDeny},
+		{name: "neither, by the annotations", annotations: map[string]string{"conds/n": "3"}, check: true, want: DecisionIndeterminate, wantReason: ReasonPatchType},
+		{name: "not checked", annotations: map[string]string{"conds/n": "1"}, want: DecisionIndeterminate, wantReason: ReasonPatchType},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ann := maps.Clone(tc.annotations)
+			ann[ValidationFailureAnnotation] = `[{"message":"denied by conds","policy":"conds","binding":"conds","expressionIndex":0,"validationActions":["Deny","Audit"]}]`
+			refused := timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "patch", "pods", "ns1", "web", 422, denied, patch, nil), "02.000000", "02.001000", ann)
+			refused = strings.Replace(refused, `/pods/web"`, `/pods/web/status"`, 1)
+			refused = strings.Replace(refused, `"resource":"pods"`, `"resource":"pods","subresource":"status"`, 1)
+			b.Spec.ValidationActions = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny, admissionregistrationv1.Audit}
+			r, err := New([]*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, WithCheckRecorded(tc.check))
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs := map[string]*Record{}
+			lines := strings.Join([]string{
+				timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod), "01.000000", "01.001000", nil),
+				refused,
+			}, "\n") + "\n"
+			if _, err := r.Run(context.Background(), []Source{{Name: "audit.jsonl", Reader: strings.NewReader(lines)}}, func(rec *Record) error {
+				recs[rec.AuditID] = rec
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			rec := recs["2"]
+			if rec == nil || rec.Decision != tc.want || rec.Reason != tc.wantReason || len(rec.Disagreements) > 0 {
+				t.Fatalf("request 2: %s %s %v, want %s %s", rec.Decision, rec.Indeterminate, rec.Disagreements, tc.want, tc.wantReason)
+			}
+		})
 	}
 }

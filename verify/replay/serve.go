@@ -381,9 +381,10 @@ func jobLabelVariants(body []byte, ev *Event) []sendVariant {
 
 // pickServed chooses among the variants of a request what the replay can say: the variants
 // the log rules out dropped (a request the server completed, or a policy refused, cannot have
-// been refused before admission), then the outcome when all that remain agree. ok is false
-// when they disagree; reason then says why.
-func pickServed(ev *Event, vs []served) (s served, ok bool, why string, reason Reason) {
+// been refused before admission), then the outcome when all that remain agree. When they do
+// not, and recorded is not nil (checking against the log), those whose audit annotations the
+// log does not record are dropped too. ok is false when they disagree; reason then says why.
+func pickServed(ev *Event, vs []served, recorded func(served) bool) (s served, ok bool, why string, reason Reason) {
 	if len(vs) == 1 {
 		return vs[0], true, "", ""
 	}
@@ -398,6 +399,18 @@ func pickServed(ev *Event, vs []served) (s served, ok bool, why string, reason R
 	}
 	if len(kept) == 0 {
 		kept = vs
+	}
+	byAnnotations := false
+	if recorded != nil && slices.ContainsFunc(kept[1:], func(v served) bool { return !sameServed(kept[0], v) }) {
+		var agree []served
+		for _, v := range kept {
+			if recorded(v) {
+				agree = append(agree, v)
+			}
+		}
+		if len(agree) > 0 && len(agree) < len(kept) {
+			kept, byAnnotations = agree, true
+		}
 	}
 	for _, v := range kept[1:] {
 		if !sameServed(kept[0], v) {
@@ -417,9 +430,14 @@ func pickServed(ev *Event, vs []served) (s served, ok bool, why string, reason R
 		for _, k := range kept {
 			names = append(names, k.variant)
 		}
-		if kept[0].labels {
+		switch {
+		case byAnnotations && kept[0].labels:
+			why = "the audit annotations the log records are those of the " + strings.Join(names, " and the ")
+		case byAnnotations:
+			why = "the audit annotations the log records are those of the patch applied as a " + strings.Join(names, " or a ")
+		case kept[0].labels:
 			why = "the outcome is the same for the " + strings.Join(names, " and the ")
-		} else {
+		default:
 			why = "the patch is applied alike as a " + strings.Join(names, " or a ")
 		}
 	}
@@ -527,7 +545,12 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 	// ran at all, and where the pipeline could not follow the server, is decided here.
 	first, err := r.serveOnce(ctx, w, j, objs, w.eval, j.view)
 	if err != nil {
-		out.indeterminate(because(ReasonRequest, err.Error()))
+		var ind *indeterminateError
+		if errors.As(err, &ind) {
+			out.indeterminate(ind.why)
+		} else {
+			out.indeterminate(because(ReasonRequest, err.Error()))
+		}
 		return
 	}
 	if first.why != "" {
@@ -698,7 +721,16 @@ func (r *Replayer) serveOnce(ctx context.Context, w evalWorker, j *job, objs *jo
 	if err != nil {
 		return servedOnce{}, err
 	}
-	s, ok, why, reason := pickServed(j.ev, vs)
+	var recorded func(served) bool
+	if r.check && (j.rec.vapRan || j.ev.Annotations[ValidationFailureAnnotation] != "") {
+		// The log records what the loaded policies published: a variant whose annotations
+		// differ from it is not what the server ran.
+		recorded = func(v served) bool {
+			dec := servedDecision(j.ev.Verb, v)
+			return dec != nil && len(checkAnnotations(j.ev, dec.AuditAnnotations, dec, r.loadedPolicies)) == 0
+		}
+	}
+	s, ok, why, reason := pickServed(j.ev, vs, recorded)
 	if !ok {
 		return servedOnce{}, &indeterminateError{because(reason, why)}
 	}
