@@ -1211,6 +1211,9 @@ func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, why, sr
 			unknowns = append(unknowns, vapccel.Unknown{Path: objectPath("metadata", "resourceVersion"), ValueOnly: true,
 				Why: "the server's storage when " + what + " wrote the object, which the log does not show"})
 		}
+		if gr == podsGR && (t.op == admission.Delete || t.sub == "eviction") {
+			unknowns = append(unknowns, shortenedGrace(u, p.raw, ev, t)...)
+		}
 		switch second, ok := serverSecond(ev); {
 		case sameKind && t.op != admission.Delete:
 			// Validating admission saw a copy of what the storage wrote: settle's clock is
@@ -1359,6 +1362,67 @@ func withMeta(raw []byte, version, uid string) []byte {
 		return raw
 	}
 	return out
+}
+
+// shortenedGrace puts back what kube-apiserver's store made of a pod's deletion when the request
+// shortened the grace period of a deletion already pending: rest.BeforeDelete moves the
+// deletionTimestamp back by the old grace period and forward by the new one, unless that is
+// before the server's clock, in which case the timestamp is the clock and the grace period one
+// second (or zero). The replay's pipeline reads its own clock, long after the log's: it always
+// takes the second way. The server's clock lies between the request's receipt and completion;
+// when the new timestamp lies between them too, which way it went is not known (unknowns).
+func shortenedGrace(u *unstructured.Unstructured, before []byte, ev *Event, t target) []vapccel.Unknown {
+	prev, _ := auditlog.DecodeMetadata(before)
+	if prev == nil || prev.GetDeletionTimestamp() == nil || u.GetDeletionTimestamp() == nil {
+		return nil
+	}
+	g0 := prev.GetDeletionGracePeriodSeconds()
+	if g0 == nil || *g0 == 0 {
+		return nil
+	}
+	var opts map[string]any
+	if t.sub == "eviction" {
+		if body := decodeObject(ev.RequestObject); body != nil {
+			opts, _ = body.Object["deleteOptions"].(map[string]any)
+		}
+	} else if o, err := deleteOptions(ev.RequestObject, ev.Query()); err == nil {
+		opts = o.Object
+	}
+	period, ok := intValue(opts["gracePeriodSeconds"])
+	if !ok {
+		return nil // pending: the deletion is left as it is
+	}
+	if period < 0 {
+		period = 1
+	}
+	if period >= *g0 {
+		return nil
+	}
+	moved := prev.GetDeletionTimestamp().Add(-time.Duration(*g0) * time.Second).Add(time.Duration(period) * time.Second)
+	received, done := ev.Received(), auditlog.ParseTime(ev.StageTimestamp)
+	switch {
+	case received.IsZero() || done.IsZero():
+	case !moved.Before(done):
+		// After the server's clock: the timestamp moved, the grace period is the new one.
+		ts := metav1.NewTime(moved)
+		u.SetDeletionTimestamp(&ts)
+		u.SetDeletionGracePeriodSeconds(&period)
+		return nil
+	case moved.Before(received):
+		// Before it: the server's clock, and one second (or zero), as the replay's pipeline
+		// made them with its own clock.
+		if second, ok := serverSecond(ev); ok {
+			u.SetDeletionTimestamp(&second)
+			return nil
+		}
+		return []vapccel.Unknown{{Path: objectPath("metadata", "deletionTimestamp"), ValueOnly: true,
+			Why: "the server's clock when the shortened deletion was before it, which the log does not hold to the second"}}
+	}
+	why := fmt.Sprintf("whether the shortened deletion (at %s) was before kube-apiserver's clock, which read between %s and %s", moved.UTC().Format(time.RFC3339), received.UTC().Format(time.RFC3339Nano), done.UTC().Format(time.RFC3339Nano))
+	return []vapccel.Unknown{
+		{Path: objectPath("metadata", "deletionTimestamp"), ValueOnly: true, Why: why},
+		{Path: objectPath("metadata", "deletionGracePeriodSeconds"), ValueOnly: true, Why: why},
+	}
 }
 
 // setClock puts the server's clock (second) where the replay's pipeline read its own while it

@@ -3,10 +3,14 @@ package replay
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apiserver/pkg/admission"
 
 	vapccel "github.com/vapc-dev/vapc/cel"
 )
@@ -127,5 +131,63 @@ func TestSortManagedFields(t *testing.T) {
 	want := []string{"kubectl/Apply/", "vapc-e2e/Update/", "kube-controller-manager/Update/", "vapc-e2e/Update/status"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("order (-want +got):\n%s", diff)
+	}
+}
+
+// TestShortenedGrace: a request that shortens a pending deletion's grace period moves its
+// deletionTimestamp back, unless that is before the server's clock (then the clock and one
+// second): the replay, whose own clock reads long after the log, puts back the server's way.
+func TestShortenedGrace(t *testing.T) {
+	pod := func(ts string, grace int64) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod",
+			"metadata": map[string]any{"name": "p", "namespace": "ns", "deletionTimestamp": ts, "deletionGracePeriodSeconds": grace}}}
+		return u
+	}
+	before, err := pod("2026-11-24T05:24:32Z", 30).MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eviction := func(grace int64) map[string]any {
+		return map[string]any{"apiVersion": "policy/v1", "kind": "Eviction", "metadata": map[string]any{"name": "p", "namespace": "ns"},
+			"deleteOptions": map[string]any{"gracePeriodSeconds": grace}}
+	}
+	for _, tc := range []struct {
+		name               string
+		sub                string
+		uri                string
+		body               map[string]any
+		received, done     string
+		wantTS             string
+		wantGrace          int64
+		wantUnknownsFields int
+	}{
+		{name: "moved back, after the clock", sub: "eviction", body: eviction(10), received: "05:24:10.916", done: "05:24:10.920",
+			wantTS: "2026-11-24T05:24:12Z", wantGrace: 10},
+		{name: "moved back before the clock", sub: "eviction", body: eviction(10), received: "05:24:20.100", done: "05:24:20.200",
+			wantTS: "2026-11-24T05:24:20Z", wantGrace: 1},
+		{name: "before the clock, which the log does not hold to the second", sub: "eviction", body: eviction(10), received: "05:24:20.900", done: "05:24:21.200",
+			wantTS: "2030-01-01T00:00:01Z", wantGrace: 1, wantUnknownsFields: 1},
+		{name: "while the clock read", sub: "eviction", body: eviction(10), received: "05:24:11.900", done: "05:24:12.100",
+			wantTS: "2030-01-01T00:00:01Z", wantGrace: 1, wantUnknownsFields: 2},
+		{name: "a DELETE's query", uri: "?gracePeriodSeconds=5", received: "05:24:00.000", done: "05:24:00.001",
+			wantTS: "2026-11-24T05:24:07Z", wantGrace: 5},
+		{name: "not shorter", sub: "eviction", body: eviction(30), received: "05:24:10.916", done: "05:24:10.920",
+			wantTS: "2030-01-01T00:00:01Z", wantGrace: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := &Event{Verb: "delete", RequestURI: "/api/v1/namespaces/ns/pods/p" + tc.uri,
+				RequestReceivedTimestamp: "2026-11-24T" + tc.received + "Z", StageTimestamp: "2026-11-24T" + tc.done + "Z"}
+			tg := target{op: admission.Delete, sub: tc.sub, namespace: "ns", name: "p"}
+			if tc.body != nil {
+				ev.Verb, tg.op = "create", admission.Create
+				ev.RequestObject, _ = json.Marshal(tc.body)
+			}
+			u := pod("2030-01-01T00:00:01Z", 1) // what the pipeline made with its own clock
+			unknowns := shortenedGrace(u, before, ev, tg)
+			got := fmt.Sprintf("%s %d %d", u.GetDeletionTimestamp().UTC().Format(time.RFC3339), *u.GetDeletionGracePeriodSeconds(), len(unknowns))
+			if want := fmt.Sprintf("%s %d %d", tc.wantTS, tc.wantGrace, tc.wantUnknownsFields); got != want {
+				t.Errorf("deletionTimestamp, grace, unknowns = %s, want %s", got, want)
+			}
+		})
 	}
 }
