@@ -2,6 +2,7 @@ package auditlog
 
 import (
 	"encoding/json"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/vapc-dev/vapc/verify"
@@ -155,21 +156,21 @@ func equalFoldASCII(a string, b []byte) bool {
 func setField(ev *Event, f int, raw []byte) bool {
 	switch f {
 	case fLevel:
-		return setString(&ev.Level, raw)
+		return setConst(&ev.Level, raw)
 	case fAuditID:
 		return setString(&ev.AuditID, raw)
 	case fStage:
-		return setString(&ev.Stage, raw)
+		return setConst(&ev.Stage, raw)
 	case fRequestURI:
 		return setString(&ev.RequestURI, raw)
 	case fVerb:
-		return setString(&ev.Verb, raw)
+		return setConst(&ev.Verb, raw)
 	case fStageTimestamp:
 		return setString(&ev.StageTimestamp, raw)
 	case fKind:
-		return setString(&ev.Kind, raw)
+		return setConst(&ev.Kind, raw)
 	case fAPIVersion:
-		return setString(&ev.APIVersion, raw)
+		return setConst(&ev.APIVersion, raw)
 	case fRequestReceivedTimestamp:
 		return setString(&ev.RequestReceivedTimestamp, raw)
 	case fUserAgent:
@@ -218,7 +219,11 @@ func setObjectRef(o *ObjectRef, raw []byte) bool {
 		return false
 	}
 	for i, dst := range []*string{&o.Resource, &o.Namespace, &o.Name, &o.APIGroup, &o.APIVersion, &o.Subresource} {
-		if v[i] != nil && !plainString(dst, v[i]) {
+		set := plainString
+		if i != 1 && i != 2 {
+			set = plainConst // not the namespace or the name
+		}
+		if v[i] != nil && !set(dst, v[i]) {
 			*o = ObjectRef{}
 			return false
 		}
@@ -367,7 +372,7 @@ func stringArray(dst *[]string, raw []byte) bool {
 		}
 		var v string
 		val := raw[start:s.i]
-		if isNull(val) || !plainString(&v, val) {
+		if isNull(val) || !plainConst(&v, val) {
 			return false
 		}
 		out = append(out, v)
@@ -408,10 +413,14 @@ func setStringMap(dst *map[string]string, raw []byte) bool {
 	m := map[string]string{}
 	ok := eachMember(raw, func(key, val []byte) bool {
 		var v string
-		if _, dup := m[string(key)]; dup || isNull(val) || !plainString(&v, val) {
+		if _, dup := m[string(key)]; dup || isNull(val) || !plainConst(&v, val) {
 			return false
 		}
-		m[string(key)] = v
+		if k, found := constStrings[string(key)]; found {
+			m[k] = v
+		} else {
+			m[string(key)] = v
+		}
 		return true
 	})
 	if ok {
@@ -419,6 +428,57 @@ func setStringMap(dst *map[string]string, raw []byte) bool {
 	}
 	return ok
 }
+
+// setConst is setString for a field whose values are mostly among constStrings, which are not
+// allocated again.
+func setConst(dst *string, raw []byte) bool {
+	if len(raw) >= 2 && raw[0] == '"' {
+		if v, ok := constStrings[string(raw[1:len(raw)-1])]; ok {
+			*dst = v
+			return true
+		}
+	}
+	return setString(dst, raw)
+}
+
+// plainConst is plainString for a value mostly among constStrings.
+func plainConst(dst *string, raw []byte) bool {
+	if len(raw) >= 2 && raw[0] == '"' {
+		if v, ok := constStrings[string(raw[1:len(raw)-1])]; ok {
+			*dst = v
+			return true
+		}
+	}
+	return plainString(dst, raw)
+}
+
+// constStrings are values most events of a log hold: levels, stages, verbs, the common
+// resources, groups and annotations.
+var constStrings = func() map[string]string {
+	m := map[string]string{}
+	for _, k := range strings.Fields(`None Metadata Request RequestResponse RequestReceived
+		ResponseStarted ResponseComplete Panic get list watch create update patch delete
+		deletecollection apply Event audit.k8s.io/v1 v1 apps batch policy
+		coordination.k8s.io discovery.k8s.io events.k8s.io networking.k8s.io rbac.authorization.k8s.io
+		storage.k8s.io admissionregistration.k8s.io apiextensions.k8s.io authentication.k8s.io
+		authorization.k8s.io autoscaling flowcontrol.apiserver.k8s.io
+		pods nodes leases events configmaps secrets services endpoints endpointslices namespaces
+		serviceaccounts deployments replicasets statefulsets daemonsets jobs cronjobs
+		persistentvolumeclaims persistentvolumes poddisruptionbudgets horizontalpodautoscalers
+		status binding eviction scale log exec attach portforward proxy token ephemeralcontainers
+		resize finalize allow forbid authorization.k8s.io/decision authorization.k8s.io/reason
+		pod-security.kubernetes.io/enforce-policy privileged:latest system:authenticated
+		system:masters system:nodes system:serviceaccounts system:serviceaccounts:kube-system
+		system:kube-controller-manager system:kube-scheduler system:apiserver 127.0.0.1
+		validation.policy.admission.k8s.io/validation_failure
+		apiserver.latency.k8s.io/etcd apiserver.latency.k8s.io/total
+		apiserver.latency.k8s.io/decode-response-object apiserver.latency.k8s.io/serialize-response-object
+		apiserver.latency.k8s.io/response-write apiserver.latency.k8s.io/transform-response-object
+		apiserver.latency.k8s.io/apf-queue-wait`) {
+		m[k] = k
+	}
+	return m
+}()
 
 // setString sets a string field: a string without escapes in valid UTF-8 is its own value;
 // null leaves the field as it is, as encoding/json does; anything else goes through
