@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilversion "k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apimachinery/pkg/version"
@@ -30,7 +29,7 @@ type Catalog struct {
 	crdOrder []string
 	crd      *crdIndex
 	// mapper caches the RESTMapper built from the current state; nil after a change.
-	mapper meta.RESTMapper
+	mapper *cachedMapper
 }
 
 // builtinData is the parsed, immutable, shared built-in data of one release.

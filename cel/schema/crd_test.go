@@ -271,6 +271,12 @@ func TestSetCRD(t *testing.T) {
 	if err != nil || m.Resource != limits || m.Scope.Name() != "namespace" {
 		t.Errorf("RESTMapping(Limit.rules.example.com) = %v, %v, want namespaced limits", m, err)
 	}
+	// Asked again (the mapper keeps what it gave), the mapping is the same, not the copy a
+	// caller changed.
+	m.Resource.Resource = "changed"
+	if again, err := c.RESTMapper().RESTMapping(schema.GroupKind{Group: "rules.example.com", Kind: "Limit"}, "v1"); err != nil || again.Resource != limits {
+		t.Errorf("RESTMapping(Limit.rules.example.com) again = %v, %v, want limits", again, err)
+	}
 	s, err := c.Resolver().ResolveSchema(gvk("rules.example.com", "v1", "Limit"))
 	if err != nil {
 		t.Fatalf("ResolveSchema(Limit) = %v", err)

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"sort"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -105,9 +106,62 @@ func (c *Catalog) currentMapper() meta.RESTMapper {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.mapper == nil {
-		c.mapper = restmapper.NewDiscoveryRESTMapper(c.apiGroupResources())
+		c.mapper = &cachedMapper{RESTMapper: restmapper.NewDiscoveryRESTMapper(c.apiGroupResources()), mappings: map[mappingKey]mappingResult{}}
 	}
 	return c.mapper
+}
+
+// cachedMapper is the mapper of one state of the catalog and the RESTMappings it gave: the
+// discovery mapper builds each anew, errors included, and a replay asks for one at every write
+// of a param or namespace.
+type cachedMapper struct {
+	meta.RESTMapper
+	mu       sync.RWMutex
+	mappings map[mappingKey]mappingResult
+}
+
+// maxCachedMappings bounds the mappings kept: kinds a log names that the catalog does not
+// know are asked for too.
+const maxCachedMappings = 4096
+
+type mappingKey struct {
+	gk       schema.GroupKind
+	version  string
+	versions int
+}
+
+type mappingResult struct {
+	m   *meta.RESTMapping
+	err error
+}
+
+// RESTMapping implements meta.RESTMapper: a copy of the mapping given before for the kind and
+// version, or the error.
+func (c *cachedMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	if len(versions) > 1 {
+		return c.RESTMapper.RESTMapping(gk, versions...)
+	}
+	k := mappingKey{gk: gk, versions: len(versions)}
+	if len(versions) == 1 {
+		k.version = versions[0]
+	}
+	c.mu.RLock()
+	r, ok := c.mappings[k]
+	c.mu.RUnlock()
+	if !ok {
+		m, err := c.RESTMapper.RESTMapping(gk, versions...)
+		r = mappingResult{m: m, err: err}
+		c.mu.Lock()
+		if len(c.mappings) < maxCachedMappings {
+			c.mappings[k] = r
+		}
+		c.mu.Unlock()
+	}
+	if r.m == nil {
+		return nil, r.err
+	}
+	m := *r.m
+	return &m, r.err
 }
 
 // catalogMapper delegates to the mapper of the catalog's present state.

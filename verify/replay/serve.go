@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"reflect"
 	"slices"
@@ -693,6 +694,37 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 	}
 }
 
+// resultKey is a verify.Result by value, to give each result of a request's admissions once.
+type resultKey struct {
+	policy, binding, paramNamespace, paramName, result, message, reason, matchCondition string
+	actions, annotations                                                                string
+	expression                                                                          int
+	param, paramNotFound                                                                bool
+}
+
+func keyOf(r verify.Result) resultKey {
+	k := resultKey{policy: r.Policy, binding: r.Binding, result: r.Result, message: r.Message, reason: string(r.Reason),
+		matchCondition: r.MatchCondition, paramNotFound: r.ParamNotFound, expression: -1}
+	if r.Param != nil {
+		k.param, k.paramNamespace, k.paramName = true, r.Param.Namespace, r.Param.Name
+	}
+	if r.ExpressionIndex != nil {
+		k.expression = *r.ExpressionIndex
+	}
+	for _, a := range r.Actions {
+		k.actions += string(a) + ","
+	}
+	if len(r.AuditAnnotations) > 0 {
+		keys := slices.Sorted(maps.Keys(r.AuditAnnotations))
+		var b strings.Builder
+		for _, key := range keys {
+			b.WriteString(key + "\x00" + r.AuditAnnotations[key] + "\x00")
+		}
+		k.annotations = b.String()
+	}
+	return k
+}
+
 // servedDecision is the decision of a served request: its validating admissions', or the
 // refusal of a replayed MutatingAdmissionPolicy before them; nil when neither ran.
 func servedDecision(verb string, s served) *verify.Decision {
@@ -763,9 +795,11 @@ func combineCalls(verb string, calls []admitted) *verify.Decision {
 		seen[k] = true
 		return true
 	}
+	results := map[resultKey]bool{}
 	for _, c := range calls {
 		for _, res := range c.dec.Results {
-			if once("result", fmt.Sprintf("%+v", res)) {
+			if k := keyOf(res); !results[k] {
+				results[k] = true
 				out.Results = append(out.Results, res)
 			}
 		}
