@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -500,5 +501,42 @@ func TestMatchConditionsPerParam(t *testing.T) {
 		if diff := cmp.Diff(tc.want, got); diff != "" {
 			t.Errorf("%s %s: results (-want +got):\n%s", tc.user, tc.name, diff)
 		}
+	}
+}
+
+// TestPreparedIsItsOwn checks that what the store keeps of an object, and what a request's
+// object becomes, share nothing with the caller's object: a change to it afterwards changes
+// neither (Prepare and Evaluate copy only what they change).
+func TestPreparedIsItsOwn(t *testing.T) {
+	u := object(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: config, labels: {a: b}}, data: {k: v}}`)
+	store := verify.NewMemoryStore(catalog.RESTMapper())
+	p, err := store.Prepare(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Object["metadata"].(map[string]any)["labels"].(map[string]any)["a"] = "changed"
+	u.Object["data"].(map[string]any)["k"] = "changed"
+	cm, ok := p.Object().(*corev1.ConfigMap)
+	if !ok {
+		t.Fatalf("Prepare() = %T, want a typed ConfigMap", p.Object())
+	}
+	if cm.Labels["a"] != "b" || cm.Data["k"] != "v" {
+		t.Errorf("the prepared ConfigMap changed with the caller's object: labels %v, data %v", cm.Labels, cm.Data)
+	}
+
+	// A request's object: evaluated, then changed by the caller, evaluated again.
+	e, err := verify.New([]*admissionregistrationv1.ValidatingAdmissionPolicy{mustPolicy(t, annotatePolicy)},
+		[]*admissionregistrationv1.ValidatingAdmissionPolicyBinding{binding("b", "annotate", admissionregistrationv1.Audit)}, verify.WithResources(catalog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := object(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: c, namespace: ns}, data: {v: one}}`)
+	first, err := e.Evaluate(context.Background(), verify.Request{Operation: admission.Create, Resource: configmaps, Object: obj})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj.Object["data"].(map[string]any)["v"] = "two"
+	if got := first.AuditAnnotations["annotate/value"]; got != "one" {
+		t.Errorf("the first decision's annotation = %q after the caller changed its object, want one", got)
 	}
 }

@@ -158,8 +158,11 @@ func requestObject(field string, u *unstructured.Unstructured, kind schema.Group
 	if u == nil {
 		return nil, nil
 	}
-	u = u.DeepCopy()
+	// u is the caller's: copied before it is changed (the typed conversion does not change it
+	// nor keep what it holds).
+	given := u
 	if u.GetAPIVersion() == "" && u.GetKind() == "" {
+		u = u.DeepCopy()
 		u.SetGroupVersionKind(kind)
 	}
 	if got := u.GroupVersionKind(); got != kind {
@@ -171,6 +174,9 @@ func requestObject(field string, u *unstructured.Unstructured, kind schema.Group
 	}
 	if typed != nil {
 		return typed, nil
+	}
+	if u == given {
+		u = u.DeepCopy()
 	}
 	// A custom resource's metadata goes through the typed ObjectMeta when the apiextensions
 	// apiserver decodes it (unstructuredSchemaCoercer): what ObjectMeta omits when empty

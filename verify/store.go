@@ -131,10 +131,14 @@ func (s *MemoryStore) Prepare(obj *unstructured.Unstructured) (*Prepared, error)
 	if err != nil {
 		return nil, err
 	}
-	obj = obj.DeepCopy()
-	obj.SetNamespace(loc.Namespace)
-	if obj.GroupVersionKind() == namespaceGVK {
-		setNamespaceDefaults(obj)
+	// obj is the caller's: copied when it is changed or kept as it is (a kind without a typed
+	// form); the typed conversion neither changes it nor keeps what it holds.
+	if gvk := obj.GroupVersionKind(); obj.GetNamespace() != loc.Namespace || gvk == namespaceGVK || !clientgoscheme.Scheme.Recognizes(gvk) {
+		obj = obj.DeepCopy()
+		obj.SetNamespace(loc.Namespace)
+		if gvk == namespaceGVK {
+			setNamespaceDefaults(obj)
+		}
 	}
 	stored, err := informerForm(obj, !s.dropUnknown)
 	if err != nil {
