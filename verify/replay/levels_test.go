@@ -899,3 +899,41 @@ func TestPatchTypeByAnnotations(t *testing.T) {
 		})
 	}
 }
+
+// TestDeleteCollectionFollowed: a deletecollection the log records without its result (level
+// Request) deleted what the State holds of the namespace by its label selector: a scheduled pod
+// stays, marked deleted by the server's clock, and the kubelet's final DELETE of it is decided
+// on the rest of it; a field selector leaves what it deleted unknown.
+func TestDeleteCollectionFollowed(t *testing.T) {
+	p, b := levelPolicy("on-n1", "pods", admissionregistrationv1.Delete, nil, "oldObject.spec.nodeName == 'n1'")
+	pod := func(name, node, app string) map[string]any {
+		spec := map[string]any{"containers": []any{map[string]any{"name": "c", "image": "i"}}}
+		if node != "" {
+			spec["nodeName"] = node
+		}
+		return map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": name, "namespace": "ns1", "resourceVersion": "10", "uid": "u-" + name, "labels": map[string]any{"app": app}},
+			"spec": spec, "status": map[string]any{"phase": "Running"}}
+	}
+	for _, tc := range []struct {
+		name, query string
+		want        string
+	}{
+		{name: "by its label selector", query: "labelSelector=app%3Dweb", want: DecisionAdmit},
+		{name: "by a field selector", query: "fieldSelector=spec.nodeName%3Dn1", want: DecisionIndeterminate},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dc := levelEvent(t, "3", auditlog.LevelRequest, "deletecollection", "pods", "ns1", "", 200, "", map[string]any{"kind": "DeleteOptions", "apiVersion": "v1"}, nil)
+			dc = strings.Replace(dc, `"requestURI":"/api/v1/namespaces/ns1/pods/"`, `"requestURI":"/api/v1/namespaces/ns1/pods?`+tc.query+`"`, 1)
+			final := map[string]any{"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}
+			_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+				levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "pods", "ns1", "run", 201, "", pod("run", "n1", "web"), pod("run", "n1", "web")),
+				levelEvent(t, "2", auditlog.LevelRequestResponse, "create", "pods", "ns1", "new", 201, "", pod("new", "", "web"), pod("new", "", "web")),
+				dc,
+				levelEvent(t, "4", auditlog.LevelRequest, "delete", "pods", "ns1", "run", 200, "", final, nil),
+			)
+			if rec := recs["4"]; rec == nil || rec.Decision != tc.want || len(rec.Disagreements) > 0 {
+				t.Errorf("the kubelet's DELETE: %s %s %v, want %s", rec.Decision, rec.Indeterminate, rec.Disagreements, tc.want)
+			}
+		})
+	}
+}

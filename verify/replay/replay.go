@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -687,9 +688,16 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 		if resp != nil {
 			items, _ = resp.Object["items"].([]any)
 		}
+		itemUnknowns := map[objectKey][]vapccel.Unknown{}
 		if items == nil {
-			r.state.ForgetAll(gr, t.namespace, "deletecollection at "+src+" without a recorded result")
-			return
+			// The log does not hold what it deleted: what the State holds of the namespace,
+			// by the request's selector, when that is all it listed.
+			var why string
+			items, itemUnknowns, why = r.state.listedBy(gr, t.namespace, ev)
+			if why != "" {
+				r.state.ForgetAll(gr, t.namespace, "deletecollection at "+src+" without a recorded result: "+why)
+				return
+			}
 		}
 		for _, it := range items {
 			m, ok := it.(map[string]any)
@@ -710,7 +718,7 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 			case left.Remains:
 				// It stays, marked deleted by the server's clock, with a new resourceVersion.
 				why := "the server's clock and storage when the deletecollection at " + src + " wrote the object, which the log does not show"
-				unknowns := []vapccel.Unknown{{Path: objectPath("metadata", "resourceVersion"), ValueOnly: true, Why: why}}
+				unknowns := append(slices.Clip(itemUnknowns[objectKey{u.GetNamespace(), u.GetName()}]), vapccel.Unknown{Path: objectPath("metadata", "resourceVersion"), ValueOnly: true, Why: why})
 				if left.Marked {
 					u.SetDeletionTimestamp(markedAt(ev))
 					u.SetDeletionGracePeriodSeconds(&left.GracePeriodSeconds)

@@ -699,6 +699,65 @@ func (s *clusterState) list(gr schema.GroupResource, namespace string, received 
 	return out, unknowns, ""
 }
 
+// listedBy is what the deletecollection ev of gr in namespace deleted of the objects the State
+// knows, decoded: those its label selector selects, as the store's list read them when the
+// request was received. An object the State does not know stays so. why says why it is not
+// known: a field selector, which only the resource's own attributes answer, list options that
+// page or pin the list, a selector that does not parse, a write to the namespace concurrent
+// with the request, or labels the State does not know.
+func (s *clusterState) listedBy(gr schema.GroupResource, namespace string, ev *Event) (items []any, unknowns map[objectKey][]vapccel.Unknown, why string) {
+	q := ev.Query()
+	switch {
+	case q.Get("fieldSelector") != "":
+		return nil, nil, "a field selector"
+	case q.Get("limit") != "" || q.Get("continue") != "" || q.Get("resourceVersion") != "":
+		return nil, nil, "list options that page or pin the list"
+	case !s.keep(gr):
+		return nil, nil, "the replay does not keep " + gr.String()
+	}
+	if received := ev.Received(); !received.IsZero() && s.lastDone[replacedKey{gr, objectKey{namespace: namespace}}].After(received) {
+		return nil, nil, fmt.Sprintf("a write to %s completed after it was received (%s): they ran concurrently", gr, received.UTC().Format(time.RFC3339Nano))
+	}
+	sel, err := labels.Parse(q.Get("labelSelector"))
+	if err != nil {
+		return nil, nil, "the label selector: " + err.Error()
+	}
+	unknowns = map[objectKey][]vapccel.Unknown{}
+	for k, e := range s.objects[gr] {
+		if (namespace != "" && k.namespace != namespace) || e.raw == nil {
+			continue
+		}
+		for _, un := range e.unknowns {
+			if labelsUnder(un.Path.Steps) {
+				return nil, nil, fmt.Sprintf("the labels of %s %s are not known: %s", gr, joinKey(k.namespace, k.name), un.Why)
+			}
+		}
+		if !sel.Matches(e.labels) {
+			continue
+		}
+		u := decodeObject(e.raw)
+		if u == nil {
+			return nil, nil, fmt.Sprintf("%s %s does not decode", gr, joinKey(k.namespace, k.name))
+		}
+		items = append(items, u.Object)
+		if len(e.unknowns) > 0 {
+			unknowns[k] = e.unknowns
+		}
+	}
+	return items, unknowns, ""
+}
+
+// labelsUnder says whether a field at steps holds metadata.labels or is in it.
+func labelsUnder(steps []string) bool {
+	want := []string{"metadata", "labels"}
+	for i := 0; i < len(steps) && i < len(want); i++ {
+		if steps[i] != want[i] && steps[i] != vapccel.AnyStep {
+			return false
+		}
+	}
+	return true
+}
+
 // Len is the number of objects the State holds.
 func (s *clusterState) Len() int {
 	n := 0
