@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -41,6 +42,9 @@ type job struct {
 	mutators *mutators
 	// facts are what the log showed of the server's configuration before the request.
 	facts serverFacts
+	// typedWrites are the writes to params and namespaces kube-apiserver's informers may not
+	// yet have held when it admitted the request (see Replayer.informerLag).
+	typedWrites []typedWrite
 	// resolving says why the apiserver may not have found the paramKind of a policy of the
 	// request yet: the request is decided both ways. unsettled says why it cannot be (see
 	// Replayer.unsettledParams).
@@ -271,6 +275,11 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undeci
 		out.indeterminate(why)
 		return
 	}
+	dec, lagged := r.informerLag(w, j, dec, decide)
+	if lagged.is() {
+		out.indeterminate(lagged)
+		return
+	}
 	if alt != nil {
 		if !sameOutcome(dec, alt) {
 			out.indeterminate(j.resolving)
@@ -337,6 +346,85 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undeci
 		}
 	}
 	j.dec = dec
+}
+
+// informerLag decides whether the decision dec stands though kube-apiserver's informers may
+// not yet have held a write to a param or namespace the evaluation read (the job's
+// typedWrites: completed less than informerLag before the request was received, or after).
+// Each such object is read again as it was before the write: when every version gives the
+// same outcome, dec stands; when, checking against the log, the audit annotations it records
+// are those of versions that agree, their decision is the one; otherwise the request is
+// indeterminate. A decision every policy made on a matchCondition that reads only the request
+// reads no param (see requestOnly); a namespace decides whether a policy applies at all.
+func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, decide func(Evaluator, *stateView) (*verify.Decision, error)) (*verify.Decision, undecided) {
+	if len(j.typedWrites) == 0 {
+		return dec, undecided{}
+	}
+	paramsIrrelevant := r.requestOnly.decides(dec, j.policies, false)
+	type outcome struct {
+		dec   *verify.Decision
+		write typedWrite
+	}
+	var outcomes []outcome
+	var why undecided
+	for _, tw := range j.typedWrites {
+		if paramsIrrelevant && tw.gr != namespacesGR {
+			continue
+		}
+		after, has := j.view.buckets[tw.gr].get(tw.k)
+		if !j.view.read(tw, after, has) {
+			continue
+		}
+		alt, err := decide(w.eval, j.view.before(tw))
+		if err != nil {
+			why = because(reasonOfTyped(tw.gr), fmt.Sprintf("%s %s was written %s: kube-apiserver's admission reads it from an informer, which may not yet have held that write; they ran concurrently, and the request does not evaluate on the version before it: %v",
+				tw.gr, joinKey(tw.k.namespace, tw.k.name), describeDone(tw.done, j.ev.Received()), err))
+			continue
+		}
+		if !sameOutcome(dec, alt) {
+			outcomes = append(outcomes, outcome{alt, tw})
+		}
+	}
+	if len(outcomes) == 0 && !why.is() {
+		return dec, undecided{}
+	}
+	if r.check && (j.rec.vapRan || j.ev.Annotations[ValidationFailureAnnotation] != "") && !why.is() {
+		var agree []*verify.Decision
+		for _, o := range append([]outcome{{dec: dec}}, outcomes...) {
+			if len(checkAnnotations(j.ev, o.dec.AuditAnnotations, o.dec, r.loadedPolicies)) == 0 {
+				agree = append(agree, o.dec)
+			}
+		}
+		if len(agree) > 0 && !slices.ContainsFunc(agree[1:], func(d *verify.Decision) bool { return !sameOutcome(agree[0], d) }) {
+			chosen := agree[0]
+			if chosen != dec {
+				chosen.Notes = append(chosen.Notes, "decided on the version of a param or namespace before a write kube-apiserver's informers had not yet held: the audit annotations the log records are those of that version")
+			}
+			return chosen, undecided{}
+		}
+	}
+	if why.is() {
+		return nil, why
+	}
+	tw := outcomes[0].write
+	return nil, because(reasonOfTyped(tw.gr), fmt.Sprintf("%s %s was written %s: kube-apiserver's admission reads it from an informer, which may not yet have held that write; they ran concurrently, and the version before it decides otherwise: %s",
+		tw.gr, joinKey(tw.k.namespace, tw.k.name), describeDone(tw.done, j.ev.Received()), outcomes[0].dec.Summary()))
+}
+
+// reasonOfTyped is the reason a param or namespace is not known for.
+func reasonOfTyped(gr schema.GroupResource) Reason {
+	if gr == namespacesGR {
+		return ReasonNamespaceUnknown
+	}
+	return ReasonParamUnknown
+}
+
+// describeDone says when a write completed relative to a request received at received.
+func describeDone(done, received time.Time) string {
+	if done.After(received) {
+		return fmt.Sprintf("by a request that completed %s after this one was received", done.Sub(received).Round(time.Microsecond))
+	}
+	return fmt.Sprintf("by a request that completed %s before this one was received", received.Sub(done).Round(time.Microsecond))
 }
 
 // rooted are the unknown fields of a stored object as a request reads them: in its oldObject,

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -935,5 +937,91 @@ func TestDeleteCollectionFollowed(t *testing.T) {
 				t.Errorf("the kubelet's DELETE: %s %s %v, want %s", rec.Decision, rec.Indeterminate, rec.Disagreements, tc.want)
 			}
 		})
+	}
+}
+
+// TestInformerLag: kube-apiserver's admission reads namespaces and params from informers,
+// which may not yet hold a write that completed moments before a request was received (or
+// after it): the request is decided on both versions, and indeterminate when they differ.
+func TestInformerLag(t *testing.T) {
+	p, b := levelPolicy("prod-only", "configmaps", admissionregistrationv1.Create, map[string]string{"env": "prod"}, "")
+	ns := func(env string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1", "resourceVersion": "5", "uid": "u-ns1",
+			"labels": map[string]any{"env": env, "kubernetes.io/metadata.name": "ns1"}}, "spec": map[string]any{"finalizers": []any{"kubernetes"}}, "status": map[string]any{"phase": "Active"}}
+	}
+	cm := func(name string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": "ns1"}}
+	}
+	denied := `configmaps "early" is forbidden: ValidatingAdmissionPolicy 'prod-only' with binding 'prod-only' denied request: denied by prod-only`
+	relabel := map[string]any{"metadata": map[string]any{"labels": map[string]any{"env": "dev"}}}
+	dev := ns("dev")
+	dev["metadata"].(map[string]any)["resourceVersion"] = "6"
+	_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+		timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "namespaces", "", "ns1", 201, "", ns("prod"), ns("prod")), "01.000000", "01.001000", nil),
+		timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "patch", "namespaces", "", "ns1", 200, "", relabel, dev), "02.000000", "02.010000", nil),
+		// Received before the relabel completed: the informer may have held env=prod.
+		timedEvent(t, levelEvent(t, "3", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "early", 422, denied, cm("early"), nil), "02.005000", "02.011000", nil),
+		// Received long after: env=dev, the policy does not apply.
+		timedEvent(t, levelEvent(t, "4", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "late", 201, "", cm("late"), cm("late")), "03.000000", "03.001000", nil),
+	)
+	if rec := recs["3"]; rec == nil || rec.Decision != DecisionIndeterminate || rec.Reason != ReasonNamespaceUnknown || !strings.Contains(rec.Indeterminate, "they ran concurrently") {
+		t.Errorf("request 3: %+v, want indeterminate: the informer may not have held the relabel", rec)
+	}
+	if rec, ok := recs["4"]; ok && rec != nil && (rec.Decision != DecisionAdmit || len(rec.Disagreements) > 0) {
+		t.Errorf("request 4: %s %s %v, want admit (not matched)", rec.Decision, rec.Indeterminate, rec.Disagreements)
+	}
+}
+
+// TestInformerLagParams: a param written moments before a request was received, read through
+// the binding's selector, is read as it was before too; a matchCondition on the request alone
+// that skips the policy makes the param's version irrelevant.
+func TestInformerLagParams(t *testing.T) {
+	p, b := levelPolicy("limit", "configmaps", admissionregistrationv1.Create, nil, "params.data.allow == 'yes'")
+	p.Spec.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}
+	p.Spec.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "not-skipped", Expression: "request.name != 'skipped'"}}
+	deny := admissionregistrationv1.DenyAction
+	b.Spec.ParamRef = &admissionregistrationv1.ParamRef{Namespace: "params", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"param": "yes"}}, ParameterNotFoundAction: &deny}
+	param := func(rv, allow string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "p", "namespace": "params", "resourceVersion": rv, "uid": "u-p", "labels": map[string]any{"param": "yes"}},
+			"data": map[string]any{"allow": allow}}
+	}
+	cm := func(name string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": "ns1"}}
+	}
+	dir := t.TempDir()
+	snap, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "items": []any{param("10", "no")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "snapshot.json"), snap, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := New([]*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, WithCheckRecorded(true), WithSnapshot(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := []string{
+		timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "update", "configmaps", "params", "p", 200, "", param("10", "yes"), param("11", "yes")), "02.000000", "02.010000", nil),
+		// 100 ms after the update completed: the informer may have held allow=no.
+		timedEvent(t, levelEvent(t, "3", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "soon", 201, "", cm("soon"), cm("soon")), "02.110000", "02.111000", nil),
+		// Skipped on the request alone: decided.
+		timedEvent(t, levelEvent(t, "4", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "skipped", 201, "", cm("skipped"), cm("skipped")), "02.120000", "02.121000", nil),
+		// Long after: allow=yes.
+		timedEvent(t, levelEvent(t, "5", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "later", 201, "", cm("later"), cm("later")), "03.000000", "03.001000", nil),
+	}
+	recs := map[string]*Record{}
+	if _, err := r.Run(context.Background(), []Source{{Name: "audit.jsonl", Reader: strings.NewReader(strings.Join(lines, "\n") + "\n")}}, func(rec *Record) error {
+		recs[rec.AuditID] = rec
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if rec := recs["3"]; rec == nil || rec.Decision != DecisionIndeterminate || rec.Reason != ReasonParamUnknown || !strings.Contains(rec.Indeterminate, "informer") {
+		t.Errorf("request 3: %+v, want indeterminate: the informer may not have held the update", rec)
+	}
+	for _, id := range []string{"4", "5"} {
+		if rec := recs[id]; rec == nil || rec.Decision != DecisionAdmit || len(rec.Disagreements) > 0 {
+			t.Errorf("request %s: %+v, want admit", id, rec)
+		}
 	}
 }

@@ -556,6 +556,7 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	// An unknown namespace is a miss only when a matched policy selects or reads it.
 	j.view = r.state.view(ep.scope.readNamespaces(policies))
 	j.view.unknown = unknownParams
+	j.typedWrites = r.state.recentTyped(ev.Received())
 	if t.op == admission.Update || t.op == admission.Delete || t.sub != "" {
 		// A deletecollection (no name) read the objects of its namespace.
 		j.key, j.completed, j.recorded = replacedKey{t.gvr.GroupResource(), objectKey{t.namespace, t.name}}, auditlog.ParseTime(ev.StageTimestamp), rec

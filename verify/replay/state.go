@@ -59,7 +59,23 @@ type clusterState struct {
 	// lastDone is when the latest write to an object of a resource completed, by namespace
 	// (and across namespaces, the empty one), for list.
 	lastDone map[replacedKey]time.Time
+	// typedWrites are the latest writes to params and namespaces, oldest first, with what
+	// they replaced (see recentTyped).
+	typedWrites []typedWrite
 }
+
+// typedWrite is a write to an object the evaluator reads (a param, a namespace): the entry it
+// replaced (had says there was one), and when it completed (zero until markDone says).
+type typedWrite struct {
+	gr   schema.GroupResource
+	k    objectKey
+	prev typedEntry
+	had  bool
+	done time.Time
+}
+
+// maxTypedWrites bounds the writes to params and namespaces remembered.
+const maxTypedWrites = 1024
 
 type replacedKey struct {
 	gr schema.GroupResource
@@ -306,12 +322,11 @@ func (s *clusterState) store(gr schema.GroupResource, u *unstructured.Unstructur
 			// version's write, and when it completed, are what a concurrent request may have
 			// read; the entry takes the newer JSON (a log may omit what another kept).
 			old.raw, old.labels, old.source, old.unknowns, old.restated = raw, e.labels, source, nil, true
-			e = old
-		} else {
-			e.follows = true
-			if old.raw != nil {
-				s.remember(replacedKey{gr, k}, old, e)
-			}
+			return nil // its typed form, if any, is the same
+		}
+		e.follows = true
+		if old.raw != nil {
+			s.remember(replacedKey{gr, k}, old, e)
 		}
 	}
 	s.bucket(gr)[k] = e
@@ -373,6 +388,10 @@ func (s *clusterState) standInParams(policies []*admissionregistrationv1.Validat
 func (s *clusterState) setTyped(gr schema.GroupResource, k objectKey, e typedEntry, has bool) {
 	b := s.writable(gr)
 	old, had := b.objs.get(k)
+	if len(s.typedWrites) == maxTypedWrites {
+		s.typedWrites = append(s.typedWrites[:0:0], s.typedWrites[maxTypedWrites/2:]...)
+	}
+	s.typedWrites = append(s.typedWrites, typedWrite{gr: gr, k: k, prev: old, had: had})
 	b.invalidate(k, old, had, e, has)
 	if has {
 		b.set(k, e)
@@ -577,6 +596,15 @@ func (s *clusterState) markDone(gr schema.GroupResource, namespace, name, source
 	if e := s.objects[gr][objectKey{namespace, name}]; e != nil && strings.HasPrefix(e.source, source) && !e.restated {
 		e.done = done
 	}
+	// The write to a param or namespace it made, if any: the last few recorded.
+	for i := len(s.typedWrites) - 1; i >= 0 && i >= len(s.typedWrites)-8; i-- {
+		if w := &s.typedWrites[i]; w.gr == gr && w.k == (objectKey{namespace, name}) {
+			if w.done.IsZero() {
+				w.done = done
+			}
+			break
+		}
+	}
 }
 
 // concurrent is p for a request received at received: when the write that stored the object
@@ -593,6 +621,36 @@ func (s *clusterState) concurrent(p prior, gr schema.GroupResource, namespace, n
 		e.source, received.UTC().Format(time.RFC3339Nano), e.done.UTC().Format(time.RFC3339Nano))
 	return p
 }
+
+// recentTyped are the writes to params and namespaces that completed less than informerLag
+// before a request received at received, or after (see Replayer.informerLag), newest first.
+func (s *clusterState) recentTyped(received time.Time) []typedWrite {
+	if received.IsZero() {
+		return nil
+	}
+	var out []typedWrite
+	for i := len(s.typedWrites) - 1; i >= 0; i-- {
+		w := s.typedWrites[i]
+		if w.done.IsZero() {
+			continue
+		}
+		if received.Sub(w.done) >= informerLag {
+			// The log holds requests in the order they completed: the older ones are older
+			// still, but for a moment of slack.
+			if received.Sub(w.done) >= informerLag+time.Second {
+				break
+			}
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// informerLag is how long after a write to a param or namespace completed the replay holds
+// that kube-apiserver's admission may still have read the version before it: the
+// ValidatingAdmissionPolicy plugin reads them from informers, which the watch cache feeds.
+const informerLag = watchCacheLag
 
 // watchCacheLag is how long after a write completed the replay holds that kube-apiserver may
 // not have seen it in its watch cache yet. The store's GuaranteedUpdate and Delete run their

@@ -254,6 +254,56 @@ type stateView struct {
 	// standIns, when set, answer for params the View does not have (see
 	// decidedWithoutMissing).
 	standIns map[schema.GroupResource]runtime.Object
+
+	// gets and lists are the reads of evaluations over the View (see Replayer.informerLag).
+	gets  []readKey
+	lists []listRead
+	// override, when set, is an object the View holds as it was before a write: its entry,
+	// or absent when !override.had.
+	override *typedWrite
+}
+
+type readKey struct {
+	gr schema.GroupResource
+	k  objectKey
+}
+
+type listRead struct {
+	gr        schema.GroupResource
+	namespace string
+	selector  labels.Selector
+}
+
+// read says whether an evaluation over the View read the object k of gr, or listed what it
+// was in with labels before or after the write w.
+func (v *stateView) read(w typedWrite, after typedEntry, has bool) bool {
+	if slices.Contains(v.gets, readKey{w.gr, w.k}) {
+		return true
+	}
+	for _, l := range v.lists {
+		if l.gr != w.gr || (l.namespace != "" && l.namespace != w.k.namespace) {
+			continue
+		}
+		if (has && after.obj != nil && l.selector.Matches(after.labels)) || (w.had && w.prev.obj != nil && l.selector.Matches(w.prev.labels)) {
+			return true
+		}
+	}
+	return false
+}
+
+// before returns a copy of the View that holds the object of w as it was before w.
+func (v *stateView) before(w typedWrite) *stateView {
+	c := v.fresh()
+	c.override = &w
+	return c
+}
+
+// entry is the View's entry of the object k of gr.
+func (v *stateView) entry(gr schema.GroupResource, k objectKey) (typedEntry, bool) {
+	if o := v.override; o != nil && o.gr == gr && o.k == k {
+		return o.prev, o.had
+	}
+	return v.buckets[gr].get(k)
 }
 
 var _ verify.ObjectStore = (*stateView)(nil)
@@ -266,7 +316,7 @@ func (v *stateView) fresh() *stateView { return v.withStandIns(v.standIns) }
 // the resource's stand-in.
 func (v *stateView) withStandIns(standIns map[schema.GroupResource]runtime.Object) *stateView {
 	c := *v
-	c.misses, c.partials, c.standIns = nil, nil, standIns
+	c.misses, c.partials, c.standIns, c.gets, c.lists = nil, nil, standIns, nil, nil
 	return &c
 }
 
@@ -290,7 +340,8 @@ func (v *stateView) Get(gvr schema.GroupVersionResource, namespace, name string)
 		}
 		return nil, apierrors.NewNotFound(gr, name)
 	}
-	e, ok := v.buckets[gr].get(objectKey{namespace, name})
+	v.gets = append(v.gets, readKey{gr, objectKey{namespace, name}})
+	e, ok := v.entry(gr, objectKey{namespace, name})
 	switch {
 	case ok && e.obj == nil:
 		if v.counts(gr) {
@@ -345,13 +396,59 @@ func (v *stateView) List(gvr schema.GroupVersionResource, namespace string, sele
 		}
 		return nil, nil
 	}
+	if selector == nil {
+		selector = labels.Everything()
+	}
+	v.lists = append(v.lists, listRead{gr, namespace, selector})
 	objs, failed, partials := b.list(gvr, namespace, selector)
+	if o := v.override; o != nil && o.gr == gr && (namespace == "" || o.k.namespace == namespace) {
+		objs, failed, partials = v.overridden(gvr, namespace, selector, objs, failed, partials)
+	}
 	v.misses = append(v.misses, failed...)
 	v.partials = append(v.partials, partials...)
 	if o, ok := v.standIns[gr]; ok && len(objs) == 0 {
 		return []runtime.Object{o}, nil
 	}
 	return objs, nil
+}
+
+// overridden is a list of the View's bucket with the object of its override as it was: the
+// object after the write left out, the one before put in its place when the selector selects
+// it, in the bucket's order.
+func (v *stateView) overridden(gvr schema.GroupVersionResource, namespace string, selector labels.Selector, objs []runtime.Object, failed []miss, partials []partialUse) ([]runtime.Object, []miss, []partialUse) {
+	o := v.override
+	key := joinKey(o.k.namespace, o.k.name)
+	var out []runtime.Object
+	for _, obj := range objs {
+		if a, err := meta.Accessor(obj); err == nil && a.GetNamespace() == o.k.namespace && a.GetName() == o.k.name {
+			continue
+		}
+		out = append(out, obj)
+	}
+	failed = slices.DeleteFunc(slices.Clone(failed), func(m miss) bool { return strings.Contains(m.text, " "+key+" ") })
+	partials = slices.DeleteFunc(slices.Clone(partials), func(p partialUse) bool { return p.key == key })
+	if e := o.prev; o.had && e.obj != nil && e.gvr == gvr && selector.Matches(e.labels) {
+		obj, err := e.obj.get()
+		if err != nil {
+			failed = append(failed, miss{gr: gvr.GroupResource(), text: fmt.Sprintf("%s %s unknown: %v", gvr.GroupResource(), key, err)})
+		} else {
+			out = append(out, obj)
+			if len(e.unknowns) > 0 {
+				partials = append(partials, partialUse{gr: gvr.GroupResource(), key: key, unknowns: e.unknowns})
+			}
+		}
+	} else if o.had && e.obj == nil {
+		failed = append(failed, miss{gr: gvr.GroupResource(), text: fmt.Sprintf("%s %s unknown: %s", gvr.GroupResource(), key, e.unknown)})
+	}
+	slices.SortFunc(out, func(a, b runtime.Object) int {
+		am, _ := meta.Accessor(a)
+		bm, _ := meta.Accessor(b)
+		if c := strings.Compare(am.GetNamespace(), bm.GetNamespace()); c != 0 {
+			return c
+		}
+		return strings.Compare(am.GetName(), bm.GetName())
+	})
+	return out, failed, partials
 }
 
 func (b *bucket) get(k objectKey) (typedEntry, bool) {
