@@ -588,6 +588,7 @@ func (r *Replayer) detectBirth(d decoded, ev *Event, t target) {
 
 // applyWrite applies a successful write to the State, and to the catalog when it is a CRD's.
 func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t target) {
+	r.state.beginWrite()
 	code := ev.Code()
 	if code >= 400 && t.op == admission.Delete && !isDryRun(ev) {
 		r.refusedPodDelete(d, ev, t)

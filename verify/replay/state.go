@@ -60,9 +60,14 @@ type clusterState struct {
 	// (and across namespaces, the empty one), for list.
 	lastDone map[replacedKey]time.Time
 	// typedWrites are the latest writes to params and namespaces, oldest first, with what
-	// they replaced (see recentTyped).
+	// they replaced (see recentTyped); those from typedFrom on are the current request's
+	// (see beginWrite), which markDone stamps.
 	typedWrites []typedWrite
+	typedFrom   int
 }
+
+// beginWrite starts following the writes of one request of the log.
+func (s *clusterState) beginWrite() { s.typedFrom = len(s.typedWrites) }
 
 // typedWrite is a write to an object the evaluator reads (a param, a namespace): the entry it
 // replaced (had says there was one), and when it completed (zero until markDone says).
@@ -390,6 +395,7 @@ func (s *clusterState) setTyped(gr schema.GroupResource, k objectKey, e typedEnt
 	old, had := b.objs.get(k)
 	if len(s.typedWrites) == maxTypedWrites {
 		s.typedWrites = append(s.typedWrites[:0:0], s.typedWrites[maxTypedWrites/2:]...)
+		s.typedFrom = max(0, s.typedFrom-maxTypedWrites/2)
 	}
 	s.typedWrites = append(s.typedWrites, typedWrite{gr: gr, k: k, prev: old, had: had})
 	b.invalidate(k, old, had, e, has)
@@ -596,13 +602,10 @@ func (s *clusterState) markDone(gr schema.GroupResource, namespace, name, source
 	if e := s.objects[gr][objectKey{namespace, name}]; e != nil && strings.HasPrefix(e.source, source) && !e.restated {
 		e.done = done
 	}
-	// The write to a param or namespace it made, if any: the last few recorded.
-	for i := len(s.typedWrites) - 1; i >= 0 && i >= len(s.typedWrites)-8; i-- {
-		if w := &s.typedWrites[i]; w.gr == gr && w.k == (objectKey{namespace, name}) {
-			if w.done.IsZero() {
-				w.done = done
-			}
-			break
+	// The write to a param or namespace it made, if any.
+	for i := len(s.typedWrites) - 1; i >= s.typedFrom; i-- {
+		if w := &s.typedWrites[i]; w.gr == gr && w.k == (objectKey{namespace, name}) && w.done.IsZero() {
+			w.done = done
 		}
 	}
 }
