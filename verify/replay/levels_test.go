@@ -1025,3 +1025,42 @@ func TestInformerLagParams(t *testing.T) {
 		}
 	}
 }
+
+// TestEventsCohabit: kube-apiserver serves events.k8s.io's Events from core's storage: what
+// one writes, the other reads (converted through the internal version), and what a
+// deletecollection of one deletes is gone from the other.
+func TestEventsCohabit(t *testing.T) {
+	p, b := levelPolicy("note", "events", admissionregistrationv1.Update, nil, "oldObject.message == 'hello'")
+	p.Spec.MatchConstraints.ResourceRules[0].Operations = []admissionregistrationv1.OperationType{admissionregistrationv1.Update, admissionregistrationv1.Delete}
+	newEvent := func(name string) map[string]any {
+		return map[string]any{"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": map[string]any{"name": name, "namespace": "ns1", "resourceVersion": "10", "uid": "u-" + name},
+			"eventTime": "2026-11-24T00:00:01.000000Z", "reportingController": "c", "reportingInstance": "i", "action": "A", "reason": "R", "type": "Normal", "note": "hello",
+			"regarding": map[string]any{"kind": "Pod", "namespace": "ns1", "name": "p"}}
+	}
+	coreEvent := func(name string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "Event", "metadata": map[string]any{"name": name, "namespace": "ns1", "resourceVersion": "11", "uid": "u-" + name},
+			"message": "hello", "reason": "R", "type": "Normal", "involvedObject": map[string]any{"kind": "Pod", "namespace": "ns1", "name": "p"}}
+	}
+	group := func(line, uri string) string {
+		line = strings.Replace(line, `"requestURI":"/api/v1/namespaces/ns1/events`, `"requestURI":"/apis/events.k8s.io/v1/namespaces/ns1/events`+uri, 1)
+		return strings.Replace(line, `"apiVersion":"v1","name"`, `"apiGroup":"events.k8s.io","apiVersion":"v1","name"`, 1)
+	}
+	list := map[string]any{"apiVersion": "events.k8s.io/v1", "kind": "EventList", "metadata": map[string]any{}, "items": []any{newEvent("e2")}}
+	dc := group(levelEvent(t, "3", auditlog.LevelRequestResponse, "deletecollection", "events", "ns1", "", 200, "", nil, list), "")
+	dc = strings.Replace(dc, `/events/"`, `"`, 1)
+	notFound := `events "e2" not found`
+	_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+		group(levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "events", "ns1", "e1", 201, "", newEvent("e1"), newEvent("e1")), ""),
+		levelEvent(t, "2", auditlog.LevelRequestResponse, "create", "events", "ns1", "e2", 201, "", coreEvent("e2"), coreEvent("e2")),
+		dc,
+		// Through core: e1 as core/v1 reads it (note is message); e2, created through core, gone.
+		levelEvent(t, "4", auditlog.LevelRequestResponse, "delete", "events", "ns1", "e1", 200, "", nil, nil),
+		levelEvent(t, "5", auditlog.LevelRequestResponse, "delete", "events", "ns1", "e2", 404, notFound, nil, nil),
+	)
+	if rec := recs["4"]; rec == nil || rec.Decision != DecisionAdmit || len(rec.Disagreements) > 0 {
+		t.Errorf("the core DELETE of e1: %+v, want admit on its message", rec)
+	}
+	if rec := recs["5"]; rec != nil && rec.Decision != DecisionIndeterminate {
+		t.Errorf("the core DELETE of e2: %s, want not decided: the deletecollection deleted it (the log alone does not say it is gone)", rec.Decision)
+	}
+}

@@ -250,7 +250,11 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 		sort.Strings(bs)
 	}
 	r.newEpoch()
-	r.state = newClusterState(r.resources.RESTMapper(), func(gr schema.GroupResource) bool { return r.cur().scope.keeps(gr) }, func(gr schema.GroupResource) bool {
+	r.state = newClusterState(r.resources.RESTMapper(), func(gr schema.GroupResource) bool {
+		// The State keeps a storage's objects when some policy sees them through any of the
+		// resources it serves (see storageOf).
+		return r.cur().scope.keeps(gr) || (gr == eventsGR && r.cur().scope.keeps(eventsK8sIOGR))
+	}, func(gr schema.GroupResource) bool {
 		return gr == namespacesGR || r.cur().scope.params[gr] || r.cur().scope.pluginInputs[gr]
 	})
 	r.state.rescope(r.cur().scope.paramSelectors)

@@ -210,6 +210,7 @@ func sameSelectors(a, b []labels.Selector) bool {
 // Clear forgets every object of the resource: the apiserver deleted them without the log
 // showing it (the deletion of their CustomResourceDefinition).
 func (s *clusterState) Clear(gr schema.GroupResource) {
+	gr = storageOf(gr)
 	delete(s.objects, gr)
 	if _, ok := s.buckets[gr]; ok {
 		s.buckets[gr] = newBucket(s.selectors[gr])
@@ -218,6 +219,7 @@ func (s *clusterState) Clear(gr schema.GroupResource) {
 
 // MarkComplete records that every object of the resource is known from now on.
 func (s *clusterState) MarkComplete(gr schema.GroupResource, why string) {
+	gr = storageOf(gr)
 	if _, ok := s.complete[gr]; !ok {
 		c := make(map[schema.GroupResource]string, len(s.complete)+1)
 		for k, v := range s.complete {
@@ -251,15 +253,17 @@ func (s *clusterState) MarkAllComplete(why string) {
 
 // Complete says whether every object of the resource is known.
 func (s *clusterState) Complete(gr schema.GroupResource) bool {
+	gr = storageOf(gr)
 	_, ok := s.complete[gr]
 	return !s.incomplete[gr] && (ok || s.allSince != "")
 }
 
 // Keeps says whether the State keeps objects of the resource.
-func (s *clusterState) Keeps(gr schema.GroupResource) bool { return s.keep(gr) }
+func (s *clusterState) Keeps(gr schema.GroupResource) bool { return s.keep(storageOf(gr)) }
 
 // Put records the object as the current state of its key.
 func (s *clusterState) Put(gr schema.GroupResource, u *unstructured.Unstructured, source string) error {
+	gr = storageOf(gr)
 	if !s.keep(gr) {
 		return nil
 	}
@@ -273,6 +277,7 @@ func (s *clusterState) Put(gr schema.GroupResource, u *unstructured.Unstructured
 // putPartly is Put for an object the replay rebuilt itself, some of whose fields it does not
 // know (unknowns, from the object's root).
 func (s *clusterState) putPartly(gr schema.GroupResource, u *unstructured.Unstructured, unknowns []vapccel.Unknown, source string) error {
+	gr = storageOf(gr)
 	if err := s.Put(gr, u, source); err != nil || !s.keep(gr) {
 		return err
 	}
@@ -294,6 +299,7 @@ func (s *clusterState) putPartly(gr schema.GroupResource, u *unstructured.Unstru
 // putRaw is Put with the object's JSON already made, and for the resources the evaluator
 // reads, optionally its typed form (prepared by prepareTyped).
 func (s *clusterState) putRaw(gr schema.GroupResource, u *unstructured.Unstructured, raw []byte, typed *preparedTyped, source string) error {
+	gr = storageOf(gr)
 	return s.store(gr, u, raw, typed, source, resourceVersion(u.GetResourceVersion()))
 }
 
@@ -312,6 +318,7 @@ func resourceVersion(v string) uint64 {
 // same object (both resourceVersions known, the stored greater) changes nothing: the State
 // already holds what followed it; one that returned the version the State holds restates it.
 func (s *clusterState) store(gr schema.GroupResource, u *unstructured.Unstructured, raw []byte, typed *preparedTyped, source string, rv uint64) error {
+	gr = storageOf(gr)
 	if !s.keep(gr) {
 		return nil
 	}
@@ -436,6 +443,7 @@ func (s *clusterState) view(readsNamespaces bool) *stateView {
 
 // Forget records that the object's state is not known from now on, and why.
 func (s *clusterState) Forget(gr schema.GroupResource, gvk schema.GroupVersionKind, namespace, name, why string) {
+	gr = storageOf(gr)
 	if !s.keep(gr) {
 		return
 	}
@@ -447,6 +455,7 @@ func (s *clusterState) Forget(gr schema.GroupResource, gvk schema.GroupVersionKi
 
 // Delete records that the object no longer exists.
 func (s *clusterState) Delete(gr schema.GroupResource, gvk schema.GroupVersionKind, namespace, name string) {
+	gr = storageOf(gr)
 	if !s.keep(gr) {
 		return
 	}
@@ -459,6 +468,7 @@ func (s *clusterState) Delete(gr schema.GroupResource, gvk schema.GroupVersionKi
 // ForgetAll records that no object of the resource in the namespace ("" for all) is known,
 // after a write whose effect the log does not show (a deletecollection without a response).
 func (s *clusterState) ForgetAll(gr schema.GroupResource, namespace, why string) {
+	gr = storageOf(gr)
 	if !s.keep(gr) {
 		return
 	}
@@ -490,6 +500,7 @@ func (s *clusterState) ForgetAll(gr schema.GroupResource, namespace, why string)
 }
 
 func (s *clusterState) bucket(gr schema.GroupResource) map[objectKey]*entry {
+	gr = storageOf(gr)
 	m := s.objects[gr]
 	if m == nil {
 		m = map[objectKey]*entry{}
@@ -501,6 +512,7 @@ func (s *clusterState) bucket(gr schema.GroupResource) map[objectKey]*entry {
 // Lookup returns the stored object: found is false when there is no such object (for sure
 // when complete is true), and unknown says why the object's state is not known.
 func (s *clusterState) Lookup(gr schema.GroupResource, namespace, name string) (u *unstructured.Unstructured, source, unknown string, found bool) {
+	gr = storageOf(gr)
 	p := s.prior(gr, namespace, name)
 	u, unknown = p.decode()
 	return u, p.source, unknown, p.found
@@ -565,6 +577,7 @@ func (s *clusterState) remember(k replacedKey, e, by *entry) {
 // which admission saw on its first attempt as well. With firstAttempt, it also says which
 // versions the server's first attempt may have read from its watch cache (staleOf).
 func (s *clusterState) priorOf(gr schema.GroupResource, namespace, name string, rv uint64, received time.Time, firstAttempt bool) prior {
+	gr = storageOf(gr)
 	p := s.prior(gr, namespace, name)
 	e := s.objects[gr][objectKey{namespace, name}]
 	if rv == 0 || e == nil || e.rv == 0 || e.rv <= rv {
@@ -590,6 +603,7 @@ func (s *clusterState) priorOf(gr schema.GroupResource, namespace, name string, 
 // markDone records when the write at source, which stored the object, completed (an empty
 // name: a write to objects of the namespace, a deletecollection).
 func (s *clusterState) markDone(gr schema.GroupResource, namespace, name, source string, done time.Time) {
+	gr = storageOf(gr)
 	if s.lastDone == nil {
 		s.lastDone = map[replacedKey]time.Time{}
 	}
@@ -615,6 +629,7 @@ func (s *clusterState) markDone(gr schema.GroupResource, namespace, name, source
 // completes), the request may have read the version before that write as well as after it,
 // and the log does not say which.
 func (s *clusterState) concurrent(p prior, gr schema.GroupResource, namespace, name string, received time.Time) prior {
+	gr = storageOf(gr)
 	e := s.objects[gr][objectKey{namespace, name}]
 	if e == nil || e.raw == nil || e.done.IsZero() || received.IsZero() || !e.done.After(received) {
 		return p
@@ -669,6 +684,7 @@ const watchCacheLag = 250 * time.Millisecond
 // than watchCacheLag before: the server's first attempt may have read the version before it,
 // or, when that one's write completed as recently, the one before that, and so on.
 func (s *clusterState) staleOf(p *prior, gr schema.GroupResource, namespace, name string, received time.Time) {
+	gr = storageOf(gr)
 	k := replacedKey{gr, objectKey{namespace, name}}
 	cur := s.objects[gr][k.k]
 	for cur != nil && cur.follows && !cur.done.IsZero() && !received.IsZero() && received.Sub(cur.done) < watchCacheLag {
@@ -695,6 +711,7 @@ func (s *clusterState) staleOf(p *prior, gr schema.GroupResource, namespace, nam
 // the State's (see staleOf): a write that replaced a version of it completed less than
 // watchCacheLag before; "" when none did.
 func (s *clusterState) recentWrite(gr schema.GroupResource, namespace string, received time.Time) string {
+	gr = storageOf(gr)
 	if received.IsZero() {
 		return ""
 	}
@@ -707,6 +724,7 @@ func (s *clusterState) recentWrite(gr schema.GroupResource, namespace string, re
 }
 
 func (s *clusterState) prior(gr schema.GroupResource, namespace, name string) prior {
+	gr = storageOf(gr)
 	p := prior{kept: s.keep(gr), complete: s.Complete(gr)}
 	e, ok := s.objects[gr][objectKey{namespace, name}]
 	if !ok {
@@ -732,6 +750,7 @@ func (p prior) decode() (*unstructured.Unstructured, string) {
 // when it is empty), in no order, or why the State does not know them all: for a request
 // received at received, they are not known when a write to one of them completed after it.
 func (s *clusterState) list(gr schema.GroupResource, namespace string, received time.Time) ([][]byte, map[objectKey][]vapccel.Unknown, string) {
+	gr = storageOf(gr)
 	switch {
 	case !s.keep(gr):
 		return nil, nil, "the replay does not keep " + gr.String()
@@ -767,6 +786,7 @@ func (s *clusterState) list(gr schema.GroupResource, namespace string, received 
 // page or pin the list, a selector that does not parse, a write to the namespace concurrent
 // with the request, or labels the State does not know.
 func (s *clusterState) listedBy(gr schema.GroupResource, namespace string, ev *Event) (items []any, unknowns map[objectKey][]vapccel.Unknown, why string) {
+	gr = storageOf(gr)
 	q := ev.Query()
 	switch {
 	case q.Get("fieldSelector") != "":
@@ -818,6 +838,21 @@ func labelsUnder(steps []string) bool {
 	}
 	return true
 }
+
+// storageOf is the resource whose storage holds the objects of gr: kube-apiserver serves
+// events.k8s.io's Events from core's (the two cohabit), so a write through one is read through
+// the other.
+func storageOf(gr schema.GroupResource) schema.GroupResource {
+	if gr == eventsK8sIOGR {
+		return eventsGR
+	}
+	return gr
+}
+
+var (
+	eventsGR      = schema.GroupResource{Resource: "events"}
+	eventsK8sIOGR = schema.GroupResource{Group: "events.k8s.io", Resource: "events"}
+)
 
 // Len is the number of objects the State holds.
 func (s *clusterState) Len() int {
