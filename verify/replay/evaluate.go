@@ -360,7 +360,9 @@ func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, decid
 	if len(j.typedWrites) == 0 {
 		return dec, undecided{}
 	}
-	paramsIrrelevant := r.requestOnly.decides(dec, j.policies, false)
+	// A param deleted moments before may still have been in the informer: a binding that
+	// found none does not make the params irrelevant.
+	paramsIrrelevant := r.requestOnly.decides(dec, j.policies, false) && !slices.ContainsFunc(dec.Results, func(res verify.Result) bool { return res.ParamNotFound })
 	type outcome struct {
 		dec   *verify.Decision
 		write typedWrite

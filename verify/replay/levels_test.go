@@ -979,8 +979,8 @@ func TestInformerLagParams(t *testing.T) {
 	p, b := levelPolicy("limit", "configmaps", admissionregistrationv1.Create, nil, "params.data.allow == 'yes'")
 	p.Spec.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}
 	p.Spec.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "not-skipped", Expression: "request.name != 'skipped'"}}
-	deny := admissionregistrationv1.DenyAction
-	b.Spec.ParamRef = &admissionregistrationv1.ParamRef{Namespace: "params", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"param": "yes"}}, ParameterNotFoundAction: &deny}
+	allow := admissionregistrationv1.AllowAction
+	b.Spec.ParamRef = &admissionregistrationv1.ParamRef{Namespace: "params", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"param": "yes"}}, ParameterNotFoundAction: &allow}
 	param := func(rv, allow string) map[string]any {
 		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "p", "namespace": "params", "resourceVersion": rv, "uid": "u-p", "labels": map[string]any{"param": "yes"}},
 			"data": map[string]any{"allow": allow}}
@@ -1008,6 +1008,11 @@ func TestInformerLagParams(t *testing.T) {
 		timedEvent(t, levelEvent(t, "4", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "skipped", 201, "", cm("skipped"), cm("skipped")), "02.120000", "02.121000", nil),
 		// Long after: allow=yes.
 		timedEvent(t, levelEvent(t, "5", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "later", 201, "", cm("later"), cm("later")), "03.000000", "03.001000", nil),
+		// The param deleted, then a request 50 ms after: no param (parameterNotFoundAction
+		// Allow admits), or the informer's allow=yes.
+		timedEvent(t, levelEvent(t, "6", auditlog.LevelRequestResponse, "update", "configmaps", "params", "p", 200, "", param("11", "no"), param("12", "no")), "04.000000", "04.010000", nil),
+		timedEvent(t, levelEvent(t, "7", auditlog.LevelRequestResponse, "delete", "configmaps", "params", "p", 200, "", nil, nil), "05.000000", "05.010000", nil),
+		timedEvent(t, levelEvent(t, "8", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "gone", 201, "", cm("gone"), cm("gone")), "05.060000", "05.061000", nil),
 	}
 	recs := map[string]*Record{}
 	if _, err := r.Run(context.Background(), []Source{{Name: "audit.jsonl", Reader: strings.NewReader(strings.Join(lines, "\n") + "\n")}}, func(rec *Record) error {
@@ -1016,8 +1021,10 @@ func TestInformerLagParams(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if rec := recs["3"]; rec == nil || rec.Decision != DecisionIndeterminate || rec.Reason != ReasonParamUnknown || !strings.Contains(rec.Indeterminate, "informer") {
-		t.Errorf("request 3: %+v, want indeterminate: the informer may not have held the update", rec)
+	for _, id := range []string{"3", "8"} {
+		if rec := recs[id]; rec == nil || rec.Decision != DecisionIndeterminate || rec.Reason != ReasonParamUnknown || !strings.Contains(rec.Indeterminate, "informer") {
+			t.Errorf("request %s: %+v, want indeterminate: the informer may not have held the write before it", id, rec)
+		}
 	}
 	for _, id := range []string{"4", "5"} {
 		if rec := recs[id]; rec == nil || rec.Decision != DecisionAdmit || len(rec.Disagreements) > 0 {
