@@ -312,7 +312,9 @@ func waitForInjector(ctx context.Context, t *testing.T, c *cluster, namespace st
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for i := 0; ; i++ {
-		_, err := c.dyn.Resource(configMapsGVR).Namespace(namespace).Create(ctx, configMap(namespace, fmt.Sprintf("vapc-injector-probe-%d", i), nil, nil),
+		// With labels and data: a MutatingAdmissionPolicy whose JSON patch adds to either
+		// (failurePolicy Fail) would otherwise refuse the probe before the webhook is called.
+		_, err := c.dyn.Resource(configMapsGVR).Namespace(namespace).Create(ctx, configMap(namespace, fmt.Sprintf("vapc-injector-probe-%d", i), map[string]any{"vapc-probe": "yes"}, map[string]any{"probe": "yes"}),
 			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		id := c.lastAuditID()
 		ev := waitForAuditEvent(ctx, t, c.s.AuditLogPath(), func(e *auditEvent) bool {
