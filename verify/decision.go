@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -255,11 +256,24 @@ func (e *Evaluator) results(t *trace) []Result {
 	return out
 }
 
+// skippedMessages are the messages of results a matchCondition skipped, by its name: the
+// dispatcher evaluates a policy once per param, and most requests skip most policies.
+var skippedMessages sync.Map
+
+func skippedMessage(condition string) string {
+	if m, ok := skippedMessages.Load(condition); ok {
+		return m.(string)
+	}
+	m := fmt.Sprintf("matchCondition %q is false: the policy does not apply", condition)
+	skippedMessages.Store(condition, m)
+	return m
+}
+
 func evalResults(base Result, hook *validating.PolicyHook, b *bindingTrace, ev *evalTrace, param runtime.Object) []Result {
 	base.Param = paramRef(param)
 	if ev.match != nil && !ev.match.Matches && ev.match.Error == nil {
 		base.Result, base.MatchCondition = ResultAdmit, ev.match.FailedConditionName
-		base.Message = fmt.Sprintf("matchCondition %q is false: the policy does not apply", ev.match.FailedConditionName)
+		base.Message = skippedMessage(ev.match.FailedConditionName)
 		return []Result{base}
 	}
 	var annotations map[string]string
