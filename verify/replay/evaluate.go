@@ -377,6 +377,15 @@ func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, decid
 		if !j.view.read(tw, after, has) {
 			continue
 		}
+		partial := undecided{}
+		if tw.had && len(tw.prev.unknowns) > 0 {
+			partial = r.dependsOnPartial(j.policies, []partialUse{{gr: tw.gr, key: joinKey(tw.k.namespace, tw.k.name), unknowns: tw.prev.unknowns}})
+		}
+		if tw.had && tw.prev.obj == nil || partial.is() {
+			why = because(reasonOfTyped(tw.gr), fmt.Sprintf("%s %s was written %s: kube-apiserver's admission reads it from an informer, which may not yet have held that write; they ran concurrently, and the version before it is not known",
+				tw.gr, joinKey(tw.k.namespace, tw.k.name), describeDone(tw.done, j.ev.Received())))
+			continue
+		}
 		alt, err := decide(w.eval, j.view.before(tw))
 		if err != nil {
 			why = because(reasonOfTyped(tw.gr), fmt.Sprintf("%s %s was written %s: kube-apiserver's admission reads it from an informer, which may not yet have held that write; they ran concurrently, and the request does not evaluate on the version before it: %v",
