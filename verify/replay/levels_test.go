@@ -1071,3 +1071,21 @@ func TestEventsCohabit(t *testing.T) {
 		t.Errorf("the core DELETE of e2: %s, want not decided: the deletecollection deleted it (the log alone does not say it is gone)", rec.Decision)
 	}
 }
+
+// TestInformerLagNewNamespace: a namespace created moments before a request in it is read
+// from storage when the informer does not hold it yet (the policy matcher's GetNamespace):
+// the request is decided on it.
+func TestInformerLagNewNamespace(t *testing.T) {
+	p, b := levelPolicy("prod-only", "configmaps", admissionregistrationv1.Create, map[string]string{"env": "prod"}, "")
+	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1", "resourceVersion": "5", "uid": "u-ns1",
+		"labels": map[string]any{"env": "prod", "kubernetes.io/metadata.name": "ns1"}}, "spec": map[string]any{"finalizers": []any{"kubernetes"}}, "status": map[string]any{"phase": "Active"}}
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "ns1"}}
+	denied := `configmaps "c" is forbidden: ValidatingAdmissionPolicy 'prod-only' with binding 'prod-only' denied request: denied by prod-only`
+	_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+		timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "namespaces", "", "ns1", 201, "", ns, ns), "01.000000", "01.001000", nil),
+		timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "c", 422, denied, cm, nil), "01.001500", "01.002000", nil),
+	)
+	if rec := recs["2"]; rec == nil || rec.Decision != DecisionDeny || len(rec.Disagreements) > 0 {
+		t.Errorf("request 2: %+v, want deny: the new namespace is read from storage", rec)
+	}
+}
