@@ -646,6 +646,16 @@ func (s *clusterState) recentTyped(received time.Time) []typedWrite {
 	if received.IsZero() {
 		return nil
 	}
+	// The writes long before are dropped: they hold the versions they replaced.
+	cutoff := received.Add(-informerLag - 2*time.Second)
+	drop := 0
+	for drop < s.typedFrom && drop < len(s.typedWrites) && (s.typedWrites[drop].done.IsZero() || s.typedWrites[drop].done.Before(cutoff)) {
+		s.typedWrites[drop] = typedWrite{}
+		drop++
+	}
+	if drop > 0 {
+		s.typedWrites, s.typedFrom = s.typedWrites[drop:], s.typedFrom-drop
+	}
 	var out []typedWrite
 	for i := len(s.typedWrites) - 1; i >= 0; i-- {
 		w := s.typedWrites[i]
