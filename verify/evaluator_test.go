@@ -404,8 +404,12 @@ spec:
 	}
 }
 
-const perParamPolicy = `
-metadata: {name: per-param}
+// userSkippedPolicy is a policy of ConfigMap creates with ConfigMap params, skipped for the
+// user "skipped" and on the condition given, that denies with the param's name unless
+// validation holds.
+func userSkippedPolicy(name, condition, validation string) string {
+	return `
+metadata: {name: ` + name + `}
 spec:
   paramKind: {apiVersion: v1, kind: ConfigMap}
   matchConstraints:
@@ -413,26 +417,17 @@ spec:
     - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
   matchConditions:
   - {name: user, expression: "request.userInfo.username != 'skipped'"}
-  - {name: param, expression: "!has(params.data) || !('skip' in params.data)"}
+  - ` + condition + `
   validations:
-  - expression: "false"
+  - expression: "` + validation + `"
     messageExpression: "'denied by ' + params.metadata.name"
 `
+}
 
-const perRequestPolicy = `
-metadata: {name: per-request}
-spec:
-  paramKind: {apiVersion: v1, kind: ConfigMap}
-  matchConstraints:
-    resourceRules:
-    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
-  matchConditions:
-  - {name: user, expression: "request.userInfo.username != 'skipped'"}
-  - {name: name, expression: "request.name != 'skip-me'"}
-  validations:
-  - expression: "!has(params.data)"
-    messageExpression: "'denied by ' + params.metadata.name"
-`
+var (
+	perParamPolicy   = userSkippedPolicy("per-param", `{name: param, expression: "!has(params.data) || !('skip' in params.data)"}`, "false")
+	perRequestPolicy = userSkippedPolicy("per-request", `{name: name, expression: "request.name != 'skip-me'"}`, "!has(params.data)")
+)
 
 // TestMatchConditionsPerParam checks the matchConditions of a binding with several params:
 // those that read no param are evaluated once per request (the dispatcher evaluates them for
@@ -504,9 +499,9 @@ func TestMatchConditionsPerParam(t *testing.T) {
 	}
 }
 
-// TestPreparedIsItsOwn checks that what the store keeps of an object, and what a request's
-// object becomes, share nothing with the caller's object: a change to it afterwards changes
-// neither (Prepare and Evaluate copy only what they change).
+// TestPreparedIsItsOwn checks that what the store keeps of an object shares nothing with the
+// caller's object, and that evaluating a request leaves its object as it was (Prepare and
+// Evaluate copy only what they change).
 func TestPreparedIsItsOwn(t *testing.T) {
 	u := object(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: config, labels: {a: b}}, data: {k: v}}`)
 	store := verify.NewMemoryStore(catalog.RESTMapper())
@@ -524,19 +519,22 @@ func TestPreparedIsItsOwn(t *testing.T) {
 		t.Errorf("the prepared ConfigMap changed with the caller's object: labels %v, data %v", cm.Labels, cm.Data)
 	}
 
-	// A request's object: evaluated, then changed by the caller, evaluated again.
+	// A request's object without apiVersion and kind: the evaluator gives its copy the
+	// request's kind, not the caller's object.
 	e, err := verify.New([]*admissionregistrationv1.ValidatingAdmissionPolicy{mustPolicy(t, annotatePolicy)},
 		[]*admissionregistrationv1.ValidatingAdmissionPolicyBinding{binding("b", "annotate", admissionregistrationv1.Audit)}, verify.WithResources(catalog))
 	if err != nil {
 		t.Fatal(err)
 	}
-	obj := object(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: c, namespace: ns}, data: {v: one}}`)
-	first, err := e.Evaluate(context.Background(), verify.Request{Operation: admission.Create, Resource: configmaps, Object: obj})
+	obj := object(t, `{metadata: {name: c, namespace: ns}, data: {v: one}}`)
+	dec, err := e.Evaluate(context.Background(), verify.Request{Operation: admission.Create, Resource: configmaps, Object: obj})
 	if err != nil {
 		t.Fatal(err)
 	}
-	obj.Object["data"].(map[string]any)["v"] = "two"
-	if got := first.AuditAnnotations["annotate/value"]; got != "one" {
-		t.Errorf("the first decision's annotation = %q after the caller changed its object, want one", got)
+	if got := dec.AuditAnnotations["annotate/value"]; got != "one" {
+		t.Errorf("annotation = %q, want one", got)
+	}
+	if obj.GetAPIVersion() != "" || obj.GetKind() != "" {
+		t.Errorf("the caller's object became %s %s, want it as given", obj.GetAPIVersion(), obj.GetKind())
 	}
 }

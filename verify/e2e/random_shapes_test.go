@@ -454,7 +454,8 @@ func writeAuditPolicy(dir, policy string) (string, error) {
 // response completes, not when it read the object: the replay must decide none of them on a
 // version it may not have read (a write logged after a request it ran concurrently with; the
 // server's first attempt on its watch cache's copy from before a write that completed
-// moments earlier).
+// moments earlier). One of the writes may relabel the configmap's namespace, which the
+// policies read from an informer that may not hold it yet.
 func (w *randomWorld) raceStep() {
 	ns := pick(w.r, w.namespaces()...)
 	name := w.existing(configMapsGVR, ns, cmNames)
@@ -465,6 +466,16 @@ func (w *randomWorld) raceStep() {
 	next := func() write {
 		u := w.user()
 		ri := w.client(u).Resource(configMapsGVR).Namespace(ns)
+		if w.r.IntN(5) == 0 {
+			// The namespace the other writes are in, relabelled without a sync: the
+			// policies read it from kube-apiserver's informer, which may lag.
+			body := pick(w.r, `{"metadata":{"labels":{"tier":"gold"}}}`, `{"metadata":{"labels":{"tier":null}}}`, `{"metadata":{"labels":{"env":"prod"}}}`, `{"metadata":{"labels":{"env":"dev"}}}`)
+			u := rndUsers[0]
+			return write{fmt.Sprintf("%s labels namespace %s %s", u.name, ns, body), func() error {
+				_, err := w.client(u).Resource(namespacesGVR).Patch(w.ctx, ns, types.MergePatchType, []byte(body), metav1.PatchOptions{})
+				return err
+			}}
+		}
 		if w.r.IntN(4) == 0 {
 			o := w.deleteOptions(ri, name)
 			return write{fmt.Sprintf("%s deletes configmap %s/%s %s", u.name, ns, name, optionsString(o)), func() error { return ri.Delete(w.ctx, name, o) }}

@@ -414,7 +414,7 @@ var byDesignIndeterminate = []string{
 // the object a request read when the write ran concurrently (the log records each when its
 // response completes), and which version its first attempt read from kube-apiserver's watch
 // cache when the replay does not know that version (the log's annotations decide the others).
-var racingIndeterminate = []string{"they ran concurrently", "and the version it replaced is not known",
+var racingIndeterminate = []string{"they ran concurrently", "which may not yet have held that write", "and the version it replaced is not known",
 	// Not of the log's design but a limit of the replay, listed in README.md: the namespace
 	// controller's deletecollection of a custom resource.
 	"deletecollection: the items it deleted are not rebuilt one by one outside the request pipeline"}

@@ -433,3 +433,55 @@ func TestCRDDeletedBesideAnother(t *testing.T) {
 		t.Errorf("disagreements: %v", sum.Disagreements)
 	}
 }
+
+// TestCustomResourceManagedFields: a custom resource's object rebuilt from a request logged
+// at level Request lacks the managedFields the custom resource handler's field manager wrote
+// before admission: a policy that reads them is not decided, one that does not is.
+func TestCustomResourceManagedFields(t *testing.T) {
+	ps, bs := crdPolicies()
+	managers := ps[2].DeepCopy()
+	managers.Name = "widget-managers"
+	managers.Spec.Validations = []admissionregistrationv1.Validation{{Expression: "!has(object.metadata.managedFields)", Message: "managed"}}
+	managersBinding := bs[2].DeepCopy()
+	managersBinding.Name, managersBinding.Spec.PolicyName = "widget-managers", "widget-managers"
+	dir := t.TempDir()
+	b, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "items": []any{crdObject("widgets", "Widget", "established", false)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "crds.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		policies []*admissionregistrationv1.ValidatingAdmissionPolicy
+		bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
+		want     string
+	}{
+		{"reads managedFields", []*admissionregistrationv1.ValidatingAdmissionPolicy{managers}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{managersBinding}, DecisionIndeterminate},
+		{"reads the spec", ps[2:], bs[2:], DecisionAdmit},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := New(tc.policies, tc.bindings, WithCheckRecorded(true), WithSnapshot(dir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			line := event{id: "w1", verb: "create", group: "rules.example.com", version: "v1", resource: "widgets", ns: "app", name: "w1", code: 201, received: at(t, 1),
+				req: customObject("Widget", "w1", "app", map[string]any{"size": int64(1)})}.line(t)
+			line = strings.Replace(line, `"level":"RequestResponse"`, `"level":"Request"`, 1)
+			var rec *Record
+			if _, err := r.Run(context.Background(), []Source{{Name: "audit.jsonl", Reader: strings.NewReader(line + "\n")}}, func(got *Record) error {
+				rec = got
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if rec == nil || rec.Decision != tc.want {
+				t.Fatalf("record = %+v, want %s", rec, tc.want)
+			}
+			if tc.want == DecisionIndeterminate && !strings.Contains(rec.Indeterminate, "managedFields the field manager of widgets.rules.example.com writes") {
+				t.Errorf("indeterminate = %q, want the field manager's managedFields named", rec.Indeterminate)
+			}
+		})
+	}
+}

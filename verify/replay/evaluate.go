@@ -16,6 +16,7 @@ import (
 	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/internal/apiserver"
+	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
 )
 
 // The ordered stage of a replay reads and changes the State in log order; rebuilding a
@@ -45,6 +46,7 @@ type job struct {
 	// typedWrites are the writes to params and namespaces kube-apiserver's informers may not
 	// yet have held when it admitted the request (see Replayer.informerLag).
 	typedWrites []typedWrite
+	typedLost   bool
 	// resolving says why the apiserver may not have found the paramKind of a policy of the
 	// request yet: the request is decided both ways. unsettled says why it cannot be (see
 	// Replayer.unsettledParams).
@@ -238,6 +240,12 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 		}
 		unknowns = append(unknowns, j.mutators.unknowns(r.replayedMutation(mutatedObject(j.t, u, b.req.OldObject, j.view)))...)
 	}
+	if u := b.req.Object; u != nil && b.objectSource != SourceResponse && !kubescheme.Knows(u.GroupVersionKind()) && (j.t.op == admission.Create || j.t.op == admission.Update) {
+		// The custom resource handler's field manager records the write in managedFields
+		// before admission; the replay does not run it outside the request pipeline.
+		unknowns = append(unknowns, vapccel.Unknown{Path: objectPath("metadata", "managedFields"),
+			Why: "the managedFields the field manager of " + j.t.gvr.Resource + "." + j.t.gvr.Group + " writes before admission, which the replay does not compute for a custom resource"})
+	}
 	if r.learnedKind(j.t.gvr) && b.req.Object != nil && b.objectSource != SourceResponse {
 		// The server pruned and defaulted the object by a schema the log does not hold.
 		unknowns = append(unknowns, vapccel.Unknown{Path: vapccel.FieldPath{Root: "object"},
@@ -349,90 +357,147 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undeci
 }
 
 // informerLag decides whether the decision dec stands though kube-apiserver's informers may
-// not yet have held a write to a param or namespace the evaluation read (the job's
+// not yet have held writes to params or namespaces the evaluation read (the job's
 // typedWrites: completed less than informerLag before the request was received, or after).
-// Each such object is read again as it was before the write: when every version gives the
-// same outcome, dec stands; when, checking against the log, the audit annotations it records
-// are those of versions that agree, their decision is the one; otherwise the request is
-// indeterminate. A decision every policy made on a matchCondition that reads only the request
-// reads no param (see requestOnly); a namespace decides whether a policy applies at all.
+// An informer holds its watch's events in order, each resource's its own: the request is
+// evaluated again on each state they may have been in (for every resource, its newest writes
+// undone, one more at a time), and dec stands when every state gives the same outcome. When,
+// checking against the log, the audit annotations it records are those of states that agree,
+// their decision is the one; otherwise the request is indeterminate. A decision every policy
+// made on a matchCondition that reads only the request reads no param (see requestOnly); a
+// namespace decides whether a policy applies at all, and one the informer does not hold yet
+// is read from storage (the policy matcher's GetNamespace, "in case of latency in our
+// caches"): a namespace's create is never undone.
 func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, decide func(Evaluator, *stateView) (*verify.Decision, error)) (*verify.Decision, undecided) {
 	if len(j.typedWrites) == 0 {
 		return dec, undecided{}
 	}
+	if j.typedLost {
+		return nil, lagged(j.typedWrites[0], j.ev, "more writes to params and namespaces completed around it than the replay remembers")
+	}
 	// A param deleted moments before may still have been in the informer: a binding that
 	// found none does not make the params irrelevant.
 	paramsIrrelevant := r.requestOnly.decides(dec, j.policies, false) && !slices.ContainsFunc(dec.Results, func(res verify.Result) bool { return res.ParamNotFound })
-	type outcome struct {
-		dec   *verify.Decision
-		write typedWrite
+	relevant := func(tw typedWrite, views ...*stateView) bool {
+		if (paramsIrrelevant && tw.gr != namespacesGR) || (tw.gr == namespacesGR && tw.created) {
+			return false
+		}
+		return slices.ContainsFunc(views, func(v *stateView) bool { return v.read(tw) })
 	}
-	var outcomes []outcome
-	var why undecided
-	for _, tw := range j.typedWrites {
-		if paramsIrrelevant && tw.gr != namespacesGR {
-			continue
+	byAnnotations := r.check && (j.rec.vapRan || j.ev.Annotations[ValidationFailureAnnotation] != "") && j.prior.stale == nil && j.prior.staleUnknown == ""
+	views := []*stateView{j.view}
+	var taken []typedWrite
+	isTaken := make([]bool, len(j.typedWrites))
+	for round := 0; ; round++ {
+		var more []typedWrite
+		for i, tw := range j.typedWrites {
+			if !isTaken[i] && relevant(tw, views...) {
+				isTaken[i] = true
+				more = append(more, tw)
+			}
 		}
-		if tw.gr == namespacesGR && !tw.had {
-			// A namespace the informer does not hold yet is read from storage: the one
-			// created (the policy matcher's GetNamespace, "in case of latency in our caches").
-			continue
+		if len(more) == 0 {
+			return dec, undecided{}
 		}
-		after, has := j.view.buckets[tw.gr].get(tw.k)
-		if !j.view.read(tw, after, has) {
-			continue
+		if round == 2 {
+			return nil, lagged(more[0], j.ev, "what it read of the params and namespaces depends on which of their writes the informers held")
 		}
-		partial := undecided{}
-		if tw.had && len(tw.prev.unknowns) > 0 {
-			partial = r.dependsOnPartial(j.policies, []partialUse{{gr: tw.gr, key: joinKey(tw.k.namespace, tw.k.name), unknowns: tw.prev.unknowns}})
+		taken = append(taken, more...)
+		for _, tw := range taken {
+			if tw.unknownBefore || (tw.had && tw.prev.obj == nil) {
+				return nil, lagged(tw, j.ev, "the version before it is not known")
+			}
+			if tw.had && len(tw.prev.unknowns) > 0 {
+				if why := r.dependsOnPartial(j.policies, []partialUse{{gr: tw.gr, key: joinKey(tw.k.namespace, tw.k.name), unknowns: tw.prev.unknowns}}); why.is() {
+					return nil, lagged(tw, j.ev, "the version before it is not known in full: "+why.detail)
+				}
+			}
 		}
-		if tw.had && tw.prev.obj == nil || partial.is() {
-			why = because(reasonOfTyped(tw.gr), fmt.Sprintf("%s %s was written %s: kube-apiserver's admission reads it from an informer, which may not yet have held that write; they ran concurrently, and the version before it is not known",
-				tw.gr, joinKey(tw.k.namespace, tw.k.name), describeDone(tw.done, j.ev.Received())))
-			continue
+		states := undoneStates(taken)
+		if len(states) > maxLagStates {
+			return nil, lagged(taken[0], j.ev, fmt.Sprintf("the informers may have held %d states of the params and namespaces it read", len(states)))
 		}
-		alt, err := decide(w.eval, j.view.before(tw))
-		if err != nil {
-			why = because(reasonOfTyped(tw.gr), fmt.Sprintf("%s %s was written %s: kube-apiserver's admission reads it from an informer, which may not yet have held that write; they ran concurrently, and the request does not evaluate on the version before it: %v",
-				tw.gr, joinKey(tw.k.namespace, tw.k.name), describeDone(tw.done, j.ev.Received()), err))
-			continue
+		outcomes := []*verify.Decision{dec}
+		for _, undone := range states {
+			v := j.view.before(undone)
+			alt, err := decide(w.eval, v)
+			if err != nil {
+				return nil, lagged(undone[0], j.ev, "the request does not evaluate on the version before it: "+err.Error())
+			}
+			if len(v.Misses()) > 0 {
+				return nil, lagged(undone[0], j.ev, "the version before it is not known: "+missText(v.Misses()))
+			}
+			if !sameOutcome(dec, alt) {
+				if !byAnnotations {
+					return nil, lagged(undone[0], j.ev, "the version before it decides otherwise: "+alt.Summary())
+				}
+				outcomes = append(outcomes, alt)
+			}
+			views = append(views, v)
 		}
-		if !sameOutcome(dec, alt) {
-			outcomes = append(outcomes, outcome{alt, tw})
+		if len(outcomes) == 1 {
+			continue // the same everywhere: unless a state read what the first did not
 		}
-	}
-	if len(outcomes) == 0 && !why.is() {
-		return dec, undecided{}
-	}
-	if r.check && (j.rec.vapRan || j.ev.Annotations[ValidationFailureAnnotation] != "") && !why.is() {
 		var agree []*verify.Decision
-		for _, o := range append([]outcome{{dec: dec}}, outcomes...) {
-			if len(checkAnnotations(j.ev, o.dec.AuditAnnotations, o.dec, r.loadedPolicies)) == 0 {
-				agree = append(agree, o.dec)
+		for _, o := range outcomes {
+			if len(checkAnnotations(j.ev, o.AuditAnnotations, o, r.loadedPolicies)) == 0 {
+				agree = append(agree, o)
 			}
 		}
-		if len(agree) > 0 && !slices.ContainsFunc(agree[1:], func(d *verify.Decision) bool { return !sameOutcome(agree[0], d) }) {
-			chosen := agree[0]
-			if chosen != dec {
-				chosen.Notes = append(chosen.Notes, "decided on the version of a param or namespace before a write kube-apiserver's informers had not yet held: the audit annotations the log records are those of that version")
-			}
-			return chosen, undecided{}
+		if len(agree) == 0 || slices.ContainsFunc(agree[1:], func(d *verify.Decision) bool { return !sameOutcome(agree[0], d) }) {
+			return nil, lagged(taken[0], j.ev, "the versions before it decide otherwise: "+outcomes[1].Summary())
 		}
+		if agree[0] != dec {
+			agree[0].Notes = append(agree[0].Notes, "decided on params or namespaces as they were before writes kube-apiserver's informers had not yet held: the audit annotations the log records are those of that state")
+		}
+		return agree[0], undecided{}
 	}
-	if why.is() {
-		return nil, why
-	}
-	tw := outcomes[0].write
-	return nil, because(reasonOfTyped(tw.gr), fmt.Sprintf("%s %s was written %s: kube-apiserver's admission reads it from an informer, which may not yet have held that write; they ran concurrently, and the version before it decides otherwise: %s",
-		tw.gr, joinKey(tw.k.namespace, tw.k.name), describeDone(tw.done, j.ev.Received()), outcomes[0].dec.Summary()))
 }
 
-// reasonOfTyped is the reason a param or namespace is not known for.
-func reasonOfTyped(gr schema.GroupResource) Reason {
-	if gr == namespacesGR {
-		return ReasonNamespaceUnknown
+// maxLagStates bounds the states of params and namespaces a request is evaluated on for the
+// informers' lag (see Replayer.informerLag).
+const maxLagStates = 16
+
+// undoneStates are the states the informers may have held of the writes, newest first: for
+// each resource, its newest writes undone one more at a time, and every combination of the
+// resources' states but the one where none is undone. Each state is the writes undone.
+func undoneStates(writes []typedWrite) [][]typedWrite {
+	var grs []schema.GroupResource
+	by := map[schema.GroupResource][]typedWrite{}
+	for _, tw := range writes {
+		if _, ok := by[tw.gr]; !ok {
+			grs = append(grs, tw.gr)
+		}
+		by[tw.gr] = append(by[tw.gr], tw)
 	}
-	return ReasonParamUnknown
+	for _, gr := range grs {
+		slices.SortStableFunc(by[gr], func(a, b typedWrite) int { return b.done.Compare(a.done) })
+	}
+	states := [][]typedWrite{nil}
+	for _, gr := range grs {
+		var next [][]typedWrite
+		for _, st := range states {
+			for n := 0; n <= len(by[gr]); n++ {
+				next = append(next, append(slices.Clip(st), by[gr][:n]...))
+			}
+		}
+		states = next
+		if len(states) > maxLagStates+1 {
+			break
+		}
+	}
+	return states[1:] // the first undoes nothing
+}
+
+// lagged is why a request is not decided for the informers' lag after the write tw: what of
+// the version before it is in the way.
+func lagged(tw typedWrite, ev *Event, what string) undecided {
+	reason := ReasonParamUnknown
+	if tw.gr == namespacesGR {
+		reason = ReasonNamespaceUnknown
+	}
+	return because(reason, fmt.Sprintf("%s %s was written %s: kube-apiserver's admission reads it from an informer, which may not yet have held that write, and %s",
+		tw.gr, joinKey(tw.k.namespace, tw.k.name), describeDone(tw.done, ev.Received()), what))
 }
 
 // describeDone says when a write completed relative to a request received at received.

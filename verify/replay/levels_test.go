@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -100,7 +101,25 @@ func timedEvent(t *testing.T, line, received, done string, annotations map[strin
 
 func replayLines(t *testing.T, ps []*admissionregistrationv1.ValidatingAdmissionPolicy, bs []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, lines ...string) (*Summary, map[string]*Record) {
 	t.Helper()
-	r, err := New(ps, bs, WithCheckRecorded(true))
+	return replayLinesWith(t, ps, bs, nil, lines...)
+}
+
+// replayLinesWith is replayLines over a snapshot of the objects given (none: no snapshot).
+func replayLinesWith(t *testing.T, ps []*admissionregistrationv1.ValidatingAdmissionPolicy, bs []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, snapshot []any, lines ...string) (*Summary, map[string]*Record) {
+	t.Helper()
+	opts := []Option{WithCheckRecorded(true)}
+	if snapshot != nil {
+		dir := t.TempDir()
+		b, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "items": snapshot})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "snapshot.json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		opts = append(opts, WithSnapshot(dir))
+	}
+	r, err := New(ps, bs, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,6 +132,14 @@ func replayLines(t *testing.T, ps []*admissionregistrationv1.ValidatingAdmission
 		t.Fatal(err)
 	}
 	return sum, recs
+}
+
+// describeRecord is a record's decision and why, for a failing test's message.
+func describeRecord(rec *Record) string {
+	if rec == nil {
+		return "no record"
+	}
+	return fmt.Sprintf("%s: %s %s %s %v", rec, rec.Decision, rec.Reason, rec.Indeterminate, rec.Disagreements)
 }
 
 // TestUnknownNamespaceSelector: a namespace written at Metadata level has unknown labels, so
@@ -461,7 +488,7 @@ func TestDeleteCollectionUnknowns(t *testing.T) {
 		levelEvent(t, "2", auditlog.LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod), bind, del)
 	rec := recs["4"]
 	if rec == nil || rec.Decision != DecisionIndeterminate || !strings.Contains(rec.Indeterminate, "resourceVersion") {
-		t.Fatalf("request 4 = %+v (%s %s %v), want indeterminate on the pod's resourceVersion", rec, rec.Decision, rec.Indeterminate, rec.Notes)
+		t.Fatalf("request 4 = %s, want indeterminate on the pod's resourceVersion", describeRecord(rec))
 	}
 }
 
@@ -734,7 +761,7 @@ func TestConcurrentDeleteCollection(t *testing.T) {
 			}, tc.lines()...)
 			_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, lines...)
 			if rec := recs["3"]; rec == nil || rec.Decision != DecisionIndeterminate || !strings.Contains(rec.Indeterminate, "which objects") {
-				t.Errorf("the deletecollection: %s %s %s %v, want indeterminate: which objects it listed is not known", rec, rec.Decision, rec.Indeterminate, rec.Notes)
+				t.Errorf("the deletecollection: %s, want indeterminate: which objects it listed is not known", describeRecord(rec))
 			}
 		})
 	}
@@ -896,7 +923,7 @@ func TestPatchTypeByAnnotations(t *testing.T) {
 			}
 			rec := recs["2"]
 			if rec == nil || rec.Decision != tc.want || rec.Reason != tc.wantReason || len(rec.Disagreements) > 0 {
-				t.Fatalf("request 2: %s %s %v, want %s %s", rec.Decision, rec.Indeterminate, rec.Disagreements, tc.want, tc.wantReason)
+				t.Fatalf("request 2: %s, want %s %s", describeRecord(rec), tc.want, tc.wantReason)
 			}
 		})
 	}
@@ -934,7 +961,7 @@ func TestDeleteCollectionFollowed(t *testing.T) {
 				levelEvent(t, "4", auditlog.LevelRequest, "delete", "pods", "ns1", "run", 200, "", final, nil),
 			)
 			if rec := recs["4"]; rec == nil || rec.Decision != tc.want || len(rec.Disagreements) > 0 {
-				t.Errorf("the kubelet's DELETE: %s %s %v, want %s", rec.Decision, rec.Indeterminate, rec.Disagreements, tc.want)
+				t.Errorf("the kubelet's DELETE: %s, want %s", describeRecord(rec), tc.want)
 			}
 		})
 	}
@@ -964,11 +991,11 @@ func TestInformerLag(t *testing.T) {
 		// Received long after: env=dev, the policy does not apply.
 		timedEvent(t, levelEvent(t, "4", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "late", 201, "", cm("late"), cm("late")), "03.000000", "03.001000", nil),
 	)
-	if rec := recs["3"]; rec == nil || rec.Decision != DecisionIndeterminate || rec.Reason != ReasonNamespaceUnknown || !strings.Contains(rec.Indeterminate, "they ran concurrently") {
+	if rec := recs["3"]; rec == nil || rec.Decision != DecisionIndeterminate || rec.Reason != ReasonNamespaceUnknown || !strings.Contains(rec.Indeterminate, "may not yet have held that write") {
 		t.Errorf("request 3: %+v, want indeterminate: the informer may not have held the relabel", rec)
 	}
-	if rec, ok := recs["4"]; ok && rec != nil && (rec.Decision != DecisionAdmit || len(rec.Disagreements) > 0) {
-		t.Errorf("request 4: %s %s %v, want admit (not matched)", rec.Decision, rec.Indeterminate, rec.Disagreements)
+	if rec := recs["4"]; rec != nil {
+		t.Errorf("request 4: %s, want no record: env=dev, the policy does not match", describeRecord(rec))
 	}
 }
 
@@ -988,19 +1015,7 @@ func TestInformerLagParams(t *testing.T) {
 	cm := func(name string) map[string]any {
 		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": "ns1"}}
 	}
-	dir := t.TempDir()
-	snap, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "items": []any{param("10", "no")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "snapshot.json"), snap, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r, err := New([]*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, WithCheckRecorded(true), WithSnapshot(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := []string{
+	_, recs := replayLinesWith(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, []any{param("10", "no")},
 		timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "update", "configmaps", "params", "p", 200, "", param("10", "yes"), param("11", "yes")), "02.000000", "02.010000", nil),
 		// 100 ms after the update completed: the informer may have held allow=no.
 		timedEvent(t, levelEvent(t, "3", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "soon", 201, "", cm("soon"), cm("soon")), "02.110000", "02.111000", nil),
@@ -1013,14 +1028,7 @@ func TestInformerLagParams(t *testing.T) {
 		timedEvent(t, levelEvent(t, "6", auditlog.LevelRequestResponse, "update", "configmaps", "params", "p", 200, "", param("11", "no"), param("12", "no")), "04.000000", "04.010000", nil),
 		timedEvent(t, levelEvent(t, "7", auditlog.LevelRequestResponse, "delete", "configmaps", "params", "p", 200, "", nil, nil), "05.000000", "05.010000", nil),
 		timedEvent(t, levelEvent(t, "8", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "gone", 201, "", cm("gone"), cm("gone")), "05.060000", "05.061000", nil),
-	}
-	recs := map[string]*Record{}
-	if _, err := r.Run(context.Background(), []Source{{Name: "audit.jsonl", Reader: strings.NewReader(strings.Join(lines, "\n") + "\n")}}, func(rec *Record) error {
-		recs[rec.AuditID] = rec
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	)
 	for _, id := range []string{"3", "8"} {
 		if rec := recs[id]; rec == nil || rec.Decision != DecisionIndeterminate || rec.Reason != ReasonParamUnknown || !strings.Contains(rec.Indeterminate, "informer") {
 			t.Errorf("request %s: %+v, want indeterminate: the informer may not have held the write before it", id, rec)
@@ -1030,6 +1038,87 @@ func TestInformerLagParams(t *testing.T) {
 		if rec := recs[id]; rec == nil || rec.Decision != DecisionAdmit || len(rec.Disagreements) > 0 {
 			t.Errorf("request %s: %+v, want admit", id, rec)
 		}
+	}
+}
+
+// lagParamPolicy is a policy on configmaps creates whose params are the configmaps labeled
+// param=yes of namespace params, each of which must say allow=yes.
+func lagParamPolicy(notFound admissionregistrationv1.ParameterNotFoundActionType) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+	p, b := levelPolicy("limit", "configmaps", admissionregistrationv1.Create, nil, "params.data.allow == 'yes'")
+	p.Spec.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}
+	b.Spec.ParamRef = &admissionregistrationv1.ParamRef{Namespace: "params", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"param": "yes"}}, ParameterNotFoundAction: &notFound}
+	return p, b
+}
+
+func lagParam(name, rv, allow string) map[string]any {
+	return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": "params", "resourceVersion": rv, "uid": "u-" + name, "labels": map[string]any{"param": "yes"}},
+		"data": map[string]any{"allow": allow}}
+}
+
+// TestInformerLagStates: the informer may have held any of the states the writes moments
+// before a request passed through, several writes undone at once: two params created in
+// turn (the informer may have held neither, and parameterNotFoundAction Deny denies), the
+// params a deletecollection deleted (logged with the items, or at Metadata level without),
+// and a param the State first sees in an update (the version before it is not known).
+func TestInformerLagStates(t *testing.T) {
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "ns1"}}
+	request := timedEvent(t, levelEvent(t, "req", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "c", 201, "", cm, cm), "02.100000", "02.101000", nil)
+	// The snapshot holds every configmap (this one, of another namespace, says it holds some).
+	other := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "other", "namespace": "kube-system", "resourceVersion": "5", "uid": "u-other"}}
+	deleteAll := func(level string, deleted ...any) string {
+		var resp map[string]any
+		if level == auditlog.LevelRequestResponse {
+			resp = map[string]any{"apiVersion": "v1", "kind": "ConfigMapList", "metadata": map[string]any{}, "items": deleted}
+		}
+		line := strings.Replace(levelEvent(t, "dc", level, "deletecollection", "configmaps", "params", "", 200, "", nil, resp), `/configmaps/"`, `/configmaps"`, 1)
+		return timedEvent(t, line, "02.000000", "02.010000", nil)
+	}
+	for _, tc := range []struct {
+		name     string
+		notFound admissionregistrationv1.ParameterNotFoundActionType
+		snapshot []any
+		lines    []string
+		want     string // in the reason of the indeterminate request; its end when it ends with "$"
+	}{{
+		name:     "two creates undone together",
+		notFound: admissionregistrationv1.DenyAction,
+		snapshot: []any{other},
+		lines: []string{
+			timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "params", "p1", 201, "", lagParam("p1", "", "yes"), lagParam("p1", "10", "yes")), "02.000000", "02.001000", nil),
+			timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "create", "configmaps", "params", "p2", 201, "", lagParam("p2", "", "yes"), lagParam("p2", "11", "yes")), "02.050000", "02.051000", nil),
+		},
+		want: "decide otherwise",
+	}, {
+		name:     "deletecollection with its items",
+		notFound: admissionregistrationv1.AllowAction,
+		snapshot: []any{other, lagParam("p1", "10", "no"), lagParam("p2", "11", "no")},
+		lines:    []string{deleteAll(auditlog.LevelRequestResponse, lagParam("p1", "10", "no"), lagParam("p2", "11", "no"))},
+		want:     "decide otherwise",
+	}, {
+		name:     "deletecollection at Metadata level",
+		notFound: admissionregistrationv1.AllowAction,
+		snapshot: []any{other, lagParam("p1", "10", "no")},
+		lines:    []string{deleteAll(auditlog.LevelMetadata)},
+	}, {
+		name:     "first seen in an update",
+		notFound: admissionregistrationv1.AllowAction,
+		lines: []string{
+			timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "update", "configmaps", "params", "p1", 200, "", lagParam("p1", "10", "yes"), lagParam("p1", "11", "yes")), "02.000000", "02.001000", nil),
+		},
+		want: "which may not yet have held that write, and the version before it is not known$",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, b := lagParamPolicy(tc.notFound)
+			_, recs := replayLinesWith(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, tc.snapshot, append(tc.lines, request)...)
+			rec := recs["req"]
+			found := strings.Contains
+			if want, ok := strings.CutSuffix(tc.want, "$"); ok {
+				tc.want, found = want, strings.HasSuffix
+			}
+			if rec == nil || rec.Decision != DecisionIndeterminate || rec.Reason != ReasonParamUnknown || !found(rec.Indeterminate, tc.want) {
+				t.Errorf("request: %s, want indeterminate (%s, %q)", describeRecord(rec), ReasonParamUnknown, tc.want)
+			}
+		})
 	}
 }
 
@@ -1067,8 +1156,8 @@ func TestEventsCohabit(t *testing.T) {
 	if rec := recs["4"]; rec == nil || rec.Decision != DecisionAdmit || len(rec.Disagreements) > 0 {
 		t.Errorf("the core DELETE of e1: %+v, want admit on its message", rec)
 	}
-	if rec := recs["5"]; rec != nil && rec.Decision != DecisionIndeterminate {
-		t.Errorf("the core DELETE of e2: %s, want not decided: the deletecollection deleted it (the log alone does not say it is gone)", rec.Decision)
+	if rec := recs["5"]; rec == nil || rec.Decision != DecisionIndeterminate {
+		t.Errorf("the core DELETE of e2: %s, want not decided: the deletecollection deleted it (the log alone does not say it is gone)", describeRecord(rec))
 	}
 }
 

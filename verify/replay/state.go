@@ -61,13 +61,28 @@ type clusterState struct {
 	lastDone map[replacedKey]time.Time
 	// typedWrites are the latest writes to params and namespaces, oldest first, with what
 	// they replaced (see recentTyped); those from typedFrom on are the current request's
-	// (see beginWrite), which markDone stamps.
+	// (see beginWrite and endWrite). typedLost is when the latest of those dropped for room
+	// completed. creating says the current request creates its object.
 	typedWrites []typedWrite
 	typedFrom   int
+	typedLost   time.Time
+	creating    bool
 }
 
-// beginWrite starts following the writes of one request of the log.
-func (s *clusterState) beginWrite() { s.typedFrom = len(s.typedWrites) }
+// beginWrite starts following the writes of one request of the log; create says it creates
+// its object (which did not exist before it).
+func (s *clusterState) beginWrite(create bool) {
+	s.typedFrom, s.creating = len(s.typedWrites), create
+}
+
+// endWrite ends following the writes of one request, which completed at done: when its
+// writes to params and namespaces completed (deletecollection's items too).
+func (s *clusterState) endWrite(done time.Time) {
+	for i := s.typedFrom; i < len(s.typedWrites); i++ {
+		s.typedWrites[i].done = done
+	}
+	s.typedFrom, s.creating = len(s.typedWrites), false
+}
 
 // typedWrite is a write to an object the evaluator reads (a param, a namespace): the entry it
 // replaced (had says there was one), and when it completed (zero until markDone says).
@@ -76,11 +91,14 @@ type typedWrite struct {
 	k    objectKey
 	prev typedEntry
 	had  bool
-	done time.Time
+	// created says the write created the object; unknownBefore that whether it existed
+	// before is not known (the State did not hold it, and does not hold every object of gr).
+	created, unknownBefore bool
+	done                   time.Time
 }
 
 // maxTypedWrites bounds the writes to params and namespaces remembered.
-const maxTypedWrites = 1024
+const maxTypedWrites = 4096
 
 type replacedKey struct {
 	gr schema.GroupResource
@@ -401,10 +419,19 @@ func (s *clusterState) setTyped(gr schema.GroupResource, k objectKey, e typedEnt
 	b := s.writable(gr)
 	old, had := b.objs.get(k)
 	if len(s.typedWrites) == maxTypedWrites {
-		s.typedWrites = append(s.typedWrites[:0:0], s.typedWrites[maxTypedWrites/2:]...)
-		s.typedFrom = max(0, s.typedFrom-maxTypedWrites/2)
+		// More writes than recentTyped has dropped: the requests within informerLag of the
+		// latest of those dropped here do not know them (see recentTyped).
+		half := maxTypedWrites / 2
+		for _, w := range s.typedWrites[:half] {
+			if w.done.After(s.typedLost) {
+				s.typedLost = w.done
+			}
+		}
+		s.typedWrites = append(s.typedWrites[:0:0], s.typedWrites[half:]...)
+		s.typedFrom = max(0, s.typedFrom-half)
 	}
-	s.typedWrites = append(s.typedWrites, typedWrite{gr: gr, k: k, prev: old, had: had})
+	s.typedWrites = append(s.typedWrites, typedWrite{gr: gr, k: k, prev: old, had: had, created: s.creating && !had,
+		unknownBefore: !had && !s.creating && !s.Complete(gr)})
 	b.invalidate(k, old, had, e, has)
 	if has {
 		b.set(k, e)
@@ -616,12 +643,6 @@ func (s *clusterState) markDone(gr schema.GroupResource, namespace, name, source
 	if e := s.objects[gr][objectKey{namespace, name}]; e != nil && strings.HasPrefix(e.source, source) && !e.restated {
 		e.done = done
 	}
-	// The write to a param or namespace it made, if any.
-	for i := len(s.typedWrites) - 1; i >= s.typedFrom; i-- {
-		if w := &s.typedWrites[i]; w.gr == gr && w.k == (objectKey{namespace, name}) && w.done.IsZero() {
-			w.done = done
-		}
-	}
 }
 
 // concurrent is p for a request received at received: when the write that stored the object
@@ -641,26 +662,26 @@ func (s *clusterState) concurrent(p prior, gr schema.GroupResource, namespace, n
 }
 
 // recentTyped are the writes to params and namespaces that completed less than informerLag
-// before a request received at received, or after (see Replayer.informerLag), newest first.
-func (s *clusterState) recentTyped(received time.Time) []typedWrite {
+// before a request received at received, or after (see Replayer.informerLag), newest first;
+// lost says writes the State no longer remembers may be among them.
+func (s *clusterState) recentTyped(received time.Time) (out []typedWrite, lost bool) {
 	if received.IsZero() {
-		return nil
+		return nil, false
 	}
 	// The writes long before are dropped: they hold the versions they replaced.
 	cutoff := received.Add(-informerLag - 2*time.Second)
 	drop := 0
-	for drop < s.typedFrom && drop < len(s.typedWrites) && (s.typedWrites[drop].done.IsZero() || s.typedWrites[drop].done.Before(cutoff)) {
+	for drop < s.typedFrom && (s.typedWrites[drop].done.IsZero() || s.typedWrites[drop].done.Before(cutoff)) {
 		s.typedWrites[drop] = typedWrite{}
 		drop++
 	}
 	if drop > 0 {
 		s.typedWrites, s.typedFrom = s.typedWrites[drop:], s.typedFrom-drop
 	}
-	var out []typedWrite
-	for i := len(s.typedWrites) - 1; i >= 0; i-- {
+	for i := s.typedFrom - 1; i >= 0; i-- {
 		w := s.typedWrites[i]
 		if w.done.IsZero() {
-			continue
+			continue // not a write of the log (the snapshot's)
 		}
 		if received.Sub(w.done) >= informerLag {
 			// The log holds requests in the order they completed: the older ones are older
@@ -672,7 +693,7 @@ func (s *clusterState) recentTyped(received time.Time) []typedWrite {
 		}
 		out = append(out, w)
 	}
-	return out
+	return out, received.Sub(s.typedLost) < informerLag
 }
 
 // informerLag is how long after a write to a param or namespace completed the replay holds

@@ -53,6 +53,7 @@ type typedEntry struct {
 type partialUse struct {
 	gr       schema.GroupResource
 	key      string
+	objKey   *objectKey
 	unknowns []vapccel.Unknown
 }
 
@@ -217,12 +218,12 @@ func (b *bucket) list(gvr schema.GroupVersionResource, namespace string, selecto
 		e, _ := b.objs.get(k)
 		o, err := e.obj.get()
 		if err != nil {
-			failed = append(failed, miss{gr: gvr.GroupResource(), text: fmt.Sprintf("%s %s unknown: %v", gvr.GroupResource(), joinKey(k.namespace, k.name), err)})
+			failed = append(failed, miss{gr: gvr.GroupResource(), key: &k, text: fmt.Sprintf("%s %s unknown: %v", gvr.GroupResource(), joinKey(k.namespace, k.name), err)})
 			continue
 		}
 		out = append(out, o)
 		if len(e.unknowns) > 0 {
-			partials = append(partials, partialUse{gr: gvr.GroupResource(), key: joinKey(k.namespace, k.name), unknowns: e.unknowns})
+			partials = append(partials, partialUse{gr: gvr.GroupResource(), key: joinKey(k.namespace, k.name), objKey: &k, unknowns: e.unknowns})
 		}
 	}
 	b.mu.Lock()
@@ -255,12 +256,14 @@ type stateView struct {
 	// decidedWithoutMissing).
 	standIns map[schema.GroupResource]runtime.Object
 
-	// gets and lists are the reads of evaluations over the View (see Replayer.informerLag).
+	// gets and lists are the reads of evaluations over the View, recorded when track is set
+	// (see Replayer.informerLag).
+	track bool
 	gets  []readKey
 	lists []listRead
-	// override, when set, is an object the View holds as it was before a write: its entry,
-	// or absent when !override.had.
-	override *typedWrite
+	// overrides, when set, are objects the View holds as they were before writes: each
+	// write's entry, or absent when !had.
+	overrides map[readKey]typedWrite
 }
 
 type readKey struct {
@@ -274,12 +277,13 @@ type listRead struct {
 	selector  labels.Selector
 }
 
-// read says whether an evaluation over the View read the object k of gr, or listed what it
-// was in with labels before or after the write w.
-func (v *stateView) read(w typedWrite, after typedEntry, has bool) bool {
+// read says whether an evaluation over the View read the object of w, or listed what it was
+// in with its labels before or after w.
+func (v *stateView) read(w typedWrite) bool {
 	if slices.Contains(v.gets, readKey{w.gr, w.k}) {
 		return true
 	}
+	after, has := v.buckets[w.gr].get(w.k)
 	for _, l := range v.lists {
 		if l.gr != w.gr || (l.namespace != "" && l.namespace != w.k.namespace) {
 			continue
@@ -291,22 +295,42 @@ func (v *stateView) read(w typedWrite, after typedEntry, has bool) bool {
 	return false
 }
 
-// before returns a copy of the View that holds the object of w as it was before w.
-func (v *stateView) before(w typedWrite) *stateView {
+// before returns a copy of the View that holds the objects of the writes as they were before
+// them (the oldest write of an object gives its version), recording what evaluations read.
+func (v *stateView) before(writes []typedWrite) *stateView {
 	c := v.fresh()
-	c.override = &w
+	c.track = true
+	c.overrides = map[readKey]typedWrite{}
+	for _, w := range writes {
+		c.overrides[readKey{w.gr, w.k}] = w // writes are newest first: the last is the oldest
+	}
 	return c
+}
+
+// overridden are the keys of the View's overrides of gr, in order (namespace, name).
+func (v *stateView) overridden(gr schema.GroupResource) []readKey {
+	var out []readKey
+	for rk := range v.overrides {
+		if rk.gr == gr {
+			out = append(out, rk)
+		}
+	}
+	slices.SortFunc(out, func(a, b readKey) int {
+		if c := strings.Compare(a.k.namespace, b.k.namespace); c != 0 {
+			return c
+		}
+		return strings.Compare(a.k.name, b.k.name)
+	})
+	return out
 }
 
 // entry is the View's entry of the object k of gr.
 func (v *stateView) entry(gr schema.GroupResource, k objectKey) (typedEntry, bool) {
-	if o := v.override; o != nil && o.gr == gr && o.k == k {
-		return o.prev, o.had
+	if w, ok := v.overrides[readKey{gr, k}]; ok {
+		return w.prev, w.had
 	}
 	return v.buckets[gr].get(k)
 }
-
-var _ verify.ObjectStore = (*stateView)(nil)
 
 // fresh returns a copy of the View without what evaluations over it missed, to evaluate a
 // request again.
@@ -316,7 +340,7 @@ func (v *stateView) fresh() *stateView { return v.withStandIns(v.standIns) }
 // the resource's stand-in.
 func (v *stateView) withStandIns(standIns map[schema.GroupResource]runtime.Object) *stateView {
 	c := *v
-	c.misses, c.partials, c.standIns, c.gets, c.lists = nil, nil, standIns, nil, nil
+	c.misses, c.partials, c.standIns, c.gets, c.lists, c.overrides = nil, nil, standIns, nil, nil, nil
 	return &c
 }
 
@@ -340,8 +364,13 @@ func (v *stateView) Get(gvr schema.GroupVersionResource, namespace, name string)
 		}
 		return nil, apierrors.NewNotFound(gr, name)
 	}
-	v.gets = append(v.gets, readKey{gr, objectKey{namespace, name}})
+	if v.track {
+		v.gets = append(v.gets, readKey{gr, objectKey{namespace, name}})
+	}
 	e, ok := v.entry(gr, objectKey{namespace, name})
+	if w, over := v.overrides[readKey{gr, objectKey{namespace, name}}]; over && !w.had && !w.unknownBefore {
+		return nil, apierrors.NewNotFound(gr, name) // before the write created it
+	}
 	switch {
 	case ok && e.obj == nil:
 		if v.counts(gr) {
@@ -384,9 +413,14 @@ func (v *stateView) List(gvr schema.GroupVersionResource, namespace string, sele
 		}
 		if b != nil && b.unknowns > 0 {
 			for k, e := range b.objs.all() {
-				if e.obj == nil && (namespace == "" || k.namespace == namespace) {
+				if _, over := v.overrides[readKey{gr, k}]; !over && e.obj == nil && (namespace == "" || k.namespace == namespace) {
 					v.miss(gr, "%s unknown: %s", joinKey(k.namespace, k.name), e.unknown)
 				}
+			}
+		}
+		for _, rk := range v.overridden(gr) { // as they were before the writes
+			if w := v.overrides[rk]; w.had && w.prev.obj == nil && (namespace == "" || rk.k.namespace == namespace) {
+				v.miss(gr, "%s unknown: %s", joinKey(rk.k.namespace, rk.k.name), w.prev.unknown)
 			}
 		}
 	}
@@ -399,10 +433,12 @@ func (v *stateView) List(gvr schema.GroupVersionResource, namespace string, sele
 	if selector == nil {
 		selector = labels.Everything()
 	}
-	v.lists = append(v.lists, listRead{gr, namespace, selector})
+	if v.track {
+		v.lists = append(v.lists, listRead{gr, namespace, selector})
+	}
 	objs, failed, partials := b.list(gvr, namespace, selector)
-	if o := v.override; o != nil && o.gr == gr && (namespace == "" || o.k.namespace == namespace) {
-		objs, failed, partials = v.overridden(gvr, namespace, selector, objs, failed, partials)
+	if len(v.overrides) > 0 {
+		objs, failed, partials = v.withOverrides(gvr, namespace, selector, objs, failed, partials)
 	}
 	v.misses = append(v.misses, failed...)
 	v.partials = append(v.partials, partials...)
@@ -412,42 +448,53 @@ func (v *stateView) List(gvr schema.GroupVersionResource, namespace string, sele
 	return objs, nil
 }
 
-// overridden is a list of the View's bucket with the object of its override as it was: the
-// object after the write left out, the one before put in its place when the selector selects
-// it, in the bucket's order.
-func (v *stateView) overridden(gvr schema.GroupVersionResource, namespace string, selector labels.Selector, objs []runtime.Object, failed []miss, partials []partialUse) ([]runtime.Object, []miss, []partialUse) {
-	o := v.override
-	key := joinKey(o.k.namespace, o.k.name)
+// withOverrides is a list of the View's bucket with the objects of its overrides as they were:
+// their versions after the writes left out, those before put in their places when the
+// selector selects them, in the bucket's order (namespace, name).
+func (v *stateView) withOverrides(gvr schema.GroupVersionResource, namespace string, selector labels.Selector, objs []runtime.Object, failed []miss, partials []partialUse) ([]runtime.Object, []miss, []partialUse) {
+	gr := gvr.GroupResource()
+	mine := func(k objectKey) bool {
+		_, ok := v.overrides[readKey{gr, k}]
+		return ok
+	}
 	var out []runtime.Object
+	changed := false
 	for _, obj := range objs {
-		if a, err := meta.Accessor(obj); err == nil && a.GetNamespace() == o.k.namespace && a.GetName() == o.k.name {
+		if a, err := meta.Accessor(obj); err == nil && mine(objectKey{a.GetNamespace(), a.GetName()}) {
+			changed = true
 			continue
 		}
 		out = append(out, obj)
 	}
-	failed = slices.DeleteFunc(slices.Clone(failed), func(m miss) bool { return strings.Contains(m.text, " "+key+" ") })
-	partials = slices.DeleteFunc(slices.Clone(partials), func(p partialUse) bool { return p.key == key })
-	if e := o.prev; o.had && e.obj != nil && e.gvr == gvr && selector.Matches(e.labels) {
+	failed = slices.DeleteFunc(slices.Clone(failed), func(m miss) bool { return m.key != nil && mine(*m.key) })
+	partials = slices.DeleteFunc(slices.Clone(partials), func(p partialUse) bool { return p.objKey != nil && mine(*p.objKey) })
+	for _, rk := range v.overridden(gr) {
+		w := v.overrides[rk]
+		e := w.prev
+		if (namespace != "" && rk.k.namespace != namespace) || !w.had || e.obj == nil || e.gvr != gvr || !selector.Matches(e.labels) {
+			continue
+		}
+		key := joinKey(rk.k.namespace, rk.k.name)
 		obj, err := e.obj.get()
 		if err != nil {
-			failed = append(failed, miss{gr: gvr.GroupResource(), text: fmt.Sprintf("%s %s unknown: %v", gvr.GroupResource(), key, err)})
-		} else {
-			out = append(out, obj)
-			if len(e.unknowns) > 0 {
-				partials = append(partials, partialUse{gr: gvr.GroupResource(), key: key, unknowns: e.unknowns})
-			}
+			failed = append(failed, miss{gr: gr, key: &rk.k, text: fmt.Sprintf("%s %s unknown: %v", gr, key, err)})
+			continue
 		}
-	} else if o.had && e.obj == nil {
-		failed = append(failed, miss{gr: gvr.GroupResource(), text: fmt.Sprintf("%s %s unknown: %s", gvr.GroupResource(), key, e.unknown)})
+		out, changed = append(out, obj), true
+		if len(e.unknowns) > 0 {
+			partials = append(partials, partialUse{gr: gr, key: key, objKey: &rk.k, unknowns: e.unknowns})
+		}
 	}
-	slices.SortFunc(out, func(a, b runtime.Object) int {
-		am, _ := meta.Accessor(a)
-		bm, _ := meta.Accessor(b)
-		if c := strings.Compare(am.GetNamespace(), bm.GetNamespace()); c != 0 {
-			return c
-		}
-		return strings.Compare(am.GetName(), bm.GetName())
-	})
+	if changed {
+		slices.SortFunc(out, func(a, b runtime.Object) int {
+			am, _ := meta.Accessor(a)
+			bm, _ := meta.Accessor(b)
+			if c := strings.Compare(am.GetNamespace(), bm.GetNamespace()); c != 0 {
+				return c
+			}
+			return strings.Compare(am.GetName(), bm.GetName())
+		})
+	}
 	return out, failed, partials
 }
 
@@ -461,6 +508,7 @@ func (b *bucket) get(k objectKey) (typedEntry, bool) {
 // miss is a read a View could not answer for sure: of which resource, and why, for people.
 type miss struct {
 	gr   schema.GroupResource
+	key  *objectKey // the object it is about, if one
 	text string
 }
 
@@ -495,7 +543,13 @@ func (v *stateView) lookup(gvr schema.GroupVersionResource, namespace, name stri
 	if why, ok := v.unknown[gr]; ok {
 		return nil, false, why, nil
 	}
-	e, ok := v.buckets[gr].get(objectKey{namespace, name})
+	if v.track {
+		v.gets = append(v.gets, readKey{gr, objectKey{namespace, name}})
+	}
+	e, ok := v.entry(gr, objectKey{namespace, name})
+	if w, over := v.overrides[readKey{gr, objectKey{namespace, name}}]; over && !w.had && !w.unknownBefore {
+		return nil, true, "", nil // before the write created it
+	}
 	switch {
 	case ok && e.obj == nil:
 		return nil, false, e.unknown, nil
