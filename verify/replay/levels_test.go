@@ -796,8 +796,8 @@ func TestTokenRequestDefaults(t *testing.T) {
 	issued := map[string]any{"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "metadata": map[string]any{"name": "sa0", "namespace": "ns1"},
 		"spec": map[string]any{"expirationSeconds": 3600, "audiences": []any{"https://kubernetes.default.svc"}}, "status": map[string]any{"token": "x"}}
 	denied := `serviceaccounts "sa1" is forbidden: ValidatingAdmissionPolicy 'token' with binding 'token' denied request: denied by token`
-	tokenLine := func(id string, level, sa string, code int32, message string, resp map[string]any) string {
-		line := levelEvent(t, id, level, "create", "serviceaccounts", "ns1", sa, code, message, tr, resp)
+	tokenLine := func(id string, level, sa string, code int32, message string, req, resp map[string]any) string {
+		line := levelEvent(t, id, level, "create", "serviceaccounts", "ns1", sa, code, message, req, resp)
 		line = strings.Replace(line, `"requestURI":"/api/v1/namespaces/ns1/serviceaccounts"`, `"requestURI":"/api/v1/namespaces/ns1/serviceaccounts/`+sa+`/token"`, 1)
 		return strings.Replace(line, `"resource":"serviceaccounts"`, `"resource":"serviceaccounts","subresource":"token"`, 1)
 	}
@@ -809,12 +809,20 @@ func TestTokenRequestDefaults(t *testing.T) {
 		// at this level ("" for none).
 		issuedFirst string
 		want        string
+		// saFirst logs the service account's create first; status sends the TokenRequest
+		// with a status.
+		saFirst, status bool
 	}{
-		{"the name", "object.metadata.name == 'sa1' && object.metadata.namespace == 'ns1'", 201, "", "", DecisionAdmit},
-		{"the audiences", "size(object.spec.audiences) == 0", 403, denied, "", DecisionIndeterminate},
-		{"the audiences a completed TokenRequest showed", "size(object.spec.audiences) == 0", 403, denied, auditlog.LevelRequestResponse, DecisionDeny},
-		{"the audiences a completed TokenRequest showed, read", "object.spec.audiences == ['https://kubernetes.default.svc']", 201, "", auditlog.LevelRequestResponse, DecisionAdmit},
-		{"no response, no audiences", "size(object.spec.audiences) == 0", 403, denied, auditlog.LevelRequest, DecisionIndeterminate},
+		{"the name", "object.metadata.name == 'sa1' && object.metadata.namespace == 'ns1'", 201, "", "", DecisionAdmit, false, false},
+		{"the audiences", "size(object.spec.audiences) == 0", 403, denied, "", DecisionIndeterminate, false, false},
+		{"the audiences a completed TokenRequest showed", "size(object.spec.audiences) == 0", 403, denied, auditlog.LevelRequestResponse, DecisionDeny, false, false},
+		{"the audiences a completed TokenRequest showed, read", "object.spec.audiences == ['https://kubernetes.default.svc']", 201, "", auditlog.LevelRequestResponse, DecisionAdmit, false, false},
+		{"no response, no audiences", "size(object.spec.audiences) == 0", 403, denied, auditlog.LevelRequest, DecisionIndeterminate, false, false},
+		{"the service account's uid", "object.metadata.uid == 'u-sa1'", 201, "", "", DecisionAdmit, true, false},
+		{"the uid of a service account not known", "object.metadata.uid == 'u-sa1'", 201, "", "", DecisionIndeterminate, false, false},
+		{"the server's clock", "has(object.metadata.creationTimestamp)", 201, "", "", DecisionAdmit, false, false},
+		{"the server's clock, read", "object.metadata.creationTimestamp < timestamp('2000-01-01T00:00:00Z')", 403, denied, "", DecisionIndeterminate, false, false},
+		{"the status cleared", "object.status.token == ''", 201, "", "", DecisionAdmit, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, b := levelPolicy("token", "serviceaccounts", admissionregistrationv1.Create, nil, tc.expr)
@@ -826,12 +834,20 @@ func TestTokenRequestDefaults(t *testing.T) {
 				if tc.issuedFirst != auditlog.LevelRequestResponse {
 					resp = nil
 				}
-				lines = append(lines, tokenLine("0", tc.issuedFirst, "sa0", 201, "", resp))
+				lines = append(lines, tokenLine("0", tc.issuedFirst, "sa0", 201, "", tr, resp))
 			}
-			lines = append(lines, tokenLine("1", auditlog.LevelRequest, "sa1", tc.code, tc.message, nil))
+			if tc.saFirst {
+				sa := map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "sa1", "namespace": "ns1", "uid": "u-sa1", "resourceVersion": "5"}}
+				lines = append(lines, levelEvent(t, "sa", auditlog.LevelRequestResponse, "create", "serviceaccounts", "ns1", "sa1", 201, "", sa, sa))
+			}
+			req := tr
+			if tc.status {
+				req = map[string]any{"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "metadata": map[string]any{}, "spec": tr["spec"], "status": map[string]any{"token": "sent"}}
+			}
+			lines = append(lines, tokenLine("1", auditlog.LevelRequest, "sa1", tc.code, tc.message, req, nil))
 			_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, lines...)
 			if rec := recs["1"]; rec == nil || rec.Decision != tc.want || rec.Changed {
-				t.Errorf("the TokenRequest: %+v, want %s", rec, tc.want)
+				t.Errorf("the TokenRequest: %s, want %s", describeRecord(rec), tc.want)
 			}
 		})
 	}
@@ -944,15 +960,22 @@ func TestDeleteCollectionFollowed(t *testing.T) {
 			"spec": spec, "status": map[string]any{"phase": "Running"}}
 	}
 	for _, tc := range []struct {
-		name, query string
-		want        string
+		name, query, level string
+		want               string
 	}{
-		{name: "by its label selector", query: "labelSelector=app%3Dweb", want: DecisionAdmit},
-		{name: "by a field selector", query: "fieldSelector=spec.nodeName%3Dn1", want: DecisionIndeterminate},
+		{name: "by its label selector", query: "labelSelector=app%3Dweb", level: auditlog.LevelRequest, want: DecisionAdmit},
+		{name: "by a field selector", query: "fieldSelector=spec.nodeName%3Dn1", level: auditlog.LevelRequest, want: DecisionIndeterminate},
+		// Its delete options are not logged: with a grace period, the pods would remain.
+		{name: "at level Metadata", query: "labelSelector=app%3Dweb", level: auditlog.LevelMetadata, want: DecisionIndeterminate},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dc := levelEvent(t, "3", auditlog.LevelRequest, "deletecollection", "pods", "ns1", "", 200, "", map[string]any{"kind": "DeleteOptions", "apiVersion": "v1"}, nil)
+			var opts map[string]any
+			if tc.level != auditlog.LevelMetadata {
+				opts = map[string]any{"kind": "DeleteOptions", "apiVersion": "v1"}
+			}
+			dc := levelEvent(t, "3", tc.level, "deletecollection", "pods", "ns1", "", 200, "", opts, nil)
 			dc = strings.Replace(dc, `"requestURI":"/api/v1/namespaces/ns1/pods/"`, `"requestURI":"/api/v1/namespaces/ns1/pods?`+tc.query+`"`, 1)
+			dc = timedEvent(t, dc, "03.000000", "03.001000", nil)
 			final := map[string]any{"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}
 			_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
 				levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "pods", "ns1", "run", 201, "", pod("run", "n1", "web"), pod("run", "n1", "web")),
@@ -1149,12 +1172,18 @@ func TestEventsCohabit(t *testing.T) {
 		group(levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "events", "ns1", "e1", 201, "", newEvent("e1"), newEvent("e1")), ""),
 		levelEvent(t, "2", auditlog.LevelRequestResponse, "create", "events", "ns1", "e2", 201, "", coreEvent("e2"), coreEvent("e2")),
 		dc,
+		// Updated through events.k8s.io at level Request: the pipeline reads e1 from core's
+		// storage, and the policy sees it as core/v1 (note is message).
+		group(levelEvent(t, "3b", auditlog.LevelRequest, "update", "events", "ns1", "e1", 200, "", newEvent("e1"), nil), ""),
 		// Through core: e1 as core/v1 reads it (note is message); e2, created through core, gone.
 		levelEvent(t, "4", auditlog.LevelRequestResponse, "delete", "events", "ns1", "e1", 200, "", nil, nil),
 		levelEvent(t, "5", auditlog.LevelRequestResponse, "delete", "events", "ns1", "e2", 404, notFound, nil, nil),
 	)
+	if rec := recs["3b"]; rec == nil || rec.Decision != DecisionAdmit || len(rec.Disagreements) > 0 {
+		t.Errorf("the events.k8s.io UPDATE of e1: %s, want admit on its message", describeRecord(rec))
+	}
 	if rec := recs["4"]; rec == nil || rec.Decision != DecisionAdmit || len(rec.Disagreements) > 0 {
-		t.Errorf("the core DELETE of e1: %+v, want admit on its message", rec)
+		t.Errorf("the core DELETE of e1: %s, want admit on its message", describeRecord(rec))
 	}
 	if rec := recs["5"]; rec == nil || rec.Decision != DecisionIndeterminate {
 		t.Errorf("the core DELETE of e2: %s, want not decided: the deletecollection deleted it (the log alone does not say it is gone)", describeRecord(rec))
@@ -1176,5 +1205,43 @@ func TestInformerLagNewNamespace(t *testing.T) {
 	)
 	if rec := recs["2"]; rec == nil || rec.Decision != DecisionDeny || len(rec.Disagreements) > 0 {
 		t.Errorf("request 2: %+v, want deny: the new namespace is read from storage", rec)
+	}
+}
+
+// TestDeleteCollectionShortens: a deletecollection with a shorter grace period than a pod's
+// pending deletion moves its deletionTimestamp (back, or to the server's clock with one
+// second): the pod it leaves has both fields unknown.
+func TestDeleteCollectionShortens(t *testing.T) {
+	p, b := levelPolicy("grace", "pods", admissionregistrationv1.Delete, nil, "!has(oldObject.metadata.deletionGracePeriodSeconds) || oldObject.metadata.deletionGracePeriodSeconds in [0, 30]")
+	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "run", "namespace": "ns1", "resourceVersion": "10", "uid": "u-run"},
+		"spec": map[string]any{"nodeName": "n1", "containers": []any{map[string]any{"name": "c", "image": "i"}}}, "status": map[string]any{"phase": "Running"}}
+	deleting := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "run", "namespace": "ns1", "resourceVersion": "11", "uid": "u-run",
+		"deletionTimestamp": "2026-11-24T00:00:32Z", "deletionGracePeriodSeconds": 30},
+		"spec": map[string]any{"nodeName": "n1", "containers": []any{map[string]any{"name": "c", "image": "i"}}}, "status": map[string]any{"phase": "Running"}}
+	list := map[string]any{"apiVersion": "v1", "kind": "PodList", "metadata": map[string]any{}, "items": []any{deleting}}
+	final := map[string]any{"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}
+	for _, tc := range []struct {
+		name  string
+		grace int64
+		want  string
+	}{
+		{name: "shorter", grace: 10, want: DecisionIndeterminate},
+		{name: "not shorter", grace: 60, want: DecisionAdmit},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := map[string]any{"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": tc.grace}
+			dc := strings.Replace(levelEvent(t, "3", auditlog.LevelRequestResponse, "deletecollection", "pods", "ns1", "", 200, "", opts, list), `/pods/"`, `/pods"`, 1)
+			_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+				timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "pods", "ns1", "run", 201, "", pod, pod), "01.000000", "01.001000", nil),
+				timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "delete", "pods", "ns1", "run", 200, "", nil, deleting), "02.000000", "02.001000", nil),
+				timedEvent(t, dc, "03.000000", "03.001000", nil),
+				// The kubelet's final DELETE (grace period 0), validated on the pod as it was
+				// and again as it marked it (grace period 0).
+				timedEvent(t, levelEvent(t, "4", auditlog.LevelRequest, "delete", "pods", "ns1", "run", 200, "", final, nil), "10.000000", "10.001000", nil),
+			)
+			if rec := recs["4"]; rec == nil || rec.Decision != tc.want || len(rec.Disagreements) > 0 {
+				t.Errorf("the DELETE after: %s, want %s", describeRecord(rec), tc.want)
+			}
+		})
 	}
 }

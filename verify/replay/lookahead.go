@@ -82,7 +82,7 @@ func (r *Replayer) reviseConcurrent(d decoded, ev *Event, t target) {
 	if received.IsZero() || completed.IsZero() {
 		return
 	}
-	gr := t.gvr.GroupResource()
+	gr := storageOf(t.gvr.GroupResource()) // the jobs' keys are their storage's
 	// A create matters to what a deletecollection listed only: an object a request read existed.
 	create := t.op == admission.Create && t.sub == ""
 	var js []*job

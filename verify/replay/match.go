@@ -311,8 +311,8 @@ func resourceMatches(rules []string, res, sub string) bool {
 }
 
 // keeps says whether the State keeps objects of the resource: params, namespaces, the inputs
-// of the admission plugins, and the resources some policy can see in an UPDATE or DELETE
-// (their oldObject).
+// of the admission plugins, the resources some policy can see in an UPDATE or DELETE (their
+// oldObject), and service accounts when a policy sees their TokenRequests.
 func (s *scope) keeps(gr schema.GroupResource) bool {
 	if gr == (schema.GroupResource{Resource: "namespaces"}) || s.params[gr] || s.pluginInputs[gr] {
 		return true
@@ -330,12 +330,15 @@ func (s *scope) keeps(gr schema.GroupResource) bool {
 			continue
 		}
 		for _, r := range mc.ResourceRules {
-			if !ruleReadsOld(r.RuleWithOperations) || !contains(r.APIGroups, gr.Group) {
+			if !contains(r.APIGroups, gr.Group) {
 				continue
 			}
+			readsOld, readsToken := ruleReadsOld(r.RuleWithOperations), gr == serviceAccountsGR && ruleCreates(r.RuleWithOperations)
 			for _, res := range r.Resources {
-				base, _, _ := strings.Cut(res, "/")
-				if base == "*" || base == gr.Resource {
+				base, sub, _ := strings.Cut(res, "/")
+				if (readsOld && (base == "*" || base == gr.Resource)) ||
+					// A TokenRequest has its service account's uid (TokenREST.Create).
+					(readsToken && (base == "*" || base == gr.Resource) && (sub == "*" || sub == "token")) {
 					v = true
 				}
 			}
@@ -356,6 +359,12 @@ func (s *scope) keeps(gr schema.GroupResource) bool {
 	s.kept[gr] = v
 	s.mu.Unlock()
 	return v
+}
+
+func ruleCreates(r admissionregistrationv1.RuleWithOperations) bool {
+	return slices.ContainsFunc(r.Operations, func(o admissionregistrationv1.OperationType) bool {
+		return o == admissionregistrationv1.OperationAll || o == admissionregistrationv1.Create
+	})
 }
 
 func ruleReadsOld(r admissionregistrationv1.RuleWithOperations) bool {

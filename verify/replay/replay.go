@@ -564,7 +564,7 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	j.view.track = len(j.typedWrites) > 0
 	if t.op == admission.Update || t.op == admission.Delete || t.sub != "" {
 		// A deletecollection (no name) read the objects of its namespace.
-		j.key, j.completed, j.recorded = replacedKey{t.gvr.GroupResource(), objectKey{t.namespace, t.name}}, auditlog.ParseTime(ev.StageTimestamp), rec
+		j.key, j.completed, j.recorded = replacedKey{storageOf(t.gvr.GroupResource()), objectKey{t.namespace, t.name}}, auditlog.ParseTime(ev.StageTimestamp), rec
 		r.running.track(j)
 	}
 	r.submit(j)
@@ -609,7 +609,7 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 		return
 	}
 	gr := t.gvr.GroupResource()
-	if gr == (schema.GroupResource{Resource: "serviceaccounts"}) && t.sub == "token" {
+	if gr == serviceAccountsGR && t.sub == "token" {
 		r.facts.learnAudiences(ev) // its response may show the server's audiences
 	}
 	if gr == crdsGR {
@@ -654,7 +654,7 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 		switch {
 		case gr == (schema.GroupResource{Resource: "pods"}) && (t.sub == "binding" || t.sub == "eviction"):
 			r.replayWrite(ctx, ev, t, "written through "+describe(t.gvr, t.sub)+" at "+src, src)
-		case gr == (schema.GroupResource{Resource: "serviceaccounts"}) && t.sub == "token":
+		case gr == serviceAccountsGR && t.sub == "token":
 			// A TokenRequest issues a token; the ServiceAccount is not written.
 		case derivesScale(t) && r.followsWrite(ev, t):
 			// The ScaleREST's write, managedFields included (a manager of the scale
@@ -731,10 +731,16 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 				// It stays, marked deleted by the server's clock, with a new resourceVersion.
 				why := "the server's clock and storage when the deletecollection at " + src + " wrote the object, which the log does not show"
 				unknowns := append(slices.Clip(itemUnknowns[objectKey{u.GetNamespace(), u.GetName()}]), vapccel.Unknown{Path: objectPath("metadata", "resourceVersion"), ValueOnly: true, Why: why})
-				if left.Marked {
+				switch {
+				case left.Marked:
 					u.SetDeletionTimestamp(markedAt(ev))
 					u.SetDeletionGracePeriodSeconds(&left.GracePeriodSeconds)
 					unknowns = append(unknowns, vapccel.Unknown{Path: objectPath("metadata", "deletionTimestamp"), ValueOnly: true, Why: why})
+				case left.Shortened:
+					// Moved back, or to the server's clock with a grace period of one second.
+					u.SetDeletionGracePeriodSeconds(&left.GracePeriodSeconds)
+					unknowns = append(unknowns, vapccel.Unknown{Path: objectPath("metadata", "deletionTimestamp"), ValueOnly: true, Why: why},
+						vapccel.Unknown{Path: objectPath("metadata", "deletionGracePeriodSeconds"), ValueOnly: true, Why: why})
 				}
 				_ = r.state.putPartly(gr, u, unknowns, src+" (deletion pending)")
 				if !done.IsZero() {

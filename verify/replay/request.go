@@ -7,6 +7,7 @@ import (
 	"net/url"
 	sigsjson "sigs.k8s.io/json"
 	"strconv"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -283,7 +284,7 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior, facts se
 	if t.op == admission.Create && t.sub == "eviction" && t.gvr.GroupResource() == podsGR {
 		propagateDryRun(body, q)
 	}
-	if t.op == admission.Create && t.sub == "token" && t.gvr.GroupResource() == (schema.GroupResource{Resource: "serviceaccounts"}) {
+	if t.op == admission.Create && t.sub == "token" && t.gvr.GroupResource() == serviceAccountsGR {
 		// TokenREST.Create gives a TokenRequest the service account's name and namespace, and
 		// the server's --api-audiences when it asks for none, before validating admission.
 		if body.GetName() == "" {
@@ -299,6 +300,7 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior, facts se
 		} else {
 			b.unknowns = append(b.unknowns, vapccel.Unknown{Path: objectPath("spec", "audiences"), Why: "the server's --api-audiences, which it gives a TokenRequest that asks for none before admission, and which the log does not show before this request (a completed TokenRequest that asked for none would)"})
 		}
+		b.unknowns = append(b.unknowns, tokenRequestMeta(body, ev, p)...)
 	}
 	if derivesScale(t) && old != nil {
 		b.req.Object, b.objectSource = scaleUpdated(old, body), SourceRequest+" (spec.replicas on the Scale the apiserver derives)"
@@ -311,6 +313,33 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior, facts se
 	}
 	b.req.Object, b.objectSource = withKind(body, t.reqKind), SourceRequest
 	return b
+}
+
+// tokenRequestMeta gives a TokenRequest what TokenREST.Create gives it before validating
+// admission, besides its name, namespace and audiences: the service account's uid when it
+// asks for none, the server's clock as its creationTimestamp, and no status. sa is the
+// service account as the State holds it; unknowns are what the replay does not know of those.
+func tokenRequestMeta(body *unstructured.Unstructured, ev *Event, sa prior) []vapccel.Unknown {
+	var unknowns []vapccel.Unknown
+	unstructured.RemoveNestedField(body.Object, "status")
+	if body.GetUID() == "" {
+		u, unknown := sa.decode()
+		if sa.found && unknown == "" && u != nil && u.GetUID() != "" && !slices.ContainsFunc(sa.unknowns, func(un vapccel.Unknown) bool { return fieldUnder(un.Path.Steps, "metadata", "uid") }) {
+			body.SetUID(u.GetUID())
+		} else {
+			body.SetUID("00000000-0000-0000-0000-000000000000") // a value it can hold, held unknown
+			unknowns = append(unknowns, vapccel.Unknown{Path: objectPath("metadata", "uid"), ValueOnly: true,
+				Why: "the uid of the service account, which the server gives a TokenRequest that asks for none before admission, and which the replay does not know"})
+		}
+	}
+	second, ok := serverSecond(ev)
+	if !ok {
+		second = *markedAt(ev)
+		unknowns = append(unknowns, vapccel.Unknown{Path: objectPath("metadata", "creationTimestamp"), ValueOnly: true,
+			Why: "the server's clock during the request, which the server gives a TokenRequest as its creationTimestamp before admission, and which the log does not hold to the second"})
+	}
+	body.SetCreationTimestamp(second)
+	return unknowns
 }
 
 // standInOld says whether a request whose oldObject is not known is rebuilt with a stand-in:
@@ -497,7 +526,10 @@ func gracefulDeletionPending(old *unstructured.Unstructured, opts *unstructured.
 }
 
 // podsGR is the resource whose strategy deletes gracefully.
-var podsGR = schema.GroupResource{Resource: "pods"}
+var (
+	podsGR            = schema.GroupResource{Resource: "pods"}
+	serviceAccountsGR = schema.GroupResource{Resource: "serviceaccounts"}
+)
 
 // admissionDeleteOptions changes the options of a DELETE as rest.BeforeDelete
 // (k8s.io/apiserver/pkg/registry/rest/delete.go) changes them before the store calls validating

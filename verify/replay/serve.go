@@ -246,8 +246,8 @@ type jobObjects struct {
 }
 
 func (o *jobObjects) Get(gr schema.GroupResource, namespace, name string) ([]byte, bool, error) {
-	if gr != o.gr || namespace != o.namespace || name != o.name {
-		if gr == o.gr && o.list != nil {
+	if !sameStorage(gr, o.gr) || namespace != o.namespace || name != o.name {
+		if sameStorage(gr, o.gr) && o.list != nil {
 			for _, raw := range o.list {
 				if h, err := auditlog.DecodeHeader(raw); err == nil && h.GetNamespace() == namespace && h.GetName() == name {
 					return raw, true, nil
@@ -278,7 +278,7 @@ func (o *jobObjects) Get(gr schema.GroupResource, namespace, name string) ([]byt
 }
 
 func (o *jobObjects) List(gr schema.GroupResource, namespace string) ([][]byte, error) {
-	if gr != o.gr || o.listUnknown != "" || (o.list == nil && namespace != o.namespace) {
+	if !sameStorage(gr, o.gr) || o.listUnknown != "" || (o.list == nil && namespace != o.namespace) {
 		why := o.listUnknown
 		if why == "" {
 			why = "the replay does not list them for this request"
@@ -544,7 +544,7 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 
 	// The first pass: with the worker's evaluator over the request's View. Whether admission
 	// ran at all, and where the pipeline could not follow the server, is decided here.
-	first, err := r.serveOnce(ctx, w, j, objs, w.eval, j.view)
+	first, err := r.serveOnce(ctx, w, j, objs, w.eval, j.view, true)
 	if err != nil {
 		var ind *indeterminateError
 		if errors.As(err, &ind) {
@@ -584,7 +584,7 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 	if len(s.calls) == 0 && !refusedByMutation {
 		code := ev.Code()
 		switch {
-		case s.unknown != nil && (s.unknown.Resource != gr || s.unknown.Namespace != t.namespace || s.unknown.Name != t.name):
+		case s.unknown != nil && (!sameStorage(s.unknown.Resource, gr) || s.unknown.Namespace != t.namespace || s.unknown.Name != t.name):
 			out.indeterminate(because(ReasonStateUnknown, "the server read "+s.unknown.Error()))
 		case s.unknown != nil:
 			out.indeterminate(because(ReasonOldObjectUnknown, fmt.Sprintf("%s %s: %v", gr, joinKey(t.namespace, t.name), s.unknown.Err)))
@@ -670,7 +670,7 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 			cached = false
 			return servedDecision(ev.Verb, first.s), nil
 		}
-		again, err := r.serveOnce(ctx, w, j, objs, eval, view)
+		again, err := r.serveOnce(ctx, w, j, objs, eval, view, false)
 		if err != nil {
 			return nil, err
 		}
@@ -746,7 +746,11 @@ type servedOnce struct {
 	why string // how the patch types were chosen
 }
 
-func (r *Replayer) serveOnce(ctx context.Context, w evalWorker, j *job, objs *jobObjects, eval Evaluator, view *stateView) (servedOnce, error) {
+// serveOnce sends the job's request through the pipeline once. byAnnotations lets the audit
+// annotations the log records choose among its variants: only for the state the server
+// admitted the request on as far as the replay knows (another state, the informers' or the
+// watch cache's, is one the server may not have read, whose variants the log does not choose).
+func (r *Replayer) serveOnce(ctx context.Context, w evalWorker, j *job, objs *jobObjects, eval Evaluator, view *stateView, byAnnotations bool) (servedOnce, error) {
 	w.store.v = view
 	defer func() { w.store.v = nil }()
 	vs, err := r.serve(ctx, j.ev, j.t, j.policies, objs, eval, w.plugins, view, j.rec.vapRan || j.rec.byWebhook, j.mutators)
@@ -754,7 +758,7 @@ func (r *Replayer) serveOnce(ctx context.Context, w evalWorker, j *job, objs *jo
 		return servedOnce{}, err
 	}
 	var recorded func(served) bool
-	if r.check && (j.rec.vapRan || j.ev.Annotations[ValidationFailureAnnotation] != "") {
+	if byAnnotations && r.check && (j.rec.vapRan || j.ev.Annotations[ValidationFailureAnnotation] != "") {
 		// The log records what the loaded policies published: a variant whose annotations
 		// differ from it is not what the server ran.
 		recorded = func(v served) bool {
@@ -1217,7 +1221,7 @@ func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, why, sr
 		}
 		var last *apiserver.Write
 		for i := range resp.Writes {
-			if w := &resp.Writes[i]; w.Resource == gr && w.Namespace == t.namespace && w.Name == t.name {
+			if w := &resp.Writes[i]; sameStorage(w.Resource, gr) && w.Namespace == t.namespace && w.Name == t.name {
 				last = w
 			}
 		}
@@ -1246,7 +1250,7 @@ func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, why, sr
 				Why: "the server's storage when " + what + " wrote the object, which the log does not show"})
 		}
 		if gr == podsGR && (t.op == admission.Delete || t.sub == "eviction") {
-			unknowns = append(unknowns, shortenedGrace(u, p.raw, ev, t)...)
+			unknowns = append(unknowns, shortenedGrace(u, p.raw, p.unknowns, ev, t)...)
 		}
 		switch second, ok := serverSecond(ev); {
 		case sameKind && t.op != admission.Delete:
@@ -1405,7 +1409,7 @@ func withMeta(raw []byte, version, uid string) []byte {
 // second (or zero). The replay's pipeline reads its own clock, long after the log's: it always
 // takes the second way. The server's clock lies between the request's receipt and completion;
 // when the new timestamp lies between them too, which way it went is not known (unknowns).
-func shortenedGrace(u *unstructured.Unstructured, before []byte, ev *Event, t target) []vapccel.Unknown {
+func shortenedGrace(u *unstructured.Unstructured, before []byte, beforeUnknowns []vapccel.Unknown, ev *Event, t target) []vapccel.Unknown {
 	prev, _ := auditlog.DecodeMetadata(before)
 	if prev == nil || prev.GetDeletionTimestamp() == nil || u.GetDeletionTimestamp() == nil {
 		return nil
@@ -1429,8 +1433,28 @@ func shortenedGrace(u *unstructured.Unstructured, before []byte, ev *Event, t ta
 	if period < 0 {
 		period = 1
 	}
+	// The deletion it shortens, when the State does not know it: whether it is shorter
+	// (the grace period), and where it moved to (the timestamp).
+	unknownPrev := func(field string) []vapccel.Unknown {
+		for _, un := range beforeUnknowns {
+			if fieldUnder(un.Path.Steps, "metadata", field) {
+				why := "the deletion it shortened, which is not known: " + un.Why
+				return []vapccel.Unknown{
+					{Path: objectPath("metadata", "deletionTimestamp"), ValueOnly: true, Why: why},
+					{Path: objectPath("metadata", "deletionGracePeriodSeconds"), ValueOnly: true, Why: why},
+				}
+			}
+		}
+		return nil
+	}
+	if unknown := unknownPrev("deletionGracePeriodSeconds"); unknown != nil {
+		return unknown
+	}
 	if period >= *g0 {
 		return nil
+	}
+	if unknown := unknownPrev("deletionTimestamp"); unknown != nil {
+		return unknown
 	}
 	moved := prev.GetDeletionTimestamp().Add(-time.Duration(*g0) * time.Second).Add(time.Duration(period) * time.Second)
 	received, done := ev.Received(), auditlog.ParseTime(ev.StageTimestamp)
@@ -1443,8 +1467,11 @@ func shortenedGrace(u *unstructured.Unstructured, before []byte, ev *Event, t ta
 		u.SetDeletionGracePeriodSeconds(&period)
 		return nil
 	case moved.Before(received):
-		// Before it: the server's clock, and one second (or zero), as the replay's pipeline
-		// made them with its own clock.
+		// Before it: the server's clock, and one second (or zero).
+		if period != 0 {
+			period = 1
+		}
+		u.SetDeletionGracePeriodSeconds(&period)
 		if second, ok := serverSecond(ev); ok {
 			u.SetDeletionTimestamp(&second)
 			return nil

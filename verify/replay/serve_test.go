@@ -157,6 +157,8 @@ func TestShortenedGrace(t *testing.T) {
 		uri                string
 		body               map[string]any
 		received, done     string
+		beforeUnknown      string // a field of the deletion before that is not known
+		pipelineGrace      int64  // the grace period the pipeline made by its own clock (1 unless set)
 		wantTS             string
 		wantGrace          int64
 		wantUnknownsFields int
@@ -173,6 +175,15 @@ func TestShortenedGrace(t *testing.T) {
 			wantTS: "2026-11-24T05:24:07Z", wantGrace: 5},
 		{name: "not shorter", sub: "eviction", body: eviction(30), received: "05:24:10.916", done: "05:24:10.920",
 			wantTS: "2030-01-01T00:00:01Z", wantGrace: 1},
+		// A pipeline whose clock read before the log's took the first way: the server's second.
+		{name: "moved back before the clock, the pipeline's after", sub: "eviction", body: eviction(10), received: "05:24:20.100", done: "05:24:20.200",
+			pipelineGrace: 10, wantTS: "2026-11-24T05:24:20Z", wantGrace: 1},
+		{name: "the deletion's timestamp not known", sub: "eviction", body: eviction(10), received: "05:24:10.916", done: "05:24:10.920",
+			beforeUnknown: "deletionTimestamp", wantTS: "2030-01-01T00:00:01Z", wantGrace: 1, wantUnknownsFields: 2},
+		{name: "the deletion's timestamp not known, not shorter", sub: "eviction", body: eviction(30), received: "05:24:10.916", done: "05:24:10.920",
+			beforeUnknown: "deletionTimestamp", wantTS: "2030-01-01T00:00:01Z", wantGrace: 1},
+		{name: "the deletion's grace period not known", sub: "eviction", body: eviction(30), received: "05:24:10.916", done: "05:24:10.920",
+			beforeUnknown: "deletionGracePeriodSeconds", wantTS: "2030-01-01T00:00:01Z", wantGrace: 1, wantUnknownsFields: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ev := &Event{Verb: "delete", RequestURI: "/api/v1/namespaces/ns/pods/p" + tc.uri,
@@ -182,8 +193,16 @@ func TestShortenedGrace(t *testing.T) {
 				ev.Verb, tg.op = "create", admission.Create
 				ev.RequestObject, _ = json.Marshal(tc.body)
 			}
-			u := pod("2030-01-01T00:00:01Z", 1) // what the pipeline made with its own clock
-			unknowns := shortenedGrace(u, before, ev, tg)
+			grace := tc.pipelineGrace
+			if grace == 0 {
+				grace = 1
+			}
+			u := pod("2030-01-01T00:00:01Z", grace) // what the pipeline made with its own clock
+			var beforeUnknowns []vapccel.Unknown
+			if tc.beforeUnknown != "" {
+				beforeUnknowns = []vapccel.Unknown{{Path: objectPath("metadata", tc.beforeUnknown), ValueOnly: true, Why: "marked by a deletecollection"}}
+			}
+			unknowns := shortenedGrace(u, before, beforeUnknowns, ev, tg)
 			got := fmt.Sprintf("%s %d %d", u.GetDeletionTimestamp().UTC().Format(time.RFC3339), *u.GetDeletionGracePeriodSeconds(), len(unknowns))
 			if want := fmt.Sprintf("%s %d %d", tc.wantTS, tc.wantGrace, tc.wantUnknownsFields); got != want {
 				t.Errorf("deletionTimestamp, grace, unknowns = %s, want %s", got, want)

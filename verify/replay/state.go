@@ -140,9 +140,6 @@ type entry struct {
 	labels labels.Set
 	// source says where the state came from (a line of the log, the snapshot).
 	source string
-	// restated says a later write returned this version unchanged (a no-op update): done
-	// stays the completion of the write that made it.
-	restated bool
 }
 
 // newClusterState returns an empty State for the resources keep accepts; typedKinds are the resources
@@ -331,6 +328,9 @@ func resourceVersion(v string) uint64 {
 	return n
 }
 
+// restatedAt marks the source of an entry a no-op write restated (see store).
+const restatedAt = " (restated at "
+
 // store records the object (its JSON raw) as the current state of its key; rv is its
 // resourceVersion when raw is the log's own. A write the log records after a later one to the
 // same object (both resourceVersions known, the stored greater) changes nothing: the State
@@ -349,9 +349,11 @@ func (s *clusterState) store(gr schema.GroupResource, u *unstructured.Unstructur
 		if old.rv > 0 && old.rv == rv && old.raw != nil && old.unknown == "" {
 			// A write that changed nothing: the store answers a no-op update with the stored
 			// object, resourceVersion and all. It restates the version the State holds: that
-			// version's write, and when it completed, are what a concurrent request may have
-			// read; the entry takes the newer JSON (a log may omit what another kept).
-			old.raw, old.labels, old.source, old.unknowns, old.restated = raw, e.labels, source, nil, true
+			// version's write (its source), and when it completed, are what a concurrent
+			// request may have read; the entry takes the newer JSON (a log may omit what
+			// another kept).
+			base, _, _ := strings.Cut(old.source, restatedAt)
+			old.raw, old.labels, old.unknowns, old.source = raw, e.labels, nil, base+restatedAt+source+")"
 			return nil // its typed form, if any, is the same
 		}
 		e.follows = true
@@ -618,7 +620,7 @@ func (s *clusterState) priorOf(gr schema.GroupResource, namespace, name string, 
 	// the State did not keep (at Metadata level, or itself logged late) leaves a gap.
 	for _, r := range s.replaced[replacedKey{gr, objectKey{namespace, name}}] {
 		if r.e.rv > 0 && r.e.rv < rv && r.by.rv > rv {
-			p.source, p.unknown, p.raw, p.unknowns = r.e.source+" (the log records the write that replaced it, at "+r.by.source+", before this one, which the server stored first)", r.e.unknown, r.e.raw, r.e.unknowns
+			p.source, p.unknown, p.raw, p.unknowns, p.rv = r.e.source+" (the log records the write that replaced it, at "+r.by.source+", before this one, which the server stored first)", r.e.unknown, r.e.raw, r.e.unknowns, r.e.rv
 			return p
 		}
 	}
@@ -640,7 +642,7 @@ func (s *clusterState) markDone(gr schema.GroupResource, namespace, name, source
 	if k := (replacedKey{gr: gr}); done.After(s.lastDone[k]) {
 		s.lastDone[k] = done
 	}
-	if e := s.objects[gr][objectKey{namespace, name}]; e != nil && strings.HasPrefix(e.source, source) && !e.restated {
+	if e := s.objects[gr][objectKey{namespace, name}]; e != nil && strings.HasPrefix(e.source, source) {
 		e.done = done
 	}
 }
@@ -814,8 +816,9 @@ func (s *clusterState) list(gr schema.GroupResource, namespace string, received 
 // knows, decoded: those its label selector selects, as the store's list read them when the
 // request was received. An object the State does not know stays so. why says why it is not
 // known: a field selector, which only the resource's own attributes answer, list options that
-// page or pin the list, a selector that does not parse, a write to the namespace concurrent
-// with the request, or labels the State does not know.
+// page or pin the list, a level that does not log its delete options, a selector that does
+// not parse, a write to the namespace concurrent with the request (or a request received at
+// a time the log does not say), or labels the State does not know.
 func (s *clusterState) listedBy(gr schema.GroupResource, namespace string, ev *Event) (items []any, unknowns map[objectKey][]vapccel.Unknown, why string) {
 	gr = storageOf(gr)
 	q := ev.Query()
@@ -826,8 +829,16 @@ func (s *clusterState) listedBy(gr schema.GroupResource, namespace string, ev *E
 		return nil, nil, "list options that page or pin the list"
 	case !s.keep(gr):
 		return nil, nil, "the replay does not keep " + gr.String()
+	case ev.Level != auditlog.LevelRequest && ev.Level != auditlog.LevelRequestResponse:
+		// Its DeleteOptions (a grace period, a propagation policy's finalizers, preconditions)
+		// decide what each deletion leaves.
+		return nil, nil, "its delete options, which level " + orNone(ev.Level) + " does not log"
 	}
-	if received := ev.Received(); !received.IsZero() && s.lastDone[replacedKey{gr, objectKey{namespace: namespace}}].After(received) {
+	received := ev.Received()
+	if received.IsZero() {
+		return nil, nil, "when it was received, which the log does not say"
+	}
+	if s.lastDone[replacedKey{gr, objectKey{namespace: namespace}}].After(received) {
 		return nil, nil, fmt.Sprintf("a write to %s completed after it was received (%s): they ran concurrently", gr, received.UTC().Format(time.RFC3339Nano))
 	}
 	sel, err := labels.Parse(q.Get("labelSelector"))
@@ -860,8 +871,10 @@ func (s *clusterState) listedBy(gr schema.GroupResource, namespace string, ev *E
 }
 
 // labelsUnder says whether a field at steps holds metadata.labels or is in it.
-func labelsUnder(steps []string) bool {
-	want := []string{"metadata", "labels"}
+func labelsUnder(steps []string) bool { return fieldUnder(steps, "metadata", "labels") }
+
+// fieldUnder says whether a field at steps holds the field at want or is in it.
+func fieldUnder(steps []string, want ...string) bool {
 	for i := 0; i < len(steps) && i < len(want); i++ {
 		if steps[i] != want[i] && steps[i] != vapccel.AnyStep {
 			return false
@@ -869,6 +882,9 @@ func labelsUnder(steps []string) bool {
 	}
 	return true
 }
+
+// sameStorage says whether the storage of one resource holds the objects of the other.
+func sameStorage(a, b schema.GroupResource) bool { return storageOf(a) == storageOf(b) }
 
 // storageOf is the resource whose storage holds the objects of gr: kube-apiserver serves
 // events.k8s.io's Events from core's (the two cohabit), so a write through one is read through

@@ -168,7 +168,7 @@ func (r *Replayer) decideServedOn(ctx context.Context, w evalWorker, j *job, p p
 		o.version, o.uid = fromRequest(j.ev, p.unknowns)
 		o.body = updateBody(j.ev, p.unknowns)
 	}
-	once, err := r.serveOnce(ctx, w, j, o, w.eval, j.view)
+	once, err := r.serveOnce(ctx, w, j, o, w.eval, j.view, false)
 	if err != nil {
 		return nil, err
 	}

@@ -207,6 +207,10 @@ type Deletion struct {
 	// GracePeriodSeconds is its deletionGracePeriodSeconds after it.
 	Marked             bool
 	GracePeriodSeconds int64
+	// Shortened says it shortened the grace period of a deletion pending already: its
+	// deletionTimestamp moved back, or to the server's clock (rest.BeforeDelete), and
+	// GracePeriodSeconds is the new period, or one second when the clock was past it.
+	Shortened bool
 }
 
 // DeleteLeaves says what deleting the stored object (JSON) with the options leaves, as the
@@ -245,7 +249,7 @@ func (s *Server) DeleteLeaves(gr schema.GroupResource, raw []byte, options *meta
 	switch {
 	case was:
 		// Already being deleted: it stays until its grace period or finalizers end.
-		return Deletion{Remains: true, GracePeriodSeconds: grace}, nil
+		return Deletion{Remains: true, GracePeriodSeconds: grace, Shortened: graceful}, nil
 	case graceful && grace > 0:
 		return Deletion{Remains: true, Marked: true, GracePeriodSeconds: grace}, nil
 	case len(a.GetFinalizers()) > 0:

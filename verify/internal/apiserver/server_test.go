@@ -204,32 +204,33 @@ func TestEquivalentResources(t *testing.T) {
 // TestDeleteLeaves: the stores' own delete strategies say what a deletion leaves.
 func TestDeleteLeaves(t *testing.T) {
 	s := testServer(t)
-	zero := int64(0)
+	zero, ten := int64(0), int64(10)
 	pods := schema.GroupResource{Resource: "pods"}
 	configMaps := schema.GroupResource{Resource: "configmaps"}
+	const deleting = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"n","deletionTimestamp":"2099-01-01T00:00:30Z","deletionGracePeriodSeconds":30},"spec":{"nodeName":"w","containers":[{"name":"c","image":"i"}]}}`
 	for _, tc := range []struct {
 		name    string
 		gr      schema.GroupResource
 		obj     string
 		options *metav1.DeleteOptions
-		want    bool
+		want    Deletion
 	}{
-		{"a scheduled pod: graceful", pods, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"n"},"spec":{"nodeName":"w","terminationGracePeriodSeconds":45,"containers":[{"name":"c","image":"i"}]}}`, nil, true},
-		{"a scheduled pod, grace period 0", pods, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"n"},"spec":{"nodeName":"w","containers":[{"name":"c","image":"i"}]}}`, &metav1.DeleteOptions{GracePeriodSeconds: &zero}, false},
-		{"an unscheduled pod: at once", pods, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"n"},"spec":{"containers":[{"name":"c","image":"i"}]}}`, nil, false},
-		{"a ConfigMap", configMaps, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"n"}}`, nil, false},
-		{"a ConfigMap with a finalizer", configMaps, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"n","finalizers":["x/y"]}}`, nil, true},
+		{"a scheduled pod: graceful", pods, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"n"},"spec":{"nodeName":"w","terminationGracePeriodSeconds":45,"containers":[{"name":"c","image":"i"}]}}`, nil,
+			Deletion{Remains: true, Marked: true, GracePeriodSeconds: 45}},
+		{"a scheduled pod, grace period 0", pods, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"n"},"spec":{"nodeName":"w","containers":[{"name":"c","image":"i"}]}}`, &metav1.DeleteOptions{GracePeriodSeconds: &zero}, Deletion{}},
+		{"an unscheduled pod: at once", pods, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"n"},"spec":{"containers":[{"name":"c","image":"i"}]}}`, nil, Deletion{}},
+		{"a pod being deleted: pending", pods, deleting, nil, Deletion{Remains: true, GracePeriodSeconds: 30}},
+		{"a pod being deleted, a shorter grace period", pods, deleting, &metav1.DeleteOptions{GracePeriodSeconds: &ten}, Deletion{Remains: true, GracePeriodSeconds: 10, Shortened: true}},
+		{"a ConfigMap", configMaps, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"n"}}`, nil, Deletion{}},
+		{"a ConfigMap with a finalizer", configMaps, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"n","finalizers":["x/y"]}}`, nil, Deletion{Remains: true, Marked: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := s.DeleteLeaves(tc.gr, []byte(tc.obj), tc.options)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Remains != tc.want || got.Marked != tc.want {
-				t.Errorf("DeleteLeaves = %+v, want remains and marked %v", got, tc.want)
-			}
-			if tc.gr == pods && tc.want && got.GracePeriodSeconds != 45 {
-				t.Errorf("grace period %d, want the pod's 45", got.GracePeriodSeconds)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("DeleteLeaves (-want +got):\n%s", diff)
 			}
 		})
 	}
