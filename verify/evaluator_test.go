@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -412,6 +413,8 @@ func userSkippedPolicy(name, condition, validation string) string {
 metadata: {name: ` + name + `}
 spec:
   paramKind: {apiVersion: v1, kind: ConfigMap}
+  variables:
+  - {name: skip, expression: "has(params.data) && 'skip' in params.data"}
   matchConstraints:
     resourceRules:
     - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
@@ -427,6 +430,8 @@ spec:
 var (
 	perParamPolicy   = userSkippedPolicy("per-param", `{name: param, expression: "!has(params.data) || !('skip' in params.data)"}`, "false")
 	perRequestPolicy = userSkippedPolicy("per-request", `{name: name, expression: "request.name != 'skip-me'"}`, "!has(params.data)")
+	// A matchCondition that reads params through a variable is evaluated for each param.
+	perVariablePolicy = userSkippedPolicy("per-variable", `{name: variable, expression: "!variables.skip"}`, "false")
 )
 
 // TestMatchConditionsPerParam checks the matchConditions of a binding with several params:
@@ -445,12 +450,12 @@ func TestMatchConditionsPerParam(t *testing.T) {
 		}
 	}
 	var bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
-	for _, p := range []string{"per-param", "per-request"} {
+	for _, p := range []string{"per-param", "per-request", "per-variable"} {
 		b := binding(p, p, admissionregistrationv1.Deny)
 		b.Spec.ParamRef = &admissionregistrationv1.ParamRef{Namespace: "config", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"param": "yes"}}}
 		bindings = append(bindings, b)
 	}
-	e, err := verify.New([]*admissionregistrationv1.ValidatingAdmissionPolicy{mustPolicy(t, perParamPolicy), mustPolicy(t, perRequestPolicy)},
+	e, err := verify.New([]*admissionregistrationv1.ValidatingAdmissionPolicy{mustPolicy(t, perParamPolicy), mustPolicy(t, perRequestPolicy), mustPolicy(t, perVariablePolicy)},
 		bindings, verify.WithResources(catalog), verify.WithStore(store))
 	if err != nil {
 		t.Fatal(err)
@@ -463,6 +468,7 @@ func TestMatchConditionsPerParam(t *testing.T) {
 		{"skipped", "c", []row{
 			{"per-param", "p1", "admit", "user", ""}, {"per-param", "p2", "admit", "user", ""}, {"per-param", "p3", "admit", "user", ""},
 			{"per-request", "p1", "admit", "user", ""}, {"per-request", "p2", "admit", "user", ""}, {"per-request", "p3", "admit", "user", ""},
+			{"per-variable", "p1", "admit", "user", ""}, {"per-variable", "p2", "admit", "user", ""}, {"per-variable", "p3", "admit", "user", ""},
 		}},
 		{"alice", "c", []row{
 			{"per-param", "p1", "deny", "", "denied by p1"},
@@ -471,12 +477,18 @@ func TestMatchConditionsPerParam(t *testing.T) {
 			{"per-request", "p1", "admit", "", ""},
 			{"per-request", "p2", "deny", "", "denied by p2"},
 			{"per-request", "p3", "admit", "", ""},
+			{"per-variable", "p1", "deny", "", "denied by p1"},
+			{"per-variable", "p2", "admit", "variable", ""},
+			{"per-variable", "p3", "deny", "", "denied by p3"},
 		}},
 		{"alice", "skip-me", []row{
 			{"per-param", "p1", "deny", "", "denied by p1"},
 			{"per-param", "p2", "admit", "param", ""},
 			{"per-param", "p3", "deny", "", "denied by p3"},
 			{"per-request", "p1", "admit", "name", ""}, {"per-request", "p2", "admit", "name", ""}, {"per-request", "p3", "admit", "name", ""},
+			{"per-variable", "p1", "deny", "", "denied by p1"},
+			{"per-variable", "p2", "admit", "variable", ""},
+			{"per-variable", "p3", "deny", "", "denied by p3"},
 		}},
 	} {
 		d, err := e.Evaluate(context.Background(), verify.Request{Operation: admission.Create, Resource: configmaps,
@@ -517,6 +529,48 @@ func TestPreparedIsItsOwn(t *testing.T) {
 	}
 	if cm.Labels["a"] != "b" || cm.Data["k"] != "v" {
 		t.Errorf("the prepared ConfigMap changed with the caller's object: labels %v, data %v", cm.Labels, cm.Data)
+	}
+
+	// Every branch of Prepare: the caller's object is neither changed by it nor shared with
+	// what it prepared.
+	cat, err := vapcschema.Builtin(verify.KubernetesVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.LoadCRDs("../testdata/crd/widgets.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, obj string
+		wantNS    string
+	}{
+		{"a typed object", `{apiVersion: v1, kind: ConfigMap, metadata: {name: c, namespace: ns, labels: {a: b}}}`, "ns"},
+		{"a namespaced object without a namespace", `{apiVersion: v1, kind: ConfigMap, metadata: {name: c, labels: {a: b}}}`, "default"},
+		{"a namespace, given its defaults", `{apiVersion: v1, kind: Namespace, metadata: {name: ns1, labels: {a: b}}}`, ""},
+		{"a custom resource", `{apiVersion: example.com/v1, kind: Widget, metadata: {name: w, namespace: ns, labels: {a: b}}}`, "ns"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := object(t, tc.obj)
+			given := u.DeepCopy()
+			p, err := verify.NewMemoryStore(cat.RESTMapper()).Prepare(u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(given.Object, u.Object); diff != "" {
+				t.Errorf("Prepare changed the caller's object (-given +now):\n%s", diff)
+			}
+			u.Object["metadata"].(map[string]any)["labels"].(map[string]any)["a"] = "changed"
+			a, err := meta.Accessor(p.Object())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.GetLabels()["a"] != "b" || p.Labels()["a"] != "b" {
+				t.Errorf("the prepared object's labels %v (%v) changed with the caller's object", a.GetLabels(), p.Labels())
+			}
+			if a.GetNamespace() != tc.wantNS || p.Namespace() != tc.wantNS {
+				t.Errorf("the prepared object's namespace = %q (%q), want %q", a.GetNamespace(), p.Namespace(), tc.wantNS)
+			}
+		})
 	}
 
 	// A request's object without apiVersion and kind: the evaluator gives its copy the

@@ -164,14 +164,13 @@ func (d *objectDecoder) members(member func(key string) bool) bool {
 func (d *objectDecoder) key() (string, bool) {
 	s := &d.s
 	start := s.i
-	escaped, ok := s.str()
-	if ok && !escaped {
-		if k, found := commonKeys[string(s.b[start+1:s.i-1])]; found {
-			return k, true
-		}
+	if _, ok := s.str(); !ok {
+		return "", false
 	}
-	s.i = start
-	return d.str()
+	if k, found := commonKeys[string(s.b[start+1:s.i-1])]; found { // a key with escapes is not among them
+		return k, true
+	}
+	return d.scanned(start)
 }
 
 // commonKeys are keys that most objects of a log hold (metadata's, managedFields', the common
@@ -183,9 +182,9 @@ var commonKeys = func() map[string]string {
 		deletionTimestamp deletionGracePeriodSeconds labels annotations ownerReferences
 		finalizers managedFields manager operation subresource time fieldsType fieldsV1
 		controller blockOwnerDeletion f:metadata f:spec f:status f:labels f:annotations
-		f:ownerReferences f:finalizers f:conditions f:containers f:type f:status f:lastTransitionTime
+		f:ownerReferences f:finalizers f:conditions f:containers f:type f:lastTransitionTime
 		f:message f:reason f:lastHeartbeatTime f:lastProbeTime f:name f:image f:resources
-		f:ports f:env f:value . k:{"type":"Ready"} phase conditions type reason message
+		f:ports f:env f:value . phase conditions type reason message
 		lastTransitionTime lastHeartbeatTime lastProbeTime lastUpdateTime observedGeneration
 		replicas readyReplicas availableReplicas updatedReplicas selector matchLabels
 		matchExpressions key operator values template containers initContainers image
@@ -236,6 +235,12 @@ func (d *objectDecoder) str() (string, bool) {
 	if _, ok := s.str(); !ok {
 		return "", false
 	}
+	return d.scanned(start)
+}
+
+// scanned is the value of the string the scanner read from start.
+func (d *objectDecoder) scanned(start int) (string, bool) {
+	s := &d.s
 	if v, ok := unquote(s.b[start+1 : s.i-1]); ok {
 		return v, true
 	}
