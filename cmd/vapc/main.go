@@ -17,11 +17,12 @@ import (
 	"github.com/vapc-dev/vapc/internal/gctune"
 )
 
-// memoryLimit is vapc's soft memory limit unless GOMEMLIMIT sets another: near it the garbage
-// collector runs more often instead of letting a long replay's heap grow to twice its live
-// objects (the State of a large cluster). It is not a cap: a heap of more live objects grows.
-// Unless GOGC is set too, the collector is paced by it (internal/gctune): a collection when
-// the heap reaches it, not sooner than GOGC=100 would make one.
+// memoryLimit is the heap vapc's garbage collector is paced toward unless GOGC or GOMEMLIMIT
+// is set (internal/gctune): a collection when the heap reaches it, not sooner than GOGC=100
+// would make one, so that a long replay's heap neither grows to twice its live objects (the
+// State of a large cluster) while they are few nor collects without end when they near it.
+// With GOGC set and not GOMEMLIMIT, it is vapc's soft memory limit. It is not a cap: a heap
+// of more live objects grows.
 const memoryLimit = 400 << 20
 
 func main() {
@@ -33,11 +34,14 @@ func main() {
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	_ = klogFlags.Set("stderrthreshold", "FATAL")
-	if os.Getenv("GOMEMLIMIT") == "" {
+	switch {
+	case os.Getenv("GOMEMLIMIT") != "":
+	case os.Getenv("GOGC") == "":
+		// Paced by the tuner alone: a soft memory limit beside it would trigger collections
+		// sooner than GOGC=100 once the live heap passed half of it.
+		gctune.Start(memoryLimit)
+	default:
 		debug.SetMemoryLimit(memoryLimit)
-		if os.Getenv("GOGC") == "" {
-			defer gctune.Start(memoryLimit).Stop()
-		}
 	}
 	// The first Ctrl-C or SIGTERM cancels ctx: a replay stops reading, writes the summary of
 	// what it read and exits 130. The signals then get their default action again, so that a

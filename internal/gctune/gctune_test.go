@@ -26,7 +26,8 @@ func TestPercent(t *testing.T) {
 	}
 }
 
-// TestTuner checks that a collection sets GOGC for the limit and Stop sets it back.
+// TestTuner checks that a collection sets GOGC for the goal, and that Stop sets it to the
+// default for good.
 func TestTuner(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	tu := Start(1 << 40) // far above the test's live heap: the bound
@@ -44,6 +45,11 @@ func TestTuner(t *testing.T) {
 		}
 	}
 	tu.Stop()
+	// No collection after Stop sets it again.
+	for range 3 {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
 	if p := debug.SetGCPercent(100); p != minPercent {
 		t.Errorf("GOGC after Stop = %d, want %d", p, minPercent)
 	}

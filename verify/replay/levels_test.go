@@ -134,6 +134,15 @@ func replayLinesWith(t *testing.T, ps []*admissionregistrationv1.ValidatingAdmis
 	return sum, recs
 }
 
+// replaceOnce is s with the first old replaced by new; a test whose event lacks old fails.
+func replaceOnce(t *testing.T, s, old, new string) string {
+	t.Helper()
+	if !strings.Contains(s, old) {
+		t.Fatalf("no %s in %s", old, s)
+	}
+	return strings.Replace(s, old, new, 1)
+}
+
 // describeRecord is a record's decision and why, for a failing test's message.
 func describeRecord(rec *Record) string {
 	if rec == nil {
@@ -343,7 +352,7 @@ func TestTokenRequest(t *testing.T) {
 	tr := map[string]any{"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "metadata": map[string]any{"name": "robot", "namespace": "ns1"}, "spec": map[string]any{"audiences": []any{"api"}}}
 	denied := `serviceaccounts "robot" is forbidden: ValidatingAdmissionPolicy 'sa' with binding 'sa' denied request: denied by sa`
 	token := levelEvent(t, "2", auditlog.LevelRequestResponse, "create", "serviceaccounts", "ns1", "robot", 201, "", tr, tr)
-	token = strings.Replace(token, `"resource":"serviceaccounts"`, `"resource":"serviceaccounts","subresource":"token"`, 1)
+	token = replaceOnce(t, token, `"resource":"serviceaccounts"`, `"resource":"serviceaccounts","subresource":"token"`)
 	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
 		levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "serviceaccounts", "ns1", "robot", 201, "", sa, sa),
 		token,
@@ -364,8 +373,8 @@ func TestEvictionDryRun(t *testing.T) {
 	ev := map[string]any{"apiVersion": "policy/v1", "kind": "Eviction", "metadata": map[string]any{"name": "web", "namespace": "ns1"}, "deleteOptions": map[string]any{"gracePeriodSeconds": 0}}
 	denied := `pods "web" is forbidden: ValidatingAdmissionPolicy 'dry' with binding 'dry' denied request: denied by dry`
 	line := levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "pods", "ns1", "web", 422, denied, ev, nil)
-	line = strings.Replace(line, `"resource":"pods"`, `"resource":"pods","subresource":"eviction"`, 1)
-	line = strings.Replace(line, `"requestURI":"/api/v1/namespaces/ns1/pods"`, `"requestURI":"/api/v1/namespaces/ns1/pods/web/eviction?dryRun=All"`, 1)
+	line = replaceOnce(t, line, `"resource":"pods"`, `"resource":"pods","subresource":"eviction"`)
+	line = replaceOnce(t, line, `"requestURI":"/api/v1/namespaces/ns1/pods"`, `"requestURI":"/api/v1/namespaces/ns1/pods/web/eviction?dryRun=All"`)
 	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, line)
 	if rec := recs["1"]; rec == nil || rec.Decision != DecisionDeny || rec.Message != denied {
 		t.Errorf("request 1 = %+v, want deny %q", rec, denied)
@@ -390,8 +399,8 @@ func TestBindingReplayed(t *testing.T) {
 	binding := map[string]any{"apiVersion": "v1", "kind": "Binding", "metadata": map[string]any{"name": "web", "namespace": "ns1"},
 		"target": map[string]any{"kind": "Node", "name": "n1"}}
 	bind := levelEvent(t, "3", auditlog.LevelRequest, "create", "pods", "ns1", "web", 201, "", binding, nil)
-	bind = strings.Replace(bind, `"resource":"pods"`, `"resource":"pods","subresource":"binding"`, 1)
-	bind = strings.Replace(bind, `"requestURI":"/api/v1/namespaces/ns1/pods"`, `"requestURI":"/api/v1/namespaces/ns1/pods/web/binding"`, 1)
+	bind = replaceOnce(t, bind, `"resource":"pods"`, `"resource":"pods","subresource":"binding"`)
+	bind = replaceOnce(t, bind, `"requestURI":"/api/v1/namespaces/ns1/pods"`, `"requestURI":"/api/v1/namespaces/ns1/pods/web/binding"`)
 	denied := `pods "web" is forbidden: ValidatingAdmissionPolicy 'bound' with binding 'bound' denied request: denied by bound`
 	del := levelEvent(t, "4", auditlog.LevelRequest, "delete", "pods", "ns1", "web", 422, denied, nil, nil)
 	for _, tc := range []struct {
@@ -443,8 +452,8 @@ func TestOldObjectConverted(t *testing.T) {
 		"spec":     map[string]any{"maxReplicas": 5, "targetCPUUtilizationPercentage": 60, "scaleTargetRef": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"}}}
 	hpa := func(id, verb, version string, code int32, msg string, req, resp map[string]any) string {
 		line := levelEvent(t, id, auditlog.LevelRequestResponse, verb, "horizontalpodautoscalers", "ns1", "h", code, msg, req, resp)
-		line = strings.Replace(line, `"requestURI":"/api/v1/`, `"requestURI":"/apis/autoscaling/`+version+`/`, 1)
-		return strings.Replace(line, `"apiVersion":"v1","name":"h"`, `"apiGroup":"autoscaling","apiVersion":"`+version+`","name":"h"`, 1)
+		line = replaceOnce(t, line, `"requestURI":"/api/v1/`, `"requestURI":"/apis/autoscaling/`+version+`/`)
+		return replaceOnce(t, line, `"apiVersion":"v1","name":"h"`, `"apiGroup":"autoscaling","apiVersion":"`+version+`","name":"h"`)
 	}
 	denied := `horizontalpodautoscalers.autoscaling "h" is forbidden: ValidatingAdmissionPolicy 'cpu' with binding 'cpu' denied request: denied by cpu`
 	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
@@ -476,14 +485,14 @@ func TestDeleteCollectionUnknowns(t *testing.T) {
 	binding := map[string]any{"apiVersion": "v1", "kind": "Binding", "metadata": map[string]any{"name": "web", "namespace": "ns1"},
 		"target": map[string]any{"kind": "Node", "name": "n1"}}
 	bind := levelEvent(t, "3", auditlog.LevelRequest, "create", "pods", "ns1", "web", 201, "", binding, nil)
-	bind = strings.Replace(bind, `"resource":"pods"`, `"resource":"pods","subresource":"binding"`, 1)
-	bind = strings.Replace(bind, `"requestURI":"/api/v1/namespaces/ns1/pods"`, `"requestURI":"/api/v1/namespaces/ns1/pods/web/binding"`, 1)
+	bind = replaceOnce(t, bind, `"resource":"pods"`, `"resource":"pods","subresource":"binding"`)
+	bind = replaceOnce(t, bind, `"requestURI":"/api/v1/namespaces/ns1/pods"`, `"requestURI":"/api/v1/namespaces/ns1/pods/web/binding"`)
 	del := levelEvent(t, "4", auditlog.LevelRequestResponse, "deletecollection", "pods", "ns1", "", 200, "", nil, map[string]any{"apiVersion": "v1", "kind": "PodList", "metadata": map[string]any{}, "items": []any{}})
-	del = strings.Replace(del, `"requestURI":"/api/v1/namespaces/ns1/pods/"`, `"requestURI":"/api/v1/namespaces/ns1/pods"`, 1)
+	del = replaceOnce(t, del, `"requestURI":"/api/v1/namespaces/ns1/pods/"`, `"requestURI":"/api/v1/namespaces/ns1/pods"`)
 	def := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "default", "uid": "u-default", "resourceVersion": "1"}}
 	_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
 		// The log begins with the cluster: the State knows every pod.
-		strings.Replace(levelEvent(t, "0", auditlog.LevelRequestResponse, "create", "namespaces", "", "default", 201, "", def, def), `"username":"admin"`, `"username":"system:apiserver"`, 1),
+		replaceOnce(t, levelEvent(t, "0", auditlog.LevelRequestResponse, "create", "namespaces", "", "default", 201, "", def, def), `"username":"admin"`, `"username":"system:apiserver"`),
 		levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "namespaces", "", "ns1", 201, "", ns, ns),
 		levelEvent(t, "2", auditlog.LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod), bind, del)
 	rec := recs["4"]
@@ -511,8 +520,8 @@ func TestMutatingAdmissionPolicies(t *testing.T) {
 		"spec": map[string]any{"policyName": "add-owner"}}
 	mapEvent := func(id, verb, resource, name string, obj map[string]any) string {
 		line := levelEvent(t, id, auditlog.LevelRequestResponse, verb, resource, "", name, 201, "", obj, obj)
-		line = strings.Replace(line, `"requestURI":"/api/v1/`, `"requestURI":"/apis/admissionregistration.k8s.io/v1/`, 1)
-		return strings.Replace(line, `"apiVersion":"v1","name"`, `"apiGroup":"admissionregistration.k8s.io","apiVersion":"v1","name"`, 1)
+		line = replaceOnce(t, line, `"requestURI":"/api/v1/`, `"requestURI":"/apis/admissionregistration.k8s.io/v1/`)
+		return replaceOnce(t, line, `"apiVersion":"v1","name"`, `"apiGroup":"admissionregistration.k8s.io","apiVersion":"v1","name"`)
 	}
 	cm := func(name string) map[string]any {
 		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": "ns1"}, "data": map[string]any{"a": "b"}}
@@ -527,7 +536,7 @@ func TestMutatingAdmissionPolicies(t *testing.T) {
 		denied := `configmaps "` + name + `" is forbidden: ValidatingAdmissionPolicy 'owner' with binding 'owner' denied request: denied by owner`
 		return levelEvent(t, id, auditlog.LevelRequest, "create", "configmaps", namespace, name, 422, denied, c, nil)
 	}
-	unbind := strings.Replace(mapEvent("5", "delete", "mutatingadmissionpolicybindings", "add-owner", nil), `"code":201`, `"code":200`, 1)
+	unbind := replaceOnce(t, mapEvent("5", "delete", "mutatingadmissionpolicybindings", "add-owner", nil), `"code":201`, `"code":200`)
 	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
 		ns("ns1", map[string]any{"mutate": "on"}), ns("ns2", nil),
 		create("1", "ns1", "before", false),
@@ -565,8 +574,8 @@ func TestEquivalentEvents(t *testing.T) {
 		"regarding": map[string]any{"kind": "ConfigMap", "namespace": "ns1", "name": "cm"}, "note": "x", "type": "Normal"}
 	denied := `events.events.k8s.io "ev-1" is forbidden: ValidatingAdmissionPolicy 'core-events' with binding 'core-events' denied request: denied by core-events`
 	line := levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "events", "ns1", "ev-1", 422, denied, ev, nil)
-	line = strings.Replace(line, `"requestURI":"/api/v1/`, `"requestURI":"/apis/events.k8s.io/v1/`, 1)
-	line = strings.Replace(line, `"apiVersion":"v1","name":"ev-1"`, `"apiGroup":"events.k8s.io","apiVersion":"v1","name":"ev-1"`, 1)
+	line = replaceOnce(t, line, `"requestURI":"/api/v1/`, `"requestURI":"/apis/events.k8s.io/v1/`)
+	line = replaceOnce(t, line, `"apiVersion":"v1","name":"ev-1"`, `"apiGroup":"events.k8s.io","apiVersion":"v1","name":"ev-1"`)
 	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, line)
 	if rec := recs["1"]; rec == nil || rec.Decision != DecisionDeny || rec.Message != denied {
 		t.Errorf("request 1 = %+v, want denied by the policy of the core group", rec)
@@ -714,7 +723,7 @@ func TestConcurrentDeleteCollection(t *testing.T) {
 	}
 	collection := func(id string) string {
 		line := levelEvent(t, id, auditlog.LevelRequestResponse, "deletecollection", "configmaps", "ns1", "", 200, "", nil, nil)
-		return strings.Replace(line, `/namespaces/ns1/configmaps/"`, `/namespaces/ns1/configmaps"`, 1)
+		return replaceOnce(t, line, `/namespaces/ns1/configmaps/"`, `/namespaces/ns1/configmaps"`)
 	}
 	for _, tc := range []struct {
 		name  string
@@ -756,7 +765,7 @@ func TestConcurrentDeleteCollection(t *testing.T) {
 			ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1"}}
 			lines := append([]string{
 				// The log begins with the cluster's creation: it holds every configmap.
-				strings.Replace(timedEvent(t, levelEvent(t, "0", auditlog.LevelRequestResponse, "create", "namespaces", "", "kube-system", 201, "", ns, ns), "00.000000", "00.001000", nil), `"username":"admin"`, `"username":"system:apiserver"`, 1),
+				replaceOnce(t, timedEvent(t, levelEvent(t, "0", auditlog.LevelRequestResponse, "create", "namespaces", "", "kube-system", 201, "", ns, ns), "00.000000", "00.001000", nil), `"username":"admin"`, `"username":"system:apiserver"`),
 				timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "a", 201, "", cm("a", "", "a"), cm("a", "10", "a")), "01.000000", "01.001000", nil),
 			}, tc.lines()...)
 			_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, lines...)
@@ -775,7 +784,7 @@ func TestConcurrentWithDeleteCollection(t *testing.T) {
 	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1", "resourceVersion": "10", "uid": "u1", "finalizers": []any{"example.com/keep"}}}
 	list := map[string]any{"apiVersion": "v1", "kind": "ConfigMapList", "metadata": map[string]any{"resourceVersion": "12"}, "items": []any{cm}}
 	collection := levelEvent(t, "2", auditlog.LevelRequestResponse, "deletecollection", "configmaps", "ns1", "", 200, "", nil, list)
-	collection = strings.Replace(collection, `/namespaces/ns1/configmaps/"`, `/namespaces/ns1/configmaps"`, 1)
+	collection = replaceOnce(t, collection, `/namespaces/ns1/configmaps/"`, `/namespaces/ns1/configmaps"`)
 	label := map[string]any{"metadata": map[string]any{"labels": map[string]any{"a": "b"}}}
 	_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
 		timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm, cm), "01.000000", "01.001000", nil),
@@ -798,8 +807,8 @@ func TestTokenRequestDefaults(t *testing.T) {
 	denied := `serviceaccounts "sa1" is forbidden: ValidatingAdmissionPolicy 'token' with binding 'token' denied request: denied by token`
 	tokenLine := func(id string, level, sa string, code int32, message string, req, resp map[string]any) string {
 		line := levelEvent(t, id, level, "create", "serviceaccounts", "ns1", sa, code, message, req, resp)
-		line = strings.Replace(line, `"requestURI":"/api/v1/namespaces/ns1/serviceaccounts"`, `"requestURI":"/api/v1/namespaces/ns1/serviceaccounts/`+sa+`/token"`, 1)
-		return strings.Replace(line, `"resource":"serviceaccounts"`, `"resource":"serviceaccounts","subresource":"token"`, 1)
+		line = replaceOnce(t, line, `"requestURI":"/api/v1/namespaces/ns1/serviceaccounts"`, `"requestURI":"/api/v1/namespaces/ns1/serviceaccounts/`+sa+`/token"`)
+		return replaceOnce(t, line, `"resource":"serviceaccounts"`, `"resource":"serviceaccounts","subresource":"token"`)
 	}
 	for _, tc := range []struct {
 		name, expr string
@@ -919,8 +928,8 @@ func TestPatchTypeByAnnotations(t *testing.T) {
 			ann := maps.Clone(tc.annotations)
 			ann[ValidationFailureAnnotation] = `[{"message":"denied by conds","policy":"conds","binding":"conds","expressionIndex":0,"validationActions":["Deny","Audit"]}]`
 			refused := timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "patch", "pods", "ns1", "web", 422, denied, patch, nil), "02.000000", "02.001000", ann)
-			refused = strings.Replace(refused, `/pods/web"`, `/pods/web/status"`, 1)
-			refused = strings.Replace(refused, `"resource":"pods"`, `"resource":"pods","subresource":"status"`, 1)
+			refused = replaceOnce(t, refused, `/pods/web"`, `/pods/web/status"`)
+			refused = replaceOnce(t, refused, `"resource":"pods"`, `"resource":"pods","subresource":"status"`)
 			b.Spec.ValidationActions = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny, admissionregistrationv1.Audit}
 			r, err := New([]*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, WithCheckRecorded(tc.check))
 			if err != nil {
@@ -974,7 +983,7 @@ func TestDeleteCollectionFollowed(t *testing.T) {
 				opts = map[string]any{"kind": "DeleteOptions", "apiVersion": "v1"}
 			}
 			dc := levelEvent(t, "3", tc.level, "deletecollection", "pods", "ns1", "", 200, "", opts, nil)
-			dc = strings.Replace(dc, `"requestURI":"/api/v1/namespaces/ns1/pods/"`, `"requestURI":"/api/v1/namespaces/ns1/pods?`+tc.query+`"`, 1)
+			dc = replaceOnce(t, dc, `"requestURI":"/api/v1/namespaces/ns1/pods/"`, `"requestURI":"/api/v1/namespaces/ns1/pods?`+tc.query+`"`)
 			dc = timedEvent(t, dc, "03.000000", "03.001000", nil)
 			final := map[string]any{"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}
 			_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
@@ -1093,7 +1102,7 @@ func TestInformerLagStates(t *testing.T) {
 		if level == auditlog.LevelRequestResponse {
 			resp = map[string]any{"apiVersion": "v1", "kind": "ConfigMapList", "metadata": map[string]any{}, "items": deleted}
 		}
-		line := strings.Replace(levelEvent(t, "dc", level, "deletecollection", "configmaps", "params", "", 200, "", nil, resp), `/configmaps/"`, `/configmaps"`, 1)
+		line := replaceOnce(t, levelEvent(t, "dc", level, "deletecollection", "configmaps", "params", "", 200, "", nil, resp), `/configmaps/"`, `/configmaps"`)
 		return timedEvent(t, line, "02.000000", "02.010000", nil)
 	}
 	for _, tc := range []struct {
@@ -1161,12 +1170,12 @@ func TestEventsCohabit(t *testing.T) {
 			"message": "hello", "reason": "R", "type": "Normal", "involvedObject": map[string]any{"kind": "Pod", "namespace": "ns1", "name": "p"}}
 	}
 	group := func(line, uri string) string {
-		line = strings.Replace(line, `"requestURI":"/api/v1/namespaces/ns1/events`, `"requestURI":"/apis/events.k8s.io/v1/namespaces/ns1/events`+uri, 1)
-		return strings.Replace(line, `"apiVersion":"v1","name"`, `"apiGroup":"events.k8s.io","apiVersion":"v1","name"`, 1)
+		line = replaceOnce(t, line, `"requestURI":"/api/v1/namespaces/ns1/events`, `"requestURI":"/apis/events.k8s.io/v1/namespaces/ns1/events`+uri)
+		return replaceOnce(t, line, `"apiVersion":"v1","name"`, `"apiGroup":"events.k8s.io","apiVersion":"v1","name"`)
 	}
 	list := map[string]any{"apiVersion": "events.k8s.io/v1", "kind": "EventList", "metadata": map[string]any{}, "items": []any{newEvent("e2")}}
 	dc := group(levelEvent(t, "3", auditlog.LevelRequestResponse, "deletecollection", "events", "ns1", "", 200, "", nil, list), "")
-	dc = strings.Replace(dc, `/events/"`, `"`, 1)
+	dc = replaceOnce(t, dc, `/events/"`, `"`)
 	notFound := `events "e2" not found`
 	_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
 		group(levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "events", "ns1", "e1", 201, "", newEvent("e1"), newEvent("e1")), ""),
@@ -1230,7 +1239,7 @@ func TestDeleteCollectionShortens(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := map[string]any{"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": tc.grace}
-			dc := strings.Replace(levelEvent(t, "3", auditlog.LevelRequestResponse, "deletecollection", "pods", "ns1", "", 200, "", opts, list), `/pods/"`, `/pods"`, 1)
+			dc := replaceOnce(t, levelEvent(t, "3", auditlog.LevelRequestResponse, "deletecollection", "pods", "ns1", "", 200, "", opts, list), `/pods/"`, `/pods"`)
 			_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
 				timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "pods", "ns1", "run", 201, "", pod, pod), "01.000000", "01.001000", nil),
 				timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "delete", "pods", "ns1", "run", 200, "", nil, deleting), "02.000000", "02.001000", nil),
