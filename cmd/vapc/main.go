@@ -17,12 +17,12 @@ import (
 	"github.com/vapc-dev/vapc/internal/gctune"
 )
 
-// memoryLimit is the heap vapc's garbage collector is paced toward unless GOGC or GOMEMLIMIT
-// is set (internal/gctune): a collection when the heap reaches it, not sooner than GOGC=100
-// would make one, so that a long replay's heap neither grows to twice its live objects (the
-// State of a large cluster) while they are few nor collects without end when they near it.
-// With GOGC set and not GOMEMLIMIT, it is vapc's soft memory limit. It is not a cap: a heap
-// of more live objects grows.
+// memoryLimit is vapc's soft memory limit unless GOMEMLIMIT sets another: near it the garbage
+// collector runs more often instead of letting a long replay's heap grow to twice its live
+// objects (the State of a large cluster). It is not a cap. Unless GOGC is set too, the
+// collector is paced by it alone (internal/gctune, GOGC off): a collection when the process's
+// memory reaches it, and once the live heap passes half of it, the limit follows twice the
+// live heap (GOGC=100's pace) instead of collecting without end.
 const memoryLimit = 400 << 20
 
 func main() {
@@ -37,8 +37,6 @@ func main() {
 	switch {
 	case os.Getenv("GOMEMLIMIT") != "":
 	case os.Getenv("GOGC") == "":
-		// Paced by the tuner alone: a soft memory limit beside it would trigger collections
-		// sooner than GOGC=100 once the live heap passed half of it.
 		gctune.Start(memoryLimit)
 	default:
 		debug.SetMemoryLimit(memoryLimit)

@@ -1,49 +1,44 @@
-// Package gctune paces vapc's garbage collector toward a heap goal. With GOGC=100 alone a
-// replay whose live heap is a fourth of the goal collects three times as often as the goal
-// needs; with GOGC off and a soft memory limit alone, one whose live heap nears the limit
-// collects without end (and a soft memory limit beside GOGC makes the limit the trigger
-// whenever it is lower). The tuner sets GOGC after every collection so that the next one
-// starts when the heap reaches the goal, but never sooner than GOGC=100 would start it. It is
-// meant to run without a soft memory limit.
+// Package gctune paces vapc's garbage collector by a soft memory limit that follows the live
+// heap. With GOGC=100 alone a replay whose live heap is a fourth of the limit collects three
+// times as often as the limit needs; with GOGC off and a fixed limit alone, one whose live
+// heap nears the limit collects without end; with both, the limit is the trigger once the
+// live heap passes half of it. The tuner turns GOGC off and, after every collection, sets the
+// soft memory limit to the larger of its base and twice the live heap: the next collection
+// comes when the process's memory reaches the base, or about when GOGC=100 would bring it
+// once the live heap passes half the base.
 package gctune
 
 import (
+	"math"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
 )
 
-// minPercent and maxPercent bound the GOGC the tuner sets: never below the default's pace, and
-// not so high that a heap with almost no live objects waits for the limit alone.
-const (
-	minPercent = 100
-	maxPercent = 2000
-)
-
-// Percent is the GOGC under which a heap of live bytes is next collected at limit bytes (the
-// goal), within [minPercent, maxPercent].
-func Percent(live, limit uint64) int {
-	if live == 0 || limit <= live {
-		return minPercent
+// Limit is the soft memory limit the tuner sets after a collection that left live bytes of
+// heap: base, or twice the live heap when that is more (GOGC=100's pace).
+func Limit(live, base uint64) int64 {
+	l := base
+	if live > base/2 {
+		l = 2 * live
 	}
-	p := (limit - live) * 100 / live
-	switch {
-	case p < minPercent:
-		return minPercent
-	case p > maxPercent:
-		return maxPercent
+	if l > math.MaxInt64 {
+		return math.MaxInt64
 	}
-	return int(p)
+	return int64(l)
 }
 
-// Tuner sets GOGC after every garbage collection (see Percent) until stopped.
+// Tuner sets the soft memory limit after every garbage collection (see Limit) until stopped.
 type Tuner struct {
-	limit uint64
+	base uint64
 	// mu orders tune (on the finalizers' goroutine) and Stop: none tunes after Stop.
 	mu      sync.Mutex
 	stopped bool
 	sample  []metrics.Sample
+	// percent and limit are GOGC and the soft memory limit before Start, for Stop.
+	percent int
+	limit   int64
 }
 
 // sentinel is garbage whose finalizer runs after each collection. It holds a pointer and is
@@ -53,10 +48,12 @@ type sentinel struct {
 	_ [16]byte
 }
 
-// Start starts tuning for the heap goal limit (bytes): GOGC stays as it is until the first
-// collection, after which the tuner sets it. Stop ends it.
-func Start(limit uint64) *Tuner {
-	t := &Tuner{limit: limit, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+// Start turns GOGC off, sets the soft memory limit to base (bytes), and tunes it after every
+// collection. Stop ends it and puts both back as they were.
+func Start(base uint64) *Tuner {
+	t := &Tuner{base: base, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+	t.limit = debug.SetMemoryLimit(Limit(0, base))
+	t.percent = debug.SetGCPercent(-1)
 	t.arm()
 	return t
 }
@@ -69,8 +66,8 @@ func (t *Tuner) arm() {
 	})
 }
 
-// tune sets GOGC for the live heap the last collection left, unless stopped; it says whether
-// it did.
+// tune sets the soft memory limit for the live heap the last collection left, unless
+// stopped; it says whether it did.
 func (t *Tuner) tune() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -82,14 +79,15 @@ func (t *Tuner) tune() bool {
 	if v := t.sample[0].Value; v.Kind() == metrics.KindUint64 {
 		live = v.Uint64()
 	}
-	debug.SetGCPercent(Percent(live, t.limit))
+	debug.SetMemoryLimit(Limit(live, t.base))
 	return true
 }
 
-// Stop stops tuning and sets GOGC to 100, the default.
+// Stop stops tuning and puts GOGC and the soft memory limit back as they were before Start.
 func (t *Tuner) Stop() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.stopped = true
-	debug.SetGCPercent(minPercent)
+	debug.SetGCPercent(t.percent)
+	debug.SetMemoryLimit(t.limit)
 }

@@ -1,47 +1,51 @@
 package gctune
 
 import (
+	"math"
 	"runtime"
 	"runtime/debug"
 	"testing"
 	"time"
 )
 
-func TestPercent(t *testing.T) {
+func TestLimit(t *testing.T) {
 	const mib = 1 << 20
 	for _, tc := range []struct {
-		live, limit uint64
-		want        int
+		live, base uint64
+		want       int64
 	}{
-		{live: 100 * mib, limit: 400 * mib, want: 300}, // next collection at 400 MiB
-		{live: 200 * mib, limit: 400 * mib, want: 100},
-		{live: 300 * mib, limit: 400 * mib, want: 100}, // never sooner than GOGC=100
-		{live: 500 * mib, limit: 400 * mib, want: 100}, // over the limit
-		{live: 1 * mib, limit: 400 * mib, want: 2000},  // bounded
-		{live: 0, limit: 400 * mib, want: 100},
+		{live: 0, base: 400 * mib, want: 400 * mib},
+		{live: 100 * mib, base: 400 * mib, want: 400 * mib}, // the next collection at the base
+		{live: 200 * mib, base: 400 * mib, want: 400 * mib},
+		{live: 300 * mib, base: 400 * mib, want: 600 * mib}, // never sooner than GOGC=100
+		{live: 500 * mib, base: 400 * mib, want: 1000 * mib},
+		{live: math.MaxUint64 / 2, base: 400 * mib, want: math.MaxInt64}, // bounded
 	} {
-		if got := Percent(tc.live, tc.limit); got != tc.want {
-			t.Errorf("Percent(%d MiB, %d MiB) = %d, want %d", tc.live/mib, tc.limit/mib, got, tc.want)
+		if got := Limit(tc.live, tc.base); got != tc.want {
+			t.Errorf("Limit(%d MiB, %d MiB) = %d MiB, want %d MiB", tc.live/mib, tc.base/mib, got/mib, tc.want/mib)
 		}
 	}
 }
 
-// TestTuner checks that a collection sets GOGC for the goal, and that Stop sets it to the
-// default for good.
+// TestTuner checks that Start turns GOGC off, that a collection sets the soft memory limit
+// for the live heap, and that Stop puts both back for good.
 func TestTuner(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
-	tu := Start(1 << 40) // far above the test's live heap: the bound
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
+	const base = 1 << 40 // far above the test's live heap: the base
+	const probe = 12345
+	debug.SetMemoryLimit(probe) // set back by Start until the first collection
+	tu := Start(base)
+	if p := debug.SetGCPercent(-1); p != -1 {
+		t.Errorf("GOGC after Start = %d, want off (-1)", p)
+	}
+	debug.SetMemoryLimit(probe) // the tuner sets it again after a collection
 	deadline := time.Now().Add(10 * time.Second)
-	for {
+	for debug.SetMemoryLimit(-1) != base {
 		runtime.GC()
 		time.Sleep(10 * time.Millisecond) // the finalizer runs on its own goroutine
-		if p := debug.SetGCPercent(-1); p == maxPercent {
-			break
-		} else {
-			debug.SetGCPercent(p)
-		}
 		if time.Now().After(deadline) {
-			t.Fatal("GOGC was not set after collections")
+			t.Fatal("the soft memory limit was not set after collections")
 		}
 	}
 	tu.Stop()
@@ -50,7 +54,7 @@ func TestTuner(t *testing.T) {
 		runtime.GC()
 		time.Sleep(10 * time.Millisecond)
 	}
-	if p := debug.SetGCPercent(100); p != minPercent {
-		t.Errorf("GOGC after Stop = %d, want %d", p, minPercent)
+	if p, l := debug.SetGCPercent(100), debug.SetMemoryLimit(-1); p != 100 || l != probe {
+		t.Errorf("GOGC, soft memory limit after Stop = %d, %d; want 100, %d (as before Start)", p, l, probe)
 	}
 }
