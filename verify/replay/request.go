@@ -5,15 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	sigsjson "sigs.k8s.io/json"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
+	sigsjson "sigs.k8s.io/json"
 
 	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify"
