@@ -408,8 +408,13 @@ var byDesignIndeterminate = []string{
 	// order makes another object (two params of a binding writing one field).
 	"in an order no log records, and the order matters here",
 	// Not of the log's design but a limit of the replay, listed in README.md: the
-	// managedFields of a custom resource rebuilt from its request.
-	"which the replay does not compute for a custom resource",
+	// managedFields of an object rebuilt outside the request pipeline (a custom resource's,
+	// a TokenRequest's).
+	"which the replay does not compute outside the request pipeline",
+	// And what the custom resource handler sets on an object it rebuilds: its system fields,
+	// generation and status, and its schema's defaults.
+	"which the replay does not run for a custom resource it rebuilds",
+	"which the replay does not apply to an object it rebuilds",
 }
 
 // racingIndeterminate are the reasons TestRandomParity accepts of requests that ran

@@ -16,7 +16,6 @@ import (
 	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/internal/apiserver"
-	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
 )
 
 // The ordered stage of a replay reads and changes the State in log order; rebuilding a
@@ -240,11 +239,13 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 		}
 		unknowns = append(unknowns, j.mutators.unknowns(r.replayedMutation(mutatedObject(j.t, u, b.req.OldObject, j.view)))...)
 	}
-	if u := b.req.Object; u != nil && b.objectSource != SourceResponse && !kubescheme.Knows(u.GroupVersionKind()) && (j.t.op == admission.Create || j.t.op == admission.Update) {
-		// The custom resource handler's field manager records the write in managedFields
-		// before admission; the replay does not run it outside the request pipeline.
+	if u := b.req.Object; u != nil && b.objectSource != SourceResponse && (j.t.op == admission.Create || j.t.op == admission.Update) {
+		// The handler's field manager records the write in managedFields before admission
+		// (a custom resource's, a subresource's such as a TokenRequest); the replay runs it
+		// only in the request pipeline, which does not serve this request.
 		unknowns = append(unknowns, vapccel.Unknown{Path: objectPath("metadata", "managedFields"),
-			Why: "the managedFields the field manager of " + j.t.gvr.Resource + "." + j.t.gvr.Group + " writes before admission, which the replay does not compute for a custom resource"})
+			Why: "the managedFields the field manager of " + describe(j.t.gvr, j.t.sub) + " writes before admission, which the replay does not compute outside the request pipeline"})
+		unknowns = append(unknowns, r.customResourceUnknowns(j.t, u, b.req.OldObject)...)
 	}
 	if r.learnedKind(j.t.gvr) && b.req.Object != nil && b.objectSource != SourceResponse {
 		// The server pruned and defaulted the object by a schema the log does not hold.
