@@ -10,9 +10,13 @@ import (
 	"sync"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionshelpers "k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsinstall "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/install"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	"k8s.io/apiextensions-apiserver/pkg/controller/openapi/builder"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -48,6 +52,9 @@ type crdComponents struct {
 
 	// defaulted are the kinds whose CRD's schema of the version declares a default.
 	defaulted map[string]bool
+	// structural are the structural schemas of the kinds whose objects the apiextensions
+	// apiserver's decoder prunes and defaults (see CustomResourceDecoder).
+	structural map[string]*structuralschema.Structural
 	// The type converter of the schemas, built on first use (typeConverter).
 	once  sync.Once
 	tc    managedfields.TypeConverter
@@ -280,6 +287,14 @@ func buildCRDIndex(crds map[string]*crdEntry, order []string) *crdIndex {
 				}
 				m.defaulted[k] = true
 			}
+			for k, st := range comps.structural {
+				if m.structural == nil {
+					m.structural = map[string]*structuralschema.Structural{}
+				}
+				if _, ok := m.structural[k]; !ok {
+					m.structural[k] = st
+				}
+			}
 			for n, s := range comps.schemas {
 				if _, ok := m.schemas[n]; !ok {
 					m.schemas[n] = s
@@ -390,7 +405,60 @@ func buildCRDComponents(crd *apiextensionsv1.CustomResourceDefinition, version s
 	if crdHasDefault(crd, version) {
 		comps.defaulted = map[string]bool{crd.Spec.Names.Kind: true}
 	}
+	st, err := decodingSchema(crd, version)
+	if err != nil {
+		return nil, err
+	}
+	if st != nil {
+		comps.structural = map[string]*structuralschema.Structural{crd.Spec.Names.Kind: st}
+	}
 	return comps, nil
+}
+
+// decodingSchema is the structural schema of a CRD's version as the apiextensions apiserver's
+// crdHandler builds it for its decoder (getOrCreateServingInfoFor): nil when it does not prune
+// (preserveUnknownFields) or the version has no schema.
+func decodingSchema(crd *apiextensionsv1.CustomResourceDefinition, version string) (*structuralschema.Structural, error) {
+	if crd.Spec.PreserveUnknownFields {
+		return nil, nil
+	}
+	val, err := apiextensionshelpers.GetSchemaForVersion(crd, version)
+	if err != nil || val == nil {
+		return nil, err
+	}
+	internal := &apiextensions.CustomResourceValidation{}
+	if err := apiextensionsv1.Convert_v1_CustomResourceValidation_To_apiextensions_CustomResourceValidation(val, internal, nil); err != nil {
+		return nil, err
+	}
+	st, err := structuralschema.NewStructural(internal.OpenAPIV3Schema)
+	if err != nil {
+		return nil, err
+	}
+	st = st.DeepCopy()
+	if err := structuraldefaulting.PruneDefaults(st); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// CustomResourceDecoder returns what the apiextensions apiserver's decoder does to a custom
+// resource's object of the kind, in place, before its handler and admission see it
+// (unstructuredSchemaCoercer.apply, then unstructuredDefaulter.Default): it prunes the fields
+// and nulls the schema does not allow, then applies the schema's defaults. ok is false when
+// no CRD of the catalog serves the kind or its decoder does not prune (preserveUnknownFields).
+func (c *Catalog) CustomResourceDecoder(gvk schema.GroupVersionKind) (decode func(obj map[string]any), ok bool) {
+	c.mu.RLock()
+	comps := c.crd.schemas[gvk.GroupVersion()]
+	c.mu.RUnlock()
+	if comps == nil || comps.structural[gvk.Kind] == nil {
+		return nil, false
+	}
+	st := comps.structural[gvk.Kind]
+	return func(obj map[string]any) {
+		structuralpruning.Prune(obj, st, true)
+		structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, st)
+		structuraldefaulting.Default(obj, st)
+	}, true
 }
 
 // LoadCRDs reads CustomResourceDefinitions from YAML or JSON files, each holding one or more

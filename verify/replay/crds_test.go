@@ -464,6 +464,8 @@ func TestCustomResourceRebuilt(t *testing.T) {
 	}
 	withDefault := crdObject("widgets", "Widget", "established", false)
 	withDefault["spec"].(map[string]any)["versions"].([]any)[0].(map[string]any)["schema"].(map[string]any)["openAPIV3Schema"].(map[string]any)["properties"].(map[string]any)["spec"].(map[string]any)["properties"].(map[string]any)["max"] = map[string]any{"type": "integer", "default": int64(3)}
+	withStatus := crdObject("widgets", "Widget", "established", false)
+	withStatus["spec"].(map[string]any)["versions"].([]any)[0].(map[string]any)["schema"].(map[string]any)["openAPIV3Schema"].(map[string]any)["properties"].(map[string]any)["status"] = map[string]any{"type": "object", "properties": map[string]any{"ok": map[string]any{"type": "boolean"}}}
 	for _, tc := range []struct {
 		name, expr string
 		crd        map[string]any // the Widget CRD (nil: without defaults)
@@ -475,12 +477,19 @@ func TestCustomResourceRebuilt(t *testing.T) {
 		{name: "the uid", expr: "has(object.metadata.uid)", want: DecisionIndeterminate},
 		{name: "the generation", expr: "object.metadata.generation == 1", want: DecisionIndeterminate},
 		{name: "the spec", expr: "object.spec.size < 10", want: DecisionAdmit},
-		{name: "a status sent", expr: "!has(object.status)", request: event{id: "w1", verb: "create", group: "rules.example.com", version: "v1", resource: "widgets", ns: "app", name: "w1", code: 201, received: at(t, 1),
+		{name: "a status sent", expr: "!has(object.status)", crd: withStatus, request: event{id: "w1", verb: "create", group: "rules.example.com", version: "v1", resource: "widgets", ns: "app", name: "w1", code: 201, received: at(t, 1),
 			req: widget(1, nil, map[string]any{"ok": true})}.line(t), want: DecisionIndeterminate},
-		{name: "a schema with defaults", expr: "object.spec.size < 10", crd: withDefault, want: DecisionIndeterminate},
+		// The decoder prunes what the schema does not hold: the status, and a field of the spec.
+		{name: "a status the schema prunes", expr: "!has(object.status) && !has(object.spec.extra)", request: event{id: "w1", verb: "create", group: "rules.example.com", version: "v1", resource: "widgets", ns: "app", name: "w1", code: 201, received: at(t, 1),
+			req: customObject("Widget", "w1", "app", map[string]any{"size": int64(1), "extra": "x"})}.line(t), want: DecisionAdmit},
+		// And applies the schema's defaults, which the policy reads.
+		{name: "a schema with defaults", expr: "object.spec.max == 3", crd: withDefault, want: DecisionAdmit},
+		{name: "a schema with defaults, patched", expr: "object.spec.max == 3 && object.spec.size == 5", crd: withDefault, lines: []string{created},
+			request: event{id: "w1", verb: "patch", group: "rules.example.com", version: "v1", resource: "widgets", ns: "app", name: "w1", code: 200, received: at(t, 2),
+				req: map[string]any{"spec": map[string]any{"size": int64(5), "max": nil}}}.line(t), want: DecisionAdmit},
 		{name: "an update of labels: the generation stays", expr: "object.metadata.generation == 1", lines: []string{created}, request: updated(widget(1, map[string]any{"a": "b"}, nil)), want: DecisionAdmit},
 		{name: "an update of the spec: the generation moves", expr: "object.metadata.generation == 1", lines: []string{created}, request: updated(widget(2, nil, nil)), want: DecisionIndeterminate},
-		{name: "an update with a status", expr: "!has(object.status)", lines: []string{created}, request: updated(widget(1, nil, map[string]any{"ok": true})), want: DecisionIndeterminate},
+		{name: "an update with a status", expr: "!has(object.status)", crd: withStatus, lines: []string{created}, request: updated(widget(1, nil, map[string]any{"ok": true})), want: DecisionIndeterminate},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			crd := tc.crd

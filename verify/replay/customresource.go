@@ -15,15 +15,15 @@ import (
 // does not: rest.BeforeCreate's uid and creationTimestamp (FillObjectMetaSystemFields), the
 // generation its strategy sets on create and bumps on a change outside metadata, the status
 // its strategy drops on create and keeps from the stored object on update when the CRD has a
-// status subresource, and the defaults of the CRD's schema, which the decoder applies. old is
-// the stored object of an update.
-func (r *Replayer) customResourceUnknowns(t target, u, old *unstructured.Unstructured) []vapccel.Unknown {
+// status subresource, and, unless decoded says the replay applied them, the defaults of the
+// CRD's schema, which the decoder applies. old is the stored object of an update.
+func (r *Replayer) customResourceUnknowns(t target, u, old *unstructured.Unstructured, decoded bool) []vapccel.Unknown {
 	if kubescheme.Knows(u.GroupVersionKind()) || t.sub != "" || (t.op != admission.Create && t.op != admission.Update) {
 		return nil
 	}
 	what := "the " + describe(t.gvr, t.sub) + " handler"
 	var out []vapccel.Unknown
-	if r.catalog != nil {
+	if r.catalog != nil && !decoded {
 		if _, defaulted, ok, _ := r.catalog.CustomTypeConverter(u.GroupVersionKind()); ok && defaulted {
 			return []vapccel.Unknown{{Path: vapccel.FieldPath{Root: "object"},
 				Why: "the defaults of the schema of " + describe(t.gvr, "") + ", which " + what + " applies before admission and the replay does not apply to an object it rebuilds"}}

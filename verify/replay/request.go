@@ -17,6 +17,7 @@ import (
 
 	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify"
+	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
@@ -100,6 +101,9 @@ type rebuilt struct {
 	// unknowns are fields of the request's objects the server set before admission that the
 	// log does not hold.
 	unknowns []vapccel.Unknown
+	// decoded says a custom resource's object went through its CRD's decoder (see
+	// Replayer.decodeCustomResource).
+	decoded bool
 }
 
 // serverFacts is what the log taught the replay of the server's configuration by the point of
@@ -258,6 +262,10 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior, facts se
 			obj, source = scaleUpdated(old, obj), source+", spec.replicas of the result on the Scale the apiserver derives"
 		}
 		b.req.Object, b.objectSource = withKind(obj, t.reqKind), source
+		if !isApply(ev) {
+			// The patcher decodes the patched object with the resource's codec.
+			b.decoded = r.decodeCustomResource(t, b.req.Object)
+		}
 		return b
 	}
 	body := decodeObject(ev.RequestObject)
@@ -312,7 +320,22 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior, facts se
 		body.SetResourceVersion(old.GetResourceVersion())
 	}
 	b.req.Object, b.objectSource = withKind(body, t.reqKind), SourceRequest
+	b.decoded = r.decodeCustomResource(t, b.req.Object)
 	return b
+}
+
+// decodeCustomResource does to a custom resource's object, in place, what its CRD's decoder
+// does to a request's body (cel/schema Catalog.CustomResourceDecoder: pruning, then the
+// schema's defaults); it says whether it did.
+func (r *Replayer) decodeCustomResource(t target, u *unstructured.Unstructured) bool {
+	if r.catalog == nil || t.sub != "" || u == nil || kubescheme.Knows(u.GroupVersionKind()) {
+		return false
+	}
+	decode, ok := r.catalog.CustomResourceDecoder(u.GroupVersionKind())
+	if ok {
+		decode(u.Object)
+	}
+	return ok
 }
 
 // tokenRequestMeta gives a TokenRequest what TokenREST.Create gives it before validating
