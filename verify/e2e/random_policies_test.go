@@ -139,7 +139,7 @@ var stringAtoms = []string{
 	`'gen ' + string(oldObject.?metadata.?generation.orValue(0))`,
 	`'dopts ' + string(object.?deleteOptions.?gracePeriodSeconds.orValue(-1))`,
 	`'scale ' + string(object.?spec.?replicas.orValue(-1)) + ' from ' + string(oldObject.?spec.?replicas.orValue(-1))`,
-	`'widget ' + object.?spec.?color.orValue('-') + ' ' + string(object.?spec.?size.orValue(-1))`,
+	`'widget ' + object.?spec.?color.orValue('-') + ' ' + string(object.?spec.?size.orValue(-1)) + ' ' + object.?spec.?shape.orValue('-')`,
 	`'   padded   '`,
 	`'dryRun opts ' + request.options.?dryRun.orValue([]).join(',')`,
 	`'fm ' + request.options.?fieldManager.orValue('-') + ' fv ' + request.options.?fieldValidation.orValue('-')`,

@@ -607,11 +607,13 @@ func replicaLimitCRD() *unstructured.Unstructured {
 	})
 }
 
-// widgetCRD is the CRD of Widgets, with a status subresource.
+// widgetCRD is the CRD of Widgets, with a status subresource and a default (the server's
+// decoder applies it to a request's body and to a patched object).
 func widgetCRD() *unstructured.Unstructured {
 	return crdOf("widgets", "Widget", true, map[string]any{
 		"size":  map[string]any{"type": "integer"},
 		"color": map[string]any{"type": "string"},
+		"shape": map[string]any{"type": "string", "default": "round"},
 	})
 }
 
@@ -1312,7 +1314,7 @@ func (w *randomWorld) widgetWrite() {
 		w.got(fmt.Sprintf("%s updates widget %s/%s%s", u.name, ns, name, dry(o.DryRun)), err)
 	case 3:
 		w.patchExisting(u, widgetsGVR, ns, "widget", widgetNames, func() (types.PatchType, string) {
-			pt, body := types.MergePatchType, pick(w.r, `{"spec":{"size":6}}`, `{"spec":{"color":"red","size":1}}`, `{"metadata":{"labels":{"color":"blue"}}}`, `{"metadata":{"labels":{"app":null}}}`)
+			pt, body := types.MergePatchType, pick(w.r, `{"spec":{"size":6}}`, `{"spec":{"color":"red","size":1}}`, `{"metadata":{"labels":{"color":"blue"}}}`, `{"metadata":{"labels":{"app":null}}}`, `{"spec":{"shape":null,"size":2}}`, `{"spec":{"shape":"square"}}`)
 			if chance(w.r, 0.4) {
 				pt, body = types.JSONPatchType, pick(w.r, `[{"op":"replace","path":"/spec/size","value":7}]`, `[{"op":"add","path":"/metadata/annotations","value":{"rnd.vapc.dev/block":"1"}}]`)
 			}
