@@ -762,8 +762,8 @@ func (typeConverters) Run(context.Context) {}
 func (c typeConverters) GetTypeConverter(gvk schema.GroupVersionKind) managedfields.TypeConverter {
 	if !kubescheme.Knows(gvk) {
 		tc, defaulted, ok, err := c.cat.CustomTypeConverter(gvk)
-		if !ok || defaulted || err != nil {
-			return nil
+		if _, defaults := c.cat.CustomResourceDefaulter(gvk); !ok || (defaulted && !defaults) || err != nil {
+			return nil // a schema's defaults the dispatcher's defaulter would apply, which vapc cannot
 		}
 		return tc
 	}

@@ -7,11 +7,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	"sigs.k8s.io/yaml"
 
+	vapcschema "github.com/vapc-dev/vapc/cel/schema"
 	"github.com/vapc-dev/vapc/verify"
 )
 
@@ -409,5 +411,82 @@ spec:
 	}
 	if dec.Allowed || dec.Mutation.OrderDependent == "" {
 		t.Errorf("allowed %v, order dependent %q: want a refusal that depends on the order", dec.Allowed, dec.Mutation.OrderDependent)
+	}
+}
+
+// TestMutatingCustomResourceDefaults: a MutatingAdmissionPolicy runs on a custom resource whose
+// CRD's schema declares defaults, and the dispatcher's defaulter (the CRD's, as the
+// apiextensions apiserver's request scope gives it) puts back a default a patch removed.
+func TestMutatingCustomResourceDefaults(t *testing.T) {
+	cat, err := vapcschema.Builtin(verify.KubernetesVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict([]byte(`
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: gadgets, singular: gadget, kind: Gadget, listKind: GadgetList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: integer}
+              shape: {type: string, default: round}
+`), crd); err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.AddCRD(crd); err != nil {
+		t.Fatal(err)
+	}
+	e, err := verify.New(nil, nil, verify.WithResources(cat), verify.WithMutatingPolicies(
+		[]*admissionregistrationv1.MutatingAdmissionPolicy{mustMutatingPolicy(t, `
+metadata: {name: reshape}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [example.com], apiVersions: [v1], operations: [CREATE], resources: [gadgets]}
+  mutations:
+  - patchType: JSONPatch
+    jsonPatch:
+      expression: '[JSONPatch{op: "remove", path: "/spec/shape"}, JSONPatch{op: "replace", path: "/spec/size", value: 2}]'
+`)},
+		[]*admissionregistrationv1.MutatingAdmissionPolicyBinding{mutatingBinding("reshape", "reshape")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := e.Evaluate(context.Background(), verify.Request{
+		Resource:  schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "gadgets"},
+		Operation: admission.Create,
+		Object:    object(t, `{apiVersion: example.com/v1, kind: Gadget, metadata: {name: g, namespace: ns}, spec: {size: 1, shape: square}}`),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dec.Mutation == nil || !dec.Mutation.Allowed || len(dec.Mutation.Changes) != 1 {
+		t.Fatalf("mutation = %+v, want the policy run: %s", dec.Mutation, dec.Summary())
+	}
+	var obj struct {
+		Spec struct {
+			Size  int64
+			Shape string
+		}
+	}
+	if err := json.Unmarshal(dec.Object, &obj); err != nil {
+		t.Fatal(err)
+	}
+	if obj.Spec.Size != 2 || obj.Spec.Shape != "round" {
+		t.Errorf("spec = %+v, want size 2 and the default shape round", obj.Spec)
 	}
 }

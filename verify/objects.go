@@ -54,10 +54,27 @@ var _ admission.ObjectInterfaces = objectInterfaces{}
 
 func (o objectInterfaces) GetObjectCreater() runtime.ObjectCreater     { return creater{} }
 func (o objectInterfaces) GetObjectTyper() runtime.ObjectTyper         { return kubescheme.Scheme }
-func (o objectInterfaces) GetObjectDefaulter() runtime.ObjectDefaulter { return kubescheme.Scheme }
+func (o objectInterfaces) GetObjectDefaulter() runtime.ObjectDefaulter { return defaulter(o) }
 func (o objectInterfaces) GetObjectConvertor() runtime.ObjectConvertor { return convertor{} }
 func (o objectInterfaces) GetEquivalentResourceMapper() runtime.EquivalentResourceMapper {
 	return equivalents{o.resources}
+}
+
+// defaulter defaults an object as the request scope's defaulter does: a built-in kind by
+// kube-apiserver's scheme, a custom resource by its CRD's schema (the apiextensions
+// apiserver's unstructuredDefaulter) when the Resources are a catalog that holds it.
+type defaulter objectInterfaces
+
+func (d defaulter) Default(obj runtime.Object) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		if cat := CatalogOf(d.resources); cat != nil {
+			if def, ok := cat.CustomResourceDefaulter(u.GroupVersionKind()); ok {
+				def(u.Object)
+				return
+			}
+		}
+	}
+	kubescheme.Scheme.Default(obj)
 }
 
 type equivalents struct{ r Resources }

@@ -447,18 +447,36 @@ func decodingSchema(crd *apiextensionsv1.CustomResourceDefinition, version strin
 // and nulls the schema does not allow, then applies the schema's defaults. ok is false when
 // no CRD of the catalog serves the kind or its decoder does not prune (preserveUnknownFields).
 func (c *Catalog) CustomResourceDecoder(gvk schema.GroupVersionKind) (decode func(obj map[string]any), ok bool) {
-	c.mu.RLock()
-	comps := c.crd.schemas[gvk.GroupVersion()]
-	c.mu.RUnlock()
-	if comps == nil || comps.structural[gvk.Kind] == nil {
+	st := c.decodingSchema(gvk)
+	if st == nil {
 		return nil, false
 	}
-	st := comps.structural[gvk.Kind]
 	return func(obj map[string]any) {
 		structuralpruning.Prune(obj, st, true)
 		structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, st)
 		structuraldefaulting.Default(obj, st)
 	}, true
+}
+
+// CustomResourceDefaulter returns the apiextensions apiserver's defaulter of a custom
+// resource's object of the kind (unstructuredDefaulter: the schema's defaults, in place), which
+// the MutatingAdmissionPolicy dispatcher runs after every patch; ok is as for
+// CustomResourceDecoder.
+func (c *Catalog) CustomResourceDefaulter(gvk schema.GroupVersionKind) (def func(obj map[string]any), ok bool) {
+	st := c.decodingSchema(gvk)
+	if st == nil {
+		return nil, false
+	}
+	return func(obj map[string]any) { structuraldefaulting.Default(obj, st) }, true
+}
+
+func (c *Catalog) decodingSchema(gvk schema.GroupVersionKind) *structuralschema.Structural {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if comps := c.crd.schemas[gvk.GroupVersion()]; comps != nil {
+		return comps.structural[gvk.Kind]
+	}
+	return nil
 }
 
 // LoadCRDs reads CustomResourceDefinitions from YAML or JSON files, each holding one or more

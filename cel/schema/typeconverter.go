@@ -58,7 +58,8 @@ func (c *Catalog) TypeConverter(gvs ...schema.GroupVersion) (managedfields.TypeC
 // OpenAPI v3 document the server publishes for the group-version (patch.typeConverterManager);
 // ok is false when no CRD of the catalog serves it. defaulted says whether the kind's CRD
 // schema declares a default: the server applies them to a custom resource after every patch,
-// by the CRD's structural schema, which the type converter does not do.
+// by the CRD's structural schema, which the type converter does not do
+// (CustomResourceDefaulter does).
 func (c *Catalog) CustomTypeConverter(gvk schema.GroupVersionKind) (tc managedfields.TypeConverter, defaulted, ok bool, err error) {
 	c.mu.RLock()
 	comps := c.crd.schemas[gvk.GroupVersion()]
