@@ -531,3 +531,58 @@ func TestCustomResourceRebuilt(t *testing.T) {
 		})
 	}
 }
+
+// TestInformerLagUnknownField: on the state the informer may have held, a param that did not
+// skip the policy leads it to read a field the replay does not know of the request (a custom
+// resource's managedFields, rebuilt from its request): not decided, though on the current
+// state the policy was skipped.
+func TestInformerLagUnknownField(t *testing.T) {
+	_, bs := crdPolicies()
+	p := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "widget-size"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			ParamKind:     &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"},
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+				Rule:       admissionregistrationv1.Rule{APIGroups: []string{"rules.example.com"}, APIVersions: []string{"v1"}, Resources: []string{"widgets"}},
+			}}}},
+			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "enforced", Expression: "params.data.mode != 'skip'"}},
+			Validations:     []admissionregistrationv1.Validation{{Expression: "!has(object.metadata.managedFields)"}},
+		},
+	}
+	b := bs[2].DeepCopy()
+	b.Spec.ParamRef = &admissionregistrationv1.ParamRef{Namespace: "params", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"param": "yes"}}, ParameterNotFoundAction: ptr.To(admissionregistrationv1.AllowAction)}
+	param := func(rv, mode string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "p", "namespace": "params", "resourceVersion": rv, "uid": "u-p", "labels": map[string]any{"param": "yes"}},
+			"data": map[string]any{"mode": mode}}
+	}
+	dir := t.TempDir()
+	snap, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "items": []any{crdObject("widgets", "Widget", "established", false), param("10", "enforce")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "snapshot.json"), snap, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := New([]*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, WithCheckRecorded(true), WithSnapshot(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	relax := event{id: "relax", verb: "update", version: "v1", resource: "configmaps", ns: "params", name: "p", code: 200, received: at(t, 1), req: param("10", "skip"), resp: param("11", "skip")}.line(t)
+	create := event{id: "w1", verb: "create", group: "rules.example.com", version: "v1", resource: "widgets", ns: "app", name: "w1", code: 201, received: at(t, 1.05),
+		req: customObject("Widget", "w1", "app", map[string]any{"size": int64(1)})}.line(t)
+	create = strings.Replace(create, `"level":"RequestResponse"`, `"level":"Request"`, 1)
+	var rec *Record
+	if _, err := r.Run(context.Background(), []Source{{Name: "audit.jsonl", Reader: strings.NewReader(relax + "\n" + create + "\n")}}, func(got *Record) error {
+		if got.AuditID == "w1" {
+			rec = got
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if rec == nil || rec.Decision != DecisionIndeterminate || !strings.Contains(rec.Indeterminate, "managedFields") {
+		t.Errorf("record = %s, want indeterminate on the managedFields read on the version before the param's update", describeRecord(rec))
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,7 +46,7 @@ type job struct {
 	// typedWrites are the writes to params and namespaces kube-apiserver's informers may not
 	// yet have held when it admitted the request (see Replayer.informerLag).
 	typedWrites []typedWrite
-	typedLost   bool
+	typedLost   []schema.GroupResource
 	// resolving says why the apiserver may not have found the paramKind of a policy of the
 	// request yet: the request is decided both ways. unsettled says why it cannot be (see
 	// Replayer.unsettledParams).
@@ -284,7 +285,7 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undeci
 		out.indeterminate(why)
 		return
 	}
-	dec, lagged := r.informerLag(w, j, dec, decide)
+	dec, lagged := r.informerLag(w, j, dec, unknowns, decide)
 	if lagged.is() {
 		out.indeterminate(lagged)
 		return
@@ -361,26 +362,27 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undeci
 // not yet have held writes to params or namespaces the evaluation read (the job's
 // typedWrites: completed less than informerLag before the request was received, or after).
 // An informer holds its watch's events in order, each resource's its own: the request is
-// evaluated again on each state they may have been in (for every resource, its newest writes
-// undone, one more at a time), and dec stands when every state gives the same outcome. When,
+// evaluated again on each state they may have been in (see undoneStates), and once more on
+// what those states read, and dec stands when every state gives the same outcome, known in
+// full (unknowns are the request's fields the replay does not know, as for dec). When,
 // checking against the log, the audit annotations it records are those of states that agree,
-// their decision is the one; otherwise the request is indeterminate. A decision every policy
-// made on a matchCondition that reads only the request reads no param (see requestOnly); a
-// namespace decides whether a policy applies at all, and one the informer does not hold yet
-// is read from storage (the policy matcher's GetNamespace, "in case of latency in our
-// caches"): a namespace's create is never undone.
-func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, decide func(Evaluator, *stateView) (*verify.Decision, error)) (*verify.Decision, undecided) {
+// their decision is the one; otherwise the request is indeterminate, as it is when it read a
+// resource some of whose writes around it the replay no longer remembers (the job's
+// typedLost). A namespace decides whether a policy applies at all, and one the informer does
+// not hold yet is read from storage (the policy matcher's GetNamespace, "in case of latency in
+// our caches"): a namespace's create is never undone. (A param read by name falls back to
+// storage too, CollectParams: undoing its create is cautious, not wrong.)
+func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, unknowns []vapccel.Unknown, decide func(Evaluator, *stateView) (*verify.Decision, error)) (*verify.Decision, undecided) {
+	for _, gr := range j.typedLost {
+		if j.view.reads(gr) {
+			return nil, laggedResource(gr, "more of its writes completed around this request than the replay remembers, and kube-apiserver's admission reads it from an informer, which may not yet have held them")
+		}
+	}
 	if len(j.typedWrites) == 0 {
 		return dec, undecided{}
 	}
-	if j.typedLost {
-		return nil, lagged(j.typedWrites[0], j.ev, "more writes to params and namespaces completed around it than the replay remembers")
-	}
-	// A param deleted moments before may still have been in the informer: a binding that
-	// found none does not make the params irrelevant.
-	paramsIrrelevant := r.requestOnly.decides(dec, j.policies, false) && !slices.ContainsFunc(dec.Results, func(res verify.Result) bool { return res.ParamNotFound })
 	relevant := func(tw typedWrite, views ...*stateView) bool {
-		if (paramsIrrelevant && tw.gr != namespacesGR) || (tw.gr == namespacesGR && tw.created) {
+		if tw.gr == namespacesGR && tw.created {
 			return false
 		}
 		return slices.ContainsFunc(views, func(v *stateView) bool { return v.read(tw) })
@@ -389,6 +391,7 @@ func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, decid
 	views := []*stateView{j.view}
 	var taken []typedWrite
 	isTaken := make([]bool, len(j.typedWrites))
+	outcomes := []*verify.Decision{dec}
 	for round := 0; ; round++ {
 		var more []typedWrite
 		for i, tw := range j.typedWrites {
@@ -398,13 +401,13 @@ func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, decid
 			}
 		}
 		if len(more) == 0 {
-			return dec, undecided{}
+			break
 		}
 		if round == 2 {
 			return nil, lagged(more[0], j.ev, "what it read of the params and namespaces depends on which of their writes the informers held")
 		}
 		taken = append(taken, more...)
-		for _, tw := range taken {
+		for _, tw := range more {
 			if tw.unknownBefore || (tw.had && tw.prev.obj == nil) {
 				return nil, lagged(tw, j.ev, "the version before it is not known")
 			}
@@ -414,19 +417,33 @@ func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, decid
 				}
 			}
 		}
-		states := undoneStates(taken)
-		if len(states) > maxLagStates {
-			return nil, lagged(taken[0], j.ev, fmt.Sprintf("the informers may have held %d states of the params and namespaces it read", len(states)))
+		states, ok := undoneStates(taken)
+		if !ok {
+			return nil, lagged(taken[0], j.ev, "the informers may have held more states of the params and namespaces it read than the replay evaluates")
 		}
-		outcomes := []*verify.Decision{dec}
 		for _, undone := range states {
+			if !slices.ContainsFunc(undone, func(tw typedWrite) bool {
+				return slices.ContainsFunc(more, func(m typedWrite) bool { return m.gr == tw.gr && m.k == tw.k && m.done.Equal(tw.done) })
+			}) {
+				continue // evaluated in an earlier round
+			}
 			v := j.view.before(undone)
 			alt, err := decide(w.eval, v)
 			if err != nil {
+				var ind *indeterminateError
+				if errors.As(err, &ind) {
+					return nil, lagged(undone[0], j.ev, "on the version before it, "+ind.why.String())
+				}
 				return nil, lagged(undone[0], j.ev, "the request does not evaluate on the version before it: "+err.Error())
 			}
 			if len(v.Misses()) > 0 {
 				return nil, lagged(undone[0], j.ev, "the version before it is not known: "+missText(v.Misses()))
+			}
+			if why := r.dependsOnUnknown(j.policies, []admitted{{dec: alt, unknowns: unknowns}}); why.is() {
+				return nil, lagged(undone[0], j.ev, "on the version before it, "+why.String())
+			}
+			if why := r.dependsOnPartial(j.policies, v.partials); why.is() {
+				return nil, lagged(undone[0], j.ev, "on the version before it, "+why.String())
 			}
 			if !sameOutcome(dec, alt) {
 				if !byAnnotations {
@@ -436,33 +453,36 @@ func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, decid
 			}
 			views = append(views, v)
 		}
-		if len(outcomes) == 1 {
-			continue // the same everywhere: unless a state read what the first did not
-		}
-		var agree []*verify.Decision
-		for _, o := range outcomes {
-			if len(checkAnnotations(j.ev, o.AuditAnnotations, o, r.loadedPolicies)) == 0 {
-				agree = append(agree, o)
-			}
-		}
-		if len(agree) == 0 || slices.ContainsFunc(agree[1:], func(d *verify.Decision) bool { return !sameOutcome(agree[0], d) }) {
-			return nil, lagged(taken[0], j.ev, "the versions before it decide otherwise: "+outcomes[1].Summary())
-		}
-		if agree[0] != dec {
-			agree[0].Notes = append(agree[0].Notes, "decided on params or namespaces as they were before writes kube-apiserver's informers had not yet held: the audit annotations the log records are those of that state")
-		}
-		return agree[0], undecided{}
 	}
+	if len(outcomes) == 1 {
+		return dec, undecided{}
+	}
+	var agree []*verify.Decision
+	for _, o := range outcomes {
+		if len(checkAnnotations(j.ev, o.AuditAnnotations, o, r.loadedPolicies)) == 0 {
+			agree = append(agree, o)
+		}
+	}
+	if len(agree) == 0 || slices.ContainsFunc(agree[1:], func(d *verify.Decision) bool { return !sameOutcome(agree[0], d) }) {
+		return nil, lagged(taken[0], j.ev, "the versions before it decide otherwise: "+outcomes[1].Summary())
+	}
+	if agree[0] != dec {
+		agree[0].Notes = append(agree[0].Notes, "decided on params or namespaces as they were before writes kube-apiserver's informers had not yet held: the audit annotations the log records are those of that state")
+	}
+	return agree[0], undecided{}
 }
 
 // maxLagStates bounds the states of params and namespaces a request is evaluated on for the
 // informers' lag (see Replayer.informerLag).
 const maxLagStates = 16
 
-// undoneStates are the states the informers may have held of the writes, newest first: for
-// each resource, its newest writes undone one more at a time, and every combination of the
-// resources' states but the one where none is undone. Each state is the writes undone.
-func undoneStates(writes []typedWrite) [][]typedWrite {
+// undoneStates are the states the informers may have held of the writes, each the writes
+// undone: every combination of the resources' states but the one where none is undone. A
+// resource's informer holds its writes in the order they were committed: its states undo its
+// newest requests one more at a time, and of the oldest undone request any of its writes (a
+// deletecollection's deletions commit in no order the log says). ok is false when there are
+// more than maxLagStates.
+func undoneStates(writes []typedWrite) (states [][]typedWrite, ok bool) {
 	var grs []schema.GroupResource
 	by := map[schema.GroupResource][]typedWrite{}
 	for _, tw := range writes {
@@ -471,34 +491,65 @@ func undoneStates(writes []typedWrite) [][]typedWrite {
 		}
 		by[tw.gr] = append(by[tw.gr], tw)
 	}
+	states = [][]typedWrite{nil}
 	for _, gr := range grs {
-		slices.SortStableFunc(by[gr], func(a, b typedWrite) int { return b.done.Compare(a.done) })
-	}
-	states := [][]typedWrite{nil}
-	for _, gr := range grs {
+		ws := by[gr]
+		// Newest request first; a request's writes in a fixed order.
+		slices.SortStableFunc(ws, func(a, b typedWrite) int {
+			if c := b.done.Compare(a.done); c != 0 {
+				return c
+			}
+			return strings.Compare(joinKey(a.k.namespace, a.k.name), joinKey(b.k.namespace, b.k.name))
+		})
+		own := [][]typedWrite{nil} // this resource's states
+		for start := 0; start < len(ws); {
+			end := start + 1
+			for end < len(ws) && ws[end].done.Equal(ws[start].done) {
+				end++
+			}
+			unit := ws[start:end]
+			if len(unit) > 4 || len(own)+(1<<len(unit)) > maxLagStates+1 {
+				return nil, false
+			}
+			for mask := 1; mask < 1<<len(unit); mask++ {
+				st := slices.Clip(ws[:start])
+				for i, tw := range unit {
+					if mask&(1<<i) != 0 {
+						st = append(st, tw)
+					}
+				}
+				own = append(own, st)
+			}
+			start = end
+		}
 		var next [][]typedWrite
 		for _, st := range states {
-			for n := 0; n <= len(by[gr]); n++ {
-				next = append(next, append(slices.Clip(st), by[gr][:n]...))
+			for _, o := range own {
+				next = append(next, append(slices.Clip(st), o...))
 			}
 		}
-		states = next
-		if len(states) > maxLagStates+1 {
-			break
+		if len(next) > maxLagStates+1 {
+			return nil, false
 		}
+		states = next
 	}
-	return states[1:] // the first undoes nothing
+	return states[1:], true // the first undoes nothing
 }
 
 // lagged is why a request is not decided for the informers' lag after the write tw: what of
 // the version before it is in the way.
 func lagged(tw typedWrite, ev *Event, what string) undecided {
+	return laggedResource(tw.gr, fmt.Sprintf("%s was written %s: kube-apiserver's admission reads it from an informer, which may not yet have held that write, and %s",
+		joinKey(tw.k.namespace, tw.k.name), describeDone(tw.done, ev.Received()), what))
+}
+
+// laggedResource is why a request is not decided for the informers' lag of gr.
+func laggedResource(gr schema.GroupResource, what string) undecided {
 	reason := ReasonParamUnknown
-	if tw.gr == namespacesGR {
+	if gr == namespacesGR {
 		reason = ReasonNamespaceUnknown
 	}
-	return because(reason, fmt.Sprintf("%s %s was written %s: kube-apiserver's admission reads it from an informer, which may not yet have held that write, and %s",
-		tw.gr, joinKey(tw.k.namespace, tw.k.name), describeDone(tw.done, ev.Received()), what))
+	return because(reason, gr.String()+" "+what)
 }
 
 // describeDone says when a write completed relative to a request received at received.

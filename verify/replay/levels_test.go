@@ -10,9 +10,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	gocmp "github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
@@ -1107,12 +1110,19 @@ func TestInformerLagStates(t *testing.T) {
 		line := replaceOnce(t, levelEvent(t, "dc", level, "deletecollection", "configmaps", "params", "", 200, "", nil, resp), `/configmaps/"`, `/configmaps"`)
 		return timedEvent(t, line, "02.000000", "02.010000", nil)
 	}
+	// updated is p1's update (allow=no to yes), or its create when the snapshot lacks it.
+	updated := func(received string) string {
+		return timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "update", "configmaps", "params", "p1", 200, "", lagParam("p1", "10", "yes"), lagParam("p1", "11", "yes")), received, received[:2]+".001000", nil)
+	}
 	for _, tc := range []struct {
 		name     string
 		notFound admissionregistrationv1.ParameterNotFoundActionType
 		snapshot []any
 		lines    []string
 		want     string // in the reason of the indeterminate request; its end when it ends with "$"
+		// skip is a matchCondition on the request alone that skips it; request replaces the
+		// request (received at 02.100).
+		skip, request string
 	}{{
 		name:     "two creates undone together",
 		notFound: admissionregistrationv1.DenyAction,
@@ -1140,9 +1150,40 @@ func TestInformerLagStates(t *testing.T) {
 			timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "update", "configmaps", "params", "p1", 200, "", lagParam("p1", "10", "yes"), lagParam("p1", "11", "yes")), "02.000000", "02.001000", nil),
 		},
 		want: "which may not yet have held that write, and the version before it is not known$",
+	}, {
+		// CollectParams refuses a binding without params under Deny before any matchCondition.
+		name:     "skipped by a matchCondition, under Deny",
+		notFound: admissionregistrationv1.DenyAction,
+		snapshot: []any{other},
+		lines:    []string{updated("02.000000")},
+		skip:     "request.name != 'c'",
+		want:     "decide otherwise",
+	}, {
+		// Logged after a request received 8 s later, which the replay read first.
+		name:     "a slow request after the writes around it were dropped",
+		notFound: admissionregistrationv1.AllowAction,
+		snapshot: []any{other, lagParam("p1", "10", "no")},
+		lines: []string{updated("02.000000"),
+			timedEvent(t, levelEvent(t, "fast", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "fast", 201, "", cm, cm), "10.000000", "10.001000", nil)},
+		request: timedEvent(t, levelEvent(t, "req", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "c", 201, "", cm, cm), "02.100000", "10.500000", nil),
+		want:    "than the replay remembers",
+	}, {
+		name:     "received at a time the log does not say",
+		notFound: admissionregistrationv1.AllowAction,
+		snapshot: []any{other, lagParam("p1", "10", "no")},
+		lines:    []string{updated("02.000000")},
+		request:  levelEvent(t, "req", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "c", 201, "", cm, cm),
+		want:     "than the replay remembers",
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, b := lagParamPolicy(tc.notFound)
+			if tc.skip != "" {
+				p.Spec.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "skip", Expression: tc.skip}}
+			}
+			request := request
+			if tc.request != "" {
+				request = tc.request
+			}
 			_, recs := replayLinesWith(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, tc.snapshot, append(tc.lines, request)...)
 			rec := recs["req"]
 			found := strings.Contains
@@ -1252,6 +1293,87 @@ func TestDeleteCollectionShortens(t *testing.T) {
 			)
 			if rec := recs["4"]; rec == nil || rec.Decision != tc.want || len(rec.Disagreements) > 0 {
 				t.Errorf("the DELETE after: %s, want %s", describeRecord(rec), tc.want)
+			}
+		})
+	}
+}
+
+// TestUndoneStates: a resource's informer holds a prefix of its writes in commit order: the
+// newest request undone first, and of the oldest undone request any of its writes (a
+// deletecollection's deletions commit in no order the log says); resources combine.
+func TestUndoneStates(t *testing.T) {
+	at := func(s int) time.Time { return time.Unix(int64(s), 0) }
+	w := func(gr schema.GroupResource, name string, done int) typedWrite {
+		return typedWrite{gr: gr, k: objectKey{"ns", name}, done: at(done)}
+	}
+	cms := schema.GroupResource{Resource: "configmaps"}
+	name := func(states [][]typedWrite) []string {
+		var out []string
+		for _, st := range states {
+			var names []string
+			for _, tw := range st {
+				names = append(names, tw.k.name)
+			}
+			out = append(out, strings.Join(names, "+"))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name   string
+		writes []typedWrite
+		want   []string // nil: too many
+	}{
+		{"one request", []typedWrite{w(cms, "a", 1)}, []string{"a"}},
+		{"two requests, newest first", []typedWrite{w(cms, "a", 1), w(cms, "b", 2)}, []string{"b", "b+a"}},
+		{"a deletecollection's deletions in any subset", []typedWrite{w(cms, "c", 1), w(cms, "a", 2), w(cms, "b", 1)}, []string{"a", "a+b", "a+c", "a+b+c"}},
+		{"two resources combined", []typedWrite{w(cms, "a", 1), w(namespacesGR, "n", 1)}, []string{"n", "a", "a+n"}},
+		{"too many", []typedWrite{w(cms, "a", 1), w(cms, "b", 1), w(cms, "c", 1), w(cms, "d", 1), w(cms, "e", 1)}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			states, ok := undoneStates(tc.writes)
+			if tc.want == nil {
+				if ok {
+					t.Errorf("undoneStates = %v, want too many", name(states))
+				}
+				return
+			}
+			if diff := gocmp.Diff(tc.want, name(states)); !ok || diff != "" {
+				t.Errorf("undoneStates (ok %v) (-want +got):\n%s", ok, diff)
+			}
+		})
+	}
+}
+
+// TestInformerLagPluginInput: kube-apiserver's LimitRanger reads LimitRanges from its
+// informer too: a pod created moments after a LimitRange's update may have had the defaults
+// of the version before it.
+func TestInformerLagPluginInput(t *testing.T) {
+	p, b := levelPolicy("limited", "pods", admissionregistrationv1.Create, nil, "string(object.spec.containers[0].resources.limits['cpu']) == '200m'")
+	lr := func(rv, cpu string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "LimitRange", "metadata": map[string]any{"name": "lr", "namespace": "ns1", "resourceVersion": rv, "uid": "u-lr"},
+			"spec": map[string]any{"limits": []any{map[string]any{"type": "Container", "default": map[string]any{"cpu": cpu}}}}}
+	}
+	snapshot := []any{
+		map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1", "resourceVersion": "1", "uid": "u-ns1", "labels": map[string]any{"kubernetes.io/metadata.name": "ns1"}}, "spec": map[string]any{"finalizers": []any{"kubernetes"}}, "status": map[string]any{"phase": "Active"}},
+		map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "default", "namespace": "ns1", "resourceVersion": "2", "uid": "u-sa"}},
+		lr("10", "100m"),
+	}
+	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "p", "namespace": "ns1"},
+		"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "i"}}}}
+	for _, tc := range []struct {
+		name, received string
+		want           string
+	}{
+		{"moments after the update", "02.050000", DecisionIndeterminate},
+		{"long after", "09.000000", DecisionAdmit},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, recs := replayLinesWith(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, snapshot,
+				timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "update", "limitranges", "ns1", "lr", 200, "", lr("10", "200m"), lr("11", "200m")), "02.000000", "02.001000", nil),
+				timedEvent(t, levelEvent(t, "2", auditlog.LevelRequest, "create", "pods", "ns1", "p", 201, "", pod, nil), tc.received, tc.received[:3]+"060000", nil),
+			)
+			if rec := recs["2"]; rec == nil || rec.Decision != tc.want || len(rec.Disagreements) > 0 {
+				t.Errorf("the pod's create: %s, want %s", describeRecord(rec), tc.want)
 			}
 		})
 	}

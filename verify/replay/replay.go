@@ -561,7 +561,7 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	j.view = r.state.view(ep.scope.readNamespaces(policies))
 	j.view.unknown = unknownParams
 	j.typedWrites, j.typedLost = r.state.recentTyped(ev.Received())
-	j.view.track = len(j.typedWrites) > 0
+	j.view.track = len(j.typedWrites) > 0 || len(j.typedLost) > 0
 	if t.op == admission.Update || t.op == admission.Delete || t.sub != "" {
 		// A deletecollection (no name) read the objects of its namespace.
 		j.key, j.completed, j.recorded = replacedKey{storageOf(t.gvr.GroupResource()), objectKey{t.namespace, t.name}}, auditlog.ParseTime(ev.StageTimestamp), rec
@@ -593,13 +593,13 @@ func (r *Replayer) detectBirth(d decoded, ev *Event, t target) {
 
 // applyWrite applies a successful write to the State, and to the catalog when it is a CRD's.
 func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t target) {
-	r.state.beginWrite(t.op == admission.Create && t.sub == "")
 	done := auditlog.ParseTime(ev.StageTimestamp)
 	completed := done
 	if completed.IsZero() {
 		completed = r.currentLogTime() // when it completed is not known: not long before the next
 	}
-	defer r.state.endWrite(completed)
+	r.state.beginWrite(t.op == admission.Create && t.sub == "", completed)
+	defer r.state.endWrite()
 	code := ev.Code()
 	if code >= 400 && t.op == admission.Delete && !isDryRun(ev) {
 		r.refusedPodDelete(d, ev, t)

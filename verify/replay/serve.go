@@ -562,7 +562,33 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 	if len(j.prior.unknowns) > 0 && (t.op == admission.Update || t.op == admission.Delete) {
 		priorUnknowns = rooted(knownFrom(j.prior.unknowns, objs.version, objs.uid), t.op == admission.Update)
 	}
-	mutationUnknown := r.mutationUnknown(s.mutation, append(slices.Clip(s.mutationInputs), priorUnknowns...), j.policies)
+	// withUnknowns adds to the admissions of a pass what the replay does not know of them:
+	// what the MutatingAdmissionPolicies changed when that is not known (returned), the
+	// stored object's unknown fields, those of each object a deletecollection listed, and
+	// with a stand-in for the old object, all of it and the delete options derived from it.
+	withUnknowns := func(s *served) (mutationUnknown string) {
+		mutationUnknown = r.mutationUnknown(s.mutation, append(slices.Clip(s.mutationInputs), priorUnknowns...), j.policies)
+		for i := range s.calls {
+			c := &s.calls[i]
+			if mutationUnknown != "" {
+				c.unknowns = append(c.unknowns, mutationUnknownField(mutationUnknown))
+			}
+			c.unknowns = append(c.unknowns, priorUnknowns...)
+			if len(j.listUnknowns) > 0 {
+				// A deletecollection's admissions are named by the oldObject only.
+				if m, err := meta.Accessor(c.attrs.GetOldObject()); err == nil {
+					c.unknowns = append(c.unknowns, rooted(j.listUnknowns[objectKey{m.GetNamespace(), m.GetName()}], false)...)
+				}
+			}
+			if oldUnknown.is() {
+				c.unknowns = append(c.unknowns,
+					vapccel.Unknown{Path: vapccel.FieldPath{Root: "oldObject"}, Why: oldUnknown.String()},
+					vapccel.Unknown{Path: vapccel.FieldPath{Root: "request", Steps: []string{"options"}}, Why: oldUnknown.String()})
+			}
+		}
+		return mutationUnknown
+	}
+	mutationUnknown := withUnknowns(&s)
 	refusedByMutation := len(s.calls) == 0 && s.mutation != nil && !s.mutation.Allowed
 	j.mutationRan = s.mutation.Acted()
 	if j.mutationRan && j.schemaRefreshing != "" {
@@ -577,9 +603,6 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 	default:
 		// What the policies changed is not known: neither is the object validation saw.
 		out.Notes = append(out.Notes, "what the MutatingAdmissionPolicies changed is not known: "+mutationUnknown)
-		for i := range s.calls {
-			s.calls[i].unknowns = append(s.calls[i].unknowns, mutationUnknownField(mutationUnknown))
-		}
 	}
 	if len(s.calls) == 0 && !refusedByMutation {
 		code := ev.Code()
@@ -617,19 +640,6 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 		}
 	}
 	var notes []string
-	for i := range s.calls {
-		s.calls[i].unknowns = append(s.calls[i].unknowns, priorUnknowns...)
-	}
-	if len(j.listUnknowns) > 0 {
-		// A deletecollection deletes each object it listed: what the State does not know of
-		// one is not known in its deletion's oldObject.
-		// Its admissions are named by the oldObject only (the request has no name).
-		for i := range s.calls {
-			if m, err := meta.Accessor(s.calls[i].attrs.GetOldObject()); err == nil {
-				s.calls[i].unknowns = append(s.calls[i].unknowns, rooted(j.listUnknowns[objectKey{m.GetNamespace(), m.GetName()}], false)...)
-			}
-		}
-	}
 	if r.observed() && len(s.calls) > 0 {
 		// What an observer (the HTML report) shows of the request: its objects in the
 		// version of the request.
@@ -639,15 +649,10 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 		}
 	}
 	if oldUnknown.is() {
-		// The stand-in's fields are all unknown, and so are the delete options the store
-		// derives from the stored object (a pod's grace period): the decision stands only if
-		// none is read. Whether the server ran admission at all is not known either (a
+		// The stand-in's fields are all unknown (withUnknowns), and so are the delete options
+		// the store derives from the stored object (a pod's grace period): the decision stands
+		// only if none is read. Whether the server ran admission at all is not known either (a
 		// graceful deletion may have been pending): only an admission can stand.
-		for i := range s.calls {
-			s.calls[i].unknowns = append(s.calls[i].unknowns,
-				vapccel.Unknown{Path: vapccel.FieldPath{Root: "oldObject"}, Why: oldUnknown.String()},
-				vapccel.Unknown{Path: vapccel.FieldPath{Root: "request", Steps: []string{"options"}}, Why: oldUnknown.String()})
-		}
 		if dec := combineCalls(ev.Verb, s.calls); !dec.Allowed {
 			out.indeterminate(oldUnknown)
 			return
@@ -673,6 +678,13 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 		again, err := r.serveOnce(ctx, w, j, objs, eval, view, false)
 		if err != nil {
 			return nil, err
+		}
+		// Known as the first pass's decision is known, or not decided.
+		if mu := withUnknowns(&again.s); mu != "" && again.s.mutation != nil && !again.s.mutation.Allowed {
+			return nil, &indeterminateError{because(ReasonMutationUnknown, "a MutatingAdmissionPolicy refused the request, and "+mu)}
+		}
+		if why := r.dependsOnUnknown(j.policies, again.s.calls); why.is() {
+			return nil, &indeterminateError{why}
 		}
 		if dec := servedDecision(ev.Verb, again.s); dec != nil {
 			return dec, nil

@@ -1,12 +1,14 @@
 package replay
 
 import (
+	"cmp"
 	"encoding/json"
-	"strconv"
-	"time"
-
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
@@ -60,32 +62,38 @@ type clusterState struct {
 	// (and across namespaces, the empty one), for list.
 	lastDone map[replacedKey]time.Time
 	// typedWrites are the latest writes to params and namespaces, oldest first, with what
-	// they replaced (see recentTyped); those from typedFrom on are the current request's
-	// (see beginWrite and endWrite). typedLost is when the latest of those dropped for room
-	// completed. creating says the current request creates its object.
+	// they replaced (see recentTyped). typedLost is, by resource, when the latest of those the
+	// State no longer remembers completed. The current request's (see beginWrite) completed
+	// at writeDone, and creating says it creates its object.
 	typedWrites []typedWrite
-	typedFrom   int
-	typedLost   time.Time
+	typedLost   map[schema.GroupResource]time.Time
+	writeDone   time.Time
 	creating    bool
 }
 
-// beginWrite starts following the writes of one request of the log; create says it creates
-// its object (which did not exist before it).
-func (s *clusterState) beginWrite(create bool) {
-	s.typedFrom, s.creating = len(s.typedWrites), create
+// beginWrite starts following the writes of one request of the log, which completed at done
+// (when its writes to params and namespaces completed, a deletecollection's items too);
+// create says it creates its object (which did not exist before it).
+func (s *clusterState) beginWrite(create bool, done time.Time) {
+	s.creating, s.writeDone = create, done
 }
 
-// endWrite ends following the writes of one request, which completed at done: when its
-// writes to params and namespaces completed (deletecollection's items too).
-func (s *clusterState) endWrite(done time.Time) {
-	for i := s.typedFrom; i < len(s.typedWrites); i++ {
-		s.typedWrites[i].done = done
+// endWrite ends following the writes of one request: what is written outside a request (the
+// snapshot) is no write of the log.
+func (s *clusterState) endWrite() { s.creating, s.writeDone = false, time.Time{} }
+
+// lose remembers that the State no longer remembers the write w (see recentTyped).
+func (s *clusterState) lose(w typedWrite) {
+	if s.typedLost == nil {
+		s.typedLost = map[schema.GroupResource]time.Time{}
 	}
-	s.typedFrom, s.creating = len(s.typedWrites), false
+	if w.done.After(s.typedLost[w.gr]) {
+		s.typedLost[w.gr] = w.done
+	}
 }
 
 // typedWrite is a write to an object the evaluator reads (a param, a namespace): the entry it
-// replaced (had says there was one), and when it completed (zero until markDone says).
+// replaced (had says there was one), and when it completed (zero for the snapshot's).
 type typedWrite struct {
 	gr   schema.GroupResource
 	k    objectKey
@@ -425,15 +433,12 @@ func (s *clusterState) setTyped(gr schema.GroupResource, k objectKey, e typedEnt
 		// latest of those dropped here do not know them (see recentTyped).
 		half := maxTypedWrites / 2
 		for _, w := range s.typedWrites[:half] {
-			if w.done.After(s.typedLost) {
-				s.typedLost = w.done
-			}
+			s.lose(w)
 		}
 		s.typedWrites = append(s.typedWrites[:0:0], s.typedWrites[half:]...)
-		s.typedFrom = max(0, s.typedFrom-half)
 	}
 	s.typedWrites = append(s.typedWrites, typedWrite{gr: gr, k: k, prev: old, had: had, created: s.creating && !had,
-		unknownBefore: !had && !s.creating && !s.Complete(gr)})
+		unknownBefore: !had && !s.creating && !s.Complete(gr), done: s.writeDone})
 	b.invalidate(k, old, had, e, has)
 	if has {
 		b.set(k, e)
@@ -665,25 +670,31 @@ func (s *clusterState) concurrent(p prior, gr schema.GroupResource, namespace, n
 
 // recentTyped are the writes to params and namespaces that completed less than informerLag
 // before a request received at received, or after (see Replayer.informerLag), newest first;
-// lost says writes the State no longer remembers may be among them.
-func (s *clusterState) recentTyped(received time.Time) (out []typedWrite, lost bool) {
+// lost are the resources whose writes the State no longer remembers may be among them (for a
+// request received at a time the log does not say, every resource written).
+func (s *clusterState) recentTyped(received time.Time) (out []typedWrite, lost []schema.GroupResource) {
 	if received.IsZero() {
-		return nil, false
+		for _, w := range s.typedWrites {
+			if !w.done.IsZero() && !slices.Contains(lost, w.gr) {
+				lost = append(lost, w.gr)
+			}
+		}
+		return nil, lost
 	}
-	// The writes long before are dropped: they hold the versions they replaced.
+	// The writes long before are dropped: they hold the versions they replaced. A request
+	// logged later but received before this one may still need them: it finds them lost.
 	cutoff := received.Add(-informerLag - 2*time.Second)
 	drop := 0
-	for drop < s.typedFrom && (s.typedWrites[drop].done.IsZero() || s.typedWrites[drop].done.Before(cutoff)) {
+	for drop < len(s.typedWrites) && (s.typedWrites[drop].done.IsZero() || s.typedWrites[drop].done.Before(cutoff)) {
+		s.lose(s.typedWrites[drop])
 		s.typedWrites[drop] = typedWrite{}
 		drop++
 	}
-	if drop > 0 {
-		s.typedWrites, s.typedFrom = s.typedWrites[drop:], s.typedFrom-drop
-	}
-	for i := s.typedFrom - 1; i >= 0; i-- {
+	s.typedWrites = s.typedWrites[drop:]
+	for i := len(s.typedWrites) - 1; i >= 0; i-- {
 		w := s.typedWrites[i]
 		if w.done.IsZero() {
-			continue // not a write of the log (the snapshot's)
+			continue // not a write of a request of the log
 		}
 		if received.Sub(w.done) >= informerLag {
 			// The log holds requests in the order they completed: the older ones are older
@@ -695,7 +706,13 @@ func (s *clusterState) recentTyped(received time.Time) (out []typedWrite, lost b
 		}
 		out = append(out, w)
 	}
-	return out, received.Sub(s.typedLost) < informerLag
+	for gr, at := range s.typedLost {
+		if received.Sub(at) < informerLag {
+			lost = append(lost, gr)
+		}
+	}
+	slices.SortFunc(lost, func(a, b schema.GroupResource) int { return strings.Compare(a.String(), b.String()) })
+	return out, lost
 }
 
 // informerLag is how long after a write to a param or namespace completed the replay holds
@@ -846,7 +863,11 @@ func (s *clusterState) listedBy(gr schema.GroupResource, namespace string, ev *E
 		return nil, nil, "the label selector: " + err.Error()
 	}
 	unknowns = map[objectKey][]vapccel.Unknown{}
-	for k, e := range s.objects[gr] {
+	keys := slices.SortedFunc(maps.Keys(s.objects[gr]), func(a, b objectKey) int {
+		return cmp.Or(strings.Compare(a.namespace, b.namespace), strings.Compare(a.name, b.name))
+	})
+	for _, k := range keys { // in a fixed order, not the map's
+		e := s.objects[gr][k]
 		if (namespace != "" && k.namespace != namespace) || e.raw == nil {
 			continue
 		}

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -264,6 +265,8 @@ type stateView struct {
 	// overrides, when set, are objects the View holds as they were before writes: each
 	// write's entry, or absent when !had.
 	overrides map[readKey]typedWrite
+	// overrideKeys are the keys of overrides, in order (resource, namespace, name).
+	overrideKeys []readKey
 }
 
 type readKey struct {
@@ -283,7 +286,7 @@ func (v *stateView) read(w typedWrite) bool {
 	if slices.Contains(v.gets, readKey{w.gr, w.k}) {
 		return true
 	}
-	after, has := v.buckets[w.gr].get(w.k)
+	after, has := v.entry(w.gr, w.k)
 	for _, l := range v.lists {
 		if l.gr != w.gr || (l.namespace != "" && l.namespace != w.k.namespace) {
 			continue
@@ -295,6 +298,12 @@ func (v *stateView) read(w typedWrite) bool {
 	return false
 }
 
+// reads says whether an evaluation over the View read an object of gr, or listed some.
+func (v *stateView) reads(gr schema.GroupResource) bool {
+	return slices.ContainsFunc(v.gets, func(k readKey) bool { return k.gr == gr }) ||
+		slices.ContainsFunc(v.lists, func(l listRead) bool { return l.gr == gr })
+}
+
 // before returns a copy of the View that holds the objects of the writes as they were before
 // them (the oldest write of an object gives its version), recording what evaluations read.
 func (v *stateView) before(writes []typedWrite) *stateView {
@@ -302,25 +311,26 @@ func (v *stateView) before(writes []typedWrite) *stateView {
 	c.track = true
 	c.overrides = map[readKey]typedWrite{}
 	for _, w := range writes {
-		c.overrides[readKey{w.gr, w.k}] = w // writes are newest first: the last is the oldest
+		k := readKey{w.gr, w.k}
+		if _, ok := c.overrides[k]; !ok {
+			c.overrideKeys = append(c.overrideKeys, k)
+		}
+		c.overrides[k] = w // writes are newest first: the last is the oldest
 	}
+	slices.SortFunc(c.overrideKeys, func(a, b readKey) int {
+		return cmp.Or(strings.Compare(a.gr.String(), b.gr.String()), strings.Compare(a.k.namespace, b.k.namespace), strings.Compare(a.k.name, b.k.name))
+	})
 	return c
 }
 
 // overridden are the keys of the View's overrides of gr, in order (namespace, name).
 func (v *stateView) overridden(gr schema.GroupResource) []readKey {
 	var out []readKey
-	for rk := range v.overrides {
+	for _, rk := range v.overrideKeys {
 		if rk.gr == gr {
 			out = append(out, rk)
 		}
 	}
-	slices.SortFunc(out, func(a, b readKey) int {
-		if c := strings.Compare(a.k.namespace, b.k.namespace); c != 0 {
-			return c
-		}
-		return strings.Compare(a.k.name, b.k.name)
-	})
 	return out
 }
 
@@ -340,7 +350,7 @@ func (v *stateView) fresh() *stateView { return v.withStandIns(v.standIns) }
 // the resource's stand-in.
 func (v *stateView) withStandIns(standIns map[schema.GroupResource]runtime.Object) *stateView {
 	c := *v
-	c.misses, c.partials, c.standIns, c.gets, c.lists, c.overrides = nil, nil, standIns, nil, nil, nil
+	c.misses, c.partials, c.standIns, c.gets, c.lists, c.overrides, c.overrideKeys = nil, nil, standIns, nil, nil, nil, nil
 	return &c
 }
 
@@ -411,17 +421,8 @@ func (v *stateView) List(gvr schema.GroupVersionResource, namespace string, sele
 		if !v.isComplete(gr) {
 			v.miss(gr, "incomplete: objects that existed before the log are not known (give --snapshot)")
 		}
-		if b != nil && b.unknowns > 0 {
-			for k, e := range b.objs.all() {
-				if _, over := v.overrides[readKey{gr, k}]; !over && e.obj == nil && (namespace == "" || k.namespace == namespace) {
-					v.miss(gr, "%s unknown: %s", joinKey(k.namespace, k.name), e.unknown)
-				}
-			}
-		}
-		for _, rk := range v.overridden(gr) { // as they were before the writes
-			if w := v.overrides[rk]; w.had && w.prev.obj == nil && (namespace == "" || rk.k.namespace == namespace) {
-				v.miss(gr, "%s unknown: %s", joinKey(rk.k.namespace, rk.k.name), w.prev.unknown)
-			}
+		for _, why := range v.unknownEntries(gr, namespace) {
+			v.miss(gr, "%s", why)
 		}
 	}
 	if b == nil {
@@ -433,19 +434,46 @@ func (v *stateView) List(gvr schema.GroupVersionResource, namespace string, sele
 	if selector == nil {
 		selector = labels.Everything()
 	}
-	if v.track {
-		v.lists = append(v.lists, listRead{gr, namespace, selector})
-	}
-	objs, failed, partials := b.list(gvr, namespace, selector)
-	if len(v.overrides) > 0 {
-		objs, failed, partials = v.withOverrides(gvr, namespace, selector, objs, failed, partials)
-	}
+	objs, failed, partials := v.listed(b, gvr, namespace, selector)
 	v.misses = append(v.misses, failed...)
 	v.partials = append(v.partials, partials...)
 	if o, ok := v.standIns[gr]; ok && len(objs) == 0 {
 		return []runtime.Object{o}, nil
 	}
 	return objs, nil
+}
+
+// unknownEntries are why the objects of gr in namespace ("" for all) the View holds but does
+// not know are not known, each "namespace/name unknown: why".
+func (v *stateView) unknownEntries(gr schema.GroupResource, namespace string) []string {
+	var out []string
+	if b := v.buckets[gr]; b != nil && b.unknowns > 0 {
+		for k, e := range b.objs.all() {
+			if _, over := v.overrides[readKey{gr, k}]; !over && e.obj == nil && (namespace == "" || k.namespace == namespace) {
+				out = append(out, joinKey(k.namespace, k.name)+" unknown: "+e.unknown)
+			}
+		}
+		slices.Sort(out) // in a fixed order, not the map's
+	}
+	for _, rk := range v.overridden(gr) { // as they were before the writes
+		if w := v.overrides[rk]; w.had && w.prev.obj == nil && (namespace == "" || rk.k.namespace == namespace) {
+			out = append(out, joinKey(rk.k.namespace, rk.k.name)+" unknown: "+w.prev.unknown)
+		}
+	}
+	return out
+}
+
+// listed lists the objects of the bucket b of gvr the selector selects as the View holds
+// them (see withOverrides), recording the read when the View tracks them.
+func (v *stateView) listed(b *bucket, gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]runtime.Object, []miss, []partialUse) {
+	if v.track {
+		v.lists = append(v.lists, listRead{gvr.GroupResource(), namespace, selector})
+	}
+	objs, failed, partials := b.list(gvr, namespace, selector)
+	if len(v.overrides) > 0 {
+		objs, failed, partials = v.withOverrides(gvr, namespace, selector, objs, failed, partials)
+	}
+	return objs, failed, partials
 }
 
 // withOverrides is a list of the View's bucket with the objects of its overrides as they were:
@@ -581,15 +609,10 @@ func (v *stateView) listFor(gvr schema.GroupVersionResource, namespace string) (
 	if b == nil {
 		return nil, unknown
 	}
-	if b.unknowns > 0 {
-		for k, e := range b.objs.all() {
-			if e.obj == nil && (namespace == "" || k.namespace == namespace) {
-				unknown = fmt.Sprintf("%s: %s", joinKey(k.namespace, k.name), e.unknown)
-				break
-			}
-		}
+	if whys := v.unknownEntries(gr, namespace); len(whys) > 0 {
+		unknown = whys[0]
 	}
-	objs, failed, partials := b.list(gvr, namespace, nil)
+	objs, failed, partials := v.listed(b, gvr, namespace, labels.Everything())
 	if len(failed) > 0 && unknown == "" {
 		unknown = failed[0].text
 	}
@@ -609,7 +632,7 @@ func (v *stateView) namespaceLabels(name string) (labels.Set, bool) {
 		return nil, false
 	}
 	for _, u := range partial {
-		if len(u.Path.Steps) == 0 || u.Path.Steps[0] == "metadata" && (len(u.Path.Steps) == 1 || u.Path.Steps[1] == "labels") {
+		if labelsUnder(u.Path.Steps) {
 			return nil, false
 		}
 	}
