@@ -761,9 +761,10 @@ func (typeConverters) Run(context.Context) {}
 
 func (c typeConverters) GetTypeConverter(gvk schema.GroupVersionKind) managedfields.TypeConverter {
 	if !kubescheme.Knows(gvk) {
-		tc, defaulted, ok, err := c.cat.CustomTypeConverter(gvk)
-		if _, defaults := c.cat.CustomResourceDefaulter(gvk); !ok || (defaulted && !defaults) || err != nil {
-			return nil // a schema's defaults the dispatcher's defaulter would apply, which vapc cannot
+		// The dispatcher's defaulter applies the schema's defaults (see defaulter).
+		tc, ok, err := c.cat.CustomTypeConverter(gvk)
+		if !ok || err != nil {
+			return nil
 		}
 		return tc
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
 	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	"k8s.io/apiextensions-apiserver/pkg/controller/openapi/builder"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -50,11 +51,11 @@ type crdComponents struct {
 	kinds   map[string][]schema.GroupVersionKind
 	gvkRefs map[schema.GroupVersionKind]string
 
-	// defaulted are the kinds whose CRD's schema of the version declares a default.
-	defaulted map[string]bool
 	// structural are the structural schemas of the kinds whose objects the apiextensions
 	// apiserver's decoder prunes and defaults (see CustomResourceDecoder).
 	structural map[string]*structuralschema.Structural
+	// crds are the CRDs that serve the kinds (see CustomResourceDefinitionOf).
+	crds map[string]*apiextensionsv1.CustomResourceDefinition
 	// The type converter of the schemas, built on first use (typeConverter).
 	once  sync.Once
 	tc    managedfields.TypeConverter
@@ -281,18 +282,20 @@ func buildCRDIndex(crds map[string]*crdEntry, order []string) *crdIndex {
 				m = &crdComponents{schemas: map[string]*spec.Schema{}, kinds: map[string][]schema.GroupVersionKind{}}
 				idx.schemas[gv] = m
 			}
-			for k := range comps.defaulted {
-				if m.defaulted == nil {
-					m.defaulted = map[string]bool{}
-				}
-				m.defaulted[k] = true
-			}
 			for k, st := range comps.structural {
 				if m.structural == nil {
 					m.structural = map[string]*structuralschema.Structural{}
 				}
 				if _, ok := m.structural[k]; !ok {
 					m.structural[k] = st
+				}
+			}
+			for k, crd := range comps.crds {
+				if m.crds == nil {
+					m.crds = map[string]*apiextensionsv1.CustomResourceDefinition{}
+				}
+				if _, ok := m.crds[k]; !ok {
+					m.crds[k] = crd
 				}
 			}
 			for n, s := range comps.schemas {
@@ -401,10 +404,8 @@ func buildCRDComponents(crd *apiextensionsv1.CustomResourceDefinition, version s
 	if err != nil {
 		return nil, err
 	}
-	comps := &crdComponents{schemas: resp.Components.Schemas, kinds: kinds} // the index refers to kinds (buildCRDIndex)
-	if crdHasDefault(crd, version) {
-		comps.defaulted = map[string]bool{crd.Spec.Names.Kind: true}
-	}
+	comps := &crdComponents{schemas: resp.Components.Schemas, kinds: kinds, // the index refers to kinds (buildCRDIndex)
+		crds: map[string]*apiextensionsv1.CustomResourceDefinition{crd.Spec.Names.Kind: crd}}
 	st, err := decodingSchema(crd, version)
 	if err != nil {
 		return nil, err
@@ -444,18 +445,35 @@ func decodingSchema(crd *apiextensionsv1.CustomResourceDefinition, version strin
 // CustomResourceDecoder returns what the apiextensions apiserver's decoder does to a custom
 // resource's object of the kind, in place, before its handler and admission see it
 // (unstructuredSchemaCoercer.apply, then unstructuredDefaulter.Default): it prunes the fields
-// and nulls the schema does not allow, then applies the schema's defaults. ok is false when
-// no CRD of the catalog serves the kind or its decoder does not prune (preserveUnknownFields).
-func (c *Catalog) CustomResourceDecoder(gvk schema.GroupVersionKind) (decode func(obj map[string]any), ok bool) {
+// and nulls the schema does not allow, coerces the metadata of embedded resources (an error
+// where the server's decoder refuses it), then applies the schema's defaults; the object's
+// own metadata goes through ObjectMeta where vapc's evaluator takes it. ok is false when no
+// CRD of the catalog serves the kind or its decoder does not prune (preserveUnknownFields).
+func (c *Catalog) CustomResourceDecoder(gvk schema.GroupVersionKind) (decode func(obj map[string]any) error, ok bool) {
 	st := c.decodingSchema(gvk)
 	if st == nil {
 		return nil, false
 	}
-	return func(obj map[string]any) {
+	return func(obj map[string]any) error {
 		structuralpruning.Prune(obj, st, true)
 		structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, st)
+		if err := schemaobjectmeta.Coerce(nil, obj, st, false, false); err != nil {
+			return err
+		}
 		structuraldefaulting.Default(obj, st)
+		return nil
 	}, true
+}
+
+// CustomResourceDefinitionOf is the CRD that serves the kind, as the catalog took it
+// (defaulted), or nil; the caller must not change it.
+func (c *Catalog) CustomResourceDefinitionOf(gvk schema.GroupVersionKind) *apiextensionsv1.CustomResourceDefinition {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if comps := c.crd.schemas[gvk.GroupVersion()]; comps != nil {
+		return comps.crds[gvk.Kind]
+	}
+	return nil
 }
 
 // CustomResourceDefaulter returns the apiextensions apiserver's defaulter of a custom

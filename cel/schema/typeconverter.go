@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/kube-openapi/pkg/validation/spec"
@@ -56,64 +55,17 @@ func (c *Catalog) TypeConverter(gvs ...schema.GroupVersion) (managedfields.TypeC
 // CustomTypeConverter returns the structured-merge-diff type converter of the group-version of
 // a kind CRDs serve, as kube-apiserver's MutatingAdmissionPolicy plugin builds it from the
 // OpenAPI v3 document the server publishes for the group-version (patch.typeConverterManager);
-// ok is false when no CRD of the catalog serves it. defaulted says whether the kind's CRD
-// schema declares a default: the server applies them to a custom resource after every patch,
-// by the CRD's structural schema, which the type converter does not do
-// (CustomResourceDefaulter does).
-func (c *Catalog) CustomTypeConverter(gvk schema.GroupVersionKind) (tc managedfields.TypeConverter, defaulted, ok bool, err error) {
+// ok is false when no CRD of the catalog serves it. The type converter does not apply the
+// schema's defaults, which the server applies after every patch (CustomResourceDefaulter).
+func (c *Catalog) CustomTypeConverter(gvk schema.GroupVersionKind) (tc managedfields.TypeConverter, ok bool, err error) {
 	c.mu.RLock()
 	comps := c.crd.schemas[gvk.GroupVersion()]
 	c.mu.RUnlock()
 	if comps == nil {
-		return nil, false, false, nil
+		return nil, false, nil
 	}
 	comps.once.Do(func() {
 		comps.tc, comps.tcErr = managedfields.NewTypeConverter(comps.schemas, false)
 	})
-	return comps.tc, comps.defaulted[gvk.Kind], true, comps.tcErr
-}
-
-// crdHasDefault says whether a CRD's schema of a version declares a default anywhere.
-func crdHasDefault(crd *apiextensionsv1.CustomResourceDefinition, version string) bool {
-	for _, v := range crd.Spec.Versions {
-		if v.Name == version && v.Schema != nil {
-			return propsHaveDefault(v.Schema.OpenAPIV3Schema)
-		}
-	}
-	return false
-}
-
-func propsHaveDefault(s *apiextensionsv1.JSONSchemaProps) bool {
-	if s == nil {
-		return false
-	}
-	if s.Default != nil {
-		return true
-	}
-	for _, p := range s.Properties {
-		if propsHaveDefault(&p) {
-			return true
-		}
-	}
-	if s.Items != nil {
-		if propsHaveDefault(s.Items.Schema) {
-			return true
-		}
-		for i := range s.Items.JSONSchemas {
-			if propsHaveDefault(&s.Items.JSONSchemas[i]) {
-				return true
-			}
-		}
-	}
-	if s.AdditionalProperties != nil && propsHaveDefault(s.AdditionalProperties.Schema) {
-		return true
-	}
-	for _, list := range [][]apiextensionsv1.JSONSchemaProps{s.AllOf, s.AnyOf, s.OneOf} {
-		for i := range list {
-			if propsHaveDefault(&list[i]) {
-				return true
-			}
-		}
-	}
-	return false
+	return comps.tc, true, comps.tcErr
 }

@@ -466,6 +466,17 @@ func TestCustomResourceRebuilt(t *testing.T) {
 	withDefault["spec"].(map[string]any)["versions"].([]any)[0].(map[string]any)["schema"].(map[string]any)["openAPIV3Schema"].(map[string]any)["properties"].(map[string]any)["spec"].(map[string]any)["properties"].(map[string]any)["max"] = map[string]any{"type": "integer", "default": int64(3)}
 	withStatus := crdObject("widgets", "Widget", "established", false)
 	withStatus["spec"].(map[string]any)["versions"].([]any)[0].(map[string]any)["schema"].(map[string]any)["openAPIV3Schema"].(map[string]any)["properties"].(map[string]any)["status"] = map[string]any{"type": "object", "properties": map[string]any{"ok": map[string]any{"type": "boolean"}}}
+	withSubresource := runtime.DeepCopyJSON(withStatus)
+	withSubresource["spec"].(map[string]any)["versions"].([]any)[0].(map[string]any)["subresources"] = map[string]any{"status": map[string]any{}}
+	deleting := runtime.DeepCopyJSON(stored)
+	deleting["metadata"].(map[string]any)["deletionTimestamp"], deleting["metadata"].(map[string]any)["finalizers"] = "2026-03-02T10:00:05Z", []any{"x/y"}
+	createdDeleting := event{id: "c", verb: "create", group: "rules.example.com", version: "v1", resource: "widgets", ns: "app", name: "w1", code: 201, received: at(t, 1), req: widget(1, nil, nil), resp: deleting}.line(t)
+	patched := func(patch map[string]any) string {
+		return event{id: "w1", verb: "patch", group: "rules.example.com", version: "v1", resource: "widgets", ns: "app", name: "w1", code: 200, received: at(t, 2), req: patch}.line(t)
+	}
+	statusBody := widget(2, nil, map[string]any{"ok": true})
+	statusBody["metadata"].(map[string]any)["uid"], statusBody["metadata"].(map[string]any)["generation"] = "u-w1", int64(1)
+	statusUpdate := event{id: "w1", verb: "update", group: "rules.example.com", version: "v1", resource: "widgets", sub: "status", ns: "app", name: "w1", code: 200, received: at(t, 2), req: statusBody}.line(t)
 	for _, tc := range []struct {
 		name, expr string
 		crd        map[string]any // the Widget CRD (nil: without defaults)
@@ -474,22 +485,30 @@ func TestCustomResourceRebuilt(t *testing.T) {
 		want       string
 	}{
 		{name: "managedFields", expr: "!has(object.metadata.managedFields)", want: DecisionIndeterminate},
-		{name: "the uid", expr: "has(object.metadata.uid)", want: DecisionIndeterminate},
-		{name: "the generation", expr: "object.metadata.generation == 1", want: DecisionIndeterminate},
+		// rest.BeforeCreate: a uid (of the server's generator) and the generation.
+		{name: "the uid", expr: "has(object.metadata.uid)", want: DecisionAdmit},
+		{name: "the uid's value", expr: "object.metadata.uid == 'x'", want: DecisionIndeterminate},
+		{name: "the generation", expr: "object.metadata.generation == 1", want: DecisionAdmit},
 		{name: "the spec", expr: "object.spec.size < 10", want: DecisionAdmit},
+		// The status stays as sent without a status subresource, and is dropped with one.
 		{name: "a status sent", expr: "!has(object.status)", crd: withStatus, request: event{id: "w1", verb: "create", group: "rules.example.com", version: "v1", resource: "widgets", ns: "app", name: "w1", code: 201, received: at(t, 1),
-			req: widget(1, nil, map[string]any{"ok": true})}.line(t), want: DecisionIndeterminate},
-		// The decoder prunes what the schema does not hold: the status, and a field of the spec.
-		{name: "a status the schema prunes", expr: "!has(object.status) && !has(object.spec.extra)", request: event{id: "w1", verb: "create", group: "rules.example.com", version: "v1", resource: "widgets", ns: "app", name: "w1", code: 201, received: at(t, 1),
-			req: customObject("Widget", "w1", "app", map[string]any{"size": int64(1), "extra": "x"})}.line(t), want: DecisionAdmit},
-		// And applies the schema's defaults, which the policy reads.
-		{name: "a schema with defaults", expr: "object.spec.max == 3", crd: withDefault, want: DecisionAdmit},
+			req: widget(1, nil, map[string]any{"ok": true})}.line(t), want: DecisionDeny},
+		{name: "a status sent, dropped by the status subresource", expr: "!has(object.status)", crd: withSubresource, request: event{id: "w1", verb: "create", group: "rules.example.com", version: "v1", resource: "widgets", ns: "app", name: "w1", code: 201, received: at(t, 1),
+			req: widget(1, nil, map[string]any{"ok": true})}.line(t), want: DecisionAdmit},
+		// A patched object is decoded: pruned by the schema, and defaulted.
+		{name: "a patch the schema prunes", expr: "!has(object.status) && !has(object.spec.extra)", lines: []string{created},
+			request: patched(map[string]any{"spec": map[string]any{"extra": "x"}, "status": map[string]any{"ok": true}}), want: DecisionAdmit},
 		{name: "a schema with defaults, patched", expr: "object.spec.max == 3 && object.spec.size == 5", crd: withDefault, lines: []string{created},
-			request: event{id: "w1", verb: "patch", group: "rules.example.com", version: "v1", resource: "widgets", ns: "app", name: "w1", code: 200, received: at(t, 2),
-				req: map[string]any{"spec": map[string]any{"size": int64(5), "max": nil}}}.line(t), want: DecisionAdmit},
+			request: patched(map[string]any{"spec": map[string]any{"size": int64(5), "max": nil}}), want: DecisionAdmit},
+		// rest.BeforeUpdate: the generation moves when more than metadata changed.
 		{name: "an update of labels: the generation stays", expr: "object.metadata.generation == 1", lines: []string{created}, request: updated(widget(1, map[string]any{"a": "b"}, nil)), want: DecisionAdmit},
-		{name: "an update of the spec: the generation moves", expr: "object.metadata.generation == 1", lines: []string{created}, request: updated(widget(2, nil, nil)), want: DecisionIndeterminate},
-		{name: "an update with a status", expr: "!has(object.status)", crd: withStatus, lines: []string{created}, request: updated(widget(1, nil, map[string]any{"ok": true})), want: DecisionIndeterminate},
+		{name: "an update of the spec: the generation moves", expr: "object.metadata.generation == 2", lines: []string{created}, request: updated(widget(2, nil, nil)), want: DecisionAdmit},
+		{name: "an update with a status", expr: "!has(object.status)", crd: withStatus, lines: []string{created}, request: updated(widget(1, nil, map[string]any{"ok": true})), want: DecisionDeny},
+		{name: "an update with a status, kept by the status subresource", expr: "!has(object.status)", crd: withSubresource, lines: []string{created}, request: updated(widget(1, nil, map[string]any{"ok": true})), want: DecisionAdmit},
+		// An update can never remove a deletion timestamp.
+		{name: "an update of an object being deleted", expr: "has(object.metadata.deletionTimestamp)", lines: []string{createdDeleting}, request: updated(widget(1, nil, nil)), want: DecisionAdmit},
+		// A /status update changes the status only.
+		{name: "a status update", expr: "object.spec.size == 1 && object.status.ok", crd: withSubresource, lines: []string{created}, request: statusUpdate, want: DecisionAdmit},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			crd := tc.crd
@@ -505,6 +524,7 @@ func TestCustomResourceRebuilt(t *testing.T) {
 				t.Fatal(err)
 			}
 			p := ps[2].DeepCopy()
+			p.Spec.MatchConstraints.ResourceRules[0].Resources = []string{"widgets", "widgets/status"}
 			p.Spec.Validations = []admissionregistrationv1.Validation{{Expression: tc.expr}}
 			r, err := New([]*admissionregistrationv1.ValidatingAdmissionPolicy{p}, bs[2:], WithCheckRecorded(true), WithSnapshot(dir))
 			if err != nil {

@@ -1,81 +1,192 @@
 package replay
 
 import (
-	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apiserver/pkg/admission"
+	"context"
+	"sync"
 
-	vapccel "github.com/vapc-dev/vapc/cel"
+	apiextensionshelpers "k8s.io/apiextensions-apiserver/pkg/apihelpers"
+	apiextensionsinternal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	"k8s.io/apiextensions-apiserver/pkg/crdserverscheme"
+	"k8s.io/apiextensions-apiserver/pkg/registry/customresource"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+
 	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
 )
 
-// customResourceUnknowns are the fields of a custom resource's object, rebuilt from its
-// request outside the request pipeline (a create or update the log holds without its stored
-// result), that the custom resource handler set before validating admission and the replay
-// does not: rest.BeforeCreate's uid and creationTimestamp (FillObjectMetaSystemFields), the
-// generation its strategy sets on create and bumps on a change outside metadata, the status
-// its strategy drops on create and keeps from the stored object on update when the CRD has a
-// status subresource, and, unless decoded says the replay applied them, the defaults of the
-// CRD's schema, which the decoder applies. old is the stored object of an update.
-func (r *Replayer) customResourceUnknowns(t target, u, old *unstructured.Unstructured, decoded bool) []vapccel.Unknown {
-	if kubescheme.Knows(u.GroupVersionKind()) || t.sub != "" || (t.op != admission.Create && t.op != admission.Update) {
-		return nil
+// What the apiextensions apiserver's handler of a custom resource does to the object of a
+// create or update before validating admission, which the replay does for an object it
+// rebuilds from the request outside the request pipeline (the pipeline serves built-in
+// resources only): its registry strategy's rest.BeforeCreate (after
+// FillObjectMetaSystemFields, as Store.Create does) or rest.BeforeUpdate, the status
+// subresource's for a /status update. The log holds a create's or update's body as the
+// handler decoded it (pruned and defaulted: audit.LogRequestObject runs after the decoder); a
+// patched object the replay decodes itself (decodeCustomResource). What the handler's field
+// manager writes stays unknown (see evaluate).
+
+// crStrategies are the registry strategies of a CRD's version.
+type crStrategies struct {
+	main interface {
+		rest.RESTCreateStrategy
+		rest.RESTUpdateStrategy
 	}
-	what := "the " + describe(t.gvr, t.sub) + " handler"
-	var out []vapccel.Unknown
-	if r.catalog != nil && !decoded {
-		if _, defaulted, ok, _ := r.catalog.CustomTypeConverter(u.GroupVersionKind()); ok && defaulted {
-			return []vapccel.Unknown{{Path: vapccel.FieldPath{Root: "object"},
-				Why: "the defaults of the schema of " + describe(t.gvr, "") + ", which " + what + " applies before admission and the replay does not apply to an object it rebuilds"}}
-		}
-	}
-	generated := func(steps ...string) {
-		out = append(out, vapccel.Unknown{Path: objectPath(steps...), Why: "what " + what + " sets before admission (rest.BeforeCreate, BeforeUpdate), which the replay does not run for a custom resource it rebuilds"})
-	}
-	switch t.op {
-	case admission.Create:
-		generated("metadata", "uid")
-		generated("metadata", "creationTimestamp")
-		generated("metadata", "generation")
-		if _, has := u.Object["status"]; has {
-			generated("status")
-		}
-	case admission.Update:
-		if old == nil || u.GetGeneration() != old.GetGeneration() || !sameOutsideMetadata(u, old) {
-			generated("metadata", "generation")
-		}
-		if old == nil {
-			generated("metadata", "uid")
-			generated("metadata", "creationTimestamp")
-			generated("status")
-			break
-		}
-		if u.GetUID() == "" && old.GetUID() != "" {
-			generated("metadata", "uid")
-		}
-		if created, was := u.GetCreationTimestamp(), old.GetCreationTimestamp(); created.IsZero() && !was.IsZero() {
-			generated("metadata", "creationTimestamp")
-		}
-		if !equality.Semantic.DeepEqual(u.Object["status"], old.Object["status"]) {
-			generated("status")
-		}
-	}
-	return out
+	status rest.RESTUpdateStrategy // nil without a status subresource
+	err    error
 }
 
-// sameOutsideMetadata says whether two objects are the same but for their metadata: the
-// strategy's update leaves the generation as it was then.
-func sameOutsideMetadata(a, b *unstructured.Unstructured) bool {
-	if len(a.Object) != len(b.Object) {
-		return false
+type crStrategyKey struct {
+	crd     *apiextensionsv1.CustomResourceDefinition
+	version string
+}
+
+// crStrategyCache holds the strategies the replay built, by CRD (the catalog's, never changed
+// once added) and version: the schema validators compile the CRD's CEL rules.
+var crStrategyCache sync.Map // crStrategyKey -> *crStrategies
+
+// customResourceStrategies are the registry strategies of the custom resource kind as the
+// crdHandler builds them (getOrCreateServingInfoFor), or nil when the catalog does not hold
+// its CRD.
+func (r *Replayer) customResourceStrategies(gvk schema.GroupVersionKind) *crStrategies {
+	if r.catalog == nil {
+		return nil
 	}
-	for k, v := range a.Object {
-		if k == "metadata" {
-			continue
+	crd := r.catalog.CustomResourceDefinitionOf(gvk)
+	if crd == nil {
+		return nil
+	}
+	key := crStrategyKey{crd, gvk.Version}
+	if s, ok := crStrategyCache.Load(key); ok {
+		return s.(*crStrategies)
+	}
+	s, _ := crStrategyCache.LoadOrStore(key, newCRStrategies(crd, gvk))
+	return s.(*crStrategies)
+}
+
+func newCRStrategies(crd *apiextensionsv1.CustomResourceDefinition, kind schema.GroupVersionKind) *crStrategies {
+	fail := func(err error) *crStrategies { return &crStrategies{err: err} }
+	val, err := apiextensionshelpers.GetSchemaForVersion(crd, kind.Version)
+	if err != nil {
+		return fail(err)
+	}
+	var props *apiextensionsinternal.JSONSchemaProps
+	var structural *structuralschema.Structural
+	if val != nil {
+		internal := &apiextensionsinternal.CustomResourceValidation{}
+		if err := apiextensionsv1.Convert_v1_CustomResourceValidation_To_apiextensions_CustomResourceValidation(val, internal, nil); err != nil {
+			return fail(err)
 		}
-		if w, ok := b.Object[k]; !ok || !equality.Semantic.DeepEqual(v, w) {
-			return false
+		props = internal.OpenAPIV3Schema
+		if structural, err = structuralschema.NewStructural(props); err != nil && !crd.Spec.PreserveUnknownFields {
+			return fail(err)
 		}
 	}
-	return true
+	validator, _, err := apiservervalidation.NewSchemaValidator(props)
+	if err != nil {
+		return fail(err)
+	}
+	subresources, err := apiextensionshelpers.GetSubresourcesForVersion(crd, kind.Version)
+	if err != nil {
+		return fail(err)
+	}
+	var status *apiextensionsinternal.CustomResourceSubresourceStatus
+	var statusValidator apiservervalidation.SchemaValidator
+	if subresources != nil && subresources.Status != nil {
+		status = &apiextensionsinternal.CustomResourceSubresourceStatus{}
+		if props != nil && props.Properties != nil {
+			if statusSchema, ok := props.Properties["status"]; ok {
+				if statusValidator, _, err = apiservervalidation.NewSchemaValidator(&statusSchema); err != nil {
+					return fail(err)
+				}
+			}
+		}
+	}
+	var scale *apiextensionsinternal.CustomResourceSubresourceScale
+	if subresources != nil && subresources.Scale != nil {
+		scale = &apiextensionsinternal.CustomResourceSubresourceScale{}
+		if err := apiextensionsv1.Convert_v1_CustomResourceSubresourceScale_To_apiextensions_CustomResourceSubresourceScale(subresources.Scale, scale, nil); err != nil {
+			return fail(err)
+		}
+	}
+	var selectable []apiextensionsv1.SelectableField
+	for _, v := range crd.Spec.Versions {
+		if v.Name == kind.Version {
+			selectable = v.SelectableFields
+		}
+	}
+	main := customresource.NewStrategy(crdserverscheme.NewUnstructuredObjectTyper(), crd.Spec.Scope == apiextensionsv1.NamespaceScoped, kind,
+		validator, statusValidator, structural, status, scale, selectable)
+	s := &crStrategies{main: main}
+	if status != nil {
+		s.status = customresource.NewStatusStrategy(main)
+	}
+	return s
+}
+
+// prepareCustomResource does to the object of a custom resource's create or update the replay
+// rebuilt from its request what the handler does before validating admission (see above),
+// and adds to b what of it the log does not hold (the uid it generates, its clock: settle). A
+// request the replay cannot take through it is indeterminate.
+func (r *Replayer) prepareCustomResource(ev *Event, t target, b *rebuilt) {
+	u := b.req.Object
+	if u == nil || b.indeterminate.is() || b.objectSource == SourceResponse || kubescheme.Knows(u.GroupVersionKind()) ||
+		(t.op != admission.Create && t.op != admission.Update) || (t.sub != "" && t.sub != "status") {
+		return
+	}
+	s := r.customResourceStrategies(u.GroupVersionKind())
+	switch {
+	case s == nil:
+		b.indeterminate = because(ReasonRebuild, "the CustomResourceDefinition of "+describe(t.gvr, "")+" is not known, and so neither what its handler sets before admission")
+		return
+	case s.err != nil:
+		b.indeterminate = because(ReasonRebuild, "the strategy of "+describe(t.gvr, "")+": "+s.err.Error())
+		return
+	}
+	ctx := request.WithNamespace(context.Background(), t.namespace)
+	var err error
+	switch {
+	case t.op == admission.Create:
+		if m, merr := meta.Accessor(u); merr == nil {
+			rest.FillObjectMetaSystemFields(m)
+		}
+		err = rest.BeforeCreate(s.main, ctx, u)
+	case b.req.OldObject == nil:
+		b.indeterminate = because(ReasonOldObjectUnknown, "the stored object, which the handler's update starts from")
+		return
+	case t.sub == "status" && s.status == nil:
+		return // no status subresource: the server does not serve the request
+	case t.sub == "status":
+		err = rest.BeforeUpdate(s.status, ctx, u, b.req.OldObject)
+	default:
+		err = rest.BeforeUpdate(s.main, ctx, u, b.req.OldObject)
+	}
+	if err != nil {
+		b.indeterminate = because(ReasonRebuild, "the object the replay rebuilt does not pass what the handler of "+describe(t.gvr, t.sub)+" checks before admission: "+err.Error())
+		return
+	}
+	var old runtime.Object
+	if t.op == admission.Update {
+		old = b.req.OldObject
+	}
+	b.unknowns = append(b.unknowns, settle(ev, t, admission.NewAttributesRecord(u, old, t.reqKind, t.namespace, t.name, t.gvr, t.sub, t.op, nil, false, nil), ev.RequestObject)...)
+}
+
+// decodeCustomResource does to a custom resource's patched object, in place, what the patcher's
+// codec does (cel/schema Catalog.CustomResourceDecoder: pruning, embedded metadata, the
+// schema's defaults).
+func (r *Replayer) decodeCustomResource(t target, u *unstructured.Unstructured) error {
+	if r.catalog == nil || u == nil || kubescheme.Knows(u.GroupVersionKind()) {
+		return nil
+	}
+	if decode, ok := r.catalog.CustomResourceDecoder(u.GroupVersionKind()); ok {
+		return decode(u.Object)
+	}
+	return nil
 }

@@ -186,6 +186,7 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 		j.skip = b.skip
 		return
 	}
+	r.prepareCustomResource(j.ev, j.t, &b)
 	out := newRecord(j.d, j.ev, j.t, j.rec, b)
 	j.out = out
 	if b.indeterminate.is() {
@@ -246,7 +247,6 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 		// only in the request pipeline, which does not serve this request.
 		unknowns = append(unknowns, vapccel.Unknown{Path: objectPath("metadata", "managedFields"),
 			Why: "the managedFields the field manager of " + describe(j.t.gvr, j.t.sub) + " writes before admission, which the replay does not compute outside the request pipeline"})
-		unknowns = append(unknowns, r.customResourceUnknowns(j.t, u, b.req.OldObject, b.decoded)...)
 	}
 	if r.learnedKind(j.t.gvr) && b.req.Object != nil && b.objectSource != SourceResponse {
 		// The server pruned and defaulted the object by a schema the log does not hold.

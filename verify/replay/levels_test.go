@@ -837,6 +837,8 @@ func TestTokenRequestDefaults(t *testing.T) {
 		{"the status cleared", "object.status.token == ''", 201, "", "", DecisionAdmit, false, true},
 		// The handler's field manager wrote them, outside the replay's pipeline.
 		{"the managers", "has(object.metadata.managedFields)", 201, "", "", DecisionIndeterminate, false, false},
+		// Another service account's uid: refused before admission (the log says otherwise).
+		{"a uid not the service account's", "true", 201, "", "", DecisionIndeterminate, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, b := levelPolicy("token", "serviceaccounts", admissionregistrationv1.Create, nil, tc.expr)
@@ -855,6 +857,9 @@ func TestTokenRequestDefaults(t *testing.T) {
 				lines = append(lines, levelEvent(t, "sa", auditlog.LevelRequestResponse, "create", "serviceaccounts", "ns1", "sa1", 201, "", sa, sa))
 			}
 			req := tr
+			if tc.name == "a uid not the service account's" {
+				req = map[string]any{"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "metadata": map[string]any{"uid": "u-other"}, "spec": tr["spec"]}
+			}
 			if tc.status {
 				req = map[string]any{"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "metadata": map[string]any{}, "spec": tr["spec"], "status": map[string]any{"token": "sent"}}
 			}

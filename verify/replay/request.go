@@ -12,12 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/admission"
 	sigsjson "sigs.k8s.io/json"
 
 	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify"
-	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
@@ -101,9 +101,6 @@ type rebuilt struct {
 	// unknowns are fields of the request's objects the server set before admission that the
 	// log does not hold.
 	unknowns []vapccel.Unknown
-	// decoded says a custom resource's object went through its CRD's decoder (see
-	// Replayer.decodeCustomResource).
-	decoded bool
 }
 
 // serverFacts is what the log taught the replay of the server's configuration by the point of
@@ -262,9 +259,9 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior, facts se
 			obj, source = scaleUpdated(old, obj), source+", spec.replicas of the result on the Scale the apiserver derives"
 		}
 		b.req.Object, b.objectSource = withKind(obj, t.reqKind), source
-		if !isApply(ev) {
-			// The patcher decodes the patched object with the resource's codec.
-			b.decoded = r.decodeCustomResource(t, b.req.Object)
+		// The patcher decodes the patched object with the resource's codec.
+		if err := r.decodeCustomResource(t, b.req.Object); err != nil {
+			b.indeterminate = because(ReasonPatch, "the patched object does not decode as the server's codec decodes it: "+err.Error())
 		}
 		return b
 	}
@@ -308,7 +305,12 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior, facts se
 		} else {
 			b.unknowns = append(b.unknowns, vapccel.Unknown{Path: objectPath("spec", "audiences"), Why: "the server's --api-audiences, which it gives a TokenRequest that asks for none before admission, and which the log does not show before this request (a completed TokenRequest that asked for none would)"})
 		}
-		b.unknowns = append(b.unknowns, tokenRequestMeta(body, ev, p)...)
+		unknowns, refused := tokenRequestMeta(body, ev, p)
+		if refused != "" {
+			b.indeterminate = because(ReasonRebuild, refused)
+			return b
+		}
+		b.unknowns = append(b.unknowns, unknowns...)
 	}
 	if derivesScale(t) && old != nil {
 		b.req.Object, b.objectSource = scaleUpdated(old, body), SourceRequest+" (spec.replicas on the Scale the apiserver derives)"
@@ -320,35 +322,27 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior, facts se
 		body.SetResourceVersion(old.GetResourceVersion())
 	}
 	b.req.Object, b.objectSource = withKind(body, t.reqKind), SourceRequest
-	b.decoded = r.decodeCustomResource(t, b.req.Object)
 	return b
-}
-
-// decodeCustomResource does to a custom resource's object, in place, what its CRD's decoder
-// does to a request's body (cel/schema Catalog.CustomResourceDecoder: pruning, then the
-// schema's defaults); it says whether it did.
-func (r *Replayer) decodeCustomResource(t target, u *unstructured.Unstructured) bool {
-	if r.catalog == nil || t.sub != "" || u == nil || kubescheme.Knows(u.GroupVersionKind()) {
-		return false
-	}
-	decode, ok := r.catalog.CustomResourceDecoder(u.GroupVersionKind())
-	if ok {
-		decode(u.Object)
-	}
-	return ok
 }
 
 // tokenRequestMeta gives a TokenRequest what TokenREST.Create gives it before validating
 // admission, besides its name, namespace and audiences: the service account's uid when it
 // asks for none, the server's clock as its creationTimestamp, and no status. sa is the
-// service account as the State holds it; unknowns are what the replay does not know of those.
-func tokenRequestMeta(body *unstructured.Unstructured, ev *Event, sa prior) []vapccel.Unknown {
-	var unknowns []vapccel.Unknown
+// service account as the State holds it; unknowns are what the replay does not know of those,
+// and refused says why the server refused the request before admission.
+func tokenRequestMeta(body *unstructured.Unstructured, ev *Event, sa prior) (unknowns []vapccel.Unknown, refused string) {
 	unstructured.RemoveNestedField(body.Object, "status")
+	var uid string
+	if u, unknown := sa.decode(); sa.found && unknown == "" && u != nil && !slices.ContainsFunc(sa.unknowns, func(un vapccel.Unknown) bool { return fieldUnder(un.Path.Steps, "metadata", "uid") }) {
+		uid = string(u.GetUID())
+	}
+	if asked := string(body.GetUID()); asked != "" && uid != "" && asked != uid {
+		// TokenRequestServiceAccountUIDValidation (on since 1.34): a Conflict before admission.
+		return nil, "the TokenRequest's uid " + asked + " is not its service account's " + uid + ", which the server refuses before admission"
+	}
 	if body.GetUID() == "" {
-		u, unknown := sa.decode()
-		if sa.found && unknown == "" && u != nil && u.GetUID() != "" && !slices.ContainsFunc(sa.unknowns, func(un vapccel.Unknown) bool { return fieldUnder(un.Path.Steps, "metadata", "uid") }) {
-			body.SetUID(u.GetUID())
+		if uid != "" {
+			body.SetUID(types.UID(uid))
 		} else {
 			body.SetUID("00000000-0000-0000-0000-000000000000") // a value it can hold, held unknown
 			unknowns = append(unknowns, vapccel.Unknown{Path: objectPath("metadata", "uid"), ValueOnly: true,
@@ -362,7 +356,7 @@ func tokenRequestMeta(body *unstructured.Unstructured, ev *Event, sa prior) []va
 			Why: "the server's clock during the request, which the server gives a TokenRequest as its creationTimestamp before admission, and which the log does not hold to the second"})
 	}
 	body.SetCreationTimestamp(second)
-	return unknowns
+	return unknowns, ""
 }
 
 // standInOld says whether a request whose oldObject is not known is rebuilt with a stand-in:

@@ -235,10 +235,10 @@ func (s *Server) DeleteLeaves(gr schema.GroupResource, raw []byte, options *meta
 		return Deletion{}, err
 	}
 	was := a.GetDeletionTimestamp() != nil
-	graceful := false
+	graceful, pending := false, false
 	if strategy, ok := s.deleters[gr]; ok {
 		ctx := request.WithNamespace(context.Background(), a.GetNamespace())
-		if graceful, _, err = rest.BeforeDelete(strategy, ctx, obj, options.DeepCopy()); err != nil {
+		if graceful, pending, err = rest.BeforeDelete(strategy, ctx, obj, options.DeepCopy()); err != nil {
 			return Deletion{}, err
 		}
 	}
@@ -247,9 +247,14 @@ func (s *Server) DeleteLeaves(gr schema.GroupResource, raw []byte, options *meta
 		grace = *g
 	}
 	switch {
-	case was:
-		// Already being deleted: it stays until its grace period or finalizers end.
+	case was && (pending || (graceful && grace > 0) || len(a.GetFinalizers()) > 0):
+		// Already being deleted: it stays until its grace period or finalizers end (a
+		// shortened grace period moves its deletion).
 		return Deletion{Remains: true, GracePeriodSeconds: grace, Shortened: graceful}, nil
+	case was:
+		// A pending deletion of no grace period (BeforeDelete: delete now), or one shortened
+		// to none (Store.Delete deletes it at once).
+		return Deletion{}, nil
 	case graceful && grace > 0:
 		return Deletion{Remains: true, Marked: true, GracePeriodSeconds: grace}, nil
 	case len(a.GetFinalizers()) > 0:

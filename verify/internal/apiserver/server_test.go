@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -221,6 +222,9 @@ func TestDeleteLeaves(t *testing.T) {
 		{"an unscheduled pod: at once", pods, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"n"},"spec":{"containers":[{"name":"c","image":"i"}]}}`, nil, Deletion{}},
 		{"a pod being deleted: pending", pods, deleting, nil, Deletion{Remains: true, GracePeriodSeconds: 30}},
 		{"a pod being deleted, a shorter grace period", pods, deleting, &metav1.DeleteOptions{GracePeriodSeconds: &ten}, Deletion{Remains: true, GracePeriodSeconds: 10, Shortened: true}},
+		{"a pod being deleted, shortened to none", pods, deleting, &metav1.DeleteOptions{GracePeriodSeconds: &zero}, Deletion{}},
+		{"a pod being deleted with no grace period left", pods, strings.Replace(deleting, `"deletionGracePeriodSeconds":30`, `"deletionGracePeriodSeconds":0`, 1), nil, Deletion{}},
+		{"a pod being deleted, shortened to none, with a finalizer", pods, strings.Replace(deleting, `"namespace":"n",`, `"namespace":"n","finalizers":["x/y"],`, 1), &metav1.DeleteOptions{GracePeriodSeconds: &zero}, Deletion{Remains: true, Shortened: true}},
 		{"a ConfigMap", configMaps, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"n"}}`, nil, Deletion{}},
 		{"a ConfigMap with a finalizer", configMaps, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"n","finalizers":["x/y"]}}`, nil, Deletion{Remains: true, Marked: true}},
 	} {
