@@ -570,7 +570,37 @@ func TestPreparedIsItsOwn(t *testing.T) {
 			if a.GetNamespace() != tc.wantNS || p.Namespace() != tc.wantNS {
 				t.Errorf("the prepared object's namespace = %q (%q), want %q", a.GetNamespace(), p.Namespace(), tc.wantNS)
 			}
+			if ns, ok := p.Object().(*corev1.Namespace); ok && (ns.Labels["kubernetes.io/metadata.name"] != ns.Name || ns.Status.Phase != corev1.NamespaceActive) {
+				t.Errorf("the prepared namespace = labels %v, phase %q, want its defaults", ns.Labels, ns.Status.Phase)
+			}
 		})
+	}
+
+	// A custom resource's request object with apiVersion and kind: its metadata goes
+	// through ObjectMeta in the evaluator's copy (an emptied labels map is gone), not in the
+	// caller's object.
+	ce, err := verify.New([]*admissionregistrationv1.ValidatingAdmissionPolicy{mustPolicy(t, `
+metadata: {name: unlabelled}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [example.com], apiVersions: ["*"], resources: [widgets], operations: [CREATE]}
+  validations:
+  - expression: "!has(object.metadata.labels)"
+`)}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{binding("unlabelled", "unlabelled", admissionregistrationv1.Deny)}, verify.WithResources(cat))
+	if err != nil {
+		t.Fatal(err)
+	}
+	widget := object(t, `{apiVersion: example.com/v1, kind: Widget, metadata: {name: w, namespace: ns, labels: {}}, spec: {size: small}}`)
+	dec, err := ce.Evaluate(context.Background(), verify.Request{Operation: admission.Create, Resource: schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}, Object: widget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !dec.Allowed {
+		t.Errorf("the widget was refused: %s; want its emptied labels gone", dec.Summary())
+	}
+	if _, ok := widget.Object["metadata"].(map[string]any)["labels"]; !ok {
+		t.Errorf("the caller's widget lost its labels: %v", widget.Object["metadata"])
 	}
 
 	// A request's object without apiVersion and kind: the evaluator gives its copy the
@@ -581,7 +611,7 @@ func TestPreparedIsItsOwn(t *testing.T) {
 		t.Fatal(err)
 	}
 	obj := object(t, `{metadata: {name: c, namespace: ns}, data: {v: one}}`)
-	dec, err := e.Evaluate(context.Background(), verify.Request{Operation: admission.Create, Resource: configmaps, Object: obj})
+	dec, err = e.Evaluate(context.Background(), verify.Request{Operation: admission.Create, Resource: configmaps, Object: obj})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -131,9 +131,11 @@ func (s *MemoryStore) Prepare(obj *unstructured.Unstructured) (*Prepared, error)
 	if err != nil {
 		return nil, err
 	}
-	// obj is the caller's: copied when it is changed or kept as it is (a kind without a typed
-	// form); the typed conversion neither changes it nor keeps what it holds.
-	if gvk := obj.GroupVersionKind(); obj.GetNamespace() != loc.Namespace || gvk == namespaceGVK || !clientgoscheme.Scheme.Recognizes(gvk) {
+	// obj is the caller's: copied when it is changed, or kept as it is (a kind without a typed
+	// form). The typed conversion neither changes it nor keeps what it holds (the typed kinds
+	// have no interface{} fields, which would share its values).
+	given := obj
+	if gvk := obj.GroupVersionKind(); obj.GetNamespace() != loc.Namespace || gvk == namespaceGVK {
 		obj = obj.DeepCopy()
 		obj.SetNamespace(loc.Namespace)
 		if gvk == namespaceGVK {
@@ -143,6 +145,9 @@ func (s *MemoryStore) Prepare(obj *unstructured.Unstructured) (*Prepared, error)
 	stored, err := informerForm(obj, !s.dropUnknown)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", obj.GetKind(), obj.GetName(), err)
+	}
+	if u, ok := stored.(*unstructured.Unstructured); ok && u == given {
+		stored = given.DeepCopy()
 	}
 	return &Prepared{gvr: loc.Resource, key: objectKey{loc.Namespace, loc.Name}, stored: storedObject{obj: stored, labels: labels.Set(obj.GetLabels())}}, nil
 }

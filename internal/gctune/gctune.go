@@ -4,8 +4,10 @@
 // heap nears the limit collects without end; with both, the limit is the trigger once the
 // live heap passes half of it. The tuner turns GOGC off and, after every collection, sets the
 // soft memory limit to the larger of its base and twice the live heap: the next collection
-// comes when the process's memory reaches the base, or about when GOGC=100 would bring it
-// once the live heap passes half the base.
+// comes when the process's memory reaches the base, or, once the live heap passes half the
+// base, somewhat sooner than GOGC=100 would bring it (the limit counts the runtime's own
+// memory too, the heap goal does not). The limit is set on the finalizers' goroutine: a
+// finalizer elsewhere that blocks holds it where it was.
 package gctune
 
 import (
@@ -23,7 +25,7 @@ func Limit(live, base uint64) int64 {
 	if live > base/2 {
 		l = 2 * live
 	}
-	if l > math.MaxInt64 {
+	if live > math.MaxInt64/2 || l > math.MaxInt64 {
 		return math.MaxInt64
 	}
 	return int64(l)

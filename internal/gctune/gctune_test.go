@@ -19,7 +19,8 @@ func TestLimit(t *testing.T) {
 		{live: 200 * mib, base: 400 * mib, want: 400 * mib},
 		{live: 300 * mib, base: 400 * mib, want: 600 * mib}, // never sooner than GOGC=100
 		{live: 500 * mib, base: 400 * mib, want: 1000 * mib},
-		{live: math.MaxUint64 / 2, base: 400 * mib, want: math.MaxInt64}, // bounded
+		{live: math.MaxUint64 / 2, base: 400 * mib, want: math.MaxInt64},   // bounded
+		{live: math.MaxUint64/2 + 1, base: 400 * mib, want: math.MaxInt64}, // twice it would wrap
 	} {
 		if got := Limit(tc.live, tc.base); got != tc.want {
 			t.Errorf("Limit(%d MiB, %d MiB) = %d MiB, want %d MiB", tc.live/mib, tc.base/mib, got/mib, tc.want/mib)
@@ -32,8 +33,8 @@ func TestLimit(t *testing.T) {
 func TestTuner(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
-	const base = 1 << 40 // far above the test's live heap: the base
-	const probe = 12345
+	const base = 1 << 40        // far above the test's live heap: the base
+	const probe = 3 << 40       // far above the heap: the collector does not spin while it holds
 	debug.SetMemoryLimit(probe) // set back by Start until the first collection
 	tu := Start(base)
 	if p := debug.SetGCPercent(-1); p != -1 {

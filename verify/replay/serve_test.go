@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 
 	vapccel "github.com/vapc-dev/vapc/cel"
+	"github.com/vapc-dev/vapc/verify"
 )
 
 // TestOverlayUnknown: an update's body gives the pipeline the values of the stored object the
@@ -208,5 +210,35 @@ func TestShortenedGrace(t *testing.T) {
 				t.Errorf("deletionTimestamp, grace, unknowns = %s, want %s", got, want)
 			}
 		})
+	}
+}
+
+// TestResultKey: results that differ in any field of verify.Result have different keys, so
+// that a request's results are given once each without two distinct ones merged (a field
+// added to Result and not to keyOf fails here).
+func TestResultKey(t *testing.T) {
+	rt := reflect.TypeOf(verify.Result{})
+	for i := range rt.NumField() {
+		f := rt.Field(i)
+		var r verify.Result
+		v := reflect.ValueOf(&r).Elem().Field(i)
+		switch f.Type.Kind() {
+		case reflect.String:
+			v.SetString("x")
+		case reflect.Bool:
+			v.SetBool(true)
+		case reflect.Pointer:
+			v.Set(reflect.New(f.Type.Elem()))
+		case reflect.Slice:
+			v.Set(reflect.MakeSlice(f.Type, 1, 1))
+		case reflect.Map:
+			v.Set(reflect.MakeMap(f.Type))
+			v.SetMapIndex(reflect.ValueOf("k"), reflect.ValueOf("v"))
+		default:
+			t.Fatalf("field %s of kind %s: teach the test to set it", f.Name, f.Type.Kind())
+		}
+		if keyOf(r) == keyOf(verify.Result{}) {
+			t.Errorf("keyOf does not tell results apart by %s", f.Name)
+		}
 	}
 }

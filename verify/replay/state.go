@@ -336,9 +336,6 @@ func resourceVersion(v string) uint64 {
 	return n
 }
 
-// restatedAt marks the source of an entry a no-op write restated (see store).
-const restatedAt = " (restated at "
-
 // store records the object (its JSON raw) as the current state of its key; rv is its
 // resourceVersion when raw is the log's own. A write the log records after a later one to the
 // same object (both resourceVersions known, the stored greater) changes nothing: the State
@@ -358,10 +355,11 @@ func (s *clusterState) store(gr schema.GroupResource, u *unstructured.Unstructur
 			// A write that changed nothing: the store answers a no-op update with the stored
 			// object, resourceVersion and all. It restates the version the State holds: that
 			// version's write (its source), and when it completed, are what a concurrent
-			// request may have read; the entry takes the newer JSON (a log may omit what
-			// another kept).
-			base, _, _ := strings.Cut(old.source, restatedAt)
-			old.raw, old.labels, old.unknowns, old.source = raw, e.labels, nil, base+restatedAt+source+")"
+			// request may have read. The entry takes the newer JSON only where it knew less
+			// (a log may omit at one level what it keeps at another).
+			if len(old.unknowns) > 0 {
+				old.raw, old.labels, old.unknowns = raw, e.labels, nil
+			}
 			return nil // its typed form, if any, is the same
 		}
 		e.follows = true

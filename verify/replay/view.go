@@ -54,7 +54,7 @@ type typedEntry struct {
 type partialUse struct {
 	gr       schema.GroupResource
 	key      string
-	objKey   *objectKey
+	k        objectKey // the object
 	unknowns []vapccel.Unknown
 }
 
@@ -219,12 +219,12 @@ func (b *bucket) list(gvr schema.GroupVersionResource, namespace string, selecto
 		e, _ := b.objs.get(k)
 		o, err := e.obj.get()
 		if err != nil {
-			failed = append(failed, miss{gr: gvr.GroupResource(), key: &k, text: fmt.Sprintf("%s %s unknown: %v", gvr.GroupResource(), joinKey(k.namespace, k.name), err)})
+			failed = append(failed, miss{gr: gvr.GroupResource(), k: k, text: fmt.Sprintf("%s %s unknown: %v", gvr.GroupResource(), joinKey(k.namespace, k.name), err)})
 			continue
 		}
 		out = append(out, o)
 		if len(e.unknowns) > 0 {
-			partials = append(partials, partialUse{gr: gvr.GroupResource(), key: joinKey(k.namespace, k.name), objKey: &k, unknowns: e.unknowns})
+			partials = append(partials, partialUse{gr: gvr.GroupResource(), key: joinKey(k.namespace, k.name), k: k, unknowns: e.unknowns})
 		}
 	}
 	b.mu.Lock()
@@ -494,8 +494,8 @@ func (v *stateView) withOverrides(gvr schema.GroupVersionResource, namespace str
 		}
 		out = append(out, obj)
 	}
-	failed = slices.DeleteFunc(slices.Clone(failed), func(m miss) bool { return m.key != nil && mine(*m.key) })
-	partials = slices.DeleteFunc(slices.Clone(partials), func(p partialUse) bool { return p.objKey != nil && mine(*p.objKey) })
+	failed = slices.DeleteFunc(slices.Clone(failed), func(m miss) bool { return m.k != (objectKey{}) && mine(m.k) })
+	partials = slices.DeleteFunc(slices.Clone(partials), func(p partialUse) bool { return mine(p.k) })
 	for _, rk := range v.overridden(gr) {
 		w := v.overrides[rk]
 		e := w.prev
@@ -505,12 +505,12 @@ func (v *stateView) withOverrides(gvr schema.GroupVersionResource, namespace str
 		key := joinKey(rk.k.namespace, rk.k.name)
 		obj, err := e.obj.get()
 		if err != nil {
-			failed = append(failed, miss{gr: gr, key: &rk.k, text: fmt.Sprintf("%s %s unknown: %v", gr, key, err)})
+			failed = append(failed, miss{gr: gr, k: rk.k, text: fmt.Sprintf("%s %s unknown: %v", gr, key, err)})
 			continue
 		}
 		out, changed = append(out, obj), true
 		if len(e.unknowns) > 0 {
-			partials = append(partials, partialUse{gr: gr, key: key, objKey: &rk.k, unknowns: e.unknowns})
+			partials = append(partials, partialUse{gr: gr, key: key, k: rk.k, unknowns: e.unknowns})
 		}
 	}
 	if changed {
@@ -536,7 +536,7 @@ func (b *bucket) get(k objectKey) (typedEntry, bool) {
 // miss is a read a View could not answer for sure: of which resource, and why, for people.
 type miss struct {
 	gr   schema.GroupResource
-	key  *objectKey // the object it is about, if one
+	k    objectKey // the object it is about, if one (zero if none)
 	text string
 }
 
