@@ -454,8 +454,8 @@ func writeAuditPolicy(dir, policy string) (string, error) {
 // response completes, not when it read the object: the replay must decide none of them on a
 // version it may not have read (a write logged after a request it ran concurrently with; the
 // server's first attempt on its watch cache's copy from before a write that completed
-// moments earlier). One of the writes may relabel the configmap's namespace, which the
-// policies read from an informer that may not hold it yet.
+// moments earlier). One of the writes may relabel the configmap's namespace or write a param,
+// which the policies read from an informer that may not hold it yet, or hold already.
 func (w *randomWorld) raceStep() {
 	ns := pick(w.r, w.namespaces()...)
 	name := w.existing(configMapsGVR, ns, cmNames)
@@ -466,6 +466,13 @@ func (w *randomWorld) raceStep() {
 	next := func() write {
 		u := w.user()
 		ri := w.client(u).Resource(configMapsGVR).Namespace(ns)
+		if w.r.IntN(5) == 0 {
+			// A param of the policies, written without a sync: kube-apiserver's informer may
+			// hold it before the other write's admission reads it, though the log records it
+			// after.
+			what, do := w.paramWrite()
+			return write{what, do}
+		}
 		if w.r.IntN(5) == 0 {
 			// The namespace the other writes are in, relabelled without a sync: the
 			// policies read it from kube-apiserver's informer, which may lag.

@@ -1482,6 +1482,14 @@ func (w *randomWorld) namespaceLabels() {
 }
 
 func (w *randomWorld) paramChange() {
+	what, do := w.paramWrite()
+	w.got(what, do())
+	w.sync(w.ctx)
+}
+
+// paramWrite is a random write to the params of the random policies: what it does, and the
+// write.
+func (w *randomWorld) paramWrite() (string, func() error) {
 	ctx := w.ctx
 	switch w.r.IntN(8) {
 	case 6:
@@ -1490,41 +1498,52 @@ func (w *randomWorld) paramChange() {
 			ns, name = pick(w.r, rndA, rndB, rndC), "rl-local"
 		}
 		rl := replicaLimitIn(ns, name, map[string]any{"set": pick(w.r, "x", "y", "z")}, int64(w.r.IntN(6)), pick(w.r, "on", "deny-all", "skip"), pick(w.r, "", "cm-a", "wg", "dep"))
-		_, err := w.tryPut(ctx, rl)
-		w.got("the administrator writes param replicalimit "+ns+"/"+name, err)
+		return "the administrator writes param replicalimit " + ns + "/" + name, func() error {
+			_, err := w.tryPut(ctx, rl)
+			return err
+		}
 	case 7:
 		name := pick(w.r, "rl-0", "rl-1", "rl-2")
-		err := w.dyn.Resource(replicaLimitsGVR).Namespace(rndParams).Delete(ctx, name, metav1.DeleteOptions{})
-		w.got("the administrator deletes param replicalimit "+rndParams+"/"+name, err)
+		return "the administrator deletes param replicalimit " + rndParams + "/" + name, func() error {
+			return w.dyn.Resource(replicaLimitsGVR).Namespace(rndParams).Delete(ctx, name, metav1.DeleteOptions{})
+		}
 	case 0, 1:
 		name := pick(w.r, "p-0", "p-1", "p-2", "p-9")
 		cm := configMap(rndParams, name, map[string]any{"set": pick(w.r, "x", "y", "z")}, map[string]any{
 			"max": pick(w.r, "4", "6", "x", "20"), "mode": pick(w.r, "on", "deny-all", "skip"), "prefix": pick(w.r, "cm-a", "pod", "d"),
 		})
-		_, err := w.tryPut(ctx, cm)
-		w.got("the administrator writes param "+rndParams+"/"+name, err)
+		return "the administrator writes param " + rndParams + "/" + name, func() error {
+			_, err := w.tryPut(ctx, cm)
+			return err
+		}
 	case 2:
 		ns := pick(w.r, rndA, rndB, rndC)
-		_, err := w.tryPut(ctx, configMap(ns, "p-local", nil, map[string]any{"max": pick(w.r, "5", "12"), "mode": pick(w.r, "on", "deny-all", "skip")}))
-		w.got("the administrator writes param "+ns+"/p-local", err)
+		cm := configMap(ns, "p-local", nil, map[string]any{"max": pick(w.r, "5", "12"), "mode": pick(w.r, "on", "deny-all", "skip")})
+		return "the administrator writes param " + ns + "/p-local", func() error {
+			_, err := w.tryPut(ctx, cm)
+			return err
+		}
 	case 3:
 		name := pick(w.r, "p-0", "p-1", "p-2", "p-9")
-		err := w.dyn.Resource(configMapsGVR).Namespace(rndParams).Delete(ctx, name, metav1.DeleteOptions{})
-		w.got("the administrator deletes param "+rndParams+"/"+name, err)
+		return "the administrator deletes param " + rndParams + "/" + name, func() error {
+			return w.dyn.Resource(configMapsGVR).Namespace(rndParams).Delete(ctx, name, metav1.DeleteOptions{})
+		}
 	case 4:
 		name := pick(w.r, "pn-0", "pn-1", "pn-2", "pn-9")
 		n := node(name, map[string]any{"set": pick(w.r, "x", "y"), "limit": pick(w.r, "3", "6", "x", "10"), "mode": pick(w.r, "on", "deny-all")})
 		if chance(w.r, 0.3) {
 			n.Object["spec"] = map[string]any{"unschedulable": true}
 		}
-		_, err := w.tryPut(ctx, n)
-		w.got("the administrator writes param node "+name, err)
+		return "the administrator writes param node " + name, func() error {
+			_, err := w.tryPut(ctx, n)
+			return err
+		}
 	default:
 		name := pick(w.r, "pn-0", "pn-1", "pn-2")
-		err := w.dyn.Resource(nodesGVR).Delete(ctx, name, metav1.DeleteOptions{})
-		w.got("the administrator deletes param node "+name, err)
+		return "the administrator deletes param node " + name, func() error {
+			return w.dyn.Resource(nodesGVR).Delete(ctx, name, metav1.DeleteOptions{})
+		}
 	}
-	w.sync(ctx)
 }
 
 // namespaceLife creates rnd-d (with its service account), or deletes it once it exists: it then

@@ -47,6 +47,13 @@ type job struct {
 	// yet have held when it admitted the request (see Replayer.informerLag).
 	typedWrites []typedWrite
 	typedLost   []schema.GroupResource
+	// aheadUnknown are the resources of which a request the log records after this one, which
+	// ran concurrently with it, may have written objects the State does not know (see
+	// Replayer.reviseAhead), and where the log records it.
+	aheadUnknown []aheadUnknown
+	// readBy are the Views the evaluation read params and namespaces through, the job's own
+	// and those of the states the informers may have held (see Replayer.informerLag).
+	readBy []*stateView
 	// resolving says why the apiserver may not have found the paramKind of a policy of the
 	// request yet: the request is decided both ways. unsettled says why it cannot be (see
 	// Replayer.unsettledParams).
@@ -78,6 +85,33 @@ type job struct {
 	recorded         recording
 	tracked, revised bool
 }
+
+// aheadUnknown is a resource of which a request the log records later, at by, may have written
+// objects the State does not know.
+type aheadUnknown struct {
+	gr schema.GroupResource
+	by string
+}
+
+// again readies the job to be evaluated again, as the log first recorded it, on a fresh View.
+func (j *job) again() {
+	<-j.done
+	j.rec = j.recorded
+	j.view = j.view.fresh()
+	j.out, j.dec, j.skip, j.skipNote, j.notMatched, j.mutationRan, j.readBy = nil, nil, "", "", false, false, nil
+	j.done = make(chan struct{})
+}
+
+// isDone says whether the job's evaluation is done.
+func (j *job) isDone() bool {
+	select {
+	case <-j.done:
+		return true
+	default:
+		return false
+	}
+}
+
 
 // evalWorker is an evaluator and the View it reads, which its goroutine sets before each
 // evaluation; alt is the alternative evaluator of the time a paramKind may not have been found
@@ -137,7 +171,14 @@ func (r *Replayer) submit(j *job) {
 	e.jobs <- j
 	for len(e.queue) > 0 {
 		head := e.queue[0]
-		held := head.tracked && e.holds(head, r.currentLogTime())
+		if !head.tracked && !head.isDone() {
+			// Whether it is held depends on what its evaluation read.
+			if len(e.queue) < maxQueued {
+				return
+			}
+			<-head.done
+		}
+		held := e.holds(head, r.currentLogTime())
 		switch {
 		case len(e.queue) >= maxHeld:
 			<-head.done
@@ -378,7 +419,13 @@ func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, unkno
 			return nil, laggedResource(gr, "more of its writes completed around this request than the replay remembers, and kube-apiserver's admission reads it from an informer, which may not yet have held them")
 		}
 	}
+	for _, au := range j.aheadUnknown {
+		if j.view.reads(au.gr) {
+			return nil, laggedResource(au.gr, "may have had objects written by the request at "+au.by+", which the log records after this one but which was received before this one completed, that the log does not show: they ran concurrently, and kube-apiserver's admission may have read them from an informer")
+		}
+	}
 	if len(j.typedWrites) == 0 {
+		j.readBy = []*stateView{j.view}
 		return dec, undecided{}
 	}
 	relevant := func(tw typedWrite, views ...*stateView) bool {
@@ -409,11 +456,11 @@ func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, unkno
 		taken = append(taken, more...)
 		for _, tw := range more {
 			if tw.unknownBefore || (tw.had && tw.prev.obj == nil) {
-				return nil, lagged(tw, j.ev, "the version before it is not known")
+				return nil, lagged(tw, j.ev, tw.version()+" is not known")
 			}
 			if tw.had && len(tw.prev.unknowns) > 0 {
 				if why := r.dependsOnPartial(j.policies, []partialUse{{gr: tw.gr, key: joinKey(tw.k.namespace, tw.k.name), unknowns: tw.prev.unknowns}}); why.is() {
-					return nil, lagged(tw, j.ev, "the version before it is not known in full: "+why.detail)
+					return nil, lagged(tw, j.ev, tw.version()+" is not known in full: "+why.detail)
 				}
 			}
 		}
@@ -429,31 +476,33 @@ func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, unkno
 			}
 			v := j.view.before(undone)
 			alt, err := decide(w.eval, v)
+			version := undone[0].version()
 			if err != nil {
 				var ind *indeterminateError
 				if errors.As(err, &ind) {
-					return nil, lagged(undone[0], j.ev, "on the version before it, "+ind.why.String())
+					return nil, lagged(undone[0], j.ev, "on "+version+", "+ind.why.String())
 				}
-				return nil, lagged(undone[0], j.ev, "the request does not evaluate on the version before it: "+err.Error())
+				return nil, lagged(undone[0], j.ev, "the request does not evaluate on "+version+": "+err.Error())
 			}
 			if len(v.Misses()) > 0 {
-				return nil, lagged(undone[0], j.ev, "the version before it is not known: "+missText(v.Misses()))
+				return nil, lagged(undone[0], j.ev, version+" is not known: "+missText(v.Misses()))
 			}
 			if why := r.dependsOnUnknown(j.policies, []admitted{{dec: alt, unknowns: unknowns}}); why.is() {
-				return nil, lagged(undone[0], j.ev, "on the version before it, "+why.String())
+				return nil, lagged(undone[0], j.ev, "on "+version+", "+why.String())
 			}
 			if why := r.dependsOnPartial(j.policies, v.partials); why.is() {
-				return nil, lagged(undone[0], j.ev, "on the version before it, "+why.String())
+				return nil, lagged(undone[0], j.ev, "on "+version+", "+why.String())
 			}
 			if !sameOutcome(dec, alt) {
 				if !byAnnotations {
-					return nil, lagged(undone[0], j.ev, "the version before it decides otherwise: "+alt.Summary())
+					return nil, lagged(undone[0], j.ev, version+" decides otherwise ("+outcomeDiff(dec, alt)+"): "+alt.Summary())
 				}
 				outcomes = append(outcomes, alt)
 			}
 			views = append(views, v)
 		}
 	}
+	j.readBy = views
 	if len(outcomes) == 1 {
 		return dec, undecided{}
 	}
@@ -464,10 +513,10 @@ func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, unkno
 		}
 	}
 	if len(agree) == 0 || slices.ContainsFunc(agree[1:], func(d *verify.Decision) bool { return !sameOutcome(agree[0], d) }) {
-		return nil, lagged(taken[0], j.ev, "the versions before it decide otherwise: "+outcomes[1].Summary())
+		return nil, lagged(taken[0], j.ev, "the states the informers may have held decide otherwise ("+outcomeDiff(dec, outcomes[1])+"): "+outcomes[1].Summary())
 	}
 	if agree[0] != dec {
-		agree[0].Notes = append(agree[0].Notes, "decided on params or namespaces as they were before writes kube-apiserver's informers had not yet held: the audit annotations the log records are those of that state")
+		agree[0].Notes = append(agree[0].Notes, "decided on params or namespaces in a state kube-apiserver's informers may have held other than the one the log's order gives: the audit annotations the log records are those of that state")
 	}
 	return agree[0], undecided{}
 }
@@ -480,8 +529,11 @@ const maxLagStates = 16
 // undone: every combination of the resources' states but the one where none is undone. A
 // resource's informer holds its writes in the order they were committed: its states undo its
 // newest requests one more at a time, and of the oldest undone request any of its writes (a
-// deletecollection's deletions commit in no order the log says). ok is false when there are
-// more than maxLagStates.
+// deletecollection's deletions commit in no order the log says). A write the log records after
+// the request (ahead) is "undone" into what it wrote: the states of a resource's ahead writes
+// do its oldest requests one more at a time, and never go with its undone ones (an informer
+// that held a later write held the earlier ones). ok is false when there are more than
+// maxLagStates.
 func undoneStates(writes []typedWrite) (states [][]typedWrite, ok bool) {
 	var grs []schema.GroupResource
 	by := map[schema.GroupResource][]typedWrite{}
@@ -493,34 +545,21 @@ func undoneStates(writes []typedWrite) (states [][]typedWrite, ok bool) {
 	}
 	states = [][]typedWrite{nil}
 	for _, gr := range grs {
-		ws := by[gr]
-		// Newest request first; a request's writes in a fixed order.
-		slices.SortStableFunc(ws, func(a, b typedWrite) int {
-			if c := b.done.Compare(a.done); c != 0 {
-				return c
+		var undo, ahead []typedWrite
+		for _, tw := range by[gr] {
+			if tw.ahead {
+				ahead = append(ahead, tw)
+			} else {
+				undo = append(undo, tw)
 			}
-			return strings.Compare(joinKey(a.k.namespace, a.k.name), joinKey(b.k.namespace, b.k.name))
-		})
+		}
 		own := [][]typedWrite{nil} // this resource's states
-		for start := 0; start < len(ws); {
-			end := start + 1
-			for end < len(ws) && ws[end].done.Equal(ws[start].done) {
-				end++
-			}
-			unit := ws[start:end]
-			if len(unit) > 4 || len(own)+(1<<len(unit)) > maxLagStates+1 {
+		for _, ws := range [][]typedWrite{undo, ahead} {
+			more, ok := unitStates(ws, len(ws) > 0 && ws[0].ahead, maxLagStates+1-len(own))
+			if !ok {
 				return nil, false
 			}
-			for mask := 1; mask < 1<<len(unit); mask++ {
-				st := slices.Clip(ws[:start])
-				for i, tw := range unit {
-					if mask&(1<<i) != 0 {
-						st = append(st, tw)
-					}
-				}
-				own = append(own, st)
-			}
-			start = end
+			own = append(own, more...)
 		}
 		var next [][]typedWrite
 		for _, st := range states {
@@ -536,9 +575,58 @@ func undoneStates(writes []typedWrite) (states [][]typedWrite, ok bool) {
 	return states[1:], true // the first undoes nothing
 }
 
+// unitStates are the states of one resource's writes, each a request's writes in turn (newest
+// first, or oldest first when ahead), with any of the last request's; at most room of them
+// (ok is false beyond).
+func unitStates(ws []typedWrite, ahead bool, room int) (states [][]typedWrite, ok bool) {
+	slices.SortStableFunc(ws, func(a, b typedWrite) int {
+		c := b.done.Compare(a.done)
+		if ahead {
+			c = -c
+		}
+		if c != 0 {
+			return c
+		}
+		return strings.Compare(joinKey(a.k.namespace, a.k.name), joinKey(b.k.namespace, b.k.name))
+	})
+	for start := 0; start < len(ws); {
+		end := start + 1
+		for end < len(ws) && ws[end].done.Equal(ws[start].done) {
+			end++
+		}
+		unit := ws[start:end]
+		if len(unit) > 4 || len(states)+(1<<len(unit))-1 > room {
+			return nil, false
+		}
+		for mask := 1; mask < 1<<len(unit); mask++ {
+			st := slices.Clip(ws[:start])
+			for i, tw := range unit {
+				if mask&(1<<i) != 0 {
+					st = append(st, tw)
+				}
+			}
+			states = append(states, st)
+		}
+		start = end
+	}
+	return states, true
+}
+
+// version names the version of its object the write gives a state it is undone in.
+func (tw typedWrite) version() string {
+	if tw.ahead {
+		return "the version it wrote"
+	}
+	return "the version before it"
+}
+
 // lagged is why a request is not decided for the informers' lag after the write tw: what of
 // the version before it is in the way.
 func lagged(tw typedWrite, ev *Event, what string) undecided {
+	if tw.ahead {
+		return laggedResource(tw.gr, fmt.Sprintf("%s was written by the request at %s, which the log records after this one but which was received before this one completed: they ran concurrently, kube-apiserver's admission reads it from an informer, which may already have held that write, and %s",
+			joinKey(tw.k.namespace, tw.k.name), tw.by, what))
+	}
 	return laggedResource(tw.gr, fmt.Sprintf("%s was written %s: kube-apiserver's admission reads it from an informer, which may not yet have held that write, and %s",
 		joinKey(tw.k.namespace, tw.k.name), describeDone(tw.done, ev.Received()), what))
 }

@@ -1265,6 +1265,109 @@ func TestInformerLagNewNamespace(t *testing.T) {
 	}
 }
 
+// TestInformerLagAhead: a write to a param or namespace the log records after a request, but
+// which was received before the request completed, ran concurrently with it: it may have been
+// committed, and held by kube-apiserver's informers, before the request's admission read them.
+// The request is decided only when what the write stored decides alike.
+func TestInformerLagAhead(t *testing.T) {
+	cm := func(name string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": "ns1"}}
+	}
+	deniedBy := func(policy string) string {
+		return `configmaps "c" is forbidden: ValidatingAdmissionPolicy '` + policy + `' with binding '` + policy + `' denied request: denied by ` + policy
+	}
+	relabelled := func(rv, env string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1", "resourceVersion": rv, "uid": "u-ns1",
+			"labels": map[string]any{"env": env, "kubernetes.io/metadata.name": "ns1"}}, "spec": map[string]any{"finalizers": []any{"kubernetes"}}, "status": map[string]any{"phase": "Active"}}
+	}
+	other := lagParam("other", "3", "no")
+	other["metadata"].(map[string]any)["labels"] = map[string]any{"param": "no"}
+	for _, tc := range []struct {
+		name string
+		// The params policy (params.data.allow == 'yes', param p allow=no before) or the
+		// namespace policy (env=prod only, ns1 env=dev before).
+		namespace bool
+		// noParam: the cluster has no param p, and the policy denies for want of one.
+		noParam bool
+		// The write logged after the request (received at writeReceived, completed at
+		// 02.020000), and its level.
+		write         func() (verb, resource, ns, name string, body map[string]any)
+		writeReceived string
+		level         string
+		want          string
+	}{
+		{name: "param changed, received before the request completed", write: func() (string, string, string, string, map[string]any) {
+			return "update", "configmaps", "params", "p", lagParam("p", "11", "yes")
+		}, writeReceived: "02.005000", want: DecisionIndeterminate},
+		{name: "param changed, received after the request completed", write: func() (string, string, string, string, map[string]any) {
+			return "update", "configmaps", "params", "p", lagParam("p", "11", "yes")
+		}, writeReceived: "02.015000", want: DecisionDeny},
+		{name: "param written alike", write: func() (string, string, string, string, map[string]any) {
+			return "update", "configmaps", "params", "p", lagParam("p", "11", "no")
+		}, writeReceived: "02.005000", want: DecisionDeny},
+		{name: "param written at Metadata level", write: func() (string, string, string, string, map[string]any) {
+			return "update", "configmaps", "params", "p", lagParam("p", "11", "no")
+		}, writeReceived: "02.005000", level: auditlog.LevelMetadata, want: DecisionIndeterminate},
+		{name: "param deleted", write: func() (string, string, string, string, map[string]any) {
+			return "delete", "configmaps", "params", "p", nil
+		}, writeReceived: "02.005000", want: DecisionIndeterminate},
+		{name: "params created without a recorded result", noParam: true, write: func() (string, string, string, string, map[string]any) {
+			return "create", "configmaps", "params", "", nil
+		}, writeReceived: "02.005000", level: auditlog.LevelMetadata, want: DecisionIndeterminate},
+		{name: "a configmap the selector does not select", write: func() (string, string, string, string, map[string]any) {
+			return "update", "configmaps", "params", "other", other
+		}, writeReceived: "02.005000", want: DecisionDeny},
+		{name: "namespace relabelled, the policy matches", namespace: true, write: func() (string, string, string, string, map[string]any) {
+			return "update", "namespaces", "", "ns1", relabelled("6", "prod")
+		}, writeReceived: "02.005000", want: DecisionIndeterminate},
+		{name: "namespace relabelled alike", namespace: true, write: func() (string, string, string, string, map[string]any) {
+			return "update", "namespaces", "", "ns1", relabelled("6", "test")
+		}, writeReceived: "02.005000", want: ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, b := lagParamPolicy(admissionregistrationv1.DenyAction)
+			snapshot := []any{lagParam("p", "10", "no"), other, relabelled("5", "dev")}
+			status, message := int32(422), deniedBy("limit")
+			if tc.noParam {
+				snapshot = snapshot[1:]
+				message = `configmaps "c" is forbidden: ValidatingAdmissionPolicy 'limit' with binding 'limit' denied request: failed to configure binding: no params found for policy binding with ` + "`Deny`" + ` parameterNotFoundAction`
+			}
+			if tc.namespace {
+				p, b = levelPolicy("prod-only", "configmaps", admissionregistrationv1.Create, map[string]string{"env": "prod"}, "")
+				status, message = 201, ""
+			}
+			verb, resource, ns, name, body := tc.write()
+			resp := body
+			if tc.level == auditlog.LevelMetadata {
+				body, resp = nil, nil
+			}
+			var created map[string]any
+			if status == 201 {
+				created = cm("c")
+			}
+			_, recs := replayLinesWith(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, snapshot,
+				timedEvent(t, levelEvent(t, "req", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "c", status, message, cm("c"), created), "02.000000", "02.010000", nil),
+				timedEvent(t, levelEvent(t, "write", cmp.Or(tc.level, auditlog.LevelRequestResponse), verb, resource, ns, name, cmp.Or(map[string]int32{"create": 201}[verb], 200), "", body, resp), tc.writeReceived, "02.020000", nil),
+			)
+			rec := recs["req"]
+			switch {
+			case tc.want == "":
+				if rec != nil {
+					t.Errorf("the request: %s, want no record: the policy matches in neither state", describeRecord(rec))
+				}
+			case rec == nil:
+				t.Fatalf("the request has no record, want %s", tc.want)
+			case rec.Decision != tc.want:
+				t.Errorf("the request: %s, want %s", describeRecord(rec), tc.want)
+			case tc.want == DecisionIndeterminate && !strings.Contains(rec.Indeterminate, ", which the log records after this one but which was received before this one completed"):
+				t.Errorf("the request: indeterminate %q, want it for the write logged after it", rec.Indeterminate)
+			case tc.want != DecisionIndeterminate && len(rec.Disagreements) > 0:
+				t.Errorf("the request: %s, disagrees with the log: %v", describeRecord(rec), rec.Disagreements)
+			}
+		})
+	}
+}
+
 // TestDeleteCollectionShortens: a deletecollection with a shorter grace period than a pod's
 // pending deletion moves its deletionTimestamp (back, or to the server's clock with one
 // second): the pod it leaves has both fields unknown.
@@ -1311,6 +1414,10 @@ func TestUndoneStates(t *testing.T) {
 	w := func(gr schema.GroupResource, name string, done int) typedWrite {
 		return typedWrite{gr: gr, k: objectKey{"ns", name}, done: at(done)}
 	}
+	ahead := func(tw typedWrite) typedWrite {
+		tw.ahead = true
+		return tw
+	}
 	cms := schema.GroupResource{Resource: "configmaps"}
 	name := func(states [][]typedWrite) []string {
 		var out []string
@@ -1333,6 +1440,10 @@ func TestUndoneStates(t *testing.T) {
 		{"a deletecollection's deletions in any subset", []typedWrite{w(cms, "c", 1), w(cms, "a", 2), w(cms, "b", 1)}, []string{"a", "a+b", "a+c", "a+b+c"}},
 		{"two resources combined", []typedWrite{w(cms, "a", 1), w(namespacesGR, "n", 1)}, []string{"n", "a", "a+n"}},
 		{"too many", []typedWrite{w(cms, "a", 1), w(cms, "b", 1), w(cms, "c", 1), w(cms, "d", 1), w(cms, "e", 1)}, nil},
+		// Writes the log records after the request are done oldest first, never with the
+		// resource's undone ones; another resource's combine.
+		{"ahead, oldest first", []typedWrite{ahead(w(cms, "y", 4)), ahead(w(cms, "x", 3))}, []string{"x", "x+y"}},
+		{"ahead and undone", []typedWrite{w(cms, "a", 1), ahead(w(cms, "x", 3)), ahead(w(namespacesGR, "n", 3))}, []string{"n", "a", "a+n", "x", "x+n"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			states, ok := undoneStates(tc.writes)

@@ -51,9 +51,19 @@ func (e *evaluation) untrack(j *job) {
 }
 
 // holds says whether the job must wait before it is accounted for: a write logged up to a
-// lookahead of log time later may yet turn out to have run concurrently with it.
+// lookahead of log time later may yet turn out to have run concurrently with it, to its
+// object or to the params and namespaces its evaluation read.
 func (e *evaluation) holds(j *job, logTime time.Time) bool {
-	return j.tracked && logTime.Sub(j.completed) < lookahead
+	return (j.tracked || j.readsTyped()) && !j.completed.IsZero() && logTime.Sub(j.completed) < lookahead
+}
+
+// readsTyped says whether the job, evaluated, read params or namespaces for an outcome a write
+// logged after it may change (see Replayer.reviseAhead).
+func (j *job) readsTyped() bool {
+	if !j.isDone() || j.skip != "" || (j.out != nil && j.out.Decision == DecisionIndeterminate) {
+		return false
+	}
+	return slices.ContainsFunc(j.readBy, func(v *stateView) bool { return len(v.gets) > 0 || len(v.lists) > 0 })
 }
 
 // held counts the queued jobs still held at logTime.
@@ -108,7 +118,7 @@ func (r *Replayer) reviseConcurrent(d decoded, ev *Event, t target) {
 		if unchanged > 0 && !collection && j.prior.rv == unchanged && j.prior.raw != nil && len(j.prior.stale) == 0 && j.prior.staleUnknown == "" {
 			continue
 		}
-		<-j.done // the first evaluation
+		j.again()
 		j.revised = true
 		what := "which version of the object this request read"
 		if collection {
@@ -121,10 +131,58 @@ func (r *Replayer) reviseConcurrent(d decoded, ev *Event, t target) {
 		} else {
 			j.prior.raw, j.prior.unknowns, j.prior.stale, j.prior.staleUnknown, j.prior.unknown = nil, nil, nil, "", why
 		}
-		j.rec = j.recorded
-		j.view = j.view.fresh()
-		j.out, j.dec, j.skip, j.skipNote, j.notMatched, j.mutationRan = nil, nil, "", "", false, false
-		j.done = make(chan struct{})
+		e.jobs <- j
+	}
+}
+
+// reviseAhead evaluates again the requests waiting to be accounted for that read params or
+// namespaces the successful write of ev (at d, just applied to the State) wrote, when it ran
+// concurrently with them: received before they completed, logged after them, less than
+// lookahead later. Such a write may have been committed, and held by kube-apiserver's
+// informers, before their admission ran: each is evaluated on the states the informers may
+// have held with it (see Replayer.informerLag).
+func (r *Replayer) reviseAhead(d decoded, ev *Event) {
+	e := r.running
+	received, completed := ev.Received(), auditlog.ParseTime(ev.StageTimestamp)
+	if len(e.queue) == 0 || received.IsZero() || completed.IsZero() {
+		return
+	}
+	ws, unknown := r.state.aheadWrites(lineRef{d.file, d.num}.String(), completed)
+	if len(ws) == 0 && len(unknown) == 0 {
+		return
+	}
+	// The log holds requests in the order they completed, but for a moment of slack: the
+	// newest are last.
+	for i := len(e.queue) - 1; i >= 0; i-- {
+		j := e.queue[i]
+		if j.completed.Add(time.Second).Before(received) {
+			break
+		}
+		if j.ev == ev || !received.Before(j.completed) || completed.Sub(j.completed) >= lookahead {
+			continue
+		}
+		<-j.done
+		if !j.readsTyped() {
+			continue
+		}
+		var read []typedWrite
+		for _, tw := range ws {
+			if slices.ContainsFunc(j.readBy, func(v *stateView) bool { return v.read(tw) }) {
+				read = append(read, tw)
+			}
+		}
+		var reads []aheadUnknown
+		for _, gr := range unknown {
+			if slices.ContainsFunc(j.readBy, func(v *stateView) bool { return v.reads(gr) }) {
+				reads = append(reads, aheadUnknown{gr, lineRef{d.file, d.num}.String()})
+			}
+		}
+		if len(read) == 0 && len(reads) == 0 {
+			continue
+		}
+		j.again()
+		j.typedWrites = append(j.typedWrites, read...)
+		j.aheadUnknown = append(j.aheadUnknown, reads...)
 		e.jobs <- j
 	}
 }

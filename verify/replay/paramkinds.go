@@ -277,9 +277,18 @@ func gvkString(gvk schema.GroupVersionKind) string {
 // sameOutcome says whether two decisions of a request answer it the same: the response (code,
 // message, the refusals the apiserver may choose among, warnings) and the audit annotations,
 // without the authorizer, whose answers the log does not hold.
-func sameOutcome(a, b *verify.Decision) bool {
-	if a.Allowed != b.Allowed || a.Code != b.Code || a.Reason != b.Reason || a.Message != b.Message || len(b.Authorizer) > 0 || !sameMutation(a.Mutation, b.Mutation) {
-		return false
+func sameOutcome(a, b *verify.Decision) bool { return outcomeDiff(a, b) == "" }
+
+// outcomeDiff names what of the outcome of b differs from a's (see sameOutcome), for people:
+// empty when nothing does.
+func outcomeDiff(a, b *verify.Decision) string {
+	switch {
+	case a.Allowed != b.Allowed || a.Code != b.Code || a.Reason != b.Reason || a.Message != b.Message:
+		return "the response"
+	case len(b.Authorizer) > 0:
+		return "authorizer checks"
+	case !sameMutation(a.Mutation, b.Mutation):
+		return "the mutation"
 	}
 	sorted := func(d *verify.Decision) ([]string, []string) {
 		var ds []string
@@ -293,13 +302,18 @@ func sameOutcome(a, b *verify.Decision) bool {
 	}
 	ad, aw := sorted(a)
 	bd, bw := sorted(b)
-	if strings.Join(ad, "\x00") != strings.Join(bd, "\x00") || strings.Join(aw, "\x00") != strings.Join(bw, "\x00") || len(a.AuditAnnotations) != len(b.AuditAnnotations) {
-		return false
+	switch {
+	case strings.Join(ad, "\x00") != strings.Join(bd, "\x00"):
+		return "the refusals"
+	case strings.Join(aw, "\x00") != strings.Join(bw, "\x00"):
+		return "the warnings"
+	case len(a.AuditAnnotations) != len(b.AuditAnnotations):
+		return "the audit annotations"
 	}
 	for k, v := range a.AuditAnnotations {
 		if w, ok := b.AuditAnnotations[k]; !ok || w != v {
-			return false
+			return "the audit annotations"
 		}
 	}
-	return true
+	return ""
 }

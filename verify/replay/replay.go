@@ -527,7 +527,10 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 		r.sum.skip(rec.skip, rec.note)
 		return
 	}
-	defer r.applyWrite(ctx, d, ev, t)
+	defer func() {
+		r.applyWrite(ctx, d, ev, t)
+		r.reviseAhead(d, ev)
+	}()
 	ep := r.cur()
 	policies := ep.scope.match(t.gvr, t.sub, t.op)
 	if len(policies) == 0 {
@@ -561,10 +564,13 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	j.view = r.state.view(ep.scope.readNamespaces(policies))
 	j.view.unknown = unknownParams
 	j.typedWrites, j.typedLost = r.state.recentTyped(ev.Received())
-	j.view.track = len(j.typedWrites) > 0 || len(j.typedLost) > 0
+	// What evaluations read of the params and namespaces, for the informers' lag, before the
+	// request (informerLag) and after it (reviseAhead).
+	j.view.track = true
+	j.completed, j.recorded = auditlog.ParseTime(ev.StageTimestamp), rec
 	if t.op == admission.Update || t.op == admission.Delete || t.sub != "" {
 		// A deletecollection (no name) read the objects of its namespace.
-		j.key, j.completed, j.recorded = replacedKey{storageOf(t.gvr.GroupResource()), objectKey{t.namespace, t.name}}, auditlog.ParseTime(ev.StageTimestamp), rec
+		j.key = replacedKey{storageOf(t.gvr.GroupResource()), objectKey{t.namespace, t.name}}
 		r.running.track(j)
 	}
 	r.submit(j)

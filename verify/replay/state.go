@@ -69,6 +69,11 @@ type clusterState struct {
 	typedLost   map[schema.GroupResource]time.Time
 	writeDone   time.Time
 	creating    bool
+	// written are the objects of params and namespaces the current request wrote, in order,
+	// and writtenUnknown the resources of which it may have written objects the State does not
+	// know (see aheadWrites).
+	written        []readKey
+	writtenUnknown []schema.GroupResource
 }
 
 // beginWrite starts following the writes of one request of the log, which completed at done
@@ -76,6 +81,7 @@ type clusterState struct {
 // create says it creates its object (which did not exist before it).
 func (s *clusterState) beginWrite(create bool, done time.Time) {
 	s.creating, s.writeDone = create, done
+	s.written, s.writtenUnknown = s.written[:0], s.writtenUnknown[:0]
 }
 
 // endWrite ends following the writes of one request: what is written outside a request (the
@@ -103,6 +109,11 @@ type typedWrite struct {
 	// before is not known (the State did not hold it, and does not hold every object of gr).
 	created, unknownBefore bool
 	done                   time.Time
+	// ahead says the write is one the log records after the request it concerns, which may
+	// have read what it wrote (see Replayer.reviseAhead): prev and had are then the entry it
+	// wrote, and by is where the log records it.
+	ahead bool
+	by    string
 }
 
 // maxTypedWrites bounds the writes to params and namespaces remembered.
@@ -437,6 +448,9 @@ func (s *clusterState) setTyped(gr schema.GroupResource, k objectKey, e typedEnt
 	}
 	s.typedWrites = append(s.typedWrites, typedWrite{gr: gr, k: k, prev: old, had: had, created: s.creating && !had,
 		unknownBefore: !had && !s.creating && !s.Complete(gr), done: s.writeDone})
+	if !s.writeDone.IsZero() {
+		s.written = append(s.written, readKey{gr, k})
+	}
 	b.invalidate(k, old, had, e, has)
 	if has {
 		b.set(k, e)
@@ -511,6 +525,9 @@ func (s *clusterState) ForgetAll(gr schema.GroupResource, namespace, why string)
 				s.setTyped(gr, k, typedEntry{unknown: why}, true)
 			}
 		}
+	}
+	if s.typedKinds(gr) && !s.writeDone.IsZero() && !slices.Contains(s.writtenUnknown, gr) {
+		s.writtenUnknown = append(s.writtenUnknown, gr)
 	}
 	if _, ok := s.complete[gr]; ok {
 		c := make(map[schema.GroupResource]string, len(s.complete))
@@ -664,6 +681,22 @@ func (s *clusterState) concurrent(p prior, gr schema.GroupResource, namespace, n
 	p.unknown = fmt.Sprintf("the write at %s completed after this request was received (%s, %s): they ran concurrently, and the log does not say which version of the object this request read",
 		e.source, received.UTC().Format(time.RFC3339Nano), e.done.UTC().Format(time.RFC3339Nano))
 	return p
+}
+
+// aheadWrites are the writes to params and namespaces of the latest request (see beginWrite),
+// which completed at done, each with the entry it wrote, as a request the log records earlier but which ran
+// concurrently with it may have read them (see Replayer.reviseAhead); by is where the log
+// records it. unknown are the resources of which it may have written objects the State does
+// not know.
+func (s *clusterState) aheadWrites(by string, done time.Time) (ws []typedWrite, unknown []schema.GroupResource) {
+	for i, rk := range s.written {
+		if slices.Contains(s.written[i+1:], rk) {
+			continue // the last write of the object gives what it wrote
+		}
+		e, has := s.buckets[rk.gr].get(rk.k)
+		ws = append(ws, typedWrite{gr: rk.gr, k: rk.k, prev: e, had: has, done: done, ahead: true, by: by})
+	}
+	return ws, slices.Clone(s.writtenUnknown)
 }
 
 // recentTyped are the writes to params and namespaces that completed less than informerLag
