@@ -112,7 +112,6 @@ func (j *job) isDone() bool {
 	}
 }
 
-
 // evalWorker is an evaluator and the View it reads, which its goroutine sets before each
 // evaluation; alt is the alternative evaluator of the time a paramKind may not have been found
 // (see buildEvaluators), or nil.
