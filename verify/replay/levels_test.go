@@ -964,6 +964,46 @@ func TestPatchTypeByAnnotations(t *testing.T) {
 	}
 }
 
+// TestPatchTypeByResponse: a patch whose content type the log does not record, refused before
+// validating admission as one type (a strategic merge patch adding a port without a name) and
+// admitted as the other (a merge patch replacing the ports): the log's response says which.
+func TestPatchTypeByResponse(t *testing.T) {
+	p, b := levelPolicy("ports", "services", admissionregistrationv1.Update, nil, "size(object.spec.ports) < 2")
+	svc := map[string]any{"apiVersion": "v1", "kind": "Service", "metadata": map[string]any{"name": "s", "namespace": "ns1", "resourceVersion": "10", "uid": "u1"},
+		"spec": map[string]any{"clusterIP": "10.0.0.5", "clusterIPs": []any{"10.0.0.5"}, "type": "ClusterIP", "ports": []any{
+			map[string]any{"name": "a", "port": 80, "protocol": "TCP", "targetPort": 80}, map[string]any{"name": "b", "port": 81, "protocol": "TCP", "targetPort": 81}}}}
+	patch := map[string]any{"spec": map[string]any{"ports": []any{map[string]any{"port": 82}}}}
+	const invalid = `Service "s" is invalid: spec.ports[0].name: Required value`
+	for _, tc := range []struct {
+		name        string
+		code        int32
+		message     string
+		want        string // "" for skipped before admission
+		wantSkipped bool
+	}{
+		{name: "refused as the strategic merge patch", code: 422, message: invalid, wantSkipped: true},
+		{name: "completed: the merge patch", code: 200, want: DecisionAdmit},
+		{name: "refused otherwise", code: 422, message: `Service "s" is invalid: spec.ports[1].name: Required value`, want: DecisionIndeterminate},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+				levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "services", "ns1", "s", 201, "", svc, svc),
+				levelEvent(t, "2", auditlog.LevelRequestResponse, "patch", "services", "ns1", "s", tc.code, tc.message, patch, nil),
+			)
+			rec := recs["2"]
+			skipped := sum.Skipped[string(SkipBeforeAdmission)+" (Invalid)"] + sum.Skipped[string(SkipBeforeAdmission)]
+			switch {
+			case tc.wantSkipped && (rec != nil || skipped != 1):
+				t.Errorf("the patch: %s, skipped %v, want it skipped: refused before admission", describeRecord(rec), sum.Skipped)
+			case !tc.wantSkipped && (rec == nil || rec.Decision != tc.want):
+				t.Errorf("the patch: %s, want %s", describeRecord(rec), tc.want)
+			case tc.want == DecisionIndeterminate && rec.Reason != ReasonPatchType:
+				t.Errorf("the patch: %s, want indeterminate for the patch type", describeRecord(rec))
+			}
+		})
+	}
+}
+
 // TestDeleteCollectionFollowed: a deletecollection the log records without its result (level
 // Request) deleted what the State holds of the namespace by its label selector: a scheduled pod
 // stays, marked deleted by the server's clock, and the kubelet's final DELETE of it is decided

@@ -318,19 +318,27 @@ func describeServed(s served) string {
 // sameServed says whether two served variants lead to the same outcome: the same changes of
 // the replayed mutating policies, then the same admissions with the same decisions, or the
 // same refusal before admission.
-func sameServed(a, b served) bool {
-	if a.err != nil || b.err != nil || len(a.calls) != len(b.calls) || !sameMutation(a.mutation, b.mutation) {
-		return false
-	}
-	if len(a.calls) == 0 {
-		return a.resp.Code == b.resp.Code
+func sameServed(a, b served) bool { return servedDiff(a, b) == "" }
+
+// servedDiff names what of the outcome of b differs from a's (see sameServed), for people:
+// empty when nothing does.
+func servedDiff(a, b served) string {
+	switch {
+	case a.err != nil || b.err != nil:
+		return "whether they evaluate"
+	case len(a.calls) != len(b.calls):
+		return "whether they reach validating admission"
+	case !sameMutation(a.mutation, b.mutation):
+		return "what the MutatingAdmissionPolicies changed"
+	case len(a.calls) == 0 && a.resp.Code != b.resp.Code:
+		return "the response"
 	}
 	for i := range a.calls {
-		if !sameOutcome(a.calls[i].dec, b.calls[i].dec) {
-			return false
+		if d := outcomeDiff(a.calls[i].dec, b.calls[i].dec); d != "" {
+			return d
 		}
 	}
-	return true
+	return ""
 }
 
 // sendVariant is one way a request may have been sent: a patch's content type, or a Job's
@@ -382,7 +390,8 @@ func jobLabelVariants(body []byte, ev *Event) []sendVariant {
 
 // pickServed chooses among the variants of a request what the replay can say: the variants
 // the log rules out dropped (a request the server completed, or a policy refused, cannot have
-// been refused before admission), then the outcome when all that remain agree. When they do
+// been refused before admission; one the server refused before admission with the message the
+// log records was), then the outcome when all that remain agree. When they do
 // not, and recorded is not nil (checking against the log), those whose audit annotations the
 // log does not record are dropped too. ok is false when they disagree; reason then says why.
 func pickServed(ev *Event, vs []served, recorded func(served) bool) (s served, ok bool, why string, reason Reason) {
@@ -401,6 +410,20 @@ func pickServed(ev *Event, vs []served, recorded func(served) bool) (s served, o
 	if len(kept) == 0 {
 		kept = vs
 	}
+	if !ran && ev.Code() >= 300 {
+		// A refusal before admission the log records word for word (a merge patch replacing
+		// a list the strategy forbids to change, where a strategic merge patch merges into
+		// it) is the variant that was sent: the others ran admission, or refused otherwise.
+		var same []served
+		for _, v := range kept {
+			if len(v.calls) == 0 && v.err == nil && v.unknown == nil && int32(v.resp.Code) == ev.Code() && v.resp.Status != nil && v.resp.Status.Message == ev.Message() {
+				same = append(same, v)
+			}
+		}
+		if len(same) > 0 {
+			kept = same
+		}
+	}
 	byAnnotations := false
 	if recorded != nil && slices.ContainsFunc(kept[1:], func(v served) bool { return !sameServed(kept[0], v) }) {
 		var agree []served
@@ -414,16 +437,16 @@ func pickServed(ev *Event, vs []served, recorded func(served) bool) (s served, o
 		}
 	}
 	for _, v := range kept[1:] {
-		if !sameServed(kept[0], v) {
+		if diff := servedDiff(kept[0], v); diff != "" {
 			var ds []string
 			for _, k := range kept {
 				ds = append(ds, describeServed(k))
 			}
 			sort.Strings(ds)
 			if kept[0].labels {
-				return served{}, false, "the audit log records a Job's create after its defaults, and whether its labels were sent or are its pod template's (which the job strategy then labels with the job's name and uid) leads to different outcomes: " + strings.Join(ds, "; "), ReasonDefaultedLabels
+				return served{}, false, "the audit log records a Job's create after its defaults, and whether its labels were sent or are its pod template's (which the job strategy then labels with the job's name and uid) leads to different outcomes (" + diff + "): " + strings.Join(ds, "; "), ReasonDefaultedLabels
 			}
-			return served{}, false, "the audit log does not record the patch's content type, and the types it may have been sent as lead to different outcomes: " + strings.Join(ds, "; "), ReasonPatchType
+			return served{}, false, "the audit log does not record the patch's content type, and the types it may have been sent as lead to different outcomes (" + diff + "): " + strings.Join(ds, "; "), ReasonPatchType
 		}
 	}
 	if len(kept) < len(vs) || len(kept) > 1 {
