@@ -410,8 +410,9 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undeci
 // resource some of whose writes around it the replay no longer remembers (the job's
 // typedLost). A namespace decides whether a policy applies at all, and one the informer does
 // not hold yet is read from storage (the policy matcher's GetNamespace, "in case of latency in
-// our caches"): a namespace's create is never undone. (A param read by name falls back to
-// storage too, CollectParams: undoing its create is cautious, not wrong.)
+// our caches"): a namespace's create is never undone. A param read by name falls back to
+// storage too (CollectParams): its create, completed before the request was received, is not
+// undone when no list or admission plugin read it.
 func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, unknowns []vapccel.Unknown, decide func(Evaluator, *stateView) (*verify.Decision, error)) (*verify.Decision, undecided) {
 	for _, gr := range j.typedLost {
 		if j.view.reads(gr) {
@@ -428,8 +429,15 @@ func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, unkno
 		return dec, undecided{}
 	}
 	relevant := func(tw typedWrite, views ...*stateView) bool {
-		if tw.gr == namespacesGR && tw.created {
-			return false
+		if tw.created && !tw.ahead {
+			if tw.gr == namespacesGR {
+				return false
+			}
+			// A param created before the request was received and read by name only: an
+			// informer that did not hold it yet left CollectParams to read it from storage.
+			if tw.done.Before(j.ev.Received()) && !slices.ContainsFunc(views, func(v *stateView) bool { return v.readOtherThanByName(tw) }) {
+				return false
+			}
 		}
 		return slices.ContainsFunc(views, func(v *stateView) bool { return v.read(tw) })
 	}

@@ -1242,6 +1242,36 @@ func TestInformerLagStates(t *testing.T) {
 	}
 }
 
+// TestInformerLagCreatedByName: a param read by its name that kube-apiserver's informer does not
+// hold yet is read from storage (CollectParams' fallback): a param created moments before the
+// request was received is read as created, whether the informer held it or not. Created while
+// the request ran, storage may not have held it either.
+func TestInformerLagCreatedByName(t *testing.T) {
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "ns1"}}
+	other := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "other", "namespace": "kube-system", "resourceVersion": "5", "uid": "u-other"}}
+	for _, tc := range []struct {
+		name                string
+		created, completed  string // the param's create
+		received, requested string // the request's
+		want                string
+	}{
+		{name: "created before the request was received", created: "02.000000", completed: "02.001000", received: "02.050000", requested: "02.060000", want: DecisionAdmit},
+		{name: "created while the request ran", created: "02.000000", completed: "02.055000", received: "02.050000", requested: "02.060000", want: DecisionIndeterminate},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, b := lagParamPolicy(admissionregistrationv1.DenyAction)
+			b.Spec.ParamRef.Selector, b.Spec.ParamRef.Name = nil, "p1"
+			_, recs := replayLinesWith(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, []any{other},
+				timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "params", "p1", 201, "", lagParam("p1", "", "yes"), lagParam("p1", "10", "yes")), tc.created, tc.completed, nil),
+				timedEvent(t, levelEvent(t, "req", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "c", 201, "", cm, cm), tc.received, tc.requested, nil),
+			)
+			if rec := recs["req"]; rec == nil || rec.Decision != tc.want || len(rec.Disagreements) > 0 {
+				t.Errorf("request: %s, want %s", describeRecord(rec), tc.want)
+			}
+		})
+	}
+}
+
 // TestEventsCohabit: kube-apiserver serves events.k8s.io's Events from core's storage: what
 // one writes, the other reads (converted through the internal version), and what a
 // deletecollection of one deletes is gone from the other.

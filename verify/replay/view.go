@@ -262,6 +262,8 @@ type stateView struct {
 	track bool
 	gets  []readKey
 	lists []listRead
+	// looked are the gets of the admission plugins (see lookup), also among gets.
+	looked []readKey
 	// overrides, when set, are objects the View holds as they were before writes: each
 	// write's entry, or absent when !had.
 	overrides map[readKey]typedWrite
@@ -283,9 +285,19 @@ type listRead struct {
 // read says whether an evaluation over the View read the object of w, or listed what it was
 // in with its labels before or after w.
 func (v *stateView) read(w typedWrite) bool {
-	if slices.Contains(v.gets, readKey{w.gr, w.k}) {
-		return true
-	}
+	return slices.Contains(v.gets, readKey{w.gr, w.k}) || v.listedWith(w)
+}
+
+// readOtherThanByName says whether an evaluation over the View read the object of w otherwise
+// than by its name through the policies' param lister (CollectParams, which reads a param its
+// informer does not hold yet from storage): in a list, or through an admission plugin.
+func (v *stateView) readOtherThanByName(w typedWrite) bool {
+	return slices.Contains(v.looked, readKey{w.gr, w.k}) || v.listedWith(w)
+}
+
+// listedWith says whether an evaluation over the View listed what the object of w was in with
+// its labels before or after w.
+func (v *stateView) listedWith(w typedWrite) bool {
 	after, has := v.entry(w.gr, w.k)
 	for _, l := range v.lists {
 		if l.gr != w.gr || (l.namespace != "" && l.namespace != w.k.namespace) {
@@ -350,7 +362,7 @@ func (v *stateView) fresh() *stateView { return v.withStandIns(v.standIns) }
 // the resource's stand-in.
 func (v *stateView) withStandIns(standIns map[schema.GroupResource]runtime.Object) *stateView {
 	c := *v
-	c.misses, c.partials, c.standIns, c.gets, c.lists, c.overrides, c.overrideKeys = nil, nil, standIns, nil, nil, nil, nil
+	c.misses, c.partials, c.standIns, c.gets, c.lists, c.looked, c.overrides, c.overrideKeys = nil, nil, standIns, nil, nil, nil, nil, nil
 	return &c
 }
 
@@ -573,6 +585,7 @@ func (v *stateView) lookup(gvr schema.GroupVersionResource, namespace, name stri
 	}
 	if v.track {
 		v.gets = append(v.gets, readKey{gr, objectKey{namespace, name}})
+		v.looked = append(v.looked, readKey{gr, objectKey{namespace, name}})
 	}
 	e, ok := v.entry(gr, objectKey{namespace, name})
 	if w, over := v.overrides[readKey{gr, objectKey{namespace, name}}]; over && !w.had && !w.unknownBefore {
