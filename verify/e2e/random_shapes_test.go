@@ -412,7 +412,8 @@ func randomAuditPolicy(r *rand.Rand, all bool) (string, map[string]string) {
 		{"", "replicationcontrollers"}, {"batch", "jobs"}, {"autoscaling", "horizontalpodautoscalers"},
 		{rndGroup, "widgets"}, {rndGroup, "replicalimits"}, {"apiextensions.k8s.io", "customresourcedefinitions"},
 		{"", "persistentvolumeclaims"}, {"networking.k8s.io", "ingresses"}, {"rbac.authorization.k8s.io", "rolebindings"},
-		{"batch", "cronjobs"}, {"coordination.k8s.io", "leases"},
+		{"batch", "cronjobs"}, {"coordination.k8s.io", "leases"}, {"apps", "daemonsets"}, {"policy", "poddisruptionbudgets"},
+		{"networking.k8s.io", "networkpolicies"}, {"scheduling.k8s.io", "priorityclasses"}, {"certificates.k8s.io", "certificatesigningrequests"},
 	}
 	for _, res := range resources {
 		level := "RequestResponse"

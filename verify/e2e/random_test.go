@@ -249,7 +249,7 @@ func randomParity(t *testing.T, seed uint64, steps int, controllers bool) {
 		{4, w.secretStringData}, {4, w.hpaWrite}, {3, w.serviceWrite}, {3, w.jobWrite}, {5, w.applyStep},
 		{4, w.listPatch}, {3, w.strategyWrite}, {3, w.finalizerStep}, {2, w.podDeleteCollection}, {3, w.connectStep},
 		{4, w.pvcWrite}, {3, w.ingressWrite}, {3, w.roleBindingWrite}, {3, w.cronJobWrite}, {3, w.leaseWrite},
-		{4, w.raceStep},
+		{4, w.raceStep}, {3, w.daemonSetWrite}, {3, w.pdbWrite}, {3, w.netPolWrite}, {3, w.priorityWrite}, {3, w.csrWrite},
 	}
 	if controllers {
 		actions = append(actions, struct {
@@ -567,6 +567,7 @@ func (w *randomWorld) setupWorld() {
 		w.put(ctx, workloadIn("ReplicationController", ns, "rc-a", 3))
 	}
 	w.setupKinds(ctx)
+	w.setupMoreKinds(ctx)
 }
 
 // workloadIn is a ReplicaSet, StatefulSet or ReplicationController of the replicas; no
