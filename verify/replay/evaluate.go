@@ -414,15 +414,23 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undeci
 // storage too (CollectParams): its create, completed before the request was received, is not
 // undone when no list or admission plugin read it.
 func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, unknowns []vapccel.Unknown, decide func(Evaluator, *stateView) (*verify.Decision, error)) (*verify.Decision, undecided) {
-	for _, gr := range j.typedLost {
-		if j.view.reads(gr) {
-			return nil, laggedResource(gr, "more of its writes completed around this request than the replay remembers, and kube-apiserver's admission reads it from an informer, which may not yet have held them")
+	// What the views read of resources a request logged later may have written unknown
+	// objects of, or of resources whose writes around it the State no longer remembers.
+	unknownRead := func(views ...*stateView) undecided {
+		for _, au := range j.aheadUnknown {
+			if slices.ContainsFunc(views, func(v *stateView) bool { return v.reads(au.gr) }) {
+				return laggedResource(au.gr, "may have had objects written by the request at "+au.by+", which the log records after this one but which was received before this one completed, that the log does not show: they ran concurrently, and kube-apiserver's admission may have read them from an informer")
+			}
 		}
+		for _, gr := range j.typedLost {
+			if slices.ContainsFunc(views, func(v *stateView) bool { return v.reads(gr) }) {
+				return laggedResource(gr, "more of its writes completed around this request than the replay remembers, and kube-apiserver's admission reads it from an informer, which may not yet have held them")
+			}
+		}
+		return undecided{}
 	}
-	for _, au := range j.aheadUnknown {
-		if j.view.reads(au.gr) {
-			return nil, laggedResource(au.gr, "may have had objects written by the request at "+au.by+", which the log records after this one but which was received before this one completed, that the log does not show: they ran concurrently, and kube-apiserver's admission may have read them from an informer")
-		}
+	if why := unknownRead(j.view); why.is() {
+		return nil, why
 	}
 	if len(j.typedWrites) == 0 {
 		j.readBy = []*stateView{j.view}
@@ -508,6 +516,9 @@ func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, unkno
 			}
 			views = append(views, v)
 		}
+	}
+	if why := unknownRead(views...); why.is() {
+		return nil, why
 	}
 	j.readBy = views
 	if len(outcomes) == 1 {

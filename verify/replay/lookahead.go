@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
@@ -147,7 +148,8 @@ func (r *Replayer) reviseAhead(d decoded, ev *Event) {
 	if len(e.queue) == 0 || received.IsZero() || completed.IsZero() {
 		return
 	}
-	ws, unknown := r.state.aheadWrites(lineRef{d.file, d.num}.String(), completed)
+	by := lineRef{d.file, d.num}.String()
+	ws, unknown := r.state.aheadWrites(by, completed)
 	if len(ws) == 0 && len(unknown) == 0 {
 		return
 	}
@@ -155,6 +157,9 @@ func (r *Replayer) reviseAhead(d decoded, ev *Event) {
 	// newest are last.
 	for i := len(e.queue) - 1; i >= 0; i-- {
 		j := e.queue[i]
+		if j.completed.IsZero() {
+			continue // not held (see holds); its time does not order the queue
+		}
 		if j.completed.Add(time.Second).Before(received) {
 			break
 		}
@@ -165,25 +170,21 @@ func (r *Replayer) reviseAhead(d decoded, ev *Event) {
 		if !j.readsTyped() {
 			continue
 		}
-		var read []typedWrite
-		for _, tw := range ws {
-			if slices.ContainsFunc(j.readBy, func(v *stateView) bool { return v.read(tw) }) {
-				read = append(read, tw)
-			}
-		}
-		var reads []aheadUnknown
+		// Every write is kept, read or not: a state a later write gives may read it
+		// (informerLag's rounds).
+		j.typedWrites = append(j.typedWrites, ws...)
 		for _, gr := range unknown {
-			if slices.ContainsFunc(j.readBy, func(v *stateView) bool { return v.reads(gr) }) {
-				reads = append(reads, aheadUnknown{gr, lineRef{d.file, d.num}.String()})
-			}
+			j.aheadUnknown = append(j.aheadUnknown, aheadUnknown{gr, by})
 		}
-		if len(read) == 0 && len(reads) == 0 {
-			continue
+		read := slices.ContainsFunc(ws, func(tw typedWrite) bool {
+			return slices.ContainsFunc(j.readBy, func(v *stateView) bool { return v.read(tw) })
+		}) || slices.ContainsFunc(unknown, func(gr schema.GroupResource) bool {
+			return slices.ContainsFunc(j.readBy, func(v *stateView) bool { return v.reads(gr) })
+		})
+		if read {
+			j.again()
+			e.jobs <- j
 		}
-		j.again()
-		j.typedWrites = append(j.typedWrites, read...)
-		j.aheadUnknown = append(j.aheadUnknown, reads...)
-		e.jobs <- j
 	}
 }
 

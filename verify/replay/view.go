@@ -103,6 +103,10 @@ type selectorIndex struct {
 	keys map[objectKey]struct{}
 }
 
+// noObjects is the bucket of a resource of which the State holds no object: never frozen, so
+// never changed (it caches no list).
+var noObjects = &bucket{}
+
 func newBucket(selectors []labels.Selector) *bucket {
 	b := &bucket{members: map[string]*selectorIndex{}}
 	for _, sel := range selectors {
@@ -438,10 +442,9 @@ func (v *stateView) List(gvr schema.GroupVersionResource, namespace string, sele
 		}
 	}
 	if b == nil {
-		if o, ok := v.standIns[gr]; ok {
-			return []runtime.Object{o}, nil
-		}
-		return nil, nil
+		// No object of the resource yet: the list is still a read, of the objects the
+		// View's overrides may hold.
+		b = noObjects
 	}
 	if selector == nil {
 		selector = labels.Everything()
@@ -620,7 +623,7 @@ func (v *stateView) listFor(gvr schema.GroupVersionResource, namespace string) (
 	}
 	b := v.buckets[gr]
 	if b == nil {
-		return nil, unknown
+		b = noObjects // a read all the same (see List)
 	}
 	if whys := v.unknownEntries(gr, namespace); len(whys) > 0 {
 		unknown = whys[0]
