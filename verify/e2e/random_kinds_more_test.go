@@ -23,9 +23,12 @@ import (
 // they do not allow with 429), NetworkPolicies (policyTypes and port protocols defaulted),
 // PriorityClasses and pods naming one (the Priority plugin resolves the class into the pod's
 // priority and preemption policy, or refuses an unknown class before validating admission),
-// and CertificateSigningRequests (the strategy writes the requesting user's name, uid, groups
-// and extra into the spec; approval through the approval subresource, as kubectl certificate
-// approve does).
+// CertificateSigningRequests (the strategy writes the requesting user's name, uid, groups and
+// extra into the spec; approval through the approval subresource, as kubectl certificate
+// approve does), LimitRanges (the LimitRanger plugin gives later pods their defaults, or
+// refuses them before validating admission) and ResourceQuotas (the ResourceQuota plugin
+// refuses what exceeds one after validating admission, and everything it counts while its
+// controller, when it runs, has not computed its status).
 
 var (
 	daemonSetsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "daemonsets"}
@@ -33,6 +36,8 @@ var (
 	netPolsGVR    = schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "networkpolicies"}
 	prioritiesGVR = schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasses"}
 	csrsGVR       = schema.GroupVersionResource{Group: "certificates.k8s.io", Version: "v1", Resource: "certificatesigningrequests"}
+	limitsGVR     = schema.GroupVersionResource{Version: "v1", Resource: "limitranges"}
+	quotasGVR     = schema.GroupVersionResource{Version: "v1", Resource: "resourcequotas"}
 
 	dsNames       = []string{"ds-a", "ds-b"}
 	pdbNames      = []string{"pdb-a", "pdb-b"}
@@ -54,6 +59,8 @@ var moreKindAtoms = []string{
 	`object.?spec.?username.orValue('') != 'rnd-bob'`,
 	`object.?spec.?groups.orValue([]).exists(g, g == 'system:authenticated')`,
 	`object.?status.?conditions.orValue([]).all(c, c.type != 'Approved')`,
+	`object.?spec.?containers.orValue([]).all(c, string(c.?resources.?limits[?'cpu'].orValue('')) != '300m')`,
+	`object.?spec.?hard.orValue({}).size() < 2`,
 }
 
 // moreKindStrings are string expressions over the same.
@@ -62,6 +69,7 @@ var moreKindStrings = []string{
 	`'priority ' + string(object.?spec.?priority.orValue(-1)) + ' ' + object.?spec.?preemptionPolicy.orValue('-') + ' ' + object.?spec.?priorityClassName.orValue('-')`,
 	`'pdb ' + string(object.?spec.?minAvailable.orValue('-')) + ' ' + string(object.?status.?disruptionsAllowed.orValue(-1)) + ' ' + string(object.?status.?observedGeneration.orValue(-1))`,
 	`'netpol ' + object.?spec.?policyTypes.orValue([]).join(',')`,
+	`'resources ' + object.?spec.?containers.orValue([]).map(c, string(c.?resources.?limits[?'cpu'].orValue('-')) + '/' + string(c.?resources.?requests[?'memory'].orValue('-'))).join(',')`,
 }
 
 // moreKindRules are rule templates of these kinds.
@@ -71,6 +79,7 @@ var moreKindRules = []ruleTemplate{
 	{[]string{"networking.k8s.io"}, []string{"v1"}, []string{"networkpolicies"}},
 	{[]string{"scheduling.k8s.io"}, []string{"v1"}, []string{"priorityclasses"}},
 	{[]string{"certificates.k8s.io"}, []string{"v1"}, []string{"certificatesigningrequests", "certificatesigningrequests/approval", "certificatesigningrequests/status"}},
+	{[]string{""}, []string{"v1"}, []string{"limitranges", "resourcequotas"}},
 }
 
 func init() {
@@ -266,4 +275,42 @@ func (w *randomWorld) csrPEM() string {
 		w.t.Fatal(err)
 	}
 	return base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}))
+}
+
+// limitRangeWrite writes the LimitRange of a namespace (container defaults, now and then a
+// maximum) or deletes it.
+func (w *randomWorld) limitRangeWrite() {
+	ns := pick(w.r, w.namespaces()...)
+	if chance(w.r, 0.25) {
+		name := w.existing(limitsGVR, ns, []string{"limits"})
+		o := w.deleteOptions(w.dyn.Resource(limitsGVR).Namespace(ns), name)
+		w.got(fmt.Sprintf("the administrator deletes limitrange %s/%s %s", ns, name, optionsString(o)), w.dyn.Resource(limitsGVR).Namespace(ns).Delete(w.ctx, name, o))
+		return
+	}
+	limit := map[string]any{"type": "Container", "default": map[string]any{"cpu": pick(w.r, "200m", "300m")}, "defaultRequest": map[string]any{"memory": pick(w.r, "64Mi", "128Mi")}}
+	if chance(w.r, 0.3) {
+		limit["max"] = map[string]any{"cpu": pick(w.r, "250m", "1")}
+	}
+	lr := obj(map[string]any{"apiVersion": "v1", "kind": "LimitRange", "metadata": map[string]any{"name": "limits", "namespace": ns}, "spec": map[string]any{"limits": []any{limit}}})
+	_, err := w.tryPut(w.ctx, lr)
+	w.got("the administrator writes limitrange "+ns+"/limits", err)
+}
+
+// quotaWrite writes the ResourceQuota of a namespace over a few of the run's kinds, or deletes
+// it.
+func (w *randomWorld) quotaWrite() {
+	ns := pick(w.r, w.namespaces()...)
+	if chance(w.r, 0.3) {
+		name := w.existing(quotasGVR, ns, []string{"quota"})
+		o := w.deleteOptions(w.dyn.Resource(quotasGVR).Namespace(ns), name)
+		w.got(fmt.Sprintf("the administrator deletes resourcequota %s/%s %s", ns, name, optionsString(o)), w.dyn.Resource(quotasGVR).Namespace(ns).Delete(w.ctx, name, o))
+		return
+	}
+	hard := map[string]any{"count/poddisruptionbudgets.policy": pick(w.r, "1", "5")}
+	if chance(w.r, 0.5) {
+		hard["count/networkpolicies.networking.k8s.io"] = pick(w.r, "1", "5")
+	}
+	q := obj(map[string]any{"apiVersion": "v1", "kind": "ResourceQuota", "metadata": map[string]any{"name": "quota", "namespace": ns}, "spec": map[string]any{"hard": hard}})
+	_, err := w.tryPut(w.ctx, q)
+	w.got("the administrator writes resourcequota "+ns+"/quota", err)
 }

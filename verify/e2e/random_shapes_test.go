@@ -414,6 +414,7 @@ func randomAuditPolicy(r *rand.Rand, all bool) (string, map[string]string) {
 		{"", "persistentvolumeclaims"}, {"networking.k8s.io", "ingresses"}, {"rbac.authorization.k8s.io", "rolebindings"},
 		{"batch", "cronjobs"}, {"coordination.k8s.io", "leases"}, {"apps", "daemonsets"}, {"policy", "poddisruptionbudgets"},
 		{"networking.k8s.io", "networkpolicies"}, {"scheduling.k8s.io", "priorityclasses"}, {"certificates.k8s.io", "certificatesigningrequests"},
+		{"", "limitranges"}, {"", "resourcequotas"},
 	}
 	for _, res := range resources {
 		level := "RequestResponse"

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -97,7 +98,7 @@ func classify(ev *Event, connect bool) recording {
 			(strings.Contains(msg, "User \"") && strings.Contains(msg, "\" cannot ")) {
 			return recording{skip: SkipUnauthorized}
 		}
-		if strings.Contains(msg, "exceeded quota") {
+		if slices.ContainsFunc(quotaRefusals, func(q string) bool { return strings.Contains(msg, q) }) {
 			return recording{outcome: RecordedDeny, by: "ResourceQuota", vapRan: true, note: "ResourceQuota runs after ValidatingAdmissionPolicy"}
 		}
 		return recording{outcome: RecordedDeny, by: "another admission plugin", note: "denied by an admission plugin that may run before ValidatingAdmissionPolicy: " + firstLine(msg)}
@@ -132,6 +133,13 @@ func classify(ev *Event, connect bool) recording {
 	}
 	return recording{outcome: RecordedUnknown, note: "failed with " + reasonOr(reason, httpCode(code)) + ": cannot tell whether admission ran"}
 }
+
+// quotaRefusals are the refusals of the ResourceQuota admission plugin, which runs after
+// ValidatingAdmissionPolicy (k8s.io/apiserver/pkg/admission/plugin/resourcequota): a quota
+// exceeded, one whose status its controller has not computed yet (a new quota), a limit it
+// requires that the object does not set.
+var quotaRefusals = []string{"exceeded quota: ", "status unknown for quota: ", "failed quota: ", "quota usage is negative for resource(s): ",
+	"insufficient quota to consume: ", "unable to get previous usage since prior version of object was not found"}
 
 func reasonOr(reason, def string) string {
 	if reason != "" {
