@@ -250,7 +250,7 @@ func randomParity(t *testing.T, seed uint64, steps int, controllers bool) {
 		{4, w.listPatch}, {3, w.strategyWrite}, {3, w.finalizerStep}, {2, w.podDeleteCollection}, {3, w.connectStep},
 		{4, w.pvcWrite}, {3, w.ingressWrite}, {3, w.roleBindingWrite}, {3, w.cronJobWrite}, {3, w.leaseWrite},
 		{4, w.raceStep}, {3, w.daemonSetWrite}, {3, w.pdbWrite}, {3, w.netPolWrite}, {3, w.priorityWrite}, {3, w.csrWrite},
-		{2, w.limitRangeWrite}, {2, w.quotaWrite},
+		{2, w.limitRangeWrite}, {2, w.quotaWrite}, {6, w.kubectlEveryday},
 	}
 	if controllers {
 		actions = append(actions, struct {
@@ -1466,6 +1466,67 @@ func (w *randomWorld) kubectlStep() {
 		args = []string{"create", "configmap", "-n", ns, pick(w.r, cmNames...), "--from-literal=n=" + pick(w.r, "1", "x")}
 	default:
 		args = []string{pick(w.r, "cordon", "uncordon"), w.existing(nodesGVR, "", nodeNames)}
+	}
+	args = append(args, as...)
+	w.got("kubectl "+strings.Join(args, " "), w.kubectl(args...))
+}
+
+// kubectlEveryday runs, as a random user, one of the kubectl commands of everyday work, each
+// its own shape of requests: rollout restart, set image and rollout undo (strategic merge
+// patches of a Deployment), taint and label (node patches), client-side apply (a create with
+// the last-applied annotation, or a patch of it), create deployment, expose, create job
+// --from, autoscale, run, a forced delete, create token, certificate approve and deny, drain
+// (cordon, then evictions), and create secret.
+func (w *randomWorld) kubectlEveryday() {
+	u := w.user()
+	ns := pick(w.r, w.namespaces()...)
+	var as []string
+	if u.name != harness.AdminUser {
+		as = append(as, "--as="+u.name)
+		for _, g := range u.groups {
+			as = append(as, "--as-group="+g)
+		}
+	}
+	dep := w.existing(deploymentsGVR, ns, depNames)
+	var args []string
+	switch w.r.IntN(15) {
+	case 0:
+		args = []string{"rollout", "restart", "deployment/" + dep, "-n", ns}
+	case 1:
+		args = []string{"set", "image", "deployment/" + dep, "c=" + pick(w.r, "busybox:1.36", "nginx:1.27"), "-n", ns}
+	case 2:
+		args = []string{"rollout", "undo", "deployment/" + dep, "-n", ns}
+	case 3:
+		taint := pick(w.r, "rnd.vapc.dev/taint=yes:NoSchedule", "rnd.vapc.dev/taint-", "rnd.vapc.dev/evict=now:NoExecute")
+		args = []string{"taint", "node", w.existing(nodesGVR, "", nodeNames), taint, "--overwrite"}
+	case 4:
+		path := filepath.Join(w.t.TempDir(), "cm.yaml")
+		body := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\n  labels:\n    color: %s\ndata:\n  n: %q\n",
+			pick(w.r, "cm-applied", "cm-ab"), ns, pick(w.r, "red", "blue"), pick(w.r, "1", "2", "x"))
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			w.t.Fatal(err)
+		}
+		args = []string{"apply", "-f", path}
+	case 5:
+		args = []string{"create", "deployment", pick(w.r, "kd-a", "kd-b"), "--image=" + pick(w.r, "nginx", "busybox"), "--replicas=" + pick(w.r, "1", "2"), "-n", ns}
+	case 6:
+		args = []string{"expose", "deployment", pick(w.r, "kd-a", dep), "--port=80", "--name=" + pick(w.r, "svc-k", "svc-l"), "-n", ns}
+	case 7:
+		args = []string{"create", "job", pick(w.r, "jk-a", "jk-b"), "--from=cronjob/" + w.existing(cronJobsGVR, ns, cronNames), "-n", ns}
+	case 8:
+		args = []string{"autoscale", "deployment", dep, "--min=1", "--max=" + pick(w.r, "3", "5"), "--cpu-percent=" + pick(w.r, "50", "80"), "-n", ns}
+	case 9:
+		args = []string{"run", pick(w.r, podNames...), "--image=" + pick(w.r, "nginx", "busybox"), "--labels=app=" + pick(w.r, "web", "db"), "--restart=" + pick(w.r, "Never", "Always"), "-n", ns}
+	case 10:
+		args = []string{"delete", "pod", w.existing(podsGVR, ns, podNames), "--grace-period=0", "--force", "--wait=false", "-n", ns}
+	case 11:
+		args = []string{"create", "token", pick(w.r, "default", "robot"), "--duration=" + pick(w.r, "10m", "1h"), "-n", ns}
+	case 12:
+		args = []string{"certificate", pick(w.r, "approve", "deny"), w.existing(csrsGVR, "", csrNames)}
+	case 13:
+		args = []string{"drain", pick(w.r, "w-1", "w-22", "w-0"), "--ignore-daemonsets", "--delete-emptydir-data", "--force", "--timeout=3s", "--grace-period=1"}
+	default:
+		args = []string{"create", "secret", "generic", pick(w.r, "sec-k", "sec-l"), "--from-literal=token=" + pick(w.r, "a", "b"), "-n", ns}
 	}
 	args = append(args, as...)
 	w.got("kubectl "+strings.Join(args, " "), w.kubectl(args...))
