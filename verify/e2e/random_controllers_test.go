@@ -132,16 +132,36 @@ func (w *randomWorld) controllerStep() {
 
 // waitForControllers waits until the audit log shows the controllers at work: a request of
 // kube-scheduler, and the node lifecycle controller writing kubeletNode after its kubelet
-// stopped (admitted or refused by a policy). It fails the test, naming what is missing, when
+// stopped, or after the last heartbeat of its kubelet a random policy did not refuse (the
+// write admitted or refused by a policy). It fails the test, naming what is missing, when
 // they have not within 90 seconds.
 func waitForControllers(ctx context.Context, t *testing.T, log string, stopped time.Time) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 	scheduler := func(e *auditEvent) bool { return e.User.Username == "system:kube-scheduler" }
+	// A random policy may have refused the kubelet's heartbeats before it stopped: the node
+	// lifecycle controller then marks the node after the last one it took.
+	lastBeat := stopped
+	beats := 0
+	if _, err := findAuditEvent(log, func(e *auditEvent) bool {
+		if e.ImpersonatedUser != nil && e.ImpersonatedUser.Username == "system:node:"+kubeletNode && e.ObjectRef != nil && e.ObjectRef.Subresource == "status" &&
+			e.ResponseStatus != nil && e.ResponseStatus.Code < 300 && e.Stage == "ResponseComplete" {
+			lastBeat, beats = e.RequestReceivedTimestamp.Time, beats+1
+		}
+		return false
+	}); err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case beats == 0:
+		lastBeat = time.Time{} // refused from the first: the node was never Ready
+	case lastBeat.After(stopped):
+		lastBeat = stopped
+	}
 	nodeController := func(e *auditEvent) bool {
 		return e.User.Username == "system:serviceaccount:kube-system:node-controller" && e.ObjectRef != nil &&
-			e.ObjectRef.Resource == "nodes" && e.ObjectRef.Name == kubeletNode && e.Verb != "get" && e.RequestReceivedTimestamp.After(stopped)
+			e.ObjectRef.Resource == "nodes" && e.ObjectRef.Name == kubeletNode && e.Verb != "get" && e.RequestReceivedTimestamp.After(lastBeat)
 	}
 	for {
 		var missing []string
