@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 )
 
 // More everyday kinds of TestRandomParity, each with what the server adds before validating
@@ -233,7 +234,20 @@ func (w *randomWorld) csrWrite() {
 	switch w.r.IntN(4) {
 	case 0, 1:
 		name := pick(w.r, csrNames...)
-		spec := map[string]any{"request": w.csrPEM(), "signerName": "example.com/rnd", "usages": []any{"client auth", "digital signature"}}
+		cn, org, signer := pick(w.r, "rnd-client", "rnd-other"), "rnd", "example.com/rnd"
+		client := w.client(u)
+		switch w.r.IntN(4) {
+		case 0:
+			// kube-apiserver's client signer: the CertificateSubjectRestriction plugin refuses
+			// system:masters before validating admission.
+			signer, org = "kubernetes.io/kube-apiserver-client", pick(w.r, "rnd", "system:masters")
+		case 1:
+			// A kubelet's client certificate, as its kubelet asks for it: the CSR approving
+			// and signing controllers approve and sign it when they run.
+			cn, org, signer = "system:node:"+kubeletNode, "system:nodes", "kubernetes.io/kube-apiserver-client-kubelet"
+			client = w.dynamicFor(rest.ImpersonationConfig{UserName: "system:node:" + kubeletNode, Groups: []string{"system:nodes"}})
+		}
+		spec := map[string]any{"request": w.csrPEM(cn, org), "signerName": signer, "usages": []any{"client auth", "digital signature"}}
 		if chance(w.r, 0.3) {
 			spec["expirationSeconds"] = int64(pick(w.r, 600, 3600))
 		}
@@ -242,7 +256,7 @@ func (w *randomWorld) csrWrite() {
 		}
 		csr := obj(map[string]any{"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest", "metadata": map[string]any{"name": name, "labels": w.labels()}, "spec": spec})
 		o := w.createOptions()
-		w.got(fmt.Sprintf("%s creates certificatesigningrequest %s%s", u.name, name, dry(o.DryRun)), w.tryCreate(w.client(u), csrsGVR, csr, o))
+		w.got(fmt.Sprintf("%s creates certificatesigningrequest %s for %s (CN %s, O %s)%s", u.name, name, signer, cn, org, dry(o.DryRun)), w.tryCreate(client, csrsGVR, csr, o))
 	case 2:
 		name := w.existing(csrsGVR, "", csrNames)
 		cur, err := ri.Get(w.ctx, name, metav1.GetOptions{})
@@ -263,14 +277,14 @@ func (w *randomWorld) csrWrite() {
 	}
 }
 
-// csrPEM is a PEM-encoded certificate request of a new key, base64-encoded as the API takes
-// it.
-func (w *randomWorld) csrPEM() string {
+// csrPEM is a PEM-encoded certificate request of a new key for the subject, base64-encoded as
+// the API takes it.
+func (w *randomWorld) csrPEM(cn, org string) string {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: pick(w.r, "rnd-client", "rnd-other"), Organization: []string{"rnd"}}}, key)
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: cn, Organization: []string{org}}}, key)
 	if err != nil {
 		w.t.Fatal(err)
 	}
