@@ -219,10 +219,12 @@ func (w *randomWorld) priorityWrite() {
 		}
 		_, err := w.tryPut(w.ctx, pc)
 		w.got("the administrator writes priorityclass "+name, err)
+		w.settle() // the Priority plugin reads classes from its informer
 	default:
 		name := w.existing(prioritiesGVR, "", priorityNames)
 		o := w.deleteOptions(w.dyn.Resource(prioritiesGVR), name)
 		w.got(fmt.Sprintf("the administrator deletes priorityclass %s %s", name, optionsString(o)), w.dyn.Resource(prioritiesGVR).Delete(w.ctx, name, o))
+		w.settle()
 	}
 }
 
@@ -299,6 +301,7 @@ func (w *randomWorld) limitRangeWrite() {
 		name := w.existing(limitsGVR, ns, []string{"limits"})
 		o := w.deleteOptions(w.dyn.Resource(limitsGVR).Namespace(ns), name)
 		w.got(fmt.Sprintf("the administrator deletes limitrange %s/%s %s", ns, name, optionsString(o)), w.dyn.Resource(limitsGVR).Namespace(ns).Delete(w.ctx, name, o))
+		w.settle() // the LimitRanger plugin reads them from its informer
 		return
 	}
 	limit := map[string]any{"type": "Container", "default": map[string]any{"cpu": pick(w.r, "200m", "300m")}, "defaultRequest": map[string]any{"memory": pick(w.r, "64Mi", "128Mi")}}
@@ -308,6 +311,7 @@ func (w *randomWorld) limitRangeWrite() {
 	lr := obj(map[string]any{"apiVersion": "v1", "kind": "LimitRange", "metadata": map[string]any{"name": "limits", "namespace": ns}, "spec": map[string]any{"limits": []any{limit}}})
 	_, err := w.tryPut(w.ctx, lr)
 	w.got("the administrator writes limitrange "+ns+"/limits", err)
+	w.settle()
 }
 
 // quotaWrite writes the ResourceQuota of a namespace over a few of the run's kinds, or deletes

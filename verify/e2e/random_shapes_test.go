@@ -11,12 +11,15 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/vapc-dev/vapc/verify/replay"
 )
 
 // The request shapes of TestRandomParity whose admission object the server builds from more
@@ -465,10 +468,12 @@ func (w *randomWorld) raceStep() {
 		what string
 		do   func() error
 	}
+	typed := false // a write to a namespace or a param
 	next := func() write {
 		u := w.user()
 		ri := w.client(u).Resource(configMapsGVR).Namespace(ns)
 		if w.r.IntN(5) == 0 {
+			typed = true
 			// A param of the policies, written without a sync: kube-apiserver's informer may
 			// hold it before the other write's admission reads it, though the log records it
 			// after.
@@ -476,6 +481,7 @@ func (w *randomWorld) raceStep() {
 			return write{what, do}
 		}
 		if w.r.IntN(5) == 0 {
+			typed = true
 			// The namespace the other writes are in, relabelled without a sync: the
 			// policies read it from kube-apiserver's informer, which may lag.
 			body := pick(w.r, `{"metadata":{"labels":{"tier":"gold"}}}`, `{"metadata":{"labels":{"tier":null}}}`, `{"metadata":{"labels":{"env":"prod"}}}`, `{"metadata":{"labels":{"env":"dev"}}}`)
@@ -525,4 +531,9 @@ func (w *randomWorld) raceStep() {
 	}
 	after := next()
 	w.got(after.what+" (right after two racing writes)", after.do())
+	if typed {
+		// The requests after these are not racing: received once the replay takes the
+		// informers to hold the namespace or param written.
+		time.Sleep(replay.InformerLag)
+	}
 }

@@ -751,6 +751,11 @@ func (s *clusterState) recentTyped(received time.Time) (out []typedWrite, lost [
 // ValidatingAdmissionPolicy plugin reads them from informers, which the watch cache feeds.
 const informerLag = watchCacheLag
 
+// InformerLag is how long after a write to a param or namespace completed a replay holds that
+// kube-apiserver's admission may still have read the version before it (see informerLag): a
+// request received later is decided on the write.
+const InformerLag = informerLag
+
 // watchCacheLag is how long after a write completed the replay holds that kube-apiserver may
 // not have seen it in its watch cache yet. The store's GuaranteedUpdate and Delete run their
 // first attempt on the watch cache's copy of the object (Cacher.GuaranteedUpdate hands it to
