@@ -964,6 +964,34 @@ func TestPatchTypeByAnnotations(t *testing.T) {
 	}
 }
 
+// TestRefusedDeleteThenEviction: a pod DELETE without a grace period that a policy refused may
+// have left the pod marked deleted (the store validates it before and after marking it); an
+// eviction the log shows succeeding fails on a pod so marked (its DisruptionTarget update
+// deletes it first), so the DELETE left the pod as it was, and what follows is decided on it.
+func TestRefusedDeleteThenEviction(t *testing.T) {
+	p, b := levelPolicy("no-delete", "pods", admissionregistrationv1.Delete, nil, "false")
+	p2, b2 := levelPolicy("marked", "pods", admissionregistrationv1.Update, nil, "!has(oldObject.metadata.deletionTimestamp) || oldObject.metadata.deletionGracePeriodSeconds > 0")
+	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "pod-a", "namespace": "ns1", "resourceVersion": "10", "uid": "u1", "labels": map[string]any{"app": "db"}},
+		"spec": map[string]any{"nodeName": "w-0", "containers": []any{map[string]any{"name": "c", "image": "i"}}}, "status": map[string]any{"phase": "Running"}}
+	denied := `pods "pod-a" is forbidden: ValidatingAdmissionPolicy 'no-delete' with binding 'no-delete' denied request: denied by no-delete`
+	now := map[string]any{"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}
+	eviction := map[string]any{"kind": "Eviction", "apiVersion": "policy/v1", "metadata": map[string]any{"name": "pod-a", "namespace": "ns1"}}
+	evict := replaceOnce(t, levelEvent(t, "3", auditlog.LevelRequestResponse, "create", "pods", "ns1", "pod-a", 201, "", eviction,
+		map[string]any{"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201}), `/pods"`, `/pods/pod-a/eviction"`)
+	evict = replaceOnce(t, evict, `"resource":"pods"`, `"resource":"pods","subresource":"eviction"`)
+	label := map[string]any{"metadata": map[string]any{"labels": map[string]any{"x": "y"}}}
+	_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p, p2}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b, b2},
+		levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "pods", "ns1", "pod-a", 201, "", pod, pod),
+		levelEvent(t, "2", auditlog.LevelRequestResponse, "delete", "pods", "ns1", "pod-a", 422, denied, now, nil),
+		evict,
+		// The eviction marked the pod deleted with its own grace period (30 s, the default).
+		levelEvent(t, "4", auditlog.LevelRequestResponse, "patch", "pods", "ns1", "pod-a", 200, "", label, nil),
+	)
+	if rec := recs["4"]; rec == nil || rec.Decision != DecisionAdmit {
+		t.Errorf("the patch after the eviction: %s, want admit: the pod the eviction marked has a grace period of 30 s", describeRecord(rec))
+	}
+}
+
 // TestPatchTypeByResponse: a patch whose content type the log does not record, refused before
 // validating admission as one type (a strategic merge patch adding a port without a name) and
 // admitted as the other (a merge patch replacing the ports): the log's response says which.

@@ -826,6 +826,10 @@ func (r *Replayer) refusedPodDelete(d decoded, ev *Event, t target) {
 	}
 	src := lineRef{d.file, d.num}.String()
 	why := "the DELETE at " + src + ", which admission refused, after or before the store marked the pod deleted: the log does not say which"
+	var unmarked []byte // the version it has unless marked, when the State knows it in full
+	if p := r.state.prior(gr, t.namespace, t.name); len(p.unknowns) == 0 {
+		unmarked = p.raw
+	}
 	zero := int64(0)
 	u.SetDeletionTimestamp(markedAt(ev))
 	u.SetDeletionGracePeriodSeconds(&zero)
@@ -836,6 +840,7 @@ func (r *Replayer) refusedPodDelete(d decoded, ev *Event, t target) {
 		{Path: objectPath("metadata", "generation"), ValueOnly: true, Why: why},
 	}
 	_ = r.state.putPartly(gr, u, unknowns, src+" (refused DELETE: maybe marked deleted)")
+	r.state.markedMaybe(gr, t.namespace, t.name, unmarked)
 }
 
 // writtenVersion is the resourceVersion of the object a successful write stored, as its

@@ -1321,6 +1321,13 @@ func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, why, sr
 		results = append(results, result{obj: u, unknowns: unknowns})
 	}
 	if len(results) == 0 {
+		if u, err := auditlog.DecodeObject(p.unmarked); err == nil && p.unmarked != nil {
+			// The write succeeded, which it does not on the version a refused DELETE may have
+			// marked deleted: that DELETE left the object as it was.
+			_ = r.state.Put(gr, u, p.source+" (not marked deleted: the write at "+src+" succeeded)")
+			r.replayWrite(ctx, ev, t, why, src)
+			return
+		}
 		forget(strings.Join(failures, "; "))
 		return
 	}

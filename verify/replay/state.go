@@ -155,6 +155,9 @@ type entry struct {
 	unknowns []vapccel.Unknown
 	// unknown says why the object's state is not known.
 	unknown string
+	// unmarked is the JSON of the version the object has unless a refused DELETE left it
+	// marked deleted, which raw is (see Replayer.refusedPodDelete); nil otherwise.
+	unmarked []byte
 	// labels of a known object, for selectors.
 	labels labels.Set
 	// source says where the state came from (a line of the log, the snapshot).
@@ -579,6 +582,9 @@ type prior struct {
 	source, unknown string
 	// unknowns are the fields of the known object whose values are not known.
 	unknowns []vapccel.Unknown
+	// unmarked is the version the object has unless a refused DELETE marked it (see
+	// entry.unmarked).
+	unmarked []byte
 	// stale are the versions the object had before the write that stored this one, newest
 	// first, when the server may have admitted the request on one of them first (see
 	// staleOf); staleUnknown says why a version it may have read is not known. Both are
@@ -816,8 +822,16 @@ func (s *clusterState) prior(gr schema.GroupResource, namespace, name string) pr
 	if !ok {
 		return p
 	}
-	p.found, p.source, p.unknown, p.raw, p.unknowns, p.rv = true, e.source, e.unknown, e.raw, e.unknowns, e.rv
+	p.found, p.source, p.unknown, p.raw, p.unknowns, p.rv, p.unmarked = true, e.source, e.unknown, e.raw, e.unknowns, e.rv, e.unmarked
 	return p
+}
+
+// markedMaybe records that the object's entry, as stored last, is the version a refused DELETE
+// may have left marked deleted, and unmarked the version it has otherwise.
+func (s *clusterState) markedMaybe(gr schema.GroupResource, namespace, name string, unmarked []byte) {
+	if e := s.objects[storageOf(gr)][objectKey{namespace, name}]; e != nil && e.raw != nil {
+		e.unmarked = unmarked
+	}
 }
 
 // decode returns the object, or why its state is not known; nil and "" when there is none.
