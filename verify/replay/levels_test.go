@@ -992,6 +992,53 @@ func TestRefusedDeleteThenEviction(t *testing.T) {
 	}
 }
 
+// TestJobCreateFollowed: a Job create logged at Request level with its pod template's labels
+// may have been sent without labels (SetDefaults_Job gives it the template's labels map, which
+// the job strategy then labels with the job's name and uid) or with them: the State follows
+// both, and the labels they write differently are not known.
+func TestJobCreateFollowed(t *testing.T) {
+	p, b := levelPolicy("old-labels", "jobs/status", admissionregistrationv1.Update, nil, "size(oldObject.metadata.labels) == 1")
+	p.Spec.MatchConstraints.ResourceRules[0].Rule.APIGroups = []string{"batch"}
+	job := func(labels map[string]any, status map[string]any) map[string]any {
+		meta := map[string]any{"name": "j", "namespace": "ns1"}
+		if labels != nil {
+			meta["labels"] = labels
+		}
+		j := map[string]any{"apiVersion": "batch/v1", "kind": "Job", "metadata": meta,
+			"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "x"}},
+				"spec": map[string]any{"restartPolicy": "Never", "containers": []any{map[string]any{"name": "c", "image": "i"}}}}}}
+		if status != nil {
+			j["status"] = status
+		}
+		return j
+	}
+	batch := func(line string) string {
+		line = replaceOnce(t, line, `"requestURI":"/api/v1/`, `"requestURI":"/apis/batch/v1/`)
+		return replaceOnce(t, line, `"apiVersion":"v1","name"`, `"apiGroup":"batch","apiVersion":"v1","name"`)
+	}
+	for _, tc := range []struct {
+		name   string
+		labels map[string]any // of the logged create, after defaults
+		want   string
+	}{
+		{name: "the template's labels: sent or defaulted", labels: map[string]any{"app": "x"}, want: DecisionIndeterminate},
+		{name: "labels of its own", labels: map[string]any{"app": "y"}, want: DecisionAdmit},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status := map[string]any{"active": 1}
+			updated := job(tc.labels, status)
+			_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+				batch(levelEvent(t, "1", auditlog.LevelRequest, "create", "jobs", "ns1", "j", 201, "", job(tc.labels, nil), nil)),
+				batch(replaceOnce(t, replaceOnce(t, levelEvent(t, "2", auditlog.LevelRequest, "update", "jobs", "ns1", "j", 200, "", updated, nil), `/jobs/j"`, `/jobs/j/status"`),
+					`"resource":"jobs"`, `"resource":"jobs","subresource":"status"`)),
+			)
+			if rec := recs["2"]; rec == nil || rec.Decision != tc.want {
+				t.Errorf("the status update: %s, want %s", describeRecord(rec), tc.want)
+			}
+		})
+	}
+}
+
 // TestPatchTypeByResponse: a patch whose content type the log does not record, refused before
 // validating admission as one type (a strategic merge patch adding a port without a name) and
 // admitted as the other (a merge patch replacing the ports): the log's response says which.

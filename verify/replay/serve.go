@@ -157,16 +157,7 @@ func (r *Replayer) serve(ctx context.Context, ev *Event, t target, policies []st
 	if req.Method == http.MethodPost {
 		req.Body = namedBody(ev, req.Body)
 	}
-	variants := []sendVariant{{body: req.Body}}
-	switch {
-	case req.Method == http.MethodPatch:
-		variants = nil
-		for _, ct := range patchVariants(req.Body, ev) {
-			variants = append(variants, sendVariant{contentType: ct, body: req.Body, name: variantName(ct)})
-		}
-	case req.Method == http.MethodPost && t.gvr.GroupResource() == jobsResource && t.sub == "":
-		variants = jobLabelVariants(req.Body, ev)
-	}
+	variants := sendVariants(req, ev, t)
 	var out []served
 	for _, v := range variants {
 		s := served{variant: v.name, labels: v.labels}
@@ -339,6 +330,23 @@ func servedDiff(a, b served) string {
 		}
 	}
 	return ""
+}
+
+// sendVariants are the ways the request may have been sent: a patch as each content type its
+// body is valid for, a Job create with its labels and without (see jobLabelVariants), or as
+// it is.
+func sendVariants(req apiserver.Request, ev *Event, t target) []sendVariant {
+	switch {
+	case req.Method == http.MethodPatch:
+		var variants []sendVariant
+		for _, ct := range patchVariants(req.Body, ev) {
+			variants = append(variants, sendVariant{contentType: ct, body: req.Body, name: variantName(ct)})
+		}
+		return variants
+	case req.Method == http.MethodPost && t.gvr.GroupResource() == jobsResource && t.sub == "":
+		return jobLabelVariants(req.Body, ev)
+	}
+	return []sendVariant{{body: req.Body}}
 }
 
 // sendVariant is one way a request may have been sent: a patch's content type, or a Job's
@@ -1187,14 +1195,11 @@ func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, why, sr
 		objs.version, objs.uid = fromRequest(ev, p.unknowns)
 		objs.body = updateBody(ev, p.unknowns)
 	}
-	contentTypes := []types.PatchType{""}
-	if req.Method == http.MethodPatch {
-		contentTypes = patchVariants(req.Body, ev)
-	}
 	logged := req.Body
 	if req.Method == http.MethodPost {
 		req.Body = namedBody(ev, req.Body)
 	}
+	variants := sendVariants(req, ev, t)
 	type result struct {
 		deleted  bool
 		obj      *unstructured.Unstructured
@@ -1202,10 +1207,8 @@ func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, why, sr
 	}
 	var results []result
 	var failures []string
-	for _, ct := range contentTypes {
-		if ct != "" {
-			req.ContentType = string(ct)
-		}
+	for _, v := range variants {
+		req.ContentType, req.Body = string(v.contentType), v.body
 		// The log shows the request succeeded: it got past the plugins.
 		pc := &pluginCluster{v: r.state.view(false), mapper: r.cur().resources.RESTMapper(), passed: true}
 		ex := &apiserver.Exchange{Objects: objs, Plugins: r.orderedPlugins}
@@ -1236,7 +1239,7 @@ func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, why, sr
 		r.orderedPlugins.SetCluster(pc)
 		resp, err := srv.Do(ctx, req, ex)
 		r.orderedPlugins.SetCluster(nil)
-		name := variantName(ct)
+		name := v.name
 		switch {
 		case err != nil:
 			failures = append(failures, name+": "+err.Error())
@@ -1332,17 +1335,20 @@ func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, why, sr
 		return
 	}
 	first := results[0]
+	ways := "the log does not record the patch's content type, and the types it may have been sent as"
+	if len(variants) > 0 && variants[0].labels {
+		ways = "the log records a Job's create after its defaults, and whether its labels were sent or are its pod template's, the two ways it may have been sent,"
+	}
 	for _, o := range results[1:] {
 		if o.deleted != first.deleted || (o.obj == nil) != (first.obj == nil) {
-			forget("the log does not record the patch's content type, and the types it may have been sent as write different objects")
+			forget(ways + " write different objects")
 			return
 		}
 		if o.obj == nil {
 			continue
 		}
-		// The fields the content types write alike are known; the others are not.
-		first.unknowns = append(first.unknowns, differing(first.obj.Object, o.obj.Object, nil,
-			"the log does not record the patch's content type, and the types it may have been sent as write it differently")...)
+		// The fields the ways write alike are known; the others are not.
+		first.unknowns = append(first.unknowns, differing(first.obj.Object, o.obj.Object, nil, ways+" write it differently")...)
 	}
 	switch {
 	case first.deleted:
