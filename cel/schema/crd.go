@@ -468,9 +468,7 @@ func (c *Catalog) CustomResourceDecoder(gvk schema.GroupVersionKind) (decode fun
 // CustomResourceDefinitionOf is the CRD that serves the kind, as the catalog took it
 // (defaulted), or nil; the caller must not change it.
 func (c *Catalog) CustomResourceDefinitionOf(gvk schema.GroupVersionKind) *apiextensionsv1.CustomResourceDefinition {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if comps := c.crd.schemas[gvk.GroupVersion()]; comps != nil {
+	if comps := c.crdComponentsOf(gvk.GroupVersion()); comps != nil {
 		return comps.crds[gvk.Kind]
 	}
 	return nil
@@ -489,12 +487,18 @@ func (c *Catalog) CustomResourceDefaulter(gvk schema.GroupVersionKind) (def func
 }
 
 func (c *Catalog) decodingSchema(gvk schema.GroupVersionKind) *structuralschema.Structural {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if comps := c.crd.schemas[gvk.GroupVersion()]; comps != nil {
+	if comps := c.crdComponentsOf(gvk.GroupVersion()); comps != nil {
 		return comps.structural[gvk.Kind]
 	}
 	return nil
+}
+
+// crdComponentsOf is what the catalog's CRDs serve of the group-version, or nil; its maps are
+// never changed once the catalog holds it.
+func (c *Catalog) crdComponentsOf(gv schema.GroupVersion) *crdComponents {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.crd.schemas[gv]
 }
 
 // LoadCRDs reads CustomResourceDefinitions from YAML or JSON files, each holding one or more

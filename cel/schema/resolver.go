@@ -39,9 +39,7 @@ func (r catalogResolver) ResolveSchema(gvk schema.GroupVersionKind) (*spec.Schem
 		return populate(schemas, loc.name)
 	}
 	gv := gvk.GroupVersion()
-	r.c.mu.RLock()
-	comps := r.c.crd.schemas[gv]
-	r.c.mu.RUnlock()
+	comps := r.c.crdComponentsOf(gv)
 	if comps == nil {
 		if r.c.builtin.docs[gv] != nil {
 			return nil, fmt.Errorf("cannot resolve group version kind %q: %w", gvk, resolver.ErrSchemaNotFound)

@@ -58,9 +58,7 @@ func (c *Catalog) TypeConverter(gvs ...schema.GroupVersion) (managedfields.TypeC
 // ok is false when no CRD of the catalog serves it. The type converter does not apply the
 // schema's defaults, which the server applies after every patch (CustomResourceDefaulter).
 func (c *Catalog) CustomTypeConverter(gvk schema.GroupVersionKind) (tc managedfields.TypeConverter, ok bool, err error) {
-	c.mu.RLock()
-	comps := c.crd.schemas[gvk.GroupVersion()]
-	c.mu.RUnlock()
+	comps := c.crdComponentsOf(gvk.GroupVersion())
 	if comps == nil {
 		return nil, false, nil
 	}

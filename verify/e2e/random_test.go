@@ -1447,16 +1447,6 @@ func (w *randomWorld) rawRequest(u rndUser, method, path string, body []byte) er
 func (w *randomWorld) kubectlStep() {
 	u := w.user()
 	ns := pick(w.r, w.namespaces()...)
-	var as []string
-	if u.name != harness.AdminUser {
-		as = append(as, "--as="+u.name)
-		for _, g := range u.groups {
-			as = append(as, "--as-group="+g)
-		}
-		if u.uid != "" {
-			as = append(as, "--as-uid="+u.uid)
-		}
-	}
 	var args []string
 	switch w.r.IntN(6) {
 	case 0:
@@ -1472,8 +1462,23 @@ func (w *randomWorld) kubectlStep() {
 	default:
 		args = []string{pick(w.r, "cordon", "uncordon"), w.existing(nodesGVR, "", nodeNames)}
 	}
-	args = append(args, as...)
+	args = append(args, u.kubectlAs()...)
 	w.got("kubectl "+strings.Join(args, " "), w.kubectl(args...))
+}
+
+// kubectlAs are kubectl's flags that impersonate the user (none for the administrator).
+func (u rndUser) kubectlAs() []string {
+	if u.name == harness.AdminUser {
+		return nil
+	}
+	as := []string{"--as=" + u.name}
+	for _, g := range u.groups {
+		as = append(as, "--as-group="+g)
+	}
+	if u.uid != "" {
+		as = append(as, "--as-uid="+u.uid)
+	}
+	return as
 }
 
 // kubectlEveryday runs, as a random user, one of the kubectl commands of everyday work, each
@@ -1485,13 +1490,6 @@ func (w *randomWorld) kubectlStep() {
 func (w *randomWorld) kubectlEveryday() {
 	u := w.user()
 	ns := pick(w.r, w.namespaces()...)
-	var as []string
-	if u.name != harness.AdminUser {
-		as = append(as, "--as="+u.name)
-		for _, g := range u.groups {
-			as = append(as, "--as-group="+g)
-		}
-	}
 	dep := w.existing(deploymentsGVR, ns, depNames)
 	var args []string
 	switch w.r.IntN(15) {
@@ -1533,7 +1531,7 @@ func (w *randomWorld) kubectlEveryday() {
 	default:
 		args = []string{"create", "secret", "generic", pick(w.r, "sec-k", "sec-l"), "--from-literal=token=" + pick(w.r, "a", "b"), "-n", ns}
 	}
-	args = append(args, as...)
+	args = append(args, u.kubectlAs()...)
 	w.got("kubectl "+strings.Join(args, " "), w.kubectl(args...))
 }
 

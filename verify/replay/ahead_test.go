@@ -17,8 +17,7 @@ func TestInformerLagAheadPastUntimed(t *testing.T) {
 		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": "ns1"}}
 	}
 	denied := `configmaps "c" is forbidden: ValidatingAdmissionPolicy 'limit' with binding 'limit' denied request: denied by limit`
-	other := lagParam("other", "3", "no")
-	other["metadata"].(map[string]any)["labels"] = map[string]any{"param": "no"}
+	other := unselectedParam()
 	p, b := lagParamPolicy(admissionregistrationv1.DenyAction)
 	for _, untimed := range []bool{false, true} {
 		lines := []string{
@@ -42,19 +41,14 @@ func TestInformerLagAheadPastUntimed(t *testing.T) {
 // matches, p says no: deny) is evaluated, though the request read p in none when p's write came.
 func TestInformerLagAheadReadLater(t *testing.T) {
 	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "ns1"}}
-	ns := func(rv, env string) map[string]any {
-		return map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1", "resourceVersion": rv, "uid": "u-ns1",
-			"labels": map[string]any{"env": env, "kubernetes.io/metadata.name": "ns1"}}, "spec": map[string]any{"finalizers": []any{"kubernetes"}}, "status": map[string]any{"phase": "Active"}}
-	}
-	other := lagParam("other", "3", "no")
-	other["metadata"].(map[string]any)["labels"] = map[string]any{"param": "no"}
+	other := unselectedParam()
 	for _, order := range []string{"namespace first", "param first"} {
 		t.Run(order, func(t *testing.T) {
 			p, b := lagParamPolicy(admissionregistrationv1.DenyAction)
 			b.Spec.ParamRef.Selector, b.Spec.ParamRef.Name = nil, "p"
 			b.Spec.MatchResources = &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}}
 			paramWrite := timedEvent(t, levelEvent(t, "pw", auditlog.LevelRequestResponse, "update", "configmaps", "params", "p", 200, "", lagParam("p", "11", "no"), lagParam("p", "11", "no")), "02.003000", "02.012000", nil)
-			nsWrite := timedEvent(t, levelEvent(t, "nw", auditlog.LevelRequestResponse, "update", "namespaces", "", "ns1", 200, "", ns("6", "prod"), ns("6", "prod")), "02.004000", "02.015000", nil)
+			nsWrite := timedEvent(t, levelEvent(t, "nw", auditlog.LevelRequestResponse, "update", "namespaces", "", "ns1", 200, "", envNamespace("6", "prod"), envNamespace("6", "prod")), "02.004000", "02.015000", nil)
 			writes := []string{nsWrite, paramWrite}
 			if order == "param first" {
 				writes = []string{paramWrite, nsWrite}
@@ -63,7 +57,7 @@ func TestInformerLagAheadReadLater(t *testing.T) {
 			denied := `configmaps "c" is forbidden: ValidatingAdmissionPolicy 'limit' with binding 'limit' denied request: denied by limit`
 			lines := append([]string{timedEvent(t, levelEvent(t, "req", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "c", 403, denied, cm, nil), "02.000000", "02.010000", nil)}, writes...)
 			sum, recs := replayLinesWith(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
-				[]any{lagParam("p", "10", "yes"), other, ns("5", "dev")}, lines...)
+				[]any{lagParam("p", "10", "yes"), other, envNamespace("5", "dev")}, lines...)
 			if rec := recs["req"]; rec == nil || rec.Decision != DecisionIndeterminate {
 				t.Errorf("the request: %s (not matched: %d), want indeterminate: the informers may have held both writes (deny)", describeRecord(rec), sum.NotMatched)
 			}
@@ -77,19 +71,14 @@ func TestInformerLagAheadReadLater(t *testing.T) {
 // state the informers may have held reads counts, not only the request's own View.
 func TestInformerLagAheadUnknownReadLater(t *testing.T) {
 	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "ns1"}}
-	ns := func(rv, env string) map[string]any {
-		return map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1", "resourceVersion": rv, "uid": "u-ns1",
-			"labels": map[string]any{"env": env, "kubernetes.io/metadata.name": "ns1"}}, "spec": map[string]any{"finalizers": []any{"kubernetes"}}, "status": map[string]any{"phase": "Active"}}
-	}
-	other := lagParam("other", "3", "no")
-	other["metadata"].(map[string]any)["labels"] = map[string]any{"param": "no"}
+	other := unselectedParam()
 	p, b := lagParamPolicy(admissionregistrationv1.AllowAction)
 	b.Spec.MatchResources = &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}}
 	created := levelEvent(t, "pc", auditlog.LevelMetadata, "create", "configmaps", "params", "", 201, "", nil, nil)
 	_, recs := replayLinesWith(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
-		[]any{other, ns("5", "dev")}, // no param yet: Allow admits,
+		[]any{other, envNamespace("5", "dev")}, // no param yet: Allow admits,
 		timedEvent(t, levelEvent(t, "req", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "c", 201, "", cm, cm), "02.000000", "02.010000", nil),
-		timedEvent(t, levelEvent(t, "nw", auditlog.LevelRequestResponse, "update", "namespaces", "", "ns1", 200, "", ns("6", "prod"), ns("6", "prod")), "02.004000", "02.012000", nil),
+		timedEvent(t, levelEvent(t, "nw", auditlog.LevelRequestResponse, "update", "namespaces", "", "ns1", 200, "", envNamespace("6", "prod"), envNamespace("6", "prod")), "02.004000", "02.012000", nil),
 		timedEvent(t, created, "02.003000", "02.015000", nil),
 	)
 	if rec := recs["req"]; rec == nil || rec.Decision != DecisionIndeterminate {

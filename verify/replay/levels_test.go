@@ -1207,6 +1207,20 @@ func lagParamPolicy(notFound admissionregistrationv1.ParameterNotFoundActionType
 	return p, b
 }
 
+// envNamespace is namespace ns1 labelled env, at the resourceVersion.
+func envNamespace(rv, env string) map[string]any {
+	return map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1", "resourceVersion": rv, "uid": "u-ns1",
+		"labels": map[string]any{"env": env, "kubernetes.io/metadata.name": "ns1"}}, "spec": map[string]any{"finalizers": []any{"kubernetes"}}, "status": map[string]any{"phase": "Active"}}
+}
+
+// unselectedParam is a configmap of the params' namespace that lagParamPolicy's selector does
+// not select.
+func unselectedParam() map[string]any {
+	other := lagParam("other", "3", "no")
+	other["metadata"].(map[string]any)["labels"] = map[string]any{"param": "no"}
+	return other
+}
+
 func lagParam(name, rv, allow string) map[string]any {
 	return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": "params", "resourceVersion": rv, "uid": "u-" + name, "labels": map[string]any{"param": "yes"}},
 		"data": map[string]any{"allow": allow}}
@@ -1421,12 +1435,7 @@ func TestInformerLagAhead(t *testing.T) {
 	deniedBy := func(policy string) string {
 		return `configmaps "c" is forbidden: ValidatingAdmissionPolicy '` + policy + `' with binding '` + policy + `' denied request: denied by ` + policy
 	}
-	relabelled := func(rv, env string) map[string]any {
-		return map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1", "resourceVersion": rv, "uid": "u-ns1",
-			"labels": map[string]any{"env": env, "kubernetes.io/metadata.name": "ns1"}}, "spec": map[string]any{"finalizers": []any{"kubernetes"}}, "status": map[string]any{"phase": "Active"}}
-	}
-	other := lagParam("other", "3", "no")
-	other["metadata"].(map[string]any)["labels"] = map[string]any{"param": "no"}
+	other := unselectedParam()
 	for _, tc := range []struct {
 		name string
 		// The params policy (params.data.allow == 'yes', param p allow=no before) or the
@@ -1463,15 +1472,15 @@ func TestInformerLagAhead(t *testing.T) {
 			return "update", "configmaps", "params", "other", other
 		}, writeReceived: "02.005000", want: DecisionDeny},
 		{name: "namespace relabelled, the policy matches", namespace: true, write: func() (string, string, string, string, map[string]any) {
-			return "update", "namespaces", "", "ns1", relabelled("6", "prod")
+			return "update", "namespaces", "", "ns1", envNamespace("6", "prod")
 		}, writeReceived: "02.005000", want: DecisionIndeterminate},
 		{name: "namespace relabelled alike", namespace: true, write: func() (string, string, string, string, map[string]any) {
-			return "update", "namespaces", "", "ns1", relabelled("6", "test")
+			return "update", "namespaces", "", "ns1", envNamespace("6", "test")
 		}, writeReceived: "02.005000", want: ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, b := lagParamPolicy(admissionregistrationv1.DenyAction)
-			snapshot := []any{lagParam("p", "10", "no"), other, relabelled("5", "dev")}
+			snapshot := []any{lagParam("p", "10", "no"), other, envNamespace("5", "dev")}
 			status, message := int32(422), deniedBy("limit")
 			if tc.noParam {
 				snapshot = snapshot[1:]
