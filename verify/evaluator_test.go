@@ -365,7 +365,8 @@ spec:
 
 // TestCustomResourceMetadata: a custom resource's metadata is decoded through ObjectMeta, as
 // the apiextensions apiserver decodes it: an emptied labels map is gone before admission, in
-// the evaluator's copy, not in the caller's object.
+// the evaluator's copy, not in the caller's object; malformed metadata refuses the request (the
+// server's decoder answers 400), and is dropped from the old object (read from storage).
 func TestCustomResourceMetadata(t *testing.T) {
 	cat, err := vapcschema.Builtin(verify.KubernetesVersion)
 	if err != nil {
@@ -406,6 +407,28 @@ spec:
 		if _, ok := widget.Object["metadata"].(map[string]any)["labels"]; !ok {
 			t.Errorf("labels %s: the caller's widget lost its labels: %v", tc.labels, widget.Object["metadata"])
 		}
+	}
+	widgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	malformed := object(t, `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w","namespace":"n","labels":{"a":1}}}`)
+	if dec, err := e.Evaluate(context.Background(), verify.Request{Resource: widgets, Operation: admission.Create, Object: malformed}); err == nil || !strings.Contains(err.Error(), "object: metadata") {
+		t.Errorf("malformed labels in the request: %v, %v; want an error on object.metadata", dec, err)
+	}
+	u, err := verify.New([]*admissionregistrationv1.ValidatingAdmissionPolicy{mustPolicy(t, `
+metadata: {name: old-labels}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [example.com], apiVersions: ["*"], resources: [widgets], operations: [UPDATE]}
+  validations:
+  - expression: "!has(oldObject.metadata.labels)"
+`)}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{binding("b", "old-labels", admissionregistrationv1.Deny)}, verify.WithResources(cat))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := u.Evaluate(context.Background(), verify.Request{Resource: widgets, Operation: admission.Update, Name: "w", Namespace: "n", OldObject: malformed,
+		Object: object(t, `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w","namespace":"n"}}`)})
+	if err != nil || !dec.Allowed {
+		t.Errorf("malformed labels in the stored object: %v, %v; want them dropped, admitted", dec, err)
 	}
 }
 

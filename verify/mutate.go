@@ -723,11 +723,11 @@ func (t *mutationTrace) finish() {
 // typeConverters answer the mutating dispatcher's type converter requests with the
 // structured-merge-diff types of the built-in kinds, from the catalog's embedded OpenAPI (as
 // the apiserver's own OpenAPI v3 gives them), and of the custom resources of the catalog's
-// CRDs, from the OpenAPI v3 the apiserver publishes for them. A custom resource whose schema
-// declares defaults gets none (the server defaults it by its structural schema after each
-// patch, which vapc does not), nor does one the catalog has no CRD of: the dispatcher then
-// fails the mutation (503) as the server does while a CRD's schema is not yet known, and
-// AdmitAttributes says the result is not known.
+// CRDs, from the OpenAPI v3 the apiserver publishes for them (the server then defaults the
+// object by its structural schema after each patch: the evaluator's defaulter, see
+// schema.Catalog.CustomResourceDefaulter). One the catalog has no CRD of gets none: the
+// dispatcher then fails the mutation (503) as the server does while a CRD's schema is not yet
+// known, and AdmitAttributes says the result is not known.
 type typeConverters struct{ cat *vapcschema.Catalog }
 
 var _ patch.TypeConverterManager = typeConverters{}

@@ -40,6 +40,11 @@ type Request struct {
 	DryRun bool
 	// UserInfo is the requesting user.
 	UserInfo UserInfo
+	// BeforeValidation, when set, is what the handler's store does to the object between
+	// mutating and validating admission (a registry strategy's BeforeCreate or BeforeUpdate):
+	// it is given the admission's object, after the MutatingAdmissionPolicies, and its old
+	// object, and changes the object in place; an error refuses the request.
+	BeforeValidation func(obj, old runtime.Object) error
 }
 
 // UserInfo is the authenticated user of a request, as in an AdmissionReview.
@@ -84,11 +89,11 @@ func (e *Evaluator) attributes(req Request) (*recordingAttributes, error) {
 		}
 	}
 
-	obj, err := requestObject("object", req.Object, kind, !e.dropUnknown)
+	obj, err := requestObject("object", req.Object, kind, !e.dropUnknown, false)
 	if err != nil {
 		return nil, err
 	}
-	old, err := requestObject("oldObject", req.OldObject, kind, !e.dropUnknown)
+	old, err := requestObject("oldObject", req.OldObject, kind, !e.dropUnknown, true)
 	if err != nil {
 		return nil, err
 	}
@@ -153,8 +158,9 @@ func describeResource(gvr schema.GroupVersionResource, sub string) string {
 }
 
 // requestObject converts an object of the request to the form the apiserver's admission sees
-// after converting it to the request's version: typed for the built-in kinds.
-func requestObject(field string, u *unstructured.Unstructured, kind schema.GroupVersionKind, strict bool) (runtime.Object, error) {
+// after converting it to the request's version: typed for the built-in kinds; stored says it
+// was read from storage (the old object), not decoded from the request.
+func requestObject(field string, u *unstructured.Unstructured, kind schema.GroupVersionKind, strict, stored bool) (runtime.Object, error) {
 	if u == nil {
 		return nil, nil
 	}
@@ -180,8 +186,13 @@ func requestObject(field string, u *unstructured.Unstructured, kind schema.Group
 	}
 	// A custom resource's metadata goes through the typed ObjectMeta when the apiextensions
 	// apiserver decodes it (unstructuredSchemaCoercer): what ObjectMeta omits when empty
-	// (an emptied labels map) is gone before admission.
-	if meta, found, err := objectmeta.GetObjectMeta(u.Object, false); err == nil && found {
+	// (an emptied labels map) is gone before admission; malformed metadata refuses a request
+	// (400), and is dropped from an object read from storage (dropInvalidMetadata).
+	meta, found, err := objectmeta.GetObjectMeta(u.Object, stored)
+	if err != nil {
+		return nil, fmt.Errorf("%s: metadata: %w", field, err)
+	}
+	if found {
 		if err := objectmeta.SetObjectMeta(u.Object, meta); err != nil {
 			return nil, fmt.Errorf("%s: metadata: %w", field, err)
 		}

@@ -51,15 +51,20 @@ type crdComponents struct {
 	kinds   map[string][]schema.GroupVersionKind
 	gvkRefs map[schema.GroupVersionKind]string
 
-	// structural are the structural schemas of the kinds whose objects the apiextensions
-	// apiserver's decoder prunes and defaults (see CustomResourceDecoder).
-	structural map[string]*structuralschema.Structural
-	// crds are the CRDs that serve the kinds (see CustomResourceDefinitionOf).
-	crds map[string]*apiextensionsv1.CustomResourceDefinition
+	// served are the kinds' CRDs and serving schemas, by kind (see CustomResourceDefinitionOf,
+	// CustomResourceSchema).
+	served map[string]servedKind
 	// The type converter of the schemas, built on first use (typeConverter).
 	once  sync.Once
 	tc    managedfields.TypeConverter
 	tcErr error
+}
+
+// servedKind is a kind's CRD, as the catalog took it (defaulted), and the structural schema the
+// apiextensions apiserver serves its version with (nil without one).
+type servedKind struct {
+	crd        *apiextensionsv1.CustomResourceDefinition
+	structural *structuralschema.Structural
 }
 
 // crdEntry is one CustomResourceDefinition as the catalog serves it, built once when it is
@@ -279,23 +284,12 @@ func buildCRDIndex(crds map[string]*crdEntry, order []string) *crdIndex {
 		for gv, comps := range e.components {
 			m := idx.schemas[gv]
 			if m == nil {
-				m = &crdComponents{schemas: map[string]*spec.Schema{}, kinds: map[string][]schema.GroupVersionKind{}}
+				m = &crdComponents{schemas: map[string]*spec.Schema{}, kinds: map[string][]schema.GroupVersionKind{}, served: map[string]servedKind{}}
 				idx.schemas[gv] = m
 			}
-			for k, st := range comps.structural {
-				if m.structural == nil {
-					m.structural = map[string]*structuralschema.Structural{}
-				}
-				if _, ok := m.structural[k]; !ok {
-					m.structural[k] = st
-				}
-			}
-			for k, crd := range comps.crds {
-				if m.crds == nil {
-					m.crds = map[string]*apiextensionsv1.CustomResourceDefinition{}
-				}
-				if _, ok := m.crds[k]; !ok {
-					m.crds[k] = crd
+			for k, sk := range comps.served {
+				if _, ok := m.served[k]; !ok {
+					m.served[k] = sk
 				}
 			}
 			for n, s := range comps.schemas {
@@ -404,25 +398,19 @@ func buildCRDComponents(crd *apiextensionsv1.CustomResourceDefinition, version s
 	if err != nil {
 		return nil, err
 	}
-	comps := &crdComponents{schemas: resp.Components.Schemas, kinds: kinds, // the index refers to kinds (buildCRDIndex)
-		crds: map[string]*apiextensionsv1.CustomResourceDefinition{crd.Spec.Names.Kind: crd}}
-	st, err := decodingSchema(crd, version)
+	st, err := servingSchema(crd, version)
 	if err != nil {
 		return nil, err
 	}
-	if st != nil {
-		comps.structural = map[string]*structuralschema.Structural{crd.Spec.Names.Kind: st}
-	}
-	return comps, nil
+	return &crdComponents{schemas: resp.Components.Schemas, kinds: kinds, // the index refers to kinds (buildCRDIndex)
+		served: map[string]servedKind{crd.Spec.Names.Kind: {crd: crd, structural: st}}}, nil
 }
 
-// decodingSchema is the structural schema of a CRD's version as the apiextensions apiserver's
-// crdHandler builds it for its decoder (getOrCreateServingInfoFor): nil when it does not prune
-// (preserveUnknownFields) or the version has no schema.
-func decodingSchema(crd *apiextensionsv1.CustomResourceDefinition, version string) (*structuralschema.Structural, error) {
-	if crd.Spec.PreserveUnknownFields {
-		return nil, nil
-	}
+// servingSchema is the structural schema of a CRD's version as the apiextensions apiserver's
+// crdHandler builds it (getOrCreateServingInfoFor), for its decoder, defaulter and registry
+// strategy: its defaults pruned, unless the CRD preserves unknown fields; nil when the version
+// has no schema.
+func servingSchema(crd *apiextensionsv1.CustomResourceDefinition, version string) (*structuralschema.Structural, error) {
 	val, err := apiextensionshelpers.GetSchemaForVersion(crd, version)
 	if err != nil || val == nil {
 		return nil, err
@@ -432,6 +420,9 @@ func decodingSchema(crd *apiextensionsv1.CustomResourceDefinition, version strin
 		return nil, err
 	}
 	st, err := structuralschema.NewStructural(internal.OpenAPIV3Schema)
+	if crd.Spec.PreserveUnknownFields {
+		return st, nil // as the handler takes it, whatever the error
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -445,18 +436,21 @@ func decodingSchema(crd *apiextensionsv1.CustomResourceDefinition, version strin
 // CustomResourceDecoder returns what the apiextensions apiserver's decoder does to a custom
 // resource's object of the kind, in place, before its handler and admission see it
 // (unstructuredSchemaCoercer.apply, then unstructuredDefaulter.Default): it prunes the fields
-// and nulls the schema does not allow, coerces the metadata of embedded resources (an error
-// where the server's decoder refuses it), then applies the schema's defaults; the object's
-// own metadata goes through ObjectMeta where vapc's evaluator takes it. ok is false when no
-// CRD of the catalog serves the kind or its decoder does not prune (preserveUnknownFields).
+// and nulls the schema does not allow (unless the CRD preserves unknown fields), coerces the
+// metadata of embedded resources (an error where the server's decoder refuses it), then
+// applies the schema's defaults; the object's own metadata goes through ObjectMeta where
+// vapc's evaluator takes it. ok is false when no CRD of the catalog serves the kind with a
+// schema.
 func (c *Catalog) CustomResourceDecoder(gvk schema.GroupVersionKind) (decode func(obj map[string]any) error, ok bool) {
-	st := c.decodingSchema(gvk)
+	st, preserve := c.CustomResourceSchema(gvk)
 	if st == nil {
 		return nil, false
 	}
 	return func(obj map[string]any) error {
-		structuralpruning.Prune(obj, st, true)
-		structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, st)
+		if !preserve {
+			structuralpruning.Prune(obj, st, true)
+			structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, st)
+		}
 		if err := schemaobjectmeta.Coerce(nil, obj, st, false, false); err != nil {
 			return err
 		}
@@ -469,7 +463,7 @@ func (c *Catalog) CustomResourceDecoder(gvk schema.GroupVersionKind) (decode fun
 // (defaulted), or nil; the caller must not change it.
 func (c *Catalog) CustomResourceDefinitionOf(gvk schema.GroupVersionKind) *apiextensionsv1.CustomResourceDefinition {
 	if comps := c.crdComponentsOf(gvk.GroupVersion()); comps != nil {
-		return comps.crds[gvk.Kind]
+		return comps.served[gvk.Kind].crd
 	}
 	return nil
 }
@@ -479,18 +473,23 @@ func (c *Catalog) CustomResourceDefinitionOf(gvk schema.GroupVersionKind) *apiex
 // the MutatingAdmissionPolicy dispatcher runs after every patch; ok is as for
 // CustomResourceDecoder.
 func (c *Catalog) CustomResourceDefaulter(gvk schema.GroupVersionKind) (def func(obj map[string]any), ok bool) {
-	st := c.decodingSchema(gvk)
+	st, _ := c.CustomResourceSchema(gvk)
 	if st == nil {
 		return nil, false
 	}
 	return func(obj map[string]any) { structuraldefaulting.Default(obj, st) }, true
 }
 
-func (c *Catalog) decodingSchema(gvk schema.GroupVersionKind) *structuralschema.Structural {
+// CustomResourceSchema is the structural schema the apiextensions apiserver serves the kind
+// with (see servingSchema), and whether its CRD preserves unknown fields; nil when no CRD of
+// the catalog serves the kind with a schema. The caller must not change it.
+func (c *Catalog) CustomResourceSchema(gvk schema.GroupVersionKind) (st *structuralschema.Structural, preserveUnknownFields bool) {
 	if comps := c.crdComponentsOf(gvk.GroupVersion()); comps != nil {
-		return comps.structural[gvk.Kind]
+		if sk := comps.served[gvk.Kind]; sk.structural != nil {
+			return sk.structural, sk.crd.Spec.PreserveUnknownFields
+		}
 	}
-	return nil
+	return nil, false
 }
 
 // crdComponentsOf is what the catalog's CRDs serve of the group-version, or nil; its maps are
