@@ -228,7 +228,8 @@ var excludedResources = sets.New(
 )
 
 // Evaluate decides the request: the MutatingAdmissionPolicies change its object first (see
-// WithMutatingPolicies), then the validating policies decide on the result. The error is about
+// WithMutatingPolicies), then the request's BeforeValidation prepares it as the handler's
+// store does, then the validating policies decide on the result. The error is about
 // the request itself (an unknown resource, an object of the wrong kind); a denial is a
 // Decision.
 func (e *Evaluator) Evaluate(ctx context.Context, req Request) (*Decision, error) {
@@ -236,7 +237,16 @@ func (e *Evaluator) Evaluate(ctx context.Context, req Request) (*Decision, error
 	if err != nil {
 		return nil, err
 	}
+	prepare := func() error {
+		if req.BeforeValidation == nil {
+			return nil
+		}
+		return req.BeforeValidation(attrs.GetObject(), attrs.GetOldObject())
+	}
 	if len(e.mhooks) == 0 {
+		if err := prepare(); err != nil {
+			return nil, err
+		}
 		return e.EvaluateAttributes(ctx, attrs, nil)
 	}
 	mut, err := e.admit(ctx, attrs, nil)
@@ -246,6 +256,8 @@ func (e *Evaluator) Evaluate(ctx context.Context, req Request) (*Decision, error
 	var dec *Decision
 	if !mut.Allowed {
 		dec = &Decision{Code: mut.Code, Reason: mut.Reason, Message: mut.Message, Status: mut.Status}
+	} else if err := prepare(); err != nil {
+		return nil, err
 	} else if dec, err = e.EvaluateAttributes(ctx, attrs, nil); err != nil {
 		return nil, err
 	}

@@ -2,7 +2,7 @@ package replay
 
 import (
 	"context"
-	"sync"
+	"fmt"
 
 	apiextensionshelpers "k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsinternal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -19,6 +19,7 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 
+	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
 )
 
@@ -47,10 +48,6 @@ type crStrategyKey struct {
 	version string
 }
 
-// crStrategyCache holds the strategies the replay built, by CRD (the catalog's, never changed
-// once added) and version: the schema validators compile the CRD's CEL rules.
-var crStrategyCache sync.Map // crStrategyKey -> *crStrategies
-
 // customResourceStrategies are the registry strategies of the custom resource kind as the
 // crdHandler builds them (getOrCreateServingInfoFor), or nil when the catalog does not hold
 // its CRD.
@@ -63,30 +60,29 @@ func (r *Replayer) customResourceStrategies(gvk schema.GroupVersionKind) *crStra
 		return nil
 	}
 	key := crStrategyKey{crd, gvk.Version}
-	if s, ok := crStrategyCache.Load(key); ok {
+	if s, ok := r.crStrategies.Load(key); ok {
 		return s.(*crStrategies)
 	}
-	s, _ := crStrategyCache.LoadOrStore(key, newCRStrategies(crd, gvk))
+	structural, _ := r.catalog.CustomResourceSchema(gvk)
+	s, _ := r.crStrategies.LoadOrStore(key, newCRStrategies(crd, gvk, structural))
 	return s.(*crStrategies)
 }
 
-func newCRStrategies(crd *apiextensionsv1.CustomResourceDefinition, kind schema.GroupVersionKind) *crStrategies {
+// newCRStrategies builds the strategies of the kind's CRD, with the structural schema the
+// handler serves its version with (the catalog's, see schema.Catalog.CustomResourceSchema).
+func newCRStrategies(crd *apiextensionsv1.CustomResourceDefinition, kind schema.GroupVersionKind, structural *structuralschema.Structural) *crStrategies {
 	fail := func(err error) *crStrategies { return &crStrategies{err: err} }
 	val, err := apiextensionshelpers.GetSchemaForVersion(crd, kind.Version)
 	if err != nil {
 		return fail(err)
 	}
 	var props *apiextensionsinternal.JSONSchemaProps
-	var structural *structuralschema.Structural
 	if val != nil {
 		internal := &apiextensionsinternal.CustomResourceValidation{}
 		if err := apiextensionsv1.Convert_v1_CustomResourceValidation_To_apiextensions_CustomResourceValidation(val, internal, nil); err != nil {
 			return fail(err)
 		}
 		props = internal.OpenAPIV3Schema
-		if structural, err = structuralschema.NewStructural(props); err != nil && !crd.Spec.PreserveUnknownFields {
-			return fail(err)
-		}
 	}
 	validator, _, err := apiservervalidation.NewSchemaValidator(props)
 	if err != nil {
@@ -130,10 +126,12 @@ func newCRStrategies(crd *apiextensionsv1.CustomResourceDefinition, kind schema.
 	return s
 }
 
-// prepareCustomResource does to the object of a custom resource's create or update the replay
-// rebuilt from its request what the handler does before validating admission (see above),
-// and adds to b what of it the log does not hold (the uid it generates, its clock: settle). A
-// request the replay cannot take through it is indeterminate.
+// prepareCustomResource gives the request of a custom resource's create or update the replay
+// rebuilt from its request what the handler's store does to its object between mutating and
+// validating admission (see above; verify.Request.BeforeValidation: after the
+// MutatingAdmissionPolicies, as the server runs them), and adds to b what of it the log does
+// not hold (the uid it generates, its clock: settle), found on a copy, which the record shows.
+// A request the replay cannot take through it is indeterminate.
 func (r *Replayer) prepareCustomResource(ev *Event, t target, b *rebuilt) {
 	u := b.req.Object
 	if u == nil || b.indeterminate.is() || b.objectSource == SourceResponse || kubescheme.Knows(u.GroupVersionKind()) ||
@@ -148,34 +146,48 @@ func (r *Replayer) prepareCustomResource(ev *Event, t target, b *rebuilt) {
 	case s.err != nil:
 		b.indeterminate = because(ReasonRebuild, "the strategy of "+describe(t.gvr, "")+": "+s.err.Error())
 		return
-	}
-	ctx := request.WithNamespace(context.Background(), t.namespace)
-	var err error
-	switch {
-	case t.op == admission.Create:
-		if m, merr := meta.Accessor(u); merr == nil {
-			rest.FillObjectMetaSystemFields(m)
-		}
-		err = rest.BeforeCreate(s.main, ctx, u)
-	case b.req.OldObject == nil:
+	case t.op == admission.Update && b.req.OldObject == nil:
 		b.indeterminate = because(ReasonOldObjectUnknown, "the stored object, which the handler's update starts from")
 		return
 	case t.sub == "status" && s.status == nil:
 		return // no status subresource: the server does not serve the request
-	case t.sub == "status":
-		err = rest.BeforeUpdate(s.status, ctx, u, b.req.OldObject)
-	default:
-		err = rest.BeforeUpdate(s.main, ctx, u, b.req.OldObject)
 	}
+	prepare := func(obj, old runtime.Object) ([]vapccel.Unknown, error) {
+		ctx := request.WithNamespace(context.Background(), t.namespace)
+		var err error
+		switch {
+		case t.op == admission.Create:
+			if m, merr := meta.Accessor(obj); merr == nil {
+				rest.FillObjectMetaSystemFields(m)
+			}
+			err = rest.BeforeCreate(s.main, ctx, obj)
+			old = nil
+		case t.sub == "status":
+			err = rest.BeforeUpdate(s.status, ctx, obj, old)
+		default:
+			err = rest.BeforeUpdate(s.main, ctx, obj, old)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("the object the replay rebuilt does not pass what the handler of %s checks before admission: %w", describe(t.gvr, t.sub), err)
+		}
+		return settle(ev, t, admission.NewAttributesRecord(obj, old, t.reqKind, t.namespace, t.name, t.gvr, t.sub, t.op, nil, false, nil), ev.RequestObject), nil
+	}
+	prepared := u.DeepCopy()
+	var old runtime.Object
+	if b.req.OldObject != nil {
+		old = b.req.OldObject.DeepCopy()
+	}
+	unknowns, err := prepare(prepared, old)
 	if err != nil {
-		b.indeterminate = because(ReasonRebuild, "the object the replay rebuilt does not pass what the handler of "+describe(t.gvr, t.sub)+" checks before admission: "+err.Error())
+		b.indeterminate = because(ReasonRebuild, err.Error())
 		return
 	}
-	var old runtime.Object
-	if t.op == admission.Update {
-		old = b.req.OldObject
+	b.unknowns = append(b.unknowns, unknowns...)
+	b.prepared = prepared
+	b.req.BeforeValidation = func(obj, old runtime.Object) error {
+		_, err := prepare(obj, old)
+		return err
 	}
-	b.unknowns = append(b.unknowns, settle(ev, t, admission.NewAttributesRecord(u, old, t.reqKind, t.namespace, t.name, t.gvr, t.sub, t.op, nil, false, nil), ev.RequestObject)...)
 }
 
 // decodeCustomResource does to a custom resource's patched object, in place, what the patcher's

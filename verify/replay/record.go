@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"cmp"
 	"fmt"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -103,7 +104,7 @@ func newRecord(d decoded, ev *Event, t target, rec recording, b rebuilt) *Record
 		Recorded: orUnknown(rec.outcome), RecordedBy: rec.by, RecordedNote: rec.note,
 		Results:      []RecordResult{},
 		ObjectSource: b.objectSource, OldObjectSource: b.oldObjectSource,
-		Object: b.req.Object, OldObject: b.req.OldObject,
+		Object: cmp.Or(b.prepared, b.req.Object), OldObject: b.req.OldObject,
 		recordedByVAP: rec.policy != "",
 	}
 }

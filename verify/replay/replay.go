@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -168,6 +169,10 @@ type Replayer struct {
 	logTime             time.Time
 	// lookaheadCut counts the requests accounted for before their lookahead ended.
 	lookaheadCut int
+	// crStrategies holds the registry strategies of custom resources the replay built, by CRD
+	// (the catalog's, never changed once added) and version: the schema validators compile
+	// the CRD's CEL rules (see customResourceStrategies). The workers share it.
+	crStrategies sync.Map // crStrategyKey -> *crStrategies
 
 	// catalog is the replay's copy of the catalog it was given, which follows the CRDs of the
 	// snapshot and the log (nil when the Resources are not a catalog); crds are those it

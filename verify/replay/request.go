@@ -101,6 +101,10 @@ type rebuilt struct {
 	// unknowns are fields of the request's objects the server set before admission that the
 	// log does not hold.
 	unknowns []vapccel.Unknown
+	// prepared, when set, is the object as the handler's store prepares it before validating
+	// admission, which req.BeforeValidation does to what mutating admission left (see
+	// prepareCustomResource): the object the record shows.
+	prepared *unstructured.Unstructured
 }
 
 // serverFacts is what the log taught the replay of the server's configuration by the point of
