@@ -293,7 +293,18 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 		unknowns = append(unknowns, vapccel.Unknown{Path: vapccel.FieldPath{Root: "object"},
 			Why: "the object as the schema of " + j.t.gvr.Resource + "." + j.t.gvr.Group + " prunes and defaults it, which the log does not hold"})
 	}
-	r.conclude(w, j, out, b.oldUnknown, unknowns, decide)
+	// A decision on any state stands only if it does not depend on what is not known of the
+	// request.
+	known := func(eval Evaluator, view *stateView) (*verify.Decision, error) {
+		dec, err := decide(eval, view)
+		if err == nil {
+			if why := r.dependsOnUnknown(j.policies, []admitted{{dec: dec, unknowns: unknowns}}); why.is() {
+				return nil, &indeterminateError{why}
+			}
+		}
+		return dec, err
+	}
+	r.conclude(w, j, out, b.oldUnknown, known)
 	j.unknowns = unknowns
 	r.firstAttempt(j, out, j.dec, func(p prior) (*verify.Decision, error) { return r.decideOn(ctx, w, j, p) })
 	if j.dec != nil && j.dec.Mutation != nil && out.Decision != DecisionIndeterminate {
@@ -302,11 +313,12 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 }
 
 // conclude decides the job's request with decide (which evaluates it with an evaluator over a
-// View) and fills its record, with the notes given: the decision both ways while a paramKind may not have been
+// View, and errs with an indeterminateError when the decision depends on what the replay does
+// not know of the request) and fills its record, with the notes given: the decision both ways while a paramKind may not have been
 // found yet, what the View could not answer, what holds without what is missing (oldUnknown:
 // why the old object is not known and a stand-in took its place), the authorizer, and the
 // check against the log.
-func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undecided, unknowns []vapccel.Unknown, decide func(eval Evaluator, view *stateView) (*verify.Decision, error), notes ...string) {
+func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undecided, decide func(eval Evaluator, view *stateView) (*verify.Decision, error), notes ...string) {
 	dec, err := decide(w.eval, j.view)
 	var alt *verify.Decision
 	if err == nil && j.resolving.is() {
@@ -321,11 +333,7 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undeci
 		out.indeterminate(because(ReasonRequest, err.Error()))
 		return
 	}
-	if why := r.dependsOnUnknown(j.policies, []admitted{{dec: dec, unknowns: unknowns}}); why.is() {
-		out.indeterminate(why)
-		return
-	}
-	dec, lagged := r.informerLag(w, j, dec, unknowns, decide)
+	dec, lagged := r.informerLag(w, j, dec, decide)
 	if lagged.is() {
 		out.indeterminate(lagged)
 		return
@@ -404,7 +412,7 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undeci
 // An informer holds its watch's events in order, each resource's its own: the request is
 // evaluated again on each state they may have been in (see undoneStates), and once more on
 // what those states read, and dec stands when every state gives the same outcome, known in
-// full (unknowns are the request's fields the replay does not know, as for dec). When,
+// full (decide errs where it is not). When,
 // checking against the log, the audit annotations it records are those of states that agree,
 // their decision is the one; otherwise the request is indeterminate, as it is when it read a
 // resource some of whose writes around it the replay no longer remembers (the job's
@@ -413,7 +421,7 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undeci
 // our caches"): a namespace's create is never undone. A param read by name falls back to
 // storage too (CollectParams): its create, completed before the request was received, is not
 // undone when no list or admission plugin read it.
-func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, unknowns []vapccel.Unknown, decide func(Evaluator, *stateView) (*verify.Decision, error)) (*verify.Decision, undecided) {
+func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, decide func(Evaluator, *stateView) (*verify.Decision, error)) (*verify.Decision, undecided) {
 	// What the views read of resources a request logged later may have written unknown
 	// objects of, or of resources whose writes around it the State no longer remembers.
 	unknownRead := func(views ...*stateView) undecided {
@@ -474,7 +482,7 @@ func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, unkno
 				return nil, lagged(tw, j.ev, tw.version()+" is not known")
 			}
 			if tw.had && len(tw.prev.unknowns) > 0 {
-				if why := r.dependsOnPartial(j.policies, []partialUse{{gr: tw.gr, key: joinKey(tw.k.namespace, tw.k.name), unknowns: tw.prev.unknowns}}); why.is() {
+				if why := r.dependsOnPartial(j.policies, []partialUse{{gr: tw.gr, k: tw.k, unknowns: tw.prev.unknowns}}); why.is() {
 					return nil, lagged(tw, j.ev, tw.version()+" is not known in full: "+why.detail)
 				}
 			}
@@ -501,9 +509,6 @@ func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, unkno
 			}
 			if len(v.Misses()) > 0 {
 				return nil, lagged(undone[0], j.ev, version+" is not known: "+missText(v.Misses()))
-			}
-			if why := r.dependsOnUnknown(j.policies, []admitted{{dec: alt, unknowns: unknowns}}); why.is() {
-				return nil, lagged(undone[0], j.ev, "on "+version+", "+why.String())
 			}
 			if why := r.dependsOnPartial(j.policies, v.partials); why.is() {
 				return nil, lagged(undone[0], j.ev, "on "+version+", "+why.String())
@@ -743,7 +748,7 @@ func (r *Replayer) dependsOnPartial(policies []string, partials []partialUse) un
 		}
 		for _, p := range policies {
 			if read, u, dep := r.reads[p].DependsOn(us); dep {
-				return because(reason, fmt.Sprintf("policy %s reads %s, and %s of %s %s is not known: %s", p, read.Path, u.Path, pu.gr, pu.key, u.Why))
+				return because(reason, fmt.Sprintf("policy %s reads %s, and %s of %s %s is not known: %s", p, read.Path, u.Path, pu.gr, pu.key(), u.Why))
 			}
 		}
 	}

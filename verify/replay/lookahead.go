@@ -144,15 +144,15 @@ func (r *Replayer) reviseConcurrent(d decoded, ev *Event, t target) {
 // have held with it (see Replayer.informerLag).
 func (r *Replayer) reviseAhead(d decoded, ev *Event) {
 	e := r.running
+	if len(e.queue) == 0 || !r.state.wroteTyped() {
+		return // most requests write no param or namespace
+	}
 	received, completed := ev.Received(), auditlog.ParseTime(ev.StageTimestamp)
-	if len(e.queue) == 0 || received.IsZero() || completed.IsZero() {
+	if received.IsZero() || completed.IsZero() {
 		return
 	}
 	by := lineRef{d.file, d.num}.String()
 	ws, unknown := r.state.aheadWrites(by, completed)
-	if len(ws) == 0 && len(unknown) == 0 {
-		return
-	}
 	// The log holds requests in the order they completed, but for a moment of slack: the
 	// newest are last.
 	for i := len(e.queue) - 1; i >= 0; i-- {

@@ -689,6 +689,9 @@ func (s *clusterState) concurrent(p prior, gr schema.GroupResource, namespace, n
 	return p
 }
 
+// wroteTyped says whether the latest request (see beginWrite) wrote params or namespaces.
+func (s *clusterState) wroteTyped() bool { return len(s.written) > 0 || len(s.writtenUnknown) > 0 }
+
 // aheadWrites are the writes to params and namespaces of the latest request (see beginWrite),
 // which completed at done, each with the entry it wrote, as a request the log records earlier but which ran
 // concurrently with it may have read them (see Replayer.reviseAhead); by is where the log

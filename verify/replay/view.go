@@ -53,10 +53,12 @@ type typedEntry struct {
 // stands only if no policy reads them (see Replayer.dependsOnPartial).
 type partialUse struct {
 	gr       schema.GroupResource
-	key      string
 	k        objectKey // the object
 	unknowns []vapccel.Unknown
 }
+
+// key is the object's namespace/name, for people.
+func (pu partialUse) key() string { return joinKey(pu.k.namespace, pu.k.name) }
 
 // lazyObject is an object the evaluator may read, converted to the form it reads it (typed,
 // as an informer holds it) the first time it does: most writes to params and namespaces (node
@@ -102,10 +104,6 @@ type selectorIndex struct {
 	sel  labels.Selector
 	keys map[objectKey]struct{}
 }
-
-// noObjects is the bucket of a resource of which the State holds no object: never frozen, so
-// never changed (it caches no list).
-var noObjects = &bucket{}
 
 func newBucket(selectors []labels.Selector) *bucket {
 	b := &bucket{members: map[string]*selectorIndex{}}
@@ -228,7 +226,7 @@ func (b *bucket) list(gvr schema.GroupVersionResource, namespace string, selecto
 		}
 		out = append(out, o)
 		if len(e.unknowns) > 0 {
-			partials = append(partials, partialUse{gr: gvr.GroupResource(), key: joinKey(k.namespace, k.name), k: k, unknowns: e.unknowns})
+			partials = append(partials, partialUse{gr: gvr.GroupResource(), k: k, unknowns: e.unknowns})
 		}
 	}
 	b.mu.Lock()
@@ -266,7 +264,8 @@ type stateView struct {
 	track bool
 	gets  []readKey
 	lists []listRead
-	// looked are the gets of the admission plugins (see lookup), also among gets.
+	// looked are the gets through lookup (the admission plugins', and the namespace the policy
+	// matcher reads), also among gets: not CollectParams' (see readOtherThanByName).
 	looked []readKey
 	// overrides, when set, are objects the View holds as they were before writes: each
 	// write's entry, or absent when !had.
@@ -408,7 +407,7 @@ func (v *stateView) Get(gvr schema.GroupVersionResource, namespace, name string)
 		o, err := e.obj.get()
 		if err == nil {
 			if len(e.unknowns) > 0 {
-				v.partials = append(v.partials, partialUse{gr: gr, key: joinKey(namespace, name), unknowns: e.unknowns})
+				v.partials = append(v.partials, partialUse{gr: gr, k: objectKey{namespace, name}, unknowns: e.unknowns})
 			}
 			return o, nil
 		}
@@ -440,11 +439,6 @@ func (v *stateView) List(gvr schema.GroupVersionResource, namespace string, sele
 		for _, why := range v.unknownEntries(gr, namespace) {
 			v.miss(gr, "%s", why)
 		}
-	}
-	if b == nil {
-		// No object of the resource yet: the list is still a read, of the objects the
-		// View's overrides may hold.
-		b = noObjects
 	}
 	if selector == nil {
 		selector = labels.Everything()
@@ -484,7 +478,12 @@ func (v *stateView) listed(b *bucket, gvr schema.GroupVersionResource, namespace
 	if v.track {
 		v.lists = append(v.lists, listRead{gvr.GroupResource(), namespace, selector})
 	}
-	objs, failed, partials := b.list(gvr, namespace, selector)
+	var objs []runtime.Object
+	var failed []miss
+	var partials []partialUse
+	if b != nil { // none when the State holds no object of the resource: a read all the same
+		objs, failed, partials = b.list(gvr, namespace, selector)
+	}
 	if len(v.overrides) > 0 {
 		objs, failed, partials = v.withOverrides(gvr, namespace, selector, objs, failed, partials)
 	}
@@ -525,7 +524,7 @@ func (v *stateView) withOverrides(gvr schema.GroupVersionResource, namespace str
 		}
 		out, changed = append(out, obj), true
 		if len(e.unknowns) > 0 {
-			partials = append(partials, partialUse{gr: gr, key: key, k: rk.k, unknowns: e.unknowns})
+			partials = append(partials, partialUse{gr: gr, k: rk.k, unknowns: e.unknowns})
 		}
 	}
 	if changed {
@@ -622,9 +621,6 @@ func (v *stateView) listFor(gvr schema.GroupVersionResource, namespace string) (
 		unknown = "objects that existed before the log are not known (give --snapshot)"
 	}
 	b := v.buckets[gr]
-	if b == nil {
-		b = noObjects // a read all the same (see List)
-	}
 	if whys := v.unknownEntries(gr, namespace); len(whys) > 0 {
 		unknown = whys[0]
 	}
@@ -633,7 +629,7 @@ func (v *stateView) listFor(gvr schema.GroupVersionResource, namespace string) (
 		unknown = failed[0].text
 	}
 	if len(partials) > 0 && unknown == "" {
-		unknown = fmt.Sprintf("%s: %s", partials[0].key, partials[0].unknowns[0].Why)
+		unknown = fmt.Sprintf("%s: %s", partials[0].key(), partials[0].unknowns[0].Why)
 	}
 	return objs, unknown
 }
