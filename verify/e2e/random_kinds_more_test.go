@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"encoding/pem"
 	"fmt"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -214,6 +215,11 @@ func (w *randomWorld) priorityWrite() {
 	case 2:
 		name := pick(w.r, priorityNames...)
 		pc := priorityClass(name, int64(pick(w.r, 10, 5000, 100000)), pick(w.r, "PreemptLowerPriority", "Never"))
+		if cur, err := w.dyn.Resource(prioritiesGVR).Get(w.ctx, name, metav1.GetOptions{}); err == nil && chance(w.r, 0.9) {
+			// Value and preemption policy are immutable: an update keeps them (now and then
+			// not, which the registry refuses before admission).
+			pc.Object["value"], pc.Object["preemptionPolicy"] = cur.Object["value"], cur.Object["preemptionPolicy"]
+		}
 		if name == "rnd-low" && chance(w.r, 0.3) {
 			pc.Object["globalDefault"] = true
 		}
@@ -260,7 +266,7 @@ func (w *randomWorld) csrWrite() {
 		o := w.createOptions()
 		w.got(fmt.Sprintf("%s creates certificatesigningrequest %s for %s (CN %s, O %s)%s", u.name, name, signer, cn, org, dry(o.DryRun)), w.tryCreate(client, csrsGVR, csr, o))
 	case 2:
-		name := w.existing(csrsGVR, "", csrNames)
+		name := w.undecidedCSR()
 		cur, err := ri.Get(w.ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return
@@ -277,6 +283,24 @@ func (w *randomWorld) csrWrite() {
 		o := w.deleteOptions(ri, name)
 		w.got(fmt.Sprintf("%s deletes certificatesigningrequest %s %s", u.name, name, optionsString(o)), ri.Delete(w.ctx, name, o))
 	}
+}
+
+// undecidedCSR picks a CSR of the pool that is neither approved nor denied yet (another decision
+// is refused before admission), or any name of the pool when there is none.
+func (w *randomWorld) undecidedCSR() string {
+	var names []string
+	if l, err := w.dyn.Resource(csrsGVR).List(w.ctx, metav1.ListOptions{}); err == nil {
+		for _, it := range l.Items {
+			conds, _, _ := unstructured.NestedSlice(it.Object, "status", "conditions")
+			if slices.Contains(csrNames, it.GetName()) && len(conds) == 0 {
+				names = append(names, it.GetName())
+			}
+		}
+	}
+	if len(names) == 0 {
+		names = csrNames
+	}
+	return pick(w.r, names...)
 }
 
 // csrPEM is a PEM-encoded certificate request of a new key for the subject, base64-encoded as

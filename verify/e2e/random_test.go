@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -1466,7 +1467,8 @@ func (w *randomWorld) kubectlStep() {
 	w.got("kubectl "+strings.Join(args, " "), w.kubectl(args...))
 }
 
-// kubectlAs are kubectl's flags that impersonate the user (none for the administrator).
+// kubectlAs are kubectl's flags that impersonate the user (none for the administrator), as
+// client does.
 func (u rndUser) kubectlAs() []string {
 	if u.name == harness.AdminUser {
 		return nil
@@ -1478,31 +1480,37 @@ func (u rndUser) kubectlAs() []string {
 	if u.uid != "" {
 		as = append(as, "--as-uid="+u.uid)
 	}
+	for _, k := range slices.Sorted(maps.Keys(u.extra)) {
+		for _, v := range u.extra[k] {
+			as = append(as, "--as-user-extra="+k+"="+v)
+		}
+	}
 	return as
 }
 
 // kubectlEveryday runs, as a random user, one of the kubectl commands of everyday work, each
 // its own shape of requests: rollout restart, set image and rollout undo (strategic merge
-// patches of a Deployment), taint and label (node patches), client-side apply (a create with
-// the last-applied annotation, or a patch of it), create deployment, expose, create job
-// --from, autoscale, run, a forced delete, create token, certificate approve and deny, drain
-// (cordon, then evictions), and create secret.
+// patches of a Deployment; undo only with the controllers, which keep the history it reads),
+// taint (node patches), client-side apply (a create with the last-applied annotation, or a
+// patch of it), create deployment, expose, create job --from, autoscale, run, a forced delete,
+// create token, certificate approve and deny, drain (cordon, then evictions), and create
+// secret.
 func (w *randomWorld) kubectlEveryday() {
 	u := w.user()
 	ns := pick(w.r, w.namespaces()...)
-	dep := w.existing(deploymentsGVR, ns, depNames)
+	dep := func() string { return w.existing(deploymentsGVR, ns, depNames) }
 	var args []string
-	switch w.r.IntN(15) {
-	case 0:
-		args = []string{"rollout", "restart", "deployment/" + dep, "-n", ns}
-	case 1:
-		args = []string{"set", "image", "deployment/" + dep, "c=" + pick(w.r, "busybox:1.36", "nginx:1.27"), "-n", ns}
-	case 2:
-		args = []string{"rollout", "undo", "deployment/" + dep, "-n", ns}
-	case 3:
-		taint := pick(w.r, "rnd.vapc.dev/taint=yes:NoSchedule", "rnd.vapc.dev/taint-", "rnd.vapc.dev/evict=now:NoExecute")
+	switch n := w.r.IntN(15); {
+	case n == 0 || (n == 2 && !w.controllers):
+		args = []string{"rollout", "restart", "deployment/" + dep(), "-n", ns}
+	case n == 1:
+		args = []string{"set", "image", "deployment/" + dep(), "c=" + pick(w.r, "busybox:1.36", "nginx:1.27"), "-n", ns}
+	case n == 2:
+		args = []string{"rollout", "undo", "deployment/" + dep(), "-n", ns}
+	case n == 3:
+		taint := pick(w.r, "rnd.vapc.dev/taint=yes:NoSchedule", "rnd.vapc.dev/taint-", "rnd.vapc.dev/evict=now:NoExecute", "rnd.vapc.dev/evict-")
 		args = []string{"taint", "node", w.existing(nodesGVR, "", nodeNames), taint, "--overwrite"}
-	case 4:
+	case n == 4:
 		path := filepath.Join(w.t.TempDir(), "cm.yaml")
 		body := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\n  labels:\n    color: %s\ndata:\n  n: %q\n",
 			pick(w.r, "cm-applied", "cm-ab"), ns, pick(w.r, "red", "blue"), pick(w.r, "1", "2", "x"))
@@ -1510,23 +1518,27 @@ func (w *randomWorld) kubectlEveryday() {
 			w.t.Fatal(err)
 		}
 		args = []string{"apply", "-f", path}
-	case 5:
+	case n == 5:
 		args = []string{"create", "deployment", pick(w.r, "kd-a", "kd-b"), "--image=" + pick(w.r, "nginx", "busybox"), "--replicas=" + pick(w.r, "1", "2"), "-n", ns}
-	case 6:
-		args = []string{"expose", "deployment", pick(w.r, "kd-a", dep), "--port=80", "--name=" + pick(w.r, "svc-k", "svc-l"), "-n", ns}
-	case 7:
+	case n == 6:
+		args = []string{"expose", "deployment", pick(w.r, "kd-a", dep()), "--port=80", "--name=" + pick(w.r, "svc-k", "svc-l"), "-n", ns}
+	case n == 7:
 		args = []string{"create", "job", pick(w.r, "jk-a", "jk-b"), "--from=cronjob/" + w.existing(cronJobsGVR, ns, cronNames), "-n", ns}
-	case 8:
-		args = []string{"autoscale", "deployment", dep, "--min=1", "--max=" + pick(w.r, "3", "5"), "--cpu-percent=" + pick(w.r, "50", "80"), "-n", ns}
-	case 9:
+	case n == 8:
+		args = []string{"autoscale", "deployment", dep(), "--min=1", "--max=" + pick(w.r, "3", "5"), "--cpu-percent=" + pick(w.r, "50", "80"), "-n", ns}
+	case n == 9:
 		args = []string{"run", pick(w.r, podNames...), "--image=" + pick(w.r, "nginx", "busybox"), "--labels=app=" + pick(w.r, "web", "db"), "--restart=" + pick(w.r, "Never", "Always"), "-n", ns}
-	case 10:
+	case n == 10:
 		args = []string{"delete", "pod", w.existing(podsGVR, ns, podNames), "--grace-period=0", "--force", "--wait=false", "-n", ns}
-	case 11:
-		args = []string{"create", "token", pick(w.r, "default", "robot"), "--duration=" + pick(w.r, "10m", "1h"), "-n", ns}
-	case 12:
-		args = []string{"certificate", pick(w.r, "approve", "deny"), w.existing(csrsGVR, "", csrNames)}
-	case 13:
+	case n == 11:
+		sa := "default"
+		if ns == rndA && chance(w.r, 0.5) {
+			sa = "robot" // of rnd-a only
+		}
+		args = []string{"create", "token", sa, "--duration=" + pick(w.r, "10m", "1h"), "-n", ns}
+	case n == 12:
+		args = []string{"certificate", pick(w.r, "approve", "deny"), w.undecidedCSR()}
+	case n == 13:
 		args = []string{"drain", pick(w.r, "w-1", "w-22", "w-0"), "--ignore-daemonsets", "--delete-emptydir-data", "--force", "--timeout=3s", "--grace-period=1"}
 	default:
 		args = []string{"create", "secret", "generic", pick(w.r, "sec-k", "sec-l"), "--from-literal=token=" + pick(w.r, "a", "b"), "-n", ns}
@@ -1537,10 +1549,11 @@ func (w *randomWorld) kubectlEveryday() {
 
 // World changes, each followed by settle so that the next request sees it.
 
-// settle waits until kube-apiserver's policy informers hold what the scenario wrote (sync), and
-// until the replay takes them to: a request received less than replay.InformerLag after a
-// write to a param or namespace may, for all the log says, have been admitted on the version
-// before it.
+// settle waits until kube-apiserver's policy informers hold what the scenario wrote (sync: the
+// ValidatingAdmissionPolicy plugin's), and then replay.InformerLag, after which the replay takes
+// every informer to hold it (the admission plugins' too: LimitRanger's, Priority's): a request
+// received sooner after a write to a param, a namespace or a plugin's input may, for all the
+// log says, have been admitted on the version before it.
 func (w *randomWorld) settle() {
 	w.sync(w.ctx)
 	time.Sleep(replay.InformerLag)
