@@ -63,6 +63,7 @@ var moreKindAtoms = []string{
 	`object.?status.?conditions.orValue([]).all(c, c.type != 'Approved')`,
 	`object.?spec.?containers.orValue([]).all(c, string(c.?resources.?limits[?'cpu'].orValue('')) != '300m')`,
 	`object.?spec.?hard.orValue({}).size() < 2`,
+	`object.metadata.?generation.orValue(0) <= 1`,
 }
 
 // moreKindStrings are string expressions over the same.
@@ -71,6 +72,7 @@ var moreKindStrings = []string{
 	`'priority ' + string(object.?spec.?priority.orValue(-1)) + ' ' + object.?spec.?preemptionPolicy.orValue('-') + ' ' + object.?spec.?priorityClassName.orValue('-')`,
 	`'pdb ' + string(object.?spec.?minAvailable.orValue('-')) + ' ' + string(object.?status.?disruptionsAllowed.orValue(-1)) + ' ' + string(object.?status.?observedGeneration.orValue(-1))`,
 	`'netpol ' + object.?spec.?policyTypes.orValue([]).join(',')`,
+	`'gen ' + string(object.metadata.?generation.orValue(-1)) + ' ' + object.?status.?phase.orValue('-') + ' ' + object.?spec.?color.orValue('-')`,
 	`'resources ' + object.?spec.?containers.orValue([]).map(c, string(c.?resources.?limits[?'cpu'].orValue('-')) + '/' + string(c.?resources.?requests[?'memory'].orValue('-'))).join(',')`,
 }
 

@@ -1803,6 +1803,7 @@ func randomMutatingPolicy(r *rand.Rand) (*admissionregistrationv1.MutatingAdmiss
 		}})
 		shape = append(shape, "widgets too")
 	}
+	widgetSpec := len(p.Spec.MatchConstraints.ResourceRules) > 1 && r.IntN(2) == 0
 	if applyConfiguration {
 		p.Spec.Mutations = []admissionregistrationv1.Mutation{{
 			PatchType:          admissionregistrationv1.PatchTypeApplyConfiguration,
@@ -1823,6 +1824,17 @@ func randomMutatingPolicy(r *rand.Rand) (*admissionregistrationv1.MutatingAdmiss
 			p.Spec.Mutations[0].JSONPatch.Expression = "[JSONPatch{op: 'add', path: '/metadata/labels/rnd', value: " + value + "}]"
 			shape = append(shape, "unguarded")
 		}
+	}
+	if widgetSpec {
+		// A Widget's spec and status changed too: the server's store prepares the object
+		// after mutating admission (a spec change bumps the generation, a status set on a
+		// create or on the main resource is dropped) and before validating admission.
+		p.Spec.Mutations = append(p.Spec.Mutations, admissionregistrationv1.Mutation{
+			PatchType: admissionregistrationv1.PatchTypeJSONPatch,
+			JSONPatch: &admissionregistrationv1.JSONPatch{Expression: "object.kind != 'Widget' ? [] : " +
+				"[JSONPatch{op: 'add', path: '/spec/color', value: 'mapped'}, JSONPatch{op: 'add', path: '/status', value: {'phase': 'Mapped'}}]"},
+		})
+		shape = append(shape, "widget spec and status")
 	}
 	return p, b, strings.Join(shape, ", ")
 }
