@@ -26,6 +26,22 @@ type AuthorizerCheck struct {
 	Decision string `json:"decision"`
 	Reason   string `json:"reason,omitempty"`
 	Error    string `json:"error,omitempty"`
+	// Privileged says that the user is in system:masters, which kube-apiserver allows
+	// everything before it asks the authorizers it was configured with: the answer is the
+	// server's whatever its authorization.
+	Privileged bool `json:"privileged,omitempty"`
+}
+
+// Configured returns the checks the configured authorizer answered: those whose answer
+// depends on the cluster's authorization (every check but the privileged ones).
+func Configured(checks []AuthorizerCheck) []AuthorizerCheck {
+	var out []AuthorizerCheck
+	for _, c := range checks {
+		if !c.Privileged {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // String describes the check in a line: "user alice create pods/status in ns1: allow".
@@ -45,6 +61,9 @@ func (c AuthorizerCheck) String() string {
 		if c.Namespace != "" {
 			what += " in " + c.Namespace
 		}
+	}
+	if c.Privileged {
+		return fmt.Sprintf("user %q %s %s: %s (system:masters)", c.User, c.Verb, what, c.Decision)
 	}
 	return fmt.Sprintf("user %q %s %s: %s", c.User, c.Verb, what, c.Decision)
 }

@@ -46,8 +46,9 @@ type Decision struct {
 	AuditAnnotations map[string]string `json:"auditAnnotations,omitempty"`
 	// Results say what each policy, binding and param evaluated, in evaluation order.
 	Results []Result `json:"results,omitempty"`
-	// Authorizer lists the checks policies made through `authorizer`; when it is not empty
-	// the decision depended on the configured authorizer.
+	// Authorizer lists the checks the validating policies made through `authorizer` (the
+	// mutating policies' are the Mutation's); when Configured(Authorizer) is not empty the
+	// decision depended on the configured authorizer.
 	Authorizer []AuthorizerCheck `json:"authorizer,omitempty"`
 	// Notes say where the decision rests on an assumption of vapc's.
 	Notes []string `json:"notes,omitempty"`

@@ -310,7 +310,7 @@ func (e *Evaluator) EvaluateAttributes(ctx context.Context, a admission.Attribut
 		notes = append(notes, fmt.Sprintf("namespace %q is not among the cluster objects: assumed to exist with only the label %s=%s", attrs.GetNamespace(), namespaceNameLabel, attrs.GetNamespace()))
 	}
 	pm := &recordingPolicyMatcher{PolicyMatcher: generic.NewPolicyMatcher(m), t: t, hooks: e.byName, namespace: attrs.GetNamespace()}
-	d := validating.NewDispatcher(recordingAuthorizer{inner: e.authz, t: t}, pm)
+	d := validating.NewDispatcher(recordingAuthorizer{inner: e.authz, checks: &t.checks}, pm)
 
 	// The apiserver's warning recorder (an HTTP filter) dedupes and truncates warnings and
 	// writes them as Warning headers: run the dispatch inside it and read them back.
@@ -361,8 +361,8 @@ func (e *Evaluator) matcher(ns string) (m *matching.Matcher, implicit bool) {
 
 func (e *Evaluator) notes(t *trace, attrs admission.Attributes, dec *Decision) []string {
 	var notes []string
-	if len(t.checks) > 0 {
-		notes = append(notes, fmt.Sprintf("the decision depended on the authorizer, which vapc answers from its configuration (%d checks)", len(t.checks)))
+	if n := len(Configured(t.checks)); n > 0 {
+		notes = append(notes, fmt.Sprintf("the decision depended on the authorizer, which vapc answers from its configuration (%d checks)", n))
 	}
 	for _, p := range t.policies {
 		if !p.matchKind.Empty() && p.matchKind != attrs.GetKind() && !kubescheme.Knows(p.matchKind) {

@@ -168,19 +168,44 @@ spec:
   - expression: "authorizer.group('').resource('secrets').namespace('ns').check('get').allowed()"
 `
 
-// TestAuthorizerDependency checks that the checks a decision made are reported.
+// authzMutating labels the configmaps of users who may get the secrets of ns.
+const authzMutating = `
+metadata: {name: authz-label}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+  matchConditions:
+  - {name: reader, expression: "authorizer.group('').resource('secrets').namespace('ns').check('get').allowed()"}
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: "Object{metadata: Object.metadata{labels: {'reader': 'true'}}}"
+`
+
+// TestAuthorizerDependency checks that the checks a decision made, validating and mutating,
+// are reported, and that a member of system:masters is allowed whatever the configured
+// authorizer says, as kube-apiserver's chain begins with its privileged-group authorizer.
 func TestAuthorizerDependency(t *testing.T) {
+	alice := verify.UserInfo{Username: "alice", Groups: []string{"system:authenticated"}}
+	admin := verify.UserInfo{Username: "admin", Groups: []string{"system:masters", "system:authenticated"}}
 	for _, tc := range []struct {
-		name    string
-		authz   verify.Option
-		allowed bool
+		name       string
+		authz      verify.Option
+		user       verify.UserInfo
+		allowed    bool
+		privileged bool
 	}{
-		{"allow all", verify.WithAuthorizer(verify.AllowAll()), true},
-		{"deny all", verify.WithAuthorizer(verify.DenyAll()), false},
-		{"default", nil, false},
+		{"allow all", verify.WithAuthorizer(verify.AllowAll()), alice, true, false},
+		{"deny all", verify.WithAuthorizer(verify.DenyAll()), alice, false, false},
+		{"default", nil, alice, false, false},
+		{"system:masters, deny all", verify.WithAuthorizer(verify.DenyAll()), admin, true, true},
+		{"system:masters, default", nil, admin, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			opts := []verify.Option{verify.WithResources(catalog)}
+			opts := []verify.Option{verify.WithResources(catalog), verify.WithMutatingPolicies(
+				[]*admissionregistrationv1.MutatingAdmissionPolicy{mustMutatingPolicy(t, authzMutating)},
+				[]*admissionregistrationv1.MutatingAdmissionPolicyBinding{mutatingBinding("authz-label", "authz-label")})}
 			if tc.authz != nil {
 				opts = append(opts, tc.authz)
 			}
@@ -190,7 +215,7 @@ func TestAuthorizerDependency(t *testing.T) {
 				t.Fatal(err)
 			}
 			d, err := e.Evaluate(context.Background(), verify.Request{Operation: admission.Create, Resource: configmaps,
-				UserInfo: verify.UserInfo{Username: "alice"},
+				UserInfo: tc.user,
 				Object:   object(t, "{apiVersion: v1, kind: ConfigMap, metadata: {name: c, namespace: ns}}")})
 			if err != nil {
 				t.Fatal(err)
@@ -198,11 +223,33 @@ func TestAuthorizerDependency(t *testing.T) {
 			if d.Allowed != tc.allowed {
 				t.Errorf("Allowed = %v, want %v", d.Allowed, tc.allowed)
 			}
-			if len(d.Authorizer) != 1 || d.Authorizer[0].User != "alice" || d.Authorizer[0].Resource != "secrets" || d.Authorizer[0].Verb != "get" {
-				t.Errorf("Authorizer = %+v, want one get secrets check by alice", d.Authorizer)
+			decision := "no opinion"
+			if tc.allowed {
+				decision = "allow"
 			}
-			if !strings.Contains(strings.Join(d.Notes, "\n"), "depended on the authorizer") {
-				t.Errorf("Notes = %q, want a note that the decision depended on the authorizer", d.Notes)
+			want := []verify.AuthorizerCheck{{User: tc.user.Username, Verb: "get", Version: "*", Resource: "secrets", Namespace: "ns", Decision: decision, Privileged: tc.privileged}}
+			if tc.allowed && !tc.privileged {
+				want[0].Reason = "vapc: allow all"
+			}
+			if diff := cmp.Diff(want, d.Authorizer); diff != "" {
+				t.Errorf("validating checks (-want +got):\n%s", diff)
+			}
+			if d.Mutation == nil {
+				t.Fatal("no mutation")
+			}
+			// A mutation makes the chain run again, and the policy's matchCondition with it.
+			wantMutating := want
+			if tc.allowed {
+				wantMutating = append(want, want...)
+			}
+			if diff := cmp.Diff(wantMutating, d.Mutation.Authorizer); diff != "" {
+				t.Errorf("mutating checks (-want +got):\n%s", diff)
+			}
+			if got := len(d.Mutation.Changes) > 0; got != tc.allowed {
+				t.Errorf("mutated = %v, want %v", got, tc.allowed)
+			}
+			if got, want := strings.Contains(strings.Join(d.Notes, "\n"), "depended on the authorizer"), !tc.privileged; got != want {
+				t.Errorf("Notes = %q: a note that the decision depended on the authorizer: %v, want %v", d.Notes, got, want)
 			}
 		})
 	}

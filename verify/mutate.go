@@ -89,6 +89,9 @@ type Mutation struct {
 	// kube-apiserver ran the policies in (empty when no order could change it, or every order
 	// was tried and agreed); see Evaluator.OrderDependence.
 	OrderDependent string `json:"orderDependent,omitempty"`
+	// Authorizer lists the checks the policies made through `authorizer` (in another order
+	// of the policies too, when OrderDependent was settled by trying them).
+	Authorizer []AuthorizerCheck `json:"authorizer,omitempty"`
 }
 
 // Acted says whether a policy ran its mutations on the request or refused it.
@@ -240,15 +243,15 @@ func (e *Evaluator) AdmitAttributes(ctx context.Context, a admission.Attributes,
 		return mut, nil // the plugin handles no other operation
 	}
 	m, _ := e.matcher(a.GetNamespace())
-	d := mutating.NewDispatcher(e.authz, m, e.typeConverters)
 	mt := &mutationTrace{reinvoke: a.GetReinvocationContext().IsReinvoke()}
+	d := mutating.NewDispatcher(recordingAuthorizer{inner: e.authz, checks: &mt.checks}, m, e.typeConverters)
 	var before runtime.Object
 	if e.explorable(a) {
 		before = a.GetObject().DeepCopyObject()
 	}
 	err := d.Dispatch(withMutationTrace(ctx, mt), a, o, e.mhooks)
 	mt.finish()
-	mut.Changes, mut.Invoked = mt.changes, mt.invoked
+	mut.Changes, mut.Invoked, mut.Authorizer = mt.changes, mt.invoked, mt.checks
 	if err != nil {
 		var st *apierrors.StatusError
 		if !errors.As(err, &st) {
@@ -262,7 +265,7 @@ func (e *Evaluator) AdmitAttributes(ctx context.Context, a admission.Attributes,
 			mut.Unknown = s.Message
 		}
 	}
-	if mut.OrderDependent = e.OrderDependence(mut); mut.OrderDependent != "" && before != nil && e.ordersAgree(ctx, a, o, before, err) {
+	if mut.OrderDependent = e.OrderDependence(mut); mut.OrderDependent != "" && before != nil && e.ordersAgree(ctx, a, o, before, err, &mut.Authorizer) {
 		mut.OrderDependent = ""
 	}
 	return mut, nil
@@ -294,7 +297,8 @@ func (e *Evaluator) explorable(a admission.Attributes) bool {
 // object and the same refusal as the order they ran in: kube-apiserver's order, which follows
 // its informer caches, cannot matter then. (The params of a binding run in the order of its
 // param informer, which this does not try: explorable leaves out bindings that select params.)
-func (e *Evaluator) ordersAgree(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces, before runtime.Object, err error) bool {
+// The authorizer checks of the other orders go to checks.
+func (e *Evaluator) ordersAgree(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces, before runtime.Object, err error, checks *[]AuthorizerCheck) bool {
 	want, merr := json.Marshal(a.GetObject())
 	if merr != nil {
 		return false
@@ -316,7 +320,7 @@ func (e *Evaluator) ordersAgree(ctx context.Context, a admission.Attributes, o a
 		}
 		copied := admission.NewAttributesRecord(before.DeepCopyObject(), a.GetOldObject(), a.GetKind(), a.GetNamespace(), a.GetName(),
 			a.GetResource(), a.GetSubresource(), a.GetOperation(), a.GetOperationOptions(), a.IsDryRun(), a.GetUserInfo())
-		err := mutating.NewDispatcher(e.authz, m, e.typeConverters).Dispatch(ctx, copied, o, hooks)
+		err := mutating.NewDispatcher(recordingAuthorizer{inner: e.authz, checks: checks}, m, e.typeConverters).Dispatch(ctx, copied, o, hooks)
 		got, merr := json.Marshal(copied.GetObject())
 		agree = merr == nil && errorText(err) == wantErr && bytes.Equal(got, want)
 		return agree
@@ -383,6 +387,7 @@ func (e *Evaluator) Then(m, next *Mutation) *Mutation {
 	out := *next
 	out.Changes = append(append([]Change(nil), m.Changes...), next.Changes...)
 	out.Invoked = append(append([]Change(nil), m.Invoked...), next.Invoked...)
+	out.Authorizer = append(append([]AuthorizerCheck(nil), m.Authorizer...), next.Authorizer...)
 	if out.Unknown == "" {
 		out.Unknown = m.Unknown
 	}
@@ -662,6 +667,7 @@ type mutationTrace struct {
 	invoked  []Change
 	pending  *pendingChange
 	changes  []Change
+	checks   []AuthorizerCheck
 }
 
 type pendingChange struct {

@@ -11,7 +11,9 @@ import (
 	"k8s.io/apiserver/pkg/admission/plugin/policy/generic"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 )
 
 // trace records, for one request, what the apiserver's dispatcher did: which policies and
@@ -142,20 +144,32 @@ func (m *recordingPolicyMatcher) GetNamespace(ctx context.Context, name string) 
 	return m.PolicyMatcher.GetNamespace(ctx, name)
 }
 
-// recordingAuthorizer answers as the configured authorizer does and records every check.
+// recordingAuthorizer answers as kube-apiserver's authorizer chain does, and records every
+// check in checks: the system-privileged-group authorizer first (whatever its configuration,
+// the server allows everything to members of system:masters before it asks the authorizers it
+// was configured with), then the configured one, inner.
 type recordingAuthorizer struct {
-	inner authorizer.UnconditionalAuthorizer
-	t     *trace
+	inner  authorizer.UnconditionalAuthorizer
+	checks *[]AuthorizerCheck
 }
 
+// privilegedGroup is the authorizer kube-apiserver puts first in its chain
+// (k8s.io/kubernetes pkg/kubeapiserver/authorizer newForConfig).
+var privilegedGroup = authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup)
+
 func (r recordingAuthorizer) Authorize(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
-	d, reason, err := r.inner.Authorize(ctx, a)
+	d, reason, err := privilegedGroup.Authorize(ctx, a)
+	privileged := d == authorizer.DecisionAllow
+	if !privileged {
+		d, reason, err = r.inner.Authorize(ctx, a)
+	}
 	c := AuthorizerCheck{
-		Verb:      a.GetVerb(),
-		Namespace: a.GetNamespace(),
-		Name:      a.GetName(),
-		Decision:  decisionString(d),
-		Reason:    reason,
+		Verb:       a.GetVerb(),
+		Namespace:  a.GetNamespace(),
+		Name:       a.GetName(),
+		Decision:   decisionString(d),
+		Reason:     reason,
+		Privileged: privileged,
 	}
 	if u := a.GetUser(); u != nil {
 		c.User = u.GetName()
@@ -168,7 +182,7 @@ func (r recordingAuthorizer) Authorize(ctx context.Context, a authorizer.Attribu
 	if err != nil {
 		c.Error = err.Error()
 	}
-	r.t.checks = append(r.t.checks, c)
+	*r.checks = append(*r.checks, c)
 	return d, reason, err
 }
 

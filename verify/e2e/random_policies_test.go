@@ -77,6 +77,9 @@ var boolAtoms = []string{
 	`request.options.?dryRun.orValue([]).size() == 0`,
 	`!has(object.metadata.annotations) || !('rnd.vapc.dev/block' in object.metadata.annotations)`,
 	`request.userInfo.uid != 'uid-bob'`,
+	// The log answers an authorizer check for members of system:masters only (the
+	// administrator), whom kube-apiserver allows everything.
+	`authorizer.group('').resource('secrets').namespace('rnd-a').check('get').allowed() || request.operation != 'DELETE'`,
 	`request.options.?fieldManager.orValue('') != 'rnd-tool'`,
 	`request.requestResource.group == request.resource.group`,
 	`object.?status.?phase.orValue('') != 'Failed'`,

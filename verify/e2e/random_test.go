@@ -149,8 +149,9 @@ func randomSettings() (seed uint64, steps int) {
 // generated from a seed (-random-seed or $VAPC_RANDOM_SEED), with an observer policy whose
 // audit annotations record every request as admission saw it, sends random requests to a real
 // kube-apiserver (creates, updates, patches of every type, deletes with options in the body or
-// the query, deletecollection, status, scale, eviction, binding, ephemeral container and token
-// subresources, dry runs, impersonated users with groups and extra, custom resources),
+// the query, deletecollection, status, scale, eviction, binding, ephemeral container, resize
+// and token subresources, dry runs, impersonated users with groups and extra, custom
+// resources, and kubectl's everyday commands: kubectlEveryday, kubectlMore),
 // changing params and namespace labels between them, then replays the server's own audit log
 // (with no --crd) from the moment the policies were in effect:
 // zero disagreements, indeterminate requests only for the reasons byDesignIndeterminate lists,
@@ -256,7 +257,7 @@ func randomParity(t *testing.T, seed uint64, steps int, controllers bool) {
 		{4, w.listPatch}, {3, w.strategyWrite}, {3, w.finalizerStep}, {2, w.podDeleteCollection}, {3, w.connectStep},
 		{4, w.pvcWrite}, {3, w.ingressWrite}, {3, w.roleBindingWrite}, {3, w.cronJobWrite}, {3, w.leaseWrite},
 		{4, w.raceStep}, {3, w.daemonSetWrite}, {3, w.pdbWrite}, {3, w.netPolWrite}, {3, w.priorityWrite}, {3, w.csrWrite},
-		{2, w.limitRangeWrite}, {2, w.quotaWrite}, {6, w.kubectlEveryday},
+		{2, w.limitRangeWrite}, {2, w.quotaWrite}, {6, w.kubectlEveryday}, {6, w.kubectlMore},
 	}
 	if controllers {
 		actions = append(actions, struct {
@@ -407,6 +408,8 @@ var byDesignIndeterminate = []string{
 	"which admission refused, after or before the store marked the pod deleted",
 	// Whether a Job's create sent its labels or had them defaulted from its pod template.
 	"whether its labels were sent or are its pod template's",
+	// The authorizer's answers, but to members of system:masters.
+	"which the audit log does not answer",
 	// A MutatingAdmissionPolicy leaves no trace in the log.
 	"give it among --policies for vapc to run it",
 	// Nor does the moment its plugin learns a new CRD's schema.
@@ -1018,6 +1021,12 @@ func (w *randomWorld) configMapDeleteCollection() {
 func (w *randomWorld) podCreate() {
 	u, ns, name := w.user(), pick(w.r, w.namespaces()...), pick(w.r, podNames...)
 	p := podIn(ns, name, pick(w.r, "", "w-0"), pick(w.r, "nginx", "busybox"), w.labels())
+	if chance(w.r, 0.4) {
+		// CPU only, a Burstable pod that kubectlMore may resize in place.
+		cpu := pick(w.r, "100m", "0.1", "250m")
+		c := p.Object["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
+		c["resources"] = map[string]any{"requests": map[string]any{"cpu": cpu}, "limits": map[string]any{"cpu": cpu}}
+	}
 	o := w.createOptions()
 	w.got(fmt.Sprintf("%s creates pod %s/%s%s", u.name, ns, name, dry(o.DryRun)), w.tryCreate(w.client(u), podsGVR, p, o))
 }
@@ -1783,9 +1792,14 @@ func randomMutatingPolicy(r *rand.Rand) (*admissionregistrationv1.MutatingAdmiss
 		value = "params.?data[?'mode'].orValue('none')"
 		shape = append(shape, "params set=x")
 	}
-	if r.IntN(2) == 0 {
+	switch r.IntN(6) {
+	case 0, 1, 2:
 		p.Spec.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "red", Expression: "object.metadata.?labels[?'color'].orValue('') == 'red'"}}
 		shape = append(shape, "red only")
+	case 3:
+		// Known for the administrator only (system:masters).
+		p.Spec.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "readers", Expression: "authorizer.group('').resource('secrets').namespace(object.metadata.namespace).check('list').allowed()"}}
+		shape = append(shape, "secret readers only")
 	}
 	applyConfiguration := r.IntN(2) == 0
 	// The annotation, or a label beside the one wh-map sets on blue and green ConfigMaps:

@@ -71,6 +71,7 @@ type event struct {
 	code                                              int32
 	message, received                                 string
 	user                                              string
+	groups                                            []any // nil: system:masters
 	req, resp                                         map[string]any
 }
 
@@ -94,9 +95,13 @@ func (e event) line(t *testing.T) string {
 	if user == "" {
 		user = "admin"
 	}
+	groups := e.groups
+	if groups == nil {
+		groups = []any{"system:masters"}
+	}
 	ev := map[string]any{
 		"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": auditlog.LevelRequestResponse, "auditID": e.id, "stage": "ResponseComplete",
-		"requestURI": uri, "verb": e.verb, "user": map[string]any{"username": user, "groups": []any{"system:masters"}},
+		"requestURI": uri, "verb": e.verb, "user": map[string]any{"username": user, "groups": groups},
 		"objectRef":                map[string]any{"resource": e.resource, "subresource": e.sub, "namespace": e.ns, "name": e.name, "apiGroup": e.group, "apiVersion": e.version},
 		"responseStatus":           map[string]any{"metadata": map[string]any{}, "code": e.code, "message": e.message},
 		"requestReceivedTimestamp": e.received, "stageTimestamp": e.received,

@@ -393,8 +393,8 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undeci
 		out.indeterminate(because(reason, missText(misses)))
 	} else if partial.is() {
 		out.indeterminate(partial)
-	} else if len(dec.Authorizer) > 0 {
-		out.indeterminate(because(ReasonAuthorizer, fmt.Sprintf("the decision depended on %d authorizer checks, which the audit log does not answer", len(dec.Authorizer))))
+	} else if checks := verify.Configured(dec.Authorizer); len(checks) > 0 {
+		out.indeterminate(because(ReasonAuthorizer, fmt.Sprintf("the decision depended on %d authorizer checks, which the audit log does not answer (the first: %s)", len(checks), checks[0])))
 	}
 	if r.check && out.Decision != DecisionIndeterminate {
 		out.Disagreements = check(j.ev, j.rec, dec, r.loadedPolicies)

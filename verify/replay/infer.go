@@ -75,7 +75,7 @@ func (ro *requestOnly) decides(dec *verify.Decision, policies []string, paramsIn
 			return false
 		}
 	}
-	if len(dec.Authorizer) > 0 {
+	if len(verify.Configured(dec.Authorizer)) > 0 {
 		return false
 	}
 	for _, r := range dec.Results {

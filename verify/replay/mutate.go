@@ -121,6 +121,9 @@ func (r *Replayer) mutationUnknown(m *verify.Mutation, inputs []vapccel.Unknown,
 	case m.OrderDependent != "":
 		return "kube-apiserver runs MutatingAdmissionPolicies in an order no log records, and the order matters here: " + m.OrderDependent
 	}
+	if checks := verify.Configured(m.Authorizer); len(checks) > 0 {
+		return fmt.Sprintf("a MutatingAdmissionPolicy made %d authorizer checks, which the audit log does not answer (the first: %s)", len(checks), checks[0])
+	}
 	// Whether a policy the request's rules match ran or was skipped, by a matchCondition or
 	// a selector, rests on what it reads as much as what it wrote.
 	for _, p := range policies {

@@ -285,7 +285,7 @@ func outcomeDiff(a, b *verify.Decision) string {
 	switch {
 	case a.Allowed != b.Allowed || a.Code != b.Code || a.Reason != b.Reason || a.Message != b.Message:
 		return "the response"
-	case len(b.Authorizer) > 0:
+	case len(verify.Configured(b.Authorizer)) > 0:
 		return "authorizer checks"
 	case !sameMutation(a.Mutation, b.Mutation):
 		return "the mutation"

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/vapc-dev/vapc/verify"
 )
 
 // WriteText writes the reports for people: each case PASS or FAIL with its decision, and for
@@ -45,7 +47,11 @@ func WriteText(w io.Writer, reports []*SuiteReport, verbose bool) error {
 				for _, res := range c.Decision.Results {
 					fmt.Fprintf(w, "       result: %s\n", describeResult(res))
 				}
-				for _, ch := range c.Decision.Authorizer {
+				checks := c.Decision.Authorizer
+				if m := c.Decision.Mutation; m != nil {
+					checks = append(append([]verify.AuthorizerCheck(nil), m.Authorizer...), checks...)
+				}
+				for _, ch := range checks {
 					fmt.Fprintf(w, "       authorizer: %s\n", ch)
 				}
 				for _, n := range c.Decision.Notes {

@@ -1,0 +1,96 @@
+package replay
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// TestAuthorizerChecks: the log does not answer a policy's authorizer checks, except for a
+// member of system:masters, whom kube-apiserver's privileged-group authorizer allows before any
+// configured one. A request of a system:masters user is decided; another user's is
+// indeterminate, whether a validating or a mutating policy asked.
+func TestAuthorizerChecks(t *testing.T) {
+	rules := &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+	}}}}
+	const reader = "authorizer.group('').resource('secrets').namespace('app').check('get').allowed()"
+	deny := func(name, expr string) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+		return &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{FailurePolicy: ptr.To(admissionregistrationv1.Fail), MatchConstraints: rules,
+					Validations: []admissionregistrationv1.Validation{{Expression: expr, Message: "refused"}}}},
+			&admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: name, ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}}}
+	}
+	mutating := &admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "label-readers"},
+		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{MatchConstraints: rules,
+			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "reader", Expression: reader}},
+			Mutations: []admissionregistrationv1.Mutation{{PatchType: admissionregistrationv1.PatchTypeApplyConfiguration,
+				ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: "Object{metadata: Object.metadata{labels: {'reader': 'true'}}}"}}}}}
+	mutatingBinding := &admissionregistrationv1.MutatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "label-readers"},
+		Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: "label-readers"}}
+	cm := func(name string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": "app"}}
+	}
+	created := func(name string) map[string]any {
+		o := cm(name)
+		o["metadata"].(map[string]any)["uid"] = "u-" + name
+		o["metadata"].(map[string]any)["resourceVersion"] = "10"
+		o["metadata"].(map[string]any)["creationTimestamp"] = "2026-03-02T09:00:00Z"
+		return o
+	}
+	readerLabel := func(o map[string]any) map[string]any {
+		o["metadata"].(map[string]any)["labels"] = map[string]any{"reader": "true"}
+		return o
+	}
+	for _, tc := range []struct {
+		name     string
+		mutating bool
+		groups   []any
+		// A created configmap with the reader label, as the MAP writes it for a reader.
+		labelled   bool
+		decision   string
+		reason     Reason
+		reasonText string
+	}{
+		{name: "validating, system:masters", groups: []any{"system:masters", "system:authenticated"}, decision: DecisionAdmit},
+		{name: "validating, another user", groups: []any{"system:authenticated"}, decision: DecisionIndeterminate, reason: ReasonAuthorizer, reasonText: `user "u" get secrets in app`},
+		{name: "mutating, system:masters", mutating: true, groups: []any{"system:masters"}, labelled: true, decision: DecisionAdmit},
+		{name: "mutating, another user", mutating: true, groups: []any{"system:authenticated"}, labelled: true, decision: DecisionIndeterminate,
+			reason: ReasonMutationUnknown, reasonText: "a MutatingAdmissionPolicy made 1 authorizer checks"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var opts []Option
+			p, b := deny("readers-only", reader)
+			if tc.mutating {
+				p, b = deny("readers-only", "has(object.metadata.labels) && object.metadata.labels['reader'] == 'true'")
+				opts = append(opts, WithMutatingPolicies([]*admissionregistrationv1.MutatingAdmissionPolicy{mutating}, []*admissionregistrationv1.MutatingAdmissionPolicyBinding{mutatingBinding}))
+			}
+			r, err := New([]*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp := created("c")
+			if tc.labelled {
+				resp = readerLabel(resp)
+			}
+			line := event{id: "c", verb: "create", version: "v1", resource: "configmaps", ns: "app", name: "c", code: 201, received: at(t, 1),
+				user: "u", groups: tc.groups, req: cm("c"), resp: resp}.line(t)
+			var rec *Record
+			if _, err := r.Run(context.Background(), []Source{{Name: "audit.jsonl", Reader: strings.NewReader(line + "\n")}}, func(got *Record) error {
+				rec = got
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if rec == nil || rec.Decision != tc.decision || rec.Reason != tc.reason || !strings.Contains(rec.Indeterminate, tc.reasonText) {
+				t.Errorf("record = %s, want %s %s %q", describeRecord(rec), tc.decision, tc.reason, tc.reasonText)
+			}
+		})
+	}
+}
