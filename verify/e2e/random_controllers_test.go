@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -21,7 +22,8 @@ import (
 // The controllers' own traffic in TestRandomParity: on the seeds that run them (every even seed,
 // or VAPC_RANDOM_CONTROLLERS=1), kube-controller-manager and kube-scheduler run beside the
 // server, each controller as its own service account. The scenario's nodes have no kubelet but
-// w-1's, which the test plays: the node lifecycle controller marks the others Unknown and
+// kubeletNode's, which the test plays (its node's status, and the pods bound to it started and,
+// once marked for deletion, deleted): the node lifecycle controller marks the others Unknown and
 // taints them, the taint eviction controller deletes the pods that tolerate that for a few
 // seconds, the ReplicaSet controller makes new ones, the scheduler binds them to kubeletNode or
 // reports them unschedulable, the job controller tracks its pods with a finalizer, the garbage
@@ -43,8 +45,9 @@ func withControllers(seed uint64) bool {
 }
 
 // kubelet keeps the node Ready as its kubelet would: its status (capacity, allocatable and
-// the Ready condition's heartbeat) patched every 4 seconds as system:node:NAME, until ctx ends.
-// Its client records nothing: the scenario's requests are the test's own.
+// the Ready condition's heartbeat) patched every 4 seconds as system:node:NAME, and the pods
+// bound to it run and end (kubeletPods), until ctx ends. Its client records nothing: the
+// scenario's requests are the test's own.
 func kubelet(ctx context.Context, s *harness.Server, name string) {
 	cfg := s.RESTConfig()
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:node:" + name, Groups: []string{"system:nodes"}}
@@ -62,11 +65,80 @@ func kubelet(ctx context.Context, s *harness.Server, name string) {
 		body := fmt.Sprintf(`{"status":{"capacity":%s,"allocatable":%s,"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady","message":"kubelet is posting ready status","lastHeartbeatTime":%q,"lastTransitionTime":%q}]}}`,
 			resources, resources, now, since)
 		_, _ = c.Resource(nodesGVR).Patch(ctx, name, types.StrategicMergePatchType, []byte(body), metav1.PatchOptions{}, "status")
+		kubeletPods(ctx, c, name)
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
+	}
+}
+
+// kubeletPods plays the kubelet's pod workers and status manager on the pods bound to the
+// node, with the requests the kubelet sends: a pod it has not started is reported running (a
+// strategic merge patch of pods/status with the pod's uid and the conditions'
+// $setElementOrder, as the status manager writes it), and a pod marked for deletion is
+// reported with its containers terminated, then deleted with a grace period of 0 and its uid as
+// precondition, which is how a graceful pod deletion ends.
+func kubeletPods(ctx context.Context, c dynamic.Interface, node string) {
+	l, err := c.Resource(podsGVR).Namespace("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+	if err != nil {
+		return
+	}
+	now := time.Now().UTC().Format(time.RFC3339)
+	condition := func(kind string, ok bool) map[string]any {
+		status := "False"
+		if ok {
+			status = "True"
+		}
+		return map[string]any{"type": kind, "status": status, "lastProbeTime": nil, "lastTransitionTime": now}
+	}
+	for _, p := range l.Items {
+		pods := c.Resource(podsGVR).Namespace(p.GetNamespace())
+		phase, _, _ := unstructured.NestedString(p.Object, "status", "phase")
+		containers, _, _ := unstructured.NestedSlice(p.Object, "spec", "containers")
+		deleting := p.GetDeletionTimestamp() != nil
+		if !deleting && phase != "Pending" {
+			continue
+		}
+		var statuses []any
+		for i, ct := range containers {
+			ct, _ := ct.(map[string]any)
+			state := map[string]any{"running": map[string]any{"startedAt": now}}
+			if deleting {
+				state = map[string]any{"terminated": map[string]any{"exitCode": int64(0), "reason": "Completed", "startedAt": now, "finishedAt": now,
+					"containerID": fmt.Sprintf("containerd://%s-%d", p.GetUID(), i)}}
+			}
+			statuses = append(statuses, map[string]any{"name": ct["name"], "image": ct["image"], "imageID": fmt.Sprintf("docker.io/library/%v@sha256:%064d", ct["image"], i),
+				"containerID": fmt.Sprintf("containerd://%s-%d", p.GetUID(), i), "ready": !deleting, "started": !deleting, "restartCount": int64(0), "state": state})
+		}
+		order := []any{map[string]any{"type": "PodReadyToStartContainers"}, map[string]any{"type": "Initialized"},
+			map[string]any{"type": "Ready"}, map[string]any{"type": "ContainersReady"}}
+		conditions, _, _ := unstructured.NestedSlice(p.Object, "status", "conditions")
+		for _, c := range conditions {
+			if c, _ := c.(map[string]any); c["type"] == "PodScheduled" {
+				order = append(order, map[string]any{"type": "PodScheduled"})
+			}
+		}
+		status := map[string]any{
+			"$setElementOrder/conditions": order,
+			"conditions": []any{condition("PodReadyToStartContainers", !deleting), condition("Initialized", true),
+				condition("Ready", !deleting), condition("ContainersReady", !deleting)},
+			"containerStatuses": statuses,
+		}
+		if !deleting {
+			status["phase"], status["startTime"] = "Running", now
+			status["hostIP"], status["hostIPs"] = "10.0.0.9", []any{map[string]any{"ip": "10.0.0.9"}}
+			status["podIP"], status["podIPs"] = "10.244.9.9", []any{map[string]any{"ip": "10.244.9.9"}}
+		}
+		body, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": p.GetUID()}, "status": status})
+		if err != nil {
+			return
+		}
+		if _, err := pods.Patch(ctx, p.GetName(), types.StrategicMergePatchType, body, metav1.PatchOptions{}, "status"); err != nil || !deleting {
+			continue
+		}
+		_ = pods.Delete(ctx, p.GetName(), metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0)), Preconditions: &metav1.Preconditions{UID: ptr.To(p.GetUID())}})
 	}
 }
 

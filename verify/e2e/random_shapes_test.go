@@ -402,10 +402,11 @@ func mustJSON(v any) []byte {
 }
 
 // randomAuditPolicy is an audit policy of the run: a level for each resource the scenario
-// writes, RequestResponse most often, Request and Metadata now and then, so that the replay
-// is held to what each level lets it know. The ReplicaLimit CRD, the params' kind, is logged
-// at Metadata level half the time: the replay learns the kind from its use. The barrier's
-// objects and the policies stay at RequestResponse.
+// writes, RequestResponse most often (now and then with omitManagedFields), Request and
+// Metadata now and then, so that the replay is held to what each level lets it know. The
+// ReplicaLimit CRD, the params' kind, is logged at Metadata level half the time: the replay
+// learns the kind from its use. The barrier's objects and the policies stay at
+// RequestResponse.
 func randomAuditPolicy(r *rand.Rand, all bool) (string, map[string]string) {
 	levels := map[string]string{}
 	var rules []string
@@ -422,14 +423,24 @@ func randomAuditPolicy(r *rand.Rand, all bool) (string, map[string]string) {
 	for _, res := range resources {
 		level := "RequestResponse"
 		if !all {
+			omit := ""
 			switch n := r.IntN(10); {
 			case n == 0:
 				level = "Metadata"
 			case n == 1:
 				level = "Request"
+			case n == 2:
+				// The objects without their managedFields, as production audit policies
+				// often log them.
+				omit = "\n  omitManagedFields: true"
 			}
 			if res.resource == "customresourcedefinitions" && chance(r, 0.5) {
-				level = "Metadata"
+				level, omit = "Metadata", ""
+			}
+			if omit != "" {
+				levels[res.group+"/"+res.resource] = level + " omitManagedFields"
+				rules = append(rules, fmt.Sprintf("- level: %s%s\n  resources:\n  - group: %q\n    resources: [%q, %q]\n  omitStages: []", level, omit, res.group, res.resource, res.resource+"/*"))
+				continue
 			}
 		}
 		levels[res.group+"/"+res.resource] = level
