@@ -1648,3 +1648,45 @@ func TestInformerLagPluginInput(t *testing.T) {
 		})
 	}
 }
+
+// TestTruncatedEvents: kube-apiserver's truncating audit backend (--audit-log-truncate-enabled)
+// drops the request and response objects of an event larger than its limit and marks it
+// audit.k8s.io/truncated, whatever its level: the event reads as one at Metadata level. An
+// update so logged leaves the object unknown, and a later delete of it is not decided on the
+// version before it.
+func TestTruncatedEvents(t *testing.T) {
+	p, b := levelPolicy("keep-a", "configmaps", admissionregistrationv1.Delete, nil, "!has(oldObject.data) || !('a' in oldObject.data)")
+	up, ub := levelPolicy("small", "configmaps", admissionregistrationv1.Update, nil, "size(object.data) < 100")
+	cm := func(data map[string]any) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1", "uid": "u1", "resourceVersion": "5"}, "data": data}
+	}
+	truncated := map[string]string{"audit.k8s.io/truncated": "true"}
+	withAnnotations := func(line string, a map[string]string) string {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatal(err)
+		}
+		m["annotations"] = a
+		out, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	denied := `configmaps "cm" is forbidden: ValidatingAdmissionPolicy 'keep-a' with binding 'keep-a' denied request: denied by keep-a`
+	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p, up}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b, ub},
+		levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm(nil), cm(nil)),
+		// The update that wrote data.a, its objects dropped.
+		withAnnotations(levelEvent(t, "2", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 200, "", nil, nil), truncated),
+		levelEvent(t, "3", auditlog.LevelRequestResponse, "delete", "configmaps", "ns1", "cm", 403, denied, nil, nil),
+	)
+	if rec := recs["3"]; rec == nil || rec.Decision != DecisionIndeterminate || rec.Reason != ReasonOldObjectUnknown {
+		t.Errorf("request 3 = %s, want indeterminate old-object-unknown", describeRecord(rec))
+	}
+	if rec := recs["2"]; rec == nil || rec.Reason != ReasonNoObject || !strings.Contains(rec.Indeterminate, "truncat") {
+		t.Errorf("request 2 = %s, want indeterminate no-object naming the truncation", describeRecord(rec))
+	}
+	if len(sum.Disagreements) != 0 {
+		t.Errorf("disagreements: %v", sum.Disagreements)
+	}
+}

@@ -153,7 +153,11 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior, facts se
 		return b
 	}
 	if ev.Level == auditlog.LevelMetadata || ev.Level == auditlog.LevelNone || ev.Level == "" {
-		b.indeterminate = because(ReasonNoObject, "the event is at level "+orNone(ev.Level)+", without request and response objects")
+		why := "the event is at level " + orNone(ev.Level) + ", without request and response objects"
+		if ev.Truncated() {
+			why = "the audit backend truncated the event (" + auditlog.AnnotationTruncated + "): it dropped the request and response objects of an event larger than --audit-log-truncate-max-event-size"
+		}
+		b.indeterminate = because(ReasonNoObject, why)
 		return b
 	}
 	if ev.Verb == "deletecollection" {

@@ -29,6 +29,14 @@ const (
 	LevelRequestResponse = "RequestResponse"
 )
 
+// AnnotationTruncated marks an event whose request and response objects kube-apiserver's
+// truncating audit backend (--audit-log-truncate-enabled) dropped, the event being larger than
+// --audit-log-truncate-max-event-size (k8s.io/apiserver/plugin/pkg/audit/truncate).
+const AnnotationTruncated = "audit.k8s.io/truncated"
+
+// Truncated says whether the truncating backend dropped the event's objects.
+func (e *Event) Truncated() bool { return e.Annotations[AnnotationTruncated] == "true" }
+
 // Event is an audit.k8s.io/v1 Event, decoded lazily: the fields a replay needs to classify a
 // request are decoded, the request and response objects are kept as raw JSON and decoded only
 // when a policy or the State needs them.
@@ -157,6 +165,10 @@ func Decode(line []byte) (*Event, error) {
 		return nil, fmt.Errorf("not an audit.k8s.io/v1 Event: apiVersion %q, kind %q", ev.APIVersion, ev.Kind)
 	case ev.AuditID == "" || ev.Stage == "":
 		return nil, fmt.Errorf("not an audit.k8s.io/v1 Event: no auditID or stage")
+	}
+	if ev.Truncated() && (ev.Level == LevelRequest || ev.Level == LevelRequestResponse) {
+		// What is left of it is what level Metadata logs.
+		ev.Level, ev.RequestObject, ev.ResponseObject = LevelMetadata, nil, nil
 	}
 	return ev, nil
 }
