@@ -149,6 +149,9 @@ spec:
 				args = append(args, "--force-conflicts")
 			}
 		}
+		if chance(w.r, 0.2) {
+			args = append(args, "--dry-run=server")
+		}
 	case 14:
 		path := filepath.Join(w.t.TempDir(), "cm.yaml")
 		body := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\ndata:\n  n: %q\n", w.existing(configMapsGVR, ns, cmNames), ns, pick(w.r, "1", "x"))

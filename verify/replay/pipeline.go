@@ -123,27 +123,25 @@ func decodeLogs(ctx context.Context, sources []Source, maxLine, workers int, pre
 			cur = &batch{buf: newBuf(), done: make(chan struct{})}
 			return true
 		}
-		for _, src := range sources {
-			if err := readSource(ctx, src, maxLine, func(l auditlog.Line) bool {
-				if l.Data != nil {
-					start := len(cur.buf)
-					cur.buf = append(cur.buf, l.Data...)
-					l.Data = cur.buf[start:len(cur.buf):len(cur.buf)]
-				}
-				cur.lines = append(cur.lines, l)
-				if len(cur.lines) >= batchLines || len(cur.buf) >= batchBytes {
-					return flush()
-				}
-				return true
-			}); err != nil {
-				// Interrupted: what was read is accounted for, the batch being filled too.
-				if len(cur.lines) > 0 {
-					ordered <- cur
-					work <- cur
-				}
-				readErr <- err
-				return
+		if err := readSources(ctx, sources, maxLine, func(l auditlog.Line) bool {
+			if l.Data != nil {
+				start := len(cur.buf)
+				cur.buf = append(cur.buf, l.Data...)
+				l.Data = cur.buf[start:len(cur.buf):len(cur.buf)]
 			}
+			cur.lines = append(cur.lines, l)
+			if len(cur.lines) >= batchLines || len(cur.buf) >= batchBytes {
+				return flush()
+			}
+			return true
+		}); err != nil {
+			// Interrupted: what was read is accounted for, the batch being filled too.
+			if len(cur.lines) > 0 {
+				ordered <- cur
+				work <- cur
+			}
+			readErr <- err
+			return
 		}
 		flush()
 		readErr <- ctx.Err()
@@ -159,41 +157,138 @@ func decodeLogs(ctx context.Context, sources []Source, maxLine, workers int, pre
 	return <-readErr
 }
 
-// readSource calls fn with every line of one source; fn returns false to stop.
-func readSource(ctx context.Context, src Source, maxLine int, fn func(auditlog.Line) bool) error {
+// readSources calls fn with every line of the sources, as one log in the time order of its
+// events; fn returns false to stop. A log's own lines keep their order; among the next lines of
+// the logs, the one of the earliest event (its stageTimestamp) goes first, and a line that is
+// not an event at once. Several logs are those of several kube-apiservers of one cluster, each
+// of which writes its own, whose requests interleave (replayed one log after another, a log's
+// requests would meet the State as the other logs leave it at their end), or rotated logs of
+// one, which follow each other. Ties go to the log given first.
+func readSources(ctx context.Context, sources []Source, maxLine int, fn func(auditlog.Line) bool) error {
+	type head struct {
+		next  func() (auditlog.Line, bool)
+		line  auditlog.Line
+		at    time.Time
+		timed bool
+	}
+	var heads []*head
+	merge := len(sources) > 1 // one log's lines go as they are
+	advance := func(h *head) bool {
+		l, ok := h.next()
+		if !ok {
+			return false
+		}
+		h.line = l
+		if merge {
+			h.at, h.timed = stageTime(l)
+		}
+		return true
+	}
+	for _, src := range sources {
+		next, closer := openSource(ctx, src, maxLine)
+		if closer != nil {
+			defer closer.Close()
+		}
+		if h := (&head{next: next}); advance(h) {
+			heads = append(heads, h)
+		}
+	}
+	for len(heads) > 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		first := 0
+		for i, h := range heads {
+			if !h.timed {
+				first = i
+				break
+			}
+			if h.at.Before(heads[first].at) {
+				first = i
+			}
+		}
+		h := heads[first]
+		if !fn(h.line) {
+			return ctx.Err()
+		}
+		if !advance(h) {
+			heads = append(heads[:first], heads[first+1:]...)
+		}
+	}
+	return ctx.Err()
+}
+
+// stageTime reads the stageTimestamp of a line's event without decoding it: the last member of
+// that name (the event's own follows its objects, which may have members of any name, and only
+// its annotations follow it: the search from the end is short).
+func stageTime(l auditlog.Line) (time.Time, bool) {
+	const key = `"stageTimestamp":"`
+	i := bytes.LastIndex(l.Data, []byte(key))
+	if i < 0 {
+		return time.Time{}, false
+	}
+	v := l.Data[i+len(key):]
+	j := bytes.IndexByte(v, '"')
+	if j < 0 {
+		return time.Time{}, false
+	}
+	at, err := time.Parse(time.RFC3339Nano, string(v[:j]))
+	return at, err == nil
+}
+
+// openSource opens one source for reading its lines, one line per call of next, which says
+// false at the end of the log or when ctx ends. An error opening it is its one line; closer,
+// when not nil, is to be closed once it is read.
+func openSource(ctx context.Context, src Source, maxLine int) (next func() (auditlog.Line, bool), closer io.Closer) {
+	once := func(l auditlog.Line) func() (auditlog.Line, bool) {
+		done := false
+		return func() (auditlog.Line, bool) {
+			if done {
+				return auditlog.Line{}, false
+			}
+			done = true
+			return l, true
+		}
+	}
 	r := src.Reader
 	if r != nil {
 		r = interruptible(ctx, r) // standard input may block: an interrupt must not wait for it
 	}
+	var closers multiCloser
 	if r == nil {
 		f, err := os.Open(src.Name)
 		if err != nil {
-			fn(auditlog.Line{File: src.Name, Err: &auditlog.ReadError{Err: fmt.Errorf("cannot open: %v", err)}})
-			return nil
+			return once(auditlog.Line{File: src.Name, Err: &auditlog.ReadError{Err: fmt.Errorf("cannot open: %v", err)}}), nil
 		}
-		defer f.Close()
+		closers = append(closers, f)
 		r = f
 	}
-	lr, closer, err := auditlog.NewReader(src.Name, r, maxLine)
+	lr, c, err := auditlog.NewReader(src.Name, r, maxLine)
 	if err != nil {
-		fn(auditlog.Line{File: src.Name, Err: &auditlog.ReadError{Err: err}})
-		return nil
+		return once(auditlog.Line{File: src.Name, Err: &auditlog.ReadError{Err: err}}), closers
 	}
-	if closer != nil {
-		defer closer.Close()
+	if c != nil {
+		closers = append(multiCloser{c}, closers...)
 	}
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
+	return func() (auditlog.Line, bool) {
+		if ctx.Err() != nil {
+			return auditlog.Line{}, false
 		}
-		l, ok := lr.Next()
-		if !ok {
-			return ctx.Err() // the end of the log, or where an interrupt stopped its reading
-		}
-		if !fn(l) {
-			return ctx.Err()
+		return lr.Next()
+	}, closers
+}
+
+// multiCloser closes each of its closers in order.
+type multiCloser []io.Closer
+
+func (m multiCloser) Close() error {
+	var first error
+	for _, c := range m {
+		if err := c.Close(); err != nil && first == nil {
+			first = err
 		}
 	}
+	return first
 }
 
 // inTimeOrder returns the sources in the order of the time of their first event, so that

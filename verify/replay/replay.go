@@ -299,9 +299,10 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 	return r, nil
 }
 
-// Run replays the sources, files in the order of their first event's time (rotated logs
-// oldest first, whatever order they are given in), and calls sink with the record of every request the
-// policies match, in log order. It returns the summary of the whole replay. Malformed lines
+// Run replays the sources as one log, in the time order of their events (rotated logs oldest
+// first, whatever order they are given in; the logs of several kube-apiservers interleaved:
+// readSources), and calls sink with the record of every request the policies match, in that
+// order. It returns the summary of the whole replay. Malformed lines
 // and logs that cannot be read to their end are counted and listed, never fatal (Summary.Decide
 // judges them); the error is about the replay itself (the context, the sink). When the context
 // is canceled, reading stops, the requests read are decided, and the summary of what was read

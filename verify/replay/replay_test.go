@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -301,8 +303,15 @@ func TestMalformedInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The logs' lines are read as one log, in the time order of their events (a line that is
+	// not one at once): each log's in its order.
 	var got []string
-	for _, m := range sum.Malformed {
+	rank := map[string]int{"mixed.log": 0, "truncated.log.gz": 1, "missing.log": 2}
+	malformed := slices.Clone(sum.Malformed)
+	sort.SliceStable(malformed, func(i, j int) bool {
+		return rank[filepath.Base(malformed[i].File)] < rank[filepath.Base(malformed[j].File)]
+	})
+	for _, m := range malformed {
 		reason := m.Reason
 		if strings.HasPrefix(reason, "cannot open") {
 			reason = "cannot open"
