@@ -2,10 +2,11 @@
 // ValidatingAdmissionPolicies and says, for every request the policies match, what kube-apiserver
 // would have decided and whether that differs from what the log says happened.
 //
-// A replay streams its logs (files, rotated and gzip-compressed files, stdin) line by line with a
-// bounded line buffer, decodes lines on every core into lazily decoded Events (the cheap fields
-// first; request and response objects stay raw JSON until a policy or the state store needs
-// them), and then, in log order, on one goroutine:
+// A replay streams its logs (files, rotated and gzip-compressed files, stdin; several logs as
+// one, in the time order of their events) line by line with a bounded line buffer, decodes
+// lines on every core into lazily decoded Events (the cheap fields first; request and response
+// objects stay raw JSON until a policy or the state store needs them), and then, in log order,
+// on one goroutine:
 //
 //   - keeps one record per request (the ResponseComplete or Panic stage) and accounts for every
 //     line: malformed lines, intermediate stages, requests skipped because they never reached
