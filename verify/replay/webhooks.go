@@ -147,6 +147,11 @@ func (m *webhookMutation) mutate(_ context.Context, a admission.Attributes, _ ad
 		case c.patch != nil:
 			if err := applyWebhookPatch(a, c.patch); err != nil {
 				m.unknown = fmt.Sprintf("%s changed the object, and its recorded patch does not apply to the object the replay rebuilt: %v", c.describe(), err)
+			} else if c.mutated {
+				// A webhook that changed the object makes the chain run once more, the
+				// built-in plugins included (the webhook dispatcher's SetShouldReinvoke,
+				// admission.reinvoker): LimitRanger defaults a container it added.
+				rc.SetShouldReinvoke()
 			}
 		case c.mutated:
 			m.unknown = c.describe() + " changed the object, and the log does not hold its patch (it does at level Request and above)"
