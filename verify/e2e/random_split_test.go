@@ -38,12 +38,13 @@ func checkSplitReplay(t *testing.T, log string, set policySet, byID map[string]*
 		return rec != nil && rec.Decision != replay.DecisionIndeterminate
 	}
 	both, onlyWhole, onlySplit := 0, 0, 0
-	for id, rec := range split {
-		if !active[id] {
-			continue
-		}
-		whole := byID[id]
+	for id := range active {
+		rec, whole := split[id], byID[id]
 		switch {
+		case rec == nil:
+			if decided(whole) {
+				onlyWhole++
+			}
 		case rec.Changed || len(rec.Disagreements) > 0:
 			t.Errorf("split log: %s: recorded %s, predicted %s %v", describeRecord(rec), rec.Recorded, rec.Decision, rec.Disagreements)
 		case decided(rec) && decided(whole):
