@@ -10,15 +10,16 @@ import (
 // More of kubectl's everyday commands for TestRandomParity, each a shape of requests of its
 // own: an in-place resize (a strategic merge patch of pods/resize, whose strategy keeps all
 // but the containers' resources), set env, set resources and set serviceaccount (strategic
-// merge patches of a Deployment's template), rollout pause and resume, debug (a strategic
-// merge patch of pods/ephemeralcontainers, a copy of a pod, or a privileged pod on a node),
-// create role, clusterrole and rolebinding (the RBAC storage refuses, before admission, a role
-// granting more than its creator holds), create serviceaccount, quota, pdb, priorityclass,
-// cronjob, ingress and service (clusterip, nodeport: an allocated port), label and annotate
-// of every pod of a namespace (a patch each), delete by label selector (a delete each),
-// client-side and server-side apply of a Deployment (a three-way strategic merge patch; an
-// apply patch with or without --force-conflicts), replace --force (a delete and a create) and
-// scale with --current-replicas (a precondition kubectl checks itself).
+// merge patches of a Deployment's template), rollout restart and set image of a StatefulSet or
+// a DaemonSet, rollout pause and resume, debug (a strategic merge patch of
+// pods/ephemeralcontainers, a copy of a pod, or a privileged pod on a node), create role,
+// clusterrole and rolebinding (the RBAC storage refuses, before admission, a role granting
+// more than its creator holds), create serviceaccount, quota, pdb, priorityclass, cronjob,
+// ingress and service (clusterip, nodeport: an allocated port), label and annotate of every
+// pod of a namespace (a patch each), delete by label selector (a delete each), client-side
+// and server-side apply of a Deployment (a three-way strategic merge patch; an apply patch
+// with or without --force-conflicts, or a dry run), replace --force (a delete and a create)
+// and scale with --current-replicas (a precondition kubectl checks itself).
 
 // kubectlShapeAtoms read what these commands change.
 var kubectlShapeAtoms = []string{
@@ -62,7 +63,7 @@ func (w *randomWorld) kubectlMore() {
 	dep := func() string { return w.existing(deploymentsGVR, ns, depNames) }
 	pod := func() string { return w.existing(podsGVR, ns, podNames) }
 	var args []string
-	switch w.r.IntN(17) {
+	switch w.r.IntN(18) {
 	case 0:
 		// The server writes a quantity in its canonical form: 0.2 is 200m.
 		cpu := pick(w.r, "100m", "150m", "0.2", "200m")
@@ -161,6 +162,14 @@ spec:
 		args = []string{"replace", "--force", "-f", path}
 	case 15:
 		args = []string{"scale", "deployment", dep(), "--current-replicas=" + pick(w.r, "1", "2"), "--replicas=" + pick(w.r, "0", "3"), "-n", ns}
+	case 16:
+		// The other workloads' templates: a StatefulSet's or a DaemonSet's.
+		workload := pick(w.r, "statefulset/"+w.existing(statefulSetsGVR, ns, []string{"ss-a", "ss-b"}), "daemonset/"+w.existing(daemonSetsGVR, ns, dsNames))
+		if chance(w.r, 0.5) {
+			args = []string{"rollout", "restart", workload, "-n", ns}
+		} else {
+			args = []string{"set", "image", workload, "c=" + pick(w.r, "busybox:1.36", "nginx:1.27"), "-n", ns}
+		}
 	default:
 		args = []string{pick(w.r, "label", "annotate"), "node", w.existing(nodesGVR, "", nodeNames), "--overwrite", pick(w.r, "tier", "rnd.vapc.dev/block") + "=" + pick(w.r, "a", "b")}
 	}

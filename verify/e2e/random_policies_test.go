@@ -594,6 +594,7 @@ func observerPolicy() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admi
 ' data=' + string(size(` + o + `.?data.orValue({}))) + ' n=' + ` + o + `.?data[?'n'].orValue('-') +
 ' replicas=' + string(` + o + `.?spec.?replicas.orValue(-1)) + ' node=' + ` + o + `.?spec.?nodeName.orValue('-') +
 ' images=' + ` + o + `.?spec.?containers.orValue([]).map(c, c.image).join(',') +
+' cpu=' + ` + o + `.?spec.?containers.orValue([]).map(c, c.?resources.?requests[?'cpu'].orValue('-') + '/' + c.?resources.?limits[?'cpu'].orValue('-')).join(',') +
 ' ephemeral=' + string(size(` + o + `.?spec.?ephemeralContainers.orValue([]))) +
 (request.operation == 'CREATE' ? '' : ' phase=' + ` + o + `.?status.?phase.orValue('-') + ' message=' + ` + o + `.?status.?message.orValue('-') +
 ' conditions=' + ` + o + `.?status.?conditions.orValue([]).map(c, c.type + ':' + c.status).join(',')) +
