@@ -311,7 +311,7 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 	sources, reordered := inTimeOrder(sources, r.maxLine)
 	r.sum = newSummary(sources)
 	if reordered {
-		r.sum.Notes = append(r.sum.Notes, "the logs were replayed in the order of their first event's time: "+strings.Join(r.sum.Files, ", "))
+		r.sum.Notes = append(r.sum.Notes, "the logs were read as one, in the time order of their events, not in the order given: "+strings.Join(r.sum.Files, ", "))
 	}
 	r.agg = newAggregator(r.policies, r.bindings)
 	r.pending = map[string]pendingRequest{}
