@@ -267,9 +267,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, req Request) (*Decision, error
 			return nil, err
 		}
 	}
-	if n := mut.OrderNote(); n != "" {
-		dec.Notes = append(dec.Notes, n)
-	}
+	dec.Notes = append(dec.Notes, mut.Notes()...)
 	return dec, nil
 }
 

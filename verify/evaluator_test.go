@@ -248,8 +248,11 @@ func TestAuthorizerDependency(t *testing.T) {
 			if got := len(d.Mutation.Changes) > 0; got != tc.allowed {
 				t.Errorf("mutated = %v, want %v", got, tc.allowed)
 			}
-			if got, want := strings.Contains(strings.Join(d.Notes, "\n"), "depended on the authorizer"), !tc.privileged; got != want {
-				t.Errorf("Notes = %q: a note that the decision depended on the authorizer: %v, want %v", d.Notes, got, want)
+			notes := strings.Join(d.Notes, "\n")
+			for _, what := range []string{"the decision depended on the authorizer", "the mutation depended on the authorizer"} {
+				if got, want := strings.Contains(notes, what), !tc.privileged; got != want {
+					t.Errorf("Notes = %q: a note that %s: %v, want %v", d.Notes, what, got, want)
+				}
 			}
 		})
 	}

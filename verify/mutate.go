@@ -369,13 +369,21 @@ func (e *Evaluator) admit(ctx context.Context, a admission.Attributes, o admissi
 	return mut, nil
 }
 
-// OrderNote is the note a decision carries when the mutated object may depend on the order
-// the policies ran in, or "".
-func (m *Mutation) OrderNote() string {
-	if m == nil || m.OrderDependent == "" {
-		return ""
+// Notes are the notes a decision carries for what the MutatingAdmissionPolicies did: when
+// the mutated object may depend on the order the policies ran in, and when it depended on the
+// configured authorizer.
+func (m *Mutation) Notes() []string {
+	if m == nil {
+		return nil
 	}
-	return "the mutated object may depend on the order kube-apiserver runs MutatingAdmissionPolicies in (informer-cache order, not the names vapc runs them by): " + m.OrderDependent
+	var notes []string
+	if m.OrderDependent != "" {
+		notes = append(notes, "the mutated object may depend on the order kube-apiserver runs MutatingAdmissionPolicies in (informer-cache order, not the names vapc runs them by): "+m.OrderDependent)
+	}
+	if n := len(Configured(m.Authorizer)); n > 0 {
+		notes = append(notes, fmt.Sprintf("the mutation depended on the authorizer, which vapc answers from its configuration (%d checks)", n))
+	}
+	return notes
 }
 
 // Then returns what the two passes of an admission chain did together: m, then next (the

@@ -185,10 +185,8 @@ func readSources(ctx context.Context, sources []Source, maxLine int, fn func(aud
 		return true
 	}
 	for _, src := range sources {
-		next, closer := openSource(ctx, src, maxLine)
-		if closer != nil {
-			defer closer.Close()
-		}
+		next, closeSource := openSource(ctx, src, maxLine)
+		defer closeSource()
 		if h := (&head{next: next}); advance(h) {
 			heads = append(heads, h)
 		}
@@ -237,58 +235,46 @@ func stageTime(l auditlog.Line) (time.Time, bool) {
 }
 
 // openSource opens one source for reading its lines, one line per call of next, which says
-// false at the end of the log or when ctx ends. An error opening it is its one line; closer,
-// when not nil, is to be closed once it is read.
-func openSource(ctx context.Context, src Source, maxLine int) (next func() (auditlog.Line, bool), closer io.Closer) {
-	once := func(l auditlog.Line) func() (auditlog.Line, bool) {
-		done := false
+// false at the end of the log. An error opening it is its one line. close closes what it
+// opened.
+func openSource(ctx context.Context, src Source, maxLine int) (next func() (auditlog.Line, bool), close func()) {
+	failed := func(err error) (func() (auditlog.Line, bool), func()) {
+		read := false
 		return func() (auditlog.Line, bool) {
-			if done {
+			if read {
 				return auditlog.Line{}, false
 			}
-			done = true
-			return l, true
-		}
+			read = true
+			return auditlog.Line{File: src.Name, Err: &auditlog.ReadError{Err: err}}, true
+		}, func() {}
 	}
 	r := src.Reader
+	var f *os.File
 	if r != nil {
 		r = interruptible(ctx, r) // standard input may block: an interrupt must not wait for it
-	}
-	var closers multiCloser
-	if r == nil {
-		f, err := os.Open(src.Name)
-		if err != nil {
-			return once(auditlog.Line{File: src.Name, Err: &auditlog.ReadError{Err: fmt.Errorf("cannot open: %v", err)}}), nil
+	} else {
+		var err error
+		if f, err = os.Open(src.Name); err != nil {
+			return failed(fmt.Errorf("cannot open: %v", err))
 		}
-		closers = append(closers, f)
 		r = f
+	}
+	closeFile := func() {
+		if f != nil {
+			f.Close()
+		}
 	}
 	lr, c, err := auditlog.NewReader(src.Name, r, maxLine)
 	if err != nil {
-		return once(auditlog.Line{File: src.Name, Err: &auditlog.ReadError{Err: err}}), closers
+		closeFile()
+		return failed(err)
 	}
-	if c != nil {
-		closers = append(multiCloser{c}, closers...)
-	}
-	return func() (auditlog.Line, bool) {
-		if ctx.Err() != nil {
-			return auditlog.Line{}, false
+	return lr.Next, func() {
+		if c != nil {
+			c.Close()
 		}
-		return lr.Next()
-	}, closers
-}
-
-// multiCloser closes each of its closers in order.
-type multiCloser []io.Closer
-
-func (m multiCloser) Close() error {
-	var first error
-	for _, c := range m {
-		if err := c.Close(); err != nil && first == nil {
-			first = err
-		}
+		closeFile()
 	}
-	return first
 }
 
 // inTimeOrder returns the sources in the order of the time of their first event, so that
@@ -323,20 +309,10 @@ func inTimeOrder(sources []Source, maxLine int) (ordered []Source, reordered boo
 // firstEventTime reads the stage time of the first of the first lines of a log that is an
 // event.
 func firstEventTime(path string, maxLine int) (time.Time, bool) {
-	f, err := os.Open(path)
-	if err != nil {
-		return time.Time{}, false
-	}
-	defer f.Close()
-	lr, closer, err := auditlog.NewReader(path, f, maxLine)
-	if err != nil {
-		return time.Time{}, false
-	}
-	if closer != nil {
-		defer closer.Close()
-	}
+	next, closeSource := openSource(context.Background(), Source{Name: path}, maxLine)
+	defer closeSource()
 	for i := 0; i < 100; i++ {
-		l, ok := lr.Next()
+		l, ok := next()
 		if !ok {
 			break
 		}

@@ -165,9 +165,7 @@ func (e *env) servePipeline(ctx context.Context, req verify.Request) (_ *verify.
 	}
 	finish := func(d *verify.Decision) (*verify.Decision, objectPair, error) {
 		d.Mutation = mut
-		if n := mut.OrderNote(); n != "" {
-			d.Notes = append(d.Notes, n)
-		}
+		d.Notes = append(d.Notes, mut.Notes()...)
 		if mut != nil && len(mut.Changes) > 0 {
 			d.Object = objs.validated
 		}
