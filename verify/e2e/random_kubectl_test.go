@@ -12,10 +12,10 @@ import (
 // but the containers' resources), set env, set resources and set serviceaccount (strategic
 // merge patches of a Deployment's template), rollout restart and set image of a StatefulSet or
 // a DaemonSet, rollout pause and resume, debug (a strategic merge patch of
-// pods/ephemeralcontainers, a copy of a pod, or a privileged pod on a node), create role,
-// clusterrole and rolebinding (the RBAC storage refuses, before admission, a role granting
-// more than its creator holds), create serviceaccount, quota, pdb, priorityclass, cronjob,
-// ingress and service (clusterip, nodeport: an allocated port), label and annotate of every
+// pods/ephemeralcontainers, a copy of a pod, or a privileged pod on a node; Pod Security
+// Admission refuses the last in rnd-c), create role, clusterrole and rolebinding (the
+// scenario's users are cluster admins: the RBAC storage's escalation check lets them through),
+// create serviceaccount, quota, pdb, priorityclass, cronjob, ingress and service (clusterip, nodeport: an allocated port), label and annotate of every
 // pod of a namespace (a patch each), delete by label selector (a delete each), client-side
 // and server-side apply of a Deployment (a three-way strategic merge patch; an apply patch
 // with or without --force-conflicts, or a dry run), replace --force (a delete and a create)
