@@ -90,6 +90,9 @@ func TestReplayGate(t *testing.T) {
 	basic := []string{"--policies", auditData + "kosmos-basic/policy.yaml"}
 	flapping := []string{"--policies", auditData + "kosmos-flapping/policy.yaml", "--snapshot", auditData + "kosmos-flapping/snapshot.yaml"}
 	flappingLog := auditData + "kosmos-flapping/audit.jsonl"
+	// The log of kosmos-denied-variants shows its policy installed: its verdicts are evidence.
+	variants := []string{"--policies", auditData + "kosmos-denied-variants/policy.yaml", "--snapshot", auditData + "kosmos-denied-variants/snapshot.yaml"}
+	variantsLog := auditData + "kosmos-denied-variants/audit.jsonl"
 	args := func(parts ...[]string) []string {
 		var out []string
 		for _, p := range parts {
@@ -120,14 +123,16 @@ func TestReplayGate(t *testing.T) {
 		{name: "malformed line", args: args(basic, []string{malformed}), code: exitFindings,
 			failures: []replay.Reason{replay.ReasonMalformed}, stderr: "vapc: replay: FAIL: 1 malformed line, more than --max-malformed 0: the first is " + malformed + ":1085: not JSON: invalid character 'o' looking for beginning of object key string: repair the log, or allow them with --max-malformed"},
 		{name: "malformed line tolerated", args: args(basic, []string{"--max-malformed", "1", malformed}), code: exitOK},
-		{name: "disagreement", args: args(flapping, []string{"--check-recorded", flappingLog}), code: exitFindings,
-			failures: []replay.Reason{replay.ReasonDisagreement}, stderr: "vapc: replay: FAIL: 6 disagreements with the verdicts the log records"},
+		{name: "disagreement", args: args(variants, []string{"--check-recorded", variantsLog}), code: exitFindings,
+			failures: []replay.Reason{replay.ReasonDisagreement}, stderr: "vapc: replay: FAIL: 2 disagreements with the verdicts the log records"},
+		// The log's cluster did not run the policy: it records no verdict of it to contradict.
+		{name: "no disagreement with a policy not installed", args: args(flapping, []string{"--check-recorded", flappingLog}), code: exitOK},
 		{name: "fail on deny", args: args(flapping, []string{"--fail-on", "deny", flappingLog}), code: exitFindings,
 			failures: []replay.Reason{replay.ReasonDeny}, stderr: "vapc: replay: FAIL: 2 requests would be denied (--fail-on deny)"},
 		{name: "fail on any change", args: args(flapping, []string{"--fail-on", "any-change", flappingLog}), code: exitFindings,
 			failures: []replay.Reason{replay.ReasonChanged}, stderr: "vapc: replay: FAIL: 2 requests would be decided otherwise than the log records (--fail-on any-change)"},
 		{name: "denials without --fail-on", args: args(flapping, []string{flappingLog}), code: exitOK},
-		{name: "damage comes first", args: args(flapping, []string{"--check-recorded", "--fail-on", "deny", flappingLog, empty}), code: exitFindings,
+		{name: "damage comes first", args: args(variants, []string{"--check-recorded", "--fail-on", "deny", variantsLog, empty}), code: exitFindings,
 			failures: []replay.Reason{replay.ReasonDisagreement, replay.ReasonDeny}},
 		{name: "damage and a denial", args: args(flapping, []string{"--fail-on", "deny", flappingLog, truncated}), code: exitFindings,
 			failures: []replay.Reason{replay.ReasonUnreadable, replay.ReasonDeny}},

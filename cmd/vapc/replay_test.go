@@ -27,7 +27,7 @@ func TestReplayExitCodes(t *testing.T) {
 		{"fail on deny", append(append([]string{"replay", "--fail-on", "deny"}, basic...), basicLog), "", exitFindings, "deny 1"},
 		{"fail on any change: none", append(append([]string{"replay", "--fail-on", "any-change"}, basic...), basicLog), "", exitOK, "changed:       0"},
 		{"fail on any change", append([]string{"replay", "--fail-on", "any-change"}, flapping...), "", exitFindings, "changed:       2"},
-		{"jsonl", append(append([]string{"replay", "--output", "jsonl"}, basic...), basicLog), "", exitOK, `"decision":"deny","recorded":"deny"`},
+		{"jsonl", append(append([]string{"replay", "--output", "jsonl"}, basic...), basicLog), "", exitOK, `"decision":"deny","certainty":"certain","recorded":"deny"`},
 		{"junit", append(append([]string{"replay", "--output", "junit", "--fail-on", "deny"}, basic...), basicLog), "", exitFindings, `<testcase name="kosmos-node-not-ready/kosmos-node-not-ready"`},
 		{"stdin", append(append([]string{"replay"}, basic...), "-"), "{oops\n", exitFindings, "malformed lines:     1"},
 		{"no policies", []string{"replay", basicLog}, "", exitUsage, "--policies is required"},
@@ -191,13 +191,13 @@ spec: {policyName: always-pull, validationActions: [Deny]}
 		contains string
 	}{
 		{"the cluster's plugin", []string{"--enable-admission-plugins=AlwaysPullImages"}, exitOK, "admit 1"},
-		{"the defaults", nil, exitFindings, "1 disagreement with the verdicts"},
+		{"the defaults", nil, exitFindings, "1 request would be decided otherwise than the log records"},
 		{"enabled and disabled", []string{"--enable-admission-plugins", "AlwaysPullImages", "--disable-admission-plugins", "AlwaysPullImages"}, exitFindings, "deny 1"},
 		{"unknown plugin", []string{"--enable-admission-plugins=NoSuchPlugin"}, exitUsage, `unknown admission plugin "NoSuchPlugin"`},
 		{"plugin a replay cannot run", []string{"--enable-admission-plugins=ImagePolicyWebhook"}, exitUsage, `"ImagePolicyWebhook" cannot be replayed`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			args := append(append([]string{"replay", "--check-recorded", "--policies", policy}, tc.flags...), log)
+			args := append(append([]string{"replay", "--fail-on", "any-change", "--policies", policy}, tc.flags...), log)
 			stdout, stderr, code := runVapc(t, "", args...)
 			if code != tc.want || !strings.Contains(stdout+stderr, tc.contains) {
 				t.Errorf("vapc %s: exit %d, want %d with %q\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, tc.want, tc.contains, stdout, stderr)

@@ -3,8 +3,11 @@ package replay
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
 	"github.com/vapc-dev/vapc/verify"
 )
@@ -27,13 +30,15 @@ func (f validationFailure) String() string {
 	return fmt.Sprintf("%s/%s[%d] %v %q", f.Policy, f.Binding, f.ExpressionIndex, f.ValidationActions, f.Message)
 }
 
-// check compares the verdicts the log holds for the loaded policies with the prediction: the
-// validation_failure annotation of Audit bindings, the policies' `<policy>/<key>` audit
-// annotations, and a denial by a ValidatingAdmissionPolicy. It returns every disagreement;
-// an empty, non-nil slice means the request was checked and agrees.
+// check compares the verdicts the log holds for the replayed policies it shows installed
+// (loaded: see installed) with the prediction: the validation_failure annotation of Audit
+// bindings, the policies' `<policy>/<key>` audit annotations, and a denial by a
+// ValidatingAdmissionPolicy. It returns every disagreement; an empty, non-nil slice means the
+// request was checked and agrees. A policy the log does not show installed has no verdicts in
+// it to compare with.
 func check(ev *Event, rec recording, dec *verify.Decision, loaded map[string]bool) []string {
-	if !rec.vapRan && ev.Annotations[ValidationFailureAnnotation] == "" {
-		return nil // ValidatingAdmissionPolicy may not have run: nothing to compare
+	if len(loaded) == 0 || (!rec.vapRan && ev.Annotations[ValidationFailureAnnotation] == "") {
+		return nil // no policy the server ran, or ValidatingAdmissionPolicy may not have run: nothing to compare
 	}
 	out := checkAnnotations(ev, dec.AuditAnnotations, dec, loaded)
 	switch {
@@ -45,7 +50,7 @@ func check(ev *Event, rec recording, dec *verify.Decision, loaded map[string]boo
 		case !dec.Refuses(ev.Code(), ev.Message()):
 			out = append(out, fmt.Sprintf("recorded denial %d %q, predicted %d %q", ev.Code(), ev.Message(), dec.Code, dec.Message))
 		}
-	case rec.outcome == RecordedAdmit && !dec.Allowed:
+	case rec.outcome == RecordedAdmit && !dec.Allowed && deniedBy(dec, loaded):
 		// Admitted by the server, refused by the prediction.
 		out = append(out, fmt.Sprintf("recorded admit (%d), predicted denial %d %q", ev.Code(), dec.Code, dec.Message))
 	}
@@ -159,4 +164,18 @@ func failures(value string, loaded map[string]bool) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// deniedBy says whether one of the policies denied the request in dec, or a replayed
+// MutatingAdmissionPolicy refused it.
+func deniedBy(dec *verify.Decision, policies map[string]bool) bool {
+	if dec.Mutation != nil && !dec.Mutation.Allowed {
+		return true
+	}
+	for _, r := range dec.Results {
+		if policies[r.Policy] && r.Result != verify.ResultAdmit && slices.Contains(r.Actions, admissionregistrationv1.Deny) {
+			return true
+		}
+	}
+	return false
 }

@@ -3,6 +3,8 @@ package replay
 import (
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
 	"github.com/vapc-dev/vapc/verify"
 )
 
@@ -13,7 +15,7 @@ import (
 func TestCheck(t *testing.T) {
 	loaded := map[string]bool{"p": true}
 	deny := func(msgs ...string) *verify.Decision {
-		d := &verify.Decision{Code: 422, Message: msgs[0]}
+		d := &verify.Decision{Code: 422, Message: msgs[0], Results: []verify.Result{{Policy: "p", Binding: "a", Result: verify.ResultDeny, Actions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}}}}
 		if len(msgs) > 1 {
 			for _, m := range msgs {
 				d.Denials = append(d.Denials, verify.Refusal{Code: 422, Message: m})
@@ -49,6 +51,23 @@ func TestCheck(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := check(tc.ev, classify(tc.ev, false), tc.dec, loaded)
+			if len(got) != tc.want {
+				t.Errorf("check() = %q, want %d disagreements", got, tc.want)
+			}
+		})
+	}
+	// A policy the log does not show installed has no verdicts in the log to contradict.
+	for _, tc := range []struct {
+		name string
+		ev   *Event
+		dec  *verify.Decision
+		want int
+	}{
+		{"admitted, predicted deny", &Event{ResponseStatus: &Status{Code: 201}}, deny(a), 0},
+		{"annotation with another value", &Event{ResponseStatus: &Status{Code: 201}, Annotations: map[string]string{"p/k": "2, 3"}}, annotated(), 0},
+	} {
+		t.Run("not installed: "+tc.name, func(t *testing.T) {
+			got := check(tc.ev, classify(tc.ev, false), tc.dec, map[string]bool{})
 			if len(got) != tc.want {
 				t.Errorf("check() = %q, want %d disagreements", got, tc.want)
 			}

@@ -146,7 +146,7 @@ func (r *Replayer) learnCRD(ctx context.Context, d decoded, ev *Event, t target)
 		if crd == nil {
 			// The log does not show what the apiserver serves now.
 			if t.name != "" {
-				r.opaqueCRD(t.name, src)
+				r.opaqueCRD(t.name, src, at, t.op == admission.Create && t.sub == "", t.sub == "status")
 			}
 			return nil
 		}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -54,6 +52,10 @@ type job struct {
 	// readBy are the Views the evaluation read params and namespaces through, the job's own
 	// and those of the states the informers may have held (see Replayer.informerLag).
 	readBy []*stateView
+	// evidenced are the replayed policies the log shows installed at the request (see
+	// installed), whose verdicts the log records are evidence of what the server did; nil
+	// unless the replay checks the log.
+	evidenced map[string]bool
 	// resolving says why the apiserver may not have found the paramKind of a policy of the
 	// request yet: the request is decided both ways. unsettled says why it cannot be (see
 	// Replayer.unsettledParams).
@@ -333,9 +335,10 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undeci
 		out.indeterminate(because(ReasonRequest, err.Error()))
 		return
 	}
-	dec, lagged := r.informerLag(w, j, dec, decide)
+	dec, lagAlternatives, lagged := r.informerLag(w, j, dec, decide)
 	if lagged.is() {
 		out.indeterminate(lagged)
+		out.Alternatives = lagAlternatives
 		return
 	}
 	if alt != nil {
@@ -370,7 +373,7 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undeci
 		// What the evaluator read of a param or namespace the State knows but for some fields.
 		partial = r.dependsOnPartial(j.policies, j.view.partials)
 	}
-	if len(dec.Results) == 0 && len(misses) == 0 && !partial.is() && !j.mutationRan {
+	if len(dec.Results) == 0 && len(misses) == 0 && !partial.is() && !j.mutationRan && len(lagAlternatives) == 0 {
 		j.notMatched = true
 		return
 	}
@@ -378,6 +381,7 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undeci
 	// know (a namespace for a namespaceSelector, as the apiserver's matcher reads it), so
 	// "not matched" would be a guess.
 	out.fill(dec)
+	out.likely(lagAlternatives...)
 	out.Notes = append(out.Notes, notes...)
 	if inferred != "" {
 		out.Notes = append(out.Notes, inferred)
@@ -397,278 +401,13 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undeci
 		out.indeterminate(because(ReasonAuthorizer, fmt.Sprintf("the decision depended on %d authorizer checks, which the audit log does not answer (the first: %s)", len(checks), checks[0])))
 	}
 	if r.check && out.Decision != DecisionIndeterminate {
-		out.Disagreements = check(j.ev, j.rec, dec, r.loadedPolicies)
+		out.Disagreements = check(j.ev, j.rec, dec, j.evidenced)
 		if len(dec.Denials) > 0 && j.rec.policy != "" && dec.Refuses(j.ev.Code(), j.ev.Message()) {
 			// Several refusals were possible: the log says which one the server chose.
 			out.Code, out.Message = j.ev.Code(), j.ev.Message()
 		}
 	}
 	j.dec = dec
-}
-
-// informerLag decides whether the decision dec stands though kube-apiserver's informers may
-// not yet have held writes to params or namespaces the evaluation read (the job's
-// typedWrites: completed less than informerLag before the request was received, or after).
-// An informer holds its watch's events in order, each resource's its own: the request is
-// evaluated again on each state they may have been in (see undoneStates), and once more on
-// what those states read, and dec stands when every state gives the same outcome, known in
-// full (decide errs where it is not). When,
-// checking against the log, the audit annotations it records are those of states that agree,
-// their decision is the one; otherwise the request is indeterminate, as it is when it read a
-// resource some of whose writes around it the replay no longer remembers (the job's
-// typedLost). A namespace decides whether a policy applies at all, and one the informer does
-// not hold yet is read from storage (the policy matcher's GetNamespace, "in case of latency in
-// our caches"): a namespace's create is never undone. A param read by name falls back to
-// storage too (CollectParams): its create, completed before the request was received, is not
-// undone when no list or admission plugin read it.
-func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, decide func(Evaluator, *stateView) (*verify.Decision, error)) (*verify.Decision, undecided) {
-	// What the views read of resources a request logged later may have written unknown
-	// objects of, or of resources whose writes around it the State no longer remembers.
-	unknownRead := func(views ...*stateView) undecided {
-		for _, au := range j.aheadUnknown {
-			if slices.ContainsFunc(views, func(v *stateView) bool { return v.reads(au.gr) }) {
-				return laggedResource(au.gr, "may have had objects written by the request at "+au.by+", which the log records after this one but which was received before this one completed, that the log does not show: they ran concurrently, and kube-apiserver's admission may have read them from an informer")
-			}
-		}
-		for _, gr := range j.typedLost {
-			if slices.ContainsFunc(views, func(v *stateView) bool { return v.reads(gr) }) {
-				return laggedResource(gr, "more of its writes completed around this request than the replay remembers, and kube-apiserver's admission reads it from an informer, which may not yet have held them")
-			}
-		}
-		return undecided{}
-	}
-	if why := unknownRead(j.view); why.is() {
-		return nil, why
-	}
-	if len(j.typedWrites) == 0 {
-		j.readBy = []*stateView{j.view}
-		return dec, undecided{}
-	}
-	relevant := func(tw typedWrite, views ...*stateView) bool {
-		if tw.created && !tw.ahead {
-			if tw.gr == namespacesGR {
-				return false
-			}
-			// A param created before the request was received and read by name only: an
-			// informer that did not hold it yet left CollectParams to read it from storage.
-			if tw.done.Before(j.ev.Received()) && !slices.ContainsFunc(views, func(v *stateView) bool { return v.readOtherThanByName(tw) }) {
-				return false
-			}
-		}
-		return slices.ContainsFunc(views, func(v *stateView) bool { return v.read(tw) })
-	}
-	byAnnotations := r.check && (j.rec.vapRan || j.ev.Annotations[ValidationFailureAnnotation] != "") && j.prior.stale == nil && j.prior.staleUnknown == ""
-	views := []*stateView{j.view}
-	var taken []typedWrite
-	isTaken := make([]bool, len(j.typedWrites))
-	outcomes := []*verify.Decision{dec}
-	for round := 0; ; round++ {
-		var more []typedWrite
-		for i, tw := range j.typedWrites {
-			if !isTaken[i] && relevant(tw, views...) {
-				isTaken[i] = true
-				more = append(more, tw)
-			}
-		}
-		if len(more) == 0 {
-			break
-		}
-		if round == 2 {
-			return nil, lagged(more[0], j.ev, "what it read of the params and namespaces depends on which of their writes the informers held")
-		}
-		taken = append(taken, more...)
-		for _, tw := range more {
-			if tw.unknownBefore || (tw.had && tw.prev.obj == nil) {
-				return nil, lagged(tw, j.ev, tw.version()+" is not known")
-			}
-			if tw.had && len(tw.prev.unknowns) > 0 {
-				if why := r.dependsOnPartial(j.policies, []partialUse{{gr: tw.gr, k: tw.k, unknowns: tw.prev.unknowns}}); why.is() {
-					return nil, lagged(tw, j.ev, tw.version()+" is not known in full: "+why.detail)
-				}
-			}
-		}
-		states, ok := undoneStates(taken)
-		if !ok {
-			return nil, lagged(taken[0], j.ev, "the informers may have held more states of the params and namespaces it read than the replay evaluates")
-		}
-		for _, undone := range states {
-			if !slices.ContainsFunc(undone, func(tw typedWrite) bool {
-				return slices.ContainsFunc(more, func(m typedWrite) bool { return m.gr == tw.gr && m.k == tw.k && m.done.Equal(tw.done) })
-			}) {
-				continue // evaluated in an earlier round
-			}
-			v := j.view.before(undone)
-			alt, err := decide(w.eval, v)
-			version := undone[0].version()
-			if err != nil {
-				var ind *indeterminateError
-				if errors.As(err, &ind) {
-					return nil, lagged(undone[0], j.ev, "on "+version+", "+ind.why.String())
-				}
-				return nil, lagged(undone[0], j.ev, "the request does not evaluate on "+version+": "+err.Error())
-			}
-			if len(v.Misses()) > 0 {
-				return nil, lagged(undone[0], j.ev, version+" is not known: "+missText(v.Misses()))
-			}
-			if why := r.dependsOnPartial(j.policies, v.partials); why.is() {
-				return nil, lagged(undone[0], j.ev, "on "+version+", "+why.String())
-			}
-			if !sameOutcome(dec, alt) {
-				if !byAnnotations {
-					return nil, lagged(undone[0], j.ev, version+" decides otherwise ("+outcomeDiff(dec, alt)+"): "+alt.Summary())
-				}
-				outcomes = append(outcomes, alt)
-			}
-			views = append(views, v)
-		}
-	}
-	if why := unknownRead(views...); why.is() {
-		return nil, why
-	}
-	j.readBy = views
-	if len(outcomes) == 1 {
-		return dec, undecided{}
-	}
-	var agree []*verify.Decision
-	for _, o := range outcomes {
-		if len(checkAnnotations(j.ev, o.AuditAnnotations, o, r.loadedPolicies)) == 0 {
-			agree = append(agree, o)
-		}
-	}
-	if len(agree) == 0 || slices.ContainsFunc(agree[1:], func(d *verify.Decision) bool { return !sameOutcome(agree[0], d) }) {
-		return nil, lagged(taken[0], j.ev, "the states the informers may have held decide otherwise ("+outcomeDiff(dec, outcomes[1])+"): "+outcomes[1].Summary())
-	}
-	if agree[0] != dec {
-		agree[0].Notes = append(agree[0].Notes, "decided on params or namespaces in a state kube-apiserver's informers may have held other than the one the log's order gives: the audit annotations the log records are those of that state")
-	}
-	return agree[0], undecided{}
-}
-
-// maxLagStates bounds the states of params and namespaces a request is evaluated on for the
-// informers' lag (see Replayer.informerLag).
-const maxLagStates = 16
-
-// undoneStates are the states the informers may have held of the writes, each the writes
-// undone: every combination of the resources' states but the one where none is undone. A
-// resource's informer holds its writes in the order they were committed: its states undo its
-// newest requests one more at a time, and of the oldest undone request any of its writes (a
-// deletecollection's deletions commit in no order the log says). A write the log records after
-// the request (ahead) is "undone" into what it wrote: the states of a resource's ahead writes
-// do its oldest requests one more at a time, and never go with its undone ones (an informer
-// that held a later write held the earlier ones). ok is false when there are more than
-// maxLagStates.
-func undoneStates(writes []typedWrite) (states [][]typedWrite, ok bool) {
-	var grs []schema.GroupResource
-	by := map[schema.GroupResource][]typedWrite{}
-	for _, tw := range writes {
-		if _, ok := by[tw.gr]; !ok {
-			grs = append(grs, tw.gr)
-		}
-		by[tw.gr] = append(by[tw.gr], tw)
-	}
-	states = [][]typedWrite{nil}
-	for _, gr := range grs {
-		var undo, ahead []typedWrite
-		for _, tw := range by[gr] {
-			if tw.ahead {
-				ahead = append(ahead, tw)
-			} else {
-				undo = append(undo, tw)
-			}
-		}
-		own := [][]typedWrite{nil} // this resource's states
-		for _, ws := range [][]typedWrite{undo, ahead} {
-			more, ok := unitStates(ws, len(ws) > 0 && ws[0].ahead, maxLagStates+1-len(own))
-			if !ok {
-				return nil, false
-			}
-			own = append(own, more...)
-		}
-		var next [][]typedWrite
-		for _, st := range states {
-			for _, o := range own {
-				next = append(next, append(slices.Clip(st), o...))
-			}
-		}
-		if len(next) > maxLagStates+1 {
-			return nil, false
-		}
-		states = next
-	}
-	return states[1:], true // the first undoes nothing
-}
-
-// unitStates are the states of one resource's writes, each a request's writes in turn (newest
-// first, or oldest first when ahead), with any of the last request's; at most room of them
-// (ok is false beyond).
-func unitStates(ws []typedWrite, ahead bool, room int) (states [][]typedWrite, ok bool) {
-	slices.SortStableFunc(ws, func(a, b typedWrite) int {
-		c := b.done.Compare(a.done)
-		if ahead {
-			c = -c
-		}
-		if c != 0 {
-			return c
-		}
-		return strings.Compare(joinKey(a.k.namespace, a.k.name), joinKey(b.k.namespace, b.k.name))
-	})
-	for start := 0; start < len(ws); {
-		end := start + 1
-		for end < len(ws) && ws[end].done.Equal(ws[start].done) {
-			end++
-		}
-		unit := ws[start:end]
-		if len(unit) > 4 || len(states)+(1<<len(unit))-1 > room {
-			return nil, false
-		}
-		for mask := 1; mask < 1<<len(unit); mask++ {
-			st := slices.Clip(ws[:start])
-			for i, tw := range unit {
-				if mask&(1<<i) != 0 {
-					st = append(st, tw)
-				}
-			}
-			states = append(states, st)
-		}
-		start = end
-	}
-	return states, true
-}
-
-// version names the version of its object the write gives a state it is undone in.
-func (tw typedWrite) version() string {
-	if tw.ahead {
-		return "the version it wrote"
-	}
-	return "the version before it"
-}
-
-// lagged is why a request is not decided for the informers' lag after the write tw: what of
-// the version before it is in the way.
-func lagged(tw typedWrite, ev *Event, what string) undecided {
-	if tw.ahead {
-		return laggedResource(tw.gr, fmt.Sprintf("%s was written by the request at %s, which the log records after this one but which was received before this one completed: they ran concurrently, kube-apiserver's admission reads it from an informer, which may already have held that write, and %s",
-			joinKey(tw.k.namespace, tw.k.name), tw.by, what))
-	}
-	return laggedResource(tw.gr, fmt.Sprintf("%s was written %s: kube-apiserver's admission reads it from an informer, which may not yet have held that write, and %s",
-		joinKey(tw.k.namespace, tw.k.name), describeDone(tw.done, ev.Received()), what))
-}
-
-// laggedResource is why a request is not decided for the informers' lag of gr.
-func laggedResource(gr schema.GroupResource, what string) undecided {
-	reason := ReasonParamUnknown
-	if gr == namespacesGR {
-		reason = ReasonNamespaceUnknown
-	}
-	return because(reason, gr.String()+" "+what)
-}
-
-// describeDone says when a write completed relative to a request received at received.
-func describeDone(done, received time.Time) string {
-	if done.After(received) {
-		return fmt.Sprintf("by a request that completed %s after this one was received", done.Sub(received).Round(time.Microsecond))
-	}
-	return fmt.Sprintf("by a request that completed %s before this one was received", received.Sub(done).Round(time.Microsecond))
 }
 
 // rooted are the unknown fields of a stored object as a request reads them: in its oldObject,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,15 +26,51 @@ import (
 // for sure only when no CRD could serve it: a built-in group, or a log that begins with the
 // cluster and holds every CRD write of the group in full.
 
-// opaqueCRD notes a CRD write whose object the log does not hold.
-func (r *Replayer) opaqueCRD(name, where string) {
+// opaqueCRD notes a CRD write whose object the log does not hold, at where and the time at:
+// a create, or an update of the status subresource, which the apiserver's own controllers
+// write to accept its names and establish it moments after its create.
+func (r *Replayer) opaqueCRD(name, where string, at time.Time, create, status bool) {
 	if r.opaqueCRDs == nil {
-		r.opaqueCRDs = map[string]string{}
+		r.opaqueCRDs, r.opaqueCreated = map[string]string{}, map[string]opaqueCreate{}
 	}
 	group := crdResource(name).Group
 	if _, ok := r.opaqueCRDs[group]; !ok {
 		r.opaqueCRDs[group] = where
 	}
+	switch c, ok := r.opaqueCreated[name]; {
+	case create:
+		r.opaqueCreated[name] = opaqueCreate{where: where, at: at, established: at}
+	case ok && status && !at.IsZero() && at.Sub(c.at) < establishWithin:
+		c.established = at
+		r.opaqueCreated[name] = c
+	}
+}
+
+// opaqueCreate is the create of a CRD the log holds without its object: where and when, and
+// when its last status write soon after shows it established.
+type opaqueCreate struct {
+	where           string
+	at, established time.Time
+}
+
+// establishWithin is how soon after a CRD's create the status writes of kube-apiserver's
+// naming and establishing controllers come: they accept its names and establish it at once,
+// and a status write later than that is another change.
+const establishWithin = 10 * time.Second
+
+// servedSince is when the CRD of the name, which the replay learns from the use of its
+// resource at the time at, began to be served as the log shows it: established by the status
+// writes that followed its create; where its create is not in the log, it was served before
+// the log shows it, and is taken as found by kube-apiserver's policy source
+// (ParamResolveDelay before the use).
+func (r *Replayer) servedSince(name string, at time.Time) (time.Time, string) {
+	if c, ok := r.opaqueCreated[name]; ok && !c.established.IsZero() && !c.established.After(at) {
+		return c.established, "created at " + c.where
+	}
+	if at.IsZero() {
+		return at, ""
+	}
+	return at.Add(-ParamResolveDelay - time.Second), "created before the log shows it"
 }
 
 // learnFromUse learns the kind of a resource the catalog does not serve from a successful
@@ -80,11 +117,14 @@ func (r *Replayer) learnFromUse(ctx context.Context, d decoded, ev *Event, t tar
 		r.learned = map[string]bool{}
 	}
 	r.learned[name] = true
-	at := auditlog.ParseTime(ev.StageTimestamp)
+	at, since := r.servedSince(name, auditlog.ParseTime(ev.StageTimestamp))
 	if err := r.followCRD(ctx, crd, d.file, d.num, at); err != nil && r.sinkErr == nil {
 		r.sinkErr = err
 	}
-	r.crdChange(d.file, d.num, name, fmt.Sprintf("learned from a %s of it: %s %s in %s, its schema not known", ev.Verb, kind, scope, t.gvr.Version))
+	if since != "" {
+		since = " (" + since + ")"
+	}
+	r.crdChange(d.file, d.num, name, fmt.Sprintf("learned from a %s of it: %s %s in %s, its schema not known%s", ev.Verb, kind, scope, t.gvr.Version, since))
 	nt, _ := r.resolve(ev)
 	return nt
 }

@@ -110,5 +110,5 @@ func (u undecided) String() string {
 
 // indeterminate marks the record indeterminate for the reason.
 func (r *Record) indeterminate(u undecided) {
-	r.Decision, r.Reason, r.Indeterminate = DecisionIndeterminate, u.reason, u.String()
+	r.Decision, r.Certainty, r.Reason, r.Indeterminate = DecisionIndeterminate, CertaintyIndeterminate, u.reason, u.String()
 }

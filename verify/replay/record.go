@@ -34,6 +34,11 @@ type Record struct {
 	DryRun         bool   `json:"dryRun,omitempty"`
 	// Decision is what kube-apiserver would answer: admit, deny or indeterminate.
 	Decision string `json:"decision"`
+	// Certainty says how the decision is known: certain (every state the server could have
+	// been in decides alike), likely (decided on the state the log's order gives, where
+	// another state the server could have been in only through a lag decides otherwise:
+	// Alternatives says which and what each needs) or indeterminate.
+	Certainty Certainty `json:"certainty"`
 	// Recorded is what the log says validating admission did: admit, deny or unknown;
 	// RecordedBy says who denied, RecordedNote how the response was read.
 	Recorded     string `json:"recorded"`
@@ -50,11 +55,13 @@ type Record struct {
 	// Code and Message are the response vapc predicts for a denial.
 	Code    int32  `json:"code,omitempty"`
 	Message string `json:"message,omitempty"`
-	// Alternatives are the other messages the server may deny with when several policies,
-	// bindings or params deny (verify.Decision.Denials): it answers with the first in an order
-	// that no log determines. With --check-recorded, Code and Message are the one the log
-	// records when it is among them.
-	Alternatives []string `json:"alternatives,omitempty"`
+	// Alternatives are the other outcomes kube-apiserver may have given the request, each
+	// with what it needs: the other refusals when several policies, bindings or params deny
+	// (verify.Decision.Denials: the server answers with the first in an order no log
+	// determines; with --check-recorded, Code and Message are the one the log records when it
+	// is among them), and the outcomes of the states a lag may have left the server in (see
+	// Certainty).
+	Alternatives []Alternative `json:"alternatives,omitempty"`
 	// Warnings and AuditAnnotations are what the response and the audit event would carry.
 	Warnings         []string          `json:"warnings,omitempty"`
 	AuditAnnotations map[string]string `json:"auditAnnotations,omitempty"`
@@ -109,6 +116,10 @@ func newRecord(d decoded, ev *Event, t target, rec recording, b rebuilt) *Record
 	}
 }
 
+// ifRefusalFirst is what another refusal of a request several policies, bindings or params
+// deny needs.
+const ifRefusalFirst = "kube-apiserver's informer caches list the policy, binding and param of this refusal first (their order follows Go map iteration, which no log records)"
+
 func orUnknown(s string) string {
 	if s == "" {
 		return RecordedUnknown
@@ -118,11 +129,12 @@ func orUnknown(s string) string {
 
 // fill sets the decision and results from the evaluator's Decision.
 func (r *Record) fill(dec *verify.Decision) {
-	r.Decision = DecisionAdmit
+	r.Decision, r.Certainty = DecisionAdmit, CertaintyCertain
 	if !dec.Allowed {
 		r.Decision, r.Code, r.Message = DecisionDeny, dec.Code, dec.Message
 		for _, d := range dec.Denials {
-			r.Alternatives = append(r.Alternatives, d.Message)
+			r.Alternatives = append(r.Alternatives, Alternative{Decision: DecisionDeny, Code: d.Code, Message: d.Message,
+				If: ifRefusalFirst, refusal: true})
 		}
 	}
 	r.Warnings = dec.Warnings

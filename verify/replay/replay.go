@@ -156,11 +156,13 @@ type Replayer struct {
 	bindingList    []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
 	bindings       map[string][]string // policy -> binding names
 	loadedPolicies map[string]bool     // the policies with bindings
-	requestOnly    *requestOnly
-	standIns       map[schema.GroupResource]kruntime.Object // a stand-in param of each paramKind, in the current epoch
-	state          *clusterState
-	evals          []evalWorker
-	running        *evaluation
+	// installed follows which of them the log shows installed (with --check-recorded).
+	installed   *installed
+	requestOnly *requestOnly
+	standIns    map[schema.GroupResource]kruntime.Object // a stand-in param of each paramKind, in the current epoch
+	state       *clusterState
+	evals       []evalWorker
+	running     *evaluation
 	// facts are what the log has shown so far of the server's configuration (ordered stage).
 	facts serverFacts
 	// logStamp is the latest completion of a request the log records so far; logTime is it
@@ -181,15 +183,17 @@ type Replayer struct {
 	crds    map[string]*servedCRD
 	// learned are the CRDs the replay learned from the use of their resources, opaqueCRDs the
 	// groups of CRD writes the log holds without their object, and where (see learn.go).
-	learned     map[string]bool
-	opaqueCRDs  map[string]string
-	removedCRDs map[string]bool
-	crdChanges  []CRDChange
-	epoch       atomic.Pointer[epoch]
-	paramKinds  map[schema.GroupVersionKind]*paramKind
-	policyParam map[string]*paramKind
-	deferred    []deferredObject // while the snapshot loads
-	quiesced    bool             // between the halves of a barrier (see quiesce)
+	learned    map[string]bool
+	opaqueCRDs map[string]string
+	// opaqueCreated are the creates of CRDs the log holds without their object, by name.
+	opaqueCreated map[string]opaqueCreate
+	removedCRDs   map[string]bool
+	crdChanges    []CRDChange
+	epoch         atomic.Pointer[epoch]
+	paramKinds    map[schema.GroupVersionKind]*paramKind
+	policyParam   map[string]*paramKind
+	deferred      []deferredObject // while the snapshot loads
+	quiesced      bool             // between the halves of a barrier (see quiesce)
 
 	sum     *Summary
 	agg     *aggregator
@@ -284,6 +288,7 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 	for p := range r.bindings {
 		r.loadedPolicies[p] = true
 	}
+	r.installed = newInstalled(r.loadedPolicies, r.bindings)
 	if _, err := r.loadSnapshot(r.snapshots); err != nil {
 		return nil, err
 	}
@@ -345,6 +350,9 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 	r.sum.Bytes = bytes
 	r.sum.StateObjects = r.state.Len()
 	r.sum.CustomResourceDefinitions = r.crdChanges
+	if r.check {
+		r.installed.summarize(r.sum)
+	}
 	r.agg.finish(r.sum)
 	if r.progress != nil {
 		r.progress(Progress{Lines: r.sum.Lines, Bytes: bytes, Elapsed: time.Since(start)})
@@ -386,6 +394,9 @@ func (r *Replayer) line(ctx context.Context, d decoded) {
 	}
 	r.sum.Requests++
 	r.noteLogTime(ev)
+	if r.check {
+		r.installed.observe(ev)
+	}
 	if r.observer.Event != nil {
 		r.observer.Event(d.file, d.num, ev, d.observed)
 	}
@@ -548,7 +559,7 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 		return
 	}
 	// What the request's evaluation reads of the State, as it is now, before its own write.
-	j := &job{d: d, ev: ev, t: t, rec: rec, policies: policies, mutators: r.mutators, facts: r.facts, done: make(chan struct{})}
+	j := &job{d: d, ev: ev, t: t, rec: rec, policies: policies, mutators: r.mutators, facts: r.facts, evidenced: r.installed.evidenced, done: make(chan struct{})}
 	j.schemaRefreshing = r.schemaRefreshing(t.gvr, ev.Received())
 	var unknownParams map[schema.GroupResource]string
 	j.resolving, unknownParams, j.unsettled = r.unsettledParams(policies, ev)
@@ -584,6 +595,7 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 
 func (r *Replayer) emit(out *Record, policies []string, dec *verify.Decision) {
 	out.Policies = policies
+	out.otherRefusals()
 	out.changed()
 	r.sum.record(out)
 	r.agg.add(out, policies, dec)
@@ -610,7 +622,7 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 	if completed.IsZero() {
 		completed = r.currentLogTime() // when it completed is not known: not long before the next
 	}
-	r.state.beginWrite(t.op == admission.Create && t.sub == "", completed)
+	r.state.beginWrite(t.op == admission.Create && t.sub == "", completed, lineRef{d.file, d.num}.String())
 	defer r.state.endWrite()
 	code := ev.Code()
 	if code >= 400 && t.op == admission.Delete && !isDryRun(ev) {

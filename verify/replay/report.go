@@ -128,8 +128,13 @@ func WriteText(w io.Writer, s *Summary) error {
 			p.f("  ... and %s: --output jsonl lists every request\n", strings.Join(rest, ", "))
 		}
 	}
-	if s.Checked > 0 || len(s.Disagreements) > 0 {
+	if s.Checked > 0 || len(s.Disagreements) > 0 || len(s.CheckedPolicies)+len(s.UncheckedPolicies) > 0 {
 		p.f("\nChecked against the log's own verdicts: %d requests, %d disagreements.\n", s.Checked, len(s.Disagreements))
+		if len(s.UncheckedPolicies) > 0 {
+			them := plural(len(s.UncheckedPolicies), "it", "them")
+			p.f("  not checked: %s: the log does not show %s installed (neither a create of %s with a binding's nor a verdict of %s), and a verdict the cluster did not give is no evidence\n",
+				strings.Join(s.UncheckedPolicies, ", "), them, them, them)
+		}
 		for i, d := range s.Disagreements {
 			if i == 2*maxTextList {
 				break

@@ -801,12 +801,12 @@ func (r *Replayer) serveOnce(ctx context.Context, w evalWorker, j *job, objs *jo
 		return servedOnce{}, err
 	}
 	var recorded func(served) bool
-	if byAnnotations && r.check && (j.rec.vapRan || j.ev.Annotations[ValidationFailureAnnotation] != "") {
+	if byAnnotations && j.byAnnotations() {
 		// The log records what the loaded policies published: a variant whose annotations
 		// differ from it is not what the server ran.
 		recorded = func(v served) bool {
 			dec := servedDecision(j.ev.Verb, v)
-			return dec != nil && len(checkAnnotations(j.ev, dec.AuditAnnotations, dec, r.loadedPolicies)) == 0
+			return dec != nil && len(checkAnnotations(j.ev, dec.AuditAnnotations, dec, j.evidenced)) == 0
 		}
 	}
 	s, ok, why, reason := pickServed(j.ev, vs, recorded)

@@ -68,6 +68,7 @@ type clusterState struct {
 	typedWrites []typedWrite
 	typedLost   map[schema.GroupResource]time.Time
 	writeDone   time.Time
+	writeBy     string
 	creating    bool
 	// written are the objects of params and namespaces the current request wrote, in order,
 	// and writtenUnknown the resources of which it may have written objects the State does not
@@ -79,14 +80,14 @@ type clusterState struct {
 // beginWrite starts following the writes of one request of the log, which completed at done
 // (when its writes to params and namespaces completed, a deletecollection's items too);
 // create says it creates its object (which did not exist before it).
-func (s *clusterState) beginWrite(create bool, done time.Time) {
-	s.creating, s.writeDone = create, done
+func (s *clusterState) beginWrite(create bool, done time.Time, by string) {
+	s.creating, s.writeDone, s.writeBy = create, done, by
 	s.written, s.writtenUnknown = s.written[:0], s.writtenUnknown[:0]
 }
 
 // endWrite ends following the writes of one request: what is written outside a request (the
 // snapshot) is no write of the log.
-func (s *clusterState) endWrite() { s.creating, s.writeDone = false, time.Time{} }
+func (s *clusterState) endWrite() { s.creating, s.writeDone, s.writeBy = false, time.Time{}, "" }
 
 // lose remembers that the State no longer remembers the write w (see recentTyped).
 func (s *clusterState) lose(w typedWrite) {
@@ -111,7 +112,7 @@ type typedWrite struct {
 	done                   time.Time
 	// ahead says the write is one the log records after the request it concerns, which may
 	// have read what it wrote (see Replayer.reviseAhead): prev and had are then the entry it
-	// wrote, and by is where the log records it.
+	// wrote. by is where the log records the write.
 	ahead bool
 	by    string
 }
@@ -450,7 +451,7 @@ func (s *clusterState) setTyped(gr schema.GroupResource, k objectKey, e typedEnt
 		s.typedWrites = append(s.typedWrites[:0:0], s.typedWrites[half:]...)
 	}
 	s.typedWrites = append(s.typedWrites, typedWrite{gr: gr, k: k, prev: old, had: had, created: s.creating && !had,
-		unknownBefore: !had && !s.creating && !s.Complete(gr), done: s.writeDone})
+		unknownBefore: !had && !s.creating && !s.Complete(gr), done: s.writeDone, by: s.writeBy})
 	if !s.writeDone.IsZero() {
 		s.written = append(s.written, readKey{gr, k})
 	}

@@ -71,6 +71,11 @@ type Summary struct {
 	// contradiction.
 	Checked       int            `json:"checked"`
 	Disagreements []Disagreement `json:"disagreements,omitempty"`
+	// CheckedPolicies are the replayed policies the log shows installed (their create and a
+	// binding's, or a verdict of theirs), whose verdicts it records were compared;
+	// UncheckedPolicies the others, of which the log records no verdict to compare with.
+	CheckedPolicies   []string `json:"checkedPolicies,omitempty"`
+	UncheckedPolicies []string `json:"uncheckedPolicies,omitempty"`
 	// Bindings are the per policy and binding counts.
 	Bindings []*BindingSummary `json:"bindings"`
 	// StateObjects is how many objects the State held at the end.

@@ -70,11 +70,13 @@ func TestVerdict(t *testing.T) {
 		{"one malformed line", "kosmos-basic", []Source{{Name: "m.log", Reader: strings.NewReader(basic + "{oops\n")}}, Gate{}, []Reason{ReasonMalformed}},
 		{"one malformed line tolerated", "kosmos-basic", []Source{{Name: "m.log", Reader: strings.NewReader(basic + "{oops\n")}}, Gate{MaxMalformed: 1}, nil},
 		{"a cut last line", "kosmos-basic", []Source{{Name: "-", Reader: strings.NewReader(basic[:len(basic)/2])}}, Gate{}, []Reason{ReasonMalformed}},
-		{"disagreements", "kosmos-flapping", []Source{{Name: filepath.Join(flapping, "audit.jsonl")}}, Gate{CheckRecorded: true}, []Reason{ReasonDisagreement}},
+		{"disagreements", "kosmos-denied-variants", []Source{{Name: filepath.Join(auditData, "kosmos-denied-variants", "audit.jsonl")}}, Gate{CheckRecorded: true}, []Reason{ReasonDisagreement}},
+		// The policy is not installed in the cluster that wrote the log: nothing to contradict.
+		{"no disagreement with a policy not installed", "kosmos-flapping", []Source{{Name: filepath.Join(flapping, "audit.jsonl")}}, Gate{CheckRecorded: true}, nil},
 		{"disagreements unchecked", "kosmos-flapping", []Source{{Name: filepath.Join(flapping, "audit.jsonl")}}, Gate{}, nil},
 		{"fail on deny", "kosmos-flapping", []Source{{Name: filepath.Join(flapping, "audit.jsonl")}}, Gate{FailOn: FailOnDeny}, []Reason{ReasonDeny}},
 		{"fail on warn", "kosmos-flapping", []Source{{Name: filepath.Join(flapping, "audit.jsonl")}}, Gate{FailOn: FailOnWarn}, []Reason{ReasonDeny}},
-		{"fail on any change", "kosmos-flapping", []Source{{Name: filepath.Join(flapping, "audit.jsonl")}}, Gate{FailOn: FailOnAnyChange, CheckRecorded: true}, []Reason{ReasonDisagreement, ReasonChanged}},
+		{"fail on any change", "kosmos-flapping", []Source{{Name: filepath.Join(flapping, "audit.jsonl")}}, Gate{FailOn: FailOnAnyChange, CheckRecorded: true}, []Reason{ReasonChanged}},
 		{"damage and a change", "kosmos-flapping", []Source{{Name: filepath.Join(flapping, "audit.jsonl")}, {Name: "cut.log.gz", Reader: bytes.NewReader(truncated)}}, Gate{FailOn: FailOnAnyChange}, []Reason{ReasonUnreadable, ReasonChanged}},
 	}
 	for _, tc := range tests {
@@ -82,7 +84,7 @@ func TestVerdict(t *testing.T) {
 			dir := filepath.Join(auditData, tc.dir)
 			ps, bs := loadPolicies(t, dir)
 			opts := []Option{WithCheckRecorded(tc.gate.CheckRecorded)}
-			if tc.dir == "kosmos-flapping" {
+			if tc.dir == "kosmos-flapping" || tc.dir == "kosmos-denied-variants" {
 				opts = append(opts, WithSnapshot(filepath.Join(dir, "snapshot.yaml")))
 			}
 			r, err := New(ps, bs, opts...)

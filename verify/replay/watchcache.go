@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	"k8s.io/apiserver/pkg/admission"
 
@@ -22,9 +21,11 @@ import (
 // attempt did not reach validating admission (a patch that does not apply), which publishes
 // nothing.
 //
-// When the annotations or warnings depend on the version the first attempt read, the request
-// is indeterminate, unless the replay checks the log and the annotations the log recorded for
-// the loaded policies agree with one outcome only: the server's own record says which.
+// When the annotations or warnings depend on the version the first attempt read, the live
+// attempt's are likely (the watch cache holds a write moments after it completed) and the
+// others alternatives, unless the replay checks the log and the annotations the log records for
+// the policies it shows installed agree with one outcome only: the server's own record says
+// which.
 func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, decideOn func(p prior) (*verify.Decision, error)) {
 	p := j.prior
 	if out.Decision == DecisionIndeterminate || live == nil || (len(p.stale) == 0 && p.staleUnknown == "") {
@@ -72,15 +73,15 @@ func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, deci
 	if why == "" && len(outcomes) == 1 {
 		return
 	}
-	if r.check && (j.rec.vapRan || j.ev.Annotations[ValidationFailureAnnotation] != "") && (why == "" || !j.warns) {
-		// The log records what the loaded policies published: the outcomes whose annotations
-		// agree with it are those the server may have had. The decision is checked as made.
-		// When a version the first attempt may have read is not known (why), the annotations
-		// the log holds are the ones to give, and the warnings, if no policy warns, the live
-		// attempt's.
+	if j.byAnnotations() && (why == "" || !j.warns) {
+		// The log records what the policies it shows installed published: the outcomes whose
+		// annotations agree with it are those the server may have had. The decision is
+		// checked as made. When a version the first attempt may have read is not known (why),
+		// the annotations the log holds are the ones to give, and the warnings, if no policy
+		// warns, the live attempt's.
 		var agree []outcome
 		for _, o := range outcomes {
-			if len(checkAnnotations(j.ev, o.annotations, live, r.loadedPolicies)) == 0 {
+			if len(checkAnnotations(j.ev, o.annotations, live, j.evidenced)) == 0 {
 				agree = append(agree, o)
 			}
 		}
@@ -90,37 +91,31 @@ func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, deci
 			d := *live
 			d.AuditAnnotations = o.annotations
 			out.AuditAnnotations, out.Warnings = o.annotations, o.warnings
-			out.Disagreements = check(j.ev, j.rec, &d, r.loadedPolicies)
+			out.Disagreements = check(j.ev, j.rec, &d, j.evidenced)
 			what := "the live object: kube-apiserver's first attempt did not read an older copy"
 			if o.version != "" {
 				what = "kube-apiserver's first attempt, on its watch cache's copy of " + o.version + "; the decision is the live object's"
 			}
 			out.Notes = append(out.Notes, "the audit annotations the log records are those of "+what)
 			return
-		case len(agree) == 0 && len(out.Disagreements) > len(checkAnnotations(j.ev, live.AuditAnnotations, live, r.loadedPolicies)):
+		case len(agree) == 0 && len(out.Disagreements) > len(checkAnnotations(j.ev, live.AuditAnnotations, live, j.evidenced)):
 			// The decision itself disagrees with the log: that stays reported.
 			out.Notes = append(out.Notes, "the audit annotations the log records are those of no version the replay knows kube-apiserver's first attempt may have read")
 			return
 		}
 	}
-	if why == "" {
-		var what []string
-		for _, o := range outcomes[1:] {
-			for k, v := range o.annotations {
-				if w, ok := live.AuditAnnotations[k]; !ok || w != v {
-					what = append(what, k)
-				}
-			}
-			for _, w := range o.warnings {
-				if !slices.Contains(liveWarnings, w) {
-					what = append(what, fmt.Sprintf("the warning %q", w))
-				}
-			}
-		}
-		why = fmt.Sprintf("on %s it would have published %s", outcomes[1].version, strings.Join(warningSet(what), ", "))
+	// The live attempt's annotations and warnings are the likely ones: the watch cache holds a
+	// write moments after it completed.
+	var alts []Alternative
+	for _, o := range outcomes[1:] {
+		alts = append(alts, Alternative{Decision: out.Decision, Code: out.Code, Message: out.Message,
+			AuditAnnotations: o.annotations, Warnings: o.warnings,
+			If: "kube-apiserver's first attempt read its watch cache's copy of " + o.version})
 	}
-	out.AuditAnnotations, out.Warnings, out.Disagreements = nil, nil, nil
-	out.indeterminate(because(ReasonWatchCache, "kube-apiserver may have admitted the request first on its watch cache's copy of an older version, and the audit annotations and the response's warnings keep that attempt's; "+why))
+	if why != "" {
+		alts = append(alts, undecidedAlternative(because(ReasonWatchCache, why), "kube-apiserver's first attempt read its watch cache's copy of an older version"))
+	}
+	out.likely(alts...)
 }
 
 // warningSet is ws sorted, each once, as the response's warning recorder keeps them.

@@ -14,9 +14,10 @@ import (
 // TestWatchCacheFirstAttempt: kube-apiserver runs an update's or a delete's first attempt on
 // its watch cache's copy of the object, which may be the version before a write that completed
 // moments earlier, and the audit event keeps the annotations of that attempt. The decision is
-// the live object's; the annotations are decided only when every version the attempt may have
+// the live object's; the annotations are certain only when every version the attempt may have
 // read publishes the same, or, when the replay checks the log, when the log's own annotations
-// of the loaded policies say which one it read.
+// of the loaded policies say which one it read. Otherwise the live attempt's are likely (the
+// watch cache holds a write moments after it completed), the older version's an alternative.
 func TestWatchCacheFirstAttempt(t *testing.T) {
 	cm := func(rv, v string) map[string]any {
 		meta := map[string]any{"name": "cm", "namespace": "ns1", "uid": "u1"}
@@ -28,10 +29,14 @@ func TestWatchCacheFirstAttempt(t *testing.T) {
 	patch := map[string]any{"metadata": map[string]any{"labels": map[string]any{"l": "1"}}}
 	type want struct {
 		Decision    string
+		Certainty   Certainty
 		Reason      Reason
 		Annotation  string // the record's old-v/v
 		Disagrees   bool
 		FirstNoteOK bool // a note says which attempt the log's annotations come from
+		// Alternatives are the alternatives' old-v/v annotations, warnings ("warns") or the
+		// reason they are not decided.
+		Alternatives []string
 	}
 	for _, tc := range []struct {
 		name     string
@@ -47,43 +52,44 @@ func TestWatchCacheFirstAttempt(t *testing.T) {
 		want         want
 	}{{
 		name: "moments after, not checked", verb: "patch", body: patch, received: "02.011000",
-		want: want{Decision: DecisionIndeterminate, Reason: ReasonWatchCache},
+		want: want{Decision: DecisionAdmit, Certainty: CertaintyLikely, Annotation: "b", Alternatives: []string{"a"}},
 	}, {
 		name: "moments after, the log says the first attempt read the older version", check: true, verb: "patch", body: patch, received: "02.011000", recorded: "a",
-		want: want{Decision: DecisionAdmit, Annotation: "a", FirstNoteOK: true},
+		want: want{Decision: DecisionAdmit, Certainty: CertaintyCertain, Annotation: "a", FirstNoteOK: true},
 	}, {
 		name: "moments after, the log says the first attempt read the live version", check: true, verb: "patch", body: patch, received: "02.011000", recorded: "b",
-		want: want{Decision: DecisionAdmit, Annotation: "b", FirstNoteOK: true},
+		want: want{Decision: DecisionAdmit, Certainty: CertaintyCertain, Annotation: "b", FirstNoteOK: true},
 	}, {
 		name: "moments after, the log matches neither version", check: true, verb: "patch", body: patch, received: "02.011000", recorded: "z",
-		want: want{Decision: DecisionIndeterminate, Reason: ReasonWatchCache},
+		want: want{Decision: DecisionAdmit, Certainty: CertaintyLikely, Annotation: "b", Disagrees: true, Alternatives: []string{"a"}},
 	}, {
 		name: "an update that asks for the live resourceVersion conflicts on an older one", verb: "update", body: cm("11", "c"), received: "02.011000",
-		want: want{Decision: DecisionAdmit, Annotation: "b"},
+		want: want{Decision: DecisionAdmit, Certainty: CertaintyCertain, Annotation: "b"},
 	}, {
 		name: "an update that asks for the live resourceVersion, the older version not known", verb: "update", body: cm("11", "c"), received: "02.011000", olderUnknown: true,
-		want: want{Decision: DecisionAdmit, Annotation: "b"},
+		want: want{Decision: DecisionAdmit, Certainty: CertaintyCertain, Annotation: "b"},
 	}, {
 		name: "a patch, the older version not known", verb: "patch", body: patch, received: "02.011000", olderUnknown: true,
-		want: want{Decision: DecisionIndeterminate, Reason: ReasonWatchCache},
+		want: want{Decision: DecisionAdmit, Certainty: CertaintyLikely, Annotation: "b", Alternatives: []string{string(ReasonWatchCache)}},
 	}, {
 		name: "an unconditional update may read the older version", verb: "update", body: cm("", "c"), received: "02.011000",
-		want: want{Decision: DecisionIndeterminate, Reason: ReasonWatchCache},
+		want: want{Decision: DecisionAdmit, Certainty: CertaintyLikely, Annotation: "b", Alternatives: []string{"a"}},
 	}, {
 		name: "a delete", verb: "delete", received: "02.011000", check: true, recorded: "a",
-		want: want{Decision: DecisionAdmit, Annotation: "a", FirstNoteOK: true},
+		want: want{Decision: DecisionAdmit, Certainty: CertaintyCertain, Annotation: "a", FirstNoteOK: true},
 	}, {
 		name: "a Warn binding warns on the older version only", verb: "patch", body: patch, received: "02.011000", warn: true,
-		want: want{Decision: DecisionIndeterminate, Reason: ReasonWatchCache},
+		want: want{Decision: DecisionAdmit, Certainty: CertaintyLikely, Alternatives: []string{"warns"}},
 	}, {
+		// The log does not record warnings, and the policy publishes no annotation.
 		name: "a Warn binding warns on the older version only, checked", check: true, verb: "patch", body: patch, received: "02.011000", warn: true,
-		want: want{Decision: DecisionIndeterminate, Reason: ReasonWatchCache},
+		want: want{Decision: DecisionAdmit, Certainty: CertaintyLikely, Alternatives: []string{"warns"}},
 	}, {
 		name: "a second later", verb: "patch", body: patch, received: "03.100000",
-		want: want{Decision: DecisionAdmit, Annotation: "b"},
+		want: want{Decision: DecisionAdmit, Certainty: CertaintyCertain, Annotation: "b"},
 	}, {
 		name: "no policy publishes annotations", verb: "patch", body: patch, received: "02.011000", noAudit: true,
-		want: want{Decision: DecisionAdmit},
+		want: want{Decision: DecisionAdmit, Certainty: CertaintyCertain},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, b := levelPolicy("old-v", "configmaps", admissionregistrationv1.Update, nil, "true")
@@ -127,7 +133,17 @@ func TestWatchCacheFirstAttempt(t *testing.T) {
 			if rec == nil {
 				t.Fatal("request 3 has no record")
 			}
-			got := want{Decision: rec.Decision, Reason: rec.Reason, Annotation: rec.AuditAnnotations["old-v/v"], Disagrees: len(rec.Disagreements) > 0}
+			got := want{Decision: rec.Decision, Certainty: rec.Certainty, Reason: rec.Reason, Annotation: rec.AuditAnnotations["old-v/v"], Disagrees: len(rec.Disagreements) > 0}
+			for _, a := range rec.Alternatives {
+				switch {
+				case a.Decision == DecisionIndeterminate:
+					got.Alternatives = append(got.Alternatives, string(a.Reason))
+				case len(a.Warnings) > 0:
+					got.Alternatives = append(got.Alternatives, "warns")
+				default:
+					got.Alternatives = append(got.Alternatives, a.AuditAnnotations["old-v/v"])
+				}
+			}
 			for _, n := range rec.Notes {
 				got.FirstNoteOK = got.FirstNoteOK || strings.Contains(n, "the audit annotations the log records are those of")
 			}
@@ -140,7 +156,8 @@ func TestWatchCacheFirstAttempt(t *testing.T) {
 
 // TestWatchCacheDeleteCollection: a deletecollection deletes each object as a DELETE does, first
 // on the watch cache's copy: moments after a write to the resource, what its policies published
-// is not known.
+// is not known (the versions before it are not followed for a deletecollection): the live
+// attempt's annotations are likely.
 func TestWatchCacheDeleteCollection(t *testing.T) {
 	p, b := levelPolicy("old-v", "configmaps", admissionregistrationv1.Delete, nil, "true")
 	p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "v", ValueExpression: "string(oldObject.data.v)"}}
@@ -151,10 +168,10 @@ func TestWatchCacheDeleteCollection(t *testing.T) {
 	collection := strings.Replace(levelEvent(t, "3", auditlog.LevelRequestResponse, "deletecollection", "configmaps", "ns1", "", 200, "", nil, nil), `/namespaces/ns1/configmaps/"`, `/namespaces/ns1/configmaps"`, 1)
 	for _, tc := range []struct {
 		name, received string
-		want           string
+		want           Certainty
 	}{
-		{"moments after the write", "02.020000", DecisionIndeterminate},
-		{"a second after", "03.100000", DecisionAdmit},
+		{"moments after the write", "02.020000", CertaintyLikely},
+		{"a second after", "03.100000", CertaintyCertain},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
@@ -165,7 +182,8 @@ func TestWatchCacheDeleteCollection(t *testing.T) {
 				timedEvent(t, collection, tc.received, tc.received[:len(tc.received)-3]+"900", nil),
 			)
 			rec := recs["3"]
-			if rec == nil || rec.Decision != tc.want || (tc.want == DecisionIndeterminate && rec.Reason != ReasonWatchCache) {
+			if rec == nil || rec.Decision != DecisionAdmit || rec.Certainty != tc.want ||
+				(tc.want == CertaintyLikely && (len(rec.Alternatives) != 1 || rec.Alternatives[0].Reason != ReasonWatchCache)) {
 				t.Errorf("the deletecollection: %+v, want %s", rec, tc.want)
 			}
 		})

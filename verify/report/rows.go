@@ -32,7 +32,7 @@ func (b *Builder) addRow(r *replay.Record, t int64, node, outcome string, outs [
 		Outcome: outcome, Bindings: outs, Results: []Result{},
 		Indeterminate: r.Indeterminate, ObjectSource: r.ObjectSource, OldObjectSource: r.OldObjectSource,
 		Notes: r.Notes, Warnings: r.Warnings, AuditAnnots: r.AuditAnnotations,
-		Alternatives: r.Alternatives, Disagreements: r.Disagreements,
+		Alternatives: alternativeTexts(r.Alternatives), Disagreements: r.Disagreements,
 	}
 	if row.Bindings == nil {
 		row.Bindings = []BindingOutcome{}
@@ -126,4 +126,13 @@ func scrubRow(row *Row, vals *redact.Values) {
 	for i := range row.Results {
 		row.Results[i].Message = s(row.Results[i].Message)
 	}
+}
+
+// alternativeTexts are the record's alternatives, each in one line.
+func alternativeTexts(alts []replay.Alternative) []string {
+	var out []string
+	for _, a := range alts {
+		out = append(out, a.String())
+	}
+	return out
 }

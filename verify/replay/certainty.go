@@ -1,0 +1,85 @@
+package replay
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Certainty says how a replay knows the decision of a request (Record.Certainty). Its string is
+// stable: JSON consumers and code switch on it.
+type Certainty string
+
+// The three kinds of outcome.
+const (
+	// CertaintyCertain: every state kube-apiserver could have been in decides alike.
+	CertaintyCertain Certainty = "certain"
+	// CertaintyLikely: decided on the state the log's order gives (kube-apiserver's informers
+	// and watch cache current), where another state the server could have been in only
+	// through a lag (an informer behind, the watch cache's first attempt, a write the log
+	// records later that ran concurrently) decides otherwise, or cannot be decided: the
+	// record's Alternatives say which, and what each needs.
+	CertaintyLikely Certainty = "likely"
+	// CertaintyIndeterminate: knowledge the log does not hold is missing (an object, a param,
+	// a CRD, a patch's content type), or the server's choice has no likely side (the order of
+	// MutatingAdmissionPolicies): Record.Reason says which.
+	CertaintyIndeterminate Certainty = "indeterminate"
+)
+
+// Alternative is another outcome kube-apiserver may have given a request, and what it needs.
+type Alternative struct {
+	// Decision is admit, deny, or indeterminate when the replay cannot decide the request in
+	// the state the alternative needs (Reason and Detail say why).
+	Decision string `json:"decision"`
+	// Code and Message are the refusal, for a denial.
+	Code    int32  `json:"code,omitempty"`
+	Message string `json:"message,omitempty"`
+	// AuditAnnotations and Warnings are those the alternative gives, where they are what
+	// differs (kube-apiserver's first attempt on its watch cache's copy).
+	AuditAnnotations map[string]string `json:"auditAnnotations,omitempty"`
+	Warnings         []string          `json:"warnings,omitempty"`
+	// Reason and Detail say why an indeterminate alternative is not decided.
+	Reason Reason `json:"reason,omitempty"`
+	Detail string `json:"detail,omitempty"`
+	// If is what the alternative needs: "the nodes informer had not yet held the write at
+	// audit.log:12, completed 63ms before".
+	If string `json:"if"`
+
+	// refusal says the alternative is another refusal of the same decision (see
+	// Record.otherRefusals).
+	refusal bool
+}
+
+// String is the alternative in one line, for people.
+func (a Alternative) String() string {
+	out := a.Decision
+	switch {
+	case a.Decision == DecisionDeny && a.Message != "":
+		out += fmt.Sprintf(" %d %q", a.Code, a.Message)
+	case a.Decision == DecisionIndeterminate && a.Reason != "":
+		out += " (" + string(a.Reason) + ": " + a.Detail + ")"
+	}
+	if len(a.AuditAnnotations) > 0 || len(a.Warnings) > 0 {
+		out += fmt.Sprintf(" with audit annotations %v and warnings %q", a.AuditAnnotations, a.Warnings)
+	}
+	return out + " if " + a.If
+}
+
+// likely marks the record's decision as likely, with the alternatives it rests against.
+func (r *Record) likely(alts ...Alternative) {
+	if r.Decision == DecisionIndeterminate || len(alts) == 0 {
+		return
+	}
+	r.Certainty = CertaintyLikely
+	r.Alternatives = append(r.Alternatives, alts...)
+}
+
+// otherRefusals drops from the alternatives the refusal the record gives itself: the other
+// refusals are alternatives, not the one chosen.
+func (r *Record) otherRefusals() {
+	r.Alternatives = slices.DeleteFunc(r.Alternatives, func(a Alternative) bool {
+		return a.refusal && a.Code == r.Code && a.Message == r.Message
+	})
+	if len(r.Alternatives) == 0 {
+		r.Alternatives = nil
+	}
+}

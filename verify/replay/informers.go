@@ -1,0 +1,448 @@
+package replay
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/vapc-dev/vapc/verify"
+)
+
+// The ValidatingAdmissionPolicy plugin reads params and namespaces from informers, which the
+// watch cache feeds: a write that completed moments before a request was received may not be in
+// them yet, and one that completed after it was received, or that the log records after it,
+// may be already. kube-apiserver runs admission as soon as it has decoded a request, and its
+// informers follow etcd within milliseconds: the likely state is the one the writes completed
+// before the request was received give; the others are alternatives, each with what it needs.
+
+// lagState is a state the informers may have held: the writes it undoes, and the outcome of the
+// request in it, or why the replay cannot decide it there.
+type lagState struct {
+	undone []typedWrite
+	dec    *verify.Decision
+	why    undecided
+}
+
+// informerLag evaluates the request again on each state kube-apiserver's informers may have held
+// of the params and namespaces the evaluation read (the job's typedWrites: completed less than
+// informerLag before the request was received, or after; see undoneStates), and once more on
+// what those states read. It returns the decision on the likely state (every write that
+// completed before the request was received held, none that completed after: dec when there is
+// none of those) and the alternatives, the outcome of every state that decides otherwise or
+// that the replay cannot decide; when the likely state cannot be decided, why says so. The
+// decision is certain when there are no alternatives. When, checking against the log, the
+// verdicts the log records for policies it shows installed are those of states that agree,
+// their decision is the one, certain.
+//
+// An informer holds its watch's events in order, each resource's its own. A namespace decides
+// whether a policy applies at all, and one the informer does not hold yet is read from storage
+// (the policy matcher's GetNamespace, "in case of latency in our caches"): a namespace's create
+// is never undone. A param read by name falls back to storage too (CollectParams): its create,
+// completed before the request was received, is not undone when no list or admission plugin
+// read it.
+func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, decide func(Evaluator, *stateView) (*verify.Decision, error)) (*verify.Decision, []Alternative, undecided) {
+	received := j.ev.Received()
+	// What the views read of resources a request logged later may have written unknown
+	// objects of, or of resources whose writes around it the State no longer remembers.
+	unknownRead := func(views ...*stateView) (Alternative, bool) {
+		for _, au := range j.aheadUnknown {
+			if slices.ContainsFunc(views, func(v *stateView) bool { return v.reads(au.gr) }) {
+				return undecidedAlternative(laggedResource(au.gr, "may have had objects written by the request at "+au.by+" that the log does not show"),
+					fmt.Sprintf("the %s informer had already held the write at %s, which the log records after this request but which was received before this request completed", au.gr.Resource, au.by)), true
+			}
+		}
+		for _, gr := range j.typedLost {
+			if slices.ContainsFunc(views, func(v *stateView) bool { return v.reads(gr) }) {
+				return undecidedAlternative(laggedResource(gr, "more of its writes completed around this request than the replay remembers"),
+					fmt.Sprintf("the %s informer had not yet held writes that completed moments before this request was received", gr.Resource)), true
+			}
+		}
+		return Alternative{}, false
+	}
+	if alt, ok := unknownRead(j.view); ok {
+		j.readBy = []*stateView{j.view}
+		return dec, []Alternative{alt}, undecided{}
+	}
+	if len(j.typedWrites) == 0 {
+		j.readBy = []*stateView{j.view}
+		return dec, nil, undecided{}
+	}
+	relevant := func(tw typedWrite, views ...*stateView) bool {
+		if tw.created && !tw.ahead {
+			if tw.gr == namespacesGR {
+				return false
+			}
+			// A param created before the request was received and read by name only: an
+			// informer that did not hold it yet left CollectParams to read it from storage.
+			if tw.done.Before(received) && !slices.ContainsFunc(views, func(v *stateView) bool { return v.readOtherThanByName(tw) }) {
+				return false
+			}
+		}
+		return slices.ContainsFunc(views, func(v *stateView) bool { return v.read(tw) })
+	}
+	views := []*stateView{j.view}
+	var taken []typedWrite
+	isTaken := make([]bool, len(j.typedWrites))
+	states := []lagState{{dec: dec}}
+	// cut is why the states were not all evaluated: they are more than the replay evaluates, or
+	// what a state reads depends on yet more writes.
+	var cut undecided
+
+	for round := 0; ; round++ {
+		var more []typedWrite
+		for i, tw := range j.typedWrites {
+			if !isTaken[i] && relevant(tw, views...) {
+				isTaken[i] = true
+				more = append(more, tw)
+			}
+		}
+		if len(more) == 0 {
+			break
+		}
+		if round == 2 {
+			cut = laggedWrite(more[0], "what it read of the params and namespaces depends on which of their writes the informers held")
+			taken = append(taken, more...)
+			break
+		}
+		taken = append(taken, more...)
+		undone, ok := undoneStates(taken)
+		if !ok {
+			cut = laggedWrite(taken[0], "the informers may have held more states of the params and namespaces it read than the replay evaluates")
+			break
+		}
+		for _, u := range undone {
+			if !slices.ContainsFunc(u, func(tw typedWrite) bool {
+				return slices.ContainsFunc(more, func(m typedWrite) bool { return m.same(tw) })
+			}) {
+				continue // evaluated in an earlier round
+			}
+			st := lagState{undone: u}
+			if why := r.unknownBefore(j, u); why.is() {
+				st.why = why
+				states = append(states, st)
+				continue
+			}
+			v := j.view.before(u)
+			alt, err := decide(w.eval, v)
+			var ind *indeterminateError
+			switch {
+			case errors.As(err, &ind):
+				st.why = ind.why
+			case err != nil:
+				st.why = because(ReasonRequest, err.Error())
+			case len(v.Misses()) > 0:
+				st.why = laggedWrite(u[0], u[0].version()+" is not known: "+missText(v.Misses()))
+			default:
+				if why := r.dependsOnPartial(j.policies, v.partials); why.is() {
+					st.why = why
+				} else {
+					st.dec = alt
+					views = append(views, v)
+				}
+			}
+			states = append(states, st)
+		}
+	}
+	j.readBy = views
+	var undecidable []Alternative
+	if alt, ok := unknownRead(views...); ok {
+		undecidable = append(undecidable, alt)
+	}
+	// The likely state: the writes that completed after the request was received undone.
+	var concurrent []typedWrite
+	for _, tw := range taken {
+		if !tw.ahead && !received.IsZero() && tw.done.After(received) {
+			concurrent = append(concurrent, tw)
+		}
+	}
+	likely := -1
+	for i, st := range states {
+		if sameWrites(st.undone, concurrent) {
+			likely = i
+		}
+	}
+	switch {
+	case likely < 0 && cut.is():
+		return nil, stateAlternatives(states, -1, concurrent, received), cut
+	case likely < 0:
+		return nil, stateAlternatives(states, -1, concurrent, received), laggedWrite(concurrent[0], "the state the informers likely held is not evaluated")
+	}
+	if cut.is() {
+		undecidable = append(undecidable, undecidedAlternative(cut, "the informers held other states of the params and namespaces it read"))
+	}
+	if j.byAnnotations() && j.prior.stale == nil && j.prior.staleUnknown == "" && len(undecidable) == 0 && !slices.ContainsFunc(states, func(st lagState) bool { return st.dec == nil }) {
+		// The log records what the policies it shows installed decided and published: the
+		// states whose verdicts agree with it are those the server may have been in.
+		var agree []*verify.Decision
+		for _, st := range states {
+			if len(check(j.ev, j.rec, st.dec, j.evidenced)) == 0 {
+				agree = append(agree, st.dec)
+			}
+		}
+		if len(agree) > 0 && !slices.ContainsFunc(agree[1:], func(d *verify.Decision) bool { return !sameOutcome(agree[0], d) }) {
+			if !sameOutcome(agree[0], states[likely].dec) {
+				agree[0].Notes = append(agree[0].Notes, "decided on params or namespaces in a state kube-apiserver's informers may have held other than the likely one: the verdicts the log records are those of that state")
+			}
+			return agree[0], nil, undecided{}
+		}
+	}
+	alts := stateAlternatives(states, likely, concurrent, received)
+	if st := states[likely]; st.why.is() {
+		return nil, append(alts, undecidable...), st.why
+	}
+	return states[likely].dec, append(alts, undecidable...), undecided{}
+}
+
+// unknownBefore says why a state with the writes undone cannot be evaluated: a version it gives
+// is not known, or not in full where a policy reads it.
+func (r *Replayer) unknownBefore(j *job, undone []typedWrite) undecided {
+	for _, tw := range undone {
+		if tw.unknownBefore || (tw.had && tw.prev.obj == nil) {
+			return laggedWrite(tw, tw.version()+" is not known")
+		}
+		if tw.had && len(tw.prev.unknowns) > 0 {
+			if why := r.dependsOnPartial(j.policies, []partialUse{{gr: tw.gr, k: tw.k, unknowns: tw.prev.unknowns}}); why.is() {
+				return laggedWrite(tw, tw.version()+" is not known in full: "+why.detail)
+			}
+		}
+	}
+	return undecided{}
+}
+
+// same says whether two typed writes are the same write.
+func (tw typedWrite) same(o typedWrite) bool {
+	return tw.gr == o.gr && tw.k == o.k && tw.done.Equal(o.done) && tw.ahead == o.ahead
+}
+
+// sameWrites says whether a and b hold the same writes.
+func sameWrites(a, b []typedWrite) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, tw := range a {
+		if !slices.ContainsFunc(b, tw.same) {
+			return false
+		}
+	}
+	return true
+}
+
+// stateAlternatives are the alternatives of the states but the likely one (likely; -1 when it
+// is not among them): those that decide otherwise than it, or that the replay cannot decide.
+func stateAlternatives(states []lagState, likely int, concurrent []typedWrite, received time.Time) []Alternative {
+	var out []Alternative
+	add := func(a Alternative) {
+		// The states of a deletecollection's items read alike.
+		if !slices.ContainsFunc(out, func(o Alternative) bool {
+			return o.Decision == a.Decision && o.Code == a.Code && o.Message == a.Message && o.Reason == a.Reason && o.Detail == a.Detail && o.If == a.If
+		}) {
+			out = append(out, a)
+		}
+	}
+	for i, st := range states {
+		if i == likely {
+			continue
+		}
+		cond := lagCondition(st.undone, concurrent, received)
+		switch {
+		case st.why.is():
+			add(undecidedAlternative(st.why, cond))
+		case likely < 0 || states[likely].dec == nil:
+			add(alternativeOf(nil, st.dec, cond))
+		case !sameOutcome(states[likely].dec, st.dec):
+			add(alternativeOf(states[likely].dec, st.dec, cond))
+		}
+	}
+	return out
+}
+
+// alternativeOf is the outcome alt of a state that decides otherwise than base, the decision
+// the record gives, under the condition cond.
+func alternativeOf(base, alt *verify.Decision, cond string) Alternative {
+	a := Alternative{Decision: DecisionAdmit, If: cond}
+	if !alt.Allowed {
+		a.Decision, a.Code, a.Message = DecisionDeny, alt.Code, alt.Message
+	}
+	diff := "the response"
+	if base != nil {
+		diff = outcomeDiff(base, alt)
+	}
+	switch diff {
+	case "authorizer checks":
+		return undecidedAlternative(because(ReasonAuthorizer, "the decision in that state depends on authorizer checks, which the audit log does not answer"), cond)
+	case "the response", "the refusals":
+	case "the mutation":
+		a.Detail = "what the MutatingAdmissionPolicies changed differs"
+	default:
+		a.AuditAnnotations, a.Warnings = alt.AuditAnnotations, alt.Warnings
+	}
+	return a
+}
+
+// undecidedAlternative is a state the replay cannot decide the request in.
+func undecidedAlternative(why undecided, cond string) Alternative {
+	return Alternative{Decision: DecisionIndeterminate, Reason: why.reason, Detail: why.detail, If: cond}
+}
+
+// lagCondition says what a state with the writes undone needs, against the likely state, which
+// undoes the concurrent ones (completed after the request was received): which informer had not
+// yet held which write, or had held it already.
+func lagCondition(undone, concurrent []typedWrite, received time.Time) string {
+	var parts []string
+	seen := map[string]bool{}
+	say := func(part string) {
+		if !seen[part] { // a deletecollection's writes are one
+			seen[part] = true
+			parts = append(parts, part)
+		}
+	}
+	at := func(tw typedWrite) string {
+		if tw.by != "" {
+			return "the write at " + tw.by
+		}
+		return "a write"
+	}
+	for _, tw := range undone {
+		switch {
+		case tw.ahead:
+			say(fmt.Sprintf("the %s informer had already held %s, which the log records after this request but which was received before this request completed", tw.gr.Resource, at(tw)))
+		case !slices.ContainsFunc(concurrent, tw.same):
+			say(fmt.Sprintf("the %s informer had not yet held %s, which completed %s", tw.gr.Resource, at(tw), describeDone(tw.done, received)))
+		}
+	}
+	for _, tw := range concurrent {
+		if !slices.ContainsFunc(undone, tw.same) {
+			say(fmt.Sprintf("the %s informer had already held %s, which completed %s", tw.gr.Resource, at(tw), describeDone(tw.done, received)))
+		}
+	}
+	if len(parts) == 0 {
+		return "the informers held the params and namespaces as the log's order gives them"
+	}
+	return strings.Join(parts, ", and ")
+}
+
+// maxLagStates bounds the states of params and namespaces a request is evaluated on for the
+// informers' lag (see Replayer.informerLag).
+const maxLagStates = 16
+
+// undoneStates are the states the informers may have held of the writes, each the writes
+// undone: every combination of the resources' states but the one where none is undone. A
+// resource's informer holds its writes in the order they were committed: its states undo its
+// newest requests one more at a time, and of the oldest undone request any of its writes (a
+// deletecollection's deletions commit in no order the log says). A write the log records after
+// the request (ahead) is "undone" into what it wrote: the states of a resource's ahead writes
+// do its oldest requests one more at a time, and never go with its undone ones (an informer
+// that held a later write held the earlier ones). ok is false when there are more than
+// maxLagStates.
+func undoneStates(writes []typedWrite) (states [][]typedWrite, ok bool) {
+	var grs []schema.GroupResource
+	by := map[schema.GroupResource][]typedWrite{}
+	for _, tw := range writes {
+		if _, ok := by[tw.gr]; !ok {
+			grs = append(grs, tw.gr)
+		}
+		by[tw.gr] = append(by[tw.gr], tw)
+	}
+	states = [][]typedWrite{nil}
+	for _, gr := range grs {
+		var undo, ahead []typedWrite
+		for _, tw := range by[gr] {
+			if tw.ahead {
+				ahead = append(ahead, tw)
+			} else {
+				undo = append(undo, tw)
+			}
+		}
+		own := [][]typedWrite{nil} // this resource's states
+		for _, ws := range [][]typedWrite{undo, ahead} {
+			more, ok := unitStates(ws, len(ws) > 0 && ws[0].ahead, maxLagStates+1-len(own))
+			if !ok {
+				return nil, false
+			}
+			own = append(own, more...)
+		}
+		var next [][]typedWrite
+		for _, st := range states {
+			for _, o := range own {
+				next = append(next, append(slices.Clip(st), o...))
+			}
+		}
+		if len(next) > maxLagStates+1 {
+			return nil, false
+		}
+		states = next
+	}
+	return states[1:], true // the first undoes nothing
+}
+
+// unitStates are the states of one resource's writes, each a request's writes in turn (newest
+// first, or oldest first when ahead), with any of the last request's; at most room of them
+// (ok is false beyond).
+func unitStates(ws []typedWrite, ahead bool, room int) (states [][]typedWrite, ok bool) {
+	slices.SortStableFunc(ws, func(a, b typedWrite) int {
+		c := b.done.Compare(a.done)
+		if ahead {
+			c = -c
+		}
+		if c != 0 {
+			return c
+		}
+		return strings.Compare(joinKey(a.k.namespace, a.k.name), joinKey(b.k.namespace, b.k.name))
+	})
+	for start := 0; start < len(ws); {
+		end := start + 1
+		for end < len(ws) && ws[end].done.Equal(ws[start].done) {
+			end++
+		}
+		unit := ws[start:end]
+		if len(unit) > 4 || len(states)+(1<<len(unit))-1 > room {
+			return nil, false
+		}
+		for mask := 1; mask < 1<<len(unit); mask++ {
+			st := slices.Clip(ws[:start])
+			for i, tw := range unit {
+				if mask&(1<<i) != 0 {
+					st = append(st, tw)
+				}
+			}
+			states = append(states, st)
+		}
+		start = end
+	}
+	return states, true
+}
+
+// version names the version of its object the write gives a state it is undone in.
+func (tw typedWrite) version() string {
+	if tw.ahead {
+		return "the version it wrote"
+	}
+	return "the version before it"
+}
+
+// laggedWrite is why the state with the write tw undone cannot be decided: what of the
+// version it gives is in the way.
+func laggedWrite(tw typedWrite, what string) undecided {
+	return laggedResource(tw.gr, joinKey(tw.k.namespace, tw.k.name)+": "+what)
+}
+
+// laggedResource is why a state of the informers of gr cannot be decided.
+func laggedResource(gr schema.GroupResource, what string) undecided {
+	reason := ReasonParamUnknown
+	if gr == namespacesGR {
+		reason = ReasonNamespaceUnknown
+	}
+	return because(reason, gr.String()+" "+what)
+}
+
+// describeDone says when a write completed relative to a request received at received.
+func describeDone(done, received time.Time) string {
+	if done.After(received) {
+		return fmt.Sprintf("%s after this request was received", done.Sub(received).Round(time.Microsecond))
+	}
+	return fmt.Sprintf("%s before this request was received", received.Sub(done).Round(time.Microsecond))
+}
