@@ -28,7 +28,8 @@ type replayFlags struct {
 	snapshots      stringList
 	crds           stringList
 	output         string
-	failOn         string
+	failOn         stringList
+	strict         bool
 	checkRecorded  bool
 	maxLine        int
 	maxMalformed   int
@@ -58,7 +59,7 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	default:
 		return usagef("replay: --output must be text, jsonl or junit, not %q", f.output)
 	}
-	failOn, err := replay.ParseFailOn(f.failOn)
+	failOn, err := replay.ParseFailOn(strings.Join(f.failOn, ","))
 	if err != nil {
 		return usagef("replay: --fail-on %v", err)
 	}
@@ -69,7 +70,7 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if err != nil {
 		return usagef("replay: %v", err)
 	}
-	gate := replay.Gate{FailOn: failOn, CheckRecorded: f.checkRecorded, MaxMalformed: f.maxMalformed}
+	gate := replay.Gate{FailOn: failOn, Strict: f.strict, CheckRecorded: f.checkRecorded, MaxMalformed: f.maxMalformed}
 	stdinUses := 0
 	for _, p := range append(append([]string{}, f.policies...), logs...) {
 		if p == "-" {
@@ -297,8 +298,9 @@ func (f *replayFlags) flagSet(stdout, stderr io.Writer) *flagSet {
 	fs.Var(&f.crds, "crd", "CustomResourceDefinition file for custom kinds the snapshot and the log do not define (repeatable)")
 	fs.StringVar(&f.output, "output", "text", "output format: text, jsonl or junit")
 	fs.choices("output", "text", "jsonl", "junit")
-	fs.StringVar(&f.failOn, "fail-on", "", "exit 1 when a request would be denied (deny), warned or denied (warn), or decided otherwise than recorded (any-change)")
-	fs.choices("fail-on", "deny", "warn", "any-change")
+	fs.Var(&f.failOn, "fail-on", "exit 1 when a request would be denied (deny), warned or denied (warn), decided otherwise than recorded or a recorded verdict not reproduced (any-change), or not decided (indeterminate); several separated by commas, or repeated")
+	fs.choices("fail-on", "deny", "warn", "any-change", "indeterminate")
+	fs.BoolVar(&f.strict, "strict", false, "count a likely decision (one that rests on kube-apiserver's informers or watch cache being current) as indeterminate, not as its decision")
 	fs.BoolVar(&f.checkRecorded, "check-recorded", false, "compare the log's own verdicts with the predictions and exit 1 on any disagreement")
 	fs.IntVar(&f.maxLine, "max-line-bytes", replay.DefaultMaxLineBytes, "longest log line read; longer lines are reported as malformed")
 	fs.IntVar(&f.maxMalformed, "max-malformed", 0, "malformed lines tolerated before the replay fails (a log cut short or unreadable always fails it)")

@@ -23,7 +23,7 @@ func TestReplayReport(t *testing.T) {
 	}
 	// The report states the verdict the exit code follows.
 	for _, want := range []string{`<script type="application/json" id="report-data">`, `"node":"kosmos-member1"`, `"redacted":["configmaps","example.com/credentials","secrets"]`, "Content-Security-Policy",
-		`"verdict":{"pass":false,"failures":[{"reason":"deny","count":2,"detail":"2 requests would be denied (--fail-on deny)"}],"gate":{"failOn":"deny","maxMalformed":0}}`} {
+		`"verdict":{"pass":false,"failures":[{"reason":"deny","count":2,"detail":"2 requests would be denied (--fail-on deny)"}],"gate":{"failOn":["deny"],"maxMalformed":0}}`} {
 		if !strings.Contains(string(html), want) {
 			t.Errorf("the report does not hold %s", want)
 		}

@@ -2,6 +2,8 @@ package replay
 
 import (
 	"encoding/json"
+	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -118,4 +120,28 @@ func (in *installed) summarize(s *Summary) {
 	}
 	slices.Sort(s.CheckedPolicies)
 	slices.Sort(s.UncheckedPolicies)
+}
+
+// recordedVerdictOf describes the first verdict of one of the policies the event records: a
+// validation_failure entry, a `<policy>/<key>` audit annotation, a denial; "" when it records
+// none.
+func recordedVerdictOf(ev *Event, policies map[string]bool) string {
+	if m := vapDenied.FindStringSubmatch(ev.Message()); m != nil && policies[m[1]] {
+		return "a denial by " + m[0][:len(m[0])-len(" denied request: ")]
+	}
+	for _, k := range slices.Sorted(maps.Keys(ev.Annotations)) {
+		if k == ValidationFailureAnnotation {
+			var fs []validationFailure
+			if json.Unmarshal([]byte(ev.Annotations[k]), &fs) == nil {
+				for _, f := range fs {
+					if policies[f.Policy] {
+						return fmt.Sprintf("the validation failure %s of policy %s, binding %s", ev.Annotations[k], f.Policy, f.Binding)
+					}
+				}
+			}
+		} else if p, _, ok := strings.Cut(k, "/"); ok && policies[p] {
+			return fmt.Sprintf("the audit annotation %s=%q", k, ev.Annotations[k])
+		}
+	}
+	return ""
 }

@@ -83,6 +83,8 @@ type Record struct {
 	Policies  []string                   `json:"-"`
 
 	recordedByVAP bool
+	// recordedVerdict is the verdict of a replayed policy the log records for the request.
+	recordedVerdict string
 }
 
 // RecordResult is one (binding, param) evaluation that did not admit.
@@ -112,7 +114,7 @@ func newRecord(d decoded, ev *Event, t target, rec recording, b rebuilt) *Record
 		Results:      []RecordResult{},
 		ObjectSource: b.objectSource, OldObjectSource: b.oldObjectSource,
 		Object: cmp.Or(b.prepared, b.req.Object), OldObject: b.req.OldObject,
-		recordedByVAP: rec.policy != "",
+		recordedByVAP: rec.policy != "", recordedVerdict: rec.verdict,
 	}
 }
 

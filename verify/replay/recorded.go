@@ -47,6 +47,9 @@ type recording struct {
 	// sure says the log shows the request never reached validating admission: the pipeline
 	// is not asked.
 	sure bool
+	// verdict is the verdict of a replayed policy the log records for the request, for people
+	// (see recordedVerdictOf); "" when there is none.
+	verdict string
 }
 
 // classify reads the response of a final event.

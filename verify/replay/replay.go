@@ -558,6 +558,7 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 		r.sum.NotMatched++
 		return
 	}
+	rec.verdict = recordedVerdictOf(ev, r.loadedPolicies)
 	// What the request's evaluation reads of the State, as it is now, before its own write.
 	j := &job{d: d, ev: ev, t: t, rec: rec, policies: policies, mutators: r.mutators, facts: r.facts, evidenced: r.installed.evidenced, done: make(chan struct{})}
 	j.schemaRefreshing = r.schemaRefreshing(t.gvr, ev.Received())

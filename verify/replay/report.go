@@ -46,6 +46,10 @@ func WriteText(w io.Writer, s *Summary) error {
 	p.f("  malformed lines:     %d\n", s.MalformedCount)
 	p.f("Requests:\n")
 	p.f("  evaluated:     %d (admit %d, deny %d, indeterminate %d; with Warn %d, with Audit %d)\n", s.Evaluated, s.Admit, s.Deny, total(s.Indeterminate), s.Warn, s.Audit)
+	if s.Likely.Count > 0 {
+		p.f("  likely:        %d of them (admit %d, deny %d): decided on the state the log's order gives, where a lag of kube-apiserver's informers or watch cache would give another outcome (--output jsonl lists the alternatives)\n",
+			s.Likely.Count, s.Likely.Count-s.Likely.Deny, s.Likely.Deny)
+	}
 	p.f("  not matched:   %d\n", s.NotMatched)
 	p.f("  skipped:       %d (never reached validating admission)\n", total(s.Skipped))
 	for _, k := range sortedKeys(s.Skipped) {
@@ -82,6 +86,16 @@ func WriteText(w io.Writer, s *Summary) error {
 		p.f("    %s\n", c)
 	}
 	more(p, "    ", s.Changed, min(len(s.Changes), maxTextList), "--output jsonl lists every request")
+	if s.Unreproduced > 0 {
+		p.f("  unreproduced:  %d (indeterminate, though the log records a verdict of a replayed policy)\n", s.Unreproduced)
+		for i, c := range s.UnreproducedRequests {
+			if i == maxTextList {
+				break
+			}
+			p.f("    %s\n", c)
+		}
+		more(p, "    ", s.Unreproduced, min(len(s.UnreproducedRequests), maxTextList), "--output jsonl lists every request")
+	}
 	if s.MalformedCount > 0 {
 		p.f("Malformed lines: %d\n", s.MalformedCount)
 		for i, m := range s.Malformed {
@@ -100,7 +114,7 @@ func WriteText(w io.Writer, s *Summary) error {
 	}
 	for _, b := range s.Bindings {
 		p.f("\nPolicy %s, binding %s:\n", b.Policy, b.Binding)
-		p.f("  admit %d, deny %d, warn %d, audit %d, error %d, indeterminate %d\n", b.Admit, b.Deny, b.Warn, b.Audit, b.Error, b.Indeterminate)
+		p.f("  admit %d, deny %d, warn %d, audit %d, error %d, indeterminate %d, likely %d\n", b.Admit, b.Deny, b.Warn, b.Audit, b.Error, b.Indeterminate, b.Likely)
 		if len(b.TopUsers) > 0 {
 			p.f("  top denied users:      %s\n", counts(b.TopUsers, b.DeniedUsers))
 			p.f("  top denied namespaces: %s\n", counts(b.TopNamespaces, b.DeniedNamespaces))
@@ -168,13 +182,21 @@ func passed(s *Summary, g Gate) string {
 	if g.CheckRecorded {
 		parts = append(parts, fmt.Sprintf("%d requests checked against the log's verdicts without a disagreement", s.Checked))
 	}
-	switch g.FailOn {
-	case FailOnDeny:
-		parts = append(parts, "no request would be denied (--fail-on deny)")
-	case FailOnWarn:
-		parts = append(parts, "no request would be denied or warned (--fail-on warn)")
-	case FailOnAnyChange:
-		parts = append(parts, "no request would be decided otherwise than recorded (--fail-on any-change)")
+	strict := ""
+	if g.Strict {
+		strict = ", likely decisions counted as indeterminate (--strict)"
+	}
+	for _, f := range g.FailOn {
+		switch f {
+		case FailOnDeny:
+			parts = append(parts, "no request would be denied (--fail-on deny"+strict+")")
+		case FailOnWarn:
+			parts = append(parts, "no request would be denied or warned (--fail-on warn"+strict+")")
+		case FailOnAnyChange:
+			parts = append(parts, "no request would be decided otherwise than recorded, every verdict the log records reproduced (--fail-on any-change"+strict+")")
+		case FailOnIndeterminate:
+			parts = append(parts, "every request decided (--fail-on indeterminate"+strict+")")
+		}
 	}
 	return strings.Join(parts, "; ")
 }
@@ -334,34 +356,37 @@ func WriteJUnit(w io.Writer, s *Summary) error {
 		}
 		add(c)
 	}
-	if v.Gate.FailOn != FailOnNothing {
-		c := junitCase{Name: "fail-on " + string(v.Gate.FailOn), Classname: "vapc.replay",
-			SystemOut: fmt.Sprintf("%d evaluated: admit %d, deny %d, warn %d, changed %d", s.Evaluated, s.Admit, s.Deny, s.Warn, s.Changed)}
-		if msg, lines := reasons(func(r Reason) bool { return r == ReasonDeny || r == ReasonWarn || r == ReasonChanged }); msg != "" {
-			for i, ch := range s.Changes {
-				if v.Gate.FailOn != FailOnAnyChange {
-					break
+	if len(v.Gate.FailOn) > 0 {
+		c := junitCase{Name: "fail-on " + v.Gate.failOnFlag(), Classname: "vapc.replay",
+			SystemOut: fmt.Sprintf("%d evaluated: admit %d, deny %d, warn %d, indeterminate %d, likely %d, changed %d, unreproduced %d", s.Evaluated, s.Admit, s.Deny, s.Warn, total(s.Indeterminate), s.Likely.Count, s.Changed, s.Unreproduced)}
+		if msg, lines := reasons(func(r Reason) bool {
+			return r == ReasonDeny || r == ReasonWarn || r == ReasonChanged || r == ReasonUnreproduced || r == ReasonIndeterminate
+		}); msg != "" {
+			if v.Gate.Fails(FailOnAnyChange) {
+				for _, list := range [][]Change{s.Changes, s.UnreproducedRequests} {
+					for i, ch := range list {
+						if i == 100 {
+							lines = append(lines, "... and more: --output jsonl lists every request")
+							break
+						}
+						lines = append(lines, ch.String())
+					}
 				}
-				if i == 100 {
-					lines = append(lines, fmt.Sprintf("... and %d more", s.Changed-i))
-					break
-				}
-				lines = append(lines, ch.String())
 			}
-			c.Failure = &junitFailure{Message: msg, Type: string(v.Gate.FailOn), Text: strings.Join(lines, "\n")}
+			c.Failure = &junitFailure{Message: msg, Type: v.Gate.failOnFlag(), Text: strings.Join(lines, "\n")}
 		}
 		add(c)
 	}
 	for _, b := range s.Bindings {
 		c := junitCase{Name: b.Policy + "/" + b.Binding, Classname: "vapc.replay." + b.Policy}
-		counts := fmt.Sprintf("admit %d, deny %d, warn %d, audit %d, error %d, indeterminate %d", b.Admit, b.Deny, b.Warn, b.Audit, b.Error, b.Indeterminate)
+		counts := fmt.Sprintf("admit %d, deny %d, warn %d, audit %d, error %d, indeterminate %d, likely %d", b.Admit, b.Deny, b.Warn, b.Audit, b.Error, b.Indeterminate, b.Likely)
 		var ex []string
 		for _, e := range b.Examples {
 			ex = append(ex, fmt.Sprintf("%s %s (%s): %s", e.Outcome, e.Request, e.AuditID, firstLine(e.Detail)))
 		}
 		c.SystemOut = counts + "\n" + strings.Join(ex, "\n")
 		if v.Gate.BindingFails(b) {
-			c.Failure = &junitFailure{Message: counts, Type: string(v.Gate.FailOn), Text: strings.Join(ex, "\n")}
+			c.Failure = &junitFailure{Message: counts, Type: v.Gate.failOnFlag(), Text: strings.Join(ex, "\n")}
 		}
 		add(c)
 	}
@@ -394,8 +419,10 @@ type Totals struct {
 	Admit         int      `json:"admit"`
 	Deny          int      `json:"deny"`
 	Indeterminate int      `json:"indeterminate"`
+	Likely        int      `json:"likely"`
 	Warn          int      `json:"warn"`
 	Changed       int      `json:"changed"`
+	Unreproduced  int      `json:"unreproduced"`
 	Malformed     int      `json:"malformed"`
 	Unreadable    int      `json:"unreadable"`
 	Checked       int      `json:"checked"`
@@ -410,8 +437,8 @@ func WriteJSONLEnd(w io.Writer, s *Summary) error {
 	enc.SetEscapeHTML(false)
 	return enc.Encode(End{Partial: s.Partial, Verdict: v, Totals: Totals{
 		Files: s.Files, Lines: s.Lines, Requests: s.Requests, Evaluated: s.Evaluated,
-		Admit: s.Admit, Deny: s.Deny, Indeterminate: total(s.Indeterminate), Warn: s.Warn,
-		Changed: s.Changed, Malformed: s.MalformedCount, Unreadable: len(s.Unreadable),
+		Admit: s.Admit, Deny: s.Deny, Indeterminate: total(s.Indeterminate), Likely: s.Likely.Count, Warn: s.Warn,
+		Changed: s.Changed, Unreproduced: s.Unreproduced, Malformed: s.MalformedCount, Unreadable: len(s.Unreadable),
 		Checked: s.Checked, Disagreements: len(s.Disagreements),
 	}})
 }

@@ -56,10 +56,17 @@ type Summary struct {
 	// Warn and Audit count requests with a Warn or Audit result.
 	Warn  int `json:"warn"`
 	Audit int `json:"audit"`
+	// Likely counts the decisions that rest on a timing assumption (Record.Certainty), among
+	// those counted above.
+	Likely LikelyCounts `json:"likely"`
 	// Changed requests would be decided otherwise than they were; Changes lists the first
 	// MaxChanges of them, with why.
 	Changed int      `json:"changed"`
 	Changes []Change `json:"changes,omitempty"`
+	// Unreproduced requests are indeterminate though the log records a verdict of a replayed
+	// policy for them; UnreproducedRequests lists the first MaxChanges of them.
+	Unreproduced         int      `json:"unreproduced"`
+	UnreproducedRequests []Change `json:"unreproducedRequests,omitempty"`
 	// Mutated counts the evaluated requests the replayed MutatingAdmissionPolicies changed,
 	// by policy; MutatedFields the fields they changed most often (JSON patch paths, list
 	// indices as "*"), at most MaxMutatedFields of them.
@@ -85,6 +92,17 @@ type Summary struct {
 	CustomResourceDefinitions []CRDChange `json:"customResourceDefinitions,omitempty"`
 	// Verdict is whether the replay passes its gate, once Decide has computed it.
 	Verdict *Verdict `json:"verdict,omitempty"`
+}
+
+// LikelyCounts count the likely decisions of a replay: all of them (Count), and those that
+// deny, warn, change what the log records, or stand for a verdict the log records of a
+// replayed policy (Recorded), which --strict counts as indeterminate.
+type LikelyCounts struct {
+	Count    int `json:"count"`
+	Deny     int `json:"deny,omitempty"`
+	Warn     int `json:"warn,omitempty"`
+	Changed  int `json:"changed,omitempty"`
+	Recorded int `json:"recorded,omitempty"`
 }
 
 // MaxMalformed is how many malformed lines a Summary lists.
@@ -236,6 +254,28 @@ func (s *Summary) record(r *Record) {
 			s.Changes = append(s.Changes, newChange(r))
 		}
 	}
+	if r.Certainty == CertaintyLikely {
+		s.Likely.Count++
+		if r.Decision == DecisionDeny {
+			s.Likely.Deny++
+		}
+		if warn {
+			s.Likely.Warn++
+		}
+		if r.Changed {
+			s.Likely.Changed++
+		}
+		if r.recordedVerdict != "" {
+			s.Likely.Recorded++
+		}
+	}
+	if r.Decision == DecisionIndeterminate && r.recordedVerdict != "" {
+		s.Unreproduced++
+		if len(s.UnreproducedRequests) < MaxChanges {
+			s.UnreproducedRequests = append(s.UnreproducedRequests, Change{File: r.File, Line: r.Line, AuditID: r.AuditID, Request: r.String(),
+				Recorded: r.Recorded, Predicted: r.Decision, Detail: "the log records " + r.recordedVerdict + "; " + r.Indeterminate})
+		}
+	}
 	if r.Decision != DecisionIndeterminate && r.Disagreements != nil {
 		s.Checked++
 	}
@@ -257,6 +297,11 @@ type BindingSummary struct {
 	Audit         int    `json:"audit"`
 	Error         int    `json:"error"`
 	Indeterminate int    `json:"indeterminate"`
+	// Likely counts the binding's decisions that rest on a timing assumption, among those
+	// above; LikelyDeny and LikelyWarn those of them that deny or warn.
+	Likely     int `json:"likely"`
+	LikelyDeny int `json:"likelyDeny,omitempty"`
+	LikelyWarn int `json:"likelyWarn,omitempty"`
 	// TopUsers, TopNamespaces and TopResources of the requests the binding denied, of
 	// DeniedUsers, DeniedNamespaces and DeniedResources distinct ones.
 	TopUsers         []Count `json:"topUsers,omitempty"`
@@ -399,6 +444,15 @@ func (a *aggregator) add(r *Record, policies []string, dec *verify.Decision) {
 		}
 		if !o.deny && !o.warn && !o.audit && !o.err {
 			b.Admit++
+		}
+		if r.Certainty == CertaintyLikely {
+			b.Likely++
+			if o.deny {
+				b.LikelyDeny++
+			}
+			if o.warn {
+				b.LikelyWarn++
+			}
 		}
 	}
 }

@@ -2,48 +2,74 @@ package replay
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
-// FailOn says which predictions fail a replay (`vapc replay --fail-on`).
+// FailOn is a prediction that fails a replay (`vapc replay --fail-on`).
 type FailOn string
 
-// The predictions a replay can fail on.
+// The predictions a replay can fail on. Damaged input always fails it, and, with
+// Gate.CheckRecorded, a disagreement.
 const (
-	// FailOnNothing fails a replay on damaged input (and, with Gate.CheckRecorded, on a
-	// disagreement) only.
-	FailOnNothing FailOn = ""
 	// FailOnDeny fails a replay when a request would be denied.
 	FailOnDeny FailOn = "deny"
 	// FailOnWarn fails a replay when a request would be denied or warned.
 	FailOnWarn FailOn = "warn"
 	// FailOnAnyChange fails a replay when a request would be decided otherwise than the log
-	// records.
+	// records, or when a verdict the log records cannot be reproduced (the request is
+	// indeterminate).
 	FailOnAnyChange FailOn = "any-change"
+	// FailOnIndeterminate fails a replay when a request cannot be decided.
+	FailOnIndeterminate FailOn = "indeterminate"
 )
 
-// FailOnValues are the values ParseFailOn accepts, in the order of their strictness.
-var FailOnValues = []FailOn{FailOnDeny, FailOnWarn, FailOnAnyChange}
+// FailOnValues are the values ParseFailOn accepts.
+var FailOnValues = []FailOn{FailOnDeny, FailOnWarn, FailOnAnyChange, FailOnIndeterminate}
 
-// ParseFailOn parses the value of --fail-on; "" is FailOnNothing.
-func ParseFailOn(s string) (FailOn, error) {
-	switch f := FailOn(s); f {
-	case FailOnNothing, FailOnDeny, FailOnWarn, FailOnAnyChange:
-		return f, nil
+// ParseFailOn parses the value of --fail-on: one value, or several separated by commas
+// ("deny,indeterminate"); "" is none.
+func ParseFailOn(s string) ([]FailOn, error) {
+	var out []FailOn
+	for _, v := range strings.Split(s, ",") {
+		f := FailOn(strings.TrimSpace(v))
+		switch {
+		case f == "" && strings.TrimSpace(s) == "":
+			return nil, nil
+		case !slices.Contains(FailOnValues, f):
+			return nil, fmt.Errorf("must be deny, warn, any-change or indeterminate (several separated by commas), not %q", v)
+		case !slices.Contains(out, f):
+			out = append(out, f)
+		}
 	}
-	return "", fmt.Errorf("must be deny, warn or any-change, not %q", s)
+	return out, nil
 }
 
 // Gate is the exit rule of a replay in CI: what it fails on besides damaged input, which
 // always fails it.
 type Gate struct {
-	// FailOn is the predictions that fail the replay.
-	FailOn FailOn `json:"failOn,omitempty"`
+	// FailOn are the predictions that fail the replay.
+	FailOn []FailOn `json:"failOn,omitempty"`
+	// Strict counts a likely decision as indeterminate: it rests on a timing assumption. By
+	// default a likely decision counts as its decision.
+	Strict bool `json:"strict,omitempty"`
 	// CheckRecorded fails the replay on a prediction that contradicts the log's own verdicts
 	// (the replay must run WithCheckRecorded).
 	CheckRecorded bool `json:"checkRecorded,omitempty"`
 	// MaxMalformed is how many malformed lines the replay tolerates; more fail it.
 	MaxMalformed int `json:"maxMalformed"`
+}
+
+// Fails says whether the gate fails on the prediction f.
+func (g Gate) Fails(f FailOn) bool { return slices.Contains(g.FailOn, f) }
+
+// failOnFlag is the gate's --fail-on as the flag takes it.
+func (g Gate) failOnFlag() string {
+	var parts []string
+	for _, f := range g.FailOn {
+		parts = append(parts, string(f))
+	}
+	return strings.Join(parts, ",")
 }
 
 // Reasons a replay fails, damaged input first.
@@ -66,6 +92,11 @@ const (
 	// ReasonChanged: with FailOnAnyChange, a request would be decided otherwise than the log
 	// records.
 	ReasonChanged Reason = "changed"
+	// ReasonUnreproduced: with FailOnAnyChange, a verdict the log records for a replayed
+	// policy cannot be reproduced: the request is indeterminate.
+	ReasonUnreproduced Reason = "unreproduced"
+	// ReasonIndeterminate: with FailOnIndeterminate, a request cannot be decided.
+	ReasonIndeterminate Reason = "indeterminate"
 )
 
 // Damaged says whether the reason is about the input rather than the predictions.
@@ -180,37 +211,43 @@ func (g Gate) verdict(s *Summary) *Verdict {
 	if g.CheckRecorded && len(s.Disagreements) > 0 {
 		fail(ReasonDisagreement, len(s.Disagreements), "%d %s with the verdicts the log records", len(s.Disagreements), plural(len(s.Disagreements), "disagreement", "disagreements"))
 	}
-	switch g.FailOn {
-	case FailOnDeny:
-		if s.Deny > 0 {
-			fail(ReasonDeny, s.Deny, "%d %s be denied (--fail-on deny)", s.Deny, plural(s.Deny, "request would", "requests would"))
-		}
-	case FailOnWarn:
-		if s.Deny > 0 {
-			fail(ReasonDeny, s.Deny, "%d %s be denied (--fail-on warn)", s.Deny, plural(s.Deny, "request would", "requests would"))
-		}
-		if s.Warn > 0 {
-			fail(ReasonWarn, s.Warn, "%d %s be warned (--fail-on warn)", s.Warn, plural(s.Warn, "request would", "requests would"))
-		}
-	case FailOnAnyChange:
-		if s.Changed > 0 {
-			fail(ReasonChanged, s.Changed, "%d %s be decided otherwise than the log records (--fail-on any-change)", s.Changed, plural(s.Changed, "request would", "requests would"))
-		}
+	// A likely decision counts as its decision, or, strict, as indeterminate.
+	deny, warn, changed, unreproduced, indeterminate := s.Deny, s.Warn, s.Changed, s.Unreproduced, total(s.Indeterminate)
+	likely := ""
+	if g.Strict {
+		deny, warn, changed = deny-s.Likely.Deny, warn-s.Likely.Warn, changed-s.Likely.Changed
+		unreproduced += s.Likely.Recorded
+		indeterminate += s.Likely.Count
+		likely = ", likely decisions counted as indeterminate (--strict)"
+	}
+	flag := " (--fail-on " + g.failOnFlag() + likely + ")"
+	if (g.Fails(FailOnDeny) || g.Fails(FailOnWarn)) && deny > 0 {
+		fail(ReasonDeny, deny, "%d %s be denied%s", deny, plural(deny, "request would", "requests would"), flag)
+	}
+	if g.Fails(FailOnWarn) && warn > 0 {
+		fail(ReasonWarn, warn, "%d %s be warned%s", warn, plural(warn, "request would", "requests would"), flag)
+	}
+	if g.Fails(FailOnAnyChange) && changed > 0 {
+		fail(ReasonChanged, changed, "%d %s be decided otherwise than the log records%s", changed, plural(changed, "request would", "requests would"), flag)
+	}
+	if g.Fails(FailOnAnyChange) && unreproduced > 0 {
+		fail(ReasonUnreproduced, unreproduced, "%d %s the log records for the replayed policies cannot be reproduced: the %s not decided%s", unreproduced, plural(unreproduced, "verdict", "verdicts"), plural(unreproduced, "request is", "requests are"), flag)
+	}
+	if g.Fails(FailOnIndeterminate) && indeterminate > 0 {
+		fail(ReasonIndeterminate, indeterminate, "%d %s be decided%s", indeterminate, plural(indeterminate, "request cannot", "requests cannot"), flag)
 	}
 	v.Pass = len(v.Failures) == 0
 	return v
 }
 
 // BindingFails says whether the gate fails the replay for what the binding decided: with
-// FailOnDeny, a binding that denied; with FailOnWarn, one that denied or warned. Other
-// reasons are not a binding's (a changed request may be decided by several, or by none of
-// them); JUnit reports them as cases of their own.
+// FailOnDeny, a binding that denied; with FailOnWarn, one that denied or warned (strict, not
+// counting its likely decisions). Other reasons are not a binding's (a changed request may be
+// decided by several, or by none of them); JUnit reports them as cases of their own.
 func (g Gate) BindingFails(b *BindingSummary) bool {
-	switch g.FailOn {
-	case FailOnDeny:
-		return b.Deny > 0
-	case FailOnWarn:
-		return b.Deny > 0 || b.Warn > 0
+	deny, warn := b.Deny, b.Warn
+	if g.Strict {
+		deny, warn = deny-b.LikelyDeny, warn-b.LikelyWarn
 	}
-	return false
+	return ((g.Fails(FailOnDeny) || g.Fails(FailOnWarn)) && deny > 0) || (g.Fails(FailOnWarn) && warn > 0)
 }

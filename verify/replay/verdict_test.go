@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -58,7 +59,7 @@ func TestVerdict(t *testing.T) {
 		gate    Gate
 		want    []Reason // nil: pass
 	}{
-		{"clean", "kosmos-basic", []Source{{Name: "basic.log", Reader: strings.NewReader(basic)}}, Gate{CheckRecorded: true, FailOn: FailOnAnyChange}, nil},
+		{"clean", "kosmos-basic", []Source{{Name: "basic.log", Reader: strings.NewReader(basic)}}, Gate{CheckRecorded: true, FailOn: []FailOn{FailOnAnyChange}}, nil},
 		{"clean gzip", "kosmos-basic", []Source{{Name: "basic.log.gz", Reader: bytes.NewReader(whole)}}, Gate{}, nil},
 		{"truncated gzip", "kosmos-basic", []Source{{Name: "cut.log.gz", Reader: bytes.NewReader(truncated)}}, Gate{MaxMalformed: 1000}, []Reason{ReasonUnreadable}},
 		{"corrupt gzip", "kosmos-basic", []Source{{Name: "bad.log.gz", Reader: bytes.NewReader(corrupt)}}, Gate{}, []Reason{ReasonUnreadable, ReasonMalformed}},
@@ -74,10 +75,10 @@ func TestVerdict(t *testing.T) {
 		// The policy is not installed in the cluster that wrote the log: nothing to contradict.
 		{"no disagreement with a policy not installed", "kosmos-flapping", []Source{{Name: filepath.Join(flapping, "audit.jsonl")}}, Gate{CheckRecorded: true}, nil},
 		{"disagreements unchecked", "kosmos-flapping", []Source{{Name: filepath.Join(flapping, "audit.jsonl")}}, Gate{}, nil},
-		{"fail on deny", "kosmos-flapping", []Source{{Name: filepath.Join(flapping, "audit.jsonl")}}, Gate{FailOn: FailOnDeny}, []Reason{ReasonDeny}},
-		{"fail on warn", "kosmos-flapping", []Source{{Name: filepath.Join(flapping, "audit.jsonl")}}, Gate{FailOn: FailOnWarn}, []Reason{ReasonDeny}},
-		{"fail on any change", "kosmos-flapping", []Source{{Name: filepath.Join(flapping, "audit.jsonl")}}, Gate{FailOn: FailOnAnyChange, CheckRecorded: true}, []Reason{ReasonChanged}},
-		{"damage and a change", "kosmos-flapping", []Source{{Name: filepath.Join(flapping, "audit.jsonl")}, {Name: "cut.log.gz", Reader: bytes.NewReader(truncated)}}, Gate{FailOn: FailOnAnyChange}, []Reason{ReasonUnreadable, ReasonChanged}},
+		{"fail on deny", "kosmos-flapping", []Source{{Name: filepath.Join(flapping, "audit.jsonl")}}, Gate{FailOn: []FailOn{FailOnDeny}}, []Reason{ReasonDeny}},
+		{"fail on warn", "kosmos-flapping", []Source{{Name: filepath.Join(flapping, "audit.jsonl")}}, Gate{FailOn: []FailOn{FailOnWarn}}, []Reason{ReasonDeny}},
+		{"fail on any change", "kosmos-flapping", []Source{{Name: filepath.Join(flapping, "audit.jsonl")}}, Gate{FailOn: []FailOn{FailOnAnyChange}, CheckRecorded: true}, []Reason{ReasonChanged}},
+		{"damage and a change", "kosmos-flapping", []Source{{Name: filepath.Join(flapping, "audit.jsonl")}, {Name: "cut.log.gz", Reader: bytes.NewReader(truncated)}}, Gate{FailOn: []FailOn{FailOnAnyChange}}, []Reason{ReasonUnreadable, ReasonChanged}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -243,44 +244,78 @@ func TestInterrupted(t *testing.T) {
 }
 
 func TestParseFailOn(t *testing.T) {
-	for _, s := range []string{"", "deny", "warn", "any-change"} {
-		if got, err := ParseFailOn(s); err != nil || string(got) != s {
-			t.Errorf("ParseFailOn(%q) = %q, %v", s, got, err)
+	for _, tc := range []struct {
+		in   string
+		want []FailOn
+	}{
+		{"", nil},
+		{"deny", []FailOn{FailOnDeny}},
+		{"warn", []FailOn{FailOnWarn}},
+		{"any-change", []FailOn{FailOnAnyChange}},
+		{"indeterminate", []FailOn{FailOnIndeterminate}},
+		{"deny,indeterminate", []FailOn{FailOnDeny, FailOnIndeterminate}},
+		{"any-change, indeterminate,any-change", []FailOn{FailOnAnyChange, FailOnIndeterminate}},
+	} {
+		got, err := ParseFailOn(tc.in)
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("ParseFailOn(%q) = %q, %v, want %q", tc.in, got, err, tc.want)
 		}
 	}
-	if _, err := ParseFailOn("maybe"); err == nil {
-		t.Error(`ParseFailOn("maybe") succeeded`)
+	for _, bad := range []string{"maybe", "deny,", "deny,maybe"} {
+		if got, err := ParseFailOn(bad); err == nil {
+			t.Errorf("ParseFailOn(%q) = %q, want an error", bad, got)
+		}
 	}
 }
 
 // TestGateFailOn decides --fail-on over the counts of a summary: each value fails on what it
-// names and nothing else, and every output agrees with the verdict (for any-change, JUnit's
-// "fail-on" case fails exactly when the exit code is 1, though no binding's case does).
+// names and nothing else, --strict counts likely decisions as indeterminate, and every output
+// agrees with the verdict (for any-change, JUnit's "fail-on" case fails exactly when the exit
+// code is 1, though no binding's case does).
 func TestGateFailOn(t *testing.T) {
 	t.Parallel()
-	type counts struct{ deny, warn, changed int }
+	type counts struct {
+		deny, warn, changed, indeterminate, unreproduced int
+		likely                                           LikelyCounts
+	}
 	tests := []struct {
-		failOn FailOn
+		failOn []FailOn
+		strict bool
 		counts counts
 		want   []Reason
 	}{
-		{FailOnNothing, counts{deny: 2, warn: 1, changed: 3}, nil},
-		{FailOnDeny, counts{}, nil},
-		{FailOnDeny, counts{deny: 2}, []Reason{ReasonDeny}},
-		{FailOnDeny, counts{warn: 1, changed: 3}, nil},
-		{FailOnWarn, counts{warn: 1}, []Reason{ReasonWarn}},
-		{FailOnWarn, counts{deny: 2, warn: 1}, []Reason{ReasonDeny, ReasonWarn}},
-		{FailOnWarn, counts{changed: 3}, nil},
-		{FailOnAnyChange, counts{deny: 2, warn: 1}, nil},
-		{FailOnAnyChange, counts{changed: 3}, []Reason{ReasonChanged}},
+		{nil, false, counts{deny: 2, warn: 1, changed: 3, indeterminate: 1}, nil},
+		{[]FailOn{FailOnDeny}, false, counts{}, nil},
+		{[]FailOn{FailOnDeny}, false, counts{deny: 2}, []Reason{ReasonDeny}},
+		{[]FailOn{FailOnDeny}, false, counts{warn: 1, changed: 3}, nil},
+		{[]FailOn{FailOnWarn}, false, counts{warn: 1}, []Reason{ReasonWarn}},
+		{[]FailOn{FailOnWarn}, false, counts{deny: 2, warn: 1}, []Reason{ReasonDeny, ReasonWarn}},
+		{[]FailOn{FailOnWarn}, false, counts{changed: 3}, nil},
+		{[]FailOn{FailOnAnyChange}, false, counts{deny: 2, warn: 1}, nil},
+		{[]FailOn{FailOnAnyChange}, false, counts{changed: 3}, []Reason{ReasonChanged}},
+		// A recorded verdict the replay cannot reproduce is a change the gate cannot pass.
+		{[]FailOn{FailOnAnyChange}, false, counts{indeterminate: 1, unreproduced: 1}, []Reason{ReasonUnreproduced}},
+		{[]FailOn{FailOnAnyChange}, false, counts{indeterminate: 1}, nil},
+		{[]FailOn{FailOnIndeterminate}, false, counts{deny: 1, indeterminate: 2}, []Reason{ReasonIndeterminate}},
+		{[]FailOn{FailOnDeny, FailOnIndeterminate}, false, counts{deny: 1, indeterminate: 2}, []Reason{ReasonDeny, ReasonIndeterminate}},
+		// A likely decision counts as its decision, or, strict, as indeterminate.
+		{[]FailOn{FailOnDeny}, false, counts{deny: 1, likely: LikelyCounts{Count: 1, Deny: 1}}, []Reason{ReasonDeny}},
+		{[]FailOn{FailOnDeny}, true, counts{deny: 1, likely: LikelyCounts{Count: 1, Deny: 1}}, nil},
+		{[]FailOn{FailOnIndeterminate}, false, counts{deny: 1, likely: LikelyCounts{Count: 1, Deny: 1}}, nil},
+		{[]FailOn{FailOnIndeterminate}, true, counts{deny: 1, likely: LikelyCounts{Count: 1, Deny: 1}}, []Reason{ReasonIndeterminate}},
+		{[]FailOn{FailOnAnyChange}, true, counts{changed: 1, likely: LikelyCounts{Count: 1, Changed: 1, Recorded: 1}}, []Reason{ReasonUnreproduced}},
+		{[]FailOn{FailOnAnyChange}, false, counts{changed: 1, likely: LikelyCounts{Count: 1, Changed: 1, Recorded: 1}}, []Reason{ReasonChanged}},
 	}
 	for _, tt := range tests {
-		t.Run(fmt.Sprintf("%s %+v", orNothing(tt.failOn), tt.counts), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s strict %v %+v", orNothing(tt.failOn), tt.strict, tt.counts), func(t *testing.T) {
 			t.Parallel()
 			sum := &Summary{Files: []string{"a.log"}, Lines: 10, Requests: 10, Evaluated: 10,
-				Deny: tt.counts.deny, Warn: tt.counts.warn, Changed: tt.counts.changed,
-				Bindings: []*BindingSummary{{Policy: "p", Binding: "b", Deny: tt.counts.deny, Warn: tt.counts.warn}}}
-			v := sum.Decide(Gate{FailOn: tt.failOn})
+				Deny: tt.counts.deny, Warn: tt.counts.warn, Changed: tt.counts.changed, Unreproduced: tt.counts.unreproduced, Likely: tt.counts.likely,
+				Bindings: []*BindingSummary{{Policy: "p", Binding: "b", Deny: tt.counts.deny, Warn: tt.counts.warn, Likely: tt.counts.likely.Count, LikelyDeny: tt.counts.likely.Deny}}}
+			if tt.counts.indeterminate > 0 {
+				sum.Indeterminate = map[Reason]int{ReasonParamUnknown: tt.counts.indeterminate}
+			}
+			v := sum.Decide(Gate{FailOn: tt.failOn, Strict: tt.strict})
 			var got []Reason
 			for _, f := range v.Failures {
 				got = append(got, f.Reason)
@@ -296,9 +331,9 @@ func TestGateFailOn(t *testing.T) {
 	}
 }
 
-func orNothing(f FailOn) string {
-	if f == FailOnNothing {
+func orNothing(f []FailOn) string {
+	if len(f) == 0 {
 		return "nothing"
 	}
-	return string(f)
+	return Gate{FailOn: f}.failOnFlag()
 }

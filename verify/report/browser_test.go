@@ -290,7 +290,7 @@ func TestBrowser(t *testing.T) {
 		// The verdict vapc replay computed (Summary.Decide) heads the page, as it heads the
 		// text summary: FAIL and each reason.
 		d := replayReport(t, filepath.Join(auditData, "kosmos-flapping"), "audit.jsonl")
-		d.Verdict = &replay.Verdict{Failures: []replay.Failure{{Reason: replay.ReasonDeny, Count: 2, Detail: "2 requests would be denied (--fail-on deny)"}}, Gate: replay.Gate{FailOn: replay.FailOnDeny}}
+		d.Verdict = &replay.Verdict{Failures: []replay.Failure{{Reason: replay.ReasonDeny, Count: 2, Detail: "2 requests would be denied (--fail-on deny)"}}, Gate: replay.Gate{FailOn: []replay.FailOn{replay.FailOnDeny}}}
 		f := filepath.Join(t.TempDir(), "verdict.html")
 		if err := WriteFile(f, d); err != nil {
 			t.Fatal(err)
