@@ -86,6 +86,9 @@ type job struct {
 	completed        time.Time
 	recorded         recording
 	tracked, revised bool
+	// concurrent is the write logged after the request that ran concurrently with it, and
+	// the outcome before it was evaluated again for it (see likelyOutcome).
+	concurrent *concurrentWrite
 }
 
 // aheadUnknown is a resource of which a request the log records later, at by, may have written
@@ -446,6 +449,7 @@ func (j *job) undecidable(w evalWorker) undecided {
 // finish accounts for a job's outcome, on the ordered stage, in log order.
 func (r *Replayer) finish(j *job) {
 	r.running.untrack(j)
+	j.likelyOutcome()
 	switch {
 	case j.skip != "":
 		r.sum.skip(j.skip, j.skipNote)

@@ -669,8 +669,9 @@ func TestConcurrentRequest(t *testing.T) {
 // logged after it, ran concurrently with it: the request may have read what the write stored,
 // which the State does not hold when the request comes up (the garbage collector's DELETE
 // logged just before the job controller's patch it raced with). The replay waits a moment of
-// log time before it accounts for a request, and evaluates it again without its old object
-// when such a write shows up.
+// log time before it accounts for a request, and evaluates it again on what the write stored
+// when such a write shows up: the log's order stays likely, unless the log's own verdicts say
+// the request read the written version.
 func TestConcurrentLoggedLater(t *testing.T) {
 	p, b := levelPolicy("old-v", "configmaps", admissionregistrationv1.Delete, nil, "oldObject.data.v != 'b'")
 	cm := func(rv, v string) map[string]any {
@@ -683,9 +684,10 @@ func TestConcurrentLoggedLater(t *testing.T) {
 		patchReceived  string // the patch completes at patchDone (02.010000), logged after the DELETE
 		patchDone      string
 		noOp           bool // the patch changed nothing: it returned version 10
-		wantIndetermin bool
+		// readWritten: the log's denial says the DELETE read what the patch stored.
+		readWritten bool
 	}{
-		{name: "received before the DELETE completed", patchReceived: "02.000000", wantIndetermin: true},
+		{name: "received before the DELETE completed", patchReceived: "02.000000", readWritten: true},
 		{name: "a patch that changed nothing", patchReceived: "02.000000", noOp: true},
 		{name: "received after the DELETE completed", patchReceived: "02.007000"},
 		// Completed more than the lookahead after the DELETE: not looked for (a documented
@@ -699,16 +701,16 @@ func TestConcurrentLoggedLater(t *testing.T) {
 			}
 			_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
 				timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm("", "a"), cm("10", "a")), "01.000000", "01.001000", nil),
-				timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "delete", "configmaps", "ns1", "cm", 403, denied, nil, nil), "02.003000", "02.006000", nil),
+				timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "delete", "configmaps", "ns1", "cm", 422, denied, nil, nil), "02.003000", "02.006000", nil),
 				timedEvent(t, levelEvent(t, "3", auditlog.LevelRequestResponse, "patch", "configmaps", "ns1", "cm", 200, "", patch, written), tc.patchReceived, cmp.Or(tc.patchDone, "02.010000"), nil),
 			)
 			rec := recs["2"]
 			switch {
 			case rec == nil:
 				t.Fatal("request 2 has no record")
-			case tc.wantIndetermin && (rec.Decision != DecisionIndeterminate || !strings.Contains(rec.Indeterminate, "which the log records after this request")):
-				t.Errorf("request 2: %s %s, want indeterminate: the patch logged after it ran concurrently", rec.Decision, rec.Indeterminate)
-			case !tc.wantIndetermin && (rec.Decision != DecisionAdmit || len(rec.Disagreements) == 0):
+			case tc.readWritten && (rec.Decision != DecisionDeny || rec.Certainty != CertaintyCertain || len(rec.Disagreements) > 0):
+				t.Errorf("request 2: %s, want deny: the patch logged after it ran concurrently, and the log's denial says it read what the patch stored", describeRecord(rec))
+			case !tc.readWritten && (rec.Decision != DecisionAdmit || len(rec.Disagreements) == 0):
 				// The patch was received after the DELETE completed: the replay rightly
 				// decides on version 10, which the log contradicts (the test's log is made up).
 				t.Errorf("request 2: %s %v, want admit on version 10, in disagreement with the log", rec.Decision, rec.Disagreements)
@@ -719,7 +721,8 @@ func TestConcurrentLoggedLater(t *testing.T) {
 
 // TestConcurrentDeleteCollection: a deletecollection lists the objects it deletes; a write to
 // one of them that completed after the deletecollection was received, whether the log records
-// it before or after, ran concurrently with it, and which objects it listed is not known.
+// it before or after, ran concurrently with it, and which objects it listed is not known. When
+// the log records the write after it, the log's order is likely, the other an alternative.
 func TestConcurrentDeleteCollection(t *testing.T) {
 	p, b := levelPolicy("old-v", "configmaps", admissionregistrationv1.Delete, nil, "oldObject.data.v != 'b'")
 	cm := func(name, rv, v string) map[string]any {
@@ -773,7 +776,13 @@ func TestConcurrentDeleteCollection(t *testing.T) {
 				timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "a", 201, "", cm("a", "", "a"), cm("a", "10", "a")), "01.000000", "01.001000", nil),
 			}, tc.lines()...)
 			_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, lines...)
-			if rec := recs["3"]; rec == nil || rec.Decision != DecisionIndeterminate || !strings.Contains(rec.Indeterminate, "which objects") {
+			rec := recs["3"]
+			switch {
+			case rec == nil:
+				t.Fatal("the deletecollection has no record")
+			case strings.Contains(tc.name, "logged after it") && (rec.Decision != DecisionAdmit || rec.Certainty != CertaintyLikely || !mentions(rec, "which objects")):
+				t.Errorf("the deletecollection: %s, want likely admit: which objects it listed is not known", describeRecord(rec))
+			case strings.Contains(tc.name, "logged before it") && (rec.Decision != DecisionIndeterminate || !strings.Contains(rec.Indeterminate, "which objects")):
 				t.Errorf("the deletecollection: %s, want indeterminate: which objects it listed is not known", describeRecord(rec))
 			}
 		})

@@ -3,11 +3,13 @@ package replay
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 
+	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
@@ -119,6 +121,8 @@ func (r *Replayer) reviseConcurrent(d decoded, ev *Event, t target) {
 		if unchanged > 0 && !collection && j.prior.rv == unchanged && j.prior.raw != nil && len(j.prior.stale) == 0 && j.prior.staleUnknown == "" {
 			continue
 		}
+		<-j.done
+		j.concurrent = &concurrentWrite{by: lineRef{d.file, d.num}.String(), out: j.out, skip: j.skip, notMatched: j.notMatched, dec: j.dec}
 		j.again()
 		j.revised = true
 		what := "which version of the object this request read"
@@ -127,13 +131,60 @@ func (r *Replayer) reviseConcurrent(d decoded, ev *Event, t target) {
 		}
 		why := fmt.Sprintf("the write at %s:%d, which the log records after this request, was received before this request completed (%s, %s): they ran concurrently, and the log does not say %s",
 			d.file, d.num, received.UTC().Format(time.RFC3339Nano), j.completed.UTC().Format(time.RFC3339Nano), what)
-		if collection {
+		switch w := writtenObject(ev, t); {
+		case collection:
 			j.list, j.listUnknowns, j.listUnknown = nil, nil, why
-		} else {
+		case w.isMain && w.raw != nil && ev.Verb != "delete":
+			// The alternative: the request read what the write stored, which the log holds.
+			j.prior.raw, j.prior.rv, j.prior.unknowns, j.prior.stale, j.prior.staleUnknown, j.prior.unknown = w.raw, resourceVersion(w.resp.GetResourceVersion()), nil, nil, "", ""
+			j.prior.source = "the write at " + j.concurrent.by + ", which the log records after this request"
+		default:
 			j.prior.raw, j.prior.unknowns, j.prior.stale, j.prior.staleUnknown, j.prior.unknown = nil, nil, nil, "", why
 		}
 		e.jobs <- j
 	}
+}
+
+// concurrentWrite is a write the log records after a request it ran concurrently with (see
+// reviseConcurrent), and the request's outcome on the State as the log's order gives it, before
+// it was evaluated again without what it read of the object.
+type concurrentWrite struct {
+	by         string
+	out        *Record
+	dec        *verify.Decision
+	skip       Reason
+	notMatched bool
+}
+
+// likelyOutcome settles the outcome of a job evaluated again for a write the log records
+// after it that ran concurrently with it, on what that write stored (or without what it read
+// when the log does not hold it). The log's order is likely: both completed, the write last,
+// and the request read the object when it began. The request is certain when both decide
+// alike, or when, checking against the log, the verdicts the log records for the policies it
+// shows installed are those of one of them; otherwise the other is an alternative.
+func (j *job) likelyOutcome() {
+	c := j.concurrent
+	if c == nil || c.out == nil || c.skip != "" || c.notMatched || c.out.Decision == DecisionIndeterminate {
+		return // nothing decided on the log's order to fall back on
+	}
+	cond := "the write at " + c.by + ", which the log records after this request but which was received before this request completed, was committed before this request read the object"
+	var alt Alternative
+	switch {
+	case j.skip != "" || j.notMatched || j.out == nil:
+		alt = Alternative{Decision: DecisionIndeterminate, Reason: ReasonOldObjectUnknown, Detail: "the request does not reach validating admission on what that write stored", If: cond}
+	case j.out.Decision == DecisionIndeterminate:
+		alt = Alternative{Decision: DecisionIndeterminate, Reason: j.out.Reason, Detail: strings.TrimPrefix(j.out.Indeterminate, string(j.out.Reason)+": "), If: cond}
+	case j.dec != nil && c.dec != nil && sameOutcome(j.dec, c.dec):
+		return // decided alike on both versions: certain
+	case j.dec != nil && c.dec != nil && j.byAnnotations() && len(check(j.ev, j.rec, j.dec, j.evidenced)) == 0 && len(check(j.ev, j.rec, c.dec, j.evidenced)) > 0:
+		// The log's verdicts are those of the version the write stored.
+		j.out.Notes = append(j.out.Notes, "decided on the version the write at "+c.by+" stored, which the log records after this request: the verdicts the log records are those of that version")
+		return
+	default:
+		alt = Alternative{Decision: j.out.Decision, Code: j.out.Code, Message: j.out.Message, If: cond}
+	}
+	c.out.likely(alt)
+	j.out, j.dec, j.skip, j.skipNote, j.notMatched = c.out, c.dec, "", "", false
 }
 
 // reviseAhead evaluates again the requests waiting to be accounted for that read params or
