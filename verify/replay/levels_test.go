@@ -680,10 +680,10 @@ func TestConcurrentLoggedLater(t *testing.T) {
 	patch := map[string]any{"data": map[string]any{"v": "b"}}
 	denied := `configmaps "cm" is forbidden: ValidatingAdmissionPolicy 'old-v' with binding 'old-v' denied request: denied by old-v`
 	for _, tc := range []struct {
-		name           string
-		patchReceived  string // the patch completes at patchDone (02.010000), logged after the DELETE
-		patchDone      string
-		noOp           bool // the patch changed nothing: it returned version 10
+		name          string
+		patchReceived string // the patch completes at patchDone (02.010000), logged after the DELETE
+		patchDone     string
+		noOp          bool // the patch changed nothing: it returned version 10
 		// readWritten: the log's denial says the DELETE read what the patch stored.
 		readWritten bool
 	}{
