@@ -30,6 +30,7 @@ type replayFlags struct {
 	output         string
 	failOn         stringList
 	strict         bool
+	lag            time.Duration
 	checkRecorded  bool
 	maxLine        int
 	maxMalformed   int
@@ -65,6 +66,9 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	if f.maxMalformed < 0 {
 		return usagef("replay: --max-malformed must be 0 or more, not %d", f.maxMalformed)
+	}
+	if f.lag < 0 {
+		return usagef("replay: --informer-lag must be 0 or more, not %s", f.lag)
 	}
 	plugins, err := replay.AdmissionPlugins(splitList(f.enablePlugins), splitList(f.disablePlugins))
 	if err != nil {
@@ -136,7 +140,7 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	opts := []replay.Option{
 		replay.WithResources(cat), replay.WithSnapshot(snapshots...),
 		replay.WithCheckRecorded(f.checkRecorded), replay.WithMaxLineBytes(f.maxLine),
-		replay.WithAdmissionPlugins(plugins),
+		replay.WithAdmissionPlugins(plugins), replay.WithLag(f.lag),
 		replay.WithMutatingPolicies(set.MutatingPolicyList(), set.MutatingBindingList()),
 	}
 	if isTerminal(stderr) {
@@ -300,6 +304,7 @@ func (f *replayFlags) flagSet(stdout, stderr io.Writer) *flagSet {
 	fs.choices("output", "text", "jsonl", "junit")
 	fs.Var(&f.failOn, "fail-on", "exit 1 when a request would be denied (deny), warned or denied (warn), decided otherwise than recorded or a recorded verdict not reproduced (any-change), or not decided (indeterminate); several separated by commas, or repeated")
 	fs.choices("fail-on", "deny", "warn", "any-change", "indeterminate")
+	fs.DurationVar(&f.lag, "informer-lag", replay.DefaultLag, "how long after a write completed kube-apiserver's informers and watch cache may not hold it yet: a request received sooner that the version before the write decides otherwise is decided as likely, one received later as certain")
 	fs.BoolVar(&f.strict, "strict", false, "count a likely decision (one that rests on kube-apiserver's informers or watch cache being current) as indeterminate, not as its decision")
 	fs.BoolVar(&f.checkRecorded, "check-recorded", false, "compare the log's own verdicts with the predictions and exit 1 on any disagreement")
 	fs.IntVar(&f.maxLine, "max-line-bytes", replay.DefaultMaxLineBytes, "longest log line read; longer lines are reported as malformed")

@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -19,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	"github.com/vapc-dev/vapc/verify/replay"
 )
 
 // The request shapes of TestRandomParity whose admission object the server builds from more
@@ -543,8 +541,10 @@ func (w *randomWorld) raceStep() {
 	after := next()
 	w.got(after.what+" (right after two racing writes)", after.do())
 	if typed {
-		// The requests after these are not racing: received once the replay takes the
-		// informers to hold the namespace or param written.
-		time.Sleep(replay.InformerLag)
+		// The requests after these are not racing: received once kube-apiserver's informers
+		// hold the namespace or param written (after both writes completed, as the replay
+		// takes it to be likely).
+		w.sync(w.ctx)
+		w.settleLag()
 	}
 }

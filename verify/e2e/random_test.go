@@ -98,6 +98,9 @@ type randomWorld struct {
 	mutating         []*admissionregistrationv1.MutatingAdmissionPolicy
 	mutatingBindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding
 	r                *rand.Rand
+	// lag chooses how long after a world change the next request is sent (see settle), apart
+	// from r so that the scenario of a seed does not depend on it.
+	lag *rand.Rand
 	// mr chooses the shape of the random MutatingAdmissionPolicy, apart from r so that a
 	// seed's traffic does not depend on it.
 	mr      *rand.Rand
@@ -190,7 +193,7 @@ func randomParity(t *testing.T, seed uint64, steps int, controllers bool) {
 	t.Logf("seed %d, %d steps (reproduce with VAPC_RANDOM_SEED=%d VAPC_RANDOM_STEPS=%d)", seed, steps, seed, steps)
 	start := time.Now()
 	r := rand.New(rand.NewPCG(seed, 0x7661706372616e64))
-	w := &randomWorld{r: r, mr: rand.New(rand.NewPCG(seed, 0x6d6170)), clients: map[string]dynamic.Interface{}, raw: map[string]*http.Client{}, others: map[string]int{}, bound: map[string]bool{}, racing: map[string]bool{}}
+	w := &randomWorld{r: r, mr: rand.New(rand.NewPCG(seed, 0x6d6170)), lag: rand.New(rand.NewPCG(seed, 0x6c6167)), clients: map[string]dynamic.Interface{}, raw: map[string]*http.Client{}, others: map[string]int{}, bound: map[string]bool{}, racing: map[string]bool{}}
 	set := w.genPolicies(t, r, 14)
 
 	// The audit policy of the run: every resource at RequestResponse for the default seed's
@@ -366,6 +369,7 @@ func randomParity(t *testing.T, seed uint64, steps int, controllers bool) {
 	w.checkCoverage(byID, from, seed == defaultRandomSeed && steps >= 300)
 	w.checkWarnings(byID, from)
 	checkSplitReplay(t, logPath, set, byID, from)
+	checkLikely(t, logPath, set, byID, from)
 	t.Logf("%s: %s", t.Name(), time.Since(start).Round(time.Millisecond))
 }
 
@@ -1568,13 +1572,19 @@ func (w *randomWorld) kubectlEveryday() {
 // World changes, each followed by settle so that the next request sees it.
 
 // settle waits until kube-apiserver's policy informers hold what the scenario wrote (sync: the
-// ValidatingAdmissionPolicy plugin's), and then replay.InformerLag, after which the replay takes
-// every informer to hold it (the admission plugins' too: LimitRanger's, Priority's): a request
-// received sooner after a write to a param, a namespace or a plugin's input may, for all the
-// log says, have been admitted on the version before it.
+// ValidatingAdmissionPolicy plugin's), and then 10 to 300 ms more (the admission plugins'
+// informers, LimitRanger's, Priority's, follow within a few ms on loopback): the next request
+// comes within the replay's informer lag of the write most of the time, where the replay gives
+// the decision on the informers as the log's order leaves them as likely, the version before
+// the write its alternative.
 func (w *randomWorld) settle() {
 	w.sync(w.ctx)
-	time.Sleep(replay.InformerLag)
+	w.settleLag()
+}
+
+// settleLag sleeps 10 to 300 ms.
+func (w *randomWorld) settleLag() {
+	time.Sleep(time.Duration(10+w.lag.IntN(291)) * time.Millisecond)
 }
 
 func (w *randomWorld) namespaceLabels() {

@@ -108,6 +108,19 @@ func AdmissionPlugins(enable, disable []string) ([]string, error) {
 	return apiserver.SelectPlugins(enable, disable)
 }
 
+// WithLag sets how long after a write completed the replay holds that kube-apiserver's
+// informers and watch cache may not have held it yet (default DefaultLag): a request received
+// sooner is decided as likely where the version before the write decides otherwise.
+func WithLag(d time.Duration) Option {
+	return func(r *Replayer) error {
+		if d < 0 {
+			return fmt.Errorf("the lag must be 0 or more, not %s", d)
+		}
+		r.lag = &d
+		return nil
+	}
+}
+
 // WithProgress calls fn about every interval while a replay runs.
 func WithProgress(interval time.Duration, fn func(Progress)) Option {
 	return func(r *Replayer) error { r.progress, r.progressEvery = fn, interval; return nil }
@@ -138,6 +151,7 @@ type Replayer struct {
 	check         bool
 	progress      func(Progress)
 	progressEvery time.Duration
+	lag           *time.Duration
 	observer      Observer
 
 	admissionPlugins []string
@@ -266,6 +280,9 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 	}, func(gr schema.GroupResource) bool {
 		return gr == namespacesGR || r.cur().scope.params[gr] || r.cur().scope.pluginInputs[gr]
 	})
+	if r.lag != nil {
+		r.state.lag = *r.lag
+	}
 	r.state.rescope(r.cur().scope.paramSelectors)
 	r.requestOnly = newRequestOnly(policies, bindings)
 	r.reads, r.selects, r.conditions = map[string]vapccel.Reads{}, map[string]vapccel.Reads{}, map[string]map[string]vapccel.Reads{}
