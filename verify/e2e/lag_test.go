@@ -83,7 +83,7 @@ func TestLagMeasured(t *testing.T) {
 			MatchResources: inLag, ParamRef: &admissionregistrationv1.ParamRef{Name: "p", Namespace: "lag", ParameterNotFoundAction: ptr.To(admissionregistrationv1.DenyAction)}},
 	}, {
 		ObjectMeta: metav1.ObjectMeta{Name: "lag-watch-cache"},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "lag-watch-cache", ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Warn}, MatchResources: inLag},
+		Spec:       admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "lag-watch-cache", ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Warn}, MatchResources: inLag},
 	}}
 	for _, p := range policies {
 		_, err := cs.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, p, metav1.CreateOptions{})
@@ -180,7 +180,9 @@ func TestLagMeasured(t *testing.T) {
 func percentiles(ds []time.Duration) string {
 	s := slices.Clone(ds)
 	slices.Sort(s)
-	at := func(p float64) time.Duration { return s[min(len(s)-1, int(p*float64(len(s))))].Round(10 * time.Microsecond) }
+	at := func(p float64) time.Duration {
+		return s[min(len(s)-1, int(p*float64(len(s))))].Round(10 * time.Microsecond)
+	}
 	return fmt.Sprintf("p50 %s, p90 %s, p99 %s, max %s of %d", at(0.5), at(0.9), at(0.99), s[len(s)-1].Round(10*time.Microsecond), len(s))
 }
 
