@@ -309,6 +309,7 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 	if _, err := r.loadSnapshot(r.snapshots); err != nil {
 		return nil, err
 	}
+
 	// The paramKinds the catalog maps once the snapshot is loaded are resolved from the start.
 	r.initParamKinds()
 	r.newEpoch()
@@ -576,6 +577,7 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 		return
 	}
 	rec.verdict = recordedVerdictOf(ev, r.loadedPolicies)
+	r.learnSystemNamespace(ev, t, rec)
 	// What the request's evaluation reads of the State, as it is now, before its own write.
 	j := &job{d: d, ev: ev, t: t, rec: rec, policies: policies, mutators: r.mutators, facts: r.facts, evidenced: r.installed.evidenced, done: make(chan struct{})}
 	j.schemaRefreshing = r.schemaRefreshing(t.gvr, ev.Received())
