@@ -120,11 +120,49 @@ func patchVariants(body []byte, ev *Event) []types.PatchType {
 	if q.Has("force") {
 		return []types.PatchType{types.ApplyYAMLPatchType}
 	}
+	if strategicDirectives(body) {
+		// A strategic merge patch generator wrote it (the kubelet's status patches,
+		// kubectl's apply and edit): a merge patch carries no directive.
+		return []types.PatchType{types.StrategicMergePatchType}
+	}
 	out := []types.PatchType{types.MergePatchType, types.StrategicMergePatchType}
 	if q.Get("fieldManager") != "" && bytes.Contains(body, []byte(`"apiVersion"`)) && bytes.Contains(body, []byte(`"kind"`)) {
 		out = append(out, types.ApplyYAMLPatchType)
 	}
 	return out
+}
+
+// strategicDirectives says whether a patch's JSON object holds a key of a strategic merge
+// patch's directives ($patch, $retainKeys, $setElementOrder/..., $deleteFromPrimitiveList/...,
+// k8s.io/apimachinery/pkg/util/strategicpatch), which strategicpatch.CreateTwoWayMergePatch
+// writes for the lists it changes and no JSON merge patch holds.
+func strategicDirectives(body []byte) bool {
+	if !bytes.Contains(body, []byte(`"$`)) {
+		return false
+	}
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		return false
+	}
+	var walk func(v any) bool
+	walk = func(v any) bool {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				if k == "$patch" || k == "$retainKeys" || strings.HasPrefix(k, "$setElementOrder/") || strings.HasPrefix(k, "$deleteFromPrimitiveList/") || walk(e) {
+					return true
+				}
+			}
+		case []any:
+			for _, e := range x {
+				if walk(e) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return walk(v)
 }
 
 // variantName names a patch type for notes.

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/admission"
 
 	vapccel "github.com/vapc-dev/vapc/cel"
@@ -240,5 +242,32 @@ func TestResultKey(t *testing.T) {
 		if keyOf(r) == keyOf(verify.Result{}) {
 			t.Errorf("keyOf does not tell results apart by %s", f.Name)
 		}
+	}
+}
+
+// TestPatchVariants: the content types a PATCH may have been sent as, which the audit log does
+// not record: a JSON array is a JSON patch; an object holding a strategic merge patch's
+// directive (the kubelet's status patches carry $setElementOrder) was written by a strategic
+// merge patch generator; another object is a merge or a strategic merge patch, or an apply.
+func TestPatchVariants(t *testing.T) {
+	for _, tc := range []struct {
+		name, body, query string
+		want              []types.PatchType
+	}{
+		{"json patch", `[{"op":"add","path":"/spec/unschedulable","value":true}]`, "", []types.PatchType{types.JSONPatchType}},
+		{"an object", `{"spec":{"unschedulable":true}}`, "", []types.PatchType{types.MergePatchType, types.StrategicMergePatchType}},
+		{"the kubelet's status patch", `{"status":{"$setElementOrder/conditions":[{"type":"Ready"}],"conditions":[{"type":"Ready","status":"True"}]}}`, "", []types.PatchType{types.StrategicMergePatchType}},
+		{"a list element deleted", `{"spec":{"containers":[{"name":"c","$patch":"delete"}]}}`, "", []types.PatchType{types.StrategicMergePatchType}},
+		{"retain keys", `{"spec":{"strategy":{"$retainKeys":["type"],"type":"Recreate"}}}`, "", []types.PatchType{types.StrategicMergePatchType}},
+		{"a value that looks like a directive", `{"data":{"k":"\"$patch\": delete"}}`, "", []types.PatchType{types.MergePatchType, types.StrategicMergePatchType}},
+		{"an apply", `{"apiVersion":"v1","kind":"ConfigMap","data":{"k":"v"}}`, "?fieldManager=m", []types.PatchType{types.MergePatchType, types.StrategicMergePatchType, types.ApplyYAMLPatchType}},
+		{"a forced apply", `{"apiVersion":"v1","kind":"ConfigMap"}`, "?fieldManager=m&force=true", []types.PatchType{types.ApplyYAMLPatchType}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := &Event{RequestURI: "/api/v1/namespaces/ns/configmaps/c" + tc.query}
+			if got := patchVariants([]byte(tc.body), ev); !slices.Equal(got, tc.want) {
+				t.Errorf("patchVariants(%s) = %v, want %v", tc.body, got, tc.want)
+			}
+		})
 	}
 }
