@@ -110,6 +110,7 @@ func (e *Evaluator) RequestObject(a admission.Attributes, o admission.ObjectInte
 		o = e.oi
 	}
 	gvk := a.GetKind()
+	obj = withKind(obj)
 	if obj.GetObjectKind().GroupVersionKind().GroupVersion() != gvk.GroupVersion() {
 		out, err := o.GetObjectConvertor().ConvertToVersion(obj.DeepCopyObject(), gvk.GroupVersion())
 		if err != nil {
@@ -122,6 +123,24 @@ func (e *Evaluator) RequestObject(a admission.Attributes, o admission.ObjectInte
 	// A patched object may have lost its kind on the way (the dispatcher's conversions).
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
 	return json.Marshal(obj)
+}
+
+// withKind returns the object with its kind set when it lost it: the mutating dispatcher's
+// patchers decode the patched object into a new typed object of the same Go type without its
+// TypeMeta (a JSON patch, an apply configuration; the reinvocation of IfNeeded policies
+// patches such an object again), which kube-apiserver's conversions place by their Go type;
+// the scheme says the kind of that type. An object the scheme does not know is left as it is.
+func withKind(obj runtime.Object) runtime.Object {
+	if !obj.GetObjectKind().GroupVersionKind().Empty() {
+		return obj
+	}
+	kinds, _, err := kubescheme.Scheme.ObjectKinds(obj)
+	if err != nil || len(kinds) == 0 {
+		return obj
+	}
+	obj = obj.DeepCopyObject()
+	obj.GetObjectKind().SetGroupVersionKind(kinds[0])
+	return obj
 }
 
 // HasMutatingPolicies says whether the evaluator runs any MutatingAdmissionPolicy.

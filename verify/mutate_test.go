@@ -490,3 +490,53 @@ spec:
 		t.Errorf("spec = %+v, want size 2 and the default shape round", obj.Spec)
 	}
 }
+
+// TestReinvokedKind: a Deployment created through two policies with reinvocationPolicy
+// IfNeeded: the dispatcher's patchers give back a typed object without its kind, which the
+// reinvocation patches again; the object the policies made is given in the request's version
+// (it failed with "cannot convert /, Kind= to apps/v1").
+func TestReinvokedKind(t *testing.T) {
+	mk := func(name, mutation string) *admissionregistrationv1.MutatingAdmissionPolicy {
+		return mustMutatingPolicy(t, `
+metadata: {name: `+name+`}
+spec:
+  reinvocationPolicy: IfNeeded
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [apps], apiVersions: [v1], operations: [CREATE], resources: [deployments]}
+  mutations:
+`+mutation)
+	}
+	a := mk("a-team", `  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: "Object{metadata: Object.metadata{labels: {'team': 'x'}}}"
+`)
+	b := mk("b-replicas", `  - patchType: JSONPatch
+    jsonPatch:
+      expression: "[JSONPatch{op: 'replace', path: '/spec/replicas', value: 2}]"
+`)
+	e, err := verify.New(nil, nil, verify.WithResources(catalog), verify.WithMutatingPolicies(
+		[]*admissionregistrationv1.MutatingAdmissionPolicy{a, b},
+		[]*admissionregistrationv1.MutatingAdmissionPolicyBinding{mutatingBinding("a-team", "a-team"), mutatingBinding("b-replicas", "b-replicas")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := e.Evaluate(context.Background(), verify.Request{
+		Resource: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, Operation: admission.Create,
+		Object: object(t, `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d","namespace":"ns"},"spec":{"replicas":1,"selector":{"matchLabels":{"app":"a"}},"template":{"metadata":{"labels":{"app":"a"}},"spec":{"containers":[{"name":"c","image":"i"}]}}}}`),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		APIVersion, Kind string
+		Metadata         struct{ Labels map[string]string }
+		Spec             struct{ Replicas int }
+	}
+	if err := json.Unmarshal(dec.Object, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.APIVersion != "apps/v1" || got.Kind != "Deployment" || got.Metadata.Labels["team"] != "x" || got.Spec.Replicas != 2 {
+		t.Errorf("the object the policies made: %s", dec.Object)
+	}
+}
