@@ -22,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apiserver/pkg/admission"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/generic"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/matching"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
@@ -92,6 +94,12 @@ type Mutation struct {
 	// Authorizer lists the checks the policies made through `authorizer` (in another order
 	// of the policies too, when OrderDependent was settled by trying them).
 	Authorizer []AuthorizerCheck `json:"authorizer,omitempty"`
+
+	// runnable are the policies that may run on the request in some order (see
+	// Evaluator.runnable); nil when not worked out (every policy may). explored says every
+	// order of them was tried on the whole chain, its reinvocation included, and agreed.
+	runnable map[string]bool
+	explored bool
 }
 
 // Acted says whether a policy ran its mutations on the request or refused it.
@@ -264,8 +272,12 @@ func (e *Evaluator) AdmitAttributes(ctx context.Context, a admission.Attributes,
 	m, _ := e.matcher(a.GetNamespace())
 	mt := &mutationTrace{reinvoke: a.GetReinvocationContext().IsReinvoke()}
 	d := mutating.NewDispatcher(recordingAuthorizer{inner: e.authz, checks: &mt.checks}, m, e.typeConverters)
+	var runnable []bool
+	if e.orderMayMatter || e.refusalsOrdered {
+		runnable = e.runnable(a, o, m)
+	}
 	var before runtime.Object
-	if e.explorable(a) {
+	if e.explorable(a, runnable) {
 		before = a.GetObject().DeepCopyObject()
 	}
 	err := d.Dispatch(withMutationTrace(ctx, mt), a, o, e.mhooks)
@@ -284,64 +296,103 @@ func (e *Evaluator) AdmitAttributes(ctx context.Context, a admission.Attributes,
 			mut.Unknown = s.Message
 		}
 	}
-	if mut.OrderDependent = e.OrderDependence(mut); mut.OrderDependent != "" && before != nil && e.ordersAgree(ctx, a, o, before, err, &mut.Authorizer) {
-		mut.OrderDependent = ""
+	if runnable != nil {
+		mut.runnable = map[string]bool{}
+		for i, h := range e.mhooks {
+			if runnable[i] {
+				mut.runnable[h.Policy.Name] = true
+			}
+		}
+	}
+	if mut.OrderDependent = e.OrderDependence(mut); mut.OrderDependent != "" && before != nil && e.ordersAgree(ctx, a, o, before, runnable, &mut.Authorizer) {
+		mut.OrderDependent, mut.explored = "", true
 	}
 	return mut, nil
+}
+
+// runnable says which hooks may run on the request in some order of the policies: their
+// policy's matchConstraints and their binding's matchResources match it, by the apiserver's
+// policy matcher (their matchConditions, which read the object, may hold in another order).
+// A match the matcher cannot decide (a namespace it cannot read) may run.
+func (e *Evaluator) runnable(a admission.Attributes, o admission.ObjectInterfaces, m *matching.Matcher) []bool {
+	pm := generic.NewPolicyMatcher(m)
+	out := make([]bool, len(e.mhooks))
+	for i, h := range e.mhooks {
+		ok, _, _, err := pm.DefinitionMatches(a, o, mutating.NewMutatingAdmissionPolicyAccessor(h.Policy))
+		if err == nil && ok {
+			ok, err = pm.BindingMatches(a, o, mutating.NewMutatingAdmissionPolicyBindingAccessor(h.Bindings[0]))
+		}
+		out[i] = ok || err != nil
+	}
+	return out
 }
 
 // maxExploredHooks bounds the policies and bindings whose orders ordersAgree tries (4! = 24).
 const maxExploredHooks = 4
 
 // explorable says whether ordersAgree can try the other orders of the policies on the
-// admission: a first pass of the chain (no policy can run again: none has reinvocationPolicy
-// IfNeeded), with few enough policies and bindings, each with one param at most.
-func (e *Evaluator) explorable(a admission.Attributes) bool {
-	if !e.orderMayMatter || len(e.mhooks) > maxExploredHooks || a.GetObject() == nil || a.GetReinvocationContext().IsReinvoke() {
+// admission: a first pass of the chain, with few enough policies and bindings that may run on
+// it (runnable), each with one param at most.
+func (e *Evaluator) explorable(a admission.Attributes, runnable []bool) bool {
+	if !e.orderMayMatter || runnable == nil || a.GetObject() == nil || a.GetReinvocationContext().IsReinvoke() {
 		return false
 	}
-	for _, h := range e.mhooks {
-		if h.Policy.Spec.ReinvocationPolicy != admissionregistrationv1.NeverReinvocationPolicy {
-			return false
+	n := 0
+	for i, h := range e.mhooks {
+		if !runnable[i] {
+			continue
 		}
+		n++
 		if ref := h.Bindings[0].Spec.ParamRef; ref != nil && ref.Name == "" {
 			return false // params by selector: their order is the param informer's
 		}
 	}
-	return true
+	return n <= maxExploredHooks
 }
 
-// ordersAgree runs the policies in every other order of their hooks (each a policy and
-// binding) on a copy of the object they received, and says whether every order makes the same
-// object and the same refusal as the order they ran in: kube-apiserver's order, which follows
-// its informer caches, cannot matter then. (The params of a binding run in the order of its
-// param informer, which this does not try: explorable leaves out bindings that select params.)
-// The authorizer checks of the other orders go to checks.
-func (e *Evaluator) ordersAgree(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces, before runtime.Object, err error, checks *[]AuthorizerCheck) bool {
-	want, merr := json.Marshal(a.GetObject())
-	if merr != nil {
-		return false
-	}
-	wantErr := errorText(err)
+// ordersAgree runs the policies that may run on the request (runnable) in every order of their
+// hooks (each a policy and binding), the chain's reinvocation of IfNeeded policies included, on
+// copies of the object they received (before), and says whether every order makes the same
+// object and the same refusal: kube-apiserver's order, which follows its informer caches, cannot
+// matter then. (The params of a binding run in the order of its param informer, which this does
+// not try: explorable leaves out bindings that select params.) The authorizer checks of the
+// other orders go to checks.
+func (e *Evaluator) ordersAgree(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces, before runtime.Object, runnable []bool, checks *[]AuthorizerCheck) bool {
 	m, _ := e.matcher(a.GetNamespace())
-	order := make([]int, len(e.mhooks))
-	for i := range order {
-		order[i] = i
-	}
-	agree := true
-	permute(order, 0, func(perm []int) bool {
-		if slices.IsSorted(perm) {
-			return true // the order the policies ran in
+	var order []int
+	for i := range e.mhooks {
+		if runnable[i] {
+			order = append(order, i)
 		}
+	}
+	// chain runs the policies in the order of the hooks, and again for a reinvocation.
+	chain := func(perm []int, checks *[]AuthorizerCheck) (object []byte, refusal string, ok bool) {
 		hooks := make([]mutating.PolicyHook, len(perm))
 		for i, j := range perm {
 			hooks[i] = e.mhooks[j]
 		}
 		copied := admission.NewAttributesRecord(before.DeepCopyObject(), a.GetOldObject(), a.GetKind(), a.GetNamespace(), a.GetName(),
 			a.GetResource(), a.GetSubresource(), a.GetOperation(), a.GetOperationOptions(), a.IsDryRun(), a.GetUserInfo())
-		err := mutating.NewDispatcher(recordingAuthorizer{inner: e.authz, checks: checks}, m, e.typeConverters).Dispatch(ctx, copied, o, hooks)
-		got, merr := json.Marshal(copied.GetObject())
-		agree = merr == nil && errorText(err) == wantErr && bytes.Equal(got, want)
+		d := mutating.NewDispatcher(recordingAuthorizer{inner: e.authz, checks: checks}, m, e.typeConverters)
+		err := d.Dispatch(ctx, copied, o, hooks)
+		if rc := copied.GetReinvocationContext(); err == nil && rc.ShouldReinvoke() {
+			rc.SetIsReinvoke()
+			err = d.Dispatch(ctx, copied, o, hooks)
+		}
+		got, merr := json.Marshal(withKind(copied.GetObject()))
+		return got, errorText(err), merr == nil
+	}
+	want, wantErr, ok := chain(order, new([]AuthorizerCheck)) // the order they ran in, whose checks are the mutation's
+	if !ok {
+		return false
+	}
+	agree := true
+	permute(order, 0, func(perm []int) bool {
+		if slices.IsSorted(perm) {
+			return true // the order the policies ran in
+		}
+		got, gotErr, ok := chain(perm, checks)
+		agree = ok && gotErr == wantErr && bytes.Equal(got, want)
 		return agree
 	})
 	return agree
@@ -418,7 +469,15 @@ func (e *Evaluator) Then(m, next *Mutation) *Mutation {
 	if out.Unknown == "" {
 		out.Unknown = m.Unknown
 	}
+	if m.runnable != nil && next.runnable != nil {
+		out.runnable = maps.Clone(m.runnable)
+		maps.Copy(out.runnable, next.runnable)
+	} else {
+		out.runnable = nil
+	}
 	switch {
+	case m.explored:
+		out.OrderDependent, out.explored = "", true // the first pass tried the whole chain
 	case len(m.Changes) > 0 && len(next.Changes) > 0:
 		out.OrderDependent = e.OrderDependence(&out) // the passes' changes together
 	case len(m.Changes) > 0:
@@ -438,7 +497,7 @@ func (e *Evaluator) OrderDependence(m *Mutation) string {
 	if m == nil {
 		return ""
 	}
-	if !m.Allowed && e.refusalsOrdered {
+	if !m.Allowed && e.refusalsOrdered && refusalsOrdered(runnableInfos(e.mpolicies, m.runnable)) {
 		return "a mutating policy refused the request, and one reads what another may write: in another order it may have passed"
 	}
 	if len(m.Changes) == 0 {
@@ -479,7 +538,8 @@ func (e *Evaluator) OrderDependence(m *Mutation) string {
 			}
 		}
 	}
-	names := slices.Sorted(maps.Keys(e.mpolicies))
+	// The policies that may run on the request in some order: their binding matches it.
+	names := slices.Sorted(maps.Keys(runnableInfos(e.mpolicies, m.runnable)))
 	for _, c := range changes {
 		for _, name := range names {
 			info := e.mpolicies[name]
@@ -492,6 +552,21 @@ func (e *Evaluator) OrderDependence(m *Mutation) string {
 		}
 	}
 	return ""
+}
+
+// runnableInfos are the infos of the policies that may run on a request (runnable; all of them
+// when nil).
+func runnableInfos(infos map[string]mutatingInfo, runnable map[string]bool) map[string]mutatingInfo {
+	if runnable == nil {
+		return infos
+	}
+	out := map[string]mutatingInfo{}
+	for name, info := range infos {
+		if runnable[name] {
+			out[name] = info
+		}
+	}
+	return out
 }
 
 // write is a field an invocation wrote; created is set for a map or list the change created

@@ -127,8 +127,9 @@ func TestMutatingPolicies(t *testing.T) {
 				{"b-floor", false, `[{"op":"replace","path":"/spec/tolerations/0/tolerationSeconds","value":300}]`},
 			},
 			// c-late reads the labels a-label wrote: had it run first, it might have
-			// decided otherwise.
-			labels: map[string]string{"guarded": "true"}, tolerateFor: 300, orderDependent: true,
+			// decided otherwise; every order, tried with the chain's reinvocation of b-floor,
+			// makes the same object.
+			labels: map[string]string{"guarded": "true"}, tolerateFor: 300,
 		},
 		{
 			name: "skipped by its match condition: refused by the validating policy", object: pod(`,"labels":{"skip":"1"}`, 600), allowed: false,
@@ -143,7 +144,7 @@ func TestMutatingPolicies(t *testing.T) {
 				{"c-late", false, `[{"op":"replace","path":"/spec/tolerations/0/tolerationSeconds","value":5}]`},
 				{"b-floor", true, `[{"op":"replace","path":"/spec/tolerations/0/tolerationSeconds","value":300}]`},
 			},
-			labels: map[string]string{"guarded": "true", "late": "1"}, tolerateFor: 300, orderDependent: true,
+			labels: map[string]string{"guarded": "true", "late": "1"}, tolerateFor: 300,
 		},
 	}
 	for _, tc := range tests {
@@ -538,5 +539,65 @@ spec:
 	}
 	if got.APIVersion != "apps/v1" || got.Kind != "Deployment" || got.Metadata.Labels["team"] != "x" || got.Spec.Replicas != 2 {
 		t.Errorf("the object the policies made: %s", dec.Object)
+	}
+}
+
+// TestOrderOfRunnable: only the policies that may run on a request make the order matter:
+// those whose binding matches it by its rules and selectors (their matchConditions, which read
+// the object, may hold in another order). A policy bound to another namespace that reads what
+// another writes does not; one bound here does. Five policies of which two may run are few
+// enough to try in every order.
+func TestOrderOfRunnable(t *testing.T) {
+	policy := func(name, condition, key string) *admissionregistrationv1.MutatingAdmissionPolicy {
+		y := `
+metadata: {name: ` + name + `}
+spec:
+  reinvocationPolicy: Never
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+`
+		if condition != "" {
+			y += "  matchConditions:\n  - {name: c, expression: \"" + condition + "\"}\n"
+		}
+		y += "  mutations:\n  - patchType: ApplyConfiguration\n    applyConfiguration:\n      expression: \"Object{metadata: Object.metadata{labels: {'" + key + "': '1'}}}\"\n"
+		return mustMutatingPolicy(t, y)
+	}
+	inNamespace := func(b *admissionregistrationv1.MutatingAdmissionPolicyBinding, ns string) *admissionregistrationv1.MutatingAdmissionPolicyBinding {
+		b.Spec.MatchResources = &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}}
+		return b
+	}
+	reads := "!has(object.metadata.labels) || !('a' in object.metadata.labels)"
+	for _, tc := range []struct {
+		name      string
+		readerNS  string // the namespace the reading policy is bound to
+		dependent bool
+	}{
+		{"the reader bound to another namespace", "elsewhere", false},
+		// In the other order the reader runs before a sets its label, and sets its own.
+		{"the reader bound here", "ns", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ps := []*admissionregistrationv1.MutatingAdmissionPolicy{policy("a", "", "a"), policy("b", reads, "b")}
+			bs := []*admissionregistrationv1.MutatingAdmissionPolicyBinding{mutatingBinding("a", "a"), inNamespace(mutatingBinding("b", "b"), tc.readerNS)}
+			for _, n := range []string{"x", "y", "z"} {
+				ps = append(ps, policy(n, reads, n))
+				bs = append(bs, inNamespace(mutatingBinding(n, n), "elsewhere"))
+			}
+			e, err := verify.New(nil, nil, verify.WithResources(catalog), verify.WithMutatingPolicies(ps, bs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			dec, err := e.Evaluate(context.Background(), verify.Request{
+				Resource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Operation: admission.Create,
+				Object: object(t, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"ns"}}`),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if dep := dec.Mutation.OrderDependent != ""; dep != tc.dependent {
+				t.Errorf("order dependent: %q, want %v", dec.Mutation.OrderDependent, tc.dependent)
+			}
+		})
 	}
 }
