@@ -1761,3 +1761,36 @@ func TestLogsOfSeveralAPIServers(t *testing.T) {
 		t.Errorf("disagreements: %v", sum.Disagreements)
 	}
 }
+
+// TestPluginInputFields: an object a built-in admission plugin reads, known but for some
+// fields, leaves unknown what the plugin sets only when the plugin reads one of them: the
+// ServiceAccount plugin mounts the account's token whatever its resourceVersion and uid (a
+// ServiceAccount created at level Request), not whatever its automountServiceAccountToken.
+func TestPluginInputFields(t *testing.T) {
+	p, b := levelPolicy("volumes", "pods", admissionregistrationv1.Create, nil, "object.spec.volumes.exists(v, has(v.projected))")
+	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1", "resourceVersion": "1", "uid": "u-ns1", "labels": map[string]any{"kubernetes.io/metadata.name": "ns1"}}, "spec": map[string]any{"finalizers": []any{"kubernetes"}}, "status": map[string]any{"phase": "Active"}}
+	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "p", "namespace": "ns1"},
+		"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "i"}}}}
+	for _, tc := range []struct {
+		name string
+		sa   map[string]any // created at level Request: its resourceVersion and uid are not known
+		// update: then patched at level Metadata: every field is not known
+		update   bool
+		decision string
+	}{
+		{name: "created at Request level", sa: map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "default", "namespace": "ns1"}}, decision: DecisionAdmit},
+		{name: "changed at Metadata level", sa: map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "default", "namespace": "ns1"}}, update: true, decision: DecisionIndeterminate},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lines := []string{levelEvent(t, "sa", auditlog.LevelRequest, "create", "serviceaccounts", "ns1", "default", 201, "", tc.sa, nil)}
+			if tc.update {
+				lines = append(lines, levelEvent(t, "sa2", auditlog.LevelMetadata, "patch", "serviceaccounts", "ns1", "default", 200, "", nil, nil))
+			}
+			lines = append(lines, levelEvent(t, "pod", auditlog.LevelRequest, "create", "pods", "ns1", "p", 201, "", pod, nil))
+			_, recs := replayLinesWith(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, []any{ns}, lines...)
+			if rec := recs["pod"]; rec == nil || rec.Decision != tc.decision {
+				t.Errorf("the pod: %s, want %s", describeRecord(rec), tc.decision)
+			}
+		})
+	}
+}

@@ -51,8 +51,11 @@ func (c *pluginCluster) Get(gvr schema.GroupVersionResource, namespace, name str
 	obj, absent, unknown, partial := c.v.lookup(gvr, namespace, name)
 	switch {
 	case obj != nil && len(partial) > 0 && len(pluginUnknowns[gvr.GroupResource()]) > 0:
-		// Known but for some fields: what the plugin sets from it is not known.
-		c.miss(gvr, joinKey(namespace, name), "its "+partial[0].Path.String()+" is not known: "+partial[0].Why)
+		// Known but for some fields: what the plugin sets from it is not known, when it reads
+		// one of them.
+		if read, u, ok := pluginInputReads(gvr.GroupResource()).DependsOn(partial); ok {
+			c.miss(gvr, joinKey(namespace, name), "its "+u.Path.String()+" is not known ("+read.Path.String()+" decides what the plugin sets): "+u.Why)
+		}
 		return obj, nil
 	case obj != nil:
 		return obj, nil
@@ -177,6 +180,38 @@ var pluginUnknowns = map[schema.GroupResource][]vapccel.Unknown{
 	{Group: "networking.k8s.io", Resource: "ingressclasses"}: {
 		{Path: objectPath("spec", "ingressClassName")},
 	},
+}
+
+// pluginInputFields are the fields of the objects of each resource the default plugins set
+// something from (plugin/pkg/admission/...): the ServiceAccount plugin mounts the account's
+// token and copies its image pull secrets, unless it opts out of automounting, and enforces
+// its mountable secrets by annotation (not its uid or resourceVersion: the projected token
+// volume names neither); LimitRanger applies the limits; Priority the class's value and
+// policy, and a global default; RuntimeClass its overhead and scheduling; PodTopologyLabels
+// the node's labels; the default StorageClass and IngressClass admission their default
+// annotation. A resource not listed here: any field.
+var pluginInputFields = map[schema.GroupResource][][]string{
+	{Resource: "serviceaccounts"}:                             {{"metadata", "name"}, {"metadata", "annotations"}, {"automountServiceAccountToken"}, {"imagePullSecrets"}, {"secrets"}},
+	{Resource: "limitranges"}:                                 {{"spec"}},
+	{Group: "scheduling.k8s.io", Resource: "priorityclasses"}: {{"metadata", "name"}, {"value"}, {"preemptionPolicy"}, {"globalDefault"}},
+	{Group: "node.k8s.io", Resource: "runtimeclasses"}:        {{"metadata", "name"}, {"overhead"}, {"scheduling"}, {"handler"}},
+	{Resource: "nodes"}:                                       {{"metadata", "labels"}},
+	{Group: "storage.k8s.io", Resource: "storageclasses"}:     {{"metadata", "name"}, {"metadata", "annotations"}},
+	{Group: "networking.k8s.io", Resource: "ingressclasses"}:  {{"metadata", "name"}, {"metadata", "annotations"}},
+}
+
+// pluginInputReads are the reads of pluginInputFields of the resource, as fields of the object the
+// State holds.
+func pluginInputReads(gr schema.GroupResource) vapccel.Reads {
+	fields, ok := pluginInputFields[gr]
+	if !ok {
+		return vapccel.Reads{All: "the plugin's inputs of " + gr.String()}
+	}
+	var out vapccel.Reads
+	for _, f := range fields {
+		out.Reads = append(out.Reads, vapccel.Read{Path: objectPath(f...)})
+	}
+	return out
 }
 
 // unknownsOfTime are a server's clock readings the log does not hold to the second.
