@@ -187,6 +187,9 @@ func typeNames(msg string) string { return declTypeNameRE.ReplaceAllString(msg, 
 type celIssue struct {
 	line, col int // line 1-based, col 0-based, as cel-go's common.Location
 	msg       string
+	// hint is what it may have meant and fields the fields where one is undefined, when they
+	// are few (hinter.hint).
+	hint, fields string
 }
 
 // issueRE matches the head line of each error in cel-go's Issues.String():
