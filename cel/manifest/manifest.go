@@ -53,6 +53,13 @@ type Error struct {
 	Msg   string
 
 	strict bool // an unknown or duplicate field: the document decoded all the same
+	empty  bool // a file without a document
+}
+
+// IsEmpty reports whether err is the error of a file that holds no document.
+func IsEmpty(err error) bool {
+	var me *Error
+	return errors.As(err, &me) && me.empty
 }
 
 // IsStrict reports whether err holds only errors of strict decoding (unknown and duplicate
@@ -288,7 +295,7 @@ func Parse(file string, data []byte) ([]*Document, error) {
 		}
 	}
 	if len(docs) == 0 && len(errs) == 0 {
-		errs = append(errs, &Error{Pos: Position{File: file}, Msg: "no documents"})
+		errs = append(errs, &Error{Pos: Position{File: file}, Msg: "no YAML or JSON document in the file: it is empty, or holds only comments and --- separators", empty: true})
 	}
 	return docs, errors.Join(errs...)
 }

@@ -103,7 +103,7 @@ func TestParseErrors(t *testing.T) {
 		name, yaml, want string
 	}{
 		{"malformed", "kind: X\napiVersion: v1\nspec: [\n", "f.yaml:3:1: invalid YAML: did not find expected node content: a value is missing or a bracket is not closed: complete it"},
-		{"empty", "", "f.yaml: no documents"},
+		{"empty", "", "f.yaml: no YAML or JSON document in the file: it is empty, or holds only comments and --- separators"},
 		{"not a mapping", "- a\n- b\n", "f.yaml:1:1: document is not a mapping"},
 		{"no kind", "apiVersion: v1\nmetadata: {}\n", "f.yaml:1:1: document has no kind"},
 		{"bad key", "kind: X\napiVersion: v1\n? [a]\n: b\n", "map key"},
