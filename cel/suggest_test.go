@@ -100,7 +100,7 @@ func TestClosest(t *testing.T) {
 		name string
 		want []string
 	}{
-		{"lables", []string{"labels"}},    // a swap is one edit
+		{"lables", []string{"labels"}},     // a swap is one edit
 		{"nodeNmae", []string{"nodeName"}}, // the README's typo
 		{"NODENAME", []string{"nodeName"}}, // case
 		{"nam", []string{"name", "namespace"}},
