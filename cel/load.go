@@ -117,13 +117,22 @@ func (s *Set) UnboundPolicies() []*Policy {
 	return out
 }
 
-// Decode sorts documents into policies, bindings and other objects. Documents of the
+// Decode sorts documents into policies, bindings and other objects, the items of a List as
+// documents of their own. Documents of the
 // admissionregistration group that are not v1 policies or bindings, and policies or bindings
 // that do not decode strictly, are reported as diagnostics.
 func Decode(docs []*manifest.Document) (*Set, Diagnostics) {
 	set := &Set{}
 	var diags Diagnostics
-	for _, d := range docs {
+	for len(docs) > 0 {
+		d := docs[0]
+		docs = docs[1:]
+		// A List (kubectl get -o yaml of several objects) stands for its items.
+		if items, ok, err := d.Items(); ok {
+			diags = append(diags, inputDiagnostics(err, d)...)
+			docs = append(items, docs...)
+			continue
+		}
 		gvk := d.GroupVersionKind()
 		switch {
 		case gvk == policyGVK:

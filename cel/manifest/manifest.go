@@ -127,6 +127,42 @@ func (d *Document) Describe() string {
 	return fmt.Sprintf("%s (%s %s)", d.Pos(), d.Object.GetKind(), name)
 }
 
+// Items returns the documents of the items of a List (kind List or FooList with items, as
+// kubectl get -o yaml|json writes several objects), each placed at its item in the file; ok
+// is false for a document that is not a List. An item that is not an object is an error at
+// its place.
+func (d *Document) Items() (items []*Document, ok bool, err error) {
+	raw, found := d.Object.Object["items"].([]any)
+	if !found || !strings.HasSuffix(d.Object.GetKind(), "List") {
+		return nil, false, nil
+	}
+	var errs []error
+	for i, it := range raw {
+		path := fmt.Sprintf("items[%d]", i)
+		m, isMap := it.(map[string]any)
+		if !isMap {
+			errs = append(errs, d.Errorf(path, "a List's item is not an object"))
+			continue
+		}
+		u := &unstructured.Unstructured{Object: m}
+		js, err := u.MarshalJSON()
+		if err != nil {
+			errs = append(errs, d.Errorf(path, "%v", err))
+			continue
+		}
+		item := &Document{File: d.File, Index: d.Index, Object: u, JSON: js, lines: d.lines}
+		if n, _, exact := d.node(path); exact {
+			item.root = n
+		}
+		if u.GetKind() == "" || u.GetAPIVersion() == "" {
+			errs = append(errs, &Error{Pos: item.Pos(), Field: path, Msg: describeMissing(m, errors.New("no apiVersion or kind"))})
+			continue
+		}
+		items = append(items, item)
+	}
+	return items, true, errors.Join(errs...)
+}
+
 // Errorf returns an Error at the position of the field path (spec.validations[0].expression),
 // or at the nearest enclosing field that the document has.
 func (d *Document) Errorf(path string, format string, args ...any) *Error {
