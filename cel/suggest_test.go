@@ -5,7 +5,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestHints: a diagnostic of an undefined field says which fields of the schema the type
@@ -58,19 +57,8 @@ func TestHints(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			p := &admissionregistrationv1.ValidatingAdmissionPolicy{
-				ObjectMeta: metav1.ObjectMeta{Name: "p"},
-				Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-					MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-						RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-							Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-							Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{tc.resource}},
-						},
-					}}},
-					Variables:   tc.variables,
-					Validations: []admissionregistrationv1.Validation{{Expression: tc.expr}},
-				},
-			}
+			p := corePolicy(admissionregistrationv1.Create, tc.resource, tc.expr)
+			p.Spec.Variables = tc.variables
 			if tc.paramKind != "" {
 				p.Spec.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: tc.paramKind}
 			}

@@ -61,6 +61,25 @@ func TestReplayReadsStdinLog(t *testing.T) {
 	}
 }
 
+// policyAndBinding is a ValidatingAdmissionPolicy of CREATE of a core resource with the
+// validations given as YAML lines, and its binding.
+func policyAndBinding(name, resource, validations string) string {
+	return `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: ` + name + `}
+spec:
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [` + resource + `]}]
+  validations:
+` + validations + `
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: ` + name + `}
+spec: {policyName: ` + name + `, validationActions: [Deny]}
+`
+}
+
 // TestReplayPolicyProblems: replay refuses the policies and bindings vapc check rejects: those
 // kube-apiserver would not create, and an expression that fails type checking for every kind
 // its policy matches (exit 1, as vapc check, each error at its file and line on stderr, with
@@ -81,20 +100,7 @@ func TestReplayPolicyProblems(t *testing.T) {
 		writeFile(t, p, string(basic)+"---\n"+extra)
 		return p
 	}
-	badExpr := file("bad-expression.yaml", `apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicy
-metadata: {name: bad}
-spec:
-  matchConstraints:
-    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}]
-  validations:
-  - expression: "'a' + 1"
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicyBinding
-metadata: {name: bad}
-spec: {policyName: bad, validationActions: [Deny]}
-`)
+	badExpr := file("bad-expression.yaml", policyAndBinding("bad", "pods", `  - expression: "'a' + 1"`))
 	badBinding := file("bad-binding.yaml", `apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingAdmissionPolicyBinding
 metadata: {name: no-actions}
@@ -115,35 +121,9 @@ spec:
   - expression: "true"
 `)
 	frob := file("frob.yaml", "apiVersion: example.com/v1\nkind: Frobnicator\nmetadata: {name: f}\n")
-	typo := file("typo.yaml", `apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicy
-metadata: {name: typo}
-spec:
-  matchConstraints:
-    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}]
-  validations:
-  - expression: "has(object.metadata.lables)"
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicyBinding
-metadata: {name: typo}
-spec: {policyName: typo, validationActions: [Deny]}
-`)
-	badMessage := file("bad-message.yaml", `apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicy
-metadata: {name: bad-message}
-spec:
-  matchConstraints:
-    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [podtemplates]}]
-  validations:
-  - expression: "true"
-    messageExpression: "string(object.metadata.nmae)"
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicyBinding
-metadata: {name: bad-message}
-spec: {policyName: bad-message, validationActions: [Deny]}
-`)
+	typo := file("typo.yaml", policyAndBinding("typo", "pods", `  - expression: "has(object.metadata.lables)"`))
+	badMessage := file("bad-message.yaml", policyAndBinding("bad-message", "podtemplates", `  - expression: "true"
+    messageExpression: "string(object.metadata.nmae)"`))
 	emptyDir := t.TempDir()
 
 	tests := []struct {
