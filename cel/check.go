@@ -104,7 +104,7 @@ func (c *Checker) Check(set *Set) Diagnostics {
 func (c *Checker) CheckPolicy(p *Policy) Diagnostics {
 	obj := p.DeepCopy()
 	defaults.SetPolicyDefaults(obj)
-	r := &reporter{src: p.Source, object: "ValidatingAdmissionPolicy/" + obj.Name, place: managedFieldsSource(obj, obj.ManagedFields)}
+	r := &reporter{src: p.Source, object: "ValidatingAdmissionPolicy/" + obj.Name, place: managedFieldsSource(obj, obj.ManagedFields), hints: c.createHints(obj)}
 
 	failed := map[string]bool{} // expressions that did not compile: not type-checked again
 	for _, e := range validation.ValidatePolicy(obj, validation.Options{CompatibilityVersion: c.version.Compatibility}) {
@@ -142,6 +142,8 @@ type reporter struct {
 	// place, when set, maps the field path of a diagnostic to the path that places it in
 	// the source, where the two differ.
 	place func(path string) string
+	// hints, when set, returns the hinter of the expressions' compile errors.
+	hints func() hinter
 }
 
 // placeOf returns the path that places a diagnostic about the field path in the source.
@@ -162,7 +164,11 @@ func (r *reporter) add(sev Severity, cat Category, path, kind, msg string) {
 // addExpr reports issues found in the expression at path, each at its character.
 func (r *reporter) addExpr(sev Severity, cat Category, path, expr, kind, text string) {
 	for _, is := range parseIssues(text) {
-		r.addIssue(sev, cat, path, expr, kind, "", is)
+		hint := ""
+		if r.hints != nil && is.line > 0 {
+			hint = joinHints(r.hints().hint(expr, is))
+		}
+		r.addIssue(sev, cat, path, expr, kind, hint, is)
 	}
 }
 

@@ -33,6 +33,8 @@ type typedEnv struct {
 	compiler *plugincel.CompositedCompiler
 	opts     plugincel.OptionalVariableDeclarations
 	roots    map[string]*apiservercel.DeclType
+	// types finds the object types of the schemas by name, their fields listed.
+	types *apiservercel.DeclTypeProvider
 }
 
 // newTypedEnv mirrors buildEnvSet and TypeChecker.compiler of
@@ -83,6 +85,7 @@ func newTypedEnv(object, params *apiservercel.DeclType, hasParams bool) (*typedE
 		compiler: cc,
 		opts:     plugincel.OptionalVariableDeclarations{HasParams: hasParams, HasAuthorizer: true},
 		roots:    roots,
+		types:    apiservercel.NewDeclTypeProvider(declTypes...),
 	}, nil
 }
 
@@ -118,28 +121,37 @@ func (c *Checker) declTypeFor(gvk schema.GroupVersionKind) *apiservercel.DeclTyp
 	return dt.MaybeAssignTypeName(fmt.Sprintf("vapc.%s.%s.%s", gvk.Group, gvk.Version, gvk.Kind))
 }
 
+// kindEnv returns the typed environment of the policy's expressions for a kind (object dyn
+// for the empty kind), its variables stored, and the CEL environment of stored expressions
+// the type checker checks them in.
+func (c *Checker) kindEnv(p *admissionregistrationv1.ValidatingAdmissionPolicy, gvk schema.GroupVersionKind) (*typedEnv, *celgo.Env, error) {
+	paramGVK, hasParams := gvkOf(p.Spec.ParamKind)
+	env, err := newTypedEnv(c.declTypeFor(gvk), c.declTypeFor(paramGVK), hasParams || p.Spec.ParamKind != nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	var vars []plugincel.NamedExpressionAccessor
+	for _, v := range p.Spec.Variables {
+		vars = append(vars, namedExpr{name: v.Name, expr: v.Expression})
+	}
+	env.compiler.CompileAndStoreVariables(vars, env.opts, environment.StoredExpressions)
+	celEnv, err := env.compiler.Env(environment.StoredExpressions)
+	if err != nil {
+		return nil, nil, err
+	}
+	return env, celEnv, nil
+}
+
 // estimate reports, per kind the policy is checked against, expressions whose worst-case cost
 // exceeds the per-expression limit, policies whose expressions together can exceed the
 // per-request budget, and expressions whose typed result cannot be what the field requires.
 func (c *Checker) estimate(r *reporter, p *admissionregistrationv1.ValidatingAdmissionPolicy, gvks []schema.GroupVersionKind, exprs []policyExpression, skip map[string]bool) {
-	paramGVK, hasParams := gvkOf(p.Spec.ParamKind)
-	params := c.declTypeFor(paramGVK)
 	if len(gvks) == 0 {
 		gvks = []schema.GroupVersionKind{{}} // object is dyn
 	}
 	reported := map[string]bool{}
 	for _, gvk := range gvks {
-		env, err := newTypedEnv(c.declTypeFor(gvk), params, hasParams || p.Spec.ParamKind != nil)
-		if err != nil {
-			r.add(Warning, CategoryCost, "spec", "", "cannot build the typed CEL environment: "+err.Error())
-			return
-		}
-		var vars []plugincel.NamedExpressionAccessor
-		for _, v := range p.Spec.Variables {
-			vars = append(vars, namedExpr{name: v.Name, expr: v.Expression})
-		}
-		env.compiler.CompileAndStoreVariables(vars, env.opts, environment.StoredExpressions)
-		celEnv, err := env.compiler.Env(environment.StoredExpressions)
+		env, celEnv, err := c.kindEnv(p, gvk)
 		if err != nil {
 			r.add(Warning, CategoryCost, "spec", "", "cannot build the typed CEL environment: "+err.Error())
 			return

@@ -111,6 +111,15 @@ func caretPad(line string, n int) string {
 	return b.String()
 }
 
+// Fatal says whether the diagnostic makes the policy unfit to run, as vapc replay and vapc test
+// run policies: every error of vapc check (what kube-apiserver refuses to create, an expression
+// that fails type checking for every kind the policy matches, an input that is not a policy),
+// but a messageExpression's type error: kube-apiserver words a denial with the static message
+// when the messageExpression fails, and the decision stands.
+func (d Diagnostic) Fatal() bool {
+	return d.Severity == Error && !(d.Category == CategoryType && strings.HasSuffix(d.Field, ".messageExpression"))
+}
+
 // Diagnostics is a list of findings.
 type Diagnostics []Diagnostic
 
@@ -187,6 +196,9 @@ func typeNames(msg string) string { return declTypeNameRE.ReplaceAllString(msg, 
 type celIssue struct {
 	line, col int // line 1-based, col 0-based, as cel-go's common.Location
 	msg       string
+	// hint is what it may have meant and fields the fields where one is undefined, when they
+	// are few (hinter.hint).
+	hint, fields string
 }
 
 // issueRE matches the head line of each error in cel-go's Issues.String():

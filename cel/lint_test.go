@@ -12,6 +12,23 @@ import (
 	"github.com/vapc-dev/vapc/cel/manifest"
 )
 
+// corePolicy is a policy named p of one operation on a resource of the core group, v1, with
+// one validation.
+func corePolicy(op admissionregistrationv1.OperationType, resource, expr string) *admissionregistrationv1.ValidatingAdmissionPolicy {
+	return &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "p"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{op},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{resource}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: expr}},
+		},
+	}
+}
+
 // noSource places every diagnostic at the start of an unnamed file.
 type noSource struct{}
 
@@ -22,18 +39,7 @@ func (noSource) ExprPos(string, int, int) manifest.Position { return manifest.Po
 // DELETE lint says it cannot look into each expression (a warning) instead of reading the
 // expression with no environment. Not parallel: it replaces parseEnv while it runs.
 func TestLintEnvironmentError(t *testing.T) {
-	deleteOnly := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "p"},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
-				},
-			}}},
-			Validations: []admissionregistrationv1.Validation{{Expression: "object.metadata.name != 'x'"}},
-		},
-	}
+	deleteOnly := corePolicy(admissionregistrationv1.Delete, "pods", "object.metadata.name != 'x'")
 	lint := func() []string {
 		r := &reporter{src: noSource{}, object: "ValidatingAdmissionPolicy/p"}
 		lintDeleteReadsObject(r, deleteOnly, policyExpressions(deleteOnly))

@@ -117,13 +117,22 @@ func (s *Set) UnboundPolicies() []*Policy {
 	return out
 }
 
-// Decode sorts documents into policies, bindings and other objects. Documents of the
+// Decode sorts documents into policies, bindings and other objects, the items of a List as
+// documents of their own. Documents of the
 // admissionregistration group that are not v1 policies or bindings, and policies or bindings
 // that do not decode strictly, are reported as diagnostics.
 func Decode(docs []*manifest.Document) (*Set, Diagnostics) {
 	set := &Set{}
 	var diags Diagnostics
-	for _, d := range docs {
+	for len(docs) > 0 {
+		d := docs[0]
+		docs = docs[1:]
+		// A List (kubectl get -o yaml of several objects) stands for its items.
+		if items, ok, err := d.Items(); ok {
+			diags = append(diags, inputDiagnostics(err, d)...)
+			docs = append(items, docs...)
+			continue
+		}
 		gvk := d.GroupVersionKind()
 		switch {
 		case gvk == policyGVK:
@@ -166,11 +175,33 @@ func Decode(docs []*manifest.Document) (*Set, Diagnostics) {
 	return set, diags
 }
 
-// ReadPaths reads and decodes the manifests in files and folders ("-" is stdin).
+// PolicyKinds says what a policy file holds and where to find them, for the hints of inputs
+// that hold none.
+const PolicyKinds = "ValidatingAdmissionPolicies, MutatingAdmissionPolicies and their bindings (admissionregistration.k8s.io/v1); kubectl get validatingadmissionpolicies,validatingadmissionpolicybindings,mutatingadmissionpolicies,mutatingadmissionpolicybindings -o yaml writes those of a cluster, vapc emit those of Go code"
+
+// ReadPaths reads and decodes the manifests in files and folders ("-" is stdin). An empty file
+// is an error whose hint says what a policy file holds.
 func ReadPaths(stdin io.Reader, paths ...string) (*Set, Diagnostics) {
 	docs, err := manifest.ReadPaths(stdin, paths...)
 	set, diags := Decode(docs)
-	return set, append(inputDiagnostics(err, nil), diags...)
+	in := inputDiagnostics(err, nil)
+	for i, e := range joined(err) {
+		if manifest.IsEmpty(e) {
+			in[i].Hint = "a policy file holds " + PolicyKinds
+		}
+	}
+	return set, append(in, diags...)
+}
+
+// joined returns the errors of err, one for each of errors.Join's.
+func joined(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
 
 // InputDiagnostics turns the errors of reading inputs (manifest files, CRD files: errors
@@ -183,14 +214,8 @@ func inputDiagnostics(err error, doc *manifest.Document) Diagnostics {
 	if err == nil {
 		return nil
 	}
-	var errs []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	} else {
-		errs = []error{err}
-	}
 	var out Diagnostics
-	for _, e := range errs {
+	for _, e := range joined(err) {
 		d := Diagnostic{Severity: Error, Category: CategoryInput, Message: e.Error()}
 		var me *manifest.Error
 		var pe *fs.PathError

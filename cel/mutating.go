@@ -50,7 +50,6 @@ func (c *Checker) CheckMutatingPolicy(p *MutatingPolicy) Diagnostics {
 	if c.notServed(r) {
 		return r.diags
 	}
-	failed := validateMutating(r, p.MutatingAdmissionPolicy, mutatingValidation.policy, true)
 	// The matchConditions and variables read the request as a validating policy's do: type
 	// them the same way, on a validating policy with the same match and params.
 	v := &admissionregistrationv1.ValidatingAdmissionPolicy{
@@ -63,6 +62,8 @@ func (c *Checker) CheckMutatingPolicy(p *MutatingPolicy) Diagnostics {
 			FailurePolicy:    p.Spec.FailurePolicy,
 		},
 	}
+	r.hints = c.createHints(v)
+	failed := validateMutating(r, p.MutatingAdmissionPolicy, mutatingValidation.policy, true)
 	if v.Spec.MatchConstraints != nil {
 		defaults.SetPolicyDefaults(v)
 		c.typeCheck(r, v, failed)

@@ -29,6 +29,19 @@ func (c *Checker) typeCheck(r *reporter, p *admissionregistrationv1.ValidatingAd
 		all = append(all, gvkString(gvk))
 	}
 	exprs := policyExpressions(p)
+	// The environments of the kinds an expression fails for, for the hints of its issues.
+	envs := map[schema.GroupVersionKind]hinter{}
+	envOf := func(gvk schema.GroupVersionKind) hinter {
+		if h, ok := envs[gvk]; ok {
+			return h
+		}
+		var h hinter
+		if typed, env, err := c.kindEnv(p, gvk); err == nil {
+			h = hinter{env: env, types: typed.types}
+		}
+		envs[gvk] = h
+		return h
+	}
 	for _, e := range exprs {
 		if skip[e.path] || strings.TrimSpace(e.expr) == "" {
 			continue
@@ -47,6 +60,9 @@ func (c *Checker) typeCheck(r *reporter, p *admissionregistrationv1.ValidatingAd
 				continue
 			}
 			ki := kindIssues{kind: kind, issues: parseIssues(typeNames(res.Issues.Error()))}
+			for i := range ki.issues {
+				ki.issues[i].hint, ki.issues[i].fields = envOf(res.GVK).hint(e.expr, ki.issues[i])
+			}
 			skip[e.path] = true
 			failed = append(failed, ki)
 		}
@@ -97,7 +113,7 @@ func reportTypeIssues(r *reporter, e policyExpression, all []string, failed []ki
 					continue
 				}
 				reported[p] = true
-				r.addIssue(Error, CategoryType, e.path, e.expr, strings.Join(kinds, ", "), "", is)
+				r.addIssue(Error, CategoryType, e.path, e.expr, strings.Join(kinds, ", "), joinHints(is.hint, is.fields), is)
 				continue
 			}
 			var others []string
@@ -108,6 +124,9 @@ func reportTypeIssues(r *reporter, e policyExpression, all []string, failed []ki
 			}
 			hint := fmt.Sprintf("fails here for %s only, not for %s: kube-apiserver accepts the policy and kube-controller-manager reports this as a warning; make sure this part is not evaluated for %s (a branch on request.kind)",
 				strings.Join(kinds, ", "), strings.Join(others, ", "), strings.Join(kinds, ", "))
+			if is.hint != "" {
+				hint = is.hint + "; " + hint
+			}
 			r.addIssue(Warning, CategoryType, e.path, e.expr, ki.kind, hint, is)
 		}
 	}

@@ -53,6 +53,13 @@ type Error struct {
 	Msg   string
 
 	strict bool // an unknown or duplicate field: the document decoded all the same
+	empty  bool // a file without a document
+}
+
+// IsEmpty reports whether err is the error of a file that holds no document.
+func IsEmpty(err error) bool {
+	var me *Error
+	return errors.As(err, &me) && me.empty
 }
 
 // IsStrict reports whether err holds only errors of strict decoding (unknown and duplicate
@@ -118,6 +125,42 @@ func (d *Document) Describe() string {
 		name = ns + "/" + name
 	}
 	return fmt.Sprintf("%s (%s %s)", d.Pos(), d.Object.GetKind(), name)
+}
+
+// Items returns the documents of the items of a List (kind List or FooList with items, as
+// kubectl get -o yaml|json writes several objects), each placed at its item in the file; ok
+// is false for a document that is not a List. An item that is not an object is an error at
+// its place.
+func (d *Document) Items() (items []*Document, ok bool, err error) {
+	raw, found := d.Object.Object["items"].([]any)
+	if !found || !strings.HasSuffix(d.Object.GetKind(), "List") {
+		return nil, false, nil
+	}
+	var errs []error
+	for i, it := range raw {
+		path := fmt.Sprintf("items[%d]", i)
+		m, isMap := it.(map[string]any)
+		if !isMap {
+			errs = append(errs, d.Errorf(path, "a List's item is not an object"))
+			continue
+		}
+		u := &unstructured.Unstructured{Object: m}
+		js, err := u.MarshalJSON()
+		if err != nil {
+			errs = append(errs, d.Errorf(path, "%v", err))
+			continue
+		}
+		item := &Document{File: d.File, Index: d.Index, Object: u, JSON: js, lines: d.lines}
+		if n, _, exact := d.node(path); exact {
+			item.root = n
+		}
+		if u.GetKind() == "" || u.GetAPIVersion() == "" {
+			errs = append(errs, &Error{Pos: item.Pos(), Field: path, Msg: describeMissing(m, errors.New("no apiVersion or kind"))})
+			continue
+		}
+		items = append(items, item)
+	}
+	return items, true, errors.Join(errs...)
 }
 
 // Errorf returns an Error at the position of the field path (spec.validations[0].expression),
@@ -288,7 +331,7 @@ func Parse(file string, data []byte) ([]*Document, error) {
 		}
 	}
 	if len(docs) == 0 && len(errs) == 0 {
-		errs = append(errs, &Error{Pos: Position{File: file}, Msg: "no documents"})
+		errs = append(errs, &Error{Pos: Position{File: file}, Msg: "no YAML or JSON document in the file: it is empty, or holds only comments and --- separators", empty: true})
 	}
 	return docs, errors.Join(errs...)
 }

@@ -103,7 +103,7 @@ func TestParseErrors(t *testing.T) {
 		name, yaml, want string
 	}{
 		{"malformed", "kind: X\napiVersion: v1\nspec: [\n", "f.yaml:3:1: invalid YAML: did not find expected node content: a value is missing or a bracket is not closed: complete it"},
-		{"empty", "", "f.yaml: no documents"},
+		{"empty", "", "f.yaml: no YAML or JSON document in the file: it is empty, or holds only comments and --- separators"},
 		{"not a mapping", "- a\n- b\n", "f.yaml:1:1: document is not a mapping"},
 		{"no kind", "apiVersion: v1\nmetadata: {}\n", "f.yaml:1:1: document has no kind"},
 		{"bad key", "kind: X\napiVersion: v1\n? [a]\n: b\n", "map key"},
@@ -260,5 +260,35 @@ func TestParseDocumentPositions(t *testing.T) {
 	want := []string{"A@f.yaml:5:18", "B@f.yaml:11:9"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("positions mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestItems: a List (kubectl get -o yaml of several objects) stands for its items, each placed
+// at its item in the file, its fields too; an item that is not an object is an error at its
+// place; a document that is not a List has no items.
+func TestItems(t *testing.T) {
+	data := "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: a}\n- 42\n- apiVersion: v1\n  kind: Secret\n  metadata:\n    name: b\n"
+	docs, err := Parse("l.yaml", []byte(data))
+	if err != nil || len(docs) != 1 {
+		t.Fatalf("Parse = %d documents, %v", len(docs), err)
+	}
+	items, ok, err := docs[0].Items()
+	if !ok {
+		t.Fatal("Items of a List: not a List")
+	}
+	var got []string
+	for _, it := range items {
+		got = append(got, it.Object.GetKind()+" "+it.Pos().String()+" "+it.FieldPos("metadata.name").String())
+	}
+	want := []string{"ConfigMap l.yaml:4:3 l.yaml:6:20", "Secret l.yaml:8:3 l.yaml:11:11"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Items mismatch (-want +got):\n%s", diff)
+	}
+	if err == nil || err.Error() != "l.yaml:7:3: items[1]: a List's item is not an object" {
+		t.Errorf("Items error = %v, want the item that is not an object at its place", err)
+	}
+	single, _ := Parse("c.yaml", []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"))
+	if _, ok, _ := single[0].Items(); ok {
+		t.Error("Items of a ConfigMap: a List")
 	}
 }

@@ -9,7 +9,7 @@
 // returned, and every error points at the Go file and line that wrote the field, with a caret
 // under the offending character:
 //
-//	policies/kosmos.go:44:41: spec.validations[0].expression: undefined field 'nodeNmae' (checked as v1/Pod)
+//	policies/kosmos.go:44:41: spec.validations[0].expression: undefined field 'nodeNmae' (checked as v1/Pod): did you mean 'nodeName'?
 //	 |   params.metadata.name != oldObject.spec.nodeNmae ||
 //	 | ........................................^
 //

@@ -72,7 +72,7 @@ func ExampleNewPolicy_typeError() {
 	)
 	fmt.Println(err)
 	// Output:
-	// cel/vap/example_test.go:71:57: spec.validations[0].expression: undefined field 'nodeNmae' (checked as v1/Pod)
+	// cel/vap/example_test.go:71:57: spec.validations[0].expression: undefined field 'nodeNmae' (checked as v1/Pod): did you mean 'nodeName'?
 	//  | params.metadata.name != oldObject.spec.nodeNmae
 	//  | ......................................^
 }

@@ -108,6 +108,9 @@ func TestCheckStdinAndJSON(t *testing.T) {
 	if !strings.Contains(stdout, `"file": "<stdin>"`) || !strings.Contains(stdout, "undefined field 'condition'") {
 		t.Errorf("json output lacks the stdin position or the finding:\n%s", stdout)
 	}
+	if !strings.Contains(stdout, `"hint": "did you mean 'conditions'?"`) {
+		t.Errorf("json output lacks the finding's did you mean:\n%s", stdout)
+	}
 }
 
 // TestCheckKubernetesVersion: what a server accepts on create depends on its version.

@@ -2,9 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -22,17 +26,22 @@ func TestHelp(t *testing.T) {
 		stdoutHas    []string
 		stderr       string
 	}{
-		{args: []string{"help"}, stdoutPrefix: "usage: vapc COMMAND", stdoutHas: []string{"  completion ", "  version ", "130 interrupted"}},
+		{args: []string{"help"}, stdoutPrefix: "usage: vapc COMMAND", stdoutHas: []string{"  completion ", "  version ", "130  interrupted", "a first run"}},
 		{args: []string{"--help"}, stdoutPrefix: "usage: vapc COMMAND"},
-		{args: []string{"help", "check"}, stdoutPrefix: "usage: vapc check", stdoutHas: []string{"Kubernetes minor to check against: 1.30, 1.31, 1.32, 1.33, 1.34, 1.35, 1.36, 1.37", "text, json or sarif"}},
+		{args: []string{"help", "check"}, stdoutPrefix: "usage: vapc check", stdoutHas: []string{"Kubernetes minor to check against: 1.30, 1.31, 1.32, 1.33, 1.34, 1.35, 1.36, 1.37", "--output text|json|jsonl|sarif (default text)"}},
 		{args: []string{"check", "-h"}, stdoutPrefix: "usage: vapc check"},
 		{args: []string{"check", "--help"}, stdoutPrefix: "usage: vapc check"},
 		{args: []string{"help", "test"}, stdoutPrefix: "usage: vapc test", stdoutHas: []string{"Kubernetes minor to decide as: 1.37"}},
-		{args: []string{"help", "replay"}, stdoutPrefix: "usage: vapc replay", stdoutHas: []string{"-max-malformed", "-fail-on"}},
+		{args: []string{"help", "replay"}, stdoutPrefix: "usage: vapc replay", stdoutHas: []string{"--max-malformed N (default 0)", "--fail-on deny|warn|any-change", "--check-recorded\n"}},
+		{args: []string{"help", "help"}, stdoutPrefix: "usage: vapc help [COMMAND]"},
+		{args: []string{"help", "--help"}, stdoutPrefix: "usage: vapc help [COMMAND]"},
+		{args: []string{"help", "-h"}, stdoutPrefix: "usage: vapc help [COMMAND]"},
 		{args: []string{"help", "completion"}, stdoutPrefix: "usage: vapc completion bash|zsh|fish"},
 		{args: []string{"help", "version"}, stdoutPrefix: "usage: vapc version"},
 		{args: []string{"help", "emit"}, stdoutPrefix: "usage: vapc emit"},
 		{args: []string{"help", "nope"}, code: exitUsage, stderr: `vapc: help: unknown command "nope"`},
+		{args: []string{"help", "replya"}, code: exitUsage, stderr: `vapc: help: unknown command "replya": did you mean replay?`},
+		{args: []string{"chek"}, code: exitUsage, stderr: `vapc: unknown command "chek": did you mean check?`},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -59,23 +68,103 @@ func TestHelp(t *testing.T) {
 	}
 }
 
+// TestEveryVerbHelp: the help of every verb (vapc help VERB, VERB --help and VERB -h print the
+// same, on stdout, exit 0) says what the verb does, its outcomes with their exit codes (the
+// shared 2 and 3 included), two or three examples whose flags are the verb's, and its flags
+// as the README writes them: --name, or -n for a one-letter flag.
+func TestEveryVerbHelp(t *testing.T) {
+	t.Parallel()
+	for _, name := range visibleVerbs() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			help, stderr, code := runVapc(t, "", "help", name)
+			if code != exitOK || stderr != "" {
+				t.Fatalf("vapc help %s: exit %d, stderr %q", name, code, stderr)
+			}
+			for _, args := range [][]string{{name, "--help"}, {name, "-h"}} {
+				if got, _, code := runVapc(t, "", args...); got != help || code != exitOK {
+					t.Errorf("vapc %s (exit %d) differs from vapc help %s:\n%s", strings.Join(args, " "), code, name, cmp.Diff(help, got))
+				}
+			}
+			sections := map[string]string{}
+			var section string
+			for _, l := range strings.Split(help, "\n") {
+				switch {
+				case strings.HasSuffix(l, ":") && !strings.HasPrefix(l, " "):
+					section = l
+				case section != "":
+					sections[section] += l + "\n"
+				}
+			}
+			if !strings.HasPrefix(help, "usage: vapc "+name) || !strings.Contains(strings.SplitN(help, "\n\n", 3)[1], " ") {
+				t.Errorf("vapc help %s does not start with its usage and what it does:\n%s", name, help)
+			}
+			for _, code := range []int{exitOK, exitUsage, exitInternal} {
+				if !regexp.MustCompile(fmt.Sprintf(`(?m)^  %-4d \S`, code)).MatchString(sections["outcomes (exit codes):"]) {
+					t.Errorf("vapc help %s does not say when it exits %d:\n%s", name, code, help)
+				}
+			}
+			var examples []string
+			for _, l := range strings.Split(sections["examples:"], "\n") {
+				if c, ok := strings.CutPrefix(l, "  "); ok && !strings.HasPrefix(c, "#") {
+					examples = append(examples, c)
+				}
+			}
+			if len(examples) < 2 || len(examples) > 3 {
+				t.Errorf("vapc help %s has %d examples, want 2 or 3:\n%s", name, len(examples), help)
+			}
+			for _, e := range examples {
+				i := strings.Index(e, "vapc "+name+" ")
+				if i < 0 {
+					continue // vapc help's examples: vapc replay --help
+				}
+				words := strings.Fields(e[i+len("vapc "+name+" "):])
+				if j := slices.Index(words, ">"); j >= 0 {
+					words = words[:j]
+				}
+				if _, err := parseFlags(verbs[name].flags(), words); err != nil {
+					t.Errorf("vapc help %s: the example %q: %v", name, e, err)
+				}
+			}
+			flags := sections["flags:"]
+			for _, l := range strings.Split(flags, "\n") {
+				if !strings.HasPrefix(l, "  -") {
+					continue
+				}
+				f := strings.Fields(l)[0]
+				if n := strings.TrimLeft(f, "-"); f != flagName(n) {
+					t.Errorf("vapc help %s writes the flag %s, want %s", name, f, flagName(n))
+				}
+			}
+			verbs[name].flags().VisitAll(func(f *flag.Flag) {
+				if !strings.Contains(flags, "  "+flagName(f.Name)+" ") && !strings.Contains(flags, "  "+flagName(f.Name)+"\n") {
+					t.Errorf("vapc help %s does not list %s:\n%s", name, flagName(f.Name), flags)
+				}
+			})
+		})
+	}
+}
+
 func firstLineOf(s string) string {
 	l, _, _ := strings.Cut(s, "\n")
 	return l
 }
 
 // TestFlagErrorsOnce: a wrong flag is reported once, on stderr, with the verb and where to
-// find its flags, and nothing on stdout (exit 2).
+// find its flags, written with two dashes as the help writes them, with the flags a mistyped
+// one may have meant, and nothing on stdout (exit 2).
 func TestFlagErrorsOnce(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"check", "--nope", "x.yaml"}, "vapc: check: flag provided but not defined: -nope (vapc help check lists its flags)\n"},
-		{[]string{"replay", "--max-malformed", "many"}, "vapc: replay: invalid value \"many\" for flag -max-malformed: parse error (vapc help replay lists its flags)\n"},
-		{[]string{"test", "-output"}, "vapc: test: flag needs an argument: -output (vapc help test lists its flags)\n"},
-		{[]string{"version", "--nope"}, "vapc: version: flag provided but not defined: -nope (vapc help version lists its flags)\n"},
+		{[]string{"check", "--nope", "x.yaml"}, "vapc: check: flag provided but not defined: --nope (vapc help check lists its flags)\n"},
+		{[]string{"replay", "--max-malformed", "many"}, "vapc: replay: invalid value \"many\" for flag --max-malformed: parse error (vapc help replay lists its flags)\n"},
+		{[]string{"test", "-output"}, "vapc: test: flag needs an argument: --output (vapc help test lists its flags)\n"},
+		{[]string{"version", "--nope"}, "vapc: version: flag provided but not defined: --nope (vapc help version lists its flags)\n"},
+		{[]string{"replay", "--fail-no", "deny"}, "vapc: replay: flag provided but not defined: --fail-no: did you mean --fail-on? (vapc help replay lists its flags)\n"},
+		{[]string{"test", "-vv"}, "vapc: test: flag provided but not defined: --vv: did you mean -v? (vapc help test lists its flags)\n"},
 	} {
 		stdout, stderr, code := runVapc(t, "", tc.args...)
 		if code != exitUsage || stdout != "" {

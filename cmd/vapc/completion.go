@@ -15,13 +15,16 @@ func init() {
 }
 
 func completionFlagSet(stdout, stderr io.Writer) *flagSet {
-	fs := newFlagSet("completion", stdout, stderr,
-		"usage: vapc completion bash|zsh|fish",
-		"",
-		"Prints a script that completes vapc's commands, flags, flag values and files:",
-		"  bash: source <(vapc completion bash)            (or save it in /etc/bash_completion.d/vapc)",
-		"  zsh:  vapc completion zsh > \"${fpath[1]}/_vapc\"  (then start a new shell)",
-		"  fish: vapc completion fish > ~/.config/fish/completions/vapc.fish")
+	fs := newFlagSet("completion", stdout, stderr, help{
+		usage:    "vapc completion bash|zsh|fish",
+		about:    `Prints a script that completes vapc's commands, flags, flag values and files in the shell.`,
+		outcomes: []outcome{{exitOK, "the script was printed"}},
+		examples: []example{
+			{"bash: this shell (or save it in /etc/bash_completion.d/vapc)", "source <(vapc completion bash)"},
+			{"zsh: then start a new shell", `vapc completion zsh > "${fpath[1]}/_vapc"`},
+			{"fish", "vapc completion fish > ~/.config/fish/completions/vapc.fish"},
+		},
+	})
 	fs.args = "shells"
 	return fs
 }

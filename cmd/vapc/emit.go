@@ -174,13 +174,26 @@ func syncFolder(dir string, files []policies.File, write bool) ([]string, error)
 
 // flagSet defines the flags of vapc emit into f.
 func (f *emitFlags) flagSet(stdout, stderr io.Writer) *flagSet {
-	fs := newFlagSet("emit", stdout, stderr,
-		"usage: vapc emit [--settings FILE | --package PKG] [--out DIR] [--stage STAGE] [--check]",
-		"\nBuilds the in-tree guards of package policies (or, with --package, the policies a Go",
-		"package of yours registers with vap.Register), type-checks every expression, and writes",
-		"their YAML, one <policy>.yaml each; files it wrote before for policies that no longer",
-		"exist are removed. See policies/README.md.")
+	fs := newFlagSet("emit", stdout, stderr, help{
+		usage: "vapc emit [--settings FILE | --package PKG] [--out DIR] [--stage STAGE] [--check]",
+		about: `Builds the in-tree guards of package policies (or, with --package, the policies a Go package
+of yours registers with vap.Register), type-checks every expression, and writes their YAML, one
+<policy>.yaml each, for kubectl apply; files it wrote before for policies that no longer exist
+are removed. See policies/README.md.`,
+		outcomes: []outcome{
+			{exitOK, "the folder holds what emit writes (with --check: it did already)"},
+			{exitFindings, "the policies do not build (an expression's type error, at the Go line that wrote it), the settings are invalid, or with --check the folder is stale"},
+		},
+		examples: []example{
+			{"write the in-tree guards' YAML into policies/ (make policies)", "vapc emit"},
+			{"in CI: fail when policies/ is not what the Go code writes", "vapc emit --check"},
+			{"your own package's policies, every binding at its Warn stage", "vapc emit --package ./mypolicies --out deploy/policies --stage Warn"},
+		},
+	})
 	fs.StringVar(&f.settings, "settings", policies.DefaultSettingsFile, `settings file of the guards ("" for the built-in defaults)`)
+	fs.meta("settings", "FILE")
+	fs.meta("package", "PKG")
+	fs.meta("out", "DIR")
 	fs.StringVar(&f.pkg, "package", "", "Go package of your own policies (a path such as ./mypolicies, or an import path of your module): vapc builds a program that imports it and emits what it registers with vap.Register (needs the go command)")
 	fs.StringVar(&f.out, "out", "policies", "folder to write one <policy>.yaml per policy into")
 	fs.StringVar(&f.stage, "stage", "", "rollout stage of every binding, Audit, Warn or Deny, instead of the settings' stages (with --package: Audit unless given)")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify/replay"
 )
 
@@ -143,7 +144,7 @@ func TestReplayGate(t *testing.T) {
 		{name: "a folder", args: args(basic, []string{dir}), code: exitUsage,
 			stderr: "vapc: replay: " + dir + " is a directory: give the audit log files"},
 		{name: "no policy", args: []string{"--policies", noPolicy, basicLog}, code: exitFindings,
-			stderr: "vapc: replay: no ValidatingAdmissionPolicy or MutatingAdmissionPolicy in " + noPolicy + ": nothing to replay"},
+			stderr: "vapc: replay: --policies " + noPolicy + " holds no ValidatingAdmissionPolicy or MutatingAdmissionPolicy: nothing to replay. --policies reads " + cel.PolicyKinds + "; cluster objects go in --snapshot"},
 	}
 	for _, tc := range tests {
 		for _, output := range []string{"text", "jsonl", "junit"} {

@@ -38,6 +38,8 @@ type replayFlags struct {
 	reportRedact   stringList
 	enablePlugins  string
 	disablePlugins string
+	quiet          bool
+	progressEvery  time.Duration
 }
 
 func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -55,14 +57,15 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		fs.Usage()
 		return usagef("replay: no audit logs given")
 	}
-	switch f.output {
-	case "text", "jsonl", "junit":
-	default:
-		return usagef("replay: --output must be text, jsonl or junit, not %q", f.output)
+	if err := replayOutputs.check(f.output); err != nil {
+		return err
 	}
 	failOn, err := replay.ParseFailOn(strings.Join(f.failOn, ","))
 	if err != nil {
 		return usagef("replay: --fail-on %v", err)
+	}
+	if f.progressEvery < 0 {
+		return usagef("replay: --progress-interval must be 0 or more, not %s", f.progressEvery)
 	}
 	if f.maxMalformed < 0 {
 		return usagef("replay: --max-malformed must be 0 or more, not %d", f.maxMalformed)
@@ -143,14 +146,9 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		replay.WithAdmissionPlugins(plugins), replay.WithLag(f.lag),
 		replay.WithMutatingPolicies(set.MutatingPolicyList(), set.MutatingBindingList()),
 	}
-	if isTerminal(stderr) {
-		opts = append(opts, replay.WithProgress(time.Second, func(p replay.Progress) {
-			secs := p.Elapsed.Seconds()
-			if secs <= 0 {
-				secs = 1e-9
-			}
-			fmt.Fprintf(stderr, "\r%d lines, %.1f MB read, %.0f lines/s   ", p.Lines, float64(p.Bytes)/(1<<20), float64(p.Lines)/secs)
-		}))
+	prog := newProgress(stderr, logs, f.progressEvery, f.quiet)
+	if prog != nil {
+		opts = append(opts, prog.option())
 	}
 	var rep *report.Builder
 	if f.report != "" {
@@ -178,6 +176,9 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		if l == "-" {
 			s.Reader = stdin
 		}
+		if prog != nil {
+			s.Read = &prog.read
+		}
 		sources = append(sources, s)
 	}
 	var sink func(*replay.Record) error
@@ -188,9 +189,7 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		sink = rep.Sink(sink)
 	}
 	sum, err := r.Run(ctx, sources, sink)
-	if isTerminal(stderr) {
-		fmt.Fprintln(stderr)
-	}
+	prog.done()
 	if err != nil && !sum.Partial {
 		return err // the sink's: stdout could not be written
 	}
@@ -225,11 +224,14 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 }
 
 // readReplayPolicies reads the policies and bindings to replay, and refuses them (a findings
-// error, exit 1 as in vapc check, the diagnostics on stderr) when they cannot be read or kube-apiserver would refuse to
-// create one of them, with the create-time validation of vapc check: a replay of policies the
-// server cannot hold would predict what no cluster decides. It warns, on stderr, of what the
-// server accepts but makes no sense in a replay: a binding whose policy is not there, a policy
-// without binding, a document that is neither.
+// error, exit 1 as in vapc check, the diagnostics on stderr) when they cannot be read or vapc
+// check rejects them: kube-apiserver would refuse to create one, or an expression fails type
+// checking for every kind its policy matches (it can never work: every request it sees is an
+// error that failurePolicy decides). A replay of such policies would predict what their author
+// does not mean. A messageExpression's type error is a warning here, since the server answers
+// with the message instead. It warns, on stderr, of what the server accepts but makes no sense
+// in a replay: a binding whose policy is not there, a policy without binding, a document that
+// is neither.
 func readReplayPolicies(stdin io.Reader, stderr io.Writer, cat *vapcschema.Catalog, paths []string) (*cel.Set, error) {
 	set, diags := cel.ReadPaths(stdin, paths...)
 	checker, err := cel.NewChecker(cel.WithKubernetesVersion(verify.KubernetesVersion), cel.WithCatalog(cat))
@@ -240,8 +242,12 @@ func readReplayPolicies(stdin io.Reader, stderr io.Writer, cat *vapcschema.Catal
 	var refused, warnings cel.Diagnostics
 	for _, d := range diags {
 		switch {
-		case d.Severity == cel.Error && (d.Category == cel.CategoryInput || d.Category == cel.CategoryCreate):
+		case d.Fatal():
 			refused = append(refused, d)
+		case d.Severity == cel.Error:
+			d.Severity = cel.Warning
+			d.Hint = strings.TrimPrefix(d.Hint+"; ", "; ") + "kube-apiserver words the denial with the validation's message instead"
+			warnings = append(warnings, d)
 		case d.Severity == cel.Warning && d.Category == cel.CategoryInput:
 			warnings = append(warnings, d) // the loader's; the checker's lints are vapc check's
 		}
@@ -252,7 +258,7 @@ func readReplayPolicies(stdin io.Reader, stderr io.Writer, cat *vapcschema.Catal
 		}
 		warnings = append(warnings, cel.Diagnostic{
 			Pos: d.Pos(), Severity: cel.Warning, Category: cel.CategoryInput,
-			Message: fmt.Sprintf("%s %s is not a ValidatingAdmissionPolicy or ValidatingAdmissionPolicyBinding: ignored (cluster objects go in --snapshot)", d.GroupVersionKind().GroupVersion(), d.Object.GetKind()),
+			Message: fmt.Sprintf("%s %s is not an admission policy or binding: ignored (cluster objects go in --snapshot)", d.GroupVersionKind().GroupVersion(), d.Object.GetKind()),
 		})
 	}
 	for _, b := range set.OrphanBindings() {
@@ -275,44 +281,103 @@ func readReplayPolicies(stdin io.Reader, stderr io.Writer, cat *vapcschema.Catal
 		fmt.Fprintln(stderr, d.String())
 	}
 	if len(refused) > 0 {
-		return nil, &findingsError{fmt.Sprintf("replay: %d errors in the policies and bindings: kube-apiserver would not create them (vapc check tells more)", len(refused))}
+		return nil, &findingsError{"replay: " + refusal(refused)}
 	}
 	if len(set.Policies) == 0 && len(set.MutatingPolicies) == 0 {
-		return nil, &findingsError{fmt.Sprintf("replay: no ValidatingAdmissionPolicy or MutatingAdmissionPolicy in %s: nothing to replay", strings.Join(paths, ", "))}
+		return nil, &findingsError{fmt.Sprintf("replay: --policies %s holds no ValidatingAdmissionPolicy or MutatingAdmissionPolicy: nothing to replay. --policies reads %s; cluster objects go in --snapshot", strings.Join(paths, " "), cel.PolicyKinds)}
 	}
 	return set, nil
 }
 
-// isTerminal says whether w is a terminal (progress is shown only there).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
+// refusal says why policies are refused, by what their fatal diagnostics are about: inputs
+// that are not policies, what kube-apiserver would not create, expressions that cannot work.
+func refusal(refused cel.Diagnostics) string {
+	n := map[cel.Category]int{}
+	for _, d := range refused {
+		n[d.Category]++
 	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	var parts []string
+	if n[cel.CategoryInput] > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s in the input", n[cel.CategoryInput], plural(n[cel.CategoryInput], "problem", "problems")))
+	}
+	if n[cel.CategoryCreate] > 0 {
+		parts = append(parts, fmt.Sprintf("kube-apiserver would refuse to create them (%d %s)", n[cel.CategoryCreate], plural(n[cel.CategoryCreate], "error", "errors")))
+	}
+	if k := len(refused) - n[cel.CategoryInput] - n[cel.CategoryCreate]; k > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s that can never work (%s for every kind the policy matches: every request would be an error that failurePolicy decides)", k, plural(k, "expression", "expressions"), plural(k, "it fails type checking", "they fail type checking")))
+	}
+	msg := "--policies: the policies cannot be replayed: " + strings.Join(parts, "; ")
+	if len(refused) > n[cel.CategoryInput] {
+		msg += " (vapc check reports the same)"
+	}
+	return msg
 }
 
 // flagSet defines the flags of vapc replay into f.
 func (f *replayFlags) flagSet(stdout, stderr io.Writer) *flagSet {
-	fs := newFlagSet("replay", stdout, stderr,
-		"usage: vapc replay --policies DIR [--snapshot FILE] [--report FILE.html] AUDIT.LOG[.gz]|- ...")
-	fs.Var(&f.policies, "policies", "file or folder of ValidatingAdmissionPolicies and bindings (repeatable)")
-	fs.Var(&f.snapshots, "snapshot", "file or folder of cluster objects (kubectl get -o yaml|json) the log starts from (repeatable)")
-	fs.Var(&f.crds, "crd", "CustomResourceDefinition file for custom kinds the snapshot and the log do not define (repeatable)")
-	fs.StringVar(&f.output, "output", "text", "output format: text, jsonl or junit")
-	fs.choices("output", "text", "jsonl", "junit")
+	fs := newFlagSet("replay", stdout, stderr, help{
+		usage: "vapc replay --policies FILE|DIR [flags] AUDIT.LOG[.gz]|- ...",
+		about: `Replays kube-apiserver audit logs (audit.k8s.io/v1 events, one JSON object a line, as
+--audit-log-path writes them: plain, gzip-compressed, or - for standard input) through the
+policies, and tells for every request they match what kube-apiserver ` + verify.KubernetesVersion + ` would have decided
+and whether that differs from what the log records. Several logs are read as one, in the time
+order of their events (rotated files, the logs of several kube-apiservers).
+
+The replay keeps the objects the policies read (params, namespaces, old objects) by following
+the log's writes, from --snapshot on (vapc snapshot takes one: take it when the log begins).
+Every decision is certain (every state the server could have been in decides alike), likely
+(decided on the state the log's order gives, where a lag of kube-apiserver's informers or watch
+cache would give another outcome: the record lists the alternatives and what each needs) or
+indeterminate (the log does not hold what the decision needs: the reason says what), never
+guessed. The policies
+are checked first, as vapc check does: replay refuses those vapc check rejects.
+
+The verdict is computed once, and the exit code, the text summary (its first lines), JUnit, the
+last line of --output jsonl and --report state it: it fails on damaged input (a log cut short
+or unreadable, no audit event, more malformed lines than --max-malformed) and, when asked,
+on the predictions (--check-recorded, --fail-on; a likely decision counts as its decision,
+or with --strict as indeterminate). Without --fail-on, denials are reported, not failed. While it reads, a progress line goes to standard error (every ` + progressEvery.String() + ` when it is
+not a terminal; --quiet for none).`,
+		outcomes: []outcome{
+			{exitOK, "the logs were read whole and the gate holds (without --fail-on, requests the policies would deny are reported, not failed)"},
+			{exitFindings, "the gate fails: damaged input, a disagreement with the log (--check-recorded), a request --fail-on names; or policies that vapc check rejects, or no policy to replay"},
+			{exitInterrupted, "interrupted (Ctrl-C, SIGTERM): the requests read are decided and every output is written, marked partial"},
+		},
+		examples: []example{
+			{"what would the policies have decided on the traffic of the log? (the summary on stdout)", "vapc replay --policies policies/ --snapshot cluster.yaml audit.log audit-2025-01-06.log.gz"},
+			{"the same as an HTML page: timelines of the nodes and decisions, every request not admitted", "vapc replay --policies policies/ --snapshot cluster.yaml --report replay.html audit.log"},
+			{"in CI: fail when a request would be denied, with a JUnit report", "vapc replay --policies policies/ --fail-on deny --output junit audit.log > vapc-replay.xml"},
+		},
+	})
+	fs.Var(&f.policies, "policies", "file or folder of the ValidatingAdmissionPolicies, MutatingAdmissionPolicies and their bindings to replay (repeatable)")
+	fs.meta("policies", "FILE|DIR")
+	fs.Var(&f.snapshots, "snapshot", "file or folder of cluster objects (vapc snapshot, or kubectl get -o yaml|json) the log starts from (repeatable)")
+	fs.meta("snapshot", "FILE|DIR")
+	fs.Var(&f.crds, "crd", "CustomResourceDefinition file or folder for custom kinds the snapshot and the log do not define (repeatable)")
+	fs.meta("crd", "FILE|DIR")
+	outputFlag(fs, &f.output, replayOutputs)
 	fs.Var(&f.failOn, "fail-on", "exit 1 when a request would be denied (deny), warned or denied (warn), decided otherwise than recorded or a recorded verdict not reproduced (any-change), or not decided (indeterminate); several separated by commas, or repeated")
 	fs.choices("fail-on", "deny", "warn", "any-change", "indeterminate")
+	fs.meta("fail-on", "deny|warn|any-change|indeterminate")
 	fs.DurationVar(&f.lag, "informer-lag", replay.DefaultLag, "how long after a write completed kube-apiserver's informers and watch cache may not hold it yet: a request received sooner that the version before the write decides otherwise is decided as likely, one received later as certain")
+	fs.meta("informer-lag", "DURATION")
 	fs.BoolVar(&f.strict, "strict", false, "count a likely decision (one that rests on kube-apiserver's informers or watch cache being current) as indeterminate, not as its decision")
 	fs.BoolVar(&f.checkRecorded, "check-recorded", false, "compare the log's own verdicts with the predictions and exit 1 on any disagreement")
 	fs.IntVar(&f.maxLine, "max-line-bytes", replay.DefaultMaxLineBytes, "longest log line read; longer lines are reported as malformed")
+	fs.meta("max-line-bytes", "BYTES")
 	fs.IntVar(&f.maxMalformed, "max-malformed", 0, "malformed lines tolerated before the replay fails (a log cut short or unreadable always fails it)")
-	fs.StringVar(&f.report, "report", "", "also write an HTML report of the replay (node, eviction and decision timelines) to this file")
+	fs.meta("max-malformed", "N")
+	fs.StringVar(&f.report, "report", "", "also write an HTML report of the replay (its verdict, node, eviction and decision timelines, the requests not admitted) to this file")
+	fs.meta("report", "FILE.html")
 	fs.StringVar(&f.enablePlugins, "enable-admission-plugins", "", "built-in admission plugins the cluster enables beyond kube-apiserver's defaults, comma-separated as kube-apiserver takes them")
+	fs.meta("enable-admission-plugins", "A,B")
 	fs.StringVar(&f.disablePlugins, "disable-admission-plugins", "", "built-in admission plugins the cluster disables of kube-apiserver's defaults, comma-separated")
+	fs.meta("disable-admission-plugins", "A,B")
 	fs.Var(&f.reportRedact, "report-redact", "GROUP/RESOURCE (RESOURCE for the core group) whose values the report replaces by their sizes, as it does for secrets (repeatable)")
+	fs.meta("report-redact", "GROUP/RESOURCE")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress line on standard error")
+	fs.DurationVar(&f.progressEvery, "progress-interval", progressEvery, "how often a progress line is written when standard error is not a terminal, as in a CI log (0: never)")
+	fs.meta("progress-interval", "DURATION")
 	return fs
 }
 

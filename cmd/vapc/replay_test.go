@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -32,7 +33,7 @@ func TestReplayExitCodes(t *testing.T) {
 		{"stdin", append(append([]string{"replay"}, basic...), "-"), "{oops\n", exitFindings, "malformed lines:     1"},
 		{"no policies", []string{"replay", basicLog}, "", exitUsage, "--policies is required"},
 		{"no logs", append([]string{"replay"}, basic...), "", exitUsage, "no audit logs given"},
-		{"bad output", append(append([]string{"replay", "--output", "xml"}, basic...), basicLog), "", exitUsage, "--output must be"},
+		{"bad output", append(append([]string{"replay", "--output", "xml"}, basic...), basicLog), "", exitUsage, `replay: --output "xml": replay writes text, jsonl or junit`},
 		{"bad fail-on", append(append([]string{"replay", "--fail-on", "maybe"}, basic...), basicLog), "", exitUsage, "--fail-on must be"},
 		{"bad snapshot", append(append([]string{"replay", "--snapshot", "/nonexistent"}, basic...), basicLog), "", exitUsage, "snapshot"},
 	} {
@@ -60,9 +61,32 @@ func TestReplayReadsStdinLog(t *testing.T) {
 	}
 }
 
-// TestReplayPolicyProblems: replay refuses policies and bindings kube-apiserver would not
-// create (exit 1, as vapc check, each error at its file and line on stderr), and warns on stderr of a binding
-// whose policy is missing, a policy without binding and a document that is neither.
+// policyAndBinding is a ValidatingAdmissionPolicy of CREATE of a core resource with the
+// validations given as YAML lines, and its binding.
+func policyAndBinding(name, resource, validations string) string {
+	return `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: ` + name + `}
+spec:
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [` + resource + `]}]
+  validations:
+` + validations + `
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: ` + name + `}
+spec: {policyName: ` + name + `, validationActions: [Deny]}
+`
+}
+
+// TestReplayPolicyProblems: replay refuses the policies and bindings vapc check rejects: those
+// kube-apiserver would not create, and an expression that fails type checking for every kind
+// its policy matches (exit 1, as vapc check, each error at its file and line on stderr, with
+// its did-you-mean), but for a messageExpression, which the server replaces by the message; it
+// says an empty folder is a problem of the input, not of kube-apiserver's; and warns on stderr
+// of a binding whose policy is missing, a policy without binding and a document that is
+// neither.
 func TestReplayPolicyProblems(t *testing.T) {
 	t.Parallel()
 	basic, err := os.ReadFile(auditData + "kosmos-basic/policy.yaml")
@@ -76,20 +100,7 @@ func TestReplayPolicyProblems(t *testing.T) {
 		writeFile(t, p, string(basic)+"---\n"+extra)
 		return p
 	}
-	badExpr := file("bad-expression.yaml", `apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicy
-metadata: {name: bad}
-spec:
-  matchConstraints:
-    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}]
-  validations:
-  - expression: "'a' + 1"
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicyBinding
-metadata: {name: bad}
-spec: {policyName: bad, validationActions: [Deny]}
-`)
+	badExpr := file("bad-expression.yaml", policyAndBinding("bad", "pods", `  - expression: "'a' + 1"`))
 	badBinding := file("bad-binding.yaml", `apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingAdmissionPolicyBinding
 metadata: {name: no-actions}
@@ -110,6 +121,10 @@ spec:
   - expression: "true"
 `)
 	frob := file("frob.yaml", "apiVersion: example.com/v1\nkind: Frobnicator\nmetadata: {name: f}\n")
+	typo := file("typo.yaml", policyAndBinding("typo", "pods", `  - expression: "has(object.metadata.lables)"`))
+	badMessage := file("bad-message.yaml", policyAndBinding("bad-message", "podtemplates", `  - expression: "true"
+    messageExpression: "string(object.metadata.nmae)"`))
+	emptyDir := t.TempDir()
 
 	tests := []struct {
 		name   string
@@ -119,11 +134,22 @@ spec:
 	}{
 		{"would not compile", badExpr, exitFindings, []string{
 			badExpr + `:43:22: spec.validations[0].expression: compilation failed: found no matching overload for '_+_' applied to '(string, int)'`,
-			"vapc: replay: 1 errors in the policies and bindings: kube-apiserver would not create them (vapc check tells more)",
+			"vapc: replay: --policies: the policies cannot be replayed: kube-apiserver would refuse to create them (1 error) (vapc check reports the same)",
 		}},
 		{"binding without actions", badBinding, exitFindings, []string{
 			badBinding + `:39:62: spec.validationActions: Required value`,
-			"vapc: replay: 1 errors in the policies and bindings: kube-apiserver would not create them (vapc check tells more)",
+			"vapc: replay: --policies: the policies cannot be replayed: kube-apiserver would refuse to create them (1 error) (vapc check reports the same)",
+		}},
+		{"a type error for every kind", typo, exitFindings, []string{
+			typo + `:43:21: spec.validations[0].expression: undefined field 'lables' (checked as v1/Pod): did you mean 'labels'?`,
+			"vapc: replay: --policies: the policies cannot be replayed: 1 expression that can never work (it fails type checking for every kind the policy matches: every request would be an error that failurePolicy decides) (vapc check reports the same)",
+		}},
+		{"a messageExpression's type error", badMessage, exitOK, []string{
+			badMessage + `:44:47: spec.validations[0].messageExpression: warning: undefined field 'nmae' (checked as v1/PodTemplate): did you mean 'name'?; kube-apiserver words the denial with the validation's message instead`,
+		}},
+		{"an empty folder", emptyDir, exitFindings, []string{
+			emptyDir + `: no .yaml, .yml or .json files in this folder (testdata and hidden folders below it are not read)`,
+			"vapc: replay: --policies: the policies cannot be replayed: 1 problem in the input",
 		}},
 		{"binding to a missing policy", orphan, exitOK, []string{
 			orphan + `:39:20: spec.policyName: warning: binding "orphan": policy "nowhere" is not among --policies: the binding decides nothing`,
@@ -132,7 +158,7 @@ spec:
 			unbound + `:38:18: metadata.name: warning: policy "unbound" has no binding among --policies: it decides nothing`,
 		}},
 		{"not a policy", frob, exitOK, []string{
-			frob + `:36:1: warning: example.com/v1 Frobnicator is not a ValidatingAdmissionPolicy or ValidatingAdmissionPolicyBinding: ignored (cluster objects go in --snapshot)`,
+			frob + `:36:1: warning: example.com/v1 Frobnicator is not an admission policy or binding: ignored (cluster objects go in --snapshot)`,
 		}},
 	}
 	for _, tc := range tests {
@@ -203,5 +229,63 @@ spec: {policyName: always-pull, validationActions: [Deny]}
 				t.Errorf("vapc %s: exit %d, want %d with %q\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, tc.want, tc.contains, stdout, stderr)
 			}
 		})
+	}
+}
+
+// TestReplayProgress: when standard error is not a terminal (CI), a replay writes a progress
+// line every --progress-interval (lines, MB, MB/s, and the share of the input read when its
+// size is known: not of standard input); a replay shorter than the interval writes none, and
+// --quiet none at all.
+func TestReplayProgress(t *testing.T) {
+	t.Parallel()
+	policies := []string{"--policies", auditData + "kosmos-basic/policy.yaml"}
+	log := auditData + "kosmos-basic/audit.log.gz"
+	data, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := regexp.MustCompile(`^vapc replay: \d+ lines \(\d+\.\d MB\) in [\d.]+m?s, \d+\.\d MB/s(, \d+% of the input read)?$`)
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		stdin   string
+		lines   int // at least, when not 0
+		percent bool
+	}{
+		{"every interval", []string{"--progress-interval", "1ns", log}, "", 1, true},
+		{"standard input: no share", []string{"--progress-interval", "1ns", "-"}, string(data), 1, false},
+		{"shorter than the interval", []string{log}, "", 0, false},
+		{"quiet", []string{"--quiet", "--progress-interval", "1ns", log}, "", 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			args := append(append([]string{"replay"}, policies...), tc.args...)
+			_, stderr, code := runVapc(t, tc.stdin, args...)
+			if code != exitOK {
+				t.Fatalf("vapc %s: exit %d\n%s", strings.Join(args, " "), code, stderr)
+			}
+			var got []string
+			for _, l := range strings.Split(strings.TrimSuffix(stderr, "\n"), "\n") {
+				if strings.HasPrefix(l, "vapc replay: ") {
+					got = append(got, l)
+				}
+			}
+			if (tc.lines == 0) != (len(got) == 0) || len(got) < tc.lines {
+				t.Fatalf("vapc %s: %d progress lines, want %d:\n%s", strings.Join(args, " "), len(got), tc.lines, stderr)
+			}
+			if len(got) > 0 && !strings.HasPrefix(got[len(got)-1], "vapc replay: 1084 lines (1.7 MB)") {
+				t.Errorf("the last progress line %q is not of the whole log", got[len(got)-1])
+			}
+			for _, l := range got {
+				m := line.FindStringSubmatch(l)
+				if m == nil || (m[1] != "") != tc.percent {
+					t.Errorf("vapc %s: progress line %q, want %s (the share of the input: %t)", strings.Join(args, " "), l, line, tc.percent)
+				}
+			}
+		})
+	}
+	_, stderr, code := runVapc(t, "", append(append([]string{"replay"}, policies...), "--progress-interval", "-1s", log)...)
+	if want := "vapc: replay: --progress-interval must be 0 or more, not -1s\n"; code != exitUsage || stderr != want {
+		t.Errorf("--progress-interval -1s: exit %d, stderr %q; want %d and %q", code, stderr, exitUsage, want)
 	}
 }

@@ -8,8 +8,11 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"regexp"
 	"runtime/debug"
 	"strings"
+
+	"github.com/vapc-dev/vapc/cel"
 )
 
 // Exit codes are a contract: scripts and CI rely on them.
@@ -100,7 +103,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	v, ok := verbs[name]
 	if !ok {
 		usage(stderr)
-		return usagef("unknown command %q", name)
+		return usagef("%s", unknownCommand(name))
 	}
 	err = v.run(ctx, args[1:], stdin, stdout, stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -109,75 +112,41 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return err
 }
 
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: vapc COMMAND [flags] [args]\n\ncommands:")
-	for _, n := range visibleVerbs() {
-		fmt.Fprintf(w, "  %-10s %s\n", n, verbs[n].summary)
-	}
-	fmt.Fprintln(w, "\nvapc help COMMAND (or vapc COMMAND -h) describes a command and its flags; vapc --version")
-	fmt.Fprintln(w, "prints the versions of vapc, Kubernetes and the libraries a bug report needs.")
-	fmt.Fprintln(w, "\nexit codes: 0 clean, 1 findings (in the inputs or about them: an input that cannot be")
-	fmt.Fprintln(w, "parsed, damaged or empty input, nothing found), 2 usage error (a wrong flag or value, a")
-	fmt.Fprintln(w, "missing argument, a path that is not there), 3 internal error, 130 interrupted")
-}
-
-func init() {
-	register("help", verb{summary: "describe vapc or one of its commands: vapc help COMMAND", run: runHelp})
-}
-
-// runHelp prints the usage of vapc, or the help of a verb, on stdout.
-func runHelp(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	switch {
-	case len(args) == 0:
-		usage(stdout)
-		return nil
-	case len(args) > 1:
-		return usagef("help: give one command, not %q", args)
-	}
-	v, ok := verbs[args[0]]
-	if !ok || args[0] == "help" {
-		usage(stderr)
-		return usagef("help: unknown command %q", args[0])
-	}
-	return v.run(ctx, []string{"-h"}, stdin, stdout, stderr)
-}
-
-// flagSet is a verb's flags and its help: the lines of text, then the flags.
+// flagSet is a verb's flags and its help: what the verb does, its outcomes, examples, then
+// the flags.
 type flagSet struct {
 	*flag.FlagSet
 	name           string
 	stdout, stderr io.Writer
-	lines          []string
-	// values are the values a flag takes, for shell completion; args says what the verb's
-	// arguments are: "files", or "" for none.
+	doc            help
+	// values are the values a flag takes, for shell completion and the help; metas name the
+	// values of the other flags in the help (FILE|DIR); args says what the verb's arguments
+	// are: "files", or "" for none.
 	values map[string][]string
+	metas  map[string]string
 	args   string
 }
 
-// choices records the values a flag takes, for shell completion.
+// choices records the values a flag takes, for shell completion and the help.
 func (fs *flagSet) choices(name string, values ...string) { fs.values[name] = values }
+
+// meta names the value of a flag in the help: --policies FILE|DIR.
+func (fs *flagSet) meta(name, value string) { fs.metas[name] = value }
 
 // newFlagSet returns a flag set that reports errors as usage errors instead of exiting: -h
 // (and vapc help VERB) prints the help on stdout, a mistake is reported once, by Run's caller.
-func newFlagSet(name string, stdout, stderr io.Writer, usage ...string) *flagSet {
+func newFlagSet(name string, stdout, stderr io.Writer, doc help) *flagSet {
 	fs := flag.NewFlagSet("vapc "+name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	return &flagSet{FlagSet: fs, name: name, stdout: stdout, stderr: stderr, lines: usage, values: map[string][]string{}, args: "files"}
+	return &flagSet{FlagSet: fs, name: name, stdout: stdout, stderr: stderr, doc: doc, values: map[string][]string{}, metas: map[string]string{}, args: "files"}
 }
 
 // Usage prints the help on stderr, for a verb that is missing its arguments.
 func (fs *flagSet) Usage() { fs.help(fs.stderr) }
 
-// help writes the lines of text, then the flags.
-func (fs *flagSet) help(w io.Writer) {
-	for _, l := range fs.lines {
-		fmt.Fprintln(w, l)
-	}
-	fs.SetOutput(w)
-	fs.PrintDefaults()
-	fs.SetOutput(io.Discard)
-}
+// help writes the verb's help and its flags.
+func (fs *flagSet) help(w io.Writer) { fs.doc.write(w, fs) }
 
 // parseFlags parses flags interleaved with positional arguments. -h and --help print the help
 // on stdout and return flag.ErrHelp.
@@ -189,7 +158,7 @@ func parseFlags(fs *flagSet, args []string) ([]string, error) {
 				fs.help(fs.stdout)
 				return nil, err
 			}
-			return nil, usagef("%s: %v (vapc help %s lists its flags)", fs.name, err, fs.name)
+			return nil, usagef("%s: %s (vapc help %s lists its flags)", fs.name, fs.flagError(err), fs.name)
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -201,6 +170,37 @@ func parseFlags(fs *flagSet, args []string) ([]string, error) {
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
+}
+
+// flagError words an error of the flag package as the help writes flags (--name, not -name),
+// with the flags of the verb a mistyped one may have meant.
+func (fs *flagSet) flagError(err error) string {
+	msg := dashRE.ReplaceAllString(err.Error(), "$1--$2")
+	const undefined = "flag provided but not defined: "
+	if name, ok := strings.CutPrefix(msg, undefined); ok {
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		if close := cel.Closest(strings.TrimLeft(name, "-"), names); len(close) > 0 {
+			for i, c := range close {
+				close[i] = flagName(c)
+			}
+			msg += ": did you mean " + strings.Join(close, " or ") + "?"
+		}
+	}
+	return msg
+}
+
+// dashRE matches a flag of more than one letter written with one dash in the flag package's
+// errors.
+var dashRE = regexp.MustCompile(`(^|[ :])-([A-Za-z0-9][A-Za-z0-9-]+)`)
+
+// unknownCommand says a command is not vapc's, and which it may have meant.
+func unknownCommand(name string) string {
+	msg := fmt.Sprintf("unknown command %q", name)
+	if close := cel.Closest(name, visibleVerbs()); len(close) > 0 {
+		msg += ": did you mean " + strings.Join(close, " or ") + "?"
+	}
+	return msg
 }
 
 // stringList is a repeatable string flag.

@@ -27,20 +27,82 @@ type snapshotFlags struct {
 	out        string
 }
 
+// kubeconfigSearch says where vapc snapshot looked for a cluster, as client-go's loading rules
+// (kubectl's) look, when it found none: --kubeconfig, the files of $KUBECONFIG or else
+// ~/.kube/config, then the in-cluster configuration of a pod.
+func kubeconfigSearch(rules *clientcmd.ClientConfigLoadingRules) string {
+	var b strings.Builder
+	b.WriteString("vapc snapshot: found no kubeconfig that names a cluster, and no in-cluster configuration; it looked, as kubectl does, at:\n")
+	row := func(where, what string) { fmt.Fprintf(&b, "  %-25s %s\n", where, what) }
+	file := func(path string) string {
+		info, err := os.Stat(path)
+		switch {
+		case err != nil:
+			return pathError(path, err)
+		case info.IsDir():
+			return path + ": a folder, not a file"
+		}
+		return path + ": names no cluster or current context"
+	}
+	if rules.ExplicitPath != "" {
+		row("--kubeconfig", file(rules.ExplicitPath))
+	} else {
+		row("--kubeconfig FILE", "not given")
+	}
+	if env := os.Getenv(clientcmd.RecommendedConfigPathEnvVar); env != "" {
+		for _, p := range rules.Precedence {
+			row("$"+clientcmd.RecommendedConfigPathEnvVar, file(p))
+		}
+		row("~/.kube/config", "not read: $KUBECONFIG is set")
+	} else {
+		row("$"+clientcmd.RecommendedConfigPathEnvVar, "not set")
+		for _, p := range rules.Precedence {
+			row("~/.kube/config", file(p))
+		}
+	}
+	const token = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+	switch _, err := os.Stat(token); {
+	case os.Getenv("KUBERNETES_SERVICE_HOST") == "" || os.Getenv("KUBERNETES_SERVICE_PORT") == "":
+		row("in-cluster configuration", "not in a pod: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set")
+	case err != nil:
+		row("in-cluster configuration", "no service account token: "+pathError(token, err))
+	}
+	return b.String()
+}
+
 // flagSet defines the flags of vapc snapshot into f.
 func (f *snapshotFlags) flagSet(stdout, stderr io.Writer) *flagSet {
-	fs := newFlagSet("snapshot", stdout, stderr,
-		"usage: vapc snapshot --policies DIR [--kubeconfig FILE] [--context NAME] [-o cluster.yaml]",
-		"",
-		"Lists, with client-go, what vapc replay --snapshot needs of the cluster the audit log is",
-		"from: the CustomResourceDefinitions, the namespaces, the objects of the policies' paramKinds",
-		"and those the policies see as oldObject on UPDATE or DELETE, and writes them as one List",
-		"(as kubectl get -o yaml does, without managedFields). Take it when the log begins: the",
-		"replay starts from it. The user needs list on those resources.")
+	fs := newFlagSet("snapshot", stdout, stderr, help{
+		usage: "vapc snapshot --policies FILE|DIR [--kubeconfig FILE] [--context NAME] [-o FILE]",
+		about: `Lists, with client-go, what vapc replay --snapshot needs of the cluster the audit log is from:
+the CustomResourceDefinitions, the namespaces, the objects of the policies' paramKinds and
+those the policies see as oldObject on UPDATE or DELETE, and the cluster's
+MutatingAdmissionPolicies and their bindings,
+and writes them as one List (as kubectl get -o yaml does, without managedFields). Take it when
+the log begins: the replay starts from it. The user needs list on those resources.
+
+The cluster is the one of --kubeconfig, else of the files of $KUBECONFIG, else of
+~/.kube/config, else the in-cluster configuration of a pod (its service account), as kubectl
+finds it; --context picks a context of the kubeconfig.`,
+		outcomes: []outcome{
+			{exitOK, "the snapshot was written"},
+			{exitFindings, "the policies cannot be read or hold no ValidatingAdmissionPolicy, or the cluster cannot be reached or refuses a list"},
+			{exitInterrupted, "interrupted (Ctrl-C, SIGTERM): nothing was written"},
+		},
+		examples: []example{
+			{"the cluster of the current context of ~/.kube/config", "vapc snapshot --policies policies/ -o cluster.yaml"},
+			{"another kubeconfig and context", "vapc snapshot --policies policies/ --kubeconfig ~/.kube/prod.yaml --context prod-eu -o cluster.yaml"},
+			{"then replay the log written from then on", "vapc replay --policies policies/ --snapshot cluster.yaml audit.log"},
+		},
+	})
 	fs.Var(&f.policies, "policies", "file or folder of the ValidatingAdmissionPolicies to replay (repeatable)")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
 	fs.StringVar(&f.context, "context", "", "kubeconfig context (default: its current context)")
 	fs.StringVar(&f.out, "o", "-", "file to write (- for stdout)")
+	fs.meta("policies", "FILE|DIR")
+	fs.meta("kubeconfig", "FILE")
+	fs.meta("context", "NAME")
+	fs.meta("o", "FILE")
 	return fs
 }
 
@@ -84,6 +146,10 @@ func runSnapshot(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = f.kubeconfig
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: f.context}).ClientConfig()
+	if clientcmd.IsEmptyConfig(err) {
+		fmt.Fprint(stderr, kubeconfigSearch(rules))
+		return usagef("snapshot: no cluster to read: give --kubeconfig FILE (and --context NAME), or set KUBECONFIG, to the kubeconfig of the cluster the audit log is from")
+	}
 	if err != nil {
 		return usagef("snapshot: no cluster to read: %v", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
@@ -17,23 +18,37 @@ import (
 )
 
 // TestSnapshotUsage: vapc snapshot without policies, with a kubeconfig that is not there or
-// without a cluster to read is a usage error.
+// without a cluster to read is a usage error; without a cluster, it says where it looked, as
+// kubectl looks: --kubeconfig, $KUBECONFIG (or ~/.kube/config), the in-cluster configuration.
 func TestSnapshotUsage(t *testing.T) {
-	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
+	none := filepath.Join(t.TempDir(), "none")
+	t.Setenv("KUBECONFIG", none)
 	t.Setenv("HOME", t.TempDir())
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"snapshot"}, "vapc: snapshot: --policies is required: the snapshot holds what they read"},
 		{[]string{"snapshot", "--policies", "../../policies", "--kubeconfig", "nope.yaml"}, "vapc: snapshot: --kubeconfig: nope.yaml: no such file or directory"},
-		{[]string{"snapshot", "--policies", "../../policies"}, "vapc: snapshot: no cluster to read: invalid configuration: no configuration has been provided, try setting KUBERNETES_MASTER environment variable"},
+		{[]string{"snapshot", "--policies", "../../policies"}, "vapc: snapshot: no cluster to read: give --kubeconfig FILE (and --context NAME), or set KUBECONFIG, to the kubeconfig of the cluster the audit log is from"},
 		{[]string{"snapshot", "--policies", "../../policies", "extra"}, `vapc: snapshot: unexpected arguments ["extra"] (the policies go in --policies)`},
 	} {
 		stdout, stderr, code := runVapc(t, "", tc.args...)
 		if code != exitUsage || stdout != "" || !strings.HasSuffix(strings.TrimSpace(stderr), tc.want) {
 			t.Errorf("vapc %v: exit %d, stdout %q, stderr %q; want %d and %q", tc.args, code, stdout, stderr, exitUsage, tc.want)
 		}
+	}
+	_, stderr, _ := runVapc(t, "", "snapshot", "--policies", "../../policies")
+	want := `vapc snapshot: found no kubeconfig that names a cluster, and no in-cluster configuration; it looked, as kubectl does, at:
+  --kubeconfig FILE         not given
+  $KUBECONFIG               ` + none + `: no such file or directory
+  ~/.kube/config            not read: $KUBECONFIG is set
+  in-cluster configuration  not in a pod: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set
+vapc: snapshot: no cluster to read: give --kubeconfig FILE (and --context NAME), or set KUBECONFIG, to the kubeconfig of the cluster the audit log is from
+`
+	if diff := cmp.Diff(want, stderr); diff != "" {
+		t.Errorf("vapc snapshot without a cluster: stderr mismatch (-want +got):\n%s", diff)
 	}
 }
 

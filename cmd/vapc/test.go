@@ -34,10 +34,8 @@ func runTest(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		fs.Usage()
 		return usagef("test: no suites given")
 	}
-	switch f.output {
-	case "text", "json", "junit":
-	default:
-		return usagef("test: --output must be text, json or junit, not %q", f.output)
+	if err := testOutputs.check(f.output); err != nil {
+		return err
 	}
 	if err := verify.CheckKubernetesVersion(f.version); err != nil {
 		return usagef("test: --kubernetes-version: %v", err)
@@ -84,6 +82,8 @@ func runTest(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	switch f.output {
 	case "json":
 		err = suite.WriteJSON(stdout, reports)
+	case "jsonl":
+		err = suite.WriteJSONL(stdout, reports)
 	case "junit":
 		err = suite.WriteJUnit(stdout, reports)
 	default:
@@ -133,10 +133,31 @@ func suiteFiles(paths []string) ([]string, error) {
 
 // flagSet defines the flags of vapc test into f.
 func (f *testFlags) flagSet(stdout, stderr io.Writer) *flagSet {
-	fs := newFlagSet("test", stdout, stderr,
-		"usage: vapc test [flags] SUITE|DIR ...\n\nA suite is a YAML file of kind TestSuite (apiVersion vapc.dev/v1alpha1); a folder is searched for *.suite.yaml.")
-	fs.StringVar(&f.output, "output", "text", "output format: text, json or junit")
-	fs.choices("output", "text", "json", "junit")
+	fs := newFlagSet("test", stdout, stderr, help{
+		usage: "vapc test [flags] SUITE.suite.yaml|DIR ...",
+		about: `Runs test suites: YAML files of kind TestSuite (apiVersion vapc.dev/v1alpha1) that name the
+policies, the cluster objects they read (namespaces, params) and the cases. Each case is a
+request decided by kube-apiserver ` + verify.KubernetesVersion + `'s own validating and mutating admission code
+over the suite's objects (with pipeline: true, through its request pipeline, defaults and
+admission plugins included), and compared with what the case expects: admit or deny, the
+message and code, warnings, audit annotations, the object a mutating policy made.
+
+The suites' policies are checked first, as vapc check does: a suite whose policies vapc check
+rejects does not run (a messageExpression that cannot work is a warning here: the server
+answers with the message instead). A folder stands for its *.suite.yaml files at any depth;
+see README.md, "vapc test", for the format.`,
+		outcomes: []outcome{
+			{exitOK, "every case passed"},
+			{exitFindings, "a case failed; or a suite, its policies (vapc check's errors) or its objects cannot be read: every problem of every suite is reported"},
+			{exitInterrupted, "interrupted (Ctrl-C, SIGTERM)"},
+		},
+		examples: []example{
+			{"run the suites of a folder", "vapc test policies/testdata"},
+			{"one suite, with the results of the passing cases too", "vapc test -v testdata/suites/kosmos/kosmos.suite.yaml"},
+			{"in CI: a JUnit report for the CI's test report", "vapc test --output junit policies/testdata > vapc-test.xml"},
+		},
+	})
+	outputFlag(fs, &f.output, testOutputs)
 	fs.StringVar(&f.version, "kubernetes-version", verify.KubernetesVersion, "Kubernetes minor to decide as: "+verify.KubernetesVersion+" (the evaluator is kube-apiserver "+verify.KubernetesVersion+"'s own code)")
 	fs.choices("kubernetes-version", verify.KubernetesVersion)
 	fs.BoolVar(&f.verbose, "v", false, "show the results of passing cases too")

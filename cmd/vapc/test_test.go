@@ -14,7 +14,8 @@ import (
 )
 
 // TestTestExitCodes drives `vapc test` through Run: 0 when every case passes, 1 when one
-// fails, a suite is wrong or a folder holds no suite, 2 for a bad command line.
+// fails, a suite is wrong, its policy is one vapc check rejects, or a folder holds no suite, 2
+// for a bad command line.
 func TestTestExitCodes(t *testing.T) {
 	dir := t.TempDir()
 	policy, err := filepath.Abs("../../testdata/suites/kosmos/policy.yaml")
@@ -40,6 +41,23 @@ cases:
 	writeFile(t, bad, "apiVersion: vapc.dev/v1alpha1\nkind: TestSuite\nmetadata: {name: bad}\npolicies: [missing.yaml]\ncases:\n- {name: c, operation: CREATE}\n")
 	empty := t.TempDir()
 	writeFile(t, filepath.Join(empty, "policy.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n")
+	typo := filepath.Join(dir, "typo.yaml")
+	writeFile(t, typo, `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: typo}
+spec:
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]
+  validations:
+  - expression: "!has(object.metadata.lables) || !('x' in object.metadata.labels)"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: typo}
+spec: {policyName: typo, validationActions: [Deny]}
+`)
+	typoSuite := filepath.Join(dir, "typo.suite.yaml")
+	writeFile(t, typoSuite, "apiVersion: vapc.dev/v1alpha1\nkind: TestSuite\nmetadata: {name: typo}\npolicies: [typo.yaml]\ncases:\n- {name: c, operation: CREATE, resource: configmaps, object: {apiVersion: v1, kind: ConfigMap, metadata: {name: c, namespace: default}}, expect: {decision: admit}}\n")
 	noCases := filepath.Join(dir, "no-cases.suite.yaml")
 	writeFile(t, noCases, "apiVersion: vapc.dev/v1alpha1\nkind: TestSuite\nmetadata: {name: empty}\npolicies: ["+policy+"]\n")
 
@@ -55,8 +73,12 @@ cases:
 		{name: "bad suite", args: []string{"test", bad}, code: 1, stderrHas: "bad.suite.yaml:4:12: policies[0]:"},
 		{name: "a folder without suites", args: []string{"test", empty}, code: 1, stderrHas: empty + ": no *.suite.yaml files in this folder"},
 		{name: "a suite without cases", args: []string{"test", noCases}, code: 1, stderrHas: "no-cases.suite.yaml:1:1: cases: a suite needs cases"},
+		// A policy vapc check rejects does not run: its typo would make every case an error
+		// that failurePolicy decides.
+		{name: "a policy vapc check rejects", args: []string{"test", typoSuite}, code: 1, stderrHas: typo + ":8:22: spec.validations[0].expression: undefined field 'lables' (checked as v1/ConfigMap): did you mean 'labels'?\n | !has(object.metadata.lables) || !('x' in object.metadata.labels)\n | ....^\n"},
 		{name: "no suites", args: []string{"test"}, code: 2},
 		{name: "bad output", args: []string{"test", "--output", "xml", failing}, code: 2},
+		{name: "an output of another verb", args: []string{"test", "--output", "sarif", failing}, code: 2, stderrHas: ""},
 		{name: "bad version", args: []string{"test", "--kubernetes-version", "1.31", failing}, code: 2},
 		{name: "missing path", args: []string{"test", filepath.Join(dir, "nope")}, code: 2},
 	}
@@ -77,8 +99,8 @@ cases:
 	}
 }
 
-// TestTestOutput checks the human output against its golden file, and that JSON and JUnit
-// output parse and count the cases.
+// TestTestOutput checks the human output against its golden file, and that JSON, JSON lines
+// and JUnit output parse and count the cases.
 func TestTestOutput(t *testing.T) {
 	suite := "../../testdata/suites/kosmos/kosmos.suite.yaml"
 	var stdout, stderr bytes.Buffer
@@ -118,6 +140,25 @@ func TestTestOutput(t *testing.T) {
 	}
 	if len(report.Suites) != 1 || len(report.Suites[0].Cases) != 5 || report.Suites[0].Cases[0].Decision.Allowed {
 		t.Errorf("--output json = %+v, want one suite of 5 cases, the first denied", report)
+	}
+
+	stdout.Reset()
+	if err := Run(context.Background(), []string{"test", "--output", "jsonl", suite}, nil, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+		var c struct {
+			Suite, Name string
+			Passed      bool
+		}
+		if err := json.Unmarshal([]byte(l), &c); err != nil {
+			t.Fatalf("--output jsonl: a line is not JSON: %v\n%s", err, l)
+		}
+		lines = append(lines, c.Suite+": "+c.Name)
+	}
+	if len(lines) != 5 || lines[0] != "kosmos-node-not-ready: node-controller deletes a pod on a NotReady Kosmos node" {
+		t.Errorf("--output jsonl = %q, want a line for each of the 5 cases", lines)
 	}
 
 	stdout.Reset()

@@ -26,10 +26,17 @@ type versionFlags struct{ output string }
 
 // flagSet defines the flags of vapc version into f.
 func (f *versionFlags) flagSet(stdout, stderr io.Writer) *flagSet {
-	fs := newFlagSet("version", stdout, stderr,
-		"usage: vapc version [--output text|json]\n\nPrints what a bug report needs: vapc's version and commit, the Kubernetes versions it checks\nand decides as, and the versions of the Kubernetes and CEL libraries it is built with.")
-	fs.StringVar(&f.output, "output", "text", "output format: text or json")
-	fs.choices("output", "text", "json")
+	fs := newFlagSet("version", stdout, stderr, help{
+		usage: "vapc version [--output text|json]",
+		about: `Prints what a bug report needs: vapc's version and commit, the Kubernetes versions it checks
+and decides as, and the versions of the Kubernetes and CEL libraries it is built with.`,
+		outcomes: []outcome{{exitOK, "the versions were printed"}},
+		examples: []example{
+			{"for a bug report", "vapc version"},
+			{"for a script", "vapc version --output json"},
+		},
+	})
+	outputFlag(fs, &f.output, versionOutputs)
 	fs.args = ""
 	return fs
 }
@@ -104,14 +111,13 @@ func runVersion(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return usagef("version: unexpected arguments %q", rest)
 	}
 	v := buildVersions()
-	switch f.output {
-	case "json":
+	if err := versionOutputs.check(f.output); err != nil {
+		return err
+	}
+	if f.output == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(v)
-	case "text":
-	default:
-		return usagef("version: --output must be text or json, not %q", f.output)
 	}
 	commit := ""
 	if v.Commit != "" {

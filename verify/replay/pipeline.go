@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
@@ -21,6 +22,21 @@ type Source struct {
 	Name string
 	// Reader, when set, is read instead of opening Name.
 	Reader io.Reader
+	// Read, when set, counts the bytes read of the source as it is stored (a gzip-compressed
+	// file's compressed bytes), for a progress line's share of the input read.
+	Read *atomic.Int64
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
 }
 
 // decoded is one line of a log after decoding, and what the decoding workers prepared of its
@@ -263,6 +279,9 @@ func openSource(ctx context.Context, src Source, maxLine int) (next func() (audi
 		if f != nil {
 			f.Close()
 		}
+	}
+	if src.Read != nil {
+		r = countingReader{r, src.Read}
 	}
 	lr, c, err := auditlog.NewReader(src.Name, r, maxLine)
 	if err != nil {

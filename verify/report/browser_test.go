@@ -288,29 +288,102 @@ func TestBrowser(t *testing.T) {
 
 	t.Run("verdict", func(t *testing.T) {
 		// The verdict vapc replay computed (Summary.Decide) heads the page, as it heads the
-		// text summary: FAIL and each reason.
+		// text summary, in words that say what it is about: the replay's gate (the input read
+		// whole, the gates asked for), and apart, what the policies would deny, which fails
+		// the replay only with --fail-on.
 		d := replayReport(t, filepath.Join(auditData, "kosmos-flapping"), "audit.jsonl")
-		d.Verdict = &replay.Verdict{Failures: []replay.Failure{{Reason: replay.ReasonDeny, Count: 2, Detail: "2 requests would be denied (--fail-on deny)"}}, Gate: replay.Gate{FailOn: []replay.FailOn{replay.FailOnDeny}}}
 		f := filepath.Join(t.TempDir(), "verdict.html")
+		const denials = "The policies would deny 2 requests of 6 evaluated"
+		for _, tc := range []struct {
+			name     string
+			verdict  replay.Verdict
+			class    string
+			text     string // of the banner, before the denials
+			reasons  int
+			denials  string
+			gatesOut bool // the denials are said to be reported, not failed
+		}{
+			{"failing", replay.Verdict{Failures: []replay.Failure{{Reason: replay.ReasonDeny, Count: 2, Detail: "2 requests would be denied (--fail-on deny)"}}, Gate: replay.Gate{FailOn: []replay.FailOn{replay.FailOnDeny}}},
+				"fail", "Replay gate: FAIL the replay fails (exit code 1):deny 2 requests would be denied (--fail-on deny)", 1, denials + ".", false},
+			{"passing, denials not gated", replay.Verdict{Pass: true},
+				"pass", "Replay gate: PASS the input was read whole (32 lines, none malformed) (exit code 0).", 0, denials + ": reported, not failed (the replay fails on them with --fail-on deny).", true},
+			{"passing the gates asked for", replay.Verdict{Pass: true, Gate: replay.Gate{CheckRecorded: true, FailOn: []replay.FailOn{replay.FailOnAnyChange}}},
+				"pass", "Replay gate: PASS the input was read whole (32 lines, none malformed); the predictions agree with the verdicts the log records (--check-recorded); --fail-on any-change holds (exit code 0).", 0, denials + ": reported, not failed (the replay fails on them with --fail-on deny).", true},
+			{"interrupted", replay.Verdict{Partial: true, Failures: []replay.Failure{{Reason: replay.ReasonInterrupted, Count: 32, Detail: "interrupted after 32 lines: the summary is of what was read"}}},
+				"interrupted", "Replay gate: INTERRUPTED the input was not read whole: the counts are of what was read (exit code 130):interrupted interrupted after 32 lines: the summary is of what was read", 1, denials + ": reported, not failed (the replay fails on them with --fail-on deny).", true},
+		} {
+			d.Verdict = &tc.verdict
+			if err := WriteFile(f, d); err != nil {
+				t.Fatal(err)
+			}
+			b.open(t, f)
+			b.expect(t, tc.name+": the verdict", `#verdict.`+tc.class, 1)
+			b.expect(t, tc.name+": its reasons", `#verdict li`, tc.reasons)
+			got := b.text(t, "#verdict")
+			want := tc.text + tc.denials
+			if got != want {
+				t.Errorf("%s: verdict = %q, want %q", tc.name, got, want)
+			}
+			b.expect(t, tc.name+": the denials, marked", `#verdict-denials.some`, 1)
+		}
+	})
+
+	t.Run("the requests table fits 1600 px", func(t *testing.T) {
+		// At 1600 px, the requests table of every scenario fits the page, and no policy's
+		// name is cut.
+		if _, err := chromedp.Call(b.ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{Width: 1600, Height: 1000, DeviceScaleFactor: 1}); err != nil {
+			t.Fatal(err)
+		}
+		defer chromedp.Call(b.ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{Width: 1440, Height: 1000, DeviceScaleFactor: 1})
+		for _, sc := range scenarios {
+			b.open(t, write(sc.dir, sc.log))
+			fit, err := chromedp.Run(b.ctx, chromedp.Evaluate[[]int](`(function(){var w=document.querySelector("#requests .table-wrap");var cut=0;document.querySelectorAll("#requests td.policy div").forEach(function(e){if(e.scrollWidth>e.clientWidth+1)cut++});return [w.scrollWidth,w.clientWidth,cut]})()`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fit[0] > fit[1] || fit[2] > 0 {
+				t.Errorf("%s: the requests table is %d px wide in %d px, %d policy names cut", sc.dir, fit[0], fit[1], fit[2])
+			}
+		}
+	})
+
+	t.Run("times carry the date when the log spans days", func(t *testing.T) {
+		d := replayReport(t, filepath.Join(auditData, "kosmos-flapping"), "audit.jsonl")
+		f := filepath.Join(t.TempDir(), "days.html")
 		if err := WriteFile(f, d); err != nil {
 			t.Fatal(err)
 		}
 		b.open(t, f)
-		b.expect(t, "the failing verdict", `#verdict.fail`, 1)
-		b.expect(t, "its reason", `#verdict li`, 1)
-		if got := b.text(t, "#verdict"); !strings.HasPrefix(got, "FAIL") || !strings.Contains(got, "2 requests would be denied (--fail-on deny)") {
-			t.Errorf("verdict = %q", got)
+		if got := b.text(t, `#requests tr.row td`); got != "08:05:56.972" {
+			t.Errorf("a log of one day: the time of a row is %q, want the clock alone", got)
 		}
-		d.Verdict = &replay.Verdict{Pass: true, Gate: replay.Gate{CheckRecorded: true}}
+		d.Span.Start = "2025-03-13T23:59:00Z" // the same log, eight minutes across midnight
 		if err := WriteFile(f, d); err != nil {
 			t.Fatal(err)
 		}
 		b.open(t, f)
-		b.expect(t, "the passing verdict", `#verdict.pass`, 1)
+		if got := b.text(t, `#requests tr.row td`); got != "2025-03-1400:04:56.972" {
+			t.Errorf("a log across midnight: the time of a row is %q, want the date and the clock", got)
+		}
+		if got := b.text(t, `#timeline .axis`); !strings.Contains(got, "2025-03-14") {
+			t.Errorf("a log across midnight: the time axis %q does not name the new day", got)
+		}
+		b.click(t, `#requests tr.row`)
+		if got := b.text(t, `#detail`); !strings.Contains(got, "2025-03-14T08:05:56.972") {
+			t.Errorf("the detail view does not hold the request's time as the log records it:\n%s", got)
+		}
+		b.click(t, `#detail button`)
 	})
 
 	t.Run("kosmos-flapping", func(t *testing.T) {
-		b.open(t, write("kosmos-flapping", "audit.jsonl"))
+		// With the verdict of vapc replay --report without a gate, as the README shows it.
+		d := replayReport(t, filepath.Join(auditData, "kosmos-flapping"), "audit.jsonl")
+		d.Verdict = &replay.Verdict{Pass: true}
+		f := filepath.Join(t.TempDir(), "kosmos-flapping.html")
+		if err := WriteFile(f, d); err != nil {
+			t.Fatal(err)
+		}
+		b.open(t, f)
 		lane := `g.lane[data-node="kosmos-member1"]`
 		b.expect(t, "the Kosmos node's lane", lane, 1)
 		b.expect(t, "Ready Unknown while the node flapped", lane+` rect.span.ready[data-v="Unknown"]`, 1)

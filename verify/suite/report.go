@@ -80,6 +80,27 @@ func WriteJSON(w io.Writer, reports []*SuiteReport) error {
 	}{reports})
 }
 
+// CaseLine is one line of WriteJSONL: a case's report with the suite it belongs to.
+type CaseLine struct {
+	Suite string `json:"suite"`
+	File  string `json:"file"`
+	CaseReport
+}
+
+// WriteJSONL writes the reports one case a line (CaseLine), in the order of the suites and
+// their cases.
+func WriteJSONL(w io.Writer, reports []*SuiteReport) error {
+	enc := json.NewEncoder(w)
+	for _, r := range reports {
+		for _, c := range r.Cases {
+			if err := enc.Encode(CaseLine{Suite: r.Name, File: r.File, CaseReport: c}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 type junitSuites struct {
 	XMLName  xml.Name     `xml:"testsuites"`
 	Tests    int          `xml:"tests,attr"`

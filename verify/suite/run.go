@@ -116,9 +116,12 @@ func (s *Suite) load() (*env, error) {
 	diags = append(diags, orphanBindings(set)...)
 	var errs []error
 	for _, d := range diags {
-		// Only what kube-apiserver would refuse stops the suite: a policy it would not store
-		// cannot be tested.
-		if d.Severity == cel.Error && (d.Category == cel.CategoryInput || d.Category == cel.CategoryCreate) {
+		// What vapc check rejects stops the suite: a policy kube-apiserver would not store, or
+		// an expression that fails type checking for every kind its policy matches (every
+		// request it sees would be an error), cannot be tested; a messageExpression's type
+		// error does not (the server answers with the message instead, which a case can
+		// expect).
+		if d.Fatal() {
 			errs = append(errs, errors.New(d.String()))
 		}
 	}

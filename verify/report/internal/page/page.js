@@ -18,6 +18,8 @@
   var D = null;
   var app = document.getElementById('app');
   var startAbs = 0;
+  // spansDays says whether the logs span more than one day (UTC): times then carry the date.
+  var spansDays = false;
   var state = {
     view: [0, 1000], laneLimit: 25, laneText: '', labelKey: '', labelValue: '',
     filter: { text: '', outcome: '', binding: '', node: null, group: '', from: null, to: null },
@@ -65,6 +67,8 @@
   }
   function fmtDate(t) { var d = abs(t); return d.getUTCFullYear() + '-' + pad(d.getUTCMonth() + 1) + '-' + pad(d.getUTCDate()); }
   function fmtFull(t) { return fmtDate(t) + ' ' + fmtClock(t) + ' UTC'; }
+  // fmtTime is a time of the logs: the clock, and the date too when the logs span days.
+  function fmtTime(t, withMs) { return (spansDays ? fmtDate(t) + ' ' : '') + fmtClock(t, withMs); }
   function fmtDur(ms) {
     if (ms < 1000) return ms + ' ms';
     var sec = Math.round(ms / 1000);
@@ -82,6 +86,12 @@
     var lo = 0, hi = str.length;
     while (lo < hi) { var mid = (lo + hi + 1) >> 1; if (textWidth(str.slice(0, mid) + '\u2026', px, weight) <= width) lo = mid; else hi = mid - 1; }
     return str.slice(0, lo) + '\u2026';
+  }
+  // breakable lets a name wrap after its separators (sa:kube-system:node-controller).
+  function breakable(str) {
+    var out = [];
+    str.replace(/([:\/.])/g, '$1\n').split('\n').forEach(function (part, i) { if (i) out.push(h('wbr')); if (part) out.push(part); });
+    return out;
   }
   function shortUser(u) { return u.replace(/^system:serviceaccount:/, 'sa:'); }
   function plural(n, one, many) { return num(n) + ' ' + (n === 1 ? one : (many || one + 's')); }
@@ -144,7 +154,8 @@
   }
   function tickLabel(tk) {
     var d = abs(tk.t);
-    if (tk.step >= 864e5) return fmtDate(tk.t);
+    // A day's first tick, when the logs span days, is its date.
+    if (tk.step >= 864e5 || (spansDays && (startAbs + tk.t) % 864e5 === 0)) return fmtDate(tk.t);
     var l = pad(d.getUTCHours()) + ':' + pad(d.getUTCMinutes());
     if (tk.step < 6e4) l += ':' + pad(d.getUTCSeconds());
     return l;
@@ -237,25 +248,43 @@
   function zoomLabel() {
     var f = fullView();
     if (state.view[0] <= f[0] && state.view[1] >= f[1]) return 'the whole log (' + fmtDur(D.span.ms) + ')';
-    return fmtClock(Math.max(0, state.view[0])) + ' to ' + fmtClock(Math.min(D.span.ms, state.view[1])) + ' (' + fmtDur(Math.round(state.view[1] - state.view[0])) + ')';
+    return fmtTime(Math.max(0, state.view[0])) + ' to ' + fmtTime(Math.min(D.span.ms, state.view[1])) + ' (' + fmtDur(Math.round(state.view[1] - state.view[0])) + ')';
   }
 
   // ---- header --------------------------------------------------------------------------
+  // verdictBanner states the verdict the exit code, the text summary and JUnit state, in words
+  // that say what it is about: the replay's gate (was the input read whole, do the gates asked
+  // for hold), damaged input first; and, apart, what the policies would deny, which fails the
+  // replay only when --fail-on asks for it.
+  function verdictBanner(v, t) {
+    var failOn = [].concat(v.gate.failOn || []);
+    var gatesDenials = failOn.indexOf('deny') >= 0 || failOn.indexOf('warn') >= 0;
+    var word = v.partial ? 'INTERRUPTED' : v.pass ? 'PASS' : 'FAIL';
+    var code = v.partial ? 130 : v.pass ? 0 : 1;
+    var read = plural(t.lines, 'line') + ', ' + (t.malformed ? plural(t.malformed, 'malformed line') + ' (--max-malformed ' + v.gate.maxMalformed + ' allows ' + (t.malformed === 1 ? 'it' : 'them') + ')' : 'none malformed');
+    var box = h('div', { 'class': 'verdict ' + word.toLowerCase(), id: 'verdict' }, h('b', { text: 'Replay gate: ' + word }), ' ');
+    if ((v.failures || []).length) {
+      append(box, h('span', { text: (v.partial ? 'the input was not read whole: the counts are of what was read' : 'the replay fails') + ' (exit code ' + code + '):' }));
+      append(box, h('ul', null, v.failures.map(function (f) { return h('li', null, h('span', { 'class': 'chip', text: f.reason }), ' ', f.detail); })));
+    } else {
+      var holds = ['the input was read whole (' + read + ')'];
+      if (v.gate.checkRecorded) holds.push('the predictions agree with the verdicts the log records (--check-recorded)');
+      if (failOn.length) holds.push('--fail-on ' + failOn.join(',') + ' holds');
+      append(box, h('span', { text: holds.join('; ') + ' (exit code 0).' }));
+    }
+    // What the policies would deny: a fact of the replay, not of its gate.
+    var denies = t.deny ? 'The policies would deny ' + plural(t.deny, 'request') + ' of ' + num(t.evaluated) + ' evaluated' : 'The policies would deny no request of ' + num(t.evaluated) + ' evaluated';
+    if (t.deny && !gatesDenials) denies += ': reported, not failed (the replay fails on them with --fail-on deny)';
+    append(box, h('div', { 'class': 'denials' + (t.deny ? ' some' : ''), id: 'verdict-denials', text: denies + '.' }));
+    return box;
+  }
+
   function header() {
     var t = D.totals;
     var top = h('header', { 'class': 'top' },
       h('h1', null, h('span', { 'class': 'brand', text: 'vapc' }), ' replay'),
       h('span', { 'class': 'span', text: D.span.start ? fmtFull(0) + '  \u2192  ' + fmtFull(D.span.ms) + '  (' + fmtDur(D.span.ms) + ')' : 'no request in the logs' }));
-    // The verdict the exit code, the text summary and JUnit state, damaged input first.
-    var v = D.verdict;
-    var verdict = null;
-    if (v) {
-      var word = v.partial ? 'INTERRUPTED' : v.pass ? 'PASS' : 'FAIL';
-      verdict = h('div', { 'class': 'verdict ' + word.toLowerCase(), id: 'verdict' },
-        h('b', { text: word }),
-        (v.failures || []).length ? h('ul', null, v.failures.map(function (f) { return h('li', null, h('span', { 'class': 'chip', text: f.reason }), ' ', f.detail); }))
-          : h('span', { text: ' the logs were read to their end' + (v.gate.checkRecorded ? ', the predictions agree with the log' : '') + (v.gate.failOn ? ', and --fail-on ' + v.gate.failOn + ' holds' : '') }));
-    }
+    var verdict = D.verdict ? verdictBanner(D.verdict, t) : null;
     var cards = h('div', { 'class': 'cards' });
     function card(cls, n, label, detail, onclick) {
       var c = h('div', { 'class': 'card ' + cls + (onclick ? ' link' : ''), 'data-card': cls },
@@ -433,7 +462,7 @@
           l.ready.forEach(function (sp) {
             var x0 = xOf(sp.from, w), x1 = xOf(sp.to, w);
             var rect = s('rect', { 'class': 'span ready', 'data-v': sp.v, x: x0, y: ry + 1, width: Math.max(1.5, x1 - x0), height: 18, rx: 2, fill: sp.v === 'True' ? 'var(--ready-true)' : sp.v === 'False' ? 'var(--ready-false)' : 'var(--ready-unknown)' });
-            tipOn(rect, [[READY_WORD[sp.v] || sp.v, l.node], fmtClock(sp.from) + ' \u2192 ' + fmtClock(sp.to) + '  (' + fmtDur(sp.to - sp.from) + ')']);
+            tipOn(rect, [[READY_WORD[sp.v] || sp.v, l.node], fmtTime(sp.from) + ' \u2192 ' + fmtTime(sp.to) + '  (' + fmtDur(sp.to - sp.from) + ')']);
             plot.appendChild(rect);
             if (sp.v !== 'True' && x1 - x0 > 70) plot.appendChild(s('text', { 'class': 'span-label', x: x0 + 5, y: ry + 14, text: READY_WORD[sp.v] || sp.v }));
           });
@@ -450,7 +479,7 @@
             if (r.kind !== 'cordon' && sp.v !== r.v) return;
             var x0 = xOf(sp.from, w), x1 = xOf(sp.to, w);
             var rect = s('rect', { 'class': 'span ' + r.kind, 'data-v': sp.v, x: x0, y: ry + 1, width: Math.max(1.5, x1 - x0), height: 9, rx: 2, fill: fill });
-            tipOn(rect, [[r.kind === 'taint' ? r.v + ':NoExecute' : r.kind === 'cordon' ? 'cordoned (spec.unschedulable)' : r.v + '=True', l.node], fmtClock(sp.from) + ' \u2192 ' + fmtClock(sp.to) + '  (' + fmtDur(sp.to - sp.from) + ')']);
+            tipOn(rect, [[r.kind === 'taint' ? r.v + ':NoExecute' : r.kind === 'cordon' ? 'cordoned (spec.unschedulable)' : r.v + '=True', l.node], fmtTime(sp.from) + ' \u2192 ' + fmtTime(sp.to) + '  (' + fmtDur(sp.to - sp.from) + ')']);
             plot.appendChild(rect);
           });
         } else if (r.kind === 'markers') {
@@ -517,7 +546,7 @@
       if (label && textWidth(label, 10.5, 600) <= room) m.appendChild(s('text', { 'class': 'marker-label' + (c.n.deny ? ' deny' : ''), x: c.x + r + 4, y: cy + 4, text: label }));
       tipOn(m, function () {
         var lines = [[plural(n, KIND_WORD[c.kind].replace(/s$/, ''), KIND_WORD[c.kind]), 'by ' + (GROUP_WORD[group] || group) + ' on ' + (l.node || 'a node not known')]];
-        lines.push(fmtClock(c.from) + ' \u2192 ' + fmtClock(Math.min(c.to, D.span.ms)));
+        lines.push(fmtTime(c.from) + ' \u2192 ' + fmtTime(Math.min(c.to, D.span.ms)));
         OUTCOMES.forEach(function (o) { if (c.n[o]) lines.push([num(c.n[o]), OUTCOME_WORD[o]]); });
         lines.push('click: these requests in the table');
         return lines;
@@ -597,7 +626,7 @@
         });
         var hit = s('rect', { x: x0, y: y + 4, width: Math.max(bw, 3), height: RH - 4, fill: 'transparent' });
         tipOn(hit, function () {
-          var lines = [[r.label, fmtClock(bin.t) + ' \u2192 ' + fmtClock(bin.t + b.size)]];
+          var lines = [[r.label, fmtTime(bin.t) + ' \u2192 ' + fmtTime(bin.t + b.size)]];
           r.fields.forEach(function (f, fi) { if (bin.v[fi]) lines.push([num(bin.v[fi]), f]); });
           if (r.binding) lines.push('click: these requests in the table');
           return lines;
@@ -620,36 +649,40 @@
 
   // ---- requests ------------------------------------------------------------------------
   var tableBox, pagerBox, filterBox, countText, inputs = {};
+  // The columns fit a 1600 px window: the long texts wrap (names, users, policies) or are
+  // clamped to a few lines (messages, the recorded refusal), with the whole text as a title.
   var COLUMNS = [
-    { key: 't', label: 'time', cell: function (r) { return h('td', { 'class': 'nowrap mono', text: fmtClock(r.t, true) }); } },
-    { key: 'outcome', label: 'outcome', cell: function (r) { return h('td', { 'class': 'nowrap' }, h('span', { 'class': 'chip ' + r.outcome, text: r.outcome }), r.changed ? h('span', { 'class': 'chip changed', text: 'changed' }) : null); } },
-    { key: 'recorded', label: 'recorded', cell: function (r) { return h('td', { 'class': 'nowrap', text: r.recorded + (r.recordedBy ? ' (' + r.recordedBy + ')' : '') }); } },
-    { key: 'user', label: 'user', cell: function (r) { return h('td', { 'class': 'mono nowrap', title: r.user, text: shortUser(r.user) }); } },
-    { key: 'verb', label: 'verb', cell: function (r) { return h('td', { text: r.verb }); } },
-    { key: 'resource', label: 'resource', cell: function (r) { return h('td', { 'class': 'nowrap', text: r.resource }); } },
-    { key: 'name', label: 'namespace/name', cell: function (r) { return h('td', { 'class': 'mono nowrap', text: (r.namespace ? r.namespace + '/' : '') + (r.name || '') }); } },
-    { key: 'node', label: 'node', cell: function (r) { return h('td', { 'class': 'mono nowrap', text: r.node || '' }); } },
+    { key: 't', label: 'time', cell: function (r) { return h('td', { 'class': 'nowrap mono', title: r.time }, spansDays ? [h('div', { text: fmtDate(r.t) }), h('div', { text: fmtClock(r.t, true) })] : fmtClock(r.t, true)); } },
+    { key: 'outcome', label: 'outcome', cell: function (r) { return h('td', { 'class': 'chips' }, h('span', { 'class': 'chip ' + r.outcome, text: r.outcome }), r.changed ? h('span', { 'class': 'chip changed', text: 'changed' }) : null); } },
+    { key: 'recorded', label: 'recorded', cell: function (r) { return h('td', { 'class': 'rec' }, h('div', { text: r.recorded }), r.recordedBy ? h('div', { 'class': 'hint clamp', title: r.recordedBy, text: 'by ' + r.recordedBy.replace(/^(?:Validating|Mutating)AdmissionPolicy '([^']+)'(?: with binding '[^']+')?$/, '$1') }) : null); } },
+    { key: 'user', label: 'user', cell: function (r) { return h('td', { 'class': 'mono wrap', title: r.user }, breakable(shortUser(r.user))); } },
+    { key: 'request', label: 'request', cell: function (r) { return h('td', { 'class': 'nowrap' }, h('div', { text: r.verb }), h('div', { 'class': 'hint', text: r.resource })); } },
+    { key: 'name', label: 'namespace/name', cell: function (r) { return h('td', { 'class': 'mono wrap' }, breakable((r.namespace ? r.namespace + '/' : '') + (r.name || ''))); } },
+    { key: 'node', label: 'node', cell: function (r) { return h('td', { 'class': 'mono wrap', text: r.node || '' }); } },
     { key: 'policy', label: 'policy / binding / param', cell: function (r) {
       var first = r.results[0] || r.bindings[0];
       if (!first) return h('td', { 'class': 'hint', text: '\u2014' });
       var more = Math.max(r.results.length, r.bindings.length) - 1;
       var sub = first.binding + (first.param ? ' \u00b7 ' + first.param : '') + (more > 0 ? '  +' + more : '');
-      return h('td', { 'class': 'clip', title: first.policy + '\n' + sub }, h('div', { 'class': 'mono', text: first.policy }), h('div', { 'class': 'hint mono', text: sub }));
+      // The policy's name on one line, unless it is longer than most (a name may have 63).
+      return h('td', { 'class': 'policy', title: first.policy + '\n' + sub }, h('div', { 'class': 'mono' + (first.policy.length > 40 ? '' : ' nowrap'), text: first.policy }), h('div', { 'class': 'hint mono', text: sub }));
     } },
-    { key: 'message', label: 'message', cell: function (r) { var m = r.results.length && r.results[0].message ? r.results[0].message : (r.indeterminate || r.message || ''); return h('td', { 'class': 'msg', title: m, text: m }); } },
-    { key: 'source', label: 'objects from', cell: function (r) { return h('td', { 'class': 'hint', text: [r.objectSource, r.oldObjectSource].filter(Boolean).join(' / ') }); } },
-    { key: 'notes', label: 'notes', cell: function (r) { var n = (r.notes || []).length; return h('td', { 'class': 'num hint', title: (r.notes || []).join('\n'), text: n ? String(n) : '' }); } },
+    { key: 'message', label: 'message', cell: function (r) { var m = r.results.length && r.results[0].message ? r.results[0].message : (r.indeterminate || r.message || ''); return h('td', { 'class': 'msg' }, h('div', { 'class': 'clamp', title: m, text: m })); } },
+    { key: 'source', label: 'objects from', cell: function (r) {
+      var n = (r.notes || []).length;
+      return h('td', { 'class': 'hint src' }, [r.objectSource, r.oldObjectSource].filter(Boolean).join(' / '), n ? h('div', { title: r.notes.join('\n'), text: plural(n, 'note') }) : null);
+    } },
     { key: 'reason', label: 'reason', cell: function (r) { return h('td', { 'class': 'nowrap', text: r.reason || '' }); } }
   ];
   function sortValue(r, key) {
     switch (key) {
       case 't': return r.t;
       case 'outcome': return OUTCOMES.indexOf(r.outcome);
+      case 'request': return r.verb + ' ' + r.resource;
       case 'name': return (r.namespace || '') + '/' + (r.name || '');
       case 'policy': var f = r.results[0] || r.bindings[0]; return f ? f.policy + '/' + f.binding : '';
       case 'message': return r.results.length ? r.results[0].message || '' : r.message || '';
       case 'source': return (r.objectSource || '') + (r.oldObjectSource || '');
-      case 'notes': return (r.notes || []).length;
       default: return r[key] || '';
     }
   }
@@ -723,7 +756,7 @@
     var f = state.filter;
     var scope = [];
     if (f.node !== null && f.node !== undefined) scope.push('node ' + (f.node || '(not known)'));
-    if (f.from !== null) scope.push(fmtClock(f.from) + '\u2013' + fmtClock(f.to));
+    if (f.from !== null) scope.push(fmtTime(f.from) + '\u2013' + fmtTime(f.to));
     inputs.scope.textContent = scope.length ? 'only ' + scope.join(', ') : '';
     var rows = D.requests.rows.filter(rowMatches);
     var key = state.sort.key, asc = state.sort.asc;
@@ -866,6 +899,7 @@
     D = JSON.parse(raw.textContent);
     if (D.version !== 1) throw new Error('this page draws report data of version 1, not ' + D.version);
     startAbs = D.span.start ? Date.parse(D.span.start) : 0;
+    spansDays = !!D.span.start && fmtDate(0) !== fmtDate(D.span.ms);
     state.view = fullView();
     document.body.appendChild(tip);
     append(app, header());
