@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"runtime"
 	"slices"
 	"sort"
@@ -557,7 +558,7 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	// A request the server refused for another reason than authentication or authorization
 	// is sent through its pipeline, which tells whether validating admission ran before the
 	// refusal; the log's message alone does not always.
-	pipeline := rec.skip == SkipBeforeAdmission && !rec.sure && r.usesPipeline(ev, t)
+	pipeline := rec.skip == SkipBeforeAdmission && (!rec.sure || r.staleAttemptPossible(ev, t)) && r.usesPipeline(ev, t)
 	if rec.skip != "" && !pipeline {
 		r.sum.skip(rec.skip, rec.note)
 		return
@@ -586,7 +587,8 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	if t.op == admission.Update || t.op == admission.Delete || t.op == admission.Connect || t.sub != "" {
 		// Only an update or a delete reads the stored object from the watch cache, and what it
 		// read first shows only in audit annotations.
-		firstAttempt := (t.op == admission.Update || t.op == admission.Delete) && ev.Verb != "deletecollection" && ep.scope.publishes(policies)
+		// A 409 Conflict may come after a first attempt that ran admission on that copy too.
+		firstAttempt := (t.op == admission.Update || t.op == admission.Delete) && ev.Verb != "deletecollection" && (ep.scope.publishes(policies) || ev.Code() == http.StatusConflict)
 		j.warns = ep.scope.warns(policies)
 		j.prior = r.state.priorOf(t.gvr.GroupResource(), t.namespace, t.name, writtenVersion(d, ev, t), ev.Received(), firstAttempt)
 	}

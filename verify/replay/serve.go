@@ -673,6 +673,9 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 		// What the policies changed is not known: neither is the object validation saw.
 		out.Notes = append(out.Notes, "what the MutatingAdmissionPolicies changed is not known: "+mutationUnknown)
 	}
+	if len(s.calls) == 0 && !refusedByMutation && r.conflictAfterFirstAttempt(ctx, w, j, out) {
+		return
+	}
 	if len(s.calls) == 0 && !refusedByMutation {
 		code := ev.Code()
 		switch {

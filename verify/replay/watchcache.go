@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
+	"strings"
 
 	"k8s.io/apiserver/pkg/admission"
 
@@ -174,4 +176,78 @@ func (r *Replayer) decideServedOn(ctx context.Context, w evalWorker, j *job, p p
 		return nil, &indeterminateError{why}
 	}
 	return servedDecision(j.ev.Verb, once.s), nil
+}
+
+// conflictAfterFirstAttempt decides an update or delete kube-apiserver answered 409 Conflict,
+// which the pipeline refuses before admission on the State's version, on the watch cache's copy
+// of a version before it, when the request asked for that version's resourceVersion: the
+// store's first attempt passed the precondition on that copy and ran admission, then found the
+// live object changed and failed the precondition on it (the audit event keeps the first
+// attempt's annotations). The decision on that copy is likely (the watch cache may have held
+// the write that replaced it, and the request never reached admission), certain when the log's
+// annotations show admission ran. It says whether it decided the job.
+func (r *Replayer) conflictAfterFirstAttempt(ctx context.Context, w evalWorker, j *job, out *Record) bool {
+	if j.ev.Code() != http.StatusConflict || len(j.prior.stale) == 0 {
+		return false
+	}
+	version, _ := requestMeta(j.ev)
+	asked := resourceVersion(version)
+	if asked == 0 {
+		return false
+	}
+	for _, sp := range j.prior.stale {
+		if sp.rv != asked {
+			continue
+		}
+		dec, err := r.decideOn(ctx, w, j, sp)
+		if err != nil || dec == nil || !dec.Allowed {
+			// An attempt refused by admission would have answered its refusal, not 409.
+			return false
+		}
+		out.fill(dec)
+		out.Recorded, out.RecordedNote, out.recordedByVAP = RecordedAdmit, "failed after validating admission: Conflict (the live object had changed since the watch cache's copy admission read)", false
+		out.OldObjectSource = sp.source
+		out.Notes = append(out.Notes, "decided on kube-apiserver's first attempt, on its watch cache's copy of "+sp.source+": the live object had changed, and the request failed with 409 Conflict after admission")
+		if !r.ranAdmission(j) {
+			out.likely(Alternative{Decision: DecisionIndeterminate, Reason: SkipBeforeAdmission,
+				Detail: "the request failed its resourceVersion precondition before admission", If: "kube-apiserver's watch cache held the write that replaced the version the request asked for"})
+		}
+		if j.byAnnotations() {
+			out.Disagreements = check(j.ev, recording{outcome: RecordedAdmit, vapRan: true}, dec, j.evidenced)
+		}
+		j.dec = dec
+		return true
+	}
+	return false
+}
+
+// ranAdmission says whether the log's annotations of the request show validating admission ran:
+// a validation failure or an audit annotation of a policy.
+func (r *Replayer) ranAdmission(j *job) bool {
+	for k := range j.ev.Annotations {
+		if k == ValidationFailureAnnotation {
+			return true
+		}
+		if p, _, ok := strings.Cut(k, "/"); ok && (r.loadedPolicies[p] || j.evidenced[p]) {
+			return true
+		}
+	}
+	return false
+}
+
+// staleAttemptPossible says whether an update or delete the server answered 409 Conflict on
+// its own object may have had its first attempt pass the precondition on the watch cache's copy
+// of a version the State knows (see conflictAfterFirstAttempt): it asked for the resourceVersion
+// of a version a write replaced moments before it was received.
+func (r *Replayer) staleAttemptPossible(ev *Event, t target) bool {
+	if ev.Code() != http.StatusConflict || (t.op != admission.Update && t.op != admission.Delete) || ev.Verb == "deletecollection" {
+		return false
+	}
+	version, _ := requestMeta(ev)
+	asked := resourceVersion(version)
+	if asked == 0 {
+		return false
+	}
+	p := r.state.priorOf(t.gvr.GroupResource(), t.namespace, t.name, 0, ev.Received(), true)
+	return slices.ContainsFunc(p.stale, func(sp prior) bool { return sp.rv == asked })
 }

@@ -189,3 +189,54 @@ func TestWatchCacheDeleteCollection(t *testing.T) {
 		})
 	}
 }
+
+// TestConflictAfterFirstAttempt: an update that asked for the resourceVersion of the version
+// before a write that completed moments earlier passed its precondition on the watch cache's
+// copy of that version, ran admission on it, and failed with 409 Conflict on the live object:
+// the replay decides it on that copy, certain when the log's annotations show admission ran,
+// likely otherwise; not skipped as refused before admission.
+func TestConflictAfterFirstAttempt(t *testing.T) {
+	cm := func(rv, v string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1", "uid": "u1", "resourceVersion": rv}, "data": map[string]any{"v": v}}
+	}
+	conflict := `Operation cannot be fulfilled on configmaps "cm": the object has been modified; please apply your changes to the latest version and try again`
+	for _, tc := range []struct {
+		name      string
+		annotated bool
+		received  string
+		certainty Certainty
+		skipped   bool
+	}{
+		{name: "the log's annotation shows admission ran", annotated: true, received: "02.020000", certainty: CertaintyCertain},
+		{name: "no annotation", received: "02.020000", certainty: CertaintyLikely},
+		// Long after the write the watch cache holds the live version: refused before admission.
+		{name: "a second later", received: "03.500000", skipped: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, b := levelPolicy("old-v", "configmaps", admissionregistrationv1.Update, nil, "oldObject.data.v != 'z'")
+			if tc.annotated {
+				p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "v", ValueExpression: "string(oldObject.data.v)"}}
+			}
+			var annotations map[string]string
+			if tc.annotated {
+				annotations = map[string]string{"old-v/v": "a"}
+			}
+			sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+				timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm("", "a"), cm("10", "a")), "01.000000", "01.001000", nil),
+				timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 200, "", cm("10", "b"), cm("11", "b")), "02.000000", "02.010000", nil),
+				timedEvent(t, levelEvent(t, "3", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 409, conflict, cm("10", "c"), nil), tc.received, tc.received[:3]+"900000", annotations),
+			)
+			rec := recs["3"]
+			switch {
+			case tc.skipped:
+				if rec != nil || sum.Skipped["rejected-before-admission (Conflict)"] != 1 {
+					t.Errorf("the update: %s, skipped %v, want refused before admission", describeRecord(rec), sum.Skipped)
+				}
+			case rec == nil:
+				t.Fatalf("the update has no record, skipped %v", sum.Skipped)
+			case rec.Decision != DecisionAdmit || rec.Certainty != tc.certainty || len(rec.Disagreements) > 0 || (tc.annotated && rec.AuditAnnotations["old-v/v"] != "a"):
+				t.Errorf("the update: %s %v, want admit (%s) on the version before", describeRecord(rec), rec.AuditAnnotations, tc.certainty)
+			}
+		})
+	}
+}
