@@ -375,6 +375,24 @@ func TestBrowser(t *testing.T) {
 		b.click(t, `#detail button`)
 	})
 
+	t.Run("likely decisions", func(t *testing.T) {
+		// A likely decision shows in its outcome's colour, marked likely, and its row's detail
+		// holds the alternatives and what each needs.
+		d, _ := likelyData(t)
+		f := filepath.Join(t.TempDir(), "likely.html")
+		if err := WriteFile(f, d); err != nil {
+			t.Fatal(err)
+		}
+		b.open(t, f)
+		b.expect(t, "likely audit chips", `#requests span.chip.audit.likely`, 4)
+		b.expect(t, "likely admit chips", `#requests span.chip.admit.likely`, 1)
+		b.click(t, `#requests tr.row`)
+		if got := b.text(t, `#detail`); !strings.Contains(got, "likely: decided on the state the log") || !strings.Contains(got, "alternative") || !strings.Contains(got, "the nodes informer had not yet held the write at") {
+			t.Errorf("the detail of a likely decision:\n%s", got)
+		}
+		b.click(t, `#detail button`)
+	})
+
 	t.Run("kosmos-flapping", func(t *testing.T) {
 		// With the verdict of vapc replay --report without a gate, as the README shows it.
 		d := replayReport(t, filepath.Join(auditData, "kosmos-flapping"), "audit.jsonl")

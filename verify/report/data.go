@@ -196,8 +196,11 @@ type Row struct {
 	Namespace string `json:"namespace,omitempty"`
 	Name      string `json:"name,omitempty"`
 	Node      string `json:"node,omitempty"`
-	// Decision, Code and Message are the prediction; Recorded what the log says.
+	// Decision, Code and Message are the prediction, Certainty how it is known (likely:
+	// Alternatives says what else the server may have decided, and when; "" when certain);
+	// Recorded what the log says.
 	Decision   string `json:"decision"`
+	Certainty  string `json:"certainty,omitempty"`
 	Code       int32  `json:"code,omitempty"`
 	Message    string `json:"message,omitempty"`
 	Recorded   string `json:"recorded"`

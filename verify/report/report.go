@@ -340,7 +340,8 @@ func (b *Builder) record(r *replay.Record) {
 	if node != "" && outcome != replay.DecisionAdmit {
 		b.lane(node).decisions++
 	}
-	if outcome != replay.DecisionAdmit || r.Changed || len(r.Disagreements) > 0 {
+	// A likely admission whose alternative denies is a row too: the server may have denied.
+	if outcome != replay.DecisionAdmit || r.Changed || len(r.Disagreements) > 0 || r.Certainty == replay.CertaintyLikely {
 		b.addRow(r, t, node, outcome, outs)
 	}
 }

@@ -27,7 +27,7 @@ func (b *Builder) addRow(r *replay.Record, t int64, node, outcome string, outs [
 		T: t, Time: r.StageTimestamp, File: r.File, Line: r.Line, AuditID: r.AuditID,
 		User: r.User, Group: requesterGroup(r.User, r.Subresource), Verb: r.Verb, Resource: res,
 		Namespace: r.Namespace, Name: r.Name, Node: node,
-		Decision: r.Decision, Code: r.Code, Message: r.Message,
+		Decision: r.Decision, Code: r.Code, Message: r.Message, Certainty: likelyOnly(r.Certainty),
 		Recorded: r.Recorded, RecordedBy: r.RecordedBy, Changed: r.Changed,
 		Outcome: outcome, Bindings: outs, Results: []Result{},
 		Indeterminate: r.Indeterminate, ObjectSource: r.ObjectSource, OldObjectSource: r.OldObjectSource,
@@ -135,4 +135,13 @@ func alternativeTexts(alts []replay.Alternative) []string {
 		out = append(out, a.String())
 	}
 	return out
+}
+
+// likelyOnly is the certainty a row shows: likely, or nothing (a certain decision, or an
+// indeterminate one, which says so itself).
+func likelyOnly(c replay.Certainty) string {
+	if c == replay.CertaintyLikely {
+		return string(c)
+	}
+	return ""
 }

@@ -653,7 +653,13 @@
   // clamped to a few lines (messages, the recorded refusal), with the whole text as a title.
   var COLUMNS = [
     { key: 't', label: 'time', cell: function (r) { return h('td', { 'class': 'nowrap mono', title: r.time }, spansDays ? [h('div', { text: fmtDate(r.t) }), h('div', { text: fmtClock(r.t, true) })] : fmtClock(r.t, true)); } },
-    { key: 'outcome', label: 'outcome', cell: function (r) { return h('td', { 'class': 'chips' }, h('span', { 'class': 'chip ' + r.outcome, text: r.outcome }), r.changed ? h('span', { 'class': 'chip changed', text: 'changed' }) : null); } },
+    { key: 'outcome', label: 'outcome', cell: function (r) {
+      // A likely decision: its outcome's colour, marked likely, the alternatives on hover.
+      var likely = r.certainty === 'likely';
+      return h('td', { 'class': 'chips', title: likely ? 'likely: ' + (r.alternatives || []).join('\n') : null },
+        h('span', { 'class': 'chip ' + r.outcome + (likely ? ' likely' : ''), text: likely ? 'likely ' + r.outcome : r.outcome }),
+        r.changed ? h('span', { 'class': 'chip changed', text: 'changed' }) : null);
+    } },
     { key: 'recorded', label: 'recorded', cell: function (r) { return h('td', { 'class': 'rec' }, h('div', { text: r.recorded }), r.recordedBy ? h('div', { 'class': 'hint clamp', title: r.recordedBy, text: 'by ' + r.recordedBy.replace(/^(?:Validating|Mutating)AdmissionPolicy '([^']+)'(?: with binding '[^']+')?$/, '$1') }) : null); } },
     { key: 'user', label: 'user', cell: function (r) { return h('td', { 'class': 'mono wrap', title: r.user }, breakable(shortUser(r.user))); } },
     { key: 'request', label: 'request', cell: function (r) { return h('td', { 'class': 'nowrap' }, h('div', { text: r.verb }), h('div', { 'class': 'hint', text: r.resource })); } },
@@ -834,14 +840,14 @@
     item('where', r.file + ':' + r.line + '  (audit ID ' + r.auditID + ')');
     item('user', r.user + '  (' + (GROUP_WORD[r.group] || r.group) + ')');
     item('node', r.node);
-    item('decision', r.decision + (r.code ? ' ' + r.code : ''));
+    item('decision', r.decision + (r.code ? ' ' + r.code : '') + (r.certainty === 'likely' ? ' (likely: decided on the state the log\u2019s order gives; a lag of kube-apiserver\u2019s informers or watch cache gives the alternatives below)' : ''));
     item('recorded', r.recorded + (r.recordedBy ? ' by ' + r.recordedBy : ''));
     item('message', r.message);
     item('indeterminate', r.indeterminate);
     item('objects from', [r.objectSource && 'object: ' + r.objectSource, r.oldObjectSource && 'oldObject: ' + r.oldObjectSource].filter(Boolean).join(', '));
     (r.warnings || []).forEach(function (w) { item('warning', w); });
     Object.keys(r.auditAnnotations || {}).sort().forEach(function (k) { item('annotation', k + ': ' + r.auditAnnotations[k]); });
-    (r.alternatives || []).forEach(function (a) { item('or the server may say', a); });
+    (r.alternatives || []).forEach(function (a) { item(r.certainty === 'likely' ? 'alternative' : 'or the server may say', a); });
     (r.notes || []).forEach(function (n) { item('note', n); });
     (r.disagreements || []).forEach(function (d) { item('disagreement', d); });
     body.appendChild(kv);

@@ -1,0 +1,68 @@
+package report
+
+import (
+	"context"
+	"maps"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/vapc-dev/vapc/verify/replay"
+)
+
+// TestLikelyRows: the seed incident recorded by a real kube-apiserver (the node controller
+// deletes the pods of a NotReady Kosmos leaf node moments after the node's status changed),
+// replayed with the in-tree guards (at their Audit stage): each delete the guard flags is a row,
+// its decision likely (the nodes informer may not yet have held the status write), in its
+// outcome's colour, with the alternative on the row; so is the delete it does not flag moments
+// after the node turned Ready again, which the version before would have.
+func TestLikelyRows(t *testing.T) {
+	d, sum := likelyData(t)
+	flagged := map[string]bool{}
+	for _, row := range d.Requests.Rows {
+		if row.Certainty != "likely" {
+			continue
+		}
+		if row.Verb != "delete" || row.Decision != replay.DecisionAdmit || len(row.Alternatives) == 0 || !strings.Contains(row.Alternatives[0], "the nodes informer had not yet held the write at") {
+			t.Errorf("a likely row: %s %s %s/%s: %s (%s), alternatives %q", row.Verb, row.Resource, row.Namespace, row.Name, row.Decision, row.Outcome, row.Alternatives)
+		}
+		flagged[row.Name] = row.Outcome == "audit"
+	}
+	want := map[string]bool{"k7-1": true, "k7-2": true, "k7-6": true, "k8-2": true, "k7-5": false}
+	if !maps.Equal(flagged, want) {
+		t.Errorf("likely rows (flagged by the guard): %v, want %v", flagged, want)
+	}
+	var bound *replay.BindingSummary
+	for _, bs := range sum.Bindings {
+		if bs.Policy == "kosmos-node-not-ready" {
+			bound = bs
+		}
+	}
+	if bound == nil || bound.Likely != 5 || bound.Audit != 4 {
+		t.Errorf("kosmos-node-not-ready's counts: %+v, want 5 likely decisions, 4 flagged", bound)
+	}
+}
+
+// likelyData replays the seed incident's recorded log with the in-tree guards into a report.
+func likelyData(t *testing.T) (*Data, *replay.Summary) {
+	t.Helper()
+	ps, bs := loadPolicies(t, filepath.Join("..", "..", "policies"))
+	b, err := New(ps, bs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plugins, err := replay.AdmissionPlugins(nil, []string{"ServiceAccount"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := replay.New(ps, bs, replay.WithAdmissionPlugins(plugins), replay.WithObserver(b.Observer()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join("..", "replay", "testdata", "recorded", "b", "audit.log.gz")
+	sum, err := r.Run(context.Background(), []replay.Source{{Name: log}}, b.Sink(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.Data(sum), sum
+}
