@@ -2,12 +2,13 @@ package replay
 
 import (
 	"encoding/json"
-	"encoding/xml"
 	"fmt"
 	"io"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/vapc-dev/vapc/verify/internal/junit"
 )
 
 // JSONLWriter returns a sink that writes every record as one JSON line.
@@ -272,33 +273,6 @@ func humanBytes(n int64) string {
 }
 
 // JUnit test report types.
-type junitSuites struct {
-	XMLName xml.Name     `xml:"testsuites"`
-	Suites  []junitSuite `xml:"testsuite"`
-}
-
-type junitSuite struct {
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Errors   int         `xml:"errors,attr"`
-	Cases    []junitCase `xml:"testcase"`
-}
-
-type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	Classname string        `xml:"classname,attr"`
-	Failure   *junitFailure `xml:"failure,omitempty"`
-	Error     *junitFailure `xml:"error,omitempty"`
-	SystemOut string        `xml:"system-out,omitempty"`
-}
-
-type junitFailure struct {
-	Message string `xml:"message,attr"`
-	Type    string `xml:"type,attr,omitempty"`
-	Text    string `xml:",chardata"`
-}
-
 // WriteJUnit writes the replay as JUnit: the summary's Verdict (a zero Gate's when Decide has
 // not run) is its cases, so that a CI page fails exactly when the exit code does. The case
 // "input" fails on damaged input and has an error when the replay was interrupted; "recorded
@@ -307,17 +281,8 @@ type junitFailure struct {
 // when --fail-on deny or warn refuses what it decided.
 func WriteJUnit(w io.Writer, s *Summary) error {
 	v := verdictOf(s)
-	suite := junitSuite{Name: "vapc replay"}
-	add := func(c junitCase) {
-		if c.Failure != nil {
-			suite.Failures++
-		}
-		if c.Error != nil {
-			suite.Errors++
-		}
-		suite.Tests++
-		suite.Cases = append(suite.Cases, c)
-	}
+	suite := &junit.Suite{Name: "vapc replay"}
+	add := suite.Add
 	reasons := func(pick func(Reason) bool) (msg string, lines []string) {
 		var heads []string
 		for _, f := range v.Failures {
@@ -329,19 +294,19 @@ func WriteJUnit(w io.Writer, s *Summary) error {
 		return strings.Join(heads, ", "), lines
 	}
 
-	input := junitCase{Name: "input", Classname: "vapc.replay",
+	input := &junit.Case{Name: "input", Classname: "vapc.replay",
 		SystemOut: fmt.Sprintf("%d lines (%s) from %s: %d requests, %d malformed lines", s.Lines, humanBytes(s.Bytes), strings.Join(s.Files, ", "), s.Requests, s.MalformedCount)}
 	if msg, lines := reasons(func(r Reason) bool { return r.Damaged() && r != ReasonInterrupted }); msg != "" {
-		input.Failure = &junitFailure{Message: msg, Type: "damaged-input", Text: strings.Join(lines, "\n")}
+		input.Failure = &junit.Failure{Message: msg, Type: "damaged-input", Text: strings.Join(lines, "\n")}
 	}
 	if v.Partial {
-		input.Error = &junitFailure{Message: "interrupted", Type: string(ReasonInterrupted),
+		input.Error = &junit.Failure{Message: "interrupted", Type: string(ReasonInterrupted),
 			Text: fmt.Sprintf("the replay was interrupted after %d lines: this report is partial", s.Lines)}
 	}
 	add(input)
 
 	if v.Gate.CheckRecorded {
-		c := junitCase{Name: "recorded verdicts", Classname: "vapc.replay",
+		c := &junit.Case{Name: "recorded verdicts", Classname: "vapc.replay",
 			SystemOut: fmt.Sprintf("%d requests checked, %d disagreements", s.Checked, len(s.Disagreements))}
 		if msg, _ := reasons(func(r Reason) bool { return r == ReasonDisagreement }); msg != "" {
 			var lines []string
@@ -352,12 +317,12 @@ func WriteJUnit(w io.Writer, s *Summary) error {
 				}
 				lines = append(lines, fmt.Sprintf("%s:%d %s: %s", d.File, d.Line, d.AuditID, d.Detail))
 			}
-			c.Failure = &junitFailure{Message: msg, Type: string(ReasonDisagreement), Text: strings.Join(lines, "\n")}
+			c.Failure = &junit.Failure{Message: msg, Type: string(ReasonDisagreement), Text: strings.Join(lines, "\n")}
 		}
 		add(c)
 	}
 	if len(v.Gate.FailOn) > 0 {
-		c := junitCase{Name: "fail-on " + v.Gate.failOnFlag(), Classname: "vapc.replay",
+		c := &junit.Case{Name: "fail-on " + v.Gate.failOnFlag(), Classname: "vapc.replay",
 			SystemOut: fmt.Sprintf("%d evaluated: admit %d, deny %d, warn %d, indeterminate %d, likely %d, changed %d, unreproduced %d", s.Evaluated, s.Admit, s.Deny, s.Warn, total(s.Indeterminate), s.Likely.Count, s.Changed, s.Unreproduced)}
 		if msg, lines := reasons(func(r Reason) bool {
 			return r == ReasonDeny || r == ReasonWarn || r == ReasonChanged || r == ReasonUnreproduced || r == ReasonIndeterminate
@@ -373,12 +338,12 @@ func WriteJUnit(w io.Writer, s *Summary) error {
 					}
 				}
 			}
-			c.Failure = &junitFailure{Message: msg, Type: v.Gate.failOnFlag(), Text: strings.Join(lines, "\n")}
+			c.Failure = &junit.Failure{Message: msg, Type: v.Gate.failOnFlag(), Text: strings.Join(lines, "\n")}
 		}
 		add(c)
 	}
 	for _, b := range s.Bindings {
-		c := junitCase{Name: b.Policy + "/" + b.Binding, Classname: "vapc.replay." + b.Policy}
+		c := &junit.Case{Name: b.Policy + "/" + b.Binding, Classname: "vapc.replay." + b.Policy}
 		counts := fmt.Sprintf("admit %d, deny %d, warn %d, audit %d, error %d, indeterminate %d, likely %d", b.Admit, b.Deny, b.Warn, b.Audit, b.Error, b.Indeterminate, b.Likely)
 		var ex []string
 		for _, e := range b.Examples {
@@ -386,20 +351,11 @@ func WriteJUnit(w io.Writer, s *Summary) error {
 		}
 		c.SystemOut = counts + "\n" + strings.Join(ex, "\n")
 		if v.Gate.BindingFails(b) {
-			c.Failure = &junitFailure{Message: counts, Type: v.Gate.failOnFlag(), Text: strings.Join(ex, "\n")}
+			c.Failure = &junit.Failure{Message: counts, Type: v.Gate.failOnFlag(), Text: strings.Join(ex, "\n")}
 		}
 		add(c)
 	}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(junitSuites{Suites: []junitSuite{suite}}); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
+	return junit.Write(w, &junit.Suites{Suites: []*junit.Suite{suite}})
 }
 
 // End is the last line of `vapc replay --output jsonl`: the verdict and the totals. A stream

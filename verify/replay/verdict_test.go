@@ -15,6 +15,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/vapc-dev/vapc/verify/internal/junit"
 )
 
 // errAfter is a log that fails with err once its data is read.
@@ -142,13 +144,13 @@ func checkOutputsAgree(t *testing.T, sum *Summary) {
 		}
 	}
 
-	var junit bytes.Buffer
-	if err := WriteJUnit(&junit, sum); err != nil {
+	var out bytes.Buffer
+	if err := WriteJUnit(&out, sum); err != nil {
 		t.Fatal(err)
 	}
-	var suites junitSuites
-	if err := xml.Unmarshal(junit.Bytes(), &suites); err != nil {
-		t.Fatalf("JUnit does not parse: %v\n%s", err, junit.String())
+	var suites junit.Suites
+	if err := xml.Unmarshal(out.Bytes(), &suites); err != nil {
+		t.Fatalf("JUnit does not parse: %v\n%s", err, out.String())
 	}
 	s := suites.Suites[0]
 	failures, errs := 0, 0
@@ -164,7 +166,7 @@ func checkOutputsAgree(t *testing.T, sum *Summary) {
 		t.Errorf("JUnit counts failures=%d errors=%d tests=%d, its cases %d, %d, %d", s.Failures, s.Errors, s.Tests, failures, errs, len(s.Cases))
 	}
 	if fails := s.Failures+s.Errors > 0; fails == v.Pass {
-		t.Errorf("JUnit has %d failures and %d errors, the verdict is %s\n%s", s.Failures, s.Errors, v, junit.String())
+		t.Errorf("JUnit has %d failures and %d errors, the verdict is %s\n%s", s.Failures, s.Errors, v, out.String())
 	}
 	if v.Partial != (s.Errors > 0) {
 		t.Errorf("JUnit has %d errors, the verdict is partial: %v", s.Errors, v.Partial)

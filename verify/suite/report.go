@@ -2,12 +2,13 @@ package suite
 
 import (
 	"encoding/json"
-	"encoding/xml"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/vapc-dev/vapc/verify"
+
+	"github.com/vapc-dev/vapc/verify/internal/junit"
 )
 
 // WriteText writes the reports for people: each case PASS or FAIL with its decision, and for
@@ -101,43 +102,13 @@ func WriteJSONL(w io.Writer, reports []*SuiteReport) error {
 	return nil
 }
 
-type junitSuites struct {
-	XMLName  xml.Name     `xml:"testsuites"`
-	Tests    int          `xml:"tests,attr"`
-	Failures int          `xml:"failures,attr"`
-	Suites   []junitSuite `xml:"testsuite"`
-}
-
-type junitSuite struct {
-	Name     string      `xml:"name,attr"`
-	File     string      `xml:"file,attr,omitempty"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Time     string      `xml:"time,attr"`
-	Cases    []junitCase `xml:"testcase"`
-}
-
-type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	Classname string        `xml:"classname,attr"`
-	File      string        `xml:"file,attr,omitempty"`
-	Line      int           `xml:"line,attr,omitempty"`
-	Failure   *junitFailure `xml:"failure,omitempty"`
-	SystemOut string        `xml:"system-out,omitempty"`
-}
-
-type junitFailure struct {
-	Message string `xml:"message,attr"`
-	Text    string `xml:",chardata"`
-}
-
 // WriteJUnit writes the reports as JUnit XML for CI systems.
 func WriteJUnit(w io.Writer, reports []*SuiteReport) error {
-	out := junitSuites{}
+	out := &junit.Suites{}
 	for _, r := range reports {
-		js := junitSuite{Name: r.Name, File: r.File, Tests: len(r.Cases), Failures: r.Failed(), Time: fmt.Sprintf("%.3f", r.Duration.Seconds())}
+		js := &junit.Suite{Name: r.Name, File: r.File, Time: fmt.Sprintf("%.3f", r.Duration.Seconds())}
 		for _, c := range r.Cases {
-			jc := junitCase{Name: c.Name, Classname: r.Name, File: c.Pos.File, Line: c.Pos.Line}
+			jc := &junit.Case{Name: c.Name, Classname: r.Name, File: c.Pos.File, Line: c.Pos.Line}
 			if c.Decision != nil {
 				jc.SystemOut = c.Decision.Summary()
 			}
@@ -146,22 +117,11 @@ func WriteJUnit(w io.Writer, reports []*SuiteReport) error {
 				if len(c.Failures) > 0 {
 					msg = strings.SplitN(c.Failures[0], "\n", 2)[0]
 				}
-				jc.Failure = &junitFailure{Message: msg, Text: c.Pos.String() + "\n" + strings.Join(c.Failures, "\n")}
+				jc.Failure = &junit.Failure{Message: msg, Text: c.Pos.String() + "\n" + strings.Join(c.Failures, "\n")}
 			}
-			js.Cases = append(js.Cases, jc)
+			js.Add(jc)
 		}
-		out.Tests += js.Tests
-		out.Failures += js.Failures
-		out.Suites = append(out.Suites, js)
+		out.Add(js)
 	}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(out); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
+	return junit.Write(w, out)
 }
