@@ -128,7 +128,7 @@ func WithProgress(interval time.Duration, fn func(Progress)) Option {
 }
 
 // Replayer replays audit logs through a fixed set of policies and bindings. A Replayer runs
-// one replay: its State moves forward with the log.
+// one replay: its State moves forward with the log, and a second Run is refused.
 type Replayer struct {
 	// mutatingPolicies and mutatingBindings are the MutatingAdmissionPolicies replayed
 	// (see mutate.go).
@@ -153,7 +153,11 @@ type Replayer struct {
 	progress      func(Progress)
 	progressEvery time.Duration
 	lag           *time.Duration
-	observer      Observer
+	// slowSnapshot reads snapshots without loadYAMLListFile's fast path (tests).
+	slowSnapshot bool
+	// ran says Run was called: a Replayer runs once.
+	ran bool
+	observer     Observer
 
 	admissionPlugins []string
 	// orderedPlugins are the admission plugins the ordered stage replays writes through
@@ -332,6 +336,10 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 // is canceled, reading stops, the requests read are decided, and the summary of what was read
 // is returned, Partial, with the context's error.
 func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record) error) (*Summary, error) {
+	if r.ran {
+		return nil, errors.New("a Replayer runs once: its State has moved forward with the log it replayed; make another with New")
+	}
+	r.ran = true
 	sources, reordered := inTimeOrder(sources, r.maxLine)
 	r.sum = newSummary(sources)
 	if reordered {

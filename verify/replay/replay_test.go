@@ -543,3 +543,20 @@ func TestRecentIDs(t *testing.T) {
 		t.Errorf("the last ID read: %v, %v; want a duplicate of b.log:%d", first, dup, maxRecentIDs-1)
 	}
 }
+
+// TestRunOnce: a Replayer's State moves forward with the log it replays: a second Run is an
+// error, not a replay from where the first left off.
+func TestRunOnce(t *testing.T) {
+	ps, bs := loadPolicies(t, filepath.Join(auditData, "kosmos-basic"))
+	r, err := New(ps, bs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := []Source{{Name: "a.log", Reader: strings.NewReader("")}}
+	if _, err := r.Run(context.Background(), log, nil); err != nil {
+		t.Fatal(err)
+	}
+	if sum, err := r.Run(context.Background(), log, nil); err == nil || sum != nil {
+		t.Errorf("a second Run: %v, %v; want an error", sum, err)
+	}
+}

@@ -215,8 +215,10 @@ func sameSnapshotObject(prevRaw, raw []byte, u *unstructured.Unstructured) bool 
 	return equality.Semantic.DeepEqual(prev, u.Object)
 }
 
-// yamlListFastPath turns loadYAMLListFile on; tests turn it off to compare.
-var yamlListFastPath = true
+// withoutSnapshotFastPath turns loadYAMLListFile off, for tests to compare both paths.
+func withoutSnapshotFastPath() Option {
+	return func(r *Replayer) error { r.slowSnapshot = true; return nil }
+}
 
 // loadYAMLListFile is the fast path of loadSnapshotFile for what `kubectl get -o yaml` writes:
 // YAML documents, each a List whose items are a block sequence at column 0. It decodes each
@@ -226,7 +228,7 @@ var yamlListFastPath = true
 // whose items do not decode one by one (an alias to an anchor of another item) is decoded
 // whole, as the general path would.
 func (r *Replayer) loadYAMLListFile(file string, seen map[string]seenObject) (n int, ok bool, err error) {
-	if !yamlListFastPath {
+	if r.slowSnapshot {
 		return 0, false, nil
 	}
 	data, err := os.ReadFile(file)

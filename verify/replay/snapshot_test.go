@@ -52,9 +52,11 @@ func TestSnapshotFastPath(t *testing.T) {
 				t.Fatal(err)
 			}
 			load := func(fast bool) (map[string]string, int, string) {
-				yamlListFastPath = fast
-				defer func() { yamlListFastPath = true }()
-				r, err := New(ps, bs)
+				var opts []Option
+				if !fast {
+					opts = append(opts, withoutSnapshotFastPath())
+				}
+				r, err := New(ps, bs, opts...)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -88,9 +90,11 @@ func TestSnapshotFastPathGenerated(t *testing.T) {
 	}
 	ps, bs := inTreePolicies(t)
 	load := func(fast bool) map[string]string {
-		yamlListFastPath = fast
-		defer func() { yamlListFastPath = true }()
-		r, err := New(ps, bs, WithSnapshot(path))
+		opts := []Option{WithSnapshot(path)}
+		if !fast {
+			opts = append(opts, withoutSnapshotFastPath())
+		}
+		r, err := New(ps, bs, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
