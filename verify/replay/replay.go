@@ -156,8 +156,8 @@ type Replayer struct {
 	// slowSnapshot reads snapshots without loadYAMLListFile's fast path (tests).
 	slowSnapshot bool
 	// ran says Run was called: a Replayer runs once.
-	ran bool
-	observer     Observer
+	ran      bool
+	observer Observer
 
 	admissionPlugins []string
 	// orderedPlugins are the admission plugins the ordered stage replays writes through

@@ -1,0 +1,408 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apiserver/pkg/admission"
+
+	vapccel "github.com/vapc-dev/vapc/cel"
+	"github.com/vapc-dev/vapc/verify/internal/apiserver"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+)
+
+// replayWrite follows, in the State, what a successful write did to its object when the log
+// does not show the result: a write logged at level Request, a pod's eviction (the pod marked
+// deleted with its DisruptionTarget condition, or deleted at once) and its binding (its node,
+// the binding's and the node's topology labels, the PodScheduled condition). The ordered stage
+// sends the request through the pipeline again, with the built-in admission plugins and the
+// recorded webhook patches, over the object as the State holds it, and keeps what the
+// storage wrote. What the server generated or read from its clock and storage, and what a
+// plugin set from an object the replay does not know, are not known; so is what was not known
+// of the object before. A write the replay cannot follow is forgotten, and says why.
+func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, why, src string) {
+	gr := t.gvr.GroupResource()
+	what := describe(t.gvr, t.sub)
+	forget := func(reason string) {
+		r.state.Forget(gr, t.mainKind, t.namespace, t.name, why+": "+reason)
+	}
+	p := r.state.prior(gr, t.namespace, t.name)
+	create := t.op == admission.Create && t.sub == ""
+	if !create && (!p.found || p.raw == nil) {
+		forget("the object was not known before")
+		return
+	}
+
+	srv, err := pipelineServer()
+	if err != nil {
+		forget(err.Error())
+		return
+	}
+	req, ok := serveRequest(ev, t)
+	if !ok {
+		forget("the request is not one the pipeline takes")
+		return
+	}
+	if r.orderedPlugins == nil {
+		if r.orderedPlugins, err = apiserver.NewPlugins(r.admissionPlugins); err != nil {
+			forget(err.Error())
+			return
+		}
+	}
+	objs := &jobObjects{gr: gr, namespace: t.namespace, name: t.name, prior: p}
+	if create {
+		// The log shows the create succeeded: there was no such object.
+		objs.prior, objs.absent = prior{kept: p.kept}, true
+	} else {
+		// The log shows the write succeeded: it asked for the stored resourceVersion and
+		// uid, if any.
+		objs.version, objs.uid = fromRequest(ev, p.unknowns)
+		objs.body = updateBody(ev, p.unknowns)
+	}
+	logged := req.Body
+	if req.Method == http.MethodPost {
+		req.Body = namedBody(ev, req.Body)
+	}
+	variants := sendVariants(req, ev, t)
+	type result struct {
+		deleted  bool
+		obj      *unstructured.Unstructured
+		unknowns []vapccel.Unknown
+	}
+	var results []result
+	var failures []string
+	for _, v := range variants {
+		req.ContentType, req.Body = string(v.contentType), v.body
+		// The log shows the request succeeded: it got past the plugins.
+		pc := &pluginCluster{v: r.state.view(false), mapper: r.cur().resources.RESTMapper(), passed: true}
+		ex := &apiserver.Exchange{Objects: objs, Plugins: r.orderedPlugins}
+		wm := newWebhookMutation(ev)
+		if wm != nil {
+			ex.Mutate = wm.mutate
+		}
+		// What the storage writes is the object validating admission saw (plus its
+		// resourceVersion) when it is of the resource's own kind: settle puts the server's
+		// clock back in it and says what is not known of it.
+		var settled []vapccel.Unknown
+		sameKind, mutated := false, ""
+		view := r.state.view(false)
+		ex.Validate = func(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+			if why := r.mutators.mayMutate(mutatedBy(t, a, view)); why != "" {
+				mutated = why
+			}
+			if a.GetKind().GroupKind() == t.mainKind.GroupKind() {
+				sameKind = true
+				for _, u := range settle(ev, t, a, logged) {
+					if u.Path.Root == "object" {
+						settled = append(settled, u)
+					}
+				}
+			}
+			return nil
+		}
+		r.orderedPlugins.SetCluster(pc)
+		resp, err := srv.Do(ctx, req, ex)
+		r.orderedPlugins.SetCluster(nil)
+		name := v.name
+		switch {
+		case err != nil:
+			failures = append(failures, name+": "+err.Error())
+			continue
+		case resp.Unknown != nil:
+			failures = append(failures, name+": the server read "+resp.Unknown.Error())
+			continue
+		case resp.Code >= 300:
+			failures = append(failures, name+": replayed, the request fails: "+describeStatus(resp))
+			continue
+		case wm != nil && wm.unknown != "":
+			forget(wm.unknown)
+			return
+		case mutated != "":
+			forget(mutated)
+			return
+		}
+		var last *apiserver.Write
+		for i := range resp.Writes {
+			if w := &resp.Writes[i]; sameStorage(w.Resource, gr) && w.Namespace == t.namespace && w.Name == t.name {
+				last = w
+			}
+		}
+		switch {
+		case last == nil:
+			// The request left the object as it was (a pod being deleted already).
+			if !create {
+				results = append(results, result{obj: nil})
+			}
+			continue
+		case last.Object == nil:
+			results = append(results, result{deleted: true})
+			continue
+		}
+		u := versioned(last.Object, t.mainKind)
+		if u == nil {
+			failures = append(failures, name+": the written object does not convert")
+			continue
+		}
+		var unknowns []vapccel.Unknown
+		if scale := decodeObject(ev.ResponseObject); derivesScale(t) && scale != nil && scale.GetResourceVersion() != "" {
+			// A Scale carries the resourceVersion of the object it scaled.
+			u.SetResourceVersion(scale.GetResourceVersion())
+		} else {
+			unknowns = append(unknowns, vapccel.Unknown{Path: objectPath("metadata", "resourceVersion"), ValueOnly: true,
+				Why: "the server's storage when " + what + " wrote the object, which the log does not show"})
+		}
+		if gr == podsGR && (t.op == admission.Delete || t.sub == "eviction") {
+			unknowns = append(unknowns, shortenedGrace(u, p.raw, p.unknowns, ev, t)...)
+		}
+		switch second, ok := serverSecond(ev); {
+		case sameKind && t.op != admission.Delete:
+			// Validating admission saw a copy of what the storage wrote: settle's clock is
+			// put in the written object too.
+			unknowns = append(unknowns, settled...)
+			if ok {
+				setClock(u, p.raw, second)
+				if create {
+					u.SetCreationTimestamp(second)
+				}
+			}
+		case ok:
+			// The clock read the second the log holds: the replay's own clock's readings are
+			// put back to it.
+			setClock(u, p.raw, second)
+		default:
+			why := "the server's clock when " + what + " wrote the object, which the log does not hold to the second"
+			for _, steps := range [][]string{{"metadata", "deletionTimestamp"},
+				{"metadata", "managedFields", vapccel.AnyStep, "time"}, {"status", "conditions", vapccel.AnyStep, "lastTransitionTime"}} {
+				unknowns = append(unknowns, vapccel.Unknown{Path: objectPath(steps...), ValueOnly: true, Why: why})
+			}
+		}
+		unknowns = append(unknowns, pc.unknowns()...)
+		if !create {
+			// What was not known of the object before is not known after.
+			for _, pu := range knownFrom(p.unknowns, objs.version, objs.uid) {
+				if !isMeta(pu, "resourceVersion") {
+					unknowns = append(unknowns, pu)
+				}
+			}
+		}
+		results = append(results, result{obj: u, unknowns: unknowns})
+	}
+	if len(results) == 0 {
+		if u, err := auditlog.DecodeObject(p.unmarked); err == nil && p.unmarked != nil {
+			// The write succeeded, which it does not on the version a refused DELETE may have
+			// marked deleted: that DELETE left the object as it was.
+			_ = r.state.Put(gr, u, p.source+" (not marked deleted: the write at "+src+" succeeded)")
+			r.replayWrite(ctx, ev, t, why, src)
+			return
+		}
+		forget(strings.Join(failures, "; "))
+		return
+	}
+	first := results[0]
+	ways := "the log does not record the patch's content type, and the types it may have been sent as"
+	if len(variants) > 0 && variants[0].labels {
+		ways = "the log records a Job's create after its defaults, and whether its labels were sent or are its pod template's, the two ways it may have been sent,"
+	}
+	for _, o := range results[1:] {
+		if o.deleted != first.deleted || (o.obj == nil) != (first.obj == nil) {
+			forget(ways + " write different objects")
+			return
+		}
+		if o.obj == nil {
+			continue
+		}
+		// The fields the ways write alike are known; the others are not.
+		first.unknowns = append(first.unknowns, differing(first.obj.Object, o.obj.Object, nil, ways+" write it differently")...)
+	}
+	switch {
+	case first.deleted:
+		r.state.Delete(gr, t.mainKind, t.namespace, t.name)
+	case first.obj != nil:
+		_ = r.state.putPartly(gr, first.obj, first.unknowns, src+" ("+what+", replayed: "+why+")")
+	}
+}
+
+// describeStatus is a response's status for a reason.
+func describeStatus(resp *apiserver.Response) string {
+	if resp.Status == nil {
+		return fmt.Sprintf("%d", resp.Code)
+	}
+	return fmt.Sprintf("%d %s: %s", resp.Code, resp.Status.Reason, firstLine(resp.Status.Message))
+}
+
+// shortenedGrace puts back what kube-apiserver's store made of a pod's deletion when the request
+// shortened the grace period of a deletion already pending: rest.BeforeDelete moves the
+// deletionTimestamp back by the old grace period and forward by the new one, unless that is
+// before the server's clock, in which case the timestamp is the clock and the grace period one
+// second (or zero). The replay's pipeline reads its own clock, long after the log's: it always
+// takes the second way. The server's clock lies between the request's receipt and completion;
+// when the new timestamp lies between them too, which way it went is not known (unknowns).
+func shortenedGrace(u *unstructured.Unstructured, before []byte, beforeUnknowns []vapccel.Unknown, ev *Event, t target) []vapccel.Unknown {
+	prev, _ := auditlog.DecodeMetadata(before)
+	if prev == nil || prev.GetDeletionTimestamp() == nil || u.GetDeletionTimestamp() == nil {
+		return nil
+	}
+	g0 := prev.GetDeletionGracePeriodSeconds()
+	if g0 == nil || *g0 == 0 {
+		return nil
+	}
+	var opts map[string]any
+	if t.sub == "eviction" {
+		if body := decodeObject(ev.RequestObject); body != nil {
+			opts, _ = body.Object["deleteOptions"].(map[string]any)
+		}
+	} else if o, err := deleteOptions(ev.RequestObject, ev.Query()); err == nil {
+		opts = o.Object
+	}
+	period, ok := intValue(opts["gracePeriodSeconds"])
+	if !ok {
+		return nil // pending: the deletion is left as it is
+	}
+	if period < 0 {
+		period = 1
+	}
+	// The deletion it shortens, when the State does not know it: whether it is shorter
+	// (the grace period), and where it moved to (the timestamp).
+	unknownPrev := func(field string) []vapccel.Unknown {
+		for _, un := range beforeUnknowns {
+			if fieldUnder(un.Path.Steps, "metadata", field) {
+				why := "the deletion it shortened, which is not known: " + un.Why
+				return []vapccel.Unknown{
+					{Path: objectPath("metadata", "deletionTimestamp"), ValueOnly: true, Why: why},
+					{Path: objectPath("metadata", "deletionGracePeriodSeconds"), ValueOnly: true, Why: why},
+				}
+			}
+		}
+		return nil
+	}
+	if unknown := unknownPrev("deletionGracePeriodSeconds"); unknown != nil {
+		return unknown
+	}
+	if period >= *g0 {
+		return nil
+	}
+	if unknown := unknownPrev("deletionTimestamp"); unknown != nil {
+		return unknown
+	}
+	moved := prev.GetDeletionTimestamp().Add(-time.Duration(*g0) * time.Second).Add(time.Duration(period) * time.Second)
+	received, done := ev.Received(), auditlog.ParseTime(ev.StageTimestamp)
+	switch {
+	case received.IsZero() || done.IsZero():
+	case !moved.Before(done):
+		// After the server's clock: the timestamp moved, the grace period is the new one.
+		ts := metav1.NewTime(moved)
+		u.SetDeletionTimestamp(&ts)
+		u.SetDeletionGracePeriodSeconds(&period)
+		return nil
+	case moved.Before(received):
+		// Before it: the server's clock, and one second (or zero).
+		if period != 0 {
+			period = 1
+		}
+		u.SetDeletionGracePeriodSeconds(&period)
+		if second, ok := serverSecond(ev); ok {
+			u.SetDeletionTimestamp(&second)
+			return nil
+		}
+		return []vapccel.Unknown{{Path: objectPath("metadata", "deletionTimestamp"), ValueOnly: true,
+			Why: "the server's clock when the shortened deletion was before it, which the log does not hold to the second"}}
+	}
+	why := fmt.Sprintf("whether the shortened deletion (at %s) was before kube-apiserver's clock, which read between %s and %s", moved.UTC().Format(time.RFC3339), received.UTC().Format(time.RFC3339Nano), done.UTC().Format(time.RFC3339Nano))
+	return []vapccel.Unknown{
+		{Path: objectPath("metadata", "deletionTimestamp"), ValueOnly: true, Why: why},
+		{Path: objectPath("metadata", "deletionGracePeriodSeconds"), ValueOnly: true, Why: why},
+	}
+}
+
+// setClock puts the server's clock (second) where the replay's pipeline read its own while it
+// changed the stored object before (raw): the deletion timestamp (the clock plus the grace
+// period), and the times of the managers and conditions it wrote.
+func setClock(u *unstructured.Unstructured, before []byte, second metav1.Time) {
+	prev, _ := auditlog.DecodeMetadata(before, "conditions")
+	if ts := u.GetDeletionTimestamp(); ts != nil && (prev == nil || prev.GetDeletionTimestamp() == nil) {
+		t := second
+		if g := u.GetDeletionGracePeriodSeconds(); g != nil {
+			t = metav1.NewTime(second.Add(time.Duration(*g) * time.Second))
+		}
+		u.SetDeletionTimestamp(&t)
+	}
+	stamp := second.UTC().Format(time.RFC3339)
+	prevTimes := map[string]bool{}
+	if prev != nil {
+		for _, m := range prev.GetManagedFields() {
+			if m.Time != nil {
+				prevTimes[m.Manager+"\x00"+m.Time.UTC().Format(time.RFC3339)] = true
+			}
+		}
+	}
+	mfs := u.GetManagedFields()
+	for i := range mfs {
+		if mfs[i].Time != nil && !prevTimes[mfs[i].Manager+"\x00"+mfs[i].Time.UTC().Format(time.RFC3339)] {
+			mfs[i].Time = &second
+		}
+	}
+	sortManagedFields(mfs)
+	u.SetManagedFields(mfs)
+	prevConds := map[string]string{}
+	if prev != nil {
+		cs, _, _ := unstructured.NestedSlice(prev.Object, "status", "conditions")
+		for _, c := range cs {
+			if m, ok := c.(map[string]any); ok {
+				t, _ := m["type"].(string)
+				lt, _ := m["lastTransitionTime"].(string)
+				prevConds[t] = lt
+			}
+		}
+	}
+	if cs, ok, _ := unstructured.NestedSlice(u.Object, "status", "conditions"); ok {
+		for _, c := range cs {
+			if m, ok := c.(map[string]any); ok {
+				t, _ := m["type"].(string)
+				if lt, had := prevConds[t]; !had || lt != m["lastTransitionTime"] {
+					if _, set := m["lastTransitionTime"]; set {
+						m["lastTransitionTime"] = stamp
+					}
+				}
+			}
+		}
+		_ = unstructured.SetNestedSlice(u.Object, cs, "status", "conditions")
+	}
+}
+
+// differing are the fields two versions of an object hold different values in, as unknowns
+// (a list that differs is unknown as a whole).
+func differing(a, b any, steps []string, why string) []vapccel.Unknown {
+	am, aok := a.(map[string]any)
+	bm, bok := b.(map[string]any)
+	if !aok || !bok {
+		if equality.Semantic.DeepEqual(a, b) {
+			return nil
+		}
+		return []vapccel.Unknown{{Path: objectPath(slices.Clone(steps)...), Why: why}}
+	}
+	var out []vapccel.Unknown
+	keys := map[string]bool{}
+	for k := range am {
+		keys[k] = true
+	}
+	for k := range bm {
+		keys[k] = true
+	}
+	sorted := make([]string, 0, len(keys))
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	sort.Strings(sorted)
+	for _, k := range sorted {
+		out = append(out, differing(am[k], bm[k], append(steps, k), why)...)
+	}
+	return out
+}
