@@ -317,17 +317,22 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 	}
 }
 
-// conclude decides the job's request with decide (which evaluates it with an evaluator over a
+// evaluateOn evaluates a job's request with an evaluator over a View: the View the job's point of
+// the log gives, or one of a state kube-apiserver may have been in. It errs with an
+// indeterminateError when the decision depends on what the replay does not know of the request.
+type evaluateOn func(eval Evaluator, view *stateView) (*verify.Decision, error)
+
+// conclude decides the job's request with evaluateOn (which evaluates it with an evaluator over a
 // View, and errs with an indeterminateError when the decision depends on what the replay does
 // not know of the request) and fills its record, with the notes given: the decision both ways while a paramKind may not have been
 // found yet, what the View could not answer, what holds without what is missing (oldUnknown:
 // why the old object is not known and a stand-in took its place), the authorizer, and the
 // check against the log.
-func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undecided, decide func(eval Evaluator, view *stateView) (*verify.Decision, error), notes ...string) {
-	dec, err := decide(w.eval, j.view)
+func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undecided, evaluateOn evaluateOn, notes ...string) {
+	dec, err := evaluateOn(w.eval, j.view)
 	var alt *verify.Decision
 	if err == nil && j.resolving.is() {
-		alt, err = decide(w.alt, j.view)
+		alt, err = evaluateOn(w.alt, j.view)
 	}
 	if err != nil {
 		var ind *indeterminateError
@@ -338,7 +343,7 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undeci
 		out.indeterminate(because(ReasonRequest, err.Error()))
 		return
 	}
-	dec, lagAlternatives, lagged := r.informerLag(w, j, dec, decide)
+	dec, lagAlternatives, lagged := r.informerLag(w, j, dec, evaluateOn)
 	if lagged.is() {
 		out.indeterminate(lagged)
 		out.Alternatives = lagAlternatives
@@ -359,7 +364,7 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undeci
 		}
 	}
 	var inferred string
-	if (oldUnknown.is() || paramsIncomplete) && (len(misses) == 0 || paramsIncomplete) && r.decidedWithoutMissing(w, j, dec, paramsIncomplete, decide) {
+	if (oldUnknown.is() || paramsIncomplete) && (len(misses) == 0 || paramsIncomplete) && r.decidedWithoutMissing(w, j, dec, paramsIncomplete, evaluateOn) {
 		// Decided whatever is missing: see requestOnly.
 		what := oldUnknown.detail
 		if paramsIncomplete {
@@ -465,14 +470,14 @@ func (r *Replayer) finish(j *job) {
 // State knows (parameterNotFoundAction Allow admitted) may have had some in the cluster: the
 // request is evaluated again with a stand-in for each missing param, and the decision holds
 // when a condition on the request alone skips it too.
-func (r *Replayer) decidedWithoutMissing(w evalWorker, j *job, dec *verify.Decision, paramsIncomplete bool, decide func(Evaluator, *stateView) (*verify.Decision, error)) bool {
+func (r *Replayer) decidedWithoutMissing(w evalWorker, j *job, dec *verify.Decision, paramsIncomplete bool, evaluateOn evaluateOn) bool {
 	if r.requestOnly.decides(dec, j.policies, paramsIncomplete) {
 		return true
 	}
 	if !paramsIncomplete || len(r.standIns) == 0 || !r.requestOnly.decides(dec, j.policies, false) {
 		return false
 	}
-	again, err := decide(w.eval, j.view.withStandIns(r.standIns))
+	again, err := evaluateOn(w.eval, j.view.withStandIns(r.standIns))
 	return err == nil && r.requestOnly.decides(again, j.policies, true)
 }
 

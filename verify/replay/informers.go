@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/vapc-dev/vapc/verify"
+	"github.com/vapc-dev/vapc/verify/replay/internal/decide"
 )
 
 // The ValidatingAdmissionPolicy plugin reads params and namespaces from informers, which the
@@ -44,7 +45,7 @@ type lagState struct {
 // is never undone. A param read by name falls back to storage too (CollectParams): its create,
 // completed before the request was received, is not undone when no list or admission plugin
 // read it.
-func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, decide func(Evaluator, *stateView) (*verify.Decision, error)) (*verify.Decision, []Alternative, undecided) {
+func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, evaluateOn evaluateOn) (*verify.Decision, []Alternative, undecided) {
 	received := j.ev.Received()
 	// What the views read of resources a request logged later may have written unknown
 	// objects of, or of resources whose writes around it the State no longer remembers.
@@ -127,7 +128,7 @@ func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, decid
 				continue
 			}
 			v := j.view.before(u)
-			alt, err := decide(w.eval, v)
+			alt, err := evaluateOn(w.eval, v)
 			var ind *indeterminateError
 			switch {
 			case errors.As(err, &ind):
@@ -148,10 +149,6 @@ func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, decid
 		}
 	}
 	j.readBy = views
-	var undecidable []Alternative
-	if alt, ok := unknownRead(views...); ok {
-		undecidable = append(undecidable, alt)
-	}
 	// The likely state: the writes that completed after the request was received undone.
 	var concurrent []typedWrite
 	for _, tw := range taken {
@@ -159,42 +156,79 @@ func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, decid
 			concurrent = append(concurrent, tw)
 		}
 	}
-	likely := -1
-	for i, st := range states {
-		if sameWrites(st.undone, concurrent) {
-			likely = i
+	evidence := j.byAnnotations() && j.prior.stale == nil && j.prior.staleUnknown == ""
+	worlds := make([]world, 0, len(states)+2)
+	hasLikely := false
+	for _, st := range states {
+		w := world{If: lagCondition(st.undone, concurrent, received), Likely: sameWrites(st.undone, concurrent)}
+		hasLikely = hasLikely || w.Likely
+		if st.why.is() {
+			w.Undecided = &indeterminateError{st.why}
+		} else {
+			w.Outcome, w.Decided = st.dec, true
+			if evidence {
+				w.Evidence = r.evidenceOf(j, st.dec)
+			}
 		}
+		worlds = append(worlds, w)
 	}
 	switch {
-	case likely < 0 && cut.is():
-		return nil, stateAlternatives(states, -1, concurrent, received), cut
-	case likely < 0:
-		return nil, stateAlternatives(states, -1, concurrent, received), laggedWrite(concurrent[0], "the state the informers likely held is not evaluated")
+	case !hasLikely && cut.is():
+		worlds = append(worlds, world{Likely: true, Undecided: &indeterminateError{cut}})
+	case !hasLikely:
+		worlds = append(worlds, world{Likely: true, Undecided: &indeterminateError{laggedWrite(concurrent[0], "the state the informers likely held is not evaluated")}})
+	case cut.is():
+		worlds = append(worlds, world{If: "the informers held other states of the params and namespaces it read", Undecided: &indeterminateError{cut}})
 	}
-	if cut.is() {
-		undecidable = append(undecidable, undecidedAlternative(cut, "the informers held other states of the params and namespaces it read"))
+	if alt, ok := unknownRead(views...); ok {
+		worlds = append(worlds, world{If: alt.If, Undecided: &indeterminateError{because(alt.Reason, alt.Detail)}})
 	}
-	if j.byAnnotations() && j.prior.stale == nil && j.prior.staleUnknown == "" && len(undecidable) == 0 && !slices.ContainsFunc(states, func(st lagState) bool { return st.dec == nil }) {
-		// The log records what the policies it shows installed decided and published: the
-		// states whose verdicts agree with it are those the server may have been in.
-		var agree []*verify.Decision
-		for _, st := range states {
-			if len(check(j.ev, j.rec, st.dec, j.evidenced)) == 0 {
-				agree = append(agree, st.dec)
-			}
+	res := decide.Resolve(worlds, sameOutcome)
+	if res.Certainty == decide.Certain && res.Chosen != nil && !res.Chosen.Likely {
+		res.Chosen.Outcome.Notes = append(res.Chosen.Outcome.Notes, "decided on params or namespaces in a state kube-apiserver's informers may have held other than the likely one: the verdicts the log records are those of that state")
+	}
+	return settled(res)
+}
+
+// world is a state kube-apiserver may have been in, and the request's decision in it (see
+// package decide).
+type world = decide.World[*verify.Decision]
+
+// evidenceOf is what the verdicts the log records for the policies it shows installed say of
+// the decision dec (see check).
+func (r *Replayer) evidenceOf(j *job, dec *verify.Decision) decide.Evidence {
+	if len(check(j.ev, j.rec, dec, j.evidenced)) == 0 {
+		return decide.Agrees
+	}
+	return decide.Disagrees
+}
+
+// settled gives a resolution in the record's terms: the decision (nil when indeterminate), the
+// alternatives, and why it is indeterminate.
+func settled(res decide.Result[*verify.Decision]) (*verify.Decision, []Alternative, undecided) {
+	var base *verify.Decision
+	if res.Chosen != nil {
+		base = res.Chosen.Outcome
+	}
+	var alts []Alternative
+	for _, w := range res.Alternatives {
+		var a Alternative
+		if w.Decided {
+			a = alternativeOf(base, w.Outcome, w.If)
+		} else {
+			a = undecidedAlternative(undecidedOf(w.Undecided), w.If)
 		}
-		if len(agree) > 0 && !slices.ContainsFunc(agree[1:], func(d *verify.Decision) bool { return !sameOutcome(agree[0], d) }) {
-			if !sameOutcome(agree[0], states[likely].dec) {
-				agree[0].Notes = append(agree[0].Notes, "decided on params or namespaces in a state kube-apiserver's informers may have held other than the likely one: the verdicts the log records are those of that state")
-			}
-			return agree[0], nil, undecided{}
+		// The states of a deletecollection's items read alike.
+		if !slices.ContainsFunc(alts, func(o Alternative) bool {
+			return o.Decision == a.Decision && o.Code == a.Code && o.Message == a.Message && o.Reason == a.Reason && o.Detail == a.Detail && o.If == a.If
+		}) {
+			alts = append(alts, a)
 		}
 	}
-	alts := stateAlternatives(states, likely, concurrent, received)
-	if st := states[likely]; st.why.is() {
-		return nil, append(alts, undecidable...), st.why
+	if res.Certainty == decide.Indeterminate {
+		return nil, alts, undecidedOf(res.Likely.Undecided)
 	}
-	return states[likely].dec, append(alts, undecidable...), undecided{}
+	return base, alts, undecided{}
 }
 
 // unknownBefore says why a state with the writes undone cannot be evaluated: a version it gives
@@ -231,34 +265,6 @@ func sameWrites(a, b []typedWrite) bool {
 	return true
 }
 
-// stateAlternatives are the alternatives of the states but the likely one (likely; -1 when it
-// is not among them): those that decide otherwise than it, or that the replay cannot decide.
-func stateAlternatives(states []lagState, likely int, concurrent []typedWrite, received time.Time) []Alternative {
-	var out []Alternative
-	add := func(a Alternative) {
-		// The states of a deletecollection's items read alike.
-		if !slices.ContainsFunc(out, func(o Alternative) bool {
-			return o.Decision == a.Decision && o.Code == a.Code && o.Message == a.Message && o.Reason == a.Reason && o.Detail == a.Detail && o.If == a.If
-		}) {
-			out = append(out, a)
-		}
-	}
-	for i, st := range states {
-		if i == likely {
-			continue
-		}
-		cond := lagCondition(st.undone, concurrent, received)
-		switch {
-		case st.why.is():
-			add(undecidedAlternative(st.why, cond))
-		case likely < 0 || states[likely].dec == nil:
-			add(alternativeOf(nil, st.dec, cond))
-		case !sameOutcome(states[likely].dec, st.dec):
-			add(alternativeOf(states[likely].dec, st.dec, cond))
-		}
-	}
-	return out
-}
 
 // alternativeOf is the outcome alt of a state that decides otherwise than base, the decision
 // the record gives, under the condition cond.
@@ -445,4 +451,14 @@ func describeDone(done, received time.Time) string {
 		return fmt.Sprintf("%s after this request was received", done.Sub(received).Round(time.Microsecond))
 	}
 	return fmt.Sprintf("%s before this request was received", received.Sub(done).Round(time.Microsecond))
+}
+
+// undecidedOf is why an error says a request is not decided: an indeterminateError's reason, or
+// an error of the evaluation.
+func undecidedOf(err error) undecided {
+	var ind *indeterminateError
+	if errors.As(err, &ind) {
+		return ind.why
+	}
+	return because(ReasonRequest, err.Error())
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+	"github.com/vapc-dev/vapc/verify/replay/internal/decide"
 )
 
 // The log records a request when its response completes. A write received before another
@@ -167,23 +168,36 @@ func (j *job) likelyOutcome() {
 	if c == nil || c.out == nil || c.skip != "" || c.notMatched || c.out.Decision == DecisionIndeterminate {
 		return // nothing decided on the log's order to fall back on
 	}
-	cond := "the write at " + c.by + ", which the log records after this request but which was received before this request completed, was committed before this request read the object"
-	var alt Alternative
-	switch {
+	worlds := []world{
+		{Likely: true, Outcome: c.dec, Decided: c.dec != nil},
+		{If: "the write at " + c.by + ", which the log records after this request but which was received before this request completed, was committed before this request read the object"},
+	}
+	switch w := &worlds[1]; {
 	case j.skip != "" || j.notMatched || j.out == nil:
-		alt = Alternative{Decision: DecisionIndeterminate, Reason: ReasonOldObjectUnknown, Detail: "the request does not reach validating admission on what that write stored", If: cond}
+		w.Undecided = &indeterminateError{because(ReasonOldObjectUnknown, "the request does not reach validating admission on what that write stored")}
 	case j.out.Decision == DecisionIndeterminate:
-		alt = Alternative{Decision: DecisionIndeterminate, Reason: j.out.Reason, Detail: strings.TrimPrefix(j.out.Indeterminate, string(j.out.Reason)+": "), If: cond}
-	case j.dec != nil && c.dec != nil && sameOutcome(j.dec, c.dec):
-		return // decided alike on both versions: certain
-	case j.dec != nil && c.dec != nil && j.byAnnotations() && len(check(j.ev, j.rec, j.dec, j.evidenced)) == 0 && len(check(j.ev, j.rec, c.dec, j.evidenced)) > 0:
+		w.Undecided = &indeterminateError{because(j.out.Reason, strings.TrimPrefix(j.out.Indeterminate, string(j.out.Reason)+": "))}
+	default:
+		w.Outcome, w.Decided = j.dec, j.dec != nil
+	}
+	if j.byAnnotations() && worlds[0].Decided && worlds[1].Decided {
+		for i := range worlds {
+			worlds[i].Evidence = decide.Disagrees
+			if len(check(j.ev, j.rec, worlds[i].Outcome, j.evidenced)) == 0 {
+				worlds[i].Evidence = decide.Agrees
+			}
+		}
+	}
+	res := decide.Resolve(worlds, sameOutcome)
+	if res.Chosen == &worlds[1] {
 		// The log's verdicts are those of the version the write stored.
 		j.out.Notes = append(j.out.Notes, "decided on the version the write at "+c.by+" stored, which the log records after this request: the verdicts the log records are those of that version")
 		return
-	default:
-		alt = Alternative{Decision: j.out.Decision, Code: j.out.Code, Message: j.out.Message, If: cond}
 	}
-	c.out.likely(alt)
+	// The log's order: certain when both versions decide alike or the log's verdicts say so,
+	// likely otherwise.
+	_, alts, _ := settled(res)
+	c.out.likely(alts...)
 	j.out, j.dec, j.skip, j.skipNote, j.notMatched = c.out, c.dec, "", "", false
 }
 

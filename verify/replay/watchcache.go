@@ -11,6 +11,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/vapc-dev/vapc/verify"
+	"github.com/vapc-dev/vapc/verify/replay/internal/decide"
 )
 
 // firstAttempt follows what kube-apiserver's first attempt at an update or a delete published:
@@ -75,47 +76,49 @@ func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, deci
 	if why == "" && len(outcomes) == 1 {
 		return
 	}
-	if j.byAnnotations() && (why == "" || !j.warns) {
-		// The log records what the policies it shows installed published: the outcomes whose
-		// annotations agree with it are those the server may have had. The decision is
-		// checked as made. When a version the first attempt may have read is not known (why),
-		// the annotations the log holds are the ones to give, and the warnings, if no policy
-		// warns, the live attempt's.
-		var agree []outcome
-		for _, o := range outcomes {
+	// The worlds: the live attempt's annotations and warnings, likely (the watch cache holds a
+	// write moments after it completed), and each older version's. The log records what the
+	// policies it shows installed published (not the warnings): its annotations choose when
+	// no policy warns, or every version is known.
+	evidence := j.byAnnotations() && (why == "" || !j.warns)
+	var worlds []decide.World[outcome]
+	for i, o := range outcomes {
+		w := decide.World[outcome]{Outcome: o, Decided: true, Likely: i == 0, If: "kube-apiserver's first attempt read its watch cache's copy of " + o.version}
+		if evidence {
+			w.Evidence = decide.Disagrees
 			if len(checkAnnotations(j.ev, o.annotations, live, j.evidenced)) == 0 {
-				agree = append(agree, o)
+				w.Evidence = decide.Agrees
 			}
 		}
-		switch {
-		case len(agree) > 0 && !slices.ContainsFunc(agree[1:], func(o outcome) bool { return !slices.Equal(o.warnings, agree[0].warnings) }):
-			o := agree[0]
-			d := *live
-			d.AuditAnnotations = o.annotations
-			out.AuditAnnotations, out.Warnings = o.annotations, o.warnings
-			out.Disagreements = check(j.ev, j.rec, &d, j.evidenced)
-			what := "the live object: kube-apiserver's first attempt did not read an older copy"
-			if o.version != "" {
-				what = "kube-apiserver's first attempt, on its watch cache's copy of " + o.version + "; the decision is the live object's"
-			}
-			out.Notes = append(out.Notes, "the audit annotations the log records are those of "+what)
-			return
-		case len(agree) == 0 && len(out.Disagreements) > len(checkAnnotations(j.ev, live.AuditAnnotations, live, j.evidenced)):
-			// The decision itself disagrees with the log: that stays reported.
-			out.Notes = append(out.Notes, "the audit annotations the log records are those of no version the replay knows kube-apiserver's first attempt may have read")
-			return
-		}
-	}
-	// The live attempt's annotations and warnings are the likely ones: the watch cache holds a
-	// write moments after it completed.
-	var alts []Alternative
-	for _, o := range outcomes[1:] {
-		alts = append(alts, Alternative{Decision: out.Decision, Code: out.Code, Message: out.Message,
-			AuditAnnotations: o.annotations, Warnings: o.warnings,
-			If: "kube-apiserver's first attempt read its watch cache's copy of " + o.version})
+		worlds = append(worlds, w)
 	}
 	if why != "" {
-		alts = append(alts, undecidedAlternative(because(ReasonWatchCache, why), "kube-apiserver's first attempt read its watch cache's copy of an older version"))
+		worlds = append(worlds, decide.World[outcome]{If: "kube-apiserver's first attempt read its watch cache's copy of an older version", Undecided: &indeterminateError{because(ReasonWatchCache, why)}})
+	}
+	same := func(a, b outcome) bool { return maps.Equal(a.annotations, b.annotations) && slices.Equal(a.warnings, b.warnings) }
+	res := decide.Resolve(worlds, same)
+	if res.Certainty == decide.Certain {
+		o := res.Chosen.Outcome
+		d := *live
+		d.AuditAnnotations = o.annotations
+		out.AuditAnnotations, out.Warnings = o.annotations, o.warnings
+		out.Disagreements = check(j.ev, j.rec, &d, j.evidenced)
+		what := "the live object: kube-apiserver's first attempt did not read an older copy"
+		if o.version != "" {
+			what = "kube-apiserver's first attempt, on its watch cache's copy of " + o.version + "; the decision is the live object's"
+		}
+		out.Notes = append(out.Notes, "the audit annotations the log records are those of "+what)
+		return
+	}
+	// The decision is the live attempt's in every world: only what it published differs.
+	var alts []Alternative
+	for _, w := range res.Alternatives {
+		if !w.Decided {
+			alts = append(alts, undecidedAlternative(undecidedOf(w.Undecided), w.If))
+			continue
+		}
+		alts = append(alts, Alternative{Decision: out.Decision, Code: out.Code, Message: out.Message,
+			AuditAnnotations: w.Outcome.annotations, Warnings: w.Outcome.warnings, If: w.If})
 	}
 	out.likely(alts...)
 }
