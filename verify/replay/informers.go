@@ -265,7 +265,6 @@ func sameWrites(a, b []typedWrite) bool {
 	return true
 }
 
-
 // alternativeOf is the outcome alt of a state that decides otherwise than base, the decision
 // the record gives, under the condition cond.
 func alternativeOf(base, alt *verify.Decision, cond string) Alternative {

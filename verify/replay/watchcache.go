@@ -95,7 +95,9 @@ func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, deci
 	if why != "" {
 		worlds = append(worlds, decide.World[outcome]{If: "kube-apiserver's first attempt read its watch cache's copy of an older version", Undecided: &indeterminateError{because(ReasonWatchCache, why)}})
 	}
-	same := func(a, b outcome) bool { return maps.Equal(a.annotations, b.annotations) && slices.Equal(a.warnings, b.warnings) }
+	same := func(a, b outcome) bool {
+		return maps.Equal(a.annotations, b.annotations) && slices.Equal(a.warnings, b.warnings)
+	}
 	res := decide.Resolve(worlds, same)
 	if res.Certainty == decide.Certain {
 		o := res.Chosen.Outcome
