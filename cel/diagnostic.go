@@ -199,6 +199,9 @@ type celIssue struct {
 	// hint is what it may have meant and fields the fields where one is undefined, when they
 	// are few (hinter.hint).
 	hint, fields string
+	// untyped says the undefined field is in the kind's schema, in a form the apiserver's type
+	// checker does not type (see Checker.untypedField): the expression works at runtime.
+	untyped bool
 }
 
 // issueRE matches the head line of each error in cel-go's Issues.String():

@@ -65,34 +65,41 @@ func (c *Checker) createHints(p *admissionregistrationv1.ValidatingAdmissionPoli
 // functions (or the variables) of the environment closest to it; for a function without an
 // overload for the arguments, its overloads. It returns "" when it has nothing to offer.
 func (h hinter) hint(expr string, is celIssue) (hint, fields string) {
+	hint, fields, _ = h.hintOf(expr, is)
+	return hint, fields
+}
+
+// hintOf is hint, and for an undefined field the name of the object type it is not a field of
+// (the apiserver's type name of a schema, which names its kind and path).
+func (h hinter) hintOf(expr string, is celIssue) (hint, fields, typeName string) {
 	env := h.env
 	if env == nil {
-		return "", ""
+		return "", "", ""
 	}
 	switch {
 	case undefinedFieldRE.MatchString(is.msg):
 		name := undefinedFieldRE.FindStringSubmatch(is.msg)[1]
-		operand, all := h.fieldsAt(expr, is, name)
+		operand, all, typeName := h.fieldsAt(expr, is, name)
 		if operand == plugincel.VariableVarName && slices.Contains(all, name) {
-			return "a variable reads only the variables declared before it", ""
+			return "a variable reads only the variables declared before it", "", typeName
 		}
 		if hint = didYouMean(Closest(name, all)); hint == "" && len(all) > 0 && len(all) <= maxFieldsListed {
 			sort.Strings(all)
 			fields = "the fields here are " + strings.Join(all, ", ")
 		}
-		return hint, fields
+		return hint, fields, typeName
 	case undeclaredRE.MatchString(is.msg):
 		name := undeclaredRE.FindStringSubmatch(is.msg)[1]
 		// A name followed by an argument list is a function's; else a variable's (or a
 		// library's namespace, math of math.greatest, which no variable is close to).
 		if regexp.MustCompile(regexp.QuoteMeta(name) + `\s*\(`).MatchString(expr) {
-			return didYouMean(Closest(name, functionNames(env))), ""
+			return didYouMean(Closest(name, functionNames(env))), "", ""
 		}
-		return didYouMean(Closest(name, variableNames(env))), ""
+		return didYouMean(Closest(name, variableNames(env))), "", ""
 	case noOverloadRE.MatchString(is.msg):
-		return overloadsOf(env, noOverloadRE.FindStringSubmatch(is.msg)[1]), ""
+		return overloadsOf(env, noOverloadRE.FindStringSubmatch(is.msg)[1]), "", ""
 	}
-	return "", ""
+	return "", "", ""
 }
 
 // functionNames are the names of the functions of the environment, but operators.
@@ -151,15 +158,15 @@ func overloadsOf(env *celgo.Env, name string) string {
 // issue's place in the expression: the expression is parsed again, the operand written back
 // as text and type-checked in env, with the variables of the comprehensions (macros: all,
 // exists, map, filter, cel.bind) around it declared with the types of their ranges.
-func (h hinter) fieldsAt(expr string, is celIssue, name string) (operandText string, fields []string) {
+func (h hinter) fieldsAt(expr string, is celIssue, name string) (operandText string, fields []string, typeName string) {
 	env := h.env
 	penv, err := env.Extend(celgo.EnableMacroCallTracking())
 	if err != nil {
-		return "", nil
+		return "", nil, ""
 	}
 	parsed, iss := penv.Parse(expr)
 	if iss.Err() != nil {
-		return "", nil
+		return "", nil, ""
 	}
 	native := parsed.NativeRep()
 	info := native.SourceInfo()
@@ -224,7 +231,7 @@ func (h hinter) fieldsAt(expr string, is celIssue, name string) (operandText str
 		return false
 	}
 	if find(native.Expr(), nil); operand == nil {
-		return "", nil
+		return "", nil, ""
 	}
 	operandText, _ = parser.Unparse(operand, info)
 	// Declare the comprehensions' variables, outermost first, by the types of their ranges.
@@ -254,20 +261,20 @@ func (h hinter) fieldsAt(expr string, is celIssue, name string) (operandText str
 			decls = append(decls, celgo.Variable(c.AccuVar(), accu))
 		}
 		if env, err = env.Extend(decls...); err != nil {
-			return operandText, nil
+			return operandText, nil, ""
 		}
 	}
 	t := typeOf(env, operand, info)
 	if t == nil {
-		return operandText, nil
+		return operandText, nil, ""
 	}
 	if t.Kind() == types.OpaqueKind && t.TypeName() == "optional_type" && len(t.Parameters()) == 1 {
 		t = t.Parameters()[0]
 	}
 	if t.Kind() != types.StructKind {
-		return operandText, nil
+		return operandText, nil, ""
 	}
-	return operandText, h.structFields(env, t.TypeName())
+	return operandText, h.structFields(env, t.TypeName()), t.TypeName()
 }
 
 // structFields returns the fields of an object type: of the types the apiserver builds from

@@ -61,7 +61,12 @@ func (c *Checker) typeCheck(r *reporter, p *admissionregistrationv1.ValidatingAd
 			}
 			ki := kindIssues{kind: kind, issues: parseIssues(typeNames(res.Issues.Error()))}
 			for i := range ki.issues {
-				ki.issues[i].hint, ki.issues[i].fields = envOf(res.GVK).hint(e.expr, ki.issues[i])
+				is := &ki.issues[i]
+				var typeName string
+				is.hint, is.fields, typeName = envOf(res.GVK).hintOf(e.expr, *is)
+				if m := undefinedFieldRE.FindStringSubmatch(is.msg); m != nil && typeName != "" {
+					is.untyped = c.untypedField(typeName, m[1])
+				}
 			}
 			skip[e.path] = true
 			failed = append(failed, ki)
@@ -107,6 +112,17 @@ func reportTypeIssues(r *reporter, e policyExpression, all []string, failed []ki
 		for _, is := range ki.issues {
 			p := place{is.line, is.col}
 			kinds := failing[p]
+			if is.untyped {
+				// In the schema, in a form the type checker does not type: its warning, not an
+				// expression that cannot work.
+				if reported[p] {
+					continue
+				}
+				reported[p] = true
+				r.addIssue(Warning, CategoryType, e.path, e.expr, strings.Join(kinds, ", "),
+					"the field is in the kind's OpenAPI schema, in a form kube-apiserver's type checker does not type (a map of quantities, a field of several types): kube-controller-manager reports this as a warning, and the expression works on the object at runtime", is)
+				continue
+			}
 			if len(kinds) == len(all) {
 				// Every kind fails here: one error, for all of them.
 				if reported[p] {

@@ -3,10 +3,15 @@
 //
 //	vapc-bench gen-audit --events N|--bytes SIZE [--seed N] [--gzip] [--snapshot FILE] [-o FILE]
 //	vapc-bench decode-floor AUDIT.LOG[.gz]|- ...
+//	vapc-bench repeat --times N [-o FILE] AUDIT.LOG[.gz]
+//	vapc-bench pods --count N --policy FILE [-o FILE]
+//	vapc-bench library-floor --policy FILE AUDIT.LOG
 //
 // gen-audit writes a realistic audit log of any size from a seed (internal/auditgen), and the
 // cluster it starts from as a snapshot; decode-floor decodes logs with encoding/json only, the
-// floor a replay's speed is measured against. Exit codes are vapc's: 0 ok, 2 usage error, 3
+// floor a replay's speed is measured against; repeat makes a recorded log as long as a benchmark
+// needs; pods writes the pod-CREATE workload peers are measured on, and library-floor the floor
+// of that workload (kube-apiserver's dispatcher called once per pod, no replay around it). Exit codes are vapc's: 0 ok, 2 usage error, 3
 // any other error.
 package main
 
@@ -52,8 +57,11 @@ var verbs = map[string]struct {
 	summary string
 	run     func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error
 }{
-	"gen-audit":    {"generate a realistic audit log of any size", runGenAudit},
-	"decode-floor": {"decode audit logs with encoding/json only: the replay benchmark's floor", runDecodeFloor},
+	"gen-audit":     {"generate a realistic audit log of any size", runGenAudit},
+	"decode-floor":  {"decode audit logs with encoding/json only: the replay benchmark's floor", runDecodeFloor},
+	"repeat":        {"repeat a recorded audit log, each repetition shifted in time", runRepeat},
+	"pods":          {"write an audit log of pod CREATEs and a policy with two rules that refuses half of them", runPods},
+	"library-floor": {"validate the pods of a log with kube-apiserver's validating dispatcher alone: the floor of the pods benchmark", runLibraryFloor},
 }
 
 func main() {
