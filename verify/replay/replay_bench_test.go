@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"strings"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -63,7 +64,8 @@ func BenchmarkReplayGenerated(b *testing.B) {
 }
 
 // BenchmarkReplayFile replays the log VAPC_BENCH_LOG from the snapshot VAPC_BENCH_SNAPSHOT
-// through the in-tree policies, for profiling a replay of hack/bench.sh's log:
+// through the in-tree policies (or those of VAPC_BENCH_POLICIES, with the admission plugins of
+// VAPC_BENCH_DISABLE_PLUGINS disabled), for profiling a replay of hack/bench.sh's logs:
 //
 //	VAPC_BENCH_LOG=.cache/bench/audit-seed1-100000.log \
 //	VAPC_BENCH_SNAPSHOT=.cache/bench/snapshot-seed1-100000.yaml \
@@ -84,6 +86,29 @@ func BenchmarkReplayFile(b *testing.B) {
 		opts = append(opts, WithSnapshot(snap))
 	}
 	ps, bs := inTreePolicies(b)
+	if p := os.Getenv("VAPC_BENCH_POLICIES"); p != "" {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join("..", "..", p)
+		}
+		set, diags := cel.ReadPaths(nil, p)
+		if diags.HasErrors() {
+			b.Fatal(diags)
+		}
+		ps, bs = nil, nil
+		for _, p := range set.Policies {
+			ps = append(ps, p.ValidatingAdmissionPolicy)
+		}
+		for _, x := range set.Bindings {
+			bs = append(bs, x.ValidatingAdmissionPolicyBinding)
+		}
+	}
+	if d := os.Getenv("VAPC_BENCH_DISABLE_PLUGINS"); d != "" {
+		plugins, err := AdmissionPlugins(nil, strings.Split(d, ","))
+		if err != nil {
+			b.Fatal(err)
+		}
+		opts = append(opts, WithAdmissionPlugins(plugins))
+	}
 	b.ReportAllocs()
 	for b.Loop() {
 		r, err := New(ps, bs, opts...)
