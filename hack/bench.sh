@@ -9,13 +9,27 @@
 #   - the replay with its HTML report: the same with `--report .cache/bench/report.html`.
 # and prints events/s, MB/s, peak RSS and replay/floor (the replay's speed over the floor's;
 # the target is >= 1.0, and peak RSS under 500 MB for a 2 GB log), and the report's size (the
-# target is under 10 MB) and what writing it adds to the replay's time.
+# target is under 10 MB) and what writing it adds to the replay's time. Then, each against its
+# floor in the same run:
+#   - RequestResponse traffic: the recording of a real kube-apiserver (verify/replay/testdata/
+#     recorded/a, every request at RequestResponse) repeated BENCH_RR_TIMES times (default 260,
+#     about 360 MB), each repetition shifted in time (vapc-bench repeat), against its decode floor
+#     (target >= 1.5);
+#   - a cluster's mixed traffic: testdata/bench/cluster-traffic.log.gz (recorded by
+#     TestRecordClusterTraffic: kube-controller-manager, kube-scheduler, played kubelets, under a
+#     production-like audit policy) repeated BENCH_CLUSTER_TIMES times (default 40), against its
+#     decode floor (target >= 4);
+#   - 10,000 pod CREATEs through one policy of two rules, half violating (vapc-bench pods),
+#     against kube-apiserver's validating dispatcher called once per pod (vapc-bench
+#     library-floor; target >= 3);
+#   - start-up: a replay of a one-event log (target < 0.5 s).
 #
 # The log and its snapshot go to .cache/bench/ (gitignored) and are reused while the seed, the
 # size and the generator's source are the same. Environment:
 #   BENCH_EVENTS  events to generate (default 1000000)
 #   BENCH_SEED    generator seed (default 1)
 #   BENCH_DIR     where the log goes (default .cache/bench)
+#   BENCH_RR_TIMES, BENCH_CLUSTER_TIMES, BENCH_PODS  the sizes of the other workloads
 #   GO            the go command (default go)
 set -euo pipefail
 
@@ -164,3 +178,61 @@ fi
 		echo "replay:   skipped: $replay_why"
 	fi
 } | tee "$dir/results.txt"
+
+# ---- the other workloads: each against its floor, in this run --------------------------------
+
+rr_times=${BENCH_RR_TIMES:-260}
+cluster_times=${BENCH_CLUSTER_TIMES:-40}
+pods=${BENCH_PODS:-10000}
+
+# versus NAME FLOOR-WALL REPLAY-WALL TARGET RSS: prints a line of the comparison.
+versus() {
+	awk -v n="$1" -v f="$2" -v r="$3" -v t="$4" -v rss="$5" 'BEGIN {
+		ratio = (r > 0) ? f / r : 0
+		met = "NOT met"; if (ratio >= t) met = "met"
+		printf "%-24s floor %7.2f s  replay %7.2f s  replay/floor %5.2f (target >= %s: %s)  peak RSS %d MB\n", n, f, r, ratio, t, met, rss
+	}'
+}
+
+rr=$dir/rr-$rr_times.log
+if [[ ! -f $rr ]]; then
+	"$bench" repeat --times "$rr_times" -o "$rr" verify/replay/testdata/recorded/a/audit.log.gz
+fi
+cat "$rr" >/dev/null
+echo "bench: RequestResponse traffic"
+measure rr-floor "$bench" decode-floor "$rr"
+rr_floor=$wall
+measure rr-replay "$vapc" replay --quiet --disable-admission-plugins ServiceAccount --policies verify/replay/testdata/recorded/a/policies.yaml "$rr"
+rr_replay=$wall rr_rss=$rss
+
+cluster=$dir/cluster-$cluster_times.log
+if [[ ! -f $cluster ]]; then
+	"$bench" repeat --times "$cluster_times" -o "$cluster" testdata/bench/cluster-traffic.log.gz
+fi
+cat "$cluster" >/dev/null
+echo "bench: a cluster's mixed traffic"
+measure cluster-floor "$bench" decode-floor "$cluster"
+cluster_floor=$wall
+measure cluster-replay "$vapc" replay --quiet --policies policies/ "$cluster"
+cluster_replay=$wall cluster_rss=$rss
+
+podlog=$dir/pods-$pods.log
+"$bench" pods --count "$pods" --policy "$dir/pods-policy.yaml" -o "$podlog"
+echo "bench: $pods pod CREATEs"
+measure pods-floor "$bench" library-floor --policy "$dir/pods-policy.yaml" "$podlog"
+pods_floor=$wall
+measure pods-replay "$vapc" replay --quiet --policies "$dir/pods-policy.yaml" "$podlog"
+pods_replay=$wall pods_rss=$rss
+
+head -n 1 "$podlog" >"$dir/one.log"
+measure startup "$vapc" replay --quiet --policies "$dir/pods-policy.yaml" "$dir/one.log"
+startup=$wall
+
+{
+	echo
+	echo "== against their floors: $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores"
+	versus "RequestResponse x$rr_times" "$rr_floor" "$rr_replay" 1.5 "$rr_rss"
+	versus "cluster traffic x$cluster_times" "$cluster_floor" "$cluster_replay" 4 "$cluster_rss"
+	versus "$pods pod CREATEs" "$pods_floor" "$pods_replay" 3 "$pods_rss"
+	awk -v s="$startup" 'BEGIN { met = "NOT met"; if (s < 0.5) met = "met"; printf "start-up                 %.2f s (target < 0.5 s: %s)\n", s, met }'
+} | tee -a "$dir/results.txt"

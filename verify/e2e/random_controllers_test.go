@@ -62,9 +62,12 @@ func kubelet(ctx context.Context, s *harness.Server, name string) {
 	for {
 		now := time.Now().UTC().Format(time.RFC3339)
 		resources := `{"cpu":"4","memory":"8Gi","pods":"110"}`
-		body := fmt.Sprintf(`{"status":{"capacity":%s,"allocatable":%s,"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady","message":"kubelet is posting ready status","lastHeartbeatTime":%q,"lastTransitionTime":%q}]}}`,
+		// As the kubelet's node status manager writes it: a strategic merge patch with the
+		// conditions' order (strategicpatch.CreateTwoWayMergePatch).
+		body := fmt.Sprintf(`{"status":{"$setElementOrder/conditions":[{"type":"Ready"}],"capacity":%s,"allocatable":%s,"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady","message":"kubelet is posting ready status","lastHeartbeatTime":%q,"lastTransitionTime":%q}]}}`,
 			resources, resources, now, since)
 		_, _ = c.Resource(nodesGVR).Patch(ctx, name, types.StrategicMergePatchType, []byte(body), metav1.PatchOptions{}, "status")
+		renewLease(ctx, c, name)
 		kubeletPods(ctx, c, name)
 		select {
 		case <-ctx.Done():
@@ -72,6 +75,22 @@ func kubelet(ctx context.Context, s *harness.Server, name string) {
 		case <-tick.C:
 		}
 	}
+}
+
+// renewLease plays the kubelet's node lease: kube-node-lease/NAME, created or renewed with the
+// time.
+func renewLease(ctx context.Context, c dynamic.Interface, name string) {
+	leases := c.Resource(leasesGVR).Namespace("kube-node-lease")
+	now := time.Now().UTC().Format("2006-01-02T15:04:05.000000Z")
+	l, err := leases.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		l = obj(map[string]any{"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": map[string]any{"name": name, "namespace": "kube-node-lease"},
+			"spec": map[string]any{"holderIdentity": name, "leaseDurationSeconds": int64(40), "renewTime": now}})
+		_, _ = leases.Create(ctx, l, metav1.CreateOptions{})
+		return
+	}
+	_ = unstructured.SetNestedField(l.Object, now, "spec", "renewTime")
+	_, _ = leases.Update(ctx, l, metav1.UpdateOptions{})
 }
 
 // kubeletPods plays the kubelet's pod workers and status manager on the pods bound to the

@@ -311,7 +311,9 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 	}
 	r.conclude(w, j, out, b.oldUnknown, known)
 	j.unknowns = unknowns
-	r.firstAttempt(j, out, j.dec, func(p prior) (*verify.Decision, error) { return r.decideOn(ctx, w, j, p) })
+	decideOn := func(p prior) (*verify.Decision, error) { return r.decideOn(ctx, w, j, p) }
+	r.firstAttempt(j, out, j.dec, decideOn)
+	r.raced(j, out, decideOn)
 	if j.dec != nil && j.dec.Mutation != nil && out.Decision != DecisionIndeterminate {
 		out.Mutations = j.dec.Mutation.Changes
 	}

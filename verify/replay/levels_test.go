@@ -633,9 +633,10 @@ func TestWritesLoggedOutOfOrder(t *testing.T) {
 }
 
 // TestConcurrentRequest: a request received before the write logged ahead of it completed
-// ran concurrently with it, and may have read the object before or after that write: its old
-// object is not known. One received after is decided, and one concurrent with a write that
-// changed nothing (the same resourceVersion) too.
+// ran concurrently with it, and may have read the object before or after that write: the log's
+// order (after) is likely, the version before the alternative, and the log's own denial says
+// which. One received after is decided, and one concurrent with a write that changed nothing
+// (the same resourceVersion) too.
 func TestConcurrentRequest(t *testing.T) {
 	p, b := levelPolicy("old-v", "configmaps", admissionregistrationv1.Update, nil, "oldObject.data.v != 'bad'")
 	cm := func(rv string, v string) map[string]any {
@@ -655,8 +656,8 @@ func TestConcurrentRequest(t *testing.T) {
 		at(levelEvent(t, "5", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 200, "", cm("11", "bad"), cm("11", "bad")), "04.000000", "04.010000"),
 		at(levelEvent(t, "6", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 422, denied, cm("", "x"), nil), "04.005000", "04.011000"),
 	)
-	if rec := recs["3"]; rec == nil || rec.Decision != DecisionIndeterminate || !strings.Contains(rec.Indeterminate, "ran concurrently") {
-		t.Errorf("request 3: %+v, want indeterminate: it ran concurrently with request 2", rec)
+	if rec := recs["3"]; rec == nil || rec.Decision != DecisionDeny || rec.Certainty != CertaintyCertain || len(rec.Disagreements) > 0 {
+		t.Errorf("request 3: %s, want deny: it ran concurrently with request 2, and the log's denial is that of the version 2 stored", describeRecord(rec))
 	}
 	for _, id := range []string{"4", "6"} {
 		if rec := recs[id]; rec == nil || rec.Decision != DecisionDeny || rec.Changed {
@@ -791,7 +792,9 @@ func TestConcurrentDeleteCollection(t *testing.T) {
 
 // TestConcurrentWithDeleteCollection: a deletecollection that left an object marked deleted
 // (finalizers) completed after a request to that object was received: the request ran
-// concurrently with it, and may have read the object marked or not.
+// concurrently with it, and may have read the object marked or not. The log's order (marked)
+// is likely; the version not marked, which the server admitted here (the request committed
+// before the deletecollection's marking, and completed after it), is the alternative.
 func TestConcurrentWithDeleteCollection(t *testing.T) {
 	p, b := levelPolicy("not-deleting", "configmaps", admissionregistrationv1.Update, nil, "!has(oldObject.metadata.deletionTimestamp)")
 	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1", "resourceVersion": "10", "uid": "u1", "finalizers": []any{"example.com/keep"}}}
@@ -805,8 +808,8 @@ func TestConcurrentWithDeleteCollection(t *testing.T) {
 		// Received before the deletecollection completed.
 		timedEvent(t, levelEvent(t, "3", auditlog.LevelRequestResponse, "patch", "configmaps", "ns1", "cm", 200, "", label, nil), "02.005000", "02.012000", nil),
 	)
-	if rec := recs["3"]; rec == nil || rec.Decision != DecisionIndeterminate || !strings.Contains(rec.Indeterminate, "ran concurrently") {
-		t.Errorf("request 3: %+v, want indeterminate: it ran concurrently with the deletecollection", rec)
+	if rec := recs["3"]; rec == nil || rec.Decision != DecisionDeny || rec.Certainty != CertaintyLikely || !mentions(rec, "admit if the write at audit.jsonl:2 (deletion pending), which completed after this request was received") {
+		t.Errorf("request 3: %s, want likely deny, admit if it read the object before the deletecollection marked it", describeRecord(rec))
 	}
 }
 

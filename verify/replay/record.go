@@ -154,6 +154,12 @@ func (r *Record) fill(dec *verify.Decision) {
 	}
 }
 
+// refill replaces the decision and results of the record by those of dec.
+func (r *Record) refill(dec *verify.Decision) {
+	r.Results, r.Alternatives, r.Code, r.Message, r.Disagreements = []RecordResult{}, nil, 0, "", nil
+	r.fill(dec)
+}
+
 func actionStrings(a []admissionregistrationv1.ValidationAction) []string {
 	out := make([]string, len(a))
 	for i, v := range a {

@@ -491,7 +491,9 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 		return nil, &indeterminateError{because(ReasonRebuild, describeServed(again.s))}
 	}
 	r.conclude(w, j, out, undecided{}, decide, notes...)
-	r.firstAttempt(j, out, j.dec, func(p prior) (*verify.Decision, error) { return r.decideServedOn(ctx, w, j, p) })
+	decideOn := func(p prior) (*verify.Decision, error) { return r.decideServedOn(ctx, w, j, p) }
+	r.firstAttempt(j, out, j.dec, decideOn)
+	r.raced(j, out, decideOn)
 	if mutationUnknown == "" && s.mutation != nil && out.Decision != DecisionIndeterminate {
 		out.Mutations = s.mutation.Changes
 	}

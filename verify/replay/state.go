@@ -595,6 +595,11 @@ type prior struct {
 	// empty when it read this one.
 	stale        []prior
 	staleUnknown string
+	// racedBy says a write completed after the request was received and before it completed,
+	// and racedFrom is the version it replaced (nil when not known): the request may have
+	// read that one (see Replayer.raced).
+	racedBy   string
+	racedFrom *prior
 }
 
 // remember keeps the entry a write replaced (by is the entry it stored), for priorOf and
@@ -683,13 +688,21 @@ func (s *clusterState) markDone(gr schema.GroupResource, namespace, name, source
 // and the log does not say which.
 func (s *clusterState) concurrent(p prior, gr schema.GroupResource, namespace, name string, received time.Time) prior {
 	gr = storageOf(gr)
-	e := s.objects[gr][objectKey{namespace, name}]
+	k := objectKey{namespace, name}
+	e := s.objects[gr][k]
 	if e == nil || e.raw == nil || e.done.IsZero() || received.IsZero() || !e.done.After(received) {
 		return p
 	}
-	p.raw, p.unknowns = nil, nil
-	p.unknown = fmt.Sprintf("the write at %s completed after this request was received (%s, %s): they ran concurrently, and the log does not say which version of the object this request read",
+	// The log's order gives the version the write stored: the likely one (both completed, the
+	// write first). The version before it is the alternative, when the State remembers it.
+	p.racedBy = fmt.Sprintf("the write at %s, which completed after this request was received (%s, %s)",
 		e.source, received.UTC().Format(time.RFC3339Nano), e.done.UTC().Format(time.RFC3339Nano))
+	for _, r := range s.replaced[replacedKey{gr, k}] {
+		if r.by == e && r.e.raw != nil {
+			p.racedFrom = &prior{kept: p.kept, found: true, complete: p.complete, raw: r.e.raw, rv: r.e.rv, unknowns: r.e.unknowns,
+				source: r.e.source + " (the version " + p.racedBy + ", replaced)"}
+		}
+	}
 	return p
 }
 

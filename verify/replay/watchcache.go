@@ -256,3 +256,51 @@ func (r *Replayer) staleAttemptPossible(ev *Event, t target) bool {
 	p := r.state.priorOf(t.gvr.GroupResource(), t.namespace, t.name, 0, ev.Received(), true)
 	return slices.ContainsFunc(p.stale, func(sp prior) bool { return sp.rv == asked })
 }
+
+// raced settles a request that a write to its object completed after it was received, and
+// before it completed (its prior's racedBy): the log's order, the version the write stored, is
+// likely; on the version before it (decideOn), the request is the alternative, or certain when
+// both decide alike, or when the log's verdicts are those of one of them.
+func (r *Replayer) raced(j *job, out *Record, decideOn func(p prior) (*verify.Decision, error)) {
+	p := j.prior
+	if p.racedBy == "" || out.Decision == DecisionIndeterminate || j.dec == nil {
+		return
+	}
+	cond := p.racedBy + " had not yet been committed when this request read the object"
+	alt := world{If: cond}
+	switch {
+	case p.racedFrom == nil:
+		alt.Undecided = &indeterminateError{because(ReasonOldObjectUnknown, "the version before that write is not known")}
+	default:
+		dec, err := decideOn(*p.racedFrom)
+		switch {
+		case err != nil:
+			alt.Undecided = err
+		case dec == nil:
+			alt.Undecided = &indeterminateError{because(ReasonRebuild, "the request does not reach validating admission on the version before that write")}
+		default:
+			alt.Outcome, alt.Decided = dec, true
+		}
+	}
+	worlds := []world{{Likely: true, Outcome: j.dec, Decided: true}, alt}
+	if j.byAnnotations() && alt.Decided {
+		for i := range worlds {
+			worlds[i].Evidence = r.evidenceOf(j, worlds[i].Outcome)
+		}
+	}
+	res := decide.Resolve(worlds, sameOutcome)
+	if res.Chosen == &worlds[1] {
+		// The log's verdicts are those of the version before the write.
+		dec := res.Chosen.Outcome
+		checked := out.Disagreements != nil
+		out.refill(dec)
+		out.Notes = append(out.Notes, "decided on the version before "+p.racedBy+": the verdicts the log records are those of that version")
+		if checked {
+			out.Disagreements = check(j.ev, j.rec, dec, j.evidenced)
+		}
+		j.dec = dec
+		return
+	}
+	_, alts, _ := settled(res)
+	out.likely(alts...)
+}
