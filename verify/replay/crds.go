@@ -51,11 +51,11 @@ const SchemaRefreshDelay = 15 * time.Second
 // the resource's CRD when a request came at received, or "": the log changed the CRD less
 // than SchemaRefreshDelay before.
 func (r *Replayer) schemaRefreshing(gvr schema.GroupVersionResource, received time.Time) string {
-	if len(r.mutatingPolicies) == 0 || r.lastCRDChange.IsZero() || !received.Before(r.lastCRDChange.Add(SchemaRefreshDelay)) {
+	if len(r.set.mutatingPolicies) == 0 || r.cat.lastCRDChange.IsZero() || !received.Before(r.cat.lastCRDChange.Add(SchemaRefreshDelay)) {
 		return ""
 	}
 	name := gvr.Resource + "." + gvr.Group // a CRD's name
-	c := r.crds[name]
+	c := r.cat.crds[name]
 	if c == nil || c.changedAt.IsZero() || received.Before(c.changedAt) || !received.Before(c.changedAt.Add(SchemaRefreshDelay)) {
 		return ""
 	}
@@ -128,7 +128,7 @@ func decodeCRD(raw []byte) *apiextensionsv1.CustomResourceDefinition {
 
 // learnCRD follows a successful write of a CRD at the line of d.
 func (r *Replayer) learnCRD(ctx context.Context, d decoded, ev *Event, t target) error {
-	if r.catalog == nil {
+	if r.cat.catalog == nil {
 		return nil
 	}
 	src := lineRef{d.file, d.num}.String()
@@ -159,7 +159,7 @@ func (r *Replayer) learnCRD(ctx context.Context, d decoded, ev *Event, t target)
 			items, _ = resp.Object["items"].([]any)
 		}
 		if items == nil {
-			for _, name := range r.catalog.CRDs() {
+			for _, name := range r.cat.catalog.CRDs() {
 				if err := r.removeCRD(ctx, name, d.file, d.num, at, "deleted by a deletecollection without a recorded result"); err != nil {
 					return err
 				}
@@ -189,11 +189,11 @@ func (r *Replayer) followCRD(ctx context.Context, crd *apiextensionsv1.CustomRes
 		names = acc
 	}
 	established := crdCondition(crd, apiextensionsv1.Established) || (snapshot && handWritten(crd))
-	delete(r.removedCRDs, crd.Name)
-	cur := r.crds[crd.Name]
+	delete(r.cat.removedCRDs, crd.Name)
+	cur := r.cat.crds[crd.Name]
 	if cur == nil || !equality.Semantic.DeepEqual(cur.spec, crd.Spec) || !equality.Semantic.DeepEqual(cur.names, names) {
 		r.quiesce()
-		if err := r.catalog.SetCRD(crd); err != nil {
+		if err := r.cat.catalog.SetCRD(crd); err != nil {
 			r.crdChange(file, line, crd.Name, "not served by the replay: "+err.Error())
 			r.resume(ctx)
 			return nil
@@ -209,15 +209,15 @@ func (r *Replayer) followCRD(ctx context.Context, crd *apiextensionsv1.CustomRes
 			}
 		}
 		r.crdChange(file, line, crd.Name, fmt.Sprintf("%s: %s %s in %s", verb, names.Kind, crd.Spec.Scope, strings.Join(versions, ", ")))
-		r.crds[crd.Name] = &servedCRD{spec: *crd.Spec.DeepCopy(), names: *names.DeepCopy(), established: established && cur != nil && cur.established}
+		r.cat.crds[crd.Name] = &servedCRD{spec: *crd.Spec.DeepCopy(), names: *names.DeepCopy(), established: established && cur != nil && cur.established}
 		if !snapshot {
-			r.crds[crd.Name].changedAt = at
-			r.lastCRDChange = at
+			r.cat.crds[crd.Name].changedAt = at
+			r.cat.lastCRDChange = at
 		}
 		if err := r.changeCatalog(ctx, where(file, line), at); err != nil {
 			return err
 		}
-		cur = r.crds[crd.Name]
+		cur = r.cat.crds[crd.Name]
 	}
 	if established && !cur.established {
 		cur.established = true
@@ -242,23 +242,23 @@ func establishedAt(crd *apiextensionsv1.CustomResourceDefinition, at time.Time) 
 // removeCRD stops serving the CRD of the name, if the catalog serves it: its objects are gone
 // from the State, as the apiserver deletes them.
 func (r *Replayer) removeCRD(ctx context.Context, name string, file string, line int, at time.Time, why string) error {
-	delete(r.crds, name)
-	if r.removedCRDs == nil {
-		r.removedCRDs = map[string]bool{}
+	delete(r.cat.crds, name)
+	if r.cat.removedCRDs == nil {
+		r.cat.removedCRDs = map[string]bool{}
 	}
-	r.removedCRDs[name] = true
-	if name == "" || !slices.Contains(r.catalog.CRDs(), name) {
+	r.cat.removedCRDs[name] = true
+	if name == "" || !slices.Contains(r.cat.catalog.CRDs(), name) {
 		return nil
 	}
 	r.quiesce()
-	r.catalog.RemoveCRD(name)
+	r.cat.catalog.RemoveCRD(name)
 	r.crdChange(file, line, name, "removed: "+why)
 	r.state.Clear(crdResource(name))
 	return r.changeCatalog(ctx, where(file, line), at)
 }
 
 func (r *Replayer) crdChange(file string, line int, name, change string) {
-	r.crdChanges = append(r.crdChanges, CRDChange{File: file, Line: line, Name: name, Change: change})
+	r.cat.crdChanges = append(r.cat.crdChanges, CRDChange{File: file, Line: line, Name: name, Change: change})
 }
 
 func where(file string, line int) string {
@@ -271,7 +271,7 @@ func where(file string, line int) string {
 // seedCRD follows a CRD of the snapshot: served as the apiserver serves it when the replay
 // begins.
 func (r *Replayer) seedCRD(u *unstructured.Unstructured, where string) error {
-	if r.catalog == nil {
+	if r.cat.catalog == nil {
 		return nil
 	}
 	crd := &apiextensionsv1.CustomResourceDefinition{}

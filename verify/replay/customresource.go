@@ -52,19 +52,19 @@ type crStrategyKey struct {
 // crdHandler builds them (getOrCreateServingInfoFor), or nil when the catalog does not hold
 // its CRD.
 func (r *Replayer) customResourceStrategies(gvk schema.GroupVersionKind) *crStrategies {
-	if r.catalog == nil {
+	if r.cat.catalog == nil {
 		return nil
 	}
-	crd := r.catalog.CustomResourceDefinitionOf(gvk)
+	crd := r.cat.catalog.CustomResourceDefinitionOf(gvk)
 	if crd == nil {
 		return nil
 	}
 	key := crStrategyKey{crd, gvk.Version}
-	if s, ok := r.crStrategies.Load(key); ok {
+	if s, ok := r.cat.crStrategies.Load(key); ok {
 		return s.(*crStrategies)
 	}
-	structural, _ := r.catalog.CustomResourceSchema(gvk)
-	s, _ := r.crStrategies.LoadOrStore(key, newCRStrategies(crd, gvk, structural))
+	structural, _ := r.cat.catalog.CustomResourceSchema(gvk)
+	s, _ := r.cat.crStrategies.LoadOrStore(key, newCRStrategies(crd, gvk, structural))
 	return s.(*crStrategies)
 }
 
@@ -194,10 +194,10 @@ func (r *Replayer) prepareCustomResource(ev *Event, t target, b *rebuilt) {
 // codec does (cel/schema Catalog.CustomResourceDecoder: pruning, embedded metadata, the
 // schema's defaults).
 func (r *Replayer) decodeCustomResource(t target, u *unstructured.Unstructured) error {
-	if r.catalog == nil || u == nil || kubescheme.Knows(u.GroupVersionKind()) {
+	if r.cat.catalog == nil || u == nil || kubescheme.Knows(u.GroupVersionKind()) {
 		return nil
 	}
-	if decode, ok := r.catalog.CustomResourceDecoder(u.GroupVersionKind()); ok {
+	if decode, ok := r.cat.catalog.CustomResourceDecoder(u.GroupVersionKind()); ok {
 		return decode(u.Object)
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	vapcschema "github.com/vapc-dev/vapc/cel/schema"
@@ -28,10 +29,12 @@ type epoch struct {
 	gen       int
 	resources *cachedResources
 	scope     *scope
+	// standIns are a stand-in param of each paramKind (see stateView.withStandIns).
+	standIns map[schema.GroupResource]kruntime.Object
 }
 
 // cur returns the current epoch.
-func (r *Replayer) cur() *epoch { return r.epoch.Load() }
+func (r *Replayer) cur() *epoch { return r.cat.epoch.Load() }
 
 // newEpoch derives the next epoch from the catalog and the paramKinds' mappings, and makes the
 // State follow it.
@@ -41,12 +44,12 @@ func (r *Replayer) newEpoch() *epoch {
 		gen = prev.gen + 1
 	}
 	res := newCachedResources(r.paramResources(nil))
-	e := &epoch{gen: gen, resources: res, scope: newScope(r.scopePolicies, r.scopeBindings, res)}
-	r.epoch.Store(e)
+	e := &epoch{gen: gen, resources: res, scope: newScope(r.set.scopePolicies, r.set.scopeBindings, res)}
 	if r.state != nil {
 		r.state.rescope(e.scope.paramSelectors)
-		r.standIns = r.state.standInParams(r.policies)
+		e.standIns = r.state.standInParams(r.set.policies)
 	}
+	r.cat.epoch.Store(e)
 	return e
 }
 
@@ -58,12 +61,12 @@ func (r *Replayer) newEpoch() *epoch {
 // source found them.
 func (r *Replayer) paramResources(notFound map[schema.GroupVersionKind]bool) verify.Resources {
 	params := map[schema.GroupVersionKind]*meta.RESTMapping{}
-	for gvk, pk := range r.paramKinds {
+	for gvk, pk := range r.cat.paramKinds {
 		if pk.mapping != nil && !notFound[gvk] {
 			params[gvk] = pk.mapping
 		}
 	}
-	return paramResources{Resources: r.resources, mapper: paramMapper{RESTMapper: r.resources.RESTMapper(), params: params, notFound: notFound}}
+	return paramResources{Resources: r.cfg.resources, mapper: paramMapper{RESTMapper: r.cfg.resources.RESTMapper(), params: params, notFound: notFound}}
 }
 
 type paramResources struct {
@@ -112,7 +115,7 @@ func (r *Replayer) quiesce() {
 // evaluation goes on.
 func (r *Replayer) changeCatalog(ctx context.Context, src string, at time.Time) error {
 	r.quiesce()
-	if r.paramKinds != nil {
+	if r.cat.paramKinds != nil {
 		r.followParamKinds(src, at)
 	}
 	r.newEpoch()
@@ -141,18 +144,18 @@ func (r *Replayer) buildEvaluators() error {
 	if notFound := r.resolvingKinds(); notFound != nil {
 		altRes = newCachedResources(r.paramResources(notFound))
 	}
-	evals := make([]evalWorker, 0, r.workers)
-	for range r.workers {
+	evals := make([]evalWorker, 0, r.cfg.workers)
+	for range r.cfg.workers {
 		w := evalWorker{store: &viewStore{}}
 		var err error
-		if w.plugins, err = apiserver.NewPlugins(r.admissionPlugins); err != nil {
+		if w.plugins, err = apiserver.NewPlugins(r.cfg.admissionPlugins); err != nil {
 			return fmt.Errorf("admission plugins: %w", err)
 		}
-		if w.eval, err = r.newEval(r.policies, r.bindingList, r.cur().resources, w.store); err != nil {
+		if w.eval, err = r.cfg.newEval(r.set.policies, r.set.bindingList, r.cur().resources, w.store); err != nil {
 			return err
 		}
 		if altRes != nil {
-			if w.alt, err = r.newEval(r.policies, r.bindingList, altRes, w.store); err != nil {
+			if w.alt, err = r.cfg.newEval(r.set.policies, r.set.bindingList, altRes, w.store); err != nil {
 				return err
 			}
 		}

@@ -410,7 +410,7 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undeci
 	} else if checks := verify.Configured(dec.Authorizer); len(checks) > 0 {
 		out.indeterminate(because(ReasonAuthorizer, fmt.Sprintf("the decision depended on %d authorizer checks, which the audit log does not answer (the first: %s)", len(checks), checks[0])))
 	}
-	if r.check && out.Decision != DecisionIndeterminate {
+	if r.cfg.check && out.Decision != DecisionIndeterminate {
 		out.Disagreements = check(j.ev, j.rec, dec, j.evidenced)
 		if len(dec.Denials) > 0 && j.rec.policy != "" && dec.Refuses(j.ev.Code(), j.ev.Message()) {
 			// Several refusals were possible: the log says which one the server chose.
@@ -459,11 +459,11 @@ func (r *Replayer) finish(j *job) {
 	j.likelyOutcome()
 	switch {
 	case j.skip != "":
-		r.sum.skip(j.skip, j.skipNote)
+		r.output.sum.skip(j.skip, j.skipNote)
 	case j.notMatched:
-		r.sum.NotMatched++
+		r.output.sum.NotMatched++
 	default:
-		r.emit(j.out, j.policies, j.dec)
+		r.output.emit(j.out, j.policies, j.dec)
 	}
 }
 
@@ -473,14 +473,14 @@ func (r *Replayer) finish(j *job) {
 // request is evaluated again with a stand-in for each missing param, and the decision holds
 // when a condition on the request alone skips it too.
 func (r *Replayer) decidedWithoutMissing(w evalWorker, j *job, dec *verify.Decision, paramsIncomplete bool, evaluateOn evaluateOn) bool {
-	if r.requestOnly.decides(dec, j.policies, paramsIncomplete) {
+	if r.set.requestOnly.decides(dec, j.policies, paramsIncomplete) {
 		return true
 	}
-	if !paramsIncomplete || len(r.standIns) == 0 || !r.requestOnly.decides(dec, j.policies, false) {
+	if !paramsIncomplete || len(r.cur().standIns) == 0 || !r.set.requestOnly.decides(dec, j.policies, false) {
 		return false
 	}
-	again, err := evaluateOn(w.eval, j.view.withStandIns(r.standIns))
-	return err == nil && r.requestOnly.decides(again, j.policies, true)
+	again, err := evaluateOn(w.eval, j.view.withStandIns(r.cur().standIns))
+	return err == nil && r.set.requestOnly.decides(again, j.policies, true)
 }
 
 // dependsOnPartial says why a policy's decision depends on a field of a param or namespace
@@ -497,7 +497,7 @@ func (r *Replayer) dependsOnPartial(policies []string, partials []partialUse) un
 			us[i] = u
 		}
 		for _, p := range policies {
-			if read, u, dep := r.reads[p].DependsOn(us); dep {
+			if read, u, dep := r.set.reads[p].DependsOn(us); dep {
 				return because(reason, fmt.Sprintf("policy %s reads %s, and %s of %s %s is not known: %s", p, read.Path, u.Path, pu.gr, pu.key(), u.Why))
 			}
 		}

@@ -52,7 +52,7 @@ func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, why, sr
 		return
 	}
 	if r.orderedPlugins == nil {
-		if r.orderedPlugins, err = apiserver.NewPlugins(r.admissionPlugins); err != nil {
+		if r.orderedPlugins, err = apiserver.NewPlugins(r.cfg.admissionPlugins); err != nil {
 			forget(err.Error())
 			return
 		}

@@ -30,19 +30,19 @@ import (
 // a create, or an update of the status subresource, which the apiserver's own controllers
 // write to accept its names and establish it moments after its create.
 func (r *Replayer) opaqueCRD(name, where string, at time.Time, create, status bool) {
-	if r.opaqueCRDs == nil {
-		r.opaqueCRDs, r.opaqueCreated = map[string]string{}, map[string]opaqueCreate{}
+	if r.cat.opaqueCRDs == nil {
+		r.cat.opaqueCRDs, r.cat.opaqueCreated = map[string]string{}, map[string]opaqueCreate{}
 	}
 	group := crdResource(name).Group
-	if _, ok := r.opaqueCRDs[group]; !ok {
-		r.opaqueCRDs[group] = where
+	if _, ok := r.cat.opaqueCRDs[group]; !ok {
+		r.cat.opaqueCRDs[group] = where
 	}
-	switch c, ok := r.opaqueCreated[name]; {
+	switch c, ok := r.cat.opaqueCreated[name]; {
 	case create:
-		r.opaqueCreated[name] = opaqueCreate{where: where, at: at, established: at}
+		r.cat.opaqueCreated[name] = opaqueCreate{where: where, at: at, established: at}
 	case ok && status && !at.IsZero() && at.Sub(c.at) < establishWithin:
 		c.established = at
-		r.opaqueCreated[name] = c
+		r.cat.opaqueCreated[name] = c
 	}
 }
 
@@ -64,7 +64,7 @@ const establishWithin = 10 * time.Second
 // the log shows it, and is taken as found by kube-apiserver's policy source
 // (ParamResolveDelay before the use).
 func (r *Replayer) servedSince(name string, at time.Time) (time.Time, string) {
-	if c, ok := r.opaqueCreated[name]; ok && !c.established.IsZero() && !c.established.After(at) {
+	if c, ok := r.cat.opaqueCreated[name]; ok && !c.established.IsZero() && !c.established.After(at) {
 		return c.established, "created at " + c.where
 	}
 	if at.IsZero() {
@@ -76,7 +76,7 @@ func (r *Replayer) servedSince(name string, at time.Time) (time.Time, string) {
 // learnFromUse learns the kind of a resource the catalog does not serve from a successful
 // request for it, and returns the request's target as the catalog now resolves it.
 func (r *Replayer) learnFromUse(ctx context.Context, d decoded, ev *Event, t target) target {
-	if r.catalog == nil || !t.reqKind.Empty() || t.sub != "" || t.gvr.Group == "" || kubescheme.Scheme.IsGroupRegistered(t.gvr.Group) {
+	if r.cat.catalog == nil || !t.reqKind.Empty() || t.sub != "" || t.gvr.Group == "" || kubescheme.Scheme.IsGroupRegistered(t.gvr.Group) {
 		return t
 	}
 	if code := ev.Code(); code < 200 || code >= 300 || isDryRun(ev) || t.op == admission.Connect {
@@ -89,7 +89,7 @@ func (r *Replayer) learnFromUse(ctx context.Context, d decoded, ev *Event, t tar
 			break
 		}
 	}
-	if kind == "" || apiVersion != t.gvr.GroupVersion().String() || r.removedCRDs[t.gvr.Resource+"."+t.gvr.Group] {
+	if kind == "" || apiVersion != t.gvr.GroupVersion().String() || r.cat.removedCRDs[t.gvr.Resource+"."+t.gvr.Group] {
 		return t // (a CRD the log deleted serves nothing, whatever the log says of its use)
 	}
 	scope := apiextensionsv1.ClusterScoped
@@ -113,13 +113,13 @@ func (r *Replayer) learnFromUse(ctx context.Context, d decoded, ev *Event, t tar
 		},
 	}
 	crd.Status.AcceptedNames = crd.Spec.Names
-	if r.learned == nil {
-		r.learned = map[string]bool{}
+	if r.cat.learned == nil {
+		r.cat.learned = map[string]bool{}
 	}
-	r.learned[name] = true
+	r.cat.learned[name] = true
 	at, since := r.servedSince(name, auditlog.ParseTime(ev.StageTimestamp))
-	if err := r.followCRD(ctx, crd, d.file, d.num, at); err != nil && r.sinkErr == nil {
-		r.sinkErr = err
+	if err := r.followCRD(ctx, crd, d.file, d.num, at); err != nil && r.output.sinkErr == nil {
+		r.output.sinkErr = err
 	}
 	if since != "" {
 		since = " (" + since + ")"
@@ -131,7 +131,7 @@ func (r *Replayer) learnFromUse(ctx context.Context, d decoded, ev *Event, t tar
 
 // learnedKind says whether the replay learned the kind from its use, without its schema.
 func (r *Replayer) learnedKind(gvr schema.GroupVersionResource) bool {
-	return r.learned[gvr.Resource+"."+gvr.Group]
+	return r.cat.learned[gvr.Resource+"."+gvr.Group]
 }
 
 // paramKindMissing says why a paramKind the catalog does not map makes a decision
@@ -142,7 +142,7 @@ func (r *Replayer) paramKindMissing(k *paramKind) string {
 	if group == "" || kubescheme.Scheme.IsGroupRegistered(group) {
 		return "" // a built-in group: no CRD serves it
 	}
-	if where, ok := r.opaqueCRDs[group]; ok {
+	if where, ok := r.cat.opaqueCRDs[group]; ok {
 		return fmt.Sprintf("paramKind %s may be served by a CustomResourceDefinition of %s the log wrote at %s without its object: give the CRD with --crd or --snapshot", gvkString(k.gvk), group, where)
 	}
 	if r.state.allSince != "" {

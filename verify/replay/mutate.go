@@ -33,8 +33,8 @@ import (
 // implements AdmitAttributes and HasMutatingPolicies as verify.Evaluator does).
 func WithMutatingPolicies(policies []*admissionregistrationv1.MutatingAdmissionPolicy, bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding) Option {
 	return func(r *Replayer) error {
-		r.mutatingPolicies = append(r.mutatingPolicies, policies...)
-		r.mutatingBindings = append(r.mutatingBindings, bindings...)
+		r.set.mutatingPolicies = append(r.set.mutatingPolicies, policies...)
+		r.set.mutatingBindings = append(r.set.mutatingBindings, bindings...)
 		return nil
 	}
 }
@@ -127,7 +127,7 @@ func (r *Replayer) mutationUnknown(m *verify.Mutation, inputs []vapccel.Unknown,
 	// Whether a policy the request's rules match ran or was skipped, by a matchCondition or
 	// a selector, rests on what it reads as much as what it wrote.
 	for _, p := range policies {
-		if mp, ok := r.mutating[p]; ok {
+		if mp, ok := r.set.mutating[p]; ok {
 			if rd, u, ok := mp.reads.DependsOn(inputs); ok {
 				return fmt.Sprintf("MutatingAdmissionPolicy %s reads %s, and %s is not known: %s", mp.name, rd.Path, u.Path, u.Why)
 			}
@@ -155,7 +155,7 @@ func sameMutation(a, b *verify.Mutation) bool {
 // replayedMutation is a request for mayMutate in the evaluation, which runs the replayed
 // policies itself.
 func (r *Replayer) replayedMutation(req mutatedRequest) mutatedRequest {
-	req.replayed = r.replayedMAPs
+	req.replayed = r.set.replayedMAPs
 	return req
 }
 
@@ -318,7 +318,7 @@ func (r *Replayer) reapplied(m *verify.Mutation, cluster *mutators) (why string,
 		if why == "" {
 			why = fmt.Sprintf("the log's object is the one kube-apiserver stored, which MutatingAdmissionPolicy %s had already changed, and running it again changed it again", c.Policy)
 		}
-		if spec := cluster.policies[c.Policy].spec; spec == "" || spec != r.mutating[mutatingName(c.Policy)].spec {
+		if spec := cluster.policies[c.Policy].spec; spec == "" || spec != r.set.mutating[mutatingName(c.Policy)].spec {
 			clusterOnly = false
 		}
 	}

@@ -159,8 +159,8 @@ func TestSchemaRefreshing(t *testing.T) {
 	}
 	widgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
 	changed := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
-	r.crds["widgets.example.com"] = &servedCRD{changedAt: changed}
-	r.lastCRDChange = changed
+	r.cat.crds["widgets.example.com"] = &servedCRD{changedAt: changed}
+	r.cat.lastCRDChange = changed
 	for _, tc := range []struct {
 		after time.Duration
 		want  bool
@@ -177,7 +177,7 @@ func TestSchemaRefreshing(t *testing.T) {
 func TestReapplied(t *testing.T) {
 	policy := &admissionregistrationv1.MutatingAdmissionPolicy{}
 	policy.Name = "in-cluster"
-	r := &Replayer{mutating: replayedMutatings([]*admissionregistrationv1.MutatingAdmissionPolicy{policy}, nil)}
+	r := &Replayer{set: policySet{mutating: replayedMutatings([]*admissionregistrationv1.MutatingAdmissionPolicy{policy}, nil)}}
 	same, edited := specOf(policy), "{}"
 	for _, tc := range []struct {
 		name, policy, spec string

@@ -22,19 +22,19 @@ type Observer struct {
 
 // WithObserver sets the replay's Observer.
 func WithObserver(o Observer) Option {
-	return func(r *Replayer) error { r.observer = o; return nil }
+	return func(r *Replayer) error { r.cfg.observer = o; return nil }
 }
 
 // prepare is what the decoding workers do with every event: prepareWrite, and the Observer's
 // Prepare.
 func (r *Replayer) prepare(d *decoded) {
 	d.written = r.prepareWrite(d.ev)
-	if r.observer.Prepare != nil && d.ev.Final() {
-		d.observed = r.observer.Prepare(d.ev)
+	if r.cfg.observer.Prepare != nil && d.ev.Final() {
+		d.observed = r.cfg.observer.Prepare(d.ev)
 	}
 }
 
 // observed says whether the replay has an Observer: Records then carry the request's objects.
 func (r *Replayer) observed() bool {
-	return r.observer.Snapshot != nil || r.observer.Prepare != nil || r.observer.Event != nil
+	return r.cfg.observer.Snapshot != nil || r.cfg.observer.Prepare != nil || r.cfg.observer.Event != nil
 }

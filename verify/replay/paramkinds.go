@@ -75,17 +75,17 @@ func (k *paramKind) unsettled() bool { return k.resolving.on || k.paramsUnknown.
 // initParamKinds finds the paramKinds of the bound policies, resolved as the catalog maps them
 // when the replay begins.
 func (r *Replayer) initParamKinds() {
-	r.paramKinds = map[schema.GroupVersionKind]*paramKind{}
-	r.policyParam = map[string]*paramKind{}
+	r.cat.paramKinds = map[schema.GroupVersionKind]*paramKind{}
+	r.cat.policyParam = map[string]*paramKind{}
 	bound := map[string]bool{}
-	for _, b := range r.scopeBindings {
+	for _, b := range r.set.scopeBindings {
 		bound[b.Spec.PolicyName] = true
 	}
 	// The mutating policies' paramKinds too (in the scope's policies): their params are read
 	// from the State as the validating policies' are.
-	for _, p := range r.scopePolicies {
+	for _, p := range r.set.scopePolicies {
 		pk := p.Spec.ParamKind
-		if pk == nil || !bound[p.Name] || r.policyParam[p.Name] != nil {
+		if pk == nil || !bound[p.Name] || r.cat.policyParam[p.Name] != nil {
 			continue
 		}
 		gv, err := schema.ParseGroupVersion(pk.APIVersion)
@@ -93,16 +93,16 @@ func (r *Replayer) initParamKinds() {
 			continue
 		}
 		gvk := gv.WithKind(pk.Kind)
-		k := r.paramKinds[gvk]
+		k := r.cat.paramKinds[gvk]
 		if k == nil {
 			k = &paramKind{gvk: gvk}
-			r.paramKinds[gvk] = k
+			r.cat.paramKinds[gvk] = k
 		}
 		k.policies = append(k.policies, p.Name)
-		r.policyParam[p.Name] = k
+		r.cat.policyParam[p.Name] = k
 	}
-	for _, k := range r.paramKinds {
-		if m, err := r.resources.RESTMapper().RESTMapping(k.gvk.GroupKind(), k.gvk.Version); err == nil {
+	for _, k := range r.cat.paramKinds {
+		if m, err := r.cfg.resources.RESTMapper().RESTMapping(k.gvk.GroupKind(), k.gvk.Version); err == nil {
 			k.mapping, k.served, k.crd = m, true, r.crdOf(m.Resource)
 		}
 	}
@@ -110,10 +110,10 @@ func (r *Replayer) initParamKinds() {
 
 // crdOf is the name of the CRD that serves the resource, or "".
 func (r *Replayer) crdOf(gvr schema.GroupVersionResource) string {
-	if r.catalog == nil {
+	if r.cat.catalog == nil {
 		return ""
 	}
-	info, _ := r.catalog.Resource(gvr, "")
+	info, _ := r.cat.catalog.Resource(gvr, "")
 	return info.CRD
 }
 
@@ -131,7 +131,7 @@ func (r *Replayer) followParamKinds(src string, at time.Time) {
 				*u = unsettled{} // settled long ago: the log holds no request received before
 			}
 		}
-		m, err := r.resources.RESTMapper().RESTMapping(k.gvk.GroupKind(), k.gvk.Version)
+		m, err := r.cfg.resources.RESTMapper().RESTMapping(k.gvk.GroupKind(), k.gvk.Version)
 		now := err == nil
 		switch {
 		case now && !k.served:
@@ -149,7 +149,7 @@ func (r *Replayer) followParamKinds(src string, at time.Time) {
 					crd, gvkString(k.gvk), src))
 			}
 			k.mapping, k.crd = m, crd
-			if c := r.crds[crd]; (c == nil || c.established) && !at.IsZero() {
+			if c := r.cat.crds[crd]; (c == nil || c.established) && !at.IsZero() {
 				r.settleAt(k, at.Add(ParamResolveDelay))
 			}
 		case now:
@@ -178,7 +178,7 @@ func (r *Replayer) settleAt(k *paramKind, until time.Time) {
 // established records that the log shows the CRD Established at the time at: what is unsettled
 // of the paramKinds it serves settles ParamResolveDelay later.
 func (r *Replayer) established(name string, at time.Time) {
-	for _, k := range r.paramKinds {
+	for _, k := range r.cat.paramKinds {
 		if k.crd == name && k.served && !at.IsZero() {
 			r.settleAt(k, at.Add(ParamResolveDelay))
 		}
@@ -186,8 +186,8 @@ func (r *Replayer) established(name string, at time.Time) {
 }
 
 func (r *Replayer) sortedParamKinds() []*paramKind {
-	out := make([]*paramKind, 0, len(r.paramKinds))
-	for _, k := range r.paramKinds {
+	out := make([]*paramKind, 0, len(r.cat.paramKinds))
+	for _, k := range r.cat.paramKinds {
 		out = append(out, k)
 	}
 	sort.Slice(out, func(i, j int) bool { return gvkString(out[i].gvk) < gvkString(out[j].gvk) })
@@ -198,7 +198,7 @@ func (r *Replayer) sortedParamKinds() []*paramKind {
 // buildEvaluators).
 func (r *Replayer) resolvingKinds() map[schema.GroupVersionKind]bool {
 	var out map[schema.GroupVersionKind]bool
-	for gvk, k := range r.paramKinds {
+	for gvk, k := range r.cat.paramKinds {
 		if k.resolving.on {
 			if out == nil {
 				out = map[schema.GroupVersionKind]bool{}
@@ -223,7 +223,7 @@ func (r *Replayer) unsettledParams(policies []string, ev *Event) (resolving unde
 	var reasons []string
 	var missing []string
 	for _, p := range policies {
-		k := r.policyParam[p]
+		k := r.cat.policyParam[p]
 		if k != nil && k.mapping == nil && !k.resolving.on {
 			if why := r.paramKindMissing(k); why != "" {
 				missing = append(missing, why)

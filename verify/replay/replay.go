@@ -19,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 
@@ -59,18 +58,18 @@ type Option func(*Replayer) error
 // snapshot and the log define, and removes those the log deletes. Other Resources are taken as
 // they are, without the log's CRDs.
 func WithResources(res verify.Resources) Option {
-	return func(r *Replayer) error { r.resources = res; return nil }
+	return func(r *Replayer) error { r.cfg.resources = res; return nil }
 }
 
 // WithEvaluator replaces the evaluator (default: verify.New over the State).
 func WithEvaluator(f EvaluatorFunc) Option {
-	return func(r *Replayer) error { r.newEval = f; return nil }
+	return func(r *Replayer) error { r.cfg.newEval = f; return nil }
 }
 
 // WithSnapshot seeds the State with the objects of files or folders (kubectl get -o yaml or
 // -o json output).
 func WithSnapshot(paths ...string) Option {
-	return func(r *Replayer) error { r.snapshots = append(r.snapshots, paths...); return nil }
+	return func(r *Replayer) error { r.cfg.snapshots = append(r.cfg.snapshots, paths...); return nil }
 }
 
 // WithMaxLineBytes sets the longest line read (default DefaultMaxLineBytes).
@@ -79,7 +78,7 @@ func WithMaxLineBytes(n int) Option {
 		if n <= 0 {
 			return fmt.Errorf("max line bytes must be positive, not %d", n)
 		}
-		r.maxLine = n
+		r.cfg.maxLine = n
 		return nil
 	}
 }
@@ -87,19 +86,19 @@ func WithMaxLineBytes(n int) Option {
 // WithWorkers sets how many goroutines decode lines, and how many evaluate requests (default
 // GOMAXPROCS). Each evaluating goroutine has its own Evaluator.
 func WithWorkers(n int) Option {
-	return func(r *Replayer) error { r.workers = n; return nil }
+	return func(r *Replayer) error { r.cfg.workers = n; return nil }
 }
 
 // WithCheckRecorded compares the log's own verdicts with the predictions (see Check).
 func WithCheckRecorded(on bool) Option {
-	return func(r *Replayer) error { r.check = on; return nil }
+	return func(r *Replayer) error { r.cfg.check = on; return nil }
 }
 
 // WithAdmissionPlugins sets the built-in admission plugins requests are replayed through, by
 // the names kube-apiserver's --enable-admission-plugins takes (default: those kube-apiserver
 // 1.37 enables by default that run before ValidatingAdmissionPolicy; see AdmissionPlugins).
 func WithAdmissionPlugins(names []string) Option {
-	return func(r *Replayer) error { r.admissionPlugins = append([]string{}, names...); return nil }
+	return func(r *Replayer) error { r.cfg.admissionPlugins = append([]string{}, names...); return nil }
 }
 
 // AdmissionPlugins returns the built-in admission plugins of a replay with kube-apiserver's
@@ -117,33 +116,94 @@ func WithLag(d time.Duration) Option {
 		if d < 0 {
 			return fmt.Errorf("the lag must be 0 or more, not %s", d)
 		}
-		r.lag = &d
+		r.cfg.lag = &d
 		return nil
 	}
 }
 
 // WithProgress calls fn about every interval while a replay runs.
 func WithProgress(interval time.Duration, fn func(Progress)) Option {
-	return func(r *Replayer) error { r.progress, r.progressEvery = fn, interval; return nil }
+	return func(r *Replayer) error { r.cfg.progress, r.cfg.progressEvery = fn, interval; return nil }
 }
 
 // Replayer replays audit logs through a fixed set of policies and bindings. A Replayer runs
 // one replay: its State moves forward with the log, and a second Run is refused.
 type Replayer struct {
-	// mutatingPolicies and mutatingBindings are the MutatingAdmissionPolicies replayed
-	// (see mutate.go).
-	mutatingPolicies []*admissionregistrationv1.MutatingAdmissionPolicy
-	mutatingBindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding
-	// scopePolicies and scopeBindings are what the scope matches requests with and what the
-	// State keeps objects for: the validating policies and, in their shape, the mutating ones.
-	scopePolicies []*admissionregistrationv1.ValidatingAdmissionPolicy
+	// set is the policies replayed, fixed by New: the workers read it.
+	set policySet
+	// cfg is what the Options set, fixed by New.
+	cfg config
+	// cat is the cluster's API as the replay follows it: CRDs, paramKinds, epochs.
+	cat catalogState
+	// output is where the records go, and what they add up to.
+	output emitter
+	// ran says Run was called: a Replayer runs once.
+	ran bool
+	// orderedPlugins are the admission plugins the ordered stage replays writes through
+	// (replayWrite).
+	orderedPlugins *apiserver.Plugins
+	// mutators are the cluster's MutatingAdmissionPolicies as the log has shown them so far.
+	mutators *mutators
+	// installed follows which of the policies the log shows installed (with --check-recorded).
+	installed *installed
+	state     *clusterState
+	evals     []evalWorker
+	running   *evaluation
+	// facts are what the log has shown so far of the server's configuration (ordered stage).
+	facts serverFacts
+	// logStamp is the latest completion of a request the log records so far; logTime is it
+	// parsed (from logTimeOf), see currentLogTime.
+	logStamp, logTimeOf string
+	logTime             time.Time
+	// lookaheadCut counts the requests accounted for before their lookahead ended.
+	lookaheadCut int
+	quiesced     bool // between the halves of a barrier (see quiesce)
+}
+
+// catalogState is the cluster's API as a replay follows it: the CRDs of the catalog, the
+// snapshot and the log, the paramKinds' mappings, and the epoch derived from them (epoch.go).
+// The ordered stage changes it, between the halves of a barrier; the workers read the epoch.
+type catalogState struct {
+	// catalog is the replay's copy of the catalog it was given, which follows the CRDs of the
+	// snapshot and the log (nil when the Resources are not a catalog); crds are those it
+	// learned, crdChanges what it followed. epoch is what the replay derived from the catalog.
+	catalog    *vapcschema.Catalog
+	crds       map[string]*servedCRD
+	crdChanges []CRDChange
+	epoch      atomic.Pointer[epoch]
 	// lastCRDChange is when the log last changed a CRD (see schemaRefreshing).
 	lastCRDChange time.Time
-	scopeBindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
-	// mutating are the replayed MutatingAdmissionPolicies by their scope name
-	// (mutatingName): what each reads, and its spec as a cluster would hold it.
-	mutating      map[string]replayedMutating
-	replayedMAPs  map[string]bool
+	// learned are the CRDs the replay learned from the use of their resources, opaqueCRDs the
+	// groups of CRD writes the log holds without their object, and where (see learn.go).
+	learned    map[string]bool
+	opaqueCRDs map[string]string
+	// opaqueCreated are the creates of CRDs the log holds without their object, by name.
+	opaqueCreated map[string]opaqueCreate
+	removedCRDs   map[string]bool
+	// crStrategies holds the registry strategies of custom resources the replay built, by CRD
+	// (the catalog's, never changed once added) and version: the schema validators compile
+	// the CRD's CEL rules (see customResourceStrategies). The workers share it.
+	crStrategies sync.Map // crStrategyKey -> *crStrategies
+	paramKinds   map[schema.GroupVersionKind]*paramKind
+	policyParam  map[string]*paramKind
+	// deferred are the snapshot's objects of kinds not yet known, while it loads.
+	deferred []deferredObject
+}
+
+// emitter is where a replay's records go (in the log's order), and what they add up to.
+type emitter struct {
+	sum     *Summary
+	agg     *aggregator
+	pending map[string]pendingRequest
+	finals  recentIDs
+	sink    func(*Record) error
+	sinkErr error
+}
+
+// config is what a replay's Options set.
+type config struct {
+	// resources are the cluster's kinds: after New, the replay's own copy of the catalog
+	// it was given, when it is one.
 	resources     verify.Resources
 	newEval       EvaluatorFunc
 	snapshots     []string
@@ -154,72 +214,38 @@ type Replayer struct {
 	progressEvery time.Duration
 	lag           *time.Duration
 	// slowSnapshot reads snapshots without loadYAMLListFile's fast path (tests).
-	slowSnapshot bool
-	// ran says Run was called: a Replayer runs once.
-	ran      bool
-	observer Observer
-
+	slowSnapshot     bool
+	observer         Observer
 	admissionPlugins []string
-	// orderedPlugins are the admission plugins the ordered stage replays writes through
-	// (replayWrite).
-	orderedPlugins *apiserver.Plugins
-	// mutators are the cluster's MutatingAdmissionPolicies as the log has shown them so far.
-	mutators *mutators
+}
+
+// policySet is the policies a replay decides with, and what New derived from them.
+type policySet struct {
+	policies    []*admissionregistrationv1.ValidatingAdmissionPolicy
+	bindingList []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	// bindings are the names of each policy's bindings; loadedPolicies the policies with
+	// bindings.
+	bindings       map[string][]string
+	loadedPolicies map[string]bool
+	// mutatingPolicies and mutatingBindings are the MutatingAdmissionPolicies replayed
+	// (see mutate.go).
+	mutatingPolicies []*admissionregistrationv1.MutatingAdmissionPolicy
+	mutatingBindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding
+	// mutating are the replayed MutatingAdmissionPolicies by their scope name
+	// (mutatingName): what each reads, and its spec as a cluster would hold it.
+	mutating     map[string]replayedMutating
+	replayedMAPs map[string]bool
+	// scopePolicies and scopeBindings are what the scope matches requests with and what the
+	// State keeps objects for: the validating policies and, in their shape, the mutating ones.
+	scopePolicies []*admissionregistrationv1.ValidatingAdmissionPolicy
+	scopeBindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
 	// reads are what each policy reads of the request's objects; selects what its object
 	// selectors and its bindings' read; conditions what each of its matchConditions reads.
 	reads      map[string]vapccel.Reads
 	selects    map[string]vapccel.Reads
 	conditions map[string]map[string]vapccel.Reads
-
-	policies       []*admissionregistrationv1.ValidatingAdmissionPolicy
-	bindingList    []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
-	bindings       map[string][]string // policy -> binding names
-	loadedPolicies map[string]bool     // the policies with bindings
-	// installed follows which of them the log shows installed (with --check-recorded).
-	installed   *installed
+	// requestOnly knows which matchConditions read only the request (infer.go).
 	requestOnly *requestOnly
-	standIns    map[schema.GroupResource]kruntime.Object // a stand-in param of each paramKind, in the current epoch
-	state       *clusterState
-	evals       []evalWorker
-	running     *evaluation
-	// facts are what the log has shown so far of the server's configuration (ordered stage).
-	facts serverFacts
-	// logStamp is the latest completion of a request the log records so far; logTime is it
-	// parsed (from logTimeOf), see currentLogTime.
-	logStamp, logTimeOf string
-	logTime             time.Time
-	// lookaheadCut counts the requests accounted for before their lookahead ended.
-	lookaheadCut int
-	// crStrategies holds the registry strategies of custom resources the replay built, by CRD
-	// (the catalog's, never changed once added) and version: the schema validators compile
-	// the CRD's CEL rules (see customResourceStrategies). The workers share it.
-	crStrategies sync.Map // crStrategyKey -> *crStrategies
-
-	// catalog is the replay's copy of the catalog it was given, which follows the CRDs of the
-	// snapshot and the log (nil when the Resources are not a catalog); crds are those it
-	// learned, crdChanges what it followed. epoch is what the replay derived from the catalog.
-	catalog *vapcschema.Catalog
-	crds    map[string]*servedCRD
-	// learned are the CRDs the replay learned from the use of their resources, opaqueCRDs the
-	// groups of CRD writes the log holds without their object, and where (see learn.go).
-	learned    map[string]bool
-	opaqueCRDs map[string]string
-	// opaqueCreated are the creates of CRDs the log holds without their object, by name.
-	opaqueCreated map[string]opaqueCreate
-	removedCRDs   map[string]bool
-	crdChanges    []CRDChange
-	epoch         atomic.Pointer[epoch]
-	paramKinds    map[schema.GroupVersionKind]*paramKind
-	policyParam   map[string]*paramKind
-	deferred      []deferredObject // while the snapshot loads
-	quiesced      bool             // between the halves of a barrier (see quiesce)
-
-	sum     *Summary
-	agg     *aggregator
-	pending map[string]pendingRequest
-	finals  recentIDs
-	sink    func(*Record) error
-	sinkErr error
 }
 
 type pendingRequest struct {
@@ -233,36 +259,36 @@ const maxPending = 100000
 
 // New compiles the policies, loads the snapshot and returns a Replayer.
 func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, opts ...Option) (*Replayer, error) {
-	r := &Replayer{maxLine: DefaultMaxLineBytes, bindings: map[string][]string{}, admissionPlugins: apiserver.DefaultPlugins()}
+	r := &Replayer{cfg: config{maxLine: DefaultMaxLineBytes, admissionPlugins: apiserver.DefaultPlugins()}, set: policySet{bindings: map[string][]string{}}}
 	for _, o := range opts {
 		if err := o(r); err != nil {
 			return nil, err
 		}
 	}
-	if r.resources == nil {
+	if r.cfg.resources == nil {
 		cat, err := vapcschema.Builtin(verify.KubernetesVersion)
 		if err != nil {
 			return nil, err
 		}
-		r.resources = cat
+		r.cfg.resources = cat
 	}
-	if cat, ok := r.resources.(*vapcschema.Catalog); ok {
-		r.catalog = cat.Clone()
-		r.resources = r.catalog
+	if cat, ok := r.cfg.resources.(*vapcschema.Catalog); ok {
+		r.cat.catalog = cat.Clone()
+		r.cfg.resources = r.cat.catalog
 	}
-	r.crds = map[string]*servedCRD{}
-	if r.newEval == nil {
-		r.newEval = func(p []*admissionregistrationv1.ValidatingAdmissionPolicy, b []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, res verify.Resources, store verify.ObjectStore) (Evaluator, error) {
+	r.cat.crds = map[string]*servedCRD{}
+	if r.cfg.newEval == nil {
+		r.cfg.newEval = func(p []*admissionregistrationv1.ValidatingAdmissionPolicy, b []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, res verify.Resources, store verify.ObjectStore) (Evaluator, error) {
 			return verify.New(p, b, verify.WithResources(res), verify.WithStore(store), verify.WithDropUnknownFields(true),
-				verify.WithMutatingPolicies(r.mutatingPolicies, r.mutatingBindings))
+				verify.WithMutatingPolicies(r.set.mutatingPolicies, r.set.mutatingBindings))
 		}
 	}
-	r.policies, r.bindingList = policies, bindings
-	r.scopePolicies, r.scopeBindings = scopeOfMutating(policies, bindings, r.mutatingPolicies, r.mutatingBindings)
-	r.mutating = replayedMutatings(r.mutatingPolicies, r.mutatingBindings)
-	r.replayedMAPs = map[string]bool{}
-	for _, p := range r.mutatingPolicies {
-		r.replayedMAPs[p.Name] = true
+	r.set.policies, r.set.bindingList = policies, bindings
+	r.set.scopePolicies, r.set.scopeBindings = scopeOfMutating(policies, bindings, r.set.mutatingPolicies, r.set.mutatingBindings)
+	r.set.mutating = replayedMutatings(r.set.mutatingPolicies, r.set.mutatingBindings)
+	r.set.replayedMAPs = map[string]bool{}
+	for _, p := range r.set.mutatingPolicies {
+		r.set.replayedMAPs[p.Name] = true
 	}
 
 	known := map[string]bool{}
@@ -271,55 +297,55 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 	}
 	for _, b := range bindings {
 		if known[b.Spec.PolicyName] {
-			r.bindings[b.Spec.PolicyName] = append(r.bindings[b.Spec.PolicyName], b.Name)
+			r.set.bindings[b.Spec.PolicyName] = append(r.set.bindings[b.Spec.PolicyName], b.Name)
 		}
 	}
-	for _, bs := range r.bindings {
+	for _, bs := range r.set.bindings {
 		sort.Strings(bs)
 	}
 	r.newEpoch()
-	r.state = newClusterState(r.resources.RESTMapper(), func(gr schema.GroupResource) bool {
+	r.state = newClusterState(r.cfg.resources.RESTMapper(), func(gr schema.GroupResource) bool {
 		// The State keeps a storage's objects when some policy sees them through any of the
 		// resources it serves (see storageOf).
 		return r.cur().scope.keeps(gr) || (gr == eventsGR && r.cur().scope.keeps(eventsK8sIOGR))
 	}, func(gr schema.GroupResource) bool {
 		return gr == namespacesGR || r.cur().scope.params[gr] || r.cur().scope.pluginInputs[gr]
 	})
-	if r.lag != nil {
-		r.state.lag = *r.lag
+	if r.cfg.lag != nil {
+		r.state.lag = *r.cfg.lag
 	}
 	r.state.rescope(r.cur().scope.paramSelectors)
-	r.requestOnly = newRequestOnly(policies, bindings)
-	r.reads, r.selects, r.conditions = map[string]vapccel.Reads{}, map[string]vapccel.Reads{}, map[string]map[string]vapccel.Reads{}
+	r.set.requestOnly = newRequestOnly(policies, bindings)
+	r.set.reads, r.set.selects, r.set.conditions = map[string]vapccel.Reads{}, map[string]vapccel.Reads{}, map[string]map[string]vapccel.Reads{}
 	for _, p := range policies {
-		r.reads[p.Name] = vapccel.PolicyReads(p, bindings)
-		r.selects[p.Name] = vapccel.SelectorReads(p, bindings)
-		r.conditions[p.Name] = map[string]vapccel.Reads{}
+		r.set.reads[p.Name] = vapccel.PolicyReads(p, bindings)
+		r.set.selects[p.Name] = vapccel.SelectorReads(p, bindings)
+		r.set.conditions[p.Name] = map[string]vapccel.Reads{}
 		for _, c := range p.Spec.MatchConditions {
-			r.conditions[p.Name][c.Name] = vapccel.ExpressionReads(nil, c.Expression)
+			r.set.conditions[p.Name][c.Name] = vapccel.ExpressionReads(nil, c.Expression)
 		}
 	}
-	for name, m := range r.mutating {
+	for name, m := range r.set.mutating {
 		if m.fails {
 			// A mutating policy that fails on what the replay does not know refuses the
 			// request (failurePolicy Fail): the decision depends on what it reads.
-			r.reads[name] = m.reads
+			r.set.reads[name] = m.reads
 		}
 	}
-	r.loadedPolicies = map[string]bool{}
-	for p := range r.bindings {
-		r.loadedPolicies[p] = true
+	r.set.loadedPolicies = map[string]bool{}
+	for p := range r.set.bindings {
+		r.set.loadedPolicies[p] = true
 	}
-	r.installed = newInstalled(r.loadedPolicies, r.bindings)
-	if _, err := r.loadSnapshot(r.snapshots); err != nil {
+	r.installed = newInstalled(r.set.loadedPolicies, r.set.bindings)
+	if _, err := r.loadSnapshot(r.cfg.snapshots); err != nil {
 		return nil, err
 	}
 
 	// The paramKinds the catalog maps once the snapshot is loaded are resolved from the start.
 	r.initParamKinds()
 	r.newEpoch()
-	if r.workers <= 0 {
-		r.workers = runtime.GOMAXPROCS(0)
+	if r.cfg.workers <= 0 {
+		r.cfg.workers = runtime.GOMAXPROCS(0)
 	}
 	if err := r.buildEvaluators(); err != nil {
 		return nil, err
@@ -340,92 +366,92 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 		return nil, errors.New("a Replayer runs once: its State has moved forward with the log it replayed; make another with New")
 	}
 	r.ran = true
-	sources, reordered := inTimeOrder(sources, r.maxLine)
-	r.sum = newSummary(sources)
+	sources, reordered := inTimeOrder(sources, r.cfg.maxLine)
+	r.output.sum = newSummary(sources)
 	if reordered {
-		r.sum.Notes = append(r.sum.Notes, "the logs were read as one, in the time order of their events, not in the order given: "+strings.Join(r.sum.Files, ", "))
+		r.output.sum.Notes = append(r.output.sum.Notes, "the logs were read as one, in the time order of their events, not in the order given: "+strings.Join(r.output.sum.Files, ", "))
 	}
-	r.agg = newAggregator(r.policies, r.bindings)
-	r.pending = map[string]pendingRequest{}
-	r.sink = sink
+	r.output.agg = newAggregator(r.set.policies, r.set.bindings)
+	r.output.pending = map[string]pendingRequest{}
+	r.output.sink = sink
 	start := time.Now()
 	lastProgress := start
 	var bytes int64
 	// An interrupt stops the reading; the lines read are replayed and decided to the end.
 	work := context.WithoutCancel(ctx)
 	r.running = r.startEvaluation(work)
-	err := decodeLogs(ctx, sources, r.maxLine, r.workers, r.prepare, func(d decoded) {
-		if r.sinkErr != nil {
+	err := decodeLogs(ctx, sources, r.cfg.maxLine, r.cfg.workers, r.prepare, func(d decoded) {
+		if r.output.sinkErr != nil {
 			return
 		}
 		bytes += int64(d.bytes)
 		r.line(work, d)
-		if r.progress != nil && r.sum.Lines%1024 == 0 {
-			if now := time.Now(); now.Sub(lastProgress) >= r.progressEvery {
+		if r.cfg.progress != nil && r.output.sum.Lines%1024 == 0 {
+			if now := time.Now(); now.Sub(lastProgress) >= r.cfg.progressEvery {
 				lastProgress = now
-				r.progress(Progress{Lines: r.sum.Lines, Bytes: bytes, Elapsed: now.Sub(start)})
+				r.cfg.progress(Progress{Lines: r.output.sum.Lines, Bytes: bytes, Elapsed: now.Sub(start)})
 			}
 		}
 	})
 	r.stopEvaluation()
 	if r.lookaheadCut > 0 {
-		r.sum.Notes = append(r.sum.Notes, fmt.Sprintf("%d requests were accounted for before a second of log time had passed after them (more than %d waited, or a CRD changed the catalog): a write the log records later that ran concurrently with one of them was not looked for", r.lookaheadCut, maxHeld))
+		r.output.sum.Notes = append(r.output.sum.Notes, fmt.Sprintf("%d requests were accounted for before a second of log time had passed after them (more than %d waited, or a CRD changed the catalog): a write the log records later that ran concurrently with one of them was not looked for", r.lookaheadCut, maxHeld))
 	}
-	for _, p := range r.pending {
-		r.sum.Incomplete[p.verb]++
+	for _, p := range r.output.pending {
+		r.output.sum.Incomplete[p.verb]++
 	}
-	r.sum.Bytes = bytes
-	r.sum.StateObjects = r.state.Len()
-	r.sum.CustomResourceDefinitions = r.crdChanges
-	if r.check {
-		r.installed.summarize(r.sum)
+	r.output.sum.Bytes = bytes
+	r.output.sum.StateObjects = r.state.Len()
+	r.output.sum.CustomResourceDefinitions = r.cat.crdChanges
+	if r.cfg.check {
+		r.installed.summarize(r.output.sum)
 	}
-	r.agg.finish(r.sum)
-	if r.progress != nil {
-		r.progress(Progress{Lines: r.sum.Lines, Bytes: bytes, Elapsed: time.Since(start)})
+	r.output.agg.finish(r.output.sum)
+	if r.cfg.progress != nil {
+		r.cfg.progress(Progress{Lines: r.output.sum.Lines, Bytes: bytes, Elapsed: time.Since(start)})
 	}
-	r.sum.Partial = errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
-	if r.sinkErr != nil {
-		return r.sum, r.sinkErr
+	r.output.sum.Partial = errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+	if r.output.sinkErr != nil {
+		return r.output.sum, r.output.sinkErr
 	}
-	return r.sum, err
+	return r.output.sum, err
 }
 
 // line accounts for one line of a log.
 func (r *Replayer) line(ctx context.Context, d decoded) {
-	r.sum.Lines++
+	r.output.sum.Lines++
 	switch {
 	case d.err != nil:
-		r.sum.lineError(d.file, d.num, d.err)
+		r.output.sum.lineError(d.file, d.num, d.err)
 		return
 	case d.blank:
-		r.sum.Blank++
+		r.output.sum.Blank++
 		return
 	}
 	ev := d.ev
 	if !ev.Final() {
-		r.sum.IntermediateStages++
-		if _, ok := r.pending[ev.AuditID]; !ok && len(r.pending) < maxPending {
-			r.pending[ev.AuditID] = pendingRequest{file: d.file, line: d.num, verb: ev.Verb}
+		r.output.sum.IntermediateStages++
+		if _, ok := r.output.pending[ev.AuditID]; !ok && len(r.output.pending) < maxPending {
+			r.output.pending[ev.AuditID] = pendingRequest{file: d.file, line: d.num, verb: ev.Verb}
 		}
 		return
 	}
-	delete(r.pending, ev.AuditID)
-	if first, dup := r.finals.add(ev.AuditID, lineRef{d.file, d.num}); dup {
-		r.sum.malformed(d.file, d.num, fmt.Sprintf("duplicate: the final record of audit ID %s was read at %s already", ev.AuditID, first))
+	delete(r.output.pending, ev.AuditID)
+	if first, dup := r.output.finals.add(ev.AuditID, lineRef{d.file, d.num}); dup {
+		r.output.sum.malformed(d.file, d.num, fmt.Sprintf("duplicate: the final record of audit ID %s was read at %s already", ev.AuditID, first))
 		return
 	}
 	if ev.ObjectRef == nil && isResourcePath(ev.RequestURI) {
-		r.sum.malformed(d.file, d.num, "no objectRef: a request for a resource ("+ev.RequestURI+") without the object it is about")
+		r.output.sum.malformed(d.file, d.num, "no objectRef: a request for a resource ("+ev.RequestURI+") without the object it is about")
 		return
 	}
-	r.sum.Requests++
+	r.output.sum.Requests++
 	r.noteLogTime(ev)
-	if r.check {
+	if r.cfg.check {
 		r.installed.observe(ev)
 	}
-	if r.observer.Event != nil {
-		r.observer.Event(d.file, d.num, ev, d.observed)
+	if r.cfg.observer.Event != nil {
+		r.cfg.observer.Event(d.file, d.num, ev, d.observed)
 	}
 	r.request(ctx, d, ev)
 }
@@ -556,7 +582,7 @@ func hexDigit(c byte) (byte, bool) {
 func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	t, skip := r.resolve(ev)
 	if skip != "" {
-		r.sum.skip(skip, "")
+		r.output.sum.skip(skip, "")
 		return
 	}
 	t = r.learnFromUse(ctx, d, ev, t)
@@ -568,7 +594,7 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	// refusal; the log's message alone does not always.
 	pipeline := rec.skip == SkipBeforeAdmission && (!rec.sure || r.staleAttemptPossible(ev, t)) && r.usesPipeline(ev, t)
 	if rec.skip != "" && !pipeline {
-		r.sum.skip(rec.skip, rec.note)
+		r.output.sum.skip(rec.skip, rec.note)
 		return
 	}
 	defer func() {
@@ -579,13 +605,13 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	policies := ep.scope.match(t.gvr, t.sub, t.op)
 	if len(policies) == 0 {
 		if rec.skip != "" {
-			r.sum.skip(rec.skip, rec.note)
+			r.output.sum.skip(rec.skip, rec.note)
 			return
 		}
-		r.sum.NotMatched++
+		r.output.sum.NotMatched++
 		return
 	}
-	rec.verdict = recordedVerdictOf(ev, r.loadedPolicies)
+	rec.verdict = recordedVerdictOf(ev, r.set.loadedPolicies)
 	r.learnSystemNamespace(ev, t, rec)
 	// What the request's evaluation reads of the State, as it is now, before its own write.
 	j := &job{d: d, ev: ev, t: t, rec: rec, policies: policies, mutators: r.mutators, facts: r.facts, evidenced: r.installed.evidenced, done: make(chan struct{})}
@@ -623,14 +649,15 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	r.submit(j)
 }
 
-func (r *Replayer) emit(out *Record, policies []string, dec *verify.Decision) {
+// emit adds a record to the summary and gives it to the sink.
+func (e *emitter) emit(out *Record, policies []string, dec *verify.Decision) {
 	out.Policies = policies
 	out.otherRefusals()
 	out.changed()
-	r.sum.record(out)
-	r.agg.add(out, policies, dec)
-	if r.sink != nil && r.sinkErr == nil {
-		r.sinkErr = r.sink(out)
+	e.sum.record(out)
+	e.agg.add(out, policies, dec)
+	if e.sink != nil && e.sinkErr == nil {
+		e.sinkErr = e.sink(out)
 	}
 }
 
@@ -668,8 +695,8 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 	}
 	if gr == crdsGR {
 		defer func() {
-			if err := r.learnCRD(ctx, d, ev, t); err != nil && r.sinkErr == nil {
-				r.sinkErr = err
+			if err := r.learnCRD(ctx, d, ev, t); err != nil && r.output.sinkErr == nil {
+				r.output.sinkErr = err
 			}
 		}()
 	}

@@ -497,7 +497,7 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 	if mutationUnknown == "" && s.mutation != nil && out.Decision != DecisionIndeterminate {
 		out.Mutations = s.mutation.Changes
 	}
-	if r.check && out.Decision == DecisionAdmit && len(out.Mutations) > 0 {
+	if r.cfg.check && out.Decision == DecisionAdmit && len(out.Mutations) > 0 {
 		if diffs, checked := checkMutated(ev, t, s.resp, out.Mutations, j.mutators); checked {
 			out.Disagreements = append(slices.Clip(out.Disagreements), diffs...)
 			if out.Disagreements == nil {
@@ -719,7 +719,7 @@ func (r *Replayer) dependsOnUnknown(policies []string, calls []admitted) undecid
 			continue
 		}
 		for _, p := range policies {
-			reads, ok := r.reads[p]
+			reads, ok := r.set.reads[p]
 			if !ok {
 				continue
 			}
@@ -737,7 +737,7 @@ func (r *Replayer) dependsOnUnknown(policies []string, calls []admitted) undecid
 // by a matchCondition that reads none of the unknown fields, and nothing that selects it reads
 // them either.
 func (r *Replayer) skippedIndependently(policy string, dec *verify.Decision, unknowns []vapccel.Unknown) bool {
-	if _, _, dep := r.selects[policy].DependsOn(unknowns); dep {
+	if _, _, dep := r.set.selects[policy].DependsOn(unknowns); dep {
 		return false
 	}
 	seen := false
@@ -746,7 +746,7 @@ func (r *Replayer) skippedIndependently(policy string, dec *verify.Decision, unk
 			continue
 		}
 		seen = true
-		cond, ok := r.conditions[policy][res.MatchCondition]
+		cond, ok := r.set.conditions[policy][res.MatchCondition]
 		if res.Result != verify.ResultAdmit || res.MatchCondition == "" || !ok {
 			return false
 		}
@@ -781,7 +781,7 @@ var deletionMarks = []vapccel.Unknown{
 // marksUnread says whether no policy of the request reads a deletion mark of the oldObject.
 func (r *Replayer) marksUnread(policies []string) bool {
 	for _, p := range policies {
-		reads, ok := r.reads[p]
+		reads, ok := r.set.reads[p]
 		if !ok {
 			return false
 		}

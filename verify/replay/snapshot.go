@@ -53,7 +53,7 @@ func (r *Replayer) loadSnapshot(paths []string) (int, error) {
 	sort.Strings(files)
 	n := 0
 	seen := map[string]seenObject{}
-	r.deferred = []deferredObject{}
+	r.cat.deferred = []deferredObject{}
 	for _, f := range files {
 		k, err := r.loadSnapshotFile(f, seen)
 		n += k
@@ -61,8 +61,8 @@ func (r *Replayer) loadSnapshot(paths []string) (int, error) {
 			return n, err
 		}
 	}
-	deferred := r.deferred
-	r.deferred = nil
+	deferred := r.cat.deferred
+	r.cat.deferred = nil
 	for _, d := range deferred {
 		k, err := r.seed(d.u, d.where, seen)
 		n += k
@@ -158,10 +158,10 @@ func (r *Replayer) seed(u *unstructured.Unstructured, where string, seen map[str
 			return 0, err
 		}
 	}
-	m, err := r.resources.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	m, err := r.cfg.resources.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
-		if meta.IsNoMatchError(err) && r.catalog != nil && r.deferred != nil {
-			r.deferred = append(r.deferred, deferredObject{u: u, where: where})
+		if meta.IsNoMatchError(err) && r.cat.catalog != nil && r.cat.deferred != nil {
+			r.cat.deferred = append(r.cat.deferred, deferredObject{u: u, where: where})
 			return 0, nil
 		}
 		return 0, fmt.Errorf("snapshot %s: %s %s: %v", where, gvk.GroupVersion(), gvk.Kind, err)
@@ -170,8 +170,8 @@ func (r *Replayer) seed(u *unstructured.Unstructured, where string, seen map[str
 	if u.GetName() == "" {
 		return 0, fmt.Errorf("snapshot %s: %s without metadata.name", where, gvk.Kind)
 	}
-	if r.observer.Snapshot != nil {
-		r.observer.Snapshot(u)
+	if r.cfg.observer.Snapshot != nil {
+		r.cfg.observer.Snapshot(u)
 	}
 	if isMutator(gr) {
 		r.mutators = r.mutators.withObject(gr, u.GetName(), u, "")
@@ -217,7 +217,7 @@ func sameSnapshotObject(prevRaw, raw []byte, u *unstructured.Unstructured) bool 
 
 // withoutSnapshotFastPath turns loadYAMLListFile off, for tests to compare both paths.
 func withoutSnapshotFastPath() Option {
-	return func(r *Replayer) error { r.slowSnapshot = true; return nil }
+	return func(r *Replayer) error { r.cfg.slowSnapshot = true; return nil }
 }
 
 // loadYAMLListFile is the fast path of loadSnapshotFile for what `kubectl get -o yaml` writes:
@@ -228,7 +228,7 @@ func withoutSnapshotFastPath() Option {
 // whose items do not decode one by one (an alias to an anchor of another item) is decoded
 // whole, as the general path would.
 func (r *Replayer) loadYAMLListFile(file string, seen map[string]seenObject) (n int, ok bool, err error) {
-	if r.slowSnapshot {
+	if r.cfg.slowSnapshot {
 		return 0, false, nil
 	}
 	data, err := os.ReadFile(file)

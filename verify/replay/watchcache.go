@@ -233,7 +233,7 @@ func (r *Replayer) ranAdmission(j *job) bool {
 		if k == ValidationFailureAnnotation {
 			return true
 		}
-		if p, _, ok := strings.Cut(k, "/"); ok && (r.loadedPolicies[p] || j.evidenced[p]) {
+		if p, _, ok := strings.Cut(k, "/"); ok && (r.set.loadedPolicies[p] || j.evidenced[p]) {
 			return true
 		}
 	}
