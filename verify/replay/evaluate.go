@@ -23,26 +23,20 @@ import (
 // namespaces. So the ordered stage hands each matched request to evaluation workers with those,
 // moves on, and accounts for the outcomes in log order.
 
-// job is one matched request on its way through evaluation.
-type job struct {
-	d        decoded
-	ev       *Event
-	t        target
-	rec      recording
-	policies []string
-	prior    prior
-	// list is what a deletecollection lists, or listUnknown why the State does not know it.
+// listing is what a deletecollection lists: the stored objects (list), or why the State does
+// not know them (listUnknown).
+type listing struct {
 	list        [][]byte
 	listUnknown string
 	// listUnknowns are the fields of the listed objects the State does not know.
 	listUnknowns map[objectKey][]vapccel.Unknown
-	view         *stateView
-	// mutators are the cluster's MutatingAdmissionPolicies at the request's point of the log.
-	mutators *mutators
-	// facts are what the log showed of the server's configuration before the request.
-	facts serverFacts
-	// typedWrites are the writes to params and namespaces kube-apiserver's informers may not
-	// yet have held when it admitted the request (see Replayer.informerLag).
+}
+
+// lagged is what kube-apiserver's informers may not yet have held when it admitted a request
+// (see Replayer.informerLag).
+type lagged struct {
+	// typedWrites are the writes to params and namespaces the informers may not yet have
+	// held; typedLost the resources of such writes the State did not keep.
 	typedWrites []typedWrite
 	typedLost   []schema.GroupResource
 	// aheadUnknown are the resources of which a request the log records after this one, which
@@ -50,19 +44,13 @@ type job struct {
 	// Replayer.reviseAhead), and where the log records it.
 	aheadUnknown []aheadUnknown
 	// readBy are the Views the evaluation read params and namespaces through, the job's own
-	// and those of the states the informers may have held (see Replayer.informerLag).
+	// and those of the states the informers may have held.
 	readBy []*stateView
-	// evidenced are the replayed policies the log shows installed at the request (see
-	// installed), whose verdicts the log records are evidence of what the server did; nil
-	// unless the replay checks the log.
-	evidenced map[string]bool
-	// resolving says why the apiserver may not have found the paramKind of a policy of the
-	// request yet: the request is decided both ways. unsettled says why it cannot be (see
-	// Replayer.unsettledParams).
-	resolving, unsettled undecided
+}
 
-	done chan struct{}
-	// The outcome: skipped (and a note on why), not matched after all, or a record.
+// jobResult is a job's outcome: skipped (and a note on why), not matched after all, or a
+// record and the evaluator's decision.
+type jobResult struct {
 	skip       Reason
 	skipNote   string
 	notMatched bool
@@ -74,18 +62,57 @@ type job struct {
 	schemaRefreshing string
 	out              *Record
 	dec              *verify.Decision
+}
 
-	// For reviseConcurrent: the object whose stored version the request read, when the
-	// request completed, and what the log recorded of it before the evaluation refined it.
+// job is one matched request on its way through evaluation.
+type job struct {
+	d        decoded
+	ev       *Event
+	t        target
+	rec      recording
+	policies []string
+	prior    prior
+	// listed is what a deletecollection lists.
+	listed listing
+	view   *stateView
+	// mutators are the cluster's MutatingAdmissionPolicies at the request's point of the log.
+	mutators *mutators
+	// facts are what the log showed of the server's configuration before the request.
+	facts serverFacts
+	// lag is what kube-apiserver's informers may not yet have held when it admitted the
+	// request.
+	lag lagged
+	// evidenced are the replayed policies the log shows installed at the request (see
+	// installed), whose verdicts the log records are evidence of what the server did; nil
+	// unless the replay checks the log.
+	evidenced map[string]bool
+	// resolving says why the apiserver may not have found the paramKind of a policy of the
+	// request yet: the request is decided both ways. unsettled says why it cannot be (see
+	// Replayer.unsettledParams).
+	resolving, unsettled undecided
+
+	done chan struct{}
+	// result is the job's outcome, once done is closed.
+	result jobResult
+	// revise is what a write logged after the request, which ran concurrently with it,
+	// revises the outcome with (reviseConcurrent).
+	revise revision
+}
+
+// revision is what reviseConcurrent needs of a job: the object whose stored version the
+// request read, when the request completed, and what the log recorded of it before the
+// evaluation refined it.
+type revision struct {
+	key       replacedKey
+	completed time.Time
+	recorded  recording
+	// tracked says the job is registered for revision (evaluation.track); revised that a
+	// concurrent write revised it.
+	tracked, revised bool
 	// warns says a policy of the request may warn (see firstAttempt); unknowns are the fields
 	// of the request its evaluation did not know.
 	warns    bool
 	unknowns []vapccel.Unknown
-
-	key              replacedKey
-	completed        time.Time
-	recorded         recording
-	tracked, revised bool
 	// concurrent is the write logged after the request that ran concurrently with it, and
 	// the outcome before it was evaluated again for it (see likelyOutcome).
 	concurrent *concurrentWrite
@@ -101,9 +128,9 @@ type aheadUnknown struct {
 // again readies the job to be evaluated again, as the log first recorded it, on a fresh View.
 func (j *job) again() {
 	<-j.done
-	j.rec = j.recorded
+	j.rec = j.revise.recorded
 	j.view = j.view.fresh()
-	j.out, j.dec, j.skip, j.skipNote, j.notMatched, j.mutationRan, j.readBy = nil, nil, "", "", false, false, nil
+	j.result.out, j.result.dec, j.result.skip, j.result.skipNote, j.result.notMatched, j.result.mutationRan, j.lag.readBy = nil, nil, "", "", false, false, nil
 	j.done = make(chan struct{})
 }
 
@@ -175,7 +202,7 @@ func (r *Replayer) submit(j *job) {
 	e.jobs <- j
 	for len(e.queue) > 0 {
 		head := e.queue[0]
-		if !head.tracked && !head.isDone() {
+		if !head.revise.tracked && !head.isDone() {
 			// Whether it is held depends on what its evaluation read.
 			if len(e.queue) < maxQueued {
 				return
@@ -228,12 +255,12 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 	}
 	b := r.rebuild(j.ev, j.t, j.rec, j.prior, j.facts)
 	if b.skip != "" {
-		j.skip = b.skip
+		j.result.skip = b.skip
 		return
 	}
 	r.prepareCustomResource(j.ev, j.t, &b)
 	out := newRecord(j.d, j.ev, j.t, j.rec, b)
-	j.out = out
+	j.result.out = out
 	if b.indeterminate.is() {
 		out.indeterminate(b.indeterminate)
 		return
@@ -250,9 +277,9 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 		if err != nil || dec.Mutation == nil {
 			return dec, err
 		}
-		j.mutationRan = j.mutationRan || dec.Mutation.Acted()
-		if j.schemaRefreshing != "" && dec.Mutation.Acted() {
-			return nil, &indeterminateError{because(ReasonMutationUnknown, j.schemaRefreshing)}
+		j.result.mutationRan = j.result.mutationRan || dec.Mutation.Acted()
+		if j.result.schemaRefreshing != "" && dec.Mutation.Acted() {
+			return nil, &indeterminateError{because(ReasonMutationUnknown, j.result.schemaRefreshing)}
 		}
 		// The replayed MutatingAdmissionPolicies ran first (verify.Evaluator.Evaluate).
 		why := r.mutationUnknown(dec.Mutation, unknowns, j.policies)
@@ -310,12 +337,12 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 		return dec, err
 	}
 	r.conclude(w, j, out, b.oldUnknown, known)
-	j.unknowns = unknowns
+	j.revise.unknowns = unknowns
 	decideOn := func(p prior) (*verify.Decision, error) { return r.decideOn(ctx, w, j, p) }
-	r.firstAttempt(j, out, j.dec, decideOn)
+	r.firstAttempt(j, out, j.result.dec, decideOn)
 	r.raced(j, out, decideOn)
-	if j.dec != nil && j.dec.Mutation != nil && out.Decision != DecisionIndeterminate {
-		out.Mutations = j.dec.Mutation.Changes
+	if j.result.dec != nil && j.result.dec.Mutation != nil && out.Decision != DecisionIndeterminate {
+		out.Mutations = j.result.dec.Mutation.Changes
 	}
 }
 
@@ -383,8 +410,8 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undeci
 		// What the evaluator read of a param or namespace the State knows but for some fields.
 		partial = r.dependsOnPartial(j.policies, j.view.partials)
 	}
-	if len(dec.Results) == 0 && len(misses) == 0 && !partial.is() && !j.mutationRan && len(lagAlternatives) == 0 {
-		j.notMatched = true
+	if len(dec.Results) == 0 && len(misses) == 0 && !partial.is() && !j.result.mutationRan && len(lagAlternatives) == 0 {
+		j.result.notMatched = true
 		return
 	}
 	// No result but a miss: whether a policy matched rested on an object the State does not
@@ -417,7 +444,7 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undeci
 			out.Code, out.Message = j.ev.Code(), j.ev.Message()
 		}
 	}
-	j.dec = dec
+	j.result.dec = dec
 }
 
 // rooted are the unknown fields of a stored object as a request reads them: in its oldObject,
@@ -458,12 +485,12 @@ func (r *Replayer) finish(j *job) {
 	r.running.untrack(j)
 	j.likelyOutcome()
 	switch {
-	case j.skip != "":
-		r.output.sum.skip(j.skip, j.skipNote)
-	case j.notMatched:
+	case j.result.skip != "":
+		r.output.sum.skip(j.result.skip, j.result.skipNote)
+	case j.result.notMatched:
 		r.output.sum.NotMatched++
 	default:
-		r.output.emit(j.out, j.policies, j.dec)
+		r.output.emit(j.result.out, j.policies, j.result.dec)
 	}
 }
 

@@ -50,13 +50,13 @@ func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, evalu
 	// What the views read of resources a request logged later may have written unknown
 	// objects of, or of resources whose writes around it the State no longer remembers.
 	unknownRead := func(views ...*stateView) (Alternative, bool) {
-		for _, au := range j.aheadUnknown {
+		for _, au := range j.lag.aheadUnknown {
 			if slices.ContainsFunc(views, func(v *stateView) bool { return v.reads(au.gr) }) {
 				return undecidedAlternative(laggedResource(au.gr, "may have had objects written by the request at "+au.by+" that the log does not show"),
 					fmt.Sprintf("the %s informer had already held the write at %s, which the log records after this request but which was received before this request completed", au.gr.Resource, au.by)), true
 			}
 		}
-		for _, gr := range j.typedLost {
+		for _, gr := range j.lag.typedLost {
 			if slices.ContainsFunc(views, func(v *stateView) bool { return v.reads(gr) }) {
 				return undecidedAlternative(laggedResource(gr, "more of its writes completed around this request than the replay remembers"),
 					fmt.Sprintf("the %s informer had not yet held writes that completed moments before this request was received", gr.Resource)), true
@@ -65,11 +65,11 @@ func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, evalu
 		return Alternative{}, false
 	}
 	if alt, ok := unknownRead(j.view); ok {
-		j.readBy = []*stateView{j.view}
+		j.lag.readBy = []*stateView{j.view}
 		return dec, []Alternative{alt}, undecided{}
 	}
-	if len(j.typedWrites) == 0 {
-		j.readBy = []*stateView{j.view}
+	if len(j.lag.typedWrites) == 0 {
+		j.lag.readBy = []*stateView{j.view}
 		return dec, nil, undecided{}
 	}
 	relevant := func(tw typedWrite, views ...*stateView) bool {
@@ -87,7 +87,7 @@ func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, evalu
 	}
 	views := []*stateView{j.view}
 	var taken []typedWrite
-	isTaken := make([]bool, len(j.typedWrites))
+	isTaken := make([]bool, len(j.lag.typedWrites))
 	states := []lagState{{dec: dec}}
 	// cut is why the states were not all evaluated: they are more than the replay evaluates, or
 	// what a state reads depends on yet more writes.
@@ -95,7 +95,7 @@ func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, evalu
 
 	for round := 0; ; round++ {
 		var more []typedWrite
-		for i, tw := range j.typedWrites {
+		for i, tw := range j.lag.typedWrites {
 			if !isTaken[i] && relevant(tw, views...) {
 				isTaken[i] = true
 				more = append(more, tw)
@@ -148,7 +148,7 @@ func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, evalu
 			states = append(states, st)
 		}
 	}
-	j.readBy = views
+	j.lag.readBy = views
 	// The likely state: the writes that completed after the request was received undone.
 	var concurrent []typedWrite
 	for _, tw := range taken {

@@ -30,27 +30,27 @@ const maxHeld = 4096
 // track registers a job whose evaluation read what the State knew of a stored object (its old
 // object, or a deletecollection's list), for reviseConcurrent.
 func (e *evaluation) track(j *job) {
-	revisable := j.list != nil || (j.ev.Verb != "deletecollection" && j.prior.found && j.prior.raw != nil)
-	if j.completed.IsZero() || !revisable {
+	revisable := j.listed.list != nil || (j.ev.Verb != "deletecollection" && j.prior.found && j.prior.raw != nil)
+	if j.revise.completed.IsZero() || !revisable {
 		return
 	}
 	if e.byKey == nil {
 		e.byKey = map[replacedKey][]*job{}
 	}
-	e.byKey[j.key] = append(e.byKey[j.key], j)
-	j.tracked = true
+	e.byKey[j.revise.key] = append(e.byKey[j.revise.key], j)
+	j.revise.tracked = true
 }
 
 // untrack forgets a job as it is accounted for.
 func (e *evaluation) untrack(j *job) {
-	if !j.tracked {
+	if !j.revise.tracked {
 		return
 	}
-	js := slices.DeleteFunc(e.byKey[j.key], func(o *job) bool { return o == j })
+	js := slices.DeleteFunc(e.byKey[j.revise.key], func(o *job) bool { return o == j })
 	if len(js) == 0 {
-		delete(e.byKey, j.key)
+		delete(e.byKey, j.revise.key)
 	} else {
-		e.byKey[j.key] = js
+		e.byKey[j.revise.key] = js
 	}
 }
 
@@ -58,16 +58,16 @@ func (e *evaluation) untrack(j *job) {
 // lookahead of log time later may yet turn out to have run concurrently with it, to its
 // object or to the params and namespaces its evaluation read.
 func (e *evaluation) holds(j *job, logTime time.Time) bool {
-	return (j.tracked || j.readsTyped()) && !j.completed.IsZero() && logTime.Sub(j.completed) < lookahead
+	return (j.revise.tracked || j.readsTyped()) && !j.revise.completed.IsZero() && logTime.Sub(j.revise.completed) < lookahead
 }
 
 // readsTyped says whether the job, evaluated, read params or namespaces for an outcome a write
 // logged after it may change (see Replayer.reviseAhead).
 func (j *job) readsTyped() bool {
-	if !j.isDone() || j.skip != "" || (j.out != nil && j.out.Decision == DecisionIndeterminate) {
+	if !j.isDone() || j.result.skip != "" || (j.result.out != nil && j.result.out.Decision == DecisionIndeterminate) {
 		return false
 	}
-	return slices.ContainsFunc(j.readBy, func(v *stateView) bool { return len(v.gets) > 0 || len(v.lists) > 0 })
+	return slices.ContainsFunc(j.lag.readBy, func(v *stateView) bool { return len(v.gets) > 0 || len(v.lists) > 0 })
 }
 
 // held counts the queued jobs still held at logTime.
@@ -116,29 +116,29 @@ func (r *Replayer) reviseConcurrent(d decoded, ev *Event, t target) {
 	unchanged := writtenVersion(d, ev, t)
 	for _, j := range js {
 		collection := j.ev.Verb == "deletecollection"
-		if j.revised || !received.Before(j.completed) || completed.Sub(j.completed) >= lookahead || (create && !collection) {
+		if j.revise.revised || !received.Before(j.revise.completed) || completed.Sub(j.revise.completed) >= lookahead || (create && !collection) {
 			continue
 		}
 		if unchanged > 0 && !collection && j.prior.rv == unchanged && j.prior.raw != nil && len(j.prior.stale) == 0 && j.prior.staleUnknown == "" {
 			continue
 		}
 		<-j.done
-		j.concurrent = &concurrentWrite{by: lineRef{d.file, d.num}.String(), out: j.out, skip: j.skip, notMatched: j.notMatched, dec: j.dec}
+		j.revise.concurrent = &concurrentWrite{by: lineRef{d.file, d.num}.String(), out: j.result.out, skip: j.result.skip, notMatched: j.result.notMatched, dec: j.result.dec}
 		j.again()
-		j.revised = true
+		j.revise.revised = true
 		what := "which version of the object this request read"
 		if collection {
 			what = "which objects this request listed"
 		}
 		why := fmt.Sprintf("the write at %s:%d, which the log records after this request, was received before this request completed (%s, %s): they ran concurrently, and the log does not say %s",
-			d.file, d.num, received.UTC().Format(time.RFC3339Nano), j.completed.UTC().Format(time.RFC3339Nano), what)
+			d.file, d.num, received.UTC().Format(time.RFC3339Nano), j.revise.completed.UTC().Format(time.RFC3339Nano), what)
 		switch w := writtenObject(ev, t); {
 		case collection:
-			j.list, j.listUnknowns, j.listUnknown = nil, nil, why
+			j.listed.list, j.listed.listUnknowns, j.listed.listUnknown = nil, nil, why
 		case w.isMain && w.raw != nil && ev.Verb != "delete":
 			// The alternative: the request read what the write stored, which the log holds.
 			j.prior.raw, j.prior.rv, j.prior.unknowns, j.prior.stale, j.prior.staleUnknown, j.prior.unknown = w.raw, resourceVersion(w.resp.GetResourceVersion()), nil, nil, "", ""
-			j.prior.source = "the write at " + j.concurrent.by + ", which the log records after this request"
+			j.prior.source = "the write at " + j.revise.concurrent.by + ", which the log records after this request"
 		default:
 			j.prior.raw, j.prior.unknowns, j.prior.stale, j.prior.staleUnknown, j.prior.unknown = nil, nil, nil, "", why
 		}
@@ -164,7 +164,7 @@ type concurrentWrite struct {
 // alike, or when, checking against the log, the verdicts the log records for the policies it
 // shows installed are those of one of them; otherwise the other is an alternative.
 func (j *job) likelyOutcome() {
-	c := j.concurrent
+	c := j.revise.concurrent
 	if c == nil || c.out == nil || c.skip != "" || c.notMatched || c.out.Decision == DecisionIndeterminate {
 		return // nothing decided on the log's order to fall back on
 	}
@@ -173,12 +173,12 @@ func (j *job) likelyOutcome() {
 		{If: "the write at " + c.by + ", which the log records after this request but which was received before this request completed, was committed before this request read the object"},
 	}
 	switch w := &worlds[1]; {
-	case j.skip != "" || j.notMatched || j.out == nil:
+	case j.result.skip != "" || j.result.notMatched || j.result.out == nil:
 		w.Undecided = &indeterminateError{because(ReasonOldObjectUnknown, "the request does not reach validating admission on what that write stored")}
-	case j.out.Decision == DecisionIndeterminate:
-		w.Undecided = &indeterminateError{because(j.out.Reason, strings.TrimPrefix(j.out.Indeterminate, string(j.out.Reason)+": "))}
+	case j.result.out.Decision == DecisionIndeterminate:
+		w.Undecided = &indeterminateError{because(j.result.out.Reason, strings.TrimPrefix(j.result.out.Indeterminate, string(j.result.out.Reason)+": "))}
 	default:
-		w.Outcome, w.Decided = j.dec, j.dec != nil
+		w.Outcome, w.Decided = j.result.dec, j.result.dec != nil
 	}
 	if j.byAnnotations() && worlds[0].Decided && worlds[1].Decided {
 		for i := range worlds {
@@ -191,14 +191,14 @@ func (j *job) likelyOutcome() {
 	res := decide.Resolve(worlds, sameOutcome)
 	if res.Chosen == &worlds[1] {
 		// The log's verdicts are those of the version the write stored.
-		j.out.Notes = append(j.out.Notes, "decided on the version the write at "+c.by+" stored, which the log records after this request: the verdicts the log records are those of that version")
+		j.result.out.Notes = append(j.result.out.Notes, "decided on the version the write at "+c.by+" stored, which the log records after this request: the verdicts the log records are those of that version")
 		return
 	}
 	// The log's order: certain when both versions decide alike or the log's verdicts say so,
 	// likely otherwise.
 	_, alts, _ := settled(res)
 	c.out.likely(alts...)
-	j.out, j.dec, j.skip, j.skipNote, j.notMatched = c.out, c.dec, "", "", false
+	j.result.out, j.result.dec, j.result.skip, j.result.skipNote, j.result.notMatched = c.out, c.dec, "", "", false
 }
 
 // reviseAhead evaluates again the requests waiting to be accounted for that read params or
@@ -222,13 +222,13 @@ func (r *Replayer) reviseAhead(d decoded, ev *Event) {
 	// newest are last.
 	for i := len(e.queue) - 1; i >= 0; i-- {
 		j := e.queue[i]
-		if j.completed.IsZero() {
+		if j.revise.completed.IsZero() {
 			continue // not held (see holds); its time does not order the queue
 		}
-		if j.completed.Add(time.Second).Before(received) {
+		if j.revise.completed.Add(time.Second).Before(received) {
 			break
 		}
-		if j.ev == ev || !received.Before(j.completed) || completed.Sub(j.completed) >= lookahead {
+		if j.ev == ev || !received.Before(j.revise.completed) || completed.Sub(j.revise.completed) >= lookahead {
 			continue
 		}
 		<-j.done
@@ -237,14 +237,14 @@ func (r *Replayer) reviseAhead(d decoded, ev *Event) {
 		}
 		// Every write is kept, read or not: a state a later write gives may read it
 		// (informerLag's rounds).
-		j.typedWrites = append(j.typedWrites, ws...)
+		j.lag.typedWrites = append(j.lag.typedWrites, ws...)
 		for _, gr := range unknown {
-			j.aheadUnknown = append(j.aheadUnknown, aheadUnknown{gr, by})
+			j.lag.aheadUnknown = append(j.lag.aheadUnknown, aheadUnknown{gr, by})
 		}
 		read := slices.ContainsFunc(ws, func(tw typedWrite) bool {
-			return slices.ContainsFunc(j.readBy, func(v *stateView) bool { return v.read(tw) })
+			return slices.ContainsFunc(j.lag.readBy, func(v *stateView) bool { return v.read(tw) })
 		}) || slices.ContainsFunc(unknown, func(gr schema.GroupResource) bool {
-			return slices.ContainsFunc(j.readBy, func(v *stateView) bool { return v.reads(gr) })
+			return slices.ContainsFunc(j.lag.readBy, func(v *stateView) bool { return v.reads(gr) })
 		})
 		if read {
 			j.again()

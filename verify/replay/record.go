@@ -20,18 +20,7 @@ const (
 // Record is what a replay says about one request the policies match: one line of
 // `vapc replay --output jsonl`.
 type Record struct {
-	File           string `json:"file,omitempty"`
-	Line           int    `json:"line,omitempty"`
-	AuditID        string `json:"auditID"`
-	StageTimestamp string `json:"stageTimestamp"`
-	Verb           string `json:"verb"`
-	Operation      string `json:"operation"`
-	Resource       string `json:"resource"`
-	Subresource    string `json:"subresource"`
-	Namespace      string `json:"namespace"`
-	Name           string `json:"name"`
-	User           string `json:"user"`
-	DryRun         bool   `json:"dryRun,omitempty"`
+	Request
 	// Decision is what kube-apiserver would answer: admit, deny or indeterminate.
 	Decision string `json:"decision"`
 	// Certainty says how the decision is known: certain (every state the server could have
@@ -39,13 +28,7 @@ type Record struct {
 	// another state the server could have been in only through a lag decides otherwise:
 	// Alternatives says which and what each needs) or indeterminate.
 	Certainty Certainty `json:"certainty"`
-	// Recorded is what the log says validating admission did: admit, deny or unknown;
-	// RecordedBy says who denied, RecordedNote how the response was read.
-	Recorded     string `json:"recorded"`
-	RecordedBy   string `json:"recordedBy,omitempty"`
-	RecordedNote string `json:"recordedNote,omitempty"`
-	// Changed is true when the decision differs from what happened.
-	Changed bool `json:"changed,omitempty"`
+	Logged
 	// Results lists every (binding, param) evaluation that did not admit.
 	Results []RecordResult `json:"results"`
 	// Reason is the code of why the decision is indeterminate (ReasonOldObjectUnknown, ...),
@@ -81,6 +64,34 @@ type Record struct {
 	Object    *unstructured.Unstructured `json:"-"`
 	OldObject *unstructured.Unstructured `json:"-"`
 	Policies  []string                   `json:"-"`
+}
+
+// Request is the request a Record is of: where the log holds it, and what it asked.
+type Request struct {
+	File           string `json:"file,omitempty"`
+	Line           int    `json:"line,omitempty"`
+	AuditID        string `json:"auditID"`
+	StageTimestamp string `json:"stageTimestamp"`
+	Verb           string `json:"verb"`
+	Operation      string `json:"operation"`
+	Resource       string `json:"resource"`
+	Subresource    string `json:"subresource"`
+	Namespace      string `json:"namespace"`
+	Name           string `json:"name"`
+	User           string `json:"user"`
+	DryRun         bool   `json:"dryRun,omitempty"`
+}
+
+// Logged is what the log says validating admission did with a request, and whether the
+// replay's decision differs.
+type Logged struct {
+	// Recorded is what the log says validating admission did: admit, deny or unknown;
+	// RecordedBy says who denied, RecordedNote how the response was read.
+	Recorded     string `json:"recorded"`
+	RecordedBy   string `json:"recordedBy,omitempty"`
+	RecordedNote string `json:"recordedNote,omitempty"`
+	// Changed is true when the decision differs from what happened.
+	Changed bool `json:"changed,omitempty"`
 
 	recordedByVAP bool
 	// recordedVerdict is the verdict of a replayed policy the log records for the request.
@@ -106,15 +117,19 @@ func newRecord(d decoded, ev *Event, t target, rec recording, b rebuilt) *Record
 		name = b.req.Object.GetName()
 	}
 	return &Record{
-		File: d.file, Line: d.num,
-		AuditID: ev.AuditID, StageTimestamp: ev.StageTimestamp, Verb: ev.Verb, Operation: string(t.op),
-		Resource: t.gvr.Resource, Subresource: t.sub, Namespace: t.namespace, Name: name,
-		User: ev.Requester().Username, DryRun: b.req.DryRun,
-		Recorded: orUnknown(rec.outcome), RecordedBy: rec.by, RecordedNote: rec.note,
+		Request: Request{
+			File: d.file, Line: d.num,
+			AuditID: ev.AuditID, StageTimestamp: ev.StageTimestamp, Verb: ev.Verb, Operation: string(t.op),
+			Resource: t.gvr.Resource, Subresource: t.sub, Namespace: t.namespace, Name: name,
+			User: ev.Requester().Username, DryRun: b.req.DryRun,
+		},
+		Logged: Logged{
+			Recorded: orUnknown(rec.outcome), RecordedBy: rec.by, RecordedNote: rec.note,
+			recordedByVAP: rec.policy != "", recordedVerdict: rec.verdict,
+		},
 		Results:      []RecordResult{},
 		ObjectSource: b.objectSource, OldObjectSource: b.oldObjectSource,
 		Object: cmp.Or(b.prepared, b.req.Object), OldObject: b.req.OldObject,
-		recordedByVAP: rec.policy != "", recordedVerdict: rec.verdict,
 	}
 }
 

@@ -615,7 +615,7 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	r.learnSystemNamespace(ev, t, rec)
 	// What the request's evaluation reads of the State, as it is now, before its own write.
 	j := &job{d: d, ev: ev, t: t, rec: rec, policies: policies, mutators: r.mutators, facts: r.facts, evidenced: r.installed.evidenced, done: make(chan struct{})}
-	j.schemaRefreshing = r.schemaRefreshing(t.gvr, ev.Received())
+	j.result.schemaRefreshing = r.schemaRefreshing(t.gvr, ev.Received())
 	var unknownParams map[schema.GroupResource]string
 	j.resolving, unknownParams, j.unsettled = r.unsettledParams(policies, ev)
 	if t.op == admission.Update || t.op == admission.Delete || t.op == admission.Connect || t.sub != "" {
@@ -623,11 +623,11 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 		// read first shows only in audit annotations.
 		// A 409 Conflict may come after a first attempt that ran admission on that copy too.
 		firstAttempt := (t.op == admission.Update || t.op == admission.Delete) && ev.Verb != "deletecollection" && (ep.scope.publishes(policies) || ev.Code() == http.StatusConflict)
-		j.warns = ep.scope.warns(policies)
+		j.revise.warns = ep.scope.warns(policies)
 		j.prior = r.state.priorOf(t.gvr.GroupResource(), t.namespace, t.name, writtenVersion(d, ev, t), ev.Received(), firstAttempt)
 	}
 	if ev.Verb == "deletecollection" {
-		j.list, j.listUnknowns, j.listUnknown = r.state.list(t.gvr.GroupResource(), t.namespace, ev.Received())
+		j.listed.list, j.listed.listUnknowns, j.listed.listUnknown = r.state.list(t.gvr.GroupResource(), t.namespace, ev.Received())
 		if ep.scope.publishes(policies) {
 			// It deletes each object as a DELETE does, first on the watch cache's copy.
 			j.prior.staleUnknown = r.state.recentWrite(t.gvr.GroupResource(), t.namespace, ev.Received())
@@ -636,14 +636,14 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	// An unknown namespace is a miss only when a matched policy selects or reads it.
 	j.view = r.state.view(ep.scope.readNamespaces(policies))
 	j.view.unknown = unknownParams
-	j.typedWrites, j.typedLost = r.state.recentTyped(ev.Received())
+	j.lag.typedWrites, j.lag.typedLost = r.state.recentTyped(ev.Received())
 	// What evaluations read of the params and namespaces, for the informers' lag, before the
 	// request (informerLag) and after it (reviseAhead).
 	j.view.track = true
-	j.completed, j.recorded = auditlog.ParseTime(ev.StageTimestamp), rec
+	j.revise.completed, j.revise.recorded = auditlog.ParseTime(ev.StageTimestamp), rec
 	if t.op == admission.Update || t.op == admission.Delete || t.sub != "" {
 		// A deletecollection (no name) read the objects of its namespace.
-		j.key = replacedKey{storageOf(t.gvr.GroupResource()), objectKey{t.namespace, t.name}}
+		j.revise.key = replacedKey{storageOf(t.gvr.GroupResource()), objectKey{t.namespace, t.name}}
 		r.running.track(j)
 	}
 	r.submit(j)

@@ -301,7 +301,7 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 	ev, t := j.ev, j.t
 	gr := t.gvr.GroupResource()
 	objs := &jobObjects{gr: gr, namespace: t.namespace, name: t.name, prior: j.prior,
-		absent: !j.prior.found && j.prior.complete, list: j.list, listUnknown: j.listUnknown}
+		absent: !j.prior.found && j.prior.complete, list: j.listed.list, listUnknown: j.listed.listUnknown}
 	if j.rec.vapRan || j.rec.byWebhook {
 		// The log shows the request got past the storage's check of the resourceVersion and
 		// uid it asked for: they are those stored, where the replay does not know them.
@@ -332,7 +332,7 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 		Namespace: t.namespace, Name: t.name, UserInfo: ev.Requester(), DryRun: isDryRun(ev)}}
 	b.objectSource, b.oldObjectSource = pipelineSources(ev, t, j.prior)
 	out := newRecord(j.d, ev, t, j.rec, b)
-	j.out = out
+	j.result.out = out
 	if u := j.undecidable(w); u.is() {
 		out.indeterminate(u)
 		return
@@ -370,10 +370,10 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 				c.unknowns = append(c.unknowns, mutationUnknownField(mutationUnknown))
 			}
 			c.unknowns = append(c.unknowns, priorUnknowns...)
-			if len(j.listUnknowns) > 0 {
+			if len(j.listed.listUnknowns) > 0 {
 				// A deletecollection's admissions are named by the oldObject only.
 				if m, err := meta.Accessor(c.attrs.GetOldObject()); err == nil {
-					c.unknowns = append(c.unknowns, rooted(j.listUnknowns[objectKey{m.GetNamespace(), m.GetName()}], false)...)
+					c.unknowns = append(c.unknowns, rooted(j.listed.listUnknowns[objectKey{m.GetNamespace(), m.GetName()}], false)...)
 				}
 			}
 			if oldUnknown.is() {
@@ -386,9 +386,9 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 	}
 	mutationUnknown := withUnknowns(&s)
 	refusedByMutation := len(s.calls) == 0 && s.mutation != nil && !s.mutation.Allowed
-	j.mutationRan = s.mutation.Acted()
-	if j.mutationRan && j.schemaRefreshing != "" {
-		out.indeterminate(because(ReasonMutationUnknown, j.schemaRefreshing))
+	j.result.mutationRan = s.mutation.Acted()
+	if j.result.mutationRan && j.result.schemaRefreshing != "" {
+		out.indeterminate(because(ReasonMutationUnknown, j.result.schemaRefreshing))
 		return
 	}
 	switch {
@@ -413,16 +413,16 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 		case s.pluginMisses != "" && code >= 200 && code < 300:
 			out.indeterminate(because(ReasonPluginInputUnknown, "an admission plugin read "+s.pluginMisses))
 		case code >= 200 && code < 300 && s.resp.Code < 300:
-			j.skip = SkipPendingDeletion
+			j.result.skip = SkipPendingDeletion
 		case code >= 200 && code < 300:
 			out.indeterminate(because(ReasonRebuild, "kube-apiserver completed the request, but sent through its pipeline over the state the replay knows it is "+describeServed(s)))
 		case j.rec.vapRan && j.rec.policy != "":
 			// The log shows a policy refused it: the state the replay knows is not the server's.
 			out.indeterminate(because(ReasonRebuild, "a policy refused the request in kube-apiserver, but sent through its pipeline over the state the replay knows it is "+describeServed(s)))
 		default:
-			j.skip, j.skipNote = SkipBeforeAdmission, j.rec.note
-			if j.skipNote == "" && s.resp.Status != nil {
-				j.skipNote = string(s.resp.Status.Reason)
+			j.result.skip, j.result.skipNote = SkipBeforeAdmission, j.rec.note
+			if j.result.skipNote == "" && s.resp.Status != nil {
+				j.result.skipNote = string(s.resp.Status.Reason)
 			}
 		}
 		return
@@ -492,7 +492,7 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 	}
 	r.conclude(w, j, out, undecided{}, decide, notes...)
 	decideOn := func(p prior) (*verify.Decision, error) { return r.decideServedOn(ctx, w, j, p) }
-	r.firstAttempt(j, out, j.dec, decideOn)
+	r.firstAttempt(j, out, j.result.dec, decideOn)
 	r.raced(j, out, decideOn)
 	if mutationUnknown == "" && s.mutation != nil && out.Decision != DecisionIndeterminate {
 		out.Mutations = s.mutation.Changes

@@ -66,15 +66,21 @@ type clusterState struct {
 	lastDone map[replacedKey]time.Time
 	// typedWrites are the latest writes to params and namespaces, oldest first, with what
 	// they replaced (see recentTyped). typedLost is, by resource, when the latest of those the
-	// State no longer remembers completed. The current request's (see beginWrite) completed
-	// at writeDone, and creating says it creates its object.
+	// State no longer remembers completed.
 	typedWrites []typedWrite
 	typedLost   map[schema.GroupResource]time.Time
-	writeDone   time.Time
-	writeBy     string
-	creating    bool
-	// written are the objects of params and namespaces the current request wrote, in order,
-	// and writtenUnknown the resources of which it may have written objects the State does not
+	// current is the request being applied, between beginWrite and endWrite.
+	current currentRequest
+}
+
+// currentRequest is the request a clusterState is applying, between beginWrite and endWrite:
+// it completed at writeDone (logged at writeBy), creating says it creates its object.
+type currentRequest struct {
+	writeDone time.Time
+	writeBy   string
+	creating  bool
+	// written are the objects of params and namespaces the request wrote, in order, and
+	// writtenUnknown the resources of which it may have written objects the State does not
 	// know (see aheadWrites).
 	written        []readKey
 	writtenUnknown []schema.GroupResource
@@ -84,13 +90,15 @@ type clusterState struct {
 // (when its writes to params and namespaces completed, a deletecollection's items too);
 // create says it creates its object (which did not exist before it).
 func (s *clusterState) beginWrite(create bool, done time.Time, by string) {
-	s.creating, s.writeDone, s.writeBy = create, done, by
-	s.written, s.writtenUnknown = s.written[:0], s.writtenUnknown[:0]
+	s.current = currentRequest{creating: create, writeDone: done, writeBy: by,
+		written: s.current.written[:0], writtenUnknown: s.current.writtenUnknown[:0]}
 }
 
 // endWrite ends following the writes of one request: what is written outside a request (the
 // snapshot) is no write of the log.
-func (s *clusterState) endWrite() { s.creating, s.writeDone, s.writeBy = false, time.Time{}, "" }
+func (s *clusterState) endWrite() {
+	s.current.creating, s.current.writeDone, s.current.writeBy = false, time.Time{}, ""
+}
 
 // lose remembers that the State no longer remembers the write w (see recentTyped).
 func (s *clusterState) lose(w typedWrite) {
@@ -453,10 +461,10 @@ func (s *clusterState) setTyped(gr schema.GroupResource, k objectKey, e typedEnt
 		}
 		s.typedWrites = append(s.typedWrites[:0:0], s.typedWrites[half:]...)
 	}
-	s.typedWrites = append(s.typedWrites, typedWrite{gr: gr, k: k, prev: old, had: had, created: s.creating && !had,
-		unknownBefore: !had && !s.creating && !s.Complete(gr), done: s.writeDone, by: s.writeBy})
-	if !s.writeDone.IsZero() {
-		s.written = append(s.written, readKey{gr, k})
+	s.typedWrites = append(s.typedWrites, typedWrite{gr: gr, k: k, prev: old, had: had, created: s.current.creating && !had,
+		unknownBefore: !had && !s.current.creating && !s.Complete(gr), done: s.current.writeDone, by: s.current.writeBy})
+	if !s.current.writeDone.IsZero() {
+		s.current.written = append(s.current.written, readKey{gr, k})
 	}
 	b.invalidate(k, old, had, e, has)
 	if has {
@@ -533,8 +541,8 @@ func (s *clusterState) ForgetAll(gr schema.GroupResource, namespace, why string)
 			}
 		}
 	}
-	if s.typedKinds(gr) && !s.writeDone.IsZero() && !slices.Contains(s.writtenUnknown, gr) {
-		s.writtenUnknown = append(s.writtenUnknown, gr)
+	if s.typedKinds(gr) && !s.current.writeDone.IsZero() && !slices.Contains(s.current.writtenUnknown, gr) {
+		s.current.writtenUnknown = append(s.current.writtenUnknown, gr)
 	}
 	if _, ok := s.complete[gr]; ok {
 		c := make(map[schema.GroupResource]string, len(s.complete))
@@ -707,7 +715,9 @@ func (s *clusterState) concurrent(p prior, gr schema.GroupResource, namespace, n
 }
 
 // wroteTyped says whether the latest request (see beginWrite) wrote params or namespaces.
-func (s *clusterState) wroteTyped() bool { return len(s.written) > 0 || len(s.writtenUnknown) > 0 }
+func (s *clusterState) wroteTyped() bool {
+	return len(s.current.written) > 0 || len(s.current.writtenUnknown) > 0
+}
 
 // aheadWrites are the writes to params and namespaces of the latest request (see beginWrite),
 // which completed at done, each with the entry it wrote, as a request the log records earlier but which ran
@@ -715,14 +725,14 @@ func (s *clusterState) wroteTyped() bool { return len(s.written) > 0 || len(s.wr
 // records it. unknown are the resources of which it may have written objects the State does
 // not know.
 func (s *clusterState) aheadWrites(by string, done time.Time) (ws []typedWrite, unknown []schema.GroupResource) {
-	for i, rk := range s.written {
-		if slices.Contains(s.written[i+1:], rk) {
+	for i, rk := range s.current.written {
+		if slices.Contains(s.current.written[i+1:], rk) {
 			continue // the last write of the object gives what it wrote
 		}
 		e, has := s.buckets[rk.gr].get(rk.k)
 		ws = append(ws, typedWrite{gr: rk.gr, k: rk.k, prev: e, had: has, done: done, ahead: true, by: by})
 	}
-	return ws, slices.Clone(s.writtenUnknown)
+	return ws, slices.Clone(s.current.writtenUnknown)
 }
 
 // recentTyped are the writes to params and namespaces that completed less than the lag

@@ -16,6 +16,25 @@ import (
 
 // Summary accounts for every line of a replay.
 type Summary struct {
+	// Read is what the replay read.
+	Read
+	// Decided is what it decided of the requests.
+	Decided
+	// Checks is the decisions compared with the log's verdicts (--check-recorded).
+	Checks
+	// Bindings are the per policy and binding counts.
+	Bindings []*BindingSummary `json:"bindings"`
+	// StateObjects is how many objects the State held at the end.
+	StateObjects int `json:"stateObjects"`
+	// CustomResourceDefinitions are the CRDs of the snapshot and the log the replay began or
+	// stopped serving, in order.
+	CustomResourceDefinitions []CRDChange `json:"customResourceDefinitions,omitempty"`
+	// Verdict is whether the replay passes its gate, once Decide has computed it.
+	Verdict *Verdict `json:"verdict,omitempty"`
+}
+
+// Read is what a replay read: its logs, their lines and the requests they hold.
+type Read struct {
 	// Files are the logs in the order they were replayed.
 	Files []string `json:"files"`
 	Bytes int64    `json:"bytes"`
@@ -42,6 +61,10 @@ type Summary struct {
 	// Incomplete requests have intermediate stages but no final record (a watch still open
 	// when the log ends), by verb; their lines are among IntermediateStages.
 	Incomplete map[string]int `json:"incomplete,omitempty"`
+}
+
+// Decided counts what a replay decided of the requests it read.
+type Decided struct {
 	// Skipped counts the requests that never reached validating admission by their skip
 	// reason (SkipRead, ...), followed by a note in parentheses where there is one:
 	// "rejected-before-admission (NotFound)".
@@ -74,6 +97,10 @@ type Summary struct {
 	MutatedFields map[string]int `json:"mutatedFields,omitempty"`
 	// NoObject counts requests logged at Metadata level, without objects.
 	NoObject int `json:"noObject"`
+}
+
+// Checks is a replay's decisions compared with the log's verdicts (--check-recorded).
+type Checks struct {
 	// Checked requests were compared with the log's verdicts; Disagreements lists every
 	// contradiction.
 	Checked       int            `json:"checked"`
@@ -83,15 +110,6 @@ type Summary struct {
 	// UncheckedPolicies the others, of which the log records no verdict to compare with.
 	CheckedPolicies   []string `json:"checkedPolicies,omitempty"`
 	UncheckedPolicies []string `json:"uncheckedPolicies,omitempty"`
-	// Bindings are the per policy and binding counts.
-	Bindings []*BindingSummary `json:"bindings"`
-	// StateObjects is how many objects the State held at the end.
-	StateObjects int `json:"stateObjects"`
-	// CustomResourceDefinitions are the CRDs of the snapshot and the log the replay began or
-	// stopped serving, in order.
-	CustomResourceDefinitions []CRDChange `json:"customResourceDefinitions,omitempty"`
-	// Verdict is whether the replay passes its gate, once Decide has computed it.
-	Verdict *Verdict `json:"verdict,omitempty"`
 }
 
 // LikelyCounts count the likely decisions of a replay: all of them (Count), and those that
@@ -180,7 +198,7 @@ type Disagreement struct {
 }
 
 func newSummary(sources []Source) *Summary {
-	s := &Summary{Skipped: map[string]int{}, Indeterminate: map[Reason]int{}, Incomplete: map[string]int{}}
+	s := &Summary{Read: Read{Incomplete: map[string]int{}}, Decided: Decided{Skipped: map[string]int{}, Indeterminate: map[Reason]int{}}}
 	for _, src := range sources {
 		s.Files = append(s.Files, src.Name)
 	}
@@ -302,19 +320,25 @@ type BindingSummary struct {
 	Likely     int `json:"likely"`
 	LikelyDeny int `json:"likelyDeny,omitempty"`
 	LikelyWarn int `json:"likelyWarn,omitempty"`
-	// TopUsers, TopNamespaces and TopResources of the requests the binding denied, of
-	// DeniedUsers, DeniedNamespaces and DeniedResources distinct ones.
+	// Denied is who and what the binding denied.
+	Denied
+	// Examples are the first requests of each outcome, at most maxExamples each.
+	Examples []Example `json:"examples,omitempty"`
+
+	examples map[string]int
+}
+
+// Denied is who and what a binding denied: the TopUsers, TopNamespaces and TopResources of
+// the requests it denied, of DeniedUsers, DeniedNamespaces and DeniedResources distinct ones.
+type Denied struct {
 	TopUsers         []Count `json:"topUsers,omitempty"`
 	TopNamespaces    []Count `json:"topNamespaces,omitempty"`
 	TopResources     []Count `json:"topResources,omitempty"`
 	DeniedUsers      int     `json:"deniedUsers,omitempty"`
 	DeniedNamespaces int     `json:"deniedNamespaces,omitempty"`
 	DeniedResources  int     `json:"deniedResources,omitempty"`
-	// Examples are the first requests of each outcome, at most maxExamples each.
-	Examples []Example `json:"examples,omitempty"`
 
 	users, namespaces, resources map[string]int
-	examples                     map[string]int
 }
 
 // Count is a value and how often it occurred.
@@ -359,7 +383,7 @@ func (a *aggregator) get(policy, binding string) *BindingSummary {
 	k := bindingKey{policy, binding}
 	b := a.bindings[k]
 	if b == nil {
-		b = &BindingSummary{Policy: policy, Binding: binding, users: map[string]int{}, namespaces: map[string]int{}, resources: map[string]int{}, examples: map[string]int{}}
+		b = &BindingSummary{Policy: policy, Binding: binding, Denied: Denied{users: map[string]int{}, namespaces: map[string]int{}, resources: map[string]int{}}, examples: map[string]int{}}
 		a.bindings[k] = b
 	}
 	return b

@@ -311,8 +311,8 @@ func TestGateFailOn(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%s strict %v %+v", orNothing(tt.failOn), tt.strict, tt.counts), func(t *testing.T) {
 			t.Parallel()
-			sum := &Summary{Files: []string{"a.log"}, Lines: 10, Requests: 10, Evaluated: 10,
-				Deny: tt.counts.deny, Warn: tt.counts.warn, Changed: tt.counts.changed, Unreproduced: tt.counts.unreproduced, Likely: tt.counts.likely,
+			sum := &Summary{Read: Read{Files: []string{"a.log"}, Lines: 10, Requests: 10},
+				Decided:  Decided{Evaluated: 10, Deny: tt.counts.deny, Warn: tt.counts.warn, Changed: tt.counts.changed, Unreproduced: tt.counts.unreproduced, Likely: tt.counts.likely},
 				Bindings: []*BindingSummary{{Policy: "p", Binding: "b", Deny: tt.counts.deny, Warn: tt.counts.warn, Likely: tt.counts.likely.Count, LikelyDeny: tt.counts.likely.Deny}}}
 			if tt.counts.indeterminate > 0 {
 				sum.Indeterminate = map[Reason]int{ReasonParamUnknown: tt.counts.indeterminate}

@@ -80,7 +80,7 @@ func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, deci
 	// write moments after it completed), and each older version's. The log records what the
 	// policies it shows installed published (not the warnings): its annotations choose when
 	// no policy warns, or every version is known.
-	evidence := j.byAnnotations() && (why == "" || !j.warns)
+	evidence := j.byAnnotations() && (why == "" || !j.revise.warns)
 	var worlds []decide.World[outcome]
 	for i, o := range outcomes {
 		w := decide.World[outcome]{Outcome: o, Decided: true, Likely: i == 0, If: "kube-apiserver's first attempt read its watch cache's copy of " + o.version}
@@ -155,7 +155,7 @@ func (r *Replayer) decideOn(ctx context.Context, w evalWorker, j *job, p prior) 
 	}
 	// What the live evaluation did not know of the request is not known on this version
 	// either, nor what the State does not know of this version.
-	unknowns := append(slices.Clip(j.unknowns), rooted(p.unknowns, j.t.op == admission.Update)...)
+	unknowns := append(slices.Clip(j.revise.unknowns), rooted(p.unknowns, j.t.op == admission.Update)...)
 	if why := r.dependsOnUnknown(j.policies, []admitted{{dec: dec, unknowns: unknowns}}); why.is() {
 		return nil, &indeterminateError{why}
 	}
@@ -220,7 +220,7 @@ func (r *Replayer) conflictAfterFirstAttempt(ctx context.Context, w evalWorker, 
 		if j.byAnnotations() {
 			out.Disagreements = check(j.ev, recording{outcome: RecordedAdmit, vapRan: true}, dec, j.evidenced)
 		}
-		j.dec = dec
+		j.result.dec = dec
 		return true
 	}
 	return false
@@ -263,7 +263,7 @@ func (r *Replayer) staleAttemptPossible(ev *Event, t target) bool {
 // both decide alike, or when the log's verdicts are those of one of them.
 func (r *Replayer) raced(j *job, out *Record, decideOn func(p prior) (*verify.Decision, error)) {
 	p := j.prior
-	if p.racedBy == "" || out.Decision == DecisionIndeterminate || j.dec == nil {
+	if p.racedBy == "" || out.Decision == DecisionIndeterminate || j.result.dec == nil {
 		return
 	}
 	cond := p.racedBy + " had not yet been committed when this request read the object"
@@ -282,7 +282,7 @@ func (r *Replayer) raced(j *job, out *Record, decideOn func(p prior) (*verify.De
 			alt.Outcome, alt.Decided = dec, true
 		}
 	}
-	worlds := []world{{Likely: true, Outcome: j.dec, Decided: true}, alt}
+	worlds := []world{{Likely: true, Outcome: j.result.dec, Decided: true}, alt}
 	if j.byAnnotations() && alt.Decided {
 		for i := range worlds {
 			worlds[i].Evidence = r.evidenceOf(j, worlds[i].Outcome)
@@ -298,7 +298,7 @@ func (r *Replayer) raced(j *job, out *Record, decideOn func(p prior) (*verify.De
 		if checked {
 			out.Disagreements = check(j.ev, j.rec, dec, j.evidenced)
 		}
-		j.dec = dec
+		j.result.dec = dec
 		return
 	}
 	_, alts, _ := settled(res)

@@ -103,9 +103,9 @@ func boundedData(t testing.TB) (*Data, int) {
 				old := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod",
 					"metadata": map[string]any{"name": pod, "namespace": "shop", "labels": map[string]any{"app": "web"}},
 					"spec":     map[string]any{"nodeName": node, "containers": []any{map[string]any{"name": "web", "image": "registry.example.com/web:" + strings.Repeat("1", 200)}}}}}
-				r := &replay.Record{File: "audit.log", Line: line, AuditID: fmt.Sprintf("id-%d", line), StageTimestamp: ev.StageTimestamp,
-					Verb: "delete", Operation: "DELETE", Resource: "pods", Namespace: "shop", Name: pod, User: ev.User.Username,
-					Decision: replay.DecisionDeny, Code: 422, Message: message, Recorded: replay.RecordedAdmit, Changed: true, OldObject: old}
+				r := &replay.Record{Request: replay.Request{File: "audit.log", Line: line, AuditID: fmt.Sprintf("id-%d", line), StageTimestamp: ev.StageTimestamp,
+					Verb: "delete", Operation: "DELETE", Resource: "pods", Namespace: "shop", Name: pod, User: ev.User.Username},
+					Decision: replay.DecisionDeny, Code: 422, Message: message, Logged: replay.Logged{Recorded: replay.RecordedAdmit, Changed: true}, OldObject: old}
 				for k := range 3 {
 					p := ps[(n+k)%bindings].Name
 					r.Policies = append(r.Policies, p)
@@ -118,6 +118,6 @@ func boundedData(t testing.TB) (*Data, int) {
 			b.event("audit.log", line, &replay.Event{Verb: "update", ObjectRef: &replay.ObjectRef{Resource: "nodes", Name: node, Subresource: "status"}, ResponseStatus: &replay.Status{Code: 200}, StageTimestamp: ts(at + 2*time.Minute)}, &prepared{node: ready(node, "True", false)})
 		}
 	}
-	d := b.Data(&replay.Summary{Files: []string{"audit.log"}, Lines: line, Requests: line, Evaluated: records, Deny: records, Changed: records})
+	d := b.Data(&replay.Summary{Read: replay.Read{Files: []string{"audit.log"}, Lines: line, Requests: line}, Decided: replay.Decided{Evaluated: records, Deny: records, Changed: records}})
 	return d, records
 }
