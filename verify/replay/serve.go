@@ -299,35 +299,7 @@ var defaultedOnRead = map[schema.GroupResource]bool{
 // evaluateServed decides a request through kube-apiserver's request pipeline, on a worker.
 func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 	ev, t := j.ev, j.t
-	gr := t.gvr.GroupResource()
-	objs := &jobObjects{gr: gr, namespace: t.namespace, name: t.name, prior: j.prior,
-		absent: !j.prior.found && j.prior.complete, list: j.listed.list, listUnknown: j.listed.listUnknown}
-	if j.rec.vapRan || j.rec.byWebhook {
-		// The log shows the request got past the storage's check of the resourceVersion and
-		// uid it asked for: they are those stored, where the replay does not know them.
-		objs.version, objs.uid = fromRequest(ev, j.prior.unknowns)
-		objs.body = updateBody(ev, j.prior.unknowns)
-	}
-	if objs.absent && (t.op == admission.Update || t.op == admission.Delete) && ev.Code() >= 200 && ev.Code() < 300 {
-		// The server wrote an object the State holds to be absent: the State missed its
-		// creation (an audit policy that does not log it), and does not know it.
-		objs.absent = false
-	}
-	var oldUnknown undecided
-	if t.op == admission.Delete && t.sub == "" && ev.Verb == "delete" && !(j.prior.found && j.prior.raw != nil) && !objs.absent {
-		// The old object is not known: a stand-in holding its kind and name takes its place,
-		// and the decision stands only if it does not depend on it (see requestOnly).
-		switch {
-		case !j.prior.kept:
-			oldUnknown = because(ReasonOldObjectUnknown, gr.String()+" is not kept")
-		case j.prior.found:
-			oldUnknown = because(ReasonOldObjectUnknown, fmt.Sprintf("%s %s: %s", gr, joinKey(t.namespace, t.name), shortReason(j.prior.unknown)))
-		default:
-			oldUnknown = because(ReasonOldObjectUnknown, fmt.Sprintf("%s %s is not in the snapshot or earlier in the log", gr, joinKey(t.namespace, t.name)))
-		}
-		objs.standIn = standInJSON(t, ev.RequestObject)
-	}
-
+	objs, oldUnknown := servedObjects(j)
 	b := rebuilt{req: verify.Request{Operation: t.op, Resource: t.gvr, SubResource: t.sub, Kind: t.reqKind,
 		Namespace: t.namespace, Name: t.name, UserInfo: ev.Requester(), DryRun: isDryRun(ev)}}
 	b.objectSource, b.oldObjectSource = pipelineSources(ev, t, j.prior)
@@ -342,155 +314,48 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 	// ran at all, and where the pipeline could not follow the server, is decided here.
 	first, err := r.serveOnce(ctx, w, j, objs, w.eval, j.view, true)
 	if err != nil {
-		var ind *indeterminateError
-		if errors.As(err, &ind) {
-			out.indeterminate(ind.why)
-		} else {
-			out.indeterminate(because(ReasonRequest, err.Error()))
-		}
+		out.indeterminate(undecidedOf(err))
 		return
 	}
 	if first.why != "" {
 		out.Notes = append(out.Notes, first.why)
 	}
 	s := first.s
-	var priorUnknowns []vapccel.Unknown
+	unknowns := passUnknowns{listed: j.listed.listUnknowns, old: oldUnknown}
 	if len(j.prior.unknowns) > 0 && (t.op == admission.Update || t.op == admission.Delete) {
-		priorUnknowns = rooted(knownFrom(j.prior.unknowns, objs.version, objs.uid), t.op == admission.Update)
+		unknowns.prior = rooted(knownFrom(j.prior.unknowns, objs.version, objs.uid), t.op == admission.Update)
 	}
-	// withUnknowns adds to the admissions of a pass what the replay does not know of them:
-	// what the MutatingAdmissionPolicies changed when that is not known (returned), the
-	// stored object's unknown fields, those of each object a deletecollection listed, and
-	// with a stand-in for the old object, all of it and the delete options derived from it.
-	withUnknowns := func(s *served) (mutationUnknown string) {
-		mutationUnknown = r.mutationUnknown(s.mutation, append(slices.Clip(s.mutationInputs), priorUnknowns...), j.policies)
-		for i := range s.calls {
-			c := &s.calls[i]
-			if mutationUnknown != "" {
-				c.unknowns = append(c.unknowns, mutationUnknownField(mutationUnknown))
-			}
-			c.unknowns = append(c.unknowns, priorUnknowns...)
-			if len(j.listed.listUnknowns) > 0 {
-				// A deletecollection's admissions are named by the oldObject only.
-				if m, err := meta.Accessor(c.attrs.GetOldObject()); err == nil {
-					c.unknowns = append(c.unknowns, rooted(j.listed.listUnknowns[objectKey{m.GetNamespace(), m.GetName()}], false)...)
-				}
-			}
-			if oldUnknown.is() {
-				c.unknowns = append(c.unknowns,
-					vapccel.Unknown{Path: vapccel.FieldPath{Root: "oldObject"}, Why: oldUnknown.String()},
-					vapccel.Unknown{Path: vapccel.FieldPath{Root: "request", Steps: []string{"options"}}, Why: oldUnknown.String()})
-			}
-		}
-		return mutationUnknown
-	}
-	mutationUnknown := withUnknowns(&s)
+	mutationUnknown := r.withUnknowns(unknowns, &s, j.policies)
 	refusedByMutation := len(s.calls) == 0 && s.mutation != nil && !s.mutation.Allowed
-	j.result.mutationRan = s.mutation.Acted()
-	if j.result.mutationRan && j.result.schemaRefreshing != "" {
-		out.indeterminate(because(ReasonMutationUnknown, j.result.schemaRefreshing))
-		return
-	}
-	switch {
-	case s.mutation == nil, mutationUnknown == "":
-	case refusedByMutation:
-		out.indeterminate(because(ReasonMutationUnknown, "a MutatingAdmissionPolicy refused the request, and "+mutationUnknown))
-		return
-	default:
-		// What the policies changed is not known: neither is the object validation saw.
-		out.Notes = append(out.Notes, "what the MutatingAdmissionPolicies changed is not known: "+mutationUnknown)
-	}
-	if len(s.calls) == 0 && !refusedByMutation && r.conflictAfterFirstAttempt(ctx, w, j, out) {
+	if r.mutationUndecided(j, out, s, mutationUnknown, refusedByMutation) {
 		return
 	}
 	if len(s.calls) == 0 && !refusedByMutation {
-		code := ev.Code()
-		switch {
-		case s.unknown != nil && (!sameStorage(s.unknown.Resource, gr) || s.unknown.Namespace != t.namespace || s.unknown.Name != t.name):
-			out.indeterminate(because(ReasonStateUnknown, "the server read "+s.unknown.Error()))
-		case s.unknown != nil:
-			out.indeterminate(because(ReasonOldObjectUnknown, fmt.Sprintf("%s %s: %v", gr, joinKey(t.namespace, t.name), s.unknown.Err)))
-		case s.pluginMisses != "" && code >= 200 && code < 300:
-			out.indeterminate(because(ReasonPluginInputUnknown, "an admission plugin read "+s.pluginMisses))
-		case code >= 200 && code < 300 && s.resp.Code < 300:
-			j.result.skip = SkipPendingDeletion
-		case code >= 200 && code < 300:
-			out.indeterminate(because(ReasonRebuild, "kube-apiserver completed the request, but sent through its pipeline over the state the replay knows it is "+describeServed(s)))
-		case j.rec.vapRan && j.rec.policy != "":
-			// The log shows a policy refused it: the state the replay knows is not the server's.
-			out.indeterminate(because(ReasonRebuild, "a policy refused the request in kube-apiserver, but sent through its pipeline over the state the replay knows it is "+describeServed(s)))
-		default:
-			j.result.skip, j.result.skipNote = SkipBeforeAdmission, j.rec.note
-			if j.result.skipNote == "" && s.resp.Status != nil {
-				j.result.skipNote = string(s.resp.Status.Reason)
-			}
+		if !r.conflictAfterFirstAttempt(ctx, w, j, out) {
+			notAdmitted(j, out, s)
 		}
 		return
 	}
-	if j.rec.skip == SkipBeforeAdmission || (j.rec.outcome == RecordedUnknown && ev.Code() >= 300) {
-		// The log's refusal is not a policy's, and the server's pipeline runs validating
-		// admission before it: the request failed after admission admitted it.
-		j.rec = recording{outcome: RecordedAdmit, vapRan: true, note: "failed after validating admission: " + reasonOr(reasonOf(ev), httpCode(ev.Code()))}
-		out.Recorded, out.RecordedNote, out.recordedByVAP = RecordedAdmit, j.rec.note, false
-	}
+	admittedBeforeFailing(j, out)
 	if len(s.calls) > 0 {
 		if name := s.calls[0].attrs.GetName(); out.Name == "" && ev.Verb != "deletecollection" && !unknownName(s.calls[0].unknowns) {
 			out.Name = name
 		}
-	}
-	var notes []string
-	if r.observed() && len(s.calls) > 0 {
-		// What an observer (the HTML report) shows of the request: its objects in the
-		// version of the request.
-		out.Object = masked(versioned(s.calls[0].attrs.GetObject(), t.reqKind), "object", s.calls[0].unknowns)
-		if !oldUnknown.is() {
-			out.OldObject = masked(versioned(s.calls[0].attrs.GetOldObject(), t.reqKind), "oldObject", s.calls[0].unknowns)
+		if r.observed() {
+			// What an observer (the HTML report) shows of the request: its objects in the
+			// version of the request.
+			out.Object = masked(versioned(s.calls[0].attrs.GetObject(), t.reqKind), "object", s.calls[0].unknowns)
+			if !oldUnknown.is() {
+				out.OldObject = masked(versioned(s.calls[0].attrs.GetOldObject(), t.reqKind), "oldObject", s.calls[0].unknowns)
+			}
 		}
 	}
-	if oldUnknown.is() {
-		// The stand-in's fields are all unknown (withUnknowns), and so are the delete options
-		// the store derives from the stored object (a pod's grace period): the decision stands
-		// only if none is read. Whether the server ran admission at all is not known either (a
-		// graceful deletion may have been pending): only an admission can stand.
-		if dec := combineCalls(ev.Verb, s.calls); !dec.Allowed {
-			out.indeterminate(oldUnknown)
-			return
-		}
-	}
-	if why := r.dependsOnUnknown(j.policies, s.calls); why.is() {
-		if oldUnknown.is() {
-			why = oldUnknown
-		}
-		out.indeterminate(why)
+	notes, ok := r.decidedWithout(j, out, s.calls, oldUnknown)
+	if !ok {
 		return
 	}
-	if oldUnknown.is() {
-		notes = append(notes, "decided without what is not known ("+oldUnknown.detail+"): no policy of the request reads it, or a matchCondition that does not read it skipped the policy")
-		out.OldObjectSource = SourceUnknown
-	}
-	cached := true
-	decide := func(eval Evaluator, view *stateView) (*verify.Decision, error) {
-		if cached && eval == w.eval && view == j.view {
-			cached = false
-			return servedDecision(ev.Verb, first.s), nil
-		}
-		again, err := r.serveOnce(ctx, w, j, objs, eval, view, false)
-		if err != nil {
-			return nil, err
-		}
-		// Known as the first pass's decision is known, or not decided.
-		if mu := withUnknowns(&again.s); mu != "" && again.s.mutation != nil && !again.s.mutation.Allowed {
-			return nil, &indeterminateError{because(ReasonMutationUnknown, "a MutatingAdmissionPolicy refused the request, and "+mu)}
-		}
-		if why := r.dependsOnUnknown(j.policies, again.s.calls); why.is() {
-			return nil, &indeterminateError{why}
-		}
-		if dec := servedDecision(ev.Verb, again.s); dec != nil {
-			return dec, nil
-		}
-		return nil, &indeterminateError{because(ReasonRebuild, describeServed(again.s))}
-	}
-	r.conclude(w, j, out, undecided{}, decide, notes...)
+	d := servedDecider{r: r, ctx: ctx, w: w, j: j, objs: objs, first: &first.s, unknowns: unknowns}
+	r.conclude(w, j, out, undecided{}, d.decide, notes...)
 	decideOn := func(p prior) (*verify.Decision, error) { return r.decideServedOn(ctx, w, j, p) }
 	r.firstAttempt(j, out, j.result.dec, decideOn)
 	r.raced(j, out, decideOn)
@@ -505,6 +370,202 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 			}
 		}
 	}
+}
+
+// servedObjects returns the objects the request pipeline reads for a job from the State, and
+// when the old object of a DELETE is not known, why (a stand-in holding its kind and name
+// takes its place, and the decision stands only if it does not depend on it: see
+// requestOnly).
+func servedObjects(j *job) (*jobObjects, undecided) {
+	ev, t := j.ev, j.t
+	gr := t.gvr.GroupResource()
+	objs := &jobObjects{gr: gr, namespace: t.namespace, name: t.name, prior: j.prior,
+		absent: !j.prior.found && j.prior.complete, list: j.listed.list, listUnknown: j.listed.listUnknown}
+	if j.rec.vapRan || j.rec.byWebhook {
+		// The log shows the request got past the storage's check of the resourceVersion and
+		// uid it asked for: they are those stored, where the replay does not know them.
+		objs.version, objs.uid = fromRequest(ev, j.prior.unknowns)
+		objs.body = updateBody(ev, j.prior.unknowns)
+	}
+	if objs.absent && (t.op == admission.Update || t.op == admission.Delete) && ev.Code() >= 200 && ev.Code() < 300 {
+		// The server wrote an object the State holds to be absent: the State missed its
+		// creation (an audit policy that does not log it), and does not know it.
+		objs.absent = false
+	}
+	if t.op != admission.Delete || t.sub != "" || ev.Verb != "delete" || (j.prior.found && j.prior.raw != nil) || objs.absent {
+		return objs, undecided{}
+	}
+	var oldUnknown undecided
+	switch {
+	case !j.prior.kept:
+		oldUnknown = because(ReasonOldObjectUnknown, gr.String()+" is not kept")
+	case j.prior.found:
+		oldUnknown = because(ReasonOldObjectUnknown, fmt.Sprintf("%s %s: %s", gr, joinKey(t.namespace, t.name), shortReason(j.prior.unknown)))
+	default:
+		oldUnknown = because(ReasonOldObjectUnknown, fmt.Sprintf("%s %s is not in the snapshot or earlier in the log", gr, joinKey(t.namespace, t.name)))
+	}
+	objs.standIn = standInJSON(t, ev.RequestObject)
+	return objs, oldUnknown
+}
+
+// passUnknowns is what the replay does not know of the admissions of a pass through the
+// request pipeline: the stored object's unknown fields (prior), those of each object a
+// deletecollection listed, and with a stand-in for the old object (old), all of it and the
+// delete options derived from it.
+type passUnknowns struct {
+	prior  []vapccel.Unknown
+	listed map[objectKey][]vapccel.Unknown
+	old    undecided
+}
+
+// withUnknowns adds to the admissions of a pass what the replay does not know of them (u),
+// and what the MutatingAdmissionPolicies changed when that is not known (returned).
+func (r *Replayer) withUnknowns(u passUnknowns, s *served, policies []string) (mutationUnknown string) {
+	mutationUnknown = r.mutationUnknown(s.mutation, append(slices.Clip(s.mutationInputs), u.prior...), policies)
+	for i := range s.calls {
+		c := &s.calls[i]
+		if mutationUnknown != "" {
+			c.unknowns = append(c.unknowns, mutationUnknownField(mutationUnknown))
+		}
+		c.unknowns = append(c.unknowns, u.prior...)
+		if len(u.listed) > 0 {
+			// A deletecollection's admissions are named by the oldObject only.
+			if m, err := meta.Accessor(c.attrs.GetOldObject()); err == nil {
+				c.unknowns = append(c.unknowns, rooted(u.listed[objectKey{m.GetNamespace(), m.GetName()}], false)...)
+			}
+		}
+		if u.old.is() {
+			c.unknowns = append(c.unknowns,
+				vapccel.Unknown{Path: vapccel.FieldPath{Root: "oldObject"}, Why: u.old.String()},
+				vapccel.Unknown{Path: vapccel.FieldPath{Root: "request", Steps: []string{"options"}}, Why: u.old.String()})
+		}
+	}
+	return mutationUnknown
+}
+
+// mutationUndecided settles a request when what the MutatingAdmissionPolicies did decides it
+// indeterminate; it notes on the record when validation saw an object they changed in ways
+// not known. It says whether it settled the job.
+func (r *Replayer) mutationUndecided(j *job, out *Record, s served, mutationUnknown string, refusedByMutation bool) bool {
+	j.result.mutationRan = s.mutation.Acted()
+	if j.result.mutationRan && j.result.schemaRefreshing != "" {
+		out.indeterminate(because(ReasonMutationUnknown, j.result.schemaRefreshing))
+		return true
+	}
+	switch {
+	case s.mutation == nil, mutationUnknown == "":
+	case refusedByMutation:
+		out.indeterminate(because(ReasonMutationUnknown, "a MutatingAdmissionPolicy refused the request, and "+mutationUnknown))
+		return true
+	default:
+		// What the policies changed is not known: neither is the object validation saw.
+		out.Notes = append(out.Notes, "what the MutatingAdmissionPolicies changed is not known: "+mutationUnknown)
+	}
+	return false
+}
+
+// notAdmitted settles a request that, sent through the pipeline over the State, did not reach
+// validating admission: skipped, or indeterminate where the log shows the server did
+// otherwise.
+func notAdmitted(j *job, out *Record, s served) {
+	ev, t, gr := j.ev, j.t, j.t.gvr.GroupResource()
+	code := ev.Code()
+	switch {
+	case s.unknown != nil && (!sameStorage(s.unknown.Resource, gr) || s.unknown.Namespace != t.namespace || s.unknown.Name != t.name):
+		out.indeterminate(because(ReasonStateUnknown, "the server read "+s.unknown.Error()))
+	case s.unknown != nil:
+		out.indeterminate(because(ReasonOldObjectUnknown, fmt.Sprintf("%s %s: %v", gr, joinKey(t.namespace, t.name), s.unknown.Err)))
+	case s.pluginMisses != "" && code >= 200 && code < 300:
+		out.indeterminate(because(ReasonPluginInputUnknown, "an admission plugin read "+s.pluginMisses))
+	case code >= 200 && code < 300 && s.resp.Code < 300:
+		j.result.skip = SkipPendingDeletion
+	case code >= 200 && code < 300:
+		out.indeterminate(because(ReasonRebuild, "kube-apiserver completed the request, but sent through its pipeline over the state the replay knows it is "+describeServed(s)))
+	case j.rec.vapRan && j.rec.policy != "":
+		// The log shows a policy refused it: the state the replay knows is not the server's.
+		out.indeterminate(because(ReasonRebuild, "a policy refused the request in kube-apiserver, but sent through its pipeline over the state the replay knows it is "+describeServed(s)))
+	default:
+		j.result.skip, j.result.skipNote = SkipBeforeAdmission, j.rec.note
+		if j.result.skipNote == "" && s.resp.Status != nil {
+			j.result.skipNote = string(s.resp.Status.Reason)
+		}
+	}
+}
+
+// admittedBeforeFailing records a request that reached validating admission in the pipeline
+// and that the log shows refused, not by a policy, as admitted: the server's pipeline runs
+// validating admission before what refused it.
+func admittedBeforeFailing(j *job, out *Record) {
+	ev := j.ev
+	if j.rec.skip == SkipBeforeAdmission || (j.rec.outcome == RecordedUnknown && ev.Code() >= 300) {
+		j.rec = recording{outcome: RecordedAdmit, vapRan: true, note: "failed after validating admission: " + reasonOr(reasonOf(ev), httpCode(ev.Code()))}
+		out.Recorded, out.RecordedNote, out.recordedByVAP = RecordedAdmit, j.rec.note, false
+	}
+}
+
+// decidedWithout settles a request whose decision depends on what the replay does not know
+// (the old object a stand-in took the place of, or a field of the admissions), and returns
+// the notes of one decided without it. It says whether the request is left to decide.
+func (r *Replayer) decidedWithout(j *job, out *Record, calls []admitted, oldUnknown undecided) ([]string, bool) {
+	if oldUnknown.is() {
+		// The stand-in's fields are all unknown (withUnknowns), and so are the delete options
+		// the store derives from the stored object (a pod's grace period): the decision stands
+		// only if none is read. Whether the server ran admission at all is not known either (a
+		// graceful deletion may have been pending): only an admission can stand.
+		if dec := combineCalls(j.ev.Verb, calls); !dec.Allowed {
+			out.indeterminate(oldUnknown)
+			return nil, false
+		}
+	}
+	if why := r.dependsOnUnknown(j.policies, calls); why.is() {
+		if oldUnknown.is() {
+			why = oldUnknown
+		}
+		out.indeterminate(why)
+		return nil, false
+	}
+	if !oldUnknown.is() {
+		return nil, true
+	}
+	out.OldObjectSource = SourceUnknown
+	return []string{"decided without what is not known (" + oldUnknown.detail + "): no policy of the request reads it, or a matchCondition that does not read it skipped the policy"}, true
+}
+
+// servedDecider decides a job's request through the request pipeline in a state the server
+// may have been in (an evaluator and a View): the first pass's decision for the job's own,
+// a pass of its own for another, known as the first pass's decision is known or not decided.
+type servedDecider struct {
+	r        *Replayer
+	ctx      context.Context
+	w        evalWorker
+	j        *job
+	objs     *jobObjects
+	first    *served
+	unknowns passUnknowns
+	// used says the first pass's decision was given.
+	used bool
+}
+
+func (d *servedDecider) decide(eval Evaluator, view *stateView) (*verify.Decision, error) {
+	ev := d.j.ev
+	if !d.used && eval == d.w.eval && view == d.j.view {
+		d.used = true
+		return servedDecision(ev.Verb, *d.first), nil
+	}
+	again, err := d.r.serveOnce(d.ctx, d.w, d.j, d.objs, eval, view, false)
+	if err != nil {
+		return nil, err
+	}
+	if mu := d.r.withUnknowns(d.unknowns, &again.s, d.j.policies); mu != "" && again.s.mutation != nil && !again.s.mutation.Allowed {
+		return nil, &indeterminateError{because(ReasonMutationUnknown, "a MutatingAdmissionPolicy refused the request, and "+mu)}
+	}
+	if why := d.r.dependsOnUnknown(d.j.policies, again.s.calls); why.is() {
+		return nil, &indeterminateError{why}
+	}
+	if dec := servedDecision(ev.Verb, again.s); dec != nil {
+		return dec, nil
+	}
+	return nil, &indeterminateError{because(ReasonRebuild, describeServed(again.s))}
 }
 
 // resultKey is a verify.Result by value, to give each result of a request's admissions once.
