@@ -30,13 +30,12 @@ import (
 // of the object before. A write the replay cannot follow is forgotten, and says why.
 func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, why, src string) {
 	gr := t.gvr.GroupResource()
-	what := describe(t.gvr, t.sub)
 	forget := func(reason string) {
 		r.state.Forget(gr, t.mainKind, t.namespace, t.name, why+": "+reason)
 	}
 	p := r.state.prior(gr, t.namespace, t.name)
-	create := t.op == admission.Create && t.sub == ""
-	if !create && (!p.found || p.raw == nil) {
+	w := writeReplay{ev: ev, t: t, p: p, create: t.op == admission.Create && t.sub == "", what: describe(t.gvr, t.sub)}
+	if !w.create && (!p.found || p.raw == nil) {
 		forget("the object was not known before")
 		return
 	}
@@ -57,143 +56,35 @@ func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, why, sr
 			return
 		}
 	}
-	objs := &jobObjects{gr: gr, namespace: t.namespace, name: t.name, prior: p}
-	if create {
+	w.objs = &jobObjects{gr: gr, namespace: t.namespace, name: t.name, prior: p}
+	if w.create {
 		// The log shows the create succeeded: there was no such object.
-		objs.prior, objs.absent = prior{kept: p.kept}, true
+		w.objs.prior, w.objs.absent = prior{kept: p.kept}, true
 	} else {
 		// The log shows the write succeeded: it asked for the stored resourceVersion and
 		// uid, if any.
-		objs.version, objs.uid = fromRequest(ev, p.unknowns)
-		objs.body = updateBody(ev, p.unknowns)
+		w.objs.version, w.objs.uid = fromRequest(ev, p.unknowns)
+		w.objs.body = updateBody(ev, p.unknowns)
 	}
-	logged := req.Body
+	w.logged = req.Body
 	if req.Method == http.MethodPost {
 		req.Body = namedBody(ev, req.Body)
 	}
 	variants := sendVariants(req, ev, t)
-	type result struct {
-		deleted  bool
-		obj      *unstructured.Unstructured
-		unknowns []vapccel.Unknown
-	}
-	var results []result
+	var results []writeResult
 	var failures []string
 	for _, v := range variants {
 		req.ContentType, req.Body = string(v.contentType), v.body
-		// The log shows the request succeeded: it got past the plugins.
-		pc := &pluginCluster{v: r.state.view(false), mapper: r.cur().resources.RESTMapper(), passed: true}
-		ex := &apiserver.Exchange{Objects: objs, Plugins: r.orderedPlugins}
-		wm := newWebhookMutation(ev)
-		if wm != nil {
-			ex.Mutate = wm.mutate
-		}
-		// What the storage writes is the object validating admission saw (plus its
-		// resourceVersion) when it is of the resource's own kind: settle puts the server's
-		// clock back in it and says what is not known of it.
-		var settled []vapccel.Unknown
-		sameKind, mutated := false, ""
-		view := r.state.view(false)
-		ex.Validate = func(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
-			if why := r.mutators.mayMutate(mutatedBy(t, a, view)); why != "" {
-				mutated = why
-			}
-			if a.GetKind().GroupKind() == t.mainKind.GroupKind() {
-				sameKind = true
-				for _, u := range settle(ev, t, a, logged) {
-					if u.Path.Root == "object" {
-						settled = append(settled, u)
-					}
-				}
-			}
-			return nil
-		}
-		r.orderedPlugins.SetCluster(pc)
-		resp, err := srv.Do(ctx, req, ex)
-		r.orderedPlugins.SetCluster(nil)
-		name := v.name
+		res, failure, unfollowable := r.sendWrite(ctx, srv, req, w)
 		switch {
-		case err != nil:
-			failures = append(failures, name+": "+err.Error())
-			continue
-		case resp.Unknown != nil:
-			failures = append(failures, name+": the server read "+resp.Unknown.Error())
-			continue
-		case resp.Code >= 300:
-			failures = append(failures, name+": replayed, the request fails: "+describeStatus(resp))
-			continue
-		case wm != nil && wm.unknown != "":
-			forget(wm.unknown)
+		case unfollowable != "":
+			forget(unfollowable)
 			return
-		case mutated != "":
-			forget(mutated)
-			return
+		case failure != "":
+			failures = append(failures, v.name+": "+failure)
+		case res != nil:
+			results = append(results, *res)
 		}
-		var last *apiserver.Write
-		for i := range resp.Writes {
-			if w := &resp.Writes[i]; sameStorage(w.Resource, gr) && w.Namespace == t.namespace && w.Name == t.name {
-				last = w
-			}
-		}
-		switch {
-		case last == nil:
-			// The request left the object as it was (a pod being deleted already).
-			if !create {
-				results = append(results, result{obj: nil})
-			}
-			continue
-		case last.Object == nil:
-			results = append(results, result{deleted: true})
-			continue
-		}
-		u := versioned(last.Object, t.mainKind)
-		if u == nil {
-			failures = append(failures, name+": the written object does not convert")
-			continue
-		}
-		var unknowns []vapccel.Unknown
-		if scale := decodeObject(ev.ResponseObject); derivesScale(t) && scale != nil && scale.GetResourceVersion() != "" {
-			// A Scale carries the resourceVersion of the object it scaled.
-			u.SetResourceVersion(scale.GetResourceVersion())
-		} else {
-			unknowns = append(unknowns, vapccel.Unknown{Path: objectPath("metadata", "resourceVersion"), ValueOnly: true,
-				Why: "the server's storage when " + what + " wrote the object, which the log does not show"})
-		}
-		if gr == podsGR && (t.op == admission.Delete || t.sub == "eviction") {
-			unknowns = append(unknowns, shortenedGrace(u, p.raw, p.unknowns, ev, t)...)
-		}
-		switch second, ok := serverSecond(ev); {
-		case sameKind && t.op != admission.Delete:
-			// Validating admission saw a copy of what the storage wrote: settle's clock is
-			// put in the written object too.
-			unknowns = append(unknowns, settled...)
-			if ok {
-				setClock(u, p.raw, second)
-				if create {
-					u.SetCreationTimestamp(second)
-				}
-			}
-		case ok:
-			// The clock read the second the log holds: the replay's own clock's readings are
-			// put back to it.
-			setClock(u, p.raw, second)
-		default:
-			why := "the server's clock when " + what + " wrote the object, which the log does not hold to the second"
-			for _, steps := range [][]string{{"metadata", "deletionTimestamp"},
-				{"metadata", "managedFields", vapccel.AnyStep, "time"}, {"status", "conditions", vapccel.AnyStep, "lastTransitionTime"}} {
-				unknowns = append(unknowns, vapccel.Unknown{Path: objectPath(steps...), ValueOnly: true, Why: why})
-			}
-		}
-		unknowns = append(unknowns, pc.unknowns()...)
-		if !create {
-			// What was not known of the object before is not known after.
-			for _, pu := range knownFrom(p.unknowns, objs.version, objs.uid) {
-				if !isMeta(pu, "resourceVersion") {
-					unknowns = append(unknowns, pu)
-				}
-			}
-		}
-		results = append(results, result{obj: u, unknowns: unknowns})
 	}
 	if len(results) == 0 {
 		if u, err := auditlog.DecodeObject(p.unmarked); err == nil && p.unmarked != nil {
@@ -206,6 +97,162 @@ func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, why, sr
 		forget(strings.Join(failures, "; "))
 		return
 	}
+	first, unfollowable := agreeingWrites(results, variants)
+	switch {
+	case unfollowable != "":
+		forget(unfollowable)
+	case first.deleted:
+		r.state.Delete(gr, t.mainKind, t.namespace, t.name)
+	case first.obj != nil:
+		_ = r.state.putPartly(gr, first.obj, first.unknowns, src+" ("+w.what+", replayed: "+why+")")
+	}
+}
+
+// writeReplay is a write the ordered stage sends through the pipeline again (replayWrite):
+// the request, the object as the State holds it (p), and what the pipeline reads of it.
+type writeReplay struct {
+	ev     *Event
+	t      target
+	p      prior
+	objs   *jobObjects
+	create bool
+	// logged is the request's body as the log holds it; what describes the write.
+	logged []byte
+	what   string
+}
+
+// writeResult is what one way of sending a write left of its object: deleted, the object
+// written and what is not known of it, or left as it was (neither).
+type writeResult struct {
+	deleted  bool
+	obj      *unstructured.Unstructured
+	unknowns []vapccel.Unknown
+}
+
+// sendWrite sends one way of a write through the ordered stage's pipeline. It returns what
+// the write left of its object (nil when a create left none), or why that way failed, or why
+// the write cannot be followed at all.
+func (r *Replayer) sendWrite(ctx context.Context, srv *apiserver.Server, req apiserver.Request, w writeReplay) (res *writeResult, failure, unfollowable string) {
+	ev, t := w.ev, w.t
+	gr := t.gvr.GroupResource()
+	// The log shows the request succeeded: it got past the plugins.
+	pc := &pluginCluster{v: r.state.view(false), mapper: r.cur().resources.RESTMapper(), passed: true}
+	ex := &apiserver.Exchange{Objects: w.objs, Plugins: r.orderedPlugins}
+	wm := newWebhookMutation(ev)
+	if wm != nil {
+		ex.Mutate = wm.mutate
+	}
+	// What the storage writes is the object validating admission saw (plus its
+	// resourceVersion) when it is of the resource's own kind: settle puts the server's
+	// clock back in it and says what is not known of it.
+	var settled []vapccel.Unknown
+	sameKind, mutated := false, ""
+	view := r.state.view(false)
+	ex.Validate = func(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+		if why := r.mutators.mayMutate(mutatedBy(t, a, view)); why != "" {
+			mutated = why
+		}
+		if a.GetKind().GroupKind() == t.mainKind.GroupKind() {
+			sameKind = true
+			for _, u := range settle(ev, t, a, w.logged) {
+				if u.Path.Root == "object" {
+					settled = append(settled, u)
+				}
+			}
+		}
+		return nil
+	}
+	r.orderedPlugins.SetCluster(pc)
+	resp, err := srv.Do(ctx, req, ex)
+	r.orderedPlugins.SetCluster(nil)
+	switch {
+	case err != nil:
+		return nil, err.Error(), ""
+	case resp.Unknown != nil:
+		return nil, "the server read " + resp.Unknown.Error(), ""
+	case resp.Code >= 300:
+		return nil, "replayed, the request fails: " + describeStatus(resp), ""
+	case wm != nil && wm.unknown != "":
+		return nil, "", wm.unknown
+	case mutated != "":
+		return nil, "", mutated
+	}
+	var last *apiserver.Write
+	for i := range resp.Writes {
+		if wr := &resp.Writes[i]; sameStorage(wr.Resource, gr) && wr.Namespace == t.namespace && wr.Name == t.name {
+			last = wr
+		}
+	}
+	switch {
+	case last == nil && w.create:
+		return nil, "", ""
+	case last == nil:
+		// The request left the object as it was (a pod being deleted already).
+		return &writeResult{}, "", ""
+	case last.Object == nil:
+		return &writeResult{deleted: true}, "", ""
+	}
+	u := versioned(last.Object, t.mainKind)
+	if u == nil {
+		return nil, "the written object does not convert", ""
+	}
+	return &writeResult{obj: u, unknowns: w.writtenUnknowns(u, sameKind, settled, pc.unknowns())}, "", ""
+}
+
+// writtenUnknowns puts the server's clock back in the object a replayed write stored (u),
+// and returns what is not known of it: what the server generated or read from its clock and
+// storage, what the admission plugins set from objects the State does not know (plugins), and
+// what was not known of the object before.
+func (w writeReplay) writtenUnknowns(u *unstructured.Unstructured, sameKind bool, settled, plugins []vapccel.Unknown) []vapccel.Unknown {
+	ev, t, p := w.ev, w.t, w.p
+	var unknowns []vapccel.Unknown
+	if scale := decodeObject(ev.ResponseObject); derivesScale(t) && scale != nil && scale.GetResourceVersion() != "" {
+		// A Scale carries the resourceVersion of the object it scaled.
+		u.SetResourceVersion(scale.GetResourceVersion())
+	} else {
+		unknowns = append(unknowns, vapccel.Unknown{Path: objectPath("metadata", "resourceVersion"), ValueOnly: true,
+			Why: "the server's storage when " + w.what + " wrote the object, which the log does not show"})
+	}
+	if t.gvr.GroupResource() == podsGR && (t.op == admission.Delete || t.sub == "eviction") {
+		unknowns = append(unknowns, shortenedGrace(u, p.raw, p.unknowns, ev, t)...)
+	}
+	switch second, ok := serverSecond(ev); {
+	case sameKind && t.op != admission.Delete:
+		// Validating admission saw a copy of what the storage wrote: settle's clock is
+		// put in the written object too.
+		unknowns = append(unknowns, settled...)
+		if ok {
+			setClock(u, p.raw, second)
+			if w.create {
+				u.SetCreationTimestamp(second)
+			}
+		}
+	case ok:
+		// The clock read the second the log holds: the replay's own clock's readings are
+		// put back to it.
+		setClock(u, p.raw, second)
+	default:
+		why := "the server's clock when " + w.what + " wrote the object, which the log does not hold to the second"
+		for _, steps := range [][]string{{"metadata", "deletionTimestamp"},
+			{"metadata", "managedFields", vapccel.AnyStep, "time"}, {"status", "conditions", vapccel.AnyStep, "lastTransitionTime"}} {
+			unknowns = append(unknowns, vapccel.Unknown{Path: objectPath(steps...), ValueOnly: true, Why: why})
+		}
+	}
+	unknowns = append(unknowns, plugins...)
+	if !w.create {
+		// What was not known of the object before is not known after.
+		for _, pu := range knownFrom(p.unknowns, w.objs.version, w.objs.uid) {
+			if !isMeta(pu, "resourceVersion") {
+				unknowns = append(unknowns, pu)
+			}
+		}
+	}
+	return unknowns
+}
+
+// agreeingWrites returns what the ways a write may have been sent (variants) left of its
+// object, the fields they write alike known and the others not, or why they do not agree.
+func agreeingWrites(results []writeResult, variants []sendVariant) (writeResult, string) {
 	first := results[0]
 	ways := "the log does not record the patch's content type, and the types it may have been sent as"
 	if len(variants) > 0 && variants[0].labels {
@@ -213,8 +260,7 @@ func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, why, sr
 	}
 	for _, o := range results[1:] {
 		if o.deleted != first.deleted || (o.obj == nil) != (first.obj == nil) {
-			forget(ways + " write different objects")
-			return
+			return first, ways + " write different objects"
 		}
 		if o.obj == nil {
 			continue
@@ -222,12 +268,7 @@ func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, why, sr
 		// The fields the ways write alike are known; the others are not.
 		first.unknowns = append(first.unknowns, differing(first.obj.Object, o.obj.Object, nil, ways+" write it differently")...)
 	}
-	switch {
-	case first.deleted:
-		r.state.Delete(gr, t.mainKind, t.namespace, t.name)
-	case first.obj != nil:
-		_ = r.state.putPartly(gr, first.obj, first.unknowns, src+" ("+what+", replayed: "+why+")")
-	}
+	return first, ""
 }
 
 // describeStatus is a response's status for a reason.
