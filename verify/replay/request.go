@@ -142,15 +142,44 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior, facts se
 		Operation: t.op, Resource: t.gvr, SubResource: t.sub, Kind: t.reqKind,
 		Namespace: t.namespace, Name: t.name, UserInfo: ev.Requester(),
 	}}
+	if b.notRebuilt(ev, t, q) {
+		return b
+	}
+
+	// The prior state: oldObject of UPDATE and DELETE.
+	var old *unstructured.Unstructured
+	if t.op == admission.Update || t.op == admission.Delete {
+		var ok bool
+		if old, ok = b.oldFromState(ev, t, p); !ok {
+			return b
+		}
+		b.req.OldObject = old
+	}
+
+	switch t.op {
+	case admission.Delete:
+		b.deleteOptions(ev, t, q, old)
+		return b
+	case admission.Create, admission.Update:
+		b.req.Options = writeOptions(q)
+	}
+	r.newObject(&b, ev, t, q, p, old, facts)
+	return b
+}
+
+// notRebuilt settles what rebuild does not rebuild from the event: a kind the replay does not
+// know, a CONNECT (its options, from the request URI), an event without objects, a
+// deletecollection. It says whether it settled the request.
+func (b *rebuilt) notRebuilt(ev *Event, t target, q url.Values) bool {
 	if t.reqKind.Empty() {
 		b.indeterminate = because(ReasonUnknownResource, fmt.Sprintf("%s is not a resource of Kubernetes %s (add its CRD)", describe(t.gvr, t.sub), verify.KubernetesVersion))
-		return b
+		return true
 	}
 	b.req.DryRun = isDryRun(ev)
 	if t.op == admission.Connect {
 		b.req.Object = connectOptions(t, q, ev.RequestURI)
 		b.objectSource = SourceRequestURI
-		return b
+		return true
 	}
 	if ev.Level == auditlog.LevelMetadata || ev.Level == auditlog.LevelNone || ev.Level == "" {
 		why := "the event is at level " + orNone(ev.Level) + ", without request and response objects"
@@ -158,86 +187,92 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior, facts se
 			why = "the audit backend truncated the event (" + auditlog.AnnotationTruncated + "): it dropped the request and response objects of an event larger than --audit-log-truncate-max-event-size"
 		}
 		b.indeterminate = because(ReasonNoObject, why)
-		return b
+		return true
 	}
 	if ev.Verb == "deletecollection" {
 		// Only the request pipeline deletes a collection item by item (usesPipeline).
 		b.indeterminate = because(ReasonDeleteCollection, "the items it deleted are not rebuilt one by one outside the request pipeline, which does not serve "+describe(t.gvr, t.sub))
-		return b
+		return true
 	}
+	return false
+}
 
-	// The prior state: oldObject of UPDATE and DELETE.
+// oldFromState returns the oldObject of an UPDATE or DELETE from the State (p): the stored
+// object in the request's version, or the Scale derived from it, or for a request whose
+// decision may not depend on it, a stand-in holding its kind and name. It says whether the
+// request is left to rebuild.
+func (b *rebuilt) oldFromState(ev *Event, t target, p prior) (*unstructured.Unstructured, bool) {
 	var old *unstructured.Unstructured
-	if t.op == admission.Update || t.op == admission.Delete {
-		gr := t.gvr.GroupResource()
-		u, unknown := p.decode()
-		source, found := p.source, p.found
-		if found && unknown == "" && p.kept && len(p.unknowns) == 0 && u.GroupVersionKind() != t.mainKind {
-			// The server holds its objects in its internal version and converts the stored
-			// one to the request's, as the replay does here.
-			if conv := convertStored(u, t.mainKind); conv != nil {
-				source += ", converted from " + u.GetAPIVersion()
-				u = conv
-			}
+	gr := t.gvr.GroupResource()
+	u, unknown := p.decode()
+	source, found := p.source, p.found
+	if found && unknown == "" && p.kept && len(p.unknowns) == 0 && u.GroupVersionKind() != t.mainKind {
+		// The server holds its objects in its internal version and converts the stored
+		// one to the request's, as the replay does here.
+		if conv := convertStored(u, t.mainKind); conv != nil {
+			source += ", converted from " + u.GetAPIVersion()
+			u = conv
 		}
-		switch {
-		case !p.kept:
-			b.indeterminate = because(ReasonOldObjectUnknown, gr.String()+" is not kept")
-		case unknown != "":
-			b.indeterminate = because(ReasonOldObjectUnknown, fmt.Sprintf("%s %s: %s", gr, joinKey(t.namespace, t.name), shortReason(unknown)))
-		case !found:
-			b.indeterminate = because(ReasonOldObjectUnknown, fmt.Sprintf("%s %s is not in the snapshot or earlier in the log", gr, joinKey(t.namespace, t.name)))
-		case u.GroupVersionKind() != t.mainKind:
-			b.indeterminate = because(ReasonOldObjectVersion, fmt.Sprintf("%s %s is stored as %s and does not convert to %s", gr, joinKey(t.namespace, t.name), u.GroupVersionKind(), t.mainKind))
-		case derivesScale(t):
-			scale, err := scaleFrom(gr, u)
-			if err != nil {
-				b.indeterminate = because(ReasonSubresourceKind, fmt.Sprintf("the Scale of %s %s: %v", gr, joinKey(t.namespace, t.name), err))
-				break
-			}
-			old = scale
-			b.oldObjectSource = SourceState + " (" + source + "), the Scale the apiserver derives from it"
-		case t.reqKind != t.mainKind:
-			b.indeterminate = because(ReasonSubresourceKind, fmt.Sprintf("the oldObject of %s is a %s derived from the %s; vapc does not derive it", describe(t.gvr, t.sub), t.reqKind.Kind, t.mainKind.Kind))
-		default:
-			old = u
-			b.oldObjectSource = SourceState + " (" + source + ")"
-		}
-		if b.indeterminate.is() {
-			if b.indeterminate.reason != ReasonOldObjectUnknown || !standInOld(ev, t) {
-				return b
-			}
-			b.oldUnknown, b.indeterminate = b.indeterminate, undecided{}
-			old = &unstructured.Unstructured{}
-			old.SetGroupVersionKind(t.mainKind)
-			old.SetNamespace(t.namespace)
-			old.SetName(t.name)
-		}
-		b.req.OldObject = old
 	}
-
-	switch t.op {
-	case admission.Delete:
-		opts, err := deleteOptions(ev.RequestObject, q)
+	switch {
+	case !p.kept:
+		b.indeterminate = because(ReasonOldObjectUnknown, gr.String()+" is not kept")
+	case unknown != "":
+		b.indeterminate = because(ReasonOldObjectUnknown, fmt.Sprintf("%s %s: %s", gr, joinKey(t.namespace, t.name), shortReason(unknown)))
+	case !found:
+		b.indeterminate = because(ReasonOldObjectUnknown, fmt.Sprintf("%s %s is not in the snapshot or earlier in the log", gr, joinKey(t.namespace, t.name)))
+	case u.GroupVersionKind() != t.mainKind:
+		b.indeterminate = because(ReasonOldObjectVersion, fmt.Sprintf("%s %s is stored as %s and does not convert to %s", gr, joinKey(t.namespace, t.name), u.GroupVersionKind(), t.mainKind))
+	case derivesScale(t):
+		scale, err := scaleFrom(gr, u)
 		if err != nil {
-			b.indeterminate = because(ReasonOptions, err.Error())
-			return b
+			b.indeterminate = because(ReasonSubresourceKind, fmt.Sprintf("the Scale of %s %s: %v", gr, joinKey(t.namespace, t.name), err))
+			break
 		}
-		b.req.Options = opts
-		if dr, _, _ := unstructured.NestedStringSlice(opts.Object, "dryRun"); len(dr) > 0 {
-			b.req.DryRun = true
-		}
-		if gracefulDeletionPending(old, opts) || namespaceFinalizing(t.gvr.GroupResource(), t.sub, old) {
-			b.skip = SkipPendingDeletion
-			return b
-		}
-		admissionDeleteOptions(t.gvr.GroupResource(), t.sub, old, opts)
-		return b
-	case admission.Create, admission.Update:
-		b.req.Options = writeOptions(q)
+		old = scale
+		b.oldObjectSource = SourceState + " (" + source + "), the Scale the apiserver derives from it"
+	case t.reqKind != t.mainKind:
+		b.indeterminate = because(ReasonSubresourceKind, fmt.Sprintf("the oldObject of %s is a %s derived from the %s; vapc does not derive it", describe(t.gvr, t.sub), t.reqKind.Kind, t.mainKind.Kind))
+	default:
+		old = u
+		b.oldObjectSource = SourceState + " (" + source + ")"
 	}
+	if !b.indeterminate.is() {
+		return old, true
+	}
+	if b.indeterminate.reason != ReasonOldObjectUnknown || !standInOld(ev, t) {
+		return nil, false
+	}
+	b.oldUnknown, b.indeterminate = b.indeterminate, undecided{}
+	old = &unstructured.Unstructured{}
+	old.SetGroupVersionKind(t.mainKind)
+	old.SetNamespace(t.namespace)
+	old.SetName(t.name)
+	return old, true
+}
 
-	// The new object.
+// deleteOptions gives a DELETE its options, as the store gives them to admission, or skips it
+// when the store does not run admission (a deletion pending, a namespace finalizing).
+func (b *rebuilt) deleteOptions(ev *Event, t target, q url.Values, old *unstructured.Unstructured) {
+	opts, err := deleteOptions(ev.RequestObject, q)
+	if err != nil {
+		b.indeterminate = because(ReasonOptions, err.Error())
+		return
+	}
+	b.req.Options = opts
+	if dr, _, _ := unstructured.NestedStringSlice(opts.Object, "dryRun"); len(dr) > 0 {
+		b.req.DryRun = true
+	}
+	if gracefulDeletionPending(old, opts) || namespaceFinalizing(t.gvr.GroupResource(), t.sub, old) {
+		b.skip = SkipPendingDeletion
+		return
+	}
+	admissionDeleteOptions(t.gvr.GroupResource(), t.sub, old, opts)
+}
+
+// newObject gives a CREATE or UPDATE its object: the response's of a successful request, the
+// patch applied to the old object, or the request's body as the server gives it to admission.
+func (r *Replayer) newObject(b *rebuilt, ev *Event, t target, q url.Values, p prior, old *unstructured.Unstructured, facts serverFacts) {
 	resp := decodeObject(ev.ResponseObject)
 	if ev.Code() >= 200 && ev.Code() < 300 && resp != nil && sameKind(resp, t.reqKind) {
 		obj := withKind(resp, t.reqKind)
@@ -247,47 +282,31 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior, facts se
 			obj.SetResourceVersion(old.GetResourceVersion())
 		}
 		b.req.Object, b.objectSource = obj, SourceResponse
-		return b
+		return
 	}
 	if len(ev.RequestObject) == 0 {
 		b.indeterminate = because(ReasonNoObject, "the event at level "+ev.Level+" has no request object")
-		return b
+		return
 	}
 	if ev.Verb == "patch" || ev.Verb == "apply" {
-		if old == nil {
-			b.indeterminate = because(ReasonPatch, "no prior state to apply the patch to")
-			return b
-		}
-		obj, source, err := applyPatch(old, ev.RequestObject, q)
-		if err != nil {
-			b.indeterminate = because(ReasonPatch, err.Error())
-			return b
-		}
-		if derivesScale(t) {
-			obj, source = scaleUpdated(old, obj), source+", spec.replicas of the result on the Scale the apiserver derives"
-		}
-		b.req.Object, b.objectSource = withKind(obj, t.reqKind), source
-		// The patcher decodes the patched object with the resource's codec.
-		if err := r.decodeCustomResource(t, b.req.Object); err != nil {
-			b.indeterminate = because(ReasonPatch, "the patched object does not decode as the server's codec decodes it: "+err.Error())
-		}
-		return b
+		r.patched(b, ev, t, q, old)
+		return
 	}
 	body := decodeObject(ev.RequestObject)
 	if body == nil {
 		b.indeterminate = because(ReasonNoObject, "the request object does not decode")
-		return b
+		return
 	}
 	if !sameKind(body, t.reqKind) {
 		b.indeterminate = because(ReasonRequestKind, fmt.Sprintf("the request carries %s, the resource takes %s", body.GroupVersionKind(), t.reqKind))
-		return b
+		return
 	}
 	if t.op == admission.Create && t.sub == "" && body.GetName() == "" && body.GetGenerateName() != "" {
 		// rest.BeforeCreate generates the name before validating admission runs, and
 		// AdmissionToValidateObjectFunc gives it to the request; only the stored object of a
 		// successful create records it.
 		b.indeterminate = because(ReasonGeneratedName, "the server generated the name of the "+body.GetKind()+" (generateName "+body.GetGenerateName()+") before admission; the log holds it only for a successful create")
-		return b
+		return
 	}
 	if t.op == admission.Create && t.sub == "" && t.namespace != "" && body.GetNamespace() == "" {
 		// rest.BeforeCreate (rest.ValidNamespace) gives the object the request's namespace
@@ -298,31 +317,13 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior, facts se
 		propagateDryRun(body, q)
 	}
 	if t.op == admission.Create && t.sub == "token" && t.gvr.GroupResource() == serviceAccountsGR {
-		// TokenREST.Create gives a TokenRequest the service account's name and namespace, and
-		// the server's --api-audiences when it asks for none, before validating admission.
-		if body.GetName() == "" {
-			body.SetName(t.name)
+		if !b.tokenRequestDefaults(body, ev, t, p, facts) {
+			return
 		}
-		if body.GetNamespace() == "" {
-			body.SetNamespace(t.namespace)
-		}
-		if auds, _, _ := unstructured.NestedSlice(body.Object, "spec", "audiences"); len(auds) > 0 {
-			// As asked.
-		} else if facts.apiAudiences != nil {
-			_ = unstructured.SetNestedSlice(body.Object, runtime.DeepCopyJSONValue(facts.apiAudiences).([]any), "spec", "audiences")
-		} else {
-			b.unknowns = append(b.unknowns, vapccel.Unknown{Path: objectPath("spec", "audiences"), Why: "the server's --api-audiences, which it gives a TokenRequest that asks for none before admission, and which the log does not show before this request (a completed TokenRequest that asked for none would)"})
-		}
-		unknowns, refused := tokenRequestMeta(body, ev, p)
-		if refused != "" {
-			b.indeterminate = because(ReasonRebuild, refused)
-			return b
-		}
-		b.unknowns = append(b.unknowns, unknowns...)
 	}
 	if derivesScale(t) && old != nil {
 		b.req.Object, b.objectSource = scaleUpdated(old, body), SourceRequest+" (spec.replicas on the Scale the apiserver derives)"
-		return b
+		return
 	}
 	if t.op == admission.Update && old != nil && body.GetResourceVersion() == "" {
 		// An update without resourceVersion is unconditional: Store.Update gives the object the
@@ -330,7 +331,55 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior, facts se
 		body.SetResourceVersion(old.GetResourceVersion())
 	}
 	b.req.Object, b.objectSource = withKind(body, t.reqKind), SourceRequest
-	return b
+}
+
+// patched gives a patch its object: the patch applied to the old object, as the server's
+// patcher applies and decodes it.
+func (r *Replayer) patched(b *rebuilt, ev *Event, t target, q url.Values, old *unstructured.Unstructured) {
+	if old == nil {
+		b.indeterminate = because(ReasonPatch, "no prior state to apply the patch to")
+		return
+	}
+	obj, source, err := applyPatch(old, ev.RequestObject, q)
+	if err != nil {
+		b.indeterminate = because(ReasonPatch, err.Error())
+		return
+	}
+	if derivesScale(t) {
+		obj, source = scaleUpdated(old, obj), source+", spec.replicas of the result on the Scale the apiserver derives"
+	}
+	b.req.Object, b.objectSource = withKind(obj, t.reqKind), source
+	// The patcher decodes the patched object with the resource's codec.
+	if err := r.decodeCustomResource(t, b.req.Object); err != nil {
+		b.indeterminate = because(ReasonPatch, "the patched object does not decode as the server's codec decodes it: "+err.Error())
+	}
+}
+
+// tokenRequestDefaults gives a TokenRequest what TokenREST.Create gives it before validating
+// admission: the service account's name and namespace, and the server's --api-audiences when
+// it asks for none (see tokenRequestMeta for the rest). It says whether the request is left to
+// rebuild.
+func (b *rebuilt) tokenRequestDefaults(body *unstructured.Unstructured, ev *Event, t target, p prior, facts serverFacts) bool {
+	if body.GetName() == "" {
+		body.SetName(t.name)
+	}
+	if body.GetNamespace() == "" {
+		body.SetNamespace(t.namespace)
+	}
+	if auds, _, _ := unstructured.NestedSlice(body.Object, "spec", "audiences"); len(auds) > 0 {
+		// As asked.
+	} else if facts.apiAudiences != nil {
+		_ = unstructured.SetNestedSlice(body.Object, runtime.DeepCopyJSONValue(facts.apiAudiences).([]any), "spec", "audiences")
+	} else {
+		b.unknowns = append(b.unknowns, vapccel.Unknown{Path: objectPath("spec", "audiences"), Why: "the server's --api-audiences, which it gives a TokenRequest that asks for none before admission, and which the log does not show before this request (a completed TokenRequest that asked for none would)"})
+	}
+	unknowns, refused := tokenRequestMeta(body, ev, p)
+	if refused != "" {
+		b.indeterminate = because(ReasonRebuild, refused)
+		return false
+	}
+	b.unknowns = append(b.unknowns, unknowns...)
+	return true
 }
 
 // tokenRequestMeta gives a TokenRequest what TokenREST.Create gives it before validating
