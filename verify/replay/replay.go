@@ -714,123 +714,161 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 	if w == nil {
 		w = writtenObject(ev, t)
 	}
-	resp, isMain := w.resp, w.isMain
 	if !done.IsZero() {
 		name := t.name
-		if name == "" && ev.Verb == "create" && resp != nil {
-			name = resp.GetName() // the server generated it
+		if name == "" && ev.Verb == "create" && w.resp != nil {
+			name = w.resp.GetName() // the server generated it
 		}
 		// A deletecollection marks each object it leaves (below), and the resource.
 		defer r.state.markDone(gr, t.namespace, name, src, done)
 	}
-	put := func(u *unstructured.Unstructured, source string) {
-		if w.raw != nil && u == w.resp {
-			_ = r.state.putRaw(gr, u, w.raw, w.typed, source)
-			return
-		}
-		_ = r.state.Put(gr, u, source)
-	}
+	sw := stateWrite{ev: ev, t: t, gr: gr, src: src, done: done, w: w}
 	switch ev.Verb {
 	case "create", "update", "patch", "apply":
-		switch {
-		case gr == (schema.GroupResource{Resource: "pods"}) && (t.sub == "binding" || t.sub == "eviction"):
-			r.replayWrite(ctx, ev, t, "written through "+describe(t.gvr, t.sub)+" at "+src, src)
-		case gr == serviceAccountsGR && t.sub == "token":
-			// A TokenRequest issues a token; the ServiceAccount is not written.
-		case derivesScale(t) && r.followsWrite(ev, t):
-			// The ScaleREST's write, managedFields included (a manager of the scale
-			// subresource), as the pipeline makes it.
-			r.replayWrite(ctx, ev, t, "changed through "+describe(t.gvr, t.sub)+" at "+src, src)
-		case derivesScale(t) && r.applyScale(ev, t, resp, src):
-		case isMain && ev.Verb != "create" && emptiedOfFinalizers(resp):
-			// The store deletes an object being deleted once an update leaves it without
-			// finalizers (Store.Update, shouldDeleteDuringUpdate); the response is the
-			// object as it was deleted.
-			r.state.Delete(gr, t.mainKind, t.namespace, t.name)
-		case isMain:
-			put(resp, src)
-		case t.name != "":
-			why := "written at " + src + " at level " + orNone(ev.Level) + ": the result is not in the log"
-			if ev.Level == auditlog.LevelRequestResponse {
-				why = "changed through " + describe(t.gvr, t.sub) + " at " + src + ": the result is not in the log"
-			}
-			if r.followsWrite(ev, t) {
-				r.replayWrite(ctx, ev, t, why, src)
-				break
-			}
-			r.state.Forget(gr, t.mainKind, t.namespace, t.name, why)
-		default:
-			r.state.ForgetAll(gr, t.namespace, "created at "+src+" without a recorded result")
-		}
+		r.applyUpdate(ctx, sw)
 	case "delete":
-		switch {
-		case isMain && stillExists(resp):
-			put(resp, src+" (deletion pending)")
-		case isMain || (resp != nil && resp.GetKind() == "Status"):
-			r.state.Delete(gr, t.mainKind, t.namespace, t.name)
-		default:
-			why := "deleted at " + src + " at level " + orNone(ev.Level) + ": whether it is gone is not in the log"
-			if r.followsWrite(ev, t) {
-				r.replayWrite(ctx, ev, t, why, src)
-				break
-			}
-			r.state.Forget(gr, t.mainKind, t.namespace, t.name, why)
-		}
+		r.applyDelete(ctx, sw)
 	case "deletecollection":
-		var items []any
-		if resp != nil {
-			items, _ = resp.Object["items"].([]any)
+		r.applyDeleteCollection(sw)
+	}
+}
+
+// stateWrite is a successful write applyWrite applies to the State: the request, logged at
+// src, completed at done (zero when not known), and what it wrote (w).
+type stateWrite struct {
+	ev   *Event
+	t    target
+	gr   schema.GroupResource
+	src  string
+	done time.Time
+	w    *written
+}
+
+// put stores an object the write left, from the written JSON when it is the response's.
+func (r *Replayer) put(sw stateWrite, u *unstructured.Unstructured, source string) {
+	if sw.w.raw != nil && u == sw.w.resp {
+		_ = r.state.putRaw(sw.gr, u, sw.w.raw, sw.w.typed, source)
+		return
+	}
+	_ = r.state.Put(sw.gr, u, source)
+}
+
+// applyUpdate applies a create, update, patch or apply: the object the log holds, or the
+// write replayed through the pipeline where it does not hold it.
+func (r *Replayer) applyUpdate(ctx context.Context, sw stateWrite) {
+	ev, t, gr, src, resp, isMain := sw.ev, sw.t, sw.gr, sw.src, sw.w.resp, sw.w.isMain
+	switch {
+	case gr == (schema.GroupResource{Resource: "pods"}) && (t.sub == "binding" || t.sub == "eviction"):
+		r.replayWrite(ctx, ev, t, "written through "+describe(t.gvr, t.sub)+" at "+src, src)
+	case gr == serviceAccountsGR && t.sub == "token":
+		// A TokenRequest issues a token; the ServiceAccount is not written.
+	case derivesScale(t) && r.followsWrite(ev, t):
+		// The ScaleREST's write, managedFields included (a manager of the scale
+		// subresource), as the pipeline makes it.
+		r.replayWrite(ctx, ev, t, "changed through "+describe(t.gvr, t.sub)+" at "+src, src)
+	case derivesScale(t) && r.applyScale(ev, t, resp, src):
+	case isMain && ev.Verb != "create" && emptiedOfFinalizers(resp):
+		// The store deletes an object being deleted once an update leaves it without
+		// finalizers (Store.Update, shouldDeleteDuringUpdate); the response is the
+		// object as it was deleted.
+		r.state.Delete(gr, t.mainKind, t.namespace, t.name)
+	case isMain:
+		r.put(sw, resp, src)
+	case t.name != "":
+		why := "written at " + src + " at level " + orNone(ev.Level) + ": the result is not in the log"
+		if ev.Level == auditlog.LevelRequestResponse {
+			why = "changed through " + describe(t.gvr, t.sub) + " at " + src + ": the result is not in the log"
 		}
-		itemUnknowns := map[objectKey][]vapccel.Unknown{}
-		if items == nil {
-			// The log does not hold what it deleted: what the State holds of the namespace,
-			// by the request's selector, when that is all it listed.
-			var why string
-			items, itemUnknowns, why = r.state.listedBy(gr, t.namespace, ev)
-			if why != "" {
-				r.state.ForgetAll(gr, t.namespace, "deletecollection at "+src+" without a recorded result: "+why)
-				return
-			}
+		if r.followsWrite(ev, t) {
+			r.replayWrite(ctx, ev, t, why, src)
+			break
 		}
-		for _, it := range items {
-			m, ok := it.(map[string]any)
-			if !ok {
-				continue
-			}
-			u := &unstructured.Unstructured{Object: m}
-			if u.GetKind() == "" {
-				u.SetGroupVersionKind(t.mainKind)
-			}
-			// The response lists the objects as they were before their deletion: whether each
-			// is gone, or stays with a deletionTimestamp of the server's clock (a graceful
-			// deletion, finalizers), is the store's to say.
-			left, err := deleteLeaves(gr, u, ev)
-			switch {
-			case err != nil:
-				r.state.Forget(gr, t.mainKind, u.GetNamespace(), u.GetName(), "deleted by the deletecollection at "+src+": what it left is not known: "+err.Error())
-			case left.Remains:
-				// It stays, marked deleted by the server's clock, with a new resourceVersion.
-				why := "the server's clock and storage when the deletecollection at " + src + " wrote the object, which the log does not show"
-				unknowns := append(slices.Clip(itemUnknowns[objectKey{u.GetNamespace(), u.GetName()}]), vapccel.Unknown{Path: objectPath("metadata", "resourceVersion"), ValueOnly: true, Why: why})
-				switch {
-				case left.Marked:
-					u.SetDeletionTimestamp(markedAt(ev))
-					u.SetDeletionGracePeriodSeconds(&left.GracePeriodSeconds)
-					unknowns = append(unknowns, vapccel.Unknown{Path: objectPath("metadata", "deletionTimestamp"), ValueOnly: true, Why: why})
-				case left.Shortened:
-					// Moved back, or to the server's clock with a grace period of one second.
-					u.SetDeletionGracePeriodSeconds(&left.GracePeriodSeconds)
-					unknowns = append(unknowns, vapccel.Unknown{Path: objectPath("metadata", "deletionTimestamp"), ValueOnly: true, Why: why},
-						vapccel.Unknown{Path: objectPath("metadata", "deletionGracePeriodSeconds"), ValueOnly: true, Why: why})
-				}
-				_ = r.state.putPartly(gr, u, unknowns, src+" (deletion pending)")
-				if !done.IsZero() {
-					r.state.markDone(gr, u.GetNamespace(), u.GetName(), src, done)
-				}
-			default:
-				r.state.Delete(gr, t.mainKind, u.GetNamespace(), u.GetName())
-			}
+		r.state.Forget(gr, t.mainKind, t.namespace, t.name, why)
+	default:
+		r.state.ForgetAll(gr, t.namespace, "created at "+src+" without a recorded result")
+	}
+}
+
+// applyDelete applies a delete: the object gone, or left marked deleted.
+func (r *Replayer) applyDelete(ctx context.Context, sw stateWrite) {
+	ev, t, gr, src, resp, isMain := sw.ev, sw.t, sw.gr, sw.src, sw.w.resp, sw.w.isMain
+	switch {
+	case isMain && stillExists(resp):
+		r.put(sw, resp, src+" (deletion pending)")
+	case isMain || (resp != nil && resp.GetKind() == "Status"):
+		r.state.Delete(gr, t.mainKind, t.namespace, t.name)
+	default:
+		why := "deleted at " + src + " at level " + orNone(ev.Level) + ": whether it is gone is not in the log"
+		if r.followsWrite(ev, t) {
+			r.replayWrite(ctx, ev, t, why, src)
+			break
 		}
+		r.state.Forget(gr, t.mainKind, t.namespace, t.name, why)
+	}
+}
+
+// applyDeleteCollection applies a deletecollection to each object it listed: gone, or left
+// marked deleted.
+func (r *Replayer) applyDeleteCollection(sw stateWrite) {
+	ev, t, gr, src, resp := sw.ev, sw.t, sw.gr, sw.src, sw.w.resp
+	var items []any
+	if resp != nil {
+		items, _ = resp.Object["items"].([]any)
+	}
+	itemUnknowns := map[objectKey][]vapccel.Unknown{}
+	if items == nil {
+		// The log does not hold what it deleted: what the State holds of the namespace,
+		// by the request's selector, when that is all it listed.
+		var why string
+		items, itemUnknowns, why = r.state.listedBy(gr, t.namespace, ev)
+		if why != "" {
+			r.state.ForgetAll(gr, t.namespace, "deletecollection at "+src+" without a recorded result: "+why)
+			return
+		}
+	}
+	for _, it := range items {
+		m, ok := it.(map[string]any)
+		if !ok {
+			continue
+		}
+		u := &unstructured.Unstructured{Object: m}
+		if u.GetKind() == "" {
+			u.SetGroupVersionKind(t.mainKind)
+		}
+		// The response lists the objects as they were before their deletion: whether each
+		// is gone, or stays with a deletionTimestamp of the server's clock (a graceful
+		// deletion, finalizers), is the store's to say.
+		left, err := deleteLeaves(gr, u, ev)
+		switch {
+		case err != nil:
+			r.state.Forget(gr, t.mainKind, u.GetNamespace(), u.GetName(), "deleted by the deletecollection at "+src+": what it left is not known: "+err.Error())
+		case left.Remains:
+			r.leftMarked(sw, u, left, itemUnknowns[objectKey{u.GetNamespace(), u.GetName()}])
+		default:
+			r.state.Delete(gr, t.mainKind, u.GetNamespace(), u.GetName())
+		}
+	}
+}
+
+// leftMarked stores an object a deletecollection left, marked deleted by the server's clock,
+// with a new resourceVersion; unknowns are what the State did not know of it before.
+func (r *Replayer) leftMarked(sw stateWrite, u *unstructured.Unstructured, left apiserver.Deletion, unknowns []vapccel.Unknown) {
+	why := "the server's clock and storage when the deletecollection at " + sw.src + " wrote the object, which the log does not show"
+	unknowns = append(slices.Clip(unknowns), vapccel.Unknown{Path: objectPath("metadata", "resourceVersion"), ValueOnly: true, Why: why})
+	switch {
+	case left.Marked:
+		u.SetDeletionTimestamp(markedAt(sw.ev))
+		u.SetDeletionGracePeriodSeconds(&left.GracePeriodSeconds)
+		unknowns = append(unknowns, vapccel.Unknown{Path: objectPath("metadata", "deletionTimestamp"), ValueOnly: true, Why: why})
+	case left.Shortened:
+		// Moved back, or to the server's clock with a grace period of one second.
+		u.SetDeletionGracePeriodSeconds(&left.GracePeriodSeconds)
+		unknowns = append(unknowns, vapccel.Unknown{Path: objectPath("metadata", "deletionTimestamp"), ValueOnly: true, Why: why},
+			vapccel.Unknown{Path: objectPath("metadata", "deletionGracePeriodSeconds"), ValueOnly: true, Why: why})
+	}
+	_ = r.state.putPartly(sw.gr, u, unknowns, sw.src+" (deletion pending)")
+	if !sw.done.IsZero() {
+		r.state.markDone(sw.gr, u.GetNamespace(), u.GetName(), sw.src, sw.done)
 	}
 }
 
