@@ -46,25 +46,7 @@ type lagState struct {
 // completed before the request was received, is not undone when no list or admission plugin
 // read it.
 func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, evaluateOn evaluateOn) (*verify.Decision, []Alternative, undecided) {
-	received := j.ev.Received()
-	// What the views read of resources a request logged later may have written unknown
-	// objects of, or of resources whose writes around it the State no longer remembers.
-	unknownRead := func(views ...*stateView) (Alternative, bool) {
-		for _, au := range j.lag.aheadUnknown {
-			if slices.ContainsFunc(views, func(v *stateView) bool { return v.reads(au.gr) }) {
-				return undecidedAlternative(laggedResource(au.gr, "may have had objects written by the request at "+au.by+" that the log does not show"),
-					fmt.Sprintf("the %s informer had already held the write at %s, which the log records after this request but which was received before this request completed", au.gr.Resource, au.by)), true
-			}
-		}
-		for _, gr := range j.lag.typedLost {
-			if slices.ContainsFunc(views, func(v *stateView) bool { return v.reads(gr) }) {
-				return undecidedAlternative(laggedResource(gr, "more of its writes completed around this request than the replay remembers"),
-					fmt.Sprintf("the %s informer had not yet held writes that completed moments before this request was received", gr.Resource)), true
-			}
-		}
-		return Alternative{}, false
-	}
-	if alt, ok := unknownRead(j.view); ok {
+	if alt, ok := j.unknownRead(j.view); ok {
 		j.lag.readBy = []*stateView{j.view}
 		return dec, []Alternative{alt}, undecided{}
 	}
@@ -72,48 +54,87 @@ func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, evalu
 		j.lag.readBy = []*stateView{j.view}
 		return dec, nil, undecided{}
 	}
-	relevant := func(tw typedWrite, views ...*stateView) bool {
-		if tw.created && !tw.ahead {
-			if tw.gr == namespacesGR {
-				return false
-			}
-			// A param created before the request was received and read by name only: an
-			// informer that did not hold it yet left CollectParams to read it from storage.
-			if tw.done.Before(received) && !slices.ContainsFunc(views, func(v *stateView) bool { return v.readOtherThanByName(tw) }) {
-				return false
-			}
-		}
-		return slices.ContainsFunc(views, func(v *stateView) bool { return v.read(tw) })
+	e := r.lagStates(w, j, dec, evaluateOn)
+	j.lag.readBy = e.views
+	res := decide.Resolve(r.lagWorlds(j, e), sameOutcome)
+	if res.Certainty == decide.Certain && res.Chosen != nil && !res.Chosen.Likely {
+		res.Chosen.Outcome.Notes = append(res.Chosen.Outcome.Notes, "decided on params or namespaces in a state kube-apiserver's informers may have held other than the likely one: the verdicts the log records are those of that state")
 	}
-	views := []*stateView{j.view}
-	var taken []typedWrite
-	isTaken := make([]bool, len(j.lag.typedWrites))
-	states := []lagState{{dec: dec}}
-	// cut is why the states were not all evaluated: they are more than the replay evaluates, or
-	// what a state reads depends on yet more writes.
-	var cut undecided
+	return settled(res)
+}
 
+// unknownRead says whether the views read resources a request logged later may have written
+// unknown objects of, or resources whose writes around the request the State no longer
+// remembers, and what the informers must have held for that to matter.
+func (j *job) unknownRead(views ...*stateView) (Alternative, bool) {
+	for _, au := range j.lag.aheadUnknown {
+		if slices.ContainsFunc(views, func(v *stateView) bool { return v.reads(au.gr) }) {
+			return undecidedAlternative(laggedResource(au.gr, "may have had objects written by the request at "+au.by+" that the log does not show"),
+				fmt.Sprintf("the %s informer had already held the write at %s, which the log records after this request but which was received before this request completed", au.gr.Resource, au.by)), true
+		}
+	}
+	for _, gr := range j.lag.typedLost {
+		if slices.ContainsFunc(views, func(v *stateView) bool { return v.reads(gr) }) {
+			return undecidedAlternative(laggedResource(gr, "more of its writes completed around this request than the replay remembers"),
+				fmt.Sprintf("the %s informer had not yet held writes that completed moments before this request was received", gr.Resource)), true
+		}
+	}
+	return Alternative{}, false
+}
+
+// relevantWrite says whether the informers' not yet holding the write tw matters to a request
+// received at received whose evaluations read through views.
+func relevantWrite(tw typedWrite, received time.Time, views ...*stateView) bool {
+	if tw.created && !tw.ahead {
+		if tw.gr == namespacesGR {
+			return false
+		}
+		// A param created before the request was received and read by name only: an
+		// informer that did not hold it yet left CollectParams to read it from storage.
+		if tw.done.Before(received) && !slices.ContainsFunc(views, func(v *stateView) bool { return v.readOtherThanByName(tw) }) {
+			return false
+		}
+	}
+	return slices.ContainsFunc(views, func(v *stateView) bool { return v.read(tw) })
+}
+
+// lagEvaluation is the states informerLag evaluated: each with its outcome (the job's own
+// first), the writes they undo (taken), the views they read through, and why not every state
+// was evaluated (cut): they are more than the replay evaluates, or what a state reads depends
+// on yet more writes.
+type lagEvaluation struct {
+	states []lagState
+	taken  []typedWrite
+	views  []*stateView
+	cut    undecided
+}
+
+// lagStates evaluates the request on the states of the writes it read, in rounds: those the
+// job's own evaluation read, then those the states of the first round read, and so on.
+func (r *Replayer) lagStates(w evalWorker, j *job, dec *verify.Decision, evaluateOn evaluateOn) lagEvaluation {
+	received := j.ev.Received()
+	e := lagEvaluation{views: []*stateView{j.view}, states: []lagState{{dec: dec}}}
+	isTaken := make([]bool, len(j.lag.typedWrites))
 	for round := 0; ; round++ {
 		var more []typedWrite
 		for i, tw := range j.lag.typedWrites {
-			if !isTaken[i] && relevant(tw, views...) {
+			if !isTaken[i] && relevantWrite(tw, received, e.views...) {
 				isTaken[i] = true
 				more = append(more, tw)
 			}
 		}
 		if len(more) == 0 {
-			break
+			return e
 		}
+		e.taken = append(e.taken, more...)
 		if round == 2 {
-			cut = laggedWrite(more[0], "what it read of the params and namespaces depends on which of their writes the informers held")
-			taken = append(taken, more...)
-			break
+			e.cut = laggedWrite(more[0], "what it read of the params and namespaces depends on which of their writes the informers held")
+			return e
 		}
-		taken = append(taken, more...)
-		undone, ok := undoneStates(taken)
+		undone, ok := undoneStates(e.taken)
 		if !ok {
-			cut = laggedWrite(taken[0], "the informers may have held more states of the params and namespaces it read than the replay evaluates")
-			break
+			e.cut = laggedWrite(e.taken[0], "the informers may have held more states of the params and namespaces it read than the replay evaluates")
+			return e
 		}
 		for _, u := range undone {
 			if !slices.ContainsFunc(u, func(tw typedWrite) bool {
@@ -121,45 +142,55 @@ func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, evalu
 			}) {
 				continue // evaluated in an earlier round
 			}
-			st := lagState{undone: u}
-			if why := r.unknownBefore(j, u); why.is() {
-				st.why = why
-				states = append(states, st)
-				continue
+			st, v := r.lagState(w, j, u, evaluateOn)
+			if v != nil {
+				e.views = append(e.views, v)
 			}
-			v := j.view.before(u)
-			alt, err := evaluateOn(w.eval, v)
-			var ind *indeterminateError
-			switch {
-			case errors.As(err, &ind):
-				st.why = ind.why
-			case err != nil:
-				st.why = because(ReasonRequest, err.Error())
-			case len(v.Misses()) > 0:
-				st.why = laggedWrite(u[0], u[0].version()+" is not known: "+missText(v.Misses()))
-			default:
-				if why := r.dependsOnPartial(j.policies, v.partials); why.is() {
-					st.why = why
-				} else {
-					st.dec = alt
-					views = append(views, v)
-				}
-			}
-			states = append(states, st)
+			e.states = append(e.states, st)
 		}
 	}
-	j.lag.readBy = views
-	// The likely state: the writes that completed after the request was received undone.
+}
+
+// lagState evaluates the request on the state that undoes the writes u, and returns the view
+// it read through when it decided.
+func (r *Replayer) lagState(w evalWorker, j *job, u []typedWrite, evaluateOn evaluateOn) (lagState, *stateView) {
+	st := lagState{undone: u}
+	if why := r.unknownBefore(j, u); why.is() {
+		st.why = why
+		return st, nil
+	}
+	v := j.view.before(u)
+	alt, err := evaluateOn(w.eval, v)
+	switch {
+	case err != nil:
+		st.why = undecidedOf(err)
+	case len(v.Misses()) > 0:
+		st.why = laggedWrite(u[0], u[0].version()+" is not known: "+missText(v.Misses()))
+	default:
+		if why := r.dependsOnPartial(j.policies, v.partials); why.is() {
+			st.why = why
+			return st, nil
+		}
+		st.dec = alt
+		return st, v
+	}
+	return st, nil
+}
+
+// lagWorlds are the worlds of the states evaluated: the likely one undoes the writes that
+// completed after the request was received; the log's verdicts are evidence where they can be.
+func (r *Replayer) lagWorlds(j *job, e lagEvaluation) []world {
+	received := j.ev.Received()
 	var concurrent []typedWrite
-	for _, tw := range taken {
+	for _, tw := range e.taken {
 		if !tw.ahead && !received.IsZero() && tw.done.After(received) {
 			concurrent = append(concurrent, tw)
 		}
 	}
 	evidence := j.byAnnotations() && j.prior.stale == nil && j.prior.staleUnknown == ""
-	worlds := make([]world, 0, len(states)+2)
+	worlds := make([]world, 0, len(e.states)+2)
 	hasLikely := false
-	for _, st := range states {
+	for _, st := range e.states {
 		w := world{If: lagCondition(st.undone, concurrent, received), Likely: sameWrites(st.undone, concurrent)}
 		hasLikely = hasLikely || w.Likely
 		if st.why.is() {
@@ -173,21 +204,17 @@ func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, evalu
 		worlds = append(worlds, w)
 	}
 	switch {
-	case !hasLikely && cut.is():
-		worlds = append(worlds, world{Likely: true, Undecided: &indeterminateError{cut}})
+	case !hasLikely && e.cut.is():
+		worlds = append(worlds, world{Likely: true, Undecided: &indeterminateError{e.cut}})
 	case !hasLikely:
 		worlds = append(worlds, world{Likely: true, Undecided: &indeterminateError{laggedWrite(concurrent[0], "the state the informers likely held is not evaluated")}})
-	case cut.is():
-		worlds = append(worlds, world{If: "the informers held other states of the params and namespaces it read", Undecided: &indeterminateError{cut}})
+	case e.cut.is():
+		worlds = append(worlds, world{If: "the informers held other states of the params and namespaces it read", Undecided: &indeterminateError{e.cut}})
 	}
-	if alt, ok := unknownRead(views...); ok {
+	if alt, ok := j.unknownRead(e.views...); ok {
 		worlds = append(worlds, world{If: alt.If, Undecided: &indeterminateError{because(alt.Reason, alt.Detail)}})
 	}
-	res := decide.Resolve(worlds, sameOutcome)
-	if res.Certainty == decide.Certain && res.Chosen != nil && !res.Chosen.Likely {
-		res.Chosen.Outcome.Notes = append(res.Chosen.Outcome.Notes, "decided on params or namespaces in a state kube-apiserver's informers may have held other than the likely one: the verdicts the log records are those of that state")
-	}
-	return settled(res)
+	return worlds
 }
 
 // world is a state kube-apiserver may have been in, and the request's decision in it (see
