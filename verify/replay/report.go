@@ -28,6 +28,24 @@ func WriteText(w io.Writer, s *Summary) error {
 	if v := s.Verdict; v != nil {
 		writeVerdict(p, s, v)
 	}
+	writeRead(p, &s.Read)
+	writeDecided(p, &s.Decided)
+	writeMalformed(p, &s.Read)
+	if len(s.CustomResourceDefinitions) > 0 {
+		p.f("CustomResourceDefinitions of the snapshot and the log:\n")
+		for _, c := range s.CustomResourceDefinitions {
+			p.f("  %s\n", c)
+		}
+	}
+	for _, b := range s.Bindings {
+		writeBinding(p, b)
+	}
+	writeChecks(p, &s.Checks)
+	return p.err
+}
+
+// writeRead writes what the replay read.
+func writeRead(p *printer, s *Read) {
 	p.f("Replayed %d lines (%s) from %s.\n", s.Lines, humanBytes(s.Bytes), strings.Join(s.Files, ", "))
 	for _, n := range s.Notes {
 		p.f("  note: %s\n", n)
@@ -45,6 +63,10 @@ func WriteText(w io.Writer, s *Summary) error {
 		p.f("  blank lines:         %d\n", s.Blank)
 	}
 	p.f("  malformed lines:     %d\n", s.MalformedCount)
+}
+
+// writeDecided writes what the replay decided of the requests.
+func writeDecided(p *printer, s *Decided) {
 	p.f("Requests:\n")
 	p.f("  evaluated:     %d (admit %d, deny %d, indeterminate %d; with Warn %d, with Audit %d)\n", s.Evaluated, s.Admit, s.Deny, total(s.Indeterminate), s.Warn, s.Audit)
 	if s.Likely.Count > 0 {
@@ -97,6 +119,10 @@ func WriteText(w io.Writer, s *Summary) error {
 		}
 		more(p, "    ", s.Unreproduced, min(len(s.UnreproducedRequests), maxTextList), "--output jsonl lists every request")
 	}
+}
+
+// writeMalformed writes the malformed lines.
+func writeMalformed(p *printer, s *Read) {
 	if s.MalformedCount > 0 {
 		p.f("Malformed lines: %d\n", s.MalformedCount)
 		for i, m := range s.Malformed {
@@ -107,42 +133,42 @@ func WriteText(w io.Writer, s *Summary) error {
 		}
 		more(p, "  ", s.MalformedCount, min(len(s.Malformed), maxTextList), "")
 	}
-	if len(s.CustomResourceDefinitions) > 0 {
-		p.f("CustomResourceDefinitions of the snapshot and the log:\n")
-		for _, c := range s.CustomResourceDefinitions {
-			p.f("  %s\n", c)
+}
+
+// writeBinding writes a binding's counts and examples.
+func writeBinding(p *printer, b *BindingSummary) {
+	p.f("\nPolicy %s, binding %s:\n", b.Policy, b.Binding)
+	p.f("  admit %d, deny %d, warn %d, audit %d, error %d, indeterminate %d, likely %d\n", b.Admit, b.Deny, b.Warn, b.Audit, b.Error, b.Indeterminate, b.Likely)
+	if len(b.TopUsers) > 0 {
+		p.f("  top denied users:      %s\n", counts(b.TopUsers, b.DeniedUsers))
+		p.f("  top denied namespaces: %s\n", counts(b.TopNamespaces, b.DeniedNamespaces))
+		p.f("  top denied resources:  %s\n", counts(b.TopResources, b.DeniedResources))
+	}
+	shown := map[string]int{}
+	var outcomes []string
+	for _, e := range b.Examples {
+		if shown[e.Outcome] == 0 {
+			outcomes = append(outcomes, e.Outcome)
+		}
+		shown[e.Outcome]++
+		p.f("  %-13s %s (%s)\n", e.Outcome+":", e.Request, e.AuditID)
+		if e.Detail != "" {
+			p.f("                %s\n", firstLine(e.Detail))
 		}
 	}
-	for _, b := range s.Bindings {
-		p.f("\nPolicy %s, binding %s:\n", b.Policy, b.Binding)
-		p.f("  admit %d, deny %d, warn %d, audit %d, error %d, indeterminate %d, likely %d\n", b.Admit, b.Deny, b.Warn, b.Audit, b.Error, b.Indeterminate, b.Likely)
-		if len(b.TopUsers) > 0 {
-			p.f("  top denied users:      %s\n", counts(b.TopUsers, b.DeniedUsers))
-			p.f("  top denied namespaces: %s\n", counts(b.TopNamespaces, b.DeniedNamespaces))
-			p.f("  top denied resources:  %s\n", counts(b.TopResources, b.DeniedResources))
-		}
-		shown := map[string]int{}
-		var outcomes []string
-		for _, e := range b.Examples {
-			if shown[e.Outcome] == 0 {
-				outcomes = append(outcomes, e.Outcome)
-			}
-			shown[e.Outcome]++
-			p.f("  %-13s %s (%s)\n", e.Outcome+":", e.Request, e.AuditID)
-			if e.Detail != "" {
-				p.f("                %s\n", firstLine(e.Detail))
-			}
-		}
-		var rest []string
-		for _, o := range outcomes {
-			if n := b.Outcomes(o) - shown[o]; n > 0 {
-				rest = append(rest, fmt.Sprintf("%d more %s", n, o))
-			}
-		}
-		if len(rest) > 0 {
-			p.f("  ... and %s: --output jsonl lists every request\n", strings.Join(rest, ", "))
+	var rest []string
+	for _, o := range outcomes {
+		if n := b.Outcomes(o) - shown[o]; n > 0 {
+			rest = append(rest, fmt.Sprintf("%d more %s", n, o))
 		}
 	}
+	if len(rest) > 0 {
+		p.f("  ... and %s: --output jsonl lists every request\n", strings.Join(rest, ", "))
+	}
+}
+
+// writeChecks writes the decisions compared with the log's verdicts.
+func writeChecks(p *printer, s *Checks) {
 	if s.Checked > 0 || len(s.Disagreements) > 0 || len(s.CheckedPolicies)+len(s.UncheckedPolicies) > 0 {
 		p.f("\nChecked against the log's own verdicts: %d requests, %d disagreements.\n", s.Checked, len(s.Disagreements))
 		if len(s.UncheckedPolicies) > 0 {
@@ -158,7 +184,6 @@ func WriteText(w io.Writer, s *Summary) error {
 		}
 		more(p, "  ", len(s.Disagreements), min(len(s.Disagreements), 2*maxTextList), "--output jsonl lists every one")
 	}
-	return p.err
 }
 
 // writeVerdict writes the verdict, and each reason of a failure on a line of its own.
