@@ -111,4 +111,6 @@ func (u undecided) String() string {
 // indeterminate marks the record indeterminate for the reason.
 func (r *Record) indeterminate(u undecided) {
 	r.Decision, r.Certainty, r.Reason, r.Indeterminate = DecisionIndeterminate, CertaintyIndeterminate, u.reason, u.String()
+	// What the log's verdicts contradicted of a decision made before (see check) is no claim.
+	r.Disagreements = nil
 }

@@ -653,7 +653,11 @@ func (s *clusterState) priorOf(gr schema.GroupResource, namespace, name string, 
 	p := s.prior(gr, namespace, name)
 	e := s.objects[gr][objectKey{namespace, name}]
 	if rv == 0 || e == nil || e.rv == 0 || e.rv <= rv {
-		p = s.concurrent(p, gr, namespace, name, received)
+		if rv == 0 {
+			// A result at or after the State's version was written after it: the request's
+			// last attempt read it (its first may not have: staleOf).
+			p = s.concurrent(p, gr, namespace, name, received)
+		}
 		if firstAttempt && p.raw != nil {
 			s.staleOf(&p, gr, namespace, name, received)
 		}

@@ -79,8 +79,8 @@ func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, deci
 	// The worlds: the live attempt's annotations and warnings, likely (the watch cache holds a
 	// write moments after it completed), and each older version's. The log records what the
 	// policies it shows installed published (not the warnings): its annotations choose when
-	// no policy warns, or every version is known.
-	evidence := j.byAnnotations() && (why == "" || !j.revise.warns)
+	// every version is known, and rule out those they contradict.
+	evidence := j.byAnnotations()
 	var worlds []decide.World[outcome]
 	for i, o := range outcomes {
 		w := decide.World[outcome]{Outcome: o, Decided: true, Likely: i == 0, If: "kube-apiserver's first attempt read its watch cache's copy of " + o.version}
@@ -99,7 +99,13 @@ func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, deci
 		return maps.Equal(a.annotations, b.annotations) && slices.Equal(a.warnings, b.warnings)
 	}
 	res := decide.Resolve(worlds, same)
-	if res.Certainty == decide.Certain {
+	if res.Certainty == decide.Indeterminate {
+		// The log's annotations are not the live attempt's, and the first attempt's are not
+		// known: neither is what the request published.
+		out.indeterminate(undecidedOf(res.Likely.Undecided))
+		return
+	}
+	if res.Certainty == decide.Certain || res.Chosen != &worlds[0] {
 		o := res.Chosen.Outcome
 		d := *live
 		d.AuditAnnotations = o.annotations
@@ -110,7 +116,9 @@ func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, deci
 			what = "kube-apiserver's first attempt, on its watch cache's copy of " + o.version + "; the decision is the live object's"
 		}
 		out.Notes = append(out.Notes, "the audit annotations the log records are those of "+what)
-		return
+		if res.Certainty == decide.Certain {
+			return
+		}
 	}
 	// The decision is the live attempt's in every world: only what it published differs.
 	var alts []Alternative
@@ -282,13 +290,24 @@ func (r *Replayer) raced(j *job, out *Record, decideOn func(p prior) (*verify.De
 			alt.Outcome, alt.Decided = dec, true
 		}
 	}
-	worlds := []world{{Likely: true, Outcome: j.result.dec, Decided: true}, alt}
-	if j.byAnnotations() && alt.Decided {
+	// The log's order: the decision on the version the write stored, with what the request
+	// published as firstAttempt settled it (its first attempt may have read the version
+	// before the write from the watch cache, and the live one when it tried again).
+	live := *j.result.dec
+	live.AuditAnnotations, live.Warnings = out.AuditAnnotations, out.Warnings
+	worlds := []world{{Likely: true, Outcome: &live, Decided: true}, alt}
+	if j.byAnnotations() {
 		for i := range worlds {
-			worlds[i].Evidence = r.evidenceOf(j, worlds[i].Outcome)
+			if worlds[i].Decided {
+				worlds[i].Evidence = r.evidenceOf(j, worlds[i].Outcome)
+			}
 		}
 	}
 	res := decide.Resolve(worlds, sameOutcome)
+	if res.Certainty == decide.Indeterminate {
+		out.indeterminate(undecidedOf(res.Likely.Undecided))
+		return
+	}
 	if res.Chosen == &worlds[1] {
 		// The log's verdicts are those of the version before the write.
 		dec := res.Chosen.Outcome

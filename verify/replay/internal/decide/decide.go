@@ -84,11 +84,22 @@ func Resolve[O any](worlds []World[O], same func(a, b O) bool) Result[O] {
 	if chosen := byEvidence(worlds, likely, same); chosen >= 0 {
 		return Result[O]{Certainty: Certain, Chosen: &worlds[chosen], Likely: &worlds[likely]}
 	}
+	if worlds[likely].Evidence == Disagrees {
+		if res, ok := withoutContradicted(worlds, same); ok {
+			return res
+		}
+	}
+	return around(worlds, likely, same, func(World[O]) bool { return false })
+}
+
+// around is the decision of the world at likely, and the worlds that decide otherwise or are
+// not decided, those skip says did not happen left out.
+func around[O any](worlds []World[O], likely int, same func(a, b O) bool, skip func(World[O]) bool) Result[O] {
 	l := &worlds[likely]
 	var alts []World[O]
 	for i, w := range worlds {
 		switch {
-		case i == likely:
+		case i == likely, skip(w):
 		case !w.Decided || !l.Decided || !same(l.Outcome, w.Outcome):
 			alts = append(alts, w)
 		}
@@ -100,6 +111,41 @@ func Resolve[O any](worlds []World[O], same func(a, b O) bool) Result[O] {
 		return Result[O]{Certainty: Likely, Chosen: l, Likely: l, Alternatives: alts}
 	}
 	return Result[O]{Certainty: Certain, Chosen: l, Likely: l}
+}
+
+// withoutContradicted settles the worlds when the log's verdicts contradict the likely one: it
+// did not happen, and the others decide. Certain when they are all decided alike; likely the
+// first whose verdicts the log's agree with, when one does; otherwise indeterminate on the
+// first not decided. ok is false when every world is contradicted, or when the others are all
+// decided and none agrees, not alike: nothing the log says chooses among them.
+func withoutContradicted[O any](worlds []World[O], same func(a, b O) bool) (Result[O], bool) {
+	contradicted := func(w World[O]) bool { return w.Evidence == Disagrees }
+	first, agrees, undecided := -1, -1, -1
+	for i, w := range worlds {
+		switch {
+		case contradicted(w):
+		case first < 0:
+			first = i
+			fallthrough
+		default:
+			if agrees < 0 && w.Decided && w.Evidence == Agrees {
+				agrees = i
+			}
+			if undecided < 0 && !w.Decided {
+				undecided = i
+			}
+		}
+	}
+	switch {
+	case first < 0:
+		return Result[O]{}, false
+	case agrees >= 0:
+		return around(worlds, agrees, same, contradicted), true
+	case undecided >= 0:
+		return around(worlds, undecided, same, contradicted), true
+	}
+	res := around(worlds, first, same, contradicted)
+	return res, res.Certainty == Certain
 }
 
 // byEvidence is the world the log's verdicts choose, or -1: every world decided, each with

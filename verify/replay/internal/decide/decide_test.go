@@ -43,10 +43,14 @@ func TestResolve(t *testing.T) {
 			[]World[string]{likely(with(w("log", "admit"), Agrees)), with(w("lag", "deny"), Agrees)}, want{Likely, "log", []string{"lag"}}},
 		{"no world agrees with the log",
 			[]World[string]{likely(with(w("log", "admit"), Disagrees)), with(w("lag", "deny"), Disagrees)}, want{Likely, "log", []string{"lag"}}},
-		{"a world without evidence",
-			[]World[string]{likely(with(w("log", "admit"), Disagrees)), with(w("lag", "deny"), Agrees), w("other", "deny")}, want{Likely, "log", []string{"lag", "other"}}},
-		{"a world not decided: the evidence is not whole",
-			[]World[string]{likely(with(w("log", "admit"), Disagrees)), with(w("lag", "deny"), Agrees), w("other", "")}, want{Likely, "log", []string{"lag", "other"}}},
+		{"a world without evidence, alike: the log contradicts the likely one",
+			[]World[string]{likely(with(w("log", "admit"), Disagrees)), with(w("lag", "deny"), Agrees), w("other", "deny")}, want{Certain, "lag", nil}},
+		{"a world not decided: the one the log agrees with is likely",
+			[]World[string]{likely(with(w("log", "admit"), Disagrees)), with(w("lag", "deny"), Agrees), w("other", "")}, want{Likely, "lag", []string{"other"}}},
+		{"the log contradicts the likely world, the other is not decided",
+			[]World[string]{likely(with(w("log", "admit"), Disagrees)), w("other", "")}, want{Indeterminate, "", nil}},
+		{"the log contradicts the likely world, the others decide otherwise without evidence",
+			[]World[string]{likely(with(w("log", "admit"), Disagrees)), w("a", "deny"), w("b", "warn")}, want{Likely, "log", []string{"a", "b"}}},
 		{"no world", nil, want{Indeterminate, "", nil}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
