@@ -636,7 +636,7 @@ func TestWritesLoggedOutOfOrder(t *testing.T) {
 // ran concurrently with it, and may have read the object before or after that write: the log's
 // order (after) is likely, the version before the alternative, and the log's own denial says
 // which. One received after is decided, and one concurrent with a write that changed nothing
-// (the same resourceVersion) too.
+// (the same resourceVersion) too, and one whose result's resourceVersion is after the write's.
 func TestConcurrentRequest(t *testing.T) {
 	p, b := levelPolicy("old-v", "configmaps", admissionregistrationv1.Update, nil, "oldObject.data.v != 'bad'")
 	cm := func(rv string, v string) map[string]any {
@@ -655,7 +655,15 @@ func TestConcurrentRequest(t *testing.T) {
 		// before it completed, read version 11 either way.
 		at(levelEvent(t, "5", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 200, "", cm("11", "bad"), cm("11", "bad")), "04.000000", "04.010000"),
 		at(levelEvent(t, "6", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 422, denied, cm("", "x"), nil), "04.005000", "04.011000"),
+		// Request 8, received before request 7 completed, stored version 13: it committed
+		// after 7 (version 12), and its last attempt read what 7 stored.
+		at(levelEvent(t, "7", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 200, "", cm("11", "good"), cm("12", "good")), "05.000000", "05.010000"),
+		at(levelEvent(t, "8", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 200, "", cm("", "y"), cm("13", "y")), "05.005000", "05.011000"),
 	)
+	t.Logf("8: %s %v", describeRecord(recs["8"]), recs["8"].Alternatives)
+	if rec := recs["8"]; rec == nil || rec.Decision != DecisionAdmit || rec.Certainty != CertaintyCertain {
+		t.Errorf("request 8: %s, want certain admit: its result (13) is after what request 7 stored (12)", describeRecord(rec))
+	}
 	if rec := recs["3"]; rec == nil || rec.Decision != DecisionDeny || rec.Certainty != CertaintyCertain || len(rec.Disagreements) > 0 {
 		t.Errorf("request 3: %s, want deny: it ran concurrently with request 2, and the log's denial is that of the version 2 stored", describeRecord(rec))
 	}

@@ -63,6 +63,11 @@ func TestWatchCacheFirstAttempt(t *testing.T) {
 		name: "moments after, the log matches neither version", check: true, verb: "patch", body: patch, received: "02.011000", recorded: "z",
 		want: want{Decision: DecisionAdmit, Certainty: CertaintyLikely, Annotation: "b", Disagrees: true, Alternatives: []string{"a"}},
 	}, {
+		// The log's annotation rules out the live attempt's; what the older version publishes
+		// is not known.
+		name: "moments after, the log contradicts the live version, the older one not known", check: true, verb: "patch", body: patch, received: "02.011000", recorded: "z", olderUnknown: true,
+		want: want{Decision: DecisionIndeterminate, Certainty: CertaintyIndeterminate, Reason: ReasonWatchCache},
+	}, {
 		name: "an update that asks for the live resourceVersion conflicts on an older one", verb: "update", body: cm("11", "c"), received: "02.011000",
 		want: want{Decision: DecisionAdmit, Certainty: CertaintyCertain, Annotation: "b"},
 	}, {
