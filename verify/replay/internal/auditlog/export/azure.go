@@ -1,0 +1,238 @@
+package export
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+)
+
+// An AKS cluster's diagnostic setting sends the categories kube-audit (every request) and
+// kube-audit-admin (every request but get and list) of its resource logs to a storage account
+// or an event hub
+// (https://learn.microsoft.com/azure/aks/monitor-aks-reference#resource-logs). Each record has
+// Azure Monitor's common schema, {"time","resourceId","category","operationName",
+// "properties":{...}}
+// (https://learn.microsoft.com/azure/azure-monitor/essentials/resource-logs-schema); an AKS
+// control plane record's properties hold the line its container wrote in "log" (with "pod"
+// and "stream"): for kube-audit, the audit.k8s.io/v1 Event's JSON, whole, as a string.
+//
+//   - A storage account receives blobs .../y=YYYY/m=MM/d=DD/h=HH/m=00/PT1H.json, one record a
+//     line (https://learn.microsoft.com/azure/azure-monitor/essentials/resource-logs#send-to-azure-storage).
+//   - Event Hubs receives messages {"records":[RECORD, ...]}
+//     (https://learn.microsoft.com/azure/azure-monitor/essentials/resource-logs#send-to-azure-event-hubs).
+//
+// The container runtime splits a line longer than 16 KiB, and AKS sends each piece as a record
+// of its own (https://github.com/Azure/AKS/issues/4635): a piece is joined with those that
+// follow it from the same pod until the event is whole; one whose rest never comes is reported
+// where it begins. Records of other categories (kube-apiserver, guard, ...) among them are
+// not audit events: they are reported as such.
+//
+// The events lose nothing but what AKS cut: Falco's k8saudit-aks plugin reads
+// records[].properties.log the same way
+// (https://github.com/falcosecurity/plugins/tree/main/plugins/k8saudit-aks).
+
+// azureRecord is the part of a resource log record a replay reads.
+type azureRecord struct {
+	Category   string `json:"category"`
+	Properties *struct {
+		Log *string `json:"log"`
+		Pod string  `json:"pod"`
+	} `json:"properties"`
+}
+
+// maxPieces bounds the pieces held, waiting for the rest of their line: one a pod.
+const maxPieces = 64
+
+// joiner joins the pieces of the lines the container runtime split.
+type joiner struct {
+	maxLine int
+	pending map[string]*piece // by pod and category
+	order   []string
+}
+
+type piece struct {
+	data  []byte
+	line  int
+	where string
+}
+
+func newJoiner(maxLine int) *joiner { return &joiner{maxLine: maxLine, pending: map[string]*piece{}} }
+
+// add takes the log of one record and returns the records it completes: an event, a piece
+// that is not one (cut), or nothing yet.
+func (j *joiner) add(rec azureRecord, line int, where string) []record {
+	log := []byte(*rec.Properties.Log)
+	key := rec.Properties.Pod + "\x00" + rec.Category
+	var out []record
+	if p := j.pending[key]; p != nil {
+		if startsEvent(log) {
+			// A new event: the held piece's rest never came.
+			out = append(out, j.cut(key))
+		} else {
+			p.data = append(p.data, log...)
+			if len(p.data) > j.maxLine {
+				delete(j.pending, key)
+				j.forget(key)
+				return append(out, record{line: p.line, err: recordError(p.where, "properties.log", fmt.Errorf("joined from pieces, longer than %d bytes: skipped", j.maxLine))})
+			}
+			if whole(p.data) {
+				delete(j.pending, key)
+				j.forget(key)
+				return append(out, eventRecord(p.data, p.line, auditlog.Loss{}))
+			}
+			return out
+		}
+	}
+	if whole(log) || !startsEvent(log) {
+		// Whole, or not an event at all (which the decoder says).
+		return append(out, eventRecord(log, line, auditlog.Loss{}))
+	}
+	if len(j.pending) >= maxPieces {
+		out = append(out, j.cut(j.order[0]))
+	}
+	j.pending[key] = &piece{data: log, line: line, where: where}
+	j.order = append(j.order, key)
+	return out
+}
+
+// cut reports the piece held for key, whose rest is not in the export.
+func (j *joiner) cut(key string) record {
+	p := j.pending[key]
+	delete(j.pending, key)
+	j.forget(key)
+	return record{line: p.line, err: recordError(p.where, "properties.log", fmt.Errorf("an event cut after %d bytes (AKS splits lines longer than 16 KiB into records), whose rest is not in the export", len(p.data)))}
+}
+
+func (j *joiner) forget(key string) {
+	for i, k := range j.order {
+		if k == key {
+			j.order = append(j.order[:i], j.order[i+1:]...)
+			return
+		}
+	}
+}
+
+// flush reports the pieces still held at the end of the file.
+func (j *joiner) flush() []record {
+	var out []record
+	for len(j.order) > 0 {
+		out = append(out, j.cut(j.order[0]))
+	}
+	return out
+}
+
+// startsEvent says whether a log begins an audit event's JSON.
+func startsEvent(log []byte) bool {
+	return bytes.HasPrefix(bytes.TrimLeft(log, " \t\r\n"), []byte("{"))
+}
+
+// whole says whether a log is a complete JSON value.
+func whole(log []byte) bool {
+	t := bytes.TrimRight(log, " \t\r\n")
+	return len(t) > 0 && t[len(t)-1] == '}' && json.Valid(t)
+}
+
+// azureRecordEvents reads one record's JSON into the joiner.
+func azureRecordEvents(j *joiner, raw []byte, line int, where string) []record {
+	var rec azureRecord
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		return []record{{line: line, err: recordError(where, "", fmt.Errorf("not an Azure Monitor resource log record: %v", err))}}
+	}
+	switch {
+	case rec.Category != "kube-audit" && rec.Category != "kube-audit-admin":
+		return []record{{line: line, err: recordError(where, "category", fmt.Errorf("%q is not kube-audit or kube-audit-admin: not an audit event", rec.Category))}}
+	case rec.Properties == nil || rec.Properties.Log == nil:
+		return []record{{line: line, err: recordError(where, "properties.log", errors.New("missing"))}}
+	}
+	return j.add(rec, line, where)
+}
+
+func readAzureBlob(in input, yield func(record) bool) {
+	lr, _, err := auditlog.NewReader(in.file, in.r, 2*in.maxLine)
+	if err != nil {
+		yield(record{line: 1, err: &auditlog.ReadError{Err: err}})
+		return
+	}
+	j := newJoiner(in.maxLine)
+	for {
+		l, ok := lr.Next()
+		if !ok {
+			break
+		}
+		var recs []record
+		switch {
+		case l.Err != nil:
+			recs = []record{{line: l.Num, err: l.Err}}
+		case len(bytes.TrimSpace(l.Data)) == 0:
+			continue
+		default:
+			recs = azureRecordEvents(j, l.Data, l.Num, fmt.Sprintf("record at line %d", l.Num))
+		}
+		for _, rec := range recs {
+			if !yield(rec) {
+				return
+			}
+		}
+	}
+	for _, rec := range j.flush() {
+		if !yield(rec) {
+			return
+		}
+	}
+}
+
+func readAzureEventHub(in input, yield func(record) bool) {
+	s := newScanner(in.r)
+	j := newJoiner(in.maxLine)
+	for msg := 1; ; msg++ {
+		if _, err := s.peek(); err != nil {
+			if err != io.EOF {
+				yield(streamStopped(err, s.line))
+				return
+			}
+			for _, rec := range j.flush() {
+				if !yield(rec) {
+					return
+				}
+			}
+			return
+		}
+		where := fmt.Sprintf("message %d", msg)
+		err := s.object(func(name string) error {
+			if name != "records" {
+				return s.skip()
+			}
+			return s.array(func(i int) error {
+				line := s.startLine()
+				field := fmt.Sprintf("%s records[%d]", where, i)
+				raw, err := s.value(2*in.maxLine, nil)
+				var recs []record
+				var tl *errTooLong
+				switch {
+				case errors.As(err, &tl):
+					recs = []record{{line: line, err: recordError(field, "", err)}}
+				case err != nil:
+					return err
+				default:
+					recs = azureRecordEvents(j, raw, line, field)
+				}
+				for _, rec := range recs {
+					if !yield(rec) {
+						return errStop
+					}
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			if !errors.Is(err, errStop) {
+				yield(streamStopped(err, s.line))
+			}
+			return
+		}
+	}
+}
