@@ -274,6 +274,7 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 		return dec, nil
 	}
 	unknowns = append(rooted(j.prior.unknowns, j.t.op == admission.Update), b.unknowns...)
+	unknowns = append(unknowns, exportUnknowns(j.ev)...) // what an export lost (exportloss.go)
 	if u := b.req.Object; u != nil && b.objectSource != SourceResponse && (j.t.op == admission.Create || j.t.op == admission.Update) {
 		// Mutating webhooks changed the object before validating admission.
 		if why := patchRebuilt(j.ev, u); why != "" {
@@ -698,6 +699,9 @@ func (j *job) undecidable(w evalWorker) undecided {
 	if j.unsettled.is() {
 		return j.unsettled
 	}
+	if u := j.exportUndecided(); u.is() {
+		return u
+	}
 	if j.resolving.is() && w.alt == nil {
 		return j.resolving
 	}
@@ -713,6 +717,7 @@ func (r *Replayer) finish(j *job) {
 	case j.notMatched:
 		r.sum.NotMatched++
 	default:
+		explainLoss(j.out, j.ev) // what an export lost (exportloss.go)
 		r.emit(j.out, j.policies, j.dec)
 	}
 }

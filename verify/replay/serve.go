@@ -593,6 +593,9 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 	if len(j.prior.unknowns) > 0 && (t.op == admission.Update || t.op == admission.Delete) {
 		priorUnknowns = rooted(knownFrom(j.prior.unknowns, objs.version, objs.uid), t.op == admission.Update)
 	}
+	// What the export the event was read from lost of the request (exportloss.go): unknown
+	// to each admission of every pass, and to the mutating policies.
+	priorUnknowns = append(priorUnknowns, exportUnknowns(ev)...)
 	// withUnknowns adds to the admissions of a pass what the replay does not know of them:
 	// what the MutatingAdmissionPolicies changed when that is not known (returned), the
 	// stored object's unknown fields, those of each object a deletecollection listed, and
@@ -957,7 +960,11 @@ func (r *Replayer) dependsOnUnknown(policies []string, calls []admitted) undecid
 			if !dep || r.skippedIndependently(p, c.dec, c.unknowns) {
 				continue
 			}
-			return because(ReasonUnknownField, fmt.Sprintf("policy %s reads %s, and %s is not known: %s", p, read.Path, u.Path, u.Why))
+			reason := ReasonUnknownField
+			if lostByExport(u) {
+				reason = ReasonExportLost // exportloss.go
+			}
+			return because(reason, fmt.Sprintf("policy %s reads %s, and %s is not known: %s", p, read.Path, u.Path, u.Why))
 		}
 	}
 	return undecided{}
