@@ -36,6 +36,7 @@ type replayFlags struct {
 	reportRedact   stringList
 	enablePlugins  string
 	disablePlugins string
+	inputFormat    string
 }
 
 func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -64,6 +65,9 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	if f.maxMalformed < 0 {
 		return usagef("replay: --max-malformed must be 0 or more, not %d", f.maxMalformed)
+	}
+	if err := replay.CheckInputFormat(f.inputFormat); err != nil {
+		return usagef("replay: --input-format: %v", err)
 	}
 	plugins, err := replay.AdmissionPlugins(splitList(f.enablePlugins), splitList(f.disablePlugins))
 	if err != nil {
@@ -169,7 +173,7 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	var sources []replay.Source
 	for _, l := range logs {
-		s := replay.Source{Name: l}
+		s := replay.Source{Name: l, Format: f.inputFormat}
 		if l == "-" {
 			s.Reader = stdin
 		}
@@ -305,6 +309,9 @@ func (f *replayFlags) flagSet(stdout, stderr io.Writer) *flagSet {
 	fs.StringVar(&f.report, "report", "", "also write an HTML report of the replay (node, eviction and decision timelines) to this file")
 	fs.StringVar(&f.enablePlugins, "enable-admission-plugins", "", "built-in admission plugins the cluster enables beyond kube-apiserver's defaults, comma-separated as kube-apiserver takes them")
 	fs.StringVar(&f.disablePlugins, "disable-admission-plugins", "", "built-in admission plugins the cluster disables of kube-apiserver's defaults, comma-separated")
+	fs.StringVar(&f.inputFormat, "input-format", "auto", "how the audit logs are wrapped, detected per file by default: "+strings.Join(replay.InputFormats(), ", ")+
+		" (the log backend's lines, the webhook backend's EventLists, EKS's CloudWatch Logs, AKS's diagnostic settings, GKE's Cloud Logging: see the README, Where your audit log is)")
+	fs.choices("input-format", replay.InputFormats()...)
 	fs.Var(&f.reportRedact, "report-redact", "GROUP/RESOURCE (RESOURCE for the core group) whose values the report replaces by their sizes, as it does for secrets (repeatable)")
 	return fs
 }
