@@ -103,6 +103,11 @@ func readLogEvents(s *scanner, in input, where, field string, yield func(record)
 
 // logEventRecord is the record of a log event's JSON.
 func logEventRecord(raw []byte, line int, where, field string) record {
+	if m, ok := member(raw, "message"); ok {
+		if msg, ok := unquote(m); ok {
+			return eventRecord(msg, line, auditlog.Loss{})
+		}
+	}
 	var e logEvent
 	if err := json.Unmarshal(raw, &e); err != nil {
 		return record{line: line, err: recordError(where, field, fmt.Errorf("not a CloudWatch log event: %v", err))}

@@ -43,22 +43,18 @@ func dryCheckOf(ev *gkeEvent) *dryCheck {
 	default:
 		return nil
 	}
-	var obj struct {
-		Kind     string `json:"kind"`
-		Metadata struct {
-			Name            string `json:"name"`
-			Namespace       string `json:"namespace"`
-			ResourceVersion string `json:"resourceVersion"`
-		} `json:"metadata"`
+	if !hasObject(ev.ResponseObject) {
+		return nil
 	}
-	if !hasObject(ev.ResponseObject) || json.Unmarshal(ev.ResponseObject, &obj) != nil || obj.Kind == "Status" || obj.Metadata.Name == "" {
+	obj, err := auditlog.DecodeHeader(ev.ResponseObject)
+	if err != nil || obj.GetKind() == "Status" || obj.GetName() == "" {
 		return nil
 	}
 	r := ev.ObjectRef
 	h := fnv.New64a()
 	h.Write(ev.ResponseObject)
-	return &dryCheck{key: r.APIGroup + "/" + r.Resource + "/" + obj.Metadata.Namespace + "/" + obj.Metadata.Name,
-		rv: obj.Metadata.ResourceVersion, verb: ev.Verb, uri: ev.RequestURI, sum: h.Sum64()}
+	return &dryCheck{key: r.APIGroup + "/" + r.Resource + "/" + obj.GetNamespace() + "/" + obj.GetName(),
+		rv: obj.GetResourceVersion(), verb: ev.Verb, uri: ev.RequestURI, sum: h.Sum64()}
 }
 
 type dryVersion struct {

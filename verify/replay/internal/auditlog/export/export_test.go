@@ -10,3 +10,7 @@ func SetReverseChunk(n int) (restore func()) {
 	reverseChunk = n
 	return func() { reverseChunk = old }
 }
+
+var DropMember = dropMember
+
+var Unquote = unquote

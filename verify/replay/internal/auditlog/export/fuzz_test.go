@@ -102,3 +102,24 @@ func FuzzDetect(f *testing.F) {
 		t.Fatalf("more lines than %d bytes hold", len(data))
 	})
 }
+
+// FuzzUnquote holds the fast string decoding of the envelopes to encoding/json's: where it
+// decodes, it decodes the same.
+func FuzzUnquote(f *testing.F) {
+	for _, s := range []string{`"a"`, `"\"kind\":\"Event\""`, `"\u00e9\ud83d\ude00\/\b\f\n\r\t"`, `"\ud800x"`, "\"\xff\"", `"\u12"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, ok := export.Unquote(b)
+		if !ok {
+			return
+		}
+		var want string
+		if err := json.Unmarshal(b, &want); err != nil {
+			t.Fatalf("unquote(%q) = %q, but encoding/json: %v", b, got, err)
+		}
+		if string(got) != want {
+			t.Fatalf("unquote(%q) = %q, encoding/json %q", b, got, want)
+		}
+	})
+}

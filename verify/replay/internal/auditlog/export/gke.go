@@ -63,25 +63,31 @@ type logEntry struct {
 		First bool   `json:"first"`
 		Last  bool   `json:"last"`
 	} `json:"operation"`
-	ProtoPayload *struct {
-		Type               string `json:"@type"`
-		ServiceName        string `json:"serviceName"`
-		MethodName         string `json:"methodName"`
-		ResourceName       string `json:"resourceName"`
-		AuthenticationInfo struct {
-			PrincipalEmail string `json:"principalEmail"`
-		} `json:"authenticationInfo"`
-		RequestMetadata struct {
-			CallerIP                string `json:"callerIp"`
-			CallerSuppliedUserAgent string `json:"callerSuppliedUserAgent"`
-		} `json:"requestMetadata"`
-		Status *struct {
-			Code    int    `json:"code"`
-			Message string `json:"message"`
-		} `json:"status"`
-		Request  json.RawMessage `json:"request"`
-		Response json.RawMessage `json:"response"`
-	} `json:"protoPayload"`
+	ProtoPayload *logPayload `json:"protoPayload"`
+}
+
+// logPayload is the part of an AuditLog payload a replay reads.
+type logPayload struct {
+	Type               string `json:"@type"`
+	ServiceName        string `json:"serviceName"`
+	MethodName         string `json:"methodName"`
+	ResourceName       string `json:"resourceName"`
+	AuthenticationInfo struct {
+		PrincipalEmail string `json:"principalEmail"`
+	} `json:"authenticationInfo"`
+	RequestMetadata struct {
+		CallerIP                string `json:"callerIp"`
+		CallerSuppliedUserAgent string `json:"callerSuppliedUserAgent"`
+	} `json:"requestMetadata"`
+	Status   *rpcStatus      `json:"status"`
+	Request  json.RawMessage `json:"request"`
+	Response json.RawMessage `json:"response"`
+}
+
+// rpcStatus is a google.rpc.Status.
+type rpcStatus struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
 }
 
 // gkeEvent is the audit.k8s.io/v1 Event an entry maps to.
@@ -112,18 +118,59 @@ func gkeRecord(raw []byte, line int, where string) record {
 	if err != nil {
 		return record{line: line, err: recordError(where, field, err)}
 	}
-	data, err := json.Marshal(ev)
+	data, err := marshalEvent(ev)
 	if err != nil {
 		return record{line: line, err: recordError(where, "", err)}
 	}
 	return record{data: data, line: line, at: at, loss: auditlog.Loss{Export: ExportGKE, Lost: lost}, dry: dryCheckOf(ev)}
 }
 
+// marshalEvent writes an event as JSON: its objects as the entry holds them (compacted where
+// gcloud indented them), the rest by encoding/json.
+func marshalEvent(ev *gkeEvent) ([]byte, error) {
+	objects := *ev
+	objects.RequestObject, objects.ResponseObject = nil, nil
+	head, err := json.Marshal(&objects)
+	if err != nil {
+		return nil, err
+	}
+	if !hasObject(ev.RequestObject) && !hasObject(ev.ResponseObject) {
+		return head, nil
+	}
+	at := bytes.Index(head, []byte(`,"stageTimestamp":`))
+	if at < 0 {
+		return nil, errors.New("no stageTimestamp") // not reached: the struct writes it
+	}
+	out := make([]byte, 0, len(head)+len(ev.RequestObject)+len(ev.ResponseObject)+40)
+	out = append(out, head[:at]...)
+	for _, o := range []struct {
+		name string
+		raw  json.RawMessage
+	}{{`,"requestObject":`, ev.RequestObject}, {`,"responseObject":`, ev.ResponseObject}} {
+		if !hasObject(o.raw) {
+			continue
+		}
+		out = append(out, o.name...)
+		if bytes.ContainsAny(o.raw, "\n\r\t") {
+			var b bytes.Buffer
+			if err := json.Compact(&b, o.raw); err != nil {
+				return nil, err
+			}
+			out = append(out, b.Bytes()...)
+		} else {
+			out = append(out, o.raw...)
+		}
+	}
+	return append(out, head[at:]...), nil
+}
+
 // mapGKE maps an entry to its event; field names the entry's member an error is about.
 func mapGKE(raw []byte) (ev *gkeEvent, at time.Time, lost auditlog.Lost, field string, err error) {
-	var e logEntry
-	if err := json.Unmarshal(raw, &e); err != nil {
-		return nil, at, 0, "", fmt.Errorf("not a Cloud Logging LogEntry: %v", err)
+	e, ok := decodeEntry(raw)
+	if !ok {
+		if err := json.Unmarshal(raw, &e); err != nil {
+			return nil, at, 0, "", fmt.Errorf("not a Cloud Logging LogEntry: %v", err)
+		}
 	}
 	p := e.ProtoPayload
 	switch {
@@ -266,20 +313,74 @@ func withoutType(raw json.RawMessage) json.RawMessage {
 	if !hasObject(raw) {
 		return nil
 	}
-	if raw[0] != '{' || !bytes.Contains(raw, []byte(`"@type"`)) {
+	if raw[0] != '{' {
 		return raw
 	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil {
-		return raw
+	return dropMember(raw, `"@type"`)
+}
+
+// dropMember is the object raw without its member of the name given (quoted, as JSON writes
+// it), and without the comma that separated it; raw as it is when it has none.
+func dropMember(raw []byte, name string) []byte {
+	depth, inString, escaped := 0, false, false
+	keyAt := -1  // where the member being read begins (its name), at depth 1
+	prevEnd := 0 // where the member before it ended (its comma)
+	for i := 0; i < len(raw); i++ {
+		b := raw[i]
+		switch {
+		case escaped:
+			escaped = false
+			continue
+		case inString:
+			if b == '\\' {
+				escaped = true
+			} else if b == '"' {
+				inString = false
+			}
+			continue
+		}
+		switch b {
+		case '"':
+			inString = true
+			if depth == 1 && keyAt < 0 && bytes.HasPrefix(raw[i:], []byte(name)) && isKeyEnd(raw[i+len(name):]) {
+				keyAt = i
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 && keyAt >= 0 {
+				return cut(raw, prevEnd, keyAt, i)
+			}
+		case ',':
+			if depth == 1 {
+				if keyAt >= 0 {
+					return cut(raw, prevEnd, keyAt, i)
+				}
+				prevEnd = i
+			}
+		}
 	}
-	if _, ok := m["@type"]; !ok {
-		return raw
-	}
-	delete(m, "@type")
-	out, err := json.Marshal(m)
-	if err != nil {
-		return raw
+	return raw
+}
+
+// isKeyEnd says whether what follows a string is the colon of a member name.
+func isKeyEnd(rest []byte) bool {
+	rest = bytes.TrimLeft(rest, " \t\r\n")
+	return len(rest) > 0 && rest[0] == ':'
+}
+
+// cut removes from raw the member that begins at key and ends before end (a comma or the
+// object's end), with one comma: the one after it, or for the last member the one before it
+// (at prevEnd, 0 when it is the first).
+func cut(raw []byte, prevEnd, key, end int) []byte {
+	out := make([]byte, 0, len(raw))
+	if raw[end] == ',' {
+		out = append(append(out, raw[:key]...), raw[end+1:]...)
+	} else if prevEnd > 0 {
+		out = append(append(out, raw[:prevEnd]...), raw[end:]...)
+	} else {
+		out = append(append(out, raw[:key]...), raw[end:]...)
 	}
 	return out
 }
@@ -294,10 +395,7 @@ func hasObject(raw json.RawMessage) bool {
 // Kubernetes code maps to it (google/rpc/code.proto's HTTP mapping), or its message names it
 // (a Kubernetes StatusReason or an HTTP reason phrase that maps to that gRPC code); code 0
 // otherwise, a failure whose code is not known.
-func gkeStatus(verb string, st *struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-}, response json.RawMessage) (*auditlog.Status, bool) {
+func gkeStatus(verb string, st *rpcStatus, response json.RawMessage) (*auditlog.Status, bool) {
 	var s struct {
 		Kind    string                  `json:"kind"`
 		Code    int32                   `json:"code"`
@@ -306,7 +404,7 @@ func gkeStatus(verb string, st *struct {
 		Message string                  `json:"message"`
 		Details *auditlog.StatusDetails `json:"details"`
 	}
-	if json.Unmarshal(response, &s) == nil && s.Kind == "Status" && s.Code != 0 {
+	if k, ok := member(response, "kind"); ok && string(k) == `"Status"` && json.Unmarshal(response, &s) == nil && s.Kind == "Status" && s.Code != 0 {
 		return &auditlog.Status{Code: s.Code, Status: s.Status, Reason: s.Reason, Message: s.Message, Details: s.Details}, true
 	}
 	if st == nil || st.Code == 0 {
@@ -455,4 +553,64 @@ func readGKEArray(in input, s *scanner, yield func(record) bool) {
 	if stopped != nil {
 		yield(*stopped)
 	}
+}
+
+// decodeEntry reads an entry's members without decoding its objects (which are only
+// checked to be JSON) with encoding/json; false when it cannot, and the caller decodes the
+// entry with encoding/json, whose error it reports.
+func decodeEntry(raw []byte) (e logEntry, ok bool) {
+	str := func(v []byte, to *string) bool {
+		s, ok := unquote(v)
+		*to = string(s)
+		return ok
+	}
+	small := func(v []byte, to any) bool { return json.Unmarshal(v, to) == nil }
+	ok = eachMember(raw, func(name string, v []byte) bool {
+		switch name {
+		case "insertId":
+			return str(v, &e.InsertID)
+		case "timestamp":
+			return str(v, &e.Timestamp)
+		case "labels":
+			return small(v, &e.Labels)
+		case "operation":
+			return small(v, &e.Operation)
+		case "protoPayload":
+			if string(v) == "null" {
+				return true
+			}
+			e.ProtoPayload = &logPayload{}
+			p := e.ProtoPayload
+			return eachMember(v, func(name string, v []byte) bool {
+				switch name {
+				case "@type":
+					return str(v, &p.Type)
+				case "serviceName":
+					return str(v, &p.ServiceName)
+				case "methodName":
+					return str(v, &p.MethodName)
+				case "resourceName":
+					return str(v, &p.ResourceName)
+				case "authenticationInfo":
+					return small(v, &p.AuthenticationInfo)
+				case "requestMetadata":
+					return small(v, &p.RequestMetadata)
+				case "status":
+					return small(v, &p.Status)
+				case "request", "response":
+					if !json.Valid(v) {
+						return false
+					}
+					if name == "request" {
+						p.Request = v
+					} else {
+						p.Response = v
+					}
+				}
+				return true
+			})
+		}
+		return true
+	})
+	return e, ok
 }

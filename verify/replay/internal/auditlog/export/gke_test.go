@@ -275,3 +275,20 @@ func TestGKEEntries(t *testing.T) {
 		})
 	}
 }
+
+// TestDropType removes the member Cloud Logging adds to a payload's objects wherever it is.
+func TestDropType(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ in, want string }{
+		{`{"@type":"core.k8s.io/v1.Pod","kind":"Pod"}`, `{"kind":"Pod"}`},
+		{`{"kind":"Pod", "@type" : "x"}`, `{"kind":"Pod"}`},
+		{`{"a":{"@type":"nested"},"@type":"x","b":[1,"@type"]}`, `{"a":{"@type":"nested"},"b":[1,"@type"]}`},
+		{`{"s":"\"@type\":","@type":"x"}`, `{"s":"\"@type\":"}`},
+		{`{"@type":"x"}`, `{}`},
+		{`{"kind":"Pod"}`, `{"kind":"Pod"}`},
+	} {
+		if got := string(export.DropMember([]byte(tt.in), `"@type"`)); got != tt.want {
+			t.Errorf("dropMember(%s) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}

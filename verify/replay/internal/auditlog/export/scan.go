@@ -299,49 +299,49 @@ func (s *scanner) value(max int, buf []byte) ([]byte, error) {
 		}
 		return s.done(out, keep, max, size)
 	}
+	// The bytes the reader holds are scanned in place, and copied at once.
 	for {
-		// Runs of bytes that change nothing are copied at once.
-		if inString && !escaped {
-			chunk, _ := s.r.Peek(s.r.Buffered())
-			n := 0
-			for n < len(chunk) && chunk[n] != '"' && chunk[n] != '\\' && chunk[n] >= 0x20 {
-				n++
-			}
-			if n > 0 {
-				add(chunk[:n]...)
-				s.r.Discard(n)
-				continue
-			}
+		n := s.r.Buffered()
+		if n == 0 {
+			n = 1 // fills the buffer
 		}
-		b, err := s.readByte()
-		if err != nil {
+		chunk, err := s.r.Peek(n)
+		if len(chunk) == 0 {
 			return nil, s.readErr(err, true)
 		}
-		add(b)
-		switch {
-		case escaped:
-			escaped = false
-		case inString:
+		i, done := 0, false
+		for ; i < len(chunk) && !done; i++ {
+			b := chunk[i]
 			switch {
-			case b == '\\':
-				escaped = true
-			case b == '"':
-				inString = false
-				if depth == 0 {
-					return s.done(out, keep, max, size)
+			case escaped:
+				escaped = false
+			case inString:
+				switch {
+				case b == '\\':
+					escaped = true
+				case b == '"':
+					inString = false
+					done = depth == 0
+				case b < 0x20:
+					add(chunk[:i]...)
+					s.r.Discard(i)
+					return nil, s.fail("a control character (0x%02x) in a string", b)
 				}
-			case b < 0x20:
-				return nil, s.fail("a control character (0x%02x) in a string", b)
+			case b == '"':
+				inString = true
+			case b == '{' || b == '[':
+				depth++
+			case b == '}' || b == ']':
+				depth--
+				done = depth == 0
+			case b == '\n':
+				s.line++
 			}
-		case b == '"':
-			inString = true
-		case b == '{' || b == '[':
-			depth++
-		case b == '}' || b == ']':
-			depth--
-			if depth == 0 {
-				return s.done(out, keep, max, size)
-			}
+		}
+		add(chunk[:i]...)
+		s.r.Discard(i)
+		if done {
+			return s.done(out, keep, max, size)
 		}
 	}
 }

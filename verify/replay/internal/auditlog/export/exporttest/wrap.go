@@ -100,10 +100,21 @@ func swapPairs[T any](xs []T) []T {
 	return out
 }
 
+// batches cuts the events into batches of at most n events that span at most 30 seconds, as
+// an exporter buffers them (kube-apiserver's --audit-webhook-batch-max-wait is 30s; Firehose
+// and Event Hubs buffer for a minute or less).
 func batches(evs []event, n int) [][]event {
+	const span = 30 * time.Second
 	var out [][]event
-	for i := 0; i < len(evs); i += n {
-		out = append(out, evs[i:min(i+n, len(evs))])
+	start := 0
+	for i := range evs {
+		if i-start == n || evs[i].stage.Sub(evs[start].stage) > span {
+			out = append(out, evs[start:i])
+			start = i
+		}
+	}
+	if start < len(evs) {
+		out = append(out, evs[start:])
 	}
 	return out
 }
