@@ -47,7 +47,14 @@ type azureRecord struct {
 // maxPieces bounds the pieces held, waiting for the rest of their line: one a pod.
 const maxPieces = 64
 
-// joiner joins the pieces of the lines the container runtime split.
+// pieceOf says which lines a record's log may continue or be continued by: those of the same
+// pod and category.
+type pieceOf struct {
+	key   string
+	where string
+}
+
+// joiner joins the pieces of the lines the container runtime split, in the file's order.
 type joiner struct {
 	maxLine int
 	pending map[string]*piece // by pod and category
@@ -62,11 +69,10 @@ type piece struct {
 
 func newJoiner(maxLine int) *joiner { return &joiner{maxLine: maxLine, pending: map[string]*piece{}} }
 
-// add takes the log of one record and returns the records it completes: an event, a piece
-// that is not one (cut), or nothing yet.
-func (j *joiner) add(rec azureRecord, line int, where string) []record {
-	log := []byte(*rec.Properties.Log)
-	key := rec.Properties.Pod + "\x00" + rec.Category
+// add takes a record whose data is a log and returns the records it completes: an event, a
+// piece that is not one (cut), or nothing yet.
+func (j *joiner) add(rec record) []record {
+	log, key, line, where := rec.data, rec.piece.key, rec.line, rec.piece.where
 	var out []record
 	if p := j.pending[key]; p != nil {
 		if startsEvent(log) {
@@ -140,21 +146,26 @@ func whole(log []byte) bool {
 // pieceBytes is the length of the pieces the container runtime cuts a long line into.
 const pieceBytes = 16 << 10
 
-// azureRecordEvents reads one record's JSON into the joiner.
-func azureRecordEvents(j *joiner, raw []byte, line int, where string) []record {
-	var rec azureRecord
-	if fast, ok := azureFast(raw); ok {
-		rec = fast
-	} else if err := json.Unmarshal(raw, &rec); err != nil {
-		return []record{{line: line, err: recordError(where, "", fmt.Errorf("not an Azure Monitor resource log record: %v", err))}}
-	}
-	switch {
-	case rec.Category != "kube-audit" && rec.Category != "kube-audit-admin":
-		return []record{{line: line, err: recordError(where, "category", fmt.Errorf("%q is not kube-audit or kube-audit-admin: not an audit event", rec.Category))}}
-	case rec.Properties == nil || rec.Properties.Log == nil:
-		return []record{{line: line, err: recordError(where, "properties.log", errors.New("missing"))}}
-	}
-	return j.add(rec, line, where)
+// azureRecordOf is the record of one resource log record's JSON, to unwrap: its log, which
+// the Reader joins with the pieces around it.
+func azureRecordOf(raw []byte, line int, where string) record {
+	return record{data: raw, line: line, unwrap: func(r *record) {
+		var rec azureRecord
+		if fast, ok := azureFast(r.data); ok {
+			rec = fast
+		} else if err := json.Unmarshal(r.data, &rec); err != nil {
+			*r = record{line: line, err: recordError(where, "", fmt.Errorf("not an Azure Monitor resource log record: %v", err))}
+			return
+		}
+		switch {
+		case rec.Category != "kube-audit" && rec.Category != "kube-audit-admin":
+			*r = record{line: line, err: recordError(where, "category", fmt.Errorf("%q is not kube-audit or kube-audit-admin: not an audit event", rec.Category))}
+		case rec.Properties == nil || rec.Properties.Log == nil:
+			*r = record{line: line, err: recordError(where, "properties.log", errors.New("missing"))}
+		default:
+			*r = record{data: []byte(*rec.Properties.Log), line: line, piece: &pieceOf{key: rec.Properties.Pod + "\x00" + rec.Category, where: where}}
+		}
+	}}
 }
 
 // azureFast reads a record's category and properties.log and pod without encoding/json;
@@ -174,11 +185,7 @@ func azureFast(raw []byte) (azureRecord, bool) {
 	if !ok || len(props) == 0 || props[0] != '{' {
 		return rec, false
 	}
-	l, ok := member(props, "log")
-	if !ok {
-		return rec, false
-	}
-	log, ok := unquote(l)
+	log, ok := memberString(props, "log")
 	if !ok {
 		return rec, false
 	}
@@ -201,28 +208,20 @@ func readAzureBlob(in input, yield func(record) bool) {
 		yield(record{line: 1, err: &auditlog.ReadError{Err: err}})
 		return
 	}
-	j := newJoiner(in.maxLine)
 	for {
 		l, ok := lr.Next()
 		if !ok {
-			break
+			return
 		}
-		var recs []record
+		var rec record
 		switch {
 		case l.Err != nil:
-			recs = []record{{line: l.Num, err: l.Err}}
+			rec = record{line: l.Num, err: l.Err}
 		case len(bytes.TrimSpace(l.Data)) == 0:
 			continue
 		default:
-			recs = azureRecordEvents(j, l.Data, l.Num, fmt.Sprintf("record at line %d", l.Num))
+			rec = azureRecordOf(bytes.Clone(l.Data), l.Num, fmt.Sprintf("record at line %d", l.Num))
 		}
-		for _, rec := range recs {
-			if !yield(rec) {
-				return
-			}
-		}
-	}
-	for _, rec := range j.flush() {
 		if !yield(rec) {
 			return
 		}
@@ -231,17 +230,10 @@ func readAzureBlob(in input, yield func(record) bool) {
 
 func readAzureEventHub(in input, yield func(record) bool) {
 	s := newScanner(in.r)
-	j := newJoiner(in.maxLine)
 	for msg := 1; ; msg++ {
 		if _, err := s.peek(); err != nil {
 			if err != io.EOF {
 				yield(streamStopped(err, s.line))
-				return
-			}
-			for _, rec := range j.flush() {
-				if !yield(rec) {
-					return
-				}
 			}
 			return
 		}
@@ -254,20 +246,18 @@ func readAzureEventHub(in input, yield func(record) bool) {
 				line := s.startLine()
 				field := fmt.Sprintf("%s records[%d]", where, i)
 				raw, err := s.value(2*in.maxLine, nil)
-				var recs []record
+				var rec record
 				var tl *errTooLong
 				switch {
 				case errors.As(err, &tl):
-					recs = []record{{line: line, err: recordError(field, "", err)}}
+					rec = record{line: line, err: recordError(field, "", err)}
 				case err != nil:
 					return err
 				default:
-					recs = azureRecordEvents(j, raw, line, field)
+					rec = azureRecordOf(raw, line, field)
 				}
-				for _, rec := range recs {
-					if !yield(rec) {
-						return errStop
-					}
+				if !yield(rec) {
+					return errStop
 				}
 				return nil
 			})

@@ -94,19 +94,22 @@ func readLogEvents(s *scanner, in input, where, field string, yield func(record)
 		} else if err != nil {
 			return err
 		}
-		if !yield(logEventRecord(raw, line, where, fmt.Sprintf("%s[%d]", field, i))) {
+		if !yield(logEventOf(raw, line, where, fmt.Sprintf("%s[%d]", field, i))) {
 			return errStop
 		}
 		return nil
 	})
 }
 
+// logEventOf is the record of a log event's JSON, to unwrap.
+func logEventOf(raw []byte, line int, where, field string) record {
+	return record{data: raw, line: line, unwrap: func(r *record) { *r = logEventRecord(r.data, line, where, field) }}
+}
+
 // logEventRecord is the record of a log event's JSON.
 func logEventRecord(raw []byte, line int, where, field string) record {
-	if m, ok := member(raw, "message"); ok {
-		if msg, ok := unquote(m); ok {
-			return eventRecord(msg, line, auditlog.Loss{})
-		}
+	if msg, ok := memberString(raw, "message"); ok {
+		return eventRecord(msg, line, auditlog.Loss{})
 	}
 	var e logEvent
 	if err := json.Unmarshal(raw, &e); err != nil {
@@ -198,7 +201,7 @@ func readFirehose(in input, yield func(record) bool) {
 					case err != nil:
 						return err
 					default:
-						rec = logEventRecord(raw, line, where, field)
+						rec = logEventOf(raw, line, where, field)
 					}
 					switch messageType {
 					case "":

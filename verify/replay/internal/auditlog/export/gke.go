@@ -336,6 +336,8 @@ func dropMember(raw []byte, name string) []byte {
 				escaped = true
 			} else if b == '"' {
 				inString = false
+			} else {
+				i += plainRun(raw[i:]) - 1
 			}
 			continue
 		}
@@ -500,7 +502,8 @@ func readGKE(in input, yield func(record) bool) {
 			if len(bytes.TrimSpace(l.Data)) == 0 {
 				continue
 			}
-			rec = gkeRecord(l.Data, l.Num, fmt.Sprintf("entry at line %d", l.Num))
+			where := fmt.Sprintf("entry at line %d", l.Num)
+			rec = record{data: bytes.Clone(l.Data), line: l.Num, unwrap: func(r *record) { *r = gkeRecord(r.data, r.line, where) }}
 		}
 		if !yield(rec) {
 			return

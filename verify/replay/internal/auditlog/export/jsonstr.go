@@ -2,6 +2,7 @@ package export
 
 import (
 	"bytes"
+	"encoding/binary"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -13,8 +14,29 @@ import (
 // the replay decoder's; where either function cannot tell, the caller decodes the record with
 // encoding/json, whose error it reports.
 
+// memberString is the value of the member of the object obj named name, a string, decoded in
+// the pass that finds its end.
+func memberString(obj []byte, name string) ([]byte, bool) {
+	start, ok := memberAt(obj, name)
+	if !ok {
+		return nil, false
+	}
+	out, n, ok := unquotePrefix(obj[start:])
+	return out, ok && n > 0
+}
+
 // member is the value of the member of the object obj named name (unquoted), as its bytes.
 func member(obj []byte, name string) ([]byte, bool) {
+	start, ok := memberAt(obj, name)
+	if !ok {
+		return nil, false
+	}
+	end, ok := valueEnd(obj, start)
+	return obj[start:end], ok
+}
+
+// memberAt is where the value of the member of the object obj named name begins.
+func memberAt(obj []byte, name string) (int, bool) {
 	depth, inString, escaped := 0, false, false
 	for i := 0; i < len(obj); i++ {
 		b := obj[i]
@@ -27,6 +49,8 @@ func member(obj []byte, name string) ([]byte, bool) {
 				escaped = true
 			} else if b == '"' {
 				inString = false
+			} else {
+				i += plainRun(obj[i:]) - 1
 			}
 			continue
 		}
@@ -36,9 +60,7 @@ func member(obj []byte, name string) ([]byte, bool) {
 				rest := obj[i+len(name)+2:]
 				trimmed := bytes.TrimLeft(rest, " \t\r\n")
 				if len(trimmed) > 0 && trimmed[0] == ':' {
-					start := len(obj) - len(bytes.TrimLeft(trimmed[1:], " \t\r\n"))
-					end, ok := valueEnd(obj, start)
-					return obj[start:end], ok
+					return len(obj) - len(bytes.TrimLeft(trimmed[1:], " \t\r\n")), true
 				}
 			}
 			inString = true
@@ -48,7 +70,7 @@ func member(obj []byte, name string) ([]byte, bool) {
 			depth--
 		}
 	}
-	return nil, false
+	return 0, false
 }
 
 // valueEnd is where the value that begins at start ends.
@@ -70,6 +92,10 @@ func valueEnd(b []byte, start int) (int, bool) {
 				if depth == 0 {
 					return i + 1, true
 				}
+			} else if c < 0x20 {
+				return i, false
+			} else {
+				i += plainRun(b[i:]) - 1
 			}
 		case c == '"':
 			inString = true
@@ -93,10 +119,37 @@ func valueEnd(b []byte, start int) (int, bool) {
 // unquote decodes a JSON string's bytes, quotes included, as encoding/json does; false when
 // they are not one.
 func unquote(s []byte) ([]byte, bool) {
-	if len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' {
-		return nil, false
+	out, n, ok := unquotePrefix(s)
+	return out, ok && n == len(s)
+}
+
+// unquotePrefix decodes the JSON string b begins with, as encoding/json does, and says how
+// many bytes it had; false when b does not begin with one.
+func unquotePrefix(b []byte) ([]byte, int, bool) {
+	if len(b) < 2 || b[0] != '"' {
+		return nil, 0, false
 	}
-	s = s[1 : len(s)-1]
+	// The string's end: the first quote no backslash escapes.
+	end := 1
+	for {
+		end += plainRun(b[end:])
+		if end >= len(b) || b[end] < 0x20 {
+			return nil, 0, false
+		}
+		if b[end] == '"' {
+			break
+		}
+		end += 2 // a backslash and what it escapes
+		if end > len(b) {
+			return nil, 0, false
+		}
+	}
+	out, ok := unescape(b[1:end])
+	return out, end + 1, ok
+}
+
+// unescape decodes the bytes between a JSON string's quotes.
+func unescape(s []byte) ([]byte, bool) {
 	i := bytes.IndexByte(s, '\\')
 	if i < 0 {
 		if !validPlain(s) {
@@ -165,16 +218,7 @@ func unquote(s []byte) ([]byte, bool) {
 // validPlain says whether bytes of a string need no decoding: no quote, no control
 // character, valid UTF-8 (encoding/json replaces invalid UTF-8: the caller decodes those).
 func validPlain(s []byte) bool {
-	ascii := true
-	for _, c := range s {
-		if c < 0x20 || c == '"' {
-			return false
-		}
-		if c >= utf8.RuneSelf {
-			ascii = false
-		}
-	}
-	return ascii || utf8.Valid(s)
+	return plainRun(s) == len(s) && (ascii(s) || utf8.Valid(s))
 }
 
 func hex4(s []byte) (rune, bool) {
@@ -244,4 +288,48 @@ func eachMember(obj []byte, fn func(name string, value []byte) bool) bool {
 		}
 		i = end
 	}
+}
+
+// plainRun is how many bytes at the start of b a JSON string holds as they are: up to the
+// first quote, backslash or control character. It reads eight bytes at a time.
+func plainRun(b []byte) int {
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		if special(binary.LittleEndian.Uint64(b[i:])) {
+			break
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c == '"' || c == '\\' || c < 0x20 {
+			return i
+		}
+	}
+	return i
+}
+
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// special says whether one of the eight bytes of x is a quote, a backslash or below 0x20.
+func special(x uint64) bool {
+	zero := func(v uint64) bool { return (v-ones)&^v&highs != 0 }
+	return zero(x^(ones*'"')) || zero(x^(ones*'\\')) || (x-ones*0x20)&^x&highs != 0
+}
+
+// ascii says whether every byte of b is below 0x80, eight at a time.
+func ascii(b []byte) bool {
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		if binary.LittleEndian.Uint64(b[i:])&highs != 0 {
+			return false
+		}
+	}
+	for ; i < len(b); i++ {
+		if b[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }

@@ -6,7 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"iter"
+	"runtime"
+	"sync"
 	"time"
 
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
@@ -14,7 +15,8 @@ import (
 
 // record is one audit event an envelope holds, or why a record of it holds none.
 type record struct {
-	// data is the audit.k8s.io/v1 Event, JSON, owned by the record.
+	// data is the audit.k8s.io/v1 Event, JSON, owned by the record; or, while unwrap is set,
+	// the envelope's record that holds it.
 	data []byte
 	// line is where the record begins in the file.
 	line int
@@ -28,6 +30,12 @@ type record struct {
 	// dry is what tells whether a GKE entry's request was a dry run, in the server's order
 	// (see dryRuns).
 	dry *dryCheck
+	// unwrap, when set, makes the record from the envelope's record in data: the Reader
+	// runs it on its workers, in parallel, as the replay decodes events.
+	unwrap func(*record)
+	// piece, when set, says the event is a line AKS may have cut (see joiner): the Reader
+	// joins the pieces, in the file's order, after unwrap.
+	piece *pieceOf
 }
 
 // input is what a format reads: the decompressed file, with its name and the longest record
@@ -54,18 +62,41 @@ var readers = map[Format]formatReader{
 // Reader reads the audit events of one file in any format as the lines of a log backend's
 // file: each line one audit.k8s.io/v1 Event, in the order the server completed them (an
 // envelope's records are put back in that order within a bounded window: see reorder), with
-// the line of the record it was read from and what the envelope lost of it.
+// the line of the record it was read from and what the envelope lost of it. A format's reader
+// finds the records of the file on one goroutine; what it leaves to unwrap (the decoding of a
+// record's event) runs on as many workers as there are CPUs, as the replay's decoding does;
+// the Reader joins AKS's pieces, reorders and hands the lines over in the file's order.
 type Reader struct {
 	format Format
 	plain  *auditlog.Reader
-	next   func() (record, bool)
-	stop   func()
-	order  *reorder
 	file   string
 	closer []io.Closer
 	line   []byte
 	dry    *dryRuns
+	order  *reorder
+	join   *joiner
+	// ordered are the batches of records in the file's order; cur the one being handed
+	// over, at next.
+	ordered chan *recordBatch
+	quit    chan struct{}
+	cur     *recordBatch
+	next    int
+	ended   bool
+	wg      sync.WaitGroup
 }
+
+// recordBatch is a run of records unwrapped together by one worker.
+type recordBatch struct {
+	recs []record
+	done chan struct{}
+}
+
+const (
+	// batchRecords is how many records a worker unwraps at once.
+	batchRecords = 128
+	// batchBytes bounds the bytes of a batch.
+	batchBytes = 4 << 20
+)
 
 // NewReader returns a Reader of the file named file that r reads, plain or gzip-compressed
 // (twice, as Firehose writes a subscription's gzip records into a gzip object), in the given
@@ -110,10 +141,69 @@ func NewReader(file string, r io.Reader, format Format, maxLine int) (*Reader, e
 		return nil, fmt.Errorf("%s: unknown input format %q", file, format)
 	}
 	in := input{file: file, r: br, maxLine: maxLine}
-	rd.next, rd.stop = iter.Pull(iter.Seq[record](func(yield func(record) bool) { read(in, yield) }))
 	rd.order = newReorder(file, defaultWindow, maxLine)
 	rd.dry = newDryRuns()
+	rd.join = newJoiner(maxLine)
+	rd.start(func(yield func(record) bool) { read(in, yield) })
 	return rd, nil
+}
+
+// start runs the format's reader and the workers that unwrap its records.
+func (r *Reader) start(read func(yield func(record) bool)) {
+	workers := runtime.GOMAXPROCS(0)
+	work := make(chan *recordBatch, workers)
+	r.ordered = make(chan *recordBatch, 2*workers)
+	r.quit = make(chan struct{})
+	for range workers {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			for b := range work {
+				for i := range b.recs {
+					if u := b.recs[i].unwrap; u != nil {
+						b.recs[i].unwrap = nil
+						u(&b.recs[i])
+					}
+				}
+				close(b.done)
+			}
+		}()
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer close(r.ordered)
+		defer close(work)
+		cur := &recordBatch{done: make(chan struct{})}
+		size := 0
+		send := func() bool {
+			select {
+			case r.ordered <- cur:
+			case <-r.quit:
+				return false
+			}
+			select {
+			case work <- cur:
+			case <-r.quit:
+				close(cur.done)
+				return false
+			}
+			cur, size = &recordBatch{done: make(chan struct{})}, 0
+			return true
+		}
+		stopped := false
+		read(func(rec record) bool {
+			cur.recs = append(cur.recs, rec)
+			size += len(rec.data)
+			if len(cur.recs) >= batchRecords || size >= batchBytes {
+				stopped = !send()
+			}
+			return !stopped
+		})
+		if !stopped && len(cur.recs) > 0 {
+			send()
+		}
+	}()
 }
 
 // Format is the format the Reader reads: the one given, or the one detected.
@@ -129,18 +219,42 @@ func (r *Reader) Next() (l auditlog.Line, ok bool) {
 		if rec, ok := r.order.pop(); ok {
 			return r.toLine(rec), true
 		}
-		if r.next == nil {
+		if r.ended {
 			return auditlog.Line{}, false
 		}
-		rec, ok := r.next()
+		rec, ok := r.nextRecord()
 		if !ok {
-			r.stop()
-			r.next = nil
+			r.ended = true
+			for _, rec := range r.join.flush() {
+				r.order.push(rec)
+			}
 			r.order.drain()
+			continue
+		}
+		if rec.piece != nil && rec.err == nil {
+			for _, rec := range r.join.add(rec) {
+				r.order.push(rec)
+			}
 			continue
 		}
 		r.order.push(rec)
 	}
+}
+
+// nextRecord is the next record of the file, unwrapped.
+func (r *Reader) nextRecord() (record, bool) {
+	for r.cur == nil || r.next == len(r.cur.recs) {
+		b, ok := <-r.ordered
+		if !ok {
+			return record{}, false
+		}
+		<-b.done
+		r.cur, r.next = b, 0
+	}
+	rec := r.cur.recs[r.next]
+	r.cur.recs[r.next] = record{}
+	r.next++
+	return rec, true
 }
 
 func (r *Reader) toLine(rec record) auditlog.Line {
@@ -156,15 +270,22 @@ func (r *Reader) toLine(rec record) auditlog.Line {
 	return l
 }
 
-// Close releases what the Reader opened (not the reader it was given).
+// Close releases what the Reader opened (not the reader it was given), and stops its
+// goroutines.
 func (r *Reader) Close() error {
-	if r.stop != nil {
-		r.stop()
+	if r.quit != nil {
+		close(r.quit)
+		r.quit = nil
+		for range r.ordered {
+			// Drained: the reader of the format ends at its next record.
+		}
+		r.wg.Wait()
 	}
 	var errs []error
 	for i := len(r.closer) - 1; i >= 0; i-- {
 		errs = append(errs, r.closer[i].Close())
 	}
+	r.closer = nil
 	return errors.Join(errs...)
 }
 

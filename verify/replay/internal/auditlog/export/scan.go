@@ -326,6 +326,8 @@ func (s *scanner) value(max int, buf []byte) ([]byte, error) {
 					add(chunk[:i]...)
 					s.r.Discard(i)
 					return nil, s.fail("a control character (0x%02x) in a string", b)
+				default:
+					i += plainRun(chunk[i:]) - 1
 				}
 			case b == '"':
 				inString = true
