@@ -58,7 +58,7 @@ func BenchmarkReplayExports(b *testing.B) {
 	b.Run("recorded-e2e", func(b *testing.B) {
 		dir := filepath.Join(auditData, "recorded-e2e")
 		ps, bs := loadPolicies(b, dir)
-		bench(b, gunzip(b, filepath.Join(dir, "audit.log.gz")), func(b *testing.B) *Replayer {
+		bench(b, exporttest.ReadLog(b, filepath.Join(dir, "audit.log.gz")), func(b *testing.B) *Replayer {
 			r, err := New(ps, bs)
 			if err != nil {
 				b.Fatal(err)

@@ -2,11 +2,8 @@ package replay
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
-	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -36,24 +33,6 @@ var exportScenarios = []struct {
 		return []Option{WithAdmissionPlugins(plugins)}
 	}},
 	{"recorded-e2e", func(testing.TB) []Option { return nil }},
-}
-
-func gunzip(t testing.TB, path string) []byte {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // replayBytes replays one log, given as its bytes in any format, with a scenario's policies.
@@ -95,7 +74,7 @@ func TestExportsDecideAsTheLog(t *testing.T) {
 			continue
 		}
 		dir := filepath.Join(auditData, sc.dir)
-		log := gunzip(t, filepath.Join(dir, "audit.log.gz"))
+		log := exporttest.ReadLog(t, filepath.Join(dir, "audit.log.gz"))
 		plainSum, plain := replayBytes(t, dir, "audit.log", log, sc.opts(t))
 		if len(plain) == 0 {
 			t.Fatalf("%s: no record", sc.dir)

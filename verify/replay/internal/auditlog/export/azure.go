@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
@@ -230,43 +229,20 @@ func readAzureBlob(in input, yield func(record) bool) {
 
 func readAzureEventHub(in input, yield func(record) bool) {
 	s := newScanner(in.r)
-	for msg := 1; ; msg++ {
-		if _, err := s.peek(); err != nil {
-			if err != io.EOF {
-				yield(streamStopped(err, s.line))
-			}
-			return
-		}
+	s.documents(yield, func(msg int) error {
 		where := fmt.Sprintf("message %d", msg)
-		err := s.object(func(name string) error {
+		return s.object(func(name string) error {
 			if name != "records" {
 				return s.skip()
 			}
 			return s.array(func(i int) error {
-				line := s.startLine()
 				field := fmt.Sprintf("%s records[%d]", where, i)
-				raw, err := s.value(2*in.maxLine, nil)
-				var rec record
-				var tl *errTooLong
-				switch {
-				case errors.As(err, &tl):
-					rec = record{line: line, err: recordError(field, "", err)}
-				case err != nil:
+				rec, err := s.element(2*in.maxLine, field, "", func(raw []byte, line int) record { return azureRecordOf(raw, line, field) })
+				if err != nil {
 					return err
-				default:
-					rec = azureRecordOf(raw, line, field)
 				}
-				if !yield(rec) {
-					return errStop
-				}
-				return nil
+				return send(yield, rec)
 			})
 		})
-		if err != nil {
-			if !errors.Is(err, errStop) {
-				yield(streamStopped(err, s.line))
-			}
-			return
-		}
-	}
+	})
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"time"
 
@@ -51,53 +50,30 @@ type logEvent struct {
 
 func readCloudWatch(in input, yield func(record) bool) {
 	s := newScanner(in.r)
-	for doc := 1; ; doc++ {
-		c, err := s.peek()
-		if err != nil {
-			if err != io.EOF {
-				yield(streamStopped(err, s.line))
-			}
-			return
-		}
+	s.documents(yield, func(doc int) error {
 		where := fmt.Sprintf("document %d", doc)
-		if c == '[' {
-			err = readLogEvents(s, in, where, "", yield)
-		} else {
-			err = s.object(func(name string) error {
-				if name == "events" {
-					return readLogEvents(s, in, where, "events", yield)
-				}
-				return s.skip()
-			})
+		if c, _ := s.peek(); c == '[' {
+			return readLogEvents(s, in, where, "", yield)
 		}
-		if err != nil {
-			if !errors.Is(err, errStop) {
-				yield(streamStopped(err, s.line))
+		return s.object(func(name string) error {
+			if name == "events" {
+				return readLogEvents(s, in, where, "events", yield)
 			}
-			return
-		}
-	}
+			return s.skip()
+		})
+	})
 }
 
 // readLogEvents reads an array of log events whose messages are audit events; field names
 // the array in errors.
 func readLogEvents(s *scanner, in input, where, field string, yield func(record) bool) error {
 	return s.array(func(i int) error {
-		line := s.startLine()
-		raw, err := s.value(2*in.maxLine, nil)
-		var tl *errTooLong
-		if errors.As(err, &tl) {
-			if !yield(record{line: line, err: recordError(where, fmt.Sprintf("%s[%d]", field, i), err)}) {
-				return errStop
-			}
-			return nil
-		} else if err != nil {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		rec, err := s.element(2*in.maxLine, where, f, func(raw []byte, line int) record { return logEventOf(raw, line, where, f) })
+		if err != nil {
 			return err
 		}
-		if !yield(logEventOf(raw, line, where, fmt.Sprintf("%s[%d]", field, i))) {
-			return errStop
-		}
-		return nil
+		return send(yield, rec)
 	})
 }
 
@@ -168,13 +144,7 @@ func cutTimestamp(line []byte) (time.Time, []byte, bool) {
 
 func readFirehose(in input, yield func(record) bool) {
 	s := newScanner(in.r)
-	for doc := 1; ; doc++ {
-		if _, err := s.peek(); err != nil {
-			if err != io.EOF {
-				yield(streamStopped(err, s.line))
-			}
-			return
-		}
+	s.documents(yield, func(doc int) error {
 		start := s.line
 		where := fmt.Sprintf("subscription record %d (line %d)", doc, start)
 		messageType := ""
@@ -190,26 +160,15 @@ func readFirehose(in input, yield func(record) bool) {
 				return nil
 			case "logEvents":
 				return s.array(func(i int) error {
-					line := s.startLine()
-					raw, err := s.value(2*in.maxLine, nil)
 					field := fmt.Sprintf("logEvents[%d]", i)
-					var rec record
-					var tl *errTooLong
+					rec, err := s.element(2*in.maxLine, where, field, func(raw []byte, line int) record { return logEventOf(raw, line, where, field) })
 					switch {
-					case errors.As(err, &tl):
-						rec = record{line: line, err: recordError(where, field, err)}
 					case err != nil:
 						return err
-					default:
-						rec = logEventOf(raw, line, where, field)
-					}
-					switch messageType {
-					case "":
+					case messageType == "":
 						held = append(held, rec)
-					case "DATA_MESSAGE":
-						if !yield(rec) {
-							return errStop
-						}
+					case messageType == "DATA_MESSAGE":
+						return send(yield, rec)
 					}
 					return nil
 				})
@@ -217,24 +176,20 @@ func readFirehose(in input, yield func(record) bool) {
 			return s.skip()
 		})
 		if err != nil {
-			if !errors.Is(err, errStop) {
-				yield(streamStopped(err, s.line))
-			}
-			return
+			return err
 		}
 		switch messageType {
 		case "DATA_MESSAGE":
 			for _, rec := range held {
-				if !yield(rec) {
-					return
+				if err := send(yield, rec); err != nil {
+					return err
 				}
 			}
 		case "CONTROL_MESSAGE":
 			// CloudWatch checks that the destination is reachable: no log event of the group.
 		default:
-			if !yield(record{line: start, err: recordError(where, "messageType", fmt.Errorf("%q: DATA_MESSAGE or CONTROL_MESSAGE expected", messageType))}) {
-				return
-			}
+			return send(yield, record{line: start, err: recordError(where, "messageType", fmt.Errorf("%q: DATA_MESSAGE or CONTROL_MESSAGE expected", messageType))})
 		}
-	}
+		return nil
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -55,15 +56,18 @@ const gkeLost = auditlog.LostGroups | auditlog.LostUID | auditlog.LostExtra | au
 
 // logEntry is the part of a LogEntry a replay reads.
 type logEntry struct {
-	InsertID  string            `json:"insertId"`
-	Timestamp string            `json:"timestamp"`
-	Labels    map[string]string `json:"labels"`
-	Operation *struct {
-		ID    string `json:"id"`
-		First bool   `json:"first"`
-		Last  bool   `json:"last"`
-	} `json:"operation"`
-	ProtoPayload *logPayload `json:"protoPayload"`
+	InsertID     string            `json:"insertId"`
+	Timestamp    string            `json:"timestamp"`
+	Labels       map[string]string `json:"labels"`
+	Operation    *logOperation     `json:"operation"`
+	ProtoPayload *logPayload       `json:"protoPayload"`
+}
+
+// logOperation is a LogEntryOperation: the audit ID, and which stage.
+type logOperation struct {
+	ID    string `json:"id"`
+	First bool   `json:"first"`
+	Last  bool   `json:"last"`
 }
 
 // logPayload is the part of an AuditLog payload a replay reads.
@@ -316,75 +320,27 @@ func withoutType(raw json.RawMessage) json.RawMessage {
 	if raw[0] != '{' {
 		return raw
 	}
-	return dropMember(raw, `"@type"`)
+	return dropMember(raw, "@type")
 }
 
-// dropMember is the object raw without its member of the name given (quoted, as JSON writes
-// it), and without the comma that separated it; raw as it is when it has none.
+// dropMember is the object raw without its member of the name given, and without the comma
+// that separated it; raw as it is when it has none.
 func dropMember(raw []byte, name string) []byte {
-	depth, inString, escaped := 0, false, false
-	keyAt := -1  // where the member being read begins (its name), at depth 1
-	prevEnd := 0 // where the member before it ended (its comma)
-	for i := 0; i < len(raw); i++ {
-		b := raw[i]
-		switch {
-		case escaped:
-			escaped = false
-			continue
-		case inString:
-			if b == '\\' {
-				escaped = true
-			} else if b == '"' {
-				inString = false
-			} else {
-				i += plainRun(raw[i:]) - 1
-			}
-			continue
-		}
-		switch b {
-		case '"':
-			inString = true
-			if depth == 1 && keyAt < 0 && bytes.HasPrefix(raw[i:], []byte(name)) && isKeyEnd(raw[i+len(name):]) {
-				keyAt = i
-			}
-		case '{', '[':
-			depth++
-		case '}', ']':
-			depth--
-			if depth == 0 && keyAt >= 0 {
-				return cut(raw, prevEnd, keyAt, i)
-			}
-		case ',':
-			if depth == 1 {
-				if keyAt >= 0 {
-					return cut(raw, prevEnd, keyAt, i)
-				}
-				prevEnd = i
-			}
-		}
+	keyAt, start, ok := memberAt(raw, name)
+	if !ok {
+		return raw
 	}
-	return raw
-}
-
-// isKeyEnd says whether what follows a string is the colon of a member name.
-func isKeyEnd(rest []byte) bool {
-	rest = bytes.TrimLeft(rest, " \t\r\n")
-	return len(rest) > 0 && rest[0] == ':'
-}
-
-// cut removes from raw the member that begins at key and ends before end (a comma or the
-// object's end), with one comma: the one after it, or for the last member the one before it
-// (at prevEnd, 0 when it is the first).
-func cut(raw []byte, prevEnd, key, end int) []byte {
-	out := make([]byte, 0, len(raw))
-	if raw[end] == ',' {
-		out = append(append(out, raw[:key]...), raw[end+1:]...)
-	} else if prevEnd > 0 {
-		out = append(append(out, raw[:prevEnd]...), raw[end:]...)
-	} else {
-		out = append(append(out, raw[:key]...), raw[end:]...)
+	end, ok := valueEnd(raw, start)
+	if !ok {
+		return raw
 	}
-	return out
+	// The comma after it, or else the one before it.
+	if after := skipSpace(raw, end); after < len(raw) && raw[after] == ',' {
+		end = skipSpace(raw, after+1)
+	} else if before := bytes.LastIndexByte(raw[:keyAt], ','); before >= 0 && len(bytes.TrimSpace(raw[before+1:keyAt])) == 0 {
+		keyAt = before
+	}
+	return append(append(make([]byte, 0, len(raw)-(end-keyAt)), raw[:keyAt]...), raw[end:]...)
 }
 
 func hasObject(raw json.RawMessage) bool {
@@ -399,15 +355,11 @@ func hasObject(raw json.RawMessage) bool {
 // otherwise, a failure whose code is not known.
 func gkeStatus(verb string, st *rpcStatus, response json.RawMessage) (*auditlog.Status, bool) {
 	var s struct {
-		Kind    string                  `json:"kind"`
-		Code    int32                   `json:"code"`
-		Status  string                  `json:"status"`
-		Reason  string                  `json:"reason"`
-		Message string                  `json:"message"`
-		Details *auditlog.StatusDetails `json:"details"`
+		Kind string `json:"kind"`
+		auditlog.Status
 	}
 	if k, ok := member(response, "kind"); ok && string(k) == `"Status"` && json.Unmarshal(response, &s) == nil && s.Kind == "Status" && s.Code != 0 {
-		return &auditlog.Status{Code: s.Code, Status: s.Status, Reason: s.Reason, Message: s.Message, Details: s.Details}, true
+		return &s.Status, true
 	}
 	if st == nil || st.Code == 0 {
 		if verb == "create" {
@@ -527,18 +479,10 @@ func firstByte(r *bufio.Reader) byte {
 func readGKEArray(in input, s *scanner, yield func(record) bool) {
 	rv := newReverser(yield)
 	err := s.array(func(i int) error {
-		line := s.startLine()
-		raw, err := s.value(2*in.maxLine, nil)
-		where := fmt.Sprintf("entry %d (line %d)", i, line)
-		var rec record
-		var tl *errTooLong
-		switch {
-		case errors.As(err, &tl):
-			rec = record{line: line, err: recordError(where, "", err)}
-		case err != nil:
+		where := fmt.Sprintf("entry %d (line %d)", i, s.startLine())
+		rec, err := s.element(2*in.maxLine, where, "", func(raw []byte, line int) record { return gkeRecord(raw, line, where) })
+		if err != nil {
 			return err
-		default:
-			rec = gkeRecord(raw, line, where)
 		}
 		if !rv.add(rec) {
 			return errStop
@@ -562,53 +506,65 @@ func readGKEArray(in input, s *scanner, yield func(record) bool) {
 // checked to be JSON) with encoding/json; false when it cannot, and the caller decodes the
 // entry with encoding/json, whose error it reports.
 func decodeEntry(raw []byte) (e logEntry, ok bool) {
+	// The members of an object whose members are strings, numbers or booleans (what the
+	// entry's small members hold), by name; false when one is not.
+	scalars := func(v []byte, each func(name string, v []byte) bool) bool {
+		return string(v) == "null" || eachMember(v, func(name string, v []byte) bool {
+			if v[0] == '{' || v[0] == '[' {
+				return false
+			}
+			return each(name, v)
+		})
+	}
 	str := func(v []byte, to *string) bool {
 		s, ok := unquote(v)
 		*to = string(s)
 		return ok
 	}
-	small := func(v []byte, to any) bool { return json.Unmarshal(v, to) == nil }
-	ok = eachMember(raw, func(name string, v []byte) bool {
+	member := func(raw []byte, fn func(name string, v []byte) bool) (int, bool) {
+		return walkObject(raw, 0, func(name string, _, start int) (int, bool) {
+			if name == "protoPayload" && raw[start] == '{' {
+				// Walked into once: its end is where its walk ends.
+				e.ProtoPayload = &logPayload{}
+				return walkObject(raw, start, func(name string, _, start int) (int, bool) {
+					end, ok := valueEnd(raw, start)
+					return end, ok && end > start && payload(e.ProtoPayload, name, raw[start:end])
+				})
+			}
+			end, ok := valueEnd(raw, start)
+			return end, ok && end > start && fn(name, raw[start:end])
+		})
+	}
+	_, ok = member(raw, func(name string, v []byte) bool {
 		switch name {
 		case "insertId":
 			return str(v, &e.InsertID)
 		case "timestamp":
 			return str(v, &e.Timestamp)
 		case "labels":
-			return small(v, &e.Labels)
+			e.Labels = map[string]string{}
+			return scalars(v, func(k string, v []byte) bool {
+				var s string
+				ok := str(v, &s)
+				e.Labels[k] = s
+				return ok
+			})
 		case "operation":
-			return small(v, &e.Operation)
-		case "protoPayload":
-			if string(v) == "null" {
-				return true
+			if string(v) != "null" {
+				e.Operation = &logOperation{}
 			}
-			e.ProtoPayload = &logPayload{}
-			p := e.ProtoPayload
-			return eachMember(v, func(name string, v []byte) bool {
-				switch name {
-				case "@type":
-					return str(v, &p.Type)
-				case "serviceName":
-					return str(v, &p.ServiceName)
-				case "methodName":
-					return str(v, &p.MethodName)
-				case "resourceName":
-					return str(v, &p.ResourceName)
-				case "authenticationInfo":
-					return small(v, &p.AuthenticationInfo)
-				case "requestMetadata":
-					return small(v, &p.RequestMetadata)
-				case "status":
-					return small(v, &p.Status)
-				case "request", "response":
-					if !json.Valid(v) {
-						return false
-					}
-					if name == "request" {
-						p.Request = v
+			return scalars(v, func(k string, v []byte) bool {
+				switch k {
+				case "id":
+					return str(v, &e.Operation.ID)
+				case "first", "last":
+					b, err := strconv.ParseBool(string(v))
+					if k == "first" {
+						e.Operation.First = b
 					} else {
-						p.Response = v
+						e.Operation.Last = b
 					}
+					return err == nil
 				}
 				return true
 			})
@@ -616,4 +572,39 @@ func decodeEntry(raw []byte) (e logEntry, ok bool) {
 		return true
 	})
 	return e, ok
+}
+
+// payload reads one member of an AuditLog payload into p; false when it cannot.
+func payload(p *logPayload, name string, v []byte) bool {
+	str := func(v []byte, to *string) bool {
+		s, ok := unquote(v)
+		*to = string(s)
+		return ok
+	}
+	switch name {
+	case "@type":
+		return str(v, &p.Type)
+	case "serviceName":
+		return str(v, &p.ServiceName)
+	case "methodName":
+		return str(v, &p.MethodName)
+	case "resourceName":
+		return str(v, &p.ResourceName)
+	case "authenticationInfo":
+		return string(v) == "null" || eachMember(v, func(k string, v []byte) bool {
+			return k != "principalEmail" || str(v, &p.AuthenticationInfo.PrincipalEmail)
+		})
+	case "requestMetadata":
+		return json.Unmarshal(v, &p.RequestMetadata) == nil // nested attributes
+	case "status":
+		if string(v) != "null" {
+			p.Status = &rpcStatus{}
+		}
+		return json.Unmarshal(v, p.Status) == nil // details may nest
+	case "request":
+		p.Request = v // checked with the event, by the replay's decoder
+	case "response":
+		p.Response = v
+	}
+	return true
 }

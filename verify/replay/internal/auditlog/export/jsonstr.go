@@ -2,9 +2,10 @@ package export
 
 import (
 	"bytes"
-	"encoding/binary"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
 // The envelopes of CloudWatch and Azure hold the event as a JSON string in one member of a
@@ -17,7 +18,7 @@ import (
 // memberString is the value of the member of the object obj named name, a string, decoded in
 // the pass that finds its end.
 func memberString(obj []byte, name string) ([]byte, bool) {
-	start, ok := memberAt(obj, name)
+	_, start, ok := memberAt(obj, name)
 	if !ok {
 		return nil, false
 	}
@@ -25,9 +26,9 @@ func memberString(obj []byte, name string) ([]byte, bool) {
 	return out, ok && n > 0
 }
 
-// member is the value of the member of the object obj named name (unquoted), as its bytes.
+// member is the value of the member of the object obj named name, as its bytes.
 func member(obj []byte, name string) ([]byte, bool) {
-	start, ok := memberAt(obj, name)
+	_, start, ok := memberAt(obj, name)
 	if !ok {
 		return nil, false
 	}
@@ -35,42 +36,85 @@ func member(obj []byte, name string) ([]byte, bool) {
 	return obj[start:end], ok
 }
 
-// memberAt is where the value of the member of the object obj named name begins.
-func memberAt(obj []byte, name string) (int, bool) {
-	depth, inString, escaped := 0, false, false
-	for i := 0; i < len(obj); i++ {
-		b := obj[i]
-		switch {
-		case escaped:
-			escaped = false
-			continue
-		case inString:
-			if b == '\\' {
-				escaped = true
-			} else if b == '"' {
-				inString = false
-			} else {
-				i += plainRun(obj[i:]) - 1
-			}
-			continue
+// memberAt is where the member of the object obj named name begins (its name) and where its
+// value begins.
+func memberAt(obj []byte, name string) (keyAt, start int, ok bool) {
+	eachMemberAt(obj, func(n string, k, s int) bool {
+		if n == name {
+			keyAt, start, ok = k, s, true
 		}
-		switch b {
-		case '"':
-			if depth == 1 && i+len(name)+1 < len(obj) && obj[i+len(name)+1] == '"' && string(obj[i+1:i+1+len(name)]) == name {
-				rest := obj[i+len(name)+2:]
-				trimmed := bytes.TrimLeft(rest, " \t\r\n")
-				if len(trimmed) > 0 && trimmed[0] == ':' {
-					return len(obj) - len(bytes.TrimLeft(trimmed[1:], " \t\r\n")), true
-				}
-			}
-			inString = true
-		case '{', '[':
-			depth++
-		case '}', ']':
-			depth--
-		}
+		return !ok
+	})
+	return keyAt, start, ok
+}
+
+// eachMember calls fn with the name and value of each member of the object obj, in one pass;
+// false when obj is not an object the pass can read (fn may have been called).
+func eachMember(obj []byte, fn func(name string, value []byte) bool) bool {
+	_, ok := walkObject(obj, 0, func(name string, _, start int) (int, bool) {
+		end, ok := valueEnd(obj, start)
+		return end, ok && end > start && fn(name, obj[start:end])
+	})
+	return ok
+}
+
+// eachMemberAt calls fn with the name of each member of the object obj, where the member
+// begins and where its value begins, until fn returns false; false when obj is not an
+// object it can read to its end (or fn stopped it).
+func eachMemberAt(obj []byte, fn func(name string, keyAt, start int) bool) bool {
+	_, ok := walkObject(obj, 0, func(name string, keyAt, start int) (int, bool) {
+		return -1, fn(name, keyAt, start)
+	})
+	return ok
+}
+
+// walkObject reads the object of b that begins at i (after white space), calling fn with each
+// member's name, where the member begins and where its value begins; fn returns where the
+// value ends (-1: walkObject finds it) and whether to go on. It returns where the object ends.
+func walkObject(b []byte, i int, fn func(name string, keyAt, start int) (end int, ok bool)) (int, bool) {
+	i = skipSpace(b, i)
+	if i >= len(b) || b[i] != '{' {
+		return i, false
 	}
-	return 0, false
+	for i++; ; {
+		i = skipSpace(b, i)
+		if i < len(b) && b[i] == ',' {
+			i = skipSpace(b, i+1)
+		}
+		if i >= len(b) || b[i] != '"' {
+			return i + 1, i < len(b) && b[i] == '}'
+		}
+		name, n, ok := unquotePrefix(b[i:])
+		if !ok {
+			return i, false
+		}
+		keyAt := i
+		i = skipSpace(b, i+n)
+		if i >= len(b) || b[i] != ':' {
+			return i, false
+		}
+		i = skipSpace(b, i+1)
+		end, ok := fn(string(name), keyAt, i)
+		if !ok {
+			return i, false
+		}
+		if end < 0 {
+			if end, ok = valueEnd(b, i); !ok {
+				return i, false
+			}
+		}
+		if end == i {
+			return i, false
+		}
+		i = end
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return i
 }
 
 // valueEnd is where the value that begins at start ends.
@@ -124,57 +168,38 @@ func unquote(s []byte) ([]byte, bool) {
 }
 
 // unquotePrefix decodes the JSON string b begins with, as encoding/json does, and says how
-// many bytes it had; false when b does not begin with one.
+// many bytes it had; false when b does not begin with one. It finds the string's end and
+// decodes it in one pass, copying the runs between escapes at once.
 func unquotePrefix(b []byte) ([]byte, int, bool) {
 	if len(b) < 2 || b[0] != '"' {
 		return nil, 0, false
 	}
-	// The string's end: the first quote no backslash escapes.
-	end := 1
+	var out []byte
+	i := 1
 	for {
-		end += plainRun(b[end:])
-		if end >= len(b) || b[end] < 0x20 {
+		n := plainRun(b[i:])
+		if i+n >= len(b) || b[i+n] < 0x20 {
 			return nil, 0, false
 		}
-		if b[end] == '"' {
+		if b[i+n] == '"' {
+			if out == nil {
+				out = bytes.Clone(b[1 : i+n]) // no escape: the body as it is
+			} else {
+				out = append(out, b[i:i+n]...)
+			}
+			i += n + 1
 			break
 		}
-		end += 2 // a backslash and what it escapes
-		if end > len(b) {
+		if out == nil {
+			out = make([]byte, 0, len(b))
+		}
+		out = append(out, b[i:i+n]...)
+		i += n
+		// A backslash and what it escapes.
+		if i+1 >= len(b) {
 			return nil, 0, false
 		}
-	}
-	out, ok := unescape(b[1:end])
-	return out, end + 1, ok
-}
-
-// unescape decodes the bytes between a JSON string's quotes.
-func unescape(s []byte) ([]byte, bool) {
-	i := bytes.IndexByte(s, '\\')
-	if i < 0 {
-		if !validPlain(s) {
-			return nil, false
-		}
-		return bytes.Clone(s), true
-	}
-	out := make([]byte, 0, len(s))
-	for len(s) > 0 {
-		i := bytes.IndexByte(s, '\\')
-		if i < 0 {
-			i = len(s)
-		}
-		if !validPlain(s[:i]) {
-			return nil, false
-		}
-		out = append(out, s[:i]...)
-		s = s[i:]
-		if len(s) == 0 {
-			break
-		}
-		if len(s) < 2 {
-			return nil, false
-		}
-		switch c := s[1]; c {
+		switch c := b[i+1]; c {
 		case '"', '\\', '/':
 			out = append(out, c)
 		case 'b':
@@ -188,37 +213,35 @@ func unescape(s []byte) ([]byte, bool) {
 		case 't':
 			out = append(out, '\t')
 		case 'u':
-			r, ok := hex4(s[2:])
+			r, ok := hex4(b[i+2:])
 			if !ok {
-				return nil, false
+				return nil, 0, false
 			}
-			n := 6
+			w := 6
 			if utf16.IsSurrogate(r) {
 				r2, ok2 := rune(-1), false
-				if len(s) >= 12 && s[6] == '\\' && s[7] == 'u' {
-					r2, ok2 = hex4(s[8:])
+				if i+12 <= len(b) && b[i+6] == '\\' && b[i+7] == 'u' {
+					r2, ok2 = hex4(b[i+8:])
 				}
 				if dec := utf16.DecodeRune(r, r2); ok2 && dec != utf8.RuneError {
-					r, n = dec, 12
+					r, w = dec, 12
 				} else {
 					r = utf8.RuneError
 				}
 			}
 			out = utf8.AppendRune(out, r)
-			s = s[n:]
+			i += w
 			continue
 		default:
-			return nil, false
+			return nil, 0, false
 		}
-		s = s[2:]
+		i += 2
 	}
-	return out, true
-}
-
-// validPlain says whether bytes of a string need no decoding: no quote, no control
-// character, valid UTF-8 (encoding/json replaces invalid UTF-8: the caller decodes those).
-func validPlain(s []byte) bool {
-	return plainRun(s) == len(s) && (ascii(s) || utf8.Valid(s))
+	// encoding/json replaces invalid UTF-8: the caller decodes those strings with it.
+	if !utf8.Valid(out) {
+		return nil, 0, false
+	}
+	return out, i, true
 }
 
 func hex4(s []byte) (rune, bool) {
@@ -242,94 +265,5 @@ func hex4(s []byte) (rune, bool) {
 	return r, true
 }
 
-// eachMember calls fn with the name and value of each member of the object obj, in one pass;
-// false when obj is not an object the pass can read (fn may have been called).
-func eachMember(obj []byte, fn func(name string, value []byte) bool) bool {
-	i := len(obj) - len(bytes.TrimLeft(obj, " \t\r\n"))
-	if i >= len(obj) || obj[i] != '{' {
-		return false
-	}
-	i++
-	for {
-		for i < len(obj) && (obj[i] == ' ' || obj[i] == '\t' || obj[i] == '\r' || obj[i] == '\n' || obj[i] == ',') {
-			i++
-		}
-		if i >= len(obj) {
-			return false
-		}
-		if obj[i] == '}' {
-			return true
-		}
-		end, ok := valueEnd(obj, i)
-		if !ok || obj[i] != '"' {
-			return false
-		}
-		name, ok := unquote(obj[i:end])
-		if !ok {
-			return false
-		}
-		i = end
-		for i < len(obj) && (obj[i] == ' ' || obj[i] == '\t' || obj[i] == '\r' || obj[i] == '\n') {
-			i++
-		}
-		if i >= len(obj) || obj[i] != ':' {
-			return false
-		}
-		i++
-		for i < len(obj) && (obj[i] == ' ' || obj[i] == '\t' || obj[i] == '\r' || obj[i] == '\n') {
-			i++
-		}
-		end, ok = valueEnd(obj, i)
-		if !ok || end == i {
-			return false
-		}
-		if !fn(string(name), obj[i:end]) {
-			return false
-		}
-		i = end
-	}
-}
-
-// plainRun is how many bytes at the start of b a JSON string holds as they are: up to the
-// first quote, backslash or control character. It reads eight bytes at a time.
-func plainRun(b []byte) int {
-	i := 0
-	for ; i+8 <= len(b); i += 8 {
-		if special(binary.LittleEndian.Uint64(b[i:])) {
-			break
-		}
-	}
-	for ; i < len(b); i++ {
-		if c := b[i]; c == '"' || c == '\\' || c < 0x20 {
-			return i
-		}
-	}
-	return i
-}
-
-const (
-	ones  = 0x0101010101010101
-	highs = 0x8080808080808080
-)
-
-// special says whether one of the eight bytes of x is a quote, a backslash or below 0x20.
-func special(x uint64) bool {
-	zero := func(v uint64) bool { return (v-ones)&^v&highs != 0 }
-	return zero(x^(ones*'"')) || zero(x^(ones*'\\')) || (x-ones*0x20)&^x&highs != 0
-}
-
-// ascii says whether every byte of b is below 0x80, eight at a time.
-func ascii(b []byte) bool {
-	i := 0
-	for ; i+8 <= len(b); i += 8 {
-		if binary.LittleEndian.Uint64(b[i:])&highs != 0 {
-			return false
-		}
-	}
-	for ; i < len(b); i++ {
-		if b[i] >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
-}
+// plainRun is auditlog.PlainRun: how much of b a JSON string holds as it is.
+func plainRun(b []byte) int { return auditlog.PlainRun(b) }

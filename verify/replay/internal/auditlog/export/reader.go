@@ -237,6 +237,12 @@ func (r *Reader) Next() (l auditlog.Line, ok bool) {
 			}
 			continue
 		}
+		if _, stopped := rec.err.(*auditlog.ReadError); stopped {
+			// The file ends here: the pieces held are cut before it.
+			for _, rec := range r.join.flush() {
+				r.order.push(rec)
+			}
+		}
 		r.order.push(rec)
 	}
 }

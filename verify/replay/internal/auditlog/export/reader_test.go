@@ -2,9 +2,7 @@ package export_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -27,20 +25,7 @@ var recorded = []string{"recorded-a/audit.log.gz", "recorded-e2e/audit.log.gz"}
 
 func readLog(t testing.TB, name string) []byte {
 	t.Helper()
-	f, err := os.Open(filepath.Join(auditData, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return exporttest.ReadLog(t, filepath.Join(auditData, name))
 }
 
 // line is what a test reads of a Reader's line.

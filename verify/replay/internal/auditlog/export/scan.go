@@ -2,6 +2,7 @@ package export
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -169,52 +170,38 @@ func (s *scanner) key() (string, error) {
 // object reads the object that comes next, calling member with each member's name; member
 // must read the member's value.
 func (s *scanner) object(member func(name string) error) error {
-	if err := s.expect('{', "an object"); err != nil {
-		return err
-	}
-	if c, err := s.peek(); err != nil {
-		return s.inValue(err)
-	} else if c == '}' {
-		s.readByte()
-		return nil
-	}
-	for {
+	return s.container('{', '}', "an object", func(i int) (string, error) {
 		name, err := s.key()
 		if err != nil {
-			return s.inValue(err)
+			return "", s.inValue(err)
 		}
-		if err := member(name); err != nil {
-			return err
-		}
-		c, err := s.peek()
-		if err != nil {
-			return s.inValue(err)
-		}
-		s.readByte()
-		switch c {
-		case ',':
-		case '}':
-			return nil
-		default:
-			return s.fail("',' or '}' expected after the member %q, found %s", name, quoteByte(c))
-		}
-	}
+		return fmt.Sprintf("the member %q", name), member(name)
+	})
 }
 
 // array reads the array that comes next, calling element for each element, which must read
 // it; i counts from 0.
 func (s *scanner) array(element func(i int) error) error {
-	if err := s.expect('[', "an array"); err != nil {
+	return s.container('[', ']', "an array", func(i int) (string, error) {
+		return fmt.Sprintf("element %d", i), element(i)
+	})
+}
+
+// container reads a container from open to end, calling each for its i-th part (which says
+// what it read, for an error).
+func (s *scanner) container(open, end byte, what string, each func(i int) (string, error)) error {
+	if err := s.expect(open, what); err != nil {
 		return err
 	}
 	if c, err := s.peek(); err != nil {
 		return s.inValue(err)
-	} else if c == ']' {
+	} else if c == end {
 		s.readByte()
 		return nil
 	}
 	for i := 0; ; i++ {
-		if err := element(i); err != nil {
+		part, err := each(i)
+		if err != nil {
 			return err
 		}
 		c, err := s.peek()
@@ -224,10 +211,52 @@ func (s *scanner) array(element func(i int) error) error {
 		s.readByte()
 		switch c {
 		case ',':
-		case ']':
+		case end:
 			return nil
 		default:
-			return s.fail("',' or ']' expected after element %d, found %s", i, quoteByte(c))
+			return s.fail("',' or '%c' expected after %s, found %s", end, part, quoteByte(c))
+		}
+	}
+}
+
+// element reads the next value, of at most max bytes, as the record build makes of it; a
+// longer one is the record of an error at where and field.
+func (s *scanner) element(max int, where, field string, build func(raw []byte, line int) record) (record, error) {
+	line := s.startLine()
+	raw, err := s.value(max, nil)
+	var tl *errTooLong
+	switch {
+	case errors.As(err, &tl):
+		return record{line: line, err: recordError(where, field, err)}, nil
+	case err != nil:
+		return record{}, err
+	}
+	return build(raw, line), nil
+}
+
+// send yields a record, and errStop when the reader wants no more.
+func send(yield func(record) bool, rec record) error {
+	if !yield(rec) {
+		return errStop
+	}
+	return nil
+}
+
+// documents calls each with every JSON document of the input, counted from 1, until the
+// input ends; the error that stops it (but errStop) ends the file as its record says.
+func (s *scanner) documents(yield func(record) bool, each func(doc int) error) {
+	for doc := 1; ; doc++ {
+		if _, err := s.peek(); err != nil {
+			if err != io.EOF {
+				yield(streamStopped(err, s.line))
+			}
+			return
+		}
+		if err := each(doc); err != nil {
+			if !errors.Is(err, errStop) {
+				yield(streamStopped(err, s.line))
+			}
+			return
 		}
 	}
 }
@@ -310,25 +339,23 @@ func (s *scanner) value(max int, buf []byte) ([]byte, error) {
 			return nil, s.readErr(err, true)
 		}
 		i, done := 0, false
-		for ; i < len(chunk) && !done; i++ {
-			b := chunk[i]
-			switch {
-			case escaped:
-				escaped = false
-			case inString:
-				switch {
-				case b == '\\':
-					escaped = true
-				case b == '"':
-					inString = false
+		for i < len(chunk) && !done {
+			if inString {
+				// To the quote that ends the string (what a string holds is the decoder's
+				// to check, control characters included).
+				end, found, carry := stringEnd(chunk[i:], escaped)
+				i += end
+				escaped = carry
+				if found {
+					i++
+					inString, escaped = false, false
 					done = depth == 0
-				case b < 0x20:
-					add(chunk[:i]...)
-					s.r.Discard(i)
-					return nil, s.fail("a control character (0x%02x) in a string", b)
-				default:
-					i += plainRun(chunk[i:]) - 1
 				}
+				continue
+			}
+			b := chunk[i]
+			i++
+			switch {
 			case b == '"':
 				inString = true
 			case b == '{' || b == '[':
@@ -345,6 +372,38 @@ func (s *scanner) value(max int, buf []byte) ([]byte, error) {
 		if done {
 			return s.done(out, keep, max, size)
 		}
+	}
+}
+
+// stringEnd is where the string whose bytes b follows (escaped: its last byte before b was
+// an unpaired backslash) ends: the index of its closing quote, found; or, when b does not
+// hold it, len(b), and whether b ends with an unpaired backslash. It jumps from quote to quote.
+func stringEnd(b []byte, escaped bool) (end int, found, carry bool) {
+	i := 0
+	if escaped {
+		if len(b) == 0 {
+			return 0, false, true
+		}
+		i = 1
+	}
+	for {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 {
+			n := 0
+			for k := len(b) - 1; k >= i && b[k] == '\\'; k-- {
+				n++
+			}
+			return len(b), false, n%2 == 1
+		}
+		q := i + j
+		n := 0
+		for k := q - 1; k >= i && b[k] == '\\'; k-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q, true, false
+		}
+		i = q + 1
 	}
 }
 

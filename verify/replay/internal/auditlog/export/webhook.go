@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
@@ -20,13 +19,7 @@ import (
 
 func readWebhook(in input, yield func(record) bool) {
 	s := newScanner(in.r)
-	for doc := 1; ; doc++ {
-		if _, err := s.peek(); err != nil {
-			if err != io.EOF {
-				yield(streamStopped(err, s.line))
-			}
-			return
-		}
+	s.documents(yield, func(doc int) error {
 		start := s.line
 		where := fmt.Sprintf("EventList %d (line %d)", doc, start)
 		kind, apiVersion := "", ""
@@ -46,47 +39,26 @@ func readWebhook(in input, yield func(record) bool) {
 				return nil
 			case "items":
 				return s.array(func(i int) error {
-					line := s.startLine()
-					if c, _ := s.peek(); c != '{' {
-						if err := s.skip(); err != nil {
-							return err
+					field := fmt.Sprintf("items[%d]", i)
+					rec, err := s.element(in.maxLine, where, field, func(raw []byte, line int) record {
+						if raw[0] != '{' {
+							return record{line: line, err: recordError(where, field, errors.New("not an object"))}
 						}
-						if !yield(record{line: line, err: recordError(where, fmt.Sprintf("items[%d]", i), errors.New("not an object"))}) {
-							return errStop
-						}
-						return nil
-					}
-					raw, err := s.value(in.maxLine, nil)
-					var tl *errTooLong
-					switch {
-					case errors.As(err, &tl):
-						if !yield(record{line: line, err: recordError(where, fmt.Sprintf("items[%d]", i), err)}) {
-							return errStop
-						}
-						return nil
-					case err != nil:
+						return eventRecord(raw, line, auditlog.Loss{})
+					})
+					if err != nil {
 						return err
 					}
-					if !yield(eventRecord(raw, line, auditlog.Loss{})) {
-						return errStop
-					}
-					return nil
+					return send(yield, rec)
 				})
 			}
 			return s.skip()
 		})
-		switch {
-		case errors.Is(err, errStop):
-			return
-		case err != nil:
-			yield(streamStopped(err, s.line))
-			return
-		case kind != "" && kind != "EventList" || apiVersion != "" && apiVersion != "audit.k8s.io/v1":
-			if !yield(record{line: start, err: recordError(where, "kind", fmt.Errorf("not an audit.k8s.io/v1 EventList: apiVersion %q, kind %q", apiVersion, kind))}) {
-				return
-			}
+		if err == nil && (kind != "" && kind != "EventList" || apiVersion != "" && apiVersion != "audit.k8s.io/v1") {
+			err = send(yield, record{line: start, err: recordError(where, "kind", fmt.Errorf("not an audit.k8s.io/v1 EventList: apiVersion %q, kind %q", apiVersion, kind))})
 		}
-	}
+		return err
+	})
 }
 
 // errStop ends a format's reading: the reader does not want more records.

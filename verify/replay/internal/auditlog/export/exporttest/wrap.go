@@ -15,9 +15,12 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
 	"sort"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export"
@@ -470,4 +473,24 @@ func grpcCode(code int) int {
 		return 4
 	}
 	return 13
+}
+
+// ReadLog reads a log backend's file, gzip-compressed or not, for a test: the log to wrap.
+func ReadLog(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		return b
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err = io.ReadAll(zr); err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
