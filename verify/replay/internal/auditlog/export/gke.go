@@ -129,8 +129,9 @@ func gkeRecord(raw []byte, line int, where string) record {
 	return record{data: data, line: line, at: at, loss: auditlog.Loss{Export: ExportGKE, Lost: lost}, dry: dryCheckOf(ev)}
 }
 
-// marshalEvent writes an event as JSON: its objects as the entry holds them (compacted where
-// gcloud indented them), the rest by encoding/json.
+// marshalEvent writes an event as JSON: its objects as the entry holds them (indented, as
+// gcloud prints them: the replay's decoder reads JSON whatever its white space), the rest by
+// encoding/json.
 func marshalEvent(ev *gkeEvent) ([]byte, error) {
 	objects := *ev
 	objects.RequestObject, objects.ResponseObject = nil, nil
@@ -154,16 +155,7 @@ func marshalEvent(ev *gkeEvent) ([]byte, error) {
 		if !hasObject(o.raw) {
 			continue
 		}
-		out = append(out, o.name...)
-		if bytes.ContainsAny(o.raw, "\n\r\t") {
-			var b bytes.Buffer
-			if err := json.Compact(&b, o.raw); err != nil {
-				return nil, err
-			}
-			out = append(out, b.Bytes()...)
-		} else {
-			out = append(out, o.raw...)
-		}
+		out = append(append(out, o.name...), o.raw...)
 	}
 	return append(out, head[at:]...), nil
 }
@@ -455,12 +447,30 @@ func readGKE(in input, yield func(record) bool) {
 				continue
 			}
 			where := fmt.Sprintf("entry at line %d", l.Num)
-			rec = record{data: bytes.Clone(l.Data), line: l.Num, unwrap: func(r *record) { *r = gkeRecord(r.data, r.line, where) }}
+			rec = record{data: bytes.Clone(l.Data), line: l.Num, unwrap: gkeUnwrap(where)}
 		}
 		if !yield(rec) {
 			return
 		}
 	}
+}
+
+// gkeEntryOf is the record of an entry's JSON, to unwrap (gkeRecord); with its time when
+// timed, for the reverser to tell the array's order before the entries are unwrapped.
+func gkeEntryOf(raw []byte, line int, where string, timed bool) record {
+	rec := record{data: raw, line: line, unwrap: gkeUnwrap(where), where: where}
+	if !timed {
+		return rec
+	}
+	if ts, ok := memberString(raw, "timestamp"); ok {
+		rec.at = auditlog.ParseTime(string(ts))
+	}
+	return rec
+}
+
+// gkeUnwrap maps a record's entry to its event.
+func gkeUnwrap(where string) func(*record) {
+	return func(r *record) { *r = gkeRecord(r.data, r.line, where) }
 }
 
 // firstByte is the first byte of the input that is not white space, without reading it; 0
@@ -480,7 +490,7 @@ func readGKEArray(in input, s *scanner, yield func(record) bool) {
 	rv := newReverser(yield)
 	err := s.array(func(i int) error {
 		where := fmt.Sprintf("entry %d (line %d)", i, s.startLine())
-		rec, err := s.element(2*in.maxLine, where, "", func(raw []byte, line int) record { return gkeRecord(raw, line, where) })
+		rec, err := s.element(2*in.maxLine, where, "", func(raw []byte, line int) record { return gkeEntryOf(raw, line, where, !rv.decided()) })
 		if err != nil {
 			return err
 		}

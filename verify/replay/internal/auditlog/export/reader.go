@@ -36,6 +36,9 @@ type record struct {
 	// piece, when set, says the event is a line AKS may have cut (see joiner): the Reader
 	// joins the pieces, in the file's order, after unwrap.
 	piece *pieceOf
+	// where names a GKE entry still to unwrap, for the reverser, which holds records on
+	// disk (its unwrap is gkeUnwrap(where)).
+	where string
 }
 
 // input is what a format reads: the decompressed file, with its name and the longest record

@@ -36,6 +36,9 @@ type reverser struct {
 
 func newReverser(yield func(record) bool) *reverser { return &reverser{yield: yield} }
 
+// decided says whether the reverser knows the array's order: it reads no more times.
+func (v *reverser) decided() bool { return v.falling || v.rising }
+
 // add takes the next record of the array; false when the reader wants no more.
 func (v *reverser) add(rec record) bool {
 	if v.rising {
@@ -134,7 +137,8 @@ func (v *reverser) cleanup() {
 	v.spills = nil
 }
 
-// writeSpilled writes a record: its line, time, loss, error message and data.
+// writeSpilled writes a record: its line, time, loss, error message, data and, for an entry
+// still to unwrap, where it is.
 func writeSpilled(w *bufio.Writer, rec record) {
 	var n [binary.MaxVarintLen64]byte
 	put := func(x int64) { w.Write(n[:binary.PutVarint(n[:], x)]) }
@@ -153,6 +157,7 @@ func writeSpilled(w *bufio.Writer, rec record) {
 	}
 	putBytes([]byte(msg))
 	putBytes(rec.data)
+	putBytes([]byte(rec.where)) // an entry to unwrap: its record holds the entry
 }
 
 func readSpilled(r *bufio.Reader) (record, error) {
@@ -179,7 +184,8 @@ func readSpilled(r *bufio.Reader) (record, error) {
 	export, err3 := getBytes()
 	msg, err4 := getBytes()
 	data, err5 := getBytes()
-	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
+	where, err6 := getBytes()
+	if err := errors.Join(err1, err2, err3, err4, err5, err6); err != nil {
 		return rec, fmt.Errorf("corrupt: %v", err)
 	}
 	rec.line = int(line)
@@ -191,6 +197,10 @@ func readSpilled(r *bufio.Reader) (record, error) {
 		rec.err = errors.New(string(msg))
 	} else {
 		rec.data = data
+	}
+	if len(where) > 0 {
+		rec.where = string(where)
+		rec.unwrap = gkeUnwrap(rec.where)
 	}
 	return rec, nil
 }
