@@ -167,37 +167,45 @@ func azureRecordOf(raw []byte, line int, where string) record {
 	}}
 }
 
-// azureFast reads a record's category and properties.log and pod without encoding/json;
-// false when it cannot tell.
+// azureFast reads a record's category and properties.log and pod without encoding/json, in
+// one walk of the record (the log, which is most of it, is read once); false when it cannot
+// tell.
 func azureFast(raw []byte) (azureRecord, bool) {
 	var rec azureRecord
-	c, ok := member(raw, "category")
-	if !ok {
-		return rec, false
-	}
-	category, ok := unquote(c)
-	if !ok {
-		return rec, false
-	}
-	rec.Category = string(category)
-	props, ok := member(raw, "properties")
-	if !ok || len(props) == 0 || props[0] != '{' {
-		return rec, false
-	}
-	log, ok := memberString(props, "log")
-	if !ok {
+	var log, pod []byte
+	hasLog := false
+	_, ok := walkObject(raw, 0, func(name string, _, start int) (int, bool) {
+		switch name {
+		case "category":
+			c, n, ok := unquotePrefix(raw[start:])
+			rec.Category = string(c)
+			return start + n, ok
+		case "properties":
+			return walkObject(raw, start, func(name string, _, start int) (int, bool) {
+				var n int
+				ok := true
+				switch name {
+				case "log":
+					log, n, ok = unquotePrefix(raw[start:])
+					hasLog = ok
+				case "pod":
+					pod, n, ok = unquotePrefix(raw[start:])
+				default:
+					return -1, true
+				}
+				return start + n, ok
+			})
+		}
+		return -1, true
+	})
+	if !ok || !hasLog || rec.Category == "" {
 		return rec, false
 	}
 	s := string(log)
 	rec.Properties = &struct {
 		Log *string `json:"log"`
 		Pod string  `json:"pod"`
-	}{Log: &s}
-	if p, ok := member(props, "pod"); ok {
-		if pod, ok := unquote(p); ok {
-			rec.Properties.Pod = string(pod)
-		}
-	}
+	}{Log: &s, Pod: string(pod)}
 	return rec, true
 }
 

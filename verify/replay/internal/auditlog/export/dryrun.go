@@ -3,7 +3,7 @@ package export
 import (
 	"bytes"
 	"encoding/json"
-	"hash/fnv"
+	"hash/maphash"
 
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
@@ -24,6 +24,9 @@ import (
 
 // maxDryObjects bounds the objects followed: past it, they are forgotten and followed anew.
 const maxDryObjects = 1 << 18
+
+// dryHashSeed seeds the hashes of responses: they are compared within one run only.
+var dryHashSeed = maphash.MakeSeed()
 
 // dryCheck is what an entry's event shows of a write: its object, the resourceVersion and a
 // hash of its response, its verb and request URI.
@@ -51,10 +54,8 @@ func dryCheckOf(ev *gkeEvent) *dryCheck {
 		return nil
 	}
 	r := ev.ObjectRef
-	h := fnv.New64a()
-	h.Write(ev.ResponseObject)
 	return &dryCheck{key: r.APIGroup + "/" + r.Resource + "/" + obj.GetNamespace() + "/" + obj.GetName(),
-		rv: obj.GetResourceVersion(), verb: ev.Verb, uri: ev.RequestURI, sum: h.Sum64()}
+		rv: obj.GetResourceVersion(), verb: ev.Verb, uri: ev.RequestURI, sum: maphash.Bytes(dryHashSeed, ev.ResponseObject)}
 }
 
 type dryVersion struct {
