@@ -210,29 +210,9 @@ func azureFast(raw []byte) (azureRecord, bool) {
 }
 
 func readAzureBlob(in input, yield func(record) bool) {
-	lr, _, err := auditlog.NewReader(in.file, in.r, 2*in.maxLine)
-	if err != nil {
-		yield(record{line: 1, err: &auditlog.ReadError{Err: err}})
-		return
-	}
-	for {
-		l, ok := lr.Next()
-		if !ok {
-			return
-		}
-		var rec record
-		switch {
-		case l.Err != nil:
-			rec = record{line: l.Num, err: l.Err}
-		case len(bytes.TrimSpace(l.Data)) == 0:
-			continue
-		default:
-			rec = azureRecordOf(bytes.Clone(l.Data), l.Num, fmt.Sprintf("record at line %d", l.Num))
-		}
-		if !yield(rec) {
-			return
-		}
-	}
+	readLines(in, 2*in.maxLine, yield, func(text []byte, num int) record {
+		return azureRecordOf(bytes.Clone(text), num, fmt.Sprintf("record at line %d", num))
+	})
 }
 
 func readAzureEventHub(in input, yield func(record) bool) {

@@ -98,32 +98,12 @@ func logEventRecord(raw []byte, line int, where, field string) record {
 }
 
 func readCloudWatchS3(in input, yield func(record) bool) {
-	lr, _, err := auditlog.NewReader(in.file, in.r, in.maxLine+64)
-	if err != nil {
-		yield(record{line: 1, err: &auditlog.ReadError{Err: err}})
-		return
-	}
-	for {
-		l, ok := lr.Next()
-		if !ok {
-			return
+	readLines(in, in.maxLine+64, yield, func(text []byte, num int) record {
+		if _, msg, ok := cutTimestamp(bytes.TrimRight(text, "\r\n")); ok {
+			return eventRecord(bytes.Clone(msg), num, auditlog.Loss{})
 		}
-		rec := record{line: l.Num, err: l.Err}
-		if l.Err == nil {
-			text := bytes.TrimRight(l.Data, "\r\n")
-			if len(bytes.TrimSpace(text)) == 0 {
-				continue
-			}
-			if _, msg, ok := cutTimestamp(text); ok {
-				rec = eventRecord(bytes.Clone(msg), l.Num, auditlog.Loss{})
-			} else {
-				rec.err = recordError(fmt.Sprintf("line %d", l.Num), "TIMESTAMP", errors.New(`not a line of a CloudWatch Logs export: "TIMESTAMP MESSAGE" expected`))
-			}
-		}
-		if !yield(rec) {
-			return
-		}
-	}
+		return record{line: num, err: recordError(fmt.Sprintf("line %d", num), "TIMESTAMP", errors.New(`not a line of a CloudWatch Logs export: "TIMESTAMP MESSAGE" expected`))}
+	})
 }
 
 // cutTimestamp splits a line of a CloudWatch Logs export into its timestamp (ISO 8601, or

@@ -431,28 +431,9 @@ func readGKE(in input, yield func(record) bool) {
 		readGKEArray(in, newScanner(in.r), yield)
 		return
 	}
-	lr, _, err := auditlog.NewReader(in.file, in.r, 2*in.maxLine)
-	if err != nil {
-		yield(record{line: 1, err: &auditlog.ReadError{Err: err}})
-		return
-	}
-	for {
-		l, ok := lr.Next()
-		if !ok {
-			return
-		}
-		rec := record{line: l.Num, err: l.Err}
-		if l.Err == nil {
-			if len(bytes.TrimSpace(l.Data)) == 0 {
-				continue
-			}
-			where := fmt.Sprintf("entry at line %d", l.Num)
-			rec = record{data: bytes.Clone(l.Data), line: l.Num, unwrap: gkeUnwrap(where)}
-		}
-		if !yield(rec) {
-			return
-		}
-	}
+	readLines(in, 2*in.maxLine, yield, func(text []byte, num int) record {
+		return record{data: bytes.Clone(text), line: num, unwrap: gkeUnwrap(fmt.Sprintf("entry at line %d", num))}
+	})
 }
 
 // gkeEntryOf is the record of an entry's JSON, to unwrap (gkeRecord); with its time when

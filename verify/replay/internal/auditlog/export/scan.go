@@ -8,6 +8,8 @@ import (
 	"io"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
 // scanner walks the JSON documents of an export as a stream, one structural step at a time,
@@ -240,6 +242,33 @@ func send(yield func(record) bool, rec record) error {
 		return errStop
 	}
 	return nil
+}
+
+// readLines yields the record build makes of each line of an envelope of JSON lines, of at
+// most max bytes (blank lines are skipped, a line too long or the file's end read as the log
+// backend's lines are); the line's data is valid until build returns.
+func readLines(in input, max int, yield func(record) bool, build func(text []byte, num int) record) {
+	lr, _, err := auditlog.NewReader(in.file, in.r, max)
+	if err != nil {
+		yield(record{line: 1, err: &auditlog.ReadError{Err: err}})
+		return
+	}
+	for {
+		l, ok := lr.Next()
+		if !ok {
+			return
+		}
+		rec := record{line: l.Num, err: l.Err}
+		if l.Err == nil {
+			if len(bytes.TrimSpace(l.Data)) == 0 {
+				continue
+			}
+			rec = build(l.Data, l.Num)
+		}
+		if !yield(rec) {
+			return
+		}
+	}
 }
 
 // documents calls each with every JSON document of the input, counted from 1, until the
