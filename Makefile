@@ -5,7 +5,7 @@ VAPC     := $(BIN)/vapc
 PKGS     := ./...
 # the packages whose tests have golden files and define -update (cmd/vapc's TestGoldenPackages
 # keeps the list complete)
-GOLDEN_PKGS := ./cel/schema ./cel/vap ./cmd/vapc ./policies ./verify/replay ./verify/report
+GOLDEN_PKGS := ./cel/schema ./cel/vap ./cmd/vapc ./policies ./verify/replay ./verify/replay/internal/auditlog/export ./verify/report
 
 .PHONY: all build test unit e2e e2e-tools chromium bench fuzz golden policies generate openapi verify lint check clean dist dist-linux image image-test ci-packages
 
@@ -85,6 +85,15 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzReplayLines$$' -fuzztime $(FUZZTIME) ./verify/replay
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEventFast$$' -fuzztime $(FUZZTIME) ./verify/replay/internal/auditlog
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeObject$$' -fuzztime $(FUZZTIME) ./verify/replay/internal/auditlog
+	$(GO) test -run '^$$' -fuzz '^FuzzReadWebhook$$' -fuzztime $(FUZZTIME) ./verify/replay/internal/auditlog/export
+	$(GO) test -run '^$$' -fuzz '^FuzzReadCloudWatch$$' -fuzztime $(FUZZTIME) ./verify/replay/internal/auditlog/export
+	$(GO) test -run '^$$' -fuzz '^FuzzReadCloudWatchS3$$' -fuzztime $(FUZZTIME) ./verify/replay/internal/auditlog/export
+	$(GO) test -run '^$$' -fuzz '^FuzzReadFirehose$$' -fuzztime $(FUZZTIME) ./verify/replay/internal/auditlog/export
+	$(GO) test -run '^$$' -fuzz '^FuzzReadAzureBlob$$' -fuzztime $(FUZZTIME) ./verify/replay/internal/auditlog/export
+	$(GO) test -run '^$$' -fuzz '^FuzzReadAzureEventHub$$' -fuzztime $(FUZZTIME) ./verify/replay/internal/auditlog/export
+	$(GO) test -run '^$$' -fuzz '^FuzzReadGKE$$' -fuzztime $(FUZZTIME) ./verify/replay/internal/auditlog/export
+	$(GO) test -run '^$$' -fuzz '^FuzzDetect$$' -fuzztime $(FUZZTIME) ./verify/replay/internal/auditlog/export
+	$(GO) test -run '^$$' -fuzz '^FuzzUnquote$$' -fuzztime $(FUZZTIME) ./verify/replay/internal/auditlog/export
 
 ## golden: rewrite the golden files of every package that has them
 golden:

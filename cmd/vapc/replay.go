@@ -40,6 +40,7 @@ type replayFlags struct {
 	disablePlugins string
 	quiet          bool
 	progressEvery  time.Duration
+	inputFormat    string
 }
 
 func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -72,6 +73,9 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	if f.lag < 0 {
 		return usagef("replay: --informer-lag must be 0 or more, not %s", f.lag)
+	}
+	if err := replay.CheckInputFormat(f.inputFormat); err != nil {
+		return usagef("replay: --input-format: %v", err)
 	}
 	plugins, err := replay.AdmissionPlugins(splitList(f.enablePlugins), splitList(f.disablePlugins))
 	if err != nil {
@@ -172,7 +176,7 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	var sources []replay.Source
 	for _, l := range logs {
-		s := replay.Source{Name: l}
+		s := replay.Source{Name: l, Format: f.inputFormat}
 		if l == "-" {
 			s.Reader = stdin
 		}
@@ -373,6 +377,9 @@ not a terminal; --quiet for none).`,
 	fs.meta("enable-admission-plugins", "A,B")
 	fs.StringVar(&f.disablePlugins, "disable-admission-plugins", "", "built-in admission plugins the cluster disables of kube-apiserver's defaults, comma-separated")
 	fs.meta("disable-admission-plugins", "A,B")
+	fs.StringVar(&f.inputFormat, "input-format", "auto", "how the audit logs are wrapped, detected per file by default: "+strings.Join(replay.InputFormats(), ", ")+
+		" (the log backend's lines, the webhook backend's EventLists, EKS's CloudWatch Logs, AKS's diagnostic settings, GKE's Cloud Logging: see the README, Where your audit log is)")
+	fs.choices("input-format", replay.InputFormats()...)
 	fs.Var(&f.reportRedact, "report-redact", "GROUP/RESOURCE (RESOURCE for the core group) whose values the report replaces by their sizes, as it does for secrets (repeatable)")
 	fs.meta("report-redact", "GROUP/RESOURCE")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress line on standard error")

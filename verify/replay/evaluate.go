@@ -306,6 +306,7 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 		return dec, nil
 	}
 	unknowns = append(rooted(j.prior.unknowns, j.t.op == admission.Update), b.unknowns...)
+	unknowns = append(unknowns, exportUnknowns(j.ev)...) // what an export lost (exportloss.go)
 	if u := b.req.Object; u != nil && b.objectSource != SourceResponse && (j.t.op == admission.Create || j.t.op == admission.Update) {
 		// Mutating webhooks changed the object before validating admission.
 		if why := patchRebuilt(j.ev, u); why != "" {
@@ -474,6 +475,9 @@ func (j *job) undecidable(w evalWorker) undecided {
 	if j.unsettled.is() {
 		return j.unsettled
 	}
+	if u := j.exportUndecided(); u.is() {
+		return u
+	}
 	if j.resolving.is() && w.alt == nil {
 		return j.resolving
 	}
@@ -490,6 +494,7 @@ func (r *Replayer) finish(j *job) {
 	case j.result.notMatched:
 		r.output.sum.NotMatched++
 	default:
+		explainLoss(j.result.out, j.ev) // what an export lost (exportloss.go)
 		r.output.emit(j.result.out, j.policies, j.result.dec)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/vapc-dev/vapc/verify"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 	"github.com/vapc-dev/vapc/verify/replay/internal/decide"
 )
 
@@ -181,9 +182,15 @@ func (r *Replayer) lagState(w evalWorker, j *job, u []typedWrite, evaluateOn eva
 // completed after the request was received; the log's verdicts are evidence where they can be.
 func (r *Replayer) lagWorlds(j *job, e lagEvaluation) []world {
 	received := j.ev.Received()
+	likelyReceived := received
+	if j.ev.Loss.Lost.Has(auditlog.LostReceived) {
+		// The export lost when the request was received: Received is the earliest it may
+		// have been; moments before it completed is likely, as for any request.
+		likelyReceived = auditlog.ParseTime(j.ev.StageTimestamp)
+	}
 	var concurrent []typedWrite
 	for _, tw := range e.taken {
-		if !tw.ahead && !received.IsZero() && tw.done.After(received) {
+		if !tw.ahead && !likelyReceived.IsZero() && tw.done.After(likelyReceived) {
 			concurrent = append(concurrent, tw)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export"
 )
 
 // Source is one audit log to read: a file (plain or gzip-compressed) or "-" for the reader
@@ -22,6 +23,9 @@ type Source struct {
 	Name string
 	// Reader, when set, is read instead of opening Name.
 	Reader io.Reader
+	// Format is how the log is wrapped (InputFormats): "" or "auto" detects it from its
+	// first bytes.
+	Format string
 	// Read, when set, counts the bytes read of the source as it is stored (a gzip-compressed
 	// file's compressed bytes), for a progress line's share of the input read.
 	Read *atomic.Int64
@@ -102,6 +106,9 @@ func decodeLogs(ctx context.Context, sources []Source, maxLine, workers int, pre
 							d.blank = true
 						} else {
 							d.ev, d.err = auditlog.Decode(l.Data)
+							if d.err == nil {
+								d.ev.Loss = l.Loss // what an export lost of the event
+							}
 							if d.err == nil && prepare != nil {
 								prepare(&d)
 							}
@@ -283,15 +290,14 @@ func openSource(ctx context.Context, src Source, maxLine int) (next func() (audi
 	if src.Read != nil {
 		r = countingReader{r, src.Read}
 	}
-	lr, c, err := auditlog.NewReader(src.Name, r, maxLine)
+	// The log backend's lines, or the events of a managed cluster's export as such lines.
+	lr, err := export.NewReader(src.Name, r, export.Format(src.Format), maxLine)
 	if err != nil {
 		closeFile()
 		return failed(err)
 	}
 	return lr.Next, func() {
-		if c != nil {
-			c.Close()
-		}
+		lr.Close()
 		closeFile()
 	}
 }
@@ -311,7 +317,7 @@ func inTimeOrder(sources []Source, maxLine int) (ordered []Source, reordered boo
 		if src.Reader != nil {
 			return sources, false
 		}
-		at, ok := firstEventTime(src.Name, maxLine)
+		at, ok := firstEventTime(src, maxLine)
 		if !ok {
 			return sources, false
 		}
@@ -327,8 +333,8 @@ func inTimeOrder(sources []Source, maxLine int) (ordered []Source, reordered boo
 
 // firstEventTime reads the stage time of the first of the first lines of a log that is an
 // event.
-func firstEventTime(path string, maxLine int) (time.Time, bool) {
-	next, closeSource := openSource(context.Background(), Source{Name: path}, maxLine)
+func firstEventTime(src Source, maxLine int) (time.Time, bool) {
+	next, closeSource := openSource(context.Background(), src, maxLine)
 	defer closeSource()
 	for i := 0; i < 100; i++ {
 		l, ok := next()

@@ -628,6 +628,9 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	}
 	if ev.Verb == "deletecollection" {
 		j.listed.list, j.listed.listUnknowns, j.listed.listUnknown = r.state.list(t.gvr.GroupResource(), t.namespace, ev.Received())
+		if why := exportListUnknown(ev); why != "" {
+			j.listed = listing{listUnknown: why} // exportloss.go
+		}
 		if ep.scope.publishes(policies) {
 			// It deletes each object as a DELETE does, first on the watch cache's copy.
 			j.prior.staleUnknown = r.state.recentWrite(t.gvr.GroupResource(), t.namespace, ev.Received())

@@ -325,6 +325,9 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 	if len(j.prior.unknowns) > 0 && (t.op == admission.Update || t.op == admission.Delete) {
 		unknowns.prior = rooted(knownFrom(j.prior.unknowns, objs.version, objs.uid), t.op == admission.Update)
 	}
+	// What the export the event was read from lost of the request (exportloss.go): unknown
+	// to each admission of every pass, and to the mutating policies.
+	unknowns.prior = append(unknowns.prior, exportUnknowns(ev)...)
 	mutationUnknown := r.withUnknowns(unknowns, &s, j.policies)
 	refusedByMutation := len(s.calls) == 0 && s.mutation != nil && !s.mutation.Allowed
 	if r.mutationUndecided(j, out, s, mutationUnknown, refusedByMutation) {
@@ -409,9 +412,9 @@ func servedObjects(j *job) (*jobObjects, undecided) {
 }
 
 // passUnknowns is what the replay does not know of the admissions of a pass through the
-// request pipeline: the stored object's unknown fields (prior), those of each object a
-// deletecollection listed, and with a stand-in for the old object (old), all of it and the
-// delete options derived from it.
+// request pipeline: the stored object's unknown fields and what an export lost of the
+// request (prior), those of each object a deletecollection listed, and with a stand-in for
+// the old object (old), all of it and the delete options derived from it.
 type passUnknowns struct {
 	prior  []vapccel.Unknown
 	listed map[objectKey][]vapccel.Unknown
@@ -788,7 +791,11 @@ func (r *Replayer) dependsOnUnknown(policies []string, calls []admitted) undecid
 			if !dep || r.skippedIndependently(p, c.dec, c.unknowns) {
 				continue
 			}
-			return because(ReasonUnknownField, fmt.Sprintf("policy %s reads %s, and %s is not known: %s", p, read.Path, u.Path, u.Why))
+			reason := ReasonUnknownField
+			if lostByExport(u) {
+				reason = ReasonExportLost // exportloss.go
+			}
+			return because(reason, fmt.Sprintf("policy %s reads %s, and %s is not known: %s", p, read.Path, u.Path, u.Why))
 		}
 	}
 	return undecided{}

@@ -917,6 +917,8 @@ func (s *clusterState) listedBy(gr schema.GroupResource, namespace string, ev *E
 	gr = storageOf(gr)
 	q := ev.Query()
 	switch {
+	case exportListUnknown(ev) != "":
+		return nil, nil, exportListUnknown(ev) // exportloss.go
 	case q.Get("fieldSelector") != "":
 		return nil, nil, "a field selector"
 	case q.Get("limit") != "" || q.Get("continue") != "" || q.Get("resourceVersion") != "":

@@ -79,3 +79,38 @@ func TestRedact(t *testing.T) {
 		t.Error("without WithRedact(configmaps) the ConfigMap's value is not in the report: the test of the flag proves nothing")
 	}
 }
+
+// TestRedactExports holds the report to redacting Secrets whatever envelope the log comes in:
+// an export keeps the resource of each request (GKE's maps it from the entry's resourceName),
+// which the redaction keys on.
+func TestRedactExports(t *testing.T) {
+	dir := filepath.Join("testdata", "secrets")
+	for _, name := range []string{"eks-filter-log-events.json", "gke-sink.json"} {
+		t.Run(name, func(t *testing.T) {
+			d := replayReport(t, dir, name)
+			var buf bytes.Buffer
+			if err := WriteHTML(&buf, d); err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range secretValues {
+				for _, f := range []string{v, base64.StdEncoding.EncodeToString([]byte(v))} {
+					if strings.Contains(buf.String(), f) {
+						t.Errorf("the report holds the value %q (as %q)", v, f)
+					}
+				}
+			}
+			secrets := 0
+			for _, r := range d.Requests.Rows {
+				if r.Resource == "secrets" {
+					secrets++
+					if !r.Redacted {
+						t.Errorf("line %d: a Secret's row is not redacted", r.Line)
+					}
+				}
+			}
+			if secrets == 0 {
+				t.Error("no row of a Secret: the test proves nothing")
+			}
+		})
+	}
+}

@@ -61,6 +61,9 @@ type Event struct {
 	// UserAgent is the client's User-Agent: the field manager names the manager of a write
 	// without fieldManager after it.
 	UserAgent string `json:"userAgent,omitempty"`
+	// Loss is what the export the event was read from does not carry of it (the zero Loss
+	// for a log backend's event); the reader of the export sets it on the line.
+	Loss Loss `json:"-"`
 }
 
 // ObjectRef is the object an audited request is about.
@@ -92,8 +95,12 @@ type StatusDetails struct {
 }
 
 // Received is when the apiserver received the request (the end of its last stage when the
-// event does not say); the zero time when the event has neither.
+// event does not say); the zero time when the event has neither. When the export the event was
+// read from lost it, it is the earliest the request can have been received (receivedBound).
 func (e *Event) Received() time.Time {
+	if e.Loss.Lost.Has(LostReceived) {
+		return e.receivedBound()
+	}
 	if t := ParseTime(e.RequestReceivedTimestamp); !t.IsZero() {
 		return t
 	}

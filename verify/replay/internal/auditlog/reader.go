@@ -25,7 +25,8 @@ const DefaultMaxLineBytes = 16 << 20
 
 // Line is one line of a log, or why it could not be read.
 type Line struct {
-	// File and Num say where the line is: the log's name and the line's number from 1.
+	// File and Num say where the line is: the log's name and the line's number from 1 (for
+	// an event read from an export, the line where the record that holds it begins).
 	File string
 	Num  int
 	// Data is the line, its end included; nil when Err is set.
@@ -34,6 +35,9 @@ type Line struct {
 	Size int
 	// Err is a line too long, or a *ReadError after which the log ends.
 	Err error
+	// Loss is what the export the line was read from lost of its event (the zero Loss for
+	// a log backend's line): Decode's caller sets it on the Event.
+	Loss Loss
 }
 
 // Reader reads the lines of one log with a bounded buffer, transparently decompressing gzip.

@@ -1,0 +1,136 @@
+package replay
+
+import (
+	"fmt"
+
+	"k8s.io/apiserver/pkg/admission"
+
+	vapccel "github.com/vapc-dev/vapc/cel"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+)
+
+// An event read from a managed cluster's export may lack parts of the log backend's event
+// (auditlog.Lost: GKE's entries carry the user's name but not their groups, uid or extra, nor
+// when the request was received, its audit level, the query of its URI or every HTTP code).
+// The event holds zero values in their place; the replay never decides on them:
+//
+//   - the user's groups, uid and extra, and whether the request was a dry run, are fields of
+//     request a policy reads (request.userInfo.*, request.dryRun): they are unknown fields
+//     (exportUnknowns), and a decision that reads them is indeterminate with ReasonExportLost;
+//     an authorizer check is not answered as kube-apiserver answers a member of
+//     system:masters (the rebuilt user is a member of no group), and the ReasonAuthorizer
+//     says so (explainLoss);
+//   - the received time opens every window of the replay (what ran concurrently with the
+//     request, what the informers may not have held yet) as early as the request can have
+//     been received (auditlog.Event.Received), and the indeterminate records those windows
+//     make say so (explainLoss);
+//   - the level is the lowest the event's objects allow (Metadata without objects), and the
+//     query's selectors of a deletecollection are not known (exportListUnknown);
+//   - a successful update or patch may have created its object (201): unless the State knows
+//     the object was there, the operation is not known (exportUndecided).
+
+// ReasonExportLost: the decision depends on what the export the event was read from does not
+// carry (the user's groups, uid or extra, whether it was a dry run, whether an update created
+// its object).
+const ReasonExportLost Reason = "export-lost"
+
+// exportUnknowns are the fields of the request an export lost of its event.
+func exportUnknowns(ev *Event) []vapccel.Unknown {
+	l := ev.Loss
+	if !l.Any() {
+		return nil
+	}
+	var out []vapccel.Unknown
+	for _, f := range []struct {
+		lost auditlog.Lost
+		path []string
+	}{
+		{auditlog.LostGroups, []string{"userInfo", "groups"}},
+		{auditlog.LostUID, []string{"userInfo", "uid"}},
+		{auditlog.LostExtra, []string{"userInfo", "extra"}},
+		{auditlog.LostDryRun, []string{"dryRun"}},
+	} {
+		if l.Lost.Has(f.lost) {
+			out = append(out, vapccel.Unknown{Path: vapccel.FieldPath{Root: "request", Steps: f.path}, Why: l.Of(f.lost)})
+		}
+	}
+	if l.Lost.Has(auditlog.LostQuery) {
+		// The field manager a write names in its query (fieldManager) names the managedFields
+		// entry it writes.
+		out = append(out, vapccel.Unknown{Path: objectPath("metadata", "managedFields"), Why: l.Of(auditlog.LostQuery) + " (its fieldManager)"})
+		if (ev.Verb == "delete" || ev.Verb == "deletecollection") && !hasBody(ev.RequestObject) {
+			// Delete options come from the body, or else from the query.
+			out = append(out, vapccel.Unknown{Path: vapccel.FieldPath{Root: "request", Steps: []string{"options"}}, Why: l.Of(auditlog.LostQuery) + " (delete options given as parameters)"})
+		}
+	}
+	return out
+}
+
+// lostByExport says whether an unknown field is one only an export loses: the user's
+// attributes and whether the request was a dry run, which every log backend's event carries.
+func lostByExport(u vapccel.Unknown) bool {
+	if u.Path.Root != "request" || len(u.Path.Steps) == 0 {
+		return false
+	}
+	return u.Path.Steps[0] == "userInfo" || u.Path.Steps[0] == "dryRun"
+}
+
+// exportListUnknown says why what a deletecollection deleted is not known when its export
+// lost the query, which holds its selectors; "" otherwise.
+func exportListUnknown(ev *Event) string {
+	if ev.Verb == "deletecollection" && ev.Loss.Lost.Has(auditlog.LostQuery) {
+		return ev.Loss.Of(auditlog.LostQuery) + ", which holds its label and field selectors"
+	}
+	return ""
+}
+
+// exportUndecided says why a request cannot be decided whatever the policies read: a
+// successful update or patch whose export lost its HTTP code may have created its object (201,
+// a CREATE for admission) unless the State knows the object was there before.
+func (j *job) exportUndecided() undecided {
+	ev := j.ev
+	if !ev.Loss.Lost.Has(auditlog.LostCode) || j.t.op != admission.Update || j.t.sub != "" || ev.Code() < 200 || ev.Code() >= 300 {
+		return undecided{}
+	}
+	if j.prior.found && j.prior.unknown == "" {
+		return undecided{}
+	}
+	return because(ReasonExportLost, fmt.Sprintf("%s: whether the %s created the object (201, a CREATE for admission), and the replay does not know that %s %s was there before",
+		ev.Loss.Of(auditlog.LostCode), ev.Verb, j.t.gvr.GroupResource(), joinKey(j.t.namespace, j.t.name)))
+}
+
+// lossOfReason are the parts an export may lose that a reason may rest on.
+var lossOfReason = map[Reason]auditlog.Lost{
+	ReasonOldObjectUnknown:   auditlog.LostReceived | auditlog.LostLevel | auditlog.LostQuery,
+	ReasonParamUnknown:       auditlog.LostReceived,
+	ReasonNamespaceUnknown:   auditlog.LostReceived,
+	ReasonWatchCache:         auditlog.LostReceived,
+	ReasonParamKindPending:   auditlog.LostReceived,
+	ReasonMutationUnknown:    auditlog.LostReceived | auditlog.LostGroups | auditlog.LostUID | auditlog.LostExtra | auditlog.LostDryRun,
+	ReasonUnknownField:       auditlog.LostReceived | auditlog.LostQuery,
+	ReasonNoObject:           auditlog.LostLevel,
+	ReasonStateUnknown:       auditlog.LostReceived | auditlog.LostQuery,
+	ReasonPluginInputUnknown: auditlog.LostReceived,
+	ReasonAuthorizer:         auditlog.LostGroups,
+	ReasonRebuild:            auditlog.LostQuery | auditlog.LostLevel,
+}
+
+// explainLoss names, in an indeterminate record, the export its event was read from and what
+// it does not carry that the reason may rest on: the replay held it as unknown as it can be.
+func explainLoss(out *Record, ev *Event) {
+	if out == nil || out.Decision != DecisionIndeterminate || !ev.Loss.Any() || out.Reason == ReasonExportLost {
+		return
+	}
+	lost := ev.Loss.Lost & lossOfReason[out.Reason]
+	if lost == 0 {
+		return
+	}
+	note := ev.Loss.Of(lost)
+	if lost.Has(auditlog.LostReceived) {
+		note += fmt.Sprintf(" (the replay takes the request as received %s before it completed, the most kube-apiserver's --request-timeout allows)", auditlog.MaxRequestDuration)
+	}
+	if lost.Has(auditlog.LostGroups) && out.Reason == ReasonAuthorizer {
+		note += " (whether the user is a member of system:masters, whom kube-apiserver allows every check, is not known)"
+	}
+	out.Indeterminate += "; " + note
+}

@@ -1,0 +1,237 @@
+package replay
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	gocmp "cmp"
+
+	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export/exporttest"
+)
+
+// exportScenarios are real kube-apiserver logs and the options they are replayed with.
+var exportScenarios = []struct {
+	dir  string
+	opts func(t testing.TB) []Option
+}{
+	// /work/shared/recorded/a: the server ran without the ServiceAccount plugin.
+	{"recorded-a", func(t testing.TB) []Option {
+		plugins, err := AdmissionPlugins(nil, []string{"ServiceAccount"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []Option{WithAdmissionPlugins(plugins)}
+	}},
+	{"recorded-e2e", func(testing.TB) []Option { return nil }},
+}
+
+// replayBytes replays one log, given as its bytes in any format, with a scenario's policies.
+func replayBytes(t testing.TB, dir, name string, data []byte, opts []Option) (*Summary, map[string]*Record) {
+	t.Helper()
+	ps, bs := loadPolicies(t, dir)
+	r, err := New(ps, bs, append(opts, WithCheckRecorded(true))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := map[string]*Record{}
+	sum, err := r.Run(context.Background(), []Source{{Name: name, Reader: bytes.NewReader(data)}}, func(rec *Record) error {
+		recs[rec.AuditID] = rec
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum, recs
+}
+
+var fileLine = regexp.MustCompile(`[\w.-]+:[0-9]+`)
+
+// comparable is a record without what names the file and line it was read from.
+func comparable(r *Record) string {
+	c := *r
+	c.File, c.Line = "", 0
+	b, _ := json.Marshal(c)
+	return fileLine.ReplaceAllString(string(b), "FILE:LINE")
+}
+
+// TestExportsDecideAsTheLog replays real logs as each export hands them over (exporttest,
+// detected from their bytes) and holds every record to the plain log's: the same decision,
+// results, reason and check against the log; where GKE's export lost what a decision needs,
+// the request is indeterminate and names the export, never decided otherwise.
+func TestExportsDecideAsTheLog(t *testing.T) {
+	for _, sc := range exportScenarios {
+		if testing.Short() && sc.dir != "recorded-a" {
+			continue
+		}
+		dir := filepath.Join(auditData, sc.dir)
+		log := exporttest.ReadLog(t, filepath.Join(dir, "audit.log.gz"))
+		plainSum, plain := replayBytes(t, dir, "audit.log", log, sc.opts(t))
+		if len(plain) == 0 {
+			t.Fatalf("%s: no record", sc.dir)
+		}
+		for _, f := range exporttest.Formats() {
+			t.Run(sc.dir+"/"+string(f), func(t *testing.T) {
+				data, err := exporttest.Wrap(f, log)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sum, got := replayBytes(t, dir, "export", data, sc.opts(t))
+				if sum.MalformedCount > 0 {
+					t.Fatalf("%d malformed lines: %v", sum.MalformedCount, sum.Malformed)
+				}
+				if sum.Requests != plainSum.Requests {
+					t.Errorf("%d requests, the log %d", sum.Requests, plainSum.Requests)
+				}
+				if len(sum.Disagreements) != len(plainSum.Disagreements) {
+					t.Errorf("%d disagreements with the log's verdicts, the log's replay %d: %v", len(sum.Disagreements), len(plainSum.Disagreements), sum.Disagreements)
+				}
+				gke := f == export.GKE || f == exporttest.GKESink
+				same := 0
+				for id, want := range plain {
+					rec := got[id]
+					switch {
+					case rec == nil:
+						t.Errorf("%s %s %s/%s: no record, the log's replay %s", id, want.Verb, want.Resource, want.Name, want.Decision)
+					case comparable(rec) == comparable(want):
+						same++
+					case !gke:
+						t.Errorf("%s mismatch (-log +export):\n%s", id, cmp.Diff(comparable(want), comparable(rec)))
+					case rec.Decision != DecisionIndeterminate && sameDecision(rec, want):
+						// Decided alike; what differs is what the entry does not carry (the
+						// request's dry run, the notes that name what the replay assumed).
+						same++
+					case rec.Decision != DecisionIndeterminate:
+						t.Errorf("%s %s %s/%s: decided %s, the log's replay %s (%s)", id, rec.Verb, rec.Resource, rec.Name, rec.Decision, want.Decision, want.Indeterminate)
+					case !namesExport(rec):
+						t.Errorf("%s %s %s/%s: %s, which does not name the export", id, rec.Verb, rec.Resource, rec.Name, rec.Indeterminate)
+					}
+				}
+				for id, rec := range got {
+					if plain[id] == nil && (!gke || rec.Decision != DecisionIndeterminate || !namesExport(rec)) {
+						t.Errorf("%s %s %s/%s: %s, which the log's replay does not evaluate", id, rec.Verb, rec.Resource, rec.Name, rec.Decision)
+					}
+				}
+				if same == 0 {
+					t.Errorf("no record as the log's of %d", len(plain))
+				}
+				t.Logf("%d of %d records as the log's, %d records", same, len(plain), len(got))
+			})
+		}
+	}
+}
+
+// sameDecision says whether two records give the same decision, with the same results, the
+// same refusal and the same check against the log.
+func sameDecision(a, b *Record) bool {
+	return a.Decision == b.Decision && a.Changed == b.Changed && cmp.Equal(a.Results, b.Results) &&
+		a.Code == b.Code && a.Message == b.Message && cmp.Equal(a.Disagreements, b.Disagreements) && cmp.Equal(a.AuditAnnotations, b.AuditAnnotations)
+}
+
+// namesExport says whether an indeterminate record names the export its event was read
+// from as what is missing.
+func namesExport(r *Record) bool {
+	return r.Reason == ReasonExportLost || strings.Contains(r.Indeterminate, "the "+export.ExportGKE+" export does not carry")
+}
+
+// gkeLines are the lines as GKE's log sink writes them (exporttest.GKEEntry).
+func gkeLines(t *testing.T, lines ...string) []string {
+	t.Helper()
+	var out []string
+	for _, l := range lines {
+		e, err := exporttest.GKEEntry([]byte(l), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, string(e))
+	}
+	return out
+}
+
+// TestExportLosses replays requests whose decision rests on what GKE's entries do not carry:
+// read from the log backend, each is decided; read from GKE's export, each is indeterminate,
+// with a reason that names the export, and those whose decision does not rest on it are
+// decided alike.
+func TestExportLosses(t *testing.T) {
+	t.Parallel()
+	cm := func(name string, rv string) map[string]any {
+		md := map[string]any{"name": name, "namespace": "a"}
+		if rv != "" {
+			md["resourceVersion"], md["uid"] = rv, "u-"+name
+		}
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": md, "data": map[string]any{"k": "v"}}
+	}
+	create := func(id, level string, resp map[string]any) string {
+		return timedEvent(t, levelEvent(t, id, level, "create", "configmaps", "a", "c-"+id, 201, "", cm("c-"+id, ""), resp), "01.000000", "01.010000", nil)
+	}
+	patch := func(id string) string {
+		return timedEvent(t, levelEvent(t, id, auditlog.LevelRequestResponse, "patch", "configmaps", "a", "known", 200, "", map[string]any{"data": map[string]any{"k": "w"}}, cm("known", "9")), "02.000000", "02.010000", nil)
+	}
+	tests := []struct {
+		name, expr string
+		op         admissionregistrationv1.OperationType
+		lines      []string
+		snapshot   []any
+		// plain is the decision of the log's replay (admit when empty), and decision, reason
+		// and detail the record of GKE's: what its detail holds.
+		plain    string
+		decision string
+		reason   Reason
+		detail   string
+	}{
+		{name: "groups", expr: "'system:masters' in request.userInfo.groups", op: admissionregistrationv1.Create,
+			lines:    []string{create("g1", auditlog.LevelRequestResponse, cm("c-g1", "5"))},
+			decision: DecisionIndeterminate, reason: ReasonExportLost, detail: "reads request.userInfo.groups, and request.userInfo.groups is not known: the GKE Cloud Logging export does not carry the user's groups"},
+		{name: "uid", expr: "!has(request.userInfo.uid)", op: admissionregistrationv1.Create,
+			lines:    []string{create("u1", auditlog.LevelRequestResponse, cm("c-u1", "5"))},
+			decision: DecisionIndeterminate, reason: ReasonExportLost, detail: "the GKE Cloud Logging export does not carry the user's uid"},
+		{name: "the user's name is carried", expr: "request.userInfo.username == 'admin'", op: admissionregistrationv1.Create,
+			lines:    []string{create("n1", auditlog.LevelRequestResponse, cm("c-n1", "5"))},
+			decision: DecisionAdmit},
+		{name: "a member of system:masters is allowed every check", expr: "authorizer.group('').resource('secrets').namespace('a').check('get').allowed()", op: admissionregistrationv1.Create,
+			lines:    []string{create("m1", auditlog.LevelRequestResponse, cm("c-m1", "5"))},
+			decision: DecisionIndeterminate, reason: ReasonAuthorizer, detail: "the GKE Cloud Logging export does not carry the user's groups (whether the user is a member of system:masters"},
+		{name: "a create's response shows it was no dry run", expr: "!request.dryRun", op: admissionregistrationv1.Create,
+			lines:    []string{create("d1", auditlog.LevelRequestResponse, cm("c-d1", "5"))},
+			decision: DecisionAdmit},
+		{name: "a create without response may have been a dry run", expr: "!request.dryRun", op: admissionregistrationv1.Create,
+			lines:    []string{create("d2", auditlog.LevelRequest, nil)},
+			decision: DecisionIndeterminate, reason: ReasonExportLost, detail: "the GKE Cloud Logging export does not carry whether the request was a dry run"},
+		{name: "a patch may have created its object", expr: "true", op: admissionregistrationv1.Update,
+			lines: []string{patch("p1")}, plain: DecisionIndeterminate, // old-object-unknown
+			decision: DecisionIndeterminate, reason: ReasonExportLost, detail: "the GKE Cloud Logging export does not carry the exact HTTP status code: whether the patch created the object (201, a CREATE for admission), and the replay does not know that configmaps a/known was there before"},
+		{name: "a patch of an object the snapshot holds", expr: "true", op: admissionregistrationv1.Update,
+			lines: []string{patch("p2")}, snapshot: []any{cm("known", "8")},
+			decision: DecisionAdmit},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p, b := levelPolicy("lost", "configmaps", tt.op, nil, tt.expr)
+			ps, bs := []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}
+			_, plain := replayLinesWith(t, ps, bs, tt.snapshot, tt.lines...)
+			sum, got := replayLinesWith(t, ps, bs, tt.snapshot, gkeLines(t, tt.lines...)...)
+			if sum.MalformedCount > 0 {
+				t.Fatalf("malformed: %v", sum.Malformed)
+			}
+			for id, want := range plain {
+				if want.Decision != gocmp.Or(tt.plain, DecisionAdmit) {
+					t.Fatalf("the log's replay: %s", describeRecord(want))
+				}
+				rec := got[id]
+				if rec == nil || rec.Decision != tt.decision || rec.Reason != tt.reason || !strings.Contains(rec.Indeterminate, tt.detail) {
+					t.Errorf("GKE's replay: %s, want %s %s %q", describeRecord(rec), tt.decision, tt.reason, tt.detail)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,236 @@
+package export
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+)
+
+// An AKS cluster's diagnostic setting sends the categories kube-audit (every request) and
+// kube-audit-admin (every request but get and list) of its resource logs to a storage account
+// or an event hub
+// (https://learn.microsoft.com/azure/aks/monitor-aks-reference#resource-logs). Each record has
+// Azure Monitor's common schema, {"time","resourceId","category","operationName",
+// "properties":{...}}
+// (https://learn.microsoft.com/azure/azure-monitor/essentials/resource-logs-schema); an AKS
+// control plane record's properties hold the line its container wrote in "log" (with "pod"
+// and "stream"): for kube-audit, the audit.k8s.io/v1 Event's JSON, whole, as a string.
+//
+//   - A storage account receives blobs .../y=YYYY/m=MM/d=DD/h=HH/m=00/PT1H.json, one record a
+//     line (https://learn.microsoft.com/azure/azure-monitor/essentials/resource-logs#send-to-azure-storage).
+//   - Event Hubs receives messages {"records":[RECORD, ...]}
+//     (https://learn.microsoft.com/azure/azure-monitor/essentials/resource-logs#send-to-azure-event-hubs).
+//
+// The container runtime splits a line longer than 16 KiB, and AKS sends each piece as a record
+// of its own (https://github.com/Azure/AKS/issues/4635): a piece is joined with those that
+// follow it from the same pod until the event is whole; one whose rest never comes is reported
+// where it begins. Records of other categories (kube-apiserver, guard, ...) among them are
+// not audit events: they are reported as such.
+//
+// The events lose nothing but what AKS cut: Falco's k8saudit-aks plugin reads
+// records[].properties.log the same way
+// (https://github.com/falcosecurity/plugins/tree/main/plugins/k8saudit-aks).
+
+// azureRecord is the part of a resource log record a replay reads.
+type azureRecord struct {
+	Category   string `json:"category"`
+	Properties *struct {
+		Log *string `json:"log"`
+		Pod string  `json:"pod"`
+	} `json:"properties"`
+}
+
+// maxPieces bounds the pieces held, waiting for the rest of their line: one a pod.
+const maxPieces = 64
+
+// pieceOf says which lines a record's log may continue or be continued by: those of the same
+// pod and category.
+type pieceOf struct {
+	key   string
+	where string
+}
+
+// joiner joins the pieces of the lines the container runtime split, in the file's order.
+type joiner struct {
+	maxLine int
+	pending map[string]*piece // by pod and category
+	order   []string
+}
+
+type piece struct {
+	data  []byte
+	line  int
+	where string
+}
+
+func newJoiner(maxLine int) *joiner { return &joiner{maxLine: maxLine, pending: map[string]*piece{}} }
+
+// add takes a record whose data is a log and returns the records it completes: an event, a
+// piece that is not one (cut), or nothing yet.
+func (j *joiner) add(rec record) []record {
+	log, key, line, where := rec.data, rec.piece.key, rec.line, rec.piece.where
+	var out []record
+	if p := j.pending[key]; p != nil {
+		if startsEvent(log) {
+			// A new event: the held piece's rest never came.
+			out = append(out, j.cut(key))
+		} else {
+			p.data = append(p.data, log...)
+			if len(p.data) > j.maxLine {
+				delete(j.pending, key)
+				j.forget(key)
+				return append(out, record{line: p.line, err: recordError(p.where, "properties.log", fmt.Errorf("joined from pieces, longer than %d bytes: skipped", j.maxLine))})
+			}
+			if whole(p.data) {
+				delete(j.pending, key)
+				j.forget(key)
+				return append(out, eventRecord(p.data, p.line, auditlog.Loss{}))
+			}
+			return out
+		}
+	}
+	if whole(log) || !startsEvent(log) {
+		// Whole, or not an event at all (which the decoder says).
+		return append(out, eventRecord(log, line, auditlog.Loss{}))
+	}
+	if len(j.pending) >= maxPieces {
+		out = append(out, j.cut(j.order[0]))
+	}
+	j.pending[key] = &piece{data: log, line: line, where: where}
+	j.order = append(j.order, key)
+	return out
+}
+
+// cut reports the piece held for key, whose rest is not in the export.
+func (j *joiner) cut(key string) record {
+	p := j.pending[key]
+	delete(j.pending, key)
+	j.forget(key)
+	return record{line: p.line, err: recordError(p.where, "properties.log", fmt.Errorf("an event cut after %d bytes (AKS splits lines longer than 16 KiB into records), whose rest is not in the export", len(p.data)))}
+}
+
+func (j *joiner) forget(key string) {
+	for i, k := range j.order {
+		if k == key {
+			j.order = append(j.order[:i], j.order[i+1:]...)
+			return
+		}
+	}
+}
+
+// flush reports the pieces still held at the end of the file.
+func (j *joiner) flush() []record {
+	var out []record
+	for len(j.order) > 0 {
+		out = append(out, j.cut(j.order[0]))
+	}
+	return out
+}
+
+// startsEvent says whether a log begins an audit event's JSON.
+func startsEvent(log []byte) bool {
+	return bytes.HasPrefix(bytes.TrimLeft(log, " \t\r\n"), []byte("{"))
+}
+
+// whole says whether a log is a complete JSON value: one shorter than the pieces the runtime
+// cuts is (a line's last piece has followed its first), a longer one when it is JSON.
+func whole(log []byte) bool {
+	t := bytes.TrimRight(log, " \t\r\n")
+	return len(t) > 0 && t[len(t)-1] == '}' && (len(log) < pieceBytes || json.Valid(t))
+}
+
+// pieceBytes is the length of the pieces the container runtime cuts a long line into.
+const pieceBytes = 16 << 10
+
+// azureRecordOf is the record of one resource log record's JSON, to unwrap: its log, which
+// the Reader joins with the pieces around it.
+func azureRecordOf(raw []byte, line int, where string) record {
+	return record{data: raw, line: line, unwrap: func(r *record) {
+		var rec azureRecord
+		if fast, ok := azureFast(r.data); ok {
+			rec = fast
+		} else if err := json.Unmarshal(r.data, &rec); err != nil {
+			*r = record{line: line, err: recordError(where, "", fmt.Errorf("not an Azure Monitor resource log record: %v", err))}
+			return
+		}
+		switch {
+		case rec.Category != "kube-audit" && rec.Category != "kube-audit-admin":
+			*r = record{line: line, err: recordError(where, "category", fmt.Errorf("%q is not kube-audit or kube-audit-admin: not an audit event", rec.Category))}
+		case rec.Properties == nil || rec.Properties.Log == nil:
+			*r = record{line: line, err: recordError(where, "properties.log", errors.New("missing"))}
+		default:
+			*r = record{data: []byte(*rec.Properties.Log), line: line, piece: &pieceOf{key: rec.Properties.Pod + "\x00" + rec.Category, where: where}}
+		}
+	}}
+}
+
+// azureFast reads a record's category and properties.log and pod without encoding/json, in
+// one walk of the record (the log, which is most of it, is read once); false when it cannot
+// tell.
+func azureFast(raw []byte) (azureRecord, bool) {
+	var rec azureRecord
+	var log, pod []byte
+	hasLog := false
+	_, ok := walkObject(raw, 0, func(name string, _, start int) (int, bool) {
+		switch name {
+		case "category":
+			c, n, ok := unquotePrefix(raw[start:])
+			rec.Category = string(c)
+			return start + n, ok
+		case "properties":
+			return walkObject(raw, start, func(name string, _, start int) (int, bool) {
+				var n int
+				ok := true
+				switch name {
+				case "log":
+					log, n, ok = unquotePrefix(raw[start:])
+					hasLog = ok
+				case "pod":
+					pod, n, ok = unquotePrefix(raw[start:])
+				default:
+					return -1, true
+				}
+				return start + n, ok
+			})
+		}
+		return -1, true
+	})
+	if !ok || !hasLog || rec.Category == "" {
+		return rec, false
+	}
+	s := string(log)
+	rec.Properties = &struct {
+		Log *string `json:"log"`
+		Pod string  `json:"pod"`
+	}{Log: &s, Pod: string(pod)}
+	return rec, true
+}
+
+func readAzureBlob(in input, yield func(record) bool) {
+	readLines(in, 2*in.maxLine, yield, func(text []byte, num int) record {
+		return azureRecordOf(bytes.Clone(text), num, fmt.Sprintf("record at line %d", num))
+	})
+}
+
+func readAzureEventHub(in input, yield func(record) bool) {
+	s := newScanner(in.r)
+	s.documents(yield, func(msg int) error {
+		where := fmt.Sprintf("message %d", msg)
+		return s.object(func(name string) error {
+			if name != "records" {
+				return s.skip()
+			}
+			return s.array(func(i int) error {
+				field := fmt.Sprintf("%s records[%d]", where, i)
+				rec, err := s.element(2*in.maxLine, field, "", func(raw []byte, line int) record { return azureRecordOf(raw, line, field) })
+				if err != nil {
+					return err
+				}
+				return send(yield, rec)
+			})
+		})
+	})
+}

@@ -1,0 +1,175 @@
+package export
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+)
+
+// EKS sends each control plane log to CloudWatch Logs, the audit log to the log group
+// /aws/eks/CLUSTER/cluster in streams kube-apiserver-audit-* (one a server), one log event a
+// line of the log backend: its message is the audit.k8s.io/v1 Event's JSON, whole
+// (https://docs.aws.amazon.com/eks/latest/userguide/control-plane-logs.html). CloudWatch hands
+// them over three ways, read here:
+//
+//   - FilterLogEvents, as `aws logs filter-log-events --output json` prints it (the CLI
+//     follows nextToken and prints one document): {"events":[{"logStreamName","timestamp",
+//     "message","ingestionTime","eventId"}, ...],"searchedLogStreams":[...]}; events sorted by
+//     their timestamp, the ingestion time and the PutLogEvents call
+//     (https://docs.aws.amazon.com/AmazonCloudWatchLogs/latest/APIReference/API_FilterLogEvents.html,
+//     https://docs.aws.amazon.com/AmazonCloudWatchLogs/latest/APIReference/API_FilteredLogEvent.html).
+//     Several documents one after the other (pages saved apart and concatenated), and the
+//     events array alone (--query events), are read too.
+//   - An export task to S3 (aws logs create-export-task): gzip files of lines
+//     "TIMESTAMP MESSAGE", the event's timestamp in ISO 8601, a space and the message; "time-
+//     based sorting on chunks of log data inside an exported file is not guaranteed"
+//     (https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/S3Export.html,
+//     https://docs.aws.amazon.com/AmazonCloudWatchLogs/latest/APIReference/API_CreateExportTask.html).
+//   - A subscription filter delivered by Firehose to S3: CloudWatch sends each batch as a gzip
+//     record, {"messageType":"DATA_MESSAGE","owner","logGroup","logStream",
+//     "subscriptionFilters","logEvents":[{"id","timestamp","message"}]}, with CONTROL_MESSAGEs
+//     that check the destination among them
+//     (https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/SubscriptionFilters.html), and
+//     Firehose concatenates records without a delimiter into an object, gzip-compressed once
+//     more when its own compression is on
+//     (https://docs.aws.amazon.com/firehose/latest/dev/basic-deliver.html): a stream of gzip
+//     members, of JSON objects one after the other.
+//
+// The events lose nothing: EKS's events are the log backend's.
+
+// logEvent is a CloudWatch log event: FilteredLogEvent's members and a subscription's.
+type logEvent struct {
+	Message   *string `json:"message"`
+	Timestamp *int64  `json:"timestamp"`
+}
+
+func readCloudWatch(in input, yield func(record) bool) {
+	s := newScanner(in.r)
+	s.documents(yield, func(doc int) error {
+		where := fmt.Sprintf("document %d", doc)
+		if c, _ := s.peek(); c == '[' {
+			return readLogEvents(s, in, where, "", yield)
+		}
+		return s.object(func(name string) error {
+			if name == "events" {
+				return readLogEvents(s, in, where, "events", yield)
+			}
+			return s.skip()
+		})
+	})
+}
+
+// readLogEvents reads an array of log events whose messages are audit events; field names
+// the array in errors.
+func readLogEvents(s *scanner, in input, where, field string, yield func(record) bool) error {
+	return s.array(func(i int) error {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		rec, err := s.element(2*in.maxLine, where, f, func(raw []byte, line int) record { return logEventOf(raw, line, where, f) })
+		if err != nil {
+			return err
+		}
+		return send(yield, rec)
+	})
+}
+
+// logEventOf is the record of a log event's JSON, to unwrap.
+func logEventOf(raw []byte, line int, where, field string) record {
+	return record{data: raw, line: line, unwrap: func(r *record) { *r = logEventRecord(r.data, line, where, field) }}
+}
+
+// logEventRecord is the record of a log event's JSON.
+func logEventRecord(raw []byte, line int, where, field string) record {
+	if msg, ok := memberString(raw, "message"); ok {
+		return eventRecord(msg, line, auditlog.Loss{})
+	}
+	var e logEvent
+	if err := json.Unmarshal(raw, &e); err != nil {
+		return record{line: line, err: recordError(where, field, fmt.Errorf("not a CloudWatch log event: %v", err))}
+	}
+	if e.Message == nil {
+		return record{line: line, err: recordError(where, field+".message", errors.New("missing"))}
+	}
+	return eventRecord([]byte(*e.Message), line, auditlog.Loss{})
+}
+
+func readCloudWatchS3(in input, yield func(record) bool) {
+	readLines(in, in.maxLine+64, yield, func(text []byte, num int) record {
+		if _, msg, ok := cutTimestamp(bytes.TrimRight(text, "\r\n")); ok {
+			return eventRecord(bytes.Clone(msg), num, auditlog.Loss{})
+		}
+		return record{line: num, err: recordError(fmt.Sprintf("line %d", num), "TIMESTAMP", errors.New(`not a line of a CloudWatch Logs export: "TIMESTAMP MESSAGE" expected`))}
+	})
+}
+
+// cutTimestamp splits a line of a CloudWatch Logs export into its timestamp (ISO 8601, or
+// milliseconds since the epoch) and its message.
+func cutTimestamp(line []byte) (time.Time, []byte, bool) {
+	ts, msg, ok := bytes.Cut(line, []byte(" "))
+	if !ok || len(ts) == 0 {
+		return time.Time{}, nil, false
+	}
+	if t, err := time.Parse(time.RFC3339Nano, string(ts)); err == nil {
+		return t, msg, true
+	}
+	if ms, err := strconv.ParseInt(string(ts), 10, 64); err == nil && ms > 0 {
+		return time.UnixMilli(ms), msg, true
+	}
+	return time.Time{}, nil, false
+}
+
+func readFirehose(in input, yield func(record) bool) {
+	s := newScanner(in.r)
+	s.documents(yield, func(doc int) error {
+		start := s.line
+		where := fmt.Sprintf("subscription record %d (line %d)", doc, start)
+		messageType := ""
+		var held []record // log events read before the message type
+		err := s.object(func(name string) error {
+			switch name {
+			case "messageType":
+				raw, err := s.value(64, nil)
+				if err != nil {
+					return err
+				}
+				messageType = string(bytes.Trim(raw, `"`))
+				return nil
+			case "logEvents":
+				return s.array(func(i int) error {
+					field := fmt.Sprintf("logEvents[%d]", i)
+					rec, err := s.element(2*in.maxLine, where, field, func(raw []byte, line int) record { return logEventOf(raw, line, where, field) })
+					switch {
+					case err != nil:
+						return err
+					case messageType == "":
+						held = append(held, rec)
+					case messageType == "DATA_MESSAGE":
+						return send(yield, rec)
+					}
+					return nil
+				})
+			}
+			return s.skip()
+		})
+		if err != nil {
+			return err
+		}
+		switch messageType {
+		case "DATA_MESSAGE":
+			for _, rec := range held {
+				if err := send(yield, rec); err != nil {
+					return err
+				}
+			}
+		case "CONTROL_MESSAGE":
+			// CloudWatch checks that the destination is reachable: no log event of the group.
+		default:
+			return send(yield, record{line: start, err: recordError(where, "messageType", fmt.Errorf("%q: DATA_MESSAGE or CONTROL_MESSAGE expected", messageType))})
+		}
+		return nil
+	})
+}

@@ -1,0 +1,137 @@
+package export
+
+import (
+	"bytes"
+	"unicode"
+)
+
+// detectBytes is how much of a file detection reads: the first record of every envelope names
+// its members in less, whatever the size of their values.
+const detectBytes = 64 << 10
+
+// detect tells the format of a file from its first bytes (decompressed), by the members its
+// first record names: an envelope's own members come before or between its values, and a
+// value's members are one level deeper, so that a key at its depth is the envelope's. It
+// reads no further than it needs; what it does not recognize is read as the log backend's
+// lines, whose reader says what is wrong with each.
+func detect(head []byte) Format {
+	head = bytes.TrimLeftFunc(bytes.TrimPrefix(bytes.TrimLeftFunc(head, unicode.IsSpace), []byte("\ufeff")), unicode.IsSpace)
+	if len(head) == 0 {
+		return Plain
+	}
+	switch c := head[0]; {
+	case c >= '0' && c <= '9':
+		if _, _, ok := cutTimestamp(head); ok {
+			return CloudWatchS3
+		}
+		return Plain
+	case c == '[':
+		// An array of records: gcloud's. Its first element's members say so.
+		k := keysOf(head, 2)
+		if k.has(2, "protoPayload", "insertId", "logName") {
+			return GKE
+		}
+		return Plain
+	case c != '{':
+		return Plain
+	}
+	k := keysOf(head, 3)
+	switch {
+	case k.value["kind"] == "Event" || k.has(1, "auditID") && k.has(1, "stage"):
+		return Plain
+	case k.value["kind"] == "EventList" || k.has(1, "items") && k.value["apiVersion"] == "audit.k8s.io/v1":
+		return Webhook
+	case k.has(1, "messageType", "logEvents"):
+		return Firehose
+	case k.has(1, "events") && (k.has(1, "searchedLogStreams", "nextToken") || k.has(3, "logStreamName", "eventId", "ingestionTime")):
+		return CloudWatch
+	case k.has(1, "records"):
+		return AzureEventHub
+	case k.has(1, "properties") && k.has(1, "category", "resourceId", "operationName"):
+		return AzureBlob
+	case k.has(1, "protoPayload", "insertId", "logName", "receiveTimestamp"):
+		return GKE
+	}
+	return Plain
+}
+
+// keys are the member names a prefix of a document holds, by depth (the number of
+// containers they are in: 1 for the outer object's members, 2 for those of an outer array's
+// elements, 3 for those of the elements of an outer object's array member), and the string
+// values of the outer object's members.
+type keys struct {
+	at    map[int]map[string]bool
+	value map[string]string
+}
+
+func (k keys) has(depth int, names ...string) bool {
+	for _, n := range names {
+		if k.at[depth][n] {
+			return true
+		}
+	}
+	return false
+}
+
+// keysOf walks a prefix of JSON text, which may end anywhere, noting the member names down
+// to maxDepth.
+func keysOf(b []byte, maxDepth int) keys {
+	k := keys{at: map[int]map[string]bool{}, value: map[string]string{}}
+	// containers: for each open container, whether it is an object.
+	var objects []bool
+	expectKey := false
+	lastKey := ""
+	lastKeyDepth := 0
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch c {
+		case '{':
+			objects = append(objects, true)
+			expectKey = true
+		case '[':
+			objects = append(objects, false)
+			expectKey = false
+		case '}', ']':
+			if len(objects) > 0 {
+				objects = objects[:len(objects)-1]
+			}
+			expectKey = false
+		case ',':
+			expectKey = len(objects) > 0 && objects[len(objects)-1]
+		case '"':
+			j := i + 1
+			for j < len(b) && b[j] != '"' {
+				if b[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			if j >= len(b) {
+				return k
+			}
+			s := string(b[i+1 : j])
+			depth := len(objects)
+			if expectKey {
+				if depth <= maxDepth {
+					if k.at[depth] == nil {
+						k.at[depth] = map[string]bool{}
+					}
+					k.at[depth][s] = true
+				}
+				lastKey, lastKeyDepth = s, depth
+				expectKey = false
+			} else if depth == 1 && lastKeyDepth == 1 && lastKey != "" {
+				if _, seen := k.value[lastKey]; !seen {
+					k.value[lastKey] = s
+				}
+			}
+			i = j
+		case ':':
+		default:
+			if c != ' ' && c != '\t' && c != '\r' && c != '\n' && len(objects) == 1 {
+				lastKey = "" // a number or literal value: not a string's
+			}
+		}
+	}
+	return k
+}

@@ -1,0 +1,497 @@
+// Package exporttest wraps a log backend's audit log (audit.k8s.io/v1 Event JSON lines) as
+// each export a replay reads hands it over: kube-apiserver's webhook backend, EKS's CloudWatch
+// Logs (filter-log-events, an S3 export task, a subscription through Firehose), AKS's
+// diagnostic settings (a storage account, Event Hubs) and GKE's Cloud Logging (gcloud, a log
+// sink), each as its vendor documents it (the formats' sources are named in package export),
+// with the disorder each hands events over in and what it drops. The tests of the readers and
+// of the replay read real recorded logs through it, so that a replay of an export can be held
+// to the replay of the file it was made from.
+package exporttest
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export"
+)
+
+// event is what a wrapper reads of an event.
+type event struct {
+	raw   []byte
+	stage time.Time
+	id    string
+	Stage string `json:"stage"`
+}
+
+// Wrap wraps the lines of a log backend's file in the format f, gzip-compressed where the
+// export is. Lines that are not events are dropped.
+func Wrap(f export.Format, log []byte) ([]byte, error) {
+	var evs []event
+	for _, l := range bytes.Split(log, []byte("\n")) {
+		l = bytes.TrimSpace(l)
+		if len(l) == 0 {
+			continue
+		}
+		var e struct {
+			AuditID        string `json:"auditID"`
+			Stage          string `json:"stage"`
+			StageTimestamp string `json:"stageTimestamp"`
+		}
+		if json.Unmarshal(l, &e) != nil {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, e.StageTimestamp)
+		if err != nil {
+			continue
+		}
+		evs = append(evs, event{raw: l, stage: at, id: e.AuditID, Stage: e.Stage})
+	}
+	switch f {
+	case export.Webhook:
+		return webhook(evs), nil
+	case export.CloudWatch:
+		return filterLogEvents(evs)
+	case export.CloudWatchS3:
+		return s3Export(evs)
+	case export.Firehose:
+		return firehose(evs)
+	case export.AzureBlob:
+		return azureBlob(evs)
+	case export.AzureEventHub:
+		return azureEventHub(evs)
+	case export.GKE:
+		return gkeArray(evs, true)
+	case GKESink:
+		return gkeArray(evs, false)
+	}
+	return nil, fmt.Errorf("exporttest: no wrapper for %q", f)
+}
+
+// GKESink is GKE's export as a log sink to Cloud Storage writes it (JSON lines, oldest first),
+// where export.GKE is gcloud's array, newest first.
+const GKESink export.Format = "gke-sink"
+
+// Formats are the exports Wrap makes.
+func Formats() []export.Format {
+	return []export.Format{export.Webhook, export.CloudWatch, export.CloudWatchS3, export.Firehose,
+		export.AzureBlob, export.AzureEventHub, export.GKE, GKESink}
+}
+
+// hash is a stable pseudo-random number of a string: the disorder is the same every run.
+func hash(s string) uint64 {
+	h := sha256.Sum256([]byte(s))
+	return binary.BigEndian.Uint64(h[:8])
+}
+
+// swapPairs swaps each pair of neighbouring batches: batches delivered out of order.
+func swapPairs[T any](xs []T) []T {
+	out := append([]T(nil), xs...)
+	for i := 0; i+1 < len(out); i += 2 {
+		out[i], out[i+1] = out[i+1], out[i]
+	}
+	return out
+}
+
+// batches cuts the events into batches of at most n events that span at most 30 seconds, as
+// an exporter buffers them (kube-apiserver's --audit-webhook-batch-max-wait is 30s; Firehose
+// and Event Hubs buffer for a minute or less).
+func batches(evs []event, n int) [][]event {
+	const span = 30 * time.Second
+	var out [][]event
+	start := 0
+	for i := range evs {
+		if i-start == n || evs[i].stage.Sub(evs[start].stage) > span {
+			out = append(out, evs[start:i])
+			start = i
+		}
+	}
+	if start < len(evs) {
+		out = append(out, evs[start:])
+	}
+	return out
+}
+
+func gz(b []byte) []byte {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(b)
+	zw.Close()
+	return buf.Bytes()
+}
+
+// webhook: EventLists of 17 events, one a line, the batches kept as they arrived.
+func webhook(evs []event) []byte {
+	var b bytes.Buffer
+	for _, batch := range swapPairs(batches(evs, 17)) {
+		items := make([]json.RawMessage, len(batch))
+		for i, e := range batch {
+			items[i] = e.raw
+		}
+		line, _ := json.Marshal(map[string]any{"kind": "EventList", "apiVersion": "audit.k8s.io/v1", "metadata": map[string]any{}, "items": items})
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	return b.Bytes()
+}
+
+// streamOf is the CloudWatch stream of the server that wrote an event: two servers.
+func streamOf(e event) string {
+	return fmt.Sprintf("kube-apiserver-audit-%x", hash(e.id)%2+0xa1)
+}
+
+// cloudWatchTime is the timestamp EKS gives an event's log event: when its agent read the
+// line, up to half a second after the server wrote it.
+func cloudWatchTime(e event) int64 {
+	return e.stage.Add(time.Duration(hash(e.id)%500) * time.Millisecond).UnixMilli()
+}
+
+// filterLogEvents: one document as the AWS CLI prints it (indented by 4), events sorted by
+// their CloudWatch timestamp.
+func filterLogEvents(evs []event) ([]byte, error) {
+	type fle struct {
+		LogStreamName string `json:"logStreamName"`
+		Timestamp     int64  `json:"timestamp"`
+		Message       string `json:"message"`
+		IngestionTime int64  `json:"ingestionTime"`
+		EventID       string `json:"eventId"`
+	}
+	var out []fle
+	for i, e := range evs {
+		ts := cloudWatchTime(e)
+		out = append(out, fle{streamOf(e), ts, string(e.raw), ts + 800, fmt.Sprintf("%056d", i)})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Timestamp < out[j].Timestamp })
+	streams := map[string]bool{}
+	var names []map[string]any
+	for _, e := range out {
+		if !streams[e.LogStreamName] {
+			streams[e.LogStreamName] = true
+			names = append(names, map[string]any{"logStreamName": e.LogStreamName, "searchedCompletely": true})
+		}
+	}
+	return json.MarshalIndent(map[string]any{"events": out, "searchedLogStreams": names}, "", "    ")
+}
+
+// s3Export: gzip lines "TIMESTAMP MESSAGE", chunks of 40 lines out of order.
+func s3Export(evs []event) ([]byte, error) {
+	var b bytes.Buffer
+	for _, chunk := range swapPairs(batches(evs, 40)) {
+		for _, e := range chunk {
+			fmt.Fprintf(&b, "%s %s\n", time.UnixMilli(cloudWatchTime(e)).UTC().Format("2006-01-02T15:04:05.000Z"), e.raw)
+		}
+	}
+	return gz(b.Bytes()), nil
+}
+
+// firehose: a CONTROL_MESSAGE, then DATA_MESSAGEs of 25 log events, each a gzip member of its
+// own, concatenated out of order without a delimiter, and the object gzip-compressed again.
+func firehose(evs []event) ([]byte, error) {
+	type logEvent struct {
+		ID        string `json:"id"`
+		Timestamp int64  `json:"timestamp"`
+		Message   string `json:"message"`
+	}
+	msg := func(kind, stream string, les []logEvent) []byte {
+		b, _ := json.Marshal(map[string]any{"messageType": kind, "owner": "123456789012", "logGroup": "/aws/eks/vapc/cluster",
+			"logStream": stream, "subscriptionFilters": []string{"vapc-audit"}, "logEvents": les})
+		return gz(b)
+	}
+	var b bytes.Buffer
+	b.Write(msg("CONTROL_MESSAGE", "", []logEvent{{ID: "", Timestamp: 1, Message: "CWL CONTROL MESSAGE: Checking health of destination Firehose."}}))
+	for i, batch := range swapPairs(batches(evs, 25)) {
+		var les []logEvent
+		for j, e := range batch {
+			les = append(les, logEvent{fmt.Sprintf("%056d", i*100+j), cloudWatchTime(e), string(e.raw)})
+		}
+		b.Write(msg("DATA_MESSAGE", streamOf(batch[0]), les))
+	}
+	return gz(b.Bytes()), nil
+}
+
+// azureRecord is a resource log record of an AKS cluster's kube-audit category.
+func azureRecord(e event, log string, pod string) map[string]any {
+	return map[string]any{
+		"time":          e.stage.UTC().Format(time.RFC3339Nano),
+		"resourceId":    "/SUBSCRIPTIONS/00000000-0000-0000-0000-000000000000/RESOURCEGROUPS/VAPC/PROVIDERS/MICROSOFT.CONTAINERSERVICE/MANAGEDCLUSTERS/VAPC",
+		"category":      "kube-audit",
+		"operationName": "Microsoft.ContainerService/managedClusters/diagnosticLogs/Read",
+		"properties":    map[string]any{"log": log, "stream": "stdout", "pod": pod},
+	}
+}
+
+// azurePieces are an event's records: one, or one a 16 KiB piece of a longer line.
+func azurePieces(e event) []map[string]any {
+	pod := fmt.Sprintf("kube-apiserver-%x", hash(e.id)%2+0x7c)
+	const piece = 16 << 10
+	var out []map[string]any
+	for s := string(e.raw); ; s = s[piece:] {
+		if len(s) <= piece {
+			return append(out, azureRecord(e, s, pod))
+		}
+		out = append(out, azureRecord(e, s[:piece], pod))
+	}
+}
+
+// azureBlob: a PT1H.json blob, one record a line, pairs of events out of order, long events
+// in pieces.
+func azureBlob(evs []event) ([]byte, error) {
+	var b bytes.Buffer
+	for _, batch := range swapPairs(batches(evs, 1)) {
+		for _, rec := range azurePieces(batch[0]) {
+			line, err := json.Marshal(rec)
+			if err != nil {
+				return nil, err
+			}
+			b.Write(line)
+			b.WriteByte('\n')
+		}
+	}
+	return b.Bytes(), nil
+}
+
+// azureEventHub: messages {"records":[...]} of 30 events, one a line, out of order.
+func azureEventHub(evs []event) ([]byte, error) {
+	var b bytes.Buffer
+	for _, batch := range swapPairs(batches(evs, 30)) {
+		var recs []map[string]any
+		for _, e := range batch {
+			recs = append(recs, azurePieces(e)...)
+		}
+		line, err := json.Marshal(map[string]any{"records": recs})
+		if err != nil {
+			return nil, err
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	return b.Bytes(), nil
+}
+
+// gkeArray: Cloud Logging entries, as gcloud prints them (newest, an indented array, newest
+// first) or as a sink writes them (JSON lines). GKE's audit policy logs no RequestReceived
+// stage.
+func gkeArray(evs []event, gcloud bool) ([]byte, error) {
+	started := map[string]bool{}
+	for _, e := range evs {
+		if e.Stage == "ResponseStarted" {
+			started[e.id] = true
+		}
+	}
+	var entries []json.RawMessage
+	for _, e := range evs {
+		if e.Stage == "RequestReceived" {
+			continue
+		}
+		entry, err := GKEEntry(e.raw, started[e.id])
+		if err != nil {
+			return nil, err
+		}
+		entries = append(entries, entry)
+	}
+	if !gcloud {
+		var b bytes.Buffer
+		for _, e := range entries {
+			b.Write(e)
+			b.WriteByte('\n')
+		}
+		return b.Bytes(), nil
+	}
+	for i, j := 0, len(entries)-1; i < j; i, j = i+1, j-1 {
+		entries[i], entries[j] = entries[j], entries[i]
+	}
+	return json.MarshalIndent(entries, "", "  ")
+}
+
+// GKEEntry is the Cloud Logging entry GKE writes for an event, field by field as package
+// export's GKE reader reads it back (see the field list there): what GKE does not carry (the
+// user's groups, uid and extra, the received time, the level, the query) is not in it.
+// started says the request had a ResponseStarted stage (a long-running request), whose entry
+// was its first.
+func GKEEntry(raw []byte, started bool) (json.RawMessage, error) {
+	var ev struct {
+		Level      string `json:"level"`
+		AuditID    string `json:"auditID"`
+		Stage      string `json:"stage"`
+		RequestURI string `json:"requestURI"`
+		Verb       string `json:"verb"`
+		User       struct {
+			Username string `json:"username"`
+		} `json:"user"`
+		ImpersonatedUser *struct {
+			Username string `json:"username"`
+		} `json:"impersonatedUser"`
+		SourceIPs []string `json:"sourceIPs"`
+		UserAgent string   `json:"userAgent"`
+		ObjectRef *struct {
+			Resource    string `json:"resource"`
+			Namespace   string `json:"namespace"`
+			Name        string `json:"name"`
+			APIGroup    string `json:"apiGroup"`
+			APIVersion  string `json:"apiVersion"`
+			Subresource string `json:"subresource"`
+		} `json:"objectRef"`
+		ResponseStatus *struct {
+			Code    int    `json:"code"`
+			Reason  string `json:"reason"`
+			Message string `json:"message"`
+		} `json:"responseStatus"`
+		RequestObject  json.RawMessage   `json:"requestObject"`
+		ResponseObject json.RawMessage   `json:"responseObject"`
+		StageTimestamp string            `json:"stageTimestamp"`
+		Annotations    map[string]string `json:"annotations"`
+	}
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		return nil, err
+	}
+	principal := ev.User.Username
+	if ev.ImpersonatedUser != nil {
+		principal = ev.ImpersonatedUser.Username // who admission saw
+	}
+	method, resourceName := "io.k8s."+strings.TrimPrefix(ev.Verb, "/"), ev.RequestURI
+	if r := ev.ObjectRef; r != nil && r.Resource != "" {
+		group := "core"
+		if r.APIGroup != "" {
+			group = r.APIGroup
+		}
+		// io.k8s, the group's labels last to first without k8s.io, the version, the
+		// resource, the subresource, the verb.
+		labels := strings.Split(strings.TrimSuffix(strings.TrimSuffix(group, "k8s.io"), "."), ".")
+		for i, j := 0, len(labels)-1; i < j; i, j = i+1, j-1 {
+			labels[i], labels[j] = labels[j], labels[i]
+		}
+		parts := append([]string{"io", "k8s"}, labels...)
+		parts = append(parts, r.APIVersion, r.Resource)
+		if r.Subresource != "" {
+			parts = append(parts, r.Subresource)
+		}
+		method = strings.Join(append(parts, ev.Verb), ".")
+		path := []string{group, r.APIVersion}
+		if r.Namespace != "" && r.Resource != "namespaces" {
+			path = append(path, "namespaces", r.Namespace)
+		}
+		path = append(path, r.Resource)
+		if r.Name != "" {
+			path = append(path, r.Name)
+			if r.Subresource != "" {
+				path = append(path, r.Subresource)
+			}
+		}
+		resourceName = strings.Join(path, "/")
+	}
+	// The payload's request and response are google.protobuf.Structs: an object, with a
+	// "@type" member added. A body that is not an object (a JSON patch) is not in it.
+	typed := func(raw json.RawMessage) map[string]any {
+		var o map[string]any
+		if json.Unmarshal(raw, &o) != nil || o == nil {
+			return nil
+		}
+		kind, _ := o["kind"].(string)
+		apiVersion, _ := o["apiVersion"].(string)
+		group, version, ok := strings.Cut(apiVersion, "/")
+		if !ok {
+			group, version = "core", apiVersion
+		}
+		o["@type"] = group + "/" + version + "." + kind
+		return o
+	}
+	payload := map[string]any{
+		"@type":              "type.googleapis.com/google.cloud.audit.AuditLog",
+		"authenticationInfo": map[string]any{"principalEmail": principal},
+		"methodName":         method,
+		"resourceName":       resourceName,
+		"serviceName":        "k8s.io",
+		"status":             map[string]any{},
+	}
+	if ev.ObjectRef != nil {
+		payload["authorizationInfo"] = []any{map[string]any{"granted": true, "permission": method, "resource": resourceName}}
+	}
+	meta := map[string]any{"callerSuppliedUserAgent": ev.UserAgent}
+	if len(ev.SourceIPs) > 0 {
+		meta["callerIp"] = ev.SourceIPs[0]
+	}
+	payload["requestMetadata"] = meta
+	if o := typed(ev.RequestObject); o != nil {
+		payload["request"] = o
+	}
+	if o := typed(ev.ResponseObject); o != nil {
+		payload["response"] = o
+	}
+	if s := ev.ResponseStatus; s != nil && (s.Code < 200 || s.Code >= 300) {
+		// google.rpc.Status: the gRPC code of the HTTP code, and the reason.
+		msg := s.Reason
+		if msg == "" {
+			msg = http.StatusText(s.Code)
+		}
+		payload["status"] = map[string]any{"code": grpcCode(s.Code), "message": msg}
+	}
+	entry := map[string]any{
+		"protoPayload": payload,
+		"insertId":     ev.AuditID,
+		"resource": map[string]any{"type": "k8s_cluster", "labels": map[string]any{
+			"project_id": "vapc", "location": "europe-west1", "cluster_name": "vapc"}},
+		"timestamp":        ev.StageTimestamp,
+		"severity":         "NOTICE",
+		"logName":          "projects/vapc/logs/cloudaudit.googleapis.com%2Factivity",
+		"operation":        map[string]any{"id": ev.AuditID, "producer": "k8s.io", "first": ev.Stage != "ResponseComplete" || !started, "last": ev.Stage != "ResponseStarted"},
+		"receiveTimestamp": ev.StageTimestamp,
+	}
+	if len(ev.Annotations) > 0 {
+		entry["labels"] = ev.Annotations
+	}
+	return json.Marshal(entry)
+}
+
+// grpcCode is the gRPC code google/rpc/code.proto maps an HTTP code to. It is written here
+// again, not taken from package export: the wrapper is what the reader is tested against.
+func grpcCode(code int) int {
+	switch code {
+	case 400, 422:
+		return 3
+	case 401:
+		return 16
+	case 403:
+		return 7
+	case 404:
+		return 5
+	case 409:
+		return 10
+	case 429:
+		return 8
+	case 503:
+		return 14
+	case 504:
+		return 4
+	}
+	return 13
+}
+
+// ReadLog reads a log backend's file, gzip-compressed or not, for a test: the log to wrap.
+func ReadLog(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		return b
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err = io.ReadAll(zr); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

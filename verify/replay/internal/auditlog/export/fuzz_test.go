@@ -1,0 +1,129 @@
+package export_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export/exporttest"
+)
+
+// fuzzRead reads any bytes as the format: the reader never panics, and every line is an
+// event's JSON or an error, of a line from 1; a read error ends the file; a GKE event, which
+// the reader writes, decodes or is reported as the replay's decoder reports a line that is
+// not JSON; there are not more lines than the input could hold. The seeds
+// are the first events of a recorded log wrapped in the format, and envelopes cut and broken.
+func fuzzRead(f *testing.F, format export.Format) {
+	log := readLog(f, recorded[0])
+	var short []byte
+	for i, l := range bytes.SplitAfter(log, []byte("\n")) {
+		if i == 12 {
+			break
+		}
+		short = append(short, l...)
+	}
+	wraps := []export.Format{format}
+	if format == export.GKE {
+		wraps = append(wraps, exporttest.GKESink)
+	}
+	for _, w := range wraps {
+		data, err := exporttest.Wrap(w, short)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+		f.Add(data[:len(data)/2])
+		f.Add(bytes.ReplaceAll(data, []byte(`"`), []byte(`'`)))
+	}
+	f.Add([]byte("{}"))
+	f.Add([]byte("[]"))
+	f.Add([]byte("\x1f\x8b"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := export.NewReader("fuzz", bytes.NewReader(data), format, 1<<16)
+		if err != nil {
+			return // a gzip header that does not open: the replay reports it
+		}
+		defer r.Close()
+		n := 0
+		ended := false
+		for {
+			l, ok := r.Next()
+			if !ok {
+				break
+			}
+			n++
+			if ended {
+				t.Fatalf("line %d after a read error", l.Num)
+			}
+			if l.Num < 1 {
+				t.Fatalf("line number %d", l.Num)
+			}
+			if (l.Err == nil) == (l.Data == nil) {
+				t.Fatalf("line %d: data %q and error %v", l.Num, l.Data, l.Err)
+			}
+			var re *auditlog.ReadError
+			ended = errors.As(l.Err, &re)
+			if l.Err == nil && l.Loss.Export == export.ExportGKE {
+				if _, err := auditlog.Decode(l.Data); err != nil && json.Valid(l.Data) && !strings.Contains(err.Error(), "audit.k8s.io/v1 Event") {
+					t.Fatalf("line %d: GKE's event %s does not decode: %v", l.Num, l.Data, err)
+				}
+			}
+			if n > 2*len(data)+2 {
+				t.Fatalf("%d lines from %d bytes", n, len(data))
+			}
+		}
+	})
+}
+
+func FuzzReadWebhook(f *testing.F)       { fuzzRead(f, export.Webhook) }
+func FuzzReadCloudWatch(f *testing.F)    { fuzzRead(f, export.CloudWatch) }
+func FuzzReadCloudWatchS3(f *testing.F)  { fuzzRead(f, export.CloudWatchS3) }
+func FuzzReadFirehose(f *testing.F)      { fuzzRead(f, export.Firehose) }
+func FuzzReadAzureBlob(f *testing.F)     { fuzzRead(f, export.AzureBlob) }
+func FuzzReadAzureEventHub(f *testing.F) { fuzzRead(f, export.AzureEventHub) }
+func FuzzReadGKE(f *testing.F)           { fuzzRead(f, export.GKE) }
+
+// FuzzDetect detects the format of any bytes, and reads them in it.
+func FuzzDetect(f *testing.F) {
+	for _, h := range []string{`{"kind":"Event"`, `{"records":[`, `[{"insertId":`, "2026-01-01T00:00:00Z {", `{"events":[{"logStreamName"`} {
+		f.Add([]byte(h))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := export.NewReader("fuzz", bytes.NewReader(data), export.Auto, 1<<16)
+		if err != nil {
+			return
+		}
+		defer r.Close()
+		for range 2*len(data) + 2 {
+			if _, ok := r.Next(); !ok {
+				return
+			}
+		}
+		t.Fatalf("more lines than %d bytes hold", len(data))
+	})
+}
+
+// FuzzUnquote holds the fast string decoding of the envelopes to encoding/json's: where it
+// decodes, it decodes the same.
+func FuzzUnquote(f *testing.F) {
+	for _, s := range []string{`"a"`, `"\"kind\":\"Event\""`, `"\u00e9\ud83d\ude00\/\b\f\n\r\t"`, `"\ud800x"`, "\"\xff\"", `"\u12"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, ok := export.Unquote(b)
+		if !ok {
+			return
+		}
+		var want string
+		if err := json.Unmarshal(b, &want); err != nil {
+			t.Fatalf("unquote(%q) = %q, but encoding/json: %v", b, got, err)
+		}
+		if string(got) != want {
+			t.Fatalf("unquote(%q) = %q, encoding/json %q", b, got, want)
+		}
+	})
+}

@@ -1,0 +1,601 @@
+package export
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+)
+
+// GKE writes the Kubernetes API server's audit events to Cloud Logging as Cloud Audit Logs:
+// one LogEntry an event, in the log cloudaudit.googleapis.com/activity (writes) or
+// cloudaudit.googleapis.com/data_access (reads)
+// (https://cloud.google.com/kubernetes-engine/docs/how-to/audit-logging,
+// https://cloud.google.com/kubernetes-engine/docs/concepts/audit-policy). The entry
+// (https://cloud.google.com/logging/docs/reference/v2/rest/v2/LogEntry) carries the event's
+// time (timestamp), its annotations (labels), its audit ID (operation.id, insertId) and which
+// stage it is (operation.first, operation.last), and an AuditLog payload
+// (https://cloud.google.com/logging/docs/reference/audit/auditlog/rest/Shared.Types/AuditLog)
+// of serviceName "k8s.io": methodName io.k8s.GROUP.VERSION.RESOURCE[.SUBRESOURCE].VERB,
+// resourceName GROUP/VERSION[/namespaces/NAMESPACE]/RESOURCE[/NAME[/SUBRESOURCE]] (group
+// "core" for the core group), the user's name (authenticationInfo.principalEmail), the client
+// (requestMetadata.callerIp, callerSuppliedUserAgent), the request and response objects
+// (request, response, with a "@type" member added) and the outcome as a google.rpc.Status
+// (status: its code is gRPC's, https://github.com/googleapis/googleapis/blob/master/google/rpc/code.proto).
+// `gcloud logging read --format=json` prints entries as one array, newest first unless
+// --order=asc (https://cloud.google.com/sdk/gcloud/reference/logging/read); a log sink to
+// Cloud Storage writes them as JSON lines
+// (https://cloud.google.com/logging/docs/export/storage).
+//
+// An entry is mapped to the event as far as it goes: methodName to the verb, resourceName to
+// objectRef (and the request URI, without its query), principalEmail to the user's name,
+// request and response to the objects, the status (or the Status object of the response) to
+// responseStatus, labels to annotations, operation.id (else insertId) to the audit ID,
+// timestamp to stageTimestamp. What an entry does not carry is lost (auditlog.Lost), never
+// guessed: the user's groups (and so whether they are a member of system:masters), uid and
+// extra, when the request was received, the audit level (the event's is the lowest its
+// objects allow), the query of the request URI (dryRun, fieldManager, a deletecollection's
+// selectors), and the HTTP code where neither the response nor the status names it (whether a
+// successful update or patch created its object, 201, or not). Falco's k8saudit-gke plugin
+// maps entries to events too (https://github.com/falcosecurity/plugins/tree/main/plugins/k8saudit-gke),
+// filling in what is lost with assumptions a replay cannot make.
+
+// ExportGKE names GKE's export in what a replay says of it.
+const ExportGKE = "GKE Cloud Logging"
+
+// gkeLost is what every GKE entry loses.
+const gkeLost = auditlog.LostGroups | auditlog.LostUID | auditlog.LostExtra | auditlog.LostReceived | auditlog.LostLevel | auditlog.LostQuery | auditlog.LostDryRun
+
+// logEntry is the part of a LogEntry a replay reads.
+type logEntry struct {
+	InsertID     string            `json:"insertId"`
+	Timestamp    string            `json:"timestamp"`
+	Labels       map[string]string `json:"labels"`
+	Operation    *logOperation     `json:"operation"`
+	ProtoPayload *logPayload       `json:"protoPayload"`
+}
+
+// logOperation is a LogEntryOperation: the audit ID, and which stage.
+type logOperation struct {
+	ID    string `json:"id"`
+	First bool   `json:"first"`
+	Last  bool   `json:"last"`
+}
+
+// logPayload is the part of an AuditLog payload a replay reads.
+type logPayload struct {
+	Type               string `json:"@type"`
+	ServiceName        string `json:"serviceName"`
+	MethodName         string `json:"methodName"`
+	ResourceName       string `json:"resourceName"`
+	AuthenticationInfo struct {
+		PrincipalEmail string `json:"principalEmail"`
+	} `json:"authenticationInfo"`
+	RequestMetadata struct {
+		CallerIP                string `json:"callerIp"`
+		CallerSuppliedUserAgent string `json:"callerSuppliedUserAgent"`
+	} `json:"requestMetadata"`
+	Status   *rpcStatus      `json:"status"`
+	Request  json.RawMessage `json:"request"`
+	Response json.RawMessage `json:"response"`
+}
+
+// rpcStatus is a google.rpc.Status.
+type rpcStatus struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+// gkeEvent is the audit.k8s.io/v1 Event an entry maps to.
+type gkeEvent struct {
+	Kind       string `json:"kind"`
+	APIVersion string `json:"apiVersion"`
+	Level      string `json:"level"`
+	AuditID    string `json:"auditID"`
+	Stage      string `json:"stage"`
+	RequestURI string `json:"requestURI"`
+	Verb       string `json:"verb"`
+	User       struct {
+		Username string `json:"username"`
+	} `json:"user"`
+	SourceIPs      []string            `json:"sourceIPs,omitempty"`
+	UserAgent      string              `json:"userAgent,omitempty"`
+	ObjectRef      *auditlog.ObjectRef `json:"objectRef,omitempty"`
+	ResponseStatus *auditlog.Status    `json:"responseStatus,omitempty"`
+	RequestObject  json.RawMessage     `json:"requestObject,omitempty"`
+	ResponseObject json.RawMessage     `json:"responseObject,omitempty"`
+	StageTimestamp string              `json:"stageTimestamp"`
+	Annotations    map[string]string   `json:"annotations,omitempty"`
+}
+
+// gkeRecord maps one entry's JSON to the record of its event.
+func gkeRecord(raw []byte, line int, where string) record {
+	ev, at, lost, field, err := mapGKE(raw)
+	if err != nil {
+		return record{line: line, err: recordError(where, field, err)}
+	}
+	data, err := marshalEvent(ev)
+	if err != nil {
+		return record{line: line, err: recordError(where, "", err)}
+	}
+	return record{data: data, line: line, at: at, loss: auditlog.Loss{Export: ExportGKE, Lost: lost}, dry: dryCheckOf(ev)}
+}
+
+// marshalEvent writes an event as JSON: its objects as the entry holds them (indented, as
+// gcloud prints them: the replay's decoder reads JSON whatever its white space), the rest by
+// encoding/json.
+func marshalEvent(ev *gkeEvent) ([]byte, error) {
+	objects := *ev
+	objects.RequestObject, objects.ResponseObject = nil, nil
+	head, err := json.Marshal(&objects)
+	if err != nil {
+		return nil, err
+	}
+	if !hasObject(ev.RequestObject) && !hasObject(ev.ResponseObject) {
+		return head, nil
+	}
+	at := bytes.Index(head, []byte(`,"stageTimestamp":`))
+	if at < 0 {
+		return nil, errors.New("no stageTimestamp") // not reached: the struct writes it
+	}
+	out := make([]byte, 0, len(head)+len(ev.RequestObject)+len(ev.ResponseObject)+40)
+	out = append(out, head[:at]...)
+	for _, o := range []struct {
+		name string
+		raw  json.RawMessage
+	}{{`,"requestObject":`, ev.RequestObject}, {`,"responseObject":`, ev.ResponseObject}} {
+		if !hasObject(o.raw) {
+			continue
+		}
+		out = append(append(out, o.name...), o.raw...)
+	}
+	return append(out, head[at:]...), nil
+}
+
+// mapGKE maps an entry to its event; field names the entry's member an error is about.
+func mapGKE(raw []byte) (ev *gkeEvent, at time.Time, lost auditlog.Lost, field string, err error) {
+	e, ok := decodeEntry(raw)
+	if !ok {
+		if err := json.Unmarshal(raw, &e); err != nil {
+			return nil, at, 0, "", fmt.Errorf("not a Cloud Logging LogEntry: %v", err)
+		}
+	}
+	p := e.ProtoPayload
+	switch {
+	case p == nil:
+		return nil, at, 0, "protoPayload", errors.New("missing: not a Cloud Audit Logs entry")
+	case p.Type != "" && p.Type != "type.googleapis.com/google.cloud.audit.AuditLog":
+		return nil, at, 0, "protoPayload.@type", fmt.Errorf("%q is not type.googleapis.com/google.cloud.audit.AuditLog", p.Type)
+	case p.ServiceName != "k8s.io":
+		return nil, at, 0, "protoPayload.serviceName", fmt.Errorf("%q is not k8s.io: not an audit event of the Kubernetes API server (filter the export with protoPayload.serviceName=\"k8s.io\")", p.ServiceName)
+	}
+	at, err = time.Parse(time.RFC3339Nano, e.Timestamp)
+	if err != nil {
+		return nil, at, 0, "timestamp", fmt.Errorf("%q is not an RFC 3339 time", e.Timestamp)
+	}
+	ev = &gkeEvent{Kind: "Event", APIVersion: "audit.k8s.io/v1", Stage: auditlog.StageResponseComplete,
+		StageTimestamp: at.UTC().Format(time.RFC3339Nano), Annotations: e.Labels}
+	ev.AuditID = e.InsertID
+	if o := e.Operation; o != nil {
+		if o.ID != "" {
+			ev.AuditID = o.ID
+		}
+		if o.First && !o.Last {
+			ev.Stage = auditlog.StageResponseStarted
+		}
+	}
+	if ev.AuditID == "" {
+		return nil, at, 0, "operation.id", errors.New("missing, and so is insertId: no audit ID")
+	}
+	ev.User.Username = p.AuthenticationInfo.PrincipalEmail
+	if p.RequestMetadata.CallerIP != "" {
+		ev.SourceIPs = []string{p.RequestMetadata.CallerIP}
+	}
+	ev.UserAgent = p.RequestMetadata.CallerSuppliedUserAgent
+	verb, ref, uri, field, err := mapResource(p.MethodName, p.ResourceName)
+	if err != nil {
+		return nil, at, 0, field, err
+	}
+	ev.Verb, ev.ObjectRef, ev.RequestURI = verb, ref, uri
+	ev.RequestObject = withoutType(p.Request)
+	ev.ResponseObject = withoutType(p.Response)
+	switch {
+	case hasObject(ev.ResponseObject):
+		ev.Level = auditlog.LevelRequestResponse
+	case hasObject(ev.RequestObject):
+		ev.Level = auditlog.LevelRequest
+	default:
+		ev.Level = auditlog.LevelMetadata
+	}
+	lost = gkeLost
+	var exact bool
+	ev.ResponseStatus, exact = gkeStatus(verb, p.Status, ev.ResponseObject)
+	if !exact {
+		lost |= auditlog.LostCode
+	}
+	return ev, at, lost, "", nil
+}
+
+var versionSegment = regexp.MustCompile(`^v[0-9]+((alpha|beta)[0-9]+)?$`)
+
+// mapResource reads the verb, the object reference and the request URI from an entry's
+// methodName and resourceName.
+func mapResource(method, name string) (verb string, ref *auditlog.ObjectRef, uri, field string, err error) {
+	if !strings.HasPrefix(method, "io.k8s.") {
+		return "", nil, "", "protoPayload.methodName", fmt.Errorf("%q is not a Kubernetes API method (io.k8s.GROUP.VERSION.RESOURCE.VERB)", method)
+	}
+	segs := strings.Split(strings.TrimPrefix(method, "io.k8s."), ".")
+	verb = segs[len(segs)-1]
+	v := -1
+	for i := len(segs) - 3; i >= 0; i-- {
+		if versionSegment.MatchString(segs[i]) {
+			v = i
+			break
+		}
+	}
+	if v < 0 || strings.HasPrefix(name, "/") {
+		// A request for no resource (a non-resource URL): its path, as the event's URI.
+		if name == "" || !strings.HasPrefix(name, "/") {
+			return "", nil, "", "protoPayload.methodName", fmt.Errorf("%q names no resource, and resourceName %q no path", method, name)
+		}
+		return verb, nil, name, "", nil
+	}
+	resource := segs[v+1]
+	sub := ""
+	if v+3 < len(segs) {
+		sub = strings.Join(segs[v+2:len(segs)-1], ".")
+	}
+	parts := strings.Split(name, "/")
+	if len(parts) < 3 || parts[1] != segs[v] {
+		return "", nil, "", "protoPayload.resourceName", fmt.Errorf("%q is not GROUP/%s/...: it does not match methodName %q", name, segs[v], method)
+	}
+	ref = &auditlog.ObjectRef{Resource: resource, APIVersion: parts[1], Subresource: sub}
+	if parts[0] != "core" {
+		ref.APIGroup = parts[0]
+	}
+	rest := parts[2:]
+	if resource != "namespaces" && rest[0] == "namespaces" && len(rest) >= 3 {
+		ref.Namespace, rest = rest[1], rest[2:]
+	}
+	if rest[0] != resource || len(rest) > 3 {
+		return "", nil, "", "protoPayload.resourceName", fmt.Errorf("%q does not name the resource %s of methodName %q", name, resource, method)
+	}
+	if len(rest) > 1 {
+		ref.Name = rest[1]
+	}
+	if len(rest) > 2 {
+		if sub != "" && rest[2] != sub {
+			return "", nil, "", "protoPayload.resourceName", fmt.Errorf("%q names the subresource %s, methodName %q %s", name, rest[2], method, sub)
+		}
+		ref.Subresource = rest[2]
+	}
+	// A create is sent to its collection (its objectRef names the object it creates), but
+	// for a subresource's (an eviction, a binding, a TokenRequest); a list or a watch too (its
+	// objectRef names the object a field selector on metadata.name picks).
+	inPath := ref.Name != "" && (verb != "create" || ref.Subresource != "") && verb != "list" && verb != "watch"
+	if resource == "namespaces" && inPath {
+		ref.Namespace = ref.Name // as kube-apiserver's request info gives it
+	}
+	var b strings.Builder
+	if ref.APIGroup == "" {
+		b.WriteString("/api/" + ref.APIVersion)
+	} else {
+		b.WriteString("/apis/" + ref.APIGroup + "/" + ref.APIVersion)
+	}
+	if ref.Namespace != "" && resource != "namespaces" {
+		b.WriteString("/namespaces/" + ref.Namespace)
+	}
+	b.WriteString("/" + resource)
+	if inPath {
+		b.WriteString("/" + ref.Name)
+	}
+	if ref.Subresource != "" {
+		b.WriteString("/" + ref.Subresource)
+	}
+	return verb, ref, b.String(), "", nil
+}
+
+// withoutType is an object of a payload without the "@type" member Cloud Logging adds.
+func withoutType(raw json.RawMessage) json.RawMessage {
+	raw = bytes.TrimSpace(raw)
+	if !hasObject(raw) {
+		return nil
+	}
+	if raw[0] != '{' {
+		return raw
+	}
+	return dropMember(raw, "@type")
+}
+
+// dropMember is the object raw without its member of the name given, and without the comma
+// that separated it; raw as it is when it has none.
+func dropMember(raw []byte, name string) []byte {
+	keyAt, start, ok := memberAt(raw, name)
+	if !ok {
+		return raw
+	}
+	end, ok := valueEnd(raw, start)
+	if !ok {
+		return raw
+	}
+	// The comma after it, or else the one before it.
+	if after := skipSpace(raw, end); after < len(raw) && raw[after] == ',' {
+		end = skipSpace(raw, after+1)
+	} else if before := bytes.LastIndexByte(raw[:keyAt], ','); before >= 0 && len(bytes.TrimSpace(raw[before+1:keyAt])) == 0 {
+		keyAt = before
+	}
+	return append(append(make([]byte, 0, len(raw)-(end-keyAt)), raw[:keyAt]...), raw[end:]...)
+}
+
+func hasObject(raw json.RawMessage) bool {
+	return len(raw) > 0 && !bytes.Equal(raw, []byte("null"))
+}
+
+// gkeStatus is the response status of an entry, and whether its HTTP code is exact. A Status
+// response names it; a success is 201 for a create (kube-apiserver's create handler answers
+// nothing else) and a 2xx otherwise; a failure's gRPC code gives the HTTP code where only one
+// Kubernetes code maps to it (google/rpc/code.proto's HTTP mapping), or its message names it
+// (a Kubernetes StatusReason or an HTTP reason phrase that maps to that gRPC code); code 0
+// otherwise, a failure whose code is not known.
+func gkeStatus(verb string, st *rpcStatus, response json.RawMessage) (*auditlog.Status, bool) {
+	var s struct {
+		Kind string `json:"kind"`
+		auditlog.Status
+	}
+	if k, ok := member(response, "kind"); ok && string(k) == `"Status"` && json.Unmarshal(response, &s) == nil && s.Kind == "Status" && s.Code != 0 {
+		return &s.Status, true
+	}
+	if st == nil || st.Code == 0 {
+		if verb == "create" {
+			return &auditlog.Status{Code: http.StatusCreated}, true
+		}
+		return &auditlog.Status{Code: http.StatusOK}, verb == "get" || verb == "list" || verb == "watch"
+	}
+	out := &auditlog.Status{Status: "Failure", Message: st.Message}
+	if code, ok := reasonCodes[st.Message]; ok && grpcOf(code) == st.Code {
+		out.Code = code
+		if !strings.Contains(st.Message, " ") {
+			out.Reason = st.Message
+		}
+		return out, true
+	}
+	if code, ok := grpcToHTTP[st.Code]; ok {
+		out.Code = code
+		return out, true
+	}
+	return out, false
+}
+
+// reasonCodes are Kubernetes' StatusReasons and the HTTP reason phrases of the codes
+// kube-apiserver answers with (k8s.io/apimachinery/pkg/api/errors), and their codes.
+var reasonCodes = map[string]int32{
+	"BadRequest": 400, "Unauthorized": 401, "Forbidden": 403, "NotFound": 404, "MethodNotAllowed": 405,
+	"NotAcceptable": 406, "AlreadyExists": 409, "Conflict": 409, "Gone": 410, "Expired": 410,
+	"RequestEntityTooLarge": 413, "UnsupportedMediaType": 415, "Invalid": 422, "TooManyRequests": 429,
+	"InternalError": 500, "ServiceUnavailable": 503, "Timeout": 504,
+}
+
+func init() {
+	for _, code := range []int32{400, 401, 403, 404, 405, 406, 409, 410, 413, 415, 422, 429, 500, 503, 504} {
+		reasonCodes[http.StatusText(int(code))] = code
+	}
+}
+
+// grpcOf is the gRPC code google/rpc/code.proto maps an HTTP code to (422, which it does not
+// name, is an invalid argument: FAILED_PRECONDITION's "the system is not in a state required"
+// is 409's too).
+func grpcOf(code int32) int {
+	switch code {
+	case 400, 422:
+		return 3 // INVALID_ARGUMENT
+	case 401:
+		return 16 // UNAUTHENTICATED
+	case 403:
+		return 7 // PERMISSION_DENIED
+	case 404, 410:
+		return 5 // NOT_FOUND
+	case 409:
+		return 10 // ABORTED (ALREADY_EXISTS is 6: see grpcToHTTP)
+	case 429:
+		return 8 // RESOURCE_EXHAUSTED
+	case 500:
+		return 13 // INTERNAL
+	case 503:
+		return 14 // UNAVAILABLE
+	case 504:
+		return 4 // DEADLINE_EXCEEDED
+	}
+	return -1
+}
+
+// grpcToHTTP are the gRPC codes only one HTTP code kube-apiserver answers with maps to.
+var grpcToHTTP = map[int]int32{
+	16: 401, // UNAUTHENTICATED
+	7:  403, // PERMISSION_DENIED
+	6:  409, // ALREADY_EXISTS
+	8:  429, // RESOURCE_EXHAUSTED
+	14: 503, // UNAVAILABLE
+	4:  504, // DEADLINE_EXCEEDED
+}
+
+func readGKE(in input, yield func(record) bool) {
+	if firstByte(in.r) == '[' {
+		readGKEArray(in, newScanner(in.r), yield)
+		return
+	}
+	readLines(in, 2*in.maxLine, yield, func(text []byte, num int) record {
+		return record{data: bytes.Clone(text), line: num, unwrap: gkeUnwrap(fmt.Sprintf("entry at line %d", num))}
+	})
+}
+
+// gkeEntryOf is the record of an entry's JSON, to unwrap (gkeRecord); with its time when
+// timed, for the reverser to tell the array's order before the entries are unwrapped.
+func gkeEntryOf(raw []byte, line int, where string, timed bool) record {
+	rec := record{data: raw, line: line, unwrap: gkeUnwrap(where), where: where}
+	if !timed {
+		return rec
+	}
+	if ts, ok := memberString(raw, "timestamp"); ok {
+		rec.at = auditlog.ParseTime(string(ts))
+	}
+	return rec
+}
+
+// gkeUnwrap maps a record's entry to its event.
+func gkeUnwrap(where string) func(*record) {
+	return func(r *record) { *r = gkeRecord(r.data, r.line, where) }
+}
+
+// firstByte is the first byte of the input that is not white space, without reading it; 0
+// when there is none in what the reader holds.
+func firstByte(r *bufio.Reader) byte {
+	b, _ := r.Peek(r.Size())
+	for _, c := range b {
+		if c != ' ' && c != '\t' && c != '\r' && c != '\n' {
+			return c
+		}
+	}
+	return 0
+}
+
+// readGKEArray reads gcloud's array of entries; newest first, it is reversed (see reverser).
+func readGKEArray(in input, s *scanner, yield func(record) bool) {
+	rv := newReverser(yield)
+	err := s.array(func(i int) error {
+		where := fmt.Sprintf("entry %d (line %d)", i, s.startLine())
+		rec, err := s.element(2*in.maxLine, where, "", func(raw []byte, line int) record { return gkeEntryOf(raw, line, where, !rv.decided()) })
+		if err != nil {
+			return err
+		}
+		if !rv.add(rec) {
+			return errStop
+		}
+		return nil
+	})
+	var stopped *record
+	if err != nil && !errors.Is(err, errStop) {
+		r := streamStopped(err, s.line)
+		stopped = &r
+	}
+	if errors.Is(err, errStop) || !rv.finish() {
+		return
+	}
+	if stopped != nil {
+		yield(*stopped)
+	}
+}
+
+// decodeEntry reads an entry's members without decoding its objects (which are only
+// checked to be JSON) with encoding/json; false when it cannot, and the caller decodes the
+// entry with encoding/json, whose error it reports.
+func decodeEntry(raw []byte) (e logEntry, ok bool) {
+	// The members of an object whose members are strings, numbers or booleans (what the
+	// entry's small members hold), by name; false when one is not.
+	scalars := func(v []byte, each func(name string, v []byte) bool) bool {
+		return string(v) == "null" || eachMember(v, func(name string, v []byte) bool {
+			if v[0] == '{' || v[0] == '[' {
+				return false
+			}
+			return each(name, v)
+		})
+	}
+	str := func(v []byte, to *string) bool {
+		s, ok := unquote(v)
+		*to = string(s)
+		return ok
+	}
+	member := func(raw []byte, fn func(name string, v []byte) bool) (int, bool) {
+		return walkObject(raw, 0, func(name string, _, start int) (int, bool) {
+			if name == "protoPayload" && raw[start] == '{' {
+				// Walked into once: its end is where its walk ends.
+				e.ProtoPayload = &logPayload{}
+				return walkObject(raw, start, func(name string, _, start int) (int, bool) {
+					end, ok := valueEnd(raw, start)
+					return end, ok && end > start && payload(e.ProtoPayload, name, raw[start:end])
+				})
+			}
+			end, ok := valueEnd(raw, start)
+			return end, ok && end > start && fn(name, raw[start:end])
+		})
+	}
+	_, ok = member(raw, func(name string, v []byte) bool {
+		switch name {
+		case "insertId":
+			return str(v, &e.InsertID)
+		case "timestamp":
+			return str(v, &e.Timestamp)
+		case "labels":
+			e.Labels = map[string]string{}
+			return scalars(v, func(k string, v []byte) bool {
+				var s string
+				ok := str(v, &s)
+				e.Labels[k] = s
+				return ok
+			})
+		case "operation":
+			if string(v) != "null" {
+				e.Operation = &logOperation{}
+			}
+			return scalars(v, func(k string, v []byte) bool {
+				switch k {
+				case "id":
+					return str(v, &e.Operation.ID)
+				case "first", "last":
+					b, err := strconv.ParseBool(string(v))
+					if k == "first" {
+						e.Operation.First = b
+					} else {
+						e.Operation.Last = b
+					}
+					return err == nil
+				}
+				return true
+			})
+		}
+		return true
+	})
+	return e, ok
+}
+
+// payload reads one member of an AuditLog payload into p; false when it cannot.
+func payload(p *logPayload, name string, v []byte) bool {
+	str := func(v []byte, to *string) bool {
+		s, ok := unquote(v)
+		*to = string(s)
+		return ok
+	}
+	switch name {
+	case "@type":
+		return str(v, &p.Type)
+	case "serviceName":
+		return str(v, &p.ServiceName)
+	case "methodName":
+		return str(v, &p.MethodName)
+	case "resourceName":
+		return str(v, &p.ResourceName)
+	case "authenticationInfo":
+		return string(v) == "null" || eachMember(v, func(k string, v []byte) bool {
+			return k != "principalEmail" || str(v, &p.AuthenticationInfo.PrincipalEmail)
+		})
+	case "requestMetadata":
+		return json.Unmarshal(v, &p.RequestMetadata) == nil // nested attributes
+	case "status":
+		if string(v) != "null" {
+			p.Status = &rpcStatus{}
+		}
+		return json.Unmarshal(v, p.Status) == nil // details may nest
+	case "request":
+		p.Request = v // checked with the event, by the replay's decoder
+	case "response":
+		p.Response = v
+	}
+	return true
+}

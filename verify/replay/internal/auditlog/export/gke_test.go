@@ -1,0 +1,295 @@
+package export_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export/exporttest"
+)
+
+// TestGKEMapping maps every entry GKE would write for the events of real logs back to an
+// event, and holds each field of it to the log's event: what GKE carries is the same, what it
+// does not is lost and said to be.
+func TestGKEMapping(t *testing.T) {
+	levels := map[string]int{auditlog.LevelMetadata: 1, auditlog.LevelRequest: 2, auditlog.LevelRequestResponse: 3}
+	for _, name := range recorded {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			log := readLog(t, name)
+			byID := map[string]*auditlog.Event{}
+			ips := map[string][]string{}
+			for _, l := range bytes.Split(log, []byte("\n")) {
+				if len(bytes.TrimSpace(l)) == 0 {
+					continue
+				}
+				ev, err := auditlog.Decode(l)
+				if err != nil {
+					t.Fatal(err)
+				}
+				byID[ev.AuditID+"/"+ev.Stage] = ev
+				ips[ev.AuditID+"/"+ev.Stage] = sourceIPs(t, l)
+			}
+			data, err := exporttest.Wrap(exporttest.GKESink, log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, lines := readAll(t, "gke", data, export.GKE)
+			dryRuns := 0
+			for _, l := range lines {
+				if l.err != nil {
+					t.Fatalf("line %d: %v", l.num, l.err)
+				}
+				got, err := auditlog.Decode(l.data)
+				if err != nil {
+					t.Fatalf("line %d: %v", l.num, err)
+				}
+				got.Loss = l.loss // as the replay's decoding sets it
+				want := byID[got.AuditID+"/"+got.Stage]
+				if want == nil {
+					t.Fatalf("line %d: no event %s at stage %s in the log", l.num, got.AuditID, got.Stage)
+				}
+				where := fmt.Sprintf("line %d (%s %s)", l.num, want.Verb, want.RequestURI)
+				check := func(field string, got, want any) {
+					t.Helper()
+					if diff := cmp.Diff(want, got); diff != "" {
+						t.Errorf("%s: %s mismatch (-want +got):\n%s", where, field, diff)
+					}
+				}
+				check("verb", got.Verb, want.Verb)
+				wantPath, _, _ := strings.Cut(want.RequestURI, "?")
+				gotPath, gotQuery, _ := strings.Cut(got.RequestURI, "?")
+				check("requestURI's path", gotPath, wantPath)
+				if q, _ := url.ParseQuery(gotQuery); q.Get("dryRun") != "" {
+					dryRuns++
+					check("dryRun", q.Get("dryRun"), want.Query().Get("dryRun"))
+				}
+				check("user", got.Requester().Username, want.Requester().Username)
+				check("user's groups, uid, extra", got.User.Groups == nil && got.User.UID == "" && got.User.Extra == nil && got.ImpersonatedUser == nil, true)
+				if w := ips[got.AuditID+"/"+got.Stage]; len(w) > 0 {
+					check("sourceIPs", sourceIPs(t, l.data), w[:1])
+				}
+				check("userAgent", got.UserAgent, want.UserAgent)
+				if want.ObjectRef != nil {
+					ref := *want.ObjectRef
+					check("objectRef", got.ObjectRef, &ref)
+				}
+				check("stageTimestamp", auditlog.ParseTime(got.StageTimestamp), auditlog.ParseTime(want.StageTimestamp))
+				check("annotations", got.Annotations, want.Annotations)
+				for _, o := range []struct {
+					field     string
+					got, want json.RawMessage
+				}{{"requestObject", got.RequestObject, want.RequestObject}, {"responseObject", got.ResponseObject, want.ResponseObject}} {
+					if bytes.HasPrefix(o.want, []byte("{")) {
+						check(o.field, normalized(t, o.got), normalized(t, o.want))
+					} else {
+						check(o.field+" (not an object: not in the entry)", len(o.got), 0)
+					}
+				}
+				if levels[got.Level] > levels[want.Level] {
+					t.Errorf("%s: level %s, above the log's %s", where, got.Level, want.Level)
+				}
+				if got.Loss.Export != export.ExportGKE || !got.Loss.Lost.Has(auditlog.LostGroups|auditlog.LostUID|auditlog.LostExtra|auditlog.LostReceived|auditlog.LostLevel|auditlog.LostQuery) {
+					t.Errorf("%s: loss %+v, want GKE's", where, got.Loss)
+				}
+				check("received", got.Received(), auditlog.ParseTime(want.StageTimestamp).Add(-auditlog.MaxRequestDuration))
+				switch code := want.Code(); {
+				case !got.Loss.Lost.Has(auditlog.LostCode):
+					check("code", got.Code(), code)
+				case code >= 200 && code < 300:
+					check("code's class", got.Code()/100, int32(2))
+				default:
+					check("unknown code", got.Code(), int32(0))
+				}
+				if want.ResponseStatus != nil && want.Code() >= 300 && got.Code() != 0 && bytes.HasPrefix(want.ResponseObject, []byte("{")) {
+					check("message", got.Message(), want.Message())
+				}
+			}
+			if name == "recorded-a/audit.log.gz" && dryRuns == 0 {
+				t.Error("no dry run told from its response: the log has dry-run creates")
+			}
+		})
+	}
+}
+
+func sourceIPs(t *testing.T, event []byte) []string {
+	var e struct {
+		SourceIPs []string `json:"sourceIPs"`
+	}
+	if err := json.Unmarshal(event, &e); err != nil {
+		t.Fatal(err)
+	}
+	return e.SourceIPs
+}
+
+// TestGKEEntries maps entries as GKE's documentation and its users show them.
+func TestGKEEntries(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, entry string
+		want        map[string]any // of the event
+		lost        auditlog.Lost
+		err         string
+	}{{
+		// A create an admission webhook refused, as Binary Authorization's guide shows it:
+		// the response is the Status, which gives the HTTP code.
+		name: "refused create",
+		entry: `{"protoPayload":{"@type":"type.googleapis.com/google.cloud.audit.AuditLog","authenticationInfo":{"principalEmail":"alice@example.com"},
+			"methodName":"io.k8s.core.v1.pods.create","requestMetadata":{"callerIp":"179.220.250.109"},
+			"request":{"@type":"core.k8s.io/v1.Pod","apiVersion":"v1","kind":"Pod","metadata":{"name":"image-without-attestation","namespace":"default"}},
+			"resourceName":"core/v1/namespaces/default/pods/image-without-attestation",
+			"response":{"@type":"core.k8s.io/v1.Status","apiVersion":"v1","code":403,"details":{"kind":"pods","name":"image-without-attestation"},"kind":"Status","message":"pods \"image-without-attestation\" is forbidden: denied","metadata":{},"reason":"Forbidden","status":"Failure"},
+			"serviceName":"k8s.io","status":{"code":7,"message":"Forbidden"}},
+			"insertId":"dac513c6-3104-4bb2-a526-b3926d2a1401","resource":{"type":"k8s_cluster","labels":{"cluster_name":"test-cluster"}},
+			"timestamp":"2019-02-15T11:43:23.897797Z","labels":{"authorization.k8s.io/decision":"allow","authorization.k8s.io/reason":""},
+			"logName":"projects/p/logs/cloudaudit.googleapis.com%2Factivity",
+			"operation":{"id":"dac513c6-3104-4bb2-a526-b3926d2a1401","producer":"k8s.io","first":true,"last":true},"receiveTimestamp":"2019-02-15T11:43:54.317031365Z"}`,
+		want: map[string]any{
+			"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "RequestResponse", "auditID": "dac513c6-3104-4bb2-a526-b3926d2a1401",
+			"stage": "ResponseComplete", "requestURI": "/api/v1/namespaces/default/pods", "verb": "create",
+			"user": map[string]any{"username": "alice@example.com"}, "sourceIPs": []any{"179.220.250.109"},
+			"objectRef":      map[string]any{"resource": "pods", "namespace": "default", "name": "image-without-attestation", "apiVersion": "v1"},
+			"responseStatus": map[string]any{"code": 403.0, "status": "Failure", "reason": "Forbidden", "message": `pods "image-without-attestation" is forbidden: denied`, "details": map[string]any{"name": "image-without-attestation", "kind": "pods"}},
+			"requestObject":  map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "image-without-attestation", "namespace": "default"}},
+			"responseObject": map[string]any{"apiVersion": "v1", "code": 403.0, "details": map[string]any{"kind": "pods", "name": "image-without-attestation"}, "kind": "Status", "message": `pods "image-without-attestation" is forbidden: denied`, "metadata": map[string]any{}, "reason": "Forbidden", "status": "Failure"},
+			"stageTimestamp": "2019-02-15T11:43:23.897797Z",
+			"annotations":    map[string]any{"authorization.k8s.io/decision": "allow", "authorization.k8s.io/reason": ""},
+		},
+		lost: auditlog.LostGroups | auditlog.LostUID | auditlog.LostExtra | auditlog.LostReceived | auditlog.LostLevel | auditlog.LostQuery | auditlog.LostDryRun,
+	}, {
+		// A list in the Data Access log, without objects: level Metadata.
+		name: "list",
+		entry: `{"insertId":"b2c2e792-aaa9-4422-82d0-de32940b1234","labels":{"authorization.k8s.io/decision":"allow"},
+			"logName":"projects/gke-audit-logs/logs/cloudaudit.googleapis.com%2Fdata_access",
+			"operation":{"first":true,"id":"b2c2e792-aaa9-4422-82d0-de32940b1234","last":true,"producer":"k8s.io"},
+			"protoPayload":{"@type":"type.googleapis.com/google.cloud.audit.AuditLog","authenticationInfo":{"principalEmail":"john.doe@email.com"},
+			"methodName":"io.k8s.core.v1.pods.list","requestMetadata":{"callerIp":"35.195.195.195","callerSuppliedUserAgent":"kubectl/v1.18.6 (linux/amd64) kubernetes/dff82dc"},
+			"resourceName":"core/v1/namespaces/default/pods","serviceName":"k8s.io"},"receiveTimestamp":"2020-08-17T17:09:19.068723691Z",
+			"timestamp":"2020-08-17T17:09:18.5Z"}`,
+		want: map[string]any{
+			"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "Metadata", "auditID": "b2c2e792-aaa9-4422-82d0-de32940b1234",
+			"stage": "ResponseComplete", "requestURI": "/api/v1/namespaces/default/pods", "verb": "list",
+			"user": map[string]any{"username": "john.doe@email.com"}, "sourceIPs": []any{"35.195.195.195"},
+			"userAgent":      "kubectl/v1.18.6 (linux/amd64) kubernetes/dff82dc",
+			"objectRef":      map[string]any{"resource": "pods", "namespace": "default", "apiVersion": "v1"},
+			"responseStatus": map[string]any{"code": 200.0},
+			"stageTimestamp": "2020-08-17T17:09:18.5Z",
+			"annotations":    map[string]any{"authorization.k8s.io/decision": "allow"},
+		},
+		lost: auditlog.LostGroups | auditlog.LostUID | auditlog.LostExtra | auditlog.LostReceived | auditlog.LostLevel | auditlog.LostQuery | auditlog.LostDryRun,
+	}, {
+		// A lease update in another group; the code of a successful update is not known
+		// (it may have created the lease).
+		name: "update",
+		entry: `{"protoPayload":{"@type":"type.googleapis.com/google.cloud.audit.AuditLog","authenticationInfo":{"principalEmail":"system:kube-scheduler"},
+			"methodName":"io.k8s.coordination.v1.leases.update","resourceName":"coordination.k8s.io/v1/namespaces/kube-system/leases/kube-scheduler",
+			"serviceName":"k8s.io","status":{"code":0}},"insertId":"i","operation":{"id":"2f93b0a6-f932-4d91-ad61-785ae9587360","first":true,"last":true},
+			"timestamp":"2022-06-03T12:09:42.501046130Z"}`,
+		want: map[string]any{
+			"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "Metadata", "auditID": "2f93b0a6-f932-4d91-ad61-785ae9587360",
+			"stage": "ResponseComplete", "requestURI": "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-scheduler", "verb": "update",
+			"user":           map[string]any{"username": "system:kube-scheduler"},
+			"objectRef":      map[string]any{"resource": "leases", "namespace": "kube-system", "name": "kube-scheduler", "apiGroup": "coordination.k8s.io", "apiVersion": "v1"},
+			"responseStatus": map[string]any{"code": 200.0},
+			"stageTimestamp": "2022-06-03T12:09:42.50104613Z",
+		},
+		lost: auditlog.LostGroups | auditlog.LostUID | auditlog.LostExtra | auditlog.LostReceived | auditlog.LostLevel | auditlog.LostQuery | auditlog.LostDryRun | auditlog.LostCode,
+	}, {
+		// A refused delete at level Metadata: the gRPC code gives the HTTP code where only
+		// one maps to it, and a subresource, a namespace's finalize.
+		name: "refused finalize",
+		entry: `{"protoPayload":{"authenticationInfo":{"principalEmail":"bob"},"methodName":"io.k8s.core.v1.namespaces.finalize.update",
+			"resourceName":"core/v1/namespaces/shop/finalize","serviceName":"k8s.io","status":{"code":7,"message":"Permission denied"}},
+			"insertId":"x1","timestamp":"2024-01-01T00:00:00Z"}`,
+		want: map[string]any{
+			"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "Metadata", "auditID": "x1",
+			"stage": "ResponseComplete", "requestURI": "/api/v1/namespaces/shop/finalize", "verb": "update",
+			"user":           map[string]any{"username": "bob"},
+			"objectRef":      map[string]any{"resource": "namespaces", "namespace": "shop", "name": "shop", "apiVersion": "v1", "subresource": "finalize"},
+			"responseStatus": map[string]any{"code": 403.0, "status": "Failure", "message": "Permission denied"},
+			"stageTimestamp": "2024-01-01T00:00:00Z",
+		},
+		lost: auditlog.LostGroups | auditlog.LostUID | auditlog.LostExtra | auditlog.LostReceived | auditlog.LostLevel | auditlog.LostQuery | auditlog.LostDryRun,
+	}, {
+		// An invalid argument is a 400 or a 422: not known.
+		name: "invalid",
+		entry: `{"protoPayload":{"authenticationInfo":{"principalEmail":"bob"},"methodName":"io.k8s.apps.v1.deployments.scale.patch",
+			"resourceName":"apps/v1/namespaces/shop/deployments/web/scale","serviceName":"k8s.io","status":{"code":3,"message":"bad"}},
+			"operation":{"id":"x2","first":false,"last":true},"timestamp":"2024-01-01T00:00:00Z"}`,
+		want: map[string]any{
+			"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "Metadata", "auditID": "x2",
+			"stage": "ResponseComplete", "requestURI": "/apis/apps/v1/namespaces/shop/deployments/web/scale", "verb": "patch",
+			"user":           map[string]any{"username": "bob"},
+			"objectRef":      map[string]any{"resource": "deployments", "namespace": "shop", "name": "web", "apiGroup": "apps", "apiVersion": "v1", "subresource": "scale"},
+			"responseStatus": map[string]any{"code": 0.0, "status": "Failure", "message": "bad"},
+			"stageTimestamp": "2024-01-01T00:00:00Z",
+		},
+		lost: auditlog.LostGroups | auditlog.LostUID | auditlog.LostExtra | auditlog.LostReceived | auditlog.LostLevel | auditlog.LostQuery | auditlog.LostDryRun | auditlog.LostCode,
+	}, {
+		name:  "another service",
+		entry: `{"protoPayload":{"serviceName":"container.googleapis.com","methodName":"google.container.v1.ClusterManager.CreateCluster"},"insertId":"y","timestamp":"2024-01-01T00:00:00Z"}`,
+		err:   `protoPayload.serviceName: "container.googleapis.com" is not k8s.io`,
+	}, {
+		name:  "no timestamp",
+		entry: `{"protoPayload":{"serviceName":"k8s.io","methodName":"io.k8s.core.v1.pods.create","resourceName":"core/v1/namespaces/a/pods"},"insertId":"y"}`,
+		err:   `timestamp: "" is not an RFC 3339 time`,
+	}, {
+		name:  "resource name of another resource",
+		entry: `{"protoPayload":{"serviceName":"k8s.io","methodName":"io.k8s.core.v1.pods.create","resourceName":"core/v1/namespaces/a/secrets/b"},"insertId":"y","timestamp":"2024-01-01T00:00:00Z"}`,
+		err:   `protoPayload.resourceName: "core/v1/namespaces/a/secrets/b" does not name the resource pods`,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			entry := strings.Join(strings.Fields(tt.entry), " ")
+			_, lines := readAll(t, "gke.json", []byte(entry+"\n"), export.Auto)
+			if len(lines) != 1 {
+				t.Fatalf("%d lines, want 1", len(lines))
+			}
+			l := lines[0]
+			if tt.err != "" {
+				if l.err == nil || !strings.Contains(l.err.Error(), tt.err) {
+					t.Fatalf("error %v, want one with %q", l.err, tt.err)
+				}
+				if !strings.HasPrefix(l.err.Error(), "entry at line 1: ") {
+					t.Errorf("error %q does not say where", l.err)
+				}
+				return
+			}
+			if l.err != nil {
+				t.Fatal(l.err)
+			}
+			if diff := cmp.Diff(tt.want, normalized(t, l.data)); diff != "" {
+				t.Errorf("event mismatch (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(auditlog.Loss{Export: export.ExportGKE, Lost: tt.lost}, l.loss); diff != "" {
+				t.Errorf("loss mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestDropType removes the member Cloud Logging adds to a payload's objects wherever it is.
+func TestDropType(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ in, want string }{
+		{`{"@type":"core.k8s.io/v1.Pod","kind":"Pod"}`, `{"kind":"Pod"}`},
+		{`{"kind":"Pod", "@type" : "x"}`, `{"kind":"Pod"}`},
+		{`{"kind":"Pod", "@type" : "x" ,"a":1}`, `{"kind":"Pod", "a":1}`},
+		{`{"a":{"@type":"nested"},"@type":"x","b":[1,"@type"]}`, `{"a":{"@type":"nested"},"b":[1,"@type"]}`},
+		{`{"s":"\"@type\":","@type":"x"}`, `{"s":"\"@type\":"}`},
+		{`{"@type":"x"}`, `{}`},
+		{`{"kind":"Pod"}`, `{"kind":"Pod"}`},
+	} {
+		if got := string(export.DropMember([]byte(tt.in), "@type")); got != tt.want {
+			t.Errorf("dropMember(%s) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,169 @@
+package export_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export"
+)
+
+// ev is a small event that completed at second s.
+func ev(id string, s int) string {
+	return fmt.Sprintf(`{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"%s","stage":"ResponseComplete","requestURI":"/api/v1/namespaces/a/pods/p","verb":"delete","user":{"username":"u"},"objectRef":{"resource":"pods","namespace":"a","name":"p","apiVersion":"v1"},"responseStatus":{"code":200},"stageTimestamp":"2026-01-01T00:00:%02d.000000Z"}`, id, s)
+}
+
+func quoted(s string) string { return fmt.Sprintf("%q", s) }
+
+func gzipped(s string) string {
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	zw.Write([]byte(s))
+	zw.Close()
+	return b.String()
+}
+
+func truncated(s string, cut int) string { return s[:len(s)-cut] }
+
+// describe is a line as the tests expect it: "N: auditID", "N: error: ..." or
+// "N: unreadable: ...".
+func describe(l line) string {
+	var re *auditlog.ReadError
+	switch {
+	case errors.As(l.err, &re):
+		return fmt.Sprintf("%d: unreadable: %v", l.num, l.err)
+	case l.err != nil:
+		return fmt.Sprintf("%d: error: %v", l.num, l.err)
+	}
+	e, err := auditlog.Decode(l.data)
+	if err != nil {
+		return fmt.Sprintf("%d: not an event: %v", l.num, err)
+	}
+	return fmt.Sprintf("%d: %s", l.num, e.AuditID)
+}
+
+// TestMalformedEnvelopes reads envelopes that are not what their vendor writes: each record
+// that holds no event is an error that names its line, its record and its field; an envelope
+// that stops being JSON ends the file as unreadable, at its line; the records around a bad one
+// are read.
+func TestMalformedEnvelopes(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		format export.Format
+		data   string
+		want   []string
+	}{{
+		name:   "webhook: an item that is not an object, a list of another kind",
+		format: export.Webhook,
+		data: `{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[` + ev("a", 1) + `,3]}` + "\n" +
+			`{"kind":"PodList","apiVersion":"v1","items":[]}` + "\n",
+		want: []string{"1: a", "1: error: EventList 1 (line 1): items[1]: not an object", `2: error: EventList 2 (line 2): kind: not an audit.k8s.io/v1 EventList: apiVersion "v1", kind "PodList"`},
+	}, {
+		name:   "webhook: cut short",
+		format: export.Webhook,
+		data:   `{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[` + ev("a", 1) + `,` + "\n" + ev("b", 2)[:40],
+		want:   []string{"1: a", "2: unreadable: the envelope is not JSON, reading stopped: the envelope ends in the middle of a value"},
+	}, {
+		name:   "filter-log-events: an event without its message, one that is not an event",
+		format: export.CloudWatch,
+		data: "{\n  \"events\": [\n    {\"logStreamName\": \"s\", \"timestamp\": 1},\n    {\"message\": " + quoted(ev("a", 1)) + "},\n" +
+			"    {\"message\": \"I0101 not an event\"}\n  ]\n}\n",
+		want: []string{"3: error: document 1: events[0].message: missing", "4: a", "5: not an event: not JSON: invalid character 'I' looking for beginning of value"},
+	}, {
+		name:   "filter-log-events: not JSON past the first event",
+		format: export.CloudWatch,
+		data:   "{\"events\": [{\"message\": " + quoted(ev("a", 1)) + "}\n, x]}",
+		want:   []string{"1: a", "2: error: document 1: events[1]: not a CloudWatch log event: invalid character 'x' looking for beginning of value"},
+	}, {
+		name:   "S3 export: a line without its timestamp",
+		format: export.CloudWatchS3,
+		data:   "2026-01-01T00:00:01.000Z " + ev("a", 1) + "\n" + ev("b", 2) + "\n\n2026-01-01T00:00:03.000Z " + ev("c", 3) + "\n",
+		want:   []string{"1: a", `2: error: line 2: TIMESTAMP: not a line of a CloudWatch Logs export: "TIMESTAMP MESSAGE" expected`, "4: c"},
+	}, {
+		name:   "S3 export: a truncated gzip file",
+		format: export.CloudWatchS3,
+		data:   truncated(gzipped("2026-01-01T00:00:01.000Z "+ev("a", 1)+"\n2026-01-01T00:00:02.000Z "+ev("b", 2)+"\n"), 12),
+		want:   []string{"1: a", "2: b", "3: unreadable: compressed stream truncated: reading stopped"},
+	}, {
+		name:   "firehose: a message of another type, control messages skipped",
+		format: export.Firehose,
+		data: `{"messageType":"CONTROL_MESSAGE","logEvents":[{"id":"","timestamp":1,"message":"CWL CONTROL MESSAGE"}]}` +
+			`{"logEvents":[{"id":"1","timestamp":1,"message":` + quoted(ev("a", 1)) + `}],"messageType":"DATA_MESSAGE"}` + "\n" +
+			`{"messageType":"HELLO","logEvents":[]}`,
+		want: []string{"1: a", `2: error: subscription record 3 (line 2): messageType: "HELLO": DATA_MESSAGE or CONTROL_MESSAGE expected`},
+	}, {
+		name:   "storage blob: another category, no log, not JSON",
+		format: export.AzureBlob,
+		data: `{"category":"kube-audit","properties":{"log":` + quoted(ev("a", 1)) + `}}` + "\n" +
+			`{"category":"kube-apiserver","properties":{"log":"I0101 12:00:00 started"}}` + "\n" +
+			`{"category":"kube-audit-admin","properties":{}}` + "\n" +
+			`{"category":` + "\n",
+		want: []string{"1: a", `2: error: record at line 2: category: "kube-apiserver" is not kube-audit or kube-audit-admin: not an audit event`,
+			"3: error: record at line 3: properties.log: missing",
+			"4: error: record at line 4: not an Azure Monitor resource log record: unexpected end of JSON input"},
+	}, {
+		name:   "storage blob: an event in pieces, one whose rest never comes",
+		format: export.AzureBlob,
+		data: `{"category":"kube-audit","properties":{"pod":"p1","log":` + quoted(ev("a", 1)[:100]) + `}}` + "\n" +
+			`{"category":"kube-audit","properties":{"pod":"p2","log":` + quoted(ev("b", 2)[:50]) + `}}` + "\n" +
+			`{"category":"kube-audit","properties":{"pod":"p1","log":` + quoted(ev("a", 1)[100:]) + `}}` + "\n" +
+			`{"category":"kube-audit","properties":{"pod":"p2","log":` + quoted(ev("c", 3)) + `}}` + "\n",
+		want: []string{"1: a", "2: error: record at line 2: properties.log: an event cut after 50 bytes (AKS splits lines longer than 16 KiB into records), whose rest is not in the export", "4: c"},
+	}, {
+		name:   "event hub: a record that is not an object",
+		format: export.AzureEventHub,
+		data:   `{"records":[{"category":"kube-audit","properties":{"log":` + quoted(ev("a", 1)) + `}},"x"]}`,
+		want:   []string{"1: a", "1: error: message 1 records[1]: not an Azure Monitor resource log record: json: cannot unmarshal string into Go value of type export.azureRecord"},
+	}, {
+		name:   "gcloud: an entry of another service, cut short",
+		format: export.GKE,
+		data:   "[\n{\"protoPayload\":{\"serviceName\":\"compute.googleapis.com\"},\"insertId\":\"x\",\"timestamp\":\"2026-01-01T00:00:00Z\"},\n{\"insertId\": ",
+		want: []string{`2: error: entry 0 (line 2): protoPayload.serviceName: "compute.googleapis.com" is not k8s.io: not an audit event of the Kubernetes API server (filter the export with protoPayload.serviceName="k8s.io")`,
+			"3: unreadable: the envelope is not JSON, reading stopped: the envelope ends in the middle of a value"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, lines := readAll(t, "f", []byte(tt.data), tt.format)
+			var got []string
+			for _, l := range lines {
+				got = append(got, describe(l))
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("lines mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestReorderWindow hands events over in the order they completed, and an event that arrives
+// later than the window allows as an error, in full once.
+func TestReorderWindow(t *testing.T) {
+	t.Parallel()
+	var lines []string
+	// Lines of an S3 export: the third minute's event first, then the first's and the
+	// second's; one ten minutes later, which hands those over; then two that completed
+	// before them.
+	for i, m := range []string{"03:00", "01:00", "02:00", "13:00", "02:30", "00:30"} {
+		lines = append(lines, fmt.Sprintf("2026-01-01T00:%s.000Z %s", m, strings.Replace(ev(fmt.Sprint(i+1), 0), "00:00:00", "00:"+m, 1)))
+	}
+	_, got := readAll(t, "s3", []byte(strings.Join(lines, "\n")+"\n"), export.CloudWatchS3)
+	var desc []string
+	for _, l := range got {
+		desc = append(desc, describe(l))
+	}
+	want := []string{"2: 2", "3: 3", "1: 1",
+		"5: error: the event completed at 2026-01-01T00:02:30Z, before the event already replayed that completed at 2026-01-01T00:03:00Z: the export is further out of the order kube-apiserver completed its requests than the 5m0s the replay puts back in order (or than 256 MiB of events), and the event is not replayed (nor are the later ones that arrive as late)",
+		"6: error: the event completed at 2026-01-01T00:00:30Z, before an event already replayed: not replayed (as the late event at line 5)",
+		"4: 4"}
+	if diff := cmp.Diff(want, desc); diff != "" {
+		t.Errorf("lines mismatch (-want +got):\n%s", diff)
+	}
+}

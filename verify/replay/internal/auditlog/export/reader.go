@@ -1,0 +1,323 @@
+package export
+
+import (
+	"bufio"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+)
+
+// record is one audit event an envelope holds, or why a record of it holds none.
+type record struct {
+	// data is the audit.k8s.io/v1 Event, JSON, owned by the record; or, while unwrap is set,
+	// the envelope's record that holds it.
+	data []byte
+	// line is where the record begins in the file.
+	line int
+	// err says where in the record and in which field it is wrong; a *auditlog.ReadError
+	// when the file stops being readable.
+	err error
+	// loss is what the envelope does not carry of the event.
+	loss auditlog.Loss
+	// at is the event's stageTimestamp, the zero time when it has none.
+	at time.Time
+	// dry is what tells whether a GKE entry's request was a dry run, in the server's order
+	// (see dryRuns).
+	dry *dryCheck
+	// unwrap, when set, makes the record from the envelope's record in data: the Reader
+	// runs it on its workers, in parallel, as the replay decodes events.
+	unwrap func(*record)
+	// piece, when set, says the event is a line AKS may have cut (see joiner): the Reader
+	// joins the pieces, in the file's order, after unwrap.
+	piece *pieceOf
+	// where names a GKE entry still to unwrap, for the reverser, which holds records on
+	// disk (its unwrap is gkeUnwrap(where)).
+	where string
+}
+
+// input is what a format reads: the decompressed file, with its name and the longest record
+// a replay reads.
+type input struct {
+	file    string
+	r       *bufio.Reader
+	maxLine int
+}
+
+// A format's reader yields the records of a file in the file's order.
+type formatReader func(in input, yield func(record) bool)
+
+var readers = map[Format]formatReader{
+	Webhook:       readWebhook,
+	CloudWatch:    readCloudWatch,
+	CloudWatchS3:  readCloudWatchS3,
+	Firehose:      readFirehose,
+	AzureBlob:     readAzureBlob,
+	AzureEventHub: readAzureEventHub,
+	GKE:           readGKE,
+}
+
+// Reader reads the audit events of one file in any format as the lines of a log backend's
+// file: each line one audit.k8s.io/v1 Event, in the order the server completed them (an
+// envelope's records are put back in that order within a bounded window: see reorder), with
+// the line of the record it was read from and what the envelope lost of it. A format's reader
+// finds the records of the file on one goroutine; what it leaves to unwrap (the decoding of a
+// record's event) runs on as many workers as there are CPUs, as the replay's decoding does;
+// the Reader joins AKS's pieces, reorders and hands the lines over in the file's order.
+type Reader struct {
+	format Format
+	plain  *auditlog.Reader
+	file   string
+	closer []io.Closer
+	line   []byte
+	dry    *dryRuns
+	order  *reorder
+	join   *joiner
+	// ordered are the batches of records in the file's order; cur the one being handed
+	// over, at next.
+	ordered chan *recordBatch
+	quit    chan struct{}
+	cur     *recordBatch
+	next    int
+	ended   bool
+	wg      sync.WaitGroup
+}
+
+// recordBatch is a run of records unwrapped together by one worker.
+type recordBatch struct {
+	recs []record
+	done chan struct{}
+}
+
+const (
+	// batchRecords is how many records a worker unwraps at once.
+	batchRecords = 128
+	// batchBytes bounds the bytes of a batch.
+	batchBytes = 4 << 20
+)
+
+// NewReader returns a Reader of the file named file that r reads, plain or gzip-compressed
+// (twice, as Firehose writes a subscription's gzip records into a gzip object), in the given
+// format (Auto detects it from the file's first bytes), with records of at most maxLine
+// bytes.
+func NewReader(file string, r io.Reader, format Format, maxLine int) (*Reader, error) {
+	rd := &Reader{file: file}
+	br := bufio.NewReaderSize(r, 256<<10)
+	for range 2 {
+		magic, err := br.Peek(2)
+		if err != nil || magic[0] != 0x1f || magic[1] != 0x8b {
+			break
+		}
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			rd.Close()
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		rd.closer = append(rd.closer, zr)
+		br = bufio.NewReaderSize(zr, 256<<10)
+	}
+	if format == Auto || format == "" {
+		head, _ := br.Peek(detectBytes)
+		format = detect(head)
+	}
+	rd.format = format
+	if format == Plain {
+		lr, c, err := auditlog.NewReader(file, br, maxLine)
+		if err != nil {
+			rd.Close()
+			return nil, err
+		}
+		if c != nil {
+			rd.closer = append(rd.closer, c)
+		}
+		rd.plain = lr
+		return rd, nil
+	}
+	read, ok := readers[format]
+	if !ok {
+		rd.Close()
+		return nil, fmt.Errorf("%s: unknown input format %q", file, format)
+	}
+	in := input{file: file, r: br, maxLine: maxLine}
+	rd.order = newReorder(file, defaultWindow, maxLine)
+	rd.dry = newDryRuns()
+	rd.join = newJoiner(maxLine)
+	rd.start(func(yield func(record) bool) { read(in, yield) })
+	return rd, nil
+}
+
+// start runs the format's reader and the workers that unwrap its records.
+func (r *Reader) start(read func(yield func(record) bool)) {
+	workers := runtime.GOMAXPROCS(0)
+	work := make(chan *recordBatch, workers)
+	r.ordered = make(chan *recordBatch, 2*workers)
+	r.quit = make(chan struct{})
+	for range workers {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			for b := range work {
+				for i := range b.recs {
+					if u := b.recs[i].unwrap; u != nil {
+						b.recs[i].unwrap = nil
+						u(&b.recs[i])
+					}
+				}
+				close(b.done)
+			}
+		}()
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer close(r.ordered)
+		defer close(work)
+		cur := &recordBatch{done: make(chan struct{})}
+		size := 0
+		send := func() bool {
+			select {
+			case r.ordered <- cur:
+			case <-r.quit:
+				return false
+			}
+			select {
+			case work <- cur:
+			case <-r.quit:
+				close(cur.done)
+				return false
+			}
+			cur, size = &recordBatch{done: make(chan struct{})}, 0
+			return true
+		}
+		stopped := false
+		read(func(rec record) bool {
+			cur.recs = append(cur.recs, rec)
+			size += len(rec.data)
+			if len(cur.recs) >= batchRecords || size >= batchBytes {
+				stopped = !send()
+			}
+			return !stopped
+		})
+		if !stopped && len(cur.recs) > 0 {
+			send()
+		}
+	}()
+}
+
+// Format is the format the Reader reads: the one given, or the one detected.
+func (r *Reader) Format() Format { return r.format }
+
+// Next returns the next line; ok is false at the end. A line's data is valid until the next
+// call.
+func (r *Reader) Next() (l auditlog.Line, ok bool) {
+	if r.plain != nil {
+		return r.plain.Next()
+	}
+	for {
+		if rec, ok := r.order.pop(); ok {
+			return r.toLine(rec), true
+		}
+		if r.ended {
+			return auditlog.Line{}, false
+		}
+		rec, ok := r.nextRecord()
+		if !ok {
+			r.ended = true
+			for _, rec := range r.join.flush() {
+				r.order.push(rec)
+			}
+			r.order.drain()
+			continue
+		}
+		if rec.piece != nil && rec.err == nil {
+			for _, rec := range r.join.add(rec) {
+				r.order.push(rec)
+			}
+			continue
+		}
+		if _, stopped := rec.err.(*auditlog.ReadError); stopped {
+			// The file ends here: the pieces held are cut before it.
+			for _, rec := range r.join.flush() {
+				r.order.push(rec)
+			}
+		}
+		r.order.push(rec)
+	}
+}
+
+// nextRecord is the next record of the file, unwrapped.
+func (r *Reader) nextRecord() (record, bool) {
+	for r.cur == nil || r.next == len(r.cur.recs) {
+		b, ok := <-r.ordered
+		if !ok {
+			return record{}, false
+		}
+		<-b.done
+		r.cur, r.next = b, 0
+	}
+	rec := r.cur.recs[r.next]
+	r.cur.recs[r.next] = record{}
+	r.next++
+	return rec, true
+}
+
+func (r *Reader) toLine(rec record) auditlog.Line {
+	if rec.dry != nil && rec.err == nil {
+		r.dry.settle(&rec)
+	}
+	l := auditlog.Line{File: r.file, Num: rec.line, Err: rec.err, Loss: rec.loss}
+	if rec.err == nil {
+		// The log backend's lines end with a newline: so do these (the size a summary counts).
+		r.line = append(append(r.line[:0], rec.data...), '\n')
+		l.Data, l.Size = r.line, len(r.line)
+	}
+	return l
+}
+
+// Close releases what the Reader opened (not the reader it was given), and stops its
+// goroutines.
+func (r *Reader) Close() error {
+	if r.quit != nil {
+		close(r.quit)
+		r.quit = nil
+		for range r.ordered {
+			// Drained: the reader of the format ends at its next record.
+		}
+		r.wg.Wait()
+	}
+	var errs []error
+	for i := len(r.closer) - 1; i >= 0; i-- {
+		errs = append(errs, r.closer[i].Close())
+	}
+	r.closer = nil
+	return errors.Join(errs...)
+}
+
+// recordError is a record of an envelope that holds no audit event: where (the record, the
+// field) and why.
+func recordError(where, field string, err error) error {
+	if field == "" {
+		return fmt.Errorf("%s: %v", where, err)
+	}
+	return fmt.Errorf("%s: %s: %v", where, field, err)
+}
+
+// streamStopped turns the scanner's error into the record that ends the file: a read error
+// (the file stops being readable) or the envelope's syntax error, which ends it too (the
+// records after it cannot be found).
+func streamStopped(err error, line int) record {
+	var se *streamError
+	if errors.As(err, &se) {
+		return record{line: line, err: &auditlog.ReadError{Err: se}}
+	}
+	var syn *syntaxError
+	if errors.As(err, &syn) {
+		line = syn.line
+	}
+	return record{line: line, err: &auditlog.ReadError{Err: fmt.Errorf("the envelope is not JSON, reading stopped: %v", err)}}
+}

@@ -1,0 +1,228 @@
+package export_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export/exporttest"
+)
+
+const auditData = "../../../../../testdata/audit"
+
+// recorded are real kube-apiserver logs: recorded-a (/work/shared/recorded/a: evictions,
+// secrets, dry runs, impersonation, JSON patches) and recorded-e2e (verify/e2e's
+// TestDecisionParity, with RequestReceived stages).
+var recorded = []string{"recorded-a/audit.log.gz", "recorded-e2e/audit.log.gz"}
+
+func readLog(t testing.TB, name string) []byte {
+	t.Helper()
+	return exporttest.ReadLog(t, filepath.Join(auditData, name))
+}
+
+// line is what a test reads of a Reader's line.
+type line struct {
+	num  int
+	data []byte
+	err  error
+	loss auditlog.Loss
+}
+
+func readAll(t testing.TB, name string, data []byte, f export.Format) (export.Format, []line) {
+	t.Helper()
+	r, err := export.NewReader(name, bytes.NewReader(data), f, auditlog.DefaultMaxLineBytes)
+	if err != nil {
+		t.Fatalf("NewReader: %v", err)
+	}
+	defer r.Close()
+	var out []line
+	for {
+		l, ok := r.Next()
+		if !ok {
+			return r.Format(), out
+		}
+		if l.File != name {
+			t.Errorf("line %d: File = %q, want %q", l.Num, l.File, name)
+		}
+		out = append(out, line{num: l.Num, data: bytes.Clone(l.Data), err: l.Err, loss: l.Loss})
+	}
+}
+
+// normalized is an event's JSON decoded, to compare events whatever their encoding.
+func normalized(t testing.TB, b []byte) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("not JSON: %v: %s", err, b)
+	}
+	return m
+}
+
+// inStageOrder are the events of a log backend's file in the order a reader of an export
+// hands them over: by stageTimestamp.
+func inStageOrder(t testing.TB, log []byte, keep func(map[string]any) bool) []map[string]any {
+	var out []map[string]any
+	for _, l := range bytes.Split(log, []byte("\n")) {
+		if len(bytes.TrimSpace(l)) == 0 {
+			continue
+		}
+		if m := normalized(t, l); keep == nil || keep(m) {
+			out = append(out, m)
+		}
+	}
+	byStage(out)
+	return out
+}
+
+// byStage sorts events by stageTimestamp, and those of one stage by their JSON: the server's
+// order does not say which of two events that completed at once was first.
+func byStage(evs []map[string]any) {
+	key := func(m map[string]any) string { b, _ := json.Marshal(m); return string(b) }
+	sort.SliceStable(evs, func(i, j int) bool {
+		if a, b := stage(evs[i]), stage(evs[j]); !a.Equal(b) {
+			return a.Before(b)
+		}
+		return key(evs[i]) < key(evs[j])
+	})
+}
+
+func stage(m map[string]any) time.Time {
+	s, _ := m["stageTimestamp"].(string)
+	t, _ := time.Parse(time.RFC3339Nano, s)
+	return t
+}
+
+// TestReadExports reads real logs wrapped as each export hands them over (out of order, in
+// batches, in pieces, compressed), detected from their bytes: the events are the log's, whole,
+// in the order the server completed them; GKE's are mapped (see TestGKEMapping).
+func TestReadExports(t *testing.T) {
+	for _, name := range recorded {
+		log := readLog(t, name)
+		for _, f := range exporttest.Formats() {
+			t.Run(filepath.Dir(name)+"/"+string(f), func(t *testing.T) {
+				t.Parallel()
+				data, err := exporttest.Wrap(f, log)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := f
+				if f == exporttest.GKESink {
+					want = export.GKE
+				}
+				got, lines := readAll(t, "export", data, export.Auto)
+				if got != want {
+					t.Fatalf("detected %q, want %q", got, want)
+				}
+				var prev time.Time
+				for i, l := range lines {
+					if l.err != nil {
+						t.Fatalf("line %d: %v", l.num, l.err)
+					}
+					at := stage(normalized(t, l.data))
+					if at.Before(prev) {
+						t.Errorf("event %d (line %d) completed at %s, before the one handed over before it (%s)", i, l.num, at, prev)
+					}
+					prev = at
+					if _, err := auditlog.Decode(l.data); err != nil {
+						t.Errorf("line %d: Decode: %v", l.num, err)
+					}
+				}
+				if want == export.GKE {
+					return
+				}
+				wantEvents := inStageOrder(t, log, nil)
+				if len(lines) != len(wantEvents) {
+					t.Fatalf("%d events, want %d", len(lines), len(wantEvents))
+				}
+				var gotEvents []map[string]any
+				for _, l := range lines {
+					if l.loss.Any() {
+						t.Errorf("line %d: lost %v, want nothing", l.num, l.loss)
+					}
+					gotEvents = append(gotEvents, normalized(t, l.data))
+				}
+				byStage(gotEvents)
+				for i := range gotEvents {
+					if diff := cmp.Diff(wantEvents[i], gotEvents[i]); diff != "" {
+						t.Fatalf("event %d mismatch (-want +got):\n%s", i, diff)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestDetect tells each format from the first bytes of a file.
+func TestDetect(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, head string
+		want       export.Format
+	}{
+		{"empty", "", export.Plain},
+		{"event", `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"x"`, export.Plain},
+		{"event without kind", `{"auditID":"x","stage":"ResponseComplete"}`, export.Plain},
+		{"not JSON", "hello\n", export.Plain},
+		{"event list", `{"kind":"EventList","apiVersion":"audit.k8s.io/v1","metadata":{},"items":[{"kind":"Event"`, export.Webhook},
+		{"filter-log-events", "{\n    \"events\": [\n        {\n            \"logStreamName\": \"kube-apiserver-audit-1\",\n            \"timestamp\": 1,\n            \"message\": \"{\\\"kind\\\":", export.CloudWatch},
+		{"filter-log-events, searched streams first", `{"searchedLogStreams":[],"events":[]}`, export.CloudWatch},
+		{"S3 export", "2026-11-21T12:35:37.465Z {\"kind\":\"Event\"}\n", export.CloudWatchS3},
+		{"S3 export, milliseconds", "1795264537465 {\"kind\":\"Event\"}\n", export.CloudWatchS3},
+		{"subscription", `{"messageType":"CONTROL_MESSAGE","owner":"CloudwatchLogs","logGroup":"","logStream":"","subscriptionFilters":[],"logEvents":[{"id":"","timestamp":1,"message":"CWL CONTROL MESSAGE"}]}`, export.Firehose},
+		{"storage blob", `{ "time": "2026-11-21T12:35:37Z", "resourceId": "/SUBSCRIPTIONS/X", "category": "kube-audit", "operationName": "Microsoft.ContainerService/managedClusters/diagnosticLogs/Read", "properties": {"log":"{\"kind\":\"Event\"`, export.AzureBlob},
+		{"event hub", `{"records":[{"time":"2026-11-21T12:35:37Z","category":"kube-audit-admin","properties":{"log":"{}"}}]}`, export.AzureEventHub},
+		{"gcloud", "[\n  {\n    \"insertId\": \"x\",\n    \"logName\": \"projects/p/logs/cloudaudit.googleapis.com%2Factivity\",\n    \"protoPayload\": {", export.GKE},
+		{"sink", `{"protoPayload":{"@type":"type.googleapis.com/google.cloud.audit.AuditLog","serviceName":"k8s.io"},"insertId":"x"}`, export.GKE},
+		{"gzip magic inside", "\ufeff  {\"kind\":\"Event\"}", export.Plain},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := export.Detect([]byte(tt.head)); got != tt.want {
+				t.Errorf("Detect(%q) = %q, want %q", tt.head, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestReverseOnDisk reads gcloud's array newest first holding a few records in memory: the
+// rest go to temporary files, read back last first, and the events come out oldest first.
+func TestReverseOnDisk(t *testing.T) {
+	log := readLog(t, recorded[0])
+	data, err := exporttest.Wrap(export.GKE, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer export.SetReverseChunk(64 << 10)()
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	_, lines := readAll(t, "gcloud.json", data, export.GKE)
+	var prev time.Time
+	for _, l := range lines {
+		if l.err != nil {
+			t.Fatalf("line %d: %v", l.num, l.err)
+		}
+		at := stage(normalized(t, l.data))
+		if at.Before(prev) {
+			t.Fatalf("line %d completed at %s, before the line handed over before it (%s)", l.num, at, prev)
+		}
+		prev = at
+		if !l.loss.Any() {
+			t.Fatalf("line %d: GKE's loss lost on the way through the disk", l.num)
+		}
+	}
+	if want := len(inStageOrder(t, log, func(m map[string]any) bool { return m["stage"] != "RequestReceived" })); len(lines) != want {
+		t.Errorf("%d events, want %d", len(lines), want)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) > 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+}

@@ -1,0 +1,444 @@
+package export
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+)
+
+// scanner walks the JSON documents of an export as a stream, one structural step at a time,
+// so that an envelope of any size (the one document `aws logs filter-log-events` prints for a
+// day, gcloud's array) is read with memory for one record: a record's bytes are kept, up to a
+// limit, and everything else is skipped as it is read. It counts lines, so that a record and
+// an error point at the line they are on. It checks structure (brackets, strings, escapes),
+// not the grammar of numbers and literals: what a record holds is decoded by encoding/json,
+// which checks it in full.
+type scanner struct {
+	r    *bufio.Reader
+	line int // the line of the next byte, from 1
+	err  error
+}
+
+func newScanner(r *bufio.Reader) *scanner { return &scanner{r: r, line: 1} }
+
+// errTooLong is a value longer than the limit a scanner keeps; it was skipped.
+type errTooLong struct{ max, size int }
+
+func (e *errTooLong) Error() string {
+	return fmt.Sprintf("longer than %d bytes (at least %d): skipped", e.max, e.size)
+}
+
+// syntaxError is an envelope that is not JSON where the scanner is.
+type syntaxError struct {
+	line int
+	msg  string
+}
+
+func (e *syntaxError) Error() string { return e.msg }
+
+func (s *scanner) fail(format string, args ...any) error {
+	if s.err == nil {
+		s.err = &syntaxError{s.line, fmt.Sprintf(format, args...)}
+	}
+	return s.err
+}
+
+// readErr records why the input stopped: io.EOF in the middle of a value is a truncated
+// envelope (a syntax error); another error is the stream's (a truncated gzip stream).
+func (s *scanner) readErr(err error, inValue bool) error {
+	if s.err != nil {
+		return s.err
+	}
+	if errors.Is(err, io.EOF) {
+		if inValue {
+			return s.fail("the envelope ends in the middle of a value")
+		}
+		s.err = io.EOF
+		return s.err
+	}
+	s.err = &streamError{err}
+	return s.err
+}
+
+// streamError is an error reading the stream itself: the log stops being readable.
+type streamError struct{ err error }
+
+func (e *streamError) Error() string {
+	if errors.Is(e.err, io.ErrUnexpectedEOF) {
+		return "compressed stream truncated: reading stopped"
+	}
+	return "reading stopped: " + e.err.Error()
+}
+func (e *streamError) Unwrap() error { return e.err }
+
+func (s *scanner) readByte() (byte, error) {
+	c, err := s.r.ReadByte()
+	if err != nil {
+		return 0, err
+	}
+	if c == '\n' {
+		s.line++
+	}
+	return c, nil
+}
+
+// peek skips white space and returns the next byte without reading it; io.EOF at the end.
+func (s *scanner) peek() (byte, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	for {
+		b, err := s.r.Peek(1)
+		if err != nil {
+			return 0, s.readErr(err, false)
+		}
+		switch b[0] {
+		case ' ', '\t', '\r', '\n':
+			s.readByte()
+		case 0xef:
+			// A byte order mark, which some tools write first: skipped wherever it is.
+			if bom, err := s.r.Peek(3); err == nil && string(bom) == "\ufeff" {
+				s.r.Discard(3)
+				continue
+			}
+			return b[0], nil
+		default:
+			return b[0], nil
+		}
+	}
+}
+
+// startLine is the line the next value begins on, after white space.
+func (s *scanner) startLine() int {
+	s.peek()
+	return s.line
+}
+
+// expect reads the byte c, after white space.
+func (s *scanner) expect(c byte, what string) error {
+	got, err := s.peek()
+	if err != nil {
+		if err == io.EOF {
+			return s.fail("%s expected, the envelope ends", what)
+		}
+		return err
+	}
+	if got != c {
+		return s.fail("%s expected, found %s", what, quoteByte(got))
+	}
+	s.readByte()
+	return nil
+}
+
+func quoteByte(c byte) string {
+	if c < utf8.RuneSelf && strconv.IsPrint(rune(c)) {
+		return strconv.QuoteRune(rune(c))
+	}
+	return fmt.Sprintf("byte 0x%02x", c)
+}
+
+// key reads an object member's name and the colon after it. Names longer than 1 KiB are
+// not the envelopes': they are kept cut.
+func (s *scanner) key() (string, error) {
+	if c, err := s.peek(); err != nil {
+		return "", err
+	} else if c != '"' {
+		return "", s.fail("a member name expected, found %s", quoteByte(c))
+	}
+	raw, err := s.value(1<<10, nil)
+	var tl *errTooLong
+	if errors.As(err, &tl) {
+		raw, err = []byte(`""`), nil
+	}
+	if err != nil {
+		return "", err
+	}
+	name, uerr := strconv.Unquote(string(raw))
+	if uerr != nil {
+		name = string(raw[1 : len(raw)-1]) // escapes strconv does not take (\/): the name is not one the envelopes use
+	}
+	if err := s.expect(':', "':' after the member name "+strconv.Quote(name)); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+// object reads the object that comes next, calling member with each member's name; member
+// must read the member's value.
+func (s *scanner) object(member func(name string) error) error {
+	return s.container('{', '}', "an object", func(i int) (string, error) {
+		name, err := s.key()
+		if err != nil {
+			return "", s.inValue(err)
+		}
+		return fmt.Sprintf("the member %q", name), member(name)
+	})
+}
+
+// array reads the array that comes next, calling element for each element, which must read
+// it; i counts from 0.
+func (s *scanner) array(element func(i int) error) error {
+	return s.container('[', ']', "an array", func(i int) (string, error) {
+		return fmt.Sprintf("element %d", i), element(i)
+	})
+}
+
+// container reads a container from open to end, calling each for its i-th part (which says
+// what it read, for an error).
+func (s *scanner) container(open, end byte, what string, each func(i int) (string, error)) error {
+	if err := s.expect(open, what); err != nil {
+		return err
+	}
+	if c, err := s.peek(); err != nil {
+		return s.inValue(err)
+	} else if c == end {
+		s.readByte()
+		return nil
+	}
+	for i := 0; ; i++ {
+		part, err := each(i)
+		if err != nil {
+			return err
+		}
+		c, err := s.peek()
+		if err != nil {
+			return s.inValue(err)
+		}
+		s.readByte()
+		switch c {
+		case ',':
+		case end:
+			return nil
+		default:
+			return s.fail("',' or '%c' expected after %s, found %s", end, part, quoteByte(c))
+		}
+	}
+}
+
+// element reads the next value, of at most max bytes, as the record build makes of it; a
+// longer one is the record of an error at where and field.
+func (s *scanner) element(max int, where, field string, build func(raw []byte, line int) record) (record, error) {
+	line := s.startLine()
+	raw, err := s.value(max, nil)
+	var tl *errTooLong
+	switch {
+	case errors.As(err, &tl):
+		return record{line: line, err: recordError(where, field, err)}, nil
+	case err != nil:
+		return record{}, err
+	}
+	return build(raw, line), nil
+}
+
+// send yields a record, and errStop when the reader wants no more.
+func send(yield func(record) bool, rec record) error {
+	if !yield(rec) {
+		return errStop
+	}
+	return nil
+}
+
+// readLines yields the record build makes of each line of an envelope of JSON lines, of at
+// most max bytes (blank lines are skipped, a line too long or the file's end read as the log
+// backend's lines are); the line's data is valid until build returns.
+func readLines(in input, max int, yield func(record) bool, build func(text []byte, num int) record) {
+	lr, _, err := auditlog.NewReader(in.file, in.r, max)
+	if err != nil {
+		yield(record{line: 1, err: &auditlog.ReadError{Err: err}})
+		return
+	}
+	for {
+		l, ok := lr.Next()
+		if !ok {
+			return
+		}
+		rec := record{line: l.Num, err: l.Err}
+		if l.Err == nil {
+			if len(bytes.TrimSpace(l.Data)) == 0 {
+				continue
+			}
+			rec = build(l.Data, l.Num)
+		}
+		if !yield(rec) {
+			return
+		}
+	}
+}
+
+// documents calls each with every JSON document of the input, counted from 1, until the
+// input ends; the error that stops it (but errStop) ends the file as its record says.
+func (s *scanner) documents(yield func(record) bool, each func(doc int) error) {
+	for doc := 1; ; doc++ {
+		if _, err := s.peek(); err != nil {
+			if err != io.EOF {
+				yield(streamStopped(err, s.line))
+			}
+			return
+		}
+		if err := each(doc); err != nil {
+			if !errors.Is(err, errStop) {
+				yield(streamStopped(err, s.line))
+			}
+			return
+		}
+	}
+}
+
+// inValue turns the end of the input inside a container into a syntax error.
+func (s *scanner) inValue(err error) error {
+	if err == io.EOF {
+		s.err = nil
+		return s.fail("the envelope ends in the middle of a value")
+	}
+	return err
+}
+
+// skip reads the next value and forgets it.
+func (s *scanner) skip() error {
+	_, err := s.value(-1, nil)
+	return err
+}
+
+// value reads the next value and returns its bytes, appended to buf, when it has at most max
+// bytes (max < 0 keeps nothing); a longer value is read to its end and reported as
+// *errTooLong, after which the scanner goes on.
+func (s *scanner) value(max int, buf []byte) ([]byte, error) {
+	c, err := s.peek()
+	if err != nil {
+		return nil, err
+	}
+	out := buf[:len(buf):len(buf)]
+	keep := max >= 0
+	size := 0
+	add := func(b ...byte) {
+		size += len(b)
+		if keep {
+			if size > max {
+				keep, out = false, nil
+				return
+			}
+			out = append(out, b...)
+		}
+	}
+	depth := 0
+	inString := false
+	escaped := false
+	switch c {
+	case '{', '[', '"':
+	case ']', '}', ',', ':':
+		return nil, s.fail("a value expected, found %s", quoteByte(c))
+	default:
+		// A number or a literal: to the next delimiter.
+		for {
+			b, err := s.r.Peek(1)
+			if err != nil {
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				return nil, s.readErr(err, true)
+			}
+			switch b[0] {
+			case ',', '}', ']', ' ', '\t', '\r', '\n':
+			default:
+				if b[0] == '{' || b[0] == '[' || b[0] == '"' || b[0] == ':' {
+					return nil, s.fail("%s cannot follow %q", quoteByte(b[0]), string(out))
+				}
+				s.readByte()
+				add(b[0])
+				continue
+			}
+			break
+		}
+		return s.done(out, keep, max, size)
+	}
+	// The bytes the reader holds are scanned in place, and copied at once.
+	for {
+		n := s.r.Buffered()
+		if n == 0 {
+			n = 1 // fills the buffer
+		}
+		chunk, err := s.r.Peek(n)
+		if len(chunk) == 0 {
+			return nil, s.readErr(err, true)
+		}
+		i, done := 0, false
+		for i < len(chunk) && !done {
+			if inString {
+				// To the quote that ends the string (what a string holds is the decoder's
+				// to check, control characters included).
+				end, found, carry := stringEnd(chunk[i:], escaped)
+				i += end
+				escaped = carry
+				if found {
+					i++
+					inString, escaped = false, false
+					done = depth == 0
+				}
+				continue
+			}
+			b := chunk[i]
+			i++
+			switch {
+			case b == '"':
+				inString = true
+			case b == '{' || b == '[':
+				depth++
+			case b == '}' || b == ']':
+				depth--
+				done = depth == 0
+			case b == '\n':
+				s.line++
+			}
+		}
+		add(chunk[:i]...)
+		s.r.Discard(i)
+		if done {
+			return s.done(out, keep, max, size)
+		}
+	}
+}
+
+// stringEnd is where the string whose bytes b follows (escaped: its last byte before b was
+// an unpaired backslash) ends: the index of its closing quote, found; or, when b does not
+// hold it, len(b), and whether b ends with an unpaired backslash. It jumps from quote to quote.
+func stringEnd(b []byte, escaped bool) (end int, found, carry bool) {
+	i := 0
+	if escaped {
+		if len(b) == 0 {
+			return 0, false, true
+		}
+		i = 1
+	}
+	for {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 {
+			n := 0
+			for k := len(b) - 1; k >= i && b[k] == '\\'; k-- {
+				n++
+			}
+			return len(b), false, n%2 == 1
+		}
+		q := i + j
+		n := 0
+		for k := q - 1; k >= i && b[k] == '\\'; k-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q, true, false
+		}
+		i = q + 1
+	}
+}
+
+func (s *scanner) done(out []byte, keep bool, max, size int) ([]byte, error) {
+	if max >= 0 && !keep {
+		return nil, &errTooLong{max: max, size: size}
+	}
+	return out, nil
+}
