@@ -176,6 +176,16 @@ func TestExportLosses(t *testing.T) {
 	patch := func(id string) string {
 		return timedEvent(t, levelEvent(t, id, auditlog.LevelRequestResponse, "patch", "configmaps", "a", "known", 200, "", map[string]any{"data": map[string]any{"k": "w"}}, cm("known", "9")), "02.000000", "02.010000", nil)
 	}
+	// changed patches configmap known's data to k=w; deleted deletes it.
+	changed := func(id string) string {
+		resp := cm("known", "9")
+		resp["data"] = map[string]any{"k": "w"}
+		return timedEvent(t, levelEvent(t, id, auditlog.LevelRequestResponse, "patch", "configmaps", "a", "known", 200, "", map[string]any{"data": map[string]any{"k": "w"}}, resp), "02.000000", "02.010000", nil)
+	}
+	deleted := func(id string) string {
+		status := map[string]any{"apiVersion": "v1", "kind": "Status", "status": "Success", "details": map[string]any{"name": "known", "kind": "configmaps", "uid": "u-known"}}
+		return timedEvent(t, levelEvent(t, id+"-d", auditlog.LevelRequestResponse, "delete", "configmaps", "a", "known", 200, "", nil, status), "03.000000", "03.010000", nil)
+	}
 	tests := []struct {
 		name, expr string
 		op         admissionregistrationv1.OperationType
@@ -212,6 +222,11 @@ func TestExportLosses(t *testing.T) {
 		{name: "a patch of an object the snapshot holds", expr: "true", op: admissionregistrationv1.Update,
 			lines: []string{patch("p2")}, snapshot: []any{cm("known", "8")},
 			decision: DecisionAdmit},
+		// A dry run stores nothing: what the State knows of the object after it is what the
+		// log's replay knows only when the write was stored.
+		{name: "a patch that may have been a dry run", expr: "oldObject.data.k == 'w'", op: admissionregistrationv1.Delete,
+			lines: []string{changed("p3"), deleted("p3")},
+			decision: DecisionIndeterminate, reason: ReasonOldObjectUnknown, detail: "whether the write at audit.jsonl:1 was a dry run, which stores nothing"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -726,6 +726,11 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 		defer r.state.markDone(gr, t.namespace, name, src, done)
 	}
 	sw := stateWrite{ev: ev, t: t, gr: gr, src: src, done: done, w: w}
+	dry := ev.Loss.Lost.Has(auditlog.LostDryRun) && t.name != "" && ev.Verb != "deletecollection"
+	var before prior
+	if dry {
+		before = r.state.prior(gr, t.namespace, t.name)
+	}
 	switch ev.Verb {
 	case "create", "update", "patch", "apply":
 		r.applyUpdate(ctx, sw)
@@ -734,6 +739,50 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 	case "deletecollection":
 		r.applyDeleteCollection(sw)
 	}
+	if dry {
+		r.mayBeDryRun(sw, before)
+	}
+}
+
+// mayBeDryRun keeps what the State knows of an object after a write whose export lost whether
+// it was a dry run (a GKE entry does not carry the query, ?dryRun=All: kubectl diff, an
+// --dry-run=server apply), which stores nothing: before is the object as the State held it.
+// A dry run answers with the resourceVersion the object has: a write that answered with
+// another over a version the State knows, of a resource the log holds whole, was stored; one
+// that answered with the same and another content was a dry run, and the object is as it was.
+// Otherwise the fields the write changed are not known, those it left as they were are; and
+// whether an object the State did not know, or one deleted, is there is not known.
+func (r *Replayer) mayBeDryRun(sw stateWrite, before prior) {
+	gr, t := sw.gr, sw.t
+	after := r.state.prior(gr, t.namespace, t.name)
+	why := sw.ev.Loss.Of(auditlog.LostDryRun) + ": whether the write at " + sw.src + " was a dry run, which stores nothing"
+	known := before.found && before.raw != nil && before.rv != 0
+	stored := after.found && after.raw != nil && after.rv != 0
+	switch {
+	case known && stored && after.rv != before.rv && before.complete:
+		return
+	case known && stored && after.rv == before.rv:
+		if u, err := auditlog.DecodeObject(before.raw); err == nil {
+			_ = r.state.putPartly(gr, u, before.unknowns, before.source+" (the write at "+sw.src+", answered with its resourceVersion, was a dry run)")
+		}
+		return
+	case !known || !stored:
+		// Whether the object is there, or as what, is not known.
+		r.state.Forget(gr, t.mainKind, t.namespace, t.name, why)
+		return
+	}
+	bu, err1 := auditlog.DecodeObject(before.raw)
+	au, err2 := auditlog.DecodeObject(after.raw)
+	if err1 != nil || err2 != nil {
+		r.state.Forget(gr, t.mainKind, t.namespace, t.name, why)
+		return
+	}
+	diffs := differing(bu.Object, au.Object, nil, why)
+	if len(diffs) == 0 {
+		return
+	}
+	unknowns := append(append(slices.Clip(after.unknowns), before.unknowns...), diffs...)
+	_ = r.state.putPartly(gr, au, unknowns, after.source+" (or, a dry run, as it was)")
 }
 
 // stateWrite is a successful write applyWrite applies to the State: the request, logged at
