@@ -225,7 +225,7 @@ func TestExportLosses(t *testing.T) {
 		// A dry run stores nothing: what the State knows of the object after it is what the
 		// log's replay knows only when the write was stored.
 		{name: "a patch that may have been a dry run", expr: "oldObject.data.k == 'w'", op: admissionregistrationv1.Delete,
-			lines: []string{changed("p3"), deleted("p3")},
+			lines:    []string{changed("p3"), deleted("p3")},
 			decision: DecisionIndeterminate, reason: ReasonOldObjectUnknown, detail: "whether the write at audit.jsonl:1 was a dry run, which stores nothing"},
 	}
 	for _, tt := range tests {
