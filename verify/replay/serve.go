@@ -249,22 +249,19 @@ func (r *Replayer) usesPipeline(ev *Event, t target) bool {
 	if t.reqKind.Empty() || ev.Verb == "" {
 		return false
 	}
-	srv, err := pipelineServer()
-	if err != nil || !srv.Serves(t.gvr, t.sub) {
-		return false
-	}
-	if t.op == admission.Connect {
-		return true
-	}
-	if ev.Level == auditlog.LevelMetadata || ev.Level == auditlog.LevelNone || ev.Level == "" {
-		return false
-	}
-	if (t.op == admission.Create || t.op == admission.Update) && ev.Code() >= 200 && ev.Code() < 300 && !defaultedOnRead[t.gvr.GroupResource()] {
-		if resp := decodeKind(ev.ResponseObject); resp != nil && sameKind(resp, t.reqKind) {
-			return false // the stored result is the admission object (see rebuild)
+	if t.op != admission.Connect {
+		if ev.Level == auditlog.LevelMetadata || ev.Level == auditlog.LevelNone || ev.Level == "" {
+			return false
+		}
+		if (t.op == admission.Create || t.op == admission.Update) && ev.Code() >= 200 && ev.Code() < 300 && !defaultedOnRead[t.gvr.GroupResource()] {
+			if resp := decodeKind(ev.ResponseObject); resp != nil && sameKind(resp, t.reqKind) {
+				return false // the stored result is the admission object (see rebuild)
+			}
 		}
 	}
-	return true
+	// Built the first time a request needs it.
+	srv, err := pipelineServer()
+	return err == nil && srv.Serves(t.gvr, t.sub)
 }
 
 // followsWrite says whether the ordered stage follows a successful write whose result the log

@@ -112,7 +112,7 @@ func NewPlugins(names []string) (*Plugins, error) {
 	genericapiserver.RegisterAllAdmissionPlugins(registry)
 	kubeoptions.RegisterAllAdmissionPlugins(registry)
 	ref := &clusterRef{}
-	client := clientgofake.NewClientset()
+	client := clientgofake.NewSimpleClientset() // its tracker is never read: no schema to parse
 	// Reactors run newest first: the catch-all goes in first.
 	client.PrependReactor("*", "*", func(action clienttesting.Action) (bool, runtime.Object, error) {
 		// A plugin that writes (NamespaceAutoProvision creates a namespace): the log holds the

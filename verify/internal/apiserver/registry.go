@@ -63,7 +63,7 @@ func groups() ([]genericapiserver.APIGroupInfo, error) {
 	config := controlplane.DefaultAPIResourceConfigSource()
 	opts := restOptions{}
 	allow := authorizerfactory.NewAlwaysAllowAuthorizer()
-	client := clientgofake.NewClientset()
+	client := clientgofake.NewSimpleClientset() // its tracker is never read: no schema to parse
 
 	core, err := coreAPIGroup(config, opts, allow, client)
 	if err != nil {
