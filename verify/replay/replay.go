@@ -27,6 +27,7 @@ import (
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/internal/apiserver"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+	"github.com/vapc-dev/vapc/verify/replay/internal/source"
 )
 
 // Evaluator decides one admission request: one the replay rebuilt from the log (Evaluate), or
@@ -355,7 +356,7 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 
 // Run replays the sources as one log, in the time order of their events (rotated logs oldest
 // first, whatever order they are given in; the logs of several kube-apiservers interleaved:
-// readSources), and calls sink with the record of every request the policies match, in that
+// source.Lines), and calls sink with the record of every request the policies match, in that
 // order. It returns the summary of the whole replay. Malformed lines
 // and logs that cannot be read to their end are counted and listed, never fatal (Summary.Decide
 // judges them); the error is about the replay itself (the context, the sink). When the context
@@ -366,7 +367,7 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 		return nil, errors.New("a Replayer runs once: its State has moved forward with the log it replayed; make another with New")
 	}
 	r.ran = true
-	sources, reordered := inTimeOrder(sources, r.cfg.maxLine)
+	sources, reordered := source.InTimeOrder(sources, r.cfg.maxLine)
 	r.output.sum = newSummary(sources)
 	if reordered {
 		r.output.sum.Notes = append(r.output.sum.Notes, "the logs were read as one, in the time order of their events, not in the order given: "+strings.Join(r.output.sum.Files, ", "))

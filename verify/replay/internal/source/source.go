@@ -1,0 +1,89 @@
+// Package source reads the audit logs a replay is given as one log: each opened (a file, plain
+// or gzip-compressed, or a reader such as standard input; the log backend's lines or a managed
+// cluster's export, through package export), the logs merged in the time order of their events
+// (Lines), and the logs put in the order of their first events (InTimeOrder). What it yields is
+// auditlog.Line: the replay's decoding stage takes it from there.
+package source
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sync/atomic"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export"
+)
+
+// Source is one audit log to read: a file (plain or gzip-compressed) or "-" for the reader
+// given as Stdin.
+type Source struct {
+	// Name is the path, or "-".
+	Name string
+	// Reader, when set, is read instead of opening Name.
+	Reader io.Reader
+	// Format is how the log is wrapped (InputFormats): "" or "auto" detects it from its
+	// first bytes.
+	Format string
+	// Read, when set, counts the bytes read of the source as it is stored (a gzip-compressed
+	// file's compressed bytes), for a progress line's share of the input read.
+	Read *atomic.Int64
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// openSource opens one source for reading its lines, one line per call of next, which says
+// false at the end of the log. An error opening it is its one line. close closes what it
+// opened.
+func openSource(ctx context.Context, src Source, maxLine int) (next func() (auditlog.Line, bool), close func()) {
+	failed := func(err error) (func() (auditlog.Line, bool), func()) {
+		read := false
+		return func() (auditlog.Line, bool) {
+			if read {
+				return auditlog.Line{}, false
+			}
+			read = true
+			return auditlog.Line{File: src.Name, Err: &auditlog.ReadError{Err: err}}, true
+		}, func() {}
+	}
+	r := src.Reader
+	var f *os.File
+	if r != nil {
+		r = interruptible(ctx, r) // standard input may block: an interrupt must not wait for it
+	} else {
+		var err error
+		if f, err = os.Open(src.Name); err != nil {
+			return failed(fmt.Errorf("cannot open: %v", err))
+		}
+		r = f
+	}
+	closeFile := func() {
+		if f != nil {
+			f.Close()
+		}
+	}
+	if src.Read != nil {
+		r = countingReader{r, src.Read}
+	}
+	// The log backend's lines, or the events of a managed cluster's export as such lines.
+	lr, err := export.NewReader(src.Name, r, export.Format(src.Format), maxLine)
+	if err != nil {
+		closeFile()
+		return failed(err)
+	}
+	return lr.Next, func() {
+		lr.Close()
+		closeFile()
+	}
+}

@@ -1,0 +1,155 @@
+package source
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+)
+
+// event is a line of the log backend's with the audit ID id, completed at the second at.
+func event(id string, at int) string {
+	return fmt.Sprintf(`{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":%q,"stage":"ResponseComplete","requestURI":"/api/v1/namespaces","verb":"list","user":{"username":"u"},"responseStatus":{"code":200},"stageTimestamp":"2026-11-22T10:00:%02d.000000Z"}`, id, at)
+}
+
+// ids are the audit IDs of the lines, "?" for one that is not an event, "!" for an error.
+func ids(t *testing.T, lines []auditlog.Line) []string {
+	t.Helper()
+	var out []string
+	for _, l := range lines {
+		switch {
+		case l.Err != nil:
+			out = append(out, "!"+filepath.Base(l.File))
+		default:
+			ev, err := auditlog.Decode(l.Data)
+			if err != nil {
+				out = append(out, "?")
+				continue
+			}
+			out = append(out, ev.AuditID)
+		}
+	}
+	return out
+}
+
+func write(t *testing.T, dir, name string, gz bool, lines ...string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	data := []byte(strings.Join(lines, "\n") + "\n")
+	if gz {
+		var b bytes.Buffer
+		w := gzip.NewWriter(&b)
+		w.Write(data)
+		w.Close()
+		data = b.Bytes()
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestLines: one log's lines keep their order; several logs interleave by the time their events
+// completed, ties to the log given first, a line that is not an event at once; a log that
+// cannot be opened is its one error line.
+func TestLines(t *testing.T) {
+	dir := t.TempDir()
+	a := write(t, dir, "a.log", false, event("a1", 1), event("a3", 3), event("a5", 5))
+	b := write(t, dir, "b.log.gz", true, event("b2", 2), event("b3", 3), "not json", event("b6", 6))
+	unordered := write(t, dir, "c.log", false, event("c9", 9), event("c1", 1))
+	for _, tc := range []struct {
+		name    string
+		sources []Source
+		want    []string
+	}{
+		{"one log as it is", []Source{{Name: unordered}}, []string{"c9", "c1"}},
+		{"two logs interleave", []Source{{Name: a}, {Name: b}}, []string{"a1", "b2", "a3", "b3", "?", "a5", "b6"}},
+		{"ties to the first given", []Source{{Name: b}, {Name: a}}, []string{"a1", "b2", "b3", "?", "a3", "a5", "b6"}},
+		{"a log that cannot be opened", []Source{{Name: filepath.Join(dir, "missing.log")}, {Name: a}}, []string{"!missing.log", "a1", "a3", "a5"}},
+		{"a reader", []Source{{Name: "-", Reader: strings.NewReader(event("s1", 1) + "\n")}}, []string{"s1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []auditlog.Line
+			if err := Lines(context.Background(), tc.sources, 1<<20, func(l auditlog.Line) bool {
+				l.Data = bytes.Clone(l.Data)
+				got = append(got, l)
+				return true
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, ids(t, got)); diff != "" {
+				t.Errorf("lines (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestInTimeOrder: rotated logs given newest first are read oldest first; a reader, or a log
+// whose first lines hold no event time, leaves the order as given.
+func TestInTimeOrder(t *testing.T) {
+	dir := t.TempDir()
+	newest := write(t, dir, "audit.log", false, event("n", 30))
+	older := write(t, dir, "audit.log.1.gz", true, event("o", 20))
+	oldest := write(t, dir, "audit.log.2", false, event("x", 10))
+	untimed := write(t, dir, "untimed.log", false, "not json")
+	for _, tc := range []struct {
+		name          string
+		given         []Source
+		want          []string
+		wantReordered bool
+	}{
+		{"rotated, newest first", []Source{{Name: newest}, {Name: older}, {Name: oldest}}, []string{oldest, older, newest}, true},
+		{"already in order", []Source{{Name: oldest}, {Name: newest}}, []string{oldest, newest}, false},
+		{"a log without event times", []Source{{Name: newest}, {Name: untimed}}, []string{newest, untimed}, false},
+		{"a reader", []Source{{Name: newest}, {Name: "-", Reader: strings.NewReader(event("s", 1))}}, []string{newest, "-"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, reordered := InTimeOrder(tc.given, 1<<20)
+			var names []string
+			for _, s := range got {
+				names = append(names, s.Name)
+			}
+			if diff := cmp.Diff(tc.want, names); diff != "" || reordered != tc.wantReordered {
+				t.Errorf("order (-want +got):\n%s\nreordered %v, want %v", diff, reordered, tc.wantReordered)
+			}
+		})
+	}
+}
+
+// blocking is a reader whose Read waits until it is closed.
+type blocking struct{ done chan struct{} }
+
+func (b blocking) Read([]byte) (int, error) { <-b.done; return 0, io.EOF }
+
+// TestInterruptible: a read that blocks (standard input) gives up when the context is canceled.
+func TestInterruptible(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	b := blocking{make(chan struct{})}
+	defer close(b.done)
+	r := interruptible(ctx, b)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := r.Read(make([]byte, 8))
+		errc <- err
+	}()
+	cancel()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Read: %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Read did not give up when the context was canceled")
+	}
+}
