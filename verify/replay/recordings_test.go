@@ -182,18 +182,7 @@ func withoutServiceAccount(t *testing.T) []string {
 // records by audit ID.
 func replayRecording(t *testing.T, policies, log string, opts ...Option) map[string]*Record {
 	t.Helper()
-	set, diags := cel.ReadPaths(nil, policies)
-	if len(diags.Without(cel.Info).Without(cel.Warning)) > 0 {
-		t.Fatalf("policies: %v", diags)
-	}
-	var ps []*admissionregistrationv1.ValidatingAdmissionPolicy
-	for _, p := range set.Policies {
-		ps = append(ps, p.ValidatingAdmissionPolicy)
-	}
-	var bs []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
-	for _, b := range set.Bindings {
-		bs = append(bs, b.ValidatingAdmissionPolicyBinding)
-	}
+	set, ps, bs := readPolicies(t, policies)
 	r, err := New(ps, bs, append(opts, WithMutatingPolicies(set.MutatingPolicyList(), set.MutatingBindingList()))...)
 	if err != nil {
 		t.Fatal(err)

@@ -12,25 +12,13 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
-	"github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/internal/auditgen"
 )
 
 // inTreePolicies reads the in-tree policies of policies/.
 func inTreePolicies(tb testing.TB) ([]*admissionregistrationv1.ValidatingAdmissionPolicy, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
 	tb.Helper()
-	set, diags := cel.ReadPaths(nil, filepath.Join("..", "..", "policies"))
-	if len(diags.Without(cel.Info).Without(cel.Warning)) > 0 {
-		tb.Fatalf("policies: %v", diags)
-	}
-	var ps []*admissionregistrationv1.ValidatingAdmissionPolicy
-	for _, p := range set.Policies {
-		ps = append(ps, p.ValidatingAdmissionPolicy)
-	}
-	var bs []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
-	for _, b := range set.Bindings {
-		bs = append(bs, b.ValidatingAdmissionPolicyBinding)
-	}
+	_, ps, bs := readPolicies(tb, filepath.Join("..", "..", "policies"))
 	return ps, bs
 }
 
@@ -90,17 +78,7 @@ func BenchmarkReplayFile(b *testing.B) {
 		if !filepath.IsAbs(p) {
 			p = filepath.Join("..", "..", p)
 		}
-		set, diags := cel.ReadPaths(nil, p)
-		if diags.HasErrors() {
-			b.Fatal(diags)
-		}
-		ps, bs = nil, nil
-		for _, p := range set.Policies {
-			ps = append(ps, p.ValidatingAdmissionPolicy)
-		}
-		for _, x := range set.Bindings {
-			bs = append(bs, x.ValidatingAdmissionPolicyBinding)
-		}
+		_, ps, bs = readPolicies(b, p)
 	}
 	if d := os.Getenv("VAPC_BENCH_DISABLE_PLUGINS"); d != "" {
 		plugins, err := AdmissionPlugins(nil, strings.Split(d, ","))

@@ -32,7 +32,15 @@ const auditData = "../../testdata/audit"
 // loadPolicies reads a scenario's policy.yaml.
 func loadPolicies(t testing.TB, dir string) ([]*admissionregistrationv1.ValidatingAdmissionPolicy, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
 	t.Helper()
-	set, diags := cel.ReadPaths(nil, filepath.Join(dir, "policy.yaml"))
+	_, ps, bs := readPolicies(t, filepath.Join(dir, "policy.yaml"))
+	return ps, bs
+}
+
+// readPolicies reads the policies of a file or folder: the set, and its validating policies
+// and bindings.
+func readPolicies(t testing.TB, path string) (*cel.Set, []*admissionregistrationv1.ValidatingAdmissionPolicy, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+	t.Helper()
+	set, diags := cel.ReadPaths(nil, path)
 	if len(diags.Without(cel.Info).Without(cel.Warning)) > 0 {
 		t.Fatalf("policies: %v", diags)
 	}
@@ -44,7 +52,7 @@ func loadPolicies(t testing.TB, dir string) ([]*admissionregistrationv1.Validati
 	for _, b := range set.Bindings {
 		bs = append(bs, b.ValidatingAdmissionPolicyBinding)
 	}
-	return ps, bs
+	return set, ps, bs
 }
 
 // replayScenario replays a scenario folder's log with its policies and snapshot.

@@ -102,36 +102,27 @@ func writeDecided(p *printer, s *Decided) {
 		p.f("  %d requests were logged at Metadata level, without objects: log pod and param writes at RequestResponse level to replay them.\n", s.NoObject)
 	}
 	p.f("  changed:       %d (decided otherwise than the log records)\n", s.Changed)
-	for i, c := range s.Changes {
-		if i == maxTextList {
-			break
-		}
-		p.f("    %s\n", c)
-	}
-	more(p, "    ", s.Changed, min(len(s.Changes), maxTextList), "--output jsonl lists every request")
+	listed(p, "    ", s.Changes, s.Changed, "--output jsonl lists every request")
 	if s.Unreproduced > 0 {
 		p.f("  unreproduced:  %d (indeterminate, though the log records a verdict of a replayed policy)\n", s.Unreproduced)
-		for i, c := range s.UnreproducedRequests {
-			if i == maxTextList {
-				break
-			}
-			p.f("    %s\n", c)
-		}
-		more(p, "    ", s.Unreproduced, min(len(s.UnreproducedRequests), maxTextList), "--output jsonl lists every request")
+		listed(p, "    ", s.UnreproducedRequests, s.Unreproduced, "--output jsonl lists every request")
 	}
+}
+
+// listed writes the first maxTextList items, one a line after indent, and "and N more" of the
+// total the items are the first of.
+func listed[T fmt.Stringer](p *printer, indent string, items []T, total int, hint string) {
+	for _, it := range items[:min(len(items), maxTextList)] {
+		p.f("%s%s\n", indent, it)
+	}
+	more(p, indent, total, min(len(items), maxTextList), hint)
 }
 
 // writeMalformed writes the malformed lines.
 func writeMalformed(p *printer, s *Read) {
 	if s.MalformedCount > 0 {
 		p.f("Malformed lines: %d\n", s.MalformedCount)
-		for i, m := range s.Malformed {
-			if i == maxTextList {
-				break
-			}
-			p.f("  %s\n", m)
-		}
-		more(p, "  ", s.MalformedCount, min(len(s.Malformed), maxTextList), "")
+		listed(p, "  ", s.Malformed, s.MalformedCount, "")
 	}
 }
 
