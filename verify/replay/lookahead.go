@@ -12,6 +12,7 @@ import (
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 	"github.com/vapc-dev/vapc/verify/replay/internal/decide"
+	"github.com/vapc-dev/vapc/verify/replay/internal/source"
 )
 
 // The log records a request when its response completes. A write received before another
@@ -254,10 +255,28 @@ func (r *Replayer) reviseAhead(d decoded, ev *Event) {
 }
 
 // noteLogTime advances the log's clock to the completion of ev; it is read, and parsed, only
-// while a job waits (currentLogTime).
-func (r *Replayer) noteLogTime(ev *Event) {
-	if ev.StageTimestamp != "" {
-		r.logStamp = ev.StageTimestamp
+// while a job waits (currentLogTime). A line whose clock goes back more than source.ClockBack
+// is noted: source.Split cut the plain log files whose clock does into parts, not standard
+// input or a compressed log.
+func (r *Replayer) noteLogTime(d decoded, ev *Event) {
+	s := ev.StageTimestamp
+	if s == "" {
+		return
+	}
+	r.logStamp = s
+	latest := r.clockBack.latest
+	switch {
+	case len(s) < len("2006-01-02T15:04:05") || len(latest) < len("2006-01-02T15:04:05"):
+		r.clockBack.latest = s
+	case s[:19] > latest[:19]: // a later second: RFC 3339 times in UTC order as their text does
+		r.clockBack.latest = s
+	case s[:19] < latest[:19]:
+		from, to := auditlog.ParseTime(latest), auditlog.ParseTime(s)
+		if from.Sub(to) <= source.ClockBack {
+			return
+		}
+		r.clockBack.latest = s // what follows is measured against the part it begins
+		r.output.sum.clockJump(ClockJump{File: d.file, Line: d.num, Latest: from, At: to})
 	}
 }
 

@@ -156,6 +156,11 @@ type Replayer struct {
 	// parsed (from logTimeOf), see currentLogTime.
 	logStamp, logTimeOf string
 	logTime             time.Time
+	// clockBack follows where the log's clock goes back (see noteLogTime): the latest stage
+	// time of the part of the log being read, and how many times it went back.
+	clockBack struct {
+		latest string
+	}
 	// lookaheadCut counts the requests accounted for before their lookahead ended.
 	lookaheadCut int
 	quiesced     bool // between the halves of a barrier (see quiesce)
@@ -367,10 +372,14 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 		return nil, errors.New("a Replayer runs once: its State has moved forward with the log it replayed; make another with New")
 	}
 	r.ran = true
+	sources, jumps := source.Split(sources, r.cfg.maxLine)
 	sources, reordered := source.InTimeOrder(sources, r.cfg.maxLine)
 	r.output.sum = newSummary(sources)
 	if reordered {
 		r.output.sum.Notes = append(r.output.sum.Notes, "the logs were read as one, in the time order of their events, not in the order given: "+strings.Join(r.output.sum.Files, ", "))
+	}
+	for _, j := range jumps {
+		r.output.sum.clockJump(ClockJump{File: j.File, Line: j.Line, Latest: j.Latest, At: j.At, Parts: true})
 	}
 	r.output.agg = newAggregator(r.set.policies, r.set.bindings)
 	r.output.pending = map[string]pendingRequest{}
@@ -447,7 +456,7 @@ func (r *Replayer) line(ctx context.Context, d decoded) {
 		return
 	}
 	r.output.sum.Requests++
-	r.noteLogTime(ev)
+	r.noteLogTime(d, ev)
 	if r.cfg.check {
 		r.installed.observe(ev)
 	}
