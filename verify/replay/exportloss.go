@@ -92,11 +92,11 @@ func (j *job) exportUndecided() undecided {
 	if !ev.Loss.Lost.Has(auditlog.LostCode) || j.t.op != admission.Update || j.t.sub != "" || ev.Code() < 200 || ev.Code() >= 300 {
 		return undecided{}
 	}
-	if j.prior.found && j.prior.unknown == "" {
+	if j.prior.Found && j.prior.Unknown == "" {
 		return undecided{}
 	}
 	return because(ReasonExportLost, fmt.Sprintf("%s: whether the %s created the object (201, a CREATE for admission), and the replay does not know that %s %s was there before",
-		ev.Loss.Of(auditlog.LostCode), ev.Verb, j.t.gvr.GroupResource(), joinKey(j.t.namespace, j.t.name)))
+		ev.Loss.Of(auditlog.LostCode), ev.Verb, j.t.gvr.GroupResource(), JoinKey(j.t.namespace, j.t.name)))
 }
 
 // lossOfReason are the parts an export may lose that a reason may rest on.

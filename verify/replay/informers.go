@@ -24,7 +24,7 @@ import (
 // lagState is a state the informers may have held: the writes it undoes, and the outcome of the
 // request in it, or why the replay cannot decide it there.
 type lagState struct {
-	undone []typedWrite
+	undone []TypedWrite
 	dec    *verify.Decision
 	why    undecided
 }
@@ -48,11 +48,11 @@ type lagState struct {
 // read it.
 func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, evaluateOn evaluateOn) (*verify.Decision, []Alternative, undecided) {
 	if alt, ok := j.unknownRead(j.view); ok {
-		j.lag.readBy = []*stateView{j.view}
+		j.lag.readBy = []*StateView{j.view}
 		return dec, []Alternative{alt}, undecided{}
 	}
 	if len(j.lag.typedWrites) == 0 {
-		j.lag.readBy = []*stateView{j.view}
+		j.lag.readBy = []*StateView{j.view}
 		return dec, nil, undecided{}
 	}
 	e := r.lagStates(w, j, dec, evaluateOn)
@@ -67,15 +67,15 @@ func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, evalu
 // unknownRead says whether the views read resources a request logged later may have written
 // unknown objects of, or resources whose writes around the request the State no longer
 // remembers, and what the informers must have held for that to matter.
-func (j *job) unknownRead(views ...*stateView) (Alternative, bool) {
+func (j *job) unknownRead(views ...*StateView) (Alternative, bool) {
 	for _, au := range j.lag.aheadUnknown {
-		if slices.ContainsFunc(views, func(v *stateView) bool { return v.reads(au.gr) }) {
+		if slices.ContainsFunc(views, func(v *StateView) bool { return v.Reads(au.gr) }) {
 			return undecidedAlternative(laggedResource(au.gr, "may have had objects written by the request at "+au.by+" that the log does not show"),
 				fmt.Sprintf("the %s informer had already held the write at %s, which the log records after this request but which was received before this request completed", au.gr.Resource, au.by)), true
 		}
 	}
 	for _, gr := range j.lag.typedLost {
-		if slices.ContainsFunc(views, func(v *stateView) bool { return v.reads(gr) }) {
+		if slices.ContainsFunc(views, func(v *StateView) bool { return v.Reads(gr) }) {
 			return undecidedAlternative(laggedResource(gr, "more of its writes completed around this request than the replay remembers"),
 				fmt.Sprintf("the %s informer had not yet held writes that completed moments before this request was received", gr.Resource)), true
 		}
@@ -85,18 +85,18 @@ func (j *job) unknownRead(views ...*stateView) (Alternative, bool) {
 
 // relevantWrite says whether the informers' not yet holding the write tw matters to a request
 // received at received whose evaluations read through views.
-func relevantWrite(tw typedWrite, received time.Time, views ...*stateView) bool {
-	if tw.created && !tw.ahead {
-		if tw.gr == namespacesGR {
+func relevantWrite(tw TypedWrite, received time.Time, views ...*StateView) bool {
+	if tw.Created && !tw.Ahead {
+		if tw.GR == NamespacesGR {
 			return false
 		}
 		// A param created before the request was received and read by name only: an
 		// informer that did not hold it yet left CollectParams to read it from storage.
-		if tw.done.Before(received) && !slices.ContainsFunc(views, func(v *stateView) bool { return v.readOtherThanByName(tw) }) {
+		if tw.Done.Before(received) && !slices.ContainsFunc(views, func(v *StateView) bool { return v.ReadOtherThanByName(tw) }) {
 			return false
 		}
 	}
-	return slices.ContainsFunc(views, func(v *stateView) bool { return v.read(tw) })
+	return slices.ContainsFunc(views, func(v *StateView) bool { return v.Read(tw) })
 }
 
 // lagEvaluation is the states informerLag evaluated: each with its outcome (the job's own
@@ -105,8 +105,8 @@ func relevantWrite(tw typedWrite, received time.Time, views ...*stateView) bool 
 // on yet more writes.
 type lagEvaluation struct {
 	states []lagState
-	taken  []typedWrite
-	views  []*stateView
+	taken  []TypedWrite
+	views  []*StateView
 	cut    undecided
 }
 
@@ -114,10 +114,10 @@ type lagEvaluation struct {
 // job's own evaluation read, then those the states of the first round read, and so on.
 func (r *Replayer) lagStates(w evalWorker, j *job, dec *verify.Decision, evaluateOn evaluateOn) lagEvaluation {
 	received := j.ev.Received()
-	e := lagEvaluation{views: []*stateView{j.view}, states: []lagState{{dec: dec}}}
+	e := lagEvaluation{views: []*StateView{j.view}, states: []lagState{{dec: dec}}}
 	isTaken := make([]bool, len(j.lag.typedWrites))
 	for round := 0; ; round++ {
-		var more []typedWrite
+		var more []TypedWrite
 		for i, tw := range j.lag.typedWrites {
 			if !isTaken[i] && relevantWrite(tw, received, e.views...) {
 				isTaken[i] = true
@@ -138,8 +138,8 @@ func (r *Replayer) lagStates(w evalWorker, j *job, dec *verify.Decision, evaluat
 			return e
 		}
 		for _, u := range undone {
-			if !slices.ContainsFunc(u, func(tw typedWrite) bool {
-				return slices.ContainsFunc(more, func(m typedWrite) bool { return m.same(tw) })
+			if !slices.ContainsFunc(u, func(tw TypedWrite) bool {
+				return slices.ContainsFunc(more, func(m TypedWrite) bool { return m.same(tw) })
 			}) {
 				continue // evaluated in an earlier round
 			}
@@ -154,21 +154,21 @@ func (r *Replayer) lagStates(w evalWorker, j *job, dec *verify.Decision, evaluat
 
 // lagState evaluates the request on the state that undoes the writes u, and returns the view
 // it read through when it decided.
-func (r *Replayer) lagState(w evalWorker, j *job, u []typedWrite, evaluateOn evaluateOn) (lagState, *stateView) {
+func (r *Replayer) lagState(w evalWorker, j *job, u []TypedWrite, evaluateOn evaluateOn) (lagState, *StateView) {
 	st := lagState{undone: u}
 	if why := r.unknownBefore(j, u); why.is() {
 		st.why = why
 		return st, nil
 	}
-	v := j.view.before(u)
+	v := j.view.Before(u)
 	alt, err := evaluateOn(w.eval, v)
 	switch {
 	case err != nil:
 		st.why = undecidedOf(err)
 	case len(v.Misses()) > 0:
-		st.why = laggedWrite(u[0], u[0].version()+" is not known: "+missText(v.Misses()))
+		st.why = laggedWrite(u[0], u[0].version()+" is not known: "+MissText(v.Misses()))
 	default:
-		if why := r.dependsOnPartial(j.policies, v.partials); why.is() {
+		if why := r.dependsOnPartial(j.policies, v.Partials); why.is() {
 			st.why = why
 			return st, nil
 		}
@@ -188,13 +188,13 @@ func (r *Replayer) lagWorlds(j *job, e lagEvaluation) []world {
 		// have been; moments before it completed is likely, as for any request.
 		likelyReceived = auditlog.ParseTime(j.ev.StageTimestamp)
 	}
-	var concurrent []typedWrite
+	var concurrent []TypedWrite
 	for _, tw := range e.taken {
-		if !tw.ahead && !likelyReceived.IsZero() && tw.done.After(likelyReceived) {
+		if !tw.Ahead && !likelyReceived.IsZero() && tw.Done.After(likelyReceived) {
 			concurrent = append(concurrent, tw)
 		}
 	}
-	evidence := j.byAnnotations() && j.prior.stale == nil && j.prior.staleUnknown == ""
+	evidence := j.byAnnotations() && j.prior.Stale == nil && j.prior.StaleUnknown == ""
 	worlds := make([]world, 0, len(e.states)+2)
 	hasLikely := false
 	for _, st := range e.states {
@@ -267,13 +267,13 @@ func settled(res decide.Result[*verify.Decision]) (*verify.Decision, []Alternati
 
 // unknownBefore says why a state with the writes undone cannot be evaluated: a version it gives
 // is not known, or not in full where a policy reads it.
-func (r *Replayer) unknownBefore(j *job, undone []typedWrite) undecided {
+func (r *Replayer) unknownBefore(j *job, undone []TypedWrite) undecided {
 	for _, tw := range undone {
-		if tw.unknownBefore || (tw.had && tw.prev.obj == nil) {
+		if tw.UnknownBefore || (tw.Had && tw.Prev.Obj == nil) {
 			return laggedWrite(tw, tw.version()+" is not known")
 		}
-		if tw.had && len(tw.prev.unknowns) > 0 {
-			if why := r.dependsOnPartial(j.policies, []partialUse{{gr: tw.gr, k: tw.k, unknowns: tw.prev.unknowns}}); why.is() {
+		if tw.Had && len(tw.Prev.Unknowns) > 0 {
+			if why := r.dependsOnPartial(j.policies, []PartialUse{{GR: tw.GR, Obj: tw.Obj, Unknowns: tw.Prev.Unknowns}}); why.is() {
 				return laggedWrite(tw, tw.version()+" is not known in full: "+why.detail)
 			}
 		}
@@ -282,12 +282,12 @@ func (r *Replayer) unknownBefore(j *job, undone []typedWrite) undecided {
 }
 
 // same says whether two typed writes are the same write.
-func (tw typedWrite) same(o typedWrite) bool {
-	return tw.gr == o.gr && tw.k == o.k && tw.done.Equal(o.done) && tw.ahead == o.ahead
+func (tw TypedWrite) same(o TypedWrite) bool {
+	return tw.GR == o.GR && tw.Obj == o.Obj && tw.Done.Equal(o.Done) && tw.Ahead == o.Ahead
 }
 
 // sameWrites says whether a and b hold the same writes.
-func sameWrites(a, b []typedWrite) bool {
+func sameWrites(a, b []TypedWrite) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -330,7 +330,7 @@ func undecidedAlternative(why undecided, cond string) Alternative {
 // lagCondition says what a state with the writes undone needs, against the likely state, which
 // undoes the concurrent ones (completed after the request was received): which informer had not
 // yet held which write, or had held it already.
-func lagCondition(undone, concurrent []typedWrite, received time.Time) string {
+func lagCondition(undone, concurrent []TypedWrite, received time.Time) string {
 	var parts []string
 	seen := map[string]bool{}
 	say := func(part string) {
@@ -339,23 +339,23 @@ func lagCondition(undone, concurrent []typedWrite, received time.Time) string {
 			parts = append(parts, part)
 		}
 	}
-	at := func(tw typedWrite) string {
-		if tw.by != "" {
-			return "the write at " + tw.by
+	at := func(tw TypedWrite) string {
+		if tw.By != "" {
+			return "the write at " + tw.By
 		}
 		return "a write"
 	}
 	for _, tw := range undone {
 		switch {
-		case tw.ahead:
-			say(fmt.Sprintf("the %s informer had already held %s, which the log records after this request but which was received before this request completed", tw.gr.Resource, at(tw)))
+		case tw.Ahead:
+			say(fmt.Sprintf("the %s informer had already held %s, which the log records after this request but which was received before this request completed", tw.GR.Resource, at(tw)))
 		case !slices.ContainsFunc(concurrent, tw.same):
-			say(fmt.Sprintf("the %s informer had not yet held %s, which completed %s", tw.gr.Resource, at(tw), describeDone(tw.done, received)))
+			say(fmt.Sprintf("the %s informer had not yet held %s, which completed %s", tw.GR.Resource, at(tw), describeDone(tw.Done, received)))
 		}
 	}
 	for _, tw := range concurrent {
 		if !slices.ContainsFunc(undone, tw.same) {
-			say(fmt.Sprintf("the %s informer had already held %s, which completed %s", tw.gr.Resource, at(tw), describeDone(tw.done, received)))
+			say(fmt.Sprintf("the %s informer had already held %s, which completed %s", tw.GR.Resource, at(tw), describeDone(tw.Done, received)))
 		}
 	}
 	if len(parts) == 0 {
@@ -377,34 +377,34 @@ const maxLagStates = 16
 // do its oldest requests one more at a time, and never go with its undone ones (an informer
 // that held a later write held the earlier ones). ok is false when there are more than
 // maxLagStates.
-func undoneStates(writes []typedWrite) (states [][]typedWrite, ok bool) {
+func undoneStates(writes []TypedWrite) (states [][]TypedWrite, ok bool) {
 	var grs []schema.GroupResource
-	by := map[schema.GroupResource][]typedWrite{}
+	by := map[schema.GroupResource][]TypedWrite{}
 	for _, tw := range writes {
-		if _, ok := by[tw.gr]; !ok {
-			grs = append(grs, tw.gr)
+		if _, ok := by[tw.GR]; !ok {
+			grs = append(grs, tw.GR)
 		}
-		by[tw.gr] = append(by[tw.gr], tw)
+		by[tw.GR] = append(by[tw.GR], tw)
 	}
-	states = [][]typedWrite{nil}
+	states = [][]TypedWrite{nil}
 	for _, gr := range grs {
-		var undo, ahead []typedWrite
+		var undo, ahead []TypedWrite
 		for _, tw := range by[gr] {
-			if tw.ahead {
+			if tw.Ahead {
 				ahead = append(ahead, tw)
 			} else {
 				undo = append(undo, tw)
 			}
 		}
-		own := [][]typedWrite{nil} // this resource's states
-		for _, ws := range [][]typedWrite{undo, ahead} {
-			more, ok := unitStates(ws, len(ws) > 0 && ws[0].ahead, maxLagStates+1-len(own))
+		own := [][]TypedWrite{nil} // this resource's states
+		for _, ws := range [][]TypedWrite{undo, ahead} {
+			more, ok := unitStates(ws, len(ws) > 0 && ws[0].Ahead, maxLagStates+1-len(own))
 			if !ok {
 				return nil, false
 			}
 			own = append(own, more...)
 		}
-		var next [][]typedWrite
+		var next [][]TypedWrite
 		for _, st := range states {
 			for _, o := range own {
 				next = append(next, append(slices.Clip(st), o...))
@@ -421,20 +421,20 @@ func undoneStates(writes []typedWrite) (states [][]typedWrite, ok bool) {
 // unitStates are the states of one resource's writes, each a request's writes in turn (newest
 // first, or oldest first when ahead), with any of the last request's; at most room of them
 // (ok is false beyond).
-func unitStates(ws []typedWrite, ahead bool, room int) (states [][]typedWrite, ok bool) {
-	slices.SortStableFunc(ws, func(a, b typedWrite) int {
-		c := b.done.Compare(a.done)
+func unitStates(ws []TypedWrite, ahead bool, room int) (states [][]TypedWrite, ok bool) {
+	slices.SortStableFunc(ws, func(a, b TypedWrite) int {
+		c := b.Done.Compare(a.Done)
 		if ahead {
 			c = -c
 		}
 		if c != 0 {
 			return c
 		}
-		return strings.Compare(joinKey(a.k.namespace, a.k.name), joinKey(b.k.namespace, b.k.name))
+		return strings.Compare(JoinKey(a.Obj.Namespace, a.Obj.Name), JoinKey(b.Obj.Namespace, b.Obj.Name))
 	})
 	for start := 0; start < len(ws); {
 		end := start + 1
-		for end < len(ws) && ws[end].done.Equal(ws[start].done) {
+		for end < len(ws) && ws[end].Done.Equal(ws[start].Done) {
 			end++
 		}
 		unit := ws[start:end]
@@ -456,8 +456,8 @@ func unitStates(ws []typedWrite, ahead bool, room int) (states [][]typedWrite, o
 }
 
 // version names the version of its object the write gives a state it is undone in.
-func (tw typedWrite) version() string {
-	if tw.ahead {
+func (tw TypedWrite) version() string {
+	if tw.Ahead {
 		return "the version it wrote"
 	}
 	return "the version before it"
@@ -465,14 +465,14 @@ func (tw typedWrite) version() string {
 
 // laggedWrite is why the state with the write tw undone cannot be decided: what of the
 // version it gives is in the way.
-func laggedWrite(tw typedWrite, what string) undecided {
-	return laggedResource(tw.gr, joinKey(tw.k.namespace, tw.k.name)+": "+what)
+func laggedWrite(tw TypedWrite, what string) undecided {
+	return laggedResource(tw.GR, JoinKey(tw.Obj.Namespace, tw.Obj.Name)+": "+what)
 }
 
 // laggedResource is why a state of the informers of gr cannot be decided.
 func laggedResource(gr schema.GroupResource, what string) undecided {
 	reason := ReasonParamUnknown
-	if gr == namespacesGR {
+	if gr == NamespacesGR {
 		reason = ReasonNamespaceUnknown
 	}
 	return because(reason, gr.String()+" "+what)

@@ -1604,20 +1604,20 @@ func TestDeleteCollectionShortens(t *testing.T) {
 // deletecollection's deletions commit in no order the log says); resources combine.
 func TestUndoneStates(t *testing.T) {
 	at := func(s int) time.Time { return time.Unix(int64(s), 0) }
-	w := func(gr schema.GroupResource, name string, done int) typedWrite {
-		return typedWrite{gr: gr, k: objectKey{"ns", name}, done: at(done)}
+	w := func(gr schema.GroupResource, name string, done int) TypedWrite {
+		return TypedWrite{GR: gr, Obj: ObjectKey{"ns", name}, Done: at(done)}
 	}
-	ahead := func(tw typedWrite) typedWrite {
-		tw.ahead = true
+	ahead := func(tw TypedWrite) TypedWrite {
+		tw.Ahead = true
 		return tw
 	}
 	cms := schema.GroupResource{Resource: "configmaps"}
-	name := func(states [][]typedWrite) []string {
+	name := func(states [][]TypedWrite) []string {
 		var out []string
 		for _, st := range states {
 			var names []string
 			for _, tw := range st {
-				names = append(names, tw.k.name)
+				names = append(names, tw.Obj.Name)
 			}
 			out = append(out, strings.Join(names, "+"))
 		}
@@ -1625,18 +1625,18 @@ func TestUndoneStates(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
-		writes []typedWrite
+		writes []TypedWrite
 		want   []string // nil: too many
 	}{
-		{"one request", []typedWrite{w(cms, "a", 1)}, []string{"a"}},
-		{"two requests, newest first", []typedWrite{w(cms, "a", 1), w(cms, "b", 2)}, []string{"b", "b+a"}},
-		{"a deletecollection's deletions in any subset", []typedWrite{w(cms, "c", 1), w(cms, "a", 2), w(cms, "b", 1)}, []string{"a", "a+b", "a+c", "a+b+c"}},
-		{"two resources combined", []typedWrite{w(cms, "a", 1), w(namespacesGR, "n", 1)}, []string{"n", "a", "a+n"}},
-		{"too many", []typedWrite{w(cms, "a", 1), w(cms, "b", 1), w(cms, "c", 1), w(cms, "d", 1), w(cms, "e", 1)}, nil},
+		{"one request", []TypedWrite{w(cms, "a", 1)}, []string{"a"}},
+		{"two requests, newest first", []TypedWrite{w(cms, "a", 1), w(cms, "b", 2)}, []string{"b", "b+a"}},
+		{"a deletecollection's deletions in any subset", []TypedWrite{w(cms, "c", 1), w(cms, "a", 2), w(cms, "b", 1)}, []string{"a", "a+b", "a+c", "a+b+c"}},
+		{"two resources combined", []TypedWrite{w(cms, "a", 1), w(NamespacesGR, "n", 1)}, []string{"n", "a", "a+n"}},
+		{"too many", []TypedWrite{w(cms, "a", 1), w(cms, "b", 1), w(cms, "c", 1), w(cms, "d", 1), w(cms, "e", 1)}, nil},
 		// Writes the log records after the request are done oldest first, never with the
 		// resource's undone ones; another resource's combine.
-		{"ahead, oldest first", []typedWrite{ahead(w(cms, "y", 4)), ahead(w(cms, "x", 3))}, []string{"x", "x+y"}},
-		{"ahead and undone", []typedWrite{w(cms, "a", 1), ahead(w(cms, "x", 3)), ahead(w(namespacesGR, "n", 3))}, []string{"n", "a", "a+n", "x", "x+n"}},
+		{"ahead, oldest first", []TypedWrite{ahead(w(cms, "y", 4)), ahead(w(cms, "x", 3))}, []string{"x", "x+y"}},
+		{"ahead and undone", []TypedWrite{w(cms, "a", 1), ahead(w(cms, "x", 3)), ahead(w(NamespacesGR, "n", 3))}, []string{"n", "a", "a+n", "x", "x+n"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			states, ok := undoneStates(tc.writes)

@@ -252,7 +252,7 @@ func (r *Replayer) unsettledParams(policies []string, ev *Event) (resolving unde
 	}
 	switch {
 	case len(missing) > 0:
-		indeterminate = because(ReasonParamKindUnknown, strings.Join(dedupe(missing), "; "))
+		indeterminate = because(ReasonParamKindUnknown, strings.Join(Dedupe(missing), "; "))
 	case len(kinds) == 1 && !stale:
 		resolving = because(ReasonParamKindPending, reasons[0])
 	case len(kinds) > 0:

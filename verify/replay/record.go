@@ -202,5 +202,5 @@ func (r *Record) String() string {
 	if r.Subresource != "" {
 		res += "/" + r.Subresource
 	}
-	return fmt.Sprintf("%s:%d %s %s %s by %s", r.File, r.Line, r.Verb, res, joinKey(r.Namespace, r.Name), r.User)
+	return fmt.Sprintf("%s:%d %s %s %s by %s", r.File, r.Line, r.Verb, res, JoinKey(r.Namespace, r.Name), r.User)
 }

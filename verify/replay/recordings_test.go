@@ -273,7 +273,7 @@ func (e *recordedEvent) desc() string {
 	if ref.Subresource != "" {
 		res += "/" + ref.Subresource
 	}
-	return e.AuditID + " " + e.Verb + " " + res + " " + joinKey(ref.Namespace, ref.Name) + " by " + user
+	return e.AuditID + " " + e.Verb + " " + res + " " + JoinKey(ref.Namespace, ref.Name) + " by " + user
 }
 
 // eachFinalEvent calls fn with every ResponseComplete event of the gzip-compressed log.

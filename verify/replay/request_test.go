@@ -167,7 +167,7 @@ func TestConnect(t *testing.T) {
 	if skip != "" || tg.op != "CONNECT" {
 		t.Fatalf("resolve = %v %q, want CONNECT", tg.op, skip)
 	}
-	b := r.rebuild(ev, tg, classify(ev, true), prior{}, serverFacts{})
+	b := r.rebuild(ev, tg, classify(ev, true), Prior{}, serverFacts{})
 	want := map[string]any{"apiVersion": "v1", "kind": "PodExecOptions", "command": []any{"sh", "-c", "id"}, "container": "c", "stdin": true, "stdout": true, "tty": true}
 	if b.indeterminate.is() {
 		t.Fatalf("indeterminate: %s", b.indeterminate)

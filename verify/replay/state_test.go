@@ -57,7 +57,7 @@ func TestStateVersions(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			s := newClusterState(meta.NewDefaultRESTMapper(nil), func(schema.GroupResource) bool { return true }, func(schema.GroupResource) bool { return false })
+			s := NewState(meta.NewDefaultRESTMapper(nil), func(schema.GroupResource) bool { return true }, func(schema.GroupResource) bool { return false })
 			for i, w := range tc.writes {
 				u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
 					"metadata": map[string]any{"namespace": "ns", "name": "cm", "resourceVersion": fmt.Sprint(w.rv)},
@@ -67,22 +67,22 @@ func TestStateVersions(t *testing.T) {
 					t.Fatal(err)
 				}
 				source := fmt.Sprintf("audit.log:%d", i+1)
-				if err := s.putRaw(gr, u, raw, nil, source); err != nil {
+				if err := s.PutRaw(gr, u, raw, nil, source); err != nil {
 					t.Fatal(err)
 				}
-				s.markDone(gr, "ns", "cm", source, at(w.done))
+				s.MarkDone(gr, "ns", "cm", source, at(w.done))
 			}
-			p := s.priorOf(gr, "ns", "cm", tc.rv, at(tc.received), false)
+			p := s.PriorOf(gr, "ns", "cm", tc.rv, at(tc.received), false)
 			rvOf := func(raw []byte) uint64 {
 				if raw == nil {
 					return 0
 				}
-				u, _ := (prior{found: true, raw: raw}).decode()
-				return resourceVersion(u.GetResourceVersion())
+				u, _ := (Prior{Found: true, Raw: raw}).Decode()
+				return ResourceVersion(u.GetResourceVersion())
 			}
-			g := got{RV: rvOf(p.raw), Unknown: p.unknown != "", Raced: p.racedBy != ""}
-			if p.racedFrom != nil {
-				g.RacedFrom = rvOf(p.racedFrom.raw)
+			g := got{RV: rvOf(p.Raw), Unknown: p.Unknown != "", Raced: p.RacedBy != ""}
+			if p.RacedFrom != nil {
+				g.RacedFrom = rvOf(p.RacedFrom.Raw)
 			}
 			if diff := cmp.Diff(tc.want, g); diff != "" {
 				t.Errorf("priorOf(rv %d, received %dms) mismatch (-want +got):\n%s", tc.rv, tc.received, diff)

@@ -25,16 +25,16 @@ const systemNamespaceSource = "one of kube-apiserver's system namespaces"
 // create, which the server makes as it starts); otherwise what the cluster changed of it is not
 // known.
 func (r *Replayer) learnSystemNamespace(ev *Event, t target, rec recording) {
-	if t.namespace == "" || !slices.Contains(systemNamespaces, t.namespace) || !r.state.Keeps(namespacesGR) {
+	if t.namespace == "" || !slices.Contains(systemNamespaces, t.namespace) || !r.state.Keeps(NamespacesGR) {
 		return
 	}
 	if code := ev.Code(); !(code >= 200 && code < 300) && rec.policy == "" {
 		return
 	}
-	if _, _, _, found := r.state.Lookup(namespacesGR, "", t.namespace); found {
+	if _, _, _, found := r.state.Lookup(NamespacesGR, "", t.namespace); found {
 		return
 	}
-	r.seedSystemNamespace(t.namespace, r.state.Complete(namespacesGR))
+	r.seedSystemNamespace(t.namespace, r.state.Complete(NamespacesGR))
 }
 
 // seedSystemNamespace puts the system namespace into the State as the namespace strategy creates
@@ -47,7 +47,7 @@ func (r *Replayer) seedSystemNamespace(name string, unchanged bool) {
 		"status":   map[string]any{"phase": "Active"},
 	}}
 	if unchanged {
-		_ = r.state.Put(namespacesGR, u, systemNamespaceSource+", created as the cluster began")
+		_ = r.state.Put(NamespacesGR, u, systemNamespaceSource+", created as the cluster began")
 		return
 	}
 	why := "the labels, annotations and metadata the cluster gave kube-apiserver's own namespace, which neither the snapshot nor the log shows"
@@ -55,5 +55,5 @@ func (r *Replayer) seedSystemNamespace(name string, unchanged bool) {
 	for _, f := range []string{"labels", "annotations", "uid", "resourceVersion", "creationTimestamp", "managedFields", "ownerReferences"} {
 		unknowns = append(unknowns, vapccel.Unknown{Path: objectPath("metadata", f), Why: why})
 	}
-	_ = r.state.putPartly(namespacesGR, u, unknowns, systemNamespaceSource)
+	_ = r.state.PutPartly(NamespacesGR, u, unknowns, systemNamespaceSource)
 }
