@@ -17,6 +17,7 @@ import (
 	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify/internal/apiserver"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
 // replayWrite follows, in the State, what a successful write did to its object when the log
@@ -59,7 +60,7 @@ func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, why, sr
 	w.objs = &jobObjects{gr: gr, namespace: t.namespace, name: t.name, prior: p}
 	if w.create {
 		// The log shows the create succeeded: there was no such object.
-		w.objs.prior, w.objs.absent = Prior{Kept: p.Kept}, true
+		w.objs.prior, w.objs.absent = state.Prior{Kept: p.Kept}, true
 	} else {
 		// The log shows the write succeeded: it asked for the stored resourceVersion and
 		// uid, if any.
@@ -113,7 +114,7 @@ func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, why, sr
 type writeReplay struct {
 	ev     *Event
 	t      target
-	p      Prior
+	p      state.Prior
 	objs   *jobObjects
 	create bool
 	// logged is the request's body as the log holds it; what describes the write.
@@ -179,7 +180,7 @@ func (r *Replayer) sendWrite(ctx context.Context, srv *apiserver.Server, req api
 	}
 	var last *apiserver.Write
 	for i := range resp.Writes {
-		if wr := &resp.Writes[i]; SameStorage(wr.Resource, gr) && wr.Namespace == t.namespace && wr.Name == t.name {
+		if wr := &resp.Writes[i]; state.SameStorage(wr.Resource, gr) && wr.Namespace == t.namespace && wr.Name == t.name {
 			last = wr
 		}
 	}
@@ -314,7 +315,7 @@ func shortenedGrace(u *unstructured.Unstructured, before []byte, beforeUnknowns 
 	// (the grace period), and where it moved to (the timestamp).
 	unknownPrev := func(field string) []vapccel.Unknown {
 		for _, un := range beforeUnknowns {
-			if FieldUnder(un.Path.Steps, "metadata", field) {
+			if state.FieldUnder(un.Path.Steps, "metadata", field) {
 				why := "the deletion it shortened, which is not known: " + un.Why
 				return []vapccel.Unknown{
 					{Path: objectPath("metadata", "deletionTimestamp"), ValueOnly: true, Why: why},

@@ -12,6 +12,7 @@ import (
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 	"github.com/vapc-dev/vapc/verify/replay/internal/decide"
+	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
 // The ValidatingAdmissionPolicy plugin reads params and namespaces from informers, which the
@@ -24,7 +25,7 @@ import (
 // lagState is a state the informers may have held: the writes it undoes, and the outcome of the
 // request in it, or why the replay cannot decide it there.
 type lagState struct {
-	undone []TypedWrite
+	undone []state.TypedWrite
 	dec    *verify.Decision
 	why    undecided
 }
@@ -48,11 +49,11 @@ type lagState struct {
 // read it.
 func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, evaluateOn evaluateOn) (*verify.Decision, []Alternative, undecided) {
 	if alt, ok := j.unknownRead(j.view); ok {
-		j.lag.readBy = []*StateView{j.view}
+		j.lag.readBy = []*state.StateView{j.view}
 		return dec, []Alternative{alt}, undecided{}
 	}
 	if len(j.lag.typedWrites) == 0 {
-		j.lag.readBy = []*StateView{j.view}
+		j.lag.readBy = []*state.StateView{j.view}
 		return dec, nil, undecided{}
 	}
 	e := r.lagStates(w, j, dec, evaluateOn)
@@ -67,15 +68,15 @@ func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, evalu
 // unknownRead says whether the views read resources a request logged later may have written
 // unknown objects of, or resources whose writes around the request the State no longer
 // remembers, and what the informers must have held for that to matter.
-func (j *job) unknownRead(views ...*StateView) (Alternative, bool) {
+func (j *job) unknownRead(views ...*state.StateView) (Alternative, bool) {
 	for _, au := range j.lag.aheadUnknown {
-		if slices.ContainsFunc(views, func(v *StateView) bool { return v.Reads(au.gr) }) {
+		if slices.ContainsFunc(views, func(v *state.StateView) bool { return v.Reads(au.gr) }) {
 			return undecidedAlternative(laggedResource(au.gr, "may have had objects written by the request at "+au.by+" that the log does not show"),
 				fmt.Sprintf("the %s informer had already held the write at %s, which the log records after this request but which was received before this request completed", au.gr.Resource, au.by)), true
 		}
 	}
 	for _, gr := range j.lag.typedLost {
-		if slices.ContainsFunc(views, func(v *StateView) bool { return v.Reads(gr) }) {
+		if slices.ContainsFunc(views, func(v *state.StateView) bool { return v.Reads(gr) }) {
 			return undecidedAlternative(laggedResource(gr, "more of its writes completed around this request than the replay remembers"),
 				fmt.Sprintf("the %s informer had not yet held writes that completed moments before this request was received", gr.Resource)), true
 		}
@@ -85,18 +86,18 @@ func (j *job) unknownRead(views ...*StateView) (Alternative, bool) {
 
 // relevantWrite says whether the informers' not yet holding the write tw matters to a request
 // received at received whose evaluations read through views.
-func relevantWrite(tw TypedWrite, received time.Time, views ...*StateView) bool {
+func relevantWrite(tw state.TypedWrite, received time.Time, views ...*state.StateView) bool {
 	if tw.Created && !tw.Ahead {
-		if tw.GR == NamespacesGR {
+		if tw.GR == state.NamespacesGR {
 			return false
 		}
 		// A param created before the request was received and read by name only: an
 		// informer that did not hold it yet left CollectParams to read it from storage.
-		if tw.Done.Before(received) && !slices.ContainsFunc(views, func(v *StateView) bool { return v.ReadOtherThanByName(tw) }) {
+		if tw.Done.Before(received) && !slices.ContainsFunc(views, func(v *state.StateView) bool { return v.ReadOtherThanByName(tw) }) {
 			return false
 		}
 	}
-	return slices.ContainsFunc(views, func(v *StateView) bool { return v.Read(tw) })
+	return slices.ContainsFunc(views, func(v *state.StateView) bool { return v.Read(tw) })
 }
 
 // lagEvaluation is the states informerLag evaluated: each with its outcome (the job's own
@@ -105,8 +106,8 @@ func relevantWrite(tw TypedWrite, received time.Time, views ...*StateView) bool 
 // on yet more writes.
 type lagEvaluation struct {
 	states []lagState
-	taken  []TypedWrite
-	views  []*StateView
+	taken  []state.TypedWrite
+	views  []*state.StateView
 	cut    undecided
 }
 
@@ -114,10 +115,10 @@ type lagEvaluation struct {
 // job's own evaluation read, then those the states of the first round read, and so on.
 func (r *Replayer) lagStates(w evalWorker, j *job, dec *verify.Decision, evaluateOn evaluateOn) lagEvaluation {
 	received := j.ev.Received()
-	e := lagEvaluation{views: []*StateView{j.view}, states: []lagState{{dec: dec}}}
+	e := lagEvaluation{views: []*state.StateView{j.view}, states: []lagState{{dec: dec}}}
 	isTaken := make([]bool, len(j.lag.typedWrites))
 	for round := 0; ; round++ {
-		var more []TypedWrite
+		var more []state.TypedWrite
 		for i, tw := range j.lag.typedWrites {
 			if !isTaken[i] && relevantWrite(tw, received, e.views...) {
 				isTaken[i] = true
@@ -138,8 +139,8 @@ func (r *Replayer) lagStates(w evalWorker, j *job, dec *verify.Decision, evaluat
 			return e
 		}
 		for _, u := range undone {
-			if !slices.ContainsFunc(u, func(tw TypedWrite) bool {
-				return slices.ContainsFunc(more, func(m TypedWrite) bool { return m.same(tw) })
+			if !slices.ContainsFunc(u, func(tw state.TypedWrite) bool {
+				return slices.ContainsFunc(more, func(m state.TypedWrite) bool { return m.Same(tw) })
 			}) {
 				continue // evaluated in an earlier round
 			}
@@ -154,7 +155,7 @@ func (r *Replayer) lagStates(w evalWorker, j *job, dec *verify.Decision, evaluat
 
 // lagState evaluates the request on the state that undoes the writes u, and returns the view
 // it read through when it decided.
-func (r *Replayer) lagState(w evalWorker, j *job, u []TypedWrite, evaluateOn evaluateOn) (lagState, *StateView) {
+func (r *Replayer) lagState(w evalWorker, j *job, u []state.TypedWrite, evaluateOn evaluateOn) (lagState, *state.StateView) {
 	st := lagState{undone: u}
 	if why := r.unknownBefore(j, u); why.is() {
 		st.why = why
@@ -166,7 +167,7 @@ func (r *Replayer) lagState(w evalWorker, j *job, u []TypedWrite, evaluateOn eva
 	case err != nil:
 		st.why = undecidedOf(err)
 	case len(v.Misses()) > 0:
-		st.why = laggedWrite(u[0], u[0].version()+" is not known: "+MissText(v.Misses()))
+		st.why = laggedWrite(u[0], u[0].Version()+" is not known: "+state.MissText(v.Misses()))
 	default:
 		if why := r.dependsOnPartial(j.policies, v.Partials); why.is() {
 			st.why = why
@@ -188,7 +189,7 @@ func (r *Replayer) lagWorlds(j *job, e lagEvaluation) []world {
 		// have been; moments before it completed is likely, as for any request.
 		likelyReceived = auditlog.ParseTime(j.ev.StageTimestamp)
 	}
-	var concurrent []TypedWrite
+	var concurrent []state.TypedWrite
 	for _, tw := range e.taken {
 		if !tw.Ahead && !likelyReceived.IsZero() && tw.Done.After(likelyReceived) {
 			concurrent = append(concurrent, tw)
@@ -267,32 +268,27 @@ func settled(res decide.Result[*verify.Decision]) (*verify.Decision, []Alternati
 
 // unknownBefore says why a state with the writes undone cannot be evaluated: a version it gives
 // is not known, or not in full where a policy reads it.
-func (r *Replayer) unknownBefore(j *job, undone []TypedWrite) undecided {
+func (r *Replayer) unknownBefore(j *job, undone []state.TypedWrite) undecided {
 	for _, tw := range undone {
 		if tw.UnknownBefore || (tw.Had && tw.Prev.Obj == nil) {
-			return laggedWrite(tw, tw.version()+" is not known")
+			return laggedWrite(tw, tw.Version()+" is not known")
 		}
 		if tw.Had && len(tw.Prev.Unknowns) > 0 {
-			if why := r.dependsOnPartial(j.policies, []PartialUse{{GR: tw.GR, Obj: tw.Obj, Unknowns: tw.Prev.Unknowns}}); why.is() {
-				return laggedWrite(tw, tw.version()+" is not known in full: "+why.detail)
+			if why := r.dependsOnPartial(j.policies, []state.PartialUse{{GR: tw.GR, Obj: tw.Obj, Unknowns: tw.Prev.Unknowns}}); why.is() {
+				return laggedWrite(tw, tw.Version()+" is not known in full: "+why.detail)
 			}
 		}
 	}
 	return undecided{}
 }
 
-// same says whether two typed writes are the same write.
-func (tw TypedWrite) same(o TypedWrite) bool {
-	return tw.GR == o.GR && tw.Obj == o.Obj && tw.Done.Equal(o.Done) && tw.Ahead == o.Ahead
-}
-
 // sameWrites says whether a and b hold the same writes.
-func sameWrites(a, b []TypedWrite) bool {
+func sameWrites(a, b []state.TypedWrite) bool {
 	if len(a) != len(b) {
 		return false
 	}
 	for _, tw := range a {
-		if !slices.ContainsFunc(b, tw.same) {
+		if !slices.ContainsFunc(b, tw.Same) {
 			return false
 		}
 	}
@@ -330,7 +326,7 @@ func undecidedAlternative(why undecided, cond string) Alternative {
 // lagCondition says what a state with the writes undone needs, against the likely state, which
 // undoes the concurrent ones (completed after the request was received): which informer had not
 // yet held which write, or had held it already.
-func lagCondition(undone, concurrent []TypedWrite, received time.Time) string {
+func lagCondition(undone, concurrent []state.TypedWrite, received time.Time) string {
 	var parts []string
 	seen := map[string]bool{}
 	say := func(part string) {
@@ -339,7 +335,7 @@ func lagCondition(undone, concurrent []TypedWrite, received time.Time) string {
 			parts = append(parts, part)
 		}
 	}
-	at := func(tw TypedWrite) string {
+	at := func(tw state.TypedWrite) string {
 		if tw.By != "" {
 			return "the write at " + tw.By
 		}
@@ -349,12 +345,12 @@ func lagCondition(undone, concurrent []TypedWrite, received time.Time) string {
 		switch {
 		case tw.Ahead:
 			say(fmt.Sprintf("the %s informer had already held %s, which the log records after this request but which was received before this request completed", tw.GR.Resource, at(tw)))
-		case !slices.ContainsFunc(concurrent, tw.same):
+		case !slices.ContainsFunc(concurrent, tw.Same):
 			say(fmt.Sprintf("the %s informer had not yet held %s, which completed %s", tw.GR.Resource, at(tw), describeDone(tw.Done, received)))
 		}
 	}
 	for _, tw := range concurrent {
-		if !slices.ContainsFunc(undone, tw.same) {
+		if !slices.ContainsFunc(undone, tw.Same) {
 			say(fmt.Sprintf("the %s informer had already held %s, which completed %s", tw.GR.Resource, at(tw), describeDone(tw.Done, received)))
 		}
 	}
@@ -377,18 +373,18 @@ const maxLagStates = 16
 // do its oldest requests one more at a time, and never go with its undone ones (an informer
 // that held a later write held the earlier ones). ok is false when there are more than
 // maxLagStates.
-func undoneStates(writes []TypedWrite) (states [][]TypedWrite, ok bool) {
+func undoneStates(writes []state.TypedWrite) (states [][]state.TypedWrite, ok bool) {
 	var grs []schema.GroupResource
-	by := map[schema.GroupResource][]TypedWrite{}
+	by := map[schema.GroupResource][]state.TypedWrite{}
 	for _, tw := range writes {
 		if _, ok := by[tw.GR]; !ok {
 			grs = append(grs, tw.GR)
 		}
 		by[tw.GR] = append(by[tw.GR], tw)
 	}
-	states = [][]TypedWrite{nil}
+	states = [][]state.TypedWrite{nil}
 	for _, gr := range grs {
-		var undo, ahead []TypedWrite
+		var undo, ahead []state.TypedWrite
 		for _, tw := range by[gr] {
 			if tw.Ahead {
 				ahead = append(ahead, tw)
@@ -396,15 +392,15 @@ func undoneStates(writes []TypedWrite) (states [][]TypedWrite, ok bool) {
 				undo = append(undo, tw)
 			}
 		}
-		own := [][]TypedWrite{nil} // this resource's states
-		for _, ws := range [][]TypedWrite{undo, ahead} {
+		own := [][]state.TypedWrite{nil} // this resource's states
+		for _, ws := range [][]state.TypedWrite{undo, ahead} {
 			more, ok := unitStates(ws, len(ws) > 0 && ws[0].Ahead, maxLagStates+1-len(own))
 			if !ok {
 				return nil, false
 			}
 			own = append(own, more...)
 		}
-		var next [][]TypedWrite
+		var next [][]state.TypedWrite
 		for _, st := range states {
 			for _, o := range own {
 				next = append(next, append(slices.Clip(st), o...))
@@ -421,8 +417,8 @@ func undoneStates(writes []TypedWrite) (states [][]TypedWrite, ok bool) {
 // unitStates are the states of one resource's writes, each a request's writes in turn (newest
 // first, or oldest first when ahead), with any of the last request's; at most room of them
 // (ok is false beyond).
-func unitStates(ws []TypedWrite, ahead bool, room int) (states [][]TypedWrite, ok bool) {
-	slices.SortStableFunc(ws, func(a, b TypedWrite) int {
+func unitStates(ws []state.TypedWrite, ahead bool, room int) (states [][]state.TypedWrite, ok bool) {
+	slices.SortStableFunc(ws, func(a, b state.TypedWrite) int {
 		c := b.Done.Compare(a.Done)
 		if ahead {
 			c = -c
@@ -430,7 +426,7 @@ func unitStates(ws []TypedWrite, ahead bool, room int) (states [][]TypedWrite, o
 		if c != 0 {
 			return c
 		}
-		return strings.Compare(JoinKey(a.Obj.Namespace, a.Obj.Name), JoinKey(b.Obj.Namespace, b.Obj.Name))
+		return strings.Compare(state.JoinKey(a.Obj.Namespace, a.Obj.Name), state.JoinKey(b.Obj.Namespace, b.Obj.Name))
 	})
 	for start := 0; start < len(ws); {
 		end := start + 1
@@ -455,24 +451,16 @@ func unitStates(ws []TypedWrite, ahead bool, room int) (states [][]TypedWrite, o
 	return states, true
 }
 
-// version names the version of its object the write gives a state it is undone in.
-func (tw TypedWrite) version() string {
-	if tw.Ahead {
-		return "the version it wrote"
-	}
-	return "the version before it"
-}
-
 // laggedWrite is why the state with the write tw undone cannot be decided: what of the
 // version it gives is in the way.
-func laggedWrite(tw TypedWrite, what string) undecided {
-	return laggedResource(tw.GR, JoinKey(tw.Obj.Namespace, tw.Obj.Name)+": "+what)
+func laggedWrite(tw state.TypedWrite, what string) undecided {
+	return laggedResource(tw.GR, state.JoinKey(tw.Obj.Namespace, tw.Obj.Name)+": "+what)
 }
 
 // laggedResource is why a state of the informers of gr cannot be decided.
 func laggedResource(gr schema.GroupResource, what string) undecided {
 	reason := ReasonParamUnknown
-	if gr == NamespacesGR {
+	if gr == state.NamespacesGR {
 		reason = ReasonNamespaceUnknown
 	}
 	return because(reason, gr.String()+" "+what)

@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
 // levelPolicy is a policy that denies every request of the operations on the resource, with
@@ -1604,15 +1605,15 @@ func TestDeleteCollectionShortens(t *testing.T) {
 // deletecollection's deletions commit in no order the log says); resources combine.
 func TestUndoneStates(t *testing.T) {
 	at := func(s int) time.Time { return time.Unix(int64(s), 0) }
-	w := func(gr schema.GroupResource, name string, done int) TypedWrite {
-		return TypedWrite{GR: gr, Obj: ObjectKey{"ns", name}, Done: at(done)}
+	w := func(gr schema.GroupResource, name string, done int) state.TypedWrite {
+		return state.TypedWrite{GR: gr, Obj: state.ObjectKey{Namespace: "ns", Name: name}, Done: at(done)}
 	}
-	ahead := func(tw TypedWrite) TypedWrite {
+	ahead := func(tw state.TypedWrite) state.TypedWrite {
 		tw.Ahead = true
 		return tw
 	}
 	cms := schema.GroupResource{Resource: "configmaps"}
-	name := func(states [][]TypedWrite) []string {
+	name := func(states [][]state.TypedWrite) []string {
 		var out []string
 		for _, st := range states {
 			var names []string
@@ -1625,18 +1626,18 @@ func TestUndoneStates(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
-		writes []TypedWrite
+		writes []state.TypedWrite
 		want   []string // nil: too many
 	}{
-		{"one request", []TypedWrite{w(cms, "a", 1)}, []string{"a"}},
-		{"two requests, newest first", []TypedWrite{w(cms, "a", 1), w(cms, "b", 2)}, []string{"b", "b+a"}},
-		{"a deletecollection's deletions in any subset", []TypedWrite{w(cms, "c", 1), w(cms, "a", 2), w(cms, "b", 1)}, []string{"a", "a+b", "a+c", "a+b+c"}},
-		{"two resources combined", []TypedWrite{w(cms, "a", 1), w(NamespacesGR, "n", 1)}, []string{"n", "a", "a+n"}},
-		{"too many", []TypedWrite{w(cms, "a", 1), w(cms, "b", 1), w(cms, "c", 1), w(cms, "d", 1), w(cms, "e", 1)}, nil},
+		{"one request", []state.TypedWrite{w(cms, "a", 1)}, []string{"a"}},
+		{"two requests, newest first", []state.TypedWrite{w(cms, "a", 1), w(cms, "b", 2)}, []string{"b", "b+a"}},
+		{"a deletecollection's deletions in any subset", []state.TypedWrite{w(cms, "c", 1), w(cms, "a", 2), w(cms, "b", 1)}, []string{"a", "a+b", "a+c", "a+b+c"}},
+		{"two resources combined", []state.TypedWrite{w(cms, "a", 1), w(state.NamespacesGR, "n", 1)}, []string{"n", "a", "a+n"}},
+		{"too many", []state.TypedWrite{w(cms, "a", 1), w(cms, "b", 1), w(cms, "c", 1), w(cms, "d", 1), w(cms, "e", 1)}, nil},
 		// Writes the log records after the request are done oldest first, never with the
 		// resource's undone ones; another resource's combine.
-		{"ahead, oldest first", []TypedWrite{ahead(w(cms, "y", 4)), ahead(w(cms, "x", 3))}, []string{"x", "x+y"}},
-		{"ahead and undone", []TypedWrite{w(cms, "a", 1), ahead(w(cms, "x", 3)), ahead(w(NamespacesGR, "n", 3))}, []string{"n", "a", "a+n", "x", "x+n"}},
+		{"ahead, oldest first", []state.TypedWrite{ahead(w(cms, "y", 4)), ahead(w(cms, "x", 3))}, []string{"x", "x+y"}},
+		{"ahead and undone", []state.TypedWrite{w(cms, "a", 1), ahead(w(cms, "x", 3)), ahead(w(state.NamespacesGR, "n", 3))}, []string{"n", "a", "a+n", "x", "x+n"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			states, ok := undoneStates(tc.writes)

@@ -13,6 +13,7 @@ import (
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 	"github.com/vapc-dev/vapc/verify/replay/internal/decide"
 	"github.com/vapc-dev/vapc/verify/replay/internal/source"
+	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
 // The log records a request when its response completes. A write received before another
@@ -36,7 +37,7 @@ func (e *evaluation) track(j *job) {
 		return
 	}
 	if e.byKey == nil {
-		e.byKey = map[ReplacedKey][]*job{}
+		e.byKey = map[state.ReplacedKey][]*job{}
 	}
 	e.byKey[j.revise.key] = append(e.byKey[j.revise.key], j)
 	j.revise.tracked = true
@@ -68,7 +69,7 @@ func (j *job) readsTyped() bool {
 	if !j.isDone() || j.result.skip != "" || (j.result.out != nil && j.result.out.Decision == DecisionIndeterminate) {
 		return false
 	}
-	return slices.ContainsFunc(j.lag.readBy, func(v *StateView) bool { return len(v.Gets) > 0 || len(v.Lists) > 0 })
+	return slices.ContainsFunc(j.lag.readBy, func(v *state.StateView) bool { return len(v.Gets) > 0 || len(v.Lists) > 0 })
 }
 
 // held counts the queued jobs still held at logTime.
@@ -97,7 +98,7 @@ func (r *Replayer) reviseConcurrent(d decoded, ev *Event, t target) {
 	if received.IsZero() || completed.IsZero() {
 		return
 	}
-	gr := StorageOf(t.gvr.GroupResource()) // the jobs' keys are their storage's
+	gr := state.StorageOf(t.gvr.GroupResource()) // the jobs' keys are their storage's
 	// A create matters to what a deletecollection listed only: an object a request read existed.
 	create := t.op == admission.Create && t.sub == ""
 	var js []*job
@@ -108,7 +109,7 @@ func (r *Replayer) reviseConcurrent(d decoded, ev *Event, t target) {
 			}
 		}
 	} else {
-		for _, k := range []ReplacedKey{{gr, ObjectKey{t.namespace, t.name}}, {gr, ObjectKey{Namespace: t.namespace}}, {GR: gr}} {
+		for _, k := range []state.ReplacedKey{{GR: gr, Obj: state.ObjectKey{Namespace: t.namespace, Name: t.name}}, {GR: gr, Obj: state.ObjectKey{Namespace: t.namespace}}, {GR: gr}} {
 			js = append(js, e.byKey[k]...)
 		}
 	}
@@ -138,7 +139,7 @@ func (r *Replayer) reviseConcurrent(d decoded, ev *Event, t target) {
 			j.listed.list, j.listed.listUnknowns, j.listed.listUnknown = nil, nil, why
 		case w.isMain && w.raw != nil && ev.Verb != "delete":
 			// The alternative: the request read what the write stored, which the log holds.
-			j.prior.Raw, j.prior.RV, j.prior.Unknowns, j.prior.Stale, j.prior.StaleUnknown, j.prior.Unknown = w.raw, ResourceVersion(w.resp.GetResourceVersion()), nil, nil, "", ""
+			j.prior.Raw, j.prior.RV, j.prior.Unknowns, j.prior.Stale, j.prior.StaleUnknown, j.prior.Unknown = w.raw, state.ResourceVersion(w.resp.GetResourceVersion()), nil, nil, "", ""
 			j.prior.Source = "the write at " + j.revise.concurrent.by + ", which the log records after this request"
 		default:
 			j.prior.Raw, j.prior.Unknowns, j.prior.Stale, j.prior.StaleUnknown, j.prior.Unknown = nil, nil, nil, "", why
@@ -242,10 +243,10 @@ func (r *Replayer) reviseAhead(d decoded, ev *Event) {
 		for _, gr := range unknown {
 			j.lag.aheadUnknown = append(j.lag.aheadUnknown, aheadUnknown{gr, by})
 		}
-		read := slices.ContainsFunc(ws, func(tw TypedWrite) bool {
-			return slices.ContainsFunc(j.lag.readBy, func(v *StateView) bool { return v.Read(tw) })
+		read := slices.ContainsFunc(ws, func(tw state.TypedWrite) bool {
+			return slices.ContainsFunc(j.lag.readBy, func(v *state.StateView) bool { return v.Read(tw) })
 		}) || slices.ContainsFunc(unknown, func(gr schema.GroupResource) bool {
-			return slices.ContainsFunc(j.lag.readBy, func(v *StateView) bool { return v.Reads(gr) })
+			return slices.ContainsFunc(j.lag.readBy, func(v *state.StateView) bool { return v.Reads(gr) })
 		})
 		if read {
 			j.again()

@@ -17,6 +17,7 @@ import (
 
 	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
 // kube-apiserver runs its MutatingAdmissionPolicies after the built-in mutating plugins and
@@ -60,7 +61,7 @@ type mutatedRequest struct {
 	object, old       labels.Set
 	hasObject, hasOld bool
 	// view answers for the namespace's labels.
-	view *StateView
+	view *state.StateView
 	// replayed are the policies the evaluation runs itself (--policies), taken to be those
 	// the cluster has of their name: they leave nothing unknown. The ordered stage, which
 	// follows the cluster's writes without them, leaves it nil.
@@ -129,9 +130,9 @@ func (m *mutators) unknowns(req mutatedRequest) []vapccel.Unknown {
 }
 
 // mutatedBy is the request of an admission's attributes, for mayMutate.
-func mutatedBy(t target, a admission.Attributes, view *StateView) mutatedRequest {
+func mutatedBy(t target, a admission.Attributes, view *state.StateView) mutatedRequest {
 	req := mutatedRequest{gvr: t.gvr, sub: t.sub, op: t.op, namespace: a.GetNamespace(), view: view}
-	if t.gvr.GroupResource() == NamespacesGR && t.sub == "" {
+	if t.gvr.GroupResource() == state.NamespacesGR && t.sub == "" {
 		req.namespace = "" // a Namespace is matched by its own labels, as its object's
 	}
 	for _, o := range []struct {
@@ -150,9 +151,9 @@ func mutatedBy(t target, a admission.Attributes, view *StateView) mutatedRequest
 }
 
 // mutatedObject is the request of a rebuilt object, for mayMutate.
-func mutatedObject(t target, obj, old *unstructured.Unstructured, view *StateView) mutatedRequest {
+func mutatedObject(t target, obj, old *unstructured.Unstructured, view *state.StateView) mutatedRequest {
 	req := mutatedRequest{gvr: t.gvr, sub: t.sub, op: t.op, namespace: t.namespace, view: view}
-	if t.gvr.GroupResource() == NamespacesGR && t.sub == "" {
+	if t.gvr.GroupResource() == state.NamespacesGR && t.sub == "" {
 		req.namespace = ""
 	}
 	if obj != nil {

@@ -29,6 +29,7 @@ import (
 	"github.com/vapc-dev/vapc/verify/internal/apiserver"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 	"github.com/vapc-dev/vapc/verify/replay/internal/source"
+	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
 // Evaluator decides one admission request: one the replay rebuilt from the log (Evaluate), or
@@ -110,6 +111,18 @@ func AdmissionPlugins(enable, disable []string) ([]string, error) {
 	return apiserver.SelectPlugins(enable, disable)
 }
 
+// DefaultLag is how long after a write completed a replay holds, by default, that
+// kube-apiserver's informers and watch cache may not have held it yet (see WithLag): a request
+// received later is decided on the write, certain; one received sooner is decided on it too,
+// but likely, where the version before it decides otherwise. Measured on the e2e harness's
+// kube-apiserver on two cores (TestLagMeasured, BENCHMARKS.md): the ValidatingAdmissionPolicy
+// plugin's informer and the watch cache hold a write by the next request at p90, and within
+// 2.5 ms at most, at rest and under a load of eight writers alike. A production server behind
+// a remote etcd adds its network round trips, and one under heavy load its queueing: 250 ms,
+// a hundred times what was measured, covers those; a longer lag makes more decisions likely,
+// none wrong.
+const DefaultLag = 250 * time.Millisecond
+
 // WithLag sets how long after a write completed the replay holds that kube-apiserver's
 // informers and watch cache may not have held it yet (default DefaultLag): a request received
 // sooner is decided as likely where the version before the write decides otherwise.
@@ -148,7 +161,7 @@ type Replayer struct {
 	mutators *mutators
 	// installed follows which of the policies the log shows installed (with --check-recorded).
 	installed *installed
-	state     *State
+	state     *state.State
 	evals     []evalWorker
 	running   *evaluation
 	// facts are what the log has shown so far of the server's configuration (ordered stage).
@@ -311,13 +324,14 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 		sort.Strings(bs)
 	}
 	r.newEpoch()
-	r.state = NewState(r.cfg.resources.RESTMapper(), func(gr schema.GroupResource) bool {
+	r.state = state.NewState(r.cfg.resources.RESTMapper(), func(gr schema.GroupResource) bool {
 		// The State keeps a storage's objects when some policy sees them through any of the
 		// resources it serves (see storageOf).
-		return r.cur().scope.keeps(gr) || (gr == EventsGR && r.cur().scope.keeps(EventsK8sIOGR))
+		return r.cur().scope.keeps(gr) || (gr == state.EventsGR && r.cur().scope.keeps(state.EventsK8sIOGR))
 	}, func(gr schema.GroupResource) bool {
-		return gr == NamespacesGR || r.cur().scope.params[gr] || r.cur().scope.pluginInputs[gr]
+		return gr == state.NamespacesGR || r.cur().scope.params[gr] || r.cur().scope.pluginInputs[gr]
 	})
+	r.state.Lag = DefaultLag
 	if r.cfg.lag != nil {
 		r.state.Lag = *r.cfg.lag
 	}
@@ -657,7 +671,7 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	j.revise.completed, j.revise.recorded = auditlog.ParseTime(ev.StageTimestamp), rec
 	if t.op == admission.Update || t.op == admission.Delete || t.sub != "" {
 		// A deletecollection (no name) read the objects of its namespace.
-		j.revise.key = ReplacedKey{StorageOf(t.gvr.GroupResource()), ObjectKey{t.namespace, t.name}}
+		j.revise.key = state.ReplacedKey{GR: state.StorageOf(t.gvr.GroupResource()), Obj: state.ObjectKey{Namespace: t.namespace, Name: t.name}}
 		r.running.track(j)
 	}
 	r.submit(j)
@@ -738,7 +752,7 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 	}
 	sw := stateWrite{ev: ev, t: t, gr: gr, src: src, done: done, w: w}
 	dry := ev.Loss.Lost.Has(auditlog.LostDryRun) && t.name != "" && ev.Verb != "deletecollection"
-	var before Prior
+	var before state.Prior
 	if dry {
 		before = r.state.Prior(gr, t.namespace, t.name)
 	}
@@ -763,7 +777,7 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 // that answered with the same and another content was a dry run, and the object is as it was.
 // Otherwise the fields the write changed are not known, those it left as they were are; and
 // whether an object the State did not know, or one deleted, is there is not known.
-func (r *Replayer) mayBeDryRun(sw stateWrite, before Prior) {
+func (r *Replayer) mayBeDryRun(sw stateWrite, before state.Prior) {
 	gr, t := sw.gr, sw.t
 	after := r.state.Prior(gr, t.namespace, t.name)
 	why := sw.ev.Loss.Of(auditlog.LostDryRun) + ": whether the write at " + sw.src + " was a dry run, which stores nothing"
@@ -877,7 +891,7 @@ func (r *Replayer) applyDelete(ctx context.Context, sw stateWrite) {
 // page or pin the list, a level that does not log its delete options, a selector that does
 // not parse, a request received at a time the log does not say, or what the State does not
 // know (clusterState.selected).
-func (r *Replayer) listedBy(gr schema.GroupResource, namespace string, ev *Event) (items []any, unknowns map[ObjectKey][]vapccel.Unknown, why string) {
+func (r *Replayer) listedBy(gr schema.GroupResource, namespace string, ev *Event) (items []any, unknowns map[state.ObjectKey][]vapccel.Unknown, why string) {
 	q := ev.Query()
 	switch {
 	case exportListUnknown(ev) != "":
@@ -887,7 +901,7 @@ func (r *Replayer) listedBy(gr schema.GroupResource, namespace string, ev *Event
 	case q.Get("limit") != "" || q.Get("continue") != "" || q.Get("resourceVersion") != "":
 		return nil, nil, "list options that page or pin the list"
 	case !r.state.Keeps(gr):
-		return nil, nil, "the replay does not keep " + StorageOf(gr).String()
+		return nil, nil, "the replay does not keep " + state.StorageOf(gr).String()
 	case ev.Level != auditlog.LevelRequest && ev.Level != auditlog.LevelRequestResponse:
 		// Its DeleteOptions (a grace period, a propagation policy's finalizers, preconditions)
 		// decide what each deletion leaves.
@@ -912,7 +926,7 @@ func (r *Replayer) applyDeleteCollection(sw stateWrite) {
 	if resp != nil {
 		items, _ = resp.Object["items"].([]any)
 	}
-	itemUnknowns := map[ObjectKey][]vapccel.Unknown{}
+	itemUnknowns := map[state.ObjectKey][]vapccel.Unknown{}
 	if items == nil {
 		// The log does not hold what it deleted: what the State holds of the namespace,
 		// by the request's selector, when that is all it listed.
@@ -940,7 +954,7 @@ func (r *Replayer) applyDeleteCollection(sw stateWrite) {
 		case err != nil:
 			r.state.Forget(gr, t.mainKind, u.GetNamespace(), u.GetName(), "deleted by the deletecollection at "+src+": what it left is not known: "+err.Error())
 		case left.Remains:
-			r.leftMarked(sw, u, left, itemUnknowns[ObjectKey{u.GetNamespace(), u.GetName()}])
+			r.leftMarked(sw, u, left, itemUnknowns[state.ObjectKey{Namespace: u.GetNamespace(), Name: u.GetName()}])
 		default:
 			r.state.Delete(gr, t.mainKind, u.GetNamespace(), u.GetName())
 		}
@@ -1007,7 +1021,7 @@ type written struct {
 	resp   *unstructured.Unstructured
 	isMain bool   // resp is an object of the resource's own kind
 	raw    []byte // the JSON of resp when isMain, for State.putRaw; resp may hold only a part of it
-	typed  *PreparedTyped
+	typed  *state.PreparedTyped
 	gen    int // the epoch it was prepared in
 }
 
@@ -1068,7 +1082,7 @@ func writtenVersion(d decoded, ev *Event, t target) uint64 {
 	if resp == nil || resp.GetName() != t.name || resp.GetNamespace() != t.namespace {
 		return 0
 	}
-	return ResourceVersion(resp.GetResourceVersion())
+	return state.ResourceVersion(resp.GetResourceVersion())
 }
 
 // writtenObject decodes the response object of a write and gives it the resource's kind when
@@ -1122,7 +1136,7 @@ func (r *Replayer) prepareWrite(ev *Event) *written {
 	}
 	w := writtenObject(ev, t)
 	w.gen = ep.gen
-	if w.raw != nil && (gr == NamespacesGR || ep.scope.params[gr] || ep.scope.pluginInputs[gr]) {
+	if w.raw != nil && (gr == state.NamespacesGR || ep.scope.params[gr] || ep.scope.pluginInputs[gr]) {
 		w.typed = r.state.PrepareTyped(w.resp, w.raw)
 	}
 	return w

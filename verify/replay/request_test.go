@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
 func pod(labels map[string]any, containers ...any) *unstructured.Unstructured {
@@ -167,7 +168,7 @@ func TestConnect(t *testing.T) {
 	if skip != "" || tg.op != "CONNECT" {
 		t.Fatalf("resolve = %v %q, want CONNECT", tg.op, skip)
 	}
-	b := r.rebuild(ev, tg, classify(ev, true), Prior{}, serverFacts{})
+	b := r.rebuild(ev, tg, classify(ev, true), state.Prior{}, serverFacts{})
 	want := map[string]any{"apiVersion": "v1", "kind": "PodExecOptions", "command": []any{"sh", "-c", "id"}, "container": "c", "stdin": true, "stdout": true, "tty": true}
 	if b.indeterminate.is() {
 		t.Fatalf("indeterminate: %s", b.indeterminate)

@@ -6,10 +6,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
 // stateDump is every entry of a State, for comparisons.
-func stateDump(s *State) map[string]string {
+func stateDump(s *state.State) map[string]string {
 	out := map[string]string{}
 	for gr, m := range s.Objects {
 		for k, e := range m {

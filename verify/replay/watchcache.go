@@ -12,6 +12,7 @@ import (
 
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/replay/internal/decide"
+	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
 // firstAttempt follows what kube-apiserver's first attempt at an update or a delete published:
@@ -29,7 +30,7 @@ import (
 // others alternatives, unless the replay checks the log and the annotations the log records for
 // the policies it shows installed agree with one outcome only: the server's own record says
 // which.
-func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, decideOn func(p Prior) (*verify.Decision, error)) {
+func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, decideOn func(p state.Prior) (*verify.Decision, error)) {
 	p := j.prior
 	if out.Decision == DecisionIndeterminate || live == nil || (len(p.Stale) == 0 && p.StaleUnknown == "") {
 		return
@@ -37,7 +38,7 @@ func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, deci
 	// A request that asked for a resourceVersion gets past the store's check of it on that
 	// version only: on another, the attempt fails before admission and publishes nothing.
 	version, _ := requestMeta(j.ev)
-	asked := ResourceVersion(version)
+	asked := state.ResourceVersion(version)
 	if asked != 0 && p.RV == asked {
 		return // the live version: no older one, known or not, passes
 	}
@@ -143,7 +144,7 @@ func warningSet(ws []string) []string {
 // would: through the request pipeline where it serves the resource, from the request's body
 // otherwise (the log's response is the live attempt's result). nil when the attempt would not
 // have reached validating admission.
-func (r *Replayer) decideOn(ctx context.Context, w evalWorker, j *job, p Prior) (*verify.Decision, error) {
+func (r *Replayer) decideOn(ctx context.Context, w evalWorker, j *job, p state.Prior) (*verify.Decision, error) {
 	if srv, err := pipelineServer(); err == nil && srv.Serves(j.t.gvr, j.t.sub) && !j.t.reqKind.Empty() {
 		return r.decideServedOn(ctx, w, j, p)
 	}
@@ -173,7 +174,7 @@ func (r *Replayer) decideOn(ctx context.Context, w evalWorker, j *job, p Prior) 
 
 // decideServedOn decides the job's request through the request pipeline on the stored version
 // p.
-func (r *Replayer) decideServedOn(ctx context.Context, w evalWorker, j *job, p Prior) (*verify.Decision, error) {
+func (r *Replayer) decideServedOn(ctx context.Context, w evalWorker, j *job, p state.Prior) (*verify.Decision, error) {
 	o := &jobObjects{gr: j.t.gvr.GroupResource(), namespace: j.t.namespace, name: j.t.name, prior: p}
 	if j.rec.vapRan || j.rec.byWebhook {
 		o.version, o.uid = fromRequest(j.ev, p.Unknowns)
@@ -205,7 +206,7 @@ func (r *Replayer) conflictAfterFirstAttempt(ctx context.Context, w evalWorker, 
 		return false
 	}
 	version, _ := requestMeta(j.ev)
-	asked := ResourceVersion(version)
+	asked := state.ResourceVersion(version)
 	if asked == 0 {
 		return false
 	}
@@ -258,19 +259,19 @@ func (r *Replayer) staleAttemptPossible(ev *Event, t target) bool {
 		return false
 	}
 	version, _ := requestMeta(ev)
-	asked := ResourceVersion(version)
+	asked := state.ResourceVersion(version)
 	if asked == 0 {
 		return false
 	}
 	p := r.state.PriorOf(t.gvr.GroupResource(), t.namespace, t.name, 0, ev.Received(), true)
-	return slices.ContainsFunc(p.Stale, func(sp Prior) bool { return sp.RV == asked })
+	return slices.ContainsFunc(p.Stale, func(sp state.Prior) bool { return sp.RV == asked })
 }
 
 // raced settles a request that a write to its object completed after it was received, and
 // before it completed (its prior's racedBy): the log's order, the version the write stored, is
 // likely; on the version before it (decideOn), the request is the alternative, or certain when
 // both decide alike, or when the log's verdicts are those of one of them.
-func (r *Replayer) raced(j *job, out *Record, decideOn func(p Prior) (*verify.Decision, error)) {
+func (r *Replayer) raced(j *job, out *Record, decideOn func(p state.Prior) (*verify.Decision, error)) {
 	p := j.prior
 	if p.RacedBy == "" || out.Decision == DecisionIndeterminate || j.result.dec == nil {
 		return

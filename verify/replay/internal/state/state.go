@@ -1,4 +1,4 @@
-package replay
+package state
 
 import (
 	"cmp"
@@ -23,9 +23,9 @@ import (
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
-// clusterState, the State, is the cluster as a replay knows it at a point of the log: a
-// snapshot, then every write the log shows, for the resources some policy can read (params,
-// namespaces, old objects). Its Views (stateView) serve params and namespaces to the evaluator
+// State is the cluster as a replay knows it at a point of the log: a snapshot, then every
+// write the log shows, for the resources some policy can read (params, namespaces, old
+// objects). Its Views (StateView) serve params and namespaces to the evaluator
 // (verify.ObjectStore) as they were at one point of the log, and record every read they could
 // not answer for sure, so that a decision that rests on a guess is reported as indeterminate.
 //
@@ -39,8 +39,8 @@ import (
 type State struct {
 	mapper meta.RESTMapper
 	keep   func(schema.GroupResource) bool
-	// lag is how long after a write completed kube-apiserver's informers and watch cache
-	// may not hold it yet (see DefaultLag).
+	// Lag is how long after a write completed kube-apiserver's informers and watch cache
+	// may not hold it yet (the replay's DefaultLag unless set).
 	Lag time.Duration
 	// buckets hold params and namespaces in the form the evaluator reads them (see View);
 	// prepare converts objects to that form.
@@ -86,7 +86,7 @@ type currentRequest struct {
 	writtenUnknown []schema.GroupResource
 }
 
-// beginWrite starts following the writes of one request of the log, which completed at done
+// BeginWrite starts following the writes of one request of the log, which completed at done
 // (when its writes to params and namespaces completed, a deletecollection's items too);
 // create says it creates its object (which did not exist before it).
 func (s *State) BeginWrite(create bool, done time.Time, by string) {
@@ -94,7 +94,7 @@ func (s *State) BeginWrite(create bool, done time.Time, by string) {
 		written: s.current.written[:0], writtenUnknown: s.current.writtenUnknown[:0]}
 }
 
-// endWrite ends following the writes of one request: what is written outside a request (the
+// EndWrite ends following the writes of one request: what is written outside a request (the
 // snapshot) is no write of the log.
 func (s *State) EndWrite() {
 	s.current.creating, s.current.writeDone, s.current.writeBy = false, time.Time{}, ""
@@ -110,18 +110,18 @@ func (s *State) lose(w TypedWrite) {
 	}
 }
 
-// typedWrite is a write to an object the evaluator reads (a param, a namespace): the entry it
+// TypedWrite is a write to an object the evaluator reads (a param, a namespace): the entry it
 // replaced (had says there was one), and when it completed (zero for the snapshot's).
 type TypedWrite struct {
 	GR   schema.GroupResource
 	Obj  ObjectKey
 	Prev typedEntry
 	Had  bool
-	// created says the write created the object; unknownBefore that whether it existed
+	// Created says the write created the object; unknownBefore that whether it existed
 	// before is not known (the State did not hold it, and does not hold every object of gr).
 	Created, UnknownBefore bool
 	Done                   time.Time
-	// ahead says the write is one the log records after the request it concerns, which may
+	// Ahead says the write is one the log records after the request it concerns, which may
 	// have read what it wrote (see Replayer.reviseAhead): prev and had are then the entry it
 	// wrote. by is where the log records the write.
 	Ahead bool
@@ -165,22 +165,22 @@ type entry struct {
 	// unknowns are fields of a known object whose values the replay does not know (the clock
 	// of a write the log does not show), with paths from the object ("object" root).
 	unknowns []vapccel.Unknown
-	// unknown says why the object's state is not known.
+	// Unknown says why the object's state is not known.
 	Unknown string
 	// unmarked is the JSON of the version the object has unless a refused DELETE left it
 	// marked deleted, which raw is (see Replayer.refusedPodDelete); nil otherwise.
 	unmarked []byte
-	// labels of a known object, for selectors.
+	// Labels of a known object, for selectors.
 	Labels labels.Set
-	// source says where the state came from (a line of the log, the snapshot).
+	// Source says where the state came from (a line of the log, the snapshot).
 	Source string
 }
 
-// newClusterState returns an empty State for the resources keep accepts; typedKinds are the resources
+// NewState returns an empty State for the resources keep accepts; typedKinds are the resources
 // the evaluator reads (params and namespaces).
 func NewState(mapper meta.RESTMapper, keep, typedKinds func(schema.GroupResource) bool) *State {
 	return &State{
-		mapper: mapper, keep: keep, typedKinds: typedKinds, Lag: DefaultLag,
+		mapper: mapper, keep: keep, typedKinds: typedKinds,
 		buckets:  map[schema.GroupResource]*bucket{},
 		prepare:  verify.NewMemoryStore(mapper, verify.StoreDropUnknownFields()),
 		Objects:  map[schema.GroupResource]map[ObjectKey]*entry{},
@@ -198,7 +198,7 @@ func (s *State) IndexSelectors(gr schema.GroupResource, selectors []labels.Selec
 	s.selectors[gr] = append(s.selectors[gr], selectors...)
 }
 
-// rescope follows a change of what the State keeps and reads, after a change of the catalog:
+// Rescope follows a change of what the State keeps and reads, after a change of the catalog:
 // selectors are the selectors of the bindings' paramRefs by param resource. A resource the
 // evaluator reads now, or with other selectors, gets its bucket rebuilt from the objects the
 // State holds; one it no longer reads loses its bucket.
@@ -323,7 +323,7 @@ func (s *State) Put(gr schema.GroupResource, u *unstructured.Unstructured, sourc
 	return s.store(gr, u, raw, nil, source, 0)
 }
 
-// putPartly is Put for an object the replay rebuilt itself, some of whose fields it does not
+// PutPartly is Put for an object the replay rebuilt itself, some of whose fields it does not
 // know (unknowns, from the object's root).
 func (s *State) PutPartly(gr schema.GroupResource, u *unstructured.Unstructured, unknowns []vapccel.Unknown, source string) error {
 	gr = StorageOf(gr)
@@ -345,14 +345,14 @@ func (s *State) PutPartly(gr schema.GroupResource, u *unstructured.Unstructured,
 	return nil
 }
 
-// putRaw is Put with the object's JSON already made, and for the resources the evaluator
+// PutRaw is Put with the object's JSON already made, and for the resources the evaluator
 // reads, optionally its typed form (prepared by prepareTyped).
 func (s *State) PutRaw(gr schema.GroupResource, u *unstructured.Unstructured, raw []byte, typed *PreparedTyped, source string) error {
 	gr = StorageOf(gr)
 	return s.store(gr, u, raw, typed, source, ResourceVersion(u.GetResourceVersion()))
 }
 
-// resourceVersion is a resourceVersion as a number, 0 when it is not one. An etcd-backed
+// ResourceVersion is a resourceVersion as a number, 0 when it is not one. An etcd-backed
 // server's resourceVersions are etcd revisions: a later write has a greater one.
 func ResourceVersion(v string) uint64 {
 	n, err := strconv.ParseUint(v, 10, 64)
@@ -410,7 +410,7 @@ func (s *State) store(gr schema.GroupResource, u *unstructured.Unstructured, raw
 	return nil
 }
 
-// preparedTyped is where an object of a resource the evaluator reads is kept and the object
+// PreparedTyped is where an object of a resource the evaluator reads is kept and the object
 // to convert when it is read, or why it cannot be kept.
 type PreparedTyped struct {
 	loc verify.Location
@@ -418,14 +418,14 @@ type PreparedTyped struct {
 	err error
 }
 
-// prepareTyped prepares an object of a resource the evaluator reads, from its metadata (u may
+// PrepareTyped prepares an object of a resource the evaluator reads, from its metadata (u may
 // hold only that) and its JSON. It changes nothing and may run on any goroutine.
 func (s *State) PrepareTyped(u *unstructured.Unstructured, raw []byte) *PreparedTyped {
 	loc, err := s.prepare.Locate(u)
 	return &PreparedTyped{loc: loc, obj: &lazyObject{raw: raw, prepare: s.prepare}, err: err}
 }
 
-// standInParams returns, for the paramKind of each policy but Namespace, an object of that
+// StandInParams returns, for the paramKind of each policy but Namespace, an object of that
 // kind that holds nothing but a name, as the evaluator reads params.
 func (s *State) StandInParams(policies []*admissionregistrationv1.ValidatingAdmissionPolicy) map[schema.GroupResource]runtime.Object {
 	out := map[schema.GroupResource]runtime.Object{}
@@ -488,7 +488,7 @@ func (s *State) writable(gr schema.GroupResource) *bucket {
 	return b
 }
 
-// view returns the params and namespaces as they are now, for one evaluation; readsNamespaces
+// View returns the params and namespaces as they are now, for one evaluation; readsNamespaces
 // says whether the request's policies read namespaces (only then is an unknown namespace a
 // miss). The View does not change when the State does.
 func (s *State) View(readsNamespaces bool) *StateView {
@@ -582,28 +582,28 @@ func (s *State) Lookup(gr schema.GroupResource, namespace, name string) (u *unst
 	return u, p.Source, unknown, p.Found
 }
 
-// prior is an object as the State holds it at one point of the log, undecoded: what a
+// Prior is an object as the State holds it at one point of the log, undecoded: what a
 // request's oldObject is rebuilt from, on another goroutine.
 type Prior struct {
 	Kept, Found bool
-	// complete says the State knows every object of the resource: one it does not hold does
+	// Complete says the State knows every object of the resource: one it does not hold does
 	// not exist.
 	Complete        bool
 	Raw             []byte // never changed once stored
 	RV              uint64 // its resourceVersion, when the log's JSON of it says (see entry.rv)
 	Source, Unknown string
-	// unknowns are the fields of the known object whose values are not known.
+	// Unknowns are the fields of the known object whose values are not known.
 	Unknowns []vapccel.Unknown
-	// unmarked is the version the object has unless a refused DELETE marked it (see
+	// Unmarked is the version the object has unless a refused DELETE marked it (see
 	// entry.unmarked).
 	Unmarked []byte
-	// stale are the versions the object had before the write that stored this one, newest
+	// Stale are the versions the object had before the write that stored this one, newest
 	// first, when the server may have admitted the request on one of them first (see
 	// staleOf); staleUnknown says why a version it may have read is not known. Both are
 	// empty when it read this one.
 	Stale        []Prior
 	StaleUnknown string
-	// racedBy says a write completed after the request was received and before it completed,
+	// RacedBy says a write completed after the request was received and before it completed,
 	// and racedFrom is the version it replaced (nil when not known): the request may have
 	// read that one (see Replayer.raced).
 	RacedBy   string
@@ -638,7 +638,7 @@ func (s *State) remember(k ReplacedKey, e, by *entry) {
 	}
 }
 
-// priorOf is prior for a write whose result has resourceVersion rv (0 when the log does not
+// PriorOf is prior for a write whose result has resourceVersion rv (0 when the log does not
 // show it). The log records a request when its response completes, not when its write is
 // stored: of two concurrent writes to an object, the one stored first may be logged last.
 // When the State holds a later version than rv, the write changed the version before it: the
@@ -676,7 +676,7 @@ func (s *State) PriorOf(gr schema.GroupResource, namespace, name string, rv uint
 	return p
 }
 
-// markDone records when the write at source, which stored the object, completed (an empty
+// MarkDone records when the write at source, which stored the object, completed (an empty
 // name: a write to objects of the namespace, a deletecollection).
 func (s *State) MarkDone(gr schema.GroupResource, namespace, name, source string, done time.Time) {
 	gr = StorageOf(gr)
@@ -718,12 +718,12 @@ func (s *State) concurrent(p Prior, gr schema.GroupResource, namespace, name str
 	return p
 }
 
-// wroteTyped says whether the latest request (see beginWrite) wrote params or namespaces.
+// WroteTyped says whether the latest request (see beginWrite) wrote params or namespaces.
 func (s *State) WroteTyped() bool {
 	return len(s.current.written) > 0 || len(s.current.writtenUnknown) > 0
 }
 
-// aheadWrites are the writes to params and namespaces of the latest request (see beginWrite),
+// AheadWrites are the writes to params and namespaces of the latest request (see beginWrite),
 // which completed at done, each with the entry it wrote, as a request the log records earlier but which ran
 // concurrently with it may have read them (see Replayer.reviseAhead); by is where the log
 // records it. unknown are the resources of which it may have written objects the State does
@@ -739,7 +739,7 @@ func (s *State) AheadWrites(by string, done time.Time) (ws []TypedWrite, unknown
 	return ws, slices.Clone(s.current.writtenUnknown)
 }
 
-// recentTyped are the writes to params and namespaces that completed less than the lag
+// RecentTyped are the writes to params and namespaces that completed less than the lag
 // before a request received at received, or after (see Replayer.informerLag), newest first;
 // lost are the resources whose writes the State no longer remembers may be among them (for a
 // request received at a time the log does not say, every resource written).
@@ -786,18 +786,6 @@ func (s *State) RecentTyped(received time.Time) (out []TypedWrite, lost []schema
 	return out, lost
 }
 
-// DefaultLag is how long after a write completed a replay holds, by default, that
-// kube-apiserver's informers and watch cache may not have held it yet (see WithLag): a request
-// received later is decided on the write, certain; one received sooner is decided on it too,
-// but likely, where the version before it decides otherwise. Measured on the e2e harness's
-// kube-apiserver on two cores (TestLagMeasured, BENCHMARKS.md): the ValidatingAdmissionPolicy
-// plugin's informer and the watch cache hold a write by the next request at p90, and within
-// 2.5 ms at most, at rest and under a load of eight writers alike. A production server behind
-// a remote etcd adds its network round trips, and one under heavy load its queueing: 250 ms,
-// a hundred times what was measured, covers those; a longer lag makes more decisions likely,
-// none wrong.
-const DefaultLag = 250 * time.Millisecond
-
 // staleOf sets p.stale (or p.staleUnknown) for a request received at received, when the write
 // that stored the State's version of the object replaced another version and completed less
 // than the lag before: the server's first attempt may have read the version before it,
@@ -825,7 +813,7 @@ func (s *State) staleOf(p *Prior, gr schema.GroupResource, namespace, name strin
 	}
 }
 
-// recentWrite says why an object of the resource in the namespace (every namespace when it is
+// RecentWrite says why an object of the resource in the namespace (every namespace when it is
 // empty) a request received at received deleted may have been read as an older version than
 // the State's (see staleOf): a write that replaced a version of it completed less than
 // the lag before; "" when none did.
@@ -853,7 +841,7 @@ func (s *State) Prior(gr schema.GroupResource, namespace, name string) Prior {
 	return p
 }
 
-// markedMaybe records that the object's entry, as stored last, is the version a refused DELETE
+// MarkedMaybe records that the object's entry, as stored last, is the version a refused DELETE
 // may have left marked deleted, and unmarked the version it has otherwise.
 func (s *State) MarkedMaybe(gr schema.GroupResource, namespace, name string, unmarked []byte) {
 	if e := s.Objects[StorageOf(gr)][ObjectKey{namespace, name}]; e != nil && e.Raw != nil {
@@ -861,7 +849,7 @@ func (s *State) MarkedMaybe(gr schema.GroupResource, namespace, name string, unm
 	}
 }
 
-// decode returns the object, or why its state is not known; nil and "" when there is none.
+// Decode returns the object, or why its state is not known; nil and "" when there is none.
 func (p Prior) Decode() (*unstructured.Unstructured, string) {
 	if !p.Found || p.Raw == nil {
 		return nil, p.Unknown
@@ -873,7 +861,7 @@ func (p Prior) Decode() (*unstructured.Unstructured, string) {
 	return u, ""
 }
 
-// list returns the JSON of every object of the resource in the namespace (every namespace
+// List returns the JSON of every object of the resource in the namespace (every namespace
 // when it is empty), in no order, or why the State does not know them all: for a request
 // received at received, they are not known when a write to one of them completed after it.
 func (s *State) List(gr schema.GroupResource, namespace string, received time.Time) ([][]byte, map[ObjectKey][]vapccel.Unknown, string) {
@@ -906,7 +894,7 @@ func (s *State) List(gr schema.GroupResource, namespace string, received time.Ti
 	return out, unknowns, ""
 }
 
-// selected is what a deletecollection of gr in namespace received at received deleted of the
+// Selected is what a deletecollection of gr in namespace received at received deleted of the
 // objects the State knows, decoded: those sel selects, as the store's list read them when the
 // request was received. An object the State does not know stays so. why says why it is not
 // known: a write to the namespace concurrent with the request, or labels the State does not
@@ -951,7 +939,7 @@ func (s *State) Selected(gr schema.GroupResource, namespace string, received tim
 // labelsUnder says whether a field at steps holds metadata.labels or is in it.
 func labelsUnder(steps []string) bool { return FieldUnder(steps, "metadata", "labels") }
 
-// fieldUnder says whether a field at steps holds the field at want or is in it.
+// FieldUnder says whether a field at steps holds the field at want or is in it.
 func FieldUnder(steps []string, want ...string) bool {
 	for i := 0; i < len(steps) && i < len(want); i++ {
 		if steps[i] != want[i] && steps[i] != vapccel.AnyStep {
@@ -961,10 +949,10 @@ func FieldUnder(steps []string, want ...string) bool {
 	return true
 }
 
-// sameStorage says whether the storage of one resource holds the objects of the other.
+// SameStorage says whether the storage of one resource holds the objects of the other.
 func SameStorage(a, b schema.GroupResource) bool { return StorageOf(a) == StorageOf(b) }
 
-// storageOf is the resource whose storage holds the objects of gr: kube-apiserver serves
+// StorageOf is the resource whose storage holds the objects of gr: kube-apiserver serves
 // events.k8s.io's Events from core's (the two cohabit), so a write through one is read through
 // the other.
 func StorageOf(gr schema.GroupResource) schema.GroupResource {
@@ -1007,8 +995,21 @@ func Dedupe(s []string) []string {
 	return out
 }
 
-// shortReason trims a reason to its first line.
+// ShortReason trims a reason to its first line.
 func ShortReason(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	return s
+}
+
+// Same says whether two typed writes are the same write.
+func (tw TypedWrite) Same(o TypedWrite) bool {
+	return tw.GR == o.GR && tw.Obj == o.Obj && tw.Done.Equal(o.Done) && tw.Ahead == o.Ahead
+}
+
+// Version names the version of its object the write gives a state it is undone in.
+func (tw TypedWrite) Version() string {
+	if tw.Ahead {
+		return "the version it wrote"
+	}
+	return "the version before it"
 }

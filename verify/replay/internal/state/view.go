@@ -1,4 +1,4 @@
-package replay
+package state
 
 import (
 	"cmp"
@@ -45,11 +45,11 @@ type typedEntry struct {
 	Obj     *lazyObject                 // nil when unknown
 	labels  labels.Set
 	unknown string
-	// unknowns are the fields of a known object whose values are not known (see partialUse).
+	// Unknowns are the fields of a known object whose values are not known (see partialUse).
 	Unknowns []vapccel.Unknown
 }
 
-// partialUse is an object the evaluator read some of whose fields are not known: a decision
+// PartialUse is an object the evaluator read some of whose fields are not known: a decision
 // stands only if no policy reads them (see Replayer.dependsOnPartial).
 type PartialUse struct {
 	GR       schema.GroupResource
@@ -57,7 +57,7 @@ type PartialUse struct {
 	Unknowns []vapccel.Unknown
 }
 
-// key is the object's namespace/name, for people.
+// Key is the object's namespace/name, for people.
 func (pu PartialUse) Key() string { return JoinKey(pu.Obj.Namespace, pu.Obj.Name) }
 
 // lazyObject is an object the evaluator may read, converted to the form it reads it (typed,
@@ -237,7 +237,7 @@ func (b *bucket) list(gvr schema.GroupVersionResource, namespace string, selecto
 	return append([]runtime.Object(nil), out...), failed, partials
 }
 
-// stateView, a View, is the params and namespaces of a replay's State at one point of the
+// StateView, a View, is the params and namespaces of a replay's State at one point of the
 // log. It implements verify.ObjectStore for one evaluation at a time, and records every read it
 // could not answer for sure (see clusterState).
 type StateView struct {
@@ -249,7 +249,7 @@ type StateView struct {
 	// unknown namespace a miss (the evaluator otherwise assumes the namespace exists, as it
 	// must).
 	readsNamespaces bool
-	// unknown are the resources none of whose objects are known, and why: every read of them
+	// Unknown are the resources none of whose objects are known, and why: every read of them
 	// is a miss.
 	Unknown map[schema.GroupResource]string
 
@@ -285,13 +285,13 @@ type listRead struct {
 	selector  labels.Selector
 }
 
-// read says whether an evaluation over the View read the object of w, or listed what it was
+// Read says whether an evaluation over the View read the object of w, or listed what it was
 // in with its labels before or after w.
 func (v *StateView) Read(w TypedWrite) bool {
 	return slices.Contains(v.Gets, readKey{w.GR, w.Obj}) || v.listedWith(w)
 }
 
-// readOtherThanByName says whether an evaluation over the View read the object of w otherwise
+// ReadOtherThanByName says whether an evaluation over the View read the object of w otherwise
 // than by its name through the policies' param lister (CollectParams, which reads a param its
 // informer does not hold yet from storage): in a list, or through an admission plugin.
 func (v *StateView) ReadOtherThanByName(w TypedWrite) bool {
@@ -313,13 +313,13 @@ func (v *StateView) listedWith(w TypedWrite) bool {
 	return false
 }
 
-// reads says whether an evaluation over the View read an object of gr, or listed some.
+// Reads says whether an evaluation over the View read an object of gr, or listed some.
 func (v *StateView) Reads(gr schema.GroupResource) bool {
 	return slices.ContainsFunc(v.Gets, func(k readKey) bool { return k.gr == gr }) ||
 		slices.ContainsFunc(v.Lists, func(l listRead) bool { return l.gr == gr })
 }
 
-// before returns a copy of the View that holds the objects of the writes as they were before
+// Before returns a copy of the View that holds the objects of the writes as they were before
 // them (the oldest write of an object gives its version), recording what evaluations read.
 func (v *StateView) Before(writes []TypedWrite) *StateView {
 	c := v.Fresh()
@@ -357,11 +357,11 @@ func (v *StateView) entry(gr schema.GroupResource, k ObjectKey) (typedEntry, boo
 	return v.buckets[gr].get(k)
 }
 
-// fresh returns a copy of the View without what evaluations over it missed, to evaluate a
+// Fresh returns a copy of the View without what evaluations over it missed, to evaluate a
 // request again.
 func (v *StateView) Fresh() *StateView { return v.WithStandIns(v.standIns) }
 
-// withStandIns returns a copy of the View that answers a read of a param it does not have with
+// WithStandIns returns a copy of the View that answers a read of a param it does not have with
 // the resource's stand-in.
 func (v *StateView) WithStandIns(standIns map[schema.GroupResource]runtime.Object) *StateView {
 	c := *v
@@ -568,7 +568,7 @@ func (v *StateView) Misses() []miss {
 	return slices.CompactFunc(out, func(a, b miss) bool { return a.text == b.text })
 }
 
-// missText is the misses for people, joined by "; ".
+// MissText is the misses for people, joined by "; ".
 func MissText(ms []miss) string {
 	texts := make([]string, len(ms))
 	for i, m := range ms {
@@ -577,7 +577,7 @@ func MissText(ms []miss) string {
 	return strings.Join(texts, "; ")
 }
 
-// lookup reads an object as kube-apiserver's built-in admission plugins read it, without
+// Lookup reads an object as kube-apiserver's built-in admission plugins read it, without
 // recording a miss: the object, or absent when it does not exist for sure, or why it is not
 // known.
 func (v *StateView) Lookup(gvr schema.GroupVersionResource, namespace, name string) (obj runtime.Object, absent bool, unknown string, partial []vapccel.Unknown) {
@@ -610,7 +610,7 @@ func (v *StateView) Lookup(gvr schema.GroupVersionResource, namespace, name stri
 	return nil, false, "not in the snapshot or earlier in the log", nil
 }
 
-// listFor lists the objects of a resource in a namespace ("" for all) as the admission plugins
+// ListFor lists the objects of a resource in a namespace ("" for all) as the admission plugins
 // list them: the known ones, and why they may not be all.
 func (v *StateView) ListFor(gvr schema.GroupVersionResource, namespace string) (objs []runtime.Object, unknown string) {
 	gr := gvr.GroupResource()
@@ -634,7 +634,7 @@ func (v *StateView) ListFor(gvr schema.GroupVersionResource, namespace string) (
 	return objs, unknown
 }
 
-// namespaceLabels returns the labels of a namespace, and whether they are known.
+// NamespaceLabels returns the labels of a namespace, and whether they are known.
 func (v *StateView) NamespaceLabels(name string) (labels.Set, bool) {
 	if v == nil {
 		return nil, false
