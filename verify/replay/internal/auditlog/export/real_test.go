@@ -96,6 +96,14 @@ func TestRealExports(t *testing.T) {
 			"1: 52c48496-e84d-4e0c-84c4-f2fbc2b2b5a1 get /openapi/v3 200",
 			"1: 36600c9d-1633-4a6e-9bce-c754e93557c2 watch /apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicies?allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&sendInitialEvents=true&timeout=7m41s&timeoutSeconds=461&watch=true 200",
 		},
+	}, {
+		// An event CloudWatch Logs cut at its size limit (falcosecurity/plugins#297).
+		file:   "eks-filter-log-events-truncated.json",
+		format: export.CloudWatch,
+		want: []string{
+			`3: error: document 1: events[0].message: the event of audit ID a06c6b29-4d84-4710-ab99-c91d83372c54 was cut by CloudWatch Logs at its event size limit (2514 bytes kept, ending "[Truncated...]"): lost by the export, not replayed`,
+			"10: 52c48496-e84d-4e0c-84c4-f2fbc2b2b5a1 get /openapi/v3 200",
+		},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
