@@ -444,6 +444,10 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 
 // line accounts for one line of a log.
 func (r *Replayer) line(ctx context.Context, d decoded) {
+	if d.skip != "" {
+		r.output.sum.exportSkipped(d.skip)
+		return
+	}
 	r.output.sum.Lines++
 	switch {
 	case d.err != nil:

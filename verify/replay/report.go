@@ -62,6 +62,12 @@ func writeRead(p *printer, s *Read) {
 	if s.Blank > 0 {
 		p.f("  blank lines:         %d\n", s.Blank)
 	}
+	if n := total(s.ExportSkipped); n > 0 {
+		p.f("  export records skipped: %d (not events of the cluster's kube-apiservers, or read already)\n", n)
+		for _, k := range sortedKeys(s.ExportSkipped) {
+			p.f("    %-60s %d\n", k, s.ExportSkipped[k])
+		}
+	}
 	p.f("  malformed lines:     %d\n", s.MalformedCount)
 }
 

@@ -52,6 +52,11 @@ type Read struct {
 	// Unreadable are the logs that could not be read to their end, at the line where reading
 	// stopped: a truncated or corrupt gzip stream, a file that cannot be opened, a read error.
 	Unreadable []Malformed `json:"unreadable,omitempty"`
+	// ExportSkipped counts the records of an export that hold no audit event of the
+	// cluster's servers (another service's entry, another category of logs) or one read
+	// already (AKS's kube-audit-admin copy of a kube-audit event), by why: they are not
+	// lines of the log, and not replayed.
+	ExportSkipped map[string]int `json:"exportSkipped,omitempty"`
 	// Partial says the replay was interrupted before the end of its logs: the summary is of
 	// the lines read until then.
 	Partial bool `json:"partial,omitempty"`
@@ -264,6 +269,13 @@ func (s *Summary) lineError(file string, line int, err error) {
 	if len(s.Malformed) < MaxMalformed {
 		s.Malformed = append(s.Malformed, m)
 	}
+}
+
+func (s *Summary) exportSkipped(why string) {
+	if s.ExportSkipped == nil {
+		s.ExportSkipped = map[string]int{}
+	}
+	s.ExportSkipped[why]++
 }
 
 func (s *Summary) skip(reason Reason, note string) {

@@ -39,6 +39,9 @@ type record struct {
 	// where names a GKE entry still to unwrap, for the reverser, which holds records on
 	// disk (its unwrap is gkeUnwrap(where)).
 	where string
+	// skip, when set, says the record holds no audit event of the cluster's servers, and
+	// why: it is counted, not replayed (auditlog.Line.Skip).
+	skip string
 }
 
 // input is what a format reads: the decompressed file, with its name and the longest record
@@ -78,6 +81,8 @@ type Reader struct {
 	dry    *dryRuns
 	order  *reorder
 	join   *joiner
+	// seen, for AKS, finds the events read already (see copies).
+	seen *copies
 	// ordered are the batches of records in the file's order; cur the one being handed
 	// over, at next.
 	ordered chan *recordBatch
@@ -147,6 +152,9 @@ func NewReader(file string, r io.Reader, format Format, maxLine int) (*Reader, e
 	rd.order = newReorder(file, defaultWindow, maxLine)
 	rd.dry = newDryRuns()
 	rd.join = newJoiner(maxLine)
+	if format == AzureBlob || format == AzureEventHub {
+		rd.seen = newCopies(defaultWindow)
+	}
 	rd.start(func(yield func(record) bool) { read(in, yield) })
 	return rd, nil
 }
@@ -267,6 +275,12 @@ func (r *Reader) nextRecord() (record, bool) {
 }
 
 func (r *Reader) toLine(rec record) auditlog.Line {
+	if rec.skip == "" && rec.err == nil && r.seen != nil && r.seen.again(rec) {
+		rec.skip = aksCopy
+	}
+	if rec.skip != "" {
+		return auditlog.Line{File: r.file, Num: rec.line, Skip: rec.skip}
+	}
 	if rec.dry != nil && rec.err == nil {
 		r.dry.settle(&rec)
 	}

@@ -34,6 +34,7 @@ type line struct {
 	data []byte
 	err  error
 	loss auditlog.Loss
+	skip string
 }
 
 func readAll(t testing.TB, name string, data []byte, f export.Format) (export.Format, []line) {
@@ -52,7 +53,7 @@ func readAll(t testing.TB, name string, data []byte, f export.Format) (export.Fo
 		if l.File != name {
 			t.Errorf("line %d: File = %q, want %q", l.Num, l.File, name)
 		}
-		out = append(out, line{num: l.Num, data: bytes.Clone(l.Data), err: l.Err, loss: l.Loss})
+		out = append(out, line{num: l.Num, data: bytes.Clone(l.Data), err: l.Err, loss: l.Loss, skip: l.Skip})
 	}
 }
 
@@ -181,6 +182,9 @@ func TestDetect(t *testing.T) {
 		{"event hub", `{"records":[{"time":"2026-11-21T12:35:37Z","category":"kube-audit-admin","properties":{"log":"{}"}}]}`, export.AzureEventHub},
 		{"gcloud", "[\n  {\n    \"insertId\": \"x\",\n    \"logName\": \"projects/p/logs/cloudaudit.googleapis.com%2Factivity\",\n    \"protoPayload\": {", export.GKE},
 		{"sink", `{"protoPayload":{"@type":"type.googleapis.com/google.cloud.audit.AuditLog","serviceName":"k8s.io"},"insertId":"x"}`, export.GKE},
+		{"filter-log-events --query events", "[\n    {\n        \"logStreamName\": \"kube-apiserver-audit-1\",\n        \"timestamp\": 1,\n        \"message\": \"{\\\"kind\\\":", export.CloudWatch},
+		{"events without delimiters", `{"kind":"Event","auditID":"a","stage":"ResponseComplete","annotations":{"x":"}"}}{"kind":"Event"`, export.ConcatenatedEvents},
+		{"events a line", "{\"kind\":\"Event\",\"auditID\":\"a\"}\n{\"kind\":\"Event\"", export.Plain},
 		{"gzip magic inside", "\ufeff  {\"kind\":\"Event\"}", export.Plain},
 	}
 	for _, tt := range tests {
