@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export/exporttest"
+	"github.com/vapc-dev/vapc/verify/replay/exporttest"
 )
 
 // TestClockGoesBack replays a real log whose halves were concatenated in the wrong order (as

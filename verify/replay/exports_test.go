@@ -16,7 +16,7 @@ import (
 
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export"
-	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export/exporttest"
+	"github.com/vapc-dev/vapc/verify/replay/exporttest"
 )
 
 // exportScenarios are real kube-apiserver logs and the options they are replayed with.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export"
-	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export/exporttest"
+	"github.com/vapc-dev/vapc/verify/replay/exporttest"
 )
 
 const auditData = "../../../../../testdata/audit"
