@@ -1806,3 +1806,54 @@ func TestPluginInputFields(t *testing.T) {
 		})
 	}
 }
+
+// TestOmittedManagedFields: kube-apiserver's field manager gives every object of a resource's
+// own kind it stores managedFields before admission; a log that omits them (an audit policy's
+// omitManagedFields) does not say what a policy that reads them saw.
+func TestOmittedManagedFields(t *testing.T) {
+	managed := []any{map[string]any{"manager": "kubectl", "operation": "Update", "apiVersion": "v1", "time": "2026-11-24T00:00:01Z", "fieldsType": "FieldsV1", "fieldsV1": map[string]any{}}}
+	pod := func(withManaged bool) map[string]any {
+		meta := map[string]any{"name": "web", "namespace": "ns1", "uid": "u1", "resourceVersion": "5", "creationTimestamp": "2026-11-24T00:00:01Z"}
+		if withManaged {
+			meta["managedFields"] = managed
+		}
+		return map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+			"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "nginx"}}}}
+	}
+	for _, tc := range []struct {
+		name    string
+		op      admissionregistrationv1.OperationType
+		expr    string
+		managed bool
+		// want is the decision of the request "2", and the reason when indeterminate.
+		want       string
+		wantReason Reason
+	}{
+		{"a create's response without managedFields", admissionregistrationv1.Create, "size(object.metadata.?managedFields.orValue([])) > 0", false, DecisionIndeterminate, ReasonUnknownField},
+		{"a create's response with them", admissionregistrationv1.Create, "size(object.metadata.?managedFields.orValue([])) > 0", true, DecisionAdmit, ""},
+		{"a policy that does not read them", admissionregistrationv1.Create, "object.metadata.name == 'web'", false, DecisionAdmit, ""},
+		{"an update's old object the State holds without them", admissionregistrationv1.Update, "size(oldObject.metadata.?managedFields.orValue([])) > 0", false, DecisionIndeterminate, ReasonUnknownField},
+		{"an update's old object with them", admissionregistrationv1.Update, "size(oldObject.metadata.?managedFields.orValue([])) > 0", true, DecisionAdmit, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, b := levelPolicy("mf", "pods", tc.op, nil, tc.expr)
+			lines := []string{levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod(tc.managed), pod(tc.managed))}
+			if tc.op == admissionregistrationv1.Update {
+				updated := pod(tc.managed)
+				updated["metadata"].(map[string]any)["labels"] = map[string]any{"a": "b"}
+				updated["metadata"].(map[string]any)["resourceVersion"] = "6"
+				lines = append(lines, levelEvent(t, "2", auditlog.LevelRequestResponse, "update", "pods", "ns1", "web", 200, "", updated, updated))
+			} else {
+				lines[0] = strings.Replace(lines[0], `"auditID":"1"`, `"auditID":"2"`, 1)
+			}
+			_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, lines...)
+			rec := recs["2"]
+			if rec == nil {
+				t.Fatal("no record of request 2")
+			}
+			if rec.Decision != tc.want || rec.Reason != tc.wantReason {
+				t.Errorf("request 2: %s (%s) %s, want %s (%s)", rec.Decision, rec.Reason, rec.Indeterminate, tc.want, tc.wantReason)
+			}
+		})
+	}
+}

@@ -160,11 +160,15 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording, p state.Prior, fa
 	switch t.op {
 	case admission.Delete:
 		b.deleteOptions(ev, t, q, old)
+		b.unknowns = append(b.unknowns, omittedManagedFields(t, &b, old)...)
 		return b
 	case admission.Create, admission.Update:
 		b.req.Options = writeOptions(q)
 	}
 	r.newObject(&b, ev, t, q, p, old, facts)
+	if !b.indeterminate.is() {
+		b.unknowns = append(b.unknowns, omittedManagedFields(t, &b, old)...)
+	}
 	return b
 }
 
