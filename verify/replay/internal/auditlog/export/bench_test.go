@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/vapc-dev/vapc/verify/replay/exporttest"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export"
-	"github.com/vapc-dev/vapc/verify/replay/exporttest"
 )
 
 // BenchmarkRead reads the recorded log e2e as the log backend writes it and as each export

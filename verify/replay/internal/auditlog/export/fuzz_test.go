@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vapc-dev/vapc/verify/replay/exporttest"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export"
-	"github.com/vapc-dev/vapc/verify/replay/exporttest"
 )
 
 // fuzzRead reads any bytes as the format: the reader never panics, and every line is an
