@@ -451,7 +451,7 @@ var lowerLevelIndeterminate = []string{
 	"no-object: ", "at level Request", "at level Metadata", "the result is not in the log",
 	"not in the snapshot or earlier in the log", "param-kind-", "unknown-resource: ",
 	"old-object-unknown: ", "param-unknown: ", "namespace-unknown: ", "plugin-input-unknown: ",
-	"which the log omits", "state-unknown: ", "rebuild: ", "which the log does not hold",
+	"which the log omits", "state-unknown: ", "rebuild: ", "which the log does not hold", "without a recorded result",
 }
 
 // got records the outcome of one request of the scenario.

@@ -54,7 +54,7 @@ type State struct {
 	AllSince string                          // "the log begins with the cluster's creation" or a reason; empty if not
 	// incomplete are the resources allSince does not hold for any more (a write the log shows
 	// without its effect); replaced, never changed: Views share it.
-	incomplete map[schema.GroupResource]bool
+	incomplete map[schema.GroupResource]string // why
 
 	// replaced are the entries the latest writes replaced (see priorOf), at most
 	// maxReplaced of them, oldest first in replacedOrder.
@@ -277,14 +277,14 @@ func (s *State) MarkComplete(gr schema.GroupResource, why string) {
 		c[gr] = why
 		s.complete = c
 	}
-	if s.incomplete[gr] {
+	if s.incomplete[gr] != "" {
 		s.incomplete = withoutKey(s.incomplete, gr)
 	}
 }
 
-// withoutKey is a copy of the set without the key.
-func withoutKey(m map[schema.GroupResource]bool, key schema.GroupResource) map[schema.GroupResource]bool {
-	c := make(map[schema.GroupResource]bool, len(m))
+// withoutKey is a copy of the map without the key.
+func withoutKey[V any](m map[schema.GroupResource]V, key schema.GroupResource) map[schema.GroupResource]V {
+	c := make(map[schema.GroupResource]V, len(m))
 	for k, v := range m {
 		if k != key {
 			c[k] = v
@@ -304,7 +304,7 @@ func (s *State) MarkAllComplete(why string) {
 func (s *State) Complete(gr schema.GroupResource) bool {
 	gr = StorageOf(gr)
 	_, ok := s.complete[gr]
-	return !s.incomplete[gr] && (ok || s.AllSince != "")
+	return s.incomplete[gr] == "" && (ok || s.AllSince != "")
 }
 
 // Keeps says whether the State keeps objects of the resource.
@@ -553,12 +553,12 @@ func (s *State) ForgetAll(gr schema.GroupResource, namespace, why string) {
 		}
 		s.complete = c
 	}
-	if !s.incomplete[gr] {
-		c := make(map[schema.GroupResource]bool, len(s.incomplete)+1)
+	if s.incomplete[gr] == "" {
+		c := make(map[schema.GroupResource]string, len(s.incomplete)+1)
 		for k, v := range s.incomplete {
 			c[k] = v
 		}
-		c[gr] = true
+		c[gr] = cmp.Or(why, "a write whose effect the log does not show")
 		s.incomplete = c
 	}
 }

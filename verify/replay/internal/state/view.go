@@ -243,7 +243,7 @@ func (b *bucket) list(gvr schema.GroupVersionResource, namespace string, selecto
 type StateView struct {
 	buckets    map[schema.GroupResource]*bucket
 	complete   map[schema.GroupResource]string
-	incomplete map[schema.GroupResource]bool
+	incomplete map[schema.GroupResource]string // why
 	allSince   string
 	// readsNamespaces says whether a policy of the request reads namespaces: only then is an
 	// unknown namespace a miss (the evaluator otherwise assumes the namespace exists, as it
@@ -372,7 +372,7 @@ func (v *StateView) WithStandIns(standIns map[schema.GroupResource]runtime.Objec
 // complete says whether every object of the resource is known.
 func (v *StateView) isComplete(gr schema.GroupResource) bool {
 	_, ok := v.complete[gr]
-	return !v.incomplete[gr] && (ok || v.allSince != "")
+	return v.incomplete[gr] == "" && (ok || v.allSince != "")
 }
 
 func (v *StateView) counts(gr schema.GroupResource) bool {
@@ -434,7 +434,7 @@ func (v *StateView) List(gvr schema.GroupVersionResource, namespace string, sele
 	b := v.buckets[gr]
 	if v.counts(gr) {
 		if !v.isComplete(gr) {
-			v.miss(gr, "incomplete: objects that existed before the log are not known (give --snapshot)")
+			v.miss(gr, "incomplete: %s", v.incompleteWhy(gr))
 		}
 		for _, why := range v.unknownEntries(gr, namespace) {
 			v.miss(gr, "%s", why)
@@ -610,6 +610,15 @@ func (v *StateView) Lookup(gvr schema.GroupVersionResource, namespace, name stri
 	return nil, false, "not in the snapshot or earlier in the log", nil
 }
 
+// incompleteWhy says why the View does not know every object of a resource it does not hold
+// complete.
+func (v *StateView) incompleteWhy(gr schema.GroupResource) string {
+	if why := v.incomplete[gr]; why != "" {
+		return "not every object is known since " + why
+	}
+	return "objects that existed before the log are not known (give --snapshot)"
+}
+
 // ListFor lists the objects of a resource in a namespace ("" for all) as the admission plugins
 // list them: the known ones, and why they may not be all.
 func (v *StateView) ListFor(gvr schema.GroupVersionResource, namespace string) (objs []runtime.Object, unknown string) {
@@ -618,7 +627,7 @@ func (v *StateView) ListFor(gvr schema.GroupVersionResource, namespace string) (
 		return nil, why
 	}
 	if !v.isComplete(gr) {
-		unknown = "objects that existed before the log are not known (give --snapshot)"
+		unknown = v.incompleteWhy(gr)
 	}
 	b := v.buckets[gr]
 	if whys := v.unknownEntries(gr, namespace); len(whys) > 0 {
