@@ -228,23 +228,17 @@ func (r *Reader) Next() (l auditlog.Line, ok bool) {
 		rec, ok := r.nextRecord()
 		if !ok {
 			r.ended = true
-			for _, rec := range r.join.flush() {
-				r.order.push(rec)
-			}
+			r.join.flush(r.order.push)
 			r.order.drain()
 			continue
 		}
 		if rec.piece != nil && rec.err == nil {
-			for _, rec := range r.join.add(rec) {
-				r.order.push(rec)
-			}
+			r.join.add(rec, r.order.push)
 			continue
 		}
 		if _, stopped := rec.err.(*auditlog.ReadError); stopped {
 			// The file ends here: the pieces held are cut before it.
-			for _, rec := range r.join.flush() {
-				r.order.push(rec)
-			}
+			r.join.flush(r.order.push)
 		}
 		r.order.push(rec)
 	}

@@ -30,6 +30,9 @@ type reorder struct {
 	window   time.Duration
 	maxBytes int
 	h        recordHeap
+	// held are the records in the heap, by slot; free the slots of held to reuse.
+	held     []record
+	free     []int32
 	seq      int
 	bytes    int
 	newest   time.Time // the latest stage read
@@ -66,7 +69,15 @@ func (o *reorder) push(rec record) {
 }
 
 func (o *reorder) hold(rec record, at time.Time) {
-	heap.Push(&o.h, heldRecord{rec: rec, at: at, seq: o.seq})
+	var slot int32
+	if n := len(o.free); n > 0 {
+		slot, o.free = o.free[n-1], o.free[:n-1]
+		o.held[slot] = rec
+	} else {
+		slot = int32(len(o.held))
+		o.held = append(o.held, rec)
+	}
+	heap.Push(&o.h, heldRecord{sec: at.Unix(), nsec: int32(at.Nanosecond()), seq: o.seq, slot: slot})
 	o.seq++
 	o.bytes += len(rec.data)
 }
@@ -97,24 +108,29 @@ func (o *reorder) pop() (record, bool) {
 		return record{}, false
 	}
 	top := o.h[0]
-	if !o.draining && o.newest.Sub(top.at) <= o.window && o.bytes <= o.maxBytes {
+	at := time.Unix(top.sec, int64(top.nsec))
+	if !o.draining && o.newest.Sub(at) <= o.window && o.bytes <= o.maxBytes {
 		return record{}, false
 	}
 	heap.Pop(&o.h)
-	o.bytes -= len(top.rec.data)
-	o.emitted = top.at
-	return top.rec, true
+	rec := o.held[top.slot]
+	o.held[top.slot] = record{}
+	o.free = append(o.free, top.slot)
+	o.bytes -= len(rec.data)
+	o.emitted = at
+	return rec, true
 }
 
 // drain hands over every record held: the file has ended.
 func (o *reorder) drain() { o.draining = true }
 
-// heldRecord is a record in the heap, at its place: its stage, or for an error the latest
-// stage read before it.
+// heldRecord is a record in the heap, at its place: its stage (Unix time), or for an error the
+// latest stage read before it; the record is in the reorder's slot. It holds no pointer, so
+// that the heap's moves cost the garbage collector nothing.
 type heldRecord struct {
-	rec record
-	at  time.Time
-	seq int
+	sec        int64
+	nsec, slot int32
+	seq        int
 }
 
 // recordHeap orders records by their stage, and those of one stage as they were read.
@@ -122,8 +138,11 @@ type recordHeap []heldRecord
 
 func (h recordHeap) Len() int { return len(h) }
 func (h recordHeap) Less(i, j int) bool {
-	if !h[i].at.Equal(h[j].at) {
-		return h[i].at.Before(h[j].at)
+	if h[i].sec != h[j].sec {
+		return h[i].sec < h[j].sec
+	}
+	if h[i].nsec != h[j].nsec {
+		return h[i].nsec < h[j].nsec
 	}
 	return h[i].seq < h[j].seq
 }
@@ -132,7 +151,6 @@ func (h *recordHeap) Push(x any)   { *h = append(*h, x.(heldRecord)) }
 func (h *recordHeap) Pop() any {
 	old := *h
 	x := old[len(old)-1]
-	old[len(old)-1] = heldRecord{}
 	*h = old[:len(old)-1]
 	return x
 }
