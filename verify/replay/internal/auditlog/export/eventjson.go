@@ -12,14 +12,29 @@ import (
 // writeEvent writes the event a GKE entry maps to as JSON, in one buffer: the bytes
 // encoding/json writes of gkeEvent (its fields in their order, the annotations' keys sorted,
 // strings escaped as it escapes them), with the payload's objects as the entry holds them
-// (indented, as gcloud prints them: the replay's decoder reads JSON whatever its white space)
-// but for their "@type". It sets ev.RequestObject and ev.ResponseObject to the objects it
+// (a sink's as written; gcloud's without the white space of its indentation, which its
+// scanner drops) but for their "@type". It sets ev.RequestObject and ev.ResponseObject to the objects it
 // wrote. Reflection and a copy of each object cost a replay of a GKE export as much as the
 // rest of its mapping: this writes each byte once.
 func writeEvent(ev *gkeEvent) []byte {
-	size := 256 + len(ev.RequestURI) + len(ev.User.Username) + len(ev.UserAgent)
+	// The names, punctuation and numbers, and the strings as written.
+	size := 320
+	for _, s := range [...]string{ev.Kind, ev.APIVersion, ev.Level, ev.AuditID, ev.Stage, ev.RequestURI, ev.Verb, ev.User.Username, ev.UserAgent, ev.StageTimestamp} {
+		size += jsonStringLen(s)
+	}
+	for _, ip := range ev.SourceIPs {
+		size += jsonStringLen(ip) + 1
+	}
+	if r := ev.ObjectRef; r != nil {
+		for _, s := range [...]string{r.Resource, r.Namespace, r.Name, r.APIGroup, r.APIVersion, r.Subresource} {
+			size += jsonStringLen(s)
+		}
+	}
+	if s := ev.ResponseStatus; s != nil {
+		size += jsonStringLen(s.Status) + jsonStringLen(s.Reason) + jsonStringLen(s.Message)
+	}
 	for k, v := range ev.Annotations {
-		size += len(k) + len(v) + 8
+		size += jsonStringLen(k) + jsonStringLen(v) + 2
 	}
 	if ev.request.raw != nil {
 		size += ev.request.size()
@@ -131,6 +146,25 @@ func appendStatus(b []byte, s *auditlog.Status) []byte {
 	return append(b, '}')
 }
 
+// jsonSafe are the bytes appendJSONString writes as they are.
+var jsonSafe = func() (safe [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		safe[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return safe
+}()
+
+// jsonStringLen is at least the length appendJSONString writes of s.
+func jsonStringLen(s string) int {
+	n := len(s) + 2
+	for i := 0; i < len(s); i++ {
+		if !jsonSafe[s[i]] {
+			n += 5 // \u00XX, or \ufffd for one byte of invalid UTF-8
+		}
+	}
+	return n
+}
+
 // appendJSONString appends s as a JSON string, escaped as encoding/json escapes it (HTML's
 // <, > and & too; invalid UTF-8 as U+FFFD; U+2028 and U+2029).
 func appendJSONString(b []byte, s string) []byte {
@@ -139,11 +173,11 @@ func appendJSONString(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
+		if jsonSafe[c] {
+			i++
+			continue
+		}
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
 			b = append(b, s[start:i]...)
 			switch c {
 			case '\\', '"':

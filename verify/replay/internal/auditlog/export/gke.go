@@ -347,12 +347,8 @@ func hasObject(raw json.RawMessage) bool {
 // (a Kubernetes StatusReason or an HTTP reason phrase that maps to that gRPC code); code 0
 // otherwise, a failure whose code is not known.
 func gkeStatus(verb string, st *rpcStatus, response json.RawMessage) (*auditlog.Status, bool) {
-	var s struct {
-		Kind string `json:"kind"`
-		auditlog.Status
-	}
-	if k, ok := member(response, "kind"); ok && string(k) == `"Status"` && json.Unmarshal(response, &s) == nil && s.Kind == "Status" && s.Code != 0 {
-		return &s.Status, true
+	if s, ok := statusResponse(response); ok && s.Code != 0 {
+		return s, true
 	}
 	if st == nil || st.Code == 0 {
 		if verb == "create" {
@@ -373,6 +369,64 @@ func gkeStatus(verb string, st *rpcStatus, response json.RawMessage) (*auditlog.
 		return out, true
 	}
 	return out, false
+}
+
+// statusResponse reads a response that is a Status; false when it is not one. The members a
+// replay reads are walked, encoding/json decodes what the walk cannot read.
+func statusResponse(response []byte) (*auditlog.Status, bool) {
+	if k, ok := member(response, "kind"); !ok || string(k) != `"Status"` {
+		return nil, false
+	}
+	var s struct {
+		Kind string `json:"kind"`
+		auditlog.Status
+	}
+	walked := eachMember(response, func(k, v []byte) bool {
+		switch string(k) {
+		case "kind":
+			return unquoteTo(v, &s.Kind)
+		case "code":
+			var code int
+			ok := parseCode(v, &code)
+			s.Code = int32(code)
+			return ok
+		case "status":
+			return unquoteTo(v, &s.Status.Status)
+		case "reason":
+			return unquoteTo(v, &s.Reason)
+		case "message":
+			return unquoteTo(v, &s.Message)
+		case "details":
+			if string(v) == "null" {
+				s.Details = nil
+				return true
+			}
+			d := &auditlog.StatusDetails{}
+			s.Details = d
+			return eachMember(v, func(k, v []byte) bool {
+				switch string(k) {
+				case "name":
+					return unquoteTo(v, &d.Name)
+				case "group":
+					return unquoteTo(v, &d.Group)
+				case "kind":
+					return unquoteTo(v, &d.Kind)
+				}
+				return true
+			})
+		}
+		return true
+	})
+	if !walked {
+		s = struct {
+			Kind string `json:"kind"`
+			auditlog.Status
+		}{}
+		if json.Unmarshal(response, &s) != nil {
+			return nil, false
+		}
+	}
+	return &s.Status, s.Kind == "Status"
 }
 
 // reasonCodes are Kubernetes' StatusReasons and the HTTP reason phrases of the codes
@@ -429,7 +483,9 @@ var grpcToHTTP = map[int]int32{
 
 func readGKE(in input, yield func(record) bool) {
 	if firstByte(in.r) == '[' {
-		readGKEArray(in, newScanner(in.r), yield)
+		s := newScanner(in.r)
+		s.compact = true // the entries without gcloud's indentation
+		readGKEArray(in, s, yield)
 		return
 	}
 	readLines(in, 2*in.maxLine, yield, func(text []byte, num int) record {
