@@ -3,6 +3,7 @@ package replay
 import (
 	"bytes"
 	"context"
+	"hash/maphash"
 	"runtime"
 	"sync"
 
@@ -27,7 +28,13 @@ type decoded struct {
 	written *written
 	// observed is what the Observer's Prepare returned for the event.
 	observed any
+	// sum is a hash of a final record's line, to tell an exact duplicate of it (an export
+	// delivered at least once) from another event of the same audit ID.
+	sum uint64
 }
+
+// lineSeed seeds the hashes of lines: they are compared within one run only.
+var lineSeed = maphash.MakeSeed()
 
 // batch is a run of lines decoded together by one worker.
 type batch struct {
@@ -79,6 +86,9 @@ func decodeLogs(ctx context.Context, sources []Source, maxLine, workers int, pre
 							d.ev, d.err = auditlog.Decode(l.Data)
 							if d.err == nil {
 								d.ev.Loss = l.Loss // what an export lost of the event
+								if d.ev.Final() {
+									d.sum = maphash.Bytes(lineSeed, bytes.TrimSpace(l.Data))
+								}
 							}
 							if d.err == nil && prepare != nil {
 								prepare(&d)

@@ -62,6 +62,9 @@ func writeRead(p *printer, s *Read) {
 	if s.Blank > 0 {
 		p.f("  blank lines:         %d\n", s.Blank)
 	}
+	if s.Duplicates > 0 {
+		p.f("  duplicates:          %d (final records read again, the same events: not replayed again)\n", s.Duplicates)
+	}
 	p.f("  malformed lines:     %d\n", s.MalformedCount)
 }
 

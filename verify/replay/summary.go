@@ -40,9 +40,14 @@ type Read struct {
 	Bytes int64    `json:"bytes"`
 	// Notes say what the replay did that a reader of its result should know.
 	Notes []string `json:"notes,omitempty"`
-	// Lines is every line read: Malformed + Blank + IntermediateStages + Requests.
+	// Lines is every line read: Malformed + Blank + Duplicates + IntermediateStages +
+	// Requests.
 	Lines int `json:"lines"`
 	Blank int `json:"blank,omitempty"`
+	// Duplicates are final records read again, the same event (the same line) as a final
+	// record of their audit ID read before: an export delivers at least once. They are not
+	// replayed again.
+	Duplicates int `json:"duplicates,omitempty"`
 	// MalformedCount lines were not audit events; Malformed lists the first MaxMalformed.
 	// Both include the Unreadable.
 	MalformedCount int         `json:"malformedCount"`
