@@ -31,6 +31,8 @@ type decoded struct {
 	// sum is a hash of a final record's line, to tell an exact duplicate of it (an export
 	// delivered at least once) from another event of the same audit ID.
 	sum uint64
+	// duplicate is an event an export's reader found handed over already (auditlog.Line).
+	duplicate bool
 }
 
 // lineSeed seeds the hashes of lines: they are compared within one run only.
@@ -78,8 +80,8 @@ func decodeLogs(ctx context.Context, sources []Source, maxLine, workers int, pre
 			for b := range work {
 				b.out = make([]decoded, len(b.lines))
 				for i, l := range b.lines {
-					d := decoded{file: l.File, num: l.Num, bytes: l.Size, err: l.Err}
-					if l.Err == nil {
+					d := decoded{file: l.File, num: l.Num, bytes: l.Size, err: l.Err, duplicate: l.Duplicate}
+					if l.Err == nil && !l.Duplicate {
 						if len(bytes.TrimSpace(l.Data)) == 0 {
 							d.blank = true
 						} else {

@@ -428,6 +428,9 @@ func (r *Replayer) line(ctx context.Context, d decoded) {
 	case d.blank:
 		r.output.sum.Blank++
 		return
+	case d.duplicate:
+		r.output.sum.Duplicates++
+		return
 	}
 	ev := d.ev
 	if !ev.Final() {

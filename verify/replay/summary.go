@@ -44,9 +44,10 @@ type Read struct {
 	// Requests.
 	Lines int `json:"lines"`
 	Blank int `json:"blank,omitempty"`
-	// Duplicates are final records read again, the same event (the same line) as a final
-	// record of their audit ID read before: an export delivers at least once. They are not
-	// replayed again.
+	// Duplicates are events read again, exports delivering at least once: a final record
+	// the same (the same line) as the final record of its audit ID read before, or an event
+	// an export's reader found handed over already when it arrived later than the reader
+	// puts events back in order. They are not replayed again.
 	Duplicates int `json:"duplicates,omitempty"`
 	// MalformedCount lines were not audit events; Malformed lists the first MaxMalformed.
 	// Both include the Unreadable.

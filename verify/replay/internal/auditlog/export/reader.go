@@ -39,6 +39,9 @@ type record struct {
 	// where names a GKE entry still to unwrap, for the reverser, which holds records on
 	// disk (its unwrap is gkeUnwrap(where)).
 	where string
+	// dup says the event is one handed over already, delivered again later than the reorder
+	// window (see reorder).
+	dup bool
 }
 
 // input is what a format reads: the decompressed file, with its name and the longest record
@@ -261,10 +264,14 @@ func (r *Reader) nextRecord() (record, bool) {
 }
 
 func (r *Reader) toLine(rec record) auditlog.Line {
-	if rec.dry != nil && rec.err == nil {
+	if rec.dry != nil && rec.err == nil && !rec.dup {
 		r.dry.settle(&rec)
 	}
 	l := auditlog.Line{File: r.file, Num: rec.line, Err: rec.err, Loss: rec.loss}
+	if rec.dup {
+		l.Duplicate, l.Size = true, len(rec.data)+1
+		return l
+	}
 	if rec.err == nil {
 		// The log backend's lines end with a newline: so do these (the size a summary counts).
 		r.line = append(append(r.line[:0], rec.data...), '\n')

@@ -3,6 +3,7 @@ package export
 import (
 	"container/heap"
 	"fmt"
+	"hash/maphash"
 	"time"
 )
 
@@ -16,7 +17,10 @@ import (
 // so that memory stays bounded. An event that completed before one already handed over
 // arrives later than the window allows: the replay cannot place it, and says so, once in
 // full, at its file and line, and for each such event after (each is a malformed line, not
-// replayed).
+// replayed). But exports deliver at least once (Firehose, Event Hubs, Cloud Logging sinks, a
+// webhook receiver's retried POSTs): an event that arrives too late and is the same as one
+// handed over (the same bytes, by a hash of the last events handed over) was delivered again,
+// and is handed over as a duplicate, which the replay counts and does not replay.
 
 const (
 	// defaultWindow is how far out of order an export's events may be.
@@ -41,6 +45,7 @@ type reorder struct {
 	draining bool
 	late     int
 	lateLine int
+	sent     sentEvents
 }
 
 func newReorder(file string, window time.Duration, maxLine int) *reorder {
@@ -59,6 +64,11 @@ func (o *reorder) push(rec record) {
 		o.hold(rec, o.newest)
 		return
 	case !o.emitted.IsZero() && rec.at.Before(o.emitted):
+		if o.sent.has(rec.data) {
+			rec.dup = true
+			o.ready = append(o.ready, rec)
+			return
+		}
 		o.ready = append(o.ready, o.tooLate(rec))
 		return
 	}
@@ -118,7 +128,45 @@ func (o *reorder) pop() (record, bool) {
 	o.free = append(o.free, top.slot)
 	o.bytes -= len(rec.data)
 	o.emitted = at
+	if rec.err == nil {
+		o.sent.add(rec.data)
+	}
 	return rec, true
+}
+
+// sentEvents remembers hashes of the last events a reorder handed over.
+type sentEvents struct {
+	count map[uint64]int32
+	ring  []uint64
+	next  int
+}
+
+// sentMemory is how many of the last events handed over a reorder remembers.
+const sentMemory = 1 << 16
+
+// sentSeed seeds the hashes of events handed over: they are compared within one run only.
+var sentSeed = maphash.MakeSeed()
+
+func (s *sentEvents) add(data []byte) {
+	if s.ring == nil {
+		s.count, s.ring = map[uint64]int32{}, make([]uint64, 0, sentMemory)
+	}
+	h := maphash.Bytes(sentSeed, data)
+	if len(s.ring) < sentMemory {
+		s.ring = append(s.ring, h)
+	} else {
+		old := s.ring[s.next]
+		if s.count[old]--; s.count[old] <= 0 {
+			delete(s.count, old)
+		}
+		s.ring[s.next] = h
+		s.next = (s.next + 1) % sentMemory
+	}
+	s.count[h]++
+}
+
+func (s *sentEvents) has(data []byte) bool {
+	return len(data) > 0 && s.count[maphash.Bytes(sentSeed, data)] > 0
 }
 
 // drain hands over every record held: the file has ended.
