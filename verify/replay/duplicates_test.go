@@ -154,7 +154,7 @@ func TestDuplicates(t *testing.T) {
 			if err := WriteText(&text, sum); err != nil {
 				t.Fatal(err)
 			}
-			if want := "  duplicates:          " + itoa(tc.want.Duplicates) + " (final records read again"; (tc.want.Duplicates > 0) != strings.Contains(text.String(), want) {
+			if want := "  duplicates:          " + itoa(tc.want.Duplicates) + " (events read again"; (tc.want.Duplicates > 0) != strings.Contains(text.String(), want) {
 				t.Errorf("the text summary does not say %q where it should:\n%s", want, text.String())
 			}
 		})

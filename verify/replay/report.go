@@ -63,7 +63,7 @@ func writeRead(p *printer, s *Read) {
 		p.f("  blank lines:         %d\n", s.Blank)
 	}
 	if s.Duplicates > 0 {
-		p.f("  duplicates:          %d (final records read again, the same events: not replayed again)\n", s.Duplicates)
+		p.f("  duplicates:          %d (events read again, the same as ones read before: not replayed again)\n", s.Duplicates)
 	}
 	p.f("  malformed lines:     %d\n", s.MalformedCount)
 }

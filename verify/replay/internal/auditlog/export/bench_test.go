@@ -2,6 +2,7 @@ package export_test
 
 import (
 	"bytes"
+	"os"
 	"syscall"
 	"testing"
 	"time"
@@ -21,11 +22,18 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// BenchmarkRead reads the recorded log e2e as the log backend writes it and as each export
-// wraps it, to the lines a replay decodes: what an envelope costs before the replay, as time
-// and as CPU time (cpu-ns/op).
+// BenchmarkRead reads the recorded log e2e (or the log VAPC_BENCH_LOG, plain or gzip, such
+// as hack/bench.sh's generated ones) as the log backend writes it and as each export wraps
+// it, to the lines a replay decodes: what an envelope costs before the replay, as time and
+// as CPU time (cpu-ns/op):
+//
+//	VAPC_BENCH_LOG=$PWD/.cache/bench/audit-seed1-100000.log \
+//	go test -run '^$' -bench BenchmarkRead -benchtime 1x ./verify/replay/internal/auditlog/export
 func BenchmarkRead(b *testing.B) {
 	log := readLog(b, recorded[1])
+	if path := os.Getenv("VAPC_BENCH_LOG"); path != "" {
+		log = exporttest.ReadLog(b, path)
+	}
 	read := func(b *testing.B, data []byte, f export.Format) {
 		b.SetBytes(int64(len(log)))
 		b.ReportAllocs()
