@@ -133,7 +133,7 @@ func TestReplayGate(t *testing.T) {
 		{name: "corrupt gzip", args: args(basic, []string{"--max-malformed", "100000", corrupted}), code: exitFindings,
 			failures: []replay.Reason{replay.ReasonUnreadable}},
 		{name: "empty log", args: args(basic, []string{"--check-recorded", empty}), code: exitFindings,
-			failures: []replay.Reason{replay.ReasonNoEvents}, stderr: "vapc: replay: FAIL: no audit events in " + empty + " (0 lines): nothing was replayed: give the files kube-apiserver's --audit-log-path writes"},
+			failures: []replay.Reason{replay.ReasonNoEvents}, stderr: "vapc: replay: FAIL: no audit events in " + empty + " (0 lines): nothing was replayed: give the files kube-apiserver's --audit-log-path writes, or the export of its audit log from EKS, AKS, GKE or the webhook backend (README: Where your audit log is)"},
 		{name: "not an audit log", args: args(basic, []string{"--max-malformed", "1", notALog}), code: exitFindings,
 			failures: []replay.Reason{replay.ReasonNoEvents}},
 		{name: "malformed line", args: args(basic, []string{malformed}), code: exitFindings,

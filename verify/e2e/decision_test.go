@@ -502,6 +502,11 @@ func checkReplayFrom(t *testing.T, log string, set policySet, denied []denial, f
 	if sum.MalformedCount > 0 {
 		t.Errorf("%d malformed lines: %v", sum.MalformedCount, sum.Malformed)
 	}
+	// A real server's log jitters by milliseconds: its clock never goes back as rotated logs
+	// concatenated out of order do.
+	if len(sum.ClockJumps) > 0 {
+		t.Errorf("the server's log taken for one whose clock goes back: %+v", sum.ClockJumps)
+	}
 	// Every denial the server returned to the test, predicted with the same code and message.
 	for _, dn := range denied {
 		if dn.auditID == "" || nestedDenial(dn.message) {

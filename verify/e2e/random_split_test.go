@@ -15,50 +15,61 @@ import (
 // checkSplitReplay replays the server's log again as the logs of two kube-apiservers of one
 // cluster would hold it (each request's events in the log of the server that served it, chosen
 // by its audit ID), which the replay reads as one in the time order of their events, and
-// holds it to the replay of the whole log (byID): no decision of a request received once the
-// policies were in effect (from) that the two replays both make may differ, and none may differ
-// from what the log records.
+// holds it to the replay of the whole log (byID): see checkReplayAgain.
 func checkSplitReplay(t *testing.T, log string, set policySet, byID map[string]*replay.Record, from int) {
 	t.Helper()
 	dir := t.TempDir()
 	paths := []string{filepath.Join(dir, "apiserver-a.log"), filepath.Join(dir, "apiserver-b.log")}
 	active := splitLog(t, log, paths, from)
+	checkReplayAgain(t, "the log split between two apiservers", []replay.Source{{Name: paths[1]}, {Name: paths[0]}}, active, set, byID)
+}
+
+// checkReplayAgain replays the server's log again as other sources hold it, and holds it to
+// the replay of the whole log (byID): no decision of a request among active (those received
+// once the policies were in effect) that the two replays both make may differ, and none may
+// differ from what the log records.
+func checkReplayAgain(t *testing.T, what string, sources []replay.Source, active map[string]bool, set policySet, byID map[string]*replay.Record) {
+	t.Helper()
 	r, err := replay.New(set.policies, set.bindings, replay.WithCheckRecorded(true), replay.WithMutatingPolicies(set.mutating, set.mutatingBindings))
 	if err != nil {
 		t.Fatal(err)
 	}
-	split := map[string]*replay.Record{}
-	if _, err := r.Run(context.Background(), []replay.Source{{Name: paths[1]}, {Name: paths[0]}}, func(rec *replay.Record) error {
-		split[rec.AuditID] = rec
+	again := map[string]*replay.Record{}
+	sum, err := r.Run(context.Background(), sources, func(rec *replay.Record) error {
+		again[rec.AuditID] = rec
 		return nil
-	}); err != nil {
-		t.Fatalf("replay of the split log: %v", err)
+	})
+	if err != nil {
+		t.Fatalf("%s: replay: %v", what, err)
+	}
+	if sum.MalformedCount > 0 {
+		t.Errorf("%s: %d malformed lines: %v", what, sum.MalformedCount, sum.Malformed)
 	}
 	decided := func(rec *replay.Record) bool {
 		return rec != nil && rec.Decision != replay.DecisionIndeterminate
 	}
-	both, onlyWhole, onlySplit := 0, 0, 0
+	both, onlyWhole, onlyAgain := 0, 0, 0
 	for id := range active {
-		rec, whole := split[id], byID[id]
+		rec, whole := again[id], byID[id]
 		switch {
 		case rec == nil:
 			if decided(whole) {
 				onlyWhole++
 			}
 		case rec.Changed || len(rec.Disagreements) > 0:
-			t.Errorf("split log: %s: recorded %s, predicted %s %v", describeRecord(rec), rec.Recorded, rec.Decision, rec.Disagreements)
+			t.Errorf("%s: %s: recorded %s, predicted %s %v", what, describeRecord(rec), rec.Recorded, rec.Decision, rec.Disagreements)
 		case decided(rec) && decided(whole):
 			both++
 			if rec.Decision != whole.Decision || rec.Code != whole.Code || rec.Message != whole.Message {
-				t.Errorf("split log: %s, the whole log: %s", describeRecord(rec), describeRecord(whole))
+				t.Errorf("%s: %s, the whole log: %s", what, describeRecord(rec), describeRecord(whole))
 			}
 		case decided(rec):
-			onlySplit++
+			onlyAgain++
 		case decided(whole):
 			onlyWhole++
 		}
 	}
-	t.Logf("the log split between two apiservers: %d decisions as the whole log's, %d decided only there, %d only split", both, onlyWhole, onlySplit)
+	t.Logf("%s: %d decisions as the whole log's, %d decided only in the whole log, %d only here", what, both, onlyWhole, onlyAgain)
 }
 
 // auditIDOf finds a line's audit ID.

@@ -369,6 +369,7 @@ func randomParity(t *testing.T, seed uint64, steps int, controllers bool) {
 	w.checkCoverage(byID, from, seed == defaultRandomSeed && steps >= 300)
 	w.checkWarnings(byID, from)
 	checkSplitReplay(t, logPath, set, byID, from)
+	checkExportReplays(t, logPath, set, byID, from, seed)
 	checkLikely(t, logPath, set, byID, from)
 	t.Logf("%s: %s", t.Name(), time.Since(start).Round(time.Millisecond))
 }

@@ -155,7 +155,7 @@ func (r *Replayer) learnCRD(ctx context.Context, d decoded, ev *Event, t target)
 		return r.removeCRD(ctx, t.name, d.file, d.num, at, "deleted")
 	case "deletecollection":
 		var items []any
-		if resp := decodeObject(ev.ResponseObject); resp != nil {
+		if resp := auditlog.DecodeAnyObject(ev.ResponseObject); resp != nil {
 			items, _ = resp.Object["items"].([]any)
 		}
 		if items == nil {

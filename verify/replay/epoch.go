@@ -46,8 +46,8 @@ func (r *Replayer) newEpoch() *epoch {
 	res := newCachedResources(r.paramResources(nil))
 	e := &epoch{gen: gen, resources: res, scope: newScope(r.set.scopePolicies, r.set.scopeBindings, res)}
 	if r.state != nil {
-		r.state.rescope(e.scope.paramSelectors)
-		e.standIns = r.state.standInParams(r.set.policies)
+		r.state.Rescope(e.scope.paramSelectors)
+		e.standIns = r.state.StandInParams(r.set.policies)
 	}
 	r.cat.epoch.Store(e)
 	return e

@@ -15,6 +15,7 @@ import (
 	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/internal/apiserver"
+	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
 // The ordered stage of a replay reads and changes the State in log order; rebuilding a
@@ -29,7 +30,7 @@ type listing struct {
 	list        [][]byte
 	listUnknown string
 	// listUnknowns are the fields of the listed objects the State does not know.
-	listUnknowns map[objectKey][]vapccel.Unknown
+	listUnknowns map[state.ObjectKey][]vapccel.Unknown
 }
 
 // lagged is what kube-apiserver's informers may not yet have held when it admitted a request
@@ -37,7 +38,7 @@ type listing struct {
 type lagged struct {
 	// typedWrites are the writes to params and namespaces the informers may not yet have
 	// held; typedLost the resources of such writes the State did not keep.
-	typedWrites []typedWrite
+	typedWrites []state.TypedWrite
 	typedLost   []schema.GroupResource
 	// aheadUnknown are the resources of which a request the log records after this one, which
 	// ran concurrently with it, may have written objects the State does not know (see
@@ -45,7 +46,7 @@ type lagged struct {
 	aheadUnknown []aheadUnknown
 	// readBy are the Views the evaluation read params and namespaces through, the job's own
 	// and those of the states the informers may have held.
-	readBy []*stateView
+	readBy []*state.StateView
 }
 
 // jobResult is a job's outcome: skipped (and a note on why), not matched after all, or a
@@ -71,10 +72,10 @@ type job struct {
 	t        target
 	rec      recording
 	policies []string
-	prior    prior
+	prior    state.Prior
 	// listed is what a deletecollection lists.
 	listed listing
-	view   *stateView
+	view   *state.StateView
 	// mutators are the cluster's MutatingAdmissionPolicies at the request's point of the log.
 	mutators *mutators
 	// facts are what the log showed of the server's configuration before the request.
@@ -103,7 +104,7 @@ type job struct {
 // request read, when the request completed, and what the log recorded of it before the
 // evaluation refined it.
 type revision struct {
-	key       replacedKey
+	key       state.ReplacedKey
 	completed time.Time
 	recorded  recording
 	// tracked says the job is registered for revision (evaluation.track); revised that a
@@ -129,7 +130,7 @@ type aheadUnknown struct {
 func (j *job) again() {
 	<-j.done
 	j.rec = j.revise.recorded
-	j.view = j.view.fresh()
+	j.view = j.view.Fresh()
 	j.result.out, j.result.dec, j.result.skip, j.result.skipNote, j.result.notMatched, j.result.mutationRan, j.lag.readBy = nil, nil, "", "", false, false, nil
 	j.done = make(chan struct{})
 }
@@ -156,7 +157,7 @@ type evalWorker struct {
 }
 
 // viewStore is the verify.ObjectStore of one evaluator: the View of the request it evaluates.
-type viewStore struct{ v *stateView }
+type viewStore struct{ v *state.StateView }
 
 func (s *viewStore) Get(gvr schema.GroupVersionResource, namespace, name string) (runtime.Object, error) {
 	return s.v.Get(gvr, namespace, name)
@@ -176,7 +177,7 @@ type evaluation struct {
 	queue []*job
 	wg    sync.WaitGroup
 	// byKey are the queued jobs that read a stored object, by the object (see track).
-	byKey map[replacedKey][]*job
+	byKey map[state.ReplacedKey][]*job
 }
 
 func (r *Replayer) startEvaluation(ctx context.Context) *evaluation {
@@ -270,7 +271,7 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 		return
 	}
 	var unknowns []vapccel.Unknown
-	decide := func(eval Evaluator, view *stateView) (*verify.Decision, error) {
+	decide := func(eval Evaluator, view *state.StateView) (*verify.Decision, error) {
 		w.store.v = view
 		defer func() { w.store.v = nil }()
 		dec, err := eval.Evaluate(ctx, b.req)
@@ -305,7 +306,7 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 		}
 		return dec, nil
 	}
-	unknowns = append(rooted(j.prior.unknowns, j.t.op == admission.Update), b.unknowns...)
+	unknowns = append(rooted(j.prior.Unknowns, j.t.op == admission.Update), b.unknowns...)
 	unknowns = append(unknowns, exportUnknowns(j.ev)...) // what an export lost (exportloss.go)
 	if u := b.req.Object; u != nil && b.objectSource != SourceResponse && (j.t.op == admission.Create || j.t.op == admission.Update) {
 		// Mutating webhooks changed the object before validating admission.
@@ -328,7 +329,7 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 	}
 	// A decision on any state stands only if it does not depend on what is not known of the
 	// request.
-	known := func(eval Evaluator, view *stateView) (*verify.Decision, error) {
+	known := func(eval Evaluator, view *state.StateView) (*verify.Decision, error) {
 		dec, err := decide(eval, view)
 		if err == nil {
 			if why := r.dependsOnUnknown(j.policies, []admitted{{dec: dec, unknowns: unknowns}}); why.is() {
@@ -339,7 +340,7 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 	}
 	r.conclude(w, j, out, b.oldUnknown, known)
 	j.revise.unknowns = unknowns
-	decideOn := func(p prior) (*verify.Decision, error) { return r.decideOn(ctx, w, j, p) }
+	decideOn := func(p state.Prior) (*verify.Decision, error) { return r.decideOn(ctx, w, j, p) }
 	r.firstAttempt(j, out, j.result.dec, decideOn)
 	r.raced(j, out, decideOn)
 	if j.result.dec != nil && j.result.dec.Mutation != nil && out.Decision != DecisionIndeterminate {
@@ -350,7 +351,7 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 // evaluateOn evaluates a job's request with an evaluator over a View: the View the job's point of
 // the log gives, or one of a state kube-apiserver may have been in. It errs with an
 // indeterminateError when the decision depends on what the replay does not know of the request.
-type evaluateOn func(eval Evaluator, view *stateView) (*verify.Decision, error)
+type evaluateOn func(eval Evaluator, view *state.StateView) (*verify.Decision, error)
 
 // conclude decides the job's request with evaluateOn (which evaluates it with an evaluator over a
 // View, and errs with an indeterminateError when the decision depends on what the replay does
@@ -389,7 +390,7 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undeci
 	misses := j.view.Misses()
 	paramsIncomplete := len(misses) > 0
 	for _, m := range misses {
-		if m.gr == namespacesGR {
+		if m.GR == state.NamespacesGR {
 			paramsIncomplete = false // a namespace's labels decide whether a policy applies
 		}
 	}
@@ -398,7 +399,7 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undeci
 		// Decided whatever is missing: see requestOnly.
 		what := oldUnknown.detail
 		if paramsIncomplete {
-			what = missText(misses)
+			what = state.MissText(misses)
 		}
 		inferred = "decided without what is not known (" + what + "): every policy skipped the request on a matchCondition that reads only the request"
 		misses = nil
@@ -409,7 +410,7 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undeci
 	var partial undecided
 	if len(misses) == 0 {
 		// What the evaluator read of a param or namespace the State knows but for some fields.
-		partial = r.dependsOnPartial(j.policies, j.view.partials)
+		partial = r.dependsOnPartial(j.policies, j.view.Partials)
 	}
 	if len(dec.Results) == 0 && len(misses) == 0 && !partial.is() && !j.result.mutationRan && len(lagAlternatives) == 0 {
 		j.result.notMatched = true
@@ -429,10 +430,10 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undeci
 	}
 	if len(misses) > 0 {
 		reason := ReasonParamUnknown
-		if misses[0].gr == namespacesGR {
+		if misses[0].GR == state.NamespacesGR {
 			reason = ReasonNamespaceUnknown
 		}
-		out.indeterminate(because(reason, missText(misses)))
+		out.indeterminate(because(reason, state.MissText(misses)))
 	} else if partial.is() {
 		out.indeterminate(partial)
 	} else if checks := verify.Configured(dec.Authorizer); len(checks) > 0 {
@@ -511,26 +512,26 @@ func (r *Replayer) decidedWithoutMissing(w evalWorker, j *job, dec *verify.Decis
 	if !paramsIncomplete || len(r.cur().standIns) == 0 || !r.set.requestOnly.decides(dec, j.policies, false) {
 		return false
 	}
-	again, err := evaluateOn(w.eval, j.view.withStandIns(r.cur().standIns))
+	again, err := evaluateOn(w.eval, j.view.WithStandIns(r.cur().standIns))
 	return err == nil && r.set.requestOnly.decides(again, j.policies, true)
 }
 
 // dependsOnPartial says why a policy's decision depends on a field of a param or namespace
 // the evaluator read that the State does not know (see partialUse); zero when none does.
-func (r *Replayer) dependsOnPartial(policies []string, partials []partialUse) undecided {
+func (r *Replayer) dependsOnPartial(policies []string, partials []state.PartialUse) undecided {
 	for _, pu := range partials {
 		root, reason := "params", ReasonParamUnknown
-		if pu.gr == namespacesGR {
+		if pu.GR == state.NamespacesGR {
 			root, reason = "namespaceObject", ReasonNamespaceUnknown
 		}
-		us := make([]vapccel.Unknown, len(pu.unknowns))
-		for i, u := range pu.unknowns {
+		us := make([]vapccel.Unknown, len(pu.Unknowns))
+		for i, u := range pu.Unknowns {
 			u.Path = vapccel.FieldPath{Root: root, Steps: u.Path.Steps}
 			us[i] = u
 		}
 		for _, p := range policies {
 			if read, u, dep := r.set.reads[p].DependsOn(us); dep {
-				return because(reason, fmt.Sprintf("policy %s reads %s, and %s of %s %s is not known: %s", p, read.Path, u.Path, pu.gr, pu.key(), u.Why))
+				return because(reason, fmt.Sprintf("policy %s reads %s, and %s of %s %s is not known: %s", p, read.Path, u.Path, pu.GR, pu.Key(), u.Why))
 			}
 		}
 	}

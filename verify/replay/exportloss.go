@@ -7,6 +7,7 @@ import (
 
 	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
 // An event read from a managed cluster's export may lack parts of the log backend's event
@@ -92,11 +93,11 @@ func (j *job) exportUndecided() undecided {
 	if !ev.Loss.Lost.Has(auditlog.LostCode) || j.t.op != admission.Update || j.t.sub != "" || ev.Code() < 200 || ev.Code() >= 300 {
 		return undecided{}
 	}
-	if j.prior.found && j.prior.unknown == "" {
+	if j.prior.Found && j.prior.Unknown == "" {
 		return undecided{}
 	}
 	return because(ReasonExportLost, fmt.Sprintf("%s: whether the %s created the object (201, a CREATE for admission), and the replay does not know that %s %s was there before",
-		ev.Loss.Of(auditlog.LostCode), ev.Verb, j.t.gvr.GroupResource(), joinKey(j.t.namespace, j.t.name)))
+		ev.Loss.Of(auditlog.LostCode), ev.Verb, j.t.gvr.GroupResource(), state.JoinKey(j.t.namespace, j.t.name)))
 }
 
 // lossOfReason are the parts an export may lose that a reason may rest on.

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/vapc-dev/vapc/internal/auditgen"
-	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export/exporttest"
+	"github.com/vapc-dev/vapc/verify/replay/exporttest"
 )
 
 // cpuTime is the CPU time the process has used: on a machine other work shares, a fairer

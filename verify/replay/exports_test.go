@@ -14,9 +14,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
+	"github.com/vapc-dev/vapc/verify/replay/exporttest"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export"
-	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export/exporttest"
 )
 
 // exportScenarios are real kube-apiserver logs and the options they are replayed with.

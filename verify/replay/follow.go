@@ -17,6 +17,7 @@ import (
 	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify/internal/apiserver"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
 // replayWrite follows, in the State, what a successful write did to its object when the log
@@ -33,9 +34,9 @@ func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, why, sr
 	forget := func(reason string) {
 		r.state.Forget(gr, t.mainKind, t.namespace, t.name, why+": "+reason)
 	}
-	p := r.state.prior(gr, t.namespace, t.name)
+	p := r.state.Prior(gr, t.namespace, t.name)
 	w := writeReplay{ev: ev, t: t, p: p, create: t.op == admission.Create && t.sub == "", what: describe(t.gvr, t.sub)}
-	if !w.create && (!p.found || p.raw == nil) {
+	if !w.create && (!p.Found || p.Raw == nil) {
 		forget("the object was not known before")
 		return
 	}
@@ -59,12 +60,12 @@ func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, why, sr
 	w.objs = &jobObjects{gr: gr, namespace: t.namespace, name: t.name, prior: p}
 	if w.create {
 		// The log shows the create succeeded: there was no such object.
-		w.objs.prior, w.objs.absent = prior{kept: p.kept}, true
+		w.objs.prior, w.objs.absent = state.Prior{Kept: p.Kept}, true
 	} else {
 		// The log shows the write succeeded: it asked for the stored resourceVersion and
 		// uid, if any.
-		w.objs.version, w.objs.uid = fromRequest(ev, p.unknowns)
-		w.objs.body = updateBody(ev, p.unknowns)
+		w.objs.version, w.objs.uid = fromRequest(ev, p.Unknowns)
+		w.objs.body = updateBody(ev, p.Unknowns)
 	}
 	w.logged = req.Body
 	if req.Method == http.MethodPost {
@@ -87,10 +88,10 @@ func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, why, sr
 		}
 	}
 	if len(results) == 0 {
-		if u, err := auditlog.DecodeObject(p.unmarked); err == nil && p.unmarked != nil {
+		if u, err := auditlog.DecodeObject(p.Unmarked); err == nil && p.Unmarked != nil {
 			// The write succeeded, which it does not on the version a refused DELETE may have
 			// marked deleted: that DELETE left the object as it was.
-			_ = r.state.Put(gr, u, p.source+" (not marked deleted: the write at "+src+" succeeded)")
+			_ = r.state.Put(gr, u, p.Source+" (not marked deleted: the write at "+src+" succeeded)")
 			r.replayWrite(ctx, ev, t, why, src)
 			return
 		}
@@ -104,7 +105,7 @@ func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, why, sr
 	case first.deleted:
 		r.state.Delete(gr, t.mainKind, t.namespace, t.name)
 	case first.obj != nil:
-		_ = r.state.putPartly(gr, first.obj, first.unknowns, src+" ("+w.what+", replayed: "+why+")")
+		_ = r.state.PutPartly(gr, first.obj, first.unknowns, src+" ("+w.what+", replayed: "+why+")")
 	}
 }
 
@@ -113,7 +114,7 @@ func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, why, sr
 type writeReplay struct {
 	ev     *Event
 	t      target
-	p      prior
+	p      state.Prior
 	objs   *jobObjects
 	create bool
 	// logged is the request's body as the log holds it; what describes the write.
@@ -136,7 +137,7 @@ func (r *Replayer) sendWrite(ctx context.Context, srv *apiserver.Server, req api
 	ev, t := w.ev, w.t
 	gr := t.gvr.GroupResource()
 	// The log shows the request succeeded: it got past the plugins.
-	pc := &pluginCluster{v: r.state.view(false), mapper: r.cur().resources.RESTMapper(), passed: true}
+	pc := &pluginCluster{v: r.state.View(false), mapper: r.cur().resources.RESTMapper(), passed: true}
 	ex := &apiserver.Exchange{Objects: w.objs, Plugins: r.orderedPlugins}
 	wm := newWebhookMutation(ev)
 	if wm != nil {
@@ -147,7 +148,7 @@ func (r *Replayer) sendWrite(ctx context.Context, srv *apiserver.Server, req api
 	// clock back in it and says what is not known of it.
 	var settled []vapccel.Unknown
 	sameKind, mutated := false, ""
-	view := r.state.view(false)
+	view := r.state.View(false)
 	ex.Validate = func(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
 		if why := r.mutators.mayMutate(mutatedBy(t, a, view)); why != "" {
 			mutated = why
@@ -179,7 +180,7 @@ func (r *Replayer) sendWrite(ctx context.Context, srv *apiserver.Server, req api
 	}
 	var last *apiserver.Write
 	for i := range resp.Writes {
-		if wr := &resp.Writes[i]; sameStorage(wr.Resource, gr) && wr.Namespace == t.namespace && wr.Name == t.name {
+		if wr := &resp.Writes[i]; state.SameStorage(wr.Resource, gr) && wr.Namespace == t.namespace && wr.Name == t.name {
 			last = wr
 		}
 	}
@@ -206,7 +207,7 @@ func (r *Replayer) sendWrite(ctx context.Context, srv *apiserver.Server, req api
 func (w writeReplay) writtenUnknowns(u *unstructured.Unstructured, sameKind bool, settled, plugins []vapccel.Unknown) []vapccel.Unknown {
 	ev, t, p := w.ev, w.t, w.p
 	var unknowns []vapccel.Unknown
-	if scale := decodeObject(ev.ResponseObject); derivesScale(t) && scale != nil && scale.GetResourceVersion() != "" {
+	if scale := auditlog.DecodeAnyObject(ev.ResponseObject); derivesScale(t) && scale != nil && scale.GetResourceVersion() != "" {
 		// A Scale carries the resourceVersion of the object it scaled.
 		u.SetResourceVersion(scale.GetResourceVersion())
 	} else {
@@ -214,7 +215,7 @@ func (w writeReplay) writtenUnknowns(u *unstructured.Unstructured, sameKind bool
 			Why: "the server's storage when " + w.what + " wrote the object, which the log does not show"})
 	}
 	if t.gvr.GroupResource() == podsGR && (t.op == admission.Delete || t.sub == "eviction") {
-		unknowns = append(unknowns, shortenedGrace(u, p.raw, p.unknowns, ev, t)...)
+		unknowns = append(unknowns, shortenedGrace(u, p.Raw, p.Unknowns, ev, t)...)
 	}
 	switch second, ok := serverSecond(ev); {
 	case sameKind && t.op != admission.Delete:
@@ -222,7 +223,7 @@ func (w writeReplay) writtenUnknowns(u *unstructured.Unstructured, sameKind bool
 		// put in the written object too.
 		unknowns = append(unknowns, settled...)
 		if ok {
-			setClock(u, p.raw, second)
+			setClock(u, p.Raw, second)
 			if w.create {
 				u.SetCreationTimestamp(second)
 			}
@@ -230,7 +231,7 @@ func (w writeReplay) writtenUnknowns(u *unstructured.Unstructured, sameKind bool
 	case ok:
 		// The clock read the second the log holds: the replay's own clock's readings are
 		// put back to it.
-		setClock(u, p.raw, second)
+		setClock(u, p.Raw, second)
 	default:
 		why := "the server's clock when " + w.what + " wrote the object, which the log does not hold to the second"
 		for _, steps := range [][]string{{"metadata", "deletionTimestamp"},
@@ -241,7 +242,7 @@ func (w writeReplay) writtenUnknowns(u *unstructured.Unstructured, sameKind bool
 	unknowns = append(unknowns, plugins...)
 	if !w.create {
 		// What was not known of the object before is not known after.
-		for _, pu := range knownFrom(p.unknowns, w.objs.version, w.objs.uid) {
+		for _, pu := range knownFrom(p.Unknowns, w.objs.version, w.objs.uid) {
 			if !isMeta(pu, "resourceVersion") {
 				unknowns = append(unknowns, pu)
 			}
@@ -297,7 +298,7 @@ func shortenedGrace(u *unstructured.Unstructured, before []byte, beforeUnknowns 
 	}
 	var opts map[string]any
 	if t.sub == "eviction" {
-		if body := decodeObject(ev.RequestObject); body != nil {
+		if body := auditlog.DecodeAnyObject(ev.RequestObject); body != nil {
 			opts, _ = body.Object["deleteOptions"].(map[string]any)
 		}
 	} else if o, err := deleteOptions(ev.RequestObject, ev.Query()); err == nil {
@@ -314,7 +315,7 @@ func shortenedGrace(u *unstructured.Unstructured, before []byte, beforeUnknowns 
 	// (the grace period), and where it moved to (the timestamp).
 	unknownPrev := func(field string) []vapccel.Unknown {
 		for _, un := range beforeUnknowns {
-			if fieldUnder(un.Path.Steps, "metadata", field) {
+			if state.FieldUnder(un.Path.Steps, "metadata", field) {
 				why := "the deletion it shortened, which is not known: " + un.Why
 				return []vapccel.Unknown{
 					{Path: objectPath("metadata", "deletionTimestamp"), ValueOnly: true, Why: why},

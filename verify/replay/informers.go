@@ -12,6 +12,7 @@ import (
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 	"github.com/vapc-dev/vapc/verify/replay/internal/decide"
+	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
 // The ValidatingAdmissionPolicy plugin reads params and namespaces from informers, which the
@@ -24,7 +25,7 @@ import (
 // lagState is a state the informers may have held: the writes it undoes, and the outcome of the
 // request in it, or why the replay cannot decide it there.
 type lagState struct {
-	undone []typedWrite
+	undone []state.TypedWrite
 	dec    *verify.Decision
 	why    undecided
 }
@@ -48,11 +49,11 @@ type lagState struct {
 // read it.
 func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, evaluateOn evaluateOn) (*verify.Decision, []Alternative, undecided) {
 	if alt, ok := j.unknownRead(j.view); ok {
-		j.lag.readBy = []*stateView{j.view}
+		j.lag.readBy = []*state.StateView{j.view}
 		return dec, []Alternative{alt}, undecided{}
 	}
 	if len(j.lag.typedWrites) == 0 {
-		j.lag.readBy = []*stateView{j.view}
+		j.lag.readBy = []*state.StateView{j.view}
 		return dec, nil, undecided{}
 	}
 	e := r.lagStates(w, j, dec, evaluateOn)
@@ -67,15 +68,15 @@ func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, evalu
 // unknownRead says whether the views read resources a request logged later may have written
 // unknown objects of, or resources whose writes around the request the State no longer
 // remembers, and what the informers must have held for that to matter.
-func (j *job) unknownRead(views ...*stateView) (Alternative, bool) {
+func (j *job) unknownRead(views ...*state.StateView) (Alternative, bool) {
 	for _, au := range j.lag.aheadUnknown {
-		if slices.ContainsFunc(views, func(v *stateView) bool { return v.reads(au.gr) }) {
+		if slices.ContainsFunc(views, func(v *state.StateView) bool { return v.Reads(au.gr) }) {
 			return undecidedAlternative(laggedResource(au.gr, "may have had objects written by the request at "+au.by+" that the log does not show"),
 				fmt.Sprintf("the %s informer had already held the write at %s, which the log records after this request but which was received before this request completed", au.gr.Resource, au.by)), true
 		}
 	}
 	for _, gr := range j.lag.typedLost {
-		if slices.ContainsFunc(views, func(v *stateView) bool { return v.reads(gr) }) {
+		if slices.ContainsFunc(views, func(v *state.StateView) bool { return v.Reads(gr) }) {
 			return undecidedAlternative(laggedResource(gr, "more of its writes completed around this request than the replay remembers"),
 				fmt.Sprintf("the %s informer had not yet held writes that completed moments before this request was received", gr.Resource)), true
 		}
@@ -85,18 +86,18 @@ func (j *job) unknownRead(views ...*stateView) (Alternative, bool) {
 
 // relevantWrite says whether the informers' not yet holding the write tw matters to a request
 // received at received whose evaluations read through views.
-func relevantWrite(tw typedWrite, received time.Time, views ...*stateView) bool {
-	if tw.created && !tw.ahead {
-		if tw.gr == namespacesGR {
+func relevantWrite(tw state.TypedWrite, received time.Time, views ...*state.StateView) bool {
+	if tw.Created && !tw.Ahead {
+		if tw.GR == state.NamespacesGR {
 			return false
 		}
 		// A param created before the request was received and read by name only: an
 		// informer that did not hold it yet left CollectParams to read it from storage.
-		if tw.done.Before(received) && !slices.ContainsFunc(views, func(v *stateView) bool { return v.readOtherThanByName(tw) }) {
+		if tw.Done.Before(received) && !slices.ContainsFunc(views, func(v *state.StateView) bool { return v.ReadOtherThanByName(tw) }) {
 			return false
 		}
 	}
-	return slices.ContainsFunc(views, func(v *stateView) bool { return v.read(tw) })
+	return slices.ContainsFunc(views, func(v *state.StateView) bool { return v.Read(tw) })
 }
 
 // lagEvaluation is the states informerLag evaluated: each with its outcome (the job's own
@@ -105,8 +106,8 @@ func relevantWrite(tw typedWrite, received time.Time, views ...*stateView) bool 
 // on yet more writes.
 type lagEvaluation struct {
 	states []lagState
-	taken  []typedWrite
-	views  []*stateView
+	taken  []state.TypedWrite
+	views  []*state.StateView
 	cut    undecided
 }
 
@@ -114,10 +115,10 @@ type lagEvaluation struct {
 // job's own evaluation read, then those the states of the first round read, and so on.
 func (r *Replayer) lagStates(w evalWorker, j *job, dec *verify.Decision, evaluateOn evaluateOn) lagEvaluation {
 	received := j.ev.Received()
-	e := lagEvaluation{views: []*stateView{j.view}, states: []lagState{{dec: dec}}}
+	e := lagEvaluation{views: []*state.StateView{j.view}, states: []lagState{{dec: dec}}}
 	isTaken := make([]bool, len(j.lag.typedWrites))
 	for round := 0; ; round++ {
-		var more []typedWrite
+		var more []state.TypedWrite
 		for i, tw := range j.lag.typedWrites {
 			if !isTaken[i] && relevantWrite(tw, received, e.views...) {
 				isTaken[i] = true
@@ -138,8 +139,8 @@ func (r *Replayer) lagStates(w evalWorker, j *job, dec *verify.Decision, evaluat
 			return e
 		}
 		for _, u := range undone {
-			if !slices.ContainsFunc(u, func(tw typedWrite) bool {
-				return slices.ContainsFunc(more, func(m typedWrite) bool { return m.same(tw) })
+			if !slices.ContainsFunc(u, func(tw state.TypedWrite) bool {
+				return slices.ContainsFunc(more, func(m state.TypedWrite) bool { return m.Same(tw) })
 			}) {
 				continue // evaluated in an earlier round
 			}
@@ -154,21 +155,21 @@ func (r *Replayer) lagStates(w evalWorker, j *job, dec *verify.Decision, evaluat
 
 // lagState evaluates the request on the state that undoes the writes u, and returns the view
 // it read through when it decided.
-func (r *Replayer) lagState(w evalWorker, j *job, u []typedWrite, evaluateOn evaluateOn) (lagState, *stateView) {
+func (r *Replayer) lagState(w evalWorker, j *job, u []state.TypedWrite, evaluateOn evaluateOn) (lagState, *state.StateView) {
 	st := lagState{undone: u}
 	if why := r.unknownBefore(j, u); why.is() {
 		st.why = why
 		return st, nil
 	}
-	v := j.view.before(u)
+	v := j.view.Before(u)
 	alt, err := evaluateOn(w.eval, v)
 	switch {
 	case err != nil:
 		st.why = undecidedOf(err)
 	case len(v.Misses()) > 0:
-		st.why = laggedWrite(u[0], u[0].version()+" is not known: "+missText(v.Misses()))
+		st.why = laggedWrite(u[0], u[0].Version()+" is not known: "+state.MissText(v.Misses()))
 	default:
-		if why := r.dependsOnPartial(j.policies, v.partials); why.is() {
+		if why := r.dependsOnPartial(j.policies, v.Partials); why.is() {
 			st.why = why
 			return st, nil
 		}
@@ -188,13 +189,13 @@ func (r *Replayer) lagWorlds(j *job, e lagEvaluation) []world {
 		// have been; moments before it completed is likely, as for any request.
 		likelyReceived = auditlog.ParseTime(j.ev.StageTimestamp)
 	}
-	var concurrent []typedWrite
+	var concurrent []state.TypedWrite
 	for _, tw := range e.taken {
-		if !tw.ahead && !likelyReceived.IsZero() && tw.done.After(likelyReceived) {
+		if !tw.Ahead && !likelyReceived.IsZero() && tw.Done.After(likelyReceived) {
 			concurrent = append(concurrent, tw)
 		}
 	}
-	evidence := j.byAnnotations() && j.prior.stale == nil && j.prior.staleUnknown == ""
+	evidence := j.byAnnotations() && j.prior.Stale == nil && j.prior.StaleUnknown == ""
 	worlds := make([]world, 0, len(e.states)+2)
 	hasLikely := false
 	for _, st := range e.states {
@@ -267,32 +268,27 @@ func settled(res decide.Result[*verify.Decision]) (*verify.Decision, []Alternati
 
 // unknownBefore says why a state with the writes undone cannot be evaluated: a version it gives
 // is not known, or not in full where a policy reads it.
-func (r *Replayer) unknownBefore(j *job, undone []typedWrite) undecided {
+func (r *Replayer) unknownBefore(j *job, undone []state.TypedWrite) undecided {
 	for _, tw := range undone {
-		if tw.unknownBefore || (tw.had && tw.prev.obj == nil) {
-			return laggedWrite(tw, tw.version()+" is not known")
+		if tw.UnknownBefore || (tw.Had && tw.Prev.Obj == nil) {
+			return laggedWrite(tw, tw.Version()+" is not known")
 		}
-		if tw.had && len(tw.prev.unknowns) > 0 {
-			if why := r.dependsOnPartial(j.policies, []partialUse{{gr: tw.gr, k: tw.k, unknowns: tw.prev.unknowns}}); why.is() {
-				return laggedWrite(tw, tw.version()+" is not known in full: "+why.detail)
+		if tw.Had && len(tw.Prev.Unknowns) > 0 {
+			if why := r.dependsOnPartial(j.policies, []state.PartialUse{{GR: tw.GR, Obj: tw.Obj, Unknowns: tw.Prev.Unknowns}}); why.is() {
+				return laggedWrite(tw, tw.Version()+" is not known in full: "+why.detail)
 			}
 		}
 	}
 	return undecided{}
 }
 
-// same says whether two typed writes are the same write.
-func (tw typedWrite) same(o typedWrite) bool {
-	return tw.gr == o.gr && tw.k == o.k && tw.done.Equal(o.done) && tw.ahead == o.ahead
-}
-
 // sameWrites says whether a and b hold the same writes.
-func sameWrites(a, b []typedWrite) bool {
+func sameWrites(a, b []state.TypedWrite) bool {
 	if len(a) != len(b) {
 		return false
 	}
 	for _, tw := range a {
-		if !slices.ContainsFunc(b, tw.same) {
+		if !slices.ContainsFunc(b, tw.Same) {
 			return false
 		}
 	}
@@ -330,7 +326,7 @@ func undecidedAlternative(why undecided, cond string) Alternative {
 // lagCondition says what a state with the writes undone needs, against the likely state, which
 // undoes the concurrent ones (completed after the request was received): which informer had not
 // yet held which write, or had held it already.
-func lagCondition(undone, concurrent []typedWrite, received time.Time) string {
+func lagCondition(undone, concurrent []state.TypedWrite, received time.Time) string {
 	var parts []string
 	seen := map[string]bool{}
 	say := func(part string) {
@@ -339,23 +335,23 @@ func lagCondition(undone, concurrent []typedWrite, received time.Time) string {
 			parts = append(parts, part)
 		}
 	}
-	at := func(tw typedWrite) string {
-		if tw.by != "" {
-			return "the write at " + tw.by
+	at := func(tw state.TypedWrite) string {
+		if tw.By != "" {
+			return "the write at " + tw.By
 		}
 		return "a write"
 	}
 	for _, tw := range undone {
 		switch {
-		case tw.ahead:
-			say(fmt.Sprintf("the %s informer had already held %s, which the log records after this request but which was received before this request completed", tw.gr.Resource, at(tw)))
-		case !slices.ContainsFunc(concurrent, tw.same):
-			say(fmt.Sprintf("the %s informer had not yet held %s, which completed %s", tw.gr.Resource, at(tw), describeDone(tw.done, received)))
+		case tw.Ahead:
+			say(fmt.Sprintf("the %s informer had already held %s, which the log records after this request but which was received before this request completed", tw.GR.Resource, at(tw)))
+		case !slices.ContainsFunc(concurrent, tw.Same):
+			say(fmt.Sprintf("the %s informer had not yet held %s, which completed %s", tw.GR.Resource, at(tw), describeDone(tw.Done, received)))
 		}
 	}
 	for _, tw := range concurrent {
-		if !slices.ContainsFunc(undone, tw.same) {
-			say(fmt.Sprintf("the %s informer had already held %s, which completed %s", tw.gr.Resource, at(tw), describeDone(tw.done, received)))
+		if !slices.ContainsFunc(undone, tw.Same) {
+			say(fmt.Sprintf("the %s informer had already held %s, which completed %s", tw.GR.Resource, at(tw), describeDone(tw.Done, received)))
 		}
 	}
 	if len(parts) == 0 {
@@ -377,34 +373,34 @@ const maxLagStates = 16
 // do its oldest requests one more at a time, and never go with its undone ones (an informer
 // that held a later write held the earlier ones). ok is false when there are more than
 // maxLagStates.
-func undoneStates(writes []typedWrite) (states [][]typedWrite, ok bool) {
+func undoneStates(writes []state.TypedWrite) (states [][]state.TypedWrite, ok bool) {
 	var grs []schema.GroupResource
-	by := map[schema.GroupResource][]typedWrite{}
+	by := map[schema.GroupResource][]state.TypedWrite{}
 	for _, tw := range writes {
-		if _, ok := by[tw.gr]; !ok {
-			grs = append(grs, tw.gr)
+		if _, ok := by[tw.GR]; !ok {
+			grs = append(grs, tw.GR)
 		}
-		by[tw.gr] = append(by[tw.gr], tw)
+		by[tw.GR] = append(by[tw.GR], tw)
 	}
-	states = [][]typedWrite{nil}
+	states = [][]state.TypedWrite{nil}
 	for _, gr := range grs {
-		var undo, ahead []typedWrite
+		var undo, ahead []state.TypedWrite
 		for _, tw := range by[gr] {
-			if tw.ahead {
+			if tw.Ahead {
 				ahead = append(ahead, tw)
 			} else {
 				undo = append(undo, tw)
 			}
 		}
-		own := [][]typedWrite{nil} // this resource's states
-		for _, ws := range [][]typedWrite{undo, ahead} {
-			more, ok := unitStates(ws, len(ws) > 0 && ws[0].ahead, maxLagStates+1-len(own))
+		own := [][]state.TypedWrite{nil} // this resource's states
+		for _, ws := range [][]state.TypedWrite{undo, ahead} {
+			more, ok := unitStates(ws, len(ws) > 0 && ws[0].Ahead, maxLagStates+1-len(own))
 			if !ok {
 				return nil, false
 			}
 			own = append(own, more...)
 		}
-		var next [][]typedWrite
+		var next [][]state.TypedWrite
 		for _, st := range states {
 			for _, o := range own {
 				next = append(next, append(slices.Clip(st), o...))
@@ -421,20 +417,20 @@ func undoneStates(writes []typedWrite) (states [][]typedWrite, ok bool) {
 // unitStates are the states of one resource's writes, each a request's writes in turn (newest
 // first, or oldest first when ahead), with any of the last request's; at most room of them
 // (ok is false beyond).
-func unitStates(ws []typedWrite, ahead bool, room int) (states [][]typedWrite, ok bool) {
-	slices.SortStableFunc(ws, func(a, b typedWrite) int {
-		c := b.done.Compare(a.done)
+func unitStates(ws []state.TypedWrite, ahead bool, room int) (states [][]state.TypedWrite, ok bool) {
+	slices.SortStableFunc(ws, func(a, b state.TypedWrite) int {
+		c := b.Done.Compare(a.Done)
 		if ahead {
 			c = -c
 		}
 		if c != 0 {
 			return c
 		}
-		return strings.Compare(joinKey(a.k.namespace, a.k.name), joinKey(b.k.namespace, b.k.name))
+		return strings.Compare(state.JoinKey(a.Obj.Namespace, a.Obj.Name), state.JoinKey(b.Obj.Namespace, b.Obj.Name))
 	})
 	for start := 0; start < len(ws); {
 		end := start + 1
-		for end < len(ws) && ws[end].done.Equal(ws[start].done) {
+		for end < len(ws) && ws[end].Done.Equal(ws[start].Done) {
 			end++
 		}
 		unit := ws[start:end]
@@ -455,24 +451,16 @@ func unitStates(ws []typedWrite, ahead bool, room int) (states [][]typedWrite, o
 	return states, true
 }
 
-// version names the version of its object the write gives a state it is undone in.
-func (tw typedWrite) version() string {
-	if tw.ahead {
-		return "the version it wrote"
-	}
-	return "the version before it"
-}
-
 // laggedWrite is why the state with the write tw undone cannot be decided: what of the
 // version it gives is in the way.
-func laggedWrite(tw typedWrite, what string) undecided {
-	return laggedResource(tw.gr, joinKey(tw.k.namespace, tw.k.name)+": "+what)
+func laggedWrite(tw state.TypedWrite, what string) undecided {
+	return laggedResource(tw.GR, state.JoinKey(tw.Obj.Namespace, tw.Obj.Name)+": "+what)
 }
 
 // laggedResource is why a state of the informers of gr cannot be decided.
 func laggedResource(gr schema.GroupResource, what string) undecided {
 	reason := ReasonParamUnknown
-	if gr == namespacesGR {
+	if gr == state.NamespacesGR {
 		reason = ReasonNamespaceUnknown
 	}
 	return because(reason, gr.String()+" "+what)

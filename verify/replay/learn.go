@@ -145,7 +145,7 @@ func (r *Replayer) paramKindMissing(k *paramKind) string {
 	if where, ok := r.cat.opaqueCRDs[group]; ok {
 		return fmt.Sprintf("paramKind %s may be served by a CustomResourceDefinition of %s the log wrote at %s without its object: give the CRD with --crd or --snapshot", gvkString(k.gvk), group, where)
 	}
-	if r.state.allSince != "" {
+	if r.state.AllSince != "" {
 		return "" // the log holds every CRD write since the cluster began
 	}
 	return fmt.Sprintf("paramKind %s is served by no CustomResourceDefinition the replay knows, and the log does not begin with the cluster: give the CRD with --crd or --snapshot", gvkString(k.gvk))

@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
 // levelPolicy is a policy that denies every request of the operations on the resource, with
@@ -1604,20 +1605,20 @@ func TestDeleteCollectionShortens(t *testing.T) {
 // deletecollection's deletions commit in no order the log says); resources combine.
 func TestUndoneStates(t *testing.T) {
 	at := func(s int) time.Time { return time.Unix(int64(s), 0) }
-	w := func(gr schema.GroupResource, name string, done int) typedWrite {
-		return typedWrite{gr: gr, k: objectKey{"ns", name}, done: at(done)}
+	w := func(gr schema.GroupResource, name string, done int) state.TypedWrite {
+		return state.TypedWrite{GR: gr, Obj: state.ObjectKey{Namespace: "ns", Name: name}, Done: at(done)}
 	}
-	ahead := func(tw typedWrite) typedWrite {
-		tw.ahead = true
+	ahead := func(tw state.TypedWrite) state.TypedWrite {
+		tw.Ahead = true
 		return tw
 	}
 	cms := schema.GroupResource{Resource: "configmaps"}
-	name := func(states [][]typedWrite) []string {
+	name := func(states [][]state.TypedWrite) []string {
 		var out []string
 		for _, st := range states {
 			var names []string
 			for _, tw := range st {
-				names = append(names, tw.k.name)
+				names = append(names, tw.Obj.Name)
 			}
 			out = append(out, strings.Join(names, "+"))
 		}
@@ -1625,18 +1626,18 @@ func TestUndoneStates(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
-		writes []typedWrite
+		writes []state.TypedWrite
 		want   []string // nil: too many
 	}{
-		{"one request", []typedWrite{w(cms, "a", 1)}, []string{"a"}},
-		{"two requests, newest first", []typedWrite{w(cms, "a", 1), w(cms, "b", 2)}, []string{"b", "b+a"}},
-		{"a deletecollection's deletions in any subset", []typedWrite{w(cms, "c", 1), w(cms, "a", 2), w(cms, "b", 1)}, []string{"a", "a+b", "a+c", "a+b+c"}},
-		{"two resources combined", []typedWrite{w(cms, "a", 1), w(namespacesGR, "n", 1)}, []string{"n", "a", "a+n"}},
-		{"too many", []typedWrite{w(cms, "a", 1), w(cms, "b", 1), w(cms, "c", 1), w(cms, "d", 1), w(cms, "e", 1)}, nil},
+		{"one request", []state.TypedWrite{w(cms, "a", 1)}, []string{"a"}},
+		{"two requests, newest first", []state.TypedWrite{w(cms, "a", 1), w(cms, "b", 2)}, []string{"b", "b+a"}},
+		{"a deletecollection's deletions in any subset", []state.TypedWrite{w(cms, "c", 1), w(cms, "a", 2), w(cms, "b", 1)}, []string{"a", "a+b", "a+c", "a+b+c"}},
+		{"two resources combined", []state.TypedWrite{w(cms, "a", 1), w(state.NamespacesGR, "n", 1)}, []string{"n", "a", "a+n"}},
+		{"too many", []state.TypedWrite{w(cms, "a", 1), w(cms, "b", 1), w(cms, "c", 1), w(cms, "d", 1), w(cms, "e", 1)}, nil},
 		// Writes the log records after the request are done oldest first, never with the
 		// resource's undone ones; another resource's combine.
-		{"ahead, oldest first", []typedWrite{ahead(w(cms, "y", 4)), ahead(w(cms, "x", 3))}, []string{"x", "x+y"}},
-		{"ahead and undone", []typedWrite{w(cms, "a", 1), ahead(w(cms, "x", 3)), ahead(w(namespacesGR, "n", 3))}, []string{"n", "a", "a+n", "x", "x+n"}},
+		{"ahead, oldest first", []state.TypedWrite{ahead(w(cms, "y", 4)), ahead(w(cms, "x", 3))}, []string{"x", "x+y"}},
+		{"ahead and undone", []state.TypedWrite{w(cms, "a", 1), ahead(w(cms, "x", 3)), ahead(w(state.NamespacesGR, "n", 3))}, []string{"n", "a", "a+n", "x", "x+n"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			states, ok := undoneStates(tc.writes)
@@ -1801,6 +1802,57 @@ func TestPluginInputFields(t *testing.T) {
 			_, recs := replayLinesWith(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, []any{ns}, lines...)
 			if rec := recs["pod"]; rec == nil || rec.Decision != tc.decision {
 				t.Errorf("the pod: %s, want %s", describeRecord(rec), tc.decision)
+			}
+		})
+	}
+}
+
+// TestOmittedManagedFields: kube-apiserver's field manager gives every object of a resource's
+// own kind it stores managedFields before admission; a log that omits them (an audit policy's
+// omitManagedFields) does not say what a policy that reads them saw.
+func TestOmittedManagedFields(t *testing.T) {
+	managed := []any{map[string]any{"manager": "kubectl", "operation": "Update", "apiVersion": "v1", "time": "2026-11-24T00:00:01Z", "fieldsType": "FieldsV1", "fieldsV1": map[string]any{}}}
+	pod := func(withManaged bool) map[string]any {
+		meta := map[string]any{"name": "web", "namespace": "ns1", "uid": "u1", "resourceVersion": "5", "creationTimestamp": "2026-11-24T00:00:01Z"}
+		if withManaged {
+			meta["managedFields"] = managed
+		}
+		return map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+			"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "nginx"}}}}
+	}
+	for _, tc := range []struct {
+		name    string
+		op      admissionregistrationv1.OperationType
+		expr    string
+		managed bool
+		// want is the decision of the request "2", and the reason when indeterminate.
+		want       string
+		wantReason Reason
+	}{
+		{"a create's response without managedFields", admissionregistrationv1.Create, "size(object.metadata.?managedFields.orValue([])) > 0", false, DecisionIndeterminate, ReasonUnknownField},
+		{"a create's response with them", admissionregistrationv1.Create, "size(object.metadata.?managedFields.orValue([])) > 0", true, DecisionAdmit, ""},
+		{"a policy that does not read them", admissionregistrationv1.Create, "object.metadata.name == 'web'", false, DecisionAdmit, ""},
+		{"an update's old object the State holds without them", admissionregistrationv1.Update, "size(oldObject.metadata.?managedFields.orValue([])) > 0", false, DecisionIndeterminate, ReasonUnknownField},
+		{"an update's old object with them", admissionregistrationv1.Update, "size(oldObject.metadata.?managedFields.orValue([])) > 0", true, DecisionAdmit, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, b := levelPolicy("mf", "pods", tc.op, nil, tc.expr)
+			lines := []string{levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod(tc.managed), pod(tc.managed))}
+			if tc.op == admissionregistrationv1.Update {
+				updated := pod(tc.managed)
+				updated["metadata"].(map[string]any)["labels"] = map[string]any{"a": "b"}
+				updated["metadata"].(map[string]any)["resourceVersion"] = "6"
+				lines = append(lines, levelEvent(t, "2", auditlog.LevelRequestResponse, "update", "pods", "ns1", "web", 200, "", updated, updated))
+			} else {
+				lines[0] = strings.Replace(lines[0], `"auditID":"1"`, `"auditID":"2"`, 1)
+			}
+			_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, lines...)
+			rec := recs["2"]
+			if rec == nil {
+				t.Fatal("no record of request 2")
+			}
+			if rec.Decision != tc.want || rec.Reason != tc.wantReason {
+				t.Errorf("request 2: %s (%s) %s, want %s (%s)", rec.Decision, rec.Reason, rec.Indeterminate, tc.want, tc.wantReason)
 			}
 		})
 	}

@@ -12,6 +12,8 @@ import (
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 	"github.com/vapc-dev/vapc/verify/replay/internal/decide"
+	"github.com/vapc-dev/vapc/verify/replay/internal/source"
+	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
 // The log records a request when its response completes. A write received before another
@@ -30,12 +32,12 @@ const maxHeld = 4096
 // track registers a job whose evaluation read what the State knew of a stored object (its old
 // object, or a deletecollection's list), for reviseConcurrent.
 func (e *evaluation) track(j *job) {
-	revisable := j.listed.list != nil || (j.ev.Verb != "deletecollection" && j.prior.found && j.prior.raw != nil)
+	revisable := j.listed.list != nil || (j.ev.Verb != "deletecollection" && j.prior.Found && j.prior.Raw != nil)
 	if j.revise.completed.IsZero() || !revisable {
 		return
 	}
 	if e.byKey == nil {
-		e.byKey = map[replacedKey][]*job{}
+		e.byKey = map[state.ReplacedKey][]*job{}
 	}
 	e.byKey[j.revise.key] = append(e.byKey[j.revise.key], j)
 	j.revise.tracked = true
@@ -67,7 +69,7 @@ func (j *job) readsTyped() bool {
 	if !j.isDone() || j.result.skip != "" || (j.result.out != nil && j.result.out.Decision == DecisionIndeterminate) {
 		return false
 	}
-	return slices.ContainsFunc(j.lag.readBy, func(v *stateView) bool { return len(v.gets) > 0 || len(v.lists) > 0 })
+	return slices.ContainsFunc(j.lag.readBy, func(v *state.StateView) bool { return len(v.Gets) > 0 || len(v.Lists) > 0 })
 }
 
 // held counts the queued jobs still held at logTime.
@@ -96,18 +98,18 @@ func (r *Replayer) reviseConcurrent(d decoded, ev *Event, t target) {
 	if received.IsZero() || completed.IsZero() {
 		return
 	}
-	gr := storageOf(t.gvr.GroupResource()) // the jobs' keys are their storage's
+	gr := state.StorageOf(t.gvr.GroupResource()) // the jobs' keys are their storage's
 	// A create matters to what a deletecollection listed only: an object a request read existed.
 	create := t.op == admission.Create && t.sub == ""
 	var js []*job
 	if t.name == "" {
 		for k, kjs := range e.byKey {
-			if k.gr == gr && (t.namespace == "" || k.k.namespace == t.namespace) {
+			if k.GR == gr && (t.namespace == "" || k.Obj.Namespace == t.namespace) {
 				js = append(js, kjs...)
 			}
 		}
 	} else {
-		for _, k := range []replacedKey{{gr, objectKey{t.namespace, t.name}}, {gr, objectKey{namespace: t.namespace}}, {gr: gr}} {
+		for _, k := range []state.ReplacedKey{{GR: gr, Obj: state.ObjectKey{Namespace: t.namespace, Name: t.name}}, {GR: gr, Obj: state.ObjectKey{Namespace: t.namespace}}, {GR: gr}} {
 			js = append(js, e.byKey[k]...)
 		}
 	}
@@ -119,7 +121,7 @@ func (r *Replayer) reviseConcurrent(d decoded, ev *Event, t target) {
 		if j.revise.revised || !received.Before(j.revise.completed) || completed.Sub(j.revise.completed) >= lookahead || (create && !collection) {
 			continue
 		}
-		if unchanged > 0 && !collection && j.prior.rv == unchanged && j.prior.raw != nil && len(j.prior.stale) == 0 && j.prior.staleUnknown == "" {
+		if unchanged > 0 && !collection && j.prior.RV == unchanged && j.prior.Raw != nil && len(j.prior.Stale) == 0 && j.prior.StaleUnknown == "" {
 			continue
 		}
 		<-j.done
@@ -137,10 +139,10 @@ func (r *Replayer) reviseConcurrent(d decoded, ev *Event, t target) {
 			j.listed.list, j.listed.listUnknowns, j.listed.listUnknown = nil, nil, why
 		case w.isMain && w.raw != nil && ev.Verb != "delete":
 			// The alternative: the request read what the write stored, which the log holds.
-			j.prior.raw, j.prior.rv, j.prior.unknowns, j.prior.stale, j.prior.staleUnknown, j.prior.unknown = w.raw, resourceVersion(w.resp.GetResourceVersion()), nil, nil, "", ""
-			j.prior.source = "the write at " + j.revise.concurrent.by + ", which the log records after this request"
+			j.prior.Raw, j.prior.RV, j.prior.Unknowns, j.prior.Stale, j.prior.StaleUnknown, j.prior.Unknown = w.raw, state.ResourceVersion(w.resp.GetResourceVersion()), nil, nil, "", ""
+			j.prior.Source = "the write at " + j.revise.concurrent.by + ", which the log records after this request"
 		default:
-			j.prior.raw, j.prior.unknowns, j.prior.stale, j.prior.staleUnknown, j.prior.unknown = nil, nil, nil, "", why
+			j.prior.Raw, j.prior.Unknowns, j.prior.Stale, j.prior.StaleUnknown, j.prior.Unknown = nil, nil, nil, "", why
 		}
 		e.jobs <- j
 	}
@@ -209,7 +211,7 @@ func (j *job) likelyOutcome() {
 // have held with it (see Replayer.informerLag).
 func (r *Replayer) reviseAhead(d decoded, ev *Event) {
 	e := r.running
-	if len(e.queue) == 0 || !r.state.wroteTyped() {
+	if len(e.queue) == 0 || !r.state.WroteTyped() {
 		return // most requests write no param or namespace
 	}
 	received, completed := ev.Received(), auditlog.ParseTime(ev.StageTimestamp)
@@ -217,7 +219,7 @@ func (r *Replayer) reviseAhead(d decoded, ev *Event) {
 		return
 	}
 	by := lineRef{d.file, d.num}.String()
-	ws, unknown := r.state.aheadWrites(by, completed)
+	ws, unknown := r.state.AheadWrites(by, completed)
 	// The log holds requests in the order they completed, but for a moment of slack: the
 	// newest are last.
 	for i := len(e.queue) - 1; i >= 0; i-- {
@@ -241,10 +243,10 @@ func (r *Replayer) reviseAhead(d decoded, ev *Event) {
 		for _, gr := range unknown {
 			j.lag.aheadUnknown = append(j.lag.aheadUnknown, aheadUnknown{gr, by})
 		}
-		read := slices.ContainsFunc(ws, func(tw typedWrite) bool {
-			return slices.ContainsFunc(j.lag.readBy, func(v *stateView) bool { return v.read(tw) })
+		read := slices.ContainsFunc(ws, func(tw state.TypedWrite) bool {
+			return slices.ContainsFunc(j.lag.readBy, func(v *state.StateView) bool { return v.Read(tw) })
 		}) || slices.ContainsFunc(unknown, func(gr schema.GroupResource) bool {
-			return slices.ContainsFunc(j.lag.readBy, func(v *stateView) bool { return v.reads(gr) })
+			return slices.ContainsFunc(j.lag.readBy, func(v *state.StateView) bool { return v.Reads(gr) })
 		})
 		if read {
 			j.again()
@@ -254,10 +256,28 @@ func (r *Replayer) reviseAhead(d decoded, ev *Event) {
 }
 
 // noteLogTime advances the log's clock to the completion of ev; it is read, and parsed, only
-// while a job waits (currentLogTime).
-func (r *Replayer) noteLogTime(ev *Event) {
-	if ev.StageTimestamp != "" {
-		r.logStamp = ev.StageTimestamp
+// while a job waits (currentLogTime). A line whose clock goes back more than source.ClockBack
+// is noted: source.Split cut the plain log files whose clock does into parts, not standard
+// input or a compressed log.
+func (r *Replayer) noteLogTime(d decoded, ev *Event) {
+	s := ev.StageTimestamp
+	if s == "" {
+		return
+	}
+	r.logStamp = s
+	latest := r.clockBack.latest
+	switch {
+	case len(s) < len("2006-01-02T15:04:05") || len(latest) < len("2006-01-02T15:04:05"):
+		r.clockBack.latest = s
+	case s[:19] > latest[:19]: // a later second: RFC 3339 times in UTC order as their text does
+		r.clockBack.latest = s
+	case s[:19] < latest[:19]:
+		from, to := auditlog.ParseTime(latest), auditlog.ParseTime(s)
+		if from.Sub(to) <= source.ClockBack {
+			return
+		}
+		r.clockBack.latest = s // what follows is measured against the part it begins
+		r.output.sum.clockJump(ClockJump{File: d.file, Line: d.num, Latest: from, At: to})
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/internal/apiserver"
 	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
 // The MutatingAdmissionPolicies among --policies run on every request the replay evaluates,
@@ -209,7 +210,7 @@ func checkMutated(ev *Event, t target, resp *apiserver.Response, changes []verif
 	if resp == nil || ev.Code() >= 300 || len(ev.ResponseObject) == 0 {
 		return nil, false
 	}
-	recorded := decodeObject(ev.ResponseObject)
+	recorded := auditlog.DecodeAnyObject(ev.ResponseObject)
 	if recorded == nil || recorded.GroupVersionKind() != t.reqKind {
 		return nil, false
 	}

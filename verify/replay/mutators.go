@@ -16,6 +16,8 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 
 	vapccel "github.com/vapc-dev/vapc/cel"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
 // kube-apiserver runs its MutatingAdmissionPolicies after the built-in mutating plugins and
@@ -59,7 +61,7 @@ type mutatedRequest struct {
 	object, old       labels.Set
 	hasObject, hasOld bool
 	// view answers for the namespace's labels.
-	view *stateView
+	view *state.StateView
 	// replayed are the policies the evaluation runs itself (--policies), taken to be those
 	// the cluster has of their name: they leave nothing unknown. The ordered stage, which
 	// follows the cluster's writes without them, leaves it nil.
@@ -109,7 +111,7 @@ func (m *mutators) mayMutate(req mutatedRequest) string {
 			continue
 		}
 		if p.namespaces != nil && req.namespace != "" {
-			ns, known := req.view.namespaceLabels(req.namespace)
+			ns, known := req.view.NamespaceLabels(req.namespace)
 			if known && !p.namespaces.Matches(ns) {
 				continue
 			}
@@ -128,9 +130,9 @@ func (m *mutators) unknowns(req mutatedRequest) []vapccel.Unknown {
 }
 
 // mutatedBy is the request of an admission's attributes, for mayMutate.
-func mutatedBy(t target, a admission.Attributes, view *stateView) mutatedRequest {
+func mutatedBy(t target, a admission.Attributes, view *state.StateView) mutatedRequest {
 	req := mutatedRequest{gvr: t.gvr, sub: t.sub, op: t.op, namespace: a.GetNamespace(), view: view}
-	if t.gvr.GroupResource() == namespacesGR && t.sub == "" {
+	if t.gvr.GroupResource() == state.NamespacesGR && t.sub == "" {
 		req.namespace = "" // a Namespace is matched by its own labels, as its object's
 	}
 	for _, o := range []struct {
@@ -149,9 +151,9 @@ func mutatedBy(t target, a admission.Attributes, view *stateView) mutatedRequest
 }
 
 // mutatedObject is the request of a rebuilt object, for mayMutate.
-func mutatedObject(t target, obj, old *unstructured.Unstructured, view *stateView) mutatedRequest {
+func mutatedObject(t target, obj, old *unstructured.Unstructured, view *state.StateView) mutatedRequest {
 	req := mutatedRequest{gvr: t.gvr, sub: t.sub, op: t.op, namespace: t.namespace, view: view}
-	if t.gvr.GroupResource() == namespacesGR && t.sub == "" {
+	if t.gvr.GroupResource() == state.NamespacesGR && t.sub == "" {
 		req.namespace = ""
 	}
 	if obj != nil {
@@ -242,9 +244,9 @@ func (r *Replayer) applyMutatorWrite(ev *Event, t target, src string) {
 		r.mutators = r.mutators.withObject(gr, "(deleted at "+src+")", nil, "deleted at "+src+" without the list of what")
 		return
 	}
-	obj := decodeObject(ev.ResponseObject)
+	obj := auditlog.DecodeAnyObject(ev.ResponseObject)
 	if obj == nil || obj.GetKind() == "Status" {
-		if body := decodeObject(ev.RequestObject); body != nil && (ev.Verb == "create" || ev.Verb == "update") && body.GetKind() != "" {
+		if body := auditlog.DecodeAnyObject(ev.RequestObject); body != nil && (ev.Verb == "create" || ev.Verb == "update") && body.GetKind() != "" {
 			obj = body
 		} else {
 			obj = nil

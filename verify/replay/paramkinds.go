@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/vapc-dev/vapc/verify"
+	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
 // The apiserver's policy source (k8s.io/apiserver/pkg/admission/plugin/policy/generic/
@@ -252,7 +253,7 @@ func (r *Replayer) unsettledParams(policies []string, ev *Event) (resolving unde
 	}
 	switch {
 	case len(missing) > 0:
-		indeterminate = because(ReasonParamKindUnknown, strings.Join(dedupe(missing), "; "))
+		indeterminate = because(ReasonParamKindUnknown, strings.Join(state.Dedupe(missing), "; "))
 	case len(kinds) == 1 && !stale:
 		resolving = because(ReasonParamKindPending, reasons[0])
 	case len(kinds) > 0:

@@ -24,6 +24,8 @@ type decoded struct {
 	ev    *Event
 	blank bool
 	err   error
+	// skip is why an export's record that holds no event to replay was skipped (Line.Skip).
+	skip string
 	// written is the response object of a write, decoded by a worker (see prepareWrite).
 	written *written
 	// observed is what the Observer's Prepare returned for the event.
@@ -80,8 +82,8 @@ func decodeLogs(ctx context.Context, sources []Source, maxLine, workers int, pre
 			for b := range work {
 				b.out = make([]decoded, len(b.lines))
 				for i, l := range b.lines {
-					d := decoded{file: l.File, num: l.Num, bytes: l.Size, err: l.Err, duplicate: l.Duplicate}
-					if l.Err == nil && !l.Duplicate {
+					d := decoded{file: l.File, num: l.Num, bytes: l.Size, err: l.Err, skip: l.Skip, duplicate: l.Duplicate}
+					if l.Err == nil && l.Skip == "" && !l.Duplicate {
 						if len(bytes.TrimSpace(l.Data)) == 0 {
 							d.blank = true
 						} else {

@@ -15,6 +15,7 @@ import (
 
 	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
 // kube-apiserver's built-in admission plugins (DefaultTolerationSeconds, ServiceAccount,
@@ -27,7 +28,7 @@ import (
 
 // pluginCluster is what the plugins read for one request.
 type pluginCluster struct {
-	v      *stateView
+	v      *state.StateView
 	mapper meta.RESTMapper
 	// passed says the log shows the request got past the built-in plugins.
 	passed bool
@@ -41,20 +42,20 @@ type pluginMiss struct {
 }
 
 func (c *pluginCluster) miss(gvr schema.GroupVersionResource, key, why string) {
-	c.misses = append(c.misses, pluginMiss{gr: gvr.GroupResource(), what: fmt.Sprintf("%s %s: %s", gvr.GroupResource(), key, shortReason(why))})
+	c.misses = append(c.misses, pluginMiss{gr: gvr.GroupResource(), what: fmt.Sprintf("%s %s: %s", gvr.GroupResource(), key, state.ShortReason(why))})
 }
 
 func (c *pluginCluster) Get(gvr schema.GroupVersionResource, namespace, name string) (runtime.Object, error) {
 	if c.v == nil {
 		return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
 	}
-	obj, absent, unknown, partial := c.v.lookup(gvr, namespace, name)
+	obj, absent, unknown, partial := c.v.Lookup(gvr, namespace, name)
 	switch {
 	case obj != nil && len(partial) > 0 && len(pluginUnknowns[gvr.GroupResource()]) > 0:
 		// Known but for some fields: what the plugin sets from it is not known, when it reads
 		// one of them.
 		if read, u, ok := pluginInputReads(gvr.GroupResource()).DependsOn(partial); ok {
-			c.miss(gvr, joinKey(namespace, name), "its "+u.Path.String()+" is not known ("+read.Path.String()+" decides what the plugin sets): "+u.Why)
+			c.miss(gvr, state.JoinKey(namespace, name), "its "+u.Path.String()+" is not known ("+read.Path.String()+" decides what the plugin sets): "+u.Why)
 		}
 		return obj, nil
 	case obj != nil:
@@ -62,9 +63,9 @@ func (c *pluginCluster) Get(gvr schema.GroupVersionResource, namespace, name str
 	case absent:
 		return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
 	}
-	c.miss(gvr, joinKey(namespace, name), unknown)
+	c.miss(gvr, state.JoinKey(namespace, name), unknown)
 	if !c.passed {
-		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("vapc: the replay does not know %s %s: %s", gvr.GroupResource(), joinKey(namespace, name), unknown))
+		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("vapc: the replay does not know %s %s: %s", gvr.GroupResource(), state.JoinKey(namespace, name), unknown))
 	}
 	return c.standIn(gvr, namespace, name)
 }
@@ -73,7 +74,7 @@ func (c *pluginCluster) List(gvr schema.GroupVersionResource, namespace string) 
 	if c.v == nil {
 		return nil, nil
 	}
-	objs, unknown := c.v.listFor(gvr, namespace)
+	objs, unknown := c.v.ListFor(gvr, namespace)
 	if unknown != "" {
 		key := "(all)"
 		if namespace != "" {
@@ -135,7 +136,7 @@ func (c *pluginCluster) missed() string {
 		ws = append(ws, m.what)
 	}
 	sort.Strings(ws)
-	return strings.Join(dedupe(ws), "; ")
+	return strings.Join(state.Dedupe(ws), "; ")
 }
 
 func objectPath(steps ...string) vapccel.FieldPath {

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/vapc-dev/vapc/verify"
+	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
 // Decisions of a Record.
@@ -202,5 +203,5 @@ func (r *Record) String() string {
 	if r.Subresource != "" {
 		res += "/" + r.Subresource
 	}
-	return fmt.Sprintf("%s:%d %s %s %s by %s", r.File, r.Line, r.Verb, res, joinKey(r.Namespace, r.Name), r.User)
+	return fmt.Sprintf("%s:%d %s %s %s by %s", r.File, r.Line, r.Verb, res, state.JoinKey(r.Namespace, r.Name), r.User)
 }

@@ -92,6 +92,11 @@ func classify(ev *Event, connect bool) recording {
 	if m := webhookFailed.FindStringSubmatch(msg); m != nil {
 		return recording{outcome: RecordedDeny, by: `admission webhook "` + m[1] + `" (call failed)`, byWebhook: true, note: "a webhook call failed"}
 	}
+	if ev.Loss.Lost.Has(auditlog.LostCode) && code >= 300 {
+		// The export does not carry the failure's HTTP code, only its class (exportloss.go):
+		// what refused the request, and whether admission ran before, is not known from it.
+		return recording{outcome: RecordedUnknown, note: "failed, and " + ev.Loss.Of(auditlog.LostCode) + ": cannot tell whether admission ran"}
+	}
 	verb := ev.Verb
 	switch code {
 	case 401:

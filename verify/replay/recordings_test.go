@@ -17,6 +17,7 @@ import (
 	"github.com/vapc-dev/vapc/cel"
 	vapcschema "github.com/vapc-dev/vapc/cel/schema"
 	"github.com/vapc-dev/vapc/verify"
+	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
 // The logs of testdata/recorded were recorded by real kube-apiserver v1.37.0 servers with the
@@ -273,7 +274,7 @@ func (e *recordedEvent) desc() string {
 	if ref.Subresource != "" {
 		res += "/" + ref.Subresource
 	}
-	return e.AuditID + " " + e.Verb + " " + res + " " + joinKey(ref.Namespace, ref.Name) + " by " + user
+	return e.AuditID + " " + e.Verb + " " + res + " " + state.JoinKey(ref.Namespace, ref.Name) + " by " + user
 }
 
 // eachFinalEvent calls fn with every ResponseComplete event of the gzip-compressed log.

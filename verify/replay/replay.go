@@ -18,6 +18,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
@@ -28,6 +29,7 @@ import (
 	"github.com/vapc-dev/vapc/verify/internal/apiserver"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 	"github.com/vapc-dev/vapc/verify/replay/internal/source"
+	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
 // Evaluator decides one admission request: one the replay rebuilt from the log (Evaluate), or
@@ -109,6 +111,18 @@ func AdmissionPlugins(enable, disable []string) ([]string, error) {
 	return apiserver.SelectPlugins(enable, disable)
 }
 
+// DefaultLag is how long after a write completed a replay holds, by default, that
+// kube-apiserver's informers and watch cache may not have held it yet (see WithLag): a request
+// received later is decided on the write, certain; one received sooner is decided on it too,
+// but likely, where the version before it decides otherwise. Measured on the e2e harness's
+// kube-apiserver on two cores (TestLagMeasured, BENCHMARKS.md): the ValidatingAdmissionPolicy
+// plugin's informer and the watch cache hold a write by the next request at p90, and within
+// 2.5 ms at most, at rest and under a load of eight writers alike. A production server behind
+// a remote etcd adds its network round trips, and one under heavy load its queueing: 250 ms,
+// a hundred times what was measured, covers those; a longer lag makes more decisions likely,
+// none wrong.
+const DefaultLag = 250 * time.Millisecond
+
 // WithLag sets how long after a write completed the replay holds that kube-apiserver's
 // informers and watch cache may not have held it yet (default DefaultLag): a request received
 // sooner is decided as likely where the version before the write decides otherwise.
@@ -147,7 +161,7 @@ type Replayer struct {
 	mutators *mutators
 	// installed follows which of the policies the log shows installed (with --check-recorded).
 	installed *installed
-	state     *clusterState
+	state     *state.State
 	evals     []evalWorker
 	running   *evaluation
 	// facts are what the log has shown so far of the server's configuration (ordered stage).
@@ -156,6 +170,11 @@ type Replayer struct {
 	// parsed (from logTimeOf), see currentLogTime.
 	logStamp, logTimeOf string
 	logTime             time.Time
+	// clockBack follows where the log's clock goes back (see noteLogTime): the latest stage
+	// time of the part of the log being read, and how many times it went back.
+	clockBack struct {
+		latest string
+	}
 	// lookaheadCut counts the requests accounted for before their lookahead ended.
 	lookaheadCut int
 	quiesced     bool // between the halves of a barrier (see quiesce)
@@ -305,17 +324,18 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 		sort.Strings(bs)
 	}
 	r.newEpoch()
-	r.state = newClusterState(r.cfg.resources.RESTMapper(), func(gr schema.GroupResource) bool {
+	r.state = state.NewState(r.cfg.resources.RESTMapper(), func(gr schema.GroupResource) bool {
 		// The State keeps a storage's objects when some policy sees them through any of the
 		// resources it serves (see storageOf).
-		return r.cur().scope.keeps(gr) || (gr == eventsGR && r.cur().scope.keeps(eventsK8sIOGR))
+		return r.cur().scope.keeps(gr) || (gr == state.EventsGR && r.cur().scope.keeps(state.EventsK8sIOGR))
 	}, func(gr schema.GroupResource) bool {
-		return gr == namespacesGR || r.cur().scope.params[gr] || r.cur().scope.pluginInputs[gr]
+		return gr == state.NamespacesGR || r.cur().scope.params[gr] || r.cur().scope.pluginInputs[gr]
 	})
+	r.state.Lag = DefaultLag
 	if r.cfg.lag != nil {
-		r.state.lag = *r.cfg.lag
+		r.state.Lag = *r.cfg.lag
 	}
-	r.state.rescope(r.cur().scope.paramSelectors)
+	r.state.Rescope(r.cur().scope.paramSelectors)
 	r.set.requestOnly = newRequestOnly(policies, bindings)
 	r.set.reads, r.set.selects, r.set.conditions = map[string]vapccel.Reads{}, map[string]vapccel.Reads{}, map[string]map[string]vapccel.Reads{}
 	for _, p := range policies {
@@ -367,10 +387,14 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 		return nil, errors.New("a Replayer runs once: its State has moved forward with the log it replayed; make another with New")
 	}
 	r.ran = true
+	sources, jumps := source.Split(sources, r.cfg.maxLine)
 	sources, reordered := source.InTimeOrder(sources, r.cfg.maxLine)
 	r.output.sum = newSummary(sources)
 	if reordered {
 		r.output.sum.Notes = append(r.output.sum.Notes, "the logs were read as one, in the time order of their events, not in the order given: "+strings.Join(r.output.sum.Files, ", "))
+	}
+	for _, j := range jumps {
+		r.output.sum.clockJump(ClockJump{File: j.File, Line: j.Line, Latest: j.Latest, At: j.At, Parts: true})
 	}
 	r.output.agg = newAggregator(r.set.policies, r.set.bindings)
 	r.output.pending = map[string]pendingRequest{}
@@ -420,6 +444,10 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 
 // line accounts for one line of a log.
 func (r *Replayer) line(ctx context.Context, d decoded) {
+	if d.skip != "" {
+		r.output.sum.exportSkipped(d.skip)
+		return
+	}
 	r.output.sum.Lines++
 	switch {
 	case d.err != nil:
@@ -456,7 +484,7 @@ func (r *Replayer) line(ctx context.Context, d decoded) {
 		return
 	}
 	r.output.sum.Requests++
-	r.noteLogTime(ev)
+	r.noteLogTime(d, ev)
 	if r.cfg.check {
 		r.installed.observe(ev)
 	}
@@ -640,29 +668,29 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 		// A 409 Conflict may come after a first attempt that ran admission on that copy too.
 		firstAttempt := (t.op == admission.Update || t.op == admission.Delete) && ev.Verb != "deletecollection" && (ep.scope.publishes(policies) || ev.Code() == http.StatusConflict)
 		j.revise.warns = ep.scope.warns(policies)
-		j.prior = r.state.priorOf(t.gvr.GroupResource(), t.namespace, t.name, writtenVersion(d, ev, t), ev.Received(), firstAttempt)
+		j.prior = r.state.PriorOf(t.gvr.GroupResource(), t.namespace, t.name, writtenVersion(d, ev, t), ev.Received(), firstAttempt)
 	}
 	if ev.Verb == "deletecollection" {
-		j.listed.list, j.listed.listUnknowns, j.listed.listUnknown = r.state.list(t.gvr.GroupResource(), t.namespace, ev.Received())
+		j.listed.list, j.listed.listUnknowns, j.listed.listUnknown = r.state.List(t.gvr.GroupResource(), t.namespace, ev.Received())
 		if why := exportListUnknown(ev); why != "" {
 			j.listed = listing{listUnknown: why} // exportloss.go
 		}
 		if ep.scope.publishes(policies) {
 			// It deletes each object as a DELETE does, first on the watch cache's copy.
-			j.prior.staleUnknown = r.state.recentWrite(t.gvr.GroupResource(), t.namespace, ev.Received())
+			j.prior.StaleUnknown = r.state.RecentWrite(t.gvr.GroupResource(), t.namespace, ev.Received())
 		}
 	}
 	// An unknown namespace is a miss only when a matched policy selects or reads it.
-	j.view = r.state.view(ep.scope.readNamespaces(policies))
-	j.view.unknown = unknownParams
-	j.lag.typedWrites, j.lag.typedLost = r.state.recentTyped(ev.Received())
+	j.view = r.state.View(ep.scope.readNamespaces(policies))
+	j.view.Unknown = unknownParams
+	j.lag.typedWrites, j.lag.typedLost = r.state.RecentTyped(ev.Received())
 	// What evaluations read of the params and namespaces, for the informers' lag, before the
 	// request (informerLag) and after it (reviseAhead).
-	j.view.track = true
+	j.view.Track = true
 	j.revise.completed, j.revise.recorded = auditlog.ParseTime(ev.StageTimestamp), rec
 	if t.op == admission.Update || t.op == admission.Delete || t.sub != "" {
 		// A deletecollection (no name) read the objects of its namespace.
-		j.revise.key = replacedKey{storageOf(t.gvr.GroupResource()), objectKey{t.namespace, t.name}}
+		j.revise.key = state.ReplacedKey{GR: state.StorageOf(t.gvr.GroupResource()), Obj: state.ObjectKey{Namespace: t.namespace, Name: t.name}}
 		r.running.track(j)
 	}
 	r.submit(j)
@@ -698,8 +726,8 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 	if completed.IsZero() {
 		completed = r.currentLogTime() // when it completed is not known: not long before the next
 	}
-	r.state.beginWrite(t.op == admission.Create && t.sub == "", completed, lineRef{d.file, d.num}.String())
-	defer r.state.endWrite()
+	r.state.BeginWrite(t.op == admission.Create && t.sub == "", completed, lineRef{d.file, d.num}.String())
+	defer r.state.EndWrite()
 	code := ev.Code()
 	if code >= 400 && t.op == admission.Delete && !isDryRun(ev) {
 		r.refusedPodDelete(d, ev, t)
@@ -739,13 +767,13 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 			name = w.resp.GetName() // the server generated it
 		}
 		// A deletecollection marks each object it leaves (below), and the resource.
-		defer r.state.markDone(gr, t.namespace, name, src, done)
+		defer r.state.MarkDone(gr, t.namespace, name, src, done)
 	}
 	sw := stateWrite{ev: ev, t: t, gr: gr, src: src, done: done, w: w}
 	dry := ev.Loss.Lost.Has(auditlog.LostDryRun) && t.name != "" && ev.Verb != "deletecollection"
-	var before prior
+	var before state.Prior
 	if dry {
-		before = r.state.prior(gr, t.namespace, t.name)
+		before = r.state.Prior(gr, t.namespace, t.name)
 	}
 	switch ev.Verb {
 	case "create", "update", "patch", "apply":
@@ -768,18 +796,18 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 // that answered with the same and another content was a dry run, and the object is as it was.
 // Otherwise the fields the write changed are not known, those it left as they were are; and
 // whether an object the State did not know, or one deleted, is there is not known.
-func (r *Replayer) mayBeDryRun(sw stateWrite, before prior) {
+func (r *Replayer) mayBeDryRun(sw stateWrite, before state.Prior) {
 	gr, t := sw.gr, sw.t
-	after := r.state.prior(gr, t.namespace, t.name)
+	after := r.state.Prior(gr, t.namespace, t.name)
 	why := sw.ev.Loss.Of(auditlog.LostDryRun) + ": whether the write at " + sw.src + " was a dry run, which stores nothing"
-	known := before.found && before.raw != nil && before.rv != 0
-	stored := after.found && after.raw != nil && after.rv != 0
+	known := before.Found && before.Raw != nil && before.RV != 0
+	stored := after.Found && after.Raw != nil && after.RV != 0
 	switch {
-	case known && stored && after.rv != before.rv && before.complete:
+	case known && stored && after.RV != before.RV && before.Complete:
 		return
-	case known && stored && after.rv == before.rv:
-		if u, err := auditlog.DecodeObject(before.raw); err == nil {
-			_ = r.state.putPartly(gr, u, before.unknowns, before.source+" (the write at "+sw.src+", answered with its resourceVersion, was a dry run)")
+	case known && stored && after.RV == before.RV:
+		if u, err := auditlog.DecodeObject(before.Raw); err == nil {
+			_ = r.state.PutPartly(gr, u, before.Unknowns, before.Source+" (the write at "+sw.src+", answered with its resourceVersion, was a dry run)")
 		}
 		return
 	case !known || !stored:
@@ -787,8 +815,8 @@ func (r *Replayer) mayBeDryRun(sw stateWrite, before prior) {
 		r.state.Forget(gr, t.mainKind, t.namespace, t.name, why)
 		return
 	}
-	bu, err1 := auditlog.DecodeObject(before.raw)
-	au, err2 := auditlog.DecodeObject(after.raw)
+	bu, err1 := auditlog.DecodeObject(before.Raw)
+	au, err2 := auditlog.DecodeObject(after.Raw)
 	if err1 != nil || err2 != nil {
 		r.state.Forget(gr, t.mainKind, t.namespace, t.name, why)
 		return
@@ -797,8 +825,8 @@ func (r *Replayer) mayBeDryRun(sw stateWrite, before prior) {
 	if len(diffs) == 0 {
 		return
 	}
-	unknowns := append(append(slices.Clip(after.unknowns), before.unknowns...), diffs...)
-	_ = r.state.putPartly(gr, au, unknowns, after.source+" (or, a dry run, as it was)")
+	unknowns := append(append(slices.Clip(after.Unknowns), before.Unknowns...), diffs...)
+	_ = r.state.PutPartly(gr, au, unknowns, after.Source+" (or, a dry run, as it was)")
 }
 
 // stateWrite is a successful write applyWrite applies to the State: the request, logged at
@@ -815,7 +843,7 @@ type stateWrite struct {
 // put stores an object the write left, from the written JSON when it is the response's.
 func (r *Replayer) put(sw stateWrite, u *unstructured.Unstructured, source string) {
 	if sw.w.raw != nil && u == sw.w.resp {
-		_ = r.state.putRaw(sw.gr, u, sw.w.raw, sw.w.typed, source)
+		_ = r.state.PutRaw(sw.gr, u, sw.w.raw, sw.w.typed, source)
 		return
 	}
 	_ = r.state.Put(sw.gr, u, source)
@@ -875,6 +903,40 @@ func (r *Replayer) applyDelete(ctx context.Context, sw stateWrite) {
 	}
 }
 
+// listedBy is what the deletecollection ev of gr in namespace deleted of the objects the State
+// knows, decoded: those its label selector selects, as the store's list read them when the
+// request was received. An object the State does not know stays so. why says why it is not
+// known: a field selector, which only the resource's own attributes answer, list options that
+// page or pin the list, a level that does not log its delete options, a selector that does
+// not parse, a request received at a time the log does not say, or what the State does not
+// know (clusterState.selected).
+func (r *Replayer) listedBy(gr schema.GroupResource, namespace string, ev *Event) (items []any, unknowns map[state.ObjectKey][]vapccel.Unknown, why string) {
+	q := ev.Query()
+	switch {
+	case exportListUnknown(ev) != "":
+		return nil, nil, exportListUnknown(ev) // exportloss.go
+	case q.Get("fieldSelector") != "":
+		return nil, nil, "a field selector"
+	case q.Get("limit") != "" || q.Get("continue") != "" || q.Get("resourceVersion") != "":
+		return nil, nil, "list options that page or pin the list"
+	case !r.state.Keeps(gr):
+		return nil, nil, "the replay does not keep " + state.StorageOf(gr).String()
+	case ev.Level != auditlog.LevelRequest && ev.Level != auditlog.LevelRequestResponse:
+		// Its DeleteOptions (a grace period, a propagation policy's finalizers, preconditions)
+		// decide what each deletion leaves.
+		return nil, nil, "its delete options, which level " + orNone(ev.Level) + " does not log"
+	}
+	received := ev.Received()
+	if received.IsZero() {
+		return nil, nil, "when it was received, which the log does not say"
+	}
+	sel, err := labels.Parse(q.Get("labelSelector"))
+	if err != nil {
+		return nil, nil, "the label selector: " + err.Error()
+	}
+	return r.state.Selected(gr, namespace, received, sel)
+}
+
 // applyDeleteCollection applies a deletecollection to each object it listed: gone, or left
 // marked deleted.
 func (r *Replayer) applyDeleteCollection(sw stateWrite) {
@@ -883,12 +945,12 @@ func (r *Replayer) applyDeleteCollection(sw stateWrite) {
 	if resp != nil {
 		items, _ = resp.Object["items"].([]any)
 	}
-	itemUnknowns := map[objectKey][]vapccel.Unknown{}
+	itemUnknowns := map[state.ObjectKey][]vapccel.Unknown{}
 	if items == nil {
 		// The log does not hold what it deleted: what the State holds of the namespace,
 		// by the request's selector, when that is all it listed.
 		var why string
-		items, itemUnknowns, why = r.state.listedBy(gr, t.namespace, ev)
+		items, itemUnknowns, why = r.listedBy(gr, t.namespace, ev)
 		if why != "" {
 			r.state.ForgetAll(gr, t.namespace, "deletecollection at "+src+" without a recorded result: "+why)
 			return
@@ -911,7 +973,7 @@ func (r *Replayer) applyDeleteCollection(sw stateWrite) {
 		case err != nil:
 			r.state.Forget(gr, t.mainKind, u.GetNamespace(), u.GetName(), "deleted by the deletecollection at "+src+": what it left is not known: "+err.Error())
 		case left.Remains:
-			r.leftMarked(sw, u, left, itemUnknowns[objectKey{u.GetNamespace(), u.GetName()}])
+			r.leftMarked(sw, u, left, itemUnknowns[state.ObjectKey{Namespace: u.GetNamespace(), Name: u.GetName()}])
 		default:
 			r.state.Delete(gr, t.mainKind, u.GetNamespace(), u.GetName())
 		}
@@ -934,9 +996,9 @@ func (r *Replayer) leftMarked(sw stateWrite, u *unstructured.Unstructured, left 
 		unknowns = append(unknowns, vapccel.Unknown{Path: objectPath("metadata", "deletionTimestamp"), ValueOnly: true, Why: why},
 			vapccel.Unknown{Path: objectPath("metadata", "deletionGracePeriodSeconds"), ValueOnly: true, Why: why})
 	}
-	_ = r.state.putPartly(sw.gr, u, unknowns, sw.src+" (deletion pending)")
+	_ = r.state.PutPartly(sw.gr, u, unknowns, sw.src+" (deletion pending)")
 	if !sw.done.IsZero() {
-		r.state.markDone(sw.gr, u.GetNamespace(), u.GetName(), sw.src, sw.done)
+		r.state.MarkDone(sw.gr, u.GetNamespace(), u.GetName(), sw.src, sw.done)
 	}
 }
 
@@ -978,7 +1040,7 @@ type written struct {
 	resp   *unstructured.Unstructured
 	isMain bool   // resp is an object of the resource's own kind
 	raw    []byte // the JSON of resp when isMain, for State.putRaw; resp may hold only a part of it
-	typed  *preparedTyped
+	typed  *state.PreparedTyped
 	gen    int // the epoch it was prepared in
 }
 
@@ -1008,8 +1070,8 @@ func (r *Replayer) refusedPodDelete(d decoded, ev *Event, t target) {
 	src := lineRef{d.file, d.num}.String()
 	why := "the DELETE at " + src + ", which admission refused, after or before the store marked the pod deleted: the log does not say which"
 	var unmarked []byte // the version it has unless marked, when the State knows it in full
-	if p := r.state.prior(gr, t.namespace, t.name); len(p.unknowns) == 0 {
-		unmarked = p.raw
+	if p := r.state.Prior(gr, t.namespace, t.name); len(p.Unknowns) == 0 {
+		unmarked = p.Raw
 	}
 	zero := int64(0)
 	u.SetDeletionTimestamp(markedAt(ev))
@@ -1020,8 +1082,8 @@ func (r *Replayer) refusedPodDelete(d decoded, ev *Event, t target) {
 		{Path: objectPath("metadata", "resourceVersion"), ValueOnly: true, Why: why},
 		{Path: objectPath("metadata", "generation"), ValueOnly: true, Why: why},
 	}
-	_ = r.state.putPartly(gr, u, unknowns, src+" (refused DELETE: maybe marked deleted)")
-	r.state.markedMaybe(gr, t.namespace, t.name, unmarked)
+	_ = r.state.PutPartly(gr, u, unknowns, src+" (refused DELETE: maybe marked deleted)")
+	r.state.MarkedMaybe(gr, t.namespace, t.name, unmarked)
 }
 
 // writtenVersion is the resourceVersion of the object a successful write stored, as its
@@ -1039,7 +1101,7 @@ func writtenVersion(d decoded, ev *Event, t target) uint64 {
 	if resp == nil || resp.GetName() != t.name || resp.GetNamespace() != t.namespace {
 		return 0
 	}
-	return resourceVersion(resp.GetResourceVersion())
+	return state.ResourceVersion(resp.GetResourceVersion())
 }
 
 // writtenObject decodes the response object of a write and gives it the resource's kind when
@@ -1051,7 +1113,7 @@ func writtenObject(ev *Event, t target) *written {
 			return &written{resp: h, isMain: true, raw: ev.ResponseObject}
 		}
 	}
-	resp := decodeObject(ev.ResponseObject)
+	resp := auditlog.DecodeAnyObject(ev.ResponseObject)
 	kindSet := false
 	if resp != nil && resp.GetKind() == "" && resp.GetAPIVersion() == "" && sameKind(resp, t.mainKind) && ev.Verb != "deletecollection" {
 		resp.SetGroupVersionKind(t.mainKind)
@@ -1093,8 +1155,8 @@ func (r *Replayer) prepareWrite(ev *Event) *written {
 	}
 	w := writtenObject(ev, t)
 	w.gen = ep.gen
-	if w.raw != nil && (gr == namespacesGR || ep.scope.params[gr] || ep.scope.pluginInputs[gr]) {
-		w.typed = r.state.prepareTyped(w.resp, w.raw)
+	if w.raw != nil && (gr == state.NamespacesGR || ep.scope.params[gr] || ep.scope.pluginInputs[gr]) {
+		w.typed = r.state.PrepareTyped(w.resp, w.raw)
 	}
 	return w
 }

@@ -65,6 +65,12 @@ func writeRead(p *printer, s *Read) {
 	if s.Duplicates > 0 {
 		p.f("  duplicates:          %d (events read again, the same as ones read before: not replayed again)\n", s.Duplicates)
 	}
+	if n := total(s.ExportSkipped); n > 0 {
+		p.f("  export records skipped: %d (not events of the cluster's kube-apiservers, or read already)\n", n)
+		for _, k := range sortedKeys(s.ExportSkipped) {
+			p.f("    %-60s %d\n", k, s.ExportSkipped[k])
+		}
+	}
 	p.f("  malformed lines:     %d\n", s.MalformedCount)
 }
 

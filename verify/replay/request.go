@@ -19,6 +19,7 @@ import (
 	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
 // target is what a final event is about, before any object is decoded.
@@ -121,7 +122,7 @@ func (f *serverFacts) learnAudiences(ev *Event) {
 	if ev.Code() < 200 || ev.Code() >= 300 || !hasBody(ev.RequestObject) || !hasBody(ev.ResponseObject) {
 		return
 	}
-	req, resp := decodeObject(ev.RequestObject), decodeObject(ev.ResponseObject)
+	req, resp := auditlog.DecodeAnyObject(ev.RequestObject), auditlog.DecodeAnyObject(ev.ResponseObject)
 	if req == nil || resp == nil || resp.GetKind() != "TokenRequest" {
 		return
 	}
@@ -136,7 +137,7 @@ func (f *serverFacts) learnAudiences(ev *Event) {
 // rebuild turns a final event into the admission request the ValidatingAdmissionPolicy plugin
 // saw, reading the prior state from the State; facts are what the log showed of the server
 // before it.
-func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior, facts serverFacts) rebuilt {
+func (r *Replayer) rebuild(ev *Event, t target, rec recording, p state.Prior, facts serverFacts) rebuilt {
 	q := ev.Query()
 	b := rebuilt{req: verify.Request{
 		Operation: t.op, Resource: t.gvr, SubResource: t.sub, Kind: t.reqKind,
@@ -159,11 +160,15 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording, p prior, facts se
 	switch t.op {
 	case admission.Delete:
 		b.deleteOptions(ev, t, q, old)
+		b.unknowns = append(b.unknowns, omittedManagedFields(t, &b, old)...)
 		return b
 	case admission.Create, admission.Update:
 		b.req.Options = writeOptions(q)
 	}
 	r.newObject(&b, ev, t, q, p, old, facts)
+	if !b.indeterminate.is() {
+		b.unknowns = append(b.unknowns, omittedManagedFields(t, &b, old)...)
+	}
 	return b
 }
 
@@ -201,12 +206,12 @@ func (b *rebuilt) notRebuilt(ev *Event, t target, q url.Values) bool {
 // object in the request's version, or the Scale derived from it, or for a request whose
 // decision may not depend on it, a stand-in holding its kind and name. It says whether the
 // request is left to rebuild.
-func (b *rebuilt) oldFromState(ev *Event, t target, p prior) (*unstructured.Unstructured, bool) {
+func (b *rebuilt) oldFromState(ev *Event, t target, p state.Prior) (*unstructured.Unstructured, bool) {
 	var old *unstructured.Unstructured
 	gr := t.gvr.GroupResource()
-	u, unknown := p.decode()
-	source, found := p.source, p.found
-	if found && unknown == "" && p.kept && len(p.unknowns) == 0 && u.GroupVersionKind() != t.mainKind {
+	u, unknown := p.Decode()
+	source, found := p.Source, p.Found
+	if found && unknown == "" && p.Kept && len(p.Unknowns) == 0 && u.GroupVersionKind() != t.mainKind {
 		// The server holds its objects in its internal version and converts the stored
 		// one to the request's, as the replay does here.
 		if conv := convertStored(u, t.mainKind); conv != nil {
@@ -215,18 +220,18 @@ func (b *rebuilt) oldFromState(ev *Event, t target, p prior) (*unstructured.Unst
 		}
 	}
 	switch {
-	case !p.kept:
+	case !p.Kept:
 		b.indeterminate = because(ReasonOldObjectUnknown, gr.String()+" is not kept")
 	case unknown != "":
-		b.indeterminate = because(ReasonOldObjectUnknown, fmt.Sprintf("%s %s: %s", gr, joinKey(t.namespace, t.name), shortReason(unknown)))
+		b.indeterminate = because(ReasonOldObjectUnknown, fmt.Sprintf("%s %s: %s", gr, state.JoinKey(t.namespace, t.name), state.ShortReason(unknown)))
 	case !found:
-		b.indeterminate = because(ReasonOldObjectUnknown, fmt.Sprintf("%s %s is not in the snapshot or earlier in the log", gr, joinKey(t.namespace, t.name)))
+		b.indeterminate = because(ReasonOldObjectUnknown, fmt.Sprintf("%s %s is not in the snapshot or earlier in the log", gr, state.JoinKey(t.namespace, t.name)))
 	case u.GroupVersionKind() != t.mainKind:
-		b.indeterminate = because(ReasonOldObjectVersion, fmt.Sprintf("%s %s is stored as %s and does not convert to %s", gr, joinKey(t.namespace, t.name), u.GroupVersionKind(), t.mainKind))
+		b.indeterminate = because(ReasonOldObjectVersion, fmt.Sprintf("%s %s is stored as %s and does not convert to %s", gr, state.JoinKey(t.namespace, t.name), u.GroupVersionKind(), t.mainKind))
 	case derivesScale(t):
 		scale, err := scaleFrom(gr, u)
 		if err != nil {
-			b.indeterminate = because(ReasonSubresourceKind, fmt.Sprintf("the Scale of %s %s: %v", gr, joinKey(t.namespace, t.name), err))
+			b.indeterminate = because(ReasonSubresourceKind, fmt.Sprintf("the Scale of %s %s: %v", gr, state.JoinKey(t.namespace, t.name), err))
 			break
 		}
 		old = scale
@@ -272,8 +277,8 @@ func (b *rebuilt) deleteOptions(ev *Event, t target, q url.Values, old *unstruct
 
 // newObject gives a CREATE or UPDATE its object: the response's of a successful request, the
 // patch applied to the old object, or the request's body as the server gives it to admission.
-func (r *Replayer) newObject(b *rebuilt, ev *Event, t target, q url.Values, p prior, old *unstructured.Unstructured, facts serverFacts) {
-	resp := decodeObject(ev.ResponseObject)
+func (r *Replayer) newObject(b *rebuilt, ev *Event, t target, q url.Values, p state.Prior, old *unstructured.Unstructured, facts serverFacts) {
+	resp := auditlog.DecodeAnyObject(ev.ResponseObject)
 	if ev.Code() >= 200 && ev.Code() < 300 && resp != nil && sameKind(resp, t.reqKind) {
 		obj := withKind(resp, t.reqKind)
 		if t.op == admission.Create {
@@ -292,7 +297,7 @@ func (r *Replayer) newObject(b *rebuilt, ev *Event, t target, q url.Values, p pr
 		r.patched(b, ev, t, q, old)
 		return
 	}
-	body := decodeObject(ev.RequestObject)
+	body := auditlog.DecodeAnyObject(ev.RequestObject)
 	if body == nil {
 		b.indeterminate = because(ReasonNoObject, "the request object does not decode")
 		return
@@ -359,7 +364,7 @@ func (r *Replayer) patched(b *rebuilt, ev *Event, t target, q url.Values, old *u
 // admission: the service account's name and namespace, and the server's --api-audiences when
 // it asks for none (see tokenRequestMeta for the rest). It says whether the request is left to
 // rebuild.
-func (b *rebuilt) tokenRequestDefaults(body *unstructured.Unstructured, ev *Event, t target, p prior, facts serverFacts) bool {
+func (b *rebuilt) tokenRequestDefaults(body *unstructured.Unstructured, ev *Event, t target, p state.Prior, facts serverFacts) bool {
 	if body.GetName() == "" {
 		body.SetName(t.name)
 	}
@@ -387,10 +392,10 @@ func (b *rebuilt) tokenRequestDefaults(body *unstructured.Unstructured, ev *Even
 // asks for none, the server's clock as its creationTimestamp, and no status. sa is the
 // service account as the State holds it; unknowns are what the replay does not know of those,
 // and refused says why the server refused the request before admission.
-func tokenRequestMeta(body *unstructured.Unstructured, ev *Event, sa prior) (unknowns []vapccel.Unknown, refused string) {
+func tokenRequestMeta(body *unstructured.Unstructured, ev *Event, sa state.Prior) (unknowns []vapccel.Unknown, refused string) {
 	unstructured.RemoveNestedField(body.Object, "status")
 	var uid string
-	if u, unknown := sa.decode(); sa.found && unknown == "" && u != nil && !slices.ContainsFunc(sa.unknowns, func(un vapccel.Unknown) bool { return fieldUnder(un.Path.Steps, "metadata", "uid") }) {
+	if u, unknown := sa.Decode(); sa.Found && unknown == "" && u != nil && !slices.ContainsFunc(sa.Unknowns, func(un vapccel.Unknown) bool { return state.FieldUnder(un.Path.Steps, "metadata", "uid") }) {
 		uid = string(u.GetUID())
 	}
 	if asked := string(body.GetUID()); asked != "" && uid != "" && asked != uid {
@@ -444,24 +449,7 @@ func describe(gvr schema.GroupVersionResource, sub string) string {
 	return s
 }
 
-// decodeObject decodes a raw object of an event; nil when there is none or it does not decode.
-func decodeObject(raw json.RawMessage) *unstructured.Unstructured {
-	if len(raw) == 0 || raw[0] != '{' {
-		return nil
-	}
-	u, err := auditlog.DecodeObject(raw)
-	if err != nil {
-		// UnmarshalJSON refuses objects without kind: decode the map directly.
-		var m map[string]any
-		if json.Unmarshal(raw, &m) != nil {
-			return nil
-		}
-		u = &unstructured.Unstructured{Object: m}
-	}
-	return u
-}
-
-// decodeKind decodes the apiVersion and kind of an object's JSON as decodeObject does, without
+// decodeKind decodes the apiVersion and kind of an object's JSON as auditlog.DecodeAnyObject does, without
 // decoding the rest (sameKind reads no more).
 func decodeKind(raw json.RawMessage) *unstructured.Unstructured {
 	if len(raw) == 0 || raw[0] != '{' {
@@ -470,7 +458,7 @@ func decodeKind(raw json.RawMessage) *unstructured.Unstructured {
 	if u, err := auditlog.DecodeKind(raw); err == nil {
 		return u
 	}
-	return decodeObject(raw)
+	return auditlog.DecodeAnyObject(raw)
 }
 
 // sameKind says whether the object is of the group and kind (an object without apiVersion or
@@ -620,7 +608,7 @@ var (
 // the namespace's uid as precondition when they have none, and, for a namespace not being
 // deleted yet, runs admission without rest.BeforeDelete.
 func admissionDeleteOptions(gr schema.GroupResource, sub string, old, opts *unstructured.Unstructured) {
-	if gr == namespacesGR && sub == "" && old != nil {
+	if gr == state.NamespacesGR && sub == "" && old != nil {
 		pre, _ := opts.Object["preconditions"].(map[string]any)
 		if pre == nil {
 			pre = map[string]any{}
@@ -681,7 +669,7 @@ func propagateDryRun(eviction *unstructured.Unstructured, q url.Values) {
 // namespaceFinalizing says whether a DELETE is of a namespace already being deleted that still
 // has finalizers (spec.finalizers): the namespace REST returns it without admission.
 func namespaceFinalizing(gr schema.GroupResource, sub string, old *unstructured.Unstructured) bool {
-	if gr != namespacesGR || sub != "" || old == nil || old.GetDeletionTimestamp() == nil {
+	if gr != state.NamespacesGR || sub != "" || old == nil || old.GetDeletionTimestamp() == nil {
 		return false
 	}
 	f, _, _ := unstructured.NestedSlice(old.Object, "spec", "finalizers")

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
 func pod(labels map[string]any, containers ...any) *unstructured.Unstructured {
@@ -146,12 +147,23 @@ func TestClassify(t *testing.T) {
 		{"throttled", ev("create", "", 429, "TooManyRequests", "Too many requests", nil), out{"", "", SkipBeforeAdmission, false}},
 		{"timeout", ev("create", "", 504, "Timeout", "", nil), out{RecordedUnknown, "", "", false}},
 		{"panic", &Event{Stage: auditlog.StagePanic, ResponseStatus: &Status{Code: 500}}, out{RecordedUnknown, "", "", false}},
+		// A GKE entry's failure whose gRPC code leaves its HTTP code open (exporttest: the
+		// code google/rpc maps it to, and LostCode): not a refusal before admission.
+		{"code lost by the export", lostCode(ev("create", "", 400, "", `leases.coordination.k8s.io "l" is invalid: spec: bad`, nil)), out{RecordedUnknown, "", "", false}},
+		{"code lost by the export, a policy's denial", lostCode(ev("create", "", 400, "", `leases.coordination.k8s.io "l" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b' denied request: no`, nil)), out{RecordedDeny, "ValidatingAdmissionPolicy 'p' with binding 'b'", "", false}},
+		{"not found, the code lost", lostCode(ev("delete", "", 404, "", `pods "p" not found`, nil)), out{RecordedUnknown, "", "", false}},
 	} {
 		r := classify(tc.ev, false)
 		if diff := cmp.Diff(tc.want, out{r.outcome, r.by, r.skip, r.sure}); diff != "" {
 			t.Errorf("%s: classify mismatch (-want +got):\n%s", tc.name, diff)
 		}
 	}
+}
+
+// lostCode is ev as an export that does not carry its HTTP code gives it.
+func lostCode(ev *Event) *Event {
+	ev.Loss = auditlog.Loss{Export: "GKE Cloud Logging", Lost: auditlog.LostCode}
+	return ev
 }
 
 // TestConnect rebuilds the options of a CONNECT from the request URI.
@@ -167,7 +179,7 @@ func TestConnect(t *testing.T) {
 	if skip != "" || tg.op != "CONNECT" {
 		t.Fatalf("resolve = %v %q, want CONNECT", tg.op, skip)
 	}
-	b := r.rebuild(ev, tg, classify(ev, true), prior{}, serverFacts{})
+	b := r.rebuild(ev, tg, classify(ev, true), state.Prior{}, serverFacts{})
 	want := map[string]any{"apiVersion": "v1", "kind": "PodExecOptions", "command": []any{"sh", "-c", "id"}, "container": "c", "stdin": true, "stdout": true, "tty": true}
 	if b.indeterminate.is() {
 		t.Fatalf("indeterminate: %s", b.indeterminate)

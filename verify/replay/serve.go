@@ -25,6 +25,7 @@ import (
 	"github.com/vapc-dev/vapc/verify/internal/apiserver"
 	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
 // A request of a built-in resource whose admission object the log does not hold (a refused
@@ -104,7 +105,7 @@ func serveRequest(ev *Event, t target) (apiserver.Request, bool) {
 
 // serve sends the request through the pipeline once per content type it may have had, with
 // the worker's admission plugins reading the View, deciding each admission with eval.
-func (r *Replayer) serve(ctx context.Context, ev *Event, t target, policies []string, objects apiserver.Objects, eval Evaluator, plugins *apiserver.Plugins, view *stateView, passed bool, mut *mutators) ([]served, error) {
+func (r *Replayer) serve(ctx context.Context, ev *Event, t target, policies []string, objects apiserver.Objects, eval Evaluator, plugins *apiserver.Plugins, view *state.StateView, passed bool, mut *mutators) ([]served, error) {
 	srv, err := pipelineServer()
 	if err != nil {
 		return nil, err
@@ -180,7 +181,7 @@ func (r *Replayer) serve(ctx context.Context, ev *Event, t target, policies []st
 type jobObjects struct {
 	gr              schema.GroupResource
 	namespace, name string
-	prior           prior
+	prior           state.Prior
 	// absent says the object does not exist for sure (its resource is complete in the State).
 	absent bool
 	// standIn, when set, is the JSON the object is read as when the State does not know it.
@@ -197,8 +198,8 @@ type jobObjects struct {
 }
 
 func (o *jobObjects) Get(gr schema.GroupResource, namespace, name string) ([]byte, bool, error) {
-	if !sameStorage(gr, o.gr) || namespace != o.namespace || name != o.name {
-		if sameStorage(gr, o.gr) && o.list != nil {
+	if !state.SameStorage(gr, o.gr) || namespace != o.namespace || name != o.name {
+		if state.SameStorage(gr, o.gr) && o.list != nil {
 			for _, raw := range o.list {
 				if h, err := auditlog.DecodeHeader(raw); err == nil && h.GetNamespace() == namespace && h.GetName() == name {
 					return raw, true, nil
@@ -208,28 +209,28 @@ func (o *jobObjects) Get(gr schema.GroupResource, namespace, name string) ([]byt
 		return nil, false, fmt.Errorf("the replay does not read it for this request")
 	}
 	switch {
-	case o.prior.found && o.prior.raw != nil && (o.version != "" || o.uid != "" || o.body != nil):
-		raw := o.prior.raw
+	case o.prior.Found && o.prior.Raw != nil && (o.version != "" || o.uid != "" || o.body != nil):
+		raw := o.prior.Raw
 		if o.body != nil {
-			raw = overlayUnknown(raw, o.body, o.prior.unknowns)
+			raw = overlayUnknown(raw, o.body, o.prior.Unknowns)
 		}
 		return withMeta(raw, o.version, o.uid), true, nil
-	case o.prior.found && o.prior.raw != nil:
-		return o.prior.raw, true, nil
+	case o.prior.Found && o.prior.Raw != nil:
+		return o.prior.Raw, true, nil
 	case o.standIn != nil:
 		return o.standIn, true, nil
-	case o.prior.found:
-		return nil, false, errors.New(shortReason(o.prior.unknown))
+	case o.prior.Found:
+		return nil, false, errors.New(state.ShortReason(o.prior.Unknown))
 	case o.absent:
 		return nil, false, nil
-	case !o.prior.kept:
+	case !o.prior.Kept:
 		return nil, false, errors.New("the replay does not keep " + gr.String())
 	}
 	return nil, false, errors.New("not in the snapshot or earlier in the log")
 }
 
 func (o *jobObjects) List(gr schema.GroupResource, namespace string) ([][]byte, error) {
-	if !sameStorage(gr, o.gr) || o.listUnknown != "" || (o.list == nil && namespace != o.namespace) {
+	if !state.SameStorage(gr, o.gr) || o.listUnknown != "" || (o.list == nil && namespace != o.namespace) {
 		why := o.listUnknown
 		if why == "" {
 			why = "the replay does not list them for this request"
@@ -319,8 +320,8 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 	}
 	s := first.s
 	unknowns := passUnknowns{listed: j.listed.listUnknowns, old: oldUnknown}
-	if len(j.prior.unknowns) > 0 && (t.op == admission.Update || t.op == admission.Delete) {
-		unknowns.prior = rooted(knownFrom(j.prior.unknowns, objs.version, objs.uid), t.op == admission.Update)
+	if len(j.prior.Unknowns) > 0 && (t.op == admission.Update || t.op == admission.Delete) {
+		unknowns.prior = rooted(knownFrom(j.prior.Unknowns, objs.version, objs.uid), t.op == admission.Update)
 	}
 	// What the export the event was read from lost of the request (exportloss.go): unknown
 	// to each admission of every pass, and to the mutating policies.
@@ -356,7 +357,7 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 	}
 	d := servedDecider{r: r, ctx: ctx, w: w, j: j, objs: objs, first: &first.s, unknowns: unknowns}
 	r.conclude(w, j, out, undecided{}, d.decide, notes...)
-	decideOn := func(p prior) (*verify.Decision, error) { return r.decideServedOn(ctx, w, j, p) }
+	decideOn := func(p state.Prior) (*verify.Decision, error) { return r.decideServedOn(ctx, w, j, p) }
 	r.firstAttempt(j, out, j.result.dec, decideOn)
 	r.raced(j, out, decideOn)
 	if mutationUnknown == "" && s.mutation != nil && out.Decision != DecisionIndeterminate {
@@ -380,29 +381,29 @@ func servedObjects(j *job) (*jobObjects, undecided) {
 	ev, t := j.ev, j.t
 	gr := t.gvr.GroupResource()
 	objs := &jobObjects{gr: gr, namespace: t.namespace, name: t.name, prior: j.prior,
-		absent: !j.prior.found && j.prior.complete, list: j.listed.list, listUnknown: j.listed.listUnknown}
+		absent: !j.prior.Found && j.prior.Complete, list: j.listed.list, listUnknown: j.listed.listUnknown}
 	if j.rec.vapRan || j.rec.byWebhook {
 		// The log shows the request got past the storage's check of the resourceVersion and
 		// uid it asked for: they are those stored, where the replay does not know them.
-		objs.version, objs.uid = fromRequest(ev, j.prior.unknowns)
-		objs.body = updateBody(ev, j.prior.unknowns)
+		objs.version, objs.uid = fromRequest(ev, j.prior.Unknowns)
+		objs.body = updateBody(ev, j.prior.Unknowns)
 	}
 	if objs.absent && (t.op == admission.Update || t.op == admission.Delete) && ev.Code() >= 200 && ev.Code() < 300 {
 		// The server wrote an object the State holds to be absent: the State missed its
 		// creation (an audit policy that does not log it), and does not know it.
 		objs.absent = false
 	}
-	if t.op != admission.Delete || t.sub != "" || ev.Verb != "delete" || (j.prior.found && j.prior.raw != nil) || objs.absent {
+	if t.op != admission.Delete || t.sub != "" || ev.Verb != "delete" || (j.prior.Found && j.prior.Raw != nil) || objs.absent {
 		return objs, undecided{}
 	}
 	var oldUnknown undecided
 	switch {
-	case !j.prior.kept:
+	case !j.prior.Kept:
 		oldUnknown = because(ReasonOldObjectUnknown, gr.String()+" is not kept")
-	case j.prior.found:
-		oldUnknown = because(ReasonOldObjectUnknown, fmt.Sprintf("%s %s: %s", gr, joinKey(t.namespace, t.name), shortReason(j.prior.unknown)))
+	case j.prior.Found:
+		oldUnknown = because(ReasonOldObjectUnknown, fmt.Sprintf("%s %s: %s", gr, state.JoinKey(t.namespace, t.name), state.ShortReason(j.prior.Unknown)))
 	default:
-		oldUnknown = because(ReasonOldObjectUnknown, fmt.Sprintf("%s %s is not in the snapshot or earlier in the log", gr, joinKey(t.namespace, t.name)))
+		oldUnknown = because(ReasonOldObjectUnknown, fmt.Sprintf("%s %s is not in the snapshot or earlier in the log", gr, state.JoinKey(t.namespace, t.name)))
 	}
 	objs.standIn = standInJSON(t, ev.RequestObject)
 	return objs, oldUnknown
@@ -414,7 +415,7 @@ func servedObjects(j *job) (*jobObjects, undecided) {
 // the old object (old), all of it and the delete options derived from it.
 type passUnknowns struct {
 	prior  []vapccel.Unknown
-	listed map[objectKey][]vapccel.Unknown
+	listed map[state.ObjectKey][]vapccel.Unknown
 	old    undecided
 }
 
@@ -431,7 +432,7 @@ func (r *Replayer) withUnknowns(u passUnknowns, s *served, policies []string) (m
 		if len(u.listed) > 0 {
 			// A deletecollection's admissions are named by the oldObject only.
 			if m, err := meta.Accessor(c.attrs.GetOldObject()); err == nil {
-				c.unknowns = append(c.unknowns, rooted(u.listed[objectKey{m.GetNamespace(), m.GetName()}], false)...)
+				c.unknowns = append(c.unknowns, rooted(u.listed[state.ObjectKey{Namespace: m.GetNamespace(), Name: m.GetName()}], false)...)
 			}
 		}
 		if u.old.is() {
@@ -471,10 +472,10 @@ func notAdmitted(j *job, out *Record, s served) {
 	ev, t, gr := j.ev, j.t, j.t.gvr.GroupResource()
 	code := ev.Code()
 	switch {
-	case s.unknown != nil && (!sameStorage(s.unknown.Resource, gr) || s.unknown.Namespace != t.namespace || s.unknown.Name != t.name):
+	case s.unknown != nil && (!state.SameStorage(s.unknown.Resource, gr) || s.unknown.Namespace != t.namespace || s.unknown.Name != t.name):
 		out.indeterminate(because(ReasonStateUnknown, "the server read "+s.unknown.Error()))
 	case s.unknown != nil:
-		out.indeterminate(because(ReasonOldObjectUnknown, fmt.Sprintf("%s %s: %v", gr, joinKey(t.namespace, t.name), s.unknown.Err)))
+		out.indeterminate(because(ReasonOldObjectUnknown, fmt.Sprintf("%s %s: %v", gr, state.JoinKey(t.namespace, t.name), s.unknown.Err)))
 	case s.pluginMisses != "" && code >= 200 && code < 300:
 		out.indeterminate(because(ReasonPluginInputUnknown, "an admission plugin read "+s.pluginMisses))
 	case code >= 200 && code < 300 && s.resp.Code < 300:
@@ -546,7 +547,7 @@ type servedDecider struct {
 	used bool
 }
 
-func (d *servedDecider) decide(eval Evaluator, view *stateView) (*verify.Decision, error) {
+func (d *servedDecider) decide(eval Evaluator, view *state.StateView) (*verify.Decision, error) {
 	ev := d.j.ev
 	if !d.used && eval == d.w.eval && view == d.j.view {
 		d.used = true
@@ -624,7 +625,7 @@ type servedOnce struct {
 // annotations the log records choose among its variants: only for the state the server
 // admitted the request on as far as the replay knows (another state, the informers' or the
 // watch cache's, is one the server may not have read, whose variants the log does not choose).
-func (r *Replayer) serveOnce(ctx context.Context, w evalWorker, j *job, objs *jobObjects, eval Evaluator, view *stateView, byAnnotations bool) (servedOnce, error) {
+func (r *Replayer) serveOnce(ctx context.Context, w evalWorker, j *job, objs *jobObjects, eval Evaluator, view *state.StateView, byAnnotations bool) (servedOnce, error) {
 	w.store.v = view
 	defer func() { w.store.v = nil }()
 	vs, err := r.serve(ctx, j.ev, j.t, j.policies, objs, eval, w.plugins, view, j.rec.vapRan || j.rec.byWebhook, j.mutators)
@@ -746,7 +747,7 @@ func standInJSON(t target, body []byte) []byte {
 }
 
 // pipelineSources say where the objects of a request sent through the pipeline came from.
-func pipelineSources(ev *Event, t target, p prior) (object, old string) {
+func pipelineSources(ev *Event, t target, p state.Prior) (object, old string) {
 	switch {
 	case t.op == admission.Connect:
 		object = SourcePipeline + " (the options of the request URI)"
@@ -755,8 +756,8 @@ func pipelineSources(ev *Event, t target, p prior) (object, old string) {
 	case t.op == admission.Create || t.op == admission.Update:
 		object = SourcePipeline + " (the request object)"
 	}
-	if (t.op == admission.Update || t.op == admission.Delete) && p.found && p.raw != nil {
-		old = SourceState + " (" + p.source + ")"
+	if (t.op == admission.Update || t.op == admission.Delete) && p.Found && p.Raw != nil {
+		old = SourceState + " (" + p.Source + ")"
 	}
 	return object, old
 }

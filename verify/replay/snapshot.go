@@ -195,7 +195,7 @@ func (r *Replayer) seed(u *unstructured.Unstructured, where string, seen map[str
 	}
 	seen[key] = seenObject{where: where, raw: raw}
 	r.state.MarkComplete(gr, "snapshot")
-	if err := r.state.putRaw(gr, u, raw, nil, "snapshot"); err != nil {
+	if err := r.state.PutRaw(gr, u, raw, nil, "snapshot"); err != nil {
 		return 0, fmt.Errorf("snapshot %s: %v", where, err)
 	}
 	return 1, nil

@@ -6,14 +6,15 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
 // stateDump is every entry of a State, for comparisons.
-func stateDump(s *clusterState) map[string]string {
+func stateDump(s *state.State) map[string]string {
 	out := map[string]string{}
-	for gr, m := range s.objects {
+	for gr, m := range s.Objects {
 		for k, e := range m {
-			out[gr.String()+"/"+k.namespace+"/"+k.name] = string(e.raw) + "|" + e.unknown + "|" + e.labels.String() + "|" + e.source
+			out[gr.String()+"/"+k.Namespace+"/"+k.Name] = string(e.Raw) + "|" + e.Unknown + "|" + e.Labels.String() + "|" + e.Source
 		}
 	}
 	return out

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
@@ -56,6 +58,11 @@ type Read struct {
 	// Unreadable are the logs that could not be read to their end, at the line where reading
 	// stopped: a truncated or corrupt gzip stream, a file that cannot be opened, a read error.
 	Unreadable []Malformed `json:"unreadable,omitempty"`
+	// ExportSkipped counts the records of an export that hold no audit event of the
+	// cluster's servers (another service's entry, another category of logs) or one read
+	// already (AKS's kube-audit-admin copy of a kube-audit event), by why: they are not
+	// lines of the log, and not replayed.
+	ExportSkipped map[string]int `json:"exportSkipped,omitempty"`
 	// Partial says the replay was interrupted before the end of its logs: the summary is of
 	// the lines read until then.
 	Partial bool `json:"partial,omitempty"`
@@ -67,7 +74,41 @@ type Read struct {
 	// Incomplete requests have intermediate stages but no final record (a watch still open
 	// when the log ends), by verb; their lines are among IntermediateStages.
 	Incomplete map[string]int `json:"incomplete,omitempty"`
+	// ClockJumps are the lines where a log's clock goes back more than a second: rotated
+	// logs, or the logs of several kube-apiservers, concatenated out of order. Each is a note
+	// too.
+	ClockJumps []ClockJump `json:"clockJumps,omitempty"`
 }
+
+// ClockJump is a line of a log whose event completed more than a second before one above it.
+type ClockJump struct {
+	File string `json:"file"`
+	Line int    `json:"line"`
+	// Latest is the latest completion above the line, At the line's.
+	Latest time.Time `json:"latest"`
+	At     time.Time `json:"at"`
+	// Parts says the log was read as its parts (the spans between the lines where its clock
+	// goes back) merged in the time order of their events; otherwise (standard input, a
+	// compressed log) the requests after the line were replayed in the log's order.
+	Parts bool `json:"parts"`
+}
+
+// clockJump accounts for a line where a log's clock goes back.
+func (s *Summary) clockJump(j ClockJump) {
+	s.ClockJumps = append(s.ClockJumps, j)
+	if len(s.ClockJumps) > maxClockNotes {
+		return
+	}
+	what := "its parts were read as one log, in the time order of their events"
+	if !j.Parts {
+		what = "the requests after it were replayed in the log's order, over the State the lines above left; give the parts as files of their own, which are read as one log in the time order of their events"
+	}
+	s.Notes = append(s.Notes, fmt.Sprintf("%s:%d: the log's clock goes back %s (from %s to %s; rotated logs concatenated out of order?): %s",
+		j.File, j.Line, j.Latest.Sub(j.At).Round(time.Millisecond), j.Latest.Format(time.RFC3339Nano), j.At.Format(time.RFC3339Nano), what))
+}
+
+// maxClockNotes is how many places where a log's clock goes back a replay notes.
+const maxClockNotes = 3
 
 // Decided counts what a replay decided of the requests it read.
 type Decided struct {
@@ -206,7 +247,9 @@ type Disagreement struct {
 func newSummary(sources []Source) *Summary {
 	s := &Summary{Read: Read{Incomplete: map[string]int{}}, Decided: Decided{Skipped: map[string]int{}, Indeterminate: map[Reason]int{}}}
 	for _, src := range sources {
-		s.Files = append(s.Files, src.Name)
+		if !slices.Contains(s.Files, src.Name) { // the parts of a log whose clock goes back are one file
+			s.Files = append(s.Files, src.Name)
+		}
 	}
 	return s
 }
@@ -232,6 +275,13 @@ func (s *Summary) lineError(file string, line int, err error) {
 	if len(s.Malformed) < MaxMalformed {
 		s.Malformed = append(s.Malformed, m)
 	}
+}
+
+func (s *Summary) exportSkipped(why string) {
+	if s.ExportSkipped == nil {
+		s.ExportSkipped = map[string]int{}
+	}
+	s.ExportSkipped[why]++
 }
 
 func (s *Summary) skip(reason Reason, note string) {

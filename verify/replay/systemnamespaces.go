@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	vapccel "github.com/vapc-dev/vapc/cel"
+	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
 // systemNamespaces are the namespaces kube-apiserver creates itself when it starts (its
@@ -25,16 +26,16 @@ const systemNamespaceSource = "one of kube-apiserver's system namespaces"
 // create, which the server makes as it starts); otherwise what the cluster changed of it is not
 // known.
 func (r *Replayer) learnSystemNamespace(ev *Event, t target, rec recording) {
-	if t.namespace == "" || !slices.Contains(systemNamespaces, t.namespace) || !r.state.Keeps(namespacesGR) {
+	if t.namespace == "" || !slices.Contains(systemNamespaces, t.namespace) || !r.state.Keeps(state.NamespacesGR) {
 		return
 	}
 	if code := ev.Code(); !(code >= 200 && code < 300) && rec.policy == "" {
 		return
 	}
-	if _, _, _, found := r.state.Lookup(namespacesGR, "", t.namespace); found {
+	if _, _, _, found := r.state.Lookup(state.NamespacesGR, "", t.namespace); found {
 		return
 	}
-	r.seedSystemNamespace(t.namespace, r.state.Complete(namespacesGR))
+	r.seedSystemNamespace(t.namespace, r.state.Complete(state.NamespacesGR))
 }
 
 // seedSystemNamespace puts the system namespace into the State as the namespace strategy creates
@@ -47,7 +48,7 @@ func (r *Replayer) seedSystemNamespace(name string, unchanged bool) {
 		"status":   map[string]any{"phase": "Active"},
 	}}
 	if unchanged {
-		_ = r.state.Put(namespacesGR, u, systemNamespaceSource+", created as the cluster began")
+		_ = r.state.Put(state.NamespacesGR, u, systemNamespaceSource+", created as the cluster began")
 		return
 	}
 	why := "the labels, annotations and metadata the cluster gave kube-apiserver's own namespace, which neither the snapshot nor the log shows"
@@ -55,5 +56,5 @@ func (r *Replayer) seedSystemNamespace(name string, unchanged bool) {
 	for _, f := range []string{"labels", "annotations", "uid", "resourceVersion", "creationTimestamp", "managedFields", "ownerReferences"} {
 		unknowns = append(unknowns, vapccel.Unknown{Path: objectPath("metadata", f), Why: why})
 	}
-	_ = r.state.putPartly(namespacesGR, u, unknowns, systemNamespaceSource)
+	_ = r.state.PutPartly(state.NamespacesGR, u, unknowns, systemNamespaceSource)
 }

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
@@ -85,7 +86,7 @@ func settle(ev *Event, t target, a admission.Attributes, body []byte) []vapccel.
 			m.SetManagedFields(mfs)
 		}
 	}
-	if old != nil && len(old.GetManagedFields()) == 0 && t.sub == "" {
+	if old != nil && len(old.GetManagedFields()) == 0 && t.reqKind == t.mainKind {
 		// The log's stored object has no managedFields (an audit policy with
 		// omitManagedFields): the field manager's result is not known, nor, for a
 		// server-side apply, what it removed.
@@ -242,5 +243,31 @@ func copiesOf(obj runtime.Object, gvk schema.GroupVersionKind, value, why string
 		}
 	}
 	walk(u.Object, nil)
+	return out
+}
+
+// omittedManagedFields are the managedFields of a rebuilt request's objects that the log does
+// not hold. kube-apiserver's field manager gives every object of a resource's own kind it
+// stores managedFields, and updates them before admission runs: an object the log or the
+// State holds without them (an audit policy with omitManagedFields; a snapshot from kubectl
+// get, which leaves them out) does not say what admission saw, and a request's body does not
+// hold what the field manager made of it. The kinds a subresource derives (a Scale) have none.
+func omittedManagedFields(t target, b *rebuilt, old *unstructured.Unstructured) []vapccel.Unknown {
+	if t.reqKind != t.mainKind || t.op == admission.Connect {
+		return nil
+	}
+	var out []vapccel.Unknown
+	if old != nil && b.oldUnknown.reason == "" && len(old.GetManagedFields()) == 0 {
+		out = append(out, vapccel.Unknown{Path: vapccel.FieldPath{Root: "oldObject", Steps: []string{"metadata", "managedFields"}},
+			Why: "the stored object's managedFields, which the log omits"})
+	}
+	obj := b.req.Object
+	switch {
+	case obj == nil || (t.op != admission.Create && t.op != admission.Update):
+	case b.objectSource == SourceResponse && len(obj.GetManagedFields()) == 0:
+		out = append(out, vapccel.Unknown{Path: objectPath("metadata", "managedFields"), Why: "the stored object's managedFields, which the log omits"})
+	case b.objectSource != SourceResponse:
+		out = append(out, vapccel.Unknown{Path: objectPath("metadata", "managedFields"), Why: "the managedFields the server's field manager made of the request's body, which the log does not hold"})
+	}
 	return out
 }

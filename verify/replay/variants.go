@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/vapc-dev/vapc/verify/internal/apiserver"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
 // patchVariants are the content types a PATCH body may have been sent as: a JSON array is a
@@ -192,7 +193,7 @@ func jobLabelVariants(body []byte, ev *Event) []sendVariant {
 	if err != nil {
 		return logged
 	}
-	if resp := decodeObject(ev.ResponseObject); resp != nil && ev.Code() >= 200 && ev.Code() < 300 && resp.GetKind() == "Job" {
+	if resp := auditlog.DecodeAnyObject(ev.ResponseObject); resp != nil && ev.Code() >= 200 && ev.Code() < 300 && resp.GetKind() == "Job" {
 		if _, defaulted := resp.GetLabels()["batch.kubernetes.io/controller-uid"]; defaulted {
 			return []sendVariant{{body: alt}}
 		}

@@ -196,7 +196,11 @@ func (g Gate) verdict(s *Summary) *Verdict {
 		fail(ReasonUnreadable, 1, "%s: the log is cut short or damaged: copy it again, or leave it out", u)
 	}
 	if events := s.IntermediateStages + s.Requests; events == 0 && !s.Partial {
-		fail(ReasonNoEvents, 0, "no audit events in %s (%d %s): nothing was replayed: give the files kube-apiserver's --audit-log-path writes", strings.Join(s.Files, ", "), s.Lines, plural(s.Lines, "line", "lines"))
+		skipped := ""
+		if n := total(s.ExportSkipped); n > 0 {
+			skipped = fmt.Sprintf(", and %d export %s none (%s)", n, plural(n, "record that holds", "records that hold"), strings.Join(sortedKeys(s.ExportSkipped), "; "))
+		}
+		fail(ReasonNoEvents, 0, "no audit events in %s (%d %s%s): nothing was replayed: give the files kube-apiserver's --audit-log-path writes, or the export of its audit log from EKS, AKS, GKE or the webhook backend (README: Where your audit log is)", strings.Join(s.Files, ", "), s.Lines, plural(s.Lines, "line", "lines"), skipped)
 	}
 	if n := s.MalformedCount - len(s.Unreadable); n > g.MaxMalformed {
 		first := ""

@@ -12,6 +12,7 @@ import (
 
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/replay/internal/decide"
+	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
 // firstAttempt follows what kube-apiserver's first attempt at an update or a delete published:
@@ -29,16 +30,16 @@ import (
 // others alternatives, unless the replay checks the log and the annotations the log records for
 // the policies it shows installed agree with one outcome only: the server's own record says
 // which.
-func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, decideOn func(p prior) (*verify.Decision, error)) {
+func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, decideOn func(p state.Prior) (*verify.Decision, error)) {
 	p := j.prior
-	if out.Decision == DecisionIndeterminate || live == nil || (len(p.stale) == 0 && p.staleUnknown == "") {
+	if out.Decision == DecisionIndeterminate || live == nil || (len(p.Stale) == 0 && p.StaleUnknown == "") {
 		return
 	}
 	// A request that asked for a resourceVersion gets past the store's check of it on that
 	// version only: on another, the attempt fails before admission and publishes nothing.
 	version, _ := requestMeta(j.ev)
-	asked := resourceVersion(version)
-	if asked != 0 && p.rv == asked {
+	asked := state.ResourceVersion(version)
+	if asked != 0 && p.RV == asked {
 		return // the live version: no older one, known or not, passes
 	}
 	// The outcomes the response and the audit event may show: the live attempt's alone, or
@@ -50,23 +51,23 @@ func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, deci
 	}
 	liveWarnings := warningSet(live.Warnings)
 	outcomes := []outcome{{annotations: live.AuditAnnotations, warnings: liveWarnings}}
-	why := p.staleUnknown
-	for _, sp := range p.stale {
+	why := p.StaleUnknown
+	for _, sp := range p.Stale {
 		if why != "" {
 			break
 		}
-		if asked != 0 && sp.rv != 0 && sp.rv != asked {
+		if asked != 0 && sp.RV != 0 && sp.RV != asked {
 			continue
 		}
 		dec, err := decideOn(sp)
 		switch {
 		case err != nil:
-			why = fmt.Sprintf("on %s: %v", sp.source, err)
+			why = fmt.Sprintf("on %s: %v", sp.Source, err)
 		case dec != nil:
 			o := outcome{
 				annotations: addAnnotations(addAnnotations(nil, dec.AuditAnnotations), live.AuditAnnotations),
 				warnings:    warningSet(append(slices.Clone(live.Warnings), dec.Warnings...)),
-				version:     sp.source,
+				version:     sp.Source,
 			}
 			if !maps.Equal(o.annotations, live.AuditAnnotations) || !slices.Equal(o.warnings, liveWarnings) {
 				outcomes = append(outcomes, o)
@@ -143,7 +144,7 @@ func warningSet(ws []string) []string {
 // would: through the request pipeline where it serves the resource, from the request's body
 // otherwise (the log's response is the live attempt's result). nil when the attempt would not
 // have reached validating admission.
-func (r *Replayer) decideOn(ctx context.Context, w evalWorker, j *job, p prior) (*verify.Decision, error) {
+func (r *Replayer) decideOn(ctx context.Context, w evalWorker, j *job, p state.Prior) (*verify.Decision, error) {
 	if srv, err := pipelineServer(); err == nil && srv.Serves(j.t.gvr, j.t.sub) && !j.t.reqKind.Empty() {
 		return r.decideServedOn(ctx, w, j, p)
 	}
@@ -164,7 +165,7 @@ func (r *Replayer) decideOn(ctx context.Context, w evalWorker, j *job, p prior) 
 	}
 	// What the live evaluation did not know of the request is not known on this version
 	// either, nor what the State does not know of this version.
-	unknowns := append(slices.Clip(j.revise.unknowns), rooted(p.unknowns, j.t.op == admission.Update)...)
+	unknowns := append(slices.Clip(j.revise.unknowns), rooted(p.Unknowns, j.t.op == admission.Update)...)
 	if why := r.dependsOnUnknown(j.policies, []admitted{{dec: dec, unknowns: unknowns}}); why.is() {
 		return nil, &indeterminateError{why}
 	}
@@ -173,18 +174,18 @@ func (r *Replayer) decideOn(ctx context.Context, w evalWorker, j *job, p prior) 
 
 // decideServedOn decides the job's request through the request pipeline on the stored version
 // p.
-func (r *Replayer) decideServedOn(ctx context.Context, w evalWorker, j *job, p prior) (*verify.Decision, error) {
+func (r *Replayer) decideServedOn(ctx context.Context, w evalWorker, j *job, p state.Prior) (*verify.Decision, error) {
 	o := &jobObjects{gr: j.t.gvr.GroupResource(), namespace: j.t.namespace, name: j.t.name, prior: p}
 	if j.rec.vapRan || j.rec.byWebhook {
-		o.version, o.uid = fromRequest(j.ev, p.unknowns)
-		o.body = updateBody(j.ev, p.unknowns)
+		o.version, o.uid = fromRequest(j.ev, p.Unknowns)
+		o.body = updateBody(j.ev, p.Unknowns)
 	}
 	once, err := r.serveOnce(ctx, w, j, o, w.eval, j.view, false)
 	if err != nil {
 		return nil, err
 	}
 	for i := range once.s.calls {
-		once.s.calls[i].unknowns = append(once.s.calls[i].unknowns, rooted(knownFrom(p.unknowns, o.version, o.uid), j.t.op == admission.Update)...)
+		once.s.calls[i].unknowns = append(once.s.calls[i].unknowns, rooted(knownFrom(p.Unknowns, o.version, o.uid), j.t.op == admission.Update)...)
 	}
 	if why := r.dependsOnUnknown(j.policies, once.s.calls); why.is() {
 		return nil, &indeterminateError{why}
@@ -201,16 +202,16 @@ func (r *Replayer) decideServedOn(ctx context.Context, w evalWorker, j *job, p p
 // the write that replaced it, and the request never reached admission), certain when the log's
 // annotations show admission ran. It says whether it decided the job.
 func (r *Replayer) conflictAfterFirstAttempt(ctx context.Context, w evalWorker, j *job, out *Record) bool {
-	if j.ev.Code() != http.StatusConflict || len(j.prior.stale) == 0 {
+	if j.ev.Code() != http.StatusConflict || len(j.prior.Stale) == 0 {
 		return false
 	}
 	version, _ := requestMeta(j.ev)
-	asked := resourceVersion(version)
+	asked := state.ResourceVersion(version)
 	if asked == 0 {
 		return false
 	}
-	for _, sp := range j.prior.stale {
-		if sp.rv != asked {
+	for _, sp := range j.prior.Stale {
+		if sp.RV != asked {
 			continue
 		}
 		dec, err := r.decideOn(ctx, w, j, sp)
@@ -220,8 +221,8 @@ func (r *Replayer) conflictAfterFirstAttempt(ctx context.Context, w evalWorker, 
 		}
 		out.fill(dec)
 		out.Recorded, out.RecordedNote, out.recordedByVAP = RecordedAdmit, "failed after validating admission: Conflict (the live object had changed since the watch cache's copy admission read)", false
-		out.OldObjectSource = sp.source
-		out.Notes = append(out.Notes, "decided on kube-apiserver's first attempt, on its watch cache's copy of "+sp.source+": the live object had changed, and the request failed with 409 Conflict after admission")
+		out.OldObjectSource = sp.Source
+		out.Notes = append(out.Notes, "decided on kube-apiserver's first attempt, on its watch cache's copy of "+sp.Source+": the live object had changed, and the request failed with 409 Conflict after admission")
 		if !r.ranAdmission(j) {
 			out.likely(Alternative{Decision: DecisionIndeterminate, Reason: SkipBeforeAdmission,
 				Detail: "the request failed its resourceVersion precondition before admission", If: "kube-apiserver's watch cache held the write that replaced the version the request asked for"})
@@ -258,30 +259,30 @@ func (r *Replayer) staleAttemptPossible(ev *Event, t target) bool {
 		return false
 	}
 	version, _ := requestMeta(ev)
-	asked := resourceVersion(version)
+	asked := state.ResourceVersion(version)
 	if asked == 0 {
 		return false
 	}
-	p := r.state.priorOf(t.gvr.GroupResource(), t.namespace, t.name, 0, ev.Received(), true)
-	return slices.ContainsFunc(p.stale, func(sp prior) bool { return sp.rv == asked })
+	p := r.state.PriorOf(t.gvr.GroupResource(), t.namespace, t.name, 0, ev.Received(), true)
+	return slices.ContainsFunc(p.Stale, func(sp state.Prior) bool { return sp.RV == asked })
 }
 
 // raced settles a request that a write to its object completed after it was received, and
 // before it completed (its prior's racedBy): the log's order, the version the write stored, is
 // likely; on the version before it (decideOn), the request is the alternative, or certain when
 // both decide alike, or when the log's verdicts are those of one of them.
-func (r *Replayer) raced(j *job, out *Record, decideOn func(p prior) (*verify.Decision, error)) {
+func (r *Replayer) raced(j *job, out *Record, decideOn func(p state.Prior) (*verify.Decision, error)) {
 	p := j.prior
-	if p.racedBy == "" || out.Decision == DecisionIndeterminate || j.result.dec == nil {
+	if p.RacedBy == "" || out.Decision == DecisionIndeterminate || j.result.dec == nil {
 		return
 	}
-	cond := p.racedBy + " had not yet been committed when this request read the object"
+	cond := p.RacedBy + " had not yet been committed when this request read the object"
 	alt := world{If: cond}
 	switch {
-	case p.racedFrom == nil:
+	case p.RacedFrom == nil:
 		alt.Undecided = &indeterminateError{because(ReasonOldObjectUnknown, "the version before that write is not known")}
 	default:
-		dec, err := decideOn(*p.racedFrom)
+		dec, err := decideOn(*p.RacedFrom)
 		switch {
 		case err != nil:
 			alt.Undecided = err
@@ -314,7 +315,7 @@ func (r *Replayer) raced(j *job, out *Record, decideOn func(p prior) (*verify.De
 		dec := res.Chosen.Outcome
 		checked := out.Disagreements != nil
 		out.refill(dec)
-		out.Notes = append(out.Notes, "decided on the version before "+p.racedBy+": the verdicts the log records are those of that version")
+		out.Notes = append(out.Notes, "decided on the version before "+p.RacedBy+": the verdicts the log records are those of that version")
 		if checked {
 			out.Disagreements = check(j.ev, j.rec, dec, j.evidenced)
 		}

@@ -266,3 +266,21 @@ func number(lit []byte) (any, bool) {
 	f, err := strconv.ParseFloat(str, 64)
 	return f, err == nil
 }
+
+// DecodeAnyObject decodes a raw object of an event, one without a kind too; nil when there is
+// none or it does not decode.
+func DecodeAnyObject(raw []byte) *unstructured.Unstructured {
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil
+	}
+	u, err := DecodeObject(raw)
+	if err != nil {
+		// UnmarshalJSON refuses objects without kind: decode the map directly.
+		var m map[string]any
+		if json.Unmarshal(raw, &m) != nil {
+			return nil
+		}
+		u = &unstructured.Unstructured{Object: m}
+	}
+	return u
+}

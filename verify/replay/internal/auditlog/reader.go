@@ -38,6 +38,10 @@ type Line struct {
 	// Loss is what the export the line was read from lost of its event (the zero Loss for
 	// a log backend's line): Decode's caller sets it on the Event.
 	Loss Loss
+	// Skip, when set, says the export's record holds no audit event of the cluster's
+	// servers, or one read already, and why ("another service's entry"): it is counted, not
+	// replayed, and Data is nil.
+	Skip string
 	// Duplicate says the line is an event the export handed over already, delivered again
 	// later than its reader puts events back in order (Data is nil): the replay counts it
 	// as a duplicate and does not replay it.

@@ -29,6 +29,9 @@ type Source struct {
 	// Read, when set, counts the bytes read of the source as it is stored (a gzip-compressed
 	// file's compressed bytes), for a progress line's share of the input read.
 	Read *atomic.Int64
+	// part, when set, is the span of the file to read: a part of a log whose clock goes back
+	// (Split).
+	part *part
 }
 
 // countingReader counts the bytes read through it.
@@ -67,6 +70,12 @@ func openSource(ctx context.Context, src Source, maxLine int) (next func() (audi
 			return failed(fmt.Errorf("cannot open: %v", err))
 		}
 		r = f
+		if src.part != nil {
+			if r, err = partReader(f, src.part); err != nil {
+				f.Close()
+				return failed(fmt.Errorf("cannot read: %v", err))
+			}
+		}
 	}
 	closeFile := func() {
 		if f != nil {
@@ -82,7 +91,11 @@ func openSource(ctx context.Context, src Source, maxLine int) (next func() (audi
 		closeFile()
 		return failed(err)
 	}
-	return lr.Next, func() {
+	next = lr.Next
+	if src.part != nil {
+		next = numbered(next, src.part)
+	}
+	return next, func() {
 		lr.Close()
 		closeFile()
 	}

@@ -28,8 +28,11 @@ import (
 // The container runtime splits a line longer than 16 KiB, and AKS sends each piece as a record
 // of its own (https://github.com/Azure/AKS/issues/4635): a piece is joined with those that
 // follow it from the same pod until the event is whole; one whose rest never comes is reported
-// where it begins. Records of other categories (kube-apiserver, guard, ...) among them are
-// not audit events: they are reported as such.
+// where it begins. Records of other categories (kube-apiserver, guard, cluster-autoscaler,
+// ...: klog lines), which a diagnostic setting sends to the same event hub or storage account,
+// are not audit events: they are counted and skipped (see otherCategory). A setting with both
+// kube-audit and kube-audit-admin sends every event but gets and lists twice, once in each,
+// identical: the second is counted and skipped (see copies).
 //
 // The events lose nothing but what AKS cut: Falco's k8saudit-aks plugin reads
 // records[].properties.log the same way
@@ -167,7 +170,7 @@ func azureRecordOf(raw []byte, line int, where string) record {
 		}
 		switch {
 		case category != "kube-audit" && category != "kube-audit-admin":
-			*r = record{line: line, err: recordError(where, "category", fmt.Errorf("%q is not kube-audit or kube-audit-admin: not an audit event", category))}
+			*r = otherCategory(line, category)
 		case !hasLog:
 			*r = record{line: line, err: recordError(where, "properties.log", errors.New("missing"))}
 		default:

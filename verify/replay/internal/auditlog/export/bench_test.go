@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vapc-dev/vapc/verify/replay/exporttest"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export"
-	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export/exporttest"
 )
 
 // cpuTime is the CPU time the process has used (its garbage collection included): on a

@@ -40,7 +40,9 @@ import (
 //     (https://docs.aws.amazon.com/firehose/latest/dev/basic-deliver.html): a stream of gzip
 //     members, of JSON objects one after the other.
 //
-// The events lose nothing: EKS's events are the log backend's.
+// The events lose nothing but what CloudWatch Logs cuts: a message longer than its event size
+// limit is cut and ends with "[Truncated...]" (falcosecurity/plugins#297): see
+// truncatedMessage.
 
 // logEvent is a CloudWatch log event: FilteredLogEvent's members and a subscription's.
 type logEvent struct {
@@ -85,6 +87,9 @@ func logEventOf(raw []byte, line int, where, field string) record {
 // logEventRecord is the record of a log event's JSON.
 func logEventRecord(raw []byte, line int, where, field string) record {
 	if msg, ok := memberString(raw, "message"); ok {
+		if cut, ok := truncatedMessage(msg, line, where, field); ok {
+			return cut
+		}
 		return eventRecord(msg, line, auditlog.Loss{})
 	}
 	var e logEvent
@@ -172,4 +177,26 @@ func readFirehose(in input, yield func(record) bool) {
 		}
 		return nil
 	})
+}
+
+// cloudWatchTruncated ends a message CloudWatch Logs cut at its event size limit.
+const cloudWatchTruncated = "[Truncated...]"
+
+// truncatedMessage is the record of a message CloudWatch Logs cut: the event is lost to the
+// export, and the record says so with its audit ID where the prefix holds it. It is an error
+// (a malformed line): the replay cannot tell what the request wrote, and so what the requests
+// after it read.
+func truncatedMessage(msg []byte, line int, where, field string) (record, bool) {
+	if !bytes.HasSuffix(bytes.TrimRight(msg, " \r\n"), []byte(cloudWatchTruncated)) {
+		return record{}, false
+	}
+	id := ""
+	if v, ok := memberString(msg, "auditID"); ok {
+		id = " of audit ID " + string(v)
+	} else if i := bytes.Index(msg, []byte(`"auditID":"`)); i >= 0 {
+		if j := bytes.IndexByte(msg[i+11:], '"'); j >= 0 {
+			id = " of audit ID " + string(msg[i+11:i+11+j])
+		}
+	}
+	return record{line: line, err: recordError(where, field+".message", fmt.Errorf("the event%s was cut by CloudWatch Logs at its event size limit (%d bytes kept, ending %q): lost by the export, not replayed", id, len(msg), cloudWatchTruncated))}, true
 }

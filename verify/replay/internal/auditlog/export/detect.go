@@ -28,8 +28,12 @@ func detect(head []byte) Format {
 	case c == '[':
 		// An array of records: gcloud's. Its first element's members say so.
 		k := keysOf(head, 2)
-		if k.has(2, "protoPayload", "insertId", "logName") {
+		switch {
+		case k.has(2, "protoPayload", "insertId", "logName"):
 			return GKE
+		case k.has(2, "message") && k.has(2, "logStreamName", "eventId", "ingestionTime"):
+			// aws logs filter-log-events --query events: the events array alone.
+			return CloudWatch
 		}
 		return Plain
 	case c != '{':
@@ -38,6 +42,9 @@ func detect(head []byte) Format {
 	k := keysOf(head, 3)
 	switch {
 	case k.value["kind"] == "Event" || k.has(1, "auditID") && k.has(1, "stage"):
+		if concatenated(head) {
+			return concatenatedEvents
+		}
 		return Plain
 	case k.value["kind"] == "EventList" || k.has(1, "items") && k.value["apiVersion"] == "audit.k8s.io/v1":
 		return Webhook

@@ -8,8 +8,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/vapc-dev/vapc/verify/replay/exporttest"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export"
-	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export/exporttest"
 )
 
 // TestWriteEvent holds the writer of GKE's events to encoding/json: for every entry GKE would

@@ -79,6 +79,8 @@ func (f Format) describe() string {
 		return "AKS diagnostic setting (Event Hubs)"
 	case GKE:
 		return "GKE Cloud Logging"
+	case concatenatedEvents:
+		return "audit events without delimiters (CloudWatch Logs subscription, Firehose message extraction)"
 	}
 	return string(f)
 }

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vapc-dev/vapc/verify/replay/exporttest"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export"
-	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export/exporttest"
 )
 
 // fuzzRead reads any bytes as the format: the reader never panics, and every line is an
@@ -62,7 +62,10 @@ func fuzzRead(f *testing.F, format export.Format) {
 			if l.Num < 1 {
 				t.Fatalf("line number %d", l.Num)
 			}
-			if !l.Duplicate && (l.Err == nil) == (l.Data == nil) {
+			if l.Skip != "" && (l.Err != nil || l.Data != nil) {
+				t.Fatalf("line %d: skipped (%s), with data %q and error %v", l.Num, l.Skip, l.Data, l.Err)
+			}
+			if l.Skip == "" && !l.Duplicate && (l.Err == nil) == (l.Data == nil) {
 				t.Fatalf("line %d: data %q and error %v", l.Num, l.Data, l.Err)
 			}
 			var re *auditlog.ReadError

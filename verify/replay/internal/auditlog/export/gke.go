@@ -121,10 +121,25 @@ type gkeEvent struct {
 	request, response payloadObject
 }
 
+// otherServiceEntry is an entry of another service than the Kubernetes API server: a sink
+// or a query of cloudaudit.googleapis.com without protoPayload.serviceName="k8s.io" holds the
+// project's other services' audit entries too (compute.googleapis.com, ...). It is counted and
+// skipped.
+type otherServiceEntry struct{ service string }
+
+func otherService(service string) error { return &otherServiceEntry{service} }
+
+func (e *otherServiceEntry) Error() string {
+	return fmt.Sprintf("a Cloud Audit Logs entry of %s, not of the Kubernetes API server (k8s.io)", e.service)
+}
+
 // gkeRecord maps one entry's JSON to the record of its event.
 func gkeRecord(raw []byte, line int, where string) record {
 	ev, at, lost, field, err := mapGKE(raw)
 	if err != nil {
+		if os, ok := err.(*otherServiceEntry); ok {
+			return record{line: line, skip: os.Error()}
+		}
 		return record{line: line, err: recordError(where, field, err)}
 	}
 	data := writeEvent(ev)
@@ -146,7 +161,7 @@ func mapGKE(raw []byte) (ev *gkeEvent, at time.Time, lost auditlog.Lost, field s
 	case p.Type != "" && p.Type != "type.googleapis.com/google.cloud.audit.AuditLog":
 		return nil, at, 0, "protoPayload.@type", fmt.Errorf("%q is not type.googleapis.com/google.cloud.audit.AuditLog", p.Type)
 	case p.ServiceName != "k8s.io":
-		return nil, at, 0, "protoPayload.serviceName", fmt.Errorf("%q is not k8s.io: not an audit event of the Kubernetes API server (filter the export with protoPayload.serviceName=\"k8s.io\")", p.ServiceName)
+		return nil, at, 0, "protoPayload.serviceName", otherService(p.ServiceName)
 	}
 	at, err = time.Parse(time.RFC3339Nano, e.Timestamp)
 	if err != nil {
@@ -195,38 +210,31 @@ func mapGKE(raw []byte) (ev *gkeEvent, at time.Time, lost auditlog.Lost, field s
 	return ev, at, lost, "", nil
 }
 
-var versionSegment = regexp.MustCompile(`^v[0-9]+((alpha|beta)[0-9]+)?$`)
-
 // mapResource reads the verb, the object reference and the request URI from an entry's
-// methodName and resourceName.
+// methodName and resourceName. The method is the API group's domain reversed (io.k8s. before
+// a built-in group: io.k8s.core, io.k8s.apps, io.k8s.authorization.rbac; a custom resource's
+// group alone: com.coreos.database.etcd for etcd.database.coreos.com), the version, the
+// resource, the subresource and the verb; the resource name begins with the group and the
+// version, which is how the method's parts are found (a custom resource's version may be any
+// name).
 func mapResource(method, name string) (verb string, ref *auditlog.ObjectRef, uri, field string, err error) {
-	if !strings.HasPrefix(method, "io.k8s.") {
-		return "", nil, "", "protoPayload.methodName", fmt.Errorf("%q is not a Kubernetes API method (io.k8s.GROUP.VERSION.RESOURCE.VERB)", method)
-	}
-	segs := strings.Split(strings.TrimPrefix(method, "io.k8s."), ".")
+	segs := strings.Split(method, ".")
 	verb = segs[len(segs)-1]
-	v := -1
-	for i := len(segs) - 3; i >= 0; i-- {
-		if versionSegment.MatchString(segs[i]) {
-			v = i
-			break
+	parts := strings.Split(name, "/")
+	v := methodVersion(segs, parts)
+	if v < 0 {
+		if path, ok := nonResourcePath(segs, name); ok {
+			return verb, nil, path, "", nil
 		}
-	}
-	if v < 0 || strings.HasPrefix(name, "/") {
-		// A request for no resource (a non-resource URL): its path, as the event's URI.
-		if name == "" || !strings.HasPrefix(name, "/") {
+		if len(parts) < 3 {
 			return "", nil, "", "protoPayload.methodName", fmt.Errorf("%q names no resource, and resourceName %q no path", method, name)
 		}
-		return verb, nil, name, "", nil
+		return "", nil, "", "protoPayload.resourceName", fmt.Errorf("%q is not GROUP/VERSION/...: its version %s is not in methodName %q", name, parts[1], method)
 	}
 	resource := segs[v+1]
 	sub := ""
 	if v+3 < len(segs) {
 		sub = strings.Join(segs[v+2:len(segs)-1], ".")
-	}
-	parts := strings.Split(name, "/")
-	if len(parts) < 3 || parts[1] != segs[v] {
-		return "", nil, "", "protoPayload.resourceName", fmt.Errorf("%q is not GROUP/%s/...: it does not match methodName %q", name, segs[v], method)
 	}
 	ref = &auditlog.ObjectRef{Resource: resource, APIVersion: parts[1], Subresource: sub}
 	if parts[0] != "core" {
@@ -235,6 +243,12 @@ func mapResource(method, name string) (verb string, ref *auditlog.ObjectRef, uri
 	rest := parts[2:]
 	if resource != "namespaces" && rest[0] == "namespaces" && len(rest) >= 3 {
 		ref.Namespace, rest = rest[1], rest[2:]
+	}
+	var proxied []string
+	if sub == "proxy" && len(rest) > 3 && rest[2] == sub {
+		// A proxy's path goes on past the subresource (nodes/NAME/proxy/metrics/cadvisor):
+		// the request URI keeps it.
+		proxied, rest = rest[3:], rest[:3]
 	}
 	if rest[0] != resource || len(rest) > 3 {
 		return "", nil, "", "protoPayload.resourceName", fmt.Errorf("%q does not name the resource %s of methodName %q", name, resource, method)
@@ -271,7 +285,38 @@ func mapResource(method, name string) (verb string, ref *auditlog.ObjectRef, uri
 	if ref.Subresource != "" {
 		b.WriteString("/" + ref.Subresource)
 	}
+	for _, p := range proxied {
+		b.WriteString("/" + p)
+	}
 	return verb, ref, b.String(), "", nil
+}
+
+// methodVersion is the index of the version among the parts of a method (segs), which the
+// resource name (parts: GROUP/VERSION/...) names, followed by at least the resource and the
+// verb; -1 when it has none.
+func methodVersion(segs, parts []string) int {
+	if len(parts) < 3 || parts[1] == "" {
+		return -1
+	}
+	for i := len(segs) - 3; i >= 0; i-- {
+		if segs[i] == parts[1] {
+			return i
+		}
+	}
+	return -1
+}
+
+// nonResourcePath is the path of a request for no resource (a health check, discovery, a
+// scanner's probe): its method is io.k8s.VERB, and its resource name the path, which GKE
+// writes without its leading slash (readyz, api/v1); false for another method.
+func nonResourcePath(segs []string, name string) (string, bool) {
+	switch {
+	case strings.HasPrefix(name, "/"):
+		return name, true
+	case len(segs) == 3 && segs[0] == "io" && segs[1] == "k8s":
+		return "/" + name, true
+	}
+	return "", false
 }
 
 // payloadObject is an object of an AuditLog payload as the entry holds it (white space
@@ -344,8 +389,9 @@ func hasObject(raw json.RawMessage) bool {
 // response names it; a success is 201 for a create (kube-apiserver's create handler answers
 // nothing else) and a 2xx otherwise; a failure's gRPC code gives the HTTP code where only one
 // Kubernetes code maps to it (google/rpc/code.proto's HTTP mapping), or its message names it
-// (a Kubernetes StatusReason or an HTTP reason phrase that maps to that gRPC code); code 0
-// otherwise, a failure whose code is not known.
+// (a Kubernetes StatusReason or an HTTP reason phrase that maps to that gRPC code), or the
+// message is a policy's denial that only one code fits; otherwise the code is not known (see
+// grpcDefaultHTTP).
 func gkeStatus(verb string, st *rpcStatus, response json.RawMessage) (*auditlog.Status, bool) {
 	if s, ok := statusResponse(response); ok && s.Code != 0 {
 		return s, true
@@ -368,6 +414,14 @@ func gkeStatus(verb string, st *rpcStatus, response json.RawMessage) (*auditlog.
 		out.Code = code
 		return out, true
 	}
+	if code, ok := policyDenialCode(st); ok {
+		out.Code = code
+		return out, true
+	}
+	// The exact code is lost: the failure keeps the code google/rpc/code.proto maps the gRPC
+	// code to, never 0 (which reads as no response at all), and the event says the code is
+	// lost, so that the replay does not tell from it whether admission ran.
+	out.Code = grpcDefaultHTTP(st.Code)
 	return out, false
 }
 
@@ -429,6 +483,49 @@ func statusResponse(response []byte) (*auditlog.Status, bool) {
 	return &s.Status, s.Kind == "Status"
 }
 
+// policyDenialCode is the HTTP code of a ValidatingAdmissionPolicy's denial of the request
+// itself, when its gRPC code leaves one: the dispatcher answers such a denial with 401, 403,
+// 413 or 422 (validating's reasonToCode), and of those only 422 is an INVALID_ARGUMENT (400,
+// the other, is not a policy's).
+func policyDenialCode(st *rpcStatus) (int32, bool) {
+	if st.Code != 3 || !ownPolicyDenial.MatchString(st.Message) {
+		return 0, false
+	}
+	return http.StatusUnprocessableEntity, true
+}
+
+// ownPolicyDenial is the message of a ValidatingAdmissionPolicy's denial of the request itself
+// (admission.NewForbidden of the dispatcher's error), not of another request the server made
+// while serving it.
+var ownPolicyDenial = regexp.MustCompile(`^(\S+ "[^"]*" is forbidden: )?ValidatingAdmissionPolicy '[^']*' (with binding '[^']*' )?denied request: `)
+
+// grpcDefaultHTTP is the HTTP code google/rpc/code.proto maps a gRPC code to.
+func grpcDefaultHTTP(code int) int32 {
+	switch code {
+	case 1:
+		return 499 // CANCELLED
+	case 3, 9, 11:
+		return http.StatusBadRequest // INVALID_ARGUMENT, FAILED_PRECONDITION, OUT_OF_RANGE
+	case 4:
+		return http.StatusGatewayTimeout
+	case 5:
+		return http.StatusNotFound
+	case 6, 10:
+		return http.StatusConflict
+	case 7:
+		return http.StatusForbidden
+	case 8:
+		return http.StatusTooManyRequests
+	case 12:
+		return http.StatusNotImplemented
+	case 14:
+		return http.StatusServiceUnavailable
+	case 16:
+		return http.StatusUnauthorized
+	}
+	return http.StatusInternalServerError // UNKNOWN, INTERNAL, DATA_LOSS, and any other
+}
+
 // reasonCodes are Kubernetes' StatusReasons and the HTTP reason phrases of the codes
 // kube-apiserver answers with (k8s.io/apimachinery/pkg/api/errors), and their codes.
 var reasonCodes = map[string]int32{
@@ -476,6 +573,7 @@ var grpcToHTTP = map[int]int32{
 	16: 401, // UNAUTHENTICATED
 	7:  403, // PERMISSION_DENIED
 	6:  409, // ALREADY_EXISTS
+	10: 409, // ABORTED: GKE records a create's AlreadyExists and an update's Conflict so
 	8:  429, // RESOURCE_EXHAUSTED
 	14: 503, // UNAVAILABLE
 	4:  504, // DEADLINE_EXCEEDED

@@ -38,6 +38,8 @@ func describe(l line) string {
 	switch {
 	case l.dup:
 		return fmt.Sprintf("%d: duplicate", l.num)
+	case l.skip != "":
+		return fmt.Sprintf("%d: skipped: %s", l.num, l.skip)
 	case errors.As(l.err, &re):
 		return fmt.Sprintf("%d: unreadable: %v", l.num, l.err)
 	case l.err != nil:
@@ -101,13 +103,13 @@ func TestMalformedEnvelopes(t *testing.T) {
 			`{"messageType":"HELLO","logEvents":[]}`,
 		want: []string{"1: a", `2: error: subscription record 3 (line 2): messageType: "HELLO": DATA_MESSAGE or CONTROL_MESSAGE expected`},
 	}, {
-		name:   "storage blob: another category, no log, not JSON",
+		name:   "storage blob: another category (skipped), no log, not JSON",
 		format: export.AzureBlob,
 		data: `{"category":"kube-audit","properties":{"log":` + quoted(ev("a", 1)) + `}}` + "\n" +
 			`{"category":"kube-apiserver","properties":{"log":"I0101 12:00:00 started"}}` + "\n" +
 			`{"category":"kube-audit-admin","properties":{}}` + "\n" +
 			`{"category":` + "\n",
-		want: []string{"1: a", `2: error: record at line 2: category: "kube-apiserver" is not kube-audit or kube-audit-admin: not an audit event`,
+		want: []string{"1: a", `2: skipped: an AKS record of the category kube-apiserver, not kube-audit or kube-audit-admin`,
 			"3: error: record at line 3: properties.log: missing",
 			"4: error: record at line 4: not an Azure Monitor resource log record: unexpected end of JSON input"},
 	}, {
@@ -124,10 +126,10 @@ func TestMalformedEnvelopes(t *testing.T) {
 		data:   `{"records":[{"category":"kube-audit","properties":{"log":` + quoted(ev("a", 1)) + `}},"x"]}`,
 		want:   []string{"1: a", "1: error: message 1 records[1]: not an Azure Monitor resource log record: json: cannot unmarshal string into Go value of type export.azureRecord"},
 	}, {
-		name:   "gcloud: an entry of another service, cut short",
+		name:   "gcloud: an entry of another service (skipped), cut short",
 		format: export.GKE,
 		data:   "[\n{\"protoPayload\":{\"serviceName\":\"compute.googleapis.com\"},\"insertId\":\"x\",\"timestamp\":\"2026-01-01T00:00:00Z\"},\n{\"insertId\": ",
-		want: []string{`2: error: entry 0 (line 2): protoPayload.serviceName: "compute.googleapis.com" is not k8s.io: not an audit event of the Kubernetes API server (filter the export with protoPayload.serviceName="k8s.io")`,
+		want: []string{`2: skipped: a Cloud Audit Logs entry of compute.googleapis.com, not of the Kubernetes API server (k8s.io)`,
 			"3: unreadable: the envelope is not JSON, reading stopped: the envelope ends in the middle of a value"},
 	}}
 	for _, tt := range tests {

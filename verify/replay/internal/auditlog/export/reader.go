@@ -39,6 +39,9 @@ type record struct {
 	// where names a GKE entry still to unwrap, for the reverser, which holds records on
 	// disk (its unwrap is gkeUnwrap(where)).
 	where string
+	// skip, when set, says the record holds no audit event of the cluster's servers, and
+	// why: it is counted, not replayed (auditlog.Line.Skip).
+	skip string
 	// dup says the event is one handed over already, delivered again later than the reorder
 	// window (see reorder).
 	dup bool
@@ -81,6 +84,8 @@ type Reader struct {
 	dry    *dryRuns
 	order  *reorder
 	join   *joiner
+	// seen, for AKS, finds the events read already (see copies).
+	seen *copies
 	// ordered are the batches of records in the file's order; cur the one being handed
 	// over, at next.
 	ordered chan *recordBatch
@@ -150,6 +155,9 @@ func NewReader(file string, r io.Reader, format Format, maxLine int) (*Reader, e
 	rd.order = newReorder(file, defaultWindow, maxLine)
 	rd.dry = newDryRuns()
 	rd.join = newJoiner(maxLine)
+	if format == AzureBlob || format == AzureEventHub {
+		rd.seen = newCopies(defaultWindow)
+	}
 	rd.start(func(yield func(record) bool) { read(in, yield) })
 	return rd, nil
 }
@@ -264,14 +272,19 @@ func (r *Reader) nextRecord() (record, bool) {
 }
 
 func (r *Reader) toLine(rec record) auditlog.Line {
-	if rec.dry != nil && rec.err == nil && !rec.dup {
+	if rec.dup {
+		return auditlog.Line{File: r.file, Num: rec.line, Duplicate: true, Size: len(rec.data) + 1}
+	}
+	if rec.skip == "" && rec.err == nil && r.seen != nil && r.seen.again(rec) {
+		rec.skip = aksCopy
+	}
+	if rec.skip != "" {
+		return auditlog.Line{File: r.file, Num: rec.line, Skip: rec.skip}
+	}
+	if rec.dry != nil && rec.err == nil {
 		r.dry.settle(&rec)
 	}
 	l := auditlog.Line{File: r.file, Num: rec.line, Err: rec.err, Loss: rec.loss}
-	if rec.dup {
-		l.Duplicate, l.Size = true, len(rec.data)+1
-		return l
-	}
 	if rec.err == nil {
 		// The log backend's lines end with a newline: so do these (the size a summary counts).
 		r.line = append(append(r.line[:0], rec.data...), '\n')

@@ -11,9 +11,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/vapc-dev/vapc/verify/replay/exporttest"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export"
-	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export/exporttest"
 )
 
 const auditData = "../../../../../testdata/audit"
@@ -35,6 +35,7 @@ type line struct {
 	err  error
 	loss auditlog.Loss
 	dup  bool
+	skip string
 }
 
 func readAll(t testing.TB, name string, data []byte, f export.Format) (export.Format, []line) {
@@ -53,7 +54,7 @@ func readAll(t testing.TB, name string, data []byte, f export.Format) (export.Fo
 		if l.File != name {
 			t.Errorf("line %d: File = %q, want %q", l.Num, l.File, name)
 		}
-		out = append(out, line{num: l.Num, data: bytes.Clone(l.Data), err: l.Err, loss: l.Loss, dup: l.Duplicate})
+		out = append(out, line{num: l.Num, data: bytes.Clone(l.Data), err: l.Err, loss: l.Loss, dup: l.Duplicate, skip: l.Skip})
 	}
 }
 
@@ -182,6 +183,9 @@ func TestDetect(t *testing.T) {
 		{"event hub", `{"records":[{"time":"2026-11-21T12:35:37Z","category":"kube-audit-admin","properties":{"log":"{}"}}]}`, export.AzureEventHub},
 		{"gcloud", "[\n  {\n    \"insertId\": \"x\",\n    \"logName\": \"projects/p/logs/cloudaudit.googleapis.com%2Factivity\",\n    \"protoPayload\": {", export.GKE},
 		{"sink", `{"protoPayload":{"@type":"type.googleapis.com/google.cloud.audit.AuditLog","serviceName":"k8s.io"},"insertId":"x"}`, export.GKE},
+		{"filter-log-events --query events", "[\n    {\n        \"logStreamName\": \"kube-apiserver-audit-1\",\n        \"timestamp\": 1,\n        \"message\": \"{\\\"kind\\\":", export.CloudWatch},
+		{"events without delimiters", `{"kind":"Event","auditID":"a","stage":"ResponseComplete","annotations":{"x":"}"}}{"kind":"Event"`, export.ConcatenatedEvents},
+		{"events a line", "{\"kind\":\"Event\",\"auditID\":\"a\"}\n{\"kind\":\"Event\"", export.Plain},
 		{"gzip magic inside", "\ufeff  {\"kind\":\"Event\"}", export.Plain},
 	}
 	for _, tt := range tests {

@@ -1,4 +1,4 @@
-package replay
+package state
 
 import (
 	"cmp"
@@ -23,9 +23,9 @@ import (
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
-// clusterState, the State, is the cluster as a replay knows it at a point of the log: a
-// snapshot, then every write the log shows, for the resources some policy can read (params,
-// namespaces, old objects). Its Views (stateView) serve params and namespaces to the evaluator
+// State is the cluster as a replay knows it at a point of the log: a snapshot, then every
+// write the log shows, for the resources some policy can read (params, namespaces, old
+// objects). Its Views (StateView) serve params and namespaces to the evaluator
 // (verify.ObjectStore) as they were at one point of the log, and record every read they could
 // not answer for sure, so that a decision that rests on a guess is reported as indeterminate.
 //
@@ -36,12 +36,12 @@ import (
 //
 // The State is changed and read by one goroutine (the replay's ordered stage); Views may be read
 // by others.
-type clusterState struct {
+type State struct {
 	mapper meta.RESTMapper
 	keep   func(schema.GroupResource) bool
-	// lag is how long after a write completed kube-apiserver's informers and watch cache
-	// may not hold it yet (see DefaultLag).
-	lag time.Duration
+	// Lag is how long after a write completed kube-apiserver's informers and watch cache
+	// may not hold it yet (the replay's DefaultLag unless set).
+	Lag time.Duration
 	// buckets hold params and namespaces in the form the evaluator reads them (see View);
 	// prepare converts objects to that form.
 	buckets    map[schema.GroupResource]*bucket
@@ -49,25 +49,25 @@ type clusterState struct {
 	prepare    *verify.MemoryStore
 	typedKinds func(schema.GroupResource) bool
 
-	objects  map[schema.GroupResource]map[objectKey]*entry
+	Objects  map[schema.GroupResource]map[ObjectKey]*entry
 	complete map[schema.GroupResource]string // replaced, never changed: Views share it
-	allSince string                          // "the log begins with the cluster's creation" or a reason; empty if not
+	AllSince string                          // "the log begins with the cluster's creation" or a reason; empty if not
 	// incomplete are the resources allSince does not hold for any more (a write the log shows
 	// without its effect); replaced, never changed: Views share it.
 	incomplete map[schema.GroupResource]bool
 
 	// replaced are the entries the latest writes replaced (see priorOf), at most
 	// maxReplaced of them, oldest first in replacedOrder.
-	replaced      map[replacedKey][]replacedEntry
-	replacedOrder []replacedKey
+	replaced      map[ReplacedKey][]replacedEntry
+	replacedOrder []ReplacedKey
 	replacedSeq   uint64
 	// lastDone is when the latest write to an object of a resource completed, by namespace
 	// (and across namespaces, the empty one), for list.
-	lastDone map[replacedKey]time.Time
+	lastDone map[ReplacedKey]time.Time
 	// typedWrites are the latest writes to params and namespaces, oldest first, with what
 	// they replaced (see recentTyped). typedLost is, by resource, when the latest of those the
 	// State no longer remembers completed.
-	typedWrites []typedWrite
+	typedWrites []TypedWrite
 	typedLost   map[schema.GroupResource]time.Time
 	// current is the request being applied, between beginWrite and endWrite.
 	current currentRequest
@@ -86,54 +86,54 @@ type currentRequest struct {
 	writtenUnknown []schema.GroupResource
 }
 
-// beginWrite starts following the writes of one request of the log, which completed at done
+// BeginWrite starts following the writes of one request of the log, which completed at done
 // (when its writes to params and namespaces completed, a deletecollection's items too);
 // create says it creates its object (which did not exist before it).
-func (s *clusterState) beginWrite(create bool, done time.Time, by string) {
+func (s *State) BeginWrite(create bool, done time.Time, by string) {
 	s.current = currentRequest{creating: create, writeDone: done, writeBy: by,
 		written: s.current.written[:0], writtenUnknown: s.current.writtenUnknown[:0]}
 }
 
-// endWrite ends following the writes of one request: what is written outside a request (the
+// EndWrite ends following the writes of one request: what is written outside a request (the
 // snapshot) is no write of the log.
-func (s *clusterState) endWrite() {
+func (s *State) EndWrite() {
 	s.current.creating, s.current.writeDone, s.current.writeBy = false, time.Time{}, ""
 }
 
 // lose remembers that the State no longer remembers the write w (see recentTyped).
-func (s *clusterState) lose(w typedWrite) {
+func (s *State) lose(w TypedWrite) {
 	if s.typedLost == nil {
 		s.typedLost = map[schema.GroupResource]time.Time{}
 	}
-	if w.done.After(s.typedLost[w.gr]) {
-		s.typedLost[w.gr] = w.done
+	if w.Done.After(s.typedLost[w.GR]) {
+		s.typedLost[w.GR] = w.Done
 	}
 }
 
-// typedWrite is a write to an object the evaluator reads (a param, a namespace): the entry it
+// TypedWrite is a write to an object the evaluator reads (a param, a namespace): the entry it
 // replaced (had says there was one), and when it completed (zero for the snapshot's).
-type typedWrite struct {
-	gr   schema.GroupResource
-	k    objectKey
-	prev typedEntry
-	had  bool
-	// created says the write created the object; unknownBefore that whether it existed
+type TypedWrite struct {
+	GR   schema.GroupResource
+	Obj  ObjectKey
+	Prev typedEntry
+	Had  bool
+	// Created says the write created the object; unknownBefore that whether it existed
 	// before is not known (the State did not hold it, and does not hold every object of gr).
-	created, unknownBefore bool
-	done                   time.Time
-	// ahead says the write is one the log records after the request it concerns, which may
+	Created, UnknownBefore bool
+	Done                   time.Time
+	// Ahead says the write is one the log records after the request it concerns, which may
 	// have read what it wrote (see Replayer.reviseAhead): prev and had are then the entry it
 	// wrote. by is where the log records the write.
-	ahead bool
-	by    string
+	Ahead bool
+	By    string
 }
 
 // maxTypedWrites bounds the writes to params and namespaces remembered.
 const maxTypedWrites = 4096
 
-type replacedKey struct {
-	gr schema.GroupResource
-	k  objectKey
+type ReplacedKey struct {
+	GR  schema.GroupResource
+	Obj ObjectKey
 }
 
 type replacedEntry struct {
@@ -149,10 +149,10 @@ const maxReplaced = 1024
 // maxReplacedPerObject bounds the replaced entries kept of one object.
 const maxReplacedPerObject = 4
 
-type objectKey struct{ namespace, name string }
+type ObjectKey struct{ Namespace, Name string }
 
 type entry struct {
-	raw []byte // JSON of the object; nil when unknown
+	Raw []byte // JSON of the object; nil when unknown
 	// rv is the object's resourceVersion when the entry is the log's own JSON of it (0 when
 	// not known, or when the replay rebuilt the object).
 	rv uint64
@@ -165,25 +165,25 @@ type entry struct {
 	// unknowns are fields of a known object whose values the replay does not know (the clock
 	// of a write the log does not show), with paths from the object ("object" root).
 	unknowns []vapccel.Unknown
-	// unknown says why the object's state is not known.
-	unknown string
+	// Unknown says why the object's state is not known.
+	Unknown string
 	// unmarked is the JSON of the version the object has unless a refused DELETE left it
 	// marked deleted, which raw is (see Replayer.refusedPodDelete); nil otherwise.
 	unmarked []byte
-	// labels of a known object, for selectors.
-	labels labels.Set
-	// source says where the state came from (a line of the log, the snapshot).
-	source string
+	// Labels of a known object, for selectors.
+	Labels labels.Set
+	// Source says where the state came from (a line of the log, the snapshot).
+	Source string
 }
 
-// newClusterState returns an empty State for the resources keep accepts; typedKinds are the resources
+// NewState returns an empty State for the resources keep accepts; typedKinds are the resources
 // the evaluator reads (params and namespaces).
-func newClusterState(mapper meta.RESTMapper, keep, typedKinds func(schema.GroupResource) bool) *clusterState {
-	return &clusterState{
-		mapper: mapper, keep: keep, typedKinds: typedKinds, lag: DefaultLag,
+func NewState(mapper meta.RESTMapper, keep, typedKinds func(schema.GroupResource) bool) *State {
+	return &State{
+		mapper: mapper, keep: keep, typedKinds: typedKinds,
 		buckets:  map[schema.GroupResource]*bucket{},
 		prepare:  verify.NewMemoryStore(mapper, verify.StoreDropUnknownFields()),
-		objects:  map[schema.GroupResource]map[objectKey]*entry{},
+		Objects:  map[schema.GroupResource]map[ObjectKey]*entry{},
 		complete: map[schema.GroupResource]string{},
 	}
 }
@@ -191,18 +191,18 @@ func newClusterState(mapper meta.RESTMapper, keep, typedKinds func(schema.GroupR
 // IndexSelectors makes the State index the objects of the resource the selectors match, for
 // Views to list them without matching every object. Call it before any object of the
 // resource is put.
-func (s *clusterState) IndexSelectors(gr schema.GroupResource, selectors []labels.Selector) {
+func (s *State) IndexSelectors(gr schema.GroupResource, selectors []labels.Selector) {
 	if s.selectors == nil {
 		s.selectors = map[schema.GroupResource][]labels.Selector{}
 	}
 	s.selectors[gr] = append(s.selectors[gr], selectors...)
 }
 
-// rescope follows a change of what the State keeps and reads, after a change of the catalog:
+// Rescope follows a change of what the State keeps and reads, after a change of the catalog:
 // selectors are the selectors of the bindings' paramRefs by param resource. A resource the
 // evaluator reads now, or with other selectors, gets its bucket rebuilt from the objects the
 // State holds; one it no longer reads loses its bucket.
-func (s *clusterState) rescope(selectors map[schema.GroupResource][]labels.Selector) {
+func (s *State) Rescope(selectors map[schema.GroupResource][]labels.Selector) {
 	if s.selectors == nil {
 		s.selectors = map[schema.GroupResource][]labels.Selector{}
 	}
@@ -218,28 +218,28 @@ func (s *clusterState) rescope(selectors map[schema.GroupResource][]labels.Selec
 			delete(s.buckets, gr)
 		}
 	}
-	for gr, objs := range s.objects {
+	for gr, objs := range s.Objects {
 		if !s.typedKinds(gr) || (s.buckets[gr] != nil && !rebuild[gr]) {
 			continue
 		}
 		b := newBucket(s.selectors[gr])
 		s.buckets[gr] = b
 		for k, e := range objs {
-			if e.raw == nil {
-				b.set(k, typedEntry{unknown: e.unknown})
+			if e.Raw == nil {
+				b.set(k, typedEntry{unknown: e.Unknown})
 				continue
 			}
-			u, err := auditlog.DecodeObject(e.raw)
+			u, err := auditlog.DecodeObject(e.Raw)
 			if err != nil {
-				b.set(k, typedEntry{unknown: fmt.Sprintf("%s: %v", e.source, err)})
+				b.set(k, typedEntry{unknown: fmt.Sprintf("%s: %v", e.Source, err)})
 				continue
 			}
-			p := s.prepareTyped(u, e.raw)
+			p := s.PrepareTyped(u, e.Raw)
 			if p.err != nil {
-				b.set(k, typedEntry{unknown: fmt.Sprintf("%s: %v", e.source, p.err)})
+				b.set(k, typedEntry{unknown: fmt.Sprintf("%s: %v", e.Source, p.err)})
 				continue
 			}
-			b.set(objectKey{p.loc.Namespace, p.loc.Name}, typedEntry{gvr: p.loc.Resource, obj: p.obj, labels: p.loc.Labels})
+			b.set(ObjectKey{p.loc.Namespace, p.loc.Name}, typedEntry{gvr: p.loc.Resource, Obj: p.obj, labels: p.loc.Labels})
 		}
 	}
 }
@@ -258,17 +258,17 @@ func sameSelectors(a, b []labels.Selector) bool {
 
 // Clear forgets every object of the resource: the apiserver deleted them without the log
 // showing it (the deletion of their CustomResourceDefinition).
-func (s *clusterState) Clear(gr schema.GroupResource) {
-	gr = storageOf(gr)
-	delete(s.objects, gr)
+func (s *State) Clear(gr schema.GroupResource) {
+	gr = StorageOf(gr)
+	delete(s.Objects, gr)
 	if _, ok := s.buckets[gr]; ok {
 		s.buckets[gr] = newBucket(s.selectors[gr])
 	}
 }
 
 // MarkComplete records that every object of the resource is known from now on.
-func (s *clusterState) MarkComplete(gr schema.GroupResource, why string) {
-	gr = storageOf(gr)
+func (s *State) MarkComplete(gr schema.GroupResource, why string) {
+	gr = StorageOf(gr)
 	if _, ok := s.complete[gr]; !ok {
 		c := make(map[schema.GroupResource]string, len(s.complete)+1)
 		for k, v := range s.complete {
@@ -294,25 +294,25 @@ func withoutKey(m map[schema.GroupResource]bool, key schema.GroupResource) map[s
 }
 
 // MarkAllComplete records that every object of every resource is known from now on.
-func (s *clusterState) MarkAllComplete(why string) {
-	if s.allSince == "" {
-		s.allSince = why
+func (s *State) MarkAllComplete(why string) {
+	if s.AllSince == "" {
+		s.AllSince = why
 	}
 }
 
 // Complete says whether every object of the resource is known.
-func (s *clusterState) Complete(gr schema.GroupResource) bool {
-	gr = storageOf(gr)
+func (s *State) Complete(gr schema.GroupResource) bool {
+	gr = StorageOf(gr)
 	_, ok := s.complete[gr]
-	return !s.incomplete[gr] && (ok || s.allSince != "")
+	return !s.incomplete[gr] && (ok || s.AllSince != "")
 }
 
 // Keeps says whether the State keeps objects of the resource.
-func (s *clusterState) Keeps(gr schema.GroupResource) bool { return s.keep(storageOf(gr)) }
+func (s *State) Keeps(gr schema.GroupResource) bool { return s.keep(StorageOf(gr)) }
 
 // Put records the object as the current state of its key.
-func (s *clusterState) Put(gr schema.GroupResource, u *unstructured.Unstructured, source string) error {
-	gr = storageOf(gr)
+func (s *State) Put(gr schema.GroupResource, u *unstructured.Unstructured, source string) error {
+	gr = StorageOf(gr)
 	if !s.keep(gr) {
 		return nil
 	}
@@ -323,38 +323,38 @@ func (s *clusterState) Put(gr schema.GroupResource, u *unstructured.Unstructured
 	return s.store(gr, u, raw, nil, source, 0)
 }
 
-// putPartly is Put for an object the replay rebuilt itself, some of whose fields it does not
+// PutPartly is Put for an object the replay rebuilt itself, some of whose fields it does not
 // know (unknowns, from the object's root).
-func (s *clusterState) putPartly(gr schema.GroupResource, u *unstructured.Unstructured, unknowns []vapccel.Unknown, source string) error {
-	gr = storageOf(gr)
+func (s *State) PutPartly(gr schema.GroupResource, u *unstructured.Unstructured, unknowns []vapccel.Unknown, source string) error {
+	gr = StorageOf(gr)
 	if err := s.Put(gr, u, source); err != nil || !s.keep(gr) {
 		return err
 	}
-	k := objectKey{u.GetNamespace(), u.GetName()}
-	if e := s.objects[gr][k]; e != nil && e.raw != nil {
+	k := ObjectKey{u.GetNamespace(), u.GetName()}
+	if e := s.Objects[gr][k]; e != nil && e.Raw != nil {
 		e.unknowns = unknowns
 	}
 	if s.typedKinds(gr) && len(unknowns) > 0 {
 		// The evaluator reads it as a param or namespace: what it does not know of it too.
 		b := s.writable(gr)
-		if te, ok := b.objs.get(k); ok && te.obj != nil {
-			te.unknowns = unknowns
+		if te, ok := b.objs.get(k); ok && te.Obj != nil {
+			te.Unknowns = unknowns
 			b.objs.set(k, te)
 		}
 	}
 	return nil
 }
 
-// putRaw is Put with the object's JSON already made, and for the resources the evaluator
+// PutRaw is Put with the object's JSON already made, and for the resources the evaluator
 // reads, optionally its typed form (prepared by prepareTyped).
-func (s *clusterState) putRaw(gr schema.GroupResource, u *unstructured.Unstructured, raw []byte, typed *preparedTyped, source string) error {
-	gr = storageOf(gr)
-	return s.store(gr, u, raw, typed, source, resourceVersion(u.GetResourceVersion()))
+func (s *State) PutRaw(gr schema.GroupResource, u *unstructured.Unstructured, raw []byte, typed *PreparedTyped, source string) error {
+	gr = StorageOf(gr)
+	return s.store(gr, u, raw, typed, source, ResourceVersion(u.GetResourceVersion()))
 }
 
-// resourceVersion is a resourceVersion as a number, 0 when it is not one. An etcd-backed
+// ResourceVersion is a resourceVersion as a number, 0 when it is not one. An etcd-backed
 // server's resourceVersions are etcd revisions: a later write has a greater one.
-func resourceVersion(v string) uint64 {
+func ResourceVersion(v string) uint64 {
 	n, err := strconv.ParseUint(v, 10, 64)
 	if err != nil {
 		return 0
@@ -366,68 +366,68 @@ func resourceVersion(v string) uint64 {
 // resourceVersion when raw is the log's own. A write the log records after a later one to the
 // same object (both resourceVersions known, the stored greater) changes nothing: the State
 // already holds what followed it; one that returned the version the State holds restates it.
-func (s *clusterState) store(gr schema.GroupResource, u *unstructured.Unstructured, raw []byte, typed *preparedTyped, source string, rv uint64) error {
-	gr = storageOf(gr)
+func (s *State) store(gr schema.GroupResource, u *unstructured.Unstructured, raw []byte, typed *PreparedTyped, source string, rv uint64) error {
+	gr = StorageOf(gr)
 	if !s.keep(gr) {
 		return nil
 	}
-	k := objectKey{u.GetNamespace(), u.GetName()}
-	e := &entry{raw: raw, rv: rv, labels: labels.Set(u.GetLabels()), source: source}
+	k := ObjectKey{u.GetNamespace(), u.GetName()}
+	e := &entry{Raw: raw, rv: rv, Labels: labels.Set(u.GetLabels()), Source: source}
 	if old := s.bucket(gr)[k]; old != nil {
 		if old.rv > 0 && rv > 0 && old.rv > rv {
 			return nil
 		}
-		if old.rv > 0 && old.rv == rv && old.raw != nil && old.unknown == "" {
+		if old.rv > 0 && old.rv == rv && old.Raw != nil && old.Unknown == "" {
 			// A write that changed nothing: the store answers a no-op update with the stored
 			// object, resourceVersion and all. It restates the version the State holds: that
 			// version's write (its source), and when it completed, are what a concurrent
 			// request may have read. The entry takes the newer JSON only where it knew less
 			// (a log may omit at one level what it keeps at another).
 			if len(old.unknowns) > 0 {
-				old.raw, old.labels, old.unknowns = raw, e.labels, nil
+				old.Raw, old.Labels, old.unknowns = raw, e.Labels, nil
 			}
 			return nil // its typed form, if any, is the same
 		}
 		e.follows = true
-		if old.raw != nil {
-			s.remember(replacedKey{gr, k}, old, e)
+		if old.Raw != nil {
+			s.remember(ReplacedKey{gr, k}, old, e)
 		}
 	}
 	s.bucket(gr)[k] = e
 	if s.typedKinds(gr) {
 		if typed == nil {
-			typed = s.prepareTyped(u, raw)
+			typed = s.PrepareTyped(u, raw)
 		}
 		if typed.err != nil {
 			why := fmt.Sprintf("%s: %v", source, typed.err)
-			s.bucket(gr)[k] = &entry{unknown: why, source: source}
+			s.bucket(gr)[k] = &entry{Unknown: why, Source: source}
 			s.setTyped(gr, k, typedEntry{unknown: why}, true)
 			return typed.err
 		}
 		loc := typed.loc
-		s.setTyped(gr, objectKey{loc.Namespace, loc.Name}, typedEntry{gvr: loc.Resource, obj: typed.obj, labels: loc.Labels}, true)
+		s.setTyped(gr, ObjectKey{loc.Namespace, loc.Name}, typedEntry{gvr: loc.Resource, Obj: typed.obj, labels: loc.Labels}, true)
 	}
 	return nil
 }
 
-// preparedTyped is where an object of a resource the evaluator reads is kept and the object
+// PreparedTyped is where an object of a resource the evaluator reads is kept and the object
 // to convert when it is read, or why it cannot be kept.
-type preparedTyped struct {
+type PreparedTyped struct {
 	loc verify.Location
 	obj *lazyObject
 	err error
 }
 
-// prepareTyped prepares an object of a resource the evaluator reads, from its metadata (u may
+// PrepareTyped prepares an object of a resource the evaluator reads, from its metadata (u may
 // hold only that) and its JSON. It changes nothing and may run on any goroutine.
-func (s *clusterState) prepareTyped(u *unstructured.Unstructured, raw []byte) *preparedTyped {
+func (s *State) PrepareTyped(u *unstructured.Unstructured, raw []byte) *PreparedTyped {
 	loc, err := s.prepare.Locate(u)
-	return &preparedTyped{loc: loc, obj: &lazyObject{raw: raw, prepare: s.prepare}, err: err}
+	return &PreparedTyped{loc: loc, obj: &lazyObject{raw: raw, prepare: s.prepare}, err: err}
 }
 
-// standInParams returns, for the paramKind of each policy but Namespace, an object of that
+// StandInParams returns, for the paramKind of each policy but Namespace, an object of that
 // kind that holds nothing but a name, as the evaluator reads params.
-func (s *clusterState) standInParams(policies []*admissionregistrationv1.ValidatingAdmissionPolicy) map[schema.GroupResource]runtime.Object {
+func (s *State) StandInParams(policies []*admissionregistrationv1.ValidatingAdmissionPolicy) map[schema.GroupResource]runtime.Object {
 	out := map[schema.GroupResource]runtime.Object{}
 	for _, p := range policies {
 		pk := p.Spec.ParamKind
@@ -439,7 +439,7 @@ func (s *clusterState) standInParams(policies []*admissionregistrationv1.Validat
 		u.SetKind(pk.Kind)
 		u.SetName("vapc-stand-in")
 		prepared, err := s.prepare.Prepare(u)
-		if err != nil || prepared.Resource().GroupResource() == namespacesGR {
+		if err != nil || prepared.Resource().GroupResource() == NamespacesGR {
 			continue
 		}
 		out[prepared.Resource().GroupResource()] = prepared.Object()
@@ -449,7 +449,7 @@ func (s *clusterState) standInParams(policies []*admissionregistrationv1.Validat
 
 // setTyped sets (has) or deletes the object k of a resource the evaluator reads, copying its
 // bucket first when a View holds it.
-func (s *clusterState) setTyped(gr schema.GroupResource, k objectKey, e typedEntry, has bool) {
+func (s *State) setTyped(gr schema.GroupResource, k ObjectKey, e typedEntry, has bool) {
 	b := s.writable(gr)
 	old, had := b.objs.get(k)
 	if len(s.typedWrites) == maxTypedWrites {
@@ -461,8 +461,8 @@ func (s *clusterState) setTyped(gr schema.GroupResource, k objectKey, e typedEnt
 		}
 		s.typedWrites = append(s.typedWrites[:0:0], s.typedWrites[half:]...)
 	}
-	s.typedWrites = append(s.typedWrites, typedWrite{gr: gr, k: k, prev: old, had: had, created: s.current.creating && !had,
-		unknownBefore: !had && !s.current.creating && !s.Complete(gr), done: s.current.writeDone, by: s.current.writeBy})
+	s.typedWrites = append(s.typedWrites, TypedWrite{GR: gr, Obj: k, Prev: old, Had: had, Created: s.current.creating && !had,
+		UnknownBefore: !had && !s.current.creating && !s.Complete(gr), Done: s.current.writeDone, By: s.current.writeBy})
 	if !s.current.writeDone.IsZero() {
 		s.current.written = append(s.current.written, readKey{gr, k})
 	}
@@ -475,7 +475,7 @@ func (s *clusterState) setTyped(gr schema.GroupResource, k objectKey, e typedEnt
 }
 
 // writable returns the bucket of the resource, to change.
-func (s *clusterState) writable(gr schema.GroupResource) *bucket {
+func (s *State) writable(gr schema.GroupResource) *bucket {
 	b := s.buckets[gr]
 	switch {
 	case b == nil:
@@ -488,11 +488,11 @@ func (s *clusterState) writable(gr schema.GroupResource) *bucket {
 	return b
 }
 
-// view returns the params and namespaces as they are now, for one evaluation; readsNamespaces
+// View returns the params and namespaces as they are now, for one evaluation; readsNamespaces
 // says whether the request's policies read namespaces (only then is an unknown namespace a
 // miss). The View does not change when the State does.
-func (s *clusterState) view(readsNamespaces bool) *stateView {
-	v := &stateView{buckets: make(map[schema.GroupResource]*bucket, len(s.buckets)), complete: s.complete, incomplete: s.incomplete, allSince: s.allSince, readsNamespaces: readsNamespaces}
+func (s *State) View(readsNamespaces bool) *StateView {
+	v := &StateView{buckets: make(map[schema.GroupResource]*bucket, len(s.buckets)), complete: s.complete, incomplete: s.incomplete, allSince: s.AllSince, readsNamespaces: readsNamespaces}
 	for gr, b := range s.buckets {
 		if !b.frozen {
 			b.frozen = true // before any reader has it: Views only ever read it
@@ -503,39 +503,39 @@ func (s *clusterState) view(readsNamespaces bool) *stateView {
 }
 
 // Forget records that the object's state is not known from now on, and why.
-func (s *clusterState) Forget(gr schema.GroupResource, gvk schema.GroupVersionKind, namespace, name, why string) {
-	gr = storageOf(gr)
+func (s *State) Forget(gr schema.GroupResource, gvk schema.GroupVersionKind, namespace, name, why string) {
+	gr = StorageOf(gr)
 	if !s.keep(gr) {
 		return
 	}
-	s.bucket(gr)[objectKey{namespace, name}] = &entry{unknown: why, source: why}
+	s.bucket(gr)[ObjectKey{namespace, name}] = &entry{Unknown: why, Source: why}
 	if s.typedKinds(gr) {
-		s.setTyped(gr, objectKey{namespace, name}, typedEntry{unknown: why}, true)
+		s.setTyped(gr, ObjectKey{namespace, name}, typedEntry{unknown: why}, true)
 	}
 }
 
 // Delete records that the object no longer exists.
-func (s *clusterState) Delete(gr schema.GroupResource, gvk schema.GroupVersionKind, namespace, name string) {
-	gr = storageOf(gr)
+func (s *State) Delete(gr schema.GroupResource, gvk schema.GroupVersionKind, namespace, name string) {
+	gr = StorageOf(gr)
 	if !s.keep(gr) {
 		return
 	}
-	delete(s.objects[gr], objectKey{namespace, name})
+	delete(s.Objects[gr], ObjectKey{namespace, name})
 	if s.typedKinds(gr) {
-		s.setTyped(gr, objectKey{namespace, name}, typedEntry{}, false)
+		s.setTyped(gr, ObjectKey{namespace, name}, typedEntry{}, false)
 	}
 }
 
 // ForgetAll records that no object of the resource in the namespace ("" for all) is known,
 // after a write whose effect the log does not show (a deletecollection without a response).
-func (s *clusterState) ForgetAll(gr schema.GroupResource, namespace, why string) {
-	gr = storageOf(gr)
+func (s *State) ForgetAll(gr schema.GroupResource, namespace, why string) {
+	gr = StorageOf(gr)
 	if !s.keep(gr) {
 		return
 	}
-	for k, e := range s.objects[gr] {
-		if namespace == "" || k.namespace == namespace {
-			*e = entry{unknown: why, source: why}
+	for k, e := range s.Objects[gr] {
+		if namespace == "" || k.Namespace == namespace {
+			*e = entry{Unknown: why, Source: why}
 			if s.typedKinds(gr) {
 				s.setTyped(gr, k, typedEntry{unknown: why}, true)
 			}
@@ -563,58 +563,58 @@ func (s *clusterState) ForgetAll(gr schema.GroupResource, namespace, why string)
 	}
 }
 
-func (s *clusterState) bucket(gr schema.GroupResource) map[objectKey]*entry {
-	gr = storageOf(gr)
-	m := s.objects[gr]
+func (s *State) bucket(gr schema.GroupResource) map[ObjectKey]*entry {
+	gr = StorageOf(gr)
+	m := s.Objects[gr]
 	if m == nil {
-		m = map[objectKey]*entry{}
-		s.objects[gr] = m
+		m = map[ObjectKey]*entry{}
+		s.Objects[gr] = m
 	}
 	return m
 }
 
 // Lookup returns the stored object: found is false when there is no such object (for sure
 // when complete is true), and unknown says why the object's state is not known.
-func (s *clusterState) Lookup(gr schema.GroupResource, namespace, name string) (u *unstructured.Unstructured, source, unknown string, found bool) {
-	gr = storageOf(gr)
-	p := s.prior(gr, namespace, name)
-	u, unknown = p.decode()
-	return u, p.source, unknown, p.found
+func (s *State) Lookup(gr schema.GroupResource, namespace, name string) (u *unstructured.Unstructured, source, unknown string, found bool) {
+	gr = StorageOf(gr)
+	p := s.Prior(gr, namespace, name)
+	u, unknown = p.Decode()
+	return u, p.Source, unknown, p.Found
 }
 
-// prior is an object as the State holds it at one point of the log, undecoded: what a
+// Prior is an object as the State holds it at one point of the log, undecoded: what a
 // request's oldObject is rebuilt from, on another goroutine.
-type prior struct {
-	kept, found bool
-	// complete says the State knows every object of the resource: one it does not hold does
+type Prior struct {
+	Kept, Found bool
+	// Complete says the State knows every object of the resource: one it does not hold does
 	// not exist.
-	complete        bool
-	raw             []byte // never changed once stored
-	rv              uint64 // its resourceVersion, when the log's JSON of it says (see entry.rv)
-	source, unknown string
-	// unknowns are the fields of the known object whose values are not known.
-	unknowns []vapccel.Unknown
-	// unmarked is the version the object has unless a refused DELETE marked it (see
+	Complete        bool
+	Raw             []byte // never changed once stored
+	RV              uint64 // its resourceVersion, when the log's JSON of it says (see entry.rv)
+	Source, Unknown string
+	// Unknowns are the fields of the known object whose values are not known.
+	Unknowns []vapccel.Unknown
+	// Unmarked is the version the object has unless a refused DELETE marked it (see
 	// entry.unmarked).
-	unmarked []byte
-	// stale are the versions the object had before the write that stored this one, newest
+	Unmarked []byte
+	// Stale are the versions the object had before the write that stored this one, newest
 	// first, when the server may have admitted the request on one of them first (see
 	// staleOf); staleUnknown says why a version it may have read is not known. Both are
 	// empty when it read this one.
-	stale        []prior
-	staleUnknown string
-	// racedBy says a write completed after the request was received and before it completed,
+	Stale        []Prior
+	StaleUnknown string
+	// RacedBy says a write completed after the request was received and before it completed,
 	// and racedFrom is the version it replaced (nil when not known): the request may have
 	// read that one (see Replayer.raced).
-	racedBy   string
-	racedFrom *prior
+	RacedBy   string
+	RacedFrom *Prior
 }
 
 // remember keeps the entry a write replaced (by is the entry it stored), for priorOf and
 // staleOf; the oldest go beyond maxReplaced, and beyond maxReplacedPerObject of one object.
-func (s *clusterState) remember(k replacedKey, e, by *entry) {
+func (s *State) remember(k ReplacedKey, e, by *entry) {
 	if s.replaced == nil {
-		s.replaced = map[replacedKey][]replacedEntry{}
+		s.replaced = map[ReplacedKey][]replacedEntry{}
 	}
 	s.replacedSeq++
 	rs := append(s.replaced[k], replacedEntry{e: e, seq: s.replacedSeq, by: by})
@@ -638,7 +638,7 @@ func (s *clusterState) remember(k replacedKey, e, by *entry) {
 	}
 }
 
-// priorOf is prior for a write whose result has resourceVersion rv (0 when the log does not
+// PriorOf is prior for a write whose result has resourceVersion rv (0 when the log does not
 // show it). The log records a request when its response completes, not when its write is
 // stored: of two concurrent writes to an object, the one stored first may be logged last.
 // When the State holds a later version than rv, the write changed the version before it: the
@@ -648,48 +648,48 @@ func (s *clusterState) remember(k replacedKey, e, by *entry) {
 // ran concurrently with it (see concurrent): a write retried after a conflict with it, too,
 // which admission saw on its first attempt as well. With firstAttempt, it also says which
 // versions the server's first attempt may have read from its watch cache (staleOf).
-func (s *clusterState) priorOf(gr schema.GroupResource, namespace, name string, rv uint64, received time.Time, firstAttempt bool) prior {
-	gr = storageOf(gr)
-	p := s.prior(gr, namespace, name)
-	e := s.objects[gr][objectKey{namespace, name}]
+func (s *State) PriorOf(gr schema.GroupResource, namespace, name string, rv uint64, received time.Time, firstAttempt bool) Prior {
+	gr = StorageOf(gr)
+	p := s.Prior(gr, namespace, name)
+	e := s.Objects[gr][ObjectKey{namespace, name}]
 	if rv == 0 || e == nil || e.rv == 0 || e.rv <= rv {
 		if rv == 0 {
 			// A result at or after the State's version was written after it: the request's
 			// last attempt read it (its first may not have: staleOf).
 			p = s.concurrent(p, gr, namespace, name, received)
 		}
-		if firstAttempt && p.raw != nil {
+		if firstAttempt && p.Raw != nil {
 			s.staleOf(&p, gr, namespace, name, received)
 		}
 		return p
 	}
 	// The version it changed is the one whose replacement came after it: a write between them
 	// the State did not keep (at Metadata level, or itself logged late) leaves a gap.
-	for _, r := range s.replaced[replacedKey{gr, objectKey{namespace, name}}] {
+	for _, r := range s.replaced[ReplacedKey{gr, ObjectKey{namespace, name}}] {
 		if r.e.rv > 0 && r.e.rv < rv && r.by.rv > rv {
-			p.source, p.unknown, p.raw, p.unknowns, p.rv = r.e.source+" (the log records the write that replaced it, at "+r.by.source+", before this one, which the server stored first)", r.e.unknown, r.e.raw, r.e.unknowns, r.e.rv
+			p.Source, p.Unknown, p.Raw, p.Unknowns, p.RV = r.e.Source+" (the log records the write that replaced it, at "+r.by.Source+", before this one, which the server stored first)", r.e.Unknown, r.e.Raw, r.e.unknowns, r.e.rv
 			return p
 		}
 	}
-	p.raw, p.unknowns = nil, nil
-	p.unknown = fmt.Sprintf("the log records this write (resourceVersion %d) after a later one to the object (%s, resourceVersion %d), and the version it changed is not known", rv, e.source, e.rv)
+	p.Raw, p.Unknowns = nil, nil
+	p.Unknown = fmt.Sprintf("the log records this write (resourceVersion %d) after a later one to the object (%s, resourceVersion %d), and the version it changed is not known", rv, e.Source, e.rv)
 	return p
 }
 
-// markDone records when the write at source, which stored the object, completed (an empty
+// MarkDone records when the write at source, which stored the object, completed (an empty
 // name: a write to objects of the namespace, a deletecollection).
-func (s *clusterState) markDone(gr schema.GroupResource, namespace, name, source string, done time.Time) {
-	gr = storageOf(gr)
+func (s *State) MarkDone(gr schema.GroupResource, namespace, name, source string, done time.Time) {
+	gr = StorageOf(gr)
 	if s.lastDone == nil {
-		s.lastDone = map[replacedKey]time.Time{}
+		s.lastDone = map[ReplacedKey]time.Time{}
 	}
-	if k := (replacedKey{gr, objectKey{namespace: namespace}}); done.After(s.lastDone[k]) {
+	if k := (ReplacedKey{gr, ObjectKey{Namespace: namespace}}); done.After(s.lastDone[k]) {
 		s.lastDone[k] = done
 	}
-	if k := (replacedKey{gr: gr}); done.After(s.lastDone[k]) {
+	if k := (ReplacedKey{GR: gr}); done.After(s.lastDone[k]) {
 		s.lastDone[k] = done
 	}
-	if e := s.objects[gr][objectKey{namespace, name}]; e != nil && strings.HasPrefix(e.source, source) {
+	if e := s.Objects[gr][ObjectKey{namespace, name}]; e != nil && strings.HasPrefix(e.Source, source) {
 		e.done = done
 	}
 }
@@ -698,79 +698,79 @@ func (s *clusterState) markDone(gr schema.GroupResource, namespace, name, source
 // completed after that (the two ran concurrently, and the log records each when its response
 // completes), the request may have read the version before that write as well as after it,
 // and the log does not say which.
-func (s *clusterState) concurrent(p prior, gr schema.GroupResource, namespace, name string, received time.Time) prior {
-	gr = storageOf(gr)
-	k := objectKey{namespace, name}
-	e := s.objects[gr][k]
-	if e == nil || e.raw == nil || e.done.IsZero() || received.IsZero() || !e.done.After(received) {
+func (s *State) concurrent(p Prior, gr schema.GroupResource, namespace, name string, received time.Time) Prior {
+	gr = StorageOf(gr)
+	k := ObjectKey{namespace, name}
+	e := s.Objects[gr][k]
+	if e == nil || e.Raw == nil || e.done.IsZero() || received.IsZero() || !e.done.After(received) {
 		return p
 	}
 	// The log's order gives the version the write stored: the likely one (both completed, the
 	// write first). The version before it is the alternative, when the State remembers it.
-	p.racedBy = fmt.Sprintf("the write at %s, which completed after this request was received (%s, %s)",
-		e.source, received.UTC().Format(time.RFC3339Nano), e.done.UTC().Format(time.RFC3339Nano))
-	for _, r := range s.replaced[replacedKey{gr, k}] {
-		if r.by == e && r.e.raw != nil {
-			p.racedFrom = &prior{kept: p.kept, found: true, complete: p.complete, raw: r.e.raw, rv: r.e.rv, unknowns: r.e.unknowns,
-				source: r.e.source + " (the version " + p.racedBy + ", replaced)"}
+	p.RacedBy = fmt.Sprintf("the write at %s, which completed after this request was received (%s, %s)",
+		e.Source, received.UTC().Format(time.RFC3339Nano), e.done.UTC().Format(time.RFC3339Nano))
+	for _, r := range s.replaced[ReplacedKey{gr, k}] {
+		if r.by == e && r.e.Raw != nil {
+			p.RacedFrom = &Prior{Kept: p.Kept, Found: true, Complete: p.Complete, Raw: r.e.Raw, RV: r.e.rv, Unknowns: r.e.unknowns,
+				Source: r.e.Source + " (the version " + p.RacedBy + ", replaced)"}
 		}
 	}
 	return p
 }
 
-// wroteTyped says whether the latest request (see beginWrite) wrote params or namespaces.
-func (s *clusterState) wroteTyped() bool {
+// WroteTyped says whether the latest request (see beginWrite) wrote params or namespaces.
+func (s *State) WroteTyped() bool {
 	return len(s.current.written) > 0 || len(s.current.writtenUnknown) > 0
 }
 
-// aheadWrites are the writes to params and namespaces of the latest request (see beginWrite),
+// AheadWrites are the writes to params and namespaces of the latest request (see beginWrite),
 // which completed at done, each with the entry it wrote, as a request the log records earlier but which ran
 // concurrently with it may have read them (see Replayer.reviseAhead); by is where the log
 // records it. unknown are the resources of which it may have written objects the State does
 // not know.
-func (s *clusterState) aheadWrites(by string, done time.Time) (ws []typedWrite, unknown []schema.GroupResource) {
+func (s *State) AheadWrites(by string, done time.Time) (ws []TypedWrite, unknown []schema.GroupResource) {
 	for i, rk := range s.current.written {
 		if slices.Contains(s.current.written[i+1:], rk) {
 			continue // the last write of the object gives what it wrote
 		}
 		e, has := s.buckets[rk.gr].get(rk.k)
-		ws = append(ws, typedWrite{gr: rk.gr, k: rk.k, prev: e, had: has, done: done, ahead: true, by: by})
+		ws = append(ws, TypedWrite{GR: rk.gr, Obj: rk.k, Prev: e, Had: has, Done: done, Ahead: true, By: by})
 	}
 	return ws, slices.Clone(s.current.writtenUnknown)
 }
 
-// recentTyped are the writes to params and namespaces that completed less than the lag
+// RecentTyped are the writes to params and namespaces that completed less than the lag
 // before a request received at received, or after (see Replayer.informerLag), newest first;
 // lost are the resources whose writes the State no longer remembers may be among them (for a
 // request received at a time the log does not say, every resource written).
-func (s *clusterState) recentTyped(received time.Time) (out []typedWrite, lost []schema.GroupResource) {
+func (s *State) RecentTyped(received time.Time) (out []TypedWrite, lost []schema.GroupResource) {
 	if received.IsZero() {
 		for _, w := range s.typedWrites {
-			if !w.done.IsZero() && !slices.Contains(lost, w.gr) {
-				lost = append(lost, w.gr)
+			if !w.Done.IsZero() && !slices.Contains(lost, w.GR) {
+				lost = append(lost, w.GR)
 			}
 		}
 		return nil, lost
 	}
 	// The writes long before are dropped: they hold the versions they replaced. A request
 	// logged later but received before this one may still need them: it finds them lost.
-	cutoff := received.Add(-s.lag - 2*time.Second)
+	cutoff := received.Add(-s.Lag - 2*time.Second)
 	drop := 0
-	for drop < len(s.typedWrites) && (s.typedWrites[drop].done.IsZero() || s.typedWrites[drop].done.Before(cutoff)) {
+	for drop < len(s.typedWrites) && (s.typedWrites[drop].Done.IsZero() || s.typedWrites[drop].Done.Before(cutoff)) {
 		s.lose(s.typedWrites[drop])
-		s.typedWrites[drop] = typedWrite{}
+		s.typedWrites[drop] = TypedWrite{}
 		drop++
 	}
 	s.typedWrites = s.typedWrites[drop:]
 	for i := len(s.typedWrites) - 1; i >= 0; i-- {
 		w := s.typedWrites[i]
-		if w.done.IsZero() {
+		if w.Done.IsZero() {
 			continue // not a write of a request of the log
 		}
-		if received.Sub(w.done) >= s.lag {
+		if received.Sub(w.Done) >= s.Lag {
 			// The log holds requests in the order they completed: the older ones are older
 			// still, but for a moment of slack.
-			if received.Sub(w.done) >= s.lag+time.Second {
+			if received.Sub(w.Done) >= s.Lag+time.Second {
 				break
 			}
 			continue
@@ -778,7 +778,7 @@ func (s *clusterState) recentTyped(received time.Time) (out []typedWrite, lost [
 		out = append(out, w)
 	}
 	for gr, at := range s.typedLost {
-		if received.Sub(at) < s.lag {
+		if received.Sub(at) < s.Lag {
 			lost = append(lost, gr)
 		}
 	}
@@ -786,27 +786,15 @@ func (s *clusterState) recentTyped(received time.Time) (out []typedWrite, lost [
 	return out, lost
 }
 
-// DefaultLag is how long after a write completed a replay holds, by default, that
-// kube-apiserver's informers and watch cache may not have held it yet (see WithLag): a request
-// received later is decided on the write, certain; one received sooner is decided on it too,
-// but likely, where the version before it decides otherwise. Measured on the e2e harness's
-// kube-apiserver on two cores (TestLagMeasured, BENCHMARKS.md): the ValidatingAdmissionPolicy
-// plugin's informer and the watch cache hold a write by the next request at p90, and within
-// 2.5 ms at most, at rest and under a load of eight writers alike. A production server behind
-// a remote etcd adds its network round trips, and one under heavy load its queueing: 250 ms,
-// a hundred times what was measured, covers those; a longer lag makes more decisions likely,
-// none wrong.
-const DefaultLag = 250 * time.Millisecond
-
 // staleOf sets p.stale (or p.staleUnknown) for a request received at received, when the write
 // that stored the State's version of the object replaced another version and completed less
 // than the lag before: the server's first attempt may have read the version before it,
 // or, when that one's write completed as recently, the one before that, and so on.
-func (s *clusterState) staleOf(p *prior, gr schema.GroupResource, namespace, name string, received time.Time) {
-	gr = storageOf(gr)
-	k := replacedKey{gr, objectKey{namespace, name}}
-	cur := s.objects[gr][k.k]
-	for cur != nil && cur.follows && !cur.done.IsZero() && !received.IsZero() && received.Sub(cur.done) < s.lag {
+func (s *State) staleOf(p *Prior, gr schema.GroupResource, namespace, name string, received time.Time) {
+	gr = StorageOf(gr)
+	k := ReplacedKey{gr, ObjectKey{namespace, name}}
+	cur := s.Objects[gr][k.Obj]
+	for cur != nil && cur.follows && !cur.done.IsZero() && !received.IsZero() && received.Sub(cur.done) < s.Lag {
 		gap := received.Sub(cur.done).Round(time.Microsecond)
 		var r *replacedEntry
 		for i, c := range s.replaced[k] {
@@ -814,91 +802,91 @@ func (s *clusterState) staleOf(p *prior, gr schema.GroupResource, namespace, nam
 				r = &s.replaced[k][i]
 			}
 		}
-		if r == nil || r.e.raw == nil || len(p.stale) == maxReplacedPerObject {
-			p.stale = nil
-			p.staleUnknown = fmt.Sprintf("the write at %s completed %s before this request was received, and the version it replaced is not known", cur.source, gap)
+		if r == nil || r.e.Raw == nil || len(p.Stale) == maxReplacedPerObject {
+			p.Stale = nil
+			p.StaleUnknown = fmt.Sprintf("the write at %s completed %s before this request was received, and the version it replaced is not known", cur.Source, gap)
 			return
 		}
-		p.stale = append(p.stale, prior{kept: p.kept, found: true, complete: p.complete, raw: r.e.raw, rv: r.e.rv, unknowns: r.e.unknowns,
-			source: fmt.Sprintf("%s (the version the write at %s, completed %s before this request was received, replaced)", r.e.source, cur.source, gap)})
+		p.Stale = append(p.Stale, Prior{Kept: p.Kept, Found: true, Complete: p.Complete, Raw: r.e.Raw, RV: r.e.rv, Unknowns: r.e.unknowns,
+			Source: fmt.Sprintf("%s (the version the write at %s, completed %s before this request was received, replaced)", r.e.Source, cur.Source, gap)})
 		cur = r.e
 	}
 }
 
-// recentWrite says why an object of the resource in the namespace (every namespace when it is
+// RecentWrite says why an object of the resource in the namespace (every namespace when it is
 // empty) a request received at received deleted may have been read as an older version than
 // the State's (see staleOf): a write that replaced a version of it completed less than
 // the lag before; "" when none did.
-func (s *clusterState) recentWrite(gr schema.GroupResource, namespace string, received time.Time) string {
-	gr = storageOf(gr)
+func (s *State) RecentWrite(gr schema.GroupResource, namespace string, received time.Time) string {
+	gr = StorageOf(gr)
 	if received.IsZero() {
 		return ""
 	}
-	for k, e := range s.objects[gr] {
-		if (namespace == "" || k.namespace == namespace) && e.follows && !e.done.IsZero() && !e.done.After(received) && received.Sub(e.done) < s.lag {
-			return fmt.Sprintf("the write at %s completed %s before this request was received, and the versions before it are not followed for a deletecollection", e.source, received.Sub(e.done).Round(time.Microsecond))
+	for k, e := range s.Objects[gr] {
+		if (namespace == "" || k.Namespace == namespace) && e.follows && !e.done.IsZero() && !e.done.After(received) && received.Sub(e.done) < s.Lag {
+			return fmt.Sprintf("the write at %s completed %s before this request was received, and the versions before it are not followed for a deletecollection", e.Source, received.Sub(e.done).Round(time.Microsecond))
 		}
 	}
 	return ""
 }
 
-func (s *clusterState) prior(gr schema.GroupResource, namespace, name string) prior {
-	gr = storageOf(gr)
-	p := prior{kept: s.keep(gr), complete: s.Complete(gr)}
-	e, ok := s.objects[gr][objectKey{namespace, name}]
+func (s *State) Prior(gr schema.GroupResource, namespace, name string) Prior {
+	gr = StorageOf(gr)
+	p := Prior{Kept: s.keep(gr), Complete: s.Complete(gr)}
+	e, ok := s.Objects[gr][ObjectKey{namespace, name}]
 	if !ok {
 		return p
 	}
-	p.found, p.source, p.unknown, p.raw, p.unknowns, p.rv, p.unmarked = true, e.source, e.unknown, e.raw, e.unknowns, e.rv, e.unmarked
+	p.Found, p.Source, p.Unknown, p.Raw, p.Unknowns, p.RV, p.Unmarked = true, e.Source, e.Unknown, e.Raw, e.unknowns, e.rv, e.unmarked
 	return p
 }
 
-// markedMaybe records that the object's entry, as stored last, is the version a refused DELETE
+// MarkedMaybe records that the object's entry, as stored last, is the version a refused DELETE
 // may have left marked deleted, and unmarked the version it has otherwise.
-func (s *clusterState) markedMaybe(gr schema.GroupResource, namespace, name string, unmarked []byte) {
-	if e := s.objects[storageOf(gr)][objectKey{namespace, name}]; e != nil && e.raw != nil {
+func (s *State) MarkedMaybe(gr schema.GroupResource, namespace, name string, unmarked []byte) {
+	if e := s.Objects[StorageOf(gr)][ObjectKey{namespace, name}]; e != nil && e.Raw != nil {
 		e.unmarked = unmarked
 	}
 }
 
-// decode returns the object, or why its state is not known; nil and "" when there is none.
-func (p prior) decode() (*unstructured.Unstructured, string) {
-	if !p.found || p.raw == nil {
-		return nil, p.unknown
+// Decode returns the object, or why its state is not known; nil and "" when there is none.
+func (p Prior) Decode() (*unstructured.Unstructured, string) {
+	if !p.Found || p.Raw == nil {
+		return nil, p.Unknown
 	}
-	u, err := auditlog.DecodeObject(p.raw)
+	u, err := auditlog.DecodeObject(p.Raw)
 	if err != nil {
 		return nil, fmt.Sprintf("stored object does not decode: %v", err)
 	}
 	return u, ""
 }
 
-// list returns the JSON of every object of the resource in the namespace (every namespace
+// List returns the JSON of every object of the resource in the namespace (every namespace
 // when it is empty), in no order, or why the State does not know them all: for a request
 // received at received, they are not known when a write to one of them completed after it.
-func (s *clusterState) list(gr schema.GroupResource, namespace string, received time.Time) ([][]byte, map[objectKey][]vapccel.Unknown, string) {
-	gr = storageOf(gr)
+func (s *State) List(gr schema.GroupResource, namespace string, received time.Time) ([][]byte, map[ObjectKey][]vapccel.Unknown, string) {
+	gr = StorageOf(gr)
 	switch {
 	case !s.keep(gr):
 		return nil, nil, "the replay does not keep " + gr.String()
 	case !s.Complete(gr):
 		return nil, nil, "the snapshot and the log do not hold every object of " + gr.String()
-	case !received.IsZero() && s.lastDone[replacedKey{gr, objectKey{namespace: namespace}}].After(received):
+	case !received.IsZero() && s.lastDone[ReplacedKey{gr, ObjectKey{Namespace: namespace}}].After(received):
 		return nil, nil, fmt.Sprintf("a write to %s completed after this request was received (%s): they ran concurrently, and the log does not say which objects it listed", gr, received.UTC().Format(time.RFC3339Nano))
 	}
 	out := [][]byte{}
-	var unknowns map[objectKey][]vapccel.Unknown
-	for k, e := range s.objects[gr] {
-		if namespace != "" && k.namespace != namespace {
+	var unknowns map[ObjectKey][]vapccel.Unknown
+	for k, e := range s.Objects[gr] {
+		if namespace != "" && k.Namespace != namespace {
 			continue
 		}
-		if e.raw == nil {
-			return nil, nil, fmt.Sprintf("%s %s: %s", gr, joinKey(k.namespace, k.name), shortReason(e.unknown))
+		if e.Raw == nil {
+			return nil, nil, fmt.Sprintf("%s %s: %s", gr, JoinKey(k.Namespace, k.Name), ShortReason(e.Unknown))
 		}
-		out = append(out, e.raw)
+		out = append(out, e.Raw)
 		if len(e.unknowns) > 0 {
 			if unknowns == nil {
-				unknowns = map[objectKey][]vapccel.Unknown{}
+				unknowns = map[ObjectKey][]vapccel.Unknown{}
 			}
 			unknowns[k] = e.unknowns
 		}
@@ -906,61 +894,39 @@ func (s *clusterState) list(gr schema.GroupResource, namespace string, received 
 	return out, unknowns, ""
 }
 
-// listedBy is what the deletecollection ev of gr in namespace deleted of the objects the State
-// knows, decoded: those its label selector selects, as the store's list read them when the
+// Selected is what a deletecollection of gr in namespace received at received deleted of the
+// objects the State knows, decoded: those sel selects, as the store's list read them when the
 // request was received. An object the State does not know stays so. why says why it is not
-// known: a field selector, which only the resource's own attributes answer, list options that
-// page or pin the list, a level that does not log its delete options, a selector that does
-// not parse, a write to the namespace concurrent with the request (or a request received at
-// a time the log does not say), or labels the State does not know.
-func (s *clusterState) listedBy(gr schema.GroupResource, namespace string, ev *Event) (items []any, unknowns map[objectKey][]vapccel.Unknown, why string) {
-	gr = storageOf(gr)
-	q := ev.Query()
-	switch {
-	case exportListUnknown(ev) != "":
-		return nil, nil, exportListUnknown(ev) // exportloss.go
-	case q.Get("fieldSelector") != "":
-		return nil, nil, "a field selector"
-	case q.Get("limit") != "" || q.Get("continue") != "" || q.Get("resourceVersion") != "":
-		return nil, nil, "list options that page or pin the list"
-	case !s.keep(gr):
+// known: a write to the namespace concurrent with the request, or labels the State does not
+// know.
+func (s *State) Selected(gr schema.GroupResource, namespace string, received time.Time, sel labels.Selector) (items []any, unknowns map[ObjectKey][]vapccel.Unknown, why string) {
+	gr = StorageOf(gr)
+	if !s.keep(gr) {
 		return nil, nil, "the replay does not keep " + gr.String()
-	case ev.Level != auditlog.LevelRequest && ev.Level != auditlog.LevelRequestResponse:
-		// Its DeleteOptions (a grace period, a propagation policy's finalizers, preconditions)
-		// decide what each deletion leaves.
-		return nil, nil, "its delete options, which level " + orNone(ev.Level) + " does not log"
 	}
-	received := ev.Received()
-	if received.IsZero() {
-		return nil, nil, "when it was received, which the log does not say"
-	}
-	if s.lastDone[replacedKey{gr, objectKey{namespace: namespace}}].After(received) {
+	if s.lastDone[ReplacedKey{gr, ObjectKey{Namespace: namespace}}].After(received) {
 		return nil, nil, fmt.Sprintf("a write to %s completed after it was received (%s): they ran concurrently", gr, received.UTC().Format(time.RFC3339Nano))
 	}
-	sel, err := labels.Parse(q.Get("labelSelector"))
-	if err != nil {
-		return nil, nil, "the label selector: " + err.Error()
-	}
-	unknowns = map[objectKey][]vapccel.Unknown{}
-	keys := slices.SortedFunc(maps.Keys(s.objects[gr]), func(a, b objectKey) int {
-		return cmp.Or(strings.Compare(a.namespace, b.namespace), strings.Compare(a.name, b.name))
+	unknowns = map[ObjectKey][]vapccel.Unknown{}
+	keys := slices.SortedFunc(maps.Keys(s.Objects[gr]), func(a, b ObjectKey) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
 	for _, k := range keys { // in a fixed order, not the map's
-		e := s.objects[gr][k]
-		if (namespace != "" && k.namespace != namespace) || e.raw == nil {
+		e := s.Objects[gr][k]
+		if (namespace != "" && k.Namespace != namespace) || e.Raw == nil {
 			continue
 		}
 		for _, un := range e.unknowns {
 			if labelsUnder(un.Path.Steps) {
-				return nil, nil, fmt.Sprintf("the labels of %s %s are not known: %s", gr, joinKey(k.namespace, k.name), un.Why)
+				return nil, nil, fmt.Sprintf("the labels of %s %s are not known: %s", gr, JoinKey(k.Namespace, k.Name), un.Why)
 			}
 		}
-		if !sel.Matches(e.labels) {
+		if !sel.Matches(e.Labels) {
 			continue
 		}
-		u := decodeObject(e.raw)
+		u := auditlog.DecodeAnyObject(e.Raw)
 		if u == nil {
-			return nil, nil, fmt.Sprintf("%s %s does not decode", gr, joinKey(k.namespace, k.name))
+			return nil, nil, fmt.Sprintf("%s %s does not decode", gr, JoinKey(k.Namespace, k.Name))
 		}
 		items = append(items, u.Object)
 		if len(e.unknowns) > 0 {
@@ -971,10 +937,10 @@ func (s *clusterState) listedBy(gr schema.GroupResource, namespace string, ev *E
 }
 
 // labelsUnder says whether a field at steps holds metadata.labels or is in it.
-func labelsUnder(steps []string) bool { return fieldUnder(steps, "metadata", "labels") }
+func labelsUnder(steps []string) bool { return FieldUnder(steps, "metadata", "labels") }
 
-// fieldUnder says whether a field at steps holds the field at want or is in it.
-func fieldUnder(steps []string, want ...string) bool {
+// FieldUnder says whether a field at steps holds the field at want or is in it.
+func FieldUnder(steps []string, want ...string) bool {
 	for i := 0; i < len(steps) && i < len(want); i++ {
 		if steps[i] != want[i] && steps[i] != vapccel.AnyStep {
 			return false
@@ -983,43 +949,43 @@ func fieldUnder(steps []string, want ...string) bool {
 	return true
 }
 
-// sameStorage says whether the storage of one resource holds the objects of the other.
-func sameStorage(a, b schema.GroupResource) bool { return storageOf(a) == storageOf(b) }
+// SameStorage says whether the storage of one resource holds the objects of the other.
+func SameStorage(a, b schema.GroupResource) bool { return StorageOf(a) == StorageOf(b) }
 
-// storageOf is the resource whose storage holds the objects of gr: kube-apiserver serves
+// StorageOf is the resource whose storage holds the objects of gr: kube-apiserver serves
 // events.k8s.io's Events from core's (the two cohabit), so a write through one is read through
 // the other.
-func storageOf(gr schema.GroupResource) schema.GroupResource {
-	if gr == eventsK8sIOGR {
-		return eventsGR
+func StorageOf(gr schema.GroupResource) schema.GroupResource {
+	if gr == EventsK8sIOGR {
+		return EventsGR
 	}
 	return gr
 }
 
 var (
-	eventsGR      = schema.GroupResource{Resource: "events"}
-	eventsK8sIOGR = schema.GroupResource{Group: "events.k8s.io", Resource: "events"}
+	EventsGR      = schema.GroupResource{Resource: "events"}
+	EventsK8sIOGR = schema.GroupResource{Group: "events.k8s.io", Resource: "events"}
 )
 
 // Len is the number of objects the State holds.
-func (s *clusterState) Len() int {
+func (s *State) Len() int {
 	n := 0
-	for _, m := range s.objects {
+	for _, m := range s.Objects {
 		n += len(m)
 	}
 	return n
 }
 
-var namespacesGR = schema.GroupResource{Resource: "namespaces"}
+var NamespacesGR = schema.GroupResource{Resource: "namespaces"}
 
-func joinKey(namespace, name string) string {
+func JoinKey(namespace, name string) string {
 	if namespace == "" {
 		return name
 	}
 	return namespace + "/" + name
 }
 
-func dedupe(s []string) []string {
+func Dedupe(s []string) []string {
 	out := s[:0]
 	for i, v := range s {
 		if i == 0 || v != s[i-1] {
@@ -1029,8 +995,21 @@ func dedupe(s []string) []string {
 	return out
 }
 
-// shortReason trims a reason to its first line.
-func shortReason(s string) string {
+// ShortReason trims a reason to its first line.
+func ShortReason(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	return s
+}
+
+// Same says whether two typed writes are the same write.
+func (tw TypedWrite) Same(o TypedWrite) bool {
+	return tw.GR == o.GR && tw.Obj == o.Obj && tw.Done.Equal(o.Done) && tw.Ahead == o.Ahead
+}
+
+// Version names the version of its object the write gives a state it is undone in.
+func (tw TypedWrite) Version() string {
+	if tw.Ahead {
+		return "the version it wrote"
+	}
+	return "the version before it"
 }

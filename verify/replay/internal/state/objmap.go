@@ -1,4 +1,4 @@
-package replay
+package state
 
 import (
 	"hash/maphash"
@@ -10,7 +10,7 @@ import (
 // them writes to a shard: a node status update after a View took the node bucket copies the
 // one shard the node is in, not every node.
 type objMap struct {
-	shards [objShards]map[objectKey]typedEntry
+	shards [objShards]map[ObjectKey]typedEntry
 	owned  uint64 // bit i: shards[i] is this map's own, written in place
 	n      int
 }
@@ -19,14 +19,14 @@ const objShards = 32
 
 var objSeed = maphash.MakeSeed()
 
-func shardOf(k objectKey) int { return int(maphash.Comparable(objSeed, k) % objShards) }
+func shardOf(k ObjectKey) int { return int(maphash.Comparable(objSeed, k) % objShards) }
 
-func (m *objMap) get(k objectKey) (typedEntry, bool) {
+func (m *objMap) get(k ObjectKey) (typedEntry, bool) {
 	e, ok := m.shards[shardOf(k)][k]
 	return e, ok
 }
 
-func (m *objMap) set(k objectKey, e typedEntry) {
+func (m *objMap) set(k ObjectKey, e typedEntry) {
 	s := m.writable(shardOf(k))
 	if _, ok := s[k]; !ok {
 		m.n++
@@ -34,7 +34,7 @@ func (m *objMap) set(k objectKey, e typedEntry) {
 	s[k] = e
 }
 
-func (m *objMap) delete(k objectKey) {
+func (m *objMap) delete(k ObjectKey) {
 	i := shardOf(k)
 	if _, ok := m.shards[i][k]; !ok {
 		return
@@ -46,8 +46,8 @@ func (m *objMap) delete(k objectKey) {
 func (m *objMap) len() int { return m.n }
 
 // all is every object, in no particular order.
-func (m *objMap) all() iter.Seq2[objectKey, typedEntry] {
-	return func(yield func(objectKey, typedEntry) bool) {
+func (m *objMap) all() iter.Seq2[ObjectKey, typedEntry] {
+	return func(yield func(ObjectKey, typedEntry) bool) {
 		for _, s := range m.shards {
 			for k, e := range s {
 				if !yield(k, e) {
@@ -66,9 +66,9 @@ func (m *objMap) clone() objMap {
 	return c
 }
 
-func (m *objMap) writable(i int) map[objectKey]typedEntry {
+func (m *objMap) writable(i int) map[ObjectKey]typedEntry {
 	if m.owned&(1<<i) == 0 {
-		c := make(map[objectKey]typedEntry, len(m.shards[i])+1)
+		c := make(map[ObjectKey]typedEntry, len(m.shards[i])+1)
 		maps.Copy(c, m.shards[i])
 		m.shards[i] = c
 		m.owned |= 1 << i

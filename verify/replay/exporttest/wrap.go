@@ -358,19 +358,28 @@ func GKEEntry(raw []byte, started bool) (json.RawMessage, error) {
 	if ev.ImpersonatedUser != nil {
 		principal = ev.ImpersonatedUser.Username // who admission saw
 	}
-	method, resourceName := "io.k8s."+strings.TrimPrefix(ev.Verb, "/"), ev.RequestURI
+	// A request for no resource: io.k8s.VERB, and its path without the leading slash (and
+	// without the query), as elastic/integrations' GKE test log has them (readyz, api/v1).
+	path, _, _ := strings.Cut(ev.RequestURI, "?")
+	method, resourceName := "io.k8s."+strings.TrimPrefix(ev.Verb, "/"), strings.TrimPrefix(path, "/")
 	if r := ev.ObjectRef; r != nil && r.Resource != "" {
 		group := "core"
 		if r.APIGroup != "" {
 			group = r.APIGroup
 		}
-		// io.k8s, the group's labels last to first without k8s.io, the version, the
-		// resource, the subresource, the verb.
-		labels := strings.Split(strings.TrimSuffix(strings.TrimSuffix(group, "k8s.io"), "."), ".")
+		// The group's labels last to first (io.k8s and the labels without k8s.io for a
+		// built-in group, a dotless one and one of k8s.io; the domain alone for another, as
+		// liggitt/audit2rbac#18 shows: com.coreos.database.etcd), the version, the resource,
+		// the subresource, the verb.
+		domain := group
+		if !strings.Contains(group, ".") {
+			domain = group + ".k8s.io"
+		}
+		labels := strings.Split(domain, ".")
 		for i, j := 0, len(labels)-1; i < j; i, j = i+1, j-1 {
 			labels[i], labels[j] = labels[j], labels[i]
 		}
-		parts := append([]string{"io", "k8s"}, labels...)
+		parts := labels
 		parts = append(parts, r.APIVersion, r.Resource)
 		if r.Subresource != "" {
 			parts = append(parts, r.Subresource)

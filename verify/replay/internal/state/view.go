@@ -1,4 +1,4 @@
-package replay
+package state
 
 import (
 	"cmp"
@@ -42,23 +42,23 @@ type bucket struct {
 
 type typedEntry struct {
 	gvr     schema.GroupVersionResource // as stored
-	obj     *lazyObject                 // nil when unknown
+	Obj     *lazyObject                 // nil when unknown
 	labels  labels.Set
 	unknown string
-	// unknowns are the fields of a known object whose values are not known (see partialUse).
-	unknowns []vapccel.Unknown
+	// Unknowns are the fields of a known object whose values are not known (see partialUse).
+	Unknowns []vapccel.Unknown
 }
 
-// partialUse is an object the evaluator read some of whose fields are not known: a decision
+// PartialUse is an object the evaluator read some of whose fields are not known: a decision
 // stands only if no policy reads them (see Replayer.dependsOnPartial).
-type partialUse struct {
-	gr       schema.GroupResource
-	k        objectKey // the object
-	unknowns []vapccel.Unknown
+type PartialUse struct {
+	GR       schema.GroupResource
+	Obj      ObjectKey // the object
+	Unknowns []vapccel.Unknown
 }
 
-// key is the object's namespace/name, for people.
-func (pu partialUse) key() string { return joinKey(pu.k.namespace, pu.k.name) }
+// Key is the object's namespace/name, for people.
+func (pu PartialUse) Key() string { return JoinKey(pu.Obj.Namespace, pu.Obj.Name) }
 
 // lazyObject is an object the evaluator may read, converted to the form it reads it (typed,
 // as an informer holds it) the first time it does: most writes to params and namespaces (node
@@ -97,18 +97,18 @@ type cachedList struct {
 	selector labels.Selector
 	objs     []runtime.Object
 	failed   []miss // objects that do not convert
-	partials []partialUse
+	partials []PartialUse
 }
 
 type selectorIndex struct {
 	sel  labels.Selector
-	keys map[objectKey]struct{}
+	keys map[ObjectKey]struct{}
 }
 
 func newBucket(selectors []labels.Selector) *bucket {
 	b := &bucket{members: map[string]*selectorIndex{}}
 	for _, sel := range selectors {
-		b.members[sel.String()] = &selectorIndex{sel: sel, keys: map[objectKey]struct{}{}}
+		b.members[sel.String()] = &selectorIndex{sel: sel, keys: map[ObjectKey]struct{}{}}
 	}
 	return b
 }
@@ -117,7 +117,7 @@ func newBucket(selectors []labels.Selector) *bucket {
 func (b *bucket) clone() *bucket {
 	c := &bucket{objs: b.objs.clone(), unknowns: b.unknowns, members: make(map[string]*selectorIndex, len(b.members))}
 	for s, idx := range b.members {
-		keys := make(map[objectKey]struct{}, len(idx.keys))
+		keys := make(map[ObjectKey]struct{}, len(idx.keys))
 		for k := range idx.keys {
 			keys[k] = struct{}{}
 		}
@@ -133,14 +133,14 @@ func (b *bucket) clone() *bucket {
 
 // invalidate drops the cached lists that the object k was in (old, when had) or will be in
 // (new, when has): the others stay valid through the write.
-func (b *bucket) invalidate(k objectKey, old typedEntry, had bool, new typedEntry, has bool) {
+func (b *bucket) invalidate(k ObjectKey, old typedEntry, had bool, new typedEntry, has bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for lk, l := range b.lists {
-		if lk.namespace != "" && lk.namespace != k.namespace {
+		if lk.namespace != "" && lk.namespace != k.Namespace {
 			continue
 		}
-		if (had && old.obj != nil && l.selector.Matches(old.labels)) || (has && new.obj != nil && l.selector.Matches(new.labels)) {
+		if (had && old.Obj != nil && l.selector.Matches(old.labels)) || (has && new.Obj != nil && l.selector.Matches(new.labels)) {
 			delete(b.lists, lk)
 		}
 	}
@@ -155,22 +155,22 @@ func (b *bucket) keepList(k listKey, l cachedList) {
 
 // set stores the entry of the object k; drop deletes it. Neither keeps the cached lists
 // valid: see invalidate.
-func (b *bucket) set(k objectKey, e typedEntry) {
+func (b *bucket) set(k ObjectKey, e typedEntry) {
 	b.drop(k)
-	if e.obj == nil {
+	if e.Obj == nil {
 		b.unknowns++
 	}
 	b.objs.set(k, e)
 	for _, idx := range b.members {
-		if e.obj != nil && idx.sel.Matches(e.labels) {
+		if e.Obj != nil && idx.sel.Matches(e.labels) {
 			idx.keys[k] = struct{}{}
 		}
 	}
 }
 
-func (b *bucket) drop(k objectKey) {
+func (b *bucket) drop(k ObjectKey) {
 	if old, ok := b.objs.get(k); ok {
-		if old.obj == nil {
+		if old.Obj == nil {
 			b.unknowns--
 		}
 		b.objs.delete(k)
@@ -183,7 +183,7 @@ func (b *bucket) drop(k objectKey) {
 // list returns the known objects of the version in the namespace ("" for all) that the
 // selector matches, sorted by namespace and name, and the misses of those that do not convert.
 // Only Views list, and their buckets are frozen: the answer is cached.
-func (b *bucket) list(gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]runtime.Object, []miss, []partialUse) {
+func (b *bucket) list(gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]runtime.Object, []miss, []PartialUse) {
 	if selector == nil {
 		selector = labels.Everything()
 	}
@@ -194,39 +194,39 @@ func (b *bucket) list(gvr schema.GroupVersionResource, namespace string, selecto
 	if ok {
 		return append([]runtime.Object(nil), l.objs...), l.failed, l.partials
 	}
-	var keys []objectKey
+	var keys []ObjectKey
 	if idx := b.members[key.selector]; idx != nil {
 		for k := range idx.keys {
-			if e, _ := b.objs.get(k); e.gvr == gvr && (namespace == "" || k.namespace == namespace) {
+			if e, _ := b.objs.get(k); e.gvr == gvr && (namespace == "" || k.Namespace == namespace) {
 				keys = append(keys, k)
 			}
 		}
 	} else {
 		for k, e := range b.objs.all() {
-			if e.obj != nil && e.gvr == gvr && (namespace == "" || k.namespace == namespace) && selector.Matches(e.labels) {
+			if e.Obj != nil && e.gvr == gvr && (namespace == "" || k.Namespace == namespace) && selector.Matches(e.labels) {
 				keys = append(keys, k)
 			}
 		}
 	}
 	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].namespace != keys[j].namespace {
-			return keys[i].namespace < keys[j].namespace
+		if keys[i].Namespace != keys[j].Namespace {
+			return keys[i].Namespace < keys[j].Namespace
 		}
-		return keys[i].name < keys[j].name
+		return keys[i].Name < keys[j].Name
 	})
 	out := make([]runtime.Object, 0, len(keys))
 	var failed []miss
-	var partials []partialUse
+	var partials []PartialUse
 	for _, k := range keys {
 		e, _ := b.objs.get(k)
-		o, err := e.obj.get()
+		o, err := e.Obj.get()
 		if err != nil {
-			failed = append(failed, miss{gr: gvr.GroupResource(), k: k, text: fmt.Sprintf("%s %s unknown: %v", gvr.GroupResource(), joinKey(k.namespace, k.name), err)})
+			failed = append(failed, miss{GR: gvr.GroupResource(), k: k, text: fmt.Sprintf("%s %s unknown: %v", gvr.GroupResource(), JoinKey(k.Namespace, k.Name), err)})
 			continue
 		}
 		out = append(out, o)
-		if len(e.unknowns) > 0 {
-			partials = append(partials, partialUse{gr: gvr.GroupResource(), k: k, unknowns: e.unknowns})
+		if len(e.Unknowns) > 0 {
+			partials = append(partials, PartialUse{GR: gvr.GroupResource(), Obj: k, Unknowns: e.Unknowns})
 		}
 	}
 	b.mu.Lock()
@@ -237,10 +237,10 @@ func (b *bucket) list(gvr schema.GroupVersionResource, namespace string, selecto
 	return append([]runtime.Object(nil), out...), failed, partials
 }
 
-// stateView, a View, is the params and namespaces of a replay's State at one point of the
+// StateView, a View, is the params and namespaces of a replay's State at one point of the
 // log. It implements verify.ObjectStore for one evaluation at a time, and records every read it
 // could not answer for sure (see clusterState).
-type stateView struct {
+type StateView struct {
 	buckets    map[schema.GroupResource]*bucket
 	complete   map[schema.GroupResource]string
 	incomplete map[schema.GroupResource]bool
@@ -249,34 +249,34 @@ type stateView struct {
 	// unknown namespace a miss (the evaluator otherwise assumes the namespace exists, as it
 	// must).
 	readsNamespaces bool
-	// unknown are the resources none of whose objects are known, and why: every read of them
+	// Unknown are the resources none of whose objects are known, and why: every read of them
 	// is a miss.
-	unknown map[schema.GroupResource]string
+	Unknown map[schema.GroupResource]string
 
 	misses   []miss
-	partials []partialUse
+	Partials []PartialUse
 	// standIns, when set, answer for params the View does not have (see
 	// decidedWithoutMissing).
 	standIns map[schema.GroupResource]runtime.Object
 
 	// gets and lists are the reads of evaluations over the View, recorded when track is set
 	// (see Replayer.informerLag).
-	track bool
-	gets  []readKey
-	lists []listRead
+	Track bool
+	Gets  []readKey
+	Lists []listRead
 	// looked are the gets through lookup (the admission plugins', and the namespace the policy
 	// matcher reads), also among gets: not CollectParams' (see readOtherThanByName).
 	looked []readKey
 	// overrides, when set, are objects the View holds as they were before writes: each
 	// write's entry, or absent when !had.
-	overrides map[readKey]typedWrite
+	overrides map[readKey]TypedWrite
 	// overrideKeys are the keys of overrides, in order (resource, namespace, name).
 	overrideKeys []readKey
 }
 
 type readKey struct {
 	gr schema.GroupResource
-	k  objectKey
+	k  ObjectKey
 }
 
 type listRead struct {
@@ -285,61 +285,61 @@ type listRead struct {
 	selector  labels.Selector
 }
 
-// read says whether an evaluation over the View read the object of w, or listed what it was
+// Read says whether an evaluation over the View read the object of w, or listed what it was
 // in with its labels before or after w.
-func (v *stateView) read(w typedWrite) bool {
-	return slices.Contains(v.gets, readKey{w.gr, w.k}) || v.listedWith(w)
+func (v *StateView) Read(w TypedWrite) bool {
+	return slices.Contains(v.Gets, readKey{w.GR, w.Obj}) || v.listedWith(w)
 }
 
-// readOtherThanByName says whether an evaluation over the View read the object of w otherwise
+// ReadOtherThanByName says whether an evaluation over the View read the object of w otherwise
 // than by its name through the policies' param lister (CollectParams, which reads a param its
 // informer does not hold yet from storage): in a list, or through an admission plugin.
-func (v *stateView) readOtherThanByName(w typedWrite) bool {
-	return slices.Contains(v.looked, readKey{w.gr, w.k}) || v.listedWith(w)
+func (v *StateView) ReadOtherThanByName(w TypedWrite) bool {
+	return slices.Contains(v.looked, readKey{w.GR, w.Obj}) || v.listedWith(w)
 }
 
 // listedWith says whether an evaluation over the View listed what the object of w was in with
 // its labels before or after w.
-func (v *stateView) listedWith(w typedWrite) bool {
-	after, has := v.entry(w.gr, w.k)
-	for _, l := range v.lists {
-		if l.gr != w.gr || (l.namespace != "" && l.namespace != w.k.namespace) {
+func (v *StateView) listedWith(w TypedWrite) bool {
+	after, has := v.entry(w.GR, w.Obj)
+	for _, l := range v.Lists {
+		if l.gr != w.GR || (l.namespace != "" && l.namespace != w.Obj.Namespace) {
 			continue
 		}
-		if (has && after.obj != nil && l.selector.Matches(after.labels)) || (w.had && w.prev.obj != nil && l.selector.Matches(w.prev.labels)) {
+		if (has && after.Obj != nil && l.selector.Matches(after.labels)) || (w.Had && w.Prev.Obj != nil && l.selector.Matches(w.Prev.labels)) {
 			return true
 		}
 	}
 	return false
 }
 
-// reads says whether an evaluation over the View read an object of gr, or listed some.
-func (v *stateView) reads(gr schema.GroupResource) bool {
-	return slices.ContainsFunc(v.gets, func(k readKey) bool { return k.gr == gr }) ||
-		slices.ContainsFunc(v.lists, func(l listRead) bool { return l.gr == gr })
+// Reads says whether an evaluation over the View read an object of gr, or listed some.
+func (v *StateView) Reads(gr schema.GroupResource) bool {
+	return slices.ContainsFunc(v.Gets, func(k readKey) bool { return k.gr == gr }) ||
+		slices.ContainsFunc(v.Lists, func(l listRead) bool { return l.gr == gr })
 }
 
-// before returns a copy of the View that holds the objects of the writes as they were before
+// Before returns a copy of the View that holds the objects of the writes as they were before
 // them (the oldest write of an object gives its version), recording what evaluations read.
-func (v *stateView) before(writes []typedWrite) *stateView {
-	c := v.fresh()
-	c.track = true
-	c.overrides = map[readKey]typedWrite{}
+func (v *StateView) Before(writes []TypedWrite) *StateView {
+	c := v.Fresh()
+	c.Track = true
+	c.overrides = map[readKey]TypedWrite{}
 	for _, w := range writes {
-		k := readKey{w.gr, w.k}
+		k := readKey{w.GR, w.Obj}
 		if _, ok := c.overrides[k]; !ok {
 			c.overrideKeys = append(c.overrideKeys, k)
 		}
 		c.overrides[k] = w // writes are newest first: the last is the oldest
 	}
 	slices.SortFunc(c.overrideKeys, func(a, b readKey) int {
-		return cmp.Or(strings.Compare(a.gr.String(), b.gr.String()), strings.Compare(a.k.namespace, b.k.namespace), strings.Compare(a.k.name, b.k.name))
+		return cmp.Or(strings.Compare(a.gr.String(), b.gr.String()), strings.Compare(a.k.Namespace, b.k.Namespace), strings.Compare(a.k.Name, b.k.Name))
 	})
 	return c
 }
 
 // overridden are the keys of the View's overrides of gr, in order (namespace, name).
-func (v *stateView) overridden(gr schema.GroupResource) []readKey {
+func (v *StateView) overridden(gr schema.GroupResource) []readKey {
 	var out []readKey
 	for _, rk := range v.overrideKeys {
 		if rk.gr == gr {
@@ -350,70 +350,70 @@ func (v *stateView) overridden(gr schema.GroupResource) []readKey {
 }
 
 // entry is the View's entry of the object k of gr.
-func (v *stateView) entry(gr schema.GroupResource, k objectKey) (typedEntry, bool) {
+func (v *StateView) entry(gr schema.GroupResource, k ObjectKey) (typedEntry, bool) {
 	if w, ok := v.overrides[readKey{gr, k}]; ok {
-		return w.prev, w.had
+		return w.Prev, w.Had
 	}
 	return v.buckets[gr].get(k)
 }
 
-// fresh returns a copy of the View without what evaluations over it missed, to evaluate a
+// Fresh returns a copy of the View without what evaluations over it missed, to evaluate a
 // request again.
-func (v *stateView) fresh() *stateView { return v.withStandIns(v.standIns) }
+func (v *StateView) Fresh() *StateView { return v.WithStandIns(v.standIns) }
 
-// withStandIns returns a copy of the View that answers a read of a param it does not have with
+// WithStandIns returns a copy of the View that answers a read of a param it does not have with
 // the resource's stand-in.
-func (v *stateView) withStandIns(standIns map[schema.GroupResource]runtime.Object) *stateView {
+func (v *StateView) WithStandIns(standIns map[schema.GroupResource]runtime.Object) *StateView {
 	c := *v
-	c.misses, c.partials, c.standIns, c.gets, c.lists, c.looked, c.overrides, c.overrideKeys = nil, nil, standIns, nil, nil, nil, nil, nil
+	c.misses, c.Partials, c.standIns, c.Gets, c.Lists, c.looked, c.overrides, c.overrideKeys = nil, nil, standIns, nil, nil, nil, nil, nil
 	return &c
 }
 
 // complete says whether every object of the resource is known.
-func (v *stateView) isComplete(gr schema.GroupResource) bool {
+func (v *StateView) isComplete(gr schema.GroupResource) bool {
 	_, ok := v.complete[gr]
 	return !v.incomplete[gr] && (ok || v.allSince != "")
 }
 
-func (v *stateView) counts(gr schema.GroupResource) bool {
-	return gr != namespacesGR || v.readsNamespaces
+func (v *StateView) counts(gr schema.GroupResource) bool {
+	return gr != NamespacesGR || v.readsNamespaces
 }
 
 // Get implements verify.ObjectStore.
-func (v *stateView) Get(gvr schema.GroupVersionResource, namespace, name string) (runtime.Object, error) {
+func (v *StateView) Get(gvr schema.GroupVersionResource, namespace, name string) (runtime.Object, error) {
 	gr := gvr.GroupResource()
-	if why, ok := v.unknown[gr]; ok {
-		v.miss(gr, "%s unknown: %s", joinKey(namespace, name), why)
+	if why, ok := v.Unknown[gr]; ok {
+		v.miss(gr, "%s unknown: %s", JoinKey(namespace, name), why)
 		if o, ok := v.standIns[gr]; ok {
 			return o, nil
 		}
 		return nil, apierrors.NewNotFound(gr, name)
 	}
-	if v.track {
-		v.gets = append(v.gets, readKey{gr, objectKey{namespace, name}})
+	if v.Track {
+		v.Gets = append(v.Gets, readKey{gr, ObjectKey{namespace, name}})
 	}
-	e, ok := v.entry(gr, objectKey{namespace, name})
-	if w, over := v.overrides[readKey{gr, objectKey{namespace, name}}]; over && !w.had && !w.unknownBefore {
+	e, ok := v.entry(gr, ObjectKey{namespace, name})
+	if w, over := v.overrides[readKey{gr, ObjectKey{namespace, name}}]; over && !w.Had && !w.UnknownBefore {
 		return nil, apierrors.NewNotFound(gr, name) // before the write created it
 	}
 	switch {
-	case ok && e.obj == nil:
+	case ok && e.Obj == nil:
 		if v.counts(gr) {
-			v.miss(gr, "%s unknown: %s", joinKey(namespace, name), e.unknown)
+			v.miss(gr, "%s unknown: %s", JoinKey(namespace, name), e.unknown)
 		}
 	case ok && e.gvr != gvr:
-		v.miss(gr, "%s is known as %s, not %s (vapc does not convert versions)", joinKey(namespace, name), e.gvr.Version, gvr.Version)
+		v.miss(gr, "%s is known as %s, not %s (vapc does not convert versions)", JoinKey(namespace, name), e.gvr.Version, gvr.Version)
 	case ok:
-		o, err := e.obj.get()
+		o, err := e.Obj.get()
 		if err == nil {
-			if len(e.unknowns) > 0 {
-				v.partials = append(v.partials, partialUse{gr: gr, k: objectKey{namespace, name}, unknowns: e.unknowns})
+			if len(e.Unknowns) > 0 {
+				v.Partials = append(v.Partials, PartialUse{GR: gr, Obj: ObjectKey{namespace, name}, Unknowns: e.Unknowns})
 			}
 			return o, nil
 		}
-		v.miss(gr, "%s unknown: %v", joinKey(namespace, name), err)
+		v.miss(gr, "%s unknown: %v", JoinKey(namespace, name), err)
 	case !v.isComplete(gr) && v.counts(gr):
-		v.miss(gr, "%s not known (not in the snapshot or the log)", joinKey(namespace, name))
+		v.miss(gr, "%s not known (not in the snapshot or the log)", JoinKey(namespace, name))
 	}
 	if o, ok := v.standIns[gr]; ok {
 		return o, nil
@@ -422,9 +422,9 @@ func (v *stateView) Get(gvr schema.GroupVersionResource, namespace, name string)
 }
 
 // List implements verify.ObjectStore.
-func (v *stateView) List(gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]runtime.Object, error) {
+func (v *StateView) List(gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]runtime.Object, error) {
 	gr := gvr.GroupResource()
-	if why, ok := v.unknown[gr]; ok {
+	if why, ok := v.Unknown[gr]; ok {
 		v.miss(gr, "unknown: %s", why)
 		if o, ok := v.standIns[gr]; ok {
 			return []runtime.Object{o}, nil
@@ -445,7 +445,7 @@ func (v *stateView) List(gvr schema.GroupVersionResource, namespace string, sele
 	}
 	objs, failed, partials := v.listed(b, gvr, namespace, selector)
 	v.misses = append(v.misses, failed...)
-	v.partials = append(v.partials, partials...)
+	v.Partials = append(v.Partials, partials...)
 	if o, ok := v.standIns[gr]; ok && len(objs) == 0 {
 		return []runtime.Object{o}, nil
 	}
@@ -454,19 +454,19 @@ func (v *stateView) List(gvr schema.GroupVersionResource, namespace string, sele
 
 // unknownEntries are why the objects of gr in namespace ("" for all) the View holds but does
 // not know are not known, each "namespace/name unknown: why".
-func (v *stateView) unknownEntries(gr schema.GroupResource, namespace string) []string {
+func (v *StateView) unknownEntries(gr schema.GroupResource, namespace string) []string {
 	var out []string
 	if b := v.buckets[gr]; b != nil && b.unknowns > 0 {
 		for k, e := range b.objs.all() {
-			if _, over := v.overrides[readKey{gr, k}]; !over && e.obj == nil && (namespace == "" || k.namespace == namespace) {
-				out = append(out, joinKey(k.namespace, k.name)+" unknown: "+e.unknown)
+			if _, over := v.overrides[readKey{gr, k}]; !over && e.Obj == nil && (namespace == "" || k.Namespace == namespace) {
+				out = append(out, JoinKey(k.Namespace, k.Name)+" unknown: "+e.unknown)
 			}
 		}
 		slices.Sort(out) // in a fixed order, not the map's
 	}
 	for _, rk := range v.overridden(gr) { // as they were before the writes
-		if w := v.overrides[rk]; w.had && w.prev.obj == nil && (namespace == "" || rk.k.namespace == namespace) {
-			out = append(out, joinKey(rk.k.namespace, rk.k.name)+" unknown: "+w.prev.unknown)
+		if w := v.overrides[rk]; w.Had && w.Prev.Obj == nil && (namespace == "" || rk.k.Namespace == namespace) {
+			out = append(out, JoinKey(rk.k.Namespace, rk.k.Name)+" unknown: "+w.Prev.unknown)
 		}
 	}
 	return out
@@ -474,13 +474,13 @@ func (v *stateView) unknownEntries(gr schema.GroupResource, namespace string) []
 
 // listed lists the objects of the bucket b of gvr the selector selects as the View holds
 // them (see withOverrides), recording the read when the View tracks them.
-func (v *stateView) listed(b *bucket, gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]runtime.Object, []miss, []partialUse) {
-	if v.track {
-		v.lists = append(v.lists, listRead{gvr.GroupResource(), namespace, selector})
+func (v *StateView) listed(b *bucket, gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]runtime.Object, []miss, []PartialUse) {
+	if v.Track {
+		v.Lists = append(v.Lists, listRead{gvr.GroupResource(), namespace, selector})
 	}
 	var objs []runtime.Object
 	var failed []miss
-	var partials []partialUse
+	var partials []PartialUse
 	if b != nil { // none when the State holds no object of the resource: a read all the same
 		objs, failed, partials = b.list(gvr, namespace, selector)
 	}
@@ -493,38 +493,38 @@ func (v *stateView) listed(b *bucket, gvr schema.GroupVersionResource, namespace
 // withOverrides is a list of the View's bucket with the objects of its overrides as they were:
 // their versions after the writes left out, those before put in their places when the
 // selector selects them, in the bucket's order (namespace, name).
-func (v *stateView) withOverrides(gvr schema.GroupVersionResource, namespace string, selector labels.Selector, objs []runtime.Object, failed []miss, partials []partialUse) ([]runtime.Object, []miss, []partialUse) {
+func (v *StateView) withOverrides(gvr schema.GroupVersionResource, namespace string, selector labels.Selector, objs []runtime.Object, failed []miss, partials []PartialUse) ([]runtime.Object, []miss, []PartialUse) {
 	gr := gvr.GroupResource()
-	mine := func(k objectKey) bool {
+	mine := func(k ObjectKey) bool {
 		_, ok := v.overrides[readKey{gr, k}]
 		return ok
 	}
 	var out []runtime.Object
 	changed := false
 	for _, obj := range objs {
-		if a, err := meta.Accessor(obj); err == nil && mine(objectKey{a.GetNamespace(), a.GetName()}) {
+		if a, err := meta.Accessor(obj); err == nil && mine(ObjectKey{a.GetNamespace(), a.GetName()}) {
 			changed = true
 			continue
 		}
 		out = append(out, obj)
 	}
-	failed = slices.DeleteFunc(slices.Clone(failed), func(m miss) bool { return m.k != (objectKey{}) && mine(m.k) })
-	partials = slices.DeleteFunc(slices.Clone(partials), func(p partialUse) bool { return mine(p.k) })
+	failed = slices.DeleteFunc(slices.Clone(failed), func(m miss) bool { return m.k != (ObjectKey{}) && mine(m.k) })
+	partials = slices.DeleteFunc(slices.Clone(partials), func(p PartialUse) bool { return mine(p.Obj) })
 	for _, rk := range v.overridden(gr) {
 		w := v.overrides[rk]
-		e := w.prev
-		if (namespace != "" && rk.k.namespace != namespace) || !w.had || e.obj == nil || e.gvr != gvr || !selector.Matches(e.labels) {
+		e := w.Prev
+		if (namespace != "" && rk.k.Namespace != namespace) || !w.Had || e.Obj == nil || e.gvr != gvr || !selector.Matches(e.labels) {
 			continue
 		}
-		key := joinKey(rk.k.namespace, rk.k.name)
-		obj, err := e.obj.get()
+		key := JoinKey(rk.k.Namespace, rk.k.Name)
+		obj, err := e.Obj.get()
 		if err != nil {
-			failed = append(failed, miss{gr: gr, k: rk.k, text: fmt.Sprintf("%s %s unknown: %v", gr, key, err)})
+			failed = append(failed, miss{GR: gr, k: rk.k, text: fmt.Sprintf("%s %s unknown: %v", gr, key, err)})
 			continue
 		}
 		out, changed = append(out, obj), true
-		if len(e.unknowns) > 0 {
-			partials = append(partials, partialUse{gr: gr, k: rk.k, unknowns: e.unknowns})
+		if len(e.Unknowns) > 0 {
+			partials = append(partials, PartialUse{GR: gr, Obj: rk.k, Unknowns: e.Unknowns})
 		}
 	}
 	if changed {
@@ -540,7 +540,7 @@ func (v *stateView) withOverrides(gvr schema.GroupVersionResource, namespace str
 	return out, failed, partials
 }
 
-func (b *bucket) get(k objectKey) (typedEntry, bool) {
+func (b *bucket) get(k ObjectKey) (typedEntry, bool) {
 	if b == nil {
 		return typedEntry{}, false
 	}
@@ -549,27 +549,27 @@ func (b *bucket) get(k objectKey) (typedEntry, bool) {
 
 // miss is a read a View could not answer for sure: of which resource, and why, for people.
 type miss struct {
-	gr   schema.GroupResource
-	k    objectKey // the object it is about, if one (zero if none)
+	GR   schema.GroupResource
+	k    ObjectKey // the object it is about, if one (zero if none)
 	text string
 }
 
 // miss records a read of the resource the View could not answer for sure; the text begins
 // with the resource.
-func (v *stateView) miss(gr schema.GroupResource, format string, args ...any) {
-	v.misses = append(v.misses, miss{gr: gr, text: fmt.Sprintf("%s "+format, append([]any{gr}, args...)...)})
+func (v *StateView) miss(gr schema.GroupResource, format string, args ...any) {
+	v.misses = append(v.misses, miss{GR: gr, text: fmt.Sprintf("%s "+format, append([]any{gr}, args...)...)})
 }
 
 // Misses returns the reads the View could not answer for sure, sorted by their text, each
 // once.
-func (v *stateView) Misses() []miss {
+func (v *StateView) Misses() []miss {
 	out := slices.Clone(v.misses)
 	slices.SortFunc(out, func(a, b miss) int { return strings.Compare(a.text, b.text) })
 	return slices.CompactFunc(out, func(a, b miss) bool { return a.text == b.text })
 }
 
-// missText is the misses for people, joined by "; ".
-func missText(ms []miss) string {
+// MissText is the misses for people, joined by "; ".
+func MissText(ms []miss) string {
 	texts := make([]string, len(ms))
 	for i, m := range ms {
 		texts[i] = m.text
@@ -577,44 +577,44 @@ func missText(ms []miss) string {
 	return strings.Join(texts, "; ")
 }
 
-// lookup reads an object as kube-apiserver's built-in admission plugins read it, without
+// Lookup reads an object as kube-apiserver's built-in admission plugins read it, without
 // recording a miss: the object, or absent when it does not exist for sure, or why it is not
 // known.
-func (v *stateView) lookup(gvr schema.GroupVersionResource, namespace, name string) (obj runtime.Object, absent bool, unknown string, partial []vapccel.Unknown) {
+func (v *StateView) Lookup(gvr schema.GroupVersionResource, namespace, name string) (obj runtime.Object, absent bool, unknown string, partial []vapccel.Unknown) {
 	gr := gvr.GroupResource()
-	if why, ok := v.unknown[gr]; ok {
+	if why, ok := v.Unknown[gr]; ok {
 		return nil, false, why, nil
 	}
-	if v.track {
-		v.gets = append(v.gets, readKey{gr, objectKey{namespace, name}})
-		v.looked = append(v.looked, readKey{gr, objectKey{namespace, name}})
+	if v.Track {
+		v.Gets = append(v.Gets, readKey{gr, ObjectKey{namespace, name}})
+		v.looked = append(v.looked, readKey{gr, ObjectKey{namespace, name}})
 	}
-	e, ok := v.entry(gr, objectKey{namespace, name})
-	if w, over := v.overrides[readKey{gr, objectKey{namespace, name}}]; over && !w.had && !w.unknownBefore {
+	e, ok := v.entry(gr, ObjectKey{namespace, name})
+	if w, over := v.overrides[readKey{gr, ObjectKey{namespace, name}}]; over && !w.Had && !w.UnknownBefore {
 		return nil, true, "", nil // before the write created it
 	}
 	switch {
-	case ok && e.obj == nil:
+	case ok && e.Obj == nil:
 		return nil, false, e.unknown, nil
 	case ok && e.gvr != gvr:
 		return nil, false, fmt.Sprintf("known as %s, not %s", e.gvr.Version, gvr.Version), nil
 	case ok:
-		o, err := e.obj.get()
+		o, err := e.Obj.get()
 		if err != nil {
 			return nil, false, err.Error(), nil
 		}
-		return o, false, "", e.unknowns
+		return o, false, "", e.Unknowns
 	case v.isComplete(gr):
 		return nil, true, "", nil
 	}
 	return nil, false, "not in the snapshot or earlier in the log", nil
 }
 
-// listFor lists the objects of a resource in a namespace ("" for all) as the admission plugins
+// ListFor lists the objects of a resource in a namespace ("" for all) as the admission plugins
 // list them: the known ones, and why they may not be all.
-func (v *stateView) listFor(gvr schema.GroupVersionResource, namespace string) (objs []runtime.Object, unknown string) {
+func (v *StateView) ListFor(gvr schema.GroupVersionResource, namespace string) (objs []runtime.Object, unknown string) {
 	gr := gvr.GroupResource()
-	if why, ok := v.unknown[gr]; ok {
+	if why, ok := v.Unknown[gr]; ok {
 		return nil, why
 	}
 	if !v.isComplete(gr) {
@@ -629,17 +629,17 @@ func (v *stateView) listFor(gvr schema.GroupVersionResource, namespace string) (
 		unknown = failed[0].text
 	}
 	if len(partials) > 0 && unknown == "" {
-		unknown = fmt.Sprintf("%s: %s", partials[0].key(), partials[0].unknowns[0].Why)
+		unknown = fmt.Sprintf("%s: %s", partials[0].Key(), partials[0].Unknowns[0].Why)
 	}
 	return objs, unknown
 }
 
-// namespaceLabels returns the labels of a namespace, and whether they are known.
-func (v *stateView) namespaceLabels(name string) (labels.Set, bool) {
+// NamespaceLabels returns the labels of a namespace, and whether they are known.
+func (v *StateView) NamespaceLabels(name string) (labels.Set, bool) {
 	if v == nil {
 		return nil, false
 	}
-	obj, _, unknown, partial := v.lookup(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, "", name)
+	obj, _, unknown, partial := v.Lookup(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, "", name)
 	if obj == nil || unknown != "" {
 		return nil, false
 	}

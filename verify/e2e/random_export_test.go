@@ -1,0 +1,65 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/vapc-dev/vapc/verify/replay"
+	"github.com/vapc-dev/vapc/verify/replay/exporttest"
+)
+
+// checkExportReplays replays the server's log again as two managed clusters' logging services
+// would hand it over (exporttest: out of order, in their envelopes, GKE's losing what its
+// entries do not carry) and holds each replay to the replay of the log (see checkReplayAgain):
+// always one of GKE's two (it loses the most), and one of the others, both chosen by the seed.
+func checkExportReplays(t *testing.T, log string, set policySet, byID map[string]*replay.Record, from int, seed uint64) {
+	t.Helper()
+	data, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	active := activeIDs(t, data, from)
+	var gke, others []string
+	for _, f := range exporttest.Formats() {
+		if f == exporttest.GKESink || string(f) == "gke" {
+			gke = append(gke, string(f))
+		} else {
+			others = append(others, string(f))
+		}
+	}
+	chosen := []string{gke[seed%uint64(len(gke))], others[seed%uint64(len(others))]}
+	for _, f := range exporttest.Formats() {
+		if string(f) != chosen[0] && string(f) != chosen[1] {
+			continue
+		}
+		wrapped, err := exporttest.Wrap(f, data)
+		if err != nil {
+			t.Fatalf("wrapping the log as %s: %v", f, err)
+		}
+		path := filepath.Join(t.TempDir(), "export-"+string(f))
+		if err := os.WriteFile(path, wrapped, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		checkReplayAgain(t, "the log as the "+string(f)+" export", []replay.Source{{Name: path}}, active, set, byID)
+	}
+}
+
+// activeIDs are the audit IDs of the log's lines from line from on.
+func activeIDs(t *testing.T, log []byte, from int) map[string]bool {
+	t.Helper()
+	active := map[string]bool{}
+	sc := bufio.NewScanner(bytes.NewReader(log))
+	sc.Buffer(nil, 16<<20)
+	for line := 1; sc.Scan(); line++ {
+		if m := auditIDOf.FindSubmatch(sc.Bytes()); m != nil && line >= from {
+			active[string(m[1])] = true
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return active
+}

@@ -1,0 +1,70 @@
+package export
+
+import (
+	"hash/maphash"
+	"time"
+)
+
+// otherCategory is the record of a resource log record of another category than kube-audit
+// and kube-audit-admin: the diagnostic setting sends the control plane's other logs
+// (kube-apiserver, kube-controller-manager, guard, cluster-autoscaler, ...) to the same
+// destination, and Falco's k8saudit-aks plugin skips them too
+// (https://github.com/falcosecurity/plugins/issues/1145). It is counted, not replayed.
+func otherCategory(line int, category string) record {
+	return record{line: line, skip: "an AKS record of the category " + category + ", not kube-audit or kube-audit-admin"}
+}
+
+// aksCopy is why an AKS event read already is skipped.
+const aksCopy = "an AKS event read already, identical (a diagnostic setting with kube-audit and kube-audit-admin sends each write in both)"
+
+// copies finds the events an AKS export holds twice: a diagnostic setting with both
+// kube-audit and kube-audit-admin sends each event but gets and lists in each category, with
+// the same audit ID, stage and bytes (Azure/PSRule.Rules.Azure#2449 recommends one of
+// them). It remembers the events handed over in the last window of their completion times,
+// in the server's order (after reorder), by audit ID and stage and a hash of their bytes: an
+// event seen again within it, byte for byte, is the other category's copy. An event with the
+// same audit ID and stage but other bytes is not a copy, and the replay says what is wrong
+// with it.
+type copies struct {
+	window time.Duration
+	seen   map[string]uint64
+	order  []seenEvent
+}
+
+type seenEvent struct {
+	key string
+	at  time.Time
+}
+
+var copySeed = maphash.MakeSeed()
+
+func newCopies(window time.Duration) *copies {
+	return &copies{window: window, seen: map[string]uint64{}}
+}
+
+// again says whether the event of rec was handed over already; it remembers it otherwise.
+func (c *copies) again(rec record) bool {
+	if rec.at.IsZero() {
+		return false
+	}
+	id, ok1 := memberString(rec.data, "auditID")
+	stage, ok2 := memberString(rec.data, "stage")
+	if !ok1 || !ok2 {
+		return false
+	}
+	key := string(id) + "/" + string(stage)
+	sum := maphash.Bytes(copySeed, rec.data)
+	if prev, ok := c.seen[key]; ok && prev == sum {
+		return true
+	}
+	// Forget what completed more than a window before this event.
+	n := 0
+	for n < len(c.order) && rec.at.Sub(c.order[n].at) > c.window {
+		delete(c.seen, c.order[n].key)
+		n++
+	}
+	c.order = c.order[n:]
+	c.seen[key] = sum
+	c.order = append(c.order, seenEvent{key: key, at: rec.at})
+	return false
+}

@@ -1,0 +1,229 @@
+package source
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"os"
+	"time"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+)
+
+// ClockBack is how far a log's clock must go back for the lines that follow to be taken as an
+// earlier part of the log: rotated logs concatenated out of order (cat audit.log audit-1.log),
+// the logs of several kube-apiservers concatenated, not the jitter by which concurrent
+// requests' events reach kube-apiserver's log backend out of the order of their stage times
+// (it stamps an event when its stage ends and writes it then: milliseconds apart at most).
+// Parts cut at a smaller jump would be merged in the order of their stage times all the same.
+const ClockBack = time.Second
+
+// Jump is a line of a log whose stage time is more than ClockBack before a line above it.
+type Jump struct {
+	File string
+	// Line is the line's number, from 1.
+	Line int
+	// Latest is the latest stage time above the line, At the line's.
+	Latest, At time.Time
+}
+
+// part is the span of a log file that one of its parts fills: from the byte offset and line
+// number where it begins to the offset where the next part begins (0: the end of the file).
+type part struct {
+	offset, end int64
+	line        int
+}
+
+// samples is how many points of a large log file Split reads the time of before it reads the
+// whole file: a log whose parts each fill more than a 64th of it goes back between two of
+// them. smallFile is the size under which it reads the whole file at once.
+const (
+	samples   = 64
+	smallFile = 32 << 20
+)
+
+// Split cuts each plain log file (the log backend's lines, not compressed) whose clock goes back
+// by more than ClockBack into its parts, each a span of lines whose clock does not, read as logs
+// of their own: Lines merges them in the time order of their events as it merges several logs.
+// jumps says where each part after the first begins. Other sources (compressed, standard
+// input, exports) are left as they are; the replay notes where their clock goes back.
+func Split(sources []Source, maxLine int) (out []Source, jumps []Jump) {
+	for _, src := range sources {
+		parts, js := partsOf(src, maxLine)
+		if len(parts) < 2 {
+			out = append(out, src)
+			continue
+		}
+		for _, p := range parts {
+			s := src
+			s.part = &part{offset: p.offset, end: p.end, line: p.line}
+			out = append(out, s)
+		}
+		jumps = append(jumps, js...)
+	}
+	return out, jumps
+}
+
+// partsOf finds the parts of a plain log file, none when it is not one or its clock does not go
+// back.
+func partsOf(src Source, maxLine int) ([]part, []Jump) {
+	if src.Reader != nil || src.part != nil || (src.Format != "" && src.Format != "auto" && src.Format != "audit") {
+		return nil, nil
+	}
+	f, err := os.Open(src.Name)
+	if err != nil {
+		return nil, nil
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil || !info.Mode().IsRegular() || !plainLog(f) {
+		return nil, nil
+	}
+	size := info.Size()
+	if size > smallFile && !sampledBack(f, size, maxLine) {
+		return nil, nil
+	}
+	return scanParts(src.Name, io.NewSectionReader(f, 0, size), maxLine)
+}
+
+// plainLog says whether a file begins with an event of the log backend's: neither compressed
+// nor an export's envelope.
+func plainLog(f *os.File) bool {
+	br := bufio.NewReaderSize(io.NewSectionReader(f, 0, 1<<20), 64<<10)
+	line, _ := readLine(br, 1<<20)
+	if len(line) == 0 {
+		return false
+	}
+	ev, err := auditlog.Decode(line)
+	return err == nil && ev.Kind == "Event" && ev.Stage != ""
+}
+
+// sampledBack reads the stage time of the line at each 64th of a file and says whether one is
+// more than ClockBack before one above it.
+func sampledBack(f *os.File, size int64, maxLine int) bool {
+	var latest time.Time
+	for i := int64(0); i <= samples; i++ {
+		off := size * i / samples
+		if i == samples { // the last lines, after the last 64th's
+			off = max(size*(samples-1)/samples, size-int64(min(maxLine, 4<<20)))
+		}
+		br := bufio.NewReaderSize(io.NewSectionReader(f, off, size-off), 64<<10)
+		if off > 0 {
+			if _, err := readLine(br, maxLine); err != nil { // the rest of the line the offset cut
+				continue
+			}
+		}
+		// A line's time, or the first of the next few that has one; at the end, every line's.
+		for n := 0; i == samples || n < 8; n++ {
+			line, err := readLine(br, maxLine)
+			at, ok := stageTime(auditlog.Line{Data: line})
+			if ok {
+				if !latest.IsZero() && latest.Sub(at) > ClockBack {
+					return true
+				}
+				if at.After(latest) {
+					latest = at
+				}
+			}
+			if (ok && i < samples) || (err != nil && !errors.Is(err, errLong)) {
+				break
+			}
+		}
+	}
+	return false
+}
+
+// scanParts reads a log's lines and cuts it where its clock goes back.
+func scanParts(file string, r io.Reader, maxLine int) ([]part, []Jump) {
+	br := bufio.NewReaderSize(r, 256<<10)
+	parts := []part{{line: 1}}
+	var jumps []Jump
+	var latest time.Time
+	var offset int64
+	for num := 1; ; num++ {
+		line, err := readLine(br, maxLine)
+		if at, ok := stageTime(auditlog.Line{Data: line}); ok {
+			if !latest.IsZero() && latest.Sub(at) > ClockBack {
+				parts[len(parts)-1].end = offset
+				parts = append(parts, part{offset: offset, line: num})
+				jumps = append(jumps, Jump{File: file, Line: num, Latest: latest, At: at})
+				latest = time.Time{}
+			}
+			if at.After(latest) {
+				latest = at
+			}
+		}
+		offset += int64(lineSize(line, err))
+		if err != nil && !errors.Is(err, errLong) {
+			break
+		}
+	}
+	return parts, jumps
+}
+
+// errLong is a line longer than the reader keeps of it.
+var errLong = errors.New("line too long")
+
+// readLine reads a line, its end included; of a line longer than maxLine it keeps the last
+// maxLine bytes (the stage time is near a line's end) and returns errLong with them, having
+// read to its end. Any other error ends the file.
+func readLine(br *bufio.Reader, maxLine int) ([]byte, error) {
+	var line []byte
+	long := 0
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			line = append(line, chunk...)
+			if len(line) > maxLine {
+				long += len(line) - maxLine
+				line = append(line[:0], line[len(line)-maxLine:]...)
+			}
+			continue
+		}
+		if len(line) == 0 && long == 0 {
+			return chunk, err
+		}
+		line = append(line, chunk...)
+		if err == nil && long > 0 {
+			return line, &longError{skipped: long}
+		}
+		return line, err
+	}
+}
+
+// longError is errLong with the bytes readLine left out of the line.
+type longError struct{ skipped int }
+
+func (e *longError) Error() string        { return errLong.Error() }
+func (e *longError) Is(target error) bool { return target == errLong }
+
+// lineSize is how many bytes of the file a line readLine returned took.
+func lineSize(line []byte, err error) int {
+	var le *longError
+	if errors.As(err, &le) {
+		return len(line) + le.skipped
+	}
+	return len(line)
+}
+
+// partReader is the span of a file one part fills.
+func partReader(f *os.File, p *part) (io.Reader, error) {
+	if _, err := f.Seek(p.offset, io.SeekStart); err != nil {
+		return nil, err
+	}
+	if p.end == 0 {
+		return f, nil
+	}
+	return io.LimitReader(f, p.end-p.offset), nil
+}
+
+// numbered counts a part's lines from the line where it begins.
+func numbered(next func() (auditlog.Line, bool), p *part) func() (auditlog.Line, bool) {
+	return func() (auditlog.Line, bool) {
+		l, ok := next()
+		if ok && l.Num > 0 {
+			l.Num += p.line - 1
+		}
+		return l, ok
+	}
+}

@@ -1,0 +1,110 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+)
+
+// TestSplit cuts logs whose clock goes back into their parts, which Lines reads as one log in
+// the time order of their events, each line at its number in the file.
+func TestSplit(t *testing.T) {
+	dir := t.TempDir()
+	long := strings.Replace(event("L", 21), `"verb":"list"`, `"verb":"list","userAgent":"`+strings.Repeat("x", 3000)+`"`, 1)
+	for _, tc := range []struct {
+		name  string
+		gz    bool
+		lines []string
+		// want are the audit IDs Lines gives and the lines they are at; jumps the lines
+		// where a part begins.
+		want  []string
+		jumps []int
+	}{
+		{name: "in order", lines: []string{event("a", 1), event("b", 2), event("c", 3)},
+			want: []string{"a:1", "b:2", "c:3"}},
+		{name: "jitter within a second", lines: []string{event("a", 1), event("b", 2), strings.Replace(event("c", 1), ":01.000000Z", ":01.500000Z", 1), event("d", 3)},
+			want: []string{"a:1", "b:2", "c:3", "d:4"}},
+		{name: "rotated logs concatenated newest first", lines: []string{event("c", 20), event("d", 21), event("a", 10), event("b", 11)},
+			want: []string{"a:3", "b:4", "c:1", "d:2"}, jumps: []int{3}},
+		{name: "three parts, interleaved", lines: []string{event("m", 20), event("n", 30), event("a", 10), event("o", 25), event("x", 5), event("y", 40)},
+			want: []string{"x:5", "a:3", "m:1", "o:4", "n:2", "y:6"}, jumps: []int{3, 5}},
+		{name: "lines longer than kept, and not events", lines: []string{event("c", 20), "not json", long, event("a", 10), long},
+			want: []string{"a:4", "!:5", "c:1", "?:2", "!:3"}, jumps: []int{4}},
+		{name: "compressed: read as it is", gz: true, lines: []string{event("c", 20), event("a", 10)},
+			want: []string{"c:1", "a:2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := write(t, dir, strings.ReplaceAll(tc.name, " ", "-")+".log", tc.gz, tc.lines...)
+			const maxLine = 2048
+			sources, jumps := Split([]Source{{Name: path}}, maxLine)
+			var got []string
+			if err := Lines(context.Background(), sources, maxLine, func(l auditlog.Line) bool {
+				id := "!"
+				if l.Err == nil {
+					id = "?"
+					if ev, err := auditlog.Decode(l.Data); err == nil {
+						id = ev.AuditID
+					}
+				}
+				got = append(got, fmt.Sprintf("%s:%d", id, l.Num))
+				return true
+			}); err != nil {
+				t.Fatal(err)
+			}
+			var jumpLines []int
+			for _, j := range jumps {
+				if j.File != path || !j.At.Before(j.Latest) {
+					t.Errorf("jump %+v", j)
+				}
+				jumpLines = append(jumpLines, j.Line)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("lines (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.jumps, jumpLines); diff != "" {
+				t.Errorf("jumps (-want +got):\n%s", diff)
+			}
+			if len(sources) != len(tc.jumps)+1 {
+				t.Errorf("%d sources, want %d", len(sources), len(tc.jumps)+1)
+			}
+		})
+	}
+}
+
+// TestSampledBack: a large log is read whole only when the times at its 64ths go back.
+func TestSampledBack(t *testing.T) {
+	dir := t.TempDir()
+	var ordered, back []string
+	for i := range 600 {
+		ordered = append(ordered, event(fmt.Sprint(i), i/20))
+	}
+	back = append(back, ordered[300:]...)
+	back = append(back, ordered[:300]...)
+	for _, tc := range []struct {
+		name  string
+		lines []string
+		want  bool
+	}{
+		{"in order", ordered, false},
+		{"halves swapped", back, true},
+		{"the last lines earlier", append(append([]string{}, ordered[20:]...), ordered[:5]...), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := os.Open(write(t, dir, strings.ReplaceAll(tc.name, " ", "-")+".log", false, tc.lines...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			info, _ := f.Stat()
+			if got := sampledBack(f, info.Size(), 1<<20); got != tc.want {
+				t.Errorf("sampledBack = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

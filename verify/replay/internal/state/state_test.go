@@ -1,0 +1,92 @@
+package state
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// TestStateVersions builds the State directly from writes of one object and asks it which
+// version a request read (priorOf): the log records a request when its response completes, so
+// the version the State holds may be one a request received earlier did not read, and a
+// write the log records late may have been stored before one it records earlier.
+func TestStateVersions(t *testing.T) {
+	gr := schema.GroupResource{Resource: "configmaps"}
+	t0 := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	type write struct {
+		rv   uint64
+		done int // ms after t0
+	}
+	// got is what a test reads of a prior: the resourceVersion of the version it holds (0:
+	// none), whether it is known, and the version a concurrent write replaced.
+	type got struct {
+		RV        uint64
+		Unknown   bool
+		Raced     bool
+		RacedFrom uint64
+	}
+	for _, tc := range []struct {
+		name     string
+		writes   []write
+		rv       uint64 // the request's result's resourceVersion, 0 when the log does not show it
+		received int
+		want     got
+	}{
+		{"received after the write completed", []write{{10, 100}}, 0, 200,
+			got{RV: 10}},
+		{"received before the latest write completed: the version it replaced is the alternative", []write{{10, 100}, {11, 300}}, 0, 200,
+			got{RV: 11, Raced: true, RacedFrom: 10}},
+		{"received before the only write completed: no version before it is known", []write{{11, 300}}, 0, 200,
+			got{RV: 11, Raced: true}},
+		{"a result after the State's version orders the request after the write", []write{{10, 100}, {11, 300}}, 12, 200,
+			got{RV: 11}},
+		{"logged after a later write, stored before it: the version the later write replaced", []write{{10, 100}, {12, 300}}, 11, 200,
+			got{RV: 10}},
+		{"logged after a later write, the version it changed not kept", []write{{12, 300}}, 11, 200,
+			got{Unknown: true}},
+		{"a write logged after a later one changes nothing", []write{{10, 100}, {12, 300}, {11, 350}}, 0, 400,
+			got{RV: 12}},
+		{"a no-op update restates the version: not a concurrent write", []write{{10, 100}, {10, 300}}, 0, 200,
+			got{RV: 10}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := NewState(meta.NewDefaultRESTMapper(nil), func(schema.GroupResource) bool { return true }, func(schema.GroupResource) bool { return false })
+			for i, w := range tc.writes {
+				u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+					"metadata": map[string]any{"namespace": "ns", "name": "cm", "resourceVersion": fmt.Sprint(w.rv)},
+					"data":     map[string]any{"write": fmt.Sprint(i)}}}
+				raw, err := u.MarshalJSON()
+				if err != nil {
+					t.Fatal(err)
+				}
+				source := fmt.Sprintf("audit.log:%d", i+1)
+				if err := s.PutRaw(gr, u, raw, nil, source); err != nil {
+					t.Fatal(err)
+				}
+				s.MarkDone(gr, "ns", "cm", source, at(w.done))
+			}
+			p := s.PriorOf(gr, "ns", "cm", tc.rv, at(tc.received), false)
+			rvOf := func(raw []byte) uint64 {
+				if raw == nil {
+					return 0
+				}
+				u, _ := (Prior{Found: true, Raw: raw}).Decode()
+				return ResourceVersion(u.GetResourceVersion())
+			}
+			g := got{RV: rvOf(p.Raw), Unknown: p.Unknown != "", Raced: p.RacedBy != ""}
+			if p.RacedFrom != nil {
+				g.RacedFrom = rvOf(p.RacedFrom.Raw)
+			}
+			if diff := cmp.Diff(tc.want, g); diff != "" {
+				t.Errorf("priorOf(rv %d, received %dms) mismatch (-want +got):\n%s", tc.rv, tc.received, diff)
+			}
+		})
+	}
+}
