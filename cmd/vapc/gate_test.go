@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -58,8 +59,10 @@ func gunzip(t *testing.T, path string) []byte {
 // TestReplayGate: a replay gate fails (exit 1) on a truncated or corrupt log, an empty log, a
 // log that is not an audit log, malformed lines, a disagreement and the predictions --fail-on
 // refuses; it is a usage error (exit 2) on a wrong path; it is interrupted (exit 130) by
-// Ctrl-C; it passes only on a clean run. Whatever the output, text, jsonl or junit, the
-// output states the verdict the exit code follows, damaged input first.
+// Ctrl-C; it passes only on a clean run (an event read twice, as an export that delivers at
+// least once hands it over, is clean; another event under its audit ID is not). Whatever the
+// output, text, jsonl or junit, the output states the verdict the exit code follows, damaged
+// input first.
 func TestReplayGate(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -87,6 +90,18 @@ func TestReplayGate(t *testing.T) {
 	notALog := write("notes.log", []byte("this is not an audit log\n"))
 	malformed := write("malformed.log", append(append([]byte(nil), plain...), "{oops\n"...))
 	noPolicy := write("configmap.yaml", []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"))
+	// An export that delivers at least once may hand the same event over twice: a final
+	// record read again is a duplicate, not replayed again; another event under its audit ID
+	// is a malformed line.
+	lines := strings.SplitAfter(string(plain), "\n")
+	final := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, `"stage":"ResponseComplete"`) })
+	_, id, _ := strings.Cut(lines[final], `"auditID":"`)
+	id, _, _ = strings.Cut(id, `"`)
+	withAfter := func(extra string) []byte {
+		return []byte(strings.Join(lines[:final+1], "") + extra + strings.Join(lines[final+1:], ""))
+	}
+	duplicate := write("duplicate.log", withAfter(lines[final]))
+	another := write("another.log", withAfter(strings.Replace(lines[final], `"userAgent":"`, `"userAgent":"another `, 1)))
 
 	basic := []string{"--policies", auditData + "kosmos-basic/policy.yaml"}
 	flapping := []string{"--policies", auditData + "kosmos-flapping/policy.yaml", "--snapshot", auditData + "kosmos-flapping/snapshot.yaml"}
@@ -124,6 +139,9 @@ func TestReplayGate(t *testing.T) {
 		{name: "malformed line", args: args(basic, []string{malformed}), code: exitFindings,
 			failures: []replay.Reason{replay.ReasonMalformed}, stderr: "vapc: replay: FAIL: 1 malformed line, more than --max-malformed 0: the first is " + malformed + ":1085: not JSON: invalid character 'o' looking for beginning of object key string: repair the log, or allow them with --max-malformed"},
 		{name: "malformed line tolerated", args: args(basic, []string{"--max-malformed", "1", malformed}), code: exitOK},
+		{name: "a final record read twice", args: args(basic, []string{"--check-recorded", "--fail-on", "any-change", duplicate}), code: exitOK},
+		{name: "another event under an audit ID", args: args(basic, []string{another}), code: exitFindings,
+			failures: []replay.Reason{replay.ReasonMalformed}, stderr: fmt.Sprintf("vapc: replay: FAIL: 1 malformed line, more than --max-malformed 0: the first is %s:%d: duplicate: the final record of audit ID %s was read at %s:%d already, another event: repair the log, or allow them with --max-malformed", another, final+2, id, another, final+1)},
 		{name: "disagreement", args: args(variants, []string{"--check-recorded", variantsLog}), code: exitFindings,
 			failures: []replay.Reason{replay.ReasonDisagreement}, stderr: "vapc: replay: FAIL: 2 disagreements with the verdicts the log records"},
 		// The log's cluster did not run the policy: it records no verdict of it to contradict.

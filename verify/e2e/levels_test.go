@@ -153,7 +153,7 @@ func checkLevelReplay(t *testing.T, lv auditLevel, log string, set policySet, de
 	for _, n := range sum.Indeterminate {
 		indeterminate += n
 	}
-	if got := sum.MalformedCount + sum.Blank + sum.IntermediateStages + sum.Requests; got != sum.Lines {
+	if got := sum.MalformedCount + sum.Blank + sum.Duplicates + sum.IntermediateStages + sum.Requests; got != sum.Lines {
 		t.Errorf("lines: %d read, %d accounted for", sum.Lines, got)
 	}
 	if got := skipped + sum.NotMatched + sum.Evaluated; got != sum.Requests {

@@ -37,8 +37,8 @@ func FuzzReplayLines(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Run: %v", err)
 		}
-		if got := sum.MalformedCount + sum.Blank + sum.IntermediateStages + sum.Requests; got != sum.Lines {
-			t.Errorf("lines %d, but malformed %d + blank %d + intermediate %d + requests %d = %d", sum.Lines, sum.MalformedCount, sum.Blank, sum.IntermediateStages, sum.Requests, got)
+		if got := sum.MalformedCount + sum.Blank + sum.Duplicates + sum.IntermediateStages + sum.Requests; got != sum.Lines {
+			t.Errorf("lines %d, but malformed %d + blank %d + duplicates %d + intermediate %d + requests %d = %d", sum.Lines, sum.MalformedCount, sum.Blank, sum.Duplicates, sum.IntermediateStages, sum.Requests, got)
 		}
 		if want := bytes.Count(data, []byte("\n")); sum.Lines < want {
 			t.Errorf("%d lines counted, the input has %d newlines", sum.Lines, want)

@@ -3,6 +3,7 @@ package replay
 import (
 	"bytes"
 	"context"
+	"hash/maphash"
 	"runtime"
 	"sync"
 
@@ -29,7 +30,15 @@ type decoded struct {
 	written *written
 	// observed is what the Observer's Prepare returned for the event.
 	observed any
+	// sum is a hash of a final record's line, to tell an exact duplicate of it (an export
+	// delivered at least once) from another event of the same audit ID.
+	sum uint64
+	// duplicate is an event an export's reader found handed over already (auditlog.Line).
+	duplicate bool
 }
+
+// lineSeed seeds the hashes of lines: they are compared within one run only.
+var lineSeed = maphash.MakeSeed()
 
 // batch is a run of lines decoded together by one worker.
 type batch struct {
@@ -73,14 +82,17 @@ func decodeLogs(ctx context.Context, sources []Source, maxLine, workers int, pre
 			for b := range work {
 				b.out = make([]decoded, len(b.lines))
 				for i, l := range b.lines {
-					d := decoded{file: l.File, num: l.Num, bytes: l.Size, err: l.Err, skip: l.Skip}
-					if l.Err == nil && l.Skip == "" {
+					d := decoded{file: l.File, num: l.Num, bytes: l.Size, err: l.Err, skip: l.Skip, duplicate: l.Duplicate}
+					if l.Err == nil && l.Skip == "" && !l.Duplicate {
 						if len(bytes.TrimSpace(l.Data)) == 0 {
 							d.blank = true
 						} else {
 							d.ev, d.err = auditlog.Decode(l.Data)
 							if d.err == nil {
 								d.ev.Loss = l.Loss // what an export lost of the event
+								if d.ev.Final() {
+									d.sum = maphash.Bytes(lineSeed, bytes.TrimSpace(l.Data))
+								}
 							}
 							if d.err == nil && prepare != nil {
 								prepare(&d)

@@ -456,6 +456,9 @@ func (r *Replayer) line(ctx context.Context, d decoded) {
 	case d.blank:
 		r.output.sum.Blank++
 		return
+	case d.duplicate:
+		r.output.sum.Duplicates++
+		return
 	}
 	ev := d.ev
 	if !ev.Final() {
@@ -466,8 +469,14 @@ func (r *Replayer) line(ctx context.Context, d decoded) {
 		return
 	}
 	delete(r.output.pending, ev.AuditID)
-	if first, dup := r.output.finals.add(ev.AuditID, lineRef{d.file, d.num}); dup {
-		r.output.sum.malformed(d.file, d.num, fmt.Sprintf("duplicate: the final record of audit ID %s was read at %s already", ev.AuditID, first))
+	if first, dup := r.output.finals.add(ev.AuditID, finalRef{lineRef{d.file, d.num}, d.sum}); dup {
+		if first.sum == d.sum {
+			// The same event again: an export that delivers at least once (Firehose, Event
+			// Hubs, a Cloud Logging sink, a webhook receiver) delivered it twice.
+			r.output.sum.Duplicates++
+			return
+		}
+		r.output.sum.malformed(d.file, d.num, fmt.Sprintf("duplicate: the final record of audit ID %s was read at %s already, another event", ev.AuditID, first.lineRef))
 		return
 	}
 	if ev.ObjectRef == nil && isResourcePath(ev.RequestURI) {
@@ -505,10 +514,16 @@ func isResourcePath(uri string) bool {
 type recentIDs struct {
 	// An audit ID is a UUID (the apiserver's, or what a client sent in Audit-ID): its 16
 	// bytes are the key; another string is kept as it is.
-	uuids map[[16]byte]lineRef
-	other map[string]lineRef
+	uuids map[[16]byte]finalRef
+	other map[string]finalRef
 	ring  []recentID
 	next  int
+}
+
+// finalRef is where a final record was read, and the hash of its line.
+type finalRef struct {
+	lineRef
+	sum uint64
 }
 
 // lineRef is a line of a log.
@@ -528,10 +543,10 @@ type recentID struct {
 const maxRecentIDs = 1 << 16
 
 // add records the ID read at where; dup says it was read before, at first.
-func (r *recentIDs) add(id string, where lineRef) (first lineRef, dup bool) {
+func (r *recentIDs) add(id string, where finalRef) (first finalRef, dup bool) {
 	if r.ring == nil {
-		r.uuids = map[[16]byte]lineRef{}
-		r.other = map[string]lineRef{}
+		r.uuids = map[[16]byte]finalRef{}
+		r.other = map[string]finalRef{}
 		r.ring = make([]recentID, maxRecentIDs)
 	}
 	var key recentID
@@ -558,10 +573,10 @@ func (r *recentIDs) add(id string, where lineRef) (first lineRef, dup bool) {
 	} else {
 		r.uuids[key.uuid] = where
 	}
-	return lineRef{}, false
+	return finalRef{}, false
 }
 
-func (r *recentIDs) lookup(k recentID) (lineRef, bool) {
+func (r *recentIDs) lookup(k recentID) (finalRef, bool) {
 	if k.other != "" {
 		l, ok := r.other[k.other]
 		return l, ok

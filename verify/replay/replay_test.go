@@ -147,7 +147,7 @@ func TestGolden(t *testing.T) {
 			if got := len(sum.Disagreements); got != tc.disagreements {
 				t.Errorf("disagreements = %d, want %d: %v", got, tc.disagreements, sum.Disagreements)
 			}
-			accounted := sum.MalformedCount + sum.Blank + sum.IntermediateStages + sum.Requests
+			accounted := sum.MalformedCount + sum.Blank + sum.Duplicates + sum.IntermediateStages + sum.Requests
 			if accounted != sum.Lines {
 				t.Errorf("lines = %d, accounted for %d", sum.Lines, accounted)
 			}
@@ -365,7 +365,7 @@ func TestHostileLines(t *testing.T) {
 	healthz := `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"8","stage":"ResponseComplete","requestURI":"/apis/apps/v1?timeout=32s","verb":"get","user":{"username":"u"},"responseStatus":{"code":200}}` + "\n"
 	log := ev("1", "") +
 		ev("2", `,"unknownField":{"a":[1]}`) +
-		ev("1", "") + // the first record again
+		ev("1", `,"annotations":{"a":"b"}`) + // another final record of the first's audit ID
 		strings.Replace(ev("3", ""), "audit.k8s.io/v1", "audit.k8s.io/v1beta1", 1) +
 		strings.Replace(ev("4", ""), `"kind":"Event"`, `"kind":"EventList"`, 1) +
 		ev("5", "") +
@@ -384,7 +384,7 @@ func TestHostileLines(t *testing.T) {
 		got = append(got, itoa(m.Line)+": "+m.Reason)
 	}
 	want := []string{
-		"3: duplicate: the final record of audit ID 1 was read at hostile.log:1 already",
+		"3: duplicate: the final record of audit ID 1 was read at hostile.log:1 already, another event",
 		`4: not an audit.k8s.io/v1 Event: apiVersion "audit.k8s.io/v1beta1", kind "Event"`,
 		`5: not an audit.k8s.io/v1 Event: apiVersion "audit.k8s.io/v1", kind "EventList"`,
 		"8: no objectRef: a request for a resource (/api/v1/namespaces/ns/pods/p) without the object it is about",
@@ -533,21 +533,21 @@ func TestRecentIDs(t *testing.T) {
 		{id: "6f1c2a5e-0b7d-4c1e-9a3f-2d8e4b6a1c0g", dup: true, firstAt: 3},
 		{id: "6f1c2a5e-0b7d-4c1e-9a3f-2d8e4b6a1c08"},
 	} {
-		first, dup := r.add(tc.id, lineRef{"a.log", i})
-		if dup != tc.dup || (dup && first != (lineRef{"a.log", tc.firstAt})) {
+		first, dup := r.add(tc.id, finalRef{lineRef{"a.log", i}, 1})
+		if dup != tc.dup || (dup && first.lineRef != (lineRef{"a.log", tc.firstAt})) {
 			t.Errorf("%d: add(%q) = %v, %v; want dup %v at a.log:%d", i, tc.id, first, dup, tc.dup, tc.firstAt)
 		}
 	}
 	// The oldest are forgotten once maxRecentIDs more were read.
 	for i := 0; i < maxRecentIDs; i++ {
-		if _, dup := r.add(fmt.Sprintf("%08x-0000-4000-8000-000000000000", i), lineRef{"b.log", i}); dup {
+		if _, dup := r.add(fmt.Sprintf("%08x-0000-4000-8000-000000000000", i), finalRef{lineRef{"b.log", i}, 1}); dup {
 			t.Fatalf("add(%d) is a duplicate", i)
 		}
 	}
-	if _, dup := r.add(id, lineRef{"c.log", 1}); dup {
+	if _, dup := r.add(id, finalRef{lineRef{"c.log", 1}, 1}); dup {
 		t.Errorf("add(%q) after %d others is a duplicate, want it forgotten", id, maxRecentIDs)
 	}
-	if first, dup := r.add(fmt.Sprintf("%08x-0000-4000-8000-000000000000", maxRecentIDs-1), lineRef{"c.log", 2}); !dup || first.String() != fmt.Sprintf("b.log:%d", maxRecentIDs-1) {
+	if first, dup := r.add(fmt.Sprintf("%08x-0000-4000-8000-000000000000", maxRecentIDs-1), finalRef{lineRef{"c.log", 2}, 1}); !dup || first.String() != fmt.Sprintf("b.log:%d", maxRecentIDs-1) {
 		t.Errorf("the last ID read: %v, %v; want a duplicate of b.log:%d", first, dup, maxRecentIDs-1)
 	}
 }

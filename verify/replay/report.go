@@ -62,6 +62,9 @@ func writeRead(p *printer, s *Read) {
 	if s.Blank > 0 {
 		p.f("  blank lines:         %d\n", s.Blank)
 	}
+	if s.Duplicates > 0 {
+		p.f("  duplicates:          %d (events read again, the same as ones read before: not replayed again)\n", s.Duplicates)
+	}
 	if n := total(s.ExportSkipped); n > 0 {
 		p.f("  export records skipped: %d (not events of the cluster's kube-apiservers, or read already)\n", n)
 		for _, k := range sortedKeys(s.ExportSkipped) {

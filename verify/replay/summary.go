@@ -42,9 +42,15 @@ type Read struct {
 	Bytes int64    `json:"bytes"`
 	// Notes say what the replay did that a reader of its result should know.
 	Notes []string `json:"notes,omitempty"`
-	// Lines is every line read: Malformed + Blank + IntermediateStages + Requests.
+	// Lines is every line read: Malformed + Blank + Duplicates + IntermediateStages +
+	// Requests.
 	Lines int `json:"lines"`
 	Blank int `json:"blank,omitempty"`
+	// Duplicates are events read again, exports delivering at least once: a final record
+	// the same (the same line) as the final record of its audit ID read before, or an event
+	// an export's reader found handed over already when it arrived later than the reader
+	// puts events back in order. They are not replayed again.
+	Duplicates int `json:"duplicates,omitempty"`
 	// MalformedCount lines were not audit events; Malformed lists the first MaxMalformed.
 	// Both include the Unreadable.
 	MalformedCount int         `json:"malformedCount"`

@@ -232,7 +232,7 @@ func TestInterrupted(t *testing.T) {
 	if sum.Lines != read {
 		t.Errorf("lines = %d, want the %d read before the interrupt", sum.Lines, read)
 	}
-	if accounted := sum.MalformedCount + sum.Blank + sum.IntermediateStages + sum.Requests; accounted != sum.Lines {
+	if accounted := sum.MalformedCount + sum.Blank + sum.Duplicates + sum.IntermediateStages + sum.Requests; accounted != sum.Lines {
 		t.Errorf("lines %d, accounted for %d", sum.Lines, accounted)
 	}
 	if sum.Evaluated != recs || total(sum.Indeterminate) != 0 {

@@ -54,6 +54,7 @@ type Span struct {
 type Totals struct {
 	Lines              int            `json:"lines"`
 	Blank              int            `json:"blank,omitempty"`
+	Duplicates         int            `json:"duplicates,omitempty"`
 	IntermediateStages int            `json:"intermediateStages"`
 	Malformed          int            `json:"malformed"`
 	Requests           int            `json:"requests"`

@@ -558,7 +558,7 @@ func (b *Builder) Data(sum *replay.Summary) *Data {
 
 func totals(sum *replay.Summary) Totals {
 	t := Totals{
-		Lines: sum.Lines, Blank: sum.Blank, IntermediateStages: sum.IntermediateStages, Malformed: sum.MalformedCount,
+		Lines: sum.Lines, Blank: sum.Blank, Duplicates: sum.Duplicates, IntermediateStages: sum.IntermediateStages, Malformed: sum.MalformedCount,
 		Requests: sum.Requests, NotMatched: sum.NotMatched, Evaluated: sum.Evaluated,
 		Admit: sum.Admit, Deny: sum.Deny, Warn: sum.Warn, Audit: sum.Audit, Changed: sum.Changed,
 		Checked: sum.Checked, Disagreements: len(sum.Disagreements),

@@ -42,6 +42,10 @@ type Line struct {
 	// servers, or one read already, and why ("another service's entry"): it is counted, not
 	// replayed, and Data is nil.
 	Skip string
+	// Duplicate says the line is an event the export handed over already, delivered again
+	// later than its reader puts events back in order (Data is nil): the replay counts it
+	// as a duplicate and does not replay it.
+	Duplicate bool
 }
 
 // Reader reads the lines of one log with a bounded buffer, transparently decompressing gzip.

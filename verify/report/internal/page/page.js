@@ -880,7 +880,7 @@
     var sec = h('section', { 'class': 'panel', id: 'lines' });
     var t = D.totals;
     sec.appendChild(h('div', { 'class': 'panel-head' }, h('h2', { text: 'Skipped requests and malformed lines' }),
-      h('span', { 'class': 'hint', text: num(t.lines) + ' lines = ' + num(t.requests) + ' requests + ' + num(t.intermediateStages) + ' intermediate stages + ' + num(t.malformed) + ' malformed' + (t.blank ? ' + ' + num(t.blank) + ' blank' : '') })));
+      h('span', { 'class': 'hint', text: num(t.lines) + ' lines = ' + num(t.requests) + ' requests + ' + num(t.intermediateStages) + ' intermediate stages + ' + num(t.malformed) + ' malformed' + (t.blank ? ' + ' + num(t.blank) + ' blank' : '') + (t.duplicates ? ' + ' + num(t.duplicates) + ' duplicates (the same events read again)' : '') })));
     var grid = h('div', { style: 'display:grid;grid-template-columns:1fr 1fr;gap:16px' });
     var sk = h('table', null, h('thead', null, h('tr', null, h('th', { text: 'skipped: never reached validating admission' }), h('th', { 'class': 'num', text: 'requests' }))));
     var skb = h('tbody');

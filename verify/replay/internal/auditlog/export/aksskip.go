@@ -27,32 +27,39 @@ const aksCopy = "an AKS event read already, identical (a diagnostic setting with
 // with it.
 type copies struct {
 	window time.Duration
-	seen   map[string]uint64
+	seen   map[uint64]uint64 // a hash of the audit ID and stage: a hash of the bytes
 	order  []seenEvent
 }
 
 type seenEvent struct {
-	key string
+	key uint64
 	at  time.Time
 }
 
 var copySeed = maphash.MakeSeed()
 
 func newCopies(window time.Duration) *copies {
-	return &copies{window: window, seen: map[string]uint64{}}
+	return &copies{window: window, seen: map[uint64]uint64{}}
 }
 
 // again says whether the event of rec was handed over already; it remembers it otherwise.
+// The audit ID and stage are read as the event writes them (a copy is the same bytes), and
+// kept as hashes: nothing is allocated for an event.
 func (c *copies) again(rec record) bool {
 	if rec.at.IsZero() {
 		return false
 	}
-	id, ok1 := memberString(rec.data, "auditID")
-	stage, ok2 := memberString(rec.data, "stage")
-	if !ok1 || !ok2 {
-		return false
+	id, ok1 := member(rec.data, "auditID")
+	stage, ok2 := member(rec.data, "stage")
+	if !ok1 || !ok2 || id[0] != '"' || stage[0] != '"' {
+		return false // not strings: the replay says what is wrong with the event
 	}
-	key := string(id) + "/" + string(stage)
+	var h maphash.Hash
+	h.SetSeed(copySeed)
+	h.Write(id)
+	h.WriteByte('/')
+	h.Write(stage)
+	key := h.Sum64()
 	sum := maphash.Bytes(copySeed, rec.data)
 	if prev, ok := c.seen[key]; ok && prev == sum {
 		return true

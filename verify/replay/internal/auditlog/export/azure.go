@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
@@ -49,11 +50,13 @@ type azureRecord struct {
 // maxPieces bounds the pieces held, waiting for the rest of their line: one a pod.
 const maxPieces = 64
 
-// pieceOf says which lines a record's log may continue or be continued by: those of the same
-// pod and category.
+// pieceOf says which lines a record's log may continue or be continued by (those of the same
+// pod and category), and what the worker that unwrapped it found: whether it begins an event,
+// and whether it is one whole (the record's at is then its stageTimestamp).
 type pieceOf struct {
-	key   string
-	where string
+	key           string
+	where         string
+	starts, whole bool
 }
 
 // joiner joins the pieces of the lines the container runtime split, in the file's order.
@@ -71,40 +74,42 @@ type piece struct {
 
 func newJoiner(maxLine int) *joiner { return &joiner{maxLine: maxLine, pending: map[string]*piece{}} }
 
-// add takes a record whose data is a log and returns the records it completes: an event, a
+// add takes a record whose data is a log and emits the records it completes: an event, a
 // piece that is not one (cut), or nothing yet.
-func (j *joiner) add(rec record) []record {
+func (j *joiner) add(rec record, emit func(record)) {
 	log, key, line, where := rec.data, rec.piece.key, rec.line, rec.piece.where
-	var out []record
-	if p := j.pending[key]; p != nil {
-		if startsEvent(log) {
-			// A new event: the held piece's rest never came.
-			out = append(out, j.cut(key))
-		} else {
-			p.data = append(p.data, log...)
-			if len(p.data) > j.maxLine {
-				delete(j.pending, key)
-				j.forget(key)
-				return append(out, record{line: p.line, err: recordError(p.where, "properties.log", fmt.Errorf("joined from pieces, longer than %d bytes: skipped", j.maxLine))})
+	if len(j.pending) > 0 {
+		if p := j.pending[key]; p != nil {
+			if rec.piece.starts {
+				// A new event: the held piece's rest never came.
+				emit(j.cut(key))
+			} else {
+				p.data = append(p.data, log...)
+				if len(p.data) > j.maxLine {
+					delete(j.pending, key)
+					j.forget(key)
+					emit(record{line: p.line, err: recordError(p.where, "properties.log", fmt.Errorf("joined from pieces, longer than %d bytes: skipped", j.maxLine))})
+					return
+				}
+				if whole(p.data) {
+					delete(j.pending, key)
+					j.forget(key)
+					emit(eventRecord(p.data, p.line, auditlog.Loss{}))
+				}
+				return
 			}
-			if whole(p.data) {
-				delete(j.pending, key)
-				j.forget(key)
-				return append(out, eventRecord(p.data, p.line, auditlog.Loss{}))
-			}
-			return out
 		}
 	}
-	if whole(log) || !startsEvent(log) {
+	if rec.piece.whole || !rec.piece.starts {
 		// Whole, or not an event at all (which the decoder says).
-		return append(out, eventRecord(log, line, auditlog.Loss{}))
+		emit(record{data: log, line: line, at: rec.at})
+		return
 	}
 	if len(j.pending) >= maxPieces {
-		out = append(out, j.cut(j.order[0]))
+		emit(j.cut(j.order[0]))
 	}
 	j.pending[key] = &piece{data: log, line: line, where: where}
 	j.order = append(j.order, key)
-	return out
 }
 
 // cut reports the piece held for key, whose rest is not in the export.
@@ -125,12 +130,10 @@ func (j *joiner) forget(key string) {
 }
 
 // flush reports the pieces still held at the end of the file.
-func (j *joiner) flush() []record {
-	var out []record
+func (j *joiner) flush(emit func(record)) {
 	for len(j.order) > 0 {
-		out = append(out, j.cut(j.order[0]))
+		emit(j.cut(j.order[0]))
 	}
-	return out
 }
 
 // startsEvent says whether a log begins an audit event's JSON.
@@ -149,67 +152,87 @@ func whole(log []byte) bool {
 const pieceBytes = 16 << 10
 
 // azureRecordOf is the record of one resource log record's JSON, to unwrap: its log, which
-// the Reader joins with the pieces around it.
+// the Reader joins with the pieces around it. The record's bytes are the record's own: the
+// log is decoded into them, in place.
 func azureRecordOf(raw []byte, line int, where string) record {
 	return record{data: raw, line: line, unwrap: func(r *record) {
-		var rec azureRecord
-		if fast, ok := azureFast(r.data); ok {
-			rec = fast
-		} else if err := json.Unmarshal(r.data, &rec); err != nil {
-			*r = record{line: line, err: recordError(where, "", fmt.Errorf("not an Azure Monitor resource log record: %v", err))}
-			return
+		category, log, pod, hasLog, ok := azureFast(r.data)
+		if !ok {
+			var rec azureRecord
+			if err := json.Unmarshal(r.data, &rec); err != nil {
+				*r = record{line: line, err: recordError(where, "", fmt.Errorf("not an Azure Monitor resource log record: %v", err))}
+				return
+			}
+			category = rec.Category
+			if hasLog = rec.Properties != nil && rec.Properties.Log != nil; hasLog {
+				log, pod = []byte(*rec.Properties.Log), rec.Properties.Pod
+			}
 		}
 		switch {
-		case rec.Category != "kube-audit" && rec.Category != "kube-audit-admin":
-			*r = otherCategory(line, rec.Category)
-		case rec.Properties == nil || rec.Properties.Log == nil:
+		case category != "kube-audit" && category != "kube-audit-admin":
+			*r = otherCategory(line, category)
+		case !hasLog:
 			*r = record{line: line, err: recordError(where, "properties.log", errors.New("missing"))}
 		default:
-			*r = record{data: []byte(*rec.Properties.Log), line: line, piece: &pieceOf{key: rec.Properties.Pod + "\x00" + rec.Category, where: where}}
+			p := &pieceOf{key: pod + "\x00" + category, where: where, starts: startsEvent(log), whole: whole(log)}
+			*r = record{data: log, line: line, piece: p}
+			if p.whole || !p.starts {
+				r.at = stageOf(log)
+			}
 		}
 	}}
 }
 
-// azureFast reads a record's category and properties.log and pod without encoding/json, in
-// one walk of the record (the log, which is most of it, is read once); false when it cannot
-// tell.
-func azureFast(raw []byte) (azureRecord, bool) {
-	var rec azureRecord
-	var log, pod []byte
-	hasLog := false
-	_, ok := walkObject(raw, 0, func(name string, _, start int) (int, bool) {
-		switch name {
+// unquoteBuf holds the buffers azureFast decodes a log into before it copies it in place.
+var unquoteBuf = sync.Pool{New: func() any { return new([]byte) }}
+
+// azureFast reads a record's category, properties.log and pod without encoding/json, in one
+// walk of the record: the log, which is most of it, is read once, decoded into a buffer, and
+// copied over the record's bytes once the walk has read the record to its end (a JSON
+// string's decoding is never longer than the string), so that it allocates nothing for the
+// event. False when it cannot tell (encoding/json then decodes the record, and says what is
+// wrong): raw is then as it was.
+func azureFast(raw []byte) (category string, log []byte, pod string, hasLog, ok bool) {
+	bp := unquoteBuf.Get().(*[]byte)
+	defer unquoteBuf.Put(bp)
+	buf := (*bp)[:0]
+	logAt := -1
+	_, ok = walkObject(raw, 0, func(name []byte, _, start int) (int, bool) {
+		switch string(name) {
 		case "category":
+			for _, c := range []string{`"kube-audit"`, `"kube-audit-admin"`} {
+				if bytes.HasPrefix(raw[start:], []byte(c)) {
+					category = c[1 : len(c)-1]
+					return start + len(c), true
+				}
+			}
 			c, n, ok := unquotePrefix(raw[start:])
-			rec.Category = string(c)
+			category = string(c)
 			return start + n, ok
 		case "properties":
-			return walkObject(raw, start, func(name string, _, start int) (int, bool) {
-				var n int
-				ok := true
-				switch name {
+			return walkObject(raw, start, func(name []byte, _, start int) (int, bool) {
+				switch string(name) {
 				case "log":
-					log, n, ok = unquotePrefix(raw[start:])
-					hasLog = ok
+					var n int
+					buf, n, ok = appendUnquoted(buf[:0], raw[start:])
+					hasLog, logAt = ok, start
+					return start + n, ok
 				case "pod":
-					pod, n, ok = unquotePrefix(raw[start:])
-				default:
-					return -1, true
+					p, n, ok := unquotePrefix(raw[start:])
+					pod = string(p)
+					return start + n, ok
 				}
-				return start + n, ok
+				return -1, true
 			})
 		}
 		return -1, true
 	})
-	if !ok || !hasLog || rec.Category == "" {
-		return rec, false
+	*bp = buf
+	if !ok || !hasLog || category == "" {
+		return "", nil, "", false, false
 	}
-	s := string(log)
-	rec.Properties = &struct {
-		Log *string `json:"log"`
-		Pod string  `json:"pod"`
-	}{Log: &s, Pod: string(pod)}
-	return rec, true
+	log = raw[logAt : logAt+copy(raw[logAt:], buf)]
+	return category, log[:len(log):len(log)], pod, true, true
 }
 
 func readAzureBlob(in input, yield func(record) bool) {

@@ -49,13 +49,58 @@ func dryCheckOf(ev *gkeEvent) *dryCheck {
 	if !hasObject(ev.ResponseObject) {
 		return nil
 	}
-	obj, err := auditlog.DecodeHeader(ev.ResponseObject)
-	if err != nil || obj.GetKind() == "Status" || obj.GetName() == "" {
+	h, ok := headerOf(ev.ResponseObject)
+	if !ok {
+		obj, err := auditlog.DecodeHeader(ev.ResponseObject)
+		if err != nil {
+			return nil
+		}
+		h = objectHeader{kind: obj.GetKind(), name: obj.GetName(), namespace: obj.GetNamespace(), rv: obj.GetResourceVersion()}
+	}
+	if h.kind == "Status" || h.name == "" {
 		return nil
 	}
 	r := ev.ObjectRef
-	return &dryCheck{key: r.APIGroup + "/" + r.Resource + "/" + obj.GetNamespace() + "/" + obj.GetName(),
-		rv: obj.GetResourceVersion(), verb: ev.Verb, uri: ev.RequestURI, sum: maphash.Bytes(dryHashSeed, ev.ResponseObject)}
+	return &dryCheck{key: r.APIGroup + "/" + r.Resource + "/" + h.namespace + "/" + h.name,
+		rv: h.rv, verb: ev.Verb, uri: ev.RequestURI, sum: maphash.Bytes(dryHashSeed, ev.ResponseObject)}
+}
+
+// objectHeader is what a dryCheck reads of a response's object.
+type objectHeader struct{ kind, name, namespace, rv string }
+
+// headerOf reads an object's kind and metadata's name, namespace and resourceVersion in one
+// walk that stops once it has read both (the replay's decoder checks the object in full);
+// false when it cannot (auditlog.DecodeHeader then decodes them).
+func headerOf(obj []byte) (h objectHeader, ok bool) {
+	kind, metadata := false, false
+	walkObject(obj, 0, func(k []byte, _, start int) (int, bool) {
+		switch string(k) {
+		case "kind":
+			end, ok := valueEnd(obj, start)
+			kind = ok && unquoteTo(obj[start:end], &h.kind)
+			return end, kind && !metadata
+		case "metadata":
+			end, ok := walkObject(obj, start, func(k []byte, _, start int) (int, bool) {
+				var to *string
+				switch string(k) {
+				case "name":
+					to = &h.name
+				case "namespace":
+					to = &h.namespace
+				case "resourceVersion":
+					to = &h.rv
+				default:
+					return -1, true
+				}
+				end, ok := valueEnd(obj, start)
+				return end, ok && unquoteTo(obj[start:end], to)
+			})
+			metadata = ok
+			return end, metadata && !kind
+		}
+		return -1, true
+	})
+	return h, kind && metadata
 }
 
 type dryVersion struct {

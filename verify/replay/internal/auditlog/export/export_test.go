@@ -1,5 +1,11 @@
 package export
 
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+)
+
 // What the tests of package export_test use of the package's internals.
 var Detect = detect
 
@@ -17,3 +23,63 @@ func SetReverseChunk(n int) (restore func()) {
 var DropMember = dropMember
 
 var Unquote = unquote
+
+// WriteEventBothWays maps a GKE entry to its event and writes it as the reader does
+// (writeEvent) and as encoding/json writes it (marshalEventJSON): the writer must write the
+// same bytes.
+func WriteEventBothWays(entry []byte) (fast, slow []byte, err error) {
+	ev, _, _, _, err := mapGKE(entry)
+	if err != nil {
+		return nil, nil, err
+	}
+	ev2 := *ev
+	fast = writeEvent(ev)
+	ev2.RequestObject, ev2.ResponseObject = withoutType(ev2.request.raw), withoutType(ev2.response.raw)
+	slow, err = marshalEventJSON(&ev2)
+	return fast, slow, err
+}
+
+// withoutType is an object of a payload without the "@type" member Cloud Logging adds.
+func withoutType(raw json.RawMessage) json.RawMessage {
+	raw = bytes.TrimSpace(raw)
+	if !hasObject(raw) {
+		return nil
+	}
+	if raw[0] != '{' {
+		return raw
+	}
+	return dropMember(raw, "@type")
+}
+
+// marshalEventJSON writes an event as JSON with encoding/json, its objects as the entry holds
+// them.
+func marshalEventJSON(ev *gkeEvent) ([]byte, error) {
+	objects := *ev
+	objects.RequestObject, objects.ResponseObject = nil, nil
+	head, err := json.Marshal(&objects)
+	if err != nil {
+		return nil, err
+	}
+	if !hasObject(ev.RequestObject) && !hasObject(ev.ResponseObject) {
+		return head, nil
+	}
+	at := bytes.Index(head, []byte(`,"stageTimestamp":`))
+	if at < 0 {
+		return nil, errors.New("no stageTimestamp")
+	}
+	out := make([]byte, 0, len(head)+len(ev.RequestObject)+len(ev.ResponseObject)+40)
+	out = append(out, head[:at]...)
+	for _, o := range []struct {
+		name string
+		raw  json.RawMessage
+	}{{`,"requestObject":`, ev.RequestObject}, {`,"responseObject":`, ev.ResponseObject}} {
+		if !hasObject(o.raw) {
+			continue
+		}
+		out = append(append(out, o.name...), o.raw...)
+	}
+	return append(out, head[at:]...), nil
+}
+
+// AppendJSONString is appendJSONString.
+var AppendJSONString = appendJSONString

@@ -114,6 +114,11 @@ type gkeEvent struct {
 	ResponseObject json.RawMessage     `json:"responseObject,omitempty"`
 	StageTimestamp string              `json:"stageTimestamp"`
 	Annotations    map[string]string   `json:"annotations,omitempty"`
+
+	// request and response are the payload's objects as the entry holds them: writeEvent
+	// writes them without the member Cloud Logging added, and sets RequestObject and
+	// ResponseObject to what it wrote.
+	request, response payloadObject
 }
 
 // otherServiceEntry is an entry of another service than the Kubernetes API server: a sink
@@ -137,42 +142,8 @@ func gkeRecord(raw []byte, line int, where string) record {
 		}
 		return record{line: line, err: recordError(where, field, err)}
 	}
-	data, err := marshalEvent(ev)
-	if err != nil {
-		return record{line: line, err: recordError(where, "", err)}
-	}
+	data := writeEvent(ev)
 	return record{data: data, line: line, at: at, loss: auditlog.Loss{Export: ExportGKE, Lost: lost}, dry: dryCheckOf(ev)}
-}
-
-// marshalEvent writes an event as JSON: its objects as the entry holds them (indented, as
-// gcloud prints them: the replay's decoder reads JSON whatever its white space), the rest by
-// encoding/json.
-func marshalEvent(ev *gkeEvent) ([]byte, error) {
-	objects := *ev
-	objects.RequestObject, objects.ResponseObject = nil, nil
-	head, err := json.Marshal(&objects)
-	if err != nil {
-		return nil, err
-	}
-	if !hasObject(ev.RequestObject) && !hasObject(ev.ResponseObject) {
-		return head, nil
-	}
-	at := bytes.Index(head, []byte(`,"stageTimestamp":`))
-	if at < 0 {
-		return nil, errors.New("no stageTimestamp") // not reached: the struct writes it
-	}
-	out := make([]byte, 0, len(head)+len(ev.RequestObject)+len(ev.ResponseObject)+40)
-	out = append(out, head[:at]...)
-	for _, o := range []struct {
-		name string
-		raw  json.RawMessage
-	}{{`,"requestObject":`, ev.RequestObject}, {`,"responseObject":`, ev.ResponseObject}} {
-		if !hasObject(o.raw) {
-			continue
-		}
-		out = append(append(out, o.name...), o.raw...)
-	}
-	return append(out, head[at:]...), nil
 }
 
 // mapGKE maps an entry to its event; field names the entry's member an error is about.
@@ -220,19 +191,19 @@ func mapGKE(raw []byte) (ev *gkeEvent, at time.Time, lost auditlog.Lost, field s
 		return nil, at, 0, field, err
 	}
 	ev.Verb, ev.ObjectRef, ev.RequestURI = verb, ref, uri
-	ev.RequestObject = withoutType(p.Request)
-	ev.ResponseObject = withoutType(p.Response)
+	ev.request = payloadObjectOf(p.Request)
+	ev.response = payloadObjectOf(p.Response)
 	switch {
-	case hasObject(ev.ResponseObject):
+	case ev.response.raw != nil:
 		ev.Level = auditlog.LevelRequestResponse
-	case hasObject(ev.RequestObject):
+	case ev.request.raw != nil:
 		ev.Level = auditlog.LevelRequest
 	default:
 		ev.Level = auditlog.LevelMetadata
 	}
 	lost = gkeLost
 	var exact bool
-	ev.ResponseStatus, exact = gkeStatus(verb, p.Status, ev.ResponseObject)
+	ev.ResponseStatus, exact = gkeStatus(verb, p.Status, ev.response.raw) // its "@type" is not read
 	if !exact {
 		lost |= auditlog.LostCode
 	}
@@ -348,28 +319,58 @@ func nonResourcePath(segs []string, name string) (string, bool) {
 	return "", false
 }
 
-// withoutType is an object of a payload without the "@type" member Cloud Logging adds.
-func withoutType(raw json.RawMessage) json.RawMessage {
+// payloadObject is an object of an AuditLog payload as the entry holds it (white space
+// around it trimmed): the event's object but for the member "@type" that Cloud Logging adds,
+// raw[from:to] (with the comma that separated it), which the event leaves out.
+type payloadObject struct {
+	raw      []byte
+	from, to int
+}
+
+// payloadObjectOf is the object of a payload's member; its raw is nil when there is none.
+func payloadObjectOf(raw json.RawMessage) payloadObject {
 	raw = bytes.TrimSpace(raw)
 	if !hasObject(raw) {
-		return nil
+		return payloadObject{}
 	}
 	if raw[0] != '{' {
-		return raw
+		return payloadObject{raw: raw}
 	}
-	return dropMember(raw, "@type")
+	from, to, ok := memberCut(raw, "@type")
+	if !ok {
+		return payloadObject{raw: raw}
+	}
+	return payloadObject{raw: raw, from: from, to: to}
+}
+
+// size is the length of the object without "@type".
+func (o payloadObject) size() int { return len(o.raw) - (o.to - o.from) }
+
+// appendTo appends the object without "@type" to dst.
+func (o payloadObject) appendTo(dst []byte) []byte {
+	return append(append(dst, o.raw[:o.from]...), o.raw[o.to:]...)
 }
 
 // dropMember is the object raw without its member of the name given, and without the comma
 // that separated it; raw as it is when it has none.
 func dropMember(raw []byte, name string) []byte {
-	keyAt, start, ok := memberAt(raw, name)
+	from, to, ok := memberCut(raw, name)
 	if !ok {
 		return raw
 	}
+	return append(append(make([]byte, 0, len(raw)-(to-from)), raw[:from]...), raw[to:]...)
+}
+
+// memberCut is where the member of the object raw of the name given, and the comma that
+// separated it, begin and end; false when it has none.
+func memberCut(raw []byte, name string) (from, to int, ok bool) {
+	keyAt, start, ok := memberAt(raw, name)
+	if !ok {
+		return 0, 0, false
+	}
 	end, ok := valueEnd(raw, start)
 	if !ok {
-		return raw
+		return 0, 0, false
 	}
 	// The comma after it, or else the one before it.
 	if after := skipSpace(raw, end); after < len(raw) && raw[after] == ',' {
@@ -377,7 +378,7 @@ func dropMember(raw []byte, name string) []byte {
 	} else if before := bytes.LastIndexByte(raw[:keyAt], ','); before >= 0 && len(bytes.TrimSpace(raw[before+1:keyAt])) == 0 {
 		keyAt = before
 	}
-	return append(append(make([]byte, 0, len(raw)-(end-keyAt)), raw[:keyAt]...), raw[end:]...)
+	return keyAt, end, true
 }
 
 func hasObject(raw json.RawMessage) bool {
@@ -392,12 +393,8 @@ func hasObject(raw json.RawMessage) bool {
 // message is a policy's denial that only one code fits; otherwise the code is not known (see
 // grpcDefaultHTTP).
 func gkeStatus(verb string, st *rpcStatus, response json.RawMessage) (*auditlog.Status, bool) {
-	var s struct {
-		Kind string `json:"kind"`
-		auditlog.Status
-	}
-	if k, ok := member(response, "kind"); ok && string(k) == `"Status"` && json.Unmarshal(response, &s) == nil && s.Kind == "Status" && s.Code != 0 {
-		return &s.Status, true
+	if s, ok := statusResponse(response); ok && s.Code != 0 {
+		return s, true
 	}
 	if st == nil || st.Code == 0 {
 		if verb == "create" {
@@ -426,6 +423,64 @@ func gkeStatus(verb string, st *rpcStatus, response json.RawMessage) (*auditlog.
 	// lost, so that the replay does not tell from it whether admission ran.
 	out.Code = grpcDefaultHTTP(st.Code)
 	return out, false
+}
+
+// statusResponse reads a response that is a Status; false when it is not one. The members a
+// replay reads are walked, encoding/json decodes what the walk cannot read.
+func statusResponse(response []byte) (*auditlog.Status, bool) {
+	if k, ok := member(response, "kind"); !ok || string(k) != `"Status"` {
+		return nil, false
+	}
+	var s struct {
+		Kind string `json:"kind"`
+		auditlog.Status
+	}
+	walked := eachMember(response, func(k, v []byte) bool {
+		switch string(k) {
+		case "kind":
+			return unquoteTo(v, &s.Kind)
+		case "code":
+			var code int
+			ok := parseCode(v, &code)
+			s.Code = int32(code)
+			return ok
+		case "status":
+			return unquoteTo(v, &s.Status.Status)
+		case "reason":
+			return unquoteTo(v, &s.Reason)
+		case "message":
+			return unquoteTo(v, &s.Message)
+		case "details":
+			if string(v) == "null" {
+				s.Details = nil
+				return true
+			}
+			d := &auditlog.StatusDetails{}
+			s.Details = d
+			return eachMember(v, func(k, v []byte) bool {
+				switch string(k) {
+				case "name":
+					return unquoteTo(v, &d.Name)
+				case "group":
+					return unquoteTo(v, &d.Group)
+				case "kind":
+					return unquoteTo(v, &d.Kind)
+				}
+				return true
+			})
+		}
+		return true
+	})
+	if !walked {
+		s = struct {
+			Kind string `json:"kind"`
+			auditlog.Status
+		}{}
+		if json.Unmarshal(response, &s) != nil {
+			return nil, false
+		}
+	}
+	return &s.Status, s.Kind == "Status"
 }
 
 // policyDenialCode is the HTTP code of a ValidatingAdmissionPolicy's denial of the request
@@ -526,7 +581,9 @@ var grpcToHTTP = map[int]int32{
 
 func readGKE(in input, yield func(record) bool) {
 	if firstByte(in.r) == '[' {
-		readGKEArray(in, newScanner(in.r), yield)
+		s := newScanner(in.r)
+		s.compact = true // the entries without gcloud's indentation
+		readGKEArray(in, s, yield)
 		return
 	}
 	readLines(in, 2*in.maxLine, yield, func(text []byte, num int) record {
@@ -595,105 +652,143 @@ func readGKEArray(in input, s *scanner, yield func(record) bool) {
 // checked to be JSON) with encoding/json; false when it cannot, and the caller decodes the
 // entry with encoding/json, whose error it reports.
 func decodeEntry(raw []byte) (e logEntry, ok bool) {
-	// The members of an object whose members are strings, numbers or booleans (what the
-	// entry's small members hold), by name; false when one is not.
-	scalars := func(v []byte, each func(name string, v []byte) bool) bool {
-		return string(v) == "null" || eachMember(v, func(name string, v []byte) bool {
-			if v[0] == '{' || v[0] == '[' {
-				return false
-			}
-			return each(name, v)
-		})
-	}
-	str := func(v []byte, to *string) bool {
-		s, ok := unquote(v)
-		*to = string(s)
-		return ok
-	}
-	member := func(raw []byte, fn func(name string, v []byte) bool) (int, bool) {
-		return walkObject(raw, 0, func(name string, _, start int) (int, bool) {
-			if name == "protoPayload" && raw[start] == '{' {
-				// Walked into once: its end is where its walk ends.
-				e.ProtoPayload = &logPayload{}
-				return walkObject(raw, start, func(name string, _, start int) (int, bool) {
-					end, ok := valueEnd(raw, start)
-					return end, ok && end > start && payload(e.ProtoPayload, name, raw[start:end])
-				})
-			}
-			end, ok := valueEnd(raw, start)
-			return end, ok && end > start && fn(name, raw[start:end])
-		})
-	}
-	_, ok = member(raw, func(name string, v []byte) bool {
-		switch name {
-		case "insertId":
-			return str(v, &e.InsertID)
-		case "timestamp":
-			return str(v, &e.Timestamp)
-		case "labels":
-			e.Labels = map[string]string{}
-			return scalars(v, func(k string, v []byte) bool {
-				var s string
-				ok := str(v, &s)
-				e.Labels[k] = s
-				return ok
-			})
-		case "operation":
-			if string(v) != "null" {
-				e.Operation = &logOperation{}
-			}
-			return scalars(v, func(k string, v []byte) bool {
-				switch k {
-				case "id":
-					return str(v, &e.Operation.ID)
-				case "first", "last":
-					b, err := strconv.ParseBool(string(v))
-					if k == "first" {
-						e.Operation.First = b
-					} else {
-						e.Operation.Last = b
-					}
-					return err == nil
-				}
-				return true
+	_, ok = walkObject(raw, 0, func(name []byte, _, start int) (int, bool) {
+		if string(name) == "protoPayload" && raw[start] == '{' {
+			// Walked into once: its end is where its walk ends.
+			e.ProtoPayload = &logPayload{}
+			return walkObject(raw, start, func(name []byte, _, start int) (int, bool) {
+				end, ok := valueEnd(raw, start)
+				return end, ok && end > start && payload(e.ProtoPayload, name, raw[start:end])
 			})
 		}
-		return true
+		end, ok := valueEnd(raw, start)
+		return end, ok && end > start && entryMember(&e, name, raw[start:end])
 	})
 	return e, ok
 }
 
-// payload reads one member of an AuditLog payload into p; false when it cannot.
-func payload(p *logPayload, name string, v []byte) bool {
-	str := func(v []byte, to *string) bool {
-		s, ok := unquote(v)
-		*to = string(s)
-		return ok
+// entryMember reads one member of an entry (but its payload) into e; false when it cannot.
+func entryMember(e *logEntry, name, v []byte) bool {
+	switch string(name) {
+	case "insertId":
+		return unquoteTo(v, &e.InsertID)
+	case "timestamp":
+		return unquoteTo(v, &e.Timestamp)
+	case "labels":
+		e.Labels = map[string]string{}
+		return scalars(v, func(k, v []byte) bool {
+			var s string
+			ok := unquoteTo(v, &s)
+			e.Labels[string(k)] = s
+			return ok
+		})
+	case "operation":
+		if string(v) != "null" {
+			e.Operation = &logOperation{}
+		}
+		return scalars(v, func(k, v []byte) bool {
+			switch string(k) {
+			case "id":
+				return unquoteTo(v, &e.Operation.ID)
+			case "first", "last":
+				b, err := strconv.ParseBool(string(v))
+				if string(k) == "first" {
+					e.Operation.First = b
+				} else {
+					e.Operation.Last = b
+				}
+				return err == nil
+			}
+			return true
+		})
 	}
-	switch name {
+	return true
+}
+
+// scalars calls each with the members of an object whose members are strings, numbers or
+// booleans (what an entry's small members hold), by name; false when one is not.
+func scalars(v []byte, each func(name, v []byte) bool) bool {
+	return string(v) == "null" || eachMember(v, func(name, v []byte) bool {
+		if v[0] == '{' || v[0] == '[' {
+			return false
+		}
+		return each(name, v)
+	})
+}
+
+// unquoteTo decodes the JSON string v into to; false when v is not one.
+func unquoteTo(v []byte, to *string) bool {
+	s, ok := unquote(v)
+	*to = string(s)
+	return ok
+}
+
+// payload reads one member of an AuditLog payload into p; false when it cannot.
+func payload(p *logPayload, name, v []byte) bool {
+	switch string(name) {
 	case "@type":
-		return str(v, &p.Type)
+		return unquoteTo(v, &p.Type)
 	case "serviceName":
-		return str(v, &p.ServiceName)
+		return unquoteTo(v, &p.ServiceName)
 	case "methodName":
-		return str(v, &p.MethodName)
+		return unquoteTo(v, &p.MethodName)
 	case "resourceName":
-		return str(v, &p.ResourceName)
+		return unquoteTo(v, &p.ResourceName)
 	case "authenticationInfo":
-		return string(v) == "null" || eachMember(v, func(k string, v []byte) bool {
-			return k != "principalEmail" || str(v, &p.AuthenticationInfo.PrincipalEmail)
+		return string(v) == "null" || eachMember(v, func(k, v []byte) bool {
+			return string(k) != "principalEmail" || unquoteTo(v, &p.AuthenticationInfo.PrincipalEmail)
 		})
 	case "requestMetadata":
-		return json.Unmarshal(v, &p.RequestMetadata) == nil // nested attributes
+		// Its attributes nest: the two strings read, the rest skipped; encoding/json when
+		// they are not strings, as it reports.
+		m := &p.RequestMetadata
+		return string(v) == "null" || eachMember(v, func(k, v []byte) bool {
+			switch string(k) {
+			case "callerIp":
+				return unquoteTo(v, &m.CallerIP)
+			case "callerSuppliedUserAgent":
+				return unquoteTo(v, &m.CallerSuppliedUserAgent)
+			}
+			return true
+		}) || json.Unmarshal(v, m) == nil
 	case "status":
-		if string(v) != "null" {
-			p.Status = &rpcStatus{}
+		if string(v) == "null" {
+			return true
 		}
-		return json.Unmarshal(v, p.Status) == nil // details may nest
+		p.Status = &rpcStatus{}
+		return eachMember(v, func(k, v []byte) bool {
+			switch string(k) {
+			case "code":
+				return parseCode(v, &p.Status.Code)
+			case "message":
+				return unquoteTo(v, &p.Status.Message)
+			}
+			return true // details may nest
+		}) || json.Unmarshal(v, p.Status) == nil
 	case "request":
 		p.Request = v // checked with the event, by the replay's decoder
 	case "response":
 		p.Response = v
 	}
 	return true
+}
+
+// parseCode reads a status's code, an integer as JSON writes one; false when it is not one
+// (encoding/json then says what it is).
+func parseCode(v []byte, to *int) bool {
+	digits := v
+	if len(digits) > 0 && digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 9 || (digits[0] == '0' && len(digits) > 1) {
+		return false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	n, err := strconv.Atoi(string(v))
+	*to = n
+	return err == nil
 }

@@ -39,8 +39,8 @@ func member(obj []byte, name string) ([]byte, bool) {
 // memberAt is where the member of the object obj named name begins (its name) and where its
 // value begins.
 func memberAt(obj []byte, name string) (keyAt, start int, ok bool) {
-	eachMemberAt(obj, func(n string, k, s int) bool {
-		if n == name {
+	eachMemberAt(obj, func(n []byte, k, s int) bool {
+		if string(n) == name {
 			keyAt, start, ok = k, s, true
 		}
 		return !ok
@@ -49,9 +49,10 @@ func memberAt(obj []byte, name string) (keyAt, start int, ok bool) {
 }
 
 // eachMember calls fn with the name and value of each member of the object obj, in one pass;
-// false when obj is not an object the pass can read (fn may have been called).
-func eachMember(obj []byte, fn func(name string, value []byte) bool) bool {
-	_, ok := walkObject(obj, 0, func(name string, _, start int) (int, bool) {
+// false when obj is not an object the pass can read (fn may have been called). The name is
+// valid during the call.
+func eachMember(obj []byte, fn func(name, value []byte) bool) bool {
+	_, ok := walkObject(obj, 0, func(name []byte, _, start int) (int, bool) {
 		end, ok := valueEnd(obj, start)
 		return end, ok && end > start && fn(name, obj[start:end])
 	})
@@ -60,22 +61,24 @@ func eachMember(obj []byte, fn func(name string, value []byte) bool) bool {
 
 // eachMemberAt calls fn with the name of each member of the object obj, where the member
 // begins and where its value begins, until fn returns false; false when obj is not an
-// object it can read to its end (or fn stopped it).
-func eachMemberAt(obj []byte, fn func(name string, keyAt, start int) bool) bool {
-	_, ok := walkObject(obj, 0, func(name string, keyAt, start int) (int, bool) {
+// object it can read to its end (or fn stopped it). The name is valid during the call.
+func eachMemberAt(obj []byte, fn func(name []byte, keyAt, start int) bool) bool {
+	_, ok := walkObject(obj, 0, func(name []byte, keyAt, start int) (int, bool) {
 		return -1, fn(name, keyAt, start)
 	})
 	return ok
 }
 
 // walkObject reads the object of b that begins at i (after white space), calling fn with each
-// member's name, where the member begins and where its value begins; fn returns where the
-// value ends (-1: walkObject finds it) and whether to go on. It returns where the object ends.
-func walkObject(b []byte, i int, fn func(name string, keyAt, start int) (end int, ok bool)) (int, bool) {
+// member's name (b's own bytes when it has no escape: valid during the call), where the
+// member begins and where its value begins; fn returns where the value ends (-1: walkObject
+// finds it) and whether to go on. It returns where the object ends.
+func walkObject(b []byte, i int, fn func(name []byte, keyAt, start int) (end int, ok bool)) (int, bool) {
 	i = skipSpace(b, i)
 	if i >= len(b) || b[i] != '{' {
 		return i, false
 	}
+	var ok bool
 	for i++; ; {
 		i = skipSpace(b, i)
 		if i < len(b) && b[i] == ',' {
@@ -84,8 +87,11 @@ func walkObject(b []byte, i int, fn func(name string, keyAt, start int) (end int
 		if i >= len(b) || b[i] != '"' {
 			return i + 1, i < len(b) && b[i] == '}'
 		}
-		name, n, ok := unquotePrefix(b[i:])
-		if !ok {
+		var name []byte
+		n := 1 + plainRun(b[i+1:])
+		if n < len(b)-i && b[i+n] == '"' && utf8.Valid(b[i+1:i+n]) {
+			name, n = b[i+1:i+n], n+1 // no escape: the name is its bytes
+		} else if name, n, ok = unquotePrefix(b[i:]); !ok {
 			return i, false
 		}
 		keyAt := i
@@ -94,7 +100,7 @@ func walkObject(b []byte, i int, fn func(name string, keyAt, start int) (end int
 			return i, false
 		}
 		i = skipSpace(b, i+1)
-		end, ok := fn(string(name), keyAt, i)
+		end, ok := fn(name, keyAt, i)
 		if !ok {
 			return i, false
 		}
@@ -117,35 +123,31 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// valueEnd is where the value that begins at start ends.
+// valueEnd is where the value that begins at start ends. It checks structure (brackets,
+// strings, escapes), not the grammar of numbers and literals, which the decoder checks.
 func valueEnd(b []byte, start int) (int, bool) {
 	if start >= len(b) {
 		return start, false
 	}
-	depth, inString, escaped := 0, false, false
+	depth := 0
 	for i := start; i < len(b); i++ {
 		c := b[i]
-		switch {
-		case escaped:
-			escaped = false
-		case inString:
-			if c == '\\' {
-				escaped = true
-			} else if c == '"' {
-				inString = false
-				if depth == 0 {
-					return i + 1, true
-				}
-			} else if c < 0x20 {
-				return i, false
-			} else {
-				i += plainRun(b[i:]) - 1
+		if depth > 0 && !nesting[c] {
+			continue
+		}
+		switch c {
+		case '"':
+			end, ok := stringBodyEnd(b, i+1)
+			if !ok {
+				return end, false
 			}
-		case c == '"':
-			inString = true
-		case c == '{' || c == '[':
+			i = end
+			if depth == 0 {
+				return i + 1, true
+			}
+		case '{', '[':
 			depth++
-		case c == '}' || c == ']':
+		case '}', ']':
 			if depth == 0 {
 				return i, true // the end of a literal
 			}
@@ -153,11 +155,34 @@ func valueEnd(b []byte, start int) (int, bool) {
 			if depth == 0 {
 				return i + 1, true
 			}
-		case depth == 0 && (c == ',' || c == ' ' || c == '\t' || c == '\r' || c == '\n'):
-			return i, true
+		case ',', ' ', '\t', '\r', '\n':
+			if depth == 0 {
+				return i, true // the end of a literal
+			}
 		}
 	}
-	return len(b), depth == 0 && !inString
+	return len(b), depth == 0
+}
+
+// nesting are the bytes that matter inside a container, outside its strings.
+var nesting = [256]bool{'"': true, '{': true, '[': true, '}': true, ']': true}
+
+// stringBodyEnd is the index of the quote that ends the string whose body begins at i; false
+// (and where it stopped) at a control character or the end of b.
+func stringBodyEnd(b []byte, i int) (int, bool) {
+	for {
+		i += plainRun(b[i:])
+		switch {
+		case i >= len(b):
+			return len(b), false
+		case b[i] == '"':
+			return i, true
+		case b[i] == '\\':
+			i += 2 // the backslash and what it escapes, which the decoder checks
+		default:
+			return i, false // a control character
+		}
+	}
 }
 
 // unquote decodes a JSON string's bytes, quotes included, as encoding/json does; false when
@@ -171,33 +196,41 @@ func unquote(s []byte) ([]byte, bool) {
 // many bytes it had; false when b does not begin with one. It finds the string's end and
 // decodes it in one pass, copying the runs between escapes at once.
 func unquotePrefix(b []byte) ([]byte, int, bool) {
-	if len(b) < 2 || b[0] != '"' {
-		return nil, 0, false
+	if len(b) >= 2 && b[0] == '"' {
+		if n := 1 + plainRun(b[1:]); n < len(b) && b[n] == '"' {
+			// No escape: the body as it is.
+			if !utf8.Valid(b[1:n]) {
+				return nil, 0, false
+			}
+			return bytes.Clone(b[1:n]), n + 1, true
+		}
 	}
-	var out []byte
+	return appendUnquoted(make([]byte, 0, len(b)), b)
+}
+
+// appendUnquoted appends the JSON string b begins with, decoded as encoding/json does, to
+// dst, and says how many bytes the string had; false when b does not begin with one (dst
+// may then hold part of it).
+func appendUnquoted(dst, b []byte) ([]byte, int, bool) {
+	if len(b) < 2 || b[0] != '"' {
+		return dst, 0, false
+	}
+	out, from := dst, len(dst)
 	i := 1
 	for {
 		n := plainRun(b[i:])
-		if i+n >= len(b) || b[i+n] < 0x20 {
-			return nil, 0, false
-		}
-		if b[i+n] == '"' {
-			if out == nil {
-				out = bytes.Clone(b[1 : i+n]) // no escape: the body as it is
-			} else {
-				out = append(out, b[i:i+n]...)
-			}
-			i += n + 1
-			break
-		}
-		if out == nil {
-			out = make([]byte, 0, len(b))
-		}
 		out = append(out, b[i:i+n]...)
 		i += n
+		if i >= len(b) || b[i] < 0x20 {
+			return out, 0, false // the end of b, or a control character
+		}
+		if b[i] == '"' {
+			i++
+			break
+		}
 		// A backslash and what it escapes.
 		if i+1 >= len(b) {
-			return nil, 0, false
+			return out, 0, false
 		}
 		switch c := b[i+1]; c {
 		case '"', '\\', '/':
@@ -215,7 +248,7 @@ func unquotePrefix(b []byte) ([]byte, int, bool) {
 		case 'u':
 			r, ok := hex4(b[i+2:])
 			if !ok {
-				return nil, 0, false
+				return out, 0, false
 			}
 			w := 6
 			if utf16.IsSurrogate(r) {
@@ -233,13 +266,13 @@ func unquotePrefix(b []byte) ([]byte, int, bool) {
 			i += w
 			continue
 		default:
-			return nil, 0, false
+			return out, 0, false
 		}
 		i += 2
 	}
 	// encoding/json replaces invalid UTF-8: the caller decodes those strings with it.
-	if !utf8.Valid(out) {
-		return nil, 0, false
+	if !utf8.Valid(out[from:]) {
+		return out, 0, false
 	}
 	return out, i, true
 }

@@ -31,11 +31,13 @@ func gzipped(s string) string {
 
 func truncated(s string, cut int) string { return s[:len(s)-cut] }
 
-// describe is a line as the tests expect it: "N: auditID", "N: error: ..." or
-// "N: unreadable: ...".
+// describe is a line as the tests expect it: "N: auditID", "N: error: ...",
+// "N: unreadable: ..." or "N: duplicate".
 func describe(l line) string {
 	var re *auditlog.ReadError
 	switch {
+	case l.dup:
+		return fmt.Sprintf("%d: duplicate", l.num)
 	case l.skip != "":
 		return fmt.Sprintf("%d: skipped: %s", l.num, l.skip)
 	case errors.As(l.err, &re):
@@ -146,16 +148,19 @@ func TestMalformedEnvelopes(t *testing.T) {
 }
 
 // TestReorderWindow hands events over in the order they completed, and an event that arrives
-// later than the window allows as an error, in full once.
+// later than the window allows as an error, in full once; but an event handed over already
+// that arrives again, as exports that deliver at least once hand it over, as a duplicate.
 func TestReorderWindow(t *testing.T) {
 	t.Parallel()
 	var lines []string
 	// Lines of an S3 export: the third minute's event first, then the first's and the
 	// second's; one ten minutes later, which hands those over; then two that completed
-	// before them.
+	// before them; then the second line again, and an event with its audit ID and time that
+	// is not the same.
 	for i, m := range []string{"03:00", "01:00", "02:00", "13:00", "02:30", "00:30"} {
 		lines = append(lines, fmt.Sprintf("2026-01-01T00:%s.000Z %s", m, strings.Replace(ev(fmt.Sprint(i+1), 0), "00:00:00", "00:"+m, 1)))
 	}
+	lines = append(lines, lines[1], strings.Replace(lines[1], `"verb":"delete"`, `"verb":"update"`, 1))
 	_, got := readAll(t, "s3", []byte(strings.Join(lines, "\n")+"\n"), export.CloudWatchS3)
 	var desc []string
 	for _, l := range got {
@@ -164,6 +169,8 @@ func TestReorderWindow(t *testing.T) {
 	want := []string{"2: 2", "3: 3", "1: 1",
 		"5: error: the event completed at 2026-01-01T00:02:30Z, before the event already replayed that completed at 2026-01-01T00:03:00Z: the export is further out of the order kube-apiserver completed its requests than the 5m0s the replay puts back in order (or than 256 MiB of events), and the event is not replayed (nor are the later ones that arrive as late)",
 		"6: error: the event completed at 2026-01-01T00:00:30Z, before an event already replayed: not replayed (as the late event at line 5)",
+		"7: duplicate",
+		"8: error: the event completed at 2026-01-01T00:01:00Z, before an event already replayed: not replayed (as the late event at line 5)",
 		"4: 4"}
 	if diff := cmp.Diff(want, desc); diff != "" {
 		t.Errorf("lines mismatch (-want +got):\n%s", diff)

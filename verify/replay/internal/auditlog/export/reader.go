@@ -42,6 +42,9 @@ type record struct {
 	// skip, when set, says the record holds no audit event of the cluster's servers, and
 	// why: it is counted, not replayed (auditlog.Line.Skip).
 	skip string
+	// dup says the event is one handed over already, delivered again later than the reorder
+	// window (see reorder).
+	dup bool
 }
 
 // input is what a format reads: the decompressed file, with its name and the longest record
@@ -236,23 +239,17 @@ func (r *Reader) Next() (l auditlog.Line, ok bool) {
 		rec, ok := r.nextRecord()
 		if !ok {
 			r.ended = true
-			for _, rec := range r.join.flush() {
-				r.order.push(rec)
-			}
+			r.join.flush(r.order.push)
 			r.order.drain()
 			continue
 		}
 		if rec.piece != nil && rec.err == nil {
-			for _, rec := range r.join.add(rec) {
-				r.order.push(rec)
-			}
+			r.join.add(rec, r.order.push)
 			continue
 		}
 		if _, stopped := rec.err.(*auditlog.ReadError); stopped {
 			// The file ends here: the pieces held are cut before it.
-			for _, rec := range r.join.flush() {
-				r.order.push(rec)
-			}
+			r.join.flush(r.order.push)
 		}
 		r.order.push(rec)
 	}
@@ -275,6 +272,9 @@ func (r *Reader) nextRecord() (record, bool) {
 }
 
 func (r *Reader) toLine(rec record) auditlog.Line {
+	if rec.dup {
+		return auditlog.Line{File: r.file, Num: rec.line, Duplicate: true, Size: len(rec.data) + 1}
+	}
 	if rec.skip == "" && rec.err == nil && r.seen != nil && r.seen.again(rec) {
 		rec.skip = aksCopy
 	}

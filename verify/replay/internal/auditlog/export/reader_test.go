@@ -34,6 +34,7 @@ type line struct {
 	data []byte
 	err  error
 	loss auditlog.Loss
+	dup  bool
 	skip string
 }
 
@@ -53,7 +54,7 @@ func readAll(t testing.TB, name string, data []byte, f export.Format) (export.Fo
 		if l.File != name {
 			t.Errorf("line %d: File = %q, want %q", l.Num, l.File, name)
 		}
-		out = append(out, line{num: l.Num, data: bytes.Clone(l.Data), err: l.Err, loss: l.Loss, skip: l.Skip})
+		out = append(out, line{num: l.Num, data: bytes.Clone(l.Data), err: l.Err, loss: l.Loss, dup: l.Duplicate, skip: l.Skip})
 	}
 }
 

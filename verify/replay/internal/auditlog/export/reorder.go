@@ -3,6 +3,7 @@ package export
 import (
 	"container/heap"
 	"fmt"
+	"hash/maphash"
 	"time"
 )
 
@@ -16,7 +17,10 @@ import (
 // so that memory stays bounded. An event that completed before one already handed over
 // arrives later than the window allows: the replay cannot place it, and says so, once in
 // full, at its file and line, and for each such event after (each is a malformed line, not
-// replayed).
+// replayed). But exports deliver at least once (Firehose, Event Hubs, Cloud Logging sinks, a
+// webhook receiver's retried POSTs): an event that arrives too late and is the same as one
+// handed over (the same bytes, by a hash of the last events handed over) was delivered again,
+// and is handed over as a duplicate, which the replay counts and does not replay.
 
 const (
 	// defaultWindow is how far out of order an export's events may be.
@@ -30,6 +34,9 @@ type reorder struct {
 	window   time.Duration
 	maxBytes int
 	h        recordHeap
+	// held are the records in the heap, by slot; free the slots of held to reuse.
+	held     []record
+	free     []int32
 	seq      int
 	bytes    int
 	newest   time.Time // the latest stage read
@@ -38,6 +45,7 @@ type reorder struct {
 	draining bool
 	late     int
 	lateLine int
+	sent     sentEvents
 }
 
 func newReorder(file string, window time.Duration, maxLine int) *reorder {
@@ -56,6 +64,11 @@ func (o *reorder) push(rec record) {
 		o.hold(rec, o.newest)
 		return
 	case !o.emitted.IsZero() && rec.at.Before(o.emitted):
+		if o.sent.has(rec.data) {
+			rec.dup = true
+			o.ready = append(o.ready, rec)
+			return
+		}
 		o.ready = append(o.ready, o.tooLate(rec))
 		return
 	}
@@ -66,7 +79,15 @@ func (o *reorder) push(rec record) {
 }
 
 func (o *reorder) hold(rec record, at time.Time) {
-	heap.Push(&o.h, heldRecord{rec: rec, at: at, seq: o.seq})
+	var slot int32
+	if n := len(o.free); n > 0 {
+		slot, o.free = o.free[n-1], o.free[:n-1]
+		o.held[slot] = rec
+	} else {
+		slot = int32(len(o.held))
+		o.held = append(o.held, rec)
+	}
+	heap.Push(&o.h, heldRecord{sec: at.Unix(), nsec: int32(at.Nanosecond()), seq: o.seq, slot: slot})
 	o.seq++
 	o.bytes += len(rec.data)
 }
@@ -97,24 +118,67 @@ func (o *reorder) pop() (record, bool) {
 		return record{}, false
 	}
 	top := o.h[0]
-	if !o.draining && o.newest.Sub(top.at) <= o.window && o.bytes <= o.maxBytes {
+	at := time.Unix(top.sec, int64(top.nsec))
+	if !o.draining && o.newest.Sub(at) <= o.window && o.bytes <= o.maxBytes {
 		return record{}, false
 	}
 	heap.Pop(&o.h)
-	o.bytes -= len(top.rec.data)
-	o.emitted = top.at
-	return top.rec, true
+	rec := o.held[top.slot]
+	o.held[top.slot] = record{}
+	o.free = append(o.free, top.slot)
+	o.bytes -= len(rec.data)
+	o.emitted = at
+	if rec.err == nil {
+		o.sent.add(rec.data)
+	}
+	return rec, true
+}
+
+// sentEvents remembers hashes of the last events a reorder handed over.
+type sentEvents struct {
+	count map[uint64]int32
+	ring  []uint64
+	next  int
+}
+
+// sentMemory is how many of the last events handed over a reorder remembers.
+const sentMemory = 1 << 16
+
+// sentSeed seeds the hashes of events handed over: they are compared within one run only.
+var sentSeed = maphash.MakeSeed()
+
+func (s *sentEvents) add(data []byte) {
+	if s.ring == nil {
+		s.count, s.ring = map[uint64]int32{}, make([]uint64, 0, sentMemory)
+	}
+	h := maphash.Bytes(sentSeed, data)
+	if len(s.ring) < sentMemory {
+		s.ring = append(s.ring, h)
+	} else {
+		old := s.ring[s.next]
+		if s.count[old]--; s.count[old] <= 0 {
+			delete(s.count, old)
+		}
+		s.ring[s.next] = h
+		s.next = (s.next + 1) % sentMemory
+	}
+	s.count[h]++
+}
+
+func (s *sentEvents) has(data []byte) bool {
+	return len(data) > 0 && s.count[maphash.Bytes(sentSeed, data)] > 0
 }
 
 // drain hands over every record held: the file has ended.
 func (o *reorder) drain() { o.draining = true }
 
-// heldRecord is a record in the heap, at its place: its stage, or for an error the latest
-// stage read before it.
+// heldRecord is a record in the heap, at its place: its stage (Unix time), or for an error the
+// latest stage read before it; the record is in the reorder's slot. It holds no pointer, so
+// that the heap's moves cost the garbage collector nothing.
 type heldRecord struct {
-	rec record
-	at  time.Time
-	seq int
+	sec        int64
+	nsec, slot int32
+	seq        int
 }
 
 // recordHeap orders records by their stage, and those of one stage as they were read.
@@ -122,8 +186,11 @@ type recordHeap []heldRecord
 
 func (h recordHeap) Len() int { return len(h) }
 func (h recordHeap) Less(i, j int) bool {
-	if !h[i].at.Equal(h[j].at) {
-		return h[i].at.Before(h[j].at)
+	if h[i].sec != h[j].sec {
+		return h[i].sec < h[j].sec
+	}
+	if h[i].nsec != h[j].nsec {
+		return h[i].nsec < h[j].nsec
 	}
 	return h[i].seq < h[j].seq
 }
@@ -132,7 +199,6 @@ func (h *recordHeap) Push(x any)   { *h = append(*h, x.(heldRecord)) }
 func (h *recordHeap) Pop() any {
 	old := *h
 	x := old[len(old)-1]
-	old[len(old)-1] = heldRecord{}
 	*h = old[:len(old)-1]
 	return x
 }

@@ -23,6 +23,10 @@ import (
 // reverseChunk is the bytes of records a reverser holds in memory (a variable for its test).
 var reverseChunk = 32 << 20
 
+// spillBuffer is the buffer of a spill's writes and reads: records are a few KiB, each
+// system call should move many.
+const spillBuffer = 1 << 20
+
 type reverser struct {
 	yield   func(record) bool
 	first   time.Time // the first record's time
@@ -94,7 +98,7 @@ func (v *reverser) finish() bool {
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
 			return v.yield(record{err: &auditlog.ReadError{Err: fmt.Errorf("reading back the entries held to reverse gcloud's order: %v", err)}})
 		}
-		br := bufio.NewReader(f)
+		br := bufio.NewReaderSize(f, spillBuffer)
 		for {
 			rec, err := readSpilled(br)
 			if errors.Is(err, io.EOF) {
@@ -119,7 +123,7 @@ func (v *reverser) spill() {
 		return
 	}
 	v.spills = append(v.spills, f)
-	w := bufio.NewWriter(f)
+	w := bufio.NewWriterSize(f, spillBuffer)
 	for _, rec := range slices.Backward(v.held) {
 		writeSpilled(w, rec)
 	}

@@ -23,6 +23,12 @@ type scanner struct {
 	r    *bufio.Reader
 	line int // the line of the next byte, from 1
 	err  error
+	// compact drops the white space outside strings from the values it keeps: gcloud's
+	// indentation, a third of its array, which would be held, written to disk to reverse the
+	// array, read back and scanned again for nothing.
+	compact bool
+	// kept is where a compact scanner gathers a value's runs, which it then copies once.
+	kept []byte
 }
 
 func newScanner(r *bufio.Reader) *scanner { return &scanner{r: r, line: 1} }
@@ -357,7 +363,16 @@ func (s *scanner) value(max int, buf []byte) ([]byte, error) {
 		}
 		return s.done(out, keep, max, size)
 	}
-	// The bytes the reader holds are scanned in place, and copied at once.
+	// The bytes the reader holds are scanned in place, and copied at once (but for the white
+	// space a compact scanner drops: it gathers the runs between in kept).
+	stops := &scanStops
+	gathered := s.compact && len(buf) == 0 && keep
+	if s.compact {
+		stops = &compactStops
+	}
+	if gathered {
+		out = s.kept[:0]
+	}
 	for {
 		n := s.r.Buffered()
 		if n == 0 {
@@ -367,7 +382,7 @@ func (s *scanner) value(max int, buf []byte) ([]byte, error) {
 		if len(chunk) == 0 {
 			return nil, s.readErr(err, true)
 		}
-		i, done := 0, false
+		i, from, done := 0, 0, false
 		for i < len(chunk) && !done {
 			if inString {
 				// To the quote that ends the string (what a string holds is the decoder's
@@ -384,25 +399,50 @@ func (s *scanner) value(max int, buf []byte) ([]byte, error) {
 			}
 			b := chunk[i]
 			i++
-			switch {
-			case b == '"':
+			if !stops[b] {
+				continue
+			}
+			switch b {
+			case '"':
 				inString = true
-			case b == '{' || b == '[':
+			case '{', '[':
 				depth++
-			case b == '}' || b == ']':
+			case '}', ']':
 				depth--
 				done = depth == 0
-			case b == '\n':
-				s.line++
+			default: // white space
+				if b == '\n' {
+					s.line++
+				}
+				if s.compact {
+					// The run before it kept, the white space that follows skipped.
+					if from < i-1 {
+						add(chunk[from : i-1]...)
+					}
+					for ; i < len(chunk) && (chunk[i] == ' ' || chunk[i] == '\t' || chunk[i] == '\r' || chunk[i] == '\n'); i++ {
+						if chunk[i] == '\n' {
+							s.line++
+						}
+					}
+					from = i
+				}
 			}
 		}
-		add(chunk[:i]...)
+		add(chunk[from:i]...)
 		s.r.Discard(i)
 		if done {
+			if gathered && keep {
+				s.kept, out = out, bytes.Clone(out)
+			}
 			return s.done(out, keep, max, size)
 		}
 	}
 }
+
+// scanStops are the bytes a scanner's value stops at outside strings; compactStops those of a
+// compact scanner, which drops white space.
+var scanStops, compactStops = [256]bool{'"': true, '{': true, '[': true, '}': true, ']': true, '\n': true},
+	[256]bool{'"': true, '{': true, '[': true, '}': true, ']': true, '\n': true, ' ': true, '\t': true, '\r': true}
 
 // stringEnd is where the string whose bytes b follows (escaped: its last byte before b was
 // an unpaired backslash) ends: the index of its closing quote, found; or, when b does not
