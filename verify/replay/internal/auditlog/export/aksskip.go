@@ -15,7 +15,7 @@ func otherCategory(line int, category string) record {
 }
 
 // aksCopy is why an AKS event read already is skipped.
-const aksCopy = "an AKS event read already, identical (a diagnostic setting with kube-audit and kube-audit-admin sends each write in both)"
+const aksCopy = "an AKS event read already, identical (a diagnostic setting with kube-audit and kube-audit-admin sends each write in both; Event Hubs may deliver a message again)"
 
 // copies finds the events an AKS export holds twice: a diagnostic setting with both
 // kube-audit and kube-audit-admin sends each event but gets and lists in each category, with

@@ -57,6 +57,8 @@ type pieceOf struct {
 	key           string
 	where         string
 	starts, whole bool
+	// event says it begins an audit event (startsAuditEvent), not only a JSON object.
+	event bool
 }
 
 // joiner joins the pieces of the lines the container runtime split, in the file's order.
@@ -80,7 +82,7 @@ func (j *joiner) add(rec record, emit func(record)) {
 	log, key, line, where := rec.data, rec.piece.key, rec.line, rec.piece.where
 	if len(j.pending) > 0 {
 		if p := j.pending[key]; p != nil {
-			if rec.piece.starts {
+			if rec.piece.event {
 				// A new event: the held piece's rest never came.
 				emit(j.cut(key))
 			} else {
@@ -141,6 +143,13 @@ func startsEvent(log []byte) bool {
 	return bytes.HasPrefix(bytes.TrimLeft(log, " \t\r\n"), []byte("{"))
 }
 
+// startsAuditEvent says whether a log begins an audit event as kube-apiserver writes one (its
+// kind first). The rest of a cut line may begin with "{" too, where the runtime cut it before
+// an object: only an event's own beginning ends the piece held before it.
+func startsAuditEvent(log []byte) bool {
+	return bytes.HasPrefix(bytes.TrimLeft(log, " \t\r\n"), []byte(`{"kind":"Event","apiVersion":"audit.k8s.io/`))
+}
+
 // whole says whether a log is a complete JSON value: one shorter than the pieces the runtime
 // cuts is (a line's last piece has followed its first), a longer one when it is JSON.
 func whole(log []byte) bool {
@@ -174,7 +183,7 @@ func azureRecordOf(raw []byte, line int, where string) record {
 		case !hasLog:
 			*r = record{line: line, err: recordError(where, "properties.log", errors.New("missing"))}
 		default:
-			p := &pieceOf{key: pod + "\x00" + category, where: where, starts: startsEvent(log), whole: whole(log)}
+			p := &pieceOf{key: pod + "\x00" + category, where: where, starts: startsEvent(log), event: startsAuditEvent(log), whole: whole(log)}
 			*r = record{data: log, line: line, piece: p}
 			if p.whole || !p.starts {
 				r.at = stageOf(log)

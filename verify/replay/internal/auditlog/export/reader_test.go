@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -229,5 +230,27 @@ func TestReverseOnDisk(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(tmp); len(left) > 0 {
 		t.Errorf("temporary files left: %v", left)
+	}
+}
+
+// TestAzurePiecesCutBeforeAnObject: AKS cuts a line longer than 16 KiB into records; where a
+// cut falls just before an object of the event, the next piece begins with "{" as an event
+// does, and is still the rest of the line held (found by random parity, controllers seed 184).
+func TestAzurePiecesCutBeforeAnObject(t *testing.T) {
+	head := `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"RequestResponse","auditID":"a1","stage":"ResponseComplete","requestURI":"/api/v1/namespaces/ns/configmaps","verb":"create","user":{"username":"u"},"objectRef":{"resource":"configmaps","namespace":"ns","name":"cm","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":201},"requestObject":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"cm","namespace":"ns"},"data":{"pad":"`
+	for _, cuts := range []int{1, 2} {
+		pad := strings.Repeat("x", cuts*(16<<10)-len(head)-len(`","obj":`))
+		line := head + pad + `","obj":` + `{"a":"b"}}},"requestReceivedTimestamp":"2026-11-24T00:00:01.000000Z","stageTimestamp":"2026-11-24T00:00:01.100000Z"}`
+		if line[cuts*(16<<10)] != '{' {
+			t.Fatalf("the cut falls on %q, not an object", line[cuts*(16<<10)])
+		}
+		data, err := exporttest.Wrap(export.AzureBlob, []byte(line+"\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, lines := readAll(t, "PT1H.json", data, export.Auto)
+		if len(lines) != 1 || lines[0].err != nil || string(bytes.TrimSpace(lines[0].data)) != line {
+			t.Errorf("cut %d times: %d lines, want the event whole: %+v", cuts, len(lines), lines)
+		}
 	}
 }
