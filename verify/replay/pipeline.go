@@ -82,24 +82,7 @@ func decodeLogs(ctx context.Context, sources []Source, maxLine, workers int, pre
 			for b := range work {
 				b.out = make([]decoded, len(b.lines))
 				for i, l := range b.lines {
-					d := decoded{file: l.File, num: l.Num, bytes: l.Size, err: l.Err, skip: l.Skip, duplicate: l.Duplicate}
-					if l.Err == nil && l.Skip == "" && !l.Duplicate {
-						if len(bytes.TrimSpace(l.Data)) == 0 {
-							d.blank = true
-						} else {
-							d.ev, d.err = auditlog.Decode(l.Data)
-							if d.err == nil {
-								d.ev.Loss = l.Loss // what an export lost of the event
-								if d.ev.Final() {
-									d.sum = maphash.Bytes(lineSeed, bytes.TrimSpace(l.Data))
-								}
-							}
-							if d.err == nil && prepare != nil {
-								prepare(&d)
-							}
-						}
-					}
-					b.out[i] = d
+					b.out[i] = decodeLine(l, prepare)
 				}
 				if cap(b.buf) <= 2*batchBytes {
 					select {
@@ -163,4 +146,28 @@ func decodeLogs(ctx context.Context, sources []Source, maxLine, workers int, pre
 	}
 	wg.Wait()
 	return <-readErr
+}
+
+// decodeLine decodes one line of a log, on a worker.
+func decodeLine(l auditlog.Line, prepare func(*decoded)) decoded {
+	d := decoded{file: l.File, num: l.Num, bytes: l.Size, err: l.Err, skip: l.Skip, duplicate: l.Duplicate}
+	if l.Err != nil || l.Skip != "" || l.Duplicate {
+		return d
+	}
+	if len(bytes.TrimSpace(l.Data)) == 0 {
+		d.blank = true
+		return d
+	}
+	d.ev, d.err = auditlog.Decode(l.Data)
+	if d.err != nil {
+		return d
+	}
+	d.ev.Loss = l.Loss // what an export lost of the event
+	if d.ev.Final() {
+		d.sum = maphash.Bytes(lineSeed, bytes.TrimSpace(l.Data))
+	}
+	if prepare != nil {
+		prepare(&d)
+	}
+	return d
 }

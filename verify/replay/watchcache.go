@@ -44,13 +44,8 @@ func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, deci
 	}
 	// The outcomes the response and the audit event may show: the live attempt's alone, or
 	// after a first one on an older version.
-	type outcome struct {
-		annotations map[string]string
-		warnings    []string // sorted, each once
-		version     string   // where the first attempt's version came from; "" for the live one
-	}
 	liveWarnings := warningSet(live.Warnings)
-	outcomes := []outcome{{annotations: live.AuditAnnotations, warnings: liveWarnings}}
+	outcomes := []attemptOutcome{{annotations: live.AuditAnnotations, warnings: liveWarnings}}
 	why := p.StaleUnknown
 	for _, sp := range p.Stale {
 		if why != "" {
@@ -64,7 +59,7 @@ func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, deci
 		case err != nil:
 			why = fmt.Sprintf("on %s: %v", sp.Source, err)
 		case dec != nil:
-			o := outcome{
+			o := attemptOutcome{
 				annotations: addAnnotations(addAnnotations(nil, dec.AuditAnnotations), live.AuditAnnotations),
 				warnings:    warningSet(append(slices.Clone(live.Warnings), dec.Warnings...)),
 				version:     sp.Source,
@@ -82,9 +77,9 @@ func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, deci
 	// policies it shows installed published (not the warnings): its annotations choose when
 	// every version is known, and rule out those they contradict.
 	evidence := j.byAnnotations()
-	var worlds []decide.World[outcome]
+	var worlds []decide.World[attemptOutcome]
 	for i, o := range outcomes {
-		w := decide.World[outcome]{Outcome: o, Decided: true, Likely: i == 0, If: "kube-apiserver's first attempt read its watch cache's copy of " + o.version}
+		w := decide.World[attemptOutcome]{Outcome: o, Decided: true, Likely: i == 0, If: "kube-apiserver's first attempt read its watch cache's copy of " + o.version}
 		if evidence {
 			w.Evidence = decide.Disagrees
 			if len(checkAnnotations(j.ev, o.annotations, live, j.evidenced)) == 0 {
@@ -94,9 +89,9 @@ func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, deci
 		worlds = append(worlds, w)
 	}
 	if why != "" {
-		worlds = append(worlds, decide.World[outcome]{If: "kube-apiserver's first attempt read its watch cache's copy of an older version", Undecided: &indeterminateError{because(ReasonWatchCache, why)}})
+		worlds = append(worlds, decide.World[attemptOutcome]{If: "kube-apiserver's first attempt read its watch cache's copy of an older version", Undecided: &indeterminateError{because(ReasonWatchCache, why)}})
 	}
-	same := func(a, b outcome) bool {
+	same := func(a, b attemptOutcome) bool {
 		return maps.Equal(a.annotations, b.annotations) && slices.Equal(a.warnings, b.warnings)
 	}
 	res := decide.Resolve(worlds, same)
@@ -122,9 +117,22 @@ func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, deci
 			return
 		}
 	}
-	// The decision is the live attempt's in every world: only what it published differs.
+	out.likely(publishedAlternatives(out, res.Alternatives)...)
+}
+
+// attemptOutcome is what a request's response and audit event may show of its admission: the
+// live attempt's, or what a first attempt on an older version published before it.
+type attemptOutcome struct {
+	annotations map[string]string
+	warnings    []string // sorted, each once
+	version     string   // where the first attempt's version came from; "" for the live one
+}
+
+// publishedAlternatives are the alternatives of a request whose decision is the live
+// attempt's in every world: only what it published differs.
+func publishedAlternatives(out *Record, worlds []decide.World[attemptOutcome]) []Alternative {
 	var alts []Alternative
-	for _, w := range res.Alternatives {
+	for _, w := range worlds {
 		if !w.Decided {
 			alts = append(alts, undecidedAlternative(undecidedOf(w.Undecided), w.If))
 			continue
@@ -132,7 +140,7 @@ func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, deci
 		alts = append(alts, Alternative{Decision: out.Decision, Code: out.Code, Message: out.Message,
 			AuditAnnotations: w.Outcome.annotations, Warnings: w.Outcome.warnings, If: w.If})
 	}
-	out.likely(alts...)
+	return alts
 }
 
 // warningSet is ws sorted, each once, as the response's warning recorder keeps them.
