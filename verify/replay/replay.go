@@ -989,6 +989,9 @@ func (r *Replayer) leftMarked(sw stateWrite, u *unstructured.Unstructured, left 
 	case left.Marked:
 		u.SetDeletionTimestamp(markedAt(sw.ev))
 		u.SetDeletionGracePeriodSeconds(&left.GracePeriodSeconds)
+		if left.Generation > 0 {
+			u.SetGeneration(left.Generation)
+		}
 		unknowns = append(unknowns, vapccel.Unknown{Path: objectPath("metadata", "deletionTimestamp"), ValueOnly: true, Why: why})
 	case left.Shortened:
 		// Moved back, or to the server's clock with a grace period of one second.

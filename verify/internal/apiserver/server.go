@@ -207,6 +207,10 @@ type Deletion struct {
 	// GracePeriodSeconds is its deletionGracePeriodSeconds after it.
 	Marked             bool
 	GracePeriodSeconds int64
+	// Generation is the object's metadata.generation once marked: the store bumps a
+	// generation it has set when it first marks the object deleted (rest.BeforeDelete for a
+	// graceful deletion, markAsDeleting for finalizers).
+	Generation int64
 	// Shortened says it shortened the grace period of a deletion pending already: its
 	// deletionTimestamp moved back, or to the server's clock (rest.BeforeDelete), and
 	// GracePeriodSeconds is the new period, or one second when the clock was past it.
@@ -256,9 +260,16 @@ func (s *Server) DeleteLeaves(gr schema.GroupResource, raw []byte, options *meta
 		// to none (Store.Delete deletes it at once).
 		return Deletion{}, nil
 	case graceful && grace > 0:
-		return Deletion{Remains: true, Marked: true, GracePeriodSeconds: grace}, nil
+		// BeforeDelete marked it, and bumped its generation.
+		return Deletion{Remains: true, Marked: true, GracePeriodSeconds: grace, Generation: a.GetGeneration()}, nil
 	case len(a.GetFinalizers()) > 0:
-		return Deletion{Remains: true, Marked: true}, nil
+		// Store.Delete marks it (markAsDeleting), which bumps a generation it has set unless
+		// BeforeDelete marked it already (and bumped it).
+		gen := a.GetGeneration()
+		if gen > 0 && a.GetDeletionTimestamp() == nil {
+			gen++
+		}
+		return Deletion{Remains: true, Marked: true, Generation: gen}, nil
 	}
 	// A graceful deletion with a grace period of 0 (an unscheduled pod's) deletes at once.
 	return Deletion{}, nil

@@ -225,6 +225,10 @@ func TestDeleteLeaves(t *testing.T) {
 		{"a pod being deleted, shortened to none", pods, deleting, &metav1.DeleteOptions{GracePeriodSeconds: &zero}, Deletion{}},
 		{"a pod being deleted with no grace period left", pods, strings.Replace(deleting, `"deletionGracePeriodSeconds":30`, `"deletionGracePeriodSeconds":0`, 1), nil, Deletion{}},
 		{"a pod being deleted, shortened to none, with a finalizer", pods, strings.Replace(deleting, `"namespace":"n",`, `"namespace":"n","finalizers":["x/y"],`, 1), &metav1.DeleteOptions{GracePeriodSeconds: &zero}, Deletion{Remains: true, Shortened: true}},
+		{"a scheduled pod of generation 1: graceful, generation 2", pods, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"n","generation":1},"spec":{"nodeName":"w","containers":[{"name":"c","image":"i"}]}}`, nil,
+			Deletion{Remains: true, Marked: true, GracePeriodSeconds: 30, Generation: 2}},
+		{"an unscheduled pod of generation 3 with a finalizer: generation 4", pods, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"n","generation":3,"finalizers":["x/y"]},"spec":{"containers":[{"name":"c","image":"i"}]}}`, nil,
+			Deletion{Remains: true, Marked: true, Generation: 4}},
 		{"a ConfigMap", configMaps, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"n"}}`, nil, Deletion{}},
 		{"a ConfigMap with a finalizer", configMaps, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"n","finalizers":["x/y"]}}`, nil, Deletion{Remains: true, Marked: true}},
 	} {
