@@ -188,8 +188,9 @@ func (r *Replayer) sendWrite(ctx context.Context, srv *apiserver.Server, req api
 	case last == nil && w.create:
 		return nil, "", ""
 	case last == nil:
-		// The request left the object as it was (a pod being deleted already).
-		return &writeResult{}, "", ""
+		// The request left the object as it was (a pod being deleted already), unless the
+		// server's response says it wrote it (restated).
+		return w.restated()
 	case last.Object == nil:
 		return &writeResult{deleted: true}, "", ""
 	}
@@ -198,6 +199,33 @@ func (r *Replayer) sendWrite(ctx context.Context, srv *apiserver.Server, req api
 		return nil, "the written object does not convert", ""
 	}
 	return &writeResult{obj: u, unknowns: w.writtenUnknowns(u, sameKind, settled, pc.unknowns())}, "", ""
+}
+
+// restated is what a write the replay's pipeline left unchanged left of its object when the
+// response the log holds (the object, or the Scale of it) has another resourceVersion than the
+// State's: the server wrote it all the same. Where the State holds the object without the
+// managedFields the field manager tracks (an audit policy's omitManagedFields, a snapshot from
+// kubectl get), the manager's entry is what the server wrote, which the replay's field manager
+// does not track on an object without them; otherwise what differs is not known.
+func (w writeReplay) restated() (*writeResult, string, string) {
+	resp := auditlog.DecodeAnyObject(w.ev.ResponseObject)
+	old, _ := w.p.Decode()
+	if resp == nil || old == nil || w.p.RV == 0 || resp.GetResourceVersion() == "" ||
+		state.ResourceVersion(resp.GetResourceVersion()) == w.p.RV || !(derivesScale(w.t) || sameKind(resp, w.t.mainKind)) {
+		return &writeResult{}, "", ""
+	}
+	if len(old.GetManagedFields()) > 0 {
+		return nil, "", "the server wrote the object (resourceVersion " + resp.GetResourceVersion() + ") where its pipeline, replayed, changes nothing"
+	}
+	old.SetResourceVersion(resp.GetResourceVersion())
+	why := "the managedFields entry of the manager the server wrote, which the log omits"
+	unknowns := []vapccel.Unknown{{Path: objectPath("metadata", "managedFields"), Why: why}}
+	for _, pu := range knownFrom(w.p.Unknowns, w.objs.version, w.objs.uid) {
+		if !isMeta(pu, "resourceVersion") {
+			unknowns = append(unknowns, pu)
+		}
+	}
+	return &writeResult{obj: old, unknowns: unknowns}, "", ""
 }
 
 // writtenUnknowns puts the server's clock back in the object a replayed write stored (u),

@@ -1857,3 +1857,47 @@ func TestOmittedManagedFields(t *testing.T) {
 		})
 	}
 }
+
+// TestScaleRestatesOmittedManagedFields: a scale patch that leaves a Deployment's replicas as
+// they were changes nothing in the replay's pipeline when the log omits managedFields (the
+// field manager does not start tracking an object without them), but the server wrote the
+// manager's entry: the Scale it returned has a new resourceVersion, which the next request's
+// oldObject carries (found by random parity, controllers seed 186).
+func TestScaleRestatesOmittedManagedFields(t *testing.T) {
+	p, b := levelPolicy("rv", "deployments", admissionregistrationv1.Update, nil, "oldObject.metadata.resourceVersion == '7'")
+	p.Spec.MatchConstraints.ResourceRules[0].APIGroups = []string{"apps"}
+	dep := func(rv string, labels map[string]any) map[string]any {
+		return map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+			"metadata": map[string]any{"name": "d", "namespace": "ns1", "uid": "u1", "resourceVersion": rv, "generation": 1, "creationTimestamp": "2026-11-24T00:00:01Z", "labels": labels},
+			"spec": map[string]any{"replicas": 1, "selector": map[string]any{"matchLabels": map[string]any{"app": "d"}},
+				"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "d"}}, "spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "nginx"}}}}}}
+	}
+	event := func(id, verb, uri, sub string, code int, req, resp map[string]any, at string) string {
+		ev := map[string]any{"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "RequestResponse", "auditID": id, "stage": "ResponseComplete",
+			"requestURI": uri, "verb": verb, "user": map[string]any{"username": "admin", "groups": []any{"system:masters"}},
+			"objectRef":                map[string]any{"resource": "deployments", "namespace": "ns1", "name": "d", "apiGroup": "apps", "apiVersion": "v1", "subresource": sub},
+			"responseStatus":           map[string]any{"metadata": map[string]any{}, "code": code},
+			"requestObject":            req,
+			"responseObject":           resp,
+			"requestReceivedTimestamp": "2026-11-24T00:00:" + at + "0Z", "stageTimestamp": "2026-11-24T00:00:" + at + "5Z",
+		}
+		out, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	scale := map[string]any{"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": map[string]any{"name": "d", "namespace": "ns1", "uid": "u1", "resourceVersion": "7", "creationTimestamp": "2026-11-24T00:00:01Z"},
+		"spec": map[string]any{"replicas": 1}, "status": map[string]any{"replicas": 0, "selector": "app=d"}}
+	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+		event("1", "create", "/apis/apps/v1/namespaces/ns1/deployments", "", 201, dep("", nil), dep("5", nil), "01.0"),
+		event("2", "patch", "/apis/apps/v1/namespaces/ns1/deployments/d/scale", "scale", 200, map[string]any{"spec": map[string]any{"replicas": 1}}, scale, "02.0"),
+		event("3", "update", "/apis/apps/v1/namespaces/ns1/deployments/d", "", 200, dep("7", map[string]any{"a": "b"}), dep("8", map[string]any{"a": "b"}), "03.0"),
+	)
+	if rec := recs["3"]; rec == nil || rec.Decision != DecisionAdmit || rec.Changed {
+		t.Errorf("request 3 = %+v, want admit on the oldObject of resourceVersion 7", rec)
+	}
+	if len(sum.Disagreements) != 0 {
+		t.Errorf("disagreements: %v", sum.Disagreements)
+	}
+}
