@@ -29,7 +29,7 @@ type epoch struct {
 	gen       int
 	resources *cachedResources
 	scope     *scope
-	// standIns are a stand-in param of each paramKind (see stateView.withStandIns).
+	// standIns are a stand-in param of each paramKind (see state.StateView.WithStandIns).
 	standIns map[schema.GroupResource]kruntime.Object
 }
 

@@ -909,7 +909,7 @@ func (r *Replayer) applyDelete(ctx context.Context, sw stateWrite) {
 // known: a field selector, which only the resource's own attributes answer, list options that
 // page or pin the list, a level that does not log its delete options, a selector that does
 // not parse, a request received at a time the log does not say, or what the State does not
-// know (clusterState.selected).
+// know (state.State.Selected).
 func (r *Replayer) listedBy(gr schema.GroupResource, namespace string, ev *Event) (items []any, unknowns map[state.ObjectKey][]vapccel.Unknown, why string) {
 	q := ev.Query()
 	switch {

@@ -17,7 +17,7 @@ import (
 
 // firstAttempt follows what kube-apiserver's first attempt at an update or a delete published:
 // the store runs it on its watch cache's copy of the object, which may be a version before the
-// State's (see watchCacheLag and clusterState.staleOf), and runs it again on the live object
+// State's (see watchCacheLag and state.State.staleOf), and runs it again on the live object
 // when that copy was stale. The decision is the live attempt's, the one the replay made (live);
 // the audit event keeps the first value each annotation key was given, and the response the
 // warnings of both attempts (the warning recorder keeps each text once), so both may come from

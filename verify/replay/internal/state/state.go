@@ -73,7 +73,7 @@ type State struct {
 	current currentRequest
 }
 
-// currentRequest is the request a clusterState is applying, between beginWrite and endWrite:
+// currentRequest is the request a State is applying, between BeginWrite and EndWrite:
 // it completed at writeDone (logged at writeBy), creating says it creates its object.
 type currentRequest struct {
 	writeDone time.Time

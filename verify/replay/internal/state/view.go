@@ -239,7 +239,7 @@ func (b *bucket) list(gvr schema.GroupVersionResource, namespace string, selecto
 
 // StateView, a View, is the params and namespaces of a replay's State at one point of the
 // log. It implements verify.ObjectStore for one evaluation at a time, and records every read it
-// could not answer for sure (see clusterState).
+// could not answer for sure (see State).
 type StateView struct {
 	buckets    map[schema.GroupResource]*bucket
 	complete   map[schema.GroupResource]string
