@@ -318,7 +318,7 @@ func plainString(dst *string, raw []byte) bool {
 	if len(raw) < 2 || raw[0] != '"' {
 		return false
 	}
-	v, ok := unquote(raw[1 : len(raw)-1])
+	v, ok := unquote(raw)
 	if ok {
 		*dst = v
 	}
@@ -485,7 +485,7 @@ var constStrings = func() map[string]string {
 // encoding/json.
 func setString(dst *string, raw []byte) bool {
 	if len(raw) >= 2 && raw[0] == '"' {
-		if v, ok := unquote(raw[1 : len(raw)-1]); ok {
+		if v, ok := unquote(raw); ok {
 			*dst = v
 			return true
 		}

@@ -43,54 +43,16 @@ func (s *scanner) members(key, member func() bool) bool {
 	}
 }
 
-// unquote returns the value of a JSON string's body, validated already, as encoding/json
-// unquotes it, when that takes no more than the common escapes: false for a surrogate escape
-// (\ud83d) or invalid UTF-8, which encoding/json replaces.
-func unquote(body []byte) (string, bool) {
-	esc := false
-	for _, c := range body {
-		if c == '\\' {
-			esc = true
-			break
-		}
-	}
-	if !esc {
+// unquote returns the value of a JSON string, its quotes included and validated already, as
+// encoding/json unquotes it; false for invalid UTF-8, which encoding/json replaces.
+func unquote(quoted []byte) (string, bool) {
+	body := quoted[1 : len(quoted)-1]
+	if PlainRun(body) == len(body) {
 		return string(body), plain(body)
 	}
-	if !utf8.Valid(body) {
+	out, n, ok := AppendUnquoted(make([]byte, 0, len(body)), quoted)
+	if !ok || n != len(quoted) {
 		return "", false
-	}
-	out := make([]byte, 0, len(body))
-	for i := 0; i < len(body); i++ {
-		c := body[i]
-		if c != '\\' {
-			out = append(out, c)
-			continue
-		}
-		i++
-		switch body[i] {
-		case '"', '\\', '/':
-			out = append(out, body[i])
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		case 'u':
-			r, err := strconv.ParseUint(string(body[i+1:i+5]), 16, 32)
-			if err != nil || 0xd800 <= r && r < 0xe000 {
-				return "", false
-			}
-			out = utf8.AppendRune(out, rune(r))
-			i += 4
-		default:
-			return "", false
-		}
 	}
 	return string(out), true
 }

@@ -241,7 +241,7 @@ func (d *objectDecoder) str() (string, bool) {
 // scanned is the value of the string the scanner read from start.
 func (d *objectDecoder) scanned(start int) (string, bool) {
 	s := &d.s
-	if v, ok := unquote(s.b[start+1 : s.i-1]); ok {
+	if v, ok := unquote(s.b[start:s.i]); ok {
 		return v, true
 	}
 	var v string

@@ -223,7 +223,7 @@ func azureFast(raw []byte) (category string, log []byte, pod string, hasLog, ok 
 				switch string(name) {
 				case "log":
 					var n int
-					buf, n, ok = appendUnquoted(buf[:0], raw[start:])
+					buf, n, ok = auditlog.AppendUnquoted(buf[:0], raw[start:])
 					hasLog, logAt = ok, start
 					return start + n, ok
 				case "pod":
