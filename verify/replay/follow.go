@@ -214,17 +214,14 @@ func (w writeReplay) restated() (*writeResult, string, string) {
 		state.ResourceVersion(resp.GetResourceVersion()) == w.p.RV || !(derivesScale(w.t) || sameKind(resp, w.t.mainKind)) {
 		return &writeResult{}, "", ""
 	}
-	if len(old.GetManagedFields()) > 0 {
+	if len(old.GetManagedFields()) > 0 || isApply(w.ev) {
+		// What else it wrote is not known: a server-side apply removes what the managers it
+		// read the managedFields of owned alone.
 		return nil, "", "the server wrote the object (resourceVersion " + resp.GetResourceVersion() + ") where its pipeline, replayed, changes nothing"
 	}
 	old.SetResourceVersion(resp.GetResourceVersion())
 	why := "the managedFields entry of the manager the server wrote, which the log omits"
-	unknowns := []vapccel.Unknown{{Path: objectPath("metadata", "managedFields"), Why: why}}
-	for _, pu := range knownFrom(w.p.Unknowns, w.objs.version, w.objs.uid) {
-		if !isMeta(pu, "resourceVersion") {
-			unknowns = append(unknowns, pu)
-		}
-	}
+	unknowns := append([]vapccel.Unknown{{Path: objectPath("metadata", "managedFields"), Why: why}}, w.carried()...)
 	return &writeResult{obj: old, unknowns: unknowns}, "", ""
 }
 
@@ -269,14 +266,21 @@ func (w writeReplay) writtenUnknowns(u *unstructured.Unstructured, sameKind bool
 	}
 	unknowns = append(unknowns, plugins...)
 	if !w.create {
-		// What was not known of the object before is not known after.
-		for _, pu := range knownFrom(p.Unknowns, w.objs.version, w.objs.uid) {
-			if !isMeta(pu, "resourceVersion") {
-				unknowns = append(unknowns, pu)
-			}
-		}
+		unknowns = append(unknowns, w.carried()...)
 	}
 	return unknowns
+}
+
+// carried is what was not known of the object before the write, and is not known after: all
+// but its resourceVersion, which the write gave it.
+func (w writeReplay) carried() []vapccel.Unknown {
+	var out []vapccel.Unknown
+	for _, pu := range knownFrom(w.p.Unknowns, w.objs.version, w.objs.uid) {
+		if !isMeta(pu, "resourceVersion") {
+			out = append(out, pu)
+		}
+	}
+	return out
 }
 
 // agreeingWrites returns what the ways a write may have been sent (variants) left of its
