@@ -84,8 +84,27 @@ const MaxRequestDuration = time.Minute
 // happened after the request was received, rather than what happened after a guess.
 func (e *Event) receivedBound() time.Time {
 	t := ParseTime(e.StageTimestamp)
-	if t.IsZero() {
-		return t
+	if t.IsZero() || e.longRunning() {
+		// A long-running request (a watch, an exec) has no such bound: when it was received
+		// is not known.
+		return time.Time{}
 	}
 	return t.Add(-MaxRequestDuration)
+}
+
+// longRunning says whether kube-apiserver takes the request as long-running, which its
+// --request-timeout does not end: its BasicLongRunningRequestCheck of the verbs watch and
+// proxy and the subresources attach, exec, proxy, log and portforward.
+func (e *Event) longRunning() bool {
+	if e.Verb == "watch" || e.Verb == "proxy" {
+		return true
+	}
+	if e.ObjectRef == nil {
+		return false
+	}
+	switch e.ObjectRef.Subresource {
+	case "attach", "exec", "proxy", "log", "portforward":
+		return true
+	}
+	return false
 }
