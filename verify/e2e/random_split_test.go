@@ -69,6 +69,9 @@ func checkReplayAgain(t *testing.T, what string, sources []replay.Source, active
 			onlyWhole++
 		}
 	}
+	if len(active) > 0 && len(again) == 0 {
+		t.Errorf("%s: no record, the whole log %d requests", what, len(byID))
+	}
 	t.Logf("%s: %d decisions as the whole log's, %d decided only in the whole log, %d only here", what, both, onlyWhole, onlyAgain)
 }
 
