@@ -171,7 +171,7 @@ type Replayer struct {
 	logStamp, logTimeOf string
 	logTime             time.Time
 	// clockBack follows where the log's clock goes back (see noteLogTime): the latest stage
-	// time of the part of the log being read, and how many times it went back.
+	// time of the part of the log being read.
 	clockBack struct {
 		latest string
 	}
