@@ -3,6 +3,10 @@ package replay
 import (
 	"fmt"
 	"slices"
+	"sort"
+	"strings"
+
+	"github.com/vapc-dev/vapc/verify"
 )
 
 // Certainty says how a replay knows the decision of a request (Record.Certainty). Its string is
@@ -82,4 +86,48 @@ func (r *Record) otherRefusals() {
 	if len(r.Alternatives) == 0 {
 		r.Alternatives = nil
 	}
+}
+
+// sameOutcome says whether two decisions of a request answer it the same: the response (code,
+// message, the refusals the apiserver may choose among, warnings) and the audit annotations,
+// without the authorizer, whose answers the log does not hold.
+func sameOutcome(a, b *verify.Decision) bool { return outcomeDiff(a, b) == "" }
+
+// outcomeDiff names what of the outcome of b differs from a's (see sameOutcome), for people:
+// empty when nothing does.
+func outcomeDiff(a, b *verify.Decision) string {
+	switch {
+	case a.Allowed != b.Allowed || a.Code != b.Code || a.Reason != b.Reason || a.Message != b.Message:
+		return "the response"
+	case len(verify.Configured(b.Authorizer)) > 0:
+		return "authorizer checks"
+	case !sameMutation(a.Mutation, b.Mutation):
+		return "the mutation"
+	}
+	sorted := func(d *verify.Decision) ([]string, []string) {
+		var ds []string
+		for _, x := range d.Denials {
+			ds = append(ds, fmt.Sprintf("%d %s %s", x.Code, x.Reason, x.Message))
+		}
+		ws := append([]string(nil), d.Warnings...)
+		sort.Strings(ds)
+		sort.Strings(ws)
+		return ds, ws
+	}
+	ad, aw := sorted(a)
+	bd, bw := sorted(b)
+	switch {
+	case strings.Join(ad, "\x00") != strings.Join(bd, "\x00"):
+		return "the refusals"
+	case strings.Join(aw, "\x00") != strings.Join(bw, "\x00"):
+		return "the warnings"
+	case len(a.AuditAnnotations) != len(b.AuditAnnotations):
+		return "the audit annotations"
+	}
+	for k, v := range a.AuditAnnotations {
+		if w, ok := b.AuditAnnotations[k]; !ok || w != v {
+			return "the audit annotations"
+		}
+	}
+	return ""
 }

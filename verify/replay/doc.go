@@ -19,7 +19,8 @@
 //     guess: a read of an object it does not know makes the decision indeterminate;
 //   - applies the request's writes to the State, and a CustomResourceDefinition's to the
 //     replay's catalog: the kinds the log's CRDs define are served as the apiserver serves them
-//     (crds.go), and what depends on the catalog is rebuilt at a barrier (epoch.go).
+//     (internal/catalog, told by crds.go), and what depends on the catalog is rebuilt at a
+//     barrier (epoch.go).
 //
 // Records and the Summary are written by the reporters in report.go (text, JSON lines, JUnit),
 // and Check compares the log's own verdicts (validation_failure and policy audit annotations,

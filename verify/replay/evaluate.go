@@ -322,7 +322,7 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 		unknowns = append(unknowns, vapccel.Unknown{Path: objectPath("metadata", "managedFields"),
 			Why: "the managedFields the field manager of " + describe(j.t.gvr, j.t.sub) + " writes before admission, which the replay does not compute outside the request pipeline"})
 	}
-	if r.learnedKind(j.t.gvr) && b.req.Object != nil && b.objectSource != SourceResponse {
+	if r.cat.c.Learned(j.t.gvr) && b.req.Object != nil && b.objectSource != SourceResponse {
 		// The server pruned and defaulted the object by a schema the log does not hold.
 		unknowns = append(unknowns, vapccel.Unknown{Path: vapccel.FieldPath{Root: "object"},
 			Why: "the object as the schema of " + j.t.gvr.Resource + "." + j.t.gvr.Group + " prunes and defaults it, which the log does not hold"})

@@ -4,15 +4,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/vapc-dev/vapc/cel"
 	_ "github.com/vapc-dev/vapc/cel/mutatingvalidation" // kube-apiserver's validation of MutatingAdmissionPolicies
-	vapcschema "github.com/vapc-dev/vapc/cel/schema"
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/internal/apiserver"
 )
@@ -135,42 +132,6 @@ func TestPointerValue(t *testing.T) {
 		if ok != tc.ok || !cmp.Equal(got, tc.want) {
 			t.Errorf("pointerValue(%q) = %v, %v; want %v, %v", tc.pointer, got, ok, tc.want, tc.ok)
 		}
-	}
-}
-
-// TestSchemaRefreshing: a replayed mutating policy's change of a custom resource is not
-// stated as certain within SchemaRefreshDelay of its CRD's change in the log, when the
-// server's plugin may not have had the schema yet.
-func TestSchemaRefreshing(t *testing.T) {
-	cat, err := vapcschema.Builtin(verify.KubernetesVersion)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cat.LoadCRDs(filepath.Join("..", "..", "testdata", "crd", "widgets.yaml")); err != nil {
-		t.Fatal(err)
-	}
-	set, diags := cel.ReadPaths(nil, filepath.Join("..", "..", "testdata", "suites", "mutating-crd", "policy.yaml"))
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
-	r, err := New(nil, nil, WithResources(cat), WithMutatingPolicies(set.MutatingPolicyList(), set.MutatingBindingList()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	widgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
-	changed := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
-	r.cat.crds["widgets.example.com"] = &servedCRD{changedAt: changed}
-	r.cat.lastCRDChange = changed
-	for _, tc := range []struct {
-		after time.Duration
-		want  bool
-	}{{-time.Second, false}, {0, true}, {4 * time.Second, true}, {SchemaRefreshDelay - time.Millisecond, true}, {SchemaRefreshDelay, false}, {time.Minute, false}} {
-		if got := r.schemaRefreshing(widgets, changed.Add(tc.after)) != ""; got != tc.want {
-			t.Errorf("%s after the change: refreshing %v, want %v", tc.after, got, tc.want)
-		}
-	}
-	if why := r.schemaRefreshing(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, changed); why != "" {
-		t.Errorf("a built-in resource is refreshing: %s", why)
 	}
 }
 

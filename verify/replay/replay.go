@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -28,6 +27,7 @@ import (
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/internal/apiserver"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+	"github.com/vapc-dev/vapc/verify/replay/internal/catalog"
 	"github.com/vapc-dev/vapc/verify/replay/internal/source"
 	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
@@ -180,32 +180,13 @@ type Replayer struct {
 	quiesced     bool // between the halves of a barrier (see quiesce)
 }
 
-// catalogState is the cluster's API as a replay follows it: the CRDs of the catalog, the
-// snapshot and the log, the paramKinds' mappings, and the epoch derived from them (epoch.go).
-// The ordered stage changes it, between the halves of a barrier; the workers read the epoch.
+// catalogState is the cluster's API as a replay follows it: the catalog (internal/catalog:
+// the CRDs of the catalog, the snapshot and the log, the paramKinds' mappings) and the epoch
+// derived from it (epoch.go). The ordered stage changes it, between the halves of a barrier;
+// the workers read the epoch.
 type catalogState struct {
-	// catalog is the replay's copy of the catalog it was given, which follows the CRDs of the
-	// snapshot and the log (nil when the Resources are not a catalog); crds are those it
-	// learned, crdChanges what it followed. epoch is what the replay derived from the catalog.
-	catalog    *vapcschema.Catalog
-	crds       map[string]*servedCRD
-	crdChanges []CRDChange
-	epoch      atomic.Pointer[epoch]
-	// lastCRDChange is when the log last changed a CRD (see schemaRefreshing).
-	lastCRDChange time.Time
-	// learned are the CRDs the replay learned from the use of their resources, opaqueCRDs the
-	// groups of CRD writes the log holds without their object, and where (see learn.go).
-	learned    map[string]bool
-	opaqueCRDs map[string]string
-	// opaqueCreated are the creates of CRDs the log holds without their object, by name.
-	opaqueCreated map[string]opaqueCreate
-	removedCRDs   map[string]bool
-	// crStrategies holds the registry strategies of custom resources the replay built, by CRD
-	// (the catalog's, never changed once added) and version: the schema validators compile
-	// the CRD's CEL rules (see customResourceStrategies). The workers share it.
-	crStrategies sync.Map // crStrategyKey -> *crStrategies
-	paramKinds   map[schema.GroupVersionKind]*paramKind
-	policyParam  map[string]*paramKind
+	c     *catalog.Catalog
+	epoch atomic.Pointer[epoch]
 	// deferred are the snapshot's objects of kinds not yet known, while it loads.
 	deferred []deferredObject
 }
@@ -292,11 +273,8 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 		}
 		r.cfg.resources = cat
 	}
-	if cat, ok := r.cfg.resources.(*vapcschema.Catalog); ok {
-		r.cat.catalog = cat.Clone()
-		r.cfg.resources = r.cat.catalog
-	}
-	r.cat.crds = map[string]*servedCRD{}
+	r.cat.c = catalog.New(r.cfg.resources, catalogOwner{r})
+	r.cfg.resources = r.cat.c.Resources()
 	if r.cfg.newEval == nil {
 		r.cfg.newEval = func(p []*admissionregistrationv1.ValidatingAdmissionPolicy, b []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, res verify.Resources, store verify.ObjectStore) (Evaluator, error) {
 			return verify.New(p, b, verify.WithResources(res), verify.WithStore(store), verify.WithDropUnknownFields(true),
@@ -363,7 +341,7 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 	}
 
 	// The paramKinds the catalog maps once the snapshot is loaded are resolved from the start.
-	r.initParamKinds()
+	r.cat.c.InitParamKinds(r.set.scopePolicies, r.set.scopeBindings)
 	r.newEpoch()
 	if r.cfg.workers <= 0 {
 		r.cfg.workers = runtime.GOMAXPROCS(0)
@@ -427,7 +405,7 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 	}
 	r.output.sum.Bytes = bytes
 	r.output.sum.StateObjects = r.state.Len()
-	r.output.sum.CustomResourceDefinitions = r.cat.crdChanges
+	r.output.sum.CustomResourceDefinitions = r.cat.c.Changes()
 	if r.cfg.check {
 		r.installed.summarize(r.output.sum)
 	}
@@ -740,7 +718,7 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 	if gr == serviceAccountsGR && t.sub == "token" {
 		r.facts.learnAudiences(ev) // its response may show the server's audiences
 	}
-	if gr == crdsGR {
+	if gr == catalog.CRDs {
 		defer func() {
 			if err := r.learnCRD(ctx, d, ev, t); err != nil && r.output.sinkErr == nil {
 				r.output.sinkErr = err

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/vapc-dev/vapc/verify/replay/internal/catalog"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -23,7 +24,7 @@ import (
 // `kubectl get ... -o yaml` or `-o json` (a List, or one or more documents). Every resource a
 // snapshot holds objects of is taken to be complete: the snapshot holds all its objects.
 // Objects of resources no policy reads are dropped as they are read. The snapshot's
-// CustomResourceDefinitions are served from the start (see followCRD); an object of a kind
+// CustomResourceDefinitions are served from the start (see catalog.Catalog.Seed); an object of a kind
 // that only a CRD read later in the snapshot defines is seeded once every file is read.
 func (r *Replayer) loadSnapshot(paths []string) (int, error) {
 	var files []string
@@ -153,14 +154,14 @@ func (r *Replayer) seed(u *unstructured.Unstructured, where string, seen map[str
 	if gvk.Kind == "" {
 		return 0, fmt.Errorf("snapshot %s: no kind", where)
 	}
-	if gvk == crdsGVK {
-		if err := r.seedCRD(u, where); err != nil {
+	if gvk == catalog.CRDKind {
+		if err := r.cat.c.Seed(u, where); err != nil {
 			return 0, err
 		}
 	}
 	m, err := r.cfg.resources.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
-		if meta.IsNoMatchError(err) && r.cat.catalog != nil && r.cat.deferred != nil {
+		if meta.IsNoMatchError(err) && r.cat.c.Schema() != nil && r.cat.deferred != nil {
 			r.cat.deferred = append(r.cat.deferred, deferredObject{u: u, where: where})
 			return 0, nil
 		}

@@ -1,16 +1,19 @@
-package replay
+package catalog
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	vapcschema "github.com/vapc-dev/vapc/cel/schema"
 	"github.com/vapc-dev/vapc/verify"
-	"github.com/vapc-dev/vapc/verify/replay/internal/state"
+	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
 )
 
 // The apiserver's policy source (k8s.io/apiserver/pkg/admission/plugin/policy/generic/
@@ -61,8 +64,7 @@ func (u unsettled) activeAt(received time.Time) bool {
 	return u.on && (u.until.IsZero() || received.IsZero() || received.Before(u.until))
 }
 
-// reason is why a decision of the policy depends on the state: the detail of a
-// ReasonParamKindPending.
+// reason is why a decision of the policy depends on the state.
 func (u unsettled) reason(policy string) string {
 	why := u.why
 	if !u.until.IsZero() {
@@ -73,20 +75,19 @@ func (u unsettled) reason(policy string) string {
 
 func (k *paramKind) unsettled() bool { return k.resolving.on || k.paramsUnknown.on }
 
-// initParamKinds finds the paramKinds of the bound policies, resolved as the catalog maps them
-// when the replay begins.
-func (r *Replayer) initParamKinds() {
-	r.cat.paramKinds = map[schema.GroupVersionKind]*paramKind{}
-	r.cat.policyParam = map[string]*paramKind{}
+// InitParamKinds finds the paramKinds of the bound policies (validating, and mutating ones
+// in a validating policy's shape: their params are read as the validating policies' are),
+// resolved as the catalog maps them now: from the start of the replay.
+func (c *Catalog) InitParamKinds(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+	c.paramKinds = map[schema.GroupVersionKind]*paramKind{}
+	c.policyParam = map[string]*paramKind{}
 	bound := map[string]bool{}
-	for _, b := range r.set.scopeBindings {
+	for _, b := range bindings {
 		bound[b.Spec.PolicyName] = true
 	}
-	// The mutating policies' paramKinds too (in the scope's policies): their params are read
-	// from the State as the validating policies' are.
-	for _, p := range r.set.scopePolicies {
+	for _, p := range policies {
 		pk := p.Spec.ParamKind
-		if pk == nil || !bound[p.Name] || r.cat.policyParam[p.Name] != nil {
+		if pk == nil || !bound[p.Name] || c.policyParam[p.Name] != nil {
 			continue
 		}
 		gv, err := schema.ParseGroupVersion(pk.APIVersion)
@@ -94,27 +95,27 @@ func (r *Replayer) initParamKinds() {
 			continue
 		}
 		gvk := gv.WithKind(pk.Kind)
-		k := r.cat.paramKinds[gvk]
+		k := c.paramKinds[gvk]
 		if k == nil {
 			k = &paramKind{gvk: gvk}
-			r.cat.paramKinds[gvk] = k
+			c.paramKinds[gvk] = k
 		}
 		k.policies = append(k.policies, p.Name)
-		r.cat.policyParam[p.Name] = k
+		c.policyParam[p.Name] = k
 	}
-	for _, k := range r.cat.paramKinds {
-		if m, err := r.cfg.resources.RESTMapper().RESTMapping(k.gvk.GroupKind(), k.gvk.Version); err == nil {
-			k.mapping, k.served, k.crd = m, true, r.crdOf(m.Resource)
+	for _, k := range c.paramKinds {
+		if m, err := c.resources.RESTMapper().RESTMapping(k.gvk.GroupKind(), k.gvk.Version); err == nil {
+			k.mapping, k.served, k.crd = m, true, c.crdOf(m.Resource)
 		}
 	}
 }
 
 // crdOf is the name of the CRD that serves the resource, or "".
-func (r *Replayer) crdOf(gvr schema.GroupVersionResource) string {
-	if r.cat.catalog == nil {
+func (c *Catalog) crdOf(gvr schema.GroupVersionResource) string {
+	if c.schema == nil {
 		return ""
 	}
-	info, _ := r.cat.catalog.Resource(gvr, "")
+	info, _ := c.schema.Resource(gvr, "")
 	return info.CRD
 }
 
@@ -125,18 +126,18 @@ func (r *Replayer) crdOf(gvr schema.GroupVersionResource) string {
 // log shows it (see established). A kind whose CRD is deleted keeps its mapping and has unknown
 // params (the apiserver deletes the CRD's objects without the log showing when); one the
 // policy source may not have found yet stays resolving too.
-func (r *Replayer) followParamKinds(src string, at time.Time) {
-	for _, k := range r.sortedParamKinds() {
+func (c *Catalog) followParamKinds(src string, at time.Time) {
+	for _, k := range c.sortedParamKinds() {
 		for _, u := range []*unsettled{&k.resolving, &k.paramsUnknown} {
 			if !u.until.IsZero() && at.After(u.until.Add(time.Minute)) {
 				*u = unsettled{} // settled long ago: the log holds no request received before
 			}
 		}
-		m, err := r.cfg.resources.RESTMapper().RESTMapping(k.gvk.GroupKind(), k.gvk.Version)
+		m, err := c.resources.RESTMapper().RESTMapping(k.gvk.GroupKind(), k.gvk.Version)
 		now := err == nil
 		switch {
 		case now && !k.served:
-			crd := r.crdOf(m.Resource)
+			crd := c.crdOf(m.Resource)
 			if crd == "" {
 				k.mapping, k.resolving, k.paramsUnknown = m, unsettled{}, unsettled{}
 				break
@@ -150,8 +151,8 @@ func (r *Replayer) followParamKinds(src string, at time.Time) {
 					crd, gvkString(k.gvk), src))
 			}
 			k.mapping, k.crd = m, crd
-			if c := r.cat.crds[crd]; (c == nil || c.established) && !at.IsZero() {
-				r.settleAt(k, at.Add(ParamResolveDelay))
+			if served := c.crds[crd]; (served == nil || served.established) && !at.IsZero() {
+				k.settleAt(at.Add(ParamResolveDelay))
 			}
 		case now:
 			k.mapping = m
@@ -168,7 +169,7 @@ func (r *Replayer) followParamKinds(src string, at time.Time) {
 }
 
 // settleAt sets the time the kind's unsettled states end at, where they have none.
-func (r *Replayer) settleAt(k *paramKind, until time.Time) {
+func (k *paramKind) settleAt(until time.Time) {
 	for _, u := range []*unsettled{&k.resolving, &k.paramsUnknown} {
 		if u.on && u.until.IsZero() {
 			u.until = until
@@ -178,28 +179,28 @@ func (r *Replayer) settleAt(k *paramKind, until time.Time) {
 
 // established records that the log shows the CRD Established at the time at: what is unsettled
 // of the paramKinds it serves settles ParamResolveDelay later.
-func (r *Replayer) established(name string, at time.Time) {
-	for _, k := range r.cat.paramKinds {
+func (c *Catalog) established(name string, at time.Time) {
+	for _, k := range c.paramKinds {
 		if k.crd == name && k.served && !at.IsZero() {
-			r.settleAt(k, at.Add(ParamResolveDelay))
+			k.settleAt(at.Add(ParamResolveDelay))
 		}
 	}
 }
 
-func (r *Replayer) sortedParamKinds() []*paramKind {
-	out := make([]*paramKind, 0, len(r.cat.paramKinds))
-	for _, k := range r.cat.paramKinds {
+func (c *Catalog) sortedParamKinds() []*paramKind {
+	out := make([]*paramKind, 0, len(c.paramKinds))
+	for _, k := range c.paramKinds {
 		out = append(out, k)
 	}
 	sort.Slice(out, func(i, j int) bool { return gvkString(out[i].gvk) < gvkString(out[j].gvk) })
 	return out
 }
 
-// resolvingKinds are the kinds the alternative evaluators take as not found (see
-// buildEvaluators).
-func (r *Replayer) resolvingKinds() map[schema.GroupVersionKind]bool {
+// ResolvingKinds are the paramKinds the policy source may not have found yet: an alternative
+// evaluator takes them as not found (see ParamResources); nil when there are none.
+func (c *Catalog) ResolvingKinds() map[schema.GroupVersionKind]bool {
 	var out map[schema.GroupVersionKind]bool
-	for gvk, k := range r.cat.paramKinds {
+	for gvk, k := range c.paramKinds {
 		if k.resolving.on {
 			if out == nil {
 				out = map[schema.GroupVersionKind]bool{}
@@ -210,23 +211,35 @@ func (r *Replayer) resolvingKinds() map[schema.GroupVersionKind]bool {
 	return out
 }
 
-// unsettledParams is what a request's decision may depend on of the paramKinds of its
-// policies that are unsettled when the apiserver received it: resolving is the reason of the
-// one kind the policy source may not have found yet, to decide the request both ways;
-// unknown the param resources whose objects are not known, as reads of the View that miss;
-// indeterminate is set when the replay cannot decide the request both ways: several kinds are
-// resolving, or one is resolving and another that the alternative evaluators take as not
-// found no longer is.
-func (r *Replayer) unsettledParams(policies []string, ev *Event) (resolving undecided, unknown map[schema.GroupResource]string, indeterminate undecided) {
-	var received time.Time
+// Unsettled is what a request's decision may depend on of the paramKinds of its policies that
+// are unsettled when the apiserver received it.
+type Unsettled struct {
+	// Resolving is why the one kind the policy source may not have found yet may not have
+	// been found: the request is decided both ways.
+	Resolving string
+	// Unknown are the param resources whose objects are not known, and why: reads of the
+	// View that miss.
+	Unknown map[schema.GroupResource]string
+	// Pending is set when the request cannot be decided both ways: several kinds are
+	// resolving, or one is resolving and another that the alternative evaluators take as not
+	// found no longer is. Missing is set when a paramKind the catalog does not map may be
+	// served by a CRD the replay does not know.
+	Pending, Missing string
+}
+
+// UnsettledFor is what is unsettled of the paramKinds of the policies for a request received
+// at the time received gives (called only when some is); allSince says that the log holds
+// every write since the cluster began (so every CRD write).
+func (c *Catalog) UnsettledFor(policies []string, received func() time.Time, allSince bool) Unsettled {
+	var out Unsettled
+	var at time.Time
 	first, stale := true, false
 	var kinds []*paramKind
-	var reasons []string
-	var missing []string
+	var reasons, missing []string
 	for _, p := range policies {
-		k := r.cat.policyParam[p]
+		k := c.policyParam[p]
 		if k != nil && k.mapping == nil && !k.resolving.on {
-			if why := r.paramKindMissing(k); why != "" {
+			if why := c.missing(k, allSince); why != "" {
 				missing = append(missing, why)
 			}
 		}
@@ -234,17 +247,17 @@ func (r *Replayer) unsettledParams(policies []string, ev *Event) (resolving unde
 			continue
 		}
 		if first {
-			received, first = ev.Received(), false
+			at, first = received(), false
 		}
-		if k.paramsUnknown.activeAt(received) && k.mapping != nil {
-			if unknown == nil {
-				unknown = map[schema.GroupResource]string{}
+		if k.paramsUnknown.activeAt(at) && k.mapping != nil {
+			if out.Unknown == nil {
+				out.Unknown = map[schema.GroupResource]string{}
 			}
-			unknown[k.mapping.Resource.GroupResource()] = k.paramsUnknown.why
+			out.Unknown[k.mapping.Resource.GroupResource()] = k.paramsUnknown.why
 		}
 		switch {
 		case !k.resolving.on:
-		case !k.resolving.activeAt(received):
+		case !k.resolving.activeAt(at):
 			stale = true
 		case !containsKind(kinds, k):
 			kinds = append(kinds, k)
@@ -253,13 +266,29 @@ func (r *Replayer) unsettledParams(policies []string, ev *Event) (resolving unde
 	}
 	switch {
 	case len(missing) > 0:
-		indeterminate = because(ReasonParamKindUnknown, strings.Join(state.Dedupe(missing), "; "))
+		out.Missing = strings.Join(slices.Compact(missing), "; ")
 	case len(kinds) == 1 && !stale:
-		resolving = because(ReasonParamKindPending, reasons[0])
+		out.Resolving = reasons[0]
 	case len(kinds) > 0:
-		indeterminate = because(ReasonParamKindPending, strings.Join(reasons, "; "))
+		out.Pending = strings.Join(reasons, "; ")
 	}
-	return resolving, unknown, indeterminate
+	return out
+}
+
+// missing says why a paramKind the catalog does not map makes a decision indeterminate, or ""
+// when the kind is missing for sure.
+func (c *Catalog) missing(k *paramKind, allSince bool) string {
+	group := k.gvk.Group
+	if group == "" || kubescheme.Scheme.IsGroupRegistered(group) {
+		return "" // a built-in group: no CRD serves it
+	}
+	if where, ok := c.opaque[group]; ok {
+		return fmt.Sprintf("paramKind %s may be served by a CustomResourceDefinition of %s the log wrote at %s without its object: give the CRD with --crd or --snapshot", gvkString(k.gvk), group, where)
+	}
+	if allSince {
+		return "" // the log holds every CRD write since the cluster began
+	}
+	return fmt.Sprintf("paramKind %s is served by no CustomResourceDefinition the replay knows, and the log does not begin with the cluster: give the CRD with --crd or --snapshot", gvkString(k.gvk))
 }
 
 func containsKind(ks []*paramKind, k *paramKind) bool {
@@ -275,46 +304,48 @@ func gvkString(gvk schema.GroupVersionKind) string {
 	return gvk.GroupVersion().String() + " " + gvk.Kind
 }
 
-// sameOutcome says whether two decisions of a request answer it the same: the response (code,
-// message, the refusals the apiserver may choose among, warnings) and the audit annotations,
-// without the authorizer, whose answers the log does not hold.
-func sameOutcome(a, b *verify.Decision) bool { return outcomeDiff(a, b) == "" }
+// ParamResources returns the catalog's resources as the replay's scope and evaluators see
+// them: the REST mapping of a paramKind is the one the apiserver's policy source found for it
+// (ensureParamsForPolicyLocked, k8s.io/apiserver/pkg/admission/plugin/policy/generic/policy_source.go),
+// which it keeps, with the param informer it started, as long as a policy uses the paramKind:
+// after its CRD is deleted too. The kinds of notFound are not found, as before the policy
+// source found them.
+func (c *Catalog) ParamResources(notFound map[schema.GroupVersionKind]bool) verify.Resources {
+	params := map[schema.GroupVersionKind]*meta.RESTMapping{}
+	for gvk, pk := range c.paramKinds {
+		if pk.mapping != nil && !notFound[gvk] {
+			params[gvk] = pk.mapping
+		}
+	}
+	return paramResources{Resources: c.resources, mapper: paramMapper{RESTMapper: c.resources.RESTMapper(), params: params, notFound: notFound}}
+}
 
-// outcomeDiff names what of the outcome of b differs from a's (see sameOutcome), for people:
-// empty when nothing does.
-func outcomeDiff(a, b *verify.Decision) string {
-	switch {
-	case a.Allowed != b.Allowed || a.Code != b.Code || a.Reason != b.Reason || a.Message != b.Message:
-		return "the response"
-	case len(verify.Configured(b.Authorizer)) > 0:
-		return "authorizer checks"
-	case !sameMutation(a.Mutation, b.Mutation):
-		return "the mutation"
-	}
-	sorted := func(d *verify.Decision) ([]string, []string) {
-		var ds []string
-		for _, x := range d.Denials {
-			ds = append(ds, fmt.Sprintf("%d %s %s", x.Code, x.Reason, x.Message))
+type paramResources struct {
+	verify.Resources
+	mapper meta.RESTMapper // a paramMapper, made once: RESTMapper is called for every request
+}
+
+func (p paramResources) RESTMapper() meta.RESTMapper { return p.mapper }
+
+// Catalog implements verify.CatalogHolder.
+func (p paramResources) Catalog() *vapcschema.Catalog { return verify.CatalogOf(p.Resources) }
+
+type paramMapper struct {
+	meta.RESTMapper
+	params   map[schema.GroupVersionKind]*meta.RESTMapping
+	notFound map[schema.GroupVersionKind]bool
+}
+
+func (m paramMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	if len(versions) == 1 {
+		gvk := gk.WithVersion(versions[0])
+		if m.notFound[gvk] {
+			return nil, &meta.NoKindMatchError{GroupKind: gk, SearchedVersions: versions}
 		}
-		ws := append([]string(nil), d.Warnings...)
-		sort.Strings(ds)
-		sort.Strings(ws)
-		return ds, ws
-	}
-	ad, aw := sorted(a)
-	bd, bw := sorted(b)
-	switch {
-	case strings.Join(ad, "\x00") != strings.Join(bd, "\x00"):
-		return "the refusals"
-	case strings.Join(aw, "\x00") != strings.Join(bw, "\x00"):
-		return "the warnings"
-	case len(a.AuditAnnotations) != len(b.AuditAnnotations):
-		return "the audit annotations"
-	}
-	for k, v := range a.AuditAnnotations {
-		if w, ok := b.AuditAnnotations[k]; !ok || w != v {
-			return "the audit annotations"
+		if pm := m.params[gvk]; pm != nil {
+			out := *pm
+			return &out, nil
 		}
 	}
-	return ""
+	return m.RESTMapper.RESTMapping(gk, versions...)
 }

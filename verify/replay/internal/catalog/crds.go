@@ -1,0 +1,120 @@
+package catalog
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// A replay learns the CustomResourceDefinitions the log and the snapshot hold as the apiserver
+// serves them: the apiextensions-apiserver's crdHandler serves a CRD's resources once its
+// NamesAccepted or Established condition is true, under status.acceptedNames, and they are
+// gone once the CRD is deleted. The replay follows every successful write of a CRD whose result
+// the log holds (create, update, patch, the status updates the apiserver makes itself), and
+// takes a CRD as deleted as soon as its deletion begins: the apiserver then refuses creates of
+// its resources and deletes them without the log showing it.
+
+var (
+	// CRDs is the resource of CustomResourceDefinitions, CRDKind their kind.
+	CRDs    = schema.GroupResource{Group: apiextensionsv1.GroupName, Resource: "customresourcedefinitions"}
+	CRDKind = apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition")
+)
+
+// servedCRD is a CRD the replay learned and serves.
+type servedCRD struct {
+	spec        apiextensionsv1.CustomResourceDefinitionSpec
+	names       apiextensionsv1.CustomResourceDefinitionNames
+	established bool
+	// changedAt is when the log shows its spec written (zero for the snapshot's).
+	changedAt time.Time
+}
+
+// Change is a change of the API a replay followed: a CustomResourceDefinition of the
+// snapshot or the log served, changed or removed.
+type Change struct {
+	File   string `json:"file"`
+	Line   int    `json:"line,omitempty"`
+	Name   string `json:"name"`
+	Change string `json:"change"`
+}
+
+func (c Change) String() string {
+	return fmt.Sprintf("%s: %s %s", Where(c.File, c.Line), c.Name, c.Change)
+}
+
+// Where is a place of the log (file:line) or of the snapshot (line 0: the file, or the
+// object's place in it).
+func Where(file string, line int) string {
+	if line <= 0 {
+		return file
+	}
+	return fmt.Sprintf("%s:%d", file, line)
+}
+
+// crdServed mirrors the check of the crdHandler (k8s.io/apiextensions-apiserver/pkg/apiserver/
+// customresource_handler.go ServeHTTP): a CRD's resources are served once its NamesAccepted or
+// Established condition is true. A snapshot's CRD without any status (written by hand) is
+// taken as established, as --crd takes its CRDs; the log's CRD has none when it is just
+// created, and is not served yet.
+func crdServed(crd *apiextensionsv1.CustomResourceDefinition, snapshot bool) bool {
+	if snapshot && handWritten(crd) {
+		return true
+	}
+	return crdCondition(crd, apiextensionsv1.NamesAccepted) || crdCondition(crd, apiextensionsv1.Established)
+}
+
+// handWritten says whether a CRD has no status the apiserver wrote.
+func handWritten(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	return len(crd.Status.Conditions) == 0 && crd.Status.AcceptedNames.Kind == ""
+}
+
+func crdCondition(crd *apiextensionsv1.CustomResourceDefinition, t apiextensionsv1.CustomResourceDefinitionConditionType) bool {
+	for _, c := range crd.Status.Conditions {
+		if c.Type == t {
+			return c.Status == apiextensionsv1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// ResourceOf is the resource of the CRD of a name (plural.group, as the apiserver requires).
+func ResourceOf(name string) schema.GroupResource {
+	plural, group, _ := strings.Cut(name, ".")
+	return schema.GroupResource{Group: group, Resource: plural}
+}
+
+// nameOf is the name of the CRD that serves the resource (plural.group).
+func nameOf(gvr schema.GroupVersionResource) string { return gvr.Resource + "." + gvr.Group }
+
+// DecodeCRD decodes a CRD of a response or a snapshot; nil for anything else.
+func DecodeCRD(raw []byte) *apiextensionsv1.CustomResourceDefinition {
+	if raw = bytes.TrimSpace(raw); len(raw) == 0 || raw[0] != '{' {
+		return nil
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := json.Unmarshal(raw, crd); err != nil || crd.Name == "" {
+		return nil
+	}
+	if crd.Kind != "" && (crd.Kind != CRDKind.Kind || crd.APIVersion != CRDKind.GroupVersion().String()) {
+		return nil
+	}
+	return crd
+}
+
+// establishedAt is when the CRD became Established: its condition's lastTransitionTime, which
+// has a precision of a second, or the time at which the log shows it, whichever is earlier.
+func establishedAt(crd *apiextensionsv1.CustomResourceDefinition, at time.Time) time.Time {
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue && !c.LastTransitionTime.IsZero() {
+			if t := c.LastTransitionTime.Add(time.Second); at.IsZero() || t.Before(at) {
+				return t
+			}
+		}
+	}
+	return at
+}
