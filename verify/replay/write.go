@@ -1,0 +1,508 @@
+package replay
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+
+	vapccel "github.com/vapc-dev/vapc/cel"
+	"github.com/vapc-dev/vapc/verify/internal/apiserver"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+	"github.com/vapc-dev/vapc/verify/replay/internal/catalog"
+	"github.com/vapc-dev/vapc/verify/replay/internal/state"
+)
+
+// What a successful write the log records did to the State (the follow stage): the object its
+// response holds, or what the request pipeline stores when the log does not hold it
+// (follow.go: replayWrite), a delete's and a deletecollection's marks, a scale's object, a
+// write an export lost the dry run of; and what a CRD's write did to the catalog (crds.go).
+
+// applyWrite applies a successful write to the State, and to the catalog when it is a CRD's.
+func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t target) {
+	done := auditlog.ParseTime(ev.StageTimestamp)
+	completed := done
+	if completed.IsZero() {
+		completed = r.currentLogTime() // when it completed is not known: not long before the next
+	}
+	r.state.BeginWrite(t.op == admission.Create && t.sub == "", completed, lineRef{d.file, d.num}.String())
+	defer r.state.EndWrite()
+	code := ev.Code()
+	if code >= 400 && t.op == admission.Delete && !isDryRun(ev) {
+		r.refusedPodDelete(d, ev, t)
+		return
+	}
+	if code < 200 || code >= 300 || t.op == admission.Connect || isDryRun(ev) {
+		return
+	}
+	gr := t.gvr.GroupResource()
+	if gr == serviceAccountsGR && t.sub == "token" {
+		r.facts.learnAudiences(ev) // its response may show the server's audiences
+	}
+	if gr == catalog.CRDs {
+		defer func() {
+			if err := r.learnCRD(ctx, d, ev, t); err != nil && r.output.sinkErr == nil {
+				r.output.sinkErr = err
+			}
+		}()
+	}
+	if isMutator(gr) && t.sub == "" {
+		r.applyMutatorWrite(ev, t, lineRef{d.file, d.num}.String())
+	}
+	if !r.state.Keeps(gr) {
+		return
+	}
+	src := lineRef{d.file, d.num}.String()
+	w := d.written
+	if w != nil && w.gen != r.cur().gen {
+		w = nil // prepared with a catalog the log has changed since
+	}
+	if w == nil {
+		w = writtenObject(ev, t)
+	}
+	if !done.IsZero() {
+		name := t.name
+		if name == "" && ev.Verb == "create" && w.resp != nil {
+			name = w.resp.GetName() // the server generated it
+		}
+		// A deletecollection marks each object it leaves (below), and the resource.
+		defer r.state.MarkDone(gr, t.namespace, name, src, done)
+	}
+	sw := stateWrite{ev: ev, t: t, gr: gr, src: src, done: done, w: w}
+	dry := ev.Loss.Lost.Has(auditlog.LostDryRun) && t.name != "" && ev.Verb != "deletecollection"
+	var before state.Prior
+	if dry {
+		before = r.state.Prior(gr, t.namespace, t.name)
+	}
+	switch ev.Verb {
+	case "create", "update", "patch", "apply":
+		r.applyUpdate(ctx, sw)
+	case "delete":
+		r.applyDelete(ctx, sw)
+	case "deletecollection":
+		r.applyDeleteCollection(sw)
+	}
+	if dry {
+		r.mayBeDryRun(sw, before)
+	}
+}
+
+// mayBeDryRun keeps what the State knows of an object after a write whose export lost whether
+// it was a dry run (a GKE entry does not carry the query, ?dryRun=All: kubectl diff, an
+// --dry-run=server apply), which stores nothing: before is the object as the State held it.
+// A dry run answers with the resourceVersion the object has: a write that answered with
+// another over a version the State knows, of a resource the log holds whole, was stored; one
+// that answered with the same and another content was a dry run, and the object is as it was.
+// Otherwise the fields the write changed are not known, those it left as they were are; and
+// whether an object the State did not know, or one deleted, is there is not known.
+func (r *Replayer) mayBeDryRun(sw stateWrite, before state.Prior) {
+	gr, t := sw.gr, sw.t
+	after := r.state.Prior(gr, t.namespace, t.name)
+	why := sw.ev.Loss.Of(auditlog.LostDryRun) + ": whether the write at " + sw.src + " was a dry run, which stores nothing"
+	known := before.Found && before.Raw != nil && before.RV != 0
+	stored := after.Found && after.Raw != nil && after.RV != 0
+	switch {
+	case known && stored && after.RV != before.RV && before.Complete:
+		return
+	case known && stored && after.RV == before.RV:
+		if u, err := auditlog.DecodeObject(before.Raw); err == nil {
+			_ = r.state.PutPartly(gr, u, before.Unknowns, before.Source+" (the write at "+sw.src+", answered with its resourceVersion, was a dry run)")
+		}
+		return
+	case !known || !stored:
+		// Whether the object is there, or as what, is not known.
+		r.state.Forget(gr, t.mainKind, t.namespace, t.name, why)
+		return
+	}
+	bu, err1 := auditlog.DecodeObject(before.Raw)
+	au, err2 := auditlog.DecodeObject(after.Raw)
+	if err1 != nil || err2 != nil {
+		r.state.Forget(gr, t.mainKind, t.namespace, t.name, why)
+		return
+	}
+	diffs := differing(bu.Object, au.Object, nil, why)
+	if len(diffs) == 0 {
+		return
+	}
+	unknowns := append(append(slices.Clip(after.Unknowns), before.Unknowns...), diffs...)
+	_ = r.state.PutPartly(gr, au, unknowns, after.Source+" (or, a dry run, as it was)")
+}
+
+// stateWrite is a successful write applyWrite applies to the State: the request, logged at
+// src, completed at done (zero when not known), and what it wrote (w).
+type stateWrite struct {
+	ev   *Event
+	t    target
+	gr   schema.GroupResource
+	src  string
+	done time.Time
+	w    *written
+}
+
+// put stores an object the write left, from the written JSON when it is the response's.
+func (r *Replayer) put(sw stateWrite, u *unstructured.Unstructured, source string) {
+	if sw.w.raw != nil && u == sw.w.resp {
+		_ = r.state.PutRaw(sw.gr, u, sw.w.raw, sw.w.typed, source)
+		return
+	}
+	_ = r.state.Put(sw.gr, u, source)
+}
+
+// applyUpdate applies a create, update, patch or apply: the object the log holds, or the
+// write replayed through the pipeline where it does not hold it.
+func (r *Replayer) applyUpdate(ctx context.Context, sw stateWrite) {
+	ev, t, gr, src, resp, isMain := sw.ev, sw.t, sw.gr, sw.src, sw.w.resp, sw.w.isMain
+	switch {
+	case gr == (schema.GroupResource{Resource: "pods"}) && (t.sub == "binding" || t.sub == "eviction"):
+		r.replayWrite(ctx, ev, t, "written through "+describe(t.gvr, t.sub)+" at "+src, src)
+	case gr == serviceAccountsGR && t.sub == "token":
+		// A TokenRequest issues a token; the ServiceAccount is not written.
+	case derivesScale(t) && r.followsWrite(ev, t):
+		// The ScaleREST's write, managedFields included (a manager of the scale
+		// subresource), as the pipeline makes it.
+		r.replayWrite(ctx, ev, t, "changed through "+describe(t.gvr, t.sub)+" at "+src, src)
+	case derivesScale(t) && r.applyScale(ev, t, resp, src):
+	case isMain && ev.Verb != "create" && emptiedOfFinalizers(resp):
+		// The store deletes an object being deleted once an update leaves it without
+		// finalizers (Store.Update, shouldDeleteDuringUpdate); the response is the
+		// object as it was deleted.
+		r.state.Delete(gr, t.mainKind, t.namespace, t.name)
+	case isMain:
+		r.put(sw, resp, src)
+	case t.name != "":
+		why := "written at " + src + " at level " + orNone(ev.Level) + ": the result is not in the log"
+		if ev.Level == auditlog.LevelRequestResponse {
+			why = "changed through " + describe(t.gvr, t.sub) + " at " + src + ": the result is not in the log"
+		}
+		if r.followsWrite(ev, t) {
+			r.replayWrite(ctx, ev, t, why, src)
+			break
+		}
+		r.state.Forget(gr, t.mainKind, t.namespace, t.name, why)
+	default:
+		r.state.ForgetAll(gr, t.namespace, "created at "+src+" without a recorded result")
+	}
+}
+
+// applyDelete applies a delete: the object gone, or left marked deleted.
+func (r *Replayer) applyDelete(ctx context.Context, sw stateWrite) {
+	ev, t, gr, src, resp, isMain := sw.ev, sw.t, sw.gr, sw.src, sw.w.resp, sw.w.isMain
+	switch {
+	case isMain && stillExists(resp):
+		r.put(sw, resp, src+" (deletion pending)")
+	case isMain || (resp != nil && resp.GetKind() == "Status"):
+		r.state.Delete(gr, t.mainKind, t.namespace, t.name)
+	default:
+		why := "deleted at " + src + " at level " + orNone(ev.Level) + ": whether it is gone is not in the log"
+		if r.followsWrite(ev, t) {
+			r.replayWrite(ctx, ev, t, why, src)
+			break
+		}
+		r.state.Forget(gr, t.mainKind, t.namespace, t.name, why)
+	}
+}
+
+// listedBy is what the deletecollection ev of gr in namespace deleted of the objects the State
+// knows, decoded: those its label selector selects, as the store's list read them when the
+// request was received. An object the State does not know stays so. why says why it is not
+// known: a field selector, which only the resource's own attributes answer, list options that
+// page or pin the list, a level that does not log its delete options, a selector that does
+// not parse, a request received at a time the log does not say, or what the State does not
+// know (state.State.Selected).
+func (r *Replayer) listedBy(gr schema.GroupResource, namespace string, ev *Event) (items []any, unknowns map[state.ObjectKey][]vapccel.Unknown, why string) {
+	q := ev.Query()
+	switch {
+	case exportListUnknown(ev) != "":
+		return nil, nil, exportListUnknown(ev) // exportloss.go
+	case q.Get("fieldSelector") != "":
+		return nil, nil, "a field selector"
+	case q.Get("limit") != "" || q.Get("continue") != "" || q.Get("resourceVersion") != "":
+		return nil, nil, "list options that page or pin the list"
+	case !r.state.Keeps(gr):
+		return nil, nil, "the replay does not keep " + state.StorageOf(gr).String()
+	case ev.Level != auditlog.LevelRequest && ev.Level != auditlog.LevelRequestResponse:
+		// Its DeleteOptions (a grace period, a propagation policy's finalizers, preconditions)
+		// decide what each deletion leaves.
+		return nil, nil, "its delete options, which level " + orNone(ev.Level) + " does not log"
+	}
+	received := ev.Received()
+	if received.IsZero() {
+		return nil, nil, "when it was received, which the log does not say"
+	}
+	sel, err := labels.Parse(q.Get("labelSelector"))
+	if err != nil {
+		return nil, nil, "the label selector: " + err.Error()
+	}
+	return r.state.Selected(gr, namespace, received, sel)
+}
+
+// applyDeleteCollection applies a deletecollection to each object it listed: gone, or left
+// marked deleted.
+func (r *Replayer) applyDeleteCollection(sw stateWrite) {
+	ev, t, gr, src, resp := sw.ev, sw.t, sw.gr, sw.src, sw.w.resp
+	var items []any
+	if resp != nil {
+		items, _ = resp.Object["items"].([]any)
+	}
+	itemUnknowns := map[state.ObjectKey][]vapccel.Unknown{}
+	if items == nil {
+		// The log does not hold what it deleted: what the State holds of the namespace,
+		// by the request's selector, when that is all it listed.
+		var why string
+		items, itemUnknowns, why = r.listedBy(gr, t.namespace, ev)
+		if why != "" {
+			r.state.ForgetAll(gr, t.namespace, "deletecollection at "+src+" without a recorded result: "+why)
+			return
+		}
+	}
+	for _, it := range items {
+		m, ok := it.(map[string]any)
+		if !ok {
+			continue
+		}
+		u := &unstructured.Unstructured{Object: m}
+		if u.GetKind() == "" {
+			u.SetGroupVersionKind(t.mainKind)
+		}
+		// The response lists the objects as they were before their deletion: whether each
+		// is gone, or stays with a deletionTimestamp of the server's clock (a graceful
+		// deletion, finalizers), is the store's to say.
+		left, err := deleteLeaves(gr, u, ev)
+		switch {
+		case err != nil:
+			r.state.Forget(gr, t.mainKind, u.GetNamespace(), u.GetName(), "deleted by the deletecollection at "+src+": what it left is not known: "+err.Error())
+		case left.Remains:
+			r.leftMarked(sw, u, left, itemUnknowns[state.ObjectKey{Namespace: u.GetNamespace(), Name: u.GetName()}])
+		default:
+			r.state.Delete(gr, t.mainKind, u.GetNamespace(), u.GetName())
+		}
+	}
+}
+
+// leftMarked stores an object a deletecollection left, marked deleted by the server's clock,
+// with a new resourceVersion; unknowns are what the State did not know of it before.
+func (r *Replayer) leftMarked(sw stateWrite, u *unstructured.Unstructured, left apiserver.Deletion, unknowns []vapccel.Unknown) {
+	why := "the server's clock and storage when the deletecollection at " + sw.src + " wrote the object, which the log does not show"
+	unknowns = append(slices.Clip(unknowns), vapccel.Unknown{Path: objectPath("metadata", "resourceVersion"), ValueOnly: true, Why: why})
+	switch {
+	case left.Marked:
+		u.SetDeletionTimestamp(markedAt(sw.ev))
+		u.SetDeletionGracePeriodSeconds(&left.GracePeriodSeconds)
+		if left.Generation > 0 {
+			u.SetGeneration(left.Generation)
+		}
+		unknowns = append(unknowns, vapccel.Unknown{Path: objectPath("metadata", "deletionTimestamp"), ValueOnly: true, Why: why})
+	case left.Shortened:
+		// Moved back, or to the server's clock with a grace period of one second.
+		u.SetDeletionGracePeriodSeconds(&left.GracePeriodSeconds)
+		unknowns = append(unknowns, vapccel.Unknown{Path: objectPath("metadata", "deletionTimestamp"), ValueOnly: true, Why: why},
+			vapccel.Unknown{Path: objectPath("metadata", "deletionGracePeriodSeconds"), ValueOnly: true, Why: why})
+	}
+	_ = r.state.PutPartly(sw.gr, u, unknowns, sw.src+" (deletion pending)")
+	if !sw.done.IsZero() {
+		r.state.MarkDone(sw.gr, u.GetNamespace(), u.GetName(), sw.src, sw.done)
+	}
+}
+
+// markedAt is the deletionTimestamp a deletion ev made, by the server's clock, which the log
+// does not show: when it was received, held unknown by the caller.
+func markedAt(ev *Event) *metav1.Time {
+	marked := ev.Received()
+	if marked.IsZero() {
+		marked = time.Unix(0, 0) // not known either way: a value the object can hold
+	}
+	return &metav1.Time{Time: marked}
+}
+
+// deleteLeaves says what the store of gr leaves of the object u when the request ev deletes it
+// with its options (see apiserver.Server.DeleteLeaves).
+func deleteLeaves(gr schema.GroupResource, u *unstructured.Unstructured, ev *Event) (apiserver.Deletion, error) {
+	srv, err := pipelineServer()
+	if err != nil {
+		return apiserver.Deletion{}, err
+	}
+	opts, err := deleteOptions(ev.RequestObject, ev.Query())
+	if err != nil {
+		return apiserver.Deletion{}, err
+	}
+	options := &metav1.DeleteOptions{}
+	if err := k8sruntime.DefaultUnstructuredConverter.FromUnstructured(opts.Object, options); err != nil {
+		return apiserver.Deletion{}, err
+	}
+	raw, err := u.MarshalJSON()
+	if err != nil {
+		return apiserver.Deletion{}, err
+	}
+	return srv.DeleteLeaves(gr, raw, options)
+}
+
+// written is the response object of a write as applyWrite reads it, decoded off the ordered
+// stage by prepareWrite.
+type written struct {
+	resp   *unstructured.Unstructured
+	isMain bool   // resp is an object of the resource's own kind
+	raw    []byte // the JSON of resp when isMain, for State.putRaw; resp may hold only a part of it
+	typed  *state.PreparedTyped
+	gen    int // the epoch it was prepared in
+}
+
+// refusedPodDelete follows a pod DELETE that admission refused. The store deletes a pod whose
+// grace period is 0 (asked for, the pod's terminationGracePeriodSeconds, or a pod not
+// scheduled or finished: podStrategy.CheckGracefulDelete, run by deleteLeaves) in two steps, each
+// validated: it marks it deleted (deletionTimestamp, deletionGracePeriodSeconds 0, a new
+// resourceVersion and generation), then removes it. A policy that refuses only the second
+// (one that reads the mark) leaves the pod marked; one that refuses the first changes nothing.
+// The log does not say which: the State holds the pod with those fields unknown.
+func (r *Replayer) refusedPodDelete(d decoded, ev *Event, t target) {
+	gr := t.gvr.GroupResource()
+	if gr != (schema.GroupResource{Resource: "pods"}) || t.sub != "" || ev.Verb != "delete" || !r.state.Keeps(gr) ||
+		classify(ev, false).outcome != RecordedDeny {
+		return
+	}
+	u, _, unknown, found := r.state.Lookup(gr, t.namespace, t.name)
+	if !found || unknown != "" || u == nil || u.GetDeletionTimestamp() != nil {
+		return
+	}
+	if left, err := deleteLeaves(gr, u, ev); err == nil && left.Remains {
+		// A graceful deletion, or one that waits for finalizers, is validated once: refused,
+		// it wrote nothing. One that leaves nothing (the pod strategy's grace period is 0) is
+		// validated twice; what deleteLeaves cannot tell may be either.
+		return
+	}
+	src := lineRef{d.file, d.num}.String()
+	why := "the DELETE at " + src + ", which admission refused, after or before the store marked the pod deleted: the log does not say which"
+	var unmarked []byte // the version it has unless marked, when the State knows it in full
+	if p := r.state.Prior(gr, t.namespace, t.name); len(p.Unknowns) == 0 {
+		unmarked = p.Raw
+	}
+	zero := int64(0)
+	u.SetDeletionTimestamp(markedAt(ev))
+	u.SetDeletionGracePeriodSeconds(&zero)
+	unknowns := []vapccel.Unknown{
+		{Path: objectPath("metadata", "deletionTimestamp"), Why: why},
+		{Path: objectPath("metadata", "deletionGracePeriodSeconds"), Why: why},
+		{Path: objectPath("metadata", "resourceVersion"), ValueOnly: true, Why: why},
+		{Path: objectPath("metadata", "generation"), ValueOnly: true, Why: why},
+	}
+	_ = r.state.PutPartly(gr, u, unknowns, src+" (refused DELETE: maybe marked deleted)")
+	r.state.MarkedMaybe(gr, t.namespace, t.name, unmarked)
+}
+
+// writtenVersion is the resourceVersion of the object a successful write stored, as its
+// response shows it; 0 when the log does not show it.
+func writtenVersion(d decoded, ev *Event, t target) uint64 {
+	if c := ev.Code(); c < 200 || c >= 300 || isDryRun(ev) || (ev.Verb != "update" && ev.Verb != "patch" && ev.Verb != "apply") || !hasBody(ev.ResponseObject) {
+		return 0
+	}
+	resp := (*unstructured.Unstructured)(nil)
+	if d.written != nil {
+		resp = d.written.resp
+	} else if h, err := auditlog.DecodeHeader(ev.ResponseObject); err == nil {
+		resp = h
+	}
+	if resp == nil || resp.GetName() != t.name || resp.GetNamespace() != t.namespace {
+		return 0
+	}
+	return state.ResourceVersion(resp.GetResourceVersion())
+}
+
+// writtenObject decodes the response object of a write and gives it the resource's kind when
+// the log left it out. An object of the resource's kind, as the log mostly holds them, is
+// decoded only as far as the State reads it (decodeHeader): the State keeps its JSON.
+func writtenObject(ev *Event, t target) *written {
+	if ev.Verb != "deletecollection" && hasBody(ev.ResponseObject) {
+		if h, err := auditlog.DecodeHeader(ev.ResponseObject); err == nil && h.GroupVersionKind() == t.mainKind {
+			return &written{resp: h, isMain: true, raw: ev.ResponseObject}
+		}
+	}
+	resp := auditlog.DecodeAnyObject(ev.ResponseObject)
+	kindSet := false
+	if resp != nil && resp.GetKind() == "" && resp.GetAPIVersion() == "" && sameKind(resp, t.mainKind) && ev.Verb != "deletecollection" {
+		resp.SetGroupVersionKind(t.mainKind)
+		kindSet = true
+	} else if resp != nil && resp.GetAPIVersion() == "" && resp.GetKind() == t.mainKind.Kind {
+		resp.SetGroupVersionKind(t.mainKind)
+		kindSet = true
+	}
+	w := &written{resp: resp, isMain: resp != nil && resp.GroupVersionKind() == t.mainKind}
+	if w.isMain && ev.Verb != "deletecollection" {
+		if !kindSet {
+			// The log's JSON is the object's: decoding it again gives the same object.
+			w.raw = ev.ResponseObject
+		} else if raw, err := json.Marshal(resp.Object); err == nil {
+			w.raw = raw
+		}
+	}
+	return w
+}
+
+// prepareWrite runs on a decoding worker: for a final event of a successful write that
+// applyWrite will apply to the State, it decodes the response object and prepares what the
+// State stores, so that the ordered stage does not; nil for other events. It reads the epoch of
+// the moment, which the ordered stage may have replaced by the time it applies the write:
+// applyWrite then prepares it again.
+func (r *Replayer) prepareWrite(ev *Event) *written {
+	if !ev.Final() || len(ev.ResponseObject) == 0 {
+		return nil
+	}
+	code := ev.Code()
+	if code < 200 || code >= 300 {
+		return nil
+	}
+	ep := r.cur()
+	t, skip := resolveIn(ep.resources, ev)
+	gr := t.gvr.GroupResource()
+	if skip != "" || t.op == admission.Connect || !ep.scope.keeps(gr) || isDryRun(ev) {
+		return nil
+	}
+	w := writtenObject(ev, t)
+	w.gen = ep.gen
+	if w.raw != nil && (gr == state.NamespacesGR || ep.scope.params[gr] || ep.scope.pluginInputs[gr]) {
+		w.typed = r.state.PrepareTyped(w.resp, w.raw)
+	}
+	return w
+}
+
+// emptiedOfFinalizers says whether an update's result is an object the store deleted: being
+// deleted with no grace period left and no finalizer (shouldDeleteDuringUpdate in
+// k8s.io/apiserver's genericregistry.Store, whose update keeps the old object's
+// deletionTimestamp and deletionGracePeriodSeconds). A namespace is finalized otherwise.
+func emptiedOfFinalizers(u *unstructured.Unstructured) bool {
+	if u == nil || u.GetDeletionTimestamp() == nil || len(u.GetFinalizers()) > 0 || u.GetKind() == "Namespace" {
+		return false
+	}
+	g := u.GetDeletionGracePeriodSeconds()
+	return g == nil || *g == 0
+}
+
+// stillExists says whether an object a DELETE returned is still stored: its graceful deletion
+// or its finalizers are pending (a namespace stays while it terminates).
+func stillExists(u *unstructured.Unstructured) bool {
+	if len(u.GetFinalizers()) > 0 {
+		return true
+	}
+	if g := u.GetDeletionGracePeriodSeconds(); g != nil && *g > 0 {
+		return true
+	}
+	phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+	return u.GetKind() == "Namespace" && phase == "Terminating"
+}
+
+// applyScale applies a scale update whose resulting Scale the log holds to the stored object
+// (see applyScale in scale.go); false when it cannot.
+func (r *Replayer) applyScale(ev *Event, t target, resp *unstructured.Unstructured, src string) bool {
+	gr := t.gvr.GroupResource()
+	obj, _, unknown, found := r.state.Lookup(gr, t.namespace, t.name)
+	if !found || unknown != "" || obj.GroupVersionKind() != t.mainKind || !applyScale(obj, resp) {
+		return false
+	}
+	_ = r.state.Put(gr, obj, src+" ("+describe(t.gvr, t.sub)+": spec.replicas, resourceVersion and generation set; managedFields as before)")
+	return true
+}
