@@ -12,7 +12,6 @@ import (
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 	"github.com/vapc-dev/vapc/verify/replay/internal/decide"
-	"github.com/vapc-dev/vapc/verify/replay/internal/source"
 	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
@@ -265,19 +264,8 @@ func (r *Replayer) noteLogTime(d decoded, ev *Event) {
 		return
 	}
 	r.logStamp = s
-	latest := r.clockBack.latest
-	switch {
-	case len(s) < len("2006-01-02T15:04:05") || len(latest) < len("2006-01-02T15:04:05"):
-		r.clockBack.latest = s
-	case s[:19] > latest[:19]: // a later second: RFC 3339 times in UTC order as their text does
-		r.clockBack.latest = s
-	case s[:19] < latest[:19]:
-		from, to := auditlog.ParseTime(latest), auditlog.ParseTime(s)
-		if from.Sub(to) <= source.ClockBack {
-			return
-		}
-		r.clockBack.latest = s // what follows is measured against the part it begins
-		r.output.sum.clockJump(ClockJump{File: d.file, Line: d.num, Latest: from, At: to})
+	if latest, back := r.clock.NoteStamp(s); back {
+		r.output.sum.clockJump(ClockJump{File: d.file, Line: d.num, Latest: latest, At: auditlog.ParseTime(s)})
 	}
 }
 

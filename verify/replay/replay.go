@@ -164,11 +164,8 @@ type Replayer struct {
 	// parsed (from logTimeOf), see currentLogTime.
 	logStamp, logTimeOf string
 	logTime             time.Time
-	// clockBack follows where the log's clock goes back (see noteLogTime): the latest stage
-	// time of the part of the log being read.
-	clockBack struct {
-		latest string
-	}
+	// clock follows where the log's clock goes back (see noteLogTime).
+	clock source.Clock
 	// lookaheadCut counts the requests accounted for before their lookahead ended.
 	lookaheadCut int
 	quiesced     bool // between the halves of a barrier (see quiesce)

@@ -27,6 +27,53 @@ type Jump struct {
 	Latest, At time.Time
 }
 
+// Clock follows the stage times of a log's lines in the order they are read, and finds where
+// the log's clock goes back by more than ClockBack: a line that does begins a part of the log,
+// and what follows is measured against that part. Split cuts plain log files with it; the
+// replay notes with it where the logs Split cannot cut go back.
+type Clock struct {
+	// latest is the latest stage time so far; stamp is it as the log wrote it, when it came
+	// from NoteStamp (latest is then parsed from it only when needed: zero until).
+	latest time.Time
+	stamp  string
+}
+
+// Note takes the stage time of the next line, and says whether it is more than ClockBack
+// before the latest above it, which it returns then.
+func (c *Clock) Note(at time.Time) (latest time.Time, back bool) {
+	if c.latest.IsZero() && c.stamp != "" {
+		c.latest = auditlog.ParseTime(c.stamp)
+	}
+	if !c.latest.IsZero() && c.latest.Sub(at) > ClockBack {
+		latest, c.latest, c.stamp = c.latest, at, ""
+		return latest, true
+	}
+	if at.After(c.latest) {
+		c.latest, c.stamp = at, ""
+	}
+	return time.Time{}, false
+}
+
+// NoteStamp is Note of a stage time as the log writes it (RFC 3339), which it parses only
+// when its text does not order it after the latest (a log's lines mostly come in the order of
+// their stage times); a time it cannot parse is passed over.
+func (c *Clock) NoteStamp(s string) (latest time.Time, back bool) {
+	if n := len(s); n > 0 && n == len(c.stamp) && s[n-1] == 'Z' && c.stamp[n-1] == 'Z' && s >= c.stamp {
+		// The same layout, in UTC: the text orders as the time does.
+		c.stamp, c.latest = s, time.Time{}
+		return time.Time{}, false
+	}
+	at := auditlog.ParseTime(s)
+	if at.IsZero() {
+		return time.Time{}, false
+	}
+	latest, back = c.Note(at)
+	if c.latest.Equal(at) {
+		c.stamp = s
+	}
+	return latest, back
+}
+
 // part is the span of a log file that one of its parts fills: from the byte offset and line
 // number where it begins to the offset where the next part begins (0: the end of the file).
 type part struct {
@@ -101,7 +148,7 @@ func plainLog(f *os.File) bool {
 // sampledBack reads the stage time of the line at each 64th of a file and says whether one is
 // more than ClockBack before one above it.
 func sampledBack(f *os.File, size int64, maxLine int) bool {
-	var latest time.Time
+	var clock Clock
 	for i := int64(0); i <= samples; i++ {
 		off := size * i / samples
 		if i == samples { // the last lines, after the last 64th's
@@ -118,11 +165,8 @@ func sampledBack(f *os.File, size int64, maxLine int) bool {
 			line, err := readLine(br, maxLine)
 			at, ok := stageTime(auditlog.Line{Data: line})
 			if ok {
-				if !latest.IsZero() && latest.Sub(at) > ClockBack {
+				if _, back := clock.Note(at); back {
 					return true
-				}
-				if at.After(latest) {
-					latest = at
 				}
 			}
 			if (ok && i < samples) || (err != nil && !errors.Is(err, errLong)) {
@@ -138,19 +182,15 @@ func scanParts(file string, r io.Reader, maxLine int) ([]part, []Jump) {
 	br := bufio.NewReaderSize(r, 256<<10)
 	parts := []part{{line: 1}}
 	var jumps []Jump
-	var latest time.Time
+	var clock Clock
 	var offset int64
 	for num := 1; ; num++ {
 		line, err := readLine(br, maxLine)
 		if at, ok := stageTime(auditlog.Line{Data: line}); ok {
-			if !latest.IsZero() && latest.Sub(at) > ClockBack {
+			if latest, back := clock.Note(at); back {
 				parts[len(parts)-1].end = offset
 				parts = append(parts, part{offset: offset, line: num})
 				jumps = append(jumps, Jump{File: file, Line: num, Latest: latest, At: at})
-				latest = time.Time{}
-			}
-			if at.After(latest) {
-				latest = at
 			}
 		}
 		offset += int64(lineSize(line, err))

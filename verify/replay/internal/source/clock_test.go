@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -104,6 +105,51 @@ func TestSampledBack(t *testing.T) {
 			info, _ := f.Stat()
 			if got := sampledBack(f, info.Size(), 1<<20); got != tc.want {
 				t.Errorf("sampledBack = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestClock: a line more than ClockBack before the latest above it begins a part, and what
+// follows is measured against that part; jitter under ClockBack is not a jump. NoteStamp, which
+// orders the stamps of one layout by their text, finds the jumps Note finds.
+func TestClock(t *testing.T) {
+	base := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+	for _, tc := range []struct {
+		name  string
+		times []int // milliseconds after base
+		jumps []int // the indices of the lines that begin a part
+	}{
+		{name: "in order", times: []int{0, 10, 10, 2000, 5000}},
+		{name: "jitter", times: []int{0, 900, 100, 950, 1000, 50}},
+		{name: "the latest of a second, not its first", times: []int{100, 900, 500, -150}, jumps: []int{3}},
+		{name: "back, then on", times: []int{0, 5000, 6000, 1000, 2000, 7000}, jumps: []int{3}},
+		{name: "measured against the part it begins", times: []int{10000, 0, 9500, 100, -2000}, jumps: []int{1, 3, 4}},
+		{name: "just ClockBack back", times: []int{1000, 0, 2001, 1000}, jumps: []int{3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, how := range []string{"Note", "NoteStamp"} {
+				var c Clock
+				var jumps []int
+				for i, ms := range tc.times {
+					var latest time.Time
+					var back bool
+					if how == "Note" {
+						latest, back = c.Note(at(ms))
+					} else {
+						latest, back = c.NoteStamp(at(ms).Format("2006-01-02T15:04:05.000000Z07:00"))
+					}
+					if back {
+						jumps = append(jumps, i)
+						if !latest.After(at(ms).Add(ClockBack)) {
+							t.Errorf("%s: line %d: latest %s is not more than ClockBack after %s", how, i, latest, at(ms))
+						}
+					}
+				}
+				if diff := cmp.Diff(tc.jumps, jumps); diff != "" {
+					t.Errorf("%s: jumps (-want +got):\n%s", how, diff)
+				}
 			}
 		})
 	}
