@@ -166,8 +166,13 @@ type concurrentWrite struct {
 // shows installed are those of one of them; otherwise the other is an alternative.
 func (j *job) likelyOutcome() {
 	c := j.revise.concurrent
-	if c == nil || c.out == nil || c.skip != "" || c.notMatched || c.out.Decision == DecisionIndeterminate {
+	if c == nil || c.out == nil || c.skip != "" || c.notMatched {
 		return // nothing decided on the log's order to fall back on
+	}
+	if c.out.Decision == DecisionIndeterminate {
+		// The log's order, the likely state, decides nothing: neither does the other.
+		j.result.out, j.result.dec, j.result.skip, j.result.skipNote, j.result.notMatched = c.out, c.dec, "", "", false
+		return
 	}
 	worlds := []world{
 		{Likely: true, Outcome: c.dec, Decided: c.dec != nil},

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -192,8 +193,15 @@ func (r *Replayer) decideServedOn(ctx context.Context, w evalWorker, j *job, p s
 	if err != nil {
 		return nil, err
 	}
-	for i := range once.s.calls {
-		once.s.calls[i].unknowns = append(once.s.calls[i].unknowns, rooted(knownFrom(p.Unknowns, o.version, o.uid), j.t.op == admission.Update)...)
+	// What the replay does not know of this version, and what an export lost of the request
+	// (exportloss.go), as the live evaluation takes them (evaluateServed).
+	u := passUnknowns{prior: append(rooted(knownFrom(p.Unknowns, o.version, o.uid), j.t.op == admission.Update), exportUnknowns(j.ev)...)}
+	mutationUnknown := r.withUnknowns(u, &once.s, j.policies)
+	switch {
+	case once.s.mutation.Acted() && j.result.schemaRefreshing != "":
+		return nil, &indeterminateError{because(ReasonMutationUnknown, j.result.schemaRefreshing)}
+	case mutationUnknown != "" && len(once.s.calls) == 0 && once.s.mutation != nil && !once.s.mutation.Allowed:
+		return nil, &indeterminateError{because(ReasonMutationUnknown, "a MutatingAdmissionPolicy refused the request, and "+mutationUnknown)}
 	}
 	if why := r.dependsOnUnknown(j.policies, once.s.calls); why.is() {
 		return nil, &indeterminateError{why}
@@ -223,6 +231,16 @@ func (r *Replayer) conflictAfterFirstAttempt(ctx context.Context, w evalWorker, 
 			continue
 		}
 		dec, err := r.decideOn(ctx, w, j, sp)
+		if ind := (*indeterminateError)(nil); errors.As(err, &ind) {
+			// Had the attempt on that copy admitted the request, it failed after admission;
+			// had it refused it, the server would have answered the refusal, so the attempt
+			// did not read that copy and the request failed its precondition before
+			// admission. Which, the replay cannot tell.
+			out.indeterminate(ind.why)
+			out.OldObjectSource = sp.Source
+			out.Notes = append(out.Notes, "kube-apiserver's first attempt may have run admission on its watch cache's copy of "+sp.Source+" before the request failed with 409 Conflict")
+			return true
+		}
 		if err != nil || dec == nil || !dec.Allowed {
 			// An attempt refused by admission would have answered its refusal, not 409.
 			return false

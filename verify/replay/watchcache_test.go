@@ -7,7 +7,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/utils/ptr"
 
+	"github.com/vapc-dev/vapc/verify/replay/exporttest"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
@@ -211,28 +213,76 @@ func TestConflictAfterFirstAttempt(t *testing.T) {
 		received  string
 		certainty Certainty
 		skipped   bool
+		// uid: the policy's annotation reads the user's uid; lost: the log is read as a GKE
+		// log sink's, which does not carry it, and the request is indeterminate.
+		uid, lost bool
+		// ignore: the policy's failurePolicy is Ignore (an expression that fails on what the
+		// export lost publishes nothing).
+		ignore bool
 	}{
 		{name: "the log's annotation shows admission ran", annotated: true, received: "02.020000", certainty: CertaintyCertain},
 		{name: "no annotation", received: "02.020000", certainty: CertaintyLikely},
+		// A GKE entry does not carry the user's uid, which the policy reads on that copy too.
+		{name: "the user's uid lost by the export", annotated: true, uid: true, received: "02.020000", lost: true},
+		{name: "the user's uid lost by the export, the policy's errors ignored", annotated: true, uid: true, ignore: true, received: "02.020000", lost: true},
 		// Long after the write the watch cache holds the live version: refused before admission.
 		{name: "a second later", received: "03.500000", skipped: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, b := levelPolicy("old-v", "configmaps", admissionregistrationv1.Update, nil, "oldObject.data.v != 'z'")
+			if tc.ignore {
+				p.Spec.FailurePolicy = ptr.To(admissionregistrationv1.Ignore)
+			}
 			if tc.annotated {
-				p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "v", ValueExpression: "string(oldObject.data.v)"}}
+				expr := "string(oldObject.data.v)"
+				if tc.uid {
+					expr += " + ' ' + request.userInfo.uid"
+				}
+				p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "v", ValueExpression: expr}}
 			}
 			var annotations map[string]string
 			if tc.annotated {
 				annotations = map[string]string{"old-v/v": "a"}
+				if tc.uid {
+					annotations["old-v/v"] = "a " + "admin-uid"
+				}
 			}
-			sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+			lines := []string{
 				timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm("", "a"), cm("10", "a")), "01.000000", "01.001000", nil),
 				timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 200, "", cm("10", "b"), cm("11", "b")), "02.000000", "02.010000", nil),
 				timedEvent(t, levelEvent(t, "3", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 409, conflict, cm("10", "c"), nil), tc.received, tc.received[:3]+"900000", annotations),
-			)
+			}
+			if tc.lost {
+				// The export's event says when the request completed, and a request completes
+				// within a minute of being received: completed a minute after the update
+				// before it, it may have been received moments after that update.
+				lines[2] = strings.Replace(lines[2], `"stageTimestamp":"2026-11-24T00:00:`+tc.received[:3]+`900000Z"`, `"stageTimestamp":"2026-11-24T00:01:02.030000Z"`, 1)
+				// An update logged after it, which may have run concurrently with it: the
+				// state the log's order gives, on which the request is not decided, is the
+				// likely one.
+				later := timedEvent(t, levelEvent(t, "4", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 200, "", cm("11", "d"), cm("12", "d")), "59.000000", "59.000000", nil)
+				lines = append(lines, strings.ReplaceAll(later, "2026-11-24T00:00:59.000000Z", "2026-11-24T00:01:02.040000Z"))
+				wrapped, err := exporttest.Wrap(exporttest.GKESink, []byte(strings.Join(lines, "\n")+"\n"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				lines = []string{strings.TrimSuffix(string(wrapped), "\n")}
+			}
+			var snapshot []any
+			if tc.lost {
+				// The export does not say whether the update before was a dry run: the State
+				// holds what it stored only of a resource it knows whole.
+				other := cm("5", "x")
+				other["metadata"].(map[string]any)["name"] = "other"
+				snapshot = []any{other}
+			}
+			sum, recs := replayLinesWith(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, snapshot, lines...)
 			rec := recs["3"]
 			switch {
+			case tc.lost:
+				if rec == nil || rec.Decision != DecisionIndeterminate || rec.Reason != ReasonExportLost {
+					t.Errorf("the update: %s, want indeterminate (%s)", describeRecord(rec), ReasonExportLost)
+				}
 			case tc.skipped:
 				if rec != nil || sum.Skipped["rejected-before-admission (Conflict)"] != 1 {
 					t.Errorf("the update: %s, skipped %v, want refused before admission", describeRecord(rec), sum.Skipped)
