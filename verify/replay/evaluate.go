@@ -270,82 +270,110 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 		out.indeterminate(u)
 		return
 	}
-	var unknowns []vapccel.Unknown
-	decide := func(eval Evaluator, view *state.StateView) (*verify.Decision, error) {
-		w.store.v = view
-		defer func() { w.store.v = nil }()
-		dec, err := eval.Evaluate(ctx, b.req)
-		if err != nil || dec.Mutation == nil {
-			return dec, err
-		}
-		j.result.mutationRan = j.result.mutationRan || dec.Mutation.Acted()
-		if j.result.schemaRefreshing != "" && dec.Mutation.Acted() {
-			return nil, &indeterminateError{because(ReasonMutationUnknown, j.result.schemaRefreshing)}
-		}
-		// The replayed MutatingAdmissionPolicies ran first (verify.Evaluator.Evaluate).
-		why := r.mutationUnknown(dec.Mutation, unknowns, j.policies)
-		if b.objectSource == SourceResponse && why == "" {
-			reapplied, clusterOnly := r.reapplied(dec.Mutation, j.mutators)
-			if v, ok := eval.(validatingEvaluator); ok && clusterOnly {
-				// The stored object already holds what the cluster's own copies of the
-				// policies changed, in the server's order: validation saw it as it is.
-				vdec, err := v.EvaluateValidating(ctx, b.req)
-				if err == nil {
-					vdec.Notes = append(vdec.Notes, "decided on the object kube-apiserver stored, which already holds what the cluster's MutatingAdmissionPolicies changed")
-				}
-				return vdec, err
-			}
-			why = reapplied
-		}
-		if why != "" {
-			if ind := r.dependsOnUnknown(j.policies, []admitted{{dec: dec, unknowns: []vapccel.Unknown{mutationUnknownField(why)}}}); ind.is() || !dec.Mutation.Allowed {
-				return nil, &indeterminateError{because(ReasonMutationUnknown, why)}
-			}
-			dec.Mutation.Changes = nil // decided without them; what they changed is not known
-			dec.Notes = append(dec.Notes, "what the MutatingAdmissionPolicies changed is not known: "+why)
-		}
-		return dec, nil
-	}
-	unknowns = append(rooted(j.prior.Unknowns, j.t.op == admission.Update), b.unknowns...)
-	unknowns = append(unknowns, exportUnknowns(j.ev)...) // what an export lost (exportloss.go)
-	if u := b.req.Object; u != nil && b.objectSource != SourceResponse && (j.t.op == admission.Create || j.t.op == admission.Update) {
-		// Mutating webhooks changed the object before validating admission.
-		if why := patchRebuilt(j.ev, u); why != "" {
-			unknowns = append(unknowns, vapccel.Unknown{Path: vapccel.FieldPath{Root: "object"}, Why: why})
-		}
-		unknowns = append(unknowns, j.mutators.unknowns(r.replayedMutation(mutatedObject(j.t, u, b.req.OldObject, j.view)))...)
-	}
-	if u := b.req.Object; u != nil && b.objectSource != SourceResponse && (j.t.op == admission.Create || j.t.op == admission.Update) {
-		// The handler's field manager records the write in managedFields before admission
-		// (a custom resource's, a subresource's such as a TokenRequest); the replay runs it
-		// only in the request pipeline, which does not serve this request.
-		unknowns = append(unknowns, vapccel.Unknown{Path: objectPath("metadata", "managedFields"),
-			Why: "the managedFields the field manager of " + describe(j.t.gvr, j.t.sub) + " writes before admission, which the replay does not compute outside the request pipeline"})
-	}
-	if r.cat.c.Learned(j.t.gvr) && b.req.Object != nil && b.objectSource != SourceResponse {
-		// The server pruned and defaulted the object by a schema the log does not hold.
-		unknowns = append(unknowns, vapccel.Unknown{Path: vapccel.FieldPath{Root: "object"},
-			Why: "the object as the schema of " + j.t.gvr.Resource + "." + j.t.gvr.Group + " prunes and defaults it, which the log does not hold"})
-	}
-	// A decision on any state stands only if it does not depend on what is not known of the
-	// request.
-	known := func(eval Evaluator, view *state.StateView) (*verify.Decision, error) {
-		dec, err := decide(eval, view)
-		if err == nil {
-			if why := r.dependsOnUnknown(j.policies, []admitted{{dec: dec, unknowns: unknowns}}); why.is() {
-				return nil, &indeterminateError{why}
-			}
-		}
-		return dec, err
-	}
-	r.conclude(w, j, out, b.oldUnknown, known)
-	j.revise.unknowns = unknowns
+	d := &rebuiltDecider{r: r, ctx: ctx, w: w, j: j, b: &b, unknowns: r.rebuiltUnknowns(j, &b, j.prior)}
+	r.conclude(w, j, out, b.oldUnknown, d.decide)
+	j.revise.unknowns = d.unknowns
 	decideOn := func(p state.Prior) (*verify.Decision, error) { return r.decideOn(ctx, w, j, p) }
 	r.firstAttempt(j, out, j.result.dec, decideOn)
 	r.raced(j, out, decideOn)
 	if j.result.dec != nil && j.result.dec.Mutation != nil && out.Decision != DecisionIndeterminate {
 		out.Mutations = j.result.dec.Mutation.Changes
 	}
+}
+
+// rebuiltUnknowns are what the replay does not know of a request it rebuilt (b) outside the
+// request pipeline on the stored version p: what the State does not know of p, what the
+// rebuild could not give, what an export lost of the request, and, for an object the log does
+// not hold as the server's response, what the mutating webhooks and policies, the handler's
+// field manager and a schema the log does not hold did to it before validating admission.
+func (r *Replayer) rebuiltUnknowns(j *job, b *rebuilt, p state.Prior) []vapccel.Unknown {
+	unknowns := append(rooted(p.Unknowns, j.t.op == admission.Update), b.unknowns...)
+	unknowns = append(unknowns, exportUnknowns(j.ev)...) // what an export lost (exportloss.go)
+	u := b.req.Object
+	if u == nil || b.objectSource == SourceResponse {
+		return unknowns
+	}
+	if j.t.op == admission.Create || j.t.op == admission.Update {
+		// Mutating webhooks changed the object before validating admission.
+		if why := patchRebuilt(j.ev, u); why != "" {
+			unknowns = append(unknowns, vapccel.Unknown{Path: vapccel.FieldPath{Root: "object"}, Why: why})
+		}
+		unknowns = append(unknowns, j.mutators.unknowns(r.replayedMutation(mutatedObject(j.t, u, b.req.OldObject, j.view)))...)
+		// The handler's field manager records the write in managedFields before admission
+		// (a custom resource's, a subresource's such as a TokenRequest); the replay runs it
+		// only in the request pipeline, which does not serve this request.
+		unknowns = append(unknowns, vapccel.Unknown{Path: objectPath("metadata", "managedFields"),
+			Why: "the managedFields the field manager of " + describe(j.t.gvr, j.t.sub) + " writes before admission, which the replay does not compute outside the request pipeline"})
+	}
+	if r.cat.c.Learned(j.t.gvr) {
+		// The server pruned and defaulted the object by a schema the log does not hold.
+		unknowns = append(unknowns, vapccel.Unknown{Path: vapccel.FieldPath{Root: "object"},
+			Why: "the object as the schema of " + j.t.gvr.Resource + "." + j.t.gvr.Group + " prunes and defaults it, which the log does not hold"})
+	}
+	return unknowns
+}
+
+// rebuiltDecider decides a request the replay rebuilt outside the request pipeline (b), with
+// what it does not know of it (unknowns): the replayed MutatingAdmissionPolicies first, then
+// the validating ones (verify.Evaluator.Evaluate).
+type rebuiltDecider struct {
+	r        *Replayer
+	ctx      context.Context
+	w        evalWorker
+	j        *job
+	b        *rebuilt
+	unknowns []vapccel.Unknown
+}
+
+// decide is an evaluateOn: a decision on any state stands only if it does not depend on what
+// is not known of the request.
+func (d *rebuiltDecider) decide(eval Evaluator, view *state.StateView) (*verify.Decision, error) {
+	dec, err := d.evaluate(eval, view)
+	if err == nil {
+		if why := d.r.dependsOnUnknown(d.j.policies, []admitted{{dec: dec, unknowns: d.unknowns}}); why.is() {
+			return nil, &indeterminateError{why}
+		}
+	}
+	return dec, err
+}
+
+// evaluate evaluates the request with eval over view, and settles what the mutating policies
+// did: not known (the request is indeterminate when a decision depends on it), or already in
+// the object the server stored.
+func (d *rebuiltDecider) evaluate(eval Evaluator, view *state.StateView) (*verify.Decision, error) {
+	r, j, b, ctx := d.r, d.j, d.b, d.ctx
+	d.w.store.v = view
+	defer func() { d.w.store.v = nil }()
+	dec, err := eval.Evaluate(ctx, b.req)
+	if err != nil || dec.Mutation == nil {
+		return dec, err
+	}
+	j.result.mutationRan = j.result.mutationRan || dec.Mutation.Acted()
+	if j.result.schemaRefreshing != "" && dec.Mutation.Acted() {
+		return nil, &indeterminateError{because(ReasonMutationUnknown, j.result.schemaRefreshing)}
+	}
+	why := r.mutationUnknown(dec.Mutation, d.unknowns, j.policies)
+	if b.objectSource == SourceResponse && why == "" {
+		reapplied, clusterOnly := r.reapplied(dec.Mutation, j.mutators)
+		if v, ok := eval.(validatingEvaluator); ok && clusterOnly {
+			// The stored object already holds what the cluster's own copies of the policies
+			// changed, in the server's order: validation saw it as it is.
+			vdec, err := v.EvaluateValidating(ctx, b.req)
+			if err == nil {
+				vdec.Notes = append(vdec.Notes, "decided on the object kube-apiserver stored, which already holds what the cluster's MutatingAdmissionPolicies changed")
+			}
+			return vdec, err
+		}
+		why = reapplied
+	}
+	if why != "" {
+		if ind := r.dependsOnUnknown(j.policies, []admitted{{dec: dec, unknowns: []vapccel.Unknown{mutationUnknownField(why)}}}); ind.is() || !dec.Mutation.Allowed {
+			return nil, &indeterminateError{because(ReasonMutationUnknown, why)}
+		}
+		dec.Mutation.Changes = nil // decided without them; what they changed is not known
+		dec.Notes = append(dec.Notes, "what the MutatingAdmissionPolicies changed is not known: "+why)
+	}
+	return dec, nil
 }
 
 // evaluateOn evaluates a job's request with an evaluator over a View: the View the job's point of

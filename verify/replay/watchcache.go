@@ -160,25 +160,20 @@ func (r *Replayer) decideOn(ctx context.Context, w evalWorker, j *job, p state.P
 	ev := *j.ev
 	ev.ResponseObject = nil
 	b := r.rebuild(&ev, j.t, j.rec, p, j.facts)
-	switch {
-	case b.skip != "":
+	if b.skip != "" {
 		return nil, nil
+	}
+	r.prepareCustomResource(&ev, j.t, &b)
+	switch {
 	case b.indeterminate.is():
 		return nil, &indeterminateError{b.indeterminate}
-	}
-	w.store.v = j.view
-	defer func() { w.store.v = nil }()
-	dec, err := w.eval.Evaluate(ctx, b.req)
-	if err != nil {
-		return nil, err
+	case b.oldUnknown.is():
+		return nil, &indeterminateError{b.oldUnknown}
 	}
 	// What the live evaluation did not know of the request is not known on this version
-	// either, nor what the State does not know of this version.
-	unknowns := append(slices.Clip(j.revise.unknowns), rooted(p.Unknowns, j.t.op == admission.Update)...)
-	if why := r.dependsOnUnknown(j.policies, []admitted{{dec: dec, unknowns: unknowns}}); why.is() {
-		return nil, &indeterminateError{why}
-	}
-	return dec, nil
+	// either, nor what the replay does not know of this version and of what it rebuilt on it.
+	d := rebuiltDecider{r: r, ctx: ctx, w: w, j: j, b: &b, unknowns: append(slices.Clip(j.revise.unknowns), r.rebuiltUnknowns(j, &b, p)...)}
+	return d.decide(w.eval, j.view)
 }
 
 // decideServedOn decides the job's request through the request pipeline on the stored version
