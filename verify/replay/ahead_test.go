@@ -14,6 +14,7 @@ import (
 // request from the write: the state with the write held, which the log's own verdict (the
 // request admitted) picks, is evaluated.
 func TestInformerLagAheadPastUntimed(t *testing.T) {
+	t.Parallel()
 	cm := func(name string) map[string]any {
 		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": "ns1"}}
 	}
@@ -42,6 +43,7 @@ func TestInformerLagAheadPastUntimed(t *testing.T) {
 // matches, p says no: deny) is evaluated, though the request read p in none when p's write came:
 // the log's denial picks it.
 func TestInformerLagAheadReadLater(t *testing.T) {
+	t.Parallel()
 	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "ns1"}}
 	other := unselectedParam()
 	for _, order := range []string{"namespace first", "param first"} {
@@ -72,6 +74,7 @@ func TestInformerLagAheadReadLater(t *testing.T) {
 // params' namespace without a recorded result, also concurrently, may be among them: what a
 // state the informers may have held reads counts, not only the request's own View.
 func TestInformerLagAheadUnknownReadLater(t *testing.T) {
+	t.Parallel()
 	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "ns1"}}
 	other := unselectedParam()
 	p, b := lagParamPolicy(admissionregistrationv1.AllowAction)
@@ -92,6 +95,7 @@ func TestInformerLagAheadUnknownReadLater(t *testing.T) {
 // request that reads it by name: an informer that held neither write still holds the old
 // version (CollectParams finds it, and does not read storage), an alternative.
 func TestInformerLagCreatedByNameRecreated(t *testing.T) {
+	t.Parallel()
 	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "ns1"}}
 	other := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "other", "namespace": "kube-system", "resourceVersion": "5", "uid": "u-other"}}
 	p, b := lagParamPolicy(admissionregistrationv1.DenyAction)
@@ -111,6 +115,7 @@ func TestInformerLagCreatedByNameRecreated(t *testing.T) {
 // object, a read all the same, and the first param, created concurrently and logged after it,
 // may have been listed (an alternative).
 func TestInformerLagAheadFirstObject(t *testing.T) {
+	t.Parallel()
 	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "ns1"}}
 	ns := func(name string) map[string]any {
 		return map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name, "resourceVersion": "1", "uid": "u-" + name,

@@ -15,6 +15,7 @@ import (
 // configured one. A request of a system:masters user is decided; another user's is
 // indeterminate, whether a validating or a mutating policy asked.
 func TestAuthorizerChecks(t *testing.T) {
+	t.Parallel()
 	rules := &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
 		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},

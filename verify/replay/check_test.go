@@ -13,6 +13,7 @@ import (
 // several refusals are possible, the one the server chose is accepted; a policy's audit
 // annotation joins its bindings' values in any order.
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	loaded := map[string]bool{"p": true}
 	deny := func(msgs ...string) *verify.Decision {
 		d := &verify.Decision{Code: 422, Message: msgs[0], Results: []verify.Result{{Policy: "p", Binding: "a", Result: verify.ResultDeny, Actions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}}}}

@@ -19,6 +19,7 @@ import (
 // input, where they cannot be, the line where the clock goes back is noted and no request is
 // decided otherwise than the log records.
 func TestClockGoesBack(t *testing.T) {
+	t.Parallel()
 	sc := exportScenarios[0]
 	dir := filepath.Join(auditData, sc.dir)
 	log := exporttest.ReadLog(t, filepath.Join(dir, "audit.log.gz"))

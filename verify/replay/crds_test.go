@@ -194,6 +194,7 @@ func msg(format, name string) string { return strings.Replace(format, "%s", name
 // learns them as the apiserver serves them (once their names are accepted), waits for the
 // apiserver's discovery to find the param kind, and forgets them when the log deletes them.
 func TestCRDsFromLog(t *testing.T) {
+	t.Parallel()
 	ps, bs := crdPolicies()
 	crdE := func(id, verb, sub, name string, code int32, when float64, resp map[string]any) event {
 		user := "admin"
@@ -301,6 +302,7 @@ func TestCRDsFromLog(t *testing.T) {
 // TestCRDsFromSnapshot: a snapshot's CRDs are served from the start, whatever the order of the
 // files, and its custom resources are params at once.
 func TestCRDsFromSnapshot(t *testing.T) {
+	t.Parallel()
 	ps, bs := crdPolicies()
 	dir := t.TempDir()
 	write := func(name string, objs ...map[string]any) {
@@ -357,6 +359,7 @@ func TestCRDsFromSnapshot(t *testing.T) {
 // it in a later write; the Established condition's lastTransitionTime says the apiserver found
 // the param kind long before.
 func TestCRDEstablishedBeforeTheLog(t *testing.T) {
+	t.Parallel()
 	ps, bs := crdPolicies()
 	crd := crdObject("replicalimits", "ReplicaLimit", "established", false) // established at crdT0
 	limit := customObject("ReplicaLimit", "limit", "rules", map[string]any{"max": int64(3)})
@@ -380,6 +383,7 @@ func TestCRDEstablishedBeforeTheLog(t *testing.T) {
 // is still served, resolved and type-checked, and a policy decides its requests; the deleted
 // kind is no resource any more.
 func TestCRDDeletedBesideAnother(t *testing.T) {
+	t.Parallel()
 	ps, bs := crdPolicies()
 	gadget := ps[2].DeepCopy()
 	gadget.Name = "gadget-size"
@@ -447,6 +451,7 @@ func TestCRDDeletedBesideAnother(t *testing.T) {
 // metadata, and the defaults of a schema that declares them. A policy that reads them is not
 // decided; one that does not, and an update's generation that stays, are.
 func TestCustomResourceRebuilt(t *testing.T) {
+	t.Parallel()
 	ps, bs := crdPolicies()
 	widget := func(size int64, labels map[string]any, status map[string]any) map[string]any {
 		w := customObject("Widget", "w1", "app", map[string]any{"size": size})
@@ -562,6 +567,7 @@ func TestCustomResourceRebuilt(t *testing.T) {
 // resource's managedFields, rebuilt from its request): that state is not decided, an
 // alternative to the likely one, where the policy was skipped.
 func TestInformerLagUnknownField(t *testing.T) {
+	t.Parallel()
 	_, bs := crdPolicies()
 	p := &admissionregistrationv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "widget-size"},

@@ -19,6 +19,7 @@ import (
 // strategy's PrepareForUpdate bumps the generation on a spec change), and validating admission
 // after: the validating policy sees the generation bumped, and denies as the log records.
 func TestCustomResourceStrategyAfterMutation(t *testing.T) {
+	t.Parallel()
 	set, diags := cel.ReadPaths(nil, filepath.Join("..", "..", "testdata", "suites", "mutating-crd", "policy.yaml"))
 	if diags.HasErrors() {
 		t.Fatal(diags)

@@ -69,6 +69,7 @@ func comparable(r *Record) string {
 // results, reason and check against the log; where GKE's export lost what a decision needs,
 // the request is indeterminate and names the export, never decided otherwise.
 func TestExportsDecideAsTheLog(t *testing.T) {
+	t.Parallel()
 	for _, sc := range exportScenarios {
 		if testing.Short() && sc.dir != "recorded-a" {
 			continue

@@ -15,6 +15,7 @@ import (
 // know is decided when every policy is skipped on a matchCondition that reads only the request,
 // and stays indeterminate otherwise.
 func TestDecidedWithoutWhatIsMissing(t *testing.T) {
+	t.Parallel()
 	const evictor = "system:serviceaccount:kube-system:node-controller"
 	userCondition := admissionregistrationv1.MatchCondition{Name: "evictor", Expression: "request.userInfo.username == '" + evictor + "'"}
 	objectCondition := admissionregistrationv1.MatchCondition{Name: "on-a-node", Expression: "has(oldObject.spec.nodeName)"}

@@ -161,6 +161,7 @@ func describeRecord(rec *Record) string {
 // matcher reads the namespace's labels (matching.Matcher.MatchNamespaceSelector): the replay
 // must report the request indeterminate, not "not matched" (which hid a denial).
 func TestUnknownNamespaceSelector(t *testing.T) {
+	t.Parallel()
 	p, b := levelPolicy("guarded", "configmaps", admissionregistrationv1.Create, map[string]string{"guarded": "true"}, "")
 	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1"}}
 	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1"}}
@@ -188,6 +189,7 @@ func TestUnknownNamespaceSelector(t *testing.T) {
 // (namespaceObject) it; the apiserver hands every policy the namespace, but a policy that does
 // neither decides the same whatever it holds.
 func TestNamespaceReadOnlyBySelectingPolicies(t *testing.T) {
+	t.Parallel()
 	reader, rb := levelPolicy("reader", "configmaps", admissionregistrationv1.Create, nil, "namespaceObject.metadata.name != 'x'")
 	pods, pb := levelPolicy("pods", "pods", admissionregistrationv1.Delete, nil, "oldObject.metadata.name != 'web'")
 	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "web", "namespace": "ns1"}, "spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "nginx"}}}}
@@ -214,6 +216,7 @@ func TestNamespaceReadOnlyBySelectingPolicies(t *testing.T) {
 // admitted with the request's namespace, which rest.BeforeCreate sets before validating
 // admission runs.
 func TestRequestObjectNamespace(t *testing.T) {
+	t.Parallel()
 	p, b := levelPolicy("ns", "configmaps", admissionregistrationv1.Create, nil, "object.metadata.namespace == 'ns1'")
 	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm"}}
 	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
@@ -231,6 +234,7 @@ func TestRequestObjectNamespace(t *testing.T) {
 // NAME as its namespace too (the request info does); the stored namespace is still the
 // oldObject of its updates and deletes.
 func TestNamespaceOldObject(t *testing.T) {
+	t.Parallel()
 	p, b := levelPolicy("tier", "namespaces", admissionregistrationv1.Update, nil, "object.metadata.labels['tier'] == oldObject.metadata.labels['tier']")
 	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1", "labels": map[string]any{"tier": "gold"}}}
 	denied := `namespaces "ns1" is forbidden: ValidatingAdmissionPolicy 'tier' with binding 'tier' denied request: denied by tier`
@@ -250,6 +254,7 @@ func TestNamespaceOldObject(t *testing.T) {
 // not have when it decodes a request body or a patched object (unless fieldValidation is
 // Strict, which fails before admission): a denied patch that adds one is decided.
 func TestUnknownFieldsDropped(t *testing.T) {
+	t.Parallel()
 	p, b := levelPolicy("no-data", "pods", admissionregistrationv1.Update, nil, "!has(object.data)")
 	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "web", "namespace": "ns1"},
 		"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "nginx"}}}}
@@ -269,6 +274,7 @@ func TestUnknownFieldsDropped(t *testing.T) {
 // TestDryRunDeleteInBody: client-go sends a DELETE's dryRun in the body; a dry-run delete
 // leaves the object stored, so the next request still has it as its oldObject.
 func TestDryRunDeleteInBody(t *testing.T) {
+	t.Parallel()
 	p, b := levelPolicy("keep", "configmaps", admissionregistrationv1.Update, nil, "oldObject.metadata.name != 'cm'")
 	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1"}}
 	denied := `configmaps "cm" is forbidden: ValidatingAdmissionPolicy 'keep' with binding 'keep' denied request: denied by keep`
@@ -288,6 +294,7 @@ func TestDryRunDeleteInBody(t *testing.T) {
 // TestUnconditionalUpdate: an update without resourceVersion gets the stored one before
 // admission.
 func TestUnconditionalUpdate(t *testing.T) {
+	t.Parallel()
 	p, b := levelPolicy("rv", "configmaps", admissionregistrationv1.Update, nil, "object.metadata.resourceVersion != '7'")
 	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1", "resourceVersion": "7"}}
 	body := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1"}, "data": map[string]any{"a": "b"}}
@@ -307,6 +314,7 @@ func TestUnconditionalUpdate(t *testing.T) {
 // TestNamespaceDelete: the namespace REST gives a DELETE a uid precondition before admission,
 // and returns a namespace being deleted that still has finalizers without admission.
 func TestNamespaceDelete(t *testing.T) {
+	t.Parallel()
 	p, b := levelPolicy("uid", "namespaces", admissionregistrationv1.Delete, nil, "request.options.preconditions.uid != 'u-1'")
 	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1", "uid": "u-1"}, "spec": map[string]any{"finalizers": []any{"kubernetes"}}}
 	terminating := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1", "uid": "u-1", "deletionTimestamp": "2026-01-05T10:01:00Z"},
@@ -334,6 +342,7 @@ func TestNamespaceDelete(t *testing.T) {
 // TestGeneratedName: a create with generateName that the server refused gets a name the log
 // does not hold; one it admitted is decided from the stored object.
 func TestGeneratedName(t *testing.T) {
+	t.Parallel()
 	p, b := levelPolicy("names", "configmaps", admissionregistrationv1.Create, nil, "!object.metadata.name.startsWith('gen-')")
 	body := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"generateName": "gen-", "namespace": "ns1"}}
 	stored := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"generateName": "gen-", "name": "gen-x7k2p", "namespace": "ns1"}}
@@ -352,6 +361,7 @@ func TestGeneratedName(t *testing.T) {
 
 // TestTokenRequest: a TokenRequest leaves its ServiceAccount as stored.
 func TestTokenRequest(t *testing.T) {
+	t.Parallel()
 	p, b := levelPolicy("sa", "serviceaccounts", admissionregistrationv1.Update, nil, "oldObject.metadata.name != 'robot'")
 	sa := map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "robot", "namespace": "ns1"}}
 	tr := map[string]any{"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "metadata": map[string]any{"name": "robot", "namespace": "ns1"}, "spec": map[string]any{"audiences": []any{"api"}}}
@@ -374,6 +384,7 @@ func TestTokenRequest(t *testing.T) {
 // TestEvictionDryRun: EvictionREST.Create gives the request's dryRun to the Eviction's
 // deleteOptions that have none, before admission.
 func TestEvictionDryRun(t *testing.T) {
+	t.Parallel()
 	p, b := levelPolicy("dry", "pods/eviction", admissionregistrationv1.Create, nil, "!has(object.deleteOptions.dryRun)")
 	ev := map[string]any{"apiVersion": "policy/v1", "kind": "Eviction", "metadata": map[string]any{"name": "web", "namespace": "ns1"}, "deleteOptions": map[string]any{"gracePeriodSeconds": 0}}
 	denied := `pods "web" is forbidden: ValidatingAdmissionPolicy 'dry' with binding 'dry' denied request: denied by dry`
@@ -394,6 +405,7 @@ func TestEvictionDryRun(t *testing.T) {
 // shows; a later policy on the pod's deletion reads them. Without the node, its labels are not
 // known and the decision is indeterminate.
 func TestBindingReplayed(t *testing.T) {
+	t.Parallel()
 	p, b := levelPolicy("bound", "pods", admissionregistrationv1.Delete, nil,
 		`oldObject.spec.nodeName != 'n1' || !('topology.kubernetes.io/zone' in oldObject.metadata.labels) || !oldObject.status.conditions.exists(c, c.type == 'PodScheduled' && c.status == 'True')`)
 	node := map[string]any{"apiVersion": "v1", "kind": "Node", "metadata": map[string]any{"name": "n1", "uid": "u-n1", "resourceVersion": "5",
@@ -441,6 +453,7 @@ func TestBindingReplayed(t *testing.T) {
 // request in another, converted through the internal version as the server does
 // (autoscaling/v2's metrics are autoscaling/v1's targetCPUUtilizationPercentage).
 func TestOldObjectConverted(t *testing.T) {
+	t.Parallel()
 	p, b := levelPolicy("cpu", "horizontalpodautoscalers", admissionregistrationv1.Update, nil, `oldObject.spec.targetCPUUtilizationPercentage != 50 || object.spec.maxReplicas != 4`)
 	p.Spec.MatchConstraints.ResourceRules[0].APIGroups = []string{"autoscaling"}
 	p.Spec.MatchConstraints.ResourceRules[0].APIVersions = []string{"v1"}
@@ -482,6 +495,7 @@ func TestOldObjectConverted(t *testing.T) {
 // not know of them (here the resourceVersion a binding's write gave the pod) into their
 // deletions' oldObject.
 func TestDeleteCollectionUnknowns(t *testing.T) {
+	t.Parallel()
 	p, b := levelPolicy("rv", "pods", admissionregistrationv1.Delete, nil, `oldObject.metadata.resourceVersion != '6'`)
 	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1", "uid": "u-ns1", "resourceVersion": "2"}}
 	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "web", "namespace": "ns1", "uid": "u-web", "resourceVersion": "6"},
@@ -511,6 +525,7 @@ func TestDeleteCollectionUnknowns(t *testing.T) {
 // request rebuilt from its body is indeterminate. The policy is learned from the snapshot or
 // from the log, and unbinding it or deleting it ends that.
 func TestMutatingAdmissionPolicies(t *testing.T) {
+	t.Parallel()
 	p, b := levelPolicy("owner", "configmaps", admissionregistrationv1.Create, nil, `has(object.data) && 'owner' in object.data`)
 	mapPolicy := map[string]any{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy", "metadata": map[string]any{"name": "add-owner"},
 		"spec": map[string]any{"matchConstraints": map[string]any{"resourceRules": []any{map[string]any{
@@ -572,6 +587,7 @@ func TestMutatingAdmissionPolicies(t *testing.T) {
 // prefix, so they are equivalent resources: a policy on the core group's resources with
 // matchPolicy Equivalent sees an events.k8s.io/v1 Event, converted to v1.
 func TestEquivalentEvents(t *testing.T) {
+	t.Parallel()
 	p, b := levelPolicy("core-events", "*", admissionregistrationv1.Create, nil, `!(object.kind == 'Event' && object.apiVersion == 'v1' && object.reportingComponent == 'example.com/c')`)
 	p.Spec.MatchConstraints.ResourceRules[0].APIVersions = []string{"*"}
 	ev := map[string]any{"kind": "Event", "apiVersion": "events.k8s.io/v1", "metadata": map[string]any{"name": "ev-1", "namespace": "ns1"},
@@ -594,6 +610,7 @@ func TestEquivalentEvents(t *testing.T) {
 // concurrent writes to an object the one stored first may come last. Its old object is the
 // version the other write replaced, not the State's latest, and the State keeps the latest.
 func TestWritesLoggedOutOfOrder(t *testing.T) {
+	t.Parallel()
 	p, b := levelPolicy("old-v", "configmaps", admissionregistrationv1.Update, nil, "oldObject.data.v != 'bad' || object.data.?w.orValue('') == '1'")
 	cm := func(rv string, data map[string]any) map[string]any {
 		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1", "resourceVersion": rv, "uid": "u1"}, "data": data}
@@ -639,6 +656,7 @@ func TestWritesLoggedOutOfOrder(t *testing.T) {
 // which. One received after is decided, and one concurrent with a write that changed nothing
 // (the same resourceVersion) too, and one whose result's resourceVersion is after the write's.
 func TestConcurrentRequest(t *testing.T) {
+	t.Parallel()
 	p, b := levelPolicy("old-v", "configmaps", admissionregistrationv1.Update, nil, "oldObject.data.v != 'bad'")
 	cm := func(rv string, v string) map[string]any {
 		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1", "resourceVersion": rv, "uid": "u1"}, "data": map[string]any{"v": v}}
@@ -683,6 +701,7 @@ func TestConcurrentRequest(t *testing.T) {
 // when such a write shows up: the log's order stays likely, unless the log's own verdicts say
 // the request read the written version.
 func TestConcurrentLoggedLater(t *testing.T) {
+	t.Parallel()
 	p, b := levelPolicy("old-v", "configmaps", admissionregistrationv1.Delete, nil, "oldObject.data.v != 'b'")
 	cm := func(rv, v string) map[string]any {
 		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1", "resourceVersion": rv, "uid": "u1"}, "data": map[string]any{"v": v}}
@@ -734,6 +753,7 @@ func TestConcurrentLoggedLater(t *testing.T) {
 // it before or after, ran concurrently with it, and which objects it listed is not known. When
 // the log records the write after it, the log's order is likely, the other an alternative.
 func TestConcurrentDeleteCollection(t *testing.T) {
+	t.Parallel()
 	p, b := levelPolicy("old-v", "configmaps", admissionregistrationv1.Delete, nil, "oldObject.data.v != 'b'")
 	cm := func(name, rv, v string) map[string]any {
 		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": "ns1", "resourceVersion": rv, "uid": "u-" + name}, "data": map[string]any{"v": v}}
@@ -805,6 +825,7 @@ func TestConcurrentDeleteCollection(t *testing.T) {
 // is likely; the version not marked, which the server admitted here (the request committed
 // before the deletecollection's marking, and completed after it), is the alternative.
 func TestConcurrentWithDeleteCollection(t *testing.T) {
+	t.Parallel()
 	p, b := levelPolicy("not-deleting", "configmaps", admissionregistrationv1.Update, nil, "!has(oldObject.metadata.deletionTimestamp)")
 	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1", "resourceVersion": "10", "uid": "u1", "finalizers": []any{"example.com/keep"}}}
 	list := map[string]any{"apiVersion": "v1", "kind": "ConfigMapList", "metadata": map[string]any{"resourceVersion": "12"}, "items": []any{cm}}
@@ -826,6 +847,7 @@ func TestConcurrentWithDeleteCollection(t *testing.T) {
 // and namespace, and the server's audiences when it asks for none, before validating admission;
 // the log holds the request as sent.
 func TestTokenRequestDefaults(t *testing.T) {
+	t.Parallel()
 	tr := map[string]any{"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "metadata": map[string]any{}, "spec": map[string]any{"expirationSeconds": 3600}}
 	issued := map[string]any{"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "metadata": map[string]any{"name": "sa0", "namespace": "ns1"},
 		"spec": map[string]any{"expirationSeconds": 3600, "audiences": []any{"https://kubernetes.default.svc"}}, "status": map[string]any{"token": "x"}}
@@ -898,6 +920,7 @@ func TestTokenRequestDefaults(t *testing.T) {
 // deleted (the store validates before and after marking it): a policy that reads the mark is
 // not decided on it afterwards; one of a scheduled pod's graceful DELETE changed nothing.
 func TestRefusedPodDelete(t *testing.T) {
+	t.Parallel()
 	p, b := levelPolicy("not-deleting", "pods", admissionregistrationv1.Update, nil, "!has(oldObject.metadata.deletionTimestamp)")
 	pod := func(name, node string) map[string]any {
 		spec := map[string]any{"containers": []any{map[string]any{"name": "c", "image": "i"}}}
@@ -937,6 +960,7 @@ func TestRefusedPodDelete(t *testing.T) {
 // strategic merge patch (a list with a merge key) is indeterminate when the outcomes differ,
 // unless, checking against the log, the audit annotations it records are those of one of them.
 func TestPatchTypeByAnnotations(t *testing.T) {
+	t.Parallel()
 	p, b := levelPolicy("conds", "pods/status", admissionregistrationv1.Update, nil, "false")
 	p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "n", ValueExpression: "string(size(object.status.conditions))"}}
 	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "web", "namespace": "ns1", "resourceVersion": "10", "uid": "u1"},
@@ -991,6 +1015,7 @@ func TestPatchTypeByAnnotations(t *testing.T) {
 // eviction the log shows succeeding fails on a pod so marked (its DisruptionTarget update
 // deletes it first), so the DELETE left the pod as it was, and what follows is decided on it.
 func TestRefusedDeleteThenEviction(t *testing.T) {
+	t.Parallel()
 	p, b := levelPolicy("no-delete", "pods", admissionregistrationv1.Delete, nil, "false")
 	p2, b2 := levelPolicy("marked", "pods", admissionregistrationv1.Update, nil, "!has(oldObject.metadata.deletionTimestamp) || oldObject.metadata.deletionGracePeriodSeconds > 0")
 	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "pod-a", "namespace": "ns1", "resourceVersion": "10", "uid": "u1", "labels": map[string]any{"app": "db"}},
@@ -1019,6 +1044,7 @@ func TestRefusedDeleteThenEviction(t *testing.T) {
 // the job strategy then labels with the job's name and uid) or with them: the State follows
 // both, and the labels they write differently are not known.
 func TestJobCreateFollowed(t *testing.T) {
+	t.Parallel()
 	p, b := levelPolicy("old-labels", "jobs/status", admissionregistrationv1.Update, nil, "size(oldObject.metadata.labels) == 1")
 	p.Spec.MatchConstraints.ResourceRules[0].Rule.APIGroups = []string{"batch"}
 	job := func(labels map[string]any, status map[string]any) map[string]any {
@@ -1065,6 +1091,7 @@ func TestJobCreateFollowed(t *testing.T) {
 // validating admission as one type (a strategic merge patch adding a port without a name) and
 // admitted as the other (a merge patch replacing the ports): the log's response says which.
 func TestPatchTypeByResponse(t *testing.T) {
+	t.Parallel()
 	p, b := levelPolicy("ports", "services", admissionregistrationv1.Update, nil, "size(object.spec.ports) < 2")
 	svc := map[string]any{"apiVersion": "v1", "kind": "Service", "metadata": map[string]any{"name": "s", "namespace": "ns1", "resourceVersion": "10", "uid": "u1"},
 		"spec": map[string]any{"clusterIP": "10.0.0.5", "clusterIPs": []any{"10.0.0.5"}, "type": "ClusterIP", "ports": []any{
@@ -1106,6 +1133,7 @@ func TestPatchTypeByResponse(t *testing.T) {
 // stays, marked deleted by the server's clock, and the kubelet's final DELETE of it is decided
 // on the rest of it; a field selector leaves what it deleted unknown.
 func TestDeleteCollectionFollowed(t *testing.T) {
+	t.Parallel()
 	p, b := levelPolicy("on-n1", "pods", admissionregistrationv1.Delete, nil, "oldObject.spec.nodeName == 'n1'")
 	pod := func(name, node, app string) map[string]any {
 		spec := map[string]any{"containers": []any{map[string]any{"name": "c", "image": "i"}}}
@@ -1151,6 +1179,7 @@ func TestDeleteCollectionFollowed(t *testing.T) {
 // after it): the request is decided on both versions. A write that completed after the request
 // was received is likely not held; the log's denial, with --check-recorded, says so for sure.
 func TestInformerLag(t *testing.T) {
+	t.Parallel()
 	p, b := levelPolicy("prod-only", "configmaps", admissionregistrationv1.Create, map[string]string{"env": "prod"}, "")
 	ns := func(env string) map[string]any {
 		return map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1", "resourceVersion": "5", "uid": "u-ns1",
@@ -1184,6 +1213,7 @@ func TestInformerLag(t *testing.T) {
 // before an alternative; a matchCondition on the request alone that skips the policy makes the
 // param's version irrelevant.
 func TestInformerLagParams(t *testing.T) {
+	t.Parallel()
 	p, b := levelPolicy("limit", "configmaps", admissionregistrationv1.Create, nil, "params.data.allow == 'yes'")
 	p.Spec.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}
 	p.Spec.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "not-skipped", Expression: "request.name != 'skipped'"}}
@@ -1266,6 +1296,7 @@ func lagParam(name, rv, allow string) map[string]any {
 // and a param the State first sees in an update (the version before it is not known). The
 // likely state holds every write: each other is an alternative.
 func TestInformerLagStates(t *testing.T) {
+	t.Parallel()
 	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "ns1"}}
 	request := timedEvent(t, levelEvent(t, "req", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "c", 201, "", cm, cm), "02.100000", "02.101000", nil)
 	// The snapshot holds every configmap (this one, of another namespace, says it holds some).
@@ -1372,6 +1403,7 @@ func TestInformerLagStates(t *testing.T) {
 // request was received is read as created, whether the informer held it or not. Created while
 // the request ran, storage may not have held it either.
 func TestInformerLagCreatedByName(t *testing.T) {
+	t.Parallel()
 	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "ns1"}}
 	other := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "other", "namespace": "kube-system", "resourceVersion": "5", "uid": "u-other"}}
 	for _, tc := range []struct {
@@ -1403,6 +1435,7 @@ func TestInformerLagCreatedByName(t *testing.T) {
 // one writes, the other reads (converted through the internal version), and what a
 // deletecollection of one deletes is gone from the other.
 func TestEventsCohabit(t *testing.T) {
+	t.Parallel()
 	p, b := levelPolicy("note", "events", admissionregistrationv1.Update, nil, "oldObject.message == 'hello'")
 	p.Spec.MatchConstraints.ResourceRules[0].Operations = []admissionregistrationv1.OperationType{admissionregistrationv1.Update, admissionregistrationv1.Delete}
 	newEvent := func(name string) map[string]any {
@@ -1448,6 +1481,7 @@ func TestEventsCohabit(t *testing.T) {
 // from storage when the informer does not hold it yet (the policy matcher's GetNamespace):
 // the request is decided on it.
 func TestInformerLagNewNamespace(t *testing.T) {
+	t.Parallel()
 	p, b := levelPolicy("prod-only", "configmaps", admissionregistrationv1.Create, map[string]string{"env": "prod"}, "")
 	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1", "resourceVersion": "5", "uid": "u-ns1",
 		"labels": map[string]any{"env": "prod", "kubernetes.io/metadata.name": "ns1"}}, "spec": map[string]any{"finalizers": []any{"kubernetes"}}, "status": map[string]any{"phase": "Active"}}
@@ -1468,6 +1502,7 @@ func TestInformerLagNewNamespace(t *testing.T) {
 // The log's order (the write not held) is likely; what the write stored is an alternative, and
 // the log's verdicts choose between them where they can.
 func TestInformerLagAhead(t *testing.T) {
+	t.Parallel()
 	cm := func(name string) map[string]any {
 		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": "ns1"}}
 	}
@@ -1566,6 +1601,7 @@ func TestInformerLagAhead(t *testing.T) {
 // pending deletion moves its deletionTimestamp (back, or to the server's clock with one
 // second): the pod it leaves has both fields unknown.
 func TestDeleteCollectionShortens(t *testing.T) {
+	t.Parallel()
 	p, b := levelPolicy("grace", "pods", admissionregistrationv1.Delete, nil, "!has(oldObject.metadata.deletionGracePeriodSeconds) || oldObject.metadata.deletionGracePeriodSeconds in [0, 30]")
 	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "run", "namespace": "ns1", "resourceVersion": "10", "uid": "u-run"},
 		"spec": map[string]any{"nodeName": "n1", "containers": []any{map[string]any{"name": "c", "image": "i"}}}, "status": map[string]any{"phase": "Running"}}
@@ -1604,6 +1640,7 @@ func TestDeleteCollectionShortens(t *testing.T) {
 // newest request undone first, and of the oldest undone request any of its writes (a
 // deletecollection's deletions commit in no order the log says); resources combine.
 func TestUndoneStates(t *testing.T) {
+	t.Parallel()
 	at := func(s int) time.Time { return time.Unix(int64(s), 0) }
 	w := func(gr schema.GroupResource, name string, done int) state.TypedWrite {
 		return state.TypedWrite{GR: gr, Obj: state.ObjectKey{Namespace: "ns", Name: name}, Done: at(done)}
@@ -1658,6 +1695,7 @@ func TestUndoneStates(t *testing.T) {
 // informer too: a pod created moments after a LimitRange's update may have had the defaults
 // of the version before it (an alternative to the likely update held).
 func TestInformerLagPluginInput(t *testing.T) {
+	t.Parallel()
 	p, b := levelPolicy("limited", "pods", admissionregistrationv1.Create, nil, "string(object.spec.containers[0].resources.limits['cpu']) == '200m'")
 	lr := func(rv, cpu string) map[string]any {
 		return map[string]any{"apiVersion": "v1", "kind": "LimitRange", "metadata": map[string]any{"name": "lr", "namespace": "ns1", "resourceVersion": rv, "uid": "u-lr"},
@@ -1696,6 +1734,7 @@ func TestInformerLagPluginInput(t *testing.T) {
 // update so logged leaves the object unknown, and a later delete of it is not decided on the
 // version before it.
 func TestTruncatedEvents(t *testing.T) {
+	t.Parallel()
 	p, b := levelPolicy("keep-a", "configmaps", admissionregistrationv1.Delete, nil, "!has(oldObject.data) || !('a' in oldObject.data)")
 	up, ub := levelPolicy("small", "configmaps", admissionregistrationv1.Update, nil, "size(object.data) < 100")
 	cm := func(data map[string]any) map[string]any {
@@ -1738,6 +1777,7 @@ func TestTruncatedEvents(t *testing.T) {
 // policy admits then (no data.a yet). Replayed one log after the other, the delete would meet
 // the version A wrote last.
 func TestLogsOfSeveralAPIServers(t *testing.T) {
+	t.Parallel()
 	p, b := levelPolicy("keep-a", "configmaps", admissionregistrationv1.Delete, nil, "!has(oldObject.data) || !('a' in oldObject.data)")
 	cm := func(rv string, data map[string]any) map[string]any {
 		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1", "uid": "u1", "resourceVersion": rv}, "data": data}
@@ -1779,6 +1819,7 @@ func TestLogsOfSeveralAPIServers(t *testing.T) {
 // ServiceAccount plugin mounts the account's token whatever its resourceVersion and uid (a
 // ServiceAccount created at level Request), not whatever its automountServiceAccountToken.
 func TestPluginInputFields(t *testing.T) {
+	t.Parallel()
 	p, b := levelPolicy("volumes", "pods", admissionregistrationv1.Create, nil, "object.spec.volumes.exists(v, has(v.projected))")
 	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1", "resourceVersion": "1", "uid": "u-ns1", "labels": map[string]any{"kubernetes.io/metadata.name": "ns1"}}, "spec": map[string]any{"finalizers": []any{"kubernetes"}}, "status": map[string]any{"phase": "Active"}}
 	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "p", "namespace": "ns1"},
@@ -1811,6 +1852,7 @@ func TestPluginInputFields(t *testing.T) {
 // own kind it stores managedFields before admission; a log that omits them (an audit policy's
 // omitManagedFields) does not say what a policy that reads them saw.
 func TestOmittedManagedFields(t *testing.T) {
+	t.Parallel()
 	managed := []any{map[string]any{"manager": "kubectl", "operation": "Update", "apiVersion": "v1", "time": "2026-11-24T00:00:01Z", "fieldsType": "FieldsV1", "fieldsV1": map[string]any{}}}
 	pod := func(withManaged bool) map[string]any {
 		meta := map[string]any{"name": "web", "namespace": "ns1", "uid": "u1", "resourceVersion": "5", "creationTimestamp": "2026-11-24T00:00:01Z"}
@@ -1864,6 +1906,7 @@ func TestOmittedManagedFields(t *testing.T) {
 // manager's entry: the Scale it returned has a new resourceVersion, which the next request's
 // oldObject carries (found by random parity, controllers seed 186).
 func TestScaleRestatesOmittedManagedFields(t *testing.T) {
+	t.Parallel()
 	p, b := levelPolicy("rv", "deployments", admissionregistrationv1.Update, nil, "oldObject.metadata.resourceVersion == '7'")
 	p.Spec.MatchConstraints.ResourceRules[0].APIGroups = []string{"apps"}
 	dep := func(rv string, labels map[string]any) map[string]any {

@@ -19,6 +19,7 @@ import (
 // server are repaired by the mutating policy first, so the replay admits them, and each record
 // says what the policy changed.
 func TestMutatingPoliciesReplay(t *testing.T) {
+	t.Parallel()
 	set, diags := cel.ReadPaths(nil, filepath.Join("testdata", "toleration-floor-map.yaml"))
 	if diags.HasErrors() || len(set.MutatingPolicies) != 1 {
 		t.Fatalf("reading the mutating policy: %v", diags)
@@ -62,6 +63,7 @@ func TestMutatingPoliciesReplay(t *testing.T) {
 
 // TestPipelineVersion: the request pipeline is built for the version the evaluator decides as.
 func TestPipelineVersion(t *testing.T) {
+	t.Parallel()
 	if apiserver.KubernetesVersion != verify.KubernetesVersion {
 		t.Errorf("the pipeline is built for Kubernetes %s, the evaluator decides as %s", apiserver.KubernetesVersion, verify.KubernetesVersion)
 	}
@@ -71,6 +73,7 @@ func TestPipelineVersion(t *testing.T) {
 // validating one: the requests only it matches are replayed, and it changes the pods it
 // changes beside the validating guard.
 func TestMutatingPoliciesAlone(t *testing.T) {
+	t.Parallel()
 	set, diags := cel.ReadPaths(nil, filepath.Join("testdata", "toleration-floor-map.yaml"))
 	if diags.HasErrors() || len(set.MutatingPolicies) != 1 {
 		t.Fatalf("reading the mutating policy: %v", diags)
@@ -110,6 +113,7 @@ func TestMutatingPoliciesAlone(t *testing.T) {
 }
 
 func TestPointerValue(t *testing.T) {
+	t.Parallel()
 	obj := map[string]any{
 		"metadata": map[string]any{"annotations": map[string]any{"rnd.vapc.dev/block": "on", "a~b": "x"}},
 		"spec":     map[string]any{"tolerations": []any{map[string]any{"tolerationSeconds": int64(600)}}},
@@ -136,6 +140,7 @@ func TestPointerValue(t *testing.T) {
 }
 
 func TestReapplied(t *testing.T) {
+	t.Parallel()
 	policy := &admissionregistrationv1.MutatingAdmissionPolicy{}
 	policy.Name = "in-cluster"
 	r := &Replayer{set: policySet{mutating: replayedMutatings([]*admissionregistrationv1.MutatingAdmissionPolicy{policy}, nil)}}

@@ -12,6 +12,7 @@ import (
 // order, with what its Prepare returned; Records carry the rebuilt objects and the policies
 // that can match.
 func TestObserver(t *testing.T) {
+	t.Parallel()
 	var snapshot []string
 	var prepared atomic.Int32
 	var events []int

@@ -31,6 +31,7 @@ const recordings = "testdata/recorded"
 // (a wrong claim, certain or likely), and decided but where the log does not hold what the
 // decision needs (the reasons each case allows).
 func TestRecordings(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name      string
 		dir, log  string
@@ -122,6 +123,7 @@ func TestRecordings(t *testing.T) {
 // leaf node's pods among them, with --check-recorded or without (the log shows no verdict of
 // the in-tree guards, which the cluster did not run: their absence is no evidence).
 func TestRecordingsGuards(t *testing.T) {
+	t.Parallel()
 	guards := map[string]string{"ref-kosmos-node-not-ready": "kosmos-node-not-ready", "ref-drainer-cordon-guard": "drainer-cordon-guard"}
 	log := filepath.Join(recordings, "b", "audit.log.gz")
 	want := map[string][]string{}

@@ -108,6 +108,7 @@ func golden(t *testing.T, path string, got []byte) {
 // TestGolden replays every scenario of testdata/audit and compares the text summary and the
 // JSON lines with the golden files.
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		dir, log string
 		// disagreements is how many verdicts of the log --check-recorded must contradict.
@@ -160,6 +161,7 @@ func TestGolden(t *testing.T) {
 
 // TestKosmosBasic pins the decisions on the log recorded by kube-apiserver v1.37.0.
 func TestKosmosBasic(t *testing.T) {
+	t.Parallel()
 	sum, recs := replayScenario(t, filepath.Join(auditData, "kosmos-basic"), "audit.log.gz")
 	type row struct{ Name, User, Decision, Recorded string }
 	var got []row
@@ -182,6 +184,7 @@ func TestKosmosBasic(t *testing.T) {
 // TestSnapshotSeedsParams replays the flapping log without and with the snapshot: without it,
 // the param Nodes are not known and the node-controller deletes are indeterminate.
 func TestSnapshotSeedsParams(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(auditData, "kosmos-flapping")
 	ps, bs := loadPolicies(t, dir)
 	r, err := New(ps, bs)
@@ -237,6 +240,7 @@ func (f *fakeEvaluator) EvaluateAttributes(ctx context.Context, a admission.Attr
 // TestFakeEvaluator drives a replay through the narrow Evaluator interface and checks the
 // rebuilt requests: impersonated user, dryRun, options, old objects.
 func TestFakeEvaluator(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(auditData, "edge-cases")
 	ps, bs := loadPolicies(t, dir)
 	fake := &fakeEvaluator{}
@@ -291,6 +295,7 @@ func TestFakeEvaluator(t *testing.T) {
 // TestMalformedInput checks that bad lines are counted with their line numbers and never stop
 // the replay: invalid JSON, a line over the limit, a truncated gzip stream, a missing file.
 func TestMalformedInput(t *testing.T) {
+	t.Parallel()
 	lines := gunzipLines(t, filepath.Join(auditData, "kosmos-basic", "audit.log.gz"))
 	long := `{"auditID":"x","stage":"ResponseComplete","pad":"` + strings.Repeat("a", 5000) + `"}` + "\n"
 	mixed := lines[0] + "{oops\n" + long + lines[9] + "[1,2]\n" + lines[12][:40]
@@ -358,6 +363,7 @@ func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 // apiVersion or kind, a resource request without objectRef. Events out of time order and
 // unknown fields are replayed as they come.
 func TestHostileLines(t *testing.T) {
+	t.Parallel()
 	ev := func(id, extra string) string {
 		return `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"` + id + `","stage":"ResponseComplete","requestURI":"/api/v1/namespaces/ns/configmaps/c","verb":"get","user":{"username":"u"},"objectRef":{"resource":"configmaps","namespace":"ns","name":"c","apiVersion":"v1"},"responseStatus":{"code":200},"stageTimestamp":"2026-11-22T10:00:0` + id + `Z"` + extra + "}\n"
 	}
@@ -406,6 +412,7 @@ func TestHostileLines(t *testing.T) {
 // patch type, deletes of terminating pods): no request indeterminate, no verdict of the log
 // contradicted, and every denial predicted with the server's code and message.
 func TestRecordedE2E(t *testing.T) {
+	t.Parallel()
 	sum, recs := replayScenario(t, filepath.Join(auditData, "recorded-e2e"), "audit.log.gz")
 	if len(sum.Disagreements) > 0 || total(sum.Indeterminate) > 0 {
 		t.Errorf("disagreements %v, indeterminate %v; want none", sum.Disagreements, sum.Indeterminate)
@@ -431,6 +438,7 @@ func TestRecordedE2E(t *testing.T) {
 // audit.log before audit.log.1.gz, are replayed oldest first, so that the State sees the
 // writes in order: the Kosmos guard's denial is predicted, and the summary says so.
 func TestRotatedLogsInTimeOrder(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(auditData, "kosmos-basic")
 	lines := gunzipLines(t, filepath.Join(dir, "audit.log.gz"))
 	tmp := t.TempDir()
@@ -484,6 +492,7 @@ func gunzipLines(t *testing.T, path string) []string {
 }
 
 func TestEmptiedOfFinalizers(t *testing.T) {
+	t.Parallel()
 	obj := func(kind string, deleting bool, grace *int64, finalizers ...string) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": kind, "metadata": map[string]any{"name": "x"}}}
 		if deleting {
@@ -516,6 +525,7 @@ func TestEmptiedOfFinalizers(t *testing.T) {
 // again as long as fewer than maxRecentIDs others came since, and two IDs are one only if they
 // are the same string.
 func TestRecentIDs(t *testing.T) {
+	t.Parallel()
 	const id = "6f1c2a5e-0b7d-4c1e-9a3f-2d8e4b6a1c07"
 	var r recentIDs
 	for i, tc := range []struct {
@@ -555,6 +565,7 @@ func TestRecentIDs(t *testing.T) {
 // TestRunOnce: a Replayer's State moves forward with the log it replays: a second Run is an
 // error, not a replay from where the first left off.
 func TestRunOnce(t *testing.T) {
+	t.Parallel()
 	ps, bs := loadPolicies(t, filepath.Join(auditData, "kosmos-basic"))
 	r, err := New(ps, bs)
 	if err != nil {

@@ -22,6 +22,7 @@ func pod(labels map[string]any, containers ...any) *unstructured.Unstructured {
 
 // TestApplyPatch covers the patch types an audit log can hold without its content type.
 func TestApplyPatch(t *testing.T) {
+	t.Parallel()
 	c := func(name, image string) any { return map[string]any{"name": name, "image": image} }
 	for _, tc := range []struct {
 		name, body string
@@ -71,6 +72,7 @@ func TestApplyPatch(t *testing.T) {
 
 // TestGracefulDeletionPending mirrors rest.BeforeDelete's pending case.
 func TestGracefulDeletionPending(t *testing.T) {
+	t.Parallel()
 	deleting := func(grace any) *unstructured.Unstructured {
 		u := pod(nil)
 		md := u.Object["metadata"].(map[string]any)
@@ -107,6 +109,7 @@ func TestGracefulDeletionPending(t *testing.T) {
 
 // TestClassify reads what the log says admission did.
 func TestClassify(t *testing.T) {
+	t.Parallel()
 	ev := func(verb, sub string, code int32, reason, msg string, ann map[string]string) *Event {
 		return &Event{Verb: verb, Stage: auditlog.StageResponseComplete, ObjectRef: &ObjectRef{Resource: "pods", Name: "p", Subresource: sub},
 			ResponseStatus: &Status{Code: code, Reason: reason, Message: msg}, Annotations: ann}
@@ -168,6 +171,7 @@ func lostCode(ev *Event) *Event {
 
 // TestConnect rebuilds the options of a CONNECT from the request URI.
 func TestConnect(t *testing.T) {
+	t.Parallel()
 	r, err := New(nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -192,6 +196,7 @@ func TestConnect(t *testing.T) {
 // TestAdmissionDeleteOptions mirrors the changes rest.BeforeDelete makes to the options of a
 // DELETE before validating admission sees them.
 func TestAdmissionDeleteOptions(t *testing.T) {
+	t.Parallel()
 	scheduled := func(grace any, phase string) *unstructured.Unstructured {
 		u := pod(nil)
 		spec := u.Object["spec"].(map[string]any)
@@ -238,6 +243,7 @@ func TestAdmissionDeleteOptions(t *testing.T) {
 // TestDeleteOptions reads a DELETE's options as its handler does: from the body when there is
 // one, the query then ignored, else from the query as the ParameterCodec converts it.
 func TestDeleteOptions(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, body, query string
 		want              map[string]any

@@ -15,6 +15,7 @@ import (
 // TestScaleFrom mirrors scaleFromDeployment, scaleFromReplicaSet, scaleFromStatefulSet and
 // scaleFromRC.
 func TestScaleFrom(t *testing.T) {
+	t.Parallel()
 	meta := map[string]any{"name": "web", "namespace": "app", "uid": "u-1", "resourceVersion": "42", "creationTimestamp": "2026-03-02T10:00:00Z",
 		"labels": map[string]any{"app": "web"}, "generation": int64(3)}
 	scale := func(replicas, status int64, selector string) map[string]any {
@@ -66,6 +67,7 @@ func TestScaleFrom(t *testing.T) {
 // Deployment; a refused update or patch takes only spec.replicas of the request; after a
 // scale, the State knows the Deployment with the new replicas, resourceVersion and generation.
 func TestScaleRequests(t *testing.T) {
+	t.Parallel()
 	scaleRule := admissionregistrationv1.NamedRuleWithOperations{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
 		Rule:       admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments/scale", "deployments"}},

@@ -22,6 +22,7 @@ import (
 // TestOverlayUnknown: an update's body gives the pipeline the values of the stored object the
 // State does not know, so that it validates the update as the server did; known fields stay.
 func TestOverlayUnknown(t *testing.T) {
+	t.Parallel()
 	volumeNames := []vapccel.Unknown{
 		{Path: objectPath("spec", "volumes", vapccel.AnyStep, "name")},
 		{Path: objectPath("spec", "containers", vapccel.AnyStep, "volumeMounts", vapccel.AnyStep, "name")},
@@ -68,6 +69,7 @@ func TestOverlayUnknown(t *testing.T) {
 // TestJobLabelVariants: a Job create logged with its template's labels is sent both with and
 // without them, unless the Job the server returned says which it was.
 func TestJobLabelVariants(t *testing.T) {
+	t.Parallel()
 	const tmpl = `"spec":{"template":{"metadata":{"labels":{"app":"x"}},"spec":{"containers":[{"name":"c","image":"i"}]}},"backoffLimit":9007199254740993}`
 	same := `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"j","labels":{"app":"x"}},` + tmpl + `}`
 	without := `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"j"},` + tmpl + `}`
@@ -120,6 +122,7 @@ func canonicalJSON(t *testing.T, b []byte) string {
 // TestSortManagedFields: entries ordered as the field manager encodes them once their times
 // are the server's: by operation, the second, the manager.
 func TestSortManagedFields(t *testing.T) {
+	t.Parallel()
 	at := func(sec int64) *metav1.Time { tm := metav1.Unix(sec, 0); return &tm }
 	mfs := []metav1.ManagedFieldsEntry{
 		{Manager: "vapc-e2e", Operation: metav1.ManagedFieldsOperationUpdate, Time: at(10)},
@@ -142,6 +145,7 @@ func TestSortManagedFields(t *testing.T) {
 // deletionTimestamp back, unless that is before the server's clock (then the clock and one
 // second): the replay, whose own clock reads long after the log, puts back the server's way.
 func TestShortenedGrace(t *testing.T) {
+	t.Parallel()
 	pod := func(ts string, grace int64) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod",
 			"metadata": map[string]any{"name": "p", "namespace": "ns", "deletionTimestamp": ts, "deletionGracePeriodSeconds": grace}}}
@@ -219,6 +223,7 @@ func TestShortenedGrace(t *testing.T) {
 // that a request's results are given once each without two distinct ones merged (a field
 // added to Result and not to keyOf fails here).
 func TestResultKey(t *testing.T) {
+	t.Parallel()
 	rt := reflect.TypeOf(verify.Result{})
 	for i := range rt.NumField() {
 		f := rt.Field(i)
@@ -250,6 +255,7 @@ func TestResultKey(t *testing.T) {
 // directive (the kubelet's status patches carry $setElementOrder) was written by a strategic
 // merge patch generator; another object is a merge or a strategic merge patch, or an apply.
 func TestPatchVariants(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, body, query string
 		want              []types.PatchType

@@ -23,6 +23,7 @@ func stateDump(s *state.State) map[string]string {
 // TestSnapshotFastPath loads snapshots with the item-by-item YAML path and with the general
 // decoder and wants the same State, the same count and the same error.
 func TestSnapshotFastPath(t *testing.T) {
+	t.Parallel()
 	ps, bs := loadPolicies(t, filepath.Join(auditData, "kosmos-flapping"))
 	node := func(name, extra string) string {
 		return "- apiVersion: v1\n  kind: Node\n  metadata:\n    name: " + name + "\n    labels:\n      kosmos.io/node: \"true\"\n" + extra
@@ -82,6 +83,7 @@ func TestSnapshotFastPath(t *testing.T) {
 
 // TestSnapshotFastPathGenerated compares both paths on the generator's snapshot.
 func TestSnapshotFastPathGenerated(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join("..", "..", ".cache", "bench", "snapshot-seed1-100000.yaml")
 	if testing.Short() {
 		t.Skip("short")

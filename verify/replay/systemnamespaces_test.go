@@ -14,6 +14,7 @@ import (
 // namespace strategy created it when the log begins with the cluster's creation (nothing
 // changed it unlogged), with what the cluster changed of it unknown otherwise.
 func TestSystemNamespaces(t *testing.T) {
+	t.Parallel()
 	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "kube-system"}}
 	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "default", "labels": map[string]any{"kubernetes.io/metadata.name": "default"}}}
 	birth := replaceOnce(t, levelEvent(t, "birth", auditlog.LevelRequestResponse, "create", "namespaces", "", "default", 201, "", ns, ns), `"username":"admin"`, `"username":"system:apiserver"`)

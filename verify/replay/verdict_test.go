@@ -37,6 +37,7 @@ func (e *errAfter) Read(p []byte) (int, error) {
 // predictions fail it when they are not met; the JUnit report and the final JSON line state
 // the same verdict.
 func TestVerdict(t *testing.T) {
+	t.Parallel()
 	basicLines := gunzipLines(t, filepath.Join(auditData, "kosmos-basic", "audit.log.gz"))
 	basic := strings.Join(basicLines, "")
 	gz := func(s string) []byte {
@@ -211,6 +212,7 @@ func (c *cancelAfter) Read(p []byte) (int, error) {
 // reading at once, replays and decides every line read, says it is partial, and every output
 // says so.
 func TestInterrupted(t *testing.T) {
+	t.Parallel()
 	lines := gunzipLines(t, filepath.Join(auditData, "kosmos-basic", "audit.log.gz"))
 	const read = 600
 	ps, bs := loadPolicies(t, filepath.Join(auditData, "kosmos-basic"))
@@ -246,6 +248,7 @@ func TestInterrupted(t *testing.T) {
 }
 
 func TestParseFailOn(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		want []FailOn

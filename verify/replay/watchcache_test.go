@@ -2,6 +2,8 @@ package replay
 
 import (
 	"context"
+	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -9,6 +11,8 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/utils/ptr"
 
+	vapcschema "github.com/vapc-dev/vapc/cel/schema"
+	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/replay/exporttest"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
@@ -21,6 +25,7 @@ import (
 // of the loaded policies say which one it read. Otherwise the live attempt's are likely (the
 // watch cache holds a write moments after it completed), the older version's an alternative.
 func TestWatchCacheFirstAttempt(t *testing.T) {
+	t.Parallel()
 	cm := func(rv, v string) map[string]any {
 		meta := map[string]any{"name": "cm", "namespace": "ns1", "uid": "u1"}
 		if rv != "" {
@@ -166,6 +171,7 @@ func TestWatchCacheFirstAttempt(t *testing.T) {
 // is not known (the versions before it are not followed for a deletecollection): the live
 // attempt's annotations are likely.
 func TestWatchCacheDeleteCollection(t *testing.T) {
+	t.Parallel()
 	p, b := levelPolicy("old-v", "configmaps", admissionregistrationv1.Delete, nil, "true")
 	p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "v", ValueExpression: "string(oldObject.data.v)"}}
 	cm := func(rv, v string) map[string]any {
@@ -203,6 +209,7 @@ func TestWatchCacheDeleteCollection(t *testing.T) {
 // the replay decides it on that copy, certain when the log's annotations show admission ran,
 // likely otherwise; not skipped as refused before admission.
 func TestConflictAfterFirstAttempt(t *testing.T) {
+	t.Parallel()
 	cm := func(rv, v string) map[string]any {
 		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1", "uid": "u1", "resourceVersion": rv}, "data": map[string]any{"v": v}}
 	}
@@ -293,5 +300,73 @@ func TestConflictAfterFirstAttempt(t *testing.T) {
 				t.Errorf("the update: %s %v, want admit (%s) on the version before", describeRecord(rec), rec.AuditAnnotations, tc.certainty)
 			}
 		})
+	}
+}
+
+// TestWatchCacheFirstAttemptCustomResource: a custom resource's patch, decided on the object
+// the log's response holds, may have had its first attempt on the watch cache's copy of the
+// version before a write moments earlier; rebuilt from the patch over that version, what the
+// handler's field manager wrote before admission is not known, so the attempt decides nothing
+// that reads it, and the live decision is likely, not certain.
+func TestWatchCacheFirstAttemptCustomResource(t *testing.T) {
+	t.Parallel()
+	cat, err := vapcschema.Builtin(verify.KubernetesVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.LoadCRDs(filepath.Join("..", "..", "testdata", "crd", "widgets.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	p, b := levelPolicy("wv", "widgets", admissionregistrationv1.Update, nil, "true")
+	p.Spec.MatchConstraints.ResourceRules[0].APIGroups = []string{"example.com"}
+	p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "managers", ValueExpression: "string(size(object.metadata.?managedFields.orValue([])))"}}
+	widget := func(rv string, replicas int) map[string]any {
+		meta := map[string]any{"name": "w", "namespace": "ns1", "uid": "u1"}
+		if rv != "" {
+			// As the server stores it: the field manager's entry.
+			meta["resourceVersion"] = rv
+			meta["managedFields"] = []any{map[string]any{"manager": "kubectl", "operation": "Update", "apiVersion": "example.com/v1", "fieldsType": "FieldsV1", "fieldsV1": map[string]any{"f:spec": map[string]any{}}}}
+		}
+		return map[string]any{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": meta, "spec": map[string]any{"size": "small", "replicas": replicas}}
+	}
+	// event is levelEvent's of a widget: its group in the URI and objectRef.
+	event := func(id, verb string, code int32, req, resp map[string]any, received, done string) string {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(levelEvent(t, id, auditlog.LevelRequestResponse, verb, "widgets", "ns1", "w", code, "", req, resp)), &m); err != nil {
+			t.Fatal(err)
+		}
+		m["requestURI"] = strings.Replace(m["requestURI"].(string), "/api/v1/", "/apis/example.com/v1/", 1)
+		m["objectRef"].(map[string]any)["apiGroup"] = "example.com"
+		line, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return timedEvent(t, string(line), received, done, nil)
+	}
+	r, err := New([]*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, WithResources(cat))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := []string{
+		event("1", "create", 201, widget("", 1), widget("10", 1), "01.000000", "01.001000"),
+		event("2", "update", 200, widget("10", 2), widget("11", 2), "02.000000", "02.010000"),
+		event("3", "patch", 200, map[string]any{"spec": map[string]any{"replicas": 3}}, widget("12", 3), "02.011000", "02.900000"),
+	}
+	var rec *Record
+	if _, err := r.Run(context.Background(), []Source{{Name: "audit.jsonl", Reader: strings.NewReader(strings.Join(lines, "\n") + "\n")}}, func(out *Record) error {
+		if out.AuditID == "3" {
+			rec = out
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case rec == nil:
+		t.Fatal("the patch has no record")
+	case rec.Decision != DecisionAdmit || rec.Certainty != CertaintyLikely || rec.AuditAnnotations["wv/managers"] != "1":
+		t.Errorf("the patch: %s %s %v, want admit, likely, with the annotation of the object the log's response holds", describeRecord(rec), rec.Certainty, rec.AuditAnnotations)
+	case len(rec.Alternatives) != 1 || rec.Alternatives[0].Decision != DecisionIndeterminate:
+		t.Errorf("the patch's alternatives: %v, want one not decided: the first attempt's managedFields are not known", rec.Alternatives)
 	}
 }

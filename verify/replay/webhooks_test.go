@@ -15,6 +15,7 @@ import (
 // LimitRange's max. The log records the webhook's patch; the policy, which refuses a sidecar
 // with the default limit, denied.
 func TestWebhookChangeReinvokesPlugins(t *testing.T) {
+	t.Parallel()
 	p, b := levelPolicy("sidecar", "pods", admissionregistrationv1.Create, nil,
 		"!object.spec.containers.exists(c, c.name == 'sidecar' && c.resources.limits['cpu'] == '200m')")
 	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1"}}
