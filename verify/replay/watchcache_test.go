@@ -133,15 +133,7 @@ func TestWatchCacheFirstAttempt(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var rec *Record
-			if _, err := r.Run(context.Background(), []Source{{Name: "audit.jsonl", Reader: strings.NewReader(strings.Join(lines, "\n") + "\n")}}, func(out *Record) error {
-				if out.AuditID == "3" {
-					rec = out
-				}
-				return nil
-			}); err != nil {
-				t.Fatal(err)
-			}
+			rec := recordOf(t, r, "3", lines)
 			if rec == nil {
 				t.Fatal("request 3 has no record")
 			}
@@ -352,15 +344,7 @@ func TestWatchCacheFirstAttemptCustomResource(t *testing.T) {
 		event("2", "update", 200, widget("10", 2), widget("11", 2), "02.000000", "02.010000"),
 		event("3", "patch", 200, map[string]any{"spec": map[string]any{"replicas": 3}}, widget("12", 3), "02.011000", "02.900000"),
 	}
-	var rec *Record
-	if _, err := r.Run(context.Background(), []Source{{Name: "audit.jsonl", Reader: strings.NewReader(strings.Join(lines, "\n") + "\n")}}, func(out *Record) error {
-		if out.AuditID == "3" {
-			rec = out
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	rec := recordOf(t, r, "3", lines)
 	switch {
 	case rec == nil:
 		t.Fatal("the patch has no record")
@@ -369,4 +353,19 @@ func TestWatchCacheFirstAttemptCustomResource(t *testing.T) {
 	case len(rec.Alternatives) != 1 || rec.Alternatives[0].Decision != DecisionIndeterminate:
 		t.Errorf("the patch's alternatives: %v, want one not decided: the first attempt's managedFields are not known", rec.Alternatives)
 	}
+}
+
+// recordOf replays the lines and returns the record of the audit ID, nil when it has none.
+func recordOf(t *testing.T, r *Replayer, id string, lines []string) *Record {
+	t.Helper()
+	var rec *Record
+	if _, err := r.Run(context.Background(), []Source{{Name: "audit.jsonl", Reader: strings.NewReader(strings.Join(lines, "\n") + "\n")}}, func(out *Record) error {
+		if out.AuditID == id {
+			rec = out
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return rec
 }
