@@ -2,6 +2,7 @@ package schema
 
 import (
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -205,11 +206,12 @@ func loadBuiltin(minor string, rel *release) (*builtinData, error) {
 		docs:  map[schema.GroupVersion]*document{},
 		kinds: map[schema.GroupVersionKind]kindLocation{},
 	}
-	for _, doc := range docs {
+	scans := scanDocuments(docs)
+	for i, doc := range docs {
 		if !served[doc.gv] && !notServed[doc.gv] {
 			return nil, fmt.Errorf("%s: group-version %s is not classified as served or not served by default", doc.file, gvString(doc.gv))
 		}
-		paths, kinds, err := doc.scan()
+		paths, kinds, err := scans[i].paths, scans[i].kinds, scans[i].err
 		if err != nil {
 			return nil, err
 		}
@@ -235,6 +237,36 @@ func loadBuiltin(minor string, rel *release) (*builtinData, error) {
 		}
 	}
 	return data, nil
+}
+
+// documentScan is what document.scan returned.
+type documentScan struct {
+	paths map[string]map[string]openapiOperation
+	kinds map[schema.GroupVersionKind]string
+	err   error
+}
+
+// scanDocuments scans the documents on every core: most of a process's start-up is spent
+// decompressing and decoding them, one after the other otherwise. The i-th scan is the i-th
+// document's.
+func scanDocuments(docs []*document) []documentScan {
+	scans := make([]documentScan, len(docs))
+	next := make(chan int, len(docs))
+	for i := range docs {
+		next <- i
+	}
+	close(next)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(docs)) {
+		wg.Go(func() {
+			for i := range next {
+				s := &scans[i]
+				s.paths, s.kinds, s.err = docs[i].scan()
+			}
+		})
+	}
+	wg.Wait()
+	return scans
 }
 
 // Clone returns a catalog of the same API, CRDs included, that changes on its own: CRDs added

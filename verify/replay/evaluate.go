@@ -2,11 +2,13 @@ package replay
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -15,6 +17,7 @@ import (
 	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/internal/apiserver"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
@@ -250,11 +253,18 @@ func (r *Replayer) stopEvaluation() {
 
 // evaluate rebuilds the job's request and decides it, on a worker.
 func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
-	if r.usesPipeline(j.ev, j.t) {
+	// The response of a successful write is decoded once: whether it is the admission object
+	// decides the pipeline, and rebuild takes it as that object.
+	var resp *unstructured.Unstructured
+	decodeResponse := func(raw json.RawMessage) *unstructured.Unstructured {
+		resp = auditlog.DecodeAnyObject(raw)
+		return resp
+	}
+	if r.servesThrough(j.ev, j.t, decodeResponse) {
 		r.evaluateServed(ctx, w, j)
 		return
 	}
-	b := r.rebuild(j.ev, j.t, j.rec, j.prior, j.facts)
+	b := r.rebuildWith(j.ev, j.t, j.rec, j.prior, j.facts, resp)
 	if b.skip != "" {
 		j.result.skip = b.skip
 		return

@@ -138,6 +138,12 @@ func (f *serverFacts) learnAudiences(ev *Event) {
 // saw, reading the prior state from the State; facts are what the log showed of the server
 // before it.
 func (r *Replayer) rebuild(ev *Event, t target, rec recording, p state.Prior, facts serverFacts) rebuilt {
+	return r.rebuildWith(ev, t, rec, p, facts, nil)
+}
+
+// rebuildWith is rebuild with the event's response object already decoded by
+// auditlog.DecodeAnyObject (resp, which it may change), or nil to decode it when needed.
+func (r *Replayer) rebuildWith(ev *Event, t target, rec recording, p state.Prior, facts serverFacts, resp *unstructured.Unstructured) rebuilt {
 	q := ev.Query()
 	b := rebuilt{req: verify.Request{
 		Operation: t.op, Resource: t.gvr, SubResource: t.sub, Kind: t.reqKind,
@@ -165,7 +171,7 @@ func (r *Replayer) rebuild(ev *Event, t target, rec recording, p state.Prior, fa
 	case admission.Create, admission.Update:
 		b.req.Options = writeOptions(q)
 	}
-	r.newObject(&b, ev, t, q, p, old, facts)
+	r.newObject(&b, ev, t, q, p, old, facts, resp)
 	if !b.indeterminate.is() {
 		b.unknowns = append(b.unknowns, omittedManagedFields(t, &b, old)...)
 	}
@@ -277,8 +283,11 @@ func (b *rebuilt) deleteOptions(ev *Event, t target, q url.Values, old *unstruct
 
 // newObject gives a CREATE or UPDATE its object: the response's of a successful request, the
 // patch applied to the old object, or the request's body as the server gives it to admission.
-func (r *Replayer) newObject(b *rebuilt, ev *Event, t target, q url.Values, p state.Prior, old *unstructured.Unstructured, facts serverFacts) {
-	resp := auditlog.DecodeAnyObject(ev.ResponseObject)
+// resp is the response object decoded by auditlog.DecodeAnyObject, or nil to decode it here.
+func (r *Replayer) newObject(b *rebuilt, ev *Event, t target, q url.Values, p state.Prior, old *unstructured.Unstructured, facts serverFacts, resp *unstructured.Unstructured) {
+	if resp == nil {
+		resp = auditlog.DecodeAnyObject(ev.ResponseObject)
+	}
 	if ev.Code() >= 200 && ev.Code() < 300 && resp != nil && sameKind(resp, t.reqKind) {
 		obj := withKind(resp, t.reqKind)
 		if t.op == admission.Create {

@@ -278,3 +278,38 @@ func TestDeleteOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeKindAsWhole holds decodeKind, which usesPipeline reads a response's kind with, to
+// the apiVersion and kind auditlog.DecodeAnyObject gives, which evaluate decodes the response
+// with once for both usesPipeline and rebuild.
+func TestDecodeKindAsWhole(t *testing.T) {
+	t.Parallel()
+	for _, raw := range []string{
+		``,
+		`null`,
+		`[]`,
+		`{}`,
+		`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`,
+		`{"metadata":{"name":"p"},"kind":"Pod","apiVersion":"v1"}`,
+		`{"apiVersion":"apps/v1","metadata":{"name":"d"}}`,
+		`{"kind":"Scale","apiVersion":"autoscaling/v1","kind":"Deployment"}`,
+		`{"kind":5,"apiVersion":"v1"}`,
+		`{"kind":"Pod","apiVersion":"v1","spec":{"containers":[}`,
+		`{"kind":"P\u006fd","apiVersion":"v1"}`,
+	} {
+		type kind struct {
+			Nil              bool
+			APIVersion, Kind string
+		}
+		of := func(u *unstructured.Unstructured) kind {
+			if u == nil {
+				return kind{Nil: true}
+			}
+			return kind{APIVersion: u.GetAPIVersion(), Kind: u.GetKind()}
+		}
+		want, got := of(auditlog.DecodeAnyObject([]byte(raw))), of(decodeKind([]byte(raw)))
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("decodeKind(%q) mismatch (-DecodeAnyObject +decodeKind):\n%s", raw, diff)
+		}
+	}
+}

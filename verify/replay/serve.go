@@ -247,6 +247,12 @@ var jobsResource = schema.GroupResource{Group: "batch", Resource: "jobs"}
 // not hold as the response of a successful create or update, at a level that logs its body
 // (a connect has none).
 func (r *Replayer) usesPipeline(ev *Event, t target) bool {
+	return r.servesThrough(ev, t, decodeKind)
+}
+
+// servesThrough is usesPipeline with the response object decoded by decode, which gives its
+// apiVersion and kind as decodeKind does (evaluate decodes it whole, once, for rebuild too).
+func (r *Replayer) servesThrough(ev *Event, t target, decode func(json.RawMessage) *unstructured.Unstructured) bool {
 	if t.reqKind.Empty() || ev.Verb == "" {
 		return false
 	}
@@ -255,7 +261,7 @@ func (r *Replayer) usesPipeline(ev *Event, t target) bool {
 			return false
 		}
 		if (t.op == admission.Create || t.op == admission.Update) && ev.Code() >= 200 && ev.Code() < 300 && !defaultedOnRead[t.gvr.GroupResource()] {
-			if resp := decodeKind(ev.ResponseObject); resp != nil && sameKind(resp, t.reqKind) {
+			if resp := decode(ev.ResponseObject); resp != nil && sameKind(resp, t.reqKind) {
 				return false // the stored result is the admission object (see rebuild)
 			}
 		}
