@@ -22,7 +22,8 @@ import (
 // objects (the State of a large cluster). It is not a cap. Unless GOGC is set too, the
 // collector is paced by it alone (internal/gctune, GOGC off): a collection when the process's
 // memory reaches it, and once the live heap passes half of it, the limit follows twice the
-// live heap (about GOGC=100's pace) instead of collecting without end.
+// live heap (about GOGC=100's pace) instead of collecting without end. A replay fits it to
+// its input (gctune.Fit): a small log's heap is collected before it grows this far.
 const memoryLimit = 400 << 20
 
 func main() {

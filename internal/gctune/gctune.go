@@ -16,6 +16,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
+	"sync/atomic"
 )
 
 // Limit is the soft memory limit the tuner sets after a collection that left live bytes of
@@ -31,9 +32,41 @@ func Limit(live, base uint64) int64 {
 	return int64(l)
 }
 
+// MinBase is the least base Fit sets: what a replay holds whatever its input (the built-in
+// catalog, the compiled policies, the request pipeline).
+const MinBase = 128 << 20
+
+// BaseFor is the base for a run that reads about input bytes, up to max: eight times the
+// input (a replay holds a fraction of what it reads, and its collections are not worth their
+// cost until the heap has grown well past it), and at least MinBase. A small input's run then
+// collects before its heap has touched hundreds of fresh pages it does not need.
+func BaseFor(input, max uint64) uint64 {
+	b := uint64(MinBase)
+	if input > max/8 {
+		return max
+	}
+	if 8*input > b {
+		b = 8 * input
+	}
+	return min(b, max)
+}
+
+// active is the tuner Start started, until Stop: the runtime's collector has one pacing.
+var active atomic.Pointer[Tuner]
+
+// Fit sets the base of the running tuner, if any, for a run that reads about input bytes
+// (BaseFor, up to the base it was started with).
+func Fit(input uint64) {
+	if t := active.Load(); t != nil {
+		t.setBase(BaseFor(input, t.max))
+	}
+}
+
 // Tuner sets the soft memory limit after every garbage collection (see Limit) until stopped.
 type Tuner struct {
-	base uint64
+	// base is what the limit is while the live heap is under half of it; max the base it
+	// was started with, which Fit does not exceed.
+	base, max uint64
 	// mu orders tune (on the finalizers' goroutine) and Stop: none tunes after Stop.
 	mu      sync.Mutex
 	stopped bool
@@ -53,11 +86,32 @@ type sentinel struct {
 // Start turns GOGC off, sets the soft memory limit to base (bytes), and tunes it after every
 // collection. Stop ends it and puts both back as they were.
 func Start(base uint64) *Tuner {
-	t := &Tuner{base: base, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+	t := &Tuner{base: base, max: base, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
 	t.limit = debug.SetMemoryLimit(Limit(0, base))
 	t.percent = debug.SetGCPercent(-1)
 	t.arm()
+	active.Store(t)
 	return t
+}
+
+// setBase sets the base, and the limit for the live heap of the last collection with it.
+func (t *Tuner) setBase(base uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped {
+		return
+	}
+	t.base = base
+	debug.SetMemoryLimit(Limit(t.live(), base))
+}
+
+// live is the live heap the last collection left.
+func (t *Tuner) live() uint64 {
+	metrics.Read(t.sample)
+	if v := t.sample[0].Value; v.Kind() == metrics.KindUint64 {
+		return v.Uint64()
+	}
+	return 0
 }
 
 func (t *Tuner) arm() {
@@ -76,12 +130,7 @@ func (t *Tuner) tune() bool {
 	if t.stopped {
 		return false
 	}
-	metrics.Read(t.sample)
-	var live uint64
-	if v := t.sample[0].Value; v.Kind() == metrics.KindUint64 {
-		live = v.Uint64()
-	}
-	debug.SetMemoryLimit(Limit(live, t.base))
+	debug.SetMemoryLimit(Limit(t.live(), t.base))
 	return true
 }
 
@@ -90,6 +139,7 @@ func (t *Tuner) Stop() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.stopped = true
+	active.CompareAndSwap(t, nil)
 	debug.SetGCPercent(t.percent)
 	debug.SetMemoryLimit(t.limit)
 }

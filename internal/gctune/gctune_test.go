@@ -59,3 +59,40 @@ func TestTuner(t *testing.T) {
 		t.Errorf("GOGC, soft memory limit after Stop = %d, %d; want 100, %d (as before Start)", p, l, probe)
 	}
 }
+
+func TestBaseFor(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		input, max, want uint64
+	}{
+		{input: 0, max: 400 * mib, want: MinBase},
+		{input: 2 << 10, max: 400 * mib, want: MinBase},          // one event
+		{input: 20 * mib, max: 400 * mib, want: 160 * mib},       // 10,000 pods
+		{input: 360 * mib, max: 400 * mib, want: 400 * mib},      // a long log: the base it started with
+		{input: math.MaxUint64, max: 400 * mib, want: 400 * mib}, // eight times it would wrap
+		{input: 0, max: 64 * mib, want: 64 * mib},                // never above the start's
+	} {
+		if got := BaseFor(tc.input, tc.max); got != tc.want {
+			t.Errorf("BaseFor(%d, %d MiB) = %d MiB, want %d MiB", tc.input, tc.max/mib, got/mib, tc.want/mib)
+		}
+	}
+}
+
+// TestFit checks that Fit sets the running tuner's base, and with it the soft memory limit,
+// and does nothing once the tuner stopped.
+func TestFit(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
+	const base = 1 << 40 // far above the test's live heap
+	tu := Start(base)
+	Fit(1 << 30)
+	if l := debug.SetMemoryLimit(-1); l != 8<<30 {
+		t.Errorf("the soft memory limit after Fit(1 GiB) = %d, want 8 GiB", l)
+	}
+	tu.Stop()
+	before := debug.SetMemoryLimit(-1)
+	Fit(1 << 20)
+	if l := debug.SetMemoryLimit(-1); l != before {
+		t.Errorf("Fit after Stop set the soft memory limit to %d, want it left at %d", l, before)
+	}
+}
