@@ -280,7 +280,7 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 		out.indeterminate(u)
 		return
 	}
-	d := &rebuiltDecider{r: r, ctx: ctx, w: w, j: j, b: &b, unknowns: r.rebuiltUnknowns(j, &b, j.prior)}
+	d := &rebuiltDecider{r: r, ctx: ctx, w: w, j: j, live: true, b: &b, unknowns: r.rebuiltUnknowns(j, &b, j.prior)}
 	r.conclude(w, j, out, b.oldUnknown, d.decide)
 	j.revise.unknowns = d.unknowns
 	decideOn := func(p state.Prior) (*verify.Decision, error) { return r.decideOn(ctx, w, j, p) }
@@ -327,10 +327,14 @@ func (r *Replayer) rebuiltUnknowns(j *job, b *rebuilt, p state.Prior) []vapccel.
 // what it does not know of it (unknowns): the replayed MutatingAdmissionPolicies first, then
 // the validating ones (verify.Evaluator.Evaluate).
 type rebuiltDecider struct {
-	r        *Replayer
-	ctx      context.Context
-	w        evalWorker
-	j        *job
+	r   *Replayer
+	ctx context.Context
+	w   evalWorker
+	j   *job
+	// live says the decider decides the request on the version the log's order gives, whose
+	// evaluations say whether the mutating policies ran (job.result.mutationRan); not on
+	// another version (decideOn).
+	live     bool
 	b        *rebuilt
 	unknowns []vapccel.Unknown
 }
@@ -358,7 +362,9 @@ func (d *rebuiltDecider) evaluate(eval Evaluator, view *state.StateView) (*verif
 	if err != nil || dec.Mutation == nil {
 		return dec, err
 	}
-	j.result.mutationRan = j.result.mutationRan || dec.Mutation.Acted()
+	if d.live {
+		j.result.mutationRan = j.result.mutationRan || dec.Mutation.Acted()
+	}
 	if j.result.schemaRefreshing != "" && dec.Mutation.Acted() {
 		return nil, &indeterminateError{because(ReasonMutationUnknown, j.result.schemaRefreshing)}
 	}

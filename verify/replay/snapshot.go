@@ -12,12 +12,13 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/vapc-dev/vapc/verify/replay/internal/catalog"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/catalog"
 )
 
 // loadSnapshot seeds the State with the objects of snapshot files or folders: the output of

@@ -2,7 +2,6 @@ package replay
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -226,17 +225,17 @@ func (r *Replayer) conflictAfterFirstAttempt(ctx context.Context, w evalWorker, 
 			continue
 		}
 		dec, err := r.decideOn(ctx, w, j, sp)
-		if ind := (*indeterminateError)(nil); errors.As(err, &ind) {
+		if err != nil {
 			// Had the attempt on that copy admitted the request, it failed after admission;
 			// had it refused it, the server would have answered the refusal, so the attempt
 			// did not read that copy and the request failed its precondition before
 			// admission. Which, the replay cannot tell.
-			out.indeterminate(ind.why)
+			out.indeterminate(undecidedOf(err))
 			out.OldObjectSource = sp.Source
 			out.Notes = append(out.Notes, "kube-apiserver's first attempt may have run admission on its watch cache's copy of "+sp.Source+" before the request failed with 409 Conflict")
 			return true
 		}
-		if err != nil || dec == nil || !dec.Allowed {
+		if dec == nil || !dec.Allowed {
 			// An attempt refused by admission would have answered its refusal, not 409.
 			return false
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -279,8 +280,9 @@ func TestConflictAfterFirstAttempt(t *testing.T) {
 			rec := recs["3"]
 			switch {
 			case tc.lost:
-				if rec == nil || rec.Decision != DecisionIndeterminate || rec.Reason != ReasonExportLost {
-					t.Errorf("the update: %s, want indeterminate (%s)", describeRecord(rec), ReasonExportLost)
+				attempted := rec != nil && slices.ContainsFunc(rec.Notes, func(n string) bool { return strings.Contains(n, "first attempt may have run admission") })
+				if rec == nil || rec.Decision != DecisionIndeterminate || rec.Reason != ReasonExportLost || !attempted || !strings.Contains(rec.OldObjectSource, "audit.jsonl:1") {
+					t.Errorf("the update: %s, want indeterminate (%s) on the first attempt on the version the create stored", describeRecord(rec), ReasonExportLost)
 				}
 			case tc.skipped:
 				if rec != nil || sum.Skipped["rejected-before-admission (Conflict)"] != 1 {

@@ -30,7 +30,8 @@ type Owner interface {
 	// Changed is the second half of the barrier after the catalog changed: the owner derives
 	// what it derives from the catalog (its epoch, its evaluators) and evaluation goes on.
 	Changed(ctx context.Context) error
-	// Resume ends a barrier in which nothing changed.
+	// Resume ends a barrier in which nothing changed; after Changed, or without Quiesce, it
+	// does nothing.
 	Resume(ctx context.Context)
 }
 

@@ -2,6 +2,8 @@ package catalog
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,26 +19,48 @@ import (
 )
 
 // owner records the barrier's calls as the replay's owner makes them: a second Quiesce
-// before Changed or Resume does nothing.
+// before Changed or Resume does nothing, nor a Resume after Changed. It holds the catalog to
+// its barrier: what evaluations read of it (the CRDs served, the kinds learned) does not
+// change outside one.
 type owner struct {
+	t        *testing.T
+	c        *Catalog
 	quiesced bool
 	calls    []string
+	// seen is what evaluations could read of the catalog when the last barrier ended.
+	seen string
+}
+
+// readable is what evaluations read of the catalog.
+func (o *owner) readable() string {
+	if o.c == nil {
+		return ""
+	}
+	learned := slices.Sorted(maps.Keys(o.c.learned))
+	return strings.Join(o.c.Schema().CRDs(), ",") + " learned " + strings.Join(learned, ",")
 }
 
 func (o *owner) Quiesce() {
-	if !o.quiesced {
-		o.quiesced = true
-		o.calls = append(o.calls, "quiesce")
+	if o.quiesced {
+		return
 	}
+	if got := o.readable(); got != o.seen {
+		o.t.Errorf("the catalog changed outside a barrier: %q, then %q", o.seen, got)
+	}
+	o.quiesced = true
+	o.calls = append(o.calls, "quiesce")
 }
 func (o *owner) Removed(gr schema.GroupResource) { o.calls = append(o.calls, "removed "+gr.String()) }
 func (o *owner) Changed(context.Context) error {
-	o.quiesced = false
+	o.quiesced, o.seen = false, o.readable()
 	o.calls = append(o.calls, "changed")
 	return nil
 }
 func (o *owner) Resume(context.Context) {
-	o.quiesced = false
+	if !o.quiesced {
+		return
+	}
+	o.quiesced, o.seen = false, o.readable()
 	o.calls = append(o.calls, "resume")
 }
 
@@ -46,8 +70,11 @@ func newCatalog(t *testing.T) (*Catalog, *owner) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := &owner{}
-	return New(cat, o), o
+	o := &owner{t: t}
+	c := New(cat, o)
+	o.c = c
+	o.seen = o.readable()
+	return c, o
 }
 
 var t0 = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
@@ -207,5 +234,55 @@ func TestParamKinds(t *testing.T) {
 	check("its CRD deleted", widget, 2*ParamResolveDelay+time.Second, false, state{Unknown: []string{"widgets.example.com"}})
 	if _, err := c.ParamResources(nil).RESTMapper().RESTMapping(schema.GroupKind{Group: "example.com", Kind: "Widget"}, "v1"); err != nil {
 		t.Errorf("the mapping the policy source found is not kept: %v", err)
+	}
+}
+
+// TestLearn: a kind learned from its use is served by a CRD without a schema, within the
+// owner's barrier; not one of a CRD the log removed, nor without a catalog to follow.
+func TestLearn(t *testing.T) {
+	gadgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "gadgets"}
+	use := Use{Resource: gadgets, Kind: "Gadget", Namespaced: true, Verb: "create", File: "log", Line: 7, At: t0}
+	for _, tc := range []struct {
+		name    string
+		removed bool // the log removed gadgets.example.com first
+		want    bool
+		changes []string
+	}{
+		{name: "first use", want: true, changes: []string{
+			"log:7: gadgets.example.com served: Gadget Namespaced in v1",
+			"log:7: gadgets.example.com learned from a create of it: Gadget Namespaced in v1, its schema not known (created before the log shows it)"}},
+		{name: "a CRD the log removed", removed: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _ := newCatalog(t)
+			if tc.removed {
+				if err := c.Remove(context.Background(), "gadgets.example.com", "log", 3, t0, "deleted"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			learned, err := c.Learn(context.Background(), use)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var changes []string
+			for _, ch := range c.Changes() {
+				changes = append(changes, ch.String())
+			}
+			if learned != tc.want || c.Learned(gadgets) != tc.want {
+				t.Errorf("Learn = %v, Learned = %v; want %v", learned, c.Learned(gadgets), tc.want)
+			}
+			if diff := cmp.Diff(tc.changes, changes); diff != "" {
+				t.Errorf("changes (-want +got):\n%s", diff)
+			}
+		})
+	}
+	// Resources that are not a catalog follow no CRD.
+	cat, err := vapcschema.Builtin(verify.KubernetesVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := New(struct{ verify.Resources }{cat}, &owner{t: t})
+	if learned, err := c.Learn(context.Background(), use); learned || err != nil {
+		t.Errorf("without a catalog: Learn = %v, %v; want false", learned, err)
 	}
 }

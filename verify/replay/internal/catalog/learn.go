@@ -109,6 +109,9 @@ func (c *Catalog) Learn(ctx context.Context, u Use) (bool, error) {
 		},
 	}
 	crd.Status.AcceptedNames = crd.Spec.Names
+	// Evaluations read what was learned (Learned): it changes within the barrier.
+	c.owner.Quiesce()
+	defer c.owner.Resume(ctx)
 	if c.learned == nil {
 		c.learned = map[string]bool{}
 	}

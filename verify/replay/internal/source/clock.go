@@ -33,7 +33,7 @@ type Jump struct {
 // replay notes with it where the logs Split cannot cut go back.
 type Clock struct {
 	// latest is the latest stage time so far; stamp is it as the log wrote it, when it came
-	// from NoteStamp (latest is then parsed from it only when needed: zero until).
+	// from NoteStamp in UTC (latest is then parsed from it only when needed: zero until).
 	latest time.Time
 	stamp  string
 }
@@ -58,8 +58,8 @@ func (c *Clock) Note(at time.Time) (latest time.Time, back bool) {
 // when its text does not order it after the latest (a log's lines mostly come in the order of
 // their stage times); a time it cannot parse is passed over.
 func (c *Clock) NoteStamp(s string) (latest time.Time, back bool) {
-	if n := len(s); n > 0 && n == len(c.stamp) && s[n-1] == 'Z' && c.stamp[n-1] == 'Z' && s >= c.stamp {
-		// The same layout, in UTC: the text orders as the time does.
+	if len(s) == len(c.stamp) && s >= c.stamp && utcStamp(s) {
+		// The same layout as the latest's, in UTC: the text orders as the time does.
 		c.stamp, c.latest = s, time.Time{}
 		return time.Time{}, false
 	}
@@ -68,10 +68,38 @@ func (c *Clock) NoteStamp(s string) (latest time.Time, back bool) {
 		return time.Time{}, false
 	}
 	latest, back = c.Note(at)
-	if c.latest.Equal(at) {
-		c.stamp = s
+	if c.latest.Equal(at) && utcStamp(s) {
+		c.stamp = s // (a stamp with an offset is not compared by its text)
 	}
 	return latest, back
+}
+
+// utcStamp says whether s is an RFC 3339 time in UTC ("2006-01-02T15:04:05Z", with a
+// fraction of a second or without): the layout whose text orders as the times do, among
+// stamps of one length.
+func utcStamp(s string) bool {
+	const layout = "0000-00-00T00:00:00"
+	if len(s) < len(layout)+1 || s[len(s)-1] != 'Z' {
+		return false
+	}
+	for i := range len(layout) {
+		if digit := s[i] >= '0' && s[i] <= '9'; (layout[i] == '0') != digit || (!digit && s[i] != layout[i]) {
+			return false
+		}
+	}
+	frac := s[len(layout) : len(s)-1]
+	if frac == "" {
+		return true
+	}
+	if frac[0] != '.' || len(frac) == 1 {
+		return false
+	}
+	for _, b := range []byte(frac[1:]) {
+		if b < '0' || b > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // part is the span of a log file that one of its parts fills: from the byte offset and line

@@ -110,6 +110,26 @@ func TestSampledBack(t *testing.T) {
 	}
 }
 
+// TestUTCStamp: the stamps whose text orders as their times do, among stamps of one length.
+func TestUTCStamp(t *testing.T) {
+	t.Parallel()
+	for s, want := range map[string]bool{
+		"2026-11-28T10:00:00Z":             true,
+		"2026-11-28T10:00:00.5Z":           true,
+		"2026-11-28T10:00:00.123456Z":      true,
+		"2026-11-28T10:00:00.123456+01:00": false,
+		"2026-11-28T1X:00:00.123456Z":      false,
+		"2026-11-28T10:00:00.Z":            false,
+		"2026-11-28T10:00:00,5Z":           false,
+		"2026-11-28 10:00:00.5Z":           false,
+		"":                                 false,
+	} {
+		if got := utcStamp(s); got != want {
+			t.Errorf("utcStamp(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
 // TestClock: a line more than ClockBack before the latest above it begins a part, and what
 // follows is measured against that part; jitter under ClockBack is not a jump. NoteStamp, which
 // orders the stamps of one layout by their text, finds the jumps Note finds.
@@ -138,7 +158,13 @@ func TestClock(t *testing.T) {
 					if how == "Note" {
 						latest, back = c.Note(at(ms))
 					} else {
-						latest, back = c.NoteStamp(at(ms).Format("2006-01-02T15:04:05.000000Z07:00"))
+						// The layouts a log's stamps come in, one after another.
+						layout := []string{"2006-01-02T15:04:05.000000Z07:00", time.RFC3339Nano, time.RFC3339}[i%3]
+						stamp := at(ms).Format(layout)
+						if layout == time.RFC3339 && at(ms).Nanosecond() != 0 {
+							stamp = at(ms).Format("2006-01-02T15:04:05.000Z07:00")
+						}
+						latest, back = c.NoteStamp(stamp)
 					}
 					if back {
 						jumps = append(jumps, i)
