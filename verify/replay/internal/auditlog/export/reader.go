@@ -2,13 +2,14 @@ package export
 
 import (
 	"bufio"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
 	"runtime"
 	"sync"
 	"time"
+
+	"github.com/klauspost/compress/gzip"
 
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
