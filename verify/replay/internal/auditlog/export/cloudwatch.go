@@ -86,10 +86,11 @@ func logEventOf(raw []byte, line int, where, field string) record {
 
 // logEventRecord is the record of a log event's JSON.
 func logEventRecord(raw []byte, line int, where, field string) record {
-	if msg, ok := memberString(raw, "message"); ok {
+	if msg, ok := appendMemberString(getBuf(len(raw)), raw, "message"); ok {
 		if cut, ok := truncatedMessage(msg, logEventTime(raw), line, where, field+".message"); ok {
 			return cut
 		}
+		putBuf(raw) // the log event's bytes: the message is copied out
 		return eventRecord(msg, line, auditlog.Loss{})
 	}
 	var e logEvent
@@ -108,7 +109,7 @@ func readCloudWatchS3(in input, yield func(record) bool) {
 			if cut, ok := truncatedMessage(msg, at, num, fmt.Sprintf("line %d", num), "MESSAGE"); ok {
 				return cut
 			}
-			return eventRecord(bytes.Clone(msg), num, auditlog.Loss{})
+			return eventRecord(append(getBuf(len(msg)), msg...), num, auditlog.Loss{})
 		}
 		return record{line: num, err: recordError(fmt.Sprintf("line %d", num), "TIMESTAMP", errors.New(`not a line of a CloudWatch Logs export: "TIMESTAMP MESSAGE" expected`))}
 	})

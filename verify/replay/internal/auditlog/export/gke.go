@@ -143,7 +143,9 @@ func gkeRecord(raw []byte, line int, where string) record {
 		return record{line: line, err: recordError(where, field, err)}
 	}
 	data := writeEvent(ev)
-	return record{data: data, line: line, at: at, loss: auditlog.Loss{Export: ExportGKE, Lost: lost}, dry: dryCheckOf(ev)}
+	dry := dryCheckOf(ev)
+	putBuf(raw) // the entry's bytes: what the event holds of them is copied
+	return record{data: data, line: line, at: at, loss: auditlog.Loss{Export: ExportGKE, Lost: lost}, dry: dry}
 }
 
 // mapGKE maps an entry to its event; field names the entry's member an error is about.
@@ -587,7 +589,7 @@ func readGKE(in input, yield func(record) bool) {
 		return
 	}
 	readLines(in, 2*in.maxLine, yield, func(text []byte, num int) record {
-		return record{data: bytes.Clone(text), line: num, unwrap: gkeUnwrap(fmt.Sprintf("entry at line %d", num))}
+		return record{data: append(getBuf(len(text)), text...), line: num, unwrap: gkeUnwrap(fmt.Sprintf("entry at line %d", num))}
 	})
 }
 

@@ -274,12 +274,14 @@ func (r *Reader) nextRecord() (record, bool) {
 
 func (r *Reader) toLine(rec record) auditlog.Line {
 	if rec.dup {
+		putBuf(rec.data)
 		return auditlog.Line{File: r.file, Num: rec.line, Duplicate: true, Size: len(rec.data) + 1}
 	}
 	if rec.skip == "" && rec.err == nil && r.seen != nil && r.seen.again(rec) {
 		rec.skip = aksCopy
 	}
 	if rec.skip != "" {
+		putBuf(rec.data)
 		return auditlog.Line{File: r.file, Num: rec.line, Skip: rec.skip}
 	}
 	if rec.dry != nil && rec.err == nil {
@@ -290,6 +292,7 @@ func (r *Reader) toLine(rec record) auditlog.Line {
 		// The log backend's lines end with a newline: so do these (the size a summary counts).
 		r.line = append(append(r.line[:0], rec.data...), '\n')
 		l.Data, l.Size = r.line, len(r.line)
+		putBuf(rec.data) // copied out: the record's alone (see getBuf)
 	}
 	return l
 }

@@ -363,10 +363,11 @@ func (s *scanner) value(max int, buf []byte) ([]byte, error) {
 		}
 		return s.done(out, keep, max, size)
 	}
-	// The bytes the reader holds are scanned in place, and copied at once (but for the white
-	// space a compact scanner drops: it gathers the runs between in kept).
+	// The bytes the reader holds are scanned in place and gathered in kept (but for the white
+	// space a compact scanner drops), then copied at once into a buffer of the record's
+	// (getBuf).
 	stops := &scanStops
-	gathered := s.compact && len(buf) == 0 && keep
+	gathered := len(buf) == 0 && keep
 	if s.compact {
 		stops = &compactStops
 	}
@@ -432,7 +433,7 @@ func (s *scanner) value(max int, buf []byte) ([]byte, error) {
 		s.r.Discard(i)
 		if done {
 			if gathered && keep {
-				s.kept, out = out, bytes.Clone(out)
+				s.kept, out = out, append(getBuf(len(out)), out...)
 			}
 			return s.done(out, keep, max, size)
 		}
