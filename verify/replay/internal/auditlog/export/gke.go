@@ -626,8 +626,21 @@ func firstByte(r *bufio.Reader) byte {
 // readGKEArray reads gcloud's array of entries; newest first, it is reversed (see reverser).
 func readGKEArray(in input, s *scanner, yield func(record) bool) {
 	rv := newReverser(yield)
+	if in.at != nil {
+		rv.file = &entryFile{at: in.at, base: in.base, max: 2 * in.maxLine}
+	}
 	err := s.array(func(i int) error {
-		where := fmt.Sprintf("entry %d (line %d)", i, s.startLine())
+		line := s.startLine()
+		if rv.indexing() {
+			// Newest first, in a file read again: where the entry is, not its bytes.
+			from := s.off
+			if err := s.skip(); err != nil {
+				return err
+			}
+			rv.index(i, line, from, s.off)
+			return nil
+		}
+		where := fmt.Sprintf("entry %d (line %d)", i, line)
 		rec, err := s.element(2*in.maxLine, where, "", func(raw []byte, line int) record { return gkeEntryOf(raw, line, where, !rv.decided()) })
 		if err != nil {
 			return err

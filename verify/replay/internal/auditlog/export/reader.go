@@ -54,6 +54,9 @@ type input struct {
 	file    string
 	r       *bufio.Reader
 	maxLine int
+	// at reads the input again, at base: a regular file, not compressed (see entryFile).
+	at   io.ReaderAt
+	base int64
 }
 
 // A format's reader yields the records of a file in the file's order.
@@ -116,6 +119,7 @@ const (
 // bytes.
 func NewReader(file string, r io.Reader, format Format, maxLine int) (*Reader, error) {
 	rd := &Reader{file: file}
+	at, base := readerAt(r)
 	br := bufio.NewReaderSize(r, 256<<10)
 	for range 2 {
 		magic, err := br.Peek(2)
@@ -153,6 +157,9 @@ func NewReader(file string, r io.Reader, format Format, maxLine int) (*Reader, e
 		return nil, fmt.Errorf("%s: unknown input format %q", file, format)
 	}
 	in := input{file: file, r: br, maxLine: maxLine}
+	if len(rd.closer) == 0 && at != nil {
+		in.at, in.base = at, base
+	}
 	rd.order = newReorder(file, defaultWindow, maxLine)
 	rd.dry = newDryRuns()
 	rd.join = newJoiner(maxLine)
@@ -161,6 +168,21 @@ func NewReader(file string, r io.Reader, format Format, maxLine int) (*Reader, e
 	}
 	rd.start(func(yield func(record) bool) { read(in, yield) })
 	return rd, nil
+}
+
+// readerAt is r as an io.ReaderAt, and where r is in it, when it is one that can seek (a
+// regular file, not standard input or a pipe); nil otherwise.
+func readerAt(r io.Reader) (io.ReaderAt, int64) {
+	at, ok := r.(io.ReaderAt)
+	sk, ok2 := r.(io.Seeker)
+	if !ok || !ok2 {
+		return nil, 0
+	}
+	base, err := sk.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return nil, 0
+	}
+	return at, base
 }
 
 // start runs the format's reader and the workers that unwrap its records.
