@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
@@ -733,6 +734,10 @@ func scalars(v []byte, each func(name, v []byte) bool) bool {
 
 // unquoteTo decodes the JSON string v into to; false when v is not one.
 func unquoteTo(v []byte, to *string) bool {
+	if n := len(v) - 1; n >= 1 && v[0] == '"' && v[n] == '"' && plainRun(v[1:n]) == n-1 && utf8.Valid(v[1:n]) {
+		*to = string(v[1:n]) // no escape: one copy
+		return true
+	}
 	s, ok := unquote(v)
 	*to = string(s)
 	return ok

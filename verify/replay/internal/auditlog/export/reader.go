@@ -106,6 +106,14 @@ type recordBatch struct {
 	done chan struct{}
 }
 
+// batches recycles the record slices of batches handed over.
+var batches = sync.Pool{New: func() any { return make([]record, 0, batchRecords) }}
+
+// newBatch is an empty batch.
+func newBatch() *recordBatch {
+	return &recordBatch{recs: batches.Get().([]record)[:0], done: make(chan struct{})}
+}
+
 const (
 	// batchRecords is how many records a worker unwraps at once.
 	batchRecords = 128
@@ -211,7 +219,7 @@ func (r *Reader) start(read func(yield func(record) bool)) {
 		defer r.wg.Done()
 		defer close(r.ordered)
 		defer close(work)
-		cur := &recordBatch{done: make(chan struct{})}
+		cur := newBatch()
 		size := 0
 		send := func() bool {
 			select {
@@ -225,7 +233,7 @@ func (r *Reader) start(read func(yield func(record) bool)) {
 				close(cur.done)
 				return false
 			}
-			cur, size = &recordBatch{done: make(chan struct{})}, 0
+			cur, size = newBatch(), 0
 			return true
 		}
 		stopped := false
@@ -281,6 +289,10 @@ func (r *Reader) Next() (l auditlog.Line, ok bool) {
 // nextRecord is the next record of the file, unwrapped.
 func (r *Reader) nextRecord() (record, bool) {
 	for r.cur == nil || r.next == len(r.cur.recs) {
+		if r.cur != nil && cap(r.cur.recs) == batchRecords {
+			batches.Put(r.cur.recs) // handed over: each record cleared
+			r.cur = nil
+		}
 		b, ok := <-r.ordered
 		if !ok {
 			return record{}, false
