@@ -20,8 +20,9 @@ import (
 // writes each full chunk, reversed, to a temporary file, which it reads back last chunk first:
 // memory stays bounded, the disk holds the export once more. When the array is a regular file
 // read as it is (not compressed, not standard input), it reads back the file itself instead:
-// once the array is newest first, the scanner only finds where each entry is (entryFile), and
-// the reverser reads the entries back by their offsets, last first, in blocks.
+// once it holds a chunk of a newest-first array, the scanner only finds where each further
+// entry is (entryFile), and the reverser reads those back by their offsets, last first, in
+// blocks, before the chunk it holds.
 
 // reverseChunk is the bytes of records a reverser holds in memory (a variable for its test).
 var reverseChunk = 32 << 20
@@ -67,8 +68,9 @@ func newReverser(yield func(record) bool) *reverser { return &reverser{yield: yi
 func (v *reverser) decided() bool { return v.falling || v.rising }
 
 // indexing says whether the reverser takes where the next entries are (index), not their
-// bytes: the array is newest first and its file can be read again.
-func (v *reverser) indexing() bool { return v.file != nil && v.falling }
+// bytes: the array is newest first, it holds a chunk of it already, and its file can be read
+// again (a smaller array is held, as reading it back would cost more).
+func (v *reverser) indexing() bool { return v.file != nil && v.falling && v.bytes > reverseChunk }
 
 // index takes where the next entry of the array is: the i-th, on line, from off to end of the
 // input.
