@@ -8,6 +8,7 @@ require (
 	github.com/emicklei/go-restful/v3 v3.13.0
 	github.com/google/cel-go v0.29.2
 	github.com/google/go-cmp v0.7.0
+	github.com/klauspost/compress v1.19.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	go.yaml.in/yaml/v3 v3.0.4
 	gopkg.in/evanphx/json-patch.v4 v4.13.0

@@ -28,7 +28,13 @@ import (
 //   - the level is the lowest the event's objects allow (Metadata without objects), and the
 //     query's selectors of a deletecollection are not known (exportListUnknown);
 //   - a successful update or patch may have created its object (201): unless the State knows
-//     the object was there, the operation is not known (exportUndecided).
+//     the object was there, the operation is not known (exportUndecided);
+//   - an event CloudWatch Logs cut at its size limit keeps its head (the request, the user,
+//     the response's status) and loses its objects, its received time and its annotations,
+//     which hold the log's verdicts of the request: it is replayed as an event at level
+//     Metadata (the State stops knowing what it wrote; its own objects are not known), and a
+//     request that could be decided without them is not (exportUndecided): its verdicts are
+//     not known to compare.
 
 // ReasonExportLost: the decision depends on what the export the event was read from does not
 // carry (the user's groups, uid or extra, whether it was a dry run, whether an update created
@@ -85,11 +91,15 @@ func exportListUnknown(ev *Event) string {
 	return ""
 }
 
-// exportUndecided says why a request cannot be decided whatever the policies read: a
-// successful update or patch whose export lost its HTTP code may have created its object (201,
-// a CREATE for admission) unless the State knows the object was there before.
+// exportUndecided says why a request cannot be decided whatever the policies read: an event
+// whose export lost its annotations (the log's verdicts of the request); a successful update
+// or patch whose export lost its HTTP code may have created its object (201, a CREATE for
+// admission) unless the State knows the object was there before.
 func (j *job) exportUndecided() undecided {
 	ev := j.ev
+	if ev.Loss.Lost.Has(auditlog.LostAnnotations) {
+		return because(ReasonExportLost, ev.Loss.Of(auditlog.LostAnnotations|auditlog.LostLevel)+" of this event, which it cut at its size limit: neither the objects admission saw nor its verdicts are known")
+	}
 	if !ev.Loss.Lost.Has(auditlog.LostCode) || j.t.op != admission.Update || j.t.sub != "" || ev.Code() < 200 || ev.Code() >= 300 {
 		return undecided{}
 	}

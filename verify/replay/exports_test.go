@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
 	"github.com/vapc-dev/vapc/verify/replay/exporttest"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
@@ -247,6 +248,80 @@ func TestExportLosses(t *testing.T) {
 				if rec == nil || rec.Decision != tt.decision || rec.Reason != tt.reason || !strings.Contains(rec.Indeterminate, tt.detail) {
 					t.Errorf("GKE's replay: %s, want %s %s %q", describeRecord(rec), tt.decision, tt.reason, tt.detail)
 				}
+			}
+		})
+	}
+}
+
+// TestCloudWatchCutEvents replays events CloudWatch Logs cut at its size limit, as an S3
+// export hands them over: the cut event is no malformed line; what it wrote is not known to
+// the requests after it, and it is itself decided on nothing its export lost
+// (ReasonExportLost).
+func TestCloudWatchCutEvents(t *testing.T) {
+	t.Parallel()
+	cm := func(rv, v string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "data": map[string]any{"k": v},
+			"metadata": map[string]any{"name": "c", "namespace": "a", "resourceVersion": rv, "uid": "u-c"}}
+	}
+	lines := []string{
+		timedEvent(t, levelEvent(t, "create", auditlog.LevelRequestResponse, "create", "configmaps", "a", "c", 201, "", cm("", "v"), cm("5", "v")), "01.000000", "01.010000", nil),
+		timedEvent(t, levelEvent(t, "update", auditlog.LevelRequestResponse, "update", "configmaps", "a", "c", 200, "", cm("5", "w"), cm("6", "w")), "02.000000", "02.010000", nil),
+		timedEvent(t, levelEvent(t, "delete", auditlog.LevelRequestResponse, "delete", "configmaps", "a", "c", 200, "", nil,
+			map[string]any{"apiVersion": "v1", "kind": "Status", "status": "Success", "details": map[string]any{"name": "c", "kind": "configmaps", "uid": "u-c"}}), "03.000000", "03.010000", nil),
+	}
+	// s3 is the line of an S3 export of an event, cut as CloudWatch Logs cuts it when cut.
+	s3 := func(l string, cut bool) string {
+		at := regexp.MustCompile(`"stageTimestamp":"([^"]*)"`).FindStringSubmatch(l)[1] + " "
+		if cut {
+			// In the order of the log backend's fields, which writes the objects after the
+			// request's head.
+			var ev auditv1.Event
+			if err := json.Unmarshal([]byte(l), &ev); err != nil {
+				t.Fatal(err)
+			}
+			b, err := json.Marshal(&ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l = string(b[:regexp.MustCompile(`"re(quest|sponse)Object"`).FindIndex(b)[0]+40]) + "[Truncated...]"
+		}
+		return at + l
+	}
+	tests := []struct {
+		name string
+		cut  int // the line cut
+		op   admissionregistrationv1.OperationType
+		// id, reason and detail are the record of the request the policy matches.
+		id     string
+		reason Reason
+		detail string
+	}{
+		{name: "a write cut: the object it wrote is not known", cut: 0, op: admissionregistrationv1.Update, id: "update",
+			reason: ReasonOldObjectUnknown, detail: "written at audit.jsonl:1 at level Metadata: the result is not in the log"},
+		{name: "an update cut: its object is not known", cut: 1, op: admissionregistrationv1.Update, id: "update",
+			reason: ReasonNoObject, detail: "the EKS CloudWatch Logs export does not carry the audit level"},
+		{name: "a delete cut: its old object is not known", cut: 2, op: admissionregistrationv1.Delete, id: "delete",
+			reason: ReasonNoObject, detail: "the EKS CloudWatch Logs export does not carry the audit level"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p, b := levelPolicy("cut", "configmaps", tt.op, nil, "oldObject.data.k != ''")
+			ps, bs := []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}
+			_, plain := replayLinesWith(t, ps, bs, nil, lines...)
+			if rec := plain[tt.id]; rec == nil || rec.Decision != DecisionAdmit {
+				t.Fatalf("the log's replay: %s, want admit", describeRecord(rec))
+			}
+			var cut []string
+			for i, l := range lines {
+				cut = append(cut, s3(l, i == tt.cut))
+			}
+			sum, got := replayLinesWith(t, ps, bs, nil, cut...)
+			if sum.MalformedCount > 0 {
+				t.Fatalf("malformed: %v", sum.Malformed)
+			}
+			if rec := got[tt.id]; rec == nil || rec.Decision != DecisionIndeterminate || rec.Reason != tt.reason || !strings.Contains(rec.Indeterminate, tt.detail) {
+				t.Errorf("the export's replay: %s, want indeterminate %s %q", describeRecord(rec), tt.reason, tt.detail)
 			}
 		})
 	}

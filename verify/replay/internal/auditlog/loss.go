@@ -36,10 +36,14 @@ const (
 	// LostDryRun: whether the request was a dry run (the query's dryRun), where the event
 	// does not show it otherwise.
 	LostDryRun
+	// LostAnnotations: the event's annotations (the authorizer's decision, admission's
+	// annotations: the log's verdicts of the request), and with them whatever followed the
+	// request's objects (CloudWatch Logs cuts an event over its size limit).
+	LostAnnotations
 )
 
 // lostNames name each part in the order of the bits.
-var lostNames = []string{"the user's groups", "the user's uid", "the user's extra attributes", "when the request was received", "the exact HTTP status code", "the audit level", "the request URI's query", "whether the request was a dry run"}
+var lostNames = []string{"the user's groups", "the user's uid", "the user's extra attributes", "when the request was received", "the exact HTTP status code", "the audit level", "the request URI's query", "whether the request was a dry run", "the event's annotations (the verdicts of admission)"}
 
 // Has says whether every part of p is lost.
 func (l Lost) Has(p Lost) bool { return l&p == p && p != 0 }

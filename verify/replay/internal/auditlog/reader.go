@@ -3,11 +3,12 @@ package auditlog
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/klauspost/compress/gzip"
 )
 
 // ReadError is why a log could not be read to its end: it cannot be opened, its gzip stream is

@@ -246,7 +246,7 @@ func azureFast(raw []byte) (category string, log []byte, pod string, hasLog, ok 
 
 func readAzureBlob(in input, yield func(record) bool) {
 	readLines(in, 2*in.maxLine, yield, func(text []byte, num int) record {
-		return azureRecordOf(bytes.Clone(text), num, fmt.Sprintf("record at line %d", num))
+		return azureRecordOf(append(getBuf(len(text)), text...), num, fmt.Sprintf("record at line %d", num))
 	})
 }
 

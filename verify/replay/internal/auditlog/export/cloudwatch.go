@@ -86,10 +86,11 @@ func logEventOf(raw []byte, line int, where, field string) record {
 
 // logEventRecord is the record of a log event's JSON.
 func logEventRecord(raw []byte, line int, where, field string) record {
-	if msg, ok := memberString(raw, "message"); ok {
-		if cut, ok := truncatedMessage(msg, line, where, field); ok {
+	if msg, ok := appendMemberString(getBuf(len(raw)), raw, "message"); ok {
+		if cut, ok := truncatedMessage(msg, logEventTime(raw), line, where, field+".message"); ok {
 			return cut
 		}
+		putBuf(raw) // the log event's bytes: the message is copied out
 		return eventRecord(msg, line, auditlog.Loss{})
 	}
 	var e logEvent
@@ -104,8 +105,11 @@ func logEventRecord(raw []byte, line int, where, field string) record {
 
 func readCloudWatchS3(in input, yield func(record) bool) {
 	readLines(in, in.maxLine+64, yield, func(text []byte, num int) record {
-		if _, msg, ok := cutTimestamp(bytes.TrimRight(text, "\r\n")); ok {
-			return eventRecord(bytes.Clone(msg), num, auditlog.Loss{})
+		if at, msg, ok := cutTimestamp(bytes.TrimRight(text, "\r\n")); ok {
+			if cut, ok := truncatedMessage(msg, at, num, fmt.Sprintf("line %d", num), "MESSAGE"); ok {
+				return cut
+			}
+			return eventRecord(append(getBuf(len(msg)), msg...), num, auditlog.Loss{})
 		}
 		return record{line: num, err: recordError(fmt.Sprintf("line %d", num), "TIMESTAMP", errors.New(`not a line of a CloudWatch Logs export: "TIMESTAMP MESSAGE" expected`))}
 	})
@@ -182,13 +186,26 @@ func readFirehose(in input, yield func(record) bool) {
 // cloudWatchTruncated ends a message CloudWatch Logs cut at its event size limit.
 const cloudWatchTruncated = "[Truncated...]"
 
-// truncatedMessage is the record of a message CloudWatch Logs cut: the event is lost to the
-// export, and the record says so with its audit ID where the prefix holds it. It is an error
-// (a malformed line): the replay cannot tell what the request wrote, and so what the requests
-// after it read.
-func truncatedMessage(msg []byte, line int, where, field string) (record, bool) {
+// ExportCloudWatch names EKS's CloudWatch Logs in what a replay says of an event it cut.
+const ExportCloudWatch = "EKS CloudWatch Logs"
+
+// cutLost is what an event CloudWatch Logs cut loses: its objects (the log backend writes
+// them after the request's head), and so its level, and what follows them: when the request
+// was received, and its annotations.
+const cutLost = auditlog.LostLevel | auditlog.LostReceived | auditlog.LostAnnotations
+
+// truncatedMessage is the record of a message CloudWatch Logs cut at its event size limit,
+// of a log event stamped at (the zero time when it has no timestamp): the event rebuilt from
+// the head it kept (cutEvent), lost by the export as far as it was cut (cutLost), so that the
+// replay holds what the request wrote unknown and decides nothing on what it lost
+// (ReasonExportLost). A message whose kept part does not hold the head is an error (a
+// malformed line) that says where and what was cut.
+func truncatedMessage(msg []byte, at time.Time, line int, where, field string) (record, bool) {
 	if !bytes.HasSuffix(bytes.TrimRight(msg, " \r\n"), []byte(cloudWatchTruncated)) {
 		return record{}, false
+	}
+	if ev, ok := cutEvent(msg, at); ok {
+		return eventRecord(ev, line, auditlog.Loss{Export: ExportCloudWatch, Lost: cutLost}), true
 	}
 	id := ""
 	if v, ok := memberString(msg, "auditID"); ok {
@@ -198,5 +215,65 @@ func truncatedMessage(msg []byte, line int, where, field string) (record, bool) 
 			id = " of audit ID " + string(msg[i+11:i+11+j])
 		}
 	}
-	return record{line: line, err: recordError(where, field+".message", fmt.Errorf("the event%s was cut by CloudWatch Logs at its event size limit (%d bytes kept, ending %q): lost by the export, not replayed", id, len(msg), cloudWatchTruncated))}, true
+	why := "what it kept does not hold its audit ID, stage, verb and request URI"
+	if at.IsZero() {
+		why = "its log event has no timestamp"
+	}
+	return record{line: line, err: recordError(where, field, fmt.Errorf("the event%s was cut by CloudWatch Logs at its event size limit (%d bytes kept, ending %q), and %s: lost by the export, not replayed", id, len(msg), cloudWatchTruncated, why))}, true
+}
+
+// cutHead are the members of an audit event the log backend writes before its objects, which
+// an event CloudWatch Logs cut keeps (but the last, which may be cut).
+var cutHead = map[string]bool{"kind": true, "apiVersion": true, "auditID": true, "stage": true, "requestURI": true,
+	"verb": true, "user": true, "impersonatedUser": true, "sourceIPs": true, "userAgent": true, "objectRef": true, "responseStatus": true}
+
+// cutEvent rebuilds the event whose JSON msg begins with, cut: the members of its head msg
+// holds whole, at level Metadata (its objects are lost), completed at (CloudWatch's timestamp
+// of the log event, which is the event's stage time to the millisecond); false when msg does
+// not hold the audit ID, stage, verb and request URI, when it is cut inside the head (a
+// response status cut, say), or when at is zero.
+func cutEvent(msg []byte, at time.Time) ([]byte, bool) {
+	if at.IsZero() {
+		return nil, false
+	}
+	out := append(make([]byte, 0, 1024), '{')
+	need := map[string]bool{"auditID": true, "stage": true, "verb": true, "requestURI": true}
+	walkObject(msg, 0, func(name []byte, keyAt, start int) (int, bool) {
+		n := string(name)
+		end, ok := valueEnd(msg, start)
+		if !ok || end >= len(msg) {
+			if cutHead[n] {
+				need[n] = true // cut in the head: what the request was is not known
+			}
+			return end, false
+		}
+		if cutHead[n] {
+			if len(out) > 1 {
+				out = append(out, ',')
+			}
+			out = append(out, msg[keyAt:end]...)
+			delete(need, n)
+		}
+		return end, true
+	})
+	if len(need) > 0 {
+		return nil, false
+	}
+	out = append(out, `,"level":"Metadata","stageTimestamp":`...)
+	out = appendJSONString(out, at.UTC().Format(time.RFC3339Nano))
+	return append(out, '}'), true
+}
+
+// logEventTime is the timestamp of a log event's JSON (milliseconds since the epoch); the
+// zero time when it has none.
+func logEventTime(raw []byte) time.Time {
+	v, ok := member(raw, "timestamp")
+	if !ok {
+		return time.Time{}
+	}
+	ms, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil || ms <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
 }

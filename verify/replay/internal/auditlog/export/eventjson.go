@@ -42,7 +42,7 @@ func writeEvent(ev *gkeEvent) []byte {
 	if ev.response.raw != nil {
 		size += ev.response.size()
 	}
-	b := make([]byte, 0, size)
+	b := getBuf(size)
 	b = append(b, `{"kind":`...)
 	b = appendJSONString(b, ev.Kind)
 	b = append(b, `,"apiVersion":`...)

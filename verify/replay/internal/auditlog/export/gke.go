@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
@@ -143,7 +144,9 @@ func gkeRecord(raw []byte, line int, where string) record {
 		return record{line: line, err: recordError(where, field, err)}
 	}
 	data := writeEvent(ev)
-	return record{data: data, line: line, at: at, loss: auditlog.Loss{Export: ExportGKE, Lost: lost}, dry: dryCheckOf(ev)}
+	dry := dryCheckOf(ev)
+	putBuf(raw) // the entry's bytes: what the event holds of them is copied
+	return record{data: data, line: line, at: at, loss: auditlog.Loss{Export: ExportGKE, Lost: lost}, dry: dry}
 }
 
 // mapGKE maps an entry to its event; field names the entry's member an error is about.
@@ -587,7 +590,7 @@ func readGKE(in input, yield func(record) bool) {
 		return
 	}
 	readLines(in, 2*in.maxLine, yield, func(text []byte, num int) record {
-		return record{data: bytes.Clone(text), line: num, unwrap: gkeUnwrap(fmt.Sprintf("entry at line %d", num))}
+		return record{data: append(getBuf(len(text)), text...), line: num, unwrap: gkeUnwrap(fmt.Sprintf("entry at line %d", num))}
 	})
 }
 
@@ -624,8 +627,21 @@ func firstByte(r *bufio.Reader) byte {
 // readGKEArray reads gcloud's array of entries; newest first, it is reversed (see reverser).
 func readGKEArray(in input, s *scanner, yield func(record) bool) {
 	rv := newReverser(yield)
+	if in.at != nil {
+		rv.file = &entryFile{at: in.at, base: in.base, max: 2 * in.maxLine}
+	}
 	err := s.array(func(i int) error {
-		where := fmt.Sprintf("entry %d (line %d)", i, s.startLine())
+		line := s.startLine()
+		if rv.indexing() {
+			// Newest first, in a file read again: where the entry is, not its bytes.
+			from := s.off
+			if err := s.skip(); err != nil {
+				return err
+			}
+			rv.index(i, line, from, s.off)
+			return nil
+		}
+		where := fmt.Sprintf("entry %d (line %d)", i, line)
 		rec, err := s.element(2*in.maxLine, where, "", func(raw []byte, line int) record { return gkeEntryOf(raw, line, where, !rv.decided()) })
 		if err != nil {
 			return err
@@ -718,6 +734,10 @@ func scalars(v []byte, each func(name, v []byte) bool) bool {
 
 // unquoteTo decodes the JSON string v into to; false when v is not one.
 func unquoteTo(v []byte, to *string) bool {
+	if n := len(v) - 1; n >= 1 && v[0] == '"' && v[n] == '"' && plainRun(v[1:n]) == n-1 && utf8.Valid(v[1:n]) {
+		*to = string(v[1:n]) // no escape: one copy
+		return true
+	}
 	s, ok := unquote(v)
 	*to = string(s)
 	return ok

@@ -2,6 +2,8 @@ package export
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/bits"
 	"unicode/utf8"
 
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
@@ -22,6 +24,17 @@ func memberString(obj []byte, name string) ([]byte, bool) {
 		return nil, false
 	}
 	out, n, ok := unquotePrefix(obj[start:])
+	return out, ok && n > 0
+}
+
+// appendMemberString appends the value of the member of the object obj named name, a string,
+// decoded, to dst.
+func appendMemberString(dst, obj []byte, name string) ([]byte, bool) {
+	_, start, ok := memberAt(obj, name)
+	if !ok {
+		return dst, false
+	}
+	out, n, ok := auditlog.AppendUnquoted(dst, obj[start:])
 	return out, ok && n > 0
 }
 
@@ -130,10 +143,12 @@ func valueEnd(b []byte, start int) (int, bool) {
 	}
 	depth := 0
 	for i := start; i < len(b); i++ {
-		c := b[i]
-		if depth > 0 && !nesting[c] {
-			continue
+		if depth > 0 {
+			if i += nestingRun(b[i:]); i >= len(b) {
+				break
+			}
 		}
+		c := b[i]
 		switch c {
 		case '"':
 			end, ok := stringBodyEnd(b, i+1)
@@ -165,6 +180,30 @@ func valueEnd(b []byte, start int) (int, bool) {
 
 // nesting are the bytes that matter inside a container, outside its strings.
 var nesting = [256]bool{'"': true, '{': true, '[': true, '}': true, ']': true}
+
+// nestingRun is how many bytes at the start of b are not nesting, eight at a time: most of an
+// object is its strings' bytes, which its scan jumps over (stringBodyEnd), and the names,
+// numbers, colons and commas between them.
+func nestingRun(b []byte) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		// A byte | 0x20 is '{' for '[' and '{' alone, '}' for ']' and '}' alone; a zero byte
+		// of q, o or c is a quote, an opening or a closing bracket, and the lowest byte marked
+		// is exactly the first of them ("Bit Twiddling Hacks": determine if a word has a zero
+		// byte).
+		y := x | ones*0x20
+		q, o, c := x^(ones*'"'), y^(ones*'{'), y^(ones*'}')
+		if m := ((q-ones)&^q | (o-ones)&^o | (c-ones)&^c) & highs; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	for i < len(b) && !nesting[b[i]] {
+		i++
+	}
+	return i
+}
 
 // stringBodyEnd is the index of the quote that ends the string whose body begins at i; false
 // (and where it stopped) at a control character or the end of b.

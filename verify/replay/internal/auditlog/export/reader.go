@@ -2,13 +2,14 @@ package export
 
 import (
 	"bufio"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
 	"runtime"
 	"sync"
 	"time"
+
+	"github.com/klauspost/compress/gzip"
 
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
@@ -53,6 +54,9 @@ type input struct {
 	file    string
 	r       *bufio.Reader
 	maxLine int
+	// at reads the input again, at base: a regular file, not compressed (see entryFile).
+	at   io.ReaderAt
+	base int64
 }
 
 // A format's reader yields the records of a file in the file's order.
@@ -102,6 +106,14 @@ type recordBatch struct {
 	done chan struct{}
 }
 
+// batches recycles the record slices of batches handed over.
+var batches = sync.Pool{New: func() any { return make([]record, 0, batchRecords) }}
+
+// newBatch is an empty batch.
+func newBatch() *recordBatch {
+	return &recordBatch{recs: batches.Get().([]record)[:0], done: make(chan struct{})}
+}
+
 const (
 	// batchRecords is how many records a worker unwraps at once.
 	batchRecords = 128
@@ -115,6 +127,7 @@ const (
 // bytes.
 func NewReader(file string, r io.Reader, format Format, maxLine int) (*Reader, error) {
 	rd := &Reader{file: file}
+	at, base := readerAt(r)
 	br := bufio.NewReaderSize(r, 256<<10)
 	for range 2 {
 		magic, err := br.Peek(2)
@@ -152,6 +165,9 @@ func NewReader(file string, r io.Reader, format Format, maxLine int) (*Reader, e
 		return nil, fmt.Errorf("%s: unknown input format %q", file, format)
 	}
 	in := input{file: file, r: br, maxLine: maxLine}
+	if len(rd.closer) == 0 && at != nil {
+		in.at, in.base = at, base
+	}
 	rd.order = newReorder(file, defaultWindow, maxLine)
 	rd.dry = newDryRuns()
 	rd.join = newJoiner(maxLine)
@@ -160,6 +176,21 @@ func NewReader(file string, r io.Reader, format Format, maxLine int) (*Reader, e
 	}
 	rd.start(func(yield func(record) bool) { read(in, yield) })
 	return rd, nil
+}
+
+// readerAt is r as an io.ReaderAt, and where r is in it, when it is one that can seek (a
+// regular file, not standard input or a pipe); nil otherwise.
+func readerAt(r io.Reader) (io.ReaderAt, int64) {
+	at, ok := r.(io.ReaderAt)
+	sk, ok2 := r.(io.Seeker)
+	if !ok || !ok2 {
+		return nil, 0
+	}
+	base, err := sk.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return nil, 0
+	}
+	return at, base
 }
 
 // start runs the format's reader and the workers that unwrap its records.
@@ -188,7 +219,7 @@ func (r *Reader) start(read func(yield func(record) bool)) {
 		defer r.wg.Done()
 		defer close(r.ordered)
 		defer close(work)
-		cur := &recordBatch{done: make(chan struct{})}
+		cur := newBatch()
 		size := 0
 		send := func() bool {
 			select {
@@ -202,7 +233,7 @@ func (r *Reader) start(read func(yield func(record) bool)) {
 				close(cur.done)
 				return false
 			}
-			cur, size = &recordBatch{done: make(chan struct{})}, 0
+			cur, size = newBatch(), 0
 			return true
 		}
 		stopped := false
@@ -258,6 +289,10 @@ func (r *Reader) Next() (l auditlog.Line, ok bool) {
 // nextRecord is the next record of the file, unwrapped.
 func (r *Reader) nextRecord() (record, bool) {
 	for r.cur == nil || r.next == len(r.cur.recs) {
+		if r.cur != nil && cap(r.cur.recs) == batchRecords {
+			batches.Put(r.cur.recs) // handed over: each record cleared
+			r.cur = nil
+		}
 		b, ok := <-r.ordered
 		if !ok {
 			return record{}, false
@@ -273,12 +308,14 @@ func (r *Reader) nextRecord() (record, bool) {
 
 func (r *Reader) toLine(rec record) auditlog.Line {
 	if rec.dup {
+		putBuf(rec.data)
 		return auditlog.Line{File: r.file, Num: rec.line, Duplicate: true, Size: len(rec.data) + 1}
 	}
 	if rec.skip == "" && rec.err == nil && r.seen != nil && r.seen.again(rec) {
 		rec.skip = aksCopy
 	}
 	if rec.skip != "" {
+		putBuf(rec.data)
 		return auditlog.Line{File: r.file, Num: rec.line, Skip: rec.skip}
 	}
 	if rec.dry != nil && rec.err == nil {
@@ -289,6 +326,7 @@ func (r *Reader) toLine(rec record) auditlog.Line {
 		// The log backend's lines end with a newline: so do these (the size a summary counts).
 		r.line = append(append(r.line[:0], rec.data...), '\n')
 		l.Data, l.Size = r.line, len(r.line)
+		putBuf(rec.data) // copied out: the record's alone (see getBuf)
 	}
 	return l
 }

@@ -3,6 +3,8 @@ package export_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -41,7 +43,12 @@ type line struct {
 
 func readAll(t testing.TB, name string, data []byte, f export.Format) (export.Format, []line) {
 	t.Helper()
-	r, err := export.NewReader(name, bytes.NewReader(data), f, auditlog.DefaultMaxLineBytes)
+	return readFrom(t, name, bytes.NewReader(data), f)
+}
+
+func readFrom(t testing.TB, name string, in io.Reader, f export.Format) (export.Format, []line) {
+	t.Helper()
+	r, err := export.NewReader(name, in, f, auditlog.DefaultMaxLineBytes)
 	if err != nil {
 		t.Fatalf("NewReader: %v", err)
 	}
@@ -199,8 +206,10 @@ func TestDetect(t *testing.T) {
 	}
 }
 
-// TestReverseOnDisk reads gcloud's array newest first holding a few records in memory: the
-// rest go to temporary files, read back last first, and the events come out oldest first.
+// TestReverseOnDisk reads gcloud's array newest first holding a few records in memory: from a
+// stream, the rest go to temporary files, read back last first; from a file, the rest are
+// read back from the file by their offsets, last first; either way the events come out oldest
+// first, and the same.
 func TestReverseOnDisk(t *testing.T) {
 	log := readLog(t, recorded[0])
 	data, err := exporttest.Wrap(export.GKE, log)
@@ -210,7 +219,27 @@ func TestReverseOnDisk(t *testing.T) {
 	defer export.SetReverseChunk(64 << 10)()
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
-	_, lines := readAll(t, "gcloud.json", data, export.GKE)
+	// A stream: no io.ReaderAt.
+	_, lines := readFrom(t, "gcloud.json", struct{ io.Reader }{bytes.NewReader(data)}, export.GKE)
+	if left, _ := os.ReadDir(tmp); len(left) > 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+	path := filepath.Join(t.TempDir(), "gcloud.json")
+	if err := os.WriteFile(path, append([]byte("  "), data...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Seek(2, io.SeekStart); err != nil { // where the reader begins counts
+		t.Fatal(err)
+	}
+	_, fromFile := readFrom(t, "gcloud.json", f, export.GKE)
+	if diff := cmp.Diff(lines, fromFile, cmp.AllowUnexported(line{}), cmp.Comparer(func(a, b error) bool { return fmt.Sprint(a) == fmt.Sprint(b) })); diff != "" {
+		t.Errorf("read back from the file: lines mismatch (-stream +file):\n%s", diff)
+	}
 	var prev time.Time
 	for _, l := range lines {
 		if l.err != nil {
@@ -227,9 +256,6 @@ func TestReverseOnDisk(t *testing.T) {
 	}
 	if want := len(inStageOrder(t, log, func(m map[string]any) bool { return m["stage"] != "RequestReceived" })); len(lines) != want {
 		t.Errorf("%d events, want %d", len(lines), want)
-	}
-	if left, _ := os.ReadDir(tmp); len(left) > 0 {
-		t.Errorf("temporary files left: %v", left)
 	}
 }
 

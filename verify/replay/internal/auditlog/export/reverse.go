@@ -18,7 +18,11 @@ import (
 // hands them over as they come; once they fall (the array is newest first), it holds them
 // and hands them over last first when the array ends. It holds a chunk of them in memory and
 // writes each full chunk, reversed, to a temporary file, which it reads back last chunk first:
-// memory stays bounded, the disk holds the export once more.
+// memory stays bounded, the disk holds the export once more. When the array is a regular file
+// read as it is (not compressed, not standard input), it reads back the file itself instead:
+// once it holds a chunk of a newest-first array, the scanner only finds where each further
+// entry is (entryFile), and the reverser reads those back by their offsets, last first, in
+// blocks, before the chunk it holds.
 
 // reverseChunk is the bytes of records a reverser holds in memory (a variable for its test).
 var reverseChunk = 32 << 20
@@ -36,12 +40,43 @@ type reverser struct {
 	bytes   int
 	spills  []*os.File
 	err     error
+	// file, when set, is the file the array is read from, read again in place of spills.
+	file *entryFile
 }
+
+// entryFile is the file a newest-first array is read from, and where its entries are in it
+// (32 bytes an entry: what the reverser holds of an export of a million events is 32 MB).
+type entryFile struct {
+	at    io.ReaderAt
+	base  int64 // where the input began in it
+	max   int   // the longest entry kept
+	index []entryAt
+}
+
+// entryAt is where an entry of the array is in its file: from off to end, beginning on line.
+type entryAt struct {
+	off, end int64
+	i, line  int
+}
+
+// readBlock is how many bytes of entries the reverser reads back at once.
+const readBlock = 8 << 20
 
 func newReverser(yield func(record) bool) *reverser { return &reverser{yield: yield} }
 
 // decided says whether the reverser knows the array's order: it reads no more times.
 func (v *reverser) decided() bool { return v.falling || v.rising }
+
+// indexing says whether the reverser takes where the next entries are (index), not their
+// bytes: the array is newest first, it holds a chunk of it already, and its file can be read
+// again (a smaller array is held, as reading it back would cost more).
+func (v *reverser) indexing() bool { return v.file != nil && v.falling && v.bytes > reverseChunk }
+
+// index takes where the next entry of the array is: the i-th, on line, from off to end of the
+// input.
+func (v *reverser) index(i, line int, off, end int64) {
+	v.file.index = append(v.file.index, entryAt{off: off, end: end, i: i, line: line})
+}
 
 // add takes the next record of the array; false when the reader wants no more.
 func (v *reverser) add(rec record) bool {
@@ -67,7 +102,7 @@ func (v *reverser) add(rec record) bool {
 	}
 	v.held = append(v.held, rec)
 	v.bytes += len(rec.data) + 64
-	if v.falling && v.bytes > reverseChunk {
+	if v.falling && v.file == nil && v.bytes > reverseChunk {
 		v.spill()
 	}
 	return v.err == nil
@@ -87,6 +122,9 @@ func (v *reverser) finish() bool {
 			}
 		}
 		return true
+	}
+	if v.file != nil && !v.readBack() {
+		return false
 	}
 	for i := len(v.held) - 1; i >= 0; i-- {
 		if !v.yield(v.held[i]) {
@@ -113,6 +151,72 @@ func (v *reverser) finish() bool {
 		}
 	}
 	return true
+}
+
+// readBack hands over the entries indexed, last first, read back from the file in blocks of
+// entries next to each other; false when the reader wants no more.
+func (v *reverser) readBack() bool {
+	f := v.file
+	var block []byte
+	for hi := len(f.index); hi > 0; {
+		lo := hi - 1
+		for lo > 0 && f.index[hi-1].end-f.index[lo-1].off <= readBlock {
+			lo--
+		}
+		from, to := f.index[lo].off, f.index[hi-1].end
+		block = slices.Grow(block[:0], int(to-from))[:to-from]
+		if _, err := f.at.ReadAt(block, f.base+from); err != nil {
+			return v.yield(record{line: f.index[hi-1].line, err: &auditlog.ReadError{Err: fmt.Errorf("reading back the entries to reverse gcloud's order (newest first): %v (did the file change?)", err)}})
+		}
+		for k := hi - 1; k >= lo; k-- {
+			e := f.index[k]
+			if !v.yield(f.entry(e, block[e.off-from:e.end-from])) {
+				return false
+			}
+		}
+		hi = lo
+	}
+	f.index = nil
+	return true
+}
+
+// entry is the record of an entry read back: its bytes without the white space outside its
+// strings (gcloud's indentation, as a compact scanner drops it), to unwrap.
+func (f *entryFile) entry(e entryAt, raw []byte) record {
+	where := fmt.Sprintf("entry %d (line %d)", e.i, e.line)
+	data := appendCompact(getBuf(len(raw)), raw)
+	if len(data) > f.max {
+		putBuf(data)
+		return record{line: e.line, err: recordError(where, "", &errTooLong{max: f.max, size: len(data)})}
+	}
+	return record{data: data, line: e.line, unwrap: gkeUnwrap(where), where: where}
+}
+
+// appendCompact appends the JSON value b without the white space outside its strings to dst,
+// into room made once.
+func appendCompact(dst, b []byte) []byte {
+	n := len(dst)
+	dst = slices.Grow(dst, len(b))[:n+len(b)]
+	o, j := dst[n:], 0
+	for i := 0; i < len(b); {
+		switch c := b[i]; c {
+		case '"':
+			end, found, _ := stringEnd(b[i+1:], false)
+			k := i + 1 + end
+			if found {
+				k++
+			}
+			j += copy(o[j:], b[i:k])
+			i = k
+			continue
+		case ' ', '\t', '\r', '\n':
+		default:
+			o[j] = c
+			j++
+		}
+		i++
+	}
+	return dst[:n+j]
 }
 
 // spill writes the records held, last first, to a temporary file.

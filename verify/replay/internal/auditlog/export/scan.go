@@ -21,7 +21,8 @@ import (
 // which checks it in full.
 type scanner struct {
 	r    *bufio.Reader
-	line int // the line of the next byte, from 1
+	line int   // the line of the next byte, from 1
+	off  int64 // the offset of the next byte in the input
 	err  error
 	// compact drops the white space outside strings from the values it keeps: gcloud's
 	// indentation, a third of its array, which would be held, written to disk to reverse the
@@ -88,6 +89,7 @@ func (s *scanner) readByte() (byte, error) {
 	if err != nil {
 		return 0, err
 	}
+	s.off++
 	if c == '\n' {
 		s.line++
 	}
@@ -111,6 +113,7 @@ func (s *scanner) peek() (byte, error) {
 			// A byte order mark, which some tools write first: skipped wherever it is.
 			if bom, err := s.r.Peek(3); err == nil && string(bom) == "\ufeff" {
 				s.r.Discard(3)
+				s.off += 3
 				continue
 			}
 			return b[0], nil
@@ -363,10 +366,11 @@ func (s *scanner) value(max int, buf []byte) ([]byte, error) {
 		}
 		return s.done(out, keep, max, size)
 	}
-	// The bytes the reader holds are scanned in place, and copied at once (but for the white
-	// space a compact scanner drops: it gathers the runs between in kept).
+	// The bytes the reader holds are scanned in place and gathered in kept (but for the white
+	// space a compact scanner drops), then copied at once into a buffer of the record's
+	// (getBuf).
 	stops := &scanStops
-	gathered := s.compact && len(buf) == 0 && keep
+	gathered := len(buf) == 0 && keep
 	if s.compact {
 		stops = &compactStops
 	}
@@ -430,9 +434,10 @@ func (s *scanner) value(max int, buf []byte) ([]byte, error) {
 		}
 		add(chunk[from:i]...)
 		s.r.Discard(i)
+		s.off += int64(i)
 		if done {
 			if gathered && keep {
-				s.kept, out = out, bytes.Clone(out)
+				s.kept, out = out, append(getBuf(len(out)), out...)
 			}
 			return s.done(out, keep, max, size)
 		}
