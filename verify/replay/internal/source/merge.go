@@ -14,7 +14,8 @@ import (
 // not an event at once. Several logs are those of several kube-apiservers of one cluster, each
 // of which writes its own, whose requests interleave (replayed one log after another, a log's
 // requests would meet the State as the other logs leave it at their end), or rotated logs of
-// one, which follow each other. Ties go to the log given first.
+// one, which follow each other. Ties go to the log given first. A line's Data is the
+// reader's once fn returns.
 func Lines(ctx context.Context, sources []Source, maxLine int, fn func(auditlog.Line) bool) error {
 	type head struct {
 		next  func() (auditlog.Line, bool)

@@ -46,6 +46,26 @@ func (c countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// countingFile counts the bytes read through it of a file, which it still is to the readers
+// that read a file back by offsets (gcloud's array, newest first: export.NewReader): a read
+// at an offset is read again, and not counted.
+type countingFile struct {
+	f *os.File
+	n *atomic.Int64
+}
+
+func (c countingFile) Read(p []byte) (int, error) {
+	n, err := c.f.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+func (c countingFile) ReadAt(p []byte, off int64) (int, error) { return c.f.ReadAt(p, off) }
+
+func (c countingFile) Seek(offset int64, whence int) (int64, error) {
+	return c.f.Seek(offset, whence)
+}
+
 // openSource opens one source for reading its lines, one line per call of next, which says
 // false at the end of the log. An error opening it is its one line. close closes what it
 // opened.
@@ -82,7 +102,11 @@ func openSource(ctx context.Context, src Source, maxLine int) (next func() (audi
 			f.Close()
 		}
 	}
-	if src.Read != nil {
+	switch file, ok := r.(*os.File); {
+	case src.Read == nil:
+	case ok:
+		r = countingFile{file, src.Read}
+	default:
 		r = countingReader{r, src.Read}
 	}
 	// The log backend's lines, or the events of a managed cluster's export as such lines.

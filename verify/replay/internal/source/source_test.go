@@ -10,12 +10,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/vapc-dev/vapc/verify/replay/exporttest"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export"
 )
 
 // event is a line of the log backend's with the audit ID id, completed at the second at.
@@ -152,4 +155,43 @@ func TestInterruptible(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Read did not give up when the context was canceled")
 	}
+}
+
+// TestCountedFileReadBack: a file read with its bytes counted (a progress line's) stays a
+// file to the readers that read it back by offsets: gcloud's array, newest first, is read in
+// the order of its events, every byte counted once.
+func TestCountedFileReadBack(t *testing.T) {
+	t.Parallel()
+	var log []string
+	for i := range 5 {
+		log = append(log, event(fmt.Sprintf("e%d", i), i))
+	}
+	wrapped, err := exporttest.Wrap(export.GKE, []byte(strings.Join(log, "\n")+"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "gcloud.json")
+	if err := os.WriteFile(path, wrapped, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var read atomic.Int64
+	var lines []auditlog.Line
+	if err := Lines(context.Background(), []Source{{Name: path, Read: &read}}, 1<<20, func(l auditlog.Line) bool {
+		l.Data = bytes.Clone(l.Data) // a line's data is the reader's until the next
+		lines = append(lines, l)
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"e0", "e1", "e2", "e3", "e4"}, ids(t, lines)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if read.Load() != int64(len(wrapped)) {
+		t.Errorf("counted %d bytes of the file's %d", read.Load(), len(wrapped))
+	}
+	// What export.NewReader reads back by offsets, not through temporary files.
+	var _ interface {
+		io.ReaderAt
+		io.Seeker
+	} = countingFile{}
 }
