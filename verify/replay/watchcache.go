@@ -91,6 +91,10 @@ func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, deci
 	if why != "" {
 		worlds = append(worlds, decide.World[attemptOutcome]{If: "kube-apiserver's first attempt read its watch cache's copy of an older version", Undecided: &indeterminateError{because(ReasonWatchCache, why)}})
 	}
+	agrees := func(w decide.World[attemptOutcome]) bool { return w.Evidence == decide.Agrees }
+	if evidence && why == "" && !slices.ContainsFunc(worlds, agrees) && lagAgrees(j, out, live) {
+		return
+	}
 	same := func(a, b attemptOutcome) bool {
 		return maps.Equal(a.annotations, b.annotations) && slices.Equal(a.warnings, b.warnings)
 	}
@@ -126,6 +130,33 @@ type attemptOutcome struct {
 	annotations map[string]string
 	warnings    []string // sorted, each once
 	version     string   // where the first attempt's version came from; "" for the live one
+}
+
+// lagAgrees settles a request whose log's annotations are neither the live attempt's on the
+// state the log's order gives nor any older copy's, but those of the live attempt on another
+// state the informers may have held, which informerLag evaluated (an alternative of the
+// record; it weighs no evidence when an older copy may have been read): as informerLag does
+// when none may have, the log's verdicts choose that state, unless a state the replay could
+// not decide may be theirs. It says whether it settled the request.
+func lagAgrees(j *job, out *Record, live *verify.Decision) bool {
+	if slices.ContainsFunc(out.Alternatives, func(a Alternative) bool { return a.Decision == DecisionIndeterminate }) {
+		return false
+	}
+	for _, a := range out.Alternatives {
+		if a.Decision != out.Decision || a.Code != out.Code || a.Message != out.Message || a.AuditAnnotations == nil ||
+			len(checkAnnotations(j.ev, a.AuditAnnotations, live, j.evidenced)) != 0 {
+			continue
+		}
+		d := *live
+		d.AuditAnnotations, d.Warnings = a.AuditAnnotations, a.Warnings
+		out.AuditAnnotations, out.Warnings = a.AuditAnnotations, a.Warnings
+		out.Disagreements = check(j.ev, j.rec, &d, j.evidenced)
+		out.Notes = append(out.Notes, "the audit annotations the log records are those of the live object in a state kube-apiserver's informers may have held ("+a.If+"), not of the likely one nor of an older copy")
+		out.Certainty, out.Alternatives = CertaintyCertain, nil
+		j.result.dec = &d
+		return true
+	}
+	return false
 }
 
 // publishedAlternatives are the alternatives of a request whose decision is the live

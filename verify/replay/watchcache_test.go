@@ -371,3 +371,34 @@ func recordOf(t *testing.T, r *Replayer, id string, lines []string) *Record {
 	}
 	return rec
 }
+
+// TestFirstAttemptAndInformerLag: a patch received moments after a write to its object and a
+// write to its namespace may have read an older copy of the object, a namespace the informer
+// had not held yet, or both. When the log's annotations are neither the likely state's nor the
+// older copy's but those of the live object with the namespace before its write, they choose
+// that state, as they would with no older copy.
+func TestFirstAttemptAndInformerLag(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("old-v", "configmaps", admissionregistrationv1.Update, nil, "true")
+	p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "v", ValueExpression: "string(oldObject.data.v) + ' ' + namespaceObject.metadata.labels['env']"}}
+	cm := func(rv, v string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1", "uid": "u1", "resourceVersion": rv}, "data": map[string]any{"v": v}}
+	}
+	ns := func(rv, env string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1", "uid": "n1", "resourceVersion": rv, "labels": map[string]any{"env": env}}}
+	}
+	_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+		timedEvent(t, levelEvent(t, "0", auditlog.LevelRequestResponse, "create", "namespaces", "", "ns1", 201, "", ns("", "a"), ns("5", "a")), "00.000000", "00.001000", nil),
+		timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm("", "a"), cm("10", "a")), "01.000000", "01.001000", nil),
+		timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 200, "", cm("10", "b"), cm("11", "b")), "02.000000", "02.010000", nil),
+		timedEvent(t, levelEvent(t, "4", auditlog.LevelRequestResponse, "patch", "namespaces", "", "ns1", 200, "", map[string]any{"metadata": map[string]any{"labels": map[string]any{"env": "b"}}}, ns("12", "b")), "02.005000", "02.012000", nil),
+		timedEvent(t, levelEvent(t, "3", auditlog.LevelRequestResponse, "patch", "configmaps", "ns1", "cm", 200, "", map[string]any{"data": map[string]any{"w": "1"}}, nil), "02.013000", "02.900000", map[string]string{"old-v/v": "b a"}),
+	)
+	rec := recs["3"]
+	switch {
+	case rec == nil:
+		t.Fatal("the patch has no record")
+	case rec.Decision != DecisionAdmit || rec.Certainty != CertaintyCertain || rec.AuditAnnotations["old-v/v"] != "b a" || len(rec.Disagreements) > 0:
+		t.Errorf("the patch: %s %s %v %v, want admit, certain, with the log's annotation (the live object, the namespace before its write)", describeRecord(rec), rec.Certainty, rec.AuditAnnotations, rec.Disagreements)
+	}
+}
