@@ -133,7 +133,7 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if err != nil {
 		return inputProblems(stderr, "replay: --snapshot", err)
 	}
-	if n, ok := inputSize(append(append([]string{}, logs...), snapshots...)); ok {
+	if n, ok := replay.InputSize(append(append([]string{}, logs...), snapshots...)); ok {
 		gctune.Fit(n) // a small replay's heap collected before it grows to the default base
 	}
 	set, err := readReplayPolicies(stdin, stderr, cat, f.policies)
@@ -401,33 +401,4 @@ func splitList(v string) []string {
 		}
 	}
 	return out
-}
-
-// inputSize is about how many bytes the files hold, decompressed (a gzip-compressed file
-// counts eight times its size, an audit log's usual ratio); false when one is standard input
-// or cannot be read, whose size is not known.
-func inputSize(paths []string) (uint64, bool) {
-	var n uint64
-	for _, p := range paths {
-		if p == "-" {
-			return 0, false
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			return 0, false
-		}
-		info, err := f.Stat()
-		var magic [2]byte
-		_, rerr := io.ReadFull(f, magic[:])
-		f.Close()
-		if err != nil || !info.Mode().IsRegular() {
-			return 0, false
-		}
-		size := uint64(info.Size())
-		if rerr == nil && magic == [2]byte{0x1f, 0x8b} {
-			size *= 8
-		}
-		n += size
-	}
-	return n, true
 }

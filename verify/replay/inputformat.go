@@ -1,6 +1,9 @@
 package replay
 
 import (
+	"io"
+	"os"
+
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export"
 )
 
@@ -21,4 +24,33 @@ func InputFormats() []string {
 func CheckInputFormat(s string) error {
 	_, err := export.ParseFormat(s)
 	return err
+}
+
+// InputSize is about how many bytes the files hold, decompressed (a gzip-compressed file
+// counts eight times its size, an audit log's usual ratio); false when one is standard input
+// or cannot be read, whose size is not known. vapc fits its garbage collector's pace to it.
+func InputSize(paths []string) (uint64, bool) {
+	var n uint64
+	for _, p := range paths {
+		if p == "-" {
+			return 0, false
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return 0, false
+		}
+		info, err := f.Stat()
+		var magic [2]byte
+		_, rerr := io.ReadFull(f, magic[:])
+		f.Close()
+		if err != nil || !info.Mode().IsRegular() {
+			return 0, false
+		}
+		size := uint64(info.Size())
+		if rerr == nil && magic == [2]byte{0x1f, 0x8b} {
+			size *= 8
+		}
+		n += size
+	}
+	return n, true
 }

@@ -157,9 +157,11 @@ func TestInterruptible(t *testing.T) {
 	}
 }
 
-// TestCountedFileReadBack: a file read with its bytes counted (a progress line's) stays a
-// file to the readers that read it back by offsets: gcloud's array, newest first, is read in
-// the order of its events, every byte counted once.
+// TestCountedFileReadBack: a file read with its bytes counted (a progress line's) is read as
+// before: gcloud's array, newest first, in the order of its events, every byte counted once.
+// That it stays a file to the readers that read it back by offsets (export.NewReader's
+// readerAt) is held at compile time below: an array this small is reversed in memory either
+// way, so no run tells the offsets from temporary files.
 func TestCountedFileReadBack(t *testing.T) {
 	t.Parallel()
 	var log []string
