@@ -73,10 +73,12 @@ func exportUnknowns(ev *Event) []vapccel.Unknown {
 	return out
 }
 
-// lostByExport says whether an unknown field is one only an export loses: the user's
-// attributes and whether the request was a dry run, which every log backend's event carries.
-func lostByExport(u vapccel.Unknown) bool {
-	if u.Path.Root != "request" || len(u.Path.Steps) == 0 {
+// lostByExport says whether an unknown field is one the export the event was read from lost:
+// the user's attributes and whether the request was a dry run, which every log backend's
+// event carries (but for the dry run of a DELETE whose options its level leaves out:
+// unlogged.go).
+func lostByExport(ev *Event, u vapccel.Unknown) bool {
+	if !ev.Loss.Any() || u.Path.Root != "request" || len(u.Path.Steps) == 0 {
 		return false
 	}
 	return u.Path.Steps[0] == "userInfo" || u.Path.Steps[0] == "dryRun"

@@ -300,8 +300,10 @@ func TestCloudWatchCutEvents(t *testing.T) {
 			reason: ReasonOldObjectUnknown, detail: "written at audit.jsonl:1 at level Metadata: the result is not in the log"},
 		{name: "an update cut: its object is not known", cut: 1, op: admissionregistrationv1.Update, id: "update",
 			reason: ReasonNoObject, detail: "the EKS CloudWatch Logs export does not carry the audit level"},
-		{name: "a delete cut: its old object is not known", cut: 2, op: admissionregistrationv1.Delete, id: "delete",
-			reason: ReasonNoObject, detail: "the EKS CloudWatch Logs export does not carry the audit level"},
+		// Decided without its options, as a DELETE at level Metadata is (unlogged.go), but for
+		// the verdicts cut with its annotations.
+		{name: "a delete cut: its verdicts are not known", cut: 2, op: admissionregistrationv1.Delete, id: "delete",
+			reason: ReasonExportLost, detail: "which it cut at its size limit"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

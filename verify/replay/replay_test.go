@@ -283,6 +283,9 @@ func TestFakeEvaluator(t *testing.T) {
 		{"DELETE", "web-0", "admin", false, true, int64(30)},
 		{"DELETE", "web-0", "system:node:w1", false, true, int64(0)},
 		{"CREATE", "db-0", "system:serviceaccount:kube-system:draino", false, false, nil},
+		// At level Metadata, its options not logged: over a stand-in for the pod the replay
+		// does not know (unscheduled: a grace period of zero), its decision undecided.
+		{"DELETE", "cache-0", "admin", false, true, int64(0)},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("requests mismatch (-want +got):\n%s", diff)

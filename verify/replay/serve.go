@@ -257,8 +257,8 @@ func (r *Replayer) servesThrough(ev *Event, t target, decode func(json.RawMessag
 		return false
 	}
 	if t.op != admission.Connect {
-		if ev.Level == auditlog.LevelMetadata || ev.Level == auditlog.LevelNone || ev.Level == "" {
-			return false
+		if !levelLogsBody(ev.Level) && !optionsNotLogged(ev, t) {
+			return false // nothing to send but a DELETE without its options (unlogged.go)
 		}
 		if (t.op == admission.Create || t.op == admission.Update) && ev.Code() >= 200 && ev.Code() < 300 && !defaultedOnRead[t.gvr.GroupResource()] {
 			if resp := decode(ev.ResponseObject); resp != nil && sameKind(resp, t.reqKind) {
@@ -332,9 +332,15 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 	// What the export the event was read from lost of the request (exportloss.go): unknown
 	// to each admission of every pass, and to the mutating policies.
 	unknowns.prior = append(unknowns.prior, exportUnknowns(ev)...)
+	// What the delete options the log does not hold can change (unlogged.go).
+	unknowns.prior = append(unknowns.prior, optionsUnknowns(ev, t)...)
 	mutationUnknown := r.withUnknowns(unknowns, &s, j.policies)
 	refusedByMutation := len(s.calls) == 0 && s.mutation != nil && !s.mutation.Allowed
 	if r.mutationUndecided(j, out, s, mutationUnknown, refusedByMutation) {
+		return
+	}
+	if why := optionsUndecided(j, s); why.is() {
+		out.indeterminate(why)
 		return
 	}
 	if len(s.calls) == 0 && !refusedByMutation {
@@ -524,7 +530,7 @@ func (r *Replayer) decidedWithout(j *job, out *Record, calls []admitted, oldUnkn
 			return nil, false
 		}
 	}
-	if why := r.dependsOnUnknown(j.policies, calls); why.is() {
+	if why := r.dependsOnUnknown(j.ev, j.policies, calls); why.is() {
 		if oldUnknown.is() {
 			why = oldUnknown
 		}
@@ -566,7 +572,7 @@ func (d *servedDecider) decide(eval Evaluator, view *state.StateView) (*verify.D
 	if mu := d.r.withUnknowns(d.unknowns, &again.s, d.j.policies); mu != "" && again.s.mutation != nil && !again.s.mutation.Allowed {
 		return nil, &indeterminateError{because(ReasonMutationUnknown, "a MutatingAdmissionPolicy refused the request, and "+mu)}
 	}
-	if why := d.r.dependsOnUnknown(d.j.policies, again.s.calls); why.is() {
+	if why := d.r.dependsOnUnknown(d.j.ev, d.j.policies, again.s.calls); why.is() {
 		return nil, &indeterminateError{why}
 	}
 	if dec := servedDecision(ev.Verb, again.s); dec != nil {
@@ -781,7 +787,7 @@ func reasonOf(ev *Event) string {
 // skipped by a matchCondition that reads none (the apiserver's matcher skips a policy on the
 // first false condition, whatever the others do). What selects a policy's bindings and params
 // (object selectors read labels) counts as read.
-func (r *Replayer) dependsOnUnknown(policies []string, calls []admitted) undecided {
+func (r *Replayer) dependsOnUnknown(ev *Event, policies []string, calls []admitted) undecided {
 	for _, c := range calls {
 		if len(c.unknowns) == 0 {
 			continue
@@ -796,7 +802,7 @@ func (r *Replayer) dependsOnUnknown(policies []string, calls []admitted) undecid
 				continue
 			}
 			reason := ReasonUnknownField
-			if lostByExport(u) {
+			if lostByExport(ev, u) {
 				reason = ReasonExportLost // exportloss.go
 			}
 			return because(reason, fmt.Sprintf("policy %s reads %s, and %s is not known: %s", p, read.Path, u.Path, u.Why))

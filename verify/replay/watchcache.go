@@ -221,14 +221,18 @@ func (r *Replayer) decideServedOn(ctx context.Context, w evalWorker, j *job, p s
 	// What the replay does not know of this version, and what an export lost of the request
 	// (exportloss.go), as the live evaluation takes them (evaluateServed).
 	u := passUnknowns{prior: append(rooted(knownFrom(p.Unknowns, o.version, o.uid), j.t.op == admission.Update), exportUnknowns(j.ev)...)}
+	u.prior = append(u.prior, optionsUnknowns(j.ev, j.t)...) // unlogged.go
 	mutationUnknown := r.withUnknowns(u, &once.s, j.policies)
+	if why := optionsUndecided(j, once.s); why.is() {
+		return nil, &indeterminateError{why}
+	}
 	switch {
 	case once.s.mutation.Acted() && j.result.schemaRefreshing != "":
 		return nil, &indeterminateError{because(ReasonMutationUnknown, j.result.schemaRefreshing)}
 	case mutationUnknown != "" && len(once.s.calls) == 0 && once.s.mutation != nil && !once.s.mutation.Allowed:
 		return nil, &indeterminateError{because(ReasonMutationUnknown, "a MutatingAdmissionPolicy refused the request, and "+mutationUnknown)}
 	}
-	if why := r.dependsOnUnknown(j.policies, once.s.calls); why.is() {
+	if why := r.dependsOnUnknown(j.ev, j.policies, once.s.calls); why.is() {
 		return nil, &indeterminateError{why}
 	}
 	return servedDecision(j.ev.Verb, once.s), nil

@@ -1,0 +1,75 @@
+package replay
+
+import (
+	"k8s.io/apiserver/pkg/admission"
+
+	vapccel "github.com/vapc-dev/vapc/cel"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+)
+
+// A DELETE logged at level Metadata (the level most audit policies give pods, and the one a
+// truncated event falls back to) has no body: its delete options are not known. What
+// admission sees of it is known all the same: the stored object, which the State may hold,
+// is its oldObject, and the user, resource and name are the event's. The request pipeline
+// decides it over the State as it decides a DELETE whose options the log holds, with what
+// the options can change unknown (optionsUnknowns):
+//
+//   - request.options and request.dryRun, which a policy may read;
+//   - the deletion marks of oldObject: a grace period of zero deletes the object at once,
+//     and the store validates that deletion again on the object it has just marked deleted
+//     (Store.Delete, deleteWithoutFinalizers after updateForGracefulDeletionAndFinalizers).
+//
+// What the options decide before admission or instead of it is not decided either:
+//
+//   - an object whose graceful deletion is pending is validated again only when the options
+//     shorten its grace period (rest.BeforeDelete): whether admission ran is not known
+//     (optionsUndecided);
+//   - a DELETE kube-apiserver refused where the log does not show a policy ran may have been
+//     refused by its options (their preconditions, 409; their validation, 422) before
+//     admission, or after it: the replay does not say admission ran (optionsUndecided).
+
+// optionsNotLogged says whether the event is a DELETE of one object whose body, the delete
+// options, the log does not hold because of its level.
+func optionsNotLogged(ev *Event, t target) bool {
+	return ev.Verb == "delete" && t.op == admission.Delete && t.sub == "" && !levelLogsBody(ev.Level)
+}
+
+// levelLogsBody says whether an event at the level logs the request's body.
+func levelLogsBody(level string) bool {
+	return level != auditlog.LevelMetadata && level != auditlog.LevelNone && level != ""
+}
+
+// optionsUnknowns are the fields of a DELETE's admission that its options, which the log does
+// not hold, can change; none when the log holds them.
+func optionsUnknowns(ev *Event, t target) []vapccel.Unknown {
+	if !optionsNotLogged(ev, t) {
+		return nil
+	}
+	why := "the delete options of a DELETE logged at level " + orNone(ev.Level)
+	return []vapccel.Unknown{
+		{Path: vapccel.FieldPath{Root: "request", Steps: []string{"options"}}, Why: why},
+		{Path: vapccel.FieldPath{Root: "request", Steps: []string{"dryRun"}}, Why: why + " (their dryRun)"},
+		{Path: vapccel.FieldPath{Root: "oldObject", Steps: []string{"metadata", "deletionTimestamp"}}, Why: why + " (a grace period of zero validates the deletion again once the store has marked the object deleted)"},
+		{Path: vapccel.FieldPath{Root: "oldObject", Steps: []string{"metadata", "deletionGracePeriodSeconds"}}, Why: why + " (a grace period of zero validates the deletion again once the store has marked the object deleted)"},
+	}
+}
+
+// optionsUndecided says why a DELETE whose options the log does not hold cannot be decided
+// from what the pipeline did over the State without them (s): it completed the DELETE
+// without admission (a graceful deletion pending, which options with a shorter grace period
+// validate again), or admission ran and kube-apiserver refused the request where the log
+// shows no policy ran (the options may have refused it before admission).
+func optionsUndecided(j *job, s served) undecided {
+	ev := j.ev
+	if !optionsNotLogged(ev, j.t) || s.resp == nil {
+		return undecided{}
+	}
+	level := "the event at level " + orNone(ev.Level)
+	switch {
+	case len(s.calls) == 0 && s.unknown == nil && s.resp.Code < 300 && ev.Code() < 300:
+		return because(ReasonNoObject, "the object's graceful deletion was pending, and the store validates the DELETE only when its options shorten the grace period: "+level+" does not log them")
+	case len(s.calls) > 0 && ev.Code() >= 300 && !j.rec.vapRan:
+		return because(ReasonNoObject, "kube-apiserver refused the DELETE ("+httpCode(ev.Code())+") where the log shows no policy ran, and "+level+" does not log its options, which the server checks before admission (their preconditions, their validation)")
+	}
+	return undecided{}
+}

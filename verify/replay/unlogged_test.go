@@ -1,0 +1,86 @@
+package replay
+
+import (
+	"fmt"
+	"testing"
+
+	gocmp "github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+)
+
+// TestDeleteWithoutOptions decides a DELETE logged at level Metadata, whose delete options
+// the log does not hold, over the object the State holds (a snapshot's), through the request
+// pipeline: what the options can change is unknown, and what they decide before admission
+// is not decided.
+func TestDeleteWithoutOptions(t *testing.T) {
+	t.Parallel()
+	stored := func(name string, deleting bool) map[string]any {
+		md := map[string]any{"name": name, "namespace": "ns", "uid": "uid-" + name, "resourceVersion": "10", "creationTimestamp": "2026-11-24T00:00:00Z"}
+		if deleting {
+			md["deletionTimestamp"] = "2026-11-24T00:00:30Z"
+			md["deletionGracePeriodSeconds"] = int64(30)
+		}
+		return map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": md,
+			"spec": map[string]any{"nodeName": "leaf-1", "terminationGracePeriodSeconds": int64(30),
+				"containers": []any{map[string]any{"name": "c", "image": "nginx"}}}}
+	}
+	const denial = `pods "%s" is forbidden: ValidatingAdmissionPolicy 'guard' with binding 'guard' denied request: denied by guard`
+	type want struct {
+		Decision string
+		Reason   Reason
+	}
+	for _, tc := range []struct {
+		name, expr string
+		deleting   bool
+		code       int32
+		message    string
+		level      string
+		want       want
+	}{
+		{name: "the stored object's field, admitted", expr: "oldObject.spec.nodeName != 'leaf-2'", code: 200, want: want{DecisionAdmit, ""}},
+		{name: "the stored object's field, denied", expr: "oldObject.spec.nodeName != 'leaf-1'", code: 422, message: denial, want: want{DecisionDeny, ""}},
+		{name: "the user", expr: "request.userInfo.username == 'admin'", code: 200, want: want{DecisionAdmit, ""}},
+		{name: "truncated by the audit backend", expr: "oldObject.spec.nodeName != 'leaf-2'", code: 200, level: auditlog.LevelRequestResponse, want: want{DecisionAdmit, ""}},
+		{name: "the options", expr: "!has(request.options.gracePeriodSeconds)", code: 200, want: want{DecisionIndeterminate, ReasonUnknownField}},
+		{name: "the dry run", expr: "!request.dryRun", code: 200, want: want{DecisionIndeterminate, ReasonUnknownField}},
+		{name: "the deletion marks (a second validation)", expr: "!has(oldObject.metadata.deletionTimestamp)", code: 200, want: want{DecisionIndeterminate, ReasonUnknownField}},
+		{name: "a pending graceful deletion", expr: "false", deleting: true, code: 200, want: want{DecisionIndeterminate, ReasonNoObject}},
+		// The log's message says the precondition failed before admission (classify).
+		{name: "refused before admission: the preconditions", expr: "true", code: 409, message: `Operation cannot be fulfilled on Pod "p": the ResourceVersion in the precondition (9) does not match the ResourceVersion in record (10). The object might have been modified`, want: want{"", ""}},
+		{name: "failed where no policy ran", expr: "true", code: 500, message: `Internal error occurred: etcdserver: request timed out`, want: want{DecisionIndeterminate, ReasonNoObject}},
+		{name: "refused where no policy ran: the options' validation", expr: "true", code: 422, message: `DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: "x"`, want: want{DecisionIndeterminate, ReasonNoObject}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p, b := levelPolicy("guard", "pods", admissionregistrationv1.Delete, nil, tc.expr)
+			level := tc.level
+			if level == "" {
+				level = auditlog.LevelMetadata
+			}
+			message := tc.message
+			if tc.code == 422 && message == denial {
+				message = fmt.Sprintf(denial, "p")
+			}
+			line := levelEvent(t, "del", level, "delete", "pods", "ns", "p", tc.code, message, nil, nil)
+			if level != auditlog.LevelMetadata {
+				// The truncate backend drops the objects and says so; the reader takes it at
+				// level Metadata.
+				line = timedEvent(t, line, "01.000000", "01.100000", map[string]string{auditlog.AnnotationTruncated: "true"})
+			}
+			_, recs := replayLinesWith(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+				[]any{map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns"}}, stored("p", tc.deleting)}, line)
+			rec := recs["del"]
+			if rec == nil {
+				rec = &Record{} // skipped: not decided
+			}
+			if diff := gocmp.Diff(tc.want, want{rec.Decision, rec.Reason}); diff != "" {
+				t.Errorf("decision mismatch (-want +got):\n%s\n%s", diff, rec.Indeterminate)
+			}
+			if rec.Decision != DecisionIndeterminate && len(rec.Disagreements) > 0 {
+				t.Errorf("disagreements with the log: %v", rec.Disagreements)
+			}
+		})
+	}
+}
