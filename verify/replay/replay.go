@@ -151,6 +151,9 @@ type Replayer struct {
 	// orderedPlugins are the admission plugins the ordered stage replays writes through
 	// (replayWrite).
 	orderedPlugins *apiserver.Plugins
+	// statusKeeps are what writes to each resource's status subresource leave as they were,
+	// as the ordered stage's pipeline answered (statuswrite.go).
+	statusKeeps map[statusKey]statusKept
 	// mutators are the cluster's MutatingAdmissionPolicies as the log has shown them so far.
 	mutators *mutators
 	// installed follows which of the policies the log shows installed (with --check-recorded).

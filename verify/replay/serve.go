@@ -333,7 +333,7 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 	// to each admission of every pass, and to the mutating policies.
 	unknowns.prior = append(unknowns.prior, exportUnknowns(ev)...)
 	// What the delete options the log does not hold can change (unlogged.go).
-	unknowns.prior = append(unknowns.prior, optionsUnknowns(ev, t)...)
+	unknowns.prior = append(append(unknowns.prior, optionsUnknowns(ev, t)...), graceUnknowns(t, j.prior)...)
 	mutationUnknown := r.withUnknowns(unknowns, &s, j.policies)
 	refusedByMutation := len(s.calls) == 0 && s.mutation != nil && !s.mutation.Allowed
 	if r.mutationUndecided(j, out, s, mutationUnknown, refusedByMutation) {

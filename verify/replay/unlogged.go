@@ -5,6 +5,7 @@ import (
 
 	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
 // A DELETE logged at level Metadata (the level most audit policies give pods, and the one a
@@ -72,4 +73,33 @@ func optionsUndecided(j *job, s served) undecided {
 		return because(ReasonNoObject, "kube-apiserver refused the DELETE ("+httpCode(ev.Code())+") where the log shows no policy ran, and "+level+" does not log its options, which the server checks before admission (their preconditions, their validation)")
 	}
 	return undecided{}
+}
+
+// graceReads are the fields of a pod the pod strategy sets a DELETE's grace period from
+// (podStrategy.CheckGracefulDeletion): none when it is not scheduled, none when it has
+// terminated, its terminationGracePeriodSeconds otherwise.
+var graceReads = vapccel.Reads{Reads: []vapccel.Read{
+	{Path: vapccel.FieldPath{Root: "object", Steps: []string{"spec", "nodeName"}}},
+	{Path: vapccel.FieldPath{Root: "object", Steps: []string{"spec", "terminationGracePeriodSeconds"}}},
+	{Path: vapccel.FieldPath{Root: "object", Steps: []string{"status", "phase"}}},
+}}
+
+// graceUnknowns are what the grace period of a pod's DELETE changes when the State does not
+// know what the pod strategy sets it from (p, the stored pod: its status written at level
+// Metadata, say): the options admission sees, and whether the store validates the deletion
+// again on the pod it has marked deleted (a grace period of zero).
+func graceUnknowns(t target, p state.Prior) []vapccel.Unknown {
+	if t.gvr.GroupResource() != podsGR || t.sub != "" || t.op != admission.Delete {
+		return nil
+	}
+	_, u, ok := graceReads.DependsOn(p.Unknowns)
+	if !ok {
+		return nil
+	}
+	why := "the grace period the pod strategy gives the DELETE, from " + u.Path.String() + ", which is not known: " + u.Why
+	return []vapccel.Unknown{
+		{Path: vapccel.FieldPath{Root: "request", Steps: []string{"options", "gracePeriodSeconds"}}, Why: why},
+		{Path: vapccel.FieldPath{Root: "oldObject", Steps: []string{"metadata", "deletionTimestamp"}}, Why: why + " (a grace period of zero validates the deletion again once the store has marked the pod deleted)"},
+		{Path: vapccel.FieldPath{Root: "oldObject", Steps: []string{"metadata", "deletionGracePeriodSeconds"}}, Why: why + " (a grace period of zero validates the deletion again once the store has marked the pod deleted)"},
+	}
 }

@@ -185,6 +185,9 @@ func (r *Replayer) applyUpdate(ctx context.Context, sw stateWrite) {
 			r.replayWrite(ctx, ev, t, why, src)
 			break
 		}
+		if r.statusWritten(ctx, sw) {
+			break
+		}
 		r.state.Forget(gr, t.mainKind, t.namespace, t.name, why)
 	default:
 		r.state.ForgetAll(gr, t.namespace, "created at "+src+" without a recorded result")

@@ -217,6 +217,12 @@ type Deletion struct {
 	Shortened bool
 }
 
+// Stored is the stored object (JSON) as the registry reads it from storage: decoded into the
+// internal version and defaulted.
+func (s *Server) Stored(gr schema.GroupResource, raw []byte) (runtime.Object, error) {
+	return decodeStored(gr, raw)
+}
+
 // DeleteLeaves says what deleting the stored object (JSON) with the options leaves, as the
 // resource's store decides it: rest.BeforeDelete with its delete strategy, then the
 // finalizers (Store.Delete, updateForGracefulDeletionAndFinalizers). A deletecollection's
