@@ -45,10 +45,11 @@ func TestRecordings(t *testing.T) {
 		{name: "b", dir: "b", log: "audit.log.gz"},
 		{name: "b checked", dir: "b", log: "audit.log.gz", check: true},
 		{name: "c", dir: "c", log: "tail.log.gz", snapshot: true},
-		// Pods at Metadata level: a decision that needs their objects is not known (an
-		// eviction's body; a pod deleted earlier at Metadata level, whose deletion may have
-		// left it); a DELETE is decided over the snapshot's pod without its options.
-		{name: "c pods at Metadata", dir: "c", log: "tail-metadata.log.gz", snapshot: true, undecided: []Reason{ReasonNoObject, ReasonOldObjectUnknown}},
+		// Pods at Metadata level: a decision that needs their objects is not known (a pod
+		// deleted or evicted earlier at Metadata level, whose deletion may have left it, as an
+		// old object or as a param); a DELETE or an eviction is decided over the snapshot's pod
+		// without its body.
+		{name: "c pods at Metadata", dir: "c", log: "tail-metadata.log.gz", snapshot: true, undecided: []Reason{ReasonNoObject, ReasonOldObjectUnknown, ReasonParamUnknown}},
 		// Two patches whose content type the log does not record decide differently by it; a
 		// refused pod DELETE may have left the pod marked deleted.
 		{name: "d", dir: "d", log: "audit.log.gz", crds: true, undecided: []Reason{ReasonPatchType, ReasonUnknownField}},

@@ -118,6 +118,9 @@ func (r *Replayer) serve(ctx context.Context, ev *Event, t target, policies []st
 	if req.Method == http.MethodPost {
 		req.Body = namedBody(ev, req.Body)
 	}
+	if evictionNotLogged(ev, t) {
+		req.Body = evictionBody(t) // what the log leaves out is unknown (unlogged.go)
+	}
 	variants := sendVariants(req, ev, t)
 	var out []served
 	for _, v := range variants {
@@ -257,8 +260,8 @@ func (r *Replayer) servesThrough(ev *Event, t target, decode func(json.RawMessag
 		return false
 	}
 	if t.op != admission.Connect {
-		if !levelLogsBody(ev.Level) && !optionsNotLogged(ev, t) {
-			return false // nothing to send but a DELETE without its options (unlogged.go)
+		if !levelLogsBody(ev.Level) && !bodyNotLogged(ev, t) {
+			return false // nothing to send but a DELETE or an eviction without its body (unlogged.go)
 		}
 		if (t.op == admission.Create || t.op == admission.Update) && ev.Code() >= 200 && ev.Code() < 300 && !defaultedOnRead[t.gvr.GroupResource()] {
 			if resp := decode(ev.ResponseObject); resp != nil && sameKind(resp, t.reqKind) {

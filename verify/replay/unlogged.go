@@ -1,6 +1,8 @@
 package replay
 
 import (
+	"encoding/json"
+
 	"k8s.io/apiserver/pkg/admission"
 
 	vapccel "github.com/vapc-dev/vapc/cel"
@@ -35,6 +37,34 @@ func optionsNotLogged(ev *Event, t target) bool {
 	return ev.Verb == "delete" && t.op == admission.Delete && t.sub == "" && !levelLogsBody(ev.Level)
 }
 
+// A pod's eviction logged at level Metadata is decided the same way: its body is an Eviction
+// whose name and namespace the eviction's handler requires to be the pod's
+// (EvictionREST.Create: a name that differs is refused, 400, before admission; the create
+// handler gives it the request's namespace), and the rest of which, its delete options and
+// whatever else of its metadata a client sent, is not known (optionsUnknowns). A refusal the
+// log gives neither to a policy nor to what follows admission (a disruption budget's 429, a
+// pod not found) may have come from the body before admission (optionsUndecided).
+
+// evictionNotLogged says whether the event is a pod's eviction whose body, the Eviction, the
+// log does not hold because of its level.
+func evictionNotLogged(ev *Event, t target) bool {
+	return ev.Verb == "create" && t.sub == "eviction" && t.gvr.GroupResource() == podsGR && !levelLogsBody(ev.Level)
+}
+
+// bodyNotLogged says whether the event is a request the pipeline decides without the body the
+// log does not hold: a DELETE, or a pod's eviction.
+func bodyNotLogged(ev *Event, t target) bool {
+	return optionsNotLogged(ev, t) || evictionNotLogged(ev, t)
+}
+
+// evictionBody is the Eviction the pipeline is sent for a pod's eviction the log does not hold
+// the body of: the pod's name and namespace.
+func evictionBody(t target) []byte {
+	b, _ := json.Marshal(map[string]any{"apiVersion": "policy/v1", "kind": "Eviction",
+		"metadata": map[string]any{"name": t.name, "namespace": t.namespace}})
+	return b
+}
+
 // levelLogsBody says whether an event at the level logs the request's body.
 func levelLogsBody(level string) bool {
 	return level != auditlog.LevelMetadata && level != auditlog.LevelNone && level != ""
@@ -43,6 +73,16 @@ func levelLogsBody(level string) bool {
 // optionsUnknowns are the fields of a DELETE's admission that its options, which the log does
 // not hold, can change; none when the log holds them.
 func optionsUnknowns(ev *Event, t target) []vapccel.Unknown {
+	if evictionNotLogged(ev, t) {
+		why := "the Eviction sent, logged at level " + orNone(ev.Level)
+		out := []vapccel.Unknown{{Path: objectPath("deleteOptions"), Why: why}}
+		for _, f := range metaFields() {
+			if f != "name" && f != "namespace" {
+				out = append(out, vapccel.Unknown{Path: objectPath("metadata", f), Why: why})
+			}
+		}
+		return out
+	}
 	if !optionsNotLogged(ev, t) {
 		return nil
 	}
@@ -62,11 +102,15 @@ func optionsUnknowns(ev *Event, t target) []vapccel.Unknown {
 // shows no policy ran (the options may have refused it before admission).
 func optionsUndecided(j *job, s served) undecided {
 	ev := j.ev
-	if !optionsNotLogged(ev, j.t) || s.resp == nil {
+	if !bodyNotLogged(ev, j.t) || s.resp == nil {
 		return undecided{}
 	}
 	level := "the event at level " + orNone(ev.Level)
 	switch {
+	case evictionNotLogged(ev, j.t):
+		if len(s.calls) > 0 && ev.Code() >= 300 && !j.rec.vapRan && j.rec.outcome != RecordedAdmit {
+			return because(ReasonNoObject, "kube-apiserver refused the eviction ("+httpCode(ev.Code())+") where the log shows no policy ran, and "+level+" does not log the Eviction, which its handler checks before admission")
+		}
 	case len(s.calls) == 0 && s.unknown == nil && s.resp.Code < 300 && ev.Code() < 300:
 		return because(ReasonNoObject, "the object's graceful deletion was pending, and the store validates the DELETE only when its options shorten the grace period: "+level+" does not log them")
 	case len(s.calls) > 0 && ev.Code() >= 300 && !j.rec.vapRan:

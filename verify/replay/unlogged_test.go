@@ -2,6 +2,7 @@ package replay
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	gocmp "github.com/google/go-cmp/cmp"
@@ -72,6 +73,53 @@ func TestDeleteWithoutOptions(t *testing.T) {
 			_, recs := replayLinesWith(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
 				[]any{map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns"}}, stored("p", tc.deleting)}, line)
 			rec := recs["del"]
+			if rec == nil {
+				rec = &Record{} // skipped: not decided
+			}
+			if diff := gocmp.Diff(tc.want, want{rec.Decision, rec.Reason}); diff != "" {
+				t.Errorf("decision mismatch (-want +got):\n%s\n%s", diff, rec.Indeterminate)
+			}
+			if rec.Decision != DecisionIndeterminate && len(rec.Disagreements) > 0 {
+				t.Errorf("disagreements with the log: %v", rec.Disagreements)
+			}
+		})
+	}
+}
+
+// TestEvictionWithoutBody decides a pod's eviction logged at level Metadata, whose Eviction the
+// log does not hold, through the request pipeline with the Eviction's name and namespace (the
+// handler requires them of it), the rest of it unknown.
+func TestEvictionWithoutBody(t *testing.T) {
+	t.Parallel()
+	stored := map[string]any{"apiVersion": "v1", "kind": "Pod",
+		"metadata": map[string]any{"name": "db-0", "namespace": "ns", "uid": "uid-db", "resourceVersion": "10", "creationTimestamp": "2026-11-24T00:00:00Z"},
+		"spec":     map[string]any{"nodeName": "leaf-1", "containers": []any{map[string]any{"name": "c", "image": "db"}}}}
+	const denial = `pods "db-0" is forbidden: ValidatingAdmissionPolicy 'guard' with binding 'guard' denied request: denied by guard`
+	type want struct {
+		Decision string
+		Reason   Reason
+	}
+	for _, tc := range []struct {
+		name, expr string
+		code       int32
+		message    string
+		want       want
+	}{
+		{name: "its name, denied", expr: "!object.metadata.name.startsWith('db-')", code: 422, message: denial, want: want{DecisionDeny, ""}},
+		{name: "its name, admitted", expr: "object.metadata.name != 'web-0'", code: 201, want: want{DecisionAdmit, ""}},
+		{name: "refused after admission by a disruption budget", expr: "object.metadata.name != 'web-0'", code: 429, message: "Cannot evict pod as it would violate the pod's disruption budget.", want: want{DecisionAdmit, ""}},
+		{name: "its delete options", expr: "!has(object.deleteOptions)", code: 201, want: want{DecisionIndeterminate, ReasonUnknownField}},
+		{name: "its labels", expr: "!has(object.metadata.labels)", code: 201, want: want{DecisionIndeterminate, ReasonUnknownField}},
+		{name: "refused where no policy ran", expr: "true", code: 400, message: "name in URL does not match name in Eviction object", want: want{DecisionIndeterminate, ReasonNoObject}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p, b := levelPolicy("guard", "pods/eviction", admissionregistrationv1.Create, nil, tc.expr)
+			line := subresourceEvent(t, levelEvent(t, "evict", auditlog.LevelMetadata, "update", "pods", "ns", "db-0", tc.code, tc.message, nil, nil), "eviction")
+			line = strings.Replace(line, `"verb":"update"`, `"verb":"create"`, 1)
+			_, recs := replayLinesWith(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+				[]any{map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns"}}, stored}, line)
+			rec := recs["evict"]
 			if rec == nil {
 				rec = &Record{} // skipped: not decided
 			}

@@ -160,6 +160,9 @@ func (r *Replayer) put(sw stateWrite, u *unstructured.Unstructured, source strin
 func (r *Replayer) applyUpdate(ctx context.Context, sw stateWrite) {
 	ev, t, gr, src, resp, isMain := sw.ev, sw.t, sw.gr, sw.src, sw.w.resp, sw.w.isMain
 	switch {
+	case gr == (schema.GroupResource{Resource: "pods"}) && (t.sub == "binding" || t.sub == "eviction") && !levelLogsBody(ev.Level):
+		// Its body (the node bound to, the eviction's delete options) is not known.
+		r.state.Forget(gr, t.mainKind, t.namespace, t.name, "written through "+describe(t.gvr, t.sub)+" at "+src+" at level "+orNone(ev.Level)+": the result is not in the log")
 	case gr == (schema.GroupResource{Resource: "pods"}) && (t.sub == "binding" || t.sub == "eviction"):
 		r.replayWrite(ctx, ev, t, "written through "+describe(t.gvr, t.sub)+" at "+src, src)
 	case gr == serviceAccountsGR && t.sub == "token":
