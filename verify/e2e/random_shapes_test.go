@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -434,6 +435,9 @@ func randomAuditPolicy(r *rand.Rand, all bool) (string, map[string]string) {
 				omit = "\n  omitManagedFields: true"
 			}
 			if res.resource == "customresourcedefinitions" && chance(r, 0.5) {
+				level, omit = "Metadata", ""
+			}
+			if slices.Contains(strings.Split(os.Getenv("VAPC_RANDOM_METADATA"), ","), res.resource) {
 				level, omit = "Metadata", ""
 			}
 			if omit != "" {

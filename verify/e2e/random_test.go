@@ -127,7 +127,8 @@ type randomWorld struct {
 
 // defaultRandomSeed is TestRandomParity's seed in make test: its run logs every resource at
 // RequestResponse level (VAPC_RANDOM_LEVELS=all does for any seed, =mixed mixes the levels of
-// this one), and its policies use the scenario's features (see checkCoverage).
+// this one; VAPC_RANDOM_METADATA=pods,nodes logs the resources it lists at Metadata level in a
+// mixed run), and its policies use the scenario's features (see checkCoverage).
 const defaultRandomSeed = 233
 
 func randomSettings() (seed uint64, steps int) {
