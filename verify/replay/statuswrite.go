@@ -69,7 +69,10 @@ func (r *Replayer) statusWritten(ctx context.Context, sw stateWrite) bool {
 		if len(p.Unknowns) > 0 {
 			return false // probed on an object the State knows in full
 		}
-		kept = r.statusProbe(ctx, ev, t, p, u)
+		var answered bool
+		if kept, answered = r.statusProbe(ctx, ev, t, p, u); !answered {
+			return false // this object's write did not go through: another may
+		}
 		if r.statusKeeps == nil {
 			r.statusKeeps = map[statusKey]statusKept{}
 		}
@@ -118,22 +121,24 @@ func (k statusKept) unknowns(u *unstructured.Unstructured, kind schema.GroupVers
 // leave as they were, writing u (the object the State holds, p) as it is, then once for each
 // field a body may change but its status, changed in that field alone (fieldProbes). A field
 // is kept when the first write stores it as the registry read it, and so does the write that
-// changed it; a write the pipeline refuses keeps nothing it says.
-func (r *Replayer) statusProbe(ctx context.Context, ev *Event, t target, p state.Prior, u *unstructured.Unstructured) statusKept {
+// changed it; a write the pipeline refuses keeps nothing it says. answered is false when the
+// object's own write did not go through (the object, or the request's URI, is not one the
+// pipeline takes): what the pipeline says of the resource is then not known yet.
+func (r *Replayer) statusProbe(ctx context.Context, ev *Event, t target, p state.Prior, u *unstructured.Unstructured) (kept statusKept, answered bool) {
 	srv, err := pipelineServer()
 	if err != nil {
-		return statusKept{}
+		return statusKept{}, true
 	}
 	// The object as the registry reads it (defaulted): what each write starts from.
 	obj, err := srv.Stored(t.gvr.GroupResource(), p.Raw)
 	stored := versioned(obj, t.mainKind)
 	if err != nil || stored == nil {
-		return statusKept{}
+		return statusKept{}, false
 	}
 	path, _, _ := strings.Cut(ev.RequestURI, "?")
 	same, err := r.probeWrite(ctx, srv, path, t, p, u, stored)
 	if err != nil {
-		return statusKept{}
+		return statusKept{}, false
 	}
 	asStored := func(in *unstructured.Unstructured, steps []string) bool {
 		was, _, _ := unstructured.NestedFieldNoCopy(stored.Object, steps...)
@@ -155,7 +160,7 @@ func (r *Replayer) statusProbe(ctx context.Context, ev *Event, t target, p state
 			k.meta[fp.steps[1]] = kept
 		}
 	}
-	return k
+	return k, true
 }
 
 // fieldProbe is one field of an object (its steps: a top-level field, or metadata and one of

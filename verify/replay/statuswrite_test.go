@@ -125,7 +125,10 @@ func TestStatusProbe(t *testing.T) {
 			if skip != "" {
 				t.Fatalf("resolve: %s", skip)
 			}
-			got := r.statusProbe(context.Background(), ev, tg, state.Prior{Found: true, Kept: true, Raw: raw}, u)
+			got, answered := r.statusProbe(context.Background(), ev, tg, state.Prior{Found: true, Kept: true, Raw: raw}, u)
+			if !answered {
+				t.Fatalf("the pipeline did not answer")
+			}
 			if diff := gocmp.Diff(tc.want, got, gocmp.AllowUnexported(statusKept{})); diff != "" {
 				t.Errorf("statusProbe mismatch (-want +got):\n%s", diff)
 			}
