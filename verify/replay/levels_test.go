@@ -1944,3 +1944,60 @@ func TestScaleRestatesOmittedManagedFields(t *testing.T) {
 		t.Errorf("disagreements: %v", sum.Disagreements)
 	}
 }
+
+// TestPatchTypeByDecision: a patch that a loaded policy refuses as a merge patch (the list of
+// conditions replaced) and admits as a strategic merge patch (merged into by its key) is
+// decided, checking against the log, by what the server decided of it: the variant the log
+// contradicts (a denial where the server admitted, an admission where that policy refused)
+// is not what the server ran.
+func TestPatchTypeByDecision(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("conds", "pods/status", admissionregistrationv1.Update, nil, "size(object.status.conditions) != 1")
+	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "web", "namespace": "ns1", "resourceVersion": "10", "uid": "u1"},
+		"spec":   map[string]any{"containers": []any{map[string]any{"name": "c", "image": "i"}}},
+		"status": map[string]any{"phase": "Pending", "conditions": []any{map[string]any{"type": "PodScheduled", "status": "True"}}}}
+	patch := map[string]any{"status": map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": "False"}}}}
+	denied := `pods "web" is forbidden: ValidatingAdmissionPolicy 'conds' with binding 'conds' denied request: denied by conds`
+	for _, tc := range []struct {
+		name    string
+		code    int32
+		message string
+		check   bool
+		want    string
+		reason  Reason
+	}{
+		{name: "refused: a merge patch", code: 422, message: denied, check: true, want: DecisionDeny},
+		{name: "admitted: a strategic merge patch", code: 200, check: true, want: DecisionAdmit},
+		{name: "not checked", code: 422, message: denied, want: DecisionIndeterminate, reason: ReasonPatchType},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			line := timedEvent(t, levelEvent(t, "2", auditlog.LevelRequest, "patch", "pods", "ns1", "web", tc.code, tc.message, patch, nil), "02.000000", "02.001000", nil)
+			line = replaceOnce(t, line, `/pods/web"`, `/pods/web/status"`)
+			line = replaceOnce(t, line, `"resource":"pods"`, `"resource":"pods","subresource":"status"`)
+			r, err := New([]*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, WithCheckRecorded(tc.check))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The log shows the policy and its binding created: the server ran it.
+			admissionreg := func(id, resource string) string {
+				l := levelEvent(t, id, auditlog.LevelMetadata, "create", resource, "", "conds", 201, "", nil, nil)
+				l = replaceOnce(t, l, `"requestURI":"/api/v1/`, `"requestURI":"/apis/admissionregistration.k8s.io/v1/`)
+				return timedEvent(t, replaceOnce(t, l, `"apiVersion":"v1","name"`, `"apiGroup":"admissionregistration.k8s.io","apiVersion":"v1","name"`), "00.000000", "00.001000", nil)
+			}
+			recs := map[string]*Record{}
+			lines := strings.Join([]string{admissionreg("p", "validatingadmissionpolicies"), admissionreg("b", "validatingadmissionpolicybindings"),
+				timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod), "01.000000", "01.001000", nil), line}, "\n") + "\n"
+			if _, err := r.Run(context.Background(), []Source{{Name: "audit.jsonl", Reader: strings.NewReader(lines)}}, func(rec *Record) error {
+				recs[rec.AuditID] = rec
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			rec := recs["2"]
+			if rec == nil || rec.Decision != tc.want || rec.Reason != tc.reason || len(rec.Disagreements) > 0 {
+				t.Fatalf("request 2: %s, want %s %s", describeRecord(rec), tc.want, tc.reason)
+			}
+		})
+	}
+}

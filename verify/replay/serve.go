@@ -649,11 +649,13 @@ func (r *Replayer) serveOnce(ctx context.Context, w evalWorker, j *job, objs *jo
 	}
 	var recorded func(served) bool
 	if byAnnotations && j.byAnnotations() {
-		// The log records what the loaded policies published: a variant whose annotations
-		// differ from it is not what the server ran.
+		// The log records what the loaded policies published and decided: a variant whose
+		// annotations differ from it, or that a loaded policy decides otherwise (a denial
+		// where the server admitted, an admission where one of them refused), is not what
+		// the server ran.
 		recorded = func(v served) bool {
 			dec := servedDecision(j.ev.Verb, v)
-			return dec != nil && len(checkAnnotations(j.ev, dec.AuditAnnotations, dec, j.evidenced)) == 0
+			return dec != nil && len(check(j.ev, j.rec, dec, j.evidenced)) == 0
 		}
 	}
 	s, ok, why, reason := pickServed(j.ev, vs, recorded)
