@@ -987,21 +987,9 @@ func TestPatchTypeByAnnotations(t *testing.T) {
 			refused = replaceOnce(t, refused, `/pods/web"`, `/pods/web/status"`)
 			refused = replaceOnce(t, refused, `"resource":"pods"`, `"resource":"pods","subresource":"status"`)
 			b.Spec.ValidationActions = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny, admissionregistrationv1.Audit}
-			r, err := New([]*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, WithCheckRecorded(tc.check))
-			if err != nil {
-				t.Fatal(err)
-			}
-			recs := map[string]*Record{}
-			lines := strings.Join([]string{
+			recs := replayChecked(t, p, b, tc.check,
 				timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod), "01.000000", "01.001000", nil),
-				refused,
-			}, "\n") + "\n"
-			if _, err := r.Run(context.Background(), []Source{{Name: "audit.jsonl", Reader: strings.NewReader(lines)}}, func(rec *Record) error {
-				recs[rec.AuditID] = rec
-				return nil
-			}); err != nil {
-				t.Fatal(err)
-			}
+				refused)
 			rec := recs["2"]
 			if rec == nil || rec.Decision != tc.want || rec.Reason != tc.wantReason || len(rec.Disagreements) > 0 {
 				t.Fatalf("request 2: %s, want %s %s", describeRecord(rec), tc.want, tc.wantReason)
@@ -1975,29 +1963,37 @@ func TestPatchTypeByDecision(t *testing.T) {
 			line := timedEvent(t, levelEvent(t, "2", auditlog.LevelRequest, "patch", "pods", "ns1", "web", tc.code, tc.message, patch, nil), "02.000000", "02.001000", nil)
 			line = replaceOnce(t, line, `/pods/web"`, `/pods/web/status"`)
 			line = replaceOnce(t, line, `"resource":"pods"`, `"resource":"pods","subresource":"status"`)
-			r, err := New([]*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, WithCheckRecorded(tc.check))
-			if err != nil {
-				t.Fatal(err)
-			}
 			// The log shows the policy and its binding created: the server ran it.
 			admissionreg := func(id, resource string) string {
 				l := levelEvent(t, id, auditlog.LevelMetadata, "create", resource, "", "conds", 201, "", nil, nil)
 				l = replaceOnce(t, l, `"requestURI":"/api/v1/`, `"requestURI":"/apis/admissionregistration.k8s.io/v1/`)
 				return timedEvent(t, replaceOnce(t, l, `"apiVersion":"v1","name"`, `"apiGroup":"admissionregistration.k8s.io","apiVersion":"v1","name"`), "00.000000", "00.001000", nil)
 			}
-			recs := map[string]*Record{}
-			lines := strings.Join([]string{admissionreg("p", "validatingadmissionpolicies"), admissionreg("b", "validatingadmissionpolicybindings"),
-				timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod), "01.000000", "01.001000", nil), line}, "\n") + "\n"
-			if _, err := r.Run(context.Background(), []Source{{Name: "audit.jsonl", Reader: strings.NewReader(lines)}}, func(rec *Record) error {
-				recs[rec.AuditID] = rec
-				return nil
-			}); err != nil {
-				t.Fatal(err)
-			}
+			recs := replayChecked(t, p, b, tc.check, admissionreg("p", "validatingadmissionpolicies"), admissionreg("b", "validatingadmissionpolicybindings"),
+				timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod), "01.000000", "01.001000", nil), line)
 			rec := recs["2"]
 			if rec == nil || rec.Decision != tc.want || rec.Reason != tc.reason || len(rec.Disagreements) > 0 {
 				t.Fatalf("request 2: %s, want %s %s", describeRecord(rec), tc.want, tc.reason)
 			}
 		})
 	}
+}
+
+// replayChecked replays the lines through one policy, checking against the log or not, and
+// returns the records by audit ID.
+func replayChecked(t *testing.T, p *admissionregistrationv1.ValidatingAdmissionPolicy, b *admissionregistrationv1.ValidatingAdmissionPolicyBinding, check bool, lines ...string) map[string]*Record {
+	t.Helper()
+	r, err := New([]*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, WithCheckRecorded(check))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := map[string]*Record{}
+	in := strings.Join(lines, "\n") + "\n"
+	if _, err := r.Run(context.Background(), []Source{{Name: "audit.jsonl", Reader: strings.NewReader(in)}}, func(rec *Record) error {
+		recs[rec.AuditID] = rec
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return recs
 }

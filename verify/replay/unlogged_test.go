@@ -72,16 +72,7 @@ func TestDeleteWithoutOptions(t *testing.T) {
 			}
 			_, recs := replayLinesWith(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
 				[]any{map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns"}}, stored("p", tc.deleting)}, line)
-			rec := recs["del"]
-			if rec == nil {
-				rec = &Record{} // skipped: not decided
-			}
-			if diff := gocmp.Diff(tc.want, want{rec.Decision, rec.Reason}); diff != "" {
-				t.Errorf("decision mismatch (-want +got):\n%s\n%s", diff, rec.Indeterminate)
-			}
-			if rec.Decision != DecisionIndeterminate && len(rec.Disagreements) > 0 {
-				t.Errorf("disagreements with the log: %v", rec.Disagreements)
-			}
+			checkDecision(t, recs["del"], tc.want.Decision, tc.want.Reason)
 		})
 	}
 }
@@ -119,16 +110,26 @@ func TestEvictionWithoutBody(t *testing.T) {
 			line = strings.Replace(line, `"verb":"update"`, `"verb":"create"`, 1)
 			_, recs := replayLinesWith(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
 				[]any{map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns"}}, stored}, line)
-			rec := recs["evict"]
-			if rec == nil {
-				rec = &Record{} // skipped: not decided
-			}
-			if diff := gocmp.Diff(tc.want, want{rec.Decision, rec.Reason}); diff != "" {
-				t.Errorf("decision mismatch (-want +got):\n%s\n%s", diff, rec.Indeterminate)
-			}
-			if rec.Decision != DecisionIndeterminate && len(rec.Disagreements) > 0 {
-				t.Errorf("disagreements with the log: %v", rec.Disagreements)
-			}
+			checkDecision(t, recs["evict"], tc.want.Decision, tc.want.Reason)
 		})
+	}
+}
+
+// checkDecision holds a record to the decision and reason wanted (none: skipped, not decided),
+// and a decided one to the log.
+func checkDecision(t *testing.T, rec *Record, decision string, reason Reason) {
+	t.Helper()
+	if rec == nil {
+		rec = &Record{} // skipped: not decided
+	}
+	type want struct {
+		Decision string
+		Reason   Reason
+	}
+	if diff := gocmp.Diff(want{decision, reason}, want{rec.Decision, rec.Reason}); diff != "" {
+		t.Errorf("decision mismatch (-want +got):\n%s\n%s", diff, rec.Indeterminate)
+	}
+	if rec.Decision != DecisionIndeterminate && len(rec.Disagreements) > 0 {
+		t.Errorf("disagreements with the log: %v", rec.Disagreements)
 	}
 }
