@@ -344,7 +344,7 @@ type rebuiltDecider struct {
 func (d *rebuiltDecider) decide(eval Evaluator, view *state.StateView) (*verify.Decision, error) {
 	dec, err := d.evaluate(eval, view)
 	if err == nil {
-		if why := d.r.dependsOnUnknown(d.j.ev, d.j.policies, []admitted{{dec: dec, unknowns: d.unknowns}}); why.is() {
+		if why := d.r.dependsOnUnknown(d.j, []admitted{{dec: dec, unknowns: d.unknowns}}); why.is() {
 			return nil, &indeterminateError{why}
 		}
 	}
@@ -383,7 +383,7 @@ func (d *rebuiltDecider) evaluate(eval Evaluator, view *state.StateView) (*verif
 		why = reapplied
 	}
 	if why != "" {
-		if ind := r.dependsOnUnknown(j.ev, j.policies, []admitted{{dec: dec, unknowns: []vapccel.Unknown{mutationUnknownField(why)}}}); ind.is() || !dec.Mutation.Allowed {
+		if ind := r.dependsOnUnknown(j, []admitted{{dec: dec, unknowns: []vapccel.Unknown{mutationUnknownField(why)}}}); ind.is() || !dec.Mutation.Allowed {
 			return nil, &indeterminateError{because(ReasonMutationUnknown, why)}
 		}
 		dec.Mutation.Changes = nil // decided without them; what they changed is not known

@@ -298,8 +298,10 @@ func TestCloudWatchCutEvents(t *testing.T) {
 	}{
 		{name: "a write cut: the object it wrote is not known", cut: 0, op: admissionregistrationv1.Update, id: "update",
 			reason: ReasonOldObjectUnknown, detail: "written at audit.jsonl:1 at level Metadata: the result is not in the log"},
-		{name: "an update cut: its object is not known", cut: 1, op: admissionregistrationv1.Update, id: "update",
-			reason: ReasonNoObject, detail: "the EKS CloudWatch Logs export does not carry the audit level"},
+		// Rebuilt without its object, as a write at level Metadata is (unlogged.go), but for
+		// the verdicts cut with its annotations.
+		{name: "an update cut: its verdicts are not known", cut: 1, op: admissionregistrationv1.Update, id: "update",
+			reason: ReasonExportLost, detail: "which it cut at its size limit"},
 		// Decided without its options, as a DELETE at level Metadata is (unlogged.go), but for
 		// the verdicts cut with its annotations.
 		{name: "a delete cut: its verdicts are not known", cut: 2, op: admissionregistrationv1.Delete, id: "delete",

@@ -171,6 +171,10 @@ func (r *Replayer) rebuildWith(ev *Event, t target, rec recording, p state.Prior
 	case admission.Create, admission.Update:
 		b.req.Options = writeOptions(q)
 	}
+	if objectNotLogged(ev, t) {
+		b.standInObject(ev, t, rec) // unlogged.go
+		return b
+	}
 	r.newObject(&b, ev, t, q, p, old, facts, resp)
 	if !b.indeterminate.is() {
 		b.unknowns = append(b.unknowns, omittedManagedFields(t, &b, old)...)
@@ -192,7 +196,7 @@ func (b *rebuilt) notRebuilt(ev *Event, t target, q url.Values) bool {
 		b.objectSource = SourceRequestURI
 		return true
 	}
-	if ev.Level == auditlog.LevelMetadata || ev.Level == auditlog.LevelNone || ev.Level == "" {
+	if !levelLogsBody(ev.Level) && !objectNotLogged(ev, t) {
 		why := "the event is at level " + orNone(ev.Level) + ", without request and response objects"
 		if ev.Truncated() {
 			why = "the audit backend truncated the event (" + auditlog.AnnotationTruncated + "): it dropped the request and response objects of an event larger than --audit-log-truncate-max-event-size"

@@ -533,7 +533,7 @@ func (r *Replayer) decidedWithout(j *job, out *Record, calls []admitted, oldUnkn
 			return nil, false
 		}
 	}
-	if why := r.dependsOnUnknown(j.ev, j.policies, calls); why.is() {
+	if why := r.dependsOnUnknown(j, calls); why.is() {
 		if oldUnknown.is() {
 			why = oldUnknown
 		}
@@ -575,7 +575,7 @@ func (d *servedDecider) decide(eval Evaluator, view *state.StateView) (*verify.D
 	if mu := d.r.withUnknowns(d.unknowns, &again.s, d.j.policies); mu != "" && again.s.mutation != nil && !again.s.mutation.Allowed {
 		return nil, &indeterminateError{because(ReasonMutationUnknown, "a MutatingAdmissionPolicy refused the request, and "+mu)}
 	}
-	if why := d.r.dependsOnUnknown(d.j.ev, d.j.policies, again.s.calls); why.is() {
+	if why := d.r.dependsOnUnknown(d.j, again.s.calls); why.is() {
 		return nil, &indeterminateError{why}
 	}
 	if dec := servedDecision(ev.Verb, again.s); dec != nil {
@@ -792,12 +792,12 @@ func reasonOf(ev *Event) string {
 // skipped by a matchCondition that reads none (the apiserver's matcher skips a policy on the
 // first false condition, whatever the others do). What selects a policy's bindings and params
 // (object selectors read labels) counts as read.
-func (r *Replayer) dependsOnUnknown(ev *Event, policies []string, calls []admitted) undecided {
+func (r *Replayer) dependsOnUnknown(j *job, calls []admitted) undecided {
 	for _, c := range calls {
 		if len(c.unknowns) == 0 {
 			continue
 		}
-		for _, p := range policies {
+		for _, p := range j.policies {
 			reads, ok := r.set.reads[p]
 			if !ok {
 				continue
@@ -807,8 +807,11 @@ func (r *Replayer) dependsOnUnknown(ev *Event, policies []string, calls []admitt
 				continue
 			}
 			reason := ReasonUnknownField
-			if lostByExport(ev, u) {
+			switch {
+			case lostByExport(j.ev, u):
 				reason = ReasonExportLost // exportloss.go
+			case bodyUnknown(j.ev, j.t, u):
+				reason = ReasonNoObject // unlogged.go
 			}
 			return because(reason, fmt.Sprintf("policy %s reads %s, and %s is not known: %s", p, read.Path, u.Path, u.Why))
 		}

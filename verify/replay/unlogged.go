@@ -2,10 +2,13 @@ package replay
 
 import (
 	"encoding/json"
+	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apiserver/pkg/admission"
 
 	vapccel "github.com/vapc-dev/vapc/cel"
+	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
@@ -65,6 +68,15 @@ func evictionBody(t target) []byte {
 	return b
 }
 
+// unlogged says why the event does not hold the request's body: its level, or the audit
+// backend's truncation (which the reader takes as level Metadata).
+func unlogged(ev *Event) string {
+	if ev.Truncated() {
+		return "the audit backend truncated (" + auditlog.AnnotationTruncated + ": it dropped the objects of an event larger than --audit-log-truncate-max-event-size)"
+	}
+	return "logged at level " + orNone(ev.Level)
+}
+
 // levelLogsBody says whether an event at the level logs the request's body.
 func levelLogsBody(level string) bool {
 	return level != auditlog.LevelMetadata && level != auditlog.LevelNone && level != ""
@@ -74,7 +86,7 @@ func levelLogsBody(level string) bool {
 // not hold, can change; none when the log holds them.
 func optionsUnknowns(ev *Event, t target) []vapccel.Unknown {
 	if evictionNotLogged(ev, t) {
-		why := "the Eviction sent, logged at level " + orNone(ev.Level)
+		why := "the Eviction sent, " + unlogged(ev)
 		out := []vapccel.Unknown{{Path: objectPath("deleteOptions"), Why: why}}
 		for _, f := range metaFields() {
 			if f != "name" && f != "namespace" {
@@ -86,7 +98,7 @@ func optionsUnknowns(ev *Event, t target) []vapccel.Unknown {
 	if !optionsNotLogged(ev, t) {
 		return nil
 	}
-	why := "the delete options of a DELETE logged at level " + orNone(ev.Level)
+	why := "the delete options of a DELETE " + unlogged(ev)
 	return []vapccel.Unknown{
 		{Path: vapccel.FieldPath{Root: "request", Steps: []string{"options"}}, Why: why},
 		{Path: vapccel.FieldPath{Root: "request", Steps: []string{"dryRun"}}, Why: why + " (their dryRun)"},
@@ -105,16 +117,16 @@ func optionsUndecided(j *job, s served) undecided {
 	if !bodyNotLogged(ev, j.t) || s.resp == nil {
 		return undecided{}
 	}
-	level := "the event at level " + orNone(ev.Level)
+	level := "the event " + unlogged(ev)
 	switch {
 	case evictionNotLogged(ev, j.t):
 		if len(s.calls) > 0 && ev.Code() >= 300 && !j.rec.vapRan && j.rec.outcome != RecordedAdmit {
-			return because(ReasonNoObject, "kube-apiserver refused the eviction ("+httpCode(ev.Code())+") where the log shows no policy ran, and "+level+" does not log the Eviction, which its handler checks before admission")
+			return because(ReasonNoObject, "kube-apiserver refused the eviction ("+httpCode(ev.Code())+") where the log shows no policy ran, and "+level+" does not hold the Eviction, which its handler checks before admission")
 		}
 	case len(s.calls) == 0 && s.unknown == nil && s.resp.Code < 300 && ev.Code() < 300:
-		return because(ReasonNoObject, "the object's graceful deletion was pending, and the store validates the DELETE only when its options shorten the grace period: "+level+" does not log them")
+		return because(ReasonNoObject, "the object's graceful deletion was pending, and the store validates the DELETE only when its options shorten the grace period: "+level+" does not hold them")
 	case len(s.calls) > 0 && ev.Code() >= 300 && !j.rec.vapRan:
-		return because(ReasonNoObject, "kube-apiserver refused the DELETE ("+httpCode(ev.Code())+") where the log shows no policy ran, and "+level+" does not log its options, which the server checks before admission (their preconditions, their validation)")
+		return because(ReasonNoObject, "kube-apiserver refused the DELETE ("+httpCode(ev.Code())+") where the log shows no policy ran, and "+level+" does not hold its options, which the server checks before admission (their preconditions, their validation)")
 	}
 	return undecided{}
 }
@@ -146,4 +158,68 @@ func graceUnknowns(t target, p state.Prior) []vapccel.Unknown {
 		{Path: vapccel.FieldPath{Root: "oldObject", Steps: []string{"metadata", "deletionTimestamp"}}, Why: why + " (a grace period of zero validates the deletion again once the store has marked the pod deleted)"},
 		{Path: vapccel.FieldPath{Root: "oldObject", Steps: []string{"metadata", "deletionGracePeriodSeconds"}}, Why: why + " (a grace period of zero validates the deletion again once the store has marked the pod deleted)"},
 	}
+}
+
+// A create, update or patch of a built-in resource logged at level Metadata has no object: its
+// object is the one thing admission sees that the log does not hold. It is decided for the
+// policies that do not read it: rebuilt outside the pipeline (which needs a body), with a
+// stand-in for the object holding its kind, namespace and name (standInObject), every other
+// field of it unknown (objectUnknowns), the oldObject of an update the State's, the options
+// the query's. A refusal the log gives neither to a policy nor to what follows admission may
+// have come before admission, from what the object holds (its validation, a quota): it is not
+// decided.
+
+// objectNotLogged says whether the event is a create, update or patch of a built-in resource
+// (not a subresource) whose object the log does not hold because of its level.
+func objectNotLogged(ev *Event, t target) bool {
+	switch {
+	case levelLogsBody(ev.Level) || t.sub != "" || t.connect:
+		return false
+	case ev.Verb != "create" && ev.Verb != "update" && ev.Verb != "patch" && ev.Verb != "apply":
+		return false
+	}
+	return kubescheme.Knows(t.reqKind)
+}
+
+// standInObject gives b a stand-in for the object of a write whose object the log does not
+// hold, and what is not known of it: all but its kind, namespace and name (its name too when
+// the log does not say it: a create's generated name); or, for a refusal rec does not give to
+// a policy or to what follows admission, why it is not decided.
+func (b *rebuilt) standInObject(ev *Event, t target, rec recording) {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	u.SetGroupVersionKind(t.reqKind)
+	u.SetNamespace(t.namespace)
+	u.SetName(t.name)
+	b.req.Object, b.objectSource = u, SourceUnknown
+	why := "the object of a " + ev.Verb + " " + unlogged(ev)
+	for _, f := range jsonFields(t.reqKind) {
+		if f != "apiVersion" && f != "kind" && f != "metadata" {
+			b.unknowns = append(b.unknowns, vapccel.Unknown{Path: objectPath(f), Why: why})
+		}
+	}
+	for _, f := range metaFields() {
+		if f != "namespace" && (f != "name" || t.name == "") {
+			b.unknowns = append(b.unknowns, vapccel.Unknown{Path: objectPath("metadata", f), Why: why})
+		}
+	}
+	if t.name == "" {
+		b.unknowns = append(b.unknowns, vapccel.Unknown{Path: vapccel.FieldPath{Root: "request", Steps: []string{"name"}}, Why: why + " (the name the server generated)"})
+	}
+	if ev.Code() >= 300 && !rec.vapRan && rec.outcome != RecordedAdmit {
+		b.indeterminate = because(ReasonNoObject, "kube-apiserver refused the "+ev.Verb+" ("+httpCode(ev.Code())+"), and the event "+unlogged(ev)+" does not hold its object, which the server checks before validating admission")
+	}
+}
+
+// bodyUnknown says whether an unknown field of a request is one the body its level leaves out
+// makes unknown: its object (a write's, an eviction's), a DELETE's options and what they
+// decide of the oldObject. A decision that depends on it is ReasonNoObject: the level.
+func bodyUnknown(ev *Event, t target, u vapccel.Unknown) bool {
+	switch root := u.Path.Root; {
+	case objectNotLogged(ev, t) || evictionNotLogged(ev, t):
+		return root == "object" || (root == "request" && len(u.Path.Steps) > 0 && u.Path.Steps[0] == "name")
+	case optionsNotLogged(ev, t):
+		return root == "request" && len(u.Path.Steps) > 0 && (u.Path.Steps[0] == "options" || u.Path.Steps[0] == "dryRun") ||
+			root == "oldObject" && len(u.Path.Steps) == 2 && u.Path.Steps[0] == "metadata" && strings.HasPrefix(u.Path.Steps[1], "deletion")
+	}
+	return false
 }

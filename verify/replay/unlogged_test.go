@@ -44,9 +44,9 @@ func TestDeleteWithoutOptions(t *testing.T) {
 		{name: "the stored object's field, denied", expr: "oldObject.spec.nodeName != 'leaf-1'", code: 422, message: denial, want: want{DecisionDeny, ""}},
 		{name: "the user", expr: "request.userInfo.username == 'admin'", code: 200, want: want{DecisionAdmit, ""}},
 		{name: "truncated by the audit backend", expr: "oldObject.spec.nodeName != 'leaf-2'", code: 200, level: auditlog.LevelRequestResponse, want: want{DecisionAdmit, ""}},
-		{name: "the options", expr: "!has(request.options.gracePeriodSeconds)", code: 200, want: want{DecisionIndeterminate, ReasonUnknownField}},
-		{name: "the dry run", expr: "!request.dryRun", code: 200, want: want{DecisionIndeterminate, ReasonUnknownField}},
-		{name: "the deletion marks (a second validation)", expr: "!has(oldObject.metadata.deletionTimestamp)", code: 200, want: want{DecisionIndeterminate, ReasonUnknownField}},
+		{name: "the options", expr: "!has(request.options.gracePeriodSeconds)", code: 200, want: want{DecisionIndeterminate, ReasonNoObject}},
+		{name: "the dry run", expr: "!request.dryRun", code: 200, want: want{DecisionIndeterminate, ReasonNoObject}},
+		{name: "the deletion marks (a second validation)", expr: "!has(oldObject.metadata.deletionTimestamp)", code: 200, want: want{DecisionIndeterminate, ReasonNoObject}},
 		{name: "a pending graceful deletion", expr: "false", deleting: true, code: 200, want: want{DecisionIndeterminate, ReasonNoObject}},
 		// The log's message says the precondition failed before admission (classify).
 		{name: "refused before admission: the preconditions", expr: "true", code: 409, message: `Operation cannot be fulfilled on Pod "p": the ResourceVersion in the precondition (9) does not match the ResourceVersion in record (10). The object might have been modified`, want: want{"", ""}},
@@ -99,8 +99,8 @@ func TestEvictionWithoutBody(t *testing.T) {
 		{name: "its name, denied", expr: "!object.metadata.name.startsWith('db-')", code: 422, message: denial, want: want{DecisionDeny, ""}},
 		{name: "its name, admitted", expr: "object.metadata.name != 'web-0'", code: 201, want: want{DecisionAdmit, ""}},
 		{name: "refused after admission by a disruption budget", expr: "object.metadata.name != 'web-0'", code: 429, message: "Cannot evict pod as it would violate the pod's disruption budget.", want: want{DecisionAdmit, ""}},
-		{name: "its delete options", expr: "!has(object.deleteOptions)", code: 201, want: want{DecisionIndeterminate, ReasonUnknownField}},
-		{name: "its labels", expr: "!has(object.metadata.labels)", code: 201, want: want{DecisionIndeterminate, ReasonUnknownField}},
+		{name: "its delete options", expr: "!has(object.deleteOptions)", code: 201, want: want{DecisionIndeterminate, ReasonNoObject}},
+		{name: "its labels", expr: "!has(object.metadata.labels)", code: 201, want: want{DecisionIndeterminate, ReasonNoObject}},
 		{name: "refused where no policy ran", expr: "true", code: 400, message: "name in URL does not match name in Eviction object", want: want{DecisionIndeterminate, ReasonNoObject}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -131,5 +131,53 @@ func checkDecision(t *testing.T, rec *Record, decision string, reason Reason) {
 	}
 	if rec.Decision != DecisionIndeterminate && len(rec.Disagreements) > 0 {
 		t.Errorf("disagreements with the log: %v", rec.Disagreements)
+	}
+}
+
+// TestWriteWithoutObject decides a create or update logged at level Metadata, whose object the
+// log does not hold, for the policies that do not read it: rebuilt with a stand-in for its
+// object (its kind, namespace and name), the oldObject of an update the State's.
+func TestWriteWithoutObject(t *testing.T) {
+	t.Parallel()
+	stored := map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "cm", "namespace": "ns", "uid": "uid-cm", "resourceVersion": "10", "creationTimestamp": "2026-11-24T00:00:00Z", "labels": map[string]any{"team": "a"}},
+		"data":     map[string]any{"k": "v"}}
+	const denial = `configmaps "cm" is forbidden: ValidatingAdmissionPolicy 'guard' with binding 'guard' denied request: denied by guard`
+	for _, tc := range []struct {
+		name, verb, expr string
+		op               admissionregistrationv1.OperationType
+		code             int32
+		message          string
+		objName          string
+		decision         string
+		reason           Reason
+	}{
+		{name: "a create, by its user", verb: "create", op: admissionregistrationv1.Create, expr: "request.userInfo.username == 'admin'", code: 201, decision: DecisionAdmit},
+		{name: "a create, refused by its namespace", verb: "create", op: admissionregistrationv1.Create, expr: "request.namespace != 'ns'", code: 422, message: denial, decision: DecisionDeny},
+		{name: "a create, by its name", verb: "create", op: admissionregistrationv1.Create, expr: "object.metadata.name == 'cm'", code: 201, decision: DecisionAdmit},
+		{name: "a create, by its data", verb: "create", op: admissionregistrationv1.Create, expr: "!has(object.data)", code: 201, decision: DecisionIndeterminate, reason: ReasonNoObject},
+		{name: "a create whose name the server generated", verb: "create", op: admissionregistrationv1.Create, expr: "request.name.startsWith('cm')", code: 201, objName: "-", decision: DecisionIndeterminate, reason: ReasonNoObject},
+		{name: "an update, by its old object", verb: "update", op: admissionregistrationv1.Update, expr: "oldObject.metadata.labels.team == 'a'", code: 200, decision: DecisionAdmit},
+		{name: "a patch, by its labels", verb: "patch", op: admissionregistrationv1.Update, expr: "object.metadata.labels.team == 'a'", code: 200, decision: DecisionIndeterminate, reason: ReasonNoObject},
+		// Refused by its validation, before validating admission, as the log's message says
+		// (classify): skipped.
+		{name: "invalid", verb: "create", op: admissionregistrationv1.Create, expr: "true", code: 422, message: `ConfigMap "cm" is invalid: data: Invalid value: "x": a valid config key must consist of alphanumeric characters`},
+		{name: "failed where no policy ran", verb: "create", op: admissionregistrationv1.Create, expr: "true", code: 500, message: `Internal error occurred: etcdserver: request timed out`, decision: DecisionIndeterminate, reason: ReasonNoObject},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p, b := levelPolicy("guard", "configmaps", tc.op, nil, tc.expr)
+			name := "cm"
+			if tc.objName == "-" {
+				name = ""
+			}
+			line := levelEvent(t, "w", auditlog.LevelMetadata, tc.verb, "configmaps", "ns", name, tc.code, tc.message, nil, nil)
+			snapshot := []any{map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns"}}}
+			if tc.verb != "create" {
+				snapshot = append(snapshot, stored)
+			}
+			_, recs := replayLinesWith(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, snapshot, line)
+			checkDecision(t, recs["w"], tc.decision, tc.reason)
+		})
 	}
 }

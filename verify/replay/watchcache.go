@@ -184,7 +184,7 @@ func warningSet(ws []string) []string {
 // otherwise (the log's response is the live attempt's result). nil when the attempt would not
 // have reached validating admission.
 func (r *Replayer) decideOn(ctx context.Context, w evalWorker, j *job, p state.Prior) (*verify.Decision, error) {
-	if srv, err := pipelineServer(); err == nil && srv.Serves(j.t.gvr, j.t.sub) && !j.t.reqKind.Empty() {
+	if srv, err := pipelineServer(); err == nil && srv.Serves(j.t.gvr, j.t.sub) && !j.t.reqKind.Empty() && !objectNotLogged(j.ev, j.t) {
 		return r.decideServedOn(ctx, w, j, p)
 	}
 	ev := *j.ev
@@ -232,7 +232,7 @@ func (r *Replayer) decideServedOn(ctx context.Context, w evalWorker, j *job, p s
 	case mutationUnknown != "" && len(once.s.calls) == 0 && once.s.mutation != nil && !once.s.mutation.Allowed:
 		return nil, &indeterminateError{because(ReasonMutationUnknown, "a MutatingAdmissionPolicy refused the request, and "+mutationUnknown)}
 	}
-	if why := r.dependsOnUnknown(j.ev, j.policies, once.s.calls); why.is() {
+	if why := r.dependsOnUnknown(j, once.s.calls); why.is() {
 		return nil, &indeterminateError{why}
 	}
 	return servedDecision(j.ev.Verb, once.s), nil
