@@ -38,4 +38,7 @@ go run ./cel/schema/internal/openapigen \
   -src "${dir}/api/openapi-spec/v3" \
   -out "cel/schema/openapi/${minor}" \
   -source "k8s.io/kubernetes@${kube_version} ${sum}"
+# The index of the documents' paths and kinds (cel/schema/index.go), which TestDocumentIndex
+# holds to the documents.
+go test ./cel/schema -run TestDocumentIndex -update
 echo "openapi.sh: wrote cel/schema/openapi/${minor} from k8s.io/kubernetes@${kube_version}" >&2

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"fmt"
+	"path"
 	"runtime"
 	"sort"
 	"strings"
@@ -206,7 +207,7 @@ func loadBuiltin(minor string, rel *release) (*builtinData, error) {
 		docs:  map[schema.GroupVersion]*document{},
 		kinds: map[schema.GroupVersionKind]kindLocation{},
 	}
-	scans := scanDocuments(docs)
+	scans := scanWithIndex(path.Join(openapiRoot, "v"+minor), docs)
 	for i, doc := range docs {
 		if !served[doc.gv] && !notServed[doc.gv] {
 			return nil, fmt.Errorf("%s: group-version %s is not classified as served or not served by default", doc.file, gvString(doc.gv))

@@ -1,7 +1,14 @@
 package schema
 
 import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path"
+	"path/filepath"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -124,6 +131,46 @@ func BenchmarkBuiltin(b *testing.B) {
 	for b.Loop() {
 		if _, err := loadBuiltin("1.37", rel); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestDocumentIndex holds each release's index (indexFile) to the scans of its documents, and
+// the scans the catalog loads with it to the scans without it. go test ./cel/schema -update
+// rewrites the index (after hack/openapi.sh).
+func TestDocumentIndex(t *testing.T) {
+	for _, v := range embeddedVersions() {
+		docs, err := embeddedDocuments(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := buildIndex(docs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := path.Join(openapiRoot, "v"+v)
+		// The update flag is golden_test.go's, of the same test binary.
+		if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {
+			b, err := json.MarshalIndent(want, "", " ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.FromSlash(path.Join(dir, indexFile)), append(b, '\n'), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		got := readIndex(dir)
+		if got == nil {
+			t.Errorf("%s: no %s: run go test ./cel/schema -update", dir, indexFile)
+			continue
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: %s is not the documents' scan (run go test ./cel/schema -update); mismatch (-want +got):\n%s", dir, indexFile, diff)
+		}
+		scans, indexed := scanDocuments(docs), scanWithIndex(dir, docs)
+		if diff := cmp.Diff(scans, indexed, cmp.AllowUnexported(documentScan{})); diff != "" {
+			t.Errorf("%s: scans with the index mismatch (-without +with):\n%s", dir, diff)
 		}
 	}
 }
