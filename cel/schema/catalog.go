@@ -40,6 +40,9 @@ type builtinData struct {
 	docs map[schema.GroupVersion]*document
 	// kinds finds the document and schema of every kind any document declares.
 	kinds map[schema.GroupVersionKind]kindLocation
+	// resolved holds the schemas the resolver returned, their references inlined, by kind
+	// (schema.GroupVersionKind → *spec.Schema).
+	resolved sync.Map
 }
 
 // kindLocation is where the schema of a built-in kind is published.

@@ -14,7 +14,8 @@ import (
 // definitions-based resolver knows every compiled type), then of the served versions of the
 // catalog's CRDs. Errors for unknown group-versions and kinds wrap
 // resolver.ErrSchemaNotFound, as resolver.ClientDiscoveryResolver's do. Each built-in document
-// is parsed on first use and cached; the returned schemas are shared and must not be modified.
+// is parsed on first use and cached, and so is each built-in kind's schema; the returned schemas
+// are shared and must not be modified.
 func (c *Catalog) Resolver() resolver.SchemaResolver {
 	return catalogResolver{c: c}
 }
@@ -32,11 +33,20 @@ var _ resolver.SchemaResolver = catalogResolver{}
 // core document, where pods/eviction uses it.
 func (r catalogResolver) ResolveSchema(gvk schema.GroupVersionKind) (*spec.Schema, error) {
 	if loc, ok := r.c.builtin.kinds[gvk]; ok {
+		if s, ok := r.c.builtin.resolved.Load(gvk); ok {
+			return s.(*spec.Schema), nil
+		}
 		schemas, err := loc.doc.components()
 		if err != nil {
 			return nil, err
 		}
-		return populate(schemas, loc.name)
+		s, err := populate(schemas, loc.name)
+		if err != nil {
+			return nil, err
+		}
+		// Shared, as the documents' schemas are: a type check resolves its kinds several times.
+		got, _ := r.c.builtin.resolved.LoadOrStore(gvk, s)
+		return got.(*spec.Schema), nil
 	}
 	gv := gvk.GroupVersion()
 	comps := r.c.crdComponentsOf(gv)
