@@ -144,14 +144,15 @@ func (c *Checker) kindEnv(p *admissionregistrationv1.ValidatingAdmissionPolicy, 
 
 // estimate reports, per kind the policy is checked against, expressions whose worst-case cost
 // exceeds the per-expression limit, policies whose expressions together can exceed the
-// per-request budget, and expressions whose typed result cannot be what the field requires.
-func (c *Checker) estimate(r *reporter, p *admissionregistrationv1.ValidatingAdmissionPolicy, gvks []schema.GroupVersionKind, exprs []policyExpression, skip map[string]bool) {
+// per-request budget, and expressions whose typed result cannot be what the field requires;
+// kindEnv gives the typed environment of a kind, as Checker.kindEnv does.
+func (c *Checker) estimate(r *reporter, p *admissionregistrationv1.ValidatingAdmissionPolicy, gvks []schema.GroupVersionKind, exprs []policyExpression, skip map[string]bool, kindEnv func(schema.GroupVersionKind) (*typedEnv, *celgo.Env, error)) {
 	if len(gvks) == 0 {
 		gvks = []schema.GroupVersionKind{{}} // object is dyn
 	}
 	reported := map[string]bool{}
 	for _, gvk := range gvks {
-		env, celEnv, err := c.kindEnv(p, gvk)
+		env, celEnv, err := kindEnv(gvk)
 		if err != nil {
 			r.add(Warning, CategoryCost, "spec", "", "cannot build the typed CEL environment: "+err.Error())
 			return

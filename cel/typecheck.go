@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	celgo "github.com/google/cel-go/cel"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/cel/openapi/resolver"
@@ -29,17 +30,22 @@ func (c *Checker) typeCheck(r *reporter, p *admissionregistrationv1.ValidatingAd
 		all = append(all, gvkString(gvk))
 	}
 	exprs := policyExpressions(p)
-	// The environments of the kinds an expression fails for, for the hints of its issues.
-	envs := map[schema.GroupVersionKind]hinter{}
-	envOf := func(gvk schema.GroupVersionKind) hinter {
-		if h, ok := envs[gvk]; ok {
-			return h
+	// The typed environments of the kinds, built once for the hints of the issues of the
+	// kinds an expression fails for and for the estimates of every kind: neither changes them.
+	kindEnvs := map[schema.GroupVersionKind]kindEnvResult{}
+	kindEnvOf := func(gvk schema.GroupVersionKind) (*typedEnv, *celgo.Env, error) {
+		k, ok := kindEnvs[gvk]
+		if !ok {
+			k.typed, k.env, k.err = c.kindEnv(p, gvk)
+			kindEnvs[gvk] = k
 		}
+		return k.typed, k.env, k.err
+	}
+	envOf := func(gvk schema.GroupVersionKind) hinter {
 		var h hinter
-		if typed, env, err := c.kindEnv(p, gvk); err == nil {
+		if typed, env, err := kindEnvOf(gvk); err == nil {
 			h = hinter{env: env, types: typed.types}
 		}
-		envs[gvk] = h
 		return h
 	}
 	for _, e := range exprs {
@@ -73,7 +79,14 @@ func (c *Checker) typeCheck(r *reporter, p *admissionregistrationv1.ValidatingAd
 		}
 		reportTypeIssues(r, e, all, failed)
 	}
-	c.estimate(r, p, gvks, exprs, skip)
+	c.estimate(r, p, gvks, exprs, skip, kindEnvOf)
+}
+
+// kindEnvResult is what kindEnv returned for a kind.
+type kindEnvResult struct {
+	typed *typedEnv
+	env   *celgo.Env
+	err   error
 }
 
 // kindIssues are the type errors of an expression checked as one kind.
