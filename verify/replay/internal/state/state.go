@@ -664,9 +664,10 @@ func (s *State) PriorOf(gr schema.GroupResource, namespace, name string, rv uint
 		return p
 	}
 	// The version it changed is the one whose replacement came after it: a write between them
-	// the State did not keep (at Metadata level, or itself logged late) leaves a gap.
+	// the State did not keep (at Metadata level, or itself logged late) leaves a gap. A write
+	// that changed nothing (the store skips it) answers with the version it read: that one.
 	for _, r := range s.replaced[ReplacedKey{gr, ObjectKey{namespace, name}}] {
-		if r.e.rv > 0 && r.e.rv < rv && r.by.rv > rv {
+		if r.e.rv > 0 && r.e.rv <= rv && r.by.rv > rv {
 			p.Source, p.Unknown, p.Raw, p.Unknowns, p.RV = r.e.Source+" (the log records the write that replaced it, at "+r.by.Source+", before this one, which the server stored first)", r.e.Unknown, r.e.Raw, r.e.unknowns, r.e.rv
 			return p
 		}

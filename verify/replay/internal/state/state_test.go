@@ -54,6 +54,8 @@ func TestStateVersions(t *testing.T) {
 			got{RV: 12}},
 		{"a no-op update restates the version: not a concurrent write", []write{{10, 100}, {10, 300}}, 0, 200,
 			got{RV: 10}},
+		{"a no-op logged after a later write: the version it read, which that write replaced", []write{{10, 100}, {11, 300}}, 10, 200,
+			got{RV: 10}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
