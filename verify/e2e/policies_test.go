@@ -23,6 +23,22 @@ type policySet struct {
 	mutatingBindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding
 }
 
+// without is the set without the policy named, nor its bindings.
+func (s policySet) without(name string) policySet {
+	out := policySet{mutating: s.mutating, mutatingBindings: s.mutatingBindings}
+	for _, p := range s.policies {
+		if p.Name != name {
+			out.policies = append(out.policies, p)
+		}
+	}
+	for _, b := range s.bindings {
+		if b.Spec.PolicyName != name {
+			out.bindings = append(out.bindings, b)
+		}
+	}
+	return out
+}
+
 // inTreeGuards reads the emitted guards of policies/ (every *.yaml directly in it; vapc.dev
 // documents such as the settings are not for the server) and binds each guard twice: its
 // binding re-bound with [Deny, Audit], and a copy named <binding>-audit with [Audit].

@@ -43,7 +43,13 @@ func checkExportReplays(t *testing.T, log string, set policySet, byID map[string
 		if err := os.WriteFile(path, wrapped, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		checkReplayAgain(t, "the log as the "+string(f)+" export", []replay.Source{{Name: path}}, active, set, byID)
+		exported := set
+		if f == exporttest.GKESink || string(f) == "gke" {
+			// The observer reads every field of the user, which a GKE entry does not carry but
+			// for the name: it would leave every request undecided, and it decides nothing.
+			exported = set.without(observerName)
+		}
+		checkReplayAgain(t, "the log as the "+string(f)+" export", []replay.Source{{Name: path}}, active, exported, byID)
 	}
 }
 

@@ -579,6 +579,9 @@ func (g *randomWorld) genPolicies(t *testing.T, r *rand.Rand, n int) policySet {
 	return set
 }
 
+// observerName names the observer policy and its binding.
+const observerName = "rnd-observer"
+
 // observerPolicy records, in its audit annotations, what every request it matches looked like
 // to the apiserver's admission: the request's attributes, user, options, objects and
 // namespace. Bound [Audit] and failing open, it decides nothing, but the replay must predict
@@ -606,7 +609,7 @@ func observerPolicy() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admi
 	}
 	p := &admissionregistrationv1.ValidatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy"},
-		ObjectMeta: metav1.ObjectMeta{Name: "rnd-observer"},
+		ObjectMeta: metav1.ObjectMeta{Name: observerName},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy: ptr.To(admissionregistrationv1.Ignore),
 			MatchConstraints: &admissionregistrationv1.MatchResources{
@@ -640,9 +643,9 @@ func observerPolicy() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admi
 	}
 	b := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicyBinding"},
-		ObjectMeta: metav1.ObjectMeta{Name: "rnd-observer"},
+		ObjectMeta: metav1.ObjectMeta{Name: observerName},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        "rnd-observer",
+			PolicyName:        observerName,
 			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Audit},
 		},
 	}
