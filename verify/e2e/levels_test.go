@@ -34,9 +34,10 @@ var auditLevels = []auditLevel{
 	{
 		// RequestResponse for writes of pods and nodes (subresources included), Metadata for
 		// everything else, no RequestReceived stage: ConfigMaps are written at Metadata level,
-		// so the toleration floor (a ConfigMap param) and every ConfigMap request are unknown.
+		// so the toleration floor (a ConfigMap param) and every ConfigMap request a policy
+		// decides by its object are unknown, and so is a ConfigMap after such a write.
 		name: "production", policy: "production.yaml",
-		indeterminate: map[string]bool{"no-object": true, "param-unknown": true},
+		indeterminate: map[string]bool{"no-object": true, "param-unknown": true, "old-object-unknown": false},
 	},
 	{
 		// Request for everything: no response objects. The replay follows each write through
