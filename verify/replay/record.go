@@ -97,6 +97,9 @@ type Logged struct {
 	recordedByVAP bool
 	// recordedVerdict is the verdict of a replayed policy the log records for the request.
 	recordedVerdict string
+	// unmatched says no replayed policy matched the request (fill): the replay says nothing
+	// of what the log records of it.
+	unmatched bool
 }
 
 // RecordResult is one (binding, param) evaluation that did not admit.
@@ -158,6 +161,7 @@ func (r *Record) fill(dec *verify.Decision) {
 	r.Warnings = dec.Warnings
 	r.AuditAnnotations = dec.AuditAnnotations
 	r.Notes = dec.Notes
+	r.unmatched = len(dec.Results) == 0
 	for _, res := range dec.Results {
 		if res.Result == verify.ResultAdmit {
 			continue
@@ -185,12 +189,16 @@ func actionStrings(a []admissionregistrationv1.ValidationAction) []string {
 }
 
 // changed sets Changed: the decision differs from what happened. A denial by someone else
-// (a webhook, another plugin) stands whatever the policies decide.
+// (a webhook, another plugin) stands whatever the policies decide; so does one a request no
+// replayed policy matched got (it is recorded only for the alternatives of the states the
+// server may have read): the replay says of it what it says of a request not matched.
 func (r *Record) changed() {
 	switch {
 	case r.Decision == DecisionIndeterminate || r.Recorded == RecordedUnknown:
 		r.Changed = false
 	case r.Recorded == RecordedDeny && !r.recordedByVAP:
+		r.Changed = false
+	case r.Recorded == RecordedDeny && r.Decision == DecisionAdmit && r.unmatched:
 		r.Changed = false
 	default:
 		r.Changed = r.Decision != r.Recorded

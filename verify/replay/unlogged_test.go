@@ -181,3 +181,32 @@ func TestWriteWithoutObject(t *testing.T) {
 		})
 	}
 }
+
+// TestChanged holds Record.changed to what it says changed: a decision of the replayed policies
+// other than the server's, but for a denial by someone else, or one a request that no replayed
+// policy matched got (recorded only for its alternatives).
+func TestChanged(t *testing.T) {
+	t.Parallel()
+	admitted := []RecordResult{} // matched, admitted: no result but those that did not admit
+	rec := func(decision, recorded string, byVAP bool, results []RecordResult) Record {
+		return Record{Decision: decision, Logged: Logged{Recorded: recorded, recordedByVAP: byVAP, unmatched: results == nil}, Results: results}
+	}
+	for _, tc := range []struct {
+		name string
+		rec  Record
+		want bool
+	}{
+		{"admitted as the server did", rec(DecisionAdmit, RecordedAdmit, false, admitted), false},
+		{"denied where the server admitted", rec(DecisionDeny, RecordedAdmit, false, []RecordResult{{Policy: "p", Binding: "b", Result: "deny"}}), true},
+		{"admitted where a policy denied", rec(DecisionAdmit, RecordedDeny, true, admitted), true},
+		{"admitted where a webhook denied", rec(DecisionAdmit, RecordedDeny, false, admitted), false},
+		{"no replayed policy matched, a policy denied", rec(DecisionAdmit, RecordedDeny, true, nil), false},
+		{"indeterminate", rec(DecisionIndeterminate, RecordedDeny, true, nil), false},
+	} {
+		r := tc.rec
+		r.changed()
+		if r.Changed != tc.want {
+			t.Errorf("%s: Changed = %v, want %v", tc.name, r.Changed, tc.want)
+		}
+	}
+}
