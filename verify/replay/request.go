@@ -173,9 +173,9 @@ func (r *Replayer) rebuildWith(ev *Event, t target, rec recording, p state.Prior
 	}
 	if objectNotLogged(ev, t) {
 		b.standInObject(ev, t, rec) // unlogged.go
-		return b
+	} else {
+		r.newObject(&b, ev, t, q, p, old, facts, resp)
 	}
-	r.newObject(&b, ev, t, q, p, old, facts, resp)
 	if !b.indeterminate.is() {
 		b.unknowns = append(b.unknowns, omittedManagedFields(t, &b, old)...)
 	}

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -97,7 +98,7 @@ type statusKey struct {
 // kind and of its metadata but those kept, its name, namespace and uid.
 func (k statusKept) unknowns(u *unstructured.Unstructured, kind schema.GroupVersionKind, why string) []vapccel.Unknown {
 	var out []vapccel.Unknown
-	top := jsonFields(kind)
+	top := slices.Clone(jsonFields(kind))
 	for f := range u.Object {
 		top = append(top, f)
 	}
@@ -254,17 +255,26 @@ var (
 	errProbe  = errors.New("the pipeline did not store the probe")
 )
 
-// jsonFields are the JSON names of the top-level fields of a built-in kind (none for another).
+// jsonFields are the JSON names of the top-level fields of a built-in kind (none for another),
+// found once a kind (a write at Metadata level asks for each): shared, not to be changed.
 func jsonFields(kind schema.GroupVersionKind) []string {
-	obj, err := kubescheme.Scheme.New(kind)
-	if err != nil {
-		return nil
+	if f, ok := kindFields.Load(kind); ok {
+		return f.([]string)
 	}
-	return structFields(reflect.TypeOf(obj).Elem())
+	var fields []string
+	if obj, err := kubescheme.Scheme.New(kind); err == nil {
+		fields = structFields(reflect.TypeOf(obj).Elem())
+	}
+	kindFields.Store(kind, fields)
+	return fields
 }
 
-// metaFields are the JSON names of the fields of an object's metadata.
-func metaFields() []string { return structFields(reflect.TypeFor[metav1.ObjectMeta]()) }
+// kindFields are jsonFields by kind.
+var kindFields sync.Map
+
+// metaFields are the JSON names of the fields of an object's metadata: shared, not to be
+// changed.
+var metaFields = sync.OnceValue(func() []string { return structFields(reflect.TypeFor[metav1.ObjectMeta]()) })
 
 // structFields are the JSON names of a struct's fields, those of its inlined structs included.
 func structFields(ty reflect.Type) []string {

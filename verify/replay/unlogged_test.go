@@ -158,6 +158,8 @@ func TestWriteWithoutObject(t *testing.T) {
 		{name: "a create, by its data", verb: "create", op: admissionregistrationv1.Create, expr: "!has(object.data)", code: 201, decision: DecisionIndeterminate, reason: ReasonNoObject},
 		{name: "a create whose name the server generated", verb: "create", op: admissionregistrationv1.Create, expr: "request.name.startsWith('cm')", code: 201, objName: "-", decision: DecisionIndeterminate, reason: ReasonNoObject},
 		{name: "an update, by its old object", verb: "update", op: admissionregistrationv1.Update, expr: "oldObject.metadata.labels.team == 'a'", code: 200, decision: DecisionAdmit},
+		// The snapshot's object holds no managedFields (kubectl get omits them).
+		{name: "an update, by its old object's managedFields", verb: "update", op: admissionregistrationv1.Update, expr: "!has(oldObject.metadata.managedFields)", code: 200, decision: DecisionIndeterminate, reason: ReasonUnknownField},
 		{name: "a patch, by its labels", verb: "patch", op: admissionregistrationv1.Update, expr: "object.metadata.labels.team == 'a'", code: 200, decision: DecisionIndeterminate, reason: ReasonNoObject},
 		// Refused by its validation, before validating admission, as the log's message says
 		// (classify): skipped.
