@@ -332,11 +332,9 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 	if len(j.prior.Unknowns) > 0 && (t.op == admission.Update || t.op == admission.Delete) {
 		unknowns.prior = rooted(knownFrom(j.prior.Unknowns, objs.version, objs.uid), t.op == admission.Update)
 	}
-	// What the export the event was read from lost of the request (exportloss.go): unknown
-	// to each admission of every pass, and to the mutating policies.
-	unknowns.prior = append(unknowns.prior, exportUnknowns(ev)...)
-	// What the delete options the log does not hold can change (unlogged.go).
-	unknowns.prior = append(append(unknowns.prior, optionsUnknowns(ev, t)...), graceUnknowns(t, j.prior)...)
+	// What the log does not hold of the request: unknown to each admission of every pass, and
+	// to the mutating policies.
+	unknowns.prior = append(unknowns.prior, requestUnknowns(j, j.prior)...)
 	mutationUnknown := r.withUnknowns(unknowns, &s, j.policies)
 	refusedByMutation := len(s.calls) == 0 && s.mutation != nil && !s.mutation.Allowed
 	if r.mutationUndecided(j, out, s, mutationUnknown, refusedByMutation) {

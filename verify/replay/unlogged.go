@@ -2,6 +2,7 @@ package replay
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -222,4 +223,12 @@ func bodyUnknown(ev *Event, t target, u vapccel.Unknown) bool {
 			root == "oldObject" && len(u.Path.Steps) == 2 && u.Path.Steps[0] == "metadata" && strings.HasPrefix(u.Path.Steps[1], "deletion")
 	}
 	return false
+}
+
+// requestUnknowns are what the log does not hold of a request served through the pipeline on
+// the stored version p, for every pass alike: what the export it was read from lost
+// (exportloss.go), what its level left out of a DELETE's options, and what a pod's unknown
+// phase makes of its DELETE's grace period.
+func requestUnknowns(j *job, p state.Prior) []vapccel.Unknown {
+	return slices.Concat(exportUnknowns(j.ev), optionsUnknowns(j.ev, j.t), graceUnknowns(j.t, p))
 }

@@ -220,8 +220,7 @@ func (r *Replayer) decideServedOn(ctx context.Context, w evalWorker, j *job, p s
 	}
 	// What the replay does not know of this version, and what an export lost of the request
 	// (exportloss.go), as the live evaluation takes them (evaluateServed).
-	u := passUnknowns{prior: append(rooted(knownFrom(p.Unknowns, o.version, o.uid), j.t.op == admission.Update), exportUnknowns(j.ev)...)}
-	u.prior = append(append(u.prior, optionsUnknowns(j.ev, j.t)...), graceUnknowns(j.t, p)...) // unlogged.go
+	u := passUnknowns{prior: append(rooted(knownFrom(p.Unknowns, o.version, o.uid), j.t.op == admission.Update), requestUnknowns(j, p)...)}
 	mutationUnknown := r.withUnknowns(u, &once.s, j.policies)
 	if why := optionsUndecided(j, once.s); why.is() {
 		return nil, &indeterminateError{why}
