@@ -216,7 +216,9 @@ func stringBodyEnd(b []byte, i int) (int, bool) {
 		case b[i] == '"':
 			return i, true
 		case b[i] == '\\':
-			i += 2 // the backslash and what it escapes, which the decoder checks
+			if i += 2; i > len(b) { // the backslash and what it escapes, which the decoder checks
+				return len(b), false
+			}
 		default:
 			return i, false // a control character
 		}

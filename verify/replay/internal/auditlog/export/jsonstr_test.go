@@ -1,6 +1,10 @@
 package export
 
-import "testing"
+import (
+	"bufio"
+	"strings"
+	"testing"
+)
 
 // TestNestingRun holds nestingRun to the table it jumps by: the first byte that nests, at each
 // place of a word, after bytes of every kind.
@@ -22,6 +26,45 @@ func TestNestingRun(t *testing.T) {
 			}
 			if got := nestingRun(b); got != want {
 				t.Errorf("nestingRun(%q) = %d, want %d", b, got, want)
+			}
+		}
+	}
+}
+
+// TestSkip holds the scanner's skip, which finds a value the reader holds whole with valueEnd
+// and reads the rest byte by byte, to where encoding/json ends the value, whatever part of
+// it the reader's buffer holds (escapes and newlines cut at every place), and to an error,
+// not a panic, for a value cut short.
+func TestSkip(t *testing.T) {
+	t.Parallel()
+	values := []string{
+		`{"a": "b\\\"c", "d": [1, {"e": "\u00e9\\"}],` + "\n" + `  "f": null}`,
+		`["x\\", "\"]", {"}": "{"}]`,
+		`"a string with \" and \\ and ] and }"`,
+		"{\n  \"n\": {\n    \"m\": \"\\\\\"\n  }\n}",
+	}
+	for _, v := range values {
+		in := v + " ,\n" + `{"next": 1}`
+		want := len(v)
+		for size := 16; size <= len(in)+16; size++ {
+			for lead := range 20 {
+				src := strings.Repeat(" ", lead) + in
+				s := newScanner(bufio.NewReaderSize(strings.NewReader(src), size))
+				if err := s.skip(); err != nil {
+					t.Fatalf("skip(%q), buffer %d: %v", src, size, err)
+				}
+				if got := int(s.off) - lead; got != want {
+					t.Fatalf("skip(%q), buffer %d: at %d, want %d", src, size, got, want)
+				}
+				if got, want := s.line, 1+strings.Count(v, "\n"); got != want {
+					t.Fatalf("skip(%q), buffer %d: line %d, want %d", src, size, got, want)
+				}
+			}
+		}
+		for cut := 1; cut < len(v); cut++ {
+			s := newScanner(bufio.NewReaderSize(strings.NewReader(v[:cut]), 16))
+			if err := s.skip(); err == nil {
+				t.Errorf("skip(%q): no error for a value cut short", v[:cut])
 			}
 		}
 	}
