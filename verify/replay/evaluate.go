@@ -305,9 +305,7 @@ func (r *Replayer) rebuiltUnknowns(j *job, b *rebuilt, p state.Prior) []vapccel.
 	}
 	if j.t.op == admission.Create || j.t.op == admission.Update {
 		// Mutating webhooks changed the object before validating admission.
-		if why := patchRebuilt(j.ev, u); why != "" {
-			unknowns = append(unknowns, vapccel.Unknown{Path: vapccel.FieldPath{Root: "object"}, Why: why})
-		}
+		unknowns = append(unknowns, patchRebuilt(j.ev, u, objectNotLogged(j.ev, j.t))...)
 		unknowns = append(unknowns, j.mutators.unknowns(r.replayedMutation(mutatedObject(j.t, u, b.req.OldObject, j.view)))...)
 		// The handler's field manager records the write in managedFields before admission
 		// (a custom resource's, a subresource's such as a TokenRequest); the replay runs it

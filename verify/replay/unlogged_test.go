@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -149,6 +150,7 @@ func TestWriteWithoutObject(t *testing.T) {
 		code             int32
 		message          string
 		objName          string
+		patch            string // a mutating webhook's recorded JSON patch
 		decision         string
 		reason           Reason
 	}{
@@ -161,6 +163,12 @@ func TestWriteWithoutObject(t *testing.T) {
 		// The snapshot's object holds no managedFields (kubectl get omits them).
 		{name: "an update, by its old object's managedFields", verb: "update", op: admissionregistrationv1.Update, expr: "!has(oldObject.metadata.managedFields)", code: 200, decision: DecisionIndeterminate, reason: ReasonUnknownField},
 		{name: "a patch, by its labels", verb: "patch", op: admissionregistrationv1.Update, expr: "object.metadata.labels.team == 'a'", code: 200, decision: DecisionIndeterminate, reason: ReasonNoObject},
+		// A webhook's patch applied to the server's object, which the log does not hold: what
+		// it changed is not known, the rest of the stand-in is.
+		{name: "a create a webhook patched, by its name", verb: "create", op: admissionregistrationv1.Create, expr: "object.metadata.name == 'cm'", code: 201, patch: `[{"op":"add","path":"/data/injected","value":"yes"}]`, decision: DecisionAdmit},
+		{name: "a create a webhook patched, by what it patched", verb: "create", op: admissionregistrationv1.Create, expr: "object.data.injected == 'yes'", code: 201, patch: `[{"op":"add","path":"/data/injected","value":"yes"}]`, decision: DecisionIndeterminate, reason: ReasonNoObject},
+		{name: "a create a webhook renamed", verb: "create", op: admissionregistrationv1.Create, expr: "object.metadata.name == 'cm'", code: 201, patch: `[{"op":"test","path":"/metadata/labels/a","value":"b"},{"op":"replace","path":"/metadata/name","value":"x"}]`, decision: DecisionIndeterminate, reason: ReasonNoObject},
+		{name: "a create a webhook patched at its root", verb: "create", op: admissionregistrationv1.Create, expr: "object.metadata.name == 'cm'", code: 201, patch: `[{"op":"remove","path":"/spec"}]`, decision: DecisionIndeterminate, reason: ReasonNoObject},
 		// Refused by its validation, before validating admission, as the log's message says
 		// (classify): skipped.
 		{name: "invalid", verb: "create", op: admissionregistrationv1.Create, expr: "true", code: 422, message: `ConfigMap "cm" is invalid: data: Invalid value: "x": a valid config key must consist of alphanumeric characters`},
@@ -174,6 +182,9 @@ func TestWriteWithoutObject(t *testing.T) {
 				name = ""
 			}
 			line := levelEvent(t, "w", auditlog.LevelMetadata, tc.verb, "configmaps", "ns", name, tc.code, tc.message, nil, nil)
+			if tc.patch != "" {
+				line = withWebhookPatch(t, line, tc.patch)
+			}
 			snapshot := []any{map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns"}}}
 			if tc.verb != "create" {
 				snapshot = append(snapshot, stored)
@@ -211,4 +222,23 @@ func TestChanged(t *testing.T) {
 			t.Errorf("%s: Changed = %v, want %v", tc.name, r.Changed, tc.want)
 		}
 	}
+}
+
+// withWebhookPatch is the event line with the audit annotations of a mutating webhook that
+// changed the object by the JSON patch given.
+func withWebhookPatch(t *testing.T, line, patch string) string {
+	t.Helper()
+	var ev map[string]any
+	if err := json.Unmarshal([]byte(line), &ev); err != nil {
+		t.Fatal(err)
+	}
+	ev["annotations"] = map[string]any{
+		"mutation.webhook.admission.k8s.io/round_0_index_0": `{"configuration":"injector","webhook":"inject.example.com","mutated":true}`,
+		"patch.webhook.admission.k8s.io/round_0_index_0":    `{"configuration":"injector","webhook":"inject.example.com","patch":` + patch + `,"patchType":"JSONPatch"}`,
+	}
+	b, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -203,28 +203,79 @@ func applyWebhookPatch(a admission.Attributes, patch []byte) error {
 }
 
 // patchRebuilt applies the recorded mutating webhook calls to an object the replay rebuilt
-// from the request without the pipeline (a custom resource's), and returns why the object
-// after them is not known, if it is not.
-func patchRebuilt(ev *Event, u *unstructured.Unstructured) string {
+// from the request without the pipeline (a custom resource's), and returns what of the object
+// after them is not known. When the object is a stand-in holding only what the log says of it
+// (standInObject: a write whose object the log does not hold), a patch that does not apply to
+// it applied to the server's object (the server would have refused the request otherwise):
+// what it changed is not known (patchedFields), and the rest of the stand-in stays as it was.
+func patchRebuilt(ev *Event, u *unstructured.Unstructured, standIn bool) []vapccel.Unknown {
 	m := newWebhookMutation(ev)
 	if m == nil {
-		return ""
+		return nil
 	}
+	whole := func(why string) []vapccel.Unknown {
+		return []vapccel.Unknown{{Path: vapccel.FieldPath{Root: "object"}, Why: why}}
+	}
+	var changed []vapccel.Unknown
 	for _, c := range m.calls {
 		switch {
 		case c.annotateErr != "":
-			return c.describe() + ": " + c.annotateErr
+			return whole(c.describe() + ": " + c.annotateErr)
 		case c.patchErr != "":
-			return c.describe() + ": " + c.patchErr
+			return whole(c.describe() + ": " + c.patchErr)
 		case c.patch != nil:
-			if err := patchUnstructured(u, c.patch); err != nil {
-				return fmt.Sprintf("%s changed the object, and its recorded patch does not apply to the object the replay rebuilt: %v", c.describe(), err)
+			err := patchUnstructured(u, c.patch)
+			if err == nil {
+				continue
+			}
+			why := fmt.Sprintf("%s changed the object, and its recorded patch does not apply to the object the replay rebuilt: %v", c.describe(), err)
+			fields, ok := patchedFields(c.patch)
+			if !standIn || !ok {
+				return whole(why)
+			}
+			for _, f := range fields {
+				changed = append(changed, vapccel.Unknown{Path: f, Why: c.describe() + " changed it by its recorded patch, which applies to the object the log does not hold"})
 			}
 		case c.mutated:
-			return c.describe() + " changed the object, and the log does not hold its patch (it does at level Request and above)"
+			return whole(c.describe() + " changed the object, and the log does not hold its patch (it does at level Request and above)")
 		}
 	}
-	return ""
+	return changed
+}
+
+// patchedFields are the fields of the object a JSON patch may change: the container of every
+// location its operations name (an array's field whole, for an element's); false when the
+// patch does not decode.
+func patchedFields(patch []byte) ([]vapccel.FieldPath, bool) {
+	var ops []struct {
+		Path string  `json:"path"`
+		From *string `json:"from"`
+	}
+	if err := json.Unmarshal(patch, &ops); err != nil {
+		return nil, false
+	}
+	var out []vapccel.FieldPath
+	for _, op := range ops {
+		locs := []string{op.Path}
+		if op.From != nil {
+			locs = append(locs, *op.From)
+		}
+		for _, loc := range locs {
+			tokens := strings.Split(loc, "/")[1:] // RFC 6901: "" is the whole object
+			if len(tokens) > 0 {
+				tokens = tokens[:len(tokens)-1]
+			}
+			steps := make([]string, 0, len(tokens))
+			for _, t := range tokens {
+				if t == "-" || strings.Trim(t, "0123456789") == "" {
+					break // an array's element: the array
+				}
+				steps = append(steps, strings.NewReplacer("~1", "/", "~0", "~").Replace(t))
+			}
+			out = append(out, objectPath(steps...))
+		}
+	}
+	return out, true
 }
 
 // patchUnstructured applies a JSON patch to an object in place.
