@@ -366,7 +366,7 @@ func (d *rebuiltDecider) evaluate(eval Evaluator, view *state.StateView) (*verif
 	if j.result.schemaRefreshing != "" && dec.Mutation.Acted() {
 		return nil, &indeterminateError{because(ReasonMutationUnknown, j.result.schemaRefreshing)}
 	}
-	why := r.mutationUnknown(dec.Mutation, d.unknowns, j.policies)
+	why, read := r.mutationUnknownRead(dec.Mutation, d.unknowns, j.policies)
 	if b.objectSource == SourceResponse && why == "" {
 		reapplied, clusterOnly := r.reapplied(dec.Mutation, j.mutators)
 		if v, ok := eval.(validatingEvaluator); ok && clusterOnly {
@@ -382,7 +382,7 @@ func (d *rebuiltDecider) evaluate(eval Evaluator, view *state.StateView) (*verif
 	}
 	if why != "" {
 		if ind := r.dependsOnUnknown(j, []admitted{{dec: dec, unknowns: []vapccel.Unknown{mutationUnknownField(why)}}}); ind.is() || !dec.Mutation.Allowed {
-			return nil, &indeterminateError{because(ReasonMutationUnknown, why)}
+			return nil, &indeterminateError{because(mutationReason(j, read), why)}
 		}
 		dec.Mutation.Changes = nil // decided without them; what they changed is not known
 		dec.Notes = append(dec.Notes, "what the MutatingAdmissionPolicies changed is not known: "+why)

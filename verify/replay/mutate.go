@@ -114,27 +114,49 @@ func (r *Replayer) runMutatingPolicies(ctx context.Context, me mutatingEvaluator
 // given another object, or a policy that ran reads a field the replay does not know (inputs:
 // the unknown fields of the admission they ran on).
 func (r *Replayer) mutationUnknown(m *verify.Mutation, inputs []vapccel.Unknown, policies []string) string {
+	why, _ := r.mutationUnknownRead(m, inputs, policies)
+	return why
+}
+
+// mutationUnknownRead is mutationUnknown, with the unknown field a policy read when that is
+// why (nil otherwise).
+func (r *Replayer) mutationUnknownRead(m *verify.Mutation, inputs []vapccel.Unknown, policies []string) (string, *vapccel.Unknown) {
 	switch {
 	case m == nil:
-		return ""
+		return "", nil
 	case m.Unknown != "":
-		return "a MutatingAdmissionPolicy could not run as kube-apiserver would: " + m.Unknown
+		return "a MutatingAdmissionPolicy could not run as kube-apiserver would: " + m.Unknown, nil
 	case m.OrderDependent != "":
-		return "kube-apiserver runs MutatingAdmissionPolicies in an order no log records, and the order matters here: " + m.OrderDependent
+		return "kube-apiserver runs MutatingAdmissionPolicies in an order no log records, and the order matters here: " + m.OrderDependent, nil
 	}
 	if checks := verify.Configured(m.Authorizer); len(checks) > 0 {
-		return fmt.Sprintf("a MutatingAdmissionPolicy made %d authorizer checks, which the audit log does not answer (the first: %s)", len(checks), checks[0])
+		return fmt.Sprintf("a MutatingAdmissionPolicy made %d authorizer checks, which the audit log does not answer (the first: %s)", len(checks), checks[0]), nil
 	}
 	// Whether a policy the request's rules match ran or was skipped, by a matchCondition or
 	// a selector, rests on what it reads as much as what it wrote.
 	for _, p := range policies {
 		if mp, ok := r.set.mutating[p]; ok {
 			if rd, u, ok := mp.reads.DependsOn(inputs); ok {
-				return fmt.Sprintf("MutatingAdmissionPolicy %s reads %s, and %s is not known: %s", mp.name, rd.Path, u.Path, u.Why)
+				return fmt.Sprintf("MutatingAdmissionPolicy %s reads %s, and %s is not known: %s", mp.name, rd.Path, u.Path, u.Why), &u
 			}
 		}
 	}
-	return ""
+	return "", nil
+}
+
+// mutationReason is the reason of a request undecided because what the MutatingAdmissionPolicies
+// did is not known, as a policy read the field read: what the log's level left out of the
+// request's body (no-object), what its export lost (export-lost), or mutation-unknown.
+func mutationReason(j *job, read *vapccel.Unknown) Reason {
+	switch {
+	case read == nil:
+		return ReasonMutationUnknown
+	case lostByExport(j.ev, *read):
+		return ReasonExportLost
+	case bodyUnknown(j.ev, j.t, *read):
+		return ReasonNoObject
+	}
+	return ReasonMutationUnknown
 }
 
 // mutationUnknownField is the field an unknown mutation leaves unknown: the whole object.

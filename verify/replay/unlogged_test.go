@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	gocmp "github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
@@ -241,4 +243,49 @@ func withWebhookPatch(t *testing.T, line, patch string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestWriteWithoutObjectMutated: a MutatingAdmissionPolicy over a write whose object the log
+// does not hold. One that reads what the level left out leaves the request undecided for the
+// level (no-object), not for the mutation; one that reads what the stand-in holds runs.
+func TestWriteWithoutObjectMutated(t *testing.T) {
+	t.Parallel()
+	rules := &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+	}}}}
+	for _, tc := range []struct {
+		name, condition string
+		decision        string
+		reason          Reason
+	}{
+		{name: "reads the labels the level left out", condition: "has(object.metadata.labels) && object.metadata.labels['color'] == 'red'", decision: DecisionIndeterminate, reason: ReasonNoObject},
+		{name: "reads the namespace", condition: "object.metadata.namespace == 'other'", decision: DecisionAdmit},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			mutating := &admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "paint"},
+				Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{MatchConstraints: rules,
+					MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "red", Expression: tc.condition}},
+					Mutations: []admissionregistrationv1.Mutation{{PatchType: admissionregistrationv1.PatchTypeApplyConfiguration,
+						ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: "Object{metadata: Object.metadata{labels: {'painted': 'true'}}}"}}}}}
+			binding := &admissionregistrationv1.MutatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "paint"},
+				Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: "paint"}}
+			p, b := levelPolicy("guard", "configmaps", admissionregistrationv1.Create, nil, "object.metadata.name == 'cm'")
+			r, err := New([]*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+				WithCheckRecorded(true), WithMutatingPolicies([]*admissionregistrationv1.MutatingAdmissionPolicy{mutating}, []*admissionregistrationv1.MutatingAdmissionPolicyBinding{binding}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			line := levelEvent(t, "w", auditlog.LevelMetadata, "create", "configmaps", "ns", "cm", 201, "", nil, nil)
+			var rec *Record
+			if _, err := r.Run(context.Background(), []Source{{Name: "audit.jsonl", Reader: strings.NewReader(line + "\n")}}, func(got *Record) error {
+				rec = got
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			checkDecision(t, rec, tc.decision, tc.reason)
+		})
+	}
 }
