@@ -525,8 +525,10 @@ func (r *Replayer) decidedWithout(j *job, out *Record, calls []admitted, oldUnkn
 		// The stand-in's fields are all unknown (withUnknowns), and so are the delete options
 		// the store derives from the stored object (a pod's grace period): the decision stands
 		// only if none is read. Whether the server ran admission at all is not known either (a
-		// graceful deletion may have been pending): only an admission can stand.
-		if dec := combineCalls(j.ev.Verb, calls); !dec.Allowed {
+		// graceful deletion may have been pending, a DELETE answered 404 may have found no
+		// object): only an admission can stand, and only one that shows nothing of having run
+		// (a warning, an audit annotation: a Warn or Audit binding's failure).
+		if dec := combineCalls(j.ev.Verb, calls); !dec.Allowed || len(dec.Warnings) > 0 || len(dec.AuditAnnotations) > 0 {
 			out.indeterminate(oldUnknown)
 			return nil, false
 		}
