@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -82,13 +81,7 @@ func TestAuthorizerChecks(t *testing.T) {
 			}
 			line := event{id: "c", verb: "create", version: "v1", resource: "configmaps", ns: "app", name: "c", code: 201, received: at(t, 1),
 				user: "u", groups: tc.groups, req: cm("c"), resp: resp}.line(t)
-			var rec *Record
-			if _, err := r.Run(context.Background(), []Source{{Name: "audit.jsonl", Reader: strings.NewReader(line + "\n")}}, func(got *Record) error {
-				rec = got
-				return nil
-			}); err != nil {
-				t.Fatal(err)
-			}
+			rec := replayLine(t, r, line, "c")
 			if rec == nil || rec.Decision != tc.decision || rec.Reason != tc.reason || !strings.Contains(rec.Indeterminate, tc.reasonText) {
 				t.Errorf("record = %s, want %s %s %q", describeRecord(rec), tc.decision, tc.reason, tc.reasonText)
 			}

@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,15 +63,7 @@ spec: {size: small, replicas: 6}
 	line := event{id: "w1", verb: "update", group: "example.com", version: "v1", resource: "widgets", ns: "app", name: "w1", code: 422, received: at(t, 2), req: body,
 		message: `widgets.example.com "w1" is forbidden: ValidatingAdmissionPolicy 'no-spec-change' with binding 'no-spec-change' denied request: spec changed`}.line(t)
 	line = strings.Replace(line, `"level":"RequestResponse"`, `"level":"Request"`, 1)
-	var rec *Record
-	if _, err := r.Run(context.Background(), []Source{{Name: "audit.jsonl", Reader: strings.NewReader(line + "\n")}}, func(got *Record) error {
-		if got.AuditID == "w1" {
-			rec = got
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	rec := replayLine(t, r, line, "w1")
 	// The MAP sets spec.size=large, PrepareForUpdate bumps the generation to 2, the VAP
 	// denies.
 	if rec == nil || rec.Decision != DecisionDeny || len(rec.Disagreements) > 0 {

@@ -109,6 +109,22 @@ func replayLines(t *testing.T, ps []*admissionregistrationv1.ValidatingAdmission
 	return replayLinesWith(t, ps, bs, nil, lines...)
 }
 
+// replayLine replays one event line with r and returns the record of the request whose audit
+// ID is id (nil when it has none).
+func replayLine(t *testing.T, r *Replayer, line, id string) *Record {
+	t.Helper()
+	var rec *Record
+	if _, err := r.Run(context.Background(), []Source{{Name: "audit.jsonl", Reader: strings.NewReader(line + "\n")}}, func(got *Record) error {
+		if got.AuditID == id {
+			rec = got
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
 // replayLinesWith is replayLines over a snapshot of the objects given (none: no snapshot).
 func replayLinesWith(t *testing.T, ps []*admissionregistrationv1.ValidatingAdmissionPolicy, bs []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, snapshot []any, lines ...string) (*Summary, map[string]*Record) {
 	t.Helper()

@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -278,14 +277,7 @@ func TestWriteWithoutObjectMutated(t *testing.T) {
 				t.Fatal(err)
 			}
 			line := levelEvent(t, "w", auditlog.LevelMetadata, "create", "configmaps", "ns", "cm", 201, "", nil, nil)
-			var rec *Record
-			if _, err := r.Run(context.Background(), []Source{{Name: "audit.jsonl", Reader: strings.NewReader(line + "\n")}}, func(got *Record) error {
-				rec = got
-				return nil
-			}); err != nil {
-				t.Fatal(err)
-			}
-			checkDecision(t, rec, tc.decision, tc.reason)
+			checkDecision(t, replayLine(t, r, line, "w"), tc.decision, tc.reason)
 		})
 	}
 }
