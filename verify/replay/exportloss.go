@@ -17,7 +17,9 @@ import (
 //
 //   - the user's groups, uid and extra, and whether the request was a dry run, are fields of
 //     request a policy reads (request.userInfo.*, request.dryRun): they are unknown fields
-//     (exportUnknowns), and a decision that reads them is indeterminate with ReasonExportLost;
+//     (exportUnknowns), as is a CertificateSigningRequest's copy of them in its spec (the
+//     strategy's PrepareForCreate), and a decision that reads them is indeterminate with
+//     ReasonExportLost;
 //     an authorizer check is not answered as kube-apiserver answers a member of
 //     system:masters (the rebuilt user is a member of no group), and the ReasonAuthorizer
 //     says so (explainLoss);
@@ -61,6 +63,19 @@ func exportUnknowns(ev *Event) []vapccel.Unknown {
 			out = append(out, vapccel.Unknown{Path: vapccel.FieldPath{Root: "request", Steps: f.path}, Why: l.Of(f.lost)})
 		}
 	}
+	if userCopied(ev) {
+		// The CertificateSigningRequest strategy copies the requesting user into the object's
+		// spec before admission (PrepareForCreate): what the export lost of the user, it lost
+		// there too.
+		for _, f := range []struct {
+			lost  auditlog.Lost
+			field string
+		}{{auditlog.LostGroups, "groups"}, {auditlog.LostUID, "uid"}, {auditlog.LostExtra, "extra"}} {
+			if l.Lost.Has(f.lost) {
+				out = append(out, vapccel.Unknown{Path: objectPath("spec", f.field), Why: l.Of(f.lost) + " (the CertificateSigningRequest's spec." + f.field + ", which kube-apiserver copies from the user)"})
+			}
+		}
+	}
 	if l.Lost.Has(auditlog.LostQuery) {
 		// The field manager a write names in its query (fieldManager) names the managedFields
 		// entry it writes.
@@ -73,15 +88,29 @@ func exportUnknowns(ev *Event) []vapccel.Unknown {
 	return out
 }
 
+// userCopied says whether the request's object gets the requesting user's attributes from
+// its registry strategy before admission: a CertificateSigningRequest's create.
+func userCopied(ev *Event) bool {
+	ref := ev.ObjectRef
+	return ev.Verb == "create" && ref != nil && ref.APIGroup == "certificates.k8s.io" && ref.Resource == "certificatesigningrequests" && ref.Subresource == ""
+}
+
 // lostByExport says whether an unknown field is one the export the event was read from lost:
-// the user's attributes and whether the request was a dry run, which every log backend's
-// event carries (but for the dry run of a DELETE whose options its level leaves out:
-// unlogged.go).
+// the user's attributes (and a CertificateSigningRequest's copy of them, userCopied) and
+// whether the request was a dry run, which every log backend's event carries (but for the dry
+// run of a DELETE whose options its level leaves out: unlogged.go).
 func lostByExport(ev *Event, u vapccel.Unknown) bool {
-	if !ev.Loss.Any() || u.Path.Root != "request" || len(u.Path.Steps) == 0 {
+	steps := u.Path.Steps
+	if !ev.Loss.Any() || len(steps) == 0 {
 		return false
 	}
-	return u.Path.Steps[0] == "userInfo" || u.Path.Steps[0] == "dryRun"
+	switch u.Path.Root {
+	case "request":
+		return steps[0] == "userInfo" || steps[0] == "dryRun"
+	case "object":
+		return userCopied(ev) && len(steps) == 2 && steps[0] == "spec" && (steps[1] == "groups" || steps[1] == "uid" || steps[1] == "extra")
+	}
+	return false
 }
 
 // exportListUnknown says why what a deletecollection deleted is not known when its export

@@ -13,7 +13,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/vapc-dev/vapc/verify/replay/exporttest"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
@@ -327,6 +329,50 @@ func TestCloudWatchCutEvents(t *testing.T) {
 			if rec := got[tt.id]; rec == nil || rec.Decision != DecisionIndeterminate || rec.Reason != tt.reason || !strings.Contains(rec.Indeterminate, tt.detail) {
 				t.Errorf("the export's replay: %s, want indeterminate %s %q", describeRecord(rec), tt.reason, tt.detail)
 			}
+		})
+	}
+}
+
+// csrPEM is a certificate signing request for CN=alice (openssl req -new, a P-256 key), base64.
+const csrPEM = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0KTUlIS01ISUNBUUF3RURFT01Bd0dBMVVFQXd3RllXeHBZMlV3V1RBVEJnY3Foa2pPUFFJQkJnZ3Foa2pPUFFNQgpCd05DQUFRZnE4L281cG42L0Z4Sm5uSDU2Z2kwaklEMk51dGdSM2VXSWVmLzFFZ3djNUlJRXhVaFpEZW05ekFGClFwWmNBY0ZBdktUNzEwYysvSThqYlBwdFJxYUlvQUF3Q2dZSUtvWkl6ajBFQXdJRFNBQXdSUUloQU05MUZKV1UKSUNGKzd4Y0phYVh1VjFJRk9GN3ZHVkVzYmZaYlRXZFkrZjVzQWlBeFJTaU9zYzBWNklvYThWN3BxdmR4MmxadAozYktJVmh1akFwa2MySzJkbUE9PQotLS0tLUVORCBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0K"
+
+// TestExportLostUserInObject: a CertificateSigningRequest's strategy copies the requesting
+// user's groups, uid and extra into its spec before admission (PrepareForCreate). Read from
+// GKE's export, which does not carry them, a decision that reads them there is not made.
+func TestExportLostUserInObject(t *testing.T) {
+	t.Parallel()
+	csr := func() map[string]any {
+		return map[string]any{"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest", "metadata": map[string]any{"name": "csr-a"},
+			"spec": map[string]any{"request": csrPEM, "signerName": "example.com/signer", "usages": []any{"client auth"}}}
+	}
+	rules := &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{"certificates.k8s.io"}, APIVersions: []string{"v1"}, Resources: []string{"certificatesigningrequests"}},
+	}}}}
+	for _, tc := range []struct {
+		name, expr string
+		decision   string
+		reason     Reason
+	}{
+		{name: "the groups the strategy copied", expr: "'system:masters' in object.spec.groups", decision: DecisionIndeterminate, reason: ReasonExportLost},
+		{name: "the user's name, which the export carries", expr: "object.spec.username == 'admin'", decision: DecisionAdmit},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "csr"},
+				Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{FailurePolicy: ptr.To(admissionregistrationv1.Fail), MatchConstraints: rules,
+					Validations: []admissionregistrationv1.Validation{{Expression: tc.expr, Message: "refused"}}}}
+			b := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "csr"},
+				Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "csr", ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}}}
+			ps, bs := []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}
+			// At level Request: the pipeline serves the request body, as the strategy fills it.
+			line := event{id: "c", verb: "create", group: "certificates.k8s.io", version: "v1", resource: "certificatesigningrequests", name: "csr-a", code: 201,
+				received: at(t, 1), req: csr()}.line(t)
+			line = strings.Replace(line, `"level":"RequestResponse"`, `"level":"Request"`, 1)
+			_, plain := replayLinesWith(t, ps, bs, nil, line)
+			checkDecision(t, plain["c"], DecisionAdmit, "")
+			_, got := replayLinesWith(t, ps, bs, nil, gkeLines(t, line)...)
+			checkDecision(t, got["c"], tc.decision, tc.reason)
 		})
 	}
 }
