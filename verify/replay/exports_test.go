@@ -345,10 +345,7 @@ func TestExportLostUserInObject(t *testing.T) {
 		return map[string]any{"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest", "metadata": map[string]any{"name": "csr-a"},
 			"spec": map[string]any{"request": csrPEM, "signerName": "example.com/signer", "usages": []any{"client auth"}}}
 	}
-	rules := &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-		Rule:       admissionregistrationv1.Rule{APIGroups: []string{"certificates.k8s.io"}, APIVersions: []string{"v1"}, Resources: []string{"certificatesigningrequests"}},
-	}}}}
+	rules := createRules("certificates.k8s.io", "certificatesigningrequests")
 	for _, tc := range []struct {
 		name, expr string
 		decision   string

@@ -109,6 +109,14 @@ func replayLines(t *testing.T, ps []*admissionregistrationv1.ValidatingAdmission
 	return replayLinesWith(t, ps, bs, nil, lines...)
 }
 
+// createRules match the creates of a resource of the group given, in version v1.
+func createRules(group, resource string) *admissionregistrationv1.MatchResources {
+	return &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"v1"}, Resources: []string{resource}},
+	}}}}
+}
+
 // replayLine replays one event line with r and returns the record of the request whose audit
 // ID is id (nil when it has none).
 func replayLine(t *testing.T, r *Replayer, line, id string) *Record {

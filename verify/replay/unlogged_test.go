@@ -249,10 +249,7 @@ func withWebhookPatch(t *testing.T, line, patch string) string {
 // level (no-object), not for the mutation; one that reads what the stand-in holds runs.
 func TestWriteWithoutObjectMutated(t *testing.T) {
 	t.Parallel()
-	rules := &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
-	}}}}
+	rules := createRules("", "configmaps")
 	for _, tc := range []struct {
 		name, condition string
 		decision        string
