@@ -52,6 +52,22 @@ type recording struct {
 	verdict string
 }
 
+// namesRequest says whether the prefix of a policy's denial (`pods "a" is forbidden: `, or
+// none) names the request's own resource, as admission.NewForbidden names the attributes'
+// GroupResource: a denial of another request the server made while serving it names that
+// one's (the ResourceQuota plugin's update of a quota's status: `resourcequotas "q"`).
+func namesRequest(prefix string, ev *Event) bool {
+	ref := ev.ObjectRef
+	if prefix == "" || ref == nil || ref.Resource == "" {
+		return true
+	}
+	gr := ref.Resource
+	if ref.APIGroup != "" {
+		gr += "." + ref.APIGroup
+	}
+	return strings.HasPrefix(prefix, gr+` "`)
+}
+
 // classify reads the response of a final event.
 func classify(ev *Event, connect bool) recording {
 	code := ev.Code()
@@ -68,7 +84,7 @@ func classify(ev *Event, connect bool) recording {
 	case code >= 200 && code < 300:
 		return recording{outcome: RecordedAdmit, vapRan: true}
 	}
-	if i := vapDenied.FindStringIndex(msg); i != nil && !ownDenial.MatchString(msg[:i[0]]) {
+	if i := vapDenied.FindStringIndex(msg); i != nil && (!ownDenial.MatchString(msg[:i[0]]) || !namesRequest(msg[:i[0]], ev)) {
 		// A policy denied another request the server made for this one: a Service's IP
 		// allocation creates an IPAddress (BeginCreate, before validating admission).
 		if strings.Contains(msg[:i[0]], "failed to allocate") {

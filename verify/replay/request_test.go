@@ -129,6 +129,9 @@ func TestClassify(t *testing.T) {
 		{"vap deny, forbidden", ev("delete", "", 403, "Forbidden", `ValidatingAdmissionPolicy 'p' with binding 'b' denied request: no`, nil), out{RecordedDeny, "ValidatingAdmissionPolicy 'p' with binding 'b'", "", false}},
 		{"vap deny of the IP allocation", ev("create", "", 422, "Invalid", `Service "svc-a" is invalid: spec.clusterIPs: Invalid value: [""]: failed to allocate IP: ipaddresses.networking.k8s.io "10.0.0.251" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b' denied request: no`, nil), out{"", "", SkipBeforeAdmission, true}},
 		{"vap deny of another request", ev("create", "", 500, "InternalError", `Internal error occurred: secrets "s" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b' denied request: no`, nil), out{RecordedUnknown, "", "", false}},
+		// The ResourceQuota plugin, after validating admission, updates the quota's status: a
+		// policy denied that update, named by its own resource.
+		{"vap deny of the quota's update", ev("create", "", 422, "Invalid", `resourcequotas "quota" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b' denied request: no`, nil), out{RecordedUnknown, "", "", false}},
 		{"webhook", ev("delete", "", 403, "Forbidden", `admission webhook "w.example.com" denied the request: no`, nil), out{RecordedDeny, `admission webhook "w.example.com"`, "", false}},
 		{"quota exceeded", ev("create", "", 403, "Forbidden", `pods "p" is forbidden: exceeded quota: q, requested: pods=1, used: pods=2, limited: pods=2`, nil), out{RecordedDeny, "ResourceQuota", "", false}},
 		{"quota not computed yet", ev("create", "", 403, "Forbidden", `pods "p" is forbidden: status unknown for quota: q, resources: pods`, nil), out{RecordedDeny, "ResourceQuota", "", false}},
@@ -153,7 +156,7 @@ func TestClassify(t *testing.T) {
 		// A GKE entry's failure whose gRPC code leaves its HTTP code open (exporttest: the
 		// code google/rpc maps it to, and LostCode): not a refusal before admission.
 		{"code lost by the export", lostCode(ev("create", "", 400, "", `leases.coordination.k8s.io "l" is invalid: spec: bad`, nil)), out{RecordedUnknown, "", "", false}},
-		{"code lost by the export, a policy's denial", lostCode(ev("create", "", 400, "", `leases.coordination.k8s.io "l" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b' denied request: no`, nil)), out{RecordedDeny, "ValidatingAdmissionPolicy 'p' with binding 'b'", "", false}},
+		{"code lost by the export, a policy's denial", lostCode(ev("create", "", 400, "", `pods "p" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b' denied request: no`, nil)), out{RecordedDeny, "ValidatingAdmissionPolicy 'p' with binding 'b'", "", false}},
 		{"not found, the code lost", lostCode(ev("delete", "", 404, "", `pods "p" not found`, nil)), out{RecordedUnknown, "", "", false}},
 	} {
 		r := classify(tc.ev, false)
