@@ -46,6 +46,8 @@ type Server struct {
 	served      map[servedKey]bool
 	// deleters are the delete strategies of the resources' stores.
 	deleters map[schema.GroupResource]rest.RESTDeleteStrategy
+	// stored is what the stores decoded of the objects they read, shared by the requests.
+	stored *storedCache
 }
 
 type servedKey struct {
@@ -160,6 +162,7 @@ func newServer(tcFunc TypeConverterFunc) (*Server, error) {
 		equivalents: equivalents,
 		served:      served,
 		deleters:    deleters,
+		stored:      newStoredCache(),
 	}, nil
 }
 
@@ -335,7 +338,7 @@ type exchangeKey struct{}
 
 // Do sends the request through the server's handlers.
 func (s *Server) Do(ctx context.Context, req Request, ex *Exchange) (*Response, error) {
-	w := &world{objects: ex.Objects, decode: decodeStored, overlay: map[string]runtime.Object{}, nextRV: 1 << 40}
+	w := &world{objects: ex.Objects, decode: s.stored.decode, overlay: map[string]runtime.Object{}, nextRV: 1 << 40}
 	ctx = withWorld(ctx, w)
 	ctx = audit.WithAuditContext(ctx)
 	ctx = context.WithValue(ctx, exchangeKey{}, ex)

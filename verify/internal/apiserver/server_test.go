@@ -274,3 +274,66 @@ func TestJobCreateLabels(t *testing.T) {
 		t.Errorf("the Job's labels at admission (-want +got):\n%s", diff)
 	}
 }
+
+// TestStoredShared: the stores share what they decode of a stored object (storedCache). A
+// request that writes the object (a patch, a status update, a graceful deletion that marks it,
+// a deletion) leaves the shared object as it was decoded, and the same request over the same
+// JSON in another slice is served the same.
+func TestStoredShared(t *testing.T) {
+	s := testServer(t)
+	pods := schema.GroupResource{Resource: "pods"}
+	pod := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"default","resourceVersion":"5","uid":"u1","labels":{"app":"web"}},"spec":{"containers":[{"name":"c","image":"nginx"}],"nodeName":"n1"},"status":{"phase":"Running"}}`
+	uri := "/api/v1/namespaces/default/pods/p"
+	tests := []struct {
+		name     string
+		req      Request
+		code     int
+		admitted int
+	}{
+		{"patch", Request{Method: http.MethodPatch, URI: uri, ContentType: "application/merge-patch+json", Body: []byte(`{"metadata":{"labels":{"app":"db"}}}`)}, http.StatusOK, 1},
+		{"status update", Request{Method: http.MethodPut, URI: uri + "/status", Body: []byte(strings.Replace(pod, `"Running"`, `"Succeeded"`, 1))}, http.StatusOK, 1},
+		{"graceful deletion", Request{Method: http.MethodDelete, URI: uri}, http.StatusOK, 1},
+		{"deletion", Request{Method: http.MethodDelete, URI: uri, Body: []byte(`{"gracePeriodSeconds":0}`)}, http.StatusOK, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.req.User = &user.DefaultInfo{Name: "alice"}
+			shared, err := s.stored.decode(pods, []byte(pod))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := shared.DeepCopyObject()
+			var writes [2][]Write
+			for i := range writes {
+				v := &validated{}
+				resp, err := s.Do(context.Background(), tt.req, v.exchange(objects{"pods/default/p": []byte(pod)}, nil))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if resp.Code != tt.code || len(v.attrs) != tt.admitted {
+					t.Fatalf("pass %d: Do = %d %v with %d admissions, want %d and %d", i, resp.Code, resp.Status, len(v.attrs), tt.code, tt.admitted)
+				}
+				writes[i] = resp.Writes
+			}
+			if again, err := s.stored.decode(pods, []byte(pod)); err != nil || again != shared {
+				t.Fatalf("the stored JSON decoded again: %p (%v), want the shared %p", again, err, shared)
+			}
+			if diff := cmp.Diff(want, shared); diff != "" {
+				t.Errorf("the request changed the shared object (-decoded +after):\n%s", diff)
+			}
+			// A deletion is marked at the server's clock.
+			clock := cmp.Transformer("clock", func(m metav1.ObjectMeta) metav1.ObjectMeta {
+				if m.DeletionTimestamp != nil {
+					m.DeletionTimestamp = &metav1.Time{}
+				}
+				return m
+			})
+			if diff := cmp.Diff(writes[0], writes[1], clock); diff != "" {
+				t.Errorf("the second pass wrote otherwise (-first +second):\n%s", diff)
+			}
+			if len(writes[0]) == 0 {
+				t.Errorf("no writes: the request did not reach the store")
+			}
+		})
+	}
+}

@@ -165,7 +165,8 @@ func (s *memStorage) split(key string) (namespace, name string, err error) {
 }
 
 // load returns the current object of a key, or nil when it does not exist. The object is the
-// world's: callers copy it before they change it or hand it out.
+// world's, and one read from the Objects is shared with every world that reads the same JSON
+// (storedCache): callers copy it before they change it or hand it out.
 // loadFrom is load in the request's world.
 func (s *memStorage) loadFrom(ctx context.Context, key string) (*world, runtime.Object, error) {
 	w, err := worldFrom(ctx)
