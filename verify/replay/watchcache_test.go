@@ -10,12 +10,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	vapcschema "github.com/vapc-dev/vapc/cel/schema"
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/replay/exporttest"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
 // TestWatchCacheFirstAttempt: kube-apiserver runs an update's or a delete's first attempt on
@@ -400,5 +402,85 @@ func TestFirstAttemptAndInformerLag(t *testing.T) {
 		t.Fatal("the patch has no record")
 	case rec.Decision != DecisionAdmit || rec.Certainty != CertaintyCertain || rec.AuditAnnotations["old-v/v"] != "b a" || len(rec.Disagreements) > 0:
 		t.Errorf("the patch: %s %s %v %v, want admit, certain, with the log's annotation (the live object, the namespace before its write)", describeRecord(rec), rec.Certainty, rec.AuditAnnotations, rec.Disagreements)
+	}
+}
+
+// TestDecidedAlike: a DELETE is decided on another version of its object as on the live one,
+// without serving it, only when the versions differ in fields no policy it matched reads (its
+// selectors included) and the store deletes both alike, and no precondition tells them apart.
+func TestDecidedAlike(t *testing.T) {
+	t.Parallel()
+	pod := func(rv, node, phase string, labels map[string]any, extra map[string]any) []byte {
+		meta := map[string]any{"name": "p", "namespace": "ns1", "uid": "u1", "resourceVersion": rv}
+		if labels != nil {
+			meta["labels"] = labels
+		}
+		for k, v := range extra {
+			meta[k] = v
+		}
+		spec := map[string]any{"containers": []any{map[string]any{"name": "c", "image": "nginx"}}, "terminationGracePeriodSeconds": 30}
+		if node != "" {
+			spec["nodeName"] = node
+		}
+		raw, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": map[string]any{"phase": phase}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return raw
+	}
+	live := pod("11", "n1", "Running", map[string]any{"app": "web"}, nil)
+	for _, tc := range []struct {
+		name     string
+		expr     string         // the policy's validation
+		selector map[string]any // the binding's object selector's matchLabels
+		other    []byte
+		body     map[string]any // the DELETE's options
+		want     bool
+	}{
+		{name: "status and resourceVersion differ, not read", expr: "oldObject.spec.nodeName != ''", other: pod("10", "n1", "Pending", map[string]any{"app": "web"}, nil), want: true},
+		{name: "the same version", expr: "oldObject.status.phase != ''", other: live, want: true},
+		{name: "status differs and is read", expr: "oldObject.status.phase == 'Running'", other: pod("10", "n1", "Pending", map[string]any{"app": "web"}, nil)},
+		{name: "the whole object is read", expr: "oldObject != null && string(oldObject) != ''", other: pod("10", "n1", "Pending", map[string]any{"app": "web"}, nil)},
+		{name: "a label the object selector reads differs", expr: "true", selector: map[string]any{"app": "web"}, other: pod("10", "n1", "Running", map[string]any{"app": "db"}, nil)},
+		{name: "another label differs", expr: "true", selector: map[string]any{"app": "web"}, other: pod("10", "n1", "Running", map[string]any{"app": "web", "x": "y"}, nil), want: true},
+		// An unscheduled pod is deleted at once, a scheduled one gracefully.
+		{name: "the store deletes them otherwise", expr: "true", other: pod("10", "", "Pending", map[string]any{"app": "web"}, nil)},
+		{name: "finalizers differ, a graceful deletion marks both", expr: "true", other: pod("10", "n1", "Running", map[string]any{"app": "web"}, map[string]any{"finalizers": []any{"f"}}), want: true},
+		{name: "finalizers differ, a deletion at once leaves one", expr: "true", other: pod("10", "n1", "Running", map[string]any{"app": "web"}, map[string]any{"finalizers": []any{"f"}}),
+			body: map[string]any{"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}},
+		{name: "a uid precondition both versions meet", expr: "true", other: pod("10", "n1", "Pending", map[string]any{"app": "web"}, nil),
+			body: map[string]any{"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": map[string]any{"uid": "u1"}}, want: true},
+		{name: "a resourceVersion precondition", expr: "true", other: pod("10", "n1", "Pending", map[string]any{"app": "web"}, nil),
+			body: map[string]any{"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": map[string]any{"resourceVersion": "11"}}},
+		{name: "a uid precondition of an object recreated", expr: "true", other: pod("10", "n1", "Pending", map[string]any{"app": "web"}, map[string]any{"uid": "u0"}),
+			body: map[string]any{"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": map[string]any{"uid": "u1"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, b := levelPolicy("p", "pods", admissionregistrationv1.Delete, nil, tc.expr)
+			if tc.selector != nil {
+				labels := map[string]string{}
+				for k, v := range tc.selector {
+					labels[k] = v.(string)
+				}
+				b.Spec.MatchResources = &admissionregistrationv1.MatchResources{ObjectSelector: &metav1.LabelSelector{MatchLabels: labels}}
+			}
+			r, err := New([]*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev, err := auditlog.Decode([]byte(levelEvent(t, "1", auditlog.LevelRequestResponse, "delete", "pods", "ns1", "p", 200, "", tc.body, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tg, skip := r.resolve(ev)
+			if skip != "" {
+				t.Fatalf("resolve: %s", skip)
+			}
+			j := &job{ev: ev, t: tg, policies: []string{"p"}}
+			got := r.decidedAlike(j, state.Prior{Kept: true, Found: true, Raw: live}, state.Prior{Kept: true, Found: true, Raw: tc.other})
+			if got != tc.want {
+				t.Errorf("decidedAlike = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

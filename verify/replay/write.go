@@ -330,23 +330,37 @@ func markedAt(ev *Event) *metav1.Time {
 // deleteLeaves says what the store of gr leaves of the object u when the request ev deletes it
 // with its options (see apiserver.Server.DeleteLeaves).
 func deleteLeaves(gr schema.GroupResource, u *unstructured.Unstructured, ev *Event) (apiserver.Deletion, error) {
-	srv, err := pipelineServer()
-	if err != nil {
-		return apiserver.Deletion{}, err
-	}
-	opts, err := deleteOptions(ev.RequestObject, ev.Query())
-	if err != nil {
-		return apiserver.Deletion{}, err
-	}
-	options := &metav1.DeleteOptions{}
-	if err := k8sruntime.DefaultUnstructuredConverter.FromUnstructured(opts.Object, options); err != nil {
-		return apiserver.Deletion{}, err
-	}
 	raw, err := u.MarshalJSON()
 	if err != nil {
 		return apiserver.Deletion{}, err
 	}
+	options, err := eventDeleteOptions(ev)
+	if err != nil {
+		return apiserver.Deletion{}, err
+	}
+	return deleteLeavesRaw(gr, raw, options)
+}
+
+// deleteLeavesRaw is deleteLeaves of the stored JSON raw, with the request's options.
+func deleteLeavesRaw(gr schema.GroupResource, raw []byte, options *metav1.DeleteOptions) (apiserver.Deletion, error) {
+	srv, err := pipelineServer()
+	if err != nil {
+		return apiserver.Deletion{}, err
+	}
 	return srv.DeleteLeaves(gr, raw, options)
+}
+
+// eventDeleteOptions are the DeleteOptions of the DELETE ev: its body's, with its query's.
+func eventDeleteOptions(ev *Event) (*metav1.DeleteOptions, error) {
+	opts, err := deleteOptions(ev.RequestObject, ev.Query())
+	if err != nil {
+		return nil, err
+	}
+	options := &metav1.DeleteOptions{}
+	if err := k8sruntime.DefaultUnstructuredConverter.FromUnstructured(opts.Object, options); err != nil {
+		return nil, err
+	}
+	return options, nil
 }
 
 // written is the response object of a write as applyWrite reads it, decoded off the ordered

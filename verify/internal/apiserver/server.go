@@ -239,10 +239,11 @@ func (s *Server) DeleteLeaves(gr schema.GroupResource, raw []byte, options *meta
 	if p := options.PropagationPolicy; (p != nil && *p != metav1.DeletePropagationBackground) || options.OrphanDependents != nil {
 		return Deletion{}, fmt.Errorf("the finalizers of propagation policy %v are not followed", options.PropagationPolicy)
 	}
-	obj, err := decodeStored(gr, raw)
+	shared, err := s.stored.decode(gr, raw)
 	if err != nil {
 		return Deletion{}, err
 	}
+	obj := shared.DeepCopyObject() // BeforeDelete marks it
 	a, err := meta.Accessor(obj)
 	if err != nil {
 		return Deletion{}, err
