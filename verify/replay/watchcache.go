@@ -404,7 +404,10 @@ func (r *Replayer) decidedAlike(j *job, p, other state.Prior) bool {
 	}
 	a, whyA := p.Decode()
 	b, whyB := other.Decode()
-	if a == nil || b == nil || whyA != "" || whyB != "" {
+	// In another version than the request's, a field may be converted into another (an
+	// HPA's conditions into an annotation of autoscaling/v1): the fields that differ are
+	// those of the request's version.
+	if a == nil || b == nil || whyA != "" || whyB != "" || a.GroupVersionKind() != t.reqKind || b.GroupVersionKind() != t.reqKind {
 		return false
 	}
 	differ := rooted(differing(a.Object, b.Object, nil, "differs between the versions"), true)

@@ -484,3 +484,40 @@ func TestDecidedAlike(t *testing.T) {
 		})
 	}
 }
+
+// TestDecidedAlikeConverted: a HorizontalPodAutoscaler is stored as autoscaling/v2, and an
+// autoscaling/v1 request sees its conditions as an annotation: versions that differ only in
+// their conditions are decided alike for a policy that reads the annotations only when the
+// request is in the stored version.
+func TestDecidedAlikeConverted(t *testing.T) {
+	t.Parallel()
+	hpa := func(rv, status string) []byte {
+		return []byte(`{"apiVersion":"autoscaling/v2","kind":"HorizontalPodAutoscaler","metadata":{"name":"h","namespace":"ns1","uid":"u1","resourceVersion":"` + rv + `"},` +
+			`"spec":{"scaleTargetRef":{"kind":"Deployment","name":"web","apiVersion":"apps/v1"},"minReplicas":1,"maxReplicas":3},` +
+			`"status":{"currentReplicas":1,"desiredReplicas":1,"conditions":[{"type":"AbleToScale","status":"` + status + `","lastTransitionTime":"2026-11-24T00:00:00Z","reason":"R"}]}}`)
+	}
+	p, b := levelPolicy("p", "horizontalpodautoscalers", admissionregistrationv1.Delete, nil, "!has(oldObject.metadata.annotations)")
+	p.Spec.MatchConstraints.ResourceRules[0].APIGroups = []string{"autoscaling"}
+	p.Spec.MatchConstraints.ResourceRules[0].APIVersions = []string{"*"}
+	r, err := New([]*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same versions, deleted through autoscaling/v1 and autoscaling/v2.
+	for version, want := range map[string]bool{"v1": false, "v2": true} {
+		line := `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"1","stage":"ResponseComplete","requestURI":"/apis/autoscaling/` + version + `/namespaces/ns1/horizontalpodautoscalers/h","verb":"delete",` +
+			`"user":{"username":"admin"},"objectRef":{"resource":"horizontalpodautoscalers","namespace":"ns1","name":"h","apiGroup":"autoscaling","apiVersion":"` + version + `"},"responseStatus":{"metadata":{},"code":200}}`
+		ev, err := auditlog.Decode([]byte(line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tg, skip := r.resolve(ev)
+		if skip != "" {
+			t.Fatalf("resolve: %s", skip)
+		}
+		j := &job{ev: ev, t: tg, policies: []string{"p"}}
+		if got := r.decidedAlike(j, state.Prior{Kept: true, Found: true, Raw: hpa("11", "True")}, state.Prior{Kept: true, Found: true, Raw: hpa("10", "False")}); got != want {
+			t.Errorf("autoscaling/%s: decidedAlike = %v on versions that differ in their conditions, want %v", version, got, want)
+		}
+	}
+}
