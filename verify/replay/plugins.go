@@ -33,6 +33,8 @@ type pluginCluster struct {
 	// passed says the log shows the request got past the built-in plugins.
 	passed bool
 	misses []pluginMiss
+	// read says a plugin read the cluster.
+	read bool
 }
 
 // pluginMiss is an object a plugin read that the View does not know.
@@ -46,6 +48,7 @@ func (c *pluginCluster) miss(gvr schema.GroupVersionResource, key, why string) {
 }
 
 func (c *pluginCluster) Get(gvr schema.GroupVersionResource, namespace, name string) (runtime.Object, error) {
+	c.read = true
 	if c.v == nil {
 		return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
 	}
@@ -71,6 +74,7 @@ func (c *pluginCluster) Get(gvr schema.GroupVersionResource, namespace, name str
 }
 
 func (c *pluginCluster) List(gvr schema.GroupVersionResource, namespace string) ([]runtime.Object, error) {
+	c.read = true
 	if c.v == nil {
 		return nil, nil
 	}

@@ -63,8 +63,10 @@ type served struct {
 	// unknown is an object the request read that the State does not know, before or during
 	// admission.
 	unknown *apiserver.UnknownError
-	// pluginMisses are the objects the admission plugins read that the View does not know.
+	// pluginMisses are the objects the admission plugins read that the View does not know;
+	// pluginRead says they read the View at all.
 	pluginMisses string
+	pluginRead   bool
 	// mutation is what the replayed MutatingAdmissionPolicies (--policies) did, over the
 	// chain's passes; mutationInputs are the fields of the admission they ran on that the
 	// replay does not know.
@@ -145,14 +147,9 @@ func (r *Replayer) serve(ctx context.Context, ev *Event, t target, policies []st
 			}
 		}
 		ex.Validate = func(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
-			unknowns := append(append(append(settle(ev, t, a, logged), pc.unknowns()...), wm.unknowns()...), mut.unknowns(r.replayedMutation(mutatedBy(t, a, view)))...)
-			var dec *verify.Decision
-			var err error
-			if n := len(s.calls); n > 0 && r.marksUnread(policies) && sameButDeletionMarks(s.calls[n-1].attrs, a) {
-				// The store validates an immediate deletion again once it has marked the
-				// object deleted: no policy reads the marks, so the decision is the same.
-				dec = s.calls[n-1].dec
-			} else if dec, err = eval.EvaluateAttributes(ctx, a, o); err != nil {
+			unknowns := append(append(callUnknowns(r, ev, t, a, logged, mut, view), pc.unknowns()...), wm.unknowns()...)
+			dec, err := r.validateCall(ctx, eval, policies, s.calls, a, o)
+			if err != nil {
 				s.err = err
 				return apierrors.NewInternalError(err)
 			}
@@ -172,11 +169,73 @@ func (r *Replayer) serve(ctx context.Context, ev *Event, t target, policies []st
 		if err != nil {
 			return nil, err
 		}
-		s.resp, s.unknown, s.pluginMisses = resp, resp.Unknown, pc.missed()
+		s.resp, s.unknown, s.pluginMisses, s.pluginRead = resp, resp.Unknown, pc.missed(), pc.read
 		out = append(out, s)
 	}
 	return out, nil
 }
+
+// callUnknowns are the fields of a validating admission's attributes a that the replay does
+// not know, but for what the plugins and a webhook's patch set: what the log leaves out of the
+// request (settle) and what the cluster's mutating admission, which the View says may have run,
+// may have changed.
+func callUnknowns(r *Replayer, ev *Event, t target, a admission.Attributes, logged []byte, mut *mutators, view *state.StateView) []vapccel.Unknown {
+	return append(settle(ev, t, a, logged), mut.unknowns(r.replayedMutation(mutatedBy(t, a, view)))...)
+}
+
+// validateCall evaluates one validating admission of a pass whose earlier ones are calls.
+func (r *Replayer) validateCall(ctx context.Context, eval Evaluator, policies []string, calls []admitted, a admission.Attributes, o admission.ObjectInterfaces) (*verify.Decision, error) {
+	if n := len(calls); n > 0 && r.marksUnread(policies) && sameButDeletionMarks(calls[n-1].attrs, a) {
+		// The store validates an immediate deletion again once it has marked the object
+		// deleted: no policy reads the marks, so the decision is the same.
+		return calls[n-1].dec, nil
+	}
+	return eval.EvaluateAttributes(ctx, a, o)
+}
+
+// revalidated is the pass first again with its validating admissions decided by eval over
+// view, without sending the request through the pipeline again, when nothing but those
+// admissions can differ: a DELETE, which no mutating admission changes (no webhook patch, no
+// MutatingAdmissionPolicy to run), whose admission plugins read nothing of the cluster in the
+// first pass, and whose admissions refuse it where they did in the first pass (the store went
+// as far). It says whether it could; the request is served again when not.
+func (r *Replayer) revalidated(ctx context.Context, w evalWorker, j *job, first *served, eval Evaluator, view *state.StateView) (servedOnce, bool) {
+	if j.t.op != admission.Delete || first == nil || len(first.calls) == 0 || first.mutation != nil || first.pluginRead ||
+		first.err != nil || first.unknown != nil || first.pluginMisses != "" || newWebhookMutation(j.ev) != nil {
+		return servedOnce{}, false
+	}
+	if me, ok := eval.(mutatingEvaluator); ok && me.HasMutatingPolicies() {
+		return servedOnce{}, false
+	}
+	req, ok := serveRequest(j.ev, j.t)
+	if !ok {
+		return servedOnce{}, false
+	}
+	w.store.v = view
+	defer func() { w.store.v = nil }()
+	s := *first
+	s.calls = make([]admitted, 0, len(first.calls))
+	for _, c := range first.calls {
+		// The first pass's attributes hold the audit annotations it added, which the
+		// apiserver's record does not let another value overwrite: the admission gets a
+		// record of its own, as it does when served.
+		a := c.attrs
+		a = admission.NewAttributesRecord(a.GetObject(), a.GetOldObject(), a.GetKind(), a.GetNamespace(), a.GetName(), a.GetResource(), a.GetSubresource(), a.GetOperation(), a.GetOperationOptions(), a.IsDryRun(), a.GetUserInfo())
+		dec, err := r.validateCall(ctx, eval, j.policies, s.calls, a, c.o)
+		if err != nil {
+			return servedOnce{}, false
+		}
+		if refused(dec) != refused(c.dec) {
+			return servedOnce{}, false // the store would have gone elsewhere
+		}
+		s.calls = append(s.calls, admitted{attrs: a, o: c.o, dec: dec, unknowns: callUnknowns(r, j.ev, j.t, a, req.Body, j.mutators, view)})
+	}
+	return servedOnce{s: s}, true
+}
+
+// refused says whether a validating admission's decision refuses the request (the pipeline
+// stops there).
+func refused(dec *verify.Decision) bool { return !dec.Allowed && dec.Status != nil }
 
 // jobObjects are the stored objects a request's pipeline reads: the object it is about, as the
 // State held it at the request's point of the log, and for a deletecollection the objects it
@@ -568,9 +627,12 @@ func (d *servedDecider) decide(eval Evaluator, view *state.StateView) (*verify.D
 		d.used = true
 		return servedDecision(ev.Verb, *d.first), nil
 	}
-	again, err := d.r.serveOnce(d.ctx, d.w, d.j, d.objs, eval, view, false)
-	if err != nil {
-		return nil, err
+	again, ok := d.r.revalidated(d.ctx, d.w, d.j, d.first, eval, view)
+	if !ok {
+		var err error
+		if again, err = d.r.serveOnce(d.ctx, d.w, d.j, d.objs, eval, view, false); err != nil {
+			return nil, err
+		}
 	}
 	if mu := d.r.withUnknowns(d.unknowns, &again.s, d.j.policies); mu != "" && again.s.mutation != nil && !again.s.mutation.Allowed {
 		return nil, &indeterminateError{because(ReasonMutationUnknown, "a MutatingAdmissionPolicy refused the request, and "+mu)}

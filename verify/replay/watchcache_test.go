@@ -521,3 +521,33 @@ func TestDecidedAlikeConverted(t *testing.T) {
 		}
 	}
 }
+
+// TestRevalidated: a DELETE decided again on another state of the namespaces (the informers'
+// lag) is not served again, its admissions are (revalidated): each with a record of its own,
+// so that the audit annotation the state gives is the one published, not the first pass's.
+func TestRevalidated(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("env", "configmaps", admissionregistrationv1.Delete, nil, "true")
+	p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "env", ValueExpression: "namespaceObject.metadata.labels['env']"}}
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1", "uid": "u1", "resourceVersion": "10"}, "data": map[string]any{"v": "a"}}
+	ns := func(rv, env string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1", "uid": "n1", "resourceVersion": rv, "labels": map[string]any{"env": env}}}
+	}
+	_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+		timedEvent(t, levelEvent(t, "0", auditlog.LevelRequestResponse, "create", "namespaces", "", "ns1", 201, "", ns("", "a"), ns("5", "a")), "00.000000", "00.001000", nil),
+		timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm, cm), "01.000000", "01.001000", nil),
+		timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "patch", "namespaces", "", "ns1", 200, "", map[string]any{"metadata": map[string]any{"labels": map[string]any{"env": "b"}}}, ns("12", "b")), "02.000000", "02.010000", nil),
+		timedEvent(t, levelEvent(t, "3", auditlog.LevelRequestResponse, "delete", "configmaps", "ns1", "cm", 200, "", nil, nil), "02.011000", "02.900000", nil),
+	)
+	rec := recs["3"]
+	if rec == nil {
+		t.Fatal("the delete has no record")
+	}
+	var alts []string
+	for _, a := range rec.Alternatives {
+		alts = append(alts, a.AuditAnnotations["env/env"])
+	}
+	if rec.Decision != DecisionAdmit || rec.Certainty != CertaintyLikely || rec.AuditAnnotations["env/env"] != "b" || !slices.Equal(alts, []string{"a"}) {
+		t.Errorf("the delete: %s %s %v, alternatives' annotations %q; want admit, likely, env b, alternative env a", describeRecord(rec), rec.Certainty, rec.AuditAnnotations, alts)
+	}
+}
