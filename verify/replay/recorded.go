@@ -108,6 +108,13 @@ func classify(ev *Event, connect bool) recording {
 	if m := webhookFailed.FindStringSubmatch(msg); m != nil {
 		return recording{outcome: RecordedDeny, by: `admission webhook "` + m[1] + `" (call failed)`, byWebhook: true, note: "a webhook call failed"}
 	}
+	if messageLost(ev) {
+		if ev.Annotations["authorization.k8s.io/decision"] == "forbid" {
+			return recording{skip: SkipUnauthorized}
+		}
+		// A policy's denial and another refusal of the same code read the same without it.
+		return recording{outcome: RecordedUnknown, note: "failed with " + httpCode(code) + ", and " + ev.Loss.Of(auditlog.LostMessage) + ": cannot tell whether a policy denied it"}
+	}
 	if ev.Loss.Lost.Has(auditlog.LostCode) && code >= 300 {
 		// The export does not carry the failure's HTTP code, only its class (exportloss.go):
 		// what refused the request, and whether admission ran before, is not known from it.
@@ -202,4 +209,15 @@ func conflictOnObject(ev *Event, msg string) bool {
 	ownResource := what == ref.Resource || what == ref.Resource+"."+ref.APIGroup ||
 		(what != "" && what[0] >= 'A' && what[0] <= 'Z') // a Kind, as a delete's precondition names it
 	return ownResource && strings.HasPrefix(rest, `"`+ref.Name+`"`)
+}
+
+// messageLost says whether the event is a failure of a code a ValidatingAdmissionPolicy's
+// denial answers (401, 403, 413, 422: the validating dispatcher's reasonToCode) whose message
+// an export lost: the message alone tells a policy's denial from another refusal of that code.
+func messageLost(ev *Event) bool {
+	switch ev.Code() {
+	case 401, 403, 413, 422:
+		return ev.Loss.Lost.Has(auditlog.LostMessage)
+	}
+	return false
 }

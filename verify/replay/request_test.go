@@ -114,6 +114,10 @@ func TestClassify(t *testing.T) {
 		return &Event{Verb: verb, Stage: auditlog.StageResponseComplete, ObjectRef: &ObjectRef{Resource: "pods", Name: "p", Subresource: sub},
 			ResponseStatus: &Status{Code: code, Reason: reason, Message: msg}, Annotations: ann}
 	}
+	lost := func(e *Event) *Event {
+		e.Loss = auditlog.Loss{Export: "GKE Cloud Logging", Lost: auditlog.LostMessage}
+		return e
+	}
 	type out struct {
 		Outcome, By string
 		Skip        Reason
@@ -147,6 +151,11 @@ func TestClassify(t *testing.T) {
 		{"delete precondition conflict is before admission", ev("delete", "", 409, "Conflict", `Operation cannot be fulfilled on Pod "p": the ResourceVersion in the precondition (864) does not match the ResourceVersion in record (898). The object might have been modified`, nil), out{"", "", SkipBeforeAdmission, true}},
 		{"apply conflict is before admission", ev("patch", "", 409, "Conflict", `Apply failed with 1 conflict: conflict with "kubectl": .spec.replicas`, nil), out{"", "", SkipBeforeAdmission, true}},
 		{"not found", ev("delete", "", 404, "NotFound", "", nil), out{"", "", SkipBeforeAdmission, false}},
+		// GKE's entry of a request logged without its response gives the failure's reason only.
+		{"invalid, the message lost", lost(ev("create", "", 422, "Invalid", "Invalid", nil)), out{RecordedUnknown, "", "", false}},
+		{"forbidden, the message lost", lost(ev("create", "", 403, "Forbidden", "Forbidden", nil)), out{RecordedUnknown, "", "", false}},
+		{"forbidden by the authorizer, the message lost", lost(ev("create", "", 403, "Forbidden", "Forbidden", map[string]string{"authorization.k8s.io/decision": "forbid"})), out{"", "", SkipUnauthorized, false}},
+		{"not found, the message lost", lost(ev("delete", "", 404, "NotFound", "NotFound", nil)), out{"", "", SkipBeforeAdmission, false}},
 		{"evicting a missing pod is after admission", ev("create", "eviction", 404, "NotFound", `pods "p" not found`, nil), out{RecordedAdmit, "", "", false}},
 		{"evicting in a missing namespace is before admission", ev("create", "eviction", 404, "NotFound", `namespaces "ns" not found`, nil), out{"", "", SkipBeforeAdmission, false}},
 		{"eviction blocked by a PDB is after admission", ev("create", "eviction", 429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption budget.", nil), out{RecordedAdmit, "", "", false}},

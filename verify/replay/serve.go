@@ -570,6 +570,9 @@ func notAdmitted(j *job, out *Record, s served) {
 // validating admission before what refused it.
 func admittedBeforeFailing(j *job, out *Record) {
 	ev := j.ev
+	if messageLost(ev) {
+		return // the failure may have been a policy's denial: the pass cannot tell the log's verdict
+	}
 	if j.rec.skip == SkipBeforeAdmission || (j.rec.outcome == RecordedUnknown && ev.Code() >= 300) {
 		j.rec = recording{outcome: RecordedAdmit, vapRan: true, note: "failed after validating admission: " + reasonOr(reasonOf(ev), httpCode(ev.Code()))}
 		out.Recorded, out.RecordedNote, out.recordedByVAP = RecordedAdmit, j.rec.note, false

@@ -40,10 +40,14 @@ const (
 	// annotations: the log's verdicts of the request), and with them whatever followed the
 	// request's objects (CloudWatch Logs cuts an event over its size limit).
 	LostAnnotations
+	// LostMessage: a failure's message (GKE's entry of a request logged without its response
+	// gives the failure's reason only): what refused the request (a policy's denial names
+	// itself) is not known from it.
+	LostMessage
 )
 
 // lostNames name each part in the order of the bits.
-var lostNames = []string{"the user's groups", "the user's uid", "the user's extra attributes", "when the request was received", "the exact HTTP status code", "the audit level", "the request URI's query", "whether the request was a dry run", "the event's annotations (the verdicts of admission)"}
+var lostNames = []string{"the user's groups", "the user's uid", "the user's extra attributes", "when the request was received", "the exact HTTP status code", "the audit level", "the request URI's query", "whether the request was a dry run", "the event's annotations (the verdicts of admission)", "the failure's message (what refused the request)"}
 
 // Has says whether every part of p is lost.
 func (l Lost) Has(p Lost) bool { return l&p == p && p != 0 }

@@ -205,10 +205,13 @@ func mapGKE(raw []byte) (ev *gkeEvent, at time.Time, lost auditlog.Lost, field s
 		ev.Level = auditlog.LevelMetadata
 	}
 	lost = gkeLost
-	var exact bool
-	ev.ResponseStatus, exact = gkeStatus(verb, p.Status, ev.response.raw) // its "@type" is not read
+	var exact, messageLost bool
+	ev.ResponseStatus, exact, messageLost = gkeStatus(verb, p.Status, ev.response.raw) // its "@type" is not read
 	if !exact {
 		lost |= auditlog.LostCode
+	}
+	if messageLost {
+		lost |= auditlog.LostMessage
 	}
 	return ev, at, lost, "", nil
 }
@@ -394,38 +397,41 @@ func hasObject(raw json.RawMessage) bool {
 // Kubernetes code maps to it (google/rpc/code.proto's HTTP mapping), or its message names it
 // (a Kubernetes StatusReason or an HTTP reason phrase that maps to that gRPC code), or the
 // message is a policy's denial that only one code fits; otherwise the code is not known (see
-// grpcDefaultHTTP).
-func gkeStatus(verb string, st *rpcStatus, response json.RawMessage) (*auditlog.Status, bool) {
+// grpcDefaultHTTP). messageLost says the failure's message is not kube-apiserver's but its
+// reason, a description of its gRPC code or none ("Invalid", "Permission denied"): what
+// refused the request (a policy's denial names itself, "... is forbidden: ...") is not in it.
+func gkeStatus(verb string, st *rpcStatus, response json.RawMessage) (status *auditlog.Status, exact, messageLost bool) {
 	if s, ok := statusResponse(response); ok && s.Code != 0 {
-		return s, true
+		return s, true, false
 	}
 	if st == nil || st.Code == 0 {
 		if verb == "create" {
-			return &auditlog.Status{Code: http.StatusCreated}, true
+			return &auditlog.Status{Code: http.StatusCreated}, true, false
 		}
-		return &auditlog.Status{Code: http.StatusOK}, verb == "get" || verb == "list" || verb == "watch"
+		return &auditlog.Status{Code: http.StatusOK}, verb == "get" || verb == "list" || verb == "watch", false
 	}
 	out := &auditlog.Status{Status: "Failure", Message: st.Message}
+	messageLost = !strings.Contains(st.Message, ": ")
 	if code, ok := reasonCodes[st.Message]; ok && grpcOf(code) == st.Code {
 		out.Code = code
 		if !strings.Contains(st.Message, " ") {
 			out.Reason = st.Message
 		}
-		return out, true
+		return out, true, messageLost
 	}
 	if code, ok := grpcToHTTP[st.Code]; ok {
 		out.Code = code
-		return out, true
+		return out, true, messageLost
 	}
 	if code, ok := policyDenialCode(st); ok {
 		out.Code = code
-		return out, true
+		return out, true, messageLost
 	}
 	// The exact code is lost: the failure keeps the code google/rpc/code.proto maps the gRPC
 	// code to, never 0 (which reads as no response at all), and the event says the code is
 	// lost, so that the replay does not tell from it whether admission ran.
 	out.Code = grpcDefaultHTTP(st.Code)
-	return out, false
+	return out, false, messageLost
 }
 
 // statusResponse reads a response that is a Status; false when it is not one. The members a

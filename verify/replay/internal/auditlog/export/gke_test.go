@@ -229,7 +229,8 @@ func TestGKEEntries(t *testing.T) {
 			"responseStatus": map[string]any{"code": 403.0, "status": "Failure", "message": "Permission denied"},
 			"stageTimestamp": "2024-01-01T00:00:00Z",
 		},
-		lost: auditlog.LostGroups | auditlog.LostUID | auditlog.LostExtra | auditlog.LostReceived | auditlog.LostLevel | auditlog.LostQuery | auditlog.LostDryRun,
+		// Its message describes the gRPC code, not what refused it.
+		lost: auditlog.LostGroups | auditlog.LostUID | auditlog.LostExtra | auditlog.LostReceived | auditlog.LostLevel | auditlog.LostQuery | auditlog.LostDryRun | auditlog.LostMessage,
 	}, {
 		// An invalid argument is a 400 or a 422: not known (google/rpc's 400, lost).
 		name: "invalid",
@@ -244,7 +245,22 @@ func TestGKEEntries(t *testing.T) {
 			"responseStatus": map[string]any{"code": 400.0, "status": "Failure", "message": "bad"},
 			"stageTimestamp": "2024-01-01T00:00:00Z",
 		},
-		lost: auditlog.LostGroups | auditlog.LostUID | auditlog.LostExtra | auditlog.LostReceived | auditlog.LostLevel | auditlog.LostQuery | auditlog.LostDryRun | auditlog.LostCode,
+		lost: auditlog.LostGroups | auditlog.LostUID | auditlog.LostExtra | auditlog.LostReceived | auditlog.LostLevel | auditlog.LostQuery | auditlog.LostDryRun | auditlog.LostCode | auditlog.LostMessage,
+	}, {
+		// A policy's denial in the entry's status: its code is a 422, and its message kept.
+		name: "denied by a policy",
+		entry: `{"protoPayload":{"authenticationInfo":{"principalEmail":"bob"},"methodName":"io.k8s.core.v1.configmaps.create",
+			"resourceName":"core/v1/namespaces/shop/configmaps/c","serviceName":"k8s.io","status":{"code":3,"message":"configmaps \"c\" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b' denied request: no"}},
+			"insertId":"x3","timestamp":"2024-01-01T00:00:00Z"}`,
+		want: map[string]any{
+			"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "Metadata", "auditID": "x3",
+			"stage": "ResponseComplete", "requestURI": "/api/v1/namespaces/shop/configmaps", "verb": "create",
+			"user":           map[string]any{"username": "bob"},
+			"objectRef":      map[string]any{"resource": "configmaps", "namespace": "shop", "name": "c", "apiVersion": "v1"},
+			"responseStatus": map[string]any{"code": 422.0, "status": "Failure", "message": `configmaps "c" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b' denied request: no`},
+			"stageTimestamp": "2024-01-01T00:00:00Z",
+		},
+		lost: auditlog.LostGroups | auditlog.LostUID | auditlog.LostExtra | auditlog.LostReceived | auditlog.LostLevel | auditlog.LostQuery | auditlog.LostDryRun,
 	}, {
 		name:  "another service",
 		entry: `{"protoPayload":{"serviceName":"container.googleapis.com","methodName":"google.container.v1.ClusterManager.CreateCluster"},"insertId":"y","timestamp":"2024-01-01T00:00:00Z"}`,
