@@ -468,21 +468,28 @@ func TestDecidedAlike(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ev, err := auditlog.Decode([]byte(levelEvent(t, "1", auditlog.LevelRequestResponse, "delete", "pods", "ns1", "p", 200, "", tc.body, nil)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			tg, skip := r.resolve(ev)
-			if skip != "" {
-				t.Fatalf("resolve: %s", skip)
-			}
-			j := &job{ev: ev, t: tg, policies: []string{"p"}}
+			j := resolvedJob(t, r, levelEvent(t, "1", auditlog.LevelRequestResponse, "delete", "pods", "ns1", "p", 200, "", tc.body, nil), "p")
 			got := r.decidedAlike(j, state.Prior{Kept: true, Found: true, Raw: live}, state.Prior{Kept: true, Found: true, Raw: tc.other})
 			if got != tc.want {
 				t.Errorf("decidedAlike = %v, want %v", got, tc.want)
 			}
 		})
 	}
+}
+
+// resolvedJob is the job of the event line, matched by the policies named, as the ordered
+// stage makes it before it reads the State.
+func resolvedJob(t *testing.T, r *Replayer, line string, policies ...string) *job {
+	t.Helper()
+	ev, err := auditlog.Decode([]byte(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, skip := r.resolve(ev)
+	if skip != "" {
+		t.Fatalf("resolve: %s", skip)
+	}
+	return &job{ev: ev, t: tg, policies: policies}
 }
 
 // TestDecidedAlikeConverted: a HorizontalPodAutoscaler is stored as autoscaling/v2, and an
@@ -507,15 +514,7 @@ func TestDecidedAlikeConverted(t *testing.T) {
 	for version, want := range map[string]bool{"v1": false, "v2": true} {
 		line := `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"1","stage":"ResponseComplete","requestURI":"/apis/autoscaling/` + version + `/namespaces/ns1/horizontalpodautoscalers/h","verb":"delete",` +
 			`"user":{"username":"admin"},"objectRef":{"resource":"horizontalpodautoscalers","namespace":"ns1","name":"h","apiGroup":"autoscaling","apiVersion":"` + version + `"},"responseStatus":{"metadata":{},"code":200}}`
-		ev, err := auditlog.Decode([]byte(line))
-		if err != nil {
-			t.Fatal(err)
-		}
-		tg, skip := r.resolve(ev)
-		if skip != "" {
-			t.Fatalf("resolve: %s", skip)
-		}
-		j := &job{ev: ev, t: tg, policies: []string{"p"}}
+		j := resolvedJob(t, r, line, "p")
 		if got := r.decidedAlike(j, state.Prior{Kept: true, Found: true, Raw: hpa("11", "True")}, state.Prior{Kept: true, Found: true, Raw: hpa("10", "False")}); got != want {
 			t.Errorf("autoscaling/%s: decidedAlike = %v on versions that differ in their conditions, want %v", version, got, want)
 		}
