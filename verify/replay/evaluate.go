@@ -75,6 +75,8 @@ type job struct {
 	t        target
 	rec      recording
 	policies []string
+	// alike is the prior as decidedAlike compares other versions with it.
+	alike *alike
 	prior    state.Prior
 	// listed is what a deletecollection lists.
 	listed listing

@@ -457,7 +457,7 @@ func differing(a, b any, steps []string, why string) []vapccel.Unknown {
 	am, aok := a.(map[string]any)
 	bm, bok := b.(map[string]any)
 	if !aok || !bok {
-		if equality.Semantic.DeepEqual(a, b) {
+		if valuesEqual(a, b) {
 			return nil
 		}
 		return []vapccel.Unknown{{Path: objectPath(slices.Clone(steps)...), Why: why}}
@@ -479,4 +479,36 @@ func differing(a, b any, steps []string, why string) []vapccel.Unknown {
 		out = append(out, differing(am[k], bm[k], append(steps, k), why)...)
 	}
 	return out
+}
+
+// valuesEqual says whether two values decoded from JSON are equal, as equality.Semantic does
+// (a nil and an empty list or map are), without its reflection for the values JSON has.
+func valuesEqual(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			if w, ok := y[k]; !ok || !valuesEqual(v, w) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !valuesEqual(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case string, int64, float64, bool, nil:
+		return a == b
+	}
+	return equality.Semantic.DeepEqual(a, b)
 }

@@ -1,8 +1,12 @@
 package replay
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"github.com/vapc-dev/vapc/verify/internal/apiserver"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"maps"
 	"net/http"
 	"slices"
@@ -54,7 +58,7 @@ func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, deci
 		if asked != 0 && sp.RV != 0 && sp.RV != asked {
 			continue
 		}
-		if r.decidedAlike(j, p, sp) {
+		if r.decidedAlike(j, sp) {
 			continue // it publishes what the live attempt does
 		}
 		dec, err := decideOn(sp)
@@ -338,7 +342,7 @@ func (r *Replayer) raced(j *job, out *Record, decideOn func(p state.Prior) (*ver
 	switch {
 	case p.RacedFrom == nil:
 		alt.Undecided = &indeterminateError{because(ReasonOldObjectUnknown, "the version before that write is not known")}
-	case r.decidedAlike(j, p, *p.RacedFrom):
+	case r.decidedAlike(j, *p.RacedFrom):
 		alt.Outcome, alt.Decided = j.result.dec, true
 	default:
 		dec, err := decideOn(*p.RacedFrom)
@@ -386,31 +390,31 @@ func (r *Replayer) raced(j *job, out *Record, decideOn func(p state.Prior) (*ver
 }
 
 // decidedAlike says whether a DELETE is decided on the version other of its object as on the
-// version p, without serving it: the two differ only in fields that no policy it matched reads
-// (cel.Reads, selectors included), and the store deletes both alike (what it leaves of each:
-// kube-apiserver's delete strategy and finalizers, apiserver.Server.DeleteLeaves). Each
-// admission then sees the same request, and an oldObject that differs only where no policy
-// looks. A request that preconditions the resourceVersion, or a uid the versions do not share,
-// is not: one version may fail it.
+// version the State gives it (j.prior), without serving it: the two differ only in fields that
+// no policy it matched reads (cel.Reads, selectors included), and the store deletes both alike
+// (what it leaves of each: kube-apiserver's delete strategy and finalizers,
+// apiserver.Server.DeleteLeaves). Each admission then sees the same request, and an oldObject
+// that differs only where no policy looks. A request that preconditions the resourceVersion,
+// or a uid the versions do not share, is not: one version may fail it.
 //
 // A stored object's next version differs in its resourceVersion and managedFields, and a
 // controller's writes in its status: most policies read neither, and the watch cache's and a
 // race's versions (which a log that lost the received time has many of) decide as the live one.
-func (r *Replayer) decidedAlike(j *job, p, other state.Prior) bool {
+func (r *Replayer) decidedAlike(j *job, other state.Prior) bool {
 	t, gr := j.t, j.t.gvr.GroupResource()
 	if t.op != admission.Delete || t.sub != "" || j.ev.Verb != "delete" || defaultedOnRead[gr] ||
-		len(p.Unknowns) > 0 || len(other.Unknowns) > 0 {
+		len(j.prior.Unknowns) > 0 || len(other.Unknowns) > 0 {
 		return false
 	}
-	a, whyA := p.Decode()
+	live := j.alikeLive()
 	b, whyB := other.Decode()
 	// In another version than the request's, a field may be converted into another (an
 	// HPA's conditions into an annotation of autoscaling/v1): the fields that differ are
 	// those of the request's version.
-	if a == nil || b == nil || whyA != "" || whyB != "" || a.GroupVersionKind() != t.reqKind || b.GroupVersionKind() != t.reqKind {
+	if live.err != nil || b == nil || whyB != "" || live.u.GroupVersionKind() != t.reqKind || b.GroupVersionKind() != t.reqKind {
 		return false
 	}
-	differ := rooted(differing(a.Object, b.Object, nil, "differs between the versions"), true)
+	differ := rooted(differing(live.u.Object, b.Object, nil, "differs between the versions"), true)
 	for _, name := range j.policies {
 		reads, ok := r.set.reads[name]
 		if !ok {
@@ -420,14 +424,37 @@ func (r *Replayer) decidedAlike(j *job, p, other state.Prior) bool {
 			return false
 		}
 	}
-	options, err := eventDeleteOptions(j.ev)
-	if err != nil {
+	if pre := live.options.Preconditions; pre != nil && (pre.ResourceVersion != nil || (pre.UID != nil && live.u.GetUID() != b.GetUID())) {
 		return false
 	}
-	if pre := options.Preconditions; pre != nil && (pre.ResourceVersion != nil || (pre.UID != nil && a.GetUID() != b.GetUID())) {
-		return false
+	leaves, err := deleteLeavesRaw(gr, other.Raw, live.options)
+	return err == nil && leaves == live.leaves
+}
+
+// alike is what decidedAlike compares another version of a DELETE's object with: the State's
+// version, decoded, the request's delete options, and what the store leaves of the version.
+type alike struct {
+	u       *unstructured.Unstructured
+	options *metav1.DeleteOptions
+	leaves  apiserver.Deletion
+	err     error
+}
+
+// alikeLive is the job's alike, made once for every version it is compared with.
+func (j *job) alikeLive() *alike {
+	if j.alike != nil {
+		return j.alike
 	}
-	la, errA := deleteLeavesRaw(gr, p.Raw, options)
-	lb, errB := deleteLeavesRaw(gr, other.Raw, options)
-	return errA == nil && errB == nil && la == lb
+	a := &alike{}
+	j.alike = a
+	u, why := j.prior.Decode()
+	if u == nil || why != "" {
+		a.err = fmt.Errorf("the State's version: %s", cmp.Or(why, "not known"))
+		return a
+	}
+	a.u = u
+	if a.options, a.err = eventDeleteOptions(j.ev); a.err == nil {
+		a.leaves, a.err = deleteLeavesRaw(j.t.gvr.GroupResource(), j.prior.Raw, a.options)
+	}
+	return a
 }

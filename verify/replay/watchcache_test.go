@@ -469,7 +469,8 @@ func TestDecidedAlike(t *testing.T) {
 				t.Fatal(err)
 			}
 			j := resolvedJob(t, r, levelEvent(t, "1", auditlog.LevelRequestResponse, "delete", "pods", "ns1", "p", 200, "", tc.body, nil), "p")
-			got := r.decidedAlike(j, state.Prior{Kept: true, Found: true, Raw: live}, state.Prior{Kept: true, Found: true, Raw: tc.other})
+			j.prior = state.Prior{Kept: true, Found: true, Raw: live}
+			got := r.decidedAlike(j, state.Prior{Kept: true, Found: true, Raw: tc.other})
 			if got != tc.want {
 				t.Errorf("decidedAlike = %v, want %v", got, tc.want)
 			}
@@ -515,7 +516,8 @@ func TestDecidedAlikeConverted(t *testing.T) {
 		line := `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"1","stage":"ResponseComplete","requestURI":"/apis/autoscaling/` + version + `/namespaces/ns1/horizontalpodautoscalers/h","verb":"delete",` +
 			`"user":{"username":"admin"},"objectRef":{"resource":"horizontalpodautoscalers","namespace":"ns1","name":"h","apiGroup":"autoscaling","apiVersion":"` + version + `"},"responseStatus":{"metadata":{},"code":200}}`
 		j := resolvedJob(t, r, line, "p")
-		if got := r.decidedAlike(j, state.Prior{Kept: true, Found: true, Raw: hpa("11", "True")}, state.Prior{Kept: true, Found: true, Raw: hpa("10", "False")}); got != want {
+		j.prior = state.Prior{Kept: true, Found: true, Raw: hpa("11", "True")}
+		if got := r.decidedAlike(j, state.Prior{Kept: true, Found: true, Raw: hpa("10", "False")}); got != want {
 			t.Errorf("autoscaling/%s: decidedAlike = %v on versions that differ in their conditions, want %v", version, got, want)
 		}
 	}
