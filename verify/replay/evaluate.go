@@ -77,7 +77,7 @@ type job struct {
 	policies []string
 	// alike is the prior as decidedAlike compares other versions with it.
 	alike *alike
-	prior    state.Prior
+	prior state.Prior
 	// listed is what a deletecollection lists.
 	listed listing
 	view   *state.StateView
