@@ -2,6 +2,7 @@ package replay
 
 import (
 	"fmt"
+	"slices"
 
 	"k8s.io/apiserver/pkg/admission"
 
@@ -67,10 +68,7 @@ func exportUnknowns(ev *Event) []vapccel.Unknown {
 		// The CertificateSigningRequest strategy copies the requesting user into the object's
 		// spec before admission (PrepareForCreate): what the export lost of the user, it lost
 		// there too.
-		for _, f := range []struct {
-			lost  auditlog.Lost
-			field string
-		}{{auditlog.LostGroups, "groups"}, {auditlog.LostUID, "uid"}, {auditlog.LostExtra, "extra"}} {
+		for _, f := range userCopiedFields {
 			if l.Lost.Has(f.lost) {
 				out = append(out, vapccel.Unknown{Path: objectPath("spec", f.field), Why: l.Of(f.lost) + " (the CertificateSigningRequest's spec." + f.field + ", which kube-apiserver copies from the user)"})
 			}
@@ -90,6 +88,16 @@ func exportUnknowns(ev *Event) []vapccel.Unknown {
 
 // userCopied says whether the request's object gets the requesting user's attributes from
 // its registry strategy before admission: a CertificateSigningRequest's create.
+// userCopiedFields are the fields of a CertificateSigningRequest's spec its strategy copies
+// from the requesting user, and the part of the user each is.
+var userCopiedFields = []userField{{auditlog.LostGroups, "groups"}, {auditlog.LostUID, "uid"}, {auditlog.LostExtra, "extra"}}
+
+// userField is a field an object holds of the requesting user, and the part of the user it is.
+type userField struct {
+	lost  auditlog.Lost
+	field string
+}
+
 func userCopied(ev *Event) bool {
 	ref := ev.ObjectRef
 	return ev.Verb == "create" && ref != nil && ref.APIGroup == "certificates.k8s.io" && ref.Resource == "certificatesigningrequests" && ref.Subresource == ""
@@ -108,7 +116,7 @@ func lostByExport(ev *Event, u vapccel.Unknown) bool {
 	case "request":
 		return steps[0] == "userInfo" || steps[0] == "dryRun"
 	case "object":
-		return userCopied(ev) && len(steps) == 2 && steps[0] == "spec" && (steps[1] == "groups" || steps[1] == "uid" || steps[1] == "extra")
+		return userCopied(ev) && len(steps) == 2 && steps[0] == "spec" && slices.ContainsFunc(userCopiedFields, func(f userField) bool { return f.field == steps[1] })
 	}
 	return false
 }

@@ -147,7 +147,7 @@ func (r *Replayer) serve(ctx context.Context, ev *Event, t target, policies []st
 			}
 		}
 		ex.Validate = func(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
-			unknowns := append(append(callUnknowns(r, ev, t, a, logged, mut, view), pc.unknowns()...), wm.unknowns()...)
+			unknowns := append(append(r.callUnknowns(ev, t, a, logged, mut, view), pc.unknowns()...), wm.unknowns()...)
 			dec, err := r.validateCall(ctx, eval, policies, s.calls, a, o)
 			if err != nil {
 				s.err = err
@@ -179,7 +179,7 @@ func (r *Replayer) serve(ctx context.Context, ev *Event, t target, policies []st
 // not know, but for what the plugins and a webhook's patch set: what the log leaves out of the
 // request (settle) and what the cluster's mutating admission, which the View says may have run,
 // may have changed.
-func callUnknowns(r *Replayer, ev *Event, t target, a admission.Attributes, logged []byte, mut *mutators, view *state.StateView) []vapccel.Unknown {
+func (r *Replayer) callUnknowns(ev *Event, t target, a admission.Attributes, logged []byte, mut *mutators, view *state.StateView) []vapccel.Unknown {
 	return append(settle(ev, t, a, logged), mut.unknowns(r.replayedMutation(mutatedBy(t, a, view)))...)
 }
 
@@ -201,7 +201,7 @@ func (r *Replayer) validateCall(ctx context.Context, eval Evaluator, policies []
 // as far). It says whether it could; the request is served again when not.
 func (r *Replayer) revalidated(ctx context.Context, w evalWorker, j *job, first *served, eval Evaluator, view *state.StateView) (servedOnce, bool) {
 	if j.t.op != admission.Delete || first == nil || len(first.calls) == 0 || first.mutation != nil || first.pluginRead ||
-		first.err != nil || first.unknown != nil || first.pluginMisses != "" || newWebhookMutation(j.ev) != nil {
+		first.err != nil || first.unknown != nil || newWebhookMutation(j.ev) != nil {
 		return servedOnce{}, false
 	}
 	if me, ok := eval.(mutatingEvaluator); ok && me.HasMutatingPolicies() {
@@ -228,7 +228,7 @@ func (r *Replayer) revalidated(ctx context.Context, w evalWorker, j *job, first 
 		if refused(dec) != refused(c.dec) {
 			return servedOnce{}, false // the store would have gone elsewhere
 		}
-		s.calls = append(s.calls, admitted{attrs: a, o: c.o, dec: dec, unknowns: callUnknowns(r, j.ev, j.t, a, req.Body, j.mutators, view)})
+		s.calls = append(s.calls, admitted{attrs: a, o: c.o, dec: dec, unknowns: r.callUnknowns(j.ev, j.t, a, req.Body, j.mutators, view)})
 	}
 	return servedOnce{s: s}, true
 }
