@@ -77,23 +77,25 @@ bench: build
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 	hack/bench.sh
 
-## fuzz: run every fuzz target for FUZZTIME each
+## fuzz: run every fuzz target for FUZZTIME each (hack/fuzz.sh: a failure is a failing input
+## written, or a corpus that fails)
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./cel/manifest
-	$(GO) test -run '^$$' -fuzz '^FuzzLoadAndCheck$$' -fuzztime $(FUZZTIME) ./cel
-	$(GO) test -run '^$$' -fuzz '^FuzzParseSettings$$' -fuzztime $(FUZZTIME) ./policies
-	$(GO) test -run '^$$' -fuzz '^FuzzReplayLines$$' -fuzztime $(FUZZTIME) ./verify/replay
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEventFast$$' -fuzztime $(FUZZTIME) ./verify/replay/internal/auditlog
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeObject$$' -fuzztime $(FUZZTIME) ./verify/replay/internal/auditlog
-	$(GO) test -run '^$$' -fuzz '^FuzzReadWebhook$$' -fuzztime $(FUZZTIME) ./verify/replay/internal/auditlog/export
-	$(GO) test -run '^$$' -fuzz '^FuzzReadCloudWatch$$' -fuzztime $(FUZZTIME) ./verify/replay/internal/auditlog/export
-	$(GO) test -run '^$$' -fuzz '^FuzzReadCloudWatchS3$$' -fuzztime $(FUZZTIME) ./verify/replay/internal/auditlog/export
-	$(GO) test -run '^$$' -fuzz '^FuzzReadFirehose$$' -fuzztime $(FUZZTIME) ./verify/replay/internal/auditlog/export
-	$(GO) test -run '^$$' -fuzz '^FuzzReadAzureBlob$$' -fuzztime $(FUZZTIME) ./verify/replay/internal/auditlog/export
-	$(GO) test -run '^$$' -fuzz '^FuzzReadAzureEventHub$$' -fuzztime $(FUZZTIME) ./verify/replay/internal/auditlog/export
-	$(GO) test -run '^$$' -fuzz '^FuzzReadGKE$$' -fuzztime $(FUZZTIME) ./verify/replay/internal/auditlog/export
-	$(GO) test -run '^$$' -fuzz '^FuzzDetect$$' -fuzztime $(FUZZTIME) ./verify/replay/internal/auditlog/export
-	$(GO) test -run '^$$' -fuzz '^FuzzUnquote$$' -fuzztime $(FUZZTIME) ./verify/replay/internal/auditlog/export
+	GO='$(GO)' FUZZTIME='$(FUZZTIME)' hack/fuzz.sh \
+		./cel/manifest:FuzzParse \
+		./cel:FuzzLoadAndCheck \
+		./policies:FuzzParseSettings \
+		./verify/replay:FuzzReplayLines \
+		./verify/replay/internal/auditlog:FuzzDecodeEventFast \
+		./verify/replay/internal/auditlog:FuzzDecodeObject \
+		./verify/replay/internal/auditlog/export:FuzzReadWebhook \
+		./verify/replay/internal/auditlog/export:FuzzReadCloudWatch \
+		./verify/replay/internal/auditlog/export:FuzzReadCloudWatchS3 \
+		./verify/replay/internal/auditlog/export:FuzzReadFirehose \
+		./verify/replay/internal/auditlog/export:FuzzReadAzureBlob \
+		./verify/replay/internal/auditlog/export:FuzzReadAzureEventHub \
+		./verify/replay/internal/auditlog/export:FuzzReadGKE \
+		./verify/replay/internal/auditlog/export:FuzzDetect \
+		./verify/replay/internal/auditlog/export:FuzzUnquote
 
 ## golden: rewrite the golden files of every package that has them
 golden:
