@@ -292,7 +292,7 @@ func (r *Replayer) newObject(b *rebuilt, ev *Event, t target, q url.Values, p st
 	if resp == nil {
 		resp = auditlog.DecodeAnyObject(ev.ResponseObject)
 	}
-	if ev.Code() >= 200 && ev.Code() < 300 && resp != nil && sameKind(resp, t.reqKind) {
+	if ev.Code() >= 200 && ev.Code() < 300 && resp != nil && sameKind(resp, t.reqKind) && !answeredOther(ev, t, q, old, resp) {
 		obj := withKind(resp, t.reqKind)
 		if t.op == admission.Create {
 			unstructured.RemoveNestedField(obj.Object, "metadata", "resourceVersion")
@@ -371,6 +371,48 @@ func (r *Replayer) patched(b *rebuilt, ev *Event, t target, q url.Values, old *u
 	if err := r.decodeCustomResource(t, b.req.Object); err != nil {
 		b.indeterminate = because(ReasonPatch, "the patched object does not decode as the server's codec decodes it: "+err.Error())
 	}
+}
+
+// answeredOther says whether the response of a patch is not its result on old: the patch
+// changes nothing of old, yet the response, another resourceVersion, differs from it. The
+// server answers a patch that changes nothing with the object as it read it last, without
+// writing: a version another write stored after old, which the log may record later (two
+// writes answered with one resourceVersion). Admission saw the patch applied to the version
+// it read (old, on that attempt), not the response.
+func answeredOther(ev *Event, t target, q url.Values, old, resp *unstructured.Unstructured) bool {
+	if t.op != admission.Update || (ev.Verb != "patch" && ev.Verb != "apply") || old == nil || derivesScale(t) ||
+		resp.GetResourceVersion() == old.GetResourceVersion() || sameContent(resp, old) {
+		return false
+	}
+	patched, _, err := applyPatch(old, ev.RequestObject, q)
+	return err == nil && sameContent(patched, old)
+}
+
+// sameContent says whether two versions of an object hold the same, but for the
+// resourceVersion and managedFields the server sets.
+func sameContent(a, b *unstructured.Unstructured) bool {
+	return valuesEqual(withoutVersion(a.Object), withoutVersion(b.Object))
+}
+
+// withoutVersion is a shallow copy of an object without metadata.resourceVersion and
+// metadata.managedFields.
+func withoutVersion(obj map[string]any) map[string]any {
+	meta, ok := obj["metadata"].(map[string]any)
+	if !ok {
+		return obj
+	}
+	out := make(map[string]any, len(obj))
+	for k, v := range obj {
+		out[k] = v
+	}
+	m := make(map[string]any, len(meta))
+	for k, v := range meta {
+		if k != "resourceVersion" && k != "managedFields" {
+			m[k] = v
+		}
+	}
+	out["metadata"] = m
+	return out
 }
 
 // tokenRequestDefaults gives a TokenRequest what TokenREST.Create gives it before validating

@@ -653,9 +653,12 @@ func (s *State) PriorOf(gr schema.GroupResource, namespace, name string, rv uint
 	p := s.Prior(gr, namespace, name)
 	e := s.Objects[gr][ObjectKey{namespace, name}]
 	if rv == 0 || e == nil || e.rv == 0 || e.rv <= rv {
-		if rv == 0 {
+		if rv == 0 || (e != nil && rv == e.rv) {
 			// A result at or after the State's version was written after it: the request's
-			// last attempt read it (its first may not have: staleOf).
+			// last attempt read it (its first may not have: staleOf). A result that is the
+			// State's version, which another write of the log answered with, is the one of
+			// the two that wrote it, on the version before (the other changed nothing and
+			// answered with what it read): when the two ran concurrently, either.
 			p = s.concurrent(p, gr, namespace, name, received)
 		}
 		if firstAttempt && p.Raw != nil {

@@ -1,0 +1,90 @@
+package replay
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+)
+
+// TestNoopWriteLoggedFirst: two patches to a ConfigMap run at once. One (robot's) changes
+// nothing: the server answers it with the object as it read it last, which is the other's
+// result, and the audit log records it first. The other (admin's) adds the label "skip". Both
+// answer with the same resourceVersion; only one of them wrote it.
+//   - Robot's patch read the object without the label (its first attempt) or with it (after
+//     admin's write), never its response as a change of the version before: the policy that
+//     refuses robot the label's adding admits it on either.
+//   - Admin's patch wrote the version (on the one before, without the label), or changed
+//     nothing of it (had robot's written it): the log's order makes the second likely, the
+//     first the alternative, and the log's annotations, checked, say which.
+func TestNoopWriteLoggedFirst(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("skip", "configmaps", admissionregistrationv1.Update, nil,
+		"request.userInfo.username != 'robot' || !has(object.metadata.labels) || !('skip' in object.metadata.labels) || (has(oldObject.metadata.labels) && 'skip' in oldObject.metadata.labels)")
+	p.Spec.Validations = append(p.Spec.Validations, admissionregistrationv1.Validation{
+		Expression: "request.userInfo.username != 'admin' || !has(oldObject.metadata.labels) || !('skip' in oldObject.metadata.labels)", Message: "admin may not patch a skipped ConfigMap"})
+	p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "old", ValueExpression: "has(oldObject.metadata.labels) && 'skip' in oldObject.metadata.labels ? 'skip' : 'none'"}}
+	cm := func(rv string, labels map[string]any) map[string]any {
+		meta := map[string]any{"name": "cm", "namespace": "ns1", "uid": "u1", "resourceVersion": rv}
+		if labels != nil {
+			meta["labels"] = labels
+		}
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": map[string]any{"v": "a"}}
+	}
+	skip := map[string]any{"skip": "yes"}
+	as := func(line, user string) string {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatal(err)
+		}
+		m["user"] = map[string]any{"username": user, "groups": []any{"system:authenticated"}}
+		out, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	lines := []string{
+		timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm("", nil), cm("10", nil)), "01.000000", "01.001000", nil),
+		timedEvent(t, as(levelEvent(t, "2", auditlog.LevelRequestResponse, "patch", "configmaps", "ns1", "cm", 200, "", map[string]any{"data": map[string]any{"n": nil}}, cm("11", skip)), "robot"), "02.000000", "02.004000", map[string]string{"skip/old": "none"}),
+		timedEvent(t, as(levelEvent(t, "3", auditlog.LevelRequestResponse, "patch", "configmaps", "ns1", "cm", 200, "", map[string]any{"metadata": map[string]any{"labels": skip}}, cm("11", skip)), "admin"), "02.000010", "02.008000", map[string]string{"skip/old": "none"}),
+	}
+	type outcome struct {
+		Decision  string
+		Certainty Certainty
+		Old       string // the skip/old annotation
+		// Alternatives are the alternatives' decisions and skip/old annotations: a watch
+		// cache's first attempt publishes what it read, the live attempt decides; a response
+		// that differs carries no annotations (alternativeOf).
+		Alternatives []string
+	}
+	for _, tc := range []struct {
+		id    string
+		check bool
+		want  outcome
+	}{
+		{id: "2", want: outcome{Decision: DecisionAdmit, Certainty: CertaintyLikely, Old: "none", Alternatives: []string{"admit skip"}}},
+		{id: "2", check: true, want: outcome{Decision: DecisionAdmit, Certainty: CertaintyCertain, Old: "none"}},
+		{id: "3", want: outcome{Decision: DecisionDeny, Certainty: CertaintyLikely, Old: "skip", Alternatives: []string{"deny none", "admit "}}},
+		{id: "3", check: true, want: outcome{Decision: DecisionAdmit, Certainty: CertaintyCertain, Old: "none"}},
+	} {
+		r, err := New([]*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, WithCheckRecorded(tc.check))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := recordOf(t, r, tc.id, lines)
+		if rec == nil {
+			t.Fatalf("request %s has no record", tc.id)
+		}
+		got := outcome{Decision: rec.Decision, Certainty: rec.Certainty, Old: rec.AuditAnnotations["skip/old"]}
+		for _, a := range rec.Alternatives {
+			got.Alternatives = append(got.Alternatives, a.Decision+" "+a.AuditAnnotations["skip/old"])
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("request %s, checked %v (-want +got):\n%s\nrecord: %s %v", tc.id, tc.check, diff, rec, rec.Notes)
+		}
+	}
+}
