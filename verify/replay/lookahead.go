@@ -123,6 +123,17 @@ func (r *Replayer) reviseConcurrent(d decoded, ev *Event, t target) {
 		if unchanged > 0 && !collection && j.prior.RV == unchanged && j.prior.Raw != nil && len(j.prior.Stale) == 0 && j.prior.StaleUnknown == "" {
 			continue
 		}
+		// The two writes' results order them: a request whose result is older than the
+		// write's read the object before the write was committed; one whose result is newer
+		// last read what the write stored (its first attempt may have read the version before).
+		var result uint64
+		if !collection {
+			result = writtenVersion(decoded{}, j.ev, j.t)
+		}
+		if unchanged > 0 && result > 0 && unchanged > result {
+			continue
+		}
+		committedFirst := unchanged > 0 && result > unchanged
 		<-j.done
 		j.revise.concurrent = &concurrentWrite{by: lineRef{d.file, d.num}.String(), out: j.result.out, skip: j.result.skip, notMatched: j.result.notMatched, dec: j.result.dec}
 		j.again()
@@ -138,7 +149,17 @@ func (r *Replayer) reviseConcurrent(d decoded, ev *Event, t target) {
 			j.listed.list, j.listed.listUnknowns, j.listed.listUnknown = nil, nil, why
 		case w.isMain && w.raw != nil && ev.Verb != "delete":
 			// The alternative: the request read what the write stored, which the log holds.
-			j.prior.Raw, j.prior.RV, j.prior.Unknowns, j.prior.Stale, j.prior.StaleUnknown, j.prior.Unknown = w.raw, state.ResourceVersion(w.resp.GetResourceVersion()), nil, nil, "", ""
+			// Committed first, it is what the request last read, and the version the State
+			// gave it, or an older one, what its first attempt may have read.
+			var stale []state.Prior
+			if committedFirst && j.prior.Raw != nil {
+				first := j.prior
+				first.Stale, first.StaleUnknown, first.RacedBy, first.RacedFrom = nil, "", "", nil
+				stale = append([]state.Prior{first}, j.prior.Stale...)
+				j.revise.concurrent.committedFirst = fmt.Sprintf("resourceVersion %d, this request's %d", unchanged, result)
+			}
+			j.prior.Raw, j.prior.RV, j.prior.Unknowns, j.prior.Stale, j.prior.StaleUnknown, j.prior.Unknown = w.raw, state.ResourceVersion(w.resp.GetResourceVersion()), nil, stale, "", ""
+			j.prior.RacedBy, j.prior.RacedFrom = "", nil
 			j.prior.Source = "the write at " + j.revise.concurrent.by + ", which the log records after this request"
 		default:
 			j.prior.Raw, j.prior.Unknowns, j.prior.Stale, j.prior.StaleUnknown, j.prior.Unknown = nil, nil, nil, "", why
@@ -156,6 +177,10 @@ type concurrentWrite struct {
 	dec        *verify.Decision
 	skip       Reason
 	notMatched bool
+	// committedFirst, when set, says the write's result is older than the request's (both
+	// resourceVersions): the request last read what the write stored, and the log's order is
+	// not a state it was decided in.
+	committedFirst string
 }
 
 // likelyOutcome settles the outcome of a job evaluated again for a write the log records
@@ -166,6 +191,12 @@ type concurrentWrite struct {
 // shows installed are those of one of them; otherwise the other is an alternative.
 func (j *job) likelyOutcome() {
 	c := j.revise.concurrent
+	if c != nil && c.committedFirst != "" {
+		if j.result.out != nil {
+			j.result.out.Notes = append(j.result.out.Notes, "decided on the version the write at "+c.by+" stored, which the log records after this request: that write's result is older ("+c.committedFirst+"), so it was committed first, and this request last read what it stored")
+		}
+		return
+	}
 	if c == nil || c.out == nil || c.skip != "" || c.notMatched {
 		return // nothing decided on the log's order to fall back on
 	}

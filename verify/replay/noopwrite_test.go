@@ -88,3 +88,94 @@ func TestNoopWriteLoggedFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentWriteCommittedFirst: a kubelet's patch of a ConfigMap is logged before a patch
+// by node-problem-detector that was received before it completed, and the detector's result
+// is the older resourceVersion: it was committed first, so the kubelet's patch, which wrote the
+// newer one, last read what the detector stored (its first attempt may have read the version
+// before). The policy that keeps the label "cond" to the detector admits the kubelet's patch,
+// which changed it not. A write logged later whose result is newer than the request's was
+// committed after it: the request did not read it.
+func TestConcurrentWriteCommittedFirst(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("cond", "configmaps", admissionregistrationv1.Update, nil,
+		"request.userInfo.username == 'npd' || ((has(object.metadata.labels) && 'cond' in object.metadata.labels) ? object.metadata.labels['cond'] : '') == ((has(oldObject.metadata.labels) && 'cond' in oldObject.metadata.labels) ? oldObject.metadata.labels['cond'] : '')")
+	p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "old", ValueExpression: "has(oldObject.metadata.labels) && 'cond' in oldObject.metadata.labels ? string(oldObject.metadata.labels['cond']) : 'none'"}}
+	cm := func(rv string, labels, data map[string]any) map[string]any {
+		meta := map[string]any{"name": "cm", "namespace": "ns1", "uid": "u1", "resourceVersion": rv}
+		if labels != nil {
+			meta["labels"] = labels
+		}
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}
+	}
+	as := func(line, user string) string {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatal(err)
+		}
+		m["user"] = map[string]any{"username": user, "groups": []any{"system:authenticated"}}
+		out, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	bad := map[string]any{"cond": "bad"}
+	type outcome struct {
+		Decision     string
+		Certainty    Certainty
+		Old          string
+		Alternatives []string
+	}
+	for _, tc := range []struct {
+		name string
+		// kubeletRV and npdRV are the results of the kubelet's and the detector's patches.
+		kubeletRV, npdRV string
+		check            bool
+		want             outcome
+	}{{
+		name: "the detector's write committed first", kubeletRV: "12", npdRV: "11",
+		// The first attempt may have read the version before the detector's: what it
+		// published is the alternative.
+		want: outcome{Decision: DecisionAdmit, Certainty: CertaintyLikely, Old: "bad", Alternatives: []string{"admit none"}},
+	}, {
+		name: "the detector's write committed first, checked", kubeletRV: "12", npdRV: "11", check: true,
+		want: outcome{Decision: DecisionAdmit, Certainty: CertaintyCertain, Old: "none"},
+	}, {
+		name: "the kubelet's write committed first", kubeletRV: "11", npdRV: "12",
+		want: outcome{Decision: DecisionAdmit, Certainty: CertaintyCertain, Old: "none"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			kubeletResp := cm(tc.kubeletRV, bad, map[string]any{"v": "a", "h": "1"})
+			npdResp := cm(tc.npdRV, bad, map[string]any{"v": "a"})
+			if tc.kubeletRV < tc.npdRV {
+				kubeletResp = cm(tc.kubeletRV, nil, map[string]any{"v": "a", "h": "1"})
+				npdResp = cm(tc.npdRV, bad, map[string]any{"v": "a", "h": "1"})
+			}
+			recorded := "bad"
+			if tc.check || tc.kubeletRV < tc.npdRV {
+				recorded = "none"
+			}
+			lines := []string{
+				timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm("", nil, map[string]any{"v": "a"}), cm("10", nil, map[string]any{"v": "a"})), "01.000000", "01.001000", nil),
+				timedEvent(t, as(levelEvent(t, "2", auditlog.LevelRequestResponse, "patch", "configmaps", "ns1", "cm", 200, "", map[string]any{"data": map[string]any{"h": "1"}}, kubeletResp), "kubelet"), "02.000000", "02.006000", map[string]string{"cond/old": recorded}),
+				timedEvent(t, as(levelEvent(t, "3", auditlog.LevelRequestResponse, "patch", "configmaps", "ns1", "cm", 200, "", map[string]any{"metadata": map[string]any{"labels": bad}}, npdResp), "npd"), "02.001000", "02.008000", map[string]string{"cond/old": "none"}),
+			}
+			r, err := New([]*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, WithCheckRecorded(tc.check))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := recordOf(t, r, "2", lines)
+			if rec == nil {
+				t.Fatal("request 2 has no record")
+			}
+			got := outcome{Decision: rec.Decision, Certainty: rec.Certainty, Old: rec.AuditAnnotations["cond/old"]}
+			for _, a := range rec.Alternatives {
+				got.Alternatives = append(got.Alternatives, a.Decision+" "+a.AuditAnnotations["cond/old"])
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("request 2 (-want +got):\n%s\nrecord: %s %q %v", diff, rec, rec.Message, rec.Notes)
+			}
+		})
+	}
+}
