@@ -6,8 +6,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
 
+	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
 // TestNoopWriteLoggedFirst: two patches to a ConfigMap run at once. One (robot's) changes
@@ -175,6 +180,55 @@ func TestConcurrentWriteCommittedFirst(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("request 2 (-want +got):\n%s\nrecord: %s %q %v", diff, rec, rec.Message, rec.Notes)
+			}
+		})
+	}
+}
+
+// TestAnsweredOther: a patch's response is taken for another write's version only where the
+// patch changes nothing of an old object the replay knows in full, and the response differs.
+func TestAnsweredOther(t *testing.T) {
+	t.Parallel()
+	cm := func(rv string, labels map[string]any) *unstructured.Unstructured {
+		meta := map[string]any{"name": "cm", "namespace": "ns1", "uid": "u1", "resourceVersion": rv}
+		if labels != nil {
+			meta["labels"] = labels
+		}
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": map[string]any{"v": "a"}}}
+	}
+	tg := target{gvr: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, op: admission.Update,
+		mainKind: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, reqKind: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, namespace: "ns1", name: "cm"}
+	noop, label := `{"data":{"n":null}}`, `{"metadata":{"labels":{"skip":"yes"}}}`
+	for _, tc := range []struct {
+		name     string
+		verb     string
+		patch    string
+		resp     *unstructured.Unstructured
+		standIn  bool
+		unknowns bool
+		want     bool
+	}{
+		{name: "a no-op answered with another version", verb: "patch", patch: noop, resp: cm("11", map[string]any{"skip": "yes"}), want: true},
+		{name: "a no-op answered with the version it read", verb: "patch", patch: noop, resp: cm("10", nil)},
+		{name: "a no-op answered with a version alike but for its resourceVersion", verb: "patch", patch: noop, resp: cm("11", nil)},
+		{name: "a change", verb: "patch", patch: label, resp: cm("11", map[string]any{"skip": "yes"})},
+		{name: "an update", verb: "update", patch: `{}`, resp: cm("11", map[string]any{"skip": "yes"})},
+		{name: "the old object a stand-in", verb: "patch", patch: noop, resp: cm("11", map[string]any{"skip": "yes"}), standIn: true},
+		{name: "a field of the old object not known", verb: "patch", patch: noop, resp: cm("11", map[string]any{"skip": "yes"}), unknowns: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b rebuilt
+			if tc.standIn {
+				b.oldUnknown = because(ReasonOldObjectUnknown, "not in the log")
+			}
+			var p state.Prior
+			if tc.unknowns {
+				p.Unknowns = []vapccel.Unknown{{Path: objectPath("data", "w"), Why: "written at Metadata level"}}
+			}
+			ev := &Event{}
+			ev.Verb, ev.RequestObject = tc.verb, []byte(tc.patch)
+			if got := b.answeredOther(ev, tg, nil, p, cm("10", nil), tc.resp); got != tc.want {
+				t.Errorf("answeredOther = %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -292,7 +292,7 @@ func (r *Replayer) newObject(b *rebuilt, ev *Event, t target, q url.Values, p st
 	if resp == nil {
 		resp = auditlog.DecodeAnyObject(ev.ResponseObject)
 	}
-	if ev.Code() >= 200 && ev.Code() < 300 && resp != nil && sameKind(resp, t.reqKind) && !answeredOther(ev, t, q, old, resp) {
+	if ev.Code() >= 200 && ev.Code() < 300 && resp != nil && sameKind(resp, t.reqKind) && !b.answeredOther(ev, t, q, p, old, resp) {
 		obj := withKind(resp, t.reqKind)
 		if t.op == admission.Create {
 			unstructured.RemoveNestedField(obj.Object, "metadata", "resourceVersion")
@@ -378,9 +378,10 @@ func (r *Replayer) patched(b *rebuilt, ev *Event, t target, q url.Values, old *u
 // server answers a patch that changes nothing with the object as it read it last, without
 // writing: a version another write stored after old, which the log may record later (two
 // writes answered with one resourceVersion). Admission saw the patch applied to the version
-// it read (old, on that attempt), not the response.
-func answeredOther(ev *Event, t target, q url.Values, old, resp *unstructured.Unstructured) bool {
-	if t.op != admission.Update || (ev.Verb != "patch" && ev.Verb != "apply") || old == nil || derivesScale(t) ||
+// it read (old, on that attempt), not the response. Only an old object known in full (not a
+// stand-in, no field unknown) says the patch changes nothing of it.
+func (b *rebuilt) answeredOther(ev *Event, t target, q url.Values, p state.Prior, old, resp *unstructured.Unstructured) bool {
+	if t.op != admission.Update || (ev.Verb != "patch" && ev.Verb != "apply") || old == nil || b.oldUnknown.is() || len(p.Unknowns) > 0 || derivesScale(t) ||
 		resp.GetResourceVersion() == old.GetResourceVersion() || sameContent(resp, old) {
 		return false
 	}
