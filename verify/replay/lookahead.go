@@ -31,7 +31,10 @@ const maxHeld = 4096
 // track registers a job whose evaluation read what the State knew of a stored object (its old
 // object, or a deletecollection's list), for reviseConcurrent.
 func (e *evaluation) track(j *job) {
-	revisable := j.listed.list != nil || (j.ev.Verb != "deletecollection" && j.prior.Found && j.prior.Raw != nil)
+	// A write to an object the State does not know may be followed by its create, which the
+	// log records after it.
+	revisable := j.listed.list != nil || (j.ev.Verb != "deletecollection" && j.prior.Found && j.prior.Raw != nil) ||
+		(j.ev.Verb != "deletecollection" && !j.prior.Found && j.prior.Kept && writtenVersion(j.d, j.ev, j.t) > 0)
 	if j.revise.completed.IsZero() || !revisable {
 		return
 	}
@@ -115,25 +118,43 @@ func (r *Replayer) reviseConcurrent(d decoded, ev *Event, t target) {
 	// A write that changed nothing returns the version it found: a request that read that
 	// version read it either way.
 	unchanged := writtenVersion(d, ev, t)
+	// The version the write stored (or found), a create's too.
+	stored := unchanged
+	if create {
+		if w := writtenObject(ev, t); w.isMain && w.raw != nil {
+			stored = state.ResourceVersion(w.resp.GetResourceVersion())
+		}
+	}
 	for _, j := range js {
 		collection := j.ev.Verb == "deletecollection"
-		if j.revise.revised || !received.Before(j.revise.completed) || completed.Sub(j.revise.completed) >= lookahead || (create && !collection) {
+		if !received.Before(j.revise.completed) || completed.Sub(j.revise.completed) >= lookahead {
+			continue
+		}
+		// The two writes' results order them: a request whose result is older than the
+		// write's read the object before the write was committed; one whose result is newer
+		// last read what the write stored, or a later version (its first attempt may have
+		// read the version before).
+		var result uint64
+		if !collection {
+			result = writtenVersion(decoded{}, j.ev, j.t)
+		}
+		if stored > 0 && result > 0 && stored > result {
+			continue
+		}
+		committedFirst := stored > 0 && result > stored
+		switch {
+		case create && !collection && !(committedFirst && !j.prior.Found):
+			// A create matters to what a deletecollection listed (an object a request read
+			// existed), and to a write to an object the State did not know, committed after it.
+			continue
+		case j.revise.revised && !(committedFirst && j.revise.concurrent != nil && j.revise.concurrent.committedFirst != "" && stored > j.prior.RV):
+			// Evaluated again once; again only on a write committed after the version it was
+			// evaluated on and before its own: it last read that one.
 			continue
 		}
 		if unchanged > 0 && !collection && j.prior.RV == unchanged && j.prior.Raw != nil && len(j.prior.Stale) == 0 && j.prior.StaleUnknown == "" {
 			continue
 		}
-		// The two writes' results order them: a request whose result is older than the
-		// write's read the object before the write was committed; one whose result is newer
-		// last read what the write stored (its first attempt may have read the version before).
-		var result uint64
-		if !collection {
-			result = writtenVersion(decoded{}, j.ev, j.t)
-		}
-		if unchanged > 0 && result > 0 && unchanged > result {
-			continue
-		}
-		committedFirst := unchanged > 0 && result > unchanged
 		<-j.done
 		j.revise.concurrent = &concurrentWrite{by: lineRef{d.file, d.num}.String(), out: j.result.out, skip: j.result.skip, notMatched: j.result.notMatched, dec: j.result.dec}
 		j.again()
@@ -152,13 +173,15 @@ func (r *Replayer) reviseConcurrent(d decoded, ev *Event, t target) {
 			// Committed first, it is what the request last read, and the version the State
 			// gave it, or an older one, what its first attempt may have read.
 			var stale []state.Prior
-			if committedFirst && j.prior.Raw != nil {
-				first := j.prior
-				first.Stale, first.StaleUnknown, first.RacedBy, first.RacedFrom = nil, "", "", nil
-				stale = append([]state.Prior{first}, j.prior.Stale...)
-				j.revise.concurrent.committedFirst = fmt.Sprintf("resourceVersion %d, this request's %d", unchanged, result)
+			if committedFirst {
+				if j.prior.Raw != nil {
+					first := j.prior
+					first.Stale, first.StaleUnknown, first.RacedBy, first.RacedFrom = nil, "", "", nil
+					stale = append([]state.Prior{first}, j.prior.Stale...)
+				}
+				j.revise.concurrent.committedFirst = fmt.Sprintf("resourceVersion %d, this request's %d", stored, result)
 			}
-			j.prior.Raw, j.prior.RV, j.prior.Unknowns, j.prior.Stale, j.prior.StaleUnknown, j.prior.Unknown = w.raw, state.ResourceVersion(w.resp.GetResourceVersion()), nil, stale, "", ""
+			j.prior.Found, j.prior.Raw, j.prior.RV, j.prior.Unknowns, j.prior.Stale, j.prior.StaleUnknown, j.prior.Unknown = true, w.raw, state.ResourceVersion(w.resp.GetResourceVersion()), nil, stale, "", ""
 			j.prior.RacedBy, j.prior.RacedFrom = "", nil
 			j.prior.Source = "the write at " + j.revise.concurrent.by + ", which the log records after this request"
 		default:

@@ -233,3 +233,84 @@ func TestAnsweredOther(t *testing.T) {
 		})
 	}
 }
+
+// TestWritesCommittedBeforeLoggedAfter: writes the log records after a request they ran
+// concurrently with, whose results are older than the request's, were committed before it:
+// the request last read the newest of them. A controller's write to an object logged before
+// the object's create is decided on what the create stored; a patch logged before two
+// patches committed ahead of it, on what the second stored (the policy refuses the first's).
+func TestWritesCommittedBeforeLoggedAfter(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("v", "configmaps", admissionregistrationv1.Update, nil, "request.userInfo.username != 'ctl' || oldObject.data.v != 'b'")
+	p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "old", ValueExpression: "string(oldObject.data.v)"}}
+	cm := func(rv, v, w string) map[string]any {
+		data := map[string]any{"v": v}
+		if w != "" {
+			data["w"] = w
+		}
+		meta := map[string]any{"name": "cm", "namespace": "ns1", "uid": "u1"}
+		if rv != "" {
+			meta["resourceVersion"] = rv
+		}
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}
+	}
+	as := func(line, user string) string {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatal(err)
+		}
+		m["user"] = map[string]any{"username": user, "groups": []any{"system:authenticated"}}
+		out, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	patch := func(id, user, v, rv, resp, w, received, done string) string {
+		return timedEvent(t, as(levelEvent(t, id, auditlog.LevelRequestResponse, "patch", "configmaps", "ns1", "cm", 200, "", map[string]any{"data": map[string]any{v: "1"}}, cm(rv, resp, w)), user), received, done, nil)
+	}
+	type outcome struct {
+		Decision  string
+		Certainty Certainty
+		Old       string
+	}
+	for _, tc := range []struct {
+		name  string
+		lines []string
+		want  outcome
+	}{{
+		name: "a write logged before the create",
+		lines: []string{
+			patch("1", "ctl", "w", "11", "a", "1", "01.000000", "01.006000"),
+			timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm("", "a", ""), cm("10", "a", "")), "00.999000", "01.008000", nil),
+		},
+		want: outcome{Decision: DecisionAdmit, Certainty: CertaintyCertain, Old: "a"},
+	}, {
+		name: "two writes committed before, logged after",
+		lines: []string{
+			timedEvent(t, levelEvent(t, "0", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm("", "a", ""), cm("10", "a", "")), "00.000000", "00.001000", nil),
+			// ctl's patch, whose result (13) holds v=c from the patches committed before it.
+			patch("1", "ctl", "w", "13", "c", "1", "01.000000", "01.006000"),
+			patch("2", "admin", "v", "11", "b", "", "01.001000", "01.007000"),
+			patch("3", "admin", "v", "12", "c", "", "01.002000", "01.008000"),
+		},
+		// Its first attempt may have read either version before: what it published there
+		// is an alternative.
+		want: outcome{Decision: DecisionAdmit, Certainty: CertaintyLikely, Old: "c"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := New([]*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := recordOf(t, r, "1", tc.lines)
+			if rec == nil {
+				t.Fatal("request 1 has no record")
+			}
+			got := outcome{Decision: rec.Decision, Certainty: rec.Certainty, Old: rec.AuditAnnotations["v/old"]}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("request 1 (-want +got):\n%s\nrecord: %s %q %s %v %+v", diff, rec, rec.Message, rec.Indeterminate, rec.Notes, rec.Alternatives)
+			}
+		})
+	}
+}
