@@ -40,22 +40,10 @@ func TestNoopWriteLoggedFirst(t *testing.T) {
 		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": map[string]any{"v": "a"}}
 	}
 	skip := map[string]any{"skip": "yes"}
-	as := func(line, user string) string {
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatal(err)
-		}
-		m["user"] = map[string]any{"username": user, "groups": []any{"system:authenticated"}}
-		out, err := json.Marshal(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(out)
-	}
 	lines := []string{
 		timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm("", nil), cm("10", nil)), "01.000000", "01.001000", nil),
-		timedEvent(t, as(levelEvent(t, "2", auditlog.LevelRequestResponse, "patch", "configmaps", "ns1", "cm", 200, "", map[string]any{"data": map[string]any{"n": nil}}, cm("11", skip)), "robot"), "02.000000", "02.004000", map[string]string{"skip/old": "none"}),
-		timedEvent(t, as(levelEvent(t, "3", auditlog.LevelRequestResponse, "patch", "configmaps", "ns1", "cm", 200, "", map[string]any{"metadata": map[string]any{"labels": skip}}, cm("11", skip)), "admin"), "02.000010", "02.008000", map[string]string{"skip/old": "none"}),
+		timedEvent(t, asUser(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "patch", "configmaps", "ns1", "cm", 200, "", map[string]any{"data": map[string]any{"n": nil}}, cm("11", skip)), "robot"), "02.000000", "02.004000", map[string]string{"skip/old": "none"}),
+		timedEvent(t, asUser(t, levelEvent(t, "3", auditlog.LevelRequestResponse, "patch", "configmaps", "ns1", "cm", 200, "", map[string]any{"metadata": map[string]any{"labels": skip}}, cm("11", skip)), "admin"), "02.000010", "02.008000", map[string]string{"skip/old": "none"}),
 	}
 	type outcome struct {
 		Decision  string
@@ -113,18 +101,6 @@ func TestConcurrentWriteCommittedFirst(t *testing.T) {
 		}
 		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}
 	}
-	as := func(line, user string) string {
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatal(err)
-		}
-		m["user"] = map[string]any{"username": user, "groups": []any{"system:authenticated"}}
-		out, err := json.Marshal(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(out)
-	}
 	bad := map[string]any{"cond": "bad"}
 	type outcome struct {
 		Decision     string
@@ -163,8 +139,8 @@ func TestConcurrentWriteCommittedFirst(t *testing.T) {
 			}
 			lines := []string{
 				timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm("", nil, map[string]any{"v": "a"}), cm("10", nil, map[string]any{"v": "a"})), "01.000000", "01.001000", nil),
-				timedEvent(t, as(levelEvent(t, "2", auditlog.LevelRequestResponse, "patch", "configmaps", "ns1", "cm", 200, "", map[string]any{"data": map[string]any{"h": "1"}}, kubeletResp), "kubelet"), "02.000000", "02.006000", map[string]string{"cond/old": recorded}),
-				timedEvent(t, as(levelEvent(t, "3", auditlog.LevelRequestResponse, "patch", "configmaps", "ns1", "cm", 200, "", map[string]any{"metadata": map[string]any{"labels": bad}}, npdResp), "npd"), "02.001000", "02.008000", map[string]string{"cond/old": "none"}),
+				timedEvent(t, asUser(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "patch", "configmaps", "ns1", "cm", 200, "", map[string]any{"data": map[string]any{"h": "1"}}, kubeletResp), "kubelet"), "02.000000", "02.006000", map[string]string{"cond/old": recorded}),
+				timedEvent(t, asUser(t, levelEvent(t, "3", auditlog.LevelRequestResponse, "patch", "configmaps", "ns1", "cm", 200, "", map[string]any{"metadata": map[string]any{"labels": bad}}, npdResp), "npd"), "02.001000", "02.008000", map[string]string{"cond/old": "none"}),
 			}
 			r, err := New([]*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, WithCheckRecorded(tc.check))
 			if err != nil {
@@ -254,20 +230,8 @@ func TestWritesCommittedBeforeLoggedAfter(t *testing.T) {
 		}
 		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}
 	}
-	as := func(line, user string) string {
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatal(err)
-		}
-		m["user"] = map[string]any{"username": user, "groups": []any{"system:authenticated"}}
-		out, err := json.Marshal(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(out)
-	}
 	patch := func(id, user, v, rv, resp, w, received, done string) string {
-		return timedEvent(t, as(levelEvent(t, id, auditlog.LevelRequestResponse, "patch", "configmaps", "ns1", "cm", 200, "", map[string]any{"data": map[string]any{v: "1"}}, cm(rv, resp, w)), user), received, done, nil)
+		return timedEvent(t, asUser(t, levelEvent(t, id, auditlog.LevelRequestResponse, "patch", "configmaps", "ns1", "cm", 200, "", map[string]any{"data": map[string]any{v: "1"}}, cm(rv, resp, w)), user), received, done, nil)
 	}
 	type outcome struct {
 		Decision  string
@@ -313,4 +277,19 @@ func TestWritesCommittedBeforeLoggedAfter(t *testing.T) {
 			}
 		})
 	}
+}
+
+// asUser is an event of levelEvent's sent by user instead.
+func asUser(t *testing.T, line, user string) string {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(line), &m); err != nil {
+		t.Fatal(err)
+	}
+	m["user"] = map[string]any{"username": user, "groups": []any{"system:authenticated"}}
+	out, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
 }
