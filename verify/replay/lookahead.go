@@ -136,7 +136,7 @@ func (r *Replayer) reviseConcurrent(d decoded, ev *Event, t target) {
 		// read the version before).
 		var result uint64
 		if !collection {
-			result = writtenVersion(decoded{}, j.ev, j.t)
+			result = resultVersion(j.ev, j.t)
 		}
 		if stored > 0 && result > 0 && stored > result {
 			continue
@@ -189,6 +189,23 @@ func (r *Replayer) reviseConcurrent(d decoded, ev *Event, t target) {
 		}
 		e.jobs <- j
 	}
+}
+
+// resultVersion is the resourceVersion of a successful request's result: what an update or
+// a patch stored (or found, having changed nothing), what a delete removed (etcd's revision of
+// the deletion) or marked deleted; 0 when the log does not show it.
+func resultVersion(ev *Event, t target) uint64 {
+	if v := writtenVersion(decoded{}, ev, t); v > 0 || ev.Verb != "delete" {
+		return v
+	}
+	if c := ev.Code(); c < 200 || c >= 300 || isDryRun(ev) || !hasBody(ev.ResponseObject) {
+		return 0
+	}
+	h, err := auditlog.DecodeHeader(ev.ResponseObject)
+	if err != nil || h.GroupVersionKind() != t.mainKind || h.GetName() != t.name || h.GetNamespace() != t.namespace {
+		return 0
+	}
+	return state.ResourceVersion(h.GetResourceVersion())
 }
 
 // concurrentWrite is a write the log records after a request it ran concurrently with (see

@@ -214,10 +214,12 @@ func TestAnsweredOther(t *testing.T) {
 // concurrently with, whose results are older than the request's, were committed before it:
 // the request last read the newest of them. A controller's write to an object logged before
 // the object's create is decided on what the create stored; a patch logged before two
-// patches committed ahead of it, on what the second stored (the policy refuses the first's).
+// patches committed ahead of it, on what the second stored (the policy refuses the first's); a
+// delete, on what the patch committed ahead of it stored.
 func TestWritesCommittedBeforeLoggedAfter(t *testing.T) {
 	t.Parallel()
-	p, b := levelPolicy("v", "configmaps", admissionregistrationv1.Update, nil, "request.userInfo.username != 'ctl' || oldObject.data.v != 'b'")
+	p, b := levelPolicy("v", "configmaps", admissionregistrationv1.Update, nil, "request.userInfo.username != 'ctl' || oldObject.data.v != (request.operation == 'DELETE' ? 'a' : 'b')")
+	p.Spec.MatchConstraints.ResourceRules[0].Operations = append(p.Spec.MatchConstraints.ResourceRules[0].Operations, admissionregistrationv1.Delete)
 	p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "old", ValueExpression: "string(oldObject.data.v)"}}
 	cm := func(rv, v, w string) map[string]any {
 		data := map[string]any{"v": v}
@@ -261,6 +263,15 @@ func TestWritesCommittedBeforeLoggedAfter(t *testing.T) {
 		// Its first attempt may have read either version before: what it published there
 		// is an alternative.
 		want: outcome{Decision: DecisionAdmit, Certainty: CertaintyLikely, Old: "c"},
+	}, {
+		// The delete's response is the object it removed, with the deletion's revision.
+		name: "a delete logged before a patch committed ahead of it",
+		lines: []string{
+			timedEvent(t, levelEvent(t, "0", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm("", "a", ""), cm("10", "a", "")), "00.000000", "00.001000", nil),
+			timedEvent(t, asUser(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "delete", "configmaps", "ns1", "cm", 200, "", nil, cm("12", "b", "")), "ctl"), "01.000000", "01.006000", nil),
+			patch("2", "admin", "v", "11", "b", "", "01.001000", "01.007000"),
+		},
+		want: outcome{Decision: DecisionAdmit, Certainty: CertaintyLikely, Old: "b"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := New([]*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b})
