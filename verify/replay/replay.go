@@ -535,7 +535,11 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 		// A 409 Conflict may come after a first attempt that ran admission on that copy too.
 		firstAttempt := (t.op == admission.Update || t.op == admission.Delete) && ev.Verb != "deletecollection" && (ep.scope.publishes(policies) || ev.Code() == http.StatusConflict)
 		j.revise.warns = ep.scope.warns(policies)
-		j.prior = r.state.PriorOf(t.gvr.GroupResource(), t.namespace, t.name, writtenVersion(d, ev, t), ev.Received(), firstAttempt)
+		if read := dryRunRead(ev, t); read > 0 {
+			j.prior = r.state.PriorRead(t.gvr.GroupResource(), t.namespace, t.name, read, ev.Received())
+		} else {
+			j.prior = r.state.PriorOf(t.gvr.GroupResource(), t.namespace, t.name, writtenVersion(d, ev, t), ev.Received(), firstAttempt)
+		}
 	}
 	if ev.Verb == "deletecollection" {
 		j.listed.list, j.listed.listUnknowns, j.listed.listUnknown = r.state.List(t.gvr.GroupResource(), t.namespace, ev.Received())

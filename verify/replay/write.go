@@ -433,6 +433,20 @@ func writtenVersion(d decoded, ev *Event, t target) uint64 {
 	return state.ResourceVersion(resp.GetResourceVersion())
 }
 
+// dryRunRead is the resourceVersion of the version a successful dry run of an update, a patch
+// or a delete read, which its response holds (DryRunnableStorage reads the object from
+// storage, not the watch cache, and writes nothing); 0 when the log does not show it.
+func dryRunRead(ev *Event, t target) uint64 {
+	if c := ev.Code(); c < 200 || c >= 300 || !isDryRun(ev) || (ev.Verb != "update" && ev.Verb != "patch" && ev.Verb != "apply" && ev.Verb != "delete") || !hasBody(ev.ResponseObject) {
+		return 0
+	}
+	h, err := auditlog.DecodeHeader(ev.ResponseObject)
+	if err != nil || h.GroupVersionKind() != t.mainKind || h.GetName() != t.name || h.GetNamespace() != t.namespace {
+		return 0
+	}
+	return state.ResourceVersion(h.GetResourceVersion())
+}
+
 // writtenObject decodes the response object of a write and gives it the resource's kind when
 // the log left it out. An object of the resource's kind, as the log mostly holds them, is
 // decoded only as far as the State reads it (decodeHeader): the State keeps its JSON.

@@ -61,6 +61,10 @@ type State struct {
 	replaced      map[ReplacedKey][]replacedEntry
 	replacedOrder []ReplacedKey
 	replacedSeq   uint64
+	// deleted are the versions the latest deletions removed (see deletedVersion), at most
+	// maxDeleted of them, oldest first in deletedOrder.
+	deleted      map[ReplacedKey]*entry
+	deletedOrder []ReplacedKey
 	// lastDone is when the latest write to an object of a resource completed, by namespace
 	// (and across namespaces, the empty one), for list.
 	lastDone map[ReplacedKey]time.Time
@@ -520,7 +524,12 @@ func (s *State) Delete(gr schema.GroupResource, gvk schema.GroupVersionKind, nam
 	if !s.keep(gr) {
 		return
 	}
-	delete(s.Objects[gr], ObjectKey{namespace, name})
+	k := ObjectKey{namespace, name}
+	if old := s.Objects[gr][k]; old != nil && old.Raw != nil && old.rv > 0 {
+		// A request the log records after the deletion may have read it (deletedVersion).
+		s.rememberDeleted(ReplacedKey{gr, k}, old)
+	}
+	delete(s.Objects[gr], k)
 	if s.typedKinds(gr) {
 		s.setTyped(gr, ObjectKey{namespace, name}, typedEntry{}, false)
 	}
@@ -610,6 +619,35 @@ type Prior struct {
 	RacedFrom *Prior
 }
 
+// maxDeleted bounds the deleted versions kept (see deletedVersion).
+const maxDeleted = 1024
+
+// rememberDeleted keeps the version a deletion removed; the oldest go beyond maxDeleted.
+func (s *State) rememberDeleted(k ReplacedKey, e *entry) {
+	if s.deleted == nil {
+		s.deleted = map[ReplacedKey]*entry{}
+	}
+	if _, had := s.deleted[k]; !had {
+		s.deletedOrder = append(s.deletedOrder, k)
+	}
+	s.deleted[k] = e
+	if len(s.deletedOrder) > maxDeleted {
+		delete(s.deleted, s.deletedOrder[0])
+		s.deletedOrder = s.deletedOrder[1:]
+	}
+}
+
+// deletedVersion is the version of a deleted object at or before rv, for a request the log
+// records after the deletion whose result has resourceVersion rv: it was committed before the
+// deletion, or changed nothing (a dry run, a write of what was stored), and read that
+// version. nil when the State does not remember one.
+func (s *State) deletedVersion(gr schema.GroupResource, k ObjectKey, rv uint64) *entry {
+	if e := s.deleted[ReplacedKey{gr, k}]; e != nil && e.rv > 0 && e.rv <= rv {
+		return e
+	}
+	return nil
+}
+
 // remember keeps the entry a write replaced (by is the entry it stored), for priorOf and
 // staleOf; the oldest go beyond maxReplaced, and beyond maxReplacedPerObject of one object.
 func (s *State) remember(k ReplacedKey, e, by *entry) {
@@ -652,6 +690,13 @@ func (s *State) PriorOf(gr schema.GroupResource, namespace, name string, rv uint
 	gr = StorageOf(gr)
 	p := s.Prior(gr, namespace, name)
 	e := s.Objects[gr][ObjectKey{namespace, name}]
+	if e == nil && rv != 0 {
+		if d := s.deletedVersion(gr, ObjectKey{namespace, name}, rv); d != nil {
+			p.Found, p.Raw, p.Unknowns, p.RV, p.Unknown = true, d.Raw, d.unknowns, d.rv, ""
+			p.Source = d.Source + fmt.Sprintf(" (deleted by a request the log records before this one, whose result, resourceVersion %d, says it read this version or changed it)", rv)
+			return p
+		}
+	}
 	if rv == 0 || e == nil || e.rv == 0 || e.rv <= rv {
 		if rv == 0 || (e != nil && rv == e.rv) {
 			// A result at or after the State's version was written after it: the request's
@@ -678,6 +723,23 @@ func (s *State) PriorOf(gr schema.GroupResource, namespace, name string, rv uint
 	p.Raw, p.Unknowns = nil, nil
 	p.Unknown = fmt.Sprintf("the log records this write (resourceVersion %d) after a later one to the object (%s, resourceVersion %d), and the version it changed is not known", rv, e.Source, e.rv)
 	return p
+}
+
+// PriorRead is prior for a dry run whose result has resourceVersion rv: a dry run answers
+// with the version it read (from storage, not the watch cache, and without writing). When
+// the State holds that version, or a later one, or deleted the object after it, it is the one
+// read; otherwise the dry run read a version the log records later or not at all, and
+// PriorOf without rv says what it may have read.
+func (s *State) PriorRead(gr schema.GroupResource, namespace, name string, rv uint64, received time.Time) Prior {
+	gr = StorageOf(gr)
+	e := s.Objects[gr][ObjectKey{namespace, name}]
+	switch {
+	case rv == 0 || (e != nil && e.rv < rv) || (e == nil && s.deletedVersion(gr, ObjectKey{namespace, name}, rv) == nil):
+		return s.PriorOf(gr, namespace, name, 0, received, false)
+	case e != nil && e.rv == rv:
+		return s.Prior(gr, namespace, name)
+	}
+	return s.PriorOf(gr, namespace, name, rv, received, false)
 }
 
 // MarkDone records when the write at source, which stored the object, completed (an empty

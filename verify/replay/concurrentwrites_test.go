@@ -304,3 +304,73 @@ func asUser(t *testing.T, line, user string) string {
 	}
 	return string(out)
 }
+
+// TestDryRunReads: a dry run reads the object from storage (DryRunnableStorage, not the watch
+// cache) and answers with the version it read: that version is the old object, before a write
+// that completed after the dry run was received, and after the object's deletion the log
+// records first.
+func TestDryRunReads(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("v", "configmaps", admissionregistrationv1.Update, nil, "request.userInfo.username != 'ctl' || oldObject.data.v != 'b'")
+	p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "old", ValueExpression: "string(oldObject.data.v)"}}
+	cm := func(rv, v string) map[string]any {
+		meta := map[string]any{"name": "cm", "namespace": "ns1", "uid": "u1"}
+		if rv != "" {
+			meta["resourceVersion"] = rv
+		}
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": map[string]any{"v": v}}
+	}
+	event := func(id, user, verb string, req, resp map[string]any, received, done string) string {
+		line := asUser(t, levelEvent(t, id, auditlog.LevelRequestResponse, verb, "configmaps", "ns1", "cm", 200, "", req, resp), user)
+		return timedEvent(t, line, received, done, nil)
+	}
+	dryRun := func(line string) string {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatal(err)
+		}
+		m["requestURI"] = m["requestURI"].(string) + "?dryRun=All"
+		out, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	created := timedEvent(t, levelEvent(t, "0", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm("", "a"), cm("10", "a")), "00.000000", "00.001000", nil)
+	patchB := event("1", "admin", "patch", map[string]any{"data": map[string]any{"v": "b"}}, cm("11", "b"), "01.000000", "01.004000")
+	type outcome struct {
+		Decision  string
+		Certainty Certainty
+		Old       string
+	}
+	for _, tc := range []struct {
+		name  string
+		lines []string
+		want  outcome
+	}{{
+		name:  "read before a write that completed after it was received",
+		lines: []string{created, patchB, dryRun(event("2", "ctl", "patch", map[string]any{"data": map[string]any{"w": "1"}}, cm("10", "a"), "01.001000", "01.006000"))},
+		want:  outcome{Decision: DecisionAdmit, Certainty: CertaintyCertain, Old: "a"},
+	}, {
+		name: "read before the deletion the log records first",
+		lines: []string{created, patchB,
+			event("3", "admin", "delete", nil, cm("12", "b"), "02.000000", "02.004000"),
+			dryRun(event("2", "admin", "patch", map[string]any{"data": map[string]any{"w": "1"}}, cm("11", "b"), "02.001000", "02.006000"))},
+		want: outcome{Decision: DecisionAdmit, Certainty: CertaintyCertain, Old: "b"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := New([]*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := recordOf(t, r, "2", tc.lines)
+			if rec == nil {
+				t.Fatal("request 2 has no record")
+			}
+			got := outcome{Decision: rec.Decision, Certainty: rec.Certainty, Old: rec.AuditAnnotations["v/old"]}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("request 2 (-want +got):\n%s\nrecord: %s %q %s %v %+v", diff, rec, rec.Message, rec.Indeterminate, rec.Notes, rec.Alternatives)
+			}
+		})
+	}
+}
