@@ -235,22 +235,17 @@ func TestWritesCommittedBeforeLoggedAfter(t *testing.T) {
 	patch := func(id, user, v, rv, resp, w, received, done string) string {
 		return timedEvent(t, asUser(t, levelEvent(t, id, auditlog.LevelRequestResponse, "patch", "configmaps", "ns1", "cm", 200, "", map[string]any{"data": map[string]any{v: "1"}}, cm(rv, resp, w)), user), received, done, nil)
 	}
-	type outcome struct {
-		Decision  string
-		Certainty Certainty
-		Old       string
-	}
 	for _, tc := range []struct {
 		name  string
 		lines []string
-		want  outcome
+		want  decided
 	}{{
 		name: "a write logged before the create",
 		lines: []string{
 			patch("1", "ctl", "w", "11", "a", "1", "01.000000", "01.006000"),
 			timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm("", "a", ""), cm("10", "a", "")), "00.999000", "01.008000", nil),
 		},
-		want: outcome{Decision: DecisionAdmit, Certainty: CertaintyCertain, Old: "a"},
+		want: decided{Decision: DecisionAdmit, Certainty: CertaintyCertain, Old: "a"},
 	}, {
 		name: "two writes committed before, logged after",
 		lines: []string{
@@ -262,7 +257,7 @@ func TestWritesCommittedBeforeLoggedAfter(t *testing.T) {
 		},
 		// Its first attempt may have read either version before: what it published there
 		// is an alternative.
-		want: outcome{Decision: DecisionAdmit, Certainty: CertaintyLikely, Old: "c"},
+		want: decided{Decision: DecisionAdmit, Certainty: CertaintyLikely, Old: "c"},
 	}, {
 		// The delete's response is the object it removed, with the deletion's revision.
 		name: "a delete logged before a patch committed ahead of it",
@@ -271,18 +266,10 @@ func TestWritesCommittedBeforeLoggedAfter(t *testing.T) {
 			timedEvent(t, asUser(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "delete", "configmaps", "ns1", "cm", 200, "", nil, cm("12", "b", "")), "ctl"), "01.000000", "01.006000", nil),
 			patch("2", "admin", "v", "11", "b", "", "01.001000", "01.007000"),
 		},
-		want: outcome{Decision: DecisionAdmit, Certainty: CertaintyLikely, Old: "b"},
+		want: decided{Decision: DecisionAdmit, Certainty: CertaintyLikely, Old: "b"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := New([]*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rec := recordOf(t, r, "1", tc.lines)
-			if rec == nil {
-				t.Fatal("request 1 has no record")
-			}
-			got := outcome{Decision: rec.Decision, Certainty: rec.Certainty, Old: rec.AuditAnnotations["v/old"]}
+			got, rec := decidedOf(t, p, b, "1", tc.lines)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("request 1 (-want +got):\n%s\nrecord: %s %q %s %v %+v", diff, rec, rec.Message, rec.Indeterminate, rec.Notes, rec.Alternatives)
 			}
@@ -293,16 +280,46 @@ func TestWritesCommittedBeforeLoggedAfter(t *testing.T) {
 // asUser is an event of levelEvent's sent by user instead.
 func asUser(t *testing.T, line, user string) string {
 	t.Helper()
+	return edited(t, line, func(m map[string]any) {
+		m["user"] = map[string]any{"username": user, "groups": []any{"system:authenticated"}}
+	})
+}
+
+// edited is an event's JSON line as edit changes it.
+func edited(t *testing.T, line string, edit func(map[string]any)) string {
+	t.Helper()
 	var m map[string]any
 	if err := json.Unmarshal([]byte(line), &m); err != nil {
 		t.Fatal(err)
 	}
-	m["user"] = map[string]any{"username": user, "groups": []any{"system:authenticated"}}
+	edit(m)
 	out, err := json.Marshal(m)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return string(out)
+}
+
+// decided is what the tests of this file hold a request's record to: its decision, its
+// certainty and the audit annotation v/old.
+type decided struct {
+	Decision  string
+	Certainty Certainty
+	Old       string
+}
+
+// decidedOf replays lines through the policy and binding and gives request id's record.
+func decidedOf(t *testing.T, p *admissionregistrationv1.ValidatingAdmissionPolicy, b *admissionregistrationv1.ValidatingAdmissionPolicyBinding, id string, lines []string) (decided, *Record) {
+	t.Helper()
+	r, err := New([]*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := recordOf(t, r, id, lines)
+	if rec == nil {
+		t.Fatalf("request %s has no record", id)
+	}
+	return decided{Decision: rec.Decision, Certainty: rec.Certainty, Old: rec.AuditAnnotations["v/old"]}, rec
 }
 
 // TestDryRunReads: a dry run reads the object from storage (DryRunnableStorage, not the watch
@@ -325,49 +342,27 @@ func TestDryRunReads(t *testing.T) {
 		return timedEvent(t, line, received, done, nil)
 	}
 	dryRun := func(line string) string {
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatal(err)
-		}
-		m["requestURI"] = m["requestURI"].(string) + "?dryRun=All"
-		out, err := json.Marshal(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(out)
+		return edited(t, line, func(m map[string]any) { m["requestURI"] = m["requestURI"].(string) + "?dryRun=All" })
 	}
 	created := timedEvent(t, levelEvent(t, "0", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm("", "a"), cm("10", "a")), "00.000000", "00.001000", nil)
 	patchB := event("1", "admin", "patch", map[string]any{"data": map[string]any{"v": "b"}}, cm("11", "b"), "01.000000", "01.004000")
-	type outcome struct {
-		Decision  string
-		Certainty Certainty
-		Old       string
-	}
 	for _, tc := range []struct {
 		name  string
 		lines []string
-		want  outcome
+		want  decided
 	}{{
 		name:  "read before a write that completed after it was received",
 		lines: []string{created, patchB, dryRun(event("2", "ctl", "patch", map[string]any{"data": map[string]any{"w": "1"}}, cm("10", "a"), "01.001000", "01.006000"))},
-		want:  outcome{Decision: DecisionAdmit, Certainty: CertaintyCertain, Old: "a"},
+		want:  decided{Decision: DecisionAdmit, Certainty: CertaintyCertain, Old: "a"},
 	}, {
 		name: "read before the deletion the log records first",
 		lines: []string{created, patchB,
 			event("3", "admin", "delete", nil, cm("12", "b"), "02.000000", "02.004000"),
 			dryRun(event("2", "admin", "patch", map[string]any{"data": map[string]any{"w": "1"}}, cm("11", "b"), "02.001000", "02.006000"))},
-		want: outcome{Decision: DecisionAdmit, Certainty: CertaintyCertain, Old: "b"},
+		want: decided{Decision: DecisionAdmit, Certainty: CertaintyCertain, Old: "b"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := New([]*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rec := recordOf(t, r, "2", tc.lines)
-			if rec == nil {
-				t.Fatal("request 2 has no record")
-			}
-			got := outcome{Decision: rec.Decision, Certainty: rec.Certainty, Old: rec.AuditAnnotations["v/old"]}
+			got, rec := decidedOf(t, p, b, "2", tc.lines)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("request 2 (-want +got):\n%s\nrecord: %s %q %s %v %+v", diff, rec, rec.Message, rec.Indeterminate, rec.Notes, rec.Alternatives)
 			}

@@ -195,17 +195,10 @@ func (r *Replayer) reviseConcurrent(d decoded, ev *Event, t target) {
 // a patch stored (or found, having changed nothing), what a delete removed (etcd's revision of
 // the deletion) or marked deleted; 0 when the log does not show it.
 func resultVersion(ev *Event, t target) uint64 {
-	if v := writtenVersion(decoded{}, ev, t); v > 0 || ev.Verb != "delete" {
+	if v := writtenVersion(decoded{}, ev, t); v > 0 || ev.Verb != "delete" || isDryRun(ev) {
 		return v
 	}
-	if c := ev.Code(); c < 200 || c >= 300 || isDryRun(ev) || !hasBody(ev.ResponseObject) {
-		return 0
-	}
-	h, err := auditlog.DecodeHeader(ev.ResponseObject)
-	if err != nil || h.GroupVersionKind() != t.mainKind || h.GetName() != t.name || h.GetNamespace() != t.namespace {
-		return 0
-	}
-	return state.ResourceVersion(h.GetResourceVersion())
+	return responseVersion(ev, t)
 }
 
 // concurrentWrite is a write the log records after a request it ran concurrently with (see

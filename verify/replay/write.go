@@ -437,7 +437,16 @@ func writtenVersion(d decoded, ev *Event, t target) uint64 {
 // or a delete read, which its response holds (DryRunnableStorage reads the object from
 // storage, not the watch cache, and writes nothing); 0 when the log does not show it.
 func dryRunRead(ev *Event, t target) uint64 {
-	if c := ev.Code(); c < 200 || c >= 300 || !isDryRun(ev) || (ev.Verb != "update" && ev.Verb != "patch" && ev.Verb != "apply" && ev.Verb != "delete") || !hasBody(ev.ResponseObject) {
+	if !isDryRun(ev) || (ev.Verb != "update" && ev.Verb != "patch" && ev.Verb != "apply" && ev.Verb != "delete") {
+		return 0
+	}
+	return responseVersion(ev, t)
+}
+
+// responseVersion is the resourceVersion of a successful request's response when it is the
+// request's object; 0 otherwise.
+func responseVersion(ev *Event, t target) uint64 {
+	if c := ev.Code(); c < 200 || c >= 300 || !hasBody(ev.ResponseObject) {
 		return 0
 	}
 	h, err := auditlog.DecodeHeader(ev.ResponseObject)
