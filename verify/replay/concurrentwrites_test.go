@@ -325,7 +325,7 @@ func decidedOf(t *testing.T, p *admissionregistrationv1.ValidatingAdmissionPolic
 // TestDryRunReads: a dry run reads the object from storage (DryRunnableStorage, not the watch
 // cache) and answers with the version it read: that version is the old object, before a write
 // that completed after the dry run was received, and after the object's deletion the log
-// records first.
+// records first; it has no first attempt on a watch cache's copy.
 func TestDryRunReads(t *testing.T) {
 	t.Parallel()
 	p, b := levelPolicy("v", "configmaps", admissionregistrationv1.Update, nil, "request.userInfo.username != 'ctl' || oldObject.data.v != 'b'")
@@ -359,6 +359,12 @@ func TestDryRunReads(t *testing.T) {
 		lines: []string{created, patchB,
 			event("3", "admin", "delete", nil, cm("12", "b"), "02.000000", "02.004000"),
 			dryRun(event("2", "admin", "patch", map[string]any{"data": map[string]any{"w": "1"}}, cm("11", "b"), "02.001000", "02.006000"))},
+		want: decided{Decision: DecisionAdmit, Certainty: CertaintyCertain, Old: "b"},
+	}, {
+		// Without its response, the version it read is the State's: not a watch cache's.
+		name: "moments after a write, its response not logged",
+		lines: []string{created, patchB, dryRun(edited(t, event("2", "admin", "patch", map[string]any{"data": map[string]any{"w": "1"}}, nil, "01.010000", "01.012000"),
+			func(m map[string]any) { m["level"] = auditlog.LevelRequest }))},
 		want: decided{Decision: DecisionAdmit, Certainty: CertaintyCertain, Old: "b"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {

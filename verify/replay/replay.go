@@ -533,7 +533,8 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 		// Only an update or a delete reads the stored object from the watch cache, and what it
 		// read first shows only in audit annotations.
 		// A 409 Conflict may come after a first attempt that ran admission on that copy too.
-		firstAttempt := (t.op == admission.Update || t.op == admission.Delete) && ev.Verb != "deletecollection" && (ep.scope.publishes(policies) || ev.Code() == http.StatusConflict)
+		// A dry run has none: DryRunnableStorage reads the object from storage.
+		firstAttempt := (t.op == admission.Update || t.op == admission.Delete) && ev.Verb != "deletecollection" && !isDryRun(ev) && (ep.scope.publishes(policies) || ev.Code() == http.StatusConflict)
 		j.revise.warns = ep.scope.warns(policies)
 		if read := dryRunRead(ev, t); read > 0 {
 			j.prior = r.state.PriorRead(t.gvr.GroupResource(), t.namespace, t.name, read, ev.Received())
