@@ -693,7 +693,7 @@ func (s *State) PriorOf(gr schema.GroupResource, namespace, name string, rv uint
 	if e == nil && rv != 0 {
 		if d := s.deletedVersion(gr, ObjectKey{namespace, name}, rv); d != nil {
 			p.Found, p.Raw, p.Unknowns, p.RV, p.Unknown = true, d.Raw, d.unknowns, d.rv, ""
-			p.Source = d.Source + fmt.Sprintf(" (deleted by a request the log records before this one, whose result, resourceVersion %d, says it read this version or changed it)", rv)
+			p.Source = d.Source + fmt.Sprintf(" (deleted by a request the log records before this one; this one's result, resourceVersion %d, says it read this version, or changed it before the deletion)", rv)
 			return p
 		}
 	}
