@@ -870,13 +870,21 @@ func (s *State) staleOf(p *Prior, gr schema.GroupResource, namespace, name strin
 		}
 		if r == nil || r.e.Raw == nil || len(p.Stale) == maxReplacedPerObject {
 			p.Stale = nil
-			p.StaleUnknown = fmt.Sprintf("the write at %s completed %s before this request was received, and the version it replaced is not known", cur.Source, gap)
+			p.StaleUnknown = fmt.Sprintf("the write at %s completed %s, and the version it replaced is not known", cur.Source, sinceReceived(gap))
 			return
 		}
 		p.Stale = append(p.Stale, Prior{Kept: p.Kept, Found: true, Complete: p.Complete, Raw: r.e.Raw, RV: r.e.rv, Unknowns: r.e.unknowns,
-			Source: fmt.Sprintf("%s (the version the write at %s, completed %s before this request was received, replaced)", r.e.Source, cur.Source, gap)})
+			Source: fmt.Sprintf("%s (the version the write at %s, completed %s, replaced)", r.e.Source, cur.Source, sinceReceived(gap))})
 		cur = r.e
 	}
+}
+
+// sinceReceived says when a write completed against a request received gap after it.
+func sinceReceived(gap time.Duration) string {
+	if gap < 0 {
+		return fmt.Sprintf("%s after this request was received", -gap)
+	}
+	return fmt.Sprintf("%s before this request was received", gap)
 }
 
 // RecentWrite says why an object of the resource in the namespace (every namespace when it is

@@ -92,3 +92,20 @@ func TestStateVersions(t *testing.T) {
 		})
 	}
 }
+
+// TestSinceReceived: a write that completed after the request was received says so, not a
+// negative time before.
+func TestSinceReceived(t *testing.T) {
+	for _, tc := range []struct {
+		gap  time.Duration
+		want string
+	}{
+		{4 * time.Millisecond, "4ms before this request was received"},
+		{-3990 * time.Microsecond, "3.99ms after this request was received"},
+		{0, "0s before this request was received"},
+	} {
+		if got := sinceReceived(tc.gap); got != tc.want {
+			t.Errorf("sinceReceived(%v) = %q, want %q", tc.gap, got, tc.want)
+		}
+	}
+}
