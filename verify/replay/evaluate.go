@@ -137,6 +137,8 @@ func (j *job) again() {
 	j.rec = j.revise.recorded
 	j.view = j.view.Fresh()
 	j.result.out, j.result.dec, j.result.skip, j.result.skipNote, j.result.notMatched, j.result.mutationRan, j.lag.readBy = nil, nil, "", "", false, false, nil
+	// What decidedAlike compares with is the prior's, which a revision may change.
+	j.alike = nil
 	j.done = make(chan struct{})
 }
 

@@ -86,8 +86,6 @@ func exportUnknowns(ev *Event) []vapccel.Unknown {
 	return out
 }
 
-// userCopied says whether the request's object gets the requesting user's attributes from
-// its registry strategy before admission: a CertificateSigningRequest's create.
 // userCopiedFields are the fields of a CertificateSigningRequest's spec its strategy copies
 // from the requesting user, and the part of the user each is.
 var userCopiedFields = []userField{{auditlog.LostGroups, "groups"}, {auditlog.LostUID, "uid"}, {auditlog.LostExtra, "extra"}}
@@ -98,6 +96,8 @@ type userField struct {
 	field string
 }
 
+// userCopied says whether the request's object gets the requesting user's attributes from
+// its registry strategy before admission: a CertificateSigningRequest's create.
 func userCopied(ev *Event) bool {
 	ref := ev.ObjectRef
 	return ev.Verb == "create" && ref != nil && ref.APIGroup == "certificates.k8s.io" && ref.Resource == "certificatesigningrequests" && ref.Subresource == ""

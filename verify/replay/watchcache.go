@@ -4,17 +4,17 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"github.com/vapc-dev/vapc/verify/internal/apiserver"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"maps"
 	"net/http"
 	"slices"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/vapc-dev/vapc/verify"
+	"github.com/vapc-dev/vapc/verify/internal/apiserver"
 	"github.com/vapc-dev/vapc/verify/replay/internal/decide"
 	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )

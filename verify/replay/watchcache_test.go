@@ -571,3 +571,37 @@ func TestValuesEqual(t *testing.T) {
 		}
 	}
 }
+
+// TestDecidedAlikeAfterRevision: a job evaluated again on another prior (reviseConcurrent)
+// compares other versions with that prior, not with the one it was first evaluated on.
+func TestDecidedAlikeAfterRevision(t *testing.T) {
+	t.Parallel()
+	pod := func(rv, phase string) []byte {
+		raw, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "Pod",
+			"metadata": map[string]any{"name": "p", "namespace": "ns1", "uid": "u1", "resourceVersion": rv},
+			"spec":     map[string]any{"nodeName": "n1", "containers": []any{map[string]any{"name": "c", "image": "nginx"}}},
+			"status":   map[string]any{"phase": phase}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return raw
+	}
+	p, b := levelPolicy("p", "pods", admissionregistrationv1.Delete, nil, "oldObject.status.phase == 'Running'")
+	r, err := New([]*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := resolvedJob(t, r, levelEvent(t, "1", auditlog.LevelRequestResponse, "delete", "pods", "ns1", "p", 200, "", nil, nil), "p")
+	j.done, j.view = make(chan struct{}), r.state.View(false)
+	close(j.done)
+	first := state.Prior{Kept: true, Found: true, Raw: pod("10", "Pending")}
+	j.prior = first
+	if !r.decidedAlike(j, first) {
+		t.Fatal("a version is not decided alike with itself")
+	}
+	j.again()
+	j.prior = state.Prior{Kept: true, Found: true, Raw: pod("11", "Running")}
+	if r.decidedAlike(j, first) {
+		t.Error("after the revision, the version it was first evaluated on is decided alike with the new prior, whose phase the policy reads")
+	}
+}
