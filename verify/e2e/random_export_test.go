@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,7 +15,9 @@ import (
 // checkExportReplays replays the server's log again as two managed clusters' logging services
 // would hand it over (exporttest: out of order, in their envelopes, GKE's losing what its
 // entries do not carry) and holds each replay to the replay of the log (see checkReplayAgain):
-// always one of GKE's two (it loses the most), and one of the others, both chosen by the seed.
+// always one of GKE's two (it loses the most), and one of the others, both chosen by the seed;
+// for half the seeds (seed/2 odd), the other export holds the log split between two apiservers
+// (splitLog), one export each, as a managed cluster's servers log to streams of their own.
 func checkExportReplays(t *testing.T, log string, set policySet, byID map[string]*replay.Record, from int, seed uint64) {
 	t.Helper()
 	data, err := os.ReadFile(log)
@@ -35,13 +38,36 @@ func checkExportReplays(t *testing.T, log string, set policySet, byID map[string
 		if string(f) != chosen[0] && string(f) != chosen[1] {
 			continue
 		}
-		wrapped, err := exporttest.Wrap(f, data)
-		if err != nil {
-			t.Fatalf("wrapping the log as %s: %v", f, err)
+		dir := t.TempDir()
+		what := "the log as the " + string(f) + " export"
+		logs := [][]byte{data}
+		if string(f) == chosen[1] && seed/2%2 == 1 {
+			// A managed cluster runs two kube-apiservers or more, each logging to its own
+			// stream (CloudWatch's kube-apiserver-audit-*, an S3 export's file of each):
+			// each server's events wrapped on their own, the replay merging the exports.
+			paths := []string{filepath.Join(dir, "apiserver-a.log"), filepath.Join(dir, "apiserver-b.log")}
+			splitLog(t, log, paths, from)
+			logs = nil
+			for _, p := range paths {
+				b, err := os.ReadFile(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				logs = append(logs, b)
+			}
+			what += " of each of two apiservers"
 		}
-		path := filepath.Join(t.TempDir(), "export-"+string(f))
-		if err := os.WriteFile(path, wrapped, 0o644); err != nil {
-			t.Fatal(err)
+		var sources []replay.Source
+		for i, l := range logs {
+			wrapped, err := exporttest.Wrap(f, l)
+			if err != nil {
+				t.Fatalf("wrapping the log as %s: %v", f, err)
+			}
+			path := filepath.Join(dir, fmt.Sprintf("export-%s-%d", f, i))
+			if err := os.WriteFile(path, wrapped, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			sources = append(sources, replay.Source{Name: path})
 		}
 		exported := set
 		if f == exporttest.GKESink || string(f) == "gke" {
@@ -49,7 +75,7 @@ func checkExportReplays(t *testing.T, log string, set policySet, byID map[string
 			// for the name: it would leave every request undecided, and it decides nothing.
 			exported = set.without(observerName)
 		}
-		checkReplayAgain(t, "the log as the "+string(f)+" export", []replay.Source{{Name: path}}, active, exported, byID)
+		checkReplayAgain(t, what, sources, active, exported, byID)
 	}
 }
 
