@@ -94,6 +94,7 @@ fuzz:
 		./verify/replay/internal/auditlog/export:FuzzReadAzureBlob \
 		./verify/replay/internal/auditlog/export:FuzzReadAzureEventHub \
 		./verify/replay/internal/auditlog/export:FuzzReadGKE \
+		./verify/replay/internal/auditlog/export:FuzzReadAzureLogAnalytics \
 		./verify/replay/internal/auditlog/export:FuzzDetect \
 		./verify/replay/internal/auditlog/export:FuzzUnquote
 

@@ -1,7 +1,7 @@
 // Package exporttest wraps a log backend's audit log (audit.k8s.io/v1 Event JSON lines) as
 // each export a replay reads hands it over: kube-apiserver's webhook backend, EKS's CloudWatch
 // Logs (filter-log-events, an S3 export task, a subscription through Firehose), AKS's
-// diagnostic settings (a storage account, Event Hubs) and GKE's Cloud Logging (gcloud, a log
+// diagnostic settings (a storage account, Event Hubs, a Log Analytics query) and GKE's Cloud Logging (gcloud, a log
 // sink), each as its vendor documents it (the formats' sources are named in package export),
 // with the disorder each hands events over in and what it drops. The tests of the readers and
 // of the replay read real recorded logs through it, so that a replay of an export can be held
@@ -70,6 +70,8 @@ func Wrap(f export.Format, log []byte) ([]byte, error) {
 		return azureBlob(evs)
 	case export.AzureEventHub:
 		return azureEventHub(evs)
+	case export.AzureLogAnalytics:
+		return logAnalytics(evs)
 	case export.GKE:
 		return gkeArray(evs, true)
 	case GKESink:
@@ -85,7 +87,7 @@ const GKESink export.Format = "gke-sink"
 // Formats are the exports Wrap makes.
 func Formats() []export.Format {
 	return []export.Format{export.Webhook, export.CloudWatch, export.CloudWatchS3, export.Firehose,
-		export.AzureBlob, export.AzureEventHub, export.GKE, GKESink}
+		export.AzureBlob, export.AzureEventHub, export.AzureLogAnalytics, export.GKE, GKESink}
 }
 
 // hash is a stable pseudo-random number of a string: the disorder is the same every run.
@@ -276,6 +278,118 @@ func azureEventHub(evs []event) ([]byte, error) {
 		b.WriteByte('\n')
 	}
 	return b.Bytes(), nil
+}
+
+// laSkipAbove is the size of an object over which the Log Analytics wrapper writes AKS's
+// skipped-too-big-size-object in its place.
+const laSkipAbove = 16 << 10
+
+// LogAnalyticsRow is the row of an AKSAudit (admin: AKSAuditAdmin) table an event is, as `az
+// monitor log-analytics query` prints it: a column for each field of the event, a dynamic
+// column's value its JSON as a string, a time to 100 ns, an object over laSkipAbove bytes
+// skipped.
+func LogAnalyticsRow(raw []byte, admin bool) (map[string]any, error) {
+	var ev map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		return nil, err
+	}
+	table := "AKSAudit"
+	if admin {
+		table = "AKSAuditAdmin"
+	}
+	row := map[string]any{"TableName": "PrimaryResult", "Type": table, "TenantId": "00000000-0000-0000-0000-000000000000",
+		"SourceSystem": "Azure", "_ResourceId": "/subscriptions/00000000-0000-0000-0000-000000000000/resourcegroups/vapc/providers/microsoft.containerservice/managedclusters/vapc"}
+	var id string
+	_ = json.Unmarshal(ev["auditID"], &id)
+	row["PodName"] = fmt.Sprintf("kube-apiserver-%x", hash(id)%2+0x7c)
+	for _, c := range []struct {
+		field, column string
+		dynamic       bool
+	}{
+		{"level", "Level", false}, {"auditID", "AuditId", false}, {"stage", "Stage", false}, {"requestURI", "RequestUri", false},
+		{"verb", "Verb", false}, {"user", "User", true}, {"impersonatedUser", "ImpersonatedUser", true}, {"sourceIPs", "SourceIps", true},
+		{"userAgent", "UserAgent", false}, {"objectRef", "ObjectRef", true}, {"responseStatus", "ResponseStatus", true},
+		{"requestObject", "RequestObject", true}, {"responseObject", "ResponseObject", true},
+		{"requestReceivedTimestamp", "RequestReceivedTime", false}, {"stageTimestamp", "StageReceivedTime", false},
+		{"annotations", "Annotations", true},
+	} {
+		v, ok := ev[c.field]
+		switch {
+		case !ok:
+			row[c.column] = "" // an empty column
+		case c.dynamic && len(v) > laSkipAbove && (c.field == "requestObject" || c.field == "responseObject"):
+			row[c.column] = "skipped-too-big-size-object"
+		case c.dynamic:
+			row[c.column] = string(v)
+		case c.field == "requestReceivedTimestamp" || c.field == "stageTimestamp":
+			var t time.Time
+			if err := json.Unmarshal(v, &t); err != nil {
+				return nil, err
+			}
+			row[c.column] = t.UTC().Format("2006-01-02T15:04:05.0000000Z")
+			if c.field == "stageTimestamp" {
+				row["TimeGenerated"] = t.Add(2 * time.Second).UTC().Format("2006-01-02T15:04:05.0000000Z")
+			}
+		default:
+			var s string
+			if err := json.Unmarshal(v, &s); err != nil {
+				return nil, err
+			}
+			row[c.column] = s
+		}
+	}
+	return row, nil
+}
+
+// LogAnalyticsKept is what a Log Analytics row keeps of an event (its JSON): every field AKS's
+// table has a column for (not authenticationMetadata), and where an object was over
+// laSkipAbove bytes (skipped), neither object, at level Metadata, as package export's reader
+// gives the event back (with the loss of its level).
+func LogAnalyticsKept(raw []byte) (kept []byte, skipped bool) {
+	var ev map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		return raw, false
+	}
+	delete(ev, "authenticationMetadata")
+	if len(ev["requestObject"]) > laSkipAbove || len(ev["responseObject"]) > laSkipAbove {
+		delete(ev, "requestObject")
+		delete(ev, "responseObject")
+		ev["level"] = json.RawMessage(`"Metadata"`)
+		skipped = true
+	}
+	kept, err := json.Marshal(ev)
+	if err != nil {
+		return raw, false
+	}
+	return kept, skipped
+}
+
+// logAnalytics: the rows of `union AKSAudit, AKSAuditAdmin | order by StageReceivedTime asc`
+// as az prints them (an indented array): every event in AKSAudit, every one but gets and lists
+// in AKSAuditAdmin too, right after it.
+func logAnalytics(evs []event) ([]byte, error) {
+	var rows []map[string]any
+	for _, e := range evs {
+		var v struct {
+			Verb string `json:"verb"`
+		}
+		_ = json.Unmarshal(e.raw, &v)
+		tables := []bool{false}
+		if v.Verb != "get" && v.Verb != "list" && v.Verb != "watch" {
+			tables = append(tables, true)
+		}
+		for _, admin := range tables {
+			row, err := LogAnalyticsRow(e.raw, admin)
+			if err != nil {
+				return nil, err
+			}
+			rows = append(rows, row)
+		}
+	}
+	sort.SliceStable(rows, func(i, j int) bool {
+		return rows[i]["StageReceivedTime"].(string) < rows[j]["StageReceivedTime"].(string)
+	})
+	return json.MarshalIndent(rows, "", "  ")
 }
 
 // gkeArray: Cloud Logging entries, as gcloud prints them (newest, an indented array, newest

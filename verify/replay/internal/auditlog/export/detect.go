@@ -26,7 +26,7 @@ func detect(head []byte) Format {
 		}
 		return Plain
 	case c == '[':
-		// An array of records: gcloud's. Its first element's members say so.
+		// An array of records: gcloud's, az's. Its first element's members say so.
 		k := keysOf(head, 2)
 		switch {
 		case k.has(2, "protoPayload", "insertId", "logName"):
@@ -34,6 +34,10 @@ func detect(head []byte) Format {
 		case k.has(2, "message") && k.has(2, "logStreamName", "eventId", "ingestionTime"):
 			// aws logs filter-log-events --query events: the events array alone.
 			return CloudWatch
+		case k.has(2, "AuditId") && k.has(2, "StageReceivedTime", "RequestUri", "Verb"),
+			k.has(2, "log_s") && k.has(2, "Category", "TimeGenerated"):
+			// az monitor log-analytics query: AKSAudit's rows, or AzureDiagnostics'.
+			return AzureLogAnalytics
 		}
 		return Plain
 	case c != '{':

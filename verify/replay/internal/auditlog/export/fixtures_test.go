@@ -17,14 +17,15 @@ var update = flag.Bool("update", false, "rewrite testdata/audit/exports from kos
 // export hands it over, named as the vendor names its files, for the CLI's tests and for
 // trying vapc replay on an export.
 var fixtures = map[export.Format]string{
-	export.Webhook:       "webhook-eventlists.jsonl",
-	export.CloudWatch:    "eks-filter-log-events.json",
-	export.CloudWatchS3:  "eks-s3-export-000000.gz",
-	export.Firehose:      "eks-firehose-vapc-audit-1-2026-11-20-08-00-00.gz",
-	export.AzureBlob:     "aks-PT1H.json",
-	export.AzureEventHub: "aks-eventhub-messages.jsonl",
-	export.GKE:           "gke-gcloud-logging-read.json",
-	exporttest.GKESink:   "gke-sink-08_00_00_08_59_59_S0.json",
+	export.Webhook:           "webhook-eventlists.jsonl",
+	export.CloudWatch:        "eks-filter-log-events.json",
+	export.CloudWatchS3:      "eks-s3-export-000000.gz",
+	export.Firehose:          "eks-firehose-vapc-audit-1-2026-11-20-08-00-00.gz",
+	export.AzureBlob:         "aks-PT1H.json",
+	export.AzureEventHub:     "aks-eventhub-messages.jsonl",
+	export.AzureLogAnalytics: "aks-loganalytics-query.json",
+	export.GKE:               "gke-gcloud-logging-read.json",
+	exporttest.GKESink:       "gke-sink-08_00_00_08_59_59_S0.json",
 }
 
 // TestFixtures keeps testdata/audit/exports the wrapping of its log (go test -update

@@ -32,6 +32,10 @@ const (
 	// AzureEventHub is an AKS diagnostic setting streaming to Event Hubs: messages
 	// {"records":[...]}.
 	AzureEventHub Format = "aks-eventhub"
+	// AzureLogAnalytics is an AKS diagnostic setting sending to a Log Analytics workspace,
+	// as `az monitor log-analytics query` prints a query's rows: an array of AKSAudit or
+	// AKSAuditAdmin rows (AzureDiagnostics rows with the event in log_s).
+	AzureLogAnalytics Format = "aks-loganalytics"
 	// GKE is Cloud Logging's LogEntry with an AuditLog payload (serviceName k8s.io), as
 	// `gcloud logging read --format=json` prints them (an array) or a log sink writes them
 	// (JSON lines).
@@ -40,7 +44,7 @@ const (
 
 // Formats are the formats a replay reads, Auto first.
 func Formats() []Format {
-	return []Format{Auto, Plain, Webhook, CloudWatch, CloudWatchS3, Firehose, AzureBlob, AzureEventHub, GKE}
+	return []Format{Auto, Plain, Webhook, CloudWatch, CloudWatchS3, Firehose, AzureBlob, AzureEventHub, AzureLogAnalytics, GKE}
 }
 
 // ParseFormat reads a format's name; "" is Auto.
@@ -77,6 +81,8 @@ func (f Format) describe() string {
 		return "AKS diagnostic setting (storage account)"
 	case AzureEventHub:
 		return "AKS diagnostic setting (Event Hubs)"
+	case AzureLogAnalytics:
+		return "AKS diagnostic setting (Log Analytics query)"
 	case GKE:
 		return "GKE Cloud Logging"
 	case concatenatedEvents:

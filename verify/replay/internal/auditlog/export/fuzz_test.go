@@ -75,6 +75,13 @@ func fuzzRead(f *testing.F, format export.Format) {
 					t.Fatalf("line %d: GKE's event %s does not decode: %v", l.Num, l.Data, err)
 				}
 			}
+			if l.Err == nil && format == export.AzureLogAnalytics && bytes.HasPrefix(l.Data, []byte(`{"kind":"Event","apiVersion":"audit.k8s.io/v1"`)) {
+				// A row's event decodes, or the decoder names the field of a column's JSON
+				// of the wrong type.
+				if _, err := auditlog.Decode(l.Data); err != nil && !strings.Contains(err.Error(), "audit.k8s.io/v1 Event") && !strings.Contains(err.Error(), "Go struct field Event.") {
+					t.Fatalf("line %d: the row's event %s does not decode: %v", l.Num, l.Data, err)
+				}
+			}
 			if n > 2*len(data)+2 {
 				t.Fatalf("%d lines from %d bytes", n, len(data))
 			}
@@ -82,17 +89,18 @@ func fuzzRead(f *testing.F, format export.Format) {
 	})
 }
 
-func FuzzReadWebhook(f *testing.F)       { fuzzRead(f, export.Webhook) }
-func FuzzReadCloudWatch(f *testing.F)    { fuzzRead(f, export.CloudWatch) }
-func FuzzReadCloudWatchS3(f *testing.F)  { fuzzRead(f, export.CloudWatchS3) }
-func FuzzReadFirehose(f *testing.F)      { fuzzRead(f, export.Firehose) }
-func FuzzReadAzureBlob(f *testing.F)     { fuzzRead(f, export.AzureBlob) }
-func FuzzReadAzureEventHub(f *testing.F) { fuzzRead(f, export.AzureEventHub) }
-func FuzzReadGKE(f *testing.F)           { fuzzRead(f, export.GKE) }
+func FuzzReadWebhook(f *testing.F)           { fuzzRead(f, export.Webhook) }
+func FuzzReadCloudWatch(f *testing.F)        { fuzzRead(f, export.CloudWatch) }
+func FuzzReadCloudWatchS3(f *testing.F)      { fuzzRead(f, export.CloudWatchS3) }
+func FuzzReadFirehose(f *testing.F)          { fuzzRead(f, export.Firehose) }
+func FuzzReadAzureBlob(f *testing.F)         { fuzzRead(f, export.AzureBlob) }
+func FuzzReadAzureEventHub(f *testing.F)     { fuzzRead(f, export.AzureEventHub) }
+func FuzzReadGKE(f *testing.F)               { fuzzRead(f, export.GKE) }
+func FuzzReadAzureLogAnalytics(f *testing.F) { fuzzRead(f, export.AzureLogAnalytics) }
 
 // FuzzDetect detects the format of any bytes, and reads them in it.
 func FuzzDetect(f *testing.F) {
-	for _, h := range []string{`{"kind":"Event"`, `{"records":[`, `[{"insertId":`, "2026-01-01T00:00:00Z {", `{"events":[{"logStreamName"`} {
+	for _, h := range []string{`{"kind":"Event"`, `{"records":[`, `[{"insertId":`, "2026-01-01T00:00:00Z {", `{"events":[{"logStreamName"`, `[{"AuditId":"a","Verb":`} {
 		f.Add([]byte(h))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -632,9 +632,16 @@ func firstByte(r *bufio.Reader) byte {
 
 // readGKEArray reads gcloud's array of entries; newest first, it is reversed (see reverser).
 func readGKEArray(in input, s *scanner, yield func(record) bool) {
-	rv := newReverser(yield)
+	readArray(in, s, yield, gkeEntryOf, gkeUnwrap)
+}
+
+// readArray reads an array of records (gcloud's entries, az's rows) whose elements entryOf
+// makes records of (timed: with their time, for the reverser to tell the array's order), to
+// unwrap as unwrap makes it; newest first, the array is reversed (see reverser).
+func readArray(in input, s *scanner, yield func(record) bool, entryOf func(raw []byte, line int, where string, timed bool) record, unwrap func(where string) func(*record)) {
+	rv := newReverser(yield, unwrap)
 	if in.at != nil {
-		rv.file = &entryFile{at: in.at, base: in.base, max: 2 * in.maxLine}
+		rv.file = &entryFile{at: in.at, base: in.base, max: 2 * in.maxLine, unwrap: unwrap}
 	}
 	err := s.array(func(i int) error {
 		line := s.startLine()
@@ -648,7 +655,7 @@ func readGKEArray(in input, s *scanner, yield func(record) bool) {
 			return nil
 		}
 		where := fmt.Sprintf("entry %d (line %d)", i, line)
-		rec, err := s.element(2*in.maxLine, where, "", func(raw []byte, line int) record { return gkeEntryOf(raw, line, where, !rv.decided()) })
+		rec, err := s.element(2*in.maxLine, where, "", func(raw []byte, line int) record { return entryOf(raw, line, where, !rv.decided()) })
 		if err != nil {
 			return err
 		}

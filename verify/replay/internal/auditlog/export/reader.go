@@ -38,7 +38,7 @@ type record struct {
 	// joins the pieces, in the file's order, after unwrap.
 	piece *pieceOf
 	// where names a GKE entry still to unwrap, for the reverser, which holds records on
-	// disk (its unwrap is gkeUnwrap(where)).
+	// disk (its unwrap is the reverser's: gkeUnwrap(where), laUnwrap(where)).
 	where string
 	// skip, when set, says the record holds no audit event of the cluster's servers, and
 	// why: it is counted, not replayed (auditlog.Line.Skip).
@@ -63,13 +63,14 @@ type input struct {
 type formatReader func(in input, yield func(record) bool)
 
 var readers = map[Format]formatReader{
-	Webhook:       readWebhook,
-	CloudWatch:    readCloudWatch,
-	CloudWatchS3:  readCloudWatchS3,
-	Firehose:      readFirehose,
-	AzureBlob:     readAzureBlob,
-	AzureEventHub: readAzureEventHub,
-	GKE:           readGKE,
+	Webhook:           readWebhook,
+	CloudWatch:        readCloudWatch,
+	CloudWatchS3:      readCloudWatchS3,
+	Firehose:          readFirehose,
+	AzureBlob:         readAzureBlob,
+	AzureEventHub:     readAzureEventHub,
+	AzureLogAnalytics: readAzureLogAnalytics,
+	GKE:               readGKE,
 }
 
 // Reader reads the audit events of one file in any format as the lines of a log backend's
@@ -171,7 +172,7 @@ func NewReader(file string, r io.Reader, format Format, maxLine int) (*Reader, e
 	rd.order = newReorder(file, defaultWindow, maxLine)
 	rd.dry = newDryRuns()
 	rd.join = newJoiner(maxLine)
-	if format == AzureBlob || format == AzureEventHub {
+	if format == AzureBlob || format == AzureEventHub || format == AzureLogAnalytics {
 		rd.seen = newCopies(defaultWindow)
 	}
 	rd.start(func(yield func(record) bool) { read(in, yield) })

@@ -42,6 +42,9 @@ type reverser struct {
 	err     error
 	// file, when set, is the file the array is read from, read again in place of spills.
 	file *entryFile
+	// unwrap makes the unwrapping of an entry the reverser held on disk, which where names
+	// (gkeUnwrap, laUnwrap).
+	unwrap func(where string) func(*record)
 }
 
 // entryFile is the file a newest-first array is read from, and where its entries are in it
@@ -51,6 +54,8 @@ type entryFile struct {
 	base  int64 // where the input began in it
 	max   int   // the longest entry kept
 	index []entryAt
+	// unwrap makes the unwrapping of an entry read back (the reverser's).
+	unwrap func(where string) func(*record)
 }
 
 // entryAt is where an entry of the array is in its file: from off to end, beginning on line.
@@ -62,7 +67,9 @@ type entryAt struct {
 // readBlock is how many bytes of entries the reverser reads back at once.
 const readBlock = 8 << 20
 
-func newReverser(yield func(record) bool) *reverser { return &reverser{yield: yield} }
+func newReverser(yield func(record) bool, unwrap func(where string) func(*record)) *reverser {
+	return &reverser{yield: yield, unwrap: unwrap}
+}
 
 // decided says whether the reverser knows the array's order: it reads no more times.
 func (v *reverser) decided() bool { return v.falling || v.rising }
@@ -138,7 +145,7 @@ func (v *reverser) finish() bool {
 		}
 		br := bufio.NewReaderSize(f, spillBuffer)
 		for {
-			rec, err := readSpilled(br)
+			rec, err := readSpilled(br, v.unwrap)
 			if errors.Is(err, io.EOF) {
 				break
 			}
@@ -189,7 +196,7 @@ func (f *entryFile) entry(e entryAt, raw []byte) record {
 		putBuf(data)
 		return record{line: e.line, err: recordError(where, "", &errTooLong{max: f.max, size: len(data)})}
 	}
-	return record{data: data, line: e.line, unwrap: gkeUnwrap(where), where: where}
+	return record{data: data, line: e.line, unwrap: f.unwrap(where), where: where}
 }
 
 // appendCompact appends the JSON value b without the white space outside its strings to dst,
@@ -268,7 +275,7 @@ func writeSpilled(w *bufio.Writer, rec record) {
 	putBytes([]byte(rec.where)) // an entry to unwrap: its record holds the entry
 }
 
-func readSpilled(r *bufio.Reader) (record, error) {
+func readSpilled(r *bufio.Reader, unwrap func(where string) func(*record)) (record, error) {
 	get := func() (int64, error) { return binary.ReadVarint(r) }
 	getBytes := func() ([]byte, error) {
 		n, err := get()
@@ -308,7 +315,7 @@ func readSpilled(r *bufio.Reader) (record, error) {
 	}
 	if len(where) > 0 {
 		rec.where = string(where)
-		rec.unwrap = gkeUnwrap(rec.where)
+		rec.unwrap = unwrap(rec.where)
 	}
 	return rec, nil
 }

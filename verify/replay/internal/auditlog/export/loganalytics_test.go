@@ -1,0 +1,126 @@
+package export_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export"
+)
+
+// TestLogAnalyticsMapping reads AKSAudit rows as az prints them, column by column: a dynamic
+// column as the API gives it (its JSON as a string) or as JSON, a time to 100 ns, an empty
+// column; an object the table skipped; an AzureDiagnostics row.
+func TestLogAnalyticsMapping(t *testing.T) {
+	t.Parallel()
+	const user = `{"username":"alice","uid":"u-1","groups":["dev","system:authenticated"],"extra":{"team":["red"]}}`
+	row := map[string]any{
+		"TableName": "PrimaryResult", "Type": "AKSAudit", "TimeGenerated": "2026-11-21T12:35:40.0000000Z", "PodName": "kube-apiserver-7c",
+		"Level": "RequestResponse", "AuditId": "a-1", "Stage": "ResponseComplete",
+		"RequestUri": "/api/v1/namespaces/ns/configmaps?fieldManager=kubectl&dryRun=All", "Verb": "create",
+		"User": user, "ImpersonatedUser": "", "SourceIps": `["10.0.0.1"]`, "UserAgent": "kubectl/v1.37.0",
+		"ObjectRef":           `{"resource":"configmaps","namespace":"ns","name":"cm","apiVersion":"v1"}`,
+		"ResponseStatus":      `{"metadata":{},"code":201}`,
+		"RequestObject":       `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"cm"},"data":{"k":"v"}}`,
+		"ResponseObject":      map[string]any{"kind": "ConfigMap", "apiVersion": "v1", "metadata": map[string]any{"name": "cm", "namespace": "ns", "resourceVersion": "7"}},
+		"RequestReceivedTime": "2026-11-21T12:35:37.4579340Z", "StageReceivedTime": "2026-11-21T12:35:37.4656350Z",
+		"Annotations": `{"authorization.k8s.io/decision":"allow"}`,
+	}
+	want := `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"RequestResponse","auditID":"a-1","stage":"ResponseComplete",` +
+		`"requestURI":"/api/v1/namespaces/ns/configmaps?fieldManager=kubectl\u0026dryRun=All","verb":"create","user":` + user + `,"sourceIPs":["10.0.0.1"],` +
+		`"userAgent":"kubectl/v1.37.0","objectRef":{"resource":"configmaps","namespace":"ns","name":"cm","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":201},` +
+		`"requestObject":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"cm"},"data":{"k":"v"}},` +
+		`"responseObject":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","namespace":"ns","resourceVersion":"7"}},` +
+		`"requestReceivedTimestamp":"2026-11-21T12:35:37.457934Z","stageTimestamp":"2026-11-21T12:35:37.465635Z","annotations":{"authorization.k8s.io/decision":"allow"}}`
+
+	skipped := map[string]any{}
+	for k, v := range row {
+		skipped[k] = v
+	}
+	skipped["AuditId"], skipped["ResponseObject"] = "a-2", "skipped-too-big-size-object"
+	skipped["StageReceivedTime"] = "2026-11-21T12:35:38.0000000Z"
+
+	diag := map[string]any{"TableName": "PrimaryResult", "Category": "kube-audit-admin", "TimeGenerated": "2026-11-21T12:35:39Z", "pod_s": "kube-apiserver-7c",
+		"log_s": ev("a-3", 39)}
+	other := map[string]any{"Category": "kube-apiserver", "TimeGenerated": "2026-11-21T12:35:39Z", "log_s": "I1121 started"}
+
+	data, err := json.MarshalIndent([]any{row, skipped, diag, other}, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	format, lines := readAll(t, "rows.json", data, export.Auto)
+	if format != export.AzureLogAnalytics {
+		t.Fatalf("detected %q, want %q", format, export.AzureLogAnalytics)
+	}
+	var got []string
+	var losses []auditlog.Loss
+	for _, l := range lines {
+		got = append(got, describe(l))
+		losses = append(losses, l.loss)
+	}
+	// The AzureDiagnostics row's event (a-3) completed first: it is handed over first.
+	wantLines := []string{"54: a-3", "2: a-1", "32: a-2", "61: skipped: an AKS record of the category kube-apiserver, not kube-audit or kube-audit-admin"}
+	if diff := cmp.Diff(wantLines, got); diff != "" {
+		t.Fatalf("lines (-want +got):\n%s", diff)
+	}
+	if string(bytes.TrimSpace(lines[1].data)) != want {
+		t.Errorf("event:\n got %s\nwant %s", lines[1].data, want)
+	}
+	if losses[1].Any() || losses[0].Any() {
+		t.Errorf("whole rows lost %v, %v", losses[1], losses[0])
+	}
+	e, err := auditlog.Decode(lines[2].data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Level != auditlog.LevelMetadata || e.RequestObject != nil || e.ResponseObject != nil {
+		t.Errorf("a row whose object was skipped: level %s, objects %s, %s; want Metadata without objects", e.Level, e.RequestObject, e.ResponseObject)
+	}
+	if wantLoss := (auditlog.Loss{Export: export.ExportLogAnalytics, Lost: auditlog.LostLevel}); losses[2] != wantLoss {
+		t.Errorf("a row whose object was skipped lost %+v, want %+v", losses[2], wantLoss)
+	}
+}
+
+// TestMalformedLogAnalytics reads rows that are not what AKS's tables hold: each is an error
+// naming its entry, its line and its column; the rows around it are read.
+func TestMalformedLogAnalytics(t *testing.T) {
+	t.Parallel()
+	ok := `{"AuditId":"a","Stage":"ResponseComplete","Verb":"get","StageReceivedTime":"2026-01-01T00:00:01.0000000Z","User":"{\"username\":\"u\"}"}`
+	tests := []struct {
+		name, data string
+		want       []string
+	}{{
+		name: "not a row of the tables",
+		data: "[\n" + ok + ",\n" + `{"Verb":"get","TimeGenerated":"2026-01-01T00:00:02Z"}` + "\n]",
+		want: []string{"2: a", "3: error: entry 1 (line 3): AuditId: missing: not a row of AKSAudit or AKSAuditAdmin (nor of AzureDiagnostics: no log_s)"},
+	}, {
+		name: "a dynamic column that is not JSON, or not an object",
+		data: "[\n" + ok + ",\n" + `{"AuditId":"b","User":"{username","StageReceivedTime":"2026-01-01T00:00:02Z"}` + ",\n" +
+			`{"AuditId":"c","ObjectRef":"[1]","StageReceivedTime":"2026-01-01T00:00:03Z"}` + "\n]",
+		want: []string{"2: a", `3: error: entry 1 (line 3): User: "{username" is not JSON`, "4: error: entry 2 (line 4): ObjectRef: [1] is not a JSON object"},
+	}, {
+		name: "a time that is not one, a verb that is not a string",
+		data: "[\n" + ok + ",\n" + `{"AuditId":"b","StageReceivedTime":"yesterday"}` + ",\n" + `{"AuditId":"c","Verb":3,"StageReceivedTime":"2026-01-01T00:00:03Z"}` + "\n]",
+		want: []string{"2: a", `3: error: entry 1 (line 3): StageReceivedTime: "yesterday" is not an RFC 3339 time`, "4: error: entry 2 (line 4): Verb: 3 is not a string"},
+	}, {
+		name: "cut short",
+		data: "[\n" + ok + ",\n" + `{"AuditId": `,
+		want: []string{"2: a", "3: unreadable: the envelope is not JSON, reading stopped: the envelope ends in the middle of a value"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, lines := readAll(t, "f", []byte(tt.data), export.AzureLogAnalytics)
+			var got []string
+			for _, l := range lines {
+				got = append(got, describe(l))
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("lines (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
