@@ -136,8 +136,12 @@ func exportListUnknown(ev *Event) string {
 // admission) unless the State knows the object was there before.
 func (j *job) exportUndecided() undecided {
 	ev := j.ev
-	if ev.Loss.Lost.Has(auditlog.LostAnnotations) {
+	switch {
+	case ev.Loss.Lost.Has(auditlog.LostAnnotations | auditlog.LostLevel):
 		return because(ReasonExportLost, ev.Loss.Of(auditlog.LostAnnotations|auditlog.LostLevel)+" of this event, which it cut at its size limit: neither the objects admission saw nor its verdicts are known")
+	case ev.Loss.Lost.Has(auditlog.LostAnnotations):
+		// A Log Analytics query that left the column out.
+		return because(ReasonExportLost, ev.Loss.Of(auditlog.LostAnnotations)+" of this event: its verdicts are not known")
 	}
 	if !ev.Loss.Lost.Has(auditlog.LostCode) || j.t.op != admission.Update || j.t.sub != "" || ev.Code() < 200 || ev.Code() >= 300 {
 		return undecided{}

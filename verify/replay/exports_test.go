@@ -377,3 +377,74 @@ func TestExportLostUserInObject(t *testing.T) {
 		})
 	}
 }
+
+// TestLogAnalyticsLosses replays AKS's Log Analytics rows that lost what the log backend's
+// event holds: an object the table skipped (too big), or a column the query left out. What
+// the row lost is not known to the replay, and a decision that needs it is not made: its
+// reason names the export.
+func TestLogAnalyticsLosses(t *testing.T) {
+	t.Parallel()
+	cm := func(rv, v string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "data": map[string]any{"k": v},
+			"metadata": map[string]any{"name": "c", "namespace": "a", "resourceVersion": rv, "uid": "u-c"}}
+	}
+	lines := []string{
+		timedEvent(t, levelEvent(t, "create", auditlog.LevelRequestResponse, "create", "configmaps", "a", "c", 201, "", cm("", "v"), cm("5", "v")), "01.000000", "01.010000", nil),
+		timedEvent(t, levelEvent(t, "update", auditlog.LevelRequestResponse, "update", "configmaps", "a", "c", 200, "", cm("5", "w"), cm("6", "w")), "02.000000", "02.010000", nil),
+	}
+	tests := []struct {
+		name string
+		row  int            // the row that lost something
+		set  map[string]any // its columns set, or (nil) left out
+		expr string         // the policy's validation of the update
+		// reason and detail are the update's record.
+		reason Reason
+		detail string
+	}{
+		{name: "the create's response skipped: the object it wrote is not known", row: 0, set: map[string]any{"ResponseObject": "skipped-too-big-size-object"}, expr: "oldObject.data.k != ''",
+			reason: ReasonOldObjectUnknown, detail: "at level Metadata"},
+		{name: "the update's request skipped: the object admission saw is not known", row: 1, set: map[string]any{"RequestObject": "skipped-too-big-size-object"}, expr: "object.data.k != ''",
+			reason: ReasonNoObject, detail: "the " + export.ExportLogAnalytics + " export does not carry the audit level"},
+		{name: "the update's annotations left out: its verdicts are not known", row: 1, set: map[string]any{"Annotations": nil}, expr: "oldObject.data.k != ''",
+			reason: ReasonExportLost, detail: "its verdicts are not known"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p, b := levelPolicy("la", "configmaps", admissionregistrationv1.Update, nil, tt.expr)
+			ps, bs := []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}
+			_, plain := replayLinesWith(t, ps, bs, nil, lines...)
+			if rec := plain["update"]; rec == nil || rec.Decision != DecisionAdmit {
+				t.Fatalf("the log's replay: %s, want admit", describeRecord(rec))
+			}
+			var rows []map[string]any
+			for i, l := range lines {
+				row, err := exporttest.LogAnalyticsRow([]byte(l), false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if i == tt.row {
+					for k, v := range tt.set {
+						if v == nil {
+							delete(row, k)
+						} else {
+							row[k] = v
+						}
+					}
+				}
+				rows = append(rows, row)
+			}
+			data, err := json.MarshalIndent(rows, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum, got := replayLinesWith(t, ps, bs, nil, string(data))
+			if sum.MalformedCount > 0 {
+				t.Fatalf("malformed: %v", sum.Malformed)
+			}
+			if rec := got["update"]; rec == nil || rec.Decision != DecisionIndeterminate || rec.Reason != tt.reason || !strings.Contains(rec.Indeterminate, tt.detail) {
+				t.Errorf("the export's replay: %s, want indeterminate %s %q", describeRecord(rec), tt.reason, tt.detail)
+			}
+		})
+	}
+}

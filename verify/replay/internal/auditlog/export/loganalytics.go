@@ -76,6 +76,9 @@ var laColumns = []laColumn{
 	{"Annotations", "annotations", true},
 }
 
+// laRequired are the columns of AKSAudit a row must have: what no replay can do without.
+var laRequired = []string{"Level", "Stage", "RequestUri", "Verb", "User", "ObjectRef", "ResponseStatus", "StageReceivedTime"}
+
 // kind is the first byte of the JSON a dynamic column holds: its field's type; 0 for the
 // objects of the request and the response, which may be any JSON (a JSON patch is an array).
 func (c laColumn) kind() byte {
@@ -187,8 +190,23 @@ func laEvent(row map[string]json.RawMessage) (data []byte, lost auditlog.Lost, f
 	if _, ok := row["AuditId"]; !ok {
 		return nil, 0, "AuditId", errors.New("missing: not a row of AKSAudit or AKSAuditAdmin (nor of AzureDiagnostics: no log_s)")
 	}
+	for _, c := range laRequired {
+		if _, ok := row[c]; !ok {
+			return nil, 0, c, errors.New("missing: the query left out a column the replay needs (keep the table's columns: no project)")
+		}
+	}
+	// A column a query left out (project) is lost: the event's objects as if the table had
+	// skipped them, its annotations, its received time.
+	_, hasRequest := row["RequestObject"]
+	_, hasResponse := row["ResponseObject"]
+	skipped := !hasRequest || !hasResponse
+	if _, ok := row["Annotations"]; !ok {
+		lost |= auditlog.LostAnnotations
+	}
+	if _, ok := row["RequestReceivedTime"]; !ok {
+		lost |= auditlog.LostReceived
+	}
 	values := map[string]json.RawMessage{}
-	skipped := false
 	for _, c := range laColumns {
 		v, ok := row[c.column]
 		if !ok || string(v) == "null" || string(v) == `""` {

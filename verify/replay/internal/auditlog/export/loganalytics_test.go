@@ -3,6 +3,7 @@ package export_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -84,11 +85,30 @@ func TestLogAnalyticsMapping(t *testing.T) {
 	}
 }
 
+// laRow is the JSON of an AKSAudit row of a get that completed at second sec, its columns
+// set (or, nil, left out) by set.
+func laRow(id string, sec int, set map[string]any) string {
+	row := map[string]any{"AuditId": id, "Level": "Metadata", "Stage": "ResponseComplete", "RequestUri": "/api/v1/namespaces/a/pods/p", "Verb": "get",
+		"User": `{"username":"u"}`, "ObjectRef": `{"resource":"pods","namespace":"a","name":"p","apiVersion":"v1"}`, "ResponseStatus": `{"code":200}`,
+		"RequestObject": "", "ResponseObject": "", "Annotations": "", "RequestReceivedTime": fmt.Sprintf("2026-01-01T00:00:%02d.0000000Z", sec),
+		"StageReceivedTime": fmt.Sprintf("2026-01-01T00:00:%02d.0000000Z", sec)}
+	for k, v := range set {
+		if v == nil {
+			delete(row, k)
+		} else {
+			row[k] = v
+		}
+	}
+	b, _ := json.Marshal(row)
+	return string(b)
+}
+
 // TestMalformedLogAnalytics reads rows that are not what AKS's tables hold: each is an error
-// naming its entry, its line and its column; the rows around it are read.
+// naming its entry, its line and its column; the rows around it are read. A column a query
+// left out is lost, or an error when the replay cannot do without it.
 func TestMalformedLogAnalytics(t *testing.T) {
 	t.Parallel()
-	ok := `{"AuditId":"a","Stage":"ResponseComplete","Verb":"get","StageReceivedTime":"2026-01-01T00:00:01.0000000Z","User":"{\"username\":\"u\"}"}`
+	ok := laRow("a", 1, nil)
 	tests := []struct {
 		name, data string
 		want       []string
@@ -97,13 +117,16 @@ func TestMalformedLogAnalytics(t *testing.T) {
 		data: "[\n" + ok + ",\n" + `{"Verb":"get","TimeGenerated":"2026-01-01T00:00:02Z"}` + "\n]",
 		want: []string{"2: a", "3: error: entry 1 (line 3): AuditId: missing: not a row of AKSAudit or AKSAuditAdmin (nor of AzureDiagnostics: no log_s)"},
 	}, {
+		name: "a column the replay needs left out",
+		data: "[\n" + ok + ",\n" + laRow("b", 2, map[string]any{"ObjectRef": nil}) + "\n]",
+		want: []string{"2: a", "3: error: entry 1 (line 3): ObjectRef: missing: the query left out a column the replay needs (keep the table's columns: no project)"},
+	}, {
 		name: "a dynamic column that is not JSON, or not an object",
-		data: "[\n" + ok + ",\n" + `{"AuditId":"b","User":"{username","StageReceivedTime":"2026-01-01T00:00:02Z"}` + ",\n" +
-			`{"AuditId":"c","ObjectRef":"[1]","StageReceivedTime":"2026-01-01T00:00:03Z"}` + "\n]",
+		data: "[\n" + ok + ",\n" + laRow("b", 2, map[string]any{"User": "{username"}) + ",\n" + laRow("c", 3, map[string]any{"ObjectRef": "[1]"}) + "\n]",
 		want: []string{"2: a", `3: error: entry 1 (line 3): User: "{username" is not JSON`, "4: error: entry 2 (line 4): ObjectRef: [1] is not a JSON object"},
 	}, {
 		name: "a time that is not one, a verb that is not a string",
-		data: "[\n" + ok + ",\n" + `{"AuditId":"b","StageReceivedTime":"yesterday"}` + ",\n" + `{"AuditId":"c","Verb":3,"StageReceivedTime":"2026-01-01T00:00:03Z"}` + "\n]",
+		data: "[\n" + ok + ",\n" + laRow("b", 2, map[string]any{"StageReceivedTime": "yesterday"}) + ",\n" + laRow("c", 3, map[string]any{"Verb": 3}) + "\n]",
 		want: []string{"2: a", `3: error: entry 1 (line 3): StageReceivedTime: "yesterday" is not an RFC 3339 time`, "4: error: entry 2 (line 4): Verb: 3 is not a string"},
 	}, {
 		name: "cut short",
@@ -120,6 +143,46 @@ func TestMalformedLogAnalytics(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("lines (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestLogAnalyticsProjected reads rows of a query that left out columns the replay can do
+// without: what they held is lost, and the replay is told so.
+func TestLogAnalyticsProjected(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		left []string
+		want auditlog.Lost
+	}{
+		{"the objects", []string{"RequestObject", "ResponseObject"}, auditlog.LostLevel},
+		{"the response object", []string{"ResponseObject"}, auditlog.LostLevel},
+		{"the annotations", []string{"Annotations"}, auditlog.LostAnnotations},
+		{"the received time", []string{"RequestReceivedTime"}, auditlog.LostReceived},
+		{"the user agent", []string{"UserAgent", "SourceIps", "ImpersonatedUser"}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			set := map[string]any{"Level": "RequestResponse", "ResponseObject": `{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p"}}`}
+			for _, c := range tt.left {
+				set[c] = nil
+			}
+			_, lines := readAll(t, "f", []byte("["+laRow("a", 1, set)+"]"), export.AzureLogAnalytics)
+			if len(lines) != 1 || lines[0].err != nil {
+				t.Fatalf("lines %v", lines)
+			}
+			if got := lines[0].loss.Lost; got != tt.want {
+				t.Errorf("lost %v, want %v", got, tt.want)
+			}
+			e, err := auditlog.Decode(lines[0].data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if wantLevel := map[bool]string{true: auditlog.LevelMetadata, false: auditlog.LevelRequestResponse}[tt.want == auditlog.LostLevel]; e.Level != wantLevel {
+				t.Errorf("level %s, want %s", e.Level, wantLevel)
 			}
 		})
 	}
