@@ -1,7 +1,6 @@
 package export
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -57,7 +56,7 @@ type laColumn struct {
 
 // laColumns are the columns of AKSAudit and AKSAuditAdmin an event's field is read from, in
 // the event's order, with the field and whether the column is dynamic (JSON).
-var laColumns = []laColumn{
+var laColumns = [...]laColumn{
 	{"Level", "level", false},
 	{"AuditId", "auditID", false},
 	{"Stage", "stage", false},
@@ -137,16 +136,20 @@ func laUnwrap(where string) func(*record) {
 
 // laRecord maps one row's JSON to the record of its event.
 func laRecord(raw []byte, line int, where string) record {
-	var row map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &row); err != nil {
+	var row laRow
+	ok, err := row.read(raw)
+	if err != nil {
 		return record{line: line, err: recordError(where, "", fmt.Errorf("not a Log Analytics row: %v", err))}
 	}
-	if _, ok := row["log_s"]; ok {
-		rec := laDiagnostics(row, line, where)
+	if !ok {
+		return record{line: line, err: recordError(where, "", errors.New("not a Log Analytics row: not a JSON object"))}
+	}
+	if row.has(laLog) {
+		rec := laDiagnostics(&row, line, where)
 		putBuf(raw)
 		return rec
 	}
-	data, lost, field, err := laEvent(row)
+	data, lost, field, err := laEvent(&row)
 	if err != nil {
 		return record{line: line, err: recordError(where, field, err)}
 	}
@@ -158,18 +161,92 @@ func laRecord(raw []byte, line int, where string) record {
 	return eventRecord(data, line, loss)
 }
 
+// The columns of a row read besides laColumns' (whose index is their own): AzureDiagnostics'.
+const (
+	laCategory = len(laColumns) + iota
+	laLog
+	laPod
+	laColumnCount
+)
+
+// laRow is a row's JSON by column: each column's value as the row holds it, nil when the row
+// does not have it.
+type laRow struct{ values [laColumnCount][]byte }
+
+func (r *laRow) has(c int) bool { return r.values[c] != nil }
+
+// read walks a row's members once, keeping the values of the columns read; false when the
+// row is not a JSON object, an error when a member is not JSON.
+func (r *laRow) read(raw []byte) (bool, error) {
+	if firstNonSpace(raw) != '{' {
+		return false, nil
+	}
+	ok := eachMember(raw, func(name, v []byte) bool {
+		if c := laColumnIndex(name); c >= 0 {
+			r.values[c] = v
+		}
+		return true
+	})
+	if !ok {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return false, err
+		}
+		return false, errors.New("not a JSON object")
+	}
+	return true, nil
+}
+
+// laColumnIndex is the index of the column name in a laRow, -1 for a column not read.
+func laColumnIndex(name []byte) int {
+	switch string(name) {
+	case "Category":
+		return laCategory
+	case "log_s":
+		return laLog
+	case "pod_s":
+		return laPod
+	}
+	for i, c := range laColumns {
+		if string(name) == c.column {
+			return i
+		}
+	}
+	return -1
+}
+
+// laCol is the index of the column name among laColumns.
+func laCol(name string) int {
+	for i, c := range laColumns {
+		if c.column == name {
+			return i
+		}
+	}
+	panic("no column " + name)
+}
+
+// laString decodes a column's value, a JSON string; false when it is not one.
+func laString(v []byte) (string, bool) {
+	var s string
+	ok := unquoteTo(v, &s)
+	return s, ok
+}
+
 // laDiagnostics is the record of an AzureDiagnostics row: its log_s, a piece of an event's
 // line the joiner may join, as an archive's record's properties.log.
-func laDiagnostics(row map[string]json.RawMessage, line int, where string) record {
+func laDiagnostics(row *laRow, line int, where string) record {
 	var category, log, pod string
 	for _, f := range []struct {
-		column string
+		column int
+		name   string
 		to     *string
-	}{{"Category", &category}, {"log_s", &log}, {"pod_s", &pod}} {
-		if v, ok := row[f.column]; ok && string(v) != "null" {
-			if err := json.Unmarshal(v, f.to); err != nil {
-				return record{line: line, err: recordError(where, f.column, errors.New("not a string"))}
+	}{{laCategory, "Category", &category}, {laLog, "log_s", &log}, {laPod, "pod_s", &pod}} {
+		if v := row.values[f.column]; v != nil && string(v) != "null" {
+			s, ok := laString(v)
+			if !ok {
+				return record{line: line, err: recordError(where, f.name, errors.New("not a string"))}
 			}
+			*f.to = s
 		}
 	}
 	if category != "kube-audit" && category != "kube-audit-admin" {
@@ -186,86 +263,109 @@ func laDiagnostics(row map[string]json.RawMessage, line int, where string) recor
 
 // laEvent writes the event of an AKSAudit or AKSAuditAdmin row, and what it lost; field names
 // the column an error is about.
-func laEvent(row map[string]json.RawMessage) (data []byte, lost auditlog.Lost, field string, err error) {
-	if _, ok := row["AuditId"]; !ok {
+func laEvent(row *laRow) (data []byte, lost auditlog.Lost, field string, err error) {
+	if !row.has(laCol("AuditId")) {
 		return nil, 0, "AuditId", errors.New("missing: not a row of AKSAudit or AKSAuditAdmin (nor of AzureDiagnostics: no log_s)")
 	}
 	for _, c := range laRequired {
-		if _, ok := row[c]; !ok {
+		if !row.has(laCol(c)) {
 			return nil, 0, c, errors.New("missing: the query left out a column the replay needs (keep the table's columns: no project)")
 		}
 	}
 	// A column a query left out (project) is lost: the event's objects as if the table had
 	// skipped them, its annotations, its received time.
-	_, hasRequest := row["RequestObject"]
-	_, hasResponse := row["ResponseObject"]
-	skipped := !hasRequest || !hasResponse
-	if _, ok := row["Annotations"]; !ok {
+	skipped := !row.has(laCol("RequestObject")) || !row.has(laCol("ResponseObject"))
+	if !row.has(laCol("Annotations")) {
 		lost |= auditlog.LostAnnotations
 	}
-	if _, ok := row["RequestReceivedTime"]; !ok {
+	if !row.has(laCol("RequestReceivedTime")) {
 		lost |= auditlog.LostReceived
 	}
-	values := map[string]json.RawMessage{}
-	for _, c := range laColumns {
-		v, ok := row[c.column]
-		if !ok || string(v) == "null" || string(v) == `""` {
+	var values [len(laColumns)][]byte
+	size := 64
+	for i, c := range laColumns {
+		v := row.values[i]
+		if v == nil || string(v) == "null" || string(v) == `""` {
 			continue
 		}
-		var s string
-		isString := json.Unmarshal(v, &s) == nil
-		switch {
-		case (c.field == "requestObject" || c.field == "responseObject") && isString && s == skippedObject:
-			skipped = true
-			continue
-		case c.dynamic && isString:
+		isString := v[0] == '"'
+		if c.dynamic && isString {
 			// The CLI prints a dynamic value as the API gives it: its JSON, as a string.
-			if !json.Valid([]byte(s)) {
-				return nil, 0, c.column, fmt.Errorf("%q is not JSON", shorten(s, 80))
+			s, n, ok := auditlog.AppendUnquoted(nil, v)
+			switch {
+			case !ok || n != len(v):
+				return nil, 0, c.column, errors.New("not a JSON string")
+			case (c.field == "requestObject" || c.field == "responseObject") && string(s) == skippedObject:
+				skipped = true
+				continue
 			}
-			v = json.RawMessage(s)
+			if end, ok := valueEnd(s, skipSpace(s, 0)); !ok || skipSpace(s, end) != len(s) {
+				return nil, 0, c.column, fmt.Errorf("%q is not JSON", shorten(string(s), 80))
+			}
+			v = s
 		}
-		if c.dynamic {
+		switch {
+		case c.dynamic:
 			if want := c.kind(); want != 0 && firstNonSpace(v) != want {
 				return nil, 0, c.column, fmt.Errorf("%s is not a JSON %s", shorten(string(v), 80), map[byte]string{'{': "object", '[': "array"}[want])
 			}
-			values[c.field] = v
-			continue
-		}
-		switch {
 		case !isString:
 			return nil, 0, c.column, fmt.Errorf("%s is not a string", shorten(string(v), 80))
 		case c.field == "requestReceivedTimestamp" || c.field == "stageTimestamp":
-			// Log Analytics keeps a time to 100 ns (2026-11-21T19:46:24.7812560Z): the
-			// event's, kube-apiserver's MicroTime, to the microsecond.
-			t, err := time.Parse(time.RFC3339Nano, s)
-			if err != nil {
-				return nil, 0, c.column, fmt.Errorf("%q is not an RFC 3339 time", s)
+			t, ok := laTime(v)
+			if !ok {
+				return nil, 0, c.column, fmt.Errorf("%s is not an RFC 3339 time", v)
 			}
-			v, _ = json.Marshal(t.UTC().Format("2006-01-02T15:04:05.000000Z07:00"))
+			v = t
+		default:
+			if _, ok := laString(v); !ok {
+				return nil, 0, c.column, fmt.Errorf("%s is not a string", shorten(string(v), 80))
+			}
 		}
-		values[c.field] = v
+		values[i] = v
+		size += len(c.field) + 4 + len(v)
 	}
 	if skipped {
 		// As kube-apiserver's truncating backend leaves an event: its objects dropped, the
 		// level Metadata.
-		delete(values, "requestObject")
-		delete(values, "responseObject")
-		values["level"] = json.RawMessage(`"Metadata"`)
+		values[laCol("RequestObject")], values[laCol("ResponseObject")] = nil, nil
+		values[laCol("Level")] = []byte(`"Metadata"`)
 		lost |= auditlog.LostLevel
 	}
-	var b bytes.Buffer
-	b.WriteString(`{"kind":"Event","apiVersion":"audit.k8s.io/v1"`)
-	for _, c := range laColumns {
-		if v, ok := values[c.field]; ok {
-			b.WriteString(`,"` + c.field + `":`)
-			if err := json.Compact(&b, v); err != nil {
-				return nil, 0, c.column, err
-			}
+	b := make([]byte, 0, size)
+	b = append(b, `{"kind":"Event","apiVersion":"audit.k8s.io/v1"`...)
+	for i, c := range laColumns {
+		if v := values[i]; v != nil {
+			b = append(b, `,"`...)
+			b = append(b, c.field...)
+			b = append(b, `":`...)
+			b = append(b, v...)
 		}
 	}
-	b.WriteByte('}')
-	return b.Bytes(), lost, "", nil
+	b = append(b, '}')
+	return b, lost, "", nil
+}
+
+// laTime is the event's time (kube-apiserver's MicroTime, to the microsecond) of a Log
+// Analytics time, a JSON string: it keeps a time to 100 ns (2026-11-21T19:46:24.7812560Z),
+// whose last digit, the event's being to the microsecond, is 0; false when it is not a time.
+func laTime(v []byte) ([]byte, bool) {
+	if len(v) == 30 && v[20] == '.' && v[27] == '0' && v[28] == 'Z' && v[29] == '"' {
+		if t, err := time.Parse(time.RFC3339Nano, string(v[1:29])); err == nil && t.Nanosecond()%1000 == 0 {
+			out := append([]byte(nil), v[:27]...)
+			return append(out, 'Z', '"'), true
+		}
+	}
+	s, ok := laString(v)
+	if !ok {
+		return nil, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return nil, false
+	}
+	out, _ := json.Marshal(t.UTC().Format("2006-01-02T15:04:05.000000Z07:00"))
+	return out, true
 }
 
 // shorten shortens s for an error message.
