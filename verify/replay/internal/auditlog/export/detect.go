@@ -62,6 +62,9 @@ func detect(head []byte) Format {
 		return AzureBlob
 	case k.has(1, "protoPayload", "insertId", "logName", "receiveTimestamp"):
 		return GKE
+	case k.has(1, "tables") && k.has(3, "columns", "rows"):
+		// The Log Analytics query API's response.
+		return AzureLogAnalytics
 	}
 	return Plain
 }

@@ -34,7 +34,8 @@ const (
 	AzureEventHub Format = "aks-eventhub"
 	// AzureLogAnalytics is an AKS diagnostic setting sending to a Log Analytics workspace,
 	// as `az monitor log-analytics query` prints a query's rows: an array of AKSAudit or
-	// AKSAuditAdmin rows (AzureDiagnostics rows with the event in log_s).
+	// AKSAuditAdmin rows (AzureDiagnostics rows with the event in log_s), or the query API's
+	// response of tables, columns and rows.
 	AzureLogAnalytics Format = "aks-loganalytics"
 	// GKE is Cloud Logging's LogEntry with an AuditLog payload (serviceName k8s.io), as
 	// `gcloud logging read --format=json` prints them (an array) or a log sink writes them

@@ -91,14 +91,18 @@ func fuzzRead(f *testing.F, format export.Format) {
 	})
 }
 
-func FuzzReadWebhook(f *testing.F)           { fuzzRead(f, export.Webhook) }
-func FuzzReadCloudWatch(f *testing.F)        { fuzzRead(f, export.CloudWatch) }
-func FuzzReadCloudWatchS3(f *testing.F)      { fuzzRead(f, export.CloudWatchS3) }
-func FuzzReadFirehose(f *testing.F)          { fuzzRead(f, export.Firehose) }
-func FuzzReadAzureBlob(f *testing.F)         { fuzzRead(f, export.AzureBlob) }
-func FuzzReadAzureEventHub(f *testing.F)     { fuzzRead(f, export.AzureEventHub) }
-func FuzzReadGKE(f *testing.F)               { fuzzRead(f, export.GKE) }
-func FuzzReadAzureLogAnalytics(f *testing.F) { fuzzRead(f, export.AzureLogAnalytics) }
+func FuzzReadWebhook(f *testing.F)       { fuzzRead(f, export.Webhook) }
+func FuzzReadCloudWatch(f *testing.F)    { fuzzRead(f, export.CloudWatch) }
+func FuzzReadCloudWatchS3(f *testing.F)  { fuzzRead(f, export.CloudWatchS3) }
+func FuzzReadFirehose(f *testing.F)      { fuzzRead(f, export.Firehose) }
+func FuzzReadAzureBlob(f *testing.F)     { fuzzRead(f, export.AzureBlob) }
+func FuzzReadAzureEventHub(f *testing.F) { fuzzRead(f, export.AzureEventHub) }
+func FuzzReadGKE(f *testing.F)           { fuzzRead(f, export.GKE) }
+func FuzzReadAzureLogAnalytics(f *testing.F) {
+	// The query API's own response too: tables, columns and rows of values.
+	f.Add([]byte(`{"tables":[{"name":"PrimaryResult","columns":[{"name":"AuditId","type":"string"},{"name":"User","type":"dynamic"}],"rows":[["a","{\"username\":\"u\"}"],["b",""]]}]}`))
+	fuzzRead(f, export.AzureLogAnalytics)
+}
 
 // FuzzDetect detects the format of any bytes, and reads them in it.
 func FuzzDetect(f *testing.F) {

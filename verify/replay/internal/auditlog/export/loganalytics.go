@@ -116,7 +116,128 @@ func laTimeOf(raw []byte) time.Time {
 func readAzureLogAnalytics(in input, yield func(record) bool) {
 	s := newScanner(in.r)
 	s.compact = true // the rows without the CLI's indentation
+	if firstByte(in.r) == '{' {
+		readLogAnalyticsTables(in, s, yield)
+		return
+	}
 	readArray(in, s, yield, laEntryOf, laUnwrap)
+}
+
+// readLogAnalyticsTables reads the query API's own response, which `az rest` or a script
+// prints: {"tables":[{"name","columns":[{"name","type"}],"rows":[[VALUE, ...], ...]}]}
+// (https://learn.microsoft.com/azure/azure-monitor/logs/api/response-format), each row an
+// array of the columns' values, in the columns' order: a row is read as the object of its
+// columns by name, as az prints it. Newest first, the rows are reversed (see reverser).
+func readLogAnalyticsTables(in input, s *scanner, yield func(record) bool) {
+	rv := newReverser(yield, laUnwrap)
+	err := s.object(func(name string) error {
+		if name != "tables" {
+			return s.skip()
+		}
+		return s.array(func(t int) error {
+			var columns []string
+			return s.object(func(name string) error {
+				switch name {
+				case "columns":
+					line := s.startLine()
+					raw, err := s.value(1<<20, nil)
+					if err != nil {
+						return err
+					}
+					var cs []struct {
+						Name string `json:"name"`
+					}
+					if err := json.Unmarshal(raw, &cs); err != nil {
+						if !rv.add(record{line: line, err: recordError(fmt.Sprintf("tables[%d] (line %d)", t, line), "columns", fmt.Errorf("not the query API's columns: %v", err))}) {
+							return errStop
+						}
+						return nil
+					}
+					columns = columns[:0]
+					for _, c := range cs {
+						columns = append(columns, c.Name)
+					}
+					return nil
+				case "rows":
+					return s.array(func(i int) error {
+						line := s.startLine()
+						where := fmt.Sprintf("tables[%d].rows[%d] (line %d)", t, i, line)
+						rec, err := s.element(2*in.maxLine, where, "", func(raw []byte, line int) record {
+							obj, err := laRowObject(columns, raw)
+							if err != nil {
+								return record{line: line, err: recordError(where, "", err)}
+							}
+							return laEntryOf(obj, line, where, !rv.decided())
+						})
+						if err != nil {
+							return err
+						}
+						if !rv.add(rec) {
+							return errStop
+						}
+						return nil
+					})
+				}
+				return s.skip()
+			})
+		})
+	})
+	var stopped *record
+	if err != nil && !errors.Is(err, errStop) {
+		r := streamStopped(err, s.line)
+		stopped = &r
+	}
+	if errors.Is(err, errStop) || !rv.finish() {
+		return
+	}
+	if stopped != nil {
+		yield(*stopped)
+	}
+}
+
+// laRowObject is the object of a row of the query API's response (an array of values) with
+// its columns' names: what az prints of it.
+func laRowObject(columns []string, raw []byte) ([]byte, error) {
+	if len(columns) == 0 {
+		return nil, errors.New("a row before its table's columns")
+	}
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '[' {
+		return nil, errors.New("not a row: not an array")
+	}
+	out := make([]byte, 0, len(raw)+16*len(columns))
+	out = append(out, '{')
+	for n := 0; ; n++ {
+		i = skipSpace(raw, i+1)
+		if n == 0 && i < len(raw) && raw[i] == ']' {
+			break
+		}
+		end, ok := valueEnd(raw, i)
+		if !ok || end <= i {
+			return nil, fmt.Errorf("not a row: value %d is not JSON", n)
+		}
+		if n >= len(columns) {
+			return nil, fmt.Errorf("a row of more values than its table's %d columns", len(columns))
+		}
+		if n > 0 {
+			out = append(out, ',')
+		}
+		name, _ := json.Marshal(columns[n])
+		out = append(out, name...)
+		out = append(out, ':')
+		out = append(out, raw[i:end]...)
+		i = skipSpace(raw, end)
+		if i < len(raw) && raw[i] == ']' {
+			if n+1 != len(columns) {
+				return nil, fmt.Errorf("a row of %d values, its table %d columns", n+1, len(columns))
+			}
+			break
+		}
+		if i >= len(raw) || raw[i] != ',' {
+			return nil, fmt.Errorf("not a row: ',' or ']' expected after value %d", n)
+		}
+	}
+	return append(out, '}'), nil
 }
 
 // laEntryOf is the record of a row's JSON, to unwrap (laRecord); with its time when timed, for

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -185,5 +187,66 @@ func TestLogAnalyticsProjected(t *testing.T) {
 				t.Errorf("level %s, want %s", e.Level, wantLevel)
 			}
 		})
+	}
+}
+
+// TestLogAnalyticsAPIResponse reads the query API's own response (tables, columns, rows of
+// values) as the rows az prints: the same events; a row that does not fit its columns is an
+// error naming it.
+func TestLogAnalyticsAPIResponse(t *testing.T) {
+	t.Parallel()
+	rowsOf := func(rows ...string) (columns []map[string]string, values [][]json.RawMessage) {
+		var names []string
+		for _, r := range rows {
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal([]byte(r), &m); err != nil {
+				t.Fatal(err)
+			}
+			if names == nil {
+				for k := range m {
+					names = append(names, k)
+				}
+				slices.Sort(names)
+				for _, n := range names {
+					columns = append(columns, map[string]string{"name": n, "type": "string"})
+				}
+			}
+			var vs []json.RawMessage
+			for _, n := range names {
+				vs = append(vs, m[n])
+			}
+			values = append(values, vs)
+		}
+		return columns, values
+	}
+	rows := []string{laRow("a", 1, nil), laRow("b", 2, map[string]any{"Level": "Request", "RequestObject": `{"kind":"Pod","apiVersion":"v1"}`}), laRow("c", 3, nil)}
+	columns, values := rowsOf(rows...)
+	api, err := json.Marshal(map[string]any{"tables": []any{map[string]any{"name": "PrimaryResult", "columns": columns, "rows": values}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	format, got := readAll(t, "api.json", api, export.Auto)
+	if format != export.AzureLogAnalytics {
+		t.Fatalf("detected %q, want %q", format, export.AzureLogAnalytics)
+	}
+	_, want := readAll(t, "az.json", []byte("["+strings.Join(rows, ",")+"]"), export.AzureLogAnalytics)
+	if len(got) != len(want) {
+		t.Fatalf("%d lines, az's rows %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i].err != nil || string(got[i].data) != string(want[i].data) {
+			t.Errorf("row %d: %s (%v), az's row %s", i, got[i].data, got[i].err, want[i].data)
+		}
+	}
+
+	short := `{"tables":[{"name":"PrimaryResult","columns":[{"name":"AuditId"},{"name":"Verb"}],"rows":[["a","get","x"],["b"]]}]}`
+	_, lines := readAll(t, "f", []byte(short), export.AzureLogAnalytics)
+	var descs []string
+	for _, l := range lines {
+		descs = append(descs, describe(l))
+	}
+	wantDescs := []string{"1: error: tables[0].rows[0] (line 1): a row of more values than its table's 2 columns", "1: error: tables[0].rows[1] (line 1): a row of 1 values, its table 2 columns"}
+	if diff := cmp.Diff(wantDescs, descs); diff != "" {
+		t.Errorf("rows that do not fit their columns (-want +got):\n%s", diff)
 	}
 }

@@ -223,6 +223,7 @@ func TestDetect(t *testing.T) {
 		{"filter-log-events --query events", "[\n    {\n        \"logStreamName\": \"kube-apiserver-audit-1\",\n        \"timestamp\": 1,\n        \"message\": \"{\\\"kind\\\":", export.CloudWatch},
 		{"az monitor log-analytics query", "[\n  {\n    \"Annotations\": \"{}\",\n    \"AuditId\": \"x\",\n    \"Level\": \"Metadata\",\n    \"ObjectRef\": \"\",\n    \"RequestUri\": \"/api\",", export.AzureLogAnalytics},
 		{"az monitor log-analytics query, AzureDiagnostics", `[{"Category":"kube-audit","TimeGenerated":"2026-01-01T00:00:00Z","log_s":"{\"kind\"`, export.AzureLogAnalytics},
+		{"log analytics query API", `{"tables":[{"name":"PrimaryResult","columns":[{"name":"AuditId","type":"string"}],"rows":[["x"]]}]}`, export.AzureLogAnalytics},
 		{"events without delimiters", `{"kind":"Event","auditID":"a","stage":"ResponseComplete","annotations":{"x":"}"}}{"kind":"Event"`, export.ConcatenatedEvents},
 		{"events a line", "{\"kind\":\"Event\",\"auditID\":\"a\"}\n{\"kind\":\"Event\"", export.Plain},
 		{"gzip magic inside", "\ufeff  {\"kind\":\"Event\"}", export.Plain},
