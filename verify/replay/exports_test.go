@@ -259,22 +259,29 @@ func TestExportLosses(t *testing.T) {
 	}
 }
 
+// configMapWrites are the lines of a ConfigMap a/c's create (resourceVersion 5) and update (6)
+// at level RequestResponse.
+func configMapWrites(t *testing.T) []string {
+	t.Helper()
+	cm := func(rv, v string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "data": map[string]any{"k": v},
+			"metadata": map[string]any{"name": "c", "namespace": "a", "resourceVersion": rv, "uid": "u-c"}}
+	}
+	return []string{
+		timedEvent(t, levelEvent(t, "create", auditlog.LevelRequestResponse, "create", "configmaps", "a", "c", 201, "", cm("", "v"), cm("5", "v")), "01.000000", "01.010000", nil),
+		timedEvent(t, levelEvent(t, "update", auditlog.LevelRequestResponse, "update", "configmaps", "a", "c", 200, "", cm("5", "w"), cm("6", "w")), "02.000000", "02.010000", nil),
+	}
+}
+
 // TestCloudWatchCutEvents replays events CloudWatch Logs cut at its size limit, as an S3
 // export hands them over: the cut event is no malformed line; what it wrote is not known to
 // the requests after it, and it is itself decided on nothing its export lost
 // (ReasonExportLost).
 func TestCloudWatchCutEvents(t *testing.T) {
 	t.Parallel()
-	cm := func(rv, v string) map[string]any {
-		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "data": map[string]any{"k": v},
-			"metadata": map[string]any{"name": "c", "namespace": "a", "resourceVersion": rv, "uid": "u-c"}}
-	}
-	lines := []string{
-		timedEvent(t, levelEvent(t, "create", auditlog.LevelRequestResponse, "create", "configmaps", "a", "c", 201, "", cm("", "v"), cm("5", "v")), "01.000000", "01.010000", nil),
-		timedEvent(t, levelEvent(t, "update", auditlog.LevelRequestResponse, "update", "configmaps", "a", "c", 200, "", cm("5", "w"), cm("6", "w")), "02.000000", "02.010000", nil),
+	lines := append(configMapWrites(t),
 		timedEvent(t, levelEvent(t, "delete", auditlog.LevelRequestResponse, "delete", "configmaps", "a", "c", 200, "", nil,
-			map[string]any{"apiVersion": "v1", "kind": "Status", "status": "Success", "details": map[string]any{"name": "c", "kind": "configmaps", "uid": "u-c"}}), "03.000000", "03.010000", nil),
-	}
+			map[string]any{"apiVersion": "v1", "kind": "Status", "status": "Success", "details": map[string]any{"name": "c", "kind": "configmaps", "uid": "u-c"}}), "03.000000", "03.010000", nil))
 	// s3 is the line of an S3 export of an event, cut as CloudWatch Logs cuts it when cut.
 	s3 := func(l string, cut bool) string {
 		at := regexp.MustCompile(`"stageTimestamp":"([^"]*)"`).FindStringSubmatch(l)[1] + " "
@@ -384,14 +391,7 @@ func TestExportLostUserInObject(t *testing.T) {
 // reason names the export.
 func TestLogAnalyticsLosses(t *testing.T) {
 	t.Parallel()
-	cm := func(rv, v string) map[string]any {
-		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "data": map[string]any{"k": v},
-			"metadata": map[string]any{"name": "c", "namespace": "a", "resourceVersion": rv, "uid": "u-c"}}
-	}
-	lines := []string{
-		timedEvent(t, levelEvent(t, "create", auditlog.LevelRequestResponse, "create", "configmaps", "a", "c", 201, "", cm("", "v"), cm("5", "v")), "01.000000", "01.010000", nil),
-		timedEvent(t, levelEvent(t, "update", auditlog.LevelRequestResponse, "update", "configmaps", "a", "c", 200, "", cm("5", "w"), cm("6", "w")), "02.000000", "02.010000", nil),
-	}
+	lines := configMapWrites(t)
 	tests := []struct {
 		name string
 		row  int            // the row that lost something

@@ -664,9 +664,16 @@ func readArray(in input, s *scanner, yield func(record) bool, entryOf func(raw [
 		}
 		return nil
 	})
+	finishArray(rv, err, s.line, yield)
+}
+
+// finishArray hands over what the reverser holds of an array whose reading ended with err
+// (errStop: the Reader wants no more) at line, then the error, where the envelope stopped
+// being readable.
+func finishArray(rv *reverser, err error, line int, yield func(record) bool) {
 	var stopped *record
 	if err != nil && !errors.Is(err, errStop) {
-		r := streamStopped(err, s.line)
+		r := streamStopped(err, line)
 		stopped = &r
 	}
 	if errors.Is(err, errStop) || !rv.finish() {

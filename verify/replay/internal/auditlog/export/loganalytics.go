@@ -182,17 +182,7 @@ func readLogAnalyticsTables(in input, s *scanner, yield func(record) bool) {
 			})
 		})
 	})
-	var stopped *record
-	if err != nil && !errors.Is(err, errStop) {
-		r := streamStopped(err, s.line)
-		stopped = &r
-	}
-	if errors.Is(err, errStop) || !rv.finish() {
-		return
-	}
-	if stopped != nil {
-		yield(*stopped)
-	}
+	finishArray(rv, err, s.line, yield)
 }
 
 // laRowObject is the object of a row of the query API's response (an array of values) with

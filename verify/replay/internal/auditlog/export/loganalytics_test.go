@@ -105,51 +105,6 @@ func laRow(id string, sec int, set map[string]any) string {
 	return string(b)
 }
 
-// TestMalformedLogAnalytics reads rows that are not what AKS's tables hold: each is an error
-// naming its entry, its line and its column; the rows around it are read. A column a query
-// left out is lost, or an error when the replay cannot do without it.
-func TestMalformedLogAnalytics(t *testing.T) {
-	t.Parallel()
-	ok := laRow("a", 1, nil)
-	tests := []struct {
-		name, data string
-		want       []string
-	}{{
-		name: "not a row of the tables",
-		data: "[\n" + ok + ",\n" + `{"Verb":"get","TimeGenerated":"2026-01-01T00:00:02Z"}` + "\n]",
-		want: []string{"2: a", "3: error: entry 1 (line 3): AuditId: missing: not a row of AKSAudit or AKSAuditAdmin (nor of AzureDiagnostics: no log_s)"},
-	}, {
-		name: "a column the replay needs left out",
-		data: "[\n" + ok + ",\n" + laRow("b", 2, map[string]any{"ObjectRef": nil}) + "\n]",
-		want: []string{"2: a", "3: error: entry 1 (line 3): ObjectRef: missing: the query left out a column the replay needs (keep the table's columns: no project)"},
-	}, {
-		name: "a dynamic column that is not JSON, or not an object",
-		data: "[\n" + ok + ",\n" + laRow("b", 2, map[string]any{"User": "{username"}) + ",\n" + laRow("c", 3, map[string]any{"ObjectRef": "[1]"}) + "\n]",
-		want: []string{"2: a", `3: error: entry 1 (line 3): User: "{username" is not JSON`, "4: error: entry 2 (line 4): ObjectRef: [1] is not a JSON object"},
-	}, {
-		name: "a time that is not one, a verb that is not a string",
-		data: "[\n" + ok + ",\n" + laRow("b", 2, map[string]any{"StageReceivedTime": "yesterday"}) + ",\n" + laRow("c", 3, map[string]any{"Verb": 3}) + "\n]",
-		want: []string{"2: a", `3: error: entry 1 (line 3): StageReceivedTime: "yesterday" is not an RFC 3339 time`, "4: error: entry 2 (line 4): Verb: 3 is not a string"},
-	}, {
-		name: "cut short",
-		data: "[\n" + ok + ",\n" + `{"AuditId": `,
-		want: []string{"2: a", "3: unreadable: the envelope is not JSON, reading stopped: the envelope ends in the middle of a value"},
-	}}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			_, lines := readAll(t, "f", []byte(tt.data), export.AzureLogAnalytics)
-			var got []string
-			for _, l := range lines {
-				got = append(got, describe(l))
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("lines (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
 // TestLogAnalyticsProjected reads rows of a query that left out columns the replay can do
 // without: what they held is lost, and the replay is told so.
 func TestLogAnalyticsProjected(t *testing.T) {

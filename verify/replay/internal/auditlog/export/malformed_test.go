@@ -131,6 +131,31 @@ func TestMalformedEnvelopes(t *testing.T) {
 		data:   "[\n{\"protoPayload\":{\"serviceName\":\"compute.googleapis.com\"},\"insertId\":\"x\",\"timestamp\":\"2026-01-01T00:00:00Z\"},\n{\"insertId\": ",
 		want: []string{`2: skipped: a Cloud Audit Logs entry of compute.googleapis.com, not of the Kubernetes API server (k8s.io)`,
 			"3: unreadable: the envelope is not JSON, reading stopped: the envelope ends in the middle of a value"},
+	}, {
+		name:   "log analytics: not a row of the tables",
+		format: export.AzureLogAnalytics,
+		data:   "[\n" + laRow("a", 1, nil) + ",\n" + `{"Verb":"get","TimeGenerated":"2026-01-01T00:00:02Z"}` + "\n]",
+		want:   []string{"2: a", "3: error: entry 1 (line 3): AuditId: missing: not a row of AKSAudit or AKSAuditAdmin (nor of AzureDiagnostics: no log_s)"},
+	}, {
+		name:   "log analytics: a column the replay needs left out",
+		format: export.AzureLogAnalytics,
+		data:   "[\n" + laRow("a", 1, nil) + ",\n" + laRow("b", 2, map[string]any{"ObjectRef": nil}) + "\n]",
+		want:   []string{"2: a", "3: error: entry 1 (line 3): ObjectRef: missing: the query left out a column the replay needs (keep the table's columns: no project)"},
+	}, {
+		name:   "log analytics: a dynamic column that is not JSON, or not an object",
+		format: export.AzureLogAnalytics,
+		data:   "[\n" + laRow("a", 1, nil) + ",\n" + laRow("b", 2, map[string]any{"User": "{username"}) + ",\n" + laRow("c", 3, map[string]any{"ObjectRef": "[1]"}) + "\n]",
+		want:   []string{"2: a", `3: error: entry 1 (line 3): User: "{username" is not JSON`, "4: error: entry 2 (line 4): ObjectRef: [1] is not a JSON object"},
+	}, {
+		name:   "log analytics: a time that is not one, a verb that is not a string",
+		format: export.AzureLogAnalytics,
+		data:   "[\n" + laRow("a", 1, nil) + ",\n" + laRow("b", 2, map[string]any{"StageReceivedTime": "yesterday"}) + ",\n" + laRow("c", 3, map[string]any{"Verb": 3}) + "\n]",
+		want:   []string{"2: a", `3: error: entry 1 (line 3): StageReceivedTime: "yesterday" is not an RFC 3339 time`, "4: error: entry 2 (line 4): Verb: 3 is not a string"},
+	}, {
+		name:   "log analytics: cut short",
+		format: export.AzureLogAnalytics,
+		data:   "[\n" + laRow("a", 1, nil) + ",\n" + `{"AuditId": `,
+		want:   []string{"2: a", "3: unreadable: the envelope is not JSON, reading stopped: the envelope ends in the middle of a value"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
