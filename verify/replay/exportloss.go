@@ -59,6 +59,7 @@ func exportUnknowns(ev *Event) []vapccel.Unknown {
 		{auditlog.LostUID, []string{"userInfo", "uid"}},
 		{auditlog.LostExtra, []string{"userInfo", "extra"}},
 		{auditlog.LostDryRun, []string{"dryRun"}},
+		{auditlog.LostImpersonation, []string{"userInfo"}},
 	} {
 		if l.Lost.Has(f.lost) {
 			out = append(out, vapccel.Unknown{Path: vapccel.FieldPath{Root: "request", Steps: f.path}, Why: l.Of(f.lost)})
@@ -88,7 +89,8 @@ func exportUnknowns(ev *Event) []vapccel.Unknown {
 
 // userCopiedFields are the fields of a CertificateSigningRequest's spec its strategy copies
 // from the requesting user, and the part of the user each is.
-var userCopiedFields = []userField{{auditlog.LostGroups, "groups"}, {auditlog.LostUID, "uid"}, {auditlog.LostExtra, "extra"}}
+var userCopiedFields = []userField{{auditlog.LostGroups, "groups"}, {auditlog.LostUID, "uid"}, {auditlog.LostExtra, "extra"},
+	{auditlog.LostImpersonation, "username"}, {auditlog.LostImpersonation, "groups"}, {auditlog.LostImpersonation, "uid"}, {auditlog.LostImpersonation, "extra"}}
 
 // userField is a field an object holds of the requesting user, and the part of the user it is.
 type userField struct {
@@ -160,12 +162,12 @@ var lossOfReason = map[Reason]auditlog.Lost{
 	ReasonNamespaceUnknown:   auditlog.LostReceived,
 	ReasonWatchCache:         auditlog.LostReceived,
 	ReasonParamKindPending:   auditlog.LostReceived,
-	ReasonMutationUnknown:    auditlog.LostReceived | auditlog.LostGroups | auditlog.LostUID | auditlog.LostExtra | auditlog.LostDryRun,
+	ReasonMutationUnknown:    auditlog.LostReceived | auditlog.LostGroups | auditlog.LostUID | auditlog.LostExtra | auditlog.LostDryRun | auditlog.LostImpersonation,
 	ReasonUnknownField:       auditlog.LostReceived | auditlog.LostQuery,
 	ReasonNoObject:           auditlog.LostLevel,
 	ReasonStateUnknown:       auditlog.LostReceived | auditlog.LostQuery,
 	ReasonPluginInputUnknown: auditlog.LostReceived,
-	ReasonAuthorizer:         auditlog.LostGroups,
+	ReasonAuthorizer:         auditlog.LostGroups | auditlog.LostImpersonation,
 	ReasonRebuild:            auditlog.LostQuery | auditlog.LostLevel,
 }
 

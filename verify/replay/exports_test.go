@@ -407,6 +407,10 @@ func TestLogAnalyticsLosses(t *testing.T) {
 			reason: ReasonNoObject, detail: "the " + export.ExportLogAnalytics + " export does not carry the audit level"},
 		{name: "the update's annotations left out: its verdicts are not known", row: 1, set: map[string]any{"Annotations": nil}, expr: "oldObject.data.k != ''",
 			reason: ReasonExportLost, detail: "its verdicts are not known"},
+		// AKS's tables have no ImpersonatedUser column: User is who authenticated, not
+		// necessarily whom admission saw.
+		{name: "the requesting user read: whether the update impersonated another is not known", row: 1, expr: "request.userInfo.username != 'mallory'",
+			reason: ReasonExportLost, detail: "whether the request impersonated another user"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -285,9 +285,10 @@ func azureEventHub(evs []event) ([]byte, error) {
 const laSkipAbove = 16 << 10
 
 // LogAnalyticsRow is the row of an AKSAudit (admin: AKSAuditAdmin) table an event is, as `az
-// monitor log-analytics query` prints it: a column for each field of the event, a dynamic
-// column's value its JSON as a string, a time to 100 ns, an object over laSkipAbove bytes
-// skipped.
+// monitor log-analytics query` prints it: a column for each field of the event but
+// impersonatedUser and authenticationMetadata, which the tables do not have, a dynamic
+// column's value its JSON as a string (None for a null), a time as the API gives it, an
+// object over laSkipAbove bytes skipped.
 func LogAnalyticsRow(raw []byte, admin bool) (map[string]any, error) {
 	var ev map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &ev); err != nil {
@@ -307,7 +308,7 @@ func LogAnalyticsRow(raw []byte, admin bool) (map[string]any, error) {
 		dynamic       bool
 	}{
 		{"level", "Level", false}, {"auditID", "AuditId", false}, {"stage", "Stage", false}, {"requestURI", "RequestUri", false},
-		{"verb", "Verb", false}, {"user", "User", true}, {"impersonatedUser", "ImpersonatedUser", true}, {"sourceIPs", "SourceIps", true},
+		{"verb", "Verb", false}, {"user", "User", true}, {"sourceIPs", "SourceIps", true},
 		{"userAgent", "UserAgent", false}, {"objectRef", "ObjectRef", true}, {"responseStatus", "ResponseStatus", true},
 		{"requestObject", "RequestObject", true}, {"responseObject", "ResponseObject", true},
 		{"requestReceivedTimestamp", "RequestReceivedTime", false}, {"stageTimestamp", "StageReceivedTime", false},
@@ -315,8 +316,10 @@ func LogAnalyticsRow(raw []byte, admin bool) (map[string]any, error) {
 	} {
 		v, ok := ev[c.field]
 		switch {
+		case !ok && c.dynamic:
+			row[c.column] = "None" // a null, as az prints it (Python's str())
 		case !ok:
-			row[c.column] = "" // an empty column
+			row[c.column] = ""
 		case c.dynamic && len(v) > laSkipAbove && (c.field == "requestObject" || c.field == "responseObject"):
 			row[c.column] = "skipped-too-big-size-object"
 		case c.dynamic:
@@ -326,9 +329,9 @@ func LogAnalyticsRow(raw []byte, admin bool) (map[string]any, error) {
 			if err := json.Unmarshal(v, &t); err != nil {
 				return nil, err
 			}
-			row[c.column] = t.UTC().Format("2006-01-02T15:04:05.0000000Z")
+			row[c.column] = t.UTC().Format(time.RFC3339Nano) // as the API gives it: trailing zeros trimmed
 			if c.field == "stageTimestamp" {
-				row["TimeGenerated"] = t.Add(2 * time.Second).UTC().Format("2006-01-02T15:04:05.0000000Z")
+				row["TimeGenerated"] = t.Add(2 * time.Second).UTC().Format(time.RFC3339Nano)
 			}
 		default:
 			var s string
@@ -342,7 +345,7 @@ func LogAnalyticsRow(raw []byte, admin bool) (map[string]any, error) {
 }
 
 // LogAnalyticsKept is what a Log Analytics row keeps of an event (its JSON): every field AKS's
-// table has a column for (not authenticationMetadata), and where an object was over
+// table has a column for (not authenticationMetadata, not impersonatedUser), and where an object was over
 // laSkipAbove bytes (skipped), neither object, at level Metadata, as package export's reader
 // gives the event back (with the loss of its level).
 func LogAnalyticsKept(raw []byte) (kept []byte, skipped bool) {
@@ -351,6 +354,7 @@ func LogAnalyticsKept(raw []byte) (kept []byte, skipped bool) {
 		return raw, false
 	}
 	delete(ev, "authenticationMetadata")
+	delete(ev, "impersonatedUser")
 	if len(ev["requestObject"]) > laSkipAbove || len(ev["responseObject"]) > laSkipAbove {
 		delete(ev, "requestObject")
 		delete(ev, "responseObject")

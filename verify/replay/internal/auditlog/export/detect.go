@@ -34,7 +34,7 @@ func detect(head []byte) Format {
 		case k.has(2, "message") && k.has(2, "logStreamName", "eventId", "ingestionTime"):
 			// aws logs filter-log-events --query events: the events array alone.
 			return CloudWatch
-		case k.has(2, "AuditId") && k.has(2, "StageReceivedTime", "RequestUri", "Verb"),
+		case k.has(2, "AuditId") && k.has(2, "Level", "StageReceivedTime", "RequestUri", "Verb"),
 			k.has(2, "log_s") && k.has(2, "Category", "TimeGenerated"):
 			// az monitor log-analytics query: AKSAudit's rows, or AzureDiagnostics'.
 			return AzureLogAnalytics

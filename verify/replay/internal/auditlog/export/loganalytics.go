@@ -16,20 +16,26 @@ import (
 // as one JSON array of rows, each an object of the row's columns by name (and the table's
 // name, TableName)
 // (https://learn.microsoft.com/cli/azure/monitor/log-analytics#az-monitor-log-analytics-query).
-// A dynamic column's value is its JSON as a string in the REST API's rows
-// (https://learn.microsoft.com/azure/azure-monitor/logs/api/response-format), which the CLI
-// prints as it gets it; one given as JSON is read as well. Which table the rows are of
+// A dynamic column's value is its JSON as a string in the REST API's rows (the example
+// responses of https://github.com/Azure/azure-rest-api-specs, specification/operationalinsights),
+// which the CLI prints as it gets it; one given as JSON is read as well. A time is as the API
+// gives it (2026-11-21T19:46:24.781256Z, trailing zeros trimmed), or as Kusto's tostring()
+// and the portal write it, to 100 ns. Which table the rows are of
 // depends on the setting's destination table:
 //
 //   - resource-specific (the default for AKS): AKSAudit (kube-audit) or AKSAuditAdmin
 //     (kube-audit-admin), one column for each of the event's fields
 //     (https://learn.microsoft.com/azure/azure-monitor/reference/tables/aksaudit): AuditId,
-//     Level, Stage, RequestUri, Verb, User, ImpersonatedUser, SourceIps, UserAgent,
-//     ObjectRef, ResponseStatus, RequestObject, ResponseObject, RequestReceivedTime,
-//     StageReceivedTime and Annotations. An object the table does not hold is the string
-//     "skipped-too-big-size-object": what the event loses is then what kube-apiserver's own
-//     truncation drops (both objects, the event read at level Metadata), and the replay says
-//     the export does not carry the event's level;
+//     Level, Stage, RequestUri, Verb, User, SourceIps, UserAgent, ObjectRef,
+//     ResponseStatus, RequestObject, ResponseObject, RequestReceivedTime, StageReceivedTime
+//     and Annotations. There is no column for impersonatedUser: User is the authenticated
+//     user, and whether the request impersonated another, whom admission saw, is lost
+//     (auditlog.LostImpersonation; a row that has the column loses nothing of the user). An
+//     object too big is the string "skipped-too-big-size-object" (AKS writes it in the
+//     event's line): what the event loses is then what kube-apiserver's own truncation drops
+//     (both objects, the event read at level Metadata), and the replay says the export does
+//     not carry the event's level. A null is printed by az as "None" (Python's str()), read
+//     as an empty column;
 //   - Azure diagnostics (the legacy AzureDiagnostics table): the resource log's properties
 //     as columns with a type suffix, the event as a string in log_s (pod_s the pod that
 //     wrote it), as an archive's records hold it in properties.log: AKS's pieces of a long
@@ -74,6 +80,21 @@ var laColumns = [...]laColumn{
 	{"StageReceivedTime", "stageTimestamp", false},
 	{"Annotations", "annotations", true},
 }
+
+// laEmpty says whether a column's value is empty: null, "", or for a dynamic column or a
+// time, "None" (az prints every value with Python's str(), a null as None).
+func laEmpty(v []byte, c laColumn) bool {
+	switch string(v) {
+	case "", "null", `""`:
+		return true
+	case `"None"`:
+		return c.dynamic || c.field == "requestReceivedTimestamp" || c.field == "stageTimestamp"
+	}
+	return false
+}
+
+// laNonEmpty are the columns an event always has a value in: empty, the row is an error.
+var laNonEmpty = map[string]bool{"AuditId": true, "Level": true, "Stage": true, "RequestUri": true, "Verb": true, "User": true, "StageReceivedTime": true}
 
 // laRequired are the columns of AKSAudit a row must have: what no replay can do without.
 var laRequired = []string{"Level", "Stage", "RequestUri", "Verb", "User", "ObjectRef", "ResponseStatus", "StageReceivedTime"}
@@ -360,7 +381,10 @@ func laDiagnostics(row *laRow, line int, where string) record {
 			*f.to = s
 		}
 	}
-	if category != "kube-audit" && category != "kube-audit-admin" {
+	switch {
+	case !row.has(laCategory):
+		return record{line: line, err: recordError(where, "Category", errors.New("missing: the query left out the column that tells kube-audit's rows from the other categories'"))}
+	case category != "kube-audit" && category != "kube-audit-admin":
 		return otherCategory(line, category)
 	}
 	b := []byte(log)
@@ -392,11 +416,19 @@ func laEvent(row *laRow) (data []byte, lost auditlog.Lost, field string, err err
 	if !row.has(laCol("RequestReceivedTime")) {
 		lost |= auditlog.LostReceived
 	}
+	if !row.has(laCol("ImpersonatedUser")) {
+		// AKS's tables have no column for it: User is the authenticated user, whom the
+		// request may have impersonated another as.
+		lost |= auditlog.LostImpersonation
+	}
 	var values [len(laColumns)][]byte
 	size := 64
 	for i, c := range laColumns {
 		v := row.values[i]
-		if v == nil || string(v) == "null" || string(v) == `""` {
+		if laEmpty(v, c) {
+			if v != nil && laNonEmpty[c.column] {
+				return nil, 0, c.column, fmt.Errorf("%s: empty", v)
+			}
 			continue
 		}
 		isString := v[0] == '"'
