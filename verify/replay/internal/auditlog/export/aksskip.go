@@ -1,9 +1,47 @@
 package export
 
 import (
+	"bytes"
+	"encoding/json"
 	"hash/maphash"
 	"time"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
+
+// ExportAKS names AKS's diagnostic settings in what a replay says of what they lost.
+const ExportAKS = "AKS diagnostic setting"
+
+// aksEvent is the record of an event AKS sent whole (an archive's or Event Hubs' record, or
+// an AzureDiagnostics row): AKS writes an object too big for it as the string
+// "skipped-too-big-size-object" in the event's line, in place of the request's or the
+// response's object (the schema of AKS's kube-audit records, and the AKSAudit table's
+// reference). Such an event is replayed as kube-apiserver's truncating backend leaves one:
+// both objects dropped, at level Metadata, the level lost (auditlog.LostLevel); an event
+// without the marker is as AKS sent it.
+func aksEvent(data []byte, line int, at time.Time) record {
+	rec := record{data: data, line: line, at: at}
+	if !bytes.Contains(data, []byte(`"`+skippedObject+`"`)) {
+		return rec
+	}
+	var ev map[string]json.RawMessage
+	if json.Unmarshal(data, &ev) != nil {
+		return rec // the replay's decoder says what is wrong with it
+	}
+	marker := `"` + skippedObject + `"`
+	if string(bytes.TrimSpace(ev["requestObject"])) != marker && string(bytes.TrimSpace(ev["responseObject"])) != marker {
+		return rec
+	}
+	delete(ev, "requestObject")
+	delete(ev, "responseObject")
+	ev["level"] = json.RawMessage(`"Metadata"`)
+	out, err := json.Marshal(ev)
+	if err != nil {
+		return rec
+	}
+	rec.data, rec.loss = out, auditlog.Loss{Export: ExportAKS, Lost: auditlog.LostLevel}
+	return rec
+}
 
 // otherCategory is the record of a resource log record of another category than kube-audit
 // and kube-audit-admin: the diagnostic setting sends the control plane's other logs

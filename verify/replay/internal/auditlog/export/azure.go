@@ -34,7 +34,7 @@ import (
 // kube-audit and kube-audit-admin sends every event but gets and lists twice, once in each,
 // identical: the second is counted and skipped (see copies).
 //
-// The events lose nothing but what AKS cut: Falco's k8saudit-aks plugin reads
+// The events lose nothing but what AKS cut, and an object AKS skipped (see aksEvent): Falco's k8saudit-aks plugin reads
 // records[].properties.log the same way
 // (https://github.com/falcosecurity/plugins/tree/main/plugins/k8saudit-aks).
 
@@ -96,7 +96,7 @@ func (j *joiner) add(rec record, emit func(record)) {
 				if whole(p.data) {
 					delete(j.pending, key)
 					j.forget(key)
-					emit(eventRecord(p.data, p.line, auditlog.Loss{}))
+					emit(aksEvent(p.data, p.line, stageOf(p.data)))
 				}
 				return
 			}
@@ -104,7 +104,7 @@ func (j *joiner) add(rec record, emit func(record)) {
 	}
 	if rec.piece.whole || !rec.piece.starts {
 		// Whole, or not an event at all (which the decoder says).
-		emit(record{data: log, line: line, at: rec.at})
+		emit(aksEvent(log, line, rec.at))
 		return
 	}
 	if len(j.pending) >= maxPieces {

@@ -207,3 +207,54 @@ func TestLogAnalyticsAPIResponse(t *testing.T) {
 		t.Errorf("rows that do not fit their columns (-want +got):\n%s", diff)
 	}
 }
+
+// TestAKSSkippedObject reads an event in which AKS wrote "skipped-too-big-size-object" in place
+// of an object, from each of AKS's destinations: it is the event kube-apiserver's truncation
+// leaves (no objects, level Metadata), the level lost by the export; an event without the
+// marker is read as AKS sent it.
+func TestAKSSkippedObject(t *testing.T) {
+	t.Parallel()
+	skipped := `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"RequestResponse","auditID":"s","stage":"ResponseComplete","requestURI":"/api/v1/namespaces/a/configmaps","verb":"create",` +
+		`"user":{"username":"u"},"objectRef":{"resource":"configmaps","namespace":"a","name":"c","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":201},` +
+		`"requestObject":"skipped-too-big-size-object","responseObject":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"c"}},"stageTimestamp":"2026-01-01T00:00:01.000000Z"}`
+	whole := ev("w", 2)
+	record := func(log string) string {
+		b, _ := json.Marshal(map[string]any{"category": "kube-audit", "properties": map[string]any{"log": log, "pod": "p"}})
+		return string(b)
+	}
+	diag := func(log string) string {
+		b, _ := json.Marshal(map[string]any{"Category": "kube-audit", "TimeGenerated": "2026-01-01T00:00:03Z", "log_s": log, "pod_s": "p"})
+		return string(b)
+	}
+	tests := []struct {
+		name   string
+		format export.Format
+		data   string
+	}{
+		{"storage blob", export.AzureBlob, record(skipped) + "\n" + record(whole) + "\n"},
+		{"event hub", export.AzureEventHub, `{"records":[` + record(skipped) + "," + record(whole) + "]}\n"},
+		{"log analytics, AzureDiagnostics", export.AzureLogAnalytics, "[" + diag(skipped) + "," + diag(whole) + "]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, lines := readAll(t, "f", []byte(tt.data), tt.format)
+			if len(lines) != 2 || lines[0].err != nil || lines[1].err != nil {
+				t.Fatalf("lines %+v", lines)
+			}
+			e, err := auditlog.Decode(lines[0].data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.AuditID != "s" || e.Level != auditlog.LevelMetadata || e.RequestObject != nil || e.ResponseObject != nil {
+				t.Errorf("the skipped event: %s %s, objects %s %s; want s at level Metadata without objects", e.AuditID, e.Level, e.RequestObject, e.ResponseObject)
+			}
+			if want := (auditlog.Loss{Export: export.ExportAKS, Lost: auditlog.LostLevel}); lines[0].loss != want {
+				t.Errorf("the skipped event lost %+v, want %+v", lines[0].loss, want)
+			}
+			if lines[1].loss.Any() || string(bytes.TrimSpace(lines[1].data)) != whole {
+				t.Errorf("a whole event: %s, lost %v; want it as AKS sent it", lines[1].data, lines[1].loss)
+			}
+		})
+	}
+}
