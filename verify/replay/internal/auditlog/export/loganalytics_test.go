@@ -258,3 +258,25 @@ func TestAKSSkippedObject(t *testing.T) {
 		})
 	}
 }
+
+// TestLogAnalyticsNewestFirst reads rows a query ordered newest first (the portal's order):
+// they are handed over oldest first, at their rows' lines.
+func TestLogAnalyticsNewestFirst(t *testing.T) {
+	t.Parallel()
+	var rows []string
+	for i := 9; i >= 1; i-- {
+		rows = append(rows, laRow(fmt.Sprintf("e%d", i), i, nil))
+	}
+	_, lines := readAll(t, "f", []byte("[\n"+strings.Join(rows, ",\n")+"\n]"), export.Auto)
+	var got []string
+	for _, l := range lines {
+		got = append(got, describe(l))
+	}
+	var want []string
+	for i := 1; i <= 9; i++ {
+		want = append(want, fmt.Sprintf("%d: e%d", 11-i, i))
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("lines (-want +got):\n%s", diff)
+	}
+}
