@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"time"
 
@@ -35,6 +36,10 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 	r.state.BeginWrite(t.op == admission.Create && t.sub == "", completed, lineRef{d.file, d.num}.String())
 	defer r.state.EndWrite()
 	code := ev.Code()
+	if code >= 400 && ev.Verb == "deletecollection" && !isDryRun(ev) {
+		r.failedDeleteCollection(d, ev, t)
+		return
+	}
 	if code >= 400 && t.op == admission.Delete && !isDryRun(ev) {
 		r.refusedPodDelete(d, ev, t)
 		return
@@ -247,6 +252,32 @@ func (r *Replayer) listedBy(gr schema.GroupResource, namespace string, ev *Event
 		return nil, nil, "the label selector: " + err.Error()
 	}
 	return r.state.Selected(gr, namespace, received, sel)
+}
+
+// failedDeleteCollection settles what a deletecollection that failed may have deleted: the
+// store deletes the items it listed one by one and stops at the first that fails (an
+// admission's refusal of it, a conflict), answering with that failure; the items deleted
+// before it stay deleted (genericregistry.Store.DeleteCollection). Which ones the log does not
+// say: every object the request selected is not known after it. One the authorizer refused
+// deleted nothing.
+func (r *Replayer) failedDeleteCollection(d decoded, ev *Event, t target) {
+	gr := t.gvr.GroupResource()
+	if ev.Annotations["authorization.k8s.io/decision"] == "forbid" || !r.state.Keeps(gr) {
+		return
+	}
+	src := lineRef{d.file, d.num}.String()
+	why := fmt.Sprintf("the deletecollection at %s failed (%d) after deleting some of the objects it listed, maybe this one: the log does not say which", src, ev.Code())
+	items, _, unsure := r.listedBy(gr, t.namespace, ev)
+	if unsure != "" {
+		r.state.ForgetAll(gr, t.namespace, why+"; nor which objects it listed: "+unsure)
+		return
+	}
+	for _, it := range items {
+		if m, ok := it.(map[string]any); ok {
+			u := &unstructured.Unstructured{Object: m}
+			r.state.Forget(gr, t.mainKind, u.GetNamespace(), u.GetName(), why)
+		}
+	}
 }
 
 // applyDeleteCollection applies a deletecollection to each object it listed: gone, or left
