@@ -70,8 +70,12 @@ func exportUnknowns(ev *Event) []vapccel.Unknown {
 		// spec before admission (PrepareForCreate): what the export lost of the user, it lost
 		// there too.
 		for _, f := range userCopiedFields {
-			if l.Lost.Has(f.lost) {
-				out = append(out, vapccel.Unknown{Path: objectPath("spec", f.field), Why: l.Of(f.lost) + " (the CertificateSigningRequest's spec." + f.field + ", which kube-apiserver copies from the user)"})
+			lost := f.lost
+			if !l.Lost.Has(lost) {
+				lost = auditlog.LostImpersonation // whom the request impersonated lost, the whole user is
+			}
+			if l.Lost.Has(lost) {
+				out = append(out, vapccel.Unknown{Path: objectPath("spec", f.field), Why: l.Of(lost) + " (the CertificateSigningRequest's spec." + f.field + ", which kube-apiserver copies from the user)"})
 			}
 		}
 	}
@@ -89,8 +93,7 @@ func exportUnknowns(ev *Event) []vapccel.Unknown {
 
 // userCopiedFields are the fields of a CertificateSigningRequest's spec its strategy copies
 // from the requesting user, and the part of the user each is.
-var userCopiedFields = []userField{{auditlog.LostGroups, "groups"}, {auditlog.LostUID, "uid"}, {auditlog.LostExtra, "extra"},
-	{auditlog.LostImpersonation, "username"}, {auditlog.LostImpersonation, "groups"}, {auditlog.LostImpersonation, "uid"}, {auditlog.LostImpersonation, "extra"}}
+var userCopiedFields = []userField{{auditlog.LostGroups, "groups"}, {auditlog.LostUID, "uid"}, {auditlog.LostExtra, "extra"}, {auditlog.LostImpersonation, "username"}}
 
 // userField is a field an object holds of the requesting user, and the part of the user it is.
 type userField struct {

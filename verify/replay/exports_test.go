@@ -381,6 +381,18 @@ func TestExportLostUserInObject(t *testing.T) {
 			checkDecision(t, plain["c"], DecisionAdmit, "")
 			_, got := replayLinesWith(t, ps, bs, nil, gkeLines(t, line)...)
 			checkDecision(t, got["c"], tc.decision, tc.reason)
+			// AKS's Log Analytics rows lose whom the request impersonated: the whole user,
+			// its name too.
+			row, err := exporttest.LogAnalyticsRow([]byte(line), false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, err := json.Marshal([]any{row})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, la := replayLinesWith(t, ps, bs, nil, string(rows))
+			checkDecision(t, la["c"], DecisionIndeterminate, ReasonExportLost)
 		})
 	}
 }

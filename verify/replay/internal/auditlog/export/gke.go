@@ -641,7 +641,7 @@ func readGKEArray(in input, s *scanner, yield func(record) bool) {
 func readArray(in input, s *scanner, yield func(record) bool, entryOf func(raw []byte, line int, where string, timed bool) record, unwrap func(where string) func(*record)) {
 	rv := newReverser(yield, unwrap)
 	if in.at != nil {
-		rv.file = &entryFile{at: in.at, base: in.base, max: 2 * in.maxLine, unwrap: unwrap}
+		rv.file = &entryFile{at: in.at, base: in.base, max: 2 * in.maxLine}
 	}
 	err := s.array(func(i int) error {
 		line := s.startLine()

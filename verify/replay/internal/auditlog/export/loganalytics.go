@@ -54,31 +54,53 @@ const ExportLogAnalytics = "AKS Log Analytics"
 // skippedObject is what AKS writes in a Log Analytics row in place of an object too big.
 const skippedObject = "skipped-too-big-size-object"
 
-// laColumn is a column of AKSAudit an event's field is read from.
+// laColumn is a column of AKSAudit an event's field is read from: whether it is dynamic
+// (JSON), whether a row must have it (no replay can do without it) and whether its value may
+// not be empty (an event always has one).
 type laColumn struct {
-	column, field string
-	dynamic       bool
+	column, field               string
+	dynamic, required, nonEmpty bool
 }
 
+// The indexes of laColumns, in the event's order.
+const (
+	laLevel = iota
+	laAuditID
+	laStage
+	laRequestURI
+	laVerb
+	laUser
+	laImpersonatedUser
+	laSourceIPs
+	laUserAgent
+	laObjectRef
+	laResponseStatus
+	laRequestObject
+	laResponseObject
+	laRequestReceived
+	laStageReceived
+	laAnnotations
+)
+
 // laColumns are the columns of AKSAudit and AKSAuditAdmin an event's field is read from, in
-// the event's order, with the field and whether the column is dynamic (JSON).
+// the event's order.
 var laColumns = [...]laColumn{
-	{"Level", "level", false},
-	{"AuditId", "auditID", false},
-	{"Stage", "stage", false},
-	{"RequestUri", "requestURI", false},
-	{"Verb", "verb", false},
-	{"User", "user", true},
-	{"ImpersonatedUser", "impersonatedUser", true},
-	{"SourceIps", "sourceIPs", true},
-	{"UserAgent", "userAgent", false},
-	{"ObjectRef", "objectRef", true},
-	{"ResponseStatus", "responseStatus", true},
-	{"RequestObject", "requestObject", true},
-	{"ResponseObject", "responseObject", true},
-	{"RequestReceivedTime", "requestReceivedTimestamp", false},
-	{"StageReceivedTime", "stageTimestamp", false},
-	{"Annotations", "annotations", true},
+	laLevel:            {"Level", "level", false, true, true},
+	laAuditID:          {"AuditId", "auditID", false, true, true},
+	laStage:            {"Stage", "stage", false, true, true},
+	laRequestURI:       {"RequestUri", "requestURI", false, true, true},
+	laVerb:             {"Verb", "verb", false, true, true},
+	laUser:             {"User", "user", true, true, true},
+	laImpersonatedUser: {"ImpersonatedUser", "impersonatedUser", true, false, false},
+	laSourceIPs:        {"SourceIps", "sourceIPs", true, false, false},
+	laUserAgent:        {"UserAgent", "userAgent", false, false, false},
+	laObjectRef:        {"ObjectRef", "objectRef", true, true, false}, // none for a non-resource request
+	laResponseStatus:   {"ResponseStatus", "responseStatus", true, true, false},
+	laRequestObject:    {"RequestObject", "requestObject", true, false, false},
+	laResponseObject:   {"ResponseObject", "responseObject", true, false, false},
+	laRequestReceived:  {"RequestReceivedTime", "requestReceivedTimestamp", false, false, false},
+	laStageReceived:    {"StageReceivedTime", "stageTimestamp", false, true, true},
+	laAnnotations:      {"Annotations", "annotations", true, false, false},
 }
 
 // laEmpty says whether a column's value is empty: null, "", or for a dynamic column or a
@@ -92,12 +114,6 @@ func laEmpty(v []byte, c laColumn) bool {
 	}
 	return false
 }
-
-// laNonEmpty are the columns an event always has a value in: empty, the row is an error.
-var laNonEmpty = map[string]bool{"AuditId": true, "Level": true, "Stage": true, "RequestUri": true, "Verb": true, "User": true, "StageReceivedTime": true}
-
-// laRequired are the columns of AKSAudit a row must have: what no replay can do without.
-var laRequired = []string{"Level", "Stage", "RequestUri", "Verb", "User", "ObjectRef", "ResponseStatus", "StageReceivedTime"}
 
 // kind is the first byte of the JSON a dynamic column holds: its field's type; 0 for the
 // objects of the request and the response, which may be any JSON (a JSON patch is an array).
@@ -347,16 +363,6 @@ func laColumnIndex(name []byte) int {
 	return -1
 }
 
-// laCol is the index of the column name among laColumns.
-func laCol(name string) int {
-	for i, c := range laColumns {
-		if c.column == name {
-			return i
-		}
-	}
-	panic("no column " + name)
-}
-
 // laString decodes a column's value, a JSON string; false when it is not one.
 func laString(v []byte) (string, bool) {
 	var s string
@@ -399,24 +405,24 @@ func laDiagnostics(row *laRow, line int, where string) record {
 // laEvent writes the event of an AKSAudit or AKSAuditAdmin row, and what it lost; field names
 // the column an error is about.
 func laEvent(row *laRow) (data []byte, lost auditlog.Lost, field string, err error) {
-	if !row.has(laCol("AuditId")) {
+	if !row.has(laAuditID) {
 		return nil, 0, "AuditId", errors.New("missing: not a row of AKSAudit or AKSAuditAdmin (nor of AzureDiagnostics: no log_s)")
 	}
-	for _, c := range laRequired {
-		if !row.has(laCol(c)) {
-			return nil, 0, c, errors.New("missing: the query left out a column the replay needs (keep the table's columns: no project)")
+	for i, c := range laColumns {
+		if c.required && !row.has(i) {
+			return nil, 0, c.column, errors.New("missing: the query left out a column the replay needs (keep the table's columns: no project)")
 		}
 	}
 	// A column a query left out (project) is lost: the event's objects as if the table had
 	// skipped them, its annotations, its received time.
-	skipped := !row.has(laCol("RequestObject")) || !row.has(laCol("ResponseObject"))
-	if !row.has(laCol("Annotations")) {
+	skipped := !row.has(laRequestObject) || !row.has(laResponseObject)
+	if !row.has(laAnnotations) {
 		lost |= auditlog.LostAnnotations
 	}
-	if !row.has(laCol("RequestReceivedTime")) {
+	if !row.has(laRequestReceived) {
 		lost |= auditlog.LostReceived
 	}
-	if !row.has(laCol("ImpersonatedUser")) {
+	if !row.has(laImpersonatedUser) {
 		// AKS's tables have no column for it: User is the authenticated user, whom the
 		// request may have impersonated another as.
 		lost |= auditlog.LostImpersonation
@@ -426,8 +432,8 @@ func laEvent(row *laRow) (data []byte, lost auditlog.Lost, field string, err err
 	for i, c := range laColumns {
 		v := row.values[i]
 		if laEmpty(v, c) {
-			if v != nil && laNonEmpty[c.column] {
-				return nil, 0, c.column, fmt.Errorf("%s: empty", v)
+			if v != nil && c.nonEmpty {
+				return nil, 0, c.column, errors.New("empty")
 			}
 			continue
 		}
@@ -474,8 +480,8 @@ func laEvent(row *laRow) (data []byte, lost auditlog.Lost, field string, err err
 	if skipped {
 		// As kube-apiserver's truncating backend leaves an event: its objects dropped, the
 		// level Metadata.
-		values[laCol("RequestObject")], values[laCol("ResponseObject")] = nil, nil
-		values[laCol("Level")] = []byte(`"Metadata"`)
+		values[laRequestObject], values[laResponseObject] = nil, nil
+		values[laLevel] = []byte(`"Metadata"`)
 		lost |= auditlog.LostLevel
 	}
 	b := make([]byte, 0, size)
@@ -493,15 +499,10 @@ func laEvent(row *laRow) (data []byte, lost auditlog.Lost, field string, err err
 }
 
 // laTime is the event's time (kube-apiserver's MicroTime, to the microsecond) of a Log
-// Analytics time, a JSON string: it keeps a time to 100 ns (2026-11-21T19:46:24.7812560Z),
-// whose last digit, the event's being to the microsecond, is 0; false when it is not a time.
+// Analytics time, a JSON string: as the API gives it (trailing zeros trimmed), or to 100 ns
+// (2026-11-21T19:46:24.7812560Z) as Kusto's tostring() and the portal write it; false when it
+// is not a time.
 func laTime(v []byte) ([]byte, bool) {
-	if len(v) == 30 && v[20] == '.' && v[27] == '0' && v[28] == 'Z' && v[29] == '"' {
-		if t, err := time.Parse(time.RFC3339Nano, string(v[1:29])); err == nil && t.Nanosecond()%1000 == 0 {
-			out := append([]byte(nil), v[:27]...)
-			return append(out, 'Z', '"'), true
-		}
-	}
 	s, ok := laString(v)
 	if !ok {
 		return nil, false

@@ -142,6 +142,11 @@ func TestMalformedEnvelopes(t *testing.T) {
 		data:   "[\n" + laRow("a", 1, nil) + ",\n" + laRow("b", 2, map[string]any{"ObjectRef": nil}) + "\n]",
 		want:   []string{"2: a", "3: error: entry 1 (line 3): ObjectRef: missing: the query left out a column the replay needs (keep the table's columns: no project)"},
 	}, {
+		name:   "log analytics: a column an event always has, empty",
+		format: export.AzureLogAnalytics,
+		data:   "[\n" + laRow("a", 1, nil) + ",\n" + laRow("b", 2, map[string]any{"User": "None"}) + ",\n" + laRow("c", 3, map[string]any{"Verb": ""}) + "\n]",
+		want:   []string{"2: a", "3: error: entry 1 (line 3): User: empty", "4: error: entry 2 (line 4): Verb: empty"},
+	}, {
 		name:   "log analytics: a dynamic column that is not JSON, or not an object",
 		format: export.AzureLogAnalytics,
 		data:   "[\n" + laRow("a", 1, nil) + ",\n" + laRow("b", 2, map[string]any{"User": "{username"}) + ",\n" + laRow("c", 3, map[string]any{"ObjectRef": "[1]"}) + "\n]",

@@ -54,8 +54,6 @@ type entryFile struct {
 	base  int64 // where the input began in it
 	max   int   // the longest entry kept
 	index []entryAt
-	// unwrap makes the unwrapping of an entry read back (the reverser's).
-	unwrap func(where string) func(*record)
 }
 
 // entryAt is where an entry of the array is in its file: from off to end, beginning on line.
@@ -177,7 +175,7 @@ func (v *reverser) readBack() bool {
 		}
 		for k := hi - 1; k >= lo; k-- {
 			e := f.index[k]
-			if !v.yield(f.entry(e, block[e.off-from:e.end-from])) {
+			if !v.yield(f.entry(e, block[e.off-from:e.end-from], v.unwrap)) {
 				return false
 			}
 		}
@@ -189,14 +187,14 @@ func (v *reverser) readBack() bool {
 
 // entry is the record of an entry read back: its bytes without the white space outside its
 // strings (gcloud's indentation, as a compact scanner drops it), to unwrap.
-func (f *entryFile) entry(e entryAt, raw []byte) record {
+func (f *entryFile) entry(e entryAt, raw []byte, unwrap func(where string) func(*record)) record {
 	where := fmt.Sprintf("entry %d (line %d)", e.i, e.line)
 	data := appendCompact(getBuf(len(raw)), raw)
 	if len(data) > f.max {
 		putBuf(data)
 		return record{line: e.line, err: recordError(where, "", &errTooLong{max: f.max, size: len(data)})}
 	}
-	return record{data: data, line: e.line, unwrap: f.unwrap(where), where: where}
+	return record{data: data, line: e.line, unwrap: unwrap(where), where: where}
 }
 
 // appendCompact appends the JSON value b without the white space outside its strings to dst,
