@@ -377,12 +377,17 @@ func TestDryRunReads(t *testing.T) {
 	}
 }
 
-// TestFailedDeleteCollection: a deletecollection that failed (admission refused one of its
-// items) may have deleted the items the store reached before it (genericregistry.Store's
-// DeleteCollection stops at the first failure): a DELETE after it that reads its object is
-// not decided on the version before (random seed 594: a finalizer's object marked deleted by
-// the failed deletecollection, the DELETE's old object the unmarked version). One the
-// authorizer refused deleted nothing.
+// TestFailedDeleteCollection: a deletecollection of c1 and c2 (each held by a finalizer) fails.
+// The store deleted the items in the order of their keys and stopped at the first refused, so
+// c1 may be marked deleted, c2 not. A later DELETE of each is refused by "deleting" when the
+// object is marked deleted already.
+//   - Refused by a policy the replay does not run (the replay's "guard" refuses it too, with
+//     another message): which items it reached is not known, and a later DELETE that reads
+//     whether they are marked is indeterminate.
+//   - Refused by the replayed "guard" (on c2), with the log's message: the replay's pipeline
+//     reached c1 first, as the server did: c1 is marked, c2 as it was, and the later DELETEs
+//     are decided.
+//   - Refused by the authorizer: it deleted nothing.
 func TestFailedDeleteCollection(t *testing.T) {
 	t.Parallel()
 	cm := func(name, rv string) map[string]any {
@@ -393,38 +398,72 @@ func TestFailedDeleteCollection(t *testing.T) {
 		l := timedEvent(t, levelEvent(t, "dc", auditlog.LevelRequestResponse, "deletecollection", "configmaps", "a", "", code, message, nil, nil), "03.000000", "03.010000", annotations)
 		return strings.Replace(l, `"requestURI":"/api/v1/namespaces/a/configmaps/"`, `"requestURI":"/api/v1/namespaces/a/configmaps"`, 1)
 	}
-	lines := func(dc string) []string {
+	const refusedMarked = `configmaps "c1" is forbidden: ValidatingAdmissionPolicy 'deleting' with binding 'deleting' denied request: denied by deleting`
+	lines := func(dc string, c1Refused bool) []string {
+		deleteC1 := levelEvent(t, "delete", auditlog.LevelRequestResponse, "delete", "configmaps", "a", "c1", 200, "", nil, cm("c1", "9"))
+		if c1Refused {
+			deleteC1 = levelEvent(t, "delete", auditlog.LevelRequestResponse, "delete", "configmaps", "a", "c1", 422, refusedMarked, nil, nil)
+		}
+		// The log begins with the cluster's creation: the State holds every object.
+		ns := func(rv string) map[string]any {
+			return map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "default", "uid": "u-default", "resourceVersion": rv}}
+		}
 		return []string{
+			timedEvent(t, asUser(t, levelEvent(t, "ns", auditlog.LevelRequestResponse, "create", "namespaces", "", "default", 201, "", ns(""), ns("4")), "system:apiserver"), "00.000000", "00.010000", nil),
 			timedEvent(t, levelEvent(t, "c1", auditlog.LevelRequestResponse, "create", "configmaps", "a", "c1", 201, "", cm("c1", ""), cm("c1", "5")), "01.000000", "01.010000", nil),
 			timedEvent(t, levelEvent(t, "c2", auditlog.LevelRequestResponse, "create", "configmaps", "a", "c2", 201, "", cm("c2", ""), cm("c2", "6")), "02.000000", "02.010000", nil),
 			dc,
-			timedEvent(t, levelEvent(t, "delete", auditlog.LevelRequestResponse, "delete", "configmaps", "a", "c1", 200, "", nil, cm("c1", "9")), "04.000000", "04.010000", nil),
+			timedEvent(t, deleteC1, "04.000000", "04.010000", nil),
+			timedEvent(t, levelEvent(t, "delete2", auditlog.LevelRequestResponse, "delete", "configmaps", "a", "c2", 200, "", nil, cm("c2", "10")), "05.000000", "05.010000", nil),
 		}
 	}
 	p, b := levelPolicy("deleting", "configmaps", admissionregistrationv1.Delete, nil, "!has(oldObject.metadata.deletionTimestamp)")
-	ps, bs := []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}
+	guard, guardBinding := levelPolicy("guard", "configmaps", admissionregistrationv1.Delete, nil, "oldObject.metadata.name != 'c2' || has(request.name) && request.name == 'c2'")
+	ps, bs := []*admissionregistrationv1.ValidatingAdmissionPolicy{p, guard}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b, guardBinding}
+	type outcome struct {
+		Decision string
+		Reason   Reason
+	}
+	decided := func(d string) outcome { return outcome{Decision: d} }
+	unknown := outcome{Decision: DecisionIndeterminate, Reason: ReasonOldObjectUnknown}
 	tests := []struct {
-		name   string
-		dc     string
-		reason Reason // "": decided
+		name       string
+		dc         string
+		c1Refused  bool
+		c1, c2     outcome
+		collection outcome
 	}{
-		{"refused by admission: which items it deleted is not known",
-			collection(422, `configmaps "c2" is forbidden: ValidatingAdmissionPolicy 'other' with binding 'other' denied request: no`, map[string]string{"authorization.k8s.io/decision": "allow"}), ReasonOldObjectUnknown},
-		{"refused by the authorizer: it deleted nothing",
-			collection(403, `configmaps is forbidden: User "admin" cannot deletecollection resource "configmaps"`, map[string]string{"authorization.k8s.io/decision": "forbid"}), ""},
+		{name: "refused by a policy the replay does not run: which items it deleted is not known",
+			dc: collection(422, `configmaps "Unknown" is forbidden: ValidatingAdmissionPolicy 'other' with binding 'other' denied request: no`, map[string]string{"authorization.k8s.io/decision": "allow"}),
+			c1: unknown, c2: unknown, collection: decided(DecisionDeny)},
+		{name: "refused by a replayed policy, as the log shows: it deleted what came before the refused item",
+			dc:        collection(422, `configmaps "Unknown" is forbidden: ValidatingAdmissionPolicy 'guard' with binding 'guard' denied request: denied by guard`, map[string]string{"authorization.k8s.io/decision": "allow"}),
+			c1Refused: true, c1: decided(DecisionDeny), c2: decided(DecisionAdmit), collection: decided(DecisionDeny)},
+		{name: "refused by the authorizer: it deleted nothing",
+			dc: collection(403, `configmaps is forbidden: User "admin" cannot deletecollection resource "configmaps"`, map[string]string{"authorization.k8s.io/decision": "forbid"}),
+			c1: decided(DecisionAdmit), c2: decided(DecisionAdmit)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, got := replayLinesWith(t, ps, bs, nil, lines(tt.dc)...)
-			rec := got["delete"]
-			switch {
-			case rec == nil:
-				t.Fatal("no record of the DELETE")
-			case tt.reason == "" && rec.Decision == DecisionIndeterminate:
-				t.Errorf("the DELETE: %s, want decided", describeRecord(rec))
-			case tt.reason != "" && (rec.Decision != DecisionIndeterminate || rec.Reason != tt.reason || !strings.Contains(rec.Indeterminate, "the deletecollection at")):
-				t.Errorf("the DELETE: %s, want indeterminate %s naming the deletecollection", describeRecord(rec), tt.reason)
+			_, got := replayLinesWith(t, ps, bs, nil, lines(tt.dc, tt.c1Refused)...)
+			outcomeOf := func(id string) outcome {
+				rec := got[id]
+				if rec == nil {
+					return outcome{}
+				}
+				if len(rec.Disagreements) > 0 {
+					t.Errorf("%s: %s disagrees with the log: %v", id, describeRecord(rec), rec.Disagreements)
+				}
+				if rec.Decision == DecisionIndeterminate && !strings.Contains(rec.Indeterminate, "the deletecollection at") {
+					t.Errorf("%s: %s does not name the deletecollection", id, describeRecord(rec))
+				}
+				return outcome{Decision: rec.Decision, Reason: rec.Reason}
+			}
+			want := map[string]outcome{"dc": tt.collection, "delete": tt.c1, "delete2": tt.c2}
+			gotOutcomes := map[string]outcome{"dc": outcomeOf("dc"), "delete": outcomeOf("delete"), "delete2": outcomeOf("delete2")}
+			if diff := cmp.Diff(want, gotOutcomes); diff != "" {
+				t.Errorf("outcomes (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -66,6 +66,10 @@ type jobResult struct {
 	schemaRefreshing string
 	out              *Record
 	dec              *verify.Decision
+	// reached are the objects a deletecollection the log shows failed deleted in the
+	// request pipeline before it failed, with the pipeline's answer (see
+	// failedDeleteCollection).
+	reached *reachedItems
 }
 
 // job is one matched request on its way through evaluation.

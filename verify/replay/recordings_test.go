@@ -51,13 +51,13 @@ func TestRecordings(t *testing.T) {
 		// without its body.
 		{name: "c pods at Metadata", dir: "c", log: "tail-metadata.log.gz", snapshot: true, undecided: []Reason{ReasonNoObject, ReasonOldObjectUnknown, ReasonParamUnknown}},
 		// Two patches whose content type the log does not record decide differently by it; a
-		// refused pod DELETE may have left the pod marked deleted; a deletecollection a policy
-		// refused may have deleted the objects it reached first (failedDeleteCollection).
-		{name: "d", dir: "d", log: "audit.log.gz", crds: true, undecided: []Reason{ReasonPatchType, ReasonUnknownField, ReasonOldObjectUnknown}},
-		{name: "d checked", dir: "d", log: "audit.log.gz", crds: true, check: true, undecided: []Reason{ReasonPatchType, ReasonUnknownField, ReasonOldObjectUnknown}},
+		// refused pod DELETE may have left the pod marked deleted. (A deletecollection a policy
+		// refused deleted the objects the replay's pipeline reached first: failedDeleteCollection.)
+		{name: "d", dir: "d", log: "audit.log.gz", crds: true, undecided: []Reason{ReasonPatchType, ReasonUnknownField}},
+		{name: "d checked", dir: "d", log: "audit.log.gz", crds: true, check: true, undecided: []Reason{ReasonPatchType, ReasonUnknownField}},
 		// The CRDs logged at Metadata level only: served from their create; a paramKind the
 		// replay learns from the first use of its resource is not known before it.
-		{name: "d without its CRDs", dir: "d", log: "audit.log.gz", undecided: []Reason{ReasonPatchType, ReasonUnknownField, ReasonParamKindUnknown, ReasonOldObjectUnknown}},
+		{name: "d without its CRDs", dir: "d", log: "audit.log.gz", undecided: []Reason{ReasonPatchType, ReasonUnknownField, ReasonParamKindUnknown}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -508,8 +508,9 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 		r.output.sum.skip(rec.skip, rec.note)
 		return
 	}
+	var evaluated *job // what a failed deletecollection's write waits for (failedDeleteCollection)
 	defer func() {
-		r.applyWrite(ctx, d, ev, t)
+		r.applyWrite(ctx, d, ev, t, evaluated)
 		r.reviseAhead(d, ev)
 	}()
 	ep := r.cur()
@@ -566,6 +567,7 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 		r.running.track(j)
 	}
 	r.submit(j)
+	evaluated = j
 }
 
 // emit adds a record to the summary and gives it to the sink.

@@ -387,6 +387,9 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 		out.Notes = append(out.Notes, first.why)
 	}
 	s := first.s
+	if ev.Verb == "deletecollection" && ev.Code() >= 400 && s.resp != nil {
+		j.result.reached = reachedBy(t, s.resp)
+	}
 	unknowns := passUnknowns{listed: j.listed.listUnknowns, old: oldUnknown}
 	if len(j.prior.Unknowns) > 0 && (t.op == admission.Update || t.op == admission.Delete) {
 		unknowns.prior = rooted(knownFrom(j.prior.Unknowns, objs.version, objs.uid), t.op == admission.Update)

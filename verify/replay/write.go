@@ -27,7 +27,8 @@ import (
 // write an export lost the dry run of; and what a CRD's write did to the catalog (crds.go).
 
 // applyWrite applies a successful write to the State, and to the catalog when it is a CRD's.
-func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t target) {
+// j is the request's evaluation, when it has one.
+func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t target, j *job) {
 	done := auditlog.ParseTime(ev.StageTimestamp)
 	completed := done
 	if completed.IsZero() {
@@ -37,7 +38,7 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 	defer r.state.EndWrite()
 	code := ev.Code()
 	if code >= 400 && ev.Verb == "deletecollection" && !isDryRun(ev) {
-		r.failedDeleteCollection(d, ev, t)
+		r.failedDeleteCollection(d, ev, t, j)
 		return
 	}
 	if code >= 400 && t.op == admission.Delete && !isDryRun(ev) {
@@ -254,23 +255,46 @@ func (r *Replayer) listedBy(gr schema.GroupResource, namespace string, ev *Event
 	return r.state.Selected(gr, namespace, received, sel)
 }
 
-// failedDeleteCollection settles what a deletecollection that failed may have deleted: the
-// store deletes the items it listed one by one and stops at the first that fails (an
-// admission's refusal of it, a conflict), answering with that failure; the items deleted
-// before it stay deleted (genericregistry.Store.DeleteCollection). Which ones the log does not
-// say: every object the request selected is not known after it. One the authorizer refused
-// deleted nothing.
-func (r *Replayer) failedDeleteCollection(d decoded, ev *Event, t target) {
+// failedDeleteCollection settles what a deletecollection that failed deleted: the store
+// deletes the items it listed one by one, in the order of their keys, and stops at the first
+// that fails (an admission's refusal of it, a conflict), answering with that failure; the
+// items deleted before it stay deleted (genericregistry.Store.DeleteCollection, with
+// kube-apiserver's --delete-collection-workers at its default, 1). When the request's
+// evaluation (j) refused it for certain, as the log shows (the code and message), the replay's
+// own pipeline reached the same items before the same refusal: those are deleted or marked as
+// a deletecollection leaves them, the others left as they were. Otherwise which it deleted the
+// log does not say: every object the request selected is not known after it. One the
+// authorizer refused deleted nothing.
+func (r *Replayer) failedDeleteCollection(d decoded, ev *Event, t target, j *job) {
 	gr := t.gvr.GroupResource()
 	if ev.Annotations["authorization.k8s.io/decision"] == "forbid" || !r.state.Keeps(gr) {
 		return
 	}
 	src := lineRef{d.file, d.num}.String()
 	why := fmt.Sprintf("the deletecollection at %s failed (%d) after deleting some of the objects it listed, maybe this one: the log does not say which", src, ev.Code())
-	items, _, unsure := r.listedBy(gr, t.namespace, ev)
+	items, itemUnknowns, unsure := r.listedBy(gr, t.namespace, ev)
 	if unsure != "" {
 		r.state.ForgetAll(gr, t.namespace, why+"; nor which objects it listed: "+unsure)
 		return
+	}
+	if reached := refusedAsLogged(j, ev); reached != nil {
+		done := auditlog.ParseTime(ev.StageTimestamp)
+		sw := stateWrite{ev: ev, t: t, gr: gr, src: src, done: done}
+		var deleted []any
+		for _, it := range items {
+			if m, ok := it.(map[string]any); ok && reached.keys[state.ObjectKey{Namespace: stringAt(m, "metadata", "namespace"), Name: stringAt(m, "metadata", "name")}] {
+				deleted = append(deleted, it)
+			}
+		}
+		if len(deleted) == len(reached.keys) {
+			r.deleteItems(sw, deleted, itemUnknowns)
+			if !done.IsZero() {
+				r.state.MarkDone(gr, t.namespace, "", src, done)
+			}
+			return
+		}
+		// The pipeline reached an object the State's list does not hold: which the server
+		// reached is not known.
 	}
 	for _, it := range items {
 		if m, ok := it.(map[string]any); ok {
@@ -280,10 +304,50 @@ func (r *Replayer) failedDeleteCollection(d decoded, ev *Event, t target) {
 	}
 }
 
+// reachedItems are the objects a deletecollection's pipeline deleted, or marked deleted,
+// before it failed.
+type reachedItems struct {
+	keys map[state.ObjectKey]bool
+	code int32
+}
+
+// reachedBy is what the pipeline's response resp to the deletecollection t wrote.
+func reachedBy(t target, resp *apiserver.Response) *reachedItems {
+	reached := &reachedItems{keys: map[state.ObjectKey]bool{}, code: int32(resp.Code)}
+	for _, w := range resp.Writes {
+		if state.SameStorage(w.Resource, t.gvr.GroupResource()) {
+			reached.keys[state.ObjectKey{Namespace: w.Namespace, Name: w.Name}] = true
+		}
+	}
+	return reached
+}
+
+// refusedAsLogged is what the failed deletecollection ev deleted before its refusal, when its
+// evaluation j refused it for certain with the log's code and message in a pipeline that
+// answered so; nil otherwise. It waits for the evaluation.
+func refusedAsLogged(j *job, ev *Event) *reachedItems {
+	if j == nil {
+		return nil
+	}
+	<-j.done
+	out, reached := j.result.out, j.result.reached
+	if out == nil || reached == nil || reached.code != ev.Code() || out.Decision != DecisionDeny || out.Certainty != CertaintyCertain ||
+		out.Code != ev.Code() || ev.Message() == "" || out.Message != ev.Message() || len(out.Disagreements) > 0 {
+		return nil
+	}
+	return reached
+}
+
+// stringAt is the string at path in m, or "".
+func stringAt(m map[string]any, path ...string) string {
+	s, _, _ := unstructured.NestedString(m, path...)
+	return s
+}
+
 // applyDeleteCollection applies a deletecollection to each object it listed: gone, or left
 // marked deleted.
 func (r *Replayer) applyDeleteCollection(sw stateWrite) {
-	ev, t, gr, src, resp := sw.ev, sw.t, sw.gr, sw.src, sw.w.resp
+	t, gr, src, resp := sw.t, sw.gr, sw.src, sw.w.resp
 	var items []any
 	if resp != nil {
 		items, _ = resp.Object["items"].([]any)
@@ -293,12 +357,19 @@ func (r *Replayer) applyDeleteCollection(sw stateWrite) {
 		// The log does not hold what it deleted: what the State holds of the namespace,
 		// by the request's selector, when that is all it listed.
 		var why string
-		items, itemUnknowns, why = r.listedBy(gr, t.namespace, ev)
+		items, itemUnknowns, why = r.listedBy(gr, t.namespace, sw.ev)
 		if why != "" {
 			r.state.ForgetAll(gr, t.namespace, "deletecollection at "+src+" without a recorded result: "+why)
 			return
 		}
 	}
+	r.deleteItems(sw, items, itemUnknowns)
+}
+
+// deleteItems applies a deletecollection's deletion of each of items: gone, or left marked
+// deleted. itemUnknowns are what the State did not know of them.
+func (r *Replayer) deleteItems(sw stateWrite, items []any, itemUnknowns map[state.ObjectKey][]vapccel.Unknown) {
+	ev, t, gr, src := sw.ev, sw.t, sw.gr, sw.src
 	for _, it := range items {
 		m, ok := it.(map[string]any)
 		if !ok {
