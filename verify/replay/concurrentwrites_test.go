@@ -2,6 +2,7 @@ package replay
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -464,6 +465,79 @@ func TestFailedDeleteCollection(t *testing.T) {
 			gotOutcomes := map[string]outcome{"dc": outcomeOf("dc"), "delete": outcomeOf("delete"), "delete2": outcomeOf("delete2")}
 			if diff := cmp.Diff(want, gotOutcomes); diff != "" {
 				t.Errorf("outcomes (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPendingDeletionLoggedFirst: two DELETEs of a pod run at once. Admin's (grace 30) marks it
+// deleted; bob's (grace 60) reads the marked pod, whose graceful deletion is pending, and the
+// store answers it with the pod as it is, without admission. Both answer with the version
+// admin's stored. The observer annotates whether the old object was being deleted. Logged in
+// either order (two kube-apiservers' logs merged), checked against the log, which shows the
+// policy installed:
+//   - admin's was decided on the version before bob's response, as the log's annotations show
+//     admission ran (a result that is the State's version, which another write answered
+//     with, is the one of the two that wrote it);
+//   - bob's reached no admission: on what admin's stored it does not, and the log shows
+//     none of the verdicts the version before gives.
+func TestPendingDeletionLoggedFirst(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("obs", "pods", admissionregistrationv1.Delete, nil, "true")
+	p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "deleting", ValueExpression: "has(oldObject.metadata.deletionTimestamp) ? 'true' : 'false'"}}
+	pod := func(rv string, marked bool) map[string]any {
+		meta := map[string]any{"name": "p", "namespace": "ns1", "uid": "u1"}
+		if rv != "" {
+			meta["resourceVersion"] = rv
+		}
+		if marked {
+			meta["deletionTimestamp"] = "2026-11-24T00:00:31Z"
+			meta["deletionGracePeriodSeconds"] = 30
+		}
+		return map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+			"spec":   map[string]any{"nodeName": "n1", "terminationGracePeriodSeconds": 30, "containers": []any{map[string]any{"name": "c", "image": "x"}}},
+			"status": map[string]any{"phase": "Running"}}
+	}
+	grace := func(g int) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": g}
+	}
+	// The log shows the policy and its binding created: the server ran it.
+	admissionreg := func(id, resource string) string {
+		l := levelEvent(t, id, auditlog.LevelMetadata, "create", resource, "", "obs", 201, "", nil, nil)
+		l = replaceOnce(t, l, `"requestURI":"/api/v1/`, `"requestURI":"/apis/admissionregistration.k8s.io/v1/`)
+		return timedEvent(t, replaceOnce(t, l, `"apiVersion":"v1","name"`, `"apiGroup":"admissionregistration.k8s.io","apiVersion":"v1","name"`), "00.000000", "00.000500", nil)
+	}
+	head := []string{
+		admissionreg("vap", "validatingadmissionpolicies"), admissionreg("vapb", "validatingadmissionpolicybindings"),
+		timedEvent(t, levelEvent(t, "create", auditlog.LevelRequestResponse, "create", "pods", "ns1", "p", 201, "", pod("", false), pod("10", false)), "00.001000", "00.002000", nil),
+	}
+	admin := timedEvent(t, asUser(t, levelEvent(t, "admin", auditlog.LevelRequestResponse, "delete", "pods", "ns1", "p", 200, "", grace(30), pod("11", true)), "admin"), "01.000000", "01.008000", map[string]string{"obs/deleting": "false"})
+	bob := timedEvent(t, asUser(t, levelEvent(t, "bob", auditlog.LevelRequestResponse, "delete", "pods", "ns1", "p", 200, "", grace(60), pod("11", true)), "bob"), "01.001000", "01.006000", nil)
+	type outcome struct {
+		Decision  string
+		Certainty Certainty
+		Deleting  string // the obs/deleting annotation
+	}
+	for _, tc := range []struct {
+		name  string
+		lines []string
+	}{
+		{name: "logged in the order they were stored", lines: append(slices.Clone(head), admin, bob)},
+		{name: "the one that read the other's result logged first", lines: append(slices.Clone(head), bob, admin)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, recs := replayLinesWith(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, nil, tc.lines...)
+			got := map[string]outcome{}
+			for id, rec := range recs {
+				if len(rec.Disagreements) > 0 {
+					t.Errorf("%s: %s disagrees with the log: %v", id, describeRecord(rec), rec.Disagreements)
+				}
+				got[id] = outcome{Decision: rec.Decision, Certainty: rec.Certainty, Deleting: rec.AuditAnnotations["obs/deleting"]}
+			}
+			want := map[string]outcome{"admin": {Decision: DecisionAdmit, Certainty: CertaintyCertain, Deleting: "false"}}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("records (-want +got):\n%s", diff)
 			}
 		})
 	}

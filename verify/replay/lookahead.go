@@ -117,7 +117,8 @@ func (r *Replayer) reviseConcurrent(d decoded, ev *Event, t target) {
 	}
 	// A write that changed nothing returns the version it found: a request that read that
 	// version read it either way.
-	unchanged := writtenVersion(d, ev, t)
+	unchanged := storedVersion(d, ev, t)
+	marked := ev.Verb == "delete" && unchanged > 0
 	// The version the write stored (or found), a create's too.
 	stored := unchanged
 	if create {
@@ -168,7 +169,7 @@ func (r *Replayer) reviseConcurrent(d decoded, ev *Event, t target) {
 		switch w := writtenObject(ev, t); {
 		case collection:
 			j.listed.list, j.listed.listUnknowns, j.listed.listUnknown = nil, nil, why
-		case w.isMain && w.raw != nil && ev.Verb != "delete":
+		case w.isMain && w.raw != nil && (ev.Verb != "delete" || marked):
 			// The alternative: the request read what the write stored, which the log holds.
 			// Committed first, it is what the request last read, and the version the State
 			// gave it, or an older one, what its first attempt may have read.
@@ -237,6 +238,19 @@ func (j *job) likelyOutcome() {
 		// The log's order, the likely state, decides nothing: neither does the other.
 		j.result.out, j.result.dec, j.result.skip, j.result.skipNote, j.result.notMatched = c.out, c.dec, "", "", false
 		return
+	}
+	if j.result.skip == SkipPendingDeletion && c.dec != nil {
+		switch shown, silent := j.verdictsShown(c.dec); {
+		case silent:
+			// On what the write stored, the store completes the request without admission,
+			// and the log shows none of the verdicts the log's order gives: it did.
+			j.result.skipNote = "on the version the write at " + c.by + " stored, which the log records after this request: the log shows none of the verdicts its order gives"
+			return
+		case shown:
+			// The log shows a verdict: admission ran, as the log's order has it.
+			j.result.out, j.result.dec, j.result.skip, j.result.skipNote, j.result.notMatched = c.out, c.dec, "", "", false
+			return
+		}
 	}
 	worlds := []world{
 		{Likely: true, Outcome: c.dec, Decided: c.dec != nil},
@@ -347,4 +361,33 @@ func (r *Replayer) currentLogTime() time.Time {
 		r.logTimeOf = r.logStamp
 	}
 	return r.logTime
+}
+
+// verdictsShown says, for a request that reaches validating admission in one state and not in
+// another, what the log shows: a verdict of a policy it shows installed (a denial, a
+// validation failure, an audit annotation: admission ran), or none where dec, the outcome of
+// the state where admission runs, gives one the log would hold (it did not). Neither when the
+// replay does not check the log, or an export lost the annotations.
+func (j *job) verdictsShown(dec *verify.Decision) (shown, silent bool) {
+	if len(j.evidenced) == 0 || j.ev.Loss.Lost.Has(auditlog.LostAnnotations) {
+		return false, false
+	}
+	if recordedVerdictOf(j.ev, j.evidenced) != "" {
+		return true, false
+	}
+	if !dec.Allowed && deniedBy(dec, j.evidenced) {
+		return false, true
+	}
+	for k := range dec.AuditAnnotations {
+		if k == ValidationFailureAnnotation {
+			if fs, _ := failures(dec.AuditAnnotations[k], j.evidenced); len(fs) > 0 {
+				return false, true
+			}
+			continue
+		}
+		if policy, _, ok := strings.Cut(k, "/"); ok && j.evidenced[policy] {
+			return false, true
+		}
+	}
+	return false, false
 }

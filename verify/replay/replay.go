@@ -540,7 +540,7 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 		if read := dryRunRead(ev, t); read > 0 {
 			j.prior = r.state.PriorRead(t.gvr.GroupResource(), t.namespace, t.name, read, ev.Received())
 		} else {
-			j.prior = r.state.PriorOf(t.gvr.GroupResource(), t.namespace, t.name, writtenVersion(d, ev, t), ev.Received(), firstAttempt)
+			j.prior = r.state.PriorOf(t.gvr.GroupResource(), t.namespace, t.name, storedVersion(d, ev, t), ev.Received(), firstAttempt)
 		}
 	}
 	if ev.Verb == "deletecollection" {

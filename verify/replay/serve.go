@@ -409,6 +409,7 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 	if len(s.calls) == 0 && !refusedByMutation {
 		if !r.conflictAfterFirstAttempt(ctx, w, j, out) {
 			notAdmitted(j, out, s)
+			r.pendingRaced(ctx, w, j, out)
 		}
 		return
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/internal/apiserver"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 	"github.com/vapc-dev/vapc/verify/replay/internal/decide"
 	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
@@ -242,6 +243,28 @@ func (r *Replayer) decideServedOn(ctx context.Context, w evalWorker, j *job, p s
 		return nil, &indeterminateError{why}
 	}
 	return servedDecision(j.ev.Verb, once.s), nil
+}
+
+// pendingRaced decides a DELETE the store completed without admission on the version the
+// State gives it, its graceful deletion pending, when the request may have read the version
+// before the write that stored that one (the two ran concurrently, and the log records that
+// write first: State.concurrent) and the log shows a verdict of a policy it shows installed:
+// admission ran, so the request read the version before, and it is decided on that one.
+func (r *Replayer) pendingRaced(ctx context.Context, w evalWorker, j *job, out *Record) {
+	p := j.prior
+	if j.result.skip != SkipPendingDeletion || p.RacedFrom == nil || len(j.evidenced) == 0 ||
+		j.ev.Loss.Lost.Has(auditlog.LostAnnotations) || recordedVerdictOf(j.ev, j.evidenced) == "" {
+		return
+	}
+	dec, err := r.decideServedOn(ctx, w, j, *p.RacedFrom)
+	if err != nil || dec == nil {
+		return
+	}
+	j.result.skip, j.result.skipNote, j.result.dec = "", "", dec
+	out.refill(dec)
+	out.OldObjectSource = p.RacedFrom.Source
+	out.Notes = append(out.Notes, "decided on the version before "+p.RacedBy+": on that one the store completes the request without admission (its graceful deletion pending), and the log shows the verdicts of an admission")
+	out.Disagreements = check(j.ev, j.rec, dec, j.evidenced)
 }
 
 // conflictAfterFirstAttempt decides an update or delete kube-apiserver answered 409 Conflict,

@@ -535,6 +535,24 @@ func writtenVersion(d decoded, ev *Event, t target) uint64 {
 	return state.ResourceVersion(resp.GetResourceVersion())
 }
 
+// storedVersion is writtenVersion, and for a successful DELETE that left its object marked
+// deleted (a graceful deletion, finalizers) the resourceVersion of its response: the version
+// it stored, or, its deletion pending already, the one it found. 0 for a DELETE that removed
+// its object (its response has the deletion's revision) or whose response the log does not
+// hold.
+func storedVersion(d decoded, ev *Event, t target) uint64 {
+	if ev.Verb != "delete" {
+		return writtenVersion(d, ev, t)
+	}
+	if c := ev.Code(); c < 200 || c >= 300 || isDryRun(ev) || !hasBody(ev.ResponseObject) {
+		return 0
+	}
+	if w := writtenObject(ev, t); w.isMain && w.raw != nil && w.resp.GetName() == t.name && w.resp.GetNamespace() == t.namespace && stillExists(w.resp) {
+		return state.ResourceVersion(w.resp.GetResourceVersion())
+	}
+	return 0
+}
+
 // dryRunRead is the resourceVersion of the version a successful dry run of an update, a patch
 // or a delete read, which its response holds (DryRunnableStorage reads the object from
 // storage, not the watch cache, and writes nothing); 0 when the log does not show it.
