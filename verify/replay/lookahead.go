@@ -258,7 +258,11 @@ func (j *job) likelyOutcome() {
 	}
 	switch w := &worlds[1]; {
 	case j.result.skip != "" || j.result.notMatched || j.result.out == nil:
-		w.Undecided = &indeterminateError{because(ReasonOldObjectUnknown, "the request does not reach validating admission on what that write stored")}
+		reason := ReasonOldObjectUnknown
+		if j.result.skip != "" {
+			reason = j.result.skip // why the store completes it without admission
+		}
+		w.Undecided = &indeterminateError{because(reason, "the request does not reach validating admission on what that write stored")}
 	case j.result.out.Decision == DecisionIndeterminate:
 		w.Undecided = &indeterminateError{because(j.result.out.Reason, strings.TrimPrefix(j.result.out.Indeterminate, string(j.result.out.Reason)+": "))}
 	default:
