@@ -16,8 +16,10 @@ import (
 // when the request was received, its audit level, the query of its URI or every HTTP code).
 // The event holds zero values in their place; the replay never decides on them:
 //
-//   - the user's groups, uid and extra, and whether the request was a dry run, are fields of
-//     request a policy reads (request.userInfo.*, request.dryRun): they are unknown fields
+//   - the user's groups, uid and extra, whether the request was a dry run, and the options
+//     its query gave (a write's fieldManager, fieldValidation and force, a connect's command;
+//     a DELETE's when it has no body) are fields of request a policy reads
+//     (request.userInfo.*, request.dryRun, request.options): they are unknown fields
 //     (exportUnknowns), as is a CertificateSigningRequest's copy of them in its spec (the
 //     strategy's PrepareForCreate), and a decision that reads them is indeterminate with
 //     ReasonExportLost;
@@ -83,9 +85,18 @@ func exportUnknowns(ev *Event) []vapccel.Unknown {
 		// The field manager a write names in its query (fieldManager) names the managedFields
 		// entry it writes.
 		out = append(out, vapccel.Unknown{Path: objectPath("metadata", "managedFields"), Why: l.Of(auditlog.LostQuery) + " (its fieldManager)"})
-		if (ev.Verb == "delete" || ev.Verb == "deletecollection") && !hasBody(ev.RequestObject) {
-			// Delete options come from the body, or else from the query.
-			out = append(out, vapccel.Unknown{Path: vapccel.FieldPath{Root: "request", Steps: []string{"options"}}, Why: l.Of(auditlog.LostQuery) + " (delete options given as parameters)"})
+		switch ev.Verb {
+		case "delete", "deletecollection":
+			if !hasBody(ev.RequestObject) {
+				// Delete options come from the body, or else from the query
+			// (handlers.DeleteResource).
+				out = append(out, vapccel.Unknown{Path: vapccel.FieldPath{Root: "request", Steps: []string{"options"}}, Why: l.Of(auditlog.LostQuery) + " (delete options given as parameters)"})
+			}
+		default:
+			// Other requests' options come from the query only: a write's (CreateOptions,
+			// UpdateOptions, PatchOptions: fieldManager, fieldValidation, force, dryRun), a
+			// connect's (an exec's command, container and streams).
+			out = append(out, vapccel.Unknown{Path: vapccel.FieldPath{Root: "request", Steps: []string{"options"}}, Why: l.Of(auditlog.LostQuery) + " (the request's options: a write's fieldManager, fieldValidation and force, a connect's command and container)"})
 		}
 	}
 	return out
@@ -119,7 +130,7 @@ func lostByExport(ev *Event, u vapccel.Unknown) bool {
 	}
 	switch u.Path.Root {
 	case "request":
-		return steps[0] == "userInfo" || steps[0] == "dryRun"
+		return steps[0] == "userInfo" || steps[0] == "dryRun" || (steps[0] == "options" && ev.Loss.Lost.Has(auditlog.LostQuery))
 	case "object":
 		return userCopied(ev) && len(steps) == 2 && steps[0] == "spec" && slices.ContainsFunc(userCopiedFields, func(f userField) bool { return f.field == steps[1] })
 	}

@@ -224,6 +224,10 @@ func TestExportLosses(t *testing.T) {
 		{name: "a create without response may have been a dry run", expr: "!request.dryRun", op: admissionregistrationv1.Create,
 			lines:    []string{create("d2", auditlog.LevelRequest, nil)},
 			decision: DecisionIndeterminate, reason: ReasonExportLost, detail: "the GKE Cloud Logging export does not carry whether the request was a dry run"},
+		// A write's options (fieldManager, fieldValidation, force) are its query's.
+		{name: "a create's options", expr: "!has(request.options.fieldManager) || request.options.fieldManager != 'x'", op: admissionregistrationv1.Create,
+			lines:    []string{create("o1", auditlog.LevelRequestResponse, cm("c-o1", "5"))},
+			decision: DecisionIndeterminate, reason: ReasonExportLost, detail: "reads request.options.fieldManager, and request.options is not known: the GKE Cloud Logging export does not carry the request URI's query (the request's options"},
 		{name: "a patch may have created its object", expr: "true", op: admissionregistrationv1.Update,
 			lines: []string{patch("p1")}, plain: DecisionIndeterminate, // old-object-unknown
 			decision: DecisionIndeterminate, reason: ReasonExportLost, detail: "the GKE Cloud Logging export does not carry the exact HTTP status code: whether the patch created the object (201, a CREATE for admission), and the replay does not know that configmaps a/known was there before"},
