@@ -587,6 +587,14 @@ func admittedBeforeFailing(j *job, out *Record) {
 // (the old object a stand-in took the place of, or a field of the admissions), and returns
 // the notes of one decided without it. It says whether the request is left to decide.
 func (r *Replayer) decidedWithout(j *job, out *Record, calls []admitted, oldUnknown undecided) ([]string, bool) {
+	if !oldUnknown.is() && j.prior.Unsettled != "" && j.t.op == admission.Delete {
+		// Whether the store ran admission is not known either: only an admission that shows
+		// nothing of having run can stand.
+		if dec := combineCalls(j.ev.Verb, calls); !dec.Allowed || len(dec.Warnings) > 0 || len(dec.AuditAnnotations) > 0 {
+			out.indeterminate(because(ReasonOldObjectUnknown, j.prior.Unsettled))
+			return nil, false
+		}
+	}
 	if oldUnknown.is() {
 		// The stand-in's fields are all unknown (withUnknowns), and so are the delete options
 		// the store derives from the stored object (a pod's grace period): the decision stands

@@ -79,6 +79,56 @@ func TestDeleteWithoutOptions(t *testing.T) {
 	}
 }
 
+// TestDeletedAtMetadataThenFound: a pod's DELETE logged at level Metadata removed it, or left
+// it marked deleted (its options, which decide which, are not logged). A later request that
+// succeeded on the pod shows it was there: it read the pod as the State knew it, with the
+// deletion's marks unknown.
+//   - A status patch is decided on it.
+//   - A second DELETE is decided on it when its policy admits without a trace (had the
+//     pod's graceful deletion been pending, the store would not have run admission at all,
+//     which comes to the same); one its policy would refuse is not known, as the store may
+//     not have run admission.
+func TestDeletedAtMetadataThenFound(t *testing.T) {
+	t.Parallel()
+	pod := map[string]any{"apiVersion": "v1", "kind": "Pod",
+		"metadata": map[string]any{"name": "p", "namespace": "ns", "uid": "uid-p", "resourceVersion": "10", "labels": map[string]any{"app": "web"}},
+		"spec":     map[string]any{"nodeName": "leaf-1", "terminationGracePeriodSeconds": int64(30), "containers": []any{map[string]any{"name": "c", "image": "nginx"}}}}
+	snapshot := []any{map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns"}}, pod}
+	first := timedEvent(t, levelEvent(t, "del1", auditlog.LevelMetadata, "delete", "pods", "ns", "p", 200, "", nil, nil), "01.000000", "01.010000", nil)
+	second := timedEvent(t, levelEvent(t, "del2", auditlog.LevelMetadata, "delete", "pods", "ns", "p", 200, "", nil, nil), "05.000000", "05.010000", nil)
+	status := func() string {
+		resp := map[string]any{"apiVersion": "v1", "kind": "Pod",
+			"metadata": map[string]any{"name": "p", "namespace": "ns", "uid": "uid-p", "resourceVersion": "12", "labels": map[string]any{"app": "web"}, "deletionTimestamp": "2026-11-24T00:00:31Z", "deletionGracePeriodSeconds": int64(30)},
+			"spec":     pod["spec"], "status": map[string]any{"phase": "Running", "message": "stopping"}}
+		l := levelEvent(t, "status", auditlog.LevelRequestResponse, "patch", "pods", "ns", "p", 200, "", map[string]any{"status": map[string]any{"message": "stopping"}}, resp)
+		l = replaceOnce(t, l, `/pods/p"`, `/pods/p/status"`)
+		l = replaceOnce(t, l, `"resource":"pods"`, `"resource":"pods","subresource":"status"`)
+		return timedEvent(t, l, "03.000000", "03.010000", nil)
+	}()
+	for _, tc := range []struct {
+		name, resource, expr string
+		op                   admissionregistrationv1.OperationType
+		lines                []string
+		id                   string
+		decision             string
+		reason               Reason
+	}{
+		{name: "a status patch", resource: "pods/status", op: admissionregistrationv1.Update, expr: "oldObject.metadata.labels.app == 'web'",
+			lines: []string{first, status}, id: "status", decision: DecisionAdmit},
+		{name: "a second DELETE its policy admits", resource: "pods", op: admissionregistrationv1.Delete, expr: "request.name != 'p' || oldObject.spec.nodeName != 'leaf-2'",
+			lines: []string{first, second}, id: "del2", decision: DecisionAdmit},
+		{name: "a second DELETE its policy would refuse", resource: "pods", op: admissionregistrationv1.Delete, expr: "request.name != 'p' || oldObject.spec.nodeName != 'leaf-1'",
+			lines: []string{first, second}, id: "del2", decision: DecisionIndeterminate, reason: ReasonOldObjectUnknown},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p, b := levelPolicy("guard", tc.resource, tc.op, nil, tc.expr)
+			_, recs := replayLinesWith(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, snapshot, tc.lines...)
+			checkDecision(t, recs[tc.id], tc.decision, tc.reason)
+		})
+	}
+}
+
 // TestEvictionWithoutBody decides a pod's eviction logged at level Metadata, whose Eviction the
 // log does not hold, through the request pipeline with the Eviction's name and namespace (the
 // handler requires them of it), the rest of it unknown.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
 	"time"
 
@@ -217,8 +218,60 @@ func (r *Replayer) applyDelete(ctx context.Context, sw stateWrite) {
 			r.replayWrite(ctx, ev, t, why, src)
 			break
 		}
+		p := r.state.Prior(gr, t.namespace, t.name)
+		if p.Raw == nil && p.IfThere != nil {
+			p = *p.IfThere // the deletion found it
+		}
+		if u, _ := p.Decode(); u != nil && ev.Code() == http.StatusOK {
+			marked, unknowns := markedMaybe(u, p.Unknowns, ev, src)
+			r.state.GoneOrMarked(gr, t.mainKind, t.namespace, t.name, why, marked, unknowns)
+			break
+		}
 		r.state.Forget(gr, t.mainKind, t.namespace, t.name, why)
 	}
+}
+
+// showsThere says whether the request ev found its object: it succeeded, and it is neither a
+// create of the object nor an update or a patch that created it (201).
+func showsThere(ev *Event, t target) bool {
+	code := ev.Code()
+	switch {
+	case code < 200 || code >= 300 || ev.Loss.Lost.Has(auditlog.LostCode):
+		return false
+	case t.sub == "" && t.op == admission.Create:
+		return false
+	case t.sub == "" && code == http.StatusCreated && (ev.Verb == "update" || ev.Verb == "patch" || ev.Verb == "apply"):
+		return false
+	}
+	return true
+}
+
+// markedMaybe is the object u, as the State knew it before the successful DELETE ev (at src)
+// whose options the log does not hold, as the DELETE left it if it did not remove it: marked
+// deleted (or its grace period shortened), by the server's clock and with the finalizers
+// its options may have added (orphan, foregroundDeletion), none of which the log shows; with
+// known, what was not known of u before.
+func markedMaybe(u *unstructured.Unstructured, known []vapccel.Unknown, ev *Event, src string) ([]byte, []vapccel.Unknown) {
+	u = u.DeepCopy()
+	if u.GetDeletionTimestamp() == nil {
+		u.SetDeletionTimestamp(markedAt(ev))
+	}
+	if u.GetDeletionGracePeriodSeconds() == nil {
+		var zero int64
+		u.SetDeletionGracePeriodSeconds(&zero)
+	}
+	why := "what the DELETE at " + src + " left of the object, had it not removed it: its options, which the log does not hold, and the server's clock and storage"
+	unknowns := append(slices.Clip(known),
+		vapccel.Unknown{Path: objectPath("metadata", "deletionTimestamp"), ValueOnly: true, Why: why},
+		vapccel.Unknown{Path: objectPath("metadata", "deletionGracePeriodSeconds"), ValueOnly: true, Why: why},
+		vapccel.Unknown{Path: objectPath("metadata", "resourceVersion"), ValueOnly: true, Why: why},
+		vapccel.Unknown{Path: objectPath("metadata", "generation"), Why: why},
+		vapccel.Unknown{Path: objectPath("metadata", "finalizers"), Why: why})
+	raw, err := u.MarshalJSON()
+	if err != nil {
+		return nil, nil
+	}
+	return raw, unknowns
 }
 
 // listedBy is what the deletecollection ev of gr in namespace deleted of the objects the State

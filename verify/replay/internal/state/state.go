@@ -174,6 +174,12 @@ type entry struct {
 	// unmarked is the JSON of the version the object has unless a refused DELETE left it
 	// marked deleted, which raw is (see Replayer.refusedPodDelete); nil otherwise.
 	unmarked []byte
+	// ifThere is the JSON of the version the object has if it is there at all, with what is
+	// not known of it (ifThereUnknowns): a deletion whose result the log does not show (level
+	// Metadata) removed it, or left it marked deleted (a graceful deletion, finalizers), and
+	// the entry's state is not known (Unknown); nil otherwise (see GoneOrMarked).
+	ifThere         []byte
+	ifThereUnknowns []vapccel.Unknown
 	// Labels of a known object, for selectors.
 	Labels labels.Set
 	// Source says where the state came from (a line of the log, the snapshot).
@@ -518,6 +524,17 @@ func (s *State) Forget(gr schema.GroupResource, gvk schema.GroupVersionKind, nam
 	}
 }
 
+// GoneOrMarked records that a deletion whose result the log does not show either removed the
+// object or left it marked deleted as marked holds it, with unknowns (from the object's root)
+// not known of it: the object is not known (why), unless a request shows it was there
+// (Prior.IfThere).
+func (s *State) GoneOrMarked(gr schema.GroupResource, gvk schema.GroupVersionKind, namespace, name, why string, marked []byte, unknowns []vapccel.Unknown) {
+	s.Forget(gr, gvk, namespace, name, why)
+	if e := s.Objects[StorageOf(gr)][ObjectKey{namespace, name}]; e != nil {
+		e.ifThere, e.ifThereUnknowns = marked, unknowns
+	}
+}
+
 // Delete records that the object no longer exists.
 func (s *State) Delete(gr schema.GroupResource, gvk schema.GroupVersionKind, namespace, name string) {
 	gr = StorageOf(gr)
@@ -612,6 +629,13 @@ type Prior struct {
 	// empty when it read this one.
 	Stale        []Prior
 	StaleUnknown string
+	// IfThere is the object a request that shows it was there read (see GoneOrMarked): nil
+	// unless a deletion the log does not show the result of may have removed it.
+	IfThere *Prior
+	// Unsettled says why, the object being IfThere, what a DELETE of it does is not known: a
+	// graceful deletion may be pending on it, and the store completes a DELETE without
+	// admission unless its options shorten the grace period.
+	Unsettled string
 	// RacedBy says a write completed after the request was received and before it completed,
 	// and racedFrom is the version it replaced (nil when not known): the request may have
 	// read that one (see Replayer.raced).
@@ -912,6 +936,11 @@ func (s *State) Prior(gr schema.GroupResource, namespace, name string) Prior {
 		return p
 	}
 	p.Found, p.Source, p.Unknown, p.Raw, p.Unknowns, p.RV, p.Unmarked = true, e.Source, e.Unknown, e.Raw, e.unknowns, e.rv, e.unmarked
+	if e.ifThere != nil {
+		p.IfThere = &Prior{Kept: p.Kept, Complete: p.Complete, Found: true, Raw: e.ifThere, Unknowns: e.ifThereUnknowns,
+			Source:    e.Source + " (it was not gone: the deletion left it marked deleted)",
+			Unsettled: e.Source + ": the deletion marks it left are not known, and a DELETE of an object whose graceful deletion is pending reaches admission only when its options shorten the grace period"}
+	}
 	return p
 }
 
