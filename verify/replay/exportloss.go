@@ -89,7 +89,7 @@ func exportUnknowns(ev *Event) []vapccel.Unknown {
 		case "delete", "deletecollection":
 			if !hasBody(ev.RequestObject) {
 				// Delete options come from the body, or else from the query
-			// (handlers.DeleteResource).
+				// (handlers.DeleteResource).
 				out = append(out, vapccel.Unknown{Path: vapccel.FieldPath{Root: "request", Steps: []string{"options"}}, Why: l.Of(auditlog.LostQuery) + " (delete options given as parameters)"})
 			}
 		default:
