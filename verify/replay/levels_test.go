@@ -980,6 +980,56 @@ func TestRefusedPodDelete(t *testing.T) {
 	}
 }
 
+// TestRefusedPodDeleteDecided: a refused DELETE of a pod with no grace period, refused by a
+// replayed policy as the log shows: the replay's pipeline says which step admission refused.
+// "first" refuses the DELETE of a before the store marks it (nothing written); "second" refuses
+// that of b once the store has marked it (left marked). A later patch of each is decided on
+// it by "not-deleting".
+func TestRefusedPodDeleteDecided(t *testing.T) {
+	t.Parallel()
+	notDeleting, ndb := levelPolicy("not-deleting", "pods", admissionregistrationv1.Update, nil, "!has(oldObject.metadata.deletionTimestamp)")
+	first, fb := levelPolicy("first", "pods", admissionregistrationv1.Delete, nil, "oldObject.metadata.name != 'a'")
+	second, sb := levelPolicy("second", "pods", admissionregistrationv1.Delete, nil, "oldObject.metadata.name != 'b' || !has(oldObject.metadata.deletionTimestamp)")
+	pod := func(name string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": name, "namespace": "ns1", "resourceVersion": "10", "uid": "u-" + name},
+			"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "i"}}}} // not scheduled: no grace period
+	}
+	denied := func(name, policy string) string {
+		return fmt.Sprintf(`pods %q is forbidden: ValidatingAdmissionPolicy '%s' with binding '%s' denied request: denied by %s`, name, policy, policy, policy)
+	}
+	label := map[string]any{"metadata": map[string]any{"labels": map[string]any{"x": "y"}}}
+	patched := func(name string) map[string]any {
+		u := pod(name)
+		u["metadata"].(map[string]any)["labels"], u["metadata"].(map[string]any)["resourceVersion"] = map[string]any{"x": "y"}, "20"
+		return u
+	}
+	_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{notDeleting, first, second}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{ndb, fb, sb},
+		levelEvent(t, "ca", auditlog.LevelRequestResponse, "create", "pods", "ns1", "a", 201, "", pod("a"), pod("a")),
+		levelEvent(t, "cb", auditlog.LevelRequestResponse, "create", "pods", "ns1", "b", 201, "", pod("b"), pod("b")),
+		levelEvent(t, "da", auditlog.LevelRequestResponse, "delete", "pods", "ns1", "a", 422, denied("a", "first"), nil, nil),
+		levelEvent(t, "db", auditlog.LevelRequestResponse, "delete", "pods", "ns1", "b", 422, denied("b", "second"), nil, nil),
+		levelEvent(t, "pa", auditlog.LevelRequestResponse, "patch", "pods", "ns1", "a", 200, "", label, patched("a")),
+		levelEvent(t, "pb", auditlog.LevelRequestResponse, "patch", "pods", "ns1", "b", 422, denied("b", "not-deleting"), label, nil),
+	)
+	type outcome struct {
+		Decision  string
+		Certainty Certainty
+	}
+	got := map[string]outcome{}
+	for _, id := range []string{"da", "db", "pa", "pb"} {
+		if rec := recs[id]; rec != nil {
+			got[id] = outcome{rec.Decision, rec.Certainty}
+		}
+	}
+	want := map[string]outcome{
+		"da": {DecisionDeny, CertaintyCertain}, "db": {DecisionDeny, CertaintyCertain},
+		"pa": {DecisionAdmit, CertaintyCertain}, "pb": {DecisionDeny, CertaintyCertain},
+	}
+	if diff := gocmp.Diff(want, got); diff != "" {
+		t.Errorf("records (-want +got):\n%s", diff)
+	}
+}
+
 // TestPatchTypeByAnnotations: a refused patch that reads differently as a merge and as a
 // strategic merge patch (a list with a merge key) is indeterminate when the outcomes differ,
 // unless, checking against the log, the audit annotations it records are those of one of them.

@@ -50,14 +50,15 @@ func TestRecordings(t *testing.T) {
 		// old object or as a param); a DELETE or an eviction is decided over the snapshot's pod
 		// without its body.
 		{name: "c pods at Metadata", dir: "c", log: "tail-metadata.log.gz", snapshot: true, undecided: []Reason{ReasonNoObject, ReasonOldObjectUnknown, ReasonParamUnknown}},
-		// Two patches whose content type the log does not record decide differently by it; a
-		// refused pod DELETE may have left the pod marked deleted. (A deletecollection a policy
-		// refused deleted the objects the replay's pipeline reached first: failedDeleteCollection.)
-		{name: "d", dir: "d", log: "audit.log.gz", crds: true, undecided: []Reason{ReasonPatchType, ReasonUnknownField}},
-		{name: "d checked", dir: "d", log: "audit.log.gz", crds: true, check: true, undecided: []Reason{ReasonPatchType, ReasonUnknownField}},
+		// Two patches whose content type the log does not record decide differently by it. (A
+		// deletecollection a policy refused deleted the objects the replay's pipeline reached
+		// first, failedDeleteCollection; a pod DELETE a policy refused was refused before or
+		// after the store marked the pod as the pipeline's was, refusedPodDelete.)
+		{name: "d", dir: "d", log: "audit.log.gz", crds: true, undecided: []Reason{ReasonPatchType}},
+		{name: "d checked", dir: "d", log: "audit.log.gz", crds: true, check: true, undecided: []Reason{ReasonPatchType}},
 		// The CRDs logged at Metadata level only: served from their create; a paramKind the
 		// replay learns from the first use of its resource is not known before it.
-		{name: "d without its CRDs", dir: "d", log: "audit.log.gz", undecided: []Reason{ReasonPatchType, ReasonUnknownField, ReasonParamKindUnknown}},
+		{name: "d without its CRDs", dir: "d", log: "audit.log.gz", undecided: []Reason{ReasonPatchType, ReasonParamKindUnknown}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -387,7 +387,7 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 		out.Notes = append(out.Notes, first.why)
 	}
 	s := first.s
-	if ev.Verb == "deletecollection" && ev.Code() >= 400 && s.resp != nil {
+	if (ev.Verb == "deletecollection" || ev.Verb == "delete") && ev.Code() >= 400 && s.resp != nil {
 		j.result.reached = reachedBy(t, s.resp)
 	}
 	unknowns := passUnknowns{listed: j.listed.listUnknowns, old: oldUnknown}

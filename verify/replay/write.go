@@ -43,7 +43,7 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 		return
 	}
 	if code >= 400 && t.op == admission.Delete && !isDryRun(ev) {
-		r.refusedPodDelete(d, ev, t)
+		r.refusedPodDelete(d, ev, t, j)
 		return
 	}
 	if code < 200 || code >= 300 || t.op == admission.Connect || isDryRun(ev) {
@@ -534,8 +534,10 @@ type written struct {
 // validated: it marks it deleted (deletionTimestamp, deletionGracePeriodSeconds 0, a new
 // resourceVersion and generation), then removes it. A policy that refuses only the second
 // (one that reads the mark) leaves the pod marked; one that refuses the first changes nothing.
-// The log does not say which: the State holds the pod with those fields unknown.
-func (r *Replayer) refusedPodDelete(d decoded, ev *Event, t target) {
+// The log does not say which, but the request's evaluation (j) does when it refused the DELETE
+// for certain with the log's code and message: its pipeline marked the pod, or wrote nothing.
+// Otherwise the State holds the pod with those fields unknown.
+func (r *Replayer) refusedPodDelete(d decoded, ev *Event, t target, j *job) {
 	gr := t.gvr.GroupResource()
 	if gr != (schema.GroupResource{Resource: "pods"}) || t.sub != "" || ev.Verb != "delete" || !r.state.Keeps(gr) ||
 		classify(ev, false).outcome != RecordedDeny {
@@ -552,14 +554,27 @@ func (r *Replayer) refusedPodDelete(d decoded, ev *Event, t target) {
 		return
 	}
 	src := lineRef{d.file, d.num}.String()
+	zero := int64(0)
+	u.SetDeletionTimestamp(markedAt(ev))
+	u.SetDeletionGracePeriodSeconds(&zero)
+	if reached := refusedAsLogged(j, ev); reached != nil {
+		if !reached.keys[state.ObjectKey{Namespace: t.namespace, Name: t.name}] {
+			return // admission refused the first step: the store wrote nothing
+		}
+		// It refused the second: the pod stays marked, by the server's clock.
+		why := "the server's clock and storage when the DELETE at " + src + ", which admission refused once the store had marked the pod deleted, marked it, which the log does not show"
+		_ = r.state.PutPartly(gr, u, []vapccel.Unknown{
+			{Path: objectPath("metadata", "deletionTimestamp"), ValueOnly: true, Why: why},
+			{Path: objectPath("metadata", "resourceVersion"), ValueOnly: true, Why: why},
+			{Path: objectPath("metadata", "generation"), Why: why},
+		}, src+" (refused DELETE: marked deleted)")
+		return
+	}
 	why := "the DELETE at " + src + ", which admission refused, after or before the store marked the pod deleted: the log does not say which"
 	var unmarked []byte // the version it has unless marked, when the State knows it in full
 	if p := r.state.Prior(gr, t.namespace, t.name); len(p.Unknowns) == 0 {
 		unmarked = p.Raw
 	}
-	zero := int64(0)
-	u.SetDeletionTimestamp(markedAt(ev))
-	u.SetDeletionGracePeriodSeconds(&zero)
 	unknowns := []vapccel.Unknown{
 		{Path: objectPath("metadata", "deletionTimestamp"), Why: why},
 		{Path: objectPath("metadata", "deletionGracePeriodSeconds"), Why: why},
