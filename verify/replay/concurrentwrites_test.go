@@ -542,3 +542,51 @@ func TestPendingDeletionLoggedFirst(t *testing.T) {
 		})
 	}
 }
+
+// TestFailedDeleteCollectionSecondStep: a deletecollection of two pods without a grace period
+// (not scheduled), which the store deletes each in two validated steps: "second" refuses the
+// deletion of b once the store has marked it. a is gone, b stays marked: a later patch of b
+// is refused by "not-deleting", and a create of a succeeds.
+func TestFailedDeleteCollectionSecondStep(t *testing.T) {
+	t.Parallel()
+	notDeleting, ndb := levelPolicy("not-deleting", "pods", admissionregistrationv1.Update, nil, "!has(oldObject.metadata.deletionTimestamp)")
+	second, sb := levelPolicy("second", "pods", admissionregistrationv1.Delete, nil, "oldObject.metadata.name != 'b' || !has(oldObject.metadata.deletionTimestamp)")
+	created, cb := levelPolicy("created", "pods", admissionregistrationv1.Create, nil, "true")
+	pod := func(name, rv string) map[string]any {
+		md := map[string]any{"name": name, "namespace": "default", "uid": "u-" + name}
+		if rv != "" {
+			md["resourceVersion"] = rv
+		}
+		return map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": md, "spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "i"}}}}
+	}
+	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "default", "uid": "u-default", "resourceVersion": "4"}}
+	collection := timedEvent(t, levelEvent(t, "dc", auditlog.LevelRequestResponse, "deletecollection", "pods", "default", "", 422,
+		`pods "Unknown" is forbidden: ValidatingAdmissionPolicy 'second' with binding 'second' denied request: denied by second`, nil, nil), "03.000000", "03.010000", map[string]string{"authorization.k8s.io/decision": "allow"})
+	collection = strings.Replace(collection, `"requestURI":"/api/v1/namespaces/default/pods/"`, `"requestURI":"/api/v1/namespaces/default/pods"`, 1)
+	_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{notDeleting, second, created}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{ndb, sb, cb},
+		timedEvent(t, asUser(t, levelEvent(t, "ns", auditlog.LevelRequestResponse, "create", "namespaces", "", "default", 201, "", ns, ns), "system:apiserver"), "00.000000", "00.001000", nil),
+		timedEvent(t, levelEvent(t, "ca", auditlog.LevelRequestResponse, "create", "pods", "default", "a", 201, "", pod("a", ""), pod("a", "10")), "01.000000", "01.001000", nil),
+		timedEvent(t, levelEvent(t, "cb", auditlog.LevelRequestResponse, "create", "pods", "default", "b", 201, "", pod("b", ""), pod("b", "11")), "02.000000", "02.001000", nil),
+		collection,
+		timedEvent(t, levelEvent(t, "pb", auditlog.LevelRequestResponse, "patch", "pods", "default", "b", 422,
+			`pods "b" is forbidden: ValidatingAdmissionPolicy 'not-deleting' with binding 'not-deleting' denied request: denied by not-deleting`, map[string]any{"metadata": map[string]any{"labels": map[string]any{"x": "y"}}}, nil), "04.000000", "04.001000", nil),
+		timedEvent(t, levelEvent(t, "ca2", auditlog.LevelRequestResponse, "create", "pods", "default", "a", 201, "", pod("a", ""), pod("a", "20")), "05.000000", "05.001000", nil),
+	)
+	type outcome struct {
+		Decision  string
+		Certainty Certainty
+	}
+	got := map[string]outcome{}
+	for _, id := range []string{"dc", "pb", "ca2"} {
+		if rec := recs[id]; rec != nil && len(rec.Disagreements) > 0 {
+			t.Errorf("%s: %s disagrees with the log: %v", id, describeRecord(rec), rec.Disagreements)
+		}
+		if rec := recs[id]; rec != nil {
+			got[id] = outcome{rec.Decision, rec.Certainty}
+		}
+	}
+	want := map[string]outcome{"dc": {DecisionDeny, CertaintyCertain}, "pb": {DecisionDeny, CertaintyCertain}, "ca2": {DecisionAdmit, CertaintyCertain}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("records (-want +got):\n%s", diff)
+	}
+}

@@ -330,24 +330,32 @@ func (r *Replayer) failedDeleteCollection(d decoded, ev *Event, t target, j *job
 		r.state.ForgetAll(gr, t.namespace, why+"; nor which objects it listed: "+unsure)
 		return
 	}
-	if reached := refusedAsLogged(j, ev); reached != nil {
-		done := auditlog.ParseTime(ev.StageTimestamp)
-		sw := stateWrite{ev: ev, t: t, gr: gr, src: src, done: done}
-		var deleted []any
-		for _, it := range items {
-			if m, ok := it.(map[string]any); ok && reached.keys[state.ObjectKey{Namespace: stringAt(m, "metadata", "namespace"), Name: stringAt(m, "metadata", "name")}] {
-				deleted = append(deleted, it)
+	if reached := refusedAsLogged(j, ev); reached != nil && reached.within(items) {
+		// What the pipeline's store left of each: removed, or marked deleted (a graceful
+		// deletion, finalizers, or the refused item itself, when admission refused the second
+		// step of a deletion without a grace period), by the server's clock.
+		why := "the server's clock and storage when the deletecollection at " + src + " wrote the object, which the log does not show"
+		for k, obj := range reached.left {
+			u := versioned(obj, t.mainKind)
+			if u == nil {
+				r.state.Forget(gr, t.mainKind, k.Namespace, k.Name, why)
+				continue
+			}
+			unknowns := append(slices.Clip(itemUnknowns[k]),
+				vapccel.Unknown{Path: objectPath("metadata", "deletionTimestamp"), ValueOnly: true, Why: why},
+				vapccel.Unknown{Path: objectPath("metadata", "resourceVersion"), ValueOnly: true, Why: why},
+				vapccel.Unknown{Path: objectPath("metadata", "generation"), Why: why})
+			_ = r.state.PutPartly(gr, u, unknowns, src+" (deletion pending)")
+		}
+		for k := range reached.keys {
+			if _, left := reached.left[k]; !left {
+				r.state.Delete(gr, t.mainKind, k.Namespace, k.Name)
 			}
 		}
-		if len(deleted) == len(reached.keys) {
-			r.deleteItems(sw, deleted, itemUnknowns)
-			if !done.IsZero() {
-				r.state.MarkDone(gr, t.namespace, "", src, done)
-			}
-			return
+		if done := auditlog.ParseTime(ev.StageTimestamp); !done.IsZero() {
+			r.state.MarkDone(gr, t.namespace, "", src, done)
 		}
-		// The pipeline reached an object the State's list does not hold: which the server
-		// reached is not known.
+		return
 	}
 	for _, it := range items {
 		if m, ok := it.(map[string]any); ok {
@@ -357,22 +365,47 @@ func (r *Replayer) failedDeleteCollection(d decoded, ev *Event, t target, j *job
 	}
 }
 
-// reachedItems are the objects a deletecollection's pipeline deleted, or marked deleted,
-// before it failed.
+// reachedItems are the objects a refused DELETE's or deletecollection's pipeline wrote before
+// it failed (keys), and of those it left marked deleted, the object its last write stored
+// (left).
 type reachedItems struct {
 	keys map[state.ObjectKey]bool
+	left map[state.ObjectKey]k8sruntime.Object
 	code int32
 }
 
-// reachedBy is what the pipeline's response resp to the deletecollection t wrote.
+// reachedBy is what the pipeline's response resp to the request t wrote.
 func reachedBy(t target, resp *apiserver.Response) *reachedItems {
-	reached := &reachedItems{keys: map[state.ObjectKey]bool{}, code: int32(resp.Code)}
+	reached := &reachedItems{keys: map[state.ObjectKey]bool{}, left: map[state.ObjectKey]k8sruntime.Object{}, code: int32(resp.Code)}
 	for _, w := range resp.Writes {
 		if state.SameStorage(w.Resource, t.gvr.GroupResource()) {
-			reached.keys[state.ObjectKey{Namespace: w.Namespace, Name: w.Name}] = true
+			k := state.ObjectKey{Namespace: w.Namespace, Name: w.Name}
+			reached.keys[k] = true
+			if w.Object != nil {
+				reached.left[k] = w.Object
+			} else {
+				delete(reached.left, k)
+			}
 		}
 	}
 	return reached
+}
+
+// within says whether every object the pipeline reached is among the items the State listed
+// for the request: otherwise the pipeline read what the State does not hold.
+func (r *reachedItems) within(items []any) bool {
+	listed := map[state.ObjectKey]bool{}
+	for _, it := range items {
+		if m, ok := it.(map[string]any); ok {
+			listed[state.ObjectKey{Namespace: stringAt(m, "metadata", "namespace"), Name: stringAt(m, "metadata", "name")}] = true
+		}
+	}
+	for k := range r.keys {
+		if !listed[k] {
+			return false
+		}
+	}
+	return true
 }
 
 // refusedAsLogged is what the failed deletecollection ev deleted before its refusal, when its
