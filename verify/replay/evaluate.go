@@ -70,6 +70,9 @@ type jobResult struct {
 	// request pipeline before it failed, with the pipeline's answer (see
 	// failedDeleteCollection).
 	reached *reachedItems
+	// reachedApplied says the follow stage applied reached to the State: a write logged later
+	// that ran concurrently with the request makes what it applied unknown again.
+	reachedApplied bool
 }
 
 // job is one matched request on its way through evaluation.

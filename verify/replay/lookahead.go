@@ -157,6 +157,14 @@ func (r *Replayer) reviseConcurrent(d decoded, ev *Event, t target) {
 			continue
 		}
 		<-j.done
+		if j.result.reachedApplied {
+			// What the follow stage took the refused request to have deleted or marked, on the
+			// state the log's order gives, is not known: it ran concurrently with this write.
+			for k := range j.result.reached.keys {
+				r.state.Forget(j.t.gvr.GroupResource(), j.t.mainKind, k.Namespace, k.Name, fmt.Sprintf("written by the refused %s at %s:%d, which ran concurrently with the write at %s:%d: what it left is not known", j.ev.Verb, j.d.file, j.d.num, d.file, d.num))
+			}
+			j.result.reachedApplied = false
+		}
 		j.revise.concurrent = &concurrentWrite{by: lineRef{d.file, d.num}.String(), out: j.result.out, skip: j.result.skip, notMatched: j.result.notMatched, dec: j.result.dec}
 		j.again()
 		j.revise.revised = true

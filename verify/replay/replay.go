@@ -542,7 +542,8 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 		} else {
 			j.prior = r.state.PriorOf(t.gvr.GroupResource(), t.namespace, t.name, storedVersion(d, ev, t), ev.Received(), firstAttempt)
 		}
-		if j.prior.Raw == nil && j.prior.IfThere != nil && showsThere(ev, t) && (t.op != admission.Delete || r.usesPipeline(ev, t)) {
+		if j.prior.Raw == nil && j.prior.IfThere != nil && showsThere(ev, t) && (t.op != admission.Delete || r.usesPipeline(ev, t)) &&
+			!ev.Received().IsZero() && ev.Received().After(j.prior.IfThereAfter) {
 			// A deletion the log does not show the result of left it marked deleted. (Whether
 			// the store admits a DELETE of it is settled in the pipeline: decidedWithout.)
 			j.prior = *j.prior.IfThere

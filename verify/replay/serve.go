@@ -554,6 +554,9 @@ func notAdmitted(j *job, out *Record, s served) {
 		out.indeterminate(because(ReasonOldObjectUnknown, fmt.Sprintf("%s %s: %v", gr, state.JoinKey(t.namespace, t.name), s.unknown.Err)))
 	case s.pluginMisses != "" && code >= 200 && code < 300:
 		out.indeterminate(because(ReasonPluginInputUnknown, "an admission plugin read "+s.pluginMisses))
+	case code >= 200 && code < 300 && s.resp.Code < 300 && j.prior.Unsettled != "" && t.op == admission.Delete:
+		// Whether the object's graceful deletion was pending is not known.
+		out.indeterminate(because(ReasonOldObjectUnknown, j.prior.Unsettled))
 	case code >= 200 && code < 300 && s.resp.Code < 300:
 		j.result.skip = SkipPendingDeletion
 	case code >= 200 && code < 300:

@@ -105,6 +105,11 @@ func TestDeletedAtMetadataThenFound(t *testing.T) {
 		l = replaceOnce(t, l, `"resource":"pods"`, `"resource":"pods","subresource":"status"`)
 		return timedEvent(t, l, "03.000000", "03.010000", nil)
 	}()
+	// A status patch received before the first DELETE completed ran concurrently with it.
+	concurrent := strings.Replace(status, `"requestReceivedTimestamp":"2026-11-24T00:00:03.000000Z"`, `"requestReceivedTimestamp":"2026-11-24T00:00:01.005000Z"`, 1)
+	if concurrent == status {
+		t.Fatal("the status patch's received time was not replaced")
+	}
 	for _, tc := range []struct {
 		name, resource, expr string
 		op                   admissionregistrationv1.OperationType
@@ -115,6 +120,12 @@ func TestDeletedAtMetadataThenFound(t *testing.T) {
 	}{
 		{name: "a status patch", resource: "pods/status", op: admissionregistrationv1.Update, expr: "oldObject.metadata.labels.app == 'web'",
 			lines: []string{first, status}, id: "status", decision: DecisionAdmit},
+		// Whether the DELETE marked the pod at all is not known (a dry run in its options,
+		// which the log does not hold, leaves it as it was).
+		{name: "a status patch whose policy reads the deletion marks", resource: "pods/status", op: admissionregistrationv1.Update, expr: "!has(oldObject.metadata.deletionTimestamp)",
+			lines: []string{first, status}, id: "status", decision: DecisionIndeterminate, reason: ReasonUnknownField},
+		{name: "a status patch that ran concurrently with the DELETE", resource: "pods/status", op: admissionregistrationv1.Update, expr: "oldObject.metadata.labels.app == 'web'",
+			lines: []string{first, concurrent}, id: "status", decision: DecisionIndeterminate, reason: ReasonOldObjectUnknown},
 		{name: "a second DELETE its policy admits", resource: "pods", op: admissionregistrationv1.Delete, expr: "request.name != 'p' || oldObject.spec.nodeName != 'leaf-2'",
 			lines: []string{first, second}, id: "del2", decision: DecisionAdmit},
 		{name: "a second DELETE its policy would refuse", resource: "pods", op: admissionregistrationv1.Delete, expr: "request.name != 'p' || oldObject.spec.nodeName != 'leaf-1'",

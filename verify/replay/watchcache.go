@@ -256,6 +256,14 @@ func (r *Replayer) pendingRaced(ctx context.Context, w evalWorker, j *job, out *
 		j.ev.Loss.Lost.Has(auditlog.LostAnnotations) || recordedVerdictOf(j.ev, j.evidenced) == "" {
 		return
 	}
+	if p.RV == 0 || responseVersion(j.ev, j.t) != p.RV {
+		// Only a response of the marked version shows the request did not end on what it
+		// first read: the store validates the DELETE before it looks whether its deletion is
+		// pending, and on a retry ends it answering the object it read at first
+		// (updateForGracefulDeletionAndFinalizers, errAlreadyDeleting), whose verdicts may
+		// then be the marked version's.
+		return
+	}
 	dec, err := r.decideServedOn(ctx, w, j, *p.RacedFrom)
 	if err != nil || dec == nil {
 		return

@@ -223,9 +223,10 @@ func (r *Replayer) applyDelete(ctx context.Context, sw stateWrite) {
 			p = *p.IfThere // the deletion found it
 		}
 		if u, _ := p.Decode(); u != nil && ev.Code() == http.StatusOK {
-			marked, unknowns := markedMaybe(u, p.Unknowns, ev, src)
-			r.state.GoneOrMarked(gr, t.mainKind, t.namespace, t.name, why, marked, unknowns)
-			break
+			if marked, unknowns := markedMaybe(gr, u, p.Unknowns, src); marked != nil {
+				r.state.GoneOrMarked(gr, t.mainKind, t.namespace, t.name, why, marked, unknowns, sw.done)
+				break
+			}
 		}
 		r.state.Forget(gr, t.mainKind, t.namespace, t.name, why)
 	}
@@ -248,22 +249,20 @@ func showsThere(ev *Event, t target) bool {
 
 // markedMaybe is the object u, as the State knew it before the successful DELETE ev (at src)
 // whose options the log does not hold, as the DELETE left it if it did not remove it: marked
-// deleted (or its grace period shortened), by the server's clock and with the finalizers
-// its options may have added (orphan, foregroundDeletion), none of which the log shows; with
-// known, what was not known of u before.
-func markedMaybe(u *unstructured.Unstructured, known []vapccel.Unknown, ev *Event, src string) ([]byte, []vapccel.Unknown) {
-	u = u.DeepCopy()
-	if u.GetDeletionTimestamp() == nil {
-		u.SetDeletionTimestamp(markedAt(ev))
+// deleted (or its grace period shortened), or as it was (a dry run, which its options say),
+// with the finalizers its options may have added (orphan, foregroundDeletion), none of which
+// the log shows: whether the deletion marks are there at all is not known, and u holds them as
+// they were. known is what was not known of u before. Namespaces and CustomResourceDefinitions
+// have delete handlers of their own that change more (a namespace's phase, a CRD's
+// conditions): none is given.
+func markedMaybe(gr schema.GroupResource, u *unstructured.Unstructured, known []vapccel.Unknown, src string) ([]byte, []vapccel.Unknown) {
+	if gr == state.NamespacesGR || gr == catalog.CRDs {
+		return nil, nil
 	}
-	if u.GetDeletionGracePeriodSeconds() == nil {
-		var zero int64
-		u.SetDeletionGracePeriodSeconds(&zero)
-	}
-	why := "what the DELETE at " + src + " left of the object, had it not removed it: its options, which the log does not hold, and the server's clock and storage"
+	why := "what the DELETE at " + src + " left of the object, had it not removed it: its options (a grace period, a dry run, a propagation policy), which the log does not hold, and the server's clock and storage"
 	unknowns := append(slices.Clip(known),
-		vapccel.Unknown{Path: objectPath("metadata", "deletionTimestamp"), ValueOnly: true, Why: why},
-		vapccel.Unknown{Path: objectPath("metadata", "deletionGracePeriodSeconds"), ValueOnly: true, Why: why},
+		vapccel.Unknown{Path: objectPath("metadata", "deletionTimestamp"), Why: why},
+		vapccel.Unknown{Path: objectPath("metadata", "deletionGracePeriodSeconds"), Why: why},
 		vapccel.Unknown{Path: objectPath("metadata", "resourceVersion"), ValueOnly: true, Why: why},
 		vapccel.Unknown{Path: objectPath("metadata", "generation"), Why: why},
 		vapccel.Unknown{Path: objectPath("metadata", "finalizers"), Why: why})
@@ -418,10 +417,21 @@ func refusedAsLogged(j *job, ev *Event) *reachedItems {
 	<-j.done
 	out, reached := j.result.out, j.result.reached
 	if out == nil || reached == nil || reached.code != ev.Code() || out.Decision != DecisionDeny || out.Certainty != CertaintyCertain ||
-		out.Code != ev.Code() || ev.Message() == "" || out.Message != ev.Message() || len(out.Disagreements) > 0 {
+		out.Code != ev.Code() || ev.Message() == "" || out.Message != ev.Message() || len(out.Disagreements) > 0 || !j.oneState() {
 		return nil
 	}
+	j.result.reachedApplied = true
 	return reached
+}
+
+// oneState says whether the job was evaluated on the one state the log's order gives: no
+// informer may have lagged a write to params or namespaces, no paramKind was being resolved,
+// and no other version of its object may have been read (a watch cache's copy, a write that
+// ran concurrently). In another state, the same refusal may have come from another item of a
+// deletecollection, or another step of a DELETE, than the pipeline's on this one.
+func (j *job) oneState() bool {
+	return len(j.lag.typedWrites) == 0 && len(j.lag.typedLost) == 0 && len(j.lag.aheadUnknown) == 0 && !j.resolving.is() && !j.unsettled.is() &&
+		j.prior.RacedBy == "" && len(j.prior.Stale) == 0 && j.prior.StaleUnknown == "" && !j.revise.revised
 }
 
 // stringAt is the string at path in m, or "".

@@ -528,10 +528,12 @@ func (s *State) Forget(gr schema.GroupResource, gvk schema.GroupVersionKind, nam
 // object or left it marked deleted as marked holds it, with unknowns (from the object's root)
 // not known of it: the object is not known (why), unless a request shows it was there
 // (Prior.IfThere).
-func (s *State) GoneOrMarked(gr schema.GroupResource, gvk schema.GroupVersionKind, namespace, name, why string, marked []byte, unknowns []vapccel.Unknown) {
+// done is when the deletion completed: a request received before it may have read the object
+// as it was, and is not given IfThere.
+func (s *State) GoneOrMarked(gr schema.GroupResource, gvk schema.GroupVersionKind, namespace, name, why string, marked []byte, unknowns []vapccel.Unknown, done time.Time) {
 	s.Forget(gr, gvk, namespace, name, why)
-	if e := s.Objects[StorageOf(gr)][ObjectKey{namespace, name}]; e != nil {
-		e.ifThere, e.ifThereUnknowns = marked, unknowns
+	if e := s.Objects[StorageOf(gr)][ObjectKey{namespace, name}]; e != nil && !done.IsZero() {
+		e.ifThere, e.ifThereUnknowns, e.done = marked, unknowns, done
 	}
 }
 
@@ -632,6 +634,9 @@ type Prior struct {
 	// IfThere is the object a request that shows it was there read (see GoneOrMarked): nil
 	// unless a deletion the log does not show the result of may have removed it.
 	IfThere *Prior
+	// IfThereAfter is when the deletion IfThere follows completed: a request received before
+	// it ran concurrently with it.
+	IfThereAfter time.Time
 	// Unsettled says why, the object being IfThere, what a DELETE of it does is not known: a
 	// graceful deletion may be pending on it, and the store completes a DELETE without
 	// admission unless its options shorten the grace period.
@@ -940,6 +945,7 @@ func (s *State) Prior(gr schema.GroupResource, namespace, name string) Prior {
 		p.IfThere = &Prior{Kept: p.Kept, Complete: p.Complete, Found: true, Raw: e.ifThere, Unknowns: e.ifThereUnknowns,
 			Source:    e.Source + " (it was not gone: the deletion left it marked deleted)",
 			Unsettled: e.Source + ": the deletion marks it left are not known, and a DELETE of an object whose graceful deletion is pending reaches admission only when its options shorten the grace period"}
+		p.IfThereAfter = e.done
 	}
 	return p
 }
