@@ -572,21 +572,32 @@ func TestFailedDeleteCollectionSecondStep(t *testing.T) {
 			`pods "b" is forbidden: ValidatingAdmissionPolicy 'not-deleting' with binding 'not-deleting' denied request: denied by not-deleting`, map[string]any{"metadata": map[string]any{"labels": map[string]any{"x": "y"}}}, nil), "04.000000", "04.001000", nil),
 		timedEvent(t, levelEvent(t, "ca2", auditlog.LevelRequestResponse, "create", "pods", "default", "a", 201, "", pod("a", ""), pod("a", "20")), "05.000000", "05.001000", nil),
 	)
-	type outcome struct {
-		Decision  string
-		Certainty Certainty
-	}
-	got := map[string]outcome{}
-	for _, id := range []string{"dc", "pb", "ca2"} {
-		if rec := recs[id]; rec != nil && len(rec.Disagreements) > 0 {
-			t.Errorf("%s: %s disagrees with the log: %v", id, describeRecord(rec), rec.Disagreements)
-		}
-		if rec := recs[id]; rec != nil {
-			got[id] = outcome{rec.Decision, rec.Certainty}
-		}
-	}
-	want := map[string]outcome{"dc": {DecisionDeny, CertaintyCertain}, "pb": {DecisionDeny, CertaintyCertain}, "ca2": {DecisionAdmit, CertaintyCertain}}
-	if diff := cmp.Diff(want, got); diff != "" {
+	want := map[string]certainOutcome{"dc": {DecisionDeny, CertaintyCertain}, "pb": {DecisionDeny, CertaintyCertain}, "ca2": {DecisionAdmit, CertaintyCertain}}
+	if diff := cmp.Diff(want, outcomesOf(t, recs, "dc", "pb", "ca2")); diff != "" {
 		t.Errorf("records (-want +got):\n%s", diff)
 	}
+}
+
+// certainOutcome is a record's decision and certainty.
+type certainOutcome struct {
+	Decision  string
+	Certainty Certainty
+}
+
+// outcomesOf are the outcomes of the records of ids (none for a request without one); a
+// record that disagrees with the log fails the test.
+func outcomesOf(t *testing.T, recs map[string]*Record, ids ...string) map[string]certainOutcome {
+	t.Helper()
+	got := map[string]certainOutcome{}
+	for _, id := range ids {
+		rec := recs[id]
+		if rec == nil {
+			continue
+		}
+		if len(rec.Disagreements) > 0 {
+			t.Errorf("%s: %s disagrees with the log: %v", id, describeRecord(rec), rec.Disagreements)
+		}
+		got[id] = certainOutcome{rec.Decision, rec.Certainty}
+	}
+	return got
 }
