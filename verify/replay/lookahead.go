@@ -157,14 +157,7 @@ func (r *Replayer) reviseConcurrent(d decoded, ev *Event, t target) {
 			continue
 		}
 		<-j.done
-		if j.result.reachedApplied {
-			// What the follow stage took the refused request to have deleted or marked, on the
-			// state the log's order gives, is not known: it ran concurrently with this write.
-			for k := range j.result.reached.keys {
-				r.state.Forget(j.t.gvr.GroupResource(), j.t.mainKind, k.Namespace, k.Name, fmt.Sprintf("written by the refused %s at %s:%d, which ran concurrently with the write at %s:%d: what it left is not known", j.ev.Verb, j.d.file, j.d.num, d.file, d.num))
-			}
-			j.result.reachedApplied = false
-		}
+		r.forgetReached(j, d)
 		j.revise.concurrent = &concurrentWrite{by: lineRef{d.file, d.num}.String(), out: j.result.out, skip: j.result.skip, notMatched: j.result.notMatched, dec: j.result.dec}
 		j.again()
 		j.revise.revised = true
@@ -343,6 +336,7 @@ func (r *Replayer) reviseAhead(d decoded, ev *Event) {
 			return slices.ContainsFunc(j.lag.readBy, func(v *state.StateView) bool { return v.Reads(gr) })
 		})
 		if read {
+			r.forgetReached(j, d)
 			j.again()
 			e.jobs <- j
 		}
@@ -402,4 +396,23 @@ func (j *job) verdictsShown(dec *verify.Decision) (shown, silent bool) {
 		}
 	}
 	return false, false
+}
+
+// forgetReached makes unknown again what the follow stage took a refused deletecollection or
+// pod DELETE (j) to have deleted or marked on the state the log's order gives, when a write
+// logged later (at d) ran concurrently with it: on another state it may have stopped at
+// another item, so any item it listed (the deletecollection's message names none), or the
+// pod, may have been written.
+func (r *Replayer) forgetReached(j *job, d decoded) {
+	if !j.result.reachedApplied {
+		return
+	}
+	j.result.reachedApplied = false
+	gr := j.t.gvr.GroupResource()
+	why := fmt.Sprintf("written by the refused %s at %s:%d, which ran concurrently with the write at %s:%d: what it left is not known", j.ev.Verb, j.d.file, j.d.num, d.file, d.num)
+	if j.ev.Verb == "deletecollection" {
+		r.state.ForgetAll(gr, j.t.namespace, why)
+		return
+	}
+	r.state.Forget(gr, j.t.mainKind, j.t.namespace, j.t.name, why)
 }

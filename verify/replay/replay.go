@@ -546,7 +546,13 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 			!ev.Received().IsZero() && ev.Received().After(j.prior.IfThereAfter) {
 			// A deletion the log does not show the result of left it marked deleted. (Whether
 			// the store admits a DELETE of it is settled in the pipeline: decidedWithout.)
+			after := j.prior.IfThereAfter
 			j.prior = *j.prior.IfThere
+			if firstAttempt && ev.Received().Sub(after) < r.state.Lag {
+				// Its first attempt may have read the watch cache's copy of a version before
+				// the deletion, which the State no longer holds.
+				j.prior.StaleUnknown = "the watch cache's copy its first attempt may have read, a version from before the deletion the State follows the object after (" + j.prior.Source + ")"
+			}
 		}
 	}
 	if ev.Verb == "deletecollection" {

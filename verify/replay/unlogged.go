@@ -134,11 +134,16 @@ func optionsUndecided(j *job, s served) undecided {
 
 // graceReads are the fields of a pod the pod strategy sets a DELETE's grace period from
 // (podStrategy.CheckGracefulDeletion): none when it is not scheduled, none when it has
-// terminated, its terminationGracePeriodSeconds otherwise.
+// terminated, its terminationGracePeriodSeconds otherwise; and its deletion marks, as a pod
+// already being deleted does not get one.
 var graceReads = vapccel.Reads{Reads: []vapccel.Read{
 	{Path: vapccel.FieldPath{Root: "object", Steps: []string{"spec", "nodeName"}}},
 	{Path: vapccel.FieldPath{Root: "object", Steps: []string{"spec", "terminationGracePeriodSeconds"}}},
 	{Path: vapccel.FieldPath{Root: "object", Steps: []string{"status", "phase"}}},
+	// A pod already being deleted keeps the options asked for: with a grace period of zero
+	// (rest.BeforeDelete), or its deletion pending.
+	{Path: vapccel.FieldPath{Root: "object", Steps: []string{"metadata", "deletionTimestamp"}}},
+	{Path: vapccel.FieldPath{Root: "object", Steps: []string{"metadata", "deletionGracePeriodSeconds"}}},
 }}
 
 // graceUnknowns are what the grace period of a pod's DELETE changes when the State does not

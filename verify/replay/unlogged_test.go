@@ -105,6 +105,8 @@ func TestDeletedAtMetadataThenFound(t *testing.T) {
 		l = replaceOnce(t, l, `"resource":"pods"`, `"resource":"pods","subresource":"status"`)
 		return timedEvent(t, l, "03.000000", "03.010000", nil)
 	}()
+	withOptions := timedEvent(t, levelEvent(t, "del2", auditlog.LevelRequestResponse, "delete", "pods", "ns", "p", 200, "", map[string]any{"apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions"}, nil), "05.000000", "05.010000", nil)
+	soon := strings.Replace(status, `"requestReceivedTimestamp":"2026-11-24T00:00:03.000000Z"`, `"requestReceivedTimestamp":"2026-11-24T00:00:01.100000Z"`, 1)
 	// A status patch received before the first DELETE completed ran concurrently with it.
 	concurrent := strings.Replace(status, `"requestReceivedTimestamp":"2026-11-24T00:00:03.000000Z"`, `"requestReceivedTimestamp":"2026-11-24T00:00:01.005000Z"`, 1)
 	if concurrent == status {
@@ -130,6 +132,14 @@ func TestDeletedAtMetadataThenFound(t *testing.T) {
 			lines: []string{first, second}, id: "del2", decision: DecisionAdmit},
 		{name: "a second DELETE its policy would refuse", resource: "pods", op: admissionregistrationv1.Delete, expr: "request.name != 'p' || oldObject.spec.nodeName != 'leaf-1'",
 			lines: []string{first, second}, id: "del2", decision: DecisionIndeterminate, reason: ReasonOldObjectUnknown},
+		// A pod already being deleted keeps the options asked for (rest.BeforeDelete): the
+		// grace period the pod strategy would give the DELETE is not known.
+		{name: "a second DELETE, with its options, whose policy reads the grace period", resource: "pods", op: admissionregistrationv1.Delete, expr: "request.name != 'p' || has(request.options.gracePeriodSeconds)",
+			lines: []string{first, withOptions}, id: "del2", decision: DecisionIndeterminate, reason: ReasonUnknownField},
+		// Received less than the informers' lag after the first DELETE completed: its first
+		// attempt may have read the watch cache's copy of a version from before it.
+		{name: "a status patch soon after the DELETE", resource: "pods/status", op: admissionregistrationv1.Update, expr: "oldObject.metadata.labels.app == 'web'",
+			lines: []string{first, soon}, id: "status", decision: DecisionAdmit},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
