@@ -601,3 +601,26 @@ func outcomesOf(t *testing.T, recs map[string]*Record, ids ...string) map[string
 	}
 	return got
 }
+
+// TestTimedOut: kube-apiserver's timeout filter answers 504 while the handler still runs,
+// before, during or after admission, whose answer it drops: the log's verdict of the request
+// is not known, and a denial the replay predicts disagrees with nothing.
+func TestTimedOut(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("deny", "configmaps", admissionregistrationv1.Update, nil, "false")
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "a", "uid": "u-c", "resourceVersion": "5"}, "data": map[string]any{"k": "v"}}
+	timedOut := timedEvent(t, levelEvent(t, "patch", auditlog.LevelRequestResponse, "patch", "configmaps", "a", "c", 504, "Timeout: request did not complete within the allotted timeout", map[string]any{"data": map[string]any{"k": "w"}}, nil), "02.000000", "59.000000", nil)
+	timedOut = strings.Replace(timedOut, `"code":504`, `"code":504,"reason":"Timeout"`, 1)
+	_, recs := replayLinesWith(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, []any{cm}, timedOut)
+	rec := recs["patch"]
+	if rec == nil || rec.Recorded != RecordedUnknown || rec.Changed || len(rec.Disagreements) > 0 {
+		t.Errorf("the timed-out patch: %s, recorded %s, want its recorded verdict unknown", describeRecord(rec), recordedOf(rec))
+	}
+}
+
+func recordedOf(rec *Record) string {
+	if rec == nil {
+		return ""
+	}
+	return string(rec.Recorded)
+}

@@ -14,6 +14,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -579,6 +580,11 @@ func admittedBeforeFailing(j *job, out *Record) {
 	ev := j.ev
 	if messageLost(ev) {
 		return // the failure may have been a policy's denial: the pass cannot tell the log's verdict
+	}
+	if ev.Code() == http.StatusGatewayTimeout || reasonOf(ev) == string(metav1.StatusReasonTimeout) {
+		// The server's timeout filter answered while the handler still ran (before, during or
+		// after admission, whose answer it then drops): what admission decided is not known.
+		return
 	}
 	if j.rec.skip == SkipBeforeAdmission || (j.rec.outcome == RecordedUnknown && ev.Code() >= 300) {
 		j.rec = recording{outcome: RecordedAdmit, vapRan: true, note: "failed after validating admission: " + reasonOr(reasonOf(ev), httpCode(ev.Code()))}
