@@ -624,3 +624,45 @@ func recordedOf(rec *Record) string {
 	}
 	return string(rec.Recorded)
 }
+
+// TestMarkedResponseOtherVersion: a DELETE that marks a pod answers with the pod it read,
+// marked. Here it read the pod scheduled (spec.nodeName) where the State holds it unscheduled:
+// the binding that scheduled it is in the other apiserver's log, merged after it. What
+// differs is not known of the old object; the rest is.
+func TestMarkedResponseOtherVersion(t *testing.T) {
+	t.Parallel()
+	pod := func(rv, node string, marked bool) map[string]any {
+		md := map[string]any{"name": "p", "namespace": "ns1", "uid": "u-p", "labels": map[string]any{"app": "web"}}
+		if rv != "" {
+			md["resourceVersion"] = rv
+		}
+		if marked {
+			md["deletionTimestamp"], md["deletionGracePeriodSeconds"] = "2026-11-24T00:00:32Z", 30
+		}
+		spec := map[string]any{"terminationGracePeriodSeconds": 30, "containers": []any{map[string]any{"name": "c", "image": "i"}}}
+		if node != "" {
+			spec["nodeName"] = node
+		}
+		return map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": md, "spec": spec}
+	}
+	lines := []string{
+		timedEvent(t, levelEvent(t, "create", auditlog.LevelRequestResponse, "create", "pods", "ns1", "p", 201, "", pod("", "", false), pod("10", "", false)), "00.000000", "00.001000", nil),
+		timedEvent(t, levelEvent(t, "delete", auditlog.LevelRequestResponse, "delete", "pods", "ns1", "p", 200, "", nil, pod("12", "n1", true)), "02.000000", "02.010000", nil),
+	}
+	for _, tc := range []struct {
+		name, expr string
+		want       string
+	}{
+		{name: "a field that differs", expr: "!has(oldObject.spec.nodeName)", want: DecisionIndeterminate},
+		{name: "a field that does not", expr: "oldObject.metadata.labels.app == 'web'", want: DecisionAdmit},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p, b := levelPolicy("guard", "pods", admissionregistrationv1.Delete, nil, tc.expr)
+			_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, lines...)
+			if rec := recs["delete"]; rec == nil || rec.Decision != tc.want {
+				t.Errorf("the DELETE: %s, want %s", describeRecord(rec), tc.want)
+			}
+		})
+	}
+}

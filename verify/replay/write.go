@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -662,6 +663,63 @@ func storedVersion(d decoded, ev *Event, t target) uint64 {
 		return state.ResourceVersion(w.resp.GetResourceVersion())
 	}
 	return 0
+}
+
+// markedOtherVersion is what the old object of a DELETE that left its object marked deleted
+// holds otherwise than the version p the State gives it: its response is the object it read,
+// marked (the store changes nothing else of it but its resourceVersion and generation), and
+// the fields where the two differ are not known (a write the log does not show, or one it
+// records later that was committed before the DELETE read the object: two apiservers' logs
+// merged by the times of their events). Nothing when they agree, or when the State or the
+// response does not tell.
+func markedOtherVersion(d decoded, ev *Event, t target, p state.Prior) []vapccel.Unknown {
+	if ev.Verb != "delete" || p.Raw == nil || p.RV == 0 {
+		return nil
+	}
+	v := storedVersion(d, ev, t)
+	if v == 0 || v == p.RV {
+		return nil
+	}
+	resp, err := auditlog.DecodeObject(ev.ResponseObject)
+	if err != nil {
+		return nil
+	}
+	old, err := auditlog.DecodeObject(p.Raw)
+	if err != nil {
+		return nil
+	}
+	why := fmt.Sprintf("the DELETE's response, the object it read marked deleted (resourceVersion %d), differs here from the version the State holds (%d): a write the log does not show, or records later, was committed before it read the object", v, p.RV)
+	skip := map[string]bool{"resourceVersion": true, "generation": true, "managedFields": true}
+	if old.GetDeletionTimestamp() == nil {
+		skip["deletionTimestamp"], skip["deletionGracePeriodSeconds"] = true, true
+	}
+	var out []vapccel.Unknown
+	differ := func(a, b map[string]any, each func(k string)) {
+		for k := range a {
+			if _, ok := b[k]; !ok {
+				each(k)
+			}
+		}
+		for k, bv := range b {
+			if av, ok := a[k]; !ok || !equality.Semantic.DeepEqual(av, bv) {
+				each(k)
+			}
+		}
+	}
+	differ(resp.Object, old.Object, func(k string) {
+		if k != "metadata" {
+			out = append(out, vapccel.Unknown{Path: objectPath(k), Why: why})
+			return
+		}
+		rm, _ := resp.Object["metadata"].(map[string]any)
+		om, _ := old.Object["metadata"].(map[string]any)
+		differ(rm, om, func(f string) {
+			if !skip[f] {
+				out = append(out, vapccel.Unknown{Path: objectPath("metadata", f), Why: why})
+			}
+		})
+	})
+	return out
 }
 
 // dryRunRead is the resourceVersion of the version a successful dry run of an update, a patch
