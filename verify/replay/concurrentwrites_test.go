@@ -666,3 +666,26 @@ func TestMarkedResponseOtherVersion(t *testing.T) {
 		})
 	}
 }
+
+// TestMarkedResponseDeletionFinalizers: the finalizer a DELETE's propagation policy adds
+// (foregroundDeletion) is the DELETE's own change, not another version's.
+func TestMarkedResponseDeletionFinalizers(t *testing.T) {
+	t.Parallel()
+	cm := func(rv string, finalizers ...any) map[string]any {
+		md := map[string]any{"name": "c", "namespace": "a", "uid": "u-c"}
+		if rv != "" {
+			md["resourceVersion"] = rv
+		}
+		if len(finalizers) > 0 {
+			md["finalizers"], md["deletionTimestamp"], md["deletionGracePeriodSeconds"] = finalizers, "2026-11-24T00:00:02Z", 0
+		}
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": md}
+	}
+	p, b := levelPolicy("guard", "configmaps", admissionregistrationv1.Delete, nil, "!has(oldObject.metadata.finalizers)")
+	_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+		timedEvent(t, levelEvent(t, "create", auditlog.LevelRequestResponse, "create", "configmaps", "a", "c", 201, "", cm(""), cm("10")), "00.000000", "00.001000", nil),
+		timedEvent(t, levelEvent(t, "delete", auditlog.LevelRequestResponse, "delete", "configmaps", "a", "c", 200, "", map[string]any{"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1", "propagationPolicy": "Foreground"}, cm("12", "foregroundDeletion")), "02.000000", "02.010000", nil))
+	if rec := recs["delete"]; rec == nil || rec.Decision != DecisionAdmit {
+		t.Errorf("the DELETE: %s, want admit", describeRecord(rec))
+	}
+}

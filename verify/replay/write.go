@@ -714,12 +714,24 @@ func markedOtherVersion(d decoded, ev *Event, t target, p state.Prior) []vapccel
 		rm, _ := resp.Object["metadata"].(map[string]any)
 		om, _ := old.Object["metadata"].(map[string]any)
 		differ(rm, om, func(f string) {
-			if !skip[f] {
+			if !skip[f] && (f != "finalizers" || !onlyDeletionFinalizers(resp.GetFinalizers(), old.GetFinalizers())) {
 				out = append(out, vapccel.Unknown{Path: objectPath("metadata", f), Why: why})
 			}
 		})
 	})
 	return out
+}
+
+// onlyDeletionFinalizers says whether the finalizers a DELETE answered with differ from those
+// of the version it read only by those its propagation policy adds (orphan,
+// foregroundDeletion: deletionFinalizersForGarbageCollection).
+func onlyDeletionFinalizers(marked, read []string) bool {
+	strip := func(fs []string) []string {
+		return slices.DeleteFunc(slices.Clone(fs), func(f string) bool {
+			return f == metav1.FinalizerOrphanDependents || f == metav1.FinalizerDeleteDependents
+		})
+	}
+	return slices.Equal(strip(marked), strip(read))
 }
 
 // dryRunRead is the resourceVersion of the version a successful dry run of an update, a patch
