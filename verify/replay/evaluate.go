@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -264,6 +265,10 @@ func (r *Replayer) stopEvaluation() {
 
 // evaluate rebuilds the job's request and decides it, on a worker.
 func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
+	// Decoded on the worker, not the ordered stage: every scheduled pod's DELETE marks it.
+	if other := markedOtherVersion(j.d, j.ev, j.t, j.prior); len(other) > 0 {
+		j.prior.Unknowns = append(slices.Clip(j.prior.Unknowns), other...)
+	}
 	// The response of a successful write is decoded once: whether it is the admission object
 	// decides the pipeline, and rebuild takes it as that object.
 	var resp *unstructured.Unstructured

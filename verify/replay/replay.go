@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"runtime"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -542,9 +541,6 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 			j.prior = r.state.PriorRead(t.gvr.GroupResource(), t.namespace, t.name, read, ev.Received())
 		} else {
 			j.prior = r.state.PriorOf(t.gvr.GroupResource(), t.namespace, t.name, storedVersion(d, ev, t), ev.Received(), firstAttempt)
-		}
-		if other := markedOtherVersion(d, ev, t, j.prior); len(other) > 0 {
-			j.prior.Unknowns = append(slices.Clip(j.prior.Unknowns), other...)
 		}
 		if j.prior.Raw == nil && j.prior.IfThere != nil && showsThere(ev, t) && (t.op != admission.Delete || r.usesPipeline(ev, t)) &&
 			!ev.Received().IsZero() && ev.Received().After(j.prior.IfThereAfter) {
