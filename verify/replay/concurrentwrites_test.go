@@ -689,3 +689,31 @@ func TestMarkedResponseDeletionFinalizers(t *testing.T) {
 		t.Errorf("the DELETE: %s, want admit", describeRecord(rec))
 	}
 }
+
+// TestMarkedResponseNamespacePhase: the phase Terminating a namespace's DELETE sets is its own
+// change, not another version's: a policy that reads the namespace's phase is decided on the
+// version the State holds.
+func TestMarkedResponseNamespacePhase(t *testing.T) {
+	t.Parallel()
+	ns := func(rv, phase string, marked bool) map[string]any {
+		md := map[string]any{"name": "team", "uid": "u-team", "labels": map[string]any{"kubernetes.io/metadata.name": "team"}}
+		if rv != "" {
+			md["resourceVersion"] = rv
+		}
+		if marked {
+			md["deletionTimestamp"] = "2026-11-24T00:00:02Z"
+		}
+		o := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": md, "spec": map[string]any{"finalizers": []any{"kubernetes"}}}
+		if phase != "" {
+			o["status"] = map[string]any{"phase": phase}
+		}
+		return o
+	}
+	p, b := levelPolicy("guard", "namespaces", admissionregistrationv1.Delete, nil, "oldObject.status.phase == 'Active'")
+	_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+		timedEvent(t, levelEvent(t, "create", auditlog.LevelRequestResponse, "create", "namespaces", "", "team", 201, "", ns("", "", false), ns("10", "Active", false)), "00.000000", "00.001000", nil),
+		timedEvent(t, levelEvent(t, "delete", auditlog.LevelRequestResponse, "delete", "namespaces", "", "team", 200, "", nil, ns("12", "Terminating", true)), "02.000000", "02.010000", nil))
+	if rec := recs["delete"]; rec == nil || rec.Decision != DecisionAdmit {
+		t.Errorf("the DELETE: %s, want admit", describeRecord(rec))
+	}
+}

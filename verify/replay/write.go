@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -692,6 +693,14 @@ func markedOtherVersion(d decoded, ev *Event, t target, p state.Prior) []vapccel
 	skip := map[string]bool{"resourceVersion": true, "generation": true, "managedFields": true}
 	if old.GetDeletionTimestamp() == nil {
 		skip["deletionTimestamp"], skip["deletionGracePeriodSeconds"] = true, true
+		if t.gvr.GroupResource() == state.NamespacesGR {
+			// A namespace's DELETE also sets its phase Terminating (the namespace REST's
+			// Delete), its own change.
+			old = old.DeepCopy()
+			if err := unstructured.SetNestedField(old.Object, string(corev1.NamespaceTerminating), "status", "phase"); err != nil {
+				return nil
+			}
+		}
 	}
 	var out []vapccel.Unknown
 	differ := func(a, b map[string]any, each func(k string)) {
