@@ -12,6 +12,7 @@ import (
 	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 	"github.com/vapc-dev/vapc/verify/replay/internal/catalog"
+	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
 // What the log's requests do to the catalog (internal/catalog): a write of a CRD, the use of a
@@ -104,29 +105,86 @@ func (r *Replayer) learnFromUse(ctx context.Context, d decoded, ev *Event, t tar
 	if r.cat.c.Schema() == nil || !t.reqKind.Empty() || t.sub != "" || t.gvr.Group == "" || kubescheme.Scheme.IsGroupRegistered(t.gvr.Group) {
 		return t
 	}
-	if code := ev.Code(); code < 200 || code >= 300 || isDryRun(ev) || t.op == admission.Connect {
+	kind := kindOfUse(ev, t)
+	if kind == "" {
 		return t
 	}
-	var kind, apiVersion string
-	for _, raw := range [][]byte{ev.ResponseObject, ev.RequestObject} {
-		if h, err := auditlog.DecodeHeader(raw); err == nil && h.GetKind() != "" && h.GetKind() != "Status" && !strings.HasSuffix(h.GetKind(), "List") {
-			kind, apiVersion = h.GetKind(), h.GetAPIVersion()
-			break
-		}
-	}
-	if kind == "" || apiVersion != t.gvr.GroupVersion().String() {
-		return t
-	}
-	learned, err := r.cat.c.Learn(ctx, catalog.Use{Resource: t.gvr, Kind: kind, Namespaced: t.namespace != "",
-		Verb: ev.Verb, File: d.file, Line: d.num, At: auditlog.ParseTime(ev.StageTimestamp)})
-	if err != nil && r.output.sinkErr == nil {
-		r.output.sinkErr = err
-	}
-	if !learned {
+	if !r.learn(ctx, catalog.Use{Resource: t.gvr, Kind: kind, Namespaced: t.namespace != "",
+		Verb: ev.Verb, File: d.file, Line: d.num, At: auditlog.ParseTime(ev.StageTimestamp)}) {
 		return t
 	}
 	nt, _ := r.resolve(ev)
 	return nt
+}
+
+// kindOfUse is the kind a successful write of a resource (t, not a subresource) shows in its
+// response or request object, or "" when it shows none in the version requested.
+func kindOfUse(ev *Event, t target) string {
+	if code := ev.Code(); code < 200 || code >= 300 || isDryRun(ev) || t.op == admission.Connect {
+		return ""
+	}
+	for _, raw := range [][]byte{ev.ResponseObject, ev.RequestObject} {
+		if h, err := auditlog.DecodeHeader(raw); err == nil && h.GetKind() != "" && h.GetKind() != "Status" && !strings.HasSuffix(h.GetKind(), "List") {
+			if h.GetAPIVersion() != t.gvr.GroupVersion().String() {
+				return ""
+			}
+			return h.GetKind()
+		}
+	}
+	return ""
+}
+
+// learn learns a kind from its use (catalog.Catalog.Learn), and says whether it did. What the
+// log wrote of the resource before, which the replay did not follow, is not known
+// (noteUnlearned).
+func (r *Replayer) learn(ctx context.Context, u catalog.Use) bool {
+	learned, err := r.cat.c.Learn(ctx, u)
+	if err != nil && r.output.sinkErr == nil {
+		r.output.sinkErr = err
+	}
+	if !learned {
+		return false
+	}
+	gr := u.Resource.GroupResource()
+	for k, src := range r.cat.unlearned[gr] {
+		why := "written at " + src + " before the replay learned the kind of " + gr.String() + " from a later request, its CustomResourceDefinition not known"
+		if k.Name == "" {
+			r.state.ForgetAll(gr, k.Namespace, why)
+		} else {
+			r.state.Forget(gr, schema.GroupVersionKind{}, k.Namespace, k.Name, why)
+		}
+	}
+	delete(r.cat.unlearned, gr)
+	return true
+}
+
+// noteUnlearned notes a write the replay could not follow, of a resource whose kind the
+// catalog does not know (not of a built-in group): if the replay learns the kind later, the
+// objects it may have written are not known (learn). A write that does not name its object
+// (a deletecollection) leaves none of the namespace known.
+func (r *Replayer) noteUnlearned(d decoded, ev *Event, t target) {
+	if !t.reqKind.Empty() || t.gvr.Group == "" || kubescheme.Scheme.IsGroupRegistered(t.gvr.Group) || t.op == admission.Connect || isDryRun(ev) {
+		return
+	}
+	if code := ev.Code(); code >= 400 || (code > 0 && code < 200) {
+		return
+	}
+	gr := t.gvr.GroupResource()
+	if r.cat.unlearned == nil {
+		r.cat.unlearned = map[schema.GroupResource]map[state.ObjectKey]string{}
+	}
+	m := r.cat.unlearned[gr]
+	if m == nil {
+		m = map[state.ObjectKey]string{}
+		r.cat.unlearned[gr] = m
+	}
+	k := state.ObjectKey{Namespace: t.namespace, Name: t.name}
+	if ev.Verb == "deletecollection" {
+		k.Name = ""
+	}
+	if _, ok := m[k]; !ok {
+		m[k] = lineRef{d.file, d.num}.String()
+	}
 }
 
 // schemaRefreshing says why the MutatingAdmissionPolicy plugin may not have had the schema of

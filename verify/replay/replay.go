@@ -183,6 +183,10 @@ type catalogState struct {
 	epoch atomic.Pointer[epoch]
 	// deferred are the snapshot's objects of kinds not yet known, while it loads.
 	deferred []deferredObject
+	// unlearned are the writes of resources whose kinds the catalog does not know, by
+	// resource (noteUnlearned); ahead what learnAhead looked for.
+	unlearned map[schema.GroupResource]map[state.ObjectKey]string
+	ahead     aheadScan
 }
 
 // emitter is where a replay's records go (in the log's order), and what they add up to.
@@ -361,6 +365,7 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 	r.ran = true
 	sources, jumps := source.Split(sources, r.cfg.maxLine)
 	sources, reordered := source.InTimeOrder(sources, r.cfg.maxLine)
+	r.cat.ahead.sources = sources
 	r.output.sum = newSummary(sources)
 	if reordered {
 		r.output.sum.Notes = append(r.output.sum.Notes, "the logs were read as one, in the time order of their events, not in the order given: "+strings.Join(r.output.sum.Files, ", "))
@@ -497,6 +502,8 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 		return
 	}
 	t = r.learnFromUse(ctx, d, ev, t)
+	t = r.learnAhead(ctx, d, ev, t)
+	r.noteUnlearned(d, ev, t)
 	r.reviseConcurrent(d, ev, t)
 	r.detectBirth(d, ev, t)
 	rec := classify(ev, t.connect)

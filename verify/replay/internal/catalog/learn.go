@@ -79,6 +79,9 @@ type Use struct {
 	File string
 	Line int
 	At   time.Time
+	// Ahead, when set, is where the request is that the replay read the log ahead for, to
+	// this use: one that came before it.
+	Ahead string
 }
 
 // Learn learns the kind of a resource the catalog does not serve from its use, as served by a
@@ -121,6 +124,9 @@ func (c *Catalog) Learn(ctx context.Context, u Use) (bool, error) {
 	if since != "" {
 		since = " (" + since + ")"
 	}
+	if u.Ahead != "" {
+		since += ", read ahead for the request at " + u.Ahead
+	}
 	c.record(u.File, u.Line, name, fmt.Sprintf("learned from a %s of it: %s %s in %s, its schema not known%s", u.Verb, u.Kind, scope, u.Resource.Version, since))
 	return true, err
 }
@@ -128,3 +134,30 @@ func (c *Catalog) Learn(ctx context.Context, u Use) (bool, error) {
 // Learned says whether the replay learned the resource's kind from its use, without its
 // schema.
 func (c *Catalog) Learned(gvr schema.GroupVersionResource) bool { return c.learned[nameOf(gvr)] }
+
+// Unlearned are the CRDs that may serve a paramKind of the policies the catalog does not map:
+// those of its group the log created without their objects, whose kinds the replay has not
+// learned, each with the time of its create (see the replay's learnAhead).
+func (c *Catalog) Unlearned(policies []string) map[string]time.Time {
+	var out map[string]time.Time
+	for _, p := range policies {
+		k := c.policyParam[p]
+		if k == nil || k.mapping != nil || k.resolving.on {
+			continue
+		}
+		for name, oc := range c.opaqueCreated {
+			if ResourceOf(name).Group != k.gvk.Group || c.learned[name] || c.removed[name] || oc.at.IsZero() {
+				continue
+			}
+			if out == nil {
+				out = map[string]time.Time{}
+			}
+			out[name] = oc.at
+		}
+	}
+	return out
+}
+
+// EstablishWithin is how soon after a CRD's create the status writes that establish it come
+// (see Opaque): a later one is another change.
+const EstablishWithin = establishWithin

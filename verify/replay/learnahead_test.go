@@ -1,0 +1,141 @@
+package replay
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+)
+
+// TestCRDLearnedAhead: a CRD the log creates without its object serves the paramKind of a
+// policy; a request comes before the first use of its resource, which shows the kind. The
+// replay reads the log ahead for that use when it can read the log again (a file, not standard
+// input), and decides the request on what the CRD served then; a write of the CRD between the
+// two, or a param written before the kind was learned whose object the log does not hold,
+// leaves what it needs unknown.
+func TestCRDLearnedAhead(t *testing.T) {
+	t.Parallel()
+	ps, bs := crdPolicies()
+	crdE := func(id, verb, sub string, when float64) event {
+		user := "admin"
+		if sub == "status" {
+			user = "system:apiserver"
+		}
+		// Without its object, as a CRD logged at level Metadata.
+		return event{id: id, verb: verb, group: "apiextensions.k8s.io", version: "v1", resource: "customresourcedefinitions", sub: sub, name: "replicalimits.rules.example.com", code: map[string]int32{"create": 201}[verb] + map[bool]int32{true: 200}[verb != "create"], received: at(t, when), user: user}
+	}
+	depE := func(id string, replicas int64, when float64, code int32, message string) event {
+		d := deploymentObject(id, replicas)
+		e := event{id: id, verb: "create", group: "apps", version: "v1", resource: "deployments", ns: "app", name: id, code: code, message: message, received: at(t, when), req: d}
+		if code == 201 {
+			e.resp = d
+		}
+		return e
+	}
+	limitE := func(id, name string, when float64) event {
+		l := customObject("ReplicaLimit", name, "rules", map[string]any{"max": int64(3)})
+		return event{id: id, verb: "create", group: "rules.example.com", version: "v1", resource: "replicalimits", ns: "rules", name: name, code: 201, received: at(t, when), req: l, resp: l}
+	}
+	atMetadata := func(line string) string {
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatal(err)
+		}
+		ev["level"] = auditlog.LevelMetadata
+		delete(ev, "requestObject")
+		delete(ev, "responseObject")
+		b, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	notFound := `deployments.apps "early" is forbidden: ValidatingAdmissionPolicy 'replica-limit' with binding 'replica-limit' denied request: failed to configure binding: no params found for policy binding with ` + "`Deny`" + ` parameterNotFoundAction`
+	created := []event{crdE("crd", "create", "", 0), crdE("crd-status", "update", "status", 0.02)}
+	tests := []struct {
+		name   string
+		lines  []event
+		meta   string // the id of the event logged at level Metadata
+		stdin  bool
+		want   string // early's decision and reason, or its detail
+		detail string
+	}{{
+		name:  "learned ahead",
+		lines: append(created[:2:2], depE("early", 5, 50, 422, notFound), limitE("limit", "limit", 60), depE("later", 5, 65, 422, msg(tooManyReplicas, "later"))),
+		want:  DecisionDeny,
+	}, {
+		name:   "standard input is not read again",
+		lines:  append(created[:2:2], depE("early", 5, 50, 422, notFound), limitE("limit", "limit", 60)),
+		stdin:  true,
+		want:   DecisionIndeterminate,
+		detail: "param-kind-unknown: paramKind rules.example.com/v1 ReplicaLimit may be served by a CustomResourceDefinition of rules.example.com the log wrote at audit.jsonl:1 without its object",
+	}, {
+		name:   "the CRD written between",
+		lines:  append(created[:2:2], depE("early", 5, 50, 422, notFound), crdE("crd-update", "update", "", 55), limitE("limit", "limit", 60)),
+		want:   DecisionIndeterminate,
+		detail: "param-kind-unknown: ",
+	}, {
+		// The param was created before the request, at level Metadata: the replay learns its
+		// kind later, from another object, and does not know the param.
+		name:   "a param written before the kind was learned",
+		lines:  append(created[:2:2], limitE("limit", "limit", 45), depE("early", 5, 50, 422, msg(tooManyReplicas, "early")), limitE("other", "other", 60)),
+		meta:   "limit",
+		want:   DecisionIndeterminate,
+		detail: "param-unknown: replicalimits.rules.example.com rules/limit unknown",
+	}, {
+		// So when the replay learns the kind at its use, reading the log in order.
+		name:   "a param written before the kind was learned at its use",
+		lines:  append(created[:2:2], limitE("limit", "limit", 45), limitE("other", "other", 60), depE("early", 5, 65, 422, msg(tooManyReplicas, "early"))),
+		meta:   "limit",
+		stdin:  true,
+		want:   DecisionIndeterminate,
+		detail: "param-unknown: replicalimits.rules.example.com rules/limit unknown",
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var text []string
+			for _, e := range tc.lines {
+				l := e.line(t)
+				if e.id == tc.meta {
+					l = atMetadata(l)
+				}
+				text = append(text, l)
+			}
+			data := strings.Join(text, "\n") + "\n"
+			src := Source{Name: "audit.jsonl", Reader: strings.NewReader(data)}
+			if !tc.stdin {
+				src = Source{Name: filepath.Join(t.TempDir(), "audit.jsonl")}
+				if err := os.WriteFile(src.Name, []byte(data), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r, err := New(ps, bs, WithCheckRecorded(true))
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs := map[string]*Record{}
+			sum, err := r.Run(context.Background(), []Source{src}, func(rec *Record) error {
+				recs[rec.AuditID] = rec
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := recs["early"]
+			if rec == nil || rec.Decision != tc.want || !strings.Contains(rec.Indeterminate, tc.detail) {
+				t.Errorf("early: %s, want %s %q", describeRecord(rec), tc.want, tc.detail)
+			}
+			if rec := recs["later"]; rec != nil && rec.Decision != DecisionDeny {
+				t.Errorf("later: %s, want deny", describeRecord(rec))
+			}
+			if len(sum.Disagreements) != 0 {
+				t.Errorf("disagreements: %v", sum.Disagreements)
+			}
+		})
+	}
+}
