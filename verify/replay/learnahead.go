@@ -45,7 +45,7 @@ type aheadUse struct {
 // map for a paramKind of the policies the request matches, and returns the request's target as
 // the catalog then resolves it.
 func (r *Replayer) learnAhead(ctx context.Context, d decoded, ev *Event, t target) target {
-	if r.cat.c.Schema() == nil {
+	if r.cat.c.Schema() == nil || !r.cat.c.CreatedOpaque() {
 		return t
 	}
 	policies := r.cur().scope.match(t.gvr, t.sub, t.op)

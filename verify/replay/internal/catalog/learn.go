@@ -140,6 +140,9 @@ func (c *Catalog) Learned(gvr schema.GroupVersionResource) bool { return c.learn
 // learned, each with the time of its create (see the replay's learnAhead).
 func (c *Catalog) Unlearned(policies []string) map[string]time.Time {
 	var out map[string]time.Time
+	if len(c.opaqueCreated) == 0 {
+		return nil
+	}
 	for _, p := range policies {
 		k := c.policyParam[p]
 		if k == nil || k.mapping != nil || k.resolving.on {
@@ -157,6 +160,9 @@ func (c *Catalog) Unlearned(policies []string) map[string]time.Time {
 	}
 	return out
 }
+
+// CreatedOpaque says whether the log created a CRD without its object.
+func (c *Catalog) CreatedOpaque() bool { return len(c.opaqueCreated) > 0 }
 
 // EstablishWithin is how soon after a CRD's create the status writes that establish it come
 // (see Opaque): a later one is another change.
