@@ -79,6 +79,21 @@ func TestCRDLearnedAhead(t *testing.T) {
 		want:   DecisionIndeterminate,
 		detail: "param-kind-unknown: ",
 	}, {
+		// Another CRD of the group may have held the kind's names until it was deleted.
+		name: "another CRD of the group deleted between",
+		lines: append(created[:2:2], depE("early", 5, 50, 422, notFound),
+			event{id: "other-crd-delete", verb: "delete", group: "apiextensions.k8s.io", version: "v1", resource: "customresourcedefinitions", name: "oldlimits.rules.example.com", code: 200, received: at(t, 55)},
+			limitE("limit", "limit", 60)),
+		want:   DecisionIndeterminate,
+		detail: "param-kind-unknown: ",
+	}, {
+		// A log that does not record the CRD's status writes would not show those that accept
+		// its names later either.
+		name:   "no status write logged",
+		lines:  []event{created[0], depE("early", 5, 50, 422, notFound), limitE("limit", "limit", 60)},
+		want:   DecisionIndeterminate,
+		detail: "param-kind-unknown: ",
+	}, {
 		// The param was created before the request, at level Metadata: the replay learns its
 		// kind later, from another object, and does not know the param.
 		name:   "a param written before the kind was learned",

@@ -2061,3 +2061,43 @@ func replayChecked(t *testing.T, p *admissionregistrationv1.ValidatingAdmissionP
 	}
 	return recs
 }
+
+// TestPatchCreated: a patch answered 201 created its object, which the store found absent:
+// the request pipeline applies the patch to nothing, whether or not the State keeps the
+// resource (a policy that sees only creates does not make it keep configmaps).
+func TestPatchCreated(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("guard", "configmaps", admissionregistrationv1.Create, nil, "object.data.mode != 'off'")
+	// A policy on updates makes the State keep configmaps.
+	up, ub := levelPolicy("updates", "configmaps", admissionregistrationv1.Update, nil, "true")
+	patch := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "a"}, "data": map[string]any{"mode": "off"}}
+	refused := levelEvent(t, "refused", auditlog.LevelRequest, "patch", "configmaps", "a", "c", 422, `configmaps "c" is forbidden: ValidatingAdmissionPolicy 'guard' with binding 'guard' denied request: denied by guard`, patch, nil)
+	refused = replaceOnce(t, refused, `configmaps/c"`, `configmaps/c?fieldManager=kubectl"`)
+	created := levelEvent(t, "created", auditlog.LevelRequest, "patch", "configmaps", "a", "d", 201, "", map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "d", "namespace": "a"}, "data": map[string]any{"mode": "on"}}, nil)
+	created = replaceOnce(t, created, `configmaps/d"`, `configmaps/d?fieldManager=kubectl"`)
+	other := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "other", "namespace": "a", "resourceVersion": "5"}}
+	for _, tc := range []struct {
+		name     string
+		policies []*admissionregistrationv1.ValidatingAdmissionPolicy
+		bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
+		snapshot []any
+		refused  string // its decision: whether c was there decides whether the guard saw it
+	}{
+		{"configmaps not kept", []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, nil, DecisionIndeterminate},
+		{"c known absent", []*admissionregistrationv1.ValidatingAdmissionPolicy{p, up}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b, ub}, []any{other}, DecisionDeny},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			sum, recs := replayLinesWith(t, tc.policies, tc.bindings, tc.snapshot, refused, created)
+			if rec := recs["created"]; rec == nil || rec.Decision != DecisionAdmit {
+				t.Errorf("the patch that created d: %s, want admit", describeRecord(rec))
+			}
+			if rec := recs["refused"]; rec == nil || rec.Decision != tc.refused {
+				t.Errorf("the refused patch of c: %s, want %s", describeRecord(rec), tc.refused)
+			}
+			if len(sum.Disagreements) != 0 {
+				t.Errorf("disagreements: %v", sum.Disagreements)
+			}
+		})
+	}
+}

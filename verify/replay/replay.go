@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -365,7 +366,7 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 	r.ran = true
 	sources, jumps := source.Split(sources, r.cfg.maxLine)
 	sources, reordered := source.InTimeOrder(sources, r.cfg.maxLine)
-	r.cat.ahead.sources = sources
+	r.cat.ahead.noteSources(sources)
 	r.output.sum = newSummary(sources)
 	if reordered {
 		r.output.sum.Notes = append(r.output.sum.Notes, "the logs were read as one, in the time order of their events, not in the order given: "+strings.Join(r.output.sum.Files, ", "))
@@ -522,6 +523,13 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	}()
 	ep := r.cur()
 	policies := ep.scope.match(t.gvr, t.sub, t.op)
+	if mayHaveCreated(ev, t) {
+		// Admission saw a CREATE if the object was not there (the request pipeline, which
+		// serves it on the object the State holds, tells which).
+		if cs := ep.scope.match(t.gvr, t.sub, admission.Create); len(cs) > 0 {
+			policies = slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(policies), cs...))))
+		}
+	}
 	if len(policies) == 0 {
 		if rec.skip != "" {
 			r.output.sum.skip(rec.skip, rec.note)

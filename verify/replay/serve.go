@@ -465,6 +465,11 @@ func servedObjects(j *job) (*jobObjects, undecided) {
 		objs.version, objs.uid = fromRequest(ev, j.prior.Unknowns)
 		objs.body = updateBody(ev, j.prior.Unknowns)
 	}
+	if t.op == admission.Create && t.sub == "" && ev.Verb != "create" && ev.Code() == http.StatusCreated {
+		// An update or a patch that created its object (201) found none stored: the store's
+		// Update creates it when it does not exist.
+		objs.absent = true
+	}
 	if objs.absent && (t.op == admission.Update || t.op == admission.Delete) && ev.Code() >= 200 && ev.Code() < 300 {
 		// The server wrote an object the State holds to be absent: the State missed its
 		// creation (an audit policy that does not log it), and does not know it.

@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/vapc-dev/vapc/verify/internal/apiserver"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
@@ -20,14 +21,16 @@ import (
 // patchVariants are the content types a PATCH body may have been sent as: a JSON array is a
 // JSON patch; an object is a merge patch, a strategic merge patch (built-in kinds only) or,
 // with a fieldManager and apiVersion and kind, a server-side apply. A force parameter is valid
-// for apply only.
+// for apply only, and only an apply creates its object (201).
 func patchVariants(body []byte, ev *Event) []types.PatchType {
 	body = bytes.TrimSpace(body)
 	if len(body) > 0 && body[0] == '[' {
 		return []types.PatchType{types.JSONPatchType}
 	}
 	q := ev.Query()
-	if q.Has("force") {
+	if q.Has("force") || ev.Code() == http.StatusCreated {
+		// Of the patches, only a server-side apply creates the object it is about (the
+		// patcher's createNewObject: the others are NotFound).
 		return []types.PatchType{types.ApplyYAMLPatchType}
 	}
 	if strategicDirectives(body) {
@@ -283,4 +286,21 @@ func pickServed(ev *Event, vs []served, recorded func(served) bool) (s served, o
 		}
 	}
 	return kept[0], true, why, ""
+}
+
+// mayHaveCreated says whether a request the log shows as an update may have created its object
+// instead: a patch that failed, which a server-side apply may have been (only an apply creates
+// its object: 201 when it does), sent with a body that could be one, or at a level that does not
+// show its body.
+func mayHaveCreated(ev *Event, t target) bool {
+	if ev.Verb != "patch" || t.op != admission.Update || t.sub != "" {
+		return false
+	}
+	if code := ev.Code(); code >= 200 && code < 300 {
+		return false
+	}
+	if body := bytes.TrimSpace(ev.RequestObject); len(body) == 0 || string(body) == "null" {
+		return true
+	}
+	return slices.Contains(patchVariants(ev.RequestObject, ev), types.ApplyYAMLPatchType)
 }

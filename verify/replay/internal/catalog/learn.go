@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -135,30 +136,34 @@ func (c *Catalog) Learn(ctx context.Context, u Use) (bool, error) {
 // schema.
 func (c *Catalog) Learned(gvr schema.GroupVersionResource) bool { return c.learned[nameOf(gvr)] }
 
-// Unlearned are the CRDs that may serve a paramKind of the policies the catalog does not map:
-// those of its group the log created without their objects, whose kinds the replay has not
-// learned, each with the time of its create (see the replay's learnAhead).
-func (c *Catalog) Unlearned(policies []string) map[string]time.Time {
-	var out map[string]time.Time
+// Unlearned are the CRDs that may serve a paramKind of the policies the catalog does not map
+// (kinds): those of its group the log created without their objects, whose kinds the replay
+// has not learned, each with the time of its create (see the replay's learnAhead). Only a CRD
+// whose establishing status writes the log shows is one: a log that does not record them
+// would not show the status writes that accept its names later either (after a conflict).
+func (c *Catalog) Unlearned(policies []string) (crds map[string]time.Time, kinds []schema.GroupVersionKind) {
 	if len(c.opaqueCreated) == 0 {
-		return nil
+		return nil, nil
 	}
 	for _, p := range policies {
 		k := c.policyParam[p]
-		if k == nil || k.mapping != nil || k.resolving.on {
+		if k == nil || k.mapping != nil || k.resolving.on || slices.Contains(kinds, k.gvk) {
 			continue
 		}
 		for name, oc := range c.opaqueCreated {
-			if ResourceOf(name).Group != k.gvk.Group || c.learned[name] || c.removed[name] || oc.at.IsZero() {
+			if ResourceOf(name).Group != k.gvk.Group || c.learned[name] || c.removed[name] || oc.at.IsZero() || !oc.established.After(oc.at) {
 				continue
 			}
-			if out == nil {
-				out = map[string]time.Time{}
+			if crds == nil {
+				crds = map[string]time.Time{}
 			}
-			out[name] = oc.at
+			crds[name] = oc.at
+			if !slices.Contains(kinds, k.gvk) {
+				kinds = append(kinds, k.gvk)
+			}
 		}
 	}
-	return out
+	return crds, kinds
 }
 
 // CreatedOpaque says whether the log created a CRD without its object.
