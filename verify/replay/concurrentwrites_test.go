@@ -717,3 +717,48 @@ func TestMarkedResponseNamespacePhase(t *testing.T) {
 		t.Errorf("the DELETE: %s, want admit", describeRecord(rec))
 	}
 }
+
+// TestMarkedResponseShortened: a DELETE that shortens a pending graceful deletion answers with
+// the marks moved (rest.BeforeDelete); a write the log does not show changed the pod in
+// between. The marks are the DELETE's own change: a policy that reads them, or the grace
+// period the options give, is decided on the State's version; another field that differs is
+// not known.
+func TestMarkedResponseShortened(t *testing.T) {
+	t.Parallel()
+	pod := func(rv, phase string, grace int, ts string) map[string]any {
+		md := map[string]any{"name": "p", "namespace": "ns1", "uid": "u-p", "resourceVersion": rv}
+		if ts != "" {
+			md["deletionTimestamp"], md["deletionGracePeriodSeconds"] = ts, grace
+		}
+		return map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": md,
+			"spec":   map[string]any{"nodeName": "n1", "terminationGracePeriodSeconds": 30, "containers": []any{map[string]any{"name": "c", "image": "i"}}},
+			"status": map[string]any{"phase": phase}}
+	}
+	zero := map[string]any{"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1", "gracePeriodSeconds": 0}
+	lines := []string{
+		timedEvent(t, levelEvent(t, "create", auditlog.LevelRequestResponse, "create", "pods", "ns1", "p", 201, "", pod("", "Running", 0, ""), pod("10", "Running", 0, "")), "00.000000", "00.001000", nil),
+		timedEvent(t, levelEvent(t, "graceful", auditlog.LevelRequestResponse, "delete", "pods", "ns1", "p", 200, "", nil, pod("12", "Running", 30, "2026-11-24T00:00:32Z")), "02.000000", "02.010000", nil),
+		// The kubelet's status update (phase Succeeded) is not in the log; its final DELETE
+		// shortens the grace period to 0: the deletionTimestamp moves to the server's clock.
+		timedEvent(t, levelEvent(t, "final", auditlog.LevelRequestResponse, "delete", "pods", "ns1", "p", 200, "", zero, pod("14", "Succeeded", 0, "2026-11-24T00:00:05Z")), "05.000000", "05.010000", nil),
+	}
+	for _, tc := range []struct {
+		name, expr, want string
+	}{
+		// Validated twice: on the pod as the State holds it, then marked with the period of
+		// zero, which the policy refuses.
+		{"the marks", "oldObject.metadata.deletionGracePeriodSeconds == 30", DecisionDeny},
+		{"the marks before", "oldObject.metadata.deletionGracePeriodSeconds in [0, 30]", DecisionAdmit},
+		{"the options' grace period", "request.options.gracePeriodSeconds == 0", DecisionAdmit},
+		{"a field that differs", "oldObject.status.phase == 'Running'", DecisionIndeterminate},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p, b := levelPolicy("guard", "pods", admissionregistrationv1.Delete, nil, tc.expr)
+			_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, lines...)
+			if rec := recs["final"]; rec == nil || rec.Decision != tc.want {
+				t.Errorf("the final DELETE: %s, want %s", describeRecord(rec), tc.want)
+			}
+		})
+	}
+}

@@ -150,8 +150,14 @@ var graceReads = vapccel.Reads{Reads: []vapccel.Read{
 // know what the pod strategy sets it from (p, the stored pod: its status written at level
 // Metadata, say): the options admission sees, and whether the store validates the deletion
 // again on the pod it has marked deleted (a grace period of zero).
-func graceUnknowns(t target, p state.Prior) []vapccel.Unknown {
+func graceUnknowns(ev *Event, t target, p state.Prior) []vapccel.Unknown {
 	if t.gvr.GroupResource() != podsGR || t.sub != "" || t.op != admission.Delete {
+		return nil
+	}
+	if g, ok := optionsGrace(ev); ok && g == 0 {
+		// A grace period of zero asked for stays zero, and marks the pod deleted before the
+		// store validates the deletion again, whatever the pod holds (rest.BeforeDelete, and
+		// the pod strategy only ever lowers one to zero).
 		return nil
 	}
 	_, u, ok := graceReads.DependsOn(p.Unknowns)
@@ -164,6 +170,23 @@ func graceUnknowns(t target, p state.Prior) []vapccel.Unknown {
 		{Path: vapccel.FieldPath{Root: "oldObject", Steps: []string{"metadata", "deletionTimestamp"}}, Why: why + " (a grace period of zero validates the deletion again once the store has marked the pod deleted)"},
 		{Path: vapccel.FieldPath{Root: "oldObject", Steps: []string{"metadata", "deletionGracePeriodSeconds"}}, Why: why + " (a grace period of zero validates the deletion again once the store has marked the pod deleted)"},
 	}
+}
+
+// optionsGrace is the grace period a DELETE's options ask for, and whether they do.
+func optionsGrace(ev *Event) (int64, bool) {
+	o, err := deleteOptions(ev.RequestObject, ev.Query())
+	if err != nil {
+		return 0, false
+	}
+	switch g := o.Object["gracePeriodSeconds"].(type) {
+	case int64:
+		return g, true
+	case float64:
+		if g == float64(int64(g)) {
+			return int64(g), true
+		}
+	}
+	return 0, false
 }
 
 // A create, update or patch of a built-in resource logged at level Metadata has no object: its
@@ -235,5 +258,5 @@ func bodyUnknown(ev *Event, t target, u vapccel.Unknown) bool {
 // (exportloss.go), what its level left out of a DELETE's options, and what a pod's unknown
 // phase makes of its DELETE's grace period.
 func requestUnknowns(j *job, p state.Prior) []vapccel.Unknown {
-	return slices.Concat(exportUnknowns(j.ev), optionsUnknowns(j.ev, j.t), graceUnknowns(j.t, p))
+	return slices.Concat(exportUnknowns(j.ev), optionsUnknowns(j.ev, j.t), graceUnknowns(j.ev, j.t, p))
 }

@@ -666,9 +666,10 @@ func storedVersion(d decoded, ev *Event, t target) uint64 {
 	return 0
 }
 
-// markedOtherVersion is what the old object of a DELETE that left its object marked deleted
-// holds otherwise than the version p the State gives it: its response is the object it read,
-// marked (the store changes nothing else of it but its resourceVersion and generation), and
+// markedOtherVersion is what the old object of a DELETE that left its object marked deleted, or
+// removed it, holds otherwise than the version p the State gives it: its response is the
+// object it read, marked (the store changes nothing else of it but its resourceVersion and
+// generation), and
 // the fields where the two differ are not known (a write the log does not show, or one it
 // records later that was committed before the DELETE read the object: two apiservers' logs
 // merged by the times of their events). Nothing when they agree, or when the State or the
@@ -678,6 +679,15 @@ func markedOtherVersion(d decoded, ev *Event, t target, p state.Prior) []vapccel
 		return nil
 	}
 	v := storedVersion(d, ev, t)
+	if v == 0 {
+		// A DELETE that removed its object answers with it as last stored, marked where the
+		// deletion was graceful, at the deletion's resourceVersion (etcd3's conditionalDelete).
+		if c := ev.Code(); c >= 200 && c < 300 && !isDryRun(ev) && hasBody(ev.ResponseObject) {
+			if w := writtenObject(ev, t); w.isMain && w.raw != nil && w.resp.GetName() == t.name && w.resp.GetNamespace() == t.namespace {
+				v = state.ResourceVersion(w.resp.GetResourceVersion())
+			}
+		}
+	}
 	if v == 0 || v == p.RV {
 		return nil
 	}
@@ -691,6 +701,9 @@ func markedOtherVersion(d decoded, ev *Event, t target, p state.Prior) []vapccel
 	}
 	why := fmt.Sprintf("the DELETE's response, the object it read marked deleted (resourceVersion %d), differs here from the version the State holds (%d): a write the log does not show, or records later, was committed before it read the object", v, p.RV)
 	skip := map[string]bool{"resourceVersion": true, "generation": true, "managedFields": true}
+	if old.GetDeletionTimestamp() != nil && shortenedBy(ev, old, resp) {
+		skip["deletionTimestamp"], skip["deletionGracePeriodSeconds"] = true, true
+	}
 	if old.GetDeletionTimestamp() == nil {
 		skip["deletionTimestamp"], skip["deletionGracePeriodSeconds"] = true, true
 		if t.gvr.GroupResource() == state.NamespacesGR {
@@ -729,6 +742,40 @@ func markedOtherVersion(d decoded, ev *Event, t target, p state.Prior) []vapccel
 		})
 	})
 	return out
+}
+
+// shortenedBy says whether the deletion marks a DELETE answered with (resp) are those of the
+// object it read as the State holds it (old, marked deleted), shortened by the DELETE's own grace
+// period as rest.BeforeDelete shortens a pending graceful deletion: the deletionTimestamp moved
+// back by the difference, or to the server's clock during the request when that is later (and
+// a non-zero period then 1).
+func shortenedBy(ev *Event, old, resp *unstructured.Unstructured) bool {
+	g0, g1r := old.GetDeletionGracePeriodSeconds(), resp.GetDeletionGracePeriodSeconds()
+	ts0, ts1 := old.GetDeletionTimestamp(), resp.GetDeletionTimestamp()
+	if g0 == nil || g1r == nil || ts1 == nil || *g0 <= 0 {
+		return false
+	}
+	g1, ok := optionsGrace(ev)
+	if !ok {
+		return false
+	}
+	if g1 < 0 {
+		g1 = 1
+	}
+	if g1 >= *g0 {
+		return false // not shortened: the marks are the old ones, or another version's
+	}
+	moved := ts0.Add(time.Duration(g1-*g0) * time.Second).Truncate(time.Second)
+	if *g1r == g1 && ts1.Time.Equal(moved) {
+		return true
+	}
+	// Moved into the past: the server's clock during the request instead.
+	received, done := ev.Received(), auditlog.ParseTime(ev.StageTimestamp)
+	if received.IsZero() || done.IsZero() || !moved.Before(done) {
+		return false
+	}
+	clamped := g1 == 0 && *g1r == 0 || g1 != 0 && *g1r == 1
+	return clamped && !ts1.Time.Before(received.Truncate(time.Second)) && !ts1.Time.After(done)
 }
 
 // onlyDeletionFinalizers says whether the finalizers a DELETE answered with differ from those
