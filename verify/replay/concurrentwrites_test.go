@@ -762,3 +762,69 @@ func TestMarkedResponseShortened(t *testing.T) {
 		})
 	}
 }
+
+// TestMarkedResponseGeneration: a DELETE that first marks its object moves its generation by
+// one (rest.BeforeDelete); a response whose generation is further on read a version the log
+// does not show, and the old object's generation is not known.
+func TestMarkedResponseGeneration(t *testing.T) {
+	t.Parallel()
+	pod := func(rv string, gen int, marked bool) map[string]any {
+		md := map[string]any{"name": "p", "namespace": "ns1", "uid": "u-p", "resourceVersion": rv, "generation": gen}
+		if marked {
+			md["deletionTimestamp"], md["deletionGracePeriodSeconds"] = "2026-11-24T00:00:05Z", 0
+		}
+		return map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": md,
+			"spec": map[string]any{"nodeName": "n1", "terminationGracePeriodSeconds": 30, "containers": []any{map[string]any{"name": "c", "image": "i"}}}}
+	}
+	zero := map[string]any{"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1", "gracePeriodSeconds": 0}
+	for _, tc := range []struct {
+		name string
+		gen  int // of the DELETE's response
+		want string
+	}{
+		{"moved by the DELETE", 2, DecisionAdmit},
+		{"moved by a write the log does not show", 3, DecisionIndeterminate},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p, b := levelPolicy("guard", "pods", admissionregistrationv1.Delete, nil, "oldObject.metadata.generation <= 2")
+			_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+				timedEvent(t, levelEvent(t, "create", auditlog.LevelRequestResponse, "create", "pods", "ns1", "p", 201, "", pod("", 1, false), pod("10", 1, false)), "00.000000", "00.001000", nil),
+				timedEvent(t, levelEvent(t, "delete", auditlog.LevelRequestResponse, "delete", "pods", "ns1", "p", 200, "", zero, pod("14", tc.gen, true)), "05.000000", "05.010000", nil))
+			if rec := recs["delete"]; rec == nil || rec.Decision != tc.want {
+				t.Errorf("the DELETE: %s, want %s", describeRecord(rec), tc.want)
+			}
+		})
+	}
+}
+
+// TestMarkedByAnotherDelete: a DELETE answered with the version the State holds, marked, read
+// it before another DELETE marked it (the store's errAlreadyDeleting): admission saw the object
+// as that one left it, which the log does not show.
+func TestMarkedByAnotherDelete(t *testing.T) {
+	t.Parallel()
+	cm := func(rv string, marked bool) map[string]any {
+		md := map[string]any{"name": "c", "namespace": "a", "uid": "u-c", "resourceVersion": rv, "finalizers": []any{"example.com/keep"}}
+		if marked {
+			md["deletionTimestamp"], md["deletionGracePeriodSeconds"] = "2026-11-24T00:00:02Z", 0
+		}
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": md}
+	}
+	for _, tc := range []struct {
+		name, expr, want string
+	}{
+		{"reads the old object", "!has(oldObject.metadata.deletionTimestamp)", DecisionIndeterminate},
+		{"reads the user", "request.userInfo.username == 'admin'", DecisionAdmit},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p, b := levelPolicy("guard", "configmaps", admissionregistrationv1.Delete, nil, tc.expr)
+			_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+				timedEvent(t, levelEvent(t, "create", auditlog.LevelRequestResponse, "create", "configmaps", "a", "c", 201, "", cm("", false), cm("10", false)), "00.000000", "00.001000", nil),
+				timedEvent(t, levelEvent(t, "delete", auditlog.LevelRequestResponse, "delete", "configmaps", "a", "c", 200, "", nil, cm("10", true)), "02.000000", "02.010000", nil))
+			if rec := recs["delete"]; rec == nil || rec.Decision != tc.want {
+				t.Errorf("the DELETE: %s, want %s", describeRecord(rec), tc.want)
+			}
+		})
+	}
+}

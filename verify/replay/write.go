@@ -210,6 +210,9 @@ func (r *Replayer) applyUpdate(ctx context.Context, sw stateWrite) {
 func (r *Replayer) applyDelete(ctx context.Context, sw stateWrite) {
 	ev, t, gr, src, resp, isMain := sw.ev, sw.t, sw.gr, sw.src, sw.w.resp, sw.w.isMain
 	switch {
+	case isMain && stillExists(resp) && r.markedByAnother(sw, resp):
+		// What the other DELETE stored is not known.
+		r.state.Forget(gr, t.mainKind, t.namespace, t.name, "marked deleted by another DELETE before the one at "+src+", whose response is the version it first read, marked as it would have marked it")
 	case isMain && stillExists(resp):
 		r.put(sw, resp, src+" (deletion pending)")
 	case isMain || (resp != nil && resp.GetKind() == "Status"):
@@ -232,6 +235,17 @@ func (r *Replayer) applyDelete(ctx context.Context, sw stateWrite) {
 		}
 		r.state.Forget(gr, t.mainKind, t.namespace, t.name, why)
 	}
+}
+
+// markedByAnother says whether a DELETE answered as the store does when another DELETE marked
+// the object first (alreadyDeleting): with the version the State holds, marked otherwise.
+func (r *Replayer) markedByAnother(sw stateWrite, resp *unstructured.Unstructured) bool {
+	p := r.state.Prior(sw.gr, sw.t.namespace, sw.t.name)
+	if p.Raw == nil || p.RV == 0 || state.ResourceVersion(resp.GetResourceVersion()) != p.RV {
+		return false
+	}
+	old, err := auditlog.DecodeObject(p.Raw)
+	return err == nil && alreadyDeleting(old, resp)
 }
 
 // showsThere says whether the request ev found its object: it succeeded, and it is neither a
@@ -688,7 +702,7 @@ func markedOtherVersion(d decoded, ev *Event, t target, p state.Prior) []vapccel
 			}
 		}
 	}
-	if v == 0 || v == p.RV {
+	if v == 0 {
 		return nil
 	}
 	resp, err := auditlog.DecodeObject(ev.ResponseObject)
@@ -699,8 +713,21 @@ func markedOtherVersion(d decoded, ev *Event, t target, p state.Prior) []vapccel
 	if err != nil {
 		return nil
 	}
+	if v == p.RV {
+		if alreadyDeleting(old, resp) {
+			return []vapccel.Unknown{{Path: vapccel.FieldPath{Root: "oldObject"}, Why: fmt.Sprintf("the DELETE's response is the version the State holds (resourceVersion %d) marked deleted, but not stored: another DELETE marked the object first (the store's errAlreadyDeleting), and admission saw it as that one left it", v)}}
+		}
+		return nil
+	}
 	why := fmt.Sprintf("the DELETE's response, the object it read marked deleted (resourceVersion %d), differs here from the version the State holds (%d): a write the log does not show, or records later, was committed before it read the object", v, p.RV)
-	skip := map[string]bool{"resourceVersion": true, "generation": true, "managedFields": true}
+	skip := map[string]bool{"resourceVersion": true, "managedFields": true}
+	// The generation moves by one where the DELETE first marks the object, if it has one
+	// (rest.BeforeDelete, markAsDeleting).
+	gen := old.GetGeneration()
+	if old.GetDeletionTimestamp() == nil && resp.GetDeletionTimestamp() != nil && gen > 0 {
+		gen++
+	}
+	skip["generation"] = resp.GetGeneration() == gen
 	if old.GetDeletionTimestamp() != nil && shortenedBy(ev, old, resp) {
 		skip["deletionTimestamp"], skip["deletionGracePeriodSeconds"] = true, true
 	}
@@ -742,6 +769,22 @@ func markedOtherVersion(d decoded, ev *Event, t target, p state.Prior) []vapccel
 		})
 	})
 	return out
+}
+
+// alreadyDeleting says whether a DELETE's response, at the resourceVersion of the version the
+// State holds (old), holds deletion marks that version does not: the store's
+// updateForGracefulDeletionAndFinalizers answers with the object it first read, marked by
+// rest.BeforeDelete, when another DELETE marked it in between (errAlreadyDeleting), and stores
+// nothing of it.
+func alreadyDeleting(old, resp *unstructured.Unstructured) bool {
+	if resp.GetDeletionTimestamp() == nil {
+		return false
+	}
+	if old.GetDeletionTimestamp() == nil {
+		return true
+	}
+	g0, g1 := old.GetDeletionGracePeriodSeconds(), resp.GetDeletionGracePeriodSeconds()
+	return !old.GetDeletionTimestamp().Equal(resp.GetDeletionTimestamp()) || (g0 == nil) != (g1 == nil) || (g0 != nil && *g0 != *g1)
 }
 
 // shortenedBy says whether the deletion marks a DELETE answered with (resp) are those of the
