@@ -791,7 +791,8 @@ func alreadyDeleting(old, resp *unstructured.Unstructured) bool {
 // object it read as the State holds it (old, marked deleted), shortened by the DELETE's own grace
 // period as rest.BeforeDelete shortens a pending graceful deletion: the deletionTimestamp moved
 // back by the difference, or to the server's clock during the request when that is later (and
-// a non-zero period then 1).
+// a non-zero period then 1). Like the State, it takes the log to hold every DELETE of the
+// object: one it does not show may have shortened the marks before, to the same result.
 func shortenedBy(ev *Event, old, resp *unstructured.Unstructured) bool {
 	g0, g1r := old.GetDeletionGracePeriodSeconds(), resp.GetDeletionGracePeriodSeconds()
 	ts0, ts1 := old.GetDeletionTimestamp(), resp.GetDeletionTimestamp()
