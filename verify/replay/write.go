@@ -715,7 +715,7 @@ func markedOtherVersion(d decoded, ev *Event, t target, p state.Prior) []vapccel
 	}
 	if v == p.RV {
 		if alreadyDeleting(old, resp) {
-			return []vapccel.Unknown{{Path: vapccel.FieldPath{Root: "oldObject"}, Why: fmt.Sprintf("the DELETE's response is the version the State holds (resourceVersion %d) marked deleted, but not stored: another DELETE marked the object first (the store's errAlreadyDeleting), and admission saw it as that one left it", v)}}
+			return []vapccel.Unknown{{Path: vapccel.FieldPath{Root: "oldObject"}, Why: fmt.Sprintf("the DELETE's response is the version the State holds (resourceVersion %d) marked deleted, but not stored: another DELETE marked the object first, and admission saw it as that one left it (the store's errAlreadyDeleting: they ran concurrently)", v)}}
 		}
 		return nil
 	}
