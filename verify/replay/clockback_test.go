@@ -2,7 +2,6 @@ package replay
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,19 +37,7 @@ func TestClockGoesBack(t *testing.T) {
 
 	ps, bs := loadPolicies(t, dir)
 	replayed := func(src Source) (*Summary, map[string]*Record) {
-		r, err := New(ps, bs, append(sc.opts(t), WithCheckRecorded(true))...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		recs := map[string]*Record{}
-		sum, err := r.Run(context.Background(), []Source{src}, func(rec *Record) error {
-			recs[rec.AuditID] = rec
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return sum, recs
+		return replaySources(t, ps, bs, append(sc.opts(t), WithCheckRecorded(true)), src)
 	}
 	jumps := func(sum *Summary) []ClockJump {
 		var js []ClockJump

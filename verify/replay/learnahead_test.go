@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -129,18 +128,7 @@ func TestCRDLearnedAhead(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			r, err := New(ps, bs, WithCheckRecorded(true))
-			if err != nil {
-				t.Fatal(err)
-			}
-			recs := map[string]*Record{}
-			sum, err := r.Run(context.Background(), []Source{src}, func(rec *Record) error {
-				recs[rec.AuditID] = rec
-				return nil
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			sum, recs := replaySources(t, ps, bs, []Option{WithCheckRecorded(true)}, src)
 			rec := recs["early"]
 			if rec == nil || rec.Decision != tc.want || !strings.Contains(rec.Indeterminate, tc.detail) {
 				t.Errorf("early: %s, want %s %q", describeRecord(rec), tc.want, tc.detail)

@@ -148,12 +148,19 @@ func replayLinesWith(t *testing.T, ps []*admissionregistrationv1.ValidatingAdmis
 		}
 		opts = append(opts, WithSnapshot(dir))
 	}
+	return replaySources(t, ps, bs, opts, Source{Name: "audit.jsonl", Reader: strings.NewReader(strings.Join(lines, "\n") + "\n")})
+}
+
+// replaySources replays the sources with the policies and options given, and returns the
+// summary and the records by audit ID.
+func replaySources(t *testing.T, ps []*admissionregistrationv1.ValidatingAdmissionPolicy, bs []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, opts []Option, srcs ...Source) (*Summary, map[string]*Record) {
+	t.Helper()
 	r, err := New(ps, bs, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	recs := map[string]*Record{}
-	sum, err := r.Run(context.Background(), []Source{{Name: "audit.jsonl", Reader: strings.NewReader(strings.Join(lines, "\n") + "\n")}}, func(rec *Record) error {
+	sum, err := r.Run(context.Background(), srcs, func(rec *Record) error {
 		recs[rec.AuditID] = rec
 		return nil
 	})
