@@ -39,7 +39,8 @@ func patchVariants(body []byte, ev *Event) []types.PatchType {
 		return []types.PatchType{types.StrategicMergePatchType}
 	}
 	out := []types.PatchType{types.MergePatchType, types.StrategicMergePatchType}
-	if q.Get("fieldManager") != "" && bytes.Contains(body, []byte(`"apiVersion"`)) && bytes.Contains(body, []byte(`"kind"`)) {
+	// An apply needs a fieldManager, in the query, which an export may have lost.
+	if (q.Get("fieldManager") != "" || ev.Loss.Lost.Has(auditlog.LostQuery)) && bytes.Contains(body, []byte(`"apiVersion"`)) && bytes.Contains(body, []byte(`"kind"`)) {
 		out = append(out, types.ApplyYAMLPatchType)
 	}
 	return out
