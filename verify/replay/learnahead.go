@@ -155,16 +155,10 @@ func (r *Replayer) scanAhead(ctx context.Context, crds map[string]time.Time, kin
 		}
 	}
 	var lastUse time.Time
+	found := map[schema.GroupVersionKind]bool{} // the kinds whose use the log showed
 	done := func(at time.Time) bool {
-		if at.Sub(now) > aheadLimit {
-			return true
-		}
-		for _, k := range kinds {
-			if !slices.ContainsFunc(slices.Collect(maps.Values(out)), func(a *aheadUse) bool { return a.use != nil && wanted([]schema.GroupVersionKind{k}, a.use) }) {
-				return false
-			}
-		}
-		return at.Sub(lastUse) > time.Minute // the logs merged and an export's order settle within it
+		// A minute after the last use the logs merged and an export's order have settled.
+		return at.Sub(now) > aheadLimit || (len(found) == len(kinds) && at.Sub(lastUse) > time.Minute)
 	}
 	// When each CRD of the groups was created, as the log shows: the status writes that
 	// establish it are not a change of the others.
@@ -219,9 +213,13 @@ func (r *Replayer) scanAhead(ctx context.Context, crds map[string]time.Time, kin
 			return true
 		}
 		if kind := kindOfUse(ev, t); kind != "" {
-			out[name].use = &catalog.Use{Resource: t.gvr, Kind: kind, Namespaced: t.namespace != "", Verb: ev.Verb, File: l.File, Line: l.Num, At: at}
-			if at.After(lastUse) {
-				lastUse = at
+			u := &catalog.Use{Resource: t.gvr, Kind: kind, Namespaced: t.namespace != "", Verb: ev.Verb, File: l.File, Line: l.Num, At: at}
+			out[name].use = u
+			if wanted(kinds, u) {
+				found[t.gvr.GroupVersion().WithKind(kind)] = true
+				if at.After(lastUse) {
+					lastUse = at
+				}
 			}
 		}
 		return true

@@ -671,13 +671,23 @@ func storedVersion(d decoded, ev *Event, t target) uint64 {
 	if ev.Verb != "delete" {
 		return writtenVersion(d, ev, t)
 	}
-	if c := ev.Code(); c < 200 || c >= 300 || isDryRun(ev) || !hasBody(ev.ResponseObject) {
-		return 0
-	}
-	if w := writtenObject(ev, t); w.isMain && w.raw != nil && w.resp.GetName() == t.name && w.resp.GetNamespace() == t.namespace && stillExists(w.resp) {
-		return state.ResourceVersion(w.resp.GetResourceVersion())
+	if resp := deleteAnswer(ev, t); resp != nil && stillExists(resp) {
+		return state.ResourceVersion(resp.GetResourceVersion())
 	}
 	return 0
+}
+
+// deleteAnswer is the object a successful DELETE answered with, when it answered with its
+// object (not a Status): as it left it marked deleted, or as last stored when it removed it
+// (at the deletion's resourceVersion: etcd3's conditionalDelete); nil otherwise.
+func deleteAnswer(ev *Event, t target) *unstructured.Unstructured {
+	if c := ev.Code(); ev.Verb != "delete" || c < 200 || c >= 300 || isDryRun(ev) || !hasBody(ev.ResponseObject) {
+		return nil
+	}
+	if w := writtenObject(ev, t); w.isMain && w.raw != nil && w.resp.GetName() == t.name && w.resp.GetNamespace() == t.namespace {
+		return w.resp
+	}
+	return nil
 }
 
 // markedOtherVersion is what the old object of a DELETE that left its object marked deleted, or
@@ -692,25 +702,15 @@ func markedOtherVersion(d decoded, ev *Event, t target, p state.Prior) []vapccel
 	if ev.Verb != "delete" || p.Raw == nil || p.RV == 0 {
 		return nil
 	}
-	v := storedVersion(d, ev, t)
-	if v == 0 {
-		// A DELETE that removed its object answers with it as last stored, marked where the
-		// deletion was graceful, at the deletion's resourceVersion (etcd3's conditionalDelete).
-		if c := ev.Code(); c >= 200 && c < 300 && !isDryRun(ev) && hasBody(ev.ResponseObject) {
-			if w := writtenObject(ev, t); w.isMain && w.raw != nil && w.resp.GetName() == t.name && w.resp.GetNamespace() == t.namespace {
-				v = state.ResourceVersion(w.resp.GetResourceVersion())
-			}
-		}
-	}
-	if v == 0 {
+	answer := deleteAnswer(ev, t)
+	if answer == nil {
 		return nil
 	}
-	resp, err := auditlog.DecodeObject(ev.ResponseObject)
-	if err != nil {
-		return nil
-	}
-	old, err := auditlog.DecodeObject(p.Raw)
-	if err != nil {
+	// As logged: the written object is the one the State stores.
+	resp, err1 := auditlog.DecodeObject(ev.ResponseObject)
+	old, err2 := auditlog.DecodeObject(p.Raw)
+	v := state.ResourceVersion(answer.GetResourceVersion())
+	if v == 0 || err1 != nil || err2 != nil {
 		return nil
 	}
 	if v == p.RV {
@@ -720,27 +720,9 @@ func markedOtherVersion(d decoded, ev *Event, t target, p state.Prior) []vapccel
 		return nil
 	}
 	why := fmt.Sprintf("the DELETE's response, the object it read marked deleted (resourceVersion %d), differs here from the version the State holds (%d): a write the log does not show, or records later, was committed before it read the object", v, p.RV)
-	skip := map[string]bool{"resourceVersion": true, "managedFields": true}
-	// The generation moves by one where the DELETE first marks the object, if it has one
-	// (rest.BeforeDelete, markAsDeleting).
-	gen := old.GetGeneration()
-	if old.GetDeletionTimestamp() == nil && resp.GetDeletionTimestamp() != nil && gen > 0 {
-		gen++
-	}
-	skip["generation"] = resp.GetGeneration() == gen
-	if old.GetDeletionTimestamp() != nil && shortenedBy(ev, old, resp) {
-		skip["deletionTimestamp"], skip["deletionGracePeriodSeconds"] = true, true
-	}
-	if old.GetDeletionTimestamp() == nil {
-		skip["deletionTimestamp"], skip["deletionGracePeriodSeconds"] = true, true
-		if t.gvr.GroupResource() == state.NamespacesGR {
-			// A namespace's DELETE also sets its phase Terminating (the namespace REST's
-			// Delete), its own change.
-			old = old.DeepCopy()
-			if err := unstructured.SetNestedField(old.Object, string(corev1.NamespaceTerminating), "status", "phase"); err != nil {
-				return nil
-			}
-		}
+	old, skip := deleteOwnChanges(ev, t, old, resp)
+	if old == nil {
+		return nil
 	}
 	var out []vapccel.Unknown
 	differ := func(a, b map[string]any, each func(k string)) {
@@ -769,6 +751,31 @@ func markedOtherVersion(d decoded, ev *Event, t target, p state.Prior) []vapccel
 		})
 	})
 	return out
+}
+
+// deleteOwnChanges are what a DELETE changed itself of the object it read (old) in its answer
+// (resp): the metadata fields to leave out of the comparison (its resourceVersion and
+// managedFields always; its generation and deletion marks where they moved as the store moves
+// them), and old with the phase Terminating a namespace's DELETE sets (the namespace REST's
+// Delete), or nil when it cannot be set.
+func deleteOwnChanges(ev *Event, t target, old, resp *unstructured.Unstructured) (*unstructured.Unstructured, map[string]bool) {
+	skip := map[string]bool{"resourceVersion": true, "managedFields": true}
+	// The generation moves by one where the DELETE first marks the object, if it has one
+	// (rest.BeforeDelete, markAsDeleting).
+	gen := old.GetGeneration()
+	if old.GetDeletionTimestamp() == nil && resp.GetDeletionTimestamp() != nil && gen > 0 {
+		gen++
+	}
+	skip["generation"] = resp.GetGeneration() == gen
+	marks := old.GetDeletionTimestamp() == nil || shortenedBy(ev, old, resp)
+	skip["deletionTimestamp"], skip["deletionGracePeriodSeconds"] = marks, marks
+	if old.GetDeletionTimestamp() == nil && t.gvr.GroupResource() == state.NamespacesGR {
+		old = old.DeepCopy()
+		if err := unstructured.SetNestedField(old.Object, string(corev1.NamespaceTerminating), "status", "phase"); err != nil {
+			return nil, nil
+		}
+	}
+	return old, skip
 }
 
 // alreadyDeleting says whether a DELETE's response, at the resourceVersion of the version the
