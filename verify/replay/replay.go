@@ -526,8 +526,10 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	if mayHaveCreated(ev, t) {
 		// Admission saw a CREATE if the object was not there (the request pipeline, which
 		// serves it on the object the State holds, tells which).
-		if cs := ep.scope.match(t.gvr, t.sub, admission.Create); len(cs) > 0 {
-			policies = slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(policies), cs...))))
+		for _, c := range ep.scope.match(t.gvr, t.sub, admission.Create) {
+			if !slices.Contains(policies, c) {
+				policies = append(slices.Clip(policies), c) // the scope's order, its cache untouched
+			}
 		}
 	}
 	if len(policies) == 0 {
