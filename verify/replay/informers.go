@@ -18,9 +18,10 @@ import (
 // The ValidatingAdmissionPolicy plugin reads params and namespaces from informers, which the
 // watch cache feeds: a write that completed moments before a request was received may not be in
 // them yet, and one that completed after it was received, or that the log records after it,
-// may be already. kube-apiserver runs admission as soon as it has decoded a request, and its
-// informers follow etcd within milliseconds: the likely state is the one the writes completed
-// before the request was received give; the others are alternatives, each with what it needs.
+// may be already. kube-apiserver runs validating admission in the store, between receiving a
+// request and answering it (likelyAdmission), and its informers follow etcd within
+// milliseconds: the likely state is the one the writes completed by the middle of the request's
+// span give; the others are alternatives, each with what it needs.
 
 // lagState is a state the informers may have held: the writes it undoes, and the outcome of the
 // request in it, or why the replay cannot decide it there.
@@ -34,8 +35,8 @@ type lagState struct {
 // of the params and namespaces the evaluation read (the job's typedWrites: completed less than
 // informerLag before the request was received, or after; see undoneStates), and once more on
 // what those states read. It returns the decision on the likely state (every write that
-// completed before the request was received held, none that completed after: dec when there is
-// none of those) and the alternatives, the outcome of every state that decides otherwise or
+// completed by likelyAdmission held, none that completed after: dec when there is none of
+// those) and the alternatives, the outcome of every state that decides otherwise or
 // that the replay cannot decide; when the likely state cannot be decided, why says so. The
 // decision is certain when there are no alternatives. When, checking against the log, the
 // verdicts the log records for policies it shows installed are those of states that agree,
@@ -180,18 +181,13 @@ func (r *Replayer) lagState(w evalWorker, j *job, u []state.TypedWrite, evaluate
 }
 
 // lagWorlds are the worlds of the states evaluated: the likely one undoes the writes that
-// completed after the request was received; the log's verdicts are evidence where they can be.
+// completed after likelyAdmission; the log's verdicts are evidence where they can be.
 func (r *Replayer) lagWorlds(j *job, e lagEvaluation) []world {
 	received := j.ev.Received()
-	likelyReceived := received
-	if j.ev.Loss.Lost.Has(auditlog.LostReceived) {
-		// The export lost when the request was received: Received is the earliest it may
-		// have been; moments before it completed is likely, as for any request.
-		likelyReceived = auditlog.ParseTime(j.ev.StageTimestamp)
-	}
+	admitted := likelyAdmission(j.ev)
 	var concurrent []state.TypedWrite
 	for _, tw := range e.taken {
-		if !tw.Ahead && !likelyReceived.IsZero() && tw.Done.After(likelyReceived) {
+		if !tw.Ahead && !admitted.IsZero() && tw.Done.After(admitted) {
 			concurrent = append(concurrent, tw)
 		}
 	}
@@ -223,6 +219,25 @@ func (r *Replayer) lagWorlds(j *job, e lagEvaluation) []world {
 		worlds = append(worlds, world{If: alt.If, Undecided: &indeterminateError{because(alt.Reason, alt.Detail)}})
 	}
 	return worlds
+}
+
+// likelyAdmission is when the request's validating admission likely ran: in the middle of the
+// span from its receipt to its completion. kube-apiserver runs it in the store, after it has
+// decoded the request, read the object it writes and run mutating admission, and before it
+// writes to etcd (registry.Store's Create, the GuaranteedUpdate of Update, Delete; a patch's
+// conflict retries run it again): neither as it receives the request nor as it answers. An
+// export that lost when the request was received (GKE) leaves moments before it completed.
+func likelyAdmission(ev *auditlog.Event) time.Time {
+	done := auditlog.ParseTime(ev.StageTimestamp)
+	if ev.Loss.Lost.Has(auditlog.LostReceived) {
+		// Received is only the earliest it may have been.
+		return done
+	}
+	received := ev.Received()
+	if received.IsZero() || !done.After(received) {
+		return received
+	}
+	return received.Add(done.Sub(received) / 2)
 }
 
 // world is a state kube-apiserver may have been in, and the request's decision in it (see
@@ -324,7 +339,7 @@ func undecidedAlternative(why undecided, cond string) Alternative {
 }
 
 // lagCondition says what a state with the writes undone needs, against the likely state, which
-// undoes the concurrent ones (completed after the request was received): which informer had not
+// undoes the concurrent ones (completed after likelyAdmission): which informer had not
 // yet held which write, or had held it already.
 func lagCondition(undone, concurrent []state.TypedWrite, received time.Time) string {
 	var parts []string

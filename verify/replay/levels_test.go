@@ -1473,8 +1473,12 @@ func TestInformerLagCreatedByName(t *testing.T) {
 		certainty           Certainty
 	}{
 		{name: "created before the request was received", created: "02.000000", completed: "02.001000", received: "02.050000", requested: "02.060000", want: DecisionAdmit, certainty: CertaintyCertain},
-		// Likely not held yet (no param: Deny denies); the alternative admits.
-		{name: "created while the request ran", created: "02.000000", completed: "02.055000", received: "02.050000", requested: "02.060000", want: DecisionDeny, certainty: CertaintyLikely},
+		// Completed in the second half of the request's span: likely not held yet when
+		// validating admission ran (no param: Deny denies); the alternative admits.
+		{name: "created late while the request ran", created: "02.000000", completed: "02.058000", received: "02.050000", requested: "02.060000", want: DecisionDeny, certainty: CertaintyLikely},
+		// In its first half: likely held (kube-apiserver's store runs validating admission
+		// after reading the object and mutating admission); the alternative denies.
+		{name: "created early while the request ran", created: "02.000000", completed: "02.052000", received: "02.050000", requested: "02.060000", want: DecisionAdmit, certainty: CertaintyLikely},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, b := lagParamPolicy(admissionregistrationv1.DenyAction)
