@@ -631,8 +631,8 @@ func recordedOf(rec *Record) string {
 // differs is not known of the old object; the rest is.
 func TestMarkedResponseOtherVersion(t *testing.T) {
 	t.Parallel()
-	pod := func(rv, node string, marked bool) map[string]any {
-		md := map[string]any{"name": "p", "namespace": "ns1", "uid": "u-p", "labels": map[string]any{"app": "web"}}
+	pod := func(rv, node string, marked bool, app ...string) map[string]any {
+		md := map[string]any{"name": "p", "namespace": "ns1", "uid": "u-p", "labels": map[string]any{"app": append(app, "web")[0]}}
 		if rv != "" {
 			md["resourceVersion"] = rv
 		}
@@ -645,21 +645,28 @@ func TestMarkedResponseOtherVersion(t *testing.T) {
 		}
 		return map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": md, "spec": spec}
 	}
-	lines := []string{
-		timedEvent(t, levelEvent(t, "create", auditlog.LevelRequestResponse, "create", "pods", "ns1", "p", 201, "", pod("", "", false), pod("10", "", false)), "00.000000", "00.001000", nil),
-		timedEvent(t, levelEvent(t, "delete", auditlog.LevelRequestResponse, "delete", "pods", "ns1", "p", 200, "", nil, pod("12", "n1", true)), "02.000000", "02.010000", nil),
+	lines := func(answer map[string]any) []string {
+		return []string{
+			timedEvent(t, levelEvent(t, "create", auditlog.LevelRequestResponse, "create", "pods", "ns1", "p", 201, "", pod("", "", false), pod("10", "", false)), "00.000000", "00.001000", nil),
+			timedEvent(t, levelEvent(t, "delete", auditlog.LevelRequestResponse, "delete", "pods", "ns1", "p", 200, "", nil, answer), "02.000000", "02.010000", nil),
+		}
 	}
+	scheduled, relabelled := pod("12", "n1", true), pod("12", "", true, "db")
 	for _, tc := range []struct {
 		name, expr string
+		answer     map[string]any
 		want       string
 	}{
-		{name: "a field that differs", expr: "!has(oldObject.spec.nodeName)", want: DecisionIndeterminate},
-		{name: "a field that does not", expr: "oldObject.metadata.labels.app == 'web'", want: DecisionAdmit},
+		{name: "a field that differs", expr: "!has(oldObject.spec.nodeName)", answer: scheduled, want: DecisionIndeterminate},
+		{name: "a field that does not", expr: "oldObject.metadata.labels.app == 'web'", answer: scheduled, want: DecisionAdmit},
+		// Only the metadata differs: compared on the headers.
+		{name: "a metadata field that differs", expr: "oldObject.metadata.labels.app == 'web'", answer: relabelled, want: DecisionIndeterminate},
+		{name: "the metadata differs, not the field", expr: "!has(oldObject.spec.nodeName)", answer: relabelled, want: DecisionAdmit},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			p, b := levelPolicy("guard", "pods", admissionregistrationv1.Delete, nil, tc.expr)
-			_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, lines...)
+			_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, lines(tc.answer)...)
 			if rec := recs["delete"]; rec == nil || rec.Decision != tc.want {
 				t.Errorf("the DELETE: %s, want %s", describeRecord(rec), tc.want)
 			}

@@ -706,17 +706,35 @@ func markedOtherVersion(d decoded, ev *Event, t target, p state.Prior) []vapccel
 	if answer == nil {
 		return nil
 	}
-	// As logged: the written object is the one the State stores.
-	resp, err1 := auditlog.DecodeObject(ev.ResponseObject)
-	old, err2 := auditlog.DecodeObject(p.Raw)
 	v := state.ResourceVersion(answer.GetResourceVersion())
-	if v == 0 || err1 != nil || err2 != nil {
+	if v == 0 {
 		return nil
 	}
 	if v == p.RV {
-		if alreadyDeleting(old, resp) {
+		// The answer's metadata (all alreadyDeleting reads) is decoded already; the State's
+		// version's only when the answer is marked.
+		if answer.GetDeletionTimestamp() == nil {
+			return nil
+		}
+		if old, err := auditlog.DecodeHeader(p.Raw); err == nil && alreadyDeleting(old, answer) {
 			return []vapccel.Unknown{{Path: vapccel.FieldPath{Root: "oldObject"}, Why: fmt.Sprintf("the DELETE's response is the version the State holds (resourceVersion %d) marked deleted, but not stored: another DELETE marked the object first, and admission saw it as that one left it (the store's errAlreadyDeleting: they ran concurrently)", v)}}
 		}
+		return nil
+	}
+	// As logged: the written object is the one the State stores. Where only their metadata
+	// differs in its bytes, the headers hold all of it that is compared (managedFields is
+	// skipped); otherwise they are compared decoded.
+	whole := !auditlog.SameMembersBut(ev.ResponseObject, p.Raw, "metadata")
+	resp, old := answer, (*unstructured.Unstructured)(nil)
+	var err error
+	if whole {
+		if resp, err = auditlog.DecodeObject(ev.ResponseObject); err == nil {
+			old, err = auditlog.DecodeObject(p.Raw)
+		}
+	} else {
+		old, err = auditlog.DecodeHeader(p.Raw)
+	}
+	if err != nil {
 		return nil
 	}
 	why := fmt.Sprintf("the DELETE's response, the object it read marked deleted (resourceVersion %d), differs here from the version the State holds (%d): a write the log does not show, or records later, was committed before it read the object", v, p.RV)
@@ -737,11 +755,7 @@ func markedOtherVersion(d decoded, ev *Event, t target, p state.Prior) []vapccel
 			}
 		}
 	}
-	differ(resp.Object, old.Object, func(k string) {
-		if k != "metadata" {
-			out = append(out, vapccel.Unknown{Path: objectPath(k), Why: why})
-			return
-		}
+	metadata := func() {
 		rm, _ := resp.Object["metadata"].(map[string]any)
 		om, _ := old.Object["metadata"].(map[string]any)
 		differ(rm, om, func(f string) {
@@ -749,6 +763,17 @@ func markedOtherVersion(d decoded, ev *Event, t target, p state.Prior) []vapccel
 				out = append(out, vapccel.Unknown{Path: objectPath("metadata", f), Why: why})
 			}
 		})
+	}
+	if !whole {
+		metadata()
+		return out
+	}
+	differ(resp.Object, old.Object, func(k string) {
+		if k != "metadata" {
+			out = append(out, vapccel.Unknown{Path: objectPath(k), Why: why})
+			return
+		}
+		metadata()
 	})
 	return out
 }

@@ -284,3 +284,41 @@ func DecodeAnyObject(raw []byte) *unstructured.Unstructured {
 	}
 	return u
 }
+
+// SameMembersBut says whether the JSON objects a and b have the same members, each value the
+// same bytes, but the member named but: they decode alike there. False when they differ, or when
+// either is not an object of plain keys, each once: the caller then compares them decoded.
+func SameMembersBut(a, b []byte, but string) bool {
+	type member struct{ key, val []byte }
+	var as []member
+	ok := eachMember(a, func(key, val []byte) bool {
+		for _, m := range as {
+			if string(m.key) == string(key) {
+				return false
+			}
+		}
+		as = append(as, member{key, val})
+		return true
+	})
+	if !ok {
+		return false
+	}
+	seen := 0
+	ok = eachMember(b, func(key, val []byte) bool {
+		for i := range as {
+			if string(as[i].key) != string(key) {
+				continue
+			}
+			if as[i].val == nil {
+				return false // twice in b
+			}
+			if string(key) != but && string(as[i].val) != string(val) {
+				return false
+			}
+			as[i].val, seen = nil, seen+1
+			return true
+		}
+		return false // not in a
+	})
+	return ok && seen == len(as)
+}

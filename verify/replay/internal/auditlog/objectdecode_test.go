@@ -121,3 +121,34 @@ func FuzzDecodeObject(f *testing.F) {
 		sameHeader(t, raw)
 	})
 }
+
+// TestSameMembersBut: the members but one the same bytes, each key once, or the caller
+// compares decoded.
+func TestSameMembersBut(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		a, b string
+		want bool
+	}{
+		{"same", `{"kind":"Pod","metadata":{"a":1},"spec":{"x":1}}`, `{"kind":"Pod","metadata":{"a":1},"spec":{"x":1}}`, true},
+		{"metadata differs", `{"kind":"Pod","metadata":{"a":1},"spec":{"x":1}}`, `{"kind":"Pod","metadata":{"a":2},"spec":{"x":1}}`, true},
+		{"other order", `{"spec":{"x":1},"kind":"Pod","metadata":{}}`, `{"kind":"Pod","metadata":{"a":2},"spec":{"x":1}}`, true},
+		{"spec differs", `{"kind":"Pod","metadata":{},"spec":{"x":1}}`, `{"kind":"Pod","metadata":{},"spec":{"x":2}}`, false},
+		// Alike decoded, not in their bytes: compared decoded.
+		{"spacing", `{"kind":"Pod","metadata":{},"spec":{"x":1}}`, `{"kind":"Pod","metadata":{},"spec":{ "x":1}}`, false},
+		{"member only in a", `{"kind":"Pod","metadata":{},"status":{}}`, `{"kind":"Pod","metadata":{}}`, false},
+		{"member only in b", `{"kind":"Pod","metadata":{}}`, `{"kind":"Pod","metadata":{},"status":{}}`, false},
+		{"twice in a", `{"kind":"Pod","kind":"Pod","metadata":{}}`, `{"kind":"Pod","metadata":{}}`, false},
+		{"twice in b", `{"kind":"Pod","metadata":{}}`, `{"kind":"Pod","metadata":{},"kind":"Pod"}`, false},
+		{"escaped key", `{"k\u0069nd":"Pod"}`, `{"k\u0069nd":"Pod"}`, false},
+		{"not an object", `[1]`, `[1]`, false},
+		{"truncated", `{"kind":"Pod"`, `{"kind":"Pod"}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := SameMembersBut([]byte(tc.a), []byte(tc.b), "metadata"); got != tc.want {
+				t.Errorf("SameMembersBut(%s, %s) = %v, want %v", tc.a, tc.b, got, tc.want)
+			}
+		})
+	}
+}
