@@ -64,6 +64,8 @@ func Wrap(f export.Format, log []byte) ([]byte, error) {
 		return filterLogEvents(evs)
 	case export.CloudWatchS3:
 		return s3Export(evs)
+	case EKSTail:
+		return logsTail(evs), nil
 	case export.Firehose:
 		return firehose(evs)
 	case export.AzureBlob:
@@ -84,9 +86,13 @@ func Wrap(f export.Format, log []byte) ([]byte, error) {
 // where export.GKE is gcloud's array, newest first.
 const GKESink export.Format = "gke-sink"
 
+// EKSTail is what `aws logs tail` prints of an EKS cluster's log group in its default format,
+// "TIMESTAMP STREAM MESSAGE" lines, which export.CloudWatchS3 reads.
+const EKSTail export.Format = "eks-tail"
+
 // Formats are the exports Wrap makes.
 func Formats() []export.Format {
-	return []export.Format{export.Webhook, export.CloudWatch, export.CloudWatchS3, export.Firehose,
+	return []export.Format{export.Webhook, export.CloudWatch, export.CloudWatchS3, EKSTail, export.Firehose,
 		export.AzureBlob, export.AzureEventHub, export.AzureLogAnalytics, export.GKE, GKESink}
 }
 
@@ -194,6 +200,28 @@ func s3Export(evs []event) ([]byte, error) {
 		}
 	}
 	return gz(b.Bytes()), nil
+}
+
+// logsTail: aws logs tail's default format (awscli/customizations/logs/tail.py,
+// DetailedLogEventsFormatter): the log event's timestamp in ISO 8601 to the microsecond with
+// its zone, the stream's name and the message, in the order FilterLogEvents gives them
+// (interleaved: by their CloudWatch timestamp).
+func logsTail(evs []event) []byte {
+	type line struct {
+		ts   int64
+		text string
+	}
+	var out []line
+	for _, e := range evs {
+		ts := cloudWatchTime(e)
+		out = append(out, line{ts, fmt.Sprintf("%s %s %s\n", time.UnixMilli(ts).UTC().Format("2006-01-02T15:04:05.000000-07:00"), streamOf(e), e.raw)})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].ts < out[j].ts })
+	var b bytes.Buffer
+	for _, l := range out {
+		b.WriteString(l.text)
+	}
+	return b.Bytes()
 }
 
 // firehose: a CONTROL_MESSAGE, then DATA_MESSAGEs of 25 log events, each a gzip member of its

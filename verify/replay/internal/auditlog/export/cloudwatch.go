@@ -104,8 +104,9 @@ func logEventRecord(raw []byte, line int, where, field string) record {
 }
 
 func readCloudWatchS3(in input, yield func(record) bool) {
-	readLines(in, in.maxLine+64, yield, func(text []byte, num int) record {
+	readLines(in, in.maxLine+1024, yield, func(text []byte, num int) record {
 		if at, msg, ok := cutTimestamp(bytes.TrimRight(text, "\r\n")); ok {
+			msg = cutStreamName(msg)
 			if cut, ok := truncatedMessage(msg, at, num, fmt.Sprintf("line %d", num), "MESSAGE"); ok {
 				return cut
 			}
@@ -115,9 +116,13 @@ func readCloudWatchS3(in input, yield func(record) bool) {
 	})
 }
 
-// cutTimestamp splits a line of a CloudWatch Logs export into its timestamp (ISO 8601, or
-// milliseconds since the epoch) and its message.
-func cutTimestamp(line []byte) (time.Time, []byte, bool) {
+// cutTimestamp splits a line of a CloudWatch Logs export into its timestamp and its message.
+// The timestamp is ISO 8601 with a zone (an export task's; aws logs tail's default format,
+// to the microsecond) or milliseconds since the epoch; or, as aws logs tail --format short
+// prints it, the UTC second without a zone (awscli/customizations/logs/tail.py,
+// ShortLogEventsFormatter), which is not the event's time to the millisecond: at is zero for
+// it, as for a log event without a timestamp.
+func cutTimestamp(line []byte) (at time.Time, msg []byte, ok bool) {
 	ts, msg, ok := bytes.Cut(line, []byte(" "))
 	if !ok || len(ts) == 0 {
 		return time.Time{}, nil, false
@@ -128,7 +133,24 @@ func cutTimestamp(line []byte) (time.Time, []byte, bool) {
 	if ms, err := strconv.ParseInt(string(ts), 10, 64); err == nil && ms > 0 {
 		return time.UnixMilli(ms), msg, true
 	}
+	if _, err := time.Parse("2006-01-02T15:04:05", string(ts)); err == nil {
+		return time.Time{}, msg, true
+	}
 	return time.Time{}, nil, false
+}
+
+// cutStreamName takes the log stream's name off a message that aws logs tail printed in its
+// default format, "TIMESTAMP STREAM MESSAGE" (DetailedLogEventsFormatter): a name holds no
+// space and no '{', and an audit event's JSON begins with one.
+func cutStreamName(msg []byte) []byte {
+	if len(msg) == 0 || msg[0] == '{' {
+		return msg
+	}
+	name, rest, ok := bytes.Cut(msg, []byte(" "))
+	if !ok || len(name) == 0 || len(name) > 512 || bytes.IndexByte(name, '{') >= 0 || len(rest) == 0 || rest[0] != '{' {
+		return msg
+	}
+	return rest
 }
 
 func readFirehose(in input, yield func(record) bool) {

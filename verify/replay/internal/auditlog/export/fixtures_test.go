@@ -20,6 +20,7 @@ var fixtures = map[export.Format]string{
 	export.Webhook:           "webhook-eventlists.jsonl",
 	export.CloudWatch:        "eks-filter-log-events.json",
 	export.CloudWatchS3:      "eks-s3-export-000000.gz",
+	exporttest.EKSTail:       "eks-logs-tail.txt",
 	export.Firehose:          "eks-firehose-vapc-audit-1-2026-11-20-08-00-00.gz",
 	export.AzureBlob:         "aks-PT1H.json",
 	export.AzureEventHub:     "aks-eventhub-messages.jsonl",

@@ -21,7 +21,9 @@ const (
 	// CloudWatch is what `aws logs filter-log-events --output json` prints of an EKS
 	// cluster's log group: {"events":[{"message": EVENT, ...}]}, one document or several.
 	CloudWatch Format = "eks-cloudwatch"
-	// CloudWatchS3 is a CloudWatch Logs export task's files in S3: lines "TIMESTAMP MESSAGE".
+	// CloudWatchS3 is a CloudWatch Logs export task's files in S3: lines "TIMESTAMP MESSAGE";
+	// and what `aws logs tail` prints, "TIMESTAMP STREAM MESSAGE" (or, --format short,
+	// "TIMESTAMP MESSAGE").
 	CloudWatchS3 Format = "eks-s3"
 	// Firehose is a CloudWatch Logs subscription filter delivered by Firehose to S3: gzip
 	// streams of DATA_MESSAGE objects concatenated without a delimiter.
@@ -75,7 +77,7 @@ func (f Format) describe() string {
 	case CloudWatch:
 		return "CloudWatch Logs filter-log-events"
 	case CloudWatchS3:
-		return "CloudWatch Logs S3 export"
+		return "CloudWatch Logs S3 export (or aws logs tail)"
 	case Firehose:
 		return "CloudWatch Logs subscription (Firehose)"
 	case AzureBlob:

@@ -27,8 +27,11 @@ func fuzzRead(f *testing.F, format export.Format) {
 		short = append(short, l...)
 	}
 	wraps := []export.Format{format}
-	if format == export.GKE {
+	switch format {
+	case export.GKE:
 		wraps = append(wraps, exporttest.GKESink)
+	case export.CloudWatchS3:
+		wraps = append(wraps, exporttest.EKSTail)
 	}
 	for _, w := range wraps {
 		data, err := exporttest.Wrap(w, short)

@@ -91,6 +91,18 @@ func TestMalformedEnvelopes(t *testing.T) {
 		data:   "2026-01-01T00:00:01.000Z " + ev("a", 1) + "\n" + ev("b", 2) + "\n\n2026-01-01T00:00:03.000Z " + ev("c", 3) + "\n",
 		want:   []string{"1: a", `2: error: line 2: TIMESTAMP: not a line of a CloudWatch Logs export: "TIMESTAMP MESSAGE" expected`, "4: c"},
 	}, {
+		// aws logs tail: its default format names the stream between the timestamp and the
+		// message; --format short prints the UTC second without a zone, which is not the
+		// event's time to the millisecond, so an event cut there is not rebuilt.
+		name:   "aws logs tail: the default and the short format",
+		format: export.CloudWatchS3,
+		data: "2026-01-01T00:00:01.000000+00:00 kube-apiserver-audit-0a1b2c " + ev("a", 1) + "\n" +
+			"2026-01-01T00:00:02 " + ev("b", 2) + "\n" +
+			"2026-01-01T00:00:03.000000+00:00 kube-apiserver-audit-0a1b2c I0101 not an event\n" +
+			"2026-01-01T00:00:04 " + ev("d", 4)[:120] + "[Truncated...]\n",
+		want: []string{"1: a", "2: b", "3: not an event: not JSON: invalid character 'k' looking for beginning of value",
+			`4: error: line 4: MESSAGE: the event of audit ID d was cut by CloudWatch Logs at its event size limit (134 bytes kept, ending "[Truncated...]"), and its log event has no timestamp: lost by the export, not replayed`},
+	}, {
 		name:   "S3 export: a truncated gzip file",
 		format: export.CloudWatchS3,
 		data:   truncated(gzipped("2026-01-01T00:00:01.000Z "+ev("a", 1)+"\n2026-01-01T00:00:02.000Z "+ev("b", 2)+"\n"), 12),

@@ -124,8 +124,11 @@ func TestReadExports(t *testing.T) {
 					t.Fatal(err)
 				}
 				want := f
-				if f == exporttest.GKESink {
+				switch f {
+				case exporttest.GKESink:
 					want = export.GKE
+				case exporttest.EKSTail:
+					want = export.CloudWatchS3
 				}
 				got, all := readAll(t, "export", data, export.Auto)
 				if got != want {
@@ -218,6 +221,8 @@ func TestDetect(t *testing.T) {
 		{"filter-log-events, searched streams first", `{"searchedLogStreams":[],"events":[]}`, export.CloudWatch},
 		{"S3 export", "2026-11-21T12:35:37.465Z {\"kind\":\"Event\"}\n", export.CloudWatchS3},
 		{"S3 export, milliseconds", "1795264537465 {\"kind\":\"Event\"}\n", export.CloudWatchS3},
+		{"aws logs tail", "2026-11-21T12:35:37.465000+00:00 kube-apiserver-audit-0a1b {\"kind\":\"Event\"}\n", export.CloudWatchS3},
+		{"aws logs tail --format short", "2026-11-21T12:35:37 {\"kind\":\"Event\"}\n", export.CloudWatchS3},
 		{"subscription", `{"messageType":"CONTROL_MESSAGE","owner":"CloudwatchLogs","logGroup":"","logStream":"","subscriptionFilters":[],"logEvents":[{"id":"","timestamp":1,"message":"CWL CONTROL MESSAGE"}]}`, export.Firehose},
 		{"storage blob", `{ "time": "2026-11-21T12:35:37Z", "resourceId": "/SUBSCRIPTIONS/X", "category": "kube-audit", "operationName": "Microsoft.ContainerService/managedClusters/diagnosticLogs/Read", "properties": {"log":"{\"kind\":\"Event\"`, export.AzureBlob},
 		{"event hub", `{"records":[{"time":"2026-11-21T12:35:37Z","category":"kube-audit-admin","properties":{"log":"{}"}}]}`, export.AzureEventHub},
