@@ -835,3 +835,46 @@ func TestMarkedByAnotherDelete(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteLoggedBeforeItsCreate: the scheduler bound a pod while the pod's create was still
+// answering, so the log records the binding first; the create's response is the pod as it
+// created it, before the binding. The pod the binding left unknown stays unknown: a request
+// that reads its node is not decided on the unbound pod.
+func TestWriteLoggedBeforeItsCreate(t *testing.T) {
+	t.Parallel()
+	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "web", "namespace": "ns1", "uid": "u-web", "resourceVersion": "6"},
+		"spec":   map[string]any{"containers": []any{map[string]any{"name": "c", "image": "nginx"}}},
+		"status": map[string]any{"phase": "Pending"}}
+	binding := map[string]any{"apiVersion": "v1", "kind": "Binding", "metadata": map[string]any{"name": "web", "namespace": "ns1"},
+		"target": map[string]any{"kind": "Node", "name": "n1"}}
+	bind := levelEvent(t, "bind", auditlog.LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", binding, map[string]any{"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201})
+	bind = replaceOnce(t, bind, `"resource":"pods"`, `"resource":"pods","subresource":"binding"`)
+	bind = replaceOnce(t, bind, `"requestURI":"/api/v1/namespaces/ns1/pods"`, `"requestURI":"/api/v1/namespaces/ns1/pods/web/binding"`)
+	relabel := map[string]any{"metadata": map[string]any{"labels": map[string]any{"a": "b"}}}
+	for _, tc := range []struct {
+		name  string
+		lines []string
+		want  string
+	}{
+		// The create completed first: the binding is followed on the pod it created.
+		{name: "in order", lines: []string{
+			timedEvent(t, levelEvent(t, "create", auditlog.LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod), "00.000000", "00.010000", nil),
+			timedEvent(t, bind, "00.020000", "00.030000", nil),
+		}, want: DecisionDeny},
+		// The binding completed while the create ran, and is logged first.
+		{name: "the binding logged first", lines: []string{
+			timedEvent(t, bind, "00.010000", "00.020000", nil),
+			timedEvent(t, levelEvent(t, "create", auditlog.LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod), "00.000000", "00.030000", nil),
+		}, want: DecisionIndeterminate},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p, b := levelPolicy("unbound", "pods", admissionregistrationv1.Update, nil, "!has(oldObject.spec.nodeName)")
+			update := timedEvent(t, levelEvent(t, "update", auditlog.LevelRequest, "patch", "pods", "ns1", "web", 200, "", relabel, nil), "05.000000", "05.010000", nil)
+			_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, append(tc.lines, update)...)
+			if rec := recs["update"]; rec == nil || rec.Decision != tc.want {
+				t.Errorf("the update: %s, want %s", describeRecord(rec), tc.want)
+			}
+		})
+	}
+}

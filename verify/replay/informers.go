@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
@@ -184,7 +185,7 @@ func (r *Replayer) lagState(w evalWorker, j *job, u []state.TypedWrite, evaluate
 // completed after likelyAdmission; the log's verdicts are evidence where they can be.
 func (r *Replayer) lagWorlds(j *job, e lagEvaluation) []world {
 	received := j.ev.Received()
-	admitted := likelyAdmission(j.ev)
+	admitted := likelyAdmission(j.ev, j.t)
 	var concurrent []state.TypedWrite
 	for _, tw := range e.taken {
 		if !tw.Ahead && !admitted.IsZero() && tw.Done.After(admitted) {
@@ -225,16 +226,20 @@ func (r *Replayer) lagWorlds(j *job, e lagEvaluation) []world {
 // span from its receipt to its completion. kube-apiserver runs it in the store, after it has
 // decoded the request, read the object it writes and run mutating admission, and before it
 // writes to etcd (registry.Store's Create, the GuaranteedUpdate of Update, Delete; a patch's
-// conflict retries run it again): neither as it receives the request nor as it answers. An
-// export that lost when the request was received (GKE) leaves moments before it completed.
-func likelyAdmission(ev *auditlog.Event) time.Time {
+// conflict retries run it again): neither as it receives the request nor as it answers.
+// Where it runs it first, on receipt: a CONNECT (ConnectResource admits before it connects,
+// and the log records the session's end), a pod's eviction and binding (EvictionREST and
+// BindingREST admit before they read the pod). An export that lost when the request was
+// received (GKE) leaves moments before it completed.
+func likelyAdmission(ev *auditlog.Event, t target) time.Time {
 	done := auditlog.ParseTime(ev.StageTimestamp)
 	if ev.Loss.Lost.Has(auditlog.LostReceived) {
 		// Received is only the earliest it may have been.
 		return done
 	}
 	received := ev.Received()
-	if received.IsZero() || !done.After(received) {
+	first := t.op == admission.Connect || t.gvr.GroupResource() == podsGR && (t.sub == "eviction" || t.sub == "binding")
+	if first || received.IsZero() || !done.After(received) {
 		return received
 	}
 	return received.Add(done.Sub(received) / 2)

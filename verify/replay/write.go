@@ -37,7 +37,7 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 	if completed.IsZero() {
 		completed = r.currentLogTime() // when it completed is not known: not long before the next
 	}
-	r.state.BeginWrite(t.op == admission.Create && t.sub == "", completed, lineRef{d.file, d.num}.String())
+	r.state.BeginWrite(t.op == admission.Create && t.sub == "", ev.Received(), completed, lineRef{d.file, d.num}.String())
 	defer r.state.EndWrite()
 	code := ev.Code()
 	if code >= 400 && ev.Verb == "deletecollection" && !isDryRun(ev) {
@@ -724,7 +724,8 @@ func markedOtherVersion(d decoded, ev *Event, t target, p state.Prior) []vapccel
 	// As logged: the written object is the one the State stores. Where only their metadata
 	// differs in its bytes, the headers hold all of it that is compared (managedFields is
 	// skipped); otherwise they are compared decoded.
-	whole := !auditlog.SameMembersBut(ev.ResponseObject, p.Raw, "metadata")
+	// A namespace's DELETE sets its phase (deleteOwnChanges): compared decoded.
+	whole := t.gvr.GroupResource() == state.NamespacesGR || !auditlog.SameMembersBut(ev.ResponseObject, p.Raw, "metadata")
 	resp, old := answer, (*unstructured.Unstructured)(nil)
 	var err error
 	if whole {

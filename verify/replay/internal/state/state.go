@@ -80,6 +80,7 @@ type State struct {
 // currentRequest is the request a State is applying, between BeginWrite and EndWrite:
 // it completed at writeDone (logged at writeBy), creating says it creates its object.
 type currentRequest struct {
+	received  time.Time
 	writeDone time.Time
 	writeBy   string
 	creating  bool
@@ -90,18 +91,19 @@ type currentRequest struct {
 	writtenUnknown []schema.GroupResource
 }
 
-// BeginWrite starts following the writes of one request of the log, which completed at done
-// (when its writes to params and namespaces completed, a deletecollection's items too);
-// create says it creates its object (which did not exist before it).
-func (s *State) BeginWrite(create bool, done time.Time, by string) {
-	s.current = currentRequest{creating: create, writeDone: done, writeBy: by,
+// BeginWrite starts following the writes of one request of the log, received at received
+// (zero when not known) and completed at done (when its writes to params and namespaces
+// completed, a deletecollection's items too); create says it creates its object (which did
+// not exist before it).
+func (s *State) BeginWrite(create bool, received, done time.Time, by string) {
+	s.current = currentRequest{creating: create, received: received, writeDone: done, writeBy: by,
 		written: s.current.written[:0], writtenUnknown: s.current.writtenUnknown[:0]}
 }
 
 // EndWrite ends following the writes of one request: what is written outside a request (the
 // snapshot) is no write of the log.
 func (s *State) EndWrite() {
-	s.current.creating, s.current.writeDone, s.current.writeBy = false, time.Time{}, ""
+	s.current.creating, s.current.received, s.current.writeDone, s.current.writeBy = false, time.Time{}, time.Time{}, ""
 }
 
 // lose remembers that the State no longer remembers the write w (see recentTyped).
@@ -161,8 +163,9 @@ type entry struct {
 	// not known, or when the replay rebuilt the object).
 	rv uint64
 	// done is when the write that stored it completed (its event's stageTimestamp), when the
-	// log says.
+	// log says; by, for an entry a write left unknown, where the log records that write.
 	done time.Time
+	by   string
 	// follows says the write that stored it replaced a version of the object (it was not
 	// created): the server may still have read that version from its watch cache (staleOf).
 	follows bool
@@ -387,6 +390,18 @@ func (s *State) store(gr schema.GroupResource, u *unstructured.Unstructured, raw
 		if old.rv > 0 && rv > 0 && old.rv > rv {
 			return nil
 		}
+		if old.Raw == nil && old.Unknown != "" && old.by != s.current.writeBy && old.done.After(s.current.received) && !s.current.received.IsZero() {
+			// A write the log records before this one left the object unknown, and completed
+			// after this one was received: the two ran concurrently, and which the server
+			// committed last is not known (a create's, never: the other wrote the object it
+			// created). It stays unknown.
+			why := old.Unknown + "; the write at " + source + ", which the log records after it, ran concurrently with it, and which the server committed last is not known"
+			s.bucket(gr)[k] = &entry{Unknown: why, Source: why, done: old.done, by: old.by}
+			if s.typedKinds(gr) {
+				s.setTyped(gr, k, typedEntry{unknown: why}, true)
+			}
+			return nil
+		}
 		if old.rv > 0 && old.rv == rv && old.Raw != nil && old.Unknown == "" {
 			// A write that changed nothing: the store answers a no-op update with the stored
 			// object, resourceVersion and all. It restates the version the State holds: that
@@ -518,7 +533,9 @@ func (s *State) Forget(gr schema.GroupResource, gvk schema.GroupVersionKind, nam
 	if !s.keep(gr) {
 		return
 	}
-	s.bucket(gr)[ObjectKey{namespace, name}] = &entry{Unknown: why, Source: why}
+	// done: a write the log records later that ran concurrently does not make it known
+	// (store).
+	s.bucket(gr)[ObjectKey{namespace, name}] = &entry{Unknown: why, Source: why, done: s.current.writeDone, by: s.current.writeBy}
 	if s.typedKinds(gr) {
 		s.setTyped(gr, ObjectKey{namespace, name}, typedEntry{unknown: why}, true)
 	}
