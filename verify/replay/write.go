@@ -185,7 +185,7 @@ func (r *Replayer) applyUpdate(ctx context.Context, sw stateWrite) {
 		// The store deletes an object being deleted once an update leaves it without
 		// finalizers (Store.Update, shouldDeleteDuringUpdate); the response is the
 		// object as it was deleted.
-		r.state.Delete(gr, t.mainKind, t.namespace, t.name)
+		r.state.DeleteAt(gr, t.mainKind, t.namespace, t.name, state.ResourceVersion(resp.GetResourceVersion()))
 	case isMain:
 		r.put(sw, resp, src)
 	case t.name != "":
@@ -215,7 +215,9 @@ func (r *Replayer) applyDelete(ctx context.Context, sw stateWrite) {
 		r.state.Forget(gr, t.mainKind, t.namespace, t.name, "marked deleted by another DELETE before the one at "+src+", whose response is the version it first read, marked as it would have marked it")
 	case isMain && stillExists(resp):
 		r.put(sw, resp, src+" (deletion pending)")
-	case isMain || (resp != nil && resp.GetKind() == "Status"):
+	case isMain:
+		r.state.DeleteAt(gr, t.mainKind, t.namespace, t.name, state.ResourceVersion(resp.GetResourceVersion()))
+	case resp != nil && resp.GetKind() == "Status":
 		r.state.Delete(gr, t.mainKind, t.namespace, t.name)
 	default:
 		why := "deleted at " + src + " at level " + orNone(ev.Level) + ": whether it is gone is not in the log"

@@ -65,6 +65,11 @@ type State struct {
 	// maxDeleted of them, oldest first in deletedOrder.
 	deleted      map[ReplacedKey]*entry
 	deletedOrder []ReplacedKey
+	// gone are the resourceVersions of the latest deletions whose results the log shows (the
+	// revision of the deletion), at most maxDeleted of them, oldest first in goneOrder: a write
+	// the log records after a deletion whose result is below it was stored before it (store).
+	gone      map[ReplacedKey]uint64
+	goneOrder []ReplacedKey
 	// lastDone is when the latest write to an object of a resource completed, by namespace
 	// (and across namespaces, the empty one), for list.
 	lastDone map[ReplacedKey]time.Time
@@ -386,6 +391,11 @@ func (s *State) store(gr schema.GroupResource, u *unstructured.Unstructured, raw
 	}
 	k := ObjectKey{u.GetNamespace(), u.GetName()}
 	e := &entry{Raw: raw, rv: rv, Labels: labels.Set(u.GetLabels()), Source: source}
+	if old := s.bucket(gr)[k]; old == nil && rv > 0 && rv < s.gone[ReplacedKey{gr, k}] {
+		// Stored before a deletion the log records first (etcd's revisions order them):
+		// the object is gone.
+		return nil
+	}
 	if old := s.bucket(gr)[k]; old != nil {
 		if old.rv > 0 && rv > 0 && old.rv > rv {
 			return nil
@@ -556,6 +566,14 @@ func (s *State) GoneOrMarked(gr schema.GroupResource, gvk schema.GroupVersionKin
 
 // Delete records that the object no longer exists.
 func (s *State) Delete(gr schema.GroupResource, gvk schema.GroupVersionKind, namespace, name string) {
+	s.DeleteAt(gr, gvk, namespace, name, 0)
+}
+
+// DeleteAt is Delete where the deletion's result shows its resourceVersion, gone (the store
+// answers a deletion with the object it removed at the deletion's revision): a write the log
+// records after it whose result is below gone was stored before it, and does not bring the
+// object back (a create whose response completed after a controller deleted what it created).
+func (s *State) DeleteAt(gr schema.GroupResource, gvk schema.GroupVersionKind, namespace, name string, gone uint64) {
 	gr = StorageOf(gr)
 	if !s.keep(gr) {
 		return
@@ -564,6 +582,9 @@ func (s *State) Delete(gr schema.GroupResource, gvk schema.GroupVersionKind, nam
 	if old := s.Objects[gr][k]; old != nil && old.Raw != nil && old.rv > 0 {
 		// A request the log records after the deletion may have read it (deletedVersion).
 		s.rememberDeleted(ReplacedKey{gr, k}, old)
+	}
+	if gone > 0 {
+		s.rememberGone(ReplacedKey{gr, k}, gone)
 	}
 	delete(s.Objects[gr], k)
 	if s.typedKinds(gr) {
@@ -680,6 +701,21 @@ func (s *State) rememberDeleted(k ReplacedKey, e *entry) {
 	if len(s.deletedOrder) > maxDeleted {
 		delete(s.deleted, s.deletedOrder[0])
 		s.deletedOrder = s.deletedOrder[1:]
+	}
+}
+
+// rememberGone keeps the revision of a deletion; the oldest go beyond maxDeleted.
+func (s *State) rememberGone(k ReplacedKey, rv uint64) {
+	if s.gone == nil {
+		s.gone = map[ReplacedKey]uint64{}
+	}
+	if _, had := s.gone[k]; !had {
+		s.goneOrder = append(s.goneOrder, k)
+	}
+	s.gone[k] = rv
+	if len(s.goneOrder) > maxDeleted {
+		delete(s.gone, s.goneOrder[0])
+		s.goneOrder = s.goneOrder[1:]
 	}
 }
 

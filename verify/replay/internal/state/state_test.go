@@ -109,3 +109,67 @@ func TestSinceReceived(t *testing.T) {
 		}
 	}
 }
+
+// TestWritesLoggedLate: a write the log records after another it ran concurrently with does not
+// make its object known again where the other left it unknown, nor bring back an object a
+// deletion the log records first removed after it.
+func TestWritesLoggedLate(t *testing.T) {
+	gr := schema.GroupResource{Resource: "configmaps"}
+	gvk := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	t0 := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	type got struct {
+		Found, Known bool
+		RV           uint64
+	}
+	put := func(s *State, rv uint64, received, done int, source string) error {
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"namespace": "ns", "name": "cm", "resourceVersion": fmt.Sprint(rv)}}}
+		raw, err := u.MarshalJSON()
+		if err != nil {
+			return err
+		}
+		s.BeginWrite(false, at(received), at(done), source)
+		defer s.EndWrite()
+		return s.PutRaw(gr, u, raw, nil, source)
+	}
+	forget := func(s *State, done int) {
+		s.BeginWrite(false, at(done-5), at(done), "audit.log:1")
+		defer s.EndWrite()
+		s.Forget(gr, gvk, "ns", "cm", "written at audit.log:1: the result is not in the log")
+	}
+	deleteAt := func(s *State, gone uint64) {
+		s.BeginWrite(false, at(90), at(100), "audit.log:1")
+		defer s.EndWrite()
+		s.DeleteAt(gr, gvk, "ns", "cm", gone)
+	}
+	for _, tc := range []struct {
+		name   string
+		before func(s *State)
+		rv     uint64
+		want   got
+	}{
+		{"left unknown by a write that completed after this one was received", func(s *State) { forget(s, 300) }, 10, got{Found: true}},
+		{"left unknown by a write that completed before this one was received", func(s *State) { forget(s, 150) }, 10, got{Found: true, Known: true, RV: 10}},
+		{"stored before a deletion the log records first", func(s *State) { deleteAt(s, 20) }, 15, got{}},
+		{"created after that deletion", func(s *State) { deleteAt(s, 20) }, 25, got{Found: true, Known: true, RV: 25}},
+		{"a deletion whose revision the log does not show", func(s *State) { deleteAt(s, 0) }, 15, got{Found: true, Known: true, RV: 15}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := NewState(meta.NewDefaultRESTMapper(nil), func(schema.GroupResource) bool { return true }, func(schema.GroupResource) bool { return false })
+			tc.before(s)
+			if err := put(s, tc.rv, 200, 400, "audit.log:2"); err != nil {
+				t.Fatal(err)
+			}
+			p := s.Prior(gr, "ns", "cm")
+			g := got{Found: p.Found, Known: p.Raw != nil}
+			if u, _ := p.Decode(); u != nil {
+				g.RV = ResourceVersion(u.GetResourceVersion())
+			}
+			if diff := cmp.Diff(tc.want, g); diff != "" {
+				t.Errorf("the object after the write (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
