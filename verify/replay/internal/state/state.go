@@ -61,15 +61,12 @@ type State struct {
 	replaced      map[ReplacedKey][]replacedEntry
 	replacedOrder []ReplacedKey
 	replacedSeq   uint64
-	// deleted are the versions the latest deletions removed (see deletedVersion), at most
-	// maxDeleted of them, oldest first in deletedOrder.
-	deleted      map[ReplacedKey]*entry
-	deletedOrder []ReplacedKey
+	// deleted are the versions the latest deletions removed (see deletedVersion).
+	deleted latest[*entry]
 	// gone are the resourceVersions of the latest deletions whose results the log shows (the
-	// revision of the deletion), at most maxDeleted of them, oldest first in goneOrder: a write
-	// the log records after a deletion whose result is below it was stored before it (store).
-	gone      map[ReplacedKey]uint64
-	goneOrder []ReplacedKey
+	// revision of the deletion): a write the log records after a deletion whose result is
+	// below it was stored before it (store).
+	gone latest[uint64]
 	// lastDone is when the latest write to an object of a resource completed, by namespace
 	// (and across namespaces, the empty one), for list.
 	lastDone map[ReplacedKey]time.Time
@@ -391,7 +388,7 @@ func (s *State) store(gr schema.GroupResource, u *unstructured.Unstructured, raw
 	}
 	k := ObjectKey{u.GetNamespace(), u.GetName()}
 	e := &entry{Raw: raw, rv: rv, Labels: labels.Set(u.GetLabels()), Source: source}
-	if old := s.bucket(gr)[k]; old == nil && rv > 0 && rv < s.gone[ReplacedKey{gr, k}] {
+	if old := s.bucket(gr)[k]; old == nil && rv > 0 && rv < s.gone.m[ReplacedKey{gr, k}] {
 		// Stored before a deletion the log records first (etcd's revisions order them):
 		// the object is gone.
 		return nil
@@ -581,10 +578,10 @@ func (s *State) DeleteAt(gr schema.GroupResource, gvk schema.GroupVersionKind, n
 	k := ObjectKey{namespace, name}
 	if old := s.Objects[gr][k]; old != nil && old.Raw != nil && old.rv > 0 {
 		// A request the log records after the deletion may have read it (deletedVersion).
-		s.rememberDeleted(ReplacedKey{gr, k}, old)
+		s.deleted.put(ReplacedKey{gr, k}, old)
 	}
 	if gone > 0 {
-		s.rememberGone(ReplacedKey{gr, k}, gone)
+		s.gone.put(ReplacedKey{gr, k}, gone)
 	}
 	delete(s.Objects[gr], k)
 	if s.typedKinds(gr) {
@@ -689,33 +686,25 @@ type Prior struct {
 // maxDeleted bounds the deleted versions kept (see deletedVersion).
 const maxDeleted = 1024
 
-// rememberDeleted keeps the version a deletion removed; the oldest go beyond maxDeleted.
-func (s *State) rememberDeleted(k ReplacedKey, e *entry) {
-	if s.deleted == nil {
-		s.deleted = map[ReplacedKey]*entry{}
-	}
-	if _, had := s.deleted[k]; !had {
-		s.deletedOrder = append(s.deletedOrder, k)
-	}
-	s.deleted[k] = e
-	if len(s.deletedOrder) > maxDeleted {
-		delete(s.deleted, s.deletedOrder[0])
-		s.deletedOrder = s.deletedOrder[1:]
-	}
+// latest holds what the latest deletions left of their objects, at most maxDeleted of them
+// (the oldest go first).
+type latest[V any] struct {
+	m     map[ReplacedKey]V
+	order []ReplacedKey
 }
 
-// rememberGone keeps the revision of a deletion; the oldest go beyond maxDeleted.
-func (s *State) rememberGone(k ReplacedKey, rv uint64) {
-	if s.gone == nil {
-		s.gone = map[ReplacedKey]uint64{}
+// put keeps v for the object k.
+func (l *latest[V]) put(k ReplacedKey, v V) {
+	if l.m == nil {
+		l.m = map[ReplacedKey]V{}
 	}
-	if _, had := s.gone[k]; !had {
-		s.goneOrder = append(s.goneOrder, k)
+	if _, had := l.m[k]; !had {
+		l.order = append(l.order, k)
 	}
-	s.gone[k] = rv
-	if len(s.goneOrder) > maxDeleted {
-		delete(s.gone, s.goneOrder[0])
-		s.goneOrder = s.goneOrder[1:]
+	l.m[k] = v
+	if len(l.order) > maxDeleted {
+		delete(l.m, l.order[0])
+		l.order = l.order[1:]
 	}
 }
 
@@ -724,7 +713,7 @@ func (s *State) rememberGone(k ReplacedKey, rv uint64) {
 // deletion, or changed nothing (a dry run, a write of what was stored), and read that
 // version. nil when the State does not remember one.
 func (s *State) deletedVersion(gr schema.GroupResource, k ObjectKey, rv uint64) *entry {
-	if e := s.deleted[ReplacedKey{gr, k}]; e != nil && e.rv > 0 && e.rv <= rv {
+	if e := s.deleted.m[ReplacedKey{gr, k}]; e != nil && e.rv > 0 && e.rv <= rv {
 		return e
 	}
 	return nil
