@@ -106,6 +106,11 @@ func logEventRecord(raw []byte, line int, where, field string) record {
 func readCloudWatchS3(in input, yield func(record) bool) {
 	readLines(in, in.maxLine+1024, yield, func(text []byte, num int) record {
 		if at, msg, ok := cutTimestamp(bytes.TrimRight(text, "\r\n")); ok {
+			if len(msg) > 0 && bytes.IndexAny(msg, " {") < 0 {
+				// A stream's name alone: aws logs tail --format json prints the message's
+				// JSON indented on the lines after it.
+				return record{line: num, err: recordError(fmt.Sprintf("line %d", num), "MESSAGE", errors.New("a log stream's name without a message: aws logs tail --format json spreads each event over lines; print it in the default format (--format detailed)"))}
+			}
 			msg = cutStreamName(msg)
 			if cut, ok := truncatedMessage(msg, at, num, fmt.Sprintf("line %d", num), "MESSAGE"); ok {
 				return cut

@@ -103,6 +103,14 @@ func TestMalformedEnvelopes(t *testing.T) {
 		want: []string{"1: a", "2: b", "3: not an event: not JSON: invalid character 'k' looking for beginning of value",
 			`4: error: line 4: MESSAGE: the event of audit ID d was cut by CloudWatch Logs at its event size limit (134 bytes kept, ending "[Truncated...]"), and its log event has no timestamp: lost by the export, not replayed`},
 	}, {
+		name:   "aws logs tail --format json: an event over lines",
+		format: export.CloudWatchS3,
+		data:   "2026-01-01T00:00:01+00:00 kube-apiserver-audit-0a1b2c\n{\n    \"kind\": \"Event\"\n}\n",
+		want: []string{`1: error: line 1: MESSAGE: a log stream's name without a message: aws logs tail --format json spreads each event over lines; print it in the default format (--format detailed)`,
+			`2: error: line 2: TIMESTAMP: not a line of a CloudWatch Logs export: "TIMESTAMP MESSAGE" expected`,
+			`3: error: line 3: TIMESTAMP: not a line of a CloudWatch Logs export: "TIMESTAMP MESSAGE" expected`,
+			`4: error: line 4: TIMESTAMP: not a line of a CloudWatch Logs export: "TIMESTAMP MESSAGE" expected`},
+	}, {
 		name:   "S3 export: a truncated gzip file",
 		format: export.CloudWatchS3,
 		data:   truncated(gzipped("2026-01-01T00:00:01.000Z "+ev("a", 1)+"\n2026-01-01T00:00:02.000Z "+ev("b", 2)+"\n"), 12),
