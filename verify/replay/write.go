@@ -184,8 +184,9 @@ func (r *Replayer) applyUpdate(ctx context.Context, sw stateWrite) {
 	case isMain && ev.Verb != "create" && emptiedOfFinalizers(resp):
 		// The store deletes an object being deleted once an update leaves it without
 		// finalizers (Store.Update, shouldDeleteDuringUpdate); the response is the
-		// object as it was deleted.
-		r.state.DeleteAt(gr, t.mainKind, t.namespace, t.name, state.ResourceVersion(resp.GetResourceVersion()))
+		// object as it was deleted, at the version the update read
+		// (deleteWithoutFinalizers answers with it, not with the deletion's revision).
+		r.state.DeleteAt(gr, t.mainKind, t.namespace, t.name, state.ResourceVersion(resp.GetResourceVersion()), false)
 	case isMain:
 		r.put(sw, resp, src)
 	case t.name != "":
@@ -216,7 +217,7 @@ func (r *Replayer) applyDelete(ctx context.Context, sw stateWrite) {
 	case isMain && stillExists(resp):
 		r.put(sw, resp, src+" (deletion pending)")
 	case isMain:
-		r.state.DeleteAt(gr, t.mainKind, t.namespace, t.name, state.ResourceVersion(resp.GetResourceVersion()))
+		r.state.DeleteAt(gr, t.mainKind, t.namespace, t.name, state.ResourceVersion(resp.GetResourceVersion()), true)
 	case resp != nil && resp.GetKind() == "Status":
 		r.state.Delete(gr, t.mainKind, t.namespace, t.name)
 	default:

@@ -388,7 +388,7 @@ func (s *State) store(gr schema.GroupResource, u *unstructured.Unstructured, raw
 	}
 	k := ObjectKey{u.GetNamespace(), u.GetName()}
 	e := &entry{Raw: raw, rv: rv, Labels: labels.Set(u.GetLabels()), Source: source}
-	if old := s.bucket(gr)[k]; old == nil && rv > 0 && rv < s.gone.m[ReplacedKey{gr, k}] {
+	if old := s.bucket(gr)[k]; old == nil && rv > 0 && rv <= s.gone.m[ReplacedKey{gr, k}] {
 		// Stored before a deletion the log records first (etcd's revisions order them):
 		// the object is gone.
 		return nil
@@ -397,16 +397,7 @@ func (s *State) store(gr schema.GroupResource, u *unstructured.Unstructured, raw
 		if old.rv > 0 && rv > 0 && old.rv > rv {
 			return nil
 		}
-		if old.Raw == nil && old.Unknown != "" && old.by != s.current.writeBy && old.done.After(s.current.received) && !s.current.received.IsZero() {
-			// A write the log records before this one left the object unknown, and completed
-			// after this one was received: the two ran concurrently, and which the server
-			// committed last is not known (a create's, never: the other wrote the object it
-			// created). It stays unknown.
-			why := old.Unknown + "; the write at " + source + ", which the log records after it, ran concurrently with it, and which the server committed last is not known"
-			s.bucket(gr)[k] = &entry{Unknown: why, Source: why, done: old.done, by: old.by}
-			if s.typedKinds(gr) {
-				s.setTyped(gr, k, typedEntry{unknown: why}, true)
-			}
+		if s.keptUnknown(gr, k, old, "the write") {
 			return nil
 		}
 		if old.rv > 0 && old.rv == rv && old.Raw != nil && old.Unknown == "" {
@@ -563,25 +554,63 @@ func (s *State) GoneOrMarked(gr schema.GroupResource, gvk schema.GroupVersionKin
 
 // Delete records that the object no longer exists.
 func (s *State) Delete(gr schema.GroupResource, gvk schema.GroupVersionKind, namespace, name string) {
-	s.DeleteAt(gr, gvk, namespace, name, 0)
+	s.DeleteAt(gr, gvk, namespace, name, 0, false)
 }
 
-// DeleteAt is Delete where the deletion's result shows its resourceVersion, gone (the store
-// answers a deletion with the object it removed at the deletion's revision): a write the log
-// records after it whose result is below gone was stored before it, and does not bring the
-// object back (a create whose response completed after a controller deleted what it created).
-func (s *State) DeleteAt(gr schema.GroupResource, gvk schema.GroupVersionKind, namespace, name string, gone uint64) {
+// keptUnknown keeps the object k unknown where a write the log records before the one being
+// applied (what) left it unknown and completed after that one was received: the two ran
+// concurrently, and which the server committed last is not known (a create's, never: the
+// other wrote the object it created). False where the write applies.
+func (s *State) keptUnknown(gr schema.GroupResource, k ObjectKey, old *entry, what string) bool {
+	if old.Raw != nil || old.Unknown == "" || old.by == s.current.writeBy || s.current.received.IsZero() || !old.done.After(s.current.received) {
+		return false
+	}
+	why := old.Unknown + "; " + what + " at " + s.current.writeBy + ", which the log records after it, ran concurrently with it, and which the server committed last is not known"
+	// Until the later of the two completed: a third write received before that ran
+	// concurrently with it.
+	done := old.done
+	if s.current.writeDone.After(done) {
+		done = s.current.writeDone
+	}
+	s.bucket(gr)[k] = &entry{Unknown: why, Source: why, done: done, by: s.current.writeBy}
+	if s.typedKinds(gr) {
+		s.setTyped(gr, k, typedEntry{unknown: why}, true)
+	}
+	return true
+}
+
+// DeleteAt is Delete where the deletion's result shows a resourceVersion, gone: the deletion's
+// own revision where exact (the store answers a DELETE with the object it removed at the
+// revision of the deletion), or the version the deletion removed (an update that left an
+// object being deleted without finalizers answers with the version it read). A write the log
+// records after it whose result is at or below gone was stored before it, and does not bring
+// the object back (a create whose response completed after a controller deleted what it
+// created); a version the State holds above an exact gone was created after it, and stays.
+func (s *State) DeleteAt(gr schema.GroupResource, gvk schema.GroupVersionKind, namespace, name string, gone uint64, exact bool) {
 	gr = StorageOf(gr)
 	if !s.keep(gr) {
 		return
 	}
 	k := ObjectKey{namespace, name}
-	if old := s.Objects[gr][k]; old != nil && old.Raw != nil && old.rv > 0 {
-		// A request the log records after the deletion may have read it (deletedVersion).
-		s.deleted.put(ReplacedKey{gr, k}, old)
-	}
 	if gone > 0 {
 		s.gone.put(ReplacedKey{gr, k}, gone)
+	}
+	old := s.Objects[gr][k]
+	switch {
+	case old != nil && exact && gone > 0 && old.rv > gone:
+		return // the State holds the object a create the log records first made after it
+	case old != nil && !exact && gone > 0 && old.rv > gone:
+		// A version after the one the deletion read: stored before the deletion, or made by a
+		// create after it.
+		s.Forget(gr, gvk, namespace, name, fmt.Sprintf("deleted at %s with the version it read (resourceVersion %d), before the one the State holds (%d, %s), which may have been stored before the deletion or created after it", s.current.writeBy, gone, old.rv, old.Source))
+		return
+	}
+	if old != nil && s.keptUnknown(gr, k, old, "the deletion") {
+		return
+	}
+	if old != nil && old.Raw != nil && old.rv > 0 {
+		// A request the log records after the deletion may have read it (deletedVersion).
+		s.deleted.put(ReplacedKey{gr, k}, old)
 	}
 	delete(s.Objects[gr], k)
 	if s.typedKinds(gr) {

@@ -141,7 +141,7 @@ func TestWritesLoggedLate(t *testing.T) {
 	deleteAt := func(s *State, gone uint64) {
 		s.BeginWrite(false, at(90), at(100), "audit.log:1")
 		defer s.EndWrite()
-		s.DeleteAt(gr, gvk, "ns", "cm", gone)
+		s.DeleteAt(gr, gvk, "ns", "cm", gone, true)
 	}
 	for _, tc := range []struct {
 		name   string
@@ -152,6 +152,19 @@ func TestWritesLoggedLate(t *testing.T) {
 		{"left unknown by a write that completed after this one was received", func(s *State) { forget(s, 300) }, 10, got{Found: true}},
 		{"left unknown by a write that completed before this one was received", func(s *State) { forget(s, 150) }, 10, got{Found: true, Known: true, RV: 10}},
 		{"stored before a deletion the log records first", func(s *State) { deleteAt(s, 20) }, 15, got{}},
+		{"stored at the version an update that deleted the object read", func(s *State) {
+			s.BeginWrite(false, at(90), at(100), "audit.log:1")
+			defer s.EndWrite()
+			s.DeleteAt(gr, gvk, "ns", "cm", 15, false)
+		}, 15, got{}},
+		// W1 left it unknown (done 150), W2 ran concurrently (received 100, done 300) and kept
+		// it so; this one, received 200, ran concurrently with W2.
+		{"a third write concurrent with the second", func(s *State) {
+			forget(s, 150)
+			if err := put(s, 12, 100, 300, "audit.log:3"); err != nil {
+				t.Fatal(err)
+			}
+		}, 10, got{Found: true}},
 		{"created after that deletion", func(s *State) { deleteAt(s, 20) }, 25, got{Found: true, Known: true, RV: 25}},
 		{"a deletion whose revision the log does not show", func(s *State) { deleteAt(s, 0) }, 15, got{Found: true, Known: true, RV: 15}},
 	} {
@@ -171,5 +184,59 @@ func TestWritesLoggedLate(t *testing.T) {
 				t.Errorf("the object after the write (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestDeletionsLoggedLate: a deletion the log records after a create of its object's next
+// incarnation leaves that one; one that ran concurrently with a write that left the object
+// unknown leaves it unknown; an update's deletion, at the version it read, below the one the
+// State holds, leaves it unknown.
+func TestDeletionsLoggedLate(t *testing.T) {
+	gr := schema.GroupResource{Resource: "configmaps"}
+	gvk := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	t0 := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	type got struct {
+		Found, Known bool
+	}
+	for _, tc := range []struct {
+		name   string
+		before func(s *State) // the write logged first, done at 300
+		gone   uint64
+		exact  bool
+		want   got
+	}{
+		{"the next incarnation, created after the deletion", func(s *State) { putCM(t, s, gr, 30) }, 20, true, got{Found: true, Known: true}},
+		{"the version the deletion removed", func(s *State) { putCM(t, s, gr, 18) }, 20, true, got{}},
+		{"left unknown by a concurrent write", func(s *State) { s.Forget(gr, gvk, "ns", "cm", "written at audit.log:1 at level Metadata") }, 20, true, got{Found: true}},
+		{"an update's deletion below the State's version", func(s *State) { putCM(t, s, gr, 30) }, 20, false, got{Found: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewState(meta.NewDefaultRESTMapper(nil), func(schema.GroupResource) bool { return true }, func(schema.GroupResource) bool { return false })
+			s.BeginWrite(false, at(250), at(300), "audit.log:1")
+			tc.before(s)
+			s.EndWrite()
+			s.BeginWrite(false, at(200), at(400), "audit.log:2")
+			s.DeleteAt(gr, gvk, "ns", "cm", tc.gone, tc.exact)
+			s.EndWrite()
+			p := s.Prior(gr, "ns", "cm")
+			if g := (got{Found: p.Found, Known: p.Raw != nil}); g != tc.want {
+				t.Errorf("after the deletion: %+v, want %+v", g, tc.want)
+			}
+		})
+	}
+}
+
+// putCM stores the ConfigMap ns/cm at resourceVersion rv.
+func putCM(t *testing.T, s *State, gr schema.GroupResource, rv uint64) {
+	t.Helper()
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"namespace": "ns", "name": "cm", "resourceVersion": fmt.Sprint(rv)}}}
+	raw, err := u.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutRaw(gr, u, raw, nil, "audit.log:1"); err != nil {
+		t.Fatal(err)
 	}
 }
