@@ -165,9 +165,11 @@ type entry struct {
 	// not known, or when the replay rebuilt the object).
 	rv uint64
 	// done is when the write that stored it completed (its event's stageTimestamp), when the
-	// log says; by, for an entry a write left unknown, where the log records that write.
+	// log says; by is where the log records that write (empty for the snapshot's).
 	done time.Time
 	by   string
+	// created says that write created the object.
+	created bool
 	// follows says the write that stored it replaced a version of the object (it was not
 	// created): the server may still have read that version from its watch cache (staleOf).
 	follows bool
@@ -387,7 +389,7 @@ func (s *State) store(gr schema.GroupResource, u *unstructured.Unstructured, raw
 		return nil
 	}
 	k := ObjectKey{u.GetNamespace(), u.GetName()}
-	e := &entry{Raw: raw, rv: rv, Labels: labels.Set(u.GetLabels()), Source: source}
+	e := &entry{Raw: raw, rv: rv, Labels: labels.Set(u.GetLabels()), Source: source, by: s.current.writeBy, created: s.current.creating}
 	if old := s.bucket(gr)[k]; old == nil && rv > 0 && rv <= s.gone.m[ReplacedKey{gr, k}] {
 		// Stored before a deletion the log records first (etcd's revisions order them):
 		// the object is gone.
@@ -533,7 +535,7 @@ func (s *State) Forget(gr schema.GroupResource, gvk schema.GroupVersionKind, nam
 	}
 	// done: a write the log records later that ran concurrently does not make it known
 	// (store).
-	s.bucket(gr)[ObjectKey{namespace, name}] = &entry{Unknown: why, Source: why, done: s.current.writeDone, by: s.current.writeBy}
+	s.bucket(gr)[ObjectKey{namespace, name}] = &entry{Unknown: why, Source: why, done: s.current.writeDone, by: s.current.writeBy, created: s.current.creating}
 	if s.typedKinds(gr) {
 		s.setTyped(gr, ObjectKey{namespace, name}, typedEntry{unknown: why}, true)
 	}
@@ -562,10 +564,17 @@ func (s *State) Delete(gr schema.GroupResource, gvk schema.GroupVersionKind, nam
 // concurrently, and which the server committed last is not known (a create's, never: the
 // other wrote the object it created). False where the write applies.
 func (s *State) keptUnknown(gr schema.GroupResource, k ObjectKey, old *entry, what string) bool {
-	if old.Raw != nil || old.Unknown == "" || old.by == s.current.writeBy || s.current.received.IsZero() || !old.done.After(s.current.received) {
+	// An entry the replay rebuilt (its resourceVersion not known: a write followed through
+	// the pipeline) is ordered against no other write either.
+	rebuilt := old.Raw != nil && old.rv == 0 && old.by != ""
+	if !rebuilt && (old.Raw != nil || old.Unknown == "") || old.by == s.current.writeBy || s.current.received.IsZero() || !old.done.After(s.current.received) {
 		return false
 	}
-	why := old.Unknown + "; " + what + " at " + s.current.writeBy + ", which the log records after it, ran concurrently with it, and which the server committed last is not known"
+	was := old.Unknown
+	if rebuilt {
+		was = "as the write at " + old.by + " left it (rebuilt by the replay)"
+	}
+	why := was + "; " + what + " at " + s.current.writeBy + ", which the log records after it, ran concurrently with it, and which the server committed last is not known"
 	// Until the later of the two completed: a third write received before that ran
 	// concurrently with it.
 	done := old.done
@@ -605,7 +614,9 @@ func (s *State) DeleteAt(gr schema.GroupResource, gvk schema.GroupVersionKind, n
 		s.Forget(gr, gvk, namespace, name, fmt.Sprintf("deleted at %s with the version it read (resourceVersion %d), before the one the State holds (%d, %s), which may have been stored before the deletion or created after it", s.current.writeBy, gone, old.rv, old.Source))
 		return
 	}
-	if old != nil && s.keptUnknown(gr, k, old, "the deletion") {
+	// A write the deletion ran concurrently with committed before it (the object was gone
+	// after it), unless it created the object again.
+	if old != nil && old.created && s.keptUnknown(gr, k, old, "the deletion") {
 		return
 	}
 	if old != nil && old.Raw != nil && old.rv > 0 {

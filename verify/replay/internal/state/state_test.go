@@ -151,6 +151,18 @@ func TestWritesLoggedLate(t *testing.T) {
 	}{
 		{"left unknown by a write that completed after this one was received", func(s *State) { forget(s, 300) }, 10, got{Found: true}},
 		{"left unknown by a write that completed before this one was received", func(s *State) { forget(s, 150) }, 10, got{Found: true, Known: true, RV: 10}},
+		// The replay rebuilt the version (a write followed through the pipeline: its
+		// resourceVersion is not known), and this one ran concurrently with it.
+		{"rebuilt by a write that completed after this one was received", func(s *State) {
+			s.BeginWrite(false, at(250), at(300), "audit.log:1")
+			defer s.EndWrite()
+			u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+				"metadata": map[string]any{"namespace": "ns", "name": "cm"}, "data": map[string]any{"bound": "yes"}}}
+			if err := s.Put(gr, u, "audit.log:1"); err != nil {
+				t.Fatal(err)
+			}
+			s.MarkDone(gr, "ns", "cm", "audit.log:1", at(300))
+		}, 10, got{Found: true}},
 		{"stored before a deletion the log records first", func(s *State) { deleteAt(s, 20) }, 15, got{}},
 		{"stored at the version an update that deleted the object read", func(s *State) {
 			s.BeginWrite(false, at(90), at(100), "audit.log:1")
@@ -208,7 +220,12 @@ func TestDeletionsLoggedLate(t *testing.T) {
 	}{
 		{"the next incarnation, created after the deletion", func(s *State) { putCM(t, s, gr, 30) }, 20, true, got{Found: true, Known: true}},
 		{"the version the deletion removed", func(s *State) { putCM(t, s, gr, 18) }, 20, true, got{}},
-		{"left unknown by a concurrent write", func(s *State) { s.Forget(gr, gvk, "ns", "cm", "written at audit.log:1 at level Metadata") }, 20, true, got{Found: true}},
+		{"left unknown by a concurrent create", func(s *State) {
+			s.current.creating = true
+			s.Forget(gr, gvk, "ns", "cm", "created at audit.log:1 at level Metadata")
+		}, 20, true, got{Found: true}},
+		// A write before the deletion removed the object: committed before it.
+		{"left unknown by a concurrent update", func(s *State) { s.Forget(gr, gvk, "ns", "cm", "written at audit.log:1 at level Metadata") }, 20, true, got{}},
 		{"an update's deletion below the State's version", func(s *State) { putCM(t, s, gr, 30) }, 20, false, got{Found: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
