@@ -581,7 +581,7 @@ func (s *State) keptUnknown(gr schema.GroupResource, k ObjectKey, old *entry, wh
 	if s.current.writeDone.After(done) {
 		done = s.current.writeDone
 	}
-	s.bucket(gr)[k] = &entry{Unknown: why, Source: why, done: done, by: s.current.writeBy}
+	s.bucket(gr)[k] = &entry{Unknown: why, Source: why, done: done, by: s.current.writeBy, created: old.created || s.current.creating}
 	if s.typedKinds(gr) {
 		s.setTyped(gr, k, typedEntry{unknown: why}, true)
 	}
@@ -615,8 +615,9 @@ func (s *State) DeleteAt(gr schema.GroupResource, gvk schema.GroupVersionKind, n
 		return
 	}
 	// A write the deletion ran concurrently with committed before it (the object was gone
-	// after it), unless it created the object again.
-	if old != nil && old.created && s.keptUnknown(gr, k, old, "the deletion") {
+	// after it), unless it created the object again: which one an unknown entry's writes
+	// were (an export that lost a 201 hides a create) is not known; a rebuilt one's, known.
+	if old != nil && (old.Raw == nil || old.created) && s.keptUnknown(gr, k, old, "the deletion") {
 		return
 	}
 	if old != nil && old.Raw != nil && old.rv > 0 {
