@@ -219,7 +219,8 @@ func (r *Replayer) applyDelete(ctx context.Context, sw stateWrite) {
 	case isMain:
 		r.state.DeleteAt(gr, t.mainKind, t.namespace, t.name, state.ResourceVersion(resp.GetResourceVersion()), true)
 	case resp != nil && resp.GetKind() == "Status":
-		r.state.Delete(gr, t.mainKind, t.namespace, t.name)
+		uid, _, _ := unstructured.NestedString(resp.Object, "details", "uid")
+		r.state.DeleteUID(gr, t.mainKind, t.namespace, t.name, uid)
 	default:
 		why := "deleted at " + src + " at level " + orNone(ev.Level) + ": whether it is gone is not in the log"
 		if r.followsWrite(ev, t) {

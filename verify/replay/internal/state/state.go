@@ -567,12 +567,20 @@ func (s *State) keptUnknown(gr schema.GroupResource, k ObjectKey, old *entry, wh
 	// An entry the replay rebuilt (its resourceVersion not known: a write followed through
 	// the pipeline) is ordered against no other write either.
 	rebuilt := old.Raw != nil && old.rv == 0 && old.by != ""
-	if !rebuilt && (old.Raw != nil || old.Unknown == "") || old.by == s.current.writeBy || s.current.received.IsZero() || !old.done.After(s.current.received) {
+	if !rebuilt && (old.Raw != nil || old.Unknown == "") || !s.ranConcurrently(old) {
 		return false
 	}
+	s.unknownAfter(gr, k, old, what)
+	return true
+}
+
+// unknownAfter makes the object k unknown: a write the log records before the one being
+// applied (what) left it as old holds it, and which of the two the server committed last is
+// not known.
+func (s *State) unknownAfter(gr schema.GroupResource, k ObjectKey, old *entry, what string) {
 	was := old.Unknown
-	if rebuilt {
-		was = "as the write at " + old.by + " left it (rebuilt by the replay)"
+	if old.Raw != nil {
+		was = "as the write at " + old.by + " left it"
 	}
 	why := was + "; " + what + " at " + s.current.writeBy + ", which the log records after it, ran concurrently with it, and which the server committed last is not known"
 	// Until the later of the two completed: a third write received before that ran
@@ -585,7 +593,37 @@ func (s *State) keptUnknown(gr schema.GroupResource, k ObjectKey, old *entry, wh
 	if s.typedKinds(gr) {
 		s.setTyped(gr, k, typedEntry{unknown: why}, true)
 	}
-	return true
+}
+
+// DeleteUID is Delete where the deletion's result is a Status that names the uid of the object
+// it removed (the generic store's answer for most resources, finalizeDelete): where a create
+// the log records first ran concurrently with the deletion, the deletion removed the object it
+// created when the uids are the same, and an earlier one otherwise, which the create then
+// replaced; when either uid is not known, which one is not known.
+func (s *State) DeleteUID(gr schema.GroupResource, gvk schema.GroupVersionKind, namespace, name, uid string) {
+	k := ObjectKey{namespace, name}
+	if old := s.Objects[StorageOf(gr)][k]; old != nil && old.Raw != nil && old.created && s.ranConcurrently(old) {
+		var m struct {
+			Metadata struct {
+				UID string `json:"uid"`
+			} `json:"metadata"`
+		}
+		_ = json.Unmarshal(old.Raw, &m)
+		switch {
+		case uid != "" && m.Metadata.UID != "" && uid != m.Metadata.UID:
+			return // the create came after the deletion
+		case uid == "" || m.Metadata.UID == "":
+			s.unknownAfter(StorageOf(gr), k, old, "the deletion")
+			return
+		}
+	}
+	s.DeleteAt(gr, gvk, namespace, name, 0, false)
+}
+
+// ranConcurrently says whether the write that left the entry completed after the write being
+// applied was received (the log records it first).
+func (s *State) ranConcurrently(old *entry) bool {
+	return old.by != "" && old.by != s.current.writeBy && !s.current.received.IsZero() && old.done.After(s.current.received)
 }
 
 // DeleteAt is Delete where the deletion's result shows a resourceVersion, gone: the deletion's

@@ -267,3 +267,50 @@ func putCM(t *testing.T, s *State, gr schema.GroupResource, rv uint64) {
 		t.Fatal(err)
 	}
 }
+
+// TestDeletedByUID: a deletion answered with a Status names the uid of what it removed: where
+// a create the log records first ran concurrently with it, the same uid removed what the
+// create made, another an earlier object the create then replaced, none says neither.
+func TestDeletedByUID(t *testing.T) {
+	gr := schema.GroupResource{Resource: "configmaps"}
+	gvk := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	t0 := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	type got struct {
+		Found, Known bool
+	}
+	for _, tc := range []struct {
+		name     string
+		received int // the deletion's; the create completed at 300
+		uid      string
+		want     got
+	}{
+		{"the object the create made", 200, "u-new", got{}},
+		{"an earlier object", 200, "u-old", got{Found: true, Known: true}},
+		{"no uid", 200, "", got{Found: true}},
+		{"received after the create completed", 400, "u-old", got{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewState(meta.NewDefaultRESTMapper(nil), func(schema.GroupResource) bool { return true }, func(schema.GroupResource) bool { return false })
+			u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+				"metadata": map[string]any{"namespace": "ns", "name": "cm", "uid": "u-new", "resourceVersion": "30"}}}
+			raw, err := u.MarshalJSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.BeginWrite(true, at(100), at(300), "audit.log:1")
+			if err := s.PutRaw(gr, u, raw, nil, "audit.log:1"); err != nil {
+				t.Fatal(err)
+			}
+			s.MarkDone(gr, "ns", "cm", "audit.log:1", at(300))
+			s.EndWrite()
+			s.BeginWrite(false, at(tc.received), at(500), "audit.log:2")
+			s.DeleteUID(gr, gvk, "ns", "cm", tc.uid)
+			s.EndWrite()
+			p := s.Prior(gr, "ns", "cm")
+			if g := (got{Found: p.Found, Known: p.Raw != nil}); g != tc.want {
+				t.Errorf("after the deletion: %+v, want %+v", g, tc.want)
+			}
+		})
+	}
+}
