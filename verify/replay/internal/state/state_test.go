@@ -114,10 +114,7 @@ func TestSinceReceived(t *testing.T) {
 // make its object known again where the other left it unknown, nor bring back an object a
 // deletion the log records first removed after it.
 func TestWritesLoggedLate(t *testing.T) {
-	gr := schema.GroupResource{Resource: "configmaps"}
-	gvk := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
-	t0 := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
-	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	gr, gvk, at := cmGR, cmGVK, msAt
 	type got struct {
 		Found, Known bool
 		RV           uint64
@@ -182,7 +179,7 @@ func TestWritesLoggedLate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			s := NewState(meta.NewDefaultRESTMapper(nil), func(schema.GroupResource) bool { return true }, func(schema.GroupResource) bool { return false })
+			s := newTestState()
 			tc.before(s)
 			if err := put(s, tc.rv, 200, 400, "audit.log:2"); err != nil {
 				t.Fatal(err)
@@ -204,13 +201,8 @@ func TestWritesLoggedLate(t *testing.T) {
 // unknown leaves it unknown; an update's deletion, at the version it read, below the one the
 // State holds, leaves it unknown.
 func TestDeletionsLoggedLate(t *testing.T) {
-	gr := schema.GroupResource{Resource: "configmaps"}
-	gvk := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
-	t0 := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
-	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
-	type got struct {
-		Found, Known bool
-	}
+	gr, gvk, at := cmGR, cmGVK, msAt
+	type got = presence
 	for _, tc := range []struct {
 		name   string
 		before func(s *State) // the write logged first, done at 300
@@ -239,15 +231,14 @@ func TestDeletionsLoggedLate(t *testing.T) {
 		{"an update's deletion below the State's version", func(s *State) { putCM(t, s, gr, 30) }, 20, false, got{Found: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := NewState(meta.NewDefaultRESTMapper(nil), func(schema.GroupResource) bool { return true }, func(schema.GroupResource) bool { return false })
+			s := newTestState()
 			s.BeginWrite(false, at(250), at(300), "audit.log:1")
 			tc.before(s)
 			s.EndWrite()
 			s.BeginWrite(false, at(200), at(400), "audit.log:2")
 			s.DeleteAt(gr, gvk, "ns", "cm", tc.gone, tc.exact)
 			s.EndWrite()
-			p := s.Prior(gr, "ns", "cm")
-			if g := (got{Found: p.Found, Known: p.Raw != nil}); g != tc.want {
+			if g := presenceOf(s); g != tc.want {
 				t.Errorf("after the deletion: %+v, want %+v", g, tc.want)
 			}
 		})
@@ -272,13 +263,8 @@ func putCM(t *testing.T, s *State, gr schema.GroupResource, rv uint64) {
 // a create the log records first ran concurrently with it, the same uid removed what the
 // create made, another an earlier object the create then replaced, none says neither.
 func TestDeletedByUID(t *testing.T) {
-	gr := schema.GroupResource{Resource: "configmaps"}
-	gvk := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
-	t0 := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
-	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
-	type got struct {
-		Found, Known bool
-	}
+	gr, gvk, at := cmGR, cmGVK, msAt
+	type got = presence
 	for _, tc := range []struct {
 		name     string
 		received int // the deletion's; the create completed at 300
@@ -291,7 +277,7 @@ func TestDeletedByUID(t *testing.T) {
 		{"received after the create completed", 400, "u-old", got{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := NewState(meta.NewDefaultRESTMapper(nil), func(schema.GroupResource) bool { return true }, func(schema.GroupResource) bool { return false })
+			s := newTestState()
 			u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
 				"metadata": map[string]any{"namespace": "ns", "name": "cm", "uid": "u-new", "resourceVersion": "30"}}}
 			raw, err := u.MarshalJSON()
@@ -307,10 +293,35 @@ func TestDeletedByUID(t *testing.T) {
 			s.BeginWrite(false, at(tc.received), at(500), "audit.log:2")
 			s.DeleteUID(gr, gvk, "ns", "cm", tc.uid)
 			s.EndWrite()
-			p := s.Prior(gr, "ns", "cm")
-			if g := (got{Found: p.Found, Known: p.Raw != nil}); g != tc.want {
+			if g := presenceOf(s); g != tc.want {
 				t.Errorf("after the deletion: %+v, want %+v", g, tc.want)
 			}
 		})
 	}
+}
+
+// The ConfigMap ns/cm the tests of writes logged late write, and their clock.
+var (
+	cmGR  = schema.GroupResource{Resource: "configmaps"}
+	cmGVK = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+)
+
+// msAt is ms milliseconds into the tests' clock.
+func msAt(ms int) time.Time {
+	return time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC).Add(time.Duration(ms) * time.Millisecond)
+}
+
+// newTestState is a State that keeps every resource.
+func newTestState() *State {
+	return NewState(meta.NewDefaultRESTMapper(nil), func(schema.GroupResource) bool { return true }, func(schema.GroupResource) bool { return false })
+}
+
+// presence is what a test reads of ns/cm: whether the State has an entry, and knows it.
+type presence struct {
+	Found, Known bool
+}
+
+func presenceOf(s *State) presence {
+	p := s.Prior(cmGR, "ns", "cm")
+	return presence{Found: p.Found, Known: p.Raw != nil}
 }
