@@ -614,8 +614,10 @@ func (s *State) DeleteUID(gr schema.GroupResource, gvk schema.GroupVersionKind, 
 			return // the create came after the deletion
 		case uid == "" || m.Metadata.UID == "":
 			s.unknownAfter(StorageOf(gr), k, old, "the deletion")
-			return
+		case s.keep(StorageOf(gr)):
+			s.remove(StorageOf(gr), k, old) // what the create made
 		}
+		return
 	}
 	s.DeleteAt(gr, gvk, namespace, name, 0, false)
 }
@@ -658,13 +660,18 @@ func (s *State) DeleteAt(gr schema.GroupResource, gvk schema.GroupVersionKind, n
 	if old != nil && (old.Raw == nil || old.created) && s.keptUnknown(gr, k, old, "the deletion") {
 		return
 	}
+	s.remove(gr, k, old)
+}
+
+// remove removes the object k, whose entry is old (nil when the State has none).
+func (s *State) remove(gr schema.GroupResource, k ObjectKey, old *entry) {
 	if old != nil && old.Raw != nil && old.rv > 0 {
 		// A request the log records after the deletion may have read it (deletedVersion).
 		s.deleted.put(ReplacedKey{gr, k}, old)
 	}
 	delete(s.Objects[gr], k)
 	if s.typedKinds(gr) {
-		s.setTyped(gr, ObjectKey{namespace, name}, typedEntry{}, false)
+		s.setTyped(gr, k, typedEntry{}, false)
 	}
 }
 

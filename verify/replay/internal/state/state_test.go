@@ -269,12 +269,14 @@ func TestDeletedByUID(t *testing.T) {
 		name     string
 		received int // the deletion's; the create completed at 300
 		uid      string
+		rebuilt  bool // the replay rebuilt what the create made
 		want     got
 	}{
-		{"the object the create made", 200, "u-new", got{}},
-		{"an earlier object", 200, "u-old", got{Found: true, Known: true}},
-		{"no uid", 200, "", got{Found: true}},
-		{"received after the create completed", 400, "u-old", got{}},
+		{"the object the create made", 200, "u-new", false, got{}},
+		{"an earlier object", 200, "u-old", false, got{Found: true, Known: true}},
+		{"no uid", 200, "", false, got{Found: true}},
+		{"received after the create completed", 400, "u-old", false, got{}},
+		{"the object a rebuilt create made", 200, "u-new", true, got{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newTestState()
@@ -285,7 +287,12 @@ func TestDeletedByUID(t *testing.T) {
 				t.Fatal(err)
 			}
 			s.BeginWrite(true, at(100), at(300), "audit.log:1")
-			if err := s.PutRaw(gr, u, raw, nil, "audit.log:1"); err != nil {
+			if tc.rebuilt {
+				err = s.Put(gr, u, "audit.log:1")
+			} else {
+				err = s.PutRaw(gr, u, raw, nil, "audit.log:1")
+			}
+			if err != nil {
 				t.Fatal(err)
 			}
 			s.MarkDone(gr, "ns", "cm", "audit.log:1", at(300))
