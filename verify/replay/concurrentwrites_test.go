@@ -878,3 +878,41 @@ func TestWriteLoggedBeforeItsCreate(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteConcurrentWithRefusedDelete: a refused DELETE of a pod with no grace period may have
+// left it marked deleted; a patch the log records after it, received before it completed, may
+// have been stored before the marks: its response, unmarked, does not make the pod known.
+func TestWriteConcurrentWithRefusedDelete(t *testing.T) {
+	t.Parallel()
+	pod := func(rv string, labels map[string]any) map[string]any {
+		md := map[string]any{"name": "p", "namespace": "ns1", "resourceVersion": rv, "uid": "u-p"}
+		if labels != nil {
+			md["labels"] = labels
+		}
+		return map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": md, "spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "i"}}}}
+	}
+	refused := `pods "p" is forbidden: ValidatingAdmissionPolicy 'other' with binding 'other' denied request: no`
+	label := map[string]any{"metadata": map[string]any{"labels": map[string]any{"a": "b"}}}
+	for _, tc := range []struct {
+		name           string
+		received, done string // the labelling patch's
+		want           string
+	}{
+		{name: "received before the DELETE completed", received: "02.005000", done: "02.020000", want: DecisionIndeterminate},
+		{name: "received after", received: "02.015000", done: "02.020000", want: DecisionAdmit},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p, b := levelPolicy("not-deleting", "pods", admissionregistrationv1.Update, nil, "!has(oldObject.metadata.deletionTimestamp)")
+			_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+				timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "pods", "ns1", "p", 201, "", pod("", nil), pod("10", nil)), "00.000000", "00.010000", nil),
+				timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "delete", "pods", "ns1", "p", 422, refused, nil, nil), "02.000000", "02.010000", nil),
+				timedEvent(t, levelEvent(t, "3", auditlog.LevelRequestResponse, "patch", "pods", "ns1", "p", 200, "", label, pod("11", map[string]any{"a": "b"})), tc.received, tc.done, nil),
+				timedEvent(t, levelEvent(t, "4", auditlog.LevelRequest, "patch", "pods", "ns1", "p", 200, "", label, nil), "05.000000", "05.010000", nil),
+			)
+			if rec := recs["4"]; rec == nil || rec.Decision != tc.want {
+				t.Errorf("request 4: %s, want %s", describeRecord(rec), tc.want)
+			}
+		})
+	}
+}

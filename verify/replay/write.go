@@ -617,6 +617,9 @@ func (r *Replayer) refusedPodDelete(d decoded, ev *Event, t target, j *job) {
 		return
 	}
 	src := lineRef{d.file, d.num}.String()
+	// When it completed: a write the log records after it that ran concurrently does not make
+	// the pod known (State.keptUnknown).
+	defer r.state.MarkDone(gr, t.namespace, t.name, src, auditlog.ParseTime(ev.StageTimestamp))
 	zero := int64(0)
 	u.SetDeletionTimestamp(markedAt(ev))
 	u.SetDeletionGracePeriodSeconds(&zero)
