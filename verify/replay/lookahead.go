@@ -410,9 +410,13 @@ func (r *Replayer) forgetReached(j *job, d decoded) {
 	j.result.reachedApplied = false
 	gr := j.t.gvr.GroupResource()
 	why := fmt.Sprintf("written by the refused %s at %s:%d, which ran concurrently with the write at %s:%d: what it left is not known", j.ev.Verb, j.d.file, j.d.num, d.file, d.num)
-	if j.ev.Verb == "deletecollection" {
-		r.state.ForgetAll(gr, j.t.namespace, why)
-		return
-	}
-	r.state.Forget(gr, j.t.mainKind, j.t.namespace, j.t.name, why)
+	// As the refused request: the concurrent write's own result, which may have been stored
+	// before what it left, does not make its objects known (State.keptUnknown).
+	r.state.As(lineRef{j.d.file, j.d.num}.String(), auditlog.ParseTime(j.ev.StageTimestamp), func() {
+		if j.ev.Verb == "deletecollection" {
+			r.state.ForgetAll(gr, j.t.namespace, why)
+			return
+		}
+		r.state.Forget(gr, j.t.mainKind, j.t.namespace, j.t.name, why)
+	})
 }

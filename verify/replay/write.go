@@ -365,6 +365,9 @@ func (r *Replayer) failedDeleteCollection(d decoded, ev *Event, t target, j *job
 				vapccel.Unknown{Path: objectPath("metadata", "resourceVersion"), ValueOnly: true, Why: why},
 				vapccel.Unknown{Path: objectPath("metadata", "generation"), Why: why})
 			_ = r.state.PutPartly(gr, u, unknowns, src+" (deletion pending)")
+			// When it completed: a write the log records after it that ran concurrently does
+			// not make the object known (State.keptUnknown).
+			r.state.MarkDone(gr, k.Namespace, k.Name, src, auditlog.ParseTime(ev.StageTimestamp))
 		}
 		for k := range reached.keys {
 			if _, left := reached.left[k]; !left {

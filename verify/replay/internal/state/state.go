@@ -102,6 +102,16 @@ func (s *State) BeginWrite(create bool, received, done time.Time, by string) {
 		written: s.current.written[:0], writtenUnknown: s.current.writtenUnknown[:0]}
 }
 
+// As runs fn as the write logged at by, which completed at done, that the replay revises
+// after the log's order applied it: what fn leaves unknown carries when that write completed
+// (see keptUnknown). The request being applied, if any, is as it was after.
+func (s *State) As(by string, done time.Time, fn func()) {
+	saved := s.current
+	s.current.writeBy, s.current.writeDone = by, done
+	fn()
+	s.current = saved
+}
+
 // EndWrite ends following the writes of one request: what is written outside a request (the
 // snapshot) is no write of the log.
 func (s *State) EndWrite() {
@@ -684,7 +694,7 @@ func (s *State) ForgetAll(gr schema.GroupResource, namespace, why string) {
 	}
 	for k, e := range s.Objects[gr] {
 		if namespace == "" || k.Namespace == namespace {
-			*e = entry{Unknown: why, Source: why}
+			*e = entry{Unknown: why, Source: why, done: s.current.writeDone, by: s.current.writeBy}
 			if s.typedKinds(gr) {
 				s.setTyped(gr, k, typedEntry{unknown: why}, true)
 			}
