@@ -415,6 +415,12 @@ func (r *Replayer) forgetReached(j *job, d decoded) {
 	r.state.As(lineRef{j.d.file, j.d.num}.String(), auditlog.ParseTime(j.ev.StageTimestamp), func() {
 		if j.ev.Verb == "deletecollection" {
 			r.state.ForgetAll(gr, j.t.namespace, why)
+			if j.result.reached != nil {
+				// What it removed too: the State holds nothing of those for ForgetAll.
+				for k := range j.result.reached.keys {
+					r.state.Forget(gr, j.t.mainKind, k.Namespace, k.Name, why)
+				}
+			}
 			return
 		}
 		r.state.Forget(gr, j.t.mainKind, j.t.namespace, j.t.name, why)

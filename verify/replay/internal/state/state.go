@@ -619,6 +619,10 @@ func (s *State) DeleteUID(gr schema.GroupResource, gvk schema.GroupVersionKind, 
 			} `json:"metadata"`
 		}
 		_ = json.Unmarshal(old.Raw, &m)
+		if old.rv == 0 {
+			// Rebuilt by the replay: the uid is its pipeline's, not the server's.
+			m.Metadata.UID = ""
+		}
 		switch {
 		case uid != "" && m.Metadata.UID != "" && uid != m.Metadata.UID:
 			return // the create came after the deletion
