@@ -932,3 +932,60 @@ func TestWriteConcurrentWithRefusedDelete(t *testing.T) {
 		})
 	}
 }
+
+// TestRemovedByRefusedDeleteCollection: a deletecollection of the params, refused at p2 by
+// "guard", removed p1 first; a patch of p1 that ran concurrently with it (answered 200, so
+// stored before p1 was removed) is logged after it. p1 is gone, not brought back by the
+// patch's response: a request that reads the params is not decided on it.
+func TestRemovedByRefusedDeleteCollection(t *testing.T) {
+	t.Parallel()
+	param := func(name, rv string, selected bool) map[string]any {
+		p := lagParam(name, rv, "yes")
+		if !selected {
+			p["metadata"].(map[string]any)["labels"] = map[string]any{"param": "no"}
+		}
+		return p
+	}
+	ns := func(name, rv string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name, "uid": "u-" + name, "resourceVersion": rv}}
+	}
+	dc := timedEvent(t, levelEvent(t, "dc", auditlog.LevelRequestResponse, "deletecollection", "configmaps", "params", "", 422,
+		`configmaps "Unknown" is forbidden: ValidatingAdmissionPolicy 'guard' with binding 'guard' denied request: denied by guard`, nil, nil), "03.000000", "03.010000", map[string]string{"authorization.k8s.io/decision": "allow"})
+	dc = strings.Replace(dc, `"requestURI":"/api/v1/namespaces/params/configmaps/"`, `"requestURI":"/api/v1/namespaces/params/configmaps"`, 1)
+	patch := map[string]any{"metadata": map[string]any{"annotations": map[string]any{"a": "b"}}}
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "x", "namespace": "ns1"}}
+	limit, limitBinding := lagParamPolicy(admissionregistrationv1.DenyAction)
+	limitBinding.Spec.ParamRef.Selector, limitBinding.Spec.ParamRef.Name = nil, "p1" // read by name
+	guard, guardBinding := levelPolicy("guard", "configmaps", admissionregistrationv1.Delete, nil, "oldObject.metadata.name != 'p2'")
+	_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{limit, guard}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{limitBinding, guardBinding},
+		timedEvent(t, asUser(t, levelEvent(t, "ns", auditlog.LevelRequestResponse, "create", "namespaces", "", "default", 201, "", ns("default", ""), ns("default", "2")), "system:apiserver"), "00.000000", "00.010000", nil),
+		timedEvent(t, levelEvent(t, "ns-params", auditlog.LevelRequestResponse, "create", "namespaces", "", "params", 201, "", ns("params", ""), ns("params", "3")), "00.100000", "00.110000", nil),
+		timedEvent(t, levelEvent(t, "ns-ns1", auditlog.LevelRequestResponse, "create", "namespaces", "", "ns1", 201, "", ns("ns1", ""), ns("ns1", "4")), "00.200000", "00.210000", nil),
+		timedEvent(t, levelEvent(t, "p1", auditlog.LevelRequestResponse, "create", "configmaps", "params", "p1", 201, "", param("p1", "", true), param("p1", "5", true)), "01.000000", "01.010000", nil),
+		timedEvent(t, levelEvent(t, "p2", auditlog.LevelRequestResponse, "create", "configmaps", "params", "p2", 201, "", param("p2", "", false), param("p2", "6", false)), "02.000000", "02.010000", nil),
+		dc,
+		timedEvent(t, levelEvent(t, "patch", auditlog.LevelRequestResponse, "patch", "configmaps", "params", "p1", 200, "", patch, param("p1", "8", true)), "03.005000", "03.020000", nil),
+		timedEvent(t, levelEvent(t, "x", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "x", 201, "", cm, withRV(cm, "9")), "05.000000", "05.010000", nil),
+	)
+	if rec := recs["dc"]; rec == nil || rec.Decision != DecisionDeny {
+		t.Fatalf("the deletecollection: %s, want deny (the replay's pipeline refusing p2 as the log shows)", describeRecord(rec))
+	}
+	if rec := recs["x"]; rec == nil || rec.Decision != DecisionIndeterminate {
+		t.Errorf("the create: %s, want indeterminate: p1 is gone or not known, not the patch's", describeRecord(rec))
+	}
+}
+
+// withRV is a copy of obj with its resourceVersion set, as the server answers.
+func withRV(obj map[string]any, rv string) map[string]any {
+	out := map[string]any{}
+	for k, v := range obj {
+		out[k] = v
+	}
+	md := map[string]any{}
+	for k, v := range obj["metadata"].(map[string]any) {
+		md[k] = v
+	}
+	md["resourceVersion"] = rv
+	out["metadata"] = md
+	return out
+}
