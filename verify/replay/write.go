@@ -681,7 +681,7 @@ func storedVersion(d decoded, ev *Event, t target) uint64 {
 	if ev.Verb != "delete" {
 		return writtenVersion(d, ev, t)
 	}
-	if resp := deleteAnswer(ev, t); resp != nil && stillExists(resp) {
+	if resp := deleteAnswer(d, ev, t); resp != nil && stillExists(resp) {
 		return state.ResourceVersion(resp.GetResourceVersion())
 	}
 	return 0
@@ -689,12 +689,17 @@ func storedVersion(d decoded, ev *Event, t target) uint64 {
 
 // deleteAnswer is the object a successful DELETE answered with, when it answered with its
 // object (not a Status): as it left it marked deleted, or as last stored when it removed it
-// (at the deletion's resourceVersion: etcd3's conditionalDelete); nil otherwise.
-func deleteAnswer(ev *Event, t target) *unstructured.Unstructured {
+// (at the deletion's resourceVersion: etcd3's conditionalDelete); nil otherwise. It reads
+// the answer the decoding workers prepared (prepareWrite), when they did.
+func deleteAnswer(d decoded, ev *Event, t target) *unstructured.Unstructured {
 	if c := ev.Code(); ev.Verb != "delete" || c < 200 || c >= 300 || isDryRun(ev) || !hasBody(ev.ResponseObject) {
 		return nil
 	}
-	if w := writtenObject(ev, t); w.isMain && w.raw != nil && w.resp.GetName() == t.name && w.resp.GetNamespace() == t.namespace {
+	w := d.written
+	if w == nil || !w.isMain {
+		w = writtenObject(ev, t) // not prepared, or prepared before the log taught its kind
+	}
+	if w.isMain && w.raw != nil && w.resp.GetName() == t.name && w.resp.GetNamespace() == t.namespace {
 		return w.resp
 	}
 	return nil
@@ -712,7 +717,7 @@ func markedOtherVersion(d decoded, ev *Event, t target, p state.Prior) []vapccel
 	if ev.Verb != "delete" || p.Raw == nil || p.RV == 0 {
 		return nil
 	}
-	answer := deleteAnswer(ev, t)
+	answer := deleteAnswer(d, ev, t)
 	if answer == nil {
 		return nil
 	}

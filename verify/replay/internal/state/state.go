@@ -400,12 +400,13 @@ func (s *State) store(gr schema.GroupResource, u *unstructured.Unstructured, raw
 	}
 	k := ObjectKey{u.GetNamespace(), u.GetName()}
 	e := &entry{Raw: raw, rv: rv, Labels: labels.Set(u.GetLabels()), Source: source, by: s.current.writeBy, created: s.current.creating}
-	if old := s.bucket(gr)[k]; old == nil && rv > 0 && rv <= s.gone.m[ReplacedKey{gr, k}] {
+	old := s.bucket(gr)[k]
+	if old == nil && rv > 0 && rv <= s.gone.m[ReplacedKey{gr, k}] {
 		// Stored before a deletion the log records first (etcd's revisions order them):
 		// the object is gone.
 		return nil
 	}
-	if old := s.bucket(gr)[k]; old != nil {
+	if old != nil {
 		if old.rv > 0 && rv > 0 && old.rv > rv {
 			return nil
 		}
@@ -618,10 +619,10 @@ func (s *State) DeleteUID(gr schema.GroupResource, gvk schema.GroupVersionKind, 
 				UID string `json:"uid"`
 			} `json:"metadata"`
 		}
-		_ = json.Unmarshal(old.Raw, &m)
-		if old.rv == 0 {
-			// Rebuilt by the replay: the uid is its pipeline's, not the server's.
-			m.Metadata.UID = ""
+		if old.rv > 0 {
+			// Rebuilt by the replay (no resourceVersion), its uid is its pipeline's, not the
+			// server's: not known.
+			_ = json.Unmarshal(old.Raw, &m)
 		}
 		switch {
 		case uid != "" && m.Metadata.UID != "" && uid != m.Metadata.UID:
