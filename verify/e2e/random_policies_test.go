@@ -44,7 +44,7 @@ func some[T any](r *rand.Rand, lo, hi int, xs ...T) []T {
 
 // exprScope is what the expressions of one policy may read.
 type exprScope struct {
-	paramKind string // "", "ConfigMap", "Node" or "ReplicaLimit"
+	paramKind string // "", "ConfigMap", "Node", "Namespace" or "ReplicaLimit"
 	vars      []genVar
 }
 
@@ -114,6 +114,19 @@ var replicaLimitParamAtoms = []string{
 	`object.?spec.?size.orValue(0) < params.spec.maxReplicas`,
 }
 
+// namespaceParamAtoms read a Namespace param: one being deleted (rnd-d, which the namespace
+// controller removes with the PUT of its finalize subresource when the controllers run) is
+// Terminating until it is gone.
+var namespaceParamAtoms = []string{
+	`params.status.phase == 'Active'`,
+	`params.metadata.?labels[?'tier'].orValue('') != 'silver'`,
+	`!has(params.metadata.deletionTimestamp)`,
+}
+
+var namespaceParamStrings = []string{
+	`'pns ' + params.metadata.name + ' ' + params.status.phase`,
+}
+
 var nodeParamAtoms = []string{
 	`params.metadata.?labels[?'mode'].orValue('') != 'deny-all'`,
 	`!params.?spec.?unschedulable.orValue(false)`,
@@ -179,6 +192,8 @@ func (s *exprScope) boolExpr(r *rand.Rand) string {
 			return pick(r, configMapParamAtoms...)
 		case s.paramKind == "Node" && chance(r, 0.3):
 			return pick(r, nodeParamAtoms...)
+		case s.paramKind == "Namespace" && chance(r, 0.3):
+			return pick(r, namespaceParamAtoms...)
 		case s.paramKind == "ReplicaLimit" && chance(r, 0.3):
 			return pick(r, replicaLimitParamAtoms...)
 		case len(s.vars) > 0 && chance(r, 0.25):
@@ -211,6 +226,8 @@ func (s *exprScope) stringExpr(r *rand.Rand) string {
 			return pick(r, configMapParamStrings...)
 		case s.paramKind == "Node" && chance(r, 0.25):
 			return pick(r, nodeParamStrings...)
+		case s.paramKind == "Namespace" && chance(r, 0.25):
+			return pick(r, namespaceParamStrings...)
 		case s.paramKind == "ReplicaLimit" && chance(r, 0.25):
 			return pick(r, replicaLimitParamStrings...)
 		case len(s.vars) > 0 && chance(r, 0.25):
@@ -410,6 +427,11 @@ func (g *randomWorld) genPolicy(r *rand.Rand, i int) (*admissionregistrationv1.V
 	case 2:
 		scope.paramKind = "ReplicaLimit"
 		spec.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: rndGroup + "/v1", Kind: "ReplicaLimit"}
+	case 3:
+		if chance(r, 0.3) {
+			scope.paramKind = "Namespace"
+			spec.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "Namespace"}
+		}
 	}
 	for j := range r.IntN(3) {
 		spec.MatchConditions = append(spec.MatchConditions, admissionregistrationv1.MatchCondition{
@@ -507,6 +529,14 @@ func paramRef(r *rand.Rand, kind string) *admissionregistrationv1.ParamRef {
 			ref.Name = pick(r, "pn-0", "pn-1", "pn-2", "pn-9")
 		} else {
 			ref.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"set": pick(r, "x", "y", "z")}}
+		}
+		return ref
+	}
+	if kind == "Namespace" {
+		if chance(r, 0.5) {
+			ref.Name = pick(r, rndA, rndD, "rnd-missing")
+		} else {
+			ref.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"tier": pick(r, "gold", "silver")}}
 		}
 		return ref
 	}

@@ -8,9 +8,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/utils/ptr"
 
 	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
@@ -988,4 +990,54 @@ func withRV(obj map[string]any, rv string) map[string]any {
 	md["resourceVersion"] = rv
 	out["metadata"] = md
 	return out
+}
+
+// TestNamespaceFinalized: the namespace controller removes a namespace with the PUT of its
+// finalize subresource that empties spec.finalizers (the namespace store's
+// ShouldDeleteNamespaceDuringUpdate: no metadata.finalizers, no spec.finalizers, a deletion
+// without grace period); no DELETE follows. A policy whose params are every namespace does not
+// read it afterwards.
+func TestNamespaceFinalized(t *testing.T) {
+	t.Parallel()
+	ns := func(name, rv, phase string, marked bool, finalizers ...any) map[string]any {
+		md := map[string]any{"name": name, "uid": "u-" + name, "labels": map[string]any{"kubernetes.io/metadata.name": name}}
+		if rv != "" {
+			md["resourceVersion"] = rv
+		}
+		if marked {
+			md["deletionTimestamp"] = "2026-11-24T00:00:02Z"
+		}
+		return map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": md,
+			"spec": map[string]any{"finalizers": finalizers}, "status": map[string]any{"phase": phase}}
+	}
+	p, b := levelPolicy("guard", "configmaps", admissionregistrationv1.Create, nil, "params.status.phase == 'Active'")
+	p.Spec.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "Namespace"}
+	b.Spec.ParamRef = &admissionregistrationv1.ParamRef{Selector: &metav1.LabelSelector{}, ParameterNotFoundAction: ptr.To(admissionregistrationv1.DenyAction)}
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "default"}}
+	cmDone := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "default", "uid": "u-c", "resourceVersion": "20"}}
+	finalize := func(spec ...any) string {
+		line := levelEvent(t, "finalize", auditlog.LevelRequestResponse, "update", "namespaces", "", "team", 200, "", ns("team", "12", "Terminating", true, spec...), ns("team", "13", "Terminating", true, spec...))
+		return timedEvent(t, strings.Replace(line, `/api/v1/namespaces/team"`, `/api/v1/namespaces/team/finalize"`, 1), "04.000000", "04.010000", nil)
+	}
+	for _, tc := range []struct {
+		name     string
+		finalize string
+		want     string
+	}{
+		{"finalized: removed", finalize(), DecisionAdmit},
+		// Another finalizer is pending: the namespace stays, Terminating.
+		{"a finalizer left", finalize("example.com/cleanup"), DecisionDeny},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			snapshot := []any{ns("default", "1", "Active", false, "kubernetes"), ns("team", "10", "Active", false, "kubernetes")}
+			_, recs := replayLinesWith(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, snapshot,
+				timedEvent(t, levelEvent(t, "delete", auditlog.LevelRequestResponse, "delete", "namespaces", "", "team", 200, "", nil, ns("team", "12", "Terminating", true, "kubernetes")), "02.000000", "02.010000", nil),
+				tc.finalize,
+				timedEvent(t, levelEvent(t, "cm", auditlog.LevelRequestResponse, "create", "configmaps", "default", "c", 201, "", cm, cmDone), "30.000000", "30.001000", nil))
+			if rec := recs["cm"]; rec == nil || rec.Decision != tc.want {
+				t.Errorf("the ConfigMap's create: %s, want %s", describeRecord(rec), tc.want)
+			}
+		})
+	}
 }

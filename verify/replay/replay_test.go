@@ -494,6 +494,11 @@ func gunzipLines(t *testing.T, path string) []string {
 	return strings.SplitAfter(plain.String(), "\n")
 }
 
+func withSpecFinalizers(u *unstructured.Unstructured, finalizers ...any) *unstructured.Unstructured {
+	u.Object["spec"] = map[string]any{"finalizers": finalizers}
+	return u
+}
+
 func TestEmptiedOfFinalizers(t *testing.T) {
 	t.Parallel()
 	obj := func(kind string, deleting bool, grace *int64, finalizers ...string) *unstructured.Unstructured {
@@ -510,15 +515,19 @@ func TestEmptiedOfFinalizers(t *testing.T) {
 		name string
 		u    *unstructured.Unstructured
 		want bool
+		raw  []byte
 	}{
-		{"being deleted, no finalizer left", obj("ConfigMap", true, &zero), true},
-		{"being deleted, no grace period", obj("ConfigMap", true, nil), true},
-		{"a finalizer left", obj("ConfigMap", true, &zero, "orphan"), false},
-		{"a grace period left", obj("Pod", true, &thirty), false},
-		{"not being deleted", obj("ConfigMap", false, nil), false},
-		{"a namespace", obj("Namespace", true, &zero), false},
+		{"being deleted, no finalizer left", obj("ConfigMap", true, &zero), true, nil},
+		{"being deleted, no grace period", obj("ConfigMap", true, nil), true, nil},
+		{"a finalizer left", obj("ConfigMap", true, &zero, "orphan"), false, nil},
+		{"a grace period left", obj("Pod", true, &thirty), false, nil},
+		{"not being deleted", obj("ConfigMap", false, nil), false, nil},
+		// ShouldDeleteNamespaceDuringUpdate: spec.finalizers too.
+		{"a namespace finalized", obj("Namespace", true, nil), true, nil},
+		{"a namespace with spec.finalizers", withSpecFinalizers(obj("Namespace", true, nil), "kubernetes"), false, nil},
+		{"a namespace's header, its spec in the JSON", obj("Namespace", true, nil), false, []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"x","deletionTimestamp":"1970-01-01T00:00:01Z"},"spec":{"finalizers":["kubernetes"]}}`)},
 	} {
-		if got := emptiedOfFinalizers(tc.u); got != tc.want {
+		if got := emptiedOfFinalizers(tc.u, tc.raw); got != tc.want {
 			t.Errorf("%s: emptiedOfFinalizers = %v, want %v", tc.name, got, tc.want)
 		}
 	}

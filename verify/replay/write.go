@@ -181,7 +181,7 @@ func (r *Replayer) applyUpdate(ctx context.Context, sw stateWrite) {
 		// subresource), as the pipeline makes it.
 		r.replayWrite(ctx, ev, t, "changed through "+describe(t.gvr, t.sub)+" at "+src, src)
 	case derivesScale(t) && r.applyScale(ev, t, resp, src):
-	case isMain && ev.Verb != "create" && emptiedOfFinalizers(resp):
+	case isMain && ev.Verb != "create" && emptiedOfFinalizers(resp, sw.w.raw):
 		// The store deletes an object being deleted once an update leaves it without
 		// finalizers (Store.Update, shouldDeleteDuringUpdate); the response is the
 		// object as it was deleted, at the version the update read
@@ -965,10 +965,26 @@ func (r *Replayer) prepareWrite(ev *Event) *written {
 // emptiedOfFinalizers says whether an update's result is an object the store deleted: being
 // deleted with no grace period left and no finalizer (shouldDeleteDuringUpdate in
 // k8s.io/apiserver's genericregistry.Store, whose update keeps the old object's
-// deletionTimestamp and deletionGracePeriodSeconds). A namespace is finalized otherwise.
-func emptiedOfFinalizers(u *unstructured.Unstructured) bool {
-	if u == nil || u.GetDeletionTimestamp() == nil || len(u.GetFinalizers()) > 0 || u.GetKind() == "Namespace" {
+// deletionTimestamp and deletionGracePeriodSeconds). A namespace's spec.finalizers count too
+// (ShouldDeleteNamespaceDuringUpdate, which its stores, finalize and status included, share):
+// the namespace controller removes a namespace with the PUT of its finalize subresource that
+// empties them, and no DELETE follows. raw is u's JSON when u holds only its header
+// (written.raw).
+func emptiedOfFinalizers(u *unstructured.Unstructured, raw []byte) bool {
+	if u == nil || u.GetDeletionTimestamp() == nil || len(u.GetFinalizers()) > 0 {
 		return false
+	}
+	if u.GetKind() == "Namespace" {
+		whole := u
+		if _, ok := u.Object["spec"]; !ok && raw != nil {
+			var err error
+			if whole, err = auditlog.DecodeObject(raw); err != nil {
+				return false
+			}
+		}
+		if f, _, _ := unstructured.NestedSlice(whole.Object, "spec", "finalizers"); len(f) > 0 {
+			return false
+		}
 	}
 	g := u.GetDeletionGracePeriodSeconds()
 	return g == nil || *g == 0
