@@ -648,6 +648,10 @@ func readArray(in input, s *scanner, yield func(record) bool, entryOf func(raw [
 		if rv.indexing() {
 			// Newest first, in a file read again: where the entry is, not its bytes.
 			from := s.off
+			if s.skipIndented() {
+				rv.index(i, line, from, s.off)
+				return nil
+			}
 			if err := s.skip(); err != nil {
 				return err
 			}

@@ -264,20 +264,7 @@ func TestReverseOnDisk(t *testing.T) {
 	if left, _ := os.ReadDir(tmp); len(left) > 0 {
 		t.Errorf("temporary files left: %v", left)
 	}
-	path := filepath.Join(t.TempDir(), "gcloud.json")
-	if err := os.WriteFile(path, append([]byte("  "), data...), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.Seek(2, io.SeekStart); err != nil { // where the reader begins counts
-		t.Fatal(err)
-	}
-	_, fromFile := readFrom(t, "gcloud.json", f, export.GKE)
-	if diff := cmp.Diff(lines, fromFile, cmp.AllowUnexported(line{}), cmp.Comparer(func(a, b error) bool { return fmt.Sprint(a) == fmt.Sprint(b) })); diff != "" {
+	if diff := cmp.Diff(lines, readFile(t, data), cmp.AllowUnexported(line{}), cmp.Comparer(func(a, b error) bool { return fmt.Sprint(a) == fmt.Sprint(b) })); diff != "" {
 		t.Errorf("read back from the file: lines mismatch (-stream +file):\n%s", diff)
 	}
 	var prev time.Time
@@ -296,6 +283,118 @@ func TestReverseOnDisk(t *testing.T) {
 	}
 	if want := len(inStageOrder(t, log, func(m map[string]any) bool { return m["stage"] != "RequestReceived" })); len(lines) != want {
 		t.Errorf("%d events, want %d", len(lines), want)
+	}
+}
+
+// readFile reads data as a file that the reader begins reading 2 bytes in.
+func readFile(t *testing.T, data []byte) []line {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "gcloud.json")
+	if err := os.WriteFile(path, append([]byte("  "), data...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Seek(2, io.SeekStart); err != nil { // where the reader begins counts
+		t.Fatal(err)
+	}
+	_, lines := readFrom(t, "gcloud.json", f, export.GKE)
+	return lines
+}
+
+// TestReverseOnDiskIndented: the entries of a newest-first array in a file are found by the
+// line that closes each (skipIndented) where the array is indented; other layouts, and an
+// indentation that does not tell, are read as a stream reads them.
+func TestReverseOnDiskIndented(t *testing.T) {
+	data, err := exporttest.Wrap(export.GKE, readLog(t, recorded[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []json.RawMessage
+	if err := json.Unmarshal(data, &entries); err != nil {
+		t.Fatal(err)
+	}
+	indented := func(prefix, indent string) []byte {
+		b, err := json.MarshalIndent(entries, prefix, indent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, data); err != nil {
+		t.Fatal(err)
+	}
+	// Half the entries on one line each, the other half indented: an entry on one line
+	// does not begin a line after spaces alone.
+	var mixed bytes.Buffer
+	mixed.WriteString("[\n")
+	for i, e := range entries {
+		if i > 0 {
+			mixed.WriteString(",\n")
+		}
+		if i%2 == 0 {
+			mixed.WriteString("  ")
+			json.Compact(&mixed, e)
+			continue
+		}
+		b, _ := json.MarshalIndent(e, "  ", "  ")
+		mixed.WriteString("  ")
+		mixed.Write(b)
+	}
+	mixed.WriteString("\n]\n")
+	// Entries that follow a comma on the line before's end: "},{".
+	joined := bytes.ReplaceAll(indented("", "  "), []byte("},\n  {"), []byte("},{"))
+	// An entry far in (past what the reverser holds) whose nested object closes at the
+	// entries' indentation: the line that closes it is not the entry's.
+	misleading := indented("", "  ")
+	at := len(misleading) * 3 / 4
+	at += bytes.Index(misleading[at:], []byte("\n    },"))
+	misleading = append(append(append([]byte{}, misleading[:at]...), "\n  },"...), misleading[at+len("\n    },"):]...)
+	defer export.SetReverseChunk(64 << 10)()
+	for _, tc := range []struct {
+		name string
+		data []byte
+	}{
+		{"two spaces", indented("", "  ")},
+		{"one space", indented("", " ")},
+		{"four spaces, a prefix", indented("  ", "    ")},
+		{"tabs", indented("", "\t")},
+		{"CRLF", bytes.ReplaceAll(indented("", "  "), []byte("\n"), []byte("\r\n"))},
+		{"compact", compact.Bytes()},
+		{"mixed", mixed.Bytes()},
+		{"joined", joined},
+		{"misleading", misleading},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, stream := readFrom(t, "gcloud.json", struct{ io.Reader }{bytes.NewReader(tc.data)}, export.GKE)
+			if len(stream) != len(entries) {
+				t.Errorf("%d lines from the stream, want %d", len(stream), len(entries))
+			}
+			for _, l := range stream {
+				if l.err != nil {
+					t.Fatalf("line %d: %v", l.num, l.err)
+				}
+			}
+			fromFile := readFile(t, tc.data)
+			if tc.name == "misleading" {
+				// Not read as the stream is, but said: an entry is not one JSON value, or
+				// the array stops being readable there.
+				for _, l := range fromFile {
+					if l.err != nil {
+						t.Logf("line %d: %v", l.num, l.err)
+						return
+					}
+				}
+				t.Fatalf("no error in %d lines read back from the file (the stream's: %d)", len(fromFile), len(stream))
+			}
+			if diff := cmp.Diff(stream, fromFile, cmp.AllowUnexported(line{}), cmp.Comparer(func(a, b error) bool { return fmt.Sprint(a) == fmt.Sprint(b) })); diff != "" {
+				t.Errorf("read back from the file: lines mismatch (-stream +file):\n%s", diff)
+			}
+		})
 	}
 }
 

@@ -189,8 +189,13 @@ func (v *reverser) readBack() bool {
 // strings (gcloud's indentation, as a compact scanner drops it), to unwrap.
 func (f *entryFile) entry(e entryAt, raw []byte, unwrap func(where string) func(*record)) record {
 	where := fmt.Sprintf("entry %d (line %d)", e.i, e.line)
-	data := appendCompact(getBuf(len(raw)), raw)
-	if len(data) > f.max {
+	data, whole := appendCompact(getBuf(len(raw)), raw)
+	switch {
+	case !whole:
+		// Where skipIndented took an indentation that did not tell where the entry ends.
+		putBuf(data)
+		return record{line: e.line, err: recordError(where, "", errors.New("not one JSON value where the array's indentation says an entry is: read the array oldest first (gcloud logging read --order=asc), or as gcloud prints it"))}
+	case len(data) > f.max:
 		putBuf(data)
 		return record{line: e.line, err: recordError(where, "", &errTooLong{max: f.max, size: len(data)})}
 	}
@@ -198,11 +203,14 @@ func (f *entryFile) entry(e entryAt, raw []byte, unwrap func(where string) func(
 }
 
 // appendCompact appends the JSON value b without the white space outside its strings to dst,
-// into room made once.
-func appendCompact(dst, b []byte) []byte {
+// into room made once; whole says b is one object or array, its brackets closed at its end
+// and not before, its strings too.
+func appendCompact(dst, b []byte) (out []byte, whole bool) {
 	n := len(dst)
 	dst = slices.Grow(dst, len(b))[:n+len(b)]
 	o, j := dst[n:], 0
+	depth, closed := 0, false
+	whole = true
 	for i := 0; i < len(b); {
 		switch c := b[i]; c {
 		case '"':
@@ -211,17 +219,30 @@ func appendCompact(dst, b []byte) []byte {
 			if found {
 				k++
 			}
+			whole = whole && found && depth > 0
 			j += copy(o[j:], b[i:k])
 			i = k
 			continue
 		case ' ', '\t', '\r', '\n':
+		case '{', '[':
+			whole = whole && !closed
+			depth++
+			o[j] = c
+			j++
+		case '}', ']':
+			depth--
+			closed = depth == 0
+			whole = whole && depth >= 0
+			o[j] = c
+			j++
 		default:
+			whole = whole && depth > 0
 			o[j] = c
 			j++
 		}
 		i++
 	}
-	return dst[:n+j]
+	return dst[:n+j], whole && closed
 }
 
 // spill writes the records held, last first, to a temporary file.

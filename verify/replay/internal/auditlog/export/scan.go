@@ -30,9 +30,14 @@ type scanner struct {
 	compact bool
 	// kept is where a compact scanner gathers a value's runs, which it then copies once.
 	kept []byte
+	// indent is the spaces the next value follows at the beginning of its line (peek counts
+	// them); -1 when it does not begin a line after spaces alone.
+	indent int
+	// closing is the line that closes an object at indent: a newline, indent spaces, '}'.
+	closing []byte
 }
 
-func newScanner(r *bufio.Reader) *scanner { return &scanner{r: r, line: 1} }
+func newScanner(r *bufio.Reader) *scanner { return &scanner{r: r, line: 1} } // indent 0: the input begins a line
 
 // errTooLong is a value longer than the limit a scanner keeps; it was skipped.
 type errTooLong struct{ max, size int }
@@ -90,6 +95,7 @@ func (s *scanner) readByte() (byte, error) {
 		return 0, err
 	}
 	s.off++
+	s.indent = -1
 	if c == '\n' {
 		s.line++
 	}
@@ -106,14 +112,22 @@ func (s *scanner) peek() (byte, error) {
 		if err != nil {
 			return 0, s.readErr(err, false)
 		}
-		switch b[0] {
+		switch c := b[0]; c {
 		case ' ', '\t', '\r', '\n':
+			indent := s.indent
 			s.readByte()
+			switch {
+			case c == '\n':
+				s.indent = 0
+			case c == ' ' && indent >= 0:
+				s.indent = indent + 1
+			}
 		case 0xef:
 			// A byte order mark, which some tools write first: skipped wherever it is.
 			if bom, err := s.r.Peek(3); err == nil && string(bom) == "\ufeff" {
 				s.r.Discard(3)
 				s.off += 3
+				s.indent = -1
 				continue
 			}
 			return b[0], nil
@@ -328,10 +342,65 @@ func (s *scanner) skipHeld() bool {
 	s.line += bytes.Count(b[:end], newline)
 	s.off += int64(end)
 	s.r.Discard(end)
+	s.indent = -1
 	return true
 }
 
 var newline = []byte{'\n'}
+
+// openedAlone says whether the object b begins with ends its first line with its brace, and
+// its next line is indented deeper than indent: as a printer that indents lays it out.
+func openedAlone(b []byte, indent int) bool {
+	i := 1
+	if i < len(b) && b[i] == '\r' {
+		i++
+	}
+	if i >= len(b) || b[i] != '\n' {
+		return false
+	}
+	spaces := 0
+	for i++; i < len(b) && b[i] == ' '; i++ {
+		spaces++
+	}
+	return spaces > indent
+}
+
+// skipIndented skips an object that begins a line of an indented document after spaces
+// alone (gcloud's --format=json, az's --output json), finding its end by the line that closes
+// it, a newline and as many spaces before '}', without reading what it holds: a JSON string
+// holds no newline, and a printer that indents puts what the object nests deeper. False when
+// the object does not begin such a line, or the reader's buffer does not hold that line, and
+// skip reads it. What it skips is not checked: the newest-first entries it indexes are read
+// back and decoded whole, which reports an entry that is not JSON.
+func (s *scanner) skipIndented() bool {
+	if c, err := s.peek(); err != nil || c != '{' || s.indent < 1 {
+		return false
+	}
+	if len(s.closing) != s.indent+2 {
+		s.closing = append(append(s.closing[:0], '\n'), bytes.Repeat([]byte{' '}, s.indent)...)
+		s.closing = append(s.closing, '}')
+	}
+	b, _ := s.r.Peek(s.r.Buffered())
+	i := bytes.Index(b, s.closing)
+	if i < 0 && len(b) < s.r.Size() {
+		// The buffer ends in the object: filled (which moves what it holds to its start)
+		// only then.
+		b, _ = s.r.Peek(s.r.Size())
+		i = bytes.Index(b, s.closing)
+	}
+	if i < 0 || !openedAlone(b, s.indent) {
+		return false
+	}
+	end := i + len(s.closing)
+	if end < len(b) && b[end] != ',' && b[end] != '\n' && b[end] != '\r' {
+		return false
+	}
+	s.line += bytes.Count(b[:end], newline)
+	s.off += int64(end)
+	s.r.Discard(end)
+	s.indent = -1
+	return true
+}
 
 // value reads the next value and returns its bytes, appended to buf, when it has at most max
 // bytes (max < 0 keeps nothing); a longer value is read to its end and reported as
@@ -457,6 +526,7 @@ func (s *scanner) value(max int, buf []byte) ([]byte, error) {
 		add(chunk[from:i]...)
 		s.r.Discard(i)
 		s.off += int64(i)
+		s.indent = -1
 		if done {
 			if gathered && keep {
 				s.kept, out = out, append(getBuf(len(out)), out...)
