@@ -339,11 +339,16 @@ func (s *scanner) skipHeld() bool {
 	if !found || end <= 0 || end > len(b) {
 		return false
 	}
-	s.line += bytes.Count(b[:end], newline)
-	s.off += int64(end)
-	s.r.Discard(end)
-	s.indent = -1
+	s.discard(b[:end])
 	return true
+}
+
+// discard goes past the bytes b the reader holds next.
+func (s *scanner) discard(b []byte) {
+	s.line += bytes.Count(b, newline)
+	s.off += int64(len(b))
+	s.r.Discard(len(b))
+	s.indent = -1
 }
 
 var newline = []byte{'\n'}
@@ -395,10 +400,7 @@ func (s *scanner) skipIndented() bool {
 	if end < len(b) && b[end] != ',' && b[end] != '\n' && b[end] != '\r' {
 		return false
 	}
-	s.line += bytes.Count(b[:end], newline)
-	s.off += int64(end)
-	s.r.Discard(end)
-	s.indent = -1
+	s.discard(b[:end])
 	return true
 }
 
