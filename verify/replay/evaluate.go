@@ -314,7 +314,7 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 // field manager and a schema the log does not hold did to it before validating admission.
 func (r *Replayer) rebuiltUnknowns(j *job, b *rebuilt, p state.Prior) []vapccel.Unknown {
 	unknowns := append(rooted(p.Unknowns, j.t.op == admission.Update), b.unknowns...)
-	unknowns = append(unknowns, exportUnknowns(j.ev)...) // what an export lost (exportloss.go)
+	unknowns = append(unknowns, exportUnknowns(j.ev, j.t.op)...) // what an export lost (exportloss.go)
 	u := b.req.Object
 	if u == nil || b.objectSource == SourceResponse {
 		return unknowns

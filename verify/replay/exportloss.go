@@ -46,8 +46,9 @@ import (
 // its object).
 const ReasonExportLost Reason = "export-lost"
 
-// exportUnknowns are the fields of the request an export lost of its event.
-func exportUnknowns(ev *Event) []vapccel.Unknown {
+// exportUnknowns are the fields of the request (whose operation is op) an export lost of its
+// event.
+func exportUnknowns(ev *Event, op admission.Operation) []vapccel.Unknown {
 	l := ev.Loss
 	if !l.Any() {
 		return nil
@@ -97,6 +98,12 @@ func exportUnknowns(ev *Event) []vapccel.Unknown {
 			// UpdateOptions, PatchOptions: fieldManager, fieldValidation, force, dryRun), a
 			// connect's (an exec's command, container and streams).
 			out = append(out, vapccel.Unknown{Path: vapccel.FieldPath{Root: "request", Steps: []string{"options"}}, Why: l.Of(auditlog.LostQuery) + " (the request's options: a write's fieldManager, fieldValidation and force, a connect's command and container)"})
+			if op == admission.Connect {
+				// A connect's object is its options (PodExecOptions, PodAttachOptions,
+				// PodPortForwardOptions, a proxy's path), which the handler decodes from the
+				// query (rest.ConnectResource): the export lost all of it.
+				out = append(out, vapccel.Unknown{Path: vapccel.FieldPath{Root: "object"}, Why: l.Of(auditlog.LostQuery) + " (a connect's options, its object: an exec's command and container, a port forward's ports)"})
+			}
 		}
 	}
 	return out
@@ -119,14 +126,19 @@ func userCopied(ev *Event) bool {
 	return ev.Verb == "create" && ref != nil && ref.APIGroup == "certificates.k8s.io" && ref.Resource == "certificatesigningrequests" && ref.Subresource == ""
 }
 
-// lostByExport says whether an unknown field is one the export the event was read from lost:
-// the user's attributes (and a CertificateSigningRequest's copy of them, userCopied) and
-// whether the request was a dry run, which every log backend's event carries (but for the dry
-// run of a DELETE whose options its level leaves out: unlogged.go).
-func lostByExport(ev *Event, u vapccel.Unknown) bool {
+// lostByExport says whether an unknown field of a request whose operation is op is one the
+// export the event was read from lost: the user's attributes (and a CertificateSigningRequest's
+// copy of them, userCopied), whether the request was a dry run, which every log backend's
+// event carries (but for the dry run of a DELETE whose options its level leaves out:
+// unlogged.go), and the query's options (a connect's object).
+func lostByExport(ev *Event, op admission.Operation, u vapccel.Unknown) bool {
 	steps := u.Path.Steps
-	if !ev.Loss.Any() || len(steps) == 0 {
+	switch {
+	case !ev.Loss.Any():
 		return false
+	case len(steps) == 0:
+		// A connect's object, its options, is its query's (exportUnknowns).
+		return u.Path.Root == "object" && op == admission.Connect && ev.Loss.Lost.Has(auditlog.LostQuery)
 	}
 	switch u.Path.Root {
 	case "request":

@@ -263,6 +263,49 @@ func TestExportLosses(t *testing.T) {
 	}
 }
 
+// TestExportLostConnectOptions: a connect's object is its options, which the handler decodes
+// from the request URI's query; GKE's entry does not carry the query, so a policy that reads
+// the object decides nothing on it (before, the replay decoded empty options and decided,
+// likely, against the server).
+func TestExportLostConnectOptions(t *testing.T) {
+	t.Parallel()
+	line := levelEvent(t, "exec", auditlog.LevelMetadata, "create", "pods", "a", "p", 101, "", nil, nil)
+	var ev map[string]any
+	if err := json.Unmarshal([]byte(line), &ev); err != nil {
+		t.Fatal(err)
+	}
+	ev["requestURI"] = "/api/v1/namespaces/a/pods/p/exec?command=ls&container=c&stdout=true"
+	ev["objectRef"].(map[string]any)["subresource"] = "exec"
+	b, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := []string{timedEvent(t, string(b), "01.000000", "01.010000", nil)}
+	for _, tc := range []struct {
+		name, expr string
+		plain      string // the log's replay's decision
+		gke        string
+	}{
+		{"the options", "object.command[0] != 'ls'", DecisionDeny, DecisionIndeterminate},
+		{"the pod's name only", "request.name == 'p'", DecisionAdmit, DecisionAdmit},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p, bd := levelPolicy("exec-guard", "pods/exec", admissionregistrationv1.Connect, nil, tc.expr)
+			ps, bs := []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{bd}
+			_, plain := replayLinesWith(t, ps, bs, nil, lines...)
+			if rec := plain["exec"]; rec == nil || rec.Decision != tc.plain {
+				t.Fatalf("the log's replay: %s, want %s", describeRecord(rec), tc.plain)
+			}
+			_, got := replayLinesWith(t, ps, bs, nil, gkeLines(t, lines...)...)
+			rec := got["exec"]
+			if rec == nil || rec.Decision != tc.gke || tc.gke == DecisionIndeterminate && (rec.Reason != ReasonExportLost || !strings.Contains(rec.Indeterminate, "a connect's options")) {
+				t.Errorf("GKE's replay: %s, want %s", describeRecord(rec), tc.gke)
+			}
+		})
+	}
+}
+
 // configMapWrites are the lines of a ConfigMap a/c's create (resourceVersion 5) and update (6)
 // at level RequestResponse.
 func configMapWrites(t *testing.T) []string {

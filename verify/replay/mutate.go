@@ -151,7 +151,7 @@ func mutationReason(j *job, read *vapccel.Unknown) Reason {
 	switch {
 	case read == nil:
 		return ReasonMutationUnknown
-	case lostByExport(j.ev, *read):
+	case lostByExport(j.ev, j.t.op, *read):
 		return ReasonExportLost
 	case bodyUnknown(j.ev, j.t, *read):
 		return ReasonNoObject

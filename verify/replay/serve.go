@@ -899,7 +899,7 @@ func (r *Replayer) dependsOnUnknown(j *job, calls []admitted) undecided {
 			}
 			reason := ReasonUnknownField
 			switch {
-			case lostByExport(j.ev, u):
+			case lostByExport(j.ev, j.t.op, u):
 				reason = ReasonExportLost // exportloss.go
 			case bodyUnknown(j.ev, j.t, u):
 				reason = ReasonNoObject // unlogged.go

@@ -258,5 +258,5 @@ func bodyUnknown(ev *Event, t target, u vapccel.Unknown) bool {
 // (exportloss.go), what its level left out of a DELETE's options, and what a pod's unknown
 // phase makes of its DELETE's grace period.
 func requestUnknowns(j *job, p state.Prior) []vapccel.Unknown {
-	return slices.Concat(exportUnknowns(j.ev), optionsUnknowns(j.ev, j.t), graceUnknowns(j.ev, j.t, p))
+	return slices.Concat(exportUnknowns(j.ev, j.t.op), optionsUnknowns(j.ev, j.t), graceUnknowns(j.ev, j.t, p))
 }

@@ -500,9 +500,11 @@ func GKEEntry(raw []byte, started bool) (json.RawMessage, error) {
 	if err := json.Unmarshal(raw, &ev); err != nil {
 		return nil, err
 	}
-	principal := ev.User.Username
+	// The authenticated user, and the user it impersonated as the authority it selected
+	// (kyma-project/kyma#2811 shows such an entry).
+	authentication := map[string]any{"principalEmail": ev.User.Username}
 	if ev.ImpersonatedUser != nil {
-		principal = ev.ImpersonatedUser.Username // who admission saw
+		authentication["authoritySelector"] = ev.ImpersonatedUser.Username
 	}
 	// A request for no resource: io.k8s.VERB, and its path without the leading slash (and
 	// without the query), as elastic/integrations' GKE test log has them (readyz, api/v1).
@@ -562,7 +564,7 @@ func GKEEntry(raw []byte, started bool) (json.RawMessage, error) {
 	}
 	payload := map[string]any{
 		"@type":              "type.googleapis.com/google.cloud.audit.AuditLog",
-		"authenticationInfo": map[string]any{"principalEmail": principal},
+		"authenticationInfo": authentication,
 		"methodName":         method,
 		"resourceName":       resourceName,
 		"serviceName":        "k8s.io",

@@ -22,6 +22,9 @@ func writeEvent(ev *gkeEvent) []byte {
 	for _, s := range [...]string{ev.Kind, ev.APIVersion, ev.Level, ev.AuditID, ev.Stage, ev.RequestURI, ev.Verb, ev.User.Username, ev.UserAgent, ev.StageTimestamp} {
 		size += jsonStringLen(s)
 	}
+	if u := ev.ImpersonatedUser; u != nil {
+		size += 32 + jsonStringLen(u.Username)
+	}
 	for _, ip := range ev.SourceIPs {
 		size += jsonStringLen(ip) + 1
 	}
@@ -60,6 +63,11 @@ func writeEvent(ev *gkeEvent) []byte {
 	b = append(b, `,"user":{"username":`...)
 	b = appendJSONString(b, ev.User.Username)
 	b = append(b, '}')
+	if u := ev.ImpersonatedUser; u != nil {
+		b = append(b, `,"impersonatedUser":{"username":`...)
+		b = appendJSONString(b, u.Username)
+		b = append(b, '}')
+	}
 	if len(ev.SourceIPs) > 0 {
 		b = append(b, `,"sourceIPs":[`...)
 		for i, ip := range ev.SourceIPs {

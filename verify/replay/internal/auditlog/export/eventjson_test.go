@@ -29,6 +29,7 @@ func TestWriteEvent(t *testing.T) {
 		"a refusal":         entry(`{}`, `{"code":7,"message":"Forbidden","details":[{"@type":"x","a":[1]}]}`, `null`),
 		"a Status response": entry(`null`, `{"code":3}`, `{"@type":"meta.k8s.io/v1.Status","kind":"Status","code":422,"reason":"Invalid","message":"m","details":{"name":"p","kind":"pods"}}`),
 		"no resource":       bytes.Replace(entry(`{}`, `{}`, `{}`), []byte(`"core/v1/namespaces/a/pods/p"`), []byte(`"/healthz"`), 1),
+		"impersonated":      bytes.Replace(entry(`{}`, `{}`, `{}`), []byte(`"authenticationInfo":{`), []byte(`"authenticationInfo":{"authoritySelector":"<a>\u2028",`), 1),
 	}
 	for _, name := range recorded {
 		data, err := exporttest.Wrap(exporttest.GKESink, readLog(t, name))

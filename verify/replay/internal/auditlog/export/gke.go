@@ -27,7 +27,8 @@ import (
 // (https://cloud.google.com/logging/docs/reference/audit/auditlog/rest/Shared.Types/AuditLog)
 // of serviceName "k8s.io": methodName io.k8s.GROUP.VERSION.RESOURCE[.SUBRESOURCE].VERB,
 // resourceName GROUP/VERSION[/namespaces/NAMESPACE]/RESOURCE[/NAME[/SUBRESOURCE]] (group
-// "core" for the core group), the user's name (authenticationInfo.principalEmail), the client
+// "core" for the core group), the user's name (authenticationInfo.principalEmail, and the
+// name of the user it impersonated, authenticationInfo.authoritySelector), the client
 // (requestMetadata.callerIp, callerSuppliedUserAgent), the request and response objects
 // (request, response, with a "@type" member added) and the outcome as a google.rpc.Status
 // (status: its code is gRPC's, https://github.com/googleapis/googleapis/blob/master/google/rpc/code.proto).
@@ -78,7 +79,8 @@ type logPayload struct {
 	MethodName         string `json:"methodName"`
 	ResourceName       string `json:"resourceName"`
 	AuthenticationInfo struct {
-		PrincipalEmail string `json:"principalEmail"`
+		PrincipalEmail    string `json:"principalEmail"`
+		AuthoritySelector string `json:"authoritySelector"`
 	} `json:"authenticationInfo"`
 	RequestMetadata struct {
 		CallerIP                string `json:"callerIp"`
@@ -107,6 +109,9 @@ type gkeEvent struct {
 	User       struct {
 		Username string `json:"username"`
 	} `json:"user"`
+	ImpersonatedUser *struct {
+		Username string `json:"username"`
+	} `json:"impersonatedUser,omitempty"`
 	SourceIPs      []string            `json:"sourceIPs,omitempty"`
 	UserAgent      string              `json:"userAgent,omitempty"`
 	ObjectRef      *auditlog.ObjectRef `json:"objectRef,omitempty"`
@@ -185,6 +190,16 @@ func mapGKE(raw []byte) (ev *gkeEvent, at time.Time, lost auditlog.Lost, field s
 		return nil, at, 0, "operation.id", errors.New("missing, and so is insertId: no audit ID")
 	}
 	ev.User.Username = p.AuthenticationInfo.PrincipalEmail
+	if a := p.AuthenticationInfo.AuthoritySelector; a != "" {
+		// A request that impersonated another user: its entry names the authenticated user
+		// (principalEmail) and the user impersonated (authoritySelector, "the authority
+		// selector specified by the requestor"), as the authorizer's reason (labels) names the
+		// impersonated user (kyma-project/kyma#2811). Admission sees the impersonated user;
+		// their groups, uid and extra are lost as every user's are.
+		ev.ImpersonatedUser = &struct {
+			Username string `json:"username"`
+		}{a}
+	}
 	if p.RequestMetadata.CallerIP != "" {
 		ev.SourceIPs = []string{p.RequestMetadata.CallerIP}
 	}
@@ -780,7 +795,13 @@ func payload(p *logPayload, name, v []byte) bool {
 		return unquoteTo(v, &p.ResourceName)
 	case "authenticationInfo":
 		return string(v) == "null" || eachMember(v, func(k, v []byte) bool {
-			return string(k) != "principalEmail" || unquoteTo(v, &p.AuthenticationInfo.PrincipalEmail)
+			switch string(k) {
+			case "principalEmail":
+				return unquoteTo(v, &p.AuthenticationInfo.PrincipalEmail)
+			case "authoritySelector":
+				return unquoteTo(v, &p.AuthenticationInfo.AuthoritySelector)
+			}
+			return true
 		})
 	case "requestMetadata":
 		// Its attributes nest: the two strings read, the rest skipped; encoding/json when

@@ -73,7 +73,11 @@ func TestGKEMapping(t *testing.T) {
 					check("dryRun", q.Get("dryRun"), want.Query().Get("dryRun"))
 				}
 				check("user", got.Requester().Username, want.Requester().Username)
-				check("user's groups, uid, extra", got.User.Groups == nil && got.User.UID == "" && got.User.Extra == nil && got.ImpersonatedUser == nil, true)
+				check("authenticated user", got.User.Username, want.User.Username)
+				check("user's groups, uid, extra", got.User.Groups == nil && got.User.UID == "" && got.User.Extra == nil, true)
+				if u := got.ImpersonatedUser; u != nil {
+					check("impersonated user's groups, uid, extra", u.Groups == nil && u.UID == "" && u.Extra == nil, true)
+				}
 				if w := ips[got.AuditID+"/"+got.Stage]; len(w) > 0 {
 					check("sourceIPs", sourceIPs(t, l.data), w[:1])
 				}
@@ -174,6 +178,26 @@ func TestGKEEntries(t *testing.T) {
 			"responseObject": map[string]any{"apiVersion": "v1", "code": 403.0, "details": map[string]any{"kind": "pods", "name": "image-without-attestation"}, "kind": "Status", "message": `pods "image-without-attestation" is forbidden: denied`, "metadata": map[string]any{}, "reason": "Forbidden", "status": "Failure"},
 			"stageTimestamp": "2019-02-15T11:43:23.897797Z",
 			"annotations":    map[string]any{"authorization.k8s.io/decision": "allow", "authorization.k8s.io/reason": ""},
+		},
+		lost: auditlog.LostGroups | auditlog.LostUID | auditlog.LostExtra | auditlog.LostReceived | auditlog.LostLevel | auditlog.LostQuery | auditlog.LostDryRun,
+	}, {
+		// A request that impersonated another user: the user admission saw is the one
+		// impersonated (the authorizer's reason names it).
+		name: "impersonated",
+		entry: `{"insertId":"c5b90d47-0112-4c79-bc6d-e55b565d681f","labels":{"authorization.k8s.io/decision":"allow","authorization.k8s.io/reason":"RBAC: allowed by ClusterRoleBinding \"kyma-admin-binding\" of ClusterRole \"kyma-admin\" to User \"admin@kyma.cx\""},
+			"logName":"projects/p/logs/cloudaudit.googleapis.com%2Fdata_access",
+			"protoPayload":{"@type":"type.googleapis.com/google.cloud.audit.AuditLog","authenticationInfo":{"authoritySelector":"admin@kyma.cx","principalEmail":"system:serviceaccount:kyma-system:kube-rbac-proxy"},
+			"methodName":"io.k8s.core.v1.pods.list","resourceName":"core/v1/namespaces/default/pods","serviceName":"k8s.io"},
+			"timestamp":"2019-02-20T10:00:00Z"}`,
+		want: map[string]any{
+			"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "Metadata", "auditID": "c5b90d47-0112-4c79-bc6d-e55b565d681f",
+			"stage": "ResponseComplete", "requestURI": "/api/v1/namespaces/default/pods", "verb": "list",
+			"user":             map[string]any{"username": "system:serviceaccount:kyma-system:kube-rbac-proxy"},
+			"impersonatedUser": map[string]any{"username": "admin@kyma.cx"},
+			"objectRef":        map[string]any{"resource": "pods", "namespace": "default", "apiVersion": "v1"},
+			"responseStatus":   map[string]any{"code": 200.0},
+			"stageTimestamp":   "2019-02-20T10:00:00Z",
+			"annotations":      map[string]any{"authorization.k8s.io/decision": "allow", "authorization.k8s.io/reason": `RBAC: allowed by ClusterRoleBinding "kyma-admin-binding" of ClusterRole "kyma-admin" to User "admin@kyma.cx"`},
 		},
 		lost: auditlog.LostGroups | auditlog.LostUID | auditlog.LostExtra | auditlog.LostReceived | auditlog.LostLevel | auditlog.LostQuery | auditlog.LostDryRun,
 	}, {
