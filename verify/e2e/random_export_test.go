@@ -3,7 +3,6 @@ package e2e
 import (
 	"bufio"
 	"bytes"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -63,7 +62,7 @@ func checkExportReplays(t *testing.T, log string, set policySet, byID map[string
 			if err != nil {
 				t.Fatalf("wrapping the log as %s: %v", f, err)
 			}
-			path := filepath.Join(dir, fmt.Sprintf("export-%s-%d", f, i))
+			path := filepath.Join(dir, exporttest.Name(f, i))
 			if err := os.WriteFile(path, wrapped, 0o644); err != nil {
 				t.Fatal(err)
 			}

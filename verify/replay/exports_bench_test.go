@@ -31,13 +31,13 @@ func cpuTime() time.Duration {
 // indeterminate, and others evaluated.
 func BenchmarkReplayExports(b *testing.B) {
 	bench := func(b *testing.B, log []byte, replayer func(b *testing.B) *Replayer) {
-		run := func(b *testing.B, data []byte) {
+		run := func(b *testing.B, name string, data []byte) {
 			b.SetBytes(int64(len(log)))
 			b.ReportAllocs()
 			start := cpuTime()
 			defer func() { b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op") }()
 			for b.Loop() {
-				sum, err := replayer(b).Run(context.Background(), []Source{{Name: "log", Reader: bytes.NewReader(data)}}, nil)
+				sum, err := replayer(b).Run(context.Background(), []Source{{Name: name, Reader: bytes.NewReader(data)}}, nil)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -46,13 +46,13 @@ func BenchmarkReplayExports(b *testing.B) {
 				}
 			}
 		}
-		b.Run("plain", func(b *testing.B) { run(b, log) })
+		b.Run("plain", func(b *testing.B) { run(b, "log", log) })
 		for _, f := range exporttest.Formats() {
 			data, err := exporttest.Wrap(f, log)
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.Run(string(f), func(b *testing.B) { run(b, data) })
+			b.Run(string(f), func(b *testing.B) { run(b, exporttest.Name(f, 0), data) })
 		}
 	}
 	b.Run("recorded-e2e", func(b *testing.B) {

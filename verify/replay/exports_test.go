@@ -90,7 +90,7 @@ func TestExportsDecideAsTheLog(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				sum, got := replayBytes(t, dir, "export", data, sc.opts(t))
+				sum, got := replayBytes(t, dir, exporttest.Name(f, 0), data, sc.opts(t))
 				if sum.MalformedCount > 0 {
 					t.Fatalf("%d malformed lines: %v", sum.MalformedCount, sum.Malformed)
 				}

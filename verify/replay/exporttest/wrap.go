@@ -68,6 +68,15 @@ func Wrap(f export.Format, log []byte) ([]byte, error) {
 		return logsTail(evs), nil
 	case export.Firehose:
 		return firehose(evs)
+	case FirehoseLines:
+		var b bytes.Buffer
+		for _, batch := range swapPairs(batches(evs, 25)) {
+			for _, e := range batch {
+				b.Write(e.raw)
+				b.WriteByte('\n')
+			}
+		}
+		return b.Bytes(), nil
 	case export.AzureBlob:
 		return azureBlob(evs)
 	case export.AzureEventHub:
@@ -90,10 +99,27 @@ const GKESink export.Format = "gke-sink"
 // "TIMESTAMP STREAM MESSAGE" lines, which export.CloudWatchS3 reads.
 const EKSTail export.Format = "eks-tail"
 
+// FirehoseLines is what a Firehose stream of a CloudWatch Logs subscription writes with its
+// decompression and message extraction on and a newline delimiter appended: the events one a
+// line, in the order Firehose received the batches, in an object named as Firehose names it
+// (Name), which export.Firehose reads.
+const FirehoseLines export.Format = "eks-firehose-lines"
+
 // Formats are the exports Wrap makes.
 func Formats() []export.Format {
-	return []export.Format{export.Webhook, export.CloudWatch, export.CloudWatchS3, EKSTail, export.Firehose,
+	return []export.Format{export.Webhook, export.CloudWatch, export.CloudWatchS3, EKSTail, export.Firehose, FirehoseLines,
 		export.AzureBlob, export.AzureEventHub, export.AzureLogAnalytics, export.GKE, GKESink}
+}
+
+// Name is the name of the i-th file of an export in the format f: Firehose's objects are
+// named by their stream, version, time and a UUID
+// (https://docs.aws.amazon.com/firehose/latest/dev/s3-object-name.html), which tells the
+// replay a file of events one a line is one.
+func Name(f export.Format, i int) string {
+	if f == FirehoseLines {
+		return fmt.Sprintf("vapc-audit-1-2026-11-20-08-%02d-00-8c7a1f3e-25ea-4c64-9b75-44b73ddc6b3b", i%60)
+	}
+	return fmt.Sprintf("export-%s-%d", f, i)
 }
 
 // hash is a stable pseudo-random number of a string: the disorder is the same every run.

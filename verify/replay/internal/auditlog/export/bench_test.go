@@ -34,13 +34,13 @@ func BenchmarkRead(b *testing.B) {
 	if path := os.Getenv("VAPC_BENCH_LOG"); path != "" {
 		log = exporttest.ReadLog(b, path)
 	}
-	read := func(b *testing.B, data []byte, f export.Format) {
+	read := func(b *testing.B, name string, data []byte, f export.Format) {
 		b.SetBytes(int64(len(log)))
 		b.ReportAllocs()
 		start := cpuTime()
 		defer func() { b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op") }()
 		for b.Loop() {
-			r, err := export.NewReader("log", bytes.NewReader(data), f, auditlog.DefaultMaxLineBytes)
+			r, err := export.NewReader(name, bytes.NewReader(data), f, auditlog.DefaultMaxLineBytes)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -56,12 +56,12 @@ func BenchmarkRead(b *testing.B) {
 			r.Close()
 		}
 	}
-	b.Run("plain", func(b *testing.B) { read(b, log, export.Auto) })
+	b.Run("plain", func(b *testing.B) { read(b, "log", log, export.Auto) })
 	for _, f := range exporttest.Formats() {
 		data, err := exporttest.Wrap(f, log)
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Run(string(f), func(b *testing.B) { read(b, data, export.Auto) })
+		b.Run(string(f), func(b *testing.B) { read(b, exporttest.Name(f, 0), data, export.Auto) })
 	}
 }

@@ -15,7 +15,7 @@ const detectBytes = 64 << 10
 // reads no further than it needs; what it does not recognize is read as the log backend's
 // lines, whose reader says what is wrong with each.
 func detect(head []byte) Format {
-	head = bytes.TrimLeftFunc(bytes.TrimPrefix(bytes.TrimLeftFunc(head, unicode.IsSpace), []byte("\ufeff")), unicode.IsSpace)
+	head = trimHead(head)
 	if len(head) == 0 {
 		return Plain
 	}
@@ -45,7 +45,7 @@ func detect(head []byte) Format {
 	}
 	k := keysOf(head, 3)
 	switch {
-	case k.value["kind"] == "Event" || k.has(1, "auditID") && k.has(1, "stage"):
+	case eventKeys(k):
 		if concatenated(head) {
 			return concatenatedEvents
 		}
@@ -73,6 +73,22 @@ func detect(head []byte) Format {
 // containers they are in: 1 for the outer object's members, 2 for those of an outer array's
 // elements, 3 for those of the elements of an outer object's array member), and the string
 // values of the outer object's members.
+// trimHead is head without the white space and byte order mark before its first value.
+func trimHead(head []byte) []byte {
+	return bytes.TrimLeftFunc(bytes.TrimPrefix(bytes.TrimLeftFunc(head, unicode.IsSpace), []byte("\ufeff")), unicode.IsSpace)
+}
+
+// eventKeys says whether the keys of an object are an audit event's.
+func eventKeys(k keys) bool {
+	return k.value["kind"] == "Event" || k.has(1, "auditID") && k.has(1, "stage")
+}
+
+// eventsFirst says whether head begins with an audit event.
+func eventsFirst(head []byte) bool {
+	head = trimHead(head)
+	return len(head) > 0 && head[0] == '{' && eventKeys(keysOf(head, 1))
+}
+
 type keys struct {
 	at    map[int]map[string]bool
 	value map[string]string

@@ -22,6 +22,7 @@ var fixtures = map[export.Format]string{
 	export.CloudWatchS3:      "eks-s3-export-000000.gz",
 	exporttest.EKSTail:       "eks-logs-tail.txt",
 	export.Firehose:          "eks-firehose-vapc-audit-1-2026-11-20-08-00-00.gz",
+	exporttest.FirehoseLines: "eks-firehose-lines-vapc-audit-1-2026-11-20-08-00-00-8c7a1f3e-25ea-4c64-9b75-44b73ddc6b3b",
 	export.AzureBlob:         "aks-PT1H.json",
 	export.AzureEventHub:     "aks-eventhub-messages.jsonl",
 	export.AzureLogAnalytics: "aks-loganalytics-query.json",

@@ -26,7 +26,8 @@ const (
 	// "TIMESTAMP MESSAGE").
 	CloudWatchS3 Format = "eks-s3"
 	// Firehose is a CloudWatch Logs subscription filter delivered by Firehose to S3: gzip
-	// streams of DATA_MESSAGE objects concatenated without a delimiter.
+	// streams of DATA_MESSAGE objects concatenated without a delimiter, or the audit events
+	// Firehose's message extraction took from them (concatenatedEvents).
 	Firehose Format = "eks-firehose"
 	// AzureBlob is an AKS diagnostic setting archiving to a storage account: one record a
 	// line, the event as a string in properties.log.
@@ -89,7 +90,7 @@ func (f Format) describe() string {
 	case GKE:
 		return "GKE Cloud Logging"
 	case concatenatedEvents:
-		return "audit events without delimiters (CloudWatch Logs subscription, Firehose message extraction)"
+		return "audit events extracted by Firehose from a CloudWatch Logs subscription (put back in the server's order)"
 	}
 	return string(f)
 }

@@ -143,9 +143,15 @@ func NewReader(file string, r io.Reader, format Format, maxLine int) (*Reader, e
 		rd.closer = append(rd.closer, zr)
 		br = bufio.NewReaderSize(zr, 256<<10)
 	}
-	if format == Auto || format == "" {
-		head, _ := br.Peek(detectBytes)
+	head, _ := br.Peek(detectBytes)
+	switch {
+	case format == Auto || format == "":
 		format = detect(head)
+		if format == Plain && firehoseObject(file) && eventsFirst(head) {
+			format = concatenatedEvents
+		}
+	case format == Firehose && eventsFirst(head):
+		format = concatenatedEvents
 	}
 	rd.format = format
 	if format == Plain {

@@ -129,8 +129,10 @@ func TestReadExports(t *testing.T) {
 					want = export.GKE
 				case exporttest.EKSTail:
 					want = export.CloudWatchS3
+				case exporttest.FirehoseLines:
+					want = export.ConcatenatedEvents
 				}
-				got, all := readAll(t, "export", data, export.Auto)
+				got, all := readAll(t, exporttest.Name(f, 0), data, export.Auto)
 				if got != want {
 					t.Fatalf("detected %q, want %q", got, want)
 				}
@@ -417,5 +419,67 @@ func TestAzurePiecesCutBeforeAnObject(t *testing.T) {
 		if len(lines) != 1 || lines[0].err != nil || string(bytes.TrimSpace(lines[0].data)) != line {
 			t.Errorf("cut %d times: %d lines, want the event whole: %+v", cuts, len(lines), lines)
 		}
+	}
+}
+
+// TestFirehoseExtractedLines: Firehose's message extraction with a newline delimiter writes
+// audit events one a line, in the order it received each server's batches. Such an object,
+// known by the name Firehose gives it or by --input-format eks-firehose, is put back in the
+// order the server completed its events; a file of the same lines named otherwise is a log
+// backend's, read in its own order.
+func TestFirehoseExtractedLines(t *testing.T) {
+	t.Parallel()
+	log := readLog(t, recorded[0])
+	var events [][]byte
+	for _, l := range bytes.Split(log, []byte("\n")) {
+		if len(bytes.TrimSpace(l)) > 0 {
+			events = append(events, l)
+		}
+	}
+	// Two servers' batches of 7 events, interleaved: each batch in order, the second
+	// server's delivered first.
+	var shuffled [][]byte
+	for i := 0; i+14 <= len(events); i += 14 {
+		shuffled = append(shuffled, events[i+7:i+14]...)
+		shuffled = append(shuffled, events[i:i+7]...)
+	}
+	data := append(bytes.Join(shuffled, []byte("\n")), '\n')
+	inOrder := func(lines []line) bool {
+		var prev time.Time
+		for _, l := range lines {
+			at := stage(normalized(t, l.data))
+			if at.Before(prev) {
+				return false
+			}
+			prev = at
+		}
+		return true
+	}
+	for _, tc := range []struct {
+		name    string
+		file    string
+		format  export.Format
+		want    export.Format
+		ordered bool
+	}{
+		{"a Firehose object", "2026/11/20/08/vapc-audit-1-2026-11-20-08-00-00-8c7a1f3e-25ea-4c64-9b75-44b73ddc6b3b", export.Auto, export.ConcatenatedEvents, true},
+		{"a Firehose object, compressed", "vapc-audit-12-2026-11-20-08-00-00-8c7a1f3e-25ea-4c64-9b75-44b73ddc6b3b.gz", export.Auto, export.ConcatenatedEvents, true},
+		{"named eks-firehose", "audit.jsonl", export.Firehose, export.ConcatenatedEvents, true},
+		{"a log backend's file", "audit.log", export.Auto, export.Plain, false},
+		{"named audit", "vapc-audit-1-2026-11-20-08-00-00-8c7a1f3e-25ea-4c64-9b75-44b73ddc6b3b", export.Plain, export.Plain, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			format, lines := readAll(t, tc.file, data, tc.format)
+			if format != tc.want {
+				t.Errorf("read as %s, want %s", format, tc.want)
+			}
+			if len(lines) != len(shuffled) {
+				t.Errorf("%d lines, want %d", len(lines), len(shuffled))
+			}
+			if got := inOrder(lines); got != tc.ordered {
+				t.Errorf("in the order the server completed them: %v, want %v", got, tc.ordered)
+			}
+		})
 	}
 }
