@@ -125,8 +125,11 @@ func readCloudWatchS3(in input, yield func(record) bool) {
 // The timestamp is ISO 8601 with a zone (an export task's; aws logs tail's default format,
 // to the microsecond) or milliseconds since the epoch; or, as aws logs tail --format short
 // prints it, the UTC second without a zone (awscli/customizations/logs/tail.py,
-// ShortLogEventsFormatter), which is not the event's time to the millisecond: at is zero for
-// it, as for a log event without a timestamp.
+// ShortLogEventsFormatter: the log event's timestamp, to the millisecond, printed with
+// strftime), which is not the event's time to the millisecond: at is then the last
+// millisecond of that second, the latest the event can have completed, which an event
+// CloudWatch cut is stamped with (cutEvent): the writes the log records around it are looked
+// at as concurrent with it, and what it wrote is not known from then on.
 func cutTimestamp(line []byte) (at time.Time, msg []byte, ok bool) {
 	ts, msg, ok := bytes.Cut(line, []byte(" "))
 	if !ok || len(ts) == 0 {
@@ -138,8 +141,8 @@ func cutTimestamp(line []byte) (at time.Time, msg []byte, ok bool) {
 	if ms, err := strconv.ParseInt(string(ts), 10, 64); err == nil && ms > 0 {
 		return time.UnixMilli(ms), msg, true
 	}
-	if _, err := time.Parse("2006-01-02T15:04:05", string(ts)); err == nil {
-		return time.Time{}, msg, true
+	if t, err := time.Parse("2006-01-02T15:04:05", string(ts)); err == nil {
+		return t.Add(time.Second - time.Millisecond), msg, true
 	}
 	return time.Time{}, nil, false
 }

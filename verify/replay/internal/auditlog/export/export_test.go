@@ -83,3 +83,5 @@ func marshalEventJSON(ev *gkeEvent) ([]byte, error) {
 
 // AppendJSONString is appendJSONString.
 var AppendJSONString = appendJSONString
+
+var CutTimestamp = cutTimestamp

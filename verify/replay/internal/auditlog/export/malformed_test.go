@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -93,15 +94,18 @@ func TestMalformedEnvelopes(t *testing.T) {
 	}, {
 		// aws logs tail: its default format names the stream between the timestamp and the
 		// message; --format short prints the UTC second without a zone, which is not the
-		// event's time to the millisecond, so an event cut there is not rebuilt.
+		// event's time to the millisecond: an event cut there is rebuilt at the second's last
+		// millisecond (TestCutTimestamp), and one cut in its head is not.
 		name:   "aws logs tail: the default and the short format",
 		format: export.CloudWatchS3,
 		data: "2026-01-01T00:00:01.000000+00:00 kube-apiserver-audit-0a1b2c " + ev("a", 1) + "\n" +
 			"2026-01-01T00:00:02 " + ev("b", 2) + "\n" +
 			"2026-01-01T00:00:03.000000+00:00 kube-apiserver-audit-0a1b2c I0101 not an event\n" +
-			"2026-01-01T00:00:04 " + ev("d", 4)[:120] + "[Truncated...]\n",
+			"2026-01-01T00:00:04 " + ev("d", 4)[:120] + "[Truncated...]\n" +
+			"2026-01-01T00:00:05 " + ev("e", 5)[:strings.Index(ev("e", 5), `,"stageTimestamp"`)] + `,"requestObject":{"kind":"DeleteOptions","x":"[Truncated...]` + "\n",
 		want: []string{"1: a", "2: b", "3: not an event: not JSON: invalid character 'k' looking for beginning of value",
-			`4: error: line 4: MESSAGE: the event of audit ID d was cut by CloudWatch Logs at its event size limit (134 bytes kept, ending "[Truncated...]"), and its log event has no timestamp: lost by the export, not replayed`},
+			`4: error: line 4: MESSAGE: the event of audit ID d was cut by CloudWatch Logs at its event size limit (134 bytes kept, ending "[Truncated...]"), and what it kept does not hold its audit ID, stage, verb and request URI: lost by the export, not replayed`,
+			"5: e"},
 	}, {
 		name:   "aws logs tail --format json: an event over lines",
 		format: export.CloudWatchS3,
@@ -224,5 +228,25 @@ func TestReorderWindow(t *testing.T) {
 		"4: 4"}
 	if diff := cmp.Diff(want, desc); diff != "" {
 		t.Errorf("lines mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestCutTimestamp: the timestamp of a CloudWatch Logs export's line, to the microsecond, the
+// millisecond or, as aws logs tail --format short prints it, the second, whose last
+// millisecond is the latest the event can have completed.
+func TestCutTimestamp(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		line, want string
+	}{
+		{"2026-01-01T00:00:04.123456+00:00 stream {}", "2026-01-01T00:00:04.123456Z"},
+		{"2026-01-01T00:00:04.123Z {}", "2026-01-01T00:00:04.123Z"},
+		{"1767225604123 {}", "2026-01-01T00:00:04.123Z"},
+		{"2026-01-01T00:00:04 {}", "2026-01-01T00:00:04.999Z"},
+	} {
+		at, _, ok := export.CutTimestamp([]byte(tc.line))
+		if got := at.UTC().Format(time.RFC3339Nano); !ok || got != tc.want {
+			t.Errorf("cutTimestamp(%q) = %s, %v; want %s", tc.line, got, ok, tc.want)
+		}
 	}
 }
