@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -185,6 +185,21 @@ func TestMalformedEnvelopes(t *testing.T) {
 		format: export.AzureLogAnalytics,
 		data:   "[\n" + laRow("a", 1, nil) + ",\n" + `{"AuditId": `,
 		want:   []string{"2: a", "3: unreadable: the envelope is not JSON, reading stopped: the envelope ends in the middle of a value"},
+	}, {
+		// Firehose's extracted messages, one CloudWatch Logs cut: it runs into the next
+		// (without a delimiter, or with a newline); the messages after it are read. A
+		// message that holds the marker's text in a string is no cut.
+		name:   "Firehose's extracted messages: one cut",
+		format: export.ConcatenatedEvents,
+		data: ev("a", 1) + ev("b", 2)[:150] + "[Truncated...]" + ev("c", 3) + "\n" +
+			strings.Replace(ev("d", 4), `"username":"u"`, `"username":"[Truncated...]"`, 1) + "\n" +
+			ev("e", 5)[:90] + "[Truncated...]\n" + ev("f", 6) + "\n" + ev("g", 7)[:60] + "[Truncated...]",
+		want: []string{"1: a",
+			`1: error: line 1: an event cut by CloudWatch Logs at its event size limit (ending "[Truncated...]"), which the messages Firehose extracted give no timestamp to place: lost by the export, not replayed`,
+			"1: c", "2: d",
+			`3: error: line 3: an event cut by CloudWatch Logs at its event size limit (ending "[Truncated...]"), which the messages Firehose extracted give no timestamp to place: lost by the export, not replayed`,
+			"4: f",
+			`5: error: line 5: an event cut by CloudWatch Logs at its event size limit (ending "[Truncated...]"), which the messages Firehose extracted give no timestamp to place: lost by the export, not replayed`},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -247,6 +262,25 @@ func TestCutTimestamp(t *testing.T) {
 		at, _, ok := export.CutTimestamp([]byte(tc.line))
 		if got := at.UTC().Format(time.RFC3339Nano); !ok || got != tc.want {
 			t.Errorf("cutTimestamp(%q) = %s, %v; want %s", tc.line, got, ok, tc.want)
+		}
+	}
+}
+
+// TestCutAcrossReads: a marker of a cut is found wherever the reads of the input fall, in a
+// message longer than the buffers.
+func TestCutAcrossReads(t *testing.T) {
+	t.Parallel()
+	big := strings.Replace(ev("b", 2), `"username":"u"`, `"username":"`+strings.Repeat("x", 600<<10), 1)
+	for _, pad := range []int{0, 1, 7, 13, 100} {
+		data := ev("a", 1) + strings.Repeat(" ", pad) + big[:(300<<10)+pad] + "[Truncated...]" + ev("c", 3)
+		_, lines := readAll(t, "f", []byte(data), export.ConcatenatedEvents)
+		var got []string
+		for _, l := range lines {
+			got = append(got, describe(l))
+		}
+		want := []string{"1: a", `1: error: line 1: an event cut by CloudWatch Logs at its event size limit (ending "[Truncated...]"), which the messages Firehose extracted give no timestamp to place: lost by the export, not replayed`, "1: c"}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("pad %d: lines mismatch (-want +got):\n%s", pad, diff)
 		}
 	}
 }

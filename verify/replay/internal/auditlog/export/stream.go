@@ -1,9 +1,11 @@
 package export
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"regexp"
 
@@ -24,20 +26,131 @@ func init() { readers[concatenatedEvents] = readConcatenated }
 
 // readConcatenated reads a stream of events, each a JSON object, whatever separates them.
 func readConcatenated(in input, yield func(record) bool) {
-	s := newScanner(in.r)
-	s.documents(yield, func(doc int) error {
-		where := fmt.Sprintf("event %d", doc)
-		rec, err := s.element(in.maxLine, where, "", func(raw []byte, line int) record {
-			if raw[0] != '{' {
-				return record{line: line, err: recordError(where, "", errors.New("not an object"))}
+	cr := &cutReader{r: in.r}
+	line := 1
+	for {
+		s := newScanner(bufio.NewReaderSize(cr, 256<<10))
+		s.line = line
+		for doc := 1; ; doc++ {
+			if _, err := s.peek(); err != nil {
+				if err != io.EOF {
+					yield(streamStopped(err, s.line))
+					return
+				}
+				break
 			}
-			return eventRecord(raw, line, auditlog.Loss{})
-		})
-		if err != nil {
-			return err
+			where := fmt.Sprintf("event %d", doc)
+			start := s.line
+			rec, err := s.element(in.maxLine, where, "", func(raw []byte, line int) record {
+				if raw[0] != '{' {
+					return record{line: line, err: recordError(where, "", errors.New("not an object"))}
+				}
+				return eventRecord(raw, line, auditlog.Loss{})
+			})
+			switch {
+			case err != nil && cr.cut:
+				// The message CloudWatch Logs cut, which ends the part: Firehose's extracted
+				// messages carry no time to rebuild it at (as truncatedMessage does where
+				// they do).
+				if !yield(record{line: start, err: recordError(fmt.Sprintf("line %d", start), "", fmt.Errorf("an event cut by CloudWatch Logs at its event size limit (ending %q), which the messages Firehose extracted give no timestamp to place: lost by the export, not replayed", cloudWatchTruncated))}) {
+					return
+				}
+			case errors.Is(err, errStop):
+				return
+			case err != nil:
+				yield(streamStopped(err, s.line))
+				return
+			case send(yield, rec) != nil:
+				return
+			default:
+				continue
+			}
+			break
 		}
-		return send(yield, rec)
-	})
+		if !cr.next() {
+			return
+		}
+		line = s.line
+	}
+}
+
+// cutReader reads the input in parts that end where CloudWatch Logs cut a message: its end,
+// "[Truncated...]", which no event's JSON holds but in a string, runs into the next message
+// (or its delimiter). A part ends with EOF after the marker; next goes on to the next part.
+type cutReader struct {
+	r       *bufio.Reader
+	cut     bool // the part read ended at a cut
+	end     bool // the part read ended
+	pending int  // the marker's bytes left to read, which end the part
+}
+
+func (c *cutReader) Read(p []byte) (int, error) {
+	switch {
+	case c.end:
+		return 0, io.EOF
+	case len(p) == 0:
+		return 0, nil
+	case c.pending > 0:
+		k, err := c.r.Read(p[:min(len(p), c.pending)])
+		if c.pending -= k; c.pending == 0 {
+			c.cut, c.end = true, true
+		}
+		return k, err
+	}
+	// Room to see a marker that begins in p whole, and what follows it.
+	const after = 16
+	p = p[:min(len(p), c.r.Size()-len(cloudWatchTruncated)-after)]
+	n := len(p) + len(cloudWatchTruncated) + after
+	b, err := c.r.Peek(n)
+	if len(b) == 0 {
+		if err == nil {
+			err = io.EOF
+		}
+		c.end = true
+		return 0, err
+	}
+	for from := 0; from < len(p) && from < len(b); {
+		i := bytes.Index(b[from:], []byte(cloudWatchTruncated))
+		if i < 0 || from+i >= len(p) {
+			break
+		}
+		i += from
+		if !cutEnds(b[i+len(cloudWatchTruncated):], len(b) < n) {
+			from = i + 1
+			continue
+		}
+		if i == 0 {
+			c.pending = len(cloudWatchTruncated)
+			return c.Read(p)
+		}
+		return c.r.Read(p[:i])
+	}
+	return c.r.Read(p[:min(len(p), len(b))])
+}
+
+// cutEnds says whether what follows a marker of a cut, rest, is the next message (white space
+// and '{') or the input's end (ended: rest is all there is), not more of a string that holds
+// the marker's text.
+func cutEnds(rest []byte, ended bool) bool {
+	for _, c := range rest {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '{':
+			return true
+		}
+		return false
+	}
+	return ended
+}
+
+// next goes on to the part after a cut; false when the input ended.
+func (c *cutReader) next() bool {
+	if !c.cut {
+		return false
+	}
+	c.cut, c.end = false, false
+	return true
 }
 
 // concatenated says whether the first JSON value of head is followed by another on its line.
