@@ -232,14 +232,15 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 }
 
 // readReplayPolicies reads the policies and bindings to replay, and refuses them (a findings
-// error, exit 1 as in vapc check, the diagnostics on stderr) when they cannot be read or vapc
-// check rejects them: kube-apiserver would refuse to create one, or an expression fails type
-// checking for every kind its policy matches (it can never work: every request it sees is an
-// error that failurePolicy decides). A replay of such policies would predict what their author
-// does not mean. A messageExpression's type error is a warning here, since the server answers
-// with the message instead. It warns, on stderr, of what the server accepts but makes no sense
-// in a replay: a binding whose policy is not there, a policy without binding, a document that
-// is neither.
+// error, exit 1 as in vapc check, the diagnostics on stderr) when they cannot be read or
+// kube-apiserver would refuse to create one. An expression that fails type checking for every
+// kind its policy matches, which vapc check rejects, is a warning here: kube-apiserver creates
+// its policy (status.typeChecking warns) and evaluates it, each request it reaches an error
+// that failurePolicy decides unless a logical operator absorbs it (true || error is true), and
+// a replay of a log must decide as the server did. A messageExpression's type error is a
+// warning too, since the server answers with the message instead. It warns, on stderr, of what
+// the server accepts but makes no sense in a replay: a binding whose policy is not there, a
+// policy without binding, a document that is neither.
 func readReplayPolicies(stdin io.Reader, stderr io.Writer, cat *vapcschema.Catalog, paths []string) (*cel.Set, error) {
 	set, diags := cel.ReadPaths(stdin, paths...)
 	checker, err := cel.NewChecker(cel.WithKubernetesVersion(verify.KubernetesVersion), cel.WithCatalog(cat))
@@ -250,6 +251,10 @@ func readReplayPolicies(stdin io.Reader, stderr io.Writer, cat *vapcschema.Catal
 	var refused, warnings cel.Diagnostics
 	for _, d := range diags {
 		switch {
+		case d.Fatal() && d.Category == cel.CategoryType:
+			d.Severity = cel.Warning
+			d.Hint = strings.TrimPrefix(d.Hint+"; ", "; ") + "kube-apiserver creates the policy and evaluates it: a request it reaches is an error that failurePolicy decides, unless a logical operator absorbs it (vapc check rejects it)"
+			warnings = append(warnings, d)
 		case d.Fatal():
 			refused = append(refused, d)
 		case d.Severity == cel.Error:
@@ -338,7 +343,9 @@ Every decision is certain (every state the server could have been in decides ali
 cache would give another outcome: the record lists the alternatives and what each needs) or
 indeterminate (the log does not hold what the decision needs: the reason says what), never
 guessed. The policies
-are checked first, as vapc check does: replay refuses those vapc check rejects.
+are checked first, as vapc check does: replay refuses those kube-apiserver would not create, and
+warns of an expression that fails type checking for every kind its policy matches (the server
+creates such a policy and evaluates it).
 
 The verdict is computed once, and the exit code, the text summary (its first lines), JUnit, the
 last line of --output jsonl and --report state it: it fails on damaged input (a log cut short
@@ -348,7 +355,7 @@ or with --strict as indeterminate). Without --fail-on, denials are reported, not
 not a terminal; --quiet for none).`,
 		outcomes: []outcome{
 			{exitOK, "the logs were read whole and the gate holds (without --fail-on, requests the policies would deny are reported, not failed)"},
-			{exitFindings, "the gate fails: damaged input, a disagreement with the log (--check-recorded), a request --fail-on names; or policies that vapc check rejects, or no policy to replay"},
+			{exitFindings, "the gate fails: damaged input, a disagreement with the log (--check-recorded), a request --fail-on names; or policies kube-apiserver would not create, or no policy to replay"},
 			{exitInterrupted, "interrupted (Ctrl-C, SIGTERM): the requests read are decided and every output is written, marked partial"},
 		},
 		examples: []example{
