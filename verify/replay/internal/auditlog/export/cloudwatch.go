@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
@@ -161,21 +162,33 @@ func cutStreamName(msg []byte) []byte {
 	return rest
 }
 
+// otherStream says whether a log stream of an EKS cluster's log group is another than the
+// audit log's, kube-apiserver-audit-* (kube-apiserver-*, authenticator-*,
+// kube-controller-manager-*, ...: https://docs.aws.amazon.com/eks/latest/userguide/control-plane-logs.html);
+// false when its name is not known.
+func otherStream(stream string) bool {
+	return stream != "" && !strings.HasPrefix(stream, "kube-apiserver-audit")
+}
+
 func readFirehose(in input, yield func(record) bool) {
 	s := newScanner(in.r)
 	s.documents(yield, func(doc int) error {
 		start := s.line
 		where := fmt.Sprintf("subscription record %d (line %d)", doc, start)
-		messageType := ""
+		messageType, stream := "", ""
 		var held []record // log events read before the message type
 		err := s.object(func(name string) error {
 			switch name {
-			case "messageType":
-				raw, err := s.value(64, nil)
+			case "messageType", "logStream":
+				raw, err := s.value(1024, nil)
 				if err != nil {
 					return err
 				}
-				messageType = string(bytes.Trim(raw, `"`))
+				if name == "logStream" {
+					stream = string(bytes.Trim(raw, `"`))
+				} else {
+					messageType = string(bytes.Trim(raw, `"`))
+				}
 				return nil
 			case "logEvents":
 				return s.array(func(i int) error {
@@ -184,10 +197,14 @@ func readFirehose(in input, yield func(record) bool) {
 					switch {
 					case err != nil:
 						return err
-					case messageType == "":
-						held = append(held, rec)
+					case otherStream(stream):
+						// A subscription delivers every stream of the log group.
+						rec = record{line: rec.line, skip: "a log event of the stream " + stream + ", not of kube-apiserver's audit log (kube-apiserver-audit-*): a CloudWatch Logs subscription delivers every stream of the log group"}
+						fallthrough
 					case messageType == "DATA_MESSAGE":
 						return send(yield, rec)
+					case messageType == "":
+						held = append(held, rec)
 					}
 					return nil
 				})

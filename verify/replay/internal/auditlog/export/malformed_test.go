@@ -127,6 +127,14 @@ func TestMalformedEnvelopes(t *testing.T) {
 			`{"messageType":"HELLO","logEvents":[]}`,
 		want: []string{"1: a", `2: error: subscription record 3 (line 2): messageType: "HELLO": DATA_MESSAGE or CONTROL_MESSAGE expected`},
 	}, {
+		// A subscription delivers every stream of the log group: another stream's log
+		// events are skipped.
+		name:   "firehose: another stream of the log group",
+		format: export.Firehose,
+		data: `{"messageType":"DATA_MESSAGE","logStream":"authenticator-0a1b2c","logEvents":[{"id":"1","timestamp":1,"message":"time=\"2026-01-01T00:00:01Z\" level=info msg=access granted"}]}` +
+			`{"messageType":"DATA_MESSAGE","logStream":"kube-apiserver-audit-0a1b2c","logEvents":[{"id":"2","timestamp":1,"message":` + quoted(ev("a", 1)) + `}]}`,
+		want: []string{"1: skipped: a log event of the stream authenticator-0a1b2c, not of kube-apiserver's audit log (kube-apiserver-audit-*): a CloudWatch Logs subscription delivers every stream of the log group", "1: a"},
+	}, {
 		name:   "storage blob: another category (skipped), no log, not JSON",
 		format: export.AzureBlob,
 		data: `{"category":"kube-audit","properties":{"log":` + quoted(ev("a", 1)) + `}}` + "\n" +
@@ -200,6 +208,27 @@ func TestMalformedEnvelopes(t *testing.T) {
 			`3: error: line 3: an event cut by CloudWatch Logs at its event size limit (ending "[Truncated...]"), which the messages Firehose extracted give no timestamp to place: lost by the export, not replayed`,
 			"4: f",
 			`5: error: line 5: an event cut by CloudWatch Logs at its event size limit (ending "[Truncated...]"), which the messages Firehose extracted give no timestamp to place: lost by the export, not replayed`},
+	}, {
+		// A subscription delivers every stream of the log group: another log's message is
+		// skipped; an event that is not JSON is a malformed line; the events after them are
+		// read, with or without a delimiter. A string that holds the marker's text followed
+		// by a space and '{' is no cut.
+		name:   "Firehose's extracted messages: other logs' lines, a line cut short",
+		format: export.ConcatenatedEvents,
+		data: ev("a", 1) + "\nI0101 00:00:02.000000 1 controller.go:1] not an event {x}\n" + ev("b", 2) + "\n" + `{"kind":"Event","auditID":"c"]` + "\n" +
+			strings.Replace(ev("d", 4), `"username":"u"`, `"username":"log: [Truncated...] {next}"`, 1) + "\n" +
+			"time=\"2026-01-01T00:00:05Z\" level=info msg=authenticator" + ev("e", 5) + `{"kind":"Event",]` + ev("g", 7) + "\n" + ev("h", 8)[:100],
+		want: []string{"1: a",
+			"2: skipped: a message that is not an audit event (a CloudWatch Logs subscription delivers every stream of the log group: kube-apiserver's own log, the authenticator's, ...)",
+			"3: b",
+			"4: not an event: truncated JSON (31 bytes)", // the decoder's, at the replay
+			"5: d",
+			"6: skipped: a message that is not an audit event (a CloudWatch Logs subscription delivers every stream of the log group: kube-apiserver's own log, the authenticator's, ...)",
+			"6: e",
+			"6: not an event: truncated JSON (18 bytes)",
+			"6: g",
+			// Cut short on its line, it runs to the input's end: nothing follows it here.
+			"7: error: line 7: not an audit event's JSON: the envelope ends in the middle of a value"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

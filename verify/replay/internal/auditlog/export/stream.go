@@ -41,10 +41,16 @@ func readConcatenated(in input, yield func(record) bool) {
 			}
 			where := fmt.Sprintf("event %d", doc)
 			start := s.line
-			rec, err := s.element(in.maxLine, where, "", func(raw []byte, line int) record {
-				if raw[0] != '{' {
-					return record{line: line, err: recordError(where, "", errors.New("not an object"))}
+			if c, _ := s.peek(); c != '{' {
+				// A message of another of the log group's streams (a subscription delivers
+				// every stream's: kube-apiserver's, the authenticator's), which is no JSON
+				// object: skipped to the next line or event.
+				if !resync(s) || !yield(record{line: start, skip: "a message that is not an audit event (a CloudWatch Logs subscription delivers every stream of the log group: kube-apiserver's own log, the authenticator's, ...)"}) {
+					return
 				}
+				continue
+			}
+			rec, err := s.element(in.maxLine, where, "", func(raw []byte, line int) record {
 				return eventRecord(raw, line, auditlog.Loss{})
 			})
 			switch {
@@ -58,8 +64,16 @@ func readConcatenated(in input, yield func(record) bool) {
 			case errors.Is(err, errStop):
 				return
 			case err != nil:
-				yield(streamStopped(err, s.line))
-				return
+				// Not JSON: a malformed line, and the events after it are read.
+				var syn *syntaxError
+				if !errors.As(err, &syn) {
+					yield(streamStopped(err, s.line))
+					return
+				}
+				if !yield(record{line: start, err: recordError(fmt.Sprintf("line %d", start), "", fmt.Errorf("not an audit event's JSON: %v", err))}) || !resync(s) {
+					return
+				}
+				continue
 			case send(yield, rec) != nil:
 				return
 			default:
@@ -71,6 +85,31 @@ func readConcatenated(in input, yield func(record) bool) {
 			return
 		}
 		line = s.line
+	}
+}
+
+// eventStart is how the log backend's JSON of an event begins.
+var eventStart = []byte(`{"kind":"Event"`)
+
+// resync goes past what the scanner s is in, to the next line or the next event's beginning;
+// false when the input ends first (or fails: the scanner's next peek says how).
+func resync(s *scanner) bool {
+	s.err = nil
+	for {
+		b, err := s.r.Peek(1)
+		if err != nil {
+			return false
+		}
+		switch b[0] {
+		case '\n':
+			s.readByte()
+			return true
+		case '{':
+			if next, _ := s.r.Peek(len(eventStart)); bytes.Equal(next, eventStart) {
+				return true
+			}
+		}
+		s.readByte()
 	}
 }
 
@@ -128,20 +167,15 @@ func (c *cutReader) Read(p []byte) (int, error) {
 	return c.r.Read(p[:min(len(p), len(b))])
 }
 
-// cutEnds says whether what follows a marker of a cut, rest, is the next message (white space
-// and '{') or the input's end (ended: rest is all there is), not more of a string that holds
-// the marker's text.
+// cutEnds says whether what follows a marker of a cut, rest, is the next message ('{', or a
+// newline Firehose appended, then '{') or the input's end (ended: rest is all there is), not
+// more of a string that holds the marker's text (a string holds no newline).
 func cutEnds(rest []byte, ended bool) bool {
-	for _, c := range rest {
-		switch c {
-		case ' ', '\t', '\r', '\n':
-			continue
-		case '{':
-			return true
-		}
-		return false
+	rest = bytes.TrimPrefix(bytes.TrimPrefix(rest, []byte("\r")), []byte("\n"))
+	if len(rest) == 0 {
+		return ended
 	}
-	return ended
+	return rest[0] == '{'
 }
 
 // next goes on to the part after a cut; false when the input ended.
