@@ -229,6 +229,16 @@ func TestMalformedEnvelopes(t *testing.T) {
 			"6: g",
 			// Cut short on its line, it runs to the input's end: nothing follows it here.
 			"7: error: line 7: not an audit event's JSON: the envelope ends in the middle of a value"},
+	}, {
+		name:   "Firehose's extracted messages: another log's line last, before and after a cut",
+		format: export.ConcatenatedEvents,
+		data:   ev("a", 1) + "I0101 before the cut" + ev("b", 2)[:90] + "[Truncated...]" + "I0101 after the cut\n" + ev("c", 3) + "\nI0101 the last line",
+		want: []string{"1: a",
+			"1: skipped: a message that is not an audit event (a CloudWatch Logs subscription delivers every stream of the log group: kube-apiserver's own log, the authenticator's, ...)",
+			`1: error: line 1: an event cut by CloudWatch Logs at its event size limit (ending "[Truncated...]"), which the messages Firehose extracted give no timestamp to place: lost by the export, not replayed`,
+			"1: skipped: a message that is not an audit event (a CloudWatch Logs subscription delivers every stream of the log group: kube-apiserver's own log, the authenticator's, ...)",
+			"2: c",
+			"3: skipped: a message that is not an audit event (a CloudWatch Logs subscription delivers every stream of the log group: kube-apiserver's own log, the authenticator's, ...)"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

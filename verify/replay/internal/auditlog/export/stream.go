@@ -45,9 +45,10 @@ func readConcatenated(in input, yield func(record) bool) {
 				// A message of another of the log group's streams (a subscription delivers
 				// every stream's: kube-apiserver's, the authenticator's), which is no JSON
 				// object: skipped to the next line or event.
-				if !resync(s) || !yield(record{line: start, skip: "a message that is not an audit event (a CloudWatch Logs subscription delivers every stream of the log group: kube-apiserver's own log, the authenticator's, ...)"}) {
+				if !yield(record{line: start, skip: "a message that is not an audit event (a CloudWatch Logs subscription delivers every stream of the log group: kube-apiserver's own log, the authenticator's, ...)"}) {
 					return
 				}
+				resync(s)
 				continue
 			}
 			rec, err := s.element(in.maxLine, where, "", func(raw []byte, line int) record {
@@ -70,9 +71,10 @@ func readConcatenated(in input, yield func(record) bool) {
 					yield(streamStopped(err, s.line))
 					return
 				}
-				if !yield(record{line: start, err: recordError(fmt.Sprintf("line %d", start), "", fmt.Errorf("not an audit event's JSON: %v", err))}) || !resync(s) {
+				if !yield(record{line: start, err: recordError(fmt.Sprintf("line %d", start), "", fmt.Errorf("not an audit event's JSON: %v", err))}) {
 					return
 				}
+				resync(s)
 				continue
 			case send(yield, rec) != nil:
 				return
@@ -91,22 +93,22 @@ func readConcatenated(in input, yield func(record) bool) {
 // eventStart is how the log backend's JSON of an event begins.
 var eventStart = []byte(`{"kind":"Event"`)
 
-// resync goes past what the scanner s is in, to the next line or the next event's beginning;
-// false when the input ends first (or fails: the scanner's next peek says how).
-func resync(s *scanner) bool {
+// resync goes past what the scanner s is in, to the next line or the next event's beginning,
+// or to the input's end (its next peek says whether it ended or failed).
+func resync(s *scanner) {
 	s.err = nil
 	for {
 		b, err := s.r.Peek(1)
 		if err != nil {
-			return false
+			return
 		}
 		switch b[0] {
 		case '\n':
 			s.readByte()
-			return true
+			return
 		case '{':
 			if next, _ := s.r.Peek(len(eventStart)); bytes.Equal(next, eventStart) {
-				return true
+				return
 			}
 		}
 		s.readByte()
@@ -167,15 +169,27 @@ func (c *cutReader) Read(p []byte) (int, error) {
 	return c.r.Read(p[:min(len(p), len(b))])
 }
 
-// cutEnds says whether what follows a marker of a cut, rest, is the next message ('{', or a
-// newline Firehose appended, then '{') or the input's end (ended: rest is all there is), not
-// more of a string that holds the marker's text (a string holds no newline).
+// cutEnds says whether what follows a marker of a cut, rest, is the next message or the
+// input's end (ended: rest is all there is), not more of a string that holds the marker's
+// text: a newline (Firehose's delimiter: a string holds none), an event's '{', or a line of
+// another of the log group's logs (klog's "I0101 ", logrus's "time=").
 func cutEnds(rest []byte, ended bool) bool {
-	rest = bytes.TrimPrefix(bytes.TrimPrefix(rest, []byte("\r")), []byte("\n"))
-	if len(rest) == 0 {
+	switch {
+	case len(rest) == 0:
 		return ended
+	case rest[0] == '\n' || rest[0] == '{' || bytes.HasPrefix(rest, []byte("\r\n")) || bytes.HasPrefix(rest, []byte("time=")):
+		return true
 	}
-	return rest[0] == '{'
+	return len(rest) >= 6 && bytes.IndexByte([]byte("IWEF"), rest[0]) >= 0 && allDigits(rest[1:5]) && rest[5] == ' '
+}
+
+func allDigits(b []byte) bool {
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // next goes on to the part after a cut; false when the input ended.
