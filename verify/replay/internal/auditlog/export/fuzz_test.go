@@ -32,6 +32,12 @@ func fuzzRead(f *testing.F, format export.Format) {
 		wraps = append(wraps, exporttest.GKESink)
 	case export.CloudWatchS3:
 		wraps = append(wraps, exporttest.EKSTail)
+	case export.Firehose:
+		// Extracted messages, one a line, and without a delimiter, one cut, another log's
+		// lines among them.
+		wraps = append(wraps, exporttest.FirehoseLines)
+		lines := bytes.Split(bytes.TrimSpace(short), []byte("\n"))
+		f.Add(bytes.Join([][]byte{lines[0], []byte("I0101 00:00:01.000000 1 x.go:1] klog"), append(lines[1][:len(lines[1])/2:len(lines[1])/2], "[Truncated...]"...), lines[2]}, nil))
 	}
 	for _, w := range wraps {
 		data, err := exporttest.Wrap(w, short)
