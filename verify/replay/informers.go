@@ -187,9 +187,13 @@ func (r *Replayer) lagWorlds(j *job, e lagEvaluation) []world {
 	received := j.ev.Received()
 	admitted := likelyAdmission(j.ev, j.t)
 	var concurrent []state.TypedWrite
+	var either *state.TypedWrite // a write that completed either before admission or after
 	for _, tw := range e.taken {
 		if !tw.Ahead && !admitted.IsZero() && tw.Done.After(admitted) {
 			concurrent = append(concurrent, tw)
+		}
+		if tw.Second && !admitted.IsZero() && tw.Done.After(admitted) && !tw.Done.Add(-time.Second).After(admitted) && either == nil {
+			either = &tw
 		}
 	}
 	evidence := j.byAnnotations() && j.prior.Stale == nil && j.prior.StaleUnknown == ""
@@ -207,6 +211,15 @@ func (r *Replayer) lagWorlds(j *job, e lagEvaluation) []world {
 			}
 		}
 		worlds = append(worlds, w)
+	}
+	if either != nil {
+		// Its export gives its time to the second, which holds the request's admission:
+		// the log's order does not say which state is likely.
+		for i := range worlds {
+			worlds[i].Likely = false
+		}
+		hasLikely = true
+		worlds = append(worlds, world{Likely: true, Undecided: &indeterminateError{laggedWrite(*either, "whether the write at "+either.By+" completed before this request's admission: its export gives when it completed to the second")}})
 	}
 	switch {
 	case !hasLikely && e.cut.is():

@@ -306,7 +306,7 @@ func (r *Replayer) reviseAhead(d decoded, ev *Event) {
 		return
 	}
 	by := lineRef{d.file, d.num}.String()
-	ws, unknown := r.state.AheadWrites(by, completed)
+	ws, unknown := r.state.AheadWrites(by, completed, ev.Loss.Lost.Has(auditlog.LostStageTime))
 	// The log holds requests in the order they completed, but for a moment of slack: the
 	// newest are last.
 	for i := len(e.queue) - 1; i >= 0; i-- {

@@ -38,6 +38,9 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 		completed = r.currentLogTime() // when it completed is not known: not long before the next
 	}
 	r.state.BeginWrite(t.op == admission.Create && t.sub == "", ev.Received(), completed, lineRef{d.file, d.num}.String())
+	if ev.Loss.Lost.Has(auditlog.LostStageTime) {
+		r.state.ToTheSecond()
+	}
 	defer r.state.EndWrite()
 	code := ev.Code()
 	if code >= 400 && ev.Verb == "deletecollection" && !isDryRun(ev) {

@@ -84,8 +84,10 @@ type State struct {
 type currentRequest struct {
 	received  time.Time
 	writeDone time.Time
-	writeBy   string
-	creating  bool
+	// writeSecond says it completed in the second before writeDone (see TypedWrite.Second).
+	writeSecond bool
+	writeBy     string
+	creating    bool
 	// written are the objects of params and namespaces the request wrote, in order, and
 	// writtenUnknown the resources of which it may have written objects the State does not
 	// know (see aheadWrites).
@@ -102,12 +104,16 @@ func (s *State) BeginWrite(create bool, received, done time.Time, by string) {
 		written: s.current.written[:0], writtenUnknown: s.current.writtenUnknown[:0]}
 }
 
+// ToTheSecond says the request being applied completed in the second before its done, not at
+// it (see TypedWrite.Second).
+func (s *State) ToTheSecond() { s.current.writeSecond = true }
+
 // As runs fn as the write logged at by, which completed at done, that the replay revises
 // after the log's order applied it: what fn leaves unknown carries when that write completed
 // (see keptUnknown). The request being applied, if any, is as it was after.
 func (s *State) As(by string, done time.Time, fn func()) {
 	saved := s.current
-	s.current.writeBy, s.current.writeDone = by, done
+	s.current.writeBy, s.current.writeDone, s.current.writeSecond = by, done, false
 	fn()
 	s.current = saved
 }
@@ -115,7 +121,7 @@ func (s *State) As(by string, done time.Time, fn func()) {
 // EndWrite ends following the writes of one request: what is written outside a request (the
 // snapshot) is no write of the log.
 func (s *State) EndWrite() {
-	s.current.creating, s.current.received, s.current.writeDone, s.current.writeBy = false, time.Time{}, time.Time{}, ""
+	s.current.creating, s.current.received, s.current.writeDone, s.current.writeBy, s.current.writeSecond = false, time.Time{}, time.Time{}, "", false
 }
 
 // lose remembers that the State no longer remembers the write w (see recentTyped).
@@ -139,6 +145,9 @@ type TypedWrite struct {
 	// before is not known (the State did not hold it, and does not hold every object of gr).
 	Created, UnknownBefore bool
 	Done                   time.Time
+	// Second says the write completed in the second before Done, not at Done: its export
+	// gives its time to the second (auditlog.LostStageTime).
+	Second bool
 	// Ahead says the write is one the log records after the request it concerns, which may
 	// have read what it wrote (see Replayer.reviseAhead): prev and had are then the entry it
 	// wrote. by is where the log records the write.
@@ -498,7 +507,7 @@ func (s *State) setTyped(gr schema.GroupResource, k ObjectKey, e typedEntry, has
 		s.typedWrites = append(s.typedWrites[:0:0], s.typedWrites[half:]...)
 	}
 	s.typedWrites = append(s.typedWrites, TypedWrite{GR: gr, Obj: k, Prev: old, Had: had, Created: s.current.creating && !had,
-		UnknownBefore: !had && !s.current.creating && !s.Complete(gr), Done: s.current.writeDone, By: s.current.writeBy})
+		UnknownBefore: !had && !s.current.creating && !s.Complete(gr), Done: s.current.writeDone, Second: s.current.writeSecond, By: s.current.writeBy})
 	if !s.current.writeDone.IsZero() {
 		s.current.written = append(s.current.written, readKey{gr, k})
 	}
@@ -966,13 +975,13 @@ func (s *State) WroteTyped() bool {
 // concurrently with it may have read them (see Replayer.reviseAhead); by is where the log
 // records it. unknown are the resources of which it may have written objects the State does
 // not know.
-func (s *State) AheadWrites(by string, done time.Time) (ws []TypedWrite, unknown []schema.GroupResource) {
+func (s *State) AheadWrites(by string, done time.Time, second bool) (ws []TypedWrite, unknown []schema.GroupResource) {
 	for i, rk := range s.current.written {
 		if slices.Contains(s.current.written[i+1:], rk) {
 			continue // the last write of the object gives what it wrote
 		}
 		e, has := s.buckets[rk.gr].get(rk.k)
-		ws = append(ws, TypedWrite{GR: rk.gr, Obj: rk.k, Prev: e, Had: has, Done: done, Ahead: true, By: by})
+		ws = append(ws, TypedWrite{GR: rk.gr, Obj: rk.k, Prev: e, Had: has, Done: done, Second: second, Ahead: true, By: by})
 	}
 	return ws, slices.Clone(s.current.writtenUnknown)
 }

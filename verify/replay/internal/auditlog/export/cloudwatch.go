@@ -88,7 +88,7 @@ func logEventOf(raw []byte, line int, where, field string) record {
 // logEventRecord is the record of a log event's JSON.
 func logEventRecord(raw []byte, line int, where, field string) record {
 	if msg, ok := appendMemberString(getBuf(len(raw)), raw, "message"); ok {
-		if cut, ok := truncatedMessage(msg, logEventTime(raw), line, where, field+".message"); ok {
+		if cut, ok := truncatedMessage(msg, logEventTime(raw), 0, line, where, field+".message"); ok {
 			return cut
 		}
 		putBuf(raw) // the log event's bytes: the message is copied out
@@ -106,14 +106,18 @@ func logEventRecord(raw []byte, line int, where, field string) record {
 
 func readCloudWatchS3(in input, yield func(record) bool) {
 	readLines(in, in.maxLine+1024, yield, func(text []byte, num int) record {
-		if at, msg, ok := cutTimestamp(bytes.TrimRight(text, "\r\n")); ok {
+		if at, second, msg, ok := cutTimestamp(bytes.TrimRight(text, "\r\n")); ok {
 			if len(msg) > 0 && bytes.IndexAny(msg, " {") < 0 {
 				// A stream's name alone: aws logs tail --format json prints the message's
 				// JSON indented on the lines after it.
 				return record{line: num, err: recordError(fmt.Sprintf("line %d", num), "MESSAGE", errors.New("a log stream's name without a message: aws logs tail --format json spreads each event over lines; print it in the default format (--format detailed)"))}
 			}
 			msg = cutStreamName(msg)
-			if cut, ok := truncatedMessage(msg, at, num, fmt.Sprintf("line %d", num), "MESSAGE"); ok {
+			lost := auditlog.Lost(0)
+			if second {
+				lost = auditlog.LostStageTime
+			}
+			if cut, ok := truncatedMessage(msg, at, lost, num, fmt.Sprintf("line %d", num), "MESSAGE"); ok {
 				return cut
 			}
 			return eventRecord(append(getBuf(len(msg)), msg...), num, auditlog.Loss{})
@@ -128,24 +132,25 @@ func readCloudWatchS3(in input, yield func(record) bool) {
 // prints it, the UTC second without a zone (awscli/customizations/logs/tail.py,
 // ShortLogEventsFormatter: the log event's timestamp, to the millisecond, printed with
 // strftime), which is not the event's time to the millisecond: at is then the last
-// millisecond of that second, the latest the event can have completed, which an event
-// CloudWatch cut is stamped with (cutEvent): the writes the log records around it are looked
-// at as concurrent with it, and what it wrote is not known from then on.
-func cutTimestamp(line []byte) (at time.Time, msg []byte, ok bool) {
+// millisecond of that second, the latest the event can have completed, and second is true.
+// An event CloudWatch cut is stamped with it (cutEvent), its loss says so (LostStageTime):
+// what it wrote is not known from then on, and a request of that second may have come after
+// it.
+func cutTimestamp(line []byte) (at time.Time, second bool, msg []byte, ok bool) {
 	ts, msg, ok := bytes.Cut(line, []byte(" "))
 	if !ok || len(ts) == 0 {
-		return time.Time{}, nil, false
+		return time.Time{}, false, nil, false
 	}
 	if t, err := time.Parse(time.RFC3339Nano, string(ts)); err == nil {
-		return t, msg, true
+		return t, false, msg, true
 	}
 	if ms, err := strconv.ParseInt(string(ts), 10, 64); err == nil && ms > 0 {
-		return time.UnixMilli(ms), msg, true
+		return time.UnixMilli(ms), false, msg, true
 	}
 	if t, err := time.Parse("2006-01-02T15:04:05", string(ts)); err == nil {
-		return t.Add(time.Second - time.Millisecond), msg, true
+		return t.Add(time.Second - time.Millisecond), true, msg, true
 	}
-	return time.Time{}, nil, false
+	return time.Time{}, false, nil, false
 }
 
 // cutStreamName takes the log stream's name off a message that aws logs tail printed in its
@@ -247,12 +252,12 @@ const cutLost = auditlog.LostLevel | auditlog.LostReceived | auditlog.LostAnnota
 // replay holds what the request wrote unknown and decides nothing on what it lost
 // (ReasonExportLost). A message whose kept part does not hold the head is an error (a
 // malformed line) that says where and what was cut.
-func truncatedMessage(msg []byte, at time.Time, line int, where, field string) (record, bool) {
+func truncatedMessage(msg []byte, at time.Time, lost auditlog.Lost, line int, where, field string) (record, bool) {
 	if !bytes.HasSuffix(bytes.TrimRight(msg, " \r\n"), []byte(cloudWatchTruncated)) {
 		return record{}, false
 	}
 	if ev, ok := cutEvent(msg, at); ok {
-		return eventRecord(ev, line, auditlog.Loss{Export: ExportCloudWatch, Lost: cutLost}), true
+		return eventRecord(ev, line, auditlog.Loss{Export: ExportCloudWatch, Lost: cutLost | lost}), true
 	}
 	id := ""
 	if v, ok := memberString(msg, "auditID"); ok {

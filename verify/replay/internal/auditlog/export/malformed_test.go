@@ -292,15 +292,16 @@ func TestCutTimestamp(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		line, want string
+		second     bool
 	}{
-		{"2026-01-01T00:00:04.123456+00:00 stream {}", "2026-01-01T00:00:04.123456Z"},
-		{"2026-01-01T00:00:04.123Z {}", "2026-01-01T00:00:04.123Z"},
-		{"1767225604123 {}", "2026-01-01T00:00:04.123Z"},
-		{"2026-01-01T00:00:04 {}", "2026-01-01T00:00:04.999Z"},
+		{"2026-01-01T00:00:04.123456+00:00 stream {}", "2026-01-01T00:00:04.123456Z", false},
+		{"2026-01-01T00:00:04.123Z {}", "2026-01-01T00:00:04.123Z", false},
+		{"1767225604123 {}", "2026-01-01T00:00:04.123Z", false},
+		{"2026-01-01T00:00:04 {}", "2026-01-01T00:00:04.999Z", true},
 	} {
-		at, _, ok := export.CutTimestamp([]byte(tc.line))
-		if got := at.UTC().Format(time.RFC3339Nano); !ok || got != tc.want {
-			t.Errorf("cutTimestamp(%q) = %s, %v; want %s", tc.line, got, ok, tc.want)
+		at, second, _, ok := export.CutTimestamp([]byte(tc.line))
+		if got := at.UTC().Format(time.RFC3339Nano); !ok || got != tc.want || second != tc.second {
+			t.Errorf("cutTimestamp(%q) = %s, %v, %v; want %s, %v", tc.line, got, second, ok, tc.want, tc.second)
 		}
 	}
 }
