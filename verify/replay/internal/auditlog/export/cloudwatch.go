@@ -190,7 +190,8 @@ func readFirehose(in input, yield func(record) bool) {
 					return err
 				}
 				if name == "logStream" {
-					stream = string(bytes.Trim(raw, `"`))
+					name, _ := unquote(raw) // none when not a string (null): not known
+					stream = string(name)
 				} else {
 					messageType = string(bytes.Trim(raw, `"`))
 				}

@@ -227,8 +227,14 @@ func TestMalformedEnvelopes(t *testing.T) {
 			"6: e",
 			"6: not an event: truncated JSON (18 bytes)",
 			"6: g",
-			// Cut short on its line, it runs to the input's end: nothing follows it here.
 			"7: error: line 7: not an audit event's JSON: the envelope ends in the middle of a value"},
+	}, {
+		// A newline ends a message: one cut short without a marker does not run into the
+		// next line's.
+		name:   "Firehose's extracted messages: a line cut short",
+		format: export.ConcatenatedEvents,
+		data:   ev("a", 1)[:100] + "\n" + ev("b", 2) + "\r\n" + ev("c", 3) + "\n",
+		want:   []string{"1: error: line 1: not an audit event's JSON: the envelope ends in the middle of a value", "2: b", "3: c"},
 	}, {
 		name:   "Firehose's extracted messages: another log's line last, before and after a cut",
 		format: export.ConcatenatedEvents,

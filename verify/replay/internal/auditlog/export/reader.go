@@ -146,11 +146,12 @@ func NewReader(file string, r io.Reader, format Format, maxLine int) (*Reader, e
 	head, _ := br.Peek(detectBytes)
 	switch {
 	case format == Auto || format == "":
-		format = detect(head)
-		if format == Plain && firehoseObject(file) && eventsFirst(head) {
+		// In an object Firehose named, what is not its raw records is the messages it
+		// extracted, whichever stream's comes first.
+		if format = detect(head); (format == Plain || format == concatenatedEvents) && firehoseObject(file) {
 			format = concatenatedEvents
 		}
-	case format == Firehose && eventsFirst(head):
+	case format == Firehose && detect(head) != Firehose:
 		format = concatenatedEvents
 	}
 	rd.format = format

@@ -467,15 +467,28 @@ func TestFirehoseExtractedLines(t *testing.T) {
 		{"named eks-firehose", "audit.jsonl", export.Firehose, export.ConcatenatedEvents, true},
 		{"a log backend's file", "audit.log", export.Auto, export.Plain, false},
 		{"named audit", "vapc-audit-1-2026-11-20-08-00-00-8c7a1f3e-25ea-4c64-9b75-44b73ddc6b3b", export.Plain, export.Plain, false},
+		// Firehose begins an object with whatever record came first: another stream's.
+		{"another stream's message first", "vapc-audit-1-2026-11-20-08-00-00-8c7a1f3e-25ea-4c64-9b75-44b73ddc6b3b", export.Auto, export.ConcatenatedEvents, true},
+		{"another stream's message first, named eks-firehose", "audit.jsonl", export.Firehose, export.ConcatenatedEvents, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			format, lines := readAll(t, tc.file, data, tc.format)
+			data, want := data, len(shuffled)
+			if strings.HasPrefix(tc.name, "another stream's") {
+				data, want = append([]byte("I1120 08:00:00.000000 1 controller.go:1] a line of kube-apiserver's own log\n"), data...), want+1
+			}
+			format, all := readAll(t, tc.file, data, tc.format)
 			if format != tc.want {
 				t.Errorf("read as %s, want %s", format, tc.want)
 			}
-			if len(lines) != len(shuffled) {
-				t.Errorf("%d lines, want %d", len(lines), len(shuffled))
+			if len(all) != want {
+				t.Errorf("%d lines, want %d", len(all), want)
+			}
+			var lines []line
+			for _, l := range all {
+				if l.skip == "" {
+					lines = append(lines, l)
+				}
 			}
 			if got := inOrder(lines); got != tc.ordered {
 				t.Errorf("in the order the server completed them: %v, want %v", got, tc.ordered)

@@ -27,9 +27,11 @@ func init() { readers[concatenatedEvents] = readConcatenated }
 // readConcatenated reads a stream of events, each a JSON object, whatever separates them.
 func readConcatenated(in input, yield func(record) bool) {
 	cr := &cutReader{r: in.r}
+	br := bufio.NewReaderSize(cr, 256<<10)
 	line := 1
 	for {
-		s := newScanner(bufio.NewReaderSize(cr, 256<<10))
+		br.Reset(cr)
+		s := newScanner(br)
 		s.line = line
 		for doc := 1; ; doc++ {
 			if _, err := s.peek(); err != nil {
@@ -83,10 +85,14 @@ func readConcatenated(in input, yield func(record) bool) {
 			}
 			break
 		}
+		newline := cr.newline
 		if !cr.next() {
 			return
 		}
 		line = s.line
+		if newline {
+			line++
+		}
 	}
 }
 
@@ -121,6 +127,7 @@ func resync(s *scanner) {
 type cutReader struct {
 	r       *bufio.Reader
 	cut     bool // the part read ended at a cut
+	newline bool // the part read ended at a newline, which it read
 	end     bool // the part read ended
 	pending int  // the marker's bytes left to read, which end the part
 }
@@ -149,6 +156,15 @@ func (c *cutReader) Read(p []byte) (int, error) {
 		}
 		c.end = true
 		return 0, err
+	}
+	// A newline ends a part too: no event's JSON holds one (the log backend writes an event
+	// a line), so a message cut short without a marker ends there.
+	if nl := bytes.IndexByte(b[:min(len(p), len(b))], '\n'); nl == 0 {
+		c.r.Discard(1)
+		c.newline, c.end = true, true
+		return 0, io.EOF
+	} else if nl > 0 {
+		p, b = p[:nl], b[:nl+min(len(b)-nl, len(cloudWatchTruncated)+after)]
 	}
 	for from := 0; from < len(p) && from < len(b); {
 		i := bytes.Index(b[from:], []byte(cloudWatchTruncated))
@@ -192,12 +208,12 @@ func allDigits(b []byte) bool {
 	return true
 }
 
-// next goes on to the part after a cut; false when the input ended.
+// next goes on to the part after a cut or a newline; false when the input ended.
 func (c *cutReader) next() bool {
-	if !c.cut {
+	if !c.cut && !c.newline {
 		return false
 	}
-	c.cut, c.end = false, false
+	c.cut, c.newline, c.end = false, false, false
 	return true
 }
 
