@@ -333,17 +333,7 @@ func TestCloudWatchCutEvents(t *testing.T) {
 	s3 := func(l string, cut bool) string {
 		at := regexp.MustCompile(`"stageTimestamp":"([^"]*)"`).FindStringSubmatch(l)[1] + " "
 		if cut {
-			// In the order of the log backend's fields, which writes the objects after the
-			// request's head.
-			var ev auditv1.Event
-			if err := json.Unmarshal([]byte(l), &ev); err != nil {
-				t.Fatal(err)
-			}
-			b, err := json.Marshal(&ev)
-			if err != nil {
-				t.Fatal(err)
-			}
-			l = string(b[:regexp.MustCompile(`"re(quest|sponse)Object"`).FindIndex(b)[0]+40]) + "[Truncated...]"
+			l = cloudWatchCut(t, l, 40)
 		}
 		return at + l
 	}
@@ -532,15 +522,7 @@ func TestCutToTheSecond(t *testing.T) {
 	short := func(l string, cut bool) string {
 		at := regexp.MustCompile(`"stageTimestamp":"([^"]*)"`).FindStringSubmatch(l)[1][:19] + " "
 		if cut {
-			var ev auditv1.Event
-			if err := json.Unmarshal([]byte(l), &ev); err != nil {
-				t.Fatal(err)
-			}
-			b, err := json.Marshal(&ev)
-			if err != nil {
-				t.Fatal(err)
-			}
-			l = string(b[:regexp.MustCompile(`"requestObject"`).FindIndex(b)[0]+30]) + "[Truncated...]"
+			l = cloudWatchCut(t, l, 30)
 		}
 		return at + l
 	}
@@ -559,4 +541,20 @@ func TestCutToTheSecond(t *testing.T) {
 	if rec := got["x"]; rec == nil || rec.Decision != DecisionIndeterminate || rec.Reason != ReasonParamUnknown || !strings.Contains(rec.Indeterminate, "its export gives when it completed to the second") {
 		t.Errorf("the export's replay: %s, want indeterminate param-unknown", describeRecord(rec))
 	}
+}
+
+// cloudWatchCut is the event line l as CloudWatch Logs cuts it at its size limit: in the order
+// of the log backend's fields, which writes the objects after the request's head, cut keep
+// bytes into its first object and marked.
+func cloudWatchCut(t *testing.T, l string, keep int) string {
+	t.Helper()
+	var ev auditv1.Event
+	if err := json.Unmarshal([]byte(l), &ev); err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(&ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b[:regexp.MustCompile(`"re(quest|sponse)Object"`).FindIndex(b)[0]+keep]) + "[Truncated...]"
 }
