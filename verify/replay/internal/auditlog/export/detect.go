@@ -83,12 +83,6 @@ func eventKeys(k keys) bool {
 	return k.value["kind"] == "Event" || k.has(1, "auditID") && k.has(1, "stage")
 }
 
-// eventsFirst says whether head begins with an audit event.
-func eventsFirst(head []byte) bool {
-	head = trimHead(head)
-	return len(head) > 0 && head[0] == '{' && eventKeys(keysOf(head, 1))
-}
-
 type keys struct {
 	at    map[int]map[string]bool
 	value map[string]string

@@ -99,32 +99,33 @@ type rpcStatus struct {
 
 // gkeEvent is the audit.k8s.io/v1 Event an entry maps to.
 type gkeEvent struct {
-	Kind       string `json:"kind"`
-	APIVersion string `json:"apiVersion"`
-	Level      string `json:"level"`
-	AuditID    string `json:"auditID"`
-	Stage      string `json:"stage"`
-	RequestURI string `json:"requestURI"`
-	Verb       string `json:"verb"`
-	User       struct {
-		Username string `json:"username"`
-	} `json:"user"`
-	ImpersonatedUser *struct {
-		Username string `json:"username"`
-	} `json:"impersonatedUser,omitempty"`
-	SourceIPs      []string            `json:"sourceIPs,omitempty"`
-	UserAgent      string              `json:"userAgent,omitempty"`
-	ObjectRef      *auditlog.ObjectRef `json:"objectRef,omitempty"`
-	ResponseStatus *auditlog.Status    `json:"responseStatus,omitempty"`
-	RequestObject  json.RawMessage     `json:"requestObject,omitempty"`
-	ResponseObject json.RawMessage     `json:"responseObject,omitempty"`
-	StageTimestamp string              `json:"stageTimestamp"`
-	Annotations    map[string]string   `json:"annotations,omitempty"`
+	Kind             string              `json:"kind"`
+	APIVersion       string              `json:"apiVersion"`
+	Level            string              `json:"level"`
+	AuditID          string              `json:"auditID"`
+	Stage            string              `json:"stage"`
+	RequestURI       string              `json:"requestURI"`
+	Verb             string              `json:"verb"`
+	User             gkeUser             `json:"user"`
+	ImpersonatedUser *gkeUser            `json:"impersonatedUser,omitempty"`
+	SourceIPs        []string            `json:"sourceIPs,omitempty"`
+	UserAgent        string              `json:"userAgent,omitempty"`
+	ObjectRef        *auditlog.ObjectRef `json:"objectRef,omitempty"`
+	ResponseStatus   *auditlog.Status    `json:"responseStatus,omitempty"`
+	RequestObject    json.RawMessage     `json:"requestObject,omitempty"`
+	ResponseObject   json.RawMessage     `json:"responseObject,omitempty"`
+	StageTimestamp   string              `json:"stageTimestamp"`
+	Annotations      map[string]string   `json:"annotations,omitempty"`
 
 	// request and response are the payload's objects as the entry holds them: writeEvent
 	// writes them without the member Cloud Logging added, and sets RequestObject and
 	// ResponseObject to what it wrote.
 	request, response payloadObject
+}
+
+// gkeUser is the part of a user an entry carries: the name.
+type gkeUser struct {
+	Username string `json:"username"`
 }
 
 // otherServiceEntry is an entry of another service than the Kubernetes API server: a sink
@@ -196,9 +197,7 @@ func mapGKE(raw []byte) (ev *gkeEvent, at time.Time, lost auditlog.Lost, field s
 		// selector specified by the requestor"), as the authorizer's reason (labels) names the
 		// impersonated user (kyma-project/kyma#2811). Admission sees the impersonated user;
 		// their groups, uid and extra are lost as every user's are.
-		ev.ImpersonatedUser = &struct {
-			Username string `json:"username"`
-		}{a}
+		ev.ImpersonatedUser = &gkeUser{Username: a}
 	}
 	if p.RequestMetadata.CallerIP != "" {
 		ev.SourceIPs = []string{p.RequestMetadata.CallerIP}

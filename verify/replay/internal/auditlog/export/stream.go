@@ -251,11 +251,11 @@ func concatenated(head []byte) bool {
 // (https://docs.aws.amazon.com/firehose/latest/dev/s3-object-name.html).
 var firehoseObjectRE = regexp.MustCompile(`-[0-9]+-[0-9]{4}-[0-9]{2}-[0-9]{2}-[0-9]{2}-[0-9]{2}-[0-9]{2}-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(\.[A-Za-z0-9]+)*$`)
 
-// firehoseObject says whether file is named as Firehose names an object: audit events one a
-// line in such an object are the messages Firehose extracted from a CloudWatch Logs
-// subscription and delimited with newlines, which are in the order Firehose received the
-// batches of every server's log stream, not the order a server completed them: they are read
-// as concatenated events, put back in that order (see reorder).
+// firehoseObject says whether file is named as Firehose names an object: what is not its raw
+// records (DATA_MESSAGEs) in such an object is the messages Firehose extracted from a
+// CloudWatch Logs subscription, with or without a delimiter, in the order Firehose received
+// the batches of every stream of the log group, not the order a server completed them: they
+// are read as concatenated events, put back in that order (see reorder).
 func firehoseObject(file string) bool {
 	return firehoseObjectRE.MatchString(filepath.Base(file))
 }
