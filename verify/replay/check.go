@@ -40,21 +40,26 @@ func check(ev *Event, rec recording, dec *verify.Decision, loaded map[string]boo
 	if len(loaded) == 0 || (!rec.vapRan && ev.Annotations[ValidationFailureAnnotation] == "") {
 		return nil // no policy the server ran, or ValidatingAdmissionPolicy may not have run: nothing to compare
 	}
-	out := checkAnnotations(ev, dec.AuditAnnotations, dec, loaded)
+	return append(checkAnnotations(ev, dec.AuditAnnotations, dec, loaded), checkResponse(ev, rec, dec, loaded)...)
+}
+
+// checkResponse compares the response the log records with the prediction's: a denial by a
+// loaded policy, or an admission where the prediction is such a denial.
+func checkResponse(ev *Event, rec recording, dec *verify.Decision, loaded map[string]bool) []string {
 	switch {
 	case rec.policy != "" && loaded[rec.policy]:
 		// A denial by a loaded policy. When several deny, the server answers with any of them.
 		switch {
 		case dec.Allowed:
-			out = append(out, fmt.Sprintf("recorded denial by %s, predicted admit", rec.by))
+			return []string{fmt.Sprintf("recorded denial by %s, predicted admit", rec.by)}
 		case !dec.Refuses(ev.Code(), ev.Message()):
-			out = append(out, fmt.Sprintf("recorded denial %d %q, predicted %d %q", ev.Code(), ev.Message(), dec.Code, dec.Message))
+			return []string{fmt.Sprintf("recorded denial %d %q, predicted %d %q", ev.Code(), ev.Message(), dec.Code, dec.Message)}
 		}
 	case rec.outcome == RecordedAdmit && !dec.Allowed && deniedBy(dec, loaded):
 		// Admitted by the server, refused by the prediction.
-		out = append(out, fmt.Sprintf("recorded admit (%d), predicted denial %d %q", ev.Code(), dec.Code, dec.Message))
+		return []string{fmt.Sprintf("recorded admit (%d), predicted denial %d %q", ev.Code(), dec.Code, dec.Message)}
 	}
-	return out
+	return nil
 }
 
 // checkAnnotations compares the audit annotations of the loaded policies the log holds with

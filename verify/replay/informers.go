@@ -196,7 +196,12 @@ func (r *Replayer) lagWorlds(j *job, e lagEvaluation) []world {
 			either = &tw
 		}
 	}
-	evidence := j.byAnnotations() && j.prior.Stale == nil && j.prior.StaleUnknown == ""
+	evidence := j.byAnnotations()
+	// A first attempt on the watch cache's older copy of the object may have published other
+	// annotations, never another response: the store runs admission again on the live object
+	// (GuaranteedUpdate retries on current state) and answers with that. Then the response
+	// alone is evidence, and only against a state.
+	staleFirst := j.prior.Stale != nil || j.prior.StaleUnknown != ""
 	worlds := make([]world, 0, len(e.states)+2)
 	hasLikely := false
 	for _, st := range e.states {
@@ -206,7 +211,12 @@ func (r *Replayer) lagWorlds(j *job, e lagEvaluation) []world {
 			w.Undecided = &indeterminateError{st.why}
 		} else {
 			w.Outcome, w.Decided = st.dec, true
-			if evidence {
+			switch {
+			case evidence && staleFirst:
+				if len(checkResponse(j.ev, j.rec, st.dec, j.evidenced)) > 0 {
+					w.Evidence = decide.Disagrees
+				}
+			case evidence:
 				w.Evidence = r.evidenceOf(j, st.dec)
 			}
 		}

@@ -406,6 +406,40 @@ func TestFirstAttemptAndInformerLag(t *testing.T) {
 	}
 }
 
+// TestStaleObjectInformerLagEvidence: a patch received moments after a write to its object (its
+// first attempt may have read the watch cache's older copy) and moments after a write to its
+// namespace is decided in the namespace's state the log's verdict gives. The older copy changes
+// only what the first attempt published, never the decision (the store runs the live attempt
+// again), so the recorded denial rules out the likely state, where the relabel was held and
+// the policy did not match.
+func TestStaleObjectInformerLagEvidence(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("prod-only", "configmaps", admissionregistrationv1.Update, map[string]string{"env": "prod"}, "")
+	p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "v", ValueExpression: "string(object.data.v)"}}
+	cm := func(rv, v string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1", "uid": "u1", "resourceVersion": rv}, "data": map[string]any{"v": v}}
+	}
+	ns := func(rv, env string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1", "uid": "n1", "resourceVersion": rv, "labels": map[string]any{"env": env}}}
+	}
+	denied := `configmaps "cm" is forbidden: ValidatingAdmissionPolicy 'prod-only' with binding 'prod-only' denied request: denied by prod-only`
+	_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+		timedEvent(t, levelEvent(t, "0", auditlog.LevelRequestResponse, "create", "namespaces", "", "ns1", 201, "", ns("", "dev"), ns("5", "dev")), "00.000000", "00.001000", nil),
+		timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm("", "a"), cm("10", "a")), "01.000000", "01.001000", nil),
+		timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "patch", "namespaces", "", "ns1", 200, "", map[string]any{"metadata": map[string]any{"labels": map[string]any{"env": "prod"}}}, ns("11", "prod")), "01.500000", "01.501000", nil),
+		timedEvent(t, levelEvent(t, "3", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 200, "", cm("10", "b"), cm("12", "b")), "02.000000", "02.010000", nil),
+		timedEvent(t, levelEvent(t, "4", auditlog.LevelRequestResponse, "patch", "namespaces", "", "ns1", 200, "", map[string]any{"metadata": map[string]any{"labels": map[string]any{"env": "dev"}}}, ns("13", "dev")), "02.005000", "02.012000", nil),
+		timedEvent(t, levelEvent(t, "5", auditlog.LevelRequestResponse, "patch", "configmaps", "ns1", "cm", 422, denied, map[string]any{"data": map[string]any{"w": "1"}}, nil), "02.012025", "02.020000", map[string]string{"prod-only/v": "b"}),
+	)
+	rec := recs["5"]
+	switch {
+	case rec == nil:
+		t.Fatal("the patch has no record")
+	case rec.Decision != DecisionDeny || rec.Certainty != CertaintyCertain || len(rec.Disagreements) > 0:
+		t.Errorf("the patch: %s %s %v, want deny, certain: the informer had not held the relabel to env=dev", describeRecord(rec), rec.Certainty, rec.Disagreements)
+	}
+}
+
 // TestDecidedAlike: a DELETE is decided on another version of its object as on the live one,
 // without serving it, only when the versions differ in fields no policy it matched reads (its
 // selectors included) and the store deletes both alike, and no precondition tells them apart.
