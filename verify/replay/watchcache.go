@@ -282,7 +282,9 @@ func (r *Replayer) pendingRaced(ctx context.Context, w evalWorker, j *job, out *
 // live object changed and failed the precondition on it (the audit event keeps the first
 // attempt's annotations). The decision on that copy is likely (the watch cache may have held
 // the write that replaced it, and the request never reached admission), certain when the log's
-// annotations show admission ran. It says whether it decided the job.
+// annotations show admission ran. When the log shows installed a policy that admission on that
+// copy publishes an annotation of, and records none, the attempt did not reach admission: the
+// request is left refused before it. It says whether it decided the job.
 func (r *Replayer) conflictAfterFirstAttempt(ctx context.Context, w evalWorker, j *job, out *Record) bool {
 	if j.ev.Code() != http.StatusConflict || len(j.prior.Stale) == 0 {
 		return false
@@ -309,6 +311,11 @@ func (r *Replayer) conflictAfterFirstAttempt(ctx context.Context, w evalWorker, 
 		}
 		if dec == nil || !dec.Allowed {
 			// An attempt refused by admission would have answered its refusal, not 409.
+			return false
+		}
+		if !r.ranAdmission(j) && publishesEvidenced(dec, j.evidenced) {
+			// Admission on that copy publishes annotations of a policy the log shows
+			// installed, and the log records none: the attempt did not reach it.
 			return false
 		}
 		out.fill(dec)
@@ -340,6 +347,18 @@ func (r *Replayer) ranAdmission(j *job) bool {
 		}
 	}
 	return false
+}
+
+// publishesEvidenced says whether dec publishes an audit annotation or a validation failure of
+// a policy the log shows installed (evidenced: see installed), which the log would record.
+func publishesEvidenced(dec *verify.Decision, evidenced map[string]bool) bool {
+	for k := range dec.AuditAnnotations {
+		if p, _, ok := strings.Cut(k, "/"); ok && evidenced[p] && k != ValidationFailureAnnotation {
+			return true
+		}
+	}
+	fs, _ := failures(dec.AuditAnnotations[ValidationFailureAnnotation], evidenced)
+	return len(fs) > 0
 }
 
 // staleAttemptPossible says whether an update or delete the server answered 409 Conflict on

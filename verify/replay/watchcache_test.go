@@ -203,7 +203,9 @@ func TestWatchCacheDeleteCollection(t *testing.T) {
 // before a write that completed moments earlier passed its precondition on the watch cache's
 // copy of that version, ran admission on it, and failed with 409 Conflict on the live object:
 // the replay decides it on that copy, certain when the log's annotations show admission ran,
-// likely otherwise; not skipped as refused before admission.
+// likely otherwise; not skipped as refused before admission, unless the log shows installed a
+// policy that would have published an annotation there, and records none (random parity seed
+// m:766).
 func TestConflictAfterFirstAttempt(t *testing.T) {
 	t.Parallel()
 	cm := func(rv, v string) map[string]any {
@@ -222,9 +224,15 @@ func TestConflictAfterFirstAttempt(t *testing.T) {
 		// ignore: the policy's failurePolicy is Ignore (an expression that fails on what the
 		// export lost publishes nothing).
 		ignore bool
+		// unannotated: the policy publishes an annotation, which the log records of the
+		// update before and not of this one.
+		unannotated bool
 	}{
 		{name: "the log's annotation shows admission ran", annotated: true, received: "02.020000", certainty: CertaintyCertain},
 		{name: "no annotation", received: "02.020000", certainty: CertaintyLikely},
+		// The log shows the policy installed, and what admission on that copy would have
+		// published is not there: the attempt did not reach admission.
+		{name: "the policy's annotation missing", annotated: true, unannotated: true, received: "02.020000", skipped: true},
 		// A GKE entry does not carry the user's uid, which the policy reads on that copy too.
 		{name: "the user's uid lost by the export", annotated: true, uid: true, received: "02.020000", lost: true},
 		{name: "the user's uid lost by the export, the policy's errors ignored", annotated: true, uid: true, ignore: true, received: "02.020000", lost: true},
@@ -243,8 +251,11 @@ func TestConflictAfterFirstAttempt(t *testing.T) {
 				}
 				p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "v", ValueExpression: expr}}
 			}
-			var annotations map[string]string
-			if tc.annotated {
+			var annotations, before map[string]string
+			if tc.unannotated {
+				before = map[string]string{"old-v/v": "a"}
+			}
+			if tc.annotated && !tc.unannotated {
 				annotations = map[string]string{"old-v/v": "a"}
 				if tc.uid {
 					annotations["old-v/v"] = "a " + "admin-uid"
@@ -252,7 +263,7 @@ func TestConflictAfterFirstAttempt(t *testing.T) {
 			}
 			lines := []string{
 				timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm("", "a"), cm("10", "a")), "01.000000", "01.001000", nil),
-				timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 200, "", cm("10", "b"), cm("11", "b")), "02.000000", "02.010000", nil),
+				timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 200, "", cm("10", "b"), cm("11", "b")), "02.000000", "02.010000", before),
 				timedEvent(t, levelEvent(t, "3", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 409, conflict, cm("10", "c"), nil), tc.received, tc.received[:3]+"900000", annotations),
 			}
 			if tc.lost {
