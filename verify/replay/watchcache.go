@@ -310,7 +310,11 @@ func (r *Replayer) conflictAfterFirstAttempt(ctx context.Context, w evalWorker, 
 			return true
 		}
 		if dec == nil || !dec.Allowed {
-			// An attempt refused by admission would have answered its refusal, not 409.
+			// An attempt refused on that copy is retried on the live object, which fails the
+			// precondition (etcd3's GuaranteedUpdate answers a stale attempt's error only when
+			// the copy was current): 409 Conflict either way, and the response shows no
+			// decision. Left refused before admission: what the log shows of it is the
+			// response's.
 			return false
 		}
 		if !r.ranAdmission(j) && publishesEvidenced(dec, j.evidenced) {
