@@ -87,6 +87,13 @@ func logEventOf(raw []byte, line int, where, field string) record {
 
 // logEventRecord is the record of a log event's JSON.
 func logEventRecord(raw []byte, line int, where, field string) record {
+	if v, ok := member(raw, "logStreamName"); ok {
+		// filter-log-events over the whole log group interleaves its streams.
+		if name, _ := unquote(v); otherStream(string(name)) {
+			putBuf(raw)
+			return record{line: line, skip: otherStreamSkip(string(name), "aws logs filter-log-events without --log-stream-name-prefix kube-apiserver-audit reads every stream of the log group")}
+		}
+	}
 	if msg, ok := appendMemberString(getBuf(len(raw)), raw, "message"); ok {
 		if cut, ok := truncatedMessage(msg, logEventTime(raw), 0, line, where, field+".message"); ok {
 			return cut
@@ -112,7 +119,15 @@ func readCloudWatchS3(in input, yield func(record) bool) {
 				// JSON indented on the lines after it.
 				return record{line: num, err: recordError(fmt.Sprintf("line %d", num), "MESSAGE", errors.New("a log stream's name without a message: aws logs tail --format json spreads each event over lines; print it in the default format (--format detailed)"))}
 			}
+			// aws logs tail of the whole log group prints every stream.
+			const tailAll = "aws logs tail of the log group prints every stream (--log-stream-name-prefix kube-apiserver-audit prints the audit log's alone)"
+			if stream, ok := streamOf(msg); ok && otherStream(stream) {
+				return record{line: num, skip: otherStreamSkip(stream, tailAll)}
+			}
 			msg = cutStreamName(msg)
+			if otherLogLine(msg) {
+				return record{line: num, skip: "a line of another log of the log group (klog's or logrus's), not an audit event: " + tailAll}
+			}
 			lost := auditlog.Lost(0)
 			if second {
 				lost = auditlog.LostStageTime
@@ -167,12 +182,34 @@ func cutStreamName(msg []byte) []byte {
 	return rest
 }
 
+// streamOf is the name of the log stream aws logs tail prints before a message that is not
+// an event's JSON ("STREAM MESSAGE": another stream's line), when it is one as EKS names them
+// (kube-apiserver-audit-0123abcd..., authenticator-..., kube-controller-manager-...:
+// lowercase letters, digits and hyphens); ok is false otherwise.
+func streamOf(msg []byte) (stream string, ok bool) {
+	name, rest, ok := bytes.Cut(msg, []byte(" "))
+	if !ok || len(name) == 0 || len(name) > 512 || bytes.IndexByte(name, '-') < 0 || (len(rest) > 0 && rest[0] == '{') {
+		return "", false
+	}
+	for _, c := range name {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
+			return "", false
+		}
+	}
+	return string(name), true
+}
+
 // otherStream says whether a log stream of an EKS cluster's log group is another than the
 // audit log's, kube-apiserver-audit-* (kube-apiserver-*, authenticator-*,
 // kube-controller-manager-*, ...: https://docs.aws.amazon.com/eks/latest/userguide/control-plane-logs.html);
 // false when its name is not known.
 func otherStream(stream string) bool {
 	return stream != "" && !strings.HasPrefix(stream, "kube-apiserver-audit")
+}
+
+// otherStreamSkip says why a log event of another stream is skipped: why, how it came in.
+func otherStreamSkip(stream, why string) string {
+	return "a log event of the stream " + stream + ", not of kube-apiserver's audit log (kube-apiserver-audit-*): " + why
 }
 
 func readFirehose(in input, yield func(record) bool) {
@@ -205,7 +242,7 @@ func readFirehose(in input, yield func(record) bool) {
 						return err
 					case otherStream(stream):
 						// A subscription delivers every stream of the log group.
-						rec = record{line: rec.line, skip: "a log event of the stream " + stream + ", not of kube-apiserver's audit log (kube-apiserver-audit-*): a CloudWatch Logs subscription delivers every stream of the log group"}
+						rec = record{line: rec.line, skip: otherStreamSkip(stream, "a CloudWatch Logs subscription delivers every stream of the log group")}
 						fallthrough
 					case messageType == "DATA_MESSAGE":
 						return send(yield, rec)

@@ -31,7 +31,7 @@ func detect(head []byte) Format {
 		switch {
 		case k.has(2, "protoPayload", "insertId", "logName"):
 			return GKE
-		case k.has(2, "message") && k.has(2, "logStreamName", "eventId", "ingestionTime"):
+		case k.has(2, "message") && k.has(2, "logStreamName", "eventId", "ingestionTime", "timestamp"):
 			// aws logs filter-log-events --query events: the events array alone.
 			return CloudWatch
 		case k.has(2, "AuditId") && k.has(2, "Level", "StageReceivedTime", "RequestUri", "Verb"),
@@ -54,7 +54,9 @@ func detect(head []byte) Format {
 		return Webhook
 	case k.has(1, "messageType", "logEvents"):
 		return Firehose
-	case k.has(1, "events") && (k.has(1, "searchedLogStreams", "nextToken") || k.has(3, "logStreamName", "eventId", "ingestionTime")):
+	case k.has(1, "events") && (k.has(1, "searchedLogStreams", "nextToken", "nextForwardToken", "nextBackwardToken") || k.has(3, "logStreamName", "eventId", "ingestionTime") || k.has(3, "timestamp") && k.has(3, "message")):
+		// aws logs filter-log-events, get-log-events (its events' timestamp and message may
+		// be all the first bytes hold: ingestionTime follows the message).
 		return CloudWatch
 	case k.has(1, "records"):
 		return AzureEventHub

@@ -78,7 +78,7 @@ func TestMalformedEnvelopes(t *testing.T) {
 	}, {
 		name:   "filter-log-events: an event without its message, one that is not an event",
 		format: export.CloudWatch,
-		data: "{\n  \"events\": [\n    {\"logStreamName\": \"s\", \"timestamp\": 1},\n    {\"message\": " + quoted(ev("a", 1)) + "},\n" +
+		data: "{\n  \"events\": [\n    {\"logStreamName\": \"kube-apiserver-audit-s\", \"timestamp\": 1},\n    {\"message\": " + quoted(ev("a", 1)) + "},\n" +
 			"    {\"message\": \"I0101 not an event\"}\n  ]\n}\n",
 		want: []string{"3: error: document 1: events[0].message: missing", "4: a", "5: not an event: not JSON: invalid character 'I' looking for beginning of value"},
 	}, {
@@ -106,6 +106,38 @@ func TestMalformedEnvelopes(t *testing.T) {
 		want: []string{"1: a", "2: b", "3: not an event: not JSON: invalid character 'k' looking for beginning of value",
 			`4: error: line 4: MESSAGE: the event of audit ID d was cut by CloudWatch Logs at its event size limit (134 bytes kept, ending "[Truncated...]"), and what it kept does not hold its audit ID, stage, verb and request URI: lost by the export, not replayed`,
 			"5: e"},
+	}, {
+		// aws logs tail of the whole log group prints every stream; --format short names
+		// none, and another log's line (klog's, logrus's) is no event.
+		name:   "aws logs tail: other streams of the log group",
+		format: export.CloudWatchS3,
+		data: "2026-01-01T00:00:01.000000+00:00 kube-apiserver-8c0c1d2e I0101 00:00:01.000000 1 controller.go:1] started\n" +
+			"2026-01-01T00:00:02.000000+00:00 authenticator-8c0c1d2e time=\"2026-01-01T00:00:02Z\" level=info msg=\"access granted\"\n" +
+			"2026-01-01T00:00:03.000000+00:00 kube-apiserver-audit-8c0c1d2e " + ev("c", 3) + "\n" +
+			"2026-01-01T00:00:04 W0101 00:00:04.000000 1 reflector.go:1] watch ended\n",
+		want: []string{
+			"1: skipped: a log event of the stream kube-apiserver-8c0c1d2e, not of kube-apiserver's audit log (kube-apiserver-audit-*): aws logs tail of the log group prints every stream (--log-stream-name-prefix kube-apiserver-audit prints the audit log's alone)",
+			"2: skipped: a log event of the stream authenticator-8c0c1d2e, not of kube-apiserver's audit log (kube-apiserver-audit-*): aws logs tail of the log group prints every stream (--log-stream-name-prefix kube-apiserver-audit prints the audit log's alone)",
+			"3: c",
+			"4: skipped: a line of another log of the log group (klog's or logrus's), not an audit event: aws logs tail of the log group prints every stream (--log-stream-name-prefix kube-apiserver-audit prints the audit log's alone)"},
+	}, {
+		// filter-log-events without --log-stream-name-prefix reads every stream.
+		name:   "filter-log-events: other streams of the log group",
+		format: export.CloudWatch,
+		data: `{"events":[{"logStreamName":"kube-apiserver-8c0c1d2e","timestamp":1,"message":"I0101 00:00:01.000000 1 controller.go:1] started"},` +
+			`{"logStreamName":"kube-apiserver-audit-8c0c1d2e","timestamp":2,"message":` + quoted(ev("b", 2)) + `}]}`,
+		want: []string{"1: skipped: a log event of the stream kube-apiserver-8c0c1d2e, not of kube-apiserver's audit log (kube-apiserver-audit-*): aws logs filter-log-events without --log-stream-name-prefix kube-apiserver-audit reads every stream of the log group", "1: b"},
+	}, {
+		// A UTF-8 byte order mark (PowerShell 7's Out-File, Notepad) is not the log's.
+		name:   "a byte order mark before an AKS blob's first record",
+		format: export.Auto,
+		data:   "\ufeff" + `{"category":"kube-audit","properties":{"log":` + quoted(ev("a", 1)) + `}}` + "\r\n",
+		want:   []string{"1: a"},
+	}, {
+		name:   "a byte order mark before aws logs tail's first line",
+		format: export.Auto,
+		data:   "\ufeff2026-01-01T00:00:01.000000+00:00 kube-apiserver-audit-0a1b2c " + ev("a", 1) + "\n",
+		want:   []string{"1: a"},
 	}, {
 		name:   "aws logs tail --format json: an event over lines",
 		format: export.CloudWatchS3,

@@ -2,6 +2,7 @@ package export
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -142,6 +143,15 @@ func NewReader(file string, r io.Reader, format Format, maxLine int) (*Reader, e
 		}
 		rd.closer = append(rd.closer, zr)
 		br = bufio.NewReaderSize(zr, 256<<10)
+	}
+	switch mark, _ := br.Peek(3); {
+	case bytes.HasPrefix(mark, []byte("\ufeff")):
+		// A UTF-8 byte order mark (PowerShell 7's, Notepad's): not the log's.
+		br.Discard(3)
+		base += 3
+	case bytes.HasPrefix(mark, []byte{0xff, 0xfe}) || bytes.HasPrefix(mark, []byte{0xfe, 0xff}):
+		rd.Close()
+		return nil, fmt.Errorf("%s: UTF-16 text (byte order mark %X): vapc reads UTF-8; convert it (iconv -f UTF-16 -t UTF-8 %s; Windows PowerShell 5.1's > writes UTF-16, Out-File -Encoding utf8 does not)", file, mark[:2], file)
 	}
 	head, _ := br.Peek(detectBytes)
 	switch {

@@ -230,6 +230,11 @@ func TestDetect(t *testing.T) {
 		{"event hub", `{"records":[{"time":"2026-11-21T12:35:37Z","category":"kube-audit-admin","properties":{"log":"{}"}}]}`, export.AzureEventHub},
 		{"gcloud", "[\n  {\n    \"insertId\": \"x\",\n    \"logName\": \"projects/p/logs/cloudaudit.googleapis.com%2Factivity\",\n    \"protoPayload\": {", export.GKE},
 		{"sink", `{"protoPayload":{"@type":"type.googleapis.com/google.cloud.audit.AuditLog","serviceName":"k8s.io"},"insertId":"x"}`, export.GKE},
+		// get-log-events names no stream: its first event's message may be all the first
+		// bytes hold (ingestionTime comes after it).
+		{"get-log-events, a long first message", "{\n    \"events\": [\n        {\n            \"timestamp\": 1,\n            \"message\": \"{\\\"kind\\\":\\\"Event\\\",\\\"x\\\":\\\"" + strings.Repeat("x", 70000), export.CloudWatch},
+		{"get-log-events --query events, a long first message", "[\n    {\n        \"timestamp\": 1,\n        \"message\": \"{\\\"kind\\\":\\\"Event\\\",\\\"x\\\":\\\"" + strings.Repeat("x", 70000), export.CloudWatch},
+		{"get-log-events, tokens first", `{"nextForwardToken":"f/1","nextBackwardToken":"b/1","events":[]}`, export.CloudWatch},
 		{"filter-log-events --query events", "[\n    {\n        \"logStreamName\": \"kube-apiserver-audit-1\",\n        \"timestamp\": 1,\n        \"message\": \"{\\\"kind\\\":", export.CloudWatch},
 		{"az monitor log-analytics query", "[\n  {\n    \"Annotations\": \"{}\",\n    \"AuditId\": \"x\",\n    \"Level\": \"Metadata\",\n    \"ObjectRef\": \"\",\n    \"RequestUri\": \"/api\",", export.AzureLogAnalytics},
 		{"az monitor log-analytics query, AzureDiagnostics", `[{"Category":"kube-audit","TimeGenerated":"2026-01-01T00:00:00Z","log_s":"{\"kind\"`, export.AzureLogAnalytics},
@@ -495,4 +500,55 @@ func TestFirehoseExtractedLines(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEncodings: a UTF-8 byte order mark is dropped, before a plain log and before an array
+// read back from its file by offsets (gcloud's newest first); UTF-16 text (what Windows
+// PowerShell 5.1's > writes) is refused with what to do.
+func TestEncodings(t *testing.T) {
+	t.Parallel()
+	log := readLog(t, recorded[0])
+	_, plain := readAll(t, "plain", append([]byte("\ufeff"), log...), export.Auto)
+	_, want := readAll(t, "plain", log, export.Auto)
+	if len(plain) != len(want) || plain[0].err != nil || !bytes.Equal(plain[0].data, want[0].data) {
+		t.Errorf("a plain log after a byte order mark: %d lines, the first %q (%v), want %d, %q", len(plain), firstBytes(plain), plain[0].err, len(want), firstBytes(want))
+	}
+	// gcloud's array from a file, reversed by reading its entries again at their offsets.
+	defer export.SetReverseChunk(64 << 10)()
+	array, err := exporttest.Wrap(export.GKE, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "gcloud.json")
+	if err := os.WriteFile(path, append([]byte("\ufeff"), array...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	_, got := readFrom(t, "gcloud.json", f, export.Auto)
+	_, fromMemory := readAll(t, "gcloud.json", array, export.Auto)
+	if len(got) != len(fromMemory) {
+		t.Fatalf("gcloud's array from a file after a byte order mark: %d lines, want %d", len(got), len(fromMemory))
+	}
+	for i := range got {
+		if got[i].err != nil || !bytes.Equal(got[i].data, fromMemory[i].data) {
+			t.Fatalf("gcloud's array from a file after a byte order mark: line %d: %q (%v), want %q", i, got[i].data, got[i].err, fromMemory[i].data)
+		}
+	}
+	for _, bom := range [][]byte{{0xff, 0xfe}, {0xfe, 0xff}} {
+		_, err := export.NewReader("utf16.json", bytes.NewReader(append(bom, '{', 0)), export.Auto, auditlog.DefaultMaxLineBytes)
+		if err == nil || !strings.Contains(err.Error(), "utf16.json: UTF-16 text") || !strings.Contains(err.Error(), "iconv -f UTF-16 -t UTF-8") {
+			t.Errorf("UTF-16 (byte order mark %X): %v, want an error naming the file and how to convert it", bom, err)
+		}
+	}
+}
+
+func firstBytes(ls []line) string {
+	if len(ls) == 0 {
+		return ""
+	}
+	return string(ls[0].data[:min(40, len(ls[0].data))])
 }

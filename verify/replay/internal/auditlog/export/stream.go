@@ -193,10 +193,17 @@ func cutEnds(rest []byte, ended bool) bool {
 	switch {
 	case len(rest) == 0:
 		return ended
-	case rest[0] == '\n' || rest[0] == '{' || bytes.HasPrefix(rest, []byte("\r\n")) || bytes.HasPrefix(rest, []byte("time=")):
+	case rest[0] == '\n' || rest[0] == '{' || bytes.HasPrefix(rest, []byte("\r\n")):
 		return true
 	}
-	return len(rest) >= 6 && bytes.IndexByte([]byte("IWEF"), rest[0]) >= 0 && allDigits(rest[1:5]) && rest[5] == ' '
+	return otherLogLine(rest)
+}
+
+// otherLogLine says whether b begins a line of another of an EKS log group's logs than the
+// audit log: klog's ("I0101 ", kube-apiserver's, the controller manager's), logrus's ("time=",
+// the authenticator's).
+func otherLogLine(b []byte) bool {
+	return bytes.HasPrefix(b, []byte("time=")) || len(b) >= 6 && bytes.IndexByte([]byte("IWEF"), b[0]) >= 0 && allDigits(b[1:5]) && b[5] == ' '
 }
 
 func allDigits(b []byte) bool {
