@@ -193,6 +193,10 @@ func (g Gate) verdict(s *Summary) *Verdict {
 		fail(ReasonInterrupted, s.Lines, "interrupted after %d lines: the summary is of what was read", s.Lines)
 	}
 	for _, u := range s.Unreadable {
+		if u.encoding {
+			fail(ReasonUnreadable, 1, "%s", u)
+			continue
+		}
 		fail(ReasonUnreadable, 1, "%s: the log is cut short or damaged: copy it again, or leave it out", u)
 	}
 	if events := s.IntermediateStages + s.Requests; events == 0 && !s.Partial {

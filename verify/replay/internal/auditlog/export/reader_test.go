@@ -3,6 +3,7 @@ package export_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -540,7 +541,7 @@ func TestEncodings(t *testing.T) {
 	}
 	for _, bom := range [][]byte{{0xff, 0xfe}, {0xfe, 0xff}} {
 		_, err := export.NewReader("utf16.json", bytes.NewReader(append(bom, '{', 0)), export.Auto, auditlog.DefaultMaxLineBytes)
-		if err == nil || !strings.Contains(err.Error(), "utf16.json: UTF-16 text") || !strings.Contains(err.Error(), "iconv -f UTF-16 -t UTF-8") {
+		if err == nil || !errors.Is(err, auditlog.ErrEncoding) || !strings.Contains(err.Error(), "utf16.json: UTF-16 text") || !strings.Contains(err.Error(), "iconv -f UTF-16 -t UTF-8") {
 			t.Errorf("UTF-16 (byte order mark %X): %v, want an error naming the file and how to convert it", bom, err)
 		}
 	}
