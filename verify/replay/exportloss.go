@@ -3,7 +3,9 @@ package replay
 import (
 	"fmt"
 	"slices"
+	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/admission"
 
 	vapccel "github.com/vapc-dev/vapc/cel"
@@ -174,11 +176,29 @@ func (j *job) exportUndecided() undecided {
 	if !ev.Loss.Lost.Has(auditlog.LostCode) || j.t.op != admission.Update || j.t.sub != "" || ev.Code() < 200 || ev.Code() >= 300 {
 		return undecided{}
 	}
-	if j.prior.Found && j.prior.Unknown == "" {
+	if j.prior.Found && j.prior.Unknown == "" || !successMayHaveCreated(ev) {
 		return undecided{}
 	}
 	return because(ReasonExportLost, fmt.Sprintf("%s: whether the %s created the object (201, a CREATE for admission), and the replay does not know that %s %s was there before",
 		ev.Loss.Of(auditlog.LostCode), ev.Verb, j.t.gvr.GroupResource(), state.JoinKey(j.t.namespace, j.t.name)))
+}
+
+// successMayHaveCreated says whether a successful update or patch may have created its object,
+// as far as its event tells: not when the object it answered with was created, to the second,
+// before the earliest the request can have been received (a create stamps the second it ran:
+// rest.FillObjectMetaSystemFields); nor when it is a patch whose body no server-side apply
+// could have sent (patchVariants), as no other patch creates (the patcher's createNewObject
+// answers NotFound but for apply).
+func successMayHaveCreated(ev *Event) bool {
+	if h, err := auditlog.DecodeHeader(ev.ResponseObject); hasBody(ev.ResponseObject) && err == nil {
+		if ct := h.GetCreationTimestamp(); !ct.IsZero() && ct.Time.Before(ev.Received().Truncate(time.Second)) {
+			return false
+		}
+	}
+	if ev.Verb == "patch" && hasBody(ev.RequestObject) && !slices.Contains(patchVariants(ev.RequestObject, ev), types.ApplyYAMLPatchType) {
+		return false
+	}
+	return true
 }
 
 // lossOfReason are the parts an export may lose that a reason may rest on.
