@@ -253,6 +253,10 @@ func TestExportLosses(t *testing.T) {
 		{name: "an update of an object created a day before", expr: "true", op: admissionregistrationv1.Update,
 			lines: []string{old("u1")}, plain: DecisionIndeterminate,
 			decision: DecisionIndeterminate, reason: ReasonOldObjectUnknown, detail: "configmaps a/known is not in the snapshot or earlier in the log"},
+		// GKE labels a dry run's entry: the policy reads request.dryRun, known.
+		{name: "a dry run GKE labels", expr: "!request.dryRun", op: admissionregistrationv1.Update,
+			lines: []string{replaceOnce(t, merged("p5"), `"requestURI":"/api/v1/namespaces/a/configmaps/known"`, `"requestURI":"/api/v1/namespaces/a/configmaps/known?dryRun=All"`)}, snapshot: []any{cm("known", "8")},
+			plain: DecisionDeny, decision: DecisionDeny},
 		{name: "a patch of an object the snapshot holds", expr: "true", op: admissionregistrationv1.Update,
 			lines: []string{patch("p2")}, snapshot: []any{cm("known", "8")},
 			decision: DecisionAdmit},

@@ -16,7 +16,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"net/url"
 	"os"
 	"sort"
 	"strings"
@@ -534,7 +536,7 @@ func GKEEntry(raw []byte, started bool) (json.RawMessage, error) {
 	}
 	// A request for no resource: io.k8s.VERB, and its path without the leading slash (and
 	// without the query), as elastic/integrations' GKE test log has them (readyz, api/v1).
-	path, _, _ := strings.Cut(ev.RequestURI, "?")
+	path, query, _ := strings.Cut(ev.RequestURI, "?")
 	method, resourceName := "io.k8s."+strings.TrimPrefix(ev.Verb, "/"), strings.TrimPrefix(path, "/")
 	if r := ev.ObjectRef; r != nil && r.Resource != "" {
 		group := "core"
@@ -629,8 +631,16 @@ func GKEEntry(raw []byte, started bool) (json.RawMessage, error) {
 		"operation":        map[string]any{"id": ev.AuditID, "producer": "k8s.io", "first": ev.Stage != "ResponseComplete" || !started, "last": ev.Stage != "ResponseStarted"},
 		"receiveTimestamp": ev.StageTimestamp,
 	}
-	if len(ev.Annotations) > 0 {
-		entry["labels"] = ev.Annotations
+	labels := maps.Clone(ev.Annotations)
+	if q, err := url.ParseQuery(query); err == nil && len(q["dryRun"]) > 0 {
+		// GKE labels a dry run's entry (https://cloud.google.com/kubernetes-engine/docs/how-to/audit-logging).
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels["command.gke.io/dryRun"] = strings.Join(q["dryRun"], ",")
+	}
+	if len(labels) > 0 {
+		entry["labels"] = labels
 	}
 	return json.Marshal(entry)
 }

@@ -91,6 +91,9 @@ func newDryRuns() *dryRuns { return &dryRuns{} }
 
 // settle says whether a create was a dry run, from its response: the event's URI then says so (?dryRun=All), and it no longer loses it.
 func (d *dryRuns) settle(rec *record) {
+	if !rec.loss.Lost.Has(auditlog.LostDryRun) {
+		return // known already (GKE's label)
+	}
 	c := rec.dry
 	if c.rv == "" {
 		old, _ := json.Marshal(c.uri)

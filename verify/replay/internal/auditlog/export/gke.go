@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -219,6 +220,21 @@ func mapGKE(raw []byte) (ev *gkeEvent, at time.Time, lost auditlog.Lost, field s
 		ev.Level = auditlog.LevelMetadata
 	}
 	lost = gkeLost
+	switch {
+	case e.Labels[gkeDryRunLabel] != "":
+		// GKE labels a dry run's entry (kubectl --dry-run=server, ?dryRun=All): its URI says
+		// so as the log backend's would (the label is GKE's, not an annotation of the
+		// server's). An entry without the label may be of a GKE that did not label them
+		// yet: still not known.
+		ev.RequestURI += "?dryRun=All"
+		lost &^= auditlog.LostDryRun
+		ev.Annotations = maps.Clone(ev.Annotations)
+		delete(ev.Annotations, gkeDryRunLabel)
+	case verb == "delete" && deleteOptions(ev.request.raw):
+		// A delete sent with a body reads its options from the body alone (the handler
+		// ignores the query), and the entry holds that body: its dryRun is known.
+		lost &^= auditlog.LostDryRun
+	}
 	var exact, messageLost bool
 	ev.ResponseStatus, exact, messageLost = gkeStatus(verb, p.Status, ev.response.raw) // its "@type" is not read
 	if !exact {
@@ -228,6 +244,21 @@ func mapGKE(raw []byte) (ev *gkeEvent, at time.Time, lost auditlog.Lost, field s
 		lost |= auditlog.LostMessage
 	}
 	return ev, at, lost, "", nil
+}
+
+// gkeDryRunLabel is the label GKE puts on the entries of dry-run requests
+// (https://cloud.google.com/kubernetes-engine/docs/how-to/audit-logging: "GKE populates these
+// audit entries with the command.gke.io/dryRun label").
+const gkeDryRunLabel = "command.gke.io/dryRun"
+
+// deleteOptions says whether a request's object is a DeleteOptions (by its kind, or by the
+// "@type" GKE gives it).
+func deleteOptions(raw []byte) bool {
+	if v, ok := member(raw, "kind"); ok && string(v) == `"DeleteOptions"` {
+		return true
+	}
+	v, ok := member(raw, "@type")
+	return ok && bytes.HasSuffix(v, []byte(`DeleteOptions"`))
 }
 
 // mapResource reads the verb, the object reference and the request URI from an entry's

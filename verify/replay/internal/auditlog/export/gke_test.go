@@ -201,6 +201,46 @@ func TestGKEEntries(t *testing.T) {
 		},
 		lost: auditlog.LostGroups | auditlog.LostUID | auditlog.LostExtra | auditlog.LostReceived | auditlog.LostLevel | auditlog.LostQuery | auditlog.LostDryRun,
 	}, {
+		// GKE labels a dry run's entry (command.gke.io/dryRun): its URI says so, as the log
+		// backend's would, and whether it was one is not lost.
+		name: "dry run",
+		entry: `{"insertId":"d1","labels":{"authorization.k8s.io/decision":"allow","command.gke.io/dryRun":"All"},
+			"protoPayload":{"@type":"type.googleapis.com/google.cloud.audit.AuditLog","authenticationInfo":{"principalEmail":"alice@example.com"},
+			"methodName":"io.k8s.core.v1.pods.status.patch","resourceName":"core/v1/namespaces/default/pods/p/status","serviceName":"k8s.io",
+			"request":{"@type":"k8s.io/Patch","status":{"phase":"Running"}}},
+			"timestamp":"2026-08-04T10:00:00Z"}`,
+		want: map[string]any{
+			"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "Request", "auditID": "d1",
+			"stage": "ResponseComplete", "requestURI": "/api/v1/namespaces/default/pods/p/status?dryRun=All", "verb": "patch",
+			"user":           map[string]any{"username": "alice@example.com"},
+			"objectRef":      map[string]any{"resource": "pods", "namespace": "default", "name": "p", "subresource": "status", "apiVersion": "v1"},
+			"responseStatus": map[string]any{"code": 200.0},
+			"requestObject":  map[string]any{"status": map[string]any{"phase": "Running"}},
+			"stageTimestamp": "2026-08-04T10:00:00Z",
+			"annotations":    map[string]any{"authorization.k8s.io/decision": "allow"},
+		},
+		lost: auditlog.LostGroups | auditlog.LostUID | auditlog.LostExtra | auditlog.LostReceived | auditlog.LostLevel | auditlog.LostQuery | auditlog.LostCode,
+	}, {
+		// A delete sent with a body reads its options from it alone (the handler ignores
+		// the query): whether it was a dry run is the body's.
+		name: "delete with its options",
+		entry: `{"insertId":"d2","labels":{"authorization.k8s.io/decision":"allow"},
+			"protoPayload":{"@type":"type.googleapis.com/google.cloud.audit.AuditLog","authenticationInfo":{"principalEmail":"alice@example.com"},
+			"methodName":"io.k8s.core.v1.configmaps.delete","resourceName":"core/v1/namespaces/default/configmaps/c","serviceName":"k8s.io",
+			"request":{"@type":"k8s.io/DeleteOptions","apiVersion":"meta.k8s.io/v1","kind":"DeleteOptions","propagationPolicy":"Background"}},
+			"timestamp":"2026-08-04T10:00:00Z"}`,
+		want: map[string]any{
+			"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "Request", "auditID": "d2",
+			"stage": "ResponseComplete", "requestURI": "/api/v1/namespaces/default/configmaps/c", "verb": "delete",
+			"user":           map[string]any{"username": "alice@example.com"},
+			"objectRef":      map[string]any{"resource": "configmaps", "namespace": "default", "name": "c", "apiVersion": "v1"},
+			"responseStatus": map[string]any{"code": 200.0},
+			"requestObject":  map[string]any{"apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions", "propagationPolicy": "Background"},
+			"stageTimestamp": "2026-08-04T10:00:00Z",
+			"annotations":    map[string]any{"authorization.k8s.io/decision": "allow"},
+		},
+		lost: auditlog.LostGroups | auditlog.LostUID | auditlog.LostExtra | auditlog.LostReceived | auditlog.LostLevel | auditlog.LostQuery | auditlog.LostCode,
+	}, {
 		// A list in the Data Access log, without objects: level Metadata.
 		name: "list",
 		entry: `{"insertId":"b2c2e792-aaa9-4422-82d0-de32940b1234","labels":{"authorization.k8s.io/decision":"allow"},
