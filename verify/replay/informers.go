@@ -223,13 +223,13 @@ func (r *Replayer) lagWorlds(j *job, e lagEvaluation) []world {
 		worlds = append(worlds, w)
 	}
 	if either != nil {
-		// Its export gives its time to the second, which holds the request's admission:
+		// Its export gives its time within a second, which holds the request's admission:
 		// the log's order does not say which state is likely.
 		for i := range worlds {
 			worlds[i].Likely = false
 		}
 		hasLikely = true
-		worlds = append(worlds, world{Likely: true, Undecided: &indeterminateError{laggedWrite(*either, "whether the write at "+either.By+" completed before this request's admission: its export gives when it completed to the second")}})
+		worlds = append(worlds, world{Likely: true, Undecided: &indeterminateError{laggedWrite(*either, "whether the write at "+either.By+" completed before this request's admission: its export gives when it completed only within the second before the time it gives")}})
 	}
 	switch {
 	case !hasLikely && e.cut.is():

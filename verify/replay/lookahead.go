@@ -158,7 +158,8 @@ func (r *Replayer) reviseConcurrent(d decoded, ev *Event, t target) {
 		}
 		<-j.done
 		r.forgetReached(j, d)
-		j.revise.concurrent = &concurrentWrite{by: lineRef{d.file, d.num}.String(), out: j.result.out, skip: j.result.skip, notMatched: j.result.notMatched, dec: j.result.dec}
+		j.revise.concurrent = &concurrentWrite{by: lineRef{d.file, d.num}.String(), out: j.result.out, skip: j.result.skip, notMatched: j.result.notMatched, dec: j.result.dec,
+			withinSecond: ev.Loss.Lost.Has(auditlog.LostStageTime)}
 		j.again()
 		j.revise.revised = true
 		what := "which version of the object this request read"
@@ -216,6 +217,9 @@ type concurrentWrite struct {
 	// resourceVersions): the request last read what the write stored, and the log's order is
 	// not a state it was decided in.
 	committedFirst string
+	// withinSecond says the export gives when the write completed only within the second
+	// before its time (auditlog.LostStageTime): the log's order of the two is not likely.
+	withinSecond bool
 }
 
 // likelyOutcome settles the outcome of a job evaluated again for a write the log records
@@ -269,6 +273,13 @@ func (j *job) likelyOutcome() {
 	default:
 		w.Outcome, w.Decided = j.result.dec, j.result.dec != nil
 	}
+	if c.withinSecond {
+		// The write may have completed up to a second before the log's order has it: which
+		// came first is not known.
+		worlds[0].Likely, worlds[0].If = false, "the write at "+c.by+" completed after this request read the object, as the log's order has it"
+		worlds = append(worlds, world{Likely: true, Undecided: &indeterminateError{because(ReasonOldObjectUnknown,
+			"whether the write at "+c.by+", which the log records after this request, completed before this request read the object: its export gives when it completed only within the second before the time it gives")}})
+	}
 	if j.byAnnotations() && worlds[0].Decided && worlds[1].Decided {
 		for i := range worlds {
 			worlds[i].Evidence = decide.Disagrees
@@ -284,8 +295,14 @@ func (j *job) likelyOutcome() {
 		return
 	}
 	// The log's order: certain when both versions decide alike or the log's verdicts say so,
-	// likely otherwise.
-	_, alts, _ := settled(res)
+	// likely otherwise; not known when the log's order is not the likely one.
+	_, alts, why := settled(res)
+	if res.Certainty == decide.Indeterminate {
+		c.out.indeterminate(why)
+		c.out.Alternatives = alts
+		j.result.out, j.result.dec, j.result.skip, j.result.skipNote, j.result.notMatched = c.out, nil, "", "", false
+		return
+	}
 	c.out.likely(alts...)
 	j.result.out, j.result.dec, j.result.skip, j.result.skipNote, j.result.notMatched = c.out, c.dec, "", "", false
 }

@@ -48,14 +48,15 @@ const (
 	// and so which user admission saw (AKS's Log Analytics tables have a column for the
 	// authenticated user, none for the impersonated one): the whole of request.userInfo.
 	LostImpersonation
-	// LostStageTime: when the request completed, to the millisecond: the export gives the
-	// second (aws logs tail --format short), and the event's stage time is that second's last
-	// millisecond, the latest it can have completed.
+	// LostStageTime: when the request completed, to the millisecond: the export gives a time
+	// it completed in the second before (CloudWatch's timestamp of an event it cut, to the
+	// second as aws logs tail --format short prints it, that second's last millisecond), the
+	// event's stage time, the latest it can have completed.
 	LostStageTime
 )
 
 // lostNames name each part in the order of the bits.
-var lostNames = []string{"the user's groups", "the user's uid", "the user's extra attributes", "when the request was received", "the exact HTTP status code", "the audit level", "the request URI's query", "whether the request was a dry run", "the event's annotations (the verdicts of admission)", "the failure's message (what refused the request)", "whether the request impersonated another user (who admission saw as the requesting user)", "when the request completed, but to the second"}
+var lostNames = []string{"the user's groups", "the user's uid", "the user's extra attributes", "when the request was received", "the exact HTTP status code", "the audit level", "the request URI's query", "whether the request was a dry run", "the event's annotations (the verdicts of admission)", "the failure's message (what refused the request)", "whether the request impersonated another user (who admission saw as the requesting user)", "when the request completed, but within the second before the time it gives"}
 
 // Has says whether every part of p is lost.
 func (l Lost) Has(p Lost) bool { return l&p == p && p != 0 }

@@ -146,7 +146,7 @@ type TypedWrite struct {
 	Created, UnknownBefore bool
 	Done                   time.Time
 	// Second says the write completed in the second before Done, not at Done: its export
-	// gives its time to the second (auditlog.LostStageTime).
+	// gives its time within a second (auditlog.LostStageTime).
 	Second bool
 	// Ahead says the write is one the log records after the request it concerns, which may
 	// have read what it wrote (see Replayer.reviseAhead): prev and had are then the entry it

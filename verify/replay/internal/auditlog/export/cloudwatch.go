@@ -95,7 +95,8 @@ func logEventRecord(raw []byte, line int, where, field string) record {
 		}
 	}
 	if msg, ok := appendMemberString(getBuf(len(raw)), raw, "message"); ok {
-		if cut, ok := truncatedMessage(msg, logEventTime(raw), 0, line, where, field+".message"); ok {
+		// A cut event's time is the log event's timestamp: see cutTimestamp.
+		if cut, ok := truncatedMessage(msg, logEventTime(raw), auditlog.LostStageTime, line, where, field+".message"); ok {
 			return cut
 		}
 		putBuf(raw) // the log event's bytes: the message is copied out
@@ -113,7 +114,7 @@ func logEventRecord(raw []byte, line int, where, field string) record {
 
 func readCloudWatchS3(in input, yield func(record) bool) {
 	readLines(in, in.maxLine+1024, yield, func(text []byte, num int) record {
-		if at, second, msg, ok := cutTimestamp(bytes.TrimRight(text, "\r\n")); ok {
+		if at, _, msg, ok := cutTimestamp(bytes.TrimRight(text, "\r\n")); ok {
 			if len(msg) > 0 && bytes.IndexAny(msg, " {") < 0 {
 				// A stream's name alone: aws logs tail --format json prints the message's
 				// JSON indented on the lines after it.
@@ -128,11 +129,8 @@ func readCloudWatchS3(in input, yield func(record) bool) {
 			if otherLogLine(msg) {
 				return record{line: num, skip: "a line of another log of the log group (klog's or logrus's), not an audit event: " + tailAll}
 			}
-			lost := auditlog.Lost(0)
-			if second {
-				lost = auditlog.LostStageTime
-			}
-			if cut, ok := truncatedMessage(msg, at, lost, num, fmt.Sprintf("line %d", num), "MESSAGE"); ok {
+			// A cut event's time is CloudWatch's: see cutTimestamp.
+			if cut, ok := truncatedMessage(msg, at, auditlog.LostStageTime, num, fmt.Sprintf("line %d", num), "MESSAGE"); ok {
 				return cut
 			}
 			return eventRecord(append(getBuf(len(msg)), msg...), num, auditlog.Loss{})
@@ -149,8 +147,12 @@ func readCloudWatchS3(in input, yield func(record) bool) {
 // strftime), which is not the event's time to the millisecond: at is then the last
 // millisecond of that second, the latest the event can have completed, and second is true.
 // An event CloudWatch cut is stamped with it (cutEvent), its loss says so (LostStageTime):
-// what it wrote is not known from then on, and a request of that second may have come after
-// it.
+// what it wrote is not known from then on, and a request of the second before it may have come
+// after it. The log event's timestamp, to the millisecond, is not the event's stage time
+// either: EKS stamps an event as its log agent reads it, after kube-apiserver wrote it (AWS's
+// own sample, https://repost.aws/knowledge-center/eks-get-control-plane-logs, shows events
+// stamped 0.3 and 0.8 s after their stageTimestamp): a cut event completed in the second
+// before it too.
 func cutTimestamp(line []byte) (at time.Time, second bool, msg []byte, ok bool) {
 	ts, msg, ok := bytes.Cut(line, []byte(" "))
 	if !ok || len(ts) == 0 {

@@ -65,8 +65,8 @@ func TestCloudWatchCut(t *testing.T) {
 					got = append(got, describe(l))
 					continue
 				}
-				if l.loss != (auditlog.Loss{Export: export.ExportCloudWatch, Lost: auditlog.LostLevel | auditlog.LostReceived | auditlog.LostAnnotations}) {
-					t.Errorf("line %d lost %+v, want the level, the received time and the annotations", l.num, l.loss)
+				if l.loss != (auditlog.Loss{Export: export.ExportCloudWatch, Lost: auditlog.LostLevel | auditlog.LostReceived | auditlog.LostAnnotations | auditlog.LostStageTime}) {
+					t.Errorf("line %d lost %+v, want the level, the received and the stage times and the annotations", l.num, l.loss)
 				}
 				if _, err := auditlog.Decode(l.data); err != nil {
 					t.Errorf("line %d: %v", l.num, err)
