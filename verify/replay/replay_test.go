@@ -339,7 +339,7 @@ func TestMalformedInput(t *testing.T) {
 	want := []string{
 		"mixed.log:2: not JSON: invalid character 'o' looking for beginning of object key string",
 		"mixed.log:3: line longer than 4096 bytes (at least 5052): skipped",
-		"mixed.log:5: not JSON: json: cannot unmarshal array into Go value of type auditlog.Event",
+		"mixed.log:5: not an audit.k8s.io/v1 Event: a JSON array, not an object",
 		"mixed.log:6: truncated JSON (40 bytes)",
 	}
 	if len(got) < len(want)+2 {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"reflect"
 	"strings"
 	"time"
 
@@ -153,6 +154,23 @@ func (e *Event) Query() url.Values {
 // Final says whether the event is the last record of its request.
 func (e *Event) Final() bool { return e.Stage == StageResponseComplete || e.Stage == StagePanic }
 
+// jsonKind names what a field of the kind k is in JSON.
+func jsonKind(k reflect.Kind) string {
+	switch k {
+	case reflect.String:
+		return "a string"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Pointer, reflect.Interface:
+		return "what the event holds there"
+	}
+	return "a number"
+}
+
 // Decode decodes one log line. It never panics; an error describes why the line is not an
 // audit event.
 func Decode(line []byte) (*Event, error) {
@@ -163,6 +181,14 @@ func Decode(line []byte) (*Event, error) {
 			var se *json.SyntaxError
 			if errors.As(err, &se) && se.Offset >= int64(len(bytes.TrimRight(line, " \t\r\n"))) || errors.Is(err, io.ErrUnexpectedEOF) {
 				return nil, fmt.Errorf("truncated JSON (%d bytes)", len(line))
+			}
+			var te *json.UnmarshalTypeError
+			switch {
+			case errors.As(err, &te) && te.Field != "":
+				// JSON, but not an event's: say which field.
+				return nil, fmt.Errorf("not an audit.k8s.io/v1 Event: %s is a JSON %s, not %s", te.Field, te.Value, jsonKind(te.Type.Kind()))
+			case te != nil:
+				return nil, fmt.Errorf("not an audit.k8s.io/v1 Event: a JSON %s, not an object", te.Value)
 			}
 			return nil, fmt.Errorf("not JSON: %v", err)
 		}

@@ -29,3 +29,19 @@ func TestDecodeTruncated(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeNotAnEvent: JSON that is not an event is said to be so, with the field that is not
+// an event's, not "not JSON".
+func TestDecodeNotAnEvent(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ line, want string }{
+		{`{"kind":"Event","apiVersion":"audit.k8s.io/v1","auditID":"a","stage":"ResponseComplete","verb":5}`, "not an audit.k8s.io/v1 Event: verb is a JSON number, not a string"},
+		{`{"kind":"Event","apiVersion":"audit.k8s.io/v1","auditID":"a","stage":"ResponseComplete","objectRef":"pods"}`, "not an audit.k8s.io/v1 Event: objectRef is a JSON string, not an object"},
+		{`[{"kind":"Event"}]`, "not an audit.k8s.io/v1 Event: a JSON array, not an object"},
+		{`{"kind":"Event",x}`, `not JSON: invalid character 'x' looking for beginning of object key string`},
+	} {
+		if _, err := Decode([]byte(tt.line)); err == nil || err.Error() != tt.want {
+			t.Errorf("Decode(%s) = %v, want %q", tt.line, err, tt.want)
+		}
+	}
+}
