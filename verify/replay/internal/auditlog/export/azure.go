@@ -55,7 +55,7 @@ const maxPieces = 64
 // and whether it is one whole (the record's at is then its stageTimestamp).
 type pieceOf struct {
 	key           string
-	where         string
+	where, field  string // the record, and its member that holds the log
 	starts, whole bool
 	// event says it begins an audit event (startsAuditEvent), not only a JSON object.
 	event bool
@@ -69,9 +69,9 @@ type joiner struct {
 }
 
 type piece struct {
-	data  []byte
-	line  int
-	where string
+	data         []byte
+	line         int
+	where, field string
 }
 
 func newJoiner(maxLine int) *joiner { return &joiner{maxLine: maxLine, pending: map[string]*piece{}} }
@@ -90,7 +90,7 @@ func (j *joiner) add(rec record, emit func(record)) {
 				if len(p.data) > j.maxLine {
 					delete(j.pending, key)
 					j.forget(key)
-					emit(record{line: p.line, err: recordError(p.where, "properties.log", fmt.Errorf("joined from pieces, longer than %d bytes: skipped", j.maxLine))})
+					emit(record{line: p.line, err: recordError(p.where, p.field, fmt.Errorf("joined from pieces, longer than %d bytes: skipped", j.maxLine))})
 					return
 				}
 				if whole(p.data) {
@@ -102,7 +102,13 @@ func (j *joiner) add(rec record, emit func(record)) {
 			}
 		}
 	}
-	if rec.piece.whole || !rec.piece.starts {
+	switch {
+	case !rec.piece.starts && len(bytes.TrimSpace(log)) > 0 && len(log) <= pieceBytes:
+		// Not an event's beginning, in a category of audit events: the rest of one whose
+		// beginning is not before it.
+		emit(record{line: line, err: recordError(where, rec.piece.field, errors.New("not the beginning of an audit event: the rest of one AKS split (lines longer than 16 KiB are split into records) whose beginning is not before it in the export; read the records in the order AKS wrote them (a Log Analytics query: | sort by TimeGenerated asc; the pieces of one event share it, and Kusto keeps no order among them)"))})
+		return
+	case rec.piece.whole || !rec.piece.starts:
 		// Whole, or not an event at all (which the decoder says).
 		emit(aksEvent(log, line, rec.at))
 		return
@@ -110,7 +116,7 @@ func (j *joiner) add(rec record, emit func(record)) {
 	if len(j.pending) >= maxPieces {
 		emit(j.cut(j.order[0]))
 	}
-	j.pending[key] = &piece{data: log, line: line, where: where}
+	j.pending[key] = &piece{data: log, line: line, where: where, field: rec.piece.field}
 	j.order = append(j.order, key)
 }
 
@@ -119,7 +125,7 @@ func (j *joiner) cut(key string) record {
 	p := j.pending[key]
 	delete(j.pending, key)
 	j.forget(key)
-	return record{line: p.line, err: recordError(p.where, "properties.log", fmt.Errorf("an event cut after %d bytes (AKS splits lines longer than 16 KiB into records), whose rest is not in the export", len(p.data)))}
+	return record{line: p.line, err: recordError(p.where, p.field, fmt.Errorf("an event cut after %d bytes (AKS splits lines longer than 16 KiB into records), whose rest is not in the export", len(p.data)))}
 }
 
 func (j *joiner) forget(key string) {
@@ -183,7 +189,7 @@ func azureRecordOf(raw []byte, line int, where string) record {
 		case !hasLog:
 			*r = record{line: line, err: recordError(where, "properties.log", errors.New("missing"))}
 		default:
-			p := &pieceOf{key: pod + "\x00" + category, where: where, starts: startsEvent(log), event: startsAuditEvent(log), whole: whole(log)}
+			p := &pieceOf{key: pod + "\x00" + category, where: where, field: "properties.log", starts: startsEvent(log), event: startsAuditEvent(log), whole: whole(log)}
 			*r = record{data: log, line: line, piece: p}
 			if p.whole || !p.starts {
 				r.at = stageOf(log)

@@ -394,7 +394,7 @@ func laDiagnostics(row *laRow, line int, where string) record {
 		return otherCategory(line, category)
 	}
 	b := []byte(log)
-	p := &pieceOf{key: pod + "\x00" + category, where: where, starts: startsEvent(b), event: startsAuditEvent(b), whole: whole(b)}
+	p := &pieceOf{key: pod + "\x00" + category, where: where, field: "log_s", starts: startsEvent(b), event: startsAuditEvent(b), whole: whole(b)}
 	r := record{data: b, line: line, piece: p}
 	if p.whole || !p.starts {
 		r.at = stageOf(b)

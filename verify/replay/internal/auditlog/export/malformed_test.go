@@ -185,6 +185,15 @@ func TestMalformedEnvelopes(t *testing.T) {
 			`{"category":"kube-audit","properties":{"pod":"p2","log":` + quoted(ev("c", 3)) + `}}` + "\n",
 		want: []string{"1: a", "2: error: record at line 2: properties.log: an event cut after 50 bytes (AKS splits lines longer than 16 KiB into records), whose rest is not in the export", "4: c"},
 	}, {
+		// Out of order (a Log Analytics query's rows that share a TimeGenerated): the rest
+		// of an event before its beginning says so.
+		name:   "storage blob: an event's pieces out of order",
+		format: export.AzureBlob,
+		data: `{"category":"kube-audit","properties":{"pod":"p1","log":` + quoted(ev("a", 1)[100:]) + `}}` + "\n" +
+			`{"category":"kube-audit","properties":{"pod":"p1","log":` + quoted(ev("a", 1)[:100]) + `}}` + "\n",
+		want: []string{"1: error: record at line 1: properties.log: not the beginning of an audit event: the rest of one AKS split (lines longer than 16 KiB are split into records) whose beginning is not before it in the export; read the records in the order AKS wrote them (a Log Analytics query: | sort by TimeGenerated asc; the pieces of one event share it, and Kusto keeps no order among them)",
+			"2: error: record at line 2: properties.log: an event cut after 100 bytes (AKS splits lines longer than 16 KiB into records), whose rest is not in the export"},
+	}, {
 		name:   "event hub: a record that is not an object",
 		format: export.AzureEventHub,
 		data:   `{"records":[{"category":"kube-audit","properties":{"log":` + quoted(ev("a", 1)) + `}},"x"]}`,
