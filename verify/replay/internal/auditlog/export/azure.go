@@ -256,6 +256,31 @@ func readAzureBlob(in input, yield func(record) bool) {
 	})
 }
 
+// azureDocuments are AKS's records not one a line: pretty-printed (a record copied from the
+// portal, jq's or az's output), one after the other or in an array. Detected, or read for
+// aks-blob when the file is so, not named in Formats.
+const azureDocuments Format = "aks-blob-documents"
+
+func init() { readers[azureDocuments] = readAzureDocuments }
+
+// readAzureDocuments reads records that are JSON documents of their own, or arrays of them.
+func readAzureDocuments(in input, yield func(record) bool) {
+	s := newScanner(in.r)
+	s.documents(yield, func(doc int) error {
+		one := func(where string) error {
+			rec, err := s.element(2*in.maxLine, where, "", func(raw []byte, line int) record { return azureRecordOf(raw, line, where) })
+			if err != nil {
+				return err
+			}
+			return send(yield, rec)
+		}
+		if c, err := s.peek(); err == nil && c == '[' {
+			return s.array(func(i int) error { return one(fmt.Sprintf("document %d [%d]", doc, i)) })
+		}
+		return one(fmt.Sprintf("record %d", doc))
+	})
+}
+
 func readAzureEventHub(in input, yield func(record) bool) {
 	s := newScanner(in.r)
 	s.documents(yield, func(msg int) error {

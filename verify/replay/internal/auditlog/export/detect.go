@@ -34,6 +34,9 @@ func detect(head []byte) Format {
 		case k.has(2, "message") && k.has(2, "logStreamName", "eventId", "ingestionTime", "timestamp"):
 			// aws logs filter-log-events --query events: the events array alone.
 			return CloudWatch
+		case k.has(2, "properties") && k.has(2, "category", "resourceId", "operationName"):
+			// AKS's records in an array (az, jq -s).
+			return azureDocuments
 		case k.has(2, "AuditId") && k.has(2, "Level", "StageReceivedTime", "RequestUri", "Verb"),
 			k.has(2, "log_s") && k.has(2, "Category", "TimeGenerated"):
 			// az monitor log-analytics query: AKSAudit's rows, or AzureDiagnostics'.
@@ -61,6 +64,10 @@ func detect(head []byte) Format {
 	case k.has(1, "records"):
 		return AzureEventHub
 	case k.has(1, "properties") && k.has(1, "category", "resourceId", "operationName"):
+		if multiline(head) {
+			// Pretty-printed, not one a line.
+			return azureDocuments
+		}
 		return AzureBlob
 	case k.has(1, "protoPayload", "insertId", "logName", "receiveTimestamp"):
 		return GKE
@@ -78,6 +85,14 @@ func detect(head []byte) Format {
 // trimHead is head without the white space and byte order mark before its first value.
 func trimHead(head []byte) []byte {
 	return bytes.TrimLeftFunc(bytes.TrimPrefix(bytes.TrimLeftFunc(head, unicode.IsSpace), []byte("\ufeff")), unicode.IsSpace)
+}
+
+// multiline says whether the object head begins with spans lines: a newline before its
+// first member ends.
+func multiline(head []byte) bool {
+	first := bytes.IndexByte(head, ',')
+	nl := bytes.IndexByte(head, '\n')
+	return nl >= 0 && (first < 0 || nl < first)
 }
 
 // eventKeys says whether the keys of an object are an audit event's.

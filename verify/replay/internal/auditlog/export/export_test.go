@@ -9,6 +9,9 @@ import (
 // What the tests of package export_test use of the package's internals.
 var Detect = detect
 
+// AzureDocuments is the format of AKS's records pretty-printed or in an array.
+const AzureDocuments = azureDocuments
+
 // ConcatenatedEvents is the format of events one after the other without delimiters.
 const ConcatenatedEvents = concatenatedEvents
 

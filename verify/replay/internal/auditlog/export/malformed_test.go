@@ -185,6 +185,20 @@ func TestMalformedEnvelopes(t *testing.T) {
 			`{"category":"kube-audit","properties":{"pod":"p2","log":` + quoted(ev("c", 3)) + `}}` + "\n",
 		want: []string{"1: a", "2: error: record at line 2: properties.log: an event cut after 50 bytes (AKS splits lines longer than 16 KiB into records), whose rest is not in the export", "4: c"},
 	}, {
+		// A record copied from the portal or printed by jq, az: pretty-printed, one after
+		// the other or in an array.
+		name:   "AKS records pretty-printed",
+		format: export.Auto,
+		data: "{\n  \"category\": \"kube-audit\",\n  \"resourceId\": \"/SUBSCRIPTIONS/X\",\n  \"properties\": {\n    \"log\": " + quoted(ev("a", 1)) + "\n  }\n}\n" +
+			"{\n  \"category\": \"kube-audit\",\n  \"properties\": {\n    \"log\": " + quoted(ev("b", 2)) + "\n  }\n}\n",
+		want: []string{"1: a", "8: b"},
+	}, {
+		name:   "AKS records in an array",
+		format: export.Auto,
+		data: "[\n  {\"category\": \"kube-audit\", \"properties\": {\"log\": " + quoted(ev("a", 1)) + "}},\n" +
+			"  {\"category\": \"kube-audit\", \"properties\": {\"log\": " + quoted(ev("b", 2)) + "}},\n  {\"category\": \"kube-audit\", \"properties\": {}}\n]\n",
+		want: []string{"2: a", "3: b", "4: error: document 1 [2]: properties.log: missing"},
+	}, {
 		// Out of order (a Log Analytics query's rows that share a TimeGenerated): the rest
 		// of an event before its beginning says so.
 		name:   "storage blob: an event's pieces out of order",

@@ -163,6 +163,8 @@ func NewReader(file string, r io.Reader, format Format, maxLine int) (*Reader, e
 		}
 	case format == Firehose && detect(head) != Firehose:
 		format = concatenatedEvents
+	case format == AzureBlob && detect(head) == azureDocuments:
+		format = azureDocuments
 	}
 	rd.format = format
 	if format == Plain {
@@ -189,7 +191,7 @@ func NewReader(file string, r io.Reader, format Format, maxLine int) (*Reader, e
 	rd.order = newReorder(file, defaultWindow, maxLine)
 	rd.dry = newDryRuns()
 	rd.join = newJoiner(maxLine)
-	if format == AzureBlob || format == AzureEventHub || format == AzureLogAnalytics {
+	if format == AzureBlob || format == azureDocuments || format == AzureEventHub || format == AzureLogAnalytics {
 		rd.seen = newCopies(defaultWindow)
 	}
 	rd.start(func(yield func(record) bool) { read(in, yield) })

@@ -228,6 +228,8 @@ func TestDetect(t *testing.T) {
 		{"aws logs tail --format short", "2026-11-21T12:35:37 {\"kind\":\"Event\"}\n", export.CloudWatchS3},
 		{"subscription", `{"messageType":"CONTROL_MESSAGE","owner":"CloudwatchLogs","logGroup":"","logStream":"","subscriptionFilters":[],"logEvents":[{"id":"","timestamp":1,"message":"CWL CONTROL MESSAGE"}]}`, export.Firehose},
 		{"storage blob", `{ "time": "2026-11-21T12:35:37Z", "resourceId": "/SUBSCRIPTIONS/X", "category": "kube-audit", "operationName": "Microsoft.ContainerService/managedClusters/diagnosticLogs/Read", "properties": {"log":"{\"kind\":\"Event\"`, export.AzureBlob},
+		{"storage blob, pretty-printed", "{\n  \"time\": \"2026-11-21T12:35:37Z\",\n  \"resourceId\": \"/SUBSCRIPTIONS/X\",\n  \"category\": \"kube-audit\",\n  \"properties\": {", export.AzureDocuments},
+		{"storage blob records in an array", `[{"time":"2026-11-21T12:35:37Z","category":"kube-audit","properties":{"log":"{}"}}]`, export.AzureDocuments},
 		{"event hub", `{"records":[{"time":"2026-11-21T12:35:37Z","category":"kube-audit-admin","properties":{"log":"{}"}}]}`, export.AzureEventHub},
 		{"gcloud", "[\n  {\n    \"insertId\": \"x\",\n    \"logName\": \"projects/p/logs/cloudaudit.googleapis.com%2Factivity\",\n    \"protoPayload\": {", export.GKE},
 		{"sink", `{"protoPayload":{"@type":"type.googleapis.com/google.cloud.audit.AuditLog","serviceName":"k8s.io"},"insertId":"x"}`, export.GKE},
