@@ -25,6 +25,8 @@ func detect(head []byte) Format {
 			return CloudWatchS3
 		}
 		return Plain
+	case insightsHead.Match(head):
+		return insightsResults
 	case c == '[':
 		// An array of records: gcloud's, az's. Its first element's members say so.
 		k := keysOf(head, 2)

@@ -9,6 +9,9 @@ import (
 // What the tests of package export_test use of the package's internals.
 var Detect = detect
 
+// InsightsResults is the format of a CloudWatch Logs Insights query's results.
+const InsightsResults = insightsResults
+
 // AzureDocuments is the format of AKS's records pretty-printed or in an array.
 const AzureDocuments = azureDocuments
 

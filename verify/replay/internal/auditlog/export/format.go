@@ -83,6 +83,8 @@ func (f Format) describe() string {
 		return "CloudWatch Logs subscription (Firehose)"
 	case AzureBlob:
 		return "AKS diagnostic setting (storage account)"
+	case insightsResults:
+		return "CloudWatch Logs Insights query results"
 	case azureDocuments:
 		return "AKS diagnostic setting's records, pretty-printed or in an array"
 	case AzureEventHub:

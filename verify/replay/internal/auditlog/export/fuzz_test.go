@@ -100,11 +100,19 @@ func fuzzRead(f *testing.F, format export.Format) {
 	})
 }
 
-func FuzzReadWebhook(f *testing.F)       { fuzzRead(f, export.Webhook) }
-func FuzzReadCloudWatch(f *testing.F)    { fuzzRead(f, export.CloudWatch) }
-func FuzzReadCloudWatchS3(f *testing.F)  { fuzzRead(f, export.CloudWatchS3) }
-func FuzzReadFirehose(f *testing.F)      { fuzzRead(f, export.Firehose) }
-func FuzzReadAzureBlob(f *testing.F)     { fuzzRead(f, export.AzureBlob) }
+func FuzzReadWebhook(f *testing.F) { fuzzRead(f, export.Webhook) }
+func FuzzReadCloudWatch(f *testing.F) {
+	// A Logs Insights query's results, which eks-cloudwatch reads too.
+	f.Add([]byte(`{"results":[[{"field":"@timestamp","value":"2026-01-01 00:00:01.000"},{"field":"@message","value":"{\"kind\":\"Event\",\"auditID\":\"a\",\"stage\":\"ResponseComplete\"}"}]],"status":"Complete"}`))
+	fuzzRead(f, export.CloudWatch)
+}
+func FuzzReadCloudWatchS3(f *testing.F) { fuzzRead(f, export.CloudWatchS3) }
+func FuzzReadFirehose(f *testing.F)     { fuzzRead(f, export.Firehose) }
+func FuzzReadAzureBlob(f *testing.F) {
+	// Records pretty-printed, or in an array, which aks-blob reads too.
+	f.Add([]byte("[\n  {\"category\": \"kube-audit\", \"properties\": {\"log\": \"{}\"}}\n]"))
+	fuzzRead(f, export.AzureBlob)
+}
 func FuzzReadAzureEventHub(f *testing.F) { fuzzRead(f, export.AzureEventHub) }
 func FuzzReadGKE(f *testing.F)           { fuzzRead(f, export.GKE) }
 func FuzzReadAzureLogAnalytics(f *testing.F) {
@@ -115,7 +123,7 @@ func FuzzReadAzureLogAnalytics(f *testing.F) {
 
 // FuzzDetect detects the format of any bytes, and reads them in it.
 func FuzzDetect(f *testing.F) {
-	for _, h := range []string{`{"kind":"Event"`, `{"records":[`, `[{"insertId":`, "2026-01-01T00:00:00Z {", `{"events":[{"logStreamName"`, `[{"AuditId":"a","Verb":`} {
+	for _, h := range []string{`{"kind":"Event"`, `{"records":[`, `[{"insertId":`, "2026-01-01T00:00:00Z {", `{"events":[{"logStreamName"`, `[{"AuditId":"a","Verb":`, `{"results":[[{"field":"@message","value":"{`, "{\n  \"category\": \"kube-audit\",\n  \"properties\": {"} {
 		f.Add([]byte(h))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

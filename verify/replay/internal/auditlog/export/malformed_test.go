@@ -185,6 +185,21 @@ func TestMalformedEnvelopes(t *testing.T) {
 			`{"category":"kube-audit","properties":{"pod":"p2","log":` + quoted(ev("c", 3)) + `}}` + "\n",
 		want: []string{"1: a", "2: error: record at line 2: properties.log: an event cut after 50 bytes (AKS splits lines longer than 16 KiB into records), whose rest is not in the export", "4: c"},
 	}, {
+		// aws logs get-query-results: a Logs Insights query's rows, newest first (its
+		// default sort), reversed; a row without @message says what the query lacks.
+		name:   "Logs Insights results",
+		format: export.Auto,
+		data: "{\n    \"results\": [\n        [\n            {\"field\": \"@timestamp\", \"value\": \"2026-01-01 00:00:03.400\"},\n            {\"field\": \"@message\", \"value\": " + quoted(ev("c", 3)) + "},\n            {\"field\": \"@ptr\", \"value\": \"x\"}\n        ],\n" +
+			"        [{\"field\": \"@timestamp\", \"value\": \"2026-01-01 00:00:02.400\"}, {\"field\": \"@message\", \"value\": " + quoted(ev("b", 2)) + "}],\n" +
+			"        [{\"field\": \"@timestamp\", \"value\": \"2026-01-01 00:00:01.400\"}, {\"field\": \"@logStream\", \"value\": \"kube-apiserver-audit-1\"}]\n" +
+			"    ],\n    \"statistics\": {\"recordsMatched\": 3.0},\n    \"status\": \"Complete\"\n}\n",
+		want: []string{"9: error: document 1 results[2] (line 9): @message: missing: the query's fields must hold the log event's message (fields @timestamp, @message)", "8: b", "3: c"},
+	}, {
+		name:   "Logs Insights results, the rows alone (--query results)",
+		format: export.CloudWatch,
+		data:   `[[{"field":"@message","value":` + quoted(ev("a", 1)) + `},{"field":"@timestamp","value":"2026-01-01 00:00:01.400"}],[{"field":"@message","value":` + quoted(ev("b", 2)) + `}]]`,
+		want:   []string{"1: a", "1: b"},
+	}, {
 		// A record copied from the portal or printed by jq, az: pretty-printed, one after
 		// the other or in an array.
 		name:   "AKS records pretty-printed",

@@ -165,6 +165,8 @@ func NewReader(file string, r io.Reader, format Format, maxLine int) (*Reader, e
 		format = concatenatedEvents
 	case format == AzureBlob && detect(head) == azureDocuments:
 		format = azureDocuments
+	case format == CloudWatch && detect(head) == insightsResults:
+		format = insightsResults
 	}
 	rd.format = format
 	if format == Plain {

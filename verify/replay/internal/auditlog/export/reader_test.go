@@ -230,6 +230,8 @@ func TestDetect(t *testing.T) {
 		{"storage blob", `{ "time": "2026-11-21T12:35:37Z", "resourceId": "/SUBSCRIPTIONS/X", "category": "kube-audit", "operationName": "Microsoft.ContainerService/managedClusters/diagnosticLogs/Read", "properties": {"log":"{\"kind\":\"Event\"`, export.AzureBlob},
 		{"storage blob, pretty-printed", "{\n  \"time\": \"2026-11-21T12:35:37Z\",\n  \"resourceId\": \"/SUBSCRIPTIONS/X\",\n  \"category\": \"kube-audit\",\n  \"properties\": {", export.AzureDocuments},
 		{"storage blob records in an array", `[{"time":"2026-11-21T12:35:37Z","category":"kube-audit","properties":{"log":"{}"}}]`, export.AzureDocuments},
+		{"logs insights", "{\n    \"results\": [\n        [\n            {\n                \"field\": \"@timestamp\",", export.InsightsResults},
+		{"logs insights --query results", `[[{"field":"@message","value":"{\"kind\"`, export.InsightsResults},
 		{"event hub", `{"records":[{"time":"2026-11-21T12:35:37Z","category":"kube-audit-admin","properties":{"log":"{}"}}]}`, export.AzureEventHub},
 		{"gcloud", "[\n  {\n    \"insertId\": \"x\",\n    \"logName\": \"projects/p/logs/cloudaudit.googleapis.com%2Factivity\",\n    \"protoPayload\": {", export.GKE},
 		{"sink", `{"protoPayload":{"@type":"type.googleapis.com/google.cloud.audit.AuditLog","serviceName":"k8s.io"},"insertId":"x"}`, export.GKE},

@@ -1,0 +1,125 @@
+package export
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"time"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+)
+
+// A CloudWatch Logs Insights query's results, as aws logs get-query-results prints them
+// (https://docs.aws.amazon.com/AmazonCloudWatchLogs/latest/APIReference/API_GetQueryResults.html):
+// {"results": [[{"field": "@timestamp", "value": "2026-11-20 10:00:00.123"}, {"field":
+// "@message", "value": EVENT}, ...], ...], "statistics": ..., "status": "Complete"}, a row a
+// matched log event, its fields those the query's `fields` named (its --query results alone:
+// the rows' array). The rows come as the query sorted them, newest first by default: reversed
+// when so (see reverser). The event is @message's value, whole but where CloudWatch cut it
+// (truncatedMessage, at @timestamp). Detected, or read for eks-cloudwatch when the file is
+// one; not named in Formats.
+const insightsResults Format = "eks-insights"
+
+func init() { readers[insightsResults] = readInsights }
+
+// insightsHead is how a Logs Insights result's file begins: its results, or their rows alone.
+var insightsHead = regexp.MustCompile(`^(\{\s*"results"\s*:\s*)?\[\s*\[\s*\{\s*"(field|value)"`)
+
+func readInsights(in input, yield func(record) bool) {
+	s := newScanner(in.r)
+	rv := newReverser(yield, insightsUnwrap)
+	rows := func(where string) error {
+		return s.array(func(i int) error {
+			line := s.startLine()
+			w := fmt.Sprintf("%s[%d] (line %d)", where, i, line)
+			rec, err := s.element(2*in.maxLine, w, "", func(raw []byte, line int) record { return insightsRowOf(raw, line, w, !rv.decided()) })
+			if err != nil {
+				return err
+			}
+			if !rv.add(rec) {
+				return errStop
+			}
+			return nil
+		})
+	}
+	var err error
+	for doc := 1; err == nil; doc++ {
+		c, perr := s.peek()
+		if perr != nil {
+			if perr != io.EOF {
+				err = perr
+			}
+			break
+		}
+		if c == '[' {
+			err = rows("results")
+			continue
+		}
+		err = s.object(func(name string) error {
+			if name != "results" {
+				return s.skip()
+			}
+			return rows(fmt.Sprintf("document %d results", doc))
+		})
+	}
+	finishArray(rv, err, s.line, yield)
+}
+
+// insightsField is a field of a Logs Insights result's row.
+type insightsField struct {
+	Field string `json:"field"`
+	Value string `json:"value"`
+}
+
+// insightsRowOf is the record of a row's JSON, to unwrap; timed, with its @timestamp.
+func insightsRowOf(raw []byte, line int, where string, timed bool) record {
+	rec := record{data: raw, line: line, unwrap: insightsUnwrap(where), where: where}
+	if timed {
+		var fs []insightsField
+		if json.Unmarshal(raw, &fs) == nil {
+			rec.at = insightsTime(fs)
+		}
+	}
+	return rec
+}
+
+// insightsTime is a row's @timestamp (UTC, to the millisecond, without a zone); the zero time
+// when it has none.
+func insightsTime(fs []insightsField) time.Time {
+	for _, f := range fs {
+		if f.Field == "@timestamp" {
+			t, err := time.Parse("2006-01-02 15:04:05.000", f.Value)
+			if err == nil {
+				return t
+			}
+		}
+	}
+	return time.Time{}
+}
+
+// insightsUnwrap makes a row's record the event its @message holds.
+func insightsUnwrap(where string) func(*record) {
+	return func(r *record) {
+		line := r.line
+		var fs []insightsField
+		if err := json.Unmarshal(r.data, &fs); err != nil {
+			*r = record{line: line, err: recordError(where, "", fmt.Errorf("not a Logs Insights result's row: %v", err))}
+			return
+		}
+		for _, f := range fs {
+			if f.Field != "@message" {
+				continue
+			}
+			msg := []byte(f.Value)
+			if cut, ok := truncatedMessage(msg, insightsTime(fs), auditlog.LostStageTime, line, where, "@message"); ok {
+				*r = cut
+				return
+			}
+			*r = eventRecord(msg, line, auditlog.Loss{})
+			return
+		}
+		*r = record{line: line, err: recordError(where, "@message", errors.New("missing: the query's fields must hold the log event's message (fields @timestamp, @message)"))}
+	}
+}
