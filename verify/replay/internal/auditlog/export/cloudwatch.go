@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -296,7 +298,8 @@ func truncatedMessage(msg []byte, at time.Time, lost auditlog.Lost, line int, wh
 	if !bytes.HasSuffix(bytes.TrimRight(msg, " \r\n"), []byte(cloudWatchTruncated)) {
 		return record{}, false
 	}
-	if ev, ok := cutEvent(msg, at); ok {
+	ev, missing := cutEvent(msg, at)
+	if missing == nil {
 		return eventRecord(ev, line, auditlog.Loss{Export: ExportCloudWatch, Lost: cutLost | lost}), true
 	}
 	id := ""
@@ -307,7 +310,7 @@ func truncatedMessage(msg []byte, at time.Time, lost auditlog.Lost, line int, wh
 			id = " of audit ID " + string(msg[i+11:i+11+j])
 		}
 	}
-	why := "what it kept does not hold its audit ID, stage, verb and request URI"
+	why := "what it kept of its head (what the request was, and how it ended) lacks " + strings.Join(missing, ", ")
 	if at.IsZero() {
 		why = "its log event has no timestamp"
 	}
@@ -321,12 +324,13 @@ var cutHead = map[string]bool{"kind": true, "apiVersion": true, "auditID": true,
 
 // cutEvent rebuilds the event whose JSON msg begins with, cut: the members of its head msg
 // holds whole, at level Metadata (its objects are lost), completed at (CloudWatch's timestamp
-// of the log event, which is the event's stage time to the millisecond); false when msg does
-// not hold the audit ID, stage, verb and request URI, when it is cut inside the head (a
-// response status cut, say), or when at is zero.
-func cutEvent(msg []byte, at time.Time) ([]byte, bool) {
+// of the log event, the latest it can have completed: see cutTimestamp); missing, when not
+// nil, are the members of its head msg does not hold whole (its audit ID, stage, verb and
+// request URI, or the member of its head it is cut inside: a response status cut, say), and
+// it is none when at is zero.
+func cutEvent(msg []byte, at time.Time) (ev []byte, missing []string) {
 	if at.IsZero() {
-		return nil, false
+		return nil, []string{}
 	}
 	out := append(make([]byte, 0, 1024), '{')
 	need := map[string]bool{"auditID": true, "stage": true, "verb": true, "requestURI": true}
@@ -349,11 +353,11 @@ func cutEvent(msg []byte, at time.Time) ([]byte, bool) {
 		return end, true
 	})
 	if len(need) > 0 {
-		return nil, false
+		return nil, slices.Sorted(maps.Keys(need))
 	}
 	out = append(out, `,"level":"Metadata","stageTimestamp":`...)
 	out = appendJSONString(out, at.UTC().Format(time.RFC3339Nano))
-	return append(out, '}'), true
+	return append(out, '}'), nil
 }
 
 // logEventTime is the timestamp of a log event's JSON (milliseconds since the epoch); the

@@ -48,7 +48,7 @@ func TestCloudWatchCut(t *testing.T) {
 		name:   "cut inside the response status",
 		format: export.CloudWatch,
 		data:   cw(big[:strings.Index(big, `"code":200`)+4], true),
-		want:   []string{`1: error: document 1: events[0].message: the event of audit ID a was cut by CloudWatch Logs at its event size limit (407 bytes kept, ending "[Truncated...]"), and what it kept does not hold its audit ID, stage, verb and request URI: lost by the export, not replayed`},
+		want:   []string{`1: error: document 1: events[0].message: the event of audit ID a was cut by CloudWatch Logs at its event size limit (407 bytes kept, ending "[Truncated...]"), and what it kept of its head (what the request was, and how it ended) lacks responseStatus: lost by the export, not replayed`},
 	}, {
 		name:   "no timestamp",
 		format: export.CloudWatch,

@@ -104,7 +104,7 @@ func TestMalformedEnvelopes(t *testing.T) {
 			"2026-01-01T00:00:04 " + ev("d", 4)[:120] + "[Truncated...]\n" +
 			"2026-01-01T00:00:05 " + ev("e", 5)[:strings.Index(ev("e", 5), `,"stageTimestamp"`)] + `,"requestObject":{"kind":"DeleteOptions","x":"[Truncated...]` + "\n",
 		want: []string{"1: a", "2: b", "3: not an event: not JSON: invalid character 'k' looking for beginning of value",
-			`4: error: line 4: MESSAGE: the event of audit ID d was cut by CloudWatch Logs at its event size limit (134 bytes kept, ending "[Truncated...]"), and what it kept does not hold its audit ID, stage, verb and request URI: lost by the export, not replayed`,
+			`4: error: line 4: MESSAGE: the event of audit ID d was cut by CloudWatch Logs at its event size limit (134 bytes kept, ending "[Truncated...]"), and what it kept of its head (what the request was, and how it ended) lacks requestURI, verb: lost by the export, not replayed`,
 			"5: e"},
 	}, {
 		// aws logs tail of the whole log group prints every stream; --format short names
