@@ -273,13 +273,6 @@ func (j *job) likelyOutcome() {
 	default:
 		w.Outcome, w.Decided = j.result.dec, j.result.dec != nil
 	}
-	if c.withinSecond {
-		// The write may have completed up to a second before the log's order has it: which
-		// came first is not known.
-		worlds[0].Likely, worlds[0].If = false, "the write at "+c.by+" completed after this request read the object, as the log's order has it"
-		worlds = append(worlds, world{Likely: true, Undecided: &indeterminateError{because(ReasonOldObjectUnknown,
-			"whether the write at "+c.by+", which the log records after this request, completed before this request read the object: its export gives when it completed only within the second before the time it gives")}})
-	}
 	if j.byAnnotations() && worlds[0].Decided && worlds[1].Decided {
 		for i := range worlds {
 			worlds[i].Evidence = decide.Disagrees
@@ -287,6 +280,15 @@ func (j *job) likelyOutcome() {
 				worlds[i].Evidence = decide.Agrees
 			}
 		}
+	}
+	alike := worlds[0].Decided && worlds[1].Decided && sameOutcome(worlds[0].Outcome, worlds[1].Outcome)
+	chosen := worlds[0].Evidence != decide.NoEvidence && worlds[0].Evidence != worlds[1].Evidence
+	if c.withinSecond && !alike && !chosen {
+		// The write may have completed up to a second before the log's order has it: which
+		// came first is not known, unless both decide alike or the log's verdicts say.
+		worlds[0].Likely, worlds[0].If = false, "the write at "+c.by+" completed after this request read the object, as the log's order has it"
+		worlds = append(worlds, world{Likely: true, Undecided: &indeterminateError{because(ReasonOldObjectUnknown,
+			"whether the write at "+c.by+", which the log records after this request, completed before this request read the object: its export gives when it completed only within the second before the time it gives")}})
 	}
 	res := decide.Resolve(worlds, sameOutcome)
 	if res.Chosen == &worlds[1] {
