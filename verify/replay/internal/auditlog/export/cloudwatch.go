@@ -87,15 +87,39 @@ func logEventOf(raw []byte, line int, where, field string) record {
 	return record{data: raw, line: line, unwrap: func(r *record) { *r = logEventRecord(r.data, line, where, field) }}
 }
 
-// logEventRecord is the record of a log event's JSON.
+// logEventRecord is the record of a log event's JSON. filter-log-events over the whole log
+// group interleaves its streams: another stream's event is skipped (see fromOtherStream).
 func logEventRecord(raw []byte, line int, where, field string) record {
 	if v, ok := member(raw, "logStreamName"); ok {
-		// filter-log-events over the whole log group interleaves its streams.
 		if name, _ := unquote(v); otherStream(string(name)) {
-			putBuf(raw)
-			return record{line: line, skip: otherStreamSkip(string(name), "aws logs filter-log-events without --log-stream-name-prefix kube-apiserver-audit reads every stream of the log group")}
+			r := record{data: raw, line: line}
+			fromOtherStream(func(r *record) { *r = logEventMessage(r.data, line, where, field) }, string(name),
+				"aws logs filter-log-events without --log-stream-name-prefix kube-apiserver-audit reads every stream of the log group")(&r)
+			return r
 		}
 	}
+	return logEventMessage(raw, line, where, field)
+}
+
+// fromOtherStream makes unwrap's record of a log event of another stream than the audit log's
+// a skipped one, unless its message is an audit event after all (a log group whose audit
+// stream is named otherwise): why says how it came in.
+func fromOtherStream(unwrap func(*record), stream, why string) func(*record) {
+	return func(r *record) {
+		line := r.line
+		unwrap(r)
+		if r.skip != "" || r.err == nil && startsAuditEvent(r.data) {
+			return
+		}
+		if r.err == nil {
+			putBuf(r.data)
+		}
+		*r = record{line: line, skip: otherStreamSkip(stream, why)}
+	}
+}
+
+// logEventMessage is the record of the event a log event's JSON holds as its message.
+func logEventMessage(raw []byte, line int, where, field string) record {
 	if msg, ok := appendMemberString(getBuf(len(raw)), raw, "message"); ok {
 		// A cut event's time is the log event's timestamp: see cutTimestamp.
 		if cut, ok := truncatedMessage(msg, logEventTime(raw), auditlog.LostStageTime, line, where, field+".message"); ok {
@@ -124,10 +148,11 @@ func readCloudWatchS3(in input, yield func(record) bool) {
 			}
 			// aws logs tail of the whole log group prints every stream.
 			const tailAll = "aws logs tail of the log group prints every stream (--log-stream-name-prefix kube-apiserver-audit prints the audit log's alone)"
-			if stream, ok := streamOf(msg); ok && otherStream(stream) {
+			stream, named := streamOf(msg)
+			msg = cutStreamName(msg)
+			if named && otherStream(stream) && !startsAuditEvent(msg) {
 				return record{line: num, skip: otherStreamSkip(stream, tailAll)}
 			}
-			msg = cutStreamName(msg)
 			if otherLogLine(msg) {
 				return record{line: num, skip: "a line of another log of the log group (klog's or logrus's), not an audit event: " + tailAll}
 			}
@@ -186,13 +211,13 @@ func cutStreamName(msg []byte) []byte {
 	return rest
 }
 
-// streamOf is the name of the log stream aws logs tail prints before a message that is not
-// an event's JSON ("STREAM MESSAGE": another stream's line), when it is one as EKS names them
+// streamOf is the name of the log stream aws logs tail prints before a message ("STREAM
+// MESSAGE"), when it is one as EKS names them
 // (kube-apiserver-audit-0123abcd..., authenticator-..., kube-controller-manager-...:
 // lowercase letters, digits and hyphens); ok is false otherwise.
 func streamOf(msg []byte) (stream string, ok bool) {
-	name, rest, ok := bytes.Cut(msg, []byte(" "))
-	if !ok || len(name) == 0 || len(name) > 512 || bytes.IndexByte(name, '-') < 0 || (len(rest) > 0 && rest[0] == '{') {
+	name, _, ok := bytes.Cut(msg, []byte(" "))
+	if !ok || len(name) == 0 || len(name) > 512 || bytes.IndexByte(name, '-') < 0 {
 		return "", false
 	}
 	for _, c := range name {
@@ -246,7 +271,7 @@ func readFirehose(in input, yield func(record) bool) {
 						return err
 					case otherStream(stream):
 						// A subscription delivers every stream of the log group.
-						rec = record{line: rec.line, skip: otherStreamSkip(stream, "a CloudWatch Logs subscription delivers every stream of the log group")}
+						rec.unwrap = fromOtherStream(rec.unwrap, stream, "a CloudWatch Logs subscription delivers every stream of the log group")
 						fallthrough
 					case messageType == "DATA_MESSAGE":
 						return send(yield, rec)

@@ -125,8 +125,13 @@ func TestMalformedEnvelopes(t *testing.T) {
 		name:   "filter-log-events: other streams of the log group",
 		format: export.CloudWatch,
 		data: `{"events":[{"logStreamName":"kube-apiserver-8c0c1d2e","timestamp":1,"message":"I0101 00:00:01.000000 1 controller.go:1] started"},` +
-			`{"logStreamName":"kube-apiserver-audit-8c0c1d2e","timestamp":2,"message":` + quoted(ev("b", 2)) + `}]}`,
-		want: []string{"1: skipped: a log event of the stream kube-apiserver-8c0c1d2e, not of kube-apiserver's audit log (kube-apiserver-audit-*): aws logs filter-log-events without --log-stream-name-prefix kube-apiserver-audit reads every stream of the log group", "1: b"},
+			`{"logStreamName":"cloud-controller-manager-8c0c1d2e","timestamp":1,"message":"{\"ts\":1,\"msg\":\"started\"}"},` +
+			`{"logStreamName":"kube-apiserver-audit-8c0c1d2e","timestamp":2,"message":` + quoted(ev("b", 2)) + `},` +
+			// A log group of one's own, whose audit stream is named otherwise: its events are.
+			`{"logStreamName":"ip-10-0-1-5.audit","timestamp":3,"message":` + quoted(ev("c", 3)) + `}]}`,
+		want: []string{"1: skipped: a log event of the stream kube-apiserver-8c0c1d2e, not of kube-apiserver's audit log (kube-apiserver-audit-*): aws logs filter-log-events without --log-stream-name-prefix kube-apiserver-audit reads every stream of the log group",
+			"1: skipped: a log event of the stream cloud-controller-manager-8c0c1d2e, not of kube-apiserver's audit log (kube-apiserver-audit-*): aws logs filter-log-events without --log-stream-name-prefix kube-apiserver-audit reads every stream of the log group",
+			"1: b", "1: c"},
 	}, {
 		// A UTF-8 byte order mark (PowerShell 7's Out-File, Notepad) is not the log's.
 		name:   "a byte order mark before an AKS blob's first record",
