@@ -311,8 +311,11 @@ func (r *Replayer) conflictAfterFirstAttempt(ctx context.Context, w evalWorker, 
 			// An attempt refused on that copy is retried on the live object, which fails the
 			// precondition (etcd3's GuaranteedUpdate answers a stale attempt's error only when
 			// the copy was current): 409 Conflict either way, and the response shows no
-			// decision. Left refused before admission: what the log shows of it is the
-			// response's.
+			// decision. The live attempt is refused before admission; the note says what
+			// the first one did.
+			if dec != nil {
+				j.rec.note = "the live attempt failed its resourceVersion precondition; the first, on kube-apiserver's watch cache copy of " + sp.Source + ", was refused by validating admission (the log's annotations show it ran), and the store ran the request again"
+			}
 			return false
 		}
 		out.fill(dec)

@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -226,10 +227,15 @@ func TestConflictAfterFirstAttempt(t *testing.T) {
 		// unannotated: the policy publishes an annotation, which the log records of the
 		// update before and not of this one.
 		unannotated bool
+		// refused: the policy refuses the request on that copy.
+		refused bool
 	}{
 		{name: "the log's annotation shows admission ran", annotated: true, received: "02.020000", certainty: CertaintyCertain},
 		// Nothing in the log shows admission ran: the watch cache likely held the write.
 		{name: "no annotation", received: "02.020000", skipped: true},
+		// Refused on that copy, the request was run again on the live object: 409 either
+		// way, the live attempt refused before admission, the first one's refusal noted.
+		{name: "refused on that copy", annotated: true, refused: true, received: "02.020000", skipped: true},
 		// The log shows the policy installed, and what admission on that copy would have
 		// published is not there (random parity seed m:766).
 		{name: "the policy's annotation missing", annotated: true, unannotated: true, received: "02.020000", skipped: true},
@@ -240,7 +246,11 @@ func TestConflictAfterFirstAttempt(t *testing.T) {
 		{name: "a second later", received: "03.500000", skipped: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, b := levelPolicy("old-v", "configmaps", admissionregistrationv1.Update, nil, "oldObject.data.v != 'z'")
+			expr := "oldObject.data.v != 'z'"
+			if tc.refused {
+				expr = "oldObject.data.v != 'a'"
+			}
+			p, b := levelPolicy("old-v", "configmaps", admissionregistrationv1.Update, nil, expr)
 			if tc.ignore {
 				p.Spec.FailurePolicy = ptr.To(admissionregistrationv1.Ignore)
 			}
@@ -297,6 +307,11 @@ func TestConflictAfterFirstAttempt(t *testing.T) {
 				attempted := rec != nil && slices.ContainsFunc(rec.Notes, func(n string) bool { return strings.Contains(n, "first attempt ran admission") })
 				if rec == nil || rec.Decision != DecisionIndeterminate || rec.Reason != ReasonExportLost || !attempted || !strings.Contains(rec.OldObjectSource, "audit.jsonl:1") {
 					t.Errorf("the update: %s, want indeterminate (%s) on the first attempt on the version the create stored", describeRecord(rec), ReasonExportLost)
+				}
+			case tc.refused:
+				noted := slices.ContainsFunc(slices.Collect(maps.Keys(sum.Skipped)), func(k string) bool { return strings.Contains(k, "was refused by validating admission") })
+				if rec != nil || !noted {
+					t.Errorf("the update: %s, skipped %v, want refused before admission, the first attempt's refusal noted", describeRecord(rec), sum.Skipped)
 				}
 			case tc.skipped:
 				if rec != nil || sum.Skipped["rejected-before-admission (Conflict)"] != 1 {
