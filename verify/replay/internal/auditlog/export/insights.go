@@ -99,27 +99,37 @@ func insightsTime(fs []insightsField) time.Time {
 	return time.Time{}
 }
 
-// insightsUnwrap makes a row's record the event its @message holds.
+// insightsUnwrap makes a row's record the event its @message holds; a row of another log
+// stream than the audit log's (its @logStream, when the query's fields hold it) is skipped,
+// unless its message is an audit event (see fromOtherStream).
 func insightsUnwrap(where string) func(*record) {
 	return func(r *record) {
-		line := r.line
 		var fs []insightsField
 		if err := json.Unmarshal(r.data, &fs); err != nil {
-			*r = record{line: line, err: recordError(where, "", fmt.Errorf("not a Logs Insights result's row: %v", err))}
+			*r = record{line: r.line, err: recordError(where, "", fmt.Errorf("not a Logs Insights result's row: %v", err))}
 			return
 		}
 		for _, f := range fs {
-			if f.Field != "@message" {
-				continue
-			}
-			msg := []byte(f.Value)
-			if cut, ok := truncatedMessage(msg, insightsTime(fs), auditlog.LostStageTime, line, where, "@message"); ok {
-				*r = cut
+			if f.Field == "@logStream" && otherStream(f.Value) {
+				fromOtherStream(func(r *record) { *r = insightsEvent(fs, r.line, where) }, f.Value, "a Logs Insights query without filter @logStream like /kube-apiserver-audit/ reads every stream of the log group")(r)
 				return
 			}
-			*r = eventRecord(msg, line, auditlog.Loss{})
-			return
 		}
-		*r = record{line: line, err: recordError(where, "@message", errors.New("missing: the query's fields must hold the log event's message (fields @timestamp, @message)"))}
+		*r = insightsEvent(fs, r.line, where)
 	}
+}
+
+// insightsEvent is the record of the event a row's @message holds.
+func insightsEvent(fs []insightsField, line int, where string) record {
+	for _, f := range fs {
+		if f.Field != "@message" {
+			continue
+		}
+		msg := []byte(f.Value)
+		if cut, ok := truncatedMessage(msg, insightsTime(fs), auditlog.LostStageTime, line, where, "@message"); ok {
+			return cut
+		}
+		return eventRecord(msg, line, auditlog.Loss{})
+	}
+	return record{line: line, err: recordError(where, "@message", errors.New("missing: the query's fields must hold the log event's message (fields @timestamp, @message)"))}
 }

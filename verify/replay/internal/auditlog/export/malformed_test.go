@@ -202,8 +202,10 @@ func TestMalformedEnvelopes(t *testing.T) {
 	}, {
 		name:   "Logs Insights results, the rows alone (--query results)",
 		format: export.CloudWatch,
-		data:   `[[{"field":"@message","value":` + quoted(ev("a", 1)) + `},{"field":"@timestamp","value":"2026-01-01 00:00:01.400"}],[{"field":"@message","value":` + quoted(ev("b", 2)) + `}]]`,
-		want:   []string{"1: a", "1: b"},
+		data: `[[{"field":"@message","value":` + quoted(ev("a", 1)) + `},{"field":"@timestamp","value":"2026-01-01 00:00:01.400"}],[{"field":"@message","value":` + quoted(ev("b", 2)) + `}],` +
+			// Of another stream of the log group, when the query did not filter them out.
+			`[{"field":"@logStream","value":"kube-apiserver-8c0c1d2e"},{"field":"@message","value":"I0101 00:00:03.000000 1 controller.go:1] started"}]]`,
+		want: []string{"1: a", "1: b", "1: skipped: a log event of the stream kube-apiserver-8c0c1d2e, not of kube-apiserver's audit log (kube-apiserver-audit-*): a Logs Insights query without filter @logStream like /kube-apiserver-audit/ reads every stream of the log group"},
 	}, {
 		// A record copied from the portal or printed by jq, az: pretty-printed, one after
 		// the other or in an array.
