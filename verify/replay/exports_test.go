@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -660,6 +661,27 @@ func TestCutStampedLate(t *testing.T) {
 				t.Errorf("the export's replay: %s, want admit, certain (the policy's matchCondition skips it)", describeRecord(rec))
 			case tt.decision != DecisionAdmit && (rec == nil || rec.Decision != tt.decision || rec.Reason != tt.reason || !strings.Contains(rec.Indeterminate, "only within the second before the time it gives")):
 				t.Errorf("the export's replay: %s, want %s %s", describeRecord(rec), tt.decision, tt.reason)
+			}
+		})
+	}
+}
+
+// TestExportMalformedEventField: an event that does not decode, inside an export's record, is
+// said to be so with the record's field that holds it (as a malformed line names file and
+// line).
+func TestExportMalformedEventField(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("any", "configmaps", admissionregistrationv1.Create, nil, "true")
+	bad := `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"x","stage":"ResponseComplete","verb":5}`
+	for _, tt := range []struct{ name, data, want string }{
+		{"AKS blob", `{"category":"kube-audit","resourceId":"/X","properties":{"log":` + strconv.Quote(bad) + `}}`, "properties.log: not an audit.k8s.io/v1 Event: verb is a JSON number, not a string"},
+		{"filter-log-events", `{"events":[{"logStreamName":"kube-apiserver-audit-1","timestamp":1,"message":` + strconv.Quote(bad) + `}]}`, "events[0].message: not an audit.k8s.io/v1 Event: verb is a JSON number, not a string"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			sum, _ := replayLinesWith(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, nil, tt.data)
+			if len(sum.Malformed) != 1 || sum.Malformed[0].Reason != tt.want {
+				t.Errorf("malformed %v, want one: %q", sum.Malformed, tt.want)
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package replay
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"hash/maphash"
 	"runtime"
 	"sync"
@@ -160,6 +161,9 @@ func decodeLine(l auditlog.Line, prepare func(*decoded)) decoded {
 	}
 	d.ev, d.err = auditlog.Decode(l.Data)
 	if d.err != nil {
+		if l.Field != "" {
+			d.err = fmt.Errorf("%s: %w", l.Field, d.err)
+		}
 		return d
 	}
 	d.ev.Loss = l.Loss // what an export lost of the event

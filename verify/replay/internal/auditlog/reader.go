@@ -51,6 +51,10 @@ type Line struct {
 	// later than its reader puts events back in order (Data is nil): the replay counts it
 	// as a duplicate and does not replay it.
 	Duplicate bool
+	// Field is where the export's record holds the event ("properties.log",
+	// "events[3].message"), for what is said of an event that does not decode; "" for a
+	// log backend's line.
+	Field string
 }
 
 // Reader reads the lines of one log with a bounded buffer, transparently decompressing gzip.

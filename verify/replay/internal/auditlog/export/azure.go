@@ -96,7 +96,7 @@ func (j *joiner) add(rec record, emit func(record)) {
 				if whole(p.data) {
 					delete(j.pending, key)
 					j.forget(key)
-					emit(aksEvent(p.data, p.line, stageOf(p.data)))
+					emit(inField(aksEvent(p.data, p.line, stageOf(p.data)), p.field))
 				}
 				return
 			}
@@ -110,7 +110,7 @@ func (j *joiner) add(rec record, emit func(record)) {
 		return
 	case rec.piece.whole || !rec.piece.starts:
 		// Whole, or not an event at all (which the decoder says).
-		emit(aksEvent(log, line, rec.at))
+		emit(inField(aksEvent(log, line, rec.at), rec.piece.field))
 		return
 	}
 	if len(j.pending) >= maxPieces {

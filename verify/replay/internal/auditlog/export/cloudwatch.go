@@ -126,7 +126,7 @@ func logEventMessage(raw []byte, line int, where, field string) record {
 			return cut
 		}
 		putBuf(raw) // the log event's bytes: the message is copied out
-		return eventRecord(msg, line, auditlog.Loss{})
+		return inField(eventRecord(msg, line, auditlog.Loss{}), field+".message")
 	}
 	var e logEvent
 	if err := json.Unmarshal(raw, &e); err != nil {
@@ -135,7 +135,7 @@ func logEventMessage(raw []byte, line int, where, field string) record {
 	if e.Message == nil {
 		return record{line: line, err: recordError(where, field+".message", errors.New("missing"))}
 	}
-	return eventRecord([]byte(*e.Message), line, auditlog.Loss{})
+	return inField(eventRecord([]byte(*e.Message), line, auditlog.Loss{}), field+".message")
 }
 
 func readCloudWatchS3(in input, yield func(record) bool) {
@@ -160,7 +160,7 @@ func readCloudWatchS3(in input, yield func(record) bool) {
 			if cut, ok := truncatedMessage(msg, at, auditlog.LostStageTime, num, fmt.Sprintf("line %d", num), "MESSAGE"); ok {
 				return cut
 			}
-			return eventRecord(append(getBuf(len(msg)), msg...), num, auditlog.Loss{})
+			return inField(eventRecord(append(getBuf(len(msg)), msg...), num, auditlog.Loss{}), "MESSAGE")
 		}
 		return record{line: num, err: recordError(fmt.Sprintf("line %d", num), "TIMESTAMP", errors.New(`not a line of a CloudWatch Logs export: "TIMESTAMP MESSAGE" expected`))}
 	})

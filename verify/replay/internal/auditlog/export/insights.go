@@ -129,7 +129,7 @@ func insightsEvent(fs []insightsField, line int, where string) record {
 		if cut, ok := truncatedMessage(msg, insightsTime(fs), auditlog.LostStageTime, line, where, "@message"); ok {
 			return cut
 		}
-		return eventRecord(msg, line, auditlog.Loss{})
+		return inField(eventRecord(msg, line, auditlog.Loss{}), "@message")
 	}
 	return record{line: line, err: recordError(where, "@message", errors.New("missing: the query's fields must hold the log event's message (fields @timestamp, @message)"))}
 }

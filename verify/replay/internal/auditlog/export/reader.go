@@ -47,6 +47,8 @@ type record struct {
 	// dup says the event is one handed over already, delivered again later than the reorder
 	// window (see reorder).
 	dup bool
+	// field is where the envelope's record holds the event (auditlog.Line.Field).
+	field string
 }
 
 // input is what a format reads: the decompressed file, with its name and the longest record
@@ -343,7 +345,7 @@ func (r *Reader) toLine(rec record) auditlog.Line {
 	if rec.dry != nil && rec.err == nil {
 		r.dry.settle(&rec)
 	}
-	l := auditlog.Line{File: r.file, Num: rec.line, Err: rec.err, Loss: rec.loss}
+	l := auditlog.Line{File: r.file, Num: rec.line, Err: rec.err, Loss: rec.loss, Field: rec.field}
 	if rec.err == nil {
 		// The log backend's lines end with a newline: so do these (the size a summary counts).
 		r.line = append(append(r.line[:0], rec.data...), '\n')

@@ -44,7 +44,7 @@ func readWebhook(in input, yield func(record) bool) {
 						if raw[0] != '{' {
 							return record{line: line, err: recordError(where, field, errors.New("not an object"))}
 						}
-						return eventRecord(raw, line, auditlog.Loss{})
+						return inField(eventRecord(raw, line, auditlog.Loss{}), field)
 					})
 					if err != nil {
 						return err
@@ -67,6 +67,12 @@ var errStop = errors.New("stop")
 // eventRecord is the record of an event's JSON, which it keeps.
 func eventRecord(data []byte, line int, loss auditlog.Loss) record {
 	return record{data: data, line: line, loss: loss, at: stageOf(data)}
+}
+
+// inField is rec, its event held in the envelope's record's field.
+func inField(rec record, field string) record {
+	rec.field = field
+	return rec
 }
 
 // stageOf reads the stageTimestamp of an event without decoding it: the last member of that
