@@ -180,7 +180,7 @@ type Malformed struct {
 	Reason string `json:"reason"`
 
 	unreadable bool // where reading stopped (see Summary.Unreadable)
-	encoding   bool // not UTF-8 (auditlog.ErrEncoding): whole, not damaged
+	convert    bool // in a form a replay does not read (auditlog.ConvertError): whole, not damaged
 }
 
 // MaxChanges is how many changed requests a Summary lists.
@@ -270,7 +270,8 @@ func (s *Summary) lineError(file string, line int, err error) {
 		s.malformed(file, line, err.Error())
 		return
 	}
-	m := Malformed{File: file, Line: line, Reason: err.Error(), unreadable: true, encoding: errors.Is(err, auditlog.ErrEncoding)}
+	var ce *auditlog.ConvertError
+	m := Malformed{File: file, Line: line, Reason: err.Error(), unreadable: true, convert: errors.As(err, &ce)}
 	s.Unreadable = append(s.Unreadable, m)
 	s.MalformedCount++
 	if len(s.Malformed) < MaxMalformed {

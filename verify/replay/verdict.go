@@ -193,7 +193,7 @@ func (g Gate) verdict(s *Summary) *Verdict {
 		fail(ReasonInterrupted, s.Lines, "interrupted after %d lines: the summary is of what was read", s.Lines)
 	}
 	for _, u := range s.Unreadable {
-		if u.encoding {
+		if u.convert {
 			fail(ReasonUnreadable, 1, "%s", u)
 			continue
 		}

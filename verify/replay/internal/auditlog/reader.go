@@ -20,9 +20,12 @@ type ReadError struct{ Err error }
 func (e *ReadError) Error() string { return e.Err.Error() }
 func (e *ReadError) Unwrap() error { return e.Err }
 
-// ErrEncoding says a log is not in the encoding a replay reads (UTF-8): the file is whole, and
-// converted it reads.
-var ErrEncoding = errors.New("not UTF-8")
+// ConvertError is a log in a form a replay does not read (UTF-16 text, gcloud's YAML): the file
+// is whole, and converted it reads.
+type ConvertError struct{ Err error }
+
+func (e *ConvertError) Error() string { return e.Err.Error() }
+func (e *ConvertError) Unwrap() error { return e.Err }
 
 // DefaultMaxLineBytes is the longest log line a replay reads; longer lines are reported as
 // malformed and skipped, and the rest of the file is replayed.

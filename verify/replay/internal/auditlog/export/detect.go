@@ -27,6 +27,8 @@ func detect(head []byte) Format {
 		return Plain
 	case insightsHead.Match(head):
 		return insightsResults
+	case gcloudYAML.Match(head):
+		return gkeYAML
 	case c == '[':
 		// An array of records: gcloud's, az's. Its first element's members say so.
 		k := keysOf(head, 2)

@@ -246,6 +246,14 @@ func mapGKE(raw []byte) (ev *gkeEvent, at time.Time, lost auditlog.Lost, field s
 	return ev, at, lost, "", nil
 }
 
+// gkeYAML is gcloud logging read's default output, YAML documents, which vapc does not read
+// (NewReader says to print JSON): detected, never read.
+const gkeYAML Format = "gke-yaml"
+
+// gcloudYAML is how gcloud logging read's YAML begins: an entry's members, sorted, at the
+// start of a line, after a document marker.
+var gcloudYAML = regexp.MustCompile(`^(---\s*\n)?(insertId|labels|logName|operation|protoPayload|receiveTimestamp|resource|severity|timestamp):[ \n]`)
+
 // gkeDryRunLabel is the label GKE puts on the entries of dry-run requests
 // (https://cloud.google.com/kubernetes-engine/docs/how-to/audit-logging: "GKE populates these
 // audit entries with the command.gke.io/dryRun label").

@@ -153,7 +153,7 @@ func NewReader(file string, r io.Reader, format Format, maxLine int) (*Reader, e
 		base += 3
 	case bytes.HasPrefix(mark, []byte{0xff, 0xfe}) || bytes.HasPrefix(mark, []byte{0xfe, 0xff}):
 		rd.Close()
-		return nil, fmt.Errorf("%s: UTF-16 text (byte order mark %X), %w: convert it (iconv -f UTF-16 -t UTF-8 %s; Windows PowerShell 5.1's > writes UTF-16, Out-File -Encoding utf8 does not)", file, mark[:2], auditlog.ErrEncoding, file)
+		return nil, &auditlog.ConvertError{Err: fmt.Errorf("%s: UTF-16 text (byte order mark %X), not UTF-8: convert it (iconv -f UTF-16 -t UTF-8 %s; Windows PowerShell 5.1's > writes UTF-16, Out-File -Encoding utf8 does not)", file, mark[:2], file)}
 	}
 	head, _ := br.Peek(detectBytes)
 	switch {
@@ -171,6 +171,10 @@ func NewReader(file string, r io.Reader, format Format, maxLine int) (*Reader, e
 		format = insightsResults
 	}
 	rd.format = format
+	if format == gkeYAML {
+		rd.Close()
+		return nil, &auditlog.ConvertError{Err: fmt.Errorf("%s: gcloud logging read's YAML, which vapc does not read: print the entries as JSON (gcloud logging read --format=json)", file)}
+	}
 	if format == Plain {
 		lr, c, err := auditlog.NewReader(file, br, maxLine)
 		if err != nil {

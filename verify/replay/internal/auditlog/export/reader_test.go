@@ -509,7 +509,7 @@ func TestFirehoseExtractedLines(t *testing.T) {
 
 // TestEncodings: a UTF-8 byte order mark is dropped, before a plain log and before an array
 // read back from its file by offsets (gcloud's newest first); UTF-16 text (what Windows
-// PowerShell 5.1's > writes) is refused with what to do.
+// PowerShell 5.1's > writes) and gcloud's YAML are refused with what to do.
 func TestEncodings(t *testing.T) {
 	t.Parallel()
 	log := readLog(t, recorded[0])
@@ -543,9 +543,18 @@ func TestEncodings(t *testing.T) {
 			t.Fatalf("gcloud's array from a file after a byte order mark: line %d: %q (%v), want %q", i, got[i].data, got[i].err, fromMemory[i].data)
 		}
 	}
+	// gcloud logging read's default output, YAML, is refused with the flag that prints JSON.
+	for _, head := range []string{"---\ninsertId: abc\nlogName: projects/p/logs/x\n", "insertId: abc\nprotoPayload:\n  methodName: x\n"} {
+		_, err := export.NewReader("gcloud.yaml", strings.NewReader(head), export.Auto, auditlog.DefaultMaxLineBytes)
+		var ce *auditlog.ConvertError
+		if err == nil || !errors.As(err, &ce) || !strings.Contains(err.Error(), "gcloud.yaml: gcloud logging read's YAML") || !strings.Contains(err.Error(), "--format=json") {
+			t.Errorf("gcloud's YAML %q: %v, want an error naming the file and the flag that prints JSON", head, err)
+		}
+	}
 	for _, bom := range [][]byte{{0xff, 0xfe}, {0xfe, 0xff}} {
 		_, err := export.NewReader("utf16.json", bytes.NewReader(append(bom, '{', 0)), export.Auto, auditlog.DefaultMaxLineBytes)
-		if err == nil || !errors.Is(err, auditlog.ErrEncoding) || !strings.Contains(err.Error(), "utf16.json: UTF-16 text") || !strings.Contains(err.Error(), "iconv -f UTF-16 -t UTF-8") {
+		var ce *auditlog.ConvertError
+		if err == nil || !errors.As(err, &ce) || !strings.Contains(err.Error(), "utf16.json: UTF-16 text") || !strings.Contains(err.Error(), "iconv -f UTF-16 -t UTF-8") {
 			t.Errorf("UTF-16 (byte order mark %X): %v, want an error naming the file and how to convert it", bom, err)
 		}
 	}
