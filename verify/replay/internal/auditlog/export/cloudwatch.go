@@ -88,12 +88,12 @@ func logEventOf(raw []byte, line int, where, field string) record {
 }
 
 // logEventRecord is the record of a log event's JSON. filter-log-events over the whole log
-// group interleaves its streams: another stream's event is skipped (see fromOtherStream).
+// group interleaves its streams: another stream's event is skipped (see otherStreamUnwrap).
 func logEventRecord(raw []byte, line int, where, field string) record {
 	if v, ok := member(raw, "logStreamName"); ok {
 		if name, _ := unquote(v); otherStream(string(name)) {
 			r := record{data: raw, line: line}
-			fromOtherStream(func(r *record) { *r = logEventMessage(r.data, line, where, field) }, string(name),
+			otherStreamUnwrap(func(r *record) { *r = logEventMessage(r.data, line, where, field) }, string(name),
 				"aws logs filter-log-events without --log-stream-name-prefix kube-apiserver-audit reads every stream of the log group")(&r)
 			return r
 		}
@@ -101,21 +101,33 @@ func logEventRecord(raw []byte, line int, where, field string) record {
 	return logEventMessage(raw, line, where, field)
 }
 
-// fromOtherStream makes unwrap's record of a log event of another stream than the audit log's
-// a skipped one, unless its message is an audit event after all (a log group whose audit
-// stream is named otherwise): why says how it came in.
-func fromOtherStream(unwrap func(*record), stream, why string) func(*record) {
+// otherStreamUnwrap makes the record of a log event (data: its JSON) of another stream than
+// the audit log's a skipped one, unless its message is an audit event after all (a log group
+// whose audit stream is named otherwise), which unwrap reads as the audit log's: why says how
+// it came in.
+func otherStreamUnwrap(unwrap func(*record), stream, why string) func(*record) {
 	return func(r *record) {
-		line := r.line
-		unwrap(r)
-		if r.skip != "" || r.err == nil && startsAuditEvent(r.data) {
+		if msg, _ := appendMemberString(nil, r.data, "message"); auditMessage(msg) {
+			unwrap(r)
 			return
 		}
-		if r.err == nil {
-			putBuf(r.data)
-		}
-		*r = record{line: line, skip: otherStreamSkip(stream, why)}
+		*r = record{line: r.line, skip: otherStreamSkip(stream, why)}
 	}
+}
+
+// auditMessage says whether a log event's message is an audit event's JSON, whole or cut: an
+// object whose kind is Event, or whose apiVersion is audit.k8s.io's, whatever the order of
+// its members and the white space between them.
+func auditMessage(msg []byte) bool {
+	msg = bytes.TrimLeft(msg, " \t\r\n")
+	if len(msg) == 0 || msg[0] != '{' {
+		return false
+	}
+	if v, ok := member(msg, "kind"); ok && string(v) == `"Event"` {
+		return true
+	}
+	v, ok := member(msg, "apiVersion")
+	return ok && bytes.HasPrefix(v, []byte(`"audit.k8s.io/`))
 }
 
 // logEventMessage is the record of the event a log event's JSON holds as its message.
@@ -150,7 +162,7 @@ func readCloudWatchS3(in input, yield func(record) bool) {
 			const tailAll = "aws logs tail of the log group prints every stream (--log-stream-name-prefix kube-apiserver-audit prints the audit log's alone)"
 			stream, named := streamOf(msg)
 			msg = cutStreamName(msg)
-			if named && otherStream(stream) && !startsAuditEvent(msg) {
+			if named && otherStream(stream) && !auditMessage(msg) {
 				return record{line: num, skip: otherStreamSkip(stream, tailAll)}
 			}
 			if otherLogLine(msg) {
@@ -271,7 +283,13 @@ func readFirehose(in input, yield func(record) bool) {
 						return err
 					case otherStream(stream):
 						// A subscription delivers every stream of the log group.
-						rec.unwrap = fromOtherStream(rec.unwrap, stream, "a CloudWatch Logs subscription delivers every stream of the log group")
+						const why = "a CloudWatch Logs subscription delivers every stream of the log group"
+						if rec.unwrap == nil {
+							// Not read (longer than a record may be): another stream's.
+							rec = record{line: rec.line, skip: otherStreamSkip(stream, why)}
+						} else {
+							rec.unwrap = otherStreamUnwrap(rec.unwrap, stream, why)
+						}
 						fallthrough
 					case messageType == "DATA_MESSAGE":
 						return send(yield, rec)

@@ -221,7 +221,12 @@ func mapGKE(raw []byte) (ev *gkeEvent, at time.Time, lost auditlog.Lost, field s
 	}
 	lost = gkeLost
 	switch {
-	case e.Labels[gkeDryRunLabel] != "" && e.Labels[gkeDryRunLabel] != "false":
+	case e.Labels[gkeDryRunLabel] == "false":
+		// Labelled no dry run: known.
+		lost &^= auditlog.LostDryRun
+		ev.Annotations = maps.Clone(ev.Annotations)
+		delete(ev.Annotations, gkeDryRunLabel)
+	case e.Labels[gkeDryRunLabel] != "":
 		// GKE labels a dry run's entry (kubectl --dry-run=server, ?dryRun=All): its URI says
 		// so as the log backend's would (the label is GKE's, not an annotation of the
 		// server's). An entry without the label may be of a GKE that did not label them

@@ -221,6 +221,22 @@ func TestGKEEntries(t *testing.T) {
 		},
 		lost: auditlog.LostGroups | auditlog.LostUID | auditlog.LostExtra | auditlog.LostReceived | auditlog.LostLevel | auditlog.LostQuery | auditlog.LostCode,
 	}, {
+		// Labelled no dry run: known, and the label is GKE's, not an annotation.
+		name: "labelled no dry run",
+		entry: `{"insertId":"d3","labels":{"command.gke.io/dryRun":"false"},
+			"protoPayload":{"@type":"type.googleapis.com/google.cloud.audit.AuditLog","authenticationInfo":{"principalEmail":"alice@example.com"},
+			"methodName":"io.k8s.core.v1.configmaps.delete","resourceName":"core/v1/namespaces/default/configmaps/c","serviceName":"k8s.io"},
+			"timestamp":"2026-08-04T10:00:00Z"}`,
+		want: map[string]any{
+			"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "Metadata", "auditID": "d3",
+			"stage": "ResponseComplete", "requestURI": "/api/v1/namespaces/default/configmaps/c", "verb": "delete",
+			"user":           map[string]any{"username": "alice@example.com"},
+			"objectRef":      map[string]any{"resource": "configmaps", "namespace": "default", "name": "c", "apiVersion": "v1"},
+			"responseStatus": map[string]any{"code": 200.0},
+			"stageTimestamp": "2026-08-04T10:00:00Z",
+		},
+		lost: auditlog.LostGroups | auditlog.LostUID | auditlog.LostExtra | auditlog.LostReceived | auditlog.LostLevel | auditlog.LostQuery | auditlog.LostCode,
+	}, {
 		// A delete sent with a body reads its options from it alone (the handler ignores
 		// the query): whether it was a dry run is the body's.
 		name: "delete with its options",

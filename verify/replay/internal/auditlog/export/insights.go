@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
@@ -101,7 +102,7 @@ func insightsTime(fs []insightsField) time.Time {
 
 // insightsUnwrap makes a row's record the event its @message holds; a row of another log
 // stream than the audit log's (its @logStream, when the query's fields hold it) is skipped,
-// unless its message is an audit event (see fromOtherStream).
+// unless its message is an audit event (see auditMessage).
 func insightsUnwrap(where string) func(*record) {
 	return func(r *record) {
 		var fs []insightsField
@@ -110,8 +111,8 @@ func insightsUnwrap(where string) func(*record) {
 			return
 		}
 		for _, f := range fs {
-			if f.Field == "@logStream" && otherStream(f.Value) {
-				fromOtherStream(func(r *record) { *r = insightsEvent(fs, r.line, where) }, f.Value, "a Logs Insights query without filter @logStream like /kube-apiserver-audit/ reads every stream of the log group")(r)
+			if f.Field == "@logStream" && otherStream(f.Value) && slices.ContainsFunc(fs, func(m insightsField) bool { return m.Field == "@message" && !auditMessage([]byte(m.Value)) }) {
+				*r = record{line: r.line, skip: otherStreamSkip(f.Value, "a Logs Insights query without filter @logStream like /kube-apiserver-audit/ reads every stream of the log group")}
 				return
 			}
 		}

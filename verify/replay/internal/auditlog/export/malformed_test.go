@@ -127,11 +127,15 @@ func TestMalformedEnvelopes(t *testing.T) {
 		data: `{"events":[{"logStreamName":"kube-apiserver-8c0c1d2e","timestamp":1,"message":"I0101 00:00:01.000000 1 controller.go:1] started"},` +
 			`{"logStreamName":"cloud-controller-manager-8c0c1d2e","timestamp":1,"message":"{\"ts\":1,\"msg\":\"started\"}"},` +
 			`{"logStreamName":"kube-apiserver-audit-8c0c1d2e","timestamp":2,"message":` + quoted(ev("b", 2)) + `},` +
-			// A log group of one's own, whose audit stream is named otherwise: its events are.
-			`{"logStreamName":"ip-10-0-1-5.audit","timestamp":3,"message":` + quoted(ev("c", 3)) + `}]}`,
+			// A log group of one's own, whose audit stream is named otherwise: its events are,
+			// whatever the order of their members and the white space between them, or cut.
+			`{"logStreamName":"ip-10-0-1-5.audit","timestamp":3,"message":` + quoted(ev("c", 3)) + `},` +
+			`{"logStreamName":"ip-10-0-1-5.audit","timestamp":4,"message":` + quoted(`{"apiVersion": "audit.k8s.io/v1", "kind": "Event"`+ev("d", 4)[len(`{"kind":"Event","apiVersion":"audit.k8s.io/v1"`):]) + `},` +
+			`{"logStreamName":"ip-10-0-1-5.audit","timestamp":5000,"message":` + quoted(ev("e", 5)[:60]+"[Truncated...]") + `}]}`,
 		want: []string{"1: skipped: a log event of the stream kube-apiserver-8c0c1d2e, not of kube-apiserver's audit log (kube-apiserver-audit-*): aws logs filter-log-events without --log-stream-name-prefix kube-apiserver-audit reads every stream of the log group",
 			"1: skipped: a log event of the stream cloud-controller-manager-8c0c1d2e, not of kube-apiserver's audit log (kube-apiserver-audit-*): aws logs filter-log-events without --log-stream-name-prefix kube-apiserver-audit reads every stream of the log group",
-			"1: b", "1: c"},
+			"1: b", "1: c", "1: d",
+			`1: error: document 1: events[5].message: the event was cut by CloudWatch Logs at its event size limit (74 bytes kept, ending "[Truncated...]"), and what it kept of its head (what the request was, and how it ended) lacks auditID, requestURI, stage, verb: lost by the export, not replayed`},
 	}, {
 		// A UTF-8 byte order mark (PowerShell 7's Out-File, Notepad) is not the log's.
 		name:   "a byte order mark before an AKS blob's first record",
@@ -203,9 +207,12 @@ func TestMalformedEnvelopes(t *testing.T) {
 		name:   "Logs Insights results, the rows alone (--query results)",
 		format: export.CloudWatch,
 		data: `[[{"field":"@message","value":` + quoted(ev("a", 1)) + `},{"field":"@timestamp","value":"2026-01-01 00:00:01.400"}],[{"field":"@message","value":` + quoted(ev("b", 2)) + `}],` +
-			// Of another stream of the log group, when the query did not filter them out.
-			`[{"field":"@logStream","value":"kube-apiserver-8c0c1d2e"},{"field":"@message","value":"I0101 00:00:03.000000 1 controller.go:1] started"}]]`,
-		want: []string{"1: a", "1: b", "1: skipped: a log event of the stream kube-apiserver-8c0c1d2e, not of kube-apiserver's audit log (kube-apiserver-audit-*): a Logs Insights query without filter @logStream like /kube-apiserver-audit/ reads every stream of the log group"},
+			// Of another stream of the log group, when the query did not filter them out; one
+			// without @message says what the query lacks, whatever its stream.
+			`[{"field":"@logStream","value":"kube-apiserver-8c0c1d2e"},{"field":"@message","value":"I0101 00:00:03.000000 1 controller.go:1] started"}],` +
+			`[{"field":"@logStream","value":"audit-custom"},{"field":"@timestamp","value":"2026-01-01 00:00:04.000"}]]`,
+		want: []string{"1: a", "1: b", "1: skipped: a log event of the stream kube-apiserver-8c0c1d2e, not of kube-apiserver's audit log (kube-apiserver-audit-*): a Logs Insights query without filter @logStream like /kube-apiserver-audit/ reads every stream of the log group",
+			"1: error: results[3] (line 1): @message: missing: the query's fields must hold the log event's message (fields @timestamp, @message)"},
 	}, {
 		// A record copied from the portal or printed by jq, az: pretty-printed, one after
 		// the other or in an array.
@@ -405,5 +412,30 @@ func TestCutAcrossReads(t *testing.T) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("pad %d: lines mismatch (-want +got):\n%s", pad, diff)
 		}
+	}
+}
+
+// TestOtherStreamTooLong: a Firehose record's log event of another stream, longer than a
+// record may be, is not read: skipped as that stream's, not a panic on the unwrap it never got.
+func TestOtherStreamTooLong(t *testing.T) {
+	t.Parallel()
+	data := `{"messageType":"DATA_MESSAGE","logStream":"kube-apiserver-audit-1","logEvents":[{"id":"1","timestamp":1,"message":` + quoted(ev("a", 1)) + `}]}` +
+		`{"messageType":"DATA_MESSAGE","logStream":"kube-apiserver-0a1b","logEvents":[{"id":"2","timestamp":2,"message":"I0101 ` + strings.Repeat("x", 3000) + `"}]}`
+	r, err := export.NewReader("fh", strings.NewReader(data), export.Firehose, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var got []string
+	for {
+		l, ok := r.Next()
+		if !ok {
+			break
+		}
+		got = append(got, describe(line{num: l.Num, data: l.Data, err: l.Err, skip: l.Skip}))
+	}
+	want := []string{"1: a", "1: skipped: a log event of the stream kube-apiserver-0a1b, not of kube-apiserver's audit log (kube-apiserver-audit-*): a CloudWatch Logs subscription delivers every stream of the log group"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("lines mismatch (-want +got):\n%s", diff)
 	}
 }
