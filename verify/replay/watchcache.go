@@ -285,8 +285,9 @@ func (r *Replayer) pendingRaced(ctx context.Context, w evalWorker, j *job, out *
 // after it completed (as firstAttempt takes it), and real servers' logs agree (of 260 such
 // conflicts in 11 of random parity's logs, each with a policy installed that annotates every
 // request, 9 show admission ran, received from 5 ms before the write completed to 1.6 ms
-// after, and the rest do not, from 6.5 ms before to 26 ms after). Either way the response is 409 Conflict: what differs is only
-// what the attempt published. It says whether it decided the job.
+// after, and the rest do not, from 6.5 ms before to 26 ms after). Either way the response is
+// 409 Conflict: what differs is only what the attempt published. It says whether it decided
+// the job.
 func (r *Replayer) conflictAfterFirstAttempt(ctx context.Context, w evalWorker, j *job, out *Record) bool {
 	if j.ev.Code() != http.StatusConflict || len(j.prior.Stale) == 0 || !r.ranAdmission(j.ev) {
 		return false

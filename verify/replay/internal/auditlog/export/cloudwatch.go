@@ -152,7 +152,7 @@ func logEventMessage(raw []byte, line int, where, field string) record {
 
 func readCloudWatchS3(in input, yield func(record) bool) {
 	readLines(in, in.maxLine+1024, yield, func(text []byte, num int) record {
-		if at, _, msg, ok := cutTimestamp(bytes.TrimRight(text, "\r\n")); ok {
+		if at, msg, ok := cutTimestamp(bytes.TrimRight(text, "\r\n")); ok {
 			if len(msg) > 0 && bytes.IndexAny(msg, " {") < 0 {
 				// A stream's name alone: aws logs tail --format json prints the message's
 				// JSON indented on the lines after it.
@@ -184,29 +184,28 @@ func readCloudWatchS3(in input, yield func(record) bool) {
 // prints it, the UTC second without a zone (awscli/customizations/logs/tail.py,
 // ShortLogEventsFormatter: the log event's timestamp, to the millisecond, printed with
 // strftime), which is not the event's time to the millisecond: at is then the last
-// millisecond of that second, the latest the event can have completed, and second is true.
-// An event CloudWatch cut is stamped with it (cutEvent), its loss says so (LostStageTime):
+// millisecond of that second, the latest the event can have completed. An event CloudWatch cut is stamped with it (cutEvent), its loss says so (LostStageTime):
 // what it wrote is not known from then on, and a request of the second before it may have come
 // after it. The log event's timestamp, to the millisecond, is not the event's stage time
 // either: EKS stamps an event as its log agent reads it, after kube-apiserver wrote it (AWS's
 // own sample, https://repost.aws/knowledge-center/eks-get-control-plane-logs, shows events
 // stamped 0.3 and 0.8 s after their stageTimestamp): a cut event completed in the second
 // before it too.
-func cutTimestamp(line []byte) (at time.Time, second bool, msg []byte, ok bool) {
+func cutTimestamp(line []byte) (at time.Time, msg []byte, ok bool) {
 	ts, msg, ok := bytes.Cut(line, []byte(" "))
 	if !ok || len(ts) == 0 {
-		return time.Time{}, false, nil, false
+		return time.Time{}, nil, false
 	}
 	if t, err := time.Parse(time.RFC3339Nano, string(ts)); err == nil {
-		return t, false, msg, true
+		return t, msg, true
 	}
 	if ms, err := strconv.ParseInt(string(ts), 10, 64); err == nil && ms > 0 {
-		return time.UnixMilli(ms), false, msg, true
+		return time.UnixMilli(ms), msg, true
 	}
 	if t, err := time.Parse("2006-01-02T15:04:05", string(ts)); err == nil {
-		return t.Add(time.Second - time.Millisecond), true, msg, true
+		return t.Add(time.Second - time.Millisecond), msg, true
 	}
-	return time.Time{}, false, nil, false
+	return time.Time{}, nil, false
 }
 
 // cutStreamName takes the log stream's name off a message that aws logs tail printed in its

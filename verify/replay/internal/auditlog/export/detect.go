@@ -21,7 +21,7 @@ func detect(head []byte) Format {
 	}
 	switch c := head[0]; {
 	case c >= '0' && c <= '9':
-		if _, _, _, ok := cutTimestamp(head); ok {
+		if _, _, ok := cutTimestamp(head); ok {
 			return CloudWatchS3
 		}
 		return Plain

@@ -220,18 +220,15 @@ func mapGKE(raw []byte) (ev *gkeEvent, at time.Time, lost auditlog.Lost, field s
 		ev.Level = auditlog.LevelMetadata
 	}
 	lost = gkeLost
-	switch {
-	case e.Labels[gkeDryRunLabel] == "false":
-		// Labelled no dry run: known.
-		lost &^= auditlog.LostDryRun
-		ev.Annotations = maps.Clone(ev.Annotations)
-		delete(ev.Annotations, gkeDryRunLabel)
-	case e.Labels[gkeDryRunLabel] != "":
+	switch label := e.Labels[gkeDryRunLabel]; {
+	case label != "":
 		// GKE labels a dry run's entry (kubectl --dry-run=server, ?dryRun=All): its URI says
-		// so as the log backend's would (the label is GKE's, not an annotation of the
-		// server's). An entry without the label may be of a GKE that did not label them
-		// yet: still not known.
-		ev.RequestURI += "?dryRun=All"
+		// so as the log backend's would ("false": known no dry run). The label is GKE's, not
+		// an annotation of the server's. An entry without it may be of a GKE that did not
+		// label dry runs yet: not known.
+		if label != "false" {
+			ev.RequestURI += "?dryRun=All"
+		}
 		lost &^= auditlog.LostDryRun
 		ev.Annotations = maps.Clone(ev.Annotations)
 		delete(ev.Annotations, gkeDryRunLabel)

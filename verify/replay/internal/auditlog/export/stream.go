@@ -44,16 +44,18 @@ func readConcatenated(in input, yield func(record) bool) {
 			where := fmt.Sprintf("event %d", doc)
 			start := s.line
 			if c, _ := s.peek(); c != '{' {
-				// A message of another of the log group's streams (a subscription delivers
-				// every stream's: kube-apiserver's, the authenticator's), which is no JSON
-				// object: skipped to the next line or event.
-				if !yield(record{line: start, skip: "a message that is not an audit event (a CloudWatch Logs subscription delivers every stream of the log group: kube-apiserver's own log, the authenticator's, ...)"}) {
+				// A message of another of the log group's streams, which is no JSON object:
+				// skipped to the next line or event.
+				if !yield(record{line: start, skip: otherMessage}) {
 					return
 				}
 				resync(s)
 				continue
 			}
 			rec, err := s.element(in.maxLine, where, "", func(raw []byte, line int) record {
+				if !auditMessage(raw) {
+					return record{line: line, skip: otherMessage} // another component's JSON
+				}
 				return eventRecord(raw, line, auditlog.Loss{})
 			})
 			switch {
@@ -95,6 +97,9 @@ func readConcatenated(in input, yield func(record) bool) {
 		}
 	}
 }
+
+// otherMessage says why a message Firehose extracted that is no audit event is skipped.
+const otherMessage = "a message that is not an audit event (a CloudWatch Logs subscription delivers every stream of the log group: kube-apiserver's own log, the authenticator's, ...)"
 
 // eventStart is how the log backend's JSON of an event begins.
 var eventStart = []byte(`{"kind":"Event"`)
