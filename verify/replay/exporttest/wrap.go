@@ -36,9 +36,19 @@ type event struct {
 	Stage string `json:"stage"`
 }
 
+// CloudWatchLimit is the longest message of a CloudWatch Logs event: 256 KiB less the 26
+// bytes an event costs. CloudWatch cuts a longer one and marks it "[Truncated...]"
+// (falcosecurity/plugins#297).
+const CloudWatchLimit = 256<<10 - 26
+
 // Wrap wraps the lines of a log backend's file in the format f, gzip-compressed where the
-// export is. Lines that are not events are dropped.
-func Wrap(f export.Format, log []byte) ([]byte, error) {
+// export is. Lines that are not events are dropped; in CloudWatch's formats, those longer than
+// CloudWatchLimit are cut as CloudWatch cuts them.
+func Wrap(f export.Format, log []byte) ([]byte, error) { return WrapCut(f, log, CloudWatchLimit) }
+
+// WrapCut is Wrap with CloudWatch's messages cut at limit bytes (a smaller limit than
+// CloudWatch's cuts the events a test has, which are smaller than real ones can be).
+func WrapCut(f export.Format, log []byte, limit int) ([]byte, error) {
 	var evs []event
 	for _, l := range bytes.Split(log, []byte("\n")) {
 		l = bytes.TrimSpace(l)
@@ -58,6 +68,15 @@ func Wrap(f export.Format, log []byte) ([]byte, error) {
 			continue
 		}
 		evs = append(evs, event{raw: l, stage: at, id: e.AuditID, Stage: e.Stage})
+	}
+	switch f {
+	case export.CloudWatch, export.CloudWatchS3, EKSTail, export.Firehose, FirehoseLines:
+		for i, e := range evs {
+			if len(e.raw) > limit {
+				keep := max(limit-len(cloudWatchTruncated), 0)
+				evs[i].raw = append(e.raw[:keep:keep], cloudWatchTruncated...)
+			}
+		}
 	}
 	switch f {
 	case export.Webhook:
@@ -92,6 +111,9 @@ func Wrap(f export.Format, log []byte) ([]byte, error) {
 	}
 	return nil, fmt.Errorf("exporttest: no wrapper for %q", f)
 }
+
+// cloudWatchTruncated marks a message CloudWatch cut.
+const cloudWatchTruncated = "[Truncated...]"
 
 // GKESink is GKE's export as a log sink to Cloud Storage writes it (JSON lines, oldest first),
 // where export.GKE is gcloud's array, newest first.
