@@ -750,6 +750,14 @@ func markedOtherVersion(d decoded, ev *Event, t target, p state.Prior) []vapccel
 		if resp, err = auditlog.DecodeObject(ev.ResponseObject); err == nil {
 			old, err = auditlog.DecodeObject(p.Raw)
 		}
+		if err == nil && old.GroupVersionKind() != resp.GroupVersionKind() {
+			// Stored from a response in another version (an autoscaling/v2 status update,
+			// an autoscaling/v1 DELETE): compared in the DELETE's, converted as the server
+			// converts what it read; not at all when it does not convert.
+			if old = convertStored(old, resp.GroupVersionKind()); old == nil {
+				return nil
+			}
+		}
 	} else {
 		old, err = auditlog.DecodeHeader(p.Raw)
 	}
