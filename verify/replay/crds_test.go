@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -238,6 +239,9 @@ func TestCRDsFromLog(t *testing.T) {
 		// Within ParamResolveDelay of the Established condition, the apiserver may not know the
 		// param kind yet.
 		depE("pending", "d1", 5, 10, 201, ""),
+		// There, the log's denial says which: found (the param's limit), or not yet.
+		depE("pending-found", "d5", 5, 10.5, 422, msg(tooManyReplicas, "d5")),
+		depE("pending-not-found", "d6", 5, 10.6, 422, "deployments.apps \"d6\" is forbidden: ValidatingAdmissionPolicy 'replica-limit' denied request: failed to configure policy: "+noParamKind),
 		// Decided alike whether the apiserver had found the param kind or not (failurePolicy
 		// Ignore, and the param admits).
 		{id: "rs-alike", verb: "create", group: "apps", version: "v1", resource: "replicasets", ns: "app", name: "rs1", code: 201, received: at(t, 11),
@@ -262,10 +266,12 @@ func TestCRDsFromLog(t *testing.T) {
 		{"w-ok", DecisionAdmit, ""},
 		{"w-big", DecisionDeny, msg(widgetTooBig, "w2")},
 		{"pending", DecisionIndeterminate, "param-kind-pending: policy replica-limit: the CustomResourceDefinition replicalimits.rules.example.com of paramKind rules.example.com/v1 ReplicaLimit began to be served at audit.jsonl:3"},
+		{"pending-found", DecisionDeny, msg(tooManyReplicas, "d5")},
+		{"pending-not-found", DecisionDeny, noParamKind},
 		{"after-ok", DecisionAdmit, ""},
 		{"after-deny", DecisionDeny, msg(tooManyReplicas, "d3")},
 		{"rs-alike", DecisionAdmit, ""},
-		{"deleted", DecisionIndeterminate, "param-unknown: replicalimits.rules.example.com rules/limit unknown: the CustomResourceDefinition replicalimits.rules.example.com of paramKind rules.example.com/v1 ReplicaLimit was deleted at audit.jsonl:14"},
+		{"deleted", DecisionIndeterminate, "param-unknown: replicalimits.rules.example.com rules/limit unknown: the CustomResourceDefinition replicalimits.rules.example.com of paramKind rules.example.com/v1 ReplicaLimit was deleted at audit.jsonl:16"},
 		{"w-gone", DecisionIndeterminate, "unknown-resource: widgets.rules.example.com is not a resource"},
 	} {
 		rec := recs[tc.id]
@@ -277,6 +283,19 @@ func TestCRDsFromLog(t *testing.T) {
 		if rec.Decision != tc.decision || !strings.Contains(got, tc.detail) {
 			t.Errorf("%s: %s %q, want %s %q", tc.id, rec.Decision, got, tc.decision, tc.detail)
 		}
+	}
+	if rec := recs["pending"]; rec != nil {
+		var got []string
+		for _, a := range rec.Alternatives {
+			got = append(got, a.Decision+" if "+a.If)
+		}
+		want := []string{"deny if kube-apiserver had found the paramKind", "deny if kube-apiserver had not yet found the paramKind"}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("pending: alternatives (-want +got):\n%s", diff)
+		}
+	}
+	if rec := recs["pending-found"]; rec != nil && rec.Certainty != CertaintyCertain {
+		t.Errorf("pending-found: %s, want certain: the log's denial is the found paramKind's", rec.Certainty)
 	}
 	if rec := recs["rs-alike"]; rec != nil && !strings.Contains(strings.Join(rec.Notes, "\n"), "decided alike whether or not kube-apiserver had found the paramKind yet") {
 		t.Errorf("rs-alike: notes %q, want one that says the decision does not depend on the paramKind", rec.Notes)
@@ -291,8 +310,8 @@ func TestCRDsFromLog(t *testing.T) {
 	want := []string{
 		"audit.jsonl:3: replicalimits.rules.example.com served: ReplicaLimit Namespaced in v1",
 		"audit.jsonl:6: widgets.rules.example.com served: Widget Namespaced in v1",
-		"audit.jsonl:14: replicalimits.rules.example.com removed: deleted",
-		"audit.jsonl:15: widgets.rules.example.com removed: deleted",
+		"audit.jsonl:16: replicalimits.rules.example.com removed: deleted",
+		"audit.jsonl:17: widgets.rules.example.com removed: deleted",
 	}
 	if strings.Join(changes, "\n") != strings.Join(want, "\n") {
 		t.Errorf("CRD changes:\n%s\nwant:\n%s", strings.Join(changes, "\n"), strings.Join(want, "\n"))

@@ -19,6 +19,7 @@ import (
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/internal/apiserver"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+	"github.com/vapc-dev/vapc/verify/replay/internal/decide"
 	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
@@ -439,11 +440,9 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undeci
 		return
 	}
 	if alt != nil {
-		if !sameOutcome(dec, alt) {
-			out.indeterminate(j.resolving)
+		if dec = r.resolvedParamKind(j, out, dec, alt); dec == nil {
 			return
 		}
-		dec.Notes = append(dec.Notes, "decided alike whether or not kube-apiserver had found the paramKind yet: "+j.resolving.detail)
 	}
 	misses := j.view.Misses()
 	paramsIncomplete := len(misses) > 0
@@ -520,6 +519,30 @@ func rooted(unknowns []vapccel.Unknown, update bool) []vapccel.Unknown {
 		}
 	}
 	return out
+}
+
+// resolvedParamKind settles a request decided both ways while kube-apiserver may not have
+// found a paramKind yet (found: dec; not found: alt): alike, or the one the log's verdicts
+// are those of (kube-apiserver's discovery cache, renewed every 30 seconds, chose), certain.
+// Otherwise the record is indeterminate, with both as alternatives, and the result nil.
+func (r *Replayer) resolvedParamKind(j *job, out *Record, dec, alt *verify.Decision) *verify.Decision {
+	const found, notFound = "kube-apiserver had found the paramKind", "kube-apiserver had not yet found the paramKind"
+	if sameOutcome(dec, alt) {
+		dec.Notes = append(dec.Notes, "decided alike whether or not kube-apiserver had found the paramKind yet: "+j.resolving.detail)
+		return dec
+	}
+	res := decide.Resolve([]world{
+		{If: found, Outcome: dec, Decided: true, Evidence: j.evidenceOf(dec)},
+		{If: notFound, Outcome: alt, Decided: true, Evidence: j.evidenceOf(alt)},
+	}, sameOutcome)
+	if res.Certainty == decide.Certain && res.Chosen != nil {
+		chosen := res.Chosen.Outcome
+		chosen.Notes = append(chosen.Notes, "decided on the log's verdicts, those of the state where "+res.Chosen.If+": "+j.resolving.detail)
+		return chosen
+	}
+	out.indeterminate(j.resolving)
+	out.Alternatives = []Alternative{alternativeOf(nil, dec, found), alternativeOf(nil, alt, notFound)}
+	return nil
 }
 
 // indeterminateError is a decide function's way to say the request cannot be decided, and why.

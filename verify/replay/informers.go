@@ -196,12 +196,6 @@ func (r *Replayer) lagWorlds(j *job, e lagEvaluation) []world {
 			either = &tw
 		}
 	}
-	evidence := j.byAnnotations()
-	// A first attempt on the watch cache's older copy of the object may have published other
-	// annotations, never another response: the store runs admission again on the live object
-	// (GuaranteedUpdate retries on current state) and answers with that. Then the response
-	// alone is evidence, and only against a state.
-	staleFirst := j.prior.Stale != nil || j.prior.StaleUnknown != ""
 	worlds := make([]world, 0, len(e.states)+2)
 	hasLikely := false
 	for _, st := range e.states {
@@ -210,15 +204,7 @@ func (r *Replayer) lagWorlds(j *job, e lagEvaluation) []world {
 		if st.why.is() {
 			w.Undecided = &indeterminateError{st.why}
 		} else {
-			w.Outcome, w.Decided = st.dec, true
-			switch {
-			case evidence && staleFirst:
-				if len(checkResponse(j.ev, j.rec, st.dec, j.evidenced)) > 0 {
-					w.Evidence = decide.Disagrees
-				}
-			case evidence:
-				w.Evidence = r.evidenceOf(j, st.dec)
-			}
+			w.Outcome, w.Decided, w.Evidence = st.dec, true, j.evidenceOf(st.dec)
 		}
 		worlds = append(worlds, w)
 	}
@@ -273,8 +259,27 @@ func likelyAdmission(ev *auditlog.Event, t target) time.Time {
 type world = decide.World[*verify.Decision]
 
 // evidenceOf is what the verdicts the log records for the policies it shows installed say of
+// the decision dec, in a state the request may have been admitted in (see check): nothing
+// when the log does not show those policies ran. A first attempt on the watch cache's older
+// copy of the object may have published other annotations, never another response: the store
+// runs admission again on the live object (GuaranteedUpdate retries on current state) and
+// answers with that. Then the response alone is evidence, and only against a state.
+func (j *job) evidenceOf(dec *verify.Decision) decide.Evidence {
+	switch {
+	case !j.byAnnotations():
+		return decide.NoEvidence
+	case j.prior.Stale != nil || j.prior.StaleUnknown != "":
+		if len(checkResponse(j.ev, j.rec, dec, j.evidenced)) > 0 {
+			return decide.Disagrees
+		}
+		return decide.NoEvidence
+	}
+	return j.verdictsOn(dec)
+}
+
+// verdictsOn is what the verdicts the log records for the policies it shows installed say of
 // the decision dec (see check).
-func (r *Replayer) evidenceOf(j *job, dec *verify.Decision) decide.Evidence {
+func (j *job) verdictsOn(dec *verify.Decision) decide.Evidence {
 	if len(check(j.ev, j.rec, dec, j.evidenced)) == 0 {
 		return decide.Agrees
 	}

@@ -400,7 +400,7 @@ func (r *Replayer) raced(j *job, out *Record, decideOn func(p state.Prior) (*ver
 	if j.byAnnotations() {
 		for i := range worlds {
 			if worlds[i].Decided {
-				worlds[i].Evidence = r.evidenceOf(j, worlds[i].Outcome)
+				worlds[i].Evidence = j.verdictsOn(worlds[i].Outcome)
 			}
 		}
 	}
