@@ -24,7 +24,9 @@ import (
 //     (request.userInfo.*, request.dryRun, request.options): they are unknown fields
 //     (exportUnknowns), as is a CertificateSigningRequest's copy of them in its spec (the
 //     strategy's PrepareForCreate), and a decision that reads them is indeterminate with
-//     ReasonExportLost;
+//     ReasonExportLost; whom a request impersonated lost (AKS's Log Analytics), the whole
+//     user is unknown, but its name where RBAC's reason names it
+//     (auditlog.Event.AuthorizedUsername);
 //     an authorizer check is not answered as kube-apiserver answers a member of
 //     system:masters (the rebuilt user is a member of no group), and the ReasonAuthorizer
 //     says so (explainLoss);
@@ -64,10 +66,23 @@ func exportUnknowns(ev *Event, op admission.Operation) []vapccel.Unknown {
 		{auditlog.LostUID, []string{"userInfo", "uid"}},
 		{auditlog.LostExtra, []string{"userInfo", "extra"}},
 		{auditlog.LostDryRun, []string{"dryRun"}},
-		{auditlog.LostImpersonation, []string{"userInfo"}},
 	} {
 		if l.Lost.Has(f.lost) {
 			out = append(out, vapccel.Unknown{Path: vapccel.FieldPath{Root: "request", Steps: f.path}, Why: l.Of(f.lost)})
+		}
+	}
+	nameKnown := false
+	if l.Lost.Has(auditlog.LostImpersonation) {
+		if name := ev.AuthorizedUsername(); name != "" {
+			// Authorization names the user admission saw (the Requester): only the rest of
+			// whom the request may have impersonated is not known.
+			nameKnown = true
+			why := l.Of(auditlog.LostImpersonation) + "; its authorization (" + auditlog.AnnotationAuthzReason + ") names the user " + name + ", but not the groups, uid and extra of a user the request impersonated"
+			for _, f := range []string{"groups", "uid", "extra"} {
+				out = append(out, vapccel.Unknown{Path: vapccel.FieldPath{Root: "request", Steps: []string{"userInfo", f}}, Why: why})
+			}
+		} else {
+			out = append(out, vapccel.Unknown{Path: vapccel.FieldPath{Root: "request", Steps: []string{"userInfo"}}, Why: l.Of(auditlog.LostImpersonation)})
 		}
 	}
 	if userCopied(ev) {
@@ -76,7 +91,7 @@ func exportUnknowns(ev *Event, op admission.Operation) []vapccel.Unknown {
 		// there too.
 		for _, f := range userCopiedFields {
 			lost := f.lost
-			if !l.Lost.Has(lost) {
+			if !l.Lost.Has(lost) && (f.field != "username" || !nameKnown) {
 				lost = auditlog.LostImpersonation // whom the request impersonated lost, the whole user is
 			}
 			if l.Lost.Has(lost) {

@@ -531,6 +531,69 @@ func TestLogAnalyticsLosses(t *testing.T) {
 	}
 }
 
+// TestLogAnalyticsAuthorizedUser: AKS's Log Analytics rows lose whom a request impersonated,
+// but its authorization annotation names the user admission saw when RBAC allowed it by a
+// binding to a User or a ServiceAccount: that username is known (the impersonated user's
+// too), the groups, uid and extra of a user the request may have impersonated are not.
+func TestLogAnalyticsAuthorizedUser(t *testing.T) {
+	t.Parallel()
+	const nodeController = "system:serviceaccount:kube-system:node-controller"
+	for _, tc := range []struct {
+		name, user, impersonated, reason, expr string
+		want                                   string
+	}{
+		{name: "a binding to the user", user: "admin", reason: `RBAC: allowed by ClusterRoleBinding "b" of ClusterRole "edit" to User "admin"`,
+			expr: "request.userInfo.username != 'mallory'", want: DecisionAdmit},
+		{name: "a RoleBinding to the service account", user: nodeController, reason: `RBAC: allowed by RoleBinding "b/kube-system" of Role "r" to ServiceAccount "node-controller/kube-system"`,
+			expr: "request.userInfo.username == '" + nodeController + "'", want: DecisionAdmit},
+		{name: "the groups of a user named", user: "admin", reason: `RBAC: allowed by ClusterRoleBinding "b" of ClusterRole "edit" to User "admin"`,
+			expr: "!('x' in request.userInfo.groups)", want: DecisionIndeterminate},
+		{name: "a binding to a group", user: "admin", reason: `RBAC: allowed by ClusterRoleBinding "b" of ClusterRole "edit" to Group "system:masters"`,
+			expr: "request.userInfo.username != 'mallory'", want: DecisionIndeterminate},
+		// Authorization saw another user: the request impersonated bob, whom admission saw.
+		{name: "a binding to the user impersonated", user: "admin", impersonated: "bob", reason: `RBAC: allowed by ClusterRoleBinding "b" of ClusterRole "edit" to User "bob"`,
+			expr: "request.userInfo.username == 'bob'", want: DecisionAdmit},
+		{name: "the groups of the user impersonated", user: "admin", impersonated: "bob", reason: `RBAC: allowed by ClusterRoleBinding "b" of ClusterRole "edit" to User "bob"`,
+			expr: "!('system:masters' in request.userInfo.groups)", want: DecisionIndeterminate},
+		{name: "another authorizer", user: "admin", reason: "",
+			expr: "request.userInfo.username != 'mallory'", want: DecisionIndeterminate},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			lines := configMapWrites(t)
+			for i, l := range lines {
+				l = replaceOnce(t, l, `"username":"admin"`, `"username":"`+tc.user+`"`)
+				if tc.impersonated != "" {
+					l = replaceOnce(t, l, `"objectRef"`, `"impersonatedUser":{"username":"`+tc.impersonated+`","groups":["system:authenticated"]},"objectRef"`)
+				}
+				lines[i] = replaceOnce(t, l, `"stageTimestamp"`, `"annotations":{"authorization.k8s.io/decision":"allow","authorization.k8s.io/reason":`+strconv.Quote(tc.reason)+`},"stageTimestamp"`)
+			}
+			p, b := levelPolicy("la", "configmaps", admissionregistrationv1.Update, nil, tc.expr)
+			ps, bs := []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}
+			_, plain := replayLinesWith(t, ps, bs, nil, lines...)
+			checkDecision(t, plain["update"], DecisionAdmit, "")
+			var rows []any
+			for _, l := range lines {
+				row, err := exporttest.LogAnalyticsRow([]byte(l), false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rows = append(rows, row)
+			}
+			data, err := json.Marshal(rows)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, got := replayLinesWith(t, ps, bs, nil, string(data))
+			var reason Reason
+			if tc.want == DecisionIndeterminate {
+				reason = ReasonExportLost
+			}
+			checkDecision(t, got["update"], tc.want, reason)
+		})
+	}
+}
+
 // TestCutToTheSecond: aws logs tail --format short gives each line's time to the second. A
 // param's write CloudWatch cut is rebuilt at its second's last millisecond; a request of that
 // second that the log's order puts before it may have come after it: its likely state is not

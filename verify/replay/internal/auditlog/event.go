@@ -8,8 +8,12 @@ import (
 	"io"
 	"net/url"
 	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
+
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 
 	"github.com/vapc-dev/vapc/verify"
 )
@@ -133,12 +137,52 @@ func (e *Event) Message() string {
 	return e.ResponseStatus.Message
 }
 
-// Requester is the user admission sees: the impersonated user when there is one.
+// Requester is the user admission sees: the impersonated user when there is one. When the
+// export lost whom the request impersonated (LostImpersonation), it is the user its
+// authorization names when that is another (AuthorizedUsername), with nothing but its name.
 func (e *Event) Requester() verify.UserInfo {
 	if e.ImpersonatedUser != nil {
 		return *e.ImpersonatedUser
 	}
+	if e.Loss.Lost.Has(LostImpersonation) {
+		if name := e.AuthorizedUsername(); name != "" && name != e.User.Username {
+			return verify.UserInfo{Username: name}
+		}
+	}
 	return e.User
+}
+
+// AnnotationAuthzReason is the audit annotation in which kube-apiserver's authorization filter
+// says why it allowed the request (k8s.io/apiserver/pkg/endpoints/filters/authorization.go).
+const AnnotationAuthzReason = "authorization.k8s.io/reason"
+
+// rbacSubject is the end of the reason RBAC gives when a binding allowed a request: the
+// binding's subject ("RBAC: allowed by ClusterRoleBinding %q of %s %q to %s", the subject as
+// describeSubject writes it: `User "alice"`, `ServiceAccount "name/namespace"`;
+// k8s.io/kubernetes/pkg/registry/rbac/validation/rule.go).
+var rbacSubject = regexp.MustCompile(`^RBAC: allowed by (?:Cluster)?RoleBinding ".*" of (?:Cluster)?Role ".*" to (User|ServiceAccount) ("(?:[^"\\]|\\.)*")$`)
+
+// AuthorizedUsername is the username the request's authorization names: the user admission
+// saw, as authorization runs after impersonation. RBAC allowed the request by a binding to a
+// User, which applies to that username alone, or to a ServiceAccount, which applies to its
+// username alone (appliesToUser). "" when the log does not say.
+func (e *Event) AuthorizedUsername() string {
+	m := rbacSubject.FindStringSubmatch(e.Annotations[AnnotationAuthzReason])
+	if m == nil {
+		return ""
+	}
+	name, err := strconv.Unquote(m[2])
+	if err != nil {
+		return ""
+	}
+	if m[1] == "User" {
+		return name
+	}
+	sa, ns, ok := strings.Cut(name, "/")
+	if !ok || sa == "" || ns == "" {
+		return ""
+	}
+	return serviceaccount.MakeUsername(ns, sa)
 }
 
 // Query returns the request URI's query parameters.
