@@ -440,7 +440,7 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undeci
 		return
 	}
 	if alt != nil {
-		if dec = r.resolvedParamKind(j, out, dec, alt); dec == nil {
+		if dec = r.resolvedParamKind(j, out, dec, alt, lagAlternatives); dec == nil {
 			return
 		}
 	}
@@ -522,26 +522,30 @@ func rooted(unknowns []vapccel.Unknown, update bool) []vapccel.Unknown {
 }
 
 // resolvedParamKind settles a request decided both ways while kube-apiserver may not have
-// found a paramKind yet (found: dec; not found: alt): alike, or the one the log's verdicts
-// are those of (kube-apiserver's discovery cache, renewed every 30 seconds, chose), certain.
-// Otherwise the record is indeterminate, with both as alternatives, and the result nil.
-func (r *Replayer) resolvedParamKind(j *job, out *Record, dec, alt *verify.Decision) *verify.Decision {
+// found a paramKind yet (found: dec, after the informers' lag; not found: alt): alike, or the
+// way the log's verdicts do not contradict when they contradict the other (kube-apiserver's
+// discovery cache, renewed every 30 seconds, chose), certain. The rest of the request's
+// settling (the informers' lag, an older version of its object) is the found way's: not found
+// is chosen only where none applies. Otherwise the record is indeterminate, with both ways as
+// alternatives, and the result nil.
+func (r *Replayer) resolvedParamKind(j *job, out *Record, dec, alt *verify.Decision, lagAlternatives []Alternative) *verify.Decision {
 	const found, notFound = "kube-apiserver had found the paramKind", "kube-apiserver had not yet found the paramKind"
 	if sameOutcome(dec, alt) {
 		dec.Notes = append(dec.Notes, "decided alike whether or not kube-apiserver had found the paramKind yet: "+j.resolving.detail)
 		return dec
 	}
-	res := decide.Resolve([]world{
-		{If: found, Outcome: dec, Decided: true, Evidence: j.evidenceOf(dec)},
-		{If: notFound, Outcome: alt, Decided: true, Evidence: j.evidenceOf(alt)},
-	}, sameOutcome)
-	if res.Certainty == decide.Certain && res.Chosen != nil {
-		chosen := res.Chosen.Outcome
-		chosen.Notes = append(chosen.Notes, "decided on the log's verdicts, those of the state where "+res.Chosen.If+": "+j.resolving.detail)
-		return chosen
+	onFound, onNotFound := j.evidenceOf(dec), j.evidenceOf(alt)
+	settledOnFound := len(j.lag.typedWrites) > 0 || len(lagAlternatives) > 0 || j.prior.Stale != nil || j.prior.StaleUnknown != "" || j.prior.RacedBy != ""
+	switch {
+	case onNotFound == decide.Disagrees && onFound != decide.Disagrees:
+		dec.Notes = append(dec.Notes, "decided on the log's verdicts, which are not those of the state where "+notFound+": "+j.resolving.detail)
+		return dec
+	case onFound == decide.Disagrees && onNotFound != decide.Disagrees && !settledOnFound:
+		alt.Notes = append(alt.Notes, "decided on the log's verdicts, which are not those of the state where "+found+": "+j.resolving.detail)
+		return alt
 	}
 	out.indeterminate(j.resolving)
-	out.Alternatives = []Alternative{alternativeOf(nil, dec, found), alternativeOf(nil, alt, notFound)}
+	out.Alternatives = []Alternative{alternativeOf(alt, dec, found), alternativeOf(dec, alt, notFound)}
 	return nil
 }
 

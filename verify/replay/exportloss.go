@@ -90,8 +90,11 @@ func exportUnknowns(ev *Event, op admission.Operation) []vapccel.Unknown {
 		// spec before admission (PrepareForCreate): what the export lost of the user, it lost
 		// there too.
 		for _, f := range userCopiedFields {
+			if f.field == "username" && nameKnown {
+				continue // the user admission saw, whose name the strategy copied
+			}
 			lost := f.lost
-			if !l.Lost.Has(lost) && (f.field != "username" || !nameKnown) {
+			if !l.Lost.Has(lost) {
 				lost = auditlog.LostImpersonation // whom the request impersonated lost, the whole user is
 			}
 			if l.Lost.Has(lost) {

@@ -448,17 +448,22 @@ func TestExportLostUserInObject(t *testing.T) {
 			_, got := replayLinesWith(t, ps, bs, nil, gkeLines(t, line)...)
 			checkDecision(t, got["c"], tc.decision, tc.reason)
 			// AKS's Log Analytics rows lose whom the request impersonated: the whole user,
-			// its name too.
-			row, err := exporttest.LogAnalyticsRow([]byte(line), false)
-			if err != nil {
-				t.Fatal(err)
+			// its name too, unless its authorization names the user.
+			laReplay := func(line string) *Record {
+				row, err := exporttest.LogAnalyticsRow([]byte(line), false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rows, err := json.Marshal([]any{row})
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, la := replayLinesWith(t, ps, bs, nil, string(rows))
+				return la["c"]
 			}
-			rows, err := json.Marshal([]any{row})
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, la := replayLinesWith(t, ps, bs, nil, string(rows))
-			checkDecision(t, la["c"], DecisionIndeterminate, ReasonExportLost)
+			checkDecision(t, laReplay(line), DecisionIndeterminate, ReasonExportLost)
+			named := replaceOnce(t, line, `"stageTimestamp"`, `"annotations":{"authorization.k8s.io/decision":"allow","authorization.k8s.io/reason":"RBAC: allowed by ClusterRoleBinding \"b\" of ClusterRole \"csr-creator\" to User \"admin\""},"stageTimestamp"`)
+			checkDecision(t, laReplay(named), tc.decision, tc.reason)
 		})
 	}
 }

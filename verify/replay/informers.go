@@ -260,15 +260,17 @@ type world = decide.World[*verify.Decision]
 
 // evidenceOf is what the verdicts the log records for the policies it shows installed say of
 // the decision dec, in a state the request may have been admitted in (see check): nothing
-// when the log does not show those policies ran. A first attempt on the watch cache's older
-// copy of the object may have published other annotations, never another response: the store
-// runs admission again on the live object (GuaranteedUpdate retries on current state) and
-// answers with that. Then the response alone is evidence, and only against a state.
+// when the log does not show those policies ran. A first attempt on an older version of the
+// object (the watch cache's copy, or the one a write that completed while the request ran
+// replaced) may have published other annotations, never another response: the store runs
+// admission again on the live object (GuaranteedUpdate retries on current state), answers with
+// that, and the audit event keeps each annotation's first value. Then the response alone is
+// evidence, and only against a state.
 func (j *job) evidenceOf(dec *verify.Decision) decide.Evidence {
 	switch {
 	case !j.byAnnotations():
 		return decide.NoEvidence
-	case j.prior.Stale != nil || j.prior.StaleUnknown != "":
+	case j.prior.Stale != nil || j.prior.StaleUnknown != "" || j.prior.RacedBy != "":
 		if len(checkResponse(j.ev, j.rec, dec, j.evidenced)) > 0 {
 			return decide.Disagrees
 		}

@@ -45,3 +45,27 @@ func TestDecodeNotAnEvent(t *testing.T) {
 		}
 	}
 }
+
+// TestAuthorizedUsername: the user RBAC's reason names when a binding to a User or a
+// ServiceAccount allowed the request, and no other.
+func TestAuthorizedUsername(t *testing.T) {
+	for _, tc := range []struct{ reason, want string }{
+		{`RBAC: allowed by ClusterRoleBinding "b" of ClusterRole "edit" to User "alice"`, "alice"},
+		{`RBAC: allowed by RoleBinding "b/team" of ClusterRole "edit" to User "alice@example.com"`, "alice@example.com"},
+		{`RBAC: allowed by RoleBinding "b/kube-system" of Role "r" to ServiceAccount "node-controller/kube-system"`, "system:serviceaccount:kube-system:node-controller"},
+		{`RBAC: allowed by ClusterRoleBinding "system:controller:node-controller" of ClusterRole "system:controller:node-controller" to ServiceAccount "node-controller/kube-system"`, "system:serviceaccount:kube-system:node-controller"},
+		// A name with a quote, as %q writes it.
+		{`RBAC: allowed by ClusterRoleBinding "b" of ClusterRole "edit" to User "o\"brien"`, `o"brien`},
+		// A binding's name cannot fake the subject: %q escapes its quotes.
+		{`RBAC: allowed by ClusterRoleBinding "x\" to User \"root" of ClusterRole "edit" to Group "team"`, ""},
+		{`RBAC: allowed by ClusterRoleBinding "b" of ClusterRole "edit" to Group "system:masters"`, ""},
+		{`RBAC: allowed by RoleBinding "b/team" of Role "r" to ServiceAccount "sa/"`, ""},
+		{"", ""}, // system:masters, the Node authorizer
+		{`allowed by webhook to User "alice"`, ""},
+	} {
+		e := &Event{Annotations: map[string]string{AnnotationAuthzReason: tc.reason}}
+		if got := e.AuthorizedUsername(); got != tc.want {
+			t.Errorf("AuthorizedUsername of %q = %q, want %q", tc.reason, got, tc.want)
+		}
+	}
+}
