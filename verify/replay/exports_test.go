@@ -194,6 +194,15 @@ func TestExportLosses(t *testing.T) {
 	merged := func(id string) string {
 		return timedEvent(t, levelEvent(t, id, auditlog.LevelRequestResponse, "patch", "configmaps", "a", "known", 200, "", map[string]any{"data": map[string]any{"k": "w"}}, cm("known", "9")), "02.000000", "02.010000", nil)
 	}
+	managed := func(id string) string {
+		resp := cm("known", "9")
+		resp["metadata"].(map[string]any)["managedFields"] = []any{
+			map[string]any{"manager": "deployer", "operation": "Apply", "apiVersion": "v1", "fieldsType": "FieldsV1", "fieldsV1": map[string]any{"f:data": map[string]any{"f:k": map[string]any{}}}},
+			map[string]any{"manager": "editor", "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1", "fieldsV1": map[string]any{"f:metadata": map[string]any{"f:labels": map[string]any{}}}},
+		}
+		body := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "known"}, "data": map[string]any{"k": "w"}}
+		return timedEvent(t, levelEvent(t, id, auditlog.LevelRequestResponse, "patch", "configmaps", "a", "known", 200, "", body, resp), "02.000000", "02.010000", nil)
+	}
 	old := func(id string) string {
 		resp := cm("known", "9")
 		resp["metadata"].(map[string]any)["creationTimestamp"] = "2026-11-23T00:00:00Z"
@@ -252,6 +261,10 @@ func TestExportLosses(t *testing.T) {
 		// leaves these undecided, as in the log's replay.
 		{name: "a patch no apply sends", expr: "true", op: admissionregistrationv1.Update,
 			lines: []string{merged("p4")}, plain: DecisionIndeterminate,
+			decision: DecisionIndeterminate, reason: ReasonOldObjectUnknown, detail: "configmaps a/known is not in the snapshot or earlier in the log"},
+		// An apply that creates writes its manager's managedFields entry alone.
+		{name: "a patch of an object two managers wrote", expr: "true", op: admissionregistrationv1.Update,
+			lines: []string{managed("p6")}, plain: DecisionIndeterminate,
 			decision: DecisionIndeterminate, reason: ReasonOldObjectUnknown, detail: "configmaps a/known is not in the snapshot or earlier in the log"},
 		{name: "an update of an object created a day before", expr: "true", op: admissionregistrationv1.Update,
 			lines: []string{old("u1")}, plain: DecisionIndeterminate,
