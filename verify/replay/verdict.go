@@ -192,14 +192,17 @@ func (g Gate) verdict(s *Summary) *Verdict {
 		v.Partial = true
 		fail(ReasonInterrupted, s.Lines, "interrupted after %d lines: the summary is of what was read", s.Lines)
 	}
+	converts := 0
 	for _, u := range s.Unreadable {
 		if u.convert {
-			fail(ReasonUnreadable, 1, "%s", u)
+			// Of a whole file, which it names: not of a line.
+			fail(ReasonUnreadable, 1, "%s", u.Reason)
+			converts++
 			continue
 		}
 		fail(ReasonUnreadable, 1, "%s: the log is cut short or damaged: copy it again, or leave it out", u)
 	}
-	if events := s.IntermediateStages + s.Requests; events == 0 && !s.Partial {
+	if events := s.IntermediateStages + s.Requests; events == 0 && !s.Partial && converts < len(s.Files) {
 		skipped := ""
 		if n := total(s.ExportSkipped); n > 0 {
 			skipped = fmt.Sprintf(", and %d export %s none (%s)", n, plural(n, "record that holds", "records that hold"), strings.Join(sortedKeys(s.ExportSkipped), "; "))

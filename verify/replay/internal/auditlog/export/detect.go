@@ -2,8 +2,18 @@ package export
 
 import (
 	"bytes"
+	"regexp"
 	"unicode"
 )
+
+// legacyFormat is kube-apiserver's legacy log format (--audit-log-format=legacy), a line of
+// key="value" pairs for each event after its time and "AUDIT:"
+// (k8s.io/apiserver/pkg/audit/format.go EventString), which vapc does not read: it holds no
+// objects, annotations or level.
+const legacyFormat Format = "legacy"
+
+// legacyAudit is how a line of the legacy format begins.
+var legacyAudit = regexp.MustCompile(`^\S+ AUDIT: id="`)
 
 // detectBytes is how much of a file detection reads: the first record of every envelope names
 // its members in less, whatever the size of their values.
@@ -21,6 +31,9 @@ func detect(head []byte) Format {
 	}
 	switch c := head[0]; {
 	case c >= '0' && c <= '9':
+		if legacyAudit.Match(head) {
+			return legacyFormat
+		}
 		if _, _, ok := cutTimestamp(head); ok {
 			return CloudWatchS3
 		}

@@ -171,6 +171,10 @@ func NewReader(file string, r io.Reader, format Format, maxLine int) (*Reader, e
 		format = insightsResults
 	}
 	rd.format = format
+	if format == legacyFormat {
+		rd.Close()
+		return nil, &auditlog.ConvertError{Err: fmt.Errorf("%s: kube-apiserver's legacy audit log format (--audit-log-format=legacy), which holds no objects, annotations or audit levels to replay: log in the json format (--audit-log-format=json, the default)", file)}
+	}
 	if format == gkeYAML {
 		rd.Close()
 		return nil, &auditlog.ConvertError{Err: fmt.Errorf("%s: gcloud logging read's YAML, which vapc does not read: print the entries as JSON (gcloud logging read --format=json)", file)}
