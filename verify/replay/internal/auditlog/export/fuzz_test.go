@@ -104,6 +104,7 @@ func FuzzReadWebhook(f *testing.F) { fuzzRead(f, export.Webhook) }
 func FuzzReadCloudWatch(f *testing.F) {
 	// A Logs Insights query's results, which eks-cloudwatch reads too.
 	f.Add([]byte(`{"results":[[{"field":"@timestamp","value":"2026-01-01 00:00:01.000"},{"field":"@message","value":"{\"kind\":\"Event\",\"auditID\":\"a\",\"stage\":\"ResponseComplete\"}"}]],"status":"Complete"}`))
+	f.Add([]byte(`[{"@timestamp":"2026-01-01 00:00:01.000","@message":"{\"kind\":\"Event\",\"auditID\":\"a\",\"stage\":\"ResponseComplete\"}"}]`))
 	fuzzRead(f, export.CloudWatch)
 }
 func FuzzReadCloudWatchS3(f *testing.F) { fuzzRead(f, export.CloudWatchS3) }

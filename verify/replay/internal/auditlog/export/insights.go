@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
 	"slices"
 	"time"
@@ -25,8 +26,10 @@ const insightsResults Format = "eks-insights"
 
 func init() { readers[insightsResults] = readInsights }
 
-// insightsHead is how a Logs Insights result's file begins: its results, or their rows alone.
-var insightsHead = regexp.MustCompile(`^(\{\s*"results"\s*:\s*)?\[\s*\[\s*\{\s*"(field|value)"`)
+// insightsHead is how a Logs Insights result's file begins: its results, or their rows alone,
+// each an array of fields, or an object of the fields by name (as the console's table is
+// downloaded as JSON: [{"@timestamp": ..., "@message": ...}, ...]).
+var insightsHead = regexp.MustCompile(`^(\{\s*"results"\s*:\s*)?\[\s*(\[\s*\{\s*"(field|value)"|\{\s*"@(timestamp|message|logStream|log|ingestionTime|ptr)"\s*:)`)
 
 func readInsights(in input, yield func(record) bool) {
 	s := newScanner(in.r)
@@ -78,12 +81,29 @@ type insightsField struct {
 func insightsRowOf(raw []byte, line int, where string, timed bool) record {
 	rec := record{data: raw, line: line, unwrap: insightsUnwrap(where), where: where}
 	if timed {
-		var fs []insightsField
-		if json.Unmarshal(raw, &fs) == nil {
+		if fs, err := insightsFields(raw); err == nil {
 			rec.at = insightsTime(fs)
 		}
 	}
 	return rec
+}
+
+// insightsFields are the fields of a row: an array of fields, or an object of their values
+// by name (in the order of their names), each a string.
+func insightsFields(raw []byte) ([]insightsField, error) {
+	var fs []insightsField
+	if len(raw) == 0 || raw[0] != '{' {
+		err := json.Unmarshal(raw, &fs)
+		return fs, err
+	}
+	var byName map[string]string
+	if err := json.Unmarshal(raw, &byName); err != nil {
+		return nil, err
+	}
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		fs = append(fs, insightsField{Field: name, Value: byName[name]})
+	}
+	return fs, nil
 }
 
 // insightsTime is a row's @timestamp (UTC, to the millisecond, without a zone); the zero time
@@ -105,8 +125,8 @@ func insightsTime(fs []insightsField) time.Time {
 // unless its message is an audit event (see auditMessage).
 func insightsUnwrap(where string) func(*record) {
 	return func(r *record) {
-		var fs []insightsField
-		if err := json.Unmarshal(r.data, &fs); err != nil {
+		fs, err := insightsFields(r.data)
+		if err != nil {
 			*r = record{line: r.line, err: recordError(where, "", fmt.Errorf("not a Logs Insights result's row: %v", err))}
 			return
 		}

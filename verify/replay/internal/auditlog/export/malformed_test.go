@@ -214,6 +214,14 @@ func TestMalformedEnvelopes(t *testing.T) {
 		want: []string{"1: a", "1: b", "1: skipped: a log event of the stream kube-apiserver-8c0c1d2e, not of kube-apiserver's audit log (kube-apiserver-audit-*): a Logs Insights query without filter @logStream like /kube-apiserver-audit/ reads every stream of the log group",
 			"1: error: results[3] (line 1): @message: missing: the query's fields must hold the log event's message (fields @timestamp, @message)"},
 	}, {
+		// The Logs Insights console's table downloaded as JSON: each row an object of its
+		// fields by name, newest first.
+		name:   "Logs Insights rows as objects",
+		format: export.Auto,
+		data: "[\n  {\n    \"@timestamp\": \"2026-01-01 00:00:02.400\",\n    \"@message\": " + quoted(ev("b", 2)) + "\n  },\n" +
+			"  {\n    \"@timestamp\": \"2026-01-01 00:00:01.400\",\n    \"@message\": " + quoted(ev("a", 1)) + "\n  },\n  {\"@timestamp\": \"2026-01-01 00:00:00.400\", \"@message\": 3}\n]\n",
+		want: []string{"10: error: results[2] (line 10): not a Logs Insights result's row: json: cannot unmarshal number into Go value of type string", "6: a", "2: b"},
+	}, {
 		// A record copied from the portal or printed by jq, az: pretty-printed, one after
 		// the other or in an array.
 		name:   "AKS records pretty-printed",
