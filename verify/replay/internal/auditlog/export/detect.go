@@ -40,6 +40,8 @@ func detect(head []byte) Format {
 		return Plain
 	case insightsHead.Match(head):
 		return insightsResults
+	case insightsCSVHead.Match(head):
+		return insightsCSV
 	case gcloudYAML.Match(head):
 		return gkeYAML
 	case c == '[':

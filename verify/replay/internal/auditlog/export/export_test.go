@@ -12,6 +12,9 @@ var Detect = detect
 // InsightsResults is the format of a CloudWatch Logs Insights query's results.
 const InsightsResults = insightsResults
 
+// InsightsCSV is the format of a Logs Insights table downloaded as CSV.
+const InsightsCSV = insightsCSV
+
 // AzureDocuments is the format of AKS's records pretty-printed or in an array.
 const AzureDocuments = azureDocuments
 

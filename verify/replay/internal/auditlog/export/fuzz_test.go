@@ -105,6 +105,7 @@ func FuzzReadCloudWatch(f *testing.F) {
 	// A Logs Insights query's results, which eks-cloudwatch reads too.
 	f.Add([]byte(`{"results":[[{"field":"@timestamp","value":"2026-01-01 00:00:01.000"},{"field":"@message","value":"{\"kind\":\"Event\",\"auditID\":\"a\",\"stage\":\"ResponseComplete\"}"}]],"status":"Complete"}`))
 	f.Add([]byte(`[{"@timestamp":"2026-01-01 00:00:01.000","@message":"{\"kind\":\"Event\",\"auditID\":\"a\",\"stage\":\"ResponseComplete\"}"}]`))
+	f.Add([]byte("@timestamp,@message\n2026-01-01 00:00:01.000,\"{\"\"kind\"\":\"\"Event\"\",\"\"auditID\"\":\"\"a\"\",\"\"stage\"\":\"\"ResponseComplete\"\"}\"\n"))
 	fuzzRead(f, export.CloudWatch)
 }
 func FuzzReadCloudWatchS3(f *testing.F) { fuzzRead(f, export.CloudWatchS3) }
@@ -124,7 +125,7 @@ func FuzzReadAzureLogAnalytics(f *testing.F) {
 
 // FuzzDetect detects the format of any bytes, and reads them in it.
 func FuzzDetect(f *testing.F) {
-	for _, h := range []string{`{"kind":"Event"`, `{"records":[`, `[{"insertId":`, "2026-01-01T00:00:00Z {", `{"events":[{"logStreamName"`, `[{"AuditId":"a","Verb":`, `{"results":[[{"field":"@message","value":"{`, "{\n  \"category\": \"kube-audit\",\n  \"properties\": {"} {
+	for _, h := range []string{`{"kind":"Event"`, `{"records":[`, `[{"insertId":`, "2026-01-01T00:00:00Z {", `{"events":[{"logStreamName"`, `[{"AuditId":"a","Verb":`, `{"results":[[{"field":"@message","value":"{`, `[{"@timestamp":"2026-01-01 00:00:01.000","@message":"{`, "@timestamp,@message\n2026-01-01 00:00:01.000,\"{", "{\n  \"category\": \"kube-audit\",\n  \"properties\": {"} {
 		f.Add([]byte(h))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

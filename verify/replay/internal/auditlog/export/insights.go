@@ -1,6 +1,7 @@
 package export
 
 import (
+	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -153,4 +154,80 @@ func insightsEvent(fs []insightsField, line int, where string) record {
 		return inField(eventRecord(msg, line, auditlog.Loss{}), "@message")
 	}
 	return record{line: line, err: recordError(where, "@message", errors.New("missing: the query's fields must hold the log event's message (fields @timestamp, @message)"))}
+}
+
+// insightsCSV is a Logs Insights table downloaded from the console as CSV: a header row that
+// names the query's fields, then a row a matched log event (RFC 4180: a value that holds a
+// quote, a comma or a line break is quoted, its quotes doubled), as the query sorted them,
+// newest first by default. A row is read as the object of its fields by name, as the table
+// downloaded as JSON is (insightsFields). Detected; not named in Formats.
+const insightsCSV Format = "eks-insights-csv"
+
+func init() { readers[insightsCSV] = readInsightsCSV }
+
+// insightsCSVHead is how such a table begins: its header names Logs Insights' own fields.
+var insightsCSVHead = regexp.MustCompile(`^"?@(timestamp|message|logStream|log|ingestionTime|ptr)"?(,|\r?\n)`)
+
+func readInsightsCSV(in input, yield func(record) bool) {
+	rv := newReverser(yield, insightsUnwrap)
+	cr := csv.NewReader(in.r)
+	cr.FieldsPerRecord = -1 // a row of another count is the row's error, not the file's
+	header, err := cr.Read()
+	if err != nil {
+		yield(record{line: 1, err: &auditlog.ReadError{Err: fmt.Errorf("the table's header is not CSV, reading stopped: %v", err)}})
+		return
+	}
+	line := 1
+	for i := 0; ; i++ {
+		row, err := cr.Read()
+		if err == io.EOF {
+			break
+		}
+		where := fmt.Sprintf("row %d", i+1)
+		if err != nil {
+			// The file stopped being readable, or is not CSV there: the rows after it
+			// cannot be found.
+			stopped := record{line: line, err: &auditlog.ReadError{Err: err}}
+			if pe := (*csv.ParseError)(nil); errors.As(err, &pe) {
+				stopped = record{line: pe.StartLine, err: &auditlog.ReadError{Err: fmt.Errorf("the table is not CSV, reading stopped: %v", err)}}
+			}
+			if rv.finish() {
+				yield(stopped)
+			}
+			return
+		}
+		line, _ = cr.FieldPos(0)
+		where = fmt.Sprintf("%s (line %d)", where, line)
+		rec := record{line: line, where: where}
+		switch size := csvSize(row); {
+		case len(row) != len(header):
+			rec.err = recordError(where, "", fmt.Errorf("%d values, not the header's %d", len(row), len(header)))
+		case size > 2*in.maxLine:
+			rec.err = recordError(where, "", fmt.Errorf("%d bytes, more than %d", size, 2*in.maxLine))
+		default:
+			fields := make(map[string]string, len(header))
+			for j, name := range header {
+				fields[name] = row[j]
+			}
+			raw, err := json.Marshal(fields)
+			if err != nil {
+				rec.err = recordError(where, "", err)
+				break
+			}
+			rec = insightsRowOf(raw, line, where, !rv.decided())
+		}
+		if !rv.add(rec) {
+			return
+		}
+	}
+	finishArray(rv, nil, line, yield)
+}
+
+// csvSize is how many bytes a row's values hold.
+func csvSize(row []string) int {
+	n := 0
+	for _, v := range row {
+		n += len(v)
+	}
+	return n
 }

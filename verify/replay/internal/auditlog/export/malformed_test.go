@@ -222,6 +222,19 @@ func TestMalformedEnvelopes(t *testing.T) {
 			"  {\n    \"@timestamp\": \"2026-01-01 00:00:01.400\",\n    \"@message\": " + quoted(ev("a", 1)) + "\n  },\n  {\"@timestamp\": \"2026-01-01 00:00:00.400\", \"@message\": 3}\n]\n",
 		want: []string{"10: error: results[2] (line 10): not a Logs Insights result's row: json: cannot unmarshal number into Go value of type string", "6: a", "2: b"},
 	}, {
+		// The console's table downloaded as CSV: a header of the fields, a row an event,
+		// newest first; a row of another count, or without @message, is the row's error;
+		// a quote out of place ends the table.
+		name:   "Logs Insights table as CSV",
+		format: export.Auto,
+		data: "@timestamp,@message\n" +
+			"2026-01-01 00:00:03.400," + csvQuoted(ev("c", 3)) + "\n" +
+			"2026-01-01 00:00:02.400," + csvQuoted(ev("b", 2)) + ",extra\n" +
+			"2026-01-01 00:00:01.400," + csvQuoted(ev("a", 1)) + "\n" +
+			"2026-01-01 00:00:00.400,x\"y\n",
+		want: []string{"4: a", "3: error: row 2 (line 3): 3 values, not the header's 2", "2: c",
+			"5: unreadable: the table is not CSV, reading stopped: parse error on line 5, column 26: bare \" in non-quoted-field"},
+	}, {
 		// A record copied from the portal or printed by jq, az: pretty-printed, one after
 		// the other or in an array.
 		name:   "AKS records pretty-printed",
@@ -445,3 +458,6 @@ func TestOtherStreamTooLong(t *testing.T) {
 		t.Errorf("lines mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// csvQuoted is s as a CSV value quoted.
+func csvQuoted(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }

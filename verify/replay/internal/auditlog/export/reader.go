@@ -167,8 +167,8 @@ func NewReader(file string, r io.Reader, format Format, maxLine int) (*Reader, e
 		format = concatenatedEvents
 	case format == AzureBlob && detect(head) == azureDocuments:
 		format = azureDocuments
-	case format == CloudWatch && detect(head) == insightsResults:
-		format = insightsResults
+	case format == CloudWatch && (detect(head) == insightsResults || detect(head) == insightsCSV):
+		format = detect(head)
 	}
 	rd.format = format
 	if format == legacyFormat {

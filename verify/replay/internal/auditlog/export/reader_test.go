@@ -232,6 +232,8 @@ func TestDetect(t *testing.T) {
 		{"storage blob records in an array", `[{"time":"2026-11-21T12:35:37Z","category":"kube-audit","properties":{"log":"{}"}}]`, export.AzureDocuments},
 		{"logs insights", "{\n    \"results\": [\n        [\n            {\n                \"field\": \"@timestamp\",", export.InsightsResults},
 		{"logs insights --query results", `[[{"field":"@message","value":"{\"kind\"`, export.InsightsResults},
+		{"logs insights table as CSV", "@timestamp,@message\n2026-01-01 00:00:02.400,\"{\"\"kind\"\"", export.InsightsCSV},
+		{"logs insights table as CSV, quoted header", "\"@timestamp\",\"@message\"\r\n", export.InsightsCSV},
 		{"logs insights rows as objects", "[\n  {\n    \"@timestamp\": \"2026-01-01 00:00:02.400\",\n    \"@message\": \"{", export.InsightsResults},
 		{"event hub", `{"records":[{"time":"2026-11-21T12:35:37Z","category":"kube-audit-admin","properties":{"log":"{}"}}]}`, export.AzureEventHub},
 		{"gcloud", "[\n  {\n    \"insertId\": \"x\",\n    \"logName\": \"projects/p/logs/cloudaudit.googleapis.com%2Factivity\",\n    \"protoPayload\": {", export.GKE},
