@@ -206,15 +206,12 @@ func (j *job) exportUndecided() undecided {
 // before the earliest the request can have been received (a create stamps the second it ran:
 // rest.FillObjectMetaSystemFields); nor when it is a patch whose body no server-side apply
 // could have sent (patchVariants), as no other patch creates (the patcher's createNewObject
-// answers NotFound but for apply), or whose object has more than one managedFields entry (an
-// apply that creates writes its manager's alone: it may not set managedFields, the field
-// manager's "metadata.managedFields must be nil").
+// answers NotFound but for apply). (The managedFields of its answer do not tell: an apply
+// that creates writes its manager's entry alone, but a mutating webhook or policy may add
+// others, which the field manager keeps.)
 func successMayHaveCreated(ev *Event) bool {
-	if h, err := auditlog.DecodeMetadata(ev.ResponseObject); hasBody(ev.ResponseObject) && err == nil {
+	if h, err := auditlog.DecodeHeader(ev.ResponseObject); hasBody(ev.ResponseObject) && err == nil {
 		if ct := h.GetCreationTimestamp(); !ct.IsZero() && ct.Time.Before(ev.Received().Truncate(time.Second)) {
-			return false
-		}
-		if ev.Verb == "patch" && len(h.GetManagedFields()) > 1 {
 			return false
 		}
 	}

@@ -170,7 +170,8 @@ func mapGKE(raw []byte) (ev *gkeEvent, at time.Time, lost auditlog.Lost, field s
 		return nil, at, 0, "protoPayload", errors.New("missing: not a Cloud Audit Logs entry")
 	case p.Type != "" && p.Type != "type.googleapis.com/google.cloud.audit.AuditLog":
 		return nil, at, 0, "protoPayload.@type", fmt.Errorf("%q is not type.googleapis.com/google.cloud.audit.AuditLog", p.Type)
-	case p.ServiceName != "k8s.io":
+	case p.ServiceName != "k8s.io" && (p.ServiceName != "" || !strings.HasPrefix(p.MethodName, "io.k8s.")):
+		// Without a serviceName, a method of the Kubernetes API's (io.k8s.*) names it.
 		return nil, at, 0, "protoPayload.serviceName", otherService(p.ServiceName)
 	}
 	at, err = time.Parse(time.RFC3339Nano, e.Timestamp)

@@ -281,9 +281,26 @@ func TestGKEEntries(t *testing.T) {
 		// A lease update in another group; the code of a successful update is not known
 		// (it may have created the lease).
 		name: "update",
-		entry: `{"protoPayload":{"@type":"type.googleapis.com/google.cloud.audit.AuditLog","authenticationInfo":{"principalEmail":"system:kube-scheduler"},
+		entry: `{"labels":{"authorization.k8s.io/decision":"allow"},"protoPayload":{"@type":"type.googleapis.com/google.cloud.audit.AuditLog","authenticationInfo":{"principalEmail":"system:kube-scheduler"},
 			"methodName":"io.k8s.coordination.v1.leases.update","resourceName":"coordination.k8s.io/v1/namespaces/kube-system/leases/kube-scheduler",
 			"serviceName":"k8s.io","status":{"code":0}},"insertId":"i","operation":{"id":"2f93b0a6-f932-4d91-ad61-785ae9587360","first":true,"last":true},
+			"timestamp":"2022-06-03T12:09:42.501046130Z"}`,
+		want: map[string]any{
+			"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "Metadata", "auditID": "2f93b0a6-f932-4d91-ad61-785ae9587360",
+			"stage": "ResponseComplete", "requestURI": "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-scheduler", "verb": "update",
+			"user":           map[string]any{"username": "system:kube-scheduler"},
+			"objectRef":      map[string]any{"resource": "leases", "namespace": "kube-system", "name": "kube-scheduler", "apiGroup": "coordination.k8s.io", "apiVersion": "v1"},
+			"responseStatus": map[string]any{"code": 200.0},
+			"stageTimestamp": "2022-06-03T12:09:42.50104613Z",
+			"annotations":    map[string]any{"authorization.k8s.io/decision": "allow"},
+		},
+		lost: auditlog.LostGroups | auditlog.LostUID | auditlog.LostExtra | auditlog.LostReceived | auditlog.LostLevel | auditlog.LostQuery | auditlog.LostDryRun | auditlog.LostCode,
+	}, {
+		// Without a serviceName, its method names the Kubernetes API.
+		name: "without a serviceName",
+		entry: `{"protoPayload":{"@type":"type.googleapis.com/google.cloud.audit.AuditLog","authenticationInfo":{"principalEmail":"system:kube-scheduler"},
+			"methodName":"io.k8s.coordination.v1.leases.update","resourceName":"coordination.k8s.io/v1/namespaces/kube-system/leases/kube-scheduler",
+			"status":{"code":0}},"insertId":"i","operation":{"id":"2f93b0a6-f932-4d91-ad61-785ae9587360","first":true,"last":true},
 			"timestamp":"2022-06-03T12:09:42.501046130Z"}`,
 		want: map[string]any{
 			"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "Metadata", "auditID": "2f93b0a6-f932-4d91-ad61-785ae9587360",
@@ -298,7 +315,7 @@ func TestGKEEntries(t *testing.T) {
 		// A refused delete at level Metadata: the gRPC code gives the HTTP code where only
 		// one maps to it, and a subresource, a namespace's finalize.
 		name: "refused finalize",
-		entry: `{"protoPayload":{"authenticationInfo":{"principalEmail":"bob"},"methodName":"io.k8s.core.v1.namespaces.finalize.update",
+		entry: `{"labels":{"authorization.k8s.io/decision":"allow"},"protoPayload":{"authenticationInfo":{"principalEmail":"bob"},"methodName":"io.k8s.core.v1.namespaces.finalize.update",
 			"resourceName":"core/v1/namespaces/shop/finalize","serviceName":"k8s.io","status":{"code":7,"message":"Permission denied"}},
 			"insertId":"x1","timestamp":"2024-01-01T00:00:00Z"}`,
 		want: map[string]any{
@@ -308,13 +325,14 @@ func TestGKEEntries(t *testing.T) {
 			"objectRef":      map[string]any{"resource": "namespaces", "namespace": "shop", "name": "shop", "apiVersion": "v1", "subresource": "finalize"},
 			"responseStatus": map[string]any{"code": 403.0, "status": "Failure", "message": "Permission denied"},
 			"stageTimestamp": "2024-01-01T00:00:00Z",
+			"annotations":    map[string]any{"authorization.k8s.io/decision": "allow"},
 		},
 		// Its message describes the gRPC code, not what refused it.
 		lost: auditlog.LostGroups | auditlog.LostUID | auditlog.LostExtra | auditlog.LostReceived | auditlog.LostLevel | auditlog.LostQuery | auditlog.LostDryRun | auditlog.LostMessage,
 	}, {
 		// An invalid argument is a 400 or a 422: not known (google/rpc's 400, lost).
 		name: "invalid",
-		entry: `{"protoPayload":{"authenticationInfo":{"principalEmail":"bob"},"methodName":"io.k8s.apps.v1.deployments.scale.patch",
+		entry: `{"labels":{"authorization.k8s.io/decision":"allow"},"protoPayload":{"authenticationInfo":{"principalEmail":"bob"},"methodName":"io.k8s.apps.v1.deployments.scale.patch",
 			"resourceName":"apps/v1/namespaces/shop/deployments/web/scale","serviceName":"k8s.io","status":{"code":3,"message":"bad"}},
 			"operation":{"id":"x2","first":false,"last":true},"timestamp":"2024-01-01T00:00:00Z"}`,
 		want: map[string]any{
@@ -324,12 +342,13 @@ func TestGKEEntries(t *testing.T) {
 			"objectRef":      map[string]any{"resource": "deployments", "namespace": "shop", "name": "web", "apiGroup": "apps", "apiVersion": "v1", "subresource": "scale"},
 			"responseStatus": map[string]any{"code": 400.0, "status": "Failure", "message": "bad"},
 			"stageTimestamp": "2024-01-01T00:00:00Z",
+			"annotations":    map[string]any{"authorization.k8s.io/decision": "allow"},
 		},
 		lost: auditlog.LostGroups | auditlog.LostUID | auditlog.LostExtra | auditlog.LostReceived | auditlog.LostLevel | auditlog.LostQuery | auditlog.LostDryRun | auditlog.LostCode | auditlog.LostMessage,
 	}, {
 		// A policy's denial in the entry's status: its code is a 422, and its message kept.
 		name: "denied by a policy",
-		entry: `{"protoPayload":{"authenticationInfo":{"principalEmail":"bob"},"methodName":"io.k8s.core.v1.configmaps.create",
+		entry: `{"labels":{"authorization.k8s.io/decision":"allow"},"protoPayload":{"authenticationInfo":{"principalEmail":"bob"},"methodName":"io.k8s.core.v1.configmaps.create",
 			"resourceName":"core/v1/namespaces/shop/configmaps/c","serviceName":"k8s.io","status":{"code":3,"message":"configmaps \"c\" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b' denied request: no"}},
 			"insertId":"x3","timestamp":"2024-01-01T00:00:00Z"}`,
 		want: map[string]any{
@@ -339,6 +358,7 @@ func TestGKEEntries(t *testing.T) {
 			"objectRef":      map[string]any{"resource": "configmaps", "namespace": "shop", "name": "c", "apiVersion": "v1"},
 			"responseStatus": map[string]any{"code": 422.0, "status": "Failure", "message": `configmaps "c" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b' denied request: no`},
 			"stageTimestamp": "2024-01-01T00:00:00Z",
+			"annotations":    map[string]any{"authorization.k8s.io/decision": "allow"},
 		},
 		lost: auditlog.LostGroups | auditlog.LostUID | auditlog.LostExtra | auditlog.LostReceived | auditlog.LostLevel | auditlog.LostQuery | auditlog.LostDryRun,
 	}, {
