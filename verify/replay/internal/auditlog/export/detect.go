@@ -40,8 +40,10 @@ func detect(head []byte) Format {
 		return Plain
 	case insightsHead.Match(head):
 		return insightsResults
-	case insightsCSVHead.Match(head):
+	case insightsCSVHead.Match(head) && insightsCSVHeader(head):
 		return insightsCSV
+	case insightsObjectsHead.Match(head) && keysOf(head, 2).has(2, "@message"):
+		return insightsResults
 	case gcloudYAML.Match(head):
 		return gkeYAML
 	case c == '[':

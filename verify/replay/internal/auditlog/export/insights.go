@@ -1,6 +1,7 @@
 package export
 
 import (
+	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -28,9 +29,14 @@ const insightsResults Format = "eks-insights"
 func init() { readers[insightsResults] = readInsights }
 
 // insightsHead is how a Logs Insights result's file begins: its results, or their rows alone,
-// each an array of fields, or an object of the fields by name (as the console's table is
-// downloaded as JSON: [{"@timestamp": ..., "@message": ...}, ...]).
-var insightsHead = regexp.MustCompile(`^(\{\s*"results"\s*:\s*)?\[\s*(\[\s*\{\s*"(field|value)"|\{\s*"@(timestamp|message|logStream|log|ingestionTime|ptr)"\s*:)`)
+// each an array of fields; insightsObjectsHead, rows each an object of the fields by name (as
+// the console's table is downloaded as JSON: [{"@timestamp": ..., "@message": ...}, ...]),
+// which is one when the first row has an @message (not another tool's documents that begin
+// with an @timestamp).
+var (
+	insightsHead        = regexp.MustCompile(`^(\{\s*"results"\s*:\s*)?\[\s*\[\s*\{\s*"(field|value)"`)
+	insightsObjectsHead = regexp.MustCompile(`^\[\s*\{\s*"@(timestamp|message|logStream|log|ingestionTime|ptr)"\s*:`)
+)
 
 func readInsights(in input, yield func(record) bool) {
 	s := newScanner(in.r)
@@ -107,15 +113,30 @@ func insightsFields(raw []byte) ([]insightsField, error) {
 	return fs, nil
 }
 
-// insightsTime is a row's @timestamp (UTC, to the millisecond, without a zone); the zero time
-// when it has none.
+// insightsTime is a row's @timestamp (UTC, to the millisecond, without a zone, as the API
+// gives it; or RFC 3339); without one, its @message's stageTimestamp; the zero time when it
+// has neither.
 func insightsTime(fs []insightsField) time.Time {
+	var msg string
 	for _, f := range fs {
-		if f.Field == "@timestamp" {
-			t, err := time.Parse("2006-01-02 15:04:05.000", f.Value)
-			if err == nil {
+		switch f.Field {
+		case "@timestamp":
+			if t, err := time.Parse("2006-01-02 15:04:05.000", f.Value); err == nil {
 				return t
 			}
+			if t, err := time.Parse(time.RFC3339Nano, f.Value); err == nil {
+				return t
+			}
+		case "@message":
+			msg = f.Value
+		}
+	}
+	var ev struct {
+		StageTimestamp string `json:"stageTimestamp"`
+	}
+	if msg != "" && json.Unmarshal([]byte(msg), &ev) == nil {
+		if t, err := time.Parse(time.RFC3339Nano, ev.StageTimestamp); err == nil {
+			return t
 		}
 	}
 	return time.Time{}
@@ -165,20 +186,38 @@ const insightsCSV Format = "eks-insights-csv"
 
 func init() { readers[insightsCSV] = readInsightsCSV }
 
-// insightsCSVHead is how such a table begins: its header names Logs Insights' own fields.
+// insightsCSVHead is how such a table begins: its header names Logs Insights' own fields; it
+// is one when they include @message (insightsCSVHeader).
 var insightsCSVHead = regexp.MustCompile(`^"?@(timestamp|message|logStream|log|ingestionTime|ptr)"?(,|\r?\n)`)
+
+// insightsCSVHeader says whether the first line of head is a Logs Insights table's header,
+// one that names @message.
+func insightsCSVHeader(head []byte) bool {
+	header, err := csv.NewReader(bytes.NewReader(head)).Read()
+	return err == nil && slices.Contains(header, "@message")
+}
+
+// csvSlack is how much more than a row's limit the CSV reader may read of it: what its
+// buffer reads ahead.
+const csvSlack = 64 << 10
 
 func readInsightsCSV(in input, yield func(record) bool) {
 	rv := newReverser(yield, insightsUnwrap)
-	cr := csv.NewReader(in.r)
+	// A row is read whole: a quote out of place would make the rest of the file one value.
+	limited := &rowLimit{r: in.r, max: 2*in.maxLine + csvSlack}
+	cr := csv.NewReader(limited)
 	cr.FieldsPerRecord = -1 // a row of another count is the row's error, not the file's
 	header, err := cr.Read()
+	if err == nil {
+		err = headerError(header)
+	}
 	if err != nil {
-		yield(record{line: 1, err: &auditlog.ReadError{Err: fmt.Errorf("the table's header is not CSV, reading stopped: %v", err)}})
+		yield(record{line: 1, err: &auditlog.ReadError{Err: fmt.Errorf("the table's header: %v, reading stopped", err)}})
 		return
 	}
 	line := 1
 	for i := 0; ; i++ {
+		limited.n = 0
 		row, err := cr.Read()
 		if err == io.EOF {
 			break
@@ -190,6 +229,9 @@ func readInsightsCSV(in input, yield func(record) bool) {
 			stopped := record{line: line, err: &auditlog.ReadError{Err: err}}
 			if pe := (*csv.ParseError)(nil); errors.As(err, &pe) {
 				stopped = record{line: pe.StartLine, err: &auditlog.ReadError{Err: fmt.Errorf("the table is not CSV, reading stopped: %v", err)}}
+			}
+			if errors.Is(err, errRowTooLong) {
+				stopped = record{line: line + 1, err: &auditlog.ReadError{Err: fmt.Errorf("the table's row after line %d: %w, reading stopped (a quote out of place?)", line, err)}}
 			}
 			if rv.finish() {
 				yield(stopped)
@@ -230,4 +272,35 @@ func csvSize(row []string) int {
 		n += len(v)
 	}
 	return n
+}
+
+// headerError says what is wrong with a table's header: a field without a name, or named twice.
+func headerError(header []string) error {
+	for i, name := range header {
+		switch {
+		case name == "":
+			return fmt.Errorf("field %d has no name", i+1)
+		case slices.Contains(header[:i], name):
+			return fmt.Errorf("field %q is named twice", name)
+		}
+	}
+	return nil
+}
+
+// errRowTooLong is a CSV row's error when it is longer than the reader allows.
+var errRowTooLong = errors.New("longer than the limit of a row")
+
+// rowLimit fails a read once n, which the reader sets to zero at each row, passes max.
+type rowLimit struct {
+	r      io.Reader
+	n, max int
+}
+
+func (l *rowLimit) Read(p []byte) (int, error) {
+	if l.n > l.max {
+		return 0, fmt.Errorf("%w (%d bytes)", errRowTooLong, l.max)
+	}
+	n, err := l.r.Read(p)
+	l.n += n
+	return n, err
 }

@@ -461,3 +461,43 @@ func TestOtherStreamTooLong(t *testing.T) {
 
 // csvQuoted is s as a CSV value quoted.
 func csvQuoted(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+// TestInsightsCSVLimits: a quote out of place in a Logs Insights CSV table makes the rest of
+// the file one value: reading stops at the row's limit, with an error, after the rows
+// before it; a header without a name or with one twice is refused; rows without @timestamp,
+// newest first, are put back in order by their events' stageTimestamp.
+func TestInsightsCSVLimits(t *testing.T) {
+	t.Parallel()
+	read := func(data string) []string {
+		r, err := export.NewReader("t.csv", strings.NewReader(data), export.Auto, 1<<16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		var got []string
+		for {
+			l, ok := r.Next()
+			if !ok {
+				return got
+			}
+			got = append(got, describe(line{num: l.Num, data: bytes.Clone(l.Data), err: l.Err, skip: l.Skip}))
+		}
+	}
+	open := "@timestamp,@message\n2026-01-01 00:00:01.400," + csvQuoted(ev("a", 1)) + "\n2026-01-01 00:00:00.400,\"" + strings.Repeat("x", 1<<18)
+	if diff := cmp.Diff([]string{"2: a", "3: unreadable: the table's row after line 2: longer than the limit of a row (196608 bytes), reading stopped (a quote out of place?)"}, read(open)); diff != "" {
+		t.Errorf("a quote left open (-want +got):\n%s", diff)
+	}
+	for header, want := range map[string]string{
+		"@timestamp,@message,@message": `field "@message" is named twice`,
+		"@timestamp,,@message":         "field 2 has no name",
+	} {
+		got := read(header + "\n2026-01-01 00:00:01.400,x,y\n")
+		if len(got) != 1 || !strings.Contains(got[0], want) {
+			t.Errorf("header %q: %q, want one error saying %q", header, got, want)
+		}
+	}
+	untimed := "@message\n" + csvQuoted(ev("b", 2)) + "\n" + csvQuoted(ev("a", 1)) + "\n"
+	if diff := cmp.Diff([]string{"3: a", "2: b"}, read(untimed)); diff != "" {
+		t.Errorf("rows without @timestamp, newest first (-want +got):\n%s", diff)
+	}
+}

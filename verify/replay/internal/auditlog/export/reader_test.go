@@ -234,6 +234,9 @@ func TestDetect(t *testing.T) {
 		{"logs insights --query results", `[[{"field":"@message","value":"{\"kind\"`, export.InsightsResults},
 		{"logs insights table as CSV", "@timestamp,@message\n2026-01-01 00:00:02.400,\"{\"\"kind\"\"", export.InsightsCSV},
 		{"logs insights table as CSV, quoted header", "\"@timestamp\",\"@message\"\r\n", export.InsightsCSV},
+		// Another tool's documents or table that begin with an @timestamp, without @message.
+		{"documents with an @timestamp", `[{"@timestamp":"2026-01-01T00:00:01Z","kind":"Event","apiVersion":"audit.k8s.io/v1"}]`, export.Plain},
+		{"a table with an @timestamp", "\"@timestamp\",message,host\n2026-01-01,x,y\n", export.Plain},
 		{"logs insights rows as objects", "[\n  {\n    \"@timestamp\": \"2026-01-01 00:00:02.400\",\n    \"@message\": \"{", export.InsightsResults},
 		{"event hub", `{"records":[{"time":"2026-11-21T12:35:37Z","category":"kube-audit-admin","properties":{"log":"{}"}}]}`, export.AzureEventHub},
 		{"gcloud", "[\n  {\n    \"insertId\": \"x\",\n    \"logName\": \"projects/p/logs/cloudaudit.googleapis.com%2Factivity\",\n    \"protoPayload\": {", export.GKE},
