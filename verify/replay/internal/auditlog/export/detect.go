@@ -34,7 +34,10 @@ func detect(head []byte) Format {
 		if legacyAudit.Match(head) {
 			return legacyFormat
 		}
-		if _, _, ok := cutTimestamp(head); ok {
+		if _, msg, ok := cutTimestamp(head); ok {
+			if legacyAudit.Match(msg) {
+				return legacyFormat // the legacy lines an export task wrote
+			}
 			return CloudWatchS3
 		}
 		return Plain

@@ -560,8 +560,10 @@ func TestEncodings(t *testing.T) {
 	// kube-apiserver's legacy format (--audit-log-format=legacy) is refused with the flag
 	// that writes JSON, not read as an S3 export's lines.
 	legacy := `2026-11-21T03:57:09.106841886Z AUDIT: id="c939d2a7" stage="ResponseComplete" ip="127.0.0.1" method="get" user="admin" groups="\"system:masters\"" as="<self>" asgroups="<lookup>" user-agent="kubectl" namespace="default" uri="/api/v1/namespaces/default/pods" response="200"` + "\n"
-	if _, err := export.NewReader("audit.log", strings.NewReader(legacy), export.Auto, auditlog.DefaultMaxLineBytes); !errors.As(err, new(*auditlog.ConvertError)) || !strings.Contains(err.Error(), "audit.log: kube-apiserver's legacy audit log format") || !strings.Contains(err.Error(), "--audit-log-format=json") {
-		t.Errorf("the legacy format: %v, want an error naming the file and the flag that writes JSON", err)
+	for _, data := range []string{legacy, "2026-11-21T03:57:09.107Z " + legacy} { // as written, and an export task's lines of it
+		if _, err := export.NewReader("audit.log", strings.NewReader(data), export.Auto, auditlog.DefaultMaxLineBytes); !errors.As(err, new(*auditlog.ConvertError)) || !strings.Contains(err.Error(), "audit.log: kube-apiserver's legacy audit log format") || !strings.Contains(err.Error(), "--audit-log-format=json") {
+			t.Errorf("the legacy format %.40q: %v, want an error naming the file and the flag that writes JSON", data, err)
+		}
 	}
 	for _, bom := range [][]byte{{0xff, 0xfe}, {0xfe, 0xff}} {
 		_, err := export.NewReader("utf16.json", bytes.NewReader(append(bom, '{', 0)), export.Auto, auditlog.DefaultMaxLineBytes)
