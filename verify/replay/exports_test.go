@@ -168,6 +168,46 @@ func gkeLines(t *testing.T, lines ...string) []string {
 	return out
 }
 
+// TestGKEWithoutLabels: a GKE entry without labels lost its annotations (authorization gives
+// every request it runs for one): with --check-recorded, their absence is no verdict to
+// compare a policy's audit annotation with (the response is compared).
+func TestGKEWithoutLabels(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("annotate", "configmaps", admissionregistrationv1.Create, nil, "object.data.k != 'deny'")
+	p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "k", ValueExpression: "string(object.data.k)"}}
+	ps, bs := []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}
+	admissionreg := func(id, resource, name string) string {
+		l := levelEvent(t, id, auditlog.LevelMetadata, "create", resource, "", name, 201, "", nil, nil)
+		l = replaceOnce(t, l, `"requestURI":"/api/v1/`, `"requestURI":"/apis/admissionregistration.k8s.io/v1/`)
+		return timedEvent(t, replaceOnce(t, l, `"apiVersion":"v1","name"`, `"apiGroup":"admissionregistration.k8s.io","apiVersion":"v1","name"`), "00.000000", "00.001000", nil)
+	}
+	cm := func(v string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c-" + v, "namespace": "a"}, "data": map[string]any{"k": v}}
+	}
+	lines := []string{admissionreg("p", "validatingadmissionpolicies", "annotate"), admissionreg("b", "validatingadmissionpolicybindings", "annotate"),
+		timedEvent(t, levelEvent(t, "ok", auditlog.LevelRequest, "create", "configmaps", "a", "c-ok", 201, "", cm("ok"), nil), "01.000000", "01.001000", map[string]string{"annotate/k": "ok"}),
+	}
+	// The entries as GKE writes them, then without labels.
+	entries := gkeLines(t, lines...)
+	for i, e := range entries {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(e), &m); err != nil {
+			t.Fatal(err)
+		}
+		delete(m, "labels")
+		out, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries[i] = string(out)
+	}
+	sum, got := replayLinesWith(t, ps, bs, nil, entries...)
+	if len(sum.Disagreements) != 0 {
+		t.Errorf("disagreements: %v", sum.Disagreements)
+	}
+	checkDecision(t, got["ok"], DecisionAdmit, "")
+}
+
 // TestExportLosses replays requests whose decision rests on what GKE's entries do not carry:
 // read from the log backend, each is decided; read from GKE's export, each is indeterminate,
 // with a reason that names the export, and those whose decision does not rest on it are
