@@ -49,26 +49,7 @@ func Wrap(f export.Format, log []byte) ([]byte, error) { return WrapCut(f, log, 
 // WrapCut is Wrap with CloudWatch's messages cut at limit bytes (a smaller limit than
 // CloudWatch's cuts the events a test has, which are smaller than real ones can be).
 func WrapCut(f export.Format, log []byte, limit int) ([]byte, error) {
-	var evs []event
-	for _, l := range bytes.Split(log, []byte("\n")) {
-		l = bytes.TrimSpace(l)
-		if len(l) == 0 {
-			continue
-		}
-		var e struct {
-			AuditID        string `json:"auditID"`
-			Stage          string `json:"stage"`
-			StageTimestamp string `json:"stageTimestamp"`
-		}
-		if json.Unmarshal(l, &e) != nil {
-			continue
-		}
-		at, err := time.Parse(time.RFC3339Nano, e.StageTimestamp)
-		if err != nil {
-			continue
-		}
-		evs = append(evs, event{raw: l, stage: at, id: e.AuditID, Stage: e.Stage})
-	}
+	evs := events(log)
 	switch f {
 	case export.CloudWatch, export.CloudWatchS3, EKSTail, export.Firehose, FirehoseLines:
 		for i, e := range evs {
@@ -105,11 +86,37 @@ func WrapCut(f export.Format, log []byte, limit int) ([]byte, error) {
 	case export.AzureLogAnalytics:
 		return logAnalytics(evs)
 	case export.GKE:
-		return gkeArray(evs, true)
+		return gkeArray(evs, true, StampCompleted)
 	case GKESink:
-		return gkeArray(evs, false)
+		return gkeArray(evs, false, StampCompleted)
 	}
 	return nil, fmt.Errorf("exporttest: no wrapper for %q", f)
+}
+
+// events are the log's events, one a line; lines that are no event with a stage time are
+// left out.
+func events(log []byte) []event {
+	var evs []event
+	for _, l := range bytes.Split(log, []byte("\n")) {
+		l = bytes.TrimSpace(l)
+		if len(l) == 0 {
+			continue
+		}
+		var e struct {
+			AuditID        string `json:"auditID"`
+			Stage          string `json:"stage"`
+			StageTimestamp string `json:"stageTimestamp"`
+		}
+		if json.Unmarshal(l, &e) != nil {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, e.StageTimestamp)
+		if err != nil {
+			continue
+		}
+		evs = append(evs, event{raw: l, stage: at, id: e.AuditID, Stage: e.Stage})
+	}
+	return evs
 }
 
 // cloudWatchTruncated marks a message CloudWatch cut.
@@ -477,7 +484,7 @@ func logAnalytics(evs []event) ([]byte, error) {
 // gkeArray: Cloud Logging entries, as gcloud prints them (newest, an indented array, newest
 // first) or as a sink writes them (JSON lines). GKE's audit policy logs no RequestReceived
 // stage.
-func gkeArray(evs []event, gcloud bool) ([]byte, error) {
+func gkeArray(evs []event, gcloud bool, stamp GKEStamp) ([]byte, error) {
 	started := map[string]bool{}
 	for _, e := range evs {
 		if e.Stage == "ResponseStarted" {
@@ -489,7 +496,7 @@ func gkeArray(evs []event, gcloud bool) ([]byte, error) {
 		if e.Stage == "RequestReceived" {
 			continue
 		}
-		entry, err := GKEEntry(e.raw, started[e.id])
+		entry, err := gkeEntry(e.raw, started[e.id], stamp)
 		if err != nil {
 			return nil, err
 		}
@@ -515,6 +522,30 @@ func gkeArray(evs []event, gcloud bool) ([]byte, error) {
 // started says the request had a ResponseStarted stage (a long-running request), whose entry
 // was its first.
 func GKEEntry(raw []byte, started bool) (json.RawMessage, error) {
+	return gkeEntry(raw, started, StampCompleted)
+}
+
+// GKEStamp is which time of an event a GKE entry's timestamp is. GKE's documentation does not
+// say whether it is when the request completed (its stage's time, StampCompleted, what
+// Wrap writes) or when it was received (StampReceived): the replay's model of GKE's times
+// must hold for both, and random parity wraps with either.
+type GKEStamp int
+
+const (
+	StampCompleted GKEStamp = iota
+	StampReceived
+)
+
+// WrapGKE is Wrap of a GKE format (export.GKE, GKESink) with the entries' timestamps the
+// time stamp says.
+func WrapGKE(f export.Format, log []byte, stamp GKEStamp) ([]byte, error) {
+	if f != export.GKE && f != GKESink {
+		return nil, fmt.Errorf("exporttest: %q is no GKE format", f)
+	}
+	return gkeArray(events(log), f == export.GKE, stamp)
+}
+
+func gkeEntry(raw []byte, started bool, stamp GKEStamp) (json.RawMessage, error) {
 	var ev struct {
 		Level      string `json:"level"`
 		AuditID    string `json:"auditID"`
@@ -545,6 +576,7 @@ func GKEEntry(raw []byte, started bool) (json.RawMessage, error) {
 		RequestObject  json.RawMessage   `json:"requestObject"`
 		ResponseObject json.RawMessage   `json:"responseObject"`
 		StageTimestamp string            `json:"stageTimestamp"`
+		Received       string            `json:"requestReceivedTimestamp"`
 		Annotations    map[string]string `json:"annotations"`
 	}
 	if err := json.Unmarshal(raw, &ev); err != nil {
@@ -642,12 +674,16 @@ func GKEEntry(raw []byte, started bool) (json.RawMessage, error) {
 		}
 		payload["status"] = map[string]any{"code": grpcCode(s.Code), "message": msg}
 	}
+	stamped := ev.StageTimestamp
+	if stamp == StampReceived && ev.Received != "" {
+		stamped = ev.Received
+	}
 	entry := map[string]any{
 		"protoPayload": payload,
 		"insertId":     ev.AuditID,
 		"resource": map[string]any{"type": "k8s_cluster", "labels": map[string]any{
 			"project_id": "vapc", "location": "europe-west1", "cluster_name": "vapc"}},
-		"timestamp":        ev.StageTimestamp,
+		"timestamp":        stamped,
 		"severity":         "NOTICE",
 		"logName":          "projects/vapc/logs/cloudaudit.googleapis.com%2Factivity",
 		"operation":        map[string]any{"id": ev.AuditID, "producer": "k8s.io", "first": ev.Stage != "ResponseComplete" || !started, "last": ev.Stage != "ResponseStarted"},
