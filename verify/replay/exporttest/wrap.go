@@ -492,6 +492,7 @@ func gkeArray(evs []event, gcloud bool, stamp GKEStamp) ([]byte, error) {
 		}
 	}
 	var entries []json.RawMessage
+	var stamps []string
 	for _, e := range evs {
 		if e.Stage == "RequestReceived" {
 			continue
@@ -501,6 +502,27 @@ func gkeArray(evs []event, gcloud bool, stamp GKEStamp) ([]byte, error) {
 			return nil, err
 		}
 		entries = append(entries, entry)
+		var at struct {
+			Timestamp string `json:"timestamp"`
+		}
+		if err := json.Unmarshal(entry, &at); err != nil {
+			return nil, err
+		}
+		stamps = append(stamps, at.Timestamp)
+	}
+	if stamp != StampCompleted {
+		// In the order of their timestamps, as gcloud sorts them and as a sink roughly
+		// delivers them.
+		order := make([]int, len(entries))
+		for i := range order {
+			order[i] = i
+		}
+		sort.SliceStable(order, func(a, b int) bool { return stampTime(stamps[order[a]]).Before(stampTime(stamps[order[b]])) })
+		sorted := make([]json.RawMessage, len(entries))
+		for i, o := range order {
+			sorted[i] = entries[o]
+		}
+		entries = sorted
 	}
 	if !gcloud {
 		var b bytes.Buffer
@@ -514,6 +536,12 @@ func gkeArray(evs []event, gcloud bool, stamp GKEStamp) ([]byte, error) {
 		entries[i], entries[j] = entries[j], entries[i]
 	}
 	return json.MarshalIndent(entries, "", "  ")
+}
+
+// stampTime is an entry's timestamp as a time (the zero time when it is not one).
+func stampTime(s string) time.Time {
+	t, _ := time.Parse(time.RFC3339Nano, s)
+	return t
 }
 
 // GKEEntry is the Cloud Logging entry GKE writes for an event, field by field as package
