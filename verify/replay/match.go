@@ -13,6 +13,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/vapc-dev/vapc/verify"
+	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
 // scope answers, before any object is decoded, whether any loaded policy can match a request
@@ -90,6 +91,13 @@ func newScope(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bin
 				if m, err := res.RESTMapper().RESTMapping(gv.WithKind(pk.Kind).GroupKind(), gv.Version); err == nil {
 					gr := m.Resource.GroupResource()
 					s.params[gr] = true
+					if gr == state.NamespacesGR {
+						// Namespaces as params: a namespace the State does not know may be
+						// one, and listing them must say so (random parity seed r:906,
+						// "no params found", certain, where the server found one).
+						s.readsNamespaces = true
+						s.nsReaders[p.Name] = true
+					}
 					for _, ls := range selectors[p.Name] {
 						if sel, err := metav1.LabelSelectorAsSelector(ls); err == nil {
 							s.paramSelectors[gr] = append(s.paramSelectors[gr], sel)
