@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -134,6 +135,14 @@ func NewPlugins(names []string) (*Plugins, error) {
 	client.PrependReactor("get", "*", func(action clienttesting.Action) (bool, runtime.Object, error) {
 		get := action.(clienttesting.GetAction)
 		obj, err := ref.get().Get(get.GetResource(), get.GetNamespace(), get.GetName())
+		if apierrors.IsNotFound(err) && get.GetResource().Resource == "serviceaccounts" {
+			// The ServiceAccount plugin asks again for a missing default account, ten
+			// times 100 to 200 ms apart (the controller may be creating it), and then
+			// answers that it is not found (getServiceAccount). The replay's cluster does
+			// not change while it asks: the same answer at once, an error it returns as it
+			// is because it is no NotFound, which the plugin would wait on.
+			return true, nil, errors.New(apierrors.NewNotFound(schema.GroupResource{Resource: "serviceaccount"}, get.GetName()).Error())
+		}
 		return true, obj, err
 	})
 	factory := clusterInformers{SharedInformerFactory: informers.NewSharedInformerFactory(client, 0), ref: ref}

@@ -115,6 +115,35 @@ func TestPodCreate(t *testing.T) {
 	}
 }
 
+// TestPodCreateWithoutServiceAccount: a pod whose namespace has no default service account is
+// refused as kube-apiserver refuses it once the ServiceAccount plugin has asked its client
+// for the account ten times (getServiceAccount): with the same status and message, answered
+// at once (the replay's cluster does not change while the plugin waits).
+func TestPodCreateWithoutServiceAccount(t *testing.T) {
+	s := testServer(t)
+	plugins, err := NewPlugins(DefaultPlugins())
+	if err != nil {
+		t.Fatal(err)
+	}
+	plugins.SetCluster(cluster{"namespaces//default": &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}})
+	for _, sa := range []string{"", "robot"} {
+		body := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"serviceAccountName":"` + sa + `","containers":[{"name":"c","image":"nginx"}]}}`
+		resp, err := s.Do(context.Background(), Request{Method: http.MethodPost, URI: "/api/v1/namespaces/default/pods", Body: []byte(body),
+			User: &user.DefaultInfo{Name: "alice"}}, (&validated{}).exchange(NoObjects{}, plugins))
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := sa
+		if name == "" {
+			name = "default"
+		}
+		want := `pods "p" is forbidden: error looking up service account default/` + name + `: serviceaccount "` + name + `" not found`
+		if resp.Code != http.StatusForbidden || resp.Status == nil || resp.Status.Message != want {
+			t.Errorf("service account %q: %d %+v, want 403 %q", name, resp.Code, resp.Status, want)
+		}
+	}
+}
+
 // TestPatchAndStorage: a patch applies to the stored object the Objects give, whatever it
 // lacks that a stored object always has, and a read the Objects cannot answer fails the
 // request and says what was not known.
