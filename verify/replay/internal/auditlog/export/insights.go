@@ -113,30 +113,37 @@ func insightsFields(raw []byte) ([]insightsField, error) {
 	return fs, nil
 }
 
-// insightsTime is a row's @timestamp (UTC, to the millisecond, without a zone, as the API
-// gives it; or RFC 3339); without one, its @message's stageTimestamp; the zero time when it
-// has neither.
-func insightsTime(fs []insightsField) time.Time {
-	var msg string
+// insightsStamp is a row's @timestamp (UTC, to the millisecond, without a zone, as the API
+// gives it; or RFC 3339): the log event's time, which a message CloudWatch cut is placed at;
+// the zero time when it has none.
+func insightsStamp(fs []insightsField) time.Time {
 	for _, f := range fs {
-		switch f.Field {
-		case "@timestamp":
-			if t, err := time.Parse("2006-01-02 15:04:05.000", f.Value); err == nil {
-				return t
-			}
-			if t, err := time.Parse(time.RFC3339Nano, f.Value); err == nil {
-				return t
-			}
-		case "@message":
-			msg = f.Value
+		if f.Field != "@timestamp" {
+			continue
+		}
+		if t, err := time.Parse("2006-01-02 15:04:05.000", f.Value); err == nil {
+			return t
+		}
+		if t, err := time.Parse(time.RFC3339Nano, f.Value); err == nil {
+			return t
 		}
 	}
-	var ev struct {
-		StageTimestamp string `json:"stageTimestamp"`
+	return time.Time{}
+}
+
+// insightsTime is when a row's event completed, as far as the order of the rows needs it: its
+// @timestamp, or without one its @message's stageTimestamp (the member alone, not the event
+// decoded); the zero time when it has neither.
+func insightsTime(fs []insightsField) time.Time {
+	if t := insightsStamp(fs); !t.IsZero() {
+		return t
 	}
-	if msg != "" && json.Unmarshal([]byte(msg), &ev) == nil {
-		if t, err := time.Parse(time.RFC3339Nano, ev.StageTimestamp); err == nil {
-			return t
+	for _, f := range fs {
+		if f.Field == "@message" {
+			if v, ok := memberString([]byte(f.Value), "stageTimestamp"); ok {
+				t, _ := time.Parse(time.RFC3339Nano, string(v))
+				return t
+			}
 		}
 	}
 	return time.Time{}
@@ -169,7 +176,7 @@ func insightsEvent(fs []insightsField, line int, where string) record {
 			continue
 		}
 		msg := []byte(f.Value)
-		if cut, ok := truncatedMessage(msg, insightsTime(fs), auditlog.LostStageTime, line, where, "@message"); ok {
+		if cut, ok := truncatedMessage(msg, insightsStamp(fs), auditlog.LostStageTime, line, where, "@message"); ok {
 			return cut
 		}
 		return inField(eventRecord(msg, line, auditlog.Loss{}), "@message")
