@@ -535,7 +535,7 @@ func (r *Replayer) resolvedParamKind(j *job, out *Record, dec, alt *verify.Decis
 		return dec
 	}
 	onFound, onNotFound := j.evidenceOf(dec), j.evidenceOf(alt)
-	settledOnFound := len(j.lag.typedWrites) > 0 || len(lagAlternatives) > 0 || j.prior.Stale != nil || j.prior.StaleUnknown != "" || j.prior.RacedBy != ""
+	settledOnFound := len(j.lag.typedWrites) > 0 || len(lagAlternatives) > 0 || j.prior.OtherVersionRead()
 	switch {
 	case onNotFound == decide.Disagrees && onFound != decide.Disagrees:
 		dec.Notes = append(dec.Notes, "decided on the log's verdicts, which are not those of the state where "+notFound+": "+j.resolving.detail)

@@ -270,7 +270,7 @@ func (j *job) evidenceOf(dec *verify.Decision) decide.Evidence {
 	switch {
 	case !j.byAnnotations():
 		return decide.NoEvidence
-	case j.prior.Stale != nil || j.prior.StaleUnknown != "" || j.prior.RacedBy != "":
+	case j.prior.OtherVersionRead():
 		if len(checkResponse(j.ev, j.rec, dec, j.evidenced)) > 0 {
 			return decide.Disagrees
 		}

@@ -457,7 +457,7 @@ func refusedAsLogged(j *job, ev *Event) *reachedItems {
 // deletecollection, or another step of a DELETE, than the pipeline's on this one.
 func (j *job) oneState() bool {
 	return len(j.lag.typedWrites) == 0 && len(j.lag.typedLost) == 0 && len(j.lag.aheadUnknown) == 0 && !j.resolving.is() && !j.unsettled.is() &&
-		j.prior.RacedBy == "" && len(j.prior.Stale) == 0 && j.prior.StaleUnknown == "" && !j.revise.revised
+		!j.prior.OtherVersionRead() && !j.revise.revised
 }
 
 // stringAt is the string at path in m, or "".

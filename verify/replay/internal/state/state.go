@@ -1110,6 +1110,14 @@ func (s *State) MarkedMaybe(gr schema.GroupResource, namespace, name string, unm
 	}
 }
 
+// OtherVersionRead says whether the request may have read another version of the object
+// first than this one: the watch cache's older copy (Stale, StaleUnknown), or the one a write
+// that completed while it ran replaced (RacedBy). Its store then ran admission again on the
+// live object: the response is that attempt's, the audit annotations may be the first's.
+func (p Prior) OtherVersionRead() bool {
+	return len(p.Stale) > 0 || p.StaleUnknown != "" || p.RacedBy != ""
+}
+
 // Decode returns the object, or why its state is not known; nil and "" when there is none.
 func (p Prior) Decode() (*unstructured.Unstructured, string) {
 	if !p.Found || p.Raw == nil {
