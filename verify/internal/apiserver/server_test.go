@@ -115,18 +115,32 @@ func TestPodCreate(t *testing.T) {
 	}
 }
 
+// countedGets is a cluster that counts the reads of each resource.
+type countedGets struct {
+	cluster
+	gets map[string]int
+}
+
+func (c *countedGets) Get(gvr schema.GroupVersionResource, namespace, name string) (runtime.Object, error) {
+	c.gets[gvr.Resource]++
+	return c.cluster.Get(gvr, namespace, name)
+}
+
 // TestPodCreateWithoutServiceAccount: a pod whose namespace has no default service account is
 // refused as kube-apiserver refuses it once the ServiceAccount plugin has asked its client
-// for the account ten times (getServiceAccount): with the same status and message, answered
-// at once (the replay's cluster does not change while the plugin waits).
+// for the account ten times, 100 to 200 ms apart (getServiceAccount): with the same status and
+// message, the client answering the first time (the replay's cluster does not change while
+// the plugin waits), so that the account is read twice, from the lister and the client.
 func TestPodCreateWithoutServiceAccount(t *testing.T) {
 	s := testServer(t)
 	plugins, err := NewPlugins(DefaultPlugins())
 	if err != nil {
 		t.Fatal(err)
 	}
-	plugins.SetCluster(cluster{"namespaces//default": &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}})
+	c := &countedGets{cluster: cluster{"namespaces//default": &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}}, gets: map[string]int{}}
+	plugins.SetCluster(c)
 	for _, sa := range []string{"", "robot"} {
+		c.gets["serviceaccounts"] = 0
 		body := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"serviceAccountName":"` + sa + `","containers":[{"name":"c","image":"nginx"}]}}`
 		resp, err := s.Do(context.Background(), Request{Method: http.MethodPost, URI: "/api/v1/namespaces/default/pods", Body: []byte(body),
 			User: &user.DefaultInfo{Name: "alice"}}, (&validated{}).exchange(NoObjects{}, plugins))
@@ -140,6 +154,9 @@ func TestPodCreateWithoutServiceAccount(t *testing.T) {
 		want := `pods "p" is forbidden: error looking up service account default/` + name + `: serviceaccount "` + name + `" not found`
 		if resp.Code != http.StatusForbidden || resp.Status == nil || resp.Status.Message != want {
 			t.Errorf("service account %q: %d %+v, want 403 %q", name, resp.Code, resp.Status, want)
+		}
+		if n := c.gets["serviceaccounts"]; n != 2 {
+			t.Errorf("service account %q read %d times, want 2 (the lister, the client once)", name, n)
 		}
 	}
 }
