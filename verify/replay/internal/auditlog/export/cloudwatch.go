@@ -184,9 +184,9 @@ func readCloudWatchS3(in input, yield func(record) bool) {
 // prints it, the UTC second without a zone (awscli/customizations/logs/tail.py,
 // ShortLogEventsFormatter: the log event's timestamp, to the millisecond, printed with
 // strftime), which is not the event's time to the millisecond: at is then the last
-// millisecond of that second, the latest the event can have completed. An event CloudWatch cut is stamped with it (cutEvent), its loss says so (LostStageTime):
-// what it wrote is not known from then on, and a request of the second before it may have come
-// after it. The log event's timestamp, to the millisecond, is not the event's stage time
+// millisecond of that second, the latest the event can have completed. An event CloudWatch
+// cut is stamped with it (cutEvent), its loss says so (LostStageTime): what it wrote is not
+// known from then on, and a request of the second before it may have come after it. The log event's timestamp, to the millisecond, is not the event's stage time
 // either: EKS stamps an event as its log agent reads it, after kube-apiserver wrote it (AWS's
 // own sample, https://repost.aws/knowledge-center/eks-get-control-plane-logs, shows events
 // stamped 0.3 and 0.8 s after their stageTimestamp): a cut event completed in the second

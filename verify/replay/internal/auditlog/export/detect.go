@@ -12,8 +12,9 @@ import (
 // objects, annotations or level.
 const legacyFormat Format = "legacy"
 
-// legacyAudit is how a line of the legacy format begins.
-var legacyAudit = regexp.MustCompile(`^\S+ AUDIT: id="`)
+// legacyAudit is how a line of the legacy format begins: its time, "AUDIT:", the audit ID;
+// after an export task's time too (TIMESTAMP MESSAGE).
+var legacyAudit = regexp.MustCompile(`^(\S+ ){1,2}AUDIT: id="`)
 
 // detectBytes is how much of a file detection reads: the first record of every envelope names
 // its members in less, whatever the size of their values.
@@ -34,10 +35,7 @@ func detect(head []byte) Format {
 		if legacyAudit.Match(head) {
 			return legacyFormat
 		}
-		if _, msg, ok := cutTimestamp(head); ok {
-			if legacyAudit.Match(msg) {
-				return legacyFormat // the legacy lines an export task wrote
-			}
+		if _, _, ok := cutTimestamp(head); ok {
 			return CloudWatchS3
 		}
 		return Plain
