@@ -18,6 +18,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 	"github.com/vapc-dev/vapc/verify/replay/internal/catalog"
 )
 
@@ -92,6 +93,9 @@ type seenObject struct {
 
 func (r *Replayer) loadSnapshotFile(file string, seen map[string]seenObject) (int, error) {
 	if n, ok, err := r.loadYAMLListFile(file, seen); ok {
+		return n, err
+	}
+	if n, ok, err := r.loadJSONListFile(file, seen); ok {
 		return n, err
 	}
 	f, err := os.Open(file)
@@ -327,6 +331,15 @@ type itemDecoder struct {
 const itemWindow = 256
 
 func decodeYAMLItems(items [][]byte) *itemDecoder {
+	return decodeItems(items, func(item []byte) (any, error) {
+		var v any
+		err := yaml.Unmarshal(item, &v)
+		return v, err
+	})
+}
+
+// decodeItems decodes items with decode on every core (see itemDecoder).
+func decodeItems(items [][]byte, decode func([]byte) (any, error)) *itemDecoder {
 	d := &itemDecoder{out: make([]chan decodedItem, len(items)), window: make(chan struct{}, itemWindow), done: make(chan struct{})}
 	for i := range d.out {
 		d.out[i] = make(chan decodedItem, 1)
@@ -346,8 +359,7 @@ func decodeYAMLItems(items [][]byte) *itemDecoder {
 	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
 		go func() {
 			for i := range next {
-				var v any
-				err := yaml.Unmarshal(items[i], &v)
+				v, err := decode(items[i])
 				items[i] = nil
 				d.out[i] <- decodedItem{v, err}
 			}
@@ -464,4 +476,188 @@ func splitYAMLList(doc []byte) (header []byte, items [][]byte, ok bool) {
 		return nil, nil, false
 	}
 	return header, items, true
+}
+
+// loadJSONListFile is the fast path of loadSnapshotFile for what `kubectl get -o json` writes:
+// JSON documents, a List's items decoded one by one on every core (auditlog.DecodeAnyObject,
+// as the replay decodes the log's objects) and seeded at once, so that a large snapshot is
+// never held decoded at once (the general path decodes each document whole). ok is false when
+// the file is not JSON documents that are objects, and nothing was seeded: the general path
+// reads it, and says what is wrong.
+func (r *Replayer) loadJSONListFile(file string, seen map[string]seenObject) (n int, ok bool, err error) {
+	if r.cfg.slowSnapshot {
+		return 0, false, nil
+	}
+	data, err := os.ReadFile(file)
+	if err != nil || !utilyaml.IsJSONBuffer(data[:min(len(data), 64<<10)]) {
+		return 0, false, nil
+	}
+	docs, ok := jsonDocuments(data)
+	if !ok {
+		return 0, false, nil
+	}
+	for i, d := range docs {
+		k, err := r.seedJSONDocument(file, i+1, d, seen)
+		n += k
+		if err != nil {
+			return n, true, err
+		}
+	}
+	return n, true, nil
+}
+
+// jsonDocument is one top-level JSON object of a file: its members but items, decoded, and
+// its items (when it has an array of them) as their bytes.
+type jsonDocument struct {
+	header   map[string]any
+	items    [][]byte
+	hasItems bool
+}
+
+// jsonDocuments splits JSON into its documents, each an object, with encoding/json (which
+// checks them); ok is false for anything else.
+func jsonDocuments(data []byte) (docs []jsonDocument, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for {
+		t, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			return docs, true
+		}
+		if err != nil || t != json.Delim('{') {
+			return nil, false
+		}
+		d := jsonDocument{header: map[string]any{}}
+		for dec.More() {
+			t, err := dec.Token()
+			key, isKey := t.(string)
+			if err != nil || !isKey {
+				return nil, false
+			}
+			if key != "items" || d.hasItems {
+				var v any
+				if err := dec.Decode(&v); err != nil {
+					return nil, false
+				}
+				if key == "items" {
+					return nil, false // items twice: the general path decides which
+				}
+				d.header[key] = v
+				continue
+			}
+			if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+				return nil, false
+			}
+			d.hasItems = true
+			d.items = [][]byte{}
+			for dec.More() {
+				start := dec.InputOffset()
+				var raw json.RawMessage
+				if err := dec.Decode(&raw); err != nil {
+					return nil, false
+				}
+				// The offset before the item may be before the comma that precedes it.
+				d.items = append(d.items, bytes.TrimLeft(data[start:dec.InputOffset()], ", \t\r\n"))
+			}
+			if t, err := dec.Token(); err != nil || t != json.Delim(']') {
+				return nil, false
+			}
+		}
+		if t, err := dec.Token(); err != nil || t != json.Delim('}') {
+			return nil, false
+		}
+		docs = append(docs, d)
+	}
+}
+
+// floatNumbers makes the integers of a decoded object float64, as encoding/json decodes every
+// number into an interface (the general path): the State holds the same JSON either way.
+func floatNumbers(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = floatNumbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = floatNumbers(e)
+		}
+	case int64:
+		return float64(x)
+	}
+	return v
+}
+
+// negativeZero says whether JSON may hold the number -0, which encoding/json keeps (as the
+// float64 -0) and an integer does not: such an item is decoded as the general path does.
+func negativeZero(b []byte) bool {
+	for i := 0; ; {
+		j := bytes.Index(b[i:], []byte("-0"))
+		if j < 0 {
+			return false
+		}
+		at := i + j
+		i = at + 2
+		k := at - 1
+		for k >= 0 && (b[k] == ' ' || b[k] == '\t' || b[k] == '\r' || b[k] == '\n') {
+			k--
+		}
+		if k < 0 || (b[k] != ':' && b[k] != ',' && b[k] != '[') {
+			continue // in a string, or not a number's start
+		}
+		if i < len(b) && (b[i] == '.' || b[i] == 'e' || b[i] == 'E' || (b[i] >= '0' && b[i] <= '9')) {
+			continue // -0.5, -0e1: a float either way
+		}
+		return true
+	}
+}
+
+// seedJSONDocument seeds the objects of one JSON document, item by item when it is a List.
+func (r *Replayer) seedJSONDocument(file string, doc int, d jsonDocument, seen map[string]seenObject) (int, error) {
+	u := &unstructured.Unstructured{Object: d.header}
+	if !d.hasItems || !strings.HasSuffix(u.GetKind(), "List") {
+		if d.hasItems {
+			items := make([]any, len(d.items))
+			for i, it := range d.items {
+				if err := json.Unmarshal(it, &items[i]); err != nil {
+					return 0, fmt.Errorf("snapshot %s: document %d: items[%d]: %v", file, doc, i, err)
+				}
+			}
+			d.header["items"] = items
+		}
+		return r.seedDocument(d.header, file, doc, seen)
+	}
+	itemKind := strings.TrimSuffix(u.GetKind(), "List")
+	dec := decodeItems(d.items, func(item []byte) (any, error) {
+		if len(item) == 0 || item[0] != '{' {
+			return nil, nil // not an object
+		}
+		if !negativeZero(item) {
+			if o := auditlog.DecodeAnyObject(item); o != nil {
+				return floatNumbers(o.Object), nil
+			}
+		}
+		var v any
+		err := json.Unmarshal(item, &v)
+		return v, err
+	})
+	defer dec.stop()
+	n := 0
+	for i := range d.items {
+		v := dec.next(i)
+		im, isMap := v.v.(map[string]any)
+		if v.err != nil || !isMap {
+			return n, fmt.Errorf("snapshot %s: document %d: items[%d] is not an object", file, doc, i)
+		}
+		iu := &unstructured.Unstructured{Object: im}
+		if iu.GetKind() == "" && itemKind != "" {
+			iu.SetAPIVersion(u.GetAPIVersion())
+			iu.SetKind(itemKind)
+		}
+		k, err := r.seed(iu, fmt.Sprintf("%s: document %d: items[%d]", file, doc, i), seen)
+		n += k
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }

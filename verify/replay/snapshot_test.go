@@ -3,6 +3,7 @@ package replay
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -20,8 +21,13 @@ func stateDump(s *state.State) map[string]string {
 	return out
 }
 
-// TestSnapshotFastPath loads snapshots with the item-by-item YAML path and with the general
-// decoder and wants the same State, the same count and the same error.
+// jsonNode is a Node as kubectl get -o json writes one, with more members after its metadata.
+func jsonNode(name, more string) string {
+	return `{"apiVersion":"v1","kind":"Node","metadata":{"name":"` + name + `","labels":{"kosmos.io/node":"true"}}` + more + `}`
+}
+
+// TestSnapshotFastPath loads snapshots with the item-by-item YAML and JSON paths and with the
+// general decoder and wants the same State, the same count and the same error.
 func TestSnapshotFastPath(t *testing.T) {
 	t.Parallel()
 	ps, bs := loadPolicies(t, filepath.Join(auditData, "kosmos-flapping"))
@@ -45,7 +51,31 @@ func TestSnapshotFastPath(t *testing.T) {
 		"bad-yaml":       "kind: List\napiVersion: v1\nitems:\n- apiVersion: v1\n  kind: [\n",
 		"two-items-keys": "kind: List\napiVersion: v1\nitems:\n" + node("a", "") + "items:\n" + node("b", ""),
 		"no-name":        "kind: List\napiVersion: v1\nitems:\n- {apiVersion: v1, kind: Node, metadata: {labels: {a: b}}}\n",
+		// kubectl get -o json, and the JSON the general path decodes whole.
+		"json-list":           `{"apiVersion":"v1","items":[` + jsonNode("a", "") + ` , ` + jsonNode("b", `,"spec":{"podCIDR":"10.0.0.0/24","taints":[{"key":"k","effect":"NoSchedule"}]}`) + "\n],\"kind\":\"List\",\"metadata\":{\"resourceVersion\":\"\"}}\n",
+		"json-kind-after":     `{"items":[` + jsonNode("a", "") + `],"apiVersion":"v1","kind":"List"}`,
+		"json-kind-in-items":  `{"apiVersion":"v1","kind":"NodeList","items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}]}`,
+		"json-numbers":        `{"apiVersion":"v1","kind":"List","items":[` + jsonNode("a", `,"spec":{"n":9007199254740993,"f":1.0,"e":1e21,"z":-0}`) + `]}`,
+		"json-dup-same":       `{"apiVersion":"v1","kind":"List","items":[` + jsonNode("a", "") + "," + jsonNode("a", "") + `]}`,
+		"json-dup-other":      `{"apiVersion":"v1","kind":"List","items":[` + jsonNode("a", "") + "," + jsonNode("a", `,"spec":{"unschedulable":true}`) + `]}`,
+		"json-dup-keys":       `{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Node","metadata":{"name":"a","name":"b"}}]}`,
+		"json-not-object":     `{"apiVersion":"v1","kind":"List","items":[3]}`,
+		"json-null-item":      `{"apiVersion":"v1","kind":"List","items":[null]}`,
+		"json-empty-items":    `{"apiVersion":"v1","kind":"List","items":[]}`,
+		"json-items-twice":    `{"apiVersion":"v1","kind":"List","items":[` + jsonNode("a", "") + `],"items":[` + jsonNode("b", "") + `]}`,
+		"json-items-not-list": `{"apiVersion":"v1","kind":"List","items":{"a":1}}`,
+		"json-not-a-list":     `{"apiVersion":"v1","kind":"Node","metadata":{"name":"a"},"items":[{"x":1}]}`,
+		"json-docs":           jsonNode("a", "") + "\n" + `{"apiVersion":"v1","kind":"List","items":[` + jsonNode("b", "") + `]}` + "\n",
+		"json-null-doc":       "null\n" + jsonNode("a", ""),
+		"json-array":          `[` + jsonNode("a", "") + `]`,
+		"json-bad":            `{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Node",]}`,
+		"json-cut":            `{"apiVersion":"v1","kind":"List","items":[` + jsonNode("a", ""),
+		"json-no-name":        `{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Node","metadata":{"labels":{"a":"b"}}}]}`,
+		"json-indented":       "{\n    \"apiVersion\": \"v1\",\n    \"items\": [\n        {\n            \"apiVersion\": \"v1\",\n            \"kind\": \"Node\",\n            \"metadata\": {\n                \"name\": \"web-0\",\n                \"labels\": {\"a\": \"x:-0\"}\n            },\n            \"spec\": {\"z\": -0, \"w\": [ -0 ]}\n        },\n        {\n            \"apiVersion\": \"v1\",\n            \"kind\": \"Node\",\n            \"metadata\": {\"name\": \"b\"}\n        }\n    ],\n    \"kind\": \"List\",\n    \"metadata\": {\n        \"resourceVersion\": \"\"\n    }\n}\n",
+		"json-escapes":        `{"apiVersion":"v1","kind":"List","items":[` + jsonNode("a", `,"spec":{"podCIDR":"\u00e9\"\\/\ud83d\ude00"}`) + `]}`,
 	}
+	// The JSON the fast path leaves to the general one.
+	generalJSON := map[string]bool{"json-items-twice": true, "json-items-not-list": true, "json-null-doc": true, "json-array": true, "json-bad": true, "json-cut": true}
 	dir := t.TempDir()
 	for name, text := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -68,6 +98,16 @@ func TestSnapshotFastPath(t *testing.T) {
 					msg = err.Error()
 				}
 				return stateDump(r.state), n, msg
+			}
+			if strings.HasPrefix(name, "json-") {
+				r, err := New(ps, bs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, fast, _ := r.loadJSONListFile(path, map[string]seenObject{})
+				if want := !generalJSON[name]; fast != want {
+					t.Errorf("the JSON fast path took it: %v, want %v", fast, want)
+				}
 			}
 			wantState, wantN, wantErr := load(false)
 			gotState, gotN, gotErr := load(true)
