@@ -332,10 +332,28 @@ const itemWindow = 256
 
 func decodeYAMLItems(items [][]byte) *itemDecoder {
 	return decodeItems(items, func(item []byte) (any, error) {
-		var v any
-		err := yaml.Unmarshal(item, &v)
-		return v, err
+		// sigs.k8s.io/yaml.Unmarshal into an interface: the item's JSON (YAMLToJSON converts
+		// for an interface as for no target), decoded as encoding/json decodes it.
+		j, err := yaml.YAMLToJSON(item)
+		if err != nil {
+			return nil, err
+		}
+		return decodeJSONItem(j)
 	})
+}
+
+// decodeJSONItem decodes a List item's JSON as encoding/json decodes it into an interface,
+// faster: auditlog.DecodeAnyObject, its integers made float64 (but where the JSON may hold -0,
+// which encoding/json decodes).
+func decodeJSONItem(item []byte) (any, error) {
+	if len(item) > 0 && item[0] == '{' && !negativeZero(item) {
+		if o := auditlog.DecodeAnyObject(item); o != nil {
+			return floatNumbers(o.Object), nil
+		}
+	}
+	var v any
+	err := json.Unmarshal(item, &v)
+	return v, err
 }
 
 // decodeItems decodes items with decode on every core (see itemDecoder).
@@ -627,19 +645,7 @@ func (r *Replayer) seedJSONDocument(file string, doc int, d jsonDocument, seen m
 		return r.seedDocument(d.header, file, doc, seen)
 	}
 	itemKind := strings.TrimSuffix(u.GetKind(), "List")
-	dec := decodeItems(d.items, func(item []byte) (any, error) {
-		if len(item) == 0 || item[0] != '{' {
-			return nil, nil // not an object
-		}
-		if !negativeZero(item) {
-			if o := auditlog.DecodeAnyObject(item); o != nil {
-				return floatNumbers(o.Object), nil
-			}
-		}
-		var v any
-		err := json.Unmarshal(item, &v)
-		return v, err
-	})
+	dec := decodeItems(d.items, decodeJSONItem)
 	defer dec.stop()
 	n := 0
 	for i := range d.items {
