@@ -155,12 +155,6 @@ func (r *Replayer) seedDocument(m map[string]any, file string, doc int, seen map
 // seed puts one snapshot object in the State. An object without a name, or the same object
 // twice with different contents, is an error: the snapshot cannot say which state was live.
 func (r *Replayer) seed(u *unstructured.Unstructured, where string, seen map[string]seenObject) (int, error) {
-	return r.seedRaw(u, nil, where, seen)
-}
-
-// seedRaw is seed with the object's JSON as json.Marshal writes it, when the caller has it
-// (nil: seed marshals it).
-func (r *Replayer) seedRaw(u *unstructured.Unstructured, raw []byte, where string, seen map[string]seenObject) (int, error) {
 	gvk := u.GroupVersionKind()
 	if gvk.Kind == "" {
 		return 0, fmt.Errorf("snapshot %s: no kind", where)
@@ -193,14 +187,11 @@ func (r *Replayer) seedRaw(u *unstructured.Unstructured, raw []byte, where strin
 	}
 	if u.GetNamespace() == "" && m.Scope.Name() == "namespace" {
 		u.SetNamespace("default")
-		raw = nil
 	}
 	key := gr.String() + "/" + u.GetNamespace() + "/" + u.GetName()
-	if raw == nil {
-		var err error
-		if raw, err = json.Marshal(u.Object); err != nil {
-			return 0, fmt.Errorf("snapshot %s: %v", where, err)
-		}
+	raw, err := json.Marshal(u.Object)
+	if err != nil {
+		return 0, fmt.Errorf("snapshot %s: %v", where, err)
 	}
 	if prev, ok := seen[key]; ok {
 		if sameSnapshotObject(prev.raw, raw, u) {
@@ -294,13 +285,11 @@ func (r *Replayer) loadYAMLDocument(file string, doc int, data []byte, seen map[
 						return n, fmt.Errorf("snapshot %s: document %d: items[%d] is not an object", file, doc, i)
 					}
 					iu := &unstructured.Unstructured{Object: im}
-					raw := v.raw
 					if iu.GetKind() == "" && itemKind != "" {
 						iu.SetAPIVersion(u.GetAPIVersion())
 						iu.SetKind(itemKind)
-						raw = nil
 					}
-					k, err := r.seedRaw(iu, raw, fmt.Sprintf("%s: document %d: items[%d]", file, doc, i), seen)
+					k, err := r.seed(iu, fmt.Sprintf("%s: document %d: items[%d]", file, doc, i), seen)
 					n += k
 					if err != nil {
 						return n, err
@@ -329,9 +318,6 @@ func (r *Replayer) loadYAMLDocument(file string, doc int, data []byte, seen map[
 type decodedItem struct {
 	v   any
 	err error
-	// raw is v's JSON as seed would marshal it, made on the decoding core; nil when v is not
-	// an object.
-	raw []byte
 }
 
 // itemDecoder decodes List items on every core, at most itemWindow ahead of the reader, which
@@ -393,11 +379,7 @@ func decodeItems(items [][]byte, decode func([]byte) (any, error)) *itemDecoder 
 			for i := range next {
 				v, err := decode(items[i])
 				items[i] = nil
-				var raw []byte
-				if m, ok := v.(map[string]any); ok && err == nil {
-					raw, _ = json.Marshal(m)
-				}
-				d.out[i] <- decodedItem{v, err, raw}
+				d.out[i] <- decodedItem{v, err}
 			}
 		}()
 	}
@@ -673,13 +655,11 @@ func (r *Replayer) seedJSONDocument(file string, doc int, d jsonDocument, seen m
 			return n, fmt.Errorf("snapshot %s: document %d: items[%d] is not an object", file, doc, i)
 		}
 		iu := &unstructured.Unstructured{Object: im}
-		raw := v.raw
 		if iu.GetKind() == "" && itemKind != "" {
 			iu.SetAPIVersion(u.GetAPIVersion())
 			iu.SetKind(itemKind)
-			raw = nil
 		}
-		k, err := r.seedRaw(iu, raw, fmt.Sprintf("%s: document %d: items[%d]", file, doc, i), seen)
+		k, err := r.seed(iu, fmt.Sprintf("%s: document %d: items[%d]", file, doc, i), seen)
 		n += k
 		if err != nil {
 			return n, err
