@@ -334,7 +334,7 @@ func decodeYAMLItems(items [][]byte) *itemDecoder {
 	return decodeItems(items, func(item []byte) (any, error) {
 		// sigs.k8s.io/yaml.Unmarshal into an interface: the item's JSON (YAMLToJSON converts
 		// for an interface as for no target), decoded as encoding/json decodes it.
-		j, err := yaml.YAMLToJSON(item)
+		j, err := yaml.YAMLToJSON(blankedItem(item))
 		if err != nil {
 			return nil, err
 		}
@@ -401,6 +401,9 @@ func (d *itemDecoder) stop() { close(d.done) }
 // empty documents are dropped). ok is false when a separator line carries more than a comment:
 // the general path reports it.
 func yamlDocuments(data []byte) (docs [][]byte, ok bool) {
+	if bytes.IndexByte(data, '\r') < 0 && (len(data) == 0 || data[len(data)-1] == '\n') {
+		return yamlDocumentsInPlace(data)
+	}
 	var cur []byte
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')
@@ -430,6 +433,32 @@ func yamlDocuments(data []byte) (docs [][]byte, ok bool) {
 	return docs, true
 }
 
+// yamlDocumentsInPlace is yamlDocuments for data whose lines all end with "\n" alone: the
+// documents are the runs of lines between separators, as they are in data.
+func yamlDocumentsInPlace(data []byte) (docs [][]byte, ok bool) {
+	start := 0
+	for at := 0; at < len(data); {
+		i := bytes.IndexByte(data[at:], '\n')
+		l := data[at : at+i]
+		next := at + i + 1
+		if bytes.HasPrefix(l, []byte("---")) {
+			rest := bytes.TrimSpace(l[3:])
+			if len(rest) > 0 && rest[0] != '#' {
+				return nil, false
+			}
+			if at > start {
+				docs = append(docs, data[start:at:at])
+			}
+			start = next
+		}
+		at = next
+	}
+	if len(data) > start {
+		docs = append(docs, data[start:len(data):len(data)])
+	}
+	return docs, true
+}
+
 // splitYAMLList splits a document with one top-level "items:" key whose value is a block
 // sequence at column 0 (as kubectl writes it) into the document without it and the text of each
 // item, the item's "-" blanked so that every line keeps its column. ok is false for any other
@@ -442,14 +471,15 @@ func splitYAMLList(doc []byte) (header []byte, items [][]byte, ok bool) {
 		after
 	)
 	state := top
-	var item []byte
-	for len(doc) > 0 {
-		i := bytes.IndexByte(doc, '\n')
+	itemAt := -1 // where the item being read begins in doc
+	for at := 0; at < len(doc); {
+		i := bytes.IndexByte(doc[at:], '\n')
 		if i < 0 {
 			return nil, nil, false // yamlDocuments ends every line
 		}
-		l := doc[:i+1]
-		doc = doc[i+1:]
+		l := doc[at : at+i+1]
+		lineAt := at
+		at += i + 1
 		blank := len(bytes.TrimSpace(l)) == 0
 		col0 := !blank && l[0] != ' ' && l[0] != '\t' && l[0] != '#'
 		entry := col0 && (bytes.HasPrefix(l, []byte("- ")) || bytes.Equal(bytes.TrimRight(l, " \t\r\n"), []byte("-")))
@@ -468,32 +498,36 @@ func splitYAMLList(doc []byte) (header []byte, items [][]byte, ok bool) {
 			case blank || l[0] == '#':
 			case entry:
 				state = inItems
-				item = append([]byte{' '}, l[1:]...)
+				itemAt = lineAt
 			default:
 				return nil, nil, false // items: [], items at another column, ...
 			}
 		case inItems:
 			switch {
 			case entry:
-				items = append(items, item)
-				item = append([]byte{' '}, l[1:]...)
+				items = append(items, doc[itemAt:lineAt:lineAt])
+				itemAt = lineAt
 			case col0:
-				items = append(items, item)
-				item = nil
+				items = append(items, doc[itemAt:lineAt:lineAt])
+				itemAt = -1
 				state = after
 				header = append(header, l...)
-			default:
-				item = append(item, l...)
 			}
 		}
 	}
-	if item != nil {
-		items = append(items, item)
+	if itemAt >= 0 {
+		items = append(items, doc[itemAt:len(doc):len(doc)])
 	}
 	if state != inItems && state != after {
 		return nil, nil, false
 	}
 	return header, items, true
+}
+
+// blankedItem is an item of splitYAMLList as a document of its own: its "-" blanked, so that
+// every line keeps its column.
+func blankedItem(item []byte) []byte {
+	return append([]byte{' '}, item[1:]...)
 }
 
 // loadJSONListFile is the fast path of loadSnapshotFile for what `kubectl get -o json` writes:
