@@ -24,13 +24,15 @@ func checkSplitReplay(t *testing.T, log string, set policySet, byID map[string]*
 	checkReplayAgain(t, "the log split between two apiservers", []replay.Source{{Name: paths[1]}, {Name: paths[0]}}, active, set, byID)
 }
 
-// checkReplayAgain replays the server's log again as other sources hold it, and holds it to
+// checkReplayAgain replays the server's log again as other sources hold it (with the options
+// opts besides), and holds it to
 // the replay of the whole log (byID): no decision of a request among active (those received
 // once the policies were in effect) that the two replays both make may differ, and none may
 // differ from what the log records.
-func checkReplayAgain(t *testing.T, what string, sources []replay.Source, active map[string]bool, set policySet, byID map[string]*replay.Record) {
+func checkReplayAgain(t *testing.T, what string, sources []replay.Source, active map[string]bool, set policySet, byID map[string]*replay.Record, opts ...replay.Option) {
 	t.Helper()
-	r, err := replay.New(set.policies, set.bindings, replay.WithCheckRecorded(true), replay.WithMutatingPolicies(set.mutating, set.mutatingBindings))
+	opts = append([]replay.Option{replay.WithCheckRecorded(true), replay.WithMutatingPolicies(set.mutating, set.mutatingBindings)}, opts...)
+	r, err := replay.New(set.policies, set.bindings, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,8 +51,17 @@ func checkReplayAgain(t *testing.T, what string, sources []replay.Source, active
 		return rec != nil && rec.Decision != replay.DecisionIndeterminate
 	}
 	both, onlyWhole, onlyAgain := 0, 0, 0
+	whyNot := map[string]int{} // why a request decided in the whole log is not here, by reason
+	whyNotFirst := map[string]string{}
 	for id := range active {
 		rec, whole := again[id], byID[id]
+		if rec != nil && !decided(rec) && decided(whole) {
+			why := string(rec.Reason)
+			whyNot[why]++
+			if whyNotFirst[why] == "" {
+				whyNotFirst[why] = rec.Indeterminate
+			}
+		}
 		switch {
 		case rec == nil:
 			if decided(whole) {
@@ -73,6 +84,9 @@ func checkReplayAgain(t *testing.T, what string, sources []replay.Source, active
 		t.Errorf("%s: no record, the whole log %d requests", what, len(byID))
 	}
 	t.Logf("%s: %d decisions as the whole log's, %d decided only in the whole log, %d only here", what, both, onlyWhole, onlyAgain)
+	for why, n := range whyNot {
+		t.Logf("  undecided here: %d %s, first: %s", n, why, whyNotFirst[why])
+	}
 }
 
 // chanceRefusal says whether the whole log's refusal is one the record gives as an alternative

@@ -279,7 +279,11 @@ func randomParity(t *testing.T, seed uint64, steps int, controllers bool) {
 	for _, a := range actions {
 		total += a.weight
 	}
+	var snapFile, snapCut string
 	for w.step = 1; w.step <= steps && ctx.Err() == nil; w.step++ {
+		if w.step == steps/2 {
+			snapFile, snapCut = w.takeSnapshot(set)
+		}
 		n := r.IntN(total)
 		for _, a := range actions {
 			if n < a.weight {
@@ -370,6 +374,7 @@ func randomParity(t *testing.T, seed uint64, steps int, controllers bool) {
 	w.checkCoverage(byID, from, seed == defaultRandomSeed && steps >= 300)
 	w.checkWarnings(byID, from)
 	checkSplitReplay(t, logPath, set, byID, from)
+	checkSnapshotReplay(t, logPath, set, byID, from, snapFile, snapCut)
 	checkExportReplays(t, logPath, set, byID, from, seed)
 	checkLikely(t, logPath, set, byID, from)
 	t.Logf("%s: %s", t.Name(), time.Since(start).Round(time.Millisecond))

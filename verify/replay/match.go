@@ -13,6 +13,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/vapc-dev/vapc/verify"
+	"github.com/vapc-dev/vapc/verify/internal/plugininput"
 	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
@@ -117,9 +118,9 @@ func newScope(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bin
 	}
 	s.readsNamespaces = s.readsNamespaces || nsBinding
 	s.pluginInputs = map[schema.GroupResource]bool{}
-	for _, in := range pluginInputs {
-		if s.anyMatch(in.gvr, in.sub, admission.Create) || s.anyMatch(in.gvr, in.sub, admission.Update) {
-			for _, gr := range in.reads {
+	for _, in := range plugininput.Inputs() {
+		if s.anyMatch(in.Resource, in.Subresource, admission.Create) || s.anyMatch(in.Resource, in.Subresource, admission.Update) {
+			for _, gr := range in.Reads {
 				s.pluginInputs[gr] = true
 			}
 		}
@@ -130,25 +131,6 @@ func newScope(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bin
 		s.pluginInputs[schema.GroupResource{Resource: "nodes"}] = true
 	}
 	return s
-}
-
-// pluginInputs are the resources the default admission plugins read, by the request they read
-// them for (plugin/pkg/admission/...): a pod's ServiceAccount, LimitRanges, PriorityClass,
-// RuntimeClass and Node (PodTopologyLabels, when it names one); a binding's Node; a claim's default StorageClass; an
-// ingress's default IngressClass. Namespaces are always kept.
-var pluginInputs = []struct {
-	gvr   schema.GroupVersionResource
-	sub   string
-	reads []schema.GroupResource
-}{
-	{schema.GroupVersionResource{Version: "v1", Resource: "pods"}, "", []schema.GroupResource{
-		{Resource: "serviceaccounts"}, {Resource: "limitranges"},
-		{Group: "scheduling.k8s.io", Resource: "priorityclasses"}, {Group: "node.k8s.io", Resource: "runtimeclasses"},
-		{Resource: "nodes"}, // PodTopologyLabels, for a pod written with its node
-	}},
-	{schema.GroupVersionResource{Version: "v1", Resource: "pods"}, "binding", []schema.GroupResource{{Resource: "nodes"}}},
-	{schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}, "", []schema.GroupResource{{Group: "storage.k8s.io", Resource: "storageclasses"}}},
-	{schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "ingresses"}, "", []schema.GroupResource{{Group: "networking.k8s.io", Resource: "ingressclasses"}}},
 }
 
 // readNamespaces says whether a decision of the policies can depend on the request's

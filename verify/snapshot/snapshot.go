@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -24,6 +25,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/yaml"
+
+	"github.com/vapc-dev/vapc/verify/internal/plugininput"
 )
 
 // Resource is a resource a snapshot lists, and why a replay reads it.
@@ -118,10 +121,76 @@ func Resources(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, ma
 			}
 		}
 	}
+	// What kube-apiserver's admission plugins read for the requests the policies see (the
+	// ServiceAccount and LimitRanges of a pod): the replay reads them for such a request, and
+	// holds it undecided where it does not know them.
+	for _, in := range plugininput.Inputs() {
+		who := writerPolicy(policies, in.Resource, in.Subresource)
+		if who == "" {
+			continue
+		}
+		for _, gr := range in.Reads {
+			gvr, err := mapper.ResourceFor(schema.GroupVersionResource{Group: gr.Group, Resource: gr.Resource})
+			if err != nil {
+				warnings = append(warnings, fmt.Sprintf("%s, which admission plugins read for %s, is not served by the cluster: not in the snapshot (%v)", gr, describe(in.Resource, in.Subresource), err))
+				continue
+			}
+			addRest(gvr, "admission plugins read them for "+describe(in.Resource, in.Subresource)+" ("+who+")")
+		}
+	}
+	if _, ok := restSeen[schema.GroupResource{Resource: "pods"}]; ok {
+		// The replay replays a pod's binding over the pods it keeps, and PodTopologyLabels
+		// reads the binding's node.
+		addRest(schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, "the nodes pods are bound to")
+	}
 	sort.SliceStable(rest, func(i, j int) bool {
 		return rest[i].GroupResource().String() < rest[j].GroupResource().String()
 	})
 	return append(resources, rest...), warnings
+}
+
+// writerPolicy is the name of a policy one of whose rules matches a create or an update of
+// the resource and subresource, or "".
+func writerPolicy(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, gvr schema.GroupVersionResource, sub string) string {
+	for _, p := range policies {
+		mc := p.Spec.MatchConstraints
+		if mc == nil {
+			continue
+		}
+		for _, r := range mc.ResourceRules {
+			writes := false
+			for _, op := range r.Operations {
+				writes = writes || op == admissionregistrationv1.Create || op == admissionregistrationv1.Update || op == admissionregistrationv1.OperationAll
+			}
+			if writes && (slices.Contains(r.APIGroups, "*") || slices.Contains(r.APIGroups, gvr.Group)) &&
+				(len(r.APIVersions) == 0 || slices.Contains(r.APIVersions, "*") || slices.Contains(r.APIVersions, gvr.Version)) &&
+				slices.ContainsFunc(r.Resources, func(res string) bool { return resourceMatches(res, gvr.Resource, sub) }) {
+				return p.Name
+			}
+		}
+	}
+	return ""
+}
+
+// resourceMatches says whether a rule's resource matches the resource and subresource, as the
+// apiserver's rule matcher does.
+func resourceMatches(rule, res, sub string) bool {
+	switch {
+	case rule == "*/*":
+		return true
+	case sub == "":
+		return rule == "*" || rule == res
+	default:
+		return rule == res+"/"+sub || rule == res+"/*" || rule == "*/"+sub
+	}
+}
+
+// describe names a resource and subresource for people.
+func describe(gvr schema.GroupVersionResource, sub string) string {
+	if sub != "" {
+		return gvr.Resource + "/" + sub
+	}
+	return gvr.Resource
 }
 
 // readsOld says whether a rule's operations include one with an oldObject.

@@ -53,6 +53,12 @@ func mapper() meta.RESTMapper {
 		{schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, meta.RESTScopeNamespace},
 		{schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace},
 		{schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}, meta.RESTScopeRoot},
+		{schema.GroupVersionKind{Version: "v1", Kind: "ServiceAccount"}, meta.RESTScopeNamespace},
+		{schema.GroupVersionKind{Version: "v1", Kind: "LimitRange"}, meta.RESTScopeNamespace},
+		{schema.GroupVersionKind{Group: "scheduling.k8s.io", Version: "v1", Kind: "PriorityClass"}, meta.RESTScopeRoot},
+		{schema.GroupVersionKind{Group: "node.k8s.io", Version: "v1", Kind: "RuntimeClass"}, meta.RESTScopeRoot},
+		{schema.GroupVersionKind{Group: "storage.k8s.io", Version: "v1", Kind: "StorageClass"}, meta.RESTScopeRoot},
+		{schema.GroupVersionKind{Group: "networking.k8s.io", Version: "v1", Kind: "IngressClass"}, meta.RESTScopeRoot},
 	} {
 		m.Add(k.gvk, k.scope)
 	}
@@ -60,19 +66,25 @@ func mapper() meta.RESTMapper {
 }
 
 // TestResources: the snapshot of the in-tree guards holds the CRDs, the namespaces, their
-// paramKinds' objects (Nodes, ConfigMaps) and what they see as oldObject (Nodes, Pods).
+// paramKinds' objects (Nodes, ConfigMaps), what they see as oldObject (Nodes, Pods) and what
+// the admission plugins read for the pods they see created (ServiceAccounts, LimitRanges, ...).
 func TestResources(t *testing.T) {
 	got, warnings := Resources(inTreePolicies(t), mapper())
 	var gotS []string
 	for _, r := range got {
 		gotS = append(gotS, r.GroupVersionResource.String()+": "+r.Why)
 	}
+	plugins := "admission plugins read them for pods (eviction-toleration-floor)"
 	want := []string{
 		"apiextensions.k8s.io/v1, Resource=customresourcedefinitions: the kinds of the log and the paramKinds",
 		"/v1, Resource=namespaces: namespaceSelector and namespaceObject",
 		"/v1, Resource=configmaps: paramKind of eviction-toleration-floor",
-		"/v1, Resource=nodes: oldObject of drainer-cordon-guard; paramKind of kosmos-node-not-ready",
+		"/v1, Resource=limitranges: " + plugins,
+		"/v1, Resource=nodes: oldObject of drainer-cordon-guard; paramKind of kosmos-node-not-ready; " + plugins + "; the nodes pods are bound to",
 		"/v1, Resource=pods: oldObject of eviction-toleration-floor; oldObject of kosmos-node-not-ready",
+		"scheduling.k8s.io/v1, Resource=priorityclasses: " + plugins,
+		"node.k8s.io/v1, Resource=runtimeclasses: " + plugins,
+		"/v1, Resource=serviceaccounts: " + plugins,
 	}
 	if diff := cmp.Diff(want, gotS); diff != "" || len(warnings) > 0 {
 		t.Errorf("Resources mismatch (-want +got):\n%s\nwarnings: %v", diff, warnings)
@@ -111,9 +123,11 @@ func TestTakeAndReplay(t *testing.T) {
 		obj("v1", "ConfigMap", "kube-system", "eviction-toleration-floor"),
 	}
 	lists := map[schema.GroupVersionResource]string{}
-	for _, r := range []string{"namespaces", "nodes", "pods", "configmaps"} {
+	for _, r := range []string{"namespaces", "nodes", "pods", "configmaps", "serviceaccounts", "limitranges"} {
 		lists[schema.GroupVersionResource{Version: "v1", Resource: r}] = "List"
 	}
+	lists[schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasses"}] = "List"
+	lists[schema.GroupVersionResource{Group: "node.k8s.io", Version: "v1", Resource: "runtimeclasses"}] = "List"
 	lists[crdsGVR] = "CustomResourceDefinitionList"
 	c := &Client{Dynamic: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), lists, objects...), Mapper: mapper()}
 	resources, _ := Resources(inTreePolicies(t), c.Mapper)
@@ -125,7 +139,7 @@ func TestTakeAndReplay(t *testing.T) {
 	for _, n := range snap.Counts {
 		counts = append(counts, n.Resource.GroupVersionResource.Resource+" "+string(rune('0'+n.Objects)))
 	}
-	if diff := cmp.Diff([]string{"customresourcedefinitions 0", "namespaces 1", "configmaps 1", "nodes 1", "pods 1"}, counts); diff != "" {
+	if diff := cmp.Diff([]string{"customresourcedefinitions 0", "namespaces 1", "configmaps 1", "limitranges 0", "nodes 1", "pods 1", "priorityclasses 0", "runtimeclasses 0", "serviceaccounts 0"}, counts); diff != "" {
 		t.Errorf("counts mismatch (-want +got):\n%s", diff)
 	}
 	var out bytes.Buffer

@@ -1,0 +1,93 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/vapc-dev/vapc/verify/replay"
+	"github.com/vapc-dev/vapc/verify/snapshot"
+)
+
+// A replay seldom has the log from the cluster's start: a user takes a snapshot of the cluster
+// (`vapc snapshot`) and replays the log written after it. Random parity takes one halfway
+// through its requests, while the controllers go on writing, and replays the log's tail from
+// it (checkSnapshotReplay).
+
+// takeSnapshot takes what `vapc snapshot` takes of the cluster for the policies of set, now,
+// into a file of the test's, and returns it with the audit ID of the last request the test
+// sent before it.
+func (w *randomWorld) takeSnapshot(set policySet) (file, cut string) {
+	t := w.t
+	t.Helper()
+	cut = w.lastAuditID()
+	c, err := snapshot.NewClient(w.s.RESTConfig())
+	if err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	resources, _ := snapshot.Resources(set.policies, c.Mapper)
+	snap, err := c.Take(w.ctx, resources)
+	if err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	var out bytes.Buffer
+	if err := snap.Write(&out); err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	file = filepath.Join(t.TempDir(), "snapshot.yaml")
+	if err := os.WriteFile(file, out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("snapshot at step %d, after request %s: %d objects", w.step, cut, len(snap.Items))
+	return file, cut
+}
+
+// checkSnapshotReplay replays the lines of the log after the request cut from the snapshot
+// taken after it, and holds the requests among them received once the policies were in
+// effect (from the line from on) to the replay of the whole log (checkReplayAgain): what the
+// snapshot and the tail leave unknown may leave a request undecided, never decided otherwise.
+func checkSnapshotReplay(t *testing.T, log string, set policySet, byID map[string]*replay.Record, from int, snapFile, cut string) {
+	t.Helper()
+	if snapFile == "" || cut == "" {
+		return
+	}
+	cutLine := 0
+	forEachFinalEventLine(t, log, func(line int, e *auditEvent) {
+		if string(e.AuditID) == cut {
+			cutLine = line
+		}
+	})
+	if cutLine == 0 {
+		t.Fatalf("snapshot: no event of the audit ID %s, the last request before it", cut)
+	}
+	active := map[string]bool{}
+	forEachFinalEventLine(t, log, func(line int, e *auditEvent) {
+		if line > cutLine && line >= from {
+			active[string(e.AuditID)] = true
+		}
+	})
+	tail := filepath.Join(t.TempDir(), "tail.log")
+	in, err := os.Open(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	var out bytes.Buffer
+	sc := bufio.NewScanner(in)
+	sc.Buffer(nil, 16<<20)
+	for line := 1; sc.Scan(); line++ {
+		if line > cutLine {
+			out.Write(sc.Bytes())
+			out.WriteByte('\n')
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tail, out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	checkReplayAgain(t, "the log's tail from a snapshot", []replay.Source{{Name: tail}}, active, set, byID, replay.WithSnapshot(snapFile))
+}
