@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
@@ -23,8 +24,9 @@ import (
 )
 
 // loadSnapshot seeds the State with the objects of snapshot files or folders: the output of
-// `kubectl get ... -o yaml` or `-o json` (a List, or one or more documents). Every resource a
-// snapshot holds objects of is taken to be complete: the snapshot holds all its objects.
+// `kubectl get ... -o yaml` or `-o json` (a List, or one or more documents), or `vapc snapshot`
+// (a typed List a resource). Every resource a snapshot holds objects of, or a typed List of
+// (a LimitRangeList, empty or not), is taken to be complete: the snapshot holds all its objects.
 // Objects of resources no policy reads are dropped as they are read. The snapshot's
 // CustomResourceDefinitions are served from the start (see catalog.Catalog.Seed); an object of a kind
 // that only a CRD read later in the snapshot defines is seeded once every file is read.
@@ -132,6 +134,7 @@ func (r *Replayer) seedDocument(m map[string]any, file string, doc int, seen map
 		return r.seed(u, fmt.Sprintf("%s: document %d", file, doc), seen)
 	}
 	itemKind := strings.TrimSuffix(u.GetKind(), "List")
+	r.listComplete(u, itemKind)
 	n := 0
 	for i, it := range items {
 		im, ok := it.(map[string]any)
@@ -150,6 +153,27 @@ func (r *Replayer) seedDocument(m map[string]any, file string, doc int, seen map
 		}
 	}
 	return n, nil
+}
+
+// listComplete marks the resource of a typed List's items (a PodList's pods) complete: such a
+// List is the API's answer to a list of the resource, which holds all its objects, and none
+// when it is empty (`vapc snapshot` writes one for each resource it lists; an empty `kind:
+// List` says nothing of any resource). A kind the replay does not know yet is left.
+func (r *Replayer) listComplete(list *unstructured.Unstructured, itemKind string) {
+	if itemKind == "" {
+		return
+	}
+	gv, err := schema.ParseGroupVersion(list.GetAPIVersion())
+	if err != nil {
+		return
+	}
+	m, err := r.cfg.resources.RESTMapper().RESTMapping(gv.WithKind(itemKind).GroupKind(), gv.Version)
+	if err != nil {
+		return
+	}
+	if gr := m.Resource.GroupResource(); r.state.Keeps(gr) {
+		r.state.MarkComplete(gr, "snapshot")
+	}
 }
 
 // seed puts one snapshot object in the State. An object without a name, or the same object
@@ -271,6 +295,7 @@ func (r *Replayer) loadYAMLDocument(file string, doc int, data []byte, seen map[
 			u := &unstructured.Unstructured{Object: m}
 			if strings.HasSuffix(u.GetKind(), "List") {
 				itemKind := strings.TrimSuffix(u.GetKind(), "List")
+				r.listComplete(u, itemKind)
 				whole := false
 				dec := decodeYAMLItems(items)
 				defer dec.stop()
@@ -679,6 +704,7 @@ func (r *Replayer) seedJSONDocument(file string, doc int, d jsonDocument, seen m
 		return r.seedDocument(d.header, file, doc, seen)
 	}
 	itemKind := strings.TrimSuffix(u.GetKind(), "List")
+	r.listComplete(u, itemKind)
 	dec := decodeItems(d.items, decodeJSONItem)
 	defer dec.stop()
 	n := 0

@@ -8,9 +8,12 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/vapc-dev/vapc/internal/auditgen"
-	"github.com/vapc-dev/vapc/verify/replay/internal/state"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/vapc-dev/vapc/internal/auditgen"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
 // stateDump is every entry of a State, for comparisons.
@@ -175,5 +178,53 @@ func TestSnapshotFastPathGenerated(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, load(true)); diff != "" {
 		t.Errorf("State mismatch, JSON (-want +got):\n%s", diff)
+	}
+}
+
+// TestSnapshotTypedListComplete: a typed List (the API's answer to a list, as vapc snapshot
+// writes one a resource) holds every object of its resource, none when it is empty; an empty
+// `kind: List` says nothing. A pod's create reads the LimitRanges of its namespace
+// (LimitRanger), which may give its containers limits the policy reads: known to be none, the
+// request is decided; not known, it is not.
+func TestSnapshotTypedListComplete(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("limits", "pods", admissionregistrationv1.Create, nil,
+		"object.spec.containers.all(c, has(c.resources.limits))")
+	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "web", "namespace": "ns1"},
+		"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "nginx"}}}}
+	denied := `pods "web" is forbidden: ValidatingAdmissionPolicy 'limits' with binding 'limits' denied request: denied by limits`
+	line := timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "pods", "ns1", "web", 422, denied, pod, nil), "03.000000", "03.001000", nil)
+	list := func(kind string, items ...any) string {
+		if items == nil {
+			items = []any{}
+		}
+		data, err := yaml.Marshal(map[string]any{"apiVersion": "v1", "kind": kind, "metadata": map[string]any{"resourceVersion": ""}, "items": items})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1"}}
+	sa := map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "default", "namespace": "ns1", "uid": "u-sa"}}
+	cases := []struct {
+		name, snapshot string
+		want           string
+	}{
+		{"typed lists", list("NamespaceList", ns) + "---\n" + list("ServiceAccountList", sa) + "---\n" + list("LimitRangeList"), DecisionDeny},
+		{"typed lists as JSON", `{"apiVersion":"v1","kind":"LimitRangeList","items":[]}` + "\n" + `{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"ns1"}},{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"default","namespace":"ns1","uid":"u-sa"}}]}`, DecisionDeny},
+		{"an empty List", list("List", ns, sa) + "---\n" + list("List"), DecisionIndeterminate},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "snapshot.yaml"), []byte(tc.snapshot), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+				[]Option{WithCheckRecorded(true), WithSnapshot(dir)}, Source{Name: "audit.jsonl", Reader: strings.NewReader(line + "\n")})
+			if rec := recs["1"]; rec == nil || rec.Decision != tc.want {
+				t.Errorf("request 1 = %s, want %s", describeRecord(rec), tc.want)
+			}
+		})
 	}
 }

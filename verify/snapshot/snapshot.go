@@ -222,6 +222,8 @@ func versions(vs []string) []string {
 type Count struct {
 	Resource
 	Objects int
+	// List is the kind of the API's list of the resource (v1 PodList).
+	List schema.GroupVersionKind
 }
 
 // Snapshot is the objects taken, in the order of their resources, and how many of each.
@@ -259,12 +261,14 @@ func (c *Client) Take(ctx context.Context, resources []Resource) (*Snapshot, err
 	s := &Snapshot{}
 	for _, r := range resources {
 		n := 0
+		var listKind schema.GroupVersionKind
 		opts := metav1.ListOptions{Limit: pageSize}
 		for {
 			list, err := c.Dynamic.Resource(r.GroupVersionResource).List(ctx, opts)
 			if err != nil {
 				return nil, fmt.Errorf("listing %s (%s): %w", r.GroupResource(), r.Why, err)
 			}
+			listKind = list.GroupVersionKind()
 			for _, it := range list.Items {
 				unstructured.RemoveNestedField(it.Object, "metadata", "managedFields")
 				s.Items = append(s.Items, it)
@@ -275,25 +279,40 @@ func (c *Client) Take(ctx context.Context, resources []Resource) (*Snapshot, err
 			}
 			opts.Continue = list.GetContinue()
 		}
-		s.Counts = append(s.Counts, Count{Resource: r, Objects: n})
+		s.Counts = append(s.Counts, Count{Resource: r, Objects: n, List: listKind})
 	}
 	return s, nil
 }
 
-// Write writes the snapshot as one YAML List, as `kubectl get -o yaml` does.
+// Write writes the snapshot as YAML documents, one List a resource as the API lists it (a
+// v1 PodList; kubectl get -o yaml writes a List of the same items): a resource's List, empty
+// or not, tells the replay it holds every object of the resource.
 func (s *Snapshot) Write(w io.Writer) error {
-	items := make([]any, len(s.Items))
-	for i := range s.Items {
-		items[i] = s.Items[i].Object
+	at := 0
+	for i, c := range s.Counts {
+		items := make([]any, c.Objects)
+		for j := range items {
+			items[j] = s.Items[at+j].Object
+		}
+		at += c.Objects
+		apiVersion, kind := c.List.GroupVersion().String(), c.List.Kind
+		if !strings.HasSuffix(kind, "List") || kind == "List" {
+			apiVersion, kind = "v1", "List" // what the list's kind is, is not known
+		}
+		data, err := yaml.Marshal(map[string]any{
+			"apiVersion": apiVersion, "kind": kind,
+			"metadata": map[string]any{"resourceVersion": ""},
+			"items":    items,
+		})
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			data = append([]byte("---\n"), data...)
+		}
+		if _, err := w.Write(data); err != nil {
+			return err
+		}
 	}
-	data, err := yaml.Marshal(map[string]any{
-		"apiVersion": "v1", "kind": "List",
-		"metadata": map[string]any{"resourceVersion": ""},
-		"items":    items,
-	})
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(data)
-	return err
+	return nil
 }

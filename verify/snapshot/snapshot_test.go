@@ -123,11 +123,12 @@ func TestTakeAndReplay(t *testing.T) {
 		obj("v1", "ConfigMap", "kube-system", "eviction-toleration-floor"),
 	}
 	lists := map[schema.GroupVersionResource]string{}
-	for _, r := range []string{"namespaces", "nodes", "pods", "configmaps", "serviceaccounts", "limitranges"} {
-		lists[schema.GroupVersionResource{Version: "v1", Resource: r}] = "List"
+	for r, kind := range map[string]string{"namespaces": "NamespaceList", "nodes": "NodeList", "pods": "PodList", "configmaps": "ConfigMapList",
+		"serviceaccounts": "ServiceAccountList", "limitranges": "LimitRangeList"} {
+		lists[schema.GroupVersionResource{Version: "v1", Resource: r}] = kind
 	}
-	lists[schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasses"}] = "List"
-	lists[schema.GroupVersionResource{Group: "node.k8s.io", Version: "v1", Resource: "runtimeclasses"}] = "List"
+	lists[schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasses"}] = "PriorityClassList"
+	lists[schema.GroupVersionResource{Group: "node.k8s.io", Version: "v1", Resource: "runtimeclasses"}] = "RuntimeClassList"
 	lists[crdsGVR] = "CustomResourceDefinitionList"
 	c := &Client{Dynamic: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), lists, objects...), Mapper: mapper()}
 	resources, _ := Resources(inTreePolicies(t), c.Mapper)
@@ -148,6 +149,11 @@ func TestTakeAndReplay(t *testing.T) {
 	}
 	if bytes.Contains(out.Bytes(), []byte("managedFields")) {
 		t.Errorf("the snapshot keeps managedFields:\n%s", out.String())
+	}
+	// A List a resource as the API lists it, the empty ones too: they tell the replay it
+	// knows every object of the resource.
+	if !bytes.Contains(out.Bytes(), []byte("items: []\nkind: LimitRangeList\n")) || !bytes.Contains(out.Bytes(), []byte("kind: PodList\n")) {
+		t.Errorf("the snapshot is not a List a resource:\n%s", out.String())
 	}
 	file := filepath.Join(t.TempDir(), "cluster.yaml")
 	if err := os.WriteFile(file, out.Bytes(), 0o644); err != nil {

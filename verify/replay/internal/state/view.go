@@ -616,7 +616,7 @@ func (v *StateView) incompleteWhy(gr schema.GroupResource) string {
 	if why := v.incomplete[gr]; why != "" {
 		return "not every object is known since " + why
 	}
-	return "objects that existed before the log are not known (give --snapshot)"
+	return "objects that existed before the log are not known (give --snapshot with their List, as vapc snapshot takes it)"
 }
 
 // ListFor lists the objects of a resource in a namespace ("" for all) as the admission plugins
