@@ -90,19 +90,26 @@ func TestSnapshotFromCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var list unstructured.UnstructuredList
-	if err := yaml.Unmarshal(raw, &list.Object); err != nil {
-		t.Fatal(err)
-	}
-	if err := list.UnmarshalJSON(mustJSON(t, raw)); err != nil {
-		t.Fatal(err)
-	}
+	// A List a resource, as the API lists it.
 	got := map[string]bool{}
-	for _, it := range list.Items {
-		got[it.GetKind()+"/"+it.GetNamespace()+"/"+it.GetName()] = true
-		if it.GetManagedFields() != nil {
-			t.Errorf("%s/%s keeps its managedFields", it.GetKind(), it.GetName())
+	for i, doc := range strings.Split(string(raw), "\n---\n") {
+		var list unstructured.UnstructuredList
+		if err := list.UnmarshalJSON(mustJSON(t, []byte(doc))); err != nil {
+			t.Fatalf("document %d: %v", i+1, err)
 		}
+		if k := list.GetKind(); !strings.HasSuffix(k, "List") || k == "List" {
+			t.Errorf("document %d is a %s, not the List of a resource", i+1, k)
+		}
+		got[list.GetKind()] = true
+		for _, it := range list.Items {
+			got[it.GetKind()+"/"+it.GetNamespace()+"/"+it.GetName()] = true
+			if it.GetManagedFields() != nil {
+				t.Errorf("%s/%s keeps its managedFields", it.GetKind(), it.GetName())
+			}
+		}
+	}
+	if !got["PodList"] || !got["NodeList"] {
+		t.Errorf("the snapshot lacks the Lists of the policy's resources: %v", got)
 	}
 	for _, want := range []string{"CustomResourceDefinition//widgets.example.com", "Namespace//default", "Node//kosmos-cluster7", "Pod/default/web-a"} {
 		if !got[want] {
