@@ -76,10 +76,12 @@ func (f *snapshotFlags) flagSet(stdout, stderr io.Writer) *flagSet {
 		usage: "vapc snapshot --policies FILE|DIR [--kubeconfig FILE] [--context NAME] [-o FILE]",
 		about: `Lists, with client-go, what vapc replay --snapshot needs of the cluster the audit log is from:
 the CustomResourceDefinitions, the namespaces, the objects of the policies' paramKinds and
-those the policies see as oldObject on UPDATE or DELETE, and the cluster's
-MutatingAdmissionPolicies and their bindings,
-and writes them as one List (as kubectl get -o yaml does, without managedFields). Take it when
-the log begins: the replay starts from it. The user needs list on those resources.
+those the policies see as oldObject on UPDATE or DELETE, what kube-apiserver's admission
+plugins read for the requests the policies see (a pod's ServiceAccount and LimitRanges, ...),
+and the cluster's MutatingAdmissionPolicies and their bindings, and writes them without
+managedFields as YAML documents, one List a resource as the API lists it (a PodList, empty or
+not: the replay then knows every object of the resource). Take it when the log begins: the
+replay starts from it. The user needs list on those resources.
 
 The cluster is the one of --kubeconfig, else of the files of $KUBECONFIG, else of
 ~/.kube/config, else the in-cluster configuration of a pod (its service account), as kubectl
