@@ -1,9 +1,10 @@
 // Package snapshot takes from a live cluster what a replay of audit logs through a set of
 // policies starts from (vapc replay --snapshot): the CustomResourceDefinitions, the
 // MutatingAdmissionPolicies and their bindings, and the objects of the resources the policies
-// read: namespaces, the objects of their paramKinds, and those they see as oldObject in an
-// UPDATE or DELETE. It writes them as one List, as
-// `kubectl get -o yaml` does, with client-go.
+// read: namespaces, the objects of their paramKinds, those they see as oldObject in an UPDATE
+// or DELETE, and what kube-apiserver's admission plugins read for the requests they see. It
+// lists them with client-go and writes them as YAML documents, one List a resource as the API
+// lists it.
 package snapshot
 
 import (
