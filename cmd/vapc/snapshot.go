@@ -159,7 +159,7 @@ func runSnapshot(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	if err != nil {
 		return &findingsError{fmt.Sprintf("snapshot: %v", err)}
 	}
-	resources, warnings := snapshot.Resources(policies, client.Mapper)
+	resources, warnings := snapshot.Resources(policies, client.Mapper, client.Subresources)
 	for _, w := range warnings {
 		fmt.Fprintln(stderr, "vapc snapshot: warning:", w)
 	}

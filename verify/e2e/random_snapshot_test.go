@@ -27,7 +27,7 @@ func (w *randomWorld) takeSnapshot(set policySet) (file, cut string) {
 	if err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
-	resources, _ := snapshot.Resources(set.policies, c.Mapper)
+	resources, _ := snapshot.Resources(set.policies, c.Mapper, c.Subresources)
 	snap, err := c.Take(w.ctx, resources)
 	if err != nil {
 		t.Fatalf("snapshot: %v", err)

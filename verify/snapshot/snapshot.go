@@ -42,9 +42,10 @@ var (
 )
 
 // Resources returns the resources a replay of the policies reads, as the cluster serves them
-// (mapper), CustomResourceDefinitions and namespaces first. Warnings say what cannot be
-// listed: a paramKind or resource the cluster does not serve, a wildcard rule.
-func Resources(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, mapper meta.RESTMapper) (resources []Resource, warnings []string) {
+// (mapper; subresources, when not nil, gives the resources that have a subresource, for a rule
+// of "*/scale"), CustomResourceDefinitions and namespaces first. Warnings say what cannot be
+// listed: a paramKind or resource the cluster does not serve, a wildcard rule of every resource.
+func Resources(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, mapper meta.RESTMapper, subresources func(sub string) []schema.GroupVersionResource) (resources []Resource, warnings []string) {
 	seen := map[schema.GroupResource]int{}
 	add := func(gvr schema.GroupVersionResource, why string) {
 		if i, ok := seen[gvr.GroupResource()]; ok {
@@ -105,9 +106,27 @@ func Resources(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, ma
 			}
 			for _, g := range r.APIGroups {
 				for _, res := range r.Resources {
-					base, _, _ := strings.Cut(res, "/")
+					base, sub, _ := strings.Cut(res, "/")
 					if g == "*" || base == "*" {
-						warnings = append(warnings, fmt.Sprintf("policy %s: the wildcard rule (apiGroups %v, resources %v) is not in the snapshot: give the objects it reads with another --snapshot file", p.Name, r.APIGroups, r.Resources))
+						// A wildcard the cluster's discovery resolves: a resource of every
+						// group, every resource with a subresource.
+						var found []schema.GroupVersionResource
+						switch {
+						case base != "*":
+							found, _ = mapper.ResourcesFor(schema.GroupVersionResource{Resource: base})
+						case sub != "" && sub != "*" && subresources != nil:
+							found = subresources(sub)
+						}
+						n := 0
+						for _, gvr := range found {
+							if g == "*" || g == gvr.Group {
+								addRest(gvr, "oldObject of "+p.Name+" ("+res+")")
+								n++
+							}
+						}
+						if n == 0 {
+							warnings = append(warnings, fmt.Sprintf("policy %s: the wildcard rule (apiGroups %v, resources %v) is not in the snapshot: give the objects it reads with another --snapshot file", p.Name, r.APIGroups, r.Resources))
+						}
 						continue
 					}
 					for _, v := range versions(r.APIVersions) {
@@ -237,6 +256,30 @@ type Snapshot struct {
 type Client struct {
 	Dynamic dynamic.Interface
 	Mapper  meta.RESTMapper
+	// Discovery, when not nil, lists the cluster's subresources (Subresources).
+	Discovery discovery.DiscoveryInterface
+}
+
+// Subresources returns the resources the cluster serves with the subresource (deployments for
+// scale), in their preferred versions; none without Discovery.
+func (c *Client) Subresources(sub string) []schema.GroupVersionResource {
+	if c.Discovery == nil {
+		return nil
+	}
+	lists, _ := discovery.ServerPreferredResources(c.Discovery) // what it found, when a group fails
+	var out []schema.GroupVersionResource
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil {
+			continue
+		}
+		for _, r := range l.APIResources {
+			if base, s, ok := strings.Cut(r.Name, "/"); ok && s == sub {
+				out = append(out, gv.WithResource(base))
+			}
+		}
+	}
+	return out
 }
 
 // NewClient returns the Client of a REST config: a dynamic client and a REST mapper from the
@@ -250,7 +293,8 @@ func NewClient(cfg *rest.Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{Dynamic: dyn, Mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))}, nil
+	cached := memory.NewMemCacheClient(dc)
+	return &Client{Dynamic: dyn, Mapper: restmapper.NewDeferredDiscoveryRESTMapper(cached), Discovery: cached}, nil
 }
 
 // pageSize is how many objects one List request asks for.

@@ -69,7 +69,7 @@ func mapper() meta.RESTMapper {
 // paramKinds' objects (Nodes, ConfigMaps), what they see as oldObject (Nodes, Pods) and what
 // the admission plugins read for the pods they see created (ServiceAccounts, LimitRanges, ...).
 func TestResources(t *testing.T) {
-	got, warnings := Resources(inTreePolicies(t), mapper())
+	got, warnings := Resources(inTreePolicies(t), mapper(), nil)
 	var gotS []string
 	for _, r := range got {
 		gotS = append(gotS, r.GroupVersionResource.String()+": "+r.Why)
@@ -97,9 +97,41 @@ func TestResources(t *testing.T) {
 		RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: []admissionregistrationv1.OperationType{"*"},
 			Rule: admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"}}},
 	}}}
-	_, warnings = Resources([]*admissionregistrationv1.ValidatingAdmissionPolicy{wild}, mapper())
+	_, warnings = Resources([]*admissionregistrationv1.ValidatingAdmissionPolicy{wild}, mapper(), nil)
 	if len(warnings) != 2 {
 		t.Errorf("warnings for a wildcard rule and an unknown paramKind: %q", warnings)
+	}
+
+	// Wildcards the cluster's discovery resolves: every resource with a scale subresource of
+	// the rule's group, a resource of every group.
+	scales := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+	scales.Name = "scales"
+	scales.Spec.MatchConstraints = &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+		RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: []admissionregistrationv1.OperationType{"UPDATE"},
+			Rule: admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"*/scale"}}},
+	}, {
+		RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: []admissionregistrationv1.OperationType{"DELETE"},
+			Rule: admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"configmaps"}}},
+	}}}
+	withScale := func(sub string) []schema.GroupVersionResource {
+		if sub != "scale" {
+			return nil
+		}
+		return []schema.GroupVersionResource{{Group: "apps", Version: "v1", Resource: "deployments"}, {Version: "v1", Resource: "replicationcontrollers"}}
+	}
+	got, warnings = Resources([]*admissionregistrationv1.ValidatingAdmissionPolicy{scales}, mapper(), withScale)
+	gotS = nil
+	for _, r := range got {
+		if strings.Contains(r.Why, "scales") { // not the CRDs and namespaces every snapshot lists
+			gotS = append(gotS, r.GroupVersionResource.String()+": "+r.Why)
+		}
+	}
+	want = []string{
+		"/v1, Resource=configmaps: oldObject of scales (configmaps)",
+		"apps/v1, Resource=deployments: oldObject of scales (*/scale)",
+	}
+	if diff := cmp.Diff(want, gotS); diff != "" || len(warnings) > 0 {
+		t.Errorf("Resources of wildcards mismatch (-want +got):\n%s\nwarnings: %v", diff, warnings)
 	}
 }
 
@@ -131,7 +163,7 @@ func TestTakeAndReplay(t *testing.T) {
 	lists[schema.GroupVersionResource{Group: "node.k8s.io", Version: "v1", Resource: "runtimeclasses"}] = "RuntimeClassList"
 	lists[crdsGVR] = "CustomResourceDefinitionList"
 	c := &Client{Dynamic: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), lists, objects...), Mapper: mapper()}
-	resources, _ := Resources(inTreePolicies(t), c.Mapper)
+	resources, _ := Resources(inTreePolicies(t), c.Mapper, nil)
 	snap, err := c.Take(context.Background(), resources)
 	if err != nil {
 		t.Fatal(err)
