@@ -137,22 +137,28 @@ func (r *Replayer) seedDocument(m map[string]any, file string, doc int, seen map
 	r.listComplete(u, itemKind)
 	n := 0
 	for i, it := range items {
-		im, ok := it.(map[string]any)
-		if !ok {
-			return n, fmt.Errorf("snapshot %s: document %d: items[%d] is not an object", file, doc, i)
-		}
-		iu := &unstructured.Unstructured{Object: im}
-		if iu.GetKind() == "" && itemKind != "" {
-			iu.SetAPIVersion(u.GetAPIVersion())
-			iu.SetKind(itemKind)
-		}
-		k, err := r.seed(iu, fmt.Sprintf("%s: document %d: items[%d]", file, doc, i), seen)
+		k, err := r.seedItem(u, itemKind, it, file, doc, i, seen)
 		n += k
 		if err != nil {
 			return n, err
 		}
 	}
 	return n, nil
+}
+
+// seedItem seeds item i of a List (list, of items of the kind itemKind when it is a typed
+// List) in document doc of a snapshot file.
+func (r *Replayer) seedItem(list *unstructured.Unstructured, itemKind string, item any, file string, doc, i int, seen map[string]seenObject) (int, error) {
+	im, ok := item.(map[string]any)
+	if !ok {
+		return 0, fmt.Errorf("snapshot %s: document %d: items[%d] is not an object", file, doc, i)
+	}
+	iu := &unstructured.Unstructured{Object: im}
+	if iu.GetKind() == "" && itemKind != "" {
+		iu.SetAPIVersion(list.GetAPIVersion())
+		iu.SetKind(itemKind)
+	}
+	return r.seed(iu, fmt.Sprintf("%s: document %d: items[%d]", file, doc, i), seen)
 }
 
 // listComplete marks the resource of a typed List's items (a PodList's pods) complete: such a
@@ -305,16 +311,7 @@ func (r *Replayer) loadYAMLDocument(file string, doc int, data []byte, seen map[
 						whole = true // decode the whole document below
 						break
 					}
-					im, isMap := v.v.(map[string]any)
-					if !isMap {
-						return n, fmt.Errorf("snapshot %s: document %d: items[%d] is not an object", file, doc, i)
-					}
-					iu := &unstructured.Unstructured{Object: im}
-					if iu.GetKind() == "" && itemKind != "" {
-						iu.SetAPIVersion(u.GetAPIVersion())
-						iu.SetKind(itemKind)
-					}
-					k, err := r.seed(iu, fmt.Sprintf("%s: document %d: items[%d]", file, doc, i), seen)
+					k, err := r.seedItem(u, itemKind, v.v, file, doc, i, seen)
 					n += k
 					if err != nil {
 						return n, err
@@ -710,16 +707,10 @@ func (r *Replayer) seedJSONDocument(file string, doc int, d jsonDocument, seen m
 	n := 0
 	for i := range d.items {
 		v := dec.next(i)
-		im, isMap := v.v.(map[string]any)
-		if v.err != nil || !isMap {
-			return n, fmt.Errorf("snapshot %s: document %d: items[%d] is not an object", file, doc, i)
+		if v.err != nil {
+			v.v = nil // not an object
 		}
-		iu := &unstructured.Unstructured{Object: im}
-		if iu.GetKind() == "" && itemKind != "" {
-			iu.SetAPIVersion(u.GetAPIVersion())
-			iu.SetKind(itemKind)
-		}
-		k, err := r.seed(iu, fmt.Sprintf("%s: document %d: items[%d]", file, doc, i), seen)
+		k, err := r.seedItem(u, itemKind, v.v, file, doc, i, seen)
 		n += k
 		if err != nil {
 			return n, err
