@@ -38,6 +38,8 @@ type Resource struct {
 
 var (
 	crdsGVR       = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	coreEvents    = schema.GroupResource{Resource: "events"}
+	eventsK8sIO   = schema.GroupResource{Group: "events.k8s.io", Resource: "events"}
 	namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 )
 
@@ -119,6 +121,9 @@ func Resources(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, ma
 						}
 						n := 0
 						for _, gvr := range found {
+							if gvr.GroupResource() == eventsK8sIO && slices.ContainsFunc(found, func(o schema.GroupVersionResource) bool { return o.GroupResource() == coreEvents }) {
+								continue // the same objects as core's (kube-apiserver serves both from one storage)
+							}
 							if g == "*" || g == gvr.Group {
 								addRest(gvr, "oldObject of "+p.Name+" ("+res+")")
 								n++

@@ -59,6 +59,8 @@ func mapper() meta.RESTMapper {
 		{schema.GroupVersionKind{Group: "node.k8s.io", Version: "v1", Kind: "RuntimeClass"}, meta.RESTScopeRoot},
 		{schema.GroupVersionKind{Group: "storage.k8s.io", Version: "v1", Kind: "StorageClass"}, meta.RESTScopeRoot},
 		{schema.GroupVersionKind{Group: "networking.k8s.io", Version: "v1", Kind: "IngressClass"}, meta.RESTScopeRoot},
+		{schema.GroupVersionKind{Version: "v1", Kind: "Event"}, meta.RESTScopeNamespace},
+		{schema.GroupVersionKind{Group: "events.k8s.io", Version: "v1", Kind: "Event"}, meta.RESTScopeNamespace},
 	} {
 		m.Add(k.gvk, k.scope)
 	}
@@ -111,7 +113,7 @@ func TestResources(t *testing.T) {
 			Rule: admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"*/scale"}}},
 	}, {
 		RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: []admissionregistrationv1.OperationType{"DELETE"},
-			Rule: admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"configmaps"}}},
+			Rule: admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"configmaps", "events"}}},
 	}}}
 	withScale := func(sub string) []schema.GroupVersionResource {
 		if sub != "scale" {
@@ -129,6 +131,7 @@ func TestResources(t *testing.T) {
 	want = []string{
 		"/v1, Resource=configmaps: oldObject of scales (configmaps)",
 		"apps/v1, Resource=deployments: oldObject of scales (*/scale)",
+		"/v1, Resource=events: oldObject of scales (events)", // events.k8s.io's are the same objects
 	}
 	if diff := cmp.Diff(want, gotS); diff != "" || len(warnings) > 0 {
 		t.Errorf("Resources of wildcards mismatch (-want +got):\n%s\nwarnings: %v", diff, warnings)
