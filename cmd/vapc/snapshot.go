@@ -79,8 +79,9 @@ the CustomResourceDefinitions, the namespaces, the objects of the policies' para
 those the policies see as oldObject on UPDATE or DELETE, what kube-apiserver's admission
 plugins read for the requests the policies see (a pod's ServiceAccount and LimitRanges, ...),
 and the cluster's MutatingAdmissionPolicies and their bindings, and writes them without
-managedFields as YAML documents, one List a resource as the API lists it (a PodList, empty or
-not: the replay then knows every object of the resource). Take it when the log begins: the
+managedFields as YAML documents, one List a resource as the API lists it (a PodList), marked
+vapc.dev/complete: the replay then knows every object of the resource, none when the List is
+empty. Take it when the log begins: the
 replay starts from it. The user needs list on those resources.
 
 The cluster is the one of --kubeconfig, else of the files of $KUBECONFIG, else of

@@ -25,8 +25,9 @@ import (
 
 // loadSnapshot seeds the State with the objects of snapshot files or folders: the output of
 // `kubectl get ... -o yaml` or `-o json` (a List, or one or more documents), or `vapc snapshot`
-// (a typed List a resource). Every resource a snapshot holds objects of, or a typed List of
-// (a LimitRangeList, empty or not), is taken to be complete: the snapshot holds all its objects.
+// (a typed List a resource, marked CompleteListKey). Every resource a snapshot holds objects
+// of, or a marked List of (a LimitRangeList, empty or not), is taken to be complete: the
+// snapshot holds all its objects.
 // Objects of resources no policy reads are dropped as they are read. The snapshot's
 // CustomResourceDefinitions are served from the start (see catalog.Catalog.Seed); an object of a kind
 // that only a CRD read later in the snapshot defines is seeded once every file is read.
@@ -134,15 +135,16 @@ func (r *Replayer) seedDocument(m map[string]any, file string, doc int, seen map
 		return r.seed(u, fmt.Sprintf("%s: document %d", file, doc), seen)
 	}
 	itemKind := strings.TrimSuffix(u.GetKind(), "List")
-	r.listComplete(u, itemKind)
-	n := 0
+	n, ofKind := 0, true
 	for i, it := range items {
+		ofKind = ofKind && itemOfKind(it, itemKind)
 		k, err := r.seedItem(u, itemKind, it, file, doc, i, seen)
 		n += k
 		if err != nil {
 			return n, err
 		}
 	}
+	r.listComplete(u, itemKind, ofKind)
 	return n, nil
 }
 
@@ -161,12 +163,18 @@ func (r *Replayer) seedItem(list *unstructured.Unstructured, itemKind string, it
 	return r.seed(iu, fmt.Sprintf("%s: document %d: items[%d]", file, doc, i), seen)
 }
 
-// listComplete marks the resource of a typed List's items (a PodList's pods) complete: such a
-// List is the API's answer to a list of the resource, which holds all its objects, and none
-// when it is empty (`vapc snapshot` writes one for each resource it lists; an empty `kind:
-// List` says nothing of any resource). A kind the replay does not know yet is left.
-func (r *Replayer) listComplete(list *unstructured.Unstructured, itemKind string) {
-	if itemKind == "" {
+// CompleteListKey marks a List `vapc snapshot` wrote (verify/snapshot): a typed List of one
+// resource (a LimitRangeList) listed in every namespace, all its pages, so that it holds every
+// object of the resource, and none when it is empty. A List without it may be one namespace's,
+// filtered or a page (`kubectl get --raw` of a namespace's LimitRanges is a LimitRangeList too):
+// its being empty says nothing.
+const CompleteListKey = "vapc.dev/complete"
+
+// listComplete marks the resource of a List vapc snapshot wrote (CompleteListKey) complete,
+// when its items were all of its kind (ofKind, see itemOfKind). A kind the replay does not know
+// yet is left.
+func (r *Replayer) listComplete(list *unstructured.Unstructured, itemKind string, ofKind bool) {
+	if complete, _ := list.Object[CompleteListKey].(bool); !complete || itemKind == "" || !ofKind {
 		return
 	}
 	gv, err := schema.ParseGroupVersion(list.GetAPIVersion())
@@ -180,6 +188,12 @@ func (r *Replayer) listComplete(list *unstructured.Unstructured, itemKind string
 	if gr := m.Resource.GroupResource(); r.state.Keeps(gr) {
 		r.state.MarkComplete(gr, "snapshot")
 	}
+}
+
+// itemOfKind says whether a List's item is an object of the List's item kind (or of none).
+func itemOfKind(item any, itemKind string) bool {
+	m, ok := item.(map[string]any)
+	return ok && (m["kind"] == nil || m["kind"] == itemKind)
 }
 
 // seed puts one snapshot object in the State. An object without a name, or the same object
@@ -297,12 +311,12 @@ func (r *Replayer) loadYAMLDocument(file string, doc int, data []byte, seen map[
 	n := 0
 	if header, items, ok := splitYAMLList(data); ok {
 		var m map[string]any
-		if yaml.Unmarshal(header, &m) == nil && m != nil && m["items"] == nil {
+		err := yaml.Unmarshal(header, &m)
+		if _, hasItems := m["items"]; err == nil && m != nil && !hasItems { // items: null besides
 			u := &unstructured.Unstructured{Object: m}
 			if strings.HasSuffix(u.GetKind(), "List") {
 				itemKind := strings.TrimSuffix(u.GetKind(), "List")
-				r.listComplete(u, itemKind)
-				whole := false
+				whole, ofKind := false, true
 				dec := decodeYAMLItems(items)
 				defer dec.stop()
 				for i := range items {
@@ -311,6 +325,7 @@ func (r *Replayer) loadYAMLDocument(file string, doc int, data []byte, seen map[
 						whole = true // decode the whole document below
 						break
 					}
+					ofKind = ofKind && itemOfKind(v.v, itemKind)
 					k, err := r.seedItem(u, itemKind, v.v, file, doc, i, seen)
 					n += k
 					if err != nil {
@@ -318,6 +333,7 @@ func (r *Replayer) loadYAMLDocument(file string, doc int, data []byte, seen map[
 					}
 				}
 				if !whole {
+					r.listComplete(u, itemKind, ofKind)
 					return n, nil
 				}
 			}
@@ -505,6 +521,9 @@ func splitYAMLList(doc []byte) (header []byte, items [][]byte, ok bool) {
 		blank := len(bytes.TrimSpace(l)) == 0
 		col0 := !blank && l[0] != ' ' && l[0] != '\t' && l[0] != '#'
 		entry := col0 && (bytes.HasPrefix(l, []byte("- ")) || bytes.Equal(bytes.TrimRight(l, " \t\r\n"), []byte("-")))
+		if col0 && bytes.HasPrefix(l, []byte("...")) {
+			return nil, nil, false // a document's end: what follows is not its
+		}
 		switch state {
 		case top, after:
 			if col0 && bytes.Equal(bytes.TrimRight(l, " \t\r\n"), []byte("items:")) {
@@ -701,20 +720,21 @@ func (r *Replayer) seedJSONDocument(file string, doc int, d jsonDocument, seen m
 		return r.seedDocument(d.header, file, doc, seen)
 	}
 	itemKind := strings.TrimSuffix(u.GetKind(), "List")
-	r.listComplete(u, itemKind)
 	dec := decodeItems(d.items, decodeJSONItem)
 	defer dec.stop()
-	n := 0
+	n, ofKind := 0, true
 	for i := range d.items {
 		v := dec.next(i)
 		if v.err != nil {
-			v.v = nil // not an object
+			return n, fmt.Errorf("snapshot %s: document %d: items[%d]: %v", file, doc, i, v.err)
 		}
+		ofKind = ofKind && itemOfKind(v.v, itemKind)
 		k, err := r.seedItem(u, itemKind, v.v, file, doc, i, seen)
 		n += k
 		if err != nil {
 			return n, err
 		}
 	}
+	r.listComplete(u, itemKind, ofKind)
 	return n, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
 	"github.com/vapc-dev/vapc/internal/auditgen"
@@ -19,6 +20,11 @@ import (
 // stateDump is every entry of a State, for comparisons.
 func stateDump(s *state.State) map[string]string {
 	out := map[string]string{}
+	for _, gr := range []schema.GroupResource{{Resource: "nodes"}, {Resource: "pods"}, {Resource: "namespaces"}, {Resource: "configmaps"}, {Resource: "limitranges"}, {Resource: "serviceaccounts"}} {
+		if s.Complete(gr) {
+			out["complete "+gr.String()] = "yes"
+		}
+	}
 	for gr, m := range s.Objects {
 		for k, e := range m {
 			out[gr.String()+"/"+k.Namespace+"/"+k.Name] = string(e.Raw) + "|" + e.Unknown + "|" + e.Labels.String() + "|" + e.Source
@@ -54,6 +60,8 @@ func TestSnapshotFastPath(t *testing.T) {
 		"docs":             "---\napiVersion: v1\nkind: Node\nmetadata: {name: a}\n---\n# only a comment\n---\nkind: List\napiVersion: v1\nitems:\n" + node("b", "") + "---\n",
 		"no-final-newline": "kind: List\napiVersion: v1\nitems:\n" + node("a", "") + "- {apiVersion: v1, kind: Node, metadata: {name: b}}",
 		"empty-docs":       "---\n---\n\n---\nkind: List\napiVersion: v1\nitems:\n" + node("a", "") + "---\n",
+		"items-null-after": "kind: NodeList\napiVersion: v1\nitems:\n" + node("a", "") + "items: null\n",
+		"document-end":     "apiVersion: v1\nkind: List\n...\nitems:\n" + node("a", ""),
 		"crlf":             "kind: List\r\napiVersion: v1\r\nitems:\r\n- apiVersion: v1\r\n  kind: Node\r\n  metadata:\r\n    name: a\r\n",
 		"bad-separator":    "apiVersion: v1\nkind: Node\nmetadata: {name: a}\n--- x\n",
 		"bad-yaml":         "kind: List\napiVersion: v1\nitems:\n- apiVersion: v1\n  kind: [\n",
@@ -198,7 +206,11 @@ func TestSnapshotTypedListComplete(t *testing.T) {
 		if items == nil {
 			items = []any{}
 		}
-		data, err := yaml.Marshal(map[string]any{"apiVersion": "v1", "kind": kind, "metadata": map[string]any{"resourceVersion": ""}, "items": items})
+		l := map[string]any{"apiVersion": "v1", "kind": kind, "metadata": map[string]any{"resourceVersion": ""}, "items": items}
+		if kind != "List" {
+			l[CompleteListKey] = true // as vapc snapshot writes it
+		}
+		data, err := yaml.Marshal(l)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -211,8 +223,12 @@ func TestSnapshotTypedListComplete(t *testing.T) {
 		want           string
 	}{
 		{"typed lists", list("NamespaceList", ns) + "---\n" + list("ServiceAccountList", sa) + "---\n" + list("LimitRangeList"), DecisionDeny},
-		{"typed lists as JSON", `{"apiVersion":"v1","kind":"LimitRangeList","items":[]}` + "\n" + `{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"ns1"}},{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"default","namespace":"ns1","uid":"u-sa"}}]}`, DecisionDeny},
+		{"typed lists as JSON", `{"apiVersion":"v1","kind":"LimitRangeList","items":[],"vapc.dev/complete":true}` + "\n" + `{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"ns1"}},{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"default","namespace":"ns1","uid":"u-sa"}}]}`, DecisionDeny},
 		{"an empty List", list("List", ns, sa) + "---\n" + list("List"), DecisionIndeterminate},
+		// The API's list of one namespace's LimitRanges (kubectl get --raw): the same kind,
+		// without vapc snapshot's mark, says nothing of ns1's.
+		{"a typed List not vapc snapshot's", list("List", ns, sa) + "---\n" + `{"apiVersion":"v1","kind":"LimitRangeList","metadata":{"resourceVersion":"100"},"items":[]}` + "\n", DecisionIndeterminate},
+		{"a marked List of another kind's items", list("List", ns, sa) + "---\n" + list("LimitRangeList", ns), DecisionIndeterminate},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

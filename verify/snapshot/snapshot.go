@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/yaml"
@@ -115,7 +116,17 @@ func Resources(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, ma
 						var found []schema.GroupVersionResource
 						switch {
 						case base != "*":
-							found, _ = mapper.ResourcesFor(schema.GroupVersionResource{Resource: base})
+							// Of every group the ones built in: an aggregated API's
+							// resource of the name (metrics.k8s.io's pods) is not the
+							// replay's to read.
+							all, _ := mapper.ResourcesFor(schema.GroupVersionResource{Resource: base})
+							for _, gvr := range all {
+								if clientgoscheme.Scheme.IsGroupRegistered(gvr.Group) {
+									found = append(found, gvr)
+								} else {
+									warnings = append(warnings, fmt.Sprintf("policy %s: %s, which the wildcard rule (apiGroups %v) reaches, is not built in: not in the snapshot (give its objects with another --snapshot file if the log writes them)", p.Name, gvr.GroupResource(), r.APIGroups))
+								}
+							}
 						case sub != "" && sub != "*" && subresources != nil:
 							found = subresources(sub)
 						}
@@ -335,8 +346,9 @@ func (c *Client) Take(ctx context.Context, resources []Resource) (*Snapshot, err
 }
 
 // Write writes the snapshot as YAML documents, one List a resource as the API lists it (a
-// v1 PodList; kubectl get -o yaml writes a List of the same items): a resource's List, empty
-// or not, tells the replay it holds every object of the resource.
+// v1 PodList; kubectl get -o yaml writes a List of the same items), marked as holding every
+// object of the resource (vapc.dev/complete, which the replay reads: replay.CompleteListKey),
+// empty or not.
 func (s *Snapshot) Write(w io.Writer) error {
 	at := 0
 	for i, c := range s.Counts {
@@ -345,15 +357,18 @@ func (s *Snapshot) Write(w io.Writer) error {
 			items[j] = s.Items[at+j].Object
 		}
 		at += c.Objects
-		apiVersion, kind := c.List.GroupVersion().String(), c.List.Kind
-		if !strings.HasSuffix(kind, "List") || kind == "List" {
-			apiVersion, kind = "v1", "List" // what the list's kind is, is not known
-		}
-		data, err := yaml.Marshal(map[string]any{
-			"apiVersion": apiVersion, "kind": kind,
+		list := map[string]any{
+			"apiVersion": c.List.GroupVersion().String(), "kind": c.List.Kind,
 			"metadata": map[string]any{"resourceVersion": ""},
 			"items":    items,
-		})
+			// Every object of the resource, in every namespace, every page: the replay
+			// takes the resource as complete (replay.CompleteListKey).
+			"vapc.dev/complete": true,
+		}
+		if !strings.HasSuffix(c.List.Kind, "List") || c.List.Kind == "List" {
+			list = map[string]any{"apiVersion": "v1", "kind": "List", "metadata": map[string]any{"resourceVersion": ""}, "items": items}
+		}
+		data, err := yaml.Marshal(list)
 		if err != nil {
 			return err
 		}

@@ -187,8 +187,9 @@ func TestTakeAndReplay(t *testing.T) {
 	}
 	// A List a resource as the API lists it, the empty ones too: they tell the replay it
 	// knows every object of the resource.
-	if !bytes.Contains(out.Bytes(), []byte("items: []\nkind: LimitRangeList\n")) || !bytes.Contains(out.Bytes(), []byte("kind: PodList\n")) {
-		t.Errorf("the snapshot is not a List a resource:\n%s", out.String())
+	if !bytes.Contains(out.Bytes(), []byte("items: []\nkind: LimitRangeList\n")) || !bytes.Contains(out.Bytes(), []byte("kind: PodList\n")) ||
+		bytes.Count(out.Bytes(), []byte(replay.CompleteListKey+": true\n")) != len(snap.Counts) {
+		t.Errorf("the snapshot is not a List a resource, each marked complete (%s):\n%s", replay.CompleteListKey, out.String())
 	}
 	file := filepath.Join(t.TempDir(), "cluster.yaml")
 	if err := os.WriteFile(file, out.Bytes(), 0o644); err != nil {
