@@ -48,7 +48,7 @@ var (
 // (mapper; subresources, when not nil, gives the resources that have a subresource, for a rule
 // of "*/scale"), CustomResourceDefinitions and namespaces first. Warnings say what cannot be
 // listed: a paramKind or resource the cluster does not serve, a wildcard rule of every resource.
-func Resources(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, mapper meta.RESTMapper, subresources func(sub string) []schema.GroupVersionResource) (resources []Resource, warnings []string) {
+func Resources(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, mapper meta.RESTMapper, subresources func(sub string) ([]schema.GroupVersionResource, error)) (resources []Resource, warnings []string) {
 	seen := map[schema.GroupResource]int{}
 	add := func(gvr schema.GroupVersionResource, why string) {
 		if i, ok := seen[gvr.GroupResource()]; ok {
@@ -128,7 +128,10 @@ func Resources(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, ma
 								}
 							}
 						case sub != "" && sub != "*" && subresources != nil:
-							found = subresources(sub)
+							var err error
+							if found, err = subresources(sub); err != nil {
+								warnings = append(warnings, fmt.Sprintf("policy %s: the rule of %s: %v: the resources of those groups are not in the snapshot", p.Name, res, err))
+							}
 						}
 						n := 0
 						for _, gvr := range found {
@@ -277,13 +280,13 @@ type Client struct {
 }
 
 // Subresources returns the resources the cluster serves with the subresource (deployments for
-// scale), in their preferred versions; none without Discovery.
-func (c *Client) Subresources(sub string) []schema.GroupVersionResource {
+// scale), in their preferred versions; none without Discovery. err says the groups whose
+// discovery failed, when the others' resources are returned.
+func (c *Client) Subresources(sub string) (gvrs []schema.GroupVersionResource, err error) {
 	if c.Discovery == nil {
-		return nil
+		return nil, nil
 	}
-	lists, _ := discovery.ServerPreferredResources(c.Discovery) // what it found, when a group fails
-	var out []schema.GroupVersionResource
+	lists, err := discovery.ServerPreferredResources(c.Discovery) // what it found, when a group fails
 	for _, l := range lists {
 		gv, err := schema.ParseGroupVersion(l.GroupVersion)
 		if err != nil {
@@ -291,11 +294,11 @@ func (c *Client) Subresources(sub string) []schema.GroupVersionResource {
 		}
 		for _, r := range l.APIResources {
 			if base, s, ok := strings.Cut(r.Name, "/"); ok && s == sub {
-				out = append(out, gv.WithResource(base))
+				gvrs = append(gvrs, gv.WithResource(base))
 			}
 		}
 	}
-	return out
+	return gvrs, err
 }
 
 // NewClient returns the Client of a REST config: a dynamic client and a REST mapper from the

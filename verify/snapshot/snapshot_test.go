@@ -3,6 +3,7 @@ package snapshot
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -115,11 +116,11 @@ func TestResources(t *testing.T) {
 		RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: []admissionregistrationv1.OperationType{"DELETE"},
 			Rule: admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"configmaps", "events"}}},
 	}}}
-	withScale := func(sub string) []schema.GroupVersionResource {
+	withScale := func(sub string) ([]schema.GroupVersionResource, error) {
 		if sub != "scale" {
-			return nil
+			return nil, nil
 		}
-		return []schema.GroupVersionResource{{Group: "apps", Version: "v1", Resource: "deployments"}, {Version: "v1", Resource: "replicationcontrollers"}}
+		return []schema.GroupVersionResource{{Group: "apps", Version: "v1", Resource: "deployments"}, {Version: "v1", Resource: "replicationcontrollers"}}, nil
 	}
 	got, warnings = Resources([]*admissionregistrationv1.ValidatingAdmissionPolicy{scales}, mapper(), withScale)
 	gotS = nil
@@ -135,6 +136,13 @@ func TestResources(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, gotS); diff != "" || len(warnings) > 0 {
 		t.Errorf("Resources of wildcards mismatch (-want +got):\n%s\nwarnings: %v", diff, warnings)
+	}
+	// A group whose discovery failed is said.
+	failing := func(string) ([]schema.GroupVersionResource, error) {
+		return []schema.GroupVersionResource{{Group: "apps", Version: "v1", Resource: "deployments"}}, errors.New("unable to retrieve the complete list of server APIs: metrics.k8s.io/v1beta1: the server is currently unable to handle the request")
+	}
+	if _, warnings = Resources([]*admissionregistrationv1.ValidatingAdmissionPolicy{scales}, mapper(), failing); len(warnings) != 1 || !strings.Contains(warnings[0], "metrics.k8s.io") {
+		t.Errorf("warnings for a discovery that failed for a group: %q", warnings)
 	}
 }
 
