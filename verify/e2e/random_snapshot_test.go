@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/vapc-dev/vapc/verify/replay"
 	"github.com/vapc-dev/vapc/verify/snapshot"
 )
@@ -18,8 +20,9 @@ import (
 
 // takeSnapshot takes what `vapc snapshot` takes of the cluster for the policies of set, now,
 // into a file of the test's, and returns it with the audit ID of the last request the test
-// sent before it.
-func (w *randomWorld) takeSnapshot(set policySet) (file, cut string) {
+// sent before it. kubectlStyle writes it as `kubectl get -A -o yaml` does, one List of every
+// item, which says nothing of the resources that have none.
+func (w *randomWorld) takeSnapshot(set policySet, kubectlStyle bool) (file, cut string) {
 	t := w.t
 	t.Helper()
 	cut = w.lastAuditID()
@@ -36,11 +39,23 @@ func (w *randomWorld) takeSnapshot(set policySet) (file, cut string) {
 	if err := snap.Write(&out); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
+	if kubectlStyle {
+		items := make([]any, len(snap.Items))
+		for i := range snap.Items {
+			items[i] = snap.Items[i].Object
+		}
+		data, err := yaml.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "metadata": map[string]any{"resourceVersion": ""}, "items": items})
+		if err != nil {
+			t.Fatalf("snapshot: %v", err)
+		}
+		out.Reset()
+		out.Write(data)
+	}
 	file = filepath.Join(t.TempDir(), "snapshot.yaml")
 	if err := os.WriteFile(file, out.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("snapshot at step %d, after request %s: %d objects", w.step, cut, len(snap.Items))
+	t.Logf("snapshot at step %d, after request %s: %d objects (as kubectl writes it: %v)", w.step, cut, len(snap.Items), kubectlStyle)
 	return file, cut
 }
 

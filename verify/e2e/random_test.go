@@ -282,7 +282,7 @@ func randomParity(t *testing.T, seed uint64, steps int, controllers bool) {
 	var snapFile, snapCut string
 	for w.step = 1; w.step <= steps && ctx.Err() == nil; w.step++ {
 		if w.step == steps/2 {
-			snapFile, snapCut = w.takeSnapshot(set)
+			snapFile, snapCut = w.takeSnapshot(set, seed%2 == 1)
 		}
 		n := r.IntN(total)
 		for _, a := range actions {
