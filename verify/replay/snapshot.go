@@ -312,7 +312,8 @@ func (r *Replayer) loadYAMLDocument(file string, doc int, data []byte, seen map[
 	if header, items, ok := splitYAMLList(data); ok {
 		var m map[string]any
 		err := yaml.Unmarshal(header, &m)
-		if _, hasItems := m["items"]; err == nil && m != nil && !hasItems { // items: null besides
+		// A second items key (items: null after the block) leaves the choice to the general path.
+		if _, hasItems := m["items"]; err == nil && m != nil && !hasItems {
 			u := &unstructured.Unstructured{Object: m}
 			if strings.HasSuffix(u.GetKind(), "List") {
 				itemKind := strings.TrimSuffix(u.GetKind(), "List")
@@ -499,8 +500,8 @@ func yamlDocumentsInPlace(data []byte) (docs [][]byte, ok bool) {
 
 // splitYAMLList splits a document with one top-level "items:" key whose value is a block
 // sequence at column 0 (as kubectl writes it) into the document without it and the text of each
-// item, the item's "-" blanked so that every line keeps its column. ok is false for any other
-// shape.
+// item, as slices of doc (blankedItem blanks an item's "-" before it is decoded, so that every
+// line keeps its column). ok is false for any other shape.
 func splitYAMLList(doc []byte) (header []byte, items [][]byte, ok bool) {
 	const (
 		top = iota
