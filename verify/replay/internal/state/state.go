@@ -417,12 +417,14 @@ func (s *State) store(gr schema.GroupResource, u *unstructured.Unstructured, raw
 	}
 	if old != nil {
 		if old.rv > 0 && rv > 0 && old.rv > rv {
+			s.snapshotAfter(old, true)
 			return nil
 		}
 		if s.keptUnknown(gr, k, old, "the write") {
 			return nil
 		}
 		if old.rv > 0 && old.rv == rv && old.Raw != nil && old.Unknown == "" {
+			s.snapshotAfter(old, !s.current.creating)
 			// A write that changed nothing: the store answers a no-op update with the stored
 			// object, resourceVersion and all. It restates the version the State holds: that
 			// version's write (its source), and when it completed, are what a concurrent
@@ -453,6 +455,23 @@ func (s *State) store(gr schema.GroupResource, u *unstructured.Unstructured, raw
 		s.setTyped(gr, ObjectKey{loc.Namespace, loc.Name}, typedEntry{gvr: loc.Resource, Obj: typed.obj, labels: loc.Labels}, true)
 	}
 	return nil
+}
+
+// snapshotAfter records, of the snapshot's version of an object (e: no write of the log stored
+// it), that the write being applied, which the log records after the snapshot was read but whose
+// result is that version or an older one, completed before that version was stored: the
+// snapshot was taken after it. A request received moments later may have read a version older
+// than the snapshot's from kube-apiserver's watch cache or informers, one the State does not
+// know (staleOf, concurrent): the snapshot's version is taken as stored when that write
+// completed, over a version not known (replaced: the write is not the one that created it).
+func (s *State) snapshotAfter(e *entry, replaced bool) {
+	if e.by != "" || s.current.writeBy == "" || s.current.writeDone.IsZero() {
+		return
+	}
+	if s.current.writeDone.After(e.done) {
+		e.done = s.current.writeDone
+	}
+	e.follows = e.follows || replaced
 }
 
 // PreparedTyped is where an object of a resource the evaluator reads is kept and the object
