@@ -113,7 +113,11 @@ func classify(ev *Event, connect bool) recording {
 			return recording{skip: SkipUnauthorized}
 		}
 		// A policy's denial and another refusal of the same code read the same without it.
-		return recording{outcome: RecordedUnknown, note: "failed with " + httpCode(code) + ", and " + ev.Loss.Of(auditlog.LostMessage) + ": cannot tell whether a policy denied it"}
+		failed := "failed with " + httpCode(code)
+		if ev.Loss.Lost.Has(auditlog.LostCode) {
+			failed = "failed, and " + ev.Loss.Of(auditlog.LostCode)
+		}
+		return recording{outcome: RecordedUnknown, note: failed + ", and " + ev.Loss.Of(auditlog.LostMessage) + ": cannot tell whether a policy denied it"}
 	}
 	if ev.Loss.Lost.Has(auditlog.LostCode) && code >= 300 {
 		// The export does not carry the failure's HTTP code, only its class (exportloss.go):
@@ -214,10 +218,16 @@ func conflictOnObject(ev *Event, msg string) bool {
 // messageLost says whether the event is a failure of a code a ValidatingAdmissionPolicy's
 // denial answers (401, 403, 413, 422: the validating dispatcher's reasonToCode) whose message
 // an export lost: the message alone tells a policy's denial from another refusal of that code.
+// A failure whose exact code the export lost too may be of one of those codes (GKE gives 413 a
+// gRPC code that 500 has: random parity seed c:475, a policy's denial with the reason
+// RequestEntityTooLarge, read as admitted before a failure).
 func messageLost(ev *Event) bool {
+	if !ev.Loss.Lost.Has(auditlog.LostMessage) {
+		return false
+	}
 	switch ev.Code() {
 	case 401, 403, 413, 422:
-		return ev.Loss.Lost.Has(auditlog.LostMessage)
+		return true
 	}
-	return false
+	return ev.Loss.Lost.Has(auditlog.LostCode)
 }

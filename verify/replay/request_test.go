@@ -325,3 +325,29 @@ func TestDecodeKindAsWhole(t *testing.T) {
 		}
 	}
 }
+
+// TestAdmittedBeforeFailingLostCode: a failure whose exact code and message an export lost (GKE
+// gives 413, a policy denial's code, the gRPC code 500 has) may have been a policy's denial:
+// that the pipeline ran validating admission does not make it admitted before failing (random
+// parity seed c:475).
+func TestAdmittedBeforeFailingLostCode(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		lost auditlog.Lost
+		want string
+	}{
+		{"the code and the message lost", auditlog.LostCode | auditlog.LostMessage, RecordedUnknown},
+		{"the code lost, the message kept", auditlog.LostCode, RecordedAdmit},
+	} {
+		ev := &Event{Verb: "create", Stage: auditlog.StageResponseComplete, ObjectRef: &ObjectRef{Resource: "nodes", Name: "n"},
+			ResponseStatus: &Status{Code: 500, Status: "Failure", Message: "RequestEntityTooLarge"}}
+		ev.Loss = auditlog.Loss{Export: "GKE Cloud Logging", Lost: tc.lost}
+		j := &job{ev: ev, rec: recording{outcome: RecordedUnknown}}
+		out := &Record{Logged: Logged{Recorded: RecordedUnknown}}
+		admittedBeforeFailing(j, out)
+		if out.Recorded != tc.want {
+			t.Errorf("%s: recorded %s (%s), want %s", tc.name, out.Recorded, out.RecordedNote, tc.want)
+		}
+	}
+}
