@@ -717,3 +717,34 @@ func TestWatchCacheSnapshotTakenAfter(t *testing.T) {
 		})
 	}
 }
+
+// TestSnapshotHoldsTheWritesResult: a snapshot taken right after a write the log records
+// after it was read holds that write's result: the version the write changed (its oldObject) is
+// not the snapshot's, and not known (random parity seed c:479: the kubelet's status patch,
+// decided on its own result).
+func TestSnapshotHoldsTheWritesResult(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("old-v", "configmaps", admissionregistrationv1.Update, nil, "true")
+	p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "v", ValueExpression: "string(oldObject.data.v)"}}
+	cm := func(rv, v string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1", "uid": "u1", "resourceVersion": rv}, "data": map[string]any{"v": v}}
+	}
+	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1"}}
+	dir := t.TempDir()
+	data, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "items": []any{ns, cm("12", "c")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "snapshot.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	patch := map[string]any{"data": map[string]any{"v": "c"}}
+	line := timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "patch", "configmaps", "ns1", "cm", 200, "", patch, cm("12", "c")), "02.000000", "02.010000", nil)
+	r, err := New([]*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, WithSnapshot(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := recordOf(t, r, "2", []string{line}); rec == nil || rec.Decision != DecisionIndeterminate || rec.Reason != ReasonOldObjectUnknown {
+		t.Errorf("request 2 = %s, want indeterminate (old-object-unknown): the snapshot holds its result, not the version it changed", describeRecord(rec))
+	}
+}

@@ -897,6 +897,14 @@ func (s *State) PriorOf(gr schema.GroupResource, namespace, name string, rv uint
 			return p
 		}
 	}
+	if e != nil && e.by == "" && e.Raw != nil && rv != 0 && e.rv == rv {
+		// The snapshot holds this write's result: it was taken after the write, and the
+		// version the write changed is not known (unless the write changed nothing, which
+		// the log does not say).
+		p.Raw, p.Unknowns = nil, nil
+		p.Unknown = fmt.Sprintf("the snapshot holds this write's result (resourceVersion %d): it was taken after the write, and the version the write changed is not known", rv)
+		return p
+	}
 	if rv == 0 || e == nil || e.rv == 0 || e.rv <= rv {
 		if rv == 0 || (e != nil && rv == e.rv) {
 			// A result at or after the State's version was written after it: the request's
