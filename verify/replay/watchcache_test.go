@@ -667,6 +667,34 @@ func TestDecidedAlikeAfterRevision(t *testing.T) {
 	}
 }
 
+// snapshotOfCM is a snapshot folder holding namespace ns1 and its ConfigMap cm at
+// resourceVersion 12 (data.v c), and the replayer of a policy that publishes the old object's
+// data.v (old-v/v) from it.
+func snapshotOfCM(t *testing.T) *Replayer {
+	t.Helper()
+	p, b := levelPolicy("old-v", "configmaps", admissionregistrationv1.Update, nil, "true")
+	p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "v", ValueExpression: "string(oldObject.data.v)"}}
+	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1"}}
+	dir := t.TempDir()
+	data, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "items": []any{ns, versionedCM("12", "c")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "snapshot.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := New([]*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, WithSnapshot(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// versionedCM is ConfigMap ns1/cm at a resourceVersion, with data.v.
+func versionedCM(rv, v string) map[string]any {
+	return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1", "uid": "u1", "resourceVersion": rv}, "data": map[string]any{"v": v}}
+}
+
 // TestWatchCacheSnapshotTakenAfter: a snapshot taken while the cluster runs may hold an
 // object's version stored after writes the log records after the snapshot was read (their
 // results are older than the snapshot's version, or it). A request received moments after such
@@ -676,13 +704,7 @@ func TestDecidedAlikeAfterRevision(t *testing.T) {
 // attempt had read an older one).
 func TestWatchCacheSnapshotTakenAfter(t *testing.T) {
 	t.Parallel()
-	p, b := levelPolicy("old-v", "configmaps", admissionregistrationv1.Update, nil, "true")
-	p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "v", ValueExpression: "string(oldObject.data.v)"}}
-	cm := func(rv, v string) map[string]any {
-		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1", "uid": "u1", "resourceVersion": rv}, "data": map[string]any{"v": v}}
-	}
 	patch := map[string]any{"metadata": map[string]any{"labels": map[string]any{"l": "1"}}}
-	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1"}}
 	for _, tc := range []struct {
 		name      string
 		written   string // the resourceVersion of the result of the write the log records first
@@ -694,23 +716,11 @@ func TestWatchCacheSnapshotTakenAfter(t *testing.T) {
 		{"a second after", "11", "03.100000", CertaintyCertain},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			data, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "items": []any{ns, cm("12", "c")}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(dir, "snapshot.json"), data, 0o644); err != nil {
-				t.Fatal(err)
-			}
 			lines := []string{
-				timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 200, "", cm("10", "b"), cm(tc.written, "b")), "02.000000", "02.010000", map[string]string{"old-v/v": "a"}),
+				timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 200, "", versionedCM("10", "b"), versionedCM(tc.written, "b")), "02.000000", "02.010000", map[string]string{"old-v/v": "a"}),
 				timedEvent(t, levelEvent(t, "3", auditlog.LevelRequestResponse, "patch", "configmaps", "ns1", "cm", 200, "", patch, nil), tc.received, tc.received[:len(tc.received)-3]+"900", nil),
 			}
-			r, err := New([]*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, WithSnapshot(dir))
-			if err != nil {
-				t.Fatal(err)
-			}
-			rec := recordOf(t, r, "3", lines)
+			rec := recordOf(t, snapshotOfCM(t), "3", lines)
 			if rec == nil || rec.Decision != DecisionAdmit || rec.Certainty != tc.certainty || rec.AuditAnnotations["old-v/v"] != "c" {
 				t.Errorf("request 3 = %s %q, want admit %s with the snapshot's v=c", describeRecord(rec), rec.AuditAnnotations, tc.certainty)
 			}
@@ -724,27 +734,9 @@ func TestWatchCacheSnapshotTakenAfter(t *testing.T) {
 // decided on its own result).
 func TestSnapshotHoldsTheWritesResult(t *testing.T) {
 	t.Parallel()
-	p, b := levelPolicy("old-v", "configmaps", admissionregistrationv1.Update, nil, "true")
-	p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "v", ValueExpression: "string(oldObject.data.v)"}}
-	cm := func(rv, v string) map[string]any {
-		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1", "uid": "u1", "resourceVersion": rv}, "data": map[string]any{"v": v}}
-	}
-	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1"}}
-	dir := t.TempDir()
-	data, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "items": []any{ns, cm("12", "c")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "snapshot.json"), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	patch := map[string]any{"data": map[string]any{"v": "c"}}
-	line := timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "patch", "configmaps", "ns1", "cm", 200, "", patch, cm("12", "c")), "02.000000", "02.010000", nil)
-	r, err := New([]*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, WithSnapshot(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rec := recordOf(t, r, "2", []string{line}); rec == nil || rec.Decision != DecisionIndeterminate || rec.Reason != ReasonOldObjectUnknown {
+	line := timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "patch", "configmaps", "ns1", "cm", 200, "", patch, versionedCM("12", "c")), "02.000000", "02.010000", nil)
+	if rec := recordOf(t, snapshotOfCM(t), "2", []string{line}); rec == nil || rec.Decision != DecisionIndeterminate || rec.Reason != ReasonOldObjectUnknown {
 		t.Errorf("request 2 = %s, want indeterminate (old-object-unknown): the snapshot holds its result, not the version it changed", describeRecord(rec))
 	}
 }
