@@ -265,39 +265,9 @@ func policyRulesMatch(p *admissionregistrationv1.ValidatingAdmissionPolicy, gvrs
 	return false
 }
 
-// ruleMatches mirrors k8s.io/apiserver/pkg/admission/plugin/webhook/predicates/rules without
-// the scope check.
+// ruleMatches is plugininput.RuleMatches of an admission operation.
 func ruleMatches(r admissionregistrationv1.RuleWithOperations, gvr schema.GroupVersionResource, sub string, op admission.Operation) bool {
-	opOK := false
-	for _, o := range r.Operations {
-		if o == admissionregistrationv1.OperationAll || string(o) == string(op) {
-			opOK = true
-		}
-	}
-	return opOK && contains(r.APIGroups, gvr.Group) && contains(r.APIVersions, gvr.Version) && resourceMatches(r.Resources, gvr.Resource, sub)
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == "*" || v == s {
-			return true
-		}
-	}
-	return false
-}
-
-func resourceMatches(rules []string, res, sub string) bool {
-	for _, r := range rules {
-		switch {
-		case r == "*/*":
-			return true
-		case sub == "" && (r == "*" || r == res):
-			return true
-		case sub != "" && (r == res+"/"+sub || r == res+"/*" || r == "*/"+sub):
-			return true
-		}
-	}
-	return false
+	return plugininput.RuleMatches(r, gvr, sub, string(op))
 }
 
 // keeps says whether the State keeps objects of the resource: params, namespaces, the inputs
@@ -320,7 +290,7 @@ func (s *scope) keeps(gr schema.GroupResource) bool {
 			continue
 		}
 		for _, r := range mc.ResourceRules {
-			if !contains(r.APIGroups, gr.Group) {
+			if !plugininput.Contains(r.APIGroups, gr.Group) {
 				continue
 			}
 			readsOld, readsToken := ruleReadsOld(r.RuleWithOperations), gr == serviceAccountsGR && ruleCreates(r.RuleWithOperations)

@@ -192,36 +192,15 @@ func Resources(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, ma
 // the resource and subresource, or "".
 func writerPolicy(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, gvr schema.GroupVersionResource, sub string) string {
 	for _, p := range policies {
-		mc := p.Spec.MatchConstraints
-		if mc == nil {
-			continue
-		}
-		for _, r := range mc.ResourceRules {
-			writes := false
-			for _, op := range r.Operations {
-				writes = writes || op == admissionregistrationv1.Create || op == admissionregistrationv1.Update || op == admissionregistrationv1.OperationAll
-			}
-			if writes && (slices.Contains(r.APIGroups, "*") || slices.Contains(r.APIGroups, gvr.Group)) &&
-				(len(r.APIVersions) == 0 || slices.Contains(r.APIVersions, "*") || slices.Contains(r.APIVersions, gvr.Version)) &&
-				slices.ContainsFunc(r.Resources, func(res string) bool { return resourceMatches(res, gvr.Resource, sub) }) {
-				return p.Name
+		if mc := p.Spec.MatchConstraints; mc != nil {
+			for _, r := range mc.ResourceRules {
+				if plugininput.RuleMatches(r.RuleWithOperations, gvr, sub, "CREATE") || plugininput.RuleMatches(r.RuleWithOperations, gvr, sub, "UPDATE") {
+					return p.Name
+				}
 			}
 		}
 	}
 	return ""
-}
-
-// resourceMatches says whether a rule's resource matches the resource and subresource, as the
-// apiserver's rule matcher does.
-func resourceMatches(rule, res, sub string) bool {
-	switch {
-	case rule == "*/*":
-		return true
-	case sub == "":
-		return rule == "*" || rule == res
-	default:
-		return rule == res+"/"+sub || rule == res+"/*" || rule == "*/"+sub
-	}
 }
 
 // describe names a resource and subresource for people.

@@ -1,10 +1,50 @@
 // Package plugininput is what kube-apiserver's default admission plugins read of the cluster,
 // by the request they read it for (plugin/pkg/admission/...): the replay keeps those objects
 // in its State (verify/replay), and `vapc snapshot` lists them (verify/snapshot), for every
-// request a policy can see.
+// request a policy can see, which both tell with RuleMatches.
 package plugininput
 
-import "k8s.io/apimachinery/pkg/runtime/schema"
+import (
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// RuleMatches says whether an admission rule matches a request of the operation (CREATE,
+// UPDATE, DELETE, CONNECT) on the resource and subresource, as
+// k8s.io/apiserver/pkg/admission/plugin/webhook/predicates/rules does, without its scope check.
+func RuleMatches(r admissionregistrationv1.RuleWithOperations, gvr schema.GroupVersionResource, sub, op string) bool {
+	opOK := false
+	for _, o := range r.Operations {
+		if o == admissionregistrationv1.OperationAll || string(o) == op {
+			opOK = true
+		}
+	}
+	return opOK && Contains(r.APIGroups, gvr.Group) && Contains(r.APIVersions, gvr.Version) && resourceMatches(r.Resources, gvr.Resource, sub)
+}
+
+// Contains says whether a rule's list (of groups, versions) holds s or "*".
+func Contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == "*" || v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func resourceMatches(rules []string, res, sub string) bool {
+	for _, r := range rules {
+		switch {
+		case r == "*/*":
+			return true
+		case sub == "" && (r == "*" || r == res):
+			return true
+		case sub != "" && (r == res+"/"+sub || r == res+"/*" || r == "*/"+sub):
+			return true
+		}
+	}
+	return false
+}
 
 // Input is the resources the plugins read for a request of a resource and subresource (a
 // create or an update).
