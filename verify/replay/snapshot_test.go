@@ -218,8 +218,6 @@ func TestSnapshotTypedListComplete(t *testing.T) {
 	}
 	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1"}}
 	sa := map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "default", "namespace": "ns1", "uid": "u-sa"}}
-	lr2 := map[string]any{"apiVersion": "v1", "kind": "LimitRange", "metadata": map[string]any{"name": "limits", "namespace": "ns2"},
-		"spec": map[string]any{"limits": []any{map[string]any{"type": "Container", "default": map[string]any{"cpu": "200m"}}}}}
 	cases := []struct {
 		name, snapshot string
 		want           string
@@ -227,8 +225,6 @@ func TestSnapshotTypedListComplete(t *testing.T) {
 		{"typed lists", list("NamespaceList", ns) + "---\n" + list("ServiceAccountList", sa) + "---\n" + list("LimitRangeList"), DecisionDeny},
 		{"typed lists as JSON", `{"apiVersion":"v1","kind":"LimitRangeList","items":[],"vapc.dev/complete":true}` + "\n" + `{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"ns1"}},{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"default","namespace":"ns1","uid":"u-sa"}}]}`, DecisionDeny},
 		{"an empty List", list("List", ns, sa) + "---\n" + list("List"), DecisionIndeterminate},
-		// Block items: the YAML fast path.
-		{"a marked List with items", list("List", ns, sa) + "---\n" + list("LimitRangeList", lr2), DecisionDeny},
 		// The API's list of one namespace's LimitRanges (kubectl get --raw): the same kind,
 		// without vapc snapshot's mark, says nothing of ns1's.
 		{"a typed List not vapc snapshot's", list("List", ns, sa) + "---\n" + `{"apiVersion":"v1","kind":"LimitRangeList","metadata":{"resourceVersion":"100"},"items":[]}` + "\n", DecisionIndeterminate},

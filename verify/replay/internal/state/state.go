@@ -457,6 +457,9 @@ func (s *State) store(gr schema.GroupResource, u *unstructured.Unstructured, raw
 	return nil
 }
 
+// fromSnapshot says the entry is the snapshot's version: no write of the log stored it.
+func (e *entry) fromSnapshot() bool { return e.by == "" }
+
 // snapshotAfter records, of the snapshot's version of an object (e: no write of the log stored
 // it), that the write being applied, which the log records after the snapshot was read but whose
 // result is that version or an older one, completed before that version was stored: the
@@ -465,7 +468,7 @@ func (s *State) store(gr schema.GroupResource, u *unstructured.Unstructured, raw
 // know (staleOf, concurrent): the snapshot's version is taken as stored when that write
 // completed, over a version not known (replaced: the write is not the one that created it).
 func (s *State) snapshotAfter(e *entry, replaced bool) {
-	if e.by != "" || s.current.writeBy == "" || s.current.writeDone.IsZero() {
+	if !e.fromSnapshot() || s.current.writeBy == "" || s.current.writeDone.IsZero() {
 		return
 	}
 	if s.current.writeDone.After(e.done) {
@@ -897,7 +900,7 @@ func (s *State) PriorOf(gr schema.GroupResource, namespace, name string, rv uint
 			return p
 		}
 	}
-	if e != nil && e.by == "" && e.Raw != nil && rv != 0 && e.rv == rv {
+	if e != nil && e.fromSnapshot() && e.Raw != nil && rv != 0 && e.rv == rv {
 		// The snapshot holds this write's result: it was taken after the write, and the
 		// version the write changed is not known (unless the write changed nothing, which
 		// the log does not say).
