@@ -69,6 +69,7 @@ func TestHostileInput(t *testing.T) {
 		{"replay: missing file", []string{"replay", "--policies", policy, filepath.Join(dir, "nope.log")}, exitUsage, "nope.log: no such file"},
 		{"replay: policies that do not parse", []string{"replay", "--policies", write("bomb2.yaml", bomb), basicLog}, exitFindings, "bomb2.yaml"},
 		{"replay: snapshot of an unknown kind", []string{"replay", "--policies", policy, "--snapshot", snapshotWrongKind, basicLog}, exitFindings, "wrong-kind.yaml"},
+		{"replay: snapshot of an unknown kind, what to do", []string{"replay", "--policies", policy, "--snapshot", snapshotWrongKind, basicLog}, exitFindings, "give its CustomResourceDefinition"},
 		{"replay: snapshot object without a name", []string{"replay", "--policies", policy, "--snapshot", snapshotNoName, basicLog}, exitFindings, "no-name.yaml"},
 		{"replay: duplicate snapshot objects", []string{"replay", "--policies", policy, "--snapshot", snapshotDup, basicLog}, exitFindings, "dup.yaml"},
 		{"test: missing suite", []string{"test", filepath.Join(dir, "nope.suite.yaml")}, exitUsage, "nope.suite.yaml"},

@@ -214,6 +214,11 @@ func (r *Replayer) seed(u *unstructured.Unstructured, where string, seen map[str
 			r.cat.deferred = append(r.cat.deferred, deferredObject{u: u, where: where})
 			return 0, nil
 		}
+		if meta.IsNoMatchError(err) {
+			// The server's own discovery serves it (an aggregated API's kind, metrics.k8s.io's
+			// PodMetrics) or a CRD the replay was not given defines it.
+			return 0, fmt.Errorf("snapshot %s: %s %s is not a kind of Kubernetes 1.37 or of a CRD the replay knows: give its CustomResourceDefinition (in the snapshot or with --crd), or leave its objects out of the snapshot (an aggregated API's, such as metrics.k8s.io's, are not stored by kube-apiserver)", where, gvk.GroupVersion(), gvk.Kind)
+		}
 		return 0, fmt.Errorf("snapshot %s: %s %s: %v", where, gvk.GroupVersion(), gvk.Kind, err)
 	}
 	gr := m.Resource.GroupResource()
