@@ -164,3 +164,34 @@ func TestReapplied(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusedByMutatingPolicy: kube-apiserver refused a pod create with a 500 in mutating
+// admission (a MutatingAdmissionPolicy's JSONPatch gave spec.priority a string), so validating
+// admission never ran. The replay's pipeline refuses it there too: the log's verdict is not an
+// admission that failed after validating admission, and the request is not changed.
+func TestRefusedByMutatingPolicy(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join("testdata", "mutating-refused")
+	set, ps, bs := readPolicies(t, filepath.Join(dir, "policy.yaml"))
+	r, err := New(ps, bs, WithMutatingPolicies(set.MutatingPolicyList(), set.MutatingBindingList()), WithCheckRecorded(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, recs := replayFile(t, r, filepath.Join(dir, "audit.log.gz"))
+	var pod *Record
+	for _, rec := range recs {
+		if rec.Resource == "pods" && rec.Name == "badtype" {
+			pod = rec
+		}
+	}
+	if pod == nil {
+		t.Fatalf("no record of the pod create; summary %+v", sum)
+	}
+	if pod.Decision != DecisionDeny || pod.Code != 500 || pod.Recorded == RecordedAdmit || pod.Changed {
+		t.Errorf("pod create: %s %d (%s), recorded %s (%s), changed %v; want deny 500, not recorded as admitted, not changed",
+			pod.Decision, pod.Code, pod.Message, pod.Recorded, pod.RecordedNote, pod.Changed)
+	}
+	if len(sum.Disagreements) != 0 {
+		t.Errorf("disagreements with the log's verdicts: %v, want none", sum.Disagreements)
+	}
+}

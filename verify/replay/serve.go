@@ -414,8 +414,10 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 		}
 		return
 	}
-	admittedBeforeFailing(j, out)
 	if len(s.calls) > 0 {
+		// Refused by a mutating policy, the request did not reach validating admission in the
+		// pipeline, nor in the server if the server's refusal is the same.
+		admittedBeforeFailing(j, out)
 		if name := s.calls[0].attrs.GetName(); out.Name == "" && ev.Verb != "deletecollection" && !unknownName(s.calls[0].unknowns) {
 			out.Name = name
 		}
