@@ -84,6 +84,11 @@ type Mutation struct {
 	// their Patch).
 	Changes []Change `json:"changes,omitempty"`
 	Invoked []Change `json:"-"`
+	// Refusals are the invocations whose errors refused the request (failurePolicy Fail), in
+	// the order the server lists them in its status's causes: each a Result of ResultError
+	// with the error's message (the part after "denied request: "). A refusal the server did
+	// not tie to a policy (an internal error returned as it is) is not among them.
+	Refusals []Result `json:"refusals,omitempty"`
 	// Unknown says why the mutated object is not the one kube-apiserver would have made
 	// (empty when it is).
 	Unknown string `json:"unknown,omitempty"`
@@ -290,6 +295,7 @@ func (e *Evaluator) AdmitAttributes(ctx context.Context, a admission.Attributes,
 		}
 		s := responsewriters.ErrorToAPIStatus(st)
 		mut.Allowed, mut.Code, mut.Reason, mut.Message, mut.Status = false, s.Code, s.Reason, s.Message, s
+		mut.Refusals = e.refusals(s, mt.invoked)
 		if s.Code == http.StatusServiceUnavailable {
 			// The dispatcher found no type converter for the matched kind (a custom
 			// resource's): kube-apiserver has one and would have run the policy.
@@ -308,6 +314,39 @@ func (e *Evaluator) AdmitAttributes(ctx context.Context, a admission.Attributes,
 		mut.OrderDependent, mut.explored = "", true
 	}
 	return mut, nil
+}
+
+// refusals are the invocations a mutating refusal's causes name. kube-apiserver's policy
+// dispatcher (generic.PolicyError) writes each as "policy 'P' with binding 'B' denied request:
+// M"; the param is the one of the invocation of P and B that ran last, when one ran (a match
+// condition's error comes before any).
+func (e *Evaluator) refusals(s *metav1.Status, invoked []Change) []Result {
+	if s.Details == nil {
+		return nil
+	}
+	var out []Result
+causes:
+	for _, cause := range s.Details.Causes {
+		for _, h := range e.mhooks {
+			for _, b := range h.Bindings {
+				prefix := fmt.Sprintf("policy '%s' with binding '%s' denied request: ", h.Policy.Name, b.Name)
+				msg, ok := strings.CutPrefix(cause.Message, prefix)
+				if !ok {
+					continue
+				}
+				res := Result{Policy: h.Policy.Name, Binding: b.Name, Result: ResultError, Message: msg}
+				for i := len(invoked) - 1; i >= 0; i-- {
+					if c := invoked[i]; c.Policy == res.Policy && c.Binding == res.Binding {
+						res.Param = c.Param
+						break
+					}
+				}
+				out = append(out, res)
+				continue causes
+			}
+		}
+	}
+	return out
 }
 
 // runnable says which hooks may run on the request in some order of the policies: their
@@ -543,8 +582,11 @@ func (e *Evaluator) OrderDependence(m *Mutation) string {
 	for _, c := range changes {
 		for _, name := range names {
 			info := e.mpolicies[name]
-			if name == c.Policy && !info.invokedInOrder {
-				continue // a policy's own single invocation: the same in any order
+			if name == c.Policy && (!info.invokedInOrder || m.Allowed && !info.conditionsReadObject && invocations(invoked, name) <= 1) {
+				// A policy's own single invocation: the same in any order. One whose params a
+				// selector picks ran once here: every param its match conditions, which read
+				// nothing another invocation writes, let through ran on an admitted request.
+				continue
 			}
 			if rd, ok := readOf(info.reads, changed[key(c)]); ok {
 				return fmt.Sprintf("policy %s reads %s, which %s wrote", name, rd, describeInvocation(c))
@@ -680,6 +722,37 @@ type mutatingInfo struct {
 	reads          vapccel.Reads
 	writes         []vapccel.Unknown
 	invokedInOrder bool
+	// conditionsReadObject says the policy's match conditions may read the object (or
+	// oldObject): whether one of its invocations runs may depend on what another wrote.
+	conditionsReadObject bool
+}
+
+// invocations counts the distinct invocations (binding and param) of a policy among those that
+// ran, a reinvocation not counted again.
+func invocations(invoked []Change, policy string) int {
+	seen := map[string]bool{}
+	for _, c := range invoked {
+		if c.Policy == policy {
+			seen[c.Binding+"\x00"+c.Param.String()] = true
+		}
+	}
+	return len(seen)
+}
+
+// conditionsReadObject says whether a policy's match conditions may read object or oldObject.
+func conditionsReadObject(p *admissionregistrationv1.MutatingAdmissionPolicy) bool {
+	var exprs []string
+	for _, c := range p.Spec.MatchConditions {
+		exprs = append(exprs, c.Expression)
+	}
+	if len(exprs) == 0 {
+		return false
+	}
+	reads := vapccel.ExpressionReads(nil, exprs...)
+	if reads.All != "" {
+		return true
+	}
+	return slices.ContainsFunc(reads.Reads, func(r vapccel.Read) bool { return r.Path.Root == "object" || r.Path.Root == "oldObject" })
 }
 
 // mutatingInfos returns the mutatingInfo of the hooks' policies.
@@ -689,7 +762,7 @@ func mutatingInfos(hooks []mutating.PolicyHook, bindings []*admissionregistratio
 		name := h.Policy.Name
 		info, seen := out[name]
 		if !seen {
-			info = mutatingInfo{reads: vapccel.MutatingPolicyReads(h.Policy, bindings), writes: staticWrites(h.Policy)}
+			info = mutatingInfo{reads: vapccel.MutatingPolicyReads(h.Policy, bindings), writes: staticWrites(h.Policy), conditionsReadObject: conditionsReadObject(h.Policy)}
 		}
 		ref := h.Bindings[0].Spec.ParamRef
 		info.invokedInOrder = info.invokedInOrder || seen || ref != nil && ref.Name == ""

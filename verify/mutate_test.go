@@ -3,6 +3,7 @@ package verify_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -599,5 +600,122 @@ spec:
 				t.Errorf("order dependent: %q, want %v", dec.Mutation.OrderDependent, tc.dependent)
 			}
 		})
+	}
+}
+
+// TestMutatingRefusals: the errors of MutatingAdmissionPolicies that refuse a request are
+// listed by policy, binding and param, with the message after the dispatcher's "denied
+// request: " (kube-apiserver lists each in its status's causes). A policy whose failurePolicy
+// is Ignore drops its error; a match condition that errs refuses before any mutation ran.
+func TestMutatingRefusals(t *testing.T) {
+	atomic := mustMutatingPolicy(t, `
+metadata: {name: a-atomic}
+spec:
+  reinvocationPolicy: Never
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: "Object{spec: Object.spec{tolerations: [Object.spec.tolerations{key: 'zz', operator: 'Exists'}]}}"
+`)
+	condition := mustMutatingPolicy(t, `
+metadata: {name: b-condition}
+spec:
+  reinvocationPolicy: Never
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+  matchConditions:
+  - {name: labelled, expression: "object.metadata.labels['team'] == 'a'"}
+  mutations:
+  - patchType: JSONPatch
+    jsonPatch:
+      expression: "[JSONPatch{op: 'add', path: '/metadata/annotations', value: {'b': '1'}}]"
+`)
+	ignored := condition.DeepCopy()
+	ignored.Name = "c-ignored"
+	ignore := admissionregistrationv1.Ignore
+	ignored.Spec.FailurePolicy = &ignore
+	e, err := verify.New(nil, nil, verify.WithResources(catalog), verify.WithMutatingPolicies(
+		[]*admissionregistrationv1.MutatingAdmissionPolicy{atomic, condition, ignored},
+		[]*admissionregistrationv1.MutatingAdmissionPolicyBinding{mutatingBinding("a-atomic-b", "a-atomic"), mutatingBinding("b-condition-b", "b-condition"), mutatingBinding("c-ignored-b", "c-ignored")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := e.Evaluate(context.Background(), verify.Request{
+		Resource: schema.GroupVersionResource{Version: "v1", Resource: "pods"}, Operation: admission.Create,
+		Object: object(t, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"ns"},"spec":{"containers":[{"name":"c","image":"i"}],"tolerations":[{"key":"k","operator":"Exists"}]}}`),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dec.Allowed || dec.Mutation == nil {
+		t.Fatalf("allowed %v (%s), want a refusal by the mutating policies", dec.Allowed, dec.Message)
+	}
+	var got []string
+	for _, r := range dec.Mutation.Refusals {
+		got = append(got, r.Policy+"/"+r.Binding+" "+r.Result)
+		if !strings.Contains(dec.Message+dec.Mutation.Status.String(), r.Message) || strings.Contains(r.Message, "denied request") {
+			t.Errorf("%s/%s: message %q: want the part of a cause after \"denied request: \"", r.Policy, r.Binding, r.Message)
+		}
+	}
+	want := []string{"a-atomic/a-atomic-b error", "b-condition/b-condition-b error"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("refusals (-want +got):\n%s\n%s", d, dec.Mutation.Status)
+	}
+}
+
+// TestOrderOfOneParam: a policy that reads what it writes (it adds the annotations map when
+// there is none), bound with a param selector. With one param selected it runs once, and again
+// when reinvoked, in the one order there is; with two, each sets the annotation to its own
+// value, and the last in the param informer's order wins.
+func TestOrderOfOneParam(t *testing.T) {
+	p := mustMutatingPolicy(t, `
+metadata: {name: tier}
+spec:
+  reinvocationPolicy: IfNeeded
+  paramKind: {apiVersion: v1, kind: ConfigMap}
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+  matchConditions:
+  - {name: not-system, expression: "request.namespace != 'kube-system'"}
+  mutations:
+  - patchType: JSONPatch
+    jsonPatch:
+      expression: >
+        (has(object.metadata.annotations) ? [] : [JSONPatch{op: 'add', path: '/metadata/annotations', value: {}}]) +
+        [JSONPatch{op: 'add', path: '/metadata/annotations/tier', value: params.data.tier}]
+`)
+	allow := admissionregistrationv1.AllowAction
+	b := mutatingBinding("tier", "tier")
+	b.Spec.ParamRef = &admissionregistrationv1.ParamRef{Namespace: "params", ParameterNotFoundAction: &allow,
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"set": "x"}}}
+	store := verify.NewMemoryStore(catalog.RESTMapper())
+	params := []string{
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"p-0","namespace":"params","labels":{"set":"x"}},"data":{"tier":"gold"}}`,
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"p-1","namespace":"params","labels":{"set":"x"}},"data":{"tier":"silver"}}`,
+	}
+	for i, param := range params {
+		if err := store.Put(object(t, param)); err != nil {
+			t.Fatal(err)
+		}
+		e, err := verify.New(nil, nil, verify.WithResources(catalog), verify.WithStore(store),
+			verify.WithMutatingPolicies([]*admissionregistrationv1.MutatingAdmissionPolicy{p}, []*admissionregistrationv1.MutatingAdmissionPolicyBinding{b}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec, err := e.Evaluate(context.Background(), verify.Request{
+			Resource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Operation: admission.Create,
+			Object: object(t, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"ns"}}`),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := dec.Mutation.OrderDependent != "", i > 0; got != want {
+			t.Errorf("%d params selected: order dependence %q, want it %v (changes %d)", i+1, dec.Mutation.OrderDependent, want, len(dec.Mutation.Changes))
+		}
 	}
 }

@@ -80,10 +80,26 @@ func replayedMutatings(policies []*admissionregistrationv1.MutatingAdmissionPoli
 }
 
 // specOf is a MutatingAdmissionPolicy's spec as the server stores it (defaulted), as JSON, to
-// tell whether a replayed policy is the one a cluster has; "" when it does not encode.
+// tell whether a replayed policy is the one a cluster has; "" when it does not encode. The
+// white space around its CEL expressions, which CEL does not read, is left out: a YAML block
+// scalar (`expression: >`) ends one with a newline that a loader may keep or not.
 func specOf(p *admissionregistrationv1.MutatingAdmissionPolicy) string {
 	p = p.DeepCopy()
 	kubescheme.Scheme.Default(p)
+	for i := range p.Spec.MatchConditions {
+		p.Spec.MatchConditions[i].Expression = strings.TrimSpace(p.Spec.MatchConditions[i].Expression)
+	}
+	for i := range p.Spec.Variables {
+		p.Spec.Variables[i].Expression = strings.TrimSpace(p.Spec.Variables[i].Expression)
+	}
+	for _, m := range p.Spec.Mutations {
+		if m.JSONPatch != nil {
+			m.JSONPatch.Expression = strings.TrimSpace(m.JSONPatch.Expression)
+		}
+		if m.ApplyConfiguration != nil {
+			m.ApplyConfiguration.Expression = strings.TrimSpace(m.ApplyConfiguration.Expression)
+		}
+	}
 	data, err := json.Marshal(p.Spec)
 	if err != nil {
 		return ""

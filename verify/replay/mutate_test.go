@@ -143,14 +143,22 @@ func TestReapplied(t *testing.T) {
 	t.Parallel()
 	policy := &admissionregistrationv1.MutatingAdmissionPolicy{}
 	policy.Name = "in-cluster"
+	policy.Spec.Mutations = []admissionregistrationv1.Mutation{{PatchType: admissionregistrationv1.PatchTypeJSONPatch,
+		JSONPatch: &admissionregistrationv1.JSONPatch{Expression: "[JSONPatch{op: 'add', path: '/metadata/labels', value: {}}]"}}}
 	r := &Replayer{set: policySet{mutating: replayedMutatings([]*admissionregistrationv1.MutatingAdmissionPolicy{policy}, nil)}}
 	same, edited := specOf(policy), "{}"
+	// The cluster's copy as kubectl sent it from a YAML block scalar (`expression: >`): the
+	// same policy.
+	folded := policy.DeepCopy()
+	folded.Spec.Mutations[0].JSONPatch.Expression += "\n"
+	blockScalar := specOf(folded)
 	for _, tc := range []struct {
 		name, policy, spec string
 		allowed            bool
 		why, clusterOnly   bool
 	}{
 		{"the cluster's own copy", "in-cluster", same, true, true, true},
+		{"the cluster's own copy, its expression ending in a newline", "in-cluster", blockScalar, true, true, true},
 		{"an edited copy", "in-cluster", edited, true, true, false},
 		{"a refusal", "in-cluster", same, false, true, false},
 		{"a policy the cluster has not bound", "unbound", same, true, false, false},
@@ -165,33 +173,59 @@ func TestReapplied(t *testing.T) {
 	}
 }
 
-// TestRefusedByMutatingPolicy: kube-apiserver refused a pod create with a 500 in mutating
-// admission (a MutatingAdmissionPolicy's JSONPatch gave spec.priority a string), so validating
-// admission never ran. The replay's pipeline refuses it there too: the log's verdict is not an
-// admission that failed after validating admission, and the request is not changed.
+// TestRefusedByMutatingPolicy: kube-apiserver refused a pod create in mutating admission, so
+// validating admission never ran, and the replay's pipeline refuses it there too. Recorded by
+// kube-apiserver v1.37.0:
+//   - internal: a JSONPatch gave spec.priority a string, which the server answered with a 500
+//     it does not tie to the policy: the log's verdict is not an admission that failed after
+//     validating admission, and the request is not changed;
+//   - apply: an ApplyConfiguration set an atomic list, which the policy dispatcher answers
+//     with the policy's error: the record lists it among the results, with the message after
+//     "denied request: ", and the log's verdict names the policy.
 func TestRefusedByMutatingPolicy(t *testing.T) {
 	t.Parallel()
-	dir := filepath.Join("testdata", "mutating-refused")
-	set, ps, bs := readPolicies(t, filepath.Join(dir, "policy.yaml"))
-	r, err := New(ps, bs, WithMutatingPolicies(set.MutatingPolicyList(), set.MutatingBindingList()), WithCheckRecorded(true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, recs := replayFile(t, r, filepath.Join(dir, "audit.log.gz"))
-	var pod *Record
-	for _, rec := range recs {
-		if rec.Resource == "pods" && rec.Name == "badtype" {
-			pod = rec
-		}
-	}
-	if pod == nil {
-		t.Fatalf("no record of the pod create; summary %+v", sum)
-	}
-	if pod.Decision != DecisionDeny || pod.Code != 500 || pod.Recorded == RecordedAdmit || pod.Changed {
-		t.Errorf("pod create: %s %d (%s), recorded %s (%s), changed %v; want deny 500, not recorded as admitted, not changed",
-			pod.Decision, pod.Code, pod.Message, pod.Recorded, pod.RecordedNote, pod.Changed)
-	}
-	if len(sum.Disagreements) != 0 {
-		t.Errorf("disagreements with the log's verdicts: %v, want none", sum.Disagreements)
+	for _, tc := range []struct {
+		dir, pod   string
+		code       int32
+		recorded   string
+		recordedBy string
+		results    []string
+	}{
+		{"internal", "badtype", 500, RecordedUnknown, "", nil},
+		{"apply", "fa", 403, RecordedDeny, "MutatingAdmissionPolicy 'zz-mapfail-a' with binding 'zz-mapfail-a'",
+			[]string{"zz-mapfail-a/zz-mapfail-a error: error applying patch: invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: .spec.tolerations"}},
+	} {
+		t.Run(tc.dir, func(t *testing.T) {
+			dir := filepath.Join("testdata", "mutating-refused", tc.dir)
+			set, ps, bs := readPolicies(t, filepath.Join(dir, "policy.yaml"))
+			r, err := New(ps, bs, WithMutatingPolicies(set.MutatingPolicyList(), set.MutatingBindingList()), WithCheckRecorded(true))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum, recs := replayFile(t, r, filepath.Join(dir, "audit.log.gz"))
+			var pod *Record
+			for _, rec := range recs {
+				if rec.Resource == "pods" && rec.Name == tc.pod {
+					pod = rec
+				}
+			}
+			if pod == nil {
+				t.Fatalf("no record of the pod create; summary %+v", sum)
+			}
+			if pod.Decision != DecisionDeny || pod.Code != tc.code || pod.Recorded != tc.recorded || pod.RecordedBy != tc.recordedBy || pod.Changed {
+				t.Errorf("pod create: %s %d (%s), recorded %s by %q (%s), changed %v; want deny %d, recorded %s by %q, not changed",
+					pod.Decision, pod.Code, pod.Message, pod.Recorded, pod.RecordedBy, pod.RecordedNote, pod.Changed, tc.code, tc.recorded, tc.recordedBy)
+			}
+			var results []string
+			for _, res := range pod.Results {
+				results = append(results, res.Policy+"/"+res.Binding+" "+res.Result+": "+res.Message)
+			}
+			if d := cmp.Diff(tc.results, results); d != "" {
+				t.Errorf("results (-want +got):\n%s", d)
+			}
+			if len(sum.Disagreements) != 0 {
+				t.Errorf("disagreements with the log's verdicts: %v, want none", sum.Disagreements)
+			}
+		})
 	}
 }

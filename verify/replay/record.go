@@ -3,6 +3,7 @@ package replay
 import (
 	"cmp"
 	"fmt"
+	"slices"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -30,7 +31,9 @@ type Record struct {
 	// Alternatives says which and what each needs) or indeterminate.
 	Certainty Certainty `json:"certainty"`
 	Logged
-	// Results lists every (binding, param) evaluation that did not admit.
+	// Results lists every (binding, param) evaluation that did not admit: the validating
+	// policies', and the errors of the MutatingAdmissionPolicies that refused the request
+	// (result error, without actions).
 	Results []RecordResult `json:"results"`
 	// Reason is the code of why the decision is indeterminate (ReasonOldObjectUnknown, ...),
 	// and Indeterminate the same for people: the code, ": " and a detail.
@@ -162,7 +165,11 @@ func (r *Record) fill(dec *verify.Decision) {
 	r.AuditAnnotations = dec.AuditAnnotations
 	r.Notes = dec.Notes
 	r.unmatched = len(dec.Results) == 0
-	for _, res := range dec.Results {
+	results := dec.Results
+	if m := dec.Mutation; m != nil && !m.Allowed {
+		results = append(slices.Clip(results), m.Refusals...) // the mutating policies' errors that refused it
+	}
+	for _, res := range results {
 		if res.Result == verify.ResultAdmit {
 			continue
 		}

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"net/http"
 	"regexp"
 	"slices"
 	"strconv"
@@ -24,6 +25,9 @@ var (
 	ownDenial     = regexp.MustCompile(`^(\S+ "[^"]*" is forbidden: )?$`)
 	webhookDenied = regexp.MustCompile(`admission webhook "([^"]*)" denied the request`)
 	webhookFailed = regexp.MustCompile(`failed calling webhook "([^"]*)"`)
+	// mapDenied is a MutatingAdmissionPolicy's refusal: kube-apiserver's policy dispatcher
+	// (generic.PolicyError) puts it in place of admission.NewForbidden's message.
+	mapDenied = regexp.MustCompile(`^policy '([^']*)' with binding '([^']*)' denied request: `)
 )
 
 // recording is what the log says happened to a request, as far as validating admission goes.
@@ -104,6 +108,10 @@ func classify(ev *Event, connect bool) recording {
 		// Mutating webhooks run before ValidatingAdmissionPolicy, validating ones after, and
 		// their denials read the same.
 		return recording{outcome: RecordedDeny, by: `admission webhook "` + m[1] + `"`, byWebhook: true, note: "a webhook denied: ValidatingAdmissionPolicy ran before it if it is a validating webhook"}
+	}
+	if m := mapDenied.FindStringSubmatch(msg); m != nil && code == http.StatusForbidden {
+		return recording{outcome: RecordedDeny, by: "MutatingAdmissionPolicy '" + m[1] + "' with binding '" + m[2] + "'",
+			note: "refused by a MutatingAdmissionPolicy, which runs before ValidatingAdmissionPolicy"}
 	}
 	if m := webhookFailed.FindStringSubmatch(msg); m != nil {
 		return recording{outcome: RecordedDeny, by: `admission webhook "` + m[1] + `" (call failed)`, byWebhook: true, note: "a webhook call failed"}

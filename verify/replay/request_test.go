@@ -141,6 +141,9 @@ func TestClassify(t *testing.T) {
 		{"quota not computed yet", ev("create", "", 403, "Forbidden", `pods "p" is forbidden: status unknown for quota: q, resources: pods`, nil), out{RecordedDeny, "ResourceQuota", "", false}},
 		{"quota requires limits", ev("create", "", 403, "Forbidden", `pods "p" is forbidden: failed quota: q: must specify limits.cpu for: c`, nil), out{RecordedDeny, "ResourceQuota", "", false}},
 		{"another plugin", ev("create", "", 403, "Forbidden", `pods "p" is forbidden: no PriorityClass with name rnd-missing was found`, nil), out{RecordedDeny, "another admission plugin", "", false}},
+		// kube-apiserver v1.37.0's answer to a pod create an ApplyConfiguration refused (the
+		// fresh-eyes parity run r3, pod work/fa).
+		{"mutating policy", ev("create", "", 403, "Invalid", `policy 'zz-mapfail-a' with binding 'zz-mapfail-a' denied request: error applying patch: invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: .spec.tolerations`, nil), out{RecordedDeny, "MutatingAdmissionPolicy 'zz-mapfail-a' with binding 'zz-mapfail-a'", "", false}},
 		{"kyverno 400", ev("delete", "", 400, "", `admission webhook "validate.kyverno.svc-fail" denied the request: x`, nil), out{RecordedDeny, `admission webhook "validate.kyverno.svc-fail"`, "", false}},
 		{"authorizer", ev("delete", "", 403, "Forbidden", `pods "a" is forbidden: User "u" cannot delete resource "pods"`, map[string]string{"authorization.k8s.io/decision": "forbid"}), out{"", "", SkipUnauthorized, false}},
 		{"unauthenticated", ev("delete", "", 401, "Unauthorized", "", nil), out{"", "", SkipUnauthenticated, false}},
