@@ -1857,6 +1857,13 @@ func randomMutatingPolicy(r *rand.Rand) (*admissionregistrationv1.MutatingAdmiss
 		}}
 		shape = append(shape, "apply configuration")
 	} else {
+		if r.IntN(6) == 0 {
+			// A number where the object's type wants a string: the server cannot decode the
+			// patched ConfigMap and answers 500 whatever the failurePolicy, without naming the
+			// policy; a Widget's metadata takes it as far as its validation.
+			value = "1"
+			shape = append(shape, "a number for a string")
+		}
 		p.Spec.Mutations = []admissionregistrationv1.Mutation{{
 			PatchType: admissionregistrationv1.PatchTypeJSONPatch,
 			JSONPatch: &admissionregistrationv1.JSONPatch{Expression: "has(object.metadata." + field + ") ? " +
