@@ -15,7 +15,7 @@ import (
 // pods/ephemeralcontainers, a copy of a pod, or a privileged pod on a node; Pod Security
 // Admission refuses the last in rnd-c), create role, clusterrole and rolebinding (the
 // scenario's users are cluster admins: the RBAC storage's escalation check lets them through),
-// create serviceaccount, quota, pdb, priorityclass, cronjob, ingress and service (clusterip, nodeport: an allocated port), label and annotate of every
+// create serviceaccount, quota, pdb, priorityclass, cronjob, ingress and service (clusterip, headless or not; nodeport: an allocated port, or one asked for), label and annotate of every
 // pod of a namespace (a patch each), delete by label selector (a delete each), client-side
 // and server-side apply of a Deployment (a three-way strategic merge patch; an apply patch
 // with or without --force-conflicts, or a dry run), replace --force (a delete and a create)
@@ -33,6 +33,7 @@ var kubectlShapeAtoms = []string{
 	`object.?spec.?hard.orValue({}).size() < 2`,
 	`object.?spec.?ephemeralContainers.orValue([]).all(c, c.image != 'busybox')`,
 	`object.?spec.?schedule.orValue('') != '*/5 * * * *'`,
+	`object.?spec.?ports.orValue([]).all(p, p.?nodePort.orValue(0) == 0 || p.nodePort < 30500)`,
 }
 
 // kubectlShapeStrings are string expressions over the same.
@@ -40,6 +41,7 @@ var kubectlShapeStrings = []string{
 	`'resources ' + object.?spec.?containers.orValue([]).map(c, c.name + '=' + c.?resources.?requests[?'cpu'].orValue('-') + '/' + c.?resources.?limits[?'cpu'].orValue('-')).join(',')`,
 	`'template ' + object.?spec.?template.?spec.?containers.orValue([]).map(c, c.name + ' env=' + string(size(c.?env.orValue([]))) + ' image=' + c.image).join(',')`,
 	`'host ' + string(object.?spec.?hostPID.orValue(false)) + ' ' + string(object.?spec.?hostNetwork.orValue(false)) + ' volumes=' + object.?spec.?volumes.orValue([]).map(v, v.name).join(',')`,
+	`'service ' + object.?spec.?type.orValue('-') + ' headless=' + string(object.?spec.?clusterIP.orValue('') == 'None') + ' nodePorts=' + object.?spec.?ports.orValue([]).map(p, string(p.?nodePort.orValue(0))).join(',')`,
 }
 
 // kubectlShapeRules are rule templates of the kinds they write.
@@ -108,8 +110,16 @@ func (w *randomWorld) kubectlMore() {
 			args = []string{"create", "ingress", pick(w.r, "ing-k", "ing-l"), "--rule=" + pick(w.r, "a.example/=svc-k:80", "b.example/x*=svc-l:8080"), "-n", ns}
 		case 6:
 			args = []string{"create", "service", "nodeport", pick(w.r, "svc-np", "svc-k"), "--tcp=80:8080", "-n", ns}
+			if chance(w.r, 0.5) {
+				// A node port asked for: the server allocates it, or refuses the request
+				// before admission when another Service has it.
+				args = append(args, "--node-port="+pick(w.r, "30450", "30550"))
+			}
 		default:
 			args = []string{"create", "service", "clusterip", pick(w.r, "svc-cl", "svc-l"), "--tcp=" + pick(w.r, "80:8080", "443"), "-n", ns}
+			if chance(w.r, 0.3) {
+				args = append(args, "--clusterip=None") // headless: no address allocated
+			}
 		}
 	case 10:
 		args = []string{pick(w.r, "label", "annotate"), "pods", "--all", "--overwrite", "-n", ns, pick(w.r, "tier=", "rnd.vapc.dev/block=") + pick(w.r, "a", "b")}

@@ -108,11 +108,7 @@ func settle(ev *Event, t target, a admission.Attributes, body []byte) []vapccel.
 	switch o := obj.(type) {
 	case *api.Service:
 		if t.op == admission.Create && t.sub == "" {
-			why := "the addresses and ports the server allocated"
-			for _, p := range []vapccel.FieldPath{objectPath("spec", "clusterIP"), objectPath("spec", "clusterIPs"),
-				objectPath("spec", "ports", vapccel.AnyStep, "nodePort"), objectPath("spec", "healthCheckNodePort")} {
-				out = append(out, vapccel.Unknown{Path: p, ValueOnly: true, Why: why})
-			}
+			out = append(out, serviceAllocations(o, body)...)
 		}
 	case *api.Pod:
 		if t.op == admission.Create && t.sub == "" && tokenVolumeAdded(o, body) {
@@ -123,6 +119,69 @@ func settle(ev *Event, t target, a admission.Attributes, body []byte) []vapccel.
 				out = append(out, vapccel.Unknown{Path: p, ValueOnly: true, Why: why})
 			}
 		}
+	}
+	return out
+}
+
+// serviceAllocations are the fields of a Service create that kube-apiserver's allocators set
+// before admission (the service registry's BeginCreate) and the request did not give: the
+// replay's pipeline allocates from ranges of its own. An address or port the request asks for
+// is the one the server allocates, or the server refuses the request before admission; a
+// Service of type ExternalName, or headless (clusterIP None), gets no address, and one whose
+// type takes no node ports (the replay's pipeline then allocates none either) gets none. The
+// cluster's IP families are not known: which the server gives a request that names none, and
+// how many, are unknown but for a single-stack request that gives its address.
+func serviceAllocations(o *api.Service, body []byte) []vapccel.Unknown {
+	why := "the addresses and ports the server allocated"
+	var given struct {
+		Spec struct {
+			Type                string   `json:"type"`
+			ClusterIP           string   `json:"clusterIP"`
+			ClusterIPs          []string `json:"clusterIPs"`
+			IPFamilies          []string `json:"ipFamilies"`
+			IPFamilyPolicy      string   `json:"ipFamilyPolicy"`
+			HealthCheckNodePort int32    `json:"healthCheckNodePort"`
+			Ports               []struct {
+				NodePort int32 `json:"nodePort"`
+			} `json:"ports"`
+		} `json:"spec"`
+	}
+	if !hasBody(body) || json.Unmarshal(body, &given) != nil {
+		// What the request asked for is not known: every allocation is unknown.
+		out := []vapccel.Unknown{{Path: objectPath("spec", "ports", vapccel.AnyStep, "nodePort"), ValueOnly: true, Why: why},
+			{Path: objectPath("spec", "healthCheckNodePort"), ValueOnly: true, Why: why}}
+		for _, f := range []string{"clusterIP", "clusterIPs", "ipFamilies"} {
+			out = append(out, vapccel.Unknown{Path: objectPath("spec", f), Why: why})
+		}
+		return out
+	}
+	g := given.Spec
+	var out []vapccel.Unknown
+	ips := g.ClusterIPs
+	if len(ips) == 0 && g.ClusterIP != "" {
+		ips = []string{g.ClusterIP}
+	}
+	singleStack := g.IPFamilyPolicy == "" || g.IPFamilyPolicy == string(api.IPFamilyPolicySingleStack)
+	headless := len(ips) > 0 && ips[0] == api.ClusterIPNone
+	if o.Spec.Type != api.ServiceTypeExternalName {
+		// How many addresses and families a dual-stack request gets depends on the cluster.
+		if !headless && !(singleStack && len(ips) > 0) {
+			out = append(out, vapccel.Unknown{Path: objectPath("spec", "clusterIP"), ValueOnly: true, Why: why},
+				vapccel.Unknown{Path: objectPath("spec", "clusterIPs"), ValueOnly: singleStack, Why: why})
+		}
+		if !singleStack || len(g.IPFamilies) == 0 && (headless || len(ips) == 0) {
+			out = append(out, vapccel.Unknown{Path: objectPath("spec", "ipFamilies"), ValueOnly: singleStack, Why: "the IP family the cluster gives a Service that names none"})
+		}
+	}
+	for i, p := range o.Spec.Ports {
+		if p.NodePort != 0 && (i >= len(g.Ports) || g.Ports[i].NodePort == 0) {
+			// A port the server allocated (the paths have no list index: every port's).
+			out = append(out, vapccel.Unknown{Path: objectPath("spec", "ports", vapccel.AnyStep, "nodePort"), ValueOnly: true, Why: why})
+			break
+		}
+	}
+	if o.Spec.HealthCheckNodePort != 0 && g.HealthCheckNodePort == 0 {
+		out = append(out, vapccel.Unknown{Path: objectPath("spec", "healthCheckNodePort"), ValueOnly: true, Why: why})
 	}
 	return out
 }
