@@ -459,6 +459,40 @@ func (c *Catalog) CustomResourceDecoder(gvk schema.GroupVersionKind) (decode fun
 	}, true
 }
 
+// CustomResourceConversion returns what the apiextensions apiserver does to a custom resource's
+// object, stored in another version of its group and kind, when it serves it as gvk, in place,
+// where the CRD converts with the strategy None: its nopConverter sets the apiVersion, then its
+// schemaCoercingConverter prunes the fields and nulls gvk's schema does not allow (unless the
+// CRD preserves unknown fields) and coerces the metadata of embedded resources, without
+// defaulting (unstructuredSchemaCoercer.apply). ok is false when the CRD converts otherwise (a
+// webhook) or no CRD of the catalog serves gvk with a schema.
+func (c *Catalog) CustomResourceConversion(gvk schema.GroupVersionKind) (convert func(obj map[string]any) error, ok bool) {
+	crd := c.CustomResourceDefinitionOf(gvk)
+	if crd == nil || crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy != apiextensionsv1.NoneConverter {
+		return nil, false
+	}
+	st, preserve := c.CustomResourceSchema(gvk)
+	if st == nil {
+		return nil, false
+	}
+	return func(obj map[string]any) error {
+		from, _ := obj["apiVersion"].(string)
+		gv, err := schema.ParseGroupVersion(from)
+		if err != nil || gv.Group != gvk.Group {
+			return fmt.Errorf("%s is not a version of %s", from, gvk.GroupKind())
+		}
+		obj["apiVersion"] = gvk.GroupVersion().String()
+		if !preserve {
+			structuralpruning.Prune(obj, st, true)
+			structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, st)
+		}
+		if err := schemaobjectmeta.Coerce(nil, obj, st, false, false); err != nil {
+			return err // a *field.Error: not returned as an error holding nil
+		}
+		return nil
+	}, true
+}
+
 // CustomResourceDefinitionOf is the CRD that serves the kind, as the catalog took it
 // (defaulted), or nil; the caller must not change it.
 func (c *Catalog) CustomResourceDefinitionOf(gvk schema.GroupVersionKind) *apiextensionsv1.CustomResourceDefinition {

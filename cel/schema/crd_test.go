@@ -383,3 +383,41 @@ func TestCatalogClone(t *testing.T) {
 		t.Errorf("original RESTMapping(Widget) = %v after the clone changed", err)
 	}
 }
+
+// TestCustomResourceConversion: a custom resource stored in another version of its CRD, served
+// in v1 by the strategy None: its apiVersion changed, what v1's schema does not allow pruned,
+// nothing defaulted; a CRD that converts by a webhook does not convert here.
+func TestCustomResourceConversion(t *testing.T) {
+	c := withCRDs(t)
+	v1 := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}
+	convert, ok := c.CustomResourceConversion(v1)
+	if !ok {
+		t.Fatal("widgets convert with the strategy None, and v1 has a schema: want a conversion")
+	}
+	obj := map[string]any{"apiVersion": "example.com/v1beta1", "kind": "Widget", "metadata": map[string]any{"name": "w"},
+		"spec": map[string]any{"size": "small", "color": "red"}}
+	if err := convert(obj); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": map[string]any{"name": "w"},
+		"spec": map[string]any{"size": "small"}}
+	if d := cmp.Diff(want, obj); d != "" {
+		t.Errorf("converted (-want +got):\n%s", d)
+	}
+	if err := convert(map[string]any{"apiVersion": "other.example.com/v1", "kind": "Widget"}); err == nil {
+		t.Error("an object of another group converted: want an error")
+	}
+
+	crd := c.CustomResourceDefinitionOf(v1).DeepCopy()
+	crd.Name = "widgets.hooked.example.com"
+	crd.Spec.Group = "hooked.example.com"
+	url := "https://convert.example.com"
+	crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter,
+		Webhook: &apiextensionsv1.WebhookConversion{ClientConfig: &apiextensionsv1.WebhookClientConfig{URL: &url}, ConversionReviewVersions: []string{"v1"}}}
+	if err := c.AddCRD(crd); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.CustomResourceConversion(schema.GroupVersionKind{Group: "hooked.example.com", Version: "v1", Kind: "Widget"}); ok {
+		t.Error("a CRD that converts by a webhook: want no conversion")
+	}
+}

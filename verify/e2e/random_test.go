@@ -55,6 +55,7 @@ const rndGroup = "rnd.vapc.dev"
 var (
 	replicaLimitsGVR = schema.GroupVersionResource{Group: rndGroup, Version: "v1", Resource: "replicalimits"}
 	widgetsGVR       = schema.GroupVersionResource{Group: rndGroup, Version: "v1", Resource: "widgets"}
+	widgetsBetaGVR   = schema.GroupVersionResource{Group: rndGroup, Version: "v1beta1", Resource: "widgets"}
 	widgetNames      = []string{"wg-a", "wg-bb", "widget-long"}
 )
 
@@ -635,13 +636,33 @@ func replicaLimitCRD() *unstructured.Unstructured {
 }
 
 // widgetCRD is the CRD of Widgets, with a status subresource and a default (the server's
-// decoder applies it to a request's body and to a patched object).
+// decoder applies it to a request's body and to a patched object). It serves v1beta1 too,
+// stored as v1 and converted without a webhook (the strategy None): v1beta1's schema has no
+// color, which reading a Widget through it prunes, and another default shape.
 func widgetCRD() *unstructured.Unstructured {
-	return crdOf("widgets", "Widget", true, map[string]any{
+	crd := crdOf("widgets", "Widget", true, map[string]any{
 		"size":  map[string]any{"type": "integer"},
 		"color": map[string]any{"type": "string"},
 		"shape": map[string]any{"type": "string", "default": "round"},
 	})
+	beta := crdOf("widgets", "Widget", true, map[string]any{
+		"size":  map[string]any{"type": "integer"},
+		"shape": map[string]any{"type": "string", "default": "oval"},
+	})
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	betaVersions, _, _ := unstructured.NestedSlice(beta.Object, "spec", "versions")
+	v := betaVersions[0].(map[string]any)
+	v["name"], v["storage"] = "v1beta1", false
+	_ = unstructured.SetNestedSlice(crd.Object, append(versions, v), "spec", "versions")
+	return crd
+}
+
+// widgetVersion is the version a Widget request goes through: mostly v1, the stored one.
+func (w *randomWorld) widgetVersion() schema.GroupVersionResource {
+	if chance(w.r, 0.3) {
+		return widgetsBetaGVR
+	}
+	return widgetsGVR
 }
 
 func crdOf(plural, kind string, status bool, spec map[string]any) *unstructured.Unstructured {
@@ -1324,17 +1345,19 @@ func (w *randomWorld) scale(gvr schema.GroupVersionResource, names []string) {
 
 func (w *randomWorld) widgetWrite() {
 	u, ns := w.user(), pick(w.r, w.namespaces()...)
-	ri := w.client(u).Resource(widgetsGVR).Namespace(ns)
+	gvr := w.widgetVersion()
+	ri := w.client(u).Resource(gvr).Namespace(ns)
 	switch w.r.IntN(5) {
 	case 0, 1:
 		name := pick(w.r, widgetNames...)
 		o := w.createOptions()
 		wg := widgetIn(ns, name, w.labels(), int64(w.r.IntN(8)), pick(w.r, "red", "green", "blue"))
+		wg.SetAPIVersion(gvr.GroupVersion().String())
 		if chance(w.r, 0.3) {
 			// The status subresource's strategy drops it before admission.
 			_ = unstructured.SetNestedField(wg.Object, "Sent", "status", "phase")
 		}
-		w.got(fmt.Sprintf("%s creates widget %s/%s%s", u.name, ns, name, dry(o.DryRun)), w.tryCreate(w.client(u), widgetsGVR, wg, o))
+		w.got(fmt.Sprintf("%s creates widget %s/%s (%s)%s", u.name, ns, name, gvr.Version, dry(o.DryRun)), w.tryCreate(w.client(u), gvr, wg, o))
 	case 2:
 		name := w.existing(widgetsGVR, ns, widgetNames)
 		cur, err := ri.Get(w.ctx, name, metav1.GetOptions{})
@@ -1348,9 +1371,9 @@ func (w *randomWorld) widgetWrite() {
 		}
 		o := w.updateOptions()
 		_, err = ri.Update(w.ctx, cur, o)
-		w.got(fmt.Sprintf("%s updates widget %s/%s%s", u.name, ns, name, dry(o.DryRun)), err)
+		w.got(fmt.Sprintf("%s updates widget %s/%s (%s)%s", u.name, ns, name, gvr.Version, dry(o.DryRun)), err)
 	case 3:
-		w.patchExisting(u, widgetsGVR, ns, "widget", widgetNames, func() (types.PatchType, string) {
+		w.patchExisting(u, gvr, ns, "widget "+gvr.Version, widgetNames, func() (types.PatchType, string) {
 			pt, body := types.MergePatchType, pick(w.r, `{"spec":{"size":6}}`, `{"spec":{"color":"red","size":1}}`, `{"metadata":{"labels":{"color":"blue"}}}`, `{"metadata":{"labels":{"app":null}}}`, `{"spec":{"shape":null,"size":2}}`, `{"spec":{"shape":"square"}}`)
 			if chance(w.r, 0.4) {
 				pt, body = types.JSONPatchType, pick(w.r, `[{"op":"replace","path":"/spec/size","value":7}]`, `[{"op":"add","path":"/metadata/annotations","value":{"rnd.vapc.dev/block":"1"}}]`)

@@ -636,3 +636,28 @@ func TestInformerLagUnknownField(t *testing.T) {
 		t.Errorf("record = %s, want likely admit, the version before the param's update undecided on the managedFields it reads", describeRecord(rec))
 	}
 }
+
+// TestCRDNoneConversion: a custom resource stored as v1 and patched through v1alpha1, its CRD
+// converting with the strategy None. kube-apiserver reads the stored object for the v1alpha1
+// request by changing its apiVersion (and pruning what v1alpha1's schema does not allow): the
+// oldObject is known, and every request is decided as the server decided it (recorded by
+// kube-apiserver v1.37.0; the log creates the CRD).
+func TestCRDNoneConversion(t *testing.T) {
+	t.Parallel()
+	sum, recs := replayScenario(t, filepath.Join("testdata", "crd-none-conversion"), "audit.log.gz")
+	patches := 0
+	for _, rec := range recs {
+		if rec.Decision == DecisionIndeterminate {
+			t.Errorf("line %d %s %s %s: indeterminate: %s", rec.Line, rec.Verb, rec.Resource, rec.Name, rec.Indeterminate)
+		}
+		if rec.Resource == "gadgets" && rec.Verb == "patch" {
+			patches++
+		}
+	}
+	if patches != 3 {
+		t.Errorf("%d patches of gadgets replayed, want the log's 3", patches)
+	}
+	if len(sum.Disagreements) > 0 || sum.Changed > 0 {
+		t.Errorf("disagreements %v, changed %d: want none", sum.Disagreements, sum.Changed)
+	}
+}

@@ -157,7 +157,7 @@ func (r *Replayer) rebuildWith(ev *Event, t target, rec recording, p state.Prior
 	var old *unstructured.Unstructured
 	if t.op == admission.Update || t.op == admission.Delete {
 		var ok bool
-		if old, ok = b.oldFromState(ev, t, p); !ok {
+		if old, ok = b.oldFromState(ev, t, p, r.convertStored); !ok {
 			return b
 		}
 		b.req.OldObject = old
@@ -216,7 +216,7 @@ func (b *rebuilt) notRebuilt(ev *Event, t target, q url.Values) bool {
 // object in the request's version, or the Scale derived from it, or for a request whose
 // decision may not depend on it, a stand-in holding its kind and name. It says whether the
 // request is left to rebuild.
-func (b *rebuilt) oldFromState(ev *Event, t target, p state.Prior) (*unstructured.Unstructured, bool) {
+func (b *rebuilt) oldFromState(ev *Event, t target, p state.Prior, convert func(*unstructured.Unstructured, schema.GroupVersionKind) *unstructured.Unstructured) (*unstructured.Unstructured, bool) {
 	var old *unstructured.Unstructured
 	gr := t.gvr.GroupResource()
 	u, unknown := p.Decode()
@@ -224,7 +224,7 @@ func (b *rebuilt) oldFromState(ev *Event, t target, p state.Prior) (*unstructure
 	if found && unknown == "" && p.Kept && len(p.Unknowns) == 0 && u.GroupVersionKind() != t.mainKind {
 		// The server holds its objects in its internal version and converts the stored
 		// one to the request's, as the replay does here.
-		if conv := convertStored(u, t.mainKind); conv != nil {
+		if conv := convert(u, t.mainKind); conv != nil {
 			source += ", converted from " + u.GetAPIVersion()
 			u = conv
 		}

@@ -1028,6 +1028,28 @@ func versioned(obj runtime.Object, gvk schema.GroupVersionKind) *unstructured.Un
 	return u
 }
 
+// convertStored is the package's convertStored, and for a custom resource whose CRD converts
+// with the strategy None, the object as the apiextensions apiserver serves it in gvk
+// (cel/schema Catalog.CustomResourceConversion); nil when it does not convert.
+func (r *Replayer) convertStored(u *unstructured.Unstructured, gvk schema.GroupVersionKind) *unstructured.Unstructured {
+	if conv := convertStored(u, gvk); conv != nil || kubescheme.Knows(gvk) {
+		return conv
+	}
+	cat := r.cat.c.Schema()
+	if cat == nil || u.GroupVersionKind().GroupKind() != gvk.GroupKind() {
+		return nil
+	}
+	convert, ok := cat.CustomResourceConversion(gvk)
+	if !ok {
+		return nil
+	}
+	out := u.DeepCopy()
+	if convert(out.Object) != nil {
+		return nil
+	}
+	return out
+}
+
 // convertStored converts an object of the scheme the State holds in one version to another,
 // through the internal version as the server does, or returns nil.
 func convertStored(u *unstructured.Unstructured, gvk schema.GroupVersionKind) *unstructured.Unstructured {
