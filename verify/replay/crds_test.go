@@ -661,3 +661,26 @@ func TestCRDNoneConversion(t *testing.T) {
 		t.Errorf("disagreements %v, changed %d: want none", sum.Disagreements, sum.Changed)
 	}
 }
+
+// TestDeleteCollectionOfNothing: the namespace controller's deletecollection of a custom
+// resource in a namespace that holds none (recorded by kube-apiserver v1.37.0). The store runs
+// validating admission on each object it deletes and on nothing else: the request never
+// reached a policy, as its response (an empty list) shows, or, without it, as the State knows.
+func TestDeleteCollectionOfNothing(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join("testdata", "deletecollection-nothing")
+	for log, note := range map[string]string{
+		"audit.log.gz":         "its response lists no deleted object",
+		"request-level.log.gz": "the State holds no object of widgets.zz.example.com there",
+	} {
+		sum, recs := replayScenario(t, dir, log)
+		for _, rec := range recs {
+			if rec.Verb == "deletecollection" {
+				t.Errorf("%s: the deletecollection is recorded (%s %s), want it skipped", log, rec.Decision, rec.Indeterminate)
+			}
+		}
+		if got := sum.Skipped[string(SkipNothingDeleted)+" ("+note+")"]; got != 1 {
+			t.Errorf("%s: skipped %v, want the deletecollection as %s (%s)", log, sum.Skipped, SkipNothingDeleted, note)
+		}
+	}
+}

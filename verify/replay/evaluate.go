@@ -264,6 +264,31 @@ func (r *Replayer) stopEvaluation() {
 	e.wg.Wait()
 }
 
+// deletedNothing says why a deletecollection the log shows succeeded deleted no object, "" when
+// it may have deleted some. The store's DeleteCollection runs validating admission on each
+// object it deletes, and on nothing else, and answers with the list of those it deleted: an
+// empty list in the log's response, or, without it, a namespace where the State knows there
+// is no object of the resource, shows no admission ran.
+func deletedNothing(j *job) string {
+	ev := j.ev
+	if ev.Verb != "deletecollection" || ev.Code() < 200 || ev.Code() >= 300 {
+		return ""
+	}
+	if hasBody(ev.ResponseObject) {
+		var list struct {
+			Items *[]json.RawMessage `json:"items"`
+		}
+		if json.Unmarshal(ev.ResponseObject, &list) == nil && list.Items != nil && len(*list.Items) == 0 {
+			return "its response lists no deleted object"
+		}
+		return ""
+	}
+	if j.listed.list != nil && len(j.listed.list) == 0 && j.listed.listUnknown == "" {
+		return "the State holds no object of " + j.t.gvr.GroupResource().String() + " there"
+	}
+	return ""
+}
+
 // evaluate rebuilds the job's request and decides it, on a worker.
 func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 	// Decoded on the worker, not the ordered stage: every scheduled pod's DELETE marks it.
@@ -279,6 +304,10 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 	}
 	if r.servesThrough(j.ev, j.t, decodeResponse) {
 		r.evaluateServed(ctx, w, j)
+		return
+	}
+	if why := deletedNothing(j); why != "" {
+		j.result.skip, j.result.skipNote = SkipNothingDeleted, why
 		return
 	}
 	b := r.rebuildWith(j.ev, j.t, j.rec, j.prior, j.facts, resp)

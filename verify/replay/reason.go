@@ -84,6 +84,7 @@ const (
 	SkipUnauthorized    Reason = "unauthorized"              // 403 from the authorizer or impersonation
 	SkipBeforeAdmission Reason = "rejected-before-admission" // refused before validating admission ran
 	SkipPendingDeletion Reason = "graceful-deletion-pending" // a DELETE the server completes without admission
+	SkipNothingDeleted  Reason = "nothing-deleted"           // a deletecollection that found no object to delete, and so admitted none
 )
 
 // undecided is why a request is indeterminate: a code and a human detail. The zero value

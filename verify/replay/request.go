@@ -32,6 +32,9 @@ type target struct {
 	reqKind   schema.GroupVersionKind // kind a request for the (sub)resource carries
 	namespace string
 	name      string
+	// scale is how the resource's scale subresource derives its Scale, for a request of it
+	// (derivesScale); nil otherwise.
+	scale *scaleSubresource
 }
 
 // isConnectKind says whether a subresource's kind is the options kind of a connect
@@ -66,6 +69,9 @@ func resolveIn(res verify.Resources, ev *Event) (t target, skip Reason) {
 	t.reqKind = res.KindFor(t.gvr, t.sub)
 	t.mainKind = res.KindFor(t.gvr, "")
 	t.connect = t.sub != "" && isConnectKind(t.reqKind)
+	if t.sub == "scale" {
+		t.scale = scaleSubresourceOf(res, t.gvr, t.mainKind)
+	}
 	switch {
 	case t.connect:
 		t.op = admission.Connect
@@ -239,7 +245,7 @@ func (b *rebuilt) oldFromState(ev *Event, t target, p state.Prior, convert func(
 	case u.GroupVersionKind() != t.mainKind:
 		b.indeterminate = because(ReasonOldObjectVersion, fmt.Sprintf("%s %s is stored as %s and does not convert to %s", gr, state.JoinKey(t.namespace, t.name), u.GroupVersionKind(), t.mainKind))
 	case derivesScale(t):
-		scale, err := scaleFrom(gr, u)
+		scale, err := scaleFrom(t.scale, u)
 		if err != nil {
 			b.indeterminate = because(ReasonSubresourceKind, fmt.Sprintf("the Scale of %s %s: %v", gr, state.JoinKey(t.namespace, t.name), err))
 			break

@@ -2,12 +2,15 @@ package replay
 
 import (
 	"fmt"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/vapc-dev/vapc/verify"
 )
 
 // The scale subresource of the built-in workloads. Its REST (ScaleREST in
@@ -20,8 +23,8 @@ import (
 // registry's PrepareForUpdate (toScaleUpdateValidation), converted to autoscaling/v1. It
 // returns the Scale of the stored result.
 
-// scaleResources are the resources whose scale subresource the replay derives; selectorSet
-// says the selector is a map (a ReplicationController's).
+// scaleResources are the built-in resources whose scale subresource the replay derives;
+// selectorSet says the selector is a map (a ReplicationController's).
 var scaleResources = map[schema.GroupResource]struct{ selectorSet bool }{
 	{Group: "apps", Resource: "deployments"}:  {},
 	{Group: "apps", Resource: "replicasets"}:  {},
@@ -29,27 +32,79 @@ var scaleResources = map[schema.GroupResource]struct{ selectorSet bool }{
 	{Resource: "replicationcontrollers"}:      {selectorSet: true},
 }
 
+// scaleSubresource is how a resource's scale subresource derives its Scale: a built-in
+// workload's (scaleResources), or a custom resource's by the paths of its CRD's
+// subresources.scale. The ScaleREST of the apiextensions apiserver
+// (k8s.io/apiextensions-apiserver/pkg/registry/customresource/etcd.go) does what the built-in
+// ones do, with scaleFromCustomResource: spec.replicas from specReplicasPath (0 when the object
+// has none), status.replicas from statusReplicasPath, status.selector the string at
+// labelSelectorPath; a successful update sets specReplicasPath (scaleUpdatedObjectInfo).
+type scaleSubresource struct {
+	// builtin is set for a built-in workload, whose selector is its spec.selector.
+	builtin, selectorSet bool
+	// specReplicas, statusReplicas and selector are a custom resource's paths (selector
+	// empty: none).
+	specReplicas, statusReplicas, selector []string
+}
+
+// scaleSubresourceOf is the scale subresource of a resource, nil when the replay does not
+// derive its Scale: a built-in workload, or a custom resource whose CRD the catalog of res
+// holds with a scale subresource in the version requested.
+func scaleSubresourceOf(res verify.Resources, gvr schema.GroupVersionResource, mainKind schema.GroupVersionKind) *scaleSubresource {
+	if kind, ok := scaleResources[gvr.GroupResource()]; ok {
+		return &scaleSubresource{builtin: true, selectorSet: kind.selectorSet}
+	}
+	cat := verify.CatalogOf(res)
+	if cat == nil || mainKind.Empty() {
+		return nil
+	}
+	crd := cat.CustomResourceDefinitionOf(mainKind)
+	if crd == nil {
+		return nil
+	}
+	for _, v := range crd.Spec.Versions {
+		if v.Name != gvr.Version || v.Subresources == nil || v.Subresources.Scale == nil {
+			continue
+		}
+		sc := v.Subresources.Scale
+		out := &scaleSubresource{specReplicas: splitReplicasPath(sc.SpecReplicasPath), statusReplicas: splitReplicasPath(sc.StatusReplicasPath)}
+		if sc.LabelSelectorPath != nil && *sc.LabelSelectorPath != "" {
+			out.selector = splitReplicasPath(*sc.LabelSelectorPath)
+		}
+		return out
+	}
+	return nil
+}
+
+// splitReplicasPath mirrors the apiextensions apiserver's: a path per period, the leading one
+// ignored.
+func splitReplicasPath(path string) []string {
+	return strings.Split(strings.TrimPrefix(path, "."), ".")
+}
+
 // derivesScale says whether a request is for a scale subresource whose Scale the replay
 // derives.
 func derivesScale(t target) bool {
-	_, ok := scaleResources[t.gvr.GroupResource()]
-	return ok && t.sub == "scale" && t.reqKind == autoscalingV1Scale
+	return t.scale != nil && t.sub == "scale" && t.reqKind == autoscalingV1Scale
 }
 
 var autoscalingV1Scale = schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}
 
 // scaleFrom mirrors scaleFromDeployment, scaleFromReplicaSet and scaleFromStatefulSet
-// (status.selector is metav1.LabelSelectorAsSelector(spec.selector).String()) and scaleFromRC
-// (labels.SelectorFromSet(spec.selector).String()): the autoscaling/v1 Scale of a stored
-// object. Its spec.replicas is the object's (the defaulters give it 1 when a request omits it),
-// its status.replicas the object's status.replicas, 0 when it has none.
-func scaleFrom(gr schema.GroupResource, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	kind, ok := scaleResources[gr]
-	if !ok {
-		return nil, fmt.Errorf("%s has no scale subresource vapc derives", gr)
+// (status.selector is metav1.LabelSelectorAsSelector(spec.selector).String()), scaleFromRC
+// (labels.SelectorFromSet(spec.selector).String()) and scaleFromCustomResource: the
+// autoscaling/v1 Scale of a stored object. Its spec.replicas is the object's (a built-in's
+// defaulters give it 1 when a request omits it; a custom resource without it has 0), its
+// status.replicas the object's, 0 when it has none.
+func scaleFrom(sc *scaleSubresource, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	if sc == nil {
+		return nil, fmt.Errorf("%s has no scale subresource vapc derives", obj.GroupVersionKind().Kind)
+	}
+	if !sc.builtin {
+		return scaleFromCustomResource(sc, obj)
 	}
 	var selector string
-	if kind.selectorSet {
+	if sc.selectorSet {
 		set, _, err := unstructured.NestedStringMap(obj.Object, "spec", "selector")
 		if err != nil {
 			return nil, fmt.Errorf("spec.selector: %v", err)
@@ -81,6 +136,43 @@ func scaleFrom(gr schema.GroupResource, obj *unstructured.Unstructured) (*unstru
 	if v, found, _ := unstructured.NestedFieldNoCopy(obj.Object, "status", "replicas"); found {
 		statusReplicas, _ = intValue(v)
 	}
+	return newScale(obj, replicas, statusReplicas, selector), nil
+}
+
+// scaleFromCustomResource mirrors the apiextensions apiserver's: unstructured.NestedInt64 at
+// the CRD's paths (an error where the value is not an integer), NestedString at its
+// labelSelectorPath.
+func scaleFromCustomResource(sc *scaleSubresource, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	integer := func(path []string) (int64, error) {
+		v, found, _ := unstructured.NestedFieldNoCopy(obj.Object, path...)
+		if !found {
+			return 0, nil
+		}
+		n, ok := intValue(v)
+		if !ok {
+			return 0, fmt.Errorf(".%s accessor error: %v is of the type %T, expected int64", strings.Join(path, "."), v, v)
+		}
+		return n, nil
+	}
+	replicas, err := integer(sc.specReplicas)
+	if err != nil {
+		return nil, err
+	}
+	statusReplicas, err := integer(sc.statusReplicas)
+	if err != nil {
+		return nil, err
+	}
+	var selector string
+	if len(sc.selector) > 0 {
+		if selector, _, err = unstructured.NestedString(obj.Object, sc.selector...); err != nil {
+			return nil, err
+		}
+	}
+	return newScale(obj, replicas, statusReplicas, selector), nil
+}
+
+// newScale is the autoscaling/v1 Scale of an object, as the ScaleRESTs make it.
+func newScale(obj *unstructured.Unstructured, replicas, statusReplicas int64, selector string) *unstructured.Unstructured {
 	md := map[string]any{"name": obj.GetName()}
 	if ns := obj.GetNamespace(); ns != "" {
 		md["namespace"] = ns
@@ -103,7 +195,7 @@ func scaleFrom(gr schema.GroupResource, obj *unstructured.Unstructured) (*unstru
 		"metadata": md,
 		"spec":     map[string]any{"replicas": replicas},
 		"status":   status,
-	}}, nil
+	}}
 }
 
 // scaleUpdated mirrors what admission sees as the object of a scale update the log refused:
@@ -129,7 +221,7 @@ func scaleUpdated(old, requested *unstructured.Unstructured) *unstructured.Unstr
 // metadata.generation one higher when spec.replicas changed. It reports false when the
 // response is not a Scale. The object's managedFields are those before the update: the
 // field manager's entry for the scale is not in the log.
-func applyScale(obj *unstructured.Unstructured, resp *unstructured.Unstructured) bool {
+func applyScale(sc *scaleSubresource, obj *unstructured.Unstructured, resp *unstructured.Unstructured) bool {
 	if resp == nil || resp.GroupVersionKind() != autoscalingV1Scale {
 		return false
 	}
@@ -142,14 +234,26 @@ func applyScale(obj *unstructured.Unstructured, resp *unstructured.Unstructured)
 	if rv == "" {
 		return false
 	}
-	old := int64(1)
-	if v, found, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "replicas"); found {
-		old, _ = intValue(v)
+	path := []string{"spec", "replicas"}
+	if sc != nil && !sc.builtin {
+		path = sc.specReplicas
 	}
-	if replicas != old {
+	v, found, _ = unstructured.NestedFieldNoCopy(obj.Object, path...)
+	old, ok := intValue(v)
+	switch {
+	case !found && (sc == nil || sc.builtin):
+		old, ok = 1, true // defaulted
+	case !found:
+		ok = false // a custom resource gains the field
+	}
+	if !ok || replicas != old {
+		// The strategies raise the generation for a change of the spec (a custom
+		// resource's: of anything but its metadata).
 		obj.SetGeneration(obj.GetGeneration() + 1)
 	}
-	_ = unstructured.SetNestedField(obj.Object, replicas, "spec", "replicas")
+	if unstructured.SetNestedField(obj.Object, replicas, path...) != nil {
+		return false
+	}
 	obj.SetResourceVersion(rv)
 	return true
 }

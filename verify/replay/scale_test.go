@@ -12,8 +12,8 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// TestScaleFrom mirrors scaleFromDeployment, scaleFromReplicaSet, scaleFromStatefulSet and
-// scaleFromRC.
+// TestScaleFrom mirrors scaleFromDeployment, scaleFromReplicaSet, scaleFromStatefulSet,
+// scaleFromRC and the apiextensions apiserver's scaleFromCustomResource.
 func TestScaleFrom(t *testing.T) {
 	t.Parallel()
 	meta := map[string]any{"name": "web", "namespace": "app", "uid": "u-1", "resourceVersion": "42", "creationTimestamp": "2026-03-02T10:00:00Z",
@@ -50,9 +50,22 @@ func TestScaleFrom(t *testing.T) {
 			map[string]any{"apiVersion": "v1", "kind": "ReplicationController", "metadata": meta,
 				"spec": map[string]any{"replicas": int64(1), "selector": map[string]any{"app": "web", "tier": "a"}}, "status": map[string]any{"replicas": int64(1)}},
 			scale(1, 1, "app=web,tier=a")},
+		{"a custom resource by its CRD's paths", schema.GroupResource{Group: "example.com", Resource: "widgets"},
+			map[string]any{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": meta,
+				"spec": map[string]any{"size": int64(7)}, "status": map[string]any{"ready": float64(4), "selector": "app=web"}},
+			scale(7, 4, "app=web")},
+		{"a custom resource without replicas", schema.GroupResource{Group: "example.com", Resource: "widgets"},
+			map[string]any{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": meta, "spec": map[string]any{}},
+			scale(0, 0, "")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := scaleFrom(tc.gr, &unstructured.Unstructured{Object: tc.obj})
+			sc := scaleSubresourceOf(nil, tc.gr.WithVersion("v1"), schema.GroupVersionKind{})
+			if tc.gr.Group == "example.com" {
+				// As a CRD's subresources.scale gives them: specReplicasPath .spec.size,
+				// statusReplicasPath .status.ready, labelSelectorPath .status.selector.
+				sc = &scaleSubresource{specReplicas: splitReplicasPath(".spec.size"), statusReplicas: splitReplicasPath(".status.ready"), selector: splitReplicasPath(".status.selector")}
+			}
+			got, err := scaleFrom(sc, &unstructured.Unstructured{Object: tc.obj})
 			if err != nil {
 				t.Fatalf("scaleFrom: %v", err)
 			}

@@ -1019,7 +1019,7 @@ func stillExists(u *unstructured.Unstructured) bool {
 func (r *Replayer) applyScale(ev *Event, t target, resp *unstructured.Unstructured, src string) bool {
 	gr := t.gvr.GroupResource()
 	obj, _, unknown, found := r.state.Lookup(gr, t.namespace, t.name)
-	if !found || unknown != "" || obj.GroupVersionKind() != t.mainKind || !applyScale(obj, resp) {
+	if !found || unknown != "" || obj.GroupVersionKind() != t.mainKind || !applyScale(t.scale, obj, resp) {
 		return false
 	}
 	_ = r.state.Put(gr, obj, src+" ("+describe(t.gvr, t.sub)+": spec.replicas, resourceVersion and generation set; managedFields as before)")
