@@ -303,6 +303,7 @@ var ruleTemplates = []ruleTemplate{
 	{[]string{"apps"}, []string{"*"}, []string{"*/scale"}},
 	{[]string{rndGroup}, []string{"v1"}, []string{"widgets"}},
 	{[]string{rndGroup}, []string{"*"}, []string{"widgets", "widgets/status"}},
+	{[]string{rndGroup}, []string{"v1"}, []string{"widgets/scale", "widgets"}},
 	{[]string{rndGroup}, []string{"v1"}, []string{"replicalimits"}},
 	{[]string{rndGroup, "apps"}, []string{"v1"}, []string{"widgets", "deployments"}},
 }

@@ -636,9 +636,10 @@ func replicaLimitCRD() *unstructured.Unstructured {
 }
 
 // widgetCRD is the CRD of Widgets, with a status subresource and a default (the server's
-// decoder applies it to a request's body and to a patched object). It serves v1beta1 too,
-// stored as v1 and converted without a webhook (the strategy None): v1beta1's schema has no
-// color, which reading a Widget through it prunes, and another default shape.
+// decoder applies it to a request's body and to a patched object), and a scale subresource
+// whose replicas are spec.size. It serves v1beta1 too, stored as v1 and converted without a
+// webhook (the strategy None): v1beta1's schema has no color, which reading a Widget through
+// it prunes, and another default shape.
 func widgetCRD() *unstructured.Unstructured {
 	crd := crdOf("widgets", "Widget", true, map[string]any{
 		"size":  map[string]any{"type": "integer"},
@@ -653,7 +654,16 @@ func widgetCRD() *unstructured.Unstructured {
 	betaVersions, _, _ := unstructured.NestedSlice(beta.Object, "spec", "versions")
 	v := betaVersions[0].(map[string]any)
 	v["name"], v["storage"] = "v1beta1", false
-	_ = unstructured.SetNestedSlice(crd.Object, append(versions, v), "spec", "versions")
+	versions = append(versions, v)
+	for _, v := range versions {
+		// A scale subresource whose replicas are the size: kubectl scale patches it, and the
+		// apiextensions apiserver derives the Scale by these paths.
+		v := v.(map[string]any)
+		_ = unstructured.SetNestedMap(v, map[string]any{"specReplicasPath": ".spec.size", "statusReplicasPath": ".status.ready", "labelSelectorPath": ".status.selector"}, "subresources", "scale")
+		status := map[string]any{"phase": map[string]any{"type": "string"}, "ready": map[string]any{"type": "integer"}, "selector": map[string]any{"type": "string"}}
+		_ = unstructured.SetNestedMap(v, status, "schema", "openAPIV3Schema", "properties", "status", "properties")
+	}
+	_ = unstructured.SetNestedSlice(crd.Object, versions, "spec", "versions")
 	return crd
 }
 
@@ -1347,7 +1357,7 @@ func (w *randomWorld) widgetWrite() {
 	u, ns := w.user(), pick(w.r, w.namespaces()...)
 	gvr := w.widgetVersion()
 	ri := w.client(u).Resource(gvr).Namespace(ns)
-	switch w.r.IntN(5) {
+	switch w.r.IntN(6) {
 	case 0, 1:
 		name := pick(w.r, widgetNames...)
 		o := w.createOptions()
@@ -1380,6 +1390,13 @@ func (w *randomWorld) widgetWrite() {
 			}
 			return pt, body
 		})
+	case 4:
+		// kubectl scale: a merge patch of the scale subresource.
+		name := w.existing(widgetsGVR, ns, widgetNames)
+		body := fmt.Sprintf(`{"spec":{"replicas":%d}}`, w.r.IntN(8))
+		o := w.patchOptions()
+		_, err := ri.Patch(w.ctx, name, types.MergePatchType, []byte(body), o, "scale")
+		w.got(fmt.Sprintf("%s scales widget %s/%s (%s %s)%s", u.name, ns, name, gvr.Version, body, dry(o.DryRun)), err)
 	default:
 		w.deleteExisting(u, widgetsGVR, ns, "widget", widgetNames)
 	}

@@ -684,3 +684,37 @@ func TestDeleteCollectionOfNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestCRDScale: kubectl scale of a custom resource (recorded by kube-apiserver v1.37.0). The
+// oldObject of widgets/scale is the Scale the apiextensions apiserver derives from the stored
+// Widget by its CRD's paths, the object the one the patch gives, and a successful scale sets the
+// Widget's spec.replicas: the patches of the Widgets after it know their old object. Every
+// request is decided as the server decided it.
+func TestCRDScale(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join("testdata", "crd-scale")
+	set, ps, bs := readPolicies(t, filepath.Join(dir, "policy.yaml"))
+	r, err := New(ps, bs, WithMutatingPolicies(set.MutatingPolicyList(), set.MutatingBindingList()), WithCheckRecorded(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, recs := replayFile(t, r, filepath.Join(dir, "audit.log.gz"))
+	scales, after := 0, 0
+	for _, rec := range recs {
+		if rec.Decision == DecisionIndeterminate {
+			t.Errorf("line %d %s %s/%s %s: indeterminate: %s", rec.Line, rec.Verb, rec.Resource, rec.Subresource, rec.Name, rec.Indeterminate)
+		}
+		switch {
+		case rec.Subresource == "scale":
+			scales++
+		case scales > 0 && rec.Verb == "patch":
+			after++
+		}
+	}
+	if scales == 0 || after == 0 {
+		t.Errorf("%d scale requests and %d patches after one replayed: want some of each", scales, after)
+	}
+	if len(sum.Disagreements) > 0 || sum.Changed > 0 {
+		t.Errorf("disagreements %v, changed %d: want none", sum.Disagreements, sum.Changed)
+	}
+}
