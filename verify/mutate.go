@@ -536,8 +536,17 @@ func (e *Evaluator) OrderDependence(m *Mutation) string {
 	if m == nil {
 		return ""
 	}
-	if !m.Allowed && e.refusalsOrdered && refusalsOrdered(runnableInfos(e.mpolicies, m.runnable)) {
-		return "a mutating policy refused the request, and one reads what another may write: in another order it may have passed"
+	// Every invocation ran: the request was admitted, or refused by the policies' errors, which
+	// the dispatcher gathers after running them all (a StatusError stops it at once).
+	allRan := m.Allowed || len(m.Refusals) > 0
+	if !m.Allowed && e.refusalsOrdered {
+		infos := runnableInfos(e.mpolicies, m.runnable)
+		if allRan {
+			infos = invokedOnce(infos, m.Invoked)
+		}
+		if refusalsOrdered(infos) {
+			return "a mutating policy refused the request, and one reads what another may write: in another order it may have passed"
+		}
 	}
 	if len(m.Changes) == 0 {
 		return ""
@@ -582,7 +591,7 @@ func (e *Evaluator) OrderDependence(m *Mutation) string {
 	for _, c := range changes {
 		for _, name := range names {
 			info := e.mpolicies[name]
-			if name == c.Policy && (!info.invokedInOrder || m.Allowed && !info.conditionsReadObject && invocations(invoked, name) <= 1) {
+			if name == c.Policy && (!info.invokedInOrder || allRan && !info.conditionsReadObject && invocations(invoked, name) <= 1) {
 				// A policy's own single invocation: the same in any order. One whose params a
 				// selector picks ran once here: every param its match conditions, which read
 				// nothing another invocation writes, let through ran on an admitted request.
@@ -737,6 +746,20 @@ func invocations(invoked []Change, policy string) int {
 		}
 	}
 	return len(seen)
+}
+
+// invokedOnce returns the infos with the policies that ran once on the request, and whose
+// match conditions read nothing another invocation writes, taken as invoked in no order: a
+// param selector picked one param for them. invoked must hold every invocation that ran.
+func invokedOnce(infos map[string]mutatingInfo, invoked []Change) map[string]mutatingInfo {
+	out := make(map[string]mutatingInfo, len(infos))
+	for name, info := range infos {
+		if info.invokedInOrder && !info.conditionsReadObject && invocations(invoked, name) <= 1 {
+			info.invokedInOrder = false
+		}
+		out[name] = info
+	}
+	return out
 }
 
 // conditionsReadObject says whether a policy's match conditions may read object or oldObject.

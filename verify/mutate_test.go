@@ -698,24 +698,34 @@ spec:
 		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"p-0","namespace":"params","labels":{"set":"x"}},"data":{"tier":"gold"}}`,
 		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"p-1","namespace":"params","labels":{"set":"x"}},"data":{"tier":"silver"}}`,
 	}
+	// The same policy, refusing too: a second mutation is a JSON patch that removes what is not
+	// there, an error the dispatcher gathers after running every invocation.
+	refusing := p.DeepCopy()
+	refusing.Spec.Mutations = append(refusing.Spec.Mutations, admissionregistrationv1.Mutation{PatchType: admissionregistrationv1.PatchTypeJSONPatch,
+		JSONPatch: &admissionregistrationv1.JSONPatch{Expression: "[JSONPatch{op: 'remove', path: '/data/missing'}]"}})
 	for i, param := range params {
 		if err := store.Put(object(t, param)); err != nil {
 			t.Fatal(err)
 		}
-		e, err := verify.New(nil, nil, verify.WithResources(catalog), verify.WithStore(store),
-			verify.WithMutatingPolicies([]*admissionregistrationv1.MutatingAdmissionPolicy{p}, []*admissionregistrationv1.MutatingAdmissionPolicyBinding{b}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		dec, err := e.Evaluate(context.Background(), verify.Request{
-			Resource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Operation: admission.Create,
-			Object: object(t, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"ns"}}`),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got, want := dec.Mutation.OrderDependent != "", i > 0; got != want {
-			t.Errorf("%d params selected: order dependence %q, want it %v (changes %d)", i+1, dec.Mutation.OrderDependent, want, len(dec.Mutation.Changes))
+		for _, policy := range []*admissionregistrationv1.MutatingAdmissionPolicy{p, refusing} {
+			e, err := verify.New(nil, nil, verify.WithResources(catalog), verify.WithStore(store),
+				verify.WithMutatingPolicies([]*admissionregistrationv1.MutatingAdmissionPolicy{policy}, []*admissionregistrationv1.MutatingAdmissionPolicyBinding{b}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			dec, err := e.Evaluate(context.Background(), verify.Request{
+				Resource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Operation: admission.Create,
+				Object: object(t, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"ns"}}`),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if dec.Allowed != (policy == p) {
+				t.Errorf("%s, %d params selected: allowed %v (%s)", policy.Name, i+1, dec.Allowed, dec.Message)
+			}
+			if got, want := dec.Mutation.OrderDependent != "", i > 0; got != want {
+				t.Errorf("%d params selected, allowed %v (%s): order dependence %q, want it %v (changes %d)", i+1, dec.Allowed, dec.Message, dec.Mutation.OrderDependent, want, len(dec.Mutation.Changes))
+			}
 		}
 	}
 }
