@@ -460,11 +460,14 @@ func (c *Catalog) CustomResourceDecoder(gvk schema.GroupVersionKind) (decode fun
 }
 
 // CustomResourceConversion returns what the apiextensions apiserver does to a custom resource's
-// object, stored in another version of its group and kind, when it serves it as gvk, in place,
-// where the CRD converts with the strategy None: its nopConverter sets the apiVersion, then its
-// schemaCoercingConverter prunes the fields and nulls gvk's schema does not allow (unless the
-// CRD preserves unknown fields) and coerces the metadata of embedded resources, without
-// defaulting (unstructuredSchemaCoercer.apply). ok is false when the CRD converts otherwise (a
+// object, read from storage, when it serves it as gvk, in place, where the CRD converts with the
+// strategy None: its nopConverter sets the apiVersion, then its schemaCoercingConverter prunes
+// the fields and nulls gvk's schema does not allow (unless the CRD preserves unknown fields) and
+// coerces the metadata of embedded resources, without defaulting (unstructuredSchemaCoercer.apply).
+// The object must be in the CRD's storage version, defaulted by its schema (the storage codec
+// defaults what it decodes before converting it), as a write through that version answers it:
+// from another version, what that version's schema pruned, or the storage version's defaults,
+// would be missing, and convert refuses it. ok is false when the CRD converts otherwise (a
 // webhook) or no CRD of the catalog serves gvk with a schema.
 func (c *Catalog) CustomResourceConversion(gvk schema.GroupVersionKind) (convert func(obj map[string]any) error, ok bool) {
 	crd := c.CustomResourceDefinitionOf(gvk)
@@ -475,11 +478,20 @@ func (c *Catalog) CustomResourceConversion(gvk schema.GroupVersionKind) (convert
 	if st == nil {
 		return nil, false
 	}
+	storage := ""
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			storage = v.Name
+		}
+	}
 	return func(obj map[string]any) error {
 		from, _ := obj["apiVersion"].(string)
 		gv, err := schema.ParseGroupVersion(from)
 		if err != nil || gv.Group != gvk.Group {
 			return fmt.Errorf("%s is not a version of %s", from, gvk.GroupKind())
+		}
+		if gv.Version != storage {
+			return fmt.Errorf("%s is not the storage version of %s (%s)", from, gvk.GroupKind(), storage)
 		}
 		obj["apiVersion"] = gvk.GroupVersion().String()
 		if !preserve {

@@ -384,40 +384,63 @@ func TestCatalogClone(t *testing.T) {
 	}
 }
 
-// TestCustomResourceConversion: a custom resource stored in another version of its CRD, served
-// in v1 by the strategy None: its apiVersion changed, what v1's schema does not allow pruned,
-// nothing defaulted; a CRD that converts by a webhook does not convert here.
+// TestCustomResourceConversion: a custom resource read from storage (v1) and served in v1beta1
+// by the strategy None: its apiVersion changed, what v1beta1's schema does not allow pruned,
+// nothing defaulted. An object in another version than the storage one does not convert (what
+// that version pruned, and the storage version's defaults, are not known), nor does a CRD that
+// converts by a webhook.
 func TestCustomResourceConversion(t *testing.T) {
 	c := withCRDs(t)
-	v1 := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}
-	convert, ok := c.CustomResourceConversion(v1)
-	if !ok {
-		t.Fatal("widgets convert with the strategy None, and v1 has a schema: want a conversion")
+	props := func(names ...string) apiextensionsv1.JSONSchemaProps {
+		spec := apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{}}
+		for _, n := range names {
+			spec.Properties[n] = apiextensionsv1.JSONSchemaProps{Type: "string", Default: &apiextensionsv1.JSON{Raw: []byte(`"` + n + `-default"`)}}
+		}
+		return apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": spec}}
 	}
-	obj := map[string]any{"apiVersion": "example.com/v1beta1", "kind": "Widget", "metadata": map[string]any{"name": "w"},
+	version := func(name string, storage bool, schema apiextensionsv1.JSONSchemaProps) apiextensionsv1.CustomResourceDefinitionVersion {
+		return apiextensionsv1.CustomResourceDefinitionVersion{Name: name, Served: true, Storage: storage, Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &schema}}
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "gizmos.conv.example.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: "conv.example.com", Scope: apiextensionsv1.NamespaceScoped,
+			Names:    apiextensionsv1.CustomResourceDefinitionNames{Plural: "gizmos", Singular: "gizmo", Kind: "Gizmo", ListKind: "GizmoList"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{version("v1", true, props("size", "color")), version("v1beta1", false, props("size"))}},
+	}
+	if err := c.AddCRD(crd); err != nil {
+		t.Fatal(err)
+	}
+	beta := schema.GroupVersionKind{Group: "conv.example.com", Version: "v1beta1", Kind: "Gizmo"}
+	convert, ok := c.CustomResourceConversion(beta)
+	if !ok {
+		t.Fatal("gizmos convert with the strategy None, and v1beta1 has a schema: want a conversion")
+	}
+	obj := map[string]any{"apiVersion": "conv.example.com/v1", "kind": "Gizmo", "metadata": map[string]any{"name": "g"},
 		"spec": map[string]any{"size": "small", "color": "red"}}
 	if err := convert(obj); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]any{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": map[string]any{"name": "w"},
+	want := map[string]any{"apiVersion": "conv.example.com/v1beta1", "kind": "Gizmo", "metadata": map[string]any{"name": "g"},
 		"spec": map[string]any{"size": "small"}}
 	if d := cmp.Diff(want, obj); d != "" {
 		t.Errorf("converted (-want +got):\n%s", d)
 	}
-	if err := convert(map[string]any{"apiVersion": "other.example.com/v1", "kind": "Widget"}); err == nil {
-		t.Error("an object of another group converted: want an error")
+	for _, from := range []string{"conv.example.com/v1beta1", "other.example.com/v1"} {
+		if err := convert(map[string]any{"apiVersion": from, "kind": "Gizmo", "spec": map[string]any{}}); err == nil {
+			t.Errorf("a %s object converted: want an error", from)
+		}
 	}
 
-	crd := c.CustomResourceDefinitionOf(v1).DeepCopy()
-	crd.Name = "widgets.hooked.example.com"
-	crd.Spec.Group = "hooked.example.com"
+	hooked := crd.DeepCopy()
+	hooked.Name = "gizmos.hooked.example.com"
+	hooked.Spec.Group = "hooked.example.com"
 	url := "https://convert.example.com"
-	crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter,
+	hooked.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter,
 		Webhook: &apiextensionsv1.WebhookConversion{ClientConfig: &apiextensionsv1.WebhookClientConfig{URL: &url}, ConversionReviewVersions: []string{"v1"}}}
-	if err := c.AddCRD(crd); err != nil {
+	if err := c.AddCRD(hooked); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := c.CustomResourceConversion(schema.GroupVersionKind{Group: "hooked.example.com", Version: "v1", Kind: "Widget"}); ok {
+	if _, ok := c.CustomResourceConversion(schema.GroupVersionKind{Group: "hooked.example.com", Version: "v1beta1", Kind: "Gizmo"}); ok {
 		t.Error("a CRD that converts by a webhook: want no conversion")
 	}
 }
