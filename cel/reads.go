@@ -160,13 +160,39 @@ var parseEnv = sync.OnceValues(func() (*celgo.Env, error) {
 // and their messages, audit annotations), and the labels its and its bindings' object and
 // namespace selectors read.
 func PolicyReads(p *admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) Reads {
+	return policyReads(p, bindings, true)
+}
+
+// PolicyReadsButMessages is PolicyReads without the validations' messageExpressions, which
+// kube-apiserver's validator evaluates only for a validation that fails (see MessageReads).
+func PolicyReadsButMessages(p *admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) Reads {
+	return policyReads(p, bindings, false)
+}
+
+// MessageReads returns what each validation's messageExpression reads, by the validation's
+// index (none where it has no messageExpression), given the policy's variables.
+func MessageReads(p *admissionregistrationv1.ValidatingAdmissionPolicy) []Reads {
+	var vars []NamedExpression
+	for _, v := range p.Spec.Variables {
+		vars = append(vars, NamedExpression{Name: v.Name, Expression: v.Expression})
+	}
+	out := make([]Reads, len(p.Spec.Validations))
+	for i, v := range p.Spec.Validations {
+		if v.MessageExpression != "" {
+			out[i] = ExpressionReads(vars, v.MessageExpression)
+		}
+	}
+	return out
+}
+
+func policyReads(p *admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, messages bool) Reads {
 	var exprs []string
 	for _, c := range p.Spec.MatchConditions {
 		exprs = append(exprs, c.Expression)
 	}
 	for _, v := range p.Spec.Validations {
 		exprs = append(exprs, v.Expression)
-		if v.MessageExpression != "" {
+		if v.MessageExpression != "" && messages {
 			exprs = append(exprs, v.MessageExpression)
 		}
 	}

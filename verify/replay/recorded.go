@@ -54,6 +54,9 @@ type recording struct {
 	// verdict is the verdict of a replayed policy the log records for the request, for people
 	// (see recordedVerdictOf); "" when there is none.
 	verdict string
+	// byPlugin says a built-in admission plugin that runs before ValidatingAdmissionPolicy
+	// refused the request (as far as its answer tells: a 403 nothing else claims).
+	byPlugin bool
 }
 
 // namesRequest says whether the prefix of a policy's denial (`pods "a" is forbidden: `, or
@@ -144,7 +147,7 @@ func classify(ev *Event, connect bool) recording {
 		if slices.ContainsFunc(quotaRefusals, func(q string) bool { return strings.Contains(msg, q) }) {
 			return recording{outcome: RecordedDeny, by: "ResourceQuota", vapRan: true, note: "ResourceQuota runs after ValidatingAdmissionPolicy"}
 		}
-		return recording{outcome: RecordedDeny, by: "another admission plugin", note: "denied by an admission plugin that may run before ValidatingAdmissionPolicy: " + firstLine(msg)}
+		return recording{outcome: RecordedDeny, by: "another admission plugin", byPlugin: true, note: "denied by an admission plugin that may run before ValidatingAdmissionPolicy: " + firstLine(msg)}
 	case 404:
 		if ref := ev.ObjectRef; verb == "create" && ref != nil && ref.Resource == "pods" && ref.APIGroup == "" &&
 			(ref.Subresource == "eviction" || ref.Subresource == "binding") && strings.HasPrefix(msg, `pods "`) {
@@ -165,6 +168,9 @@ func classify(ev *Event, connect bool) recording {
 		// policies) is the pipeline's to tell.
 		return recording{skip: SkipBeforeAdmission, sure: conflictOnObject(ev, msg), note: "Conflict"}
 	case 422:
+		if allocationFailed(ev, msg) {
+			return recording{skip: SkipBeforeAdmission, sure: true, note: "the address or port it asked for could not be allocated"}
+		}
 		return recording{skip: SkipBeforeAdmission, note: "Invalid"}
 	case 400, 405, 406, 413, 415:
 		return recording{skip: SkipBeforeAdmission, note: reasonOr(reason, "BadRequest")}
@@ -175,6 +181,19 @@ func classify(ev *Event, connect bool) recording {
 		return recording{skip: SkipBeforeAdmission, note: "TooManyRequests"}
 	}
 	return recording{outcome: RecordedUnknown, note: "failed with " + reasonOr(reason, httpCode(code)) + ": cannot tell whether admission ran"}
+}
+
+// allocationFailed says whether a Service write was refused because an address or node port it
+// asked for could not be allocated (k8s.io/kubernetes/pkg/registry/core/service/storage,
+// alloc.go: allocClusterIPs, initNodePorts, updateNodePorts), which the service registry's
+// BeginCreate and BeginUpdate do before validating admission. The replay's pipeline allocates
+// from ranges that take any address or port, so it cannot tell.
+func allocationFailed(ev *Event, msg string) bool {
+	if ref := ev.ObjectRef; ref == nil || ref.Resource != "services" || ref.APIGroup != "" || ref.Subresource != "" {
+		return false
+	}
+	return strings.Contains(msg, "spec.clusterIPs: Invalid value: ") && strings.Contains(msg, "failed to allocate IP") ||
+		strings.Contains(msg, ".nodePort: Invalid value: ") && (strings.Contains(msg, "provided port is already allocated") || strings.Contains(msg, "provided port is not in the valid range"))
 }
 
 // quotaRefusals are the refusals of the ResourceQuota admission plugin, which runs after

@@ -244,6 +244,10 @@ type policySet struct {
 	reads      map[string]vapccel.Reads
 	selects    map[string]vapccel.Reads
 	conditions map[string]map[string]vapccel.Reads
+	// butMessages are what each validating policy reads but its validations' messageExpressions,
+	// and messages what each of those reads, by the validation's index (see readsOf).
+	butMessages map[string]vapccel.Reads
+	messages    map[string][]vapccel.Reads
 	// requestOnly knows which matchConditions read only the request (infer.go).
 	requestOnly *requestOnly
 }
@@ -315,8 +319,10 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 	r.state.Rescope(r.cur().scope.paramSelectors)
 	r.set.requestOnly = newRequestOnly(policies, bindings)
 	r.set.reads, r.set.selects, r.set.conditions = map[string]vapccel.Reads{}, map[string]vapccel.Reads{}, map[string]map[string]vapccel.Reads{}
+	r.set.butMessages, r.set.messages = map[string]vapccel.Reads{}, map[string][]vapccel.Reads{}
 	for _, p := range policies {
 		r.set.reads[p.Name] = vapccel.PolicyReads(p, bindings)
+		r.set.butMessages[p.Name], r.set.messages[p.Name] = vapccel.PolicyReadsButMessages(p, bindings), vapccel.MessageReads(p)
 		r.set.selects[p.Name] = vapccel.SelectorReads(p, bindings)
 		r.set.conditions[p.Name] = map[string]vapccel.Reads{}
 		for _, c := range p.Spec.MatchConditions {

@@ -118,6 +118,10 @@ func TestClassify(t *testing.T) {
 		e.Loss = auditlog.Loss{Export: "GKE Cloud Logging", Lost: auditlog.LostMessage}
 		return e
 	}
+	service := func(e *Event) *Event {
+		e.ObjectRef.Resource = "services"
+		return e
+	}
 	type out struct {
 		Outcome, By string
 		Skip        Reason
@@ -135,6 +139,11 @@ func TestClassify(t *testing.T) {
 		{"vap deny of another request", ev("create", "", 500, "InternalError", `Internal error occurred: secrets "s" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b' denied request: no`, nil), out{RecordedUnknown, "", "", false}},
 		// The ResourceQuota plugin, after validating admission, updates the quota's status: a
 		// policy denied that update, named by its own resource.
+		// The service registry allocates what a Service asks for before validating admission.
+		{"a node port taken", service(ev("create", "", 422, "Invalid", `Service "low" is invalid: spec.ports[0].nodePort: Invalid value: 30050: provided port is already allocated`, nil)), out{"", "", SkipBeforeAdmission, true}},
+		{"a node port out of range", service(ev("update", "", 422, "Invalid", `Service "low" is invalid: spec.ports[1].nodePort: Invalid value: 80: provided port is not in the valid range. The range of valid ports is 30000-32767`, nil)), out{"", "", SkipBeforeAdmission, true}},
+		{"an address taken", service(ev("create", "", 422, "Invalid", `Service "s" is invalid: spec.clusterIPs: Invalid value: []string{"10.0.0.10"}: failed to allocate IP 10.0.0.10: provided IP is already allocated`, nil)), out{"", "", SkipBeforeAdmission, true}},
+		{"a pod's nodePort-like message", ev("create", "", 422, "Invalid", `Pod "p" is invalid: spec.ports[0].nodePort: Invalid value: 1: provided port is already allocated`, nil), out{"", "", SkipBeforeAdmission, false}},
 		{"vap deny of the quota's update", ev("create", "", 422, "Invalid", `resourcequotas "quota" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b' denied request: no`, nil), out{RecordedUnknown, "", "", false}},
 		{"webhook", ev("delete", "", 403, "Forbidden", `admission webhook "w.example.com" denied the request: no`, nil), out{RecordedDeny, `admission webhook "w.example.com"`, "", false}},
 		{"quota exceeded", ev("create", "", 403, "Forbidden", `pods "p" is forbidden: exceeded quota: q, requested: pods=1, used: pods=2, limited: pods=2`, nil), out{RecordedDeny, "ResourceQuota", "", false}},

@@ -414,6 +414,13 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 		}
 		return
 	}
+	if len(s.calls) > 0 && j.rec.byPlugin {
+		// The log shows a plugin refused it before validating admission, which the pipeline's,
+		// over what the replay knows, did not (an export lost the user's groups, by which
+		// NodeRestriction knows a node): the policies did not run.
+		j.result.skip, j.result.skipNote = SkipBeforeAdmission, j.rec.note
+		return
+	}
 	if len(s.calls) > 0 {
 		// Refused by a mutating policy, the request did not reach validating admission in the
 		// pipeline, nor in the server if the server's refusal is the same.
@@ -891,7 +898,7 @@ func (r *Replayer) dependsOnUnknown(j *job, calls []admitted) undecided {
 			continue
 		}
 		for _, p := range j.policies {
-			reads, ok := r.set.reads[p]
+			reads, ok := r.readsOf(p, c.dec)
 			if !ok {
 				continue
 			}
@@ -910,6 +917,32 @@ func (r *Replayer) dependsOnUnknown(j *job, calls []admitted) undecided {
 		}
 	}
 	return undecided{}
+}
+
+// readsOf is what a policy read in a decision: all it reads, but the messageExpressions of the
+// validations that did not fail, which kube-apiserver's validator does not evaluate. Which
+// validations fail does not depend on what the policy's other expressions do not read.
+func (r *Replayer) readsOf(policy string, dec *verify.Decision) (vapccel.Reads, bool) {
+	all, ok := r.set.reads[policy]
+	base, split := r.set.butMessages[policy]
+	if !ok || !split || dec == nil {
+		return all, ok
+	}
+	out := vapccel.Reads{Reads: slices.Clip(base.Reads), All: base.All}
+	messages := r.set.messages[policy]
+	for _, res := range dec.Results {
+		if res.Policy != policy || res.Result != verify.ResultDeny || res.ExpressionIndex == nil {
+			continue
+		}
+		if i := *res.ExpressionIndex; i >= 0 && i < len(messages) {
+			m := messages[i]
+			out.Reads = append(out.Reads, m.Reads...)
+			if out.All == "" {
+				out.All = m.All
+			}
+		}
+	}
+	return out, true
 }
 
 // skippedIndependently says whether every evaluation of the policy in the decision was skipped

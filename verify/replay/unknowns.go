@@ -165,9 +165,13 @@ func serviceAllocations(o *api.Service, body []byte) []vapccel.Unknown {
 	headless := len(ips) > 0 && ips[0] == api.ClusterIPNone
 	if o.Spec.Type != api.ServiceTypeExternalName {
 		// How many addresses and families a dual-stack request gets depends on the cluster.
+		if !headless && len(ips) == 0 {
+			out = append(out, vapccel.Unknown{Path: objectPath("spec", "clusterIP"), ValueOnly: true, Why: why})
+		}
 		if !headless && !(singleStack && len(ips) > 0) {
-			out = append(out, vapccel.Unknown{Path: objectPath("spec", "clusterIP"), ValueOnly: true, Why: why},
-				vapccel.Unknown{Path: objectPath("spec", "clusterIPs"), ValueOnly: singleStack, Why: why})
+			// The first address is the one asked for, when one was; a dual-stack request
+			// may get a second.
+			out = append(out, vapccel.Unknown{Path: objectPath("spec", "clusterIPs"), ValueOnly: singleStack, Why: why})
 		}
 		if !singleStack || len(g.IPFamilies) == 0 && (headless || len(ips) == 0) {
 			out = append(out, vapccel.Unknown{Path: objectPath("spec", "ipFamilies"), ValueOnly: singleStack, Why: "the IP family the cluster gives a Service that names none"})

@@ -1,10 +1,14 @@
 package replay
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	api "k8s.io/kubernetes/pkg/apis/core"
+	"k8s.io/utils/ptr"
 )
 
 // TestServiceAllocations: of a Service create, what kube-apiserver's allocators set that the
@@ -32,7 +36,7 @@ func TestServiceAllocations(t *testing.T) {
 		{"its address given", svc(api.ServiceTypeClusterIP, "10.0.0.7", 0),
 			`{"spec":{"clusterIP":"10.0.0.7","ports":[{"port":80}]}}`, nil},
 		{"its address given, dual stack preferred", svc(api.ServiceTypeClusterIP, "10.0.0.7", 0),
-			`{"spec":{"clusterIP":"10.0.0.7","ipFamilyPolicy":"PreferDualStack","ports":[{"port":80}]}}`, []string{"object.spec.clusterIP", "object.spec.clusterIPs", "object.spec.ipFamilies"}},
+			`{"spec":{"clusterIP":"10.0.0.7","ipFamilyPolicy":"PreferDualStack","ports":[{"port":80}]}}`, []string{"object.spec.clusterIPs", "object.spec.ipFamilies"}},
 		{"headless", svc(api.ServiceTypeClusterIP, "None", 0),
 			`{"spec":{"clusterIP":"None","ports":[{"port":80}]}}`, []string{"object.spec.ipFamilies"}},
 		{"headless, its family given", svc(api.ServiceTypeClusterIP, "None", 0),
@@ -54,5 +58,59 @@ func TestServiceAllocations(t *testing.T) {
 		if d := cmp.Diff(tc.want, got); d != "" {
 			t.Errorf("%s: unknown fields (-want +got):\n%s", tc.name, d)
 		}
+	}
+}
+
+// TestMessageOfAPassingValidation: a ConfigMap created with a generated name, which the log does
+// not hold when the create was refused. A validation that passes does not evaluate its
+// messageExpression, which reads the name: the refusal by another validation is decided; one by
+// the validation itself is not, its message reading the name.
+func TestMessageOfAPassingValidation(t *testing.T) {
+	t.Parallel()
+	p := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "names"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: createRules("", "configmaps"),
+			Validations: []admissionregistrationv1.Validation{
+				{Expression: "size(object.?data.orValue({})) < 2", MessageExpression: "'too much data in ' + object.metadata.name"},
+				{Expression: "has(object.metadata.labels)", Message: "labels required"},
+			},
+		},
+	}
+	b := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "names"},
+		Spec:       admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "names", ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
+	}
+	denied := func(msg string) string {
+		return `configmaps "" is forbidden: ValidatingAdmissionPolicy 'names' with binding 'names' denied request: ` + msg
+	}
+	cm := func(labels bool, keys ...string) map[string]any {
+		md := map[string]any{"generateName": "cfg-", "namespace": "app"}
+		if labels {
+			md["labels"] = map[string]any{"app": "web"}
+		}
+		data := map[string]any{}
+		for _, k := range keys {
+			data[k] = "v"
+		}
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": md, "data": data}
+	}
+	create := func(id string, seconds float64, msg string, req map[string]any) event {
+		return event{id: id, verb: "create", version: "v1", resource: "configmaps", ns: "app", code: 422, message: denied(msg), received: at(t, seconds), req: req}
+	}
+	var text []string
+	for _, e := range []event{
+		create("no-labels", 1, "labels required", cm(false, "a")),
+		create("too-much", 2, "too much data in cfg-x7k2p", cm(true, "a", "b")),
+	} {
+		text = append(text, e.line(t))
+	}
+	_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, text...)
+	if rec := recs["no-labels"]; rec == nil || rec.Decision != DecisionDeny || rec.Message == "" {
+		t.Errorf("no-labels: %+v, want deny: only the failing validation's message is evaluated", rec)
+	}
+	if rec := recs["too-much"]; rec == nil || rec.Decision != DecisionIndeterminate || !strings.Contains(rec.Indeterminate, "metadata.name") {
+		t.Errorf("too-much: %+v, want indeterminate: the failing validation's message reads the generated name", rec)
 	}
 }

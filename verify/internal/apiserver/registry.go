@@ -3,6 +3,7 @@ package apiserver
 import (
 	"fmt"
 	"net"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -141,7 +142,7 @@ func coreAPIGroup(config serverstorage.APIResourceConfigSource, opts generic.RES
 	_, cidr, _ := net.ParseCIDR("10.96.0.0/12")
 	serviceStorage, serviceStatusStorage, serviceProxy, err := servicestore.NewREST(opts, api.IPv4Protocol,
 		map[api.IPFamily]ipallocator.Interface{api.IPv4Protocol: openIPs{cidr: *cidr, family: api.IPv4Protocol}},
-		openPorts{}, nil, podStorage.Pod, nil)
+		openPorts{next: new(atomic.Uint32)}, nil, podStorage.Pod, nil)
 	if err != nil {
 		return info, err
 	}
@@ -237,12 +238,17 @@ func (a openIPs) Destroy()                      {}
 func (a openIPs) EnableMetrics()                {}
 func (a openIPs) DryRun() ipallocator.Interface { return a }
 func (a openPorts) Allocate(int) error          { return nil }
-func (a openPorts) AllocateNext() (int, error)  { return 30000, nil }
-func (a openPorts) Release(int) error           { return nil }
-func (a openPorts) ForEach(func(int))           {}
-func (a openPorts) Has(int) bool                { return false }
-func (a openPorts) Destroy()                    {}
-func (a openPorts) EnableMetrics()              {}
+func (a openPorts) AllocateNext() (int, error) {
+	// Distinct ports, for a Service of several: validation refuses a port twice.
+	return 30000 + int((1234+a.next.Add(1))%2768), nil
+}
+func (a openPorts) Release(int) error { return nil }
+func (a openPorts) ForEach(func(int)) {}
+func (a openPorts) Has(int) bool      { return false }
+func (a openPorts) Destroy()          {}
+func (a openPorts) EnableMetrics()    {}
 
-// openPorts is the node port allocator of openIPs.
-type openPorts struct{}
+// openPorts is the node port allocator of openIPs: it accepts every port and hands out the
+// ports of the default range (30000-32767) in turn; which ones the server allocated is not known
+// (settle).
+type openPorts struct{ next *atomic.Uint32 }
