@@ -335,10 +335,17 @@ causes:
 					continue
 				}
 				res := Result{Policy: h.Policy.Name, Binding: b.Name, Result: ResultError, Message: msg}
-				for i := len(invoked) - 1; i >= 0; i-- {
-					if c := invoked[i]; c.Policy == res.Policy && c.Binding == res.Binding {
-						res.Param = c.Param
-						break
+				// The param, when one invocation of the policy and binding ran: of several,
+				// the cause does not say which erred.
+				params := map[string]*ParamRef{}
+				for _, c := range invoked {
+					if c.Policy == res.Policy && c.Binding == res.Binding {
+						params[c.Param.String()] = c.Param
+					}
+				}
+				if len(params) == 1 {
+					for _, p := range params {
+						res.Param = p
 					}
 				}
 				out = append(out, res)

@@ -82,22 +82,23 @@ func replayedMutatings(policies []*admissionregistrationv1.MutatingAdmissionPoli
 // specOf is a MutatingAdmissionPolicy's spec as the server stores it (defaulted), as JSON, to
 // tell whether a replayed policy is the one a cluster has; "" when it does not encode. The
 // white space around its CEL expressions, which CEL does not read, is left out: a YAML block
-// scalar (`expression: >`) ends one with a newline that a loader may keep or not.
+// scalar (`expression: >`) ends one with a newline that a loader may keep or not. (A refusal's
+// message may quote an expression: the decision is the same.)
 func specOf(p *admissionregistrationv1.MutatingAdmissionPolicy) string {
 	p = p.DeepCopy()
 	kubescheme.Scheme.Default(p)
 	for i := range p.Spec.MatchConditions {
-		p.Spec.MatchConditions[i].Expression = strings.TrimSpace(p.Spec.MatchConditions[i].Expression)
+		p.Spec.MatchConditions[i].Expression = trimCEL(p.Spec.MatchConditions[i].Expression)
 	}
 	for i := range p.Spec.Variables {
-		p.Spec.Variables[i].Expression = strings.TrimSpace(p.Spec.Variables[i].Expression)
+		p.Spec.Variables[i].Expression = trimCEL(p.Spec.Variables[i].Expression)
 	}
 	for _, m := range p.Spec.Mutations {
 		if m.JSONPatch != nil {
-			m.JSONPatch.Expression = strings.TrimSpace(m.JSONPatch.Expression)
+			m.JSONPatch.Expression = trimCEL(m.JSONPatch.Expression)
 		}
 		if m.ApplyConfiguration != nil {
-			m.ApplyConfiguration.Expression = strings.TrimSpace(m.ApplyConfiguration.Expression)
+			m.ApplyConfiguration.Expression = trimCEL(m.ApplyConfiguration.Expression)
 		}
 	}
 	data, err := json.Marshal(p.Spec)
@@ -299,6 +300,10 @@ func (m *mutators) has(policy string) bool {
 	}
 	return false
 }
+
+// trimCEL trims the white space CEL's grammar skips (WHITESPACE: space, tab, CR, LF, form
+// feed) from the ends of an expression.
+func trimCEL(expr string) string { return strings.Trim(expr, " \t\r\n\f") }
 
 // pointerValue is the value at a JSON pointer (RFC 6901) of an object.
 func pointerValue(obj map[string]any, pointer string) (any, bool) {
