@@ -490,8 +490,11 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undeci
 		inferred = "decided without what is not known (" + what + "): every policy skipped the request on a matchCondition that reads only the request"
 		misses = nil
 	} else if oldUnknown.is() {
-		out.indeterminate(oldUnknown)
-		return
+		if !r.decidedWithoutOld(j, dec) {
+			out.indeterminate(oldUnknown)
+			return
+		}
+		inferred = "decided without the old object, which is not known (" + oldUnknown.detail + "): no policy of the request reads it"
 	}
 	var partial undecided
 	if len(misses) == 0 {
@@ -612,6 +615,28 @@ func (r *Replayer) finish(j *job) {
 		explainLoss(j.result.out, j.ev) // what an export lost (exportloss.go)
 		r.output.emit(j.result.out, j.policies, j.result.dec)
 	}
+}
+
+// decidedWithoutOld says whether an update's decision, made with a stand-in for its old object
+// (its kind and name), holds whatever the old object is: no policy of the request reads
+// oldObject (in its expressions, the messages of the validations that failed, or an object
+// selector, which matches an update on the old object's labels too), and no replayed
+// MutatingAdmissionPolicy acted on it.
+func (r *Replayer) decidedWithoutOld(j *job, dec *verify.Decision) bool {
+	if j.t.op != admission.Update || dec == nil || dec.Mutation.Acted() {
+		return false
+	}
+	old := []vapccel.Unknown{{Path: vapccel.FieldPath{Root: "oldObject"}}}
+	for _, p := range j.policies {
+		reads, ok := r.readsOf(p, dec)
+		if !ok {
+			return false
+		}
+		if _, _, dep := reads.DependsOn(old); dep {
+			return false
+		}
+	}
+	return true
 }
 
 // decidedWithoutMissing says whether a decision made without the old object or all the params

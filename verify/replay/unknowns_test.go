@@ -114,3 +114,51 @@ func TestMessageOfAPassingValidation(t *testing.T) {
 		t.Errorf("too-much: %+v, want indeterminate: the failing validation's message reads the generated name", rec)
 	}
 }
+
+// TestUpdateWithoutOldObject: an update of a ConfigMap the log never showed, answered with the
+// object it stored. A policy that does not read oldObject decides it; one that reads it, or
+// selects on labels (which an update matches on the old object's too), does not.
+func TestUpdateWithoutOldObject(t *testing.T) {
+	t.Parallel()
+	updates := &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+	}}}}
+	policy := func(expr string, selector *metav1.LabelSelector) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+		mr := updates.DeepCopy()
+		mr.ObjectSelector = selector
+		p := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{FailurePolicy: ptr.To(admissionregistrationv1.Fail), MatchConstraints: mr,
+				Validations: []admissionregistrationv1.Validation{{Expression: expr}}}}
+		b := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "p"},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "p", ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}}}
+		return p, b
+	}
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "app", "resourceVersion": "7", "uid": "u-1",
+		"labels": map[string]any{"app": "web"}}, "data": map[string]any{"k": "v2"}}
+	line := event{id: "patch", verb: "patch", version: "v1", resource: "configmaps", ns: "app", name: "c", code: 200, received: at(t, 1),
+		req: map[string]any{"data": map[string]any{"k": "v2"}}, resp: cm}.line(t)
+	for _, tc := range []struct {
+		name, expr string
+		selector   *metav1.LabelSelector
+		decided    bool
+	}{
+		{"reads the object only", "object.data.k != 'v3'", nil, true},
+		{"reads the old object", "!has(oldObject.data) || oldObject.data.k != 'v3'", nil, false},
+		{"selects on labels", "object.data.k != 'v3'", &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}, false},
+	} {
+		p, b := policy(tc.expr, tc.selector)
+		_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, line)
+		rec := recs["patch"]
+		if rec == nil {
+			t.Errorf("%s: no record", tc.name)
+			continue
+		}
+		if decided := rec.Decision != DecisionIndeterminate; decided != tc.decided {
+			t.Errorf("%s: %s (%s), want decided %v", tc.name, rec.Decision, rec.Indeterminate, tc.decided)
+		}
+		if tc.decided && (rec.Decision != DecisionAdmit || rec.OldObjectSource != SourceUnknown) {
+			t.Errorf("%s: %s, old object from %q: want admit, without the old object", tc.name, rec.Decision, rec.OldObjectSource)
+		}
+	}
+}
