@@ -813,6 +813,8 @@ type Prior struct {
 	// read that one (see Replayer.raced).
 	RacedBy   string
 	RacedFrom *Prior
+	// FromSnapshot says the object is the snapshot's version: no write of the log stored it.
+	FromSnapshot bool
 }
 
 // maxDeleted bounds the deleted versions kept (see deletedVersion).
@@ -1123,6 +1125,7 @@ func (s *State) Prior(gr schema.GroupResource, namespace, name string) Prior {
 		return p
 	}
 	p.Found, p.Source, p.Unknown, p.Raw, p.Unknowns, p.RV, p.Unmarked = true, e.Source, e.Unknown, e.Raw, e.unknowns, e.rv, e.unmarked
+	p.FromSnapshot = e.fromSnapshot()
 	if e.ifThere != nil {
 		p.IfThere = &Prior{Kept: p.Kept, Complete: p.Complete, Found: true, Raw: e.ifThere, Unknowns: e.ifThereUnknowns,
 			Source:    e.Source + " (it was not gone: the deletion left it marked deleted)",
