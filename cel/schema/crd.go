@@ -460,15 +460,17 @@ func (c *Catalog) CustomResourceDecoder(gvk schema.GroupVersionKind) (decode fun
 }
 
 // CustomResourceConversion returns what the apiextensions apiserver does to a custom resource's
-// object, read from storage, when it serves it as gvk, in place, where the CRD converts with the
-// strategy None: its nopConverter sets the apiVersion, then its schemaCoercingConverter prunes
-// the fields and nulls gvk's schema does not allow (unless the CRD preserves unknown fields) and
+// object when it serves it as gvk, in place, where the CRD converts with the strategy None: the
+// object as a write through its own version answered it (or a read through the storage version).
+// Its nopConverter sets the apiVersion, then its schemaCoercingConverter prunes the fields and
+// nulls the target version's schema does not allow (unless the CRD preserves unknown fields) and
 // coerces the metadata of embedded resources, without defaulting (unstructuredSchemaCoercer.apply).
-// The object must be in the CRD's storage version, defaulted by its schema (the storage codec
-// defaults what it decodes before converting it), as a write through that version answers it:
-// from another version, what that version's schema pruned, or the storage version's defaults,
-// would be missing, and convert refuses it. ok is false when the CRD converts otherwise (a
-// webhook) or no CRD of the catalog serves gvk with a schema.
+// An object of another version than the storage one is first made what the server stored and
+// reads back: converted so to the storage version, then defaulted by its schema, as the storage
+// codec defaults what it decodes. (A write through a version stores nothing that version's
+// schema prunes; an object a read through it gave may lack what the storage version holds.) ok
+// is false when the CRD converts otherwise (a webhook) or no CRD of the catalog serves gvk with
+// a schema.
 func (c *Catalog) CustomResourceConversion(gvk schema.GroupVersionKind) (convert func(obj map[string]any) error, ok bool) {
 	crd := c.CustomResourceDefinitionOf(gvk)
 	if crd == nil || crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy != apiextensionsv1.NoneConverter {
@@ -478,22 +480,8 @@ func (c *Catalog) CustomResourceConversion(gvk schema.GroupVersionKind) (convert
 	if st == nil {
 		return nil, false
 	}
-	storage := ""
-	for _, v := range crd.Spec.Versions {
-		if v.Storage {
-			storage = v.Name
-		}
-	}
-	return func(obj map[string]any) error {
-		from, _ := obj["apiVersion"].(string)
-		gv, err := schema.ParseGroupVersion(from)
-		if err != nil || gv.Group != gvk.Group {
-			return fmt.Errorf("%s is not a version of %s", from, gvk.GroupKind())
-		}
-		if gv.Version != storage {
-			return fmt.Errorf("%s is not the storage version of %s (%s)", from, gvk.GroupKind(), storage)
-		}
-		obj["apiVersion"] = gvk.GroupVersion().String()
+	storage := CustomResourceStorageVersion(crd)
+	coerce := func(obj map[string]any, st *structuralschema.Structural) error {
 		if !preserve {
 			structuralpruning.Prune(obj, st, true)
 			structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, st)
@@ -502,7 +490,37 @@ func (c *Catalog) CustomResourceConversion(gvk schema.GroupVersionKind) (convert
 			return err // a *field.Error: not returned as an error holding nil
 		}
 		return nil
+	}
+	return func(obj map[string]any) error {
+		from, _ := obj["apiVersion"].(string)
+		gv, err := schema.ParseGroupVersion(from)
+		if err != nil || gv.Group != gvk.Group {
+			return fmt.Errorf("%s is not a version of %s", from, gvk.GroupKind())
+		}
+		if gv.Version != storage {
+			stored, _ := c.CustomResourceSchema(gvk.GroupKind().WithVersion(storage))
+			if stored == nil {
+				return fmt.Errorf("%s: the storage version %s is not served with a schema", gvk.GroupKind(), storage)
+			}
+			obj["apiVersion"] = gvk.GroupKind().WithVersion(storage).GroupVersion().String()
+			if err := coerce(obj, stored); err != nil {
+				return err
+			}
+			structuraldefaulting.Default(obj, stored)
+		}
+		obj["apiVersion"] = gvk.GroupVersion().String()
+		return coerce(obj, st)
 	}, true
+}
+
+// CustomResourceStorageVersion is the version a CRD stores its objects in.
+func CustomResourceStorageVersion(crd *apiextensionsv1.CustomResourceDefinition) string {
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			return v.Name
+		}
+	}
+	return ""
 }
 
 // CustomResourceDefinitionOf is the CRD that serves the kind, as the catalog took it

@@ -384,11 +384,10 @@ func TestCatalogClone(t *testing.T) {
 	}
 }
 
-// TestCustomResourceConversion: a custom resource read from storage (v1) and served in v1beta1
-// by the strategy None: its apiVersion changed, what v1beta1's schema does not allow pruned,
-// nothing defaulted. An object in another version than the storage one does not convert (what
-// that version pruned, and the storage version's defaults, are not known), nor does a CRD that
-// converts by a webhook.
+// TestCustomResourceConversion: a custom resource stored as v1 and served in v1beta1 by the
+// strategy None: its apiVersion changed, what v1beta1's schema does not allow pruned, nothing
+// defaulted. One written through v1beta1 and served as v1 is what the server stored, defaulted
+// by v1's schema as the server reads it. A CRD that converts by a webhook does not convert.
 func TestCustomResourceConversion(t *testing.T) {
 	c := withCRDs(t)
 	props := func(names ...string) apiextensionsv1.JSONSchemaProps {
@@ -425,10 +424,22 @@ func TestCustomResourceConversion(t *testing.T) {
 	if d := cmp.Diff(want, obj); d != "" {
 		t.Errorf("converted (-want +got):\n%s", d)
 	}
-	for _, from := range []string{"conv.example.com/v1beta1", "other.example.com/v1"} {
-		if err := convert(map[string]any{"apiVersion": from, "kind": "Gizmo", "spec": map[string]any{}}); err == nil {
-			t.Errorf("a %s object converted: want an error", from)
-		}
+	if err := convert(map[string]any{"apiVersion": "other.example.com/v1", "kind": "Gizmo", "spec": map[string]any{}}); err == nil {
+		t.Errorf("an object of another group converted: want an error")
+	}
+	toV1, ok := c.CustomResourceConversion(schema.GroupVersionKind{Group: "conv.example.com", Version: "v1", Kind: "Gizmo"})
+	if !ok {
+		t.Fatal("gizmos convert to v1: want a conversion")
+	}
+	written := map[string]any{"apiVersion": "conv.example.com/v1beta1", "kind": "Gizmo", "metadata": map[string]any{"name": "g"},
+		"spec": map[string]any{"size": "small"}}
+	if err := toV1(written); err != nil {
+		t.Fatal(err)
+	}
+	want = map[string]any{"apiVersion": "conv.example.com/v1", "kind": "Gizmo", "metadata": map[string]any{"name": "g"},
+		"spec": map[string]any{"size": "small", "color": "color-default"}}
+	if d := cmp.Diff(want, written); d != "" {
+		t.Errorf("written through v1beta1, read as v1 (-want +got):\n%s", d)
 	}
 
 	hooked := crd.DeepCopy()

@@ -163,7 +163,7 @@ func (r *Replayer) rebuildWith(ev *Event, t target, rec recording, p state.Prior
 	var old *unstructured.Unstructured
 	if t.op == admission.Update || t.op == admission.Delete {
 		var ok bool
-		if old, ok = b.oldFromState(ev, t, p, r.convertStored); !ok {
+		if old, ok = b.oldFromState(ev, t, p, r.converterOf(p)); !ok {
 			return b
 		}
 		b.req.OldObject = old

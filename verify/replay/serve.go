@@ -22,6 +22,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 
 	vapccel "github.com/vapc-dev/vapc/cel"
+	vapcschema "github.com/vapc-dev/vapc/cel/schema"
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/internal/apiserver"
 	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
@@ -1081,6 +1082,23 @@ func (r *Replayer) convertStored(u *unstructured.Unstructured, gvk schema.GroupV
 		return nil
 	}
 	return out
+}
+
+// converterOf is convertStored for the State's copy p: a custom resource the snapshot holds in
+// another version than its CRD's storage one was read through that version, which may have
+// pruned what the server stores: it does not convert.
+func (r *Replayer) converterOf(p state.Prior) func(*unstructured.Unstructured, schema.GroupVersionKind) *unstructured.Unstructured {
+	if !p.FromSnapshot {
+		return r.convertStored
+	}
+	return func(u *unstructured.Unstructured, gvk schema.GroupVersionKind) *unstructured.Unstructured {
+		if cat := r.cat.c.Schema(); cat != nil && !kubescheme.Knows(gvk) {
+			if crd := cat.CustomResourceDefinitionOf(gvk); crd == nil || u.GroupVersionKind().Version != vapcschema.CustomResourceStorageVersion(crd) {
+				return nil
+			}
+		}
+		return r.convertStored(u, gvk)
+	}
 }
 
 // convertStored converts an object of the scheme the State holds in one version to another,
