@@ -619,16 +619,20 @@ func (r *Replayer) finish(j *job) {
 
 // decidedWithoutOld says whether an update's decision, made with a stand-in for its old object
 // (its kind and name), holds whatever the old object is: no policy of the request reads
-// oldObject (in its expressions, the messages of the validations that failed, or an object
-// selector, which matches an update on the old object's labels too), and no replayed
+// oldObject (in its expressions or an object selector, which matches an update on the old
+// object's labels too) or the object's resourceVersion, and no replayed
 // MutatingAdmissionPolicy acted on it.
 func (r *Replayer) decidedWithoutOld(j *job, dec *verify.Decision) bool {
 	if j.t.op != admission.Update || dec == nil || dec.Mutation.Acted() {
 		return false
 	}
-	old := []vapccel.Unknown{{Path: vapccel.FieldPath{Root: "oldObject"}}}
+	// The object's resourceVersion is the old object's too: the store sets it on the object
+	// of an unconditional update before admission. Every messageExpression counts: the
+	// validator evaluates them all, on what the validations left of the cost budget, and the
+	// old object's size is not known.
+	old := []vapccel.Unknown{{Path: vapccel.FieldPath{Root: "oldObject"}}, {Path: objectPath("metadata", "resourceVersion")}}
 	for _, p := range j.policies {
-		reads, ok := r.readsOf(p, dec)
+		reads, ok := r.set.reads[p]
 		if !ok {
 			return false
 		}

@@ -147,6 +147,9 @@ func classify(ev *Event, connect bool) recording {
 		if slices.ContainsFunc(quotaRefusals, func(q string) bool { return strings.Contains(msg, q) }) {
 			return recording{outcome: RecordedDeny, by: "ResourceQuota", vapRan: true, note: "ResourceQuota runs after ValidatingAdmissionPolicy"}
 		}
+		if slices.ContainsFunc(refusedAfterAdmission, func(q string) bool { return strings.Contains(msg, q) }) {
+			return recording{outcome: RecordedAdmit, vapRan: true, note: "failed after admission: " + firstLine(msg)}
+		}
 		return recording{outcome: RecordedDeny, by: "another admission plugin", byPlugin: true, note: "denied by an admission plugin that may run before ValidatingAdmissionPolicy: " + firstLine(msg)}
 	case 404:
 		if ref := ev.ObjectRef; verb == "create" && ref != nil && ref.Resource == "pods" && ref.APIGroup == "" &&
@@ -194,6 +197,15 @@ func allocationFailed(ev *Event, msg string) bool {
 	}
 	return strings.Contains(msg, "spec.clusterIPs: Invalid value: ") && strings.Contains(msg, "failed to allocate IP") ||
 		strings.Contains(msg, ".nodePort: Invalid value: ") && (strings.Contains(msg, "provided port is already allocated") || strings.Contains(msg, "provided port is not in the valid range"))
+}
+
+// refusedAfterAdmission are the 403s of REST storages that refuse after validating admission
+// admitted the request (k8s.io/kubernetes/pkg/registry/core: an eviction a
+// PodDisruptionBudget blocks, pod/storage/eviction.go; a TokenRequest the token's binding
+// refuses, serviceaccount/storage/token.go).
+var refusedAfterAdmission = []string{
+	`poddisruptionbudget.policy "`,
+	`serviceaccounts/token "`,
 }
 
 // quotaRefusals are the refusals of the ResourceQuota admission plugin, which runs after

@@ -150,6 +150,9 @@ func TestClassify(t *testing.T) {
 		{"quota not computed yet", ev("create", "", 403, "Forbidden", `pods "p" is forbidden: status unknown for quota: q, resources: pods`, nil), out{RecordedDeny, "ResourceQuota", "", false}},
 		{"quota requires limits", ev("create", "", 403, "Forbidden", `pods "p" is forbidden: failed quota: q: must specify limits.cpu for: c`, nil), out{RecordedDeny, "ResourceQuota", "", false}},
 		{"another plugin", ev("create", "", 403, "Forbidden", `pods "p" is forbidden: no PriorityClass with name rnd-missing was found`, nil), out{RecordedDeny, "another admission plugin", "", false}},
+		// REST storages that refuse after validating admission admitted the request.
+		{"an eviction a disruption budget blocks", ev("create", "eviction", 403, "Forbidden", `poddisruptionbudget.policy "pdb" is forbidden: DisruptedPods map too big - too many evictions not confirmed by PDB controller`, nil), out{RecordedAdmit, "", "", false}},
+		{"a token request refused", ev("create", "token", 403, "Forbidden", `serviceaccounts/token "default" is forbidden: token request denied`, nil), out{RecordedAdmit, "", "", false}},
 		// kube-apiserver v1.37.0's answer to a pod create an ApplyConfiguration refused (the
 		// fresh-eyes parity run r3, pod work/fa).
 		{"mutating policy", ev("create", "", 403, "Invalid", `policy 'zz-mapfail-a' with binding 'zz-mapfail-a' denied request: error applying patch: invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: .spec.tolerations`, nil), out{RecordedDeny, "MutatingAdmissionPolicy 'zz-mapfail-a' with binding 'zz-mapfail-a'", "", false}},

@@ -899,7 +899,7 @@ func (r *Replayer) dependsOnUnknown(j *job, calls []admitted) undecided {
 			continue
 		}
 		for _, p := range j.policies {
-			reads, ok := r.readsOf(p, c.dec)
+			reads, ok := r.readsOf(p, c.dec, c.unknowns)
 			if !ok {
 				continue
 			}
@@ -920,23 +920,33 @@ func (r *Replayer) dependsOnUnknown(j *job, calls []admitted) undecided {
 	return undecided{}
 }
 
-// readsOf is what a policy read in a decision: all it reads, but the messageExpressions of the
-// validations that did not fail, which kube-apiserver's validator does not evaluate. Which
-// validations fail does not depend on what the policy's other expressions do not read.
-func (r *Replayer) readsOf(policy string, dec *verify.Decision) (vapccel.Reads, bool) {
+// readsOf is what a policy read in a decision, of unknown fields: all it reads, but the
+// messageExpressions of the validations that did not fail where what they read of the unknowns
+// is only values (ValueOnly: a generated name, a uid, a token volume's suffix). kube-apiserver's
+// validator evaluates every messageExpression, but uses only the failed validations'; the
+// others change the decision only by exhausting the cost budget, which values of a known shape
+// do not change.
+func (r *Replayer) readsOf(policy string, dec *verify.Decision, unknowns []vapccel.Unknown) (vapccel.Reads, bool) {
 	all, ok := r.set.reads[policy]
 	base, split := r.set.butMessages[policy]
 	if !ok || !split || dec == nil {
 		return all, ok
 	}
 	out := vapccel.Reads{Reads: slices.Clip(base.Reads), All: base.All}
-	messages := r.set.messages[policy]
+	failed := map[int]bool{}
 	for _, res := range dec.Results {
-		if res.Policy != policy || res.Result != verify.ResultDeny || res.ExpressionIndex == nil {
-			continue
+		if res.Policy == policy && res.Result == verify.ResultDeny && res.ExpressionIndex != nil {
+			failed[*res.ExpressionIndex] = true
 		}
-		if i := *res.ExpressionIndex; i >= 0 && i < len(messages) {
-			m := messages[i]
+	}
+	var shapes []vapccel.Unknown // the unknowns whose shape is not known either
+	for _, u := range unknowns {
+		if !u.ValueOnly {
+			shapes = append(shapes, u)
+		}
+	}
+	for i, m := range r.set.messages[policy] {
+		if _, _, shape := m.DependsOn(shapes); failed[i] || shape {
 			out.Reads = append(out.Reads, m.Reads...)
 			if out.All == "" {
 				out.All = m.All

@@ -146,8 +146,15 @@ func TestUpdateWithoutOldObject(t *testing.T) {
 		{"reads the object only", "object.data.k != 'v3'", nil, true},
 		{"reads the old object", "!has(oldObject.data) || oldObject.data.k != 'v3'", nil, false},
 		{"selects on labels", "object.data.k != 'v3'", &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}, false},
+		// The store gives the object of an unconditional update the old object's version.
+		{"reads the object's resourceVersion", "has(object.metadata.resourceVersion) && object.metadata.resourceVersion != ''", nil, false},
+		// The validator evaluates every messageExpression, on what is left of the budget.
+		{"a passing validation's message reads the old object", "object.data.k != 'v3'", nil, false},
 	} {
 		p, b := policy(tc.expr, tc.selector)
+		if strings.HasPrefix(tc.name, "a passing validation's message") {
+			p.Spec.Validations[0].MessageExpression = "'was ' + string(oldObject.data.size())"
+		}
 		_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, line)
 		rec := recs["patch"]
 		if rec == nil {
