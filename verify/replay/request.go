@@ -164,6 +164,9 @@ func (r *Replayer) rebuildWith(ev *Event, t target, rec recording, p state.Prior
 	if t.op == admission.Update || t.op == admission.Delete {
 		var ok bool
 		if old, ok = b.oldFromState(ev, t, p, r.converterOf(p)); !ok {
+			if b.indeterminate.reason == ReasonOldObjectVersion {
+				b.indeterminate.detail += r.whyNotConverted(t, p)
+			}
 			return b
 		}
 		b.req.OldObject = old

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -1109,6 +1110,26 @@ func (r *Replayer) converterOf(p state.Prior) func(*unstructured.Unstructured, s
 		}
 		return r.convertStored(u, gvk)
 	}
+}
+
+// whyNotConverted says why a custom resource's stored copy does not convert to the request's
+// version, for the record: "" for a built-in kind.
+func (r *Replayer) whyNotConverted(t target, p state.Prior) string {
+	cat := r.cat.c.Schema()
+	if kubescheme.Knows(t.mainKind) || cat == nil {
+		return ""
+	}
+	crd := cat.CustomResourceDefinitionOf(t.mainKind)
+	st, _ := cat.CustomResourceSchema(t.mainKind)
+	switch {
+	case crd == nil || st == nil:
+		return ": the schema of its CustomResourceDefinition is not known (the log holds the CRD at level Metadata, or not at all: give it with --crd)"
+	case crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy != apiextensionsv1.NoneConverter:
+		return ": its CustomResourceDefinition converts by a webhook"
+	case p.FromSnapshot:
+		return ": the snapshot holds it read through that version, which may have pruned what the server stores"
+	}
+	return ""
 }
 
 // convertStored converts an object of the scheme the State holds in one version to another,
