@@ -348,8 +348,9 @@ func (r *Replayer) ranAdmission(ev *Event) bool {
 
 // staleAttemptPossible says whether an update or delete the server answered 409 Conflict on
 // its own object may have had its first attempt pass the precondition on the watch cache's copy
-// of a version the State knows (see conflictAfterFirstAttempt): it asked for the resourceVersion
-// of a version a write replaced moments before it was received, and the log's annotations show
+// of a version the State knows (see conflictAfterFirstAttempt), or on the version the State
+// holds, which a write the log records later replaced: it asked for the resourceVersion of a
+// version a write replaced moments before it was received, or of the State's, and the log's annotations show
 // validating admission ran.
 func (r *Replayer) staleAttemptPossible(ev *Event, t target) bool {
 	if ev.Code() != http.StatusConflict || (t.op != admission.Update && t.op != admission.Delete) || ev.Verb == "deletecollection" {
@@ -361,7 +362,10 @@ func (r *Replayer) staleAttemptPossible(ev *Event, t target) bool {
 		return false
 	}
 	p := r.state.PriorOf(t.gvr.GroupResource(), t.namespace, t.name, 0, ev.Received(), true)
-	return slices.ContainsFunc(p.Stale, func(sp state.Prior) bool { return sp.RV == asked })
+	// The version the State holds, when the write that replaced it in the server is one the log
+	// records later (two updates of one version, the loser's 409 logged first): the first
+	// attempt passed the precondition on it, and the second failed it.
+	return p.RV == asked && p.Raw != nil || slices.ContainsFunc(p.Stale, func(sp state.Prior) bool { return sp.RV == asked })
 }
 
 // raced settles a request that a write to its object completed after it was received, and

@@ -740,3 +740,41 @@ func TestSnapshotHoldsTheWritesResult(t *testing.T) {
 		t.Errorf("request 2 = %s, want indeterminate (old-object-unknown): the snapshot holds its result, not the version it changed", describeRecord(rec))
 	}
 }
+
+// TestConflictWithALaterWrite: two updates of one version; the loser's 409 is logged before the
+// winner's 200 (the explorer's statefulset controller and persistent-volume binder on one PVC).
+// The log's annotation shows the loser's first attempt ran admission, on the version the State
+// holds: it is decided there, its annotation predicted, not skipped as refused before admission.
+func TestConflictWithALaterWrite(t *testing.T) {
+	t.Parallel()
+	cm := func(rv, v string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1", "uid": "u1", "resourceVersion": rv}, "data": map[string]any{"v": v}}
+	}
+	conflict := `Operation cannot be fulfilled on configmaps "cm": the object has been modified; please apply your changes to the latest version and try again`
+	p, b := levelPolicy("old-v", "configmaps", admissionregistrationv1.Update, nil, "oldObject.data.v != 'z'")
+	p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "v", ValueExpression: "string(oldObject.data.v)"}}
+	for _, tc := range []struct {
+		name      string
+		annotated bool
+	}{{"the annotation shows admission ran", true}, {"no annotation", false}} {
+		var annotations map[string]string
+		if tc.annotated {
+			annotations = map[string]string{"old-v/v": "a"}
+		}
+		lines := []string{
+			timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm("", "a"), cm("10", "a")), "01.000000", "01.001000", nil),
+			timedEvent(t, levelEvent(t, "lost", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 409, conflict, cm("10", "c"), nil), "02.000000", "02.006000", annotations),
+			timedEvent(t, levelEvent(t, "won", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 200, "", cm("10", "b"), cm("11", "b")), "02.001000", "02.008000", map[string]string{"old-v/v": "a"}),
+		}
+		sum, recs := replayLinesWith(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, nil, lines...)
+		rec := recs["lost"]
+		switch {
+		case !tc.annotated:
+			if rec != nil || sum.Skipped["rejected-before-admission (Conflict)"] != 1 {
+				t.Errorf("%s: %s, skipped %v, want refused before admission", tc.name, describeRecord(rec), sum.Skipped)
+			}
+		case rec == nil || rec.Decision != DecisionAdmit || rec.AuditAnnotations["old-v/v"] != "a" || len(rec.Disagreements) > 0:
+			t.Errorf("%s: %s (skipped %v), want admit on the version the State holds, its annotation predicted", tc.name, describeRecord(rec), sum.Skipped)
+		}
+	}
+}
