@@ -330,7 +330,7 @@ func omittedManagedFields(t target, b *rebuilt, old *unstructured.Unstructured) 
 	case b.objectSource == SourceResponse && len(obj.GetManagedFields()) == 0:
 		out = append(out, vapccel.Unknown{Path: objectPath("metadata", "managedFields"), Why: "the stored object's managedFields, which the log omits"})
 	case b.objectSource != SourceResponse:
-		out = append(out, vapccel.Unknown{Path: objectPath("metadata", "managedFields"), Why: "the managedFields the server's field manager made of the request's body, which the log does not hold"})
+		out = append(out, vapccel.Unknown{Path: objectPath("metadata", "managedFields"), Why: "the managedFields the server's field manager made of the request's body, which the replay does not compute outside the request pipeline"})
 	}
 	return out
 }
