@@ -631,16 +631,7 @@ func (r *Replayer) decidedWithoutOld(j *job, dec *verify.Decision) bool {
 	// validator evaluates them all, on what the validations left of the cost budget, and the
 	// old object's size is not known.
 	old := []vapccel.Unknown{{Path: vapccel.FieldPath{Root: "oldObject"}}, {Path: objectPath("metadata", "resourceVersion")}}
-	for _, p := range j.policies {
-		reads, ok := r.set.reads[p]
-		if !ok {
-			return false
-		}
-		if _, _, dep := reads.DependsOn(old); dep {
-			return false
-		}
-	}
-	return true
+	return r.noneReads(j.policies, old)
 }
 
 // decidedWithoutMissing says whether a decision made without the old object or all the params

@@ -1003,13 +1003,17 @@ var deletionMarks = []vapccel.Unknown{
 }
 
 // marksUnread says whether no policy of the request reads a deletion mark of the oldObject.
-func (r *Replayer) marksUnread(policies []string) bool {
+func (r *Replayer) marksUnread(policies []string) bool { return r.noneReads(policies, deletionMarks) }
+
+// noneReads says whether none of the policies reads any of the fields (by all it reads: every
+// expression, message and selector); a policy the replay does not know the reads of may.
+func (r *Replayer) noneReads(policies []string, fields []vapccel.Unknown) bool {
 	for _, p := range policies {
 		reads, ok := r.set.reads[p]
 		if !ok {
 			return false
 		}
-		if _, _, dep := reads.DependsOn(deletionMarks); dep {
+		if _, _, dep := reads.DependsOn(fields); dep {
 			return false
 		}
 	}

@@ -455,14 +455,8 @@ func (r *Replayer) decidedAlike(j *job, other state.Prior) bool {
 		return false
 	}
 	differ := rooted(differing(live.u.Object, b.Object, nil, "differs between the versions"), true)
-	for _, name := range j.policies {
-		reads, ok := r.set.reads[name]
-		if !ok {
-			return false
-		}
-		if _, _, dep := reads.DependsOn(differ); dep {
-			return false
-		}
+	if !r.noneReads(j.policies, differ) {
+		return false
 	}
 	if pre := live.options.Preconditions; pre != nil && (pre.ResourceVersion != nil || (pre.UID != nil && live.u.GetUID() != b.GetUID())) {
 		return false
