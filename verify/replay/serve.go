@@ -416,6 +416,13 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 		}
 		return
 	}
+	if ev.Code() == http.StatusConflict && j.rec.skip == SkipBeforeAdmission && (refusedByMutation || len(s.calls) > 0 && !combineCalls(ev.Verb, s.calls).Allowed) {
+		// A 409 whose first attempt admission refused on the version the State holds: the
+		// store ran it again on the live object, whose resourceVersion failed the request's
+		// (the refusal is not the server's answer).
+		j.result.skip, j.result.skipNote = SkipBeforeAdmission, "the live attempt failed its resourceVersion precondition; the first, on the version the State holds, was refused by admission, and the store ran the request again"
+		return
+	}
 	if len(s.calls) > 0 && j.rec.byPlugin {
 		// The log shows a plugin refused it before validating admission, which the pipeline's,
 		// over what the replay knows, did not (an export lost the user's groups, by which

@@ -365,7 +365,7 @@ func (r *Replayer) staleAttemptPossible(ev *Event, t target) bool {
 	// The version the State holds, when the write that replaced it in the server is one the log
 	// records later (two updates of one version, the loser's 409 logged first): the first
 	// attempt passed the precondition on it, and the second failed it.
-	return p.RV == asked && p.Raw != nil || slices.ContainsFunc(p.Stale, func(sp state.Prior) bool { return sp.RV == asked })
+	return t.op == admission.Update && p.RV == asked && p.Raw != nil || slices.ContainsFunc(p.Stale, func(sp state.Prior) bool { return sp.RV == asked })
 }
 
 // raced settles a request that a write to its object completed after it was received, and

@@ -751,12 +751,19 @@ func TestConflictWithALaterWrite(t *testing.T) {
 		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1", "uid": "u1", "resourceVersion": rv}, "data": map[string]any{"v": v}}
 	}
 	conflict := `Operation cannot be fulfilled on configmaps "cm": the object has been modified; please apply your changes to the latest version and try again`
-	p, b := levelPolicy("old-v", "configmaps", admissionregistrationv1.Update, nil, "oldObject.data.v != 'z'")
-	p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "v", ValueExpression: "string(oldObject.data.v)"}}
 	for _, tc := range []struct {
 		name      string
 		annotated bool
-	}{{"the annotation shows admission ran", true}, {"no annotation", false}} {
+		// refused: the policy refuses the first attempt, on that version: the store ran the
+		// request again on the live object, and answered the 409 of its precondition.
+		refused bool
+	}{{"the annotation shows admission ran", true, false}, {"no annotation", false, false}, {"refused on that version", true, true}} {
+		expr := "oldObject.data.v != 'z'"
+		if tc.refused {
+			expr = "oldObject.data.v != 'a'"
+		}
+		p, b := levelPolicy("old-v", "configmaps", admissionregistrationv1.Update, nil, expr)
+		p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "v", ValueExpression: "string(oldObject.data.v)"}}
 		var annotations map[string]string
 		if tc.annotated {
 			annotations = map[string]string{"old-v/v": "a"}
@@ -772,6 +779,11 @@ func TestConflictWithALaterWrite(t *testing.T) {
 		case !tc.annotated:
 			if rec != nil || sum.Skipped["rejected-before-admission (Conflict)"] != 1 {
 				t.Errorf("%s: %s, skipped %v, want refused before admission", tc.name, describeRecord(rec), sum.Skipped)
+			}
+		case tc.refused:
+			skipped := slices.ContainsFunc(slices.Collect(maps.Keys(sum.Skipped)), func(k string) bool { return strings.HasPrefix(k, string(SkipBeforeAdmission)) })
+			if rec != nil || !skipped {
+				t.Errorf("%s: %s, skipped %v, want refused before admission: the refusal is not the server's answer", tc.name, describeRecord(rec), sum.Skipped)
 			}
 		case rec == nil || rec.Decision != DecisionAdmit || rec.AuditAnnotations["old-v/v"] != "a" || len(rec.Disagreements) > 0:
 			t.Errorf("%s: %s (skipped %v), want admit on the version the State holds, its annotation predicted", tc.name, describeRecord(rec), sum.Skipped)
