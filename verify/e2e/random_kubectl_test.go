@@ -169,7 +169,8 @@ spec:
 		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 			w.t.Fatal(err)
 		}
-		args = []string{"replace", "--force", "-f", path}
+		// A finalizer keeps the ConfigMap: kubectl would wait for its deletion without end.
+		args = []string{"replace", "--force", "--timeout=15s", "-f", path}
 	case 15:
 		args = []string{"scale", "deployment", dep(), "--current-replicas=" + pick(w.r, "1", "2"), "--replicas=" + pick(w.r, "0", "3"), "-n", ns}
 	case 16:
