@@ -163,10 +163,7 @@ func (r *Replayer) rebuildWith(ev *Event, t target, rec recording, p state.Prior
 	var old *unstructured.Unstructured
 	if t.op == admission.Update || t.op == admission.Delete {
 		var ok bool
-		if old, ok = b.oldFromState(ev, t, p, r.converterOf(p)); !ok {
-			if b.indeterminate.reason == ReasonOldObjectVersion {
-				b.indeterminate.detail += r.whyNotConverted(t, p)
-			}
+		if old, ok = b.oldFromState(ev, t, p, r.convertPrior); !ok {
 			return b
 		}
 		b.req.OldObject = old
@@ -225,17 +222,20 @@ func (b *rebuilt) notRebuilt(ev *Event, t target, q url.Values) bool {
 // object in the request's version, or the Scale derived from it, or for a request whose
 // decision may not depend on it, a stand-in holding its kind and name. It says whether the
 // request is left to rebuild.
-func (b *rebuilt) oldFromState(ev *Event, t target, p state.Prior, convert func(*unstructured.Unstructured, schema.GroupVersionKind) *unstructured.Unstructured) (*unstructured.Unstructured, bool) {
+func (b *rebuilt) oldFromState(ev *Event, t target, p state.Prior, convert func(state.Prior, *unstructured.Unstructured, schema.GroupVersionKind) (*unstructured.Unstructured, string)) (*unstructured.Unstructured, bool) {
 	var old *unstructured.Unstructured
 	gr := t.gvr.GroupResource()
 	u, unknown := p.Decode()
 	source, found := p.Source, p.Found
+	notConverted := ""
 	if found && unknown == "" && p.Kept && len(p.Unknowns) == 0 && u.GroupVersionKind() != t.mainKind {
 		// The server holds its objects in its internal version and converts the stored
 		// one to the request's, as the replay does here.
-		if conv := convert(u, t.mainKind); conv != nil {
+		if conv, why := convert(p, u, t.mainKind); conv != nil {
 			source += ", converted from " + u.GetAPIVersion()
 			u = conv
+		} else {
+			notConverted = why
 		}
 	}
 	switch {
@@ -246,7 +246,7 @@ func (b *rebuilt) oldFromState(ev *Event, t target, p state.Prior, convert func(
 	case !found:
 		b.indeterminate = because(ReasonOldObjectUnknown, fmt.Sprintf("%s %s is not in the snapshot or earlier in the log", gr, state.JoinKey(t.namespace, t.name)))
 	case u.GroupVersionKind() != t.mainKind:
-		b.indeterminate = because(ReasonOldObjectVersion, fmt.Sprintf("%s %s is stored as %s and does not convert to %s", gr, state.JoinKey(t.namespace, t.name), u.GroupVersionKind(), t.mainKind))
+		b.indeterminate = because(ReasonOldObjectVersion, fmt.Sprintf("%s %s is stored as %s and does not convert to %s%s", gr, state.JoinKey(t.namespace, t.name), u.GroupVersionKind(), t.mainKind, notConverted))
 	case derivesScale(t):
 		scale, err := scaleFrom(t.scale, u)
 		if err != nil {

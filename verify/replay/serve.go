@@ -1084,63 +1084,33 @@ func versioned(obj runtime.Object, gvk schema.GroupVersionKind) *unstructured.Un
 	return u
 }
 
-// convertStored is the package's convertStored, and for a custom resource whose CRD converts
-// with the strategy None, the object as the apiextensions apiserver serves it in gvk
-// (cel/schema Catalog.CustomResourceConversion); nil when it does not convert.
-func (r *Replayer) convertStored(u *unstructured.Unstructured, gvk schema.GroupVersionKind) *unstructured.Unstructured {
-	if conv := convertStored(u, gvk); conv != nil || kubescheme.Knows(gvk) {
-		return conv
-	}
+// convertPrior converts the State's copy of an object (p, decoded as u) to the version of gvk
+// as kube-apiserver reads it for a request of that version: a built-in kind through the
+// internal version (convertStored); a custom resource whose CRD converts with the strategy None
+// as the apiextensions apiserver reads it (cel/schema Catalog.CustomResourceConversion), unless
+// the snapshot holds it in another version than the storage one (a read through that version
+// may have pruned what the server stores). When it does not convert, why says why, for the
+// record ("" for a built-in kind).
+func (r *Replayer) convertPrior(p state.Prior, u *unstructured.Unstructured, gvk schema.GroupVersionKind) (conv *unstructured.Unstructured, why string) {
 	cat := r.cat.c.Schema()
-	if cat == nil || u.GroupVersionKind().GroupKind() != gvk.GroupKind() {
-		return nil
+	if kubescheme.Knows(gvk) || cat == nil {
+		return convertStored(u, gvk), ""
 	}
+	crd := cat.CustomResourceDefinitionOf(gvk)
 	convert, ok := cat.CustomResourceConversion(gvk)
-	if !ok {
-		return nil
-	}
-	out := u.DeepCopy()
-	if convert(out.Object) != nil {
-		return nil
-	}
-	return out
-}
-
-// converterOf is convertStored for the State's copy p: a custom resource the snapshot holds in
-// another version than its CRD's storage one was read through that version, which may have
-// pruned what the server stores: it does not convert.
-func (r *Replayer) converterOf(p state.Prior) func(*unstructured.Unstructured, schema.GroupVersionKind) *unstructured.Unstructured {
-	if !p.FromSnapshot {
-		return r.convertStored
-	}
-	return func(u *unstructured.Unstructured, gvk schema.GroupVersionKind) *unstructured.Unstructured {
-		if cat := r.cat.c.Schema(); cat != nil && !kubescheme.Knows(gvk) {
-			if crd := cat.CustomResourceDefinitionOf(gvk); crd == nil || u.GroupVersionKind().Version != vapcschema.CustomResourceStorageVersion(crd) {
-				return nil
-			}
-		}
-		return r.convertStored(u, gvk)
-	}
-}
-
-// whyNotConverted says why a custom resource's stored copy does not convert to the request's
-// version, for the record: "" for a built-in kind.
-func (r *Replayer) whyNotConverted(t target, p state.Prior) string {
-	cat := r.cat.c.Schema()
-	if kubescheme.Knows(t.mainKind) || cat == nil {
-		return ""
-	}
-	crd := cat.CustomResourceDefinitionOf(t.mainKind)
-	st, _ := cat.CustomResourceSchema(t.mainKind)
 	switch {
-	case crd == nil || st == nil:
-		return ": the schema of its CustomResourceDefinition is not known (the log holds the CRD at level Metadata, or not at all: give it with --crd)"
-	case crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy != apiextensionsv1.NoneConverter:
-		return ": its CustomResourceDefinition converts by a webhook"
-	case p.FromSnapshot:
-		return ": the snapshot holds it read through that version, which may have pruned what the server stores"
+	case crd != nil && crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy != apiextensionsv1.NoneConverter:
+		return nil, ": its CustomResourceDefinition converts by a webhook"
+	case crd == nil || !ok:
+		return nil, ": the schema of its CustomResourceDefinition is not known (the log holds the CRD at level Metadata, or not at all: give it with --crd)"
+	case p.FromSnapshot && u.GroupVersionKind().Version != vapcschema.CustomResourceStorageVersion(crd):
+		return nil, ": the snapshot holds it read through that version, which may have pruned what the server stores"
 	}
-	return ""
+	conv = u.DeepCopy()
+	if err := convert(conv.Object); err != nil {
+		return nil, ": " + err.Error()
+	}
+	return conv, ""
 }
 
 // convertStored converts an object of the scheme the State holds in one version to another,
