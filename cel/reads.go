@@ -163,8 +163,9 @@ func PolicyReads(p *admissionregistrationv1.ValidatingAdmissionPolicy, bindings 
 	return policyReads(p, bindings, true)
 }
 
-// PolicyReadsButMessages is PolicyReads without the validations' messageExpressions, which
-// kube-apiserver's validator evaluates only for a validation that fails (see MessageReads).
+// PolicyReadsButMessages is PolicyReads without the validations' messageExpressions: kube-apiserver's
+// validator evaluates them all, on the cost budget the validations leave, but uses the message
+// of a validation that fails only (see MessageReads).
 func PolicyReadsButMessages(p *admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) Reads {
 	return policyReads(p, bindings, false)
 }

@@ -244,7 +244,7 @@ type policySet struct {
 	reads      map[string]vapccel.Reads
 	selects    map[string]vapccel.Reads
 	conditions map[string]map[string]vapccel.Reads
-	// butMessages are what each validating policy reads but its validations' messageExpressions,
+	// butMessages are what each validating policy with messageExpressions reads but those,
 	// and messages what each of those reads, by the validation's index (see readsOf).
 	butMessages map[string]vapccel.Reads
 	messages    map[string][]vapccel.Reads
@@ -322,7 +322,9 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 	r.set.butMessages, r.set.messages = map[string]vapccel.Reads{}, map[string][]vapccel.Reads{}
 	for _, p := range policies {
 		r.set.reads[p.Name] = vapccel.PolicyReads(p, bindings)
-		r.set.butMessages[p.Name], r.set.messages[p.Name] = vapccel.PolicyReadsButMessages(p, bindings), vapccel.MessageReads(p)
+		if slices.ContainsFunc(p.Spec.Validations, func(v admissionregistrationv1.Validation) bool { return v.MessageExpression != "" }) {
+			r.set.butMessages[p.Name], r.set.messages[p.Name] = vapccel.PolicyReadsButMessages(p, bindings), vapccel.MessageReads(p)
+		}
 		r.set.selects[p.Name] = vapccel.SelectorReads(p, bindings)
 		r.set.conditions[p.Name] = map[string]vapccel.Reads{}
 		for _, c := range p.Spec.MatchConditions {

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -906,8 +907,14 @@ func (r *Replayer) dependsOnUnknown(j *job, calls []admitted) undecided {
 		if len(c.unknowns) == 0 {
 			continue
 		}
+		var shapes []vapccel.Unknown // the unknowns whose shape is not known either (see readsOf)
+		for _, u := range c.unknowns {
+			if !u.ValueOnly {
+				shapes = append(shapes, u)
+			}
+		}
 		for _, p := range j.policies {
-			reads, ok := r.readsOf(p, c.dec, c.unknowns)
+			reads, ok := r.readsOf(p, c.dec, shapes)
 			if !ok {
 				continue
 			}
@@ -930,38 +937,32 @@ func (r *Replayer) dependsOnUnknown(j *job, calls []admitted) undecided {
 
 // readsOf is what a policy read in a decision, of unknown fields: all it reads, but the
 // messageExpressions of the validations that did not fail where what they read of the unknowns
-// is only values (ValueOnly: a generated name, a uid, a token volume's suffix). kube-apiserver's
-// validator evaluates every messageExpression, but uses only the failed validations'; the
-// others change the decision only by exhausting the cost budget, which values of a known shape
-// do not change.
-func (r *Replayer) readsOf(policy string, dec *verify.Decision, unknowns []vapccel.Unknown) (vapccel.Reads, bool) {
+// is only values (ValueOnly: a generated name, a uid, a token volume's suffix; shapes are the
+// unknowns that are not). kube-apiserver's validator evaluates every messageExpression, but
+// uses only the failed validations'; the others change the decision only by exhausting the
+// cost budget, which values of a known shape do not change.
+func (r *Replayer) readsOf(policy string, dec *verify.Decision, shapes []vapccel.Unknown) (vapccel.Reads, bool) {
 	all, ok := r.set.reads[policy]
 	base, split := r.set.butMessages[policy]
 	if !ok || !split || dec == nil {
 		return all, ok
 	}
 	out := vapccel.Reads{Reads: slices.Clip(base.Reads), All: base.All}
-	failed := map[int]bool{}
-	for _, res := range dec.Results {
-		if res.Policy == policy && res.Result == verify.ResultDeny && res.ExpressionIndex != nil {
-			failed[*res.ExpressionIndex] = true
-		}
-	}
-	var shapes []vapccel.Unknown // the unknowns whose shape is not known either
-	for _, u := range unknowns {
-		if !u.ValueOnly {
-			shapes = append(shapes, u)
-		}
-	}
 	for i, m := range r.set.messages[policy] {
-		if _, _, shape := m.DependsOn(shapes); failed[i] || shape {
+		if _, _, shape := m.DependsOn(shapes); shape || failedValidation(dec, policy, i) {
 			out.Reads = append(out.Reads, m.Reads...)
-			if out.All == "" {
-				out.All = m.All
-			}
+			out.All = cmp.Or(out.All, m.All)
 		}
 	}
 	return out, true
+}
+
+// failedValidation says whether the policy's validation i failed in the decision (for some
+// binding or param).
+func failedValidation(dec *verify.Decision, policy string, i int) bool {
+	return slices.ContainsFunc(dec.Results, func(res verify.Result) bool {
+		return res.Policy == policy && res.Result == verify.ResultDeny && res.ExpressionIndex != nil && *res.ExpressionIndex == i
+	})
 }
 
 // skippedIndependently says whether every evaluation of the policy in the decision was skipped
