@@ -318,8 +318,8 @@ func (e *Evaluator) AdmitAttributes(ctx context.Context, a admission.Attributes,
 
 // refusals are the invocations a mutating refusal's causes name. kube-apiserver's policy
 // dispatcher (generic.PolicyError) writes each as "policy 'P' with binding 'B' denied request:
-// M"; the param is the one of the invocation of P and B that ran last, when one ran (a match
-// condition's error comes before any).
+// M"; the param is named when one invocation of P and B ran (the cause does not say which of
+// several erred; a match condition's error comes before any).
 func (e *Evaluator) refusals(s *metav1.Status, invoked []Change) []Result {
 	if s.Details == nil {
 		return nil
@@ -543,17 +543,8 @@ func (e *Evaluator) OrderDependence(m *Mutation) string {
 	if m == nil {
 		return ""
 	}
-	// Every invocation ran: the request was admitted, or refused by the policies' errors, which
-	// the dispatcher gathers after running them all (a StatusError stops it at once).
-	allRan := m.Allowed || len(m.Refusals) > 0
-	if !m.Allowed && e.refusalsOrdered {
-		infos := runnableInfos(e.mpolicies, m.runnable)
-		if allRan {
-			infos = invokedOnce(infos, m.Invoked)
-		}
-		if refusalsOrdered(infos) {
-			return "a mutating policy refused the request, and one reads what another may write: in another order it may have passed"
-		}
+	if !m.Allowed && e.refusalsOrdered && refusalsOrdered(invokedOnce(runnableInfos(e.mpolicies, m.runnable), m)) {
+		return "a mutating policy refused the request, and one reads what another may write: in another order it may have passed"
 	}
 	if len(m.Changes) == 0 {
 		return ""
@@ -598,11 +589,8 @@ func (e *Evaluator) OrderDependence(m *Mutation) string {
 	for _, c := range changes {
 		for _, name := range names {
 			info := e.mpolicies[name]
-			if name == c.Policy && (!info.invokedInOrder || allRan && !info.conditionsReadObject && invocations(invoked, name) <= 1) {
-				// A policy's own single invocation: the same in any order. One whose params a
-				// selector picks ran once here: every param its match conditions, which read
-				// nothing another invocation writes, let through ran on an admitted request.
-				continue
+			if name == c.Policy && !info.inOrder(name, m) {
+				continue // a policy's own single invocation: the same in any order
 			}
 			if rd, ok := readOf(info.reads, changed[key(c)]); ok {
 				return fmt.Sprintf("policy %s reads %s, which %s wrote", name, rd, describeInvocation(c))
@@ -743,27 +731,34 @@ type mutatingInfo struct {
 	conditionsReadObject bool
 }
 
-// invocations counts the distinct invocations (binding and param) of a policy among those that
-// ran, a reinvocation not counted again.
-func invocations(invoked []Change, policy string) int {
-	seen := map[string]bool{}
+// inOrder says whether the policy (name, of info) was invoked on the request in an order its
+// informers choose: more than once (several bindings, or a binding whose selector picked
+// several params). One whose selector may pick several ran once here when every invocation ran
+// (the request was admitted, or refused by the policies' errors, which the dispatcher gathers
+// after running them all; a StatusError stops it at once) and its match conditions, which
+// would skip a param in one order and not another, read nothing of the object.
+func (info mutatingInfo) inOrder(name string, m *Mutation) bool {
+	if !info.invokedInOrder || info.conditionsReadObject || !m.Allowed && len(m.Refusals) == 0 {
+		return info.invokedInOrder
+	}
+	invoked := m.Invoked
+	if len(invoked) == 0 {
+		invoked = m.Changes
+	}
+	seen := map[string]bool{} // the invocations that ran, a reinvocation not counted again
 	for _, c := range invoked {
-		if c.Policy == policy {
+		if c.Policy == name {
 			seen[c.Binding+"\x00"+c.Param.String()] = true
 		}
 	}
-	return len(seen)
+	return len(seen) > 1
 }
 
-// invokedOnce returns the infos with the policies that ran once on the request, and whose
-// match conditions read nothing another invocation writes, taken as invoked in no order: a
-// param selector picked one param for them. invoked must hold every invocation that ran.
-func invokedOnce(infos map[string]mutatingInfo, invoked []Change) map[string]mutatingInfo {
+// invokedOnce returns the infos with invokedInOrder as the request shows it (see inOrder).
+func invokedOnce(infos map[string]mutatingInfo, m *Mutation) map[string]mutatingInfo {
 	out := make(map[string]mutatingInfo, len(infos))
 	for name, info := range infos {
-		if info.invokedInOrder && !info.conditionsReadObject && invocations(invoked, name) <= 1 {
-			info.invokedInOrder = false
-		}
+		info.invokedInOrder = info.inOrder(name, m)
 		out[name] = info
 	}
 	return out
@@ -778,11 +773,8 @@ func conditionsReadObject(p *admissionregistrationv1.MutatingAdmissionPolicy) bo
 	if len(exprs) == 0 {
 		return false
 	}
-	reads := vapccel.ExpressionReads(nil, exprs...)
-	if reads.All != "" {
-		return true
-	}
-	return slices.ContainsFunc(reads.Reads, func(r vapccel.Read) bool { return r.Path.Root == "object" || r.Path.Root == "oldObject" })
+	_, _, dep := vapccel.ExpressionReads(nil, exprs...).DependsOn([]vapccel.Unknown{{Path: vapccel.FieldPath{Root: "object"}}, {Path: vapccel.FieldPath{Root: "oldObject"}}})
+	return dep
 }
 
 // mutatingInfos returns the mutatingInfo of the hooks' policies.
