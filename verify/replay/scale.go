@@ -39,20 +39,28 @@ var scaleResources = map[schema.GroupResource]struct{ selectorSet bool }{
 // ones do, with scaleFromCustomResource: spec.replicas from specReplicasPath (0 when the object
 // has none), status.replicas from statusReplicasPath, status.selector the string at
 // labelSelectorPath; a successful update sets specReplicasPath (scaleUpdatedObjectInfo).
+//
+// A custom resource without a value at its specReplicasPath gets, as the old Scale its mutating
+// admission sees, spec.replicas -2147483648 (invalidSpecReplicas), and a patch that does not set
+// it is refused before validating admission: the replay's Scale has 0.
 type scaleSubresource struct {
-	// builtin is set for a built-in workload, whose selector is its spec.selector.
+	// builtin is set for a built-in workload, whose selector is its spec.selector and whose
+	// spec.replicas the defaulters give 1 when a request omits it.
 	builtin, selectorSet bool
-	// specReplicas, statusReplicas and selector are a custom resource's paths (selector
-	// empty: none).
+	// specReplicas and statusReplicas are the paths of the replicas; selector is a custom
+	// resource's labelSelectorPath (empty: none).
 	specReplicas, statusReplicas, selector []string
 }
+
+// builtinReplicas are the replicas' paths of the built-in workloads.
+var builtinReplicas = struct{ spec, status []string }{[]string{"spec", "replicas"}, []string{"status", "replicas"}}
 
 // scaleSubresourceOf is the scale subresource of a resource, nil when the replay does not
 // derive its Scale: a built-in workload, or a custom resource whose CRD the catalog of res
 // holds with a scale subresource in the version requested.
 func scaleSubresourceOf(res verify.Resources, gvr schema.GroupVersionResource, mainKind schema.GroupVersionKind) *scaleSubresource {
 	if kind, ok := scaleResources[gvr.GroupResource()]; ok {
-		return &scaleSubresource{builtin: true, selectorSet: kind.selectorSet}
+		return &scaleSubresource{builtin: true, selectorSet: kind.selectorSet, specReplicas: builtinReplicas.spec, statusReplicas: builtinReplicas.status}
 	}
 	cat := verify.CatalogOf(res)
 	if cat == nil || mainKind.Empty() {
@@ -97,9 +105,6 @@ var autoscalingV1Scale = schema.GroupVersionKind{Group: "autoscaling", Version: 
 // defaulters give it 1 when a request omits it; a custom resource without it has 0), its
 // status.replicas the object's, 0 when it has none.
 func scaleFrom(sc *scaleSubresource, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	if sc == nil {
-		return nil, fmt.Errorf("%s has no scale subresource vapc derives", obj.GroupVersionKind().Kind)
-	}
 	if !sc.builtin {
 		return scaleFromCustomResource(sc, obj)
 	}
@@ -127,13 +132,13 @@ func scaleFrom(sc *scaleSubresource, obj *unstructured.Unstructured) (*unstructu
 		selector = sel.String()
 	}
 	replicas := int64(1)
-	if v, found, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "replicas"); found {
+	if v, found, _ := unstructured.NestedFieldNoCopy(obj.Object, sc.specReplicas...); found {
 		if n, ok := intValue(v); ok {
 			replicas = n
 		}
 	}
 	statusReplicas := int64(0)
-	if v, found, _ := unstructured.NestedFieldNoCopy(obj.Object, "status", "replicas"); found {
+	if v, found, _ := unstructured.NestedFieldNoCopy(obj.Object, sc.statusReplicas...); found {
 		statusReplicas, _ = intValue(v)
 	}
 	return newScale(obj, replicas, statusReplicas, selector), nil
@@ -152,7 +157,7 @@ func scaleFromCustomResource(sc *scaleSubresource, obj *unstructured.Unstructure
 		if !ok {
 			return 0, fmt.Errorf(".%s accessor error: %v is of the type %T, expected int64", strings.Join(path, "."), v, v)
 		}
-		return n, nil
+		return int64(int32(n)), nil // the Scale's replicas are int32
 	}
 	replicas, err := integer(sc.specReplicas)
 	if err != nil {
@@ -234,14 +239,10 @@ func applyScale(sc *scaleSubresource, obj *unstructured.Unstructured, resp *unst
 	if rv == "" {
 		return false
 	}
-	path := []string{"spec", "replicas"}
-	if sc != nil && !sc.builtin {
-		path = sc.specReplicas
-	}
-	v, found, _ = unstructured.NestedFieldNoCopy(obj.Object, path...)
+	v, found, _ = unstructured.NestedFieldNoCopy(obj.Object, sc.specReplicas...)
 	old, ok := intValue(v)
 	switch {
-	case !found && (sc == nil || sc.builtin):
+	case !found && sc.builtin:
 		old, ok = 1, true // defaulted
 	case !found:
 		ok = false // a custom resource gains the field
@@ -251,7 +252,7 @@ func applyScale(sc *scaleSubresource, obj *unstructured.Unstructured, resp *unst
 		// resource's: of anything but its metadata).
 		obj.SetGeneration(obj.GetGeneration() + 1)
 	}
-	if unstructured.SetNestedField(obj.Object, replicas, path...) != nil {
+	if unstructured.SetNestedField(obj.Object, replicas, sc.specReplicas...) != nil {
 		return false
 	}
 	obj.SetResourceVersion(rv)
