@@ -135,7 +135,6 @@ func serviceAllocations(o *api.Service, body []byte) []vapccel.Unknown {
 	why := "the addresses and ports the server allocated"
 	var given struct {
 		Spec struct {
-			Type                string   `json:"type"`
 			ClusterIP           string   `json:"clusterIP"`
 			ClusterIPs          []string `json:"clusterIPs"`
 			IPFamilies          []string `json:"ipFamilies"`

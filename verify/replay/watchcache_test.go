@@ -201,6 +201,14 @@ func TestWatchCacheDeleteCollection(t *testing.T) {
 	}
 }
 
+// conflictCM is ConfigMap ns1/cm at a resourceVersion, its data v; conflictMessage is the 409
+// an update of it that asked for an older version gets.
+func conflictCM(rv, v string) map[string]any {
+	return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1", "uid": "u1", "resourceVersion": rv}, "data": map[string]any{"v": v}}
+}
+
+const conflictMessage = `Operation cannot be fulfilled on configmaps "cm": the object has been modified; please apply your changes to the latest version and try again`
+
 // TestConflictAfterFirstAttempt: an update that asked for the resourceVersion of the version
 // before a write that completed moments earlier passed its precondition on the watch cache's
 // copy of that version, ran admission on it, and failed with 409 Conflict on the live object:
@@ -209,10 +217,7 @@ func TestWatchCacheDeleteCollection(t *testing.T) {
 // admission.
 func TestConflictAfterFirstAttempt(t *testing.T) {
 	t.Parallel()
-	cm := func(rv, v string) map[string]any {
-		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1", "uid": "u1", "resourceVersion": rv}, "data": map[string]any{"v": v}}
-	}
-	conflict := `Operation cannot be fulfilled on configmaps "cm": the object has been modified; please apply your changes to the latest version and try again`
+	cm, conflict := conflictCM, conflictMessage
 	for _, tc := range []struct {
 		name      string
 		annotated bool
@@ -747,10 +752,7 @@ func TestSnapshotHoldsTheWritesResult(t *testing.T) {
 // holds: it is decided there, its annotation predicted, not skipped as refused before admission.
 func TestConflictWithALaterWrite(t *testing.T) {
 	t.Parallel()
-	cm := func(rv, v string) map[string]any {
-		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1", "uid": "u1", "resourceVersion": rv}, "data": map[string]any{"v": v}}
-	}
-	conflict := `Operation cannot be fulfilled on configmaps "cm": the object has been modified; please apply your changes to the latest version and try again`
+	cm, conflict := conflictCM, conflictMessage
 	for _, tc := range []struct {
 		name      string
 		annotated bool
