@@ -417,23 +417,13 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 		}
 		return
 	}
-	if ev.Code() == http.StatusConflict && j.rec.skip == SkipBeforeAdmission && (refusedByMutation || len(s.calls) > 0 && !combineCalls(ev.Verb, s.calls).Allowed) {
-		// A 409 whose first attempt admission refused on the version the State holds: the
-		// store ran it again on the live object, whose resourceVersion failed the request's
-		// (the refusal is not the server's answer).
-		j.result.skip, j.result.skipNote = SkipBeforeAdmission, "the live attempt failed its resourceVersion precondition; the first, on the version the State holds, was refused by admission, and the store ran the request again"
-		return
-	}
-	if len(s.calls) > 0 && j.rec.byPlugin {
-		// The log shows a plugin refused it before validating admission, which the pipeline's,
-		// over what the replay knows, did not (an export lost the user's groups, by which
-		// NodeRestriction knows a node): the policies did not run.
-		j.result.skip, j.result.skipNote = SkipBeforeAdmission, j.rec.note
+	if note := notReached(j, s, refusedByMutation); note != "" {
+		j.result.skip, j.result.skipNote = SkipBeforeAdmission, note
 		return
 	}
 	if len(s.calls) > 0 {
-		// Refused by a mutating policy, the request did not reach validating admission in the
-		// pipeline, nor in the server if the server's refusal is the same.
+		// (A request a mutating policy refused did not reach validating admission in the
+		// pipeline, nor in the server if the server's refusal is the same.)
 		admittedBeforeFailing(j, out)
 		if name := s.calls[0].attrs.GetName(); out.Name == "" && ev.Verb != "deletecollection" && !unknownName(s.calls[0].unknowns) {
 			out.Name = name
@@ -595,6 +585,24 @@ func notAdmitted(j *job, out *Record, s served) {
 			j.result.skipNote = string(s.resp.Status.Reason)
 		}
 	}
+}
+
+// notReached says why the log shows a request the pipeline took to admission did not reach it
+// in the server, or that admission's answer was not the server's, as the note of its skip; ""
+// when neither:
+//   - a 409 whose first attempt admission refused on the version the State holds: the store ran
+//     it again on the live object, whose resourceVersion failed the request's;
+//   - a refusal by a plugin before validating admission, which the pipeline's, over what the
+//     replay knows, did not make (an export lost the user's groups, by which NodeRestriction
+//     knows a node).
+func notReached(j *job, s served, refusedByMutation bool) string {
+	switch {
+	case j.ev.Code() == http.StatusConflict && j.rec.skip == SkipBeforeAdmission && (refusedByMutation || len(s.calls) > 0 && !combineCalls(j.ev.Verb, s.calls).Allowed):
+		return "the live attempt failed its resourceVersion precondition; the first, on the version the State holds, was refused by admission, and the store ran the request again"
+	case len(s.calls) > 0 && j.rec.byPlugin:
+		return j.rec.note
+	}
+	return ""
 }
 
 // admittedBeforeFailing records a request that reached validating admission in the pipeline
