@@ -140,17 +140,7 @@ func classify(ev *Event, connect bool) recording {
 	case 401:
 		return recording{skip: SkipUnauthenticated}
 	case 403:
-		if ev.Annotations["authorization.k8s.io/decision"] == "forbid" || strings.Contains(msg, "cannot impersonate") ||
-			(strings.Contains(msg, "User \"") && strings.Contains(msg, "\" cannot ")) {
-			return recording{skip: SkipUnauthorized}
-		}
-		if slices.ContainsFunc(quotaRefusals, func(q string) bool { return strings.Contains(msg, q) }) {
-			return recording{outcome: RecordedDeny, by: "ResourceQuota", vapRan: true, note: "ResourceQuota runs after ValidatingAdmissionPolicy"}
-		}
-		if slices.ContainsFunc(refusedAfterAdmission, func(q string) bool { return strings.Contains(msg, q) }) {
-			return recording{outcome: RecordedAdmit, vapRan: true, note: "failed after admission: " + firstLine(msg)}
-		}
-		return recording{outcome: RecordedDeny, by: "another admission plugin", byPlugin: true, note: "denied by an admission plugin that may run before ValidatingAdmissionPolicy: " + firstLine(msg)}
+		return classifyForbidden(ev, msg)
 	case 404:
 		if ref := ev.ObjectRef; verb == "create" && ref != nil && ref.Resource == "pods" && ref.APIGroup == "" &&
 			(ref.Subresource == "eviction" || ref.Subresource == "binding") && strings.HasPrefix(msg, `pods "`) {
@@ -184,6 +174,22 @@ func classify(ev *Event, connect bool) recording {
 		return recording{skip: SkipBeforeAdmission, note: "TooManyRequests"}
 	}
 	return recording{outcome: RecordedUnknown, note: "failed with " + reasonOr(reason, httpCode(code)) + ": cannot tell whether admission ran"}
+}
+
+// classifyForbidden reads a 403 no policy, webhook or mutating policy claims: the authorizer's
+// or impersonation's, ResourceQuota's (after validating admission), a REST storage's after
+// admission, or another admission plugin's, before validating admission.
+func classifyForbidden(ev *Event, msg string) recording {
+	switch {
+	case ev.Annotations["authorization.k8s.io/decision"] == "forbid" || strings.Contains(msg, "cannot impersonate") ||
+		(strings.Contains(msg, "User \"") && strings.Contains(msg, "\" cannot ")):
+		return recording{skip: SkipUnauthorized}
+	case slices.ContainsFunc(quotaRefusals, func(q string) bool { return strings.Contains(msg, q) }):
+		return recording{outcome: RecordedDeny, by: "ResourceQuota", vapRan: true, note: "ResourceQuota runs after ValidatingAdmissionPolicy"}
+	case slices.ContainsFunc(refusedAfterAdmission, func(q string) bool { return strings.Contains(msg, q) }):
+		return recording{outcome: RecordedAdmit, vapRan: true, note: "failed after admission: " + firstLine(msg)}
+	}
+	return recording{outcome: RecordedDeny, by: "another admission plugin", byPlugin: true, note: "denied by an admission plugin that may run before ValidatingAdmissionPolicy: " + firstLine(msg)}
 }
 
 // allocationFailed says whether a Service write was refused because an address or node port it
