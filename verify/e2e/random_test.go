@@ -1907,6 +1907,11 @@ func randomMutatingPolicy(r *rand.Rand) (*admissionregistrationv1.MutatingAdmiss
 			// policy; a Widget's metadata takes it as far as its validation.
 			value = "1"
 			shape = append(shape, "a number for a string")
+			if len(p.Spec.MatchConditions) == 0 {
+				// On red objects only: the set-up's ConfigMaps and Widgets are not (seed r:1021).
+				p.Spec.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "red", Expression: "object.metadata.?labels[?'color'].orValue('') == 'red'"}}
+				shape = append(shape, "red only")
+			}
 		}
 		p.Spec.Mutations = []admissionregistrationv1.Mutation{{
 			PatchType: admissionregistrationv1.PatchTypeJSONPatch,
