@@ -190,6 +190,7 @@ func (r *Replayer) reviseConcurrent(d decoded, ev *Event, t target) {
 		default:
 			j.prior.Raw, j.prior.Unknowns, j.prior.Stale, j.prior.StaleUnknown, j.prior.Unknown = nil, nil, nil, "", why
 		}
+		j.askedFor()
 		e.jobs <- j
 	}
 }

@@ -579,6 +579,7 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 				j.prior.StaleUnknown = "the watch cache's copy its first attempt may have read, a version from before the deletion the State follows the object after (" + j.prior.Source + ")"
 			}
 		}
+		j.askedFor()
 	}
 	if ev.Verb == "deletecollection" {
 		j.listed.list, j.listed.listUnknowns, j.listed.listUnknown = r.state.List(t.gvr.GroupResource(), t.namespace, ev.Received())

@@ -8,6 +8,7 @@ import (
 
 	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
 // isMeta says whether an unknown is the stored object's metadata field (resourceVersion, uid).
@@ -18,6 +19,16 @@ func isMeta(u vapccel.Unknown, field string) bool {
 // unknownMeta says whether the stored object's metadata field is among the unknowns.
 func unknownMeta(unknowns []vapccel.Unknown, field string) bool {
 	return slices.ContainsFunc(unknowns, func(u vapccel.Unknown) bool { return isMeta(u, field) })
+}
+
+// askedFor narrows the versions of its object the job's request may have read to those an
+// attempt that reached admission may have read, given the resourceVersion it asked for
+// (state.Prior.AskedFor). Only a prior with other versions costs the body's decoding.
+func (j *job) askedFor() {
+	if j.prior.OtherVersionRead() {
+		version, _ := requestMeta(j.ev)
+		j.prior = j.prior.AskedFor(state.ResourceVersion(version))
+	}
 }
 
 // requestMeta is the resourceVersion and uid a request asked for: its body's, or a delete's

@@ -36,16 +36,9 @@ import (
 // the policies it shows installed agree with one outcome only: the server's own record says
 // which.
 func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, decideOn func(p state.Prior) (*verify.Decision, error)) {
-	p := j.prior
+	p := j.prior // narrowed to the version the request asked for (job.askedFor)
 	if out.Decision == DecisionIndeterminate || live == nil || (len(p.Stale) == 0 && p.StaleUnknown == "") {
 		return
-	}
-	// A request that asked for a resourceVersion gets past the store's check of it on that
-	// version only: on another, the attempt fails before admission and publishes nothing.
-	version, _ := requestMeta(j.ev)
-	asked := state.ResourceVersion(version)
-	if asked != 0 && p.RV == asked {
-		return // the live version: no older one, known or not, passes
 	}
 	// The outcomes the response and the audit event may show: the live attempt's alone, or
 	// after a first one on an older version.
@@ -55,9 +48,6 @@ func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, deci
 	for _, sp := range p.Stale {
 		if why != "" {
 			break
-		}
-		if asked != 0 && sp.RV != 0 && sp.RV != asked {
-			continue
 		}
 		if r.decidedAlike(j, sp) {
 			continue // it publishes what the live attempt does

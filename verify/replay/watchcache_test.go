@@ -438,6 +438,49 @@ func TestFirstAttemptAndInformerLag(t *testing.T) {
 	}
 }
 
+// TestUpdateOfLiveVersionInformerLag: an update that sends the resourceVersion of the State's
+// copy, received moments after a write to its object and to its namespace. Its first attempt on
+// an older copy fails the store's resourceVersion check before admission and publishes nothing,
+// so the log's annotations are the live object's, and they choose the namespace's state: the
+// informer had not held its relabel (random parity seed c:499, a ReplicaSet's status update).
+func TestUpdateOfLiveVersionInformerLag(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("old-v", "configmaps", admissionregistrationv1.Update, nil, "true")
+	p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "v", ValueExpression: "string(oldObject.data.v) + ' ' + namespaceObject.metadata.labels['env']"}}
+	cm := func(rv, v string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1", "uid": "u1", "resourceVersion": rv}, "data": map[string]any{"v": v}}
+	}
+	ns := func(rv, env string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1", "uid": "n1", "resourceVersion": rv, "labels": map[string]any{"env": env}}}
+	}
+	lines := func(recorded string) []string {
+		return []string{
+			timedEvent(t, levelEvent(t, "0", auditlog.LevelRequestResponse, "create", "namespaces", "", "ns1", 201, "", ns("", "a"), ns("5", "a")), "00.000000", "00.001000", nil),
+			timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm("", "a"), cm("10", "a")), "01.000000", "01.001000", nil),
+			timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 200, "", cm("10", "b"), cm("11", "b")), "02.000000", "02.010000", nil),
+			timedEvent(t, levelEvent(t, "4", auditlog.LevelRequestResponse, "patch", "namespaces", "", "ns1", 200, "", map[string]any{"metadata": map[string]any{"labels": map[string]any{"env": "b"}}}, ns("12", "b")), "02.005000", "02.012000", nil),
+			timedEvent(t, levelEvent(t, "3", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 200, "", cm("11", "c"), cm("13", "c")), "02.013000", "02.900000", map[string]string{"old-v/v": recorded}),
+		}
+	}
+	for _, tc := range []struct {
+		recorded string
+		note     string
+	}{
+		{recorded: "b a", note: "the informer had not held the relabel"},
+		{recorded: "b b", note: "the informer held the relabel"},
+	} {
+		p, b := p.DeepCopy(), b.DeepCopy()
+		_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, lines(tc.recorded)...)
+		rec := recs["3"]
+		switch {
+		case rec == nil:
+			t.Fatal("the update has no record")
+		case rec.Decision != DecisionAdmit || rec.Certainty != CertaintyCertain || rec.AuditAnnotations["old-v/v"] != tc.recorded || len(rec.Disagreements) > 0:
+			t.Errorf("%s: the update: %s %s %v %v, want admit, certain, with the log's annotation %q", tc.note, describeRecord(rec), rec.Certainty, rec.AuditAnnotations, rec.Disagreements, tc.recorded)
+		}
+	}
+}
+
 // TestStaleObjectInformerLagEvidence: a patch received moments after a write to its object (its
 // first attempt may have read the watch cache's older copy) and moments after a write to its
 // namespace is decided in the namespace's state the log's verdict gives. The older copy changes

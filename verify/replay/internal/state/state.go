@@ -1151,6 +1151,24 @@ func (p Prior) OtherVersionRead() bool {
 	return len(p.Stale) > 0 || p.StaleUnknown != "" || p.RacedBy != ""
 }
 
+// AskedFor is p for a request that asked for resourceVersion rv (0: none), in its body's
+// metadata or a delete's preconditions. The store checks it before validating admission (the
+// update's resourceVersion check in registry.Store.Update's GuaranteedUpdate, a delete's
+// preconditions in conditionalDelete), so an attempt on another version fails there and
+// publishes nothing: when p is that version, no other was read; otherwise only the older ones
+// of that version, or whose version is not known, may have been.
+func (p Prior) AskedFor(rv uint64) Prior {
+	switch {
+	case rv == 0 || !p.OtherVersionRead():
+		return p
+	case p.RV == rv:
+		p.Stale, p.StaleUnknown, p.RacedBy, p.RacedFrom = nil, "", "", nil
+		return p
+	}
+	p.Stale = slices.DeleteFunc(slices.Clone(p.Stale), func(sp Prior) bool { return sp.RV != 0 && sp.RV != rv })
+	return p
+}
+
 // Decode returns the object, or why its state is not known; nil and "" when there is none.
 func (p Prior) Decode() (*unstructured.Unstructured, string) {
 	if !p.Found || p.Raw == nil {

@@ -334,3 +334,31 @@ func presenceOf(s *State) presence {
 	p := s.Prior(cmGR, "ns", "cm")
 	return presence{Found: p.Found, Known: p.Raw != nil}
 }
+
+// TestAskedFor: a request that asked for a resourceVersion reached admission only on that
+// version: the other versions it may have read first are dropped, but those whose version is
+// not known.
+func TestAskedFor(t *testing.T) {
+	stale := func(rvs ...uint64) []Prior {
+		var out []Prior
+		for _, rv := range rvs {
+			out = append(out, Prior{Found: true, RV: rv})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name  string
+		prior Prior
+		asked uint64
+		want  Prior
+	}{
+		{name: "none asked", prior: Prior{RV: 12, Stale: stale(11), RacedBy: "w"}, want: Prior{RV: 12, Stale: stale(11), RacedBy: "w"}},
+		{name: "the State's version", prior: Prior{RV: 12, Stale: stale(11, 10), StaleUnknown: "x", RacedBy: "w", RacedFrom: &Prior{RV: 11}}, asked: 12, want: Prior{RV: 12}},
+		{name: "an older version", prior: Prior{RV: 12, Stale: stale(11, 0, 10), StaleUnknown: "x"}, asked: 11, want: Prior{RV: 12, Stale: stale(11, 0), StaleUnknown: "x"}},
+		{name: "no other version read", prior: Prior{RV: 12}, asked: 11, want: Prior{RV: 12}},
+	} {
+		if diff := cmp.Diff(tc.want, tc.prior.AskedFor(tc.asked)); diff != "" {
+			t.Errorf("%s: AskedFor(%d) (-want +got):\n%s", tc.name, tc.asked, diff)
+		}
+	}
+}
