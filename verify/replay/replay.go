@@ -506,6 +506,7 @@ func (l lineRef) String() string { return l.file + ":" + strconv.Itoa(l.line) }
 // request replays one request.
 func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	t, skip := r.resolve(ev)
+	r.reviseSnapshotRead(d, ev, t)
 	if skip != "" {
 		r.output.sum.skip(skip, "")
 		return
@@ -603,6 +604,7 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 		// A deletecollection (no name) read the objects of its namespace.
 		j.revise.key = state.ReplacedKey{GR: state.StorageOf(t.gvr.GroupResource()), Obj: state.ObjectKey{Namespace: t.namespace, Name: t.name}}
 		r.running.track(j)
+		r.holdForSnapshot(j)
 	}
 	r.submit(j)
 	evaluated = j

@@ -21,6 +21,7 @@ import (
 
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 	"github.com/vapc-dev/vapc/verify/replay/internal/catalog"
+	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
 // loadSnapshot seeds the State with the objects of snapshot files or folders: the output of
@@ -253,6 +254,7 @@ func (r *Replayer) seed(u *unstructured.Unstructured, where string, seen map[str
 	if err := r.state.PutRaw(gr, u, raw, nil, "snapshot"); err != nil {
 		return 0, fmt.Errorf("snapshot %s: %v", where, err)
 	}
+	r.state.Seeded(gr, state.ResourceVersion(u.GetResourceVersion()))
 	return 1, nil
 }
 

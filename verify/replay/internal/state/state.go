@@ -67,6 +67,9 @@ type State struct {
 	// revision of the deletion): a write the log records after a deletion whose result is
 	// below it was stored before it (store).
 	gone latest[uint64]
+	// snapshotNewest is, by resource, the greatest resourceVersion of the snapshot's objects
+	// (see Seeded).
+	snapshotNewest map[schema.GroupResource]uint64
 	// lastDone is when the latest write to an object of a resource completed, by namespace
 	// (and across namespaces, the empty one), for list.
 	lastDone map[ReplacedKey]time.Time
@@ -455,6 +458,45 @@ func (s *State) store(gr schema.GroupResource, u *unstructured.Unstructured, raw
 		s.setTyped(gr, ObjectKey{loc.Namespace, loc.Name}, typedEntry{gvr: loc.Resource, Obj: typed.obj, labels: loc.Labels}, true)
 	}
 	return nil
+}
+
+// Seeded notes that the snapshot holds an object of gr at resourceVersion rv. The snapshot
+// listed gr at a revision at or after the greatest such rv (SnapshotNewest): a write committed
+// at or before it is one the snapshot already holds the effect of.
+func (s *State) Seeded(gr schema.GroupResource, rv uint64) {
+	gr = StorageOf(gr)
+	if s.snapshotNewest == nil {
+		s.snapshotNewest = map[schema.GroupResource]uint64{}
+	}
+	s.snapshotNewest[gr] = max(s.snapshotNewest[gr], rv)
+}
+
+// SnapshotNewest is the greatest resourceVersion of the snapshot's objects of gr, 0 when it
+// holds none.
+func (s *State) SnapshotNewest(gr schema.GroupResource) uint64 {
+	return s.snapshotNewest[StorageOf(gr)]
+}
+
+// Unwrite puts the snapshot's version of an object (raw, at resourceVersion rv) back as its
+// current one when the State holds the version the write at by left: the snapshot was read
+// after that write, and holds what it left (see Replayer.reviseSnapshotRead), where the State
+// holds the write applied to it again. It says whether it did.
+func (s *State) Unwrite(gr schema.GroupResource, namespace, name, by string, raw []byte, rv uint64) bool {
+	gr = StorageOf(gr)
+	k := ObjectKey{namespace, name}
+	if cur := s.bucket(gr)[k]; cur == nil || cur.by != by || by == "" {
+		return false
+	}
+	u := &unstructured.Unstructured{}
+	if err := json.Unmarshal(raw, &u.Object); err != nil {
+		return false
+	}
+	delete(s.bucket(gr), k)
+	saved := s.current
+	s.current = currentRequest{}
+	err := s.store(gr, u, raw, nil, "snapshot", rv)
+	s.current = saved
+	return err == nil
 }
 
 // fromSnapshot says the entry is the snapshot's version: no write of the log stored it.

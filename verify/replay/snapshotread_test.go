@@ -1,0 +1,97 @@
+package replay
+
+import (
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// TestSnapshotReadAfterAWrite: a log that begins before its snapshot was read holds a patch
+// logged at level Request, whose result the log does not show; the snapshot holds what the
+// patch left (random parity seed r:1001: the server read resourceVersion 265, the replay
+// decided on the snapshot's 499). A request received after the patch completed that ran at a
+// revision at or below the snapshot's greatest of the resource says the snapshot was read
+// after the patch: the version it read is not known. One that ran later, or whose revision may
+// be stale, or that was received before the patch completed, says nothing.
+func TestSnapshotReadAfterAWrite(t *testing.T) {
+	t.Parallel()
+	p := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "old-replicas"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update, admissionregistrationv1.Delete},
+				Rule:       admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments"}},
+			}}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: "request.operation == 'DELETE' ? oldObject.metadata.resourceVersion != '1' : oldObject.spec.replicas < 10"}},
+		},
+	}
+	b := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "old-replicas"},
+		Spec:       admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "old-replicas", ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
+	}
+	dep := map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "web", "namespace": "app", "uid": "u-1", "resourceVersion": "499", "generation": int64(2)},
+		"spec": map[string]any{"replicas": int64(3), "selector": map[string]any{"matchLabels": map[string]any{"app": "web"}}, "template": podTemplate("web")}}
+	patch := event{id: "patch", verb: "patch", group: "apps", version: "v1", resource: "deployments", ns: "app", name: "web", code: 200, received: at(t, 1),
+		req: map[string]any{"spec": map[string]any{"replicas": int64(3)}}}
+	patchLine := replaceOnce(t, patch.line(t), `"level":"RequestResponse"`, `"level":"Request"`)
+	list := func(received float64, rv, query string) string {
+		e := event{id: "list", verb: "list", version: "v1", resource: "namespaces", code: 200, received: at(t, received),
+			resp: map[string]any{"apiVersion": "v1", "kind": "NamespaceList", "metadata": map[string]any{"resourceVersion": rv}, "items": []any{}}}
+		return replaceOnce(t, e.line(t), `"requestURI":"/api/v1/namespaces/"`, `"requestURI":"/api/v1/namespaces`+query+`"`)
+	}
+	create := func(received float64, rv string) string {
+		e := event{id: "create", verb: "create", version: "v1", resource: "configmaps", ns: "app", code: 201, received: at(t, received),
+			req:  map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "app"}},
+			resp: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "app", "uid": "u-2", "resourceVersion": rv}}}
+		return e.line(t)
+	}
+	// The State holds the snapshot's version after the patch once the log shows it was read
+	// after it: a delete after that reads its resourceVersion (the replay's patch of the
+	// snapshot's copy, without managedFields, leaves it unknown).
+	del := event{id: "delete", verb: "delete", group: "apps", version: "v1", resource: "deployments", ns: "app", name: "web", code: 200, received: at(t, 1.5),
+		req: map[string]any{"apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions"}}
+	delLine := replaceOnce(t, del.line(t), `"level":"RequestResponse"`, `"level":"Request"`)
+	for _, tc := range []struct {
+		name    string
+		after   string
+		unknown bool // the patch's old object is not known
+	}{
+		{"nothing after", "", false},
+		{"a list at the snapshot's revision", list(1.01, "499", ""), true},
+		{"a list at an earlier revision", list(1.01, "480", ""), true},
+		{"a list after the snapshot", list(1.01, "500", ""), false},
+		{"a list from the watch cache", list(1.01, "480", "?resourceVersion=0"), false},
+		{"a list's next page", list(1.01, "480", "?continue=abc&limit=10"), false},
+		{"a list received as the patch ran", list(0.99, "480", ""), false},
+		{"a list a second later", list(2.5, "480", ""), false},
+		{"a create below the snapshot's revision", create(1.02, "498"), true},
+		{"a create after the snapshot", create(1.02, "501"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			lines := []string{patchLine}
+			if tc.after != "" {
+				lines = append(lines, tc.after)
+			}
+			lines = append(lines, delLine)
+			_, recs := replayLinesWith(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, []any{dep}, lines...)
+			rec := recs["patch"]
+			if rec == nil {
+				t.Fatal("no record of the patch")
+			}
+			switch unknown := rec.Decision == DecisionIndeterminate; {
+			case unknown != tc.unknown:
+				t.Errorf("patch: %s %q, want indeterminate %v", rec.Decision, rec.Indeterminate, tc.unknown)
+			case unknown && !strings.Contains(rec.Indeterminate, "the snapshot was read after this request completed"):
+				t.Errorf("patch: indeterminate %q, want: the snapshot was read after it", rec.Indeterminate)
+			}
+			if d := recs["delete"]; d == nil || (d.Decision == DecisionIndeterminate) == tc.unknown {
+				t.Errorf("delete: %+v, want indeterminate %v (the State holds the snapshot's version when the log shows it was read after the patch)", d, !tc.unknown)
+			}
+		})
+	}
+}
