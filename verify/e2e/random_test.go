@@ -1907,9 +1907,10 @@ func randomMutatingPolicy(r *rand.Rand) (*admissionregistrationv1.MutatingAdmiss
 			// policy; a Widget's metadata takes it as far as its validation.
 			value = "1"
 			shape = append(shape, "a number for a string")
-			if len(p.Spec.MatchConditions) == 0 {
-				// On red objects only: the set-up's ConfigMaps and Widgets are not (seed r:1021).
-				p.Spec.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "red", Expression: "object.metadata.?labels[?'color'].orValue('') == 'red'"}}
+			// On red objects only: the set-up's ConfigMaps and Widgets are not (seed r:1021),
+			// beside the policy's other match condition (seed m:1032).
+			if !slices.ContainsFunc(p.Spec.MatchConditions, func(c admissionregistrationv1.MatchCondition) bool { return c.Name == "red" }) {
+				p.Spec.MatchConditions = append(p.Spec.MatchConditions, admissionregistrationv1.MatchCondition{Name: "red", Expression: "object.metadata.?labels[?'color'].orValue('') == 'red'"})
 				shape = append(shape, "red only")
 			}
 		}

@@ -80,9 +80,10 @@ func (r *Replayer) reviseSnapshotRead(d decoded, ev *Event, t target) {
 // own, new revision) or a consistent list's (one that asks for no resourceVersion and
 // continues none: served at a revision at or after the latest committed when it was received);
 // 0 otherwise. Only a resource the replay knows the kind of counts: an aggregated API's
-// resourceVersions are its own.
+// resourceVersions are its own; so are those of Events where a cluster stores them in an etcd
+// of their own (kube-apiserver's --etcd-servers-overrides, which large clusters set for them).
 func revisionRan(ev *Event, t target) uint64 {
-	if c := ev.Code(); c < 200 || c >= 300 || isDryRun(ev) || t.sub != "" || t.mainKind.Kind == "" || !hasBody(ev.ResponseObject) {
+	if c := ev.Code(); c < 200 || c >= 300 || isDryRun(ev) || t.sub != "" || t.mainKind.Kind == "" || t.gvr.Resource == "events" || !hasBody(ev.ResponseObject) {
 		return 0
 	}
 	switch ev.Verb {

@@ -43,12 +43,13 @@ func TestSnapshotReadAfterAWrite(t *testing.T) {
 			resp: map[string]any{"apiVersion": "v1", "kind": "NamespaceList", "metadata": map[string]any{"resourceVersion": rv}, "items": []any{}}}
 		return replaceOnce(t, e.line(t), `"requestURI":"/api/v1/namespaces/"`, `"requestURI":"/api/v1/namespaces`+query+`"`)
 	}
-	create := func(received float64, rv string) string {
-		e := event{id: "create", verb: "create", version: "v1", resource: "configmaps", ns: "app", code: 201, received: at(t, received),
-			req:  map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "app"}},
-			resp: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "app", "uid": "u-2", "resourceVersion": rv}}}
+	createOf := func(resource, kind string, received float64, rv string) string {
+		e := event{id: "create", verb: "create", version: "v1", resource: resource, ns: "app", code: 201, received: at(t, received),
+			req:  map[string]any{"apiVersion": "v1", "kind": kind, "metadata": map[string]any{"name": "c", "namespace": "app"}},
+			resp: map[string]any{"apiVersion": "v1", "kind": kind, "metadata": map[string]any{"name": "c", "namespace": "app", "uid": "u-2", "resourceVersion": rv}}}
 		return e.line(t)
 	}
+	create := func(received float64, rv string) string { return createOf("configmaps", "ConfigMap", received, rv) }
 	// The State holds the snapshot's version after the patch once the log shows it was read
 	// after it: a delete after that reads its resourceVersion (the replay's patch of the
 	// snapshot's copy, without managedFields, leaves it unknown).
@@ -70,6 +71,8 @@ func TestSnapshotReadAfterAWrite(t *testing.T) {
 		{"a list a second later", list(2.5, "480", ""), false},
 		{"a create below the snapshot's revision", create(1.02, "498"), true},
 		{"a create after the snapshot", create(1.02, "501"), false},
+		// Events may be stored in an etcd of their own (--etcd-servers-overrides).
+		{"an Event's create", createOf("events", "Event", 1.02, "498"), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
