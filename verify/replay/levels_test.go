@@ -499,6 +499,10 @@ func TestOldObjectConverted(t *testing.T) {
 	v1five := map[string]any{"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler",
 		"metadata": map[string]any{"name": "h", "namespace": "ns1", "uid": "u-h", "resourceVersion": "8"},
 		"spec":     map[string]any{"maxReplicas": 5, "targetCPUUtilizationPercentage": 60, "scaleTargetRef": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"}}}
+	// Request 3 asks for the version request 1 stored (7), and stores 8.
+	v1fiveSent := map[string]any{"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler",
+		"metadata": map[string]any{"name": "h", "namespace": "ns1", "uid": "u-h", "resourceVersion": "7"},
+		"spec":     map[string]any{"maxReplicas": 5, "targetCPUUtilizationPercentage": 60, "scaleTargetRef": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"}}}
 	hpa := func(id, verb, version string, code int32, msg string, req, resp map[string]any) string {
 		line := levelEvent(t, id, auditlog.LevelRequestResponse, verb, "horizontalpodautoscalers", "ns1", "h", code, msg, req, resp)
 		line = replaceOnce(t, line, `"requestURI":"/api/v1/`, `"requestURI":"/apis/autoscaling/`+version+`/`)
@@ -508,7 +512,7 @@ func TestOldObjectConverted(t *testing.T) {
 	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
 		hpa("1", "create", "v2", 201, "", v2, v2),
 		hpa("2", "update", "v1", 422, denied, v1, nil),
-		hpa("3", "update", "v1", 200, "", v1five, v1five))
+		hpa("3", "update", "v1", 200, "", v1fiveSent, v1five))
 	// Request 2 is refused, and sent through the pipeline; request 3 is admitted, and rebuilt
 	// from the log with the stored object converted.
 	if rec := recs["2"]; rec == nil || rec.Decision != DecisionDeny || rec.Message != denied {
@@ -1944,10 +1948,14 @@ func TestOmittedManagedFields(t *testing.T) {
 			p, b := levelPolicy("mf", "pods", tc.op, nil, tc.expr)
 			lines := []string{levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod(tc.managed), pod(tc.managed))}
 			if tc.op == admissionregistrationv1.Update {
+				// The request asks for the version it read (5); the response is the one it
+				// stored (6).
+				sent := pod(tc.managed)
+				sent["metadata"].(map[string]any)["labels"] = map[string]any{"a": "b"}
 				updated := pod(tc.managed)
 				updated["metadata"].(map[string]any)["labels"] = map[string]any{"a": "b"}
 				updated["metadata"].(map[string]any)["resourceVersion"] = "6"
-				lines = append(lines, levelEvent(t, "2", auditlog.LevelRequestResponse, "update", "pods", "ns1", "web", 200, "", updated, updated))
+				lines = append(lines, levelEvent(t, "2", auditlog.LevelRequestResponse, "update", "pods", "ns1", "web", 200, "", sent, updated))
 			} else {
 				lines[0] = strings.Replace(lines[0], `"auditID":"1"`, `"auditID":"2"`, 1)
 			}

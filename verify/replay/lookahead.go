@@ -33,7 +33,7 @@ const maxHeld = 4096
 func (e *evaluation) track(j *job) {
 	// A write to an object the State does not know may be followed by its create, which the
 	// log records after it.
-	revisable := j.listed.list != nil || (j.ev.Verb != "deletecollection" && j.prior.Found && j.prior.Raw != nil) ||
+	revisable := j.listed.list != nil || (j.ev.Verb != "deletecollection" && j.prior.Found && (j.prior.Raw != nil || j.prior.Asked != 0)) ||
 		(j.ev.Verb != "deletecollection" && !j.prior.Found && j.prior.Kept && writtenVersion(j.d, j.ev, j.t) > 0)
 	if j.revise.completed.IsZero() || !revisable {
 		return
@@ -177,7 +177,11 @@ func (r *Replayer) reviseConcurrent(d decoded, ev *Event, t target) {
 		case w.isMain && w.raw != nil && (ev.Verb != "delete" || marked):
 			// The alternative: the request read what the write stored, which the log holds.
 			// Committed first, it is what the request last read, and the version the State
-			// gave it, or an older one, what its first attempt may have read.
+			// gave it, or an older one, what its first attempt may have read. The version the
+			// request asked for, which the State did not hold, is what it read.
+			if asked := j.prior.Asked; asked != 0 && asked == state.ResourceVersion(w.resp.GetResourceVersion()) {
+				j.revise.concurrent.asked = asked
+			}
 			var stale []state.Prior
 			if committedFirst {
 				if j.prior.Raw != nil {
@@ -224,6 +228,9 @@ type concurrentWrite struct {
 	// withinSecond says the export gives when the write completed only within the second
 	// before its time (auditlog.LostStageTime): the log's order of the two is not likely.
 	withinSecond bool
+	// asked, when set, is the resourceVersion the request asked for and reached admission on,
+	// which the write stored: the request read what it stored.
+	asked uint64
 }
 
 // likelyOutcome settles the outcome of a job evaluated again for a write the log records
@@ -234,6 +241,12 @@ type concurrentWrite struct {
 // shows installed are those of one of them; otherwise the other is an alternative.
 func (j *job) likelyOutcome() {
 	c := j.revise.concurrent
+	if c != nil && c.asked != 0 {
+		if j.result.out != nil {
+			j.result.out.Notes = append(j.result.out.Notes, fmt.Sprintf("decided on the version the write at %s stored, which the log records after this request: it is the one this request asked for (resourceVersion %d), which the store checks before admission", c.by, c.asked))
+		}
+		return
+	}
 	if c != nil && c.committedFirst != "" {
 		if j.result.out != nil {
 			j.result.out.Notes = append(j.result.out.Notes, "decided on the version the write at "+c.by+" stored, which the log records after this request: that write's result is older ("+c.committedFirst+"), so it was committed first, and this request last read what it stored")

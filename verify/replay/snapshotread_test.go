@@ -98,3 +98,61 @@ func TestSnapshotReadAfterAWrite(t *testing.T) {
 		})
 	}
 }
+
+// TestAdmittedOnTheVersionAsked: an update that reached admission asked for the version it
+// read, which the store checks first. A log that begins some moments after its snapshot was
+// read (explorer, a deployment controller's status update asking for 402 of an object the
+// snapshot holds at 388) does not hold the writes between: the version the update read is not
+// known. One that asks for the snapshot's version, or for none, reads it.
+func TestAdmittedOnTheVersionAsked(t *testing.T) {
+	t.Parallel()
+	p := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "old-replicas"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+				Rule:       admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments", "deployments/status"}},
+			}}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: "oldObject.spec.replicas < 10"}},
+		},
+	}
+	b := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "old-replicas"},
+		Spec:       admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "old-replicas", ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
+	}
+	dep := func(rv string) map[string]any {
+		return map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "web", "namespace": "app", "uid": "u-1", "resourceVersion": rv, "generation": int64(2)},
+			"spec":   map[string]any{"replicas": int64(3), "selector": map[string]any{"matchLabels": map[string]any{"app": "web"}}, "template": podTemplate("web")},
+			"status": map[string]any{"observedGeneration": int64(2), "replicas": int64(3)}}
+	}
+	for _, tc := range []struct {
+		name, asked string
+		unknown     bool
+	}{
+		{"the snapshot's version", "388", false},
+		{"no version", "", false},
+		{"a version the log does not hold", "402", true},
+		{"an older version", "350", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			sent := dep(tc.asked)
+			if tc.asked == "" {
+				delete(sent["metadata"].(map[string]any), "resourceVersion")
+			}
+			update := event{id: "update", verb: "update", group: "apps", version: "v1", resource: "deployments", sub: "status", ns: "app", name: "web", code: 200, received: at(t, 1),
+				user: "system:serviceaccount:kube-system:deployment-controller", groups: []any{"system:serviceaccounts"}, req: sent, resp: dep("403")}
+			_, recs := replayLinesWith(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, []any{dep("388")}, update.line(t))
+			rec := recs["update"]
+			switch {
+			case rec == nil:
+				t.Fatal("no record of the update")
+			case (rec.Decision == DecisionIndeterminate) != tc.unknown:
+				t.Errorf("update: %s %q, want indeterminate %v", rec.Decision, rec.Indeterminate, tc.unknown)
+			case tc.unknown && (rec.Reason != ReasonOldObjectUnknown || !strings.Contains(rec.Indeterminate, "the request asked for resourceVersion "+tc.asked)):
+				t.Errorf("update: %s %q, want old-object-unknown: it asked for %s", rec.Reason, rec.Indeterminate, tc.asked)
+			}
+		})
+	}
+}

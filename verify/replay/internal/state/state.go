@@ -857,6 +857,9 @@ type Prior struct {
 	RacedFrom *Prior
 	// FromSnapshot says the object is the snapshot's version: no write of the log stored it.
 	FromSnapshot bool
+	// Asked is the resourceVersion a request that reached admission asked for when the
+	// State's version is another (see AdmittedOn): the version it read is not known.
+	Asked uint64
 }
 
 // maxDeleted bounds the deleted versions kept (see deletedVersion).
@@ -1208,6 +1211,30 @@ func (p Prior) AskedFor(rv uint64) Prior {
 		return p
 	}
 	p.Stale = slices.DeleteFunc(slices.Clone(p.Stale), func(sp Prior) bool { return sp.RV != 0 && sp.RV != rv })
+	return p
+}
+
+// AdmittedOn is p for a request that reached validating admission having asked for
+// resourceVersion rv (0: none): the store checked rv against the object it admitted the
+// request on (registry.Store.Update's resourceVersion check, a delete's preconditions), on
+// its last attempt. When p holds another version, that attempt read the version the watch
+// cache may have held first (Stale), or one the State does not hold: the log does not hold
+// the write that stored it (a snapshot older than the log's first line), or the State holds a
+// later one (a snapshot read after it, a write the log records before this one that the
+// server stored after).
+func (p Prior) AdmittedOn(rv uint64) Prior {
+	if rv == 0 || p.RV == 0 || p.Raw == nil || p.RV == rv {
+		return p
+	}
+	for _, sp := range p.Stale {
+		if sp.RV == rv && sp.Raw != nil {
+			sp.FromSnapshot = false
+			return sp
+		}
+	}
+	p.Raw, p.Unknowns, p.Stale, p.StaleUnknown, p.RacedBy, p.RacedFrom, p.IfThere = nil, nil, nil, "", "", nil, nil
+	p.Asked = rv
+	p.Unknown = fmt.Sprintf("the request asked for resourceVersion %d, which the store checks before admission, and the State holds %d (%s): the log does not hold the write that stored the version it read, or the State holds a later one", rv, p.RV, p.Source)
 	return p
 }
 
