@@ -521,6 +521,12 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	// is sent through its pipeline, which tells whether validating admission ran before the
 	// refusal; the log's message alone does not always.
 	pipeline := rec.skip == SkipBeforeAdmission && (!rec.sure || r.staleAttemptPossible(ev, t)) && r.usesPipeline(ev, t)
+	var firstUnknown string
+	if rec.skip == SkipBeforeAdmission && !pipeline {
+		if firstUnknown = r.firstAttemptUnknown(ev, t); firstUnknown != "" {
+			rec = recording{outcome: RecordedAdmit, vapRan: true, note: "failed after admission: Conflict"}
+		}
+	}
 	if rec.skip != "" && !pipeline {
 		r.output.sum.skip(rec.skip, rec.note)
 		return
@@ -581,6 +587,10 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 			}
 		}
 		j.askedFor()
+		if firstUnknown != "" {
+			j.prior.Raw, j.prior.Unknowns, j.prior.Stale, j.prior.StaleUnknown, j.prior.RacedBy, j.prior.RacedFrom, j.prior.IfThere = nil, nil, nil, "", "", nil, nil
+			j.prior.Unknown = firstUnknown
+		}
 	}
 	if ev.Verb == "deletecollection" {
 		j.listed.list, j.listed.listUnknowns, j.listed.listUnknown = r.state.List(t.gvr.GroupResource(), t.namespace, ev.Received())

@@ -358,6 +358,27 @@ func (r *Replayer) staleAttemptPossible(ev *Event, t target) bool {
 	return t.op == admission.Update && p.RV == asked && p.Raw != nil || slices.ContainsFunc(p.Stale, func(sp state.Prior) bool { return sp.RV == asked })
 }
 
+// firstAttemptUnknown says why the old object is not known of an update or delete the server
+// answered 409 Conflict on its own object when the log's annotations show validating admission
+// ran, on a first attempt, on a version the replay cannot send it through the pipeline on (see
+// staleAttemptPossible): the version it asked for, which the State does not hold (a write
+// between a snapshot and the log, one the log holds below RequestResponse). The request reached
+// admission: it is not one refused before it. "" otherwise.
+func (r *Replayer) firstAttemptUnknown(ev *Event, t target) string {
+	if ev.Code() != http.StatusConflict || (t.op != admission.Update && t.op != admission.Delete) || ev.Verb == "deletecollection" || isDryRun(ev) || !r.ranAdmission(ev) {
+		return ""
+	}
+	member := "metadata"
+	if t.op == admission.Delete {
+		member = "preconditions"
+	}
+	asked := askedVersion(ev.RequestObject, member)
+	if asked == "" {
+		asked = "not in the log"
+	}
+	return "the log's annotations show its first attempt ran validating admission before it failed with 409 Conflict, on the version of the object it asked for (resourceVersion " + asked + "), which the State does not hold"
+}
+
 // raced settles a request that a write to its object completed after it was received, and
 // before it completed (its prior's racedBy): the log's order, the version the write stored, is
 // likely; on the version before it (decideOn), the request is the alternative, or certain when

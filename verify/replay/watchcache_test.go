@@ -835,3 +835,26 @@ func TestConflictWithALaterWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestConflictOnAnUnknownVersion: a 409 whose annotations show its first attempt ran
+// admission, on a version the State does not hold (the create logged at level Request, so
+// its resourceVersion is not known; explorer, replica sets' updates at Request level): the
+// request reached admission, and is not skipped as refused before it. Its object is the body
+// as the store prepared it from the old object, which the log does not hold (a 409 has no
+// response): indeterminate, whatever its policies read.
+func TestConflictOnAnUnknownVersion(t *testing.T) {
+	t.Parallel()
+	cm, conflict := conflictCM, conflictMessage
+	for _, expr := range []string{"oldObject.data.v != 'z'", "object.data.v != 'z'", "object.data.v != 'c'"} {
+		p, b := levelPolicy("old-v", "configmaps", admissionregistrationv1.Update, nil, expr)
+		p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "v", ValueExpression: "'seen'"}}
+		lines := []string{
+			timedEvent(t, levelEvent(t, "1", auditlog.LevelRequest, "create", "configmaps", "ns1", "cm", 201, "", cm("", "a"), nil), "01.000000", "01.001000", nil),
+			timedEvent(t, levelEvent(t, "lost", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 409, conflict, cm("10", "c"), nil), "02.000000", "02.006000", map[string]string{"old-v/v": "seen"}),
+		}
+		sum, recs := replayLinesWith(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, nil, lines...)
+		if rec := recs["lost"]; rec == nil || rec.Decision != DecisionIndeterminate || rec.Reason != ReasonOldObjectUnknown || !strings.Contains(rec.Indeterminate, "first attempt ran validating admission") {
+			t.Errorf("%s: %s (skipped %v), want indeterminate (old-object-unknown): its first attempt ran admission", expr, describeRecord(rec), sum.Skipped)
+		}
+	}
+}
