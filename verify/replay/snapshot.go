@@ -188,6 +188,9 @@ func (r *Replayer) listComplete(list *unstructured.Unstructured, itemKind string
 	}
 	if gr := m.Resource.GroupResource(); r.state.Keeps(gr) {
 		r.state.MarkComplete(gr, "snapshot")
+		// The revision the List was read at: every write committed at or before it is one
+		// whose effect the snapshot holds (snapshotread.go).
+		r.state.Seeded(gr, state.ResourceVersion(list.GetResourceVersion()))
 	}
 }
 

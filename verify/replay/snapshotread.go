@@ -18,7 +18,8 @@ import (
 // wrote. etcd's revisions say it: a request received after the write completed that shows the
 // revision it ran at — a create's result, a consistent list's — ran at a revision after the
 // write was committed; when that revision is at or below the greatest resourceVersion of the
-// snapshot's objects of the write's resource, the snapshot listed the resource after the write,
+// snapshot's objects of the write's resource, or the revision `vapc snapshot` listed it at
+// (its List's resourceVersion), the snapshot listed the resource after the write,
 // and holds what the write left, not what it read. Such a write, held for lookahead, is
 // evaluated again without its old object (reviseSnapshotRead).
 

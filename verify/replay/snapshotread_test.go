@@ -1,6 +1,9 @@
 package replay
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -56,6 +59,30 @@ func TestSnapshotReadAfterAWrite(t *testing.T) {
 	del := event{id: "delete", verb: "delete", group: "apps", version: "v1", resource: "deployments", ns: "app", name: "web", code: 200, received: at(t, 1.5),
 		req: map[string]any{"apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions"}}
 	delLine := replaceOnce(t, del.line(t), `"level":"RequestResponse"`, `"level":"Request"`)
+	// vapc snapshot writes the revision each List was read at (explorer: the patch's result is
+	// the snapshot's newest Deployment, and the snapshot's own lists ran at 539).
+	t.Run("the List's revision", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		data, err := json.Marshal(map[string]any{"apiVersion": "apps/v1", "kind": "DeploymentList", "metadata": map[string]any{"resourceVersion": "539"},
+			"items": []any{dep}, CompleteListKey: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "snapshot.json"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			rv      string
+			unknown bool
+		}{{"530", true}, {"539", true}, {"540", false}} {
+			_, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, []Option{WithSnapshot(dir)},
+				Source{Name: "audit.jsonl", Reader: strings.NewReader(patchLine + "\n" + list(1.01, tc.rv, "") + "\n")})
+			if rec := recs["patch"]; rec == nil || (rec.Decision == DecisionIndeterminate) != tc.unknown {
+				t.Errorf("a list at %s: %+v, want indeterminate %v", tc.rv, rec, tc.unknown)
+			}
+		}
+	})
 	for _, tc := range []struct {
 		name    string
 		after   string

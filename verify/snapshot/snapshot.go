@@ -242,6 +242,9 @@ type Count struct {
 	Objects int
 	// List is the kind of the API's list of the resource (v1 PodList).
 	List schema.GroupVersionKind
+	// ResourceVersion is the revision the list was read at (its first page's: the others
+	// continue it), which the replay dates the snapshot's objects of the resource by.
+	ResourceVersion string
 }
 
 // Snapshot is the objects taken, in the order of their resources, and how many of each.
@@ -305,6 +308,7 @@ func (c *Client) Take(ctx context.Context, resources []Resource) (*Snapshot, err
 	for _, r := range resources {
 		n := 0
 		var listKind schema.GroupVersionKind
+		var rv string
 		opts := metav1.ListOptions{Limit: pageSize}
 		for {
 			list, err := c.Dynamic.Resource(r.GroupVersionResource).List(ctx, opts)
@@ -312,6 +316,9 @@ func (c *Client) Take(ctx context.Context, resources []Resource) (*Snapshot, err
 				return nil, fmt.Errorf("listing %s (%s): %w", r.GroupResource(), r.Why, err)
 			}
 			listKind = list.GroupVersionKind()
+			if rv == "" {
+				rv = list.GetResourceVersion()
+			}
 			for _, it := range list.Items {
 				unstructured.RemoveNestedField(it.Object, "metadata", "managedFields")
 				s.Items = append(s.Items, it)
@@ -322,7 +329,7 @@ func (c *Client) Take(ctx context.Context, resources []Resource) (*Snapshot, err
 			}
 			opts.Continue = list.GetContinue()
 		}
-		s.Counts = append(s.Counts, Count{Resource: r, Objects: n, List: listKind})
+		s.Counts = append(s.Counts, Count{Resource: r, Objects: n, List: listKind, ResourceVersion: rv})
 	}
 	return s, nil
 }
@@ -341,7 +348,8 @@ func (s *Snapshot) Write(w io.Writer) error {
 		at += c.Objects
 		list := map[string]any{
 			"apiVersion": c.List.GroupVersion().String(), "kind": c.List.Kind,
-			"metadata": map[string]any{"resourceVersion": ""},
+			// The revision it was read at: the replay dates the resource's objects by it.
+			"metadata": map[string]any{"resourceVersion": c.ResourceVersion},
 			"items":    items,
 			// Every object of the resource, in every namespace, every page: the replay
 			// takes the resource as complete (replay.CompleteListKey).

@@ -460,9 +460,10 @@ func (s *State) store(gr schema.GroupResource, u *unstructured.Unstructured, raw
 	return nil
 }
 
-// Seeded notes that the snapshot holds an object of gr at resourceVersion rv. The snapshot
-// listed gr at a revision at or after the greatest such rv (SnapshotNewest): a write committed
-// at or before it is one the snapshot already holds the effect of.
+// Seeded notes that the snapshot holds an object of gr at resourceVersion rv, or listed gr at
+// revision rv (vapc snapshot writes it). The snapshot listed gr at a revision at or after the
+// greatest such rv (SnapshotNewest): a write committed at or before it is one the snapshot
+// already holds the effect of.
 func (s *State) Seeded(gr schema.GroupResource, rv uint64) {
 	gr = StorageOf(gr)
 	if s.snapshotNewest == nil {
@@ -471,8 +472,8 @@ func (s *State) Seeded(gr schema.GroupResource, rv uint64) {
 	s.snapshotNewest[gr] = max(s.snapshotNewest[gr], rv)
 }
 
-// SnapshotNewest is the greatest resourceVersion of the snapshot's objects of gr, 0 when it
-// holds none.
+// SnapshotNewest is the greatest resourceVersion of the snapshot's objects of gr and of the
+// revision it listed gr at, 0 when it says neither.
 func (s *State) SnapshotNewest(gr schema.GroupResource) uint64 {
 	return s.snapshotNewest[StorageOf(gr)]
 }
