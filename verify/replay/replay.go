@@ -173,6 +173,9 @@ type Replayer struct {
 	// lookaheadCut counts the requests accounted for before their lookahead ended.
 	lookaheadCut int
 	quiesced     bool // between the halves of a barrier (see quiesce)
+	// snapshotRead says, by resource, how the log shows its snapshot listed it after its
+	// first lines (see findSnapshotRead).
+	snapshotRead map[schema.GroupResource]string
 }
 
 // catalogState is the cluster's API as a replay follows it: the catalog (internal/catalog:
@@ -375,7 +378,16 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 	sources, jumps := source.Split(sources, r.cfg.maxLine)
 	sources, reordered := source.InTimeOrder(sources, r.cfg.maxLine)
 	r.cat.ahead.noteSources(sources)
+	r.findSnapshotRead(ctx)
 	r.output.sum = newSummary(sources)
+	if len(r.snapshotRead) > 0 {
+		var grs []string
+		for gr := range r.snapshotRead {
+			grs = append(grs, gr.String())
+		}
+		slices.Sort(grs)
+		r.output.sum.Notes = append(r.output.sum.Notes, "the log begins before its snapshot was read (of "+strings.Join(grs, ", ")+"): what a request completed before then read of the snapshot's objects is not known")
+	}
 	if reordered {
 		r.output.sum.Notes = append(r.output.sum.Notes, "the logs were read as one, in the time order of their events, not in the order given: "+strings.Join(r.output.sum.Files, ", "))
 	}
@@ -605,6 +617,7 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	// An unknown namespace is a miss only when a matched policy selects or reads it.
 	j.view = r.state.View(ep.scope.readNamespaces(policies))
 	j.view.Unknown = unknownParams
+	r.beforeSnapshot(j)
 	j.lag.typedWrites, j.lag.typedLost = r.state.RecentTyped(ev.Received())
 	// What evaluations read of the params and namespaces, for the informers' lag, before the
 	// request (informerLag) and after it (reviseAhead).

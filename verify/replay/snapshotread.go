@@ -1,12 +1,16 @@
 package replay
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"slices"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+	"github.com/vapc-dev/vapc/verify/replay/internal/source"
 	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
@@ -81,10 +85,11 @@ func (r *Replayer) reviseSnapshotRead(d decoded, ev *Event, t target) {
 // own, new revision) or a consistent list's (one that asks for no resourceVersion and
 // continues none: served at a revision at or after the latest committed when it was received);
 // 0 otherwise. Only a resource the replay knows the kind of counts: an aggregated API's
-// resourceVersions are its own; so are those of Events where a cluster stores them in an etcd
-// of their own (kube-apiserver's --etcd-servers-overrides, which large clusters set for them).
+// resourceVersions are its own. Events count: where a cluster stores them in an etcd of their
+// own (kube-apiserver's --etcd-servers-overrides), their revisions, when lower than the
+// snapshot's, make requests before them indeterminate that need not be, never decided.
 func revisionRan(ev *Event, t target) uint64 {
-	if c := ev.Code(); c < 200 || c >= 300 || isDryRun(ev) || t.sub != "" || t.mainKind.Kind == "" || t.gvr.Resource == "events" || !hasBody(ev.ResponseObject) {
+	if c := ev.Code(); c < 200 || c >= 300 || isDryRun(ev) || t.sub != "" || t.mainKind.Kind == "" || !hasBody(ev.ResponseObject) {
 		return 0
 	}
 	switch ev.Verb {
@@ -108,4 +113,149 @@ func revisionRan(ev *Event, t target) uint64 {
 		return 0 // not the object created (a Status)
 	}
 	return state.ResourceVersion(h.GetResourceVersion())
+}
+
+// snapshotReadLimit bounds how far into the log findSnapshotRead reads: a snapshot is taken
+// when the log begins, or soon after.
+const snapshotReadLimit = time.Hour
+
+// snapshotReadSlack is how long findSnapshotRead reads on after the log first shows a revision
+// after the snapshot's: the log holds requests in the order they completed, within a moment.
+const snapshotReadSlack = 10 * time.Second
+
+// findSnapshotRead reads the log's first events again for when the snapshot was read, when the
+// log begins before it: the latest request received that ran at a revision at or below the
+// snapshot's greatest (revisionRan: a create's result, a consistent list's, the snapshot's own
+// lists among them) was received before the snapshot was read, and every request completed
+// before it, too. Those requests read what the snapshot does not hold (beforeSnapshot), and
+// their writes do not replace what it holds (State.SnapshotRead). It needs the log's files
+// (not standard input); without a request that shows a revision, the snapshot is taken as read
+// before the log's first line.
+func (r *Replayer) findSnapshotRead(ctx context.Context) {
+	newest := r.state.SnapshotMax()
+	if newest == 0 {
+		return
+	}
+	srcs := r.cat.ahead.readable()
+	if len(srcs) == 0 {
+		return
+	}
+	type shown struct {
+		rev      uint64
+		received time.Time
+		by       string
+	}
+	var evidence []shown
+	// By resource, the latest request received that saw an object at a version older than the
+	// snapshot's: the snapshot listed the resource after it.
+	older := map[schema.GroupResource]shown{}
+	var first, past time.Time
+	_ = source.Lines(ctx, srcs, r.cfg.maxLine, func(l auditlog.Line) bool {
+		if l.Err != nil {
+			return false
+		}
+		if l.Skip != "" || l.Duplicate {
+			return true
+		}
+		ev, err := auditlog.Decode(l.Data)
+		if err != nil || !ev.Final() {
+			return true
+		}
+		done := auditlog.ParseTime(ev.StageTimestamp)
+		if first.IsZero() {
+			first = done
+		}
+		if !past.IsZero() && done.Sub(past) > snapshotReadSlack || done.Sub(first) > snapshotReadLimit {
+			return false
+		}
+		received := ev.Received()
+		if received.IsZero() {
+			return true
+		}
+		t, _ := resolveIn(r.cur().resources, ev)
+		switch v := revisionRan(ev, t); {
+		case v == 0:
+		case v <= newest:
+			evidence = append(evidence, shown{v, received, lineRef{l.File, l.Num}.String()})
+		case past.IsZero():
+			past = done
+		}
+		if v := shownVersion(ev, t); v > 0 {
+			gr := state.StorageOf(t.gvr.GroupResource())
+			if snap := r.state.SnapshotVersionOf(gr, t.namespace, t.name); v < snap && received.After(older[gr].received) {
+				older[gr] = shown{v, received, lineRef{l.File, l.Num}.String()}
+			}
+		}
+		return true
+	})
+	// By resource, the latest request received before the snapshot listed it: one that ran at
+	// or below the snapshot's revision of it, or that saw one of its objects at a version
+	// older than the snapshot's.
+	for _, gr := range r.state.SnapshotResources() {
+		latest, why := older[gr], ""
+		if !latest.received.IsZero() {
+			why = fmt.Sprintf("the request at %s, received at %s, saw an object of %s at resourceVersion %d, older than the snapshot's", latest.by, latest.received.UTC().Format(time.RFC3339Nano), gr, latest.rev)
+		}
+		for _, e := range evidence {
+			if e.rev <= r.state.SnapshotNewest(gr) && e.received.After(latest.received) {
+				latest = e
+				why = fmt.Sprintf("the request at %s, received at %s, ran at resourceVersion %d, at or below the snapshot's %d for %s", e.by, e.received.UTC().Format(time.RFC3339Nano), e.rev, r.state.SnapshotNewest(gr), gr)
+			}
+		}
+		if latest.received.IsZero() {
+			continue
+		}
+		if r.state.SnapshotRead == nil {
+			r.state.SnapshotRead = map[schema.GroupResource]time.Time{}
+			r.snapshotRead = map[schema.GroupResource]string{}
+		}
+		r.state.SnapshotRead[gr] = latest.received
+		r.snapshotRead[gr] = why
+	}
+}
+
+// shownVersion is the resourceVersion of the request's own object its successful response
+// shows (a get's, a write's), 0 otherwise.
+func shownVersion(ev *Event, t target) uint64 {
+	if c := ev.Code(); c < 200 || c >= 300 || isDryRun(ev) || t.name == "" || t.mainKind.Kind == "" || !hasBody(ev.ResponseObject) || (ev.Verb != "get" && ev.Verb != "update" && ev.Verb != "patch" && ev.Verb != "create" && ev.Verb != "delete") {
+		return 0
+	}
+	h, err := auditlog.DecodeHeader(ev.ResponseObject)
+	if err != nil || h.GroupVersionKind() != t.mainKind || h.GetName() != t.name || h.GetNamespace() != t.namespace {
+		return 0
+	}
+	return state.ResourceVersion(h.GetResourceVersion())
+}
+
+// beforeSnapshot makes what a job completed before the snapshot was read would read of it
+// unknown: its old object, where the State holds the snapshot's version, and the params and
+// namespaces of the resources the snapshot holds.
+func (r *Replayer) beforeSnapshot(j *job) {
+	if len(r.snapshotRead) == 0 {
+		return
+	}
+	done := auditlog.ParseTime(j.ev.StageTimestamp)
+	why := func(gr schema.GroupResource) string {
+		return "the snapshot was read after this request completed (" + r.snapshotRead[state.StorageOf(gr)] + ")"
+	}
+	if gr := j.t.gvr.GroupResource(); j.prior.FromSnapshot && j.prior.Raw != nil && r.state.BeforeSnapshot(gr, done) {
+		j.prior.Raw, j.prior.Unknowns, j.prior.Stale, j.prior.StaleUnknown, j.prior.RacedBy, j.prior.RacedFrom, j.prior.IfThere = nil, nil, nil, "", "", nil, nil
+		j.prior.Unknown = why(gr) + ": the version of the object this request read is not the snapshot's"
+	}
+	var unknown map[schema.GroupResource]string
+	for _, gr := range r.state.SnapshotTyped() {
+		if _, ok := j.view.Unknown[gr]; ok || !r.state.BeforeSnapshot(gr, done) {
+			continue
+		}
+		if unknown == nil {
+			unknown = make(map[schema.GroupResource]string, len(j.view.Unknown)+1)
+			for k, w := range j.view.Unknown {
+				unknown[k] = w
+			}
+		}
+		unknown[gr] = why(gr)
+	}
+	if unknown != nil {
+		j.view.Unknown = unknown
+	}
 }

@@ -70,6 +70,10 @@ type State struct {
 	// snapshotNewest is, by resource, the greatest resourceVersion of the snapshot's objects
 	// (see Seeded).
 	snapshotNewest map[schema.GroupResource]uint64
+	// SnapshotRead is, by resource, when the log shows the snapshot listed it, when its first
+	// lines came before (see Replayer.findSnapshotRead). A write that completed before it does
+	// not replace the snapshot's version of its object (keepsSnapshot).
+	SnapshotRead map[schema.GroupResource]time.Time
 	// lastDone is when the latest write to an object of a resource completed, by namespace
 	// (and across namespaces, the empty one), for list.
 	lastDone map[ReplacedKey]time.Time
@@ -366,6 +370,9 @@ func (s *State) Put(gr schema.GroupResource, u *unstructured.Unstructured, sourc
 // know (unknowns, from the object's root).
 func (s *State) PutPartly(gr schema.GroupResource, u *unstructured.Unstructured, unknowns []vapccel.Unknown, source string) error {
 	gr = StorageOf(gr)
+	if s.keepsSnapshot(gr, s.Objects[gr][ObjectKey{u.GetNamespace(), u.GetName()}]) {
+		return nil
+	}
 	if err := s.Put(gr, u, source); err != nil || !s.keep(gr) {
 		return err
 	}
@@ -419,7 +426,7 @@ func (s *State) store(gr schema.GroupResource, u *unstructured.Unstructured, raw
 		return nil
 	}
 	if old != nil {
-		if old.rv > 0 && rv > 0 && old.rv > rv {
+		if old.rv > 0 && rv > 0 && old.rv > rv || (rv == 0 || rv <= old.rv) && s.keepsSnapshot(gr, old) {
 			s.snapshotAfter(old, true)
 			return nil
 		}
@@ -470,6 +477,58 @@ func (s *State) Seeded(gr schema.GroupResource, rv uint64) {
 		s.snapshotNewest = map[schema.GroupResource]uint64{}
 	}
 	s.snapshotNewest[gr] = max(s.snapshotNewest[gr], rv)
+}
+
+// SnapshotMax is the greatest of SnapshotNewest over every resource.
+func (s *State) SnapshotMax() uint64 {
+	var m uint64
+	for _, v := range s.snapshotNewest {
+		m = max(m, v)
+	}
+	return m
+}
+
+// SnapshotVersionOf is the resourceVersion of the snapshot's version of an object, when the
+// State holds it; 0 otherwise.
+func (s *State) SnapshotVersionOf(gr schema.GroupResource, namespace, name string) uint64 {
+	if e := s.Objects[StorageOf(gr)][ObjectKey{namespace, name}]; e != nil && e.fromSnapshot() {
+		return e.rv
+	}
+	return 0
+}
+
+// SnapshotResources are the resources the snapshot holds objects of or listed.
+func (s *State) SnapshotResources() []schema.GroupResource {
+	return slices.Collect(maps.Keys(s.snapshotNewest))
+}
+
+// SnapshotTyped are the params and namespaces resources the snapshot holds objects of.
+func (s *State) SnapshotTyped() []schema.GroupResource {
+	var out []schema.GroupResource
+	for gr := range s.snapshotNewest {
+		if s.typedKinds(gr) {
+			out = append(out, gr)
+		}
+	}
+	return out
+}
+
+// BeforeSnapshot says whether a request that completed at done did so before the snapshot
+// listed gr (SnapshotRead).
+func (s *State) BeforeSnapshot(gr schema.GroupResource, done time.Time) bool {
+	at := s.SnapshotRead[StorageOf(gr)]
+	return !at.IsZero() && !done.IsZero() && done.Before(at)
+}
+
+// keepsSnapshot says whether the write being applied to an object of gr, which completed
+// before the snapshot listed gr, leaves the snapshot's version of the object (e) as it is: the
+// snapshot holds what it and the writes after it left.
+func (s *State) keepsSnapshot(gr schema.GroupResource, e *entry) bool {
+	if e == nil || !e.fromSnapshot() || e.Raw == nil || !s.BeforeSnapshot(gr, s.current.writeDone) {
+		return false
+	}
+	s.snapshotAfter(e, true)
+	return true
 }
 
 // SnapshotNewest is the greatest resourceVersion of the snapshot's objects of gr and of the
@@ -618,6 +677,9 @@ func (s *State) Forget(gr schema.GroupResource, gvk schema.GroupVersionKind, nam
 	if !s.keep(gr) {
 		return
 	}
+	if s.keepsSnapshot(gr, s.bucket(gr)[ObjectKey{namespace, name}]) {
+		return
+	}
 	// done: a write the log records later that ran concurrently does not make it known
 	// (store).
 	s.bucket(gr)[ObjectKey{namespace, name}] = &entry{Unknown: why, Source: why, done: s.current.writeDone, by: s.current.writeBy, created: s.current.creating}
@@ -633,6 +695,9 @@ func (s *State) Forget(gr schema.GroupResource, gvk schema.GroupVersionKind, nam
 // done is when the deletion completed: a request received before it may have read the object
 // as it was, and is not given IfThere.
 func (s *State) GoneOrMarked(gr schema.GroupResource, gvk schema.GroupVersionKind, namespace, name, why string, marked []byte, unknowns []vapccel.Unknown, done time.Time) {
+	if s.keepsSnapshot(StorageOf(gr), s.Objects[StorageOf(gr)][ObjectKey{namespace, name}]) {
+		return
+	}
 	s.Forget(gr, gvk, namespace, name, why)
 	if e := s.Objects[StorageOf(gr)][ObjectKey{namespace, name}]; e != nil && !done.IsZero() {
 		e.ifThere, e.ifThereUnknowns, e.done = marked, unknowns, done
@@ -735,6 +800,8 @@ func (s *State) DeleteAt(gr schema.GroupResource, gvk schema.GroupVersionKind, n
 	}
 	old := s.Objects[gr][k]
 	switch {
+	case s.keepsSnapshot(gr, old):
+		return // deleted before the snapshot was read, which holds it again
 	case old != nil && exact && gone > 0 && old.rv > gone:
 		return // the State holds the object a create the log records first made after it
 	case old != nil && !exact && gone > 0 && old.rv > gone:
@@ -772,7 +839,7 @@ func (s *State) ForgetAll(gr schema.GroupResource, namespace, why string) {
 		return
 	}
 	for k, e := range s.Objects[gr] {
-		if namespace == "" || k.Namespace == namespace {
+		if (namespace == "" || k.Namespace == namespace) && !s.keepsSnapshot(gr, e) {
 			*e = entry{Unknown: why, Source: why, done: s.current.writeDone, by: s.current.writeBy}
 			if s.typedKinds(gr) {
 				s.setTyped(gr, k, typedEntry{unknown: why}, true)
@@ -1184,7 +1251,7 @@ func (s *State) Prior(gr schema.GroupResource, namespace, name string) Prior {
 // MarkedMaybe records that the object's entry, as stored last, is the version a refused DELETE
 // may have left marked deleted, and unmarked the version it has otherwise.
 func (s *State) MarkedMaybe(gr schema.GroupResource, namespace, name string, unmarked []byte) {
-	if e := s.Objects[StorageOf(gr)][ObjectKey{namespace, name}]; e != nil && e.Raw != nil {
+	if e := s.Objects[StorageOf(gr)][ObjectKey{namespace, name}]; e != nil && e.Raw != nil && !s.keepsSnapshot(StorageOf(gr), e) {
 		e.unmarked = unmarked
 	}
 }
