@@ -314,6 +314,14 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 		return
 	}
 	b := r.rebuildWith(j.ev, j.t, j.rec, j.prior, j.facts, resp)
+	if b.skip == SkipPendingDeletion && j.revise.concurrent == nil && j.prior.RacedFrom == nil && r.ranAdmission(j.ev) {
+		// The log's annotations say admission ran: the State's version, marked deleted, is not
+		// the one the server read (a snapshot read after this DELETE marked it).
+		out := newRecord(j.d, j.ev, j.t, j.rec, b)
+		j.result.out = out
+		out.indeterminate(because(ReasonOldObjectUnknown, pendingButAdmitted(j)))
+		return
+	}
 	if b.skip != "" {
 		j.result.skip = b.skip
 		return
@@ -338,6 +346,13 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 	if j.result.dec != nil && j.result.dec.Mutation != nil && out.Decision != DecisionIndeterminate {
 		out.Mutations = j.result.dec.Mutation.Changes
 	}
+}
+
+// pendingButAdmitted says why the old object of a DELETE is not known that the State's version
+// has completed without admission (its graceful deletion pending) where the log's annotations
+// show validating admission ran.
+func pendingButAdmitted(j *job) string {
+	return fmt.Sprintf("%s %s: the log's annotations show validating admission ran, where the version the State holds (%s), its graceful deletion pending, completes the DELETE without it: the server read another version", j.t.gvr.GroupResource(), state.JoinKey(j.t.namespace, j.t.name), j.prior.Source)
 }
 
 // rebuiltUnknowns are what the replay does not know of a request it rebuilt (b) outside the

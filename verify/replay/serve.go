@@ -412,7 +412,7 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 	}
 	if len(s.calls) == 0 && !refusedByMutation {
 		if !r.conflictAfterFirstAttempt(ctx, w, j, out) {
-			notAdmitted(j, out, s)
+			r.notAdmitted(j, out, s)
 			r.pendingRaced(ctx, w, j, out)
 		}
 		return
@@ -559,7 +559,7 @@ func (r *Replayer) mutationUndecided(j *job, out *Record, s served, mutationUnkn
 // notAdmitted settles a request that, sent through the pipeline over the State, did not reach
 // validating admission: skipped, or indeterminate where the log shows the server did
 // otherwise.
-func notAdmitted(j *job, out *Record, s served) {
+func (r *Replayer) notAdmitted(j *job, out *Record, s served) {
 	ev, t, gr := j.ev, j.t, j.t.gvr.GroupResource()
 	code := ev.Code()
 	switch {
@@ -572,6 +572,8 @@ func notAdmitted(j *job, out *Record, s served) {
 	case code >= 200 && code < 300 && s.resp.Code < 300 && j.prior.Unsettled != "" && t.op == admission.Delete:
 		// Whether the object's graceful deletion was pending is not known.
 		out.indeterminate(because(ReasonOldObjectUnknown, j.prior.Unsettled))
+	case code >= 200 && code < 300 && s.resp.Code < 300 && t.op == admission.Delete && j.revise.concurrent == nil && j.prior.RacedFrom == nil && r.ranAdmission(j.ev):
+		out.indeterminate(because(ReasonOldObjectUnknown, pendingButAdmitted(j)))
 	case code >= 200 && code < 300 && s.resp.Code < 300:
 		j.result.skip = SkipPendingDeletion
 	case code >= 200 && code < 300:

@@ -238,3 +238,36 @@ func TestLogBeforeItsSnapshot(t *testing.T) {
 		}
 	}
 }
+
+// TestPendingDeletionButAdmitted: the snapshot holds a pod marked deleted by the DELETE the
+// log holds at level Request (explorer: a kubectl get read 0.4 s after the replica set
+// controller's graceful delete). On that version the store completes a DELETE without
+// admission; the log's annotations show admission ran: the server read another version. It is
+// old-object-unknown, not skipped; without the annotations, skipped as before.
+func TestPendingDeletionButAdmitted(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("seen", "pods", admissionregistrationv1.Delete, nil, "true")
+	p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "seen", ValueExpression: "'yes'"}}
+	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "p", "namespace": "ns1", "uid": "u-p", "resourceVersion": "500",
+		"creationTimestamp": "2026-03-02T09:00:00Z", "deletionTimestamp": "2026-03-02T09:00:31Z", "deletionGracePeriodSeconds": int64(30)},
+		"spec": map[string]any{"nodeName": "n1", "containers": []any{map[string]any{"name": "c", "image": "nginx"}}}}
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		skipped     bool
+	}{
+		{"the annotations show admission ran", map[string]string{"seen/seen": "yes"}, false},
+		{"no annotations", nil, true},
+	} {
+		del := levelEvent(t, "delete", auditlog.LevelRequest, "delete", "pods", "ns1", "p", 200, "", map[string]any{"apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions"}, nil)
+		del = timedEvent(t, del, "01.000000", "01.004000", tc.annotations)
+		sum, recs := replayLinesWith(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, []any{pod}, del)
+		rec := recs["delete"]
+		switch {
+		case tc.skipped && (rec != nil || sum.Skipped[string(SkipPendingDeletion)] != 1):
+			t.Errorf("%s: %s, skipped %v, want skipped (graceful-deletion-pending)", tc.name, describeRecord(rec), sum.Skipped)
+		case !tc.skipped && (rec == nil || rec.Decision != DecisionIndeterminate || rec.Reason != ReasonOldObjectUnknown):
+			t.Errorf("%s: %s, skipped %v, want indeterminate (old-object-unknown)", tc.name, describeRecord(rec), sum.Skipped)
+		}
+	}
+}
