@@ -215,10 +215,17 @@ func (r *Replayer) findSnapshotRead(ctx context.Context) {
 }
 
 // shownVersion is the resourceVersion of the request's own object its successful response
-// shows (a get's, a write's), 0 otherwise.
+// shows (a write's, a get's that asks for no resourceVersion: one that does may be served from
+// a watch cache behind the object), 0 otherwise.
 func shownVersion(ev *Event, t target) uint64 {
 	if c := ev.Code(); c < 200 || c >= 300 || isDryRun(ev) || t.name == "" || t.mainKind.Kind == "" || !hasBody(ev.ResponseObject) || (ev.Verb != "get" && ev.Verb != "update" && ev.Verb != "patch" && ev.Verb != "create" && ev.Verb != "delete") {
 		return 0
+	}
+	if ev.Verb == "get" {
+		u, err := url.ParseRequestURI(ev.RequestURI)
+		if err != nil || u.Query().Get("resourceVersion") != "" {
+			return 0
+		}
 	}
 	h, err := auditlog.DecodeHeader(ev.ResponseObject)
 	if err != nil || h.GroupVersionKind() != t.mainKind || h.GetName() != t.name || h.GetNamespace() != t.namespace {

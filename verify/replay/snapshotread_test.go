@@ -221,6 +221,8 @@ func TestLogBeforeItsSnapshot(t *testing.T) {
 	}{
 		{"a GET shows an older version", []string{create, get, patch}, true},
 		{"nothing shows it", []string{create, patch}, false},
+		// A GET that asks for resourceVersion 0 may be served from a watch cache behind.
+		{"a GET from the watch cache", []string{create, replaceOnce(t, get, `"requestURI":"/api/v1/namespaces/ns1"`, `"requestURI":"/api/v1/namespaces/ns1?resourceVersion=0"`), patch}, false},
 	} {
 		log := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".log")
 		if err := os.WriteFile(log, []byte(strings.Join(tc.lines, "\n")+"\n"), 0o644); err != nil {
