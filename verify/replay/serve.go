@@ -547,7 +547,7 @@ func (r *Replayer) mutationUndecided(j *job, out *Record, s served, mutationUnkn
 	switch {
 	case s.mutation == nil, mutationUnknown == "":
 	case refusedByMutation:
-		out.indeterminate(because(ReasonMutationUnknown, "a MutatingAdmissionPolicy refused the request, and "+mutationUnknown))
+		out.indeterminate(because(ReasonMutationUnknown, "replayed on what the replay knows, a MutatingAdmissionPolicy refused the request (which the log may show refused by another), and "+mutationUnknown))
 		return true
 	default:
 		// What the policies changed is not known: neither is the object validation saw.
@@ -693,7 +693,7 @@ func (d *servedDecider) decide(eval Evaluator, view *state.StateView) (*verify.D
 		}
 	}
 	if mu := d.r.withUnknowns(d.unknowns, &again.s, d.j.policies); mu != "" && again.s.mutation != nil && !again.s.mutation.Allowed {
-		return nil, &indeterminateError{because(ReasonMutationUnknown, "a MutatingAdmissionPolicy refused the request, and "+mu)}
+		return nil, &indeterminateError{because(ReasonMutationUnknown, "replayed on what the replay knows, a MutatingAdmissionPolicy refused the request (which the log may show refused by another), and "+mu)}
 	}
 	if why := d.r.dependsOnUnknown(d.j, again.s.calls); why.is() {
 		return nil, &indeterminateError{why}

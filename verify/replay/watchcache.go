@@ -227,7 +227,7 @@ func (r *Replayer) decideServedOn(ctx context.Context, w evalWorker, j *job, p s
 	case once.s.mutation.Acted() && j.result.schemaRefreshing != "":
 		return nil, &indeterminateError{because(ReasonMutationUnknown, j.result.schemaRefreshing)}
 	case mutationUnknown != "" && len(once.s.calls) == 0 && once.s.mutation != nil && !once.s.mutation.Allowed:
-		return nil, &indeterminateError{because(ReasonMutationUnknown, "a MutatingAdmissionPolicy refused the request, and "+mutationUnknown)}
+		return nil, &indeterminateError{because(ReasonMutationUnknown, "replayed on what the replay knows, a MutatingAdmissionPolicy refused the request (which the log may show refused by another), and "+mutationUnknown)}
 	}
 	if why := r.dependsOnUnknown(j, once.s.calls); why.is() {
 		return nil, &indeterminateError{why}
