@@ -1333,12 +1333,16 @@ func (s *State) List(gr schema.GroupResource, namespace string, received time.Ti
 	}
 	out := [][]byte{}
 	var unknowns map[ObjectKey][]vapccel.Unknown
+	var unknown *ObjectKey // the first, by key, of the objects not known: the reason is stable
 	for k, e := range s.Objects[gr] {
 		if namespace != "" && k.Namespace != namespace {
 			continue
 		}
 		if e.Raw == nil {
-			return nil, nil, fmt.Sprintf("%s %s: %s", gr, JoinKey(k.Namespace, k.Name), ShortReason(e.Unknown))
+			if unknown == nil || JoinKey(k.Namespace, k.Name) < JoinKey(unknown.Namespace, unknown.Name) {
+				unknown = &k
+			}
+			continue
 		}
 		out = append(out, e.Raw)
 		if len(e.unknowns) > 0 {
@@ -1347,6 +1351,9 @@ func (s *State) List(gr schema.GroupResource, namespace string, received time.Ti
 			}
 			unknowns[k] = e.unknowns
 		}
+	}
+	if unknown != nil {
+		return nil, nil, fmt.Sprintf("%s %s: %s", gr, JoinKey(unknown.Namespace, unknown.Name), ShortReason(s.Objects[gr][*unknown].Unknown))
 	}
 	return out, unknowns, ""
 }
