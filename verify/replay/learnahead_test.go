@@ -142,3 +142,34 @@ func TestCRDLearnedAhead(t *testing.T) {
 		})
 	}
 }
+
+// TestLearnedInAnotherVersion: a CRD written without its object (at level Metadata) is learned
+// from a use, in that use's version; a request in another version is of the same CRD, which
+// the server converts to the version a policy's rule names (matchPolicy Equivalent: random
+// parity seed c:511, a v1beta1 Widget, a policy of v1). The replay does not know how the CRD
+// converts it: the request is unknown-resource, where it was decided without the policy, and
+// the version learned first stays learned.
+func TestLearnedInAnotherVersion(t *testing.T) {
+	t.Parallel()
+	ps, bs := crdPolicies()
+	crd := event{id: "crd", verb: "create", group: "apiextensions.k8s.io", version: "v1", resource: "customresourcedefinitions", name: "widgets.rules.example.com", code: 201, received: at(t, 0)}
+	widget := func(id, version string, size int64, when float64, code int32, message string) event {
+		w := customObject("Widget", id, "app", map[string]any{"size": size})
+		w["apiVersion"] = "rules.example.com/" + version
+		e := event{id: id, verb: "create", group: "rules.example.com", version: version, resource: "widgets", ns: "app", name: id, code: code, message: message, received: at(t, when), req: w}
+		if code == 201 {
+			e.resp = w
+		}
+		return e
+	}
+	lines := []string{crd.line(t), widget("first", "v1", 1, 1, 201, "").line(t), widget("beta", "v1beta1", 5, 2, 201, "").line(t), widget("again", "v1", 50, 3, 422, msg(widgetTooBig, "again")).line(t)}
+	_, recs := replayLinesWith(t, ps, bs, nil, lines...)
+	if rec := recs["beta"]; rec == nil || rec.Decision != DecisionIndeterminate || rec.Reason != ReasonUnknownResource {
+		t.Errorf("beta: %s, want indeterminate (unknown-resource): the CRD's conversion from v1beta1 is not known", describeRecord(rec))
+	}
+	// A refused create of a learned CRD's object is not known as its schema prunes and
+	// defaults it; its resource is.
+	if rec := recs["again"]; rec == nil || rec.Reason == ReasonUnknownResource {
+		t.Errorf("again: %s, want a record of a resource the replay knows: v1 stays learned", describeRecord(rec))
+	}
+}
