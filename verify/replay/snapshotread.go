@@ -64,19 +64,32 @@ func (r *Replayer) reviseSnapshotRead(d decoded, ev *Event, t target) {
 		if rev > newest {
 			continue
 		}
-		<-j.done
-		r.forgetReached(j, d)
-		e.snapshotHeld = slices.DeleteFunc(e.snapshotHeld, func(o *job) bool { return o == j })
-		if !isDryRun(j.ev) {
-			// The State holds the write applied to the snapshot's version again.
-			r.state.Unwrite(j.revise.key.GR, j.revise.key.Obj.Namespace, j.revise.key.Obj.Name, lineRef{j.d.file, j.d.num}.String(), j.prior.Raw, j.prior.RV)
+		// The job, and the writes to its object after it that completed before ev was
+		// received (they read what the replay's write left): the snapshot holds what they
+		// left, not what they read.
+		snap := j.prior
+		victims := []*job{j}
+		for _, o := range e.byKey[j.revise.key] {
+			if o != j && !o.revise.completed.IsZero() && received.After(o.revise.completed) && o.revise.completed.After(j.revise.completed) {
+				victims = append(victims, o)
+			}
 		}
-		j.again()
-		j.revise.revised, j.revise.concurrent = true, nil
-		j.prior.Raw, j.prior.Unknowns, j.prior.Stale, j.prior.StaleUnknown, j.prior.RacedBy, j.prior.RacedFrom = nil, nil, nil, "", "", nil
-		j.prior.Unknown = fmt.Sprintf("the snapshot was read after this request completed: the request at %s, received after it (%s, %s), ran at resourceVersion %d, at or below the snapshot's greatest of %s (%d), so the snapshot holds what this request left, not the version it read",
-			lineRef{d.file, d.num}, received.UTC().Format(time.RFC3339Nano), j.revise.completed.UTC().Format(time.RFC3339Nano), rev, j.revise.key.GR, newest)
-		e.jobs <- j
+		why := fmt.Sprintf("the snapshot was read after this request completed: the request at %s, received after it (%s), ran at resourceVersion %d, at or below the snapshot's greatest of %s (%d), so the snapshot holds what this request left, not the version it read",
+			lineRef{d.file, d.num}, received.UTC().Format(time.RFC3339Nano), rev, j.revise.key.GR, newest)
+		for _, v := range victims {
+			<-v.done
+			r.forgetReached(v, d)
+			e.snapshotHeld = slices.DeleteFunc(e.snapshotHeld, func(o *job) bool { return o == v })
+			if !isDryRun(v.ev) {
+				// The State holds the write applied to the snapshot's version again.
+				r.state.Unwrite(v.revise.key.GR, v.revise.key.Obj.Namespace, v.revise.key.Obj.Name, lineRef{v.d.file, v.d.num}.String(), snap.Raw, snap.RV)
+			}
+			v.again()
+			v.revise.revised, v.revise.concurrent = true, nil
+			v.prior.Raw, v.prior.Unknowns, v.prior.Stale, v.prior.StaleUnknown, v.prior.RacedBy, v.prior.RacedFrom = nil, nil, nil, "", "", nil
+			v.prior.Unknown = why
+			e.jobs <- v
+		}
 	}
 }
 
@@ -85,11 +98,11 @@ func (r *Replayer) reviseSnapshotRead(d decoded, ev *Event, t target) {
 // own, new revision) or a consistent list's (one that asks for no resourceVersion and
 // continues none: served at a revision at or after the latest committed when it was received);
 // 0 otherwise. Only a resource the replay knows the kind of counts: an aggregated API's
-// resourceVersions are its own. Events count: where a cluster stores them in an etcd of their
-// own (kube-apiserver's --etcd-servers-overrides), their revisions, when lower than the
-// snapshot's, make requests before them indeterminate that need not be, never decided.
+// resourceVersions are its own; so are Events' where a cluster stores them in an etcd of their
+// own (kube-apiserver's --etcd-servers-overrides), and a lower one would date the snapshot
+// after writes it did not hold (review).
 func revisionRan(ev *Event, t target) uint64 {
-	if c := ev.Code(); c < 200 || c >= 300 || isDryRun(ev) || t.sub != "" || t.mainKind.Kind == "" || !hasBody(ev.ResponseObject) {
+	if c := ev.Code(); c < 200 || c >= 300 || isDryRun(ev) || t.sub != "" || t.mainKind.Kind == "" || isEvents(t.gvr.GroupResource()) || !hasBody(ev.ResponseObject) {
 		return 0
 	}
 	switch ev.Verb {
@@ -214,11 +227,17 @@ func (r *Replayer) findSnapshotRead(ctx context.Context) {
 	}
 }
 
+// isEvents says whether gr is Events' (core's or events.k8s.io's), which a cluster may store in
+// an etcd of their own.
+func isEvents(gr schema.GroupResource) bool {
+	return gr.Resource == "events" && (gr.Group == "" || gr.Group == "events.k8s.io")
+}
+
 // shownVersion is the resourceVersion of the request's own object its successful response
 // shows (a write's, a get's that asks for no resourceVersion: one that does may be served from
 // a watch cache behind the object), 0 otherwise.
 func shownVersion(ev *Event, t target) uint64 {
-	if c := ev.Code(); c < 200 || c >= 300 || isDryRun(ev) || t.name == "" || t.mainKind.Kind == "" || !hasBody(ev.ResponseObject) || (ev.Verb != "get" && ev.Verb != "update" && ev.Verb != "patch" && ev.Verb != "create" && ev.Verb != "delete") {
+	if c := ev.Code(); c < 200 || c >= 300 || isDryRun(ev) || t.name == "" || t.mainKind.Kind == "" || isEvents(t.gvr.GroupResource()) || !hasBody(ev.ResponseObject) || (ev.Verb != "get" && ev.Verb != "update" && ev.Verb != "patch" && ev.Verb != "create" && ev.Verb != "delete") {
 		return 0
 	}
 	if ev.Verb == "get" {

@@ -800,8 +800,10 @@ func (s *State) DeleteAt(gr schema.GroupResource, gvk schema.GroupVersionKind, n
 	}
 	old := s.Objects[gr][k]
 	switch {
-	case s.keepsSnapshot(gr, old):
-		return // deleted before the snapshot was read, which holds it again
+	case !(exact && gone > 0 && old != nil && gone > old.rv) && s.keepsSnapshot(gr, old):
+		// Deleted before the snapshot was read, which holds it again; a deletion whose
+		// revision is after the snapshot's version came after the snapshot listed it.
+		return
 	case old != nil && exact && gone > 0 && old.rv > gone:
 		return // the State holds the object a create the log records first made after it
 	case old != nil && !exact && gone > 0 && old.rv > gone:
