@@ -1,6 +1,10 @@
 package replay
 
-import "testing"
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
 
 // TestAskedVersion: the resourceVersion a body asks for, read as far as the member that holds
 // it, as encoding/json would decode it.
@@ -24,4 +28,32 @@ func TestAskedVersion(t *testing.T) {
 			t.Errorf("%s: askedVersion(%s) = %q, want %q", tc.name, tc.body, got, tc.want)
 		}
 	}
+}
+
+// FuzzAskedVersion: askedVersion reads any body without panicking, and where encoding/json
+// decodes it as an object with one metadata and one resourceVersion (their names written
+// plainly), it reads the same resourceVersion.
+func FuzzAskedVersion(f *testing.F) {
+	for _, seed := range []string{
+		`{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a","resourceVersion":"12"},"spec":{}}`,
+		`{"spec":{"x":[1,"]",{"y":"}"}]},"metadata":{"resourceVersion":"7"}}`,
+		`{"metadata":{"resourceVersion":null}}`, `[]`, `{"metadata":`, `"x"`, ``,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got := askedVersion(body, "metadata")
+		var o struct {
+			Metadata *struct {
+				ResourceVersion *string `json:"resourceVersion"`
+			} `json:"metadata"`
+		}
+		if bytes.Count(body, []byte(`"metadata"`)) != 1 || bytes.Count(body, []byte(`"resourceVersion"`)) != 1 || bytes.Contains(body, []byte(`\u`)) ||
+			json.Unmarshal(body, &o) != nil || o.Metadata == nil || o.Metadata.ResourceVersion == nil || !bytes.HasPrefix(bytes.TrimSpace(body), []byte("{")) {
+			return
+		}
+		if want := *o.Metadata.ResourceVersion; got != want {
+			t.Errorf("askedVersion(%q) = %q, want %q", body, got, want)
+		}
+	})
 }
