@@ -85,7 +85,7 @@ fuzz:
 		./cel:FuzzLoadAndCheck \
 		./policies:FuzzParseSettings \
 		./verify/replay:FuzzReplayLines \
-		./verify/replay:FuzzAskedVersion \
+		./verify/replay/internal/auditlog:FuzzMemberString \
 		./verify/replay/internal/auditlog:FuzzDecodeEventFast \
 		./verify/replay/internal/auditlog:FuzzDecodeObject \
 		./verify/replay/internal/auditlog/export:FuzzReadWebhook \

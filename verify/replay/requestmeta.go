@@ -3,7 +3,6 @@ package replay
 import (
 	"encoding/json"
 	"slices"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -32,11 +31,7 @@ func (j *job) askedFor() {
 	if !j.prior.OtherVersionRead() && !(reached && j.prior.RV != 0 && j.prior.Raw != nil) {
 		return
 	}
-	member := "metadata"
-	if j.ev.Verb == "delete" || j.ev.Verb == "deletecollection" {
-		member = "preconditions"
-	}
-	rv := state.ResourceVersion(askedVersion(j.ev.RequestObject, member))
+	rv := askedVersion(j.ev)
 	if reached {
 		j.prior = j.prior.AdmittedOn(rv)
 	}
@@ -50,32 +45,11 @@ func (j *job) reachedAdmission() bool {
 	return c >= 200 && c < 300 || j.rec.policy != ""
 }
 
-// requestMeta is the resourceVersion and uid a request asked for: its body's, or a delete's
-// preconditions.
+// requestMeta is the resourceVersion and uid a request asked for: its object's, or a
+// DELETE's preconditions (see askedVersion).
 func requestMeta(ev *Event) (version, uid string) {
-	var o struct {
-		Metadata struct {
-			ResourceVersion string `json:"resourceVersion"`
-			UID             string `json:"uid"`
-		} `json:"metadata"`
-		Preconditions *struct {
-			ResourceVersion *string `json:"resourceVersion"`
-			UID             *string `json:"uid"`
-		} `json:"preconditions"`
-	}
-	if !hasBody(ev.RequestObject) || json.Unmarshal(ev.RequestObject, &o) != nil {
-		return "", ""
-	}
-	version, uid = o.Metadata.ResourceVersion, o.Metadata.UID
-	if p := o.Preconditions; p != nil {
-		if p.ResourceVersion != nil {
-			version = *p.ResourceVersion
-		}
-		if p.UID != nil {
-			uid = *p.UID
-		}
-	}
-	return version, uid
+	member := askedMember(ev)
+	return auditlog.MemberString(ev.RequestObject, member, "resourceVersion"), auditlog.MemberString(ev.RequestObject, member, "uid")
 }
 
 // fromRequest are the resourceVersion and uid of a stored object the replay does not know
@@ -190,148 +164,18 @@ func overlayPath(stored, sent any, steps []string) {
 	}
 }
 
-// askedVersion is the resourceVersion a request's body asks for: an update's or a patch's in
-// the object's metadata, a DELETE's in its DeleteOptions' preconditions (the member named),
-// read from the body's top level only as far as that member (an object's metadata comes
-// before its spec). "" when the body holds none, or is not an object this reads.
-func askedVersion(raw []byte, member string) string {
-	s := jsonScan{b: raw}
-	var found string
-	ok := s.members(func(key string) bool {
-		if key != member || s.peek() != '{' {
-			return s.skip()
-		}
-		s.stop = s.members(func(k string) bool {
-			if k == "resourceVersion" && s.peek() == '"' {
-				v, ok := s.str()
-				found = v
-				return ok
-			}
-			return s.skip()
-		})
-		return s.stop
-	})
-	if !ok {
-		return ""
-	}
-	return found
+// askedVersion is the resourceVersion a request asks for, which the store checks before
+// admission (requestMeta's); 0 for none.
+func askedVersion(ev *Event) uint64 {
+	return state.ResourceVersion(auditlog.MemberString(ev.RequestObject, askedMember(ev), "resourceVersion"))
 }
 
-// jsonScan reads the members of JSON objects without decoding their values.
-type jsonScan struct {
-	b    []byte
-	i    int
-	stop bool
-}
-
-func (s *jsonScan) space() {
-	for s.i < len(s.b) && (s.b[s.i] == ' ' || s.b[s.i] == '\t' || s.b[s.i] == '\n' || s.b[s.i] == '\r') {
-		s.i++
+// askedMember is the member of a request's body that says what version of its object it asks
+// for: an update's or a patch's object's metadata, a DELETE's DeleteOptions' preconditions. The
+// body is read only as far as it (auditlog.MemberString).
+func askedMember(ev *Event) string {
+	if ev.Verb == "delete" || ev.Verb == "deletecollection" {
+		return "preconditions"
 	}
-}
-
-func (s *jsonScan) peek() byte {
-	s.space()
-	if s.i < len(s.b) {
-		return s.b[s.i]
-	}
-	return 0
-}
-
-// members calls member with each key of the object at the scanner, positioned at its value;
-// member reads the value. It stops early, successfully, once stop is set.
-func (s *jsonScan) members(member func(key string) bool) bool {
-	if s.peek() != '{' {
-		return false
-	}
-	s.i++
-	if s.peek() == '}' {
-		s.i++
-		return true
-	}
-	for {
-		if s.peek() != '"' {
-			return false
-		}
-		key, ok := s.str()
-		if !ok || s.peek() != ':' {
-			return false
-		}
-		s.i++
-		if !member(key) {
-			return false
-		}
-		if s.stop {
-			return true
-		}
-		switch s.peek() {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			return true
-		default:
-			return false
-		}
-	}
-}
-
-// str reads a string.
-func (s *jsonScan) str() (string, bool) {
-	start := s.i
-	s.i++
-	escaped := false
-	for ; s.i < len(s.b); s.i++ {
-		switch c := s.b[s.i]; {
-		case c == '\\':
-			escaped = true
-			s.i++
-		case c == '"':
-			s.i++
-			raw := s.b[start:s.i]
-			if !escaped {
-				return string(raw[1 : len(raw)-1]), true
-			}
-			var v string
-			err := json.Unmarshal(raw, &v)
-			return v, err == nil
-		}
-	}
-	return "", false
-}
-
-// skip skips a value: strings whole, objects and arrays to their end.
-func (s *jsonScan) skip() bool {
-	switch s.peek() {
-	case '"':
-		_, ok := s.str()
-		return ok
-	case '{', '[':
-		depth := 0
-		for s.i < len(s.b) {
-			switch s.b[s.i] {
-			case '"':
-				if _, ok := s.str(); !ok {
-					return false
-				}
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					s.i++
-					return true
-				}
-			}
-			s.i++
-		}
-		return false
-	case 0:
-		return false
-	}
-	for s.i < len(s.b) && !strings.ContainsRune(",}] \t\r\n", rune(s.b[s.i])) {
-		s.i++
-	}
-	return true
+	return "metadata"
 }

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -282,8 +283,7 @@ func (r *Replayer) conflictAfterFirstAttempt(ctx context.Context, w evalWorker, 
 	if j.ev.Code() != http.StatusConflict || len(j.prior.Stale) == 0 || !r.ranAdmission(j.ev) {
 		return false
 	}
-	version, _ := requestMeta(j.ev)
-	asked := state.ResourceVersion(version)
+	asked := askedVersion(j.ev)
 	if asked == 0 {
 		return false
 	}
@@ -346,8 +346,7 @@ func (r *Replayer) staleAttemptPossible(ev *Event, t target) bool {
 	if ev.Code() != http.StatusConflict || (t.op != admission.Update && t.op != admission.Delete) || ev.Verb == "deletecollection" {
 		return false
 	}
-	version, _ := requestMeta(ev)
-	asked := state.ResourceVersion(version)
+	asked := askedVersion(ev)
 	if asked == 0 || !r.ranAdmission(ev) {
 		return false
 	}
@@ -362,21 +361,19 @@ func (r *Replayer) staleAttemptPossible(ev *Event, t target) bool {
 // answered 409 Conflict on its own object when the log's annotations show validating admission
 // ran, on a first attempt, on a version the replay cannot send it through the pipeline on (see
 // staleAttemptPossible): the version it asked for, which the State does not hold (a write
-// between a snapshot and the log, one the log holds below RequestResponse). The request reached
-// admission: it is not one refused before it. "" otherwise.
+// between a snapshot and the log, one the log holds below RequestResponse), or a DELETE's (whose
+// first attempt the replay does not take on the State's version: a pod's DELETE may run
+// admission twice). The request reached admission: it is not one refused before it. ""
+// otherwise.
 func (r *Replayer) firstAttemptUnknown(ev *Event, t target) string {
 	if ev.Code() != http.StatusConflict || (t.op != admission.Update && t.op != admission.Delete) || ev.Verb == "deletecollection" || isDryRun(ev) || !r.ranAdmission(ev) {
 		return ""
 	}
-	member := "metadata"
-	if t.op == admission.Delete {
-		member = "preconditions"
+	asked := "not in the log"
+	if v := askedVersion(ev); v != 0 {
+		asked = strconv.FormatUint(v, 10)
 	}
-	asked := askedVersion(ev.RequestObject, member)
-	if asked == "" {
-		asked = "not in the log"
-	}
-	return "the log's annotations show its first attempt ran validating admission before it failed with 409 Conflict, on the version of the object it asked for (resourceVersion " + asked + "), which the State does not hold"
+	return "the log's annotations show its first attempt ran validating admission before it failed with 409 Conflict, on the version of the object it asked for (resourceVersion " + asked + "), which the replay does not evaluate it on"
 }
 
 // raced settles a request that a write to its object completed after it was received, and

@@ -322,3 +322,33 @@ func SameMembersBut(a, b []byte, but string) bool {
 	})
 	return ok && seen == len(as)
 }
+
+// MemberString is the string at member.key of the object raw (a request's body:
+// metadata.resourceVersion), read only as far as that member, the first of its name: an
+// object's metadata comes before its spec. "" when raw is not an object that holds it as a
+// string.
+func MemberString(raw []byte, member, key string) string {
+	d := objectDecoder{s: scanner{b: raw}}
+	d.s.space()
+	var out string
+	read := false
+	d.members(func(k string) bool {
+		if k != member {
+			return d.s.value()
+		}
+		read = true
+		d.members(func(k string) bool {
+			if k != key || d.s.i >= len(d.s.b) || d.s.b[d.s.i] != '"' {
+				return d.s.value()
+			}
+			v, ok := d.str()
+			out = v
+			return ok
+		})
+		return false // stops the reading: the member is read
+	})
+	if !read {
+		return ""
+	}
+	return out
+}

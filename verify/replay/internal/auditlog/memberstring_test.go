@@ -1,4 +1,4 @@
-package replay
+package auditlog
 
 import (
 	"bytes"
@@ -6,9 +6,9 @@ import (
 	"testing"
 )
 
-// TestAskedVersion: the resourceVersion a body asks for, read as far as the member that holds
-// it, as encoding/json would decode it.
-func TestAskedVersion(t *testing.T) {
+// TestMemberString: the resourceVersion a request's body asks for, read as far as the member
+// that holds it, as encoding/json would decode it.
+func TestMemberString(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name, body, member, want string
@@ -24,16 +24,16 @@ func TestAskedVersion(t *testing.T) {
 		{"cut short", `{"metadata":{"resourceVersion":"1`, "metadata", ""},
 		{"empty", ``, "metadata", ""},
 	} {
-		if got := askedVersion([]byte(tc.body), tc.member); got != tc.want {
-			t.Errorf("%s: askedVersion(%s) = %q, want %q", tc.name, tc.body, got, tc.want)
+		if got := MemberString([]byte(tc.body), tc.member, "resourceVersion"); got != tc.want {
+			t.Errorf("%s: MemberString(%s) = %q, want %q", tc.name, tc.body, got, tc.want)
 		}
 	}
 }
 
-// FuzzAskedVersion: askedVersion reads any body without panicking, and where encoding/json
+// FuzzMemberString: MemberString reads any body without panicking, and where encoding/json
 // decodes it as an object with one metadata and one resourceVersion (their names written
 // plainly), it reads the same resourceVersion.
-func FuzzAskedVersion(f *testing.F) {
+func FuzzMemberString(f *testing.F) {
 	for _, seed := range []string{
 		`{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a","resourceVersion":"12"},"spec":{}}`,
 		`{"spec":{"x":[1,"]",{"y":"}"}]},"metadata":{"resourceVersion":"7"}}`,
@@ -42,7 +42,7 @@ func FuzzAskedVersion(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		got := askedVersion(body, "metadata")
+		got := MemberString(body, "metadata", "resourceVersion")
 		var o struct {
 			Metadata *struct {
 				ResourceVersion *string `json:"resourceVersion"`
@@ -53,7 +53,7 @@ func FuzzAskedVersion(f *testing.F) {
 			return
 		}
 		if want := *o.Metadata.ResourceVersion; got != want {
-			t.Errorf("askedVersion(%q) = %q, want %q", body, got, want)
+			t.Errorf("MemberString(%q) = %q, want %q", body, got, want)
 		}
 	})
 }
