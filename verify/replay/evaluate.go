@@ -194,9 +194,6 @@ type evaluation struct {
 	wg    sync.WaitGroup
 	// byKey are the queued jobs that read a stored object, by the object (see track).
 	byKey map[state.ReplacedKey][]*job
-	// snapshotHeld are the queued jobs that read the snapshot's version of their object
-	// without the log showing their result (see holdForSnapshot).
-	snapshotHeld []*job
 }
 
 func (r *Replayer) startEvaluation(ctx context.Context) *evaluation {

@@ -50,9 +50,6 @@ func (e *evaluation) untrack(j *job) {
 	if !j.revise.tracked {
 		return
 	}
-	if len(e.snapshotHeld) > 0 {
-		e.snapshotHeld = slices.DeleteFunc(e.snapshotHeld, func(o *job) bool { return o == j })
-	}
 	js := slices.DeleteFunc(e.byKey[j.revise.key], func(o *job) bool { return o == j })
 	if len(js) == 0 {
 		delete(e.byKey, j.revise.key)

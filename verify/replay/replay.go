@@ -174,8 +174,10 @@ type Replayer struct {
 	lookaheadCut int
 	quiesced     bool // between the halves of a barrier (see quiesce)
 	// snapshotRead says, by resource, how the log shows its snapshot listed it after its
-	// first lines (see findSnapshotRead).
-	snapshotRead map[schema.GroupResource]string
+	// first lines (see findSnapshotRead); snapshotUnchecked that the log could not be read
+	// again to tell.
+	snapshotRead      map[schema.GroupResource]string
+	snapshotUnchecked bool
 }
 
 // catalogState is the cluster's API as a replay follows it: the catalog (internal/catalog:
@@ -388,6 +390,9 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 		slices.Sort(grs)
 		r.output.sum.Notes = append(r.output.sum.Notes, "the log begins before its snapshot was read (of "+strings.Join(grs, ", ")+"): what a request completed before then read of the snapshot's objects is not known")
 	}
+	if r.snapshotUnchecked {
+		r.output.sum.Notes = append(r.output.sum.Notes, "the log was not read from files, which the replay reads again for when its snapshot was read: it is taken as read before the log's first line (give the log as files to check it)")
+	}
 	if reordered {
 		r.output.sum.Notes = append(r.output.sum.Notes, "the logs were read as one, in the time order of their events, not in the order given: "+strings.Join(r.output.sum.Files, ", "))
 	}
@@ -518,7 +523,6 @@ func (l lineRef) String() string { return l.file + ":" + strconv.Itoa(l.line) }
 // request replays one request.
 func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	t, skip := r.resolve(ev)
-	r.reviseSnapshotRead(d, ev, t)
 	if skip != "" {
 		r.output.sum.skip(skip, "")
 		return
@@ -600,8 +604,7 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 		}
 		j.askedFor()
 		if firstUnknown != "" {
-			j.prior.Raw, j.prior.Unknowns, j.prior.Stale, j.prior.StaleUnknown, j.prior.RacedBy, j.prior.RacedFrom, j.prior.IfThere = nil, nil, nil, "", "", nil, nil
-			j.prior.Unknown = firstUnknown
+			j.prior = j.prior.WithoutVersion(firstUnknown)
 		}
 	}
 	if ev.Verb == "deletecollection" {
@@ -627,7 +630,6 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 		// A deletecollection (no name) read the objects of its namespace.
 		j.revise.key = state.ReplacedKey{GR: state.StorageOf(t.gvr.GroupResource()), Obj: state.ObjectKey{Namespace: t.namespace, Name: t.name}}
 		r.running.track(j)
-		r.holdForSnapshot(j)
 	}
 	r.submit(j)
 	evaluated = j

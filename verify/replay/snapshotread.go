@@ -1,10 +1,10 @@
 package replay
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/url"
-	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -19,79 +19,8 @@ import (
 // requests whose effect the snapshot already shows: a write whose result the log holds says so
 // by its resourceVersion (state.PriorOf, State.snapshotAfter); one logged without its result
 // (at level Request or Metadata) does not, and the replay would decide it on the version it
-// wrote. etcd's revisions say it: a request received after the write completed that shows the
-// revision it ran at — a create's result, a consistent list's — ran at a revision after the
-// write was committed; when that revision is at or below the greatest resourceVersion of the
-// snapshot's objects of the write's resource, or the revision `vapc snapshot` listed it at
-// (its List's resourceVersion), the snapshot listed the resource after the write,
-// and holds what the write left, not what it read. Such a write, held for lookahead, is
-// evaluated again without its old object (reviseSnapshotRead).
-
-// holdForSnapshot keeps, among the jobs held for lookahead, one whose evaluation read the
-// snapshot's version of its object and whose result the log does not show.
-func (r *Replayer) holdForSnapshot(j *job) {
-	if !j.revise.tracked || !j.prior.FromSnapshot || j.prior.Raw == nil || j.ev.Verb == "deletecollection" ||
-		r.state.SnapshotNewest(j.revise.key.GR) == 0 || resultVersion(j.ev, j.t) > 0 {
-		return
-	}
-	r.running.snapshotHeld = append(r.running.snapshotHeld, j)
-}
-
-// reviseSnapshotRead evaluates again, without their old objects, the held jobs that read the
-// snapshot's version of their object (holdForSnapshot) when ev, received after they completed,
-// ran at a revision at or below the snapshot's greatest resourceVersion of their resource: the
-// snapshot was read after them.
-func (r *Replayer) reviseSnapshotRead(d decoded, ev *Event, t target) {
-	e := r.running
-	if len(e.snapshotHeld) == 0 {
-		return
-	}
-	received, completed := ev.Received(), auditlog.ParseTime(ev.StageTimestamp)
-	if received.IsZero() || completed.IsZero() {
-		return
-	}
-	var rev uint64 // decoded once, when a held job may need it
-	for _, j := range slices.Clone(e.snapshotHeld) {
-		if j.ev == ev || !received.After(j.revise.completed) || completed.Sub(j.revise.completed) >= lookahead {
-			continue
-		}
-		newest := r.state.SnapshotNewest(j.revise.key.GR)
-		if rev == 0 {
-			if rev = revisionRan(ev, t); rev == 0 {
-				return
-			}
-		}
-		if rev > newest {
-			continue
-		}
-		// The job, and the writes to its object after it that completed before ev was
-		// received (they read what the replay's write left): the snapshot holds what they
-		// left, not what they read.
-		snap := j.prior
-		victims := []*job{j}
-		for _, o := range e.byKey[j.revise.key] {
-			if o != j && !o.revise.completed.IsZero() && received.After(o.revise.completed) && o.revise.completed.After(j.revise.completed) {
-				victims = append(victims, o)
-			}
-		}
-		why := fmt.Sprintf("the snapshot was read after this request completed: the request at %s, received after it (%s), ran at resourceVersion %d, at or below the snapshot's greatest of %s (%d), so the snapshot holds what this request left, not the version it read",
-			lineRef{d.file, d.num}, received.UTC().Format(time.RFC3339Nano), rev, j.revise.key.GR, newest)
-		for _, v := range victims {
-			<-v.done
-			r.forgetReached(v, d)
-			e.snapshotHeld = slices.DeleteFunc(e.snapshotHeld, func(o *job) bool { return o == v })
-			if !isDryRun(v.ev) {
-				// The State holds the write applied to the snapshot's version again.
-				r.state.Unwrite(v.revise.key.GR, v.revise.key.Obj.Namespace, v.revise.key.Obj.Name, lineRef{v.d.file, v.d.num}.String(), snap.Raw, snap.RV)
-			}
-			v.again()
-			v.revise.revised, v.revise.concurrent = true, nil
-			v.prior.Raw, v.prior.Unknowns, v.prior.Stale, v.prior.StaleUnknown, v.prior.RacedBy, v.prior.RacedFrom = nil, nil, nil, "", "", nil
-			v.prior.Unknown = why
-			e.jobs <- v
-		}
-	}
-}
+// wrote, and the requests before it on the snapshot's params and namespaces. etcd's revisions
+// say when the snapshot was read: findSnapshotRead reads the log's first events again for them.
 
 // revisionRan is the revision of etcd a successful request ran at, shown by its response, when
 // the request ran after every write completed before it was received: a create's result (its
@@ -102,20 +31,7 @@ func (r *Replayer) reviseSnapshotRead(d decoded, ev *Event, t target) {
 // own (kube-apiserver's --etcd-servers-overrides), and a lower one would date the snapshot
 // after writes it did not hold (review).
 func revisionRan(ev *Event, t target) uint64 {
-	if c := ev.Code(); c < 200 || c >= 300 || isDryRun(ev) || t.sub != "" || t.mainKind.Kind == "" || isEvents(t.gvr.GroupResource()) || !hasBody(ev.ResponseObject) {
-		return 0
-	}
-	switch ev.Verb {
-	case "create":
-	case "list":
-		u, err := url.ParseRequestURI(ev.RequestURI)
-		if err != nil {
-			return 0
-		}
-		if q := u.Query(); q.Get("resourceVersion") != "" || q.Get("continue") != "" {
-			return 0
-		}
-	default:
+	if !showsRevision(ev, t) || t.sub != "" || ev.Verb != "create" && (ev.Verb != "list" || asksVersion(ev)) {
 		return 0
 	}
 	h, err := auditlog.DecodeHeader(ev.ResponseObject)
@@ -127,6 +43,9 @@ func revisionRan(ev *Event, t target) uint64 {
 	}
 	return state.ResourceVersion(h.GetResourceVersion())
 }
+
+// responseObjectKey is the member of an event that holds its response's object.
+var responseObjectKey = []byte(`"responseObject"`)
 
 // snapshotReadLimit bounds how far into the log findSnapshotRead reads: a snapshot is taken
 // when the log begins, or soon after.
@@ -151,6 +70,7 @@ func (r *Replayer) findSnapshotRead(ctx context.Context) {
 	}
 	srcs := r.cat.ahead.readable()
 	if len(srcs) == 0 {
+		r.snapshotUnchecked = true
 		return
 	}
 	type shown struct {
@@ -168,6 +88,19 @@ func (r *Replayer) findSnapshotRead(ctx context.Context) {
 			return false
 		}
 		if l.Skip != "" || l.Duplicate {
+			return true
+		}
+		if !bytes.Contains(l.Data, responseObjectKey) {
+			// Shows no revision (showsRevision): not decoded, but its time read now and then.
+			if l.Num%1024 == 1 {
+				at := stageTimeOf(l.Data)
+				if first.IsZero() {
+					first = at
+				}
+				if !at.IsZero() && (!past.IsZero() && at.Sub(past) > snapshotReadSlack || at.Sub(first) > snapshotReadLimit) {
+					return false
+				}
+			}
 			return true
 		}
 		ev, err := auditlog.Decode(l.Data)
@@ -227,6 +160,25 @@ func (r *Replayer) findSnapshotRead(ctx context.Context) {
 	}
 }
 
+// showsRevision says whether a request's response may show a revision of the etcd the
+// snapshot was read from: successful, not a dry run, with its object, of a resource the replay
+// knows the kind of (an aggregated API's resourceVersions are its own) other than Events.
+func showsRevision(ev *Event, t target) bool {
+	c := ev.Code()
+	return c >= 200 && c < 300 && !isDryRun(ev) && t.mainKind.Kind != "" && !isEvents(t.gvr.GroupResource()) && hasBody(ev.ResponseObject)
+}
+
+// asksVersion says whether a read asks for a resourceVersion, or continues a list: it may be
+// served from a watch cache behind the object, or at the revision of the list's first page.
+func asksVersion(ev *Event) bool {
+	u, err := url.ParseRequestURI(ev.RequestURI)
+	if err != nil {
+		return true
+	}
+	q := u.Query()
+	return q.Get("resourceVersion") != "" || q.Get("continue") != ""
+}
+
 // isEvents says whether gr is Events' (core's or events.k8s.io's), which a cluster may store in
 // an etcd of their own.
 func isEvents(gr schema.GroupResource) bool {
@@ -237,14 +189,13 @@ func isEvents(gr schema.GroupResource) bool {
 // shows (a write's, a get's that asks for no resourceVersion: one that does may be served from
 // a watch cache behind the object), 0 otherwise.
 func shownVersion(ev *Event, t target) uint64 {
-	if c := ev.Code(); c < 200 || c >= 300 || isDryRun(ev) || t.name == "" || t.mainKind.Kind == "" || isEvents(t.gvr.GroupResource()) || !hasBody(ev.ResponseObject) || (ev.Verb != "get" && ev.Verb != "update" && ev.Verb != "patch" && ev.Verb != "create" && ev.Verb != "delete") {
+	switch {
+	case !showsRevision(ev, t) || t.name == "":
 		return 0
-	}
-	if ev.Verb == "get" {
-		u, err := url.ParseRequestURI(ev.RequestURI)
-		if err != nil || u.Query().Get("resourceVersion") != "" {
-			return 0
-		}
+	case ev.Verb == "get" && asksVersion(ev):
+		return 0
+	case ev.Verb != "get" && ev.Verb != "update" && ev.Verb != "patch" && ev.Verb != "create" && ev.Verb != "delete":
+		return 0
 	}
 	h, err := auditlog.DecodeHeader(ev.ResponseObject)
 	if err != nil || h.GroupVersionKind() != t.mainKind || h.GetName() != t.name || h.GetNamespace() != t.namespace {
@@ -265,8 +216,7 @@ func (r *Replayer) beforeSnapshot(j *job) {
 		return "the snapshot was read after this request completed (" + r.snapshotRead[state.StorageOf(gr)] + ")"
 	}
 	if gr := j.t.gvr.GroupResource(); j.prior.FromSnapshot && j.prior.Raw != nil && r.state.BeforeSnapshot(gr, done) {
-		j.prior.Raw, j.prior.Unknowns, j.prior.Stale, j.prior.StaleUnknown, j.prior.RacedBy, j.prior.RacedFrom, j.prior.IfThere = nil, nil, nil, "", "", nil, nil
-		j.prior.Unknown = why(gr) + ": the version of the object this request read is not the snapshot's"
+		j.prior = j.prior.WithoutVersion(why(gr) + ": the version of the object this request read is not the snapshot's")
 	}
 	var unknown map[schema.GroupResource]string
 	for _, gr := range r.state.SnapshotTyped() {

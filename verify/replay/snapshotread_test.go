@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,13 +15,43 @@ import (
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
+// replaySnapshotLog replays the lines from the snapshot (one List document), as a file the
+// replay reads again for when the snapshot was read (findSnapshotRead), or from standard
+// input, and returns the summary and the records by audit ID.
+func replaySnapshotLog(t *testing.T, ps []*admissionregistrationv1.ValidatingAdmissionPolicy, bs []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, snapshot map[string]any, lines []string, file bool) (*Summary, map[string]*Record) {
+	t.Helper()
+	dir := t.TempDir()
+	data, err := json.Marshal(snapshot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "snapshot.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	log := strings.Join(lines, "\n") + "\n"
+	src := Source{Name: "audit.jsonl", Reader: strings.NewReader(log)}
+	if file {
+		src = Source{Name: filepath.Join(t.TempDir(), "audit.log")}
+		if err := os.WriteFile(src.Name, []byte(log), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return replaySources(t, ps, bs, []Option{WithSnapshot(dir), WithCheckRecorded(true)}, src)
+}
+
+// listOf is a snapshot's List of the items.
+func listOf(items ...any) map[string]any {
+	return map[string]any{"apiVersion": "v1", "kind": "List", "items": items}
+}
+
 // TestSnapshotReadAfterAWrite: a log that begins before its snapshot was read holds a patch
 // logged at level Request, whose result the log does not show; the snapshot holds what the
 // patch left (random parity seed r:1001: the server read resourceVersion 265, the replay
 // decided on the snapshot's 499). A request received after the patch completed that ran at a
 // revision at or below the snapshot's greatest of the resource says the snapshot was read
-// after the patch: the version it read is not known. One that ran later, or whose revision may
-// be stale, or that was received before the patch completed, says nothing.
+// after the patch: the version it read is not known, and the patch leaves the snapshot's
+// version. One that ran later, or whose revision may be stale, or that was received before the
+// patch completed, says nothing; nor does a log the replay cannot read again.
 func TestSnapshotReadAfterAWrite(t *testing.T) {
 	t.Parallel()
 	p := &admissionregistrationv1.ValidatingAdmissionPolicy{
@@ -58,31 +89,32 @@ func TestSnapshotReadAfterAWrite(t *testing.T) {
 	// The State holds the snapshot's version after the patch once the log shows it was read
 	// after it: a delete after that reads its resourceVersion (the replay's patch of the
 	// snapshot's copy, without managedFields, leaves it unknown).
-	del := event{id: "delete", verb: "delete", group: "apps", version: "v1", resource: "deployments", ns: "app", name: "web", code: 200, received: at(t, 1.5),
+	del := event{id: "delete", verb: "delete", group: "apps", version: "v1", resource: "deployments", ns: "app", name: "web", code: 200, received: at(t, 3),
 		req: map[string]any{"apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions"}}
 	delLine := replaceOnce(t, del.line(t), `"level":"RequestResponse"`, `"level":"Request"`)
 	// vapc snapshot writes the revision each List was read at (explorer: the patch's result is
 	// the snapshot's newest Deployment, and the snapshot's own lists ran at 539).
 	t.Run("the List's revision", func(t *testing.T) {
 		t.Parallel()
-		dir := t.TempDir()
-		data, err := json.Marshal(map[string]any{"apiVersion": "apps/v1", "kind": "DeploymentList", "metadata": map[string]any{"resourceVersion": "539"},
-			"items": []any{dep}, CompleteListKey: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "snapshot.json"), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		snapshot := map[string]any{"apiVersion": "apps/v1", "kind": "DeploymentList", "metadata": map[string]any{"resourceVersion": "539"}, "items": []any{dep}, CompleteListKey: true}
 		for _, tc := range []struct {
 			rv      string
 			unknown bool
 		}{{"530", true}, {"539", true}, {"540", false}} {
-			_, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, []Option{WithSnapshot(dir)},
-				Source{Name: "audit.jsonl", Reader: strings.NewReader(patchLine + "\n" + list(1.01, tc.rv, "") + "\n")})
+			_, recs := replaySnapshotLog(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, snapshot, []string{patchLine, list(1.01, tc.rv, "")}, true)
 			if rec := recs["patch"]; rec == nil || (rec.Decision == DecisionIndeterminate) != tc.unknown {
 				t.Errorf("a list at %s: %+v, want indeterminate %v", tc.rv, rec, tc.unknown)
 			}
+		}
+	})
+	t.Run("standard input", func(t *testing.T) {
+		t.Parallel()
+		sum, recs := replaySnapshotLog(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, listOf(dep), []string{patchLine, list(1.01, "480", "")}, false)
+		if !slices.ContainsFunc(sum.Notes, func(n string) bool { return strings.Contains(n, "it is taken as read before the log's first line") }) {
+			t.Errorf("notes %q, want: the log was not read again for when the snapshot was read", sum.Notes)
+		}
+		if rec := recs["patch"]; rec == nil || rec.Decision == DecisionIndeterminate {
+			t.Errorf("patch: %s, want decided, as if the log began after the snapshot", describeRecord(rec))
 		}
 	})
 	for _, tc := range []struct {
@@ -97,7 +129,7 @@ func TestSnapshotReadAfterAWrite(t *testing.T) {
 		{"a list from the watch cache", list(1.01, "480", "?resourceVersion=0"), false},
 		{"a list's next page", list(1.01, "480", "?continue=abc&limit=10"), false},
 		{"a list received as the patch ran", list(0.99, "480", ""), false},
-		{"a list a second later", list(2.5, "480", ""), false},
+		{"a list a second later", list(2.5, "480", ""), true},
 		{"a create below the snapshot's revision", create(1.02, "498"), true},
 		{"a create after the snapshot", create(1.02, "501"), false},
 		// Events may be stored in an etcd of their own (--etcd-servers-overrides): a lower
@@ -111,7 +143,7 @@ func TestSnapshotReadAfterAWrite(t *testing.T) {
 				lines = append(lines, tc.after)
 			}
 			lines = append(lines, delLine)
-			_, recs := replayLinesWith(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, []any{dep}, lines...)
+			_, recs := replaySnapshotLog(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, listOf(dep), lines, true)
 			rec := recs["patch"]
 			if rec == nil {
 				t.Fatal("no record of the patch")
@@ -205,15 +237,6 @@ func TestLogBeforeItsSnapshot(t *testing.T) {
 	create := timedEvent(t, levelEvent(t, "create", auditlog.LevelRequestResponse, "create", "pods", "ns1", "p", 403, denied, pod, nil), "01.000000", "01.005000", nil)
 	get := timedEvent(t, levelEvent(t, "get", auditlog.LevelRequestResponse, "get", "namespaces", "", "ns1", 200, "", nil, ns("253", "gold")), "01.100000", "01.101000", nil)
 	patch := timedEvent(t, levelEvent(t, "patch", auditlog.LevelRequestResponse, "patch", "namespaces", "", "ns1", 200, "", map[string]any{"metadata": map[string]any{"labels": map[string]any{"tier": "silver"}}}, ns("394", "silver")), "01.200000", "01.203000", nil)
-	dir := t.TempDir()
-	snap := filepath.Join(dir, "snapshot.json")
-	data, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "items": []any{ns("394", "silver")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(snap, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	for _, tc := range []struct {
 		name    string
 		lines   []string
@@ -224,11 +247,7 @@ func TestLogBeforeItsSnapshot(t *testing.T) {
 		// A GET that asks for resourceVersion 0 may be served from a watch cache behind.
 		{"a GET from the watch cache", []string{create, replaceOnce(t, get, `"requestURI":"/api/v1/namespaces/ns1"`, `"requestURI":"/api/v1/namespaces/ns1?resourceVersion=0"`), patch}, false},
 	} {
-		log := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".log")
-		if err := os.WriteFile(log, []byte(strings.Join(tc.lines, "\n")+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		_, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, []Option{WithSnapshot(snap)}, Source{Name: log})
+		_, recs := replaySnapshotLog(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, listOf(ns("394", "silver")), tc.lines, true)
 		rec := recs["create"]
 		switch {
 		case rec == nil:
@@ -297,26 +316,6 @@ func TestSnapshotDatingReview(t *testing.T) {
 		e := event{id: id, verb: "patch", group: "apps", version: "v1", resource: "deployments", ns: "app", name: "web", code: 200, received: at(t, when), req: body}
 		return replaceOnce(t, e.line(t), `"level":"RequestResponse"`, `"level":"Request"`)
 	}
-	run := func(t *testing.T, p *admissionregistrationv1.ValidatingAdmissionPolicy, b *admissionregistrationv1.ValidatingAdmissionPolicyBinding, snapshot map[string]any, lines []string, file bool) map[string]*Record {
-		dir := t.TempDir()
-		data, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "items": []any{snapshot}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "snapshot.json"), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		src := Source{Name: "audit.jsonl", Reader: strings.NewReader(strings.Join(lines, "\n") + "\n")}
-		if file {
-			log := filepath.Join(dir, "audit.log")
-			if err := os.WriteFile(log, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			src = Source{Name: log}
-		}
-		_, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, []Option{WithSnapshot(dir), WithCheckRecorded(true)}, src)
-		return recs
-	}
 	t.Run("an Event in an etcd of its own", func(t *testing.T) {
 		t.Parallel()
 		p, b := policy([]admissionregistrationv1.OperationType{admissionregistrationv1.Delete}, "oldObject.spec.replicas < 10")
@@ -335,10 +334,11 @@ func TestSnapshotDatingReview(t *testing.T) {
 			lines []string
 			file  bool
 		}{
-			{"within the lookahead", []string{patch("patch", 1, map[string]any{"spec": map[string]any{"replicas": int64(20)}}), ev(1.02), delLine}, false},
-			{"read ahead", []string{patch("patch", 1, map[string]any{"spec": map[string]any{"replicas": int64(20)}}), ev(3), delLine}, true},
+			{"standard input", []string{patch("patch", 1, map[string]any{"spec": map[string]any{"replicas": int64(20)}}), ev(1.02), delLine}, false},
+			{"read again", []string{patch("patch", 1, map[string]any{"spec": map[string]any{"replicas": int64(20)}}), ev(3), delLine}, true},
 		} {
-			if rec := run(t, p, b, dep(nil), tc.lines, tc.file)["delete"]; rec == nil || rec.Decision == DecisionAdmit {
+			_, recs := replaySnapshotLog(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, listOf(dep(nil)), tc.lines, tc.file)
+			if rec := recs["delete"]; rec == nil || rec.Decision == DecisionAdmit {
 				t.Errorf("%s: delete %s, want not admit: the server refused it on the patched replicas", tc.name, describeRecord(rec))
 			}
 		}
@@ -350,10 +350,9 @@ func TestSnapshotDatingReview(t *testing.T) {
 			resp: map[string]any{"apiVersion": "v1", "kind": "NamespaceList", "metadata": map[string]any{"resourceVersion": "480"}, "items": []any{}}}
 		list := replaceOnce(t, e.line(t), `"requestURI":"/api/v1/namespaces/"`, `"requestURI":"/api/v1/namespaces"`)
 		lines := []string{patch("w1", 1, map[string]any{"metadata": map[string]any{"labels": map[string]any{"y": "1"}}}), patch("w2", 1.2, map[string]any{"metadata": map[string]any{"labels": map[string]any{"x": "b"}}}), list}
-		for _, file := range []bool{false, true} {
-			if rec := run(t, p, b, dep(map[string]any{"x": "b", "y": "1"}), lines, file)["w2"]; rec == nil || rec.Decision != DecisionIndeterminate {
-				t.Errorf("read ahead %v: w2 %s, want indeterminate: it read w1's result, which the snapshot holds", file, describeRecord(rec))
-			}
+		_, recs := replaySnapshotLog(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, listOf(dep(map[string]any{"x": "b", "y": "1"})), lines, true)
+		if rec := recs["w2"]; rec == nil || rec.Decision != DecisionIndeterminate {
+			t.Errorf("w2 %s, want indeterminate: it read w1's result, which the snapshot holds", describeRecord(rec))
 		}
 	})
 }

@@ -537,28 +537,6 @@ func (s *State) SnapshotNewest(gr schema.GroupResource) uint64 {
 	return s.snapshotNewest[StorageOf(gr)]
 }
 
-// Unwrite puts the snapshot's version of an object (raw, at resourceVersion rv) back as its
-// current one when the State holds the version the write at by left: the snapshot was read
-// after that write, and holds what it left (see Replayer.reviseSnapshotRead), where the State
-// holds the write applied to it again. It says whether it did.
-func (s *State) Unwrite(gr schema.GroupResource, namespace, name, by string, raw []byte, rv uint64) bool {
-	gr = StorageOf(gr)
-	k := ObjectKey{namespace, name}
-	if cur := s.bucket(gr)[k]; cur == nil || cur.by != by || by == "" {
-		return false
-	}
-	u := &unstructured.Unstructured{}
-	if err := json.Unmarshal(raw, &u.Object); err != nil {
-		return false
-	}
-	delete(s.bucket(gr), k)
-	saved := s.current
-	s.current = currentRequest{}
-	err := s.store(gr, u, raw, nil, "snapshot", rv)
-	s.current = saved
-	return err == nil
-}
-
 // fromSnapshot says the entry is the snapshot's version: no write of the log stored it.
 func (e *entry) fromSnapshot() bool { return e.by == "" }
 
@@ -1302,9 +1280,16 @@ func (p Prior) AdmittedOn(rv uint64) Prior {
 			return sp
 		}
 	}
-	p.Raw, p.Unknowns, p.Stale, p.StaleUnknown, p.RacedBy, p.RacedFrom, p.IfThere = nil, nil, nil, "", "", nil, nil
+	p = p.WithoutVersion(fmt.Sprintf("the request asked for resourceVersion %d, which the store checks before admission, and the State holds %d (%s): the log does not hold the write that stored the version it read, or the State holds a later one", rv, p.RV, p.Source))
 	p.Asked = rv
-	p.Unknown = fmt.Sprintf("the request asked for resourceVersion %d, which the store checks before admission, and the State holds %d (%s): the log does not hold the write that stored the version it read, or the State holds a later one", rv, p.RV, p.Source)
+	return p
+}
+
+// WithoutVersion is p where the version of the object the request read is not known, and why:
+// neither the State's nor any other it may have read first (Stale, RacedFrom, IfThere).
+func (p Prior) WithoutVersion(why string) Prior {
+	p.Raw, p.Unknowns, p.Stale, p.StaleUnknown, p.RacedBy, p.RacedFrom, p.IfThere = nil, nil, nil, "", "", nil, nil
+	p.Unknown = why
 	return p
 }
 
