@@ -201,12 +201,8 @@ func TestWatchCacheDeleteCollection(t *testing.T) {
 	}
 }
 
-// conflictCM is ConfigMap ns1/cm at a resourceVersion, its data v; conflictMessage is the 409
+// versionedCM is ConfigMap ns1/cm at a resourceVersion, its data v; conflictMessage is the 409
 // an update of it that asked for an older version gets.
-func conflictCM(rv, v string) map[string]any {
-	return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1", "uid": "u1", "resourceVersion": rv}, "data": map[string]any{"v": v}}
-}
-
 const conflictMessage = `Operation cannot be fulfilled on configmaps "cm": the object has been modified; please apply your changes to the latest version and try again`
 
 // TestConflictAfterFirstAttempt: an update that asked for the resourceVersion of the version
@@ -217,7 +213,7 @@ const conflictMessage = `Operation cannot be fulfilled on configmaps "cm": the o
 // admission.
 func TestConflictAfterFirstAttempt(t *testing.T) {
 	t.Parallel()
-	cm, conflict := conflictCM, conflictMessage
+	cm, conflict := versionedCM, conflictMessage
 	for _, tc := range []struct {
 		name      string
 		annotated bool
@@ -414,19 +410,12 @@ func recordOf(t *testing.T, r *Replayer, id string, lines []string) *Record {
 // that state, as they would with no older copy.
 func TestFirstAttemptAndInformerLag(t *testing.T) {
 	t.Parallel()
-	p, b := levelPolicy("old-v", "configmaps", admissionregistrationv1.Update, nil, "true")
-	p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "v", ValueExpression: "string(oldObject.data.v) + ' ' + namespaceObject.metadata.labels['env']"}}
-	cm := func(rv, v string) map[string]any {
-		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1", "uid": "u1", "resourceVersion": rv}, "data": map[string]any{"v": v}}
-	}
-	ns := func(rv, env string) map[string]any {
-		return map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1", "uid": "n1", "resourceVersion": rv, "labels": map[string]any{"env": env}}}
-	}
+	p, b := oldAndEnvPolicy()
 	_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
-		timedEvent(t, levelEvent(t, "0", auditlog.LevelRequestResponse, "create", "namespaces", "", "ns1", 201, "", ns("", "a"), ns("5", "a")), "00.000000", "00.001000", nil),
-		timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm("", "a"), cm("10", "a")), "01.000000", "01.001000", nil),
-		timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 200, "", cm("10", "b"), cm("11", "b")), "02.000000", "02.010000", nil),
-		timedEvent(t, levelEvent(t, "4", auditlog.LevelRequestResponse, "patch", "namespaces", "", "ns1", 200, "", map[string]any{"metadata": map[string]any{"labels": map[string]any{"env": "b"}}}, ns("12", "b")), "02.005000", "02.012000", nil),
+		timedEvent(t, levelEvent(t, "0", auditlog.LevelRequestResponse, "create", "namespaces", "", "ns1", 201, "", envNamespace("", "a"), envNamespace("5", "a")), "00.000000", "00.001000", nil),
+		timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", versionedCM("", "a"), versionedCM("10", "a")), "01.000000", "01.001000", nil),
+		timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 200, "", versionedCM("10", "b"), versionedCM("11", "b")), "02.000000", "02.010000", nil),
+		timedEvent(t, levelEvent(t, "4", auditlog.LevelRequestResponse, "patch", "namespaces", "", "ns1", 200, "", map[string]any{"metadata": map[string]any{"labels": map[string]any{"env": "b"}}}, envNamespace("12", "b")), "02.005000", "02.012000", nil),
 		timedEvent(t, levelEvent(t, "3", auditlog.LevelRequestResponse, "patch", "configmaps", "ns1", "cm", 200, "", map[string]any{"data": map[string]any{"w": "1"}}, nil), "02.013000", "02.900000", map[string]string{"old-v/v": "b a"}),
 	)
 	rec := recs["3"]
@@ -445,21 +434,14 @@ func TestFirstAttemptAndInformerLag(t *testing.T) {
 // informer had not held its relabel (random parity seed c:499, a ReplicaSet's status update).
 func TestUpdateOfLiveVersionInformerLag(t *testing.T) {
 	t.Parallel()
-	p, b := levelPolicy("old-v", "configmaps", admissionregistrationv1.Update, nil, "true")
-	p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "v", ValueExpression: "string(oldObject.data.v) + ' ' + namespaceObject.metadata.labels['env']"}}
-	cm := func(rv, v string) map[string]any {
-		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1", "uid": "u1", "resourceVersion": rv}, "data": map[string]any{"v": v}}
-	}
-	ns := func(rv, env string) map[string]any {
-		return map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1", "uid": "n1", "resourceVersion": rv, "labels": map[string]any{"env": env}}}
-	}
+	p, b := oldAndEnvPolicy()
 	lines := func(recorded string) []string {
 		return []string{
-			timedEvent(t, levelEvent(t, "0", auditlog.LevelRequestResponse, "create", "namespaces", "", "ns1", 201, "", ns("", "a"), ns("5", "a")), "00.000000", "00.001000", nil),
-			timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm("", "a"), cm("10", "a")), "01.000000", "01.001000", nil),
-			timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 200, "", cm("10", "b"), cm("11", "b")), "02.000000", "02.010000", nil),
-			timedEvent(t, levelEvent(t, "4", auditlog.LevelRequestResponse, "patch", "namespaces", "", "ns1", 200, "", map[string]any{"metadata": map[string]any{"labels": map[string]any{"env": "b"}}}, ns("12", "b")), "02.005000", "02.012000", nil),
-			timedEvent(t, levelEvent(t, "3", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 200, "", cm("11", "c"), cm("13", "c")), "02.013000", "02.900000", map[string]string{"old-v/v": recorded}),
+			timedEvent(t, levelEvent(t, "0", auditlog.LevelRequestResponse, "create", "namespaces", "", "ns1", 201, "", envNamespace("", "a"), envNamespace("5", "a")), "00.000000", "00.001000", nil),
+			timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", versionedCM("", "a"), versionedCM("10", "a")), "01.000000", "01.001000", nil),
+			timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 200, "", versionedCM("10", "b"), versionedCM("11", "b")), "02.000000", "02.010000", nil),
+			timedEvent(t, levelEvent(t, "4", auditlog.LevelRequestResponse, "patch", "namespaces", "", "ns1", 200, "", map[string]any{"metadata": map[string]any{"labels": map[string]any{"env": "b"}}}, envNamespace("12", "b")), "02.005000", "02.012000", nil),
+			timedEvent(t, levelEvent(t, "3", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 200, "", versionedCM("11", "c"), versionedCM("13", "c")), "02.013000", "02.900000", map[string]string{"old-v/v": recorded}),
 		}
 	}
 	for _, tc := range []struct {
@@ -739,6 +721,15 @@ func snapshotOfCM(t *testing.T) *Replayer {
 }
 
 // versionedCM is ConfigMap ns1/cm at a resourceVersion, with data.v.
+// oldAndEnvPolicy is a policy that annotates every update of a ConfigMap with its old object's
+// data.v and its namespace's env label.
+func oldAndEnvPolicy() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+	p, b := levelPolicy("old-v", "configmaps", admissionregistrationv1.Update, nil, "true")
+	p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "v", ValueExpression: "string(oldObject.data.v) + ' ' + namespaceObject.metadata.labels['env']"}}
+	return p, b
+}
+
+// versionedCM is ConfigMap ns1/cm at resourceVersion rv, its data.v v.
 func versionedCM(rv, v string) map[string]any {
 	return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1", "uid": "u1", "resourceVersion": rv}, "data": map[string]any{"v": v}}
 }
@@ -795,7 +786,7 @@ func TestSnapshotHoldsTheWritesResult(t *testing.T) {
 // holds: it is decided there, its annotation predicted, not skipped as refused before admission.
 func TestConflictWithALaterWrite(t *testing.T) {
 	t.Parallel()
-	cm, conflict := conflictCM, conflictMessage
+	cm, conflict := versionedCM, conflictMessage
 	for _, tc := range []struct {
 		name      string
 		annotated bool
@@ -844,7 +835,7 @@ func TestConflictWithALaterWrite(t *testing.T) {
 // response): indeterminate, whatever its policies read.
 func TestConflictOnAnUnknownVersion(t *testing.T) {
 	t.Parallel()
-	cm, conflict := conflictCM, conflictMessage
+	cm, conflict := versionedCM, conflictMessage
 	for _, expr := range []string{"oldObject.data.v != 'z'", "object.data.v != 'z'", "object.data.v != 'c'"} {
 		p, b := levelPolicy("old-v", "configmaps", admissionregistrationv1.Update, nil, expr)
 		p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "v", ValueExpression: "'seen'"}}
