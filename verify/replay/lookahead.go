@@ -153,7 +153,9 @@ func (r *Replayer) reviseConcurrent(d decoded, ev *Event, t target) {
 			// evaluated on and before its own: it last read that one.
 			continue
 		}
-		if unchanged > 0 && !collection && j.prior.RV == unchanged && j.prior.Raw != nil && len(j.prior.Stale) == 0 && j.prior.StaleUnknown == "" {
+		if unchanged > 0 && !collection && j.prior.RV == unchanged && j.prior.Raw != nil {
+			// The write found the version the request read (and its first attempt what the
+			// prior says it may have): it changed nothing, and was not committed first.
 			continue
 		}
 		<-j.done

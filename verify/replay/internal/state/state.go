@@ -974,6 +974,25 @@ func (s *State) remember(k ReplacedKey, e, by *entry) {
 	}
 }
 
+// restatedVersion is the version of the object (at k) that a successful write whose result has
+// resourceVersion rv, received at received, answered with having changed nothing: a version
+// the State replaced since (its current one, e, is another), which the log shows a write
+// stored that completed before the request was received. That version existed throughout the
+// request, so the request did not store it; the store answers a write that changes nothing
+// with the object it read, and reads the live object before it skips the write (etcd3's
+// GuaranteedUpdate): its last attempt's admission read that version. nil otherwise.
+func (s *State) restatedVersion(gr schema.GroupResource, k ObjectKey, e *entry, rv uint64, received time.Time) *entry {
+	if rv == 0 || e == nil || e.rv == rv || received.IsZero() {
+		return nil
+	}
+	for _, r := range s.replaced[ReplacedKey{gr, k}] {
+		if r.e.rv == rv && r.e.Raw != nil && r.e.by != "" && !r.e.done.IsZero() && received.After(r.e.done) {
+			return r.e
+		}
+	}
+	return nil
+}
+
 // PriorOf is prior for a write whose result has resourceVersion rv (0 when the log does not
 // show it). The log records a request when its response completes, not when its write is
 // stored: of two concurrent writes to an object, the one stored first may be logged last.
@@ -1001,6 +1020,10 @@ func (s *State) PriorOf(gr schema.GroupResource, namespace, name string, rv uint
 		// the log does not say).
 		p.Raw, p.Unknowns = nil, nil
 		p.Unknown = fmt.Sprintf("the snapshot holds this write's result (resourceVersion %d): it was taken after the write, and the version the write changed is not known", rv)
+		return p
+	}
+	if restated := s.restatedVersion(gr, ObjectKey{namespace, name}, e, rv, received); restated != nil {
+		p.Source, p.Unknown, p.Raw, p.Unknowns, p.RV = restated.Source+fmt.Sprintf(" (this request's result, resourceVersion %d, is that version, which existed before this request was received: it changed nothing, and the store answers a write that changes nothing with the version it read)", rv), restated.Unknown, restated.Raw, restated.unknowns, restated.rv
 		return p
 	}
 	if rv == 0 || e == nil || e.rv == 0 || e.rv <= rv {

@@ -1,0 +1,62 @@
+package replay
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// The logs of testdata/races were recorded by a real kube-apiserver v1.37.0 with the policies
+// of their folder installed, while clients raced each other on one object (cut to the events
+// of that object). The verdicts in them are the server's.
+const races = "testdata/races"
+
+// TestRaceRecordings replays the race recordings, checking the log or not: a certain decision
+// is the server's, a likely one has the server's among its alternatives; and the requests
+// named decide as given (line: decision certainty).
+func TestRaceRecordings(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		dir   string
+		check bool
+		want  map[int]string
+	}{
+		// A merge patch that changed nothing (received while kubectl scale ran, logged after
+		// it) answered with the version before the scale: it read that version, where the
+		// log's order has it read the scale's, and was not the write that stored it.
+		{name: "no-op patch", dir: "noop-patch", want: map[int]string{15: "admit certain", 16: "admit certain"}},
+		{name: "no-op patch checked", dir: "noop-patch", check: true, want: map[int]string{15: "admit certain", 16: "admit certain"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := filepath.Join(races, tc.dir)
+			recs := replayRecording(t, filepath.Join(dir, "policies.yaml"), filepath.Join(dir, "audit.log"), WithCheckRecorded(tc.check))
+			got := map[int]string{}
+			for _, rec := range recs {
+				if _, ok := tc.want[rec.Line]; ok {
+					got[rec.Line] = fmt.Sprintf("%s %s", rec.Decision, rec.Certainty)
+				}
+				if rec.Decision == DecisionIndeterminate || (rec.Recorded != string(DecisionAdmit) && rec.Recorded != string(DecisionDeny)) {
+					continue
+				}
+				alternatives := []string{string(rec.Decision)}
+				for _, a := range rec.Alternatives {
+					alternatives = append(alternatives, string(a.Decision))
+				}
+				switch {
+				case rec.Certainty == CertaintyCertain && string(rec.Decision) != rec.Recorded:
+					t.Errorf("line %d: %s certain, the server %s: a wrong claim", rec.Line, rec.Decision, rec.Recorded)
+				case rec.Certainty == CertaintyLikely && !slices.Contains(alternatives, rec.Recorded) && !slices.Contains(alternatives, string(DecisionIndeterminate)):
+					t.Errorf("line %d: %s likely, alternatives %v, the server %s: not among them", rec.Line, rec.Decision, alternatives[1:], rec.Recorded)
+				}
+			}
+			for line, want := range tc.want {
+				if got[line] != want {
+					t.Errorf("line %d: %q, want %q", line, got[line], want)
+				}
+			}
+		})
+	}
+}
