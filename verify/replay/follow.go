@@ -149,8 +149,9 @@ func (r *Replayer) sendWrite(ctx context.Context, srv *apiserver.Server, req api
 	var settled []vapccel.Unknown
 	sameKind, mutated := false, ""
 	view := r.state.View(false)
+	cluster := r.mutatorsAt(ev.Received())
 	ex.Validate = func(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
-		if why := r.mutators.mayMutate(mutatedBy(t, a, view)); why != "" {
+		if why := cluster.mayMutate(mutatedBy(t, a, view)); why != "" {
 			mutated = why
 		}
 		if a.GetKind().GroupKind() == t.mainKind.GroupKind() {

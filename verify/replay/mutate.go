@@ -288,8 +288,42 @@ func checkMutated(ev *Event, t target, resp *apiserver.Response, changes []verif
 	return diffs, checked
 }
 
-// has says whether the cluster has the policy bound.
+// has says whether the cluster has the policy bound, in every set the policy source may have
+// admitted the request with (earlier).
 func (m *mutators) has(policy string) bool {
+	for _, e := range m.earlier {
+		if !e.m.hasNow(policy) {
+			return false
+		}
+	}
+	return m.hasNow(policy)
+}
+
+// hasAny says whether the cluster has the policy bound in any set the policy source may have
+// admitted the request with (earlier).
+func (m *mutators) hasAny(policy string) bool {
+	for _, e := range m.earlier {
+		if e.m.hasNow(policy) {
+			return true
+		}
+	}
+	return m.hasNow(policy)
+}
+
+// specOf is the spec of the cluster's policy (specOf), "" when it is not known or not the
+// same in every set the policy source may have admitted the request with (earlier).
+func (m *mutators) specOf(policy string) string {
+	spec := m.policies[policy].spec
+	for _, e := range m.earlier {
+		if e.m.policies[policy].spec != spec {
+			return ""
+		}
+	}
+	return spec
+}
+
+// hasNow is has for these policies and bindings alone, not the earlier ones.
+func (m *mutators) hasNow(policy string) bool {
 	if _, ok := m.policies[policy]; !ok {
 		return false
 	}
@@ -355,14 +389,17 @@ func (r *Replayer) reapplied(m *verify.Mutation, cluster *mutators) (why string,
 	}
 	clusterOnly = m.Allowed
 	for _, c := range m.Changes {
-		if !cluster.has(c.Policy) {
+		if !cluster.hasAny(c.Policy) {
 			clusterOnly = false
 			continue
+		}
+		if !cluster.has(c.Policy) {
+			clusterOnly = false // the server may have admitted the request without it
 		}
 		if why == "" {
 			why = fmt.Sprintf("the log's object is the one kube-apiserver stored, which MutatingAdmissionPolicy %s had already changed, and running it again changed it again", c.Policy)
 		}
-		if spec := cluster.policies[c.Policy].spec; spec == "" || spec != r.set.mutating[mutatingName(c.Policy)].spec {
+		if spec := cluster.specOf(c.Policy); spec == "" || spec != r.set.mutating[mutatingName(c.Policy)].spec {
 			clusterOnly = false
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"sort"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -40,6 +41,16 @@ type mutators struct {
 	policies map[string]mutatingPolicy
 	// bindings map each binding to its policy ("" when the binding's object is not known).
 	bindings map[string]string
+	// earlier are the sets before these that kube-apiserver's policy source may still have
+	// admitted a request with (see Replayer.mutatorsAt), the latest first.
+	earlier []earlierMutators
+}
+
+// earlierMutators is a set of the cluster's MutatingAdmissionPolicies that the write at until
+// replaced.
+type earlierMutators struct {
+	m     *mutators
+	until string
 }
 
 type mutatingPolicy struct {
@@ -73,8 +84,25 @@ type mutatedRequest struct {
 // any version (a policy's matchPolicy Equivalent matches every version of a resource), then
 // the namespace and object selectors as the apiserver's matcher reads them; the exclusions,
 // the bindings' own match resources and the match conditions are not read, so a policy they
-// would skip still counts.
+// would skip still counts. A set the policy source may still have admitted the request with
+// (earlier) counts too.
 func (m *mutators) mayMutate(req mutatedRequest) string {
+	if m == nil {
+		return ""
+	}
+	if why := m.mayMutateNow(req); why != "" {
+		return why
+	}
+	for _, e := range m.earlier {
+		if why := e.m.mayMutateNow(req); why != "" {
+			return why + ", as it was before the write at " + e.until + ", which kube-apiserver's policy source may not have compiled yet (it compiles what its informers hold once a second)"
+		}
+	}
+	return ""
+}
+
+// mayMutateNow is mayMutate for these policies and bindings alone, not the earlier ones.
+func (m *mutators) mayMutateNow(req mutatedRequest) string {
 	gvr, sub, op := req.gvr, req.sub, req.op
 	if m == nil || len(m.bindings) == 0 || (op != admission.Create && op != admission.Update) {
 		return ""
@@ -230,19 +258,21 @@ func (m *mutators) withObject(gr schema.GroupResource, name string, u *unstructu
 
 // applyMutatorWrite follows a write of a MutatingAdmissionPolicy or binding of the log.
 func (r *Replayer) applyMutatorWrite(ev *Event, t target, src string) {
+	r.setMutators(r.mutatorsAfter(ev, t, src), auditlog.ParseTime(ev.StageTimestamp), src)
+}
+
+// mutatorsAfter are the cluster's MutatingAdmissionPolicies and bindings after a write of one.
+func (r *Replayer) mutatorsAfter(ev *Event, t target, src string) *mutators {
 	gr := t.gvr.GroupResource()
 	if t.name == "" {
 		// A deletecollection, or a create whose name the log does not hold.
-		r.mutators = r.mutators.withObject(gr, "(unnamed at "+src+")", nil, "written at "+src+" without its name")
-		return
+		return r.mutators.withObject(gr, "(unnamed at "+src+")", nil, "written at "+src+" without its name")
 	}
 	switch ev.Verb {
 	case "delete":
-		r.mutators = r.mutators.withObject(gr, t.name, nil, "")
-		return
+		return r.mutators.withObject(gr, t.name, nil, "")
 	case "deletecollection":
-		r.mutators = r.mutators.withObject(gr, "(deleted at "+src+")", nil, "deleted at "+src+" without the list of what")
-		return
+		return r.mutators.withObject(gr, "(deleted at "+src+")", nil, "deleted at "+src+" without the list of what")
 	}
 	obj := auditlog.DecodeAnyObject(ev.ResponseObject)
 	if obj == nil || obj.GetKind() == "Status" {
@@ -253,8 +283,67 @@ func (r *Replayer) applyMutatorWrite(ev *Event, t target, src string) {
 		}
 	}
 	if obj == nil {
-		r.mutators = r.mutators.withObject(gr, t.name, nil, "written at "+src+" at level "+orNone(ev.Level)+": the result is not in the log")
-		return
+		return r.mutators.withObject(gr, t.name, nil, "written at "+src+" at level "+orNone(ev.Level)+": the result is not in the log")
 	}
-	r.mutators = r.mutators.withObject(gr, t.name, obj, "")
+	return r.mutators.withObject(gr, t.name, obj, "")
+}
+
+// policyRefresh is how often kube-apiserver's policy source compiles the policies and bindings
+// its informers hold (policyRefreshIntervalDefault, wait.Until's period after each refresh, in
+// k8s.io/apiserver/pkg/admission/plugin/policy/generic/policy_source.go): a write of a
+// MutatingAdmissionPolicy or its binding takes effect in admission up to that long after the
+// policy informers have it, themselves behind by up to the informers' lag.
+const policyRefresh = time.Second
+
+// maxMutatorSets bounds the sets of the cluster's MutatingAdmissionPolicies a replay keeps
+// for the requests the policy source may not have caught up with (mutatorsAt).
+const maxMutatorSets = 64
+
+// mutatorSet is the cluster's MutatingAdmissionPolicies and bindings from when the write that
+// made them (by, at the log's line) completed (zero: before the log).
+type mutatorSet struct {
+	m     *mutators
+	since time.Time
+	by    string
+}
+
+// setMutators makes m the cluster's MutatingAdmissionPolicies, from the write at src that
+// completed at done.
+func (r *Replayer) setMutators(m *mutators, done time.Time, src string) {
+	if len(r.mutatorSets) == 0 {
+		r.mutatorSets = append(r.mutatorSets, mutatorSet{m: r.mutators})
+	}
+	if len(r.mutatorSets) >= maxMutatorSets {
+		r.mutatorSets = append(r.mutatorSets[:0:0], r.mutatorSets[len(r.mutatorSets)-maxMutatorSets+1:]...)
+	}
+	r.mutatorSets = append(r.mutatorSets, mutatorSet{m: m, since: done, by: src})
+	r.mutators = m
+}
+
+// mutatorsAt are the cluster's MutatingAdmissionPolicies a request received at received may
+// have been admitted with: the latest set the log has shown, and each one before it that the
+// policy source may still have held (policyRefresh, the informers' lag after it), the earlier
+// sets of the result.
+func (r *Replayer) mutatorsAt(received time.Time) *mutators {
+	sets := r.mutatorSets
+	if len(sets) < 2 || received.IsZero() {
+		return r.mutators
+	}
+	window := policyRefresh + r.state.Lag
+	first := 0
+	for i := len(sets) - 1; i > 0; i-- {
+		if !sets[i].since.IsZero() && received.Sub(sets[i].since) >= window {
+			first = i
+			break
+		}
+	}
+	if first == len(sets)-1 {
+		return r.mutators
+	}
+	m := *r.mutators
+	m.earlier = nil
+	for i := len(sets) - 2; i >= first; i-- {
+		m.earlier = append(m.earlier, earlierMutators{m: sets[i].m, until: sets[i+1].by})
+	}
+	return &m
 }

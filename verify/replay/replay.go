@@ -157,6 +157,9 @@ type Replayer struct {
 	statusKeeps map[statusKey]statusKept
 	// mutators are the cluster's MutatingAdmissionPolicies as the log has shown them so far.
 	mutators *mutators
+	// mutatorSets are the sets of them the log has shown, the last maxMutatorSets, for the
+	// requests kube-apiserver's policy source may not have caught up with (mutatorsAt).
+	mutatorSets []mutatorSet
 	// installed follows which of the policies the log shows installed (with --check-recorded).
 	installed *installed
 	state     *state.State
@@ -574,7 +577,7 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	rec.verdict = recordedVerdictOf(ev, r.set.loadedPolicies)
 	r.learnSystemNamespace(ev, t, rec)
 	// What the request's evaluation reads of the State, as it is now, before its own write.
-	j := &job{d: d, ev: ev, t: t, rec: rec, policies: policies, mutators: r.mutators, facts: r.facts, evidenced: r.installed.evidenced, done: make(chan struct{})}
+	j := &job{d: d, ev: ev, t: t, rec: rec, policies: policies, mutators: r.mutatorsAt(ev.Received()), facts: r.facts, evidenced: r.installed.evidenced, done: make(chan struct{})}
 	j.result.schemaRefreshing = r.schemaRefreshing(t.gvr, ev.Received())
 	var unknownParams map[schema.GroupResource]string
 	j.resolving, unknownParams, j.unsettled = r.unsettledParams(policies, ev)
