@@ -6,6 +6,13 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
 // --check-recorded uses the verdicts a log records as evidence of what the server did: which
@@ -25,6 +32,20 @@ type installed struct {
 	// binding.
 	loaded    map[string]bool
 	bindingOf map[string]string
+	// specs are the replayed policies' and bindings' specs as the server stores them
+	// (validatingSpecOf, bindingSpecOf), by name.
+	specs, bindingSpecs map[string]string
+	// differs are the policies whose copy in the cluster (the policy or a replayed binding of
+	// it) the log last showed written with another spec than the replayed one: its verdicts
+	// are not the replayed policy's. clusterSpecs are the specs
+	// the log last showed of each policy and binding (policies by name, bindings by
+	// "binding/" and name), and changed when the log last showed one of a policy replaced:
+	// kube-apiserver's policy source compiles a change up to a second later (policyRefresh).
+	differs      map[string]map[string]bool
+	clusterSpecs map[string]string
+	changed      map[string]time.Time
+	// seen are the policies and bindings (by key) the log has shown written.
+	seen      map[string]bool
 	written   map[string]bool // the policies whose create or update the log holds
 	bound     map[string]bool // the policies a binding of which the log creates or updates
 	recorded  map[string]bool // the policies whose verdicts the log records
@@ -33,14 +54,148 @@ type installed struct {
 	ever map[string]bool
 }
 
-func newInstalled(loaded map[string]bool, bindings map[string][]string) *installed {
-	in := &installed{loaded: loaded, bindingOf: map[string]string{}, written: map[string]bool{}, bound: map[string]bool{}, recorded: map[string]bool{}, ever: map[string]bool{}}
+func newInstalled(loaded map[string]bool, bindings map[string][]string, policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindingList []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) *installed {
+	in := &installed{loaded: loaded, bindingOf: map[string]string{}, written: map[string]bool{}, bound: map[string]bool{}, recorded: map[string]bool{}, ever: map[string]bool{},
+		specs: map[string]string{}, bindingSpecs: map[string]string{}, differs: map[string]map[string]bool{}, clusterSpecs: map[string]string{}, changed: map[string]time.Time{}, seen: map[string]bool{}}
 	for p, bs := range bindings {
 		for _, b := range bs {
 			in.bindingOf[b] = p
 		}
 	}
+	for _, p := range policies {
+		in.specs[p.Name] = validatingSpecOf(p)
+	}
+	for _, b := range bindingList {
+		in.bindingSpecs[b.Name] = bindingSpecOf(b)
+	}
 	return in
+}
+
+// validatingSpecOf is a ValidatingAdmissionPolicy's spec as the server stores it (defaulted),
+// as JSON, without the white space around its CEL expressions (see specOf); "" when it does
+// not encode.
+func validatingSpecOf(p *admissionregistrationv1.ValidatingAdmissionPolicy) string {
+	p = p.DeepCopy()
+	kubescheme.Scheme.Default(p)
+	for i := range p.Spec.MatchConditions {
+		p.Spec.MatchConditions[i].Expression = trimCEL(p.Spec.MatchConditions[i].Expression)
+	}
+	for i := range p.Spec.Variables {
+		p.Spec.Variables[i].Expression = trimCEL(p.Spec.Variables[i].Expression)
+	}
+	for i := range p.Spec.Validations {
+		v := &p.Spec.Validations[i]
+		v.Expression, v.MessageExpression = trimCEL(v.Expression), trimCEL(v.MessageExpression)
+	}
+	for i := range p.Spec.AuditAnnotations {
+		p.Spec.AuditAnnotations[i].ValueExpression = trimCEL(p.Spec.AuditAnnotations[i].ValueExpression)
+	}
+	data, err := json.Marshal(p.Spec)
+	if err != nil {
+		return ""
+	}
+	return string(data)
+}
+
+// bindingSpecOf is a ValidatingAdmissionPolicyBinding's spec as the server stores it
+// (defaulted), as JSON; "" when it does not encode.
+func bindingSpecOf(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) string {
+	b = b.DeepCopy()
+	kubescheme.Scheme.Default(b)
+	data, err := json.Marshal(b.Spec)
+	if err != nil {
+		return ""
+	}
+	return string(data)
+}
+
+// clusterSpec is the spec of the policy or binding a successful write (ev) of the log left in
+// the cluster, or ok false when the log does not show it (a patch at level Request, a level
+// without bodies).
+func clusterSpec(ev *Event, binding bool) (spec string, ok bool) {
+	obj := auditlog.DecodeAnyObject(ev.ResponseObject)
+	if (obj == nil || obj.GetKind() == "Status") && (ev.Verb == "create" || ev.Verb == "update") {
+		obj = auditlog.DecodeAnyObject(ev.RequestObject)
+	}
+	if obj == nil || obj.GetKind() == "Status" {
+		return "", false
+	}
+	if binding {
+		var b admissionregistrationv1.ValidatingAdmissionPolicyBinding
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &b) != nil {
+			return "", false
+		}
+		return bindingSpecOf(&b), true
+	}
+	var p admissionregistrationv1.ValidatingAdmissionPolicy
+	if runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &p) != nil {
+		return "", false
+	}
+	return validatingSpecOf(&p), true
+}
+
+// followSpec notes the spec a write of the log (ev) left of a replayed policy's copy in the
+// cluster, or of one of its replayed bindings (binding, by key): whether it is the replayed
+// one, and when it last changed.
+func (in *installed) followSpec(ev *Event, policy, key, replayed string, binding bool) bool {
+	spec, ok := clusterSpec(ev, binding)
+	was, known := in.clusterSpecs[key]
+	// A write whose result the log does not show (a level without bodies) leaves it as the
+	// log last showed it: the replayed one unless shown otherwise.
+	differs := ok && spec != replayed || !ok && in.differs[policy][key]
+	changed := false
+	if in.seen[key] && (!known || !ok || spec != was) {
+		// It replaced a copy of another spec, or of one the log did not show: the policy
+		// source may have admitted requests with that one for a while. (A copy created
+		// where there was none only adds verdicts.)
+		if done := auditlog.ParseTime(ev.StageTimestamp); !done.IsZero() {
+			in.changed[policy] = done
+		}
+		changed = true
+	}
+	in.seen[key] = true
+	if ok {
+		in.clusterSpecs[key] = spec
+	} else {
+		delete(in.clusterSpecs, key)
+	}
+	d := in.differs[policy]
+	if d == nil {
+		d = map[string]bool{}
+		in.differs[policy] = d
+	}
+	if d[key] != differs {
+		changed = true
+	}
+	if differs {
+		d[key] = true
+	} else {
+		delete(d, key)
+	}
+	return changed
+}
+
+// at is the evidenced policies for a request received at received: but those a write changed
+// within window before it, which kube-apiserver's policy source may not have compiled yet.
+func (in *installed) at(received time.Time, window time.Duration) map[string]bool {
+	ev := in.evidenced
+	if len(in.changed) == 0 || received.IsZero() {
+		return ev
+	}
+	var out map[string]bool
+	for p, at := range in.changed {
+		if !ev[p] || received.Sub(at) >= window || received.Before(at.Add(-window)) {
+			continue
+		}
+		if out == nil {
+			out = maps.Clone(ev)
+		}
+		delete(out, p)
+	}
+	if out == nil {
+		return ev
+	}
+	return out
 }
 
 // observe reads what the final event ev shows of the replayed policies.
@@ -76,6 +231,9 @@ func (in *installed) observe(ev *Event) {
 			switch ev.Verb {
 			case "create", "update", "patch", "apply":
 				mark(in.written, ref.Name, true)
+				if in.loaded[ref.Name] && in.followSpec(ev, ref.Name, ref.Name, in.specs[ref.Name], false) {
+					changed = true
+				}
 			case "delete":
 				mark(in.written, ref.Name, false)
 				mark(in.recorded, ref.Name, false)
@@ -85,6 +243,9 @@ func (in *installed) observe(ev *Event) {
 				switch ev.Verb {
 				case "create", "update", "patch", "apply":
 					mark(in.bound, p, true)
+					if in.loaded[p] && in.followSpec(ev, p, "binding/"+ref.Name, in.bindingSpecs[ref.Name], true) {
+						changed = true
+					}
 				}
 			}
 		}
@@ -94,7 +255,7 @@ func (in *installed) observe(ev *Event) {
 	}
 	next := map[string]bool{}
 	for p := range in.loaded {
-		if in.recorded[p] || (in.written[p] && in.bound[p]) {
+		if (in.recorded[p] || (in.written[p] && in.bound[p])) && len(in.differs[p]) == 0 {
 			next[p] = true
 			in.ever[p] = true
 		}

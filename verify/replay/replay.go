@@ -350,7 +350,7 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 	for p := range r.set.bindings {
 		r.set.loadedPolicies[p] = true
 	}
-	r.installed = newInstalled(r.set.loadedPolicies, r.set.bindings)
+	r.installed = newInstalled(r.set.loadedPolicies, r.set.bindings, r.set.policies, r.set.bindingList)
 	if _, err := r.loadSnapshot(r.cfg.snapshots); err != nil {
 		return nil, err
 	}
@@ -577,7 +577,7 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	rec.verdict = recordedVerdictOf(ev, r.set.loadedPolicies)
 	r.learnSystemNamespace(ev, t, rec)
 	// What the request's evaluation reads of the State, as it is now, before its own write.
-	j := &job{d: d, ev: ev, t: t, rec: rec, policies: policies, mutators: r.mutatorsAt(ev.Received()), facts: r.facts, evidenced: r.installed.evidenced, done: make(chan struct{})}
+	j := &job{d: d, ev: ev, t: t, rec: rec, policies: policies, mutators: r.mutatorsAt(ev.Received()), facts: r.facts, evidenced: r.installed.at(ev.Received(), policyRefresh+r.state.Lag), done: make(chan struct{})}
 	j.result.schemaRefreshing = r.schemaRefreshing(t.gvr, ev.Received())
 	var unknownParams map[schema.GroupResource]string
 	j.resolving, unknownParams, j.unsettled = r.unsettledParams(policies, ev)
