@@ -182,12 +182,16 @@ func (r *Replayer) reviseConcurrent(d decoded, ev *Event, t target) {
 				j.revise.concurrent.asked = asked
 			}
 			var stale []state.Prior
+			if j.prior.Raw != nil {
+				// Its first attempt may have read the version before, from the watch cache or
+				// before the write was committed, and conflicted with the write: the store ran
+				// admission again on what the write stored, and the audit event keeps the
+				// first attempt's annotations.
+				first := j.prior
+				first.Stale, first.StaleUnknown, first.RacedBy, first.RacedFrom = nil, "", "", nil
+				stale = append([]state.Prior{first}, j.prior.Stale...)
+			}
 			if committedFirst {
-				if j.prior.Raw != nil {
-					first := j.prior
-					first.Stale, first.StaleUnknown, first.RacedBy, first.RacedFrom = nil, "", "", nil
-					stale = append([]state.Prior{first}, j.prior.Stale...)
-				}
 				j.revise.concurrent.committedFirst = fmt.Sprintf("resourceVersion %d, this request's %d", stored, result)
 			}
 			j.prior.Found, j.prior.Raw, j.prior.RV, j.prior.Unknowns, j.prior.Stale, j.prior.StaleUnknown, j.prior.Unknown = true, w.raw, state.ResourceVersion(w.resp.GetResourceVersion()), nil, stale, "", ""

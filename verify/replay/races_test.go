@@ -37,11 +37,19 @@ func TestRaceRecordings(t *testing.T) {
 		// records is the other spec's, no evidence of which param version the replayed one read.
 		{name: "policy respecified", dir: "policy-respecified", want: map[int]string{178: "deny likely"}},
 		{name: "policy respecified checked", dir: "policy-respecified", check: true, want: map[int]string{178: "deny likely"}},
+		// A blind update received while another update of the ConfigMap ran, and logged
+		// before it: its first attempt read the version before and published its annotation,
+		// conflicted with the other's commit, and its retry on what that stored was refused.
+		{name: "conflict retry", dir: "conflict-retry", want: map[int]string{25: "admit likely"}},
+		{name: "conflict retry checked", dir: "conflict-retry", check: true, want: map[int]string{25: "deny certain"}},
+		// Two graceful DELETEs of one pod: the one logged first was refused on its retry, on
+		// the pod the other had marked deleted (its annotation is the first attempt's).
+		{name: "delete retry checked", dir: "delete-retry", check: true, want: map[int]string{37: "deny certain"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := filepath.Join(races, tc.dir)
-			recs := replayRecording(t, filepath.Join(dir, "policies.yaml"), filepath.Join(dir, "audit.log.gz"), WithCheckRecorded(tc.check))
+			recs := replayRecording(t, filepath.Join(dir, "policies.yaml"), filepath.Join(dir, "audit.log.gz"), WithCheckRecorded(tc.check), WithAdmissionPlugins(withoutServiceAccount(t)))
 			got := map[int]string{}
 			for _, rec := range recs {
 				if _, ok := tc.want[rec.Line]; ok {

@@ -111,6 +111,7 @@ func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, deci
 		d.AuditAnnotations = o.annotations
 		out.AuditAnnotations, out.Warnings = o.annotations, o.warnings
 		out.Disagreements = check(j.ev, j.rec, &d, j.evidenced)
+		j.result.dec = &d // what the request published, for the worlds a concurrent write gives (likelyOutcome)
 		what := "the live object: kube-apiserver's first attempt did not read an older copy"
 		if o.version != "" {
 			what = "kube-apiserver's first attempt, on its watch cache's copy of " + o.version + "; the decision is the live object's"
