@@ -180,8 +180,10 @@ type replacedEntry struct {
 // order is one made concurrently with another, moments apart.
 const maxReplaced = 1024
 
-// maxReplacedPerObject bounds the replaced entries kept of one object.
-const maxReplacedPerObject = 4
+// maxReplacedPerObject bounds the replaced entries kept of one object: clients that write one
+// object many times a second (four, each every few milliseconds, in an explorer's run) ask for
+// versions four writes old. (maxReplaced bounds them all.)
+const maxReplacedPerObject = 16
 
 type ObjectKey struct{ Namespace, Name string }
 
