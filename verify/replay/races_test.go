@@ -45,6 +45,9 @@ func TestRaceRecordings(t *testing.T) {
 		// Two graceful DELETEs of one pod: the one logged first was refused on its retry, on
 		// the pod the other had marked deleted (its annotation is the first attempt's).
 		{name: "delete retry checked", dir: "delete-retry", check: true, want: map[int]string{37: "deny certain"}},
+		// Four clients update one ConfigMap: a 409 Conflict whose first attempt ran admission
+		// on the version it asked for, which four writes logged since replaced.
+		{name: "conflict on a version asked for", dir: "conflict-asked", want: map[int]string{26: "admit certain"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
