@@ -12,17 +12,10 @@ import (
 // of that object). The verdicts in them are the server's.
 const races = "testdata/races"
 
-// TestRaceRecordings replays the race recordings, checking the log or not: a certain decision
-// is the server's, a likely one has the server's among its alternatives; and the requests
-// named decide as given (line: decision certainty).
+// TestRaceRecordings replays the race recordings (see replayRecordings).
 func TestRaceRecordings(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name  string
-		dir   string
-		check bool
-		want  map[int]string
-	}{
+	replayRecordings(t, races, []recordingCase{
 		// A merge patch that changed nothing (received while kubectl scale ran, logged after
 		// it) answered with the version before the scale: it read that version, where the
 		// log's order has it read the scale's, and was not the write that stored it.
@@ -48,10 +41,37 @@ func TestRaceRecordings(t *testing.T) {
 		// Four clients update one ConfigMap: a 409 Conflict whose first attempt ran admission
 		// on the version it asked for, which four writes logged since replaced.
 		{name: "conflict on a version asked for", dir: "conflict-asked", want: map[int]string{26: "admit certain"}},
-	} {
+	})
+}
+
+// TestCutRecordings replays recordings cut as a log that lacks some of the server's events
+// is (an audit policy's None rule, the log of one apiserver of several; see replayRecordings).
+func TestCutRecordings(t *testing.T) {
+	t.Parallel()
+	replayRecordings(t, "testdata/cut", []recordingCase{
+		// A pod's create, a kubelet's status patch at Metadata level and the ReplicaSet
+		// controller's DELETE, without the scheduler's binding: the DELETE's response holds
+		// the node the State's version lacks.
+		{name: "missing binding", dir: "missing-binding", want: map[int]string{3: "indeterminate indeterminate"}},
+	})
+}
+
+// recordingCase is a recording (dir, under the root) replayed checking the log or not, and
+// the decisions of the requests it names (line: decision certainty).
+type recordingCase struct {
+	name  string
+	dir   string
+	check bool
+	want  map[int]string
+}
+
+// replayRecordings replays each case: a certain decision is the server's, a likely one has the
+// server's (or indeterminate) among its alternatives, and the requests named decide as given.
+func replayRecordings(t *testing.T, root string, cases []recordingCase) {
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			dir := filepath.Join(races, tc.dir)
+			dir := filepath.Join(root, tc.dir)
 			recs := replayRecording(t, filepath.Join(dir, "policies.yaml"), filepath.Join(dir, "audit.log.gz"), WithCheckRecorded(tc.check), WithAdmissionPlugins(withoutServiceAccount(t)))
 			got := map[int]string{}
 			for _, rec := range recs {

@@ -717,7 +717,7 @@ func deleteAnswer(d decoded, ev *Event, t target) *unstructured.Unstructured {
 // merged by the times of their events). Nothing when they agree, or when the State or the
 // response does not tell.
 func markedOtherVersion(d decoded, ev *Event, t target, p state.Prior) []vapccel.Unknown {
-	if ev.Verb != "delete" || p.Raw == nil || p.RV == 0 {
+	if ev.Verb != "delete" || p.Raw == nil {
 		return nil
 	}
 	answer := deleteAnswer(d, ev, t)
@@ -728,6 +728,9 @@ func markedOtherVersion(d decoded, ev *Event, t target, p state.Prior) []vapccel
 	if v == 0 {
 		return nil
 	}
+	// The State's version without its resourceVersion (rebuilt, or kept as it was through a
+	// write the log holds without its result, a status patch at Metadata level) is compared
+	// as any other: what it holds may not be what the server read.
 	if v == p.RV {
 		// The answer's metadata (all alreadyDeleting reads) is decoded already; the State's
 		// version's only when the answer is marked.
@@ -764,7 +767,11 @@ func markedOtherVersion(d decoded, ev *Event, t target, p state.Prior) []vapccel
 	if err != nil {
 		return nil
 	}
-	why := fmt.Sprintf("the DELETE's response, the object it read marked deleted (resourceVersion %d), differs here from the version the State holds (%d): a write the log does not show, or records later, was committed before it read the object", v, p.RV)
+	held := fmt.Sprintf("%d", p.RV)
+	if p.RV == 0 {
+		held = p.Source
+	}
+	why := fmt.Sprintf("the DELETE's response, the object it read marked deleted (resourceVersion %d), differs here from the version the State holds (%s): a write the log does not show, or records later, was committed before it read the object", v, held)
 	old, skip := deleteOwnChanges(ev, t, old, resp)
 	if old == nil {
 		return nil
