@@ -53,16 +53,21 @@ func TestCutRecordings(t *testing.T) {
 		// controller's DELETE, without the scheduler's binding: the DELETE's response holds
 		// the node the State's version lacks.
 		{name: "missing binding", dir: "missing-binding", want: map[int]string{3: "indeterminate indeterminate"}},
+		// Pods logged at level Request (a production audit policy): the ReplicaSet
+		// controller's create of a pod with generateName, whose name the log does not hold,
+		// leaves the pods the snapshot holds as they are, the kubelet's DELETE of one decided.
+		{name: "generated name at Request", dir: "generated-name-at-request", snapshot: true, want: map[int]string{3: "admit certain"}},
 	})
 }
 
 // recordingCase is a recording (dir, under the root) replayed checking the log or not, and
 // the decisions of the requests it names (line: decision certainty).
 type recordingCase struct {
-	name  string
-	dir   string
-	check bool
-	want  map[int]string
+	name     string
+	dir      string
+	check    bool
+	snapshot bool // the folder's snapshot.yaml is the replay's --snapshot
+	want     map[int]string
 }
 
 // replayRecordings replays each case: a certain decision is the server's, a likely one has the
@@ -72,7 +77,11 @@ func replayRecordings(t *testing.T, root string, cases []recordingCase) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := filepath.Join(root, tc.dir)
-			recs := replayRecording(t, filepath.Join(dir, "policies.yaml"), filepath.Join(dir, "audit.log.gz"), WithCheckRecorded(tc.check), WithAdmissionPlugins(withoutServiceAccount(t)))
+			opts := []Option{WithCheckRecorded(tc.check), WithAdmissionPlugins(withoutServiceAccount(t))}
+			if tc.snapshot {
+				opts = append(opts, WithSnapshot(filepath.Join(dir, "snapshot.yaml")))
+			}
+			recs := replayRecording(t, filepath.Join(dir, "policies.yaml"), filepath.Join(dir, "audit.log.gz"), opts...)
 			got := map[int]string{}
 			for _, rec := range recs {
 				if _, ok := tc.want[rec.Line]; ok {

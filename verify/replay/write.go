@@ -205,6 +205,10 @@ func (r *Replayer) applyUpdate(ctx context.Context, sw stateWrite) {
 			break
 		}
 		r.state.Forget(gr, t.mainKind, t.namespace, t.name, why)
+	case t.op == admission.Create:
+		// A create leaves every other object as it was, and never takes the name of one that
+		// exists: the objects the State knows stay, and it no longer knows them all.
+		r.state.Added(gr, t.namespace, "created at "+src+" without a recorded result")
 	default:
 		r.state.ForgetAll(gr, t.namespace, "created at "+src+" without a recorded result")
 	}

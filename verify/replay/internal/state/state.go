@@ -828,6 +828,17 @@ func (s *State) ForgetAll(gr schema.GroupResource, namespace, why string) {
 			}
 		}
 	}
+	s.Added(gr, namespace, why)
+}
+
+// Added records that a write added an object of gr (in namespace) the State does not know (a
+// create whose generated name the log does not hold): the objects it knows stay as they are,
+// and it no longer knows every object of gr.
+func (s *State) Added(gr schema.GroupResource, namespace, why string) {
+	gr = StorageOf(gr)
+	if !s.keep(gr) {
+		return
+	}
 	if s.typedKinds(gr) && !s.current.writeDone.IsZero() && !slices.Contains(s.current.writtenUnknown, gr) {
 		s.current.writtenUnknown = append(s.current.writtenUnknown, gr)
 	}
