@@ -1150,6 +1150,30 @@ func TestJobCreateFollowed(t *testing.T) {
 	}
 }
 
+// TestClaimCreateDefaultedOnRead: a PersistentVolumeClaim's create answers with the phase
+// Pending its v1 defaults give it on read, where admission saw none (the claim strategy's
+// PrepareForCreate cleared its status): the response is not the object admission saw.
+func TestClaimCreateDefaultedOnRead(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("phase", "persistentvolumeclaims", admissionregistrationv1.Create, nil, "true")
+	p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "phase", ValueExpression: "has(object.status.phase) ? string(object.status.phase) : '-'"}}
+	claim := func(status map[string]any) map[string]any {
+		c := map[string]any{"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": map[string]any{"name": "c", "namespace": "ns1"},
+			"spec": map[string]any{"accessModes": []any{"ReadWriteOnce"}, "resources": map[string]any{"requests": map[string]any{"storage": "1Gi"}}, "volumeMode": "Filesystem"}}
+		if status != nil {
+			c["status"] = status
+			c["metadata"].(map[string]any)["uid"], c["metadata"].(map[string]any)["resourceVersion"] = "u1", "10"
+			c["metadata"].(map[string]any)["creationTimestamp"] = "2026-11-30T10:00:01Z"
+		}
+		return c
+	}
+	_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+		levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "persistentvolumeclaims", "ns1", "c", 201, "", claim(nil), claim(map[string]any{"phase": "Pending"})))
+	if rec := recs["1"]; rec == nil || rec.Decision != DecisionAdmit || rec.AuditAnnotations["phase/phase"] != "-" {
+		t.Errorf("the create: %s (%s %s), annotations %v, want admit with phase/phase -", describeRecord(rec), rec.Message, rec.Indeterminate, rec.AuditAnnotations)
+	}
+}
+
 // TestPatchTypeByResponse: a patch whose content type the log does not record, refused before
 // validating admission as one type (a strategic merge patch adding a port without a name) and
 // admitted as the other (a merge patch replacing the ports): the log's response says which.

@@ -361,9 +361,12 @@ func (r *Replayer) followsWrite(ev *Event, t target) bool {
 // defaultedOnRead are the resources whose stored object the server's defaulting changes when it
 // reads it back, because a defaulter reads a field the registry strategy set after the request
 // was decoded: the response of a write is then not the object admission saw. A Job gets the
-// labels of its pod template (batch/v1 SetDefaults_Job), which the job strategy sets.
+// labels of its pod template (batch/v1 SetDefaults_Job), which the job strategy sets; a
+// PersistentVolumeClaim the phase Pending (core/v1 SetDefaults_PersistentVolumeClaim), where
+// the claim strategy's PrepareForCreate cleared its status before admission.
 var defaultedOnRead = map[schema.GroupResource]bool{
-	{Group: "batch", Resource: "jobs"}: true,
+	{Group: "batch", Resource: "jobs"}:   true,
+	{Resource: "persistentvolumeclaims"}: true,
 }
 
 // evaluateServed decides a request through kube-apiserver's request pipeline, on a worker.
