@@ -291,6 +291,9 @@ func checkMutated(ev *Event, t target, resp *apiserver.Response, changes []verif
 // has says whether the cluster has the policy bound, in every set the policy source may have
 // admitted the request with (earlier).
 func (m *mutators) has(policy string) bool {
+	if m == nil {
+		return false
+	}
 	for _, e := range m.earlier {
 		if !e.m.hasNow(policy) {
 			return false
@@ -302,6 +305,9 @@ func (m *mutators) has(policy string) bool {
 // hasAny says whether the cluster has the policy bound in any set the policy source may have
 // admitted the request with (earlier).
 func (m *mutators) hasAny(policy string) bool {
+	if m == nil {
+		return false
+	}
 	for _, e := range m.earlier {
 		if e.m.hasNow(policy) {
 			return true
@@ -313,17 +319,31 @@ func (m *mutators) hasAny(policy string) bool {
 // specOf is the spec of the cluster's policy (specOf), "" when it is not known or not the
 // same in every set the policy source may have admitted the request with (earlier).
 func (m *mutators) specOf(policy string) string {
-	spec := m.policies[policy].spec
+	if m == nil {
+		return ""
+	}
+	spec := m.specNow(policy)
 	for _, e := range m.earlier {
-		if e.m.policies[policy].spec != spec {
+		if e.m.specNow(policy) != spec {
 			return ""
 		}
 	}
 	return spec
 }
 
+// specNow is specOf for these policies alone, not the earlier ones (none: "").
+func (m *mutators) specNow(policy string) string {
+	if m == nil {
+		return ""
+	}
+	return m.policies[policy].spec
+}
+
 // hasNow is has for these policies and bindings alone, not the earlier ones.
 func (m *mutators) hasNow(policy string) bool {
+	if m == nil {
+		return false
+	}
 	if _, ok := m.policies[policy]; !ok {
 		return false
 	}

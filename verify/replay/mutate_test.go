@@ -229,3 +229,18 @@ func TestRefusedByMutatingPolicy(t *testing.T) {
 		})
 	}
 }
+
+// TestMutatorsBeforeAny: the cluster's MutatingAdmissionPolicies before the log's first write of
+// one may be none (nil) among the sets a request may have been admitted with: the policy is not
+// bound in every set, its spec not the same in each.
+func TestMutatorsBeforeAny(t *testing.T) {
+	t.Parallel()
+	m := &mutators{policies: map[string]mutatingPolicy{"p": {spec: "s"}}, bindings: map[string]string{"b": "p"}, earlier: []earlierMutators{{m: nil, until: "audit.log:1"}}}
+	if got := [3]any{m.has("p"), m.hasAny("p"), m.specOf("p")}; got != [3]any{false, true, ""} {
+		t.Errorf("has, hasAny, specOf = %v, want false, true and \"\"", got)
+	}
+	var none *mutators
+	if got := [4]any{none.has("p"), none.hasAny("p"), none.specOf("p"), none.mayMutate(mutatedRequest{})}; got != [4]any{false, false, "", ""} {
+		t.Errorf("of none: has, hasAny, specOf, mayMutate = %v, want false, false, \"\" and \"\"", got)
+	}
+}
