@@ -1102,6 +1102,39 @@ func TestRefusedDeleteThenEviction(t *testing.T) {
 	}
 }
 
+// TestSelectorExcludesUnloggedObject: a write logged at level Metadata, in a namespace the
+// State knows, that the policy's namespaceSelector does not select: the policy reads the
+// object the log does not hold, but the server never evaluated it there.
+func TestSelectorExcludesUnloggedObject(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("team-a-data", "configmaps", admissionregistrationv1.Create, map[string]string{"team": "a"}, "has(object.data)")
+	ns := func(labels map[string]any) map[string]any {
+		labels["kubernetes.io/metadata.name"] = "ns1"
+		return map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1", "uid": "u1", "resourceVersion": "5", "labels": labels}}
+	}
+	for _, tc := range []struct {
+		name   string
+		labels map[string]any
+		want   string // "" for not matched
+	}{
+		{name: "another team's namespace", labels: map[string]any{"team": "b"}},
+		{name: "the team's namespace", labels: map[string]any{"team": "a"}, want: DecisionIndeterminate},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+				levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "namespaces", "", "ns1", 201, "", ns(tc.labels), ns(tc.labels)),
+				levelEvent(t, "2", auditlog.LevelMetadata, "create", "configmaps", "ns1", "cm", 201, "", nil, nil))
+			rec := recs["2"]
+			switch {
+			case tc.want == "" && (rec != nil || sum.NotMatched != 2): // the namespace's create and the ConfigMap's
+				t.Errorf("the create: %s (not matched %d), want it not matched: the namespace selector excludes it", describeRecord(rec), sum.NotMatched)
+			case tc.want != "" && (rec == nil || rec.Decision != tc.want):
+				t.Errorf("the create: %s, want %s", describeRecord(rec), tc.want)
+			}
+		})
+	}
+}
+
 // TestJobCreateFollowed: a Job create logged at Request level with its pod template's labels
 // may have been sent without labels (SetDefaults_Job gives it the template's labels map, which
 // the job strategy then labels with the job's name and uid) or with them: the State follows

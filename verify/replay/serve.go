@@ -932,7 +932,7 @@ func (r *Replayer) dependsOnUnknown(j *job, calls []admitted) undecided {
 				continue
 			}
 			read, u, dep := reads.DependsOn(c.unknowns)
-			if !dep || r.skippedIndependently(p, c.dec, c.unknowns) {
+			if !dep || r.skippedIndependently(p, c.dec, c.unknowns, j.t.gvr.GroupResource() == state.NamespacesGR) {
 				continue
 			}
 			reason := ReasonUnknownField
@@ -979,11 +979,16 @@ func failedValidation(dec *verify.Decision, policy string, i int) bool {
 }
 
 // skippedIndependently says whether every evaluation of the policy in the decision was skipped
-// by a matchCondition that reads none of the unknown fields, and nothing that selects it reads
-// them either.
-func (r *Replayer) skippedIndependently(policy string, dec *verify.Decision, unknowns []vapccel.Unknown) bool {
+// by a matchCondition that reads none of the unknown fields, or the policy matched none of its
+// bindings (a namespace selector the namespace's labels do not match, an object selector), and
+// nothing that selects it reads them either. A namespace's own request is matched on its
+// object's labels by namespace selectors too: there none counts as matched on what is known.
+func (r *Replayer) skippedIndependently(policy string, dec *verify.Decision, unknowns []vapccel.Unknown, namespace bool) bool {
 	if _, _, dep := r.set.selects[policy].DependsOn(unknowns); dep {
 		return false
+	}
+	if dec != nil && !namespace && !slices.ContainsFunc(dec.Results, func(res verify.Result) bool { return res.Policy == policy }) {
+		return true
 	}
 	seen := false
 	for _, res := range dec.Results {
