@@ -57,6 +57,12 @@ func TestCutRecordings(t *testing.T) {
 		// controller's create of a pod with generateName, whose name the log does not hold,
 		// leaves the pods the snapshot holds as they are, the kubelet's DELETE of one decided.
 		{name: "generated name at Request", dir: "generated-name-at-request", snapshot: true, want: map[int]string{3: "admit certain"}},
+		// The kubernetes.io example audit policy (pods at RequestResponse, their status at
+		// Metadata), without the binding: a kubelet's status patch ran concurrently with the
+		// ReplicaSet controller's graceful DELETE logged after it, whose response is the pod
+		// marked; the status patch keeps all but the status, so the kubelet's final DELETE is
+		// decided on what the DELETE stored whichever was committed last.
+		{name: "status write and delete", dir: "status-write-and-delete", want: map[int]string{3: "indeterminate indeterminate", 5: "admit certain"}},
 	})
 }
 

@@ -84,7 +84,7 @@ func (r *Replayer) statusWritten(ctx context.Context, sw stateWrite) bool {
 	}
 	why := "written through " + describe(t.gvr, t.sub) + " at " + sw.src + " at level " + orNone(ev.Level) + ": the result is not in the log"
 	unknowns := append(slices.Clip(p.Unknowns), kept.unknowns(u, t.mainKind, why)...)
-	_ = r.state.PutPartly(gr, u, unknowns, sw.src+" ("+describe(t.gvr, t.sub)+": what it does not change, as it was)")
+	_ = r.state.PutKept(gr, u, unknowns, sw.src+" ("+describe(t.gvr, t.sub)+": what it does not change, as it was)")
 	return true
 }
 

@@ -201,6 +201,9 @@ type entry struct {
 	// follows says the write that stored it replaced a version of the object (it was not
 	// created): the server may still have read that version from its watch cache (staleOf).
 	follows bool
+	// keptBut says the write that stored it changed nothing of the object but its unknowns
+	// (PutKept).
+	keptBut bool
 	// unknowns are fields of a known object whose values the replay does not know (the clock
 	// of a write the log does not show), with paths from the object ("object" root).
 	unknowns []vapccel.Unknown
@@ -380,7 +383,7 @@ func (s *State) PutPartly(gr schema.GroupResource, u *unstructured.Unstructured,
 	}
 	k := ObjectKey{u.GetNamespace(), u.GetName()}
 	if e := s.Objects[gr][k]; e != nil && e.Raw != nil {
-		e.unknowns = unknowns
+		e.unknowns = append(e.unknowns, unknowns...) // and what a concurrent status write left unknown (store)
 	}
 	if s.typedKinds(gr) && len(unknowns) > 0 {
 		// The evaluator reads it as a param or namespace: what it does not know of it too.
@@ -389,6 +392,20 @@ func (s *State) PutPartly(gr schema.GroupResource, u *unstructured.Unstructured,
 			te.Unknowns = unknowns
 			b.objs.set(k, te)
 		}
+	}
+	return nil
+}
+
+// PutKept is PutPartly for a write the log holds without its result that changed no field of
+// the object but the unknowns (a status write, which keeps the rest as it was): a write the
+// log records after it, that ran concurrently with it, leaves its own result with those fields
+// unknown, whichever of the two the server committed last.
+func (s *State) PutKept(gr schema.GroupResource, u *unstructured.Unstructured, unknowns []vapccel.Unknown, source string) error {
+	if err := s.PutPartly(gr, u, unknowns, source); err != nil {
+		return err
+	}
+	if e := s.Objects[StorageOf(gr)][ObjectKey{u.GetNamespace(), u.GetName()}]; e != nil && e.Raw != nil {
+		e.keptBut = true
 	}
 	return nil
 }
@@ -432,7 +449,12 @@ func (s *State) store(gr schema.GroupResource, u *unstructured.Unstructured, raw
 			s.snapshotAfter(old, true)
 			return nil
 		}
-		if s.keptUnknown(gr, k, old, "the write") {
+		if old.keptBut && old.Raw != nil && raw != nil && !s.typedKinds(gr) && s.ranConcurrently(old) {
+			// The write the log records before this one, which ran concurrently with it,
+			// changed nothing of the object but what it left unknown (a status write): what
+			// this one stored holds, with those unknown, whichever the server committed last.
+			e.unknowns = slices.Clip(old.unknowns)
+		} else if s.keptUnknown(gr, k, old, "the write") {
 			return nil
 		}
 		if old.rv > 0 && old.rv == rv && old.Raw != nil && old.Unknown == "" {
