@@ -151,7 +151,9 @@ func (r *Replayer) sendWrite(ctx context.Context, srv *apiserver.Server, req api
 	view := r.state.View(false)
 	cluster := r.mutatorsAt(ev.Received())
 	ex.Validate = func(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
-		if why := cluster.mayMutate(mutatedBy(t, a, view)); why != "" {
+		req := mutatedBy(t, a, view)
+		req.following = r.set.replayedMAPs
+		if why := cluster.mayMutate(req); why != "" {
 			mutated = why
 		}
 		if a.GetKind().GroupKind() == t.mainKind.GroupKind() {

@@ -75,8 +75,9 @@ type mutatedRequest struct {
 	view *state.StateView
 	// replayed are the policies the evaluation runs itself (--policies), taken to be those
 	// the cluster has of their name: they leave nothing unknown. The ordered stage, which
-	// follows the cluster's writes without them, leaves it nil.
-	replayed map[string]bool
+	// follows the cluster's writes without them, leaves it nil, and says so of them
+	// (following).
+	replayed, following map[string]bool
 }
 
 // mayMutate says why a request's object may have been changed by a bound
@@ -143,6 +144,9 @@ func (m *mutators) mayMutateNow(req mutatedRequest) string {
 			if known && !p.namespaces.Matches(ns) {
 				continue
 			}
+		}
+		if req.following[name] {
+			return fmt.Sprintf("MutatingAdmissionPolicy %s (bound by %s) matches the request and may have changed the object: the replay runs the policies of --policies to decide requests, not to follow the writes the log holds without their result", name, b)
 		}
 		return fmt.Sprintf("MutatingAdmissionPolicy %s (bound by %s) matches the request and may have changed the object; give it among --policies for vapc to run it", name, b)
 	}
