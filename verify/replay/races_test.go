@@ -41,6 +41,10 @@ func TestRaceRecordings(t *testing.T) {
 		// Four clients update one ConfigMap: a 409 Conflict whose first attempt ran admission
 		// on the version it asked for, which four writes logged since replaced.
 		{name: "conflict on a version asked for", dir: "conflict-asked", want: map[int]string{26: "admit certain"}},
+		// Patches of a ConfigMap the only policy of its resource skips on a matchCondition
+		// of its name, racing writes of it: whichever version a first attempt read, the
+		// policy skipped it.
+		{name: "excluded by a condition", dir: "excluded-by-condition", want: map[int]string{3: "admit certain", 5: "admit certain", 7: "admit certain"}},
 	})
 }
 

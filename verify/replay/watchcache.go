@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apiserver/pkg/admission"
 
+	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/internal/apiserver"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
@@ -46,6 +47,12 @@ func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, deci
 	liveWarnings := warningSet(live.Warnings)
 	outcomes := []attemptOutcome{{annotations: live.AuditAnnotations, warnings: liveWarnings}}
 	why := p.StaleUnknown
+	if why != "" && !r.dependsOnUnknown(j, []admitted{{dec: live, unknowns: staleAttemptUnknowns(j, why)}}).is() {
+		// No policy read what an older version would have changed (the old object, a
+		// patch's object), or each was skipped by a matchCondition that reads none of it:
+		// the first attempt published what the live one did, whichever version it read.
+		why = ""
+	}
 	for _, sp := range p.Stale {
 		if why != "" {
 			break
@@ -122,6 +129,17 @@ func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, deci
 		}
 	}
 	out.likely(publishedAlternatives(out, res.Alternatives)...)
+}
+
+// staleAttemptUnknowns are what a first attempt on an older version of the object, not known
+// (why), read otherwise than the live attempt: the old object, and the object of a patch (the
+// patch applied to that version).
+func staleAttemptUnknowns(j *job, why string) []vapccel.Unknown {
+	us := []vapccel.Unknown{{Path: vapccel.FieldPath{Root: "oldObject"}, Why: why}}
+	if j.ev.Verb == "patch" || j.ev.Verb == "apply" {
+		us = append(us, vapccel.Unknown{Path: vapccel.FieldPath{Root: "object"}, Why: why})
+	}
+	return us
 }
 
 // attemptOutcome is what a request's response and audit event may show of its admission: the
