@@ -849,3 +849,36 @@ func TestConflictOnAnUnknownVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestStaleUnknownSkipped: a patch received moments after an update whose replaced version the
+// State does not know (created at level Metadata) may have had its first attempt on that version; the one policy skipped
+// the request on a matchCondition of the user, which no version changes: certain.
+func TestStaleUnknownSkipped(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, user string
+		want       Certainty
+	}{
+		{name: "skipped by its user", user: "bob", want: CertaintyCertain},
+		{name: "evaluated", user: "alice", want: CertaintyLikely},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, b := levelPolicy("old-x", "configmaps", admissionregistrationv1.Update, nil, "true")
+			p.Spec.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "alice", Expression: "request.userInfo.username == 'alice'"}}
+			p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "x", ValueExpression: "string(oldObject.data.x)"}}
+			cm := func(rv, x string) map[string]any {
+				return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1", "uid": "u1", "resourceVersion": rv}, "data": map[string]any{"x": x}}
+			}
+			patch := levelEvent(t, "2", auditlog.LevelRequestResponse, "patch", "configmaps", "ns1", "cm", 200, "", map[string]any{"data": map[string]any{"x": "c"}}, cm("12", "c"))
+			patch = replaceOnce(t, patch, `"username":"admin"`, `"username":"`+tc.user+`"`)
+			_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+				timedEvent(t, levelEvent(t, "0", auditlog.LevelMetadata, "create", "configmaps", "ns1", "cm", 201, "", nil, nil), "00.500000", "00.501000", nil),
+				timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 200, "", cm("", "b"), cm("10", "b")), "01.000000", "01.001000", nil),
+				timedEvent(t, patch, "01.050000", "01.052000", nil),
+			)
+			if rec := recs["2"]; rec == nil || rec.Decision != DecisionAdmit || rec.Certainty != tc.want {
+				t.Errorf("the patch: %s, want admit %s", describeRecord(rec), tc.want)
+			}
+		})
+	}
+}
