@@ -1111,3 +1111,32 @@ func TestNamespaceFinalized(t *testing.T) {
 		})
 	}
 }
+
+// TestConcurrentWritesCommute: two patches logged at level Request that ran concurrently store
+// the same object whichever the server committed last when they write different fields: the
+// update after them is decided on it; where both write one field, it is not known.
+func TestConcurrentWritesCommute(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("old-x", "configmaps", admissionregistrationv1.Update, nil, "!has(oldObject.data.x) || oldObject.data.x != 'b'")
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1", "uid": "u1", "resourceVersion": "10"}, "data": map[string]any{"x": "0"}}
+	for _, tc := range []struct {
+		name   string
+		second string // the field the second patch writes
+		want   string
+	}{
+		{name: "different fields", second: "y", want: DecisionAdmit},
+		{name: "one field", second: "x", want: DecisionIndeterminate},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+				timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm, cm), "00.000000", "00.001000", nil),
+				timedEvent(t, levelEvent(t, "2", auditlog.LevelRequest, "patch", "configmaps", "ns1", "cm", 200, "", map[string]any{"data": map[string]any{"x": "a"}}, nil), "01.000000", "01.010000", nil),
+				timedEvent(t, levelEvent(t, "3", auditlog.LevelRequest, "patch", "configmaps", "ns1", "cm", 200, "", map[string]any{"data": map[string]any{tc.second: "b"}}, nil), "01.005000", "01.012000", nil),
+				timedEvent(t, levelEvent(t, "4", auditlog.LevelRequest, "update", "configmaps", "ns1", "cm", 200, "", map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1"}, "data": map[string]any{"x": "c"}}, nil), "05.000000", "05.001000", nil),
+			)
+			if rec := recs["4"]; rec == nil || rec.Decision != tc.want {
+				t.Errorf("the update after them: %s, want %s", describeRecord(rec), tc.want)
+			}
+		})
+	}
+}

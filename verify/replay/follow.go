@@ -35,26 +35,50 @@ func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, why, sr
 		r.state.Forget(gr, t.mainKind, t.namespace, t.name, why+": "+reason)
 	}
 	p := r.state.Prior(gr, t.namespace, t.name)
+	first, reason, unmarked := r.followWrite(ctx, ev, t, p)
+	switch {
+	case unmarked != nil:
+		// The write succeeded, which it does not on the version a refused DELETE may have
+		// marked deleted: that DELETE left the object as it was.
+		_ = r.state.Put(gr, unmarked, p.Source+" (not marked deleted: the write at "+src+" succeeded)")
+		r.replayWrite(ctx, ev, t, why, src)
+	case reason != "":
+		forget(reason)
+	case first.deleted:
+		r.state.Delete(gr, t.mainKind, t.namespace, t.name)
+	case first.obj != nil:
+		if unknowns, ok := r.commutes(ctx, ev, t, first); ok {
+			// Whichever of it and the write before it was committed last: the same.
+			first.unknowns = unknowns
+			r.state.Commuted()
+		}
+		_ = r.state.PutPartly(gr, first.obj, first.unknowns, src+" ("+describe(t.gvr, t.sub)+", replayed: "+why+")")
+		r.noteFollowed(ev, t, src, auditlog.ParseTime(ev.StageTimestamp))
+	}
+}
+
+// followWrite is what a successful write (ev) whose result the log does not show stored, sent
+// through the ordered stage's pipeline over p, the object as the State holds it: the object
+// written (or deleted, or left as it was), or why the replay cannot follow it; or, where the
+// write fails on p, a version a refused DELETE may have marked deleted, the unmarked version
+// it succeeds on (the caller puts it back and follows the write again).
+func (r *Replayer) followWrite(ctx context.Context, ev *Event, t target, p state.Prior) (first writeResult, reason string, unmarked *unstructured.Unstructured) {
+	gr := t.gvr.GroupResource()
 	w := writeReplay{ev: ev, t: t, p: p, create: t.op == admission.Create && t.sub == "", what: describe(t.gvr, t.sub)}
 	if !w.create && (!p.Found || p.Raw == nil) {
-		forget("the object was not known before")
-		return
+		return writeResult{}, "the object was not known before", nil
 	}
-
 	srv, err := pipelineServer()
 	if err != nil {
-		forget(err.Error())
-		return
+		return writeResult{}, err.Error(), nil
 	}
 	req, ok := serveRequest(ev, t)
 	if !ok {
-		forget("the request is not one the pipeline takes")
-		return
+		return writeResult{}, "the request is not one the pipeline takes", nil
 	}
 	if r.orderedPlugins == nil {
 		if r.orderedPlugins, err = apiserver.NewPlugins(r.cfg.admissionPlugins); err != nil {
-			forget(err.Error())
-			return
+			return writeResult{}, err.Error(), nil
 		}
 	}
 	w.objs = &jobObjects{gr: gr, namespace: t.namespace, name: t.name, prior: p}
@@ -79,8 +103,7 @@ func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, why, sr
 		res, failure, unfollowable := r.sendWrite(ctx, srv, req, w)
 		switch {
 		case unfollowable != "":
-			forget(unfollowable)
-			return
+			return writeResult{}, unfollowable, nil
 		case failure != "":
 			failures = append(failures, v.name+": "+failure)
 		case res != nil:
@@ -89,24 +112,15 @@ func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, why, sr
 	}
 	if len(results) == 0 {
 		if u, err := auditlog.DecodeObject(p.Unmarked); err == nil && p.Unmarked != nil {
-			// The write succeeded, which it does not on the version a refused DELETE may have
-			// marked deleted: that DELETE left the object as it was.
-			_ = r.state.Put(gr, u, p.Source+" (not marked deleted: the write at "+src+" succeeded)")
-			r.replayWrite(ctx, ev, t, why, src)
-			return
+			return writeResult{}, "", u
 		}
-		forget(strings.Join(failures, "; "))
-		return
+		return writeResult{}, strings.Join(failures, "; "), nil
 	}
 	first, unfollowable := agreeingWrites(results, variants)
-	switch {
-	case unfollowable != "":
-		forget(unfollowable)
-	case first.deleted:
-		r.state.Delete(gr, t.mainKind, t.namespace, t.name)
-	case first.obj != nil:
-		_ = r.state.PutPartly(gr, first.obj, first.unknowns, src+" ("+w.what+", replayed: "+why+")")
+	if unfollowable != "" {
+		return writeResult{}, unfollowable, nil
 	}
+	return first, "", nil
 }
 
 // writeReplay is a write the ordered stage sends through the pipeline again (replayWrite):

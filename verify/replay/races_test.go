@@ -67,6 +67,10 @@ func TestCutRecordings(t *testing.T) {
 		// marked; the status patch keeps all but the status, so the kubelet's final DELETE is
 		// decided on what the DELETE stored whichever was committed last.
 		{name: "status write and delete", dir: "status-write-and-delete", want: map[int]string{3: "indeterminate indeterminate", 5: "admit certain"}},
+		// Nodes at level Request: `kubectl cordon` and the node lifecycle controller's taint
+		// patch ran concurrently; either committed last, the node is the same, and the writes
+		// after them are followed and decided.
+		{name: "cordon and taint", dir: "cordon-and-taint", snapshot: true, want: map[int]string{9: "admit certain", 10: "admit certain", 11: "admit certain"}},
 	})
 }
 

@@ -95,6 +95,10 @@ type currentRequest struct {
 	writeSecond bool
 	writeBy     string
 	creating    bool
+	// commuted says the write stores what it stores whichever of it and the write the log
+	// records before it, which ran concurrently with it, the server committed last
+	// (Commuted).
+	commuted bool
 	// written are the objects of params and namespaces the request wrote, in order, and
 	// writtenUnknown the resources of which it may have written objects the State does not
 	// know (see aheadWrites).
@@ -128,7 +132,30 @@ func (s *State) As(by string, done time.Time, fn func()) {
 // EndWrite ends following the writes of one request: what is written outside a request (the
 // snapshot) is no write of the log.
 func (s *State) EndWrite() {
-	s.current.creating, s.current.received, s.current.writeDone, s.current.writeBy, s.current.writeSecond = false, time.Time{}, time.Time{}, "", false
+	s.current.creating, s.current.received, s.current.writeDone, s.current.writeBy, s.current.writeSecond, s.current.commuted = false, time.Time{}, time.Time{}, "", false, false
+}
+
+// Commuted says the write being applied stores what it stores whichever of it and the write
+// the log records before it, which ran concurrently with it (ConcurrentBase), the server
+// committed last: the object stays known.
+func (s *State) Commuted() { s.current.commuted = true }
+
+// ConcurrentBase is, for the write being applied to an object whose version the State rebuilt
+// from a write the log records before it that ran concurrently with it (logged at by), the
+// version that write replaced (base); ok false otherwise, or when that version is not known.
+func (s *State) ConcurrentBase(gr schema.GroupResource, namespace, name string) (base Prior, by string, ok bool) {
+	gr = StorageOf(gr)
+	k := ObjectKey{namespace, name}
+	e := s.Objects[gr][k]
+	if e == nil || e.Raw == nil || e.rv != 0 || e.by == "" || !s.ranConcurrently(e) {
+		return Prior{}, "", false
+	}
+	for _, r := range s.replaced[ReplacedKey{gr, k}] {
+		if r.by == e && r.e.Raw != nil && r.e.Unknown == "" {
+			return Prior{Kept: s.keep(gr), Complete: s.Complete(gr), Found: true, Raw: r.e.Raw, RV: r.e.rv, Unknowns: r.e.unknowns, Source: r.e.Source}, e.by, true
+		}
+	}
+	return Prior{}, "", false
 }
 
 // lose remembers that the State no longer remembers the write w (see recentTyped).
@@ -716,6 +743,9 @@ func (s *State) Delete(gr schema.GroupResource, gvk schema.GroupVersionKind, nam
 // concurrently, and which the server committed last is not known (a create's, never: the
 // other wrote the object it created). False where the write applies.
 func (s *State) keptUnknown(gr schema.GroupResource, k ObjectKey, old *entry, what string) bool {
+	if s.current.commuted {
+		return false
+	}
 	// An entry the replay rebuilt (its resourceVersion not known: a write followed through
 	// the pipeline) is ordered against no other write either.
 	rebuilt := old.Raw != nil && old.rv == 0 && old.by != ""
