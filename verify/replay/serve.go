@@ -261,6 +261,18 @@ type jobObjects struct {
 	// body, when set, is an update's body whose values the object is read with where the
 	// State does not know them (see overlayUnknown).
 	body []byte
+	// reread, when set, is the version the object is read as after the store's Get of it
+	// (apiserver.Rereads; see retriedOnMarked).
+	reread []byte
+}
+
+// Reread is the version the object is read as after the store's Get of it, when the job
+// gives one (apiserver.Rereads).
+func (o *jobObjects) Reread(gr schema.GroupResource, namespace, name string) ([]byte, bool) {
+	if o.reread == nil || !state.SameStorage(gr, o.gr) || namespace != o.namespace || name != o.name {
+		return nil, false
+	}
+	return o.reread, true
 }
 
 func (o *jobObjects) Get(gr schema.GroupResource, namespace, name string) ([]byte, bool, error) {
@@ -372,7 +384,7 @@ var defaultedOnRead = map[schema.GroupResource]bool{
 // evaluateServed decides a request through kube-apiserver's request pipeline, on a worker.
 func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 	ev, t := j.ev, j.t
-	objs, oldUnknown := servedObjects(j)
+	objs, oldUnknown := servedObjects(j, r.ranAdmission(j.ev))
 	b := rebuilt{req: verify.Request{Operation: t.op, Resource: t.gvr, SubResource: t.sub, Kind: t.reqKind,
 		Namespace: t.namespace, Name: t.name, UserInfo: ev.Requester(), DryRun: isDryRun(ev)}}
 	b.objectSource, b.oldObjectSource = pipelineSources(ev, t, j.prior)
@@ -466,7 +478,7 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 // when the old object of a DELETE is not known, why (a stand-in holding its kind and name
 // takes its place, and the decision stands only if it does not depend on it: see
 // requestOnly).
-func servedObjects(j *job) (*jobObjects, undecided) {
+func servedObjects(j *job, ranAdmission bool) (*jobObjects, undecided) {
 	ev, t := j.ev, j.t
 	gr := t.gvr.GroupResource()
 	objs := &jobObjects{gr: gr, namespace: t.namespace, name: t.name, prior: j.prior,
@@ -476,6 +488,9 @@ func servedObjects(j *job) (*jobObjects, undecided) {
 		// uid it asked for: they are those stored, where the replay does not know them.
 		objs.version, objs.uid = fromRequest(ev, j.prior.Unknowns)
 		objs.body = updateBody(ev, j.prior.Unknowns)
+	}
+	if first, ok := retriedOnMarked(j, ranAdmission); ok {
+		objs.prior, objs.reread = first, j.prior.Raw
 	}
 	if t.op == admission.Create && t.sub == "" && ev.Verb != "create" && ev.Code() == http.StatusCreated {
 		// An update or a patch that created its object (201) found none stored: the store's
@@ -501,6 +516,30 @@ func servedObjects(j *job) (*jobObjects, undecided) {
 	}
 	objs.standIn = standInJSON(t, ev.RequestObject)
 	return objs, oldUnknown
+}
+
+// retriedOnMarked says, of a DELETE evaluated again on what a DELETE the log records after it,
+// which ran concurrently with it, stored (the object marked deleted: reviseConcurrent), where
+// the log's annotations show admission ran (ranAdmission), the version it read first (first:
+// unmarked). A DELETE that read
+// the marked object would complete without admission (a pending graceful deletion); one whose
+// Get read it unmarked ran admission on it first and, its update conflicting with the other's
+// mark, ran admission again on the marked object (updateForGracefulDeletionAndFinalizers'
+// GuaranteedUpdate runs deleteValidation before BeforeDelete), which is the decision.
+func retriedOnMarked(j *job, ranAdmission bool) (first state.Prior, ok bool) {
+	ev, t, p := j.ev, j.t, j.prior
+	if j.revise.concurrent == nil || t.op != admission.Delete || t.sub != "" || ev.Verb != "delete" || !ranAdmission ||
+		p.Raw == nil || len(p.Stale) == 0 || p.Stale[0].Raw == nil {
+		return state.Prior{}, false
+	}
+	marked, err := auditlog.DecodeHeader(p.Raw)
+	if err != nil || marked.GetDeletionTimestamp() == nil {
+		return state.Prior{}, false
+	}
+	if before, err := auditlog.DecodeHeader(p.Stale[0].Raw); err != nil || before.GetDeletionTimestamp() != nil {
+		return state.Prior{}, false
+	}
+	return p.Stale[0], true
 }
 
 // passUnknowns is what the replay does not know of the admissions of a pass through the

@@ -35,6 +35,16 @@ type Objects interface {
 	List(gr schema.GroupResource, namespace string) ([][]byte, error)
 }
 
+// Rereads are Objects of which a request reads one object, after the store's Get of it, as
+// another version: one a write committed between that Get and the store's update or delete (a
+// graceful DELETE's GuaranteedUpdate, etcd3's conditional delete, retried on the live object
+// after a conflict).
+type Rereads interface {
+	// Reread returns the JSON the object is read as after its first Get; ok is false when it
+	// is read as that Get gave it.
+	Reread(gr schema.GroupResource, namespace, name string) (raw []byte, ok bool)
+}
+
 // NoObjects is an empty cluster that knows it is empty.
 type NoObjects struct{}
 
@@ -91,6 +101,9 @@ type world struct {
 	writes  []Write
 	nextRV  uint64
 	unknown *UnknownError
+	// reread are the keys whose object a Get has made the version the Objects read it as
+	// after it (Rereads).
+	reread map[string]bool
 }
 
 // miss records that the request needed an object the Objects do not know, and returns the
@@ -286,7 +299,37 @@ func (s *memStorage) Get(ctx context.Context, key string, opts storage.GetOption
 		}
 		return storage.NewKeyNotFoundError(key, 0)
 	}
-	return copyInto(existing, out)
+	if err := copyInto(existing, out); err != nil {
+		return err
+	}
+	return s.rereadAfterGet(w, key)
+}
+
+// rereadAfterGet makes the object of key, after a Get of it, the version the world's Objects
+// read it as after one (Rereads), once.
+func (s *memStorage) rereadAfterGet(w *world, key string) error {
+	rr, ok := w.objects.(Rereads)
+	if !ok || w.reread[key] {
+		return nil
+	}
+	ns, name, err := s.split(key)
+	if err != nil {
+		return err
+	}
+	raw, ok := rr.Reread(s.gr, ns, name)
+	if !ok {
+		return nil
+	}
+	obj, err := w.decode(s.gr, raw)
+	if err != nil {
+		return fmt.Errorf("decoding the stored %s %s: %w", s.gr, joinKey(ns, name), err)
+	}
+	if w.reread == nil {
+		w.reread = map[string]bool{}
+	}
+	w.reread[key] = true
+	w.overlay[key] = obj
+	return nil
 }
 
 func (s *memStorage) GetList(ctx context.Context, key string, opts storage.ListOptions, listObj runtime.Object) error {
