@@ -138,17 +138,23 @@ func replayLinesWith(t *testing.T, ps []*admissionregistrationv1.ValidatingAdmis
 	t.Helper()
 	opts := []Option{WithCheckRecorded(true)}
 	if snapshot != nil {
-		dir := t.TempDir()
-		b, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "items": snapshot})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "snapshot.json"), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		opts = append(opts, WithSnapshot(dir))
+		opts = append(opts, snapshotOf(t, snapshot))
 	}
 	return replaySources(t, ps, bs, opts, Source{Name: "audit.jsonl", Reader: strings.NewReader(strings.Join(lines, "\n") + "\n")})
+}
+
+// snapshotOf is the option of a snapshot of the objects given, a List written to a folder.
+func snapshotOf(t *testing.T, items []any) Option {
+	t.Helper()
+	dir := t.TempDir()
+	b, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "snapshot.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return WithSnapshot(dir)
 }
 
 // replaySources replays the sources with the policies and options given, and returns the

@@ -7,11 +7,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vapc-dev/vapc/cel"
 	_ "github.com/vapc-dev/vapc/cel/mutatingvalidation" // kube-apiserver's validation of MutatingAdmissionPolicies
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/internal/apiserver"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
 // TestMutatingPoliciesReplay replays the recorded end-to-end log with the mutating form of the
@@ -242,5 +244,45 @@ func TestMutatorsBeforeAny(t *testing.T) {
 	var none *mutators
 	if got := [4]any{none.has("p"), none.hasAny("p"), none.specOf("p"), none.mayMutate(mutatedRequest{})}; got != [4]any{false, false, "", ""} {
 		t.Errorf("of none: has, hasAny, specOf, mayMutate = %v, want false, false, \"\" and \"\"", got)
+	}
+}
+
+// TestFailingMutatorOnUnknownStatus: a pod whose status a kubelet's patch at level
+// Metadata left unknown; a MutatingAdmissionPolicy (failurePolicy Fail) that reads
+// oldObject.status and errors on some values (int() of status.message) may refuse the pod's
+// update: the replay must not decide it admit certain.
+func TestFailingMutatorOnUnknownStatus(t *testing.T) {
+	t.Parallel()
+	pod := func(rv string, labels map[string]any) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "Pod",
+			"metadata": map[string]any{"name": "p", "namespace": "ns", "uid": "uid-p", "resourceVersion": rv, "creationTimestamp": "2026-11-24T00:00:00Z", "labels": labels},
+			"spec": map[string]any{"nodeName": "leaf-1", "terminationGracePeriodSeconds": int64(30),
+				"containers": []any{map[string]any{"name": "c", "image": "nginx"}}},
+			"status": map[string]any{"phase": "Running"}}
+	}
+	rules := &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
+	}}}}
+	mutating := &admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "paint"},
+		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{MatchConstraints: rules,
+			Mutations: []admissionregistrationv1.Mutation{{PatchType: admissionregistrationv1.PatchTypeApplyConfiguration,
+				ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: "Object{metadata: Object.metadata{labels: {'n': string(int(oldObject.status.?message.orValue('0')) + 1)}}}"}}}}}
+	binding := &admissionregistrationv1.MutatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "paint"},
+		Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: "paint"}}
+	p, b := levelPolicy("guard", "pods", admissionregistrationv1.Update, nil, "request.userInfo.username == 'admin'")
+	status := subresourceEvent(t, levelEvent(t, "status", auditlog.LevelMetadata, "patch", "pods", "ns", "p", 200, "", nil, nil), "status")
+	// The cluster did not have the policy (it is among --policies only): the server admitted.
+	upd := levelEvent(t, "w", auditlog.LevelRequest, "update", "pods", "ns", "p", 200, "", pod("", map[string]any{"app": "web", "x": "y"}), nil)
+	sum, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+		[]Option{WithCheckRecorded(true), snapshotOf(t, []any{map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns"}}, pod("10", map[string]any{"app": "web"})}),
+			WithMutatingPolicies([]*admissionregistrationv1.MutatingAdmissionPolicy{mutating}, []*admissionregistrationv1.MutatingAdmissionPolicyBinding{binding})},
+		Source{Name: "audit.jsonl", Reader: strings.NewReader(status + "\n" + upd + "\n")})
+	rec := recs["w"]
+	if rec == nil {
+		t.Fatalf("no record: %+v", sum)
+	}
+	if rec.Decision == DecisionAdmit && rec.Certainty == CertaintyCertain {
+		t.Errorf("the update: %s, want no certain admit: the mutating policy reads the status the log does not hold", describeRecord(rec))
 	}
 }

@@ -1026,7 +1026,9 @@ func (r *Replayer) skippedIndependently(policy string, dec *verify.Decision, unk
 	if _, _, dep := r.set.selects[policy].DependsOn(unknowns); dep {
 		return false
 	}
-	if dec != nil && !namespace && !slices.ContainsFunc(dec.Results, func(res verify.Result) bool { return res.Policy == policy }) {
+	// A validating policy's dispatcher gives every binding it matched a result (a config error,
+	// a param not found, a matchCondition's skip too); a MutatingAdmissionPolicy's none.
+	if dec != nil && !namespace && !strings.HasPrefix(policy, mutatingPrefix) && !slices.ContainsFunc(dec.Results, func(res verify.Result) bool { return res.Policy == policy }) {
 		return true
 	}
 	seen := false

@@ -132,12 +132,17 @@ func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, deci
 }
 
 // staleAttemptUnknowns are what a first attempt on an older version of the object, not known
-// (why), read otherwise than the live attempt: the old object, and the object of a patch (the
-// patch applied to that version).
+// (why), read otherwise than the live attempt: the old object; an update's object, which takes
+// fields of the version it read (a patch applied to it; an unconditional update's
+// resourceVersion, a status the strategy keeps, the rest of a subresource's update); a
+// DELETE's options (a pod's grace period defaults from the stored pod).
 func staleAttemptUnknowns(j *job, why string) []vapccel.Unknown {
 	us := []vapccel.Unknown{{Path: vapccel.FieldPath{Root: "oldObject"}, Why: why}}
-	if j.ev.Verb == "patch" || j.ev.Verb == "apply" {
+	switch j.t.op {
+	case admission.Update:
 		us = append(us, vapccel.Unknown{Path: vapccel.FieldPath{Root: "object"}, Why: why})
+	case admission.Delete:
+		us = append(us, vapccel.Unknown{Path: vapccel.FieldPath{Root: "request", Steps: []string{"options"}}, Why: why})
 	}
 	return us
 }

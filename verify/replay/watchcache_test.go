@@ -882,3 +882,26 @@ func TestStaleUnknownSkipped(t *testing.T) {
 		})
 	}
 }
+
+// TestStaleUpdateObjectFromOld: an update (PUT) received moments after an update whose
+// replaced version the State does not know may have had its first attempt on that version. No
+// policy reads oldObject, but an update's object holds what the store copies from the version
+// it read (an unconditional update's resourceVersion; a pod's status, PrepareForUpdate): the
+// first attempt may have published another annotation, and the audit event keeps it.
+func TestStaleUpdateObjectFromOld(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("rv", "configmaps", admissionregistrationv1.Update, nil, "true")
+	p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "rv", ValueExpression: "string(object.metadata.resourceVersion)"}}
+	cm := func(rv, x string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1", "uid": "u1", "resourceVersion": rv}, "data": map[string]any{"x": x}}
+	}
+	upd := levelEvent(t, "2", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 200, "", cm("", "c"), cm("12", "c"))
+	_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+		timedEvent(t, levelEvent(t, "0", auditlog.LevelMetadata, "create", "configmaps", "ns1", "cm", 201, "", nil, nil), "00.500000", "00.501000", nil),
+		timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 200, "", cm("", "b"), cm("10", "b")), "01.000000", "01.001000", nil),
+		timedEvent(t, upd, "01.050000", "01.052000", nil),
+	)
+	if rec := recs["2"]; rec == nil || rec.Certainty == CertaintyCertain {
+		t.Errorf("the update: %s, want not certain: its first attempt may have read another version, whose resourceVersion its object carries", describeRecord(rec))
+	}
+}

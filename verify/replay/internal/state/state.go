@@ -142,7 +142,8 @@ func (s *State) Commuted() { s.current.commuted = true }
 
 // ConcurrentBase is, for the write being applied to an object whose version the State rebuilt
 // from a write the log records before it that ran concurrently with it (logged at by), the
-// version that write replaced (base); ok false otherwise, or when that version is not known.
+// version that write replaced (base); ok false otherwise, when that version is not known, or
+// when the write that stored it ran concurrently with this one too (three orders or more).
 func (s *State) ConcurrentBase(gr schema.GroupResource, namespace, name string) (base Prior, by string, ok bool) {
 	gr = StorageOf(gr)
 	k := ObjectKey{namespace, name}
@@ -151,7 +152,9 @@ func (s *State) ConcurrentBase(gr schema.GroupResource, namespace, name string) 
 		return Prior{}, "", false
 	}
 	for _, r := range s.replaced[ReplacedKey{gr, k}] {
-		if r.by == e && r.e.Raw != nil && r.e.Unknown == "" {
+		// The write that stored the base completed before this one was received: this one
+		// was not committed before it.
+		if r.by == e && r.e.Raw != nil && r.e.Unknown == "" && !s.ranConcurrently(r.e) {
 			return Prior{Kept: s.keep(gr), Complete: s.Complete(gr), Found: true, Raw: r.e.Raw, RV: r.e.rv, Unknowns: r.e.unknowns, Source: r.e.Source}, e.by, true
 		}
 	}
