@@ -104,5 +104,18 @@ func checkSnapshotReplay(t *testing.T, log string, set policySet, byID map[strin
 	if err := os.WriteFile(tail, out.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if dst := os.Getenv("VAPC_KEEP_AUDIT"); dst != "" {
+		// Kept with the log (random_test.go), to replay the tail again by hand.
+		snap, err := os.ReadFile(snapFile)
+		if err == nil {
+			err = os.WriteFile(dst+".snapshot"+filepath.Ext(snapFile), snap, 0o644)
+		}
+		if err == nil {
+			err = os.WriteFile(dst+".tail", out.Bytes(), 0o644)
+		}
+		if err != nil {
+			t.Errorf("VAPC_KEEP_AUDIT: %v", err)
+		}
+	}
 	checkReplayAgain(t, "the log's tail from a snapshot", []replay.Source{{Name: tail}}, active, set, byID, replay.WithSnapshot(snapFile))
 }
