@@ -328,7 +328,8 @@ func randomParity(t *testing.T, seed uint64, steps int, controllers bool) {
 	byDesignFirst := map[string]string{}
 	set.mutating, set.mutatingBindings = w.mutating, w.mutatingBindings
 	// VAPC_KEEP_AUDIT=FILE keeps a copy of the run's audit log, and its policies in
-	// FILE.policies.yaml, to replay it again by hand.
+	// FILE.policies.yaml, to replay it again by hand (and the snapshot replay's snapshot and
+	// tail: checkSnapshotReplay).
 	if dst := os.Getenv("VAPC_KEEP_AUDIT"); dst != "" {
 		data, err := os.ReadFile(logPath)
 		if err == nil {
