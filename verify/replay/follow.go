@@ -236,8 +236,14 @@ func (w writeReplay) restated() (*writeResult, string, string) {
 			{Path: objectPath("metadata", "managedFields"), Why: why}}, w.carried()...)
 		return &writeResult{obj: old, unknowns: unknowns}, "", ""
 	}
-	if resp == nil || old == nil || w.p.RV == 0 || resp.GetResourceVersion() == "" ||
-		state.ResourceVersion(resp.GetResourceVersion()) == w.p.RV || !(derivesScale(w.t) || sameKind(resp, w.t.mainKind)) {
+	// The State's resourceVersion of the object: the log's, or the one a version the replay
+	// rebuilt holds where it knows it (a Scale's answer gave it); 0 when not known.
+	held := w.p.RV
+	if held == 0 && old != nil && !unknownMeta(w.p.Unknowns, "resourceVersion") {
+		held = state.ResourceVersion(old.GetResourceVersion())
+	}
+	if resp == nil || old == nil || held == 0 && w.p.RV == 0 && old.GetResourceVersion() == "" || resp.GetResourceVersion() == "" ||
+		state.ResourceVersion(resp.GetResourceVersion()) == held || !(derivesScale(w.t) || sameKind(resp, w.t.mainKind)) {
 		return &writeResult{}, "", ""
 	}
 	if len(old.GetManagedFields()) > 0 || isApply(w.ev) {
