@@ -68,6 +68,9 @@ type jobResult struct {
 	schemaRefreshing string
 	out              *Record
 	dec              *verify.Decision
+	// firstAnnotations, when set, are the audit annotations firstAttempt settled the request
+	// published on a first attempt on an older version than the one it was decided on.
+	firstAnnotations map[string]string
 	// reached are the objects a deletecollection the log shows failed deleted in the
 	// request pipeline before it failed, with the pipeline's answer (see
 	// failedDeleteCollection).

@@ -44,6 +44,10 @@ func TestRaceRecordings(t *testing.T) {
 		// Four clients update one ConfigMap: a 409 Conflict whose first attempt ran admission
 		// on the version it asked for, which four writes logged since replaced.
 		{name: "conflict on a version asked for", dir: "conflict-asked", want: map[int]string{26: "admit certain"}},
+		// An update raced by another that completed while it ran: on the version before that
+		// one its refusal is the log's, and its annotation the first attempt's, on an older
+		// copy the watch cache held.
+		{name: "raced, first attempt", dir: "raced-first-attempt", check: true, want: map[int]string{67: "deny certain"}},
 		// Patches of a ConfigMap the only policy of its resource skips on a matchCondition
 		// of its name, racing writes of it: whichever version a first attempt read, the
 		// policy skipped it.

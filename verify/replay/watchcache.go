@@ -121,6 +121,7 @@ func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, deci
 		j.result.dec = &d // what the request published, for the worlds a concurrent write gives (likelyOutcome)
 		what := "the live object: kube-apiserver's first attempt did not read an older copy"
 		if o.version != "" {
+			j.result.firstAnnotations = o.annotations
 			what = "kube-apiserver's first attempt, on its watch cache's copy of " + o.version + "; the decision is the live object's"
 		}
 		out.Notes = append(out.Notes, "the audit annotations the log records are those of "+what)
@@ -433,6 +434,15 @@ func (r *Replayer) raced(j *job, out *Record, decideOn func(p state.Prior) (*ver
 	live := *j.result.dec
 	live.AuditAnnotations, live.Warnings = out.AuditAnnotations, out.Warnings
 	worlds := []world{{Likely: true, Outcome: &live, Decided: true}, alt}
+	if j.result.firstAnnotations != nil && alt.Decided {
+		// On the version before the write too, the first attempt may have read the older copy
+		// firstAttempt found the annotations of: the audit event keeps them.
+		first := *alt.Outcome
+		first.AuditAnnotations = addAnnotations(addAnnotations(nil, j.result.firstAnnotations), alt.Outcome.AuditAnnotations)
+		if !maps.Equal(first.AuditAnnotations, alt.Outcome.AuditAnnotations) {
+			worlds = append(worlds, world{If: cond + ", and its first attempt read the older copy whose annotations the log records", Outcome: &first, Decided: true})
+		}
+	}
 	if j.byAnnotations() {
 		for i := range worlds {
 			if worlds[i].Decided {
@@ -445,7 +455,7 @@ func (r *Replayer) raced(j *job, out *Record, decideOn func(p state.Prior) (*ver
 		out.indeterminate(undecidedOf(res.Likely.Undecided))
 		return
 	}
-	if res.Chosen == &worlds[1] {
+	if res.Chosen != nil && res.Chosen != &worlds[0] && res.Chosen.Decided {
 		// The log's verdicts are those of the version before the write.
 		dec := res.Chosen.Outcome
 		checked := out.Disagreements != nil
