@@ -175,6 +175,18 @@ func (in *installed) followSpec(ev *Event, policy, key, replayed string, binding
 	return changed
 }
 
+// followDelete notes the deletion (ev) of a replayed policy's copy in the cluster, or of one of
+// its replayed bindings (by key): the policy source compiles it up to a second later, and a
+// copy created again is a change.
+func (in *installed) followDelete(ev *Event, policy, key string) bool {
+	delete(in.clusterSpecs, key)
+	delete(in.differs[policy], key)
+	if done := auditlog.ParseTime(ev.StageTimestamp); !done.IsZero() {
+		in.changed[policy] = done
+	}
+	return true
+}
+
 // at is the evidenced policies for a request received at received: but those a write changed
 // within window before it, which kube-apiserver's policy source may not have compiled yet.
 func (in *installed) at(received time.Time, window time.Duration) map[string]bool {
@@ -237,6 +249,9 @@ func (in *installed) observe(ev *Event) {
 			case "delete":
 				mark(in.written, ref.Name, false)
 				mark(in.recorded, ref.Name, false)
+				if in.loaded[ref.Name] && in.followDelete(ev, ref.Name, ref.Name) {
+					changed = true
+				}
 			}
 		case "validatingadmissionpolicybindings":
 			if p, ok := in.bindingOf[ref.Name]; ok {
@@ -244,6 +259,14 @@ func (in *installed) observe(ev *Event) {
 				case "create", "update", "patch", "apply":
 					mark(in.bound, p, true)
 					if in.loaded[p] && in.followSpec(ev, p, "binding/"+ref.Name, in.bindingSpecs[ref.Name], true) {
+						changed = true
+					}
+				case "delete":
+					// Its verdicts end with it (the policy's other bindings' too, until the log
+					// shows them again).
+					mark(in.bound, p, false)
+					mark(in.recorded, p, false)
+					if in.loaded[p] && in.followDelete(ev, p, "binding/"+ref.Name) {
 						changed = true
 					}
 				}
