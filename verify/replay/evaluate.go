@@ -298,6 +298,9 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 	if other := markedOtherVersion(j.d, j.ev, j.t, j.prior); len(other) > 0 {
 		j.prior.Unknowns = append(slices.Clip(j.prior.Unknowns), other...)
 	}
+	if other := keptOtherStatus(j.ev, j.t, j.prior); len(other) > 0 {
+		j.prior.Unknowns = append(slices.Clip(j.prior.Unknowns), other...)
+	}
 	// The response of a successful write is decoded once: whether it is the admission object
 	// decides the pipeline, and rebuild takes it as that object.
 	var resp *unstructured.Unstructured

@@ -78,6 +78,9 @@ func TestCutRecordings(t *testing.T) {
 		// patch ran concurrently; either committed last, the node is the same, and the writes
 		// after them are followed and decided.
 		{name: "cordon and taint", dir: "cordon-and-taint", snapshot: true, want: map[int]string{9: "admit certain", 10: "admit certain", 11: "admit certain"}},
+		// One kube-apiserver's log of two: the other wrote the node's status. A cordon's own
+		// response holds the status the store kept of the node it read, not the State's.
+		{name: "status of another server", dir: "status-of-another-server", want: map[int]string{3: "indeterminate indeterminate"}},
 		// Random parity seed m:1065, the tail after a kubectl snapshot, cut to one Deployment's
 		// events: an update of its scale that the replay's pipeline changes nothing of, on the
 		// version it rebuilt from the update before, whose Scale answered with its

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -710,6 +711,42 @@ func deleteAnswer(d decoded, ev *Event, t target) *unstructured.Unstructured {
 		return w.resp
 	}
 	return nil
+}
+
+// keptOtherStatus is what the old object of a successful update of an object's main resource
+// (not a subresource), of a resource with a status subresource, holds otherwise than the
+// version p the State gives it: the strategy keeps the status of the version it read
+// (PrepareForUpdate: a node's, a pod's, a Deployment's, a custom resource's with the status
+// subresource), so its response's status is that version's. Where it differs from p's, the
+// old object's status is not known (a status write the log does not show: another server's
+// log). Nothing when they agree, or when the State or the response does not tell.
+func keptOtherStatus(ev *Event, t target, p state.Prior) []vapccel.Unknown {
+	if t.op != admission.Update || t.sub != "" || (ev.Verb != "update" && ev.Verb != "patch" && ev.Verb != "apply") ||
+		ev.Code() < 200 || ev.Code() >= 300 || isDryRun(ev) || p.Raw == nil || !hasBody(ev.ResponseObject) ||
+		slices.ContainsFunc(p.Unknowns, func(u vapccel.Unknown) bool { return len(u.Path.Steps) == 0 || u.Path.Steps[0] == "status" }) {
+		return nil
+	}
+	// Most agree byte for byte: decoded only where they do not.
+	rs, rok := auditlog.Member(ev.ResponseObject, "status")
+	if was, ook := auditlog.Member(p.Raw, "status"); rok == ook && bytes.Equal(rs, was) {
+		return nil
+	}
+	if srv, err := pipelineServer(); err != nil || !srv.Serves(t.gvr, "status") {
+		return nil
+	}
+	resp := auditlog.DecodeAnyObject(ev.ResponseObject)
+	if resp == nil || !sameKind(resp, t.mainKind) || resp.GetName() != t.name || resp.GetNamespace() != t.namespace {
+		return nil
+	}
+	old, err := auditlog.DecodeObject(p.Raw)
+	if err != nil || old.GroupVersionKind() != resp.GroupVersionKind() {
+		return nil // stored in another version: not compared
+	}
+	if equality.Semantic.DeepEqual(resp.Object["status"], old.Object["status"]) {
+		return nil
+	}
+	return []vapccel.Unknown{{Path: vapccel.FieldPath{Root: "oldObject", Steps: []string{"status"}},
+		Why: fmt.Sprintf("the write's response holds the status the store kept of the version it read, which differs from the version the State holds (%s): a status write the log does not show", p.Source)}}
 }
 
 // markedOtherVersion is what the old object of a DELETE that left its object marked deleted, or

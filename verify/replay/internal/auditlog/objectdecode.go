@@ -323,6 +323,19 @@ func SameMembersBut(a, b []byte, but string) bool {
 	return ok && seen == len(as)
 }
 
+// Member is the JSON of the member key of the object raw (validated already, keys plain: the
+// log's objects, the State's), and whether raw is such an object that holds it.
+func Member(raw []byte, key string) (val []byte, ok bool) {
+	eachMember(raw, func(k, v []byte) bool {
+		if string(k) == key {
+			val, ok = v, true
+			return false // found: no need to read on
+		}
+		return true
+	})
+	return val, ok
+}
+
 // MemberString is the string at member.key of the object raw (a request's body:
 // metadata.resourceVersion), read only as far as that member, the first of its name: an
 // object's metadata comes before its spec. "" when raw is not an object that holds it as a
