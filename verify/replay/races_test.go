@@ -81,6 +81,10 @@ func TestCutRecordings(t *testing.T) {
 		// One kube-apiserver's log of two: the other wrote the node's status. A cordon's own
 		// response holds the status the store kept of the node it read, not the State's.
 		{name: "status of another server", dir: "status-of-another-server", want: map[int]string{3: "indeterminate indeterminate"}},
+		// Two kube-apiservers' logs, one after the other: two graceful DELETEs of one pod, one
+		// through each, 77 µs apart; the one that found the pod marked ran admission on the
+		// other's mark, which changes no field the policy reads.
+		{name: "two servers' graceful deletes", dir: "two-servers-graceful-deletes", snapshot: true, want: map[int]string{3: "admit certain"}},
 		// Random parity seed m:1065, the tail after a kubectl snapshot, cut to one Deployment's
 		// events: an update of its scale that the replay's pipeline changes nothing of, on the
 		// version it rebuilt from the update before, whose Scale answered with its

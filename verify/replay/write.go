@@ -779,7 +779,15 @@ func markedOtherVersion(d decoded, ev *Event, t target, p state.Prior) []vapccel
 			return nil
 		}
 		if old, err := auditlog.DecodeHeader(p.Raw); err == nil && alreadyDeleting(old, answer) {
-			return []vapccel.Unknown{{Path: vapccel.FieldPath{Root: "oldObject"}, Why: fmt.Sprintf("the DELETE's response is the version the State holds (resourceVersion %d) marked deleted, but not stored: another DELETE marked the object first, and admission saw it as that one left it (the store's errAlreadyDeleting: they ran concurrently)", v)}}
+			// That one changed what a DELETE marks (rest.BeforeDelete: the deletion's time and
+			// grace period, the generation; the garbage collector's finalizers its options ask
+			// for) and the resourceVersion, not the rest.
+			why := fmt.Sprintf("the DELETE's response is the version the State holds (resourceVersion %d) marked deleted, but not stored: another DELETE marked the object first, and admission saw it as that one left it (the store's errAlreadyDeleting: they ran concurrently)", v)
+			var out []vapccel.Unknown
+			for _, f := range []string{"deletionTimestamp", "deletionGracePeriodSeconds", "generation", "finalizers", "resourceVersion", "managedFields"} {
+				out = append(out, vapccel.Unknown{Path: vapccel.FieldPath{Root: "oldObject", Steps: []string{"metadata", f}}, Why: why})
+			}
+			return out
 		}
 		return nil
 	}
