@@ -78,36 +78,41 @@ func (r *Replayer) commutes(ctx context.Context, ev *Event, t target, first writ
 		return nil, false
 	}
 	unknowns := append(append([]vapccel.Unknown{}, first.unknowns...), last.unknowns...)
-	if !sameBut(first.obj, last.obj, unknowns) {
+	coarser, ok := sameBut(first.obj, last.obj, unknowns)
+	if !ok {
 		return nil, false
 	}
-	return unknowns, true
+	return append(unknowns, coarser...), true
 }
 
-// sameBut says whether two objects are the same but for the fields unknowns name (each
-// compared no deeper than its first step that is not an object's field) and their
-// resourceVersion, which the server's storage gives each write.
-func sameBut(a, b *unstructured.Unstructured, unknowns []vapccel.Unknown) bool {
+// sameBut says whether two objects are the same but for the fields unknowns name and their
+// resourceVersion, which the server's storage gives each write. A field below a list is left
+// out with the whole list, which is then not known either: coarser holds those lists.
+func sameBut(a, b *unstructured.Unstructured, unknowns []vapccel.Unknown) (coarser []vapccel.Unknown, same bool) {
 	a, b = a.DeepCopy(), b.DeepCopy()
 	for _, u := range append(unknowns, vapccel.Unknown{Path: objectPath("metadata", "resourceVersion")}) {
 		if u.Path.Root != "object" || len(u.Path.Steps) == 0 {
-			return false // the whole object, or another root: nothing to compare
+			return nil, false // the whole object, or another root: nothing to compare
 		}
-		removeField(a.Object, u.Path.Steps)
+		removed := removeField(a.Object, u.Path.Steps)
 		removeField(b.Object, u.Path.Steps)
+		if len(removed) < len(u.Path.Steps) {
+			coarser = append(coarser, vapccel.Unknown{Path: objectPath(removed...), Why: u.Why})
+		}
 	}
-	return equality.Semantic.DeepEqual(a.Object, b.Object)
+	return coarser, equality.Semantic.DeepEqual(a.Object, b.Object)
 }
 
 // removeField removes the field at steps from obj, or the field above the first step that does
-// not name an object's field.
-func removeField(obj map[string]any, steps []string) {
+// not name an object's field, and returns the steps of what it removed.
+func removeField(obj map[string]any, steps []string) []string {
 	for i, s := range steps {
 		next, ok := obj[s].(map[string]any)
 		if !ok || i == len(steps)-1 {
 			delete(obj, s)
-			return
+			return steps[:i+1]
 		}
 		obj = next
 	}
+	return steps
 }
