@@ -11,7 +11,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
@@ -76,13 +75,6 @@ func newInstalled(loaded map[string]bool, bindings map[string][]string, policies
 // not encode.
 func validatingSpecOf(p *admissionregistrationv1.ValidatingAdmissionPolicy) string {
 	p = p.DeepCopy()
-	kubescheme.Scheme.Default(p)
-	for i := range p.Spec.MatchConditions {
-		p.Spec.MatchConditions[i].Expression = trimCEL(p.Spec.MatchConditions[i].Expression)
-	}
-	for i := range p.Spec.Variables {
-		p.Spec.Variables[i].Expression = trimCEL(p.Spec.Variables[i].Expression)
-	}
 	for i := range p.Spec.Validations {
 		v := &p.Spec.Validations[i]
 		v.Expression, v.MessageExpression = trimCEL(v.Expression), trimCEL(v.MessageExpression)
@@ -90,23 +82,14 @@ func validatingSpecOf(p *admissionregistrationv1.ValidatingAdmissionPolicy) stri
 	for i := range p.Spec.AuditAnnotations {
 		p.Spec.AuditAnnotations[i].ValueExpression = trimCEL(p.Spec.AuditAnnotations[i].ValueExpression)
 	}
-	data, err := json.Marshal(p.Spec)
-	if err != nil {
-		return ""
-	}
-	return string(data)
+	return storedSpec(p, &p.Spec, p.Spec.MatchConditions, p.Spec.Variables)
 }
 
 // bindingSpecOf is a ValidatingAdmissionPolicyBinding's spec as the server stores it
 // (defaulted), as JSON; "" when it does not encode.
 func bindingSpecOf(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) string {
 	b = b.DeepCopy()
-	kubescheme.Scheme.Default(b)
-	data, err := json.Marshal(b.Spec)
-	if err != nil {
-		return ""
-	}
-	return string(data)
+	return storedSpec(b, &b.Spec, nil, nil)
 }
 
 // clusterSpec is the spec of the policy or binding a successful write (ev) of the log left in

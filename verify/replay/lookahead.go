@@ -174,35 +174,39 @@ func (r *Replayer) reviseConcurrent(d decoded, ev *Event, t target) {
 		case collection:
 			j.listed.list, j.listed.listUnknowns, j.listed.listUnknown = nil, nil, why
 		case w.isMain && w.raw != nil && (ev.Verb != "delete" || marked):
-			// The alternative: the request read what the write stored, which the log holds.
-			// Committed first, it is what the request last read, and the version the State
-			// gave it, or an older one, what its first attempt may have read. The version the
-			// request asked for, which the State did not hold, is what it read.
-			if asked := j.prior.Asked; asked != 0 && asked == state.ResourceVersion(w.resp.GetResourceVersion()) {
-				j.revise.concurrent.asked = asked
-			}
-			var stale []state.Prior
-			if j.prior.Raw != nil {
-				// Its first attempt may have read the version before, from the watch cache or
-				// before the write was committed, and conflicted with the write: the store ran
-				// admission again on what the write stored, and the audit event keeps the
-				// first attempt's annotations.
-				first := j.prior
-				first.Stale, first.StaleUnknown, first.RacedBy, first.RacedFrom = nil, "", "", nil
-				stale = append([]state.Prior{first}, j.prior.Stale...)
-			}
 			if committedFirst {
 				j.revise.concurrent.committedFirst = fmt.Sprintf("resourceVersion %d, this request's %d", stored, result)
 			}
-			j.prior.Found, j.prior.Raw, j.prior.RV, j.prior.Unknowns, j.prior.Stale, j.prior.StaleUnknown, j.prior.Unknown = true, w.raw, state.ResourceVersion(w.resp.GetResourceVersion()), nil, stale, "", ""
-			j.prior.RacedBy, j.prior.RacedFrom = "", nil
-			j.prior.Source = "the write at " + j.revise.concurrent.by + ", which the log records after this request"
+			j.readWhatItStored(w)
 		default:
 			j.prior.Raw, j.prior.Unknowns, j.prior.Stale, j.prior.StaleUnknown, j.prior.Unknown = nil, nil, nil, "", why
 		}
 		j.askedFor()
 		e.jobs <- j
 	}
+}
+
+// readWhatItStored gives the job, revised on a write logged after it that ran concurrently with
+// it (w, which the log holds), the alternative that it read what that write stored: committed
+// first, it is what the request last read, and the version the State gave it, or an older one,
+// what its first attempt may have read (from the watch cache, or before the write was
+// committed: its update conflicted, the store ran admission again on what the write stored,
+// and the audit event keeps the first attempt's annotations). The version the request asked
+// for, which the State did not hold, is what it read.
+func (j *job) readWhatItStored(w *written) {
+	rv := state.ResourceVersion(w.resp.GetResourceVersion())
+	if asked := j.prior.Asked; asked != 0 && asked == rv {
+		j.revise.concurrent.asked = asked
+	}
+	var stale []state.Prior
+	if j.prior.Raw != nil {
+		first := j.prior
+		first.Stale, first.StaleUnknown, first.RacedBy, first.RacedFrom = nil, "", "", nil
+		stale = append([]state.Prior{first}, j.prior.Stale...)
+	}
+	j.prior.Found, j.prior.Raw, j.prior.RV, j.prior.Unknowns, j.prior.Stale, j.prior.StaleUnknown, j.prior.Unknown = true, w.raw, rv, nil, stale, "", ""
+	j.prior.RacedBy, j.prior.RacedFrom = "", nil
+	j.prior.Source = "the write at " + j.revise.concurrent.by + ", which the log records after this request"
 }
 
 // resultVersion is the resourceVersion of a successful request's result: what an update or

@@ -12,6 +12,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 
 	vapccel "github.com/vapc-dev/vapc/cel"
@@ -86,13 +87,6 @@ func replayedMutatings(policies []*admissionregistrationv1.MutatingAdmissionPoli
 // message may quote an expression: the decision is the same.)
 func specOf(p *admissionregistrationv1.MutatingAdmissionPolicy) string {
 	p = p.DeepCopy()
-	kubescheme.Scheme.Default(p)
-	for i := range p.Spec.MatchConditions {
-		p.Spec.MatchConditions[i].Expression = trimCEL(p.Spec.MatchConditions[i].Expression)
-	}
-	for i := range p.Spec.Variables {
-		p.Spec.Variables[i].Expression = trimCEL(p.Spec.Variables[i].Expression)
-	}
 	for _, m := range p.Spec.Mutations {
 		if m.JSONPatch != nil {
 			m.JSONPatch.Expression = trimCEL(m.JSONPatch.Expression)
@@ -101,7 +95,21 @@ func specOf(p *admissionregistrationv1.MutatingAdmissionPolicy) string {
 			m.ApplyConfiguration.Expression = trimCEL(m.ApplyConfiguration.Expression)
 		}
 	}
-	data, err := json.Marshal(p.Spec)
+	return storedSpec(p, &p.Spec, p.Spec.MatchConditions, p.Spec.Variables)
+}
+
+// storedSpec is spec, the spec of obj (a copy the caller owns), as JSON once obj has
+// kube-apiserver's defaults, with the CEL of its matchConditions and variables trimmed
+// (trimCEL); "" when it does not encode.
+func storedSpec(obj runtime.Object, spec any, conditions []admissionregistrationv1.MatchCondition, variables []admissionregistrationv1.Variable) string {
+	for i := range conditions {
+		conditions[i].Expression = trimCEL(conditions[i].Expression)
+	}
+	for i := range variables {
+		variables[i].Expression = trimCEL(variables[i].Expression)
+	}
+	kubescheme.Scheme.Default(obj)
+	data, err := json.Marshal(spec)
 	if err != nil {
 		return ""
 	}

@@ -1,15 +1,19 @@
 package replay
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 )
 
 // The logs of testdata/races were recorded by a real kube-apiserver v1.37.0 with the policies
-// of their folder installed, while clients raced each other on one object (cut to the events
-// of that object). The verdicts in them are the server's.
+// of their folder installed (those of testdata/races/policies.yaml where the folder has none),
+// while clients raced each other on one object (cut to the events of that object). The
+// verdicts in them are the server's.
 const races = "testdata/races"
 
 // TestRaceRecordings replays the race recordings (see replayRecordings).
@@ -116,7 +120,11 @@ func replayRecordings(t *testing.T, root string, cases []recordingCase) {
 			if tc.snapshot {
 				opts = append(opts, WithSnapshot(filepath.Join(dir, "snapshot.yaml")))
 			}
-			recs := replayRecording(t, filepath.Join(dir, "policies.yaml"), filepath.Join(dir, "audit.log.gz"), opts...)
+			policies := filepath.Join(dir, "policies.yaml")
+			if _, err := os.Stat(policies); errors.Is(err, fs.ErrNotExist) {
+				policies = filepath.Join(root, "policies.yaml") // the recording's shared ones
+			}
+			recs := replayRecording(t, policies, filepath.Join(dir, "audit.log.gz"), opts...)
 			got := map[int]string{}
 			for _, rec := range recs {
 				if _, ok := tc.want[rec.Line]; ok {

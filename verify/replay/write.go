@@ -773,23 +773,7 @@ func markedOtherVersion(d decoded, ev *Event, t target, p state.Prior) []vapccel
 	// write the log holds without its result, a status patch at Metadata level) is compared
 	// as any other: what it holds may not be what the server read.
 	if v == p.RV {
-		// The answer's metadata (all alreadyDeleting reads) is decoded already; the State's
-		// version's only when the answer is marked.
-		if answer.GetDeletionTimestamp() == nil {
-			return nil
-		}
-		if old, err := auditlog.DecodeHeader(p.Raw); err == nil && alreadyDeleting(old, answer) {
-			// That one changed what a DELETE marks (rest.BeforeDelete: the deletion's time and
-			// grace period, the generation; the garbage collector's finalizers its options ask
-			// for) and the resourceVersion, not the rest.
-			why := fmt.Sprintf("the DELETE's response is the version the State holds (resourceVersion %d) marked deleted, but not stored: another DELETE marked the object first, and admission saw it as that one left it (the store's errAlreadyDeleting: they ran concurrently)", v)
-			var out []vapccel.Unknown
-			for _, f := range []string{"deletionTimestamp", "deletionGracePeriodSeconds", "generation", "finalizers", "resourceVersion", "managedFields"} {
-				out = append(out, vapccel.Unknown{Path: vapccel.FieldPath{Root: "oldObject", Steps: []string{"metadata", f}}, Why: why})
-			}
-			return out
-		}
-		return nil
+		return markedByAnother(answer, p, v)
 	}
 	// As logged: the written object is the one the State stores. Where only their metadata
 	// differs in its bytes, the headers hold all of it that is compared (managedFields is
@@ -858,6 +842,30 @@ func markedOtherVersion(d decoded, ev *Event, t target, p state.Prior) []vapccel
 		}
 		metadata()
 	})
+	return out
+}
+
+// markedByAnother is what the old object of a DELETE whose answer (resourceVersion v) is the
+// State's version p is not known of, when that answer is marked deleted but was not stored:
+// another DELETE marked the object first, and admission saw it as that one left it (the
+// store's errAlreadyDeleting). That one changed what a DELETE marks (rest.BeforeDelete: the
+// deletion's time and grace period, the generation; the garbage collector's finalizers its
+// options ask for) and the resourceVersion, not the rest.
+func markedByAnother(answer *unstructured.Unstructured, p state.Prior, v uint64) []vapccel.Unknown {
+	// The answer's metadata (all alreadyDeleting reads) is decoded already; the State's
+	// version's only when the answer is marked.
+	if answer.GetDeletionTimestamp() == nil {
+		return nil
+	}
+	old, err := auditlog.DecodeHeader(p.Raw)
+	if err != nil || !alreadyDeleting(old, answer) {
+		return nil
+	}
+	why := fmt.Sprintf("the DELETE's response is the version the State holds (resourceVersion %d) marked deleted, but not stored: another DELETE marked the object first, and admission saw it as that one left it (the store's errAlreadyDeleting: they ran concurrently)", v)
+	var out []vapccel.Unknown
+	for _, f := range []string{"deletionTimestamp", "deletionGracePeriodSeconds", "generation", "finalizers", "resourceVersion", "managedFields"} {
+		out = append(out, vapccel.Unknown{Path: vapccel.FieldPath{Root: "oldObject", Steps: []string{"metadata", f}}, Why: why})
+	}
 	return out
 }
 
