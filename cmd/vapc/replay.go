@@ -42,6 +42,7 @@ type replayFlags struct {
 	quiet          bool
 	progressEvery  time.Duration
 	inputFormat    string
+	throughout     bool
 }
 
 func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -153,6 +154,9 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		replay.WithCheckRecorded(f.checkRecorded), replay.WithMaxLineBytes(f.maxLine),
 		replay.WithAdmissionPlugins(plugins), replay.WithLag(f.lag),
 		replay.WithMutatingPolicies(set.MutatingPolicyList(), set.MutatingBindingList()),
+	}
+	if f.throughout {
+		opts = append(opts, replay.WithPoliciesThroughout())
 	}
 	prog := newProgress(stderr, logs, f.progressEvery, f.quiet)
 	if prog != nil {
@@ -377,6 +381,7 @@ not a terminal; --quiet for none).`,
 	fs.DurationVar(&f.lag, "informer-lag", replay.DefaultLag, "how long after a write completed kube-apiserver's informers and watch cache may not hold it yet: a request received sooner that the version before the write decides otherwise is decided as likely, one received later as certain")
 	fs.meta("informer-lag", "DURATION")
 	fs.BoolVar(&f.strict, "strict", false, "count a likely decision (one that rests on kube-apiserver's informers or watch cache being current) as indeterminate, not as its decision")
+	fs.BoolVar(&f.throughout, "policies-throughout", false, "decide every request with the given policies, also where the log shows one not installed (before the log creates it, after it deletes it or its binding): what they would have decided over the whole log, not what the server decided")
 	fs.BoolVar(&f.checkRecorded, "check-recorded", false, "compare the log's own verdicts with the predictions and exit 1 on any disagreement")
 	fs.IntVar(&f.maxLine, "max-line-bytes", replay.DefaultMaxLineBytes, "longest log line read; longer lines are reported as malformed")
 	fs.meta("max-line-bytes", "BYTES")

@@ -104,7 +104,11 @@ type randomWorld struct {
 	lag *rand.Rand
 	// mr chooses the shape of the random MutatingAdmissionPolicy, apart from r so that a
 	// seed's traffic does not depend on it.
-	mr      *rand.Rand
+	mr *rand.Rand
+	// life chooses the binding bindingLife deletes for a while, apart from r for the same
+	// reason; unbound is it while it is deleted.
+	life    *rand.Rand
+	unbound *admissionregistrationv1.ValidatingAdmissionPolicyBinding
 	clients map[string]dynamic.Interface
 	raw     map[string]*http.Client
 	others  map[string]int // requests refused by someone else than a policy, by reason
@@ -195,7 +199,7 @@ func randomParity(t *testing.T, seed uint64, steps int, controllers bool) {
 	t.Logf("seed %d, %d steps (reproduce with VAPC_RANDOM_SEED=%d VAPC_RANDOM_STEPS=%d)", seed, steps, seed, steps)
 	start := time.Now()
 	r := rand.New(rand.NewPCG(seed, 0x7661706372616e64))
-	w := &randomWorld{r: r, mr: rand.New(rand.NewPCG(seed, 0x6d6170)), lag: rand.New(rand.NewPCG(seed, 0x6c6167)), clients: map[string]dynamic.Interface{}, raw: map[string]*http.Client{}, others: map[string]int{}, bound: map[string]bool{}, racing: map[string]bool{}}
+	w := &randomWorld{r: r, mr: rand.New(rand.NewPCG(seed, 0x6d6170)), lag: rand.New(rand.NewPCG(seed, 0x6c6167)), life: rand.New(rand.NewPCG(seed, 0x6c696665)), clients: map[string]dynamic.Interface{}, raw: map[string]*http.Client{}, others: map[string]int{}, bound: map[string]bool{}, racing: map[string]bool{}}
 	set := w.genPolicies(t, r, 14)
 
 	// The audit policy of the run: every resource at RequestResponse for the default seed's
@@ -284,6 +288,9 @@ func randomParity(t *testing.T, seed uint64, steps int, controllers bool) {
 	for w.step = 1; w.step <= steps && ctx.Err() == nil; w.step++ {
 		if w.step == steps/2 {
 			snapFile, snapCut = w.takeSnapshot(set, seed%2 == 1)
+		}
+		if w.step == steps/3 || w.step == 2*steps/3 {
+			w.bindingLife(set)
 		}
 		n := r.IntN(total)
 		for _, a := range actions {
@@ -434,6 +441,9 @@ var byDesignIndeterminate = []string{
 	"whether its labels were sent or are its pod template's",
 	// The authorizer's answers, but to members of system:masters.
 	"which the audit log does not answer",
+	// Whether kube-apiserver's policy source had compiled a binding's create or delete
+	// moments before (bindingLife).
+	"policy-source: ",
 	// A MutatingAdmissionPolicy leaves no trace in the log.
 	"give it among --policies for vapc to run it",
 	// Nor does the moment its plugin learns a new CRD's schema.
@@ -757,6 +767,39 @@ func (w *randomWorld) installRandom(set policySet) policySet {
 		out.bindings = append(out.bindings, b)
 	}
 	return out
+}
+
+// bindingLife deletes one of the generated bindings (not the observer's), and, called again,
+// creates it again: the requests between are decided without it (the replay follows the
+// lifecycle of the policies it is given in the log), those sent moments after each change
+// with it or, where it gave a verdict, as policy-source indeterminate (kube-apiserver's policy
+// source compiles what its informers hold once a second); the snapshot replay's tail begins
+// while it is deleted.
+func (w *randomWorld) bindingLife(set policySet) {
+	gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"}
+	if b := w.unbound; b != nil {
+		_, err := w.tryPut(w.ctx, toUnstructured(w.t, withKind(b)))
+		w.got("the administrator creates binding "+b.Name+" again", err)
+		if err == nil {
+			w.unbound = nil
+		}
+		return
+	}
+	var bs []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	for _, b := range set.bindings {
+		if b.Name != observerName {
+			bs = append(bs, b)
+		}
+	}
+	if len(bs) == 0 {
+		return
+	}
+	b := bs[w.life.IntN(len(bs))]
+	err := w.dyn.Resource(gvr).Delete(w.ctx, b.Name, metav1.DeleteOptions{})
+	w.got("the administrator deletes binding "+b.Name, err)
+	if err == nil {
+		w.unbound = b
+	}
 }
 
 // Objects of the scenario.

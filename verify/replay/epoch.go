@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -79,7 +80,7 @@ func (r *Replayer) buildEvaluators() error {
 	}
 	evals := make([]evalWorker, 0, r.cfg.workers)
 	for range r.cfg.workers {
-		w := evalWorker{store: &viewStore{}}
+		w := evalWorker{store: &viewStore{}, res: r.cur().resources, altRes: altRes, given: map[string][2]Evaluator{}}
 		var err error
 		if w.plugins, err = apiserver.NewPlugins(r.cfg.admissionPlugins); err != nil {
 			return fmt.Errorf("admission plugins: %w", err)
@@ -96,4 +97,65 @@ func (r *Replayer) buildEvaluators() error {
 	}
 	r.evals = evals
 	return nil
+}
+
+// newDefaultEval is the replay's evaluator (verify.New over the State's Views) of the
+// validating and mutating policies and bindings given.
+func newDefaultEval(p []*admissionregistrationv1.ValidatingAdmissionPolicy, b []*admissionregistrationv1.ValidatingAdmissionPolicyBinding,
+	m []*admissionregistrationv1.MutatingAdmissionPolicy, mb []*admissionregistrationv1.MutatingAdmissionPolicyBinding, res verify.Resources, store verify.ObjectStore) (Evaluator, error) {
+	return verify.New(p, b, verify.WithResources(res), verify.WithStore(store), verify.WithDropUnknownFields(true), verify.WithMutatingPolicies(m, mb))
+}
+
+// forGiven is the worker with the evaluators of the given policies and bindings that were in
+// the cluster when a request was received (g, lifecycle.go), built the first time the worker
+// meets that set.
+func (r *Replayer) forGiven(w evalWorker, g givenAt) (evalWorker, error) {
+	if e, ok := w.given[g.key]; ok {
+		w.eval, w.alt = e[0], e[1]
+		return w, nil
+	}
+	there := func(kind givenKind, name string) bool { return !g.absent[givenKey{kind, name}] }
+	var ps []*admissionregistrationv1.ValidatingAdmissionPolicy
+	for _, p := range r.set.policies {
+		if there(givenPolicy, p.Name) {
+			ps = append(ps, p)
+		}
+	}
+	var bs []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	for _, b := range r.set.bindingList {
+		if there(givenBinding, b.Name) && there(givenPolicy, b.Spec.PolicyName) {
+			bs = append(bs, b)
+		}
+	}
+	var ms []*admissionregistrationv1.MutatingAdmissionPolicy
+	for _, m := range r.set.mutatingPolicies {
+		if there(givenMutating, m.Name) {
+			ms = append(ms, m)
+		}
+	}
+	var mbs []*admissionregistrationv1.MutatingAdmissionPolicyBinding
+	for _, b := range r.set.mutatingBindings {
+		if there(givenMutatingBinding, b.Name) && there(givenMutating, b.Spec.PolicyName) {
+			mbs = append(mbs, b)
+		}
+	}
+	build := func(res verify.Resources) (Evaluator, error) {
+		if r.cfg.customEval {
+			return r.cfg.newEval(ps, bs, res, w.store)
+		}
+		return newDefaultEval(ps, bs, ms, mbs, res, w.store)
+	}
+	var e [2]Evaluator
+	var err error
+	if e[0], err = build(w.res); err != nil {
+		return w, fmt.Errorf("the given policies installed at the request (without %s): %w", g.key, err)
+	}
+	if w.altRes != nil {
+		if e[1], err = build(w.altRes); err != nil {
+			return w, fmt.Errorf("the given policies installed at the request (without %s): %w", g.key, err)
+		}
+	}
+	w.given[g.key] = e
+	w.eval, w.alt = e[0], e[1]
+	return w, nil
 }

@@ -87,6 +87,10 @@ type job struct {
 	t        target
 	rec      recording
 	policies []string
+	// given is where the given policies and bindings were when the request was received
+	// (lifecycle.go); givenErr why the evaluator of those there could not be built.
+	given    givenAt
+	givenErr error
 	// alike is the prior as decidedAlike compares other versions with it.
 	alike *alike
 	prior state.Prior
@@ -170,6 +174,11 @@ func (j *job) isDone() bool {
 type evalWorker struct {
 	eval, alt Evaluator
 	store     *viewStore
+	// res and altRes are the resources eval and alt were built over; given the evaluators
+	// of the given policies and bindings a request found there when some were not
+	// (forGiven), by givenAt.key.
+	res, altRes verify.Resources
+	given       map[string][2]Evaluator
 	// plugins are kube-apiserver's built-in admission plugins this worker runs requests
 	// through (see plugins.go).
 	plugins *apiserver.Plugins
@@ -206,7 +215,11 @@ func (r *Replayer) startEvaluation(ctx context.Context) *evaluation {
 		go func(w evalWorker) {
 			defer e.wg.Done()
 			for j := range e.jobs {
-				r.evaluate(ctx, w, j)
+				ww := w
+				if j.given.key != "" {
+					ww, j.givenErr = r.forGiven(w, j.given)
+				}
+				r.evaluate(ctx, ww, j)
 				close(j.done)
 			}
 		}(w)
@@ -614,6 +627,9 @@ func (j *job) undecidable(w evalWorker) undecided {
 	if j.unsettled.is() {
 		return j.unsettled
 	}
+	if j.givenErr != nil {
+		return because(ReasonRequest, j.givenErr.Error())
+	}
 	if u := j.exportUndecided(); u.is() {
 		return u
 	}
@@ -627,6 +643,7 @@ func (j *job) undecidable(w evalWorker) undecided {
 func (r *Replayer) finish(j *job) {
 	r.running.untrack(j)
 	j.likelyOutcome()
+	j.settleUnsure()
 	switch {
 	case j.result.skip != "":
 		r.output.sum.skip(j.result.skip, j.result.skipNote)

@@ -43,6 +43,10 @@ type installed struct {
 	differs      map[string]map[string]bool
 	clusterSpecs map[string]string
 	changed      map[string]time.Time
+	// deleted is when the log last deleted each policy or a binding of it, and window the
+	// policy source's second and the informers' lag after a change.
+	deleted map[string]time.Time
+	window  time.Duration
 	// seen are the policies and bindings (by key) the log has shown written.
 	seen      map[string]bool
 	written   map[string]bool // the policies whose create or update the log holds
@@ -55,7 +59,7 @@ type installed struct {
 
 func newInstalled(loaded map[string]bool, bindings map[string][]string, policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindingList []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) *installed {
 	in := &installed{loaded: loaded, bindingOf: map[string]string{}, written: map[string]bool{}, bound: map[string]bool{}, recorded: map[string]bool{}, ever: map[string]bool{},
-		specs: map[string]string{}, bindingSpecs: map[string]string{}, differs: map[string]map[string]bool{}, clusterSpecs: map[string]string{}, changed: map[string]time.Time{}, seen: map[string]bool{}}
+		specs: map[string]string{}, bindingSpecs: map[string]string{}, differs: map[string]map[string]bool{}, clusterSpecs: map[string]string{}, changed: map[string]time.Time{}, deleted: map[string]time.Time{}, seen: map[string]bool{}, window: policyRefresh + DefaultLag}
 	for p, bs := range bindings {
 		for _, b := range bs {
 			in.bindingOf[b] = p
@@ -166,6 +170,7 @@ func (in *installed) followDelete(ev *Event, policy, key string) bool {
 	delete(in.differs[policy], key)
 	if done := auditlog.ParseTime(ev.StageTimestamp); !done.IsZero() {
 		in.changed[policy] = done
+		in.deleted[policy] = done
 	}
 	return true
 }
@@ -193,6 +198,13 @@ func (in *installed) at(received time.Time, window time.Duration) map[string]boo
 	return out
 }
 
+// deleting says whether a request received at received came within the policy source's
+// second (window) after the log deleted the policy or a binding of it.
+func (in *installed) deleting(policy string, received time.Time) bool {
+	at, ok := in.deleted[policy]
+	return ok && !received.IsZero() && received.Sub(at) < in.window
+}
+
 // observe reads what the final event ev shows of the replayed policies.
 func (in *installed) observe(ev *Event) {
 	changed := false
@@ -202,23 +214,31 @@ func (in *installed) observe(ev *Event) {
 			changed = true
 		}
 	}
+	verdict := func(policy string) {
+		if in.deleting(policy, ev.Received()) {
+			// A verdict of the policy moments after a delete of it or its binding: the
+			// policy source had not compiled the delete yet, which says nothing of after.
+			return
+		}
+		mark(in.recorded, policy, true)
+	}
 	for k, v := range ev.Annotations {
 		switch {
 		case k == ValidationFailureAnnotation:
 			var fs []validationFailure
 			if json.Unmarshal([]byte(v), &fs) == nil {
 				for _, f := range fs {
-					mark(in.recorded, f.Policy, true)
+					verdict(f.Policy)
 				}
 			}
 		default:
 			if p, _, ok := strings.Cut(k, "/"); ok {
-				mark(in.recorded, p, true)
+				verdict(p)
 			}
 		}
 	}
 	if m := vapDenied.FindStringSubmatch(ev.Message()); m != nil {
-		mark(in.recorded, m[1], true)
+		verdict(m[1])
 	}
 	if ref := ev.ObjectRef; ref != nil && ref.APIGroup == "admissionregistration.k8s.io" && ref.Subresource == "" && ev.Code() >= 200 && ev.Code() < 300 && !isDryRun(ev) {
 		switch ref.Resource {

@@ -233,6 +233,7 @@ var lossOfReason = map[Reason]auditlog.Lost{
 	ReasonNoObject:           auditlog.LostLevel,
 	ReasonStateUnknown:       auditlog.LostReceived | auditlog.LostQuery,
 	ReasonPluginInputUnknown: auditlog.LostReceived,
+	ReasonPolicySource:       auditlog.LostReceived,
 	ReasonAuthorizer:         auditlog.LostGroups | auditlog.LostImpersonation,
 	ReasonRebuild:            auditlog.LostQuery | auditlog.LostLevel,
 }

@@ -55,6 +55,13 @@ func TestRaceRecordings(t *testing.T) {
 		// Patches of a ConfigMap the only policy of its resource skips on a matchCondition
 		// of its name, racing writes of it: whichever version a first attempt read, the
 		// policy skipped it.
+		// The log creates the replayed policies after configmaps they deny, and requests
+		// follow at once; deletes a binding, then a policy, and creates them again. The
+		// server decided with them only while they were installed, from up to a second
+		// after each create (kube-apiserver's policy source compiles once a second).
+		{name: "policy lifecycle", dir: "policy-lifecycle", want: map[int]string{27: "", 28: "", 38: "indeterminate indeterminate", 47: "indeterminate indeterminate",
+			53: "deny certain", 56: "admit certain", 60: "indeterminate indeterminate", 63: "admit certain", 64: "admit certain", 66: "", 71: "deny certain"}},
+		{name: "policy lifecycle checked", dir: "policy-lifecycle", check: true, want: map[int]string{27: "", 28: "", 53: "deny certain", 63: "admit certain", 66: "", 71: "deny certain"}},
 		{name: "excluded by a condition", dir: "excluded-by-condition", want: map[int]string{13: "admit certain", 15: "admit certain", 17: "admit certain", 19: "admit certain"}},
 	})
 }

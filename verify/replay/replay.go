@@ -131,6 +131,13 @@ func WithLag(d time.Duration) Option {
 	}
 }
 
+// WithPoliciesThroughout decides every request of the log with the given policies and
+// bindings, also where the log shows one of them not installed (before its create, after its
+// delete): what they would have decided over the whole log, not what the server decided.
+func WithPoliciesThroughout() Option {
+	return func(r *Replayer) error { r.cfg.throughout = true; return nil }
+}
+
 // WithProgress calls fn about every interval while a replay runs.
 func WithProgress(interval time.Duration, fn func(Progress)) Option {
 	return func(r *Replayer) error { r.cfg.progress, r.cfg.progressEvery = fn, interval; return nil }
@@ -165,6 +172,9 @@ type Replayer struct {
 	followed map[string]followedWrite
 	// installed follows which of the policies the log shows installed (with --check-recorded).
 	installed *installed
+	// lifecycle follows where the given policies and bindings were in the cluster along the
+	// log (lifecycle.go).
+	lifecycle *lifecycle
 	state     *state.State
 	evals     []evalWorker
 	running   *evaluation
@@ -215,8 +225,13 @@ type emitter struct {
 type config struct {
 	// resources are the cluster's kinds: after New, the replay's own copy of the catalog
 	// it was given, when it is one.
-	resources     verify.Resources
-	newEval       EvaluatorFunc
+	resources verify.Resources
+	newEval   EvaluatorFunc
+	// customEval says newEval is WithEvaluator's, which takes the replayed
+	// MutatingAdmissionPolicies as they are.
+	customEval bool
+	// throughout decides every request with the given policies (WithPoliciesThroughout).
+	throughout    bool
 	snapshots     []string
 	maxLine       int
 	workers       int
@@ -291,9 +306,10 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 	r.cfg.resources = r.cat.c.Resources()
 	if r.cfg.newEval == nil {
 		r.cfg.newEval = func(p []*admissionregistrationv1.ValidatingAdmissionPolicy, b []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, res verify.Resources, store verify.ObjectStore) (Evaluator, error) {
-			return verify.New(p, b, verify.WithResources(res), verify.WithStore(store), verify.WithDropUnknownFields(true),
-				verify.WithMutatingPolicies(r.set.mutatingPolicies, r.set.mutatingBindings))
+			return newDefaultEval(p, b, r.set.mutatingPolicies, r.set.mutatingBindings, res, store)
 		}
+	} else {
+		r.cfg.customEval = true
 	}
 	r.set.policies, r.set.bindingList = policies, bindings
 	r.set.scopePolicies, r.set.scopeBindings = scopeOfMutating(policies, bindings, r.set.mutatingPolicies, r.set.mutatingBindings)
@@ -354,6 +370,8 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 		r.set.loadedPolicies[p] = true
 	}
 	r.installed = newInstalled(r.set.loadedPolicies, r.set.bindings, r.set.policies, r.set.bindingList)
+	r.installed.window = policyRefresh + r.state.Lag
+	r.lifecycle = newLifecycle(r.set.policies, r.set.bindingList, r.set.mutatingPolicies, r.set.mutatingBindings, r.cfg.throughout)
 	if _, err := r.loadSnapshot(r.cfg.snapshots); err != nil {
 		return nil, err
 	}
@@ -388,6 +406,7 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 	r.cat.ahead.noteSources(sources)
 	r.findSnapshotRead(ctx)
 	r.output.sum = newSummary(sources)
+	r.scanLifecycle(ctx)
 	if len(r.snapshotRead) > 0 {
 		var grs []string
 		for gr := range r.snapshotRead {
@@ -440,6 +459,7 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 	if r.cfg.check {
 		r.installed.summarize(r.output.sum)
 	}
+	r.output.sum.Notes = append(r.output.sum.Notes, r.lifecycle.notes()...)
 	r.output.agg.finish(r.output.sum)
 	if r.cfg.progress != nil {
 		r.cfg.progress(Progress{Lines: r.output.sum.Lines, Bytes: bytes, Elapsed: time.Since(start)})
@@ -497,6 +517,7 @@ func (r *Replayer) line(ctx context.Context, d decoded) {
 	if r.cfg.check {
 		r.installed.observe(ev)
 	}
+	r.lifecycle.observe(d, ev)
 	if r.cfg.observer.Event != nil {
 		r.cfg.observer.Event(d.file, d.num, ev, d.observed)
 	}
@@ -569,6 +590,8 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 			}
 		}
 	}
+	given := r.lifecycle.at(ev.Received(), policyRefresh+r.state.Lag)
+	policies = given.filter(r.lifecycle, policies)
 	if len(policies) == 0 {
 		if rec.skip != "" {
 			r.output.sum.skip(rec.skip, rec.note)
@@ -580,7 +603,7 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	rec.verdict = recordedVerdictOf(ev, r.set.loadedPolicies)
 	r.learnSystemNamespace(ev, t, rec)
 	// What the request's evaluation reads of the State, as it is now, before its own write.
-	j := &job{d: d, ev: ev, t: t, rec: rec, policies: policies, mutators: r.mutatorsAt(ev.Received()), facts: r.facts, evidenced: r.installed.at(ev.Received(), policyRefresh+r.state.Lag), done: make(chan struct{})}
+	j := &job{d: d, ev: ev, t: t, rec: rec, policies: policies, given: given, mutators: r.mutatorsAt(ev.Received()), facts: r.facts, evidenced: r.installed.at(ev.Received(), policyRefresh+r.state.Lag), done: make(chan struct{})}
 	j.result.schemaRefreshing = r.schemaRefreshing(t.gvr, ev.Received())
 	var unknownParams map[schema.GroupResource]string
 	j.resolving, unknownParams, j.unsettled = r.unsettledParams(policies, ev)

@@ -1,0 +1,501 @@
+package replay
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+	"github.com/vapc-dev/vapc/verify/replay/internal/source"
+)
+
+// The policies and bindings --policies gives take the place of the cluster's of their names.
+// Where the log writes one of them (the cluster's policies applied after it started, a
+// binding deleted and created again), kube-apiserver decided with it only while it was in the
+// cluster: a request before the log's create of the policy, or after the delete of its
+// binding, was not decided by it, whatever it would have decided. The replay follows that
+// lifecycle:
+//   - where the policy or binding was at the log's start is what the log's first write of it
+//     says (a create that succeeded: not there; an update, a patch or a delete that did: there;
+//     a create refused as AlreadyExists: there), which scanLifecycle reads from the log's files
+//     before the replay begins; one the log does not write was there throughout;
+//   - the ordered stage follows each write after it (observe), and a request is decided with
+//     the policy-binding pairs that were there when it was received (at);
+//   - kube-apiserver's policy source compiles what its informers hold once a second
+//     (policyRefresh): a request received within that second (and the informers' lag) after
+//     a pair came or went is decided with the pair, and is indeterminate (policy-source) when
+//     the pair gave it a verdict (a denial, an error, an audit annotation, a mutation): the
+//     server may have decided it with or without.
+// --policies-throughout decides every request with the given policies, as if installed
+// throughout the log (a what-if over the whole log).
+
+// ReasonPolicySource: a given policy or binding was created or deleted moments before the
+// request (within the second kube-apiserver's policy source takes to compile a change), and
+// it gave the request a verdict: the server may have decided it with or without.
+const ReasonPolicySource Reason = "policy-source"
+
+// givenKind is which of the given admission objects a givenKey names.
+type givenKind uint8
+
+const (
+	givenPolicy givenKind = iota
+	givenBinding
+	givenMutating
+	givenMutatingBinding
+)
+
+// givenResources are the resources of the given objects, and givenKinds their kinds, by
+// givenKind.
+var (
+	givenResources = [...]string{
+		givenPolicy:          "validatingadmissionpolicies",
+		givenBinding:         "validatingadmissionpolicybindings",
+		givenMutating:        "mutatingadmissionpolicies",
+		givenMutatingBinding: "mutatingadmissionpolicybindings",
+	}
+	givenKinds = [...]string{
+		givenPolicy:          "ValidatingAdmissionPolicy",
+		givenBinding:         "ValidatingAdmissionPolicyBinding",
+		givenMutating:        "MutatingAdmissionPolicy",
+		givenMutatingBinding: "MutatingAdmissionPolicyBinding",
+	}
+)
+
+// givenKey names a given policy or binding.
+type givenKey struct {
+	kind givenKind
+	name string
+}
+
+func (k givenKey) String() string {
+	return givenKinds[k.kind] + " " + k.name
+}
+
+// givenPair is a policy and one of its bindings: the dispatcher decides with it when both are
+// in the cluster.
+type givenPair struct{ policy, binding givenKey }
+
+// lifecycle follows where the given policies and bindings were in the cluster along the log.
+// It is the ordered stage's; jobs hold what at returns.
+type lifecycle struct {
+	// off: every given pair is decided with throughout (--policies-throughout, or nothing
+	// given).
+	off bool
+	// pairs are each scope name's policy-binding pairs (a MutatingAdmissionPolicy under its
+	// scope name, mutatingName).
+	pairs map[string][]givenPair
+	// given are the keys of the given policies and bindings.
+	given map[givenKey]bool
+	// absent are the given ones not in the cluster at this point of the log; unknown those
+	// where the log does not say (a deletecollection without its result), with why.
+	absent  map[givenKey]bool
+	unknown map[givenKey]string
+	// changes are the latest creates and deletes of each, for the policy source's second.
+	changes map[givenKey]givenChange
+	// notAtStart, created and deleted count what the log showed of them, each with its
+	// first (a given one not there at the log's start, a create, a delete); late the creates
+	// of ones taken as there because the log could not be read again (scanLifecycle).
+	notAtStart, created, deleted, late counted
+	// initial is what scanLifecycle found of each at the log's start (first: the write that
+	// says so); unscanned says it could not read the log again.
+	initial   map[givenKey]givenFirst
+	unscanned bool
+	// steady is what at returns while no change is within the policy source's second,
+	// until the next change (nil: not computed).
+	steady *givenAt
+}
+
+// givenChange is a create or delete of a given policy or binding: when it completed, and where
+// the log records it.
+type givenChange struct {
+	done time.Time
+	by   string
+}
+
+// givenFirst is what the log's first informative write of a given policy or binding says of
+// its start: whether it was there, and the write.
+type givenFirst struct {
+	there bool
+	by    string
+}
+
+func newLifecycle(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding,
+	mutating []*admissionregistrationv1.MutatingAdmissionPolicy, mutatingBindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding, off bool) *lifecycle {
+	l := &lifecycle{off: off, pairs: map[string][]givenPair{}, given: map[givenKey]bool{}, absent: map[givenKey]bool{}, unknown: map[givenKey]string{},
+		changes: map[givenKey]givenChange{}, initial: map[givenKey]givenFirst{}}
+	for _, p := range policies {
+		l.given[givenKey{givenPolicy, p.Name}] = true
+	}
+	for _, b := range bindings {
+		pk := givenKey{givenPolicy, b.Spec.PolicyName}
+		if l.given[pk] {
+			bk := givenKey{givenBinding, b.Name}
+			l.given[bk] = true
+			l.pairs[b.Spec.PolicyName] = append(l.pairs[b.Spec.PolicyName], givenPair{pk, bk})
+		}
+	}
+	for _, p := range mutating {
+		l.given[givenKey{givenMutating, p.Name}] = true
+	}
+	for _, b := range mutatingBindings {
+		pk := givenKey{givenMutating, b.Spec.PolicyName}
+		if l.given[pk] {
+			bk := givenKey{givenMutatingBinding, b.Name}
+			l.given[bk] = true
+			l.pairs[mutatingName(b.Spec.PolicyName)] = append(l.pairs[mutatingName(b.Spec.PolicyName)], givenPair{pk, bk})
+		}
+	}
+	l.off = l.off || len(l.given) == 0
+	return l
+}
+
+// lifecycleNeedle is in every line of the log that writes an admission policy or binding (the
+// resources' names, in an objectRef, a URI or an export's method name).
+var lifecycleNeedle = []byte("admissionpolic")
+
+// scanLifecycle reads the log's files for the first write of each given policy and binding
+// that says whether it was in the cluster at the log's start, and starts the lifecycle there.
+// It reads only until each has one; a log that writes none of them is read to its end. Where
+// the log cannot be read again (standard input), each is taken as there from the start, and
+// the summary says so.
+func (r *Replayer) scanLifecycle(ctx context.Context) {
+	l := r.lifecycle
+	if l.off {
+		return
+	}
+	srcs := r.cat.ahead.readable()
+	if len(srcs) == 0 {
+		// Each is taken as there from the start; a create the log shows later says where
+		// that was wrong (observe).
+		l.unscanned = true
+		return
+	}
+	_ = source.Lines(ctx, srcs, r.cfg.maxLine, func(line auditlog.Line) bool {
+		if line.Err != nil || line.Skip != "" || line.Duplicate || !bytes.Contains(line.Data, lifecycleNeedle) {
+			return true
+		}
+		ev, err := auditlog.Decode(line.Data)
+		if err != nil || !ev.Final() {
+			return true
+		}
+		k, ok := l.keyOf(ev)
+		if !ok {
+			return true
+		}
+		if _, found := l.initial[k]; found {
+			return true
+		}
+		if there, says := thereBefore(ev); says {
+			l.initial[k] = givenFirst{there: there, by: lineRef{line.File, line.Num}.String()}
+		}
+		return len(l.initial) < len(l.given)
+	})
+	for _, k := range slices.SortedFunc(maps.Keys(l.initial), compareGivenKeys) {
+		if f := l.initial[k]; !f.there {
+			l.absent[k] = true
+			l.notAtStart.add(fmt.Sprintf("%s, created at %s", k, f.by))
+		}
+	}
+}
+
+func compareGivenKeys(a, b givenKey) int {
+	if a.kind != b.kind {
+		return int(a.kind) - int(b.kind)
+	}
+	return strings.Compare(a.name, b.name)
+}
+
+// keyOf is the given policy or binding a final event writes, if it writes one.
+func (l *lifecycle) keyOf(ev *Event) (givenKey, bool) {
+	ref := ev.ObjectRef
+	if ref == nil || ref.APIGroup != "admissionregistration.k8s.io" || ref.Subresource != "" || ref.Name == "" || isDryRun(ev) {
+		return givenKey{}, false
+	}
+	for kind, res := range givenResources {
+		if ref.Resource == res {
+			k := givenKey{givenKind(kind), ref.Name}
+			return k, l.given[k]
+		}
+	}
+	return givenKey{}, false
+}
+
+// thereBefore says whether the object a write (ev) of a policy or binding was about was there
+// when the server received it, where the write says (says false: a write refused for another
+// reason says nothing).
+func thereBefore(ev *Event) (there, says bool) {
+	code := ev.Code()
+	switch ev.Verb {
+	case "create":
+		switch {
+		case code >= 200 && code < 300:
+			return false, true
+		case code == 409:
+			return true, true // AlreadyExists
+		}
+	case "update", "patch", "apply", "delete":
+		switch {
+		case code == 201:
+			return false, true // a server-side apply (or an update) that created it
+		case code >= 200 && code < 300:
+			return true, true
+		case code == 404:
+			return false, true
+		}
+	}
+	return false, false
+}
+
+// thereAfter says whether the object a write (ev) of a policy or binding was about is there
+// after it, where the write says.
+func thereAfter(ev *Event) (there, says bool) {
+	code := ev.Code()
+	switch {
+	case code >= 200 && code < 300:
+		return ev.Verb != "delete", ev.Verb != "deletecollection"
+	case code == 404:
+		return false, ev.Verb != "create"
+	case code == 409 && ev.Verb == "create":
+		return true, true
+	}
+	return false, false
+}
+
+// observe follows a final event of the log (on the ordered stage): a write of a given policy
+// or binding, or a deletecollection of their resource, which may have deleted some.
+func (l *lifecycle) observe(d decoded, ev *Event) {
+	if l.off || ev.ObjectRef == nil || ev.ObjectRef.APIGroup != "admissionregistration.k8s.io" {
+		return
+	}
+	by := lineRef{d.file, d.num}.String()
+	if ev.Verb == "deletecollection" && ev.Code() >= 200 && ev.Code() < 300 && !isDryRun(ev) {
+		for k := range l.given {
+			if givenResources[k.kind] == ev.ObjectRef.Resource && !l.absent[k] {
+				l.unknown[k] = "the deletecollection at " + by + ", whose result the replay does not read, may have deleted it"
+				l.steady = nil
+			}
+		}
+		return
+	}
+	k, ok := l.keyOf(ev)
+	if !ok {
+		return
+	}
+	there, says := thereAfter(ev)
+	if !says {
+		return
+	}
+	delete(l.unknown, k)
+	l.steady = nil
+	if there == !l.absent[k] {
+		if l.unscanned && ev.Verb == "create" && there {
+			if _, changed := l.changes[k]; !changed {
+				l.late.add(fmt.Sprintf("%s, created at %s", k, by))
+			}
+		}
+		if ev.Verb != "create" || ev.Code() < 200 || ev.Code() >= 300 {
+			return
+		}
+		// Created where the replay took it as there (the log not read again, or missing
+		// the delete): the policy source compiles it as any create.
+		l.changes[k] = givenChange{done: auditlog.ParseTime(ev.StageTimestamp), by: by}
+		l.steady = nil
+		return
+	}
+	l.steady = nil
+	if there {
+		delete(l.absent, k)
+	} else {
+		l.absent[k] = true
+	}
+	l.changes[k] = givenChange{done: auditlog.ParseTime(ev.StageTimestamp), by: by}
+	if there {
+		l.created.add(fmt.Sprintf("%s at %s", k, by))
+	} else {
+		l.deleted.add(fmt.Sprintf("%s at %s", k, by))
+	}
+}
+
+// counted is how many of something, and the first.
+type counted struct {
+	n     int
+	first string
+}
+
+func (c *counted) add(what string) {
+	if c.n == 0 {
+		c.first = what
+	}
+	c.n++
+}
+
+// notes are what the summary says of the lifecycle the log showed.
+func (l *lifecycle) notes() []string {
+	var out []string
+	if l.notAtStart.n > 0 || l.deleted.n > 0 {
+		what := []string{}
+		if l.notAtStart.n > 0 {
+			what = append(what, fmt.Sprintf("%d not installed at its start (the first: %s)", l.notAtStart.n, l.notAtStart.first))
+		}
+		what = append(what, fmt.Sprintf("%d creates", l.created.n))
+		if l.deleted.n > 0 {
+			what = append(what, fmt.Sprintf("%d deletes (the first: %s)", l.deleted.n, l.deleted.first))
+		}
+		out = append(out, "the log shows given policies and bindings come and go: "+strings.Join(what, ", ")+"; a request is decided with each only while it was installed (--policies-throughout decides every request with them)")
+	}
+	if l.late.n > 0 {
+		out = append(out, fmt.Sprintf("the log creates %d of the given policies and bindings (the first: %s), which were taken as installed before: the log was not read from files, which the replay reads again for where they were at its start (give the log as files)", l.late.n, l.late.first))
+	}
+	return out
+}
+
+// givenAt is where the given policies and bindings were when a request was received: the
+// evaluator to decide it with (absent: the given ones not there, key their names), and the
+// pairs the policy source may not have compiled the change of yet (unsure), with why.
+type givenAt struct {
+	key    string
+	absent map[givenKey]bool
+	unsure map[givenPair]string
+}
+
+// at is where the given policies and bindings were for a request received at received. A
+// pair created or deleted within window before it is unsure, and decided with.
+func (l *lifecycle) at(received time.Time, window time.Duration) givenAt {
+	if l.off || (len(l.absent) == 0 && len(l.unknown) == 0 && len(l.changes) == 0) {
+		return givenAt{}
+	}
+	steady := len(l.unknown) == 0 && !l.changedWithin(received, window)
+	if steady && l.steady != nil {
+		return *l.steady
+	}
+	recent := func(k givenKey) (string, bool) {
+		if why, ok := l.unknown[k]; ok {
+			return why, true
+		}
+		c, ok := l.changes[k]
+		// A request received before the change completed (logged after it) is unsure too.
+		if !ok || received.IsZero() || c.done.IsZero() || received.Sub(c.done) >= window {
+			return "", false
+		}
+		what := "deleted"
+		if !l.absent[k] {
+			what = "created"
+		}
+		when := received.Sub(c.done).Round(time.Millisecond).String() + " before the request was received"
+		if received.Before(c.done) {
+			when = "after the request was received"
+		}
+		return fmt.Sprintf("%s was %s at %s, %s, and kube-apiserver's policy source compiles what its informers hold once a second", k, what, c.by, when), true
+	}
+	var g givenAt
+	for k := range l.absent {
+		if _, ok := recent(k); ok {
+			continue // decided with, and unsure
+		}
+		if g.absent == nil {
+			g.absent = map[givenKey]bool{}
+		}
+		g.absent[k] = true
+	}
+	for _, ps := range l.pairs {
+		for _, p := range ps {
+			if g.absent[p.policy] || g.absent[p.binding] {
+				continue
+			}
+			why, ok := recent(p.policy)
+			if !ok {
+				why, ok = recent(p.binding)
+			}
+			if ok {
+				if g.unsure == nil {
+					g.unsure = map[givenPair]string{}
+				}
+				g.unsure[p] = why
+			}
+		}
+	}
+	if len(g.absent) > 0 {
+		names := make([]string, 0, len(g.absent))
+		for _, k := range slices.SortedFunc(maps.Keys(g.absent), compareGivenKeys) {
+			names = append(names, k.String())
+		}
+		g.key = strings.Join(names, ",")
+	}
+	if steady {
+		l.steady = &g
+	}
+	return g
+}
+
+// changedWithin says whether a given policy or binding came or went within window before a
+// request received at received (or after it).
+func (l *lifecycle) changedWithin(received time.Time, window time.Duration) bool {
+	for _, c := range l.changes {
+		if received.IsZero() || c.done.IsZero() || received.Sub(c.done) < window {
+			return true
+		}
+	}
+	return false
+}
+
+// filter keeps the scope's policies a request received at g may be decided with: each with a
+// pair there (or unsure).
+func (g givenAt) filter(l *lifecycle, policies []string) []string {
+	if len(g.absent) == 0 {
+		return policies
+	}
+	var out []string
+	for _, name := range policies {
+		ps, given := l.pairs[name]
+		if !given {
+			out = append(out, name)
+			continue
+		}
+		for _, p := range ps {
+			if !g.absent[p.policy] && !g.absent[p.binding] {
+				out = append(out, name)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// settleUnsure makes a job's record indeterminate where a pair the policy source may not have
+// compiled the change of gave it a verdict: a result other than an admit, an audit
+// annotation, a mutation.
+func (j *job) settleUnsure() {
+	out := j.result.out
+	if len(j.given.unsure) == 0 || out == nil || out.Decision == DecisionIndeterminate || j.result.skip != "" || j.result.notMatched {
+		return
+	}
+	var why []string
+	for p, w := range j.given.unsure {
+		gave := false
+		for _, res := range out.Results {
+			if res.Policy == p.policy.name && res.Binding == p.binding.name && p.policy.kind == givenPolicy {
+				gave = true
+			}
+		}
+		if p.policy.kind == givenMutating && len(out.Mutations) > 0 && slices.Contains(j.policies, mutatingName(p.policy.name)) {
+			gave = true
+		}
+		if gave {
+			why = append(why, w)
+		}
+	}
+	if len(why) == 0 {
+		return
+	}
+	slices.Sort(why)
+	why = slices.Compact(why)
+	alt := Alternative{Decision: out.Decision, Code: out.Code, Message: out.Message, If: "kube-apiserver's policy source had compiled the change"}
+	out.indeterminate(because(ReasonPolicySource, strings.Join(why, "; ")))
+	out.Alternatives = append(out.Alternatives, alt)
+}
