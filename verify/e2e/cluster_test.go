@@ -35,6 +35,7 @@ import (
 	vapcschema "github.com/vapc-dev/vapc/cel/schema"
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/e2e/harness"
+	"github.com/vapc-dev/vapc/verify/replay"
 )
 
 // cluster drives a harness server: it writes objects, sends requests as any user, and waits
@@ -56,7 +57,17 @@ type cluster struct {
 
 	mu        sync.Mutex
 	responses []response // every response to a request sent through as
+
+	// policyWritten is when the test last wrote an admission policy or binding of its own
+	// (not a barrier's): sync waits until the replay takes it as compiled (policyCompiled).
+	policyWritten time.Time
 }
+
+// policyCompiled is how long after a write of an admission policy or binding the replay takes
+// kube-apiserver's policy source to have compiled it (it compiles once a second; within that
+// second and the informers' lag, a request the policy gives a verdict is policy-source
+// indeterminate), with a margin.
+const policyCompiled = time.Second + replay.DefaultLag + 100*time.Millisecond
 
 // response is what the apiserver answered to one request of the test.
 type response struct {
@@ -187,6 +198,9 @@ func (c *cluster) tryPut(ctx context.Context, u *unstructured.Unstructured) (out
 			return err
 		})
 	})
+	if err == nil && u.GroupVersionKind().Group == "admissionregistration.k8s.io" && !strings.HasPrefix(u.GetName(), "vapc-barrier") {
+		c.policyWritten = time.Now()
+	}
 	return out, err
 }
 
@@ -434,6 +448,9 @@ func (c *cluster) sync(ctx context.Context) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
+	// The barrier shows the policies written before it compiled; the replay takes them as
+	// compiled a policy source's second after they were written.
+	time.Sleep(time.Until(c.policyWritten.Add(policyCompiled)))
 }
 
 func obj(m map[string]any) *unstructured.Unstructured { return &unstructured.Unstructured{Object: m} }

@@ -778,7 +778,9 @@ func (w *randomWorld) installRandom(set policySet) policySet {
 func (w *randomWorld) bindingLife(set policySet) {
 	gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"}
 	if b := w.unbound; b != nil {
-		_, err := w.tryPut(w.ctx, toUnstructured(w.t, withKind(b)))
+		// Not through tryPut, after which sync waits out the policy source's second: the
+		// requests that follow are meant to fall within it.
+		_, err := w.dyn.Resource(gvr).Create(w.ctx, toUnstructured(w.t, withKind(b)), metav1.CreateOptions{})
 		w.got("the administrator creates binding "+b.Name+" again", err)
 		if err == nil {
 			w.unbound = nil

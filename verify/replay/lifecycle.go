@@ -176,7 +176,7 @@ func (r *Replayer) scanLifecycle(ctx context.Context) {
 		l.unscanned = true
 		return
 	}
-	_ = source.Lines(ctx, srcs, r.cfg.maxLine, func(line auditlog.Line) bool {
+	_ = source.Lines(ctx, source.Filtered(srcs, lifecycleNeedle), r.cfg.maxLine, func(line auditlog.Line) bool {
 		if line.Err != nil || line.Skip != "" || line.Duplicate || !bytes.Contains(line.Data, lifecycleNeedle) {
 			return true
 		}

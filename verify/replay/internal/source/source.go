@@ -32,6 +32,20 @@ type Source struct {
 	// part, when set, is the span of the file to read: a part of a log whose clock goes back
 	// (Split).
 	part *part
+	// filter, when set, passes over an export's records that do not hold it (Filtered).
+	filter []byte
+}
+
+// Filtered are the sources read for the events whose lines hold filter only: an export's
+// records that do not hold it are passed over undecoded, as lines with Skip set
+// (export.NewFilteredReader); the log backend's lines are all read.
+func Filtered(sources []Source, filter []byte) []Source {
+	out := make([]Source, len(sources))
+	for i, s := range sources {
+		s.filter = filter
+		out[i] = s
+	}
+	return out
 }
 
 // countingReader counts the bytes read through it.
@@ -110,7 +124,7 @@ func openSource(ctx context.Context, src Source, maxLine int) (next func() (audi
 		r = countingReader{r, src.Read}
 	}
 	// The log backend's lines, or the events of a managed cluster's export as such lines.
-	lr, err := export.NewReader(src.Name, r, export.Format(src.Format), maxLine)
+	lr, err := export.NewFilteredReader(src.Name, r, export.Format(src.Format), maxLine, src.filter)
 	if err != nil {
 		closeFile()
 		return failed(err)

@@ -94,6 +94,8 @@ type Reader struct {
 	join   *joiner
 	// seen, for AKS, finds the events read already (see copies).
 	seen *copies
+	// filter, when set, passes over the records that do not hold it (NewFilteredReader).
+	filter []byte
 	// ordered are the batches of records in the file's order; cur the one being handed
 	// over, at next.
 	ordered chan *recordBatch
@@ -130,6 +132,21 @@ const (
 // format (Auto detects it from the file's first bytes), with records of at most maxLine
 // bytes.
 func NewReader(file string, r io.Reader, format Format, maxLine int) (*Reader, error) {
+	return newReader(file, r, format, maxLine, nil)
+}
+
+// NewFilteredReader is NewReader for a reader that wants only the events whose lines hold
+// filter (bytes a JSON string holds as they are, such as a resource's name): a record of an
+// envelope whose bytes do not hold it is passed over as skipped (auditlog.Line.Skip,
+// Filtered), not decoded. AKS's records, which may hold a piece of an event, are all decoded.
+func NewFilteredReader(file string, r io.Reader, format Format, maxLine int, filter []byte) (*Reader, error) {
+	return newReader(file, r, format, maxLine, filter)
+}
+
+// Filtered is the Skip of a line a NewFilteredReader passed over.
+const Filtered = "filtered"
+
+func newReader(file string, r io.Reader, format Format, maxLine int, filter []byte) (*Reader, error) {
 	rd := &Reader{file: file}
 	at, base := readerAt(r)
 	br := bufio.NewReaderSize(r, 256<<10)
@@ -205,6 +222,8 @@ func NewReader(file string, r io.Reader, format Format, maxLine int) (*Reader, e
 	rd.join = newJoiner(maxLine)
 	if format == AzureBlob || format == azureDocuments || format == AzureEventHub || format == AzureLogAnalytics {
 		rd.seen = newCopies(defaultWindow)
+	} else {
+		rd.filter = filter
 	}
 	rd.start(func(yield func(record) bool) { read(in, yield) })
 	return rd, nil
@@ -239,6 +258,10 @@ func (r *Reader) start(read func(yield func(record) bool)) {
 				for i := range b.recs {
 					if u := b.recs[i].unwrap; u != nil {
 						b.recs[i].unwrap = nil
+						if r.filter != nil && len(b.recs[i].data) > 0 && !bytes.Contains(b.recs[i].data, r.filter) {
+							b.recs[i].skip = Filtered
+							continue
+						}
 						u(&b.recs[i])
 					}
 				}
@@ -345,6 +368,9 @@ func (r *Reader) toLine(rec record) auditlog.Line {
 	}
 	if rec.skip == "" && rec.err == nil && r.seen != nil && r.seen.again(rec) {
 		rec.skip = aksCopy
+	}
+	if rec.skip == "" && rec.err == nil && r.filter != nil && !bytes.Contains(rec.data, r.filter) {
+		rec.skip = Filtered
 	}
 	if rec.skip != "" {
 		putBuf(rec.data)
