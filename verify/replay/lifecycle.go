@@ -3,6 +3,7 @@ package replay
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -96,8 +97,11 @@ type lifecycle struct {
 	// where the log does not say (a deletecollection without its result), with why.
 	absent  map[givenKey]bool
 	unknown map[givenKey]string
-	// changes are the latest creates and deletes of each, for the policy source's second.
-	changes map[givenKey]givenChange
+	// changes are the latest creates and deletes of each, for the policy source's second;
+	// compiled when the log's verdicts show the policy source had compiled the latest
+	// create of one (see compiledBy).
+	changes  map[givenKey]givenChange
+	compiled map[givenKey]time.Time
 	// notAtStart, created and deleted count what the log showed of them, each with its
 	// first (a given one not there at the log's start, a create, a delete); late the creates
 	// of ones taken as there because the log could not be read again (scanLifecycle).
@@ -106,6 +110,8 @@ type lifecycle struct {
 	// says so); unscanned says it could not read the log again.
 	initial   map[givenKey]givenFirst
 	unscanned bool
+	// window is the policy source's second and the informers' lag.
+	window time.Duration
 	// steady is what at returns while no change is within the policy source's second,
 	// until the next change (nil: not computed).
 	steady *givenAt
@@ -128,7 +134,7 @@ type givenFirst struct {
 func newLifecycle(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding,
 	mutating []*admissionregistrationv1.MutatingAdmissionPolicy, mutatingBindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding, off bool) *lifecycle {
 	l := &lifecycle{off: off, pairs: map[string][]givenPair{}, given: map[givenKey]bool{}, absent: map[givenKey]bool{}, unknown: map[givenKey]string{},
-		changes: map[givenKey]givenChange{}, initial: map[givenKey]givenFirst{}}
+		changes: map[givenKey]givenChange{}, compiled: map[givenKey]time.Time{}, initial: map[givenKey]givenFirst{}}
 	for _, p := range policies {
 		l.given[givenKey{givenPolicy, p.Name}] = true
 	}
@@ -152,6 +158,7 @@ func newLifecycle(policies []*admissionregistrationv1.ValidatingAdmissionPolicy,
 		}
 	}
 	l.off = l.off || len(l.given) == 0
+	l.window = policyRefresh + DefaultLag
 	return l
 }
 
@@ -270,7 +277,13 @@ func thereAfter(ev *Event) (there, says bool) {
 // observe follows a final event of the log (on the ordered stage): a write of a given policy
 // or binding, or a deletecollection of their resource, which may have deleted some.
 func (l *lifecycle) observe(d decoded, ev *Event) {
-	if l.off || ev.ObjectRef == nil || ev.ObjectRef.APIGroup != "admissionregistration.k8s.io" {
+	if l.off {
+		return
+	}
+	if len(l.changes) > len(l.compiled) && l.changedWithin(ev.Received(), l.window) {
+		l.compiledBy(ev)
+	}
+	if ev.ObjectRef == nil || ev.ObjectRef.APIGroup != "admissionregistration.k8s.io" {
 		return
 	}
 	by := lineRef{d.file, d.num}.String()
@@ -305,6 +318,7 @@ func (l *lifecycle) observe(d decoded, ev *Event) {
 		// Created where the replay took it as there (the log not read again, or missing
 		// the delete): the policy source compiles it as any create.
 		l.changes[k] = givenChange{done: auditlog.ParseTime(ev.StageTimestamp), by: by}
+		delete(l.compiled, k)
 		l.steady = nil
 		return
 	}
@@ -315,6 +329,7 @@ func (l *lifecycle) observe(d decoded, ev *Event) {
 		l.absent[k] = true
 	}
 	l.changes[k] = givenChange{done: auditlog.ParseTime(ev.StageTimestamp), by: by}
+	delete(l.compiled, k)
 	if there {
 		l.created.add(fmt.Sprintf("%s at %s", k, by))
 	} else {
@@ -355,6 +370,65 @@ func (l *lifecycle) notes() []string {
 	return out
 }
 
+// compiledBy notes what a final event's verdicts (a validation failure, a denial, an audit
+// annotation) show of kube-apiserver's policy source: a verdict of a given policy (and
+// binding) created moments before, in a request received after the create completed, shows
+// the policy source had compiled the create when the request completed, and for every request
+// received after that (it compiles what its informers hold as a whole, and never drops it until
+// a delete).
+func (l *lifecycle) compiledBy(ev *Event) {
+	code := ev.Code()
+	fails := ev.Annotations[ValidationFailureAnnotation]
+	if fails == "" && (code < 400 || !strings.Contains(ev.Message(), "ValidatingAdmissionPolicy")) && !l.annotates(ev) {
+		return
+	}
+	done, received := auditlog.ParseTime(ev.StageTimestamp), ev.Received()
+	if done.IsZero() || received.IsZero() {
+		return
+	}
+	shows := func(k givenKey) {
+		c, ok := l.changes[k]
+		if !ok || l.absent[k] || !received.After(c.done) {
+			return
+		}
+		if at, ok := l.compiled[k]; !ok || done.Before(at) {
+			l.compiled[k] = done
+			l.steady = nil
+		}
+	}
+	if fails != "" {
+		var fs []validationFailure
+		if json.Unmarshal([]byte(fails), &fs) == nil {
+			for _, f := range fs {
+				shows(givenKey{givenPolicy, f.Policy})
+				shows(givenKey{givenBinding, f.Binding})
+			}
+		}
+	}
+	if m := vapDenied.FindStringSubmatch(ev.Message()); m != nil {
+		shows(givenKey{givenPolicy, m[1]})
+		if m[2] != "" {
+			shows(givenKey{givenBinding, m[2]})
+		}
+	}
+	for k := range ev.Annotations {
+		if p, _, ok := strings.Cut(k, "/"); ok && l.given[givenKey{givenPolicy, p}] {
+			shows(givenKey{givenPolicy, p})
+		}
+	}
+}
+
+// annotates says whether an event has an audit annotation of a given policy's
+// (`<policy>/<key>`).
+func (l *lifecycle) annotates(ev *Event) bool {
+	for k := range ev.Annotations {
+		if p, _, ok := strings.Cut(k, "/"); ok && l.given[givenKey{givenPolicy, p}] {
+			return true
+		}
+	}
+	return false
+}
+
 // givenAt is where the given policies and bindings were when a request was received: the
 // evaluator to decide it with (absent: the given ones not there, key their names), and the
 // pairs the policy source may not have compiled the change of yet (unsure), with why.
@@ -382,6 +456,9 @@ func (l *lifecycle) at(received time.Time, window time.Duration) givenAt {
 		// A request received before the change completed (logged after it) is unsure too.
 		if !ok || received.IsZero() || c.done.IsZero() || received.Sub(c.done) >= window {
 			return "", false
+		}
+		if at, ok := l.compiled[k]; ok && !received.Before(at) {
+			return "", false // the log's verdicts show it compiled
 		}
 		what := "deleted"
 		if !l.absent[k] {

@@ -16,7 +16,9 @@ import (
 // TestGivenLifecycle: the log creates the replayed policy and its binding, deletes the binding
 // and creates it again. A request is decided with them only while they are installed; moments
 // after a change (the policy source compiles once a second) a verdict of theirs is not
-// certain; with --policies-throughout every request is decided with them. Checked against
+// certain, until the log shows one (a denial: probe) for a request received after the change,
+// which shows the policy compiled for those received after it completed (proven); with
+// --policies-throughout every request is decided with them. Checked against
 // the log's verdicts, no request disagrees: those before the create and in the gap have none
 // to give.
 func TestGivenLifecycle(t *testing.T) {
@@ -41,6 +43,8 @@ func TestGivenLifecycle(t *testing.T) {
 		admissionreg("vap-again", "create", "validatingadmissionpolicies", "01.001", 409),
 		admissionreg("vapb", "create", "validatingadmissionpolicybindings", "01.002", 201),
 		cm("moments", "01.300", 201),
+		cm("probe", "01.400", 422),
+		cm("proven", "01.600", 422),
 		cm("before", "03.000", 422),
 		admissionreg("unbind", "delete", "validatingadmissionpolicybindings", "04.000", 200),
 		cm("unbound-moments", "04.200", 422),
@@ -67,8 +71,8 @@ func TestGivenLifecycle(t *testing.T) {
 	}{{
 		name: "followed",
 		src:  Source{Name: log},
-		want: map[string]string{"early": none, "moments": source, "before": deny, "unbound-moments": source, "gap": none, "rebound-moments": source, "after": deny},
-		notes: []string{"the log shows given policies and bindings come and go: 2 not installed at its start (the first: ValidatingAdmissionPolicy no-cm, created at " + log + ":2), 3 creates, 1 deletes (the first: ValidatingAdmissionPolicyBinding no-cm at " + log + ":7); " +
+		want: map[string]string{"early": none, "moments": source, "probe": source, "proven": deny, "before": deny, "unbound-moments": source, "gap": none, "rebound-moments": source, "after": deny},
+		notes: []string{"the log shows given policies and bindings come and go: 2 not installed at its start (the first: ValidatingAdmissionPolicy no-cm, created at " + log + ":2), 3 creates, 1 deletes (the first: ValidatingAdmissionPolicyBinding no-cm at " + log + ":9); " +
 			"a request is decided with each only while it was installed (--policies-throughout decides every request with them)"},
 	}, {
 		// Unchecked: moments after the policy's first create, the log's admit is no evidence
@@ -78,15 +82,15 @@ func TestGivenLifecycle(t *testing.T) {
 		name: "throughout",
 		src:  Source{Name: log},
 		opts: []Option{WithCheckRecorded(false), WithPoliciesThroughout()},
-		want: map[string]string{"early": deny, "moments": deny, "before": deny, "unbound-moments": deny, "gap": deny, "rebound-moments": deny, "after": deny},
+		want: map[string]string{"early": deny, "moments": deny, "probe": deny, "proven": deny, "before": deny, "unbound-moments": deny, "gap": deny, "rebound-moments": deny, "after": deny},
 	}, {
 		// Not read from a file, the log is not read again for where the policies were at
 		// its start: the request before their create is decided with them, and the summary
 		// says so.
 		name: "standard input",
 		src:  Source{Name: "-", Reader: strings.NewReader(strings.Join(lines, "\n") + "\n")},
-		want: map[string]string{"early": deny, "moments": source, "before": deny, "unbound-moments": source, "gap": none, "rebound-moments": source, "after": deny},
-		notes: []string{"the log shows given policies and bindings come and go: 1 creates, 1 deletes (the first: ValidatingAdmissionPolicyBinding no-cm at -:7); a request is decided with each only while it was installed (--policies-throughout decides every request with them)",
+		want: map[string]string{"early": deny, "moments": source, "probe": source, "proven": deny, "before": deny, "unbound-moments": source, "gap": none, "rebound-moments": source, "after": deny},
+		notes: []string{"the log shows given policies and bindings come and go: 1 creates, 1 deletes (the first: ValidatingAdmissionPolicyBinding no-cm at -:9); a request is decided with each only while it was installed (--policies-throughout decides every request with them)",
 			"the log creates 2 of the given policies and bindings (the first: ValidatingAdmissionPolicy no-cm, created at -:2), which were taken as installed before: the log was not read from files, which the replay reads again for where they were at its start (give the log as files)"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -372,6 +372,7 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 	r.installed = newInstalled(r.set.loadedPolicies, r.set.bindings, r.set.policies, r.set.bindingList)
 	r.installed.window = policyRefresh + r.state.Lag
 	r.lifecycle = newLifecycle(r.set.policies, r.set.bindingList, r.set.mutatingPolicies, r.set.mutatingBindings, r.cfg.throughout)
+	r.lifecycle.window = policyRefresh + r.state.Lag
 	if _, err := r.loadSnapshot(r.cfg.snapshots); err != nil {
 		return nil, err
 	}
