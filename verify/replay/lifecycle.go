@@ -122,6 +122,17 @@ type lifecycle struct {
 type givenChange struct {
 	done time.Time
 	by   string
+	// soon says it came within the policy source's second after the change before it (a
+	// delete and a create again), which the policy source may not have compiled either.
+	soon bool
+}
+
+// change is a create or delete of k the event completed at done, by the write at by.
+func (l *lifecycle) change(k givenKey, done time.Time, by string) {
+	prev, had := l.changes[k]
+	l.changes[k] = givenChange{done: done, by: by, soon: had && !prev.done.IsZero() && !done.IsZero() && done.Sub(prev.done) < l.window}
+	delete(l.compiled, k)
+	l.steady = nil
 }
 
 // givenFirst is what the log's first informative write of a given policy or binding says of
@@ -317,9 +328,7 @@ func (l *lifecycle) observe(d decoded, ev *Event) {
 		}
 		// Created where the replay took it as there (the log not read again, or missing
 		// the delete): the policy source compiles it as any create.
-		l.changes[k] = givenChange{done: auditlog.ParseTime(ev.StageTimestamp), by: by}
-		delete(l.compiled, k)
-		l.steady = nil
+		l.change(k, auditlog.ParseTime(ev.StageTimestamp), by)
 		return
 	}
 	l.steady = nil
@@ -328,8 +337,7 @@ func (l *lifecycle) observe(d decoded, ev *Event) {
 	} else {
 		l.absent[k] = true
 	}
-	l.changes[k] = givenChange{done: auditlog.ParseTime(ev.StageTimestamp), by: by}
-	delete(l.compiled, k)
+	l.change(k, auditlog.ParseTime(ev.StageTimestamp), by)
 	if there {
 		l.created.add(fmt.Sprintf("%s at %s", k, by))
 	} else {
@@ -372,23 +380,23 @@ func (l *lifecycle) notes() []string {
 
 // compiledBy notes what a final event's verdicts (a validation failure, a denial, an audit
 // annotation) show of kube-apiserver's policy source: a verdict of a given policy (and
-// binding) created moments before, in a request received after the create completed, shows
-// the policy source had compiled the create when the request completed, and for every request
-// received after that (it compiles what its informers hold as a whole, and never drops it until
-// a delete).
+// binding) created moments before, in a request completed after the create (a policy not there
+// before gives no verdict), shows the policy source had compiled the create when the request
+// completed, and for every request received after that (what it compiles it keeps until a
+// delete). Not for a create moments after a delete of it, which the verdict may be of.
 func (l *lifecycle) compiledBy(ev *Event) {
 	code := ev.Code()
 	fails := ev.Annotations[ValidationFailureAnnotation]
 	if fails == "" && (code < 400 || !strings.Contains(ev.Message(), "ValidatingAdmissionPolicy")) && !l.annotates(ev) {
 		return
 	}
-	done, received := auditlog.ParseTime(ev.StageTimestamp), ev.Received()
-	if done.IsZero() || received.IsZero() {
+	done := auditlog.ParseTime(ev.StageTimestamp)
+	if done.IsZero() {
 		return
 	}
 	shows := func(k givenKey) {
 		c, ok := l.changes[k]
-		if !ok || l.absent[k] || !received.After(c.done) {
+		if !ok || l.absent[k] || c.soon || !done.After(c.done) {
 			return
 		}
 		if at, ok := l.compiled[k]; !ok || done.Before(at) {
