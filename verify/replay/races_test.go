@@ -64,6 +64,12 @@ func TestRaceRecordings(t *testing.T) {
 		{name: "policy lifecycle", dir: "policy-lifecycle", want: map[int]string{27: "", 28: "", 38: "indeterminate indeterminate", 47: "indeterminate indeterminate", 49: "deny certain",
 			53: "deny certain", 56: "admit certain", 60: "indeterminate indeterminate", 63: "admit certain", 64: "admit certain", 66: "", 71: "deny certain"}},
 		{name: "policy lifecycle checked", dir: "policy-lifecycle", check: true, want: map[int]string{27: "", 28: "", 53: "deny certain", 63: "admit certain", 66: "", 71: "deny certain"}},
+		// The binding applied server-side before its policy; dry-run probes until the policy
+		// denies, then requests at once (the probe's denial shows it compiled); a replayed
+		// MutatingAdmissionPolicy applied moments before creates it labels (the response
+		// holds its change: decided on it); the binding deleted and applied again at once.
+		{name: "policy lifecycle, applied", dir: "policy-lifecycle-apply", want: map[int]string{6: "", 30: "", 35: "indeterminate indeterminate", 42: "deny certain",
+			46: "indeterminate indeterminate", 49: "admit certain", 57: "indeterminate indeterminate", 61: "deny certain", 70: "deny certain"}},
 		{name: "excluded by a condition", dir: "excluded-by-condition", want: map[int]string{13: "admit certain", 15: "admit certain", 17: "admit certain", 19: "admit certain"}},
 	})
 }
