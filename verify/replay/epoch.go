@@ -155,7 +155,14 @@ func (r *Replayer) forGiven(w evalWorker, g givenAt) (evalWorker, error) {
 			return w, fmt.Errorf("the given policies installed at the request (without %s): %w", g.key, err)
 		}
 	}
+	if len(w.given) >= maxGivenEvaluators {
+		clear(w.given) // a log that changes them often: build again what it needs again
+	}
 	w.given[g.key] = e
 	w.eval, w.alt = e[0], e[1]
 	return w, nil
 }
+
+// maxGivenEvaluators bounds the evaluators a worker keeps of the sets of given policies a log
+// installs (forGiven).
+const maxGivenEvaluators = 16
