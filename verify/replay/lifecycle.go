@@ -101,7 +101,10 @@ type lifecycle struct {
 	// compiled when the log's verdicts show the policy source had compiled the latest
 	// create of one (see compiledBy).
 	changes  map[givenKey]givenChange
-	compiled map[givenKey]time.Time
+	compiled map[givenKey]compiledIn
+	// plain are the log's files that are one kube-apiserver's log (source.PlainLogs): a
+	// server's verdicts say what its own policy source compiled, not another's.
+	plain map[string]bool
 	// notAtStart, created and deleted count what the log showed of them, each with its
 	// first (a given one not there at the log's start, a create, a delete); late the creates
 	// of ones taken as there because the log could not be read again (scanLifecycle).
@@ -115,6 +118,12 @@ type lifecycle struct {
 	// steady is what at returns while no change is within the policy source's second,
 	// until the next change (nil: not computed).
 	steady *givenAt
+}
+
+// compiledIn is when a server's log (file) shows its policy source had compiled a create.
+type compiledIn struct {
+	at   time.Time
+	file string
 }
 
 // givenChange is a create or delete of a given policy or binding: when it completed, and where
@@ -145,7 +154,7 @@ type givenFirst struct {
 func newLifecycle(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding,
 	mutating []*admissionregistrationv1.MutatingAdmissionPolicy, mutatingBindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding, off bool) *lifecycle {
 	l := &lifecycle{off: off, pairs: map[string][]givenPair{}, given: map[givenKey]bool{}, absent: map[givenKey]bool{}, unknown: map[givenKey]string{},
-		changes: map[givenKey]givenChange{}, compiled: map[givenKey]time.Time{}, initial: map[givenKey]givenFirst{}}
+		changes: map[givenKey]givenChange{}, compiled: map[givenKey]compiledIn{}, initial: map[givenKey]givenFirst{}}
 	for _, p := range policies {
 		l.given[givenKey{givenPolicy, p.Name}] = true
 	}
@@ -194,6 +203,7 @@ func (r *Replayer) scanLifecycle(ctx context.Context) {
 		l.unscanned = true
 		return
 	}
+	l.plain = source.PlainLogs(srcs, r.cfg.maxLine)
 	_ = source.Lines(ctx, source.Filtered(srcs, lifecycleNeedle), r.cfg.maxLine, func(line auditlog.Line) bool {
 		if line.Err != nil || line.Skip != "" || line.Duplicate || !bytes.Contains(line.Data, lifecycleNeedle) {
 			return true
@@ -201,6 +211,17 @@ func (r *Replayer) scanLifecycle(ctx context.Context) {
 		ev, err := auditlog.Decode(line.Data)
 		if err != nil || !ev.Final() {
 			return true
+		}
+		ev.Loss = line.Loss
+		if ref := ev.ObjectRef; ref != nil && ref.APIGroup == "admissionregistration.k8s.io" && ev.Verb == "deletecollection" && ev.Code() >= 200 && ev.Code() < 300 {
+			// It may have deleted any of its resource's: those the log has not written yet
+			// may have been there (observe makes them unknown).
+			for k := range l.given {
+				if _, found := l.initial[k]; !found && givenResources[k.kind] == ref.Resource {
+					l.initial[k] = givenFirst{there: true, by: lineRef{line.File, line.Num}.String()}
+				}
+			}
+			return len(l.initial) < len(l.given)
 		}
 		k, ok := l.keyOf(ev)
 		if !ok {
@@ -246,7 +267,7 @@ func (l *lifecycle) keyOf(ev *Event) (givenKey, bool) {
 
 // thereBefore says whether the object a write (ev) of a policy or binding was about was there
 // when the server received it, where the write says (says false: a write refused for another
-// reason says nothing).
+// reason says nothing). A dry run says it as well as a write.
 func thereBefore(ev *Event) (there, says bool) {
 	code := ev.Code()
 	switch ev.Verb {
@@ -259,30 +280,67 @@ func thereBefore(ev *Event) (there, says bool) {
 		}
 	case "update", "patch", "apply", "delete":
 		switch {
+		case code >= 200 && code < 300 && ev.Verb != "delete" && ev.Loss.Lost.Has(auditlog.LostCode):
+			return false, false // a 201 (created) the export does not tell from a 200 (GKE)
 		case code == 201:
 			return false, true // a server-side apply (or an update) that created it
 		case code >= 200 && code < 300:
 			return true, true
-		case code == 404:
+		case notFound(ev):
 			return false, true
 		}
 	}
 	return false, false
 }
 
+// notFound says whether a write was answered 404 because its object is not there: its status
+// says so of its name ("... \"NAME\" not found"), not of a path the server does not serve
+// (a version it does not serve answers 404 too).
+func notFound(ev *Event) bool {
+	return ev.Code() == 404 && ev.ObjectRef != nil && ev.ObjectRef.Name != "" && strings.Contains(ev.Message(), `"`+ev.ObjectRef.Name+`" not found`)
+}
+
 // thereAfter says whether the object a write (ev) of a policy or binding was about is there
-// after it, where the write says.
-func thereAfter(ev *Event) (there, says bool) {
+// after it, where the write says; unsure says why the write may not have done what it seems
+// to (a delete answered while finalizers keep the object, one that may have been a dry run).
+func thereAfter(ev *Event) (there, says bool, unsure string) {
 	code := ev.Code()
 	switch {
+	case code >= 200 && code < 300 && ev.Verb == "delete":
+		switch {
+		case code == 202 || deletionPending(ev):
+			return true, true, "its delete at %s left it there, deleted once its finalizers are removed"
+		case !hasBody(ev.RequestObject) && ev.Loss.Lost.Has(auditlog.LostDryRun) || ev.Level == auditlog.LevelMetadata || ev.Level == auditlog.LevelNone:
+			return false, true, "its delete at %s, which the log does not hold the options of, may have been a dry run"
+		}
+		return false, true, ""
 	case code >= 200 && code < 300:
-		return ev.Verb != "delete", ev.Verb != "deletecollection"
-	case code == 404:
-		return false, ev.Verb != "create"
+		if ev.Verb != "deletecollection" && ev.Verb != "create" && ev.Loss.Lost.Has(auditlog.LostDryRun) {
+			return true, true, "its write at %s may have been a dry run"
+		}
+		if o := auditlog.DecodeAnyObject(ev.ResponseObject); o != nil && o.GetKind() != "Status" && o.GetDeletionTimestamp() != nil {
+			if len(o.GetFinalizers()) == 0 {
+				return false, true, "" // the write that removed its last finalizer deleted it
+			}
+			return true, true, "its write at %s left it marked deleted, deleted once its finalizers are removed"
+		}
+		return true, ev.Verb != "deletecollection", ""
+	case notFound(ev):
+		return false, ev.Verb != "create", ""
 	case code == 409 && ev.Verb == "create":
-		return true, true
+		return true, true, ""
 	}
-	return false, false
+	return false, false, ""
+}
+
+// deletionPending says whether a delete's response shows its object still there, marked
+// deleted (finalizers, a foreground deletion).
+func deletionPending(ev *Event) bool {
+	if !hasBody(ev.ResponseObject) || !bytes.Contains(ev.ResponseObject, []byte(`"deletionTimestamp"`)) {
+		return false
+	}
+	o := auditlog.DecodeAnyObject(ev.ResponseObject)
+	return o != nil && o.GetKind() != "Status" && o.GetDeletionTimestamp() != nil
 }
 
 // observe follows a final event of the log (on the ordered stage): a write of a given policy
@@ -291,8 +349,8 @@ func (l *lifecycle) observe(d decoded, ev *Event) {
 	if l.off {
 		return
 	}
-	if len(l.changes) > len(l.compiled) && l.changedWithin(ev.Received(), l.window) {
-		l.compiledBy(ev)
+	if len(l.changes) > len(l.compiled) && l.plain[d.file] && l.changedWithin(ev.Received(), l.window) {
+		l.compiledBy(d.file, ev)
 	}
 	if ev.ObjectRef == nil || ev.ObjectRef.APIGroup != "admissionregistration.k8s.io" {
 		return
@@ -311,12 +369,34 @@ func (l *lifecycle) observe(d decoded, ev *Event) {
 	if !ok {
 		return
 	}
-	there, says := thereAfter(ev)
+	there, says, unsure := thereAfter(ev)
 	if !says {
+		return
+	}
+	if why, was := l.unknown[k]; was && ev.Verb != "create" && ev.Verb != "delete" && ev.Code() != 201 && !hasBody(ev.ResponseObject) {
+		// An update the log does not hold the result of: it may have removed the last
+		// finalizer of one marked deleted, and so deleted it.
+		l.unknown[k] = why
 		return
 	}
 	delete(l.unknown, k)
 	l.steady = nil
+	if unsure != "" {
+		// Where it is after the write is not known: decided with it, unsure, until a write
+		// says (observe).
+		delete(l.absent, k)
+		l.unknown[k] = fmt.Sprintf(unsure, by)
+		l.change(k, auditlog.ParseTime(ev.StageTimestamp), by)
+		return
+	}
+	if there && l.absent[k] && ev.Verb != "create" && ev.Code() != 201 {
+		// An update of one the replay took as not there (a delete that left it, a log
+		// that misses a create): where it was between is not known.
+		delete(l.absent, k)
+		l.unknown[k] = "its write at " + by + " updated it where the replay took it as not there"
+		l.change(k, auditlog.ParseTime(ev.StageTimestamp), by)
+		return
+	}
 	if there == !l.absent[k] {
 		if l.unscanned && ev.Verb == "create" && there {
 			if _, changed := l.changes[k]; !changed {
@@ -384,7 +464,7 @@ func (l *lifecycle) notes() []string {
 // before gives no verdict), shows the policy source had compiled the create when the request
 // completed, and for every request received after that (what it compiles it keeps until a
 // delete). Not for a create moments after a delete of it, which the verdict may be of.
-func (l *lifecycle) compiledBy(ev *Event) {
+func (l *lifecycle) compiledBy(file string, ev *Event) {
 	code := ev.Code()
 	fails := ev.Annotations[ValidationFailureAnnotation]
 	if fails == "" && (code < 400 || !strings.Contains(ev.Message(), "ValidatingAdmissionPolicy")) && !l.annotates(ev) {
@@ -399,8 +479,8 @@ func (l *lifecycle) compiledBy(ev *Event) {
 		if !ok || l.absent[k] || c.soon || !done.After(c.done) {
 			return
 		}
-		if at, ok := l.compiled[k]; !ok || done.Before(at) {
-			l.compiled[k] = done
+		if c, ok := l.compiled[k]; !ok || c.file == file && done.Before(c.at) {
+			l.compiled[k] = compiledIn{at: done, file: file}
 			l.steady = nil
 		}
 	}
@@ -446,9 +526,10 @@ type givenAt struct {
 	unsure map[givenPair]string
 }
 
-// at is where the given policies and bindings were for a request received at received. A
-// pair created or deleted within window before it is unsure, and decided with.
-func (l *lifecycle) at(received time.Time, window time.Duration) givenAt {
+// at is where the given policies and bindings were for a request of the log's file received at
+// received. A pair created or deleted within window before it is unsure, and decided with,
+// unless that server's log showed it compiled (compiledBy).
+func (l *lifecycle) at(file string, received time.Time, window time.Duration) givenAt {
 	if l.off || (len(l.absent) == 0 && len(l.unknown) == 0 && len(l.changes) == 0) {
 		return givenAt{}
 	}
@@ -461,12 +542,20 @@ func (l *lifecycle) at(received time.Time, window time.Duration) givenAt {
 			return why, true
 		}
 		c, ok := l.changes[k]
-		// A request received before the change completed (logged after it) is unsure too.
-		if !ok || received.IsZero() || c.done.IsZero() || received.Sub(c.done) >= window {
+		if !ok {
 			return "", false
 		}
-		if at, ok := l.compiled[k]; ok && !received.Before(at) {
-			return "", false // the log's verdicts show it compiled
+		if received.IsZero() || c.done.IsZero() {
+			// When the request was received (a long-running one an export lost the time of),
+			// or when the change completed, is not known.
+			return fmt.Sprintf("%s was created or deleted at %s, and when the request was received is not known", k, c.by), true
+		}
+		// A request received before the change completed (logged after it) is unsure too.
+		if received.Sub(c.done) >= window {
+			return "", false
+		}
+		if c, ok := l.compiled[k]; ok && c.file == file && !received.Before(c.at) {
+			return "", false // the server's log shows it compiled
 		}
 		what := "deleted"
 		if !l.absent[k] {
@@ -564,7 +653,9 @@ func (j *job) settleUnsure() {
 	for p, w := range j.given.unsure {
 		gave := false
 		for _, res := range out.Results {
-			if res.Policy == p.policy.name && res.Binding == p.binding.name && p.policy.kind == givenPolicy {
+			// A validating policy's verdict, or a mutating one's refusal (an error under
+			// failurePolicy Fail).
+			if res.Policy == p.policy.name && res.Binding == p.binding.name {
 				gave = true
 			}
 		}

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,7 +26,12 @@ func TestGivenLifecycle(t *testing.T) {
 	t.Parallel()
 	p, b := levelPolicy("no-cm", "configmaps", admissionregistrationv1.Create, nil, "false")
 	admissionreg := func(id, verb, resource, at string, code int32) string {
-		l := levelEvent(t, id, auditlog.LevelMetadata, verb, resource, "", "no-cm", code, "", nil, nil)
+		level, body := auditlog.LevelMetadata, map[string]any(nil)
+		if verb == "delete" {
+			// With its options: not a dry run (at level Metadata it may have been one).
+			level, body = auditlog.LevelRequest, map[string]any{"apiVersion": "v1", "kind": "DeleteOptions"}
+		}
+		l := levelEvent(t, id, level, verb, resource, "", "no-cm", code, "", body, nil)
 		l = replaceOnce(t, l, `"requestURI":"/api/v1/`, `"requestURI":"/apis/admissionregistration.k8s.io/v1/`)
 		return timedEvent(t, replaceOnce(t, l, `"apiVersion":"v1","name"`, `"apiGroup":"admissionregistration.k8s.io","apiVersion":"v1","name"`), at+"000", at+"500", nil)
 	}
@@ -89,7 +95,8 @@ func TestGivenLifecycle(t *testing.T) {
 		// says so.
 		name: "standard input",
 		src:  Source{Name: "-", Reader: strings.NewReader(strings.Join(lines, "\n") + "\n")},
-		want: map[string]string{"early": deny, "moments": source, "probe": source, "proven": deny, "before": deny, "unbound-moments": source, "gap": none, "rebound-moments": source, "after": deny},
+		// Nor whether it is one server's log (compiledBy): no evidence of its verdicts.
+		want: map[string]string{"early": deny, "moments": source, "probe": source, "proven": source, "before": deny, "unbound-moments": source, "gap": none, "rebound-moments": source, "after": deny},
 		notes: []string{"the log shows given policies and bindings come and go: 1 creates, 1 deletes (the first: ValidatingAdmissionPolicyBinding no-cm at -:9); a request is decided with each only while it was installed (--policies-throughout decides every request with them)",
 			"the log creates 2 of the given policies and bindings (the first: ValidatingAdmissionPolicy no-cm, created at -:2), which were taken as installed before: the log was not read from files, which the replay reads again for where they were at its start (give the log as files)"},
 	}} {
@@ -118,5 +125,171 @@ func TestGivenLifecycle(t *testing.T) {
 				t.Errorf("notes mismatch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestGivenLifecycleWrites: writes of a given policy or binding that do not say where it is
+// after them (a delete at level Metadata, which may have been a dry run; a delete whose
+// finalizers keep the object, then the garbage collector's patch that deletes it), that
+// are no write of it (a 404 of a version the server does not serve), a deletecollection
+// before the log's first write of it, and verdicts of another kube-apiserver, whose policy
+// source compiles on its own: no request is decided as the server may not have.
+func TestGivenLifecycleWrites(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("no-cm", "configmaps", admissionregistrationv1.Create, nil, "false")
+	admissionreg := func(id, verb, resource, at string, code int32, message string, req, resp map[string]any) string {
+		level := auditlog.LevelMetadata
+		if req != nil || resp != nil {
+			level = auditlog.LevelRequestResponse
+		}
+		l := levelEvent(t, id, level, verb, resource, "", "no-cm", code, message, req, resp)
+		l = replaceOnce(t, l, `"requestURI":"/api/v1/`, `"requestURI":"/apis/admissionregistration.k8s.io/v1/`)
+		return timedEvent(t, replaceOnce(t, l, `"apiVersion":"v1","name"`, `"apiGroup":"admissionregistration.k8s.io","apiVersion":"v1","name"`), at+"000", at+"500", nil)
+	}
+	cm := func(id, at string, code int32) string {
+		message := ""
+		if code == 422 {
+			message = `configmaps "` + id + `" is forbidden: ValidatingAdmissionPolicy 'no-cm' with binding 'no-cm' denied request: denied by no-cm`
+		}
+		obj := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": id, "namespace": "ns1"}}
+		return timedEvent(t, levelEvent(t, id, auditlog.LevelRequestResponse, "create", "configmaps", "ns1", id, code, message, obj, nil), at+"000", at+"500", nil)
+	}
+	binding := func(meta map[string]any) map[string]any {
+		meta["name"] = "no-cm"
+		return map[string]any{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding", "metadata": meta, "spec": map[string]any{"policyName": "no-cm", "validationActions": []any{"Deny"}}}
+	}
+	deleteCollection := replaceOnce(t, admissionreg("dc", "deletecollection", "validatingadmissionpolicybindings", "01.000", 200, "", nil, nil), `"name":"no-cm",`, "")
+	unserved := replaceOnce(t, admissionreg("alpha", "delete", "validatingadmissionpolicybindings", "01.000", 404, "the server could not find the requested resource", nil, nil), "/v1/", "/v1alpha9/")
+	const (
+		none   = "none"
+		deny   = "deny certain"
+		source = "indeterminate policy-source"
+	)
+	for _, tc := range []struct {
+		name  string
+		files [][]string
+		want  map[string]string
+	}{{
+		name: "a delete at level Metadata, maybe a dry run",
+		files: [][]string{{
+			cm("before", "00.000", 422),
+			admissionreg("dry-delete", "delete", "validatingadmissionpolicybindings", "01.000", 200, "", nil, nil),
+			cm("after", "10.000", 422),
+		}},
+		want: map[string]string{"before": deny, "after": source},
+	}, {
+		name: "a delete its finalizers hold, then the patch that removes them",
+		files: [][]string{{
+			cm("before", "00.000", 422),
+			admissionreg("fg-delete", "delete", "validatingadmissionpolicybindings", "01.000", 200, "", map[string]any{"apiVersion": "v1", "kind": "DeleteOptions"},
+				binding(map[string]any{"deletionTimestamp": "2026-11-24T00:00:01Z", "finalizers": []any{"foregroundDeletion"}})),
+			cm("pending", "05.000", 422),
+			admissionreg("gc-patch", "patch", "validatingadmissionpolicybindings", "06.000", 200, "", map[string]any{"metadata": map[string]any{"finalizers": nil}},
+				binding(map[string]any{"deletionTimestamp": "2026-11-24T00:00:01Z"})),
+			cm("gone", "10.000", 201),
+		}},
+		want: map[string]string{"before": deny, "pending": source, "gone": none},
+	}, {
+		name: "the patch that removes them, not logged with its result",
+		files: [][]string{{
+			cm("before", "00.000", 422),
+			admissionreg("fg-delete", "delete", "validatingadmissionpolicybindings", "01.000", 202, "", map[string]any{"apiVersion": "v1", "kind": "DeleteOptions"}, nil),
+			admissionreg("gc-patch", "patch", "validatingadmissionpolicybindings", "06.000", 200, "", nil, nil),
+			cm("gone", "10.000", 201),
+		}},
+		want: map[string]string{"before": deny, "gone": source},
+	}, {
+		name:  "a deletecollection before the first write",
+		files: [][]string{{cm("early", "00.000", 422), deleteCollection, admissionreg("create", "create", "validatingadmissionpolicybindings", "05.000", 201, "", nil, nil), cm("after", "10.000", 422)}},
+		want:  map[string]string{"early": deny, "after": deny},
+	}, {
+		name:  "a 404 of a version the server does not serve",
+		files: [][]string{{cm("before", "00.000", 422), unserved, cm("after", "10.000", 422)}},
+		want:  map[string]string{"before": deny, "after": deny},
+	}, {
+		name: "another kube-apiserver's verdict",
+		files: [][]string{{
+			cm("early", "00.000", 201),
+			admissionreg("vap", "create", "validatingadmissionpolicies", "01.000", 201, "", nil, nil),
+			admissionreg("vapb", "create", "validatingadmissionpolicybindings", "01.002", 201, "", nil, nil),
+			cm("probe", "01.100", 422),
+			cm("proven", "01.500", 422),
+		}, {
+			cm("early-b", "00.100", 201),
+			cm("on-b", "01.700", 201),
+		}},
+		want: map[string]string{"early": none, "probe": source, "proven": deny, "early-b": none, "on-b": source},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			var srcs []Source
+			for i, lines := range tc.files {
+				log := filepath.Join(dir, fmt.Sprintf("audit-%d.log", i))
+				if err := os.WriteFile(log, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				srcs = append(srcs, Source{Name: log})
+			}
+			_, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, []Option{WithCheckRecorded(true)}, srcs...)
+			got := map[string]string{}
+			for id := range tc.want {
+				got[id] = none
+				if rec := recs[id]; rec != nil {
+					got[id] = string(rec.Decision) + " " + string(rec.Certainty)
+					if rec.Decision == DecisionIndeterminate {
+						got[id] = string(rec.Decision) + " " + string(rec.Reason)
+					}
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("decisions mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestGivenMutatingMoments: a replayed MutatingAdmissionPolicy created moments before a request
+// refuses it (an expression's error, failurePolicy Fail): the server may not have compiled it
+// yet, and so admitted; a request seconds later is refused, certain.
+func TestGivenMutatingMoments(t *testing.T) {
+	t.Parallel()
+	fail := admissionregistrationv1.Fail
+	m := &admissionregistrationv1.MutatingAdmissionPolicy{}
+	m.Name = "no-cm"
+	m.Spec = admissionregistrationv1.MutatingAdmissionPolicySpec{FailurePolicy: &fail, ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy,
+		MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+		}}}},
+		Mutations: []admissionregistrationv1.Mutation{{PatchType: admissionregistrationv1.PatchTypeJSONPatch,
+			JSONPatch: &admissionregistrationv1.JSONPatch{Expression: "[JSONPatch{op: 'add', path: '/metadata/labels', value: {'x': string(1 / (size(request.namespace) - size(request.namespace)))}}]"}}}}
+	mb := &admissionregistrationv1.MutatingAdmissionPolicyBinding{}
+	mb.Name, mb.Spec.PolicyName = "no-cm", "no-cm"
+	admissionreg := func(id, resource, at string) string {
+		l := levelEvent(t, id, auditlog.LevelMetadata, "create", resource, "", "no-cm", 201, "", nil, nil)
+		l = replaceOnce(t, l, `"requestURI":"/api/v1/`, `"requestURI":"/apis/admissionregistration.k8s.io/v1/`)
+		return timedEvent(t, replaceOnce(t, l, `"apiVersion":"v1","name"`, `"apiGroup":"admissionregistration.k8s.io","apiVersion":"v1","name"`), at+"000", at+"500", nil)
+	}
+	cm := func(id, at string) string {
+		obj := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": id, "namespace": "ns1"}}
+		return timedEvent(t, levelEvent(t, id, auditlog.LevelRequestResponse, "create", "configmaps", "ns1", id, 201, "", obj, nil), at+"000", at+"500", nil)
+	}
+	log := filepath.Join(t.TempDir(), "audit.log")
+	lines := []string{cm("early", "00.000"), admissionreg("map", "mutatingadmissionpolicies", "01.000"), admissionreg("mapb", "mutatingadmissionpolicybindings", "01.002"), cm("moments", "01.300"), cm("later", "09.000")}
+	if err := os.WriteFile(log, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, recs := replaySources(t, nil, nil, []Option{WithMutatingPolicies([]*admissionregistrationv1.MutatingAdmissionPolicy{m}, []*admissionregistrationv1.MutatingAdmissionPolicyBinding{mb})}, Source{Name: log})
+	got := map[string]string{}
+	for _, id := range []string{"early", "moments", "later"} {
+		got[id] = "none"
+		if rec := recs[id]; rec != nil {
+			got[id] = string(rec.Decision) + " " + string(rec.Certainty) + " " + string(rec.Reason)
+		}
+	}
+	want := map[string]string{"early": "none", "moments": "indeterminate indeterminate policy-source", "later": "deny certain "}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("decisions mismatch (-want +got):\n%s", diff)
 	}
 }

@@ -138,3 +138,25 @@ func openSource(ctx context.Context, src Source, maxLine int) (next func() (audi
 		closeFile()
 	}
 }
+
+// PlainLogs says which of the sources (files, by name) are kube-apiserver's log backend's
+// lines, plain or gzip-compressed: each the log of one server, where an export's file may
+// interleave several servers' events.
+func PlainLogs(sources []Source, maxLine int) map[string]bool {
+	out := map[string]bool{}
+	for _, src := range sources {
+		if src.Reader != nil {
+			continue
+		}
+		f, err := os.Open(src.Name)
+		if err != nil {
+			continue
+		}
+		if lr, err := export.NewReader(src.Name, f, export.Format(src.Format), maxLine); err == nil {
+			out[src.Name] = lr.Format() == export.Plain
+			lr.Close()
+		}
+		f.Close()
+	}
+	return out
+}
