@@ -650,12 +650,18 @@ func (j *job) settleUnsure() {
 		return
 	}
 	var why []string
+	warned := false
 	for p, w := range j.given.unsure {
 		gave := false
 		for _, res := range out.Results {
 			// A validating policy's verdict, or a mutating one's refusal (an error under
-			// failurePolicy Fail).
+			// failurePolicy Fail). A warning alone decides nothing and leaves no trace in
+			// the log: only the response's warnings are not known.
 			if res.Policy == p.policy.name && res.Binding == p.binding.name {
+				if slices.Equal(res.Actions, []string{"Warn"}) {
+					warned = true
+					continue
+				}
 				gave = true
 			}
 		}
@@ -667,6 +673,9 @@ func (j *job) settleUnsure() {
 		}
 	}
 	if len(why) == 0 {
+		if warned {
+			out.Notes = append(out.Notes, "the warnings of a policy created or deleted moments before may not have been given: kube-apiserver's policy source compiles what its informers hold once a second")
+		}
 		return
 	}
 	slices.Sort(why)

@@ -168,8 +168,20 @@ func TestGivenLifecycleWrites(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		files [][]string
-		want  map[string]string
+		// warn binds the policy with the Warn action alone.
+		warn bool
+		want map[string]string
 	}{{
+		// A warning decides nothing: moments after the create, the admit is certain.
+		name: "a Warn binding created moments before",
+		files: [][]string{{
+			admissionreg("vap", "create", "validatingadmissionpolicies", "01.000", 201, "", nil, nil),
+			admissionreg("vapb", "create", "validatingadmissionpolicybindings", "01.002", 201, "", nil, nil),
+			cm("moments", "01.300", 201),
+		}},
+		warn: true,
+		want: map[string]string{"moments": "admit certain"},
+	}, {
 		name: "a delete at level Metadata, maybe a dry run",
 		files: [][]string{{
 			cm("before", "00.000", 422),
@@ -230,6 +242,11 @@ func TestGivenLifecycleWrites(t *testing.T) {
 					t.Fatal(err)
 				}
 				srcs = append(srcs, Source{Name: log})
+			}
+			b := b
+			if tc.warn {
+				b = b.DeepCopy()
+				b.Spec.ValidationActions = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Warn}
 			}
 			_, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, []Option{WithCheckRecorded(true)}, srcs...)
 			got := map[string]string{}
