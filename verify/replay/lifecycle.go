@@ -278,6 +278,15 @@ func thereBefore(ev *Event) (there, says bool) {
 		case code == 409:
 			return true, true // AlreadyExists
 		}
+	case "get":
+		// kubectl apply reads the object before it creates or patches it (a quorum read): a
+		// create the server then refused leaves the log no other write of it.
+		switch {
+		case code >= 200 && code < 300:
+			return true, true
+		case notFound(ev):
+			return false, true
+		}
 	case "update", "patch", "apply", "delete":
 		switch {
 		case code >= 200 && code < 300 && ev.Verb != "delete" && ev.Loss.Lost.Has(auditlog.LostCode):

@@ -182,6 +182,16 @@ func TestGivenLifecycleWrites(t *testing.T) {
 		warn: true,
 		want: map[string]string{"moments": "admit certain"},
 	}, {
+		// kubectl apply reads the binding (not there), and the server refuses its create:
+		// the log holds no other write of it.
+		name: "a binding the server refused to create",
+		files: [][]string{{
+			admissionreg("get", "get", "validatingadmissionpolicybindings", "01.000", 404, `validatingadmissionpolicybindings.admissionregistration.k8s.io "no-cm" not found`, nil, nil),
+			admissionreg("refused", "create", "validatingadmissionpolicybindings", "01.002", 422, "refused", nil, nil),
+			cm("after", "05.000", 201),
+		}},
+		want: map[string]string{"after": none},
+	}, {
 		name: "a delete at level Metadata, maybe a dry run",
 		files: [][]string{{
 			cm("before", "00.000", 422),
