@@ -309,29 +309,30 @@ func notFound(ev *Event) bool {
 	return ev.Code() == 404 && ev.ObjectRef != nil && ev.ObjectRef.Name != "" && strings.Contains(ev.Message(), `"`+ev.ObjectRef.Name+`" not found`)
 }
 
-// thereAfter says whether the object a write (ev) of a policy or binding was about is there
-// after it, where the write says; unsure says why the write may not have done what it seems
-// to (a delete answered while finalizers keep the object, one that may have been a dry run).
-func thereAfter(ev *Event) (there, says bool, unsure string) {
+// thereAfter says whether the object a write (ev, at by) of a policy or binding was about is
+// there after it, where the write says; unsure says why the write may not have done what it
+// seems to (a delete answered while finalizers keep the object, one that may have been a dry
+// run).
+func thereAfter(ev *Event, by string) (there, says bool, unsure string) {
 	code := ev.Code()
 	switch {
 	case code >= 200 && code < 300 && ev.Verb == "delete":
 		switch {
 		case code == 202 || deletionPending(ev):
-			return true, true, "its delete at %s left it there, deleted once its finalizers are removed"
+			return true, true, "its delete at " + by + " left it there, deleted once its finalizers are removed"
 		case !hasBody(ev.RequestObject) && ev.Loss.Lost.Has(auditlog.LostDryRun) || ev.Level == auditlog.LevelMetadata || ev.Level == auditlog.LevelNone:
-			return false, true, "its delete at %s, which the log does not hold the options of, may have been a dry run"
+			return false, true, "its delete at " + by + ", which the log does not hold the options of, may have been a dry run"
 		}
 		return false, true, ""
 	case code >= 200 && code < 300:
 		if ev.Verb != "deletecollection" && ev.Verb != "create" && ev.Loss.Lost.Has(auditlog.LostDryRun) {
-			return true, true, "its write at %s may have been a dry run"
+			return true, true, "its write at " + by + " may have been a dry run"
 		}
 		if o := auditlog.DecodeAnyObject(ev.ResponseObject); o != nil && o.GetKind() != "Status" && o.GetDeletionTimestamp() != nil {
 			if len(o.GetFinalizers()) == 0 {
 				return false, true, "" // the write that removed its last finalizer deleted it
 			}
-			return true, true, "its write at %s left it marked deleted, deleted once its finalizers are removed"
+			return true, true, "its write at " + by + " left it marked deleted, deleted once its finalizers are removed"
 		}
 		return true, ev.Verb != "deletecollection", ""
 	case notFound(ev):
@@ -378,7 +379,7 @@ func (l *lifecycle) observe(d decoded, ev *Event) {
 	if !ok {
 		return
 	}
-	there, says, unsure := thereAfter(ev)
+	there, says, unsure := thereAfter(ev, by)
 	if !says {
 		return
 	}
@@ -394,7 +395,7 @@ func (l *lifecycle) observe(d decoded, ev *Event) {
 		// Where it is after the write is not known: decided with it, unsure, until a write
 		// says (observe).
 		delete(l.absent, k)
-		l.unknown[k] = fmt.Sprintf(unsure, by)
+		l.unknown[k] = unsure
 		l.change(k, auditlog.ParseTime(ev.StageTimestamp), by)
 		return
 	}
