@@ -534,12 +534,15 @@ type givenAt struct {
 	key    string
 	absent map[givenKey]bool
 	unsure map[givenPair]string
+	// likely are the pairs created moments before the request completed, unsure only
+	// because the export lost when it was received: decided with, likely.
+	likely map[givenPair]string
 }
 
 // at is where the given policies and bindings were for a request of the log's file received at
 // received. A pair created or deleted within window before it is unsure, and decided with,
 // unless that server's log showed it compiled (compiledBy).
-func (l *lifecycle) at(file string, received time.Time, window time.Duration) givenAt {
+func (l *lifecycle) at(file string, received, completed time.Time, lostReceived bool, window time.Duration) givenAt {
 	if l.off || (len(l.absent) == 0 && len(l.unknown) == 0 && len(l.changes) == 0) {
 		return givenAt{}
 	}
@@ -547,39 +550,49 @@ func (l *lifecycle) at(file string, received time.Time, window time.Duration) gi
 	if steady && l.steady != nil {
 		return *l.steady
 	}
-	recent := func(k givenKey) (string, bool) {
+	const (
+		settled = iota
+		unsure
+		likely // unsure only because the export lost when the request was received
+	)
+	recent := func(k givenKey) (string, int) {
 		if why, ok := l.unknown[k]; ok {
-			return why, true
+			return why, unsure
 		}
 		c, ok := l.changes[k]
 		if !ok {
-			return "", false
+			return "", settled
 		}
 		if received.IsZero() || c.done.IsZero() {
 			// When the request was received (a long-running one an export lost the time of),
 			// or when the change completed, is not known.
-			return fmt.Sprintf("%s was created or deleted at %s, and when the request was received is not known", k, c.by), true
+			return fmt.Sprintf("%s was created or deleted at %s, and when the request was received is not known", k, c.by), unsure
 		}
 		// A request received before the change completed (logged after it) is unsure too.
 		if received.Sub(c.done) >= window {
-			return "", false
+			return "", settled
 		}
 		if c, ok := l.compiled[k]; ok && c.file == file && !received.Before(c.at) {
-			return "", false // the server's log shows it compiled
+			return "", settled // the server's log shows it compiled
 		}
 		what := "deleted"
 		if !l.absent[k] {
 			what = "created"
 		}
+		if lostReceived && !l.absent[k] && !completed.IsZero() && completed.Sub(c.done) >= window {
+			// The request completed well after the create: received then too, likely (the
+			// export gives the earliest it may have been received, a minute before).
+			return fmt.Sprintf("%s was created at %s, %s before the request completed, and the export does not say when it was received: within the second kube-apiserver's policy source takes to compile it, it was decided without it", k, c.by, completed.Sub(c.done).Round(time.Millisecond)), likely
+		}
 		when := received.Sub(c.done).Round(time.Millisecond).String() + " before the request was received"
 		if received.Before(c.done) {
 			when = "after the request was received"
 		}
-		return fmt.Sprintf("%s was %s at %s, %s, and kube-apiserver's policy source compiles what its informers hold once a second", k, what, c.by, when), true
+		return fmt.Sprintf("%s was %s at %s, %s, and kube-apiserver's policy source compiles what its informers hold once a second", k, what, c.by, when), unsure
 	}
 	var g givenAt
 	for k := range l.absent {
-		if _, ok := recent(k); ok {
+		if _, how := recent(k); how == unsure {
 			continue // decided with, and unsure
 		}
 		if g.absent == nil {
@@ -592,15 +605,21 @@ func (l *lifecycle) at(file string, received time.Time, window time.Duration) gi
 			if g.absent[p.policy] || g.absent[p.binding] {
 				continue
 			}
-			why, ok := recent(p.policy)
-			if !ok {
-				why, ok = recent(p.binding)
+			why, how := recent(p.policy)
+			if w, h := recent(p.binding); h > how && how != unsure || h == unsure {
+				why, how = w, h
 			}
-			if ok {
+			switch how {
+			case unsure:
 				if g.unsure == nil {
 					g.unsure = map[givenPair]string{}
 				}
 				g.unsure[p] = why
+			case likely:
+				if g.likely == nil {
+					g.likely = map[givenPair]string{}
+				}
+				g.likely[p] = why
 			}
 		}
 	}
@@ -656,35 +675,44 @@ func (g givenAt) filter(l *lifecycle, policies []string) []string {
 // annotation, a mutation.
 func (j *job) settleUnsure() {
 	out := j.result.out
-	if len(j.given.unsure) == 0 || out == nil || out.Decision == DecisionIndeterminate || j.result.skip != "" || j.result.notMatched {
+	if len(j.given.unsure) == 0 && len(j.given.likely) == 0 || out == nil || out.Decision == DecisionIndeterminate || j.result.skip != "" || j.result.notMatched {
 		return
 	}
-	var why []string
 	warned := false
-	for p, w := range j.given.unsure {
-		gave := false
+	gave := func(p givenPair) bool {
 		for _, res := range out.Results {
 			// A validating policy's verdict, or a mutating one's refusal (an error under
 			// failurePolicy Fail). A warning alone decides nothing and leaves no trace in
 			// the log: only the response's warnings are not known.
 			if res.Policy == p.policy.name && res.Binding == p.binding.name {
-				if slices.Equal(res.Actions, []string{"Warn"}) {
-					warned = true
-					continue
+				if !slices.Equal(res.Actions, []string{"Warn"}) {
+					return true
 				}
-				gave = true
+				warned = true
 			}
 		}
-		if p.policy.kind == givenMutating && len(out.Mutations) > 0 && slices.Contains(j.policies, mutatingName(p.policy.name)) {
-			gave = true
-		}
-		if gave {
+		return p.policy.kind == givenMutating && len(out.Mutations) > 0 && slices.Contains(j.policies, mutatingName(p.policy.name))
+	}
+	var why []string
+	for p, w := range j.given.unsure {
+		if gave(p) {
 			why = append(why, w)
 		}
 	}
 	if len(why) == 0 {
 		if warned {
 			out.Notes = append(out.Notes, "the warnings of a policy created or deleted moments before may not have been given: kube-apiserver's policy source compiles what its informers hold once a second")
+		}
+		var likely []string
+		for p, w := range j.given.likely {
+			if gave(p) {
+				likely = append(likely, w)
+			}
+		}
+		if len(likely) > 0 {
+			slices.Sort(likely)
+			out.likely(Alternative{Decision: DecisionIndeterminate, Reason: ReasonPolicySource, Detail: strings.Join(slices.Compact(likely), "; "),
+				If: "the request was received within the second kube-apiserver's policy source takes to compile the create"})
 		}
 		return
 	}
