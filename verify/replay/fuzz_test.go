@@ -36,6 +36,15 @@ func FuzzReplayLines(f *testing.F) {
 	f.Add([]byte(`{"kind":"Event","apiVersion":"audit.k8s.io/v1","stage":"ResponseComplete","verb":"delete"}`))
 	f.Add([]byte(`{"kind":"Event","apiVersion":"audit.k8s.io/v9","auditID":"x","stage":"ResponseComplete","verb":"create","objectRef":{"resource":"widgets","apiGroup":"example.com","apiVersion":"v1"},"requestObject":{"kind":"Widget"}}`))
 	f.Add([]byte("{\"stage\":\n"))
+	// The lifecycle of a given binding: deleted (a Metadata delete, maybe a dry run), created
+	// again, a 404.
+	for _, l := range []string{
+		`{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"d1","stage":"ResponseComplete","verb":"delete","objectRef":{"resource":"validatingadmissionpolicybindings","name":"edge-guard","apiGroup":"admissionregistration.k8s.io","apiVersion":"v1"},"responseStatus":{"code":200},"requestReceivedTimestamp":"2026-11-24T00:00:01.000000Z","stageTimestamp":"2026-11-24T00:00:01.001000Z"}`,
+		`{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"c1","stage":"ResponseComplete","verb":"create","objectRef":{"resource":"validatingadmissionpolicybindings","name":"edge-guard","apiGroup":"admissionregistration.k8s.io","apiVersion":"v1"},"responseStatus":{"code":201},"requestReceivedTimestamp":"2026-11-24T00:00:02.000000Z","stageTimestamp":"2026-11-24T00:00:02.001000Z"}`,
+		`{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"g1","stage":"ResponseComplete","verb":"get","objectRef":{"resource":"validatingadmissionpolicies","name":"edge-guard","apiGroup":"admissionregistration.k8s.io","apiVersion":"v1"},"responseStatus":{"code":404,"message":"validatingadmissionpolicies.admissionregistration.k8s.io \"edge-guard\" not found"},"stageTimestamp":"2026-11-24T00:00:03.001000Z"}`,
+	} {
+		f.Add([]byte(l))
+	}
 	ps, bs := loadPolicies(f, dir)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > maxFuzzInput {
