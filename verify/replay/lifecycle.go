@@ -102,6 +102,9 @@ type lifecycle struct {
 	// create of one (see compiledBy).
 	changes  map[givenKey]givenChange
 	compiled map[givenKey]compiledIn
+	// finalizers are the given ones the log last showed with finalizers (a delete of one
+	// leaves it there until they are removed).
+	finalizers map[givenKey]bool
 	// plain are the log's files that are one kube-apiserver's log (source.PlainLogs): a
 	// server's verdicts say what its own policy source compiled, not another's.
 	plain map[string]bool
@@ -129,17 +132,19 @@ type compiledIn struct {
 // givenChange is a create or delete of a given policy or binding: when it completed, and where
 // the log records it.
 type givenChange struct {
-	done time.Time
-	by   string
+	// done is when the write completed, received when the server received it.
+	done, received time.Time
+	by             string
 	// soon says it came within the policy source's second after the change before it (a
 	// delete and a create again), which the policy source may not have compiled either.
 	soon bool
 }
 
-// change is a create or delete of k the event completed at done, by the write at by.
-func (l *lifecycle) change(k givenKey, done time.Time, by string) {
+// change is a create or delete of k by the write ev, at by.
+func (l *lifecycle) change(k givenKey, ev *Event, by string) {
+	done := auditlog.ParseTime(ev.StageTimestamp)
 	prev, had := l.changes[k]
-	l.changes[k] = givenChange{done: done, by: by, soon: had && !prev.done.IsZero() && !done.IsZero() && done.Sub(prev.done) < l.window}
+	l.changes[k] = givenChange{done: done, received: ev.Received(), by: by, soon: had && !prev.done.IsZero() && !done.IsZero() && done.Sub(prev.done) < l.window}
 	delete(l.compiled, k)
 	l.steady = nil
 }
@@ -154,7 +159,7 @@ type givenFirst struct {
 func newLifecycle(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding,
 	mutating []*admissionregistrationv1.MutatingAdmissionPolicy, mutatingBindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding, off bool) *lifecycle {
 	l := &lifecycle{off: off, pairs: map[string][]givenPair{}, given: map[givenKey]bool{}, absent: map[givenKey]bool{}, unknown: map[givenKey]string{},
-		changes: map[givenKey]givenChange{}, compiled: map[givenKey]compiledIn{}, initial: map[givenKey]givenFirst{}}
+		changes: map[givenKey]givenChange{}, compiled: map[givenKey]compiledIn{}, finalizers: map[givenKey]bool{}, initial: map[givenKey]givenFirst{}}
 	for _, p := range policies {
 		l.given[givenKey{givenPolicy, p.Name}] = true
 	}
@@ -280,7 +285,11 @@ func thereBefore(ev *Event) (there, says bool) {
 		}
 	case "get":
 		// kubectl apply reads the object before it creates or patches it (a quorum read): a
-		// create the server then refused leaves the log no other write of it.
+		// create the server then refused leaves the log no other write of it. A read with a
+		// resourceVersion may be the watch cache's, behind.
+		if strings.Contains(ev.RequestURI, "resourceVersion") {
+			return false, false
+		}
 		switch {
 		case code >= 200 && code < 300:
 			return true, true
@@ -313,13 +322,16 @@ func notFound(ev *Event) bool {
 // there after it, where the write says; unsure says why the write may not have done what it
 // seems to (a delete answered while finalizers keep the object, one that may have been a dry
 // run).
-func thereAfter(ev *Event, by string) (there, says bool, unsure string) {
+func thereAfter(ev *Event, by string, finalizers bool) (there, says bool, unsure string) {
 	code := ev.Code()
 	switch {
 	case code >= 200 && code < 300 && ev.Verb == "delete":
 		switch {
 		case code == 202 || deletionPending(ev):
 			return true, true, "its delete at " + by + " left it there, deleted once its finalizers are removed"
+		case !hasBody(ev.ResponseObject) && (finalizers || keepsDeleted(ev)):
+			// Its response, which would show it marked deleted, is not in the log.
+			return true, true, "its delete at " + by + " may have left it there (finalizers, or its propagation policy), deleted once they are removed"
 		case !hasBody(ev.RequestObject) && ev.Loss.Lost.Has(auditlog.LostDryRun) || ev.Level == auditlog.LevelMetadata || ev.Level == auditlog.LevelNone:
 			return false, true, "its delete at " + by + ", which the log does not hold the options of, may have been a dry run"
 		}
@@ -341,6 +353,66 @@ func thereAfter(ev *Event, by string) (there, says bool, unsure string) {
 		return true, true, ""
 	}
 	return false, false, ""
+}
+
+// keepsDeleted says whether a delete's options keep the object there, marked deleted, until
+// the garbage collector has done (propagationPolicy Foreground or Orphan, orphanDependents).
+func keepsDeleted(ev *Event) bool {
+	if !hasBody(ev.RequestObject) {
+		return false
+	}
+	var o struct {
+		PropagationPolicy string `json:"propagationPolicy"`
+		OrphanDependents  *bool  `json:"orphanDependents"`
+	}
+	_ = json.Unmarshal(ev.RequestObject, &o)
+	return o.PropagationPolicy == "Foreground" || o.PropagationPolicy == "Orphan" || o.OrphanDependents != nil && *o.OrphanDependents
+}
+
+// noteFinalizers follows whether a given policy or binding has finalizers, where a write's
+// request or response shows its whole object (not a patch's request).
+func (l *lifecycle) noteFinalizers(k givenKey, ev *Event) {
+	if ev.Code() < 200 || ev.Code() >= 300 || ev.Verb == "delete" {
+		return
+	}
+	raw := ev.ResponseObject
+	if !hasBody(raw) && (ev.Verb == "create" || ev.Verb == "update") {
+		raw = ev.RequestObject
+	}
+	o := auditlog.DecodeAnyObject(raw)
+	switch {
+	case o != nil && o.GetKind() != "Status":
+		if len(o.GetFinalizers()) > 0 {
+			l.finalizers[k] = true
+		} else {
+			delete(l.finalizers, k)
+		}
+	case ev.Verb == "create":
+		delete(l.finalizers, k) // at level Metadata: taken as created without (a policy rarely has any)
+	}
+}
+
+// deletedItems are the names a deletecollection's response lists as deleted; listed false
+// when the log does not hold its response.
+func deletedItems(ev *Event) (names map[string]bool, listed bool) {
+	if !hasBody(ev.ResponseObject) {
+		return nil, false
+	}
+	var list struct {
+		Items *[]struct {
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		} `json:"items"`
+	}
+	if json.Unmarshal(ev.ResponseObject, &list) != nil || list.Items == nil {
+		return nil, false
+	}
+	names = map[string]bool{}
+	for _, it := range *list.Items {
+		names[it.Metadata.Name] = true
+	}
+	return names, true
 }
 
 // deletionPending says whether a delete's response shows its object still there, marked
@@ -367,19 +439,35 @@ func (l *lifecycle) observe(d decoded, ev *Event) {
 	}
 	by := lineRef{d.file, d.num}.String()
 	if ev.Verb == "deletecollection" && ev.Code() >= 200 && ev.Code() < 300 && !isDryRun(ev) {
+		deleted, listed := deletedItems(ev)
 		for k := range l.given {
-			if givenResources[k.kind] == ev.ObjectRef.Resource && !l.absent[k] {
-				l.unknown[k] = "the deletecollection at " + by + ", whose result the replay does not read, may have deleted it"
+			if givenResources[k.kind] != ev.ObjectRef.Resource || l.absent[k] {
+				continue
+			}
+			switch {
+			case !listed:
+				l.unknown[k] = "the deletecollection at " + by + ", whose result the log does not hold, may have deleted it"
 				l.steady = nil
+			case deleted[k.name]:
+				l.absent[k] = true
+				delete(l.unknown, k)
+				l.change(k, ev, by)
+				l.deleted.add(fmt.Sprintf("%s at %s", k, by))
 			}
 		}
 		return
+	}
+	switch ev.Verb {
+	case "create", "update", "patch", "apply", "delete":
+	default:
+		return // a read says nothing of a change (a watch cache's may be stale)
 	}
 	k, ok := l.keyOf(ev)
 	if !ok {
 		return
 	}
-	there, says, unsure := thereAfter(ev, by)
+	l.noteFinalizers(k, ev)
+	there, says, unsure := thereAfter(ev, by, l.finalizers[k])
 	if !says {
 		return
 	}
@@ -396,7 +484,7 @@ func (l *lifecycle) observe(d decoded, ev *Event) {
 		// says (observe).
 		delete(l.absent, k)
 		l.unknown[k] = unsure
-		l.change(k, auditlog.ParseTime(ev.StageTimestamp), by)
+		l.change(k, ev, by)
 		return
 	}
 	if there && l.absent[k] && ev.Verb != "create" && ev.Code() != 201 {
@@ -404,7 +492,7 @@ func (l *lifecycle) observe(d decoded, ev *Event) {
 		// that misses a create): where it was between is not known.
 		delete(l.absent, k)
 		l.unknown[k] = "its write at " + by + " updated it where the replay took it as not there"
-		l.change(k, auditlog.ParseTime(ev.StageTimestamp), by)
+		l.change(k, ev, by)
 		return
 	}
 	if there == !l.absent[k] {
@@ -418,7 +506,7 @@ func (l *lifecycle) observe(d decoded, ev *Event) {
 		}
 		// Created where the replay took it as there (the log not read again, or missing
 		// the delete): the policy source compiles it as any create.
-		l.change(k, auditlog.ParseTime(ev.StageTimestamp), by)
+		l.change(k, ev, by)
 		return
 	}
 	l.steady = nil
@@ -427,7 +515,7 @@ func (l *lifecycle) observe(d decoded, ev *Event) {
 	} else {
 		l.absent[k] = true
 	}
-	l.change(k, auditlog.ParseTime(ev.StageTimestamp), by)
+	l.change(k, ev, by)
 	if there {
 		l.created.add(fmt.Sprintf("%s at %s", k, by))
 	} else {
@@ -484,14 +572,28 @@ func (l *lifecycle) compiledBy(file string, ev *Event) {
 	if done.IsZero() {
 		return
 	}
+	mark := func(k givenKey) {
+		if c, ok := l.compiled[k]; !ok || c.file == file && done.Before(c.at) {
+			l.compiled[k] = compiledIn{at: done, file: file}
+			l.steady = nil
+		}
+	}
 	shows := func(k givenKey) {
 		c, ok := l.changes[k]
 		if !ok || l.absent[k] || c.soon || !done.After(c.done) {
 			return
 		}
-		if c, ok := l.compiled[k]; !ok || c.file == file && done.Before(c.at) {
-			l.compiled[k] = compiledIn{at: done, file: file}
-			l.steady = nil
+		mark(k)
+		// The policy source compiled what the informer of k's resource held then, which
+		// its watch gave it in the order the writes were stored: every create and delete
+		// of that resource that completed before k's create was received, too.
+		if c.received.IsZero() || ev.Loss.Lost.Has(auditlog.LostReceived) {
+			return
+		}
+		for other, oc := range l.changes {
+			if other.kind == k.kind && other != k && oc.done.Before(c.received) {
+				mark(other)
+			}
 		}
 	}
 	if fails != "" {

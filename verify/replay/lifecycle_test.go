@@ -192,6 +192,53 @@ func TestGivenLifecycleWrites(t *testing.T) {
 		}},
 		want: map[string]string{"after": none},
 	}, {
+		// A read says nothing of a change: one from the watch cache, moments after the
+		// create, did not find it.
+		name: "a stale read after the create",
+		files: [][]string{{
+			admissionreg("create", "create", "validatingadmissionpolicybindings", "01.000", 201, "", nil, nil),
+			replaceOnce(t, admissionreg("stale", "get", "validatingadmissionpolicybindings", "01.001", 404, `validatingadmissionpolicybindings.admissionregistration.k8s.io "no-cm" not found`, nil, nil), `/no-cm"`, `/no-cm?resourceVersion=0"`),
+			cm("after", "05.000", 422),
+		}},
+		want: map[string]string{"after": deny},
+	}, {
+		name: "a deletecollection whose response lists what it deleted",
+		files: [][]string{{
+			cm("before", "00.000", 422),
+			replaceOnce(t, admissionreg("dc", "deletecollection", "validatingadmissionpolicybindings", "01.000", 200, "", map[string]any{"apiVersion": "v1", "kind": "DeleteOptions"},
+				map[string]any{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBindingList", "items": []any{binding(map[string]any{})}}), `"name":"no-cm",`, ""),
+			cm("after", "05.000", 201),
+		}},
+		want: map[string]string{"before": deny, "after": none},
+	}, {
+		name: "a deletecollection that deleted another",
+		files: [][]string{{
+			cm("before", "00.000", 422),
+			replaceOnce(t, admissionreg("dc", "deletecollection", "validatingadmissionpolicybindings", "01.000", 200, "", map[string]any{"apiVersion": "v1", "kind": "DeleteOptions"},
+				map[string]any{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBindingList", "items": []any{}}), `"name":"no-cm",`, ""),
+			cm("after", "05.000", 422),
+		}},
+		want: map[string]string{"before": deny, "after": deny},
+	}, {
+		// Created with a finalizer (its request shows it), deleted at level Request: the
+		// delete's response, which would show it marked deleted, is not in the log.
+		name: "a delete of one with finalizers, without its response",
+		files: [][]string{{
+			admissionreg("create", "create", "validatingadmissionpolicybindings", "00.500", 201, "", binding(map[string]any{"finalizers": []any{"example.com/keep"}}), nil),
+			cm("before", "03.000", 422),
+			admissionreg("delete", "delete", "validatingadmissionpolicybindings", "04.000", 200, "", map[string]any{"apiVersion": "v1", "kind": "DeleteOptions"}, nil),
+			cm("after", "07.000", 422),
+		}},
+		want: map[string]string{"before": deny, "after": source},
+	}, {
+		name: "a foreground delete, without its response",
+		files: [][]string{{
+			cm("before", "00.000", 422),
+			admissionreg("delete", "delete", "validatingadmissionpolicybindings", "01.000", 200, "", map[string]any{"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Foreground"}, nil),
+			cm("after", "05.000", 422),
+		}},
+		want: map[string]string{"before": deny, "after": source},
+	}, {
 		name: "a delete at level Metadata, maybe a dry run",
 		files: [][]string{{
 			cm("before", "00.000", 422),
@@ -316,6 +363,52 @@ func TestGivenMutatingMoments(t *testing.T) {
 		}
 	}
 	want := map[string]string{"early": "none", "moments": "indeterminate indeterminate policy-source", "later": "deny certain "}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("decisions mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestGivenCompiledTogether: two policies and their bindings applied one after the other; a
+// denial by the second, received after its create, shows kube-apiserver's policy source had
+// compiled the first too (its informers hold each resource's writes in the order they were
+// stored): a request of the first's moments later is decided, certain.
+func TestGivenCompiledTogether(t *testing.T) {
+	t.Parallel()
+	p1, b1 := levelPolicy("no-cm", "configmaps", admissionregistrationv1.Create, nil, "false")
+	p2, b2 := levelPolicy("no-secret", "secrets", admissionregistrationv1.Create, nil, "false")
+	admissionreg := func(id, resource, name, at string) string {
+		l := levelEvent(t, id, auditlog.LevelMetadata, "create", resource, "", name, 201, "", nil, nil)
+		l = replaceOnce(t, l, `"requestURI":"/api/v1/`, `"requestURI":"/apis/admissionregistration.k8s.io/v1/`)
+		return timedEvent(t, replaceOnce(t, l, `"apiVersion":"v1","name"`, `"apiGroup":"admissionregistration.k8s.io","apiVersion":"v1","name"`), at+"000", at+"500", nil)
+	}
+	create := func(id, resource, policy, at string) string {
+		kind := map[string]string{"configmaps": "ConfigMap", "secrets": "Secret"}[resource]
+		obj := map[string]any{"apiVersion": "v1", "kind": kind, "metadata": map[string]any{"name": id, "namespace": "ns1"}}
+		message := resource + ` "` + id + `" is forbidden: ValidatingAdmissionPolicy '` + policy + `' with binding '` + policy + `' denied request: denied by ` + policy
+		return timedEvent(t, levelEvent(t, id, auditlog.LevelRequestResponse, "create", resource, "ns1", id, 422, message, obj, nil), at+"000", at+"500", nil)
+	}
+	lines := []string{
+		admissionreg("p1", "validatingadmissionpolicies", "no-cm", "01.000"),
+		admissionreg("b1", "validatingadmissionpolicybindings", "no-cm", "01.002"),
+		admissionreg("p2", "validatingadmissionpolicies", "no-secret", "01.010"),
+		admissionreg("b2", "validatingadmissionpolicybindings", "no-secret", "01.012"),
+		create("early", "configmaps", "no-cm", "01.200"),
+		create("probe", "secrets", "no-secret", "01.500"),
+		create("after", "configmaps", "no-cm", "01.700"),
+	}
+	log := filepath.Join(t.TempDir(), "audit.log")
+	if err := os.WriteFile(log, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p1, p2}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b1, b2}, nil, Source{Name: log})
+	got := map[string]string{}
+	for _, id := range []string{"early", "probe", "after"} {
+		got[id] = "none"
+		if rec := recs[id]; rec != nil {
+			got[id] = string(rec.Decision) + " " + string(rec.Certainty)
+		}
+	}
+	want := map[string]string{"early": "indeterminate indeterminate", "probe": "indeterminate indeterminate", "after": "deny certain"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("decisions mismatch (-want +got):\n%s", diff)
 	}
