@@ -209,6 +209,8 @@ func (r *Replayer) scanLifecycle(ctx context.Context) {
 		return
 	}
 	l.plain = source.PlainLogs(srcs, r.cfg.maxLine)
+	// born are the creationTimestamps the log shows of those there at its start.
+	born := map[givenKey]bornAt{}
 	_ = source.Lines(ctx, source.Filtered(srcs, lifecycleNeedle), r.cfg.maxLine, func(line auditlog.Line) bool {
 		if line.Err != nil || line.Skip != "" || line.Duplicate || !bytes.Contains(line.Data, lifecycleNeedle) {
 			return true
@@ -228,6 +230,13 @@ func (r *Replayer) scanLifecycle(ctx context.Context) {
 			}
 			return len(l.initial) < len(l.given)
 		}
+		if k, at, ok := l.creationOf(ev); ok {
+			if _, found := l.initial[k]; !found {
+				if _, seen := born[k]; !seen {
+					born[k] = bornAt{at: at, by: lineRef{line.File, line.Num}.String()}
+				}
+			}
+		}
 		k, ok := l.keyOf(ev)
 		if !ok {
 			return true
@@ -246,6 +255,50 @@ func (r *Replayer) scanLifecycle(ctx context.Context) {
 			l.notAtStart.add(fmt.Sprintf("%s, created at %s", k, f.by))
 		}
 	}
+	for k, b := range born {
+		if f, found := l.initial[k]; found && !f.there {
+			continue
+		}
+		// Created before the log began, as late as the end of its creationTimestamp's
+		// second: a request of the log's first moments may have come before the policy
+		// source compiled it.
+		l.changes[k] = givenChange{done: b.at.Add(time.Second), received: b.at, by: "its creationTimestamp, which " + b.by + " shows (to the second)"}
+	}
+}
+
+// bornAt is a creationTimestamp the log shows of a given policy or binding, and where.
+type bornAt struct {
+	at time.Time
+	by string
+}
+
+// creationOf reads the creationTimestamp an event shows of a given policy or binding (its
+// response's object, or a create's or update's request), of any subresource (the status a
+// policy's type checking writes).
+func (l *lifecycle) creationOf(ev *Event) (givenKey, time.Time, bool) {
+	ref := ev.ObjectRef
+	if ref == nil || ref.APIGroup != "admissionregistration.k8s.io" || ref.Name == "" || ev.Code() < 200 || ev.Code() >= 300 {
+		return givenKey{}, time.Time{}, false
+	}
+	for kind, res := range givenResources {
+		if ref.Resource != res {
+			continue
+		}
+		k := givenKey{givenKind(kind), ref.Name}
+		if !l.given[k] {
+			return givenKey{}, time.Time{}, false
+		}
+		o := auditlog.DecodeAnyObject(ev.ResponseObject)
+		if o == nil || o.GetKind() == "Status" {
+			o = auditlog.DecodeAnyObject(ev.RequestObject)
+		}
+		if o == nil {
+			return givenKey{}, time.Time{}, false
+		}
+		at := o.GetCreationTimestamp().Time
+		return k, at, !at.IsZero()
+	}
+	return givenKey{}, time.Time{}, false
 }
 
 func compareGivenKeys(a, b givenKey) int {

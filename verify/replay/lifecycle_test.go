@@ -239,6 +239,16 @@ func TestGivenLifecycleWrites(t *testing.T) {
 		}},
 		want: map[string]string{"before": deny, "after": source},
 	}, {
+		// The log begins moments after the binding was created (a cut, a rotation): a write
+		// of it shows its creationTimestamp, to the second.
+		name: "a log that begins moments after the create",
+		files: [][]string{{
+			cm("first", "00.300", 201),
+			admissionreg("status", "patch", "validatingadmissionpolicybindings", "00.500", 200, "", nil, binding(map[string]any{"creationTimestamp": "2026-11-24T00:00:00Z"})),
+			cm("late", "05.000", 422),
+		}},
+		want: map[string]string{"first": source, "late": deny},
+	}, {
 		name: "a delete at level Metadata, maybe a dry run",
 		files: [][]string{{
 			cm("before", "00.000", 422),
