@@ -22,17 +22,23 @@ import (
 // cluster: a request before the log's create of the policy, or after the delete of its
 // binding, was not decided by it, whatever it would have decided. The replay follows that
 // lifecycle:
-//   - where the policy or binding was at the log's start is what the log's first write of it
-//     says (a create that succeeded: not there; an update, a patch or a delete that did: there;
-//     a create refused as AlreadyExists: there), which scanLifecycle reads from the log's files
-//     before the replay begins; one the log does not write was there throughout;
-//   - the ordered stage follows each write after it (observe), and a request is decided with
-//     the policy-binding pairs that were there when it was received (at);
+//   - where the policy or binding was at the log's start is what the log's first write (or
+//     quorum GET) of it says (a create that succeeded: not there; an update, a patch or a
+//     delete that did: there; a create refused as AlreadyExists: there), which scanLifecycle
+//     reads from the log's files before the replay begins; one the log does not write was
+//     there throughout (from its creationTimestamp, where the log shows one moments before);
+//   - the ordered stage follows each write after it (observe; reads are no change), and a
+//     request is decided with the policy-binding pairs that were there when it was received
+//     (at); a write that does not say where the object is after it (a delete that may have
+//     been a dry run, or that finalizers hold) leaves it unknown until one that does;
 //   - kube-apiserver's policy source compiles what its informers hold once a second
 //     (policyRefresh): a request received within that second (and the informers' lag) after
 //     a pair came or went is decided with the pair, and is indeterminate (policy-source) when
-//     the pair gave it a verdict (a denial, an error, an audit annotation, a mutation): the
-//     server may have decided it with or without.
+//     the pair gave it a verdict (a denial, an error, an audit annotation, a mutation, not a
+//     warning alone): the server may have decided it with or without; one server's log shows
+//     when its policy source had compiled a create by a verdict of it (compiledBy); an export
+//     that lost when the request was received (GKE) has it decided with a create, likely,
+//     where it completed well after.
 // --policies-throughout decides every request with the given policies, as if installed
 // throughout the log (a what-if over the whole log).
 
