@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
@@ -114,31 +115,19 @@ func (r *Replayer) forGiven(w evalWorker, g givenAt) (evalWorker, error) {
 		w.eval, w.alt = e[0], e[1]
 		return w, nil
 	}
-	there := func(kind givenKind, name string) bool { return !g.absent[givenKey{kind, name}] }
-	var ps []*admissionregistrationv1.ValidatingAdmissionPolicy
-	for _, p := range r.set.policies {
-		if there(givenPolicy, p.Name) {
-			ps = append(ps, p)
-		}
-	}
-	var bs []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
-	for _, b := range r.set.bindingList {
-		if there(givenBinding, b.Name) && there(givenPolicy, b.Spec.PolicyName) {
-			bs = append(bs, b)
-		}
-	}
-	var ms []*admissionregistrationv1.MutatingAdmissionPolicy
-	for _, m := range r.set.mutatingPolicies {
-		if there(givenMutating, m.Name) {
-			ms = append(ms, m)
-		}
-	}
-	var mbs []*admissionregistrationv1.MutatingAdmissionPolicyBinding
-	for _, b := range r.set.mutatingBindings {
-		if there(givenMutatingBinding, b.Name) && there(givenMutating, b.Spec.PolicyName) {
-			mbs = append(mbs, b)
-		}
-	}
+	gone := func(kind givenKind, name string) bool { return g.absent[givenKey{kind, name}] }
+	ps := slices.DeleteFunc(slices.Clone(r.set.policies), func(p *admissionregistrationv1.ValidatingAdmissionPolicy) bool {
+		return gone(givenPolicy, p.Name)
+	})
+	bs := slices.DeleteFunc(slices.Clone(r.set.bindingList), func(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) bool {
+		return gone(givenBinding, b.Name) || gone(givenPolicy, b.Spec.PolicyName)
+	})
+	ms := slices.DeleteFunc(slices.Clone(r.set.mutatingPolicies), func(m *admissionregistrationv1.MutatingAdmissionPolicy) bool {
+		return gone(givenMutating, m.Name)
+	})
+	mbs := slices.DeleteFunc(slices.Clone(r.set.mutatingBindings), func(b *admissionregistrationv1.MutatingAdmissionPolicyBinding) bool {
+		return gone(givenMutatingBinding, b.Name) || gone(givenMutating, b.Spec.PolicyName)
+	})
 	build := func(res verify.Resources) (Evaluator, error) {
 		if r.cfg.customEval {
 			return r.cfg.newEval(ps, bs, res, w.store)

@@ -12,6 +12,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
+	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 	"github.com/vapc-dev/vapc/verify/replay/internal/source"
 )
@@ -108,6 +109,9 @@ type lifecycle struct {
 	// create of one (see compiledBy).
 	changes  map[givenKey]givenChange
 	compiled map[givenKey]compiledIn
+	// latest is the latest completion among changes; undated says one's is not known.
+	latest  time.Time
+	undated bool
 	// finalizers are the given ones the log last showed with finalizers (a delete of one
 	// leaves it there until they are removed).
 	finalizers map[givenKey]bool
@@ -118,9 +122,7 @@ type lifecycle struct {
 	// first (a given one not there at the log's start, a create, a delete); late the creates
 	// of ones taken as there because the log could not be read again (scanLifecycle).
 	notAtStart, created, deleted, late counted
-	// initial is what scanLifecycle found of each at the log's start (first: the write that
-	// says so); unscanned says it could not read the log again.
-	initial   map[givenKey]givenFirst
+	// unscanned says scanLifecycle could not read the log again.
 	unscanned bool
 	// window is the policy source's second and the informers' lag.
 	window time.Duration
@@ -150,9 +152,19 @@ type givenChange struct {
 func (l *lifecycle) change(k givenKey, ev *Event, by string) {
 	done := auditlog.ParseTime(ev.StageTimestamp)
 	prev, had := l.changes[k]
-	l.changes[k] = givenChange{done: done, received: ev.Received(), by: by, soon: had && !prev.done.IsZero() && !done.IsZero() && done.Sub(prev.done) < l.window}
+	l.setChange(k, givenChange{done: done, received: ev.Received(), by: by, soon: had && !prev.done.IsZero() && !done.IsZero() && done.Sub(prev.done) < l.window})
+}
+
+// setChange makes c the latest change of k.
+func (l *lifecycle) setChange(k givenKey, c givenChange) {
+	l.changes[k] = c
 	delete(l.compiled, k)
 	l.steady = nil
+	if c.done.IsZero() {
+		l.undated = true
+	} else if c.done.After(l.latest) {
+		l.latest = c.done
+	}
 }
 
 // givenFirst is what the log's first informative write of a given policy or binding says of
@@ -165,28 +177,25 @@ type givenFirst struct {
 func newLifecycle(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding,
 	mutating []*admissionregistrationv1.MutatingAdmissionPolicy, mutatingBindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding, off bool) *lifecycle {
 	l := &lifecycle{off: off, pairs: map[string][]givenPair{}, given: map[givenKey]bool{}, absent: map[givenKey]bool{}, unknown: map[givenKey]string{},
-		changes: map[givenKey]givenChange{}, compiled: map[givenKey]compiledIn{}, finalizers: map[givenKey]bool{}, initial: map[givenKey]givenFirst{}}
+		changes: map[givenKey]givenChange{}, compiled: map[givenKey]compiledIn{}, finalizers: map[givenKey]bool{}}
+	// bind pairs a binding with its policy, under the policy's scope name.
+	bind := func(scope string, policy, binding givenKey) {
+		if l.given[policy] {
+			l.given[binding] = true
+			l.pairs[scope] = append(l.pairs[scope], givenPair{policy, binding})
+		}
+	}
 	for _, p := range policies {
 		l.given[givenKey{givenPolicy, p.Name}] = true
-	}
-	for _, b := range bindings {
-		pk := givenKey{givenPolicy, b.Spec.PolicyName}
-		if l.given[pk] {
-			bk := givenKey{givenBinding, b.Name}
-			l.given[bk] = true
-			l.pairs[b.Spec.PolicyName] = append(l.pairs[b.Spec.PolicyName], givenPair{pk, bk})
-		}
 	}
 	for _, p := range mutating {
 		l.given[givenKey{givenMutating, p.Name}] = true
 	}
+	for _, b := range bindings {
+		bind(b.Spec.PolicyName, givenKey{givenPolicy, b.Spec.PolicyName}, givenKey{givenBinding, b.Name})
+	}
 	for _, b := range mutatingBindings {
-		pk := givenKey{givenMutating, b.Spec.PolicyName}
-		if l.given[pk] {
-			bk := givenKey{givenMutatingBinding, b.Name}
-			l.given[bk] = true
-			l.pairs[mutatingName(b.Spec.PolicyName)] = append(l.pairs[mutatingName(b.Spec.PolicyName)], givenPair{pk, bk})
-		}
+		bind(mutatingName(b.Spec.PolicyName), givenKey{givenMutating, b.Spec.PolicyName}, givenKey{givenMutatingBinding, b.Name})
 	}
 	l.off = l.off || len(l.given) == 0
 	l.window = policyRefresh + DefaultLag
@@ -215,7 +224,9 @@ func (r *Replayer) scanLifecycle(ctx context.Context) {
 		return
 	}
 	l.plain = source.PlainLogs(srcs, r.cfg.maxLine)
-	// born are the creationTimestamps the log shows of those there at its start.
+	// initial is what the log's first informative write of each says of its start; born
+	// the creationTimestamps the log shows of those there then.
+	initial := map[givenKey]givenFirst{}
 	born := map[givenKey]bornAt{}
 	_ = source.Lines(ctx, source.Filtered(srcs, lifecycleNeedle), r.cfg.maxLine, func(line auditlog.Line) bool {
 		if line.Err != nil || line.Skip != "" || line.Duplicate || !bytes.Contains(line.Data, lifecycleNeedle) {
@@ -230,14 +241,14 @@ func (r *Replayer) scanLifecycle(ctx context.Context) {
 			// It may have deleted any of its resource's: those the log has not written yet
 			// may have been there (observe makes them unknown).
 			for k := range l.given {
-				if _, found := l.initial[k]; !found && givenResources[k.kind] == ref.Resource {
-					l.initial[k] = givenFirst{there: true, by: lineRef{line.File, line.Num}.String()}
+				if _, found := initial[k]; !found && givenResources[k.kind] == ref.Resource {
+					initial[k] = givenFirst{there: true, by: lineRef{line.File, line.Num}.String()}
 				}
 			}
-			return len(l.initial) < len(l.given)
+			return len(initial) < len(l.given)
 		}
 		if k, at, ok := l.creationOf(ev); ok {
-			if _, found := l.initial[k]; !found {
+			if _, found := initial[k]; !found {
 				if _, seen := born[k]; !seen {
 					born[k] = bornAt{at: at, by: lineRef{line.File, line.Num}.String()}
 				}
@@ -247,28 +258,28 @@ func (r *Replayer) scanLifecycle(ctx context.Context) {
 		if !ok {
 			return true
 		}
-		if _, found := l.initial[k]; found {
+		if _, found := initial[k]; found {
 			return true
 		}
 		if there, says := thereBefore(ev); says {
-			l.initial[k] = givenFirst{there: there, by: lineRef{line.File, line.Num}.String()}
+			initial[k] = givenFirst{there: there, by: lineRef{line.File, line.Num}.String()}
 		}
-		return len(l.initial) < len(l.given)
+		return len(initial) < len(l.given)
 	})
-	for _, k := range slices.SortedFunc(maps.Keys(l.initial), compareGivenKeys) {
-		if f := l.initial[k]; !f.there {
+	for _, k := range slices.SortedFunc(maps.Keys(initial), compareGivenKeys) {
+		if f := initial[k]; !f.there {
 			l.absent[k] = true
 			l.notAtStart.add(fmt.Sprintf("%s, created at %s", k, f.by))
 		}
 	}
 	for k, b := range born {
-		if f, found := l.initial[k]; found && !f.there {
+		if f, found := initial[k]; found && !f.there {
 			continue
 		}
 		// Created before the log began, as late as the end of its creationTimestamp's
 		// second: a request of the log's first moments may have come before the policy
 		// source compiled it.
-		l.changes[k] = givenChange{done: b.at.Add(time.Second), received: b.at, by: "its creationTimestamp, which " + b.by + " shows (to the second)"}
+		l.setChange(k, givenChange{done: b.at.Add(time.Second), received: b.at, by: "its creationTimestamp, which " + b.by + " shows (to the second)"})
 	}
 }
 
@@ -703,14 +714,17 @@ type givenAt struct {
 // at is where the given policies and bindings were for a request of the log's file received at
 // received. A pair created or deleted within window before it is unsure, and decided with,
 // unless that server's log showed it compiled (compiledBy).
-func (l *lifecycle) at(file string, received, completed time.Time, lostReceived bool, window time.Duration) givenAt {
+func (l *lifecycle) at(file string, ev *Event, window time.Duration) givenAt {
 	if l.off || (len(l.absent) == 0 && len(l.unknown) == 0 && len(l.changes) == 0) {
 		return givenAt{}
 	}
+	received := ev.Received()
 	steady := len(l.unknown) == 0 && !l.changedWithin(received, window)
 	if steady && l.steady != nil {
 		return *l.steady
 	}
+	lostReceived := ev.Loss.Lost.Has(auditlog.LostReceived)
+	completed := auditlog.ParseTime(ev.StageTimestamp)
 	const (
 		settled = iota
 		unsure
@@ -800,12 +814,7 @@ func (l *lifecycle) at(file string, received, completed time.Time, lostReceived 
 // changedWithin says whether a given policy or binding came or went within window before a
 // request received at received (or after it).
 func (l *lifecycle) changedWithin(received time.Time, window time.Duration) bool {
-	for _, c := range l.changes {
-		if received.IsZero() || c.done.IsZero() || received.Sub(c.done) < window {
-			return true
-		}
-	}
-	return false
+	return len(l.changes) > 0 && (received.IsZero() || l.undated || received.Sub(l.latest) < window)
 }
 
 // filter keeps the scope's policies a request received at g may be decided with: each with a
@@ -852,7 +861,10 @@ func (j *job) settleUnsure() {
 				warned = true
 			}
 		}
-		return p.policy.kind == givenMutating && len(out.Mutations) > 0 && slices.Contains(j.policies, mutatingName(p.policy.name))
+		// A MutatingAdmissionPolicy's change (one that changed nothing had no effect).
+		return p.policy.kind == givenMutating && slices.ContainsFunc(out.Mutations, func(c verify.Change) bool {
+			return c.Policy == p.policy.name && c.Binding == p.binding.name
+		})
 	}
 	var why []string
 	for p, w := range j.given.unsure {

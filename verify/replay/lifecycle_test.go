@@ -2,6 +2,7 @@ package replay
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,22 +27,15 @@ func TestGivenLifecycle(t *testing.T) {
 	t.Parallel()
 	p, b := levelPolicy("no-cm", "configmaps", admissionregistrationv1.Create, nil, "false")
 	admissionreg := func(id, verb, resource, at string, code int32) string {
-		level, body := auditlog.LevelMetadata, map[string]any(nil)
+		var options map[string]any
 		if verb == "delete" {
 			// With its options: not a dry run (at level Metadata it may have been one).
-			level, body = auditlog.LevelRequest, map[string]any{"apiVersion": "v1", "kind": "DeleteOptions"}
+			options = map[string]any{"apiVersion": "v1", "kind": "DeleteOptions"}
 		}
-		l := levelEvent(t, id, level, verb, resource, "", "no-cm", code, "", body, nil)
-		l = replaceOnce(t, l, `"requestURI":"/api/v1/`, `"requestURI":"/apis/admissionregistration.k8s.io/v1/`)
-		return timedEvent(t, replaceOnce(t, l, `"apiVersion":"v1","name"`, `"apiGroup":"admissionregistration.k8s.io","apiVersion":"v1","name"`), at+"000", at+"500", nil)
+		return admissionWrite(t, id, verb, resource, "no-cm", at, code, "", options, nil)
 	}
 	cm := func(id, at string, code int32) string {
-		message := ""
-		if code == 422 {
-			message = `configmaps "` + id + `" is forbidden: ValidatingAdmissionPolicy 'no-cm' with binding 'no-cm' denied request: denied by no-cm`
-		}
-		obj := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": id, "namespace": "ns1"}}
-		return timedEvent(t, levelEvent(t, id, auditlog.LevelRequestResponse, "create", "configmaps", "ns1", id, code, message, obj, nil), at+"000", at+"500", nil)
+		return createdIn(t, "configmaps", "ConfigMap", id, at, code, "no-cm")
 	}
 	lines := []string{
 		cm("early", "00.000", 201),
@@ -59,10 +53,7 @@ func TestGivenLifecycle(t *testing.T) {
 		cm("rebound-moments", "07.300", 201),
 		cm("after", "10.000", 422),
 	}
-	log := filepath.Join(t.TempDir(), "audit.log")
-	if err := os.WriteFile(log, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	log := writeLog(t, t.TempDir(), "audit.log", lines)
 	const (
 		none   = "none"
 		deny   = "deny certain"
@@ -104,20 +95,7 @@ func TestGivenLifecycle(t *testing.T) {
 			t.Parallel()
 			sum, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
 				append([]Option{WithCheckRecorded(true)}, tc.opts...), tc.src)
-			got := map[string]string{}
-			for id := range tc.want {
-				got[id] = none
-				if rec := recs[id]; rec != nil {
-					got[id] = string(rec.Decision) + " " + string(rec.Certainty)
-					if rec.Decision == DecisionIndeterminate {
-						got[id] = string(rec.Decision) + " " + string(rec.Reason)
-					}
-					if len(rec.Disagreements) > 0 {
-						t.Errorf("%s: disagrees with the log: %v", id, rec.Disagreements)
-					}
-				}
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			if diff := cmp.Diff(tc.want, lifecycleOutcomes(t, recs, slices.Collect(maps.Keys(tc.want)))); diff != "" {
 				t.Errorf("decisions mismatch (-want +got):\n%s", diff)
 			}
 			notes := slices.DeleteFunc(slices.Clone(sum.Notes), func(n string) bool { return !strings.Contains(n, "given policies") })
@@ -138,21 +116,10 @@ func TestGivenLifecycleWrites(t *testing.T) {
 	t.Parallel()
 	p, b := levelPolicy("no-cm", "configmaps", admissionregistrationv1.Create, nil, "false")
 	admissionreg := func(id, verb, resource, at string, code int32, message string, req, resp map[string]any) string {
-		level := auditlog.LevelMetadata
-		if req != nil || resp != nil {
-			level = auditlog.LevelRequestResponse
-		}
-		l := levelEvent(t, id, level, verb, resource, "", "no-cm", code, message, req, resp)
-		l = replaceOnce(t, l, `"requestURI":"/api/v1/`, `"requestURI":"/apis/admissionregistration.k8s.io/v1/`)
-		return timedEvent(t, replaceOnce(t, l, `"apiVersion":"v1","name"`, `"apiGroup":"admissionregistration.k8s.io","apiVersion":"v1","name"`), at+"000", at+"500", nil)
+		return admissionWrite(t, id, verb, resource, "no-cm", at, code, message, req, resp)
 	}
 	cm := func(id, at string, code int32) string {
-		message := ""
-		if code == 422 {
-			message = `configmaps "` + id + `" is forbidden: ValidatingAdmissionPolicy 'no-cm' with binding 'no-cm' denied request: denied by no-cm`
-		}
-		obj := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": id, "namespace": "ns1"}}
-		return timedEvent(t, levelEvent(t, id, auditlog.LevelRequestResponse, "create", "configmaps", "ns1", id, code, message, obj, nil), at+"000", at+"500", nil)
+		return createdIn(t, "configmaps", "ConfigMap", id, at, code, "no-cm")
 	}
 	binding := func(meta map[string]any) map[string]any {
 		meta["name"] = "no-cm"
@@ -304,11 +271,7 @@ func TestGivenLifecycleWrites(t *testing.T) {
 			dir := t.TempDir()
 			var srcs []Source
 			for i, lines := range tc.files {
-				log := filepath.Join(dir, fmt.Sprintf("audit-%d.log", i))
-				if err := os.WriteFile(log, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				srcs = append(srcs, Source{Name: log})
+				srcs = append(srcs, Source{Name: writeLog(t, dir, fmt.Sprintf("audit-%d.log", i), lines)})
 			}
 			b := b
 			if tc.warn {
@@ -316,17 +279,7 @@ func TestGivenLifecycleWrites(t *testing.T) {
 				b.Spec.ValidationActions = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Warn}
 			}
 			_, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, []Option{WithCheckRecorded(true)}, srcs...)
-			got := map[string]string{}
-			for id := range tc.want {
-				got[id] = none
-				if rec := recs[id]; rec != nil {
-					got[id] = string(rec.Decision) + " " + string(rec.Certainty)
-					if rec.Decision == DecisionIndeterminate {
-						got[id] = string(rec.Decision) + " " + string(rec.Reason)
-					}
-				}
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			if diff := cmp.Diff(tc.want, lifecycleOutcomes(t, recs, slices.Collect(maps.Keys(tc.want)))); diff != "" {
 				t.Errorf("decisions mismatch (-want +got):\n%s", diff)
 			}
 		})
@@ -351,29 +304,14 @@ func TestGivenMutatingMoments(t *testing.T) {
 	mb := &admissionregistrationv1.MutatingAdmissionPolicyBinding{}
 	mb.Name, mb.Spec.PolicyName = "no-cm", "no-cm"
 	admissionreg := func(id, resource, at string) string {
-		l := levelEvent(t, id, auditlog.LevelMetadata, "create", resource, "", "no-cm", 201, "", nil, nil)
-		l = replaceOnce(t, l, `"requestURI":"/api/v1/`, `"requestURI":"/apis/admissionregistration.k8s.io/v1/`)
-		return timedEvent(t, replaceOnce(t, l, `"apiVersion":"v1","name"`, `"apiGroup":"admissionregistration.k8s.io","apiVersion":"v1","name"`), at+"000", at+"500", nil)
+		return admissionWrite(t, id, "create", resource, "no-cm", at, 201, "", nil, nil)
 	}
-	cm := func(id, at string) string {
-		obj := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": id, "namespace": "ns1"}}
-		return timedEvent(t, levelEvent(t, id, auditlog.LevelRequestResponse, "create", "configmaps", "ns1", id, 201, "", obj, nil), at+"000", at+"500", nil)
-	}
-	log := filepath.Join(t.TempDir(), "audit.log")
-	lines := []string{cm("early", "00.000"), admissionreg("map", "mutatingadmissionpolicies", "01.000"), admissionreg("mapb", "mutatingadmissionpolicybindings", "01.002"), cm("moments", "01.300"), cm("later", "09.000")}
-	if err := os.WriteFile(log, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cm := func(id, at string) string { return createdIn(t, "configmaps", "ConfigMap", id, at, 201, "") }
+	log := writeLog(t, t.TempDir(), "audit.log", []string{cm("early", "00.000"), admissionreg("map", "mutatingadmissionpolicies", "01.000"),
+		admissionreg("mapb", "mutatingadmissionpolicybindings", "01.002"), cm("moments", "01.300"), cm("later", "09.000")})
 	_, recs := replaySources(t, nil, nil, []Option{WithMutatingPolicies([]*admissionregistrationv1.MutatingAdmissionPolicy{m}, []*admissionregistrationv1.MutatingAdmissionPolicyBinding{mb})}, Source{Name: log})
-	got := map[string]string{}
-	for _, id := range []string{"early", "moments", "later"} {
-		got[id] = "none"
-		if rec := recs[id]; rec != nil {
-			got[id] = string(rec.Decision) + " " + string(rec.Certainty) + " " + string(rec.Reason)
-		}
-	}
-	want := map[string]string{"early": "none", "moments": "indeterminate indeterminate policy-source", "later": "deny certain "}
-	if diff := cmp.Diff(want, got); diff != "" {
+	want := map[string]string{"early": "none", "moments": "indeterminate policy-source", "later": "deny certain"}
+	if diff := cmp.Diff(want, lifecycleOutcomes(t, recs, []string{"early", "moments", "later"})); diff != "" {
 		t.Errorf("decisions mismatch (-want +got):\n%s", diff)
 	}
 }
@@ -387,15 +325,11 @@ func TestGivenCompiledTogether(t *testing.T) {
 	p1, b1 := levelPolicy("no-cm", "configmaps", admissionregistrationv1.Create, nil, "false")
 	p2, b2 := levelPolicy("no-secret", "secrets", admissionregistrationv1.Create, nil, "false")
 	admissionreg := func(id, resource, name, at string) string {
-		l := levelEvent(t, id, auditlog.LevelMetadata, "create", resource, "", name, 201, "", nil, nil)
-		l = replaceOnce(t, l, `"requestURI":"/api/v1/`, `"requestURI":"/apis/admissionregistration.k8s.io/v1/`)
-		return timedEvent(t, replaceOnce(t, l, `"apiVersion":"v1","name"`, `"apiGroup":"admissionregistration.k8s.io","apiVersion":"v1","name"`), at+"000", at+"500", nil)
+		return admissionWrite(t, id, "create", resource, name, at, 201, "", nil, nil)
 	}
 	create := func(id, resource, policy, at string) string {
 		kind := map[string]string{"configmaps": "ConfigMap", "secrets": "Secret"}[resource]
-		obj := map[string]any{"apiVersion": "v1", "kind": kind, "metadata": map[string]any{"name": id, "namespace": "ns1"}}
-		message := resource + ` "` + id + `" is forbidden: ValidatingAdmissionPolicy '` + policy + `' with binding '` + policy + `' denied request: denied by ` + policy
-		return timedEvent(t, levelEvent(t, id, auditlog.LevelRequestResponse, "create", resource, "ns1", id, 422, message, obj, nil), at+"000", at+"500", nil)
+		return createdIn(t, resource, kind, id, at, 422, policy)
 	}
 	lines := []string{
 		admissionreg("p1", "validatingadmissionpolicies", "no-cm", "01.000"),
@@ -406,20 +340,69 @@ func TestGivenCompiledTogether(t *testing.T) {
 		create("probe", "secrets", "no-secret", "01.500"),
 		create("after", "configmaps", "no-cm", "01.700"),
 	}
-	log := filepath.Join(t.TempDir(), "audit.log")
+	log := writeLog(t, t.TempDir(), "audit.log", lines)
+	_, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p1, p2}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b1, b2}, nil, Source{Name: log})
+	want := map[string]string{"early": "indeterminate policy-source", "probe": "indeterminate policy-source", "after": "deny certain"}
+	if diff := cmp.Diff(want, lifecycleOutcomes(t, recs, []string{"early", "probe", "after"})); diff != "" {
+		t.Errorf("decisions mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// admissionWrite is the audit event of a write (verb, code, message) of the admission object
+// name of resource, received at at (seconds of the tests' minute) and completed half a
+// millisecond later: at level Metadata unless it holds req or resp.
+func admissionWrite(t *testing.T, id, verb, resource, name, at string, code int32, message string, req, resp map[string]any) string {
+	t.Helper()
+	level := auditlog.LevelMetadata
+	if req != nil || resp != nil {
+		level = auditlog.LevelRequestResponse
+	}
+	l := levelEvent(t, id, level, verb, resource, "", name, code, message, req, resp)
+	l = replaceOnce(t, l, `"requestURI":"/api/v1/`, `"requestURI":"/apis/admissionregistration.k8s.io/v1/`)
+	return timedEvent(t, replaceOnce(t, l, `"apiVersion":"v1","name"`, `"apiGroup":"admissionregistration.k8s.io","apiVersion":"v1","name"`), at+"000", at+"500", nil)
+}
+
+// createdIn is the audit event of a create of the object id (of kind) of resource in ns1,
+// received at at: admitted (201), or denied by the policy and binding named policy (422).
+func createdIn(t *testing.T, resource, kind, id, at string, code int32, policy string) string {
+	t.Helper()
+	message := ""
+	if code == 422 {
+		message = resource + ` "` + id + `" is forbidden: ValidatingAdmissionPolicy '` + policy + `' with binding '` + policy + `' denied request: denied by ` + policy
+	}
+	obj := map[string]any{"apiVersion": "v1", "kind": kind, "metadata": map[string]any{"name": id, "namespace": "ns1"}}
+	return timedEvent(t, levelEvent(t, id, auditlog.LevelRequestResponse, "create", resource, "ns1", id, code, message, obj, nil), at+"000", at+"500", nil)
+}
+
+// writeLog writes the lines as the log file name in dir.
+func writeLog(t *testing.T, dir, name string, lines []string) string {
+	t.Helper()
+	log := filepath.Join(dir, name)
 	if err := os.WriteFile(log, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p1, p2}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b1, b2}, nil, Source{Name: log})
+	return log
+}
+
+// lifecycleOutcomes are the decisions of the records of ids: "none" without one, the decision
+// and certainty, or "indeterminate" and the reason. A record that disagrees with the log
+// fails the test.
+func lifecycleOutcomes(t *testing.T, recs map[string]*Record, ids []string) map[string]string {
+	t.Helper()
 	got := map[string]string{}
-	for _, id := range []string{"early", "probe", "after"} {
+	for _, id := range ids {
 		got[id] = "none"
-		if rec := recs[id]; rec != nil {
+		rec := recs[id]
+		switch {
+		case rec == nil:
+		case rec.Decision == DecisionIndeterminate:
+			got[id] = string(rec.Decision) + " " + string(rec.Reason)
+		default:
 			got[id] = string(rec.Decision) + " " + string(rec.Certainty)
 		}
+		if rec != nil && len(rec.Disagreements) > 0 {
+			t.Errorf("%s: disagrees with the log: %v", id, rec.Disagreements)
+		}
 	}
-	want := map[string]string{"early": "indeterminate indeterminate", "probe": "indeterminate indeterminate", "after": "deny certain"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("decisions mismatch (-want +got):\n%s", diff)
-	}
+	return got
 }
