@@ -77,6 +77,9 @@ func fuzzRead(f *testing.F, format export.Format) {
 			if l.Skip == "" && !l.Duplicate && (l.Err == nil) == (l.Data == nil) {
 				t.Fatalf("line %d: data %q and error %v", l.Num, l.Data, l.Err)
 			}
+			if errors.Is(l.Err, export.ErrInternal) {
+				t.Fatalf("line %d: %v", l.Num, l.Err)
+			}
 			var re *auditlog.ReadError
 			ended = errors.As(l.Err, &re)
 			if l.Err == nil && l.Loss.Export == export.ExportGKE {

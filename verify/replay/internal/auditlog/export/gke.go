@@ -749,7 +749,7 @@ func finishArray(rv *reverser, err error, line int, yield func(record) bool) {
 // entry with encoding/json, whose error it reports.
 func decodeEntry(raw []byte) (e logEntry, ok bool) {
 	_, ok = walkObject(raw, 0, func(name []byte, _, start int) (int, bool) {
-		if string(name) == "protoPayload" && raw[start] == '{' {
+		if string(name) == "protoPayload" && start < len(raw) && raw[start] == '{' {
 			// Walked into once: its end is where its walk ends.
 			e.ProtoPayload = &logPayload{}
 			return walkObject(raw, start, func(name []byte, _, start int) (int, bool) {

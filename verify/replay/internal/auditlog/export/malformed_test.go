@@ -269,6 +269,13 @@ func TestMalformedEnvelopes(t *testing.T) {
 		want: []string{`2: skipped: a Cloud Audit Logs entry of compute.googleapis.com, not of the Kubernetes API server (k8s.io)`,
 			"3: unreadable: the envelope is not JSON, reading stopped: the envelope ends in the middle of a value"},
 	}, {
+		// Found by FuzzReadGKE: the fast walk of an entry looked at the byte past its end
+		// (on a worker goroutine: the process died).
+		name:   "gcloud: an entry that ends at its protoPayload's colon",
+		format: export.GKE,
+		data:   ` {"protoPayload":`,
+		want:   []string{"1: error: entry at line 1: not a Cloud Logging LogEntry: unexpected end of JSON input"},
+	}, {
 		name:   "log analytics: not a row of the tables",
 		format: export.AzureLogAnalytics,
 		data:   "[\n" + laRow("a", 1, nil) + ",\n" + `{"Verb":"get","TimeGenerated":"2026-01-01T00:00:02Z"}` + "\n]",

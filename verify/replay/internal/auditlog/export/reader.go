@@ -229,6 +229,21 @@ func newReader(file string, r io.Reader, format Format, maxLine int, filter []by
 	return rd, nil
 }
 
+// ErrInternal is an error of vapc's own, not of the file: a record it failed to read (a
+// panic of its reader, which runs on a goroutine of its own, recovered) is this error, named
+// by file and line, and the rest of the file is read. Please report it.
+var ErrInternal = errors.New("an internal error of vapc (please report it)")
+
+// unwrapRecord runs u on rec; a panic of u makes rec the error that says so.
+func unwrapRecord(rec *record, u func(*record)) {
+	defer func() {
+		if p := recover(); p != nil {
+			*rec = record{line: rec.line, err: fmt.Errorf("%w: %v", ErrInternal, p)}
+		}
+	}()
+	u(rec)
+}
+
 // readerAt is r as an io.ReaderAt, and where r is in it, when it is one that can seek (a
 // regular file, not standard input or a pipe); nil otherwise.
 func readerAt(r io.Reader) (io.ReaderAt, int64) {
@@ -262,7 +277,7 @@ func (r *Reader) start(read func(yield func(record) bool)) {
 							b.recs[i].skip = Filtered
 							continue
 						}
-						u(&b.recs[i])
+						unwrapRecord(&b.recs[i], u)
 					}
 				}
 				close(b.done)
@@ -291,15 +306,25 @@ func (r *Reader) start(read func(yield func(record) bool)) {
 			cur, size = newBatch(), 0
 			return true
 		}
-		stopped := false
-		read(func(rec record) bool {
-			cur.recs = append(cur.recs, rec)
-			size += len(rec.data)
-			if len(cur.recs) >= batchRecords || size >= batchBytes {
-				stopped = !send()
-			}
-			return !stopped
-		})
+		stopped, last := false, 0
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					// The format's reader failed: the file ends here, saying so (not the
+					// process: it runs on its own goroutine).
+					cur.recs = append(cur.recs, record{line: last + 1, err: &auditlog.ReadError{Err: fmt.Errorf("reading stopped: %w: %v", ErrInternal, p)}})
+				}
+			}()
+			read(func(rec record) bool {
+				cur.recs = append(cur.recs, rec)
+				size += len(rec.data)
+				last = max(last, rec.line)
+				if len(cur.recs) >= batchRecords || size >= batchBytes {
+					stopped = !send()
+				}
+				return !stopped
+			})
+		}()
 		if !stopped && len(cur.recs) > 0 {
 			send()
 		}
