@@ -335,7 +335,8 @@ func (f *replayFlags) flagSet(stdout, stderr io.Writer) *flagSet {
 	fs := newFlagSet("replay", stdout, stderr, help{
 		usage: "vapc replay --policies FILE|DIR [flags] AUDIT.LOG[.gz]|- ...",
 		about: `Replays kube-apiserver audit logs (audit.k8s.io/v1 events, one JSON object a line, as
---audit-log-path writes them: plain, gzip-compressed, or - for standard input) through the
+--audit-log-path writes them: plain, gzip-compressed, or - for standard input, which is
+copied to a file in $TMPDIR first, and streamed with --policies-throughout) through the
 policies, and tells for every request they match what kube-apiserver ` + verify.KubernetesVersion + ` would have decided
 and whether that differs from what the log records. Several logs are read as one, in the time
 order of their events (rotated files, the logs of several kube-apiservers).
@@ -381,7 +382,7 @@ not a terminal; --quiet for none).`,
 	fs.DurationVar(&f.lag, "informer-lag", replay.DefaultLag, "how long after a write completed kube-apiserver's informers and watch cache may not hold it yet: a request received sooner that the version before the write decides otherwise is decided as likely, one received later as certain")
 	fs.meta("informer-lag", "DURATION")
 	fs.BoolVar(&f.strict, "strict", false, "count a likely decision (one that rests on kube-apiserver's informers or watch cache being current) as indeterminate, not as its decision")
-	fs.BoolVar(&f.throughout, "policies-throughout", false, "decide every request with the given policies, also where the log shows one not installed (before the log creates it, after it deletes it or its binding): what they would have decided over the whole log, not what the server decided")
+	fs.BoolVar(&f.throughout, "policies-throughout", false, "decide every request with the given policies, also where the log shows one not installed (before the log creates it, after it deletes it or its binding): what they would have decided over the whole log, not what the server decided; standard input (or a pipe) is then streamed, decided as it comes (tail -f audit.log | vapc replay --policies-throughout ... -), not copied to a file first")
 	fs.BoolVar(&f.checkRecorded, "check-recorded", false, "compare the log's own verdicts with the predictions and exit 1 on any disagreement")
 	fs.IntVar(&f.maxLine, "max-line-bytes", replay.DefaultMaxLineBytes, "longest log line read; longer lines are reported as malformed")
 	fs.meta("max-line-bytes", "BYTES")

@@ -14,9 +14,10 @@ import (
 
 // TestClockGoesBack replays a real log whose halves were concatenated in the wrong order (as
 // `cat audit.log audit-1.log` does with rotated logs): given as a file, its parts are read in
-// the time order of their events and every record is the ordered log's; given on standard
-// input, where they cannot be, the line where the clock goes back is noted and no request is
-// decided otherwise than the log records.
+// the time order of their events and every record is the ordered log's, and likewise on
+// standard input, which is copied to a file first; streamed (standard input with
+// --policies-throughout), where they cannot be, the line where the clock goes back is noted
+// and no request is decided otherwise than the log records.
 func TestClockGoesBack(t *testing.T) {
 	t.Parallel()
 	sc := exportScenarios[0]
@@ -70,6 +71,16 @@ func TestClockGoesBack(t *testing.T) {
 	}
 
 	sum, got = replayed(Source{Name: "-", Reader: bytes.NewReader(swapped)})
+	if diff := cmp.Diff([]ClockJump{{File: "-", Line: jumpLine, Parts: true}}, jumps(sum)); diff != "" {
+		t.Errorf("standard input: clock jumps (-want +got):\n%s", diff)
+	}
+	for id, w := range want {
+		if g := got[id]; g == nil || strings.ReplaceAll(comparable(g), "-:", "audit.log:") != comparable(w) {
+			t.Errorf("standard input: %s: %s, the ordered log's %s", id, describeRecord(g), describeRecord(w))
+		}
+	}
+
+	sum, got = replaySources(t, ps, bs, append(sc.opts(t), WithCheckRecorded(true), WithPoliciesThroughout()), Source{Name: "-", Reader: bytes.NewReader(swapped)})
 	if diff := cmp.Diff([]ClockJump{{File: "-", Line: jumpLine, Parts: false}}, jumps(sum)); diff != "" {
 		t.Errorf("standard input: clock jumps (-want +got):\n%s", diff)
 	}

@@ -40,12 +40,15 @@ func InputSize(paths []string) (uint64, bool) {
 			return 0, false
 		}
 		info, err := f.Stat()
+		if err != nil || !info.Mode().IsRegular() {
+			// A pipe (a process substitution's /dev/fd/N): not read here, whose bytes the
+			// replay reads once.
+			f.Close()
+			return 0, false
+		}
 		var magic [2]byte
 		_, rerr := io.ReadFull(f, magic[:])
 		f.Close()
-		if err != nil || !info.Mode().IsRegular() {
-			return 0, false
-		}
 		size := uint64(info.Size())
 		if rerr == nil && magic == [2]byte{0x1f, 0x8b} {
 			size *= 8

@@ -44,7 +44,7 @@ func (a *aheadScan) noteSources(srcs []Source) {
 	for _, s := range srcs {
 		var fi os.FileInfo
 		if s.Reader == nil {
-			fi, _ = os.Stat(s.Name)
+			fi, _ = os.Stat(s.File())
 		}
 		a.files = append(a.files, fi)
 	}
@@ -57,7 +57,7 @@ func (a *aheadScan) readable() []Source {
 		if s.Reader != nil || a.files[i] == nil || !a.files[i].Mode().IsRegular() {
 			return nil
 		}
-		fi, err := os.Stat(s.Name)
+		fi, err := os.Stat(s.File())
 		if err != nil || !os.SameFile(fi, a.files[i]) || fi.Size() != a.files[i].Size() || !fi.ModTime().Equal(a.files[i].ModTime()) {
 			return nil
 		}

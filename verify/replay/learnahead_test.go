@@ -60,6 +60,7 @@ func TestCRDLearnedAhead(t *testing.T) {
 		lines  []event
 		meta   string // the id of the event logged at level Metadata
 		stdin  bool
+		opts   []Option
 		want   string // early's decision and reason, or its detail
 		detail string
 	}{{
@@ -67,9 +68,15 @@ func TestCRDLearnedAhead(t *testing.T) {
 		lines: append(created[:2:2], depE("early", 5, 50, 422, notFound), limitE("limit", "limit", 60), depE("later", 5, 65, 422, msg(tooManyReplicas, "later"))),
 		want:  DecisionDeny,
 	}, {
-		name:   "standard input is not read again",
+		name:  "standard input, copied to a file",
+		lines: append(created[:2:2], depE("early", 5, 50, 422, notFound), limitE("limit", "limit", 60)),
+		stdin: true,
+		want:  DecisionDeny,
+	}, {
+		name:   "standard input streamed is not read again",
 		lines:  append(created[:2:2], depE("early", 5, 50, 422, notFound), limitE("limit", "limit", 60)),
 		stdin:  true,
+		opts:   []Option{WithPoliciesThroughout()},
 		want:   DecisionIndeterminate,
 		detail: "param-kind-unknown: paramKind rules.example.com/v1 ReplicaLimit may be served by a CustomResourceDefinition of rules.example.com the log wrote at audit.jsonl:1 without its object",
 	}, {
@@ -128,7 +135,7 @@ func TestCRDLearnedAhead(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			sum, recs := replaySources(t, ps, bs, []Option{WithCheckRecorded(true)}, src)
+			sum, recs := replaySources(t, ps, bs, append([]Option{WithCheckRecorded(true)}, tc.opts...), src)
 			rec := recs["early"]
 			if rec == nil || rec.Decision != tc.want || !strings.Contains(rec.Indeterminate, tc.detail) {
 				t.Errorf("early: %s, want %s %q", describeRecord(rec), tc.want, tc.detail)

@@ -81,12 +81,21 @@ func TestGivenLifecycle(t *testing.T) {
 		opts: []Option{WithCheckRecorded(false), WithPoliciesThroughout()},
 		want: map[string]string{"early": deny, "moments": deny, "probe": deny, "proven": deny, "before": deny, "unbound-moments": deny, "gap": deny, "rebound-moments": deny, "after": deny},
 	}, {
-		// Not read from a file, the log is not read again for where the policies were at
-		// its start: the request before their create is decided with them, and the summary
-		// says so.
+		// Standard input is copied to a file first (source.Spool), and read again as the
+		// file is: the same decisions, named "-".
 		name: "standard input",
 		src:  Source{Name: "-", Reader: strings.NewReader(strings.Join(lines, "\n") + "\n")},
-		// Nor whether it is one server's log (compiledBy): no evidence of its verdicts.
+		want: map[string]string{"early": none, "moments": source, "probe": source, "proven": deny, "before": deny, "unbound-moments": source, "gap": none, "rebound-moments": source, "after": deny},
+		notes: []string{"the log shows given policies and bindings come and go: 2 not installed at its start (the first: ValidatingAdmissionPolicy no-cm, created at -:2), 3 creates, 1 deletes (the first: ValidatingAdmissionPolicyBinding no-cm at -:9); " +
+			"a request is decided with each only while it was installed (--policies-throughout decides every request with them)"},
+	}, {
+		// Where standard input cannot be copied (its folder is not there: a disk that is
+		// full likewise), it is read once: the requests before the policies' create are
+		// decided with them, and the summary says so; nor is it known to be one server's
+		// log (compiledBy): no evidence of its verdicts.
+		name: "standard input not copied",
+		src:  Source{Name: "-", Reader: strings.NewReader(strings.Join(lines, "\n") + "\n")},
+		opts: []Option{withSpoolDir(filepath.Join(t.TempDir(), "absent"))},
 		want: map[string]string{"early": deny, "moments": source, "probe": source, "proven": source, "before": deny, "unbound-moments": source, "gap": none, "rebound-moments": source, "after": deny},
 		notes: []string{"the log shows given policies and bindings come and go: 1 creates, 1 deletes (the first: ValidatingAdmissionPolicyBinding no-cm at -:9); a request is decided with each only while it was installed (--policies-throughout decides every request with them)",
 			"the log creates 2 of the given policies and bindings (the first: ValidatingAdmissionPolicy no-cm, created at -:2), which were taken as installed before: the log was not read from files, which the replay reads again for where they were at its start (give the log as files)"},

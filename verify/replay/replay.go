@@ -231,7 +231,9 @@ type config struct {
 	// MutatingAdmissionPolicies as they are.
 	customEval bool
 	// throughout decides every request with the given policies (WithPoliciesThroughout).
-	throughout    bool
+	throughout bool
+	// spoolDir is where standard input is copied to (source.Spool): os.TempDir when empty.
+	spoolDir      string
 	snapshots     []string
 	maxLine       int
 	workers       int
@@ -402,11 +404,17 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 		return nil, errors.New("a Replayer runs once: its State has moved forward with the log it replayed; make another with New")
 	}
 	r.ran = true
+	// A log read once (standard input, a pipe) is copied to a file first, which the replay
+	// reads again (below); with --policies-throughout, which needs none of that, it is
+	// streamed, as a live log needs.
+	sources, spooled := source.Spool(ctx, sources, r.cfg.spoolDir, r.cfg.throughout)
+	defer spooled.Remove()
 	sources, jumps := source.Split(sources, r.cfg.maxLine)
 	sources, reordered := source.InTimeOrder(sources, r.cfg.maxLine)
 	r.cat.ahead.noteSources(sources)
 	r.findSnapshotRead(ctx)
 	r.output.sum = newSummary(sources)
+	r.output.sum.Notes = append(r.output.sum.Notes, spooled.Notes...)
 	r.scanLifecycle(ctx)
 	if len(r.snapshotRead) > 0 {
 		var grs []string
@@ -434,7 +442,13 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 	// An interrupt stops the reading; the lines read are replayed and decided to the end.
 	work := context.WithoutCancel(ctx)
 	r.running = r.startEvaluation(work)
-	err := decodeLogs(ctx, sources, r.cfg.maxLine, r.cfg.workers, r.prepare, func(d decoded) {
+	read := ctx
+	if spooled.Interrupted {
+		// The interrupt came while the replay copied standard input: what it read of it is
+		// the log, replayed and decided, and the replay is partial.
+		read = work
+	}
+	err := decodeLogs(read, sources, r.cfg.maxLine, r.cfg.workers, r.prepare, func(d decoded) {
 		if r.output.sinkErr != nil {
 			return
 		}
@@ -465,9 +479,12 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 	if r.cfg.progress != nil {
 		r.cfg.progress(Progress{Lines: r.output.sum.Lines, Bytes: bytes, Elapsed: time.Since(start)})
 	}
-	r.output.sum.Partial = errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+	r.output.sum.Partial = spooled.Interrupted || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 	if r.output.sinkErr != nil {
 		return r.output.sum, r.output.sinkErr
+	}
+	if err == nil && spooled.Interrupted {
+		err = ctx.Err()
 	}
 	return r.output.sum, err
 }

@@ -18,7 +18,7 @@ import (
 // replaySnapshotLog replays the lines from the snapshot (one List document), as a file the
 // replay reads again for when the snapshot was read (findSnapshotRead), or from standard
 // input, and returns the summary and the records by audit ID.
-func replaySnapshotLog(t *testing.T, ps []*admissionregistrationv1.ValidatingAdmissionPolicy, bs []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, snapshot map[string]any, lines []string, file bool) (*Summary, map[string]*Record) {
+func replaySnapshotLog(t *testing.T, ps []*admissionregistrationv1.ValidatingAdmissionPolicy, bs []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, snapshot map[string]any, lines []string, file bool, opts ...Option) (*Summary, map[string]*Record) {
 	t.Helper()
 	dir := t.TempDir()
 	data, err := json.Marshal(snapshot)
@@ -36,7 +36,7 @@ func replaySnapshotLog(t *testing.T, ps []*admissionregistrationv1.ValidatingAdm
 			t.Fatal(err)
 		}
 	}
-	return replaySources(t, ps, bs, []Option{WithSnapshot(dir), WithCheckRecorded(true)}, src)
+	return replaySources(t, ps, bs, append([]Option{WithSnapshot(dir), WithCheckRecorded(true)}, opts...), src)
 }
 
 // listOf is a snapshot's List of the items.
@@ -109,7 +109,16 @@ func TestSnapshotReadAfterAWrite(t *testing.T) {
 	})
 	t.Run("standard input", func(t *testing.T) {
 		t.Parallel()
+		// Copied to a file first, and read again as a file is.
 		sum, recs := replaySnapshotLog(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, listOf(dep), []string{patchLine, list(1.01, "480", "")}, false)
+		if slices.ContainsFunc(sum.Notes, func(n string) bool { return strings.Contains(n, "it is taken as read before the log's first line") }) {
+			t.Errorf("notes %q, want the log read again", sum.Notes)
+		}
+		if rec := recs["patch"]; rec == nil || rec.Decision != DecisionIndeterminate {
+			t.Errorf("patch: %s, want indeterminate, as from the file", describeRecord(rec))
+		}
+		// Streamed (--policies-throughout), it is not read again.
+		sum, recs = replaySnapshotLog(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, listOf(dep), []string{patchLine, list(1.01, "480", "")}, false, WithPoliciesThroughout())
 		if !slices.ContainsFunc(sum.Notes, func(n string) bool { return strings.Contains(n, "it is taken as read before the log's first line") }) {
 			t.Errorf("notes %q, want: the log was not read again for when the snapshot was read", sum.Notes)
 		}

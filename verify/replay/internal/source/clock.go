@@ -145,7 +145,7 @@ func partsOf(src Source, maxLine int) ([]part, []Jump) {
 	if src.Reader != nil || src.part != nil || (src.Format != "" && src.Format != "auto" && src.Format != "audit") {
 		return nil, nil
 	}
-	f, err := os.Open(src.Name)
+	f, err := os.Open(src.File())
 	if err != nil {
 		return nil, nil
 	}

@@ -34,6 +34,8 @@ type Source struct {
 	part *part
 	// filter, when set, passes over an export's records that do not hold it (Filtered).
 	filter []byte
+	// spool, when set, is the file the source was copied to, read in its place (Spool).
+	spool string
 }
 
 // Filtered are the sources read for the events whose lines hold filter only: an export's
@@ -100,7 +102,7 @@ func openSource(ctx context.Context, src Source, maxLine int) (next func() (audi
 		r = interruptible(ctx, r) // standard input may block: an interrupt must not wait for it
 	} else {
 		var err error
-		if f, err = os.Open(src.Name); err != nil {
+		if f, err = os.Open(src.File()); err != nil {
 			return failed(fmt.Errorf("cannot open: %v", err))
 		}
 		r = f
@@ -148,7 +150,7 @@ func PlainLogs(sources []Source, maxLine int) map[string]bool {
 		if src.Reader != nil {
 			continue
 		}
-		f, err := os.Open(src.Name)
+		f, err := os.Open(src.File())
 		if err != nil {
 			continue
 		}
