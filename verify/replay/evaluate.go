@@ -219,7 +219,7 @@ func (r *Replayer) startEvaluation(ctx context.Context) *evaluation {
 				if j.given.key != "" {
 					ww, j.givenErr = r.forGiven(w, j.given)
 				}
-				r.evaluate(ctx, ww, j)
+				r.evaluateRecovered(ctx, ww, j)
 				close(j.done)
 			}
 		}(w)
@@ -306,7 +306,25 @@ func deletedNothing(j *job) string {
 }
 
 // evaluate rebuilds the job's request and decides it, on a worker.
+// evaluateRecovered evaluates the job; a panic while it does makes the request indeterminate
+// (ReasonInternal), named with what panicked, instead of ending the replay with no output.
+func (r *Replayer) evaluateRecovered(ctx context.Context, w evalWorker, j *job) {
+	defer func() {
+		p := recover()
+		if p == nil {
+			return
+		}
+		out := newRecord(j.d, j.ev, j.t, j.rec, rebuilt{})
+		j.result = jobResult{out: out}
+		out.indeterminate(because(ReasonInternal, fmt.Sprintf("vapc failed on this request (a bug: please report it with the event): %v", p)))
+	}()
+	r.evaluate(ctx, w, j)
+}
+
 func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
+	if r.cfg.evaluateHook != nil {
+		r.cfg.evaluateHook(j.ev)
+	}
 	// Decoded on the worker, not the ordered stage: every scheduled pod's DELETE marks it.
 	if other := markedOtherVersion(j.d, j.ev, j.t, j.prior); len(other) > 0 {
 		j.prior.Unknowns = append(slices.Clip(j.prior.Unknowns), other...)

@@ -53,6 +53,10 @@ const (
 	// ReasonRebuild: sent through the request pipeline over the State, the request does not
 	// end as the log says it did.
 	ReasonRebuild Reason = "rebuild"
+	// ReasonInternal: the replay failed on the request (a panic of its own, or of the
+	// Kubernetes code it runs, recovered, as kube-apiserver's handler recovers one into a
+	// 500): a bug of vapc's, which the detail names; the rest of the log is replayed.
+	ReasonInternal Reason = "internal-error"
 	// ReasonUnknownField: a policy reads a field of the request's objects the replay does
 	// not know.
 	ReasonUnknownField Reason = "unknown-field"

@@ -233,7 +233,9 @@ type config struct {
 	// throughout decides every request with the given policies (WithPoliciesThroughout).
 	throughout bool
 	// spoolDir is where standard input is copied to (source.Spool): os.TempDir when empty.
-	spoolDir      string
+	spoolDir string
+	// evaluateHook, when set, is called with each request evaluated (tests).
+	evaluateHook  func(*Event)
 	snapshots     []string
 	maxLine       int
 	workers       int

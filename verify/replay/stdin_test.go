@@ -94,3 +94,38 @@ func TestReadOnceSources(t *testing.T) {
 		t.Errorf("a named pipe streamed: mismatch (-the file +the pipe):\n%s", diff)
 	}
 }
+
+// TestEvaluationPanics: a panic while a request is evaluated (a bug of vapc's or of the
+// Kubernetes code it runs) makes that request indeterminate, internal-error, named; the rest
+// of the log is replayed and decided as without it.
+func TestEvaluationPanics(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join("testdata", "races", "policy-lifecycle")
+	lines := gunzipLines(t, filepath.Join(dir, "audit.log.gz"))
+	_, ps, bs := readPolicies(t, filepath.Join(dir, "policies.yaml"))
+	const victim = "early-2"
+	decisions := func(opts ...Option) map[string]string {
+		_, recs := replaySources(t, ps, bs, append([]Option{WithCheckRecorded(true)}, opts...), Source{Name: "audit.log", Reader: strings.NewReader(strings.Join(lines, ""))})
+		out := map[string]string{}
+		for _, rec := range recs {
+			out[rec.Name+" "+rec.Verb] = string(rec.Decision) + " " + string(rec.Certainty) + " " + string(rec.Reason)
+		}
+		return out
+	}
+	want := decisions()
+	if _, ok := want[victim+" create"]; !ok {
+		t.Fatalf("no record of %s's create: %v", victim, want)
+	}
+	want[victim+" create"] = "indeterminate indeterminate internal-error"
+	got := decisions(func(r *Replayer) error {
+		r.cfg.evaluateHook = func(ev *Event) {
+			if ev.ObjectRef != nil && ev.ObjectRef.Name == victim && ev.Verb == "create" {
+				panic("a test's panic")
+			}
+		}
+		return nil
+	})
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("decisions (-want +got):\n%s", diff)
+	}
+}
