@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -54,9 +55,19 @@ func FuzzReplayLines(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sum, err := r.Run(context.Background(), []Source{{Name: "fuzz.log", Reader: bytes.NewReader(data)}}, func(*Record) error { return nil })
+		sum, err := r.Run(context.Background(), []Source{{Name: "fuzz.log", Reader: bytes.NewReader(data)}}, func(rec *Record) error {
+			if rec.Reason == ReasonInternal {
+				t.Errorf("%s: %s", rec, rec.Indeterminate) // a panic, recovered
+			}
+			return nil
+		})
 		if err != nil {
 			t.Fatalf("Run: %v", err)
+		}
+		for _, m := range sum.Malformed {
+			if strings.Contains(m.Reason, errDecodeInternal.Error()) {
+				t.Errorf("line %d: %s", m.Line, m.Reason) // a panic, recovered
+			}
 		}
 		if got := sum.MalformedCount + sum.Blank + sum.Duplicates + sum.IntermediateStages + sum.Requests; got != sum.Lines {
 			t.Errorf("lines %d, but malformed %d + blank %d + duplicates %d + intermediate %d + requests %d = %d", sum.Lines, sum.MalformedCount, sum.Blank, sum.Duplicates, sum.IntermediateStages, sum.Requests, got)

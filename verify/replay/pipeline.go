@@ -3,6 +3,7 @@ package replay
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"runtime"
@@ -150,12 +151,15 @@ func decodeLogs(ctx context.Context, sources []Source, maxLine, workers int, pre
 }
 
 // decodeLine decodes one line of a log, on a worker.
+// errDecodeInternal is a line the replay's decoder failed on (a panic, recovered).
+var errDecodeInternal = errors.New("vapc failed to read this line (a bug: please report it with the line)")
+
 func decodeLine(l auditlog.Line, prepare func(*decoded)) (d decoded) {
 	defer func() {
 		// A panic of the decoder's (on a worker goroutine, where it would end the process)
 		// makes the line malformed, named.
 		if p := recover(); p != nil {
-			d = decoded{file: l.File, num: l.Num, bytes: l.Size, err: fmt.Errorf("vapc failed to read this line (a bug: please report it with the line): %v", p)}
+			d = decoded{file: l.File, num: l.Num, bytes: l.Size, err: fmt.Errorf("%w: %v", errDecodeInternal, p)}
 		}
 	}()
 	d = decoded{file: l.File, num: l.Num, bytes: l.Size, err: l.Err, skip: l.Skip, duplicate: l.Duplicate}
