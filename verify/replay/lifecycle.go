@@ -495,6 +495,23 @@ func deletionPending(ev *Event) bool {
 	return o != nil && o.GetKind() != "Status" && o.GetDeletionTimestamp() != nil
 }
 
+// clockBack notes that the clock of a log file went back (a file not read in parts: standard
+// input, a compressed log): it may be another server's log from there on (several servers'
+// logs concatenated), whose policy source compiled otherwise; the file's verdicts are no
+// evidence of what one server's compiled any more (compiledBy), and what they showed is
+// dropped.
+func (l *lifecycle) clockBack(file string) {
+	if !l.plain[file] {
+		return
+	}
+	l.plain[file] = false
+	for k, c := range l.compiled {
+		if c.file == file {
+			delete(l.compiled, k)
+		}
+	}
+}
+
 // observe follows a final event of the log (on the ordered stage): a write of a given policy
 // or binding, or a deletecollection of their resource, which may have deleted some.
 func (l *lifecycle) observe(d decoded, ev *Event) {

@@ -1,6 +1,8 @@
 package replay
 
 import (
+	"bytes"
+	"compress/gzip"
 	"fmt"
 	"maps"
 	"os"
@@ -354,6 +356,58 @@ func TestGivenCompiledTogether(t *testing.T) {
 	want := map[string]string{"early": "indeterminate policy-source", "probe": "indeterminate policy-source", "after": "deny certain"}
 	if diff := cmp.Diff(want, lifecycleOutcomes(t, recs, []string{"early", "probe", "after"})); diff != "" {
 		t.Errorf("decisions mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestGivenCompiledOneServer: one file holding two kube-apiservers' logs, concatenated (its
+// clock goes back where the second's begins): the first server's verdict shows its policy
+// source had compiled the create, which says nothing of the second's. A request the second
+// admitted moments after the create is policy-source, not a deny: neither read in parts (a
+// plain file: no compile evidence from a file whose clock goes back) nor read in the file's
+// order (gzip-compressed: none from where the clock goes back on).
+func TestGivenCompiledOneServer(t *testing.T) {
+	t.Parallel()
+	p1, b1 := levelPolicy("no-cm", "configmaps", admissionregistrationv1.Create, nil, "false")
+	admissionreg := func(id, resource, name, at string) string {
+		return admissionWrite(t, id, "create", resource, name, at, 201, "", nil, nil)
+	}
+	create := func(id, resource, at string, code int32) string {
+		kind := map[string]string{"configmaps": "ConfigMap", "secrets": "Secret"}[resource]
+		return createdIn(t, resource, kind, id, at, code, "no-cm")
+	}
+	lines := []string{
+		// The first server's.
+		admissionreg("p1", "validatingadmissionpolicies", "no-cm", "01.000"),
+		admissionreg("b1", "validatingadmissionpolicybindings", "no-cm", "01.002"),
+		create("probe", "configmaps", "01.300", 422),
+		create("after", "configmaps", "01.400", 422),
+		create("filler-1", "secrets", "03.000", 201),
+		// The second's, which began before the first's ended.
+		create("filler-2", "secrets", "01.100", 201),
+		create("other", "configmaps", "01.500", 201),
+	}
+	dir := t.TempDir()
+	plain := writeLog(t, dir, "audit.log", lines)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(strings.Join(lines, "\n") + "\n"))
+	zw.Close()
+	compressed := filepath.Join(dir, "audit.log.gz")
+	if err := os.WriteFile(compressed, gz.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		log  string
+		want map[string]string
+	}{
+		{"in parts", plain, map[string]string{"probe": "indeterminate policy-source", "after": "indeterminate policy-source", "other": "indeterminate policy-source"}},
+		{"in the file's order", compressed, map[string]string{"probe": "indeterminate policy-source", "after": "deny certain", "other": "indeterminate policy-source"}},
+	} {
+		_, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p1}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b1}, nil, Source{Name: tc.log})
+		if diff := cmp.Diff(tc.want, lifecycleOutcomes(t, recs, []string{"probe", "after", "other"})); diff != "" {
+			t.Errorf("%s: decisions mismatch (-want +got):\n%s", tc.name, diff)
+		}
 	}
 }
 

@@ -398,6 +398,7 @@ func (r *Replayer) noteLogTime(d decoded, ev *Event) {
 	r.logStamp = s
 	if latest, back := r.clock.NoteStamp(s); back {
 		r.output.sum.clockJump(ClockJump{File: d.file, Line: d.num, Latest: latest, At: auditlog.ParseTime(s)})
+		r.lifecycle.clockBack(d.file)
 	}
 }
 

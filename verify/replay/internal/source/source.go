@@ -143,10 +143,15 @@ func openSource(ctx context.Context, src Source, maxLine int) (next func() (audi
 
 // PlainLogs says which of the sources (files, by name) are kube-apiserver's log backend's
 // lines, plain or gzip-compressed: each the log of one server, where an export's file may
-// interleave several servers' events.
+// interleave several servers' events. A file whose clock goes back (read in parts: Split) is
+// not: it may be several servers' logs concatenated.
 func PlainLogs(sources []Source, maxLine int) map[string]bool {
 	out := map[string]bool{}
 	for _, src := range sources {
+		if src.part != nil {
+			out[src.Name] = false
+			continue
+		}
 		if src.Reader != nil {
 			continue
 		}
