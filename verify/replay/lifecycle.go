@@ -650,20 +650,24 @@ func (l *lifecycle) notes() []string {
 // completed, and for every request received after that (what it compiles it keeps until a
 // delete). Not for a create moments after a delete of it, which the verdict may be of.
 func (l *lifecycle) compiledBy(file string, ev *Event) {
-	code := ev.Code()
-	fails := ev.Annotations[ValidationFailureAnnotation]
-	if fails == "" && (code < 400 || !strings.Contains(ev.Message(), "ValidatingAdmissionPolicy")) && !l.annotates(ev) {
-		return
-	}
 	done := auditlog.ParseTime(ev.StageTimestamp)
-	if done.IsZero() {
-		return
-	}
-	mark := func(k givenKey) {
+	l.shownCompiled(ev, done, func(k givenKey) {
 		if c, ok := l.compiled[k]; !ok || c.file == file && done.Before(c.at) {
 			l.compiled[k] = compiledIn{at: done, file: file}
 			l.steady = nil
 		}
+	})
+}
+
+// shownCompiled calls mark with each given policy and binding whose create (moments before)
+// the event's verdicts show the policy source had compiled by the time the request completed
+// at done: the ones it names, and with them every create and delete of their resource that
+// completed before that create was received, which the informer held before it (its watch
+// gives the writes in the order they were stored).
+func (l *lifecycle) shownCompiled(ev *Event, done time.Time, mark func(givenKey)) {
+	fails := ev.Annotations[ValidationFailureAnnotation]
+	if done.IsZero() || fails == "" && (ev.Code() < 400 || !strings.Contains(ev.Message(), "ValidatingAdmissionPolicy")) && !l.annotates(ev) {
+		return
 	}
 	shows := func(k givenKey) {
 		c, ok := l.changes[k]
@@ -671,9 +675,6 @@ func (l *lifecycle) compiledBy(file string, ev *Event) {
 			return
 		}
 		mark(k)
-		// The policy source compiled what the informer of k's resource held then, which
-		// its watch gave it in the order the writes were stored: every create and delete
-		// of that resource that completed before k's create was received, too.
 		if c.received.IsZero() || ev.Loss.Lost.Has(auditlog.LostReceived) {
 			return
 		}
@@ -742,6 +743,17 @@ func (l *lifecycle) at(file string, ev *Event, window time.Duration) givenAt {
 	}
 	lostReceived := ev.Loss.Lost.Has(auditlog.LostReceived)
 	completed := auditlog.ParseTime(ev.StageTimestamp)
+	// The request's own verdicts show what its server had compiled when it admitted it: of
+	// any server's (an export's too).
+	var own map[givenKey]bool
+	if !steady {
+		l.shownCompiled(ev, completed, func(k givenKey) {
+			if own == nil {
+				own = map[givenKey]bool{}
+			}
+			own[k] = true
+		})
+	}
 	const (
 		settled = iota
 		unsure
@@ -764,7 +776,7 @@ func (l *lifecycle) at(file string, ev *Event, window time.Duration) givenAt {
 		if received.Sub(c.done) >= window {
 			return "", settled
 		}
-		if c, ok := l.compiled[k]; ok && c.file == file && !received.Before(c.at) {
+		if c, ok := l.compiled[k]; ok && c.file == file && !received.Before(c.at) || own[k] {
 			return "", settled // the server's log shows it compiled
 		}
 		what := "deleted"
