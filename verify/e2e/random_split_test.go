@@ -153,3 +153,38 @@ func splitLog(t *testing.T, log string, paths []string, from int) map[string]boo
 	}
 	return active
 }
+
+// checkStdinReplay replays the server's log again as standard input (copied to a file first,
+// and read again as the file is: source.Spool), and holds it to the replay of the whole log
+// (byID): every request decided alike, with the same certainty and reason.
+func checkStdinReplay(t *testing.T, log string, set policySet, byID map[string]*replay.Record) {
+	t.Helper()
+	f, err := os.Open(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := replay.New(set.policies, set.bindings, replay.WithCheckRecorded(true), replay.WithMutatingPolicies(set.mutating, set.mutatingBindings))
+	if err != nil {
+		t.Fatal(err)
+	}
+	outcome := func(rec *replay.Record) string {
+		if rec == nil {
+			return "none"
+		}
+		return string(rec.Decision) + " " + string(rec.Certainty) + " " + string(rec.Reason)
+	}
+	seen := 0
+	if _, err := r.Run(context.Background(), []replay.Source{{Name: "-", Reader: bufio.NewReader(f)}}, func(rec *replay.Record) error {
+		seen++
+		if got, want := outcome(rec), outcome(byID[rec.AuditID]); got != want {
+			t.Errorf("standard input: %s: %s, the file's %s", rec, got, want)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("standard input: replay: %v", err)
+	}
+	if seen != len(byID) {
+		t.Errorf("standard input: %d records, the file's %d", seen, len(byID))
+	}
+}

@@ -387,6 +387,7 @@ func randomParity(t *testing.T, seed uint64, steps int, controllers bool) {
 	w.checkCoverage(byID, from, seed == defaultRandomSeed && steps >= 300)
 	w.checkWarnings(byID, from)
 	checkSplitReplay(t, logPath, set, byID, from)
+	checkStdinReplay(t, logPath, set, byID)
 	checkSnapshotReplay(t, logPath, set, byID, from, snapFile, snapCut)
 	checkExportReplays(t, logPath, set, byID, from, seed)
 	checkLikely(t, logPath, set, byID, from)
