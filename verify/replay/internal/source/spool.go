@@ -54,7 +54,6 @@ func Spool(ctx context.Context, sources []Source, dir string, stream bool) ([]So
 			continue
 		}
 		r := src.Reader
-		var closeFile func()
 		if r == nil {
 			f, err := os.Open(src.Name)
 			if err != nil {
@@ -64,19 +63,16 @@ func Spool(ctx context.Context, sources []Source, dir string, stream bool) ([]So
 				f.Close()
 				continue
 			}
-			r, closeFile = f, func() { f.Close() }
+			r = f
+			sp.closers = append(sp.closers, f) // read here, or in its place (stream, or not copied)
 			if stream {
 				out[i].Reader = f
-				sp.closers = append(sp.closers, f)
 				continue
 			}
 		} else if stream {
 			continue
 		}
 		out[i] = sp.spool(ctx, src, r, dir)
-		if closeFile != nil && out[i].Reader == nil {
-			closeFile() // copied whole; otherwise the rest is read from it
-		}
 	}
 	return out, sp
 }
