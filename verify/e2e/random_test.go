@@ -106,9 +106,11 @@ type randomWorld struct {
 	// seed's traffic does not depend on it.
 	mr *rand.Rand
 	// life chooses the binding bindingLife deletes for a while, apart from r for the same
-	// reason; unbound is it while it is deleted.
-	life    *rand.Rand
-	unbound *admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	// reason; unbound is it while it is deleted; respecified the binding bindingRespec
+	// patched to other validationActions, until it patches it back.
+	life        *rand.Rand
+	unbound     *admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	respecified *admissionregistrationv1.ValidatingAdmissionPolicyBinding
 	clients map[string]dynamic.Interface
 	raw     map[string]*http.Client
 	others  map[string]int // requests refused by someone else than a policy, by reason
@@ -292,6 +294,9 @@ func randomParity(t *testing.T, seed uint64, steps int, controllers bool) {
 		if w.step == steps/3 || w.step == 2*steps/3 {
 			w.bindingLife(set)
 		}
+		if w.step == 5*steps/6 || w.step == 11*steps/12 {
+			w.bindingRespec(set)
+		}
 		n := r.IntN(total)
 		for _, a := range actions {
 			if n < a.weight {
@@ -445,6 +450,8 @@ var byDesignIndeterminate = []string{
 	// Whether kube-apiserver's policy source had compiled a binding's create or delete
 	// moments before (bindingLife).
 	"policy-source: ",
+	// Whether the cluster's binding was the given one: bindingRespec patches it to others.
+	"policy-changed: ",
 	// A MutatingAdmissionPolicy leaves no trace in the log.
 	"give it among --policies for vapc to run it",
 	// Nor does the moment its plugin learns a new CRD's schema.
@@ -802,6 +809,50 @@ func (w *randomWorld) bindingLife(set policySet) {
 	w.got("the administrator deletes binding "+b.Name, err)
 	if err == nil {
 		w.unbound = b
+	}
+}
+
+// bindingRespec patches one of the generated bindings (not the observer's, nor one
+// bindingLife deleted) to other validationActions (Deny for Warn and Audit, Warn and Audit for
+// Deny), with a merge patch, and, called again, back with a JSON patch: the requests between
+// that the binding gives a verdict are policy-changed (the server decided with the log's spec,
+// not the given one), those moments after each patch policy-source, the rest decided.
+func (w *randomWorld) bindingRespec(set policySet) {
+	gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"}
+	quoted := func(actions []admissionregistrationv1.ValidationAction) string {
+		var out []string
+		for _, a := range actions {
+			out = append(out, `"`+string(a)+`"`)
+		}
+		return "[" + strings.Join(out, ",") + "]"
+	}
+	if b := w.respecified; b != nil {
+		patch := `[{"op":"replace","path":"/spec/validationActions","value":` + quoted(b.Spec.ValidationActions) + `}]`
+		_, err := w.dyn.Resource(gvr).Patch(w.ctx, b.Name, types.JSONPatchType, []byte(patch), metav1.PatchOptions{})
+		w.got("the administrator patches binding "+b.Name+" back to its validationActions", err)
+		if err == nil {
+			w.respecified = nil
+		}
+		return
+	}
+	var bs []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	for _, b := range set.bindings {
+		if b.Name != observerName && (w.unbound == nil || b.Name != w.unbound.Name) {
+			bs = append(bs, b)
+		}
+	}
+	if len(bs) == 0 {
+		return
+	}
+	b := bs[w.life.IntN(len(bs))]
+	other := []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}
+	if slices.Contains(b.Spec.ValidationActions, admissionregistrationv1.Deny) {
+		other = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Warn, admissionregistrationv1.Audit}
+	}
+	_, err := w.dyn.Resource(gvr).Patch(w.ctx, b.Name, types.MergePatchType, []byte(`{"spec":{"validationActions":`+quoted(other)+`}}`), metav1.PatchOptions{})
+	w.got("the administrator patches binding "+b.Name+" to validationActions "+quoted(other), err)
+	if err == nil {
+		w.respecified = b
 	}
 }
 

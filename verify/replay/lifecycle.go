@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -47,6 +48,11 @@ import (
 // request (within the second kube-apiserver's policy source takes to compile a change), and
 // it gave the request a verdict: the server may have decided it with or without.
 const ReasonPolicySource Reason = "policy-source"
+
+// ReasonPolicyChanged: the log wrote a given policy or binding other than the given one (or
+// in a way whose result it does not show), and it gave the request a verdict: kube-apiserver
+// decided with the log's copy (lifecyclespec.go).
+const ReasonPolicyChanged Reason = "policy-changed"
 
 // givenKind is which of the given admission objects a givenKey names.
 type givenKind uint8
@@ -129,6 +135,10 @@ type lifecycle struct {
 	// steady is what at returns while no change is within the policy source's second,
 	// until the next change (nil: not computed).
 	steady *givenAt
+	// specs are the given policies' and bindings' specs; copies what the log's writes left
+	// of them in the cluster, where it showed one (lifecyclespec.go).
+	specs  givenSpecs
+	copies map[givenKey]specCopy
 }
 
 // compiledIn is when a server's log (file) shows its policy source had compiled a create.
@@ -177,7 +187,8 @@ type givenFirst struct {
 func newLifecycle(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding,
 	mutating []*admissionregistrationv1.MutatingAdmissionPolicy, mutatingBindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding, off bool) *lifecycle {
 	l := &lifecycle{off: off, pairs: map[string][]givenPair{}, given: map[givenKey]bool{}, absent: map[givenKey]bool{}, unknown: map[givenKey]string{},
-		changes: map[givenKey]givenChange{}, compiled: map[givenKey]compiledIn{}, finalizers: map[givenKey]bool{}}
+		changes: map[givenKey]givenChange{}, compiled: map[givenKey]compiledIn{}, finalizers: map[givenKey]bool{},
+		specs: newGivenSpecs(policies, bindings), copies: map[givenKey]specCopy{}}
 	// bind pairs a binding with its policy, under the policy's scope name.
 	bind := func(scope string, policy, binding givenKey) {
 		if l.given[policy] {
@@ -558,6 +569,12 @@ func (l *lifecycle) observe(d decoded, ev *Event) {
 	if !says {
 		return
 	}
+	switch code := ev.Code(); {
+	case !there && unsure == "":
+		l.forgetSpec(k)
+	case code >= 200 && code < 300 && ev.Verb != "delete":
+		l.followSpec(k, ev, by)
+	}
 	if why, was := l.unknown[k]; was && ev.Verb != "create" && ev.Verb != "delete" && ev.Code() != 201 && !hasBody(ev.ResponseObject) {
 		// An update the log does not hold the result of: it may have removed the last
 		// finalizer of one marked deleted, and so deleted it.
@@ -724,6 +741,9 @@ type givenAt struct {
 	key    string
 	absent map[givenKey]bool
 	unsure map[givenPair]string
+	// changed are the pairs the log left other than the given ones (or may have), with
+	// why: the server decided with the log's (lifecyclespec.go).
+	changed map[givenPair]string
 	// likely are the pairs created moments before the request completed, unsure only
 	// because the export lost when it was received: decided with, likely.
 	likely map[givenPair]string
@@ -733,7 +753,7 @@ type givenAt struct {
 // received. A pair created or deleted within window before it is unsure, and decided with,
 // unless that server's log showed it compiled (compiledBy).
 func (l *lifecycle) at(file string, ev *Event, window time.Duration) givenAt {
-	if l.off || (len(l.absent) == 0 && len(l.unknown) == 0 && len(l.changes) == 0) {
+	if l.off || (len(l.absent) == 0 && len(l.unknown) == 0 && len(l.changes) == 0 && len(l.copies) == 0) {
 		return givenAt{}
 	}
 	received := ev.Received()
@@ -809,6 +829,12 @@ func (l *lifecycle) at(file string, ev *Event, window time.Duration) givenAt {
 			if g.absent[p.policy] || g.absent[p.binding] {
 				continue
 			}
+			if off := cmp.Or(l.copies[p.policy].off, l.copies[p.binding].off); off != "" {
+				if g.changed == nil {
+					g.changed = map[givenPair]string{}
+				}
+				g.changed[p] = off
+			}
 			why, how := recent(p.policy)
 			if w, h := recent(p.binding); h > how && how != unsure || h == unsure {
 				why, how = w, h
@@ -874,7 +900,7 @@ func (g givenAt) filter(l *lifecycle, policies []string) []string {
 // annotation, a mutation.
 func (j *job) settleUnsure() {
 	out := j.result.out
-	if len(j.given.unsure) == 0 && len(j.given.likely) == 0 || out == nil || out.Decision == DecisionIndeterminate || j.result.skip != "" || j.result.notMatched {
+	if len(j.given.unsure) == 0 && len(j.given.likely) == 0 && len(j.given.changed) == 0 || out == nil || out.Decision == DecisionIndeterminate || j.result.skip != "" || j.result.notMatched {
 		return
 	}
 	warned := false
@@ -894,6 +920,21 @@ func (j *job) settleUnsure() {
 		return p.policy.kind == givenMutating && slices.ContainsFunc(out.Mutations, func(c verify.Change) bool {
 			return c.Policy == p.policy.name && c.Binding == p.binding.name
 		})
+	}
+	var changed []string
+	for p, w := range j.given.changed {
+		if gave(p) {
+			changed = append(changed, w)
+		}
+	}
+	if len(changed) > 0 {
+		// The server decided with the log's copy, which the replay does not: the given
+		// one's decision is what it would have been with the given one.
+		slices.Sort(changed)
+		alt := Alternative{Decision: out.Decision, Code: out.Code, Message: out.Message, If: "the cluster's policies and bindings were the given ones"}
+		out.indeterminate(because(ReasonPolicyChanged, strings.Join(slices.Compact(changed), "; ")))
+		out.Alternatives = append(out.Alternatives, alt)
+		return
 	}
 	var why []string
 	for p, w := range j.given.unsure {

@@ -255,7 +255,8 @@ func TestGivenLifecycleWrites(t *testing.T) {
 			admissionreg("gc-patch", "patch", "validatingadmissionpolicybindings", "06.000", 200, "", nil, nil),
 			cm("gone", "10.000", 201),
 		}},
-		want: map[string]string{"before": deny, "gone": source},
+		// Nor whether the patch changed its spec.
+		want: map[string]string{"before": deny, "gone": "indeterminate policy-changed"},
 	}, {
 		name:  "a deletecollection before the first write",
 		files: [][]string{{cm("early", "00.000", 422), deleteCollection, admissionreg("create", "create", "validatingadmissionpolicybindings", "05.000", 201, "", nil, nil), cm("after", "10.000", 422)}},
@@ -363,6 +364,73 @@ func TestGivenCompiledTogether(t *testing.T) {
 	want := map[string]string{"early": "deny certain", "probe": "deny certain", "after": "deny certain"}
 	if diff := cmp.Diff(want, lifecycleOutcomes(t, recs, []string{"early", "probe", "after"})); diff != "" {
 		t.Errorf("decisions mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestGivenSpecChanges: the log writes the given binding other than the given one (kubectl
+// patch of its validationActions to Warn and Audit: the server admits what the given one
+// denies) and back: a request the given pair gives a verdict while the cluster's differs is
+// policy-changed, the given one's decision its alternative; one after the log left it the
+// given one again is decided, once the policy source's second has passed. Patches at level
+// Request are applied to the copy the log last showed; a write whose result the log does not
+// show may have changed it.
+func TestGivenSpecChanges(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("no-cm", "configmaps", admissionregistrationv1.Create, nil, "false")
+	const changed = "indeterminate policy-changed"
+	deny := "deny certain"
+	write := func(id, verb, at string, req, resp map[string]any) string {
+		return admissionWrite(t, id, verb, "validatingadmissionpolicybindings", "no-cm", at, 200, "", req, resp)
+	}
+	actions := func(a ...any) map[string]any { return map[string]any{"spec": map[string]any{"validationActions": a}} }
+	bindingObject := func(a ...any) map[string]any {
+		return map[string]any{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding", "metadata": map[string]any{"name": "no-cm"},
+			"spec": map[string]any{"policyName": "no-cm", "validationActions": a}}
+	}
+	cm := func(id, at string, code int32) string { return createdIn(t, "configmaps", "ConfigMap", id, at, code, "no-cm") }
+	for _, tc := range []struct {
+		name  string
+		lines []string
+		want  map[string]string
+	}{{
+		name: "patched to Warn and back, at level Request",
+		lines: []string{cm("before", "00.000", 422), write("warn", "patch", "01.000", actions("Warn", "Audit"), nil), cm("warned", "03.000", 201),
+			write("deny", "patch", "04.000", actions("Deny"), nil), cm("moments", "04.300", 422), cm("after", "06.000", 422)},
+		// Moments after it was patched back, the policy source may not have compiled it: its
+		// own denial is no evidence (the other spec may deny too).
+		want: map[string]string{"before": deny, "warned": changed, "moments": "indeterminate policy-source", "after": deny},
+	}, {
+		name: "its response shows it",
+		lines: []string{cm("before", "00.000", 422), write("warn", "patch", "01.000", actions("Warn", "Audit"), bindingObject("Warn", "Audit")), cm("warned", "03.000", 201),
+			write("apply", "patch", "04.000", bindingObject("Deny"), bindingObject("Deny")), cm("after", "06.000", 422)},
+		want: map[string]string{"before": deny, "warned": changed, "after": deny},
+	}, {
+		name:  "a server-side apply of the given one, a label",
+		lines: []string{cm("before", "00.000", 422), write("apply", "patch", "01.000", bindingObject("Deny"), nil), write("label", "patch", "02.000", map[string]any{"metadata": map[string]any{"labels": map[string]any{"a": "b"}}}, nil), cm("after", "06.000", 422)},
+		want:  map[string]string{"before": deny, "after": deny},
+	}, {
+		name:  "an update at level Metadata",
+		lines: []string{cm("before", "00.000", 422), write("update", "update", "01.000", nil, nil), cm("after", "06.000", 422)},
+		want:  map[string]string{"before": deny, "after": changed},
+	}, {
+		name: "a JSON patch",
+		lines: []string{cm("before", "00.000", 422), replaceOnce(t, write("json", "patch", "01.000", map[string]any{"x": "y"}, nil), `{"x":"y"}`, `[{"op":"replace","path":"/spec/validationActions","value":["Audit"]}]`),
+			cm("after", "06.000", 201)},
+		want: map[string]string{"before": deny, "after": changed},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			log := writeLog(t, t.TempDir(), "audit.log", tc.lines)
+			_, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, nil, Source{Name: log})
+			if diff := cmp.Diff(tc.want, lifecycleOutcomes(t, recs, slices.Collect(maps.Keys(tc.want)))); diff != "" {
+				t.Errorf("decisions mismatch (-want +got):\n%s", diff)
+			}
+			for id, w := range tc.want {
+				if rec := recs[id]; w == changed && rec != nil && (len(rec.Alternatives) == 0 || rec.Alternatives[len(rec.Alternatives)-1].Decision != DecisionDeny) {
+					t.Errorf("%s: alternatives %+v, want the given one's deny last", id, rec.Alternatives)
+				}
+			}
+		})
 	}
 }
 

@@ -33,10 +33,11 @@ func TestRaceRecordings(t *testing.T) {
 		// its policy source compiles what its informers hold once a second.
 		{name: "cluster MAP unbound", dir: "cluster-map-unbound", want: map[int]string{40: "indeterminate indeterminate"}},
 		// The log patches the replayed policy and its binding to another spec (another
-		// expression, Warn and Audit, another param): a second later, the verdict the log
-		// records is the other spec's, no evidence of which param version the replayed one read.
-		{name: "policy respecified", dir: "policy-respecified", want: map[int]string{178: "deny likely"}},
-		{name: "policy respecified checked", dir: "policy-respecified", check: true, want: map[int]string{178: "deny likely"}},
+		// expression, Warn and Audit, another param): the server decided with that one
+		// (it admitted line 178, which the replayed one denies): policy-changed, the replayed
+		// one's deny its alternative.
+		{name: "policy respecified", dir: "policy-respecified", want: map[int]string{178: "indeterminate indeterminate"}},
+		{name: "policy respecified checked", dir: "policy-respecified", check: true, want: map[int]string{178: "indeterminate indeterminate"}},
 		// A blind update received while another update of the ConfigMap ran, and logged
 		// before it: its first attempt read the version before and published its annotation,
 		// conflicted with the other's commit, and its retry on what that stored was refused.

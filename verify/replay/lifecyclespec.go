@@ -1,0 +1,193 @@
+package replay
+
+import (
+	"bytes"
+	"encoding/json"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+)
+
+// The given ValidatingAdmissionPolicies and bindings take the place of the cluster's of their
+// names, taken to be the cluster's own where the log does not show otherwise. A write of the
+// log that leaves one other than the given (kubectl patch of a binding's validationActions
+// from Deny to Warn, an edit of a policy's expression) shows the server decided with the log's
+// from then on: a verdict of that pair is not the server's, and the request is
+// policy-changed, with the given one's decision as the alternative, until a write leaves it
+// the given one again (patched back, deleted and created again), and policy-source within
+// the second the policy source takes to compile either. The spec is compared as
+// the server stores it (defaulted: evidence.go's validatingSpecOf, bindingSpecOf). A write
+// whose result the log does not show (a patch at level Request is applied to the copy the
+// log last showed, as a merge patch: the fields of these kinds are atomic, so a strategic
+// merge patch merges alike; a level without bodies) may have changed it: policy-changed
+// too. A create whose body the log does not hold is taken as the given one. The
+// MutatingAdmissionPolicies are not followed so (their spec is not compared).
+
+// specCopy is the cluster's copy of a given policy or binding as the log last showed it.
+type specCopy struct {
+	// obj is its object, nil when the log does not show it.
+	obj map[string]any
+	// off says why it differs, or may differ, from the given one; "" when it is the given
+	// one.
+	off string
+}
+
+// givenSpecs are the specs of the given policies and bindings the lifecycle compares the
+// log's writes with, and their objects (to apply a patch to).
+type givenSpecs struct {
+	spec map[givenKey]string
+	obj  map[givenKey]map[string]any
+}
+
+func newGivenSpecs(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) givenSpecs {
+	g := givenSpecs{spec: map[givenKey]string{}, obj: map[givenKey]map[string]any{}}
+	add := func(k givenKey, spec string, o runtime.Object) {
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		if spec == "" || err != nil {
+			return
+		}
+		g.spec[k], g.obj[k] = spec, u
+	}
+	for _, p := range policies {
+		add(givenKey{givenPolicy, p.Name}, validatingSpecOf(p), p)
+	}
+	for _, b := range bindings {
+		add(givenKey{givenBinding, b.Name}, bindingSpecOf(b), b)
+	}
+	return g
+}
+
+// followSpec notes what a successful write of a given policy or binding (not a delete) left
+// of its spec in the cluster.
+func (l *lifecycle) followSpec(k givenKey, ev *Event, by string) {
+	given, tracked := l.specs.spec[k]
+	if !tracked {
+		return
+	}
+	cur := l.specs.obj[k]
+	if c, ok := l.copies[k]; ok {
+		cur = c.obj
+	}
+	obj := writtenSpecObject(ev, cur)
+	c := specCopy{obj: obj}
+	switch {
+	case obj == nil && ev.Verb == "create":
+		// Its body not in the log: taken as the given one.
+		c.obj = l.specs.obj[k]
+	case obj == nil:
+		c.off = k.String() + " was written at " + by + ", whose result the log does not show: it may differ from the given one"
+	case givenSpecOf(k, obj) != given:
+		c.off = k.String() + " was written at " + by + " other than the given one"
+		if ev.Loss.Lost.Has(auditlog.LostDryRun) {
+			c.off += " (unless it was a dry run, which the export does not say)"
+		}
+	}
+	if prev := l.copies[k]; prev.off != c.off {
+		l.steady = nil
+		if ev.Verb != "create" {
+			// The policy source compiles the change up to a second later (a create is a
+			// change already); a verdict of the pair is no evidence it had (soon): the
+			// other spec may give it too.
+			l.setChange(k, givenChange{done: auditlog.ParseTime(ev.StageTimestamp), received: ev.Received(), by: by, soon: true})
+		}
+	}
+	l.copies[k] = c
+}
+
+// forgetSpec notes the delete of a given policy or binding: created again, it is taken as the
+// given one unless the log shows otherwise.
+func (l *lifecycle) forgetSpec(k givenKey) {
+	if c, ok := l.copies[k]; ok {
+		if c.off != "" {
+			l.steady = nil
+		}
+		delete(l.copies, k)
+	}
+}
+
+// givenSpecOf is the stored spec of a policy's or binding's object; "" when it does not convert.
+func givenSpecOf(k givenKey, obj map[string]any) string {
+	switch k.kind {
+	case givenPolicy:
+		var p admissionregistrationv1.ValidatingAdmissionPolicy
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &p) != nil {
+			return ""
+		}
+		return validatingSpecOf(&p)
+	case givenBinding:
+		var b admissionregistrationv1.ValidatingAdmissionPolicyBinding
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &b) != nil {
+			return ""
+		}
+		return bindingSpecOf(&b)
+	}
+	return ""
+}
+
+// writtenSpecObject is the object a successful write left, as far as the log shows it: its
+// response's, a create's or update's body, or a patch applied to cur (the copy before it);
+// nil when it does not show it.
+func writtenSpecObject(ev *Event, cur map[string]any) map[string]any {
+	if obj := auditlog.DecodeAnyObject(ev.ResponseObject); obj != nil && obj.GetKind() != "Status" {
+		return obj.Object
+	}
+	body := bytes.TrimSpace(ev.RequestObject)
+	if len(body) == 0 {
+		return nil
+	}
+	if ev.Verb != "patch" && ev.Verb != "apply" {
+		if obj := auditlog.DecodeAnyObject(body); obj != nil && obj.GetKind() != "Status" {
+			return obj.Object
+		}
+		return nil
+	}
+	if cur == nil {
+		return nil
+	}
+	curJSON, err := json.Marshal(cur)
+	if err != nil {
+		return nil
+	}
+	var out []byte
+	switch {
+	case body[0] == '[':
+		p, err := jsonpatch.DecodePatch(body)
+		if err != nil {
+			return nil
+		}
+		if out, err = p.Apply(curJSON); err != nil {
+			return nil
+		}
+	case body[0] == '{':
+		var patch map[string]any
+		if json.Unmarshal(body, &patch) != nil {
+			return nil
+		}
+		if _, ok := patch["spec"]; !ok {
+			return cur // its spec untouched (labels, annotations, finalizers)
+		}
+		if _, ok := patch["kind"]; ok {
+			// A server-side apply's configuration (or a whole object): the fields it
+			// sets are the spec, but for those another manager set, which these kinds'
+			// writers do not share.
+			return patch
+		}
+		if bytes.Contains(body, []byte(`"$`)) {
+			return nil // a strategic merge patch's directive
+		}
+		if out, err = jsonpatch.MergePatch(curJSON, body); err != nil {
+			return nil
+		}
+	default:
+		return nil
+	}
+	var obj map[string]any
+	if json.Unmarshal(out, &obj) != nil {
+		return nil
+	}
+	return obj
+}
