@@ -111,9 +111,9 @@ type randomWorld struct {
 	life        *rand.Rand
 	unbound     *admissionregistrationv1.ValidatingAdmissionPolicyBinding
 	respecified *admissionregistrationv1.ValidatingAdmissionPolicyBinding
-	clients map[string]dynamic.Interface
-	raw     map[string]*http.Client
-	others  map[string]int // requests refused by someone else than a policy, by reason
+	clients     map[string]dynamic.Interface
+	raw         map[string]*http.Client
+	others      map[string]int // requests refused by someone else than a policy, by reason
 	// established is when the test saw the last of its CRDs established.
 	established time.Time
 	step        int

@@ -387,7 +387,9 @@ func TestGivenSpecChanges(t *testing.T) {
 		return map[string]any{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding", "metadata": map[string]any{"name": "no-cm"},
 			"spec": map[string]any{"policyName": "no-cm", "validationActions": a}}
 	}
-	cm := func(id, at string, code int32) string { return createdIn(t, "configmaps", "ConfigMap", id, at, code, "no-cm") }
+	cm := func(id, at string, code int32) string {
+		return createdIn(t, "configmaps", "ConfigMap", id, at, code, "no-cm")
+	}
 	for _, tc := range []struct {
 		name  string
 		lines []string
