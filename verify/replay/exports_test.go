@@ -277,6 +277,16 @@ func TestExportLosses(t *testing.T) {
 		resp["data"] = map[string]any{"k": "w"}
 		return timedEvent(t, levelEvent(t, id, auditlog.LevelRequestResponse, "patch", "configmaps", "a", "known", 200, "", map[string]any{"data": map[string]any{"k": "w"}}, resp), "02.000000", "02.010000", nil)
 	}
+	// data patches configmap known's data to k=v, answered with resourceVersion rv, received
+	// at the log's second 2 and at milliseconds.
+	data := func(id, v, rv, at string) string {
+		resp := cm("known", rv)
+		resp["metadata"].(map[string]any)["labels"] = map[string]any{"team": "a"}
+		resp["data"] = map[string]any{"k": v}
+		return timedEvent(t, levelEvent(t, id, auditlog.LevelRequestResponse, "patch", "configmaps", "a", "known", 200, "", map[string]any{"data": map[string]any{"k": v}}, resp), "02."+at+"000", "02."+at+"010", nil)
+	}
+	labelled := cm("known", "8")
+	labelled["metadata"].(map[string]any)["labels"] = map[string]any{"team": "a"}
 	deleted := func(id string) string {
 		status := map[string]any{"apiVersion": "v1", "kind": "Status", "status": "Success", "details": map[string]any{"name": "known", "kind": "configmaps", "uid": "u-known"}}
 		return timedEvent(t, levelEvent(t, id+"-d", auditlog.LevelRequestResponse, "delete", "configmaps", "a", "known", 200, "", nil, status), "03.000000", "03.010000", nil)
@@ -347,6 +357,18 @@ func TestExportLosses(t *testing.T) {
 		{name: "a patch that may have been a dry run", expr: "oldObject.data.k == 'w'", op: admissionregistrationv1.Delete,
 			lines:    []string{changed("p3"), deleted("p3")},
 			decision: DecisionIndeterminate, reason: ReasonOldObjectUnknown, detail: "whether the write at audit.jsonl:1 was a dry run, which stores nothing"},
+		// What a patch that may have been a dry run did not touch is in its response as
+		// stored (its labels); one answered with the resourceVersion the object had was a
+		// dry run, and the next, answered with another, was stored: known whole.
+		{name: "a patch that may have been a dry run keeps what it did not touch", expr: "oldObject.metadata.labels.team == 'a'", op: admissionregistrationv1.Delete,
+			lines: []string{data("p7", "w", "9", "000"), deleted("p7")}, snapshot: []any{labelled},
+			decision: DecisionAdmit},
+		{name: "a dry run, then a patch stored", expr: "oldObject.data.k == 'x'", op: admissionregistrationv1.Delete,
+			lines: []string{data("p8", "w", "8", "000"), data("p9", "x", "9", "500"), deleted("p9")}, snapshot: []any{labelled},
+			decision: DecisionAdmit},
+		{name: "two patches that may have been dry runs keep what neither touched", expr: "oldObject.metadata.labels.team == 'a'", op: admissionregistrationv1.Delete,
+			lines: []string{data("p10", "w", "9", "000"), data("p11", "x", "10", "500"), deleted("p11")}, snapshot: []any{labelled},
+			decision: DecisionAdmit},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strings"
 	"fmt"
 	"net/http"
 	"slices"
@@ -126,26 +127,112 @@ func (r *Replayer) mayBeDryRun(sw stateWrite, before state.Prior) {
 		return
 	case known && stored && after.RV == before.RV:
 		if u, err := auditlog.DecodeObject(before.Raw); err == nil {
-			_ = r.state.PutPartly(gr, u, before.Unknowns, before.Source+" (the write at "+sw.src+", answered with its resourceVersion, was a dry run)")
+			// At its resourceVersion still: the next write is ordered against it.
+			_ = r.state.PutPartlyAt(gr, u, before.Unknowns, before.Source+" (the write at "+sw.src+", answered with its resourceVersion, was a dry run)")
 		}
 		return
-	case !known || !stored:
+	case !before.Found || before.Raw == nil || !stored:
 		// Whether the object is there, or as what, is not known.
 		r.state.Forget(gr, t.mainKind, t.namespace, t.name, why)
 		return
 	}
+	// Known before but for its resourceVersion (a write before that may have been a dry run
+	// too: a node's status patched every few seconds), or stored over it: what the write left
+	// as it was is known (a status patch leaves the labels), the rest not.
 	bu, err1 := auditlog.DecodeObject(before.Raw)
 	au, err2 := auditlog.DecodeObject(after.Raw)
 	if err1 != nil || err2 != nil {
 		r.state.Forget(gr, t.mainKind, t.namespace, t.name, why)
 		return
 	}
-	diffs := differing(bu.Object, au.Object, nil, why)
-	if len(diffs) == 0 {
+	// A dry run answers with the resourceVersion the object has, a write that stored with
+	// the one it stored: the response's is the stored one's either way.
+	diffs := slices.DeleteFunc(differing(bu.Object, au.Object, nil, why), func(u vapccel.Unknown) bool {
+		return slices.Equal(u.Path.Steps, []string{"metadata", "resourceVersion"})
+	})
+	// A field the write cannot have changed is in its response as the server stores it,
+	// whether it was a dry run or not: what was not known of it before is known now.
+	var still []vapccel.Unknown
+	for _, u := range before.Unknowns {
+		if mayHaveChanged(sw.ev, u.Path) && !slices.Equal(u.Path.Steps, []string{"metadata", "resourceVersion"}) {
+			still = append(still, u)
+		}
+	}
+	if len(diffs) == 0 && len(still) == 0 {
 		return
 	}
-	unknowns := append(append(slices.Clip(after.Unknowns), before.Unknowns...), diffs...)
-	_ = r.state.PutPartly(gr, au, unknowns, after.Source+" (or, a dry run, as it was)")
+	unknowns := append(append(slices.Clip(after.Unknowns), still...), diffs...)
+	_ = r.state.PutPartlyAt(gr, au, unknowns, after.Source+" (or, a dry run, as it was)")
+}
+
+// mayHaveChanged says whether a successful write (ev) may have changed the object's field at
+// path: any, but for a patch, whose body names the fields it sets (a JSON patch's operations
+// their paths), and the metadata the server keeps (resourceVersion, managedFields,
+// generation).
+func mayHaveChanged(ev *Event, path vapccel.FieldPath) bool {
+	steps := path.Steps
+	if ev.Verb != "patch" || len(steps) == 0 {
+		return true
+	}
+	if steps[0] == "metadata" && (len(steps) < 2 || steps[1] == "resourceVersion" || steps[1] == "managedFields" || steps[1] == "generation") {
+		return true
+	}
+	body := bytes.TrimSpace(ev.RequestObject)
+	touches := func(first, second string) bool {
+		return first == steps[0] && (first != "metadata" || second == "" || len(steps) < 2 || second == steps[1])
+	}
+	switch {
+	case len(body) == 0:
+		return true
+	case body[0] == '{':
+		var patch map[string]json.RawMessage
+		if json.Unmarshal(body, &patch) != nil {
+			return true
+		}
+		for k, v := range patch {
+			if strings.HasPrefix(k, "$") {
+				return true // a strategic merge patch's directive
+			}
+			if k != "metadata" {
+				if touches(k, "") {
+					return true
+				}
+				continue
+			}
+			var meta map[string]json.RawMessage
+			if json.Unmarshal(v, &meta) != nil {
+				return true
+			}
+			for mk := range meta {
+				if touches("metadata", mk) {
+					return true
+				}
+			}
+		}
+		return false
+	case body[0] == '[':
+		var ops []struct {
+			Path string `json:"path"`
+			From string `json:"from"`
+		}
+		if json.Unmarshal(body, &ops) != nil {
+			return true
+		}
+		for _, op := range ops {
+			for _, p := range []string{op.Path, op.From} {
+				parts := strings.SplitN(strings.TrimPrefix(p, "/"), "/", 3)
+				second := ""
+				if len(parts) > 1 {
+					second = parts[1]
+				}
+				if p != "" && touches(parts[0], second) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return true
 }
 
 // stateWrite is a successful write applyWrite applies to the State: the request, logged at

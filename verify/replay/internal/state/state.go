@@ -426,6 +426,34 @@ func (s *State) PutPartly(gr schema.GroupResource, u *unstructured.Unstructured,
 	return nil
 }
 
+// PutPartlyAt is PutPartly for an object whose resourceVersion is known to be the stored
+// one's (u's), though some of its fields are not: the write after it is ordered against it.
+func (s *State) PutPartlyAt(gr schema.GroupResource, u *unstructured.Unstructured, unknowns []vapccel.Unknown, source string) error {
+	gr = StorageOf(gr)
+	if s.keepsSnapshot(gr, s.Objects[gr][ObjectKey{u.GetNamespace(), u.GetName()}]) {
+		return nil
+	}
+	raw, err := json.Marshal(u.Object)
+	if err != nil {
+		return err
+	}
+	if err := s.store(gr, u, raw, nil, source, ResourceVersion(u.GetResourceVersion())); err != nil || !s.keep(gr) {
+		return err
+	}
+	k := ObjectKey{u.GetNamespace(), u.GetName()}
+	if e := s.Objects[gr][k]; e != nil && e.Raw != nil {
+		e.unknowns = append(e.unknowns, unknowns...)
+	}
+	if s.typedKinds(gr) && len(unknowns) > 0 {
+		b := s.writable(gr)
+		if te, ok := b.objs.get(k); ok && te.Obj != nil {
+			te.Unknowns = unknowns
+			b.objs.set(k, te)
+		}
+	}
+	return nil
+}
+
 // PutKept is PutPartly for a write the log holds without its result that changed no field of
 // the object but the unknowns (a status write, which keeps the rest as it was): a write the
 // log records after it, that ran concurrently with it, leaves its own result with those fields
