@@ -257,3 +257,20 @@ func explainLoss(out *Record, ev *Event) {
 	}
 	out.Indeterminate += "; " + note
 }
+
+// labelledDryRuns follows, on the ordered stage, whether the export labels dry runs: GKE puts
+// command.gke.io/dryRun on the entries of dry-run requests (since 2026; a GKE before did not,
+// and an entry without it was then of either). Where an entry of the export shows the label,
+// the cluster's GKE labels them, and the entries without it were no dry runs: their write
+// happened (the State follows it), and request.dryRun is false. Run looks for the label in
+// the export's files before the replay (source.LabelsDryRuns); a log read once (streamed) is
+// known from its first labelled entry on.
+func (r *Replayer) labelledDryRuns(ev *Event) {
+	switch {
+	case ev.Loss.Export == "":
+	case ev.Loss.DryRunLabelled:
+		r.dryRunLabels = ev.Loss.Export
+	case r.dryRunLabels == ev.Loss.Export && ev.Loss.Lost.Has(auditlog.LostDryRun):
+		ev.Loss.Lost &^= auditlog.LostDryRun
+	}
+}

@@ -324,6 +324,11 @@ func TestExportLosses(t *testing.T) {
 		{name: "a create without response may have been a dry run", expr: "!request.dryRun", op: admissionregistrationv1.Create,
 			lines:    []string{create("d2", auditlog.LevelRequest, nil)},
 			decision: DecisionIndeterminate, reason: ReasonExportLost, detail: "the GKE Cloud Logging export does not carry whether the request was a dry run"},
+		// An export that labels a dry run (later in it) labels them all: one without the
+		// label was none.
+		{name: "a create without response, where the export labels dry runs", expr: "!request.dryRun", op: admissionregistrationv1.Create,
+			lines:    []string{create("d3", auditlog.LevelRequest, nil), replaceOnce(t, merged("p12"), `"requestURI":"/api/v1/namespaces/a/configmaps/known"`, `"requestURI":"/api/v1/namespaces/a/configmaps/known?dryRun=All"`)},
+			decision: DecisionAdmit},
 		// A write's options (fieldManager, fieldValidation, force) are its query's.
 		{name: "a create's options", expr: "!has(request.options.fieldManager) || request.options.fieldManager != 'x'", op: admissionregistrationv1.Create,
 			lines:    []string{create("o1", auditlog.LevelRequestResponse, cm("c-o1", "5"))},

@@ -22,6 +22,7 @@ import (
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/internal/apiserver"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export"
 	"github.com/vapc-dev/vapc/verify/replay/internal/catalog"
 	"github.com/vapc-dev/vapc/verify/replay/internal/source"
 	"github.com/vapc-dev/vapc/verify/replay/internal/state"
@@ -146,6 +147,9 @@ func WithProgress(interval time.Duration, fn func(Progress)) Option {
 // Replayer replays audit logs through a fixed set of policies and bindings. A Replayer runs
 // one replay: its State moves forward with the log, and a second Run is refused.
 type Replayer struct {
+	// dryRunLabels is the export that labelled a dry run (auditlog.Loss.DryRunLabelled):
+	// its entries after it are no dry runs unless labelled (labelledDryRuns).
+	dryRunLabels string
 	// set is the policies replayed, fixed by New: the workers read it.
 	set policySet
 	// cfg is what the Options set, fixed by New.
@@ -417,6 +421,9 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 	r.findSnapshotRead(ctx)
 	r.output.sum = newSummary(sources)
 	r.output.sum.Notes = append(r.output.sum.Notes, spooled.Notes...)
+	if source.LabelsDryRuns(ctx, sources, r.cfg.maxLine) {
+		r.dryRunLabels = export.ExportGKE // from its first entry (labelledDryRuns)
+	}
 	r.scanLifecycle(ctx)
 	if len(r.snapshotRead) > 0 {
 		var grs []string
@@ -533,6 +540,7 @@ func (r *Replayer) line(ctx context.Context, d decoded) {
 		return
 	}
 	r.output.sum.Requests++
+	r.labelledDryRuns(ev)
 	r.noteLogTime(d, ev)
 	if r.cfg.check {
 		r.installed.observe(ev)

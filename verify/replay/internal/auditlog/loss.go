@@ -78,6 +78,10 @@ func (l Lost) String() string {
 type Loss struct {
 	Export string
 	Lost   Lost
+	// DryRunLabelled says the export labelled whether the request was a dry run (GKE's
+	// command.gke.io/dryRun): an export that labels one labels every dry run from then on,
+	// and the replay takes the entries after it without the label as no dry runs.
+	DryRunLabelled bool
 }
 
 // Any says whether the export lost anything.

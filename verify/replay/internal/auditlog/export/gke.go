@@ -122,6 +122,8 @@ type gkeEvent struct {
 	// writes them without the member Cloud Logging added, and sets RequestObject and
 	// ResponseObject to what it wrote.
 	request, response payloadObject
+	// dryRunLabelled says the entry has GKE's dry-run label (auditlog.Loss.DryRunLabelled).
+	dryRunLabelled bool
 }
 
 // gkeUser is the part of a user an entry carries: the name.
@@ -153,7 +155,7 @@ func gkeRecord(raw []byte, line int, where string) record {
 	data := writeEvent(ev)
 	dry := dryCheckOf(ev)
 	putBuf(raw) // the entry's bytes: what the event holds of them is copied
-	return record{data: data, line: line, at: at, loss: auditlog.Loss{Export: ExportGKE, Lost: lost}, dry: dry}
+	return record{data: data, line: line, at: at, loss: auditlog.Loss{Export: ExportGKE, Lost: lost, DryRunLabelled: ev.dryRunLabelled}, dry: dry}
 }
 
 // mapGKE maps an entry to its event; field names the entry's member an error is about.
@@ -231,6 +233,7 @@ func mapGKE(raw []byte) (ev *gkeEvent, at time.Time, lost auditlog.Lost, field s
 			ev.RequestURI += "?dryRun=All"
 		}
 		lost &^= auditlog.LostDryRun
+		ev.dryRunLabelled = true
 		ev.Annotations = maps.Clone(ev.Annotations)
 		delete(ev.Annotations, gkeDryRunLabel)
 	case verb == "delete" && deleteOptions(ev.request.raw):

@@ -152,8 +152,10 @@ func TestGKEEntries(t *testing.T) {
 		name, entry string
 		want        map[string]any // of the event
 		lost        auditlog.Lost
-		err         string
-		skip        string // why the entry is skipped
+		// labelled says the entry carries GKE's dry-run label (command.gke.io/dryRun).
+		labelled bool
+		err      string
+		skip     string // why the entry is skipped
 	}{{
 		// A create an admission webhook refused, as Binary Authorization's guide shows it:
 		// the response is the Status, which gives the HTTP code.
@@ -203,7 +205,8 @@ func TestGKEEntries(t *testing.T) {
 	}, {
 		// GKE labels a dry run's entry (command.gke.io/dryRun): its URI says so, as the log
 		// backend's would, and whether it was one is not lost.
-		name: "dry run",
+		name:     "dry run",
+		labelled: true,
 		entry: `{"insertId":"d1","labels":{"authorization.k8s.io/decision":"allow","command.gke.io/dryRun":"All"},
 			"protoPayload":{"@type":"type.googleapis.com/google.cloud.audit.AuditLog","authenticationInfo":{"principalEmail":"alice@example.com"},
 			"methodName":"io.k8s.core.v1.pods.status.patch","resourceName":"core/v1/namespaces/default/pods/p/status","serviceName":"k8s.io",
@@ -222,7 +225,8 @@ func TestGKEEntries(t *testing.T) {
 		lost: auditlog.LostGroups | auditlog.LostUID | auditlog.LostExtra | auditlog.LostReceived | auditlog.LostLevel | auditlog.LostQuery | auditlog.LostCode,
 	}, {
 		// Labelled no dry run: known, and the label is GKE's, not an annotation.
-		name: "labelled no dry run",
+		name:     "labelled no dry run",
+		labelled: true,
 		entry: `{"insertId":"d3","labels":{"command.gke.io/dryRun":"false"},
 			"protoPayload":{"@type":"type.googleapis.com/google.cloud.audit.AuditLog","authenticationInfo":{"principalEmail":"alice@example.com"},
 			"methodName":"io.k8s.core.v1.configmaps.delete","resourceName":"core/v1/namespaces/default/configmaps/c","serviceName":"k8s.io"},
@@ -404,7 +408,7 @@ func TestGKEEntries(t *testing.T) {
 			if diff := cmp.Diff(tt.want, normalized(t, l.data)); diff != "" {
 				t.Errorf("event mismatch (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(auditlog.Loss{Export: export.ExportGKE, Lost: tt.lost}, l.loss); diff != "" {
+			if diff := cmp.Diff(auditlog.Loss{Export: export.ExportGKE, Lost: tt.lost, DryRunLabelled: tt.labelled}, l.loss); diff != "" {
 				t.Errorf("loss mismatch (-want +got):\n%s", diff)
 			}
 		})

@@ -1,0 +1,93 @@
+package source
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"os"
+
+	"github.com/klauspost/compress/gzip"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export"
+)
+
+// gkeDryRunLabel is GKE's label of a dry run's entry, as its JSON names it.
+var gkeDryRunLabel = []byte(`"command.gke.io/dryRun"`)
+
+// LabelsDryRuns says whether a GKE Cloud Logging export among the sources (files) labels dry
+// runs: an entry of it carries command.gke.io/dryRun (GKE labels them since 2026; one that
+// labels one labels them all). Only GKE's exports are read, their bytes searched for the
+// label (decompressed), not decoded.
+func LabelsDryRuns(ctx context.Context, sources []Source, maxLine int) bool {
+	seen := map[string]bool{}
+	for _, src := range sources {
+		file := src.File()
+		if file == "" || seen[file] || ctx.Err() != nil {
+			continue
+		}
+		seen[file] = true
+		if gkeExport(src, file, maxLine) && holds(ctx, file, gkeDryRunLabel) {
+			return true
+		}
+	}
+	return false
+}
+
+// gkeExport says whether the file is a GKE Cloud Logging export (the format given, or the one
+// its first bytes show).
+func gkeExport(src Source, file string, maxLine int) bool {
+	f, err := os.Open(file)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	lr, err := export.NewReader(src.Name, f, export.Format(src.Format), maxLine)
+	if err != nil {
+		return false
+	}
+	defer lr.Close()
+	return lr.Format() == export.GKE
+}
+
+// holds says whether the file's bytes, decompressed (gzip, twice at most, as package export
+// reads them), hold needle.
+func holds(ctx context.Context, file string, needle []byte) bool {
+	f, err := os.Open(file)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 256<<10)
+	var r io.Reader = br
+	for range 2 {
+		magic, err := br.Peek(2)
+		if err != nil || magic[0] != 0x1f || magic[1] != 0x8b {
+			break
+		}
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return false
+		}
+		defer zr.Close()
+		br = bufio.NewReaderSize(zr, 256<<10)
+		r = br
+	}
+	buf := make([]byte, 1<<20)
+	keep := 0 // the bytes of the last read kept, which a needle may begin in
+	for ctx.Err() == nil {
+		n, err := r.Read(buf[keep:])
+		if bytes.Contains(buf[:keep+n], needle) {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+		if end := keep + n; end > len(needle) {
+			keep = copy(buf, buf[end-len(needle)+1:end])
+		} else {
+			keep = end
+		}
+	}
+	return false
+}
