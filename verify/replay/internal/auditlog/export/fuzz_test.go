@@ -30,6 +30,15 @@ func fuzzRead(f *testing.F, format export.Format) {
 	switch format {
 	case export.GKE:
 		wraps = append(wraps, exporttest.GKESink)
+		// A sink's entries pretty-printed (the Logs Explorer's copy).
+		if sink, err := exporttest.Wrap(exporttest.GKESink, short); err == nil {
+			var pretty bytes.Buffer
+			for _, entry := range bytes.Split(bytes.TrimSpace(sink), []byte("\n")) {
+				json.Indent(&pretty, entry, "", "  ")
+				pretty.WriteString("\n")
+			}
+			f.Add(pretty.Bytes())
+		}
 	case export.CloudWatchS3:
 		wraps = append(wraps, exporttest.EKSTail)
 	case export.Firehose:

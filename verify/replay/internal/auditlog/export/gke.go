@@ -654,6 +654,22 @@ func readGKE(in input, yield func(record) bool) {
 		readGKEArray(in, s, yield)
 		return
 	}
+	if prettyObject(in.r) {
+		// Entries pretty-printed, one after another (an entry copied from the Logs
+		// Explorer, as JSON): each a document.
+		s := newScanner(in.r)
+		s.compact = true
+		s.documents(yield, func(doc int) error {
+			line := s.startLine()
+			where := fmt.Sprintf("entry %d (line %d)", doc, line)
+			rec, err := s.element(2*in.maxLine, where, "", func(raw []byte, line int) record { return gkeEntryOf(raw, line, where, false) })
+			if err != nil {
+				return err
+			}
+			return send(yield, rec)
+		})
+		return
+	}
 	readLines(in, 2*in.maxLine, yield, func(text []byte, num int) record {
 		return record{data: append(getBuf(len(text)), text...), line: num, unwrap: gkeUnwrap(fmt.Sprintf("entry at line %d", num))}
 	})
@@ -675,6 +691,15 @@ func gkeEntryOf(raw []byte, line int, where string, timed bool) record {
 // gkeUnwrap maps a record's entry to its event.
 func gkeUnwrap(where string) func(*record) {
 	return func(r *record) { *r = gkeRecord(r.data, r.line, where) }
+}
+
+// prettyObject says whether the input begins with an object whose first line holds nothing
+// else: pretty-printed, not one a line.
+func prettyObject(r *bufio.Reader) bool {
+	b, _ := r.Peek(r.Size())
+	b = bytes.TrimLeft(b, " \t\r\n")
+	line, _, _ := bytes.Cut(b, []byte("\n"))
+	return string(bytes.TrimSpace(line)) == "{"
 }
 
 // firstByte is the first byte of the input that is not white space, without reading it; 0

@@ -3,6 +3,7 @@ package export_test
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/vapc-dev/vapc/verify/replay/exporttest"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export"
 )
@@ -59,6 +61,19 @@ func describe(l line) string {
 // are read.
 func TestMalformedEnvelopes(t *testing.T) {
 	t.Parallel()
+	// Two entries of a log sink, pretty-printed one after the other (an entry copied from the
+	// Logs Explorer as JSON).
+	sink, err := exporttest.Wrap(exporttest.GKESink, []byte(ev("a", 1)+"\n"+ev("b", 2)+"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pretty bytes.Buffer
+	for _, entry := range bytes.Split(bytes.TrimSpace(sink), []byte("\n")) {
+		if err := json.Indent(&pretty, entry, "", "  "); err != nil {
+			t.Fatal(err)
+		}
+		pretty.WriteString("\n")
+	}
 	tests := []struct {
 		name   string
 		format export.Format
@@ -268,6 +283,11 @@ func TestMalformedEnvelopes(t *testing.T) {
 		data:   "[\n{\"protoPayload\":{\"serviceName\":\"compute.googleapis.com\"},\"insertId\":\"x\",\"timestamp\":\"2026-01-01T00:00:00Z\"},\n{\"insertId\": ",
 		want: []string{`2: skipped: a Cloud Audit Logs entry of compute.googleapis.com, not of the Kubernetes API server (k8s.io)`,
 			"3: unreadable: the envelope is not JSON, reading stopped: the envelope ends in the middle of a value"},
+	}, {
+		name:   "gcloud: entries pretty-printed",
+		format: export.GKE,
+		data:   pretty.String(),
+		want:   []string{"1: a", fmt.Sprintf("%d: b", strings.Count(pretty.String()[:strings.LastIndex(pretty.String(), "\n{")], "\n")+2)},
 	}, {
 		// Found by FuzzReadGKE: the fast walk of an entry looked at the byte past its end
 		// (on a worker goroutine: the process died).
