@@ -193,15 +193,18 @@ const insightsCSV Format = "eks-insights-csv"
 
 func init() { readers[insightsCSV] = readInsightsCSV }
 
-// insightsCSVHead is how such a table begins: its header names Logs Insights' own fields; it
-// is one when they include @message (insightsCSVHeader).
+// insightsCSVHead is how such a table begins: its header names one of Logs Insights' own
+// fields first; it is one when it names @message or a field only CloudWatch Logs has
+// (insightsCSVHeader): a query that displays other fields than @message makes a table too,
+// whose rows say what they lack (another tool's table may begin with an @timestamp).
 var insightsCSVHead = regexp.MustCompile(`^"?@(timestamp|message|logStream|log|ingestionTime|ptr)"?(,|\r?\n)`)
 
-// insightsCSVHeader says whether the first line of head is a Logs Insights table's header,
-// one that names @message.
+// insightsCSVHeader says whether the first line of head is a Logs Insights table's header.
 func insightsCSVHeader(head []byte) bool {
 	header, err := csv.NewReader(bytes.NewReader(head)).Read()
-	return err == nil && slices.Contains(header, "@message")
+	return err == nil && slices.ContainsFunc(header, func(f string) bool {
+		return f == "@message" || f == "@logStream" || f == "@log" || f == "@ptr" || f == "@ingestionTime"
+	})
 }
 
 // csvSlack is how much more than a row's limit the CSV reader may read of it: what its

@@ -284,6 +284,13 @@ func TestMalformedEnvelopes(t *testing.T) {
 		want: []string{`2: skipped: a Cloud Audit Logs entry of compute.googleapis.com, not of the Kubernetes API server (k8s.io)`,
 			"3: unreadable: the envelope is not JSON, reading stopped: the envelope ends in the middle of a value"},
 	}, {
+		// A query that displays other fields than @message (AWS's own example): a Logs
+		// Insights table still, whose rows lack the event.
+		name:   "Logs Insights CSV without @message",
+		format: export.Auto,
+		data:   "@logStream,@timestamp,requestURI,verb\nkube-apiserver-audit-8c0c,2026-01-01 00:00:01.000,/api/v1/pods,create\n",
+		want:   []string{"2: error: row 1 (line 2): @message: missing: the query's fields must hold the log event's message (fields @timestamp, @message)"},
+	}, {
 		name:   "gcloud: entries pretty-printed",
 		format: export.GKE,
 		data:   pretty.String(),
