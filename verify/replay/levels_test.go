@@ -598,6 +598,13 @@ func TestMutatingAdmissionPolicies(t *testing.T) {
 		return levelEvent(t, id, auditlog.LevelRequest, "create", "configmaps", namespace, name, 422, denied, c, nil)
 	}
 	unbind := replaceOnce(t, mapEvent("5", "delete", "mutatingadmissionpolicybindings", "add-owner", nil), `"code":201`, `"code":200`)
+	// patch patches the policy at level Request (its result not in the log): to select the
+	// namespaces labelled mutate=never, as a merge patch.
+	patch := func(id string, body map[string]any) string {
+		line := levelEvent(t, id, auditlog.LevelRequest, "patch", "mutatingadmissionpolicies", "", "add-owner", 200, "", body, nil)
+		line = replaceOnce(t, line, `"requestURI":"/api/v1/`, `"requestURI":"/apis/admissionregistration.k8s.io/v1/`)
+		return replaceOnce(t, line, `"apiVersion":"v1","name"`, `"apiGroup":"admissionregistration.k8s.io","apiVersion":"v1","name"`)
+	}
 	sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
 		ns("ns1", map[string]any{"mutate": "on"}), ns("ns2", nil),
 		create("1", "ns1", "before", false),
@@ -607,9 +614,17 @@ func TestMutatingAdmissionPolicies(t *testing.T) {
 		create("4", "ns1", "bound", true),
 		// Not in a namespace the policy selects.
 		create("4b", "ns2", "other", false),
+		// Patched to select other namespaces (the patch applied to the policy the log
+		// showed): ns1's configmaps are not its any more.
+		patch("4c", map[string]any{"spec": map[string]any{"matchConstraints": map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"mutate": "never"}}}}}),
+		create("4d", "ns1", "patched", false),
+		// A patch the replay cannot apply (a strategic merge patch's directive): the policy is
+		// not known.
+		patch("4e", map[string]any{"$patch": "replace", "spec": map[string]any{}}),
+		create("4f", "ns1", "unknown", false),
 		unbind,
 		create("6", "ns1", "after", false))
-	for id, want := range map[string]string{"1": DecisionDeny, "4": DecisionIndeterminate, "4b": DecisionDeny, "6": DecisionDeny} {
+	for id, want := range map[string]string{"1": DecisionDeny, "4": DecisionIndeterminate, "4b": DecisionDeny, "4d": DecisionDeny, "4f": DecisionIndeterminate, "6": DecisionDeny} {
 		rec := recs[id]
 		if rec == nil || rec.Decision != want {
 			t.Errorf("request %s = %+v, want %s", id, rec, want)

@@ -24,8 +24,10 @@ import (
 // kube-apiserver runs its MutatingAdmissionPolicies after the built-in mutating plugins and
 // before ValidatingAdmissionPolicy, and, unlike a mutating webhook, a policy's change leaves no
 // trace in the audit log. A replay does not run them: it follows the cluster's policies and
-// bindings (from the snapshot and the writes of the log), and the object of a request one of
-// them may change is not known, unless the log holds it as the response of the request.
+// bindings (from the snapshot and the writes of the log; a patch the log holds without its
+// result, at level Request, applied to the object as the log last showed it), and the object
+// of a request one of them may change is not known, unless the log holds it as the response
+// of the request.
 
 var (
 	mapsGR     = schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "mutatingadmissionpolicies"}
@@ -41,6 +43,9 @@ type mutators struct {
 	policies map[string]mutatingPolicy
 	// bindings map each binding to its policy ("" when the binding's object is not known).
 	bindings map[string]string
+	// objects are the policies' and bindings' objects, where known: a patch the log holds
+	// without its result is applied to them (writtenSpecObject). Never changed once stored.
+	objects map[mutatorKey]map[string]any
 	// earlier are the sets before these that kube-apiserver's policy source may still have
 	// admitted a request with (see Replayer.mutatorsAt), the latest first.
 	earlier []earlierMutators
@@ -198,12 +203,19 @@ func mutatedObject(t target, obj, old *unstructured.Unstructured, view *state.St
 }
 
 func (m *mutators) clone() *mutators {
-	c := &mutators{policies: map[string]mutatingPolicy{}, bindings: map[string]string{}}
+	c := &mutators{policies: map[string]mutatingPolicy{}, bindings: map[string]string{}, objects: map[mutatorKey]map[string]any{}}
 	if m != nil {
 		maps.Copy(c.policies, m.policies)
 		maps.Copy(c.bindings, m.bindings)
+		maps.Copy(c.objects, m.objects)
 	}
 	return c
+}
+
+// mutatorKey names a MutatingAdmissionPolicy or binding: its resource and name.
+type mutatorKey struct {
+	gr   schema.GroupResource
+	name string
 }
 
 // isMutator says whether a resource is a MutatingAdmissionPolicy's or its binding's.
@@ -213,6 +225,11 @@ func isMutator(gr schema.GroupResource) bool { return gr == mapsGR || gr == maps
 // u nil removes it, and why, when set, says its object is not known.
 func (m *mutators) withObject(gr schema.GroupResource, name string, u *unstructured.Unstructured, why string) *mutators {
 	c := m.clone()
+	if u != nil {
+		c.objects[mutatorKey{gr, name}] = u.Object
+	} else {
+		delete(c.objects, mutatorKey{gr, name})
+	}
 	switch {
 	case gr == mapsGR && u == nil && why == "":
 		delete(c.policies, name)
@@ -284,6 +301,15 @@ func (r *Replayer) mutatorsAfter(ev *Event, t target, src string) *mutators {
 			obj = body
 		} else {
 			obj = nil
+		}
+	}
+	if obj == nil && r.mutators != nil {
+		// A patch whose result the log does not hold (at level Request), applied to the
+		// object as the log last showed it.
+		if cur := r.mutators.objects[mutatorKey{gr, t.name}]; cur != nil {
+			if o := writtenSpecObject(ev, cur); o != nil {
+				obj = &unstructured.Unstructured{Object: o}
+			}
 		}
 	}
 	if obj == nil {
