@@ -639,6 +639,42 @@ func TestMutatingAdmissionPolicies(t *testing.T) {
 	}
 }
 
+// TestMutatingBindingSelects: a MutatingAdmissionPolicyBinding's matchResources narrow its
+// policy's: a request in a namespace its namespaceSelector does not select is not its, and
+// its object, at level Request, is the one the log holds.
+func TestMutatingBindingSelects(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("owner", "configmaps", admissionregistrationv1.Create, nil, `has(object.data) && 'owner' in object.data`)
+	mapPolicy := map[string]any{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy", "metadata": map[string]any{"name": "add-owner"},
+		"spec": map[string]any{"matchConstraints": map[string]any{"resourceRules": []any{map[string]any{
+			"apiGroups": []any{""}, "apiVersions": []any{"v1"}, "operations": []any{"CREATE"}, "resources": []any{"configmaps"}}}}}}
+	mapBinding := map[string]any{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicyBinding", "metadata": map[string]any{"name": "add-owner"},
+		"spec": map[string]any{"policyName": "add-owner", "matchResources": map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"mutate": "on"}}}}}
+	ns := func(name string, labels map[string]any) string {
+		obj := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name, "labels": labels}}
+		return levelEvent(t, "ns-"+name, auditlog.LevelRequestResponse, "create", "namespaces", "", name, 201, "", obj, obj)
+	}
+	mapEvent := func(id, resource string, obj map[string]any) string {
+		line := levelEvent(t, id, auditlog.LevelRequestResponse, "create", resource, "", "add-owner", 201, "", obj, obj)
+		line = replaceOnce(t, line, `"requestURI":"/api/v1/`, `"requestURI":"/apis/admissionregistration.k8s.io/v1/`)
+		return replaceOnce(t, line, `"apiVersion":"v1","name"`, `"apiGroup":"admissionregistration.k8s.io","apiVersion":"v1","name"`)
+	}
+	create := func(id, namespace string) string {
+		c := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": id, "namespace": namespace}, "data": map[string]any{"a": "b"}}
+		denied := `configmaps "` + id + `" is forbidden: ValidatingAdmissionPolicy 'owner' with binding 'owner' denied request: denied by owner`
+		return levelEvent(t, id, auditlog.LevelRequest, "create", "configmaps", namespace, id, 422, denied, c, nil)
+	}
+	_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+		ns("ns1", map[string]any{"mutate": "on"}), ns("ns2", nil),
+		mapEvent("map", "mutatingadmissionpolicies", mapPolicy), mapEvent("mapb", "mutatingadmissionpolicybindings", mapBinding),
+		create("selected", "ns1"), create("other", "ns2"))
+	for id, want := range map[string]string{"selected": DecisionIndeterminate, "other": DecisionDeny} {
+		if rec := recs[id]; rec == nil || rec.Decision != want {
+			t.Errorf("%s: %s, want %s", id, describeRecord(rec), want)
+		}
+	}
+}
+
 // TestEquivalentEvents: kube-apiserver files core and events.k8s.io Events under one etcd
 // prefix, so they are equivalent resources: a policy on the core group's resources with
 // matchPolicy Equivalent sees an events.k8s.io/v1 Event, converted to v1.

@@ -46,6 +46,9 @@ type mutators struct {
 	// objects are the policies' and bindings' objects, where known: a patch the log holds
 	// without its result is applied to them (writtenSpecObject). Never changed once stored.
 	objects map[mutatorKey]map[string]any
+	// selects are the namespace and object selectors of each binding's matchResources (nil:
+	// every one), which narrow its policy's.
+	selects map[string]bindingSelect
 	// earlier are the sets before these that kube-apiserver's policy source may still have
 	// admitted a request with (see Replayer.mutatorsAt), the latest first.
 	earlier []earlierMutators
@@ -88,9 +91,9 @@ type mutatedRequest struct {
 // mayMutate says why a request's object may have been changed by a bound
 // MutatingAdmissionPolicy, or "". The rules are matched by group, resource and operation in
 // any version (a policy's matchPolicy Equivalent matches every version of a resource), then
-// the namespace and object selectors as the apiserver's matcher reads them; the exclusions,
-// the bindings' own match resources and the match conditions are not read, so a policy they
-// would skip still counts. A set the policy source may still have admitted the request with
+// the namespace and object selectors of the policy and of its binding's matchResources as the
+// apiserver's matcher reads them; the exclusions, the binding's resource rules and the match
+// conditions are not read, so a policy they would skip still counts. A set the policy source may still have admitted the request with
 // (earlier) counts too.
 func (m *mutators) mayMutate(req mutatedRequest) string {
 	if m == nil {
@@ -141,14 +144,8 @@ func (m *mutators) mayMutateNow(req mutatedRequest) string {
 		if !matched {
 			continue
 		}
-		if p.objects != nil && !(req.hasObject && p.objects.Matches(req.object)) && !(req.hasOld && p.objects.Matches(req.old)) {
+		if !selects(req, p.namespaces, p.objects) || !selects(req, m.selects[b].namespaces, m.selects[b].objects) {
 			continue
-		}
-		if p.namespaces != nil && req.namespace != "" {
-			ns, known := req.view.NamespaceLabels(req.namespace)
-			if known && !p.namespaces.Matches(ns) {
-				continue
-			}
 		}
 		if req.following[name] {
 			return fmt.Sprintf("MutatingAdmissionPolicy %s (bound by %s) matches the request and may have changed the object: the replay runs the policies of --policies to decide requests, not to follow the writes the log holds without their result", name, b)
@@ -156,6 +153,21 @@ func (m *mutators) mayMutateNow(req mutatedRequest) string {
 		return fmt.Sprintf("MutatingAdmissionPolicy %s (bound by %s) matches the request and may have changed the object; give it among --policies for vapc to run it", name, b)
 	}
 	return ""
+}
+
+// selects says whether a policy's or binding's namespace and object selectors (nil: every
+// one) may select the request, as the apiserver's matcher reads them: by the object's labels
+// or the old object's, and the namespace's where the State knows them.
+func selects(req mutatedRequest, namespaces, objects labels.Selector) bool {
+	if objects != nil && !(req.hasObject && objects.Matches(req.object)) && !(req.hasOld && objects.Matches(req.old)) {
+		return false
+	}
+	if namespaces != nil && req.namespace != "" {
+		if ns, known := req.view.NamespaceLabels(req.namespace); known && !namespaces.Matches(ns) {
+			return false
+		}
+	}
+	return true
 }
 
 // unknowns are the fields of the request's object a MutatingAdmissionPolicy may have changed.
@@ -203,14 +215,18 @@ func mutatedObject(t target, obj, old *unstructured.Unstructured, view *state.St
 }
 
 func (m *mutators) clone() *mutators {
-	c := &mutators{policies: map[string]mutatingPolicy{}, bindings: map[string]string{}, objects: map[mutatorKey]map[string]any{}}
+	c := &mutators{policies: map[string]mutatingPolicy{}, bindings: map[string]string{}, objects: map[mutatorKey]map[string]any{}, selects: map[string]bindingSelect{}}
 	if m != nil {
 		maps.Copy(c.policies, m.policies)
 		maps.Copy(c.bindings, m.bindings)
 		maps.Copy(c.objects, m.objects)
+		maps.Copy(c.selects, m.selects)
 	}
 	return c
 }
+
+// bindingSelect are the selectors of a binding's matchResources.
+type bindingSelect struct{ namespaces, objects labels.Selector }
 
 // mutatorKey names a MutatingAdmissionPolicy or binding: its resource and name.
 type mutatorKey struct {
@@ -268,11 +284,33 @@ func (m *mutators) withObject(gr schema.GroupResource, name string, u *unstructu
 		c.policies[name] = p
 	case u == nil && why == "":
 		delete(c.bindings, name)
+		delete(c.selects, name)
 	case u == nil:
 		c.bindings[name] = ""
+		delete(c.selects, name)
 	default:
 		policy, _, _ := unstructured.NestedString(u.Object, "spec", "policyName")
 		c.bindings[name] = policy
+		delete(c.selects, name)
+		var spec struct {
+			MatchResources *struct {
+				NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector"`
+				ObjectSelector    *metav1.LabelSelector `json:"objectSelector"`
+			} `json:"matchResources"`
+		}
+		raw, err := json.Marshal(u.Object["spec"])
+		if err == nil && json.Unmarshal(raw, &spec) == nil && spec.MatchResources != nil {
+			var sel bindingSelect
+			if mr := spec.MatchResources; mr.NamespaceSelector != nil {
+				sel.namespaces, err = metav1.LabelSelectorAsSelector(mr.NamespaceSelector)
+			}
+			if mr := spec.MatchResources; err == nil && mr.ObjectSelector != nil {
+				sel.objects, err = metav1.LabelSelectorAsSelector(mr.ObjectSelector)
+			}
+			if err == nil {
+				c.selects[name] = sel // one that does not decode narrows nothing
+			}
+		}
 	}
 	return c
 }
