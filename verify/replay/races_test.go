@@ -52,6 +52,11 @@ func TestRaceRecordings(t *testing.T) {
 		// Four clients update one ConfigMap: a 409 Conflict whose first attempt ran admission
 		// on the version it asked for, which four writes logged since replaced.
 		{name: "conflict on a version asked for", dir: "conflict-asked", want: map[int]string{26: "admit certain"}},
+		// kubectl apply --server-side's migration of a client-side apply's fields: a JSON
+		// patch that sets /metadata/resourceVersion to the version the log's patch at line 14
+		// answered with, 409 Conflict after its first attempt ran admission (a deployment
+		// controller's status update committed in between): decided on that version.
+		{name: "conflict on a version a JSON patch asks for", dir: "conflict-asked-json-patch", check: true, want: map[int]string{16: "admit certain"}},
 		// An update raced by another that completed while it ran: on the version before that
 		// one its refusal is the log's, and its annotation the first attempt's, on an older
 		// copy the watch cache held.

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 
@@ -165,8 +166,27 @@ func overlayPath(stored, sent any, steps []string) {
 }
 
 // askedVersion is the resourceVersion a request asks for, which the store checks before
-// admission (requestMeta's); 0 for none.
+// admission (requestMeta's); 0 for none. A JSON patch asks for it with an operation that sets
+// /metadata/resourceVersion (kubectl apply --server-side's migration of a client-side apply's
+// fields).
 func askedVersion(ev *Event) uint64 {
+	if body := bytes.TrimSpace(ev.RequestObject); ev.Verb == "patch" && len(body) > 0 && body[0] == '[' {
+		var ops []struct {
+			Op    string `json:"op"`
+			Path  string `json:"path"`
+			Value any    `json:"value"`
+		}
+		if json.Unmarshal(body, &ops) != nil {
+			return 0
+		}
+		var asked uint64
+		for _, op := range ops {
+			if v, ok := op.Value.(string); ok && (op.Op == "replace" || op.Op == "add") && op.Path == "/metadata/resourceVersion" {
+				asked = state.ResourceVersion(v)
+			}
+		}
+		return asked
+	}
 	return state.ResourceVersion(auditlog.MemberString(ev.RequestObject, askedMember(ev), "resourceVersion"))
 }
 
