@@ -2,7 +2,6 @@ package replay
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -188,7 +187,7 @@ func newLifecycle(policies []*admissionregistrationv1.ValidatingAdmissionPolicy,
 	mutating []*admissionregistrationv1.MutatingAdmissionPolicy, mutatingBindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding, off bool) *lifecycle {
 	l := &lifecycle{off: off, pairs: map[string][]givenPair{}, given: map[givenKey]bool{}, absent: map[givenKey]bool{}, unknown: map[givenKey]string{},
 		changes: map[givenKey]givenChange{}, compiled: map[givenKey]compiledIn{}, finalizers: map[givenKey]bool{},
-		specs: newGivenSpecs(policies, bindings), copies: map[givenKey]specCopy{}}
+		specs: newGivenSpecs(policies, bindings, mutating, mutatingBindings), copies: map[givenKey]specCopy{}}
 	// bind pairs a binding with its policy, under the policy's scope name.
 	bind := func(scope string, policy, binding givenKey) {
 		if l.given[policy] {
@@ -743,7 +742,7 @@ type givenAt struct {
 	unsure map[givenPair]string
 	// changed are the pairs the log left other than the given ones (or may have), with
 	// why: the server decided with the log's (lifecyclespec.go).
-	changed map[givenPair]string
+	changed map[givenPair]changedPair
 	// likely are the pairs created moments before the request completed, unsure only
 	// because the export lost when it was received: decided with, likely.
 	likely map[givenPair]string
@@ -829,11 +828,14 @@ func (l *lifecycle) at(file string, ev *Event, window time.Duration) givenAt {
 			if g.absent[p.policy] || g.absent[p.binding] {
 				continue
 			}
-			if off := cmp.Or(l.copies[p.policy].off, l.copies[p.binding].off); off != "" {
-				if g.changed == nil {
-					g.changed = map[givenPair]string{}
+			for _, k := range []givenKey{p.policy, p.binding} {
+				if c, ok := l.changedAt(k, received); ok {
+					if g.changed == nil {
+						g.changed = map[givenPair]changedPair{}
+					}
+					c.anyRequest = c.anyRequest || g.changed[p].anyRequest
+					g.changed[p] = c
 				}
-				g.changed[p] = off
 			}
 			why, how := recent(p.policy)
 			if w, h := recent(p.binding); h > how && how != unsure || h == unsure {
@@ -921,10 +923,20 @@ func (j *job) settleUnsure() {
 			return c.Policy == p.policy.name && c.Binding == p.binding.name
 		})
 	}
+	// A pair the cluster's copy of differs decides, in the server, the requests its copy
+	// selects: those the given pair matches, or any where what selects them differs too.
 	var changed []string
-	for p, w := range j.given.changed {
-		if gave(p) {
-			changed = append(changed, w)
+	for p, c := range j.given.changed {
+		matched := j.result.dec == nil
+		if d := j.result.dec; d != nil {
+			of := func(res verify.Result) bool { return res.Policy == p.policy.name && res.Binding == p.binding.name }
+			matched = slices.ContainsFunc(d.Results, of)
+			if m := d.Mutation; m != nil {
+				matched = matched || slices.ContainsFunc(m.Refusals, of) || slices.ContainsFunc(m.Invoked, func(c verify.Change) bool { return c.Policy == p.policy.name && c.Binding == p.binding.name })
+			}
+		}
+		if c.anyRequest || matched || gave(p) {
+			changed = append(changed, c.why)
 		}
 	}
 	if len(changed) > 0 {

@@ -320,11 +320,15 @@ func TestGivenMutatingMoments(t *testing.T) {
 		return admissionWrite(t, id, "create", resource, "no-cm", at, 201, "", nil, nil)
 	}
 	cm := func(id, at string) string { return createdIn(t, "configmaps", "ConfigMap", id, at, 201, "") }
+	// The log then patches the policy's mutation (its result at level Request applied to the
+	// copy it showed): the server ran the log's, and a request it ran on is policy-changed.
+	respec := admissionWrite(t, "respec", "patch", "mutatingadmissionpolicies", "no-cm", "10.000", 200, "", map[string]any{"spec": map[string]any{"mutations": []any{
+		map[string]any{"patchType": "JSONPatch", "jsonPatch": map[string]any{"expression": "[JSONPatch{op: 'add', path: '/metadata/labels', value: {'x': 'y'}}]"}}}}}, nil)
 	log := writeLog(t, t.TempDir(), "audit.log", []string{cm("early", "00.000"), admissionreg("map", "mutatingadmissionpolicies", "01.000"),
-		admissionreg("mapb", "mutatingadmissionpolicybindings", "01.002"), cm("moments", "01.300"), cm("later", "09.000")})
+		admissionreg("mapb", "mutatingadmissionpolicybindings", "01.002"), cm("moments", "01.300"), cm("later", "09.000"), respec, cm("respecified", "12.000")})
 	_, recs := replaySources(t, nil, nil, []Option{WithMutatingPolicies([]*admissionregistrationv1.MutatingAdmissionPolicy{m}, []*admissionregistrationv1.MutatingAdmissionPolicyBinding{mb})}, Source{Name: log})
-	want := map[string]string{"early": "none", "moments": "indeterminate policy-source", "later": "deny certain"}
-	if diff := cmp.Diff(want, lifecycleOutcomes(t, recs, []string{"early", "moments", "later"})); diff != "" {
+	want := map[string]string{"early": "none", "moments": "indeterminate policy-source", "later": "deny certain", "respecified": "indeterminate policy-changed"}
+	if diff := cmp.Diff(want, lifecycleOutcomes(t, recs, slices.Collect(maps.Keys(want)))); diff != "" {
 		t.Errorf("decisions mismatch (-want +got):\n%s", diff)
 	}
 }
@@ -394,13 +398,15 @@ func TestGivenSpecChanges(t *testing.T) {
 		name  string
 		lines []string
 		want  map[string]string
+		// given are the given binding's validationActions (Deny when nil).
+		given []admissionregistrationv1.ValidationAction
 	}{{
 		name: "patched to Warn and back, at level Request",
 		lines: []string{cm("before", "00.000", 422), write("warn", "patch", "01.000", actions("Warn", "Audit"), nil), cm("warned", "03.000", 201),
 			write("deny", "patch", "04.000", actions("Deny"), nil), cm("moments", "04.300", 422), cm("after", "06.000", 422)},
 		// Moments after it was patched back, the policy source may not have compiled it: its
 		// own denial is no evidence (the other spec may deny too).
-		want: map[string]string{"before": deny, "warned": changed, "moments": "indeterminate policy-source", "after": deny},
+		want: map[string]string{"before": deny, "warned": changed, "moments": changed, "after": deny},
 	}, {
 		name: "its response shows it",
 		lines: []string{cm("before", "00.000", 422), write("warn", "patch", "01.000", actions("Warn", "Audit"), bindingObject("Warn", "Audit")), cm("warned", "03.000", 201),
@@ -410,6 +416,19 @@ func TestGivenSpecChanges(t *testing.T) {
 		name:  "a server-side apply of the given one, a label",
 		lines: []string{cm("before", "00.000", 422), write("apply", "patch", "01.000", bindingObject("Deny"), nil), write("label", "patch", "02.000", map[string]any{"metadata": map[string]any{"labels": map[string]any{"a": "b"}}}, nil), cm("after", "06.000", 422)},
 		want:  map[string]string{"before": deny, "after": deny},
+	}, {
+		// The cluster's copy denies what the given one admits: the given pair gives no
+		// verdict, but the copy, which selects the same requests, does.
+		name: "the copy denies",
+		lines: []string{cm("before", "00.000", 201), write("deny", "patch", "01.000", actions("Deny"), nil), cm("denied", "03.000", 422),
+			write("audit", "patch", "04.000", actions("Audit"), nil), cm("moments", "04.300", 422), cm("after", "06.000", 201)},
+		want:  map[string]string{"before": "admit certain", "denied": changed, "moments": changed, "after": "admit certain"},
+		given: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Audit},
+	}, {
+		// A binding of another policy: any request may be the copy's.
+		name:  "the copy binds another policy",
+		lines: []string{cm("before", "00.000", 422), write("rebind", "patch", "01.000", map[string]any{"spec": map[string]any{"policyName": "other"}}, nil), cm("rebound", "03.000", 201)},
+		want:  map[string]string{"before": deny, "rebound": changed},
 	}, {
 		name:  "an update at level Metadata",
 		lines: []string{cm("before", "00.000", 422), write("update", "update", "01.000", nil, nil), cm("after", "06.000", 422)},
@@ -423,16 +442,57 @@ func TestGivenSpecChanges(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			log := writeLog(t, t.TempDir(), "audit.log", tc.lines)
+			b := b.DeepCopy()
+			if tc.given != nil {
+				b.Spec.ValidationActions = tc.given
+			}
 			_, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, nil, Source{Name: log})
 			if diff := cmp.Diff(tc.want, lifecycleOutcomes(t, recs, slices.Collect(maps.Keys(tc.want)))); diff != "" {
 				t.Errorf("decisions mismatch (-want +got):\n%s", diff)
 			}
 			for id, w := range tc.want {
-				if rec := recs[id]; w == changed && rec != nil && (len(rec.Alternatives) == 0 || rec.Alternatives[len(rec.Alternatives)-1].Decision != DecisionDeny) {
-					t.Errorf("%s: alternatives %+v, want the given one's deny last", id, rec.Alternatives)
+				if rec := recs[id]; w == changed && rec != nil && (len(rec.Alternatives) == 0 || rec.Alternatives[len(rec.Alternatives)-1].If != "the cluster's policies and bindings were the given ones") {
+					t.Errorf("%s: alternatives %+v, want the given one's decision last", id, rec.Alternatives)
 				}
 			}
 		})
+	}
+}
+
+// TestGivenCopySelects: the cluster's copy of a given policy denies what the given one admits
+// (its expression patched): a request the given pair matches is policy-changed, verdict or
+// not; and one whose copy selects other requests (its match constraints patched to secrets)
+// makes any request policy-changed, here a secret's that only another given policy matches.
+func TestGivenCopySelects(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("cm", "configmaps", admissionregistrationv1.Create, nil, "true")
+	q, qb := levelPolicy("secret", "secrets", admissionregistrationv1.Create, nil, "true")
+	patch := func(id, at string, body map[string]any) string {
+		return admissionWrite(t, id, "patch", "validatingadmissionpolicies", "cm", at, 200, "", body, nil)
+	}
+	const changed = "indeterminate policy-changed"
+	for _, tc := range []struct {
+		name  string
+		lines []string
+		want  map[string]string
+	}{{
+		name: "its expression",
+		lines: []string{createdIn(t, "configmaps", "ConfigMap", "before", "00.000", 201, ""),
+			patch("expr", "01.000", map[string]any{"spec": map[string]any{"validations": []any{map[string]any{"expression": "false", "message": "no"}}}}),
+			createdIn(t, "configmaps", "ConfigMap", "denied", "03.000", 422, "cm")},
+		want: map[string]string{"before": "admit certain", "denied": changed},
+	}, {
+		name: "its match constraints",
+		lines: []string{createdIn(t, "secrets", "Secret", "before", "00.000", 201, ""),
+			patch("match", "01.000", map[string]any{"spec": map[string]any{"matchConstraints": map[string]any{"resourceRules": []any{map[string]any{"apiGroups": []any{""}, "apiVersions": []any{"v1"}, "operations": []any{"CREATE"}, "resources": []any{"secrets"}}}}}}),
+			createdIn(t, "secrets", "Secret", "other", "03.000", 201, "")},
+		want: map[string]string{"before": "admit certain", "other": changed},
+	}} {
+		log := writeLog(t, t.TempDir(), "audit.log", tc.lines)
+		_, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p, q}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b, qb}, nil, Source{Name: log})
+		if diff := cmp.Diff(tc.want, lifecycleOutcomes(t, recs, slices.Collect(maps.Keys(tc.want)))); diff != "" {
+			t.Errorf("%s: decisions mismatch (-want +got):\n%s", tc.name, diff)
+		}
 	}
 }
 

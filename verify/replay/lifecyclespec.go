@@ -3,6 +3,7 @@ package replay
 import (
 	"bytes"
 	"encoding/json"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,16 +25,34 @@ import (
 // whose result the log does not show (a patch at level Request is applied to the copy the
 // log last showed, as a merge patch: the fields of these kinds are atomic, so a strategic
 // merge patch merges alike; a level without bodies) may have changed it: policy-changed
-// too. A create whose body the log does not hold is taken as the given one. The
-// MutatingAdmissionPolicies are not followed so (their spec is not compared).
+// too. A create whose body the log does not hold is taken as the given one. The given
+// MutatingAdmissionPolicies and their bindings are followed alike: a request their copy may
+// have changed (one the given pair ran on, or any, where what selects the requests differs)
+// is policy-changed.
 
 // specCopy is the cluster's copy of a given policy or binding as the log last showed it.
 type specCopy struct {
 	// obj is its object, nil when the log does not show it.
 	obj map[string]any
 	// off says why it differs, or may differ, from the given one; "" when it is the given
-	// one.
-	off string
+	// one. anyRequest says what selects the requests it decides (a policy's match
+	// constraints, match conditions and failure policy, a binding's policy and match
+	// resources) may differ too: a request the given pair does not match may be the copy's.
+	off        string
+	anyRequest bool
+	// restored says why the copy before the write that left it the given one differed, and
+	// restoredAny its anyRequest; restoredAt when that write completed: the policy source may
+	// still decide with that copy for up to a second.
+	restored    string
+	restoredAny bool
+	restoredAt  time.Time
+}
+
+// changedPair is why a pair's copy in the cluster differs, or may, from the given one, and
+// whether a request the given pair does not match may be the copy's.
+type changedPair struct {
+	why        string
+	anyRequest bool
 }
 
 // givenSpecs are the specs of the given policies and bindings the lifecycle compares the
@@ -43,7 +62,8 @@ type givenSpecs struct {
 	obj  map[givenKey]map[string]any
 }
 
-func newGivenSpecs(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) givenSpecs {
+func newGivenSpecs(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding,
+	mutating []*admissionregistrationv1.MutatingAdmissionPolicy, mutatingBindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding) givenSpecs {
 	g := givenSpecs{spec: map[givenKey]string{}, obj: map[givenKey]map[string]any{}}
 	add := func(k givenKey, spec string, o runtime.Object) {
 		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
@@ -58,7 +78,20 @@ func newGivenSpecs(policies []*admissionregistrationv1.ValidatingAdmissionPolicy
 	for _, b := range bindings {
 		add(givenKey{givenBinding, b.Name}, bindingSpecOf(b), b)
 	}
+	for _, p := range mutating {
+		add(givenKey{givenMutating, p.Name}, specOf(p), p)
+	}
+	for _, b := range mutatingBindings {
+		add(givenKey{givenMutatingBinding, b.Name}, mutatingBindingSpecOf(b), b)
+	}
 	return g
+}
+
+// mutatingBindingSpecOf is a MutatingAdmissionPolicyBinding's spec as the server stores it
+// (defaulted), as JSON; "" when it does not encode.
+func mutatingBindingSpecOf(b *admissionregistrationv1.MutatingAdmissionPolicyBinding) string {
+	b = b.DeepCopy()
+	return storedSpec(b, &b.Spec, nil, nil)
 }
 
 // followSpec notes what a successful write of a given policy or binding (not a delete) left
@@ -74,28 +107,68 @@ func (l *lifecycle) followSpec(k givenKey, ev *Event, by string) {
 	}
 	obj := writtenSpecObject(ev, cur)
 	c := specCopy{obj: obj}
-	switch {
+	switch spec := ""; {
 	case obj == nil && ev.Verb == "create":
 		// Its body not in the log: taken as the given one.
 		c.obj = l.specs.obj[k]
 	case obj == nil:
 		c.off = k.String() + " was written at " + by + ", whose result the log does not show: it may differ from the given one"
-	case givenSpecOf(k, obj) != given:
+		c.anyRequest = true
+	case func() bool { spec = givenSpecOf(k, obj); return spec != given }():
 		c.off = k.String() + " was written at " + by + " other than the given one"
 		if ev.Loss.Lost.Has(auditlog.LostDryRun) {
 			c.off += " (unless it was a dry run, which the export does not say)"
 		}
+		c.anyRequest = !sameSelection(k, given, spec)
 	}
-	if prev := l.copies[k]; prev.off != c.off {
+	prev := l.copies[k]
+	if prev.off != c.off || prev.anyRequest != c.anyRequest {
 		l.steady = nil
+		done := auditlog.ParseTime(ev.StageTimestamp)
 		if ev.Verb != "create" {
 			// The policy source compiles the change up to a second later (a create is a
 			// change already); a verdict of the pair is no evidence it had (soon): the
 			// other spec may give it too.
-			l.setChange(k, givenChange{done: auditlog.ParseTime(ev.StageTimestamp), received: ev.Received(), by: by, soon: true})
+			l.setChange(k, givenChange{done: done, received: ev.Received(), by: by, soon: true})
+		}
+		if prev.off != "" && c.off == "" {
+			c.restored, c.restoredAny, c.restoredAt = prev.off, prev.anyRequest, done
 		}
 	}
 	l.copies[k] = c
+}
+
+// changedAt is why the cluster's copy of k differed, or may have, from the given one when a
+// request received at received was decided; false when it did not.
+func (l *lifecycle) changedAt(k givenKey, received time.Time) (changedPair, bool) {
+	c, ok := l.copies[k]
+	switch {
+	case !ok:
+	case c.off != "":
+		return changedPair{c.off, c.anyRequest}, true
+	case c.restored != "" && (received.IsZero() || c.restoredAt.IsZero() || received.Sub(c.restoredAt) < l.window):
+		return changedPair{c.restored + ", and the write that left it the given one again completed moments before the request was received, which kube-apiserver's policy source may not have compiled yet", c.restoredAny}, true
+	}
+	return changedPair{}, false
+}
+
+// sameSelection says whether two stored specs of k select the same requests: a policy's match
+// constraints, match conditions and failure policy, a binding's policy and match resources.
+func sameSelection(k givenKey, a, b string) bool {
+	var am, bm map[string]any
+	if json.Unmarshal([]byte(a), &am) != nil || json.Unmarshal([]byte(b), &bm) != nil {
+		return false
+	}
+	fields := []string{"matchConstraints", "matchConditions", "failurePolicy"}
+	if k.kind == givenBinding || k.kind == givenMutatingBinding {
+		fields = []string{"policyName", "matchResources"}
+	}
+	for _, f := range fields {
+		if !valuesEqual(am[f], bm[f]) {
+			return false
+		}
+	}
+	return true
 }
 
 // forgetSpec notes the delete of a given policy or binding: created again, it is taken as the
@@ -124,6 +197,18 @@ func givenSpecOf(k givenKey, obj map[string]any) string {
 			return ""
 		}
 		return bindingSpecOf(&b)
+	case givenMutating:
+		var p admissionregistrationv1.MutatingAdmissionPolicy
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &p) != nil {
+			return ""
+		}
+		return specOf(&p)
+	case givenMutatingBinding:
+		var b admissionregistrationv1.MutatingAdmissionPolicyBinding
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &b) != nil {
+			return ""
+		}
+		return mutatingBindingSpecOf(&b)
 	}
 	return ""
 }
