@@ -795,21 +795,30 @@ func (w *randomWorld) bindingLife(set policySet) {
 		}
 		return
 	}
-	var bs []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
-	for _, b := range set.bindings {
-		if b.Name != observerName {
-			bs = append(bs, b)
-		}
-	}
-	if len(bs) == 0 {
+	b := w.lifeBinding(set)
+	if b == nil {
 		return
 	}
-	b := bs[w.life.IntN(len(bs))]
 	err := w.dyn.Resource(gvr).Delete(w.ctx, b.Name, metav1.DeleteOptions{})
 	w.got("the administrator deletes binding "+b.Name, err)
 	if err == nil {
 		w.unbound = b
 	}
+}
+
+// lifeBinding picks, from the lifecycle's random stream, one of the generated bindings (not the
+// observer's, nor one bindingLife deleted); nil when there is none.
+func (w *randomWorld) lifeBinding(set policySet) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
+	var bs []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	for _, b := range set.bindings {
+		if b.Name != observerName && (w.unbound == nil || b.Name != w.unbound.Name) {
+			bs = append(bs, b)
+		}
+	}
+	if len(bs) == 0 {
+		return nil
+	}
+	return bs[w.life.IntN(len(bs))]
 }
 
 // bindingRespec patches one of the generated bindings (not the observer's, nor one
@@ -835,16 +844,10 @@ func (w *randomWorld) bindingRespec(set policySet) {
 		}
 		return
 	}
-	var bs []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
-	for _, b := range set.bindings {
-		if b.Name != observerName && (w.unbound == nil || b.Name != w.unbound.Name) {
-			bs = append(bs, b)
-		}
-	}
-	if len(bs) == 0 {
+	b := w.lifeBinding(set)
+	if b == nil {
 		return
 	}
-	b := bs[w.life.IntN(len(bs))]
 	other := []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}
 	if slices.Contains(b.Spec.ValidationActions, admissionregistrationv1.Deny) {
 		other = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Warn, admissionregistrationv1.Audit}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
@@ -100,25 +99,12 @@ func bindingSpecOf(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) 
 // the cluster, or ok false when the log does not show it (a patch at level Request, a level
 // without bodies).
 func clusterSpec(ev *Event, binding bool) (spec string, ok bool) {
-	obj := auditlog.DecodeAnyObject(ev.ResponseObject)
-	if (obj == nil || obj.GetKind() == "Status") && (ev.Verb == "create" || ev.Verb == "update") {
-		obj = auditlog.DecodeAnyObject(ev.RequestObject)
-	}
-	if obj == nil || obj.GetKind() == "Status" {
-		return "", false
-	}
+	kind := givenPolicy
 	if binding {
-		var b admissionregistrationv1.ValidatingAdmissionPolicyBinding
-		if runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &b) != nil {
-			return "", false
-		}
-		return bindingSpecOf(&b), true
+		kind = givenBinding
 	}
-	var p admissionregistrationv1.ValidatingAdmissionPolicy
-	if runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &p) != nil {
-		return "", false
-	}
-	return validatingSpecOf(&p), true
+	spec = givenSpecOf(givenKey{kind: kind}, writtenSpecObject(ev, nil))
+	return spec, spec != ""
 }
 
 // followSpec notes the spec a write of the log (ev) left of a replayed policy's copy in the

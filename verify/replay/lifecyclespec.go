@@ -34,22 +34,20 @@ import (
 type specCopy struct {
 	// obj is its object, nil when the log does not show it.
 	obj map[string]any
-	// off says why it differs, or may differ, from the given one; "" when it is the given
-	// one. anyRequest says what selects the requests it decides (a policy's match
-	// constraints, match conditions and failure policy, a binding's policy and match
-	// resources) may differ too: a request the given pair does not match may be the copy's.
-	off        string
-	anyRequest bool
-	// restored says why the copy before the write that left it the given one differed, and
-	// restoredAny its anyRequest; restoredAt when that write completed: the policy source may
-	// still decide with that copy for up to a second.
-	restored    string
-	restoredAny bool
-	restoredAt  time.Time
+	// changed says how it differs, or may differ, from the given one (no why when it is the
+	// given one).
+	changed changedPair
+	// restored is how the copy before the write that left it the given one again differed,
+	// and restoredAt when that write completed: the policy source may still decide with that
+	// copy for up to a second.
+	restored   changedPair
+	restoredAt time.Time
 }
 
-// changedPair is why a pair's copy in the cluster differs, or may, from the given one, and
-// whether a request the given pair does not match may be the copy's.
+// changedPair is why a copy in the cluster differs, or may, from the given one, and whether
+// what selects the requests it decides (a policy's match constraints, match conditions and
+// failure policy, a binding's policy and match resources) may differ too: a request the
+// given pair does not match may be the copy's.
 type changedPair struct {
 	why        string
 	anyRequest bool
@@ -107,22 +105,20 @@ func (l *lifecycle) followSpec(k givenKey, ev *Event, by string) {
 	}
 	obj := writtenSpecObject(ev, cur)
 	c := specCopy{obj: obj}
-	switch spec := ""; {
+	switch spec := givenSpecOf(k, obj); {
 	case obj == nil && ev.Verb == "create":
 		// Its body not in the log: taken as the given one.
 		c.obj = l.specs.obj[k]
 	case obj == nil:
-		c.off = k.String() + " was written at " + by + ", whose result the log does not show: it may differ from the given one"
-		c.anyRequest = true
-	case func() bool { spec = givenSpecOf(k, obj); return spec != given }():
-		c.off = k.String() + " was written at " + by + " other than the given one"
+		c.changed = changedPair{k.String() + " was written at " + by + ", whose result the log does not show: it may differ from the given one", true}
+	case spec != given:
+		c.changed = changedPair{k.String() + " was written at " + by + " other than the given one", !sameSelection(k, given, spec)}
 		if ev.Loss.Lost.Has(auditlog.LostDryRun) {
-			c.off += " (unless it was a dry run, which the export does not say)"
+			c.changed.why += " (unless it was a dry run, which the export does not say)"
 		}
-		c.anyRequest = !sameSelection(k, given, spec)
 	}
 	prev := l.copies[k]
-	if prev.off != c.off || prev.anyRequest != c.anyRequest {
+	if prev.changed != c.changed {
 		l.steady = nil
 		done := auditlog.ParseTime(ev.StageTimestamp)
 		if ev.Verb != "create" {
@@ -131,23 +127,22 @@ func (l *lifecycle) followSpec(k givenKey, ev *Event, by string) {
 			// other spec may give it too.
 			l.setChange(k, givenChange{done: done, received: ev.Received(), by: by, soon: true})
 		}
-		if prev.off != "" && c.off == "" {
-			c.restored, c.restoredAny, c.restoredAt = prev.off, prev.anyRequest, done
+		if c.changed.why == "" {
+			c.restored, c.restoredAt = prev.changed, done
 		}
 	}
 	l.copies[k] = c
 }
 
-// changedAt is why the cluster's copy of k differed, or may have, from the given one when a
+// changedAt is how the cluster's copy of k differed, or may have, from the given one when a
 // request received at received was decided; false when it did not.
 func (l *lifecycle) changedAt(k givenKey, received time.Time) (changedPair, bool) {
-	c, ok := l.copies[k]
+	c := l.copies[k]
 	switch {
-	case !ok:
-	case c.off != "":
-		return changedPair{c.off, c.anyRequest}, true
-	case c.restored != "" && (received.IsZero() || c.restoredAt.IsZero() || received.Sub(c.restoredAt) < l.window):
-		return changedPair{c.restored + ", and the write that left it the given one again completed moments before the request was received, which kube-apiserver's policy source may not have compiled yet", c.restoredAny}, true
+	case c.changed.why != "":
+		return c.changed, true
+	case c.restored.why != "" && (received.IsZero() || c.restoredAt.IsZero() || received.Sub(c.restoredAt) < l.window):
+		return changedPair{c.restored.why + ", and the write that left it the given one again completed moments before the request was received, which kube-apiserver's policy source may not have compiled yet", c.restored.anyRequest}, true
 	}
 	return changedPair{}, false
 }
@@ -175,42 +170,36 @@ func sameSelection(k givenKey, a, b string) bool {
 // given one unless the log shows otherwise.
 func (l *lifecycle) forgetSpec(k givenKey) {
 	if c, ok := l.copies[k]; ok {
-		if c.off != "" {
+		if c.changed.why != "" {
 			l.steady = nil
 		}
 		delete(l.copies, k)
 	}
 }
 
-// givenSpecOf is the stored spec of a policy's or binding's object; "" when it does not convert.
+// givenSpecOf is the stored spec of a policy's or binding's object (of k's kind); "" when it
+// does not convert.
 func givenSpecOf(k givenKey, obj map[string]any) string {
 	switch k.kind {
 	case givenPolicy:
-		var p admissionregistrationv1.ValidatingAdmissionPolicy
-		if runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &p) != nil {
-			return ""
-		}
-		return validatingSpecOf(&p)
+		return convertedSpec(obj, validatingSpecOf)
 	case givenBinding:
-		var b admissionregistrationv1.ValidatingAdmissionPolicyBinding
-		if runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &b) != nil {
-			return ""
-		}
-		return bindingSpecOf(&b)
+		return convertedSpec(obj, bindingSpecOf)
 	case givenMutating:
-		var p admissionregistrationv1.MutatingAdmissionPolicy
-		if runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &p) != nil {
-			return ""
-		}
-		return specOf(&p)
+		return convertedSpec(obj, specOf)
 	case givenMutatingBinding:
-		var b admissionregistrationv1.MutatingAdmissionPolicyBinding
-		if runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &b) != nil {
-			return ""
-		}
-		return mutatingBindingSpecOf(&b)
+		return convertedSpec(obj, mutatingBindingSpecOf)
 	}
 	return ""
+}
+
+// convertedSpec is spec of obj converted to T; "" when obj is nil or does not convert.
+func convertedSpec[T any](obj map[string]any, spec func(*T) string) string {
+	var v T
+	if obj == nil || runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &v) != nil {
+		return ""
+	}
+	return spec(&v)
 }
 
 // writtenSpecObject is the object a successful write left, as far as the log shows it: its

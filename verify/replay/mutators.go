@@ -333,22 +333,15 @@ func (r *Replayer) mutatorsAfter(ev *Event, t target, src string) *mutators {
 	case "deletecollection":
 		return r.mutators.withObject(gr, "(deleted at "+src+")", nil, "deleted at "+src+" without the list of what")
 	}
-	obj := auditlog.DecodeAnyObject(ev.ResponseObject)
-	if obj == nil || obj.GetKind() == "Status" {
-		if body := auditlog.DecodeAnyObject(ev.RequestObject); body != nil && (ev.Verb == "create" || ev.Verb == "update") && body.GetKind() != "" {
-			obj = body
-		} else {
-			obj = nil
-		}
+	// The object the write left: its response's, its body, or a patch the log holds without
+	// its result (at level Request) applied to the object as the log last showed it.
+	var cur map[string]any
+	if r.mutators != nil {
+		cur = r.mutators.objects[mutatorKey{gr, t.name}]
 	}
-	if obj == nil && r.mutators != nil {
-		// A patch whose result the log does not hold (at level Request), applied to the
-		// object as the log last showed it.
-		if cur := r.mutators.objects[mutatorKey{gr, t.name}]; cur != nil {
-			if o := writtenSpecObject(ev, cur); o != nil {
-				obj = &unstructured.Unstructured{Object: o}
-			}
-		}
+	var obj *unstructured.Unstructured
+	if o := writtenSpecObject(ev, cur); o != nil {
+		obj = &unstructured.Unstructured{Object: o}
 	}
 	if obj == nil {
 		return r.mutators.withObject(gr, t.name, nil, "written at "+src+" at level "+orNone(ev.Level)+": the result is not in the log")

@@ -1,13 +1,9 @@
 package source
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"io"
 	"os"
-
-	"github.com/klauspost/compress/gzip"
 
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export"
 )
@@ -50,28 +46,20 @@ func gkeExport(src Source, file string, maxLine int) bool {
 	return lr.Format() == export.GKE
 }
 
-// holds says whether the file's bytes, decompressed (gzip, twice at most, as package export
-// reads them), hold needle.
+// holds says whether the file's bytes, decompressed as package export reads them, hold
+// needle.
 func holds(ctx context.Context, file string, needle []byte) bool {
 	f, err := os.Open(file)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
-	br := bufio.NewReaderSize(f, 256<<10)
-	var r io.Reader = br
-	for range 2 {
-		magic, err := br.Peek(2)
-		if err != nil || magic[0] != 0x1f || magic[1] != 0x8b {
-			break
-		}
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return false
-		}
-		defer zr.Close()
-		br = bufio.NewReaderSize(zr, 256<<10)
-		r = br
+	r, closers, err := export.Decompressed(f)
+	for _, c := range closers {
+		defer c.Close()
+	}
+	if err != nil {
+		return false
 	}
 	buf := make([]byte, 1<<20)
 	keep := 0 // the bytes of the last read kept, which a needle may begin in

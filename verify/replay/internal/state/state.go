@@ -404,11 +404,26 @@ func (s *State) Put(gr schema.GroupResource, u *unstructured.Unstructured, sourc
 // PutPartly is Put for an object the replay rebuilt itself, some of whose fields it does not
 // know (unknowns, from the object's root).
 func (s *State) PutPartly(gr schema.GroupResource, u *unstructured.Unstructured, unknowns []vapccel.Unknown, source string) error {
+	return s.putPartly(gr, u, unknowns, source, 0)
+}
+
+// PutPartlyAt is PutPartly for an object whose resourceVersion is known to be the stored
+// one's (u's), though some of its fields are not: the write after it is ordered against it.
+func (s *State) PutPartlyAt(gr schema.GroupResource, u *unstructured.Unstructured, unknowns []vapccel.Unknown, source string) error {
+	return s.putPartly(gr, u, unknowns, source, ResourceVersion(u.GetResourceVersion()))
+}
+
+// putPartly stores u, at resourceVersion rv (0: not known), with the fields unknowns.
+func (s *State) putPartly(gr schema.GroupResource, u *unstructured.Unstructured, unknowns []vapccel.Unknown, source string, rv uint64) error {
 	gr = StorageOf(gr)
-	if s.keepsSnapshot(gr, s.Objects[gr][ObjectKey{u.GetNamespace(), u.GetName()}]) {
+	if !s.keep(gr) || s.keepsSnapshot(gr, s.Objects[gr][ObjectKey{u.GetNamespace(), u.GetName()}]) {
 		return nil
 	}
-	if err := s.Put(gr, u, source); err != nil || !s.keep(gr) {
+	raw, err := json.Marshal(u.Object)
+	if err != nil {
+		return err
+	}
+	if err := s.store(gr, u, raw, nil, source, rv); err != nil {
 		return err
 	}
 	k := ObjectKey{u.GetNamespace(), u.GetName()}
@@ -417,34 +432,6 @@ func (s *State) PutPartly(gr schema.GroupResource, u *unstructured.Unstructured,
 	}
 	if s.typedKinds(gr) && len(unknowns) > 0 {
 		// The evaluator reads it as a param or namespace: what it does not know of it too.
-		b := s.writable(gr)
-		if te, ok := b.objs.get(k); ok && te.Obj != nil {
-			te.Unknowns = unknowns
-			b.objs.set(k, te)
-		}
-	}
-	return nil
-}
-
-// PutPartlyAt is PutPartly for an object whose resourceVersion is known to be the stored
-// one's (u's), though some of its fields are not: the write after it is ordered against it.
-func (s *State) PutPartlyAt(gr schema.GroupResource, u *unstructured.Unstructured, unknowns []vapccel.Unknown, source string) error {
-	gr = StorageOf(gr)
-	if s.keepsSnapshot(gr, s.Objects[gr][ObjectKey{u.GetNamespace(), u.GetName()}]) {
-		return nil
-	}
-	raw, err := json.Marshal(u.Object)
-	if err != nil {
-		return err
-	}
-	if err := s.store(gr, u, raw, nil, source, ResourceVersion(u.GetResourceVersion())); err != nil || !s.keep(gr) {
-		return err
-	}
-	k := ObjectKey{u.GetNamespace(), u.GetName()}
-	if e := s.Objects[gr][k]; e != nil && e.Raw != nil {
-		e.unknowns = append(e.unknowns, unknowns...)
-	}
-	if s.typedKinds(gr) && len(unknowns) > 0 {
 		b := s.writable(gr)
 		if te, ok := b.objs.get(k); ok && te.Obj != nil {
 			te.Unknowns = unknowns

@@ -146,10 +146,12 @@ func NewFilteredReader(file string, r io.Reader, format Format, maxLine int, fil
 // Filtered is the Skip of a line a NewFilteredReader passed over.
 const Filtered = "filtered"
 
-func newReader(file string, r io.Reader, format Format, maxLine int, filter []byte) (*Reader, error) {
-	rd := &Reader{file: file}
-	at, base := readerAt(r)
+// Decompressed reads r decompressed: as it is, or gzip-compressed (twice at most, as Firehose
+// writes a subscription's gzip records into a gzip object), detected by its first bytes; the
+// closers end the decompression.
+func Decompressed(r io.Reader) (*bufio.Reader, []io.Closer, error) {
 	br := bufio.NewReaderSize(r, 256<<10)
+	var closers []io.Closer
 	for range 2 {
 		magic, err := br.Peek(2)
 		if err != nil || magic[0] != 0x1f || magic[1] != 0x8b {
@@ -157,11 +159,22 @@ func newReader(file string, r io.Reader, format Format, maxLine int, filter []by
 		}
 		zr, err := gzip.NewReader(br)
 		if err != nil {
-			rd.Close()
-			return nil, fmt.Errorf("%s: %w", file, err)
+			return nil, closers, err
 		}
-		rd.closer = append(rd.closer, zr)
+		closers = append(closers, zr)
 		br = bufio.NewReaderSize(zr, 256<<10)
+	}
+	return br, closers, nil
+}
+
+func newReader(file string, r io.Reader, format Format, maxLine int, filter []byte) (*Reader, error) {
+	rd := &Reader{file: file}
+	at, base := readerAt(r)
+	br, closers, err := Decompressed(r)
+	rd.closer = closers
+	if err != nil {
+		rd.Close()
+		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	switch mark, _ := br.Peek(3); {
 	case bytes.HasPrefix(mark, []byte("\ufeff")):
