@@ -233,7 +233,7 @@ func (r *Replayer) scanLifecycle(ctx context.Context) {
 		l.unscanned = true
 		return
 	}
-	l.plain = source.PlainLogs(srcs, r.cfg.maxLine)
+	l.plain = source.PlainLogs(srcs)
 	// initial is what the log's first informative write of each says of its start; born
 	// the creationTimestamps the log shows of those there then.
 	initial := map[givenKey]givenFirst{}

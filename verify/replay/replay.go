@@ -421,7 +421,7 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 	r.findSnapshotRead(ctx)
 	r.output.sum = newSummary(sources)
 	r.output.sum.Notes = append(r.output.sum.Notes, spooled.Notes...)
-	if source.LabelsDryRuns(ctx, sources, r.cfg.maxLine) {
+	if source.LabelsDryRuns(ctx, sources) {
 		r.dryRunLabels = export.ExportGKE // from its first entry (labelledDryRuns)
 	}
 	r.scanLifecycle(ctx)

@@ -3,6 +3,8 @@ package source
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"os"
 
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export"
@@ -15,7 +17,7 @@ var gkeDryRunLabel = []byte(`"command.gke.io/dryRun"`)
 // runs: an entry of it carries command.gke.io/dryRun (GKE labels them since 2026; one that
 // labels one labels them all). Only GKE's exports are read, their bytes searched for the
 // label (decompressed), not decoded.
-func LabelsDryRuns(ctx context.Context, sources []Source, maxLine int) bool {
+func LabelsDryRuns(ctx context.Context, sources []Source) bool {
 	seen := map[string]bool{}
 	for _, src := range sources {
 		file := src.File()
@@ -23,8 +25,10 @@ func LabelsDryRuns(ctx context.Context, sources []Source, maxLine int) bool {
 			continue
 		}
 		seen[file] = true
-		if gkeExport(src, file, maxLine) && holds(ctx, file, gkeDryRunLabel) {
-			return true
+		if gkeExport(src, file) {
+			if found, _ := holds(ctx, file, gkeDryRunLabel); found {
+				return true
+			}
 		}
 	}
 	return false
@@ -32,26 +36,22 @@ func LabelsDryRuns(ctx context.Context, sources []Source, maxLine int) bool {
 
 // gkeExport says whether the file is a GKE Cloud Logging export (the format given, or the one
 // its first bytes show).
-func gkeExport(src Source, file string, maxLine int) bool {
+func gkeExport(src Source, file string) bool {
 	f, err := os.Open(file)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
-	lr, err := export.NewReader(src.Name, f, export.Format(src.Format), maxLine)
-	if err != nil {
-		return false
-	}
-	defer lr.Close()
-	return lr.Format() == export.GKE
+	format, err := export.FormatOf(src.Name, f, export.Format(src.Format))
+	return err == nil && format == export.GKE
 }
 
 // holds says whether the file's bytes, decompressed as package export reads them, hold
-// needle.
-func holds(ctx context.Context, file string, needle []byte) bool {
+// needle; an error when they could not be read to the end without finding it.
+func holds(ctx context.Context, file string, needle []byte) (bool, error) {
 	f, err := os.Open(file)
 	if err != nil {
-		return false
+		return false, err
 	}
 	defer f.Close()
 	r, closers, err := export.Decompressed(f)
@@ -59,17 +59,23 @@ func holds(ctx context.Context, file string, needle []byte) bool {
 		defer c.Close()
 	}
 	if err != nil {
-		return false
+		return false, err
 	}
 	buf := make([]byte, 1<<20)
 	keep := 0 // the bytes of the last read kept, which a needle may begin in
-	for ctx.Err() == nil {
+	for {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
 		n, err := r.Read(buf[keep:])
 		if bytes.Contains(buf[:keep+n], needle) {
-			return true
+			return true, nil
+		}
+		if errors.Is(err, io.EOF) {
+			return false, nil
 		}
 		if err != nil {
-			return false
+			return false, err
 		}
 		if end := keep + n; end > len(needle) {
 			keep = copy(buf, buf[end-len(needle)+1:end])
@@ -77,5 +83,4 @@ func holds(ctx context.Context, file string, needle []byte) bool {
 			keep = end
 		}
 	}
-	return false
 }

@@ -41,7 +41,7 @@ func TestLabelsDryRuns(t *testing.T) {
 			if err := os.WriteFile(path, []byte(tc.data), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			if got := LabelsDryRuns(context.Background(), []Source{{Name: path}}, 1<<20); got != tc.want {
+			if got := LabelsDryRuns(context.Background(), []Source{{Name: path}}); got != tc.want {
 				t.Errorf("LabelsDryRuns = %v, want %v", got, tc.want)
 			}
 		})

@@ -18,6 +18,9 @@ func InTimeOrder(sources []Source, maxLine int) (ordered []Source, reordered boo
 		src Source
 		at  time.Time
 	}
+	if len(sources) < 2 {
+		return sources, false // nothing to order: an export's first line waits for its window (package export's reorder)
+	}
 	var ts []timed
 	for _, src := range sources {
 		if src.Reader != nil {

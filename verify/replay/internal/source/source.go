@@ -40,7 +40,8 @@ type Source struct {
 
 // Filtered are the sources read for the events whose lines hold filter only: an export's
 // records that do not hold it are passed over undecoded, as lines with Skip set
-// (export.NewFilteredReader); the log backend's lines are all read.
+// (export.NewFilteredReader), and an export's file whose bytes do not hold it is not read at
+// all (no lines, no errors: mayHold); the log backend's lines are all read.
 func Filtered(sources []Source, filter []byte) []Source {
 	out := make([]Source, len(sources))
 	for i, s := range sources {
@@ -82,6 +83,27 @@ func (c countingFile) Seek(offset int64, whence int) (int64, error) {
 	return c.f.Seek(offset, whence)
 }
 
+// mayHold says whether an event of the source may hold its filter: false for an export's file
+// (Filterable) whose bytes do not hold it, which a byte search says faster than its reader,
+// which scans every record (a log backend's file, whose lines are filtered as they are read,
+// is read).
+func mayHold(ctx context.Context, src Source) bool {
+	if src.Reader != nil || src.part != nil {
+		return true
+	}
+	f, err := os.Open(src.File())
+	if err != nil {
+		return true
+	}
+	format, err := export.FormatOf(src.Name, f, export.Format(src.Format))
+	f.Close()
+	if err != nil || format == export.Plain || !format.Filterable() {
+		return true
+	}
+	found, err := holds(ctx, src.File(), src.filter)
+	return found || err != nil
+}
+
 // openSource opens one source for reading its lines, one line per call of next, which says
 // false at the end of the log. An error opening it is its one line. close closes what it
 // opened.
@@ -95,6 +117,9 @@ func openSource(ctx context.Context, src Source, maxLine int) (next func() (audi
 			read = true
 			return auditlog.Line{File: src.Name, Err: &auditlog.ReadError{Err: err}}, true
 		}, func() {}
+	}
+	if src.filter != nil && !mayHold(ctx, src) {
+		return func() (auditlog.Line, bool) { return auditlog.Line{}, false }, func() {}
 	}
 	r := src.Reader
 	var f *os.File
@@ -145,7 +170,7 @@ func openSource(ctx context.Context, src Source, maxLine int) (next func() (audi
 // lines, plain or gzip-compressed: each the log of one server, where an export's file may
 // interleave several servers' events. A file whose clock goes back (read in parts: Split) is
 // not: it may be several servers' logs concatenated.
-func PlainLogs(sources []Source, maxLine int) map[string]bool {
+func PlainLogs(sources []Source) map[string]bool {
 	out := map[string]bool{}
 	for _, src := range sources {
 		if src.part != nil {
@@ -159,9 +184,8 @@ func PlainLogs(sources []Source, maxLine int) map[string]bool {
 		if err != nil {
 			continue
 		}
-		if lr, err := export.NewReader(src.Name, f, export.Format(src.Format), maxLine); err == nil {
-			out[src.Name] = lr.Format() == export.Plain
-			lr.Close()
+		if format, err := export.FormatOf(src.Name, f, export.Format(src.Format)); err == nil {
+			out[src.Name] = format == export.Plain
 		}
 		f.Close()
 	}

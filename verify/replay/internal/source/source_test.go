@@ -98,6 +98,57 @@ func TestLines(t *testing.T) {
 	}
 }
 
+// TestFilteredLines: a filtered export's records that do not hold the filter are passed over
+// (lines with Skip), and an export's file whose bytes do not hold it is not read at all; AKS's
+// records, which may be pieces of an event, and the log backend's lines are all read.
+func TestFilteredLines(t *testing.T) {
+	dir := t.TempDir()
+	needle := []byte("admissionpolic")
+	policy := strings.Replace(event("p", 2), "/api/v1/namespaces", "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies", 1)
+	with := strings.Join([]string{event("a", 1), policy, event("b", 3)}, "\n") + "\n"
+	without := strings.Join([]string{event("a", 1), event("b", 3)}, "\n") + "\n"
+	wrapped := func(name string, f export.Format, log string) string {
+		t.Helper()
+		data, err := exporttest.Wrap(f, []byte(log))
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	for _, tc := range []struct {
+		name string
+		path string
+		want []string // audit IDs of the lines not skipped, "-" for one skipped
+	}{
+		{"a webhook export holding it", wrapped("with.webhook", export.Webhook, with), []string{"-", "p", "-"}},
+		{"a webhook export without it", wrapped("without.webhook", export.Webhook, without), nil},
+		{"a GKE sink without it", wrapped("without.gke", exporttest.GKESink, without), nil},
+		{"AKS's records, read whole", wrapped("without.aks", export.AzureBlob, without), []string{"a", "b"}},
+		{"the log backend's lines, read whole", write(t, dir, "without.log", false, event("a", 1), event("b", 3)), []string{"a", "b"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			if err := Lines(context.Background(), Filtered([]Source{{Name: tc.path}}, needle), 1<<20, func(l auditlog.Line) bool {
+				if l.Skip != "" {
+					got = append(got, "-")
+					return true
+				}
+				got = append(got, ids(t, []auditlog.Line{l})...)
+				return true
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("lines (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestInTimeOrder: rotated logs given newest first are read oldest first; a reader, or a log
 // whose first lines hold no event time, leaves the order as given.
 func TestInTimeOrder(t *testing.T) {

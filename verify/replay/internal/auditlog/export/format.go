@@ -68,6 +68,19 @@ func ParseFormat(s string) (Format, error) {
 	return "", fmt.Errorf("unknown input format %q: one of %s", s, strings.Join(names, ", "))
 }
 
+// Filterable says whether an event of a file in the format holds a filter (bytes a JSON
+// string holds as they are) only where the file's bytes, decompressed, hold it, and a
+// NewFilteredReader of it passes over the records that do not: every format's but AKS's, whose
+// records may be pieces of an event, cut anywhere (a filter too), and are all decoded and
+// joined.
+func (f Format) Filterable() bool {
+	switch f {
+	case AzureBlob, azureDocuments, AzureEventHub, AzureLogAnalytics:
+		return false
+	}
+	return true
+}
+
 // describe names the format for people, in errors and notes.
 func (f Format) describe() string {
 	switch f {

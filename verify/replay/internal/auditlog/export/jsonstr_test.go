@@ -2,6 +2,7 @@ package export
 
 import (
 	"bufio"
+	"errors"
 	"strings"
 	"testing"
 )
@@ -31,9 +32,10 @@ func TestNestingRun(t *testing.T) {
 	}
 }
 
-// TestSkip holds the scanner's skip, which finds a value the reader holds whole with valueEnd
-// and reads the rest byte by byte, to where encoding/json ends the value, whatever part of
-// it the reader's buffer holds (escapes and newlines cut at every place), and to an error,
+// TestSkip holds the scanner's skip and value, which find a value the reader holds whole
+// with valueEnd (skipHeld, takeHeld) and read the rest byte by byte, to where encoding/json
+// ends the value, whatever part of it the reader's buffer holds (escapes and newlines cut at
+// every place), the value kept whole (or reported too long, and gone past), and to an error,
 // not a panic, for a value cut short.
 func TestSkip(t *testing.T) {
 	t.Parallel()
@@ -49,15 +51,24 @@ func TestSkip(t *testing.T) {
 		for size := 16; size <= len(in)+16; size++ {
 			for lead := range 20 {
 				src := strings.Repeat(" ", lead) + in
-				s := newScanner(bufio.NewReaderSize(strings.NewReader(src), size))
-				if err := s.skip(); err != nil {
-					t.Fatalf("skip(%q), buffer %d: %v", src, size, err)
-				}
-				if got := int(s.off) - lead; got != want {
-					t.Fatalf("skip(%q), buffer %d: at %d, want %d", src, size, got, want)
-				}
-				if got, want := s.line, 1+strings.Count(v, "\n"); got != want {
-					t.Fatalf("skip(%q), buffer %d: line %d, want %d", src, size, got, want)
+				for _, max := range []int{-1, len(v), len(v) - 1} {
+					s := newScanner(bufio.NewReaderSize(strings.NewReader(src), size))
+					raw, err := s.value(max, nil)
+					var tooLong *errTooLong
+					switch {
+					case max == len(v)-1 && !errors.As(err, &tooLong):
+						t.Fatalf("value(%q, %d), buffer %d: %q, %v; want too long", src, max, size, raw, err)
+					case max != len(v)-1 && err != nil:
+						t.Fatalf("value(%q, %d), buffer %d: %v", src, max, size, err)
+					case max == len(v) && string(raw) != v:
+						t.Fatalf("value(%q, %d), buffer %d: %q, want %q", src, max, size, raw, v)
+					}
+					if got := int(s.off) - lead; got != want {
+						t.Fatalf("value(%q, %d), buffer %d: at %d, want %d", src, max, size, got, want)
+					}
+					if got, want := s.line, 1+strings.Count(v, "\n"); got != want {
+						t.Fatalf("value(%q, %d), buffer %d: line %d, want %d", src, max, size, got, want)
+					}
 				}
 			}
 		}
@@ -65,6 +76,10 @@ func TestSkip(t *testing.T) {
 			s := newScanner(bufio.NewReaderSize(strings.NewReader(v[:cut]), 16))
 			if err := s.skip(); err == nil {
 				t.Errorf("skip(%q): no error for a value cut short", v[:cut])
+			}
+			s = newScanner(bufio.NewReaderSize(strings.NewReader(v[:cut]), 16))
+			if raw, err := s.value(len(v), nil); err == nil {
+				t.Errorf("value(%q): %q, no error for a value cut short", v[:cut], raw)
 			}
 		}
 	}

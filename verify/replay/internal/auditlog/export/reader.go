@@ -167,25 +167,34 @@ func Decompressed(r io.Reader) (*bufio.Reader, []io.Closer, error) {
 	return br, closers, nil
 }
 
-func newReader(file string, r io.Reader, format Format, maxLine int, filter []byte) (*Reader, error) {
-	rd := &Reader{file: file}
-	at, base := readerAt(r)
+// FormatOf is the format of the file named file that r reads (format, when it is not Auto,
+// as NewReader takes it), read from its first bytes as NewReader reads them, and the error
+// NewReader would return for it; it reads no more of r than that and starts nothing.
+func FormatOf(file string, r io.Reader, format Format) (Format, error) {
 	br, closers, err := Decompressed(r)
-	rd.closer = closers
-	if err != nil {
-		rd.Close()
-		return nil, fmt.Errorf("%s: %w", file, err)
+	for _, c := range closers {
+		defer c.Close()
 	}
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", file, err)
+	}
+	format, _, err = detected(file, br, format)
+	return format, err
+}
+
+// detected is the format of the file that br reads decompressed (format, when it is not Auto,
+// as it is given), and how many bytes of a byte order mark begin it; an error for a file vapc
+// does not read.
+func detected(file string, br *bufio.Reader, format Format) (_ Format, bom int, _ error) {
 	switch mark, _ := br.Peek(3); {
 	case bytes.HasPrefix(mark, []byte("\ufeff")):
 		// A UTF-8 byte order mark (PowerShell 7's, Notepad's): not the log's.
-		br.Discard(3)
-		base += 3
+		bom = 3
 	case bytes.HasPrefix(mark, []byte{0xff, 0xfe}) || bytes.HasPrefix(mark, []byte{0xfe, 0xff}):
-		rd.Close()
-		return nil, &auditlog.ConvertError{Err: fmt.Errorf("%s: UTF-16 text (byte order mark %X), not UTF-8: convert it (iconv -f UTF-16 -t UTF-8 %s; Windows PowerShell 5.1's > writes UTF-16, Out-File -Encoding utf8 does not)", file, mark[:2], file)}
+		return "", 0, &auditlog.ConvertError{Err: fmt.Errorf("%s: UTF-16 text (byte order mark %X), not UTF-8: convert it (iconv -f UTF-16 -t UTF-8 %s; Windows PowerShell 5.1's > writes UTF-16, Out-File -Encoding utf8 does not)", file, mark[:2], file)}
 	}
-	head, _ := br.Peek(detectBytes)
+	head, _ := br.Peek(bom + detectBytes)
+	head = head[bom:]
 	switch {
 	case format == Auto || format == "":
 		// In an object Firehose named, what is not its raw records is the messages it
@@ -200,15 +209,32 @@ func newReader(file string, r io.Reader, format Format, maxLine int, filter []by
 	case format == CloudWatch && (detect(head) == insightsResults || detect(head) == insightsCSV):
 		format = detect(head)
 	}
+	switch format {
+	case legacyFormat:
+		return "", 0, &auditlog.ConvertError{Err: fmt.Errorf("%s: kube-apiserver's legacy audit log format (--audit-log-format=legacy), which holds no objects, annotations or audit levels to replay: log in the json format (--audit-log-format=json, the default)", file)}
+	case gkeYAML:
+		return "", 0, &auditlog.ConvertError{Err: fmt.Errorf("%s: gcloud logging read's YAML, which vapc does not read: print the entries as JSON (gcloud logging read --format=json)", file)}
+	}
+	return format, bom, nil
+}
+
+func newReader(file string, r io.Reader, format Format, maxLine int, filter []byte) (*Reader, error) {
+	rd := &Reader{file: file}
+	at, base := readerAt(r)
+	br, closers, err := Decompressed(r)
+	rd.closer = closers
+	if err != nil {
+		rd.Close()
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	format, bom, err := detected(file, br, format)
+	if err != nil {
+		rd.Close()
+		return nil, err
+	}
+	br.Discard(bom)
+	base += int64(bom)
 	rd.format = format
-	if format == legacyFormat {
-		rd.Close()
-		return nil, &auditlog.ConvertError{Err: fmt.Errorf("%s: kube-apiserver's legacy audit log format (--audit-log-format=legacy), which holds no objects, annotations or audit levels to replay: log in the json format (--audit-log-format=json, the default)", file)}
-	}
-	if format == gkeYAML {
-		rd.Close()
-		return nil, &auditlog.ConvertError{Err: fmt.Errorf("%s: gcloud logging read's YAML, which vapc does not read: print the entries as JSON (gcloud logging read --format=json)", file)}
-	}
 	if format == Plain {
 		lr, c, err := auditlog.NewReader(file, br, maxLine)
 		if err != nil {
@@ -233,10 +259,10 @@ func newReader(file string, r io.Reader, format Format, maxLine int, filter []by
 	rd.order = newReorder(file, defaultWindow, maxLine)
 	rd.dry = newDryRuns()
 	rd.join = newJoiner(maxLine)
-	if format == AzureBlob || format == azureDocuments || format == AzureEventHub || format == AzureLogAnalytics {
-		rd.seen = newCopies(defaultWindow)
-	} else {
+	if format.Filterable() {
 		rd.filter = filter
+	} else {
+		rd.seen = newCopies(defaultWindow)
 	}
 	rd.start(func(yield func(record) bool) { read(in, yield) })
 	return rd, nil
@@ -277,7 +303,10 @@ func (r *Reader) start(read func(yield func(record) bool)) {
 	workers := runtime.GOMAXPROCS(0)
 	work := make(chan *recordBatch, workers)
 	r.ordered = make(chan *recordBatch, 2*workers)
-	r.quit = make(chan struct{})
+	// The goroutines hold quit itself: Close sets r.quit to nil once it has closed it, and a
+	// receive from a nil channel blocks, which made a reader closed early read its whole file.
+	quit := make(chan struct{})
+	r.quit = quit
 	for range workers {
 		r.wg.Add(1)
 		go func() {
@@ -307,12 +336,12 @@ func (r *Reader) start(read func(yield func(record) bool)) {
 		send := func() bool {
 			select {
 			case r.ordered <- cur:
-			case <-r.quit:
+			case <-quit:
 				return false
 			}
 			select {
 			case work <- cur:
-			case <-r.quit:
+			case <-quit:
 				close(cur.done)
 				return false
 			}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/klauspost/compress/gzip"
 
 	"github.com/vapc-dev/vapc/verify/replay/exporttest"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
@@ -259,6 +260,112 @@ func TestDetect(t *testing.T) {
 			t.Parallel()
 			if got := export.Detect([]byte(tt.head)); got != tt.want {
 				t.Errorf("Detect(%q) = %q, want %q", tt.head, got, tt.want)
+			}
+		})
+	}
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// TestCloseStopsReading: a Reader closed after its first lines stops reading its input (the
+// replay reads a log's first lines for the first event's time, or the snapshot's): it read
+// every file whole before (its goroutines waited on a quit channel Close had cleared).
+func TestCloseStopsReading(t *testing.T) {
+	t.Parallel()
+	log := readLog(t, recorded[0])
+	year := []byte(fmt.Sprintf("%d-", time.Now().Year()))
+	if !bytes.Contains(log, year) {
+		year = []byte("2026-") // the year the log was recorded
+	}
+	const copies = 40 // of the export, each a few MB, a year after the one before
+	for _, f := range []export.Format{export.Webhook, export.CloudWatch, export.CloudWatchS3, export.Firehose, export.AzureBlob, export.AzureEventHub, exporttest.GKESink} {
+		t.Run(string(f), func(t *testing.T) {
+			t.Parallel()
+			parts := make([]io.Reader, copies)
+			total := 0
+			for i := range parts {
+				data, err := exporttest.Wrap(f, bytes.ReplaceAll(log, year, []byte(fmt.Sprintf("%d-", 2026+i))))
+				if err != nil {
+					t.Fatal(err)
+				}
+				parts[i] = bytes.NewReader(data)
+				total += len(data)
+			}
+			in := &countingReader{r: io.MultiReader(parts...)}
+			r, err := export.NewReader("audit.log", in, export.Auto, auditlog.DefaultMaxLineBytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 100 {
+				if _, ok := r.Next(); !ok {
+					t.Fatal("the export ended in its first lines")
+				}
+			}
+			r.Close()
+			if in.n > int64(total/4) {
+				t.Errorf("closed after 100 lines, the reader had read %d of the %d bytes", in.n, total)
+			}
+		})
+	}
+}
+
+// TestFormatOf: the format FormatOf reads from a file's first bytes, and its error, are
+// NewReader's (which starts reading), for every format's file, compressed or not, after a
+// byte order mark, forced, and for the files vapc refuses.
+func TestFormatOf(t *testing.T) {
+	t.Parallel()
+	log := readLog(t, recorded[0])
+	gz := func(b []byte) []byte {
+		var out bytes.Buffer
+		zw := gzip.NewWriter(&out)
+		zw.Write(b)
+		zw.Close()
+		return out.Bytes()
+	}
+	type input struct {
+		name   string
+		data   []byte
+		format export.Format
+	}
+	inputs := []input{
+		{"plain", log, export.Auto},
+		{"plain, compressed", gz(log), export.Auto},
+		{"plain after a byte order mark", append([]byte("\ufeff"), log...), export.Auto},
+		{"forced Firehose, not its objects", log, export.Firehose},
+		{"UTF-16", []byte{0xff, 0xfe, '{', 0}, export.Auto},
+		{"gcloud's YAML", []byte("insertId: abc\nprotoPayload:\n  methodName: x\n"), export.Auto},
+		{"legacy", []byte(`2026-11-21T03:57:09.106841886Z AUDIT: id="c939d2a7" stage="ResponseComplete" ip="127.0.0.1" method="get" user="admin" groups="\"system:masters\"" as="<self>" asgroups="<lookup>" user-agent="kubectl" namespace="default" uri="/api/v1/namespaces/default/pods" response="200"` + "\n"), export.Auto},
+		{"truncated gzip", gz(log)[:5], export.Auto},
+	}
+	for _, f := range export.Formats()[2:] {
+		data, err := exporttest.Wrap(f, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs = append(inputs, input{string(f), data, export.Auto}, input{string(f) + ", forced", data, f})
+	}
+	for _, in := range inputs {
+		t.Run(in.name, func(t *testing.T) {
+			t.Parallel()
+			var want export.Format
+			r, wantErr := export.NewReader("audit.log", bytes.NewReader(in.data), in.format, auditlog.DefaultMaxLineBytes)
+			if wantErr == nil {
+				want = r.Format()
+				r.Close()
+			}
+			got, err := export.FormatOf("audit.log", bytes.NewReader(in.data), in.format)
+			if got != want || fmt.Sprint(err) != fmt.Sprint(wantErr) {
+				t.Errorf("FormatOf = %q, %v; NewReader's %q, %v", got, err, want, wantErr)
 			}
 		})
 	}
