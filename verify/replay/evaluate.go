@@ -464,7 +464,15 @@ func (d *rebuiltDecider) evaluate(eval Evaluator, view *state.StateView) (*verif
 	if j.result.schemaRefreshing != "" && dec.Mutation.Acted() {
 		return nil, &indeterminateError{because(ReasonMutationUnknown, j.result.schemaRefreshing)}
 	}
-	why, read := r.mutationUnknownRead(dec.Mutation, d.unknowns, j.policies)
+	inputs := d.unknowns
+	if b.objectSource == SourceResponse {
+		inputs = append(slices.Clip(inputs), storedAfterMutation(j.ev, j.t, b.req.Object)...)
+	}
+	why, read, refuses := r.mutationUnknownRead(dec.Mutation, inputs, j.policies)
+	if refuses {
+		// A policy that fails on an error may have refused the request on what it read.
+		return nil, &indeterminateError{because(mutationReason(j, read), why)}
+	}
 	if b.objectSource == SourceResponse && why == "" {
 		reapplied, clusterOnly := r.reapplied(dec.Mutation, j.mutators)
 		if v, ok := eval.(validatingEvaluator); ok && clusterOnly {

@@ -52,7 +52,11 @@ func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, why, sr
 			first.unknowns = unknowns
 			r.state.Commuted()
 		}
-		_ = r.state.PutPartly(gr, first.obj, first.unknowns, src+" ("+describe(t.gvr, t.sub)+", replayed: "+why+")")
+		source := src + " (" + describe(t.gvr, t.sub) + ", replayed: " + why + ")"
+		if old, _ := p.Decode(); old != nil && derivesScale(t) && scaleAnswered(t.scale, old, first.obj, auditlog.DecodeAnyObject(ev.ResponseObject)) {
+			source += ", with the spec.replicas of the Scale the server answered, which the cluster's admission changed"
+		}
+		_ = r.state.PutPartly(gr, first.obj, first.unknowns, source)
 		r.noteFollowed(ev, t, src, auditlog.ParseTime(ev.StageTimestamp))
 	}
 }
@@ -93,7 +97,7 @@ func (r *Replayer) followWrite(ctx context.Context, ev *Event, t target, p state
 	}
 	w.logged = req.Body
 	if req.Method == http.MethodPost {
-		req.Body = namedBody(ev, req.Body)
+		req.Body, _ = namedBody(ev, req.Body)
 	}
 	variants := sendVariants(req, ev, t)
 	var results []writeResult

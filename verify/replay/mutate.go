@@ -139,34 +139,35 @@ func (r *Replayer) runMutatingPolicies(ctx context.Context, me mutatingEvaluator
 // given another object, or a policy that ran reads a field the replay does not know (inputs:
 // the unknown fields of the admission they ran on).
 func (r *Replayer) mutationUnknown(m *verify.Mutation, inputs []vapccel.Unknown, policies []string) string {
-	why, _ := r.mutationUnknownRead(m, inputs, policies)
+	why, _, _ := r.mutationUnknownRead(m, inputs, policies)
 	return why
 }
 
 // mutationUnknownRead is mutationUnknown, with the unknown field a policy read when that is
-// why (nil otherwise).
-func (r *Replayer) mutationUnknownRead(m *verify.Mutation, inputs []vapccel.Unknown, policies []string) (string, *vapccel.Unknown) {
+// why (nil otherwise), and whether that policy refuses the request on an error (failurePolicy
+// Fail): what it read may have made it fail.
+func (r *Replayer) mutationUnknownRead(m *verify.Mutation, inputs []vapccel.Unknown, policies []string) (string, *vapccel.Unknown, bool) {
 	switch {
 	case m == nil:
-		return "", nil
+		return "", nil, false
 	case m.Unknown != "":
-		return "a MutatingAdmissionPolicy could not run as kube-apiserver would: " + m.Unknown, nil
+		return "a MutatingAdmissionPolicy could not run as kube-apiserver would: " + m.Unknown, nil, false
 	case m.OrderDependent != "":
-		return "kube-apiserver runs MutatingAdmissionPolicies in an order no log records, and the order matters here: " + m.OrderDependent, nil
+		return "kube-apiserver runs MutatingAdmissionPolicies in an order no log records, and the order matters here: " + m.OrderDependent, nil, false
 	}
 	if checks := verify.Configured(m.Authorizer); len(checks) > 0 {
-		return fmt.Sprintf("a MutatingAdmissionPolicy made %d authorizer checks, which the audit log does not answer (the first: %s)", len(checks), checks[0]), nil
+		return fmt.Sprintf("a MutatingAdmissionPolicy made %d authorizer checks, which the audit log does not answer (the first: %s)", len(checks), checks[0]), nil, false
 	}
 	// Whether a policy the request's rules match ran or was skipped, by a matchCondition or
 	// a selector, rests on what it reads as much as what it wrote.
 	for _, p := range policies {
 		if mp, ok := r.set.mutating[p]; ok {
 			if rd, u, ok := mp.reads.DependsOn(inputs); ok {
-				return fmt.Sprintf("MutatingAdmissionPolicy %s reads %s, and %s is not known: %s", mp.name, rd.Path, u.Path, u.Why), &u
+				return fmt.Sprintf("MutatingAdmissionPolicy %s reads %s, and %s is not known: %s", mp.name, rd.Path, u.Path, u.Why), &u, mp.fails
 			}
 		}
 	}
-	return "", nil
+	return "", nil, false
 }
 
 // mutationReason is the reason of a request undecided because what the MutatingAdmissionPolicies

@@ -124,6 +124,23 @@ func TestCutRecordings(t *testing.T) {
 		// resourceVersion; the server wrote it (a new resourceVersion), which the patches
 		// after it read.
 		{name: "scale restated", dir: "scale-restated", snapshot: true, check: true, want: map[int]string{20: "deny certain", 26: "deny certain"}},
+		// A create with generateName that the server refused, cut from a helper's recording:
+		// a MutatingAdmissionPolicy that stamps an object without a name stamped it (mutating
+		// admission runs before the name is generated), and a validating one denied what it
+		// stamped, naming the generated name (validating admission runs after).
+		{name: "mutating policy before the generated name", dir: "map-generated-name", want: map[int]string{2: "deny certain"}},
+		{name: "mutating policy before the generated name, checked", dir: "map-generated-name", check: true, want: map[int]string{2: "deny certain"}},
+		// The ReplicaSet controller's pod create with generateName, which the server admitted,
+		// replayed with a MutatingAdmissionPolicy that reads object.metadata.name: on the
+		// server it read no name (an error: failurePolicy Fail refuses); the log's object is
+		// the stored one, named.
+		{name: "mutating policy reads the name stored", dir: "map-generated-name-stored", want: map[int]string{2: "indeterminate indeterminate"}},
+		// Cut from a helper's recording: kubectl patch of a Deployment's scale to 15 replicas,
+		// which a MutatingAdmissionPolicy of the cluster capped at 3 (the Scale answered has
+		// 3), then a patch to 4, whose policy annotates "3->4": the State follows the first
+		// patch through the pipeline (15) and takes the replicas the server answered.
+		{name: "scale answered", dir: "scale-answered", want: map[int]string{4: "admit certain", 5: "admit certain"}},
+		{name: "scale answered, checked", dir: "scale-answered", check: true, want: map[int]string{4: "admit certain", 5: "admit certain"}},
 	})
 }
 

@@ -220,6 +220,50 @@ func scaleUpdated(old, requested *unstructured.Unstructured) *unstructured.Unstr
 	return out
 }
 
+// scaledGeneration is the generation the registry's PrepareForUpdate gives obj when a scale
+// update sets its spec.replicas to replicas: one higher when that changes them.
+func scaledGeneration(sc *scaleSubresource, obj *unstructured.Unstructured, replicas int64) int64 {
+	v, found, _ := unstructured.NestedFieldNoCopy(obj.Object, sc.specReplicas...)
+	old, ok := intValue(v)
+	switch {
+	case !found && sc.builtin:
+		old, ok = 1, true // defaulted
+	case !found:
+		ok = false // a custom resource gains the field
+	}
+	if !ok || replicas != old {
+		// The strategies raise the generation for a change of the spec (a custom
+		// resource's: of anything but its metadata).
+		return obj.GetGeneration() + 1
+	}
+	return obj.GetGeneration()
+}
+
+// scaleAnswered puts into the object a scale update replayed through the pipeline stored
+// (written, from old) the spec.replicas of the Scale the server answered with (resp), where
+// they differ: a MutatingAdmissionPolicy or webhook of the cluster the replay does not run
+// changed the Scale (a cap on replicas), and the server stored what it answered; the
+// generation follows (scaledGeneration). It says whether it changed the object.
+func scaleAnswered(sc *scaleSubresource, old, written, resp *unstructured.Unstructured) bool {
+	if resp == nil || resp.GroupVersionKind() != autoscalingV1Scale {
+		return false
+	}
+	v, found, _ := unstructured.NestedFieldNoCopy(resp.Object, "spec", "replicas")
+	replicas, ok := intValue(v)
+	if !found || !ok {
+		replicas = 0 // omitted: the internal Scale's zero
+	}
+	v, found, _ = unstructured.NestedFieldNoCopy(written.Object, sc.specReplicas...)
+	if got, ok := intValue(v); found && ok && got == replicas {
+		return false
+	}
+	if unstructured.SetNestedField(written.Object, replicas, sc.specReplicas...) != nil {
+		return false
+	}
+	written.SetGeneration(scaledGeneration(sc, old, replicas))
+	return true
+}
+
 // applyScale applies a successful scale update to the stored object, as
 // scaleUpdatedObjectInfo.UpdatedObject and the registry's PrepareForUpdate changed it: the
 // spec.replicas and metadata.resourceVersion of the Scale the apiserver returned, and
@@ -239,19 +283,7 @@ func applyScale(sc *scaleSubresource, obj *unstructured.Unstructured, resp *unst
 	if rv == "" {
 		return false
 	}
-	v, found, _ = unstructured.NestedFieldNoCopy(obj.Object, sc.specReplicas...)
-	old, ok := intValue(v)
-	switch {
-	case !found && sc.builtin:
-		old, ok = 1, true // defaulted
-	case !found:
-		ok = false // a custom resource gains the field
-	}
-	if !ok || replicas != old {
-		// The strategies raise the generation for a change of the spec (a custom
-		// resource's: of anything but its metadata).
-		obj.SetGeneration(obj.GetGeneration() + 1)
-	}
+	obj.SetGeneration(scaledGeneration(sc, obj, replicas))
 	if unstructured.SetNestedField(obj.Object, replicas, sc.specReplicas...) != nil {
 		return false
 	}

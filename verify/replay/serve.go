@@ -121,8 +121,9 @@ func (r *Replayer) serve(ctx context.Context, ev *Event, t target, policies []st
 		return nil, fmt.Errorf("the verb %q has no HTTP request", ev.Verb)
 	}
 	logged := req.Body
+	named := false // the create's generated name, which a refusal gives, put into its body
 	if req.Method == http.MethodPost {
-		req.Body = namedBody(ev, req.Body)
+		req.Body, named = namedBody(ev, req.Body)
 	}
 	if evictionNotLogged(ev, t) {
 		req.Body = evictionBody(t) // what the log leaves out is unknown (unlogged.go)
@@ -147,6 +148,9 @@ func (r *Replayer) serve(ctx context.Context, ev *Event, t target, policies []st
 				// What the cluster's other mutating policies, which the same plugin runs in an
 				// order no log records, may have changed is not known to these either.
 				inputs := append(append(settle(ev, t, a, logged), pc.unknowns()...), mut.unknowns(r.replayedMutation(mutatedBy(t, a, view)))...)
+				if named {
+					return beforeNameGenerated(a, func(a admission.Attributes) error { return r.runMutatingPolicies(ctx, me, &s, a, o, inputs) })
+				}
 				return r.runMutatingPolicies(ctx, me, &s, a, o, inputs)
 			}
 		}

@@ -247,34 +247,90 @@ func generatedNameKnown(ev *Event, name string) bool {
 func isApply(ev *Event) bool { return ev.Verb == "apply" || ev.Query().Has("force") }
 
 // namedBody returns the request object of a create with generateName with the name the server
-// generated, when a refusal's status in the log gives it: the create handler then creates
-// under that name, as the server did.
-func namedBody(ev *Event, body []byte) []byte {
+// generated, when a refusal's status in the log gives it (named): the create handler then
+// creates under that name, as the server did.
+func namedBody(ev *Event, body []byte) ([]byte, bool) {
 	if ev.Verb != "create" || ev.ResponseStatus == nil || ev.ResponseStatus.Details == nil || ev.ResponseStatus.Details.Name == "" || !hasBody(body) {
-		return body
+		return body, false
 	}
 	var o map[string]any
 	if json.Unmarshal(body, &o) != nil {
-		return body
+		return body, false
 	}
 	md, _ := o["metadata"].(map[string]any)
 	if md == nil {
-		return body
+		return body, false
 	}
 	if n, _ := md["name"].(string); n != "" {
-		return body
+		return body, false
 	}
 	gn, _ := md["generateName"].(string)
 	if gn == "" || !strings.HasPrefix(ev.ResponseStatus.Details.Name, gn) {
-		return body
+		return body, false
 	}
 	md["name"] = ev.ResponseStatus.Details.Name
 	out, err := json.Marshal(o)
 	if err != nil {
-		return body
+		return body, false
+	}
+	return out, true
+}
+
+// storedAfterMutation are the fields of a stored object (the response of a successful create
+// or update, which the replay takes as the object admission saw: SourceResponse) that the
+// MutatingAdmissionPolicies did not see as stored: kube-apiserver sets them after mutating
+// admission, before validating admission. A create's generated name (and request.name),
+// uid and creationTimestamp (rest.BeforeCreate), its generation and status (the strategy's
+// PrepareForCreate); an update's generation and status (PrepareForUpdate). A policy that reads
+// them decides on what the replay does not know (cel.Reads.DependsOn): an expression on a
+// generateName create's `object.metadata.name` fails there with "no such key".
+func storedAfterMutation(ev *Event, t target, stored *unstructured.Unstructured) []vapccel.Unknown {
+	if stored == nil || t.sub != "" || (t.op != admission.Create && t.op != admission.Update) {
+		return nil
+	}
+	hook := "the strategy's PrepareForUpdate"
+	fields := [][]string{{"metadata", "generation"}, {"status"}}
+	if t.op == admission.Create {
+		hook = "rest.BeforeCreate"
+		fields = append(fields, []string{"metadata", "uid"}, []string{"metadata", "creationTimestamp"})
+	}
+	why := "kube-apiserver sets it after mutating admission (" + hook + "), and the log shows the object only as stored"
+	var out []vapccel.Unknown
+	for _, f := range fields {
+		out = append(out, vapccel.Unknown{Path: objectPath(f...), Why: why})
+	}
+	if t.op == admission.Create && stored.GetGenerateName() != "" && !bodyNamed(ev.RequestObject) {
+		why := "kube-apiserver generates it from generateName " + stored.GetGenerateName() + " after mutating admission (rest.BeforeCreate), and the log shows the object only as stored"
+		out = append(out, vapccel.Unknown{Path: objectPath("metadata", "name"), Why: why},
+			vapccel.Unknown{Path: vapccel.FieldPath{Root: "request", Steps: []string{"name"}}, Why: why})
 	}
 	return out
 }
+
+// beforeNameGenerated runs mutate, the MutatingAdmissionPolicies, on the attributes of a create
+// whose body namedBody named as the server did later: kube-apiserver's create handler runs
+// mutating admission before rest.BeforeCreate generates the name, so they see neither
+// metadata.name nor request.name (a policy's `object.metadata.name` fails with "no such key"),
+// and validating admission sees the name (AdmissionToValidateObjectFunc). After them the
+// object has the name again, unless a policy gave it one, which the server keeps.
+func beforeNameGenerated(a admission.Attributes, mutate func(admission.Attributes) error) error {
+	m, err := meta.Accessor(a.GetObject())
+	if err != nil || a.GetOperation() != admission.Create || a.GetSubresource() != "" {
+		return mutate(a)
+	}
+	name := m.GetName()
+	m.SetName("")
+	err = mutate(unnamedAttributes{a})
+	if m, merr := meta.Accessor(a.GetObject()); merr == nil && m.GetName() == "" {
+		m.SetName(name)
+	}
+	return err
+}
+
+// unnamedAttributes are a create's admission attributes before its name is generated.
+type unnamedAttributes struct{ admission.Attributes }
+
+func (unnamedAttributes) GetName() string { return "" }
 
 // copiesOf are the fields of the object, in the version of gvk, whose value is the generated
 // value (or holds it): a strategy may copy a generated uid or name into labels and selectors.
