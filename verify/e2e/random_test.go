@@ -1981,6 +1981,12 @@ func randomMutatingPolicy(r *rand.Rand) (*admissionregistrationv1.MutatingAdmiss
 		// Known for the administrator only (system:masters).
 		p.Spec.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "readers", Expression: "authorizer.group('').resource('secrets').namespace(object.metadata.namespace).check('list').allowed()"}}
 		shape = append(shape, "secret readers only")
+	case 4:
+		// A create with generateName has no name yet when mutating admission runs: the
+		// condition fails ("no such key"), which failurePolicy Fail refuses; validating
+		// admission sees the name generated.
+		p.Spec.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "cm-names", Expression: "object.metadata.name.startsWith('cm-')"}}
+		shape = append(shape, "names cm-* only")
 	}
 	applyConfiguration := r.IntN(2) == 0
 	// The annotation, or a label beside the one wh-map sets on blue and green ConfigMaps:
