@@ -32,11 +32,11 @@ func TestNestingRun(t *testing.T) {
 	}
 }
 
-// TestSkip holds the scanner's skip and value, which find a value the reader holds whole
-// with valueEnd (skipHeld, takeHeld) and read the rest byte by byte, to where encoding/json
-// ends the value, whatever part of it the reader's buffer holds (escapes and newlines cut at
-// every place), the value kept whole (or reported too long, and gone past), and to an error,
-// not a panic, for a value cut short.
+// TestSkip holds the scanner's skip, which finds a value the reader holds whole with valueEnd
+// (skipHeld) and reads the rest byte by byte, and its value, which reads a value it keeps byte
+// by byte: to where encoding/json ends the value, whatever part of it the reader's buffer
+// holds (escapes and newlines cut at every place), the value kept whole (or reported too
+// long, and gone past), and to an error, not a panic, for a value cut short.
 func TestSkip(t *testing.T) {
 	t.Parallel()
 	values := []string{

@@ -343,23 +343,6 @@ func (s *scanner) skipHeld() bool {
 	return true
 }
 
-// takeHeld is skipHeld for a value the scanner keeps: the object, array or string that
-// begins the bytes the reader holds, copied into a buffer of the record's (getBuf), when the
-// reader holds it whole and it has at most max bytes. An event a webhook's EventList or an
-// envelope's record holds is found eight bytes at a time instead of byte by byte; a value the
-// reader does not hold whole, or that valueEnd finds malformed or too long, value reads as
-// before (and says where it is wrong, or how long it was).
-func (s *scanner) takeHeld(max int) ([]byte, bool) {
-	b, _ := s.r.Peek(s.r.Buffered())
-	end, found := valueEnd(b, 0)
-	if !found || end <= 0 || end > len(b) || end > max {
-		return nil, false
-	}
-	raw := append(getBuf(end), b[:end]...)
-	s.discard(b[:end])
-	return raw, true
-}
-
 // discard goes past the bytes b the reader holds next.
 func (s *scanner) discard(b []byte) {
 	s.line += bytes.Count(b, newline)
@@ -475,11 +458,6 @@ func (s *scanner) value(max int, buf []byte) ([]byte, error) {
 	}
 	if max < 0 && s.skipHeld() {
 		return nil, nil
-	}
-	if len(buf) == 0 && !s.compact {
-		if raw, ok := s.takeHeld(max); ok {
-			return raw, nil
-		}
 	}
 	// The bytes the reader holds are scanned in place and gathered in kept (but for the white
 	// space a compact scanner drops), then copied at once into a buffer of the record's
