@@ -96,13 +96,26 @@ func TestExportsDecideAsTheLog(t *testing.T) {
 		if len(plain) == 0 {
 			t.Fatalf("%s: no record", sc.dir)
 		}
+		type wrapped struct {
+			f          export.Format
+			name, test string
+		}
+		var exports []wrapped
 		for _, f := range exporttest.Formats() {
-			t.Run(sc.dir+"/"+string(f), func(t *testing.T) {
+			exports = append(exports, wrapped{f, exporttest.Name(f, 0), string(f)})
+		}
+		// Firehose's events, out of the server's order, under a name of the user's (copied
+		// out, concatenated): read as the log backend's lines, put back in the order of their
+		// stage times (source.OrderJitter).
+		exports = append(exports, wrapped{exporttest.FirehoseLines, "audit.log", "eks-firehose-lines renamed"})
+		for _, w := range exports {
+			f := w.f
+			t.Run(sc.dir+"/"+w.test, func(t *testing.T) {
 				data, err := exporttest.Wrap(f, log)
 				if err != nil {
 					t.Fatal(err)
 				}
-				sum, got := replayBytes(t, dir, exporttest.Name(f, 0), data, sc.opts(t))
+				sum, got := replayBytes(t, dir, w.name, data, sc.opts(t))
 				if sum.MalformedCount > 0 {
 					t.Fatalf("%d malformed lines: %v", sum.MalformedCount, sum.Malformed)
 				}

@@ -442,6 +442,13 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 	for _, j := range jumps {
 		r.output.sum.clockJump(ClockJump{File: j.File, Line: j.Line, Latest: j.Latest, At: j.At, Parts: true})
 	}
+	noted := map[string]bool{}
+	for _, src := range sources {
+		if src.InStageOrder() && !noted[src.Name] {
+			noted[src.Name] = true
+			r.output.sum.Notes = append(r.output.sum.Notes, src.Name+": its events are further out of the order of their stage times than kube-apiserver's log backend writes them ("+source.OrderJitter.String()+"): read in that order, within the window an export's are put back in order (events a tool copied out of the server's order, or logs interleaved)")
+		}
+	}
 	r.output.agg = newAggregator(r.set.policies, r.set.bindings)
 	r.output.pending = map[string]pendingRequest{}
 	r.output.sink = sink

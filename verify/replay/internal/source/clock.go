@@ -18,6 +18,15 @@ import (
 // Parts cut at a smaller jump would be merged in the order of their stage times all the same.
 const ClockBack = time.Second
 
+// OrderJitter is how far a log's clock may go back, within a part, and the log still be in the
+// order kube-apiserver's log backend wrote it: its events come milliseconds out of the order of
+// their stage times (12 ms at most in the real servers' recordings at hand, 23 ms in the
+// bench's cluster traffic). A log that goes back further is events a tool copied out of that
+// order (Firehose's extracted messages concatenated, a sort by another time) or several logs
+// interleaved: Split has it read in the order of its events' stage times
+// (export.InStageOrder), as an export's are, within its window.
+const OrderJitter = 100 * time.Millisecond
+
 // Jump is a line of a log whose stage time is more than ClockBack before a line above it.
 type Jump struct {
 	File string
@@ -124,7 +133,8 @@ const (
 // input, exports) are left as they are; the replay notes where their clock goes back.
 func Split(sources []Source, maxLine int) (out []Source, jumps []Jump) {
 	for _, src := range sources {
-		parts, js := partsOf(src, maxLine)
+		parts, js, disordered := partsOf(src, maxLine)
+		src.inStageOrder = disordered
 		if len(parts) < 2 {
 			out = append(out, src)
 			continue
@@ -140,23 +150,24 @@ func Split(sources []Source, maxLine int) (out []Source, jumps []Jump) {
 }
 
 // partsOf finds the parts of a plain log file, none when it is not one or its clock does not go
-// back.
-func partsOf(src Source, maxLine int) ([]part, []Jump) {
+// back, and whether the file goes back by more than OrderJitter within a part (read whole when
+// it is small, or when it has parts).
+func partsOf(src Source, maxLine int) ([]part, []Jump, bool) {
 	if src.Reader != nil || src.part != nil || (src.Format != "" && src.Format != "auto" && src.Format != "audit") {
-		return nil, nil
+		return nil, nil, false
 	}
 	f, err := os.Open(src.File())
 	if err != nil {
-		return nil, nil
+		return nil, nil, false
 	}
 	defer f.Close()
 	info, err := f.Stat()
 	if err != nil || !info.Mode().IsRegular() || !plainLog(f) {
-		return nil, nil
+		return nil, nil, false
 	}
 	size := info.Size()
 	if size > smallFile && !sampledBack(f, size, maxLine) {
-		return nil, nil
+		return nil, nil, false
 	}
 	return scanParts(src.Name, io.NewSectionReader(f, 0, size), maxLine)
 }
@@ -206,12 +217,14 @@ func sampledBack(f *os.File, size int64, maxLine int) bool {
 }
 
 // scanParts reads a log's lines and cuts it where its clock goes back.
-func scanParts(file string, r io.Reader, maxLine int) ([]part, []Jump) {
+func scanParts(file string, r io.Reader, maxLine int) ([]part, []Jump, bool) {
 	br := bufio.NewReaderSize(r, 256<<10)
 	parts := []part{{line: 1}}
 	var jumps []Jump
 	var clock Clock
 	var offset int64
+	var latest time.Time // the latest stage time of the part
+	disordered := false
 	for num := 1; ; num++ {
 		line, err := readLine(br, maxLine)
 		if at, ok := stageTime(auditlog.Line{Data: line}); ok {
@@ -220,13 +233,21 @@ func scanParts(file string, r io.Reader, maxLine int) ([]part, []Jump) {
 				parts = append(parts, part{offset: offset, line: num})
 				jumps = append(jumps, Jump{File: file, Line: num, Latest: latest, At: at})
 			}
+			switch {
+			case len(jumps) > 0 && jumps[len(jumps)-1].Line == num:
+				latest = at // a part begins
+			case latest.Sub(at) > OrderJitter:
+				disordered = true
+			case at.After(latest):
+				latest = at
+			}
 		}
 		offset += int64(lineSize(line, err))
 		if err != nil && !errors.Is(err, errLong) {
 			break
 		}
 	}
-	return parts, jumps
+	return parts, jumps, disordered
 }
 
 // errLong is a line longer than the reader keeps of it.

@@ -29,8 +29,14 @@ func TestSplit(t *testing.T) {
 	}{
 		{name: "in order", lines: []string{event("a", 1), event("b", 2), event("c", 3)},
 			want: []string{"a:1", "b:2", "c:3"}},
-		{name: "jitter within a second", lines: []string{event("a", 1), event("b", 2), strings.Replace(event("c", 1), ":01.000000Z", ":01.500000Z", 1), event("d", 3)},
+		{name: "jitter of milliseconds", lines: []string{event("a", 1), event("b", 2), strings.Replace(event("c", 1), ":01.000000Z", ":01.995000Z", 1), event("d", 3)},
 			want: []string{"a:1", "b:2", "c:3", "d:4"}},
+		// Within a second, but further than kube-apiserver's log backend goes back: read in
+		// the order of the events' stage times (export.InStageOrder).
+		{name: "out of order by half a second", lines: []string{event("a", 1), event("b", 2), strings.Replace(event("c", 1), ":01.000000Z", ":01.500000Z", 1), event("d", 3)},
+			want: []string{"a:1", "c:3", "b:2", "d:4"}},
+		{name: "parts out of order within", lines: []string{event("m", 20), strings.Replace(event("n", 19), ":19.000000Z", ":19.500000Z", 1), event("a", 10), strings.Replace(event("b", 9), ":09.000000Z", ":09.700000Z", 1), event("c", 11)},
+			want: []string{"b:4", "a:3", "c:5", "n:2", "m:1"}, jumps: []int{3}},
 		{name: "rotated logs concatenated newest first", lines: []string{event("c", 20), event("d", 21), event("a", 10), event("b", 11)},
 			want: []string{"a:3", "b:4", "c:1", "d:2"}, jumps: []int{3}},
 		{name: "three parts, interleaved", lines: []string{event("m", 20), event("n", 30), event("a", 10), event("o", 25), event("x", 5), event("y", 40)},

@@ -36,7 +36,14 @@ type Source struct {
 	filter []byte
 	// spool, when set, is the file the source was copied to, read in its place (Spool).
 	spool string
+	// inStageOrder reads a plain log in the order of its events' stage times
+	// (export.InStageOrder): it goes back by more than OrderJitter (Split).
+	inStageOrder bool
 }
+
+// InStageOrder says whether the source is read in the order of its events' stage times: a
+// plain log that goes back by more than OrderJitter (Split).
+func (s Source) InStageOrder() bool { return s.inStageOrder }
 
 // Filtered are the sources read for the events whose lines hold filter only: an export's
 // records that do not hold it are passed over undecoded, as lines with Skip set
@@ -151,7 +158,11 @@ func openSource(ctx context.Context, src Source, maxLine int) (next func() (audi
 		r = countingReader{r, src.Read}
 	}
 	// The log backend's lines, or the events of a managed cluster's export as such lines.
-	lr, err := export.NewFilteredReader(src.Name, r, export.Format(src.Format), maxLine, src.filter)
+	format := export.Format(src.Format)
+	if src.inStageOrder {
+		format = export.InStageOrder
+	}
+	lr, err := export.NewFilteredReader(src.Name, r, format, maxLine, src.filter)
 	if err != nil {
 		closeFile()
 		return failed(err)

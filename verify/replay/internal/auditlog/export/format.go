@@ -108,6 +108,8 @@ func (f Format) describe() string {
 		return "GKE Cloud Logging"
 	case concatenatedEvents:
 		return "audit events extracted by Firehose from a CloudWatch Logs subscription (put back in the server's order)"
+	case InStageOrder:
+		return "audit log, out of the order kube-apiserver wrote it (put back in the server's order)"
 	}
 	return string(f)
 }
