@@ -273,7 +273,14 @@ func MutatingPolicyReads(p *admissionregistrationv1.MutatingAdmissionPolicy, bin
 		vars = append(vars, NamedExpression{Name: v.Name, Expression: v.Expression})
 	}
 	out := ExpressionReads(vars, exprs...)
-	// The selectors read as a validating policy's do.
+	out.Reads = append(out.Reads, MutatingSelectorReads(p, bindings).Reads...)
+	return out
+}
+
+// MutatingSelectorReads returns what a MutatingAdmissionPolicy's selectors read (its
+// matchConstraints' and its bindings' namespace and object selectors), as a validating
+// policy's do (SelectorReads).
+func MutatingSelectorReads(p *admissionregistrationv1.MutatingAdmissionPolicy, bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding) Reads {
 	vap := &admissionregistrationv1.ValidatingAdmissionPolicy{}
 	vap.Name, vap.Spec.MatchConstraints = p.Name, p.Spec.MatchConstraints
 	var vbs []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
@@ -282,8 +289,7 @@ func MutatingPolicyReads(p *admissionregistrationv1.MutatingAdmissionPolicy, bin
 		vb.Spec.PolicyName, vb.Spec.MatchResources = b.Spec.PolicyName, b.Spec.MatchResources
 		vbs = append(vbs, vb)
 	}
-	out.Reads = append(out.Reads, SelectorReads(vap, vbs).Reads...)
-	return out
+	return SelectorReads(vap, vbs)
 }
 
 // NamedExpression is a variable of a policy.

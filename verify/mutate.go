@@ -105,6 +105,17 @@ type Mutation struct {
 	// order of them was tried on the whole chain, its reinvocation included, and agreed.
 	runnable map[string]bool
 	explored bool
+	// selected are the policies whose matchConstraints and a binding's matchResources
+	// matched the request (Evaluator.runnable); nil when not worked out.
+	selected map[string]bool
+}
+
+// Selected says whether the policy's matchConstraints and a binding's matchResources matched
+// the request, their matchConditions aside, as kube-apiserver's policy matcher says (a
+// namespace it cannot read matches): false only when they did not. What else the policy
+// reads did not decide the request then; its selectors did.
+func (m *Mutation) Selected(policy string) bool {
+	return m == nil || m.selected == nil || m.selected[policy]
 }
 
 // Acted says whether a policy ran its mutations on the request or refused it.
@@ -302,13 +313,18 @@ func (e *Evaluator) AdmitAttributes(ctx context.Context, a admission.Attributes,
 			mut.Unknown = s.Message
 		}
 	}
-	if runnable != nil {
-		mut.runnable = map[string]bool{}
-		for i, h := range e.mhooks {
-			if runnable[i] {
-				mut.runnable[h.Policy.Name] = true
-			}
+	selected := runnable
+	if selected == nil {
+		selected = e.runnable(a, o, m)
+	}
+	mut.selected = map[string]bool{}
+	for i, h := range e.mhooks {
+		if selected[i] {
+			mut.selected[h.Policy.Name] = true
 		}
+	}
+	if runnable != nil {
+		mut.runnable = maps.Clone(mut.selected)
 	}
 	if mut.OrderDependent = e.OrderDependence(mut); mut.OrderDependent != "" && before != nil && e.ordersAgree(ctx, a, o, before, runnable, &mut.Authorizer) {
 		mut.OrderDependent, mut.explored = "", true
@@ -520,6 +536,12 @@ func (e *Evaluator) Then(m, next *Mutation) *Mutation {
 		maps.Copy(out.runnable, next.runnable)
 	} else {
 		out.runnable = nil
+	}
+	if m.selected != nil && next.selected != nil {
+		out.selected = maps.Clone(m.selected)
+		maps.Copy(out.selected, next.selected)
+	} else {
+		out.selected = nil
 	}
 	switch {
 	case m.explored:

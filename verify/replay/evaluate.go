@@ -464,11 +464,11 @@ func (d *rebuiltDecider) evaluate(eval Evaluator, view *state.StateView) (*verif
 	if j.result.schemaRefreshing != "" && dec.Mutation.Acted() {
 		return nil, &indeterminateError{because(ReasonMutationUnknown, j.result.schemaRefreshing)}
 	}
-	inputs := d.unknowns
+	var stored []vapccel.Unknown
 	if b.objectSource == SourceResponse {
-		inputs = append(slices.Clip(inputs), storedAfterMutation(j.ev, j.t, b.req.Object)...)
+		stored = storedAfterMutation(j.ev, j.t, b.req.Object, b.req.OldObject)
 	}
-	why, read, refuses := r.mutationUnknownRead(dec.Mutation, inputs, j.policies)
+	why, read, refuses := r.mutationUnknownStored(dec.Mutation, d.unknowns, stored, j.mutators, j.policies)
 	if refuses {
 		// A policy that fails on an error may have refused the request on what it read.
 		return nil, &indeterminateError{because(mutationReason(j, read), why)}

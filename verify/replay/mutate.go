@@ -58,6 +58,10 @@ func mutatingName(name string) string { return mutatingPrefix + name }
 type replayedMutating struct {
 	name  string
 	reads vapccel.Reads
+	// selects is what its selectors read (of reads): all it reads where they did not select
+	// the request (verify.Mutation.Selected); conditions is that and what its matchConditions
+	// read: all it reads where they skipped it (it neither ran its mutations nor refused).
+	selects, conditions vapccel.Reads
 	// fails says whether an error of it refuses the request (failurePolicy Fail, the
 	// default).
 	fails bool
@@ -71,10 +75,12 @@ func replayedMutatings(policies []*admissionregistrationv1.MutatingAdmissionPoli
 	for _, p := range policies {
 		fp := p.Spec.FailurePolicy
 		out[mutatingName(p.Name)] = replayedMutating{
-			name:  p.Name,
-			reads: vapccel.MutatingPolicyReads(p, bindings),
-			fails: fp == nil || *fp == admissionregistrationv1.Fail,
-			spec:  specOf(p),
+			name:       p.Name,
+			reads:      vapccel.MutatingPolicyReads(p, bindings),
+			selects:    vapccel.MutatingSelectorReads(p, bindings),
+			conditions: mutatingConditionReads(p, bindings),
+			fails:      fp == nil || *fp == admissionregistrationv1.Fail,
+			spec:       specOf(p),
 		}
 	}
 	return out
@@ -147,6 +153,13 @@ func (r *Replayer) mutationUnknown(m *verify.Mutation, inputs []vapccel.Unknown,
 // why (nil otherwise), and whether that policy refuses the request on an error (failurePolicy
 // Fail): what it read may have made it fail.
 func (r *Replayer) mutationUnknownRead(m *verify.Mutation, inputs []vapccel.Unknown, policies []string) (string, *vapccel.Unknown, bool) {
+	return r.mutationUnknownStored(m, inputs, nil, nil, policies)
+}
+
+// mutationUnknownStored is mutationUnknownRead with what the policies did not see of a stored
+// object (stored: storedAfterMutation), which a policy the cluster has as replayed (cluster)
+// did not depend on: what it wrote is in the stored object, and the write succeeded.
+func (r *Replayer) mutationUnknownStored(m *verify.Mutation, inputs, stored []vapccel.Unknown, cluster *mutators, policies []string) (string, *vapccel.Unknown, bool) {
 	switch {
 	case m == nil:
 		return "", nil, false
@@ -162,12 +175,40 @@ func (r *Replayer) mutationUnknownRead(m *verify.Mutation, inputs []vapccel.Unkn
 	// a selector, rests on what it reads as much as what it wrote.
 	for _, p := range policies {
 		if mp, ok := r.set.mutating[p]; ok {
-			if rd, u, ok := mp.reads.DependsOn(inputs); ok {
+			reads := mp.reads
+			switch {
+			case !m.Selected(mp.name):
+				reads = mp.selects // its conditions and mutations did not run
+			case !ranOn(m, mp.name):
+				reads = mp.conditions // its mutations did not run
+			}
+			in := inputs
+			if len(stored) > 0 && !r.clusterOwn(cluster, mp.name) {
+				in = append(slices.Clip(inputs), stored...)
+			}
+			if rd, u, ok := reads.DependsOn(in); ok {
 				return fmt.Sprintf("MutatingAdmissionPolicy %s reads %s, and %s is not known: %s", mp.name, rd.Path, u.Path, u.Why), &u, mp.fails
 			}
 		}
 	}
 	return "", nil, false
+}
+
+// mutatingConditionReads is what a MutatingAdmissionPolicy's selectors and matchConditions read.
+func mutatingConditionReads(p *admissionregistrationv1.MutatingAdmissionPolicy, bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding) vapccel.Reads {
+	var conditions []string
+	for _, c := range p.Spec.MatchConditions {
+		conditions = append(conditions, c.Expression)
+	}
+	out := vapccel.ExpressionReads(nil, conditions...)
+	out.Reads = append(out.Reads, vapccel.MutatingSelectorReads(p, bindings).Reads...)
+	return out
+}
+
+// ranOn says whether the policy ran its mutations on the admission m tells of, or refused it.
+func ranOn(m *verify.Mutation, policy string) bool {
+	return m == nil || slices.ContainsFunc(m.Invoked, func(c verify.Change) bool { return c.Policy == policy }) ||
+		slices.ContainsFunc(m.Refusals, func(r verify.Result) bool { return r.Policy == policy }) || !m.Allowed
 }
 
 // mutationReason is the reason of a request undecided because what the MutatingAdmissionPolicies
@@ -433,6 +474,13 @@ func (r *Replayer) reapplied(m *verify.Mutation, cluster *mutators) (why string,
 		}
 	}
 	return why, why != "" && clusterOnly
+}
+
+// clusterOwn says whether the cluster has the replayed MutatingAdmissionPolicy bound, with the
+// replayed spec, in every set the policy source may have admitted the request with.
+func (r *Replayer) clusterOwn(cluster *mutators, policy string) bool {
+	spec := cluster.specOf(policy)
+	return cluster.has(policy) && spec != "" && spec == r.set.mutating[mutatingName(policy)].spec
 }
 
 // validatingEvaluator is an Evaluator that decides with the validating policies alone.

@@ -131,10 +131,16 @@ func TestCutRecordings(t *testing.T) {
 		{name: "mutating policy before the generated name", dir: "map-generated-name", want: map[int]string{2: "deny certain"}},
 		{name: "mutating policy before the generated name, checked", dir: "map-generated-name", check: true, want: map[int]string{2: "deny certain"}},
 		// The ReplicaSet controller's pod create with generateName, which the server admitted,
-		// replayed with a MutatingAdmissionPolicy that reads object.metadata.name: on the
-		// server it read no name (an error: failurePolicy Fail refuses); the log's object is
-		// the stored one, named.
+		// replayed with a MutatingAdmissionPolicy bound to its namespace that reads
+		// object.metadata.name (what if): on the server it would read no name (an error:
+		// failurePolicy Fail refuses); the log's object is the stored one, named.
 		{name: "mutating policy reads the name stored", dir: "map-generated-name-stored", want: map[int]string{2: "indeterminate indeterminate"}},
+		// A helper's recording: a merge patch of a ConfigMap the cluster's MutatingAdmissionPolicy
+		// (replayed) annotates with its object.metadata.generation, which a ConfigMap lacks,
+		// before and after: the object stored is what the policies saw (not one kube-apiserver
+		// prepared after them).
+		{name: "mutating policy reads the generation", dir: "map-reads-generation", want: map[int]string{3: "admit certain"}},
+		{name: "mutating policy reads the generation, checked", dir: "map-reads-generation", check: true, want: map[int]string{3: "admit certain"}},
 		// Cut from a helper's recording: kubectl patch of a Deployment's scale to 15 replicas,
 		// which a MutatingAdmissionPolicy of the cluster capped at 3 (the Scale answered has
 		// 3), then a patch to 4, whose policy annotates "3->4": the State follows the first

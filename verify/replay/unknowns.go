@@ -1,10 +1,12 @@
 package replay
 
 import (
+	"bytes"
 	"encoding/json"
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -14,6 +16,7 @@ import (
 	api "k8s.io/kubernetes/pkg/apis/core"
 
 	vapccel "github.com/vapc-dev/vapc/cel"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
 // What kube-apiserver's pipeline sets on a request's object from something a log does not
@@ -278,13 +281,16 @@ func namedBody(ev *Event, body []byte) ([]byte, bool) {
 
 // storedAfterMutation are the fields of a stored object (the response of a successful create
 // or update, which the replay takes as the object admission saw: SourceResponse) that the
-// MutatingAdmissionPolicies did not see as stored: kube-apiserver sets them after mutating
-// admission, before validating admission. A create's generated name (and request.name),
-// uid and creationTimestamp (rest.BeforeCreate), its generation and status (the strategy's
-// PrepareForCreate); an update's generation and status (PrepareForUpdate). A policy that reads
-// them decides on what the replay does not know (cel.Reads.DependsOn): an expression on a
-// generateName create's `object.metadata.name` fails there with "no such key".
-func storedAfterMutation(ev *Event, t target, stored *unstructured.Unstructured) []vapccel.Unknown {
+// MutatingAdmissionPolicies may not have seen as stored: kube-apiserver sets them after mutating
+// admission, before validating admission. A create's generated name (and request.name), uid
+// and creationTimestamp (rest.BeforeCreate), its generation and status (the strategy's
+// PrepareForCreate); an update's generation and status (PrepareForUpdate). Each is unknown
+// where the stored value differs from the one the policies saw as far as the log shows it:
+// the request's object of a create or an update (old, the stored object before, for a patch,
+// whose body does not name the field). A policy that reads one decides on what the replay
+// does not know (cel.Reads.DependsOn): an expression on a generateName create's
+// `object.metadata.name` fails there with "no such key".
+func storedAfterMutation(ev *Event, t target, stored, old *unstructured.Unstructured) []vapccel.Unknown {
 	if stored == nil || t.sub != "" || (t.op != admission.Create && t.op != admission.Update) {
 		return nil
 	}
@@ -294,9 +300,24 @@ func storedAfterMutation(ev *Event, t target, stored *unstructured.Unstructured)
 		hook = "rest.BeforeCreate"
 		fields = append(fields, []string{"metadata", "uid"}, []string{"metadata", "creationTimestamp"})
 	}
+	// seen is the object whose fields the policies saw, where the log shows them.
+	var seen *unstructured.Unstructured
+	patch := ev.Verb == "patch" || ev.Verb == "apply"
+	if patch {
+		seen = old
+	} else {
+		seen = auditlog.DecodeAnyObject(ev.RequestObject)
+	}
 	why := "kube-apiserver sets it after mutating admission (" + hook + "), and the log shows the object only as stored"
 	var out []vapccel.Unknown
 	for _, f := range fields {
+		if seen != nil && !(patch && bytes.Contains(ev.RequestObject, []byte(`"`+f[len(f)-1]+`"`))) {
+			was, wasFound, _ := unstructured.NestedFieldNoCopy(seen.Object, f...)
+			is, isFound, _ := unstructured.NestedFieldNoCopy(stored.Object, f...)
+			if wasFound == isFound && equality.Semantic.DeepEqual(was, is) {
+				continue
+			}
+		}
 		out = append(out, vapccel.Unknown{Path: objectPath(f...), Why: why})
 	}
 	if t.op == admission.Create && stored.GetGenerateName() != "" && !bodyNamed(ev.RequestObject) {
