@@ -194,6 +194,9 @@ func (r *Replayer) sendWrite(ctx context.Context, srv *apiserver.Server, req api
 		return nil, "the server read " + resp.Unknown.Error(), ""
 	case resp.Code >= 300:
 		return nil, "replayed, the request fails: " + describeStatus(resp), ""
+	case answeredScale(ev, t):
+		// Whatever the cluster's admission changed of the Scale, the object takes only its
+		// spec.replicas, which the answered Scale gives (replayWrite, scaleAnswered).
 	case wm != nil && wm.unknown != "":
 		return nil, "", wm.unknown
 	case mutated != "":

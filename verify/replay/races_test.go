@@ -147,6 +147,11 @@ func TestCutRecordings(t *testing.T) {
 		// patch through the pipeline (15) and takes the replicas the server answered.
 		{name: "scale answered", dir: "scale-answered", want: map[int]string{4: "admit certain", 5: "admit certain"}},
 		{name: "scale answered, checked", dir: "scale-answered", check: true, want: map[int]string{4: "admit certain", 5: "admit certain"}},
+		// A helper's recording: a MutatingAdmissionPolicy of the cluster bound to
+		// deployments/scale, a patch of the scale, then the deployment controller's status
+		// update: the object takes only the replicas of the Scale the server answered,
+		// whatever the policy changed of the Scale.
+		{name: "scale mutated", dir: "scale-mutated", want: map[int]string{9: "admit certain"}},
 	})
 }
 

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/vapc-dev/vapc/verify"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
 // The scale subresource of the built-in workloads. Its REST (ScaleREST in
@@ -262,6 +263,21 @@ func scaleAnswered(sc *scaleSubresource, old, written, resp *unstructured.Unstru
 	}
 	written.SetGeneration(scaledGeneration(sc, old, replicas))
 	return true
+}
+
+// answeredScale says whether the log holds the Scale the server answered a scale update of a
+// built-in workload or custom resource with (with its spec.replicas): the object's only field
+// the update's admission can change (scaleUpdatedObjectInfo copies no other).
+func answeredScale(ev *Event, t target) bool {
+	if !derivesScale(t) {
+		return false
+	}
+	resp := auditlog.DecodeAnyObject(ev.ResponseObject)
+	if resp == nil || resp.GroupVersionKind() != autoscalingV1Scale {
+		return false
+	}
+	_, found, _ := unstructured.NestedFieldNoCopy(resp.Object, "spec", "replicas")
+	return found
 }
 
 // applyScale applies a successful scale update to the stored object, as
