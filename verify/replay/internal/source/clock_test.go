@@ -186,3 +186,25 @@ func TestClock(t *testing.T) {
 		})
 	}
 }
+
+// TestPlainLogsOutOfOrder: a plain log out of the order a log backend writes is not taken as one
+// server's log (PlainLogs), as one whose clock goes back is not; one within the jitter is.
+func TestPlainLogsOutOfOrder(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name  string
+		back  string // the third event's stage time, after one at 2 s
+		plain bool
+	}{
+		{"jitter", ":01.995000Z", true},
+		{"half a second", ":01.500000Z", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := write(t, dir, strings.ReplaceAll(tc.name, " ", "-")+".log", false, event("a", 1), event("b", 2), strings.Replace(event("c", 1), ":01.000000Z", tc.back, 1))
+			sources, _ := Split([]Source{{Name: path}}, 2048)
+			if got := PlainLogs(sources)[path]; got != tc.plain {
+				t.Errorf("PlainLogs = %v, want %v", got, tc.plain)
+			}
+		})
+	}
+}

@@ -179,12 +179,13 @@ func openSource(ctx context.Context, src Source, maxLine int) (next func() (audi
 
 // PlainLogs says which of the sources (files, by name) are kube-apiserver's log backend's
 // lines, plain or gzip-compressed: each the log of one server, where an export's file may
-// interleave several servers' events. A file whose clock goes back (read in parts: Split) is
-// not: it may be several servers' logs concatenated.
+// interleave several servers' events. A file whose clock goes back (read in parts: Split), or
+// that is out of the order a log backend writes (read in the order of its stage times), is
+// not: it may be several servers' logs concatenated or interleaved.
 func PlainLogs(sources []Source) map[string]bool {
 	out := map[string]bool{}
 	for _, src := range sources {
-		if src.part != nil {
+		if src.part != nil || src.inStageOrder {
 			out[src.Name] = false
 			continue
 		}
