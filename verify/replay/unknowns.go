@@ -311,7 +311,9 @@ func storedAfterMutation(ev *Event, t target, stored, old *unstructured.Unstruct
 	why := "kube-apiserver sets it after mutating admission (" + hook + "), and the log shows the object only as stored"
 	var out []vapccel.Unknown
 	for _, f := range fields {
-		if seen != nil && !(patch && bytes.Contains(ev.RequestObject, []byte(`"`+f[len(f)-1]+`"`))) {
+		// A patch that names the field anywhere (a merge patch's key, a JSON patch's path, an
+		// apply configuration's YAML) may have set it.
+		if seen != nil && !(patch && bytes.Contains(ev.RequestObject, []byte(f[len(f)-1]))) {
 			was, wasFound, _ := unstructured.NestedFieldNoCopy(seen.Object, f...)
 			is, isFound, _ := unstructured.NestedFieldNoCopy(stored.Object, f...)
 			if wasFound == isFound && equality.Semantic.DeepEqual(was, is) {

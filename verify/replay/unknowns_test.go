@@ -7,8 +7,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
 	api "k8s.io/kubernetes/pkg/apis/core"
 	"k8s.io/utils/ptr"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
 // TestServiceAllocations: of a Service create, what kube-apiserver's allocators set that the
@@ -167,5 +172,55 @@ func TestUpdateWithoutOldObject(t *testing.T) {
 		if tc.decided && (rec.Decision != DecisionAdmit || rec.OldObjectSource != SourceUnknown) {
 			t.Errorf("%s: %s, old object from %q: want admit, without the old object", tc.name, rec.Decision, rec.OldObjectSource)
 		}
+	}
+}
+
+// TestStoredAfterMutation: of an object taken from the response, the fields kube-apiserver set
+// after mutating admission are unknown to the mutating policies where the stored value is not
+// the one the log shows them seeing (the request's object; the object before a patch, unless
+// the patch names the field).
+func TestStoredAfterMutation(t *testing.T) {
+	obj := func(s string) *unstructured.Unstructured {
+		t.Helper()
+		u := auditlog.DecodeAnyObject([]byte(s))
+		if u == nil {
+			t.Fatalf("%s does not decode", s)
+		}
+		return u
+	}
+	stored := obj(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d-x1","generateName":"d-","uid":"u1","creationTimestamp":"2026-12-01T00:00:00Z","generation":2},"status":{"replicas":1}}`)
+	before := obj(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d-x1","uid":"u1","creationTimestamp":"2026-12-01T00:00:00Z","generation":2},"status":{"replicas":1}}`)
+	bumped := obj(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d-x1","uid":"u1","creationTimestamp":"2026-12-01T00:00:00Z","generation":1},"status":{"replicas":1}}`)
+	deployments := target{gvr: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}}
+	for _, tc := range []struct {
+		name   string
+		verb   string
+		op     admission.Operation
+		body   string
+		old    *unstructured.Unstructured
+		stored *unstructured.Unstructured
+		want   []string
+	}{
+		{"a create with generateName", "create", admission.Create, `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"generateName":"d-"}}`, nil, stored,
+			[]string{"object.metadata.generation", "object.status", "object.metadata.uid", "object.metadata.creationTimestamp", "object.metadata.name", "request.name"}},
+		{"a patch that changes nothing the strategy sets", "patch", admission.Update, `{"spec":{"paused":true}}`, before, before, nil},
+		{"a patch after which the generation was raised", "patch", admission.Update, `{"spec":{"replicas":3}}`, bumped, before, []string{"object.metadata.generation"}},
+		{"a JSON patch of the status", "patch", admission.Update, `[{"op":"replace","path":"/status/replicas","value":5}]`, before, before, []string{"object.status"}},
+		{"an update that sends the stored status", "update", admission.Update, `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d-x1","generation":2},"status":{"replicas":1}}`, before, before, nil},
+		{"an update without the status", "update", admission.Update, `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d-x1","generation":2}}`, before, before, []string{"object.status"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tg := deployments
+			tg.op = tc.op
+			ev := &Event{}
+			ev.Verb, ev.RequestObject = tc.verb, []byte(tc.body)
+			var got []string
+			for _, u := range storedAfterMutation(ev, tg, tc.stored, tc.old) {
+				got = append(got, u.Path.String())
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("unknown fields (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
