@@ -240,44 +240,57 @@ func scaledGeneration(sc *scaleSubresource, obj *unstructured.Unstructured, repl
 	return obj.GetGeneration()
 }
 
-// scaleAnswered puts into the object a scale update replayed through the pipeline stored
-// (written, from old) the spec.replicas of the Scale the server answered with (resp), where
-// they differ: a MutatingAdmissionPolicy or webhook of the cluster the replay does not run
-// changed the Scale (a cap on replicas), and the server stored what it answered; the
-// generation follows (scaledGeneration). It says whether it changed the object.
-func scaleAnswered(sc *scaleSubresource, old, written, resp *unstructured.Unstructured) bool {
+// answeredReplicas is the spec.replicas of the Scale the server answered a scale update with
+// (resp; 0 where it omits them, the internal Scale's zero); false when resp is not a Scale.
+func answeredReplicas(resp *unstructured.Unstructured) (int64, bool) {
 	if resp == nil || resp.GroupVersionKind() != autoscalingV1Scale {
-		return false
+		return 0, false
 	}
 	v, found, _ := unstructured.NestedFieldNoCopy(resp.Object, "spec", "replicas")
 	replicas, ok := intValue(v)
 	if !found || !ok {
-		replicas = 0 // omitted: the internal Scale's zero
+		return 0, true
 	}
-	v, found, _ = unstructured.NestedFieldNoCopy(written.Object, sc.specReplicas...)
-	if got, ok := intValue(v); found && ok && got == replicas {
+	return replicas, true
+}
+
+// setReplicas gives obj the spec.replicas a scale update of old stored, and the generation
+// the registry's PrepareForUpdate gives it for them (scaledGeneration).
+func setReplicas(sc *scaleSubresource, old, obj *unstructured.Unstructured, replicas int64) bool {
+	generation := scaledGeneration(sc, old, replicas)
+	if unstructured.SetNestedField(obj.Object, replicas, sc.specReplicas...) != nil {
 		return false
 	}
-	if unstructured.SetNestedField(written.Object, replicas, sc.specReplicas...) != nil {
-		return false
-	}
-	written.SetGeneration(scaledGeneration(sc, old, replicas))
+	obj.SetGeneration(generation)
 	return true
 }
 
+// scaleAnswered puts into the object a scale update replayed through the pipeline stored
+// (written, from old) the spec.replicas of the Scale the server answered with (resp), where
+// they differ: a MutatingAdmissionPolicy or webhook of the cluster the replay does not run
+// changed the Scale (a cap on replicas), and the server stored what it answered. It says
+// whether it changed the object.
+func scaleAnswered(sc *scaleSubresource, old, written, resp *unstructured.Unstructured) bool {
+	replicas, ok := answeredReplicas(resp)
+	if !ok {
+		return false
+	}
+	v, found, _ := unstructured.NestedFieldNoCopy(written.Object, sc.specReplicas...)
+	if got, ok := intValue(v); found && ok && got == replicas {
+		return false
+	}
+	return setReplicas(sc, old, written, replicas)
+}
+
 // answeredScale says whether the log holds the Scale the server answered a scale update of a
-// built-in workload or custom resource with (with its spec.replicas): the object's only field
+// built-in workload or custom resource with: its spec.replicas are the object's only field
 // the update's admission can change (scaleUpdatedObjectInfo copies no other).
 func answeredScale(ev *Event, t target) bool {
 	if !derivesScale(t) {
 		return false
 	}
-	resp := auditlog.DecodeAnyObject(ev.ResponseObject)
-	if resp == nil || resp.GroupVersionKind() != autoscalingV1Scale {
-		return false
-	}
-	_, found, _ := unstructured.NestedFieldNoCopy(resp.Object, "spec", "replicas")
-	return found
+	_, ok := answeredReplicas(auditlog.DecodeAnyObject(ev.ResponseObject))
+	return ok
 }
 
 // applyScale applies a successful scale update to the stored object, as
@@ -287,22 +300,10 @@ func answeredScale(ev *Event, t target) bool {
 // response is not a Scale. The object's managedFields are those before the update: the
 // field manager's entry for the scale is not in the log.
 func applyScale(sc *scaleSubresource, obj *unstructured.Unstructured, resp *unstructured.Unstructured) bool {
-	if resp == nil || resp.GroupVersionKind() != autoscalingV1Scale {
+	replicas, ok := answeredReplicas(resp)
+	if !ok || resp.GetResourceVersion() == "" || !setReplicas(sc, obj, obj, replicas) {
 		return false
 	}
-	v, found, _ := unstructured.NestedFieldNoCopy(resp.Object, "spec", "replicas")
-	replicas, ok := intValue(v)
-	if !found || !ok {
-		replicas = 0 // omitted: the internal Scale's zero
-	}
-	rv := resp.GetResourceVersion()
-	if rv == "" {
-		return false
-	}
-	obj.SetGeneration(scaledGeneration(sc, obj, replicas))
-	if unstructured.SetNestedField(obj.Object, replicas, sc.specReplicas...) != nil {
-		return false
-	}
-	obj.SetResourceVersion(rv)
+	obj.SetResourceVersion(resp.GetResourceVersion())
 	return true
 }
