@@ -398,7 +398,7 @@ func (s *State) Put(gr schema.GroupResource, u *unstructured.Unstructured, sourc
 	if err != nil {
 		return err
 	}
-	return s.store(gr, u, raw, nil, source, 0)
+	return s.store(gr, u, raw, nil, source, 0, false)
 }
 
 // PutPartly is Put for an object the replay rebuilt itself, some of whose fields it does not
@@ -413,7 +413,9 @@ func (s *State) PutPartlyAt(gr schema.GroupResource, u *unstructured.Unstructure
 	return s.putPartly(gr, u, unknowns, source, ResourceVersion(u.GetResourceVersion()))
 }
 
-// putPartly stores u, at resourceVersion rv (0: not known), with the fields unknowns.
+// putPartly stores u, at resourceVersion rv (0: not known), with the fields unknowns; at a
+// known rv it replaces what the State holds at that version (a dry run's answer, which a
+// write whose export lost whether it was one stored there: mayBeDryRun puts the object back).
 func (s *State) putPartly(gr schema.GroupResource, u *unstructured.Unstructured, unknowns []vapccel.Unknown, source string, rv uint64) error {
 	gr = StorageOf(gr)
 	if !s.keep(gr) || s.keepsSnapshot(gr, s.Objects[gr][ObjectKey{u.GetNamespace(), u.GetName()}]) {
@@ -423,7 +425,7 @@ func (s *State) putPartly(gr schema.GroupResource, u *unstructured.Unstructured,
 	if err != nil {
 		return err
 	}
-	if err := s.store(gr, u, raw, nil, source, rv); err != nil {
+	if err := s.store(gr, u, raw, nil, source, rv, rv != 0); err != nil {
 		return err
 	}
 	k := ObjectKey{u.GetNamespace(), u.GetName()}
@@ -459,7 +461,7 @@ func (s *State) PutKept(gr schema.GroupResource, u *unstructured.Unstructured, u
 // reads, optionally its typed form (prepared by prepareTyped).
 func (s *State) PutRaw(gr schema.GroupResource, u *unstructured.Unstructured, raw []byte, typed *PreparedTyped, source string) error {
 	gr = StorageOf(gr)
-	return s.store(gr, u, raw, typed, source, ResourceVersion(u.GetResourceVersion()))
+	return s.store(gr, u, raw, typed, source, ResourceVersion(u.GetResourceVersion()), false)
 }
 
 // ResourceVersion is a resourceVersion as a number, 0 when it is not one. An etcd-backed
@@ -475,8 +477,10 @@ func ResourceVersion(v string) uint64 {
 // store records the object (its JSON raw) as the current state of its key; rv is its
 // resourceVersion when raw is the log's own. A write the log records after a later one to the
 // same object (both resourceVersions known, the stored greater) changes nothing: the State
-// already holds what followed it; one that returned the version the State holds restates it.
-func (s *State) store(gr schema.GroupResource, u *unstructured.Unstructured, raw []byte, typed *PreparedTyped, source string, rv uint64) error {
+// already holds what followed it; one that returned the version the State holds restates it
+// (its JSON taken where the State knew less of it, or, replace, where the State's is not what
+// that version held).
+func (s *State) store(gr schema.GroupResource, u *unstructured.Unstructured, raw []byte, typed *PreparedTyped, source string, rv uint64, replace bool) error {
 	gr = StorageOf(gr)
 	if !s.keep(gr) {
 		return nil
@@ -509,10 +513,20 @@ func (s *State) store(gr schema.GroupResource, u *unstructured.Unstructured, raw
 			// version's write (its source), and when it completed, are what a concurrent
 			// request may have read. The entry takes the newer JSON only where it knew less
 			// (a log may omit at one level what it keeps at another).
-			if len(old.unknowns) > 0 {
-				old.Raw, old.Labels, old.unknowns = raw, e.Labels, nil
+			if len(old.unknowns) == 0 && !replace {
+				return nil // its typed form, if any, is the same (and where it knew less)
 			}
-			return nil // its typed form, if any, is the same
+			old.Raw, old.Labels, old.unknowns = raw, e.Labels, nil
+			if replace && s.typedKinds(gr) {
+				if typed == nil {
+					typed = s.PrepareTyped(u, raw)
+				}
+				if typed.err == nil {
+					loc := typed.loc
+					s.setTyped(gr, ObjectKey{loc.Namespace, loc.Name}, typedEntry{gvr: loc.Resource, Obj: typed.obj, labels: loc.Labels}, true)
+				}
+			}
+			return nil
 		}
 		e.follows = true
 		if old.Raw != nil {

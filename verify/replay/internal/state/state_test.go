@@ -1,7 +1,9 @@
 package state
 
 import (
+	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	vapccel "github.com/vapc-dev/vapc/cel"
 )
 
 // TestStateVersions builds the State directly from writes of one object and asks it which
@@ -360,5 +364,37 @@ func TestAskedFor(t *testing.T) {
 		if diff := cmp.Diff(tc.want, tc.prior.AskedFor(tc.asked)); diff != "" {
 			t.Errorf("%s: AskedFor(%d) (-want +got):\n%s", tc.name, tc.asked, diff)
 		}
+	}
+}
+
+// TestPutPartlyAtReplaces: an object put back at the resourceVersion the State holds replaces
+// what the State holds there (the answer of a dry run a write whose export lost whether it was
+// one stored over an entry with unknown fields), with the unknowns given.
+func TestPutPartlyAtReplaces(t *testing.T) {
+	s := newTestState()
+	gr := schema.GroupResource{Resource: "configmaps"}
+	cm := func(v string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"namespace": "ns", "name": "c", "resourceVersion": "7"}, "data": map[string]any{"k": v}}}
+	}
+	unknown := []vapccel.Unknown{{Path: vapccel.FieldPath{Root: "object", Steps: []string{"data"}}, Why: "not logged"}}
+	if err := s.PutPartlyAt(gr, cm("before"), unknown, "before"); err != nil {
+		t.Fatal(err)
+	}
+	// The dry run's answer, stored as the log's response at the version the State holds.
+	dry := cm("dryrun")
+	raw, err := json.Marshal(dry.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutRaw(gr, dry, raw, nil, "the dry run"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutPartlyAt(gr, cm("before"), unknown, "put back"); err != nil {
+		t.Fatal(err)
+	}
+	p := s.Prior(gr, "ns", "c")
+	if !strings.Contains(string(p.Raw), `"before"`) || len(p.Unknowns) != 1 {
+		t.Errorf("the State holds %s with %d unknowns, want the object put back with its one", p.Raw, len(p.Unknowns))
 	}
 }
