@@ -171,17 +171,21 @@ func overlayPath(stored, sent any, steps []string) {
 // fields).
 func askedVersion(ev *Event) uint64 {
 	if body := bytes.TrimSpace(ev.RequestObject); ev.Verb == "patch" && len(body) > 0 && body[0] == '[' {
+		if !bytes.Contains(body, resourceVersionPath) {
+			return 0 // decoded only where it may ask for one
+		}
 		var ops []struct {
-			Op    string `json:"op"`
-			Path  string `json:"path"`
-			Value any    `json:"value"`
+			Op    string          `json:"op"`
+			Path  string          `json:"path"`
+			Value json.RawMessage `json:"value"`
 		}
 		if json.Unmarshal(body, &ops) != nil {
 			return 0
 		}
 		var asked uint64
 		for _, op := range ops {
-			if v, ok := op.Value.(string); ok && (op.Op == "replace" || op.Op == "add") && op.Path == "/metadata/resourceVersion" {
+			var v string
+			if (op.Op == "replace" || op.Op == "add") && op.Path == string(resourceVersionPath) && json.Unmarshal(op.Value, &v) == nil {
 				asked = state.ResourceVersion(v)
 			}
 		}
@@ -189,6 +193,9 @@ func askedVersion(ev *Event) uint64 {
 	}
 	return state.ResourceVersion(auditlog.MemberString(ev.RequestObject, askedMember(ev), "resourceVersion"))
 }
+
+// resourceVersionPath is the path of a JSON patch's operation that asks for a resourceVersion.
+var resourceVersionPath = []byte("/metadata/resourceVersion")
 
 // askedMember is the member of a request's body that says what version of its object it asks
 // for: an update's or a patch's object's metadata, a DELETE's DeleteOptions' preconditions. The
