@@ -13,6 +13,7 @@ import (
 	api "k8s.io/kubernetes/pkg/apis/core"
 	"k8s.io/utils/ptr"
 
+	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
@@ -220,6 +221,41 @@ func TestStoredAfterMutation(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("unknown fields (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestWriteTouches: the fields a successful patch may have changed, which a write that may have
+// been a dry run leaves unknown; the others are in its response as stored.
+func TestWriteTouches(t *testing.T) {
+	labels := vapccel.FieldPath{Root: "object", Steps: []string{"metadata", "labels"}}
+	data := vapccel.FieldPath{Root: "object", Steps: []string{"data", "k"}}
+	finalizers := vapccel.FieldPath{Root: "object", Steps: []string{"metadata", "finalizers"}}
+	for _, tc := range []struct {
+		name, uri, body          string
+		labels, data, finalizers bool
+	}{
+		{"a merge patch of labels", "/api/v1/namespaces/n/configmaps/c", `{"metadata":{"labels":{"a":"b"}}}`, true, false, false},
+		{"a merge patch of data", "/api/v1/namespaces/n/configmaps/c", `{"data":{"k":"v"}}`, false, true, false},
+		{"a JSON patch of a label", "/api/v1/namespaces/n/configmaps/c", `[{"op":"add","path":"/metadata/labels/a","value":"b"}]`, true, false, false},
+		{"a JSON patch of the whole object", "/api/v1/namespaces/n/configmaps/c", `[{"op":"replace","path":"","value":{}}]`, true, true, true},
+		{"a strategic merge directive in metadata", "/api/v1/namespaces/n/configmaps/c", `{"metadata":{"$deleteFromPrimitiveList/finalizers":["x"]}}`, false, false, true},
+		{"a strategic merge directive of the object", "/api/v1/namespaces/n/configmaps/c", `{"$patch":"replace","data":{}}`, true, true, true},
+		{"a server-side apply", "/api/v1/namespaces/n/configmaps/c?fieldManager=m&force=true", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"labels":{"a":"b"}}}`, true, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := &Event{}
+			ev.Verb, ev.RequestURI, ev.RequestObject = "patch", tc.uri, []byte(tc.body)
+			touches := writeTouches(ev)
+			if got := touches(labels); got != tc.labels {
+				t.Errorf("labels touched: %v, want %v", got, tc.labels)
+			}
+			if got := touches(data); got != tc.data {
+				t.Errorf("data touched: %v, want %v", got, tc.data)
+			}
+			if got := touches(finalizers); got != tc.finalizers {
+				t.Errorf("finalizers touched: %v, want %v", got, tc.finalizers)
 			}
 		})
 	}

@@ -153,8 +153,9 @@ func (r *Replayer) mayBeDryRun(sw stateWrite, before state.Prior) {
 	// A field the write cannot have changed is in its response as the server stores it,
 	// whether it was a dry run or not: what was not known of it before is known now.
 	var still []vapccel.Unknown
+	touches := writeTouches(sw.ev)
 	for _, u := range before.Unknowns {
-		if mayHaveChanged(sw.ev, u.Path) && !slices.Equal(u.Path.Steps, []string{"metadata", "resourceVersion"}) {
+		if touches(u.Path) && !slices.Equal(u.Path.Steps, []string{"metadata", "resourceVersion"}) {
 			still = append(still, u)
 		}
 	}
@@ -165,74 +166,75 @@ func (r *Replayer) mayBeDryRun(sw stateWrite, before state.Prior) {
 	_ = r.state.PutPartlyAt(gr, au, unknowns, after.Source+" (or, a dry run, as it was)")
 }
 
-// mayHaveChanged says whether a successful write (ev) may have changed the object's field at
-// path: any, but for a patch, whose body names the fields it sets (a JSON patch's operations
-// their paths), and the metadata the server keeps (resourceVersion, managedFields,
-// generation).
-func mayHaveChanged(ev *Event, path vapccel.FieldPath) bool {
-	steps := path.Steps
-	if ev.Verb != "patch" || len(steps) == 0 {
-		return true
-	}
-	if steps[0] == "metadata" && (len(steps) < 2 || steps[1] == "resourceVersion" || steps[1] == "managedFields" || steps[1] == "generation") {
-		return true
-	}
+// writeTouches says, for a successful write (ev), whether it may have changed the object's field
+// at a path: any for a write but a patch, and for a server-side apply (which removes what its
+// manager owned and left out); for a JSON patch, the fields
+// under its operations' containers (patchedFields); for a merge patch, its members (and
+// metadata's, a strategic merge directive's the list it names); and the metadata the server keeps (resourceVersion, managedFields, generation)
+// always. The body is read once, for every field asked about.
+func writeTouches(ev *Event) func(vapccel.FieldPath) bool {
+	all := func(vapccel.FieldPath) bool { return true }
 	body := bytes.TrimSpace(ev.RequestObject)
-	touches := func(first, second string) bool {
-		return first == steps[0] && (first != "metadata" || second == "" || len(steps) < 2 || second == steps[1])
+	if ev.Verb != "patch" || len(body) == 0 {
+		return all
 	}
-	switch {
-	case len(body) == 0:
-		return true
-	case body[0] == '{':
+	var touched [][]string
+	switch kind, _ := guessPatchKind(body, ev.Query()); kind {
+	case patchJSON:
+		fields, ok := patchedFields(body)
+		if !ok {
+			return all
+		}
+		for _, f := range fields {
+			touched = append(touched, f.Steps)
+		}
+	case patchApply:
+		return all
+	default:
 		var patch map[string]json.RawMessage
 		if json.Unmarshal(body, &patch) != nil {
-			return true
+			return all
 		}
 		for k, v := range patch {
-			if strings.HasPrefix(k, "$") {
-				return true // a strategic merge patch's directive
-			}
-			if k != "metadata" {
-				if touches(k, "") {
-					return true
-				}
+			var meta map[string]json.RawMessage
+			switch {
+			case strings.HasPrefix(k, "$"):
+				return all // a strategic merge patch's directive of the whole object
+			case k != "metadata" || json.Unmarshal(v, &meta) != nil:
+				touched = append(touched, []string{k})
 				continue
 			}
-			var meta map[string]json.RawMessage
-			if json.Unmarshal(v, &meta) != nil {
-				return true
-			}
 			for mk := range meta {
-				if touches("metadata", mk) {
-					return true
+				// A directive names the list it orders or deletes from
+				// ($setElementOrder/finalizers); $patch and $retainKeys, all of metadata.
+				if strings.HasPrefix(mk, "$") {
+					if _, field, ok := strings.Cut(mk, "/"); ok {
+						mk = field
+					} else {
+						mk = ""
+					}
 				}
+				if mk == "" {
+					touched = append(touched, []string{"metadata"})
+					continue
+				}
+				touched = append(touched, []string{"metadata", mk})
 			}
 		}
-		return false
-	case body[0] == '[':
-		var ops []struct {
-			Path string `json:"path"`
-			From string `json:"from"`
-		}
-		if json.Unmarshal(body, &ops) != nil {
+	}
+	return func(path vapccel.FieldPath) bool {
+		steps := path.Steps
+		if len(steps) == 0 || steps[0] == "metadata" && (len(steps) < 2 || steps[1] == "resourceVersion" || steps[1] == "managedFields" || steps[1] == "generation") {
 			return true
 		}
-		for _, op := range ops {
-			for _, p := range []string{op.Path, op.From} {
-				parts := strings.SplitN(strings.TrimPrefix(p, "/"), "/", 3)
-				second := ""
-				if len(parts) > 1 {
-					second = parts[1]
-				}
-				if p != "" && touches(parts[0], second) {
-					return true
-				}
+		for _, t := range touched {
+			n := min(len(t), len(steps))
+			if slices.Equal(t[:n], steps[:n]) {
+				return true // one holds the other
 			}
 		}
 		return false
 	}
-	return true
 }
 
 // stateWrite is a successful write applyWrite applies to the State: the request, logged at
