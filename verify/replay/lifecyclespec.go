@@ -32,8 +32,10 @@ import (
 
 // specCopy is the cluster's copy of a given policy or binding as the log last showed it.
 type specCopy struct {
-	// obj is its object, nil when the log does not show it.
-	obj map[string]any
+	// obj is its object, nil when the log does not show it; spec its spec (givenSpecOf), ""
+	// when not known.
+	obj  map[string]any
+	spec string
 	// changed says how it differs, or may differ, from the given one (no why when it is the
 	// given one).
 	changed changedPair
@@ -42,6 +44,12 @@ type specCopy struct {
 	// copy for up to a second.
 	restored   changedPair
 	restoredAt time.Time
+}
+
+// sameAs says whether the copy is the one o was: both the given one, or the same known spec
+// (a write that leaves it as it was is no change the policy source compiles).
+func (c specCopy) sameAs(o specCopy) bool {
+	return c.changed.why == "" && o.changed.why == "" || c.spec != "" && c.spec == o.spec
 }
 
 // changedPair is why a copy in the cluster differs, or may, from the given one, and whether
@@ -104,11 +112,21 @@ func (l *lifecycle) followSpec(k givenKey, ev *Event, by string) {
 		cur = c.obj
 	}
 	obj := writtenSpecObject(ev, cur)
+	prev := l.copies[k]
 	c := specCopy{obj: obj}
-	switch spec := givenSpecOf(k, obj); {
+	done := auditlog.ParseTime(ev.StageTimestamp)
+	if !done.IsZero() && !prev.restoredAt.IsZero() && done.Sub(prev.restoredAt) < l.window {
+		// The window after a write left the given one again stays open through a write
+		// within it.
+		c.restored, c.restoredAt = prev.restored, prev.restoredAt
+	}
+	if obj != nil {
+		c.spec = givenSpecOf(k, obj)
+	}
+	switch spec := c.spec; {
 	case obj == nil && ev.Verb == "create":
 		// Its body not in the log: taken as the given one.
-		c.obj = l.specs.obj[k]
+		c.obj, c.spec = l.specs.obj[k], given
 	case obj == nil:
 		c.changed = changedPair{k.String() + " was written at " + by + ", whose result the log does not show: it may differ from the given one", true}
 	case spec != given:
@@ -117,10 +135,8 @@ func (l *lifecycle) followSpec(k givenKey, ev *Event, by string) {
 			c.changed.why += " (unless it was a dry run, which the export does not say)"
 		}
 	}
-	prev := l.copies[k]
-	if prev.changed != c.changed {
+	if !c.sameAs(prev) {
 		l.steady = nil
-		done := auditlog.ParseTime(ev.StageTimestamp)
 		if ev.Verb != "create" {
 			// The policy source compiles the change up to a second later (a create is a
 			// change already); a verdict of the pair is no evidence it had (soon): the
