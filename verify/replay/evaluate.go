@@ -326,7 +326,7 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 		r.cfg.evaluateHook(j.ev)
 	}
 	// Decoded on the worker, not the ordered stage: every scheduled pod's DELETE marks it.
-	if other := markedOtherVersion(j.d, j.ev, j.t, j.prior); len(other) > 0 {
+	if other := markedOtherVersion(j.d, j.ev, j.t, &j.prior); len(other) > 0 {
 		j.prior.Unknowns = append(slices.Clip(j.prior.Unknowns), other...)
 	}
 	if other := keptOtherStatus(j.ev, j.t, j.prior); len(other) > 0 {

@@ -297,9 +297,9 @@ func (w writeReplay) writtenUnknowns(u *unstructured.Unstructured, sameKind bool
 		// put back to it.
 		setClock(u, p.Raw, second)
 	default:
+		// Where the pipeline read the replay's own clock: the fields the write stamped.
 		why := "the server's clock when " + w.what + " wrote the object, which the log does not hold to the second"
-		for _, steps := range [][]string{{"metadata", "deletionTimestamp"},
-			{"metadata", "managedFields", vapccel.AnyStep, "time"}, {"status", "conditions", vapccel.AnyStep, "lastTransitionTime"}} {
+		for _, steps := range clockStamped(u, p.Raw) {
 			unknowns = append(unknowns, vapccel.Unknown{Path: objectPath(steps...), ValueOnly: true, Why: why})
 		}
 	}
@@ -439,15 +439,29 @@ func shortenedGrace(u *unstructured.Unstructured, before []byte, beforeUnknowns 
 // changed the stored object before (raw): the deletion timestamp (the clock plus the grace
 // period), and the times of the managers and conditions it wrote.
 func setClock(u *unstructured.Unstructured, before []byte, second metav1.Time) {
+	stampClock(u, before, &second)
+}
+
+// clockStamped are the fields of the object u where the replay's pipeline read its own clock
+// while it changed the stored object before (raw), as setClock finds them, and changes nothing.
+func clockStamped(u *unstructured.Unstructured, before []byte) [][]string {
+	return stampClock(u, before, nil)
+}
+
+// stampClock is setClock where second is given; it returns the fields it finds stamped:
+// the deletion timestamp, the managers' times, the conditions' transition times.
+func stampClock(u *unstructured.Unstructured, before []byte, second *metav1.Time) (stamped [][]string) {
 	prev, _ := auditlog.DecodeMetadata(before, "conditions")
 	if ts := u.GetDeletionTimestamp(); ts != nil && (prev == nil || prev.GetDeletionTimestamp() == nil) {
-		t := second
-		if g := u.GetDeletionGracePeriodSeconds(); g != nil {
-			t = metav1.NewTime(second.Add(time.Duration(*g) * time.Second))
+		stamped = append(stamped, []string{"metadata", "deletionTimestamp"})
+		if second != nil {
+			t := *second
+			if g := u.GetDeletionGracePeriodSeconds(); g != nil {
+				t = metav1.NewTime(second.Add(time.Duration(*g) * time.Second))
+			}
+			u.SetDeletionTimestamp(&t)
 		}
-		u.SetDeletionTimestamp(&t)
 	}
-	stamp := second.UTC().Format(time.RFC3339)
 	prevTimes := map[string]bool{}
 	if prev != nil {
 		for _, m := range prev.GetManagedFields() {
@@ -457,13 +471,22 @@ func setClock(u *unstructured.Unstructured, before []byte, second metav1.Time) {
 		}
 	}
 	mfs := u.GetManagedFields()
+	managers := false
 	for i := range mfs {
 		if mfs[i].Time != nil && !prevTimes[mfs[i].Manager+"\x00"+mfs[i].Time.UTC().Format(time.RFC3339)] {
-			mfs[i].Time = &second
+			managers = true
+			if second != nil {
+				mfs[i].Time = second
+			}
 		}
 	}
-	sortManagedFields(mfs)
-	u.SetManagedFields(mfs)
+	if managers {
+		stamped = append(stamped, []string{"metadata", "managedFields", vapccel.AnyStep, "time"})
+	}
+	if second != nil {
+		sortManagedFields(mfs)
+		u.SetManagedFields(mfs)
+	}
 	prevConds := map[string]string{}
 	if prev != nil {
 		cs, _, _ := unstructured.NestedSlice(prev.Object, "status", "conditions")
@@ -475,19 +498,29 @@ func setClock(u *unstructured.Unstructured, before []byte, second metav1.Time) {
 			}
 		}
 	}
+	conditions := false
 	if cs, ok, _ := unstructured.NestedSlice(u.Object, "status", "conditions"); ok {
 		for _, c := range cs {
 			if m, ok := c.(map[string]any); ok {
 				t, _ := m["type"].(string)
 				if lt, had := prevConds[t]; !had || lt != m["lastTransitionTime"] {
 					if _, set := m["lastTransitionTime"]; set {
-						m["lastTransitionTime"] = stamp
+						conditions = true
+						if second != nil {
+							m["lastTransitionTime"] = second.UTC().Format(time.RFC3339)
+						}
 					}
 				}
 			}
 		}
-		_ = unstructured.SetNestedSlice(u.Object, cs, "status", "conditions")
+		if second != nil {
+			_ = unstructured.SetNestedSlice(u.Object, cs, "status", "conditions")
+		}
 	}
+	if conditions {
+		stamped = append(stamped, []string{"status", "conditions", vapccel.AnyStep, "lastTransitionTime"})
+	}
+	return stamped
 }
 
 // differing are the fields two versions of an object hold different values in, as unknowns

@@ -124,6 +124,12 @@ func TestCutRecordings(t *testing.T) {
 		// resourceVersion; the server wrote it (a new resourceVersion), which the patches
 		// after it read.
 		{name: "scale restated", dir: "scale-restated", snapshot: true, check: true, want: map[int]string{20: "deny certain", 26: "deny certain"}},
+		// Random parity seed c:2, cut to one pod: the scheduler's binding ran across a second
+		// (05:43:03.993 to 05:43:04.018), so the second its PodScheduled condition took is not
+		// known until the ReplicaSet controller's DELETE, whose response is the pod it read,
+		// marked: the DELETE is decided on that second, and the grace period the pod strategy
+		// gave it rests on no other.
+		{name: "binding across a second, then a delete", dir: "binding-second-delete", want: map[int]string{6: "admit certain"}},
 		// A create with generateName that the server refused, cut from a helper's recording:
 		// a MutatingAdmissionPolicy that stamps an object without a name stamped it (mutating
 		// admission runs before the name is generated), and a validating one denied what it

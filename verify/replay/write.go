@@ -846,7 +846,11 @@ func keptOtherStatus(ev *Event, t target, p state.Prior) []vapccel.Unknown {
 // records later that was committed before the DELETE read the object: two apiservers' logs
 // merged by the times of their events). Nothing when they agree, or when the State or the
 // response does not tell.
-func markedOtherVersion(d decoded, ev *Event, t target, p state.Prior) []vapccel.Unknown {
+//
+// Where they differ only in values the State does not know (p's value-only unknowns: the
+// second a write stamped when the log does not hold it to the second), the response tells
+// them: p is given them (p.Raw), and they are known.
+func markedOtherVersion(d decoded, ev *Event, t target, p *state.Prior) []vapccel.Unknown {
 	if ev.Verb != "delete" || p.Raw == nil {
 		return nil
 	}
@@ -862,7 +866,7 @@ func markedOtherVersion(d decoded, ev *Event, t target, p state.Prior) []vapccel
 	// write the log holds without its result, a status patch at Metadata level) is compared
 	// as any other: what it holds may not be what the server read.
 	if v == p.RV {
-		return markedByAnother(answer, p, v)
+		return markedByAnother(answer, *p, v)
 	}
 	// As logged: the written object is the one the State stores. Where only their metadata
 	// differs in its bytes, the headers hold all of it that is compared (managedFields is
@@ -870,11 +874,13 @@ func markedOtherVersion(d decoded, ev *Event, t target, p state.Prior) []vapccel
 	// A namespace's DELETE sets its phase (deleteOwnChanges): compared decoded.
 	whole := t.gvr.GroupResource() == state.NamespacesGR || !auditlog.SameMembersBut(ev.ResponseObject, p.Raw, "metadata")
 	resp, old := answer, (*unstructured.Unstructured)(nil)
+	var stored *unstructured.Unstructured // p.Raw decoded, as the State holds it
 	var err error
 	if whole {
 		if resp, err = auditlog.DecodeObject(ev.ResponseObject); err == nil {
 			old, err = auditlog.DecodeObject(p.Raw)
 		}
+		stored = old
 		if err == nil && old.GroupVersionKind() != resp.GroupVersionKind() {
 			// Stored from a response in another version (an autoscaling/v2 status update,
 			// an autoscaling/v1 DELETE): compared in the DELETE's, converted as the server
@@ -924,14 +930,58 @@ func markedOtherVersion(d decoded, ev *Event, t target, p state.Prior) []vapccel
 		metadata()
 		return out
 	}
+	var told []string
 	differ(resp.Object, old.Object, func(k string) {
-		if k != "metadata" {
+		switch {
+		case k == "metadata":
+			metadata()
+		case onlyUnknownValues(resp.Object, old.Object, k, p.Unknowns):
+			told = append(told, k)
+		default:
 			out = append(out, vapccel.Unknown{Path: objectPath(k), Why: why})
-			return
 		}
-		metadata()
 	})
+	if len(told) > 0 && stored != nil && stored.GroupVersionKind() == resp.GroupVersionKind() {
+		tellUnknownValues(p, stored, resp, told)
+	} else {
+		for _, k := range told {
+			out = append(out, vapccel.Unknown{Path: objectPath(k), Why: why})
+		}
+	}
 	return out
+}
+
+// onlyUnknownValues says whether the field k of two objects differs only in the values unknowns
+// says are not known (value-only unknowns of the object's field k).
+func onlyUnknownValues(a, b map[string]any, k string, unknowns []vapccel.Unknown) bool {
+	ma, mb := map[string]any{k: k8sruntime.DeepCopyJSONValue(a[k])}, map[string]any{k: k8sruntime.DeepCopyJSONValue(b[k])}
+	masked := false
+	for _, u := range unknowns {
+		if u.Path.Root == "object" && u.ValueOnly && len(u.Path.Steps) > 1 && u.Path.Steps[0] == k {
+			maskPath(ma, u.Path.Steps)
+			maskPath(mb, u.Path.Steps)
+			masked = true
+		}
+	}
+	return masked && equality.Semantic.DeepEqual(ma, mb)
+}
+
+// tellUnknownValues gives p, the version a DELETE read, the fields told of its response (the
+// object it read, marked): the State's version (stored, decoded) with them, and no unknowns of
+// theirs.
+func tellUnknownValues(p *state.Prior, stored, resp *unstructured.Unstructured, told []string) {
+	obj := stored.DeepCopy()
+	for _, k := range told {
+		obj.Object[k] = k8sruntime.DeepCopyJSONValue(resp.Object[k])
+	}
+	raw, err := obj.MarshalJSON()
+	if err != nil {
+		return
+	}
+	p.Raw = raw
+	p.Unknowns = slices.DeleteFunc(slices.Clone(p.Unknowns), func(u vapccel.Unknown) bool {
+		return u.Path.Root == "object" && len(u.Path.Steps) > 1 && slices.Contains(told, u.Path.Steps[0])
+	})
 }
 
 // markedByAnother is what the old object of a DELETE whose answer (resourceVersion v) is the
