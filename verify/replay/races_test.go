@@ -130,6 +130,11 @@ func TestCutRecordings(t *testing.T) {
 		// marked: the DELETE is decided on that second, and the grace period the pod strategy
 		// gave it rests on no other.
 		{name: "binding across a second, then a delete", dir: "binding-second-delete", want: map[int]string{6: "admit certain"}},
+		// A helper's recording: `kubectl apply --server-side` of a Service that did not exist,
+		// which the server created (admission's CREATE) with the clusterIP it allocated, and a
+		// policy denied for it: what the server allocated and stamped is not known, as of a
+		// POST's create (line 14).
+		{name: "server-side apply that creates", dir: "ssa-create-allocated", want: map[int]string{13: "indeterminate indeterminate", 14: "indeterminate indeterminate"}},
 		// A create with generateName that the server refused, cut from a helper's recording:
 		// a MutatingAdmissionPolicy that stamps an object without a name stamped it (mutating
 		// admission runs before the name is generated), and a validating one denied what it

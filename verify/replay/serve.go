@@ -447,6 +447,8 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 		if name := s.calls[0].attrs.GetName(); out.Name == "" && ev.Verb != "deletecollection" && !unknownName(s.calls[0].unknowns) {
 			out.Name = name
 		}
+		// A server-side apply that found no object created it: admission's CREATE.
+		out.Operation = string(s.calls[0].attrs.GetOperation())
 		if r.observed() {
 			// What an observer (the HTML report) shows of the request: its objects in the
 			// version of the request.

@@ -50,13 +50,16 @@ func settle(ev *Event, t target, a admission.Attributes, body []byte) []vapccel.
 	if o := a.GetOldObject(); o != nil {
 		old, _ = meta.Accessor(o)
 	}
-	if t.op == admission.Create && m.GetUID() != "" && old == nil {
+	// The admission's operation, not the log's verb: a server-side apply (a patch) creates
+	// the object it finds absent, and the server allocates and stamps it as a create's.
+	create := a.GetOperation() == admission.Create && old == nil
+	if create && m.GetUID() != "" {
 		// The uid, and wherever the strategy copied it (a Job's selector and pod labels).
 		why := "the uid the server generated"
 		out = append(out, vapccel.Unknown{Path: objectPath("metadata", "uid"), ValueOnly: true, Why: why})
 		out = append(out, copiesOf(obj, t.reqKind, string(m.GetUID()), why)...)
 	}
-	if ts := m.GetCreationTimestamp(); t.op == admission.Create && old == nil && !ts.IsZero() {
+	if ts := m.GetCreationTimestamp(); create && !ts.IsZero() {
 		setTime(&ts, objectPath("metadata", "creationTimestamp"))
 		m.SetCreationTimestamp(ts)
 	}
@@ -101,7 +104,7 @@ func settle(ev *Event, t target, a admission.Attributes, body []byte) []vapccel.
 			out = append(out, vapccel.Unknown{Path: vapccel.FieldPath{Root: "object"}, Why: "a server-side apply over " + why})
 		}
 	}
-	if m.GetGenerateName() != "" && !bodyNamed(body) && (t.op == admission.Create && old == nil) && !generatedNameKnown(ev, m.GetName()) {
+	if m.GetGenerateName() != "" && !bodyNamed(body) && create && !generatedNameKnown(ev, m.GetName()) {
 		why := "the name the server generated for " + m.GetGenerateName()
 		out = append(out,
 			vapccel.Unknown{Path: objectPath("metadata", "name"), ValueOnly: true, Why: why},
@@ -110,11 +113,11 @@ func settle(ev *Event, t target, a admission.Attributes, body []byte) []vapccel.
 	}
 	switch o := obj.(type) {
 	case *api.Service:
-		if t.op == admission.Create && t.sub == "" {
+		if create && t.sub == "" {
 			out = append(out, serviceAllocations(o, body)...)
 		}
 	case *api.Pod:
-		if t.op == admission.Create && t.sub == "" && tokenVolumeAdded(o, body) {
+		if create && t.sub == "" && tokenVolumeAdded(o, body) {
 			why := "the random suffix of the token volume the ServiceAccount plugin added"
 			for _, p := range []vapccel.FieldPath{objectPath("spec", "volumes", vapccel.AnyStep, "name"),
 				objectPath("spec", "containers", vapccel.AnyStep, "volumeMounts", vapccel.AnyStep, "name"),
