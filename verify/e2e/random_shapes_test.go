@@ -182,24 +182,26 @@ func (w *randomWorld) hpaWrite() {
 	}
 }
 
-// serviceWrite creates, labels or deletes a Service: its defaults, and the addresses the
-// server allocates before admission (which a log does not hold for a refused create).
+// serviceWrite creates, applies server-side, labels or deletes a Service: its defaults, and the
+// addresses the server allocates before admission (which a log does not hold for a refused
+// create, nor for a refused server-side apply that would have created it).
 func (w *randomWorld) serviceWrite() {
 	u, ns := w.user(), pick(w.r, w.namespaces()...)
-	switch w.r.IntN(3) {
+	switch w.r.IntN(4) {
 	case 0:
 		name := pick(w.r, svcNames...)
-		port := map[string]any{"port": int64(pick(w.r, 80, 8080))}
-		if chance(w.r, 0.3) {
-			port["protocol"] = pick(w.r, "TCP", "UDP")
-		}
-		spec := map[string]any{"selector": map[string]any{"app": pick(w.r, "web", "db")}, "ports": []any{port}}
-		if chance(w.r, 0.3) {
-			spec["type"] = "NodePort"
-		}
-		s := obj(map[string]any{"apiVersion": "v1", "kind": "Service", "metadata": map[string]any{"name": name, "namespace": ns}, "spec": spec})
+		s := obj(w.serviceBody(ns, name))
 		o := w.createOptions()
 		w.got(fmt.Sprintf("%s creates service %s/%s%s", u.name, ns, name, dry(o.DryRun)), w.tryCreate(w.client(u), servicesGVR, s, o))
+	case 3:
+		// kubectl apply --server-side: admission's CREATE where the Service is absent.
+		name := pick(w.r, svcNames...)
+		o := metav1.PatchOptions{FieldManager: pick(w.r, "kubectl", "rnd-apply")}
+		if chance(w.r, 0.15) {
+			o.DryRun = []string{metav1.DryRunAll}
+		}
+		_, err := w.client(u).Resource(servicesGVR).Namespace(ns).Patch(w.ctx, name, types.ApplyPatchType, mustJSON(w.serviceBody(ns, name)), o)
+		w.got(fmt.Sprintf("%s applies service %s/%s as %s%s", u.name, ns, name, o.FieldManager, dry(o.DryRun)), err)
 	case 1:
 		w.patchExisting(u, servicesGVR, ns, "service", svcNames, func() (types.PatchType, string) {
 			return types.MergePatchType, pick(w.r, `{"metadata":{"labels":{"color":"green"}}}`, `{"spec":{"sessionAffinity":"ClientIP"}}`)
@@ -207,6 +209,19 @@ func (w *randomWorld) serviceWrite() {
 	default:
 		w.deleteExisting(u, servicesGVR, ns, "service", svcNames)
 	}
+}
+
+// serviceBody is a Service of a port, sometimes of type NodePort.
+func (w *randomWorld) serviceBody(ns, name string) map[string]any {
+	port := map[string]any{"port": int64(pick(w.r, 80, 8080))}
+	if chance(w.r, 0.3) {
+		port["protocol"] = pick(w.r, "TCP", "UDP")
+	}
+	spec := map[string]any{"selector": map[string]any{"app": pick(w.r, "web", "db")}, "ports": []any{port}}
+	if chance(w.r, 0.3) {
+		spec["type"] = "NodePort"
+	}
+	return map[string]any{"apiVersion": "v1", "kind": "Service", "metadata": map[string]any{"name": name, "namespace": ns}, "spec": spec}
 }
 
 // jobWrite creates or deletes a Job: the job strategy labels its pod template with the uid it
