@@ -135,6 +135,11 @@ func TestCutRecordings(t *testing.T) {
 		// policy denied for it: what the server allocated and stamped is not known, as of a
 		// POST's create (line 14).
 		{name: "server-side apply that creates", dir: "ssa-create-allocated", want: map[int]string{13: "indeterminate indeterminate", 14: "indeterminate indeterminate"}},
+		// A helper's recording at level Request as gcloud hands it over: the ReplicaSet
+		// controller's pod create, refused (422) by a policy; the export drops the message, and
+		// the namespace is not known (a patch of it may have been a dry run), which the
+		// pipeline's NamespaceLifecycle plugin reads: not a refusal before admission.
+		{name: "GKE refusal over an unknown namespace", dir: "gke-refused-namespace-unknown", want: map[int]string{2: "indeterminate indeterminate"}},
 		// A create with generateName that the server refused, cut from a helper's recording:
 		// a MutatingAdmissionPolicy that stamps an object without a name stamped it (mutating
 		// admission runs before the name is generated), and a validating one denied what it

@@ -629,6 +629,11 @@ func (r *Replayer) notAdmitted(j *job, out *Record, s served) {
 	case j.rec.vapRan && j.rec.policy != "":
 		// The log shows a policy refused it: the state the replay knows is not the server's.
 		out.indeterminate(because(ReasonRebuild, "a policy refused the request in kube-apiserver, but sent through its pipeline over the state the replay knows it is "+describeServed(s)))
+	case s.pluginMisses != "" && (j.rec.outcome == RecordedUnknown || (j.rec.skip == SkipBeforeAdmission && !j.rec.sure)):
+		// The log does not tell what refused the request (an export lost its message), and
+		// the pipeline's refusal rests on what a plugin read that the replay does not know: a
+		// policy may have denied it.
+		out.indeterminate(because(ReasonPluginInputUnknown, "an admission plugin read "+s.pluginMisses+", and the request "+j.rec.note))
 	default:
 		j.result.skip, j.result.skipNote = SkipBeforeAdmission, j.rec.note
 		if j.result.skipNote == "" && s.resp.Status != nil {
