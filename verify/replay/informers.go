@@ -188,12 +188,24 @@ func (r *Replayer) lagWorlds(j *job, e lagEvaluation) []world {
 	admitted := likelyAdmission(j.ev, j.t)
 	var concurrent []state.TypedWrite
 	var either *state.TypedWrite // a write that completed either before admission or after
+	eitherWhy := "its export gives when it completed only within the second before the time it gives"
 	for _, tw := range e.taken {
 		if !tw.Ahead && !admitted.IsZero() && tw.Done.After(admitted) {
 			concurrent = append(concurrent, tw)
 		}
 		if tw.Second && !admitted.IsZero() && tw.Done.After(admitted) && !tw.Done.Add(-time.Second).After(admitted) && either == nil {
 			either = &tw
+		}
+	}
+	if either == nil && j.ev.Loss.Lost.Has(auditlog.LostReceived) && !admitted.IsZero() {
+		// The export lost when the request was received (GKE): likelyAdmission is when it
+		// completed, and a write that completed moments before (within the informers' lag)
+		// may have completed after its admission as well as before.
+		for _, tw := range e.taken {
+			if !tw.Ahead && !tw.Done.After(admitted) && admitted.Sub(tw.Done) < r.state.Lag {
+				either, eitherWhy = &tw, "its export does not give when this request was received, and the write completed "+admitted.Sub(tw.Done).String()+" before it completed"
+				break
+			}
 		}
 	}
 	worlds := make([]world, 0, len(e.states)+2)
@@ -215,7 +227,7 @@ func (r *Replayer) lagWorlds(j *job, e lagEvaluation) []world {
 			worlds[i].Likely = false
 		}
 		hasLikely = true
-		worlds = append(worlds, world{Likely: true, Undecided: &indeterminateError{laggedWrite(*either, "whether the write at "+either.By+" completed before this request's admission: its export gives when it completed only within the second before the time it gives")}})
+		worlds = append(worlds, world{Likely: true, Undecided: &indeterminateError{laggedWrite(*either, "whether the write at "+either.By+" completed before this request's admission: "+eitherWhy)}})
 	}
 	switch {
 	case !hasLikely && e.cut.is():

@@ -1,9 +1,12 @@
 package replay
 
 import (
+	"strings"
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 
@@ -43,5 +46,43 @@ func TestLikelyAdmission(t *testing.T) {
 				t.Errorf("likelyAdmission = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestLagRaceWithoutReceipt: a namespace's label (a patch) completed 0.7 ms before a DELETE in
+// it that a policy selecting the label would deny; the DELETE was received 5 ms before it
+// completed, and its admission likely ran before the label (random parity r:1144, whose server
+// admitted it). From the log backend, the replay gives that as likely; from GKE's entries,
+// which do not say when the DELETE was received, the likely admission is its completion, and a
+// write completed within the informers' lag before it may have completed after its admission
+// as well: no state is likely.
+func TestLagRaceWithoutReceipt(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("env-deletes", "configmaps", admissionregistrationv1.Delete, nil, "false")
+	p.Spec.MatchConstraints.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: metav1.LabelSelectorOpExists}}}
+	// And one of every DELETE, which admits: the request is evaluated in every state.
+	all, allb := levelPolicy("deletes", "configmaps", admissionregistrationv1.Delete, nil, "true")
+	ps, bs := []*admissionregistrationv1.ValidatingAdmissionPolicy{p, all}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b, allb}
+	ns := func(rv string, labels map[string]any) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "a", "uid": "uid-a", "resourceVersion": rv, "labels": labels}}
+	}
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "a", "uid": "uid-c", "resourceVersion": "7"}}
+	dryRun := levelEvent(t, "dry", auditlog.LevelRequestResponse, "create", "configmaps", "a", "d", 201, "", cm, cm)
+	lines := []string{
+		timedEvent(t, levelEvent(t, "ns", auditlog.LevelRequestResponse, "create", "namespaces", "", "a", 201, "", ns("", nil), ns("5", map[string]any{"kubernetes.io/metadata.name": "a"})), "00.000000", "00.001000", nil),
+		timedEvent(t, levelEvent(t, "cm", auditlog.LevelRequestResponse, "create", "configmaps", "a", "c", 201, "", cm, cm), "00.100000", "00.101000", nil),
+		// A dry run, which GKE labels: its entries without the label are none.
+		timedEvent(t, replaceOnce(t, dryRun, `"requestURI":"/api/v1/namespaces/a/configmaps"`, `"requestURI":"/api/v1/namespaces/a/configmaps?dryRun=All"`), "00.200000", "00.201000", nil),
+		timedEvent(t, levelEvent(t, "label", auditlog.LevelRequestResponse, "patch", "namespaces", "", "a", 200, "", map[string]any{"metadata": map[string]any{"labels": map[string]any{"env": "dev"}}},
+			ns("9", map[string]any{"kubernetes.io/metadata.name": "a", "env": "dev"})), "01.000000", "01.006000", nil),
+		timedEvent(t, levelEvent(t, "del", auditlog.LevelRequestResponse, "delete", "configmaps", "a", "c", 200, "", map[string]any{"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1"}, cm), "01.001700", "01.006700", nil),
+	}
+	_, plain := replayLinesWith(t, ps, bs, nil, lines...)
+	if rec := plain["del"]; rec == nil || rec.Decision != DecisionAdmit || rec.Certainty != CertaintyLikely {
+		t.Errorf("from the log backend: %s, want admit likely", describeRecord(rec))
+	}
+	_, gke := replayLinesWith(t, ps, bs, nil, gkeLines(t, lines...)...)
+	if rec := gke["del"]; rec == nil || rec.Decision != DecisionIndeterminate || !strings.Contains(rec.Indeterminate, "does not give when this request was received") {
+		t.Errorf("from GKE's entries: %s, want indeterminate: whether the label completed before its admission", describeRecord(rec))
 	}
 }
