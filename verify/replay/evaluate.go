@@ -541,13 +541,27 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undeci
 		}
 	}
 	var inferred string
-	if (oldUnknown.is() || paramsIncomplete) && (len(misses) == 0 || paramsIncomplete) && r.decidedWithoutMissing(w, j, dec, paramsIncomplete, evaluateOn) {
+	var unaffected func(string) bool
+	if paramsIncomplete && !oldUnknown.is() {
+		// Only the policies whose params are of a resource the State missed read what is
+		// missing.
+		missed := map[schema.GroupResource]bool{}
+		for _, m := range misses {
+			missed[m.GR] = true
+		}
+		paramOf := r.cur().scope.paramOf
+		unaffected = func(p string) bool {
+			gr, ok := paramOf[p]
+			return !ok || !missed[gr]
+		}
+	}
+	if (oldUnknown.is() || paramsIncomplete) && (len(misses) == 0 || paramsIncomplete) && r.decidedWithoutMissing(w, j, dec, paramsIncomplete, unaffected, evaluateOn) {
 		// Decided whatever is missing: see requestOnly.
 		what := oldUnknown.detail
 		if paramsIncomplete {
 			what = state.MissText(misses)
 		}
-		inferred = "decided without what is not known (" + what + "): every policy skipped the request on a matchCondition that reads only the request"
+		inferred = "decided without what is not known (" + what + "): every policy that reads it skipped the request on a matchCondition that reads only the request"
 		misses = nil
 	} else if oldUnknown.is() {
 		if !r.decidedWithoutOld(j, dec) {
@@ -703,15 +717,15 @@ func (r *Replayer) decidedWithoutOld(j *job, dec *verify.Decision) bool {
 // State knows (parameterNotFoundAction Allow admitted) may have had some in the cluster: the
 // request is evaluated again with a stand-in for each missing param, and the decision holds
 // when a condition on the request alone skips it too.
-func (r *Replayer) decidedWithoutMissing(w evalWorker, j *job, dec *verify.Decision, paramsIncomplete bool, evaluateOn evaluateOn) bool {
-	if r.set.requestOnly.decides(dec, j.policies, paramsIncomplete) {
+func (r *Replayer) decidedWithoutMissing(w evalWorker, j *job, dec *verify.Decision, paramsIncomplete bool, unaffected func(string) bool, evaluateOn evaluateOn) bool {
+	if r.set.requestOnly.decides(dec, j.policies, paramsIncomplete, unaffected) {
 		return true
 	}
-	if !paramsIncomplete || len(r.cur().standIns) == 0 || !r.set.requestOnly.decides(dec, j.policies, false) {
+	if !paramsIncomplete || len(r.cur().standIns) == 0 || !r.set.requestOnly.decides(dec, j.policies, false, unaffected) {
 		return false
 	}
 	again, err := evaluateOn(w.eval, j.view.WithStandIns(r.cur().standIns))
-	return err == nil && r.set.requestOnly.decides(again, j.policies, true)
+	return err == nil && r.set.requestOnly.decides(again, j.policies, true, unaffected)
 }
 
 // dependsOnPartial says why a policy's decision depends on a field of a param or namespace

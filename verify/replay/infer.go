@@ -67,7 +67,10 @@ func containsAny(s string, words []string) bool {
 // and every evaluation was skipped by a matchCondition that reads only the request. With
 // incomplete params every binding must have had a param (another param would be skipped by
 // the same condition; none at all would be parameterNotFoundAction's to decide).
-func (ro *requestOnly) decides(dec *verify.Decision, policies []string, paramsIncomplete bool) bool {
+//
+// unaffected, when given, names the policies whose results stand whatever is missing (their
+// params are not of a resource the State missed): any result of theirs does.
+func (ro *requestOnly) decides(dec *verify.Decision, policies []string, paramsIncomplete bool, unaffected func(policy string) bool) bool {
 	for _, p := range policies {
 		if ro.selectsObjects[p] || strings.HasPrefix(p, mutatingPrefix) {
 			// A mutating policy's change may rest on what is missing (its results are
@@ -80,6 +83,7 @@ func (ro *requestOnly) decides(dec *verify.Decision, policies []string, paramsIn
 	}
 	for _, r := range dec.Results {
 		switch {
+		case unaffected != nil && unaffected(r.Policy):
 		case r.Result == verify.ResultAdmit && r.MatchCondition != "" && ro.conditions[r.Policy][r.MatchCondition]:
 		case r.Result == verify.ResultAdmit && r.ParamNotFound && !paramsIncomplete:
 		default:

@@ -45,6 +45,7 @@ func TestDecidedWithoutWhatIsMissing(t *testing.T) {
 		params     bool
 		deny       bool // parameterNotFoundAction Deny
 		objectSel  bool
+		other      bool // and a policy without params, which evaluates the request
 		lines      []string
 		want       string // decision, or indeterminate: its Reason
 	}{{
@@ -72,6 +73,14 @@ func TestDecidedWithoutWhatIsMissing(t *testing.T) {
 		name:       "incomplete params, one known: the user condition skips every param",
 		conditions: []admissionregistrationv1.MatchCondition{userCondition},
 		params:     true,
+		lines:      []string{levelEvent(t, "n", auditlog.LevelRequestResponse, "create", "nodes", "", "n1", 201, "", node("n1"), node("n1")), levelEvent(t, "p", auditlog.LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod), deleteWeb("d", "system:node:n1")},
+		want:       DecisionAdmit,
+	}, {
+		// A cut log's kubelet: the policy without params does not read what is missing.
+		name:       "incomplete params, one known: the user condition skips every param; another policy evaluates",
+		conditions: []admissionregistrationv1.MatchCondition{userCondition},
+		params:     true,
+		other:      true,
 		lines:      []string{levelEvent(t, "n", auditlog.LevelRequestResponse, "create", "nodes", "", "n1", 201, "", node("n1"), node("n1")), levelEvent(t, "p", auditlog.LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod), deleteWeb("d", "system:node:n1")},
 		want:       DecisionAdmit,
 	}, {
@@ -111,7 +120,12 @@ func TestDecidedWithoutWhatIsMissing(t *testing.T) {
 			if tt.objectSel {
 				p.Spec.MatchConstraints.ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
 			}
-			sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, tt.lines...)
+			ps, bs := []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}
+			if tt.other {
+				o, ob := levelPolicy("named", "pods", admissionregistrationv1.Delete, nil, "oldObject.metadata.name != ''")
+				ps, bs = append(ps, o), append(bs, ob)
+			}
+			sum, recs := replayLines(t, ps, bs, tt.lines...)
 			rec := recs["d"]
 			if rec == nil {
 				t.Fatalf("no record of the delete; summary %+v", sum)

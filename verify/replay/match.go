@@ -35,6 +35,8 @@ type scope struct {
 	// nsReaders are the policies that select (theirs or a binding's namespaceSelector) or
 	// read (namespaceObject) the request's namespace.
 	nsReaders map[string]bool
+	// paramOf is the resource of each policy's paramKind.
+	paramOf map[string]schema.GroupResource
 	// publishers are the policies that can publish audit annotations or warnings: with
 	// auditAnnotations, or bound with the Audit or Warn action; warners those bound with Warn.
 	publishers, warners map[string]bool
@@ -60,7 +62,7 @@ type matchKey struct {
 func newScope(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, res verify.Resources) *scope {
 	bound := map[string]bool{}
 	nsBinding := false
-	s := &scope{resources: res, params: map[schema.GroupResource]bool{}, paramSelectors: map[schema.GroupResource][]labels.Selector{}, nsReaders: map[string]bool{}, matches: map[matchKey]bool{}, names: map[matchKey][]string{}, kept: map[schema.GroupResource]bool{}}
+	s := &scope{resources: res, params: map[schema.GroupResource]bool{}, paramSelectors: map[schema.GroupResource][]labels.Selector{}, nsReaders: map[string]bool{}, paramOf: map[string]schema.GroupResource{}, matches: map[matchKey]bool{}, names: map[matchKey][]string{}, kept: map[schema.GroupResource]bool{}}
 	selectors := map[string][]*metav1.LabelSelector{} // by policy
 	s.publishers, s.warners = map[string]bool{}, map[string]bool{}
 	for _, b := range bindings {
@@ -92,6 +94,7 @@ func newScope(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bin
 				if m, err := res.RESTMapper().RESTMapping(gv.WithKind(pk.Kind).GroupKind(), gv.Version); err == nil {
 					gr := m.Resource.GroupResource()
 					s.params[gr] = true
+					s.paramOf[p.Name] = gr
 					if gr == state.NamespacesGR {
 						// Namespaces as params: a namespace the State does not know may be
 						// one, and listing them must say so (random parity seed r:906,
