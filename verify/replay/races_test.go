@@ -140,6 +140,12 @@ func TestCutRecordings(t *testing.T) {
 		// the namespace is not known (a patch of it may have been a dry run), which the
 		// pipeline's NamespaceLifecycle plugin reads: not a refusal before admission.
 		{name: "GKE refusal over an unknown namespace", dir: "gke-refused-namespace-unknown", want: map[int]string{2: "indeterminate indeterminate"}},
+		// A helper's recording: a scale patch and a label patch of one Deployment ran
+		// concurrently; the Scale the server answered carries the resourceVersion it stored
+		// (1068), the label patch's response the one after (1069): the label patch was
+		// committed last, and the patch after both is decided on its response (the requests
+		// other policies denied left out).
+		{name: "a scale patch ordered by its Scale's resourceVersion", dir: "scale-then-patch-ordered", want: map[int]string{225: "admit certain"}},
 		// A create with generateName that the server refused, cut from a helper's recording:
 		// a MutatingAdmissionPolicy that stamps an object without a name stamped it (mutating
 		// admission runs before the name is generated), and a validating one denied what it
