@@ -220,7 +220,9 @@ func TestGKEWithoutLabels(t *testing.T) {
 		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c-" + v, "namespace": "a"}, "data": map[string]any{"k": v}}
 	}
 	lines := []string{admissionreg("p", "validatingadmissionpolicies", "annotate"), admissionreg("b", "validatingadmissionpolicybindings", "annotate"),
-		timedEvent(t, levelEvent(t, "ok", auditlog.LevelRequest, "create", "configmaps", "a", "c-ok", 201, "", cm("ok"), nil), "01.000000", "01.001000", map[string]string{"annotate/k": "ok"}),
+		// Three seconds after the binding's create: past the second kube-apiserver's policy
+		// source takes to compile it, within which its audit annotation may not have been given.
+		timedEvent(t, levelEvent(t, "ok", auditlog.LevelRequest, "create", "configmaps", "a", "c-ok", 201, "", cm("ok"), nil), "03.000000", "03.001000", map[string]string{"annotate/k": "ok"}),
 	}
 	// The entries as GKE writes them, then without labels.
 	entries := gkeLines(t, lines...)

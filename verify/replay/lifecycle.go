@@ -718,6 +718,11 @@ func (l *lifecycle) shownCompiled(ev *Event, done time.Time, mark func(givenKey)
 	for k := range ev.Annotations {
 		if p, _, ok := strings.Cut(k, "/"); ok && l.given[givenKey{givenPolicy, p}] {
 			shows(givenKey{givenPolicy, p})
+			if pairs := l.pairs[p]; len(pairs) == 1 {
+				// An audit annotation names its policy, not its binding: the policy's one
+				// binding gave it.
+				shows(pairs[0].binding)
+			}
 		}
 	}
 }
@@ -917,6 +922,13 @@ func (j *job) settleUnsure() {
 				}
 				warned = true
 			}
+		}
+		// An admit with audit annotations, which the record's results leave out: the log
+		// shows them or not.
+		if d := j.result.dec; d != nil && slices.ContainsFunc(d.Results, func(res verify.Result) bool {
+			return res.Policy == p.policy.name && res.Binding == p.binding.name && len(res.AuditAnnotations) > 0
+		}) {
+			return true
 		}
 		// A MutatingAdmissionPolicy's change (one that changed nothing had no effect).
 		return p.policy.kind == givenMutating && slices.ContainsFunc(out.Mutations, func(c verify.Change) bool {

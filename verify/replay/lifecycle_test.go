@@ -118,6 +118,33 @@ func TestGivenLifecycle(t *testing.T) {
 	}
 }
 
+// TestGivenAnnotatingMoments: a given policy that admits and annotates (random parity c:559,
+// its observer), created moments before a request: the log shows the request without its
+// annotations (the policy source had not compiled it), and the replay's would be a claim the
+// server did not make; a request whose log holds them shows it compiled.
+func TestGivenAnnotatingMoments(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("observe", "configmaps", admissionregistrationv1.Create, nil, "true")
+	p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "name", ValueExpression: "'seen'"}}
+	annotated := func(id, at string) string {
+		l := createdIn(t, "configmaps", "ConfigMap", id, at, 201, "observe")
+		return replaceOnce(t, l, `"kind":"Event"`, `"kind":"Event","annotations":{"observe/name":"seen"}`)
+	}
+	lines := []string{
+		admissionWrite(t, "vap", "create", "validatingadmissionpolicies", "observe", "01.000", 201, "", nil, nil),
+		admissionWrite(t, "vapb", "create", "validatingadmissionpolicybindings", "observe", "01.002", 201, "", nil, nil),
+		createdIn(t, "configmaps", "ConfigMap", "moments", "01.300", 201, "observe"),
+		annotated("compiled", "01.900"),
+		annotated("after", "03.000"),
+	}
+	_, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+		[]Option{WithCheckRecorded(true)}, Source{Name: writeLog(t, t.TempDir(), "audit.log", lines)})
+	want := map[string]string{"moments": "indeterminate policy-source", "compiled": "admit certain", "after": "admit certain"}
+	if diff := cmp.Diff(want, lifecycleOutcomes(t, recs, slices.Collect(maps.Keys(want)))); diff != "" {
+		t.Errorf("decisions mismatch (-want +got):\n%s", diff)
+	}
+}
+
 // TestGivenLifecycleWrites: writes of a given policy or binding that do not say where it is
 // after them (a delete at level Metadata, which may have been a dry run; a delete whose
 // finalizers keep the object, then the garbage collector's patch that deletes it), that
