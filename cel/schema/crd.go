@@ -466,8 +466,9 @@ func (c *Catalog) CustomResourceDecoder(gvk schema.GroupVersionKind) (decode fun
 // nulls the target version's schema does not allow (unless the CRD preserves unknown fields) and
 // coerces the metadata of embedded resources, without defaulting (unstructuredSchemaCoercer.apply).
 // An object of another version than the storage one is first made what the server stored and
-// reads back: converted so to the storage version, then defaulted by its schema, as the storage
-// codec defaults what it decodes. (A write through a version stores nothing that version's
+// reads back: converted so to the storage version; every object is then defaulted by the
+// storage version's schema, as the storage codec defaults what it decodes (by the CRD as it is
+// now, which may give defaults it did not when the object was written). (A write through a version stores nothing that version's
 // schema prunes; an object a read through it gave may lack what the storage version holds.) ok
 // is false when the CRD converts otherwise (a webhook) or no CRD of the catalog serves gvk with
 // a schema.
@@ -497,17 +498,19 @@ func (c *Catalog) CustomResourceConversion(gvk schema.GroupVersionKind) (convert
 		if err != nil || gv.Group != gvk.Group {
 			return fmt.Errorf("%s is not a version of %s", from, gvk.GroupKind())
 		}
+		stored, _ := c.CustomResourceSchema(gvk.GroupKind().WithVersion(storage))
+		if stored == nil {
+			return fmt.Errorf("%s: the storage version %s is not served with a schema", gvk.GroupKind(), storage)
+		}
 		if gv.Version != storage {
-			stored, _ := c.CustomResourceSchema(gvk.GroupKind().WithVersion(storage))
-			if stored == nil {
-				return fmt.Errorf("%s: the storage version %s is not served with a schema", gvk.GroupKind(), storage)
-			}
 			obj["apiVersion"] = gvk.GroupKind().WithVersion(storage).GroupVersion().String()
 			if err := coerce(obj, stored); err != nil {
 				return err
 			}
-			structuraldefaulting.Default(obj, stored)
 		}
+		// The storage codec defaults every object it decodes by the schema the CRD has now:
+		// an object stored before the CRD gave a field a default reads with it.
+		structuraldefaulting.Default(obj, stored)
 		obj["apiVersion"] = gvk.GroupVersion().String()
 		return coerce(obj, st)
 	}, true

@@ -146,6 +146,10 @@ func TestCutRecordings(t *testing.T) {
 		// committed last, and the patch after both is decided on its response (the requests
 		// other policies denied left out).
 		{name: "a scale patch ordered by its Scale's resourceVersion", dir: "scale-then-patch-ordered", want: map[int]string{225: "admit certain"}},
+		// A helper's recording: a CRD patch gave a field a default after a Widget was created;
+		// kube-apiserver reads the stored Widget defaulted by the CRD as it is now, and a
+		// policy on oldObject's field denied the next patch.
+		{name: "a default the CRD gained after the object was written", dir: "crd-default-on-read", check: true, want: map[int]string{6: "deny certain"}},
 		// A create with generateName that the server refused, cut from a helper's recording:
 		// a MutatingAdmissionPolicy that stamps an object without a name stamped it (mutating
 		// admission runs before the name is generated), and a validating one denied what it

@@ -18,6 +18,7 @@ import (
 
 	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify"
+	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
@@ -236,6 +237,13 @@ func (b *rebuilt) oldFromState(ev *Event, t target, p state.Prior, convert func(
 			u = conv
 		} else {
 			notConverted = why
+		}
+	} else if found && unknown == "" && p.Kept && u != nil && !kubescheme.Knows(u.GroupVersionKind()) {
+		// A custom resource reads from storage defaulted by its CRD's schema as it is now
+		// (a default the CRD gained after the object was written: the apiextensions
+		// apiserver's storage codec).
+		if conv, _ := convert(p, u, t.mainKind); conv != nil {
+			u = conv
 		}
 	}
 	switch {
