@@ -74,6 +74,10 @@ func (r *Replayer) learnCRD(ctx context.Context, d decoded, ev *Event, t target)
 			if t.name != "" {
 				cat.Opaque(t.name, src, at, t.op == admission.Create && t.sub == "", t.sub == "status")
 			}
+			if t.name != "" && t.sub == "" && t.op == admission.Update && !isDryRun(ev) {
+				// A write of its spec: the schema it serves from now on is not known.
+				return cat.Obscure(ctx, t.name, d.file, d.num, at)
+			}
 			return nil
 		}
 		return cat.Follow(ctx, crd, d.file, d.num, at)

@@ -150,6 +150,11 @@ func TestCutRecordings(t *testing.T) {
 		// kube-apiserver reads the stored Widget defaulted by the CRD as it is now, and a
 		// policy on oldObject's field denied the next patch.
 		{name: "a default the CRD gained after the object was written", dir: "crd-default-on-read", check: true, want: map[int]string{6: "deny certain"}},
+		// A helper's recording, CRDs logged at level Metadata: a patch of the CRD, whose result
+		// the log does not hold, leaves its schema not known after it, which a
+		// MutatingAdmissionPolicy on its objects needs (the replay took the schema before,
+		// which refused the field the patch gave: deny certain, where the server admitted).
+		{name: "a CRD written at level Metadata", dir: "crd-metadata-stale-schema", want: map[int]string{5: "indeterminate indeterminate"}},
 		// A create with generateName that the server refused, cut from a helper's recording:
 		// a MutatingAdmissionPolicy that stamps an object without a name stamped it (mutating
 		// admission runs before the name is generated), and a validating one denied what it

@@ -168,6 +168,15 @@ func (r *Replayer) rebuildWith(ev *Event, t target, rec recording, p state.Prior
 			return b
 		}
 		b.req.OldObject = old
+		if where := r.cat.c.Obscured(t.gvr); where != "" && old != nil && !kubescheme.Knows(t.mainKind) {
+			// The schema the stored object reads defaulted by (and a patch applies over) is
+			// not known: what it defaults is not either.
+			why := "the schema of its CustomResourceDefinition, which its write at " + where + " changed and the log holds without its result: the defaults the stored object reads with"
+			b.unknowns = append(b.unknowns, vapccel.Unknown{Path: vapccel.FieldPath{Root: "oldObject"}, Why: why})
+			if ev.Verb == "patch" || ev.Verb == "apply" {
+				b.unknowns = append(b.unknowns, vapccel.Unknown{Path: vapccel.FieldPath{Root: "object"}, Why: why})
+			}
+		}
 	}
 
 	switch t.op {

@@ -49,6 +49,9 @@ type Catalog struct {
 	changes    []Change
 	lastChange time.Time
 	removed    map[string]bool
+	// obscured are the served CRDs whose spec a write the log holds without its result
+	// changed, by name, with where (see Obscure).
+	obscured map[string]string
 	// learned are the CRDs the replay learned from the use of their resources, opaque the
 	// groups of CRD writes the log holds without their object, and where, opaqueCreated the
 	// creates among them, by name (see learn.go).
@@ -108,6 +111,7 @@ func (c *Catalog) Follow(ctx context.Context, crd *apiextensionsv1.CustomResourc
 	if c.schema == nil {
 		return nil
 	}
+	delete(c.obscured, crd.Name) // Obscure sets it again after following a CRD without schemas
 	snapshot := line == 0
 	if crd.DeletionTimestamp != nil || !crdServed(crd, snapshot) {
 		return c.Remove(ctx, crd.Name, file, line, at, "no longer served")
@@ -154,10 +158,51 @@ func (c *Catalog) Follow(ctx context.Context, crd *apiextensionsv1.CustomResourc
 	return nil
 }
 
+// Obscure follows a write of the spec of the CRD of the name, which the catalog serves, whose
+// result the log does not show (a CRD logged at level Metadata) at file:line and the time at:
+// the CRD is still served, but its schema may have changed, and is not known from then on
+// (until a write the log shows the result of).
+func (c *Catalog) Obscure(ctx context.Context, name string, file string, line int, at time.Time) error {
+	cur := c.crds[name]
+	if c.schema == nil || cur == nil {
+		return nil
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{Spec: *cur.spec.DeepCopy()}
+	crd.Name = name
+	crd.Status.AcceptedNames = *cur.names.DeepCopy()
+	schemaless := false
+	for i := range crd.Spec.Versions {
+		if crd.Spec.Versions[i].Schema != nil {
+			crd.Spec.Versions[i].Schema, schemaless = nil, true
+		}
+	}
+	if !schemaless {
+		return nil
+	}
+	if cur.established {
+		crd.Status.Conditions = []apiextensionsv1.CustomResourceDefinitionCondition{{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionTrue}}
+	}
+	if err := c.Follow(ctx, crd, file, line, at); err != nil {
+		return err
+	}
+	if c.obscured == nil {
+		c.obscured = map[string]string{}
+	}
+	c.obscured[name] = Where(file, line)
+	return nil
+}
+
+// Obscured says where a write the log holds without its result changed the spec of the CRD
+// that serves gvr, whose schema the catalog does not know since (Obscure), or "".
+func (c *Catalog) Obscured(gvr schema.GroupVersionResource) string {
+	return c.obscured[nameOf(gvr)]
+}
+
 // Remove stops serving the CRD of the name, if the catalog serves it, at file:line and the
 // time at, for the reason why: its objects are gone, as the apiserver deletes them.
 func (c *Catalog) Remove(ctx context.Context, name string, file string, line int, at time.Time, why string) error {
 	delete(c.crds, name)
+	delete(c.obscured, name)
 	if c.removed == nil {
 		c.removed = map[string]bool{}
 	}
@@ -205,12 +250,15 @@ const SchemaRefreshDelay = 15 * time.Second
 
 // SchemaRefreshing says why the MutatingAdmissionPolicy plugin may not have had the schema of
 // the resource's CRD when a request came at received, or "": the log changed the CRD less
-// than SchemaRefreshDelay before.
+// than SchemaRefreshDelay before; or why the replay does not know that schema (Obscured).
 func (c *Catalog) SchemaRefreshing(gvr schema.GroupVersionResource, received time.Time) string {
+	name := nameOf(gvr)
+	if where := c.obscured[name]; where != "" {
+		return fmt.Sprintf("the schema of CustomResourceDefinition %s is not known since its write at %s, which the log holds without its result", name, where)
+	}
 	if c.lastChange.IsZero() || !received.Before(c.lastChange.Add(SchemaRefreshDelay)) {
 		return ""
 	}
-	name := nameOf(gvr)
 	crd := c.crds[name]
 	if crd == nil || crd.changedAt.IsZero() || received.Before(crd.changedAt) || !received.Before(crd.changedAt.Add(SchemaRefreshDelay)) {
 		return ""
