@@ -1,6 +1,8 @@
 package replay
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -71,6 +73,33 @@ func TestCheck(t *testing.T) {
 			got := check(tc.ev, classify(tc.ev, false), tc.dec, map[string]bool{})
 			if len(got) != tc.want {
 				t.Errorf("check() = %q, want %d disagreements", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestJoinedAnnotationNote: an audit annotation that joins the values of several params of a
+// policy is in an order no log records, and the record says so; one value is not.
+func TestJoinedAnnotationNote(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		values []string
+		note   bool
+	}{
+		{name: "one param", values: []string{"pa"}},
+		{name: "three params", values: []string{"pa", "pb", "pc"}, note: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dec := &verify.Decision{Allowed: true, AuditAnnotations: map[string]string{"guard/seen": strings.Join(tc.values, ", ")}}
+			for _, v := range tc.values {
+				dec.Results = append(dec.Results, verify.Result{Policy: "guard", Binding: "guard", Result: verify.ResultAdmit, AuditAnnotations: map[string]string{"seen": v}})
+			}
+			var r Record
+			r.fill(dec)
+			got := slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, "audit annotation guard/seen joins the values of 3") })
+			if got != tc.note {
+				t.Errorf("notes %q: a note of the order %v, want %v", r.Notes, got, tc.note)
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package replay
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -164,6 +165,13 @@ func (r *Record) fill(dec *verify.Decision) {
 	r.Warnings = dec.Warnings
 	r.AuditAnnotations = dec.AuditAnnotations
 	r.Notes = dec.Notes
+	for _, k := range slices.Sorted(maps.Keys(dec.AuditAnnotations)) {
+		if n := len(annotationValues(dec, k)); n > 1 {
+			// The apiserver joins them in the order of its informer caches
+			// (auditAnnotationCollector.publish): the value may be another order of them.
+			r.Notes = append(slices.Clip(r.Notes), fmt.Sprintf("audit annotation %s joins the values of %d of its policy's bindings or params in the order kube-apiserver's informer caches list them, which no log records: the server's may be another order of them", k, n))
+		}
+	}
 	r.unmatched = len(dec.Results) == 0
 	results := dec.Results
 	if m := dec.Mutation; m != nil && !m.Allowed {
