@@ -143,3 +143,50 @@ func TestDecidedWithoutWhatIsMissing(t *testing.T) {
 		})
 	}
 }
+
+// TestLogLacksWrites: a log that begins with the cluster's creation holds every object, until
+// a write of one it never showed (one kube-apiserver's log of two: the other created it) shows
+// it does not: a param it never showed is not known to be absent after that.
+func TestLogLacksWrites(t *testing.T) {
+	t.Parallel()
+	as := func(line, user string) string {
+		return strings.Replace(line, `"username":"admin"`, `"username":"`+user+`"`, 1)
+	}
+	birth := as(levelEvent(t, "birth", auditlog.LevelRequestResponse, "create", "namespaces", "", "kube-system", 201, "", nil,
+		map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "kube-system"}}), "system:apiserver")
+	cm := func(ns, name string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": ns, "resourceVersion": "30"}, "data": map[string]any{"max": "3"}}
+	}
+	p, b := levelPolicy("limited", "configmaps", admissionregistrationv1.Create, nil, "true")
+	p.Spec.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}
+	b.Spec.ParamRef = &admissionregistrationv1.ParamRef{Name: "limits", Namespace: "params", ParameterNotFoundAction: ptr.To(admissionregistrationv1.DenyAction)}
+	for _, tc := range []struct {
+		name  string
+		lines []string
+		want  string
+	}{{
+		name:  "the log holds every object: no param",
+		lines: []string{birth, levelEvent(t, "c", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "c", 201, "", cm("ns1", "c"), cm("ns1", "c"))},
+		want:  DecisionDeny,
+	}, {
+		name: "a patch of an object the log never showed",
+		lines: []string{birth, levelEvent(t, "other", auditlog.LevelRequestResponse, "patch", "configmaps", "ns1", "other", 200, "", map[string]any{"data": map[string]any{"max": "3"}}, cm("ns1", "other")),
+			levelEvent(t, "c", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "c", 201, "", cm("ns1", "c"), cm("ns1", "c"))},
+		want: string(ReasonParamUnknown),
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, tc.lines...)
+			rec := recs["c"]
+			if rec == nil {
+				t.Fatalf("no record of the create; summary %+v", sum)
+			}
+			got := rec.Decision
+			if got == DecisionIndeterminate {
+				got = string(rec.Reason)
+			}
+			if got != tc.want {
+				t.Errorf("create decided %q (%s), want %q", got, rec.Indeterminate, tc.want)
+			}
+		})
+	}
+}

@@ -89,6 +89,7 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 		// A deletecollection marks each object it leaves (below), and the resource.
 		defer r.state.MarkDone(gr, t.namespace, name, src, done)
 	}
+	r.lacksWrites(ev, t, gr, src)
 	sw := stateWrite{ev: ev, t: t, gr: gr, src: src, done: done, w: w}
 	dry := ev.Loss.Lost.Has(auditlog.LostDryRun) && t.name != "" && ev.Verb != "deletecollection"
 	var before state.Prior
@@ -106,6 +107,22 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 	if dry {
 		r.mayBeDryRun(sw, before)
 	}
+}
+
+// lacksWrites withdraws the State's knowing resources whole (the log's beginning with the
+// cluster's creation, a CRD's create) where a successful write of an object shows it was there
+// while the State never saw it: the log lacks writes the server made (another kube-apiserver's
+// log of the same cluster, an audit policy that does not log the resource), and the objects
+// it does not show may be anywhere.
+func (r *Replayer) lacksWrites(ev *Event, t target, gr schema.GroupResource, src string) {
+	code := ev.Code()
+	if t.name == "" || code < 200 || code >= 300 || code == http.StatusCreated || ev.Verb == "create" || ev.Verb == "deletecollection" ||
+		!r.state.Complete(gr) || !r.state.NeverSeen(gr, t.namespace, t.name) {
+		return
+	}
+	why := fmt.Sprintf("the log lacks writes the server made: %s %s, which it never showed, was there for the %s at %s (another kube-apiserver's log, or an audit policy that does not log it)", gr, state.JoinKey(t.namespace, t.name), ev.Verb, src)
+	r.state.Withdraw(why)
+	r.output.sum.Notes = append(r.output.sum.Notes, why+": no resource is taken as known whole after it; give every kube-apiserver's log")
 }
 
 // mayBeDryRun keeps what the State knows of an object after a write whose export lost whether

@@ -378,6 +378,39 @@ func (s *State) MarkAllComplete(why string) {
 	}
 }
 
+// Withdraw records that the log lacks writes the server made (why: the evidence, a write of an
+// object the State held to be absent): no resource is taken as known whole from then on, as
+// the log's beginning with the cluster's creation or a CRD's create had made some.
+func (s *State) Withdraw(why string) {
+	s.AllSince = ""
+	if len(s.complete) == 0 {
+		return
+	}
+	inc := make(map[schema.GroupResource]string, len(s.incomplete)+len(s.complete))
+	for k, v := range s.incomplete {
+		inc[k] = v
+	}
+	for gr := range s.complete {
+		if inc[gr] == "" {
+			inc[gr] = why
+		}
+	}
+	s.incomplete, s.complete = inc, map[schema.GroupResource]string{}
+}
+
+// NeverSeen says whether the State holds nothing of the object: no version, no deletion.
+func (s *State) NeverSeen(gr schema.GroupResource, namespace, name string) bool {
+	gr = StorageOf(gr)
+	k := ObjectKey{namespace, name}
+	if _, ok := s.Objects[gr][k]; ok {
+		return false
+	}
+	rk := ReplacedKey{gr, k}
+	_, deleted := s.deleted.m[rk]
+	_, gone := s.gone.m[rk]
+	return !deleted && !gone
+}
+
 // Complete says whether every object of the resource is known.
 func (s *State) Complete(gr schema.GroupResource) bool {
 	gr = StorageOf(gr)
