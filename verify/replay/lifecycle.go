@@ -985,7 +985,42 @@ func (j *job) settleUnsure() {
 	}
 	slices.Sort(why)
 	why = slices.Compact(why)
+	if out.Decision == DecisionDeny && j.deniedBySettled() {
+		// A pair the policy source compiled long before denies the request too: denied
+		// whichever way; which refusal the server answered with is its informers' choice
+		// (the record's refusal alternatives).
+		out.Notes = append(out.Notes, "denied whether or not kube-apiserver's policy source had compiled the change: "+strings.Join(why, "; "))
+		return
+	}
 	alt := Alternative{Decision: out.Decision, Code: out.Code, Message: out.Message, If: "kube-apiserver's policy source had compiled the change"}
 	out.indeterminate(because(ReasonPolicySource, strings.Join(why, "; ")))
 	out.Alternatives = append(out.Alternatives, alt)
+}
+
+// deniedBySettled says whether a pair the policy source may not have compiled the change of
+// is not alone in denying the job's request: a binding with the Deny action of a pair whose
+// last change is settled denied it too.
+func (j *job) deniedBySettled() bool {
+	dec := j.result.dec
+	if dec == nil {
+		return false
+	}
+	unsettled := func(policy, binding string) bool {
+		for _, m := range []map[givenPair]string{j.given.unsure, j.given.likely} {
+			for p := range m {
+				if p.policy.name == policy || p.binding.name == binding {
+					return true
+				}
+			}
+		}
+		for p := range j.given.changed {
+			if p.policy.name == policy || p.binding.name == binding {
+				return true
+			}
+		}
+		return false
+	}
+	return slices.ContainsFunc(dec.Results, func(res verify.Result) bool {
+		return res.Result == verify.ResultDeny && slices.Contains(res.Actions, admissionregistrationv1.Deny) && !unsettled(res.Policy, res.Binding)
+	})
 }

@@ -145,6 +145,27 @@ func TestGivenAnnotatingMoments(t *testing.T) {
 	}
 }
 
+// TestGivenSourceDeniedAnyway: a binding created moments before a request that another
+// policy, installed long before, denies: denied whether or not the policy source had compiled
+// the create (a helper's HA recording, 18 such requests indeterminate).
+func TestGivenSourceDeniedAnyway(t *testing.T) {
+	t.Parallel()
+	always, alwaysB := levelPolicy("always", "configmaps", admissionregistrationv1.Create, nil, "!object.metadata.name.startsWith('x')")
+	late, lateB := levelPolicy("late", "configmaps", admissionregistrationv1.Create, nil, "false")
+	lines := []string{
+		admissionWrite(t, "vap", "create", "validatingadmissionpolicies", "late", "01.000", 201, "", nil, nil),
+		admissionWrite(t, "vapb", "create", "validatingadmissionpolicybindings", "late", "01.002", 201, "", nil, nil),
+		createdIn(t, "configmaps", "ConfigMap", "x-both", "01.300", 422, "always"),
+		createdIn(t, "configmaps", "ConfigMap", "y-late", "01.400", 201, "late"),
+	}
+	_, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{always, late}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{alwaysB, lateB},
+		[]Option{WithCheckRecorded(true)}, Source{Name: writeLog(t, t.TempDir(), "audit.log", lines)})
+	want := map[string]string{"x-both": "deny certain", "y-late": "indeterminate policy-source"}
+	if diff := cmp.Diff(want, lifecycleOutcomes(t, recs, slices.Collect(maps.Keys(want)))); diff != "" {
+		t.Errorf("decisions mismatch (-want +got):\n%s", diff)
+	}
+}
+
 // TestGivenLifecycleWrites: writes of a given policy or binding that do not say where it is
 // after them (a delete at level Metadata, which may have been a dry run; a delete whose
 // finalizers keep the object, then the garbage collector's patch that deletes it), that
