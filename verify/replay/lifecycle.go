@@ -992,7 +992,9 @@ func (j *job) settleUnsure() {
 		out.Notes = append(out.Notes, "denied whether or not kube-apiserver's policy source had compiled the change: "+strings.Join(why, "; "))
 		return
 	}
-	alt := Alternative{Decision: out.Decision, Code: out.Code, Message: out.Message, If: "kube-apiserver's policy source had compiled the change"}
+	// The decision is with each pair as the given one: created, its create compiled;
+	// deleted, its delete not yet.
+	alt := Alternative{Decision: out.Decision, Code: out.Code, Message: out.Message, If: "kube-apiserver's policy source had compiled the create of each pair created, and not yet the delete of each deleted"}
 	out.indeterminate(because(ReasonPolicySource, strings.Join(why, "; ")))
 	out.Alternatives = append(out.Alternatives, alt)
 }
