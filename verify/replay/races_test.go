@@ -155,6 +155,10 @@ func TestCutRecordings(t *testing.T) {
 		// MutatingAdmissionPolicy on its objects needs (the replay took the schema before,
 		// which refused the field the patch gave: deny certain, where the server admitted).
 		{name: "a CRD written at level Metadata", dir: "crd-metadata-stale-schema", want: map[int]string{5: "indeterminate indeterminate"}},
+		// Random parity seed r:1153, cut to one Widget: its scale patched through v1beta1, a
+		// version its CRD serves but does not store (conversion None), is followed as the
+		// apiextensions apiserver writes it, read and stored back converted.
+		{name: "a custom resource scaled through another version", dir: "cr-scale-other-version", want: map[int]string{9: "admit certain"}},
 		// A create with generateName that the server refused, cut from a helper's recording:
 		// a MutatingAdmissionPolicy that stamps an object without a name stamped it (mutating
 		// admission runs before the name is generated), and a validating one denied what it

@@ -21,6 +21,7 @@ import (
 
 	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify/internal/apiserver"
+	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 	"github.com/vapc-dev/vapc/verify/replay/internal/catalog"
 	"github.com/vapc-dev/vapc/verify/replay/internal/state"
@@ -1239,8 +1240,32 @@ func stillExists(u *unstructured.Unstructured) bool {
 func (r *Replayer) applyScale(ev *Event, t target, resp *unstructured.Unstructured, src string) bool {
 	gr := t.gvr.GroupResource()
 	obj, _, unknown, found := r.state.Lookup(gr, t.namespace, t.name)
-	if !found || unknown != "" || obj.GroupVersionKind() != t.mainKind || !applyScale(t.scale, obj, resp) {
+	if !found || unknown != "" {
 		return false
+	}
+	stored := obj.GroupVersionKind()
+	if stored != t.mainKind {
+		// A custom resource scaled through another version than the one the State holds
+		// it in: the apiextensions apiserver reads it in the request's version, sets the
+		// replicas there, and stores it converted back (convertPrior both ways).
+		if kubescheme.Knows(stored) || kubescheme.Knows(t.mainKind) {
+			return false
+		}
+		conv, _ := r.convertPrior(r.state.Prior(gr, t.namespace, t.name), obj, t.mainKind)
+		if conv == nil {
+			return false
+		}
+		obj = conv
+	}
+	if !applyScale(t.scale, obj, resp) {
+		return false
+	}
+	if stored != t.mainKind {
+		back, _ := r.convertPrior(state.Prior{}, obj, stored)
+		if back == nil {
+			return false
+		}
+		obj = back
 	}
 	_ = r.state.Put(gr, obj, src+" ("+describe(t.gvr, t.sub)+": spec.replicas, resourceVersion and generation set; managedFields as before)")
 	return true
