@@ -53,13 +53,17 @@ func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, why, sr
 			r.state.Commuted()
 		}
 		source := src + " (" + describe(t.gvr, t.sub) + ", replayed: " + why + ")"
-		scale := auditlog.DecodeAnyObject(ev.ResponseObject)
-		if old, _ := p.Decode(); old != nil && derivesScale(t) && scaleAnswered(t.scale, old, first.obj, scale) {
-			source += ", with the spec.replicas of the Scale the server answered, which the cluster's admission changed"
+		at := false // stored at the resourceVersion the server answered with
+		if derivesScale(t) {
+			scale := auditlog.DecodeAnyObject(ev.ResponseObject)
+			if old, _ := p.Decode(); old != nil && scaleAnswered(t.scale, old, first.obj, scale) {
+				source += ", with the spec.replicas of the Scale the server answered, which the cluster's admission changed"
+			}
+			// The Scale carries the resourceVersion the server stored the object at
+			// (writtenUnknowns): the writes after it are ordered against it.
+			at = scale != nil && scale.GetResourceVersion() != "" && scale.GetResourceVersion() == first.obj.GetResourceVersion()
 		}
-		if derivesScale(t) && scale != nil && scale.GetResourceVersion() != "" && scale.GetResourceVersion() == first.obj.GetResourceVersion() {
-			// The Scale the server answered carries the resourceVersion it stored the object
-			// at (writtenUnknowns): the writes after it are ordered against it.
+		if at {
 			_ = r.state.PutPartlyAt(gr, first.obj, first.unknowns, source)
 		} else {
 			_ = r.state.PutPartly(gr, first.obj, first.unknowns, source)

@@ -165,7 +165,7 @@ func (r *Record) fill(dec *verify.Decision) {
 	r.Warnings = dec.Warnings
 	r.AuditAnnotations = dec.AuditAnnotations
 	r.Notes = dec.Notes
-	for _, k := range slices.Sorted(maps.Keys(dec.AuditAnnotations)) {
+	for _, k := range joinedKeys(dec) {
 		if n := len(annotationValues(dec, k)); n > 1 {
 			// The apiserver joins them in the order of its informer caches
 			// (auditAnnotationCollector.publish): the value may be another order of them.
@@ -187,6 +187,15 @@ func (r *Record) fill(dec *verify.Decision) {
 			Message: res.Message, Reason: string(res.Reason), AuditAnnotations: res.AuditAnnotations,
 		})
 	}
+}
+
+// joinedKeys are the audit annotations of dec that may join several results' values, in
+// order: none where a single result gave them.
+func joinedKeys(dec *verify.Decision) []string {
+	if len(dec.Results) < 2 || len(dec.AuditAnnotations) == 0 {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(dec.AuditAnnotations))
 }
 
 // refill replaces the decision and results of the record by those of dec.
