@@ -999,30 +999,30 @@ func (j *job) settleUnsure() {
 	out.Alternatives = append(out.Alternatives, alt)
 }
 
-// deniedBySettled says whether a pair the policy source may not have compiled the change of
-// is not alone in denying the job's request: a binding with the Deny action of a pair whose
-// last change is settled denied it too.
+// deniedBySettled says whether the decision of the job's request stands whether or not the
+// policy source had compiled the changes of the pairs it may not have: a binding with the Deny
+// action of a pair whose last change is settled denied it, and the others' results are denials
+// of the Deny action alone, which leave nothing else in the response or the log (no warning,
+// no audit annotation or validation failure).
 func (j *job) deniedBySettled() bool {
 	dec := j.result.dec
 	if dec == nil {
 		return false
 	}
-	unsettled := func(policy, binding string) bool {
-		for _, m := range []map[givenPair]string{j.given.unsure, j.given.likely} {
-			for p := range m {
-				if p.policy.name == policy || p.binding.name == binding {
-					return true
-				}
-			}
-		}
-		for p := range j.given.changed {
-			if p.policy.name == policy || p.binding.name == binding {
-				return true
-			}
-		}
-		return false
+	unsettled := func(res verify.Result) bool {
+		of := func(p givenPair) bool { return p.policy.name == res.Policy || p.binding.name == res.Binding }
+		return slices.ContainsFunc(slices.Collect(maps.Keys(j.given.unsure)), of) || slices.ContainsFunc(slices.Collect(maps.Keys(j.given.likely)), of) ||
+			slices.ContainsFunc(slices.Collect(maps.Keys(j.given.changed)), of)
 	}
-	return slices.ContainsFunc(dec.Results, func(res verify.Result) bool {
-		return res.Result == verify.ResultDeny && slices.Contains(res.Actions, admissionregistrationv1.Deny) && !unsettled(res.Policy, res.Binding)
-	})
+	settled := false
+	for _, res := range dec.Results {
+		switch {
+		case !unsettled(res):
+			settled = settled || res.Result == verify.ResultDeny && slices.Contains(res.Actions, admissionregistrationv1.Deny)
+		case res.Result == verify.ResultAdmit && len(res.AuditAnnotations) == 0:
+		case res.Result != verify.ResultDeny || !slices.Equal(res.Actions, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}) || len(res.AuditAnnotations) > 0:
+			return false
+		}
+	}
+	return settled
 }

@@ -107,9 +107,7 @@ func TestGivenLifecycle(t *testing.T) {
 			t.Parallel()
 			sum, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
 				append([]Option{WithCheckRecorded(true)}, tc.opts...), tc.src)
-			if diff := cmp.Diff(tc.want, lifecycleOutcomes(t, recs, slices.Collect(maps.Keys(tc.want)))); diff != "" {
-				t.Errorf("decisions mismatch (-want +got):\n%s", diff)
-			}
+			checkOutcomes(t, recs, tc.want)
 			notes := slices.DeleteFunc(slices.Clone(sum.Notes), func(n string) bool { return !strings.Contains(n, "given policies") })
 			if diff := cmp.Diff(tc.notes, notes); diff != "" {
 				t.Errorf("notes mismatch (-want +got):\n%s", diff)
@@ -140,9 +138,7 @@ func TestGivenAnnotatingMoments(t *testing.T) {
 	_, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
 		[]Option{WithCheckRecorded(true)}, Source{Name: writeLog(t, t.TempDir(), "audit.log", lines)})
 	want := map[string]string{"moments": "indeterminate policy-source", "compiled": "admit certain", "after": "admit certain"}
-	if diff := cmp.Diff(want, lifecycleOutcomes(t, recs, slices.Collect(maps.Keys(want)))); diff != "" {
-		t.Errorf("decisions mismatch (-want +got):\n%s", diff)
-	}
+	checkOutcomes(t, recs, want)
 }
 
 // TestGivenSourceDeniedAnyway: a binding created moments before a request that another
@@ -151,18 +147,35 @@ func TestGivenAnnotatingMoments(t *testing.T) {
 func TestGivenSourceDeniedAnyway(t *testing.T) {
 	t.Parallel()
 	always, alwaysB := levelPolicy("always", "configmaps", admissionregistrationv1.Create, nil, "!object.metadata.name.startsWith('x')")
-	late, lateB := levelPolicy("late", "configmaps", admissionregistrationv1.Create, nil, "false")
 	lines := []string{
 		admissionWrite(t, "vap", "create", "validatingadmissionpolicies", "late", "01.000", 201, "", nil, nil),
 		admissionWrite(t, "vapb", "create", "validatingadmissionpolicybindings", "late", "01.002", 201, "", nil, nil),
 		createdIn(t, "configmaps", "ConfigMap", "x-both", "01.300", 422, "always"),
 		createdIn(t, "configmaps", "ConfigMap", "y-late", "01.400", 201, "late"),
 	}
-	_, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{always, late}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{alwaysB, lateB},
-		[]Option{WithCheckRecorded(true)}, Source{Name: writeLog(t, t.TempDir(), "audit.log", lines)})
-	want := map[string]string{"x-both": "deny certain", "y-late": "indeterminate policy-source"}
-	if diff := cmp.Diff(want, lifecycleOutcomes(t, recs, slices.Collect(maps.Keys(want)))); diff != "" {
-		t.Errorf("decisions mismatch (-want +got):\n%s", diff)
+	for _, tc := range []struct {
+		name    string
+		actions []admissionregistrationv1.ValidationAction
+		want    map[string]string
+	}{{
+		name:    "the new binding denies",
+		actions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		want:    map[string]string{"x-both": "deny certain", "y-late": "indeterminate policy-source"},
+	}, {
+		// Its validation failure annotation is in the log or not as the policy source had
+		// compiled it: that is not known.
+		name:    "the new binding denies and audits",
+		actions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny, admissionregistrationv1.Audit},
+		want:    map[string]string{"x-both": "indeterminate policy-source", "y-late": "indeterminate policy-source"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			late, lateB := levelPolicy("late", "configmaps", admissionregistrationv1.Create, nil, "false")
+			lateB.Spec.ValidationActions = tc.actions
+			_, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{always, late}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{alwaysB, lateB},
+				[]Option{WithCheckRecorded(true)}, Source{Name: writeLog(t, t.TempDir(), "audit.log", lines)})
+			checkOutcomes(t, recs, tc.want)
+		})
 	}
 }
 
@@ -340,9 +353,7 @@ func TestGivenLifecycleWrites(t *testing.T) {
 				b.Spec.ValidationActions = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Warn}
 			}
 			_, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, []Option{WithCheckRecorded(true)}, srcs...)
-			if diff := cmp.Diff(tc.want, lifecycleOutcomes(t, recs, slices.Collect(maps.Keys(tc.want)))); diff != "" {
-				t.Errorf("decisions mismatch (-want +got):\n%s", diff)
-			}
+			checkOutcomes(t, recs, tc.want)
 		})
 	}
 }
@@ -376,9 +387,7 @@ func TestGivenMutatingMoments(t *testing.T) {
 		admissionreg("mapb", "mutatingadmissionpolicybindings", "01.002"), cm("moments", "01.300"), cm("later", "09.000"), respec, cm("respecified", "12.000")})
 	_, recs := replaySources(t, nil, nil, []Option{WithMutatingPolicies([]*admissionregistrationv1.MutatingAdmissionPolicy{m}, []*admissionregistrationv1.MutatingAdmissionPolicyBinding{mb})}, Source{Name: log})
 	want := map[string]string{"early": "none", "moments": "indeterminate policy-source", "later": "deny certain", "respecified": "indeterminate policy-changed"}
-	if diff := cmp.Diff(want, lifecycleOutcomes(t, recs, slices.Collect(maps.Keys(want)))); diff != "" {
-		t.Errorf("decisions mismatch (-want +got):\n%s", diff)
-	}
+	checkOutcomes(t, recs, want)
 }
 
 // TestGivenCompiledTogether: two policies and their bindings applied one after the other; a
@@ -495,9 +504,7 @@ func TestGivenSpecChanges(t *testing.T) {
 				b.Spec.ValidationActions = tc.given
 			}
 			_, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, nil, Source{Name: log})
-			if diff := cmp.Diff(tc.want, lifecycleOutcomes(t, recs, slices.Collect(maps.Keys(tc.want)))); diff != "" {
-				t.Errorf("decisions mismatch (-want +got):\n%s", diff)
-			}
+			checkOutcomes(t, recs, tc.want)
 			for id, w := range tc.want {
 				if rec := recs[id]; w == changed && rec != nil && (len(rec.Alternatives) == 0 || rec.Alternatives[len(rec.Alternatives)-1].If != "the cluster's policies and bindings were the given ones") {
 					t.Errorf("%s: alternatives %+v, want the given one's decision last", id, rec.Alternatives)
@@ -632,6 +639,14 @@ func writeLog(t *testing.T, dir, name string, lines []string) string {
 		t.Fatal(err)
 	}
 	return log
+}
+
+// checkOutcomes holds the records of want's ids to its outcomes (see lifecycleOutcomes).
+func checkOutcomes(t *testing.T, recs map[string]*Record, want map[string]string) {
+	t.Helper()
+	if diff := cmp.Diff(want, lifecycleOutcomes(t, recs, slices.Collect(maps.Keys(want)))); diff != "" {
+		t.Errorf("decisions mismatch (-want +got):\n%s", diff)
+	}
 }
 
 // lifecycleOutcomes are the decisions of the records of ids: "none" without one, the decision
