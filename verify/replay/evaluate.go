@@ -543,17 +543,7 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undeci
 	var inferred string
 	var unaffected func(string) bool
 	if paramsIncomplete && !oldUnknown.is() {
-		// Only the policies whose params are of a resource the State missed read what is
-		// missing.
-		missed := map[schema.GroupResource]bool{}
-		for _, m := range misses {
-			missed[m.GR] = true
-		}
-		paramOf := r.cur().scope.paramOf
-		unaffected = func(p string) bool {
-			gr, ok := paramOf[p]
-			return !ok || !missed[gr]
-		}
+		unaffected = r.paramsUnaffected(state.MissedResources(misses))
 	}
 	if (oldUnknown.is() || paramsIncomplete) && (len(misses) == 0 || paramsIncomplete) && r.decidedWithoutMissing(w, j, dec, paramsIncomplete, unaffected, evaluateOn) {
 		// Decided whatever is missing: see requestOnly.
@@ -710,6 +700,16 @@ func (r *Replayer) decidedWithoutOld(j *job, dec *verify.Decision) bool {
 	// old object's size is not known.
 	old := []vapccel.Unknown{{Path: vapccel.FieldPath{Root: "oldObject"}}, {Path: objectPath("metadata", "resourceVersion")}}
 	return r.noneReads(j.policies, old)
+}
+
+// paramsUnaffected says which policies read nothing of the resources the State missed params
+// of: those without params, or with params of another resource.
+func (r *Replayer) paramsUnaffected(missed map[schema.GroupResource]bool) func(policy string) bool {
+	paramOf := r.cur().scope.paramOf
+	return func(p string) bool {
+		gr, ok := paramOf[p]
+		return !ok || !missed[gr]
+	}
 }
 
 // decidedWithoutMissing says whether a decision made without the old object or all the params

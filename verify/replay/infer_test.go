@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -146,46 +147,42 @@ func TestDecidedWithoutWhatIsMissing(t *testing.T) {
 
 // TestLogLacksWrites: a log that begins with the cluster's creation holds every object, until
 // a write of one it never showed (one kube-apiserver's log of two: the other created it) shows
-// it does not: a param it never showed is not known to be absent after that.
+// it does not: a param it never showed is not known to be absent after that, and the summary
+// says why.
 func TestLogLacksWrites(t *testing.T) {
 	t.Parallel()
-	as := func(line, user string) string {
-		return strings.Replace(line, `"username":"admin"`, `"username":"`+user+`"`, 1)
+	birth := strings.Replace(levelEvent(t, "birth", auditlog.LevelRequestResponse, "create", "namespaces", "", "kube-system", 201, "", nil,
+		map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "kube-system"}}), `"username":"admin"`, `"username":"system:apiserver"`, 1)
+	cm := func(name string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": "ns1", "resourceVersion": "30"}, "data": map[string]any{"max": "3"}}
 	}
-	birth := as(levelEvent(t, "birth", auditlog.LevelRequestResponse, "create", "namespaces", "", "kube-system", 201, "", nil,
-		map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "kube-system"}}), "system:apiserver")
-	cm := func(ns, name string) map[string]any {
-		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": ns, "resourceVersion": "30"}, "data": map[string]any{"max": "3"}}
-	}
-	p, b := levelPolicy("limited", "configmaps", admissionregistrationv1.Create, nil, "true")
+	create := levelEvent(t, "c", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "c", 201, "", cm("c"), cm("c"))
+	// Admitted without a param (parameterNotFoundAction Allow); with one, denied.
+	p, b := levelPolicy("limited", "configmaps", admissionregistrationv1.Create, nil, "false")
 	p.Spec.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}
-	b.Spec.ParamRef = &admissionregistrationv1.ParamRef{Name: "limits", Namespace: "params", ParameterNotFoundAction: ptr.To(admissionregistrationv1.DenyAction)}
+	b.Spec.ParamRef = &admissionregistrationv1.ParamRef{Name: "limits", Namespace: "params", ParameterNotFoundAction: ptr.To(admissionregistrationv1.AllowAction)}
 	for _, tc := range []struct {
-		name  string
-		lines []string
-		want  string
+		name     string
+		lines    []string
+		decision string
+		reason   Reason
+		note     bool
 	}{{
-		name:  "the log holds every object: no param",
-		lines: []string{birth, levelEvent(t, "c", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "c", 201, "", cm("ns1", "c"), cm("ns1", "c"))},
-		want:  DecisionDeny,
+		name:     "the log holds every object: no param",
+		lines:    []string{birth, create},
+		decision: DecisionAdmit,
 	}, {
 		name: "a patch of an object the log never showed",
-		lines: []string{birth, levelEvent(t, "other", auditlog.LevelRequestResponse, "patch", "configmaps", "ns1", "other", 200, "", map[string]any{"data": map[string]any{"max": "3"}}, cm("ns1", "other")),
-			levelEvent(t, "c", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "c", 201, "", cm("ns1", "c"), cm("ns1", "c"))},
-		want: string(ReasonParamUnknown),
+		lines: []string{birth, levelEvent(t, "other", auditlog.LevelRequestResponse, "patch", "configmaps", "ns1", "other", 200, "", map[string]any{"data": map[string]any{"max": "3"}}, cm("other")),
+			create},
+		decision: DecisionIndeterminate, reason: ReasonParamUnknown, note: true,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, tc.lines...)
-			rec := recs["c"]
-			if rec == nil {
-				t.Fatalf("no record of the create; summary %+v", sum)
-			}
-			got := rec.Decision
-			if got == DecisionIndeterminate {
-				got = string(rec.Reason)
-			}
-			if got != tc.want {
-				t.Errorf("create decided %q (%s), want %q", got, rec.Indeterminate, tc.want)
+			checkDecision(t, recs["c"], tc.decision, tc.reason)
+			noted := slices.ContainsFunc(sum.Notes, func(n string) bool { return strings.Contains(n, "the log lacks writes the server made") })
+			if noted != tc.note {
+				t.Errorf("summary notes %q: the log lacking writes noted %v, want %v", sum.Notes, noted, tc.note)
 			}
 		})
 	}

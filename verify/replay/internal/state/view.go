@@ -568,6 +568,15 @@ func (v *StateView) Misses() []miss {
 	return slices.CompactFunc(out, func(a, b miss) bool { return a.text == b.text })
 }
 
+// MissedResources are the resources of the misses.
+func MissedResources(ms []miss) map[schema.GroupResource]bool {
+	out := make(map[schema.GroupResource]bool, len(ms))
+	for _, m := range ms {
+		out[m.GR] = true
+	}
+	return out
+}
+
 // MissText is the misses for people, joined by "; ".
 func MissText(ms []miss) string {
 	texts := make([]string, len(ms))
