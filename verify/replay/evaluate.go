@@ -52,6 +52,9 @@ type lagged struct {
 	// readBy are the Views the evaluation read params and namespaces through, the job's own
 	// and those of the states the informers may have held.
 	readBy []*state.StateView
+	// settled says every state the informers may have held was evaluated and decided, each
+	// through a View of readBy.
+	settled bool
 }
 
 // jobResult is a job's outcome: skipped (and a note on why), not matched after all, or a
@@ -75,6 +78,9 @@ type jobResult struct {
 	// request pipeline before it failed, with the pipeline's answer (see
 	// failedDeleteCollection).
 	reached *reachedItems
+	// reachedOn are the objects the pipeline's pass on each other View of lag.readBy wrote
+	// before it failed.
+	reachedOn map[*state.StateView]*reachedItems
 	// reachedApplied says the follow stage applied reached to the State: a write logged later
 	// that ran concurrently with the request makes what it applied unknown again.
 	reachedApplied bool
@@ -152,7 +158,7 @@ func (j *job) again() {
 	<-j.done
 	j.rec = j.revise.recorded
 	j.view = j.view.Fresh()
-	j.result.out, j.result.dec, j.result.skip, j.result.skipNote, j.result.notMatched, j.result.mutationRan, j.lag.readBy = nil, nil, "", "", false, false, nil
+	j.result.out, j.result.dec, j.result.skip, j.result.skipNote, j.result.notMatched, j.result.mutationRan, j.lag.readBy, j.lag.settled, j.result.reachedOn = nil, nil, "", "", false, false, nil, false, nil
 	// What decidedAlike compares with is the prior's, which a revision may change.
 	j.alike = nil
 	j.done = make(chan struct{})

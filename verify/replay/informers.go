@@ -60,6 +60,7 @@ func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, evalu
 	}
 	e := r.lagStates(w, j, dec, evaluateOn)
 	j.lag.readBy = e.views
+	j.lag.settled = !e.cut.is() && !slices.ContainsFunc(e.states, func(st lagState) bool { return st.why.is() })
 	res := decide.Resolve(r.lagWorlds(j, e), sameOutcome)
 	if res.Certainty == decide.Certain && res.Chosen != nil && !res.Chosen.Likely {
 		res.Chosen.Outcome.Notes = append(res.Chosen.Outcome.Notes, "decided on params or namespaces in a state kube-apiserver's informers may have held other than the likely one: the verdicts the log records are those of that state")

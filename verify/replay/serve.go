@@ -411,7 +411,7 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 	}
 	s := first.s
 	if (ev.Verb == "deletecollection" || ev.Verb == "delete") && ev.Code() >= 400 && s.resp != nil {
-		j.result.reached = reachedBy(t, s.resp)
+		j.result.reached, j.result.reachedOn = reachedBy(t, s.resp), nil
 	}
 	unknowns := passUnknowns{listed: j.listed.listUnknowns, old: oldUnknown}
 	if len(j.prior.Unknowns) > 0 && (t.op == admission.Update || t.op == admission.Delete) {
@@ -744,6 +744,12 @@ func (d *servedDecider) decide(eval Evaluator, view *state.StateView) (*verify.D
 		if again, err = d.r.serveOnce(d.ctx, d.w, d.j, d.objs, eval, view, false); err != nil {
 			return nil, err
 		}
+	}
+	if (ev.Verb == "deletecollection" || ev.Verb == "delete") && ev.Code() >= 400 && again.s.resp != nil && again.s.resp.Unknown == nil {
+		if d.j.result.reachedOn == nil {
+			d.j.result.reachedOn = map[*state.StateView]*reachedItems{}
+		}
+		d.j.result.reachedOn[view] = reachedBy(d.j.t, again.s.resp)
 	}
 	if mu := d.r.withUnknowns(d.unknowns, &again.s, d.j.policies); mu != "" && again.s.mutation != nil && !again.s.mutation.Allowed {
 		return nil, &indeterminateError{because(ReasonMutationUnknown, "replayed on what the replay knows, a MutatingAdmissionPolicy refused the request (which the log may show refused by another), and "+mu)}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -506,14 +507,18 @@ func (r *Replayer) failedDeleteCollection(d decoded, ev *Event, t target, j *job
 // it failed (keys), and of those it left marked deleted, the object its last write stored
 // (left).
 type reachedItems struct {
-	keys map[state.ObjectKey]bool
-	left map[state.ObjectKey]k8sruntime.Object
-	code int32
+	keys    map[state.ObjectKey]bool
+	left    map[state.ObjectKey]k8sruntime.Object
+	code    int32
+	message string
 }
 
 // reachedBy is what the pipeline's response resp to the request t wrote.
 func reachedBy(t target, resp *apiserver.Response) *reachedItems {
 	reached := &reachedItems{keys: map[state.ObjectKey]bool{}, left: map[state.ObjectKey]k8sruntime.Object{}, code: int32(resp.Code)}
+	if resp.Status != nil {
+		reached.message = resp.Status.Message
+	}
 	for _, w := range resp.Writes {
 		if state.SameStorage(w.Resource, t.gvr.GroupResource()) {
 			k := state.ObjectKey{Namespace: w.Namespace, Name: w.Name}
@@ -555,7 +560,7 @@ func refusedAsLogged(j *job, ev *Event) *reachedItems {
 	<-j.done
 	out, reached := j.result.out, j.result.reached
 	if out == nil || reached == nil || reached.code != ev.Code() || out.Decision != DecisionDeny || out.Certainty != CertaintyCertain ||
-		out.Code != ev.Code() || ev.Message() == "" || out.Message != ev.Message() || len(out.Disagreements) > 0 || !j.oneState() {
+		out.Code != ev.Code() || ev.Message() == "" || out.Message != ev.Message() || len(out.Disagreements) > 0 || !j.reachedAlike(reached, ev) {
 		return nil
 	}
 	j.result.reachedApplied = true
@@ -570,6 +575,48 @@ func refusedAsLogged(j *job, ev *Event) *reachedItems {
 func (j *job) oneState() bool {
 	return len(j.lag.typedWrites) == 0 && len(j.lag.typedLost) == 0 && len(j.lag.aheadUnknown) == 0 && !j.resolving.is() && !j.unsettled.is() &&
 		!j.prior.OtherVersionRead() && !j.revise.revised
+}
+
+// reachedAlike says whether the pipeline wrote what reached holds in every state kube-apiserver
+// may have been in when it answered as ev shows: the one the log's order gives, or every state
+// the informers may have held was decided, and in each that answered so, the pipeline wrote the
+// same objects before the refusal (a state that answered otherwise was not the server's).
+func (j *job) reachedAlike(reached *reachedItems, ev *Event) bool {
+	if j.oneState() {
+		return true
+	}
+	if !j.lag.settled || len(j.lag.typedLost) > 0 || len(j.lag.aheadUnknown) > 0 || j.resolving.is() || j.unsettled.is() ||
+		j.prior.OtherVersionRead() || j.revise.revised {
+		return false
+	}
+	for _, v := range j.lag.readBy {
+		if v == j.view {
+			continue
+		}
+		other := j.result.reachedOn[v]
+		switch {
+		case other == nil:
+			return false
+		case other.code != ev.Code() || other.message != ev.Message():
+			continue
+		case !maps.Equal(other.keys, reached.keys) || !sameKeys(other.left, reached.left):
+			return false
+		}
+	}
+	return true
+}
+
+// sameKeys says whether a and b hold the same keys.
+func sameKeys[V any](a, b map[state.ObjectKey]V) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if _, ok := b[k]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // stringAt is the string at path in m, or "".
