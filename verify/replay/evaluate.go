@@ -475,6 +475,16 @@ func (d *rebuiltDecider) evaluate(eval Evaluator, view *state.StateView) (*verif
 		stored = storedAfterMutation(j.ev, j.t, b.req.Object, b.req.OldObject)
 	}
 	why, read, refuses := r.mutationUnknownStored(dec.Mutation, d.unknowns, stored, j.mutators, j.policies)
+	orderWhy := ""
+	if b.objectSource == SourceResponse && dec.Mutation.OrderDependent != "" {
+		// The stored object holds what the policies changed in the server's order: that the
+		// replay does not know the order matters only when it cannot decide on that object.
+		m := *dec.Mutation
+		m.OrderDependent = ""
+		if w, rd, rf := r.mutationUnknownStored(&m, d.unknowns, stored, j.mutators, j.policies); w == "" {
+			orderWhy, why, read, refuses = why, w, rd, rf
+		}
+	}
 	if refuses {
 		// A policy that fails on an error may have refused the request on what it read.
 		return nil, &indeterminateError{because(mutationReason(j, read), why)}
@@ -491,6 +501,9 @@ func (d *rebuiltDecider) evaluate(eval Evaluator, view *state.StateView) (*verif
 			return vdec, err
 		}
 		why = reapplied
+		if orderWhy != "" {
+			why = orderWhy
+		}
 	}
 	if why != "" {
 		if ind := r.dependsOnUnknown(j, []admitted{{dec: dec, unknowns: []vapccel.Unknown{mutationUnknownField(why)}}}); ind.is() || !dec.Mutation.Allowed {

@@ -255,6 +255,9 @@ func policyRulesMatch(p *admissionregistrationv1.ValidatingAdmissionPolicy, gvrs
 		return false
 	}
 	exact := mc.MatchPolicy != nil && *mc.MatchPolicy == admissionregistrationv1.Exact
+	if len(gvrs) > 0 && excludedWhatever(mc.ExcludeResourceRules, gvrs[0], sub, op) {
+		return false
+	}
 	for _, r := range mc.ResourceRules {
 		for i, gvr := range gvrs {
 			if exact && i > 0 {
@@ -263,6 +266,22 @@ func policyRulesMatch(p *admissionregistrationv1.ValidatingAdmissionPolicy, gvrs
 			if ruleMatches(r.RuleWithOperations, gvr, sub, op) {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// excludedWhatever says whether one of a policy's excludeResourceRules excludes every request for
+// the resource, subresource and operation, whatever its name, namespace and objects: a rule
+// without resourceNames that matches the requested resource itself, in any scope. The
+// apiserver's matcher checks the excludes before the rules and regardless of the selectors
+// (matching.Matcher.Matches: a policy a selector cannot be decided on is excluded all the
+// same). Excludes through an equivalent resource, or by name or scope, are left to the
+// evaluator.
+func excludedWhatever(excludes []admissionregistrationv1.NamedRuleWithOperations, gvr schema.GroupVersionResource, sub string, op admission.Operation) bool {
+	for _, r := range excludes {
+		if len(r.ResourceNames) == 0 && (r.Scope == nil || *r.Scope == admissionregistrationv1.AllScopes) && ruleMatches(r.RuleWithOperations, gvr, sub, op) {
+			return true
 		}
 	}
 	return false

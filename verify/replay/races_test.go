@@ -164,6 +164,17 @@ func TestCutRecordings(t *testing.T) {
 		// the log shows, while ConfigMap params were written within the informers' lag; in
 		// every state the informers may have held, the pipeline refused it there, so it
 		// deleted nothing, and the DELETE of that ConfigMap after it is decided.
+		// A helper's recording (RequestResponse): a Deployment's template annotated by a
+		// MutatingAdmissionPolicy bound with a paramRef selector that two ConfigMaps match;
+		// kube-apiserver runs the binding once per param in its informer's order, which no log
+		// records, and the two write the same field. The stored object holds the result in
+		// the server's order: the patches are decided on it, their annotations as the log's.
+		{name: "mutating policies' order in the object stored", dir: "map-order-stored", check: true, want: map[int]string{49: "admit certain", 51: "admit certain", 55: "admit certain"}},
+		// A helper's recording at level Metadata: Events (core and events.k8s.io) and a Lease
+		// created, which the policy's excludeResourceRules exclude whatever the object's
+		// labels, which its binding's objectSelector reads: not matched, though the log
+		// holds no object.
+		{name: "excluded at level Metadata", dir: "excluded-at-metadata", want: map[int]string{5: "", 6: "", 7: ""}},
 		{name: "a deletecollection refused while params lagged", dir: "deletecollection-refused-lagged", check: true, want: map[int]string{169: "deny certain", 170: "deny certain"}},
 		// A create with generateName that the server refused, cut from a helper's recording:
 		// a MutatingAdmissionPolicy that stamps an object without a name stamped it (mutating
