@@ -95,6 +95,10 @@ type kindIssues struct {
 	issues []celIssue
 }
 
+// requestResourceUnresolved is what the type checker says of authorizer.requestResource, which
+// it resolves as a field of authorizer (see reportTypeIssues).
+const requestResourceUnresolved = "unexpected failed resolution of 'kubernetes.authorization.Authorizer'"
+
 // reportTypeIssues reports the type errors of an expression with the severity the server
 // means: kube-controller-manager writes every one as a warning into status.typeChecking, and
 // the apiserver accepts the policy. An issue at a place of the expression where it fails for
@@ -125,6 +129,19 @@ func reportTypeIssues(r *reporter, e policyExpression, all []string, failed []ki
 		for _, is := range ki.issues {
 			p := place{is.line, is.col}
 			kinds := failing[p]
+			if strings.Contains(is.msg, requestResourceUnresolved) {
+				// kube-controller-manager's TypeChecker declares authorizer but not the variable
+				// authorizer.requestResource, which kube-apiserver's compiler declares
+				// (plugin/cel.RequestResourceAuthorizerVarName): its warning, not an
+				// expression that cannot work.
+				if reported[p] {
+					continue
+				}
+				reported[p] = true
+				r.addIssue(Warning, CategoryType, e.path, e.expr, strings.Join(kinds, ", "),
+					"kube-controller-manager's type checker does not declare authorizer.requestResource, which kube-apiserver declares: it reports this as a warning in status.typeChecking, and the expression works at runtime", is)
+				continue
+			}
 			if is.untyped {
 				// In the schema, in a form the type checker does not type: its warning, not an
 				// expression that cannot work.
