@@ -227,6 +227,10 @@ var excludedResources = sets.New(
 	schema.GroupResource{Group: admissionregistrationv1.GroupName, Resource: "mutatingadmissionpolicybindings"},
 )
 
+// Excluded says whether kube-apiserver keeps requests for the resource from every admission
+// policy the API defines (excludedResources): none matches them.
+func Excluded(gr schema.GroupResource) bool { return excludedResources.Has(gr) }
+
 // Evaluate decides the request: the MutatingAdmissionPolicies change its object first (see
 // WithMutatingPolicies), then the request's BeforeValidation prepares it as the handler's
 // store does, then the validating policies decide on the result. The error is about

@@ -32,8 +32,13 @@ func TestDecidedWithoutWhatIsMissing(t *testing.T) {
 	as := func(line, user string) string {
 		return strings.Replace(line, `"username":"admin"`, `"username":"`+user+`"`, 1)
 	}
+	// A pod's DELETE answers with the pod marked deleted (the pod strategy's grace period),
+	// which it may have been before: the answer tells the old object only where the log's
+	// annotations show admission ran (readAsAnswered).
+	marked := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "web", "namespace": "ns1",
+		"deletionTimestamp": "2025-01-01T00:00:30Z", "deletionGracePeriodSeconds": int64(30)}, "spec": map[string]any{"nodeName": "n1"}}
 	deleteWeb := func(id, user string) string {
-		return as(levelEvent(t, id, auditlog.LevelRequestResponse, "delete", "pods", "ns1", "web", 200, "", nil, pod), user)
+		return as(levelEvent(t, id, auditlog.LevelRequestResponse, "delete", "pods", "ns1", "web", 200, "", nil, marked), user)
 	}
 	// The log begins with the cluster's creation only when it holds the apiserver's own
 	// namespaces: without that, nodes are incomplete (no snapshot).

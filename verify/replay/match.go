@@ -211,6 +211,9 @@ func (s *scope) match(gvr schema.GroupVersionResource, sub string, op admission.
 }
 
 func (s *scope) matchUncached(gvr schema.GroupVersionResource, sub string, op admission.Operation) []string {
+	if verify.Excluded(gvr.GroupResource()) {
+		return nil // reviews, and the policies' own resources
+	}
 	var names []string
 	gvrs := s.equivalents(gvr, sub)
 	for _, p := range s.policies {

@@ -175,6 +175,24 @@ func TestCutRecordings(t *testing.T) {
 		// labels, which its binding's objectSelector reads: not matched, though the log
 		// holds no object.
 		{name: "excluded at level Metadata", dir: "excluded-at-metadata", want: map[int]string{5: "", 6: "", 7: ""}},
+		// A helper's recording cut to one namespace's pod DELETEs, without the pods' writes:
+		// the State does not know them, and each DELETE's response is the pod it read, which
+		// admission saw (marked by the DELETE itself where the options ask for no grace
+		// period: the ReplicaSet controller's and the garbage collector's, graceful; the
+		// kubelet's, removed). The policy reads oldObject's labels and the grace period the
+		// pod strategy gives; the log's annotations agree.
+		{name: "a DELETE of an object the State does not know", dir: "delete-answered-unknown", check: true, want: map[int]string{9: "admit certain", 18: "admit certain", 29: "admit certain", 25: "indeterminate indeterminate"}},
+		// The same pod as GKE's log sink exports it: whether the scheduler's binding was a dry
+		// run is not known, so neither is the pod after it; the kubelet's status patch is
+		// decided on its response (the strategy keeps all but the status from the pod it
+		// read before validating admission), as no policy reads oldObject; the DELETEs read
+		// the requester's groups, which the export lost.
+		{name: "GKE: a status patch of a pod the State does not know", dir: "gke-status-old-unknown", check: true, want: map[int]string{49: "admit certain", 48: "indeterminate indeterminate"}},
+		// A helper's recording at a production audit policy: kube-controller-manager's status
+		// patch of a ValidatingAdmissionPolicy, written at level Request, and a policy whose
+		// rule covers */*: kube-apiserver keeps the policies' own resources from the
+		// policies the API defines, so none matches it, whatever the log lacks.
+		{name: "a policy's status patch", dir: "policy-status-excluded", want: map[int]string{2: ""}},
 		{name: "a deletecollection refused while params lagged", dir: "deletecollection-refused-lagged", check: true, want: map[int]string{169: "deny certain", 170: "deny certain"}},
 		// A create with generateName that the server refused, cut from a helper's recording:
 		// a MutatingAdmissionPolicy that stamps an object without a name stamped it (mutating

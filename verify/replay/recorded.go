@@ -148,6 +148,11 @@ func classify(ev *Event, connect bool) recording {
 			// Binding before they look the pod up.
 			return recording{outcome: RecordedAdmit, vapRan: true, note: "failed after admission: the pod does not exist"}
 		}
+		if tokenRequest(ev) && !strings.HasPrefix(msg, `serviceaccounts "`) {
+			// TokenREST.Create runs validating admission after it reads the service account
+			// and before it reads the object the token is bound to.
+			return recording{outcome: RecordedAdmit, vapRan: true, note: "failed after admission: the object the token is bound to does not exist"}
+		}
 		return recording{skip: SkipBeforeAdmission, note: "NotFound"}
 	case 409:
 		if verb == "create" && !connect {
@@ -166,6 +171,10 @@ func classify(ev *Event, connect bool) recording {
 		}
 		return recording{skip: SkipBeforeAdmission, note: "Invalid"}
 	case 400, 405, 406, 413, 415:
+		if code == 400 && tokenRequest(ev) && strings.HasPrefix(msg, "cannot bind token") {
+			// TokenREST.Create checks the bound object after validating admission.
+			return recording{outcome: RecordedAdmit, vapRan: true, note: "failed after admission: " + firstLine(msg)}
+		}
 		return recording{skip: SkipBeforeAdmission, note: reasonOr(reason, "BadRequest")}
 	case 429:
 		if ev.ObjectRef != nil && ev.ObjectRef.Subresource == "eviction" && strings.Contains(msg, "disruption budget") {
@@ -174,6 +183,12 @@ func classify(ev *Event, connect bool) recording {
 		return recording{skip: SkipBeforeAdmission, note: "TooManyRequests"}
 	}
 	return recording{outcome: RecordedUnknown, note: "failed with " + reasonOr(reason, httpCode(code)) + ": cannot tell whether admission ran"}
+}
+
+// tokenRequest says whether the event is a create of a service account's TokenRequest.
+func tokenRequest(ev *Event) bool {
+	ref := ev.ObjectRef
+	return ev.Verb == "create" && ref != nil && ref.Resource == "serviceaccounts" && ref.APIGroup == "" && ref.Subresource == "token"
 }
 
 // classifyForbidden reads a 403 no policy, webhook or mutating policy claims: the authorizer's

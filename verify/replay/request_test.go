@@ -122,6 +122,10 @@ func TestClassify(t *testing.T) {
 		e.ObjectRef.Resource = "services"
 		return e
 	}
+	serviceAccount := func(e *Event) *Event {
+		e.ObjectRef.Resource = "serviceaccounts"
+		return e
+	}
 	type out struct {
 		Outcome, By string
 		Skip        Reason
@@ -173,6 +177,12 @@ func TestClassify(t *testing.T) {
 		{"not found, the message lost", lost(ev("delete", "", 404, "NotFound", "NotFound", nil)), out{"", "", SkipBeforeAdmission, false}},
 		{"evicting a missing pod is after admission", ev("create", "eviction", 404, "NotFound", `pods "p" not found`, nil), out{RecordedAdmit, "", "", false}},
 		{"evicting in a missing namespace is before admission", ev("create", "eviction", 404, "NotFound", `namespaces "ns" not found`, nil), out{"", "", SkipBeforeAdmission, false}},
+		// TokenREST.Create reads the service account before validating admission and the
+		// object the token is bound to after it (a real server's log holds the annotations).
+		{"a token for a missing service account is before admission", serviceAccount(ev("create", "token", 404, "NotFound", `serviceaccounts "robot" not found`, nil)), out{"", "", SkipBeforeAdmission, false}},
+		{"a token bound to a missing pod is after admission", serviceAccount(ev("create", "token", 404, "NotFound", `pods "nosuch" not found`, nil)), out{RecordedAdmit, "", "", false}},
+		{"a token bound to another account's pod is after admission", serviceAccount(ev("create", "token", 400, "BadRequest", `cannot bind token for serviceaccount "default" to pod running with different serviceaccount name.`, nil)), out{RecordedAdmit, "", "", false}},
+		{"a token request's bad request is before admission", serviceAccount(ev("create", "token", 400, "BadRequest", `the body of the request was in an unknown format`, nil)), out{"", "", SkipBeforeAdmission, false}},
 		{"eviction blocked by a PDB is after admission", ev("create", "eviction", 429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption budget.", nil), out{RecordedAdmit, "", "", false}},
 		{"throttled", ev("create", "", 429, "TooManyRequests", "Too many requests", nil), out{"", "", SkipBeforeAdmission, false}},
 		{"timeout", ev("create", "", 504, "Timeout", "", nil), out{RecordedUnknown, "", "", false}},

@@ -1049,6 +1049,73 @@ func tellUnknownValues(p *state.Prior, stored, resp *unstructured.Unstructured, 
 	})
 }
 
+// changesOnDelete are the resources whose DELETE changes more of the object than its marks: a
+// namespace's phase (the namespace REST's Delete), a CustomResourceDefinition's Terminating
+// condition (the apiextensions REST's Delete).
+var changesOnDelete = map[schema.GroupResource]bool{
+	state.NamespacesGR: true,
+	{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}: true,
+}
+
+// readAsAnswered gives a DELETE whose object the State does not know (p: not known, or not held
+// where the State does not hold every object of the resource) the object it answered with as
+// its old object: the object it read, marked deleted (or as last stored, when it removed it),
+// whose marks (rest.BeforeDelete: the deletion's time and grace period, the generation; the
+// garbage collector's finalizers its options ask for) and resourceVersion are not known. The
+// store ran admission on the object it then marked or removed (updateForGracefulDeletionAndFinalizers,
+// etcd3's conditionalDelete, which runs it again on the live object when the cached one was
+// stale). An answer marked deleted is given only where the log's annotations show admission
+// ran (ran): the object may have been marked before, its graceful deletion pending, which the
+// store completes without admission unless the DELETE shortens it (rest.BeforeDelete); its
+// marks are left out of the old object, known to be absent where the options ask for no grace
+// period (one that shortens nothing). It says whether it gave it.
+func readAsAnswered(d decoded, ev *Event, t target, p *state.Prior, ran bool) bool {
+	if t.sub != "" || !p.Kept || (p.Found && p.Unknown == "") || (!p.Found && p.Unknown == "" && p.Complete) || changesOnDelete[t.gvr.GroupResource()] {
+		return false
+	}
+	if header := deleteAnswer(d, ev, t); header == nil || !sameKind(header, t.mainKind) {
+		return false
+	}
+	answer := auditlog.DecodeAnyObject(ev.ResponseObject) // deleteAnswer's may hold only a part of it
+	if answer == nil || answer.GetDeletionTimestamp() == nil && len(answer.GetFinalizers()) > 0 {
+		// (An object with finalizers is marked, never removed at once: such an answer is not
+		// the server's.)
+		return false
+	}
+	// Unmarked before: answered unmarked (removed at once), or marked where the options ask
+	// for no grace period, which could not have shortened a pending deletion.
+	_, asked := optionsGrace(ev)
+	unmarked := answer.GetDeletionTimestamp() == nil || !asked
+	if answer.GetDeletionTimestamp() != nil {
+		if !ran {
+			return false
+		}
+		answer = answer.DeepCopy()
+		answer.SetDeletionTimestamp(nil)
+		answer.SetDeletionGracePeriodSeconds(nil)
+	}
+	raw, err := json.Marshal(answer.Object)
+	if err != nil {
+		return false
+	}
+	was := p.Unknown
+	if was == "" {
+		was = "the object is not in the snapshot or earlier in the log"
+	}
+	why := "the DELETE's response is the object it read, marked deleted by it: what it marked is not known (" + was + ")"
+	fields := []string{"generation", "finalizers", "resourceVersion", "managedFields"}
+	if !unmarked {
+		fields = append(fields, "deletionTimestamp", "deletionGracePeriodSeconds")
+	}
+	var unknowns []vapccel.Unknown
+	for _, f := range fields {
+		unknowns = append(unknowns, vapccel.Unknown{Path: objectPath("metadata", f), Why: why})
+	}
+	p.Found, p.Unknown, p.Raw, p.RV, p.Unknowns = true, "", raw, 0, unknowns
+	p.Source = "the DELETE's response at " + lineRef{d.file, d.num}.String() + " (the object it read, its deletion marks not known)"
+	return true
+}
+
 // markedByAnother is what the old object of a DELETE whose answer (resourceVersion v) is the
 // State's version p is not known of, when that answer is marked deleted but was not stored:
 // another DELETE marked the object first, and admission saw it as that one left it (the
