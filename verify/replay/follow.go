@@ -233,7 +233,7 @@ func (r *Replayer) sendWrite(ctx context.Context, srv *apiserver.Server, req api
 	if u == nil {
 		return nil, "the written object does not convert", ""
 	}
-	return &writeResult{obj: u, unknowns: w.writtenUnknowns(u, sameKind, settled, pc.unknowns())}, "", ""
+	return &writeResult{obj: u, unknowns: w.writtenUnknowns(u, sameKind, settled, pc.unknowns(gr))}, "", ""
 }
 
 // restated is what a write the replay's pipeline left unchanged left of its object when the

@@ -116,12 +116,16 @@ func (c *pluginCluster) standIn(gvr schema.GroupVersionResource, namespace, name
 	return obj, nil
 }
 
-// unknowns are the fields of the request's objects that the plugins set from what they read
-// without knowing it.
-func (c *pluginCluster) unknowns() []vapccel.Unknown {
+// unknowns are the fields of the request's objects (of the resource gr) that the plugins set
+// from what they read without knowing it. LimitRanger reads LimitRanges for a claim too, and
+// sets nothing of it (it only checks its storage: DefaultLimitRangerActions.MutateLimit).
+func (c *pluginCluster) unknowns(gr schema.GroupResource) []vapccel.Unknown {
 	var out []vapccel.Unknown
 	seen := map[string]bool{}
 	for _, m := range c.misses {
+		if m.gr == limitRangesGR && gr != podsGR {
+			continue
+		}
 		for _, u := range pluginUnknowns[m.gr] {
 			u.Why = "an admission plugin read " + m.what
 			if k := u.Path.String() + u.Why; !seen[k] {
@@ -186,6 +190,8 @@ var pluginUnknowns = map[schema.GroupResource][]vapccel.Unknown{
 		{Path: objectPath("spec", "ingressClassName")},
 	},
 }
+
+var limitRangesGR = schema.GroupResource{Resource: "limitranges"}
 
 // pluginInputFields are the fields of the objects of each resource the default plugins set
 // something from (plugin/pkg/admission/...): the ServiceAccount plugin mounts the account's

@@ -147,7 +147,7 @@ func (r *Replayer) serve(ctx context.Context, ev *Event, t target, policies []st
 			ex.MutatingPolicies = func(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
 				// What the cluster's other mutating policies, which the same plugin runs in an
 				// order no log records, may have changed is not known to these either.
-				inputs := append(append(settle(ev, t, a, logged), pc.unknowns()...), mut.unknowns(r.replayedMutation(mutatedBy(t, a, view)))...)
+				inputs := append(append(settle(ev, t, a, logged), pc.unknowns(t.gvr.GroupResource())...), mut.unknowns(r.replayedMutation(mutatedBy(t, a, view)))...)
 				if named {
 					return beforeNameGenerated(a, func(a admission.Attributes) error { return r.runMutatingPolicies(ctx, me, &s, a, o, inputs) })
 				}
@@ -155,7 +155,7 @@ func (r *Replayer) serve(ctx context.Context, ev *Event, t target, policies []st
 			}
 		}
 		ex.Validate = func(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
-			unknowns := append(append(r.callUnknowns(ev, t, a, logged, mut, view), pc.unknowns()...), wm.unknowns()...)
+			unknowns := append(append(r.callUnknowns(ev, t, a, logged, mut, view), pc.unknowns(t.gvr.GroupResource())...), wm.unknowns()...)
 			dec, err := r.validateCall(ctx, eval, policies, s.calls, a, o)
 			if err != nil {
 				s.err = err
@@ -411,7 +411,7 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 	}
 	s := first.s
 	if (ev.Verb == "deletecollection" || ev.Verb == "delete") && ev.Code() >= 400 && s.resp != nil {
-		j.result.reached, j.result.reachedOn = reachedBy(t, s.resp), nil
+		j.result.reached, j.result.reachedOn = reachedBy(t, s.resp, servedDecision(ev.Verb, s)), nil
 	}
 	unknowns := passUnknowns{listed: j.listed.listUnknowns, old: oldUnknown}
 	if len(j.prior.Unknowns) > 0 && (t.op == admission.Update || t.op == admission.Delete) {
@@ -749,7 +749,7 @@ func (d *servedDecider) decide(eval Evaluator, view *state.StateView) (*verify.D
 		if d.j.result.reachedOn == nil {
 			d.j.result.reachedOn = map[*state.StateView]*reachedItems{}
 		}
-		d.j.result.reachedOn[view] = reachedBy(d.j.t, again.s.resp)
+		d.j.result.reachedOn[view] = reachedBy(d.j.t, again.s.resp, servedDecision(ev.Verb, again.s))
 	}
 	if mu := d.r.withUnknowns(d.unknowns, &again.s, d.j.policies); mu != "" && again.s.mutation != nil && !again.s.mutation.Allowed {
 		return nil, &indeterminateError{because(ReasonMutationUnknown, "replayed on what the replay knows, a MutatingAdmissionPolicy refused the request (which the log may show refused by another), and "+mu)}

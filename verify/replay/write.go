@@ -21,6 +21,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 
 	vapccel "github.com/vapc-dev/vapc/cel"
+	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/internal/apiserver"
 	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
@@ -511,11 +512,21 @@ type reachedItems struct {
 	left    map[state.ObjectKey]k8sruntime.Object
 	code    int32
 	message string
+	// decision is the pipeline's decision of the request, whose refusals are every one the
+	// item it refused may have been refused with (in another order of the policies).
+	decision *verify.Decision
 }
 
-// reachedBy is what the pipeline's response resp to the request t wrote.
-func reachedBy(t target, resp *apiserver.Response) *reachedItems {
-	reached := &reachedItems{keys: map[state.ObjectKey]bool{}, left: map[state.ObjectKey]k8sruntime.Object{}, code: int32(resp.Code)}
+// refusedAs says whether the pipeline refused the request with the code and message, or its
+// admission of the item it refused may have (another policy, binding or param first): which
+// items come before that item does not depend on the order.
+func (r *reachedItems) refusedAs(code int32, message string) bool {
+	return r.code == code && r.message == message || r.decision != nil && r.decision.Refuses(code, message)
+}
+
+// reachedBy is what the pipeline's response resp to the request t wrote, where it decided dec.
+func reachedBy(t target, resp *apiserver.Response, dec *verify.Decision) *reachedItems {
+	reached := &reachedItems{keys: map[state.ObjectKey]bool{}, left: map[state.ObjectKey]k8sruntime.Object{}, code: int32(resp.Code), decision: dec}
 	if resp.Status != nil {
 		reached.message = resp.Status.Message
 	}
@@ -559,7 +570,7 @@ func refusedAsLogged(j *job, ev *Event) *reachedItems {
 	}
 	<-j.done
 	out, reached := j.result.out, j.result.reached
-	if out == nil || reached == nil || reached.code != ev.Code() || out.Decision != DecisionDeny || out.Certainty != CertaintyCertain ||
+	if out == nil || reached == nil || !reached.refusedAs(ev.Code(), ev.Message()) || out.Decision != DecisionDeny || out.Certainty != CertaintyCertain ||
 		out.Code != ev.Code() || ev.Message() == "" || out.Message != ev.Message() || len(out.Disagreements) > 0 || !j.reachedAlike(reached, ev) {
 		return nil
 	}
@@ -597,7 +608,7 @@ func (j *job) reachedAlike(reached *reachedItems, ev *Event) bool {
 		switch {
 		case other == nil:
 			return false
-		case other.code != ev.Code() || other.message != ev.Message():
+		case !other.refusedAs(ev.Code(), ev.Message()):
 			continue
 		case !maps.Equal(other.keys, reached.keys) || !sameKeys(other.left, reached.left):
 			return false
