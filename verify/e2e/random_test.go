@@ -1325,11 +1325,20 @@ func (w *randomWorld) serviceAccountWrite() {
 	u := w.user()
 	ri := w.client(u).Resource(serviceAcctsGVR).Namespace(rndA)
 	if chance(w.r, 0.5) {
+		spec := map[string]any{"audiences": []any{pick(w.r, "rnd", "api")}, "expirationSeconds": int64(600)}
+		bound := ""
+		if chance(w.r, 0.3) {
+			// Bound to a pod or secret that is missing or not robot's: TokenREST.Create
+			// refuses it (404, 400) after validating admission.
+			kind, name := pick(w.r, "Pod", "Secret"), pick(w.r, "pod-a", "nosuch")
+			spec["boundObjectRef"] = map[string]any{"apiVersion": "v1", "kind": kind, "name": name}
+			bound = " bound to " + kind + " " + name
+		}
 		tr := obj(map[string]any{"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "metadata": map[string]any{"name": "robot", "namespace": rndA},
-			"spec": map[string]any{"audiences": []any{pick(w.r, "rnd", "api")}, "expirationSeconds": int64(600)}})
+			"spec": spec})
 		o := w.createOptions()
 		_, err := ri.Create(w.ctx, tr, o, "token")
-		w.got(fmt.Sprintf("%s asks for a token of %s/robot%s", u.name, rndA, dry(o.DryRun)), err)
+		w.got(fmt.Sprintf("%s asks for a token of %s/robot%s%s", u.name, rndA, bound, dry(o.DryRun)), err)
 		return
 	}
 	body := pick(w.r, mapPatches[:5]...)

@@ -199,6 +199,12 @@ func TestCutRecordings(t *testing.T) {
 		// the replay's order refuses it with another (422): the item each order refuses is the
 		// same, so it deleted nothing, and the dry-run deletecollection after it is decided.
 		{name: "a deletecollection refused in any order of the policies", dir: "deletecollection-refused-in-any-order", check: true, want: map[int]string{217: "deny certain", 355: "deny certain"}},
+		// A helper's recording: the node controller's DELETE of a pod answered 404 while the
+		// kubelet's final DELETE of it, logged after it, ran: the pod was gone when the store
+		// last read it. Admission would have run only on a first attempt on the watch cache's
+		// copy, whose annotations the log would hold (the policy annotates every DELETE): it
+		// was refused before admission, not admitted likely.
+		{name: "a DELETE answered 404", dir: "delete-404-not-admitted", want: map[int]string{2: "", 3: "admit certain"}},
 		{name: "a deletecollection refused while params lagged", dir: "deletecollection-refused-lagged", check: true, want: map[int]string{169: "deny certain", 170: "deny certain"}},
 		// A create with generateName that the server refused, cut from a helper's recording:
 		// a MutatingAdmissionPolicy that stamps an object without a name stamped it (mutating

@@ -595,6 +595,13 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	r.reviseConcurrent(d, ev, t)
 	r.detectBirth(d, ev, t)
 	rec := classify(ev, t.connect)
+	if rec.skip == SkipBeforeAdmission && notFoundItself(ev, t) && !r.ranAdmission(ev) {
+		// Its own object was gone when the store last read it: admission ran only on a first
+		// attempt on an older copy (the watch cache's, or a read a concurrent delete
+		// overtook), which the log's annotations show. Without them, as a 409's, it was
+		// refused before admission.
+		rec.sure = true
+	}
 	// A request the server refused for another reason than authentication or authorization
 	// is sent through its pipeline, which tells whether validating admission ran before the
 	// refusal; the log's message alone does not always.

@@ -353,24 +353,30 @@ func TestWriteWithoutObjectMutated(t *testing.T) {
 // TestWarnOverUnknownObject: a request served over an object the replay does not know (here
 // a node created at level Metadata) may not have reached admission at all (a DELETE the store
 // answered 404 before it, a pending graceful deletion): an admission that shows it ran, by a
-// warning or an audit annotation, does not stand; one that shows nothing does.
+// warning or an audit annotation, does not stand; one that shows nothing does. A DELETE
+// answered 404 on its own object found it gone: it ran admission only on a first attempt on
+// an older copy, which the log's annotations of the policy show; without them it did not.
 func TestWarnOverUnknownObject(t *testing.T) {
 	t.Parallel()
+	ran := map[string]string{"guard/seen": "yes"}
 	for _, tc := range []struct {
-		name     string
-		actions  []admissionregistrationv1.ValidationAction
-		expr     string
-		code     int32
-		message  string
-		decision string
-		reason   Reason
+		name        string
+		actions     []admissionregistrationv1.ValidationAction
+		expr        string
+		code        int32
+		message     string
+		annotations map[string]string
+		decision    string
+		reason      Reason
 	}{
 		{name: "404, a Warn binding's error", actions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Warn, admissionregistrationv1.Audit},
-			expr: "int(object.data['n']) != 7", code: 404, message: `nodes "n1" not found`, decision: DecisionIndeterminate, reason: ReasonOldObjectUnknown},
+			expr: "int(object.data['n']) != 7", code: 404, message: `nodes "n1" not found`},
+		{name: "404, the log shows admission ran, a Warn binding's error", actions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Warn, admissionregistrationv1.Audit},
+			expr: "int(object.data['n']) != 7", code: 404, message: `nodes "n1" not found`, annotations: ran, decision: DecisionIndeterminate, reason: ReasonOldObjectUnknown},
 		{name: "200, a Warn binding's error", actions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Warn},
 			expr: "int(object.data['n']) != 7", code: 200, decision: DecisionIndeterminate, reason: ReasonOldObjectUnknown},
 		{name: "404, an admission that shows nothing", actions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Warn},
-			expr: "request.userInfo.username == 'admin'", code: 404, message: `nodes "n1" not found`, decision: DecisionAdmit},
+			expr: "request.userInfo.username == 'admin'", code: 404, message: `nodes "n1" not found`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -378,7 +384,7 @@ func TestWarnOverUnknownObject(t *testing.T) {
 			b.Spec.ValidationActions = tc.actions
 			lines := []string{
 				levelEvent(t, "c", auditlog.LevelMetadata, "create", "nodes", "", "n1", 201, "", nil, nil),
-				levelEvent(t, "d", auditlog.LevelRequestResponse, "delete", "nodes", "", "n1", tc.code, tc.message, nil, nil),
+				timedEvent(t, levelEvent(t, "d", auditlog.LevelRequestResponse, "delete", "nodes", "", "n1", tc.code, tc.message, nil, nil), "01.000000", "01.010000", tc.annotations),
 			}
 			_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, lines...)
 			checkDecision(t, recs["d"], tc.decision, tc.reason)

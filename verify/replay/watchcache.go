@@ -382,6 +382,13 @@ func (r *Replayer) staleAttemptPossible(ev *Event, t target) bool {
 	return t.op == admission.Update && p.RV == asked && p.Raw != nil || slices.ContainsFunc(p.Stale, func(sp state.Prior) bool { return sp.RV == asked })
 }
 
+// notFoundItself says whether the server answered an update or delete 404 NotFound on its own
+// object.
+func notFoundItself(ev *Event, t target) bool {
+	return ev.Code() == http.StatusNotFound && (t.op == admission.Update || t.op == admission.Delete) && ev.Verb != "deletecollection" &&
+		t.name != "" && strings.Contains(ev.Message(), `"`+t.name+`" not found`)
+}
+
 // firstAttemptUnknown says why the old object is not known of an update or delete the server
 // answered 409 Conflict on its own object when the log's annotations show validating admission
 // ran, on a first attempt, on a version the replay cannot send it through the pipeline on (see
