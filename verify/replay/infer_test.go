@@ -192,3 +192,60 @@ func TestLogLacksWrites(t *testing.T) {
 		})
 	}
 }
+
+// TestDeleteAnsweredOverUnknown: a DELETE of an object the State does not know (no snapshot,
+// its writes not in the log) is decided on the object it answered with, as the store read it
+// before it marked it: where the log's annotations show admission ran, a mark with a grace
+// period the options did not ask for is this DELETE's own (a mark already there would have
+// left the deletion pending, without admission); a mark of period 0 may have been there
+// before (an object with finalizers, marked, deleted again: admission runs again).
+func TestDeleteAnsweredOverUnknown(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("guard", "configmaps", admissionregistrationv1.Delete, nil, "!has(oldObject.metadata.deletionTimestamp)")
+	p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "marked", ValueExpression: "string(has(oldObject.metadata.deletionTimestamp))"}}
+	b.Spec.ValidationActions = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Audit}
+	cm := func(grace any, finalizers ...any) map[string]any {
+		meta := map[string]any{"name": "cm", "namespace": "ns1", "uid": "u1", "resourceVersion": "9"}
+		if grace != nil {
+			meta["deletionTimestamp"] = "2026-12-01T00:00:30Z"
+			meta["deletionGracePeriodSeconds"] = grace
+		}
+		if len(finalizers) > 0 {
+			meta["finalizers"] = finalizers
+		}
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta}
+	}
+	for _, tc := range []struct {
+		name      string
+		answer    map[string]any
+		annotated bool
+		want      string // decision, or indeterminate: its Reason
+	}{
+		{"removed at once", cm(nil), false, DecisionAdmit},
+		{"marked with a grace period, admission shown", cm(int64(30)), true, DecisionAdmit},
+		{"marked with a grace period, admission not shown", cm(int64(30)), false, string(ReasonOldObjectUnknown)},
+		{"marked with period 0 for its finalizers, admission shown", cm(int64(0), "x/hold"), true, string(ReasonUnknownField)},
+		{"answered unmarked with finalizers: not the server's", cm(nil, "x/hold"), false, string(ReasonOldObjectUnknown)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var annotations map[string]string
+			if tc.annotated {
+				annotations = map[string]string{"guard/marked": "false"}
+			}
+			line := timedEvent(t, levelEvent(t, "d", auditlog.LevelRequestResponse, "delete", "configmaps", "ns1", "cm", 200, "", nil, tc.answer), "01.000000", "01.010000", annotations)
+			_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, line)
+			rec := recs["d"]
+			if rec == nil {
+				t.Fatal("no record of the delete")
+			}
+			got := rec.Decision
+			if got == DecisionIndeterminate {
+				got = string(rec.Reason)
+			}
+			if got != tc.want || rec.Decision != DecisionIndeterminate && len(rec.Disagreements) > 0 {
+				t.Errorf("delete: %s, want %s", describeRecord(rec), tc.want)
+			}
+		})
+	}
+}

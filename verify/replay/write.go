@@ -1079,7 +1079,8 @@ var changesOnDelete = map[schema.GroupResource]bool{
 // ran (ran): the object may have been marked before, its graceful deletion pending, which the
 // store completes without admission unless the DELETE shortens it (rest.BeforeDelete); its
 // marks are left out of the old object, known to be absent where the options ask for no grace
-// period (one that shortens nothing). It says whether it gave it.
+// period and the marks have one (which only this DELETE can have given). It says whether it
+// gave it.
 func readAsAnswered(d decoded, ev *Event, t target, p *state.Prior, ran bool) bool {
 	if t.sub != "" || !p.Kept || (p.Found && p.Unknown == "") || (!p.Found && p.Unknown == "" && p.Complete) || changesOnDelete[t.gvr.GroupResource()] {
 		return false
@@ -1093,10 +1094,13 @@ func readAsAnswered(d decoded, ev *Event, t target, p *state.Prior, ran bool) bo
 		// the server's.)
 		return false
 	}
-	// Unmarked before: answered unmarked (removed at once), or marked where the options ask
-	// for no grace period, which could not have shortened a pending deletion.
+	// Unmarked before: answered unmarked (removed at once), or marked with a grace period
+	// the options did not ask for, which marks an object already marked only by shortening
+	// the deletion the options ask for (a mark of period 0, or none, the store deletes, or
+	// updates for its finalizers, again: rest.BeforeDelete).
 	_, asked := optionsGrace(ev)
-	unmarked := answer.GetDeletionTimestamp() == nil || !asked
+	g := answer.GetDeletionGracePeriodSeconds()
+	unmarked := answer.GetDeletionTimestamp() == nil || !asked && g != nil && *g > 0
 	if answer.GetDeletionTimestamp() != nil {
 		if !ran {
 			return false
