@@ -57,7 +57,7 @@ func (r *Replayer) learnCRD(ctx context.Context, d decoded, ev *Event, t target)
 	if cat.Schema() == nil {
 		return nil
 	}
-	src := lineRef{d.file, d.num}.String()
+	src := d.ref().String()
 	at := auditlog.ParseTime(ev.StageTimestamp)
 	switch ev.Verb {
 	case "create", "update", "patch", "apply":
@@ -187,7 +187,7 @@ func (r *Replayer) noteUnlearned(d decoded, ev *Event, t target) {
 		k.Name = ""
 	}
 	if _, ok := m[k]; !ok {
-		m[k] = lineRef{d.file, d.num}.String()
+		m[k] = d.ref().String()
 	}
 }
 

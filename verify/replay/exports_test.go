@@ -69,7 +69,8 @@ func replayBytes(t testing.TB, dir, name string, data []byte, opts []Option) (*S
 	return sum, recs
 }
 
-var fileLine = regexp.MustCompile(`[\w.-]+:[0-9]+`)
+// (An export packs several events into a line: the second and later are FILE:LINE#ITEM.)
+var fileLine = regexp.MustCompile(`[\w.-]+:[0-9]+(#[0-9]+)?`)
 
 // comparable is a record without what names the file and line it was read from.
 func comparable(r *Record) string {

@@ -104,7 +104,7 @@ func (r *Replayer) learnAhead(ctx context.Context, d decoded, ev *Event, t targe
 		r.cat.ahead.looked[k] = true
 	}
 	found := r.scanAhead(ctx, crds, kinds, now)
-	where := lineRef{d.file, d.num}.String()
+	where := d.ref().String()
 	learned := false
 	for _, name := range slices.Sorted(maps.Keys(found)) {
 		a := found[name]

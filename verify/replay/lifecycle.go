@@ -252,7 +252,7 @@ func (r *Replayer) scanLifecycle(ctx context.Context) {
 			// may have been there (observe makes them unknown).
 			for k := range l.given {
 				if _, found := initial[k]; !found && givenResources[k.kind] == ref.Resource {
-					initial[k] = givenFirst{there: true, by: lineRef{line.File, line.Num}.String()}
+					initial[k] = givenFirst{there: true, by: lineRef{line.File, line.Num, line.Item}.String()}
 				}
 			}
 			return len(initial) < len(l.given)
@@ -260,7 +260,7 @@ func (r *Replayer) scanLifecycle(ctx context.Context) {
 		if k, at, ok := l.creationOf(ev); ok {
 			if _, found := initial[k]; !found {
 				if _, seen := born[k]; !seen {
-					born[k] = bornAt{at: at, by: lineRef{line.File, line.Num}.String()}
+					born[k] = bornAt{at: at, by: lineRef{line.File, line.Num, line.Item}.String()}
 				}
 			}
 		}
@@ -272,7 +272,7 @@ func (r *Replayer) scanLifecycle(ctx context.Context) {
 			return true
 		}
 		if there, says := thereBefore(ev); says {
-			initial[k] = givenFirst{there: there, by: lineRef{line.File, line.Num}.String()}
+			initial[k] = givenFirst{there: there, by: lineRef{line.File, line.Num, line.Item}.String()}
 		}
 		return len(initial) < len(l.given)
 	})
@@ -534,7 +534,7 @@ func (l *lifecycle) observe(d decoded, ev *Event) {
 	if ev.ObjectRef == nil || ev.ObjectRef.APIGroup != "admissionregistration.k8s.io" {
 		return
 	}
-	by := lineRef{d.file, d.num}.String()
+	by := d.ref().String()
 	if ev.Verb == "deletecollection" && ev.Code() >= 200 && ev.Code() < 300 && !isDryRun(ev) {
 		deleted, listed := deletedItems(ev)
 		for k := range l.given {

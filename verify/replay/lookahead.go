@@ -160,7 +160,7 @@ func (r *Replayer) reviseConcurrent(d decoded, ev *Event, t target) {
 		}
 		<-j.done
 		r.forgetReached(j, d)
-		j.revise.concurrent = &concurrentWrite{by: lineRef{d.file, d.num}.String(), out: j.result.out, skip: j.result.skip, notMatched: j.result.notMatched, dec: j.result.dec,
+		j.revise.concurrent = &concurrentWrite{by: d.ref().String(), out: j.result.out, skip: j.result.skip, notMatched: j.result.notMatched, dec: j.result.dec,
 			withinSecond: ev.Loss.Lost.Has(auditlog.LostStageTime)}
 		j.again()
 		j.revise.revised = true
@@ -348,7 +348,7 @@ func (r *Replayer) reviseAhead(d decoded, ev *Event) {
 	if received.IsZero() || completed.IsZero() {
 		return
 	}
-	by := lineRef{d.file, d.num}.String()
+	by := d.ref().String()
 	ws, unknown := r.state.AheadWrites(by, completed, ev.Loss.Lost.Has(auditlog.LostStageTime))
 	// The log holds requests in the order they completed, but for a moment of slack: the
 	// newest are last.
@@ -456,7 +456,7 @@ func (r *Replayer) forgetReached(j *job, d decoded) {
 	why := fmt.Sprintf("written by the refused %s at %s:%d, which ran concurrently with the write at %s:%d: what it left is not known", j.ev.Verb, j.d.file, j.d.num, d.file, d.num)
 	// As the refused request: the concurrent write's own result, which may have been stored
 	// before what it left, does not make its objects known (State.keptUnknown).
-	r.state.As(lineRef{j.d.file, j.d.num}.String(), auditlog.ParseTime(j.ev.StageTimestamp), func() {
+	r.state.As(j.d.ref().String(), auditlog.ParseTime(j.ev.StageTimestamp), func() {
 		if j.ev.Verb == "deletecollection" {
 			r.state.ForgetAll(gr, j.t.namespace, why)
 			if j.result.reached != nil {

@@ -22,6 +22,7 @@ type Source = source.Source
 type decoded struct {
 	file  string
 	num   int
+	item  int // the event's place among those of its line (auditlog.Line.Item)
 	bytes int // the line's, its end included
 	ev    *Event
 	blank bool
@@ -159,10 +160,10 @@ func decodeLine(l auditlog.Line, prepare func(*decoded)) (d decoded) {
 		// A panic of the decoder's (on a worker goroutine, where it would end the process)
 		// makes the line malformed, named.
 		if p := recover(); p != nil {
-			d = decoded{file: l.File, num: l.Num, bytes: l.Size, err: fmt.Errorf("%w: %v", errDecodeInternal, p)}
+			d = decoded{file: l.File, num: l.Num, item: l.Item, bytes: l.Size, err: fmt.Errorf("%w: %v", errDecodeInternal, p)}
 		}
 	}()
-	d = decoded{file: l.File, num: l.Num, bytes: l.Size, err: l.Err, skip: l.Skip, duplicate: l.Duplicate}
+	d = decoded{file: l.File, num: l.Num, item: l.Item, bytes: l.Size, err: l.Err, skip: l.Skip, duplicate: l.Duplicate}
 	if l.Err != nil || l.Skip != "" || l.Duplicate {
 		return d
 	}

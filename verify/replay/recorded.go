@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"cmp"
 	"net/http"
 	"regexp"
 	"slices"
@@ -183,6 +184,16 @@ func classify(ev *Event, connect bool) recording {
 		return recording{skip: SkipBeforeAdmission, note: "TooManyRequests"}
 	}
 	return recording{outcome: RecordedUnknown, note: "failed with " + reasonOr(reason, httpCode(code)) + ": cannot tell whether admission ran"}
+}
+
+// ranBeforeFailing is the recording of a request classified as refused before admission (rec)
+// whose log's annotations show validating admission ran: admitted before what refused it, or,
+// where an export lost the message, not known.
+func ranBeforeFailing(ev *Event, rec recording) recording {
+	if messageLost(ev) {
+		return recording{outcome: RecordedUnknown, note: "failed, and " + ev.Loss.Of(auditlog.LostMessage) + ", after validating admission, which the log's annotations show ran"}
+	}
+	return recording{outcome: RecordedAdmit, vapRan: true, note: "failed after admission: " + cmp.Or(rec.note, httpCode(ev.Code())) + " (the log's annotations show validating admission ran)"}
 }
 
 // tokenRequest says whether the event is a create of a service account's TokenRequest.

@@ -532,7 +532,7 @@ func (r *Replayer) line(ctx context.Context, d decoded) {
 		return
 	}
 	delete(r.output.pending, ev.AuditID)
-	if first, dup := r.output.finals.add(ev.AuditID, finalRef{lineRef{d.file, d.num}, d.sum}); dup {
+	if first, dup := r.output.finals.add(ev.AuditID, finalRef{d.ref(), d.sum}); dup {
 		if first.sum == d.sum {
 			// The same event again: an export that delivers at least once (Firehose, Event
 			// Hubs, a Cloud Logging sink, a webhook receiver) delivered it twice.
@@ -578,9 +578,20 @@ func isResourcePath(uri string) bool {
 type lineRef struct {
 	file string
 	line int
+	// item tells apart the events of one line of an export (auditlog.Line.Item): the second
+	// and later are file:line#item.
+	item int
 }
 
-func (l lineRef) String() string { return l.file + ":" + strconv.Itoa(l.line) }
+func (l lineRef) String() string {
+	if l.item > 1 {
+		return l.file + ":" + strconv.Itoa(l.line) + "#" + strconv.Itoa(l.item)
+	}
+	return l.file + ":" + strconv.Itoa(l.line)
+}
+
+// ref is where the event is, one event's own place.
+func (d decoded) ref() lineRef { return lineRef{d.file, d.num, d.item} }
 
 // request replays one request.
 func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
@@ -611,6 +622,12 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 		if firstUnknown = r.firstAttemptUnknown(ev, t); firstUnknown != "" {
 			rec = recording{outcome: RecordedAdmit, vapRan: true, note: "failed after admission: Conflict"}
 		}
+	}
+	if rec.skip == SkipBeforeAdmission && !pipeline && !rec.sure && firstUnknown == "" && r.ranAdmission(ev) {
+		// The log's annotations show validating admission ran: what refused the request
+		// came after it (a TokenRequest's bound object, a 409 after a first attempt), or its
+		// message is lost.
+		rec = ranBeforeFailing(ev, rec)
 	}
 	if rec.skip != "" && !pipeline {
 		r.output.sum.skip(rec.skip, rec.note)

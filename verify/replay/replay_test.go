@@ -561,21 +561,21 @@ func TestRecentIDs(t *testing.T) {
 		{id: "6f1c2a5e-0b7d-4c1e-9a3f-2d8e4b6a1c0g", dup: true, firstAt: 3},
 		{id: "6f1c2a5e-0b7d-4c1e-9a3f-2d8e4b6a1c08"},
 	} {
-		first, dup := r.add(tc.id, finalRef{lineRef{"a.log", i}, 1})
-		if dup != tc.dup || (dup && first.lineRef != (lineRef{"a.log", tc.firstAt})) {
+		first, dup := r.add(tc.id, finalRef{lineRef{file: "a.log", line: i}, 1})
+		if dup != tc.dup || (dup && first.lineRef != (lineRef{file: "a.log", line: tc.firstAt})) {
 			t.Errorf("%d: add(%q) = %v, %v; want dup %v at a.log:%d", i, tc.id, first, dup, tc.dup, tc.firstAt)
 		}
 	}
 	// The oldest are forgotten once maxRecentIDs more were read.
 	for i := 0; i < maxRecentIDs; i++ {
-		if _, dup := r.add(fmt.Sprintf("%08x-0000-4000-8000-000000000000", i), finalRef{lineRef{"b.log", i}, 1}); dup {
+		if _, dup := r.add(fmt.Sprintf("%08x-0000-4000-8000-000000000000", i), finalRef{lineRef{file: "b.log", line: i}, 1}); dup {
 			t.Fatalf("add(%d) is a duplicate", i)
 		}
 	}
-	if _, dup := r.add(id, finalRef{lineRef{"c.log", 1}, 1}); dup {
+	if _, dup := r.add(id, finalRef{lineRef{file: "c.log", line: 1}, 1}); dup {
 		t.Errorf("add(%q) after %d others is a duplicate, want it forgotten", id, maxRecentIDs)
 	}
-	if first, dup := r.add(fmt.Sprintf("%08x-0000-4000-8000-000000000000", maxRecentIDs-1), finalRef{lineRef{"c.log", 2}, 1}); !dup || first.String() != fmt.Sprintf("b.log:%d", maxRecentIDs-1) {
+	if first, dup := r.add(fmt.Sprintf("%08x-0000-4000-8000-000000000000", maxRecentIDs-1), finalRef{lineRef{file: "c.log", line: 2}, 1}); !dup || first.String() != fmt.Sprintf("b.log:%d", maxRecentIDs-1) {
 		t.Errorf("the last ID read: %v, %v; want a duplicate of b.log:%d", first, dup, maxRecentIDs-1)
 	}
 }

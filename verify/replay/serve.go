@@ -634,6 +634,10 @@ func (r *Replayer) notAdmitted(j *job, out *Record, s served) {
 		// the pipeline's refusal rests on what a plugin read that the replay does not know: a
 		// policy may have denied it.
 		out.indeterminate(because(ReasonPluginInputUnknown, "an admission plugin read "+s.pluginMisses+", and the request "+j.rec.note))
+	case !j.rec.sure && r.ranAdmission(j.ev):
+		// The log's annotations show validating admission ran: the state the replay knows,
+		// over which the pipeline refused it before, is not the server's.
+		out.indeterminate(because(ReasonRebuild, "the log's annotations show validating admission ran, but sent through its pipeline over the state the replay knows it is "+describeServed(s)))
 	default:
 		j.result.skip, j.result.skipNote = SkipBeforeAdmission, j.rec.note
 		if j.result.skipNote == "" && s.resp.Status != nil {

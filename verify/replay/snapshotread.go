@@ -122,14 +122,14 @@ func (r *Replayer) findSnapshotRead(ctx context.Context) {
 		switch v := revisionRan(ev, t); {
 		case v == 0:
 		case v <= newest:
-			evidence = append(evidence, shown{v, received, lineRef{l.File, l.Num}.String()})
+			evidence = append(evidence, shown{v, received, lineRef{l.File, l.Num, l.Item}.String()})
 		case past.IsZero():
 			past = done
 		}
 		if v := shownVersion(ev, t); v > 0 {
 			gr := state.StorageOf(t.gvr.GroupResource())
 			if snap := r.state.SnapshotVersionOf(gr, t.namespace, t.name); v < snap && received.After(older[gr].received) {
-				older[gr] = shown{v, received, lineRef{l.File, l.Num}.String()}
+				older[gr] = shown{v, received, lineRef{l.File, l.Num, l.Item}.String()}
 			}
 		}
 		return true

@@ -42,7 +42,7 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 	if completed.IsZero() {
 		completed = r.currentLogTime() // when it completed is not known: not long before the next
 	}
-	r.state.BeginWrite(t.op == admission.Create && t.sub == "", ev.Received(), completed, lineRef{d.file, d.num}.String())
+	r.state.BeginWrite(t.op == admission.Create && t.sub == "", ev.Received(), completed, d.ref().String())
 	if ev.Loss.Lost.Has(auditlog.LostStageTime) {
 		r.state.ToTheSecond()
 	}
@@ -71,12 +71,12 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 		}()
 	}
 	if isMutator(gr) && t.sub == "" {
-		r.applyMutatorWrite(ev, t, lineRef{d.file, d.num}.String())
+		r.applyMutatorWrite(ev, t, d.ref().String())
 	}
 	if !r.state.Keeps(gr) {
 		return
 	}
-	src := lineRef{d.file, d.num}.String()
+	src := d.ref().String()
 	w := d.written
 	if w != nil && w.gen != r.cur().gen {
 		w = nil // prepared with a catalog the log has changed since
@@ -459,7 +459,7 @@ func (r *Replayer) failedDeleteCollection(d decoded, ev *Event, t target, j *job
 	if ev.Annotations["authorization.k8s.io/decision"] == "forbid" || !r.state.Keeps(gr) {
 		return
 	}
-	src := lineRef{d.file, d.num}.String()
+	src := d.ref().String()
 	why := fmt.Sprintf("the deletecollection at %s failed (%d) after deleting some of the objects it listed, maybe this one: the log does not say which", src, ev.Code())
 	items, itemUnknowns, unsure := r.listedBy(gr, t.namespace, ev)
 	if unsure != "" {
@@ -792,7 +792,7 @@ func (r *Replayer) refusedPodDelete(d decoded, ev *Event, t target, j *job) {
 		// validated twice; what deleteLeaves cannot tell may be either.
 		return
 	}
-	src := lineRef{d.file, d.num}.String()
+	src := d.ref().String()
 	// When it completed: a write the log records after it that ran concurrently does not make
 	// the pod known (State.keptUnknown).
 	defer r.state.MarkDone(gr, t.namespace, t.name, src, auditlog.ParseTime(ev.StageTimestamp))
@@ -1127,7 +1127,7 @@ func readAsAnswered(d decoded, ev *Event, t target, p *state.Prior, ran bool) bo
 		unknowns = append(unknowns, vapccel.Unknown{Path: objectPath("metadata", f), Why: why})
 	}
 	p.Found, p.Unknown, p.Raw, p.RV, p.Unknowns = true, "", raw, 0, unknowns
-	p.Source = "the DELETE's response at " + lineRef{d.file, d.num}.String() + " (the object it read, its deletion marks not known)"
+	p.Source = "the DELETE's response at " + d.ref().String() + " (the object it read, its deletion marks not known)"
 	return true
 }
 

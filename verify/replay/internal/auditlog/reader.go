@@ -37,6 +37,10 @@ type Line struct {
 	// an event read from an export, the line where the record that holds it begins).
 	File string
 	Num  int
+	// Item is the event's place among the events its line holds, from 1, where an export
+	// packs several in one line (a webhook batch, Firehose's records, which no newline
+	// separates); 0 for a log backend's line.
+	Item int
 	// Data is the line, its end included; nil when Err is set.
 	Data []byte
 	// Size is the bytes the line had, read or not.

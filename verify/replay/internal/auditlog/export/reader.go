@@ -20,8 +20,9 @@ type record struct {
 	// data is the audit.k8s.io/v1 Event, JSON, owned by the record; or, while unwrap is set,
 	// the envelope's record that holds it.
 	data []byte
-	// line is where the record begins in the file.
-	line int
+	// line is where the record begins in the file; item its place among the records that
+	// begin there (see auditlog.Line.Item).
+	line, item int
 	// err says where in the record and in which field it is wrong; a *auditlog.ReadError
 	// when the file stops being readable.
 	err error
@@ -104,6 +105,8 @@ type Reader struct {
 	next    int
 	ended   bool
 	wg      sync.WaitGroup
+	// lastLine and lastItem are where the last record the file gave began (itemOf).
+	lastLine, lastItem int
 }
 
 // recordBatch is a run of records unwrapped together by one worker.
@@ -404,6 +407,7 @@ func (r *Reader) Next() (l auditlog.Line, ok bool) {
 			// The file ends here: the pieces held are cut before it.
 			r.join.flush(r.order.push)
 		}
+		r.itemOf(&rec)
 		r.order.push(rec)
 	}
 }
@@ -428,10 +432,21 @@ func (r *Reader) nextRecord() (record, bool) {
 	return rec, true
 }
 
+// itemOf numbers the record among those that begin on its line, in the file's order: the
+// replay tells the events of one line apart by it.
+func (r *Reader) itemOf(rec *record) {
+	if rec.line == r.lastLine {
+		r.lastItem++
+	} else {
+		r.lastLine, r.lastItem = rec.line, 1
+	}
+	rec.item = r.lastItem
+}
+
 func (r *Reader) toLine(rec record) auditlog.Line {
 	if rec.dup {
 		putBuf(rec.data)
-		return auditlog.Line{File: r.file, Num: rec.line, Duplicate: true, Size: len(rec.data) + 1}
+		return auditlog.Line{File: r.file, Num: rec.line, Item: rec.item, Duplicate: true, Size: len(rec.data) + 1}
 	}
 	if rec.skip == "" && rec.err == nil && r.seen != nil && r.seen.again(rec) {
 		rec.skip = aksCopy
@@ -441,12 +456,12 @@ func (r *Reader) toLine(rec record) auditlog.Line {
 	}
 	if rec.skip != "" {
 		putBuf(rec.data)
-		return auditlog.Line{File: r.file, Num: rec.line, Skip: rec.skip}
+		return auditlog.Line{File: r.file, Num: rec.line, Item: rec.item, Skip: rec.skip}
 	}
 	if rec.dry != nil && rec.err == nil {
 		r.dry.settle(&rec)
 	}
-	l := auditlog.Line{File: r.file, Num: rec.line, Err: rec.err, Loss: rec.loss, Field: rec.field}
+	l := auditlog.Line{File: r.file, Num: rec.line, Item: rec.item, Err: rec.err, Loss: rec.loss, Field: rec.field}
 	if rec.err == nil {
 		// The log backend's lines end with a newline: so do these (the size a summary counts).
 		r.line = append(append(r.line[:0], rec.data...), '\n')

@@ -754,3 +754,51 @@ func TestFilteredReader(t *testing.T) {
 		}
 	}
 }
+
+// TestItemsOfALine: the events an export packs into one line (a webhook's EventList, Firehose's
+// records, which no newline separates) are numbered within it, in the file's order, so that a
+// replay tells them apart; each line's first is 1, and a log backend's line has none.
+func TestItemsOfALine(t *testing.T) {
+	t.Parallel()
+	ev := func(id string) string {
+		return `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"` + id + `","stage":"ResponseComplete","requestURI":"/api/v1/namespaces/a/pods","verb":"list","user":{"username":"u"},"objectRef":{"resource":"pods","namespace":"a","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":200},"requestReceivedTimestamp":"2026-01-01T00:00:0` + id + `.000000Z","stageTimestamp":"2026-01-01T00:00:0` + id + `.000100Z"}`
+	}
+	batch := func(ids ...string) string {
+		var items []string
+		for _, id := range ids {
+			items = append(items, ev(id))
+		}
+		return `{"kind":"EventList","apiVersion":"audit.k8s.io/v1","metadata":{},"items":[` + strings.Join(items, ",") + `]}` + "\n"
+	}
+	for _, tc := range []struct {
+		name   string
+		format export.Format
+		data   string
+		want   []string // line#item
+	}{
+		{"webhook batches", export.Webhook, batch("1", "2", "3") + batch("4"), []string{"1#1", "1#2", "1#3", "2#1"}},
+		{"log backend", export.Auto, ev("1") + "\n" + ev("2") + "\n", []string{"1#0", "2#0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := export.NewReader("log", strings.NewReader(tc.data), tc.format, auditlog.DefaultMaxLineBytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			var got []string
+			for {
+				l, ok := r.Next()
+				if !ok {
+					break
+				}
+				if l.Err != nil {
+					t.Fatal(l.Err)
+				}
+				got = append(got, fmt.Sprintf("%d#%d", l.Num, l.Item))
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("lines (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
