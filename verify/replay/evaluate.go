@@ -55,6 +55,9 @@ type lagged struct {
 	// settled says every state the informers may have held was evaluated and decided, each
 	// through a View of readBy.
 	settled bool
+	// contradicted says the log's verdicts contradict every state evaluated: a write logged
+	// later may give the one they are (see Replayer.reviseAhead).
+	contradicted bool
 }
 
 // jobResult is a job's outcome: skipped (and a note on why), not matched after all, or a
@@ -158,7 +161,7 @@ func (j *job) again() {
 	<-j.done
 	j.rec = j.revise.recorded
 	j.view = j.view.Fresh()
-	j.result.out, j.result.dec, j.result.skip, j.result.skipNote, j.result.notMatched, j.result.mutationRan, j.lag.readBy, j.lag.settled, j.result.reachedOn = nil, nil, "", "", false, false, nil, false, nil
+	j.result.out, j.result.dec, j.result.skip, j.result.skipNote, j.result.notMatched, j.result.mutationRan, j.lag.readBy, j.lag.settled, j.lag.contradicted, j.result.reachedOn = nil, nil, "", "", false, false, nil, false, false, nil
 	// What decidedAlike compares with is the prior's, which a revision may change.
 	j.alike = nil
 	j.done = make(chan struct{})

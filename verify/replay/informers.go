@@ -61,11 +61,26 @@ func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, evalu
 	e := r.lagStates(w, j, dec, evaluateOn)
 	j.lag.readBy = e.views
 	j.lag.settled = !e.cut.is() && !slices.ContainsFunc(e.states, func(st lagState) bool { return st.why.is() })
-	res := decide.Resolve(r.lagWorlds(j, e), sameOutcome)
+	worlds := r.lagWorlds(j, e)
+	if len(e.taken) > 0 && allContradicted(worlds) {
+		// The server was in none of them: a write concurrent with the request may have
+		// landed in an informer between two of its policies' or bindings' reads (the
+		// dispatcher reads each one's params as it evaluates it, in an order no log
+		// records), which no state of the whole informer gives.
+		_, alts, _ := settled(decide.Resolve(worlds, sameOutcome))
+		j.lag.contradicted = true
+		return nil, alts, laggedWrite(e.taken[0], "the log's verdicts are those of none of the states the informers may have held that the replay evaluates: one policy or binding may have read its params before the write and another after it")
+	}
+	res := decide.Resolve(worlds, sameOutcome)
 	if res.Certainty == decide.Certain && res.Chosen != nil && !res.Chosen.Likely {
 		res.Chosen.Outcome.Notes = append(res.Chosen.Outcome.Notes, "decided on params or namespaces in a state kube-apiserver's informers may have held other than the likely one: the verdicts the log records are those of that state")
 	}
 	return settled(res)
+}
+
+// allContradicted says whether every world is decided and the log's verdicts contradict each.
+func allContradicted(worlds []world) bool {
+	return len(worlds) > 1 && !slices.ContainsFunc(worlds, func(w world) bool { return !w.Decided || w.Evidence != decide.Disagrees })
 }
 
 // unknownRead says whether the views read resources a request logged later may have written

@@ -66,9 +66,10 @@ func (e *evaluation) holds(j *job, logTime time.Time) bool {
 }
 
 // readsTyped says whether the job, evaluated, read params or namespaces for an outcome a write
-// logged after it may change (see Replayer.reviseAhead).
+// logged after it may change (see Replayer.reviseAhead): decided, or not where the log's
+// verdicts contradict every state of the informers the writes so far give.
 func (j *job) readsTyped() bool {
-	if !j.isDone() || j.result.skip != "" || (j.result.out != nil && j.result.out.Decision == DecisionIndeterminate) {
+	if !j.isDone() || j.result.skip != "" || (j.result.out != nil && j.result.out.Decision == DecisionIndeterminate && !j.lag.contradicted) {
 		return false
 	}
 	return slices.ContainsFunc(j.lag.readBy, func(v *state.StateView) bool { return len(v.Gets) > 0 || len(v.Lists) > 0 })
