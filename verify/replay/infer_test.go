@@ -181,6 +181,15 @@ func TestLogLacksWrites(t *testing.T) {
 		lines: []string{birth, levelEvent(t, "other", auditlog.LevelRequestResponse, "patch", "configmaps", "ns1", "other", 200, "", map[string]any{"data": map[string]any{"max": "3"}}, cm("other")),
 			create},
 		decision: DecisionIndeterminate, reason: ReasonParamUnknown, note: true,
+	}, {
+		// kube-apiserver's flow-control configuration as it starts: the consumer's status patch
+		// of an object the producer's create, logged after it, made: they ran concurrently.
+		name: "a patch of an object whose create, logged after it, ran concurrently",
+		lines: []string{timedEvent(t, birth, "00.000000", "00.001000", nil),
+			timedEvent(t, levelEvent(t, "other", auditlog.LevelRequestResponse, "patch", "configmaps", "ns1", "other", 200, "", map[string]any{"data": map[string]any{"max": "3"}}, cm("other")), "01.000000", "01.010000", nil),
+			timedEvent(t, levelEvent(t, "oc", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "other", 201, "", cm("other"), cm("other")), "00.990000", "01.020000", nil),
+			timedEvent(t, create, "02.000000", "02.010000", nil)},
+		decision: DecisionAdmit,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			sum, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, tc.lines...)
@@ -246,6 +255,46 @@ func TestDeleteAnsweredOverUnknown(t *testing.T) {
 			if got != tc.want || rec.Decision != DecisionIndeterminate && len(rec.Disagreements) > 0 {
 				t.Errorf("delete: %s, want %s", describeRecord(rec), tc.want)
 			}
+		})
+	}
+}
+
+// TestNotFoundAfterFirstAttempt: a patch answered 404 whose annotations show validating
+// admission ran: the store's first attempt ran it on the version the object's deletion removed
+// (the watch cache's copy), then found it gone. Decided on that version; without the
+// annotations, refused before admission.
+func TestNotFoundAfterFirstAttempt(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("guard", "configmaps", admissionregistrationv1.Update, nil, "true")
+	p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "old", ValueExpression: "string(oldObject.data.k)"}}
+	b.Spec.ValidationActions = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Audit}
+	cm := func(rv, v string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1", "uid": "u1", "resourceVersion": rv}, "data": map[string]any{"k": v}}
+	}
+	// The log begins with the cluster's creation: the State knows configmaps whole.
+	birth := asUser(t, levelEvent(t, "birth", auditlog.LevelRequestResponse, "create", "namespaces", "", "kube-system", 201, "", nil,
+		map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "kube-system"}}), "system:apiserver")
+	notFound := `configmaps "cm" not found`
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		want        string
+	}{
+		{"the log shows admission ran", map[string]string{"guard/old": "b"}, DecisionAdmit},
+		{"it does not", nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			lines := []string{
+				timedEvent(t, birth, "00.000000", "00.001000", nil),
+				timedEvent(t, levelEvent(t, "c", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm("", "a"), cm("5", "a")), "01.000000", "01.010000", nil),
+				timedEvent(t, levelEvent(t, "u", auditlog.LevelRequestResponse, "update", "configmaps", "ns1", "cm", 200, "", cm("5", "b"), cm("6", "b")), "02.000000", "02.010000", nil),
+				timedEvent(t, levelEvent(t, "d", auditlog.LevelRequestResponse, "delete", "configmaps", "ns1", "cm", 200, "", nil, cm("6", "b")), "03.000000", "03.010000", nil),
+				timedEvent(t, levelEvent(t, "p", auditlog.LevelRequestResponse, "patch", "configmaps", "ns1", "cm", 404, notFound,
+					map[string]any{"data": map[string]any{"k": "c"}}, nil), "03.005000", "03.020000", tc.annotations),
+			}
+			_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, lines...)
+			checkDecision(t, recs["p"], tc.want, "")
 		})
 	}
 }

@@ -182,6 +182,9 @@ type Replayer struct {
 	state     *state.State
 	evals     []evalWorker
 	running   *evaluation
+	// lacking is the write that withdrew what the State knew whole, while its object's create
+	// may still come (see lacksWrites).
+	lacking *lackingWrite
 	// facts are what the log has shown so far of the server's configuration (ordered stage).
 	facts serverFacts
 	// logStamp is the latest completion of a request the log records so far; logTime is it

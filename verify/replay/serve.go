@@ -430,7 +430,7 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 		return
 	}
 	if len(s.calls) == 0 && !refusedByMutation {
-		if !r.conflictAfterFirstAttempt(ctx, w, j, out) {
+		if !r.conflictAfterFirstAttempt(ctx, w, j, out) && !r.notFoundAfterFirstAttempt(ctx, w, j, out) {
 			r.notAdmitted(j, out, s)
 			r.pendingRaced(ctx, w, j, out)
 		}

@@ -382,6 +382,41 @@ func (r *Replayer) staleAttemptPossible(ev *Event, t target) bool {
 	return t.op == admission.Update && p.RV == asked && p.Raw != nil || slices.ContainsFunc(p.Stale, func(sp state.Prior) bool { return sp.RV == asked })
 }
 
+// notFoundAfterFirstAttempt decides an update or delete the server answered 404 on its own
+// object, which the pipeline refuses before admission on the State (the object deleted), on
+// the version its deletion removed, where the log's annotations show validating admission ran:
+// the store's first attempt ran it on that version (the watch cache's copy, or a read a
+// concurrent delete overtook), then found the object gone. The response is 404 either way. It
+// says whether it decided the job.
+func (r *Replayer) notFoundAfterFirstAttempt(ctx context.Context, w evalWorker, j *job, out *Record) bool {
+	if !notFoundItself(j.ev, j.t) || !r.ranAdmission(j.ev) {
+		return false
+	}
+	p, ok := r.state.DeletedPrior(j.t.gvr.GroupResource(), j.t.namespace, j.t.name)
+	if !ok {
+		return false
+	}
+	dec, err := r.decideOn(ctx, w, j, p)
+	if err != nil {
+		out.indeterminate(undecidedOf(err))
+		out.OldObjectSource = p.Source
+		return true
+	}
+	if dec == nil || !dec.Allowed {
+		// Refused on that copy, it was run again on the live object: gone, 404.
+		return false
+	}
+	out.fill(dec)
+	out.Recorded, out.RecordedNote, out.recordedByVAP = RecordedAdmit, "failed after validating admission: NotFound (the object was deleted since the version admission read)", false
+	out.OldObjectSource = p.Source
+	out.Notes = append(out.Notes, "decided on kube-apiserver's first attempt, on "+p.Source+": the object was gone when the store wrote, and the request failed with 404 NotFound after admission")
+	if j.byAnnotations() {
+		out.Disagreements = check(j.ev, recording{outcome: RecordedAdmit, vapRan: true}, dec, j.evidenced)
+	}
+	j.result.dec = dec
+	return true
+}
+
 // notFoundItself says whether the server answered an update or delete 404 NotFound on its own
 // object.
 func notFoundItself(ev *Event, t target) bool {

@@ -117,15 +117,49 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 // while the State never saw it: the log lacks writes the server made (another kube-apiserver's
 // log of the same cluster, an audit policy that does not log the resource), and the objects
 // it does not show may be anywhere.
+//
+// The object's create may be logged after the write, having run concurrently with it (its
+// response completed after the write's: kube-apiserver's own flow-control configuration as it
+// starts): a create of it received before the write completed, logged within the lookahead,
+// gives back what the State knew whole (State.Restore).
 func (r *Replayer) lacksWrites(ev *Event, t target, gr schema.GroupResource, src string) {
 	code := ev.Code()
+	if l := r.lacking; l != nil {
+		switch done := auditlog.ParseTime(ev.StageTimestamp); {
+		case (ev.Verb == "create" || code == http.StatusCreated) && l.gr == state.StorageOf(gr) && l.namespace == t.namespace && l.name == t.name &&
+			!ev.Received().IsZero() && !ev.Received().After(l.done):
+			if r.state.Restore() {
+				r.output.sum.Notes = slices.DeleteFunc(r.output.sum.Notes, func(n string) bool { return n == l.note })
+			}
+			r.lacking = nil
+		case !done.IsZero() && done.Sub(l.done) > lookahead:
+			r.state.KeepWithdrawn()
+			r.lacking = nil
+		}
+	}
 	if t.name == "" || code < 200 || code >= 300 || code == http.StatusCreated || ev.Verb == "create" || ev.Verb == "deletecollection" ||
 		!r.state.Complete(gr) || !r.state.NeverSeen(gr, t.namespace, t.name) {
 		return
 	}
 	why := fmt.Sprintf("the log lacks writes the server made: %s %s, which it never showed, was there for the %s at %s (another kube-apiserver's log, or an audit policy that does not log it)", gr, state.JoinKey(t.namespace, t.name), ev.Verb, src)
+	note := why + ": no resource is taken as known whole after it; give every kube-apiserver's log"
+	if r.lacking != nil {
+		r.state.KeepWithdrawn() // two: the log lacks writes
+		r.lacking = nil
+	} else if done := auditlog.ParseTime(ev.StageTimestamp); !done.IsZero() {
+		r.lacking = &lackingWrite{gr: state.StorageOf(gr), namespace: t.namespace, name: t.name, done: done, note: note}
+	}
 	r.state.Withdraw(why)
-	r.output.sum.Notes = append(r.output.sum.Notes, why+": no resource is taken as known whole after it; give every kube-apiserver's log")
+	r.output.sum.Notes = append(r.output.sum.Notes, note)
+}
+
+// lackingWrite is the write of an object the State never saw that withdrew what it knew whole,
+// until the object's create, logged after it, shows it ran concurrently (see lacksWrites).
+type lackingWrite struct {
+	gr              schema.GroupResource
+	namespace, name string
+	done            time.Time
+	note            string
 }
 
 // mayBeDryRun keeps what the State knows of an object after a write whose export lost whether

@@ -55,6 +55,9 @@ type State struct {
 	// incomplete are the resources allSince does not hold for any more (a write the log shows
 	// without its effect); replaced, never changed: Views share it.
 	incomplete map[schema.GroupResource]string // why
+	// withdrawn is what the State knew whole before the first Withdraw, until Restore or
+	// KeepWithdrawn.
+	withdrawn *completeness
 
 	// replaced are the entries the latest writes replaced (see priorOf), at most
 	// maxReplaced of them, oldest first in replacedOrder.
@@ -382,6 +385,9 @@ func (s *State) MarkAllComplete(why string) {
 // object the State held to be absent): no resource is taken as known whole from then on, as
 // the log's beginning with the cluster's creation or a CRD's create had made some.
 func (s *State) Withdraw(why string) {
+	if s.withdrawn == nil && (s.AllSince != "" || len(s.complete) > 0) {
+		s.withdrawn = &completeness{complete: s.complete, incomplete: s.incomplete, allSince: s.AllSince, why: why}
+	}
 	s.AllSince = ""
 	if len(s.complete) == 0 {
 		return
@@ -397,6 +403,48 @@ func (s *State) Withdraw(why string) {
 	}
 	s.incomplete, s.complete = inc, map[schema.GroupResource]string{}
 }
+
+// DeletedPrior is the version of the object its latest deletion the State remembers removed,
+// when the State knows it whole.
+func (s *State) DeletedPrior(gr schema.GroupResource, namespace, name string) (Prior, bool) {
+	e := s.deleted.m[ReplacedKey{StorageOf(gr), ObjectKey{namespace, name}}]
+	if e == nil || e.Raw == nil || e.Unknown != "" {
+		return Prior{}, false
+	}
+	return Prior{Kept: true, Found: true, Raw: e.Raw, RV: e.rv, Unknowns: e.unknowns, Source: e.Source + ", the version its deletion removed"}, true
+}
+
+// completeness is what the State knows whole.
+type completeness struct {
+	complete, incomplete map[schema.GroupResource]string
+	allSince             string
+	why                  string // the Withdraw's
+}
+
+// Restore gives the State back what it knew whole before Withdraw, and says whether it did: the
+// write that withdrew it turned out to be the log's after all (a create logged after it that
+// ran concurrently with it). What it took as incomplete since stays incomplete.
+func (s *State) Restore() bool {
+	w := s.withdrawn
+	if w == nil {
+		return false
+	}
+	s.withdrawn = nil
+	inc := make(map[schema.GroupResource]string, len(w.incomplete))
+	for k, v := range w.incomplete {
+		inc[k] = v
+	}
+	for k, v := range s.incomplete {
+		if v != w.why {
+			inc[k] = v // taken as incomplete since, for another reason
+		}
+	}
+	s.complete, s.incomplete, s.AllSince = w.complete, inc, w.allSince
+	return true
+}
+
+// KeepWithdrawn forgets what the State knew whole before Withdraw: Restore does nothing after it.
+func (s *State) KeepWithdrawn() { s.withdrawn = nil }
 
 // NeverSeen says whether the State holds nothing of the object: no version, no deletion.
 func (s *State) NeverSeen(gr schema.GroupResource, namespace, name string) bool {
