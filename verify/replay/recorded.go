@@ -170,6 +170,13 @@ func classify(ev *Event, connect bool) recording {
 		if allocationFailed(ev, msg) {
 			return recording{skip: SkipBeforeAdmission, sure: true, note: "the address or port it asked for could not be allocated"}
 		}
+		if verb == "patch" && msg == patchFailed {
+			// The patcher's answer when the patch does not apply to the object it read (a
+			// JSON patch's path missing, a list of lists: NewGenericServerResponse with no
+			// message), before admission: the pipeline getting past it over the State says
+			// only that the State is not the version the server read.
+			return recording{skip: SkipBeforeAdmission, sure: true, note: "its patch did not apply to the object"}
+		}
 		return recording{skip: SkipBeforeAdmission, note: "Invalid"}
 	case 400, 405, 406, 413, 415:
 		if code == 400 && tokenRequest(ev) && strings.HasPrefix(msg, "cannot bind token") {
@@ -195,6 +202,10 @@ func ranBeforeFailing(ev *Event, rec recording) recording {
 	}
 	return recording{outcome: RecordedAdmit, vapRan: true, note: "failed after admission: " + cmp.Or(rec.note, httpCode(ev.Code())) + " (the log's annotations show validating admission ran)"}
 }
+
+// patchFailed is the message of kube-apiserver's 422 for a patch that does not apply
+// (endpoints/handlers/patch.go: a generic server response without a message of its own).
+const patchFailed = "the server rejected our request due to an error in our request"
 
 // tokenRequest says whether the event is a create of a service account's TokenRequest.
 func tokenRequest(ev *Event) bool {

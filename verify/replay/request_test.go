@@ -147,6 +147,9 @@ func TestClassify(t *testing.T) {
 		{"a node port taken", service(ev("create", "", 422, "Invalid", `Service "low" is invalid: spec.ports[0].nodePort: Invalid value: 30050: provided port is already allocated`, nil)), out{"", "", SkipBeforeAdmission, true}},
 		{"a node port out of range", service(ev("update", "", 422, "Invalid", `Service "low" is invalid: spec.ports[1].nodePort: Invalid value: 80: provided port is not in the valid range. The range of valid ports is 30000-32767`, nil)), out{"", "", SkipBeforeAdmission, true}},
 		{"an address taken", service(ev("create", "", 422, "Invalid", `Service "s" is invalid: spec.clusterIPs: Invalid value: []string{"10.0.0.10"}: failed to allocate IP 10.0.0.10: provided IP is already allocated`, nil)), out{"", "", SkipBeforeAdmission, true}},
+		// The patcher's answer to a JSON patch whose path the object it read lacks (random
+		// parity m:1168: a concurrent merge patch, logged after it, added the map it adds to).
+		{"a patch that does not apply", ev("patch", "", 422, "Invalid", patchFailed, nil), out{"", "", SkipBeforeAdmission, true}},
 		{"a pod's nodePort-like message", ev("create", "", 422, "Invalid", `Pod "p" is invalid: spec.ports[0].nodePort: Invalid value: 1: provided port is already allocated`, nil), out{"", "", SkipBeforeAdmission, false}},
 		{"vap deny of the quota's update", ev("create", "", 422, "Invalid", `resourcequotas "quota" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b' denied request: no`, nil), out{RecordedUnknown, "", "", false}},
 		{"webhook", ev("delete", "", 403, "Forbidden", `admission webhook "w.example.com" denied the request: no`, nil), out{RecordedDeny, `admission webhook "w.example.com"`, "", false}},
