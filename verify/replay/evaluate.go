@@ -586,7 +586,7 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undeci
 	var partial undecided
 	if len(misses) == 0 {
 		// What the evaluator read of a param or namespace the State knows but for some fields.
-		partial = r.dependsOnPartial(j.policies, j.view.Partials)
+		partial = r.dependsOnPartial(j.policies, j.view.Partials, dec)
 	}
 	if len(dec.Results) == 0 && len(misses) == 0 && !partial.is() && !j.result.mutationRan && len(lagAlternatives) == 0 {
 		j.result.notMatched = true
@@ -753,19 +753,26 @@ func (r *Replayer) decidedWithoutMissing(w evalWorker, j *job, dec *verify.Decis
 
 // dependsOnPartial says why a policy's decision depends on a field of a param or namespace
 // the evaluator read that the State does not know (see partialUse); zero when none does.
-func (r *Replayer) dependsOnPartial(policies []string, partials []state.PartialUse) undecided {
+func (r *Replayer) dependsOnPartial(policies []string, partials []state.PartialUse, dec *verify.Decision) undecided {
 	for _, pu := range partials {
 		root, reason := "params", ReasonParamUnknown
 		if pu.GR == state.NamespacesGR {
 			root, reason = "namespaceObject", ReasonNamespaceUnknown
 		}
 		us := make([]vapccel.Unknown, len(pu.Unknowns))
+		var shapes []vapccel.Unknown
 		for i, u := range pu.Unknowns {
 			u.Path = vapccel.FieldPath{Root: root, Steps: u.Path.Steps}
 			us[i] = u
+			if !u.ValueOnly {
+				shapes = append(shapes, u)
+			}
 		}
 		for _, p := range policies {
-			if read, u, dep := r.set.reads[p].DependsOn(us); dep {
+			// The messageExpressions of validations that did not fail read only values there
+			// (readsOf): the decision (nil: not made yet) says which.
+			reads, _ := r.readsOf(p, dec, shapes)
+			if read, u, dep := reads.DependsOn(us); dep {
 				return because(reason, fmt.Sprintf("policy %s reads %s, and %s of %s %s is not known: %s", p, read.Path, u.Path, pu.GR, pu.Key(), u.Why))
 			}
 		}

@@ -187,7 +187,7 @@ func (r *Replayer) lagState(w evalWorker, j *job, u []state.TypedWrite, evaluate
 	case len(v.Misses()) > 0:
 		st.why = laggedWrite(u[0], u[0].Version()+" is not known: "+state.MissText(v.Misses()))
 	default:
-		if why := r.dependsOnPartial(j.policies, v.Partials); why.is() {
+		if why := r.dependsOnPartial(j.policies, v.Partials, alt); why.is() {
 			st.why = why
 			return st, nil
 		}
@@ -352,7 +352,7 @@ func (r *Replayer) unknownBefore(j *job, undone []state.TypedWrite) undecided {
 			return laggedWrite(tw, tw.Version()+" is not known")
 		}
 		if tw.Had && len(tw.Prev.Unknowns) > 0 {
-			if why := r.dependsOnPartial(j.policies, []state.PartialUse{{GR: tw.GR, Obj: tw.Obj, Unknowns: tw.Prev.Unknowns}}); why.is() {
+			if why := r.dependsOnPartial(j.policies, []state.PartialUse{{GR: tw.GR, Obj: tw.Obj, Unknowns: tw.Prev.Unknowns}}, nil); why.is() {
 				return laggedWrite(tw, tw.Version()+" is not known in full: "+why.detail)
 			}
 		}

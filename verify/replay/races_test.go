@@ -213,6 +213,11 @@ func TestCutRecordings(t *testing.T) {
 		// of the whole informer gives: the log's verdicts contradict every state evaluated,
 		// and the record says so instead of claiming the likely one.
 		{name: "params read across a write", dir: "params-read-across-a-write", check: true, want: map[int]string{236: "indeterminate indeterminate"}},
+		// A helper's recording cut to a param ConfigMap written at level Request (its new
+		// resourceVersion not known) and DELETEs of ConfigMaps: the policy's messageExpression
+		// names the param's resourceVersion, and a message is used only where its validation
+		// fails: the admitted DELETEs are decided.
+		{name: "a param read only in a message", dir: "param-read-in-message", check: true, want: map[int]string{13: "admit certain", 15: "admit certain"}},
 		{name: "a deletecollection refused while params lagged", dir: "deletecollection-refused-lagged", check: true, want: map[int]string{169: "deny certain", 170: "deny certain"}},
 		// A create with generateName that the server refused, cut from a helper's recording:
 		// a MutatingAdmissionPolicy that stamps an object without a name stamped it (mutating
