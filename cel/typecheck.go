@@ -96,8 +96,23 @@ type kindIssues struct {
 }
 
 // requestResourceUnresolved is what the type checker says of authorizer.requestResource, which
-// it resolves as a field of authorizer (see reportTypeIssues).
+// it resolves as a field of authorizer (see checkerOnly).
 const requestResourceUnresolved = "unexpected failed resolution of 'kubernetes.authorization.Authorizer'"
+
+// checkerOnly is why an issue is the type checker's alone, the expression working at runtime,
+// as the hint of the warning kube-controller-manager reports; "" for an issue of the
+// expression. A field in the schema in a form the checker does not type; authorizer.requestResource,
+// which kube-apiserver's compiler declares (plugin/cel.RequestResourceAuthorizerVarName) and
+// the checker does not (it resolves it as a field of authorizer).
+func checkerOnly(is celIssue) string {
+	switch {
+	case is.untyped:
+		return "the field is in the kind's OpenAPI schema, in a form kube-apiserver's type checker does not type (a map of quantities, a field of several types): kube-controller-manager reports this as a warning, and the expression works on the object at runtime"
+	case strings.Contains(is.msg, requestResourceUnresolved):
+		return "kube-controller-manager's type checker does not declare authorizer.requestResource, which kube-apiserver declares: it reports this as a warning in status.typeChecking, and the expression works at runtime"
+	}
+	return ""
+}
 
 // reportTypeIssues reports the type errors of an expression with the severity the server
 // means: kube-controller-manager writes every one as a warning into status.typeChecking, and
@@ -129,28 +144,14 @@ func reportTypeIssues(r *reporter, e policyExpression, all []string, failed []ki
 		for _, is := range ki.issues {
 			p := place{is.line, is.col}
 			kinds := failing[p]
-			if strings.Contains(is.msg, requestResourceUnresolved) {
-				// kube-controller-manager's TypeChecker declares authorizer but not the variable
-				// authorizer.requestResource, which kube-apiserver's compiler declares
-				// (plugin/cel.RequestResourceAuthorizerVarName): its warning, not an
-				// expression that cannot work.
+			if hint := checkerOnly(is); hint != "" {
+				// Only the type checker fails here: its warning, not an expression that cannot
+				// work.
 				if reported[p] {
 					continue
 				}
 				reported[p] = true
-				r.addIssue(Warning, CategoryType, e.path, e.expr, strings.Join(kinds, ", "),
-					"kube-controller-manager's type checker does not declare authorizer.requestResource, which kube-apiserver declares: it reports this as a warning in status.typeChecking, and the expression works at runtime", is)
-				continue
-			}
-			if is.untyped {
-				// In the schema, in a form the type checker does not type: its warning, not an
-				// expression that cannot work.
-				if reported[p] {
-					continue
-				}
-				reported[p] = true
-				r.addIssue(Warning, CategoryType, e.path, e.expr, strings.Join(kinds, ", "),
-					"the field is in the kind's OpenAPI schema, in a form kube-apiserver's type checker does not type (a map of quantities, a field of several types): kube-controller-manager reports this as a warning, and the expression works on the object at runtime", is)
+				r.addIssue(Warning, CategoryType, e.path, e.expr, strings.Join(kinds, ", "), hint, is)
 				continue
 			}
 			if len(kinds) == len(all) {

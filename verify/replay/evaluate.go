@@ -335,7 +335,7 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 		r.cfg.evaluateHook(j.ev)
 	}
 	// Decoded on the worker, not the ordered stage: every scheduled pod's DELETE marks it.
-	answered := j.t.op == admission.Delete && j.ev.Verb == "delete" && readAsAnswered(j.d, j.ev, j.t, &j.prior, r.ranAdmission(j.ev))
+	answered := j.t.op == admission.Delete && j.ev.Verb == "delete" && r.readAsAnswered(j.d, j.ev, j.t, &j.prior)
 	if other := markedOtherVersion(j.d, j.ev, j.t, &j.prior); len(other) > 0 && !answered {
 		j.prior.Unknowns = append(slices.Clip(j.prior.Unknowns), other...)
 	}

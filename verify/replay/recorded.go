@@ -136,6 +136,12 @@ func classify(ev *Event, connect bool) recording {
 		// what refused the request, and whether admission ran before, is not known from it.
 		return recording{outcome: RecordedUnknown, note: "failed, and " + ev.Loss.Of(auditlog.LostCode) + ": cannot tell whether admission ran"}
 	}
+	return classifyCode(ev, code, msg, reason, connect)
+}
+
+// classifyCode reads a refusal no policy, webhook or mutating policy claims, and whose export
+// kept its message and code, by its code.
+func classifyCode(ev *Event, code int32, msg, reason string, connect bool) recording {
 	verb := ev.Verb
 	switch code {
 	case 401:

@@ -596,6 +596,37 @@ func (l lineRef) String() string {
 // ref is where the event is, one event's own place.
 func (d decoded) ref() lineRef { return lineRef{d.file, d.num, d.item} }
 
+// recordedOf is what the log says validating admission did of the request (classify),
+// settled by what else the log shows: whether the pipeline decides whether admission ran before
+// the refusal, and why the old object is not known when the log's annotations show a first
+// attempt ran admission on a version the replay does not evaluate it on (firstAttemptUnknown).
+func (r *Replayer) recordedOf(ev *Event, t target) (rec recording, pipeline bool, firstUnknown string) {
+	rec = classify(ev, t.connect)
+	if rec.skip == SkipBeforeAdmission && notFoundItself(ev, t) && !r.ranAdmission(ev) {
+		// Its own object was gone when the store last read it: admission ran only on a first
+		// attempt on an older copy (the watch cache's, or a read a concurrent delete
+		// overtook), which the log's annotations show. Without them, as a 409's, it was
+		// refused before admission.
+		rec.sure = true
+	}
+	// A request the server refused for another reason than authentication or authorization
+	// is sent through its pipeline, which tells whether validating admission ran before the
+	// refusal; the log's message alone does not always.
+	pipeline = rec.skip == SkipBeforeAdmission && (!rec.sure || r.staleAttemptPossible(ev, t)) && r.usesPipeline(ev, t)
+	if rec.skip == SkipBeforeAdmission && !pipeline {
+		if firstUnknown = r.firstAttemptUnknown(ev, t); firstUnknown != "" {
+			rec = recording{outcome: RecordedAdmit, vapRan: true, note: "failed after admission: Conflict"}
+		}
+	}
+	if rec.skip == SkipBeforeAdmission && !pipeline && !rec.sure && firstUnknown == "" && r.ranAdmission(ev) {
+		// The log's annotations show validating admission ran: what refused the request
+		// came after it (a TokenRequest's bound object, a 409 after a first attempt), or its
+		// message is lost.
+		rec = ranBeforeFailing(ev, rec)
+	}
+	return rec, pipeline, firstUnknown
+}
+
 // request replays one request.
 func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	t, skip := r.resolve(ev)
@@ -608,30 +639,7 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	r.noteUnlearned(d, ev, t)
 	r.reviseConcurrent(d, ev, t)
 	r.detectBirth(d, ev, t)
-	rec := classify(ev, t.connect)
-	if rec.skip == SkipBeforeAdmission && notFoundItself(ev, t) && !r.ranAdmission(ev) {
-		// Its own object was gone when the store last read it: admission ran only on a first
-		// attempt on an older copy (the watch cache's, or a read a concurrent delete
-		// overtook), which the log's annotations show. Without them, as a 409's, it was
-		// refused before admission.
-		rec.sure = true
-	}
-	// A request the server refused for another reason than authentication or authorization
-	// is sent through its pipeline, which tells whether validating admission ran before the
-	// refusal; the log's message alone does not always.
-	pipeline := rec.skip == SkipBeforeAdmission && (!rec.sure || r.staleAttemptPossible(ev, t)) && r.usesPipeline(ev, t)
-	var firstUnknown string
-	if rec.skip == SkipBeforeAdmission && !pipeline {
-		if firstUnknown = r.firstAttemptUnknown(ev, t); firstUnknown != "" {
-			rec = recording{outcome: RecordedAdmit, vapRan: true, note: "failed after admission: Conflict"}
-		}
-	}
-	if rec.skip == SkipBeforeAdmission && !pipeline && !rec.sure && firstUnknown == "" && r.ranAdmission(ev) {
-		// The log's annotations show validating admission ran: what refused the request
-		// came after it (a TokenRequest's bound object, a 409 after a first attempt), or its
-		// message is lost.
-		rec = ranBeforeFailing(ev, rec)
-	}
+	rec, pipeline, firstUnknown := r.recordedOf(ev, t)
 	if rec.skip != "" && !pipeline {
 		r.output.sum.skip(rec.skip, rec.note)
 		return

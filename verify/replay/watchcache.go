@@ -334,17 +334,26 @@ func (r *Replayer) conflictAfterFirstAttempt(ctx context.Context, w evalWorker, 
 			}
 			return false
 		}
-		out.fill(dec)
-		out.Recorded, out.RecordedNote, out.recordedByVAP = RecordedAdmit, "failed after validating admission: Conflict (the live object had changed since the watch cache's copy admission read)", false
-		out.OldObjectSource = sp.Source
-		out.Notes = append(out.Notes, "decided on kube-apiserver's first attempt, on its watch cache's copy of "+sp.Source+": the live object had changed, and the request failed with 409 Conflict after admission")
-		if j.byAnnotations() {
-			out.Disagreements = check(j.ev, recording{outcome: RecordedAdmit, vapRan: true}, dec, j.evidenced)
-		}
-		j.result.dec = dec
+		admittedOnFirstAttempt(j, out, dec, sp.Source, "Conflict (the live object had changed since the watch cache's copy admission read)",
+			"its watch cache's copy of "+sp.Source+": the live object had changed, and the request failed with 409 Conflict after admission")
 		return true
 	}
 	return false
+}
+
+// admittedOnFirstAttempt records the job as decided (dec, an admission) on kube-apiserver's first
+// attempt at it, on the version source names, after which the request failed (failure: why,
+// as the record's note of what the log records; after: what the first attempt was on, and
+// what came after it).
+func admittedOnFirstAttempt(j *job, out *Record, dec *verify.Decision, source, failure, after string) {
+	out.fill(dec)
+	out.Recorded, out.RecordedNote, out.recordedByVAP = RecordedAdmit, "failed after validating admission: "+failure, false
+	out.OldObjectSource = source
+	out.Notes = append(out.Notes, "decided on kube-apiserver's first attempt, on "+after)
+	if j.byAnnotations() {
+		out.Disagreements = check(j.ev, recording{outcome: RecordedAdmit, vapRan: true}, dec, j.evidenced)
+	}
+	j.result.dec = dec
 }
 
 // ranAdmission says whether the log's annotations of the request show validating admission ran:
@@ -406,14 +415,8 @@ func (r *Replayer) notFoundAfterFirstAttempt(ctx context.Context, w evalWorker, 
 		// Refused on that copy, it was run again on the live object: gone, 404.
 		return false
 	}
-	out.fill(dec)
-	out.Recorded, out.RecordedNote, out.recordedByVAP = RecordedAdmit, "failed after validating admission: NotFound (the object was deleted since the version admission read)", false
-	out.OldObjectSource = p.Source
-	out.Notes = append(out.Notes, "decided on kube-apiserver's first attempt, on "+p.Source+": the object was gone when the store wrote, and the request failed with 404 NotFound after admission")
-	if j.byAnnotations() {
-		out.Disagreements = check(j.ev, recording{outcome: RecordedAdmit, vapRan: true}, dec, j.evidenced)
-	}
-	j.result.dec = dec
+	admittedOnFirstAttempt(j, out, dec, p.Source, "NotFound (the object was deleted since the version admission read)",
+		p.Source+": the object was gone when the store wrote, and the request failed with 404 NotFound after admission")
 	return true
 }
 

@@ -1110,12 +1110,12 @@ var changesOnDelete = map[schema.GroupResource]bool{
 // store ran admission on the object it then marked or removed (updateForGracefulDeletionAndFinalizers,
 // etcd3's conditionalDelete, which runs it again on the live object when the cached one was
 // stale). An answer marked deleted is given only where the log's annotations show admission
-// ran (ran): the object may have been marked before, its graceful deletion pending, which the
+// ran: the object may have been marked before, its graceful deletion pending, which the
 // store completes without admission unless the DELETE shortens it (rest.BeforeDelete); its
 // marks are left out of the old object, known to be absent where the options ask for no grace
 // period and the marks have one (which only this DELETE can have given). It says whether it
 // gave it.
-func readAsAnswered(d decoded, ev *Event, t target, p *state.Prior, ran bool) bool {
+func (r *Replayer) readAsAnswered(d decoded, ev *Event, t target, p *state.Prior) bool {
 	if t.sub != "" || !p.Kept || (p.Found && p.Unknown == "") || (!p.Found && p.Unknown == "" && p.Complete) || changesOnDelete[t.gvr.GroupResource()] {
 		return false
 	}
@@ -1136,7 +1136,7 @@ func readAsAnswered(d decoded, ev *Event, t target, p *state.Prior, ran bool) bo
 	g := answer.GetDeletionGracePeriodSeconds()
 	unmarked := answer.GetDeletionTimestamp() == nil || !asked && g != nil && *g > 0
 	if answer.GetDeletionTimestamp() != nil {
-		if !ran {
+		if !r.ranAdmission(ev) {
 			return false
 		}
 		answer = answer.DeepCopy()

@@ -36,6 +36,7 @@ func readLog(t testing.TB, name string) []byte {
 // line is what a test reads of a Reader's line.
 type line struct {
 	num  int
+	item int
 	data []byte
 	err  error
 	loss auditlog.Loss
@@ -64,7 +65,7 @@ func readFrom(t testing.TB, name string, in io.Reader, f export.Format) (export.
 		if l.File != name {
 			t.Errorf("line %d: File = %q, want %q", l.Num, l.File, name)
 		}
-		out = append(out, line{num: l.Num, data: bytes.Clone(l.Data), err: l.Err, loss: l.Loss, dup: l.Duplicate, skip: l.Skip})
+		out = append(out, line{num: l.Num, item: l.Item, data: bytes.Clone(l.Data), err: l.Err, loss: l.Loss, dup: l.Duplicate, skip: l.Skip})
 	}
 }
 
@@ -780,21 +781,13 @@ func TestItemsOfALine(t *testing.T) {
 		{"log backend", export.Auto, ev("1") + "\n" + ev("2") + "\n", []string{"1#0", "2#0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := export.NewReader("log", strings.NewReader(tc.data), tc.format, auditlog.DefaultMaxLineBytes)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close()
+			_, lines := readAll(t, "log", []byte(tc.data), tc.format)
 			var got []string
-			for {
-				l, ok := r.Next()
-				if !ok {
-					break
+			for _, l := range lines {
+				if l.err != nil {
+					t.Fatal(l.err)
 				}
-				if l.Err != nil {
-					t.Fatal(l.Err)
-				}
-				got = append(got, fmt.Sprintf("%d#%d", l.Num, l.Item))
+				got = append(got, fmt.Sprintf("%d#%d", l.num, l.item))
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("lines (-want +got):\n%s", diff)
