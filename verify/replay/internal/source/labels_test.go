@@ -47,3 +47,28 @@ func TestLabelsDryRuns(t *testing.T) {
 		})
 	}
 }
+
+// TestContainsFrom holds containsFrom to bytes.Contains: the needle searched from its capital
+// letter is found where it is whole, not where only its part from there is.
+func TestContainsFrom(t *testing.T) {
+	needle := []byte(`"command.gke.io/dryRun"`)
+	for _, b := range []string{
+		``,
+		`"command.gke.io/dryRun"`,
+		`{"labels":{"command.gke.io/dryRun":"true"}}`,
+		`{"x":"dryRun","y":"io/dryRun"}`,
+		`.gke.io/dryRun" "command.gke.io/dryRun`,
+		`Run" "command.gke.io/dryRun"`,
+		`"command.gke.io/dryRun`,
+	} {
+		if got, want := containsFrom([]byte(b), needle, rarest(needle)), bytes.Contains([]byte(b), needle); got != want {
+			t.Errorf("containsFrom(%q) = %v, want %v", b, got, want)
+		}
+	}
+	if got := rarest(needle); got != strings.IndexByte(string(needle), 'R') {
+		t.Errorf("rarest = %d, want the R's", got)
+	}
+	if got := rarest([]byte("missionpolic")); got != 0 {
+		t.Errorf("rarest without a capital = %d, want 0", got)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -100,13 +101,18 @@ func TestLines(t *testing.T) {
 
 // TestFilteredLines: a filtered export's records that do not hold the filter are passed over
 // (lines with Skip), and an export's file whose bytes do not hold it is not read at all; AKS's
-// records, which may be pieces of an event, and the log backend's lines are all read.
+// records are passed over where each holds an event whole, and an event AKS cut into pieces
+// that holds it in its last is found; the log backend's lines are all read.
 func TestFilteredLines(t *testing.T) {
 	dir := t.TempDir()
 	needle := []byte("admissionpolic")
 	policy := strings.Replace(event("p", 2), "/api/v1/namespaces", "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies", 1)
 	with := strings.Join([]string{event("a", 1), policy, event("b", 3)}, "\n") + "\n"
 	without := strings.Join([]string{event("a", 1), event("b", 3)}, "\n") + "\n"
+	// An event longer than AKS's 16 KiB pieces, the filter in its last: the records before it
+	// do not hold it.
+	long := strings.Replace(event("l", 2), `"verb"`, `"userAgent":"`+strings.Repeat("x", 20<<10)+` admissionpolicy","verb"`, 1)
+	cut := strings.Join([]string{event("a", 1), long, event("b", 3)}, "\n") + "\n"
 	wrapped := func(name string, f export.Format, log string) string {
 		t.Helper()
 		data, err := exporttest.Wrap(f, []byte(log))
@@ -122,12 +128,13 @@ func TestFilteredLines(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		path string
-		want []string // audit IDs of the lines not skipped, "-" for one skipped
+		want []string // audit IDs of the lines not skipped, "-" for one skipped, sorted (an export's reader holds a skipped line among the events around it, not in its place)
 	}{
-		{"a webhook export holding it", wrapped("with.webhook", export.Webhook, with), []string{"-", "p", "-"}},
+		{"a webhook export holding it", wrapped("with.webhook", export.Webhook, with), []string{"-", "-", "p"}},
 		{"a webhook export without it", wrapped("without.webhook", export.Webhook, without), nil},
 		{"a GKE sink without it", wrapped("without.gke", exporttest.GKESink, without), nil},
-		{"AKS's records, read whole", wrapped("without.aks", export.AzureBlob, without), []string{"a", "b"}},
+		{"AKS's records, each an event whole", wrapped("without.aks", export.AzureBlob, without), []string{"-", "-"}},
+		{"AKS's pieces of an event, holding it in the last", wrapped("cut.aks", export.AzureBlob, cut), []string{"-", "-", "l"}},
 		{"the log backend's lines, read whole", write(t, dir, "without.log", false, event("a", 1), event("b", 3)), []string{"a", "b"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -142,6 +149,7 @@ func TestFilteredLines(t *testing.T) {
 			}); err != nil {
 				t.Fatal(err)
 			}
+			slices.Sort(got)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("lines (-want +got):\n%s", diff)
 			}

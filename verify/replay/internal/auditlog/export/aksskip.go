@@ -21,7 +21,10 @@ const ExportAKS = "AKS diagnostic setting"
 // without the marker is as AKS sent it.
 func aksEvent(data []byte, line int, at time.Time) record {
 	rec := record{data: data, line: line, at: at}
-	if !bytes.Contains(data, []byte(`"`+skippedObject+`"`)) {
+	// The marker's end first: a search for bytes beginning with a letter as rare as its "z"
+	// skips through an event ten times faster than one for bytes beginning with a quote, which
+	// JSON is full of (every AKS event is searched).
+	if !bytes.Contains(data, []byte(`ze-object"`)) || !bytes.Contains(data, []byte(`"`+skippedObject+`"`)) {
 		return rec
 	}
 	var ev map[string]json.RawMessage
@@ -74,8 +77,6 @@ type seenEvent struct {
 	at  time.Time
 }
 
-var copySeed = maphash.MakeSeed()
-
 func newCopies(window time.Duration) *copies {
 	return &copies{window: window, seen: map[uint64]uint64{}}
 }
@@ -83,7 +84,7 @@ func newCopies(window time.Duration) *copies {
 // again says whether the event of rec was handed over already; it remembers it otherwise.
 // The audit ID and stage are read as the event writes them (a copy is the same bytes), and
 // kept as hashes: nothing is allocated for an event.
-func (c *copies) again(rec record) bool {
+func (c *copies) again(rec *record) bool {
 	if rec.at.IsZero() {
 		return false
 	}
@@ -93,12 +94,12 @@ func (c *copies) again(rec record) bool {
 		return false // not strings: the replay says what is wrong with the event
 	}
 	var h maphash.Hash
-	h.SetSeed(copySeed)
+	h.SetSeed(eventSeed)
 	h.Write(id)
 	h.WriteByte('/')
 	h.Write(stage)
 	key := h.Sum64()
-	sum := maphash.Bytes(copySeed, rec.data)
+	sum := rec.eventSum()
 	if prev, ok := c.seen[key]; ok && prev == sum {
 		return true
 	}

@@ -163,6 +163,18 @@ func whole(log []byte) bool {
 	return len(t) > 0 && t[len(t)-1] == '}' && (len(log) < pieceBytes || json.Valid(t))
 }
 
+// azureWhole says, from a resource log record's bytes before they are decoded, that its
+// properties.log holds an audit event whole: it begins one (its quotes escaped as
+// encoding/json and Azure's serializers escape them: the key's own quotes are not, so the
+// bytes cannot be inside the log's string), and the record is shorter than the pieces the
+// runtime cuts a line into, so its log cannot be the first of them (whole's rule). False when
+// it cannot tell, as for a record written another way: it is then decoded.
+func azureWhole(raw []byte) bool {
+	return len(raw) < pieceBytes && bytes.Contains(raw, azureEventStart)
+}
+
+var azureEventStart = []byte(`"log":"{\"kind\":\"Event\",\"apiVersion\":\"audit.k8s.io/`)
+
 // pieceBytes is the length of the pieces the container runtime cuts a long line into.
 const pieceBytes = 16 << 10
 

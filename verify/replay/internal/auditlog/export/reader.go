@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"runtime"
 	"sync"
@@ -50,7 +51,22 @@ type record struct {
 	dup bool
 	// field is where the envelope's record holds the event (auditlog.Line.Field).
 	field string
+	// sum, where summed, is the hash of data (eventSum), which the reorder takes as it
+	// hands the record over, and AKS's copies reuse.
+	sum    uint64
+	summed bool
 }
+
+// eventSum is the hash of an event's bytes within one run (the reorder's and AKS's copies').
+func (rec *record) eventSum() uint64 {
+	if !rec.summed {
+		rec.sum, rec.summed = maphash.Bytes(eventSeed, rec.data), true
+	}
+	return rec.sum
+}
+
+// eventSeed seeds the hashes of events: they are compared within one run only.
+var eventSeed = maphash.MakeSeed()
 
 // input is what a format reads: the decompressed file, with its name and the longest record
 // a replay reads.
@@ -141,7 +157,8 @@ func NewReader(file string, r io.Reader, format Format, maxLine int) (*Reader, e
 // NewFilteredReader is NewReader for a reader that wants only the events whose lines hold
 // filter (bytes a JSON string holds as they are, such as a resource's name): a record of an
 // envelope whose bytes do not hold it is passed over as skipped (auditlog.Line.Skip,
-// Filtered), not decoded. AKS's records, which may hold a piece of an event, are all decoded.
+// Filtered), not decoded. AKS's records, which may hold a piece of an event, are decoded but
+// where they hold an event whole (azureWhole).
 func NewFilteredReader(file string, r io.Reader, format Format, maxLine int, filter []byte) (*Reader, error) {
 	return newReader(file, r, format, maxLine, filter)
 }
@@ -262,9 +279,8 @@ func newReader(file string, r io.Reader, format Format, maxLine int, filter []by
 	rd.order = newReorder(file, defaultWindow, maxLine)
 	rd.dry = newDryRuns()
 	rd.join = newJoiner(maxLine)
-	if format.Filterable() {
-		rd.filter = filter
-	} else {
+	rd.filter = filter
+	if !format.Filterable() {
 		rd.seen = newCopies(defaultWindow)
 	}
 	rd.start(func(yield func(record) bool) { read(in, yield) })
@@ -275,6 +291,21 @@ func newReader(file string, r io.Reader, format Format, maxLine int, filter []by
 // panic of its reader, which runs on a goroutine of its own, recovered) is this error, named
 // by file and line, and the rest of the file is read. Please report it.
 var ErrInternal = errors.New("an internal error of vapc (please report it)")
+
+// passOver says whether a record's bytes, before they are unwrapped, show that its event does
+// not hold the filter: they do not hold it, and they hold an event whole (an AKS record may
+// hold a piece of one, which another piece completes: those are unwrapped and joined, and
+// the event they make filtered whole in toLine).
+func (r *Reader) passOver(data []byte) bool {
+	if bytes.Contains(data, r.filter) {
+		return false
+	}
+	switch r.format {
+	case AzureBlob, azureDocuments, AzureEventHub:
+		return azureWhole(data)
+	}
+	return r.format.Filterable()
+}
 
 // unwrapRecord runs u on rec; a panic of u makes rec the error that says so.
 func unwrapRecord(rec *record, u func(*record)) {
@@ -318,7 +349,7 @@ func (r *Reader) start(read func(yield func(record) bool)) {
 				for i := range b.recs {
 					if u := b.recs[i].unwrap; u != nil {
 						b.recs[i].unwrap = nil
-						if r.filter != nil && len(b.recs[i].data) > 0 && !bytes.Contains(b.recs[i].data, r.filter) {
+						if r.filter != nil && len(b.recs[i].data) > 0 && r.passOver(b.recs[i].data) {
 							b.recs[i].skip = Filtered
 							continue
 						}
@@ -448,7 +479,7 @@ func (r *Reader) toLine(rec record) auditlog.Line {
 		putBuf(rec.data)
 		return auditlog.Line{File: r.file, Num: rec.line, Item: rec.item, Duplicate: true, Size: len(rec.data) + 1}
 	}
-	if rec.skip == "" && rec.err == nil && r.seen != nil && r.seen.again(rec) {
+	if rec.skip == "" && rec.err == nil && r.seen != nil && r.seen.again(&rec) {
 		rec.skip = aksCopy
 	}
 	if rec.skip == "" && rec.err == nil && r.filter != nil && !bytes.Contains(rec.data, r.filter) {

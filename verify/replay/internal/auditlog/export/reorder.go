@@ -3,7 +3,6 @@ package export
 import (
 	"container/heap"
 	"fmt"
-	"hash/maphash"
 	"time"
 )
 
@@ -64,7 +63,7 @@ func (o *reorder) push(rec record) {
 		o.hold(rec, o.newest)
 		return
 	case !o.emitted.IsZero() && rec.at.Before(o.emitted):
-		if o.sent.has(rec.data) {
+		if len(rec.data) > 0 && o.sent.has(rec.eventSum()) {
 			rec.dup = true
 			o.ready = append(o.ready, rec)
 			return
@@ -128,8 +127,8 @@ func (o *reorder) pop() (record, bool) {
 	o.free = append(o.free, top.slot)
 	o.bytes -= len(rec.data)
 	o.emitted = at
-	if rec.err == nil {
-		o.sent.add(rec.data)
+	if rec.err == nil && len(rec.data) > 0 {
+		o.sent.add(rec.eventSum())
 	}
 	return rec, true
 }
@@ -144,14 +143,10 @@ type sentEvents struct {
 // sentMemory is how many of the last events handed over a reorder remembers.
 const sentMemory = 1 << 16
 
-// sentSeed seeds the hashes of events handed over: they are compared within one run only.
-var sentSeed = maphash.MakeSeed()
-
-func (s *sentEvents) add(data []byte) {
+func (s *sentEvents) add(h uint64) {
 	if s.ring == nil {
 		s.count, s.ring = map[uint64]int32{}, make([]uint64, 0, sentMemory)
 	}
-	h := maphash.Bytes(sentSeed, data)
 	if len(s.ring) < sentMemory {
 		s.ring = append(s.ring, h)
 	} else {
@@ -165,9 +160,7 @@ func (s *sentEvents) add(data []byte) {
 	s.count[h]++
 }
 
-func (s *sentEvents) has(data []byte) bool {
-	return len(data) > 0 && s.count[maphash.Bytes(sentSeed, data)] > 0
-}
+func (s *sentEvents) has(h uint64) bool { return s.count[h] > 0 }
 
 // drain hands over every record held: the file has ended.
 func (o *reorder) drain() { o.draining = true }
