@@ -22,7 +22,9 @@ import (
 // may be already. kube-apiserver runs validating admission in the store, between receiving a
 // request and answering it (likelyAdmission), and its informers follow etcd within
 // milliseconds: the likely state is the one the writes completed by the middle of the request's
-// span give; the others are alternatives, each with what it needs.
+// span give; the others are alternatives, each with what it needs. The MutatingAdmissionPolicies
+// run before, as the handler has decoded the request: what only they read is likely as the
+// writes completed by its receipt left it (likelyMutation).
 
 // lagState is a state the informers may have held: the writes it undoes, and the outcome of the
 // request in it, or why the replay cannot decide it there.
@@ -201,15 +203,23 @@ func (r *Replayer) lagState(w evalWorker, j *job, u []state.TypedWrite, evaluate
 // completed after likelyAdmission; the log's verdicts are evidence where they can be.
 func (r *Replayer) lagWorlds(j *job, e lagEvaluation) []world {
 	received := j.ev.Received()
-	admitted := likelyAdmission(j.ev, j.t)
+	admitted, mutated := likelyAdmission(j.ev, j.t), likelyMutation(j.ev)
 	var concurrent []state.TypedWrite
 	var either *state.TypedWrite // a write that completed either before admission or after
 	eitherWhy := "its export gives when it completed only within the second before the time it gives"
+	var between *state.TypedWrite // one the mutating policies likely read before, validating admission after
 	for _, tw := range e.taken {
-		if !tw.Ahead && !admitted.IsZero() && tw.Done.After(admitted) {
+		at := admitted
+		if early, late := readWhen(tw, e.views); early {
+			if late && !tw.Ahead && tw.Done.After(mutated) && !tw.Done.After(admitted) && between == nil {
+				between = &tw
+			}
+			at = mutated
+		}
+		if !tw.Ahead && !at.IsZero() && tw.Done.After(at) {
 			concurrent = append(concurrent, tw)
 		}
-		if tw.Second && !admitted.IsZero() && tw.Done.After(admitted) && !tw.Done.Add(-time.Second).After(admitted) && either == nil {
+		if tw.Second && !at.IsZero() && tw.Done.After(at) && !tw.Done.Add(-time.Second).After(at) && either == nil {
 			either = &tw
 		}
 	}
@@ -235,6 +245,12 @@ func (r *Replayer) lagWorlds(j *job, e lagEvaluation) []world {
 			w.Outcome, w.Decided, w.Evidence = st.dec, true, j.evidenceOf(st.dec)
 		}
 		worlds = append(worlds, w)
+	}
+	if either == nil && between != nil && !validatedAlike(worlds) {
+		// The likely state is the mutating policies' (the write not held yet), and
+		// validating admission decides otherwise in another: the one state of the
+		// informers a replay evaluates for the whole request is not the likely one for both.
+		either, eitherWhy = between, "it completed after the MutatingAdmissionPolicies likely read it (as the request was received) and before validating admission likely read it, which decides otherwise with it"
 	}
 	if either != nil {
 		// Its export gives its time within a second, which holds the request's admission:
@@ -280,6 +296,45 @@ func likelyAdmission(ev *auditlog.Event, t target) time.Time {
 		return received
 	}
 	return received.Add(done.Sub(received) / 2)
+}
+
+// likelyMutation is when the request's mutating admission likely ran, and the
+// MutatingAdmissionPolicies read their params and namespaces: as it was received. The handler
+// runs it as soon as it has decoded the request (createHandler, UpdateResource's and patch's
+// admit before the store's update), moments after receipt; the informers hold a write only
+// after it has completed. An export that lost when the request was received (GKE) leaves when
+// it completed.
+func likelyMutation(ev *auditlog.Event) time.Time {
+	if ev.Loss.Lost.Has(auditlog.LostReceived) {
+		return auditlog.ParseTime(ev.StageTimestamp)
+	}
+	return ev.Received()
+}
+
+// validatedAlike says whether every world is decided, and alike but for what the
+// MutatingAdmissionPolicies changed.
+func validatedAlike(worlds []world) bool {
+	for _, w := range worlds {
+		if !w.Decided || w.Outcome == nil {
+			return false
+		}
+		a, b := *worlds[0].Outcome, *w.Outcome
+		a.Mutation, b.Mutation = nil, nil
+		if !sameOutcome(&a, &b) {
+			return false
+		}
+	}
+	return true
+}
+
+// readWhen says whether the views read the object of tw through the MutatingAdmissionPolicies
+// (early), and otherwise (late): see state.StateView.ReadWhen.
+func readWhen(tw state.TypedWrite, views []*state.StateView) (early, late bool) {
+	for _, v := range views {
+		e, l := v.ReadWhen(tw)
+		early, late = early || e, late || l
+	}
+	return early, late
 }
 
 // world is a state kube-apiserver may have been in, and the request's decision in it (see

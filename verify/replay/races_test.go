@@ -1,12 +1,14 @@
 package replay
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/vapc-dev/vapc/verify/replay/exporttest"
@@ -170,6 +172,13 @@ func TestCutRecordings(t *testing.T) {
 		// records, and the two write the same field. The stored object holds the result in
 		// the server's order: the patches are decided on it, their annotations as the log's.
 		{name: "mutating policies' order in the object stored", dir: "map-order-stored", check: true, want: map[int]string{49: "admit certain", 51: "admit certain", 55: "admit certain"}},
+		// A helper's recording, cut to a MutatingAdmissionPolicy's param and a pod create: the
+		// param's patch (floor 12 -> 20) completed 6 ms after the create was received and
+		// before the middle of its span. The MutatingAdmissionPolicies run as the handler
+		// has decoded the request, and the informer holds a write only after it completed:
+		// the likely mutation is the floor before the patch, 12, which the pod's status
+		// patch after shows the server stored (20 the alternative's).
+		{name: "a mutating policy's param written after the request was received", dir: "map-param-written-after-receipt", want: map[int]string{4: "admit likely"}, mutated: map[int]string{4: `"value":12`}},
 		// A helper's recording at level Metadata: Events (core and events.k8s.io) and a Lease
 		// created, which the policy's excludeResourceRules exclude whatever the object's
 		// labels, which its binding's objectSelector reads: not matched, though the log
@@ -260,6 +269,8 @@ type recordingCase struct {
 	// wrap, when set, replays the log as that export holds it (exporttest.Wrap).
 	wrap export.Format
 	want map[int]string
+	// mutated names lines whose mutations, as JSON, hold the text (the server's stored value).
+	mutated map[int]string
 }
 
 // replayRecordings replays each case: a certain decision is the server's, a likely one has the
@@ -294,6 +305,11 @@ func replayRecordings(t *testing.T, root string, cases []recordingCase) {
 			for _, rec := range recs {
 				if _, ok := tc.want[rec.Line]; ok {
 					got[rec.Line] = fmt.Sprintf("%s %s", rec.Decision, rec.Certainty)
+				}
+				if want, ok := tc.mutated[rec.Line]; ok {
+					if m, _ := json.Marshal(rec.Mutations); !strings.Contains(string(m), want) {
+						t.Errorf("line %d: mutations %s, want them to hold %s", rec.Line, m, want)
+					}
 				}
 				if tc.check && len(rec.Disagreements) > 0 {
 					t.Errorf("line %d: %s %s disagrees with the log: %v", rec.Line, rec.Decision, rec.Certainty, rec.Disagreements)

@@ -148,6 +148,11 @@ func (r *Replayer) serve(ctx context.Context, ev *Event, t target, policies []st
 				// What the cluster's other mutating policies, which the same plugin runs in an
 				// order no log records, may have changed is not known to these either.
 				inputs := append(append(settle(ev, t, a, logged), pc.unknowns(t.gvr.GroupResource())...), mut.unknowns(r.replayedMutation(mutatedBy(t, a, view)))...)
+				if view != nil {
+					// Their reads are earlier than validating admission's (likelyRead).
+					view.Mutating = true
+					defer func() { view.Mutating = false }()
+				}
 				if named {
 					return beforeNameGenerated(a, func(a admission.Attributes) error { return r.runMutatingPolicies(ctx, me, &s, a, o, inputs) })
 				}
@@ -467,8 +472,8 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 	decideOn := func(p state.Prior) (*verify.Decision, error) { return r.decideServedOn(ctx, w, j, p) }
 	r.firstAttempt(j, out, j.result.dec, decideOn)
 	r.raced(j, out, decideOn)
-	if mutationUnknown == "" && s.mutation != nil && out.Decision != DecisionIndeterminate {
-		out.Mutations = s.mutation.Changes
+	if m := decidedMutation(j, s); mutationUnknown == "" && m != nil && out.Decision != DecisionIndeterminate {
+		out.Mutations = m.Changes
 	}
 	if r.cfg.check && out.Decision == DecisionAdmit && len(out.Mutations) > 0 {
 		if diffs, checked := checkMutated(ev, t, s.resp, out.Mutations, j.mutators); checked {
@@ -796,6 +801,16 @@ func keyOf(r verify.Result) resultKey {
 		k.annotations = b.String()
 	}
 	return k
+}
+
+// decidedMutation is what the replayed MutatingAdmissionPolicies changed in the request as it
+// was decided: in the state the decision is of (the likely one of the informers', which need
+// not be the one s was served on), or s's.
+func decidedMutation(j *job, s served) *verify.Mutation {
+	if j.result.dec != nil && j.result.dec.Mutation != nil {
+		return j.result.dec.Mutation
+	}
+	return s.mutation
 }
 
 // servedDecision is the decision of a served request: its validating admissions', or the

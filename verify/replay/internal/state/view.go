@@ -267,6 +267,12 @@ type StateView struct {
 	// looked are the gets through lookup (the admission plugins', and the namespace the policy
 	// matcher reads), also among gets: not CollectParams' (see readOtherThanByName).
 	looked []readKey
+	// Mutating, while set, says the reads are the MutatingAdmissionPolicies': the handler
+	// runs them as it has decoded the request, before the store runs validating admission.
+	// Their gets and lists are early; those made while it was not set late (see ReadWhen).
+	Mutating              bool
+	earlyGets, lateGets   []readKey
+	earlyLists, lateLists []listRead
 	// overrides, when set, are objects the View holds as they were before writes: each
 	// write's entry, or absent when !had.
 	overrides map[readKey]TypedWrite
@@ -291,6 +297,14 @@ func (v *StateView) Read(w TypedWrite) bool {
 	return slices.Contains(v.Gets, readKey{w.GR, w.Obj}) || v.listedWith(w)
 }
 
+// ReadWhen says whether an evaluation over the View read the object of w, or listed what it
+// was in, through the MutatingAdmissionPolicies (early: see Mutating), and otherwise (late: as
+// validating admission, or an admission plugin, ran).
+func (v *StateView) ReadWhen(w TypedWrite) (early, late bool) {
+	k := readKey{w.GR, w.Obj}
+	return slices.Contains(v.earlyGets, k) || v.listedIn(v.earlyLists, w), slices.Contains(v.lateGets, k) || v.listedIn(v.lateLists, w)
+}
+
 // ReadOtherThanByName says whether an evaluation over the View read the object of w otherwise
 // than by its name through the policies' param lister (CollectParams, which reads a param its
 // informer does not hold yet from storage): in a list, or through an admission plugin.
@@ -300,9 +314,13 @@ func (v *StateView) ReadOtherThanByName(w TypedWrite) bool {
 
 // listedWith says whether an evaluation over the View listed what the object of w was in with
 // its labels before or after w.
-func (v *StateView) listedWith(w TypedWrite) bool {
+func (v *StateView) listedWith(w TypedWrite) bool { return v.listedIn(v.Lists, w) }
+
+// listedIn says whether one of lists lists what the object of w was in with its labels before
+// or after w.
+func (v *StateView) listedIn(lists []listRead, w TypedWrite) bool {
 	after, has := v.entry(w.GR, w.Obj)
-	for _, l := range v.Lists {
+	for _, l := range lists {
 		if l.gr != w.GR || (l.namespace != "" && l.namespace != w.Obj.Namespace) {
 			continue
 		}
@@ -366,6 +384,7 @@ func (v *StateView) Fresh() *StateView { return v.WithStandIns(v.standIns) }
 func (v *StateView) WithStandIns(standIns map[schema.GroupResource]runtime.Object) *StateView {
 	c := *v
 	c.misses, c.Partials, c.standIns, c.Gets, c.Lists, c.looked, c.overrides, c.overrideKeys = nil, nil, standIns, nil, nil, nil, nil, nil
+	c.Mutating, c.earlyGets, c.lateGets, c.earlyLists, c.lateLists = false, nil, nil, nil, nil
 	return &c
 }
 
@@ -390,7 +409,7 @@ func (v *StateView) Get(gvr schema.GroupVersionResource, namespace, name string)
 		return nil, apierrors.NewNotFound(gr, name)
 	}
 	if v.Track {
-		v.Gets = append(v.Gets, readKey{gr, ObjectKey{namespace, name}})
+		v.get(readKey{gr, ObjectKey{namespace, name}})
 	}
 	e, ok := v.entry(gr, ObjectKey{namespace, name})
 	if w, over := v.overrides[readKey{gr, ObjectKey{namespace, name}}]; over && !w.Had && !w.UnknownBefore {
@@ -419,6 +438,16 @@ func (v *StateView) Get(gvr schema.GroupVersionResource, namespace, name string)
 		return o, nil
 	}
 	return nil, apierrors.NewNotFound(gr, name)
+}
+
+// get records a read of the object k.
+func (v *StateView) get(k readKey) {
+	v.Gets = append(v.Gets, k)
+	if v.Mutating {
+		v.earlyGets = append(v.earlyGets, k)
+	} else {
+		v.lateGets = append(v.lateGets, k)
+	}
 }
 
 // List implements verify.ObjectStore.
@@ -476,7 +505,13 @@ func (v *StateView) unknownEntries(gr schema.GroupResource, namespace string) []
 // them (see withOverrides), recording the read when the View tracks them.
 func (v *StateView) listed(b *bucket, gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]runtime.Object, []miss, []PartialUse) {
 	if v.Track {
-		v.Lists = append(v.Lists, listRead{gvr.GroupResource(), namespace, selector})
+		l := listRead{gvr.GroupResource(), namespace, selector}
+		v.Lists = append(v.Lists, l)
+		if v.Mutating {
+			v.earlyLists = append(v.earlyLists, l)
+		} else {
+			v.lateLists = append(v.lateLists, l)
+		}
 	}
 	var objs []runtime.Object
 	var failed []miss
@@ -595,7 +630,7 @@ func (v *StateView) Lookup(gvr schema.GroupVersionResource, namespace, name stri
 		return nil, false, why, nil
 	}
 	if v.Track {
-		v.Gets = append(v.Gets, readKey{gr, ObjectKey{namespace, name}})
+		v.get(readKey{gr, ObjectKey{namespace, name}})
 		v.looked = append(v.looked, readKey{gr, ObjectKey{namespace, name}})
 	}
 	e, ok := v.entry(gr, ObjectKey{namespace, name})
