@@ -302,48 +302,64 @@ func ExpressionReads(variables []NamedExpression, exprs ...string) Reads {
 	if err != nil {
 		return Reads{All: err.Error()}
 	}
-	w := &readWalker{vars: map[string]*FieldPath{}}
+	w := &readWalker{vars: map[string]fields{}}
 	for _, v := range variables {
-		path, err := w.expression(env, v.Expression)
+		paths, err := w.expression(env, v.Expression)
 		if err != nil {
 			return Reads{All: fmt.Sprintf("variable %s: %v", v.Name, err)}
 		}
-		w.vars[v.Name] = path
+		w.vars[v.Name] = paths
 	}
 	for _, e := range exprs {
-		path, err := w.expression(env, e)
+		paths, err := w.expression(env, e)
 		if err != nil {
 			return Reads{All: err.Error()}
 		}
-		w.read(path, ReadValue)
+		w.read(paths, ReadValue)
 	}
 	return Reads{Reads: w.reads}
+}
+
+// fields are the fields of tracked roots a value may be: one for a selection, two or more for
+// a conditional's branches (`c ? object : oldObject`), none for a value no field is.
+type fields []FieldPath
+
+// with is each field's step under it.
+func (fs fields) with(step string) fields {
+	if len(fs) == 0 {
+		return nil
+	}
+	out := make(fields, len(fs))
+	for i, p := range fs {
+		out[i] = p.with(step)
+	}
+	return out
 }
 
 type readWalker struct {
 	reads []Read
 	// vars are the variables whose value is a field of a tracked root.
-	vars map[string]*FieldPath
+	vars map[string]fields
 }
 
-func (w *readWalker) read(p *FieldPath, k ReadKind) {
-	if p != nil {
-		w.reads = append(w.reads, Read{Path: *p, Kind: k})
+func (w *readWalker) read(fs fields, k ReadKind) {
+	for _, p := range fs {
+		w.reads = append(w.reads, Read{Path: p, Kind: k})
 	}
 }
 
-// expression walks one expression and returns the field its value is, if any.
-func (w *readWalker) expression(env *celgo.Env, src string) (*FieldPath, error) {
+// expression walks one expression and returns the fields its value may be.
+func (w *readWalker) expression(env *celgo.Env, src string) (fields, error) {
 	ast, iss := env.Parse(src)
 	if iss.Err() != nil {
 		return nil, iss.Err()
 	}
-	return w.walk(ast.NativeRep().Expr(), map[string]*FieldPath{}), nil
+	return w.walk(ast.NativeRep().Expr(), map[string]fields{}), nil
 }
 
-// walk records what e reads and returns the field e's value is, if it is a field of a
-// tracked root; bound are the comprehension variables in scope.
-func (w *readWalker) walk(e celast.Expr, bound map[string]*FieldPath) *FieldPath {
+// walk records what e reads and returns the fields of tracked roots e's value may be; bound
+// are the comprehension variables in scope.
+func (w *readWalker) walk(e celast.Expr, bound map[string]fields) fields {
 	switch e.Kind() {
 	case celast.IdentKind:
 		name := e.AsIdent()
@@ -351,7 +367,7 @@ func (w *readWalker) walk(e celast.Expr, bound map[string]*FieldPath) *FieldPath
 			return p
 		}
 		if readRoots[name] {
-			return &FieldPath{Root: name}
+			return fields{{Root: name}}
 		}
 		return nil
 	case celast.SelectKind:
@@ -362,31 +378,23 @@ func (w *readWalker) walk(e celast.Expr, bound map[string]*FieldPath) *FieldPath
 				return w.vars[sel.FieldName()]
 			}
 		}
-		p := w.walk(op, bound)
-		if p == nil {
-			return nil
-		}
-		field := p.with(sel.FieldName())
+		field := w.walk(op, bound).with(sel.FieldName())
 		if sel.IsTestOnly() {
-			w.read(&field, ReadPresence)
+			w.read(field, ReadPresence)
 			return nil
 		}
-		return &field
+		return field
 	case celast.CallKind:
 		return w.call(e.AsCall(), bound)
 	case celast.ComprehensionKind:
 		c := e.AsComprehension()
 		r := w.walk(c.IterRange(), bound)
-		inner := make(map[string]*FieldPath, len(bound)+3)
+		inner := make(map[string]fields, len(bound)+3)
 		for k, v := range bound {
 			inner[k] = v
 		}
-		var elem *FieldPath
-		if r != nil {
-			w.read(r, ReadChildren)
-			el := r.with(AnyStep)
-			elem = &el
-		}
+		w.read(r, ReadChildren)
+		elem := r.with(AnyStep)
 		// A list's first variable is its index, a map's its key; the second is the element or
 		// the value. Which one the range is is not known here: both stand for the element.
 		inner[c.IterVar()] = elem
@@ -401,7 +409,7 @@ func (w *readWalker) walk(e celast.Expr, bound map[string]*FieldPath) *FieldPath
 		if step := c.LoopStep(); step.Kind() != celast.IdentKind || step.AsIdent() != c.AccuVar() {
 			w.read(w.walk(step, inner), ReadValue)
 		}
-		result := make(map[string]*FieldPath, len(bound)+1)
+		result := make(map[string]fields, len(bound)+1)
 		for k, v := range bound {
 			result[k] = v
 		}
@@ -426,17 +434,15 @@ func (w *readWalker) walk(e celast.Expr, bound map[string]*FieldPath) *FieldPath
 }
 
 // call records what a call reads: selection and indexing of a field extend it, optional
-// values pass it through, anything else reads its arguments' whole values.
-func (w *readWalker) call(c celast.CallExpr, bound map[string]*FieldPath) *FieldPath {
+// values and a conditional's branches pass it through, anything else reads its arguments'
+// whole values.
+func (w *readWalker) call(c celast.CallExpr, bound map[string]fields) fields {
 	args := c.Args()
 	switch fn := c.FunctionName(); {
 	case (fn == "_[_]" || fn == "_[?_]") && len(args) == 2:
 		p := w.walk(args[0], bound)
 		key := args[1]
 		w.read(w.walk(key, bound), ReadValue)
-		if p == nil {
-			return nil
-		}
 		step := AnyStep
 		if key.Kind() == celast.LiteralKind {
 			if s, ok := key.AsLiteral().(types.String); ok {
@@ -446,14 +452,12 @@ func (w *readWalker) call(c celast.CallExpr, bound map[string]*FieldPath) *Field
 		if fn == "_[?_]" {
 			// An optional index reads whether the key is there and its value: the value is
 			// returned for what reads it, the presence is read here.
-			f := p.with(step)
-			w.read(&f, ReadPresence)
+			w.read(p.with(step), ReadPresence)
 		}
-		f := p.with(step)
-		return &f
+		return p.with(step)
 	case fn == "_?._" && len(args) == 2:
 		p := w.walk(args[0], bound)
-		if p == nil || args[1].Kind() != celast.LiteralKind {
+		if len(p) == 0 || args[1].Kind() != celast.LiteralKind {
 			return nil
 		}
 		name, ok := args[1].AsLiteral().(types.String)
@@ -462,8 +466,12 @@ func (w *readWalker) call(c celast.CallExpr, bound map[string]*FieldPath) *Field
 			return nil
 		}
 		f := p.with(string(name))
-		w.read(&f, ReadPresence)
-		return &f
+		w.read(f, ReadPresence)
+		return f
+	case fn == "_?_:_" && len(args) == 3:
+		// The condition is read; the value is one branch's or the other's.
+		w.read(w.walk(args[0], bound), ReadValue)
+		return append(slices.Clip(w.walk(args[1], bound)), w.walk(args[2], bound)...)
 	case c.IsMemberFunction() && (fn == "orValue" || fn == "value"):
 		p := w.walk(c.Target(), bound)
 		for _, a := range args {

@@ -14,6 +14,7 @@ func TestExpressionReads(t *testing.T) {
 	tolerations := Unknown{Path: FieldPath{Root: "object", Steps: []string{"spec", "tolerations"}}}
 	name := Unknown{Path: FieldPath{Root: "request", Steps: []string{"name"}}, ValueOnly: true}
 	objName := Unknown{Path: FieldPath{Root: "object", Steps: []string{"metadata", "name"}}, ValueOnly: true}
+	oldUID := Unknown{Path: FieldPath{Root: "oldObject", Steps: []string{"metadata", "uid"}}, ValueOnly: true}
 	tests := []struct {
 		expr    string
 		vars    []NamedExpression
@@ -50,6 +51,13 @@ func TestExpressionReads(t *testing.T) {
 		{"params.spec.max > 1", nil, uid, false},
 		{"object == null ? 'null' : object.metadata.name", nil, uid, false},
 		{"oldObject != null && oldObject.metadata.uid == 'x'", nil, uid, false},
+		// A variable that is one object or the other reads of each only what is read of it.
+		{"variables.o.metadata.labels['a'] == 'x'", []NamedExpression{{"o", "request.operation == 'DELETE' ? oldObject : object"}}, uid, false},
+		{"variables.o.metadata.uid == 'x'", []NamedExpression{{"o", "request.operation == 'DELETE' ? oldObject : object"}}, uid, true},
+		{"variables.o.metadata.uid == 'x'", []NamedExpression{{"o", "request.operation == 'DELETE' ? oldObject : object"}}, oldUID, true},
+		{"variables.o.metadata.uid == 'x'", []NamedExpression{{"o", "object.metadata.name == 'x' ? object.spec : oldObject"}}, objName, true},
+		{"(has(object.spec) ? object.spec : {}).replicas > 1", nil, uid, false},
+		{"variables.o == 'x'", []NamedExpression{{"o", "true ? object.metadata.name : 'y'"}}, objName, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.expr, func(t *testing.T) {
