@@ -1172,7 +1172,16 @@ func (w *randomWorld) configMapDeleteCollection() {
 	if chance(w.r, 0.4) {
 		o.DryRun = []string{metav1.DryRunAll}
 	}
-	err := w.client(u).Resource(configMapsGVR).Namespace(ns).DeleteCollection(w.ctx, o, metav1.ListOptions{LabelSelector: sel})
+	lo := metav1.ListOptions{LabelSelector: sel}
+	if chance(w.r, 0.3) {
+		// One name: the store reads that key alone (ListPredicate's MatchesSingle).
+		lo.FieldSelector = "metadata.name=" + pick(w.r, cmNames...)
+		if chance(w.r, 0.5) {
+			lo.LabelSelector, sel = "", ""
+		}
+		sel = strings.TrimSpace(sel + " " + lo.FieldSelector)
+	}
+	err := w.client(u).Resource(configMapsGVR).Namespace(ns).DeleteCollection(w.ctx, o, lo)
 	w.got(fmt.Sprintf("%s deletes the configmaps %s of %s%s", u.name, sel, ns, dry(o.DryRun)), err)
 }
 

@@ -34,6 +34,8 @@ import (
 type listing struct {
 	list        [][]byte
 	listUnknown string
+	// named, when set, is the one name the list was of (a field selector's).
+	named string
 	// listUnknowns are the fields of the listed objects the State does not know.
 	listUnknowns map[state.ObjectKey][]vapccel.Unknown
 }

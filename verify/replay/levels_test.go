@@ -2254,3 +2254,35 @@ func TestNamespaceParamsUnknown(t *testing.T) {
 		t.Errorf("the create: %s, want indeterminate: namespace ns1 may be a param", describeRecord(rec))
 	}
 }
+
+// TestDeleteCollectionOfOneName: a deletecollection whose field selector names one object
+// lists that object alone (the store reads its key: ListPredicate's MatchesSingle), and
+// deletes it alone: another object of the namespace the State does not know (written at
+// level Metadata) neither makes its decision unknown nor is forgotten with it, nor is a
+// third object it did not list.
+func TestDeleteCollectionOfOneName(t *testing.T) {
+	t.Parallel()
+	del, delB := levelPolicy("old-v", "configmaps", admissionregistrationv1.Delete, nil, "oldObject.data.v != 'b'")
+	upd, updB := levelPolicy("upd-v", "configmaps", admissionregistrationv1.Update, nil, "oldObject.data.v != 'b'")
+	cm := func(name, rv, v string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": "ns1", "resourceVersion": rv, "uid": "u-" + name}, "data": map[string]any{"v": v}}
+	}
+	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1"}}
+	collection := replaceOnce(t, levelEvent(t, "4", auditlog.LevelRequest, "deletecollection", "configmaps", "ns1", "", 200, "", nil, nil),
+		`/namespaces/ns1/configmaps/"`, `/namespaces/ns1/configmaps?fieldSelector=metadata.name%3Dx"`)
+	lines := []string{
+		// The log begins with the cluster's creation: it holds every configmap.
+		replaceOnce(t, timedEvent(t, levelEvent(t, "0", auditlog.LevelRequestResponse, "create", "namespaces", "", "kube-system", 201, "", ns, ns), "00.000000", "00.001000", nil), `"username":"admin"`, `"username":"system:apiserver"`),
+		timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "x", 201, "", cm("x", "", "a"), cm("x", "10", "a")), "01.000000", "01.001000", nil),
+		timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "y", 201, "", cm("y", "", "a"), cm("y", "11", "a")), "01.100000", "01.101000", nil),
+		timedEvent(t, levelEvent(t, "3", auditlog.LevelMetadata, "update", "configmaps", "ns1", "u", 200, "", nil, nil), "01.200000", "01.201000", nil),
+		timedEvent(t, collection, "02.000000", "02.005000", nil),
+		timedEvent(t, levelEvent(t, "5", auditlog.LevelRequest, "update", "configmaps", "ns1", "y", 200, "", cm("y", "11", "c"), nil), "03.000000", "03.001000", nil),
+	}
+	_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{del, upd}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{delB, updB}, lines...)
+	for id, what := range map[string]string{"4": "the deletecollection", "5": "the update of the object it did not list"} {
+		if rec := recs[id]; rec == nil || rec.Decision != DecisionAdmit || rec.Certainty != CertaintyCertain {
+			t.Errorf("%s: %s, want admit, certain", what, describeRecord(rec))
+		}
+	}
+}

@@ -707,7 +707,12 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 		}
 	}
 	if ev.Verb == "deletecollection" {
-		j.listed.list, j.listed.listUnknowns, j.listed.listUnknown = r.state.List(t.gvr.GroupResource(), t.namespace, ev.Received())
+		if name, ok := namedByFieldSelector(ev); ok {
+			j.listed.list, j.listed.listUnknowns, j.listed.listUnknown = r.state.ListNamed(t.gvr.GroupResource(), t.namespace, name, ev.Received())
+			j.listed.named = name
+		} else {
+			j.listed.list, j.listed.listUnknowns, j.listed.listUnknown = r.state.List(t.gvr.GroupResource(), t.namespace, ev.Received())
+		}
 		if why := exportListUnknown(ev); why != "" {
 			j.listed = listing{listUnknown: why} // exportloss.go
 		}

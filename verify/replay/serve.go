@@ -264,6 +264,8 @@ type jobObjects struct {
 	// list is what a deletecollection lists; listUnknown says why it is not known.
 	list        [][]byte
 	listUnknown string
+	// listNamed, when set, is the one name list is of.
+	listNamed string
 	// version and uid, when set, are the resourceVersion and uid the object is read with (see
 	// evaluateServed).
 	version, uid string
@@ -291,6 +293,9 @@ func (o *jobObjects) Get(gr schema.GroupResource, namespace, name string) ([]byt
 				if h, err := auditlog.DecodeHeader(raw); err == nil && h.GetNamespace() == namespace && h.GetName() == name {
 					return raw, true, nil
 				}
+			}
+			if namespace == o.namespace && (o.listNamed == "" || o.listNamed == name) {
+				return nil, false, nil // not among what the State listed: it does not exist
 			}
 		}
 		return nil, false, fmt.Errorf("the replay does not read it for this request")
@@ -493,7 +498,7 @@ func servedObjects(j *job, ranAdmission bool) (*jobObjects, undecided) {
 	ev, t := j.ev, j.t
 	gr := t.gvr.GroupResource()
 	objs := &jobObjects{gr: gr, namespace: t.namespace, name: t.name, prior: j.prior,
-		absent: !j.prior.Found && j.prior.Complete, list: j.listed.list, listUnknown: j.listed.listUnknown}
+		absent: !j.prior.Found && j.prior.Complete, list: j.listed.list, listUnknown: j.listed.listUnknown, listNamed: j.listed.named}
 	if j.rec.vapRan || j.rec.byWebhook {
 		// The log shows the request got past the storage's check of the resourceVersion and
 		// uid it asked for: they are those stored, where the replay does not know them.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -447,16 +448,18 @@ func markedMaybe(gr schema.GroupResource, u *unstructured.Unstructured, known []
 // listedBy is what the deletecollection ev of gr in namespace deleted of the objects the State
 // knows, decoded: those its label selector selects, as the store's list read them when the
 // request was received. An object the State does not know stays so. why says why it is not
-// known: a field selector, which only the resource's own attributes answer, list options that
+// known: a field selector, which only the resource's own attributes answer (but one that names
+// the object), list options that
 // page or pin the list, a level that does not log its delete options, a selector that does
 // not parse, a request received at a time the log does not say, or what the State does not
 // know (state.State.Selected).
 func (r *Replayer) listedBy(gr schema.GroupResource, namespace string, ev *Event) (items []any, unknowns map[state.ObjectKey][]vapccel.Unknown, why string) {
 	q := ev.Query()
+	name, named := namedByFieldSelector(ev)
 	switch {
 	case exportListUnknown(ev) != "":
 		return nil, nil, exportListUnknown(ev) // exportloss.go
-	case q.Get("fieldSelector") != "":
+	case q.Get("fieldSelector") != "" && !named:
 		return nil, nil, "a field selector"
 	case q.Get("limit") != "" || q.Get("continue") != "" || q.Get("resourceVersion") != "":
 		return nil, nil, "list options that page or pin the list"
@@ -475,7 +478,29 @@ func (r *Replayer) listedBy(gr schema.GroupResource, namespace string, ev *Event
 	if err != nil {
 		return nil, nil, "the label selector: " + err.Error()
 	}
-	return r.state.Selected(gr, namespace, received, sel)
+	items, unknowns, why = r.state.Selected(gr, namespace, received, sel)
+	if named && why == "" {
+		// The one object the field selector names (the store reads its key alone).
+		items = slices.DeleteFunc(items, func(it any) bool {
+			m, _ := it.(map[string]any)
+			return (&unstructured.Unstructured{Object: m}).GetName() != name
+		})
+	}
+	return items, unknowns, why
+}
+
+// namedByFieldSelector is the name a list request's field selector requires, which the store
+// lists by reading that object's key alone (registry.Store's ListPredicate, MatchesSingle).
+func namedByFieldSelector(ev *Event) (string, bool) {
+	fs := ev.Query().Get("fieldSelector")
+	if fs == "" {
+		return "", false
+	}
+	sel, err := fields.ParseSelector(fs)
+	if err != nil {
+		return "", false
+	}
+	return sel.RequiresExactMatch("metadata.name")
 }
 
 // failedDeleteCollection settles what a deletecollection that failed deleted: the store

@@ -383,3 +383,34 @@ func TestStoredShared(t *testing.T) {
 		})
 	}
 }
+
+// TestDeleteCollectionOfOneName: a deletecollection whose field selector names one object
+// reads that object alone, as the store does (ListPredicate's MatchesSingle: etcd reads its
+// key, not the namespace's), so the namespace's other objects need not be known.
+func TestDeleteCollectionOfOneName(t *testing.T) {
+	s := testServer(t)
+	cm := []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm1","namespace":"a","resourceVersion":"5"}}`)
+	for _, tt := range []struct {
+		name     string
+		uri      string
+		code     int
+		unknown  bool
+		admitted int
+	}{
+		{"named", "/api/v1/namespaces/a/configmaps?fieldSelector=metadata.name%3Dcm1", http.StatusOK, false, 1},
+		{"named, absent", "/api/v1/namespaces/a/configmaps?fieldSelector=metadata.name%3Dcm2", http.StatusOK, false, 0},
+		{"all of the namespace", "/api/v1/namespaces/a/configmaps", http.StatusServiceUnavailable, true, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			v := &validated{}
+			resp, err := s.Do(context.Background(), Request{Method: http.MethodDelete, URI: tt.uri, User: &user.DefaultInfo{Name: "alice"}},
+				v.exchange(objects{"configmaps/a/cm1": cm}, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.Code != tt.code || (resp.Unknown != nil) != tt.unknown || len(v.attrs) != tt.admitted {
+				t.Errorf("Do = %d %v (unknown %v) with %d admissions, want %d (unknown %v) with %d", resp.Code, resp.Status, resp.Unknown, len(v.attrs), tt.code, tt.unknown, tt.admitted)
+			}
+		})
+	}
+}

@@ -339,6 +339,26 @@ func (s *memStorage) GetList(ctx context.Context, key string, opts storage.ListO
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if !opts.Recursive {
+		// One object's key: the store lists so where a field selector names it
+		// (ListPredicate's MatchesSingle), and etcd reads that key alone.
+		obj, err := s.load(w, key)
+		if err != nil {
+			return err
+		}
+		var items []runtime.Object
+		if obj != nil {
+			if ok, err := opts.Predicate.Matches(obj); err != nil {
+				return err
+			} else if ok {
+				items = append(items, obj.DeepCopyObject())
+			}
+		}
+		if err := meta.SetList(listObj, items); err != nil {
+			return err
+		}
+		return s.versioner.UpdateList(listObj, w.nextRV, "", nil)
+	}
 	namespace := ""
 	if rest, ok := strings.CutPrefix(key, s.prefix+"/"); ok {
 		namespace = strings.TrimSuffix(rest, "/")

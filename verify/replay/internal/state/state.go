@@ -1546,6 +1546,30 @@ func (s *State) List(gr schema.GroupResource, namespace string, received time.Ti
 	return out, unknowns, ""
 }
 
+// ListNamed is List for a list the store reads one key of (a field selector on metadata.name:
+// registry.Store's ListPredicate, MatchesSingle): the object, none when it does not exist, or
+// why it is not known.
+func (s *State) ListNamed(gr schema.GroupResource, namespace, name string, received time.Time) ([][]byte, map[ObjectKey][]vapccel.Unknown, string) {
+	gr = StorageOf(gr)
+	k := ObjectKey{Namespace: namespace, Name: name}
+	e, found := s.Objects[gr][k]
+	switch {
+	case !s.keep(gr):
+		return nil, nil, "the replay does not keep " + gr.String()
+	case !received.IsZero() && s.lastDone[ReplacedKey{gr, ObjectKey{Namespace: namespace}}].After(received):
+		return nil, nil, fmt.Sprintf("a write to %s completed after this request was received (%s): they ran concurrently, and the log does not say which objects it listed", gr, received.UTC().Format(time.RFC3339Nano))
+	case !found && !s.Complete(gr):
+		return nil, nil, fmt.Sprintf("%s %s: not in the snapshot or earlier in the log", gr, JoinKey(namespace, name))
+	case !found:
+		return [][]byte{}, nil, ""
+	case e.Raw == nil:
+		return nil, nil, fmt.Sprintf("%s %s: %s", gr, JoinKey(namespace, name), ShortReason(e.Unknown))
+	case len(e.unknowns) > 0:
+		return [][]byte{e.Raw}, map[ObjectKey][]vapccel.Unknown{k: e.unknowns}, ""
+	}
+	return [][]byte{e.Raw}, nil, ""
+}
+
 // Selected is what a deletecollection of gr in namespace received at received deleted of the
 // objects the State knows, decoded: those sel selects, as the store's list read them when the
 // request was received. An object the State does not know stays so. why says why it is not
