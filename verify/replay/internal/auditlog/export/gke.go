@@ -18,8 +18,9 @@ import (
 )
 
 // GKE writes the Kubernetes API server's audit events to Cloud Logging as Cloud Audit Logs:
-// one LogEntry an event, in the log cloudaudit.googleapis.com/activity (writes) or
-// cloudaudit.googleapis.com/data_access (reads)
+// one LogEntry an event, in the log cloudaudit.googleapis.com/activity (most writes) or
+// cloudaudit.googleapis.com/data_access (reads, and the writes GKE counts as data writes, such
+// as a pod's status updates: off until DATA_WRITE is enabled)
 // (https://cloud.google.com/kubernetes-engine/docs/how-to/audit-logging,
 // https://cloud.google.com/kubernetes-engine/docs/concepts/audit-policy). The entry
 // (https://cloud.google.com/logging/docs/reference/v2/rest/v2/LogEntry) carries the event's
