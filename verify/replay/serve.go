@@ -147,12 +147,13 @@ func (r *Replayer) serve(ctx context.Context, ev *Event, t target, policies []st
 			ex.MutatingPolicies = func(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
 				// What the cluster's other mutating policies, which the same plugin runs in an
 				// order no log records, may have changed is not known to these either.
-				inputs := append(append(settle(ev, t, a, logged), pc.unknowns(t.gvr.GroupResource())...), mut.unknowns(r.replayedMutation(mutatedBy(t, a, view)))...)
 				if view != nil {
-					// Their reads are earlier than validating admission's (likelyRead).
+					// Their reads (and which of them the request's namespace selects) are
+					// earlier than validating admission's (likelyMutation).
 					view.Mutating = true
 					defer func() { view.Mutating = false }()
 				}
+				inputs := append(append(settle(ev, t, a, logged), pc.unknowns(t.gvr.GroupResource())...), mut.unknowns(r.replayedMutation(mutatedBy(t, a, view)))...)
 				if named {
 					return beforeNameGenerated(a, func(a admission.Attributes) error { return r.runMutatingPolicies(ctx, me, &s, a, o, inputs) })
 				}
