@@ -178,6 +178,12 @@ func TestCutRecordings(t *testing.T) {
 		// has decoded the request, and the informer holds a write only after it completed:
 		// the likely mutation is the floor before the patch, 12, which the pod's status
 		// patch after shows the server stored (20 the alternative's).
+		// A helper's recording, cut to a Job create the server admitted, its response holding
+		// the Job: a Job's response is not the object admission saw (the defaults of a read
+		// give it its template's labels), so the pipeline rebuilds it, with a uid of its own;
+		// the uid the store gave it before admission, and the strategy copied into the
+		// template's labels, is the response's. The policy compares the two.
+		{name: "a Job create's uid, answered", dir: "job-uid-answered", check: true, want: map[int]string{2: "admit certain"}},
 		{name: "a mutating policy's param written after the request was received", dir: "map-param-written-after-receipt", want: map[int]string{4: "admit likely"}, mutated: map[int]string{4: `"value":12`}},
 		// A helper's recording at level Metadata: Events (core and events.k8s.io) and a Lease
 		// created, which the policy's excludeResourceRules exclude whatever the object's

@@ -3,6 +3,7 @@ package replay
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -54,10 +55,16 @@ func settle(ev *Event, t target, a admission.Attributes, body []byte) []vapccel.
 	// the object it finds absent, and the server allocates and stamps it as a create's.
 	create := a.GetOperation() == admission.Create && old == nil
 	if create && m.GetUID() != "" {
-		// The uid, and wherever the strategy copied it (a Job's selector and pod labels).
-		why := "the uid the server generated"
-		out = append(out, vapccel.Unknown{Path: objectPath("metadata", "uid"), ValueOnly: true, Why: why})
-		out = append(out, copiesOf(obj, t.reqKind, string(m.GetUID()), why)...)
+		// The uid, and wherever the strategy copied it (a Job's selector and pod labels):
+		// the server's where its answer gives it (the store gave the object its uid before
+		// admission, and stored it so).
+		if uid := answeredUID(ev, m.GetName()); uid != "" {
+			replaceStrings(reflect.ValueOf(obj), string(m.GetUID()), uid)
+		} else {
+			why := "the uid the server generated"
+			out = append(out, vapccel.Unknown{Path: objectPath("metadata", "uid"), ValueOnly: true, Why: why})
+			out = append(out, copiesOf(obj, t.reqKind, string(m.GetUID()), why)...)
+		}
 	}
 	if ts := m.GetCreationTimestamp(); create && !ts.IsZero() {
 		setTime(&ts, objectPath("metadata", "creationTimestamp"))
@@ -241,6 +248,53 @@ func bodyNamed(body []byte) bool {
 		} `json:"metadata"`
 	}
 	return hasBody(body) && json.Unmarshal(body, &o) == nil && o.Metadata.Name != ""
+}
+
+// answeredUID is the uid of the object named name that a successful create answered with (its
+// response is the object it stored), or "".
+func answeredUID(ev *Event, name string) string {
+	if ev.Code() < 200 || ev.Code() >= 300 || !bytes.HasPrefix(bytes.TrimSpace(ev.ResponseObject), []byte("{")) {
+		return ""
+	}
+	h, err := auditlog.DecodeHeader(ev.ResponseObject)
+	if err != nil || h.GetKind() == "Status" || h.GetName() != name {
+		return ""
+	}
+	return string(h.GetUID())
+}
+
+// replaceStrings replaces old with new in every string v holds (struct fields, slice and array
+// elements, map values), where it can set them: v is a pointer to the object.
+func replaceStrings(v reflect.Value, old, new string) {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			replaceStrings(v.Elem(), old, new)
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() { // an API type's fields are (a time's are not)
+				replaceStrings(v.Field(i), old, new)
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			replaceStrings(v.Index(i), old, new)
+		}
+	case reflect.Map:
+		if v.Type().Elem().Kind() != reflect.String {
+			return // a map of structs or lists holds no copy of a uid the strategies make
+		}
+		for _, k := range v.MapKeys() {
+			if s := v.MapIndex(k).String(); strings.Contains(s, old) {
+				v.SetMapIndex(k, reflect.ValueOf(strings.ReplaceAll(s, old, new)).Convert(v.Type().Elem()))
+			}
+		}
+	case reflect.String:
+		if v.CanSet() && strings.Contains(v.String(), old) {
+			v.SetString(strings.ReplaceAll(v.String(), old, new))
+		}
+	}
 }
 
 // generatedNameKnown says whether the log holds the name the server generated: a refusal's
