@@ -199,9 +199,10 @@ type celIssue struct {
 	// hint is what it may have meant and fields the fields where one is undefined, when they
 	// are few (hinter.hint).
 	hint, fields string
-	// untyped says the undefined field is in the kind's schema, in a form the apiserver's type
-	// checker does not type (see Checker.untypedField): the expression works at runtime.
-	untyped bool
+	// untyped, when set, says why the undefined field is one the object holds at runtime: it
+	// is in the kind's schema in a form the apiserver's type checker does not type, or in an
+	// embedded object whose schema declares no fields (see Checker.untypedField).
+	untyped string
 }
 
 // issueRE matches the head line of each error in cel-go's Issues.String():

@@ -106,8 +106,8 @@ const requestResourceUnresolved = "unexpected failed resolution of 'kubernetes.a
 // the checker does not (it resolves it as a field of authorizer).
 func checkerOnly(is celIssue) string {
 	switch {
-	case is.untyped:
-		return "the field is in the kind's OpenAPI schema, in a form kube-apiserver's type checker does not type (a map of quantities, a field of several types): kube-controller-manager reports this as a warning, and the expression works on the object at runtime"
+	case is.untyped != "":
+		return is.untyped + ": kube-controller-manager reports this as a warning, and the expression works on the object at runtime"
 	case strings.Contains(is.msg, requestResourceUnresolved):
 		return "kube-controller-manager's type checker does not declare authorizer.requestResource, which kube-apiserver declares: it reports this as a warning in status.typeChecking, and the expression works at runtime"
 	}

@@ -13,19 +13,28 @@ import (
 // resource quantities (a container's resources.limits and requests), a field of several types
 // (oneOf, an int-or-string in some forms). Selecting such a field is an "undefined field" type
 // error, which kube-controller-manager writes as a warning, while the expression works at
-// runtime on the object, where the field is there. vapc tells it from a field that is in no
+// runtime on the object, where the field is there; so is a field of an object whose schema
+// declares none (an embedded object of any kind). vapc tells it from a field that is in no
 // schema (a typo, which cannot work): untypedField.
 
 // versionRE matches a Kubernetes API version, for reading a kind out of a type name.
 var versionRE = regexp.MustCompile(`^v[0-9]+((alpha|beta)[0-9]+)?$`)
 
-// untypedField says whether the field the type checker says is undefined on the object type of
-// the name (the name declTypeFor gives a kind's type and its path: vapc.GROUP.VERSION.KIND and
-// then the fields and list items, @idx, down to it) is in the kind's OpenAPI schema there.
-func (c *Checker) untypedField(typeName, field string) bool {
+// The reasons untypedField gives.
+const (
+	untypedInSchema   = "the field is in the kind's OpenAPI schema, in a form kube-apiserver's type checker does not type (a map of quantities, a field of several types)"
+	untypedInEmbedded = "the field is in an embedded object, whose OpenAPI schema declares none of its fields (runtime.RawExtension)"
+)
+
+// untypedField says why the field the type checker says is undefined on the object type of the
+// name (the name declTypeFor gives a kind's type and its path: vapc.GROUP.VERSION.KIND and then
+// the fields and list items, @idx, down to it) is one an object holds at runtime: it is in the
+// kind's OpenAPI schema there, or that schema is an embedded object's (freeForm); "" when it is
+// in no schema.
+func (c *Checker) untypedField(typeName, field string) string {
 	parts := strings.Split(typeName, ".")
 	if len(parts) < 4 || parts[0] != "vapc" {
-		return false
+		return ""
 	}
 	for i := 1; i+1 < len(parts); i++ {
 		if !versionRE.MatchString(parts[i]) || parts[i+1] == "" || parts[i+1][0] < 'A' || parts[i+1][0] > 'Z' {
@@ -34,17 +43,29 @@ func (c *Checker) untypedField(typeName, field string) bool {
 		gvk := schema.GroupVersionKind{Group: strings.Join(parts[1:i], "."), Version: parts[i], Kind: parts[i+1]}
 		s, err := c.catalog.Resolver().ResolveSchema(gvk)
 		if err != nil {
-			return false
+			return ""
 		}
 		for _, step := range parts[i+2:] {
 			if s = stepInto(s, step); s == nil {
-				return false
+				return ""
 			}
 		}
-		_, ok := s.Properties[field]
-		return ok
+		switch _, ok := s.Properties[field]; {
+		case ok:
+			return untypedInSchema
+		case freeForm(s):
+			return untypedInEmbedded
+		}
+		return ""
 	}
-	return false
+	return ""
+}
+
+// freeForm says whether a schema is an object that declares none of its fields: an embedded
+// object of any kind (runtime.RawExtension: a ControllerRevision's data), whose fields the
+// checker cannot know and the object holds at runtime.
+func freeForm(s *spec.Schema) bool {
+	return len(s.Properties) == 0 && s.AdditionalProperties == nil && s.Items == nil && (len(s.Type) == 0 || s.Type.Contains("object"))
 }
 
 // stepInto is the schema of a step of a type's path: a property, the items of a list (@idx),
