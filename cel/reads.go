@@ -395,9 +395,15 @@ func (w *readWalker) walk(e celast.Expr, bound map[string]fields) fields {
 		}
 		w.read(r, ReadChildren)
 		elem := r.with(AnyStep)
-		// A list's first variable is its index, a map's its key; the second is the element or
-		// the value. Which one the range is is not known here: both stand for the element.
-		inner[c.IterVar()] = elem
+		// A list's first variable is its index (or, alone, its element), a map's its key; the
+		// second is the element or the value. Which one the range is is not known here, but
+		// for an object's labels and annotations, maps in every kind: the variable stands for
+		// the element, and a key is read by reading the map's keys (ReadChildren).
+		first := elem
+		if labelsOrAnnotations(r) {
+			first = nil
+		}
+		inner[c.IterVar()] = first
 		if c.HasIterVar2() {
 			inner[c.IterVar2()] = elem
 		}
@@ -431,6 +437,18 @@ func (w *readWalker) walk(e celast.Expr, bound map[string]fields) fields {
 		}
 	}
 	return nil
+}
+
+// labelsOrAnnotations says whether every field of fs is an object's metadata.labels or
+// metadata.annotations (ObjectMeta's maps of strings, in every kind).
+func labelsOrAnnotations(fs fields) bool {
+	for _, f := range fs {
+		n := len(f.Steps)
+		if n < 2 || f.Steps[n-2] != "metadata" || (f.Steps[n-1] != "labels" && f.Steps[n-1] != "annotations") {
+			return false
+		}
+	}
+	return len(fs) > 0
 }
 
 // call records what a call reads: selection and indexing of a field extend it, optional

@@ -14,6 +14,7 @@ func TestExpressionReads(t *testing.T) {
 	tolerations := Unknown{Path: FieldPath{Root: "object", Steps: []string{"spec", "tolerations"}}}
 	name := Unknown{Path: FieldPath{Root: "request", Steps: []string{"name"}}, ValueOnly: true}
 	objName := Unknown{Path: FieldPath{Root: "object", Steps: []string{"metadata", "name"}}, ValueOnly: true}
+	templateLabel := Unknown{Path: FieldPath{Root: "object", Steps: []string{"spec", "template", "metadata", "labels", "controller-uid"}}, ValueOnly: true}
 	oldUID := Unknown{Path: FieldPath{Root: "oldObject", Steps: []string{"metadata", "uid"}}, ValueOnly: true}
 	tests := []struct {
 		expr    string
@@ -58,6 +59,11 @@ func TestExpressionReads(t *testing.T) {
 		{"variables.o.metadata.uid == 'x'", []NamedExpression{{"o", "object.metadata.name == 'x' ? object.spec : oldObject"}}, objName, true},
 		{"(has(object.spec) ? object.spec : {}).replicas > 1", nil, uid, false},
 		{"variables.o == 'x'", []NamedExpression{{"o", "true ? object.metadata.name : 'y'"}}, objName, true},
+		// Labels are a map: a macro's variable over them is a key, which reading the keys reads.
+		{"object.spec.template.metadata.labels.exists(k, k == 'job-name')", nil, templateLabel, false},
+		{"object.spec.template.metadata.labels.exists(k, object.spec.template.metadata.labels[k] == 'x')", nil, templateLabel, true},
+		{"object.spec.template.metadata.labels.all(k, v, v != 'x')", nil, templateLabel, true},
+		{"object.spec.template.spec.containers.exists(c, c == 'x')", nil, Unknown{Path: FieldPath{Root: "object", Steps: []string{"spec", "template", "spec", "containers", AnyStep, "image"}}, ValueOnly: true}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.expr, func(t *testing.T) {
