@@ -555,12 +555,35 @@ func (r *Replayer) failedDeleteCollection(d decoded, ev *Event, t target, j *job
 		}
 		return
 	}
+	if cause := refusalUnsettled(j); cause != "" {
+		why += " (" + cause + ")"
+	}
 	for _, it := range items {
 		if m, ok := it.(map[string]any); ok {
 			u := &unstructured.Unstructured{Object: m}
 			r.state.Forget(gr, t.mainKind, u.GetNamespace(), u.GetName(), why)
 		}
 	}
+}
+
+// refusalUnsettled says why the refusal of a failed deletecollection the replay decided as
+// likely is not settled: what its alternative needs, and why the replay cannot decide it
+// there (the watch cache's older copies its deletions may have read first); "" otherwise.
+func refusalUnsettled(j *job) string {
+	if j == nil {
+		return ""
+	}
+	<-j.done
+	out := j.result.out
+	if out == nil || out.Certainty != CertaintyLikely {
+		return ""
+	}
+	for _, a := range out.Alternatives {
+		if a.Detail != "" {
+			return "its refusal may have been another where " + a.If + ": " + a.Detail
+		}
+	}
+	return ""
 }
 
 // reachedItems are the objects a refused DELETE's or deletecollection's pipeline wrote before
