@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -2283,6 +2284,35 @@ func TestDeleteCollectionOfOneName(t *testing.T) {
 	for id, what := range map[string]string{"4": "the deletecollection", "5": "the update of the object it did not list"} {
 		if rec := recs[id]; rec == nil || rec.Decision != DecisionAdmit || rec.Certainty != CertaintyCertain {
 			t.Errorf("%s: %s, want admit, certain", what, describeRecord(rec))
+		}
+	}
+}
+
+// TestNamedByFieldSelector: a field selector names one object for the store (which reads its
+// key alone) only when the name is all it requires.
+func TestNamedByFieldSelector(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		selector string
+		name     string
+		named    bool
+	}{
+		{"metadata.name=x", "x", true},
+		{"metadata.name==x", "x", true},
+		{"metadata.name=x,metadata.namespace=a", "", false},
+		{"metadata.name=x,status.phase=Running", "", false},
+		{"metadata.name!=x", "", false},
+		{"status.phase=Running", "", false},
+		{"", "", false},
+		{"metadata.name=x=y,", "", false},
+	} {
+		ev := &Event{}
+		ev.RequestURI = "/api/v1/namespaces/a/configmaps"
+		if tt.selector != "" {
+			ev.RequestURI += "?fieldSelector=" + url.QueryEscape(tt.selector)
+		}
+		if name, named := namedByFieldSelector(ev); name != tt.name || named != tt.named {
+			t.Errorf("namedByFieldSelector(%q) = %q, %v; want %q, %v", tt.selector, name, named, tt.name, tt.named)
 		}
 	}
 }

@@ -448,11 +448,10 @@ func markedMaybe(gr schema.GroupResource, u *unstructured.Unstructured, known []
 // listedBy is what the deletecollection ev of gr in namespace deleted of the objects the State
 // knows, decoded: those its label selector selects, as the store's list read them when the
 // request was received. An object the State does not know stays so. why says why it is not
-// known: a field selector, which only the resource's own attributes answer (but one that names
-// the object), list options that
-// page or pin the list, a level that does not log its delete options, a selector that does
-// not parse, a request received at a time the log does not say, or what the State does not
-// know (state.State.Selected).
+// known: a field selector, which only the resource's own attributes answer (but one that
+// names the object alone), list options that page or pin the list, a level that does not log
+// its delete options, a selector that does not parse, a request received at a time the log
+// does not say, or what the State does not know (state.State.Selected).
 func (r *Replayer) listedBy(gr schema.GroupResource, namespace string, ev *Event) (items []any, unknowns map[state.ObjectKey][]vapccel.Unknown, why string) {
 	q := ev.Query()
 	name, named := namedByFieldSelector(ev)
@@ -489,15 +488,17 @@ func (r *Replayer) listedBy(gr schema.GroupResource, namespace string, ev *Event
 	return items, unknowns, why
 }
 
-// namedByFieldSelector is the name a list request's field selector requires, which the store
-// lists by reading that object's key alone (registry.Store's ListPredicate, MatchesSingle).
+// namedByFieldSelector is the name a list request's field selector requires and nothing else,
+// which the store lists by reading that object's key alone (registry.Store's ListPredicate,
+// MatchesSingle). A selector with other terms is not: which objects they select of the one
+// named, only the resource's own attributes answer.
 func namedByFieldSelector(ev *Event) (string, bool) {
 	fs := ev.Query().Get("fieldSelector")
 	if fs == "" {
 		return "", false
 	}
 	sel, err := fields.ParseSelector(fs)
-	if err != nil {
+	if err != nil || len(sel.Requirements()) != 1 {
 		return "", false
 	}
 	return sel.RequiresExactMatch("metadata.name")
