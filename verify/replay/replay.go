@@ -707,12 +707,8 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 		}
 	}
 	if ev.Verb == "deletecollection" {
-		if name, ok := namedByFieldSelector(ev); ok {
-			j.listed.list, j.listed.listUnknowns, j.listed.listUnknown = r.state.ListNamed(t.gvr.GroupResource(), t.namespace, name, ev.Received())
-			j.listed.named = name
-		} else {
-			j.listed.list, j.listed.listUnknowns, j.listed.listUnknown = r.state.List(t.gvr.GroupResource(), t.namespace, ev.Received())
-		}
+		j.listed.named, _ = namedByFieldSelector(ev)
+		j.listed.list, j.listed.listUnknowns, j.listed.listUnknown = r.state.List(t.gvr.GroupResource(), t.namespace, j.listed.named, ev.Received())
 		if why := exportListUnknown(ev); why != "" {
 			j.listed = listing{listUnknown: why} // exportloss.go
 		}

@@ -150,8 +150,7 @@ func (r *Replayer) serve(ctx context.Context, ev *Event, t target, policies []st
 				if view != nil {
 					// Their reads (and which of them the request's namespace selects) are
 					// earlier than validating admission's (likelyMutation).
-					view.Mutating = true
-					defer func() { view.Mutating = false }()
+					defer view.MutatingReads()()
 				}
 				inputs := append(append(settle(ev, t, a, logged), pc.unknowns(t.gvr.GroupResource())...), mut.unknowns(r.replayedMutation(mutatedBy(t, a, view)))...)
 				if named {

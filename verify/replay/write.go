@@ -477,15 +477,7 @@ func (r *Replayer) listedBy(gr schema.GroupResource, namespace string, ev *Event
 	if err != nil {
 		return nil, nil, "the label selector: " + err.Error()
 	}
-	items, unknowns, why = r.state.Selected(gr, namespace, received, sel)
-	if named && why == "" {
-		// The one object the field selector names (the store reads its key alone).
-		items = slices.DeleteFunc(items, func(it any) bool {
-			m, _ := it.(map[string]any)
-			return (&unstructured.Unstructured{Object: m}).GetName() != name
-		})
-	}
-	return items, unknowns, why
+	return r.state.Selected(gr, namespace, name, received, sel)
 }
 
 // namedByFieldSelector is the name a list request's field selector requires and nothing else,

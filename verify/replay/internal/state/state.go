@@ -1507,14 +1507,17 @@ func (p Prior) Decode() (*unstructured.Unstructured, string) {
 }
 
 // List returns the JSON of every object of the resource in the namespace (every namespace
-// when it is empty), in no order, or why the State does not know them all: for a request
-// received at received, they are not known when a write to one of them completed after it.
-func (s *State) List(gr schema.GroupResource, namespace string, received time.Time) ([][]byte, map[ObjectKey][]vapccel.Unknown, string) {
+// when it is empty), or of the one named name when it is not empty (a list the store reads one
+// key of: a field selector on metadata.name, registry.Store's ListPredicate, MatchesSingle), in
+// no order, or why the State does not know them all: for a request received at received, they
+// are not known when a write to one of them completed after it.
+func (s *State) List(gr schema.GroupResource, namespace, name string, received time.Time) ([][]byte, map[ObjectKey][]vapccel.Unknown, string) {
 	gr = StorageOf(gr)
+	objects := s.objectsNamed(gr, namespace, name)
 	switch {
 	case !s.keep(gr):
 		return nil, nil, "the replay does not keep " + gr.String()
-	case !s.Complete(gr):
+	case !s.Complete(gr) && (name == "" || len(objects) == 0):
 		return nil, nil, "the snapshot and the log do not hold every object of " + gr.String()
 	case !received.IsZero() && s.lastDone[ReplacedKey{gr, ObjectKey{Namespace: namespace}}].After(received):
 		return nil, nil, fmt.Sprintf("a write to %s completed after this request was received (%s): they ran concurrently, and the log does not say which objects it listed", gr, received.UTC().Format(time.RFC3339Nano))
@@ -1522,7 +1525,7 @@ func (s *State) List(gr schema.GroupResource, namespace string, received time.Ti
 	out := [][]byte{}
 	var unknowns map[ObjectKey][]vapccel.Unknown
 	var unknown *ObjectKey // the first, by key, of the objects not known: the reason is stable
-	for k, e := range s.Objects[gr] {
+	for k, e := range objects {
 		if namespace != "" && k.Namespace != namespace {
 			continue
 		}
@@ -1546,36 +1549,25 @@ func (s *State) List(gr schema.GroupResource, namespace string, received time.Ti
 	return out, unknowns, ""
 }
 
-// ListNamed is List for a list the store reads one key of (a field selector on metadata.name:
-// registry.Store's ListPredicate, MatchesSingle): the object, none when it does not exist, or
-// why it is not known.
-func (s *State) ListNamed(gr schema.GroupResource, namespace, name string, received time.Time) ([][]byte, map[ObjectKey][]vapccel.Unknown, string) {
-	gr = StorageOf(gr)
-	k := ObjectKey{Namespace: namespace, Name: name}
-	e, found := s.Objects[gr][k]
-	switch {
-	case !s.keep(gr):
-		return nil, nil, "the replay does not keep " + gr.String()
-	case !received.IsZero() && s.lastDone[ReplacedKey{gr, ObjectKey{Namespace: namespace}}].After(received):
-		return nil, nil, fmt.Sprintf("a write to %s completed after this request was received (%s): they ran concurrently, and the log does not say which objects it listed", gr, received.UTC().Format(time.RFC3339Nano))
-	case !found && !s.Complete(gr):
-		return nil, nil, fmt.Sprintf("%s %s: not in the snapshot or earlier in the log", gr, JoinKey(namespace, name))
-	case !found:
-		return [][]byte{}, nil, ""
-	case e.Raw == nil:
-		return nil, nil, fmt.Sprintf("%s %s: %s", gr, JoinKey(namespace, name), ShortReason(e.Unknown))
-	case len(e.unknowns) > 0:
-		return [][]byte{e.Raw}, map[ObjectKey][]vapccel.Unknown{k: e.unknowns}, ""
+// objectsNamed are the entries of gr a list reads: all, or the one named name in namespace
+// when name is not empty (none when the State holds none).
+func (s *State) objectsNamed(gr schema.GroupResource, namespace, name string) map[ObjectKey]*entry {
+	if name == "" {
+		return s.Objects[gr]
 	}
-	return [][]byte{e.Raw}, nil, ""
+	k := ObjectKey{Namespace: namespace, Name: name}
+	if e := s.Objects[gr][k]; e != nil {
+		return map[ObjectKey]*entry{k: e}
+	}
+	return nil
 }
 
-// Selected is what a deletecollection of gr in namespace received at received deleted of the
-// objects the State knows, decoded: those sel selects, as the store's list read them when the
-// request was received. An object the State does not know stays so. why says why it is not
-// known: a write to the namespace concurrent with the request, or labels the State does not
-// know.
-func (s *State) Selected(gr schema.GroupResource, namespace string, received time.Time, sel labels.Selector) (items []any, unknowns map[ObjectKey][]vapccel.Unknown, why string) {
+// Selected is what a deletecollection of gr in namespace (of the one named name, when it is
+// not empty: see List) received at received deleted of the objects the State knows, decoded:
+// those sel selects, as the store's list read them when the request was received. An object
+// the State does not know stays so. why says why it is not known: a write to the namespace
+// concurrent with the request, or labels the State does not know.
+func (s *State) Selected(gr schema.GroupResource, namespace, name string, received time.Time, sel labels.Selector) (items []any, unknowns map[ObjectKey][]vapccel.Unknown, why string) {
 	gr = StorageOf(gr)
 	if !s.keep(gr) {
 		return nil, nil, "the replay does not keep " + gr.String()
@@ -1584,11 +1576,12 @@ func (s *State) Selected(gr schema.GroupResource, namespace string, received tim
 		return nil, nil, fmt.Sprintf("a write to %s completed after it was received (%s): they ran concurrently", gr, received.UTC().Format(time.RFC3339Nano))
 	}
 	unknowns = map[ObjectKey][]vapccel.Unknown{}
-	keys := slices.SortedFunc(maps.Keys(s.Objects[gr]), func(a, b ObjectKey) int {
+	objects := s.objectsNamed(gr, namespace, name)
+	keys := slices.SortedFunc(maps.Keys(objects), func(a, b ObjectKey) int {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
 	for _, k := range keys { // in a fixed order, not the map's
-		e := s.Objects[gr][k]
+		e := objects[k]
 		if (namespace != "" && k.Namespace != namespace) || e.Raw == nil {
 			continue
 		}

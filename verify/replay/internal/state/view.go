@@ -267,12 +267,10 @@ type StateView struct {
 	// looked are the gets through lookup (the admission plugins', and the namespace the policy
 	// matcher reads), also among gets: not CollectParams' (see readOtherThanByName).
 	looked []readKey
-	// Mutating, while set, says the reads are the MutatingAdmissionPolicies': the handler
-	// runs them as it has decoded the request, before the store runs validating admission.
-	// Their gets and lists are early; those made while it was not set late (see ReadWhen).
-	Mutating              bool
-	earlyGets, lateGets   []readKey
-	earlyLists, lateLists []listRead
+	// early are the runs of Gets and Lists the MutatingAdmissionPolicies made (MutatingReads):
+	// the handler runs them as it has decoded the request, before the store runs validating
+	// admission (see ReadWhen).
+	early []readSpan
 	// overrides, when set, are objects the View holds as they were before writes: each
 	// write's entry, or absent when !had.
 	overrides map[readKey]TypedWrite
@@ -297,12 +295,43 @@ func (v *StateView) Read(w TypedWrite) bool {
 	return slices.Contains(v.Gets, readKey{w.GR, w.Obj}) || v.listedWith(w)
 }
 
+// readSpan is a run of a View's reads: Gets[gets[0]:gets[1]] and Lists[lists[0]:lists[1]].
+type readSpan struct{ gets, lists [2]int }
+
+// MutatingReads marks the reads of evaluations over the View until end is called as the
+// MutatingAdmissionPolicies' (see ReadWhen).
+func (v *StateView) MutatingReads() (end func()) {
+	gets, lists := len(v.Gets), len(v.Lists)
+	return func() {
+		v.early = append(v.early, readSpan{[2]int{gets, len(v.Gets)}, [2]int{lists, len(v.Lists)}})
+	}
+}
+
 // ReadWhen says whether an evaluation over the View read the object of w, or listed what it
-// was in, through the MutatingAdmissionPolicies (early: see Mutating), and otherwise (late: as
-// validating admission, or an admission plugin, ran).
+// was in, through the MutatingAdmissionPolicies (early: see MutatingReads), and otherwise
+// (late: as validating admission, or an admission plugin, ran).
 func (v *StateView) ReadWhen(w TypedWrite) (early, late bool) {
 	k := readKey{w.GR, w.Obj}
-	return slices.Contains(v.earlyGets, k) || v.listedIn(v.earlyLists, w), slices.Contains(v.lateGets, k) || v.listedIn(v.lateLists, w)
+	for i, g := range v.Gets {
+		if g == k {
+			e := v.earlyRead(i, func(s readSpan) [2]int { return s.gets })
+			early, late = early || e, late || !e
+		}
+	}
+	lists := v.listsWrite(w)
+	for i, l := range v.Lists {
+		if lists(l) {
+			e := v.earlyRead(i, func(s readSpan) [2]int { return s.lists })
+			early, late = early || e, late || !e
+		}
+	}
+	return early, late
+}
+
+// earlyRead says whether the read at index i of Gets or Lists (span picks which) is in a
+// span of early.
+func (v *StateView) earlyRead(i int, span func(readSpan) [2]int) bool {
+	return slices.ContainsFunc(v.early, func(s readSpan) bool { r := span(s); return r[0] <= i && i < r[1] })
 }
 
 // ReadOtherThanByName says whether an evaluation over the View read the object of w otherwise
@@ -314,21 +343,18 @@ func (v *StateView) ReadOtherThanByName(w TypedWrite) bool {
 
 // listedWith says whether an evaluation over the View listed what the object of w was in with
 // its labels before or after w.
-func (v *StateView) listedWith(w TypedWrite) bool { return v.listedIn(v.Lists, w) }
+func (v *StateView) listedWith(w TypedWrite) bool {
+	return slices.ContainsFunc(v.Lists, v.listsWrite(w))
+}
 
-// listedIn says whether one of lists lists what the object of w was in with its labels before
-// or after w.
-func (v *StateView) listedIn(lists []listRead, w TypedWrite) bool {
+// listsWrite says whether a list lists what the object of w was in with its labels before or
+// after w.
+func (v *StateView) listsWrite(w TypedWrite) func(listRead) bool {
 	after, has := v.entry(w.GR, w.Obj)
-	for _, l := range lists {
-		if l.gr != w.GR || (l.namespace != "" && l.namespace != w.Obj.Namespace) {
-			continue
-		}
-		if (has && after.Obj != nil && l.selector.Matches(after.labels)) || (w.Had && w.Prev.Obj != nil && l.selector.Matches(w.Prev.labels)) {
-			return true
-		}
+	return func(l listRead) bool {
+		return l.gr == w.GR && (l.namespace == "" || l.namespace == w.Obj.Namespace) &&
+			(has && after.Obj != nil && l.selector.Matches(after.labels) || w.Had && w.Prev.Obj != nil && l.selector.Matches(w.Prev.labels))
 	}
-	return false
 }
 
 // Reads says whether an evaluation over the View read an object of gr, or listed some.
@@ -384,7 +410,7 @@ func (v *StateView) Fresh() *StateView { return v.WithStandIns(v.standIns) }
 func (v *StateView) WithStandIns(standIns map[schema.GroupResource]runtime.Object) *StateView {
 	c := *v
 	c.misses, c.Partials, c.standIns, c.Gets, c.Lists, c.looked, c.overrides, c.overrideKeys = nil, nil, standIns, nil, nil, nil, nil, nil
-	c.Mutating, c.earlyGets, c.lateGets, c.earlyLists, c.lateLists = false, nil, nil, nil, nil
+	c.early = nil
 	return &c
 }
 
@@ -409,7 +435,7 @@ func (v *StateView) Get(gvr schema.GroupVersionResource, namespace, name string)
 		return nil, apierrors.NewNotFound(gr, name)
 	}
 	if v.Track {
-		v.get(readKey{gr, ObjectKey{namespace, name}})
+		v.Gets = append(v.Gets, readKey{gr, ObjectKey{namespace, name}})
 	}
 	e, ok := v.entry(gr, ObjectKey{namespace, name})
 	if w, over := v.overrides[readKey{gr, ObjectKey{namespace, name}}]; over && !w.Had && !w.UnknownBefore {
@@ -438,16 +464,6 @@ func (v *StateView) Get(gvr schema.GroupVersionResource, namespace, name string)
 		return o, nil
 	}
 	return nil, apierrors.NewNotFound(gr, name)
-}
-
-// get records a read of the object k.
-func (v *StateView) get(k readKey) {
-	v.Gets = append(v.Gets, k)
-	if v.Mutating {
-		v.earlyGets = append(v.earlyGets, k)
-	} else {
-		v.lateGets = append(v.lateGets, k)
-	}
 }
 
 // List implements verify.ObjectStore.
@@ -505,13 +521,7 @@ func (v *StateView) unknownEntries(gr schema.GroupResource, namespace string) []
 // them (see withOverrides), recording the read when the View tracks them.
 func (v *StateView) listed(b *bucket, gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]runtime.Object, []miss, []PartialUse) {
 	if v.Track {
-		l := listRead{gvr.GroupResource(), namespace, selector}
-		v.Lists = append(v.Lists, l)
-		if v.Mutating {
-			v.earlyLists = append(v.earlyLists, l)
-		} else {
-			v.lateLists = append(v.lateLists, l)
-		}
+		v.Lists = append(v.Lists, listRead{gvr.GroupResource(), namespace, selector})
 	}
 	var objs []runtime.Object
 	var failed []miss
@@ -630,7 +640,7 @@ func (v *StateView) Lookup(gvr schema.GroupVersionResource, namespace, name stri
 		return nil, false, why, nil
 	}
 	if v.Track {
-		v.get(readKey{gr, ObjectKey{namespace, name}})
+		v.Gets = append(v.Gets, readKey{gr, ObjectKey{namespace, name}})
 		v.looked = append(v.looked, readKey{gr, ObjectKey{namespace, name}})
 	}
 	e, ok := v.entry(gr, ObjectKey{namespace, name})
