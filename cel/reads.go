@@ -397,10 +397,10 @@ func (w *readWalker) walk(e celast.Expr, bound map[string]fields) fields {
 		elem := r.with(AnyStep)
 		// A list's first variable is its index (or, alone, its element), a map's its key; the
 		// second is the element or the value. Which one the range is is not known here, but
-		// for an object's labels and annotations, maps in every kind: the variable stands for
-		// the element, and a key is read by reading the map's keys (ReadChildren).
+		// for an object's labels and annotations: the variable stands for the element, and a
+		// key is read by reading the map's keys (ReadChildren).
 		first := elem
-		if labelsOrAnnotations(r) {
+		if objectMetaMaps(r) {
 			first = nil
 		}
 		inner[c.IterVar()] = first
@@ -439,12 +439,22 @@ func (w *readWalker) walk(e celast.Expr, bound map[string]fields) fields {
 	return nil
 }
 
-// labelsOrAnnotations says whether every field of fs is an object's metadata.labels or
-// metadata.annotations (ObjectMeta's maps of strings, in every kind).
-func labelsOrAnnotations(fs fields) bool {
+// objectMetaMaps says whether every field of fs is the labels or annotations of an ObjectMeta,
+// maps of strings: an object's own metadata (every kind's, a custom resource's too), or its pod
+// template's (spec.template, a CronJob's spec.jobTemplate.spec.template: the built-in kinds'
+// PodTemplateSpec). A custom resource's other metadata need not be one: there the variable
+// stands for the element.
+func objectMetaMaps(fs fields) bool {
 	for _, f := range fs {
 		n := len(f.Steps)
-		if n < 2 || f.Steps[n-2] != "metadata" || (f.Steps[n-1] != "labels" && f.Steps[n-1] != "annotations") {
+		if n < 2 || f.Steps[n-1] != "labels" && f.Steps[n-1] != "annotations" {
+			return false
+		}
+		switch meta := f.Steps[:n-1]; {
+		case slices.Equal(meta, []string{"metadata"}),
+			slices.Equal(meta, []string{"spec", "template", "metadata"}),
+			slices.Equal(meta, []string{"spec", "jobTemplate", "spec", "template", "metadata"}):
+		default:
 			return false
 		}
 	}

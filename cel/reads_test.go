@@ -64,6 +64,8 @@ func TestExpressionReads(t *testing.T) {
 		{"object.spec.template.metadata.labels.exists(k, object.spec.template.metadata.labels[k] == 'x')", nil, templateLabel, true},
 		{"object.spec.template.metadata.labels.all(k, v, v != 'x')", nil, templateLabel, true},
 		{"object.spec.template.spec.containers.exists(c, c == 'x')", nil, Unknown{Path: FieldPath{Root: "object", Steps: []string{"spec", "template", "spec", "containers", AnyStep, "image"}}, ValueOnly: true}, true},
+		// Elsewhere a custom resource's "metadata.labels" may be a list: its elements are read.
+		{"object.spec.x.metadata.labels.exists(k, k == 'a')", nil, Unknown{Path: FieldPath{Root: "object", Steps: []string{"spec", "x", "metadata", "labels", "b"}}, ValueOnly: true}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.expr, func(t *testing.T) {

@@ -169,8 +169,8 @@ func (r *Replayer) reviseConcurrent(d decoded, ev *Event, t target) {
 		if collection {
 			what = "which objects this request listed"
 		}
-		why := fmt.Sprintf("the write at %s:%d, which the log records after this request, was received before this request completed (%s, %s): they ran concurrently, and the log does not say %s",
-			d.file, d.num, received.UTC().Format(time.RFC3339Nano), j.revise.completed.UTC().Format(time.RFC3339Nano), what)
+		why := fmt.Sprintf("the write at %s, which the log records after this request, was received before this request completed (%s, %s): they ran concurrently, and the log does not say %s",
+			d.ref(), received.UTC().Format(time.RFC3339Nano), j.revise.completed.UTC().Format(time.RFC3339Nano), what)
 		switch w := writtenObject(ev, t); {
 		case collection:
 			j.listed.list, j.listed.listUnknowns, j.listed.listUnknown = nil, nil, why
@@ -454,7 +454,7 @@ func (r *Replayer) forgetReached(j *job, d decoded) {
 	}
 	j.result.reachedApplied = false
 	gr := j.t.gvr.GroupResource()
-	why := fmt.Sprintf("written by the refused %s at %s:%d, which ran concurrently with the write at %s:%d: what it left is not known", j.ev.Verb, j.d.file, j.d.num, d.file, d.num)
+	why := fmt.Sprintf("written by the refused %s at %s, which ran concurrently with the write at %s: what it left is not known", j.ev.Verb, j.d.ref(), d.ref())
 	// As the refused request: the concurrent write's own result, which may have been stored
 	// before what it left, does not make its objects known (State.keptUnknown).
 	r.state.As(j.d.ref().String(), auditlog.ParseTime(j.ev.StageTimestamp), func() {
