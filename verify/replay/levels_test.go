@@ -2279,12 +2279,18 @@ func TestDeleteCollectionOfOneName(t *testing.T) {
 		timedEvent(t, levelEvent(t, "3", auditlog.LevelMetadata, "update", "configmaps", "ns1", "u", 200, "", nil, nil), "01.200000", "01.201000", nil),
 		timedEvent(t, collection, "02.000000", "02.005000", nil),
 		timedEvent(t, levelEvent(t, "5", auditlog.LevelRequest, "update", "configmaps", "ns1", "y", 200, "", cm("y", "11", "c"), nil), "03.000000", "03.001000", nil),
+		timedEvent(t, replaceOnce(t, collection, `metadata.name%3Dx`, `metadata.name%3Du`), "04.000000", "04.005000", nil),
 	}
+	lines[6] = strings.Replace(lines[6], `"auditID":"4"`, `"auditID":"6"`, 1)
 	_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{del, upd}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{delB, updB}, lines...)
 	for id, what := range map[string]string{"4": "the deletecollection", "5": "the update of the object it did not list"} {
 		if rec := recs[id]; rec == nil || rec.Decision != DecisionAdmit || rec.Certainty != CertaintyCertain {
 			t.Errorf("%s: %s, want admit, certain", what, describeRecord(rec))
 		}
+	}
+	// The one object it names is not known: why is the State's.
+	if rec := recs["6"]; rec == nil || rec.Decision != DecisionIndeterminate || !strings.Contains(rec.Indeterminate, "level Metadata") {
+		t.Errorf("the deletecollection of the object not known: %s, want indeterminate for what the State does not know of it", describeRecord(rec))
 	}
 }
 

@@ -298,6 +298,10 @@ func (o *jobObjects) Get(gr schema.GroupResource, namespace, name string) ([]byt
 				return nil, false, nil // not among what the State listed: it does not exist
 			}
 		}
+		if state.SameStorage(gr, o.gr) && o.listUnknown != "" && namespace == o.namespace && (o.listNamed == "" || o.listNamed == name) {
+			// What the request lists (the one object its field selector names) is not known.
+			return nil, false, errors.New(o.listUnknown)
+		}
 		return nil, false, fmt.Errorf("the replay does not read it for this request")
 	}
 	switch {
