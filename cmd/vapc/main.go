@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"runtime/pprof"
 	"syscall"
 
 	"k8s.io/klog/v2"
@@ -50,10 +51,35 @@ func main() {
 		<-ctx.Done()
 		stop()
 	}()
+	stopProfile := cpuProfile(os.Getenv("VAPC_CPUPROFILE"))
 	err := Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
+	stopProfile()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "vapc:", err)
 	}
 	os.Exit(ExitCode(err))
+}
+
+// cpuProfile writes a CPU profile of the run to path (the environment's VAPC_CPUPROFILE, for
+// BENCHMARKS.md's measurements: `go tool pprof bin/vapc PATH`) until the returned func is
+// called; nothing when path is empty.
+func cpuProfile(path string) func() {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "vapc: VAPC_CPUPROFILE:", err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "vapc: VAPC_CPUPROFILE:", err)
+		}
+	}
 }

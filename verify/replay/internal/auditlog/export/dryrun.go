@@ -3,47 +3,78 @@ package export
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
 // A GKE entry does not carry the request URI's query, and with it whether the request was a
 // dry run (?dryRun=All: kubectl diff, --dry-run=server), which decides whether the write
-// happened. The response of a successful create shows it where kube-apiserver's storage does:
-// a dry-run create stores nothing, and its object has no resourceVersion; a create's always has
-// one (etcd3's store sets it). Nothing else tells: an update or patch answers a dry run with
-// the object it would store, and one that returns the stored version with other bytes may be
-// a no-op through another version or Accept header. Otherwise the event keeps
-// auditlog.LostDryRun, and the replay holds request.dryRun unknown.
+// happened. The response of a successful write shows it where kube-apiserver's storage does:
+//   - a dry-run create stores nothing, and its object has no resourceVersion; a create's always
+//     has one (etcd3's store sets it);
+//   - an update whose object gives a resourceVersion (a precondition: the store refuses it
+//     unless the object has that version, registry.Store.Update) and that answered with
+//     another was stored: a dry run answers with the object it would store, at the version the
+//     precondition gave (DryRunnableStorage.GuaranteedUpdate sets none), and so does a no-op.
+//     A scale subresource's update gives its parent's version the same way.
+//
+// Nothing else tells: an update with the same version, or without one, may have been a dry run
+// or a no-op, and a patch answers a dry run with the version the object has, which the entry
+// does not show. Otherwise the event keeps auditlog.LostDryRun, and the replay holds
+// request.dryRun unknown.
 
-// dryCheck is what an entry's event shows of a create: the resourceVersion of its response
-// and its request URI.
-type dryCheck struct{ rv, uri string }
+// dryCheck is what an entry's event shows of a create or an update: the resourceVersion of its
+// response, the one its request's object gave (an update's precondition), and its request URI.
+type dryCheck struct {
+	rv, uri string
+	// update says the write is an update: stored when its request's version (given) and its
+	// response's differ.
+	update    bool
+	requested string
+}
 
 // dryCheckOf is the dryCheck of a successful write whose response is its object.
 func dryCheckOf(ev *gkeEvent) *dryCheck {
-	if ev.ObjectRef == nil || ev.ObjectRef.Subresource != "" || ev.ResponseStatus == nil ||
+	if ev.ObjectRef == nil || ev.ResponseStatus == nil ||
 		ev.ResponseStatus.Code < 200 || ev.ResponseStatus.Code >= 300 || ev.Stage != auditlog.StageResponseComplete {
 		return nil
 	}
-	if ev.Verb != "create" {
+	switch sub := ev.ObjectRef.Subresource; {
+	case ev.Verb == "create" && sub == "":
+	case ev.Verb == "update" && (sub == "" || sub == "status" || sub == "scale"):
+	default:
 		return nil
 	}
-	if !hasObject(ev.ResponseObject) {
+	h, ok := objectHeaderOf(ev.ResponseObject)
+	if !ok || h.kind == "Status" || h.name == "" {
 		return nil
 	}
-	h, ok := headerOf(ev.ResponseObject)
-	if !ok {
-		obj, err := auditlog.DecodeHeader(ev.ResponseObject)
-		if err != nil {
-			return nil
+	c := &dryCheck{rv: h.rv, uri: ev.RequestURI}
+	if ev.Verb == "update" {
+		req, ok := objectHeaderOf(ev.RequestObject)
+		if !ok || req.rv == "" || h.rv == "" {
+			return nil // no precondition, or no version answered: nothing shows it
 		}
-		h = objectHeader{kind: obj.GetKind(), name: obj.GetName(), namespace: obj.GetNamespace(), rv: obj.GetResourceVersion()}
+		c.update, c.requested = true, req.rv
 	}
-	if h.kind == "Status" || h.name == "" {
-		return nil
+	return c
+}
+
+// objectHeaderOf is what a dryCheck reads of an event's object; false when there is none, or
+// it is not an object.
+func objectHeaderOf(obj []byte) (objectHeader, bool) {
+	if !hasObject(obj) {
+		return objectHeader{}, false
 	}
-	return &dryCheck{rv: h.rv, uri: ev.RequestURI}
+	if h, ok := headerOf(obj); ok {
+		return h, true
+	}
+	u, err := auditlog.DecodeHeader(obj)
+	if err != nil {
+		return objectHeader{}, false
+	}
+	return objectHeader{kind: u.GetKind(), name: u.GetName(), namespace: u.GetNamespace(), rv: u.GetResourceVersion()}, true
 }
 
 // objectHeader is what a dryCheck reads of a response's object.
@@ -84,17 +115,28 @@ func headerOf(obj []byte) (h objectHeader, ok bool) {
 	return h, kind && metadata
 }
 
-// dryRuns settles, from their responses, whether creates were dry runs.
+// dryRuns settles, from their responses, whether creates and updates were dry runs.
 type dryRuns struct{}
 
 func newDryRuns() *dryRuns { return &dryRuns{} }
 
-// settle says whether a create was a dry run, from its response: the event's URI then says so (?dryRun=All), and it no longer loses it.
+// settle says whether a create was a dry run, from its response (the event's URI then says so,
+// ?dryRun=All), or that an update was none; the event no longer loses it. An update answered
+// with the version its precondition gave stays unknown.
 func (d *dryRuns) settle(rec *record) {
 	if !rec.loss.Lost.Has(auditlog.LostDryRun) {
 		return // known already (GKE's label)
 	}
 	c := rec.dry
+	if c.update {
+		// Versions as the store compares them (a number: "042" is 42).
+		req, err1 := strconv.ParseUint(c.requested, 10, 64)
+		resp, err2 := strconv.ParseUint(c.rv, 10, 64)
+		if err1 == nil && err2 == nil && req != resp {
+			rec.loss.Lost &^= auditlog.LostDryRun
+		}
+		return
+	}
 	if c.rv == "" {
 		old, _ := json.Marshal(c.uri)
 		uri, _ := json.Marshal(c.uri + "?dryRun=All")

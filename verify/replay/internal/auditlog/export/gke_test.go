@@ -432,3 +432,45 @@ func TestDropType(t *testing.T) {
 		}
 	}
 }
+
+// TestGKEUpdateDryRun: an update whose object gave a resourceVersion (a precondition) and that
+// answered with another was stored, not a dry run (which answers at the version it was given);
+// one answered at that version, one without a precondition, and a patch stay unknown.
+func TestGKEUpdateDryRun(t *testing.T) {
+	t.Parallel()
+	entry := func(method, resource, requested, answered string) string {
+		meta := func(rv string) string {
+			if rv == "" {
+				return `{"name":"d","namespace":"a"}`
+			}
+			return `{"name":"d","namespace":"a","resourceVersion":"` + rv + `"}`
+		}
+		return `{"insertId":"u1","protoPayload":{"@type":"type.googleapis.com/google.cloud.audit.AuditLog","authenticationInfo":{"principalEmail":"alice@example.com"},` +
+			`"methodName":"io.k8s.apps.v1.deployments.` + method + `","resourceName":"apps/v1/namespaces/a/deployments/` + resource + `","serviceName":"k8s.io",` +
+			`"request":{"@type":"apps.k8s.io/v1.Deployment","apiVersion":"apps/v1","kind":"Deployment","metadata":` + meta(requested) + `},` +
+			`"response":{"@type":"apps.k8s.io/v1.Deployment","apiVersion":"apps/v1","kind":"Deployment","metadata":` + meta(answered) + `}},` +
+			`"timestamp":"2026-08-04T10:00:00Z"}`
+	}
+	for _, tt := range []struct {
+		name, entry string
+		lost        bool
+	}{
+		{"stored: answered with another version", entry("update", "d", "5", "6"), false},
+		{"a status update stored", entry("status.update", "d/status", "5", "7"), false},
+		{"answered at its precondition's version: a dry run or a no-op", entry("update", "d", "5", "5"), true},
+		{"the same version, written otherwise", entry("update", "d", "05", "5"), true},
+		{"no precondition", entry("update", "d", "", "6"), true},
+		{"a patch", entry("patch", "d", "5", "6"), true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, lines := readAll(t, "gke.json", []byte(tt.entry+"\n"), export.Auto)
+			if len(lines) != 1 || lines[0].err != nil {
+				t.Fatalf("lines %+v", lines)
+			}
+			if got := lines[0].loss.Lost.Has(auditlog.LostDryRun); got != tt.lost {
+				t.Errorf("whether it was a dry run lost: %v, want %v", got, tt.lost)
+			}
+		})
+	}
+}
