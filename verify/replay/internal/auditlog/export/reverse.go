@@ -214,16 +214,17 @@ func appendCompact(dst, b []byte) (out []byte, whole bool) {
 	for i := 0; i < len(b); {
 		switch c := b[i]; c {
 		case '"':
-			end, found, _ := stringEnd(b[i+1:], false)
-			k := i + 1 + end
-			if found {
-				k++
-			}
+			k, found := quotedEnd(b, i+1)
 			whole = whole && found && depth > 0
 			j += copy(o[j:], b[i:k])
 			i = k
 			continue
-		case ' ', '\t', '\r', '\n':
+		case ' ':
+			// gcloud's indentation: runs of spaces, skipped eight at a time.
+			for i+9 <= len(b) && binary.LittleEndian.Uint64(b[i+1:]) == spaces {
+				i += 8
+			}
+		case '\t', '\r', '\n':
 		case '{', '[':
 			whole = whole && !closed
 			depth++
@@ -243,6 +244,31 @@ func appendCompact(dst, b []byte) (out []byte, whole bool) {
 		i++
 	}
 	return dst[:n+j], whole && closed
+}
+
+// spaces is eight spaces, as a little-endian word.
+const spaces = 0x2020202020202020
+
+// quotedEnd is where the string whose body begins at i in b ends, after its closing quote,
+// found; len(b) when b does not hold its end. Its runs between escapes are skipped eight bytes
+// at a time (a string of an object is a few bytes: a search per string costs more than its
+// bytes); a control character in it is the decoder's to report.
+func quotedEnd(b []byte, i int) (int, bool) {
+	for {
+		i += plainRun(b[i:])
+		switch {
+		case i >= len(b):
+			return len(b), false
+		case b[i] == '"':
+			return i + 1, true
+		case b[i] == '\\':
+			if i += 2; i > len(b) {
+				return len(b), false
+			}
+		default:
+			i++
+		}
+	}
 }
 
 // spill writes the records held, last first, to a temporary file.
