@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
@@ -284,7 +285,8 @@ func laUnwrap(where string) func(*record) {
 
 // laRecord maps one row's JSON to the record of its event.
 func laRecord(raw []byte, line int, where string) record {
-	var row laRow
+	row := laRow{buf: getBuf(len(raw))}
+	defer func() { putBuf(row.buf) }()
 	ok, err := row.read(raw)
 	if err != nil {
 		return record{line: line, err: recordError(where, "", fmt.Errorf("not a Log Analytics row: %v", err))}
@@ -318,22 +320,42 @@ const (
 )
 
 // laRow is a row's JSON by column: each column's value as the row holds it, nil when the row
-// does not have it.
-type laRow struct{ values [laColumnCount][]byte }
+// does not have it; and a dynamic column's JSON string, decoded (unquoted), nil when it is
+// not one.
+type laRow struct {
+	values   [laColumnCount][]byte
+	unquoted [laColumnCount][]byte
+	// buf holds the decoded strings.
+	buf []byte
+}
 
 func (r *laRow) has(c int) bool { return r.values[c] != nil }
 
 // read walks a row's members once, keeping the values of the columns read; false when the
-// row is not a JSON object, an error when a member is not JSON.
+// row is not a JSON object, an error when a member is not JSON. A dynamic column's string is
+// decoded in the pass that finds its end (it has an escape every few bytes: each quote of the
+// JSON it holds), a string it cannot decode left to laEvent, which says what is wrong with it.
 func (r *laRow) read(raw []byte) (bool, error) {
 	if firstNonSpace(raw) != '{' {
 		return false, nil
 	}
-	ok := eachMember(raw, func(name, v []byte) bool {
-		if c := laColumnIndex(name); c >= 0 {
-			r.values[c] = v
+	_, ok := walkObject(raw, 0, func(name []byte, _, start int) (int, bool) {
+		c := laColumnIndex(name)
+		if c < 0 {
+			return -1, true
 		}
-		return true
+		if c < len(laColumns) && laColumns[c].dynamic && start < len(raw) && raw[start] == '"' {
+			if out, n, ok := auditlog.AppendUnquoted(r.buf, raw[start:]); ok {
+				r.values[c], r.unquoted[c] = raw[start:start+n], out[len(r.buf):]
+				r.buf = out
+				return start + n, true
+			}
+		}
+		end, ok := valueEnd(raw, start)
+		if ok && end > start {
+			r.values[c] = raw[start:end]
+		}
+		return end, ok && end > start
 	})
 	if !ok {
 		var m map[string]json.RawMessage
@@ -440,11 +462,17 @@ func laEvent(row *laRow) (data []byte, lost auditlog.Lost, field string, err err
 		isString := v[0] == '"'
 		if c.dynamic && isString {
 			// The CLI prints a dynamic value as the API gives it: its JSON, as a string.
-			s, n, ok := auditlog.AppendUnquoted(nil, v)
-			switch {
-			case !ok || n != len(v):
-				return nil, 0, c.column, errors.New("not a JSON string")
-			case (c.field == "requestObject" || c.field == "responseObject") && string(s) == skippedObject:
+			s := row.unquoted[i]
+			if s == nil {
+				var n int
+				var ok bool
+				if s, n, ok = auditlog.AppendUnquoted(nil, v); !ok || n != len(v) {
+					return nil, 0, c.column, errors.New("not a JSON string")
+				}
+			}
+			if (c.field == "requestObject" || c.field == "responseObject") && (string(s) == skippedObject || string(s) == `"`+skippedObject+`"`) {
+				// The marker as the column holds it, or as the JSON of a string (a dynamic
+				// column's value written as JSON text).
 				skipped = true
 				continue
 			}
@@ -470,7 +498,7 @@ func laEvent(row *laRow) (data []byte, lost auditlog.Lost, field string, err err
 			}
 			v = t
 		default:
-			if _, ok := laString(v); !ok {
+			if !isJSONString(v) {
 				return nil, 0, c.column, fmt.Errorf("%s is not a string", shorten(string(v), 80))
 			}
 		}
@@ -484,7 +512,7 @@ func laEvent(row *laRow) (data []byte, lost auditlog.Lost, field string, err err
 		values[laLevel] = []byte(`"Metadata"`)
 		lost |= auditlog.LostLevel
 	}
-	b := make([]byte, 0, size)
+	b := getBuf(size) // the record's: handed back once the Reader has copied it out
 	b = append(b, `{"kind":"Event","apiVersion":"audit.k8s.io/v1"`...)
 	for i, c := range laColumns {
 		if v := values[i]; v != nil {
@@ -511,8 +539,22 @@ func laTime(v []byte) ([]byte, bool) {
 	if err != nil {
 		return nil, false
 	}
-	out, _ := json.Marshal(t.UTC().Format("2006-01-02T15:04:05.000000Z07:00"))
+	const micro = "2006-01-02T15:04:05.000000Z07:00"
+	if len(s) == len("2006-01-02T15:04:05.000000Z") && len(v) == len(s)+2 && s[len(s)-1] == 'Z' && s[19] == '.' {
+		return v, true // a UTC time to the microsecond, as the event writes it already
+	}
+	out, _ := json.Marshal(t.UTC().Format(micro))
 	return out, true
+}
+
+// isJSONString says whether v is a JSON string (valid UTF-8, its escapes too), without decoding
+// one that holds no escape.
+func isJSONString(v []byte) bool {
+	if n := len(v) - 1; n >= 1 && v[0] == '"' && v[n] == '"' && plainRun(v[1:n]) == n-1 {
+		return utf8.Valid(v[1:n])
+	}
+	_, ok := laString(v)
+	return ok
 }
 
 // shorten shortens s for an error message.

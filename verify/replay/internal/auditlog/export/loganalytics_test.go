@@ -280,3 +280,31 @@ func TestLogAnalyticsNewestFirst(t *testing.T) {
 		t.Errorf("lines (-want +got):\n%s", diff)
 	}
 }
+
+// TestLogAnalyticsSkippedQuoted: the marker AKS writes in place of an object too big, in a
+// dynamic column as the column holds it or as the JSON of a string (a helper's export from
+// Log Analytics' documentation): either way the event is read at level Metadata without its
+// objects, not the marker taken for a patch's body.
+func TestLogAnalyticsSkippedQuoted(t *testing.T) {
+	t.Parallel()
+	for _, marker := range []string{"skipped-too-big-size-object", `"skipped-too-big-size-object"`} {
+		t.Run(marker, func(t *testing.T) {
+			t.Parallel()
+			data := "[\n" + laRow("s", 1, map[string]any{"Level": "RequestResponse", "Verb": "patch", "RequestObject": marker, "ResponseObject": marker}) + "\n]"
+			_, lines := readAll(t, "f", []byte(data), export.AzureLogAnalytics)
+			if len(lines) != 1 || lines[0].err != nil {
+				t.Fatalf("lines %+v", lines)
+			}
+			e, err := auditlog.Decode(lines[0].data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Level != auditlog.LevelMetadata || e.RequestObject != nil || e.ResponseObject != nil {
+				t.Errorf("level %s, objects %s %s; want Metadata without objects", e.Level, e.RequestObject, e.ResponseObject)
+			}
+			if !lines[0].loss.Lost.Has(auditlog.LostLevel) {
+				t.Errorf("lost %+v, want the level", lines[0].loss)
+			}
+		})
+	}
+}
