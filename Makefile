@@ -97,7 +97,8 @@ fuzz:
 		./verify/replay/internal/auditlog/export:FuzzReadGKE \
 		./verify/replay/internal/auditlog/export:FuzzReadAzureLogAnalytics \
 		./verify/replay/internal/auditlog/export:FuzzDetect \
-		./verify/replay/internal/auditlog/export:FuzzUnquote
+		./verify/replay/internal/auditlog/export:FuzzUnquote \
+		./verify/replay/internal/auditlog/export:FuzzValidJSON
 
 ## golden: rewrite the golden files of every package that has them
 golden:
