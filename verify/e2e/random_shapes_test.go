@@ -54,6 +54,8 @@ var shapeAtoms = []string{
 	`object.?spec.?sessionAffinity.orValue('None') == 'None'`,
 	`object.?spec.?ports.orValue([]).all(p, p.?protocol.orValue('TCP') == 'TCP')`,
 	`object.?spec.?type.orValue('') != 'NodePort'`,
+	`object.?spec.?ports.orValue([]).all(p, p.?nodePort.orValue(0) % 2 == 0)`,
+	`!object.?spec.?clusterIP.orValue('').endsWith('7')`,
 	`object.?spec.?backoffLimit.orValue(6) == 6`,
 	`object.?spec.?strategy.?type.orValue('RollingUpdate') == 'RollingUpdate'`,
 	`object.?spec.?revisionHistoryLimit.orValue(10) >= 10`,
@@ -182,9 +184,10 @@ func (w *randomWorld) hpaWrite() {
 	}
 }
 
-// serviceWrite creates, applies server-side, labels or deletes a Service: its defaults, and the
-// addresses the server allocates before admission (which a log does not hold for a refused
-// create, nor for a refused server-side apply that would have created it).
+// serviceWrite creates, applies server-side, patches or deletes a Service: its defaults, and the
+// addresses and ports the server allocates before admission (which a log does not hold for a
+// refused create, nor for a refused server-side apply that would have created it, nor for a
+// refused patch to NodePort).
 func (w *randomWorld) serviceWrite() {
 	u, ns := w.user(), pick(w.r, w.namespaces()...)
 	switch w.r.IntN(4) {
@@ -204,7 +207,9 @@ func (w *randomWorld) serviceWrite() {
 		w.got(fmt.Sprintf("%s applies service %s/%s as %s%s", u.name, ns, name, o.FieldManager, dry(o.DryRun)), err)
 	case 1:
 		w.patchExisting(u, servicesGVR, ns, "service", svcNames, func() (types.PatchType, string) {
-			return types.MergePatchType, pick(w.r, `{"metadata":{"labels":{"color":"green"}}}`, `{"spec":{"sessionAffinity":"ClientIP"}}`)
+			// A type that allocates a node port where the Service had none, before admission.
+			return types.MergePatchType, pick(w.r, `{"metadata":{"labels":{"color":"green"}}}`, `{"spec":{"sessionAffinity":"ClientIP"}}`,
+				`{"spec":{"type":"NodePort"}}`, `{"spec":{"type":"ClusterIP"}}`)
 		})
 	default:
 		w.deleteExisting(u, servicesGVR, ns, "service", svcNames)

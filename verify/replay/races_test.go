@@ -184,6 +184,13 @@ func TestCutRecordings(t *testing.T) {
 		// the uid the store gave it before admission, and the strategy copied into the
 		// template's labels, is the response's. The policy compares the two.
 		{name: "a Job create's uid, answered", dir: "job-uid-answered", check: true, want: map[int]string{2: "admit certain"}},
+		// A helper's recording, cut to four Services patched into types that allocate (a
+		// ClusterIP service to NodePort, an ExternalName one to ClusterIP): the service
+		// registry allocated a node port or an address before validating admission (its
+		// BeginUpdate), which the policies read, and refused them. The replay's pipeline
+		// allocates from ranges of its own: admitted one, denied the others on its own
+		// address (10.96.0.1), both certain; what the server allocated is not known.
+		{name: "a Service update that allocates", dir: "service-update-allocated", want: map[int]string{5: "indeterminate indeterminate", 7: "indeterminate indeterminate", 11: "indeterminate indeterminate", 13: "indeterminate indeterminate"}},
 		{name: "a mutating policy's param written after the request was received", dir: "map-param-written-after-receipt", want: map[int]string{4: "admit likely"}, mutated: map[int]string{4: `"value":12`}},
 		// A helper's recording at level Metadata: Events (core and events.k8s.io) and a Lease
 		// created, which the policy's excludeResourceRules exclude whatever the object's

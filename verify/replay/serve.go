@@ -76,6 +76,9 @@ type served struct {
 	// replay does not know.
 	mutation       *verify.Mutation
 	mutationInputs []vapccel.Unknown
+	// undecided says why its admissions' decision depends on what the replay does not know,
+	// where the variants' outcomes are described side by side (pickServed).
+	undecided string
 }
 
 // errAfterAdmission stops a connect request once validating admission admitted it: what the
@@ -863,6 +866,13 @@ func (r *Replayer) serveOnce(ctx context.Context, w evalWorker, j *job, objs *jo
 		recorded = func(v served) bool {
 			dec := servedDecision(j.ev.Verb, v)
 			return dec != nil && len(check(j.ev, j.rec, dec, j.evidenced)) == 0
+		}
+	}
+	if len(vs) > 1 {
+		for i := range vs {
+			if u := r.dependsOnUnknown(j, vs[i].calls); u.is() {
+				vs[i].undecided = u.String()
+			}
 		}
 	}
 	s, ok, why, reason := pickServed(j.ev, vs, recorded)

@@ -3,7 +3,9 @@ package replay
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -120,8 +122,12 @@ func settle(ev *Event, t target, a admission.Attributes, body []byte) []vapccel.
 	}
 	switch o := obj.(type) {
 	case *api.Service:
-		if create && t.sub == "" {
+		switch oldSvc, _ := a.GetOldObject().(*api.Service); {
+		case t.sub != "":
+		case create:
 			out = append(out, serviceAllocations(o, body)...)
+		case oldSvc != nil:
+			out = append(out, serviceUpdateAllocations(o, oldSvc, body)...)
 		}
 	case *api.Pod:
 		if create && t.sub == "" && tokenVolumeAdded(o, body) {
@@ -197,6 +203,44 @@ func serviceAllocations(o *api.Service, body []byte) []vapccel.Unknown {
 		}
 	}
 	if o.Spec.HealthCheckNodePort != 0 && g.HealthCheckNodePort == 0 {
+		out = append(out, vapccel.Unknown{Path: objectPath("spec", "healthCheckNodePort"), ValueOnly: true, Why: why})
+	}
+	return out
+}
+
+// serviceUpdateAllocations are the fields of a Service update that kube-apiserver's allocators
+// set before admission (the service registry's BeginUpdate: a type changed to NodePort, or
+// from ExternalName, a port added) and neither the stored object nor the request gave: the
+// replay's pipeline allocates from ranges of its own (a helper's server denied a patch to
+// NodePort on the port it allocated, 31956, where the replay admitted it on its own). What
+// the update kept of the stored object the replay's pipeline keeps as the server does.
+func serviceUpdateAllocations(o, old *api.Service, body []byte) []vapccel.Unknown {
+	why := "the addresses and ports the server allocated"
+	given := func(v string) bool { return v != "" && strings.Contains(string(body), v) }
+	var out []vapccel.Unknown
+	if o.Spec.ClusterIP != old.Spec.ClusterIP && o.Spec.ClusterIP != api.ClusterIPNone && !given(`"`+o.Spec.ClusterIP+`"`) {
+		out = append(out, vapccel.Unknown{Path: objectPath("spec", "clusterIP"), ValueOnly: true, Why: why})
+	}
+	for _, ip := range o.Spec.ClusterIPs {
+		if !slices.Contains(old.Spec.ClusterIPs, ip) && ip != api.ClusterIPNone && !given(`"`+ip+`"`) {
+			out = append(out, vapccel.Unknown{Path: objectPath("spec", "clusterIPs"), Why: why})
+			break
+		}
+	}
+	if !slices.Equal(o.Spec.IPFamilies, old.Spec.IPFamilies) && !strings.Contains(string(body), `"ipFamilies"`) {
+		out = append(out, vapccel.Unknown{Path: objectPath("spec", "ipFamilies"), Why: "the IP family the cluster gives a Service that names none"})
+	}
+	kept := map[int32]bool{}
+	for _, p := range old.Spec.Ports {
+		kept[p.NodePort] = true
+	}
+	for _, p := range o.Spec.Ports {
+		if p.NodePort != 0 && !kept[p.NodePort] && !given(fmt.Sprintf(`"nodePort":%d`, p.NodePort)) {
+			out = append(out, vapccel.Unknown{Path: objectPath("spec", "ports", vapccel.AnyStep, "nodePort"), ValueOnly: true, Why: why})
+			break
+		}
+	}
+	if h := o.Spec.HealthCheckNodePort; h != 0 && h != old.Spec.HealthCheckNodePort && !given(fmt.Sprintf(`"healthCheckNodePort":%d`, h)) {
 		out = append(out, vapccel.Unknown{Path: objectPath("spec", "healthCheckNodePort"), ValueOnly: true, Why: why})
 	}
 	return out

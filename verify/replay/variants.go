@@ -103,6 +103,8 @@ func describeServed(s served) string {
 	switch {
 	case s.err != nil:
 		b.WriteString("the evaluator failed: " + s.err.Error())
+	case s.undecided != "":
+		b.WriteString("not decided (" + s.undecided + ")")
 	case len(s.calls) == 0 && s.resp.Code >= 300:
 		fmt.Fprintf(&b, "refused before validating admission (%d", s.resp.Code)
 		if s.resp.Status != nil {
@@ -132,6 +134,12 @@ func servedDiff(a, b served) string {
 	switch {
 	case a.err != nil || b.err != nil:
 		return "whether they evaluate"
+	case (a.undecided == "") != (b.undecided == ""):
+		return "whether what the replay does not know decides them"
+	case a.undecided != "":
+		// Neither is decided: what each would give rests on values the replay chose (an
+		// address it allocated), not the server's.
+		return ""
 	case len(a.calls) != len(b.calls):
 		return "whether they reach validating admission"
 	case !sameMutation(a.mutation, b.mutation):
