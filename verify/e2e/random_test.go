@@ -463,6 +463,9 @@ var byDesignIndeterminate = []string{
 	// managedFields of an object rebuilt outside the request pipeline (a custom resource's,
 	// a TokenRequest's).
 	"which the replay does not compute outside the request pipeline",
+	// What LimitRanger's cache of its live lookups (30 s) holds of a namespace whose
+	// LimitRanges were written in that time and that its informer holds none of.
+	"LimitRanger reads what it looked up live",
 	// A stored object the log shows without managedFields: the audit policy's
 	// omitManagedFields and an object without any read alike (a node created by rnd-alice,
 	// seed 233).

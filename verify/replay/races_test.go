@@ -190,6 +190,12 @@ func TestCutRecordings(t *testing.T) {
 		// BeginUpdate), which the policies read, and refused them. The replay's pipeline
 		// allocates from ranges of its own: admitted one, denied the others on its own
 		// address (10.96.0.1), both certain; what the server allocated is not known.
+		// A helper's recording: a LimitRange created while pods were created in its namespace
+		// (LimitRanger, its informer holding none yet, looked it up live, logged at line 1563,
+		// and keeps what it found for 30 s), deleted a second later; the pods created 0.7 and
+		// 4.4 s after the deletion got its defaults, which a policy denied. The replay, which
+		// held no LimitRange then, admitted them, certain.
+		{name: "LimitRanger's live lookups, cached", dir: "limitranger-live-lookup-cached", want: map[int]string{1630: "indeterminate indeterminate", 1654: "indeterminate indeterminate"}},
 		{name: "a Service update that allocates", dir: "service-update-allocated", want: map[int]string{5: "indeterminate indeterminate", 7: "indeterminate indeterminate", 11: "indeterminate indeterminate", 13: "indeterminate indeterminate"}},
 		{name: "a mutating policy's param written after the request was received", dir: "map-param-written-after-receipt", want: map[int]string{4: "admit likely"}, mutated: map[int]string{4: `"value":12`}},
 		// A helper's recording at level Metadata: Events (core and events.k8s.io) and a Lease

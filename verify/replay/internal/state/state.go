@@ -80,6 +80,9 @@ type State struct {
 	// lastDone is when the latest write to an object of a resource completed, by namespace
 	// (and across namespaces, the empty one), for list.
 	lastDone map[ReplacedKey]time.Time
+	// liveLookupDone is lastDone by namespace for the resources an admission plugin looks up
+	// live (LiveLookupCached), copied on write: the Views hold it.
+	liveLookupDone map[ReplacedKey]time.Time
 	// typedWrites are the latest writes to params and namespaces, oldest first, with what
 	// they replaced (see recentTyped). typedLost is, by resource, when the latest of those the
 	// State no longer remembers completed.
@@ -803,7 +806,8 @@ func (s *State) writable(gr schema.GroupResource) *bucket {
 // says whether the request's policies read namespaces (only then is an unknown namespace a
 // miss). The View does not change when the State does.
 func (s *State) View(readsNamespaces bool) *StateView {
-	v := &StateView{buckets: make(map[schema.GroupResource]*bucket, len(s.buckets)), complete: s.complete, incomplete: s.incomplete, allSince: s.AllSince, readsNamespaces: readsNamespaces}
+	v := &StateView{buckets: make(map[schema.GroupResource]*bucket, len(s.buckets)), complete: s.complete, incomplete: s.incomplete, allSince: s.AllSince, readsNamespaces: readsNamespaces,
+		liveLookupDone: s.liveLookupDone}
 	for gr, b := range s.buckets {
 		if !b.frozen {
 			b.frozen = true // before any reader has it: Views only ever read it
@@ -1249,6 +1253,16 @@ func (s *State) PriorRead(gr schema.GroupResource, namespace, name string, rv ui
 	return s.PriorOf(gr, namespace, name, rv, received, false)
 }
 
+// LiveLookupCached are the resources an admission plugin lists live when its informer holds
+// none of a namespace's, keeping what it found for LiveLookupTTL, which it reads again while
+// its informer holds none: LimitRanger's LimitRanges (liveLookupCache). The server's informer
+// may hold none after a deletion, or before a create, while its cache still holds them.
+var LiveLookupCached = map[schema.GroupResource]bool{{Resource: "limitranges"}: true}
+
+// LiveLookupTTL is how long an admission plugin keeps what it looked up live (LimitRanger's
+// liveTTL).
+const LiveLookupTTL = 30 * time.Second
+
 // MarkDone records when the write at source, which stored the object, completed (an empty
 // name: a write to objects of the namespace, a deletecollection).
 func (s *State) MarkDone(gr schema.GroupResource, namespace, name, source string, done time.Time) {
@@ -1261,6 +1275,14 @@ func (s *State) MarkDone(gr schema.GroupResource, namespace, name, source string
 	}
 	if k := (ReplacedKey{GR: gr}); done.After(s.lastDone[k]) {
 		s.lastDone[k] = done
+	}
+	if k := (ReplacedKey{gr, ObjectKey{Namespace: namespace}}); LiveLookupCached[gr] && done.After(s.liveLookupDone[k]) {
+		m := maps.Clone(s.liveLookupDone)
+		if m == nil {
+			m = map[ReplacedKey]time.Time{}
+		}
+		m[k] = done
+		s.liveLookupDone = m
 	}
 	if e := s.Objects[gr][ObjectKey{namespace, name}]; e != nil && strings.HasPrefix(e.Source, source) {
 		e.done = done

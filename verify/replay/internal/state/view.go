@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -276,6 +277,18 @@ type StateView struct {
 	overrides map[readKey]TypedWrite
 	// overrideKeys are the keys of overrides, in order (resource, namespace, name).
 	overrideKeys []readKey
+	// liveLookupDone is the State's when the View was made (see State.liveLookupDone).
+	liveLookupDone map[ReplacedKey]time.Time
+}
+
+// LiveLookupDone is when the latest write to an object of the namespace of a resource an
+// admission plugin looks up live (LiveLookupCached) completed, as the View was made; the zero
+// time when the log showed none.
+func (v *StateView) LiveLookupDone(gr schema.GroupResource, namespace string) time.Time {
+	if v == nil {
+		return time.Time{}
+	}
+	return v.liveLookupDone[ReplacedKey{StorageOf(gr), ObjectKey{Namespace: namespace}}]
 }
 
 type readKey struct {
