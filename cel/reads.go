@@ -411,6 +411,13 @@ func (w *readWalker) walk(e celast.Expr, bound map[string]fields) fields {
 		// has; a field would be one only for cel.bind, which it does not have.
 		acc := w.walk(c.AccuInit(), bound)
 		inner[c.AccuVar()] = acc
+		if cond, ok := filterCondition(c); ok {
+			// filter: its value is the elements of its range that pass its condition, each
+			// read only as far as what reads them (a map's: its keys, read above).
+			w.read(w.walk(c.LoopCondition(), inner), ReadValue)
+			w.read(w.walk(cond, inner), ReadValue)
+			return r
+		}
 		w.read(w.walk(c.LoopCondition(), inner), ReadValue)
 		if step := c.LoopStep(); step.Kind() != celast.IdentKind || step.AsIdent() != c.AccuVar() {
 			w.read(w.walk(step, inner), ReadValue)
@@ -437,6 +444,30 @@ func (w *readWalker) walk(e celast.Expr, bound map[string]fields) fields {
 		}
 	}
 	return nil
+}
+
+// filterCondition is the condition of the filter macro's comprehension (cel-go's MakeFilter:
+// the step `cond ? acc + [x] : acc`, the result acc); false for another comprehension.
+func filterCondition(c celast.ComprehensionExpr) (celast.Expr, bool) {
+	isAccu := func(e celast.Expr) bool { return e.Kind() == celast.IdentKind && e.AsIdent() == c.AccuVar() }
+	step := c.LoopStep()
+	if !isAccu(c.Result()) || step.Kind() != celast.CallKind || step.AsCall().FunctionName() != "_?_:_" || len(step.AsCall().Args()) != 3 {
+		return nil, false
+	}
+	args := step.AsCall().Args()
+	add := args[1]
+	if !isAccu(args[2]) || add.Kind() != celast.CallKind || add.AsCall().FunctionName() != "_+_" || len(add.AsCall().Args()) != 2 {
+		return nil, false
+	}
+	acc, list := add.AsCall().Args()[0], add.AsCall().Args()[1]
+	if !isAccu(acc) || list.Kind() != celast.ListKind || len(list.AsList().Elements()) != 1 {
+		return nil, false
+	}
+	el := list.AsList().Elements()[0]
+	if el.Kind() != celast.IdentKind || el.AsIdent() != c.IterVar() || c.HasIterVar2() {
+		return nil, false
+	}
+	return args[0], true
 }
 
 // objectMetaMaps says whether every field of fs is the labels or annotations of an ObjectMeta,

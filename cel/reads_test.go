@@ -14,6 +14,7 @@ func TestExpressionReads(t *testing.T) {
 	tolerations := Unknown{Path: FieldPath{Root: "object", Steps: []string{"spec", "tolerations"}}}
 	name := Unknown{Path: FieldPath{Root: "request", Steps: []string{"name"}}, ValueOnly: true}
 	objName := Unknown{Path: FieldPath{Root: "object", Steps: []string{"metadata", "name"}}, ValueOnly: true}
+	labelKeys := Unknown{Path: FieldPath{Root: "object", Steps: []string{"metadata", "labels"}}}
 	templateLabel := Unknown{Path: FieldPath{Root: "object", Steps: []string{"spec", "template", "metadata", "labels", "controller-uid"}}, ValueOnly: true}
 	oldUID := Unknown{Path: FieldPath{Root: "oldObject", Steps: []string{"metadata", "uid"}}, ValueOnly: true}
 	tests := []struct {
@@ -47,7 +48,14 @@ func TestExpressionReads(t *testing.T) {
 		{"object.metadata.labels['app'] == 'x'", nil, objName, false},
 		{"object.metadata[variables.k] == 'x'", []NamedExpression{{"k", "'name'"}}, objName, true},
 		{"object.spec.volumes.map(v, v.name).exists(n, n == 'x')", nil, volumeNames, true},
-		{"object.spec.volumes.filter(v, has(v.secret)).size() == 0", nil, volumeNames, true},
+		// filter: the elements that pass its condition, read as far as what reads them: the
+		// count of volumes with a secret does not depend on their names, their names do.
+		{"object.spec.volumes.filter(v, has(v.secret)).size() == 0", nil, volumeNames, false},
+		{"object.spec.volumes.filter(v, has(v.secret)).size() == 0", nil, volumes, true},
+		{"object.spec.volumes.filter(v, has(v.secret)).map(v, v.name).join(',')", nil, volumeNames, true},
+		{"object.spec.volumes.filter(v, v.name != 'x').size() == 0", nil, volumeNames, true},
+		{"object.spec.volumes.filter(v, has(v.secret)).map(v, v.secret.secretName).join(',')", nil, volumeNames, false},
+		{"object.metadata.labels.filter(k, k.startsWith('a')).size() == 0", nil, labelKeys, true},
 		{"object.spec.volumes.all(i, v, has(v.secret))", nil, volumeNames, false},
 		{"params.spec.max > 1", nil, uid, false},
 		{"object == null ? 'null' : object.metadata.name", nil, uid, false},
