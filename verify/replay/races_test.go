@@ -196,6 +196,12 @@ func TestCutRecordings(t *testing.T) {
 		// 4.4 s after the deletion got its defaults, which a policy denied. The replay, which
 		// held no LimitRange then, admitted them, certain.
 		{name: "LimitRanger's live lookups, cached", dir: "limitranger-live-lookup-cached", want: map[int]string{1630: "indeterminate indeterminate", 1654: "indeterminate indeterminate"}},
+		// A helper's recording at a production audit policy, cut to a namespace's claims and
+		// the StorageClasses (written at level Request: the default one's annotation not
+		// known): DefaultStorageClass set each claim's class in mutating admission, which
+		// the answer of an admitted create holds (a claim's answer is not its admission object,
+		// but for its status), and a policy read it.
+		{name: "a claim's storage class, answered", dir: "pvc-class-answered", want: map[int]string{2: "indeterminate indeterminate", 5: "admit certain", 10: "admit certain", 13: "admit certain"}},
 		{name: "a Service update that allocates", dir: "service-update-allocated", want: map[int]string{5: "indeterminate indeterminate", 7: "indeterminate indeterminate", 11: "indeterminate indeterminate", 13: "indeterminate indeterminate"}},
 		{name: "a mutating policy's param written after the request was received", dir: "map-param-written-after-receipt", want: map[int]string{4: "admit likely"}, mutated: map[int]string{4: `"value":12`}},
 		// A helper's recording at level Metadata: Events (core and events.k8s.io) and a Lease

@@ -158,7 +158,7 @@ func (r *Replayer) serve(ctx context.Context, ev *Event, t target, policies []st
 					// earlier than validating admission's (likelyMutation).
 					defer view.MutatingReads()()
 				}
-				inputs := append(append(settle(ev, t, a, logged), pc.unknowns(t.gvr.GroupResource())...), mut.unknowns(r.replayedMutation(mutatedBy(t, a, view)))...)
+				inputs := append(append(settle(ev, t, a, logged), answeredPluginFields(ev, t, a, pc.unknowns(t.gvr.GroupResource()))...), mut.unknowns(r.replayedMutation(mutatedBy(t, a, view)))...)
 				if named {
 					return beforeNameGenerated(a, func(a admission.Attributes) error { return r.runMutatingPolicies(ctx, me, &s, a, o, inputs) })
 				}
@@ -166,7 +166,7 @@ func (r *Replayer) serve(ctx context.Context, ev *Event, t target, policies []st
 			}
 		}
 		ex.Validate = func(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
-			unknowns := append(append(r.callUnknowns(ev, t, a, logged, mut, view), pc.unknowns(t.gvr.GroupResource())...), wm.unknowns()...)
+			unknowns := append(append(r.callUnknowns(ev, t, a, logged, mut, view), answeredPluginFields(ev, t, a, pc.unknowns(t.gvr.GroupResource()))...), wm.unknowns()...)
 			dec, err := r.validateCall(ctx, eval, policies, s.calls, a, o)
 			if err != nil {
 				s.err = err

@@ -142,6 +142,48 @@ func settle(ev *Event, t target, a admission.Attributes, body []byte) []vapccel.
 	return out
 }
 
+// answeredPluginFields are the unknowns the built-in plugins left (the fields they set from
+// what the View does not know), but those a successful create's answer gives: a
+// PersistentVolumeClaim's storage class, which DefaultStorageClass sets in mutating admission
+// and the store keeps (a claim's answer is not its admission object, defaultedOnRead, but for
+// the status its read gives it): a helper's claims created moments after their cluster's
+// default StorageClass, or where the log does not show it, were undecided while their answers
+// held the class. The admission's object gets the answer's value, in every state the replay
+// evaluates: in one whose informer did not yet hold the default class, the server's did.
+func answeredPluginFields(ev *Event, t target, a admission.Attributes, unknowns []vapccel.Unknown) []vapccel.Unknown {
+	class := objectPath("spec", "storageClassName")
+	pvc, ok := a.GetObject().(*api.PersistentVolumeClaim)
+	if !ok || a.GetOperation() != admission.Create || t.sub != "" {
+		return unknowns
+	}
+	u := answeredObject(ev, "PersistentVolumeClaim", pvc.Name)
+	if u == nil {
+		return unknowns
+	}
+	name, found, err := unstructured.NestedString(u.Object, "spec", "storageClassName")
+	if err != nil {
+		return unknowns
+	}
+	pvc.Spec.StorageClassName = nil
+	if found {
+		pvc.Spec.StorageClassName = &name
+	}
+	return slices.DeleteFunc(slices.Clone(unknowns), func(u vapccel.Unknown) bool { return u.Path.String() == class.String() })
+}
+
+// answeredObject is the object of the kind named name that a successful create answered with
+// (its response is the object it stored), or nil.
+func answeredObject(ev *Event, kind, name string) *unstructured.Unstructured {
+	if ev.Code() < 200 || ev.Code() >= 300 || !bytes.HasPrefix(bytes.TrimSpace(ev.ResponseObject), []byte("{")) {
+		return nil
+	}
+	u, err := auditlog.DecodeObject(ev.ResponseObject)
+	if err != nil || u.GetKind() != kind || u.GetName() != name {
+		return nil
+	}
+	return u
+}
+
 // serviceAllocations are the fields of a Service create that kube-apiserver's allocators set
 // before admission (the service registry's BeginCreate) and the request did not give: the
 // replay's pipeline allocates from ranges of its own. An address or port the request asks for
