@@ -84,9 +84,20 @@ func (c *pluginCluster) List(gvr schema.GroupVersionResource, namespace string) 
 	if c.v == nil {
 		return nil, nil
 	}
-	objs, unknown := c.v.ListFor(gvr, namespace)
+	objs, unknown, partials := c.v.ListFor(gvr, namespace)
 	if unknown == "" && len(objs) == 0 {
 		unknown = c.liveLookupCached(gvr.GroupResource(), namespace)
+	}
+	if gr := gvr.GroupResource(); unknown == "" && len(pluginUnknowns[gr]) > 0 {
+		// Objects known but for some fields (a PriorityClass written at level Request: its
+		// resourceVersion): what the plugin sets from them is not known when it reads one, as
+		// for Get.
+		for _, pu := range partials {
+			if read, u, ok := pluginInputReads(gr).DependsOn(pu.Unknowns); ok {
+				unknown = fmt.Sprintf("%s: its %s is not known (%s decides what the plugin sets): %s", pu.Key(), u.Path, read.Path, u.Why)
+				break
+			}
+		}
 	}
 	if unknown != "" {
 		key := "(all)"

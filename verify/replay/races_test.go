@@ -201,6 +201,12 @@ func TestCutRecordings(t *testing.T) {
 		// known): DefaultStorageClass set each claim's class in mutating admission, which
 		// the answer of an admitted create holds (a claim's answer is not its admission object,
 		// but for its status), and a policy read it.
+		// A helper's recording at a production audit policy, cut to its bootstrap, the
+		// PriorityClasses (written at level Request: their resourceVersions not known) and a
+		// namespace's pods: the Priority plugin reads a class's value, policy and default
+		// flag, not its resourceVersion, and a policy reads the priority it set. The pods
+		// were refused after validating admission by a quota.
+		{name: "a PriorityClass written at level Request", dir: "priorityclass-at-request", want: map[int]string{306: "admit certain", 310: "admit certain"}},
 		{name: "a claim's storage class, answered", dir: "pvc-class-answered", want: map[int]string{2: "indeterminate indeterminate", 5: "admit certain", 10: "admit certain", 13: "admit certain"}},
 		{name: "a Service update that allocates", dir: "service-update-allocated", want: map[int]string{5: "indeterminate indeterminate", 7: "indeterminate indeterminate", 11: "indeterminate indeterminate", 13: "indeterminate indeterminate"}},
 		{name: "a mutating policy's param written after the request was received", dir: "map-param-written-after-receipt", want: map[int]string{4: "admit likely"}, mutated: map[int]string{4: `"value":12`}},

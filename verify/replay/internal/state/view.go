@@ -687,11 +687,12 @@ func (v *StateView) incompleteWhy(gr schema.GroupResource) string {
 }
 
 // ListFor lists the objects of a resource in a namespace ("" for all) as the admission plugins
-// list them: the known ones, and why they may not be all.
-func (v *StateView) ListFor(gvr schema.GroupVersionResource, namespace string) (objs []runtime.Object, unknown string) {
+// list them: the known ones, why they may not be all, and the fields not known of those it
+// lists (partials), which the plugins may not read.
+func (v *StateView) ListFor(gvr schema.GroupVersionResource, namespace string) (objs []runtime.Object, unknown string, partials []PartialUse) {
 	gr := gvr.GroupResource()
 	if why, ok := v.Unknown[gr]; ok {
-		return nil, why
+		return nil, why, nil
 	}
 	if !v.isComplete(gr) {
 		unknown = v.incompleteWhy(gr)
@@ -704,10 +705,7 @@ func (v *StateView) ListFor(gvr schema.GroupVersionResource, namespace string) (
 	if len(failed) > 0 && unknown == "" {
 		unknown = failed[0].text
 	}
-	if len(partials) > 0 && unknown == "" {
-		unknown = fmt.Sprintf("%s: %s", partials[0].Key(), partials[0].Unknowns[0].Why)
-	}
-	return objs, unknown
+	return objs, unknown, partials
 }
 
 // NamespaceLabels returns the labels of a namespace, and whether they are known.
