@@ -167,6 +167,7 @@ func (r *Replayer) sendWrite(ctx context.Context, srv *apiserver.Server, req api
 	gr := t.gvr.GroupResource()
 	// The log shows the request succeeded: it got past the plugins.
 	pc := &pluginCluster{v: r.state.View(false), mapper: r.cur().resources.RESTMapper(), passed: true}
+	pc.setAt(ev)
 	ex := &apiserver.Exchange{Objects: w.objs, Plugins: r.orderedPlugins}
 	wm := newWebhookMutation(ev)
 	if wm != nil {

@@ -112,6 +112,13 @@ func (c *pluginCluster) List(gvr schema.GroupVersionResource, namespace string) 
 	return objs, nil
 }
 
+// setAt sets when the server ran the plugins for the request ev, as far as its event says.
+func (c *pluginCluster) setAt(ev *Event) {
+	if c.at = ev.Received(); c.at.IsZero() {
+		c.at, c.atLate = auditlog.ParseTime(ev.StageTimestamp), true
+	}
+}
+
 // liveLookupCached says why a plugin that finds none of a namespace's objects of gr in its
 // informer may read others, or "": LimitRanger then reads what a live lookup found within the
 // last 30 seconds (liveLookupCache, liveTTL), which a lookup while its informer did not yet

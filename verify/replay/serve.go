@@ -136,10 +136,8 @@ func (r *Replayer) serve(ctx context.Context, ev *Event, t target, policies []st
 	for _, v := range variants {
 		s := served{variant: v.name, labels: v.labels}
 		req.ContentType, req.Body = string(v.contentType), v.body
-		pc := &pluginCluster{v: view, mapper: r.cur().resources.RESTMapper(), passed: passed, at: ev.Received()}
-		if pc.at.IsZero() {
-			pc.at, pc.atLate = auditlog.ParseTime(ev.StageTimestamp), true
-		}
+		pc := &pluginCluster{v: view, mapper: r.cur().resources.RESTMapper(), passed: passed}
+		pc.setAt(ev)
 		ex := &apiserver.Exchange{Objects: objects}
 		if plugins != nil {
 			plugins.SetCluster(pc)
