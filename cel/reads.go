@@ -160,14 +160,35 @@ var parseEnv = sync.OnceValues(func() (*celgo.Env, error) {
 // and their messages, audit annotations), and the labels its and its bindings' object and
 // namespace selectors read.
 func PolicyReads(p *admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) Reads {
-	return policyReads(p, bindings, true)
+	return policyReads(p, bindings, true, true)
+}
+
+// PolicyReadsButAnnotations is PolicyReads without the auditAnnotations' valueExpressions, and
+// without the validations' messageExpressions too unless messages: what the policy's decision
+// reads but for the errors an auditAnnotation may have (see AnnotationReads).
+func PolicyReadsButAnnotations(p *admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, messages bool) Reads {
+	return policyReads(p, bindings, messages, false)
+}
+
+// AnnotationReads returns what each auditAnnotation's valueExpression reads, by its index, given
+// the policy's variables.
+func AnnotationReads(p *admissionregistrationv1.ValidatingAdmissionPolicy) []Reads {
+	var vars []NamedExpression
+	for _, v := range p.Spec.Variables {
+		vars = append(vars, NamedExpression{Name: v.Name, Expression: v.Expression})
+	}
+	out := make([]Reads, len(p.Spec.AuditAnnotations))
+	for i, a := range p.Spec.AuditAnnotations {
+		out[i] = ExpressionReads(vars, a.ValueExpression)
+	}
+	return out
 }
 
 // PolicyReadsButMessages is PolicyReads without the validations' messageExpressions: kube-apiserver's
 // validator evaluates them all, on the cost budget the validations leave, but uses the message
 // of a validation that fails only (see MessageReads).
 func PolicyReadsButMessages(p *admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) Reads {
-	return policyReads(p, bindings, false)
+	return policyReads(p, bindings, false, true)
 }
 
 // MessageReads returns what each validation's messageExpression reads, by the validation's
@@ -186,7 +207,7 @@ func MessageReads(p *admissionregistrationv1.ValidatingAdmissionPolicy) []Reads 
 	return out
 }
 
-func policyReads(p *admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, messages bool) Reads {
+func policyReads(p *admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, messages, annotations bool) Reads {
 	var exprs []string
 	for _, c := range p.Spec.MatchConditions {
 		exprs = append(exprs, c.Expression)
@@ -198,7 +219,9 @@ func policyReads(p *admissionregistrationv1.ValidatingAdmissionPolicy, bindings 
 		}
 	}
 	for _, a := range p.Spec.AuditAnnotations {
-		exprs = append(exprs, a.ValueExpression)
+		if annotations {
+			exprs = append(exprs, a.ValueExpression)
+		}
 	}
 	var vars []NamedExpression
 	for _, v := range p.Spec.Variables {

@@ -52,6 +52,10 @@ type Decision struct {
 	Authorizer []AuthorizerCheck `json:"authorizer,omitempty"`
 	// Notes say where the decision rests on an assumption of vapc's.
 	Notes []string `json:"notes,omitempty"`
+	// UnknownAnnotations are the "<policy>/<key>" audit annotations whose values the caller
+	// found it does not know, and why (a replay's: what their valueExpressions read is not
+	// known, and the decision does not depend on them); they are not in AuditAnnotations.
+	UnknownAnnotations map[string]string `json:"-"`
 	// Mutation is what the MutatingAdmissionPolicies did before the validating policies
 	// decided (nil without mutating policies); Object is the object they decided on when a
 	// mutation changed it (JSON, in the request's version).

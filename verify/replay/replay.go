@@ -285,6 +285,9 @@ type policySet struct {
 	// and messages what each of those reads, by the validation's index (see readsOf).
 	butMessages map[string]vapccel.Reads
 	messages    map[string][]vapccel.Reads
+	// annotated are the validating policies with auditAnnotations: what decides their part
+	// of a decision but them, and what each reads (see unknownAnnotationsOnly).
+	annotated map[string]annotatedPolicy
 	// requestOnly knows which matchConditions read only the request (infer.go).
 	requestOnly *requestOnly
 }
@@ -358,8 +361,19 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 	r.set.requestOnly = newRequestOnly(policies, bindings)
 	r.set.reads, r.set.selects, r.set.conditions = map[string]vapccel.Reads{}, map[string]vapccel.Reads{}, map[string]map[string]vapccel.Reads{}
 	r.set.butMessages, r.set.messages = map[string]vapccel.Reads{}, map[string][]vapccel.Reads{}
+	r.set.annotated = map[string]annotatedPolicy{}
 	for _, p := range policies {
 		r.set.reads[p.Name] = vapccel.PolicyReads(p, bindings)
+		if len(p.Spec.AuditAnnotations) > 0 {
+			a := annotatedPolicy{
+				reads: vapccel.PolicyReadsButAnnotations(p, bindings, true), butMessages: vapccel.PolicyReadsButAnnotations(p, bindings, false),
+				each: vapccel.AnnotationReads(p), ignore: p.Spec.FailurePolicy != nil && *p.Spec.FailurePolicy == admissionregistrationv1.Ignore,
+			}
+			for _, an := range p.Spec.AuditAnnotations {
+				a.keys = append(a.keys, an.Key)
+			}
+			r.set.annotated[p.Name] = a
+		}
 		if slices.ContainsFunc(p.Spec.Validations, func(v admissionregistrationv1.Validation) bool { return v.MessageExpression != "" }) {
 			r.set.butMessages[p.Name], r.set.messages[p.Name] = vapccel.PolicyReadsButMessages(p, bindings), vapccel.MessageReads(p)
 		}

@@ -899,7 +899,7 @@ func combineCalls(verb string, calls []admitted) *verify.Decision {
 	}
 	last := calls[len(calls)-1].dec
 	out := *last
-	out.Results, out.Warnings, out.AuditAnnotations, out.Notes, out.Authorizer = nil, nil, nil, nil, nil
+	out.Results, out.Warnings, out.AuditAnnotations, out.Notes, out.Authorizer, out.UnknownAnnotations = nil, nil, nil, nil, nil, nil
 	seen := map[string]bool{}
 	once := func(kind, s string) bool {
 		k := kind + "\x00" + s
@@ -923,6 +923,7 @@ func combineCalls(verb string, calls []admitted) *verify.Decision {
 			}
 		}
 		out.AuditAnnotations = addAnnotations(out.AuditAnnotations, c.dec.AuditAnnotations)
+		out.UnknownAnnotations = addAnnotations(out.UnknownAnnotations, c.dec.UnknownAnnotations)
 		for _, a := range c.dec.Authorizer {
 			if once("authorizer", fmt.Sprintf("%+v", a)) {
 				out.Authorizer = append(out.Authorizer, a)
@@ -933,6 +934,10 @@ func combineCalls(verb string, calls []admitted) *verify.Decision {
 				out.Notes = append(out.Notes, n)
 			}
 		}
+	}
+	for k := range out.UnknownAnnotations {
+		// Not known in one of the admissions: the event's value may be that one's.
+		delete(out.AuditAnnotations, k)
 	}
 	if verb == "deletecollection" {
 		out.Notes = append(out.Notes, fmt.Sprintf("deletecollection: %d objects admitted one by one, as the store deletes them", len(calls)))
@@ -1027,7 +1032,8 @@ func (r *Replayer) dependsOnUnknown(j *job, calls []admitted) undecided {
 				continue
 			}
 			read, u, dep := reads.DependsOn(c.unknowns)
-			if !dep || r.skippedIndependently(p, c.dec, c.unknowns, j.t.gvr.GroupResource() == state.NamespacesGR) {
+			if !dep || r.skippedIndependently(p, c.dec, c.unknowns, j.t.gvr.GroupResource() == state.NamespacesGR) ||
+				r.unknownAnnotationsOnly(p, c.dec, c.unknowns, shapes) {
 				continue
 			}
 			reason := ReasonUnknownField
@@ -1052,6 +1058,12 @@ func (r *Replayer) dependsOnUnknown(j *job, calls []admitted) undecided {
 func (r *Replayer) readsOf(policy string, dec *verify.Decision, shapes []vapccel.Unknown) (vapccel.Reads, bool) {
 	all, ok := r.set.reads[policy]
 	base, split := r.set.butMessages[policy]
+	return r.readsWithMessages(policy, dec, shapes, all, ok, base, split)
+}
+
+// readsWithMessages is readsOf over all, what the policy reads, and base, what it reads but the
+// messageExpressions (split: it has some).
+func (r *Replayer) readsWithMessages(policy string, dec *verify.Decision, shapes []vapccel.Unknown, all vapccel.Reads, ok bool, base vapccel.Reads, split bool) (vapccel.Reads, bool) {
 	if !ok || !split || dec == nil {
 		return all, ok
 	}
@@ -1063,6 +1075,79 @@ func (r *Replayer) readsOf(policy string, dec *verify.Decision, shapes []vapccel
 		}
 	}
 	return out, true
+}
+
+// annotatedPolicy is what a validating policy with auditAnnotations reads but them (reads;
+// butMessages without the messageExpressions too), what each of them reads (each, by the
+// keys' order), and whether its failurePolicy is Ignore.
+type annotatedPolicy struct {
+	reads, butMessages vapccel.Reads
+	each               []vapccel.Reads
+	keys               []string
+	ignore             bool
+}
+
+// unknownAnnotationsOnly says whether what the policy read of the unknowns in a decision is
+// read only by its auditAnnotations, whose values are then not known, and leaves the decision
+// alone: it takes them out of dec (UnknownAnnotations, a note). An auditAnnotation changes a
+// decision only by failing to evaluate (or by the cost it spends) under failurePolicy Fail
+// (the validator's AuditAnnotationActionError: a denial); under Ignore, never. Under Fail the
+// unknowns an annotation reads must be values of a known shape (ValueOnly: a uid, a generated
+// name, a token volume's suffix, an allocated address), on which its evaluation fails or not
+// as it did on the replay's, and it did not. A helper's observer policy, whose annotations
+// recorded the token volume's name, left every refused pod's decision indeterminate.
+func (r *Replayer) unknownAnnotationsOnly(policy string, dec *verify.Decision, unknowns, shapes []vapccel.Unknown) bool {
+	a, ok := r.set.annotated[policy]
+	if !ok || dec == nil {
+		return false
+	}
+	_, split := r.set.butMessages[policy]
+	decisive, _ := r.readsWithMessages(policy, dec, shapes, a.reads, true, a.butMessages, split)
+	if _, _, dep := decisive.DependsOn(unknowns); dep {
+		return false
+	}
+	if !a.ignore {
+		for _, each := range a.each {
+			if _, _, dep := each.DependsOn(shapes); dep {
+				return false
+			}
+		}
+		if slices.ContainsFunc(dec.Results, func(res verify.Result) bool { return res.Policy == policy && res.Result == verify.ResultError }) {
+			return false
+		}
+	}
+	for i, each := range a.each {
+		if read, u, dep := each.DependsOn(unknowns); dep {
+			dropAnnotation(dec, policy, a.keys[i], fmt.Sprintf("its valueExpression reads %s, and %s is not known: %s", read.Path, u.Path, u.Why))
+		}
+	}
+	return true
+}
+
+// dropAnnotation takes the policy's audit annotation key, whose value is not known (why), out of
+// the decision and its results, and says so.
+func dropAnnotation(dec *verify.Decision, policy, key, why string) {
+	full := policy + "/" + key
+	if _, done := dec.UnknownAnnotations[full]; done {
+		return
+	}
+	if dec.UnknownAnnotations == nil {
+		dec.UnknownAnnotations = map[string]string{}
+	}
+	dec.UnknownAnnotations[full] = why
+	if _, ok := dec.AuditAnnotations[full]; ok {
+		dec.AuditAnnotations = maps.Clone(dec.AuditAnnotations)
+		delete(dec.AuditAnnotations, full)
+	}
+	for i := range dec.Results {
+		if res := &dec.Results[i]; res.Policy == policy {
+			if _, ok := res.AuditAnnotations[key]; ok {
+				res.AuditAnnotations = maps.Clone(res.AuditAnnotations)
+				delete(res.AuditAnnotations, key)
+			}
+		}
+	}
+	dec.Notes = append(slices.Clip(dec.Notes), "audit annotation "+full+" is not known: "+why)
 }
 
 // failedValidation says whether the policy's validation i failed in the decision (for some

@@ -1,0 +1,60 @@
+package replay
+
+import (
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/utils/ptr"
+)
+
+// TestUnknownAnnotationsOnly: a refused create's uid is not known (the server generated it, and
+// its answer is a Status); a policy's auditAnnotation that reads it has a value the replay does
+// not know, which the decision does not depend on: the refusal is decided, the annotation is
+// left out with a note, and the log's value of it is no disagreement. A validation that reads
+// it decides: the decision stays undecided there.
+func TestUnknownAnnotationsOnly(t *testing.T) {
+	t.Parallel()
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "a"}, "data": map[string]any{"k": "bad"}}
+	const message = `configmaps "c" is forbidden: ValidatingAdmissionPolicy 'guard' with binding 'guard' denied request: denied by guard`
+	for _, tc := range []struct {
+		name, value string
+		failure     admissionregistrationv1.FailurePolicyType
+		decision    string
+	}{
+		{"a uid, failurePolicy Fail", "string(object.metadata.uid)", admissionregistrationv1.Fail, DecisionDeny},
+		{"a uid, failurePolicy Ignore", "string(object.metadata.uid)", admissionregistrationv1.Ignore, DecisionDeny},
+		// What the validation reads decides: the uid there leaves the decision undecided.
+		{"a uid the validation reads too", "string(object.metadata.uid)", admissionregistrationv1.Fail, DecisionIndeterminate},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			validation := "object.data.k != 'bad'"
+			if tc.decision == DecisionIndeterminate {
+				validation += " && object.metadata.uid != 'x'"
+			}
+			p, b := levelPolicy("guard", "configmaps", admissionregistrationv1.Create, nil, validation)
+			p.Spec.FailurePolicy = ptr.To(tc.failure)
+			p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "seen", ValueExpression: tc.value}, {Key: "name", ValueExpression: "string(object.metadata.name)"}}
+			line := timedEvent(t, levelEvent(t, "x", "RequestResponse", "create", "configmaps", "a", "c", 422, message, cm, nil), "01.000000", "01.010000",
+				map[string]string{"guard/seen": "0b0f7c1e-6b1d-4c8e-9d2a-2f5d3c4b5a69", "guard/name": "c"})
+			_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, line)
+			rec := recs["x"]
+			if rec == nil || rec.Decision != tc.decision {
+				t.Fatalf("decision %s, want %s", describeRecord(rec), tc.decision)
+			}
+			if tc.decision == DecisionIndeterminate {
+				return
+			}
+			if _, ok := rec.AuditAnnotations["guard/seen"]; ok || rec.AuditAnnotations["guard/name"] != "c" {
+				t.Errorf("audit annotations %v: want guard/name alone", rec.AuditAnnotations)
+			}
+			if !strings.Contains(strings.Join(rec.Notes, "\n"), "audit annotation guard/seen is not known") {
+				t.Errorf("notes %q do not say guard/seen is not known", rec.Notes)
+			}
+			if len(rec.Disagreements) > 0 {
+				t.Errorf("disagreements %v", rec.Disagreements)
+			}
+		})
+	}
+}
