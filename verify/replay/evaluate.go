@@ -452,7 +452,11 @@ type rebuiltDecider struct {
 func (d *rebuiltDecider) decide(eval Evaluator, view *state.StateView) (*verify.Decision, error) {
 	dec, err := d.evaluate(eval, view)
 	if err == nil {
-		if why := d.r.dependsOnUnknown(d.j, []admitted{{dec: dec, unknowns: d.unknowns}}); why.is() {
+		depends := d.r.dependsOnUnknown
+		if d.live && view == d.j.view {
+			depends = d.r.dependsOnUnknownButAnnotations // the state the log's order gives
+		}
+		if why := depends(d.j, []admitted{{dec: dec, unknowns: d.unknowns}}); why.is() {
 			return nil, &indeterminateError{why}
 		}
 	}

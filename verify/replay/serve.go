@@ -725,7 +725,7 @@ func (r *Replayer) decidedWithout(j *job, out *Record, calls []admitted, oldUnkn
 			return nil, false
 		}
 	}
-	if why := r.dependsOnUnknown(j, calls); why.is() {
+	if why := r.dependsOnUnknownButAnnotations(j, calls); why.is() {
 		if oldUnknown.is() {
 			why = oldUnknown
 		}
@@ -1016,6 +1016,19 @@ func reasonOf(ev *Event) string {
 // first false condition, whatever the others do). What selects a policy's bindings and params
 // (object selectors read labels) counts as read.
 func (r *Replayer) dependsOnUnknown(j *job, calls []admitted) undecided {
+	return r.dependsOnUnknownIn(j, calls, false)
+}
+
+// dependsOnUnknownButAnnotations is dependsOnUnknown for the decision of the state the log's
+// order gives (the request's first pass), where what only a policy's auditAnnotations read
+// leaves the decision, their values left out (unknownAnnotationsOnly). Not for another state's
+// or attempt's: the annotations the log holds may be that one's (a first attempt on the watch
+// cache's copy publishes the event's), which it then compares.
+func (r *Replayer) dependsOnUnknownButAnnotations(j *job, calls []admitted) undecided {
+	return r.dependsOnUnknownIn(j, calls, true)
+}
+
+func (r *Replayer) dependsOnUnknownIn(j *job, calls []admitted, butAnnotations bool) undecided {
 	for _, c := range calls {
 		if len(c.unknowns) == 0 {
 			continue
@@ -1033,7 +1046,7 @@ func (r *Replayer) dependsOnUnknown(j *job, calls []admitted) undecided {
 			}
 			read, u, dep := reads.DependsOn(c.unknowns)
 			if !dep || r.skippedIndependently(p, c.dec, c.unknowns, j.t.gvr.GroupResource() == state.NamespacesGR) ||
-				r.unknownAnnotationsOnly(p, c.dec, c.unknowns, shapes) {
+				butAnnotations && r.unknownAnnotationsOnly(p, c.dec, c.unknowns, shapes) {
 				continue
 			}
 			reason := ReasonUnknownField
