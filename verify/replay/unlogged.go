@@ -258,5 +258,28 @@ func bodyUnknown(ev *Event, t target, u vapccel.Unknown) bool {
 // (exportloss.go), what its level left out of a DELETE's options, and what a pod's unknown
 // phase makes of its DELETE's grace period.
 func requestUnknowns(j *job, p state.Prior) []vapccel.Unknown {
-	return slices.Concat(exportUnknowns(j.ev, j.t.op), optionsUnknowns(j.ev, j.t), graceUnknowns(j.ev, j.t, p))
+	return slices.Concat(exportUnknowns(j.ev, j.t.op), optionsUnknowns(j.ev, j.t), graceUnknowns(j.ev, j.t, p), namespaceUIDUnknowns(j.ev, j.t, p))
+}
+
+// namespaceUIDUnknowns are the options of a namespace's DELETE that the replay does not know
+// because it does not know the namespace's uid (p, the stored namespace: created at level
+// Request, say): the namespace REST gives options without a uid precondition the
+// namespace's uid as one before admission (admissionDeleteOptions). Random parity m:1240: an
+// observer policy's annotation of the options read the uid the replay had generated.
+func namespaceUIDUnknowns(ev *Event, t target, p state.Prior) []vapccel.Unknown {
+	if t.gvr.GroupResource() != state.NamespacesGR || t.sub != "" || t.op != admission.Delete {
+		return nil
+	}
+	if o, err := deleteOptions(ev.RequestObject, ev.Query()); err == nil {
+		if _, given, _ := unstructured.NestedString(o.Object, "preconditions", "uid"); given {
+			return nil // the request gave it: the namespace's, or the store refused it
+		}
+	}
+	for _, u := range p.Unknowns {
+		if state.FieldUnder(u.Path.Steps, "metadata", "uid") {
+			return []vapccel.Unknown{{Path: vapccel.FieldPath{Root: "request", Steps: []string{"options", "preconditions", "uid"}}, ValueOnly: u.ValueOnly,
+				Why: "the namespace's uid, which the namespace REST gives the DELETE's options as their precondition: " + u.Why}}
+		}
+	}
+	return nil
 }
