@@ -173,15 +173,21 @@ func PolicyReadsButAnnotations(p *admissionregistrationv1.ValidatingAdmissionPol
 // AnnotationReads returns what each auditAnnotation's valueExpression reads, by its index, given
 // the policy's variables.
 func AnnotationReads(p *admissionregistrationv1.ValidatingAdmissionPolicy) []Reads {
-	var vars []NamedExpression
-	for _, v := range p.Spec.Variables {
-		vars = append(vars, NamedExpression{Name: v.Name, Expression: v.Expression})
-	}
+	vars := policyVariables(p.Spec.Variables)
 	out := make([]Reads, len(p.Spec.AuditAnnotations))
 	for i, a := range p.Spec.AuditAnnotations {
 		out[i] = ExpressionReads(vars, a.ValueExpression)
 	}
 	return out
+}
+
+// policyVariables are a policy's variables, as ExpressionReads takes them.
+func policyVariables(vs []admissionregistrationv1.Variable) []NamedExpression {
+	var vars []NamedExpression
+	for _, v := range vs {
+		vars = append(vars, NamedExpression{Name: v.Name, Expression: v.Expression})
+	}
+	return vars
 }
 
 // PolicyReadsButMessages is PolicyReads without the validations' messageExpressions: kube-apiserver's
@@ -194,10 +200,7 @@ func PolicyReadsButMessages(p *admissionregistrationv1.ValidatingAdmissionPolicy
 // MessageReads returns what each validation's messageExpression reads, by the validation's
 // index (none where it has no messageExpression), given the policy's variables.
 func MessageReads(p *admissionregistrationv1.ValidatingAdmissionPolicy) []Reads {
-	var vars []NamedExpression
-	for _, v := range p.Spec.Variables {
-		vars = append(vars, NamedExpression{Name: v.Name, Expression: v.Expression})
-	}
+	vars := policyVariables(p.Spec.Variables)
 	out := make([]Reads, len(p.Spec.Validations))
 	for i, v := range p.Spec.Validations {
 		if v.MessageExpression != "" {
@@ -223,11 +226,7 @@ func policyReads(p *admissionregistrationv1.ValidatingAdmissionPolicy, bindings 
 			exprs = append(exprs, a.ValueExpression)
 		}
 	}
-	var vars []NamedExpression
-	for _, v := range p.Spec.Variables {
-		vars = append(vars, NamedExpression{Name: v.Name, Expression: v.Expression})
-	}
-	out := ExpressionReads(vars, exprs...)
+	out := ExpressionReads(policyVariables(p.Spec.Variables), exprs...)
 	out.Reads = append(out.Reads, SelectorReads(p, bindings).Reads...)
 	return out
 }
@@ -291,11 +290,7 @@ func MutatingPolicyReads(p *admissionregistrationv1.MutatingAdmissionPolicy, bin
 			exprs = append(exprs, m.ApplyConfiguration.Expression)
 		}
 	}
-	var vars []NamedExpression
-	for _, v := range p.Spec.Variables {
-		vars = append(vars, NamedExpression{Name: v.Name, Expression: v.Expression})
-	}
-	out := ExpressionReads(vars, exprs...)
+	out := ExpressionReads(policyVariables(p.Spec.Variables), exprs...)
 	out.Reads = append(out.Reads, MutatingSelectorReads(p, bindings).Reads...)
 	return out
 }

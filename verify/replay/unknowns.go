@@ -171,10 +171,15 @@ func answeredPluginFields(ev *Event, t target, a admission.Attributes, unknowns 
 	return slices.DeleteFunc(slices.Clone(unknowns), func(u vapccel.Unknown) bool { return u.Path.String() == class.String() })
 }
 
+// answersWithObject says whether a request succeeded with an object as its logged answer.
+func answersWithObject(ev *Event) bool {
+	return ev.Code() >= 200 && ev.Code() < 300 && bytes.HasPrefix(bytes.TrimSpace(ev.ResponseObject), []byte("{"))
+}
+
 // answeredObject is the object of the kind named name that a successful create answered with
 // (its response is the object it stored), or nil.
 func answeredObject(ev *Event, kind, name string) *unstructured.Unstructured {
-	if ev.Code() < 200 || ev.Code() >= 300 || !bytes.HasPrefix(bytes.TrimSpace(ev.ResponseObject), []byte("{")) {
+	if !answersWithObject(ev) {
 		return nil
 	}
 	u, err := auditlog.DecodeObject(ev.ResponseObject)
@@ -339,7 +344,7 @@ func bodyNamed(body []byte) bool {
 // answeredUID is the uid of the object named name that a successful create answered with (its
 // response is the object it stored), or "".
 func answeredUID(ev *Event, name string) string {
-	if ev.Code() < 200 || ev.Code() >= 300 || !bytes.HasPrefix(bytes.TrimSpace(ev.ResponseObject), []byte("{")) {
+	if !answersWithObject(ev) {
 		return ""
 	}
 	h, err := auditlog.DecodeHeader(ev.ResponseObject)

@@ -250,24 +250,18 @@ func appendCompact(dst, b []byte) (out []byte, whole bool) {
 const spaces = 0x2020202020202020
 
 // quotedEnd is where the string whose body begins at i in b ends, after its closing quote,
-// found; len(b) when b does not hold its end. Its runs between escapes are skipped eight bytes
-// at a time (a string of an object is a few bytes: a search per string costs more than its
-// bytes); a control character in it is the decoder's to report.
+// found; len(b) when b does not hold its end. A control character in it is the decoder's to
+// report: the compaction copies it.
 func quotedEnd(b []byte, i int) (int, bool) {
 	for {
-		i += plainRun(b[i:])
+		end, ok := stringBodyEnd(b, i)
 		switch {
-		case i >= len(b):
+		case ok:
+			return end + 1, true
+		case end >= len(b):
 			return len(b), false
-		case b[i] == '"':
-			return i + 1, true
-		case b[i] == '\\':
-			if i += 2; i > len(b) {
-				return len(b), false
-			}
-		default:
-			i++
 		}
+		i = end + 1 // a control character
 	}
 }
 
