@@ -284,6 +284,10 @@ var ruleTemplates = []ruleTemplate{
 	{[]string{""}, []string{"v1"}, []string{"pods/status"}},
 	{[]string{""}, []string{"v1"}, []string{"pods/eviction"}},
 	{[]string{""}, []string{"v1"}, []string{"pods", "pods/*"}},
+	// "RES/*" alone matches RES itself too (rules.Matcher: the subresource "*" matches none).
+	{[]string{""}, []string{"v1"}, []string{"pods/*"}},
+	{[]string{""}, []string{"v1"}, []string{"configmaps/*", "nodes/*"}},
+	{[]string{"apps"}, []string{"v1"}, []string{"deployments/*"}},
 	{[]string{""}, []string{"v1"}, []string{"nodes"}},
 	{[]string{""}, []string{"v1"}, []string{"nodes/status"}},
 	{[]string{""}, []string{"v1"}, []string{"nodes", "nodes/status"}},

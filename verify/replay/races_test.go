@@ -208,6 +208,10 @@ func TestCutRecordings(t *testing.T) {
 		// were refused after validating admission by a quota, two by another policy.
 		{name: "a PriorityClass written at level Request", dir: "priorityclass-at-request", want: map[int]string{306: "admit certain", 310: "deny certain"}},
 		{name: "a claim's storage class, answered", dir: "pvc-class-answered", want: map[int]string{2: "indeterminate indeterminate", 5: "admit certain", 10: "admit certain", 13: "admit certain"}},
+		// A helper's recording: a policy whose only rule is "pods/*" matches the pods
+		// themselves (rules.Matcher); a DELETE it refused (of a pod the log never showed) and a
+		// create are the policy's, not requests no policy matches.
+		{name: `a rule of "pods/*"`, dir: "pods-star-main", want: map[int]string{1: "indeterminate indeterminate", 2: "admit certain"}},
 		{name: "a Service update that allocates", dir: "service-update-allocated", want: map[int]string{5: "indeterminate indeterminate", 7: "indeterminate indeterminate", 11: "indeterminate indeterminate", 13: "indeterminate indeterminate"}},
 		{name: "a mutating policy's param written after the request was received", dir: "map-param-written-after-receipt", want: map[int]string{4: "admit likely"}, mutated: map[int]string{4: `"value":12`}},
 		// A helper's recording at level Metadata: Events (core and events.k8s.io) and a Lease

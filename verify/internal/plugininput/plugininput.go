@@ -7,39 +7,24 @@ package plugininput
 import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/predicates/rules"
 )
 
 // RuleMatches says whether an admission rule matches a request of the operation (CREATE,
-// UPDATE, DELETE, CONNECT) on the resource and subresource, as
-// k8s.io/apiserver/pkg/admission/plugin/webhook/predicates/rules does, without its scope check.
+// UPDATE, DELETE, CONNECT) on the resource and subresource: kube-apiserver's own rules.Matcher
+// (k8s.io/apiserver/pkg/admission/plugin/webhook/predicates/rules), without its scope check. A
+// resource "pods/*" matches the pods themselves too (its subresource "*" matches none).
 func RuleMatches(r admissionregistrationv1.RuleWithOperations, gvr schema.GroupVersionResource, sub, op string) bool {
-	opOK := false
-	for _, o := range r.Operations {
-		if o == admissionregistrationv1.OperationAll || string(o) == op {
-			opOK = true
-		}
-	}
-	return opOK && Contains(r.APIGroups, gvr.Group) && Contains(r.APIVersions, gvr.Version) && resourceMatches(r.Resources, gvr.Resource, sub)
+	r.Scope = nil // every scope
+	m := rules.Matcher{Rule: r, Attr: admission.NewAttributesRecord(nil, nil, schema.GroupVersionKind{}, "", "", gvr, sub, admission.Operation(op), nil, false, nil)}
+	return m.Matches()
 }
 
 // Contains says whether a rule's list (of groups, versions) holds s or "*".
 func Contains(list []string, s string) bool {
 	for _, v := range list {
 		if v == "*" || v == s {
-			return true
-		}
-	}
-	return false
-}
-
-func resourceMatches(rules []string, res, sub string) bool {
-	for _, r := range rules {
-		switch {
-		case r == "*/*":
-			return true
-		case sub == "" && (r == "*" || r == res):
-			return true
-		case sub != "" && (r == res+"/"+sub || r == res+"/*" || r == "*/"+sub):
 			return true
 		}
 	}
