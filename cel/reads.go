@@ -30,6 +30,12 @@ const (
 	ReadChildren
 	// ReadSize reads how many elements or keys the field has, or a string's length (size()).
 	ReadSize
+	// ReadStartsWith reads whether the field's value begins with the Read's Literal
+	// (startsWith with a literal argument).
+	ReadStartsWith
+	// ReadEquals reads whether the field's value is the Read's Literal (== or != with a
+	// literal, or `in` a list of literals: a read of each).
+	ReadEquals
 )
 
 // AnyStep in a path stands for any element of a list or any key of a map.
@@ -80,6 +86,8 @@ func (p FieldPath) with(step string) FieldPath {
 type Read struct {
 	Path FieldPath
 	Kind ReadKind
+	// Literal is the string a ReadStartsWith or ReadEquals compares the value with.
+	Literal string
 }
 
 // Reads is what a set of expressions read.
@@ -97,6 +105,25 @@ type Unknown struct {
 	ValueOnly bool
 	// Why says what makes it unknown.
 	Why string
+	// Prefix, when set, is how a ValueOnly string begins: a name the server generated is
+	// its base and a random suffix (names.SimpleNameGenerator). A comparison with a literal
+	// that the prefix decides (startsWith a literal no longer than it, equality with one that
+	// does not begin with it) reads nothing unknown.
+	Prefix string
+}
+
+// decidedByPrefix says whether a comparison of a string that begins with prefix, the rest
+// unknown, with a literal has the same outcome whatever the rest is.
+func decidedByPrefix(k ReadKind, literal, prefix string) bool {
+	switch k {
+	case ReadStartsWith:
+		// Within the prefix, the prefix decides; beyond it, a literal that does not begin
+		// with the prefix is begun by no such string.
+		return len(literal) <= len(prefix) || !strings.HasPrefix(literal, prefix)
+	case ReadEquals:
+		return !strings.HasPrefix(literal, prefix)
+	}
+	return false
 }
 
 // DependsOn returns the first read of the reads that an unknown field can change, and the
@@ -135,11 +162,15 @@ func overlaps(r Read, u Unknown) bool {
 		// The unknown field holds what is read.
 		return true
 	case len(b) == len(a):
+		switch r.Kind {
+		case ReadStartsWith, ReadEquals:
+			return !u.ValueOnly || u.Prefix == "" || !decidedByPrefix(r.Kind, r.Literal, u.Prefix)
+		}
 		return r.Kind == ReadValue || r.Kind == ReadSize || !u.ValueOnly
 	}
 	// The read field holds the unknown one.
 	switch r.Kind {
-	case ReadValue:
+	case ReadValue, ReadStartsWith, ReadEquals:
 		return true
 	case ReadChildren, ReadSize:
 		return len(b) == len(a)+1 && !u.ValueOnly
@@ -361,8 +392,13 @@ type readWalker struct {
 }
 
 func (w *readWalker) read(fs fields, k ReadKind) {
+	w.readLiteral(fs, k, "")
+}
+
+// readLiteral records reads of fs that compare them with a literal.
+func (w *readWalker) readLiteral(fs fields, k ReadKind, literal string) {
 	for _, p := range fs {
-		w.reads = append(w.reads, Read{Path: p, Kind: k})
+		w.reads = append(w.reads, Read{Path: p, Kind: k, Literal: literal})
 	}
 }
 
@@ -571,6 +607,26 @@ func (w *readWalker) call(c celast.CallExpr, bound map[string]fields) fields {
 			w.read(w.walk(a, bound), ReadPresence)
 		}
 		return nil
+	case (fn == "_==_" || fn == "_!=_") && len(args) == 2 && (isString(args[0]) || isString(args[1])):
+		// Comparing with a string reads whether the field is that string.
+		for i, a := range args {
+			if lit, ok := stringLiteral(args[1-i]); ok {
+				w.readLiteral(w.walk(a, bound), ReadEquals, lit)
+			}
+		}
+		return nil
+	case fn == "@in" && len(args) == 2 && stringList(args[1]):
+		// Membership in a list of strings reads whether the field is each of them.
+		f := w.walk(args[0], bound)
+		for _, el := range args[1].AsList().Elements() {
+			lit, _ := stringLiteral(el)
+			w.readLiteral(f, ReadEquals, lit)
+		}
+		return nil
+	case c.IsMemberFunction() && fn == "startsWith" && len(args) == 1 && isString(args[0]):
+		lit, _ := stringLiteral(args[0])
+		w.readLiteral(w.walk(c.Target(), bound), ReadStartsWith, lit)
+		return nil
 	case fn == "optional.of" || fn == "optional.ofNonZeroValue":
 		if len(args) == 1 {
 			return w.walk(args[0], bound)
@@ -583,6 +639,33 @@ func (w *readWalker) call(c celast.CallExpr, bound map[string]fields) fields {
 		w.read(w.walk(a, bound), ReadValue)
 	}
 	return nil
+}
+
+// stringLiteral is e's value when e is a string literal.
+func stringLiteral(e celast.Expr) (string, bool) {
+	if e.Kind() != celast.LiteralKind {
+		return "", false
+	}
+	s, ok := e.AsLiteral().(types.String)
+	return string(s), ok
+}
+
+func isString(e celast.Expr) bool {
+	_, ok := stringLiteral(e)
+	return ok
+}
+
+// stringList says whether e is a list literal of string literals.
+func stringList(e celast.Expr) bool {
+	if e.Kind() != celast.ListKind || len(e.AsList().OptionalIndices()) > 0 {
+		return false
+	}
+	for _, el := range e.AsList().Elements() {
+		if !isString(el) {
+			return false
+		}
+	}
+	return true
 }
 
 func isNull(e celast.Expr) bool {

@@ -16,6 +16,8 @@ func TestExpressionReads(t *testing.T) {
 	objName := Unknown{Path: FieldPath{Root: "object", Steps: []string{"metadata", "name"}}, ValueOnly: true}
 	labelKeys := Unknown{Path: FieldPath{Root: "object", Steps: []string{"metadata", "labels"}}}
 	templateLabel := Unknown{Path: FieldPath{Root: "object", Steps: []string{"spec", "template", "metadata", "labels", "controller-uid"}}, ValueOnly: true}
+	tokenNames := Unknown{Path: FieldPath{Root: "object", Steps: []string{"spec", "volumes", AnyStep, "name"}}, ValueOnly: true, Prefix: "kube-api-access-"}
+	generated := Unknown{Path: FieldPath{Root: "request", Steps: []string{"name"}}, ValueOnly: true, Prefix: "web-"}
 	oldUID := Unknown{Path: FieldPath{Root: "oldObject", Steps: []string{"metadata", "uid"}}, ValueOnly: true}
 	tests := []struct {
 		expr    string
@@ -72,6 +74,29 @@ func TestExpressionReads(t *testing.T) {
 		{"object.spec.template.metadata.labels.exists(k, object.spec.template.metadata.labels[k] == 'x')", nil, templateLabel, true},
 		{"object.spec.template.metadata.labels.all(k, v, v != 'x')", nil, templateLabel, true},
 		{"object.spec.template.spec.containers.exists(c, c == 'x')", nil, Unknown{Path: FieldPath{Root: "object", Steps: []string{"spec", "template", "spec", "containers", AnyStep, "image"}}, ValueOnly: true}, true},
+		// A generated name's base is known, its random suffix not: what the base decides is
+		// read of no unknown (startsWith a literal no longer than the base, equality with
+		// a literal that does not begin with it, membership in a list of such).
+		{"object.spec.volumes.exists(v, v.name.startsWith('kube-api-access-'))", nil, tokenNames, false},
+		{"object.spec.volumes.exists(v, v.name.startsWith('kube-'))", nil, tokenNames, false},
+		{"object.spec.volumes.exists(v, v.name.startsWith('docker-sock-volume'))", nil, tokenNames, false},
+		{"object.spec.volumes.exists(v, v.name.startsWith('kube-api-access-x'))", nil, tokenNames, true},
+		{"object.spec.volumes.exists(v, v.name.startsWith('kube-api-access-'))", nil, volumeNames, true},
+		{"object.spec.volumes.all(v, v.name != 'docker-sock')", nil, tokenNames, false},
+		{"object.spec.volumes.all(v, 'docker-sock' != v.name)", nil, tokenNames, false},
+		{"object.spec.volumes.all(v, v.name != 'kube-api-access-abcde')", nil, tokenNames, true},
+		{"object.spec.volumes.all(v, !(v.name in ['a', 'b']))", nil, tokenNames, false},
+		{"object.spec.volumes.all(v, !(v.name in ['a', 'kube-api-access-zzzzz']))", nil, tokenNames, true},
+		{"object.spec.volumes.all(v, !(v.name in variables.names))", []NamedExpression{{"names", "['a']"}}, tokenNames, true},
+		{"object.spec.volumes.all(v, v.name.endsWith('x'))", nil, tokenNames, true},
+		{"object.spec.volumes.all(v, v.name.startsWith('kube-api-access-') || v.name.contains('x'))", nil, tokenNames, true},
+		{"object.spec.volumes.all(v, v.name.startsWith(v.name))", nil, tokenNames, true},
+		{"size(object.spec.volumes[0].name) > 3", nil, tokenNames, true},
+		{"object.spec.volumes.startsWith('a')", nil, tokenNames, true},
+		{"request.name.startsWith('web-')", nil, generated, false},
+		{"request.name == 'db'", nil, generated, false},
+		{"request.name == 'web-abcde'", nil, generated, true},
+		{"request.name.startsWith('web-a')", nil, generated, true},
 		// Elsewhere a custom resource's "metadata.labels" may be a list: its elements are read.
 		{"object.spec.x.metadata.labels.exists(k, k == 'a')", nil, Unknown{Path: FieldPath{Root: "object", Steps: []string{"spec", "x", "metadata", "labels", "b"}}, ValueOnly: true}, true},
 	}

@@ -16,7 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/storage/names"
 	api "k8s.io/kubernetes/pkg/apis/core"
+	saplugin "k8s.io/kubernetes/plugin/pkg/admission/serviceaccount"
 
 	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
@@ -115,9 +117,10 @@ func settle(ev *Event, t target, a admission.Attributes, body []byte) []vapccel.
 	}
 	if m.GetGenerateName() != "" && !bodyNamed(body) && create && !generatedNameKnown(ev, m.GetName()) {
 		why := "the name the server generated for " + m.GetGenerateName()
+		prefix := generatedPrefix(m.GetGenerateName())
 		out = append(out,
-			vapccel.Unknown{Path: objectPath("metadata", "name"), ValueOnly: true, Why: why},
-			vapccel.Unknown{Path: vapccel.FieldPath{Root: "request", Steps: []string{"name"}}, ValueOnly: true, Why: why})
+			vapccel.Unknown{Path: objectPath("metadata", "name"), ValueOnly: true, Why: why, Prefix: prefix},
+			vapccel.Unknown{Path: vapccel.FieldPath{Root: "request", Steps: []string{"name"}}, ValueOnly: true, Why: why, Prefix: prefix})
 		out = append(out, copiesOf(obj, t.reqKind, m.GetName(), why)...)
 	}
 	switch o := obj.(type) {
@@ -135,11 +138,24 @@ func settle(ev *Event, t target, a admission.Attributes, body []byte) []vapccel.
 			for _, p := range []vapccel.FieldPath{objectPath("spec", "volumes", vapccel.AnyStep, "name"),
 				objectPath("spec", "containers", vapccel.AnyStep, "volumeMounts", vapccel.AnyStep, "name"),
 				objectPath("spec", "initContainers", vapccel.AnyStep, "volumeMounts", vapccel.AnyStep, "name")} {
-				out = append(out, vapccel.Unknown{Path: p, ValueOnly: true, Why: why})
+				out = append(out, vapccel.Unknown{Path: p, ValueOnly: true, Why: why, Prefix: tokenVolumePrefix})
 			}
 		}
 	}
 	return out
+}
+
+// tokenVolumePrefix is how the name of the token volume the ServiceAccount plugin adds begins
+// (the base it generates the name from), before the generator's random suffix.
+const tokenVolumePrefix = saplugin.ServiceAccountVolumeName + "-"
+
+// generatedPrefix is how a name the server generates from generateName begins: the base, cut
+// to leave room for the random suffix (names.SimpleNameGenerator).
+func generatedPrefix(base string) string {
+	if len(base) > names.MaxGeneratedNameLength {
+		base = base[:names.MaxGeneratedNameLength]
+	}
+	return base
 }
 
 // answeredPluginFields are the unknowns the built-in plugins left (the fields they set from
@@ -324,7 +340,7 @@ func sortManagedFields(mfs []metav1.ManagedFieldsEntry) {
 // makes random, to a pod whose request did not have it.
 func tokenVolumeAdded(p *api.Pod, body []byte) bool {
 	for _, v := range p.Spec.Volumes {
-		if strings.HasPrefix(v.Name, "kube-api-access-") && !strings.Contains(string(body), `"`+v.Name+`"`) {
+		if strings.HasPrefix(v.Name, tokenVolumePrefix) && !strings.Contains(string(body), `"`+v.Name+`"`) {
 			return true
 		}
 	}

@@ -260,3 +260,46 @@ func TestWriteTouches(t *testing.T) {
 		})
 	}
 }
+
+// TestGeneratedPrefix: a name the server generates is its base and a random suffix; the log
+// holds neither the name of a create logged at level Request nor the name of the token volume
+// the ServiceAccount plugin added to a refused pod. A comparison the base decides reads nothing
+// the replay does not know: the request is decided; one the suffix decides is not.
+func TestGeneratedPrefix(t *testing.T) {
+	t.Parallel()
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"generateName": "cfg-", "namespace": "app"}, "data": map[string]any{"a": "v"}}
+	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "p", "namespace": "app"},
+		"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "nginx"}}}}
+	sa := map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "default", "namespace": "app", "uid": "3c1f3a52-7a47-4f39-9a34-0d1b6f7b2d10", "resourceVersion": "10"}}
+	for _, tc := range []struct {
+		name, resource, expression string
+		want                       string
+	}{
+		{"a generated name's base", "configmaps", "object.metadata.name.startsWith('cfg-')", DecisionAdmit},
+		{"a generated name, another", "configmaps", "object.metadata.name != 'web' && request.name != 'cfg' && !(request.name in ['a', 'b'])", DecisionAdmit},
+		{"a generated name's suffix", "configmaps", "!object.metadata.name.startsWith('cfg-x')", DecisionIndeterminate},
+		{"a generated name's length", "configmaps", "size(object.metadata.name) > 3", DecisionIndeterminate},
+		{"the token volume's base", "pods", "!object.spec.volumes.exists(v, v.name.startsWith('kube-api-access-'))", DecisionDeny},
+		{"the token volume, others", "pods", "object.spec.volumes.exists(v, v.name in ['docker-sock', 'host'])", DecisionDeny},
+		{"the token volume's suffix", "pods", "!object.spec.volumes.exists(v, v.name == 'kube-api-access-abcde') && false", DecisionIndeterminate},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p, b := levelPolicy("guard", tc.resource, admissionregistrationv1.Create, nil, tc.expression)
+			x := event{id: "x", verb: "create", version: "v1", resource: tc.resource, ns: "app", code: 201, received: at(t, 2), req: cm}.line(t)
+			x = replaceOnce(t, x, `"level":"RequestResponse"`, `"level":"Request"`)
+			if tc.resource == "pods" {
+				denied := `pods "p" is forbidden: ValidatingAdmissionPolicy 'guard' with binding 'guard' denied request: denied by guard`
+				x = event{id: "x", verb: "create", version: "v1", resource: tc.resource, ns: "app", code: 422, message: denied, received: at(t, 2), req: pod}.line(t)
+			}
+			lines := []string{
+				event{id: "sa", verb: "create", version: "v1", resource: "serviceaccounts", ns: "app", name: "default", code: 201, received: at(t, 1), req: sa, resp: sa}.line(t),
+				x,
+			}
+			_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, lines...)
+			if rec := recs["x"]; rec == nil || rec.Decision != tc.want || len(rec.Disagreements) > 0 {
+				t.Errorf("%s, want %s", describeRecord(rec), tc.want)
+			}
+		})
+	}
+}
