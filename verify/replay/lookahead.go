@@ -210,6 +210,36 @@ func (j *job) readWhatItStored(w *written) {
 	j.prior.Source = "the write at " + j.revise.concurrent.by + ", which the log records after this request"
 }
 
+// reachedOnlyAhead settles a job whose request, on the state the log's order gives, reaches no
+// policy (none matches it, or the store completes it without admission: c), and, on what the
+// write logged after it stored, does. The log's order is the likely state: the log showing
+// none of the verdicts the other gives, it is the one; showing one, the other is; else the
+// request is not decided (the record of a request no policy reaches has no alternatives to
+// give).
+func (j *job) reachedOnlyAhead(c *concurrentWrite) {
+	logOrder := func() {
+		j.result.out, j.result.dec, j.result.skip, j.result.notMatched = c.out, c.dec, c.skip, c.notMatched
+	}
+	dec := j.result.dec
+	if dec != nil && dec.Allowed && len(dec.Results) == 0 && len(dec.AuditAnnotations) == 0 && len(dec.Warnings) == 0 && j.result.out.Decision == DecisionAdmit {
+		logOrder() // no policy says anything on the other either
+		return
+	}
+	switch shown, silent := j.verdictsShown(dec); {
+	case dec != nil && silent:
+		logOrder()
+	case dec != nil && shown:
+		j.result.out.Notes = append(j.result.out.Notes, "decided on the version the write at "+c.by+" stored, which the log records after this request: the verdicts the log records are those of that version")
+	case j.result.out.Decision != DecisionIndeterminate:
+		what := "no policy matches it"
+		if c.skip != "" {
+			what = "it does not reach validating admission (" + string(c.skip) + ")"
+		}
+		j.result.out.Alternatives = nil
+		j.result.out.indeterminate(because(ReasonOldObjectUnknown, "the write at "+c.by+", which the log records after this request, was received before this request completed: on the version the State gives, as the log's order has it, "+what+"; on the version that write stored, policies decide it, and the log does not say which the request read"))
+	}
+}
+
 // resultVersion is the resourceVersion of a successful request's result: what an update or
 // a patch stored (or found, having changed nothing), what a delete removed (etcd's revision of
 // the deletion) or marked deleted; 0 when the log does not show it.
@@ -259,6 +289,10 @@ func (j *job) likelyOutcome() {
 		if j.result.out != nil {
 			j.result.out.Notes = append(j.result.out.Notes, "decided on the version the write at "+c.by+" stored, which the log records after this request: that write's result is older ("+c.committedFirst+"), so it was committed first, and this request last read what it stored")
 		}
+		return
+	}
+	if c != nil && c.out != nil && (c.skip != "" || c.notMatched) && j.result.skip == "" && !j.result.notMatched && j.result.out != nil {
+		j.reachedOnlyAhead(c)
 		return
 	}
 	if c == nil || c.out == nil || c.skip != "" || c.notMatched {
