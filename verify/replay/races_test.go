@@ -212,6 +212,9 @@ func TestCutRecordings(t *testing.T) {
 		// themselves (rules.Matcher); a DELETE it refused (of a pod the log never showed) and a
 		// create are the policy's, not requests no policy matches.
 		{name: `a rule of "pods/*"`, dir: "pods-star-main", want: map[int]string{1: "indeterminate indeterminate", 2: "admit certain"}},
+		// A helper's recording: a pods/proxy CONNECT the proxied backend answered 403 after
+		// admission, which the policies' annotations in the event show ran.
+		{name: "a CONNECT forbidden after admission", dir: "connect-forbidden-after-admission", check: true, want: map[int]string{1: "admit certain"}},
 		{name: "a Service update that allocates", dir: "service-update-allocated", want: map[int]string{5: "indeterminate indeterminate", 7: "indeterminate indeterminate", 11: "indeterminate indeterminate", 13: "indeterminate indeterminate"}},
 		{name: "a mutating policy's param written after the request was received", dir: "map-param-written-after-receipt", want: map[int]string{4: "admit likely"}, mutated: map[int]string{4: `"value":12`}},
 		// A helper's recording at level Metadata: Events (core and events.k8s.io) and a Lease

@@ -616,6 +616,12 @@ func (d decoded) ref() lineRef { return lineRef{d.file, d.num, d.item} }
 // attempt ran admission on a version the replay does not evaluate it on (firstAttemptUnknown).
 func (r *Replayer) recordedOf(ev *Event, t target) (rec recording, pipeline bool, firstUnknown string) {
 	rec = classify(ev, t.connect)
+	if rec.byPlugin && r.ranAdmission(ev) {
+		// A 403 nothing else claims, but the log's annotations show validating admission ran:
+		// what refused the request came after it (a proxied backend's answer to a CONNECT, a
+		// validating webhook), not a plugin before it.
+		rec = ranBeforeFailing(ev, recording{note: strings.TrimSuffix("Forbidden: "+firstLine(ev.Message()), ": ")})
+	}
 	if rec.skip == SkipBeforeAdmission && notFoundItself(ev, t) && !r.ranAdmission(ev) {
 		// Its own object was gone when the store last read it: admission ran only on a first
 		// attempt on an older copy (the watch cache's, or a read a concurrent delete
