@@ -2323,3 +2323,25 @@ func TestNamedByFieldSelector(t *testing.T) {
 		}
 	}
 }
+
+// TestAtLevel: what an event without its objects says of why: its level, or the audit
+// backend's truncation (which the reader takes as level Metadata: an audit policy's level
+// does not change it, --audit-log-truncate-max-event-size does).
+func TestAtLevel(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		line, want string
+	}{
+		{levelEvent(t, "1", auditlog.LevelMetadata, "create", "configmaps", "ns1", "c", 201, "", nil, nil), "at level Metadata"},
+		{timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "c", 201, "", nil, nil), "01.000000", "01.001000", map[string]string{auditlog.AnnotationTruncated: "true"}),
+			"truncated by the audit backend (audit.k8s.io/truncated: the objects of an event larger than --audit-log-truncate-max-event-size dropped)"},
+	} {
+		ev, err := auditlog.Decode([]byte(tc.line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := atLevel(ev); got != tc.want {
+			t.Errorf("atLevel(%s) = %q, want %q", ev.Level, got, tc.want)
+		}
+	}
+}

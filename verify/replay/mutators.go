@@ -344,7 +344,7 @@ func (r *Replayer) mutatorsAfter(ev *Event, t target, src string) *mutators {
 		obj = &unstructured.Unstructured{Object: o}
 	}
 	if obj == nil {
-		return r.mutators.withObject(gr, t.name, nil, "written at "+src+" at level "+orNone(ev.Level)+": the result is not in the log")
+		return r.mutators.withObject(gr, t.name, nil, "written at "+src+" "+atLevel(ev)+": the result is not in the log")
 	}
 	return r.mutators.withObject(gr, t.name, obj, "")
 }

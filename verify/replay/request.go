@@ -213,7 +213,7 @@ func (b *rebuilt) notRebuilt(ev *Event, t target, q url.Values) bool {
 		return true
 	}
 	if !levelLogsBody(ev.Level) && !objectNotLogged(ev, t) {
-		why := "the event is at level " + orNone(ev.Level) + ", without request and response objects"
+		why := "the event is " + atLevel(ev) + ", without request and response objects"
 		if ev.Truncated() {
 			why = "the audit backend truncated the event (" + auditlog.AnnotationTruncated + "): it dropped the request and response objects of an event larger than --audit-log-truncate-max-event-size"
 		}

@@ -82,7 +82,7 @@ func (r *Replayer) statusWritten(ctx context.Context, sw stateWrite) bool {
 	if !kept.ok {
 		return false
 	}
-	why := "written through " + describe(t.gvr, t.sub) + " at " + sw.src + " at level " + orNone(ev.Level) + ": the result is not in the log"
+	why := "written through " + describe(t.gvr, t.sub) + " at " + sw.src + " " + atLevel(ev) + ": the result is not in the log"
 	unknowns := append(slices.Clip(p.Unknowns), kept.unknowns(u, t.mainKind, why)...)
 	_ = r.state.PutKept(gr, u, unknowns, sw.src+" ("+describe(t.gvr, t.sub)+": what it does not change, as it was)")
 	return true

@@ -235,7 +235,16 @@ func newChange(r *Record) Change {
 	return c
 }
 
-func (m Malformed) String() string { return fmt.Sprintf("%s:%d: %s", m.File, m.Line, m.Reason) }
+func (m Malformed) String() string {
+	if m.Line == 0 {
+		// The file as a whole (a format a replay does not read): its reason names it.
+		if strings.HasPrefix(m.Reason, m.File+": ") {
+			return m.Reason
+		}
+		return m.File + ": " + m.Reason
+	}
+	return fmt.Sprintf("%s:%d: %s", m.File, m.Line, m.Reason)
+}
 
 // Disagreement is a verdict of the log that the prediction contradicts.
 type Disagreement struct {

@@ -69,6 +69,16 @@ func evictionBody(t target) []byte {
 	return b
 }
 
+// atLevel says at what level the event was logged, for what it does not hold: "at level
+// Metadata", or that the audit backend truncated it (which the reader takes as level Metadata,
+// and which an audit policy does not change).
+func atLevel(ev *Event) string {
+	if ev.Truncated() {
+		return "truncated by the audit backend (" + auditlog.AnnotationTruncated + ": the objects of an event larger than --audit-log-truncate-max-event-size dropped)"
+	}
+	return "at level " + orNone(ev.Level)
+}
+
 // unlogged says why the event does not hold the request's body: its level, or the audit
 // backend's truncation (which the reader takes as level Metadata).
 func unlogged(ev *Event) string {

@@ -319,7 +319,7 @@ func (r *Replayer) applyUpdate(ctx context.Context, sw stateWrite) {
 	switch {
 	case gr == (schema.GroupResource{Resource: "pods"}) && (t.sub == "binding" || t.sub == "eviction") && !levelLogsBody(ev.Level):
 		// Its body (the node bound to, the eviction's delete options) is not known.
-		r.state.Forget(gr, t.mainKind, t.namespace, t.name, "written through "+describe(t.gvr, t.sub)+" at "+src+" at level "+orNone(ev.Level)+": the result is not in the log")
+		r.state.Forget(gr, t.mainKind, t.namespace, t.name, "written through "+describe(t.gvr, t.sub)+" at "+src+" "+atLevel(ev)+": the result is not in the log")
 	case gr == (schema.GroupResource{Resource: "pods"}) && (t.sub == "binding" || t.sub == "eviction"):
 		r.replayWrite(ctx, ev, t, "written through "+describe(t.gvr, t.sub)+" at "+src, src)
 	case gr == serviceAccountsGR && t.sub == "token":
@@ -338,7 +338,7 @@ func (r *Replayer) applyUpdate(ctx context.Context, sw stateWrite) {
 	case isMain:
 		r.put(sw, resp, src)
 	case t.name != "":
-		why := "written at " + src + " at level " + orNone(ev.Level) + ": the result is not in the log"
+		why := "written at " + src + " " + atLevel(ev) + ": the result is not in the log"
 		if ev.Level == auditlog.LevelRequestResponse {
 			why = "changed through " + describe(t.gvr, t.sub) + " at " + src + ": the result is not in the log"
 		}
@@ -374,7 +374,7 @@ func (r *Replayer) applyDelete(ctx context.Context, sw stateWrite) {
 		uid, _, _ := unstructured.NestedString(resp.Object, "details", "uid")
 		r.state.DeleteUID(gr, t.mainKind, t.namespace, t.name, uid)
 	default:
-		why := "deleted at " + src + " at level " + orNone(ev.Level) + ": whether it is gone is not in the log"
+		why := "deleted at " + src + " " + atLevel(ev) + ": whether it is gone is not in the log"
 		if r.followsWrite(ev, t) {
 			r.replayWrite(ctx, ev, t, why, src)
 			break

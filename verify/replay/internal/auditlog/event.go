@@ -215,6 +215,16 @@ func jsonKind(k reflect.Kind) string {
 	return "a number"
 }
 
+// legacyAudit is how a line of kube-apiserver's legacy log format (--audit-log-format=legacy:
+// key="value" pairs after the event's time and "AUDIT:", k8s.io/apiserver/pkg/audit/format.go
+// EventString) begins; after an export task's time too (TIMESTAMP MESSAGE).
+var legacyAudit = regexp.MustCompile(`^(\S+ ){1,2}AUDIT: id="`)
+
+// LegacyLine says whether a line is one of kube-apiserver's legacy audit log format.
+func LegacyLine(line []byte) bool {
+	return len(line) > 0 && line[0] >= '0' && line[0] <= '9' && legacyAudit.Match(line)
+}
+
 // Decode decodes one log line. It never panics; an error describes why the line is not an
 // audit event.
 func Decode(line []byte) (*Event, error) {
@@ -233,6 +243,9 @@ func Decode(line []byte) (*Event, error) {
 				return nil, fmt.Errorf("not an audit.k8s.io/v1 Event: %s is a JSON %s, not %s", te.Field, te.Value, jsonKind(te.Type.Kind()))
 			case te != nil:
 				return nil, fmt.Errorf("not an audit.k8s.io/v1 Event: a JSON %s, not an object", te.Value)
+			}
+			if LegacyLine(line) {
+				return nil, errors.New("a line of kube-apiserver's legacy audit log format (--audit-log-format=legacy), not JSON: it holds no objects, annotations or audit levels to replay")
 			}
 			return nil, fmt.Errorf("not JSON: %v", err)
 		}

@@ -39,6 +39,9 @@ func TestDecodeNotAnEvent(t *testing.T) {
 		{`{"kind":"Event","apiVersion":"audit.k8s.io/v1","auditID":"a","stage":"ResponseComplete","objectRef":"pods"}`, "not an audit.k8s.io/v1 Event: objectRef is a JSON string, not an object"},
 		{`[{"kind":"Event"}]`, "not an audit.k8s.io/v1 Event: a JSON array, not an object"},
 		{`{"kind":"Event",x}`, `not JSON: invalid character 'x' looking for beginning of object key string`},
+		// A line of the legacy format among JSON lines (a log backend switched formats).
+		{`2026-12-01T17:05:18.651294472Z AUDIT: id="253a9073-d086-40ee-9578-56a4faec3372" stage="ResponseComplete" ip="127.0.0.1" method="get"`,
+			"a line of kube-apiserver's legacy audit log format (--audit-log-format=legacy), not JSON: it holds no objects, annotations or audit levels to replay"},
 	} {
 		if _, err := Decode([]byte(tt.line)); err == nil || err.Error() != tt.want {
 			t.Errorf("Decode(%s) = %v, want %q", tt.line, err, tt.want)

@@ -2,8 +2,9 @@ package export
 
 import (
 	"bytes"
-	"regexp"
 	"unicode"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
 // legacyFormat is kube-apiserver's legacy log format (--audit-log-format=legacy), a line of
@@ -11,10 +12,6 @@ import (
 // (k8s.io/apiserver/pkg/audit/format.go EventString), which vapc does not read: it holds no
 // objects, annotations or level.
 const legacyFormat Format = "legacy"
-
-// legacyAudit is how a line of the legacy format begins: its time, "AUDIT:", the audit ID;
-// after an export task's time too (TIMESTAMP MESSAGE).
-var legacyAudit = regexp.MustCompile(`^(\S+ ){1,2}AUDIT: id="`)
 
 // detectBytes is how much of a file detection reads: the first record of every envelope names
 // its members in less, whatever the size of their values.
@@ -32,7 +29,7 @@ func detect(head []byte) Format {
 	}
 	switch c := head[0]; {
 	case c >= '0' && c <= '9':
-		if legacyAudit.Match(head) {
+		if auditlog.LegacyLine(head) {
 			return legacyFormat
 		}
 		if _, _, ok := cutTimestamp(head); ok {
