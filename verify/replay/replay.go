@@ -182,6 +182,9 @@ type Replayer struct {
 	state     *state.State
 	evals     []evalWorker
 	running   *evaluation
+	// gaps are the files that follow a rotated file the logs given lack (source.RotationGaps),
+	// with why: at a gap's first event, the State forgets what it held.
+	gaps map[string]string
 	// lacking is the write that withdrew what the State knew whole, while its object's create
 	// may still come (see lacksWrites).
 	lacking *lackingWrite
@@ -434,6 +437,12 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 	defer spooled.Remove()
 	sources, jumps := source.Split(sources, r.cfg.maxLine)
 	sources, reordered := source.InTimeOrder(sources, r.cfg.maxLine)
+	for _, g := range source.RotationGaps(sources, r.cfg.maxLine) {
+		if r.gaps == nil {
+			r.gaps = map[string]string{}
+		}
+		r.gaps[g.Before] = fmt.Sprintf("%s begins at %s, %s after %s was rotated (%s, the time in its name): the rotated file between them is not among the logs given, and what the server wrote in it is not known", g.Before, g.Resumed.UTC().Format(time.RFC3339Nano), g.Resumed.Sub(g.Rotated).Round(time.Millisecond), g.After, g.Rotated.UTC().Format(time.RFC3339Nano))
+	}
 	r.cat.ahead.noteSources(sources)
 	r.findSnapshotRead(ctx)
 	r.output.sum = newSummary(sources)
@@ -547,6 +556,13 @@ func (r *Replayer) line(ctx context.Context, d decoded) {
 			r.output.pending[ev.AuditID] = pendingRequest{file: d.file, line: d.num, verb: ev.Verb}
 		}
 		return
+	}
+	if why, ok := r.gaps[d.file]; ok {
+		// The first event after a rotated file the logs given lack: nothing the State held
+		// before is known after it.
+		delete(r.gaps, d.file)
+		r.state.ForgetEverything(why)
+		r.output.sum.Notes = append(r.output.sum.Notes, why+": no object is taken as known after it; give every rotated file")
 	}
 	delete(r.output.pending, ev.AuditID)
 	if first, dup := r.output.finals.add(ev.AuditID, finalRef{d.ref(), d.sum}); dup {

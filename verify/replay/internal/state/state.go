@@ -1000,6 +1000,16 @@ func (s *State) ForgetAll(gr schema.GroupResource, namespace, why string) {
 	s.Added(gr, namespace, why)
 }
 
+// ForgetEverything records that the log lacks what the server wrote for a while (a rotated file
+// missing from those given): no object the State held is known after it, nor any resource
+// whole.
+func (s *State) ForgetEverything(why string) {
+	for gr := range s.Objects {
+		s.ForgetAll(gr, "", why)
+	}
+	s.Withdraw(why)
+}
+
 // Added records that a write added an object of gr (in namespace) the State does not know (a
 // create whose generated name the log does not hold): the objects it knows stay as they are,
 // and it no longer knows every object of gr.
