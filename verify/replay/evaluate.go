@@ -115,6 +115,9 @@ type job struct {
 	// lag is what kube-apiserver's informers may not yet have held when it admitted the
 	// request.
 	lag lagged
+	// mutationUnexplained, when set, says why a MutatingAdmissionPolicy the replay does not run
+	// may have refused the request before validating admission (failedInUnreplayedMutation).
+	mutationUnexplained string
 	// evidenced are the replayed policies the log shows installed at the request (see
 	// installed), whose verdicts the log records are evidence of what the server did; nil
 	// unless the replay checks the log.

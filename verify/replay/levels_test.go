@@ -2393,3 +2393,64 @@ func TestRotationGap(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedInUnreplayedMutation: a MutatingAdmissionPolicy the replay does not run (the log
+// shows it created, --policies does not give it) matches a ConfigMap's create that the server
+// answered 500 (what the policy wrote did not convert) before validating admission ran. The
+// replay's pipeline, without it, reaches validating admission: where the log shows the observer
+// installed (its annotation on another request) and none of its annotations on this one, the
+// request did not reach validating admission; without that evidence, whether it did is not
+// known (random parity m:1247: decided admitted after validating admission, with the
+// observer's annotations the server never wrote).
+func TestFailedInUnreplayedMutation(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("observer", "configmaps", admissionregistrationv1.Create, nil, "true")
+	p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "seen", ValueExpression: "request.namespace"}}
+	b.Spec.ValidationActions = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Audit}
+	mapPolicy := map[string]any{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy", "metadata": map[string]any{"name": "bad-annotation"},
+		"spec": map[string]any{"matchConstraints": map[string]any{"resourceRules": []any{map[string]any{
+			"apiGroups": []any{""}, "apiVersions": []any{"v1"}, "operations": []any{"CREATE"}, "resources": []any{"configmaps"}}}}}}
+	mapBinding := map[string]any{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicyBinding", "metadata": map[string]any{"name": "bad-annotation"},
+		"spec": map[string]any{"policyName": "bad-annotation"}}
+	mapEvent := func(id, resource string, obj map[string]any) string {
+		line := levelEvent(t, id, auditlog.LevelRequestResponse, "create", resource, "", "bad-annotation", 201, "", obj, obj)
+		line = replaceOnce(t, line, `"requestURI":"/api/v1/`, `"requestURI":"/apis/admissionregistration.k8s.io/v1/`)
+		return replaceOnce(t, line, `"apiVersion":"v1","name"`, `"apiGroup":"admissionregistration.k8s.io","apiVersion":"v1","name"`)
+	}
+	cm := func(name string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": "ns1"}, "data": map[string]any{"a": "b"}}
+	}
+	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1"}}
+	const failed = "Internal error occurred: json: cannot unmarshal number into Go struct field ObjectMeta.metadata.annotations of type string"
+	for _, tc := range []struct {
+		name     string
+		evidence bool
+		wantRec  bool // a record (undecided whether admission ran); none: refused before it
+	}{
+		{"the log shows the observer", true, false},
+		{"nothing shows it", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var ann map[string]string
+			if tc.evidence {
+				ann = map[string]string{"observer/seen": "before"}
+			}
+			_, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, []Option{WithCheckRecorded(true)},
+				Source{Name: "audit.jsonl", Reader: strings.NewReader(strings.Join([]string{
+					timedEvent(t, levelEvent(t, "ns", auditlog.LevelRequestResponse, "create", "namespaces", "", "ns1", 201, "", ns, ns), "00.100000", "00.101000", nil),
+					timedEvent(t, levelEvent(t, "before", auditlog.LevelRequest, "create", "configmaps", "ns1", "before", 201, "", cm("before"), nil), "00.500000", "00.501000", ann),
+					timedEvent(t, mapEvent("map", "mutatingadmissionpolicies", mapPolicy), "01.000000", "01.001000", nil),
+					timedEvent(t, mapEvent("mapb", "mutatingadmissionpolicybindings", mapBinding), "01.002000", "01.003000", nil),
+					timedEvent(t, levelEvent(t, "failed", auditlog.LevelRequest, "create", "configmaps", "ns1", "failed", 500, failed, cm("failed"), nil), "05.000000", "05.001000", nil),
+				}, "\n") + "\n")})
+			rec := recs["failed"]
+			switch {
+			case !tc.wantRec && rec != nil:
+				t.Errorf("%s, want no record: refused before validating admission", describeRecord(rec))
+			case tc.wantRec && (rec == nil || rec.Recorded != RecordedUnknown || len(rec.Disagreements) > 0):
+				t.Errorf("%s, want the log's verdict unknown", describeRecord(rec))
+			}
+		})
+	}
+}

@@ -459,6 +459,10 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 		return
 	}
 	if len(s.calls) > 0 {
+		if note := r.failedInUnreplayedMutation(j, s); note != "" {
+			j.result.skip, j.result.skipNote = SkipBeforeAdmission, note
+			return
+		}
 		// (A request a mutating policy refused did not reach validating admission in the
 		// pipeline, nor in the server if the server's refusal is the same.)
 		admittedBeforeFailing(j, out)
@@ -685,7 +689,46 @@ func notReached(j *job, s served, refusedByMutation bool) string {
 // admittedBeforeFailing records a request that reached validating admission in the pipeline
 // and that the log shows refused, not by a policy, as admitted: the server's pipeline runs
 // validating admission before what refused it.
+// failedInUnreplayedMutation says why a request the server refused, not by a policy, which the
+// pipeline took to validating admission, did not reach it in the server: a
+// MutatingAdmissionPolicy the replay does not run matches it, which may have refused it, or
+// written what the server could not convert or validate (a 500, a 422), before validating
+// admission; and the log shows none of the verdicts of the policies it shows installed that
+// validating admission gives the request (silent). "" when the pipeline's reaching validating
+// admission stands: no such policy, or no such evidence (the request's refusal is then not
+// taken as after admission either: admittedBeforeFailing).
+func (r *Replayer) failedInUnreplayedMutation(j *job, s served) string {
+	if !r.refusedUnexplained(j) {
+		return ""
+	}
+	why := j.mutators.mayMutate(r.replayedMutation(mutatedBy(j.t, s.calls[0].attrs, j.view)))
+	if why == "" {
+		return ""
+	}
+	if _, silent := j.verdictsShown(combineCalls(j.ev.Verb, s.calls)); !silent {
+		j.mutationUnexplained = why
+		return ""
+	}
+	return "refused before validating admission, the log showing none of its verdicts: " + why
+}
+
+// refusedUnexplained says whether the server refused the request otherwise than a policy did,
+// in a way admittedBeforeFailing takes as after validating admission.
+func (r *Replayer) refusedUnexplained(j *job) bool {
+	ev := j.ev
+	return !messageLost(ev) && ev.Code() != http.StatusGatewayTimeout && reasonOf(ev) != string(metav1.StatusReasonTimeout) &&
+		(j.rec.skip == SkipBeforeAdmission || (j.rec.outcome == RecordedUnknown && ev.Code() >= 300))
+}
+
 func admittedBeforeFailing(j *job, out *Record) {
+	if j.mutationUnexplained != "" {
+		// A MutatingAdmissionPolicy the replay does not run may have refused it first: whether
+		// validating admission ran is not known.
+		ev := j.ev
+		j.rec = recording{outcome: RecordedUnknown, note: "failed with " + reasonOr(reasonOf(ev), httpCode(ev.Code())) + ", maybe before validating admission: " + j.mutationUnexplained}
+		out.Recorded, out.RecordedNote, out.recordedByVAP = RecordedUnknown, j.rec.note, false
+		return
+	}
 	ev := j.ev
 	if messageLost(ev) {
 		return // the failure may have been a policy's denial: the pass cannot tell the log's verdict
