@@ -319,7 +319,11 @@ func Parse(file string, data []byte) ([]*Document, error) {
 	lines := strings.Split(string(data), "\n")
 	var docs []*Document
 	var errs []error
-	for i, chunk := range splitDocuments(lines) {
+	chunks := splitDocuments(lines)
+	for i, chunk := range chunks {
+		// A document before a separator ends with its last line's line break, as kubectl's
+		// YAML reader hands it over: a block scalar at its end keeps its final newline (clip).
+		chunk.newline = i < len(chunks)-1 && chunk.end > chunk.start
 		d, err := parseDocument(file, lines, chunk)
 		if err != nil {
 			errs = append(errs, err)
@@ -336,8 +340,12 @@ func Parse(file string, data []byte) ([]*Document, error) {
 	return docs, errors.Join(errs...)
 }
 
-// chunk is one document of a file: lines [start, end) (0-based).
-type chunk struct{ start, end int }
+// chunk is one document of a file: lines [start, end) (0-based); newline says the last line
+// ends with a line break (a document before a separator).
+type chunk struct {
+	start, end int
+	newline    bool
+}
 
 // splitDocuments splits lines on document separators the way kubectl's YAML reader does
 // (k8s.io/apimachinery/pkg/util/yaml): a line starting with "---" followed by nothing but
@@ -353,15 +361,18 @@ func splitDocuments(lines []string) []chunk {
 		if rest != "" && !strings.HasPrefix(rest, "#") {
 			continue
 		}
-		out = append(out, chunk{start, i})
+		out = append(out, chunk{start: start, end: i})
 		start = i + 1
 	}
-	return append(out, chunk{start, len(lines)})
+	return append(out, chunk{start: start, end: len(lines)})
 }
 
 // parseDocument parses the lines of one document; it returns nil for an empty document.
 func parseDocument(file string, lines []string, c chunk) (*Document, error) {
 	text := strings.Join(lines[c.start:c.end], "\n")
+	if c.newline {
+		text += "\n"
+	}
 	// Pad with the lines before the document so that go-yaml's positions are the file's.
 	padded := strings.Repeat("\n", c.start) + text
 	var n yaml.Node

@@ -235,6 +235,23 @@ func TestYAML11Scalars(t *testing.T) {
 	}
 }
 
+// TestBlockScalarAtDocumentEnd: a block scalar that ends a document before a separator keeps
+// its final line break (clip chomping), as kubectl's YAML reader hands the document over with
+// its last line's: the server's policy holds it, and its messages quote it (helper exQ); the
+// last document of a file without a final line break has none.
+func TestBlockScalarAtDocumentEnd(t *testing.T) {
+	data := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata:\n  e: >\n    x + 1\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\ndata:\n  e: |\n    y"
+	docs, err := Parse("f.yaml", []byte(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"x + 1\n", "y"} {
+		if got, _, _ := unstructuredNested(docs[i], "data", "e"); got != want {
+			t.Errorf("document %d: data.e = %q, want %q", i, got, want)
+		}
+	}
+}
+
 func unstructuredNested(d *Document, fields ...string) (any, bool, error) {
 	var v any = d.Object.Object
 	for _, f := range fields {
