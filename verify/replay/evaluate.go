@@ -319,18 +319,35 @@ func deletedNothing(j *job) string {
 	return ""
 }
 
+// failed makes the job's request indeterminate (ReasonInternal) after a panic while the
+// replay decided it, named with what panicked.
+func (j *job) failed(p any) {
+	out := newRecord(j.d, j.ev, j.t, j.rec, rebuilt{})
+	j.result = jobResult{out: out}
+	out.indeterminate(because(ReasonInternal, fmt.Sprintf("vapc failed on this request (a bug: please report it with the event): %v", p)))
+}
+
+// settleRecovered settles the job's outcome among the states the server may have been in; a
+// panic while it does makes the request indeterminate (ReasonInternal), as evaluateRecovered
+// does, instead of ending the replay.
+func (j *job) settleRecovered() {
+	defer func() {
+		if p := recover(); p != nil {
+			j.failed(p)
+		}
+	}()
+	j.likelyOutcome()
+	j.settleUnsure()
+}
+
 // evaluate rebuilds the job's request and decides it, on a worker.
 // evaluateRecovered evaluates the job; a panic while it does makes the request indeterminate
 // (ReasonInternal), named with what panicked, instead of ending the replay with no output.
 func (r *Replayer) evaluateRecovered(ctx context.Context, w evalWorker, j *job) {
 	defer func() {
-		p := recover()
-		if p == nil {
-			return
+		if p := recover(); p != nil {
+			j.failed(p)
 		}
-		out := newRecord(j.d, j.ev, j.t, j.rec, rebuilt{})
-		j.result = jobResult{out: out}
-		out.indeterminate(because(ReasonInternal, fmt.Sprintf("vapc failed on this request (a bug: please report it with the event): %v", p)))
 	}()
 	r.evaluate(ctx, w, j)
 }
@@ -704,8 +721,7 @@ func (j *job) undecidable(w evalWorker) undecided {
 // finish accounts for a job's outcome, on the ordered stage, in log order.
 func (r *Replayer) finish(j *job) {
 	r.running.untrack(j)
-	j.likelyOutcome()
-	j.settleUnsure()
+	j.settleRecovered()
 	switch {
 	case j.result.skip != "":
 		r.output.sum.skip(j.result.skip, j.result.skipNote)

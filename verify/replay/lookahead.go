@@ -225,10 +225,14 @@ func (j *job) reachedOnlyAhead(c *concurrentWrite) {
 		logOrder() // no policy says anything on the other either
 		return
 	}
-	switch shown, silent := j.verdictsShown(dec); {
-	case dec != nil && silent:
+	var shown, silent bool
+	if dec != nil {
+		shown, silent = j.verdictsShown(dec)
+	}
+	switch {
+	case silent:
 		logOrder()
-	case dec != nil && shown:
+	case shown:
 		j.result.out.Notes = append(j.result.out.Notes, "decided on the version the write at "+c.by+" stored, which the log records after this request: the verdicts the log records are those of that version")
 	case j.result.out.Decision != DecisionIndeterminate:
 		what := "no policy matches it"
