@@ -1199,3 +1199,30 @@ func TestMatchedOnlyAhead(t *testing.T) {
 		})
 	}
 }
+
+// TestDeletedWhileRead: a dry-run patch of a ConfigMap, received before a DELETE of it
+// completed and logged after it, refused by a policy: on the State the log's order gives, the
+// object is gone and the patch never reaches validating admission (404), but the log shows the
+// policy's denial: the patch read the version the DELETE removed, on which it is decided
+// (random parity r:1246).
+func TestDeletedWhileRead(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("guard", "configmaps", admissionregistrationv1.Update, nil, "!has(object.metadata.labels) || !('color' in object.metadata.labels)")
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1", "uid": "u1", "resourceVersion": "10"}, "data": map[string]any{"v": "a"}}
+	denied := `configmaps "cm" is forbidden: ValidatingAdmissionPolicy 'guard' with binding 'guard' denied request: denied by guard`
+	patch := levelEvent(t, "patch", auditlog.LevelRequestResponse, "patch", "configmaps", "ns1", "cm", 422, denied, map[string]any{"metadata": map[string]any{"labels": map[string]any{"color": "red"}}}, nil)
+	patch = replaceOnce(t, patch, `configmaps/cm"`, `configmaps/cm?dryRun=All"`)
+	lines := []string{
+		timedEvent(t, levelEvent(t, "delete", auditlog.LevelRequestResponse, "delete", "configmaps", "ns1", "cm", 200, "", nil, cm), "02.000700", "02.003300", nil),
+		timedEvent(t, patch, "02.000000", "02.006000", nil),
+	}
+	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1"}}
+	for _, checked := range []bool{true, false} {
+		// The snapshot holds the ConfigMap, and every ConfigMap there is.
+		_, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, []Option{WithCheckRecorded(checked), snapshotOf(t, []any{ns, cm})},
+			Source{Name: "audit.jsonl", Reader: strings.NewReader(strings.Join(lines, "\n") + "\n")})
+		if rec := recs["patch"]; rec == nil || rec.Decision != DecisionDeny || rec.Certainty != CertaintyCertain || rec.Message != denied || len(rec.Disagreements) > 0 {
+			t.Errorf("checked %v: the patch: %s, want deny certain", checked, describeRecord(rec))
+		}
+	}
+}

@@ -451,6 +451,7 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 		if !r.conflictAfterFirstAttempt(ctx, w, j, out) && !r.notFoundAfterFirstAttempt(ctx, w, j, out) {
 			r.notAdmitted(j, out, s)
 			r.pendingRaced(ctx, w, j, out)
+			r.goneRaced(ctx, w, j, out)
 		}
 		return
 	}

@@ -291,6 +291,28 @@ func (r *Replayer) pendingRaced(ctx context.Context, w evalWorker, j *job, out *
 	out.Disagreements = check(j.ev, j.rec, dec, j.evidenced)
 }
 
+// goneRaced decides a request that found its object gone on the State the log's order gives,
+// where the log shows a policy refused it (validating admission ran), when the deletion
+// completed after the request was received (State.concurrent): the request read the object
+// before the deletion committed, and is decided on the version the deletion removed, when that
+// decision is the log's (random parity r:1246: a dry-run patch received before a DELETE of its
+// ConfigMap completed, refused by a policy).
+func (r *Replayer) goneRaced(ctx context.Context, w evalWorker, j *job, out *Record) {
+	p := j.prior
+	if p.RacedFrom == nil || p.Found || out.Decision != DecisionIndeterminate || out.Reason != ReasonRebuild || !j.rec.vapRan || j.rec.policy == "" {
+		return
+	}
+	dec, err := r.decideServedOn(ctx, w, j, *p.RacedFrom)
+	if err != nil || dec == nil || len(check(j.ev, j.rec, dec, j.evidenced)) > 0 {
+		return
+	}
+	j.result.dec = dec
+	out.Reason, out.Indeterminate = "", ""
+	out.refill(dec)
+	out.OldObjectSource = p.RacedFrom.Source
+	out.Notes = append(out.Notes, "decided on the version before "+p.RacedBy+": on the State the log's order gives the object is gone and the request does not reach validating admission, and the log shows a policy's verdict")
+}
+
 // conflictAfterFirstAttempt decides an update or delete kube-apiserver answered 409 Conflict,
 // which the pipeline refuses before admission on the State's version, on the watch cache's copy
 // of a version before it, when the request asked for that version's resourceVersion and the

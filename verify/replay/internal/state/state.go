@@ -245,6 +245,10 @@ type entry struct {
 	unknowns []vapccel.Unknown
 	// Unknown says why the object's state is not known.
 	Unknown string
+	// deletedDone and deletedBy, for an entry the State keeps of a deleted object (deleted),
+	// are when the deletion completed and where the log records it.
+	deletedDone time.Time
+	deletedBy   string
 	// unmarked is the JSON of the version the object has unless a refused DELETE left it
 	// marked deleted, which raw is (see Replayer.refusedPodDelete); nil otherwise.
 	unmarked []byte
@@ -973,8 +977,11 @@ func (s *State) DeleteAt(gr schema.GroupResource, gvk schema.GroupVersionKind, n
 // remove removes the object k, whose entry is old (nil when the State has none).
 func (s *State) remove(gr schema.GroupResource, k ObjectKey, old *entry) {
 	if old != nil && old.Raw != nil && old.rv > 0 {
-		// A request the log records after the deletion may have read it (deletedVersion).
-		s.deleted.put(ReplacedKey{gr, k}, old)
+		// A request the log records after the deletion may have read it (deletedVersion, or a
+		// request that ran concurrently with the deletion: concurrent).
+		d := *old
+		d.deletedDone, d.deletedBy = s.current.writeDone, s.current.writeBy
+		s.deleted.put(ReplacedKey{gr, k}, &d)
 	}
 	delete(s.Objects[gr], k)
 	if s.typedKinds(gr) {
@@ -1307,6 +1314,15 @@ func (s *State) concurrent(p Prior, gr schema.GroupResource, namespace, name str
 	gr = StorageOf(gr)
 	k := ObjectKey{namespace, name}
 	e := s.Objects[gr][k]
+	if d := s.deleted.m[ReplacedKey{gr, k}]; e == nil && d != nil && d.Raw != nil && !received.IsZero() && d.deletedDone.After(received) {
+		// Deleted by a write that completed after this request was received: the log's order
+		// gives it gone (likely), the version the deletion removed the alternative.
+		p.RacedBy = fmt.Sprintf("the deletion at %s, which completed after this request was received (%s, %s)",
+			cmp.Or(d.deletedBy, "a request the log records before it"), received.UTC().Format(time.RFC3339Nano), d.deletedDone.UTC().Format(time.RFC3339Nano))
+		p.RacedFrom = &Prior{Kept: p.Kept, Found: true, Complete: p.Complete, Raw: d.Raw, RV: d.rv, Unknowns: d.unknowns,
+			Source: d.Source + " (the version " + p.RacedBy + ", removed)"}
+		return p
+	}
 	if e == nil || e.Raw == nil || e.done.IsZero() || received.IsZero() || !e.done.After(received) {
 		return p
 	}
