@@ -177,7 +177,7 @@ func (r *Replayer) sendWrite(ctx context.Context, srv *apiserver.Server, req api
 	// resourceVersion) when it is of the resource's own kind: settle puts the server's
 	// clock back in it and says what is not known of it.
 	var settled []vapccel.Unknown
-	sameKind, mutated := false, ""
+	sameKind, mutated, scaled := false, "", ""
 	view := r.state.View(false)
 	cluster := r.mutatorsAt(ev.Received())
 	ex.Validate = func(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
@@ -211,6 +211,11 @@ func (r *Replayer) sendWrite(ctx context.Context, srv *apiserver.Server, req api
 		// spec.replicas, which the answered Scale gives (replayWrite, scaleAnswered).
 	case wm != nil && wm.unknown != "":
 		return nil, "", wm.unknown
+	case mutated != "" && derivesScale(t):
+		// Whatever a cluster's mutating policy changed of the Scale, the object takes only its
+		// replicas (ScaleREST's update): those are not known, nor whether the object changed
+		// at all (its generation, resourceVersion and managedFields).
+		scaled = mutated
 	case mutated != "":
 		return nil, "", mutated
 	}
@@ -223,6 +228,12 @@ func (r *Replayer) sendWrite(ctx context.Context, srv *apiserver.Server, req api
 	switch {
 	case last == nil && w.create:
 		return nil, "", ""
+	case last == nil && scaled != "":
+		old, _ := w.p.Decode()
+		if old == nil {
+			return nil, "", scaled
+		}
+		return &writeResult{obj: old, unknowns: scaledUnknowns(t, scaled)}, "", ""
 	case last == nil:
 		// The request left the object as it was (a pod being deleted already), unless the
 		// server's response says it wrote it (restated).
@@ -234,7 +245,23 @@ func (r *Replayer) sendWrite(ctx context.Context, srv *apiserver.Server, req api
 	if u == nil {
 		return nil, "the written object does not convert", ""
 	}
-	return &writeResult{obj: u, unknowns: w.writtenUnknowns(u, sameKind, settled, pc.unknowns(gr))}, "", ""
+	unknowns := w.writtenUnknowns(u, sameKind, settled, pc.unknowns(gr))
+	if scaled != "" {
+		unknowns = append(unknowns, scaledUnknowns(t, scaled)...)
+	}
+	return &writeResult{obj: u, unknowns: unknowns}, "", ""
+}
+
+// scaledUnknowns are the fields of an object written through its scale subresource that a
+// cluster's mutating policy (why) may have changed through the Scale: its replicas, and
+// whether it was written (its generation, resourceVersion and managedFields).
+func scaledUnknowns(t target, why string) []vapccel.Unknown {
+	return []vapccel.Unknown{
+		{Path: objectPath(t.scale.specReplicas...), ValueOnly: true, Why: why},
+		{Path: objectPath("metadata", "generation"), ValueOnly: true, Why: why},
+		{Path: objectPath("metadata", "resourceVersion"), ValueOnly: true, Why: why},
+		{Path: objectPath("metadata", "managedFields"), Why: why},
+	}
 }
 
 // restated is what a write the replay's pipeline left unchanged left of its object when the

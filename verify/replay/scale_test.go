@@ -194,3 +194,65 @@ func TestScaleOfASnapshotObject(t *testing.T) {
 		t.Errorf("delete: %+v, want indeterminate: the resourceVersion the scale left is not known", rec)
 	}
 }
+
+// TestScaleMutatedByTheCluster: a MutatingAdmissionPolicy of the cluster (the log shows it
+// created; --policies does not give it) matches deployments/scale; a scale update logged at
+// level Request leaves what it changed of the Scale unknown, and the Deployment takes only
+// its replicas from it (ScaleREST): its replicas, generation and resourceVersion are not known
+// after it, its labels are (helper exO: every status update of the scaled Deployments was
+// undecided).
+func TestScaleMutatedByTheCluster(t *testing.T) {
+	t.Parallel()
+	rule := func(resources ...string) []admissionregistrationv1.NamedRuleWithOperations {
+		return []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: resources},
+		}}}
+	}
+	policy := func(name, expr string) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+		return &admissionregistrationv1.ValidatingAdmissionPolicy{
+				ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+					MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: rule("deployments/status")},
+					Validations:      []admissionregistrationv1.Validation{{Expression: expr}}}},
+			&admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: name, ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}}}
+	}
+	labels, lb := policy("labels", "oldObject.metadata.labels['tier'] == 'web'")
+	replicas, rb := policy("replicas", "oldObject.spec.replicas < 5")
+	mapPolicy := map[string]any{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy", "metadata": map[string]any{"name": "cap"},
+		"spec": map[string]any{"matchConstraints": map[string]any{"resourceRules": []any{map[string]any{
+			"apiGroups": []any{"apps"}, "apiVersions": []any{"v1"}, "operations": []any{"UPDATE"}, "resources": []any{"deployments/scale"}}}}}}
+	mapBinding := map[string]any{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicyBinding", "metadata": map[string]any{"name": "cap"}, "spec": map[string]any{"policyName": "cap"}}
+	admissionEvent := func(id, resource string, obj map[string]any) event {
+		return event{id: id, verb: "create", group: "admissionregistration.k8s.io", version: "v1", resource: resource, name: "cap", code: 201, received: at(t, 0.1), req: obj, resp: obj}
+	}
+	dep := map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "web", "namespace": "app", "uid": "u-1", "resourceVersion": "20", "generation": int64(1), "labels": map[string]any{"tier": "web"}},
+		"spec": map[string]any{"replicas": int64(2), "selector": map[string]any{"matchLabels": map[string]any{"app": "web"}}, "template": podTemplate("web")}}
+	status := map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "web", "namespace": "app", "uid": "u-1", "labels": map[string]any{"tier": "web"}},
+		"spec": map[string]any{"replicas": int64(3), "selector": map[string]any{"matchLabels": map[string]any{"app": "web"}}, "template": podTemplate("web")}, "status": map[string]any{"replicas": int64(3)}}
+	scale := map[string]any{"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": map[string]any{"name": "web", "namespace": "app"}, "spec": map[string]any{"replicas": int64(9)}}
+	var text []string
+	for _, e := range []event{
+		admissionEvent("map", "mutatingadmissionpolicies", mapPolicy), admissionEvent("mapb", "mutatingadmissionpolicybindings", mapBinding),
+		{id: "create", verb: "create", group: "apps", version: "v1", resource: "deployments", ns: "app", name: "web", code: 201, received: at(t, 1), req: dep, resp: dep},
+		{id: "scale", verb: "update", group: "apps", version: "v1", resource: "deployments", sub: "scale", ns: "app", name: "web", code: 200, received: at(t, 2), req: scale},
+		{id: "status", verb: "update", group: "apps", version: "v1", resource: "deployments", sub: "status", ns: "app", name: "web", code: 200, received: at(t, 3), req: status, resp: status},
+	} {
+		line := e.line(t)
+		if e.id == "scale" {
+			line = replaceOnce(t, line, `"level":"RequestResponse"`, `"level":"Request"`)
+		}
+		text = append(text, line)
+	}
+	for _, tc := range []struct {
+		p    *admissionregistrationv1.ValidatingAdmissionPolicy
+		b    *admissionregistrationv1.ValidatingAdmissionPolicyBinding
+		want string
+	}{{labels, lb, DecisionAdmit}, {replicas, rb, DecisionIndeterminate}} {
+		_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{tc.p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{tc.b}, text...)
+		if rec := recs["status"]; rec == nil || rec.Decision != tc.want {
+			t.Errorf("%s: the status update: %s, want %s", tc.p.Name, describeRecord(rec), tc.want)
+		}
+	}
+}
