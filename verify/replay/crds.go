@@ -218,3 +218,26 @@ func (r *Replayer) unsettledParams(policies []string, ev *Event) (resolving unde
 	}
 	return resolving, u.Unknown, indeterminate
 }
+
+// storedInOtherVersion says whether the request's custom resource is stored in another version
+// than the request's: what the server answered with is the stored object read back in the
+// request's version (a conversion None changes only its apiVersion; what the storage version's
+// schema prunes is gone, and its defaults are not the request version's), not the object
+// admission saw, which is rebuilt from the request (helper exT: creates through a version that
+// defaults a field the storage version lacks, denied on the answer where the server admitted).
+func (r *Replayer) storedInOtherVersion(t target) bool {
+	cat := r.cat.c.Schema()
+	if cat == nil || t.reqKind.Empty() {
+		return false
+	}
+	crd := cat.CustomResourceDefinitionOf(t.reqKind)
+	if crd == nil {
+		return false
+	}
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			return v.Name != t.reqKind.Version
+		}
+	}
+	return false
+}

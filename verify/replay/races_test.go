@@ -215,6 +215,12 @@ func TestCutRecordings(t *testing.T) {
 		// A helper's recording: a pods/proxy CONNECT the proxied backend answered 403 after
 		// admission, which the policies' annotations in the event show ran.
 		{name: "a CONNECT forbidden after admission", dir: "connect-forbidden-after-admission", check: true, want: map[int]string{1: "admit certain"}},
+		// A helper's recordings: a CRD of two versions (conversion None) stores v1; creates
+		// and patches through v2 and v1alpha1, whose defaults the storage version lacks, were
+		// admitted on the object their version gives (the answer, read back from storage, is
+		// not it): a Deny policy that reads those fields, and a Warn and Audit one.
+		{name: "a custom resource stored in another version", dir: "crd-stored-other-version", check: true, want: map[int]string{4: "admit certain", 5: "admit certain", 6: "admit certain", 7: "admit certain"}},
+		{name: "a custom resource stored in another version, audited", dir: "crd-stored-other-version-audit", check: true, want: map[int]string{4: "admit certain", 5: "admit certain", 8: "admit certain"}},
 		{name: "a Service update that allocates", dir: "service-update-allocated", want: map[int]string{5: "indeterminate indeterminate", 7: "indeterminate indeterminate", 11: "indeterminate indeterminate", 13: "indeterminate indeterminate"}},
 		{name: "a mutating policy's param written after the request was received", dir: "map-param-written-after-receipt", want: map[int]string{4: "admit likely"}, mutated: map[int]string{4: `"value":12`}},
 		// A helper's recording at level Metadata: Events (core and events.k8s.io) and a Lease
