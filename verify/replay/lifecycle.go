@@ -86,6 +86,9 @@ type givenKey struct {
 	name string
 }
 
+// policy says whether k is a policy (validating or mutating), not a binding.
+func (k givenKey) policy() bool { return k.kind == givenPolicy || k.kind == givenMutating }
+
 func (k givenKey) String() string {
 	return givenKinds[k.kind] + " " + k.name
 }
@@ -840,6 +843,7 @@ func (l *lifecycle) at(file string, ev *Event, window time.Duration) givenAt {
 						g.changed = map[givenPair]changedPair{}
 					}
 					c.anyRequest = c.anyRequest || g.changed[p].anyRequest
+					c.policy = c.policy || g.changed[p].policy
 					g.changed[p] = c
 				}
 			}
@@ -948,7 +952,10 @@ func (j *job) settleUnsure() {
 				matched = matched || slices.ContainsFunc(m.Refusals, of) || slices.ContainsFunc(m.Invoked, func(c verify.Change) bool { return c.Policy == p.policy.name && c.Binding == p.binding.name })
 			}
 		}
-		if c.anyRequest || matched || gave(p) {
+		// Another request than the given pair's may be its copy's, but within the given
+		// policy's rules when only the binding's selection differs.
+		anyRequest := c.anyRequest && (c.policy || p.policy.kind != givenPolicy || slices.Contains(j.policies, p.policy.name))
+		if anyRequest || matched || gave(p) {
 			changed = append(changed, c.why)
 		}
 	}

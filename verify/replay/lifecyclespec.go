@@ -59,6 +59,11 @@ func (c specCopy) sameAs(o specCopy) bool {
 type changedPair struct {
 	why        string
 	anyRequest bool
+	// policy says what differs (or may) is the policy's own selection (its match constraints,
+	// match conditions, failure policy): a request its given rules do not match may be its
+	// copy's. A binding's selection narrows its policy's: the given policy's rules still
+	// bound the requests its copy decides.
+	policy bool
 }
 
 // givenSpecs are the specs of the given policies and bindings the lifecycle compares the
@@ -128,9 +133,10 @@ func (l *lifecycle) followSpec(k givenKey, ev *Event, by string) {
 		// Its body not in the log: taken as the given one.
 		c.obj, c.spec = l.specs.obj[k], given
 	case obj == nil:
-		c.changed = changedPair{k.String() + " was written at " + by + ", whose result the log does not show: it may differ from the given one", true}
+		c.changed = changedPair{k.String() + " was written at " + by + ", whose result the log does not show: it may differ from the given one", true, k.policy()}
 	case spec != given:
-		c.changed = changedPair{k.String() + " was written at " + by + " other than the given one", !sameSelection(k, given, spec)}
+		any := !sameSelection(k, given, spec)
+		c.changed = changedPair{k.String() + " was written at " + by + " other than the given one", any, any && k.policy()}
 		if ev.Loss.Lost.Has(auditlog.LostDryRun) {
 			c.changed.why += " (unless it was a dry run, which the export does not say)"
 		}
@@ -143,7 +149,9 @@ func (l *lifecycle) followSpec(k givenKey, ev *Event, by string) {
 			// other spec may give it too.
 			l.setChange(k, givenChange{done: done, received: ev.Received(), by: by, soon: true})
 		}
-		if c.changed.why == "" {
+		if c.changed.why == "" || prev.changed.why != "" {
+			// The copy before this write, when it differed from the given one, is what the
+			// policy source may still decide with for up to a second.
 			c.restored, c.restoredAt = prev.changed, done
 		}
 	}
@@ -154,11 +162,17 @@ func (l *lifecycle) followSpec(k givenKey, ev *Event, by string) {
 // request received at received was decided; false when it did not.
 func (l *lifecycle) changedAt(k givenKey, received time.Time) (changedPair, bool) {
 	c := l.copies[k]
+	recent := received.IsZero() || c.restoredAt.IsZero() || received.Sub(c.restoredAt) < l.window
 	switch {
+	case c.changed.why != "" && !c.changed.anyRequest && c.restored.anyRequest && recent:
+		// The copy before the latest write selected other requests, and the policy source
+		// may not have compiled that write yet (exU: a binding's namespaceSelector patched
+		// back, a request in the namespace it selected before refused by it 494ms later).
+		return changedPair{c.changed.why + "; " + c.restored.why + ", which kube-apiserver's policy source may still have decided with: the write after it completed moments before the request was received", true, c.restored.policy}, true
 	case c.changed.why != "":
 		return c.changed, true
-	case c.restored.why != "" && (received.IsZero() || c.restoredAt.IsZero() || received.Sub(c.restoredAt) < l.window):
-		return changedPair{c.restored.why + ", and the write that left it the given one again completed moments before the request was received, which kube-apiserver's policy source may not have compiled yet", c.restored.anyRequest}, true
+	case c.restored.why != "" && recent:
+		return changedPair{c.restored.why + ", and the write that left it the given one again completed moments before the request was received, which kube-apiserver's policy source may not have compiled yet", c.restored.anyRequest, c.restored.policy}, true
 	}
 	return changedPair{}, false
 }

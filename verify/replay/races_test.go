@@ -221,6 +221,14 @@ func TestCutRecordings(t *testing.T) {
 		// not it): a Deny policy that reads those fields, and a Warn and Audit one.
 		{name: "a custom resource stored in another version", dir: "crd-stored-other-version", check: true, want: map[int]string{4: "admit certain", 5: "admit certain", 6: "admit certain", 7: "admit certain"}},
 		{name: "a custom resource stored in another version, audited", dir: "crd-stored-other-version-audit", check: true, want: map[int]string{4: "admit certain", 5: "admit certain", 8: "admit certain"}},
+		// A helper's recordings: a binding's namespaceSelector and paramRef patched (at level
+		// Request) while requests stream in. Its policy matches ConfigMap creates only: a
+		// pod's create after the patch is no request its copy can decide. A patch that puts
+		// the namespaceSelector back leaves the copy before it, which selected another
+		// namespace, what kube-apiserver's policy source may still decide with for a second:
+		// a ConfigMap created there 494ms later, which that copy refused, is not decided.
+		{name: "a binding changed, a request of another resource", dir: "binding-changed-other-resource", want: map[int]string{39: "admit certain"}},
+		{name: "a binding's selection changed back moments before", dir: "binding-changed-back-recently", check: true, want: map[int]string{11: "indeterminate indeterminate"}},
 		{name: "a Service update that allocates", dir: "service-update-allocated", want: map[int]string{5: "indeterminate indeterminate", 7: "indeterminate indeterminate", 11: "indeterminate indeterminate", 13: "indeterminate indeterminate"}},
 		{name: "a mutating policy's param written after the request was received", dir: "map-param-written-after-receipt", want: map[int]string{4: "admit likely"}, mutated: map[int]string{4: `"value":12`}},
 		// A helper's recording at level Metadata: Events (core and events.k8s.io) and a Lease
