@@ -718,3 +718,58 @@ func TestCRDScale(t *testing.T) {
 		t.Errorf("disagreements %v, changed %d: want none", sum.Disagreements, sum.Changed)
 	}
 }
+
+// TestCustomResourceCreatedAtRequest: a custom resource param created at level Request (a
+// production audit policy): the body the log holds is the object as the handler decoded it,
+// which the store keeps when no admission changed it, so the requests after it that read the
+// param are decided; one a MutatingAdmissionPolicy of the cluster may have changed is not
+// known (helpers exQ and exT).
+func TestCustomResourceCreatedAtRequest(t *testing.T) {
+	t.Parallel()
+	ps, bs := crdPolicies()
+	limit := customObject("ReplicaLimit", "limit", "rules", map[string]any{"max": int64(3)})
+	mapPolicy := map[string]any{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy", "metadata": map[string]any{"name": "touch-limits"},
+		"spec": map[string]any{"matchConstraints": map[string]any{"resourceRules": []any{map[string]any{
+			"apiGroups": []any{"rules.example.com"}, "apiVersions": []any{"v1"}, "operations": []any{"CREATE"}, "resources": []any{"replicalimits"}}}}}}
+	mapBinding := map[string]any{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicyBinding", "metadata": map[string]any{"name": "touch-limits"}, "spec": map[string]any{"policyName": "touch-limits"}}
+	for _, tc := range []struct {
+		name    string
+		mutated bool
+		want    string
+	}{
+		{"no admission changes it", false, DecisionDeny},
+		{"a cluster's mutating policy may", true, DecisionIndeterminate},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			crd := func(id, verb, sub, name string, code int32, when float64, stage string) event {
+				return event{id: id, verb: verb, group: "apiextensions.k8s.io", version: "v1", resource: "customresourcedefinitions", sub: sub, name: name, code: code, received: at(t, when),
+					resp: crdObject("replicalimits", "ReplicaLimit", stage, false)}
+			}
+			lines := []event{
+				crd("limits", "create", "", "", 201, 0, "created"),
+				crd("limits-established", "update", "status", "replicalimits.rules.example.com", 200, 0.02, "established"),
+			}
+			if tc.mutated {
+				lines = append(lines,
+					event{id: "map", verb: "create", group: "admissionregistration.k8s.io", version: "v1", resource: "mutatingadmissionpolicies", name: "touch-limits", code: 201, received: at(t, 0.5), req: mapPolicy, resp: mapPolicy},
+					event{id: "mapb", verb: "create", group: "admissionregistration.k8s.io", version: "v1", resource: "mutatingadmissionpolicybindings", name: "touch-limits", code: 201, received: at(t, 0.6), req: mapBinding, resp: mapBinding})
+			}
+			lines = append(lines,
+				event{id: "limit", verb: "create", group: "rules.example.com", version: "v1", resource: "replicalimits", ns: "rules", name: "limit", code: 201, received: at(t, 2), req: limit},
+				event{id: "deploy", verb: "create", group: "apps", version: "v1", resource: "deployments", ns: "app", name: "d1", code: 422, message: msg(tooManyReplicas, "d1"), received: at(t, 45), req: deploymentObject("d1", 5)})
+			var text []string
+			for _, e := range lines {
+				line := e.line(t)
+				if e.id == "limit" {
+					line = replaceOnce(t, line, `"level":"RequestResponse"`, `"level":"Request"`)
+				}
+				text = append(text, line)
+			}
+			_, recs := replayLines(t, ps, bs, text...)
+			if rec := recs["deploy"]; rec == nil || rec.Decision != tc.want || len(rec.Disagreements) > 0 {
+				t.Errorf("the deployment: %s, want %s", describeRecord(rec), tc.want)
+			}
+		})
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
 // What the apiextensions apiserver's handler of a custom resource does to the object of a
@@ -101,4 +102,47 @@ func (r *Replayer) decodeCustomResource(t target, u *unstructured.Unstructured) 
 		return decode(u.Object)
 	}
 	return nil
+}
+
+// followCustomCreate follows a custom resource's create the log holds at a level without its
+// result (Request): the body the log holds is the object as the handler decoded it (pruned and
+// defaulted by its version's schema), which the store keeps after its strategy's
+// rest.BeforeCreate when no admission changed it: no MutatingAdmissionPolicy of the cluster
+// may have (mutators), no mutating webhook did (the event's annotations name none), and it is
+// stored in the request's version. What the server generated (its uid, its clock, its
+// resourceVersion) and what its field manager wrote are unknown. It says whether it followed
+// the create (helpers exQ and exT: a custom resource param created at level Request was
+// unknown to every request after it).
+func (r *Replayer) followCustomCreate(sw stateWrite, src string) bool {
+	ev, t := sw.ev, sw.t
+	if ev.Verb != "create" || t.op != admission.Create || t.sub != "" || t.name == "" || ev.Code() < 200 || ev.Code() >= 300 ||
+		t.reqKind.Empty() || kubescheme.Knows(t.reqKind) || r.storedInOtherVersion(t) || len(recordedWebhooks(ev)) > 0 {
+		return false
+	}
+	body := auditlog.DecodeAnyObject(ev.RequestObject)
+	if body == nil || !sameKind(body, t.reqKind) || (body.GetName() != "" && body.GetName() != t.name) {
+		return false
+	}
+	s := r.cat.c.Strategies(t.reqKind)
+	if s == nil || s.Err != nil {
+		return false
+	}
+	body.SetName(t.name)
+	body.SetNamespace(t.namespace)
+	req := mutatedObject(t, body, nil, r.state.View(false))
+	req.following = r.set.replayedMAPs
+	if r.mutatorsAt(ev.Received()).mayMutate(req) != "" {
+		return false
+	}
+	ctx := request.WithNamespace(context.Background(), t.namespace)
+	rest.FillObjectMetaSystemFields(body)
+	if rest.BeforeCreate(s.Main, ctx, body) != nil {
+		return false
+	}
+	why := "the server generated it when it stored the create at " + src + ", which the log holds without its result"
+	unknowns := append(settle(ev, t, admission.NewAttributesRecord(body, nil, t.reqKind, t.namespace, t.name, t.gvr, "", t.op, nil, false, nil), ev.RequestObject),
+		vapccel.Unknown{Path: objectPath("metadata", "resourceVersion"), ValueOnly: true, Why: why},
+		vapccel.Unknown{Path: objectPath("metadata", "managedFields"), Why: "what the handler's field manager wrote at " + src + ", which the log holds without its result"})
+	_ = r.state.PutPartly(sw.gr, body, unknowns, src+" (the create's body, as the handler decoded it and its strategy prepared it)")
+	return true
 }
