@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -354,11 +355,44 @@ func (w writeReplay) writtenUnknowns(u *unstructured.Unstructured, sameKind bool
 func (w writeReplay) carried() []vapccel.Unknown {
 	var out []vapccel.Unknown
 	for _, pu := range knownFrom(w.p.Unknowns, w.objs.version, w.objs.uid) {
-		if !isMeta(pu, "resourceVersion") {
+		if !isMeta(pu, "resourceVersion") && !w.patchSets(pu) {
 			out = append(out, pu)
 		}
 	}
 	return out
+}
+
+// patchSets says whether the write is a patch whose body, an object (a merge or strategic
+// merge patch), sets the unknown field to a value (not null, not an object or a list: the
+// same whichever of those it was sent as, and whatever the field held): what it holds after
+// the write is known.
+func (w writeReplay) patchSets(u vapccel.Unknown) bool {
+	if w.ev.Verb != "patch" || u.Path.Root != "object" || len(u.Path.Steps) == 0 || isApply(w.ev) {
+		return false
+	}
+	var v any
+	if json.Unmarshal(w.logged, &v) != nil {
+		return false
+	}
+	for _, step := range u.Path.Steps {
+		m, ok := v.(map[string]any)
+		if !ok || step == vapccel.AnyStep {
+			return false
+		}
+		if v, ok = m[step]; !ok {
+			return false
+		}
+	}
+	return v != nil && isScalar(v)
+}
+
+// isScalar says whether a JSON value is a string, a number or a boolean.
+func isScalar(v any) bool {
+	switch v.(type) {
+	case string, bool, float64, json.Number:
+		return true
+	}
+	return false
 }
 
 // agreeingWrites returns what the ways a write may have been sent (variants) left of its

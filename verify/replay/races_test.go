@@ -229,6 +229,11 @@ func TestCutRecordings(t *testing.T) {
 		// a ConfigMap created there 494ms later, which that copy refused, is not decided.
 		{name: "a binding changed, a request of another resource", dir: "binding-changed-other-resource", want: map[int]string{39: "admit certain"}},
 		{name: "a binding's selection changed back moments before", dir: "binding-changed-back-recently", check: true, want: map[int]string{11: "indeterminate indeterminate"}},
+		// A helper's recording at a production audit policy: two concurrent patches of a
+		// param's one key at level Request (which committed last is not known: the key is,
+		// the rest of the ConfigMap not), then patches that set the key: the scale after
+		// them is decided on it.
+		{name: "concurrent patches of a param", dir: "concurrent-patches-of-a-param", check: true, want: map[int]string{39: "admit certain"}},
 		{name: "a Service update that allocates", dir: "service-update-allocated", want: map[int]string{5: "indeterminate indeterminate", 7: "indeterminate indeterminate", 11: "indeterminate indeterminate", 13: "indeterminate indeterminate"}},
 		{name: "a mutating policy's param written after the request was received", dir: "map-param-written-after-receipt", want: map[int]string{4: "admit likely"}, mutated: map[int]string{4: `"value":12`}},
 		// A helper's recording at level Metadata: Events (core and events.k8s.io) and a Lease
