@@ -687,9 +687,6 @@ func notReached(j *job, s served, refusedByMutation bool) string {
 	return ""
 }
 
-// admittedBeforeFailing records a request that reached validating admission in the pipeline
-// and that the log shows refused, not by a policy, as admitted: the server's pipeline runs
-// validating admission before what refused it.
 // failedInUnreplayedMutation says why a request the server refused, not by a policy, which the
 // pipeline took to validating admission, did not reach it in the server: a
 // MutatingAdmissionPolicy the replay does not run matches it, which may have refused it, or
@@ -699,7 +696,7 @@ func notReached(j *job, s served, refusedByMutation bool) string {
 // admission stands: no such policy, or no such evidence (the request's refusal is then not
 // taken as after admission either: admittedBeforeFailing).
 func (r *Replayer) failedInUnreplayedMutation(j *job, s served) string {
-	if !r.refusedUnexplained(j) {
+	if !refusedUnexplained(j) {
 		return ""
 	}
 	why := j.mutators.mayMutate(r.replayedMutation(mutatedBy(j.t, s.calls[0].attrs, j.view)))
@@ -714,35 +711,33 @@ func (r *Replayer) failedInUnreplayedMutation(j *job, s served) string {
 }
 
 // refusedUnexplained says whether the server refused the request otherwise than a policy did,
-// in a way admittedBeforeFailing takes as after validating admission.
-func (r *Replayer) refusedUnexplained(j *job) bool {
+// where validating admission may have run before what refused it: not a failure whose message
+// an export lost (it may have been a policy's denial), nor the server's timeout filter's
+// answer (given while the handler still ran, before, during or after admission, whose answer
+// it then drops: what admission decided is not known).
+func refusedUnexplained(j *job) bool {
 	ev := j.ev
 	return !messageLost(ev) && ev.Code() != http.StatusGatewayTimeout && reasonOf(ev) != string(metav1.StatusReasonTimeout) &&
 		(j.rec.skip == SkipBeforeAdmission || (j.rec.outcome == RecordedUnknown && ev.Code() >= 300))
 }
 
+// admittedBeforeFailing records a request that reached validating admission in the pipeline
+// and that the log shows refused, not by a policy, as admitted: the server's pipeline runs
+// validating admission before what refused it. Where a MutatingAdmissionPolicy the replay does
+// not run may have refused it first (failedInUnreplayedMutation), whether validating admission
+// ran is not known.
 func admittedBeforeFailing(j *job, out *Record) {
+	if !refusedUnexplained(j) {
+		return
+	}
+	ev := j.ev
 	if j.mutationUnexplained != "" {
-		// A MutatingAdmissionPolicy the replay does not run may have refused it first: whether
-		// validating admission ran is not known.
-		ev := j.ev
 		j.rec = recording{outcome: RecordedUnknown, note: "failed with " + reasonOr(reasonOf(ev), httpCode(ev.Code())) + ", maybe before validating admission: " + j.mutationUnexplained}
 		out.Recorded, out.RecordedNote, out.recordedByVAP = RecordedUnknown, j.rec.note, false
 		return
 	}
-	ev := j.ev
-	if messageLost(ev) {
-		return // the failure may have been a policy's denial: the pass cannot tell the log's verdict
-	}
-	if ev.Code() == http.StatusGatewayTimeout || reasonOf(ev) == string(metav1.StatusReasonTimeout) {
-		// The server's timeout filter answered while the handler still ran (before, during or
-		// after admission, whose answer it then drops): what admission decided is not known.
-		return
-	}
-	if j.rec.skip == SkipBeforeAdmission || (j.rec.outcome == RecordedUnknown && ev.Code() >= 300) {
-		j.rec = recording{outcome: RecordedAdmit, vapRan: true, note: "failed after validating admission: " + reasonOr(reasonOf(ev), httpCode(ev.Code()))}
-		out.Recorded, out.RecordedNote, out.recordedByVAP = RecordedAdmit, j.rec.note, false
-	}
+	j.rec = recording{outcome: RecordedAdmit, vapRan: true, note: "failed after validating admission: " + reasonOr(reasonOf(ev), httpCode(ev.Code()))}
+	out.Recorded, out.RecordedNote, out.recordedByVAP = RecordedAdmit, j.rec.note, false
 }
 
 // decidedWithout settles a request whose decision depends on what the replay does not know
