@@ -354,26 +354,36 @@ func (w writeReplay) writtenUnknowns(u *unstructured.Unstructured, sameKind bool
 // but its resourceVersion, which the write gave it.
 func (w writeReplay) carried() []vapccel.Unknown {
 	var out []vapccel.Unknown
+	patch := w.mergePatch()
 	for _, pu := range knownFrom(w.p.Unknowns, w.objs.version, w.objs.uid) {
-		if !isMeta(pu, "resourceVersion") && !w.patchSets(pu) {
+		if !isMeta(pu, "resourceVersion") && !patchSets(patch, pu) {
 			out = append(out, pu)
 		}
 	}
 	return out
 }
 
-// patchSets says whether the write is a patch whose body, an object (a merge or strategic
-// merge patch), sets the unknown field to a value (not null, not an object or a list: the
-// same whichever of those it was sent as, and whatever the field held): what it holds after
-// the write is known.
-func (w writeReplay) patchSets(u vapccel.Unknown) bool {
-	if w.ev.Verb != "patch" || u.Path.Root != "object" || len(u.Path.Steps) == 0 || isApply(w.ev) {
+// mergePatch is the body of a patch that is an object (a merge or strategic merge patch, not a
+// JSON patch nor a server-side apply), decoded; nil for any other write.
+func (w writeReplay) mergePatch() map[string]any {
+	if w.ev.Verb != "patch" || isApply(w.ev) || len(w.p.Unknowns) == 0 {
+		return nil
+	}
+	var patch map[string]any
+	if json.Unmarshal(w.logged, &patch) != nil {
+		return nil
+	}
+	return patch
+}
+
+// patchSets says whether a merge or strategic merge patch sets the unknown field to a value
+// (not null, not an object or a list: the same whichever of those it was sent as, and whatever
+// the field held): what it holds after the write is known.
+func patchSets(patch map[string]any, u vapccel.Unknown) bool {
+	if patch == nil || u.Path.Root != "object" || len(u.Path.Steps) == 0 {
 		return false
 	}
-	var v any
-	if json.Unmarshal(w.logged, &v) != nil {
-		return false
-	}
+	var v any = patch
 	for _, step := range u.Path.Steps {
 		m, ok := v.(map[string]any)
 		if !ok || step == vapccel.AnyStep {

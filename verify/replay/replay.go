@@ -436,8 +436,8 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 	sources, spooled := source.Spool(ctx, sources, r.cfg.spoolDir, r.cfg.throughout)
 	defer spooled.Remove()
 	sources, jumps := source.Split(sources, r.cfg.maxLine)
-	sources, reordered := source.InTimeOrder(sources, r.cfg.maxLine)
-	for _, g := range source.RotationGaps(sources, r.cfg.maxLine) {
+	sources, first, reordered := source.InTimeOrder(sources, r.cfg.maxLine)
+	for _, g := range source.RotationGaps(sources, first, r.cfg.maxLine) {
 		if r.gaps == nil {
 			r.gaps = map[string]string{}
 		}

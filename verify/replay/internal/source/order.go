@@ -11,25 +11,27 @@ import (
 // InTimeOrder returns the sources in the order of the time of their first event, so that
 // rotated logs given newest first (audit.log audit.log.1.gz, as a shell glob sorts them) are
 // replayed oldest first, as the State must see the writes; reordered says whether the order
-// changed. Sources are left as given when one is a reader (stdin) or a file's first events
-// carry no time.
-func InTimeOrder(sources []Source, maxLine int) (ordered []Source, reordered bool) {
+// changed, and first holds the times it read, by file. Sources are left as given when one is a
+// reader (stdin) or a file's first events carry no time.
+func InTimeOrder(sources []Source, maxLine int) (ordered []Source, first map[string]time.Time, reordered bool) {
 	type timed struct {
 		src Source
 		at  time.Time
 	}
 	if len(sources) < 2 {
-		return sources, false // nothing to order: an export's first line waits for its window (package export's reorder)
+		return sources, nil, false // nothing to order: an export's first line waits for its window (package export's reorder)
 	}
 	var ts []timed
+	first = map[string]time.Time{}
 	for _, src := range sources {
 		if src.Reader != nil {
-			return sources, false
+			return sources, first, false
 		}
 		at, ok := firstEventTime(src, maxLine)
 		if !ok {
-			return sources, false
+			return sources, first, false
 		}
+		first[src.Name] = at
 		ts = append(ts, timed{src, at})
 	}
 	sort.SliceStable(ts, func(i, j int) bool { return ts[i].at.Before(ts[j].at) })
@@ -37,7 +39,7 @@ func InTimeOrder(sources []Source, maxLine int) (ordered []Source, reordered boo
 		ordered = append(ordered, t.src)
 		reordered = reordered || t.src.Name != sources[i].Name
 	}
-	return ordered, reordered
+	return ordered, first, reordered
 }
 
 // firstEventTime reads the stage time of the first of the first lines of a log that is an

@@ -44,10 +44,10 @@ func rotatedName(file string) (group string, rotated time.Time) {
 	return dir + stem + ext, time.Time{}
 }
 
-// RotationGaps finds, among the sources in the time order of their first events (InTimeOrder),
-// each rotated file whose successor of the same log begins more than rotationSlack after it
-// was rotated.
-func RotationGaps(sources []Source, maxLine int) []Gap {
+// RotationGaps finds, among the sources in the time order of their first events (InTimeOrder,
+// whose times first holds; a file's not there is read), each rotated file whose successor of
+// the same log begins more than rotationSlack after it was rotated.
+func RotationGaps(sources []Source, first map[string]time.Time, maxLine int) []Gap {
 	type file struct {
 		name    string
 		rotated time.Time
@@ -62,8 +62,12 @@ func RotationGaps(sources []Source, maxLine int) []Gap {
 		seen[src.Name] = true
 		group, rotated := rotatedName(src.Name)
 		if prev, ok := last[group]; ok && !prev.rotated.IsZero() {
-			if first, ok := firstEventTime(src, maxLine); ok && first.Sub(prev.rotated) > rotationSlack {
-				gaps = append(gaps, Gap{After: prev.name, Before: src.Name, Rotated: prev.rotated, Resumed: first})
+			at, ok := first[src.Name]
+			if !ok {
+				at, ok = firstEventTime(src, maxLine)
+			}
+			if ok && at.Sub(prev.rotated) > rotationSlack {
+				gaps = append(gaps, Gap{After: prev.name, Before: src.Name, Rotated: prev.rotated, Resumed: at})
 			}
 		}
 		last[group] = file{src.Name, rotated}

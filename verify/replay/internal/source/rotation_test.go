@@ -29,24 +29,31 @@ func TestRotationGaps(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	given := func(names ...string) []Source {
+	// gaps is what RotationGaps finds among the files given, in the order InTimeOrder puts
+	// them; with the times it read, or reading them itself.
+	gaps := func(read bool, names ...string) []Gap {
 		var srcs []Source
 		for _, n := range names {
 			srcs = append(srcs, Source{Name: filepath.Join(dir, n)})
 		}
-		ordered, _ := InTimeOrder(srcs, 1<<20)
-		return ordered
+		ordered, first, _ := InTimeOrder(srcs, 1<<20)
+		if read {
+			first = nil
+		}
+		return RotationGaps(ordered, first, 1<<20)
 	}
 	at := func(s string) time.Time {
 		t, _ := time.Parse(time.RFC3339Nano, "2026-12-01T17:16:"+s+"Z")
 		return t
 	}
-	if gaps := RotationGaps(given("audit.log", "audit-2026-12-01T17-16-20.000.log", "audit-2026-12-01T17-16-14.158.log", "audit-2026-12-01T17-16-10.195.log", "other.log"), 1<<20); len(gaps) != 0 {
-		t.Errorf("every file given: gaps %v", gaps)
-	}
-	got := RotationGaps(given("audit-2026-12-01T17-16-10.195.log", "audit-2026-12-01T17-16-20.000.log", "audit.log"), 1<<20)
-	want := []Gap{{After: filepath.Join(dir, "audit-2026-12-01T17-16-10.195.log"), Before: filepath.Join(dir, "audit-2026-12-01T17-16-20.000.log"), Rotated: at("10.195"), Resumed: at("14.157")}}
-	if d := cmp.Diff(want, got); d != "" {
-		t.Errorf("a file left out (-want +got):\n%s", d)
+	for _, read := range []bool{false, true} {
+		if got := gaps(read, "audit.log", "audit-2026-12-01T17-16-20.000.log", "audit-2026-12-01T17-16-14.158.log", "audit-2026-12-01T17-16-10.195.log", "other.log"); len(got) != 0 {
+			t.Errorf("every file given: gaps %v", got)
+		}
+		got := gaps(read, "audit-2026-12-01T17-16-10.195.log", "audit-2026-12-01T17-16-20.000.log", "audit.log")
+		want := []Gap{{After: filepath.Join(dir, "audit-2026-12-01T17-16-10.195.log"), Before: filepath.Join(dir, "audit-2026-12-01T17-16-20.000.log"), Rotated: at("10.195"), Resumed: at("14.157")}}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("a file left out, times read again %v (-want +got):\n%s", read, d)
+		}
 	}
 }

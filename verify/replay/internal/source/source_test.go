@@ -177,7 +177,7 @@ func TestInTimeOrder(t *testing.T) {
 		{"a reader", []Source{{Name: newest}, {Name: "-", Reader: strings.NewReader(event("s", 1))}}, []string{newest, "-"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, reordered := InTimeOrder(tc.given, 1<<20)
+			got, _, reordered := InTimeOrder(tc.given, 1<<20)
 			var names []string
 			for _, s := range got {
 				names = append(names, s.Name)
