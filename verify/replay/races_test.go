@@ -132,6 +132,13 @@ func TestCutRecordings(t *testing.T) {
 		// marked: the DELETE is decided on that second, and the grace period the pod strategy
 		// gave it rests on no other.
 		{name: "binding across a second, then a delete", dir: "binding-second-delete", want: map[int]string{6: "admit certain"}},
+		// A helper's recording (exU): a label patch of a node that changed nothing, received
+		// before a cordon completed and logged after the cordon and a taint patch: its result
+		// is the cordon's version, which its last attempt read; its first attempt read the
+		// version before the cordon, which the audit event's annotations show. Without the
+		// log's verdicts those annotations are the alternative of a likely record.
+		{name: "no-op patch across a write, first attempt", dir: "first-attempt-noop-patch", want: map[int]string{6: "admit likely"}},
+		{name: "no-op patch across a write, first attempt checked", dir: "first-attempt-noop-patch", check: true, want: map[int]string{6: "admit certain"}},
 		// A helper's recording: `kubectl apply --server-side` of a Service that did not exist,
 		// which the server created (admission's CREATE) with the clusterIP it allocated, and a
 		// policy denied for it: what the server allocated and stamped is not known, as of a

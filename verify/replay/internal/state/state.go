@@ -1223,6 +1223,9 @@ func (s *State) PriorOf(gr schema.GroupResource, namespace, name string, rv uint
 	}
 	if restated := s.restatedVersion(gr, ObjectKey{namespace, name}, e, rv, received); restated != nil {
 		p.Source, p.Unknown, p.Raw, p.Unknowns, p.RV = restated.Source+fmt.Sprintf(" (this request's result, resourceVersion %d, is that version, which existed before this request was received: it changed nothing, and the store answers a write that changes nothing with the version it read)", rv), restated.Unknown, restated.Raw, restated.unknowns, restated.rv
+		if firstAttempt && p.Raw != nil {
+			s.staleFrom(&p, ReplacedKey{gr, ObjectKey{namespace, name}}, restated, received)
+		}
 		return p
 	}
 	if rv == 0 || e == nil || e.rv == 0 || e.rv <= rv {
@@ -1245,6 +1248,12 @@ func (s *State) PriorOf(gr schema.GroupResource, namespace, name string, rv uint
 	for _, r := range s.replaced[ReplacedKey{gr, ObjectKey{namespace, name}}] {
 		if r.e.rv > 0 && r.e.rv <= rv && r.by.rv > rv {
 			p.Source, p.Unknown, p.Raw, p.Unknowns, p.RV = r.e.Source+" (the log records the write that replaced it, at "+r.by.Source+", before this one, which the server stored first)", r.e.Unknown, r.e.Raw, r.e.unknowns, r.e.rv
+			if firstAttempt && p.Raw != nil {
+				// Its last attempt read that version; its first may have read one before it,
+				// when the write that stored it completed after this request was received
+				// (or less than the lag before).
+				s.staleFrom(&p, ReplacedKey{gr, ObjectKey{namespace, name}}, r.e, received)
+			}
 			return p
 		}
 	}
@@ -1414,7 +1423,11 @@ func (s *State) RecentTyped(received time.Time) (out []TypedWrite, lost []schema
 func (s *State) staleOf(p *Prior, gr schema.GroupResource, namespace, name string, received time.Time) {
 	gr = StorageOf(gr)
 	k := ReplacedKey{gr, ObjectKey{namespace, name}}
-	cur := s.Objects[gr][k.Obj]
+	s.staleFrom(p, k, s.Objects[gr][k.Obj], received)
+}
+
+// staleFrom is staleOf from the version cur, the one the request's last attempt read.
+func (s *State) staleFrom(p *Prior, k ReplacedKey, cur *entry, received time.Time) {
 	for cur != nil && cur.follows && !cur.done.IsZero() && !received.IsZero() && received.Sub(cur.done) < s.Lag {
 		gap := received.Sub(cur.done).Round(time.Microsecond)
 		var r *replacedEntry
