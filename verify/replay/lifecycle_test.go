@@ -542,6 +542,22 @@ func TestGivenCopySelects(t *testing.T) {
 			patch("match", "01.000", map[string]any{"spec": map[string]any{"matchConstraints": map[string]any{"resourceRules": []any{map[string]any{"apiGroups": []any{""}, "apiVersions": []any{"v1"}, "operations": []any{"CREATE"}, "resources": []any{"secrets"}}}}}}),
 			createdIn(t, "secrets", "Secret", "other", "03.000", 201, "")},
 		want: map[string]string{"before": "admit certain", "other": changed},
+	}, {
+		// Three writes within a second: its match constraints and expression, then its
+		// expression alone (its match constraints back), then the given one again. The
+		// policy source may still hold the first copy, which denies secrets, for a second
+		// after the second write replaced it, whichever it compiled since.
+		name: "three writes within a second",
+		lines: []string{createdIn(t, "secrets", "Secret", "before", "00.000", 201, ""),
+			patch("first", "01.000", map[string]any{"spec": map[string]any{
+				"matchConstraints": map[string]any{"resourceRules": []any{map[string]any{"apiGroups": []any{""}, "apiVersions": []any{"v1"}, "operations": []any{"CREATE"}, "resources": []any{"secrets"}}}},
+				"validations":      []any{map[string]any{"expression": "false", "message": "no"}}}}),
+			patch("second", "01.100", map[string]any{"spec": map[string]any{
+				"matchConstraints": map[string]any{"resourceRules": []any{map[string]any{"apiGroups": []any{""}, "apiVersions": []any{"v1"}, "operations": []any{"CREATE"}, "resources": []any{"configmaps"}}}}}}),
+			patch("third", "01.200", map[string]any{"spec": map[string]any{"validations": []any{map[string]any{"expression": "true"}}}}),
+			createdIn(t, "secrets", "Secret", "moments", "01.700", 201, ""),
+			createdIn(t, "secrets", "Secret", "after", "03.000", 201, "")},
+		want: map[string]string{"before": "admit certain", "moments": changed, "after": "admit certain"},
 	}} {
 		log := writeLog(t, t.TempDir(), "audit.log", tc.lines)
 		_, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p, q}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b, qb}, nil, Source{Name: log})

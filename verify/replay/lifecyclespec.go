@@ -39,11 +39,17 @@ type specCopy struct {
 	// changed says how it differs, or may differ, from the given one (no why when it is the
 	// given one).
 	changed changedPair
-	// restored is how the copy before the write that left it the given one again differed,
-	// and restoredAt when that write completed: the policy source may still decide with that
-	// copy for up to a second.
-	restored   changedPair
-	restoredAt time.Time
+	// held are the copies before it that differed from the given one, each with when the
+	// write that replaced it completed, within the second before its own write: the policy
+	// source may still decide with any of them for up to a second after it was replaced.
+	held []heldCopy
+}
+
+// heldCopy is a copy the policy source may still hold: how it differed from the given one,
+// and when the write that replaced it completed.
+type heldCopy struct {
+	changed    changedPair
+	replacedAt time.Time
 }
 
 // sameAs says whether the copy is the one o was: both the given one, or the same known spec
@@ -120,10 +126,12 @@ func (l *lifecycle) followSpec(k givenKey, ev *Event, by string) {
 	prev := l.copies[k]
 	c := specCopy{obj: obj}
 	done := auditlog.ParseTime(ev.StageTimestamp)
-	if !done.IsZero() && !prev.restoredAt.IsZero() && done.Sub(prev.restoredAt) < l.window {
-		// The window after a write left the given one again stays open through a write
-		// within it.
-		c.restored, c.restoredAt = prev.restored, prev.restoredAt
+	for _, h := range prev.held {
+		if !done.IsZero() && done.Sub(h.replacedAt) < l.window {
+			// Replaced less than a second before this write: the policy source may still
+			// hold it after this write too (three writes within a second).
+			c.held = append(c.held, h)
+		}
 	}
 	if obj != nil {
 		c.spec = givenSpecOf(k, obj)
@@ -149,10 +157,10 @@ func (l *lifecycle) followSpec(k givenKey, ev *Event, by string) {
 			// other spec may give it too.
 			l.setChange(k, givenChange{done: done, received: ev.Received(), by: by, soon: true})
 		}
-		if c.changed.why == "" || prev.changed.why != "" {
+		if prev.changed.why != "" {
 			// The copy before this write, when it differed from the given one, is what the
 			// policy source may still decide with for up to a second.
-			c.restored, c.restoredAt = prev.changed, done
+			c.held = append(c.held, heldCopy{changed: prev.changed, replacedAt: done})
 		}
 	}
 	l.copies[k] = c
@@ -162,19 +170,37 @@ func (l *lifecycle) followSpec(k givenKey, ev *Event, by string) {
 // request received at received was decided; false when it did not.
 func (l *lifecycle) changedAt(k givenKey, received time.Time) (changedPair, bool) {
 	c := l.copies[k]
-	recent := received.IsZero() || c.restoredAt.IsZero() || received.Sub(c.restoredAt) < l.window
+	// held: the earlier copies the policy source may still decide with, together.
+	var held changedPair
+	for _, h := range c.held {
+		if !received.IsZero() && !h.replacedAt.IsZero() && received.Sub(h.replacedAt) >= l.window {
+			continue
+		}
+		held.why = joinWhy(held.why, h.changed.why)
+		held.anyRequest = held.anyRequest || h.changed.anyRequest
+		held.policy = held.policy || h.changed.policy
+	}
 	switch {
-	case c.changed.why != "" && !c.changed.anyRequest && c.restored.anyRequest && recent:
-		// The copy before the latest write selected other requests, and the policy source
-		// may not have compiled that write yet (exU: a binding's namespaceSelector patched
-		// back, a request in the namespace it selected before refused by it 494ms later).
-		return changedPair{c.changed.why + "; " + c.restored.why + ", which kube-apiserver's policy source may still have decided with: the write after it completed moments before the request was received", true, c.restored.policy}, true
+	case c.changed.why != "" && !c.changed.anyRequest && held.anyRequest:
+		// A copy before the latest write selected other requests, and the policy source
+		// may not have compiled the writes after it yet (exU: a binding's namespaceSelector
+		// patched back, a request in the namespace it selected before refused by it 494ms
+		// later).
+		return changedPair{c.changed.why + "; " + held.why + ", which kube-apiserver's policy source may still have decided with: the write after it completed moments before the request was received", true, held.policy}, true
 	case c.changed.why != "":
 		return c.changed, true
-	case c.restored.why != "" && recent:
-		return changedPair{c.restored.why + ", and the write that left it the given one again completed moments before the request was received, which kube-apiserver's policy source may not have compiled yet", c.restored.anyRequest, c.restored.policy}, true
+	case held.why != "":
+		return changedPair{held.why + ", and the write that left it the given one again completed moments before the request was received, which kube-apiserver's policy source may not have compiled yet", held.anyRequest, held.policy}, true
 	}
 	return changedPair{}, false
+}
+
+// joinWhy joins two reasons with "; ", either of which may be "".
+func joinWhy(a, b string) string {
+	if a == "" || b == "" {
+		return a + b
+	}
+	return a + "; " + b
 }
 
 // sameSelection says whether two stored specs of k select the same requests: a policy's match
