@@ -1,13 +1,18 @@
 package replay
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"strings"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 
 	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
@@ -70,6 +75,18 @@ func (r *Replayer) learnCRD(ctx context.Context, d decoded, ev *Event, t target)
 		}
 		crd := catalog.DecodeCRD(ev.ResponseObject)
 		if crd == nil {
+			crd = r.crdFromRequest(ev, t)
+		}
+		if crd == nil {
+			crd = r.crdPatched(ev, t)
+			if crd != nil && t.op == admission.Create {
+				// Its create, as a create the log holds without its object is, too: the
+				// status writes that serve it may not be in the log (Learn serves it from its
+				// use, with this spec).
+				cat.Opaque(t.name, src, at, true, false)
+			}
+		}
+		if crd == nil {
 			// The log does not show what the apiserver serves now.
 			if t.name != "" {
 				cat.Opaque(t.name, src, at, t.op == admission.Create && t.sub == "", t.sub == "status")
@@ -100,6 +117,89 @@ func (r *Replayer) learnCRD(ctx context.Context, d decoded, ev *Event, t target)
 		}
 	}
 	return nil
+}
+
+// crdFromRequest is the CRD a successful write whose result the log does not show stored, as
+// its request shows it (level Request): a create's body, which the audit event holds as the
+// handler decoded and defaulted it, without a status (the strategy clears it); an update's
+// body with the status the catalog knows (the strategy keeps the stored one), and of an update
+// of its status, the body's status with the spec the catalog knows (the strategy keeps the
+// stored one). nil otherwise: a patch, whose result rests on an object the log does not show,
+// or an update of a CRD whose spec the catalog does not know.
+func (r *Replayer) crdFromRequest(ev *Event, t target) *apiextensionsv1.CustomResourceDefinition {
+	if !levelLogsBody(ev.Level) || t.name == "" {
+		return nil
+	}
+	crd := catalog.DecodeCRD(ev.RequestObject)
+	if crd == nil || crd.Name != t.name {
+		return nil
+	}
+	switch {
+	case ev.Verb == "create" && t.sub == "":
+		crd.Status = apiextensionsv1.CustomResourceDefinitionStatus{}
+		return crd
+	case ev.Verb == "update" && (t.sub == "" || t.sub == "status"):
+		cur := r.cat.c.Served(t.name)
+		if cur == nil {
+			return nil
+		}
+		if t.sub == "status" {
+			crd.Spec = cur.Spec
+		} else {
+			crd.Status = cur.Status
+		}
+		return crd
+	}
+	return nil
+}
+
+// crdPatched is the CRD a successful patch of its spec at level Request stored: the patch
+// applied to the CRD the catalog serves, with the status it kept. Only a JSON patch and a
+// merge patch without a strategic merge patch's directives (kubectl apply's of a CRD, whose
+// type it does not know; the spec's lists have no merge keys, so a strategic merge patch
+// merges them alike); nil for a server-side apply's configuration (whose result rests on who
+// owns the fields) or anything else.
+func (r *Replayer) crdPatched(ev *Event, t target) *apiextensionsv1.CustomResourceDefinition {
+	body := bytes.TrimSpace(ev.RequestObject)
+	if ev.Verb != "patch" || t.sub != "" || !levelLogsBody(ev.Level) || len(body) == 0 {
+		return nil
+	}
+	cur := r.cat.c.Served(t.name)
+	if cur == nil {
+		return nil
+	}
+	cur.APIVersion, cur.Kind = catalog.CRDKind.GroupVersion().String(), catalog.CRDKind.Kind
+	curJSON, err := json.Marshal(cur)
+	if err != nil {
+		return nil
+	}
+	var out []byte
+	switch body[0] {
+	case '[':
+		p, err := jsonpatch.DecodePatch(body)
+		if err != nil {
+			return nil
+		}
+		if out, err = p.Apply(curJSON); err != nil {
+			return nil
+		}
+	case '{':
+		var patch map[string]any
+		if json.Unmarshal(body, &patch) != nil || patch["kind"] != nil || bytes.Contains(body, []byte(`"$`)) {
+			return nil
+		}
+		if out, err = jsonpatch.MergePatch(curJSON, body); err != nil {
+			return nil
+		}
+	default:
+		return nil
+	}
+	crd := catalog.DecodeCRD(out)
+	if crd == nil || crd.Name != t.name {
+		return nil
+	}
+	crd.Status = cur.Status
+	return crd
 }
 
 // learnFromUse learns the kind of a resource the catalog does not serve from a successful

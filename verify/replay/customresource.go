@@ -3,6 +3,8 @@ package replay
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -12,6 +14,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	vapccel "github.com/vapc-dev/vapc/cel"
+	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
@@ -63,9 +66,13 @@ func (r *Replayer) prepareCustomResource(ev *Event, t target, b *rebuilt) {
 			err = rest.BeforeCreate(s.Main, ctx, obj)
 			old = nil
 		case t.sub == "status":
+			restore := unknownVersion(obj, old)
 			err = rest.BeforeUpdate(s.Status, ctx, obj, old)
+			restore()
 		default:
+			restore := unknownVersion(obj, old)
 			err = rest.BeforeUpdate(s.Main, ctx, obj, old)
+			restore()
 		}
 		if err != nil {
 			return nil, fmt.Errorf("the object the replay rebuilt does not pass what the handler of %s checks before admission: %w", describe(t.gvr, t.sub), err)
@@ -89,6 +96,29 @@ func (r *Replayer) prepareCustomResource(ev *Event, t target, b *rebuilt) {
 		return err
 	}
 }
+
+// unknownVersion gives an update's object and old object a resourceVersion for what the
+// store checks when the State does not know the stored one (a create followed at level
+// Request: the server generated it), as the server's stored object has one and a patched
+// object takes it; the returned func takes it away again (what a policy reads of it is
+// unknown: the State's unknowns).
+func unknownVersion(obj, old runtime.Object) func() {
+	m, err := meta.Accessor(obj)
+	o, oerr := meta.Accessor(old)
+	if err != nil || oerr != nil || m.GetResourceVersion() != "" || o.GetResourceVersion() != "" {
+		return func() {}
+	}
+	m.SetResourceVersion(unknownResourceVersion)
+	o.SetResourceVersion(unknownResourceVersion)
+	return func() {
+		m.SetResourceVersion("")
+		o.SetResourceVersion("")
+	}
+}
+
+// unknownResourceVersion stands for a resourceVersion the State does not know in what the
+// replay checks outside admission.
+const unknownResourceVersion = "1"
 
 // decodeCustomResource does to a custom resource's patched object, in place, what the patcher's
 // codec does (cel/schema Catalog.CustomResourceDecoder: pruning, embedded metadata, the
@@ -144,5 +174,60 @@ func (r *Replayer) followCustomCreate(sw stateWrite, src string) bool {
 		vapccel.Unknown{Path: objectPath("metadata", "resourceVersion"), ValueOnly: true, Why: why},
 		vapccel.Unknown{Path: objectPath("metadata", "managedFields"), Why: "what the handler's field manager wrote at " + src + ", which the log holds without its result"})
 	_ = r.state.PutPartly(sw.gr, body, unknowns, src+" (the create's body, as the handler decoded it and its strategy prepared it)")
+	return true
+}
+
+// followCustomUpdate follows a custom resource's update or patch (of it or its status) the log
+// holds at a level without its result (Request), as followCustomCreate does a create: the
+// object admission saw, rebuilt from the State's version and the request as the decision does
+// (the update's body, or the patch applied and decoded as the patcher does, through the
+// strategy's rest.BeforeUpdate), is the one the store kept when no admission changed it and
+// it is stored in the request's version. It follows only a write the State's version is the
+// one it read of: not one a write that completed while it ran raced. What the server
+// generated (its resourceVersion), what its field manager wrote and what the State did not
+// know of the version before stay unknown. It says whether it followed the write (helper exT:
+// a custom resource patched at level Request was unknown to every request after it).
+func (r *Replayer) followCustomUpdate(sw stateWrite, src string) bool {
+	ev, t := sw.ev, sw.t
+	if (ev.Verb != "update" && ev.Verb != "patch") || t.op != admission.Update || (t.sub != "" && t.sub != "status") || t.name == "" ||
+		ev.Code() != http.StatusOK || t.reqKind.Empty() || kubescheme.Knows(t.reqKind) || t.reqKind != t.mainKind ||
+		r.storedInOtherVersion(t) || len(recordedWebhooks(ev)) > 0 || r.cat.c.Obscured(t.gvr) != "" || ev.Loss.Lost != 0 {
+		return false
+	}
+	p := r.state.PriorOf(sw.gr, t.namespace, t.name, 0, ev.Received(), false)
+	if p.Raw == nil || p.Unknown != "" || p.RacedBy != "" || ev.Received().IsZero() {
+		return false
+	}
+	b := rebuilt{req: verify.Request{Operation: t.op, Resource: t.gvr, SubResource: t.sub, Kind: t.reqKind, Namespace: t.namespace, Name: t.name, UserInfo: ev.Requester()}}
+	old, ok := b.oldFromState(ev, t, p, r.convertPrior)
+	if !ok || old == nil || b.oldUnknown.is() {
+		return false
+	}
+	b.req.OldObject = old
+	r.newObject(&b, ev, t, ev.Query(), p, old, r.facts, nil)
+	if b.indeterminate.is() || b.req.Object == nil {
+		return false
+	}
+	req := mutatedObject(t, b.req.Object, old, r.state.View(false))
+	req.following = r.set.replayedMAPs
+	if r.mutatorsAt(ev.Received()).mayMutate(req) != "" {
+		return false
+	}
+	r.prepareCustomResource(ev, t, &b)
+	if b.indeterminate.is() || b.prepared == nil {
+		return false
+	}
+	stored := b.prepared.DeepCopy()
+	unknowns := slices.Clone(p.Unknowns)
+	for _, u := range b.unknowns {
+		if u.Path.Root == "object" {
+			unknowns = append(unknowns, u)
+		}
+	}
+	why := "the server generated it when it stored the write at " + src + ", which the log holds without its result"
+	unknowns = append(unknowns,
+		vapccel.Unknown{Path: objectPath("metadata", "resourceVersion"), ValueOnly: true, Why: why},
+		vapccel.Unknown{Path: objectPath("metadata", "managedFields"), Why: "what the handler's field manager wrote at " + src + ", which the log holds without its result"})
+	_ = r.state.PutPartly(sw.gr, stored, unknowns, src+" (the "+ev.Verb+" as the replay rebuilt it on "+p.Source+")")
 	return true
 }

@@ -346,7 +346,7 @@ func (r *Replayer) applyUpdate(ctx context.Context, sw stateWrite) {
 			r.replayWrite(ctx, ev, t, why, src)
 			break
 		}
-		if r.statusWritten(ctx, sw) || r.followCustomCreate(sw, src) {
+		if r.statusWritten(ctx, sw) || r.followCustomCreate(sw, src) || r.followCustomUpdate(sw, src) {
 			break
 		}
 		r.state.Forget(gr, t.mainKind, t.namespace, t.name, why)

@@ -49,6 +49,9 @@ type Catalog struct {
 	changes    []Change
 	lastChange time.Time
 	removed    map[string]bool
+	// pending are the specs of the CRDs the log created that are not served yet (their
+	// names not accepted).
+	pending map[string]*apiextensionsv1.CustomResourceDefinitionSpec
 	// obscured are the served CRDs whose spec a write the log holds without its result
 	// changed, by name, with where (see Obscure).
 	obscured map[string]string
@@ -114,8 +117,19 @@ func (c *Catalog) Follow(ctx context.Context, crd *apiextensionsv1.CustomResourc
 	delete(c.obscured, crd.Name) // Obscure sets it again after following a CRD without schemas
 	snapshot := line == 0
 	if crd.DeletionTimestamp != nil || !crdServed(crd, snapshot) {
-		return c.Remove(ctx, crd.Name, file, line, at, "no longer served")
+		err := c.Remove(ctx, crd.Name, file, line, at, "no longer served")
+		if crd.DeletionTimestamp == nil {
+			// Created, its names not accepted yet: the spec the status writes that serve it
+			// keep.
+			if c.pending == nil {
+				c.pending = map[string]*apiextensionsv1.CustomResourceDefinitionSpec{}
+			}
+			c.pending[crd.Name] = crd.Spec.DeepCopy()
+			delete(c.removed, crd.Name)
+		}
+		return err
 	}
+	delete(c.pending, crd.Name)
 	names := crd.Spec.Names
 	if acc := crd.Status.AcceptedNames; acc.Plural != "" && acc.Kind != "" {
 		names = acc
@@ -156,6 +170,28 @@ func (c *Catalog) Follow(ctx context.Context, crd *apiextensionsv1.CustomResourc
 		c.established(crd.Name, establishedAt(crd, at))
 	}
 	return nil
+}
+
+// Served is the CRD of the name as the catalog serves it: its spec, the names it accepted and
+// whether it is Established, or as the log created it, not served yet (no status); nil when
+// it knows none of the name or does not know its schema (Obscure).
+func (c *Catalog) Served(name string) *apiextensionsv1.CustomResourceDefinition {
+	cur := c.crds[name]
+	if cur == nil && c.pending[name] != nil {
+		crd := &apiextensionsv1.CustomResourceDefinition{Spec: *c.pending[name].DeepCopy()}
+		crd.Name = name
+		return crd
+	}
+	if cur == nil || c.obscured[name] != "" {
+		return nil
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{Spec: *cur.spec.DeepCopy()}
+	crd.Name = name
+	crd.Status.AcceptedNames = *cur.names.DeepCopy()
+	if cur.established {
+		crd.Status.Conditions = []apiextensionsv1.CustomResourceDefinitionCondition{{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionTrue}}
+	}
+	return crd
 }
 
 // Obscure follows a write of the spec of the CRD of the name, which the catalog serves, whose
@@ -202,6 +238,7 @@ func (c *Catalog) Obscured(gvr schema.GroupVersionResource) string {
 // time at, for the reason why: its objects are gone, as the apiserver deletes them.
 func (c *Catalog) Remove(ctx context.Context, name string, file string, line int, at time.Time, why string) error {
 	delete(c.crds, name)
+	delete(c.pending, name)
 	delete(c.obscured, name)
 	if c.removed == nil {
 		c.removed = map[string]bool{}

@@ -34,6 +34,9 @@ func (c *Catalog) Opaque(name, where string, at time.Time, create, status bool) 
 	if _, ok := c.opaque[group]; !ok {
 		c.opaque[group] = where
 	}
+	if create {
+		delete(c.pending, name)
+	}
 	switch oc, ok := c.opaqueCreated[name]; {
 	case create:
 		c.opaqueCreated[name] = opaqueCreate{where: where, at: at, established: at}
@@ -120,6 +123,12 @@ func (c *Catalog) Learn(ctx context.Context, u Use) (bool, error) {
 			},
 		},
 	}
+	schemaKnown := false
+	if spec := c.pending[name]; spec != nil && spec.Group == u.Resource.Group && spec.Names.Plural == u.Resource.Resource && spec.Names.Kind == u.Kind {
+		// The log created it with its object, and holds no status write that served it: its
+		// use shows it was served, with the spec it was created with.
+		crd.Spec, schemaKnown = *spec.DeepCopy(), true
+	}
 	crd.Status.AcceptedNames = crd.Spec.Names
 	// Evaluations read what was learned (Learned): it changes within the barrier.
 	c.owner.Quiesce()
@@ -127,7 +136,7 @@ func (c *Catalog) Learn(ctx context.Context, u Use) (bool, error) {
 	if c.learned == nil {
 		c.learned = map[string]bool{}
 	}
-	c.learned[name] = true
+	c.learned[name] = !schemaKnown
 	at, since := c.servedSince(name, u.At)
 	err := c.Follow(ctx, crd, u.File, u.Line, at)
 	if since != "" {
@@ -135,6 +144,10 @@ func (c *Catalog) Learn(ctx context.Context, u Use) (bool, error) {
 	}
 	if u.Ahead != "" {
 		since += ", read ahead for the request at " + u.Ahead
+	}
+	if schemaKnown {
+		c.record(u.File, u.Line, name, fmt.Sprintf("served as created, its establishing not in the log, as a %s of it shows%s", u.Verb, since))
+		return true, err
 	}
 	c.record(u.File, u.Line, name, fmt.Sprintf("learned from a %s of it: %s %s in %s, its schema not known%s", u.Verb, u.Kind, scope, u.Resource.Version, since))
 	return true, err
