@@ -89,6 +89,10 @@ type jobResult struct {
 	// reachedApplied says the follow stage applied reached to the State: a write logged later
 	// that ran concurrently with the request makes what it applied unknown again.
 	reachedApplied bool
+	// contradicted, when set, says the decision read what the request's response shows the
+	// version it read held otherwise than the State's (keptOtherRead): unless a write the log
+	// records after it explains it (a revision), the State lacked a write.
+	contradicted undecided
 }
 
 // job is one matched request on its way through evaluation.
@@ -167,6 +171,7 @@ func (j *job) again() {
 	j.rec = j.revise.recorded
 	j.view = j.view.Fresh()
 	j.result.out, j.result.dec, j.result.skip, j.result.skipNote, j.result.notMatched, j.result.mutationRan, j.lag.readBy, j.lag.settled, j.lag.contradicted, j.result.reachedOn = nil, nil, "", "", false, false, nil, false, false, nil
+	j.result.contradicted = undecided{}
 	// What decidedAlike compares with is the prior's, which a revision may change.
 	j.alike = nil
 	j.done = make(chan struct{})
@@ -338,6 +343,19 @@ func (j *job) settleRecovered() {
 	}()
 	j.likelyOutcome()
 	j.settleUnsure()
+	j.settleContradicted()
+}
+
+// settleContradicted makes the request indeterminate whose decision read what its response
+// shows the version it read held otherwise than the State's (jobResult.contradicted), where no
+// write the log records after it explains it: a write the log does not hold (the scheduler's
+// binding at level None, a request logged only as its RequestReceived stage; helper exV).
+func (j *job) settleContradicted() {
+	if !j.result.contradicted.is() || j.revise.concurrent != nil || j.result.out == nil || j.result.out.Decision == DecisionIndeterminate {
+		return
+	}
+	j.result.out.Alternatives, j.result.out.AuditAnnotations, j.result.out.Warnings = nil, nil, nil
+	j.result.out.indeterminate(j.result.contradicted)
 }
 
 // evaluate rebuilds the job's request and decides it, on a worker.
@@ -363,6 +381,15 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 	}
 	if other := keptOtherStatus(j.ev, j.t, j.prior); len(other) > 0 {
 		j.prior.Unknowns = append(slices.Clip(j.prior.Unknowns), other...)
+	}
+	if kept := keptOtherRead(j.ev, j.t, j.prior); len(kept) > 0 {
+		// Settled once the log ahead is read (settleContradicted): a write the log records
+		// after this request that ran concurrently with it may be what the response shows.
+		defer func() {
+			if j.result.dec != nil && j.result.out != nil && j.result.out.Decision != DecisionIndeterminate {
+				j.result.contradicted = r.dependsOnUnknown(j, []admitted{{dec: j.result.dec, unknowns: kept}})
+			}
+		}()
 	}
 	// The response of a successful write is decoded once: whether it is the admission object
 	// decides the pipeline, and rebuild takes it as that object.
@@ -427,7 +454,12 @@ func pendingButAdmitted(j *job) string {
 // not hold as the server's response, what the mutating webhooks and policies, the handler's
 // field manager and a schema the log does not hold did to it before validating admission.
 func (r *Replayer) rebuiltUnknowns(j *job, b *rebuilt, p state.Prior) []vapccel.Unknown {
-	unknowns := append(rooted(p.Unknowns, j.t.op == admission.Update), b.unknowns...)
+	var unknowns []vapccel.Unknown
+	if b.objectSource == SourceResponse {
+		unknowns = append(responseRooted(p.Unknowns, j.t.op == admission.Update), b.unknowns...)
+	} else {
+		unknowns = append(rooted(p.Unknowns, j.t.op == admission.Update), b.unknowns...)
+	}
 	unknowns = append(unknowns, exportUnknowns(j.ev, j.t.op)...) // what an export lost (exportloss.go)
 	u := b.req.Object
 	if u == nil || b.objectSource == SourceResponse {
@@ -661,6 +693,23 @@ func rooted(unknowns []vapccel.Unknown, update bool) []vapccel.Unknown {
 		out = append(out, old)
 		if update {
 			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// responseRooted is rooted for a request whose object is its response (the object the store
+// kept, which admission saw: see rebuild): what the State does not know of the version it read
+// is not known of its oldObject, and of its object only the resourceVersion, which the replay
+// gives it from the oldObject (the response has the one the write stored).
+func responseRooted(unknowns []vapccel.Unknown, update bool) []vapccel.Unknown {
+	out := rooted(unknowns, false)
+	if !update {
+		return out
+	}
+	for _, u := range unknowns {
+		if state.FieldUnder(u.Path.Steps, "metadata", "resourceVersion") {
+			out = append(out, vapccel.Unknown{Path: objectPath("metadata", "resourceVersion"), ValueOnly: u.ValueOnly, Why: u.Why})
 		}
 	}
 	return out

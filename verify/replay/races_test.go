@@ -132,6 +132,30 @@ func TestCutRecordings(t *testing.T) {
 		// marked: the DELETE is decided on that second, and the grace period the pod strategy
 		// gave it rests on no other.
 		{name: "binding across a second, then a delete", dir: "binding-second-delete", want: map[int]string{6: "admit certain"}},
+		// A helper's recording (exV) whose audit policy logs the scheduler's bindings at level
+		// None: a kubelet's status patch answered with the pod bound to its node, which the
+		// State holds unbound. The status strategy keeps the spec of the version it read: a
+		// policy on the old object's nodeName is not decided on the State's (it denied it).
+		{name: "a status write's response shows a binding the log lacks", dir: "status-write-shows-binding", want: map[int]string{2: "indeterminate indeterminate"}},
+		// The same recording: a kubelet's status patch of a node whose labels a write logged
+		// only as its RequestReceived stage changed; its response holds the labels of the
+		// version it read, which an observer's annotation reads.
+		{name: "a status patch's response shows labels the log lacks", dir: "status-patch-shows-labels", check: true, want: map[int]string{2: "indeterminate indeterminate"}},
+		// A helper's recording (exV) at the kubernetes.io example audit policy (pods at
+		// RequestResponse, their status at Metadata): a kubelet's status patch, whose result
+		// is not in the log, then a label patch answered with the pod: its object is the
+		// response, which the status write's unknowns do not reach (its old object's they do).
+		{name: "a patch answered after a status write at Metadata", dir: "status-at-metadata-then-patch", snapshot: true, check: true, want: map[int]string{4: "admit certain"}},
+		// A helper's recording (exT) at a production audit policy: CRDs, their status and
+		// their custom resources at level Request. The CRDs are followed from their
+		// requests (a create's body, the status writes that establish them, kubectl apply's
+		// merge patches, one of which stops serving v1alpha1, which a policy of v1alpha1
+		// with matchPolicy Equivalent then no longer sees), and the custom resources' creates,
+		// updates and patches from theirs, through each CRD's strategy.
+		{name: "CRDs and custom resources at Request", dir: "crd-at-request", want: map[int]string{17: "admit certain", 18: "admit certain", 27: "deny likely",
+			41: "deny certain", 42: "admit certain", 53: "deny certain", 54: "admit certain"}},
+		{name: "CRDs and custom resources at Request, checked", dir: "crd-at-request", check: true, want: map[int]string{17: "admit certain", 18: "admit certain", 27: "deny certain",
+			41: "deny certain", 42: "admit certain", 53: "deny certain", 54: "admit certain"}},
 		// A helper's recording (exU): a label patch of a node that changed nothing, received
 		// before a cordon completed and logged after the cordon and a taint patch: its result
 		// is the cordon's version, which its last attempt read; its first attempt read the

@@ -989,6 +989,148 @@ func keptOtherStatus(ev *Event, t target, p state.Prior) []vapccel.Unknown {
 		Why: fmt.Sprintf("the write's response holds the status the store kept of the version it read, which differs from the version the State holds (%s): a status write the log does not show", p.Source)}}
 }
 
+// keptOtherRead is what the old object of a successful write holds otherwise than the version
+// p the State gives it, as the write's response shows what the store kept of the version it
+// read: a write through the status subresource keeps its spec (the status strategies'
+// PrepareForUpdate: a pod's, a node's, a Deployment's), and a patch whose body touches none of
+// its metadata keeps its labels (a kubelet's status patch). Where the response's differ from
+// p's, those of the old object are not known: a write the log does not show (the scheduler's
+// binding at level None, a request logged without its final stage; helper exV). Nothing when
+// they agree, or when the State or the response does not tell.
+func keptOtherRead(ev *Event, t target, p state.Prior) []vapccel.Unknown {
+	if t.op != admission.Update || (ev.Verb != "update" && ev.Verb != "patch" && ev.Verb != "apply") ||
+		ev.Code() < 200 || ev.Code() >= 300 || isDryRun(ev) || p.Raw == nil || !hasBody(ev.ResponseObject) {
+		return nil
+	}
+	var out []vapccel.Unknown
+	kept := func(steps ...string) {
+		if slices.ContainsFunc(p.Unknowns, func(u vapccel.Unknown) bool { return state.FieldUnder(u.Path.Steps, steps...) }) {
+			return
+		}
+		rv, rok := member(ev.ResponseObject, steps...)
+		was, ook := member(p.Raw, steps...)
+		if rok == ook && bytes.Equal(rv, was) {
+			return
+		}
+		// Most agree byte for byte: decoded only where they do not.
+		var a, b any
+		if rok && json.Unmarshal(rv, &a) != nil || ook && json.Unmarshal(was, &b) != nil || equality.Semantic.DeepEqual(a, b) {
+			return
+		}
+		out = append(out, vapccel.Unknown{Path: vapccel.FieldPath{Root: "oldObject", Steps: steps},
+			Why: fmt.Sprintf("the write's response holds the %s the store kept of the version it read, which differs from the version the State holds (%s): a write the log does not show", strings.Join(steps, "."), p.Source)})
+	}
+	if t.reqKind != t.mainKind || !sameObject(ev.ResponseObject, p.Raw, t) {
+		return nil // a Scale, or the object in another version than the State's
+	}
+	if srv, err := pipelineServer(); err != nil || !srv.Serves(t.gvr, t.sub) {
+		return nil // a custom resource reads defaulted by its CRD's schema as it is now
+	}
+	if t.sub == "status" {
+		kept("spec")
+	}
+	if ev.Verb != "patch" {
+		return out
+	}
+	touched, ok := patchTouches(ev.RequestObject)
+	if !ok {
+		return out
+	}
+	if !touched["metadata"] {
+		kept("metadata", "labels")
+	}
+	for _, k := range topLevelKeys(ev.ResponseObject) {
+		switch {
+		case k == "apiVersion" || k == "kind" || k == "metadata" || k == "status" || touched[k]:
+		case k == "spec" && t.sub == "status": // compared above
+		default:
+			kept(k)
+		}
+	}
+	return out
+}
+
+// topLevelKeys are the members of an object's JSON.
+func topLevelKeys(raw []byte) []string {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(m))
+}
+
+// member is the JSON of the member at the path steps of an object's JSON, and whether it has
+// one.
+func member(raw []byte, steps ...string) ([]byte, bool) {
+	for _, s := range steps {
+		v, ok := auditlog.Member(raw, s)
+		if !ok {
+			return nil, false
+		}
+		raw = v
+	}
+	return raw, true
+}
+
+// sameObject says whether an object's JSON is of the target's object (its name and namespace)
+// in the version and kind of the State's JSON of it, was.
+func sameObject(raw, was []byte, t target) bool {
+	h, err := auditlog.DecodeHeader(raw)
+	w, werr := auditlog.DecodeHeader(was)
+	return err == nil && werr == nil && h.GetName() == t.name && h.GetNamespace() == t.namespace && h.GetKind() != "Status" &&
+		h.GroupVersionKind() == w.GroupVersionKind()
+}
+
+// patchTouches is the top-level members of the object a patch's body may change: those a JSON
+// patch operates on or under (or from), those a merge or strategic merge patch has; false
+// when it does not tell (a server-side apply's configuration, which may remove what its
+// manager set before, an operation on the whole object, a body that does not decode).
+func patchTouches(body []byte) (map[string]bool, bool) {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		return nil, false
+	}
+	touched := map[string]bool{}
+	switch body[0] {
+	case '[':
+		var ops []map[string]any
+		if json.Unmarshal(body, &ops) != nil {
+			return nil, false
+		}
+		for _, op := range ops {
+			for _, k := range []string{"path", "from"} {
+				v, ok := op[k]
+				if !ok {
+					continue
+				}
+				path, _ := v.(string)
+				top, _, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/")
+				if !strings.HasPrefix(path, "/") || top == "" {
+					return nil, false
+				}
+				touched[strings.ReplaceAll(strings.ReplaceAll(top, "~1", "/"), "~0", "~")] = true
+			}
+		}
+		return touched, true
+	case '{':
+		var m map[string]json.RawMessage
+		if json.Unmarshal(body, &m) != nil {
+			return nil, false
+		}
+		if _, apply := m["kind"]; apply {
+			return nil, false
+		}
+		for k := range m {
+			if strings.HasPrefix(k, "$") {
+				return nil, false // a strategic merge patch's directive on the whole object
+			}
+			touched[k] = true
+		}
+		return touched, true
+	}
+	return nil, false
+}
+
 // markedOtherVersion is what the old object of a DELETE that left its object marked deleted, or
 // removed it, holds otherwise than the version p the State gives it: its response is the
 // object it read, marked (the store changes nothing else of it but its resourceVersion and
