@@ -65,8 +65,17 @@ func (r *Replayer) commutes(ctx context.Context, ev *Event, t target, first writ
 	}
 	// This write on the version the other replaced, then the other on what it stored.
 	mid, reason, unmarked := r.followWrite(ctx, ev, t, base)
-	if reason != "" || unmarked != nil || mid.obj == nil {
+	if reason != "" || unmarked != nil || mid.deleted {
 		return nil, false
+	}
+	if mid.obj == nil {
+		// It changes nothing of that version (exW: two servers' concurrent patches of a
+		// param, one of which set what the other's version held already, left it unknown
+		// to every request after them): the other then writes on it.
+		if mid.obj, _ = base.Decode(); mid.obj == nil {
+			return nil, false
+		}
+		mid.unknowns = base.Unknowns
 	}
 	raw, err := json.Marshal(mid.obj.Object)
 	if err != nil {
@@ -74,8 +83,11 @@ func (r *Replayer) commutes(ctx context.Context, ev *Event, t target, first writ
 	}
 	midPrior := state.Prior{Kept: base.Kept, Complete: base.Complete, Found: true, Raw: raw, Unknowns: mid.unknowns, Source: base.Source}
 	last, reason, unmarked := r.followWrite(ctx, other.ev, other.t, midPrior)
-	if reason != "" || unmarked != nil || last.obj == nil {
+	if reason != "" || unmarked != nil || last.deleted {
 		return nil, false
+	}
+	if last.obj == nil {
+		last.obj, last.unknowns = mid.obj, mid.unknowns
 	}
 	unknowns := append(append([]vapccel.Unknown{}, first.unknowns...), last.unknowns...)
 	coarser, ok := sameBut(first.obj, last.obj, unknowns)

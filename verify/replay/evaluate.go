@@ -346,6 +346,20 @@ func (j *job) settleRecovered() {
 	j.settleContradicted()
 }
 
+// mayHaveMutated says whether admission may have changed the object of the job's write: a
+// mutating webhook the event names, or a MutatingAdmissionPolicy of the cluster or of the
+// replay's that may match it (exB: a cluster's policy labelled the ConfigMaps it patched).
+func (r *Replayer) mayHaveMutated(j *job) bool {
+	if len(recordedWebhooks(j.ev)) > 0 {
+		return true
+	}
+	resp := auditlog.DecodeAnyObject(j.ev.ResponseObject)
+	old, _ := j.prior.Decode()
+	req := mutatedObject(j.t, resp, old, j.view)
+	req.following = r.set.replayedMAPs
+	return r.mutatorsAt(j.ev.Received()).mayMutate(req) != ""
+}
+
 // settleContradicted makes the request indeterminate whose decision read what its response
 // shows the version it read held otherwise than the State's (jobResult.contradicted), where no
 // write the log records after it explains it: a write the log does not hold (the scheduler's
@@ -382,7 +396,7 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 	if other := keptOtherStatus(j.ev, j.t, j.prior); len(other) > 0 {
 		j.prior.Unknowns = append(slices.Clip(j.prior.Unknowns), other...)
 	}
-	if kept := keptOtherRead(j.ev, j.t, j.prior); len(kept) > 0 {
+	if kept := keptOtherRead(j.ev, j.t, j.prior); len(kept) > 0 && !r.mayHaveMutated(j) {
 		// Settled once the log ahead is read (settleContradicted): a write the log records
 		// after this request that ran concurrently with it may be what the response shows.
 		defer func() {

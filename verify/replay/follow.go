@@ -47,6 +47,8 @@ func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, why, sr
 		forget(reason)
 	case first.deleted:
 		r.state.Delete(gr, t.mainKind, t.namespace, t.name)
+	case first.obj == nil:
+		r.noopSets(ev, t, p, src, why)
 	case first.obj != nil:
 		if unknowns, ok := r.commutes(ctx, ev, t, first); ok {
 			// Whichever of it and the write before it was committed last: the same.
@@ -348,6 +350,40 @@ func (w writeReplay) writtenUnknowns(u *unstructured.Unstructured, sameKind bool
 		unknowns = append(unknowns, w.carried()...)
 	}
 	return unknowns
+}
+
+// noopSets follows a write whose replay changed nothing of the State's version p: where it is
+// a merge or strategic merge patch that sets fields the State did not know to a value (the
+// value the replay's copy held), they hold that value after it whatever they held before
+// (helper exW: a param's key patched to the value the replay's copy held stayed unknown to
+// every request after it). Its resourceVersion is then not known (the server's copy may have
+// differed, and the write stored it). Nothing changes otherwise.
+func (r *Replayer) noopSets(ev *Event, t target, p state.Prior, src, why string) {
+	if ev.Verb != "patch" || isApply(ev) || len(p.Unknowns) == 0 || p.Raw == nil {
+		return
+	}
+	var patch map[string]any
+	if json.Unmarshal(ev.RequestObject, &patch) != nil {
+		return
+	}
+	var kept []vapccel.Unknown
+	for _, pu := range p.Unknowns {
+		if !isMeta(pu, "resourceVersion") && patchSets(patch, pu) {
+			continue
+		}
+		kept = append(kept, pu)
+	}
+	if len(kept) == len(p.Unknowns) {
+		return
+	}
+	u, _ := p.Decode()
+	if u == nil {
+		return
+	}
+	kept = append(kept, vapccel.Unknown{Path: objectPath("metadata", "resourceVersion"), ValueOnly: true,
+		Why: "the server's storage when " + describe(t.gvr, t.sub) + " wrote the object, which the log does not show"})
+	_ = r.state.PutPartly(t.gvr.GroupResource(), u, kept, src+" ("+describe(t.gvr, t.sub)+", replayed: "+why+"; it set what the State did not know of "+p.Source+")")
+	r.noteFollowed(ev, t, src, auditlog.ParseTime(ev.StageTimestamp))
 }
 
 // carried is what was not known of the object before the write, and is not known after: all

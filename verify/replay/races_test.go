@@ -132,6 +132,15 @@ func TestCutRecordings(t *testing.T) {
 		// marked: the DELETE is decided on that second, and the grace period the pod strategy
 		// gave it rests on no other.
 		{name: "binding across a second, then a delete", dir: "binding-second-delete", want: map[int]string{6: "admit certain"}},
+		// A helper's recording (exW) of two kube-apiservers, cut to a param's writes at level
+		// Request: two concurrent merge patches of its one key, one of which changes nothing
+		// of the version before the other (the value it held already), then patches of the
+		// key alone: what each stores is known, and the request after them is decided.
+		{name: "concurrent patches, one changing nothing", dir: "concurrent-noop-patch", check: true, want: map[int]string{10: "deny certain"}},
+		// The same, two concurrent patches of the key leave it unknown, and a third sets it to
+		// the value the replay's copy holds (a patch that changes nothing of it): what it holds
+		// after that patch is known. (The request is a probe added to the recording.)
+		{name: "a patch that sets an unknown field to the value the copy holds", dir: "noop-patch-sets-unknown", want: map[int]string{7: "deny certain"}},
 		// A helper's recording (exV) whose audit policy logs the scheduler's bindings at level
 		// None: a kubelet's status patch answered with the pod bound to its node, which the
 		// State holds unbound. The status strategy keeps the spec of the version it read: a
