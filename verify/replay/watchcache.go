@@ -306,6 +306,7 @@ func (r *Replayer) goneRaced(ctx context.Context, w evalWorker, j *job, out *Rec
 	if err != nil || dec == nil || len(check(j.ev, j.rec, dec, j.evidenced)) > 0 {
 		return
 	}
+	r.olderFirstAttempt(j, dec)
 	j.result.dec = dec
 	out.Reason, out.Indeterminate = "", ""
 	out.refill(dec)
@@ -437,9 +438,27 @@ func (r *Replayer) notFoundAfterFirstAttempt(ctx context.Context, w evalWorker, 
 		// Refused on that copy, it was run again on the live object: gone, 404.
 		return false
 	}
+	r.olderFirstAttempt(j, dec)
 	admittedOnFirstAttempt(j, out, dec, p.Source, "NotFound (the object was deleted since the version admission read)",
 		p.Source+": the object was gone when the store wrote, and the request failed with 404 NotFound after admission")
 	return true
+}
+
+// olderFirstAttempt takes out of a decision on the version a deletion removed the audit
+// annotations the server's first attempt may have published from an older copy
+// (State.DeletedStale): the decision is the same, what it published not known (exU: a patch
+// refused on the version before a concurrent DELETE, whose annotations the log records from
+// the one before that).
+func (r *Replayer) olderFirstAttempt(j *job, dec *verify.Decision) {
+	why := r.state.DeletedStale(j.t.gvr.GroupResource(), j.t.namespace, j.t.name, j.ev.Received())
+	if why == "" {
+		return
+	}
+	for _, full := range slices.Sorted(maps.Keys(dec.AuditAnnotations)) {
+		if policy, key, ok := strings.Cut(full, "/"); ok {
+			dropAnnotation(dec, policy, key, why)
+		}
+	}
 }
 
 // notFoundItself says whether the server answered an update or delete 404 NotFound on its own

@@ -905,3 +905,29 @@ func TestStaleUpdateObjectFromOld(t *testing.T) {
 		t.Errorf("the update: %s, want not certain: its first attempt may have read another version, whose resourceVersion its object carries", describeRecord(rec))
 	}
 }
+
+// TestFirstAttemptOnDeletedVersion: a helper's recording (exU), cut to one ConfigMap: a patch
+// received moments after a label patch of the object completed, and before a DELETE of it
+// completed, failed 404 after admission. It is decided on the version the DELETE removed, on
+// which its last attempt ran admission; its first attempt read the watch cache's copy of the
+// version before (the log's annotation holds that one's resourceVersion), so what it
+// published is not known, where it was given as the removed version's, certain.
+func TestFirstAttemptOnDeletedVersion(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join("testdata", "cut", "patch-across-delete-first-attempt")
+	recs := replayRecording(t, filepath.Join(dir, "policies.yaml"), filepath.Join(dir, "audit.log.gz"), WithAdmissionPlugins(withoutServiceAccount(t)))
+	rec := recs["46552dc0-a99f-405d-8369-304093d66fee"]
+	if rec == nil {
+		t.Fatal("the patch has no record")
+	}
+	type outcome struct {
+		Decision  string
+		Certainty Certainty
+		Published string // the annotation the record gives, "" when it gives none
+	}
+	want := outcome{Decision: DecisionAdmit, Certainty: CertaintyCertain}
+	got := outcome{Decision: rec.Decision, Certainty: rec.Certainty, Published: rec.AuditAnnotations["exu-obs-cm/oldv"]}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the patch (-want +got):\n%s\nnotes: %v", diff, rec.Notes)
+	}
+}

@@ -421,6 +421,19 @@ func (s *State) DeletedPrior(gr schema.GroupResource, namespace, name string) (P
 	return Prior{Kept: true, Found: true, Raw: e.Raw, RV: e.rv, Unknowns: e.unknowns, Source: e.Source + ", the version its deletion removed"}, true
 }
 
+// DeletedStale says why a request received at received that read the version of the object a
+// deletion removed (DeletedPrior, Prior.RacedFrom) may have read an older one first: the write
+// that stored that version completed less than the lag before it was received (or after), and
+// the server's first attempt may have read the watch cache's copy of the version before it
+// (see staleOf); "" otherwise.
+func (s *State) DeletedStale(gr schema.GroupResource, namespace, name string, received time.Time) string {
+	d := s.deleted.m[ReplacedKey{StorageOf(gr), ObjectKey{namespace, name}}]
+	if d == nil || received.IsZero() || d.done.IsZero() || received.Sub(d.done) >= s.Lag {
+		return ""
+	}
+	return fmt.Sprintf("the write at %s, which stored the version the deletion removed, completed %s: kube-apiserver's first attempt may have read the watch cache's copy of the version before it", d.Source, sinceReceived(received.Sub(d.done).Round(time.Microsecond)))
+}
+
 // completeness is what the State knows whole.
 type completeness struct {
 	complete, incomplete map[schema.GroupResource]string
