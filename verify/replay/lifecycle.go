@@ -126,6 +126,9 @@ type lifecycle struct {
 	// plain are the log's files that are one kube-apiserver's log (source.PlainLogs): a
 	// server's verdicts say what its own policy source compiled, not another's.
 	plain map[string]bool
+	// merged are the files the log backend's lines of several servers (serverIdentities),
+	// with their servers' identities.
+	merged []string
 	// notAtStart, created and deleted count what the log showed of them, each with its
 	// first (a given one not there at the log's start, a create, a delete); late the creates
 	// of ones taken as there because the log could not be read again (scanLifecycle).
@@ -238,6 +241,17 @@ func (r *Replayer) scanLifecycle(ctx context.Context) {
 		return
 	}
 	l.plain = source.PlainLogs(srcs)
+	for _, src := range srcs {
+		if !l.plain[src.Name] {
+			continue
+		}
+		if ids := serverIdentities(ctx, src, r.cfg.maxLine); len(ids) > 1 {
+			// Several servers' logs merged in one file (a log shipper's): one's verdicts
+			// are no evidence of what another's policy source compiled.
+			l.plain[src.Name] = false
+			l.merged = append(l.merged, src.Name+" ("+strings.Join(ids, ", ")+")")
+		}
+	}
 	// initial is what the log's first informative write of each says of its start; born
 	// the creationTimestamps the log shows of those there then.
 	initial := map[givenKey]givenFirst{}
@@ -296,6 +310,37 @@ func (r *Replayer) scanLifecycle(ctx context.Context) {
 		l.setChange(k, givenChange{done: b.at.Add(time.Second), received: b.at, by: "its creationTimestamp, which " + b.by + " shows (to the second)"})
 	}
 }
+
+// identityScan bounds what serverIdentities reads of a log: each kube-apiserver renews its
+// identity Lease every 10 seconds, which a log of a few minutes holds many times over.
+const identityScan = 64 << 20
+
+// serverIdentities are the kube-apiservers whose identity Leases (kube-system/apiserver-<hash>,
+// which each renews as system:apiserver every 10 seconds: APIServerIdentity) the log's first
+// identityScan bytes show written, sorted: more than one in one file is several servers' logs
+// (helper exW: two servers' logs merged in time order, as a log shipper writes them, where one
+// server's denial was taken as evidence that the other's policy source had compiled a binding:
+// 37 certain claims). None where the audit policy does not log them.
+func serverIdentities(ctx context.Context, src source.Source, maxLine int) []string {
+	ids := map[string]bool{}
+	read := 0
+	_ = source.Lines(ctx, []source.Source{src}, maxLine, func(line auditlog.Line) bool {
+		read += line.Size
+		if line.Err != nil || line.Data == nil || !bytes.Contains(line.Data, identityNeedle) {
+			return read < identityScan
+		}
+		ev, err := auditlog.Decode(line.Data)
+		if err == nil && ev.Final() && ev.ObjectRef != nil && ev.ObjectRef.Resource == "leases" && ev.ObjectRef.Namespace == "kube-system" &&
+			strings.HasPrefix(ev.ObjectRef.Name, "apiserver-") && ev.User.Username == "system:apiserver" && ev.Code() >= 200 && ev.Code() < 300 &&
+			(ev.Verb == "update" || ev.Verb == "create" || ev.Verb == "patch") {
+			ids[ev.ObjectRef.Name] = true
+		}
+		return read < identityScan && len(ids) < 2
+	})
+	return slices.Sorted(maps.Keys(ids))
+}
+
+var identityNeedle = []byte(`"apiserver-`)
 
 // bornAt is a creationTimestamp the log shows of a given policy or binding, and where.
 type bornAt struct {
@@ -656,6 +701,9 @@ func (l *lifecycle) notes() []string {
 			what = append(what, fmt.Sprintf("%d deletes (the first: %s)", l.deleted.n, l.deleted.first))
 		}
 		out = append(out, "the log shows given policies and bindings come and go: "+strings.Join(what, ", ")+"; a request is decided with each only while it was installed (--policies-throughout decides every request with them)")
+	}
+	for _, m := range l.merged {
+		out = append(out, "the file "+m+" holds the logs of several kube-apiservers (it shows their identity leases): one server's verdicts are not taken as evidence of what another's policy source had compiled; give each server's log as its own file")
 	}
 	if l.late.n > 0 {
 		out = append(out, fmt.Sprintf("the log creates %d of the given policies and bindings (the first: %s), which were taken as installed before: the log was not read from files, which the replay reads again for where they were at its start (give the log as files)", l.late.n, l.late.first))

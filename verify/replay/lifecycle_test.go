@@ -621,6 +621,48 @@ func TestGivenCompiledOneServer(t *testing.T) {
 	}
 }
 
+// TestGivenCompiledMergedServers: two kube-apiservers' logs merged in one plain file in the
+// order of their times, as a log shipper writes them (helper exW): the first server's verdict
+// shows its policy source had compiled the create, which says nothing of the second's, whose
+// admit moments after the create is policy-source. The file shows both servers' identity
+// leases; without them it is taken as one server's log.
+func TestGivenCompiledMergedServers(t *testing.T) {
+	t.Parallel()
+	p1, b1 := levelPolicy("no-cm", "configmaps", admissionregistrationv1.Create, nil, "false")
+	admissionreg := func(id, resource, name, at string) string {
+		return admissionWrite(t, id, "create", resource, name, at, 201, "", nil, nil)
+	}
+	create := func(id, at string, code int32) string {
+		return createdIn(t, "configmaps", "ConfigMap", id, at, code, "no-cm")
+	}
+	identity := func(id, name, at string) string {
+		l := levelEvent(t, id, auditlog.LevelMetadata, "update", "leases", "kube-system", name, 200, "", nil, nil)
+		l = replaceOnce(t, l, `"apiVersion":"v1","name"`, `"apiGroup":"coordination.k8s.io","apiVersion":"v1","name"`)
+		return timedEvent(t, asUser(t, l, "system:apiserver"), at+"000", at+"500", nil)
+	}
+	lines := []string{
+		admissionreg("p1", "validatingadmissionpolicies", "no-cm", "01.000"),
+		admissionreg("b1", "validatingadmissionpolicybindings", "no-cm", "01.002"),
+		create("probe", "01.300", 422), // the first server's
+		create("other", "01.500", 201), // the second's
+	}
+	identities := []string{identity("id-a", "apiserver-aaaa", "00.100"), identity("id-b", "apiserver-bbbb", "00.200")}
+	for _, tc := range []struct {
+		name  string
+		lines []string
+		want  map[string]string
+	}{
+		{"with both identities", append(slices.Clone(identities), lines...), map[string]string{"probe": "deny certain", "other": "indeterminate policy-source"}},
+		{"with one", append(identities[:1:1], lines...), map[string]string{"probe": "deny certain", "other": "deny certain"}},
+	} {
+		log := writeLog(t, t.TempDir(), "audit.log", tc.lines)
+		_, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p1}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b1}, nil, Source{Name: log})
+		if diff := cmp.Diff(tc.want, lifecycleOutcomes(t, recs, []string{"probe", "other"})); diff != "" {
+			t.Errorf("%s: decisions mismatch (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}
+
 // admissionWrite is the audit event of a write (verb, code, message) of the admission object
 // name of resource, received at at (seconds of the tests' minute) and completed half a
 // millisecond later: at level Metadata unless it holds req or resp.
