@@ -141,6 +141,10 @@ func TestCutRecordings(t *testing.T) {
 		// the value the replay's copy holds (a patch that changes nothing of it): what it holds
 		// after that patch is known. (The request is a probe added to the recording.)
 		{name: "a patch that sets an unknown field to the value the copy holds", dir: "noop-patch-sets-unknown", want: map[int]string{7: "deny certain"}},
+		// Random parity seed r:1274, cut to one Secret: a patch of its stringData, which the
+		// strategy writes into its data: the response's data differs from the version the
+		// State holds because of the patch, not of a write the log lacks.
+		{name: "a Secret's stringData patched", dir: "secret-stringdata-patch", check: true, want: map[int]string{13: "admit certain"}},
 		// A helper's recording (exV) whose audit policy logs the scheduler's bindings at level
 		// None: a kubelet's status patch answered with the pod bound to its node, which the
 		// State holds unbound. The status strategy keeps the spec of the version it read: a

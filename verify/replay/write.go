@@ -1036,6 +1036,9 @@ func keptOtherRead(ev *Event, t target, p state.Prior) []vapccel.Unknown {
 	if !ok {
 		return out
 	}
+	if touched["stringData"] {
+		touched["data"] = true // a Secret's stringData is written into its data (random parity r:1274)
+	}
 	if !touched["metadata"] {
 		kept("metadata", "labels")
 	}
