@@ -955,6 +955,21 @@ func (g givenAt) filter(l *lifecycle, policies []string) []string {
 	return out
 }
 
+// admittedWithout says whether a decision's results of the pair (of a validating policy) are
+// admits only, without a failure, an error or an audit annotation: what a binding's
+// validationActions do not change.
+func admittedWithout(d *verify.Decision, p givenPair) bool {
+	if d == nil || p.policy.kind != givenPolicy {
+		return false
+	}
+	for _, res := range d.Results {
+		if res.Policy == p.policy.name && res.Binding == p.binding.name && (res.Result != verify.ResultAdmit || len(res.AuditAnnotations) > 0) {
+			return false
+		}
+	}
+	return true
+}
+
 // settleUnsure makes a job's record indeterminate where a pair the policy source may not have
 // compiled the change of gave it a verdict: a result other than an admit, an audit
 // annotation, a mutation.
@@ -999,6 +1014,10 @@ func (j *job) settleUnsure() {
 			if m := d.Mutation; m != nil {
 				matched = matched || slices.ContainsFunc(m.Refusals, of) || slices.ContainsFunc(m.Invoked, func(c verify.Change) bool { return c.Policy == p.policy.name && c.Binding == p.binding.name })
 			}
+		}
+		if c.actionsOnly && admittedWithout(j.result.dec, p) {
+			// Its copy's validationActions act on failures, of which it gave none.
+			continue
 		}
 		// Another request than the given pair's may be its copy's, but within the given
 		// policy's rules when only the binding's selection differs.

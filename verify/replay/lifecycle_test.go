@@ -514,6 +514,29 @@ func TestGivenSpecChanges(t *testing.T) {
 	}
 }
 
+// TestGivenActionsChanged: the cluster's copy of a given binding differs in its
+// validationActions alone (patched from Deny to Warn at level Request, helper exW): a request
+// the given pair admits without a failure, the copy admits alike, and it is decided; one the
+// given pair denies is policy-changed (its copy warned).
+func TestGivenActionsChanged(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("no-bad", "configmaps", admissionregistrationv1.Create, nil, "!object.metadata.name.startsWith('bad')")
+	warn := admissionWrite(t, "warn", "patch", "validatingadmissionpolicybindings", "no-bad", "01.000", 200, "", map[string]any{"spec": map[string]any{"validationActions": []any{"Warn"}}}, nil)
+	lines := []string{
+		createdIn(t, "configmaps", "ConfigMap", "ok-before", "00.000", 201, ""),
+		warn,
+		createdIn(t, "configmaps", "ConfigMap", "ok-moments", "01.300", 201, ""),
+		createdIn(t, "configmaps", "ConfigMap", "ok-after", "03.000", 201, ""),
+		createdIn(t, "configmaps", "ConfigMap", "bad-after", "03.500", 201, ""),
+	}
+	log := writeLog(t, t.TempDir(), "audit.log", lines)
+	_, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, nil, Source{Name: log})
+	want := map[string]string{"ok-before": "admit certain", "ok-moments": "admit certain", "ok-after": "admit certain", "bad-after": "indeterminate policy-changed"}
+	if diff := cmp.Diff(want, lifecycleOutcomes(t, recs, slices.Collect(maps.Keys(want)))); diff != "" {
+		t.Errorf("decisions mismatch (-want +got):\n%s", diff)
+	}
+}
+
 // TestGivenCopySelects: the cluster's copy of a given policy denies what the given one admits
 // (its expression patched): a request the given pair matches is policy-changed, verdict or
 // not; and one whose copy selects other requests (its match constraints patched to secrets)

@@ -70,6 +70,10 @@ type changedPair struct {
 	// copy's. A binding's selection narrows its policy's: the given policy's rules still
 	// bound the requests its copy decides.
 	policy bool
+	// actionsOnly says the copy is a binding that differs from the given one only in its
+	// validationActions, which act on failed validations alone: a request the given pair
+	// admits without a failure its copy admits alike.
+	actionsOnly bool
 }
 
 // givenSpecs are the specs of the given policies and bindings the lifecycle compares the
@@ -141,10 +145,10 @@ func (l *lifecycle) followSpec(k givenKey, ev *Event, by string) {
 		// Its body not in the log: taken as the given one.
 		c.obj, c.spec = l.specs.obj[k], given
 	case obj == nil:
-		c.changed = changedPair{k.String() + " was written at " + by + ", whose result the log does not show: it may differ from the given one", true, k.policy()}
+		c.changed = changedPair{k.String() + " was written at " + by + ", whose result the log does not show: it may differ from the given one", true, k.policy(), false}
 	case spec != given:
 		any := !sameSelection(k, given, spec)
-		c.changed = changedPair{k.String() + " was written at " + by + " other than the given one", any, any && k.policy()}
+		c.changed = changedPair{k.String() + " was written at " + by + " other than the given one", any, any && k.policy(), k.kind == givenBinding && sameButActions(given, spec)}
 		if ev.Loss.Lost.Has(auditlog.LostDryRun) {
 			c.changed.why += " (unless it was a dry run, which the export does not say)"
 		}
@@ -171,7 +175,7 @@ func (l *lifecycle) followSpec(k givenKey, ev *Event, by string) {
 func (l *lifecycle) changedAt(k givenKey, received time.Time) (changedPair, bool) {
 	c := l.copies[k]
 	// held: the earlier copies the policy source may still decide with, together.
-	var held changedPair
+	held := changedPair{actionsOnly: true}
 	for _, h := range c.held {
 		if !received.IsZero() && !h.replacedAt.IsZero() && received.Sub(h.replacedAt) >= l.window {
 			continue
@@ -179,6 +183,7 @@ func (l *lifecycle) changedAt(k givenKey, received time.Time) (changedPair, bool
 		held.why = joinWhy(held.why, h.changed.why)
 		held.anyRequest = held.anyRequest || h.changed.anyRequest
 		held.policy = held.policy || h.changed.policy
+		held.actionsOnly = held.actionsOnly && h.changed.actionsOnly
 	}
 	switch {
 	case c.changed.why != "" && !c.changed.anyRequest && held.anyRequest:
@@ -186,13 +191,29 @@ func (l *lifecycle) changedAt(k givenKey, received time.Time) (changedPair, bool
 		// may not have compiled the writes after it yet (exU: a binding's namespaceSelector
 		// patched back, a request in the namespace it selected before refused by it 494ms
 		// later).
-		return changedPair{c.changed.why + "; " + held.why + ", which kube-apiserver's policy source may still have decided with: the write after it completed moments before the request was received", true, held.policy}, true
+		return changedPair{c.changed.why + "; " + held.why + ", which kube-apiserver's policy source may still have decided with: the write after it completed moments before the request was received", true, held.policy, false}, true
+	case c.changed.why != "" && held.why != "":
+		out := c.changed
+		out.actionsOnly = out.actionsOnly && held.actionsOnly
+		return out, true
 	case c.changed.why != "":
 		return c.changed, true
 	case held.why != "":
-		return changedPair{held.why + ", and the write that left it the given one again completed moments before the request was received, which kube-apiserver's policy source may not have compiled yet", held.anyRequest, held.policy}, true
+		return changedPair{held.why + ", and the write that left it the given one again completed moments before the request was received, which kube-apiserver's policy source may not have compiled yet", held.anyRequest, held.policy, held.actionsOnly}, true
 	}
 	return changedPair{}, false
+}
+
+// sameButActions says whether two stored specs of a ValidatingAdmissionPolicyBinding are the
+// same but for their validationActions.
+func sameButActions(a, b string) bool {
+	var am, bm map[string]any
+	if json.Unmarshal([]byte(a), &am) != nil || json.Unmarshal([]byte(b), &bm) != nil {
+		return false
+	}
+	delete(am, "validationActions")
+	delete(bm, "validationActions")
+	return valuesEqual(am, bm)
 }
 
 // joinWhy joins two reasons with "; ", either of which may be "".
