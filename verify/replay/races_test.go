@@ -141,6 +141,11 @@ func TestCutRecordings(t *testing.T) {
 		// the value the replay's copy holds (a patch that changes nothing of it): what it holds
 		// after that patch is known. (The request is a probe added to the recording.)
 		{name: "a patch that sets an unknown field to the value the copy holds", dir: "noop-patch-sets-unknown", want: map[int]string{7: "deny certain"}},
+		// A helper's recording (exV) at the kubernetes.io example audit policy: a pod's
+		// graceful DELETE, a kubelet's status patch at level Metadata (which may change its
+		// labels), then the kubelet's DELETE, answered with the pod: its labels are the
+		// answer's, which a policy's objectSelector does not select (no record).
+		{name: "a DELETE's answer gives what a status write at Metadata left unknown", dir: "delete-after-status-at-metadata", snapshot: true, want: map[int]string{5: ""}},
 		// Random parity seed r:1274, cut to one Secret: a patch of its stringData, which the
 		// strategy writes into its data: the response's data differs from the version the
 		// State holds because of the patch, not of a write the log lacks.

@@ -1302,13 +1302,19 @@ var changesOnDelete = map[schema.GroupResource]bool{
 // period and the marks have one (which only this DELETE can have given). It says whether it
 // gave it.
 func (r *Replayer) readAsAnswered(d decoded, ev *Event, t target, p *state.Prior) bool {
-	if t.sub != "" || !p.Kept || (p.Found && p.Unknown == "") || (!p.Found && p.Unknown == "" && p.Complete) || changesOnDelete[t.gvr.GroupResource()] {
+	if t.sub != "" || !p.Kept || (p.Found && p.Unknown == "" && len(p.Unknowns) == 0) || (!p.Found && p.Unknown == "" && p.Complete) || changesOnDelete[t.gvr.GroupResource()] {
 		return false
 	}
 	if header := deleteAnswer(d, ev, t); header == nil || !sameKind(header, t.mainKind) {
 		return false
 	}
 	answer := auditlog.DecodeAnyObject(ev.ResponseObject) // deleteAnswer's may hold only a part of it
+	if p.Found && p.Unknown == "" {
+		// Not the answer as the old object: what it knew the State keeps, and where the
+		// answer differs from it, markedOtherVersion says so.
+		answeredFields(d, p, answer)
+		return false
+	}
 	if answer == nil || answer.GetDeletionTimestamp() == nil && len(answer.GetFinalizers()) > 0 {
 		// (An object with finalizers is marked, never removed at once: such an answer is not
 		// the server's.)
@@ -1350,6 +1356,53 @@ func (r *Replayer) readAsAnswered(d decoded, ev *Event, t target, p *state.Prior
 	p.Source = "the DELETE's response at " + d.ref().String() + " (the object it read, its deletion marks not known)"
 	return true
 }
+
+// answeredFields gives the old object of a DELETE the State knows but for some fields (p's
+// unknowns) those fields as its answer holds them: the object it read, which it changed only in
+// its deletion marks, generation, finalizers and resourceVersion, which stay as the State has
+// them (helper exV: a pod's labels after a kubelet's status write at level Metadata, which the
+// kubelet's DELETE answered with). It says whether it gave any.
+func answeredFields(d decoded, p *state.Prior, answer *unstructured.Unstructured) bool {
+	if answer == nil || answer.GetKind() == "Status" {
+		return false
+	}
+	old, err := auditlog.DecodeObject(p.Raw)
+	if err != nil {
+		return false
+	}
+	var still []vapccel.Unknown
+	for _, u := range p.Unknowns {
+		steps := u.Path.Steps
+		marked := len(steps) == 0 || len(steps) >= 1 && steps[0] == "metadata" && (len(steps) == 1 || slices.Contains(deletionMarked, steps[1]))
+		if marked || slices.Contains(steps, vapccel.AnyStep) || u.Path.Root != "object" && u.Path.Root != "" {
+			still = append(still, u)
+			continue
+		}
+		if v, found, err := unstructured.NestedFieldCopy(answer.Object, steps...); err == nil && found {
+			if unstructured.SetNestedField(old.Object, v, steps...) != nil {
+				still = append(still, u)
+			}
+		} else if err == nil {
+			unstructured.RemoveNestedField(old.Object, steps...)
+		} else {
+			still = append(still, u)
+		}
+	}
+	if len(still) == len(p.Unknowns) {
+		return false
+	}
+	raw, err := json.Marshal(old.Object)
+	if err != nil {
+		return false
+	}
+	p.Raw, p.Unknowns = raw, still
+	p.Source += ", what it did not know of it as the DELETE's response at " + d.ref().String() + " holds it"
+	return true
+}
+
+// deletionMarked are the fields of an object's metadata a DELETE changes in the object it
+// read (rest.BeforeDelete, the garbage collector's finalizers, the storage's version).
+var deletionMarked = []string{"deletionTimestamp", "deletionGracePeriodSeconds", "generation", "finalizers", "resourceVersion", "managedFields"}
 
 // markedByAnother is what the old object of a DELETE whose answer (resourceVersion v) is the
 // State's version p is not known of, when that answer is marked deleted but was not stored:
