@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -109,6 +110,10 @@ type job struct {
 	// alike is the prior as decidedAlike compares other versions with it.
 	alike *alike
 	prior state.Prior
+	// createdAfterDelete, for an update, patch or apply that created its object, is the
+	// version a DELETE that completed after it was received removed (State.DeletedAfter),
+	// which its first attempt may have read; "" otherwise.
+	createdAfterDelete string
 	// listed is what a deletecollection lists.
 	listed listing
 	view   *state.StateView
@@ -344,6 +349,31 @@ func (j *job) settleRecovered() {
 	j.likelyOutcome()
 	j.settleUnsure()
 	j.settleContradicted()
+	j.settleCreatedAfterDelete()
+}
+
+// settleCreatedAfterDelete takes out of the record of an update, patch or apply that created
+// its object (201) after a DELETE of it that completed after it was received (its prior's
+// RacedFrom) the audit annotations and warnings: its first attempt may have run admission as
+// an UPDATE on the version the DELETE removed (the store's retry on the live object, gone, then
+// created it), and the audit event keeps what that attempt published (helper exY: a
+// server-side apply racing a DELETE, whose annotations were its first attempt's, certain from
+// the create). The decision is the create's: a refusal of the first attempt, on data the store
+// then found stale, is not the answer.
+func (j *job) settleCreatedAfterDelete() {
+	out := j.result.out
+	if out == nil || out.Decision == DecisionIndeterminate || j.createdAfterDelete == "" || (len(out.AuditAnnotations) == 0 && len(out.Warnings) == 0) {
+		return
+	}
+	why := "its first attempt may have run as an UPDATE on " + j.createdAfterDelete + ", and the audit event keeps what it published"
+	for _, k := range slices.Sorted(maps.Keys(out.AuditAnnotations)) {
+		out.Notes = append(out.Notes, "audit annotation "+k+" is not known: "+why)
+	}
+	if len(out.Warnings) > 0 {
+		out.Notes = append(out.Notes, "the warnings are not known: "+why)
+	}
+	out.AuditAnnotations, out.Warnings = nil, nil
+	out.Disagreements = nil
 }
 
 // mayHaveMutated says whether admission may have changed the object of the job's write: a

@@ -146,6 +146,12 @@ func TestCutRecordings(t *testing.T) {
 		// labels), then the kubelet's DELETE, answered with the pod: its labels are the
 		// answer's, which a policy's objectSelector does not select (no record).
 		{name: "a DELETE's answer gives what a status write at Metadata left unknown", dir: "delete-after-status-at-metadata", snapshot: true, want: map[int]string{5: ""}},
+		// A helper's recording (exY) at level Request: a server-side apply received moments
+		// before a DELETE of its object completed created it again (201); its first attempt
+		// had run admission as an UPDATE on the object the DELETE removed, whose annotations
+		// the audit event keeps: they are not known (the decision is the create's).
+		{name: "an apply that created its object after a racing DELETE", dir: "apply-create-after-delete", check: true, want: map[int]string{3: "admit certain"}},
+		{name: "an apply that created its object after a racing DELETE, known before", dir: "apply-create-after-delete-cm", check: true, want: map[int]string{4: "admit certain"}},
 		// Random parity seed r:1274, cut to one Secret: a patch of its stringData, which the
 		// strategy writes into its data: the response's data differs from the version the
 		// State holds because of the patch, not of a write the log lacks.

@@ -742,6 +742,10 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 			j.prior = j.prior.WithoutVersion(firstUnknown)
 		}
 	}
+	if t.op == admission.Create && t.sub == "" && (ev.Verb == "update" || ev.Verb == "patch" || ev.Verb == "apply") {
+		// Created by a write that may have found it first (settleCreatedAfterDelete).
+		j.createdAfterDelete = r.state.DeletedAfter(t.gvr.GroupResource(), t.namespace, t.name, ev.Received())
+	}
 	if ev.Verb == "deletecollection" {
 		j.listed.named, _ = namedByFieldSelector(ev)
 		j.listed.list, j.listed.listUnknowns, j.listed.listUnknown = r.state.List(t.gvr.GroupResource(), t.namespace, j.listed.named, ev.Received())

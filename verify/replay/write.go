@@ -362,6 +362,9 @@ func (r *Replayer) applyUpdate(ctx context.Context, sw stateWrite) {
 // applyDelete applies a delete: the object gone, or left marked deleted.
 func (r *Replayer) applyDelete(ctx context.Context, sw stateWrite) {
 	ev, t, gr, src, resp, isMain := sw.ev, sw.t, sw.gr, sw.src, sw.w.resp, sw.w.isMain
+	if t.name != "" && t.sub == "" {
+		r.state.NoteDeletion(gr, t.namespace, t.name)
+	}
 	switch {
 	case isMain && stillExists(resp) && r.markedByAnother(sw, resp):
 		// What the other DELETE stored is not known.

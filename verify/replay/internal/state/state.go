@@ -70,6 +70,9 @@ type State struct {
 	// revision of the deletion): a write the log records after a deletion whose result is
 	// below it was stored before it (store).
 	gone latest[uint64]
+	// deletions are when and where the latest deletions of objects completed, of objects
+	// the State knew or not (DeletedAfter).
+	deletions latest[deletion]
 	// snapshotNewest is, by resource, the greatest resourceVersion of the snapshot's objects
 	// (see Seeded).
 	snapshotNewest map[schema.GroupResource]uint64
@@ -419,6 +422,30 @@ func (s *State) DeletedPrior(gr schema.GroupResource, namespace, name string) (P
 		return Prior{}, false
 	}
 	return Prior{Kept: true, Found: true, Raw: e.Raw, RV: e.rv, Unknowns: e.unknowns, Source: e.Source + ", the version its deletion removed"}, true
+}
+
+// DeletedAfter is where the version of the object the latest deletion removed was written,
+// when that deletion completed after a request received at received: the request may have
+// read that version first; "" otherwise.
+func (s *State) DeletedAfter(gr schema.GroupResource, namespace, name string, received time.Time) string {
+	k := ReplacedKey{StorageOf(gr), ObjectKey{namespace, name}}
+	d, ok := s.deletions.m[k]
+	if e := s.Objects[k.GR][k.Obj]; !ok || received.IsZero() || !d.done.After(received) || e != nil && e.Raw != nil {
+		return "" // (a version the State holds was written after the deletion)
+	}
+	return "the version the deletion at " + cmp.Or(d.by, "a request the log records before it") + " removed, which completed after this request was received"
+}
+
+// NoteDeletion records that the latest write (see BeginWrite) deleted the object, or may have
+// (a DELETE whose result the log does not show), for DeletedAfter.
+func (s *State) NoteDeletion(gr schema.GroupResource, namespace, name string) {
+	s.deletions.put(ReplacedKey{StorageOf(gr), ObjectKey{namespace, name}}, deletion{done: s.current.writeDone, by: s.current.writeBy})
+}
+
+// deletion is when a deletion completed, and where the log records it.
+type deletion struct {
+	done time.Time
+	by   string
 }
 
 // DeletedStale says why a request received at received that read the version of the object a
@@ -989,6 +1016,7 @@ func (s *State) DeleteAt(gr schema.GroupResource, gvk schema.GroupVersionKind, n
 
 // remove removes the object k, whose entry is old (nil when the State has none).
 func (s *State) remove(gr schema.GroupResource, k ObjectKey, old *entry) {
+	s.deletions.put(ReplacedKey{gr, k}, deletion{done: s.current.writeDone, by: s.current.writeBy})
 	if old != nil && old.Raw != nil && old.rv > 0 {
 		// A request the log records after the deletion may have read it (deletedVersion, or a
 		// request that ran concurrently with the deletion: concurrent).
