@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -52,6 +53,10 @@ func (r *Replayer) replayWrite(ctx context.Context, ev *Event, t target, why, sr
 	case first.obj != nil:
 		if unknowns, ok := r.commutes(ctx, ev, t, first); ok {
 			// Whichever of it and the write before it was committed last: the same.
+			first.unknowns = unknowns
+			r.state.Commuted()
+		} else if unknowns, ok := r.concurrentFields(ev, t, first); ok {
+			// Committed in an order not known among several: what they write is not known.
 			first.unknowns = unknowns
 			r.state.Commuted()
 		}
@@ -384,6 +389,72 @@ func (r *Replayer) noopSets(ev *Event, t target, p state.Prior, src, why string)
 		Why: "the server's storage when " + describe(t.gvr, t.sub) + " wrote the object, which the log does not show"})
 	_ = r.state.PutPartly(t.gvr.GroupResource(), u, kept, src+" ("+describe(t.gvr, t.sub)+", replayed: "+why+"; it set what the State did not know of "+p.Source+")")
 	r.noteFollowed(ev, t, src, auditlog.ParseTime(ev.StageTimestamp))
+}
+
+// concurrentFields is what a write (first, followed over the State's version) and the writes
+// the log records before it that ran concurrently with it (State.ConcurrentWriters) leave
+// unknown, whichever order the server committed them in: every field one of them writes, where
+// each is a merge patch (its fields known from its body); the rest is as the log's order
+// leaves it. ok false otherwise (helper exY: three concurrent patches of a param's key left the
+// whole ConfigMap unknown to every request after them).
+func (r *Replayer) concurrentFields(ev *Event, t target, first writeResult) ([]vapccel.Unknown, bool) {
+	bys, ok := r.state.ConcurrentWriters(t.gvr.GroupResource(), t.namespace, t.name)
+	if !ok {
+		return nil, false
+	}
+	paths, ok := mergePatchPaths(ev)
+	if !ok {
+		return nil, false
+	}
+	for _, by := range bys {
+		other, found := r.followed[by]
+		if !found || other.t.namespace != t.namespace || other.t.name != t.name || other.t.gvr.GroupResource() != t.gvr.GroupResource() {
+			return nil, false
+		}
+		more, ok := mergePatchPaths(other.ev)
+		if !ok {
+			return nil, false
+		}
+		paths = append(paths, more...)
+	}
+	why := "the writes at " + strings.Join(bys, ", ") + " and the one after them ran concurrently, and the order the server committed them in is not known: each writes it"
+	unknowns := slices.Clone(first.unknowns)
+	for _, p := range paths {
+		unknowns = append(unknowns, vapccel.Unknown{Path: objectPath(p...), Why: why})
+	}
+	return unknowns, true
+}
+
+// mergePatchPaths are the fields a merge patch's body writes (a strategic merge patch without
+// directives writes the same fields): the paths to its values that are not objects, and to its
+// empty objects. ok false for any other write.
+func mergePatchPaths(ev *Event) ([][]string, bool) {
+	body := bytes.TrimSpace(ev.RequestObject)
+	if ev.Verb != "patch" || isApply(ev) || len(body) == 0 || body[0] != '{' || bytes.Contains(body, []byte(`"$`)) {
+		return nil, false
+	}
+	var patch map[string]any
+	if json.Unmarshal(body, &patch) != nil || patch["kind"] != nil {
+		return nil, false
+	}
+	var out [][]string
+	var walk func(prefix []string, m map[string]any)
+	walk = func(prefix []string, m map[string]any) {
+		for k, v := range m {
+			path := append(slices.Clip(prefix), k)
+			if sub, ok := v.(map[string]any); ok && len(sub) > 0 {
+				walk(path, sub)
+				continue
+			}
+			out = append(out, path)
+		}
+	}
+	walk(nil, patch)
+	if len(out) == 0 {
+		return nil, false
+	}
+	slices.SortFunc(out, func(a, b []string) int { return slices.Compare(a, b) })
+	return out, true
 }
 
 // carried is what was not known of the object before the write, and is not known after: all

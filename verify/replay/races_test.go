@@ -152,6 +152,11 @@ func TestCutRecordings(t *testing.T) {
 		// the audit event keeps: they are not known (the decision is the create's).
 		{name: "an apply that created its object after a racing DELETE", dir: "apply-create-after-delete", check: true, want: map[int]string{3: "admit certain"}},
 		{name: "an apply that created its object after a racing DELETE, known before", dir: "apply-create-after-delete-cm", check: true, want: map[int]string{4: "admit certain"}},
+		// A helper's recording (exY) at level Request: three concurrent merge patches of one
+		// key of a ConfigMap (one received before the other two completed): the order the
+		// server committed them in is not known, so neither is the key; the rest of the
+		// object is, and the patches after them, which set the key, are followed.
+		{name: "three concurrent patches of one key", dir: "three-concurrent-patches", check: true, want: map[int]string{7: "admit certain", 8: "admit certain"}},
 		// Random parity seed r:1274, cut to one Secret: a patch of its stringData, which the
 		// strategy writes into its data: the response's data differs from the version the
 		// State holds because of the patch, not of a write the log lacks.

@@ -170,6 +170,37 @@ func (s *State) ConcurrentBase(gr schema.GroupResource, namespace, name string) 
 	return Prior{}, "", false
 }
 
+// ConcurrentWriters are, for the write being applied to an object whose version the State
+// rebuilt from writes the log records before it, those of them that ran concurrently with it
+// (where the log records them), newest first: the order the server committed it among them
+// in is not known. ok false where the State does not know one of the versions they replaced,
+// or the object's version is not one the replay rebuilt (see ConcurrentBase).
+func (s *State) ConcurrentWriters(gr schema.GroupResource, namespace, name string) (by []string, ok bool) {
+	gr = StorageOf(gr)
+	k := ObjectKey{namespace, name}
+	cur := s.Objects[gr][k]
+	if cur == nil || cur.Raw == nil || cur.rv != 0 || cur.by == "" || !s.ranConcurrently(cur) {
+		return nil, false
+	}
+	for cur != nil && s.ranConcurrently(cur) {
+		if cur.Raw == nil || cur.Unknown != "" || cur.by == "" || len(by) == maxReplacedPerObject {
+			return nil, false
+		}
+		by = append(by, cur.by)
+		var before *entry
+		for _, r := range s.replaced[ReplacedKey{gr, k}] {
+			if r.by == cur {
+				before = r.e
+			}
+		}
+		if before == nil || before.Raw == nil {
+			return nil, false
+		}
+		cur = before
+	}
+	return by, true
+}
+
 // lose remembers that the State no longer remembers the write w (see recentTyped).
 func (s *State) lose(w TypedWrite) {
 	if s.typedLost == nil {
