@@ -66,11 +66,11 @@ func (r *Replayer) prepareCustomResource(ev *Event, t target, b *rebuilt) {
 			err = rest.BeforeCreate(s.Main, ctx, obj)
 			old = nil
 		case t.sub == "status":
-			restore := unknownVersion(obj, old)
+			restore := unknownVersion(obj, old, succeeded(ev))
 			err = rest.BeforeUpdate(s.Status, ctx, obj, old)
 			restore()
 		default:
-			restore := unknownVersion(obj, old)
+			restore := unknownVersion(obj, old, succeeded(ev))
 			err = rest.BeforeUpdate(s.Main, ctx, obj, old)
 			restore()
 		}
@@ -102,19 +102,39 @@ func (r *Replayer) prepareCustomResource(ev *Event, t target, b *rebuilt) {
 // Request: the server generated it), as the server's stored object has one and a patched
 // object takes it; the returned func takes it away again (what a policy reads of it is
 // unknown: the State's unknowns).
-func unknownVersion(obj, old runtime.Object) func() {
+//
+// And where the request succeeded (ok), its object's uid, which the server checked against the
+// stored one's, is the old object's for the check too: the State may hold a stand-in for a uid
+// the server generated (a create followed at level Request; helper exZ: `kubectl replace` of a
+// custom resource, whose body holds the uid it read).
+func unknownVersion(obj, old runtime.Object, ok bool) func() {
 	m, err := meta.Accessor(obj)
 	o, oerr := meta.Accessor(old)
-	if err != nil || oerr != nil || m.GetResourceVersion() != "" || o.GetResourceVersion() != "" {
+	if err != nil || oerr != nil {
 		return func() {}
 	}
-	m.SetResourceVersion(unknownResourceVersion)
-	o.SetResourceVersion(unknownResourceVersion)
+	var undo []func()
+	if m.GetResourceVersion() == "" && o.GetResourceVersion() == "" {
+		m.SetResourceVersion(unknownResourceVersion)
+		o.SetResourceVersion(unknownResourceVersion)
+		undo = append(undo, func() {
+			m.SetResourceVersion("")
+			o.SetResourceVersion("")
+		})
+	}
+	if uid, was := m.GetUID(), o.GetUID(); ok && uid != "" && uid != was {
+		o.SetUID(uid)
+		undo = append(undo, func() { o.SetUID(was) })
+	}
 	return func() {
-		m.SetResourceVersion("")
-		o.SetResourceVersion("")
+		for _, u := range undo {
+			u()
+		}
 	}
 }
+
+// succeeded says whether the server answered the request with success.
+func succeeded(ev *Event) bool { return ev.Code() >= 200 && ev.Code() < 300 }
 
 // unknownResourceVersion stands for a resourceVersion the State does not know in what the
 // replay checks outside admission.

@@ -152,6 +152,11 @@ func TestCutRecordings(t *testing.T) {
 		// the audit event keeps: they are not known (the decision is the create's).
 		{name: "an apply that created its object after a racing DELETE", dir: "apply-create-after-delete", check: true, want: map[int]string{3: "admit certain"}},
 		{name: "an apply that created its object after a racing DELETE, known before", dir: "apply-create-after-delete-cm", check: true, want: map[int]string{4: "admit certain"}},
+		// A helper's recording (exZ) at level Request: a custom resource created (followed
+		// from its body: its uid, which the server generated, not known), then replaced with
+		// `kubectl replace`, whose body holds the uid it read: the strategy's check that the
+		// uid did not change passes on the server's, as the update's success shows.
+		{name: "a custom resource replaced after its create at Request", dir: "cr-replace-after-request-create", check: true, want: map[int]string{10: "admit certain"}},
 		// A helper's recording (exY) at level Request: three concurrent merge patches of one
 		// key of a ConfigMap (one received before the other two completed): the order the
 		// server committed them in is not known, so neither is the key; the rest of the
