@@ -114,6 +114,14 @@ type job struct {
 	// version a DELETE that completed after it was received removed (State.DeletedAfter),
 	// which its first attempt may have read; "" otherwise.
 	createdAfterDelete string
+	// deleted is what the latest deletion of the object removed (State.DeletedPrior) and why
+	// a first attempt may have read an older version (State.DeletedStale), as the ordered
+	// stage found them for a request answered 404 or raced by a deletion.
+	deleted struct {
+		prior state.Prior
+		found bool
+		stale string
+	}
 	// listed is what a deletecollection lists.
 	listed listing
 	view   *state.StateView
@@ -387,7 +395,7 @@ func (r *Replayer) mayHaveMutated(j *job) bool {
 	old, _ := j.prior.Decode()
 	req := mutatedObject(j.t, resp, old, j.view)
 	req.following = r.set.replayedMAPs
-	return r.mutatorsAt(j.ev.Received()).mayMutate(req) != ""
+	return j.mutators.mayMutate(req) != ""
 }
 
 // settleContradicted makes the request indeterminate whose decision read what its response

@@ -746,6 +746,12 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 		// Created by a write that may have found it first (settleCreatedAfterDelete).
 		j.createdAfterDelete = r.state.DeletedAfter(t.gvr.GroupResource(), t.namespace, t.name, ev.Received())
 	}
+	if notFoundItself(ev, t) || j.prior.RacedFrom != nil {
+		// What a deletion removed, for the workers (notFoundAfterFirstAttempt, goneRaced),
+		// as the State holds it at the request's point of the log.
+		j.deleted.prior, j.deleted.found = r.state.DeletedPrior(t.gvr.GroupResource(), t.namespace, t.name)
+		j.deleted.stale = r.state.DeletedStale(t.gvr.GroupResource(), t.namespace, t.name, ev.Received())
+	}
 	if ev.Verb == "deletecollection" {
 		j.listed.named, _ = namedByFieldSelector(ev)
 		j.listed.list, j.listed.listUnknowns, j.listed.listUnknown = r.state.List(t.gvr.GroupResource(), t.namespace, j.listed.named, ev.Received())

@@ -424,7 +424,7 @@ func (r *Replayer) notFoundAfterFirstAttempt(ctx context.Context, w evalWorker, 
 	if !notFoundItself(j.ev, j.t) || !r.ranAdmission(j.ev) {
 		return false
 	}
-	p, ok := r.state.DeletedPrior(j.t.gvr.GroupResource(), j.t.namespace, j.t.name)
+	p, ok := j.deleted.prior, j.deleted.found
 	if !ok {
 		return false
 	}
@@ -450,7 +450,7 @@ func (r *Replayer) notFoundAfterFirstAttempt(ctx context.Context, w evalWorker, 
 // refused on the version before a concurrent DELETE, whose annotations the log records from
 // the one before that).
 func (r *Replayer) olderFirstAttempt(j *job, dec *verify.Decision) {
-	why := r.state.DeletedStale(j.t.gvr.GroupResource(), j.t.namespace, j.t.name, j.ev.Received())
+	why := j.deleted.stale
 	if why == "" {
 		return
 	}
