@@ -3,16 +3,14 @@ package replay
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"strings"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
-
-	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 
 	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
@@ -160,8 +158,7 @@ func (r *Replayer) crdFromRequest(ev *Event, t target) *apiextensionsv1.CustomRe
 // merges them alike); nil for a server-side apply's configuration (whose result rests on who
 // owns the fields) or anything else.
 func (r *Replayer) crdPatched(ev *Event, t target) *apiextensionsv1.CustomResourceDefinition {
-	body := bytes.TrimSpace(ev.RequestObject)
-	if ev.Verb != "patch" || t.sub != "" || !levelLogsBody(ev.Level) || len(body) == 0 {
+	if ev.Verb != "patch" || t.sub != "" || !levelLogsBody(ev.Level) || len(bytes.TrimSpace(ev.RequestObject)) == 0 {
 		return nil
 	}
 	cur := r.cat.c.Served(t.name)
@@ -169,33 +166,18 @@ func (r *Replayer) crdPatched(ev *Event, t target) *apiextensionsv1.CustomResour
 		return nil
 	}
 	cur.APIVersion, cur.Kind = catalog.CRDKind.GroupVersion().String(), catalog.CRDKind.Kind
-	curJSON, err := json.Marshal(cur)
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cur)
 	if err != nil {
 		return nil
 	}
-	var out []byte
-	switch body[0] {
-	case '[':
-		p, err := jsonpatch.DecodePatch(body)
-		if err != nil {
-			return nil
-		}
-		if out, err = p.Apply(curJSON); err != nil {
-			return nil
-		}
-	case '{':
-		var patch map[string]any
-		if json.Unmarshal(body, &patch) != nil || patch["kind"] != nil || bytes.Contains(body, []byte(`"$`)) {
-			return nil
-		}
-		if out, err = jsonpatch.MergePatch(curJSON, body); err != nil {
-			return nil
-		}
-	default:
+	// The replay's patcher: a JSON or merge patch applies, a server-side apply or a strategic
+	// merge patch's directive (the CRD is not a kind it merges strategically) does not.
+	out, _, err := applyPatch(&unstructured.Unstructured{Object: obj}, ev.RequestObject, ev.Query())
+	if err != nil {
 		return nil
 	}
-	crd := catalog.DecodeCRD(out)
-	if crd == nil || crd.Name != t.name {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if runtime.DefaultUnstructuredConverter.FromUnstructured(out.Object, crd) != nil || crd.Name != t.name {
 		return nil
 	}
 	crd.Status = cur.Status

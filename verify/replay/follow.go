@@ -364,11 +364,8 @@ func (w writeReplay) writtenUnknowns(u *unstructured.Unstructured, sameKind bool
 // every request after it). Its resourceVersion is then not known (the server's copy may have
 // differed, and the write stored it). Nothing changes otherwise.
 func (r *Replayer) noopSets(ev *Event, t target, p state.Prior, src, why string) {
-	if ev.Verb != "patch" || isApply(ev) || len(p.Unknowns) == 0 || p.Raw == nil {
-		return
-	}
-	var patch map[string]any
-	if json.Unmarshal(ev.RequestObject, &patch) != nil {
+	patch := mergePatchBody(ev)
+	if patch == nil || len(p.Unknowns) == 0 || p.Raw == nil {
 		return
 	}
 	var kept []vapccel.Unknown
@@ -429,12 +426,8 @@ func (r *Replayer) concurrentFields(ev *Event, t target, first writeResult) ([]v
 // directives writes the same fields): the paths to its values that are not objects, and to its
 // empty objects. ok false for any other write.
 func mergePatchPaths(ev *Event) ([][]string, bool) {
-	body := bytes.TrimSpace(ev.RequestObject)
-	if ev.Verb != "patch" || isApply(ev) || len(body) == 0 || body[0] != '{' || bytes.Contains(body, []byte(`"$`)) {
-		return nil, false
-	}
-	var patch map[string]any
-	if json.Unmarshal(body, &patch) != nil || patch["kind"] != nil {
+	patch := mergePatchBody(ev)
+	if patch == nil || bytes.Contains(ev.RequestObject, []byte(`"$`)) {
 		return nil, false
 	}
 	var out [][]string
@@ -473,11 +466,22 @@ func (w writeReplay) carried() []vapccel.Unknown {
 // mergePatch is the body of a patch that is an object (a merge or strategic merge patch, not a
 // JSON patch nor a server-side apply), decoded; nil for any other write.
 func (w writeReplay) mergePatch() map[string]any {
-	if w.ev.Verb != "patch" || isApply(w.ev) || len(w.p.Unknowns) == 0 {
+	if len(w.p.Unknowns) == 0 {
+		return nil
+	}
+	return mergePatchBody(w.ev)
+}
+
+// mergePatchBody is the body of a patch sent as a merge or a strategic merge patch (an object:
+// not a JSON patch, nor a server-side apply's configuration, which names its kind), decoded;
+// nil for any other write.
+func mergePatchBody(ev *Event) map[string]any {
+	body := bytes.TrimSpace(ev.RequestObject)
+	if ev.Verb != "patch" || isApply(ev) || len(body) == 0 || body[0] != '{' {
 		return nil
 	}
 	var patch map[string]any
-	if json.Unmarshal(w.logged, &patch) != nil {
+	if json.Unmarshal(body, &patch) != nil || patch["kind"] != nil {
 		return nil
 	}
 	return patch

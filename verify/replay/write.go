@@ -1035,7 +1035,7 @@ func keptOtherRead(ev *Event, t target, p state.Prior) []vapccel.Unknown {
 	if ev.Verb != "patch" {
 		return out
 	}
-	touched, ok := patchTouches(ev.RequestObject)
+	touched, ok := patchTouches(ev)
 	if !ok {
 		return out
 	}
@@ -1091,8 +1091,8 @@ func sameObject(raw, was []byte, t target) bool {
 // patch operates on or under (or from), those a merge or strategic merge patch has; false
 // when it does not tell (a server-side apply's configuration, which may remove what its
 // manager set before, an operation on the whole object, a body that does not decode).
-func patchTouches(body []byte) (map[string]bool, bool) {
-	body = bytes.TrimSpace(body)
+func patchTouches(ev *Event) (map[string]bool, bool) {
+	body := bytes.TrimSpace(ev.RequestObject)
 	if len(body) == 0 {
 		return nil, false
 	}
@@ -1119,14 +1119,11 @@ func patchTouches(body []byte) (map[string]bool, bool) {
 		}
 		return touched, true
 	case '{':
-		var m map[string]json.RawMessage
-		if json.Unmarshal(body, &m) != nil {
+		patch := mergePatchBody(ev)
+		if patch == nil {
 			return nil, false
 		}
-		if _, apply := m["kind"]; apply {
-			return nil, false
-		}
-		for k := range m {
+		for k := range patch {
 			if strings.HasPrefix(k, "$") {
 				return nil, false // a strategic merge patch's directive on the whole object
 			}
@@ -1364,14 +1361,14 @@ func (r *Replayer) readAsAnswered(d decoded, ev *Event, t target, p *state.Prior
 // unknowns) those fields as its answer holds them: the object it read, which it changed only in
 // its deletion marks, generation, finalizers and resourceVersion, which stay as the State has
 // them (helper exV: a pod's labels after a kubelet's status write at level Metadata, which the
-// kubelet's DELETE answered with). It says whether it gave any.
-func answeredFields(d decoded, p *state.Prior, answer *unstructured.Unstructured) bool {
+// kubelet's DELETE answered with).
+func answeredFields(d decoded, p *state.Prior, answer *unstructured.Unstructured) {
 	if answer == nil || answer.GetKind() == "Status" {
-		return false
+		return
 	}
 	old, err := auditlog.DecodeObject(p.Raw)
 	if err != nil {
-		return false
+		return
 	}
 	var still []vapccel.Unknown
 	for _, u := range p.Unknowns {
@@ -1392,15 +1389,14 @@ func answeredFields(d decoded, p *state.Prior, answer *unstructured.Unstructured
 		}
 	}
 	if len(still) == len(p.Unknowns) {
-		return false
+		return
 	}
 	raw, err := json.Marshal(old.Object)
 	if err != nil {
-		return false
+		return
 	}
 	p.Raw, p.Unknowns = raw, still
 	p.Source += ", what it did not know of it as the DELETE's response at " + d.ref().String() + " holds it"
-	return true
 }
 
 // deletionMarked are the fields of an object's metadata a DELETE changes in the object it
