@@ -425,6 +425,14 @@ func decodeKnown(raw []byte) (runtime.Object, error) {
 
 // leadingKind reads apiVersion and kind when they are the first members of a JSON object.
 func leadingKind(raw []byte) (schema.GroupVersionKind, bool) {
+	if gvk, ok := leadingKindPlain(raw); ok {
+		return gvk, true
+	}
+	return leadingKindDecoded(raw)
+}
+
+// leadingKindDecoded is leadingKind through encoding/json's decoder, for any JSON.
+func leadingKindDecoded(raw []byte) (schema.GroupVersionKind, bool) {
 	d := json.NewDecoder(bytes.NewReader(raw))
 	if t, err := d.Token(); err != nil || t != json.Delim('{') {
 		return schema.GroupVersionKind{}, false
@@ -449,6 +457,75 @@ func leadingKind(raw []byte) (schema.GroupVersionKind, bool) {
 		return schema.GroupVersionKind{}, false
 	}
 	return gv.WithKind(kind), true
+}
+
+// leadingKindPlain is leadingKind's common case, read without a decoder: the two members are
+// plain strings (no escape) and the JSON has no white space but between tokens. Anything else
+// is left to leadingKind's decoder (false).
+func leadingKindPlain(raw []byte) (schema.GroupVersionKind, bool) {
+	i := skipJSONSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return schema.GroupVersionKind{}, false
+	}
+	var apiVersion, kind string
+	var haveVersion, haveKind bool
+	for n := 0; n < 2; n++ {
+		if n > 0 {
+			if i = skipJSONSpace(raw, i); i >= len(raw) || raw[i] != ',' {
+				return schema.GroupVersionKind{}, false
+			}
+		}
+		key, next, ok := plainJSONString(raw, skipJSONSpace(raw, i+1))
+		if !ok {
+			return schema.GroupVersionKind{}, false
+		}
+		if i = skipJSONSpace(raw, next); i >= len(raw) || raw[i] != ':' {
+			return schema.GroupVersionKind{}, false
+		}
+		val, next, ok := plainJSONString(raw, skipJSONSpace(raw, i+1))
+		if !ok {
+			return schema.GroupVersionKind{}, false
+		}
+		switch {
+		case key == "apiVersion" && !haveVersion:
+			apiVersion, haveVersion = val, true
+		case key == "kind" && !haveKind:
+			kind, haveKind = val, true
+		default:
+			return schema.GroupVersionKind{}, false
+		}
+		i = next
+	}
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil || kind == "" || apiVersion == "" {
+		return schema.GroupVersionKind{}, false
+	}
+	return gv.WithKind(kind), true
+}
+
+// skipJSONSpace is the index of the first byte of raw from i that is not JSON's white space.
+func skipJSONSpace(raw []byte, i int) int {
+	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\n' || raw[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// plainJSONString reads the JSON string at raw[i] when it has no escape and only printable
+// ASCII, and the index after it; false otherwise.
+func plainJSONString(raw []byte, i int) (string, int, bool) {
+	if i >= len(raw) || raw[i] != '"' {
+		return "", 0, false
+	}
+	for j := i + 1; j < len(raw); j++ {
+		switch c := raw[j]; {
+		case c == '"':
+			return string(raw[i+1 : j]), j + 1, true
+		case c == '\\' || c < 0x20 || c >= 0x80:
+			return "", 0, false
+		}
+	}
+	return "", 0, false
 }
 
 // The resourceVersion and uid of a stored object that has none.

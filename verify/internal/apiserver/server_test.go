@@ -414,3 +414,36 @@ func TestDeleteCollectionOfOneName(t *testing.T) {
 		})
 	}
 }
+
+// TestLeadingKindPlain: the decoder-free reading of a stored object's kind agrees with the
+// decoder's wherever it answers, and leaves the rest to it.
+func TestLeadingKindPlain(t *testing.T) {
+	for _, raw := range []string{
+		`{"apiVersion":"v1","kind":"Pod","metadata":{}}`,
+		`{"kind":"Pod","apiVersion":"v1"}`,
+		` { "apiVersion" : "apps/v1" ,	"kind" : "Deployment" }`,
+		`{"apiVersion":"v1","metadata":{},"kind":"Pod"}`,
+		`{"apiVersion":"v1","apiVersion":"v2","kind":"Pod"}`,
+		`{"apiVersion":"v\u0031","kind":"Pod"}`,
+		`{"apiVersion":"a/b/c","kind":"Pod"}`,
+		`{"apiVersion":"v1","kind":""}`,
+		`{"apiVersion":"v1","kind":"Pöd"}`,
+		`{"apiVersion":1,"kind":"Pod"}`,
+		`{"apiVersion":"v1"`,
+		`{"apiVersion":"v1",`,
+		`["apiVersion","v1"]`,
+		``,
+	} {
+		want, wantOK := leadingKindDecoded([]byte(raw))
+		got, ok := leadingKindPlain([]byte(raw))
+		if ok && (!wantOK || got != want) {
+			t.Errorf("leadingKindPlain(%s) = %v, the decoder's %v (%v)", raw, got, want, wantOK)
+		}
+		if all, allOK := leadingKind([]byte(raw)); all != want || allOK != wantOK {
+			t.Errorf("leadingKind(%s) = %v, %v; the decoder's %v, %v", raw, all, allOK, want, wantOK)
+		}
+	}
+	if _, ok := leadingKindPlain([]byte(`{"apiVersion":"v1","kind":"Pod"}`)); !ok {
+		t.Error("leadingKindPlain does not read the common case")
+	}
+}
