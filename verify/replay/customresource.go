@@ -55,6 +55,14 @@ func (r *Replayer) prepareCustomResource(ev *Event, t target, b *rebuilt) {
 	case t.sub == "status" && s.Status == nil:
 		return // no status subresource: the server does not serve the request
 	}
+	if why := r.schemaUnknown(t); why != "" && !succeeded(ev) && messageLost(ev) && !r.ranAdmission(ev) {
+		// The handler validates the object by its schema before admission (the strategy's
+		// Validate in rest.BeforeCreate and BeforeUpdate: OpenAPI, x-kubernetes-validations),
+		// and a refusal there reads as a policy's where the export lost the message (a 422
+		// both): whether the policies ran is not known (helper exZ, a GKE export).
+		b.indeterminate = because(ReasonRebuild, "whether the object passes "+why+", which its handler checks before admission: the request failed, and "+ev.Loss.Of(auditlog.LostMessage))
+		return
+	}
 	prepare := func(obj, old runtime.Object) ([]vapccel.Unknown, error) {
 		ctx := request.WithNamespace(context.Background(), t.namespace)
 		var err error
@@ -95,6 +103,19 @@ func (r *Replayer) prepareCustomResource(ev *Event, t target, b *rebuilt) {
 		_, err := prepare(obj, old)
 		return err
 	}
+}
+
+// schemaUnknown says what of the schema the handler of the custom resource t serves the
+// replay does not know, or "" when it knows it: a write of its CRD the log holds without its
+// result (catalog.Catalog.Obscure), a resource learned from its use without its CRD.
+func (r *Replayer) schemaUnknown(t target) string {
+	if where := r.cat.c.Obscured(t.gvr); where != "" {
+		return "the schema of its CustomResourceDefinition, which its write at " + where + " changed and the log holds without its result"
+	}
+	if r.cat.c.Learned(t.gvr) {
+		return "the schema of " + t.gvr.Resource + "." + t.gvr.Group + ", whose CustomResourceDefinition the log does not hold"
+	}
+	return ""
 }
 
 // unknownVersion gives an update's object and old object a resourceVersion for what the

@@ -217,6 +217,14 @@ func TestCutRecordings(t *testing.T) {
 		// kube-apiserver reads the stored Widget defaulted by the CRD as it is now, and a
 		// policy on oldObject's field denied the next patch.
 		{name: "a default the CRD gained after the object was written", dir: "crd-default-on-read", check: true, want: map[int]string{6: "deny certain"}},
+		// A helper's recording (exZ), CRDs at level Request: a Widget's create refused (422)
+		// by an x-kubernetes-validations rule the CRD's last patch added, before admission.
+		// Through GKE's sink the refusal's message is lost, and the JSON patch of the CRD
+		// before it (a body GKE's entry cannot hold) leaves the schema unknown: whether the
+		// policy, which denies the Widget, ran is not known, where the replay claimed it
+		// denied it, certain. The log's own message says what refused it.
+		{name: "a custom resource refused before admission, GKE", dir: "gke-crd-rule-refused", wrap: exporttest.GKESink, want: map[int]string{11: "indeterminate indeterminate"}},
+		{name: "a custom resource refused before admission", dir: "gke-crd-rule-refused", want: map[int]string{11: ""}},
 		// A helper's recording, CRDs logged at level Metadata: a patch of the CRD, whose result
 		// the log does not hold, leaves its schema not known after it, which a
 		// MutatingAdmissionPolicy on its objects needs (the replay took the schema before,
