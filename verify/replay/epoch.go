@@ -43,7 +43,7 @@ func (r *Replayer) newEpoch() *epoch {
 		gen = prev.gen + 1
 	}
 	res := newCachedResources(r.cat.c.ParamResources(nil))
-	e := &epoch{gen: gen, resources: res, scope: newScope(r.set.scopePolicies, r.set.scopeBindings, res)}
+	e := &epoch{gen: gen, resources: res, scope: newScope(r.set.scopePolicies, r.set.scopeBindings, res, r.cfg.admissionPlugins)}
 	if r.state != nil {
 		r.state.Rescope(e.scope.paramSelectors)
 		e.standIns = r.state.StandInParams(r.set.policies)

@@ -458,6 +458,15 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 		j.result.skip, j.result.skipNote = SkipNothingDeleted, why
 		return
 	}
+	if j.rec.byPlugin {
+		// A built-in plugin refused it before validating admission (the log's message; its
+		// annotations show no policy ran: recordedOf), which the request pipeline would tell
+		// (notReached) but does not serve this request: the policies did not decide it (helper
+		// exAB: NodeRestriction's refusals of a node's TokenRequests, decided as the policy
+		// would have).
+		j.result.skip, j.result.skipNote = SkipBeforeAdmission, j.rec.note
+		return
+	}
 	b := r.rebuildWith(j.ev, j.t, j.rec, j.prior, j.facts, resp)
 	if b.skip == SkipPendingDeletion && j.revise.concurrent == nil && j.prior.RacedFrom == nil && r.ranAdmission(j.ev) {
 		// The log's annotations say admission ran: the State's version, marked deleted, is not

@@ -59,7 +59,7 @@ type matchKey struct {
 }
 
 // newScope takes the policies that have bindings.
-func newScope(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, res verify.Resources) *scope {
+func newScope(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, res verify.Resources, plugins []string) *scope {
 	bound := map[string]bool{}
 	nsBinding := false
 	s := &scope{resources: res, params: map[schema.GroupResource]bool{}, paramSelectors: map[schema.GroupResource][]labels.Selector{}, nsReaders: map[string]bool{}, paramOf: map[string]schema.GroupResource{}, matches: map[matchKey]bool{}, names: map[matchKey][]string{}, kept: map[schema.GroupResource]bool{}}
@@ -121,8 +121,8 @@ func newScope(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bin
 	}
 	s.readsNamespaces = s.readsNamespaces || nsBinding
 	s.pluginInputs = map[schema.GroupResource]bool{}
-	for _, in := range plugininput.Inputs() {
-		if s.anyMatch(in.Resource, in.Subresource, admission.Create) || s.anyMatch(in.Resource, in.Subresource, admission.Update) {
+	for _, in := range plugininput.ForPlugins(plugins) {
+		if slices.ContainsFunc(in.Ops(), func(op admission.Operation) bool { return s.anyMatch(in.Resource, in.Subresource, op) }) {
 			for _, gr := range in.Reads {
 				s.pluginInputs[gr] = true
 			}

@@ -223,6 +223,14 @@ func TestCutRecordings(t *testing.T) {
 		// before it (a body GKE's entry cannot hold) leaves the schema unknown: whether the
 		// policy, which denies the Widget, ran is not known, where the replay claimed it
 		// denied it, certain. The log's own message says what refused it.
+		// A helper's recording (exAB), the server running NodeRestriction: a node's
+		// TokenRequests refused by it, not bound to a pod (token-unbound line 14) or bound to
+		// a pod on another node (line 20), which the replay, building a TokenRequest outside
+		// the request pipeline, decided as the policy would have; and a node's DELETE of its
+		// pod (line 18), the pod NodeRestriction looks up in its informer, which the replay's
+		// did not hold (pods were not among the plugins' inputs).
+		{name: "a node's TokenRequest NodeRestriction refused", dir: "node-token-unbound", enable: []string{"NodeRestriction"}, want: map[int]string{14: ""}},
+		{name: "a node's requests under NodeRestriction", dir: "node-token-noderestriction", enable: []string{"NodeRestriction"}, want: map[int]string{17: "deny certain", 18: "deny likely", 20: ""}},
 		{name: "a custom resource refused before admission, GKE", dir: "gke-crd-rule-refused", wrap: exporttest.GKESink, want: map[int]string{11: "indeterminate indeterminate"}},
 		{name: "a custom resource refused before admission", dir: "gke-crd-rule-refused", want: map[int]string{11: ""}},
 		// A helper's recording, CRDs logged at level Metadata: a patch of the CRD, whose result
@@ -401,6 +409,9 @@ type recordingCase struct {
 	want map[int]string
 	// mutated names lines whose mutations, as JSON, hold the text (the server's stored value).
 	mutated map[int]string
+	// enable are admission plugins the server ran that kube-apiserver does not enable by
+	// default (--enable-admission-plugins).
+	enable []string
 }
 
 // replayRecordings replays each case: a certain decision is the server's, a likely one has the
@@ -411,7 +422,11 @@ func replayRecordings(t *testing.T, root string, cases []recordingCase) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := filepath.Join(root, tc.dir)
-			opts := []Option{WithCheckRecorded(tc.check), WithAdmissionPlugins(withoutServiceAccount(t))}
+			plugins, err := AdmissionPlugins(tc.enable, []string{"ServiceAccount"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts := []Option{WithCheckRecorded(tc.check), WithAdmissionPlugins(plugins)}
 			if tc.snapshot {
 				opts = append(opts, WithSnapshot(filepath.Join(dir, "snapshot.yaml")))
 			}

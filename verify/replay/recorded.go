@@ -155,9 +155,11 @@ func classifyCode(ev *Event, code int32, msg, reason string, connect bool) recor
 			// Binding before they look the pod up.
 			return recording{outcome: RecordedAdmit, vapRan: true, note: "failed after admission: the pod does not exist"}
 		}
-		if tokenRequest(ev) && !strings.HasPrefix(msg, `serviceaccounts "`) {
+		if tokenRequest(ev) && !strings.HasPrefix(msg, `serviceaccounts "`) && !strings.HasPrefix(msg, `pod "`) {
 			// TokenREST.Create runs validating admission after it reads the service account
-			// and before it reads the object the token is bound to.
+			// and before it reads the object the token is bound to. (NodeRestriction, before
+			// validating admission, looks a node's bound pod up in its informer, whose lister
+			// names the resource singular: `pod "p" not found`; TokenREST's store `pods`.)
 			return recording{outcome: RecordedAdmit, vapRan: true, note: "failed after admission: the object the token is bound to does not exist"}
 		}
 		return recording{skip: SkipBeforeAdmission, note: "NotFound"}

@@ -184,6 +184,9 @@ func TestClassify(t *testing.T) {
 		// object the token is bound to after it (a real server's log holds the annotations).
 		{"a token for a missing service account is before admission", serviceAccount(ev("create", "token", 404, "NotFound", `serviceaccounts "robot" not found`, nil)), out{"", "", SkipBeforeAdmission, false}},
 		{"a token bound to a missing pod is after admission", serviceAccount(ev("create", "token", 404, "NotFound", `pods "nosuch" not found`, nil)), out{RecordedAdmit, "", "", false}},
+		// NodeRestriction's informer lookup of a node's bound pod, before admission: its
+		// lister names the resource singular.
+		{"a node's token bound to a pod its informer lacks is before admission", serviceAccount(ev("create", "token", 404, "NotFound", `pod "nosuch" not found`, nil)), out{"", "", SkipBeforeAdmission, false}},
 		{"a token bound to another account's pod is after admission", serviceAccount(ev("create", "token", 400, "BadRequest", `cannot bind token for serviceaccount "default" to pod running with different serviceaccount name.`, nil)), out{RecordedAdmit, "", "", false}},
 		{"a token request's bad request is before admission", serviceAccount(ev("create", "token", 400, "BadRequest", `the body of the request was in an unknown format`, nil)), out{"", "", SkipBeforeAdmission, false}},
 		{"eviction blocked by a PDB is after admission", ev("create", "eviction", 429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption budget.", nil), out{RecordedAdmit, "", "", false}},

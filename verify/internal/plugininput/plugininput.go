@@ -5,6 +5,8 @@
 package plugininput
 
 import (
+	"slices"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
@@ -32,11 +34,40 @@ func Contains(list []string, s string) bool {
 }
 
 // Input is the resources the plugins read for a request of a resource and subresource (a
-// create or an update).
+// create or an update, unless Operations says which).
 type Input struct {
 	Resource    schema.GroupVersionResource
 	Subresource string
 	Reads       []schema.GroupResource
+	// Operations are the requests' operations the plugins read for; none: CREATE and UPDATE.
+	Operations []admission.Operation
+	// Plugin, when set, is the plugin that reads them, which kube-apiserver does not enable
+	// by default: they are read only where it is enabled (see ForPlugins).
+	Plugin string
+}
+
+// Ops are the operations of the requests the input is read for.
+func (in Input) Ops() []admission.Operation {
+	if len(in.Operations) == 0 {
+		return []admission.Operation{admission.Create, admission.Update}
+	}
+	return in.Operations
+}
+
+// ForPlugins are Inputs and what those of the plugins named that kube-apiserver does not
+// enable by default read: NodeRestriction looks up, in its informer, the pod a node deletes or
+// evicts (plugin/pkg/admission/noderestriction: admitPod, admitPodEviction).
+func ForPlugins(plugins []string) []Input {
+	out := Inputs()
+	for _, in := range []Input{
+		{Resource: schema.GroupVersionResource{Version: "v1", Resource: "pods"}, Operations: []admission.Operation{admission.Delete}, Reads: []schema.GroupResource{{Resource: "pods"}}, Plugin: "NodeRestriction"},
+		{Resource: schema.GroupVersionResource{Version: "v1", Resource: "pods"}, Subresource: "eviction", Operations: []admission.Operation{admission.Create}, Reads: []schema.GroupResource{{Resource: "pods"}}, Plugin: "NodeRestriction"},
+	} {
+		if slices.Contains(plugins, in.Plugin) {
+			out = append(out, in)
+		}
+	}
+	return out
 }
 
 // Inputs are a pod's ServiceAccount, LimitRanges, PriorityClass, RuntimeClass and Node
@@ -45,13 +76,13 @@ type Input struct {
 // request, are not listed: both users read them anyway.
 func Inputs() []Input {
 	return []Input{
-		{schema.GroupVersionResource{Version: "v1", Resource: "pods"}, "", []schema.GroupResource{
+		{Resource: schema.GroupVersionResource{Version: "v1", Resource: "pods"}, Reads: []schema.GroupResource{
 			{Resource: "serviceaccounts"}, {Resource: "limitranges"},
 			{Group: "scheduling.k8s.io", Resource: "priorityclasses"}, {Group: "node.k8s.io", Resource: "runtimeclasses"},
 			{Resource: "nodes"}, // PodTopologyLabels, for a pod written with its node
 		}},
-		{schema.GroupVersionResource{Version: "v1", Resource: "pods"}, "binding", []schema.GroupResource{{Resource: "nodes"}}},
-		{schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}, "", []schema.GroupResource{{Group: "storage.k8s.io", Resource: "storageclasses"}}},
-		{schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "ingresses"}, "", []schema.GroupResource{{Group: "networking.k8s.io", Resource: "ingressclasses"}}},
+		{Resource: schema.GroupVersionResource{Version: "v1", Resource: "pods"}, Subresource: "binding", Reads: []schema.GroupResource{{Resource: "nodes"}}},
+		{Resource: schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}, Reads: []schema.GroupResource{{Group: "storage.k8s.io", Resource: "storageclasses"}}},
+		{Resource: schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "ingresses"}, Reads: []schema.GroupResource{{Group: "networking.k8s.io", Resource: "ingressclasses"}}},
 	}
 }
