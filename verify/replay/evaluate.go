@@ -828,10 +828,25 @@ func (j *job) undecidable(w evalWorker) undecided {
 	return undecided{}
 }
 
+// settleCode makes indeterminate a denial whose HTTP code is not the one the log records
+// where an export lost the failure's message (the log does not say what refused it): the
+// server refused the request otherwise, before validating admission (a mutating webhook's
+// failed call, a 500; helper exAA, GKE's sink) or on another state than the replay's.
+func (j *job) settleCode() {
+	out := j.result.out
+	if out == nil || out.Decision != DecisionDeny || out.Recorded != RecordedUnknown || !j.ev.Loss.Lost.Has(auditlog.LostMessage) || j.ev.Loss.Lost.Has(auditlog.LostCode) ||
+		j.ev.Code() < 300 || out.Code == 0 || out.Code == j.ev.Code() {
+		return
+	}
+	out.Alternatives, out.AuditAnnotations, out.Warnings = nil, nil, nil
+	out.indeterminate(because(ReasonRebuild, fmt.Sprintf("the policies refuse it with HTTP %d, where the log records HTTP %d and %s: what refused it in kube-apiserver ran before validating admission, or the state the replay knows is not the server's", out.Code, j.ev.Code(), j.ev.Loss.Of(auditlog.LostMessage))))
+}
+
 // finish accounts for a job's outcome, on the ordered stage, in log order.
 func (r *Replayer) finish(j *job) {
 	r.running.untrack(j)
 	j.settleRecovered()
+	j.settleCode()
 	switch {
 	case j.result.skip != "":
 		r.output.sum.skip(j.result.skip, j.result.skipNote)

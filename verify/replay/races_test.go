@@ -231,6 +231,17 @@ func TestCutRecordings(t *testing.T) {
 		// did not hold (pods were not among the plugins' inputs).
 		{name: "a node's TokenRequest NodeRestriction refused", dir: "node-token-unbound", enable: []string{"NodeRestriction"}, want: map[int]string{14: ""}},
 		{name: "a node's requests under NodeRestriction", dir: "node-token-noderestriction", enable: []string{"NodeRestriction"}, want: map[int]string{17: "deny certain", 18: "deny likely", 20: ""}},
+		// A helper's recording (exAA), mutating webhooks beside the policies: a pod a mutating
+		// webhook denied (403, line 2) and one whose mutating webhook's call timed out (500,
+		// failurePolicy Fail, line 3), before validating admission: the event's mutation
+		// annotations name the webhook, which the replay took for a validating one, after the
+		// policies, and decided as the policies would have.
+		{name: "refused by a mutating webhook", dir: "mutating-webhook-refused", want: map[int]string{2: "", 3: ""}},
+		// The same through GKE's sink, a ConfigMap whose mutating webhook's call failed (500):
+		// the message is lost, and the replay took the failure for one after validating
+		// admission, and the policy's denial (a 422) as certain.
+		{name: "a mutating webhook's failed call", dir: "webhook-500-message-lost", want: map[int]string{3: ""}},
+		{name: "a mutating webhook's failed call, GKE", dir: "webhook-500-message-lost", wrap: exporttest.GKESink, want: map[int]string{3: "indeterminate indeterminate"}},
 		{name: "a custom resource refused before admission, GKE", dir: "gke-crd-rule-refused", wrap: exporttest.GKESink, want: map[int]string{11: "indeterminate indeterminate"}},
 		{name: "a custom resource refused before admission", dir: "gke-crd-rule-refused", want: map[int]string{11: ""}},
 		// A helper's recording, CRDs logged at level Metadata: a patch of the CRD, whose result

@@ -110,7 +110,11 @@ func classify(ev *Event, connect bool) recording {
 	}
 	if m := webhookDenied.FindStringSubmatch(msg); m != nil {
 		// Mutating webhooks run before ValidatingAdmissionPolicy, validating ones after, and
-		// their denials read the same.
+		// their denials read the same; the event's mutation annotations name the mutating
+		// webhooks the server called.
+		if calledMutating(ev, m[1]) {
+			return recording{skip: SkipBeforeAdmission, sure: true, note: `refused by the mutating admission webhook "` + m[1] + `", which runs before ValidatingAdmissionPolicy (the event's mutation annotations name it)`}
+		}
 		return recording{outcome: RecordedDeny, by: `admission webhook "` + m[1] + `"`, byWebhook: true, note: "a webhook denied: ValidatingAdmissionPolicy ran before it if it is a validating webhook"}
 	}
 	if m := mapDenied.FindStringSubmatch(msg); m != nil && code == http.StatusForbidden {
@@ -118,6 +122,9 @@ func classify(ev *Event, connect bool) recording {
 			note: "refused by a MutatingAdmissionPolicy, which runs before ValidatingAdmissionPolicy"}
 	}
 	if m := webhookFailed.FindStringSubmatch(msg); m != nil {
+		if calledMutating(ev, m[1]) {
+			return recording{skip: SkipBeforeAdmission, sure: true, note: `the call of the mutating admission webhook "` + m[1] + `" failed, before ValidatingAdmissionPolicy (the event's mutation annotations name it)`}
+		}
 		return recording{outcome: RecordedDeny, by: `admission webhook "` + m[1] + `" (call failed)`, byWebhook: true, note: "a webhook call failed"}
 	}
 	if messageLost(ev) {
@@ -137,6 +144,13 @@ func classify(ev *Event, connect bool) recording {
 		return recording{outcome: RecordedUnknown, note: "failed, and " + ev.Loss.Of(auditlog.LostCode) + ": cannot tell whether admission ran"}
 	}
 	return classifyCode(ev, code, msg, reason, connect)
+}
+
+// calledMutating says whether the event's mutation annotations (at every level but None) name
+// the webhook among the mutating webhooks the server called: a denial or a failed call of
+// one is before validating admission.
+func calledMutating(ev *Event, webhook string) bool {
+	return slices.ContainsFunc(recordedWebhooks(ev), func(c webhookCall) bool { return c.hasMutation && c.name == webhook })
 }
 
 // classifyCode reads a refusal no policy, webhook or mutating policy claims, and whose export

@@ -731,6 +731,13 @@ func admittedBeforeFailing(j *job, out *Record) {
 		return
 	}
 	ev := j.ev
+	if ev.Loss.Lost.Has(auditlog.LostMessage) && slices.ContainsFunc(recordedWebhooks(ev), func(c webhookCall) bool { return c.hasMutation }) {
+		// The message would name a mutating webhook whose call failed (a 500, failurePolicy
+		// Fail) or that denied it, before validating admission (helper exAA, GKE's sink).
+		j.rec = recording{outcome: RecordedUnknown, note: "failed with " + reasonOr(reasonOf(ev), httpCode(ev.Code())) + ", and " + ev.Loss.Of(auditlog.LostMessage) + ": a mutating webhook the event shows called may have refused it, before validating admission"}
+		out.Recorded, out.RecordedNote, out.recordedByVAP = RecordedUnknown, j.rec.note, false
+		return
+	}
 	if j.mutationUnexplained != "" {
 		j.rec = recording{outcome: RecordedUnknown, note: "failed with " + reasonOr(reasonOf(ev), httpCode(ev.Code())) + ", maybe before validating admission: " + j.mutationUnexplained}
 		out.Recorded, out.RecordedNote, out.recordedByVAP = RecordedUnknown, j.rec.note, false
