@@ -19,6 +19,7 @@ import (
 	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/internal/apiserver"
+	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 	"github.com/vapc-dev/vapc/verify/replay/internal/decide"
 	"github.com/vapc-dev/vapc/verify/replay/internal/state"
@@ -528,7 +529,11 @@ func (r *Replayer) rebuiltUnknowns(j *job, b *rebuilt, p state.Prior) []vapccel.
 	}
 	if j.t.op == admission.Create || j.t.op == admission.Update {
 		// Mutating webhooks changed the object before validating admission.
-		unknowns = append(unknowns, patchRebuilt(j.ev, u, objectNotLogged(j.ev, j.t))...)
+		var defaults func(map[string]any)
+		if cat := r.cat.c.Schema(); cat != nil && !kubescheme.Knows(u.GroupVersionKind()) {
+			defaults, _ = cat.CustomResourceDefaulter(u.GroupVersionKind())
+		}
+		unknowns = append(unknowns, patchRebuilt(j.ev, u, objectNotLogged(j.ev, j.t), defaults)...)
 		unknowns = append(unknowns, j.mutators.unknowns(r.replayedMutation(mutatedObject(j.t, u, b.req.OldObject, j.view)))...)
 		// The handler's field manager records the write in managedFields before admission
 		// (a custom resource's, a subresource's such as a TokenRequest); the replay runs it

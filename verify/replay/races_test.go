@@ -242,6 +242,11 @@ func TestCutRecordings(t *testing.T) {
 		// admission, and the policy's denial (a 422) as certain.
 		{name: "a mutating webhook's failed call", dir: "webhook-500-message-lost", want: map[int]string{3: ""}},
 		{name: "a mutating webhook's failed call, GKE", dir: "webhook-500-message-lost", wrap: exporttest.GKESink, want: map[int]string{3: "indeterminate indeterminate"}},
+		// A helper's recording (exAA): a mutating webhook's patch of a Widget removed a field
+		// its CRD's schema defaults (line 1), or added an object without one of its defaulted
+		// fields (line 2); the webhook dispatcher defaults what a patch gives, and the policy
+		// denied on the defaults, which the replay did not give (admit, certain).
+		{name: "a webhook's patch of a custom resource, defaulted", dir: "webhook-patch-crd-defaults", snapshot: true, want: map[int]string{1: "deny certain", 2: "deny certain"}},
 		{name: "a custom resource refused before admission, GKE", dir: "gke-crd-rule-refused", wrap: exporttest.GKESink, want: map[int]string{11: "indeterminate indeterminate"}},
 		{name: "a custom resource refused before admission", dir: "gke-crd-rule-refused", want: map[int]string{11: ""}},
 		// A helper's recording, CRDs logged at level Metadata: a patch of the CRD, whose result

@@ -203,12 +203,13 @@ func applyWebhookPatch(a admission.Attributes, patch []byte) error {
 }
 
 // patchRebuilt applies the recorded mutating webhook calls to an object the replay rebuilt
-// from the request without the pipeline (a custom resource's), and returns what of the object
+// from the request without the pipeline (a custom resource's), defaulting it after each patch
+// as the dispatcher does where defaults is set, and returns what of the object
 // after them is not known. When the object is a stand-in holding only what the log says of it
 // (standInObject: a write whose object the log does not hold), a patch that does not apply to
 // it applied to the server's object (the server would have refused the request otherwise):
 // what it changed is not known (patchedFields), and the rest of the stand-in stays as it was.
-func patchRebuilt(ev *Event, u *unstructured.Unstructured, standIn bool) []vapccel.Unknown {
+func patchRebuilt(ev *Event, u *unstructured.Unstructured, standIn bool, defaults func(obj map[string]any)) []vapccel.Unknown {
 	m := newWebhookMutation(ev)
 	if m == nil {
 		return nil
@@ -226,6 +227,11 @@ func patchRebuilt(ev *Event, u *unstructured.Unstructured, standIn bool) []vapcc
 		case c.patch != nil:
 			err := patchUnstructured(u, c.patch)
 			if err == nil {
+				if defaults != nil {
+					// The dispatcher defaults what a webhook's patch gives (the apiextensions
+					// apiserver's unstructuredDefaulter: its schema's defaults, no pruning).
+					defaults(u.Object)
+				}
 				continue
 			}
 			why := fmt.Sprintf("%s changed the object, and its recorded patch does not apply to the object the replay rebuilt: %v", c.describe(), err)
