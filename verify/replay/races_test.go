@@ -247,6 +247,14 @@ func TestCutRecordings(t *testing.T) {
 		// fields (line 2); the webhook dispatcher defaults what a patch gives, and the policy
 		// denied on the defaults, which the replay did not give (admit, certain).
 		{name: "a webhook's patch of a custom resource, defaulted", dir: "webhook-patch-crd-defaults", snapshot: true, want: map[int]string{1: "deny certain", 2: "deny certain"}},
+		// A helper's recording (exAA): a mutating webhook whose rules name autoscaling/v1
+		// HorizontalPodAutoscalers and core/v1 Events, matchPolicy Equivalent, called with
+		// the object in that version for a request through autoscaling/v2 or events.k8s.io/v1:
+		// its recorded patch is of that version (targetCPUUtilizationPercentage, message), and
+		// the replay applied it to the request's, which drops what it does not have, and
+		// admitted, certain, what the policy denied on the converted change.
+		{name: "a webhook's patch of another version, HPA", dir: "webhook-other-version-hpa", want: map[int]string{2: "indeterminate indeterminate"}},
+		{name: "a webhook's patch of another version, Event", dir: "webhook-other-version-events", want: map[int]string{2: "indeterminate indeterminate"}},
 		{name: "a custom resource refused before admission, GKE", dir: "gke-crd-rule-refused", wrap: exporttest.GKESink, want: map[int]string{11: "indeterminate indeterminate"}},
 		{name: "a custom resource refused before admission", dir: "gke-crd-rule-refused", want: map[int]string{11: ""}},
 		// A helper's recording, CRDs logged at level Metadata: a patch of the CRD, whose result

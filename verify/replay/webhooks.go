@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/mutating"
+	sigsjson "sigs.k8s.io/json"
 
 	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
@@ -193,6 +195,20 @@ func applyWebhookPatch(a admission.Attributes, patch []byte) error {
 	into, err := kubescheme.Scheme.New(gvk)
 	if err != nil {
 		return err
+	}
+	// The dispatcher calls a webhook with the object in the version its rule matched (a rule
+	// of another version of the resource, or of an equivalent one, under matchPolicy
+	// Equivalent), applies its patch there and converts back; the annotation does not say
+	// which. A patch that writes fields the request's version does not have was one of
+	// another version (helper exAA: autoscaling/v1's targetCPUUtilizationPercentage on a v2
+	// HorizontalPodAutoscaler, core/v1's message on an events.k8s.io Event), which the
+	// decoder here would drop.
+	probe, err := kubescheme.Scheme.New(gvk)
+	if err != nil {
+		return err
+	}
+	if strict, err := sigsjson.UnmarshalStrict(js, probe, sigsjson.DisallowUnknownFields); err == nil && len(strict) > 0 {
+		return fmt.Errorf("it writes what %s %s does not have (%v): the webhook was called with another version of the object, which the log does not say", gvk.GroupVersion(), gvk.Kind, errors.Join(strict...))
 	}
 	out, _, err := kubescheme.Codecs.UniversalDeserializer().Decode(js, &gvk, into)
 	if err != nil {
