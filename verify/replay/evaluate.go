@@ -533,7 +533,7 @@ func (r *Replayer) rebuiltUnknowns(j *job, b *rebuilt, p state.Prior) []vapccel.
 		if cat := r.cat.c.Schema(); cat != nil && !kubescheme.Knows(u.GroupVersionKind()) {
 			defaults, _ = cat.CustomResourceDefaulter(u.GroupVersionKind())
 		}
-		unknowns = append(unknowns, patchRebuilt(j.ev, u, objectNotLogged(j.ev, j.t), defaults)...)
+		unknowns = append(unknowns, patchRebuilt(j.ev, u, objectNotLogged(j.ev, j.t), defaults, mayRetry(j.t, j.prior))...)
 		unknowns = append(unknowns, j.mutators.unknowns(r.replayedMutation(mutatedObject(j.t, u, b.req.OldObject, j.view)))...)
 		// The handler's field manager records the write in managedFields before admission
 		// (a custom resource's, a subresource's such as a TokenRequest); the replay runs it

@@ -177,7 +177,7 @@ func (r *Replayer) sendWrite(ctx context.Context, srv *apiserver.Server, req api
 	pc := &pluginCluster{v: r.state.View(false), mapper: r.cur().resources.RESTMapper(), passed: true}
 	pc.setAt(ev)
 	ex := &apiserver.Exchange{Objects: w.objs, Plugins: r.orderedPlugins}
-	wm := newWebhookMutation(ev)
+	wm := newWebhookMutation(ev, mayRetry(t, w.p))
 	if wm != nil {
 		ex.Mutate = wm.mutate
 	}

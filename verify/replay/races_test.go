@@ -255,6 +255,13 @@ func TestCutRecordings(t *testing.T) {
 		// admitted, certain, what the policy denied on the converted change.
 		{name: "a webhook's patch of another version, HPA", dir: "webhook-other-version-hpa", want: map[int]string{2: "indeterminate indeterminate"}},
 		{name: "a webhook's patch of another version, Event", dir: "webhook-other-version-events", want: map[int]string{2: "indeterminate indeterminate"}},
+		// A helper's recording (exAA), level Request: merge patches of one ConfigMap at once,
+		// a mutating webhook writing the count of its keys. The patch at line 5, received
+		// before those at lines 3 and 4 committed, was tried again on what they left, and
+		// called the webhook again; the log holds the first attempt's patch (audit
+		// annotations keep the first value), and the replay decided on it, deny likely, with
+		// no alternative the server's (admit).
+		{name: "a webhook's patch of a first attempt", dir: "webhook-patch-first-attempt", want: map[int]string{5: "indeterminate indeterminate"}},
 		{name: "a custom resource refused before admission, GKE", dir: "gke-crd-rule-refused", wrap: exporttest.GKESink, want: map[int]string{11: "indeterminate indeterminate"}},
 		{name: "a custom resource refused before admission", dir: "gke-crd-rule-refused", want: map[int]string{11: ""}},
 		// A helper's recording, CRDs logged at level Metadata: a patch of the CRD, whose result

@@ -114,7 +114,7 @@ func serveRequest(ev *Event, t target) (apiserver.Request, bool) {
 
 // serve sends the request through the pipeline once per content type it may have had, with
 // the worker's admission plugins reading the View, deciding each admission with eval.
-func (r *Replayer) serve(ctx context.Context, ev *Event, t target, policies []string, objects apiserver.Objects, eval Evaluator, plugins *apiserver.Plugins, view *state.StateView, passed bool, mut *mutators) ([]served, error) {
+func (r *Replayer) serve(ctx context.Context, ev *Event, t target, policies []string, objects apiserver.Objects, eval Evaluator, plugins *apiserver.Plugins, view *state.StateView, passed bool, mut *mutators, retried string) ([]served, error) {
 	srv, err := pipelineServer()
 	if err != nil {
 		return nil, err
@@ -143,7 +143,7 @@ func (r *Replayer) serve(ctx context.Context, ev *Event, t target, policies []st
 			plugins.SetCluster(pc)
 			ex.Plugins = plugins
 		}
-		wm := newWebhookMutation(ev)
+		wm := newWebhookMutation(ev, retried)
 		if wm != nil {
 			ex.Mutate = wm.mutate
 		}
@@ -218,7 +218,7 @@ func (r *Replayer) validateCall(ctx context.Context, eval Evaluator, policies []
 // as far). It says whether it could; the request is served again when not.
 func (r *Replayer) revalidated(ctx context.Context, w evalWorker, j *job, first *served, eval Evaluator, view *state.StateView) (servedOnce, bool) {
 	if j.t.op != admission.Delete || first == nil || len(first.calls) == 0 || first.mutation != nil || first.pluginRead ||
-		first.err != nil || first.unknown != nil || newWebhookMutation(j.ev) != nil {
+		first.err != nil || first.unknown != nil || newWebhookMutation(j.ev, "") != nil {
 		return servedOnce{}, false
 	}
 	if me, ok := eval.(mutatingEvaluator); ok && me.HasMutatingPolicies() {
@@ -900,7 +900,7 @@ type servedOnce struct {
 func (r *Replayer) serveOnce(ctx context.Context, w evalWorker, j *job, objs *jobObjects, eval Evaluator, view *state.StateView, byAnnotations bool) (servedOnce, error) {
 	w.store.v = view
 	defer func() { w.store.v = nil }()
-	vs, err := r.serve(ctx, j.ev, j.t, j.policies, objs, eval, w.plugins, view, j.rec.vapRan || j.rec.byWebhook, j.mutators)
+	vs, err := r.serve(ctx, j.ev, j.t, j.policies, objs, eval, w.plugins, view, j.rec.vapRan || j.rec.byWebhook, j.mutators, mayRetry(j.t, j.prior))
 	if err != nil {
 		return servedOnce{}, err
 	}

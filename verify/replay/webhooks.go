@@ -16,6 +16,7 @@ import (
 
 	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
+	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
 // kube-apiserver's mutating admission webhooks run after its built-in mutating plugins and
@@ -110,7 +111,7 @@ type webhookMutation struct {
 	unknown string
 }
 
-func newWebhookMutation(ev *Event) *webhookMutation {
+func newWebhookMutation(ev *Event, retried string) *webhookMutation {
 	if len(ev.Annotations) == 0 {
 		return nil
 	}
@@ -118,7 +119,36 @@ func newWebhookMutation(ev *Event) *webhookMutation {
 	if len(calls) == 0 {
 		return nil
 	}
-	return &webhookMutation{calls: calls}
+	m := &webhookMutation{calls: calls}
+	if retried != "" {
+		for _, c := range calls {
+			if c.mutated {
+				// Audit annotations keep the first value set: the patch the log holds is the
+				// call's on the first attempt, and the store's next attempt called the webhook
+				// again on the version it read (helper exAA).
+				m.unknown = c.describe() + " changed the object, and the log holds its patch of the request's first attempt: " + retried
+				break
+			}
+		}
+	}
+	return m
+}
+
+// mayRetry says why an update's or a patch's admission may have run more than once, the
+// store's GuaranteedUpdate trying it again on the version a write that committed first left,
+// where the version p the replay decides it on is not the one its first attempt read; ""
+// when it ran once.
+func mayRetry(t target, p state.Prior) string {
+	if t.op != admission.Update {
+		return ""
+	}
+	switch {
+	case p.RacedBy != "":
+		return "a write that completed while it ran (" + p.RacedBy + ") may have made the store try it again"
+	case len(p.Stale) > 0 || p.StaleUnknown != "":
+		return "its first attempt may have read the watch cache's copy of an older version, and the store tried it again"
+	}
+	return ""
 }
 
 func (m *webhookMutation) mutate(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
@@ -225,13 +255,16 @@ func applyWebhookPatch(a admission.Attributes, patch []byte) error {
 // (standInObject: a write whose object the log does not hold), a patch that does not apply to
 // it applied to the server's object (the server would have refused the request otherwise):
 // what it changed is not known (patchedFields), and the rest of the stand-in stays as it was.
-func patchRebuilt(ev *Event, u *unstructured.Unstructured, standIn bool, defaults func(obj map[string]any)) []vapccel.Unknown {
-	m := newWebhookMutation(ev)
+func patchRebuilt(ev *Event, u *unstructured.Unstructured, standIn bool, defaults func(obj map[string]any), retried string) []vapccel.Unknown {
+	m := newWebhookMutation(ev, retried)
 	if m == nil {
 		return nil
 	}
 	whole := func(why string) []vapccel.Unknown {
 		return []vapccel.Unknown{{Path: vapccel.FieldPath{Root: "object"}, Why: why}}
+	}
+	if m.unknown != "" {
+		return whole(m.unknown)
 	}
 	var changed []vapccel.Unknown
 	for _, c := range m.calls {
