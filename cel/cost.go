@@ -173,6 +173,11 @@ func (c *Checker) estimate(r *reporter, p *admissionregistrationv1.ValidatingAdm
 			if issues != nil {
 				continue // reported by the type checker
 			}
+			if !reported["order:"+e.path] && iteratesMapInOrder(ast) {
+				reported["order:"+e.path] = true
+				r.add(Warning, CategoryLint, e.path, kind, MapOrderMessage)
+				r.diags[len(r.diags)-1].Hint = mapOrderHint
+			}
 			if msg := resultTypeProblem(e.kind, ast.OutputType()); msg != "" && !reported["type:"+e.path] {
 				reported["type:"+e.path] = true
 				r.add(Error, CategoryType, e.path, kind, msg)

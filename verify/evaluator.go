@@ -52,6 +52,45 @@ type Evaluator struct {
 	// refusalsOrdered says whether a mutating policy's refusal may depend on their order,
 	// orderMayMatter whether anything they do may (see orderMayMatter).
 	refusalsOrdered, orderMayMatter bool
+	// mapOrder are the audit annotation keys, by policy, whose values may follow the order
+	// CEL iterates a map in (WithMapOrder).
+	mapOrder map[string][]string
+}
+
+// WithMapOrder names the audit annotations, by policy name and key, whose valueExpressions may
+// list a map's keys in the order CEL iterates the map (vapc check's lint, cel.MapOrderMessage):
+// kube-apiserver iterates in Go's map order, which changes from request to request, so their
+// values are the server's chance. A decision holds them in UnknownAnnotations, with a note,
+// not in AuditAnnotations.
+func WithMapOrder(keys map[string][]string) Option {
+	return func(e *Evaluator) error { e.mapOrder = keys; return nil }
+}
+
+// mapOrderWhy is why an audit annotation WithMapOrder names is not known.
+const mapOrderWhy = "its valueExpression may list a map's keys in the order CEL iterates the map, which in kube-apiserver is Go's map order and changes from one request to the next"
+
+// byChance takes the audit annotations WithMapOrder names out of the decision's
+// AuditAnnotations and results into UnknownAnnotations, with a note.
+func (e *Evaluator) byChance(dec *Decision) {
+	for policy, keys := range e.mapOrder {
+		for _, key := range keys {
+			full := policy + "/" + key
+			if _, ok := dec.AuditAnnotations[full]; !ok {
+				continue
+			}
+			delete(dec.AuditAnnotations, full)
+			if dec.UnknownAnnotations == nil {
+				dec.UnknownAnnotations = map[string]string{}
+			}
+			dec.UnknownAnnotations[full] = mapOrderWhy
+			for i := range dec.Results {
+				if r := &dec.Results[i]; r.Policy == policy {
+					delete(r.AuditAnnotations, key)
+				}
+			}
+			dec.Notes = append(dec.Notes, "audit annotation "+full+" is not known: "+mapOrderWhy)
+		}
+	}
 }
 
 // Option configures an Evaluator.
@@ -346,6 +385,7 @@ func (e *Evaluator) EvaluateAttributes(ctx context.Context, a admission.Attribut
 	dec.Denials = denials(attrs, dec)
 	dec.Authorizer = t.checks
 	dec.Notes = append(notes, e.notes(t, attrs, dec)...)
+	e.byChance(dec)
 	return dec, nil
 }
 

@@ -3,6 +3,7 @@ package verify_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -68,6 +69,33 @@ spec:
   auditAnnotations:
   - {key: value, valueExpression: "string(object.data.v)"}
 `
+
+// TestMapOrderAnnotation: an audit annotation WithMapOrder names (its value follows the order
+// CEL iterates a map in, the server's chance) is not in the decision's AuditAnnotations nor its
+// results', but in UnknownAnnotations, with a note.
+func TestMapOrderAnnotation(t *testing.T) {
+	e, err := verify.New([]*admissionregistrationv1.ValidatingAdmissionPolicy{mustPolicy(t, annotatePolicy)},
+		[]*admissionregistrationv1.ValidatingAdmissionPolicyBinding{binding("b", "annotate", admissionregistrationv1.Audit)},
+		verify.WithResources(catalog), verify.WithMapOrder(map[string][]string{"annotate": {"value"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := e.Evaluate(context.Background(), verify.Request{Operation: admission.Create, Resource: configmaps, Object: object(t, `{metadata: {name: c, namespace: ns}, data: {v: one}}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := dec.AuditAnnotations["annotate/value"]; ok {
+		t.Errorf("AuditAnnotations = %v, want annotate/value out", dec.AuditAnnotations)
+	}
+	for _, r := range dec.Results {
+		if _, ok := r.AuditAnnotations["value"]; ok {
+			t.Errorf("result %v holds the annotation", r)
+		}
+	}
+	if _, ok := dec.UnknownAnnotations["annotate/value"]; !ok || !slices.ContainsFunc(dec.Notes, func(n string) bool { return strings.HasPrefix(n, "audit annotation annotate/value is not known") }) {
+		t.Errorf("UnknownAnnotations = %v, notes %v, want annotate/value in both", dec.UnknownAnnotations, dec.Notes)
+	}
+}
 
 // TestAuditAnnotationSizeCap checks the dispatcher's 10 KiB cap on audit annotation values.
 func TestAuditAnnotationSizeCap(t *testing.T) {

@@ -137,7 +137,7 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if n, ok := replay.InputSize(append(append([]string{}, logs...), snapshots...)); ok {
 		gctune.Fit(n) // a small replay's heap collected before it grows to the default base
 	}
-	set, err := readReplayPolicies(stdin, stderr, cat, f.policies)
+	set, mapOrder, err := readReplayPolicies(stdin, stderr, cat, f.policies)
 	if err != nil {
 		return err
 	}
@@ -154,6 +154,7 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		replay.WithCheckRecorded(f.checkRecorded), replay.WithMaxLineBytes(f.maxLine),
 		replay.WithAdmissionPlugins(plugins), replay.WithLag(f.lag),
 		replay.WithMutatingPolicies(set.MutatingPolicyList(), set.MutatingBindingList()),
+		replay.WithMapOrder(mapOrder),
 	}
 	if f.throughout {
 		opts = append(opts, replay.WithPoliciesThroughout())
@@ -245,11 +246,11 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 // warning too, since the server answers with the message instead. It warns, on stderr, of what
 // the server accepts but makes no sense in a replay: a binding whose policy is not there, a
 // policy without binding, a document that is neither.
-func readReplayPolicies(stdin io.Reader, stderr io.Writer, cat *vapcschema.Catalog, paths []string) (*cel.Set, error) {
+func readReplayPolicies(stdin io.Reader, stderr io.Writer, cat *vapcschema.Catalog, paths []string) (*cel.Set, map[string][]string, error) {
 	set, diags := cel.ReadPaths(stdin, paths...)
 	checker, err := cel.NewChecker(cel.WithKubernetesVersion(verify.KubernetesVersion), cel.WithCatalog(cat))
 	if err != nil {
-		return nil, &internalError{err}
+		return nil, nil, &internalError{err}
 	}
 	diags = append(diags, checker.Check(set)...)
 	var refused, warnings cel.Diagnostics
@@ -267,6 +268,9 @@ func readReplayPolicies(stdin io.Reader, stderr io.Writer, cat *vapcschema.Catal
 			warnings = append(warnings, d)
 		case d.Severity == cel.Warning && d.Category == cel.CategoryInput:
 			warnings = append(warnings, d) // the loader's; the checker's lints are vapc check's
+		case d.Message == cel.MapOrderMessage && strings.HasPrefix(d.Field, "spec.auditAnnotations["):
+			d.Hint = strings.TrimPrefix(d.Hint+"; ", "; ") + "the replay does not claim its value"
+			warnings = append(warnings, d) // the one lint that changes what the replay says
 		}
 	}
 	for _, d := range set.Others {
@@ -298,12 +302,12 @@ func readReplayPolicies(stdin io.Reader, stderr io.Writer, cat *vapcschema.Catal
 		fmt.Fprintln(stderr, d.String())
 	}
 	if len(refused) > 0 {
-		return nil, &findingsError{"replay: " + refusal(refused)}
+		return nil, nil, &findingsError{"replay: " + refusal(refused)}
 	}
 	if len(set.Policies) == 0 && len(set.MutatingPolicies) == 0 {
-		return nil, &findingsError{fmt.Sprintf("replay: --policies %s holds no ValidatingAdmissionPolicy or MutatingAdmissionPolicy: nothing to replay. --policies reads %s; cluster objects go in --snapshot", strings.Join(paths, " "), cel.PolicyKinds)}
+		return nil, nil, &findingsError{fmt.Sprintf("replay: --policies %s holds no ValidatingAdmissionPolicy or MutatingAdmissionPolicy: nothing to replay. --policies reads %s; cluster objects go in --snapshot", strings.Join(paths, " "), cel.PolicyKinds)}
 	}
-	return set, nil
+	return set, cel.MapOrderAnnotations(set, diags), nil
 }
 
 // refusal says why policies are refused, by what their fatal diagnostics are about: inputs

@@ -103,8 +103,8 @@ func (r *Replayer) buildEvaluators() error {
 // newDefaultEval is the replay's evaluator (verify.New over the State's Views) of the
 // validating and mutating policies and bindings given.
 func newDefaultEval(p []*admissionregistrationv1.ValidatingAdmissionPolicy, b []*admissionregistrationv1.ValidatingAdmissionPolicyBinding,
-	m []*admissionregistrationv1.MutatingAdmissionPolicy, mb []*admissionregistrationv1.MutatingAdmissionPolicyBinding, res verify.Resources, store verify.ObjectStore) (Evaluator, error) {
-	return verify.New(p, b, verify.WithResources(res), verify.WithStore(store), verify.WithDropUnknownFields(true), verify.WithMutatingPolicies(m, mb))
+	m []*admissionregistrationv1.MutatingAdmissionPolicy, mb []*admissionregistrationv1.MutatingAdmissionPolicyBinding, res verify.Resources, store verify.ObjectStore, mapOrder map[string][]string) (Evaluator, error) {
+	return verify.New(p, b, verify.WithResources(res), verify.WithStore(store), verify.WithDropUnknownFields(true), verify.WithMutatingPolicies(m, mb), verify.WithMapOrder(mapOrder))
 }
 
 // forGiven is the worker with the evaluators of the given policies and bindings that were in
@@ -132,7 +132,7 @@ func (r *Replayer) forGiven(w evalWorker, g givenAt) (evalWorker, error) {
 		if r.cfg.customEval {
 			return r.cfg.newEval(ps, bs, res, w.store)
 		}
-		return newDefaultEval(ps, bs, ms, mbs, res, w.store)
+		return newDefaultEval(ps, bs, ms, mbs, res, w.store, r.cfg.mapOrder)
 	}
 	var e [2]Evaluator
 	var err error

@@ -132,6 +132,13 @@ func WithLag(d time.Duration) Option {
 	}
 }
 
+// WithMapOrder names the audit annotations, by policy name and key, whose values may follow
+// the order kube-apiserver's CEL iterates a map in (cel.MapOrderAnnotations): Go's map order,
+// the server's chance; the replay does not claim them (verify.WithMapOrder).
+func WithMapOrder(keys map[string][]string) Option {
+	return func(r *Replayer) error { r.cfg.mapOrder = keys; return nil }
+}
+
 // WithPoliciesThroughout decides every request of the log with the given policies and
 // bindings, also where the log shows one of them not installed (before its create, after its
 // delete): what they would have decided over the whole log, not what the server decided.
@@ -257,6 +264,8 @@ type config struct {
 	slowSnapshot     bool
 	observer         Observer
 	admissionPlugins []string
+	// mapOrder are the audit annotations whose values follow map iteration (WithMapOrder).
+	mapOrder map[string][]string
 }
 
 // policySet is the policies a replay decides with, and what New derived from them.
@@ -323,7 +332,7 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 	r.cfg.resources = r.cat.c.Resources()
 	if r.cfg.newEval == nil {
 		r.cfg.newEval = func(p []*admissionregistrationv1.ValidatingAdmissionPolicy, b []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, res verify.Resources, store verify.ObjectStore) (Evaluator, error) {
-			return newDefaultEval(p, b, r.set.mutatingPolicies, r.set.mutatingBindings, res, store)
+			return newDefaultEval(p, b, r.set.mutatingPolicies, r.set.mutatingBindings, res, store, r.cfg.mapOrder)
 		}
 	} else {
 		r.cfg.customEval = true

@@ -1,0 +1,134 @@
+package cel
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	celgo "github.com/google/cel-go/cel"
+	celast "github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/types"
+)
+
+// MapOrderMessage is the lint of an expression whose value may depend on the order CEL
+// iterates a map in: kube-apiserver's CEL iterates the maps of an object (typed, through
+// reflect's MapKeys) and of a param or an unstructured object (Go's map range) in Go's map
+// order, which changes from one evaluation to the next, so the value differs from request to
+// request for the same object. A replay cannot tell which order the server took: an audit
+// annotation with such a value is not known (replay.WithMapOrder).
+const MapOrderMessage = "its value may list a map's keys in the order CEL iterates the map, which in kube-apiserver is Go's map order and changes from one request to the next (a map() or filter() over a map whose list is not only counted or tested)"
+
+// mapOrderHint is what to do about it.
+const mapOrderHint = "iterate a sorted list of the keys instead, or count or test the list (size(), all(), exists(), in)"
+
+// iteratesMapInOrder says whether the checked expression's value may depend on the order a
+// map's keys are iterated in: a comprehension over a map that builds a list (the map() and
+// filter() macros, and their two-variable forms), unless that list is only counted (size()),
+// tested (all, exists, exists_one over it, membership with in) or sorted.
+func iteratesMapInOrder(ast *celgo.Ast) bool {
+	native := ast.NativeRep()
+	if native == nil {
+		return false
+	}
+	typeOf := func(e celast.Expr) *types.Type { return native.GetType(e.ID()) }
+	var walk func(e celast.Expr, orderFree bool) bool
+	walk = func(e celast.Expr, orderFree bool) bool {
+		switch e.Kind() {
+		case celast.ComprehensionKind:
+			c := e.AsComprehension()
+			if t := typeOf(c.IterRange()); !orderFree && t != nil && t.Kind() == types.MapKind {
+				if rt := typeOf(e); rt != nil && rt.Kind() == types.ListKind {
+					return true
+				}
+			}
+			// A comprehension whose result is a bool (all, exists, exists_one) reads its range
+			// in any order alike.
+			rangeFree := false
+			if rt := typeOf(e); rt != nil && rt.Kind() == types.BoolKind {
+				rangeFree = true
+			}
+			return walk(c.IterRange(), rangeFree) || walk(c.AccuInit(), false) || walk(c.LoopCondition(), false) ||
+				walk(c.LoopStep(), false) || walk(c.Result(), false)
+		case celast.CallKind:
+			call := e.AsCall()
+			free := false
+			switch call.FunctionName() {
+			case "size", "sort", "@in", "isSorted", "sum", "min", "max":
+				free = true
+			}
+			if call.IsMemberFunction() && walk(call.Target(), free) {
+				return true
+			}
+			for i, a := range call.Args() {
+				// `x in list`: the list is the second argument.
+				argFree := free && (call.FunctionName() != "@in" || i == 1)
+				if walk(a, argFree) {
+					return true
+				}
+			}
+		case celast.SelectKind:
+			return walk(e.AsSelect().Operand(), false)
+		case celast.ListKind:
+			for _, el := range e.AsList().Elements() {
+				if walk(el, false) {
+					return true
+				}
+			}
+		case celast.MapKind:
+			for _, en := range e.AsMap().Entries() {
+				me := en.AsMapEntry()
+				if walk(me.Key(), false) || walk(me.Value(), false) {
+					return true
+				}
+			}
+		case celast.StructKind:
+			for _, f := range e.AsStruct().Fields() {
+				if walk(f.AsStructField().Value(), false) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return walk(native.Expr(), false)
+}
+
+// MapOrderAnnotations are the audit annotation keys, by policy name, whose values may follow
+// the order CEL iterates a map in, by the diagnostics of the set's check (MapOrderMessage): a
+// valueExpression the lint names, or one that reads a variable it names.
+func MapOrderAnnotations(set *Set, diags Diagnostics) map[string][]string {
+	flagged := map[string]map[string]bool{} // policy: field
+	for _, d := range diags {
+		if d.Message != MapOrderMessage {
+			continue
+		}
+		name, ok := strings.CutPrefix(d.Object, "ValidatingAdmissionPolicy/")
+		if !ok {
+			continue
+		}
+		if flagged[name] == nil {
+			flagged[name] = map[string]bool{}
+		}
+		flagged[name][d.Field] = true
+	}
+	out := map[string][]string{}
+	for _, p := range set.Policies {
+		fields := flagged[p.Name]
+		if len(fields) == 0 {
+			continue
+		}
+		var vars []string
+		for i, v := range p.Spec.Variables {
+			if fields[fmt.Sprintf("spec.variables[%d].expression", i)] {
+				vars = append(vars, "variables."+v.Name)
+			}
+		}
+		for i, a := range p.Spec.AuditAnnotations {
+			if fields[fmt.Sprintf("spec.auditAnnotations[%d].valueExpression", i)] ||
+				slices.ContainsFunc(vars, func(v string) bool { return strings.Contains(a.ValueExpression, v) }) {
+				out[p.Name] = append(out[p.Name], a.Key)
+			}
+		}
+	}
+	return out
+}

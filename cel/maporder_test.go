@@ -1,0 +1,79 @@
+package cel
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+)
+
+// TestMapOrderLint: an expression whose value lists a map's keys in the order CEL iterates the
+// map (kube-apiserver's: Go's map order, changing from request to request) is linted, and its
+// audit annotation named for the replay; one that only counts or tests the list, or iterates a
+// list, is not.
+func TestMapOrderLint(t *testing.T) {
+	checker, err := NewChecker()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		expr string
+		want bool
+	}{
+		{"object.data.map(k, k + '=' + object.data[k]).join(',')", true},
+		{"string(object.metadata.labels.map(k, k)[0])", true},
+		{"object.data.filter(k, k.startsWith('a')).join(',')", true},
+		{"string(object.data.filter(k, k.startsWith('a')).size())", false},
+		{"string(size(object.data.filter(k, k.startsWith('a'))))", false},
+		{"string(object.data.map(k, k).exists(x, x == 'a'))", false},
+		{"string(object.data.all(k, k != ''))", false},
+		{"string('a' in object.data.map(k, k))", false},
+		{"[1, 2].map(x, string(x)).join(',')", false},
+		{"string(object.data.size())", false},
+	} {
+		t.Run(tt.expr, func(t *testing.T) {
+			p := corePolicy(admissionregistrationv1.Create, "configmaps", "true")
+			p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "k", ValueExpression: tt.expr}}
+			set := &Set{Policies: []*Policy{{ValidatingAdmissionPolicy: p, Source: noSource{}}}}
+			diags := checker.CheckPolicy(set.Policies[0])
+			got := false
+			for _, d := range diags {
+				if d.Message == MapOrderMessage {
+					got = d.Field == "spec.auditAnnotations[0].valueExpression"
+				}
+			}
+			if got != tt.want {
+				t.Errorf("linted %v, want %v: %v", got, tt.want, diags)
+			}
+			var want map[string][]string
+			if tt.want {
+				want = map[string][]string{"p": {"k"}}
+			}
+			if diff := cmp.Diff(want, MapOrderAnnotations(set, diags), cmpEmptyMaps); diff != "" {
+				t.Errorf("MapOrderAnnotations (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestMapOrderVariable: an audit annotation that reads a variable whose value follows map
+// iteration is named too.
+func TestMapOrderVariable(t *testing.T) {
+	checker, err := NewChecker()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := corePolicy(admissionregistrationv1.Create, "configmaps", "true")
+	p.Spec.Variables = []admissionregistrationv1.Variable{{Name: "keys", Expression: "object.data.map(k, k)"}}
+	p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{
+		{Key: "joined", ValueExpression: "variables.keys.join(',')"},
+		{Key: "name", ValueExpression: "object.metadata.name"},
+	}
+	set := &Set{Policies: []*Policy{{ValidatingAdmissionPolicy: p, Source: noSource{}}}}
+	if diff := cmp.Diff(map[string][]string{"p": {"joined"}}, MapOrderAnnotations(set, checker.CheckPolicy(set.Policies[0]))); diff != "" {
+		t.Errorf("MapOrderAnnotations (-want +got):\n%s", diff)
+	}
+}
+
+// cmpEmptyMaps compares a nil map and an empty one alike.
+var cmpEmptyMaps = cmp.FilterValues(func(a, b map[string][]string) bool { return len(a) == 0 && len(b) == 0 }, cmp.Comparer(func(_, _ map[string][]string) bool { return true }))
