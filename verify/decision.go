@@ -104,10 +104,31 @@ func denials(a admission.Attributes, dec *Decision) []Refusal {
 		}
 	}
 	add(Refusal{Code: dec.Code, Reason: dec.Reason, Message: dec.Message})
-	for _, r := range dec.Results {
+	// The dispatcher answers with the first denied decision. A policy's binding and param give
+	// their validations' decisions in order, then their audit annotations' errors: only the
+	// first of those that denies can be it (the results list annotation errors first).
+	type evaluation struct{ policy, binding, param string }
+	firstOf := map[evaluation]int{}
+	var order []evaluation
+	for i, r := range dec.Results {
 		if !r.denies() {
 			continue
 		}
+		k := evaluation{r.Policy, r.Binding, ""}
+		if r.Param != nil {
+			k.param = r.Param.String()
+		}
+		j, ok := firstOf[k]
+		switch {
+		case !ok:
+			firstOf[k] = i
+			order = append(order, k)
+		case r.ExpressionIndex != nil && (dec.Results[j].ExpressionIndex == nil || *r.ExpressionIndex < *dec.Results[j].ExpressionIndex):
+			firstOf[k] = i
+		}
+	}
+	for _, k := range order {
+		r := dec.Results[firstOf[k]]
 		msg := fmt.Sprintf("ValidatingAdmissionPolicy '%s' denied request: %s", r.Policy, r.Message)
 		if r.Binding != "" {
 			msg = fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request: %s", r.Policy, r.Binding, r.Message)

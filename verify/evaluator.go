@@ -55,6 +55,28 @@ type Evaluator struct {
 	// mapOrder are the audit annotation keys, by policy, whose values may follow the order
 	// CEL iterates a map in (WithMapOrder).
 	mapOrder map[string][]string
+	// answer, when set, is the decision every check of the configured authorizer gets
+	// (AnsweringAuthorizer).
+	answer *authorizer.Decision
+}
+
+// AnsweringAuthorizer runs f with every check the configured authorizer answers (those of
+// members of system:masters excepted) answered d: for a caller that does not know the
+// authorizer's answers and asks whether they change a decision. The Evaluator must not be used
+// concurrently while f runs.
+func (e *Evaluator) AnsweringAuthorizer(d authorizer.Decision, f func()) {
+	e.answer = &d
+	defer func() { e.answer = nil }()
+	f()
+}
+
+// authorizer is the authorizer the policies' checks ask: the configured one, or the answer
+// AnsweringAuthorizer gives.
+func (e *Evaluator) authorizer() authorizer.UnconditionalAuthorizer {
+	if e.answer != nil {
+		return fixedAuthorizer{*e.answer, "vapc: an answer the replay tries"}
+	}
+	return e.authz
 }
 
 // WithMapOrder names the audit annotations, by policy name and key, whose valueExpressions may
@@ -351,7 +373,7 @@ func (e *Evaluator) EvaluateAttributes(ctx context.Context, a admission.Attribut
 		notes = append(notes, fmt.Sprintf("namespace %q is not among the cluster objects: assumed to exist with only the label %s=%s", attrs.GetNamespace(), namespaceNameLabel, attrs.GetNamespace()))
 	}
 	pm := &recordingPolicyMatcher{PolicyMatcher: generic.NewPolicyMatcher(m), t: t, hooks: e.byName, namespace: attrs.GetNamespace()}
-	d := validating.NewDispatcher(recordingAuthorizer{inner: e.authz, checks: &t.checks}, pm)
+	d := validating.NewDispatcher(recordingAuthorizer{inner: e.authorizer(), checks: &t.checks}, pm)
 
 	// The apiserver's warning recorder (an HTTP filter) dedupes and truncates warnings and
 	// writes them as Warning headers: run the dispatch inside it and read them back.

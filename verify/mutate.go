@@ -287,7 +287,7 @@ func (e *Evaluator) AdmitAttributes(ctx context.Context, a admission.Attributes,
 	}
 	m, _ := e.matcher(a.GetNamespace())
 	mt := &mutationTrace{reinvoke: a.GetReinvocationContext().IsReinvoke()}
-	d := mutating.NewDispatcher(recordingAuthorizer{inner: e.authz, checks: &mt.checks}, m, e.typeConverters)
+	d := mutating.NewDispatcher(recordingAuthorizer{inner: e.authorizer(), checks: &mt.checks}, m, e.typeConverters)
 	var runnable []bool
 	if e.orderMayMatter || e.refusalsOrdered {
 		runnable = e.runnable(a, o, m)
@@ -435,7 +435,7 @@ func (e *Evaluator) ordersAgree(ctx context.Context, a admission.Attributes, o a
 		}
 		copied := admission.NewAttributesRecord(before.DeepCopyObject(), a.GetOldObject(), a.GetKind(), a.GetNamespace(), a.GetName(),
 			a.GetResource(), a.GetSubresource(), a.GetOperation(), a.GetOperationOptions(), a.IsDryRun(), a.GetUserInfo())
-		d := mutating.NewDispatcher(recordingAuthorizer{inner: e.authz, checks: checks}, m, e.typeConverters)
+		d := mutating.NewDispatcher(recordingAuthorizer{inner: e.authorizer(), checks: checks}, m, e.typeConverters)
 		err := d.Dispatch(ctx, copied, o, hooks)
 		if rc := copied.GetReinvocationContext(); err == nil && rc.ShouldReinvoke() {
 			rc.SetIsReinvoke()

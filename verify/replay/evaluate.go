@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify"
@@ -648,6 +650,39 @@ func (d *rebuiltDecider) evaluate(eval Evaluator, view *state.StateView) (*verif
 // indeterminateError when the decision depends on what the replay does not know of the request.
 type evaluateOn func(eval Evaluator, view *state.StateView) (*verify.Decision, error)
 
+// answeringEvaluator is an Evaluator whose authorizer's answers a caller may set
+// (verify.Evaluator.AnsweringAuthorizer).
+type answeringEvaluator interface {
+	AnsweringAuthorizer(d authorizer.Decision, f func())
+}
+
+// answersAlike says whether the decision dec, which asked the authorizer checks the log does
+// not answer, is the same whatever they answered: evaluated again with every such check
+// allowed, and with none, the response, refusals, warnings and audit annotations are dec's (a
+// false matchCondition beside the check, a validation that fails before it, a binding that
+// only audits; helper exAB). A check's error, which only a webhook authorizer gives, is not
+// tried.
+func (r *Replayer) answersAlike(w evalWorker, j *job, dec *verify.Decision, evaluateOn evaluateOn) bool {
+	a, ok := w.eval.(answeringEvaluator)
+	if !ok {
+		return false
+	}
+	for _, d := range []authorizer.Decision{authorizer.DecisionAllow, authorizer.DecisionNoOpinion} {
+		var again *verify.Decision
+		var err error
+		a.AnsweringAuthorizer(d, func() { again, err = evaluateOn(w.eval, j.view) })
+		if err != nil || again == nil {
+			return false
+		}
+		without := *again
+		without.Authorizer = nil
+		if outcomeDiff(dec, &without) != "" {
+			return false
+		}
+	}
+	return true
+}
+
 // conclude decides the job's request with evaluateOn (which evaluates it with an evaluator over a
 // View, and errs with an indeterminateError when the decision depends on what the replay does
 // not know of the request) and fills its record, with the notes given: the decision both ways while a paramKind may not have been
@@ -737,7 +772,14 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undeci
 	} else if partial.is() {
 		out.indeterminate(partial)
 	} else if checks := verify.Configured(dec.Authorizer); len(checks) > 0 {
-		out.indeterminate(because(ReasonAuthorizer, fmt.Sprintf("the decision depended on %d authorizer checks, which the audit log does not answer (the first: %s)", len(checks), checks[0])))
+		if r.answersAlike(w, j, dec, evaluateOn) {
+			out.Notes = slices.DeleteFunc(out.Notes, func(n string) bool {
+				return strings.HasPrefix(n, "the decision depended on the authorizer, which vapc answers")
+			})
+			out.Notes = append(out.Notes, fmt.Sprintf("decided without the answers of %d authorizer checks, which the audit log does not hold: it is the same whether the authorizer allowed them or not (the first: %s)", len(checks), checks[0]))
+		} else {
+			out.indeterminate(because(ReasonAuthorizer, fmt.Sprintf("the decision depended on %d authorizer checks, which the audit log does not answer (the first: %s)", len(checks), checks[0])))
+		}
 	}
 	if r.cfg.check && out.Decision != DecisionIndeterminate {
 		out.Disagreements = check(j.ev, j.rec, dec, j.evidenced)

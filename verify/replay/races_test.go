@@ -262,6 +262,12 @@ func TestCutRecordings(t *testing.T) {
 		// annotations keep the first value), and the replay decided on it, deny likely, with
 		// no alternative the server's (admit).
 		{name: "a webhook's patch of a first attempt", dir: "webhook-patch-first-attempt", want: map[int]string{5: "indeterminate indeterminate"}},
+		// A helper's recording (exAB): a policy whose matchConditions are a label test, false
+		// for the ConfigMap a service account created, and an authorizer check the log does
+		// not answer: whatever the authorizer answered, the policy did not match (the
+		// dispatcher evaluates every condition, and a false one excludes the request), where
+		// the replay left it indeterminate on the check.
+		{name: "an authorizer check beside a false matchCondition", dir: "authz-false-matchcondition", want: map[int]string{10: "admit certain"}},
 		{name: "a custom resource refused before admission, GKE", dir: "gke-crd-rule-refused", wrap: exporttest.GKESink, want: map[int]string{11: "indeterminate indeterminate"}},
 		{name: "a custom resource refused before admission", dir: "gke-crd-rule-refused", want: map[int]string{11: ""}},
 		// A helper's recording, CRDs logged at level Metadata: a patch of the CRD, whose result
