@@ -662,25 +662,76 @@ type answeringEvaluator interface {
 // false matchCondition beside the check, a validation that fails before it, a binding that
 // only audits; helper exAB). A check's error, which only a webhook authorizer gives, is not
 // tried.
-func (r *Replayer) answersAlike(w evalWorker, j *job, dec *verify.Decision, evaluateOn evaluateOn) bool {
+func (r *Replayer) answersAlike(w evalWorker, j *job, dec *verify.Decision, evaluateOn evaluateOn) (alike bool, differing []string) {
 	a, ok := w.eval.(answeringEvaluator)
 	if !ok {
-		return false
+		return false, nil
 	}
+	diff := map[string]bool{}
+	var worlds []*verify.Decision
 	for _, d := range []authorizer.Decision{authorizer.DecisionAllow, authorizer.DecisionNoOpinion} {
 		var again *verify.Decision
 		var err error
 		a.AnsweringAuthorizer(d, func() { again, err = evaluateOn(w.eval, j.view) })
 		if err != nil || again == nil {
-			return false
+			return false, nil
 		}
-		without := *again
-		without.Authorizer = nil
-		if outcomeDiff(dec, &without) != "" {
-			return false
+		worlds = append(worlds, again)
+		for k, v := range dec.AuditAnnotations {
+			if w, ok := again.AuditAnnotations[k]; !ok || w != v {
+				diff[k] = true
+			}
+		}
+		for k := range again.AuditAnnotations {
+			if _, ok := dec.AuditAnnotations[k]; !ok {
+				diff[k] = true
+			}
 		}
 	}
-	return true
+	// Alike but for the audit annotations the answers give.
+	without := func(d *verify.Decision) *verify.Decision {
+		c := *d
+		c.Authorizer = nil
+		c.AuditAnnotations = maps.Clone(d.AuditAnnotations)
+		for k := range diff {
+			delete(c.AuditAnnotations, k)
+		}
+		return &c
+	}
+	base := without(dec)
+	for _, again := range worlds {
+		if outcomeDiff(base, without(again)) != "" {
+			return false, nil
+		}
+	}
+	return true, slices.Sorted(maps.Keys(diff))
+}
+
+// unknownAnswered takes the audit annotations keys (a policy's "<policy>/<key>" or the
+// validation_failure annotation) out of the decision, its results included, as not known (why).
+func unknownAnswered(dec *verify.Decision, keys []string, why string) {
+	if len(keys) == 0 {
+		return
+	}
+	dec.AuditAnnotations = maps.Clone(dec.AuditAnnotations)
+	if dec.UnknownAnnotations == nil {
+		dec.UnknownAnnotations = map[string]string{}
+	}
+	for _, k := range keys {
+		delete(dec.AuditAnnotations, k)
+		dec.UnknownAnnotations[k] = why
+		if policy, key, ok := strings.Cut(k, "/"); ok {
+			for i := range dec.Results {
+				if res := &dec.Results[i]; res.Policy == policy {
+					if _, has := res.AuditAnnotations[key]; has {
+						res.AuditAnnotations = maps.Clone(res.AuditAnnotations)
+						delete(res.AuditAnnotations, key)
+					}
+				}
+			}
+		}
+		dec.Notes = append(slices.Clip(dec.Notes), "audit annotation "+k+" is not known: "+why)
+	}
 }
 
 // conclude decides the job's request with evaluateOn (which evaluates it with an evaluator over a
@@ -751,6 +802,16 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undeci
 		j.result.notMatched = true
 		return
 	}
+	// Whether the authorizer checks the log does not answer change the decision, and which
+	// audit annotations their answers give (those are then not known).
+	checks := verify.Configured(dec.Authorizer)
+	authzAlike := false
+	if len(misses) == 0 && !partial.is() && len(checks) > 0 {
+		var differing []string
+		if authzAlike, differing = r.answersAlike(w, j, dec, evaluateOn); authzAlike {
+			unknownAnswered(dec, differing, fmt.Sprintf("it depends on the answers of authorizer checks the audit log does not hold (the first: %s)", checks[0]))
+		}
+	}
 	// No result but a miss: whether a policy matched rested on an object the State does not
 	// know (a namespace for a namespaceSelector, as the apiserver's matcher reads it), so
 	// "not matched" would be a guess.
@@ -771,8 +832,8 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undeci
 		out.indeterminate(because(reason, state.MissText(misses)))
 	} else if partial.is() {
 		out.indeterminate(partial)
-	} else if checks := verify.Configured(dec.Authorizer); len(checks) > 0 {
-		if r.answersAlike(w, j, dec, evaluateOn) {
+	} else if len(checks) > 0 {
+		if authzAlike {
 			out.Notes = slices.DeleteFunc(out.Notes, func(n string) bool {
 				return strings.HasPrefix(n, "the decision depended on the authorizer, which vapc answers")
 			})

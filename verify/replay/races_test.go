@@ -268,6 +268,10 @@ func TestCutRecordings(t *testing.T) {
 		// dispatcher evaluates every condition, and a false one excludes the request), where
 		// the replay left it indeterminate on the check.
 		{name: "an authorizer check beside a false matchCondition", dir: "authz-false-matchcondition", want: map[int]string{10: "admit certain"}},
+		// The same ConfigMap and a policy whose only binding audits, its validation an
+		// authorizer check: the server admitted it whatever the check answered; only its
+		// validation_failure annotation rests on the answer, which is not claimed.
+		{name: "an authorizer check of a binding that audits", dir: "authz-audit-only", want: map[int]string{10: "admit certain"}},
 		{name: "a custom resource refused before admission, GKE", dir: "gke-crd-rule-refused", wrap: exporttest.GKESink, want: map[int]string{11: "indeterminate indeterminate"}},
 		{name: "a custom resource refused before admission", dir: "gke-crd-rule-refused", want: map[int]string{11: ""}},
 		// A helper's recording, CRDs logged at level Metadata: a patch of the CRD, whose result
