@@ -121,9 +121,15 @@ type Reader struct {
 	next    int
 	ended   bool
 	wg      sync.WaitGroup
-	// lastLine and lastItem are where the last record the file gave began (itemOf).
-	lastLine, lastItem int
+	// items are how many records began on each of the last lines (itemOf), itemLines those
+	// lines, the oldest first.
+	items     map[int]int
+	itemLines []int
 }
+
+// maxItemLines bounds the lines whose records itemOf counts: a record the joiner completes
+// comes out after those of the lines its pieces spanned, never thousands of lines later.
+const maxItemLines = 4096
 
 // recordBatch is a run of records unwrapped together by one worker.
 type recordBatch struct {
@@ -426,17 +432,17 @@ func (r *Reader) Next() (l auditlog.Line, ok bool) {
 		rec, ok := r.nextRecord()
 		if !ok {
 			r.ended = true
-			r.join.flush(r.order.push)
+			r.join.flush(r.pushNumbered)
 			r.order.drain()
 			continue
 		}
 		if rec.piece != nil && rec.err == nil {
-			r.join.add(rec, r.order.push)
+			r.join.add(rec, r.pushNumbered)
 			continue
 		}
 		if _, stopped := rec.err.(*auditlog.ReadError); stopped {
 			// The file ends here: the pieces held are cut before it.
-			r.join.flush(r.order.push)
+			r.join.flush(r.pushNumbered)
 		}
 		r.itemOf(&rec)
 		r.order.push(rec)
@@ -466,12 +472,26 @@ func (r *Reader) nextRecord() (record, bool) {
 // itemOf numbers the record among those that begin on its line, in the file's order: the
 // replay tells the events of one line apart by it.
 func (r *Reader) itemOf(rec *record) {
-	if rec.line == r.lastLine {
-		r.lastItem++
-	} else {
-		r.lastLine, r.lastItem = rec.line, 1
+	if r.items == nil {
+		r.items = map[int]int{}
 	}
-	rec.item = r.lastItem
+	n, seen := r.items[rec.line]
+	if !seen {
+		r.itemLines = append(r.itemLines, rec.line)
+		if len(r.itemLines) > maxItemLines {
+			delete(r.items, r.itemLines[0])
+			r.itemLines = r.itemLines[1:]
+		}
+	}
+	r.items[rec.line] = n + 1
+	rec.item = n + 1
+}
+
+// pushNumbered numbers a record the joiner gives (itemOf) and queues it: an AKS record's
+// events, which the joiner passes, share their line.
+func (r *Reader) pushNumbered(rec record) {
+	r.itemOf(&rec)
+	r.order.push(rec)
 }
 
 func (r *Reader) toLine(rec record) auditlog.Line {
