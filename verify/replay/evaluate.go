@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -950,11 +951,68 @@ func (j *job) settleCode() {
 	out.indeterminate(because(ReasonRebuild, fmt.Sprintf("the policies refuse it with HTTP %d, where the log records HTTP %d and %s: what refused it in kube-apiserver ran before validating admission, or the state the replay knows is not the server's", out.Code, j.ev.Code(), j.ev.Loss.Of(auditlog.LostMessage))))
 }
 
+// settleUnran takes out of an admitted request's record the audit annotations and warnings
+// where it failed and an export lost the message: what refused it may have run before
+// validating admission (a mutating webhook's failed call, a plugin), and then no policy
+// published anything (helper exAA through GKE's sink: an observer's annotations certain on
+// pods a mutating webhook's failed call refused).
+func (j *job) settleUnran() {
+	out := j.result.out
+	if out == nil || out.Decision != DecisionAdmit || out.Recorded != RecordedUnknown || j.ev.Code() < 300 || !j.ev.Loss.Lost.Has(auditlog.LostMessage) ||
+		(len(out.AuditAnnotations) == 0 && len(out.Warnings) == 0) {
+		return
+	}
+	why := "the request failed, and " + j.ev.Loss.Of(auditlog.LostMessage) + ": what refused it may have run before validating admission"
+	for _, k := range slices.Sorted(maps.Keys(out.AuditAnnotations)) {
+		out.Notes = append(out.Notes, "audit annotation "+k+" is not known: "+why)
+	}
+	if len(out.Warnings) > 0 {
+		out.Notes = append(out.Notes, "the warnings are not known: "+why)
+	}
+	out.AuditAnnotations, out.Warnings = nil, nil
+	for i := range out.Results {
+		out.Results[i].AuditAnnotations = nil
+	}
+	for i := range out.Alternatives {
+		out.Alternatives[i].AuditAnnotations, out.Alternatives[i].Warnings = nil, nil
+	}
+}
+
+// settleGeneratedName takes out of a refused create's message the name the replay's pipeline
+// generated for an object created with generateName where the log does not hold the server's
+// (its refusal's details, which an export may lose): the message names the object as
+// generateName and "?????" (names.SimpleNameGenerator's five random characters), with a note
+// (helper exAA through GKE's sink: a ReplicaSet's pods refused, each message certain with
+// another name than the server's).
+func (j *job) settleGeneratedName() {
+	out := j.result.out
+	if out == nil || out.Decision != DecisionDeny || j.ev.Verb != "create" || j.t.sub != "" ||
+		(j.ev.ResponseStatus != nil && j.ev.ResponseStatus.Details != nil && j.ev.ResponseStatus.Details.Name != "") {
+		return
+	}
+	gn := auditlog.MemberString(j.ev.RequestObject, "metadata", "generateName")
+	if gn == "" || auditlog.MemberString(j.ev.RequestObject, "metadata", "name") != "" {
+		return
+	}
+	generated := regexp.MustCompile(`"` + regexp.QuoteMeta(gn) + `[a-z0-9]{5}"`)
+	if !generated.MatchString(out.Message) {
+		return
+	}
+	placeholder := `"` + gn + `?????"`
+	out.Message = generated.ReplaceAllLiteralString(out.Message, placeholder)
+	for i := range out.Alternatives {
+		out.Alternatives[i].Message = generated.ReplaceAllLiteralString(out.Alternatives[i].Message, placeholder)
+	}
+	out.Notes = append(out.Notes, "the message names the object by the name kube-apiserver generated (generateName "+gn+"), which the log does not hold: "+placeholder+" stands for it")
+}
+
 // finish accounts for a job's outcome, on the ordered stage, in log order.
 func (r *Replayer) finish(j *job) {
 	r.running.untrack(j)
 	j.settleRecovered()
 	j.settleCode()
+	j.settleUnran()
+	j.settleGeneratedName()
 	switch {
 	case j.result.skip != "":
 		r.output.sum.skip(j.result.skip, j.result.skipNote)

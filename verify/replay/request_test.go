@@ -382,3 +382,39 @@ func TestAdmittedBeforeFailingLostCode(t *testing.T) {
 		}
 	}
 }
+
+// TestSettleFailedWithoutMessage: where an export lost a failed request's message, an
+// admission's audit annotations and warnings are not claimed (what refused it may have run
+// before validating admission), and a refused generateName create's message does not name the
+// object by the replay's own generated name.
+func TestSettleFailedWithoutMessage(t *testing.T) {
+	t.Parallel()
+	lost := auditlog.Loss{Export: "GKE Cloud Logging", Lost: auditlog.LostMessage}
+	t.Run("annotations of an admission", func(t *testing.T) {
+		ev := &Event{Verb: "create", Stage: auditlog.StageResponseComplete, ObjectRef: &ObjectRef{Resource: "configmaps", Namespace: "a", Name: "c"},
+			ResponseStatus: &Status{Code: 500, Status: "Failure"}, Loss: lost}
+		out := &Record{Decision: DecisionAdmit, Logged: Logged{Recorded: RecordedUnknown}, AuditAnnotations: map[string]string{"p/k": "v"}, Warnings: []string{"w"},
+			Results: []RecordResult{{Policy: "p", AuditAnnotations: map[string]string{"k": "v"}}}}
+		j := &job{ev: ev, result: jobResult{out: out}}
+		j.settleUnran()
+		if out.AuditAnnotations != nil || out.Warnings != nil || out.Results[0].AuditAnnotations != nil || len(out.Notes) != 2 {
+			t.Errorf("annotations %v, warnings %v, results %v, notes %q; want none, and two notes", out.AuditAnnotations, out.Warnings, out.Results, out.Notes)
+		}
+		kept := &Record{Decision: DecisionAdmit, Logged: Logged{Recorded: RecordedUnknown}, AuditAnnotations: map[string]string{"p/k": "v"}}
+		(&job{ev: &Event{Verb: "create", ResponseStatus: &Status{Code: 500}}, result: jobResult{out: kept}}).settleUnran()
+		if kept.AuditAnnotations == nil {
+			t.Error("the annotations of a failure whose message the log holds were taken out")
+		}
+	})
+	t.Run("a generated name", func(t *testing.T) {
+		ev := &Event{Verb: "create", Stage: auditlog.StageResponseComplete, ObjectRef: &ObjectRef{Resource: "pods", Namespace: "a"},
+			RequestObject:  []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"generateName":"web-5c9-","namespace":"a"}}`),
+			ResponseStatus: &Status{Code: 422, Status: "Failure"}, Loss: lost}
+		out := &Record{Decision: DecisionDeny, Message: `pods "web-5c9-x7k2q" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'p' denied request: no`}
+		j := &job{ev: ev, result: jobResult{out: out}}
+		j.settleGeneratedName()
+		if want := `pods "web-5c9-?????" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'p' denied request: no`; out.Message != want || len(out.Notes) != 1 {
+			t.Errorf("message %q, notes %q; want %q and a note", out.Message, out.Notes, want)
+		}
+	})
+}
