@@ -51,6 +51,8 @@ func TestCheck(t *testing.T) {
 		{"denied, predicted admit", denied(a), &verify.Decision{Allowed: true, Code: 200}, 1},
 		{"annotation in another order", &Event{ResponseStatus: &Status{Code: 201}, Annotations: map[string]string{"p/k": "2, 1"}}, annotated(), 0},
 		{"annotation with another value", &Event{ResponseStatus: &Status{Code: 201}, Annotations: map[string]string{"p/k": "2, 3"}}, annotated(), 1},
+		{"validation_failure recorded, predicted none", failedAudit(), &verify.Decision{Allowed: true, Code: 200}, 1},
+		{"validation_failure recorded, not known", failedAudit(), &verify.Decision{Allowed: true, Code: 200, UnknownAnnotations: map[string]string{ValidationFailureAnnotation: "authorizer"}}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := check(tc.ev, classify(tc.ev, false), tc.dec, loaded)
@@ -76,6 +78,14 @@ func TestCheck(t *testing.T) {
 			}
 		})
 	}
+}
+
+// failedAudit is an admitted request whose event records that policy p's binding a, which
+// audits, failed.
+func failedAudit() *Event {
+	return &Event{ResponseStatus: &Status{Code: 201}, Annotations: map[string]string{
+		ValidationFailureAnnotation: `[{"message":"no","policy":"p","binding":"a","expressionIndex":0,"validationActions":["Audit"]}]`,
+	}}
 }
 
 // TestJoinedAnnotationNote: an audit annotation that joins the values of several params of a
