@@ -272,6 +272,11 @@ func TestCutRecordings(t *testing.T) {
 		// authorizer check: the server admitted it whatever the check answered; only its
 		// validation_failure annotation rests on the answer, which is not claimed.
 		{name: "an authorizer check of a binding that audits", dir: "authz-audit-only", want: map[int]string{10: "admit certain"}},
+		// A helper's recording (exAB), leases at level Metadata: a Lease update a policy refused
+		// (its audit annotation's error under failurePolicy Fail), whose old object the replay
+		// does not know, and whose policy reads neither object: stand-ins for both decide it,
+		// as for a successful write (was old-object-unknown).
+		{name: "an update at Metadata a policy refused", dir: "metadata-update-denied", want: map[int]string{1: "deny certain"}},
 		{name: "a custom resource refused before admission, GKE", dir: "gke-crd-rule-refused", wrap: exporttest.GKESink, want: map[int]string{11: "indeterminate indeterminate"}},
 		{name: "a custom resource refused before admission", dir: "gke-crd-rule-refused", want: map[int]string{11: ""}},
 		// A helper's recording, CRDs logged at level Metadata: a patch of the CRD, whose result
