@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
@@ -61,6 +63,35 @@ type Decision struct {
 	// mutation changed it (JSON, in the request's version).
 	Mutation *Mutation       `json:"mutation,omitempty"`
 	Object   json.RawMessage `json:"object,omitempty"`
+}
+
+// Forget takes the audit annotation full ("<policy>/<key>", or the apiserver's own such as the
+// validation_failure annotation) out of the decision and its results, as one whose value the
+// caller does not know (why): it goes in UnknownAnnotations, with a note. The maps it changes
+// are copied first: a decision's maps may be shared.
+func (d *Decision) Forget(full, why string) {
+	if _, done := d.UnknownAnnotations[full]; done {
+		return
+	}
+	if d.UnknownAnnotations == nil {
+		d.UnknownAnnotations = map[string]string{}
+	}
+	d.UnknownAnnotations[full] = why
+	if _, ok := d.AuditAnnotations[full]; ok {
+		d.AuditAnnotations = maps.Clone(d.AuditAnnotations)
+		delete(d.AuditAnnotations, full)
+	}
+	if policy, key, ok := strings.Cut(full, "/"); ok {
+		for i := range d.Results {
+			if r := &d.Results[i]; r.Policy == policy {
+				if _, has := r.AuditAnnotations[key]; has {
+					r.AuditAnnotations = maps.Clone(r.AuditAnnotations)
+					delete(r.AuditAnnotations, key)
+				}
+			}
+		}
+	}
+	d.Notes = append(slices.Clip(d.Notes), "audit annotation "+full+" is not known: "+why)
 }
 
 // Refusal is one status the apiserver may refuse a request with.

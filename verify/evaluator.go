@@ -3,7 +3,9 @@ package verify
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -94,23 +96,11 @@ const mapOrderWhy = "its valueExpression may list a map's keys in the order CEL 
 // byChance takes the audit annotations WithMapOrder names out of the decision's
 // AuditAnnotations and results into UnknownAnnotations, with a note.
 func (e *Evaluator) byChance(dec *Decision) {
-	for policy, keys := range e.mapOrder {
-		for _, key := range keys {
-			full := policy + "/" + key
-			if _, ok := dec.AuditAnnotations[full]; !ok {
-				continue
+	for _, policy := range slices.Sorted(maps.Keys(e.mapOrder)) { // notes in one order
+		for _, key := range e.mapOrder[policy] {
+			if _, ok := dec.AuditAnnotations[policy+"/"+key]; ok {
+				dec.Forget(policy+"/"+key, mapOrderWhy)
 			}
-			delete(dec.AuditAnnotations, full)
-			if dec.UnknownAnnotations == nil {
-				dec.UnknownAnnotations = map[string]string{}
-			}
-			dec.UnknownAnnotations[full] = mapOrderWhy
-			for i := range dec.Results {
-				if r := &dec.Results[i]; r.Policy == policy {
-					delete(r.AuditAnnotations, key)
-				}
-			}
-			dec.Notes = append(dec.Notes, "audit annotation "+full+" is not known: "+mapOrderWhy)
 		}
 	}
 }

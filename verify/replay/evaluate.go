@@ -711,27 +711,8 @@ func (r *Replayer) answersAlike(w evalWorker, j *job, dec *verify.Decision, eval
 // unknownAnswered takes the audit annotations keys (a policy's "<policy>/<key>" or the
 // validation_failure annotation) out of the decision, its results included, as not known (why).
 func unknownAnswered(dec *verify.Decision, keys []string, why string) {
-	if len(keys) == 0 {
-		return
-	}
-	dec.AuditAnnotations = maps.Clone(dec.AuditAnnotations)
-	if dec.UnknownAnnotations == nil {
-		dec.UnknownAnnotations = map[string]string{}
-	}
 	for _, k := range keys {
-		delete(dec.AuditAnnotations, k)
-		dec.UnknownAnnotations[k] = why
-		if policy, key, ok := strings.Cut(k, "/"); ok {
-			for i := range dec.Results {
-				if res := &dec.Results[i]; res.Policy == policy {
-					if _, has := res.AuditAnnotations[key]; has {
-						res.AuditAnnotations = maps.Clone(res.AuditAnnotations)
-						delete(res.AuditAnnotations, key)
-					}
-				}
-			}
-		}
-		dec.Notes = append(slices.Clip(dec.Notes), "audit annotation "+k+" is not known: "+why)
+		dec.Forget(k, why)
 	}
 }
 

@@ -1186,27 +1186,7 @@ func (r *Replayer) unknownAnnotationsOnly(policy string, dec *verify.Decision, u
 // dropAnnotation takes the policy's audit annotation key, whose value is not known (why), out of
 // the decision and its results, and says so.
 func dropAnnotation(dec *verify.Decision, policy, key, why string) {
-	full := policy + "/" + key
-	if _, done := dec.UnknownAnnotations[full]; done {
-		return
-	}
-	if dec.UnknownAnnotations == nil {
-		dec.UnknownAnnotations = map[string]string{}
-	}
-	dec.UnknownAnnotations[full] = why
-	if _, ok := dec.AuditAnnotations[full]; ok {
-		dec.AuditAnnotations = maps.Clone(dec.AuditAnnotations)
-		delete(dec.AuditAnnotations, full)
-	}
-	for i := range dec.Results {
-		if res := &dec.Results[i]; res.Policy == policy {
-			if _, ok := res.AuditAnnotations[key]; ok {
-				res.AuditAnnotations = maps.Clone(res.AuditAnnotations)
-				delete(res.AuditAnnotations, key)
-			}
-		}
-	}
-	dec.Notes = append(slices.Clip(dec.Notes), "audit annotation "+full+" is not known: "+why)
+	dec.Forget(policy+"/"+key, why)
 }
 
 // failedValidation says whether the policy's validation i failed in the decision (for some
