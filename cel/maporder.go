@@ -15,7 +15,8 @@ import (
 // reflect's MapKeys) and of a param or an unstructured object (Go's map range) in Go's map
 // order, which changes from one evaluation to the next, so the value differs from request to
 // request for the same object. A replay cannot tell which order the server took: an audit
-// annotation with such a value is not known (replay.WithMapOrder).
+// annotation with such a value is not known, nor a failure's message the log does not hold
+// (replay.WithMapOrder).
 const MapOrderMessage = "its value may list a map's keys in the order CEL iterates the map, which in kube-apiserver is Go's map order and changes from one request to the next (a map() or filter() over a map whose list is not only counted or tested)"
 
 // mapOrderHint is what to do about it.
@@ -93,10 +94,24 @@ func iteratesMapInOrder(ast *celgo.Ast) bool {
 	return walk(native.Expr(), false)
 }
 
-// MapOrderAnnotations are the audit annotation keys, by policy name, whose values may follow
-// the order CEL iterates a map in, by the diagnostics of the set's check (MapOrderMessage): a
-// valueExpression the lint names, or one that reads a variable it names.
-func MapOrderAnnotations(set *Set, diags Diagnostics) map[string][]string {
+// MapOrder names the expressions of a set's ValidatingAdmissionPolicies whose values may
+// follow the order CEL iterates a map in (MapOrderMessage): kube-apiserver's value is one of
+// the orders, by chance.
+type MapOrder struct {
+	// Annotations are the audit annotation keys, by policy name.
+	Annotations map[string][]string
+	// Messages are the indexes of spec.validations, by policy name, whose messageExpression
+	// words the failure.
+	Messages map[string][]int
+}
+
+// Empty says whether no expression is named.
+func (m MapOrder) Empty() bool { return len(m.Annotations) == 0 && len(m.Messages) == 0 }
+
+// MapOrderOf names the expressions of the set that follow map iteration, by the diagnostics of
+// the set's check (MapOrderMessage): an expression the lint names, or one that reads a variable
+// it names.
+func MapOrderOf(set *Set, diags Diagnostics) MapOrder {
 	flagged := map[string]map[string]bool{} // policy: field
 	for _, d := range diags {
 		if d.Message != MapOrderMessage {
@@ -111,7 +126,7 @@ func MapOrderAnnotations(set *Set, diags Diagnostics) map[string][]string {
 		}
 		flagged[name][d.Field] = true
 	}
-	out := map[string][]string{}
+	out := MapOrder{Annotations: map[string][]string{}, Messages: map[string][]int{}}
 	for _, p := range set.Policies {
 		fields := flagged[p.Name]
 		if len(fields) == 0 {
@@ -123,10 +138,17 @@ func MapOrderAnnotations(set *Set, diags Diagnostics) map[string][]string {
 				vars = append(vars, "variables."+v.Name)
 			}
 		}
+		readsFlagged := func(field, expr string) bool {
+			return fields[field] || slices.ContainsFunc(vars, func(v string) bool { return strings.Contains(expr, v) })
+		}
 		for i, a := range p.Spec.AuditAnnotations {
-			if fields[fmt.Sprintf("spec.auditAnnotations[%d].valueExpression", i)] ||
-				slices.ContainsFunc(vars, func(v string) bool { return strings.Contains(a.ValueExpression, v) }) {
-				out[p.Name] = append(out[p.Name], a.Key)
+			if readsFlagged(fmt.Sprintf("spec.auditAnnotations[%d].valueExpression", i), a.ValueExpression) {
+				out.Annotations[p.Name] = append(out.Annotations[p.Name], a.Key)
+			}
+		}
+		for i, v := range p.Spec.Validations {
+			if v.MessageExpression != "" && readsFlagged(fmt.Sprintf("spec.validations[%d].messageExpression", i), v.MessageExpression) {
+				out.Messages[p.Name] = append(out.Messages[p.Name], i)
 			}
 		}
 	}

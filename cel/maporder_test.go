@@ -49,15 +49,16 @@ func TestMapOrderLint(t *testing.T) {
 			if tt.want {
 				want = map[string][]string{"p": {"k"}}
 			}
-			if diff := cmp.Diff(want, MapOrderAnnotations(set, diags), cmpEmptyMaps); diff != "" {
-				t.Errorf("MapOrderAnnotations (-want +got):\n%s", diff)
+			if diff := cmp.Diff(want, MapOrderOf(set, diags).Annotations, cmpEmptyMaps); diff != "" {
+				t.Errorf("MapOrderOf (-want +got):\n%s", diff)
 			}
 		})
 	}
 }
 
-// TestMapOrderVariable: an audit annotation that reads a variable whose value follows map
-// iteration is named too.
+// TestMapOrderVariable: an audit annotation or a validation's messageExpression that reads a
+// variable whose value follows map iteration is named too, as is a messageExpression that
+// iterates a map itself.
 func TestMapOrderVariable(t *testing.T) {
 	checker, err := NewChecker()
 	if err != nil {
@@ -69,9 +70,16 @@ func TestMapOrderVariable(t *testing.T) {
 		{Key: "joined", ValueExpression: "variables.keys.join(',')"},
 		{Key: "name", ValueExpression: "object.metadata.name"},
 	}
+	p.Spec.Validations = []admissionregistrationv1.Validation{
+		{Expression: "true", MessageExpression: "'keys: ' + variables.keys.join(',')"},
+		{Expression: "true", MessageExpression: "'name: ' + object.metadata.name"},
+		{Expression: "true", Message: "static"},
+		{Expression: "true", MessageExpression: "'bad: ' + object.data.filter(k, k.startsWith('x')).join(',')"},
+	}
 	set := &Set{Policies: []*Policy{{ValidatingAdmissionPolicy: p, Source: noSource{}}}}
-	if diff := cmp.Diff(map[string][]string{"p": {"joined"}}, MapOrderAnnotations(set, checker.CheckPolicy(set.Policies[0]))); diff != "" {
-		t.Errorf("MapOrderAnnotations (-want +got):\n%s", diff)
+	want := MapOrder{Annotations: map[string][]string{"p": {"joined"}}, Messages: map[string][]int{"p": {0, 3}}}
+	if diff := cmp.Diff(want, MapOrderOf(set, checker.CheckPolicy(set.Policies[0]))); diff != "" {
+		t.Errorf("MapOrderOf (-want +got):\n%s", diff)
 	}
 }
 

@@ -61,8 +61,15 @@ type Decision struct {
 	// Mutation is what the MutatingAdmissionPolicies did before the validating policies
 	// decided (nil without mutating policies); Object is the object they decided on when a
 	// mutation changed it (JSON, in the request's version).
-	Mutation *Mutation       `json:"mutation,omitempty"`
-	Object   json.RawMessage `json:"object,omitempty"`
+	// ByChance, when set, says why the failure messages of the decision are not known: they
+	// list a map's keys in the order CEL iterated the map, which changes from one evaluation to
+	// the next, and the caller's WithMessageOrder does not show the server's.
+	ByChance string `json:"-"`
+	// chanceKeys are the audit annotations whose values may follow map order
+	// (AnnotationsByChance).
+	chanceKeys []string
+	Mutation   *Mutation       `json:"mutation,omitempty"`
+	Object     json.RawMessage `json:"object,omitempty"`
 }
 
 // Forget takes the audit annotation full ("<policy>/<key>", or the apiserver's own such as the
@@ -230,6 +237,10 @@ type Result struct {
 	// ParamNotFound says the binding found no params and its parameterNotFoundAction Allow
 	// admitted (result admit).
 	ParamNotFound bool `json:"paramNotFound,omitempty"`
+	// MessageByChance says Message is a messageExpression's value that may list a map's keys
+	// in the order CEL iterated the map (WithMapOrder): kube-apiserver's may list them in
+	// another order.
+	MessageByChance bool `json:"messageByChance,omitempty"`
 }
 
 // ParamRef names a param object.

@@ -3,9 +3,7 @@ package verify
 import (
 	"context"
 	"fmt"
-	"maps"
 	"net/http"
-	"slices"
 	"sort"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -22,6 +20,7 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/filters"
 	"k8s.io/client-go/informers"
 
+	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/cel/defaults"
 	vapcschema "github.com/vapc-dev/vapc/cel/schema"
 	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
@@ -54,9 +53,9 @@ type Evaluator struct {
 	// refusalsOrdered says whether a mutating policy's refusal may depend on their order,
 	// orderMayMatter whether anything they do may (see orderMayMatter).
 	refusalsOrdered, orderMayMatter bool
-	// mapOrder are the audit annotation keys, by policy, whose values may follow the order
-	// CEL iterates a map in (WithMapOrder).
-	mapOrder map[string][]string
+	// mapOrder names the audit annotations and messageExpressions whose values may follow the
+	// order CEL iterates a map in (WithMapOrder).
+	mapOrder vapccel.MapOrder
 	// answer, when set, is the decision every check of the configured authorizer gets
 	// (AnsweringAuthorizer).
 	answer *authorizer.Decision
@@ -81,28 +80,16 @@ func (e *Evaluator) authorizer() authorizer.UnconditionalAuthorizer {
 	return e.authz
 }
 
-// WithMapOrder names the audit annotations, by policy name and key, whose valueExpressions may
-// list a map's keys in the order CEL iterates the map (vapc check's lint, cel.MapOrderMessage):
-// kube-apiserver iterates in Go's map order, which changes from request to request, so their
-// values are the server's chance. A decision holds them in UnknownAnnotations, with a note,
-// not in AuditAnnotations.
-func WithMapOrder(keys map[string][]string) Option {
-	return func(e *Evaluator) error { e.mapOrder = keys; return nil }
-}
-
-// mapOrderWhy is why an audit annotation WithMapOrder names is not known.
-const mapOrderWhy = "its valueExpression may list a map's keys in the order CEL iterates the map, which in kube-apiserver is Go's map order and changes from one request to the next"
-
-// byChance takes the audit annotations WithMapOrder names out of the decision's
-// AuditAnnotations and results into UnknownAnnotations, with a note.
-func (e *Evaluator) byChance(dec *Decision) {
-	for _, policy := range slices.Sorted(maps.Keys(e.mapOrder)) { // notes in one order
-		for _, key := range e.mapOrder[policy] {
-			if _, ok := dec.AuditAnnotations[policy+"/"+key]; ok {
-				dec.Forget(policy+"/"+key, mapOrderWhy)
-			}
-		}
-	}
+// WithMapOrder names the audit annotations and validations' messageExpressions, by policy
+// name, whose values may list a map's keys in the order CEL iterates the map (vapc check's
+// lint, cel.MapOrderMessage): kube-apiserver iterates in Go's map order, which changes from
+// request to request, so their values are the server's chance. The Evaluator evaluates a
+// decision that holds such a value again, to find the order the server took, as far as the
+// caller knows it (WithMessageOrder), or to see the value change: such an audit annotation is
+// then in UnknownAnnotations, with a note, not in AuditAnnotations, and such a failure
+// message makes the decision's ByChance.
+func WithMapOrder(m vapccel.MapOrder) Option {
+	return func(e *Evaluator) error { e.mapOrder = m; return nil }
 }
 
 // Option configures an Evaluator.
@@ -356,6 +343,16 @@ func (e *Evaluator) EvaluateAttributes(ctx context.Context, a admission.Attribut
 		}}, nil
 	}
 
+	dec, err := e.dispatch(ctx, attrs, o)
+	if err != nil || (!dec.MessagesByChance() && len(dec.chanceKeys) == 0) {
+		return dec, err
+	}
+	return e.inServerOrder(ctx, attrs, o, dec), nil
+}
+
+// dispatch runs the ValidatingAdmissionPolicy plugin's dispatcher over the attributes and
+// gives its decision.
+func (e *Evaluator) dispatch(ctx context.Context, attrs *recordingAttributes, o admission.ObjectInterfaces) (*Decision, error) {
 	t := &trace{}
 	var notes []string
 	m, implicit := e.matcher(attrs.GetNamespace())

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	"sigs.k8s.io/yaml"
 
+	vapccel "github.com/vapc-dev/vapc/cel"
 	vapcschema "github.com/vapc-dev/vapc/cel/schema"
 	"github.com/vapc-dev/vapc/verify"
 )
@@ -70,30 +71,118 @@ spec:
   - {key: value, valueExpression: "string(object.data.v)"}
 `
 
-// TestMapOrderAnnotation: an audit annotation WithMapOrder names (its value follows the order
-// CEL iterates a map in, the server's chance) is not in the decision's AuditAnnotations nor its
-// results', but in UnknownAnnotations, with a note.
+// TestMapOrderAnnotation: an audit annotation WithMapOrder names (its value may follow the
+// order CEL iterates a map in, the server's chance) is evaluated again: where its value changes
+// it is not in the decision's AuditAnnotations nor its results', but in UnknownAnnotations,
+// with a note; where it does not (a map of one key) it stands; where the caller knows the
+// server's value (WithMessageOrder), the decision is the order that gives it.
 func TestMapOrderAnnotation(t *testing.T) {
-	e, err := verify.New([]*admissionregistrationv1.ValidatingAdmissionPolicy{mustPolicy(t, annotatePolicy)},
+	const policy = `
+metadata: {name: annotate}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+  validations:
+  - expression: "true"
+  auditAnnotations:
+  - {key: value, valueExpression: "object.data.map(k, k).join(',')"}
+`
+	e, err := verify.New([]*admissionregistrationv1.ValidatingAdmissionPolicy{mustPolicy(t, policy)},
 		[]*admissionregistrationv1.ValidatingAdmissionPolicyBinding{binding("b", "annotate", admissionregistrationv1.Audit)},
-		verify.WithResources(catalog), verify.WithMapOrder(map[string][]string{"annotate": {"value"}}))
+		verify.WithResources(catalog), verify.WithMapOrder(vapccel.MapOrder{Annotations: map[string][]string{"annotate": {"value"}}}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec, err := e.Evaluate(context.Background(), verify.Request{Operation: admission.Create, Resource: configmaps, Object: object(t, `{metadata: {name: c, namespace: ns}, data: {v: one}}`)})
-	if err != nil {
-		t.Fatal(err)
+	serverSaid := func(v string) verify.MessageOrder {
+		return func(d *verify.Decision) (bool, bool) { return true, d.AuditAnnotations["annotate/value"] == v }
 	}
-	if _, ok := dec.AuditAnnotations["annotate/value"]; ok {
-		t.Errorf("AuditAnnotations = %v, want annotate/value out", dec.AuditAnnotations)
+	for _, tc := range []struct {
+		name   string
+		data   string
+		server verify.MessageOrder
+		want   string // the annotation's value, "" for not known
+	}{
+		{"several keys", "{a: one, b: two, c: three}", nil, ""},
+		{"one key", "{a: one}", nil, "a"},
+		{"the server's order", "{a: one, b: two, c: three}", serverSaid("c,a,b"), "c,a,b"},
+		{"the server's other order", "{a: one, b: two, c: three}", serverSaid("b,c,a"), "b,c,a"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			if tc.server != nil {
+				ctx = verify.WithMessageOrder(ctx, tc.server)
+			}
+			dec, err := e.Evaluate(ctx, verify.Request{Operation: admission.Create, Resource: configmaps, Object: object(t, `{metadata: {name: c, namespace: ns}, data: `+tc.data+`}`)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, ok := dec.AuditAnnotations["annotate/value"]
+			_, unknown := dec.UnknownAnnotations["annotate/value"]
+			switch {
+			case tc.want == "" && (ok || !unknown || !slices.ContainsFunc(dec.Notes, func(n string) bool { return strings.HasPrefix(n, "audit annotation annotate/value is not known") })):
+				t.Errorf("AuditAnnotations %v, UnknownAnnotations %v, notes %v: want annotate/value not known, with a note", dec.AuditAnnotations, dec.UnknownAnnotations, dec.Notes)
+			case tc.want != "" && (got != tc.want || unknown):
+				t.Errorf("annotate/value = %q (not known: %v), want %q", got, unknown, tc.want)
+			}
+			for _, r := range dec.Results {
+				if v, ok := r.AuditAnnotations["value"]; ok && v != got {
+					t.Errorf("result %v holds %q, the decision %q", r, v, got)
+				}
+			}
+		})
 	}
-	for _, r := range dec.Results {
-		if _, ok := r.AuditAnnotations["value"]; ok {
-			t.Errorf("result %v holds the annotation", r)
-		}
-	}
-	if _, ok := dec.UnknownAnnotations["annotate/value"]; !ok || !slices.ContainsFunc(dec.Notes, func(n string) bool { return strings.HasPrefix(n, "audit annotation annotate/value is not known") }) {
-		t.Errorf("UnknownAnnotations = %v, notes %v, want annotate/value in both", dec.UnknownAnnotations, dec.Notes)
+}
+
+// TestMapOrderMessageResult: a failure whose message a messageExpression WithMapOrder names
+// worded is marked (kube-apiserver's may list the map's keys in another order); one worded by
+// kube-apiserver's fallbacks (the static message, the expression) is not, nor one of a
+// validation it does not name.
+func TestMapOrderMessageResult(t *testing.T) {
+	const policy = `
+metadata: {name: keys}
+spec:
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]
+  validations:
+  - {expression: "false", messageExpression: "object.data.map(k, k).join(',')", message: static}
+  - {expression: "false", messageExpression: "object.data.map(k, k).join(',')"}
+  - {expression: "false", messageExpression: "'name ' + object.metadata.name"}
+`
+	for _, tc := range []struct {
+		name    string
+		actions []admissionregistrationv1.ValidationAction
+		data    string
+		want    []bool // MessageByChance of the results in order
+		wantAny bool   // MessagesByChance
+	}{
+		{"deny", []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}, "{a: one, b: two}", []bool{true, true, false}, true},
+		{"audit", []admissionregistrationv1.ValidationAction{admissionregistrationv1.Audit}, "{a: one, b: two}", []bool{true, true, false}, true},
+		{"warn", []admissionregistrationv1.ValidationAction{admissionregistrationv1.Warn}, "{a: one, b: two}", []bool{true, true, false}, false},
+		{"fallbacks", []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}, "{}", []bool{false, false, false}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, err := verify.New([]*admissionregistrationv1.ValidatingAdmissionPolicy{mustPolicy(t, policy)},
+				[]*admissionregistrationv1.ValidatingAdmissionPolicyBinding{binding("b", "keys", tc.actions...)},
+				verify.WithResources(catalog), verify.WithMapOrder(vapccel.MapOrder{Messages: map[string][]int{"keys": {0, 1}}}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			dec, err := e.Evaluate(context.Background(), verify.Request{Operation: admission.Create, Resource: configmaps, Object: object(t, `{metadata: {name: c, namespace: ns}, data: `+tc.data+`}`)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []bool
+			for _, r := range dec.Results {
+				got = append(got, r.MessageByChance)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("MessageByChance of the results (-want +got):\n%s\n%v", diff, dec.Results)
+			}
+			if dec.MessagesByChance() != tc.wantAny {
+				t.Errorf("MessagesByChance() = %v, want %v", dec.MessagesByChance(), tc.wantAny)
+			}
+		})
 	}
 }
 

@@ -269,6 +269,9 @@ type recordingAttributes struct {
 	admission.Attributes
 	mu          sync.Mutex
 	annotations map[string]string
+	// detached keeps the annotations from the wrapped record, which holds those of an earlier
+	// evaluation of the same request (inServerOrder): it refuses an overwrite itself.
+	detached bool
 }
 
 // AddAnnotation adds the annotation to the wrapped record, which checks the key and refuses
@@ -279,11 +282,16 @@ func (r *recordingAttributes) AddAnnotation(key, value string) error {
 
 // AddAnnotationWithLevel is AddAnnotation at an audit level.
 func (r *recordingAttributes) AddAnnotationWithLevel(key, value string, level auditinternal.Level) error {
-	if err := r.Attributes.AddAnnotationWithLevel(key, value, level); err != nil {
-		return err
+	if !r.detached {
+		if err := r.Attributes.AddAnnotationWithLevel(key, value, level); err != nil {
+			return err
+		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if old, ok := r.annotations[key]; ok && r.detached && old != value {
+		return fmt.Errorf("admission annotations are not allowed to be overwritten, key:%q, old value: %q, new value:%q", key, old, value)
+	}
 	if r.annotations == nil {
 		r.annotations = map[string]string{}
 	}

@@ -246,11 +246,11 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 // warning too, since the server answers with the message instead. It warns, on stderr, of what
 // the server accepts but makes no sense in a replay: a binding whose policy is not there, a
 // policy without binding, a document that is neither.
-func readReplayPolicies(stdin io.Reader, stderr io.Writer, cat *vapcschema.Catalog, paths []string) (*cel.Set, map[string][]string, error) {
+func readReplayPolicies(stdin io.Reader, stderr io.Writer, cat *vapcschema.Catalog, paths []string) (*cel.Set, cel.MapOrder, error) {
 	set, diags := cel.ReadPaths(stdin, paths...)
 	checker, err := cel.NewChecker(cel.WithKubernetesVersion(verify.KubernetesVersion), cel.WithCatalog(cat))
 	if err != nil {
-		return nil, nil, &internalError{err}
+		return nil, cel.MapOrder{}, &internalError{err}
 	}
 	diags = append(diags, checker.Check(set)...)
 	var refused, warnings cel.Diagnostics
@@ -270,7 +270,10 @@ func readReplayPolicies(stdin io.Reader, stderr io.Writer, cat *vapcschema.Catal
 			warnings = append(warnings, d) // the loader's; the checker's lints are vapc check's
 		case d.Message == cel.MapOrderMessage && strings.HasPrefix(d.Field, "spec.auditAnnotations["):
 			d.Hint = strings.TrimPrefix(d.Hint+"; ", "; ") + "the replay does not claim its value"
-			warnings = append(warnings, d) // the one lint that changes what the replay says
+			warnings = append(warnings, d) // the lints that change what the replay says
+		case d.Message == cel.MapOrderMessage && strings.HasSuffix(d.Field, ".messageExpression"):
+			d.Hint = strings.TrimPrefix(d.Hint+"; ", "; ") + "the replay claims a failure's message only where the log holds the server's"
+			warnings = append(warnings, d)
 		}
 	}
 	for _, d := range set.Others {
@@ -302,12 +305,12 @@ func readReplayPolicies(stdin io.Reader, stderr io.Writer, cat *vapcschema.Catal
 		fmt.Fprintln(stderr, d.String())
 	}
 	if len(refused) > 0 {
-		return nil, nil, &findingsError{"replay: " + refusal(refused)}
+		return nil, cel.MapOrder{}, &findingsError{"replay: " + refusal(refused)}
 	}
 	if len(set.Policies) == 0 && len(set.MutatingPolicies) == 0 {
-		return nil, nil, &findingsError{fmt.Sprintf("replay: --policies %s holds no ValidatingAdmissionPolicy or MutatingAdmissionPolicy: nothing to replay. --policies reads %s; cluster objects go in --snapshot", strings.Join(paths, " "), cel.PolicyKinds)}
+		return nil, cel.MapOrder{}, &findingsError{fmt.Sprintf("replay: --policies %s holds no ValidatingAdmissionPolicy or MutatingAdmissionPolicy: nothing to replay. --policies reads %s; cluster objects go in --snapshot", strings.Join(paths, " "), cel.PolicyKinds)}
 	}
-	return set, cel.MapOrderAnnotations(set, diags), nil
+	return set, cel.MapOrderOf(set, diags), nil
 }
 
 // refusal says why policies are refused, by what their fatal diagnostics are about: inputs

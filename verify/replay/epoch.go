@@ -9,6 +9,7 @@ import (
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/internal/apiserver"
 )
@@ -103,7 +104,7 @@ func (r *Replayer) buildEvaluators() error {
 // newDefaultEval is the replay's evaluator (verify.New over the State's Views) of the
 // validating and mutating policies and bindings given.
 func newDefaultEval(p []*admissionregistrationv1.ValidatingAdmissionPolicy, b []*admissionregistrationv1.ValidatingAdmissionPolicyBinding,
-	m []*admissionregistrationv1.MutatingAdmissionPolicy, mb []*admissionregistrationv1.MutatingAdmissionPolicyBinding, res verify.Resources, store verify.ObjectStore, mapOrder map[string][]string) (Evaluator, error) {
+	m []*admissionregistrationv1.MutatingAdmissionPolicy, mb []*admissionregistrationv1.MutatingAdmissionPolicyBinding, res verify.Resources, store verify.ObjectStore, mapOrder vapccel.MapOrder) (Evaluator, error) {
 	return verify.New(p, b, verify.WithResources(res), verify.WithStore(store), verify.WithDropUnknownFields(true), verify.WithMutatingPolicies(m, mb), verify.WithMapOrder(mapOrder))
 }
 

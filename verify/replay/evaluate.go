@@ -427,6 +427,7 @@ func (r *Replayer) evaluateRecovered(ctx context.Context, w evalWorker, j *job) 
 }
 
 func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
+	ctx = verify.WithMessageOrder(ctx, j.messageOrder)
 	if r.cfg.evaluateHook != nil {
 		r.cfg.evaluateHook(j.ev)
 	}
@@ -793,6 +794,10 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undeci
 		if authzAlike, differing = r.answersAlike(w, j, dec, evaluateOn); authzAlike {
 			unknownAnswered(dec, differing, fmt.Sprintf("it depends on the answers of authorizer checks the audit log does not hold (the first: %s)", checks[0]))
 		}
+	}
+	if dec.ByChance != "" {
+		out.indeterminate(because(ReasonMapOrder, dec.ByChance))
+		return
 	}
 	// No result but a miss: whether a policy matched rested on an object the State does not
 	// know (a namespace for a namespaceSelector, as the apiserver's matcher reads it), so

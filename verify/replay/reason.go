@@ -77,6 +77,9 @@ const (
 	// ReasonAuthorizer: the decision depends on authorizer checks, which the audit log does
 	// not answer.
 	ReasonAuthorizer Reason = "authorizer"
+	// ReasonMapOrder: a failure's message lists a map's keys in the order CEL iterated the
+	// map, kube-apiserver's chance, and the log does not hold the server's.
+	ReasonMapOrder Reason = "map-order"
 )
 
 // Skip reasons: requests that never reached validating admission. Summary.Skipped counts

@@ -132,11 +132,13 @@ func WithLag(d time.Duration) Option {
 	}
 }
 
-// WithMapOrder names the audit annotations, by policy name and key, whose values may follow
-// the order kube-apiserver's CEL iterates a map in (cel.MapOrderAnnotations): Go's map order,
-// the server's chance; the replay does not claim them (verify.WithMapOrder).
-func WithMapOrder(keys map[string][]string) Option {
-	return func(r *Replayer) error { r.cfg.mapOrder = keys; return nil }
+// WithMapOrder names the audit annotations and validations' messageExpressions, by policy
+// name, whose values may follow the order kube-apiserver's CEL iterates a map in
+// (cel.MapOrderOf): Go's map order, the server's chance. The replay does not claim such an
+// annotation (verify.WithMapOrder), nor a failure's message the log does not hold the
+// server's of (settleMapOrder).
+func WithMapOrder(m vapccel.MapOrder) Option {
+	return func(r *Replayer) error { r.cfg.mapOrder = m; return nil }
 }
 
 // WithPoliciesThroughout decides every request of the log with the given policies and
@@ -264,8 +266,8 @@ type config struct {
 	slowSnapshot     bool
 	observer         Observer
 	admissionPlugins []string
-	// mapOrder are the audit annotations whose values follow map iteration (WithMapOrder).
-	mapOrder map[string][]string
+	// mapOrder names the expressions whose values follow map iteration (WithMapOrder).
+	mapOrder vapccel.MapOrder
 }
 
 // policySet is the policies a replay decides with, and what New derived from them.

@@ -272,6 +272,10 @@ func pickServed(ev *Event, vs []served, recorded func(served) bool) (s served, o
 				ds = append(ds, describeServed(k))
 			}
 			sort.Strings(ds)
+			if why := byChanceOf(kept); why != "" {
+				// The variants differ as two evaluations of one of them may.
+				return served{}, false, why, ReasonMapOrder
+			}
 			if kept[0].labels {
 				return served{}, false, "the audit log records a Job's create after its defaults, and whether its labels were sent or are its pod template's (which the job strategy then labels with the job's name and uid) leads to different outcomes (" + diff + "): " + strings.Join(ds, "; "), ReasonDefaultedLabels
 			}

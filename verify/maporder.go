@@ -1,0 +1,168 @@
+package verify
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apiserver/pkg/admission"
+)
+
+// kube-apiserver's CEL iterates the maps of an object and of a param in Go's map order, which
+// changes from one evaluation to the next: an expression whose value lists a map's keys in
+// that order (vapc check's lint, cel.MapOrderMessage) has one of several values by chance.
+// WithMapOrder names them; this file is what the Evaluator does about it.
+
+// MapOrderTries is how many times the Evaluator evaluates again a decision whose failure
+// messages or audit annotations may follow map order (Result.MessageByChance,
+// Decision.AnnotationsByChance), to find the order the server took (WithMessageOrder) or to see
+// them change. Go iterates a map of up to eight keys from a random one of its eight slots
+// round: two keys come in the order other than their slots' in one evaluation of eight, and
+// 64 evaluations miss it with a chance of 2 in 10,000.
+const MapOrderTries = 64
+
+// mapOrderWhy is why an audit annotation WithMapOrder names is not known.
+const mapOrderWhy = "its valueExpression lists a map's keys in the order CEL iterates the map, which in kube-apiserver is Go's map order and changes from one request to the next, and the server's is not known"
+
+// byChance marks what of the decision WithMapOrder names: the audit annotations
+// (AnnotationsByChance) and the results whose messages a messageExpression it names worded.
+func (e *Evaluator) byChance(dec *Decision) {
+	for _, policy := range slices.Sorted(maps.Keys(e.mapOrder.Annotations)) {
+		for _, key := range e.mapOrder.Annotations[policy] {
+			if _, ok := dec.AuditAnnotations[policy+"/"+key]; ok {
+				dec.chanceKeys = append(dec.chanceKeys, policy+"/"+key)
+			}
+		}
+	}
+	for i := range dec.Results {
+		r := &dec.Results[i]
+		if r.Result != "deny" || r.ExpressionIndex == nil || !slices.Contains(e.mapOrder.Messages[r.Policy], *r.ExpressionIndex) {
+			continue
+		}
+		h := e.byName[r.Policy]
+		if h == nil || *r.ExpressionIndex >= len(h.Policy.Spec.Validations) {
+			continue
+		}
+		// kube-apiserver's fallbacks when the messageExpression gives no message (validator.go).
+		v := h.Policy.Spec.Validations[*r.ExpressionIndex]
+		if r.Message != strings.TrimSpace(v.Message) && r.Message != "failed expression: "+strings.TrimSpace(v.Expression) {
+			r.MessageByChance = true
+		}
+	}
+}
+
+// AnnotationsByChance are the audit annotations ("<policy>/<key>") of the decision whose
+// valueExpressions may list a map's keys in the order CEL iterated the map (WithMapOrder).
+func (d *Decision) AnnotationsByChance() []string { return d.chanceKeys }
+
+// MessagesByChance says whether the decision's response, refusals or audit annotations hold
+// a message a messageExpression may have worded in the order CEL iterated a map
+// (Result.MessageByChance): a failure of a Deny or Audit action. A Warn action's is only in
+// the warnings.
+func (d *Decision) MessagesByChance() bool {
+	return slices.ContainsFunc(d.Results, func(r Result) bool { return r.MessageByChance && r.shown() })
+}
+
+// shown says whether the result's message is in the response or the audit annotations.
+func (r Result) shown() bool {
+	return slices.Contains(r.Actions, admissionregistrationv1.Deny) || slices.Contains(r.Actions, admissionregistrationv1.Audit)
+}
+
+// byChanceMessages are the messages of the results MessagesByChance counts, in order.
+func (d *Decision) byChanceMessages() []string {
+	var out []string
+	for _, r := range d.Results {
+		if r.MessageByChance && r.shown() {
+			out = append(out, r.Message)
+		}
+	}
+	return out
+}
+
+// byChanceAnnotations are the values of the annotations AnnotationsByChance names, in order.
+func (d *Decision) byChanceAnnotations() []string {
+	var out []string
+	for _, k := range d.chanceKeys {
+		out = append(out, k+"="+d.AuditAnnotations[k])
+	}
+	return out
+}
+
+// MessageOrder is what a caller knows of the values kube-apiserver gave a request's failure
+// messages and audit annotations that may follow map order (Result.MessageByChance,
+// Decision.AnnotationsByChance), as a recorded server's response and audit annotations hold
+// them: known says whether the decision's such values can be compared with the server's,
+// agrees whether they are the server's.
+type MessageOrder func(*Decision) (known, agrees bool)
+
+type messageOrderKey struct{}
+
+// WithMessageOrder returns ctx with what the caller knows of the server's values (see
+// MessageOrder). The Evaluator evaluates a decision whose by-chance values are known to
+// disagree again, up to MapOrderTries times, until they agree: the order kube-apiserver took.
+// Without it, or where they are not known, it evaluates the decision again to see whether
+// they change: failure messages that do are not known (Decision.ByChance), audit annotations
+// that do are forgotten (Forget).
+func WithMessageOrder(ctx context.Context, f MessageOrder) context.Context {
+	return context.WithValue(ctx, messageOrderKey{}, f)
+}
+
+// inServerOrder settles dec, whose failure messages or audit annotations may follow map
+// order, by evaluating the attributes again (see WithMessageOrder).
+func (e *Evaluator) inServerOrder(ctx context.Context, attrs *recordingAttributes, o admission.ObjectInterfaces, dec *Decision) *Decision {
+	order, _ := ctx.Value(messageOrderKey{}).(MessageOrder)
+	known, agrees := false, false
+	if order != nil {
+		known, agrees = order(dec)
+	}
+	if known && agrees {
+		return dec
+	}
+	msgs, annotations := dec.byChanceMessages(), dec.byChanceAnnotations()
+	var otherMsgs []string
+	annotationsVary := false
+	for range MapOrderTries {
+		again, err := e.dispatch(ctx, &recordingAttributes{Attributes: attrs.Attributes, detached: true}, o)
+		if err != nil {
+			break
+		}
+		if known {
+			if _, agrees := order(again); agrees {
+				again.Notes = append(again.Notes, "a failure's message or an audit annotation lists a map's keys in the order CEL iterated the map, which in kube-apiserver is Go's map order and changes from one request to the next: the decision's is the order the server took, which its recorded verdicts show")
+				return again
+			}
+		}
+		if m := again.byChanceMessages(); otherMsgs == nil && !slices.Equal(msgs, m) {
+			otherMsgs = m
+		}
+		annotationsVary = annotationsVary || !slices.Equal(annotations, again.byChanceAnnotations())
+		if !known && (otherMsgs != nil || len(msgs) == 0) && (annotationsVary || len(annotations) == 0) {
+			break // nothing more to learn
+		}
+	}
+	if annotationsVary {
+		for _, k := range dec.chanceKeys {
+			dec.Forget(k, mapOrderWhy)
+		}
+	}
+	if otherMsgs != nil {
+		dec.ByChance = "a failure's message lists a map's keys in the order CEL iterated the map, which in kube-apiserver is Go's map order and changes from one request to the next (" + strings.Join(quoteAll(msgs), ", ") + " or " + strings.Join(quoteAll(otherMsgs), ", ") + ")"
+		if known {
+			dec.ByChance += ", and no order gives the server's verdicts"
+		} else {
+			dec.ByChance += ", and the server's is not known"
+		}
+	}
+	return dec
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strconv.Quote(s)
+	}
+	return out
+}
