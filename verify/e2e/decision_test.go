@@ -462,7 +462,7 @@ func checkReplay(t *testing.T, log string, set policySet, denied []denial) map[s
 func checkReplayFrom(t *testing.T, log string, set policySet, denied []denial, from int, byDesign func(*replay.Record) bool) map[string]*replay.Record {
 	t.Helper()
 	start := time.Now()
-	r, err := replay.New(set.policies, set.bindings, replay.WithCheckRecorded(true), replay.WithMutatingPolicies(set.mutating, set.mutatingBindings))
+	r, err := replay.New(set.policies, set.bindings, replay.WithCheckRecorded(true), replay.WithMutatingPolicies(set.mutating, set.mutatingBindings), replay.WithMapOrder(set.mapOrder(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

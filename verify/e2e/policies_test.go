@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -11,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/cel/manifest"
 )
 
@@ -161,6 +164,22 @@ func (set policySet) yamlDocs(t *testing.T) []string {
 		docs = append(docs, yamlOf(t, b))
 	}
 	return docs
+}
+
+// mapOrder is what cmd/vapc gives the replay of the set's policies: the expressions whose
+// values vapc check's lint says may follow map order (cel.MapOrderOf).
+func (set policySet) mapOrder(t *testing.T) cel.MapOrder {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "policies.yaml")
+	if err := os.WriteFile(path, []byte(strings.Join(set.yamlDocs(t), "\n---\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	read, diags := cel.ReadPaths(nil, path)
+	checker, err := cel.NewChecker()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cel.MapOrderOf(read, append(diags, checker.Check(read)...))
 }
 
 func withKind(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {

@@ -15,7 +15,7 @@ import (
 // certain, must be the server's; those the checked replay (byID) decided must be the same.
 func checkLikely(t *testing.T, log string, set policySet, byID map[string]*replay.Record, from int) {
 	t.Helper()
-	r, err := replay.New(set.policies, set.bindings, replay.WithMutatingPolicies(set.mutating, set.mutatingBindings))
+	r, err := replay.New(set.policies, set.bindings, replay.WithMutatingPolicies(set.mutating, set.mutatingBindings), replay.WithMapOrder(set.mapOrder(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

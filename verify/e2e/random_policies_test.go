@@ -161,6 +161,9 @@ var stringAtoms = []string{
 	`'fm ' + request.options.?fieldManager.orValue('-') + ' fv ' + request.options.?fieldValidation.orValue('-')`,
 	`'orphan ' + string(request.options.?orphanDependents.orValue(false))`,
 	`'pre ' + request.options.?preconditions.?uid.orValue('-') + ' ' + request.options.?preconditions.?resourceVersion.orValue('-')`,
+	// Lists a map's keys in the order CEL iterates the map: kube-apiserver's is by chance.
+	`'labels ' + object.metadata.?labels.orValue({}).map(k, k + '=' + object.metadata.labels[k]).join(',')`,
+	`'keys ' + object.?data.orValue({}).filter(k, k != 'big').join(',')`,
 }
 
 var configMapParamStrings = []string{

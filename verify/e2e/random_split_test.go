@@ -31,7 +31,7 @@ func checkSplitReplay(t *testing.T, log string, set policySet, byID map[string]*
 // differ from what the log records.
 func checkReplayAgain(t *testing.T, what string, sources []replay.Source, active map[string]bool, set policySet, byID map[string]*replay.Record, opts ...replay.Option) {
 	t.Helper()
-	opts = append([]replay.Option{replay.WithCheckRecorded(true), replay.WithMutatingPolicies(set.mutating, set.mutatingBindings)}, opts...)
+	opts = append([]replay.Option{replay.WithCheckRecorded(true), replay.WithMutatingPolicies(set.mutating, set.mutatingBindings), replay.WithMapOrder(set.mapOrder(t))}, opts...)
 	r, err := replay.New(set.policies, set.bindings, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -164,7 +164,7 @@ func checkStdinReplay(t *testing.T, log string, set policySet, byID map[string]*
 		t.Fatal(err)
 	}
 	defer f.Close()
-	r, err := replay.New(set.policies, set.bindings, replay.WithCheckRecorded(true), replay.WithMutatingPolicies(set.mutating, set.mutatingBindings))
+	r, err := replay.New(set.policies, set.bindings, replay.WithCheckRecorded(true), replay.WithMutatingPolicies(set.mutating, set.mutatingBindings), replay.WithMapOrder(set.mapOrder(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
