@@ -38,6 +38,8 @@ type decoded struct {
 	sum uint64
 	// duplicate is an event an export's reader found handed over already (auditlog.Line).
 	duplicate bool
+	// salvaged is what a line that does not decode still tells (auditlog.Salvage).
+	salvaged *auditlog.Salvaged
 }
 
 // lineSeed seeds the hashes of lines: they are compared within one run only.
@@ -173,6 +175,8 @@ func decodeLine(l auditlog.Line, prepare func(*decoded)) (d decoded) {
 	}
 	d.ev, d.err = auditlog.Decode(l.Data)
 	if d.err != nil {
+		s := auditlog.Salvage(l.Data)
+		d.salvaged = &s
 		if l.Field != "" {
 			d.err = fmt.Errorf("%s: %w", l.Field, d.err)
 		}

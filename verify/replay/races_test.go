@@ -440,6 +440,13 @@ func TestCutRecordings(t *testing.T) {
 		// update: the object takes only the replicas of the Scale the server answered,
 		// whatever the policy changed of the Scale.
 		{name: "scale mutated", dir: "scale-mutated", want: map[int]string{9: "admit certain"}},
+		// A helper's recording (exAE), cut: a ConfigMap labelled locked=true (line 7, cut short
+		// as a log being written is, before its URI is whole), then a patch the policy refused
+		// on the lock (line 8). The malformed line was a write the replay cannot read: what it
+		// may have written is not known (everything, where it does not name the object; the
+		// object, where its URI does).
+		{name: "a malformed line, a write", dir: "malformed-write", want: map[int]string{8: "indeterminate indeterminate"}},
+		{name: "a malformed line, a write of the object its URI names", dir: "malformed-write-uri", want: map[int]string{8: "indeterminate indeterminate"}},
 	})
 }
 

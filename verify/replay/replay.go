@@ -552,6 +552,7 @@ func (r *Replayer) line(ctx context.Context, d decoded) {
 	switch {
 	case d.err != nil:
 		r.output.sum.lineError(d.file, d.num, d.err)
+		r.forgetMalformed(d)
 		return
 	case d.blank:
 		r.output.sum.Blank++
@@ -601,6 +602,29 @@ func (r *Replayer) line(ctx context.Context, d decoded) {
 		r.cfg.observer.Event(d.file, d.num, ev, d.observed)
 	}
 	r.request(ctx, d, ev)
+}
+
+// forgetMalformed forgets what a line that is not an audit event the replay can read (d, its
+// error) may have written: nothing where what it still tells shows a read or a stage before
+// the request completed (auditlog.Salvage), the object its URI names (all of its resource in
+// the namespace for a create, whose name is not in it), or everything the State holds when it
+// tells nothing. The server made the request: a decision that reads what it may have changed is
+// not known (helper exAE: a label patch's line cut short, replayed with --max-malformed, and the
+// next patch claimed admitted on the object before it, certain, where a policy refused it).
+func (r *Replayer) forgetMalformed(d decoded) {
+	s := d.salvaged
+	if s != nil && s.Harmless() {
+		return
+	}
+	why := fmt.Sprintf("%s may have written it: the line is not an audit event the replay can read", lineRef{d.file, d.num, d.item})
+	switch {
+	case s == nil || s.Resource == nil:
+		r.state.ForgetEverything(fmt.Sprintf("%s may have been a write: the line is not an audit event the replay can read", lineRef{d.file, d.num, d.item}))
+	case s.Resource.Name == "" || s.Verb == "deletecollection" || s.Verb == "create" && s.Resource.Subresource == "":
+		r.state.ForgetAll(schema.GroupResource{Group: s.Resource.APIGroup, Resource: s.Resource.Resource}, s.Resource.Namespace, why)
+	default:
+		r.state.Forget(schema.GroupResource{Group: s.Resource.APIGroup, Resource: s.Resource.Resource}, schema.GroupVersionKind{}, s.Resource.Namespace, s.Resource.Name, why)
+	}
 }
 
 // isResourcePath says whether a request URI names a resource (/api/v1/RESOURCE...,
