@@ -483,7 +483,7 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 	for _, src := range sources {
 		if src.InStageOrder() && !noted[src.Name] {
 			noted[src.Name] = true
-			r.output.sum.Notes = append(r.output.sum.Notes, src.Name+": its events are further out of the order of their stage times than kube-apiserver's log backend writes them ("+source.OrderJitter.String()+"): read in that order, within the window an export's are put back in order (events a tool copied out of the server's order, or logs interleaved)")
+			r.output.sum.Notes = append(r.output.sum.Notes, src.Name+": its events go back in their stage times by more than "+source.OrderJitter.String()+" (a log backend writing under load, events a tool copied out of the server's order, or logs interleaved): read in the order of their stage times, within the window an export's are put back in order")
 		}
 	}
 	r.output.agg = newAggregator(r.set.policies, r.set.bindings)
@@ -592,6 +592,9 @@ func (r *Replayer) line(ctx context.Context, d decoded) {
 		return
 	}
 	r.output.sum.Requests++
+	if ev.Truncated() {
+		r.output.sum.Truncated++
+	}
 	r.labelledDryRuns(ev)
 	r.noteLogTime(d, ev)
 	if r.cfg.check {

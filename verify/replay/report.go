@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/vapc-dev/vapc/verify/internal/junit"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
 // JSONLWriter returns a sink that writes every record as one JSON line.
@@ -107,8 +108,13 @@ func writeDecided(p *printer, s *Decided) {
 			p.f("    field %-54s %d\n", f, s.MutatedFields[f])
 		}
 	}
-	if s.NoObject > 0 {
+	if s.NoObject > 0 && s.Truncated == 0 {
 		p.f("  %d requests were logged at Metadata level, without objects: log pod and param writes at RequestResponse level to replay them.\n", s.NoObject)
+	} else if s.NoObject > 0 {
+		p.f("  %d requests were logged without objects (at Metadata level, or truncated): log pod and param writes at RequestResponse level to replay them.\n", s.NoObject)
+	}
+	if s.Truncated > 0 {
+		p.f("  %d requests were logged without their objects by an audit backend that truncates (%s): raise kube-apiserver's --audit-log-truncate-max-event-size (and -max-batch-size), or leave --audit-log-truncate-enabled off; it also drops an event it cannot shrink below the limit, which the log then lacks.\n", s.Truncated, auditlog.AnnotationTruncated)
 	}
 	p.f("  changed:       %d (decided otherwise than the log records)\n", s.Changed)
 	listed(p, "    ", s.Changes, s.Changed, "--output jsonl lists every request")

@@ -144,6 +144,9 @@ type Decided struct {
 	MutatedFields map[string]int `json:"mutatedFields,omitempty"`
 	// NoObject counts requests logged at Metadata level, without objects.
 	NoObject int `json:"noObject"`
+	// Truncated counts the requests whose event the audit backend truncated (their objects
+	// dropped: audit.k8s.io/truncated), decided or not.
+	Truncated int `json:"truncated,omitempty"`
 }
 
 // Checks is a replay's decisions compared with the log's verdicts (--check-recorded).
