@@ -42,8 +42,10 @@ import (
 type azureRecord struct {
 	Category   string `json:"category"`
 	Properties *struct {
-		Log *string `json:"log"`
-		Pod string  `json:"pod"`
+		// Log is the container's line, a string as Azure Monitor writes it; an object (the
+		// event itself) as a pipeline that decoded it and wrote the record again has it.
+		Log json.RawMessage `json:"log"`
+		Pod string          `json:"pod"`
 	} `json:"properties"`
 }
 
@@ -125,8 +127,17 @@ func (j *joiner) cut(key string) record {
 	p := j.pending[key]
 	delete(j.pending, key)
 	j.forget(key)
-	return record{line: p.line, err: recordError(p.where, p.field, fmt.Errorf("an event cut after %d bytes (AKS splits lines longer than 16 KiB into records), whose rest is not in the export", len(p.data)))}
+	why := "AKS splits lines longer than 16 KiB into records"
+	if len(p.data) == azureDiagnosticsColumn {
+		// Azure/AKS#3316: the AzureDiagnostics table keeps 32,766 bytes of a column.
+		why = "Log Analytics' AzureDiagnostics table keeps 32,766 bytes of a column; its resource-specific tables (AKSAudit, AKSAuditAdmin) keep the event whole"
+	}
+	return record{line: p.line, err: recordError(p.where, p.field, fmt.Errorf("an event cut after %d bytes (%s), whose rest is not in the export", len(p.data), why))}
 }
+
+// azureDiagnosticsColumn is how many bytes of a column Log Analytics' AzureDiagnostics table
+// keeps.
+const azureDiagnosticsColumn = 32766
 
 func (j *joiner) forget(key string) {
 	for i, k := range j.order {
@@ -191,8 +202,22 @@ func azureRecordOf(raw []byte, line int, where string) record {
 				return
 			}
 			category = rec.Category
-			if hasLog = rec.Properties != nil && rec.Properties.Log != nil; hasLog {
-				log, pod = []byte(*rec.Properties.Log), rec.Properties.Pod
+			if hasLog = rec.Properties != nil && len(rec.Properties.Log) > 0 && string(rec.Properties.Log) != "null"; hasLog {
+				pod = rec.Properties.Pod
+				switch rec.Properties.Log[0] {
+				case '"':
+					var l string
+					if err := json.Unmarshal(rec.Properties.Log, &l); err != nil {
+						*r = record{line: line, err: recordError(where, "properties.log", err)}
+						return
+					}
+					log = []byte(l)
+				case '{':
+					log = append([]byte(nil), rec.Properties.Log...)
+				default:
+					*r = record{line: line, err: recordError(where, "properties.log", errors.New("neither the container's line (a string) nor an audit event (an object)"))}
+					return
+				}
 			}
 		}
 		switch {

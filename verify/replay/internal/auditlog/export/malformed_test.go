@@ -209,6 +209,13 @@ func TestMalformedEnvelopes(t *testing.T) {
 			`{"category":"kube-audit","properties":{"pod":"p2","log":` + quoted(ev("c", 3)) + `}}` + "\n",
 		want: []string{"1: a", "2: error: record at line 2: properties.log: an event cut after 50 bytes (AKS splits lines longer than 16 KiB into records), whose rest is not in the export", "4: c"},
 	}, {
+		// Log Analytics' AzureDiagnostics table keeps 32,766 bytes of a column (Azure/AKS#3316).
+		name:   "storage blob: an event cut at the AzureDiagnostics column's length",
+		format: export.AzureBlob,
+		data: `{"category":"kube-audit","properties":{"pod":"p1","log":` + quoted(strings.Replace(ev("a", 1), `"level"`, `"pad":"`+strings.Repeat("x", 40000)+`","level"`, 1)[:32766]) + `}}` + "\n" +
+			`{"category":"kube-audit","properties":{"pod":"p1","log":` + quoted(ev("c", 3)) + `}}` + "\n",
+		want: []string{"1: error: record at line 1: properties.log: an event cut after 32766 bytes (Log Analytics' AzureDiagnostics table keeps 32,766 bytes of a column; its resource-specific tables (AKSAudit, AKSAuditAdmin) keep the event whole), whose rest is not in the export", "2: c"},
+	}, {
 		// aws logs get-query-results: a Logs Insights query's rows, newest first (its
 		// default sort), reversed; a row without @message says what the query lacks.
 		name:   "Logs Insights results",

@@ -81,6 +81,13 @@ func TestRealExports(t *testing.T) {
 			"1: skipped: an AKS event read already, identical (a diagnostic setting with kube-audit and kube-audit-admin sends each write in both; Event Hubs may deliver a message again)",
 		},
 	}, {
+		// A storage blob's record whose properties.log is the event itself, an object (a
+		// record of Sumo Logic's docs, written again by a pipeline that decoded its log):
+		// Azure Monitor writes it a string.
+		file:   "aks-blob-log-object.json",
+		format: export.AzureBlob,
+		want:   []string{"1: 10e60f03-0635-429b-b324-315166f249cc update /apis/coordination.k8s.io/v1/namespaces/kube-system/leases/external-resizer-file-csi-azure-com 200"},
+	}, {
 		// aws logs filter-log-events --query events: the events array alone.
 		file:   "eks-filter-log-events-query-events.json",
 		format: export.CloudWatch,
