@@ -161,7 +161,11 @@ var stringAtoms = []string{
 	`'fm ' + request.options.?fieldManager.orValue('-') + ' fv ' + request.options.?fieldValidation.orValue('-')`,
 	`'orphan ' + string(request.options.?orphanDependents.orValue(false))`,
 	`'pre ' + request.options.?preconditions.?uid.orValue('-') + ' ' + request.options.?preconditions.?resourceVersion.orValue('-')`,
-	// Lists a map's keys in the order CEL iterates the map: kube-apiserver's is by chance.
+}
+
+// mapOrderStrings list a map's keys in the order CEL iterates the map: kube-apiserver's is
+// Go's map order, by chance; the replay evaluates again for the order the log shows.
+var mapOrderStrings = []string{
 	`'labels ' + object.metadata.?labels.orValue({}).map(k, k + '=' + object.metadata.labels[k]).join(',')`,
 	`'keys ' + object.?data.orValue({}).filter(k, k != 'big').join(',')`,
 }
@@ -233,6 +237,8 @@ func (s *exprScope) stringExpr(r *rand.Rand) string {
 			return pick(r, namespaceParamStrings...)
 		case s.paramKind == "ReplicaLimit" && chance(r, 0.25):
 			return pick(r, replicaLimitParamStrings...)
+		case chance(r, 0.08):
+			return pick(r, mapOrderStrings...)
 		case len(s.vars) > 0 && chance(r, 0.25):
 			v := pick(r, s.vars...)
 			switch v.typ {
