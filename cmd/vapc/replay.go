@@ -360,8 +360,9 @@ warns of an expression that fails type checking for every kind its policy matche
 creates such a policy and evaluates it).
 
 The verdict is computed once, and the exit code, the text summary (its first lines), JUnit, the
-last line of --output jsonl and --report state it: it fails on damaged input (a log cut short
-or unreadable, no audit event, more malformed lines than --max-malformed) and, when asked,
+last line of --output jsonl and --report state it: it fails on damaged input (a compressed log
+cut short or unreadable, no audit event, more malformed lines than --max-malformed, a last line
+cut short among them) and, when asked,
 on the predictions (--check-recorded, --fail-on; a likely decision counts as its decision,
 or with --strict as indeterminate). Without --fail-on, denials are reported, not failed. While it reads, a progress line goes to standard error (every ` + progressEvery.String() + ` when it is
 not a terminal; --quiet for none).`,
@@ -393,7 +394,7 @@ not a terminal; --quiet for none).`,
 	fs.BoolVar(&f.checkRecorded, "check-recorded", false, "compare the log's own verdicts with the predictions and exit 1 on any disagreement")
 	fs.IntVar(&f.maxLine, "max-line-bytes", replay.DefaultMaxLineBytes, "longest log line read; longer lines are reported as malformed")
 	fs.meta("max-line-bytes", "BYTES")
-	fs.IntVar(&f.maxMalformed, "max-malformed", 0, "malformed lines tolerated before the replay fails (a log cut short or unreadable always fails it)")
+	fs.IntVar(&f.maxMalformed, "max-malformed", 0, "malformed lines tolerated before the replay fails (a compressed log cut short or unreadable always fails it; a line the replay cannot read may have been a write, whose object is then not known)")
 	fs.meta("max-malformed", "N")
 	fs.StringVar(&f.report, "report", "", "also write an HTML report of the replay (its verdict, node, eviction and decision timelines, the requests not admitted) to this file")
 	fs.meta("report", "FILE.html")
