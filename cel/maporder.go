@@ -103,10 +103,15 @@ type MapOrder struct {
 	// Messages are the indexes of spec.validations, by policy name, whose messageExpression
 	// words the failure.
 	Messages map[string][]int
+	// Outcomes are the policies a validation's expression or a matchCondition of which may
+	// follow it: whether the policy admits.
+	Outcomes map[string]bool
 }
 
 // Empty says whether no expression is named.
-func (m MapOrder) Empty() bool { return len(m.Annotations) == 0 && len(m.Messages) == 0 }
+func (m MapOrder) Empty() bool {
+	return len(m.Annotations) == 0 && len(m.Messages) == 0 && len(m.Outcomes) == 0
+}
 
 // MapOrderOf names the expressions of the set that follow map iteration, by the diagnostics of
 // the set's check (MapOrderMessage): an expression the lint names, or one that reads a variable
@@ -126,7 +131,7 @@ func MapOrderOf(set *Set, diags Diagnostics) MapOrder {
 		}
 		flagged[name][d.Field] = true
 	}
-	out := MapOrder{Annotations: map[string][]string{}, Messages: map[string][]int{}}
+	out := MapOrder{Annotations: map[string][]string{}, Messages: map[string][]int{}, Outcomes: map[string]bool{}}
 	for _, p := range set.Policies {
 		fields := flagged[p.Name]
 		if len(fields) == 0 {
@@ -149,6 +154,14 @@ func MapOrderOf(set *Set, diags Diagnostics) MapOrder {
 		for i, v := range p.Spec.Validations {
 			if v.MessageExpression != "" && readsFlagged(fmt.Sprintf("spec.validations[%d].messageExpression", i), v.MessageExpression) {
 				out.Messages[p.Name] = append(out.Messages[p.Name], i)
+			}
+			if readsFlagged(fmt.Sprintf("spec.validations[%d].expression", i), v.Expression) {
+				out.Outcomes[p.Name] = true
+			}
+		}
+		for i, c := range p.Spec.MatchConditions {
+			if readsFlagged(fmt.Sprintf("spec.matchConditions[%d].expression", i), c.Expression) {
+				out.Outcomes[p.Name] = true
 			}
 		}
 	}

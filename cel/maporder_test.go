@@ -77,7 +77,19 @@ func TestMapOrderVariable(t *testing.T) {
 		{Expression: "true", MessageExpression: "'bad: ' + object.data.filter(k, k.startsWith('x')).join(',')"},
 	}
 	set := &Set{Policies: []*Policy{{ValidatingAdmissionPolicy: p, Source: noSource{}}}}
-	want := MapOrder{Annotations: map[string][]string{"p": {"joined"}}, Messages: map[string][]int{"p": {0, 3}}}
+	want := MapOrder{Annotations: map[string][]string{"p": {"joined"}}, Messages: map[string][]int{"p": {0, 3}}, Outcomes: map[string]bool{}}
+	if diff := cmp.Diff(want, MapOrderOf(set, checker.CheckPolicy(set.Policies[0]))); diff != "" {
+		t.Errorf("MapOrderOf (-want +got):\n%s", diff)
+	}
+	// A validation's expression or a matchCondition that reads the variable: the policy's
+	// outcome.
+	p.Spec.Validations = append(p.Spec.Validations, admissionregistrationv1.Validation{Expression: "variables.keys[0] != 'b'"})
+	want.Outcomes = map[string]bool{"p": true}
+	if diff := cmp.Diff(want, MapOrderOf(set, checker.CheckPolicy(set.Policies[0]))); diff != "" {
+		t.Errorf("MapOrderOf (-want +got):\n%s", diff)
+	}
+	p.Spec.Validations = p.Spec.Validations[:4]
+	p.Spec.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "first", Expression: "object.data.map(k, k)[0] == 'a'"}}
 	if diff := cmp.Diff(want, MapOrderOf(set, checker.CheckPolicy(set.Policies[0]))); diff != "" {
 		t.Errorf("MapOrderOf (-want +got):\n%s", diff)
 	}

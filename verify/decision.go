@@ -241,6 +241,10 @@ type Result struct {
 	// in the order CEL iterated the map (WithMapOrder): kube-apiserver's may list them in
 	// another order.
 	MessageByChance bool `json:"messageByChance,omitempty"`
+	// OutcomeByChance says a validation's expression or a matchCondition of the policy may
+	// list a map's keys in the order CEL iterated the map (WithMapOrder): kube-apiserver's
+	// evaluation may have come out otherwise.
+	OutcomeByChance bool `json:"outcomeByChance,omitempty"`
 }
 
 // ParamRef names a param object.

@@ -344,7 +344,7 @@ func (e *Evaluator) EvaluateAttributes(ctx context.Context, a admission.Attribut
 	}
 
 	dec, err := e.dispatch(ctx, attrs, o)
-	if err != nil || (!dec.MessagesByChance() && len(dec.chanceKeys) == 0) {
+	if err != nil || (!dec.MessagesByChance() && len(dec.chanceKeys) == 0 && !dec.outcomesByChance()) {
 		return dec, err
 	}
 	return e.inServerOrder(ctx, attrs, o, dec), nil

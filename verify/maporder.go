@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -17,12 +18,17 @@ import (
 // WithMapOrder names them; this file is what the Evaluator does about it.
 
 // MapOrderTries is how many times the Evaluator evaluates again a decision whose failure
-// messages or audit annotations may follow map order (Result.MessageByChance,
-// Decision.AnnotationsByChance), to find the order the server took (WithMessageOrder) or to see
-// them change. Go iterates a map of up to eight keys from a random one of its eight slots
-// round: two keys come in the order other than their slots' in one evaluation of eight, and
-// 64 evaluations miss it with a chance of 2 in 10,000.
+// messages, audit annotations or outcome may follow map order (Result.MessageByChance,
+// Decision.AnnotationsByChance, Result.OutcomeByChance) to see them change, where the caller
+// does not know the server's (WithMessageOrder). Go iterates a map of up to eight keys from a
+// random one of its eight slots round: two keys come in the order other than their slots' in
+// one evaluation of eight, and 64 evaluations miss it with a chance of 2 in 10,000.
 const MapOrderTries = 64
+
+// mapOrderSearches is how many times it evaluates again a decision whose such values the
+// caller knows the server's of, to find that order: an order that comes one evaluation in
+// eight is missed with a chance of 1 in 10^14.
+const mapOrderSearches = 256
 
 // mapOrderWhy is why an audit annotation WithMapOrder names is not known.
 const mapOrderWhy = "its valueExpression lists a map's keys in the order CEL iterates the map, which in kube-apiserver is Go's map order and changes from one request to the next, and the server's is not known"
@@ -39,6 +45,7 @@ func (e *Evaluator) byChance(dec *Decision) {
 	}
 	for i := range dec.Results {
 		r := &dec.Results[i]
+		r.OutcomeByChance = e.mapOrder.Outcomes[r.Policy]
 		if r.Result != "deny" || r.ExpressionIndex == nil || !slices.Contains(e.mapOrder.Messages[r.Policy], *r.ExpressionIndex) {
 			continue
 		}
@@ -91,6 +98,34 @@ func (d *Decision) byChanceAnnotations() []string {
 	return out
 }
 
+// outcomesByChance says whether a result's policy may have decided otherwise in another
+// order of a map's keys (Result.OutcomeByChance).
+func (d *Decision) outcomesByChance() bool {
+	return slices.ContainsFunc(d.Results, func(r Result) bool { return r.OutcomeByChance })
+}
+
+// byChanceOutcomes are the response and what the results Result.OutcomeByChance marks say,
+// to compare two evaluations.
+func (d *Decision) byChanceOutcomes() []string {
+	if !d.outcomesByChance() {
+		return nil
+	}
+	out := []string{fmt.Sprintf("%v %d %s", d.Allowed, d.Code, d.Message)}
+	for _, r := range d.Results {
+		if r.OutcomeByChance {
+			out = append(out, fmt.Sprintf("%s %s %v %s %s %s", r.Policy, r.Binding, r.Param, r.Result, indexOf(r), r.Message))
+		}
+	}
+	return out
+}
+
+func indexOf(r Result) string {
+	if r.ExpressionIndex == nil {
+		return "-"
+	}
+	return strconv.Itoa(*r.ExpressionIndex)
+}
+
 // MessageOrder is what a caller knows of the values kube-apiserver gave a request's failure
 // messages and audit annotations that may follow map order (Result.MessageByChance,
 // Decision.AnnotationsByChance), as a recorded server's response and audit annotations hold
@@ -121,10 +156,14 @@ func (e *Evaluator) inServerOrder(ctx context.Context, attrs *recordingAttribute
 	if known && agrees {
 		return dec
 	}
-	msgs, annotations := dec.byChanceMessages(), dec.byChanceAnnotations()
+	msgs, annotations, outcomes := dec.byChanceMessages(), dec.byChanceAnnotations(), dec.byChanceOutcomes()
 	var otherMsgs []string
-	annotationsVary := false
-	for range MapOrderTries {
+	annotationsVary, outcomesVary := false, false
+	tries := MapOrderTries
+	if known {
+		tries = mapOrderSearches
+	}
+	for range tries {
 		again, err := e.dispatch(ctx, &recordingAttributes{Attributes: attrs.Attributes, detached: true}, o)
 		if err != nil {
 			break
@@ -139,13 +178,22 @@ func (e *Evaluator) inServerOrder(ctx context.Context, attrs *recordingAttribute
 			otherMsgs = m
 		}
 		annotationsVary = annotationsVary || !slices.Equal(annotations, again.byChanceAnnotations())
-		if !known && (otherMsgs != nil || len(msgs) == 0) && (annotationsVary || len(annotations) == 0) {
+		outcomesVary = outcomesVary || !slices.Equal(outcomes, again.byChanceOutcomes())
+		if !known && (otherMsgs != nil || len(msgs) == 0) && (annotationsVary || len(annotations) == 0) && (outcomesVary || len(outcomes) == 0) {
 			break // nothing more to learn
 		}
 	}
 	if annotationsVary {
 		for _, k := range dec.chanceKeys {
 			dec.Forget(k, mapOrderWhy)
+		}
+	}
+	if outcomesVary && otherMsgs == nil {
+		dec.ByChance = "a validation or a matchCondition lists a map's keys in the order CEL iterated the map, which in kube-apiserver is Go's map order and changes from one request to the next, and the decision changes with it"
+		if known {
+			dec.ByChance += ": no order gives the server's verdicts"
+		} else {
+			dec.ByChance += ": the server's is not known"
 		}
 	}
 	if otherMsgs != nil {

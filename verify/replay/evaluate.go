@@ -143,6 +143,10 @@ type job struct {
 	// installed), whose verdicts the log records are evidence of what the server did; nil
 	// unless the replay checks the log.
 	evidenced map[string]bool
+	// ran are the replayed policies the log shows installed at the request, whether or not
+	// the replay checks the log (evidenced is ran when it does): where the log shows a policy
+	// ran, the absence of its verdicts is one.
+	ran map[string]bool
 	// resolving says why the apiserver may not have found the paramKind of a policy of the
 	// request yet: the request is decided both ways. unsettled says why it cannot be (see
 	// Replayer.unsettledParams).

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -38,7 +39,7 @@ func (j *job) messageOrder(dec *verify.Decision) (known, agrees bool) {
 			}
 		}
 		if slices.Contains(r.Actions, admissionregistrationv1.Audit) {
-			if !annotations {
+			if !annotations || !j.auditShown(logged, r.Policy, r.Binding) {
 				known = false
 				continue
 			}
@@ -49,14 +50,27 @@ func (j *job) messageOrder(dec *verify.Decision) (known, agrees bool) {
 			}
 		}
 	}
+	for _, pb := range byChanceBindings(dec) {
+		k, a := j.outcomeOrder(dec, pb, annotations, logged)
+		known, agrees = known && k, agrees && a
+	}
 	for _, k := range dec.AnnotationsByChance() {
-		if v, ok := j.ev.Annotations[k]; !annotations {
-			known = false
-		} else if !ok || v != dec.AuditAnnotations[k] {
+		policy, _, _ := strings.Cut(k, "/")
+		switch v, ok := j.ev.Annotations[k]; {
+		case !annotations || (!ok && !j.ran[policy]):
+			known = false // lost, or a policy the log does not show the server ran
+		case !ok || v != dec.AuditAnnotations[k]:
 			agrees = false
 		}
 	}
 	return known, agrees
+}
+
+// auditShown says whether the event's validation_failure entries (logged) show the Audit
+// binding's verdicts: it has some, or the log shows the policy installed, so that none is
+// one.
+func (j *job) auditShown(logged []validationFailure, policy, binding string) bool {
+	return j.ran[policy] || slices.ContainsFunc(logged, func(f validationFailure) bool { return f.Policy == policy && f.Binding == binding })
 }
 
 // byChanceOf is why the failure messages of the first validating admission of vs whose
@@ -70,4 +84,63 @@ func byChanceOf(vs []served) string {
 		}
 	}
 	return ""
+}
+
+// policyBinding names a binding of a policy.
+type policyBinding struct{ policy, binding string }
+
+// byChanceBindings are the policies' bindings whose results may have come out otherwise in
+// another order of a map's keys (verify.Result.OutcomeByChance), in the results' order.
+func byChanceBindings(dec *verify.Decision) []policyBinding {
+	var out []policyBinding
+	for _, r := range dec.Results {
+		if pb := (policyBinding{r.Policy, r.Binding}); r.OutcomeByChance && !slices.Contains(out, pb) {
+			out = append(out, pb)
+		}
+	}
+	return out
+}
+
+// outcomeOrder is what the log holds of a binding's outcome (see messageOrder): whether its
+// Deny action refused the request (the response: a denial by it, or a success), and its Audit
+// action's validation_failure entries (annotations: whether the event holds its annotations).
+func (j *job) outcomeOrder(dec *verify.Decision, pb policyBinding, annotations bool, logged []validationFailure) (known, agrees bool) {
+	known, agrees = true, true
+	var denial *verify.Result
+	var failures []string
+	for i, r := range dec.Results {
+		if r.Policy != pb.policy || r.Binding != pb.binding || r.Result == "admit" {
+			continue
+		}
+		if denial == nil && slices.Contains(r.Actions, admissionregistrationv1.Deny) {
+			denial = &dec.Results[i]
+		}
+		if slices.Contains(r.Actions, admissionregistrationv1.Audit) && r.ExpressionIndex != nil {
+			failures = append(failures, fmt.Sprintf("%d %s", *r.ExpressionIndex, r.Message))
+		}
+	}
+	switch {
+	case j.ev.Loss.Lost.Has(auditlog.LostMessage):
+		known = false
+	case j.rec.policy == pb.policy && j.rec.binding == pb.binding:
+		agrees = denial != nil && strings.HasSuffix(j.ev.Message(), "denied request: "+denial.Message)
+	case j.ev.Code() >= 200 && j.ev.Code() < 300 && j.ran[pb.policy]:
+		agrees = denial == nil
+	default:
+		// Refused by another, failed, or admitted where the log does not show the server
+		// ran the policy: the response does not show this binding's outcome.
+		known = false
+	}
+	if !annotations || !j.auditShown(logged, pb.policy, pb.binding) {
+		return false, agrees
+	}
+	var recorded []string
+	for _, f := range logged {
+		if f.Policy == pb.policy && f.Binding == pb.binding {
+			recorded = append(recorded, fmt.Sprintf("%d %s", f.ExpressionIndex, f.Message))
+		}
+	}
+	slices.Sort(recorded)
+	slices.Sort(failures)
+	return known, agrees && slices.Equal(recorded, failures)
 }

@@ -445,6 +445,12 @@ func TestCutRecordings(t *testing.T) {
 		// on the lock (line 8). The malformed line was a write the replay cannot read: what it
 		// may have written is not known (everything, where it does not name the object; the
 		// object, where its URI does).
+		// A helper's recording (exAC), cut: validations whose value is a ConfigMap's data
+		// keys in the order CEL iterates the map (the first key, the first filtered one):
+		// kube-apiserver refused two of eight label patches of alike ConfigMaps, by chance.
+		// The replay evaluates again until it gives the log's verdicts: each as the server.
+		{name: "validations in map order", dir: "map-order-validation", want: map[int]string{13: "admit certain", 14: "deny certain", 18: "deny certain", 20: "admit certain"}},
+		{name: "validations in map order, checked", dir: "map-order-validation", check: true, want: map[int]string{13: "admit certain", 14: "deny certain", 18: "deny certain", 20: "admit certain"}},
 		{name: "a malformed line, a write", dir: "malformed-write", want: map[int]string{8: "indeterminate indeterminate"}},
 		{name: "a malformed line, a write of the object its URI names", dir: "malformed-write-uri", want: map[int]string{8: "indeterminate indeterminate"}},
 	})

@@ -191,6 +191,8 @@ func withoutServiceAccount(t *testing.T) []string {
 func replayRecording(t *testing.T, policies, log string, opts ...Option) map[string]*Record {
 	t.Helper()
 	set, ps, bs := readPolicies(t, policies)
+	// The map order vapc check's lint names, as cmd/vapc gives it; opts may give another.
+	opts = append([]Option{WithMapOrder(mapOrderOf(t, policies))}, opts...)
 	r, err := New(ps, bs, append(opts, WithMutatingPolicies(set.MutatingPolicyList(), set.MutatingBindingList()))...)
 	if err != nil {
 		t.Fatal(err)

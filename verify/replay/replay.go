@@ -597,9 +597,7 @@ func (r *Replayer) line(ctx context.Context, d decoded) {
 	}
 	r.labelledDryRuns(ev)
 	r.noteLogTime(d, ev)
-	if r.cfg.check {
-		r.installed.observe(ev)
-	}
+	r.installed.observe(ev)
 	r.lifecycle.observe(d, ev)
 	if r.cfg.observer.Event != nil {
 		r.cfg.observer.Event(d.file, d.num, ev, d.observed)
@@ -747,7 +745,10 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	rec.verdict = recordedVerdictOf(ev, r.set.loadedPolicies)
 	r.learnSystemNamespace(ev, t, rec)
 	// What the request's evaluation reads of the State, as it is now, before its own write.
-	j := &job{d: d, ev: ev, t: t, rec: rec, policies: policies, given: given, mutators: r.mutatorsAt(ev.Received()), facts: r.facts, evidenced: r.installed.at(ev.Received(), policyRefresh+r.state.Lag), done: make(chan struct{})}
+	j := &job{d: d, ev: ev, t: t, rec: rec, policies: policies, given: given, mutators: r.mutatorsAt(ev.Received()), facts: r.facts, ran: r.installed.at(ev.Received(), policyRefresh+r.state.Lag), done: make(chan struct{})}
+	if r.cfg.check {
+		j.evidenced = j.ran
+	}
 	j.result.schemaRefreshing = r.schemaRefreshing(t.gvr, ev.Received())
 	var unknownParams map[schema.GroupResource]string
 	j.resolving, unknownParams, j.unsettled = r.unsettledParams(policies, ev)

@@ -836,12 +836,12 @@ type resultKey struct {
 	policy, binding, paramNamespace, paramName, result, message, reason, matchCondition string
 	actions, annotations                                                                string
 	expression                                                                          int
-	param, paramNotFound, messageByChance                                               bool
+	param, paramNotFound, messageByChance, outcomeByChance                              bool
 }
 
 func keyOf(r verify.Result) resultKey {
 	k := resultKey{policy: r.Policy, binding: r.Binding, result: r.Result, message: r.Message, reason: string(r.Reason),
-		matchCondition: r.MatchCondition, paramNotFound: r.ParamNotFound, messageByChance: r.MessageByChance, expression: -1}
+		matchCondition: r.MatchCondition, paramNotFound: r.ParamNotFound, messageByChance: r.MessageByChance, outcomeByChance: r.OutcomeByChance, expression: -1}
 	if r.Param != nil {
 		k.param, k.paramNamespace, k.paramName = true, r.Param.Namespace, r.Param.Name
 	}
