@@ -173,7 +173,7 @@ func (c *Checker) estimate(r *reporter, p *admissionregistrationv1.ValidatingAdm
 			if issues != nil {
 				continue // reported by the type checker
 			}
-			if !reported["order:"+e.path] && iteratesMapInOrder(ast) {
+			if !reported["order:"+e.path] && iteratesMapInOrder(ast, false) {
 				reported["order:"+e.path] = true
 				r.add(Warning, CategoryLint, e.path, kind, MapOrderMessage)
 				r.diags[len(r.diags)-1].Hint = mapOrderHint

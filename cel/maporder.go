@@ -8,6 +8,8 @@ import (
 	celgo "github.com/google/cel-go/cel"
 	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/types"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // MapOrderMessage is the lint of an expression whose value may depend on the order CEL
@@ -25,8 +27,9 @@ const mapOrderHint = "iterate a sorted list of the keys instead, or count or tes
 // iteratesMapInOrder says whether the checked expression's value may depend on the order a
 // map's keys are iterated in: a comprehension over a map that builds a list (the map() and
 // filter() macros, and their two-variable forms), unless that list is only counted (size()),
-// tested (all, exists, exists_one over it, membership with in) or sorted.
-func iteratesMapInOrder(ast *celgo.Ast) bool {
+// tested (all, exists, exists_one over it, membership with in) or sorted. dynMayBeMap counts
+// a comprehension over a dyn range too (an object CEL does not type), which may be a map.
+func iteratesMapInOrder(ast *celgo.Ast, dynMayBeMap bool) bool {
 	native := ast.NativeRep()
 	if native == nil {
 		return false
@@ -37,7 +40,7 @@ func iteratesMapInOrder(ast *celgo.Ast) bool {
 		switch e.Kind() {
 		case celast.ComprehensionKind:
 			c := e.AsComprehension()
-			if t := typeOf(c.IterRange()); !orderFree && t != nil && t.Kind() == types.MapKind {
+			if t := typeOf(c.IterRange()); !orderFree && t != nil && (t.Kind() == types.MapKind || dynMayBeMap && (t.Kind() == types.DynKind || t.Kind() == types.AnyKind)) {
 				if rt := typeOf(e); rt != nil && rt.Kind() == types.ListKind {
 					return true
 				}
@@ -115,22 +118,65 @@ func (m MapOrder) Empty() bool {
 
 // MapOrderOf names the expressions of the set that follow map iteration, by the diagnostics of
 // the set's check (MapOrderMessage): an expression the lint names, or one that reads a variable
-// it names.
-func MapOrderOf(set *Set, diags Diagnostics) MapOrder {
+// it names. It also names, for a replay to settle, what the lint cannot type: an expression that
+// iterates a dyn value (a variable, an untyped field, the object of a wildcard rule), which
+// may be a map, or one the type checker refuses for every kind (a field of another kind, read
+// with ?.) that does so untyped, as kube-apiserver evaluates it.
+func (c *Checker) MapOrderOf(set *Set, diags Diagnostics) MapOrder {
 	flagged := map[string]map[string]bool{} // policy: field
-	for _, d := range diags {
-		if d.Message != MapOrderMessage {
-			continue
+	mark := func(m map[string]map[string]bool, policy, field string) {
+		if m[policy] == nil {
+			m[policy] = map[string]bool{}
 		}
-		name, ok := strings.CutPrefix(d.Object, "ValidatingAdmissionPolicy/")
-		if !ok {
-			continue
-		}
-		if flagged[name] == nil {
-			flagged[name] = map[string]bool{}
-		}
-		flagged[name][d.Field] = true
+		m[policy][field] = true
 	}
+	for _, d := range diags {
+		if name, ok := strings.CutPrefix(d.Object, "ValidatingAdmissionPolicy/"); ok && d.Message == MapOrderMessage {
+			mark(flagged, name, d.Field)
+		}
+	}
+	for _, p := range set.Policies {
+		gvks := c.coverage(&reporter{src: p.Source}, p.ValidatingAdmissionPolicy)
+		if len(gvks) == 0 {
+			gvks = []schema.GroupVersionKind{{}} // object is dyn
+		}
+		for _, e := range policyExpressions(p.ValidatingAdmissionPolicy) {
+			if flagged[p.Name][e.path] || strings.TrimSpace(e.expr) == "" {
+				continue
+			}
+			if c.mayIterateMap(p.ValidatingAdmissionPolicy, gvks, e.expr) {
+				mark(flagged, p.Name, e.path)
+			}
+		}
+	}
+	return mapOrderOf(set, flagged)
+}
+
+// mayIterateMap says whether the expression, checked as each kind (or untyped, where no kind
+// checks it: a field of another kind, read with ?.), iterates a map or a dyn value (a variable,
+// an untyped field), which may be a map, into a list whose order shows.
+func (c *Checker) mayIterateMap(p *admissionregistrationv1.ValidatingAdmissionPolicy, gvks []schema.GroupVersionKind, expr string) bool {
+	compiled := false
+	for _, gvk := range append(gvks, schema.GroupVersionKind{}) {
+		if compiled && gvk.Empty() {
+			break // the untyped environment only where no kind checks it
+		}
+		_, env, err := c.kindEnv(p, gvk)
+		if err != nil {
+			continue
+		}
+		if ast, issues := env.Compile(expr); issues == nil {
+			compiled = true
+			if iteratesMapInOrder(ast, true) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// mapOrderOf is MapOrderOf of the fields flagged, by policy.
+func mapOrderOf(set *Set, flagged map[string]map[string]bool) MapOrder {
 	out := MapOrder{Annotations: map[string][]string{}, Messages: map[string][]int{}, Outcomes: map[string]bool{}}
 	for _, p := range set.Policies {
 		fields := flagged[p.Name]

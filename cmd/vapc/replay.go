@@ -310,7 +310,7 @@ func readReplayPolicies(stdin io.Reader, stderr io.Writer, cat *vapcschema.Catal
 	if len(set.Policies) == 0 && len(set.MutatingPolicies) == 0 {
 		return nil, cel.MapOrder{}, &findingsError{fmt.Sprintf("replay: --policies %s holds no ValidatingAdmissionPolicy or MutatingAdmissionPolicy: nothing to replay. --policies reads %s; cluster objects go in --snapshot", strings.Join(paths, " "), cel.PolicyKinds)}
 	}
-	return set, cel.MapOrderOf(set, diags), nil
+	return set, checker.MapOrderOf(set, diags), nil
 }
 
 // refusal says why policies are refused, by what their fatal diagnostics are about: inputs

@@ -167,7 +167,7 @@ func (set policySet) yamlDocs(t *testing.T) []string {
 }
 
 // mapOrder is what cmd/vapc gives the replay of the set's policies: the expressions whose
-// values vapc check's lint says may follow map order (cel.MapOrderOf).
+// values vapc check's lint says may follow map order (cel.Checker.MapOrderOf).
 func (set policySet) mapOrder(t *testing.T) cel.MapOrder {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "policies.yaml")
@@ -179,7 +179,7 @@ func (set policySet) mapOrder(t *testing.T) cel.MapOrder {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cel.MapOrderOf(read, append(diags, checker.Check(read)...))
+	return checker.MapOrderOf(read, append(diags, checker.Check(read)...))
 }
 
 func withKind(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {

@@ -11,7 +11,7 @@ import (
 )
 
 // mapOrderOf is what cmd/vapc gives the replay for the policies file: the expressions the
-// checker's lint names (cel.MapOrderOf).
+// checker's lint names (cel.Checker.MapOrderOf).
 func mapOrderOf(t *testing.T, policies string) cel.MapOrder {
 	t.Helper()
 	set, _, _ := readPolicies(t, policies)
@@ -19,7 +19,7 @@ func mapOrderOf(t *testing.T, policies string) cel.MapOrder {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cel.MapOrderOf(set, checker.Check(set))
+	return checker.MapOrderOf(set, checker.Check(set))
 }
 
 // TestMapOrderMessages: a recording (cut/map-order-message) of a policy whose messageExpressions

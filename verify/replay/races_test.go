@@ -451,6 +451,10 @@ func TestCutRecordings(t *testing.T) {
 		// The replay evaluates again until it gives the log's verdicts: each as the server.
 		{name: "validations in map order", dir: "map-order-validation", want: map[int]string{13: "admit certain", 14: "deny certain", 18: "deny certain", 20: "admit certain"}},
 		{name: "validations in map order, checked", dir: "map-order-validation", check: true, want: map[int]string{13: "admit certain", 14: "deny certain", 18: "deny certain", 20: "admit certain"}},
+		// A helper's recording (exAF), cut: an observer's audit annotation joins the labels of
+		// a variable (the object, or the old object of a DELETE), which the lint types dyn: the
+		// replay takes it as a map, and the annotation is the log's order.
+		{name: "an annotation in map order, of a variable", dir: "map-order-variable", check: true, want: map[int]string{2: "admit certain"}},
 		{name: "a malformed line, a write", dir: "malformed-write", want: map[int]string{8: "indeterminate indeterminate"}},
 		{name: "a malformed line, a write of the object its URI names", dir: "malformed-write-uri", want: map[int]string{8: "indeterminate indeterminate"}},
 	})

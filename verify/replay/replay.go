@@ -134,7 +134,7 @@ func WithLag(d time.Duration) Option {
 
 // WithMapOrder names the audit annotations and validations' messageExpressions, by policy
 // name, whose values may follow the order kube-apiserver's CEL iterates a map in
-// (cel.MapOrderOf): Go's map order, the server's chance. The replay does not claim such an
+// (cel.Checker.MapOrderOf): Go's map order, the server's chance. The replay does not claim such an
 // annotation (verify.WithMapOrder), nor a failure's message the log does not hold the
 // server's of (settleMapOrder).
 func WithMapOrder(m vapccel.MapOrder) Option {
