@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 
 	vapccel "github.com/vapc-dev/vapc/cel"
@@ -139,6 +140,13 @@ func (r *Replayer) followWrite(ctx context.Context, ev *Event, t target, p state
 		}
 		return writeResult{}, strings.Join(failures, "; "), nil
 	}
+	// The ways whose object the log's response shows (a PartialObjectMetadata's finalizers).
+	results = matchingResponse(ev, results, func(w writeResult) runtime.Object {
+		if w.obj == nil {
+			return nil
+		}
+		return w.obj
+	})
 	first, unfollowable := agreeingWrites(results, variants)
 	if unfollowable != "" {
 		return writeResult{}, unfollowable, nil

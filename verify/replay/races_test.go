@@ -455,6 +455,13 @@ func TestCutRecordings(t *testing.T) {
 		// a variable (the object, or the old object of a DELETE), which the lint types dyn: the
 		// replay takes it as a map, and the annotation is the log's order.
 		{name: "an annotation in map order, of a variable", dir: "map-order-variable", check: true, want: map[int]string{2: "admit certain"}},
+		// A helper's recording (exAF), cut: the garbage collector's metadata patch of an
+		// object an Orphan delete left with its finalizers (line 4) answers the
+		// PartialObjectMetadata: its finalizers are those a merge patch writes (the list
+		// replaced), not a strategic merge patch (merged): sent as a merge patch, so the patch
+		// and the next one (line 5) are decided.
+		{name: "the garbage collector's metadata patch", dir: "gc-metadata-patch", want: map[int]string{4: "admit certain", 5: "admit certain"}},
+		{name: "the garbage collector's metadata patch, checked", dir: "gc-metadata-patch", check: true, want: map[int]string{4: "admit certain", 5: "admit certain"}},
 		{name: "a malformed line, a write", dir: "malformed-write", want: map[int]string{8: "indeterminate indeterminate"}},
 		{name: "a malformed line, a write of the object its URI names", dir: "malformed-write-uri", want: map[int]string{8: "indeterminate indeterminate"}},
 	})

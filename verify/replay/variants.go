@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/admission"
 
@@ -253,6 +254,13 @@ func pickServed(ev *Event, vs []served, recorded func(served) bool) (s served, o
 			kept = same
 		}
 	}
+	// The variants whose stored object has the metadata the log's response shows.
+	kept = matchingResponse(ev, kept, func(v served) runtime.Object {
+		if v.resp == nil || len(v.resp.Writes) == 0 {
+			return nil
+		}
+		return v.resp.Writes[len(v.resp.Writes)-1].Object
+	})
 	byAnnotations := false
 	if recorded != nil && slices.ContainsFunc(kept[1:], func(v served) bool { return !sameServed(kept[0], v) }) {
 		var agree []served
