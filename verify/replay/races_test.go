@@ -462,6 +462,10 @@ func TestCutRecordings(t *testing.T) {
 		// and the next one (line 5) are decided.
 		{name: "the garbage collector's metadata patch", dir: "gc-metadata-patch", want: map[int]string{4: "admit certain", 5: "admit certain"}},
 		{name: "the garbage collector's metadata patch, checked", dir: "gc-metadata-patch", check: true, want: map[int]string{4: "admit certain", 5: "admit certain"}},
+		// A helper's recording (exAF), cut: a dry-run create whose request crossed a second of
+		// the server's clock, refused; an observer lists the managedFields' managers. One
+		// entry has no order that follows the clock: decided.
+		{name: "one managedFields entry", dir: "managedfields-one-entry", check: true, want: map[int]string{2: "deny certain"}},
 		{name: "a malformed line, a write", dir: "malformed-write", want: map[int]string{8: "indeterminate indeterminate"}},
 		{name: "a malformed line, a write of the object its URI names", dir: "malformed-write-uri", want: map[int]string{8: "indeterminate indeterminate"}},
 	})

@@ -97,7 +97,8 @@ func settle(ev *Event, t target, a admission.Attributes, body []byte) []vapccel.
 			if known {
 				// The field manager orders the entries by their times: in the server's.
 				sortManagedFields(mfs)
-			} else {
+			} else if len(mfs) > 1 {
+				// One entry has no order to follow.
 				out = append(out, vapccel.Unknown{Path: objectPath("metadata", "managedFields"), Why: "the order of the managedFields entries, which follows the server's clock during the request"})
 			}
 			m.SetManagedFields(mfs)
