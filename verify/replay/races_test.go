@@ -466,6 +466,12 @@ func TestCutRecordings(t *testing.T) {
 		// the server's clock, refused; an observer lists the managedFields' managers. One
 		// entry has no order that follows the clock: decided.
 		{name: "one managedFields entry", dir: "managedfields-one-entry", check: true, want: map[int]string{2: "deny certain"}},
+		// A helper's recording (exAF, production-like levels), cut: a ConfigMap created at level
+		// Request (its resourceVersion not known), then Flux's cleanup JSON patch, which tests
+		// /metadata/resourceVersion: the server applied it, so the stored object had that
+		// version, and the patch is decided (it was refused in the pipeline on the version the
+		// replay stood in, rebuild).
+		{name: "a JSON patch that tests the resourceVersion", dir: "json-patch-test-version", want: map[int]string{39: "admit certain"}},
 		{name: "a malformed line, a write", dir: "malformed-write", want: map[int]string{8: "indeterminate indeterminate"}},
 		{name: "a malformed line, a write of the object its URI names", dir: "malformed-write-uri", want: map[int]string{8: "indeterminate indeterminate"}},
 	})
