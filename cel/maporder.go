@@ -40,7 +40,10 @@ func iteratesMapInOrder(ast *celgo.Ast, dynMayBeMap bool) bool {
 		switch e.Kind() {
 		case celast.ComprehensionKind:
 			c := e.AsComprehension()
-			if t := typeOf(c.IterRange()); !orderFree && t != nil && (t.Kind() == types.MapKind || dynMayBeMap && (t.Kind() == types.DynKind || t.Kind() == types.AnyKind)) {
+			// A dyn range may be a map, unless its elements' fields are read (a map's keys are
+			// strings, which have none): a list of objects.
+			dynMap := func() bool { return dynMayBeMap && !selectsFieldsOf(c.LoopStep(), c.IterVar()) }
+			if t := typeOf(c.IterRange()); !orderFree && t != nil && (t.Kind() == types.MapKind || (t.Kind() == types.DynKind || t.Kind() == types.AnyKind) && dynMap()) {
 				if rt := typeOf(e); rt != nil && rt.Kind() == types.ListKind {
 					return true
 				}
@@ -95,6 +98,54 @@ func iteratesMapInOrder(ast *celgo.Ast, dynMayBeMap bool) bool {
 		return false
 	}
 	return walk(native.Expr(), false)
+}
+
+// selectsFieldsOf says whether the expression reads a field of the variable named (v.f, or a
+// presence test has(v.f)).
+func selectsFieldsOf(e celast.Expr, name string) bool {
+	found := false
+	var walk func(e celast.Expr)
+	walk = func(e celast.Expr) {
+		if found {
+			return
+		}
+		switch e.Kind() {
+		case celast.SelectKind:
+			if op := e.AsSelect().Operand(); op.Kind() == celast.IdentKind && op.AsIdent() == name {
+				found = true
+				return
+			}
+			walk(e.AsSelect().Operand())
+		case celast.CallKind:
+			call := e.AsCall()
+			if call.IsMemberFunction() {
+				walk(call.Target())
+			}
+			for _, a := range call.Args() {
+				walk(a)
+			}
+		case celast.ComprehensionKind:
+			c := e.AsComprehension()
+			for _, x := range []celast.Expr{c.IterRange(), c.AccuInit(), c.LoopCondition(), c.LoopStep(), c.Result()} {
+				walk(x)
+			}
+		case celast.ListKind:
+			for _, x := range e.AsList().Elements() {
+				walk(x)
+			}
+		case celast.MapKind:
+			for _, en := range e.AsMap().Entries() {
+				walk(en.AsMapEntry().Key())
+				walk(en.AsMapEntry().Value())
+			}
+		case celast.StructKind:
+			for _, f := range e.AsStruct().Fields() {
+				walk(f.AsStructField().Value())
+			}
+		}
+	}
+	walk(e)
+	return found
 }
 
 // MapOrder names the expressions of a set's ValidatingAdmissionPolicies whose values may

@@ -118,11 +118,16 @@ func TestMapOrderUntyped(t *testing.T) {
 		{"a wildcard rule", "*", "object.metadata.labels.map(k, k).join(',')", false, true},
 		{"a wildcard rule, tested only", "*", "object.metadata.labels.exists(k, k == 'a') ? 'a' : 'b'", false, false},
 		{"a variable", "configmaps", "variables.o.metadata.?labels.orValue({}).map(k, k).join('|')", false, true},
+		{"a variable's list of objects", "pods", "variables.s.containers.map(c, c.name).join(',')", false, false},
+		{"an untyped list of objects", "*", "object.status.conditions.filter(c, c.type == 'Ready').map(c, c.status).join(',')", false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := corePolicy(admissionregistrationv1.Create, tc.resource, "true")
 			p.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "k", ValueExpression: tc.expr}}
-			p.Spec.Variables = []admissionregistrationv1.Variable{{Name: "o", Expression: "request.operation == 'DELETE' ? oldObject : object"}}
+			p.Spec.Variables = []admissionregistrationv1.Variable{
+				{Name: "o", Expression: "request.operation == 'DELETE' ? oldObject : object"},
+				{Name: "s", Expression: "request.kind.kind == 'Pod' ? object.spec : object.spec.template.spec"},
+			}
 			set := &Set{Policies: []*Policy{{ValidatingAdmissionPolicy: p, Source: noSource{}}}}
 			diags := checker.CheckPolicy(set.Policies[0])
 			lint := slices.ContainsFunc(diags, func(d Diagnostic) bool { return d.Message == MapOrderMessage })
