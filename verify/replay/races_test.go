@@ -472,6 +472,14 @@ func TestCutRecordings(t *testing.T) {
 		// version, and the patch is decided (it was refused in the pipeline on the version the
 		// replay stood in, rebuild).
 		{name: "a JSON patch that tests the resourceVersion", dir: "json-patch-test-version", want: map[int]string{39: "admit certain"}},
+		// A helper's recording (exAG), cut: a ClusterRoleBinding to a role that does not exist,
+		// by a user who may not bind it: the RBAC storage looks the role up before admission
+		// and answers 404 naming it; no policy ran.
+		{name: "a binding of a role that does not exist", dir: "rbac-binding-missing-role", want: map[int]string{1: ""}},
+		// A helper's recording (exAG), cut: an aggregated ClusterRole applied with rules: [],
+		// which admission saw empty and the response holds null (the storage's round trip of
+		// a field without omitempty): decided on the request's empty list.
+		{name: "a ClusterRole's empty rules", dir: "clusterrole-empty-rules", want: map[int]string{1: "admit certain"}},
 		{name: "a malformed line, a write", dir: "malformed-write", want: map[int]string{8: "indeterminate indeterminate"}},
 		{name: "a malformed line, a write of the object its URI names", dir: "malformed-write-uri", want: map[int]string{8: "indeterminate indeterminate"}},
 	})

@@ -176,6 +176,15 @@ func classifyCode(ev *Event, code int32, msg, reason string, connect bool) recor
 			// names the resource singular: `pod "p" not found`; TokenREST's store `pods`.)
 			return recording{outcome: RecordedAdmit, vapRan: true, note: "failed after admission: the object the token is bound to does not exist"}
 		}
+		if ref := ev.ObjectRef; (verb == "create" || verb == "update" || verb == "patch") && ref != nil && ref.APIGroup == "rbac.authorization.k8s.io" &&
+			(ref.Resource == "rolebindings" || ref.Resource == "clusterrolebindings") && ref.Subresource == "" &&
+			strings.HasPrefix(msg, ref.Resource+`.rbac.authorization.k8s.io "`) && !strings.HasPrefix(msg, ref.Resource+`.rbac.authorization.k8s.io "`+ref.Name+`" `) {
+			// The RBAC storage (policybased) looks the role a binding refers to up before it
+			// creates or updates the binding, for a user who may neither escalate nor bind it:
+			// a role that does not exist refuses it before admission, NotFound naming the
+			// role in the binding's resource (helper exAG).
+			return recording{skip: SkipBeforeAdmission, sure: true, note: "the role it binds does not exist: the RBAC storage looks it up before admission"}
+		}
 		return recording{skip: SkipBeforeAdmission, note: "NotFound"}
 	case 409:
 		if verb == "create" && !connect {

@@ -325,6 +325,9 @@ func (r *Replayer) newObject(b *rebuilt, ev *Event, t target, q url.Values, p st
 		} else if old != nil {
 			obj.SetResourceVersion(old.GetResourceVersion())
 		}
+		if ev.Verb == "create" || ev.Verb == "update" {
+			emptiedByStorage(obj.Object, ev.RequestObject)
+		}
 		b.req.Object, b.objectSource = obj, SourceResponse
 		return
 	}
@@ -833,4 +836,50 @@ func toAny(v []string) []any {
 		out[i] = s
 	}
 	return out
+}
+
+// emptiedByStorage gives the response object resp of a create or update the empty lists and
+// maps the request's body (logged) sent where the response holds null: admission decoded the
+// body's [] into an empty slice, which a field without omitempty gives CEL as [], and the
+// storage's round trip made nil, which it gives as null (helper exAG: an aggregated
+// ClusterRole applied with rules: [], refused by the replay on the response's rules: null,
+// admitted by the server).
+func emptiedByStorage(resp map[string]any, logged []byte) {
+	if len(logged) == 0 || !bytes.Contains(logged, []byte("[]")) && !bytes.Contains(logged, []byte("{}")) {
+		return
+	}
+	var req map[string]any
+	if json.Unmarshal(logged, &req) != nil {
+		return
+	}
+	var walk func(resp, req map[string]any)
+	walk = func(resp, req map[string]any) {
+		for k, rv := range req {
+			got, ok := resp[k]
+			if !ok {
+				continue
+			}
+			switch v := rv.(type) {
+			case []any:
+				if got == nil && len(v) == 0 {
+					resp[k] = []any{}
+				} else if gl, ok := got.([]any); ok && len(gl) == len(v) {
+					for i := range v {
+						if rm, ok := v[i].(map[string]any); ok {
+							if gm, ok := gl[i].(map[string]any); ok {
+								walk(gm, rm)
+							}
+						}
+					}
+				}
+			case map[string]any:
+				if got == nil && len(v) == 0 {
+					resp[k] = map[string]any{}
+				} else if gm, ok := got.(map[string]any); ok {
+					walk(gm, v)
+				}
+			}
+		}
+	}
+	walk(resp, req)
 }
