@@ -97,8 +97,7 @@ func settle(ev *Event, t target, a admission.Attributes, body []byte) []vapccel.
 			if known {
 				// The field manager orders the entries by their times: in the server's.
 				sortManagedFields(mfs)
-			} else if len(mfs) > 1 {
-				// One entry has no order to follow.
+			} else {
 				out = append(out, vapccel.Unknown{Path: objectPath("metadata", "managedFields"), Why: "the order of the managedFields entries, which follows the server's clock during the request"})
 			}
 			m.SetManagedFields(mfs)
