@@ -256,6 +256,8 @@ func classifyForbidden(ev *Event, msg string) recording {
 		return recording{outcome: RecordedDeny, by: "ResourceQuota", vapRan: true, note: "ResourceQuota runs after ValidatingAdmissionPolicy"}
 	case slices.ContainsFunc(refusedAfterAdmission, func(q string) bool { return strings.Contains(msg, q) }):
 		return recording{outcome: RecordedAdmit, vapRan: true, note: "failed after admission: " + firstLine(msg)}
+	case slices.ContainsFunc(pluginRefusals, func(q string) bool { return strings.Contains(msg, q) }):
+		return recording{skip: SkipBeforeAdmission, sure: true, note: "refused by an admission plugin that runs before ValidatingAdmissionPolicy: " + firstLine(msg)}
 	}
 	return recording{outcome: RecordedDeny, by: "another admission plugin", byPlugin: true, note: "denied by an admission plugin that may run before ValidatingAdmissionPolicy: " + firstLine(msg)}
 }
@@ -280,6 +282,16 @@ func allocationFailed(ev *Event, msg string) bool {
 var refusedAfterAdmission = []string{
 	`poddisruptionbudget.policy "`,
 	`serviceaccounts/token "`,
+}
+
+// pluginRefusals are the 403s of built-in admission plugins that kube-apiserver runs before
+// ValidatingAdmissionPolicy, whatever the object (k8s.io/kubernetes/plugin/pkg/admission/
+// certificates: CertificateApproval, CertificateSigning, CertificateSubjectRestriction): the
+// replay need not know the object to tell (helper exAG: a CSR's approval at level Metadata).
+var pluginRefusals = []string{
+	"user not permitted to approve requests with signerName ",
+	"user not permitted to sign requests with signerName ",
+	"use of kubernetes.io/kube-apiserver-client signer with system:masters group is not allowed",
 }
 
 // quotaRefusals are the refusals of the ResourceQuota admission plugin, which runs after
