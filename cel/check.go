@@ -3,6 +3,7 @@ package cel
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -19,6 +20,11 @@ type Checker struct {
 	version Version
 	catalog *schema.Catalog
 	tc      *validating.TypeChecker
+	// mayOrder are the expressions, by policy name and field, whose values may follow the
+	// order CEL iterates a map in as a replay takes them (iteratesMapInOrder with dyn ranges),
+	// which checking a policy notes for MapOrderOf.
+	orderMu  sync.Mutex
+	mayOrder map[string]map[string]bool
 }
 
 // Option configures a Checker.

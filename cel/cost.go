@@ -151,12 +151,18 @@ func (c *Checker) estimate(r *reporter, p *admissionregistrationv1.ValidatingAdm
 		gvks = []schema.GroupVersionKind{{}} // object is dyn
 	}
 	reported := map[string]bool{}
+	compiled := map[string]bool{} // for the replay's map order: an expression some kind checks
+	c.orderMu.Lock()
+	delete(c.mayOrder, p.Name) // what an earlier check of a policy of the name noted
+	c.orderMu.Unlock()
+	var parser *celgo.Env // any of the kinds' environments, to parse with
 	for _, gvk := range gvks {
 		env, celEnv, err := kindEnv(gvk)
 		if err != nil {
 			r.add(Warning, CategoryCost, "spec", "", "cannot build the typed CEL environment: "+err.Error())
 			return
 		}
+		parser = celEnv
 		kind := ""
 		if !gvk.Empty() {
 			kind = gvkString(gvk)
@@ -172,6 +178,10 @@ func (c *Checker) estimate(r *reporter, p *admissionregistrationv1.ValidatingAdm
 			ast, issues := celEnv.Compile(e.expr)
 			if issues != nil {
 				continue // reported by the type checker
+			}
+			compiled[e.path] = true
+			if buildsList(e.expr) && iteratesMapInOrder(ast, true) {
+				c.noteOrder(p.Name, e.path)
 			}
 			if !reported["order:"+e.path] && iteratesMapInOrder(ast, false) {
 				reported["order:"+e.path] = true
@@ -207,6 +217,31 @@ func (c *Checker) estimate(r *reporter, p *admissionregistrationv1.ValidatingAdm
 			r.add(Warning, CategoryCost, "spec", kind, fmt.Sprintf("estimated cost of all expressions %s (lists, maps and strings of at most %d items) exceeds the per-request runtime budget %d", costString(total), typicalSize, RuntimeCELCostBudget))
 		}
 	}
+	// An expression no kind checks (a field of another kind, read with ?.): kube-apiserver
+	// evaluates it all the same, on the object untyped; the replay's map order takes it so,
+	// parsed (every value dyn), without building an untyped environment.
+	for _, e := range exprs {
+		if compiled[e.path] || !buildsList(e.expr) || parser == nil {
+			continue
+		}
+		if ast, issues := parser.Parse(e.expr); issues == nil && iteratesMapInOrder(ast, true) {
+			c.noteOrder(p.Name, e.path)
+		}
+	}
+}
+
+// noteOrder notes that the policy's expression at path may follow map order, as a replay
+// takes it (MapOrderOf).
+func (c *Checker) noteOrder(policy, path string) {
+	c.orderMu.Lock()
+	defer c.orderMu.Unlock()
+	if c.mayOrder == nil {
+		c.mayOrder = map[string]map[string]bool{}
+	}
+	if c.mayOrder[policy] == nil {
+		c.mayOrder[policy] = map[string]bool{}
+	}
+	c.mayOrder[policy][path] = true
 }
 
 // resultTypeProblem says why an expression's type cannot be what its field requires, or "".

@@ -8,8 +8,6 @@ import (
 	celgo "github.com/google/cel-go/cel"
 	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/types"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // MapOrderMessage is the lint of an expression whose value may depend on the order CEL
@@ -44,7 +42,9 @@ func iteratesMapInOrder(ast *celgo.Ast, dynMayBeMap bool) bool {
 			// strings, which have none): a list of objects.
 			dynMap := func() bool { return dynMayBeMap && !selectsFieldsOf(c.LoopStep(), c.IterVar()) }
 			if t := typeOf(c.IterRange()); !orderFree && t != nil && (t.Kind() == types.MapKind || (t.Kind() == types.DynKind || t.Kind() == types.AnyKind) && dynMap()) {
-				if rt := typeOf(e); rt != nil && rt.Kind() == types.ListKind {
+				// A list, or, unchecked (dynMayBeMap on a parsed expression: dyn), a macro that
+				// accumulates one (map(), filter()).
+				if rt := typeOf(e); rt != nil && (rt.Kind() == types.ListKind || dynMayBeMap && rt.Kind() == types.DynKind && c.AccuInit().Kind() == celast.ListKind) {
 					return true
 				}
 			}
@@ -169,10 +169,12 @@ func (m MapOrder) Empty() bool {
 
 // MapOrderOf names the expressions of the set that follow map iteration, by the diagnostics of
 // the set's check (MapOrderMessage): an expression the lint names, or one that reads a variable
-// it names. It also names, for a replay to settle, what the lint cannot type: an expression that
-// iterates a dyn value (a variable, an untyped field, the object of a wildcard rule), which
+// it names. It also names, for a replay to settle, what the lint cannot type, as checking the
+// set with this Checker noted it: an expression that iterates a dyn value (a variable, an
+// untyped field, the object of a wildcard rule) whose elements' fields it does not read, which
 // may be a map, or one the type checker refuses for every kind (a field of another kind, read
-// with ?.) that does so untyped, as kube-apiserver evaluates it.
+// with ?.) that does so untyped, as kube-apiserver evaluates it. The set must have been checked
+// with c (Check, CheckPolicy).
 func (c *Checker) MapOrderOf(set *Set, diags Diagnostics) MapOrder {
 	flagged := map[string]map[string]bool{} // policy: field
 	mark := func(m map[string]map[string]bool, policy, field string) {
@@ -186,44 +188,21 @@ func (c *Checker) MapOrderOf(set *Set, diags Diagnostics) MapOrder {
 			mark(flagged, name, d.Field)
 		}
 	}
-	for _, p := range set.Policies {
-		gvks := c.coverage(&reporter{src: p.Source}, p.ValidatingAdmissionPolicy)
-		if len(gvks) == 0 {
-			gvks = []schema.GroupVersionKind{{}} // object is dyn
-		}
-		for _, e := range policyExpressions(p.ValidatingAdmissionPolicy) {
-			if flagged[p.Name][e.path] || strings.TrimSpace(e.expr) == "" {
-				continue
-			}
-			if c.mayIterateMap(p.ValidatingAdmissionPolicy, gvks, e.expr) {
-				mark(flagged, p.Name, e.path)
-			}
+	// What checking the policies noted, as a replay takes it (estimate): dyn ranges too.
+	c.orderMu.Lock()
+	for policy, fields := range c.mayOrder {
+		for field := range fields {
+			mark(flagged, policy, field)
 		}
 	}
+	c.orderMu.Unlock()
 	return mapOrderOf(set, flagged)
 }
 
-// mayIterateMap says whether the expression, checked as each kind (or untyped, where no kind
-// checks it: a field of another kind, read with ?.), iterates a map or a dyn value (a variable,
-// an untyped field), which may be a map, into a list whose order shows.
-func (c *Checker) mayIterateMap(p *admissionregistrationv1.ValidatingAdmissionPolicy, gvks []schema.GroupVersionKind, expr string) bool {
-	compiled := false
-	for _, gvk := range append(gvks, schema.GroupVersionKind{}) {
-		if compiled && gvk.Empty() {
-			break // the untyped environment only where no kind checks it
-		}
-		_, env, err := c.kindEnv(p, gvk)
-		if err != nil {
-			continue
-		}
-		if ast, issues := env.Compile(expr); issues == nil {
-			compiled = true
-			if iteratesMapInOrder(ast, true) {
-				return true
-			}
-		}
-	}
-	return false
+// buildsList says whether the expression's text may hold a comprehension that builds a list
+// (the map() and filter() macros, their two-variable forms): those alone can follow map order.
+func buildsList(expr string) bool {
+	return strings.Contains(expr, "map(") || strings.Contains(expr, "filter(") || strings.Contains(expr, "transformList(")
 }
 
 // mapOrderOf is MapOrderOf of the fields flagged, by policy.
