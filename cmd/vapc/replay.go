@@ -274,6 +274,9 @@ func readReplayPolicies(stdin io.Reader, stderr io.Writer, cat *vapcschema.Catal
 		case d.Message == cel.MapOrderMessage && strings.HasSuffix(d.Field, ".messageExpression"):
 			d.Hint = strings.TrimPrefix(d.Hint+"; ", "; ") + "the replay claims a failure's message only where the log holds the server's"
 			warnings = append(warnings, d)
+		case d.Message == cel.MapOrderMessage && (strings.HasPrefix(d.Field, "spec.validations[") || strings.HasPrefix(d.Field, "spec.matchConditions[")):
+			d.Hint = strings.TrimPrefix(d.Hint+"; ", "; ") + "the replay decides the policy in the order the log's verdicts show, and where it cannot, not at all"
+			warnings = append(warnings, d)
 		}
 	}
 	for _, d := range set.Others {
