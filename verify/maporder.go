@@ -104,16 +104,16 @@ func (d *Decision) outcomesByChance() bool {
 	return slices.ContainsFunc(d.Results, func(r Result) bool { return r.OutcomeByChance })
 }
 
-// byChanceOutcomes are the response and what the results Result.OutcomeByChance marks say,
-// to compare two evaluations.
+// byChanceOutcomes are whether the response refuses and what the results Result.OutcomeByChance
+// marks decided (their messages aside: byChanceMessages), to compare two evaluations.
 func (d *Decision) byChanceOutcomes() []string {
 	if !d.outcomesByChance() {
 		return nil
 	}
-	out := []string{fmt.Sprintf("%v %d %s", d.Allowed, d.Code, d.Message)}
+	out := []string{fmt.Sprintf("%v %d", d.Allowed, d.Code)} // the messages are byChanceMessages'
 	for _, r := range d.Results {
 		if r.OutcomeByChance {
-			out = append(out, fmt.Sprintf("%s %s %v %s %s %s", r.Policy, r.Binding, r.Param, r.Result, indexOf(r), r.Message))
+			out = append(out, fmt.Sprintf("%s %s %v %s %s", r.Policy, r.Binding, r.Param, r.Result, indexOf(r)))
 		}
 	}
 	return out
@@ -188,7 +188,7 @@ func (e *Evaluator) inServerOrder(ctx context.Context, attrs *recordingAttribute
 			dec.Forget(k, mapOrderWhy)
 		}
 	}
-	if outcomesVary && otherMsgs == nil {
+	if outcomesVary {
 		dec.ByChance = "a validation or a matchCondition lists a map's keys in the order CEL iterated the map, which in kube-apiserver is Go's map order and changes from one request to the next, and the decision changes with it"
 		if known {
 			dec.ByChance += ": no order gives the server's verdicts"
@@ -196,7 +196,7 @@ func (e *Evaluator) inServerOrder(ctx context.Context, attrs *recordingAttribute
 			dec.ByChance += ": the server's is not known"
 		}
 	}
-	if otherMsgs != nil {
+	if otherMsgs != nil && !outcomesVary {
 		dec.ByChance = "a failure's message lists a map's keys in the order CEL iterated the map, which in kube-apiserver is Go's map order and changes from one request to the next (" + strings.Join(quoteAll(msgs), ", ") + " or " + strings.Join(quoteAll(otherMsgs), ", ") + ")"
 		if known {
 			dec.ByChance += ", and no order gives the server's verdicts"
