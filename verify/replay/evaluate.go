@@ -431,7 +431,9 @@ func (r *Replayer) evaluateRecovered(ctx context.Context, w evalWorker, j *job) 
 }
 
 func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
-	ctx = verify.WithMessageOrder(ctx, j.messageOrder)
+	if !r.cfg.mapOrder.Empty() {
+		ctx = verify.WithMessageOrder(ctx, j.messageOrder)
+	}
 	if r.cfg.evaluateHook != nil {
 		r.cfg.evaluateHook(j.ev)
 	}

@@ -597,7 +597,9 @@ func (r *Replayer) line(ctx context.Context, d decoded) {
 	}
 	r.labelledDryRuns(ev)
 	r.noteLogTime(d, ev)
-	r.installed.observe(ev)
+	if r.cfg.check || !r.cfg.mapOrder.Empty() {
+		r.installed.observe(ev) // for the verdicts checked, and the map order's (job.ran)
+	}
 	r.lifecycle.observe(d, ev)
 	if r.cfg.observer.Event != nil {
 		r.cfg.observer.Event(d.file, d.num, ev, d.observed)

@@ -325,8 +325,8 @@ func (r *Replayer) newObject(b *rebuilt, ev *Event, t target, q url.Values, p st
 		} else if old != nil {
 			obj.SetResourceVersion(old.GetResourceVersion())
 		}
-		if ev.Verb == "create" || ev.Verb == "update" {
-			emptiedByStorage(obj.Object, ev.RequestObject)
+		if (ev.Verb == "create" || ev.Verb == "update") && bytes.Contains(ev.ResponseObject, []byte(":null")) {
+			emptiedByStorage(obj.Object, ev.RequestObject) // decodes the request: only where the response holds a null
 		}
 		b.req.Object, b.objectSource = obj, SourceResponse
 		return

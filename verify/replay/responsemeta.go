@@ -46,8 +46,11 @@ func sameWrittenMetadata(obj runtime.Object, logged metav1.Object) bool {
 // shows; all of them when none does or the log shows none (what the replay knows of the
 // object before may be what differs).
 func matchingResponse[T any](ev *Event, ways []T, written func(T) runtime.Object) []T {
+	if len(ways) < 2 {
+		return ways
+	}
 	logged := loggedMetadata(ev)
-	if logged == nil || len(ways) < 2 {
+	if logged == nil {
 		return ways
 	}
 	var kept []T
