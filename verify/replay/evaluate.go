@@ -580,6 +580,10 @@ type rebuiltDecider struct {
 func (d *rebuiltDecider) decide(eval Evaluator, view *state.StateView) (*verify.Decision, error) {
 	dec, err := d.evaluate(eval, view)
 	if err == nil {
+		var why undecided
+		if dec, why = d.numbers(eval, view, dec); why.is() {
+			return nil, &indeterminateError{why}
+		}
 		depends := d.r.dependsOnUnknown
 		if d.live && view == d.j.view {
 			depends = d.r.dependsOnUnknownButAnnotations // the state the log's order gives
@@ -589,6 +593,48 @@ func (d *rebuiltDecider) decide(eval Evaluator, view *state.StateView) (*verify.
 		}
 	}
 	return dec, err
+}
+
+// numbers is the decision of a custom resource's create or update whose whole numbers the
+// client may have sent as doubles (numbers.go): dec where the policies decide the object with
+// them as doubles alike, or where checking against the log its verdicts are dec's and not the
+// other's (that one where it is the other way); otherwise why it is not known.
+func (d *rebuiltDecider) numbers(eval Evaluator, view *state.StateView, dec *verify.Decision) (*verify.Decision, undecided) {
+	j := d.j
+	if len(j.policies) == 0 && !hasMutatingPolicies(eval) || !numbersUnsaid(j.ev, j.t) {
+		return dec, undecided{}
+	}
+	doubled, ok := doubledObject(d.b.req.Object, d.r.numberSchema(j.t))
+	if !ok {
+		return dec, undecided{}
+	}
+	obj := d.b.req.Object
+	d.b.req.Object = doubled
+	alt, err := d.evaluate(eval, view)
+	d.b.req.Object = obj
+	if err != nil {
+		return dec, undecided{}
+	}
+	diff := outcomeDiff(dec, alt)
+	if diff == "" {
+		return dec, undecided{}
+	}
+	if d.live && view == j.view && j.byAnnotations() {
+		switch logged, other := len(check(j.ev, j.rec, dec, j.evidenced)) == 0, len(check(j.ev, j.rec, alt, j.evidenced)) == 0; {
+		case logged && !other:
+			return dec, undecided{}
+		case other && !logged:
+			alt.Notes = append(alt.Notes, "decided with the custom resource's whole numbers as doubles (2.0), as the log's verdicts show the client sent them")
+			return alt, undecided{}
+		}
+	}
+	return nil, numbersReason(diff)
+}
+
+// hasMutatingPolicies says whether eval runs MutatingAdmissionPolicies.
+func hasMutatingPolicies(eval Evaluator) bool {
+	me, ok := eval.(mutatingEvaluator)
+	return ok && me.HasMutatingPolicies()
 }
 
 // evaluate evaluates the request with eval over view, and settles what the mutating policies

@@ -455,6 +455,22 @@ func TestCutRecordings(t *testing.T) {
 		// a variable (the object, or the old object of a DELETE), which the lint types dyn: the
 		// replay takes it as a map, and the annotation is the log's order.
 		{name: "an annotation in map order, of a variable", dir: "map-order-variable", check: true, want: map[int]string{2: "admit certain"}},
+		// A helper's recording (exAC), cut: widgets whose ratio (type: number) was sent as 2.0
+		// (w6, line 18) or 1 (w4, line 14); the log writes both as integers, and a policy
+		// multiplies it by 2.0 (an error on an int, kube-apiserver's denial of w4). Which the
+		// client sent is not in the log: indeterminate, but where the log's verdicts (checked)
+		// show it. A whole count (type: integer) is an int, as its schema says (line 10).
+		{name: "a custom resource's whole numbers", dir: "crd-float-create", want: map[int]string{10: "admit certain", 14: "indeterminate indeterminate", 18: "indeterminate indeterminate", 20: "admit certain"}},
+		{name: "a custom resource's whole numbers, checked", dir: "crd-float-create", check: true, want: map[int]string{10: "admit certain", 14: "deny certain", 18: "admit certain", 20: "admit certain"}},
+		// The same at level Request (exAC, a production audit policy): a dry-run create of
+		// ratio 2.0 (line 16), a preserve-unknown field's 1.0 (line 17), an additionalProperties
+		// number's 2.0 (line 20), 1.0E0 (line 21).
+		{name: "a custom resource's whole numbers at level Request", dir: "crd-float-request", want: map[int]string{16: "indeterminate indeterminate", 17: "indeterminate indeterminate", 20: "indeterminate indeterminate", 21: "indeterminate indeterminate"}},
+		{name: "a custom resource's whole numbers at level Request, checked", dir: "crd-float-request", check: true, want: map[int]string{16: "admit certain", 17: "deny certain", 20: "admit certain", 21: "admit certain"}},
+		// The same written by patches (exAC): a merge patch and a JSON patch whose body writes
+		// ratio 2.0 (lines 13, 14), whose response writes 2: the patch applied to the stored
+		// object keeps the double; a PUT (line 15) is the create's case.
+		{name: "a custom resource's whole numbers patched", dir: "crd-float-patch", want: map[int]string{13: "admit certain", 14: "admit certain", 15: "indeterminate indeterminate"}},
 		// A helper's recording (exAF), cut: the garbage collector's metadata patch of an
 		// object an Orphan delete left with its finalizers (line 4) answers the
 		// PartialObjectMetadata: its finalizers are those a merge patch writes (the list

@@ -80,6 +80,9 @@ const (
 	// ReasonMapOrder: a failure's message lists a map's keys in the order CEL iterated the
 	// map, kube-apiserver's chance, and the log does not hold the server's.
 	ReasonMapOrder Reason = "map-order"
+	// ReasonNumberType: a custom resource's whole number, which the log writes as an integer,
+	// may have been sent as a double (2.0), and the policies decide the two differently.
+	ReasonNumberType Reason = "number-type"
 )
 
 // Skip reasons: requests that never reached validating admission. Summary.Skipped counts

@@ -318,7 +318,7 @@ func (r *Replayer) newObject(b *rebuilt, ev *Event, t target, q url.Values, p st
 	if resp == nil {
 		resp = auditlog.DecodeAnyObject(ev.ResponseObject)
 	}
-	if ev.Code() >= 200 && ev.Code() < 300 && resp != nil && sameKind(resp, t.reqKind) && !r.storedInOtherVersion(t) && !b.answeredOther(ev, t, q, p, old, resp) {
+	if ev.Code() >= 200 && ev.Code() < 300 && resp != nil && sameKind(resp, t.reqKind) && !r.storedInOtherVersion(t) && !b.answeredOther(ev, t, q, p, old, resp) && !doublesInPatch(ev, t) {
 		obj := withKind(resp, t.reqKind)
 		if t.op == admission.Create {
 			unstructured.RemoveNestedField(obj.Object, "metadata", "resourceVersion")
