@@ -116,6 +116,9 @@ func (r *Replayer) reviseConcurrent(d decoded, ev *Event, t target) {
 			js = append(js, e.byKey[k]...)
 		}
 	}
+	if len(js) == 0 {
+		return // decoding the write's response for its version is the most of this
+	}
 	// A write that changed nothing returns the version it found: a request that read that
 	// version read it either way.
 	unchanged := storedVersion(d, ev, t)
@@ -138,7 +141,7 @@ func (r *Replayer) reviseConcurrent(d decoded, ev *Event, t target) {
 		// read the version before).
 		var result uint64
 		if !collection {
-			result = resultVersion(j.ev, j.t)
+			result = resultVersion(j.d, j.ev, j.t)
 		}
 		if stored > 0 && result > 0 && stored > result {
 			continue
@@ -247,8 +250,8 @@ func (j *job) reachedOnlyAhead(c *concurrentWrite) {
 // resultVersion is the resourceVersion of a successful request's result: what an update or
 // a patch stored (or found, having changed nothing), what a delete removed (etcd's revision of
 // the deletion) or marked deleted; 0 when the log does not show it.
-func resultVersion(ev *Event, t target) uint64 {
-	if v := writtenVersion(decoded{}, ev, t); v > 0 || ev.Verb != "delete" || isDryRun(ev) {
+func resultVersion(d decoded, ev *Event, t target) uint64 {
+	if v := writtenVersion(d, ev, t); v > 0 || ev.Verb != "delete" || isDryRun(ev) {
 		return v
 	}
 	return responseVersion(ev, t)
