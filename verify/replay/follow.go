@@ -196,9 +196,30 @@ func (r *Replayer) sendWrite(ctx context.Context, srv *apiserver.Server, req api
 	sameKind, mutated, scaled := false, "", ""
 	view := r.state.View(false)
 	cluster := r.mutatorsAt(ev.Received())
+	// The replayed MutatingAdmissionPolicies the cluster ran as given change the object as
+	// they did on the server (followmutating.go).
+	var fm *followMutation
+	if len(r.set.mutatingPolicies) > 0 {
+		ex.MutatingPolicies = func(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
+			if fm == nil {
+				me, run, err := r.followingMutators(cluster, mutatedBy(t, a, view))
+				fm = &followMutation{me: me, run: run, err: err, view: r.state.View(true), received: ev.Received()}
+				fm.view.Track = true
+			}
+			if fm.me == nil {
+				return nil
+			}
+			r.following.store.v = fm.view
+			defer func() { r.following.store.v = nil }()
+			return fm.admit(ctx, a, o, followInputs(ev, t, a, w.logged, w.p))
+		}
+	}
 	ex.Validate = func(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
 		req := mutatedBy(t, a, view)
 		req.following = r.set.replayedMAPs
+		if fm != nil {
+			req.replayed = fm.run
+		}
 		if why := cluster.mayMutate(req); why != "" {
 			mutated = why
 		}
@@ -227,6 +248,8 @@ func (r *Replayer) sendWrite(ctx context.Context, srv *apiserver.Server, req api
 		// spec.replicas, which the answered Scale gives (replayWrite, scaleAnswered).
 	case wm != nil && wm.unknown != "":
 		return nil, "", wm.unknown
+	case r.followUnknown(fm) != "":
+		return nil, "", r.followUnknown(fm)
 	case mutated != "" && derivesScale(t):
 		// Whatever a cluster's mutating policy changed of the Scale, the object takes only its
 		// replicas (ScaleREST's update): those are not known, nor whether the object changed

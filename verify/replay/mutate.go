@@ -65,8 +65,10 @@ type replayedMutating struct {
 	// fails says whether an error of it refuses the request (failurePolicy Fail, the
 	// default).
 	fails bool
-	// spec is its spec as a cluster holds it (specOf).
-	spec string
+	// spec is its spec as a cluster holds it (specOf); bindings are the specs of its
+	// bindings, by name (mutatingBindingSpecOf).
+	spec     string
+	bindings map[string]string
 }
 
 // replayedMutatings returns the replayed MutatingAdmissionPolicies by their scope name.
@@ -81,6 +83,12 @@ func replayedMutatings(policies []*admissionregistrationv1.MutatingAdmissionPoli
 			conditions: mutatingConditionReads(p, bindings),
 			fails:      fp == nil || *fp == admissionregistrationv1.Fail,
 			spec:       specOf(p),
+			bindings:   map[string]string{},
+		}
+	}
+	for _, b := range bindings {
+		if rm, ok := out[mutatingName(b.Spec.PolicyName)]; ok {
+			rm.bindings[b.Name] = mutatingBindingSpecOf(b)
 		}
 	}
 	return out

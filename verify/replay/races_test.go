@@ -471,6 +471,15 @@ func TestCutRecordings(t *testing.T) {
 		// ratio 2.0 (lines 13, 14), whose response writes 2: the patch applied to the stored
 		// object keeps the double; a PUT (line 15) is the create's case.
 		{name: "a custom resource's whole numbers patched", dir: "crd-float-patch", want: map[int]string{13: "admit certain", 14: "admit certain", 15: "indeterminate indeterminate"}},
+		// A helper's recording (exAC, a production audit policy), cut: ConfigMaps created at
+		// level Request (lines 87, 89) that the cluster's MutatingAdmissionPolicy exac-mut-cm
+		// labelled with the size of their data, then patched (lines 88, 90). The replayed
+		// policy is the cluster's, bound alike: the ordered stage runs it as it follows the
+		// creates, and the patches are decided on the objects stored (follow-check, a policy of
+		// the test's, reads the label). A replayed policy other than the cluster's leaves the
+		// objects unknown.
+		{name: "a MutatingAdmissionPolicy the cluster runs, followed", dir: "map-follow-request", want: map[int]string{87: "admit certain", 88: "deny certain", 89: "admit certain", 90: "admit certain"}},
+		{name: "a MutatingAdmissionPolicy the cluster runs otherwise", dir: "map-follow-request-other", want: map[int]string{88: "indeterminate indeterminate", 90: "indeterminate indeterminate"}},
 		// A helper's recording (exAF), cut: the garbage collector's metadata patch of an
 		// object an Orphan delete left with its finalizers (line 4) answers the
 		// PartialObjectMetadata: its finalizers are those a merge patch writes (the list

@@ -156,6 +156,9 @@ func WithProgress(interval time.Duration, fn func(Progress)) Option {
 // Replayer replays audit logs through a fixed set of policies and bindings. A Replayer runs
 // one replay: its State moves forward with the log, and a second Run is refused.
 type Replayer struct {
+	// following are the ordered stage's evaluators of the replayed MutatingAdmissionPolicies
+	// it follows writes with (followmutating.go).
+	following followingEvals
 	// dryRunLabels is the export that labelled a dry run (auditlog.Loss.DryRunLabelled):
 	// its entries after it are no dry runs unless labelled (labelledDryRuns).
 	dryRunLabels string
