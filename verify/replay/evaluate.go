@@ -903,7 +903,24 @@ func rooted(unknowns []vapccel.Unknown, update bool) []vapccel.Unknown {
 			out = append(out, u)
 		}
 	}
+	if update {
+		out = append(out, entriesOrderUnknown(unknowns)...)
+	}
 	return out
+}
+
+// entriesOrderUnknown is the order of an object's managedFields entries, not known once it is
+// written again where the time of an entry is not (the replay stood in its own clock for the
+// server's): the field manager sorts the entries by their times. None where every time is
+// known.
+func entriesOrderUnknown(unknowns []vapccel.Unknown) []vapccel.Unknown {
+	for _, u := range unknowns {
+		if s := u.Path.Steps; u.Path.Root == "object" && len(s) == 4 && s[0] == "metadata" && s[1] == "managedFields" && s[3] == "time" {
+			return []vapccel.Unknown{{Path: objectPath("metadata", "managedFields"),
+				Why: "the order of the managedFields entries, which the field manager sorts by their times, one of which is not known: " + u.Why}}
+		}
+	}
+	return nil
 }
 
 // responseRooted is rooted for a request whose object is its response (the object the store

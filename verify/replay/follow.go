@@ -365,7 +365,7 @@ func (w writeReplay) writtenUnknowns(u *unstructured.Unstructured, sameKind bool
 		// put in the written object too.
 		unknowns = append(unknowns, settled...)
 		if ok {
-			setClock(u, p.Raw, second)
+			setClock(u, p.Raw, w.logged, second)
 			if w.create {
 				u.SetCreationTimestamp(second)
 			}
@@ -373,11 +373,11 @@ func (w writeReplay) writtenUnknowns(u *unstructured.Unstructured, sameKind bool
 	case ok:
 		// The clock read the second the log holds: the replay's own clock's readings are
 		// put back to it.
-		setClock(u, p.Raw, second)
+		setClock(u, p.Raw, w.logged, second)
 	default:
 		// Where the pipeline read the replay's own clock: the fields the write stamped.
 		why := "the server's clock when " + w.what + " wrote the object, which the log does not hold to the second"
-		for _, steps := range clockStamped(u, p.Raw) {
+		for _, steps := range clockStamped(u, p.Raw, w.logged) {
 			unknowns = append(unknowns, vapccel.Unknown{Path: objectPath(steps...), ValueOnly: true, Why: why})
 		}
 	}
@@ -491,7 +491,7 @@ func (w writeReplay) carried() []vapccel.Unknown {
 			out = append(out, pu)
 		}
 	}
-	return out
+	return append(out, entriesOrderUnknown(w.p.Unknowns)...)
 }
 
 // mergePatch is the body of a patch that is an object (a merge or strategic merge patch, not a
@@ -663,19 +663,19 @@ func shortenedGrace(u *unstructured.Unstructured, before []byte, beforeUnknowns 
 // setClock puts the server's clock (second) where the replay's pipeline read its own while it
 // changed the stored object before (raw): the deletion timestamp (the clock plus the grace
 // period), and the times of the managers and conditions it wrote.
-func setClock(u *unstructured.Unstructured, before []byte, second metav1.Time) {
-	stampClock(u, before, &second)
+func setClock(u *unstructured.Unstructured, before, body []byte, second metav1.Time) {
+	stampClock(u, before, body, &second)
 }
 
 // clockStamped are the fields of the object u where the replay's pipeline read its own clock
 // while it changed the stored object before (raw), as setClock finds them, and changes nothing.
-func clockStamped(u *unstructured.Unstructured, before []byte) [][]string {
-	return stampClock(u, before, nil)
+func clockStamped(u *unstructured.Unstructured, before, body []byte) [][]string {
+	return stampClock(u, before, body, nil)
 }
 
 // stampClock is setClock where second is given; it returns the fields it finds stamped:
 // the deletion timestamp, the managers' times, the conditions' transition times.
-func stampClock(u *unstructured.Unstructured, before []byte, second *metav1.Time) (stamped [][]string) {
+func stampClock(u *unstructured.Unstructured, before, body []byte, second *metav1.Time) (stamped [][]string) {
 	prev, _ := auditlog.DecodeMetadata(before, "conditions")
 	if ts := u.GetDeletionTimestamp(); ts != nil && (prev == nil || prev.GetDeletionTimestamp() == nil) {
 		stamped = append(stamped, []string{"metadata", "deletionTimestamp"})
@@ -698,7 +698,7 @@ func stampClock(u *unstructured.Unstructured, before []byte, second *metav1.Time
 	mfs := u.GetManagedFields()
 	managers := false
 	for i := range mfs {
-		if mfs[i].Time != nil && !prevTimes[mfs[i].Manager+"\x00"+mfs[i].Time.UTC().Format(time.RFC3339)] {
+		if mfs[i].Time != nil && !prevTimes[mfs[i].Manager+"\x00"+mfs[i].Time.UTC().Format(time.RFC3339)] && !clientTime(body, *mfs[i].Time) {
 			managers = true
 			if second != nil {
 				mfs[i].Time = second

@@ -487,6 +487,16 @@ func TestCutRecordings(t *testing.T) {
 		// and the next one (line 5) are decided.
 		{name: "the garbage collector's metadata patch", dir: "gc-metadata-patch", want: map[int]string{4: "admit certain", 5: "admit certain"}},
 		{name: "the garbage collector's metadata patch, checked", dir: "gc-metadata-patch", check: true, want: map[int]string{4: "admit certain", 5: "admit certain"}},
+		// A helper's recording (exAF), cut: a dry-run create whose request crossed a second of
+		// the server's clock, refused; an observer lists the managedFields' managers. One
+		// entry has no order that follows the clock: decided.
+		{name: "one managedFields entry", dir: "managedfields-one-entry", check: true, want: map[int]string{2: "deny certain"}},
+		// A helper's recording (exAF, production-like levels), cut: a ConfigMap created at level
+		// Request (its resourceVersion not known), then Flux's cleanup JSON patch, which tests
+		// /metadata/resourceVersion: the server applied it, so the stored object had that
+		// version, and the patch is decided (it was refused in the pipeline on the version the
+		// replay stood in, rebuild).
+		{name: "a JSON patch that tests the resourceVersion", dir: "json-patch-test-version", want: map[int]string{39: "admit certain"}},
 		// A helper's recording (exAG), cut: a ClusterRoleBinding to a role that does not exist,
 		// by a user who may not bind it: the RBAC storage looks the role up before admission
 		// and answers 404 naming it; no policy ran.

@@ -49,6 +49,10 @@ func (j *job) reachedAdmission() bool {
 // requestMeta is the resourceVersion and uid a request asked for: its object's, or a
 // DELETE's preconditions (see askedVersion).
 func requestMeta(ev *Event) (version, uid string) {
+	if version, ok := jsonPatchMeta(ev, resourceVersionPath); ok {
+		uid, _ = jsonPatchMeta(ev, uidPath)
+		return version, uid
+	}
 	member := askedMember(ev)
 	return auditlog.MemberString(ev.RequestObject, member, "resourceVersion"), auditlog.MemberString(ev.RequestObject, member, "uid")
 }
@@ -170,32 +174,47 @@ func overlayPath(stored, sent any, steps []string) {
 // /metadata/resourceVersion (kubectl apply --server-side's migration of a client-side apply's
 // fields).
 func askedVersion(ev *Event) uint64 {
-	if body := bytes.TrimSpace(ev.RequestObject); ev.Verb == "patch" && len(body) > 0 && body[0] == '[' {
-		if !bytes.Contains(body, resourceVersionPath) {
-			return 0 // decoded only where it may ask for one
-		}
-		var ops []struct {
-			Op    string          `json:"op"`
-			Path  string          `json:"path"`
-			Value json.RawMessage `json:"value"`
-		}
-		if json.Unmarshal(body, &ops) != nil {
-			return 0
-		}
-		var asked uint64
-		for _, op := range ops {
-			var v string
-			if (op.Op == "replace" || op.Op == "add") && op.Path == string(resourceVersionPath) && json.Unmarshal(op.Value, &v) == nil {
-				asked = state.ResourceVersion(v)
-			}
-		}
-		return asked
+	if version, ok := jsonPatchMeta(ev, resourceVersionPath); ok {
+		return state.ResourceVersion(version)
 	}
 	return state.ResourceVersion(auditlog.MemberString(ev.RequestObject, askedMember(ev), "resourceVersion"))
 }
 
-// resourceVersionPath is the path of a JSON patch's operation that asks for a resourceVersion.
-var resourceVersionPath = []byte("/metadata/resourceVersion")
+// jsonPatchMeta is the value a JSON patch gives the metadata field at path (resourceVersionPath,
+// uidPath): the one it writes ("replace", "add"), which the update's precondition asks for, or
+// the one it tests ("test"), which a patch the server applied found; ok says the request is a
+// JSON patch (the value "" where it gives none).
+func jsonPatchMeta(ev *Event, path []byte) (value string, ok bool) {
+	body := bytes.TrimSpace(ev.RequestObject)
+	if ev.Verb != "patch" || len(body) == 0 || body[0] != '[' {
+		return "", false
+	}
+	if !bytes.Contains(body, path) {
+		return "", true // decoded only where it may give one
+	}
+	var ops []struct {
+		Op    string          `json:"op"`
+		Path  string          `json:"path"`
+		Value json.RawMessage `json:"value"`
+	}
+	if json.Unmarshal(body, &ops) != nil {
+		return "", true
+	}
+	for _, op := range ops {
+		var v string
+		if (op.Op == "replace" || op.Op == "add" || op.Op == "test") && op.Path == string(path) && json.Unmarshal(op.Value, &v) == nil {
+			value = v
+		}
+	}
+	return value, true
+}
+
+// resourceVersionPath and uidPath are the paths of a JSON patch's operations that ask for a
+// resourceVersion and a uid.
+var (
+	resourceVersionPath = []byte("/metadata/resourceVersion")
+	uidPath             = []byte("/metadata/uid")
+)
 
 // askedMember is the member of a request's body that says what version of its object it asks
 // for: an update's or a patch's object's metadata, a DELETE's DeleteOptions' preconditions. The

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -30,6 +31,15 @@ import (
 // sets them too, from its own clock and generators; settle puts the server's values back
 // where the log holds them, and returns the fields it does not: a decision stands only if no
 // policy reads them (cel.Reads.DependsOn).
+
+// clientTime says whether the request's body (as the log holds it) writes the time of a
+// managedFields entry: the client wrote the entry with its time (a JSON patch or an update of
+// metadata.managedFields), which the field manager keeps, not the server's clock (helper exY:
+// a test's patch put an entry back at an earlier second, which a later write's field manager
+// ordered the entries by).
+func clientTime(body []byte, t metav1.Time) bool {
+	return len(body) > 0 && bytes.Contains(body, []byte(`"`+t.UTC().Format(time.RFC3339)+`"`))
+}
 
 // settle fixes what it can of the admission's objects and returns the fields that stay
 // unknown. body is the logged request object.
@@ -90,6 +100,9 @@ func settle(ev *Event, t target, a admission.Attributes, body []byte) []vapccel.
 			if e.Time == nil || oldTimes[e.Manager+"\x00"+string(e.Operation)+"\x00"+e.Time.UTC().String()] {
 				continue
 			}
+			if clientTime(body, *e.Time) {
+				continue
+			}
 			setTime(e.Time, objectPath("metadata", "managedFields", vapccel.AnyStep, "time"))
 			changed = true
 		}
@@ -97,7 +110,8 @@ func settle(ev *Event, t target, a admission.Attributes, body []byte) []vapccel.
 			if known {
 				// The field manager orders the entries by their times: in the server's.
 				sortManagedFields(mfs)
-			} else {
+			} else if len(mfs) > 1 {
+				// One entry has no order to follow.
 				out = append(out, vapccel.Unknown{Path: objectPath("metadata", "managedFields"), Why: "the order of the managedFields entries, which follows the server's clock during the request"})
 			}
 			m.SetManagedFields(mfs)
