@@ -355,7 +355,7 @@ func (e *Evaluator) EvaluateAttributes(ctx context.Context, a admission.Attribut
 func (e *Evaluator) dispatch(ctx context.Context, attrs *recordingAttributes, o admission.ObjectInterfaces) (*Decision, error) {
 	t := &trace{}
 	var notes []string
-	m, implicit := e.matcher(attrs.GetNamespace())
+	m, implicit := e.matcher(attrs)
 	if implicit {
 		notes = append(notes, fmt.Sprintf("namespace %q is not among the cluster objects: assumed to exist with only the label %s=%s", attrs.GetNamespace(), namespaceNameLabel, attrs.GetNamespace()))
 	}
@@ -400,14 +400,31 @@ func (e *Evaluator) dispatch(ctx context.Context, attrs *recordingAttributes, o 
 
 // matcher is the apiserver's matcher over the store's namespaces for a request in namespace
 // ns; implicit says the namespace is not in the store and is assumed (WithImplicitNamespaces).
-func (e *Evaluator) matcher(ns string) (m *matching.Matcher, implicit bool) {
+func (e *Evaluator) matcher(a admission.Attributes) (m *matching.Matcher, implicit bool) {
 	nsLister := namespaceLister{store: e.store}
+	ns := a.GetNamespace()
+	if ownNamespace(a) {
+		// A Namespace's create or update is in the namespace of its own name, which the
+		// matcher reads from the request's object, and namespaceObject is null: nothing
+		// reads a stored namespace (helper exAI: a Namespace's create was taken to read the
+		// namespace the State did not hold yet).
+		ns = ""
+	}
 	if ns != "" && e.implicitNamespaces {
 		if _, err := nsLister.Get(ns); err != nil {
 			nsLister.implicit, implicit = implicitNamespace(ns), true
 		}
 	}
 	return matching.NewMatcher(nsLister, namespaceClient{lister: nsLister}), implicit
+}
+
+// ownNamespace says whether a request is a Namespace's create or update, whose namespace is
+// its own name: the matcher's namespace selector reads the request's object
+// (matching.Matcher.GetNamespaceLabels), and the dispatchers give it no namespaceObject.
+func ownNamespace(a admission.Attributes) bool {
+	gvk := a.GetKind()
+	return gvk.Group == "" && gvk.Version == "v1" && gvk.Kind == "Namespace" && a.GetSubresource() == "" &&
+		(a.GetOperation() == admission.Create || a.GetOperation() == admission.Update)
 }
 
 func (e *Evaluator) notes(t *trace, attrs admission.Attributes, dec *Decision) []string {

@@ -285,7 +285,7 @@ func (e *Evaluator) AdmitAttributes(ctx context.Context, a admission.Attributes,
 	default:
 		return mut, nil // the plugin handles no other operation
 	}
-	m, _ := e.matcher(a.GetNamespace())
+	m, _ := e.matcher(a)
 	mt := &mutationTrace{reinvoke: a.GetReinvocationContext().IsReinvoke()}
 	d := mutating.NewDispatcher(recordingAuthorizer{inner: e.authorizer(), checks: &mt.checks}, m, e.typeConverters)
 	var runnable []bool
@@ -420,7 +420,7 @@ func (e *Evaluator) explorable(a admission.Attributes, runnable []bool) bool {
 // not try: explorable leaves out bindings that select params.) The authorizer checks of the
 // other orders go to checks.
 func (e *Evaluator) ordersAgree(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces, before runtime.Object, runnable []bool, checks *[]AuthorizerCheck) bool {
-	m, _ := e.matcher(a.GetNamespace())
+	m, _ := e.matcher(a)
 	var order []int
 	for i := range e.mhooks {
 		if runnable[i] {

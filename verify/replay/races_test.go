@@ -480,6 +480,10 @@ func TestCutRecordings(t *testing.T) {
 		// objects unknown.
 		{name: "a MutatingAdmissionPolicy the cluster runs, followed", dir: "map-follow-request", want: map[int]string{87: "admit certain", 88: "deny certain", 89: "admit certain", 90: "admit certain"}},
 		{name: "a MutatingAdmissionPolicy the cluster runs otherwise", dir: "map-follow-request-other", want: map[int]string{88: "indeterminate indeterminate", 90: "indeterminate indeterminate"}},
+		// A helper's recording (exAI), cut: a Namespace's create, the log not from the
+		// cluster's start, by an observer that reads namespaceObject: a Namespace's request is
+		// in the namespace of its own name, which the dispatcher does not look up (null).
+		{name: "a Namespace's create, its namespace not looked up", dir: "namespace-create-own", check: true, want: map[int]string{1: "admit certain"}},
 		// A helper's recording (exAF), cut: the garbage collector's metadata patch of an
 		// object an Orphan delete left with its finalizers (line 4) answers the
 		// PartialObjectMetadata: its finalizers are those a merge patch writes (the list
