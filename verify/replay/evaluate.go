@@ -461,12 +461,15 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 		resp = auditlog.DecodeAnyObject(raw)
 		return resp
 	}
-	if r.servesThrough(j.ev, j.t, decodeResponse) {
-		r.evaluateServed(ctx, w, j)
+	if why := deletedNothing(j); why != "" {
+		// Before the pipeline, which would list the objects the State holds (helper exAI: a
+		// namespace's cleanup whose response lists no pod, in a log that does not hold every
+		// pod of the namespace).
+		j.result.skip, j.result.skipNote = SkipNothingDeleted, why
 		return
 	}
-	if why := deletedNothing(j); why != "" {
-		j.result.skip, j.result.skipNote = SkipNothingDeleted, why
+	if r.servesThrough(j.ev, j.t, decodeResponse) {
+		r.evaluateServed(ctx, w, j)
 		return
 	}
 	if j.rec.byPlugin {

@@ -484,6 +484,12 @@ func TestCutRecordings(t *testing.T) {
 		// cluster's start, by an observer that reads namespaceObject: a Namespace's request is
 		// in the namespace of its own name, which the dispatcher does not look up (null).
 		{name: "a Namespace's create, its namespace not looked up", dir: "namespace-create-own", check: true, want: map[int]string{1: "admit certain"}},
+		// A helper's recording (exAI), cut: the namespace controller's deletecollection of
+		// pods whose response lists none (a log that does not hold every pod of the
+		// namespace): the store deleted nothing and admitted nothing, as the pipeline would not
+		// tell over the State.
+		{name: "a deletecollection that listed nothing", dir: "deletecollection-listed-none", want: map[int]string{1: ""}},
+		{name: "a deletecollection that listed nothing, from GKE", dir: "deletecollection-listed-none", wrap: export.GKE, want: map[int]string{1: ""}},
 		// A helper's recording (exAF), cut: the garbage collector's metadata patch of an
 		// object an Orphan delete left with its finalizers (line 4) answers the
 		// PartialObjectMetadata: its finalizers are those a merge patch writes (the list
