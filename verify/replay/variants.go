@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"reflect"
 	"slices"
@@ -273,6 +274,7 @@ func pickServed(ev *Event, vs []served, recorded func(served) bool) (s served, o
 			kept, byAnnotations = agree, true
 		}
 	}
+	forgetAcross(kept)
 	for _, v := range kept[1:] {
 		if diff := servedDiff(kept[0], v); diff != "" {
 			var ds []string
@@ -307,6 +309,34 @@ func pickServed(ev *Event, vs []served, recorded func(served) bool) (s served, o
 		}
 	}
 	return kept[0], true, why, ""
+}
+
+// forgetAcross forgets in every variant the audit annotations one of them does not know
+// (verify.Decision.UnknownAnnotations): what was sent may be that one, and they differ in it by
+// what the replay could settle of each (an annotation in map order, whose server's order the
+// search found in one variant and not in another: random parity seed m:1319), not by what the
+// server decided.
+func forgetAcross(vs []served) {
+	if len(vs) < 2 {
+		return
+	}
+	for i := range vs[0].calls {
+		unknown := map[string]string{}
+		for _, v := range vs {
+			if i < len(v.calls) && v.calls[i].dec != nil {
+				for k, why := range v.calls[i].dec.UnknownAnnotations {
+					unknown[k] = why
+				}
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(unknown)) {
+			for _, v := range vs {
+				if i < len(v.calls) && v.calls[i].dec != nil {
+					v.calls[i].dec.Forget(k, unknown[k])
+				}
+			}
+		}
+	}
 }
 
 // mayHaveCreated says whether a request the log shows as an update may have created its object
