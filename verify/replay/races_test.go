@@ -490,6 +490,11 @@ func TestCutRecordings(t *testing.T) {
 		// tell over the State.
 		{name: "a deletecollection that listed nothing", dir: "deletecollection-listed-none", want: map[int]string{1: ""}},
 		{name: "a deletecollection that listed nothing, from GKE", dir: "deletecollection-listed-none", wrap: export.GKE, want: map[int]string{1: ""}},
+		// A helper's recording (exAH), cut: a deployment's patch answered 409 Conflict after
+		// admission ran on the watch cache's copy (line 11), whose binding selects its params
+		// by label, one of which a server-side apply at level Request changed moments before
+		// (line 8): what the first attempt read is not known, as the live decision's would not be.
+		{name: "a conflict after a first attempt that read an unknown param", dir: "conflict-first-attempt-param-unknown", check: true, want: map[int]string{9: "indeterminate indeterminate", 11: "indeterminate indeterminate"}},
 		// A helper's recording (exAF), cut: the garbage collector's metadata patch of an
 		// object an Orphan delete left with its finalizers (line 4) answers the
 		// PartialObjectMetadata: its finalizers are those a merge patch writes (the list

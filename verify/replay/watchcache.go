@@ -281,7 +281,7 @@ func (r *Replayer) pendingRaced(ctx context.Context, w evalWorker, j *job, out *
 		return
 	}
 	dec, err := r.decideServedOn(ctx, w, j, *p.RacedFrom)
-	if err != nil || dec == nil {
+	if err != nil || dec == nil || r.unknownRead(j, dec).is() {
 		return
 	}
 	j.result.skip, j.result.skipNote, j.result.dec = "", "", dec
@@ -303,7 +303,7 @@ func (r *Replayer) goneRaced(ctx context.Context, w evalWorker, j *job, out *Rec
 		return
 	}
 	dec, err := r.decideServedOn(ctx, w, j, *p.RacedFrom)
-	if err != nil || dec == nil || len(check(j.ev, j.rec, dec, j.evidenced)) > 0 {
+	if err != nil || dec == nil || len(check(j.ev, j.rec, dec, j.evidenced)) > 0 || r.unknownRead(j, dec).is() {
 		return
 	}
 	r.olderFirstAttempt(j, dec)
@@ -357,11 +357,34 @@ func (r *Replayer) conflictAfterFirstAttempt(ctx context.Context, w evalWorker, 
 			}
 			return false
 		}
+		if why := r.unknownRead(j, dec); why.is() {
+			out.indeterminate(why)
+			out.OldObjectSource = sp.Source
+			out.Notes = append(out.Notes, "kube-apiserver's first attempt ran admission on its watch cache's copy of "+sp.Source+" before the request failed with 409 Conflict")
+			return true
+		}
 		admittedOnFirstAttempt(j, out, dec, sp.Source, "Conflict (the live object had changed since the watch cache's copy admission read)",
 			"its watch cache's copy of "+sp.Source+": the live object had changed, and the request failed with 409 Conflict after admission")
 		return true
 	}
 	return false
+}
+
+// unknownRead says why a decision on another version than the live evaluation's (the first
+// attempt's, a raced one's) is not known where its evaluation read a param or namespace the
+// State does not know, or a field of one the State knows but for some fields, as conclude
+// takes the live decision's reads (helper exAH: a 409 after admission decided on the watch
+// cache's copy, certain with no annotation, where the params its binding selects held one the
+// State did not know).
+func (r *Replayer) unknownRead(j *job, dec *verify.Decision) undecided {
+	if misses := j.view.Misses(); len(misses) > 0 {
+		reason := ReasonParamUnknown
+		if misses[0].GR == state.NamespacesGR {
+			reason = ReasonNamespaceUnknown
+		}
+		return because(reason, state.MissText(misses))
+	}
+	return r.dependsOnPartial(j.policies, j.view.Partials, dec)
 }
 
 // admittedOnFirstAttempt records the job as decided (dec, an admission) on kube-apiserver's first
@@ -437,6 +460,11 @@ func (r *Replayer) notFoundAfterFirstAttempt(ctx context.Context, w evalWorker, 
 	if dec == nil || !dec.Allowed {
 		// Refused on that copy, it was run again on the live object: gone, 404.
 		return false
+	}
+	if why := r.unknownRead(j, dec); why.is() {
+		out.indeterminate(why)
+		out.OldObjectSource = p.Source
+		return true
 	}
 	r.olderFirstAttempt(j, dec)
 	admittedOnFirstAttempt(j, out, dec, p.Source, "NotFound (the object was deleted since the version admission read)",
