@@ -627,6 +627,12 @@ func (w *readWalker) call(c celast.CallExpr, bound map[string]fields) fields {
 		lit, _ := stringLiteral(args[0])
 		w.readLiteral(w.walk(c.Target(), bound), ReadStartsWith, lit)
 		return nil
+	case fn == "_+_" && len(args) == 2 && (listValued(args[0]) || listValued(args[1])):
+		// A list's concatenation: its elements are either list's, each read only as far as
+		// what reads them (`object.spec.containers + object.spec.?initContainers.orValue([])`,
+		// the Pod Security and Kyverno policies' idiom, whose containers' images a policy
+		// reads, not their volume mounts).
+		return append(slices.Clip(w.walk(args[0], bound)), w.walk(args[1], bound)...)
 	case fn == "optional.of" || fn == "optional.ofNonZeroValue":
 		if len(args) == 1 {
 			return w.walk(args[0], bound)
@@ -639,6 +645,27 @@ func (w *readWalker) call(c celast.CallExpr, bound map[string]fields) fields {
 		w.read(w.walk(a, bound), ReadValue)
 	}
 	return nil
+}
+
+// listValued says whether e's value is a list for certain, by its shape alone: a list
+// literal, a comprehension that builds one (map, filter), an optional's orValue of one, or a
+// concatenation with one.
+func listValued(e celast.Expr) bool {
+	switch e.Kind() {
+	case celast.ListKind:
+		return true
+	case celast.ComprehensionKind:
+		return e.AsComprehension().AccuInit().Kind() == celast.ListKind
+	case celast.CallKind:
+		c := e.AsCall()
+		switch fn := c.FunctionName(); {
+		case c.IsMemberFunction() && fn == "orValue" && len(c.Args()) == 1:
+			return listValued(c.Args()[0])
+		case fn == "_+_" && len(c.Args()) == 2:
+			return listValued(c.Args()[0]) || listValued(c.Args()[1])
+		}
+	}
+	return false
 }
 
 // stringLiteral is e's value when e is a string literal.

@@ -495,6 +495,11 @@ func TestCutRecordings(t *testing.T) {
 		// by label, one of which a server-side apply at level Request changed moments before
 		// (line 8): what the first attempt read is not known, as the live decision's would not be.
 		{name: "a conflict after a first attempt that read an unknown param", dir: "conflict-first-attempt-param-unknown", check: true, want: map[int]string{9: "indeterminate indeterminate", 11: "indeterminate indeterminate"}},
+		// A helper's recording (exAH), cut: a ReplicaSet's pod the server refused, by a policy
+		// whose variable joins the containers and init containers (the Pod Security and Kyverno
+		// idiom) and reads their images: the token volume's mount, whose name's suffix the log
+		// does not hold, is not read.
+		{name: "containers and init containers joined", dir: "containers-concatenated", want: map[int]string{3: "deny certain"}},
 		// A helper's recording (exAF), cut: the garbage collector's metadata patch of an
 		// object an Orphan delete left with its finalizers (line 4) answers the
 		// PartialObjectMetadata: its finalizers are those a merge patch writes (the list
