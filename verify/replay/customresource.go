@@ -228,11 +228,18 @@ func (r *Replayer) followCustomCreate(sw stateWrite, src string) bool {
 // generated (its resourceVersion), what its field manager wrote and what the State did not
 // know of the version before stay unknown. It says whether it followed the write (helper exT:
 // a custom resource patched at level Request was unknown to every request after it).
+// followedDespite are the parts of an event an export may lose that do not change what a
+// custom resource's write stored: who made it (the field manager's entry, which the follow
+// leaves unknown, is named by the query or the user agent), the audit level, a failure's
+// message (helper exAH: AKS's Log Analytics rows, which lose impersonation, left every merge
+// patch of a param unfollowed).
+const followedDespite = auditlog.LostGroups | auditlog.LostUID | auditlog.LostExtra | auditlog.LostImpersonation | auditlog.LostLevel | auditlog.LostMessage
+
 func (r *Replayer) followCustomUpdate(sw stateWrite, src string) bool {
 	ev, t := sw.ev, sw.t
 	if (ev.Verb != "update" && ev.Verb != "patch") || t.op != admission.Update || (t.sub != "" && t.sub != "status") || t.name == "" ||
 		ev.Code() != http.StatusOK || t.reqKind.Empty() || kubescheme.Knows(t.reqKind) || t.reqKind != t.mainKind ||
-		r.storedInOtherVersion(t) || len(recordedWebhooks(ev)) > 0 || r.cat.c.Obscured(t.gvr) != "" || ev.Loss.Lost != 0 {
+		r.storedInOtherVersion(t) || len(recordedWebhooks(ev)) > 0 || r.cat.c.Obscured(t.gvr) != "" || ev.Loss.Lost&^followedDespite != 0 {
 		return false
 	}
 	p := r.state.PriorOf(sw.gr, t.namespace, t.name, 0, ev.Received(), false)
