@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"regexp"
 	"strings"
 
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
@@ -19,7 +20,8 @@ import (
 // value on the other; type() tells them apart). The audit log writes the object it decoded,
 // where a double that is whole is written 2: the log of a create or update does not say which
 // the client sent (kubectl never sends 2.0, as YAML's 2.0 reaches JSON as 2; Python's and
-// Java's serializers do). The stored object is read back with ints, so the old object and a
+// Java's serializers do). A request whose user agent is client-go's default is taken as sent
+// with ints (clientGo). The stored object is read back with ints, so the old object and a
 // response are what the log shows. A patch's body is logged as sent.
 //
 // Which numbers may have been doubles the schema says: one it types number, or whose type it
@@ -32,8 +34,14 @@ import (
 // object, not a patch.
 func numbersUnsaid(ev *Event, t target) bool {
 	return (t.op == admission.Create || t.op == admission.Update) && (ev.Verb == "create" || ev.Verb == "update") &&
-		!t.reqKind.Empty() && !kubescheme.Knows(t.reqKind)
+		!t.reqKind.Empty() && !kubescheme.Knows(t.reqKind) && !clientGo.MatchString(ev.UserAgent)
 }
+
+// clientGo matches the user agent client-go gives a program that sets none (rest.
+// DefaultKubernetesUserAgent: kubectl, kube-controller-manager, most controllers): a Go client
+// sends a whole number as 2 (encoding/json writes a whole float64 so, and kubectl's YAML and
+// JSON reach it as numbers apimachinery's json makes ints of), never 2.0.
+var clientGo = regexp.MustCompile(`^[^/ ]+/[^ ]+ \([a-z0-9]+/[a-z0-9_]+\) kubernetes/`)
 
 // numberSchema is the structural schema of the custom resource a request carries, by which
 // doubled says which of its whole numbers may have been sent as doubles; nil when the replay
