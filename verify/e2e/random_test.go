@@ -1936,8 +1936,10 @@ func (w *randomWorld) checkWarnings(byID map[string]*replay.Record, from int) {
 		rec := byID[resp.auditID]
 		if rec != nil {
 			if rec.Line < from || rec.Decision == replay.DecisionIndeterminate || rec.Recorded == replay.RecordedUnknown ||
-				(rec.Recorded == replay.RecordedDeny && !strings.HasPrefix(rec.RecordedBy, "ValidatingAdmissionPolicy")) {
-				// Not evaluated, or another admission plugin refused it, maybe before the policies ran.
+				(rec.Recorded == replay.RecordedDeny && !strings.HasPrefix(rec.RecordedBy, "ValidatingAdmissionPolicy")) ||
+				slices.Contains(rec.Notes, replay.UnknownWarningsNote) {
+				// Not evaluated, or another admission plugin refused it, maybe before the
+				// policies ran; or its warnings are not known (a binding created moments before).
 				continue
 			}
 			want = vap(rec.Warnings)
