@@ -867,11 +867,7 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undeci
 		}
 	}
 	if len(misses) > 0 {
-		reason := ReasonParamUnknown
-		if misses[0].GR == state.NamespacesGR {
-			reason = ReasonNamespaceUnknown
-		}
-		out.indeterminate(because(reason, state.MissText(misses)))
+		out.indeterminate(because(readReason(misses[0].GR), state.MissText(misses)))
 	} else if partial.is() {
 		out.indeterminate(partial)
 	} else if len(checks) > 0 {

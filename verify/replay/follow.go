@@ -236,6 +236,7 @@ func (r *Replayer) sendWrite(ctx context.Context, srv *apiserver.Server, req api
 	r.orderedPlugins.SetCluster(pc)
 	resp, err := srv.Do(ctx, req, ex)
 	r.orderedPlugins.SetCluster(nil)
+	mutatedUnknown := r.followUnknown(fm)
 	switch {
 	case err != nil:
 		return nil, err.Error(), ""
@@ -248,8 +249,8 @@ func (r *Replayer) sendWrite(ctx context.Context, srv *apiserver.Server, req api
 		// spec.replicas, which the answered Scale gives (replayWrite, scaleAnswered).
 	case wm != nil && wm.unknown != "":
 		return nil, "", wm.unknown
-	case r.followUnknown(fm) != "":
-		return nil, "", r.followUnknown(fm)
+	case mutatedUnknown != "":
+		return nil, "", mutatedUnknown
 	case mutated != "" && derivesScale(t):
 		// Whatever a cluster's mutating policy changed of the Scale, the object takes only its
 		// replicas (ScaleREST's update): those are not known, nor whether the object changed

@@ -141,17 +141,7 @@ type followingEvals struct {
 // resource and operation in any version and selects it (mayMutateNow's match).
 func (m *mutators) matchesRules(policy string, req mutatedRequest) bool {
 	p, ok := m.policies[policy]
-	if !ok || p.unknown != "" {
-		return false
-	}
-	for _, rule := range p.rules {
-		rw := rule.RuleWithOperations
-		rw.APIVersions = []string{"*"}
-		if ruleMatches(rw, req.gvr, req.sub, req.op) {
-			return true
-		}
-	}
-	return false
+	return ok && p.unknown == "" && p.matches(req)
 }
 
 // followMutation is what a write the ordered stage follows met of the replayed

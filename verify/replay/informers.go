@@ -592,11 +592,16 @@ func laggedWrite(tw state.TypedWrite, what string) undecided {
 
 // laggedResource is why a state of the informers of gr cannot be decided.
 func laggedResource(gr schema.GroupResource, what string) undecided {
-	reason := ReasonParamUnknown
+	return because(readReason(gr), gr.String()+" "+what)
+}
+
+// readReason is the reason of a decision that read an object of gr the State does not know: a
+// namespace's, or a param's.
+func readReason(gr schema.GroupResource) Reason {
 	if gr == state.NamespacesGR {
-		reason = ReasonNamespaceUnknown
+		return ReasonNamespaceUnknown
 	}
-	return because(reason, gr.String()+" "+what)
+	return ReasonParamUnknown
 }
 
 // describeDone says when a write completed relative to a request received at received.

@@ -70,6 +70,19 @@ type mutatingPolicy struct {
 	spec string
 }
 
+// matches says whether the policy's rules match the request's group, resource and operation in
+// any version (a policy's matchPolicy Equivalent matches every version of a resource).
+func (p mutatingPolicy) matches(req mutatedRequest) bool {
+	for _, r := range p.rules {
+		rule := r.RuleWithOperations
+		rule.APIVersions = []string{"*"}
+		if ruleMatches(rule, req.gvr, req.sub, req.op) {
+			return true
+		}
+	}
+	return false
+}
+
 // mutatedRequest is what selects a request for a MutatingAdmissionPolicy.
 type mutatedRequest struct {
 	gvr       schema.GroupVersionResource
@@ -112,8 +125,7 @@ func (m *mutators) mayMutate(req mutatedRequest) string {
 
 // mayMutateNow is mayMutate for these policies and bindings alone, not the earlier ones.
 func (m *mutators) mayMutateNow(req mutatedRequest) string {
-	gvr, sub, op := req.gvr, req.sub, req.op
-	if m == nil || len(m.bindings) == 0 || (op != admission.Create && op != admission.Update) {
+	if op := req.op; m == nil || len(m.bindings) == 0 || (op != admission.Create && op != admission.Update) {
 		return ""
 	}
 	names := make([]string, 0, len(m.bindings))
@@ -135,13 +147,7 @@ func (m *mutators) mayMutateNow(req mutatedRequest) string {
 		case p.unknown != "":
 			return fmt.Sprintf("MutatingAdmissionPolicy %s (bound by %s) is not known: %s", name, b, p.unknown)
 		}
-		matched := false
-		for _, r := range p.rules {
-			rule := r.RuleWithOperations
-			rule.APIVersions = []string{"*"}
-			matched = matched || ruleMatches(rule, gvr, sub, op)
-		}
-		if !matched {
+		if !p.matches(req) {
 			continue
 		}
 		if !selects(req, p.namespaces, p.objects) || !selects(req, m.selects[b].namespaces, m.selects[b].objects) {

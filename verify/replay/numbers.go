@@ -63,33 +63,13 @@ func mayBeDouble(s *structuralschema.Structural) bool {
 }
 
 // doubledObject is a copy of a custom resource with the whole numbers that may have been sent
-// as doubles (by the schema st) doubles, but for its metadata, apiVersion and kind; ok is
-// false when it holds none.
+// as doubles (mayBeDouble, by the schema st) doubles, but for its metadata, apiVersion and
+// kind; ok is false when it holds none.
 func doubledObject(u *unstructured.Unstructured, st *structuralschema.Structural) (out *unstructured.Unstructured, ok bool) {
 	if u == nil {
 		return nil, false
 	}
-	m, changed := doubled(u.Object, st, func(v any) (any, bool) {
-		switch n := v.(type) {
-		case int64:
-			return float64(n), true
-		case int:
-			return float64(n), true
-		case int32:
-			return float64(n), true
-		}
-		return v, false
-	})
-	if !changed {
-		return nil, false
-	}
-	return &unstructured.Unstructured{Object: m}, true
-}
-
-// doubled is a copy of the object m with each whole number that may have been sent as a double
-// (by the schema st) given by f, but for its metadata, apiVersion and kind; changed says f
-// changed one.
-func doubled(m map[string]any, st *structuralschema.Structural, f func(any) (any, bool)) (out map[string]any, changed bool) {
+	changed := false
 	var walk func(v any, s *structuralschema.Structural) any
 	walk = func(v any, s *structuralschema.Structural) any {
 		switch x := v.(type) {
@@ -109,23 +89,26 @@ func doubled(m map[string]any, st *structuralschema.Structural, f func(any) (any
 				out[i] = walk(e, items)
 			}
 			return out
+		case int64:
+			if mayBeDouble(s) {
+				changed = true
+				return float64(x)
+			}
 		}
-		if !mayBeDouble(s) {
-			return v
-		}
-		d, ok := f(v)
-		changed = changed || ok
-		return d
+		return v
 	}
-	out = make(map[string]any, len(m))
-	for k, v := range m {
+	m := make(map[string]any, len(u.Object))
+	for k, v := range u.Object {
 		if k == "metadata" || k == "apiVersion" || k == "kind" {
-			out[k] = v
+			m[k] = v
 			continue
 		}
-		out[k] = walk(v, propertySchema(st, k))
+		m[k] = walk(v, propertySchema(st, k))
 	}
-	return out, changed
+	if !changed {
+		return nil, false
+	}
+	return &unstructured.Unstructured{Object: m}, true
 }
 
 // propertySchema is the schema of the property k of an object whose schema is s: its

@@ -221,7 +221,7 @@ func (r *Replayer) revalidated(ctx context.Context, w evalWorker, j *job, first 
 		first.err != nil || first.unknown != nil || newWebhookMutation(j.ev, "") != nil {
 		return servedOnce{}, false
 	}
-	if me, ok := eval.(mutatingEvaluator); ok && me.HasMutatingPolicies() {
+	if hasMutatingPolicies(eval) {
 		return servedOnce{}, false
 	}
 	req, ok := serveRequest(j.ev, j.t)

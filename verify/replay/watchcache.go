@@ -378,11 +378,7 @@ func (r *Replayer) conflictAfterFirstAttempt(ctx context.Context, w evalWorker, 
 // State did not know).
 func (r *Replayer) unknownRead(j *job, dec *verify.Decision) undecided {
 	if misses := j.view.Misses(); len(misses) > 0 {
-		reason := ReasonParamUnknown
-		if misses[0].GR == state.NamespacesGR {
-			reason = ReasonNamespaceUnknown
-		}
-		return because(reason, state.MissText(misses))
+		return because(readReason(misses[0].GR), state.MissText(misses))
 	}
 	return r.dependsOnPartial(j.policies, j.view.Partials, dec)
 }
