@@ -32,9 +32,13 @@ func (j *job) messageOrder(dec *verify.Decision) (known, agrees bool) {
 		}
 		if slices.Contains(r.Actions, admissionregistrationv1.Deny) {
 			switch {
+			case j.shownDenial(dec):
+				// The response is the denial of one of the decision's results: the first the
+				// server met, in an order no log records (verify.Decision.Denials). This
+				// result's message is that one or not in the response.
 			case j.ev.Loss.Lost.Has(auditlog.LostMessage) || j.rec.policy != r.Policy || j.rec.binding != r.Binding:
 				known = false // the response does not show this result's denial
-			case !strings.HasSuffix(j.ev.Message(), "denied request: "+r.Message):
+			default:
 				agrees = false
 			}
 		}
@@ -64,6 +68,21 @@ func (j *job) messageOrder(dec *verify.Decision) (known, agrees bool) {
 		}
 	}
 	return known, agrees
+}
+
+// shownDenial says whether the response is the denial of one of the decision's results with a
+// Deny action (a failed validation or an error), by the policy and binding the log names: of
+// a binding's several params, or of several bindings and policies, the server answers with the
+// first it met, and the others' messages are in no response.
+func (j *job) shownDenial(dec *verify.Decision) bool {
+	if j.rec.policy == "" || j.ev.Loss.Lost.Has(auditlog.LostMessage) {
+		return false
+	}
+	msg := j.ev.Message()
+	return slices.ContainsFunc(dec.Results, func(r verify.Result) bool {
+		return r.Policy == j.rec.policy && r.Binding == j.rec.binding && r.Result != "admit" &&
+			slices.Contains(r.Actions, admissionregistrationv1.Deny) && strings.HasSuffix(msg, "denied request: "+r.Message)
+	})
 }
 
 // auditShown says whether the event's validation_failure entries (logged) show the Audit
@@ -123,7 +142,7 @@ func (j *job) outcomeOrder(dec *verify.Decision, pb policyBinding, annotations b
 	case j.ev.Loss.Lost.Has(auditlog.LostMessage):
 		known = false
 	case j.rec.policy == pb.policy && j.rec.binding == pb.binding:
-		agrees = denial != nil && strings.HasSuffix(j.ev.Message(), "denied request: "+denial.Message)
+		agrees = denial != nil && j.shownDenial(dec)
 	case j.ev.Code() >= 200 && j.ev.Code() < 300 && j.ran[pb.policy]:
 		agrees = denial == nil
 	default:

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -95,6 +96,48 @@ func TestMapOrderMessages(t *testing.T) {
 				decided++
 			}
 			t.Logf("%d decided, %d indeterminate", decided, undecided)
+		})
+	}
+}
+
+// TestMapOrderOtherRefusal: a cut of a random parity run (seed 1332) where nodes are refused by
+// several policies, bindings and params at once, one of them (rnd-p06-b1, a param selector) with
+// a messageExpression that lists the node's labels in the order CEL iterates the map. The server
+// answered with another refusal, or with one param's of that binding: the others' messages are
+// in no response, and the replay decides each request as the server did, its message the log's
+// when it checks the log and among its refusals when it does not; never indeterminate
+// (map-order) for messages the server did not show.
+func TestMapOrderOtherRefusal(t *testing.T) {
+	dir := filepath.Join("testdata", "cut", "map-order-other-refusal")
+	log, policies := filepath.Join(dir, "audit.log.gz"), filepath.Join(dir, "policies.yaml")
+	verdicts := recordedVerdicts(t, log, []string{"rnd-p04", "rnd-p06", "rnd-p07"})
+	for _, check := range []bool{false, true} {
+		t.Run(fmt.Sprintf("check %v", check), func(t *testing.T) {
+			t.Parallel()
+			recs := replayRecording(t, policies, log, WithCheckRecorded(check), WithMapOrder(mapOrderOf(t, policies)))
+			denied := 0
+			for id, v := range verdicts {
+				if v.deny == "" {
+					continue
+				}
+				denied++
+				rec := recs[id]
+				switch {
+				case rec == nil:
+					t.Errorf("%s: no record", v.desc)
+				case rec.Decision != DecisionDeny:
+					t.Errorf("%s: the server denied (%q), the replay: %s %s", v.desc, v.deny, rec.Decision, rec.Indeterminate)
+				case check && !strings.HasSuffix(rec.Message, "denied request: "+v.deny):
+					t.Errorf("%s: the server's message %q, the replay's %q", v.desc, v.deny, rec.Message)
+				case !strings.HasSuffix(rec.Message, "denied request: "+v.deny) && !slices.ContainsFunc(rec.Alternatives, func(a Alternative) bool {
+					return strings.HasSuffix(a.Message, "denied request: "+v.deny)
+				}):
+					t.Errorf("%s: the server's message %q is none of the replay's refusals (%q)", v.desc, v.deny, rec.Message)
+				}
+			}
+			if denied < 10 {
+				t.Errorf("%d requests the policies denied, want the cut's 10 at least", denied)
+			}
 		})
 	}
 }
