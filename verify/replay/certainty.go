@@ -93,13 +93,16 @@ func (r *Record) otherRefusals() {
 // without the authorizer, whose answers the log does not hold.
 func sameOutcome(a, b *verify.Decision) bool { return outcomeDiff(a, b) == "" }
 
-// byChanceRefusal says whether the refusal is the denial of a result whose message a
-// messageExpression worded in the order CEL iterated a map (verify.Result.MessageByChance):
-// two evaluations of one request may word it otherwise.
-func byChanceRefusal(d *verify.Decision, x verify.Refusal) bool {
-	return slices.ContainsFunc(d.Results, func(r verify.Result) bool {
-		return r.MessageByChance && strings.HasSuffix(x.Message, "denied request: "+r.Message)
-	})
+// byChanceWording is a refusal's message without the result's message where a
+// messageExpression worded that in the order CEL iterated a map (verify.Result.MessageByChance):
+// two evaluations of one request may word it otherwise, and the rest names whose refusal it is.
+func byChanceWording(d *verify.Decision, msg string) string {
+	for _, r := range d.Results {
+		if r.MessageByChance && strings.HasSuffix(msg, "denied request: "+r.Message) {
+			return strings.TrimSuffix(msg, r.Message) + "(a map's order)"
+		}
+	}
+	return msg
 }
 
 // outcomeDiff names what of the outcome of b differs from a's (see sameOutcome), for people:
@@ -116,10 +119,13 @@ func outcomeDiff(a, b *verify.Decision) string {
 	sorted := func(d *verify.Decision) ([]string, []string) {
 		var ds []string
 		for _, x := range d.Denials {
-			if x.Message != d.Message && byChanceRefusal(d, x) {
-				continue // its message is settled, or not claimed, apart (see verify.WithMessageOrder)
+			msg := x.Message
+			if msg != d.Message {
+				// Whose refusal it is, not its wording where that is the map order's chance:
+				// settled, or not claimed, apart (see verify.WithMessageOrder).
+				msg = byChanceWording(d, msg)
 			}
-			ds = append(ds, fmt.Sprintf("%d %s %s", x.Code, x.Reason, x.Message))
+			ds = append(ds, fmt.Sprintf("%d %s %s", x.Code, x.Reason, msg))
 		}
 		ws := append([]string(nil), d.Warnings...)
 		sort.Strings(ds)
