@@ -20,8 +20,8 @@ import (
 // value on the other; type() tells them apart). The audit log writes the object it decoded,
 // where a double that is whole is written 2: the log of a create or update does not say which
 // the client sent (kubectl never sends 2.0, as YAML's 2.0 reaches JSON as 2; Python's and
-// Java's serializers do). A request whose user agent is client-go's default is taken as sent
-// with ints (clientGo). The stored object is read back with ints, so the old object and a
+// Java's serializers do, and `kubectl create --raw` sends the file's). A request whose user
+// agent is client-go's default is taken as sent with ints (clientGoEncoded), kubectl's --raw aside. The stored object is read back with ints, so the old object and a
 // response are what the log shows. A patch's body is logged as sent.
 //
 // Which numbers may have been doubles the schema says: one it types number, or whose type it
@@ -34,7 +34,22 @@ import (
 // object, not a patch.
 func numbersUnsaid(ev *Event, t target) bool {
 	return (t.op == admission.Create || t.op == admission.Update) && (ev.Verb == "create" || ev.Verb == "update") &&
-		!t.reqKind.Empty() && !kubescheme.Knows(t.reqKind) && !clientGo.MatchString(ev.UserAgent)
+		!t.reqKind.Empty() && !kubescheme.Knows(t.reqKind) && !clientGoEncoded(ev)
+}
+
+// clientGoEncoded says whether the request's body is one a Go client encoded (clientGo's user
+// agent), but for kubectl's --raw (`kubectl create --raw`, `kubectl replace --raw`), which
+// sends a file's bytes as they are: kubectl's own creates and updates name its field manager in
+// the query (kubectl-create, kubectl-replace, kubectl-client-side-apply, kubectl-edit), the raw
+// ones do not.
+func clientGoEncoded(ev *Event) bool {
+	if !clientGo.MatchString(ev.UserAgent) {
+		return false
+	}
+	if strings.HasPrefix(ev.UserAgent, "kubectl/") {
+		return strings.HasPrefix(ev.Query().Get("fieldManager"), "kubectl")
+	}
+	return true
 }
 
 // clientGo matches the user agent client-go gives a program that sets none (rest.

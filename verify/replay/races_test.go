@@ -467,6 +467,14 @@ func TestCutRecordings(t *testing.T) {
 		// number's 2.0 (line 20), 1.0E0 (line 21).
 		{name: "a custom resource's whole numbers at level Request", dir: "crd-float-request", want: map[int]string{16: "indeterminate indeterminate", 17: "indeterminate indeterminate", 20: "indeterminate indeterminate", 21: "indeterminate indeterminate"}},
 		{name: "a custom resource's whole numbers at level Request, checked", dir: "crd-float-request", check: true, want: map[int]string{16: "admit certain", 17: "deny certain", 20: "admit certain", 21: "admit certain"}},
+		// A helper's recording (exAK), cut: `kubectl create --raw` of a widget with ratio 2.0 and
+		// weight 3.0 (line 4), then `kubectl replace --raw` with ratio 3.0 and weight 2 (line 5):
+		// kubectl's user agent, but the file's bytes as written, doubles the server's policies
+		// saw (an Audit binding's validation_failure entries). Decided where the log's verdicts
+		// show one way of sending them (the create), not where none does (the replace, which
+		// sent one as an int, the other as a double).
+		{name: "a custom resource's whole numbers sent raw by kubectl", dir: "crd-float-raw", want: map[int]string{4: "indeterminate indeterminate", 5: "indeterminate indeterminate"}},
+		{name: "a custom resource's whole numbers sent raw by kubectl, checked", dir: "crd-float-raw", check: true, want: map[int]string{4: "admit certain", 5: "indeterminate indeterminate"}},
 		// The same written by patches (exAC): a merge patch and a JSON patch whose body writes
 		// ratio 2.0 (lines 13, 14), whose response writes 2: the patch applied to the stored
 		// object keeps the double; a PUT (line 15) is the create's case.
