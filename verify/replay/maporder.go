@@ -70,19 +70,12 @@ func (j *job) messageOrder(dec *verify.Decision) (known, agrees bool) {
 	return known, agrees
 }
 
-// shownDenial says whether the response is the denial of one of the decision's results with a
-// Deny action (a failed validation or an error), by the policy and binding the log names: of
-// a binding's several params, or of several bindings and policies, the server answers with the
-// first it met, and the others' messages are in no response.
+// shownDenial says whether the response is one of the decision's refusals (verify.Decision.
+// Denials: of each policy's binding and param the first denied decision, the server answering
+// with the first it met), by the policy and binding the log names: the other refusals' messages
+// are in no response.
 func (j *job) shownDenial(dec *verify.Decision) bool {
-	if j.rec.policy == "" || j.ev.Loss.Lost.Has(auditlog.LostMessage) {
-		return false
-	}
-	msg := j.ev.Message()
-	return slices.ContainsFunc(dec.Results, func(r verify.Result) bool {
-		return r.Policy == j.rec.policy && r.Binding == j.rec.binding && r.Result != "admit" &&
-			slices.Contains(r.Actions, admissionregistrationv1.Deny) && strings.HasSuffix(msg, "denied request: "+r.Message)
-	})
+	return j.rec.policy != "" && !j.ev.Loss.Lost.Has(auditlog.LostMessage) && dec.Refuses(j.ev.Code(), j.ev.Message())
 }
 
 // auditShown says whether the event's validation_failure entries (logged) show the Audit
