@@ -212,7 +212,7 @@ func (r *Replayer) followCustomCreate(sw stateWrite, src string) bool {
 	}
 	why := "the server generated it when it stored the create at " + src + ", which the log holds without its result"
 	unknowns := append(settle(ev, t, admission.NewAttributesRecord(body, nil, t.reqKind, t.namespace, t.name, t.gvr, "", t.op, nil, false, nil), ev.RequestObject),
-		vapccel.Unknown{Path: objectPath("metadata", "resourceVersion"), ValueOnly: true, Why: why},
+		vapccel.Unknown{Path: objectPath("metadata", "resourceVersion"), Why: why},
 		vapccel.Unknown{Path: objectPath("metadata", "managedFields"), Why: "what the handler's field manager wrote at " + src + ", which the log holds without its result"})
 	_ = r.state.PutPartly(sw.gr, body, unknowns, src+" (the create's body, as the handler decoded it and its strategy prepared it)")
 	return true
@@ -274,7 +274,7 @@ func (r *Replayer) followCustomUpdate(sw stateWrite, src string) bool {
 	}
 	why := "the server generated it when it stored the write at " + src + ", which the log holds without its result"
 	unknowns = append(unknowns,
-		vapccel.Unknown{Path: objectPath("metadata", "resourceVersion"), ValueOnly: true, Why: why},
+		vapccel.Unknown{Path: objectPath("metadata", "resourceVersion"), Why: why},
 		vapccel.Unknown{Path: objectPath("metadata", "managedFields"), Why: "what the handler's field manager wrote at " + src + ", which the log holds without its result"})
 	_ = r.state.PutPartly(sw.gr, stored, unknowns, src+" (the "+ev.Verb+" as the replay rebuilt it on "+p.Source+")")
 	return true

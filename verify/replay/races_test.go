@@ -473,6 +473,13 @@ func TestCutRecordings(t *testing.T) {
 		// saw (an Audit binding's validation_failure entries). Decided where the log's verdicts
 		// show one way of sending them (the create), not where none does (the replace, which
 		// sent one as an int, the other as a double).
+		// A helper's recording (exAK), cut: a widget created at level Request (line 4: the
+		// resourceVersion the server gave it is not in the log), then patched through its
+		// scale subresource (--crd) and labelled (line 5 both): a policy that reads
+		// has(oldObject.metadata.resourceVersion), which every stored object has, claimed it
+		// unset. Its value is not known, and the replay's copy does not hold it.
+		{name: "a custom resource's resourceVersion followed at level Request, scaled", dir: "crd-request-resourceversion", crd: true, want: map[int]string{5: "indeterminate indeterminate"}},
+		{name: "a custom resource's resourceVersion followed at level Request, labelled", dir: "crd-request-resourceversion-main", want: map[int]string{5: "indeterminate indeterminate"}},
 		{name: "a custom resource's whole numbers sent raw by kubectl", dir: "crd-float-raw", want: map[int]string{4: "indeterminate indeterminate", 5: "indeterminate indeterminate"}},
 		{name: "a custom resource's whole numbers sent raw by kubectl, checked", dir: "crd-float-raw", check: true, want: map[int]string{4: "admit certain", 5: "indeterminate indeterminate"}},
 		// The same written by patches (exAC): a merge patch and a JSON patch whose body writes
@@ -555,6 +562,7 @@ type recordingCase struct {
 	dir      string
 	check    bool
 	snapshot bool // the folder's snapshot.yaml is the replay's --snapshot
+	crd      bool // the folder's crds.yaml is the replay's --crd
 	// wrap, when set, replays the log as that export holds it (exporttest.Wrap).
 	wrap export.Format
 	want map[int]string
@@ -580,6 +588,9 @@ func replayRecordings(t *testing.T, root string, cases []recordingCase) {
 			opts := []Option{WithCheckRecorded(tc.check), WithAdmissionPlugins(plugins)}
 			if tc.snapshot {
 				opts = append(opts, WithSnapshot(filepath.Join(dir, "snapshot.yaml")))
+			}
+			if tc.crd {
+				opts = append(opts, WithResources(catalogWithCRDs(t, filepath.Join(dir, "crds.yaml"))))
 			}
 			policies := filepath.Join(dir, "policies.yaml")
 			if _, err := os.Stat(policies); errors.Is(err, fs.ErrNotExist) {
