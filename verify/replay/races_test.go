@@ -480,6 +480,11 @@ func TestCutRecordings(t *testing.T) {
 		// unset. Its value is not known, and the replay's copy does not hold it.
 		{name: "a custom resource's resourceVersion followed at level Request, scaled", dir: "crd-request-resourceversion", crd: true, want: map[int]string{5: "indeterminate indeterminate"}},
 		{name: "a custom resource's resourceVersion followed at level Request, labelled", dir: "crd-request-resourceversion-main", want: map[int]string{5: "indeterminate indeterminate"}},
+		// A helper's recording (exAJ), cut: `kubectl create deployment` (line 28) whose
+		// MutatingAdmissionPolicy reads a param the replay does not know (param-unknown): the
+		// record claimed an observer's audit annotations of the object without that policy's
+		// labels, which the server's had.
+		{name: "annotations of a request whose mutating policy's param is unknown", dir: "map-param-unknown-annotations", want: map[int]string{28: "indeterminate indeterminate"}},
 		{name: "a custom resource's whole numbers sent raw by kubectl", dir: "crd-float-raw", want: map[int]string{4: "indeterminate indeterminate", 5: "indeterminate indeterminate"}},
 		{name: "a custom resource's whole numbers sent raw by kubectl, checked", dir: "crd-float-raw", check: true, want: map[int]string{4: "admit certain", 5: "indeterminate indeterminate"}},
 		// The same written by patches (exAC): a merge patch and a JSON patch whose body writes
@@ -617,6 +622,9 @@ func replayRecordings(t *testing.T, root string, cases []recordingCase) {
 					if m, _ := json.Marshal(rec.Mutations); !strings.Contains(string(m), want) {
 						t.Errorf("line %d: mutations %s, want them to hold %s", rec.Line, m, want)
 					}
+				}
+				if rec.Decision == DecisionIndeterminate && (len(rec.AuditAnnotations) > 0 || len(rec.Warnings) > 0) {
+					t.Errorf("line %d: indeterminate, yet claims audit annotations %v and warnings %q", rec.Line, rec.AuditAnnotations, rec.Warnings)
 				}
 				if tc.check && len(rec.Disagreements) > 0 {
 					t.Errorf("line %d: %s %s disagrees with the log: %v", rec.Line, rec.Decision, rec.Certainty, rec.Disagreements)

@@ -122,6 +122,17 @@ func (u undecided) String() string {
 // indeterminate marks the record indeterminate for the reason.
 func (r *Record) indeterminate(u undecided) {
 	r.Decision, r.Certainty, r.Reason, r.Indeterminate = DecisionIndeterminate, CertaintyIndeterminate, u.reason, u.String()
-	// What the log's verdicts contradicted of a decision made before (see check) is no claim.
+	// What the log's verdicts contradicted of a decision made before (see check) is no claim,
+	// and neither is what the response and the audit event would carry: the audit annotations
+	// and warnings of an evaluation on a state or request the replay does not know (helper
+	// exAJ: an observer's annotations of a request whose param was not known, or evaluated
+	// without a MutatingAdmissionPolicy that refused it).
 	r.Disagreements = nil
+	r.AuditAnnotations, r.Warnings = nil, nil
+	for i := range r.Results {
+		r.Results[i].AuditAnnotations = nil
+	}
+	for i := range r.Alternatives {
+		r.Alternatives[i].AuditAnnotations, r.Alternatives[i].Warnings = nil, nil
+	}
 }
