@@ -485,6 +485,12 @@ func TestCutRecordings(t *testing.T) {
 		// record claimed an observer's audit annotations of the object without that policy's
 		// labels, which the server's had.
 		{name: "annotations of a request whose mutating policy's param is unknown", dir: "map-param-unknown-annotations", want: map[int]string{28: "indeterminate indeterminate"}},
+		// A helper's recording (exAK), cut: params (a cluster-scoped custom resource) deleted at
+		// level Request (lines 15, 18, 19): the event's responseStatus is the Status of Success
+		// naming the uid, which the store answers only a DELETE that removed the object; the
+		// create moments after (line 20) found no param, refused (parameterNotFoundAction
+		// Deny), likely: the informer may not yet have seen the last deletes.
+		{name: "params removed by DELETEs at level Request", dir: "delete-removed-at-request", crd: true, want: map[int]string{20: "deny likely"}},
 		{name: "a custom resource's whole numbers sent raw by kubectl", dir: "crd-float-raw", want: map[int]string{4: "indeterminate indeterminate", 5: "indeterminate indeterminate"}},
 		{name: "a custom resource's whole numbers sent raw by kubectl, checked", dir: "crd-float-raw", check: true, want: map[int]string{4: "admit certain", 5: "indeterminate indeterminate"}},
 		// The same written by patches (exAC): a merge patch and a JSON patch whose body writes

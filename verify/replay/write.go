@@ -376,6 +376,9 @@ func (r *Replayer) applyDelete(ctx context.Context, sw stateWrite) {
 	case resp != nil && resp.GetKind() == "Status":
 		uid, _, _ := unstructured.NestedString(resp.Object, "details", "uid")
 		r.state.DeleteUID(gr, t.mainKind, t.namespace, t.name, uid)
+	case resp == nil && removedByStatus(ev, t) != "":
+		// Below level RequestResponse the event's responseStatus is the Status all the same.
+		r.state.DeleteUID(gr, t.mainKind, t.namespace, t.name, removedByStatus(ev, t))
 	default:
 		why := "deleted at " + src + " " + atLevel(ev) + ": whether it is gone is not in the log"
 		if r.followsWrite(ev, t) {
@@ -394,6 +397,18 @@ func (r *Replayer) applyDelete(ctx context.Context, sw stateWrite) {
 		}
 		r.state.Forget(gr, t.mainKind, t.namespace, t.name, why)
 	}
+}
+
+// removedByStatus is the uid of the object a DELETE of it removed, as the event's
+// responseStatus names it at every level (the store answers a DELETE that removes its object
+// with a Status of Success whose details name it, one that leaves it marked with the object),
+// or "".
+func removedByStatus(ev *Event, t target) string {
+	st := ev.ResponseStatus
+	if ev.Verb != "delete" || t.sub != "" || t.name == "" || st == nil || st.Status != metav1.StatusSuccess || st.Details == nil || st.Details.Name != t.name {
+		return ""
+	}
+	return st.Details.UID
 }
 
 // markedByAnother says whether a DELETE answered as the store does when another DELETE marked

@@ -87,8 +87,8 @@ type Status struct {
 	Status  string `json:"status,omitempty"`
 	Reason  string `json:"reason,omitempty"`
 	Message string `json:"message,omitempty"`
-	// Details name the object of a refusal: the name the server generated for a refused
-	// create with generateName.
+	// Details name the object of a refusal (the name the server generated for a refused
+	// create with generateName), or of a DELETE that removed it.
 	Details *StatusDetails `json:"details,omitempty"`
 }
 
@@ -97,6 +97,10 @@ type StatusDetails struct {
 	Name  string `json:"name,omitempty"`
 	Group string `json:"group,omitempty"`
 	Kind  string `json:"kind,omitempty"`
+	// UID is the uid of the object a DELETE removed: the store answers a DELETE that removes
+	// its object with a Status that names it, which the event's responseStatus holds at every
+	// level (audit.LogResponseObject).
+	UID string `json:"uid,omitempty"`
 }
 
 // Received is when the apiserver received the request (the end of its last stage when the

@@ -534,6 +534,8 @@ func statusResponse(response []byte) (*auditlog.Status, bool) {
 					return unquoteTo(v, &d.Group)
 				case "kind":
 					return unquoteTo(v, &d.Kind)
+				case "uid":
+					return unquoteTo(v, &d.UID)
 				}
 				return true
 			})
