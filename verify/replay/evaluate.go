@@ -555,11 +555,29 @@ func (r *Replayer) rebuiltUnknowns(j *job, b *rebuilt, p state.Prior) []vapccel.
 			Why: "the managedFields the field manager of " + describe(j.t.gvr, j.t.sub) + " writes before admission, which the replay does not compute outside the request pipeline"})
 	}
 	if r.cat.c.Learned(j.t.gvr) {
-		// The server pruned and defaulted the object by a schema the log does not hold.
-		unknowns = append(unknowns, vapccel.Unknown{Path: vapccel.FieldPath{Root: "object"},
-			Why: "the object as the schema of " + j.t.gvr.Resource + "." + j.t.gvr.Group + " prunes and defaults it, which the log does not hold"})
+		schema := j.t.gvr.Resource + "." + j.t.gvr.Group
+		if decodedBody(j, b) && r.cat.c.CRDWrittenIn(j.t.gvr.Group) {
+			// The log holds the body as a CRD's handler decoded it, pruned and defaulted by the
+			// schema (audit.LogRequestObject runs after the decoder): what the strategy does
+			// next by the CustomResourceDefinition is not known (exAK). Where the log shows no
+			// CRD of the group, it may be an aggregated API's.
+			unknowns = append(unknowns,
+				vapccel.Unknown{Path: objectPath("status"), Why: "the status as the strategy of " + schema + " prepares it (dropped, or the stored one's, where its CustomResourceDefinition has a status subresource), which the log does not hold"},
+				vapccel.Unknown{Path: objectPath("metadata", "generation"), Why: "the generation the strategy of " + schema + " gives the object by its CustomResourceDefinition, which the log does not hold"})
+		} else {
+			// The server pruned and defaulted the object by a schema the log does not hold.
+			unknowns = append(unknowns, vapccel.Unknown{Path: vapccel.FieldPath{Root: "object"},
+				Why: "the object as the schema of " + schema + " prunes and defaults it, which the log does not hold"})
+		}
 	}
 	return unknowns
+}
+
+// decodedBody says whether the object the replay rebuilt (b) is the request's body of a create
+// or an update of a main resource as the log holds it: the object as the handler decoded it.
+func decodedBody(j *job, b *rebuilt) bool {
+	return (j.ev.Verb == "create" || j.ev.Verb == "update") && j.t.sub == "" && b.objectSource == SourceRequest &&
+		(j.t.op == admission.Create || j.t.op == admission.Update)
 }
 
 // rebuiltDecider decides a request the replay rebuilt outside the request pipeline (b), with

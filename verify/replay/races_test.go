@@ -491,6 +491,11 @@ func TestCutRecordings(t *testing.T) {
 		// create moments after (line 20) found no param, refused (parameterNotFoundAction
 		// Deny), likely: the informer may not yet have seen the last deletes.
 		{name: "params removed by DELETEs at level Request", dir: "delete-removed-at-request", crd: true, want: map[int]string{20: "deny likely"}},
+		// A helper's recording (exAK), cut: a CRD logged at level Metadata (its schema not
+		// known: the replay learns the resource from its use), then `kubectl create` of a
+		// widget at level Request (line 4): the body the log holds is the object as the CRD's
+		// handler decoded it, pruned and defaulted, which a policy reading its spec reads.
+		{name: "a learned custom resource's create body", dir: "crd-learned-body", want: map[int]string{4: "admit certain"}},
 		{name: "a custom resource's whole numbers sent raw by kubectl", dir: "crd-float-raw", want: map[int]string{4: "indeterminate indeterminate", 5: "indeterminate indeterminate"}},
 		{name: "a custom resource's whole numbers sent raw by kubectl, checked", dir: "crd-float-raw", check: true, want: map[int]string{4: "admit certain", 5: "indeterminate indeterminate"}},
 		// The same written by patches (exAC): a merge patch and a JSON patch whose body writes

@@ -153,6 +153,14 @@ func (c *Catalog) Learn(ctx context.Context, u Use) (bool, error) {
 	return true, err
 }
 
+// CRDWrittenIn says whether the log holds a write, without its object, of a CRD of the group
+// (Opaque): the group's resources are a CRD's, not an aggregated API's (whose requests
+// kube-apiserver proxies without admission).
+func (c *Catalog) CRDWrittenIn(group string) bool {
+	_, ok := c.opaque[group]
+	return ok
+}
+
 // Learned says whether the replay learned the resource's kind from its use, without its
 // schema.
 func (c *Catalog) Learned(gvr schema.GroupVersionResource) bool { return c.learned[nameOf(gvr)] }
