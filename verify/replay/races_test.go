@@ -496,6 +496,12 @@ func TestCutRecordings(t *testing.T) {
 		// widget at level Request (line 4): the body the log holds is the object as the CRD's
 		// handler decoded it, pruned and defaulted, which a policy reading its spec reads.
 		{name: "a learned custom resource's create body", dir: "crd-learned-body", want: map[int]string{4: "admit certain"}},
+		// A helper's recording (exAK), cut: a widget created through v1, its CRD's storage
+		// version (line 4), then the CRD changed to store v1beta1, whose schema has no
+		// spec.tags (line 5), then a label patch (line 6): etcd still holds the widget as
+		// v1, which the server decodes by v1's schema: its tags are there for the policies
+		// (observers' audit annotations, checked), not pruned by v1beta1's.
+		{name: "a custom resource written before its storage version changed", dir: "crd-storage-version-changed", check: true, want: map[int]string{6: "admit certain"}},
 		{name: "a custom resource's whole numbers sent raw by kubectl", dir: "crd-float-raw", want: map[int]string{4: "indeterminate indeterminate", 5: "indeterminate indeterminate"}},
 		{name: "a custom resource's whole numbers sent raw by kubectl, checked", dir: "crd-float-raw", check: true, want: map[int]string{4: "admit certain", 5: "indeterminate indeterminate"}},
 		// The same written by patches (exAC): a merge patch and a JSON patch whose body writes

@@ -1346,6 +1346,21 @@ func (r *Replayer) convertPrior(p state.Prior, u *unstructured.Unstructured, gvk
 	case p.FromSnapshot && u.GroupVersionKind().Version != vapcschema.CustomResourceStorageVersion(crd):
 		return nil, ": the snapshot holds it read through that version, which may have pruned what the server stores"
 	}
+	if where, was := r.cat.c.StorageChanged(crd.Name, p.RV); where != "" {
+		// Written before its CRD's storage version changed (exAK): stored in the version
+		// before, which the server decodes by that version's schema, then converts. The
+		// State's copy in that version is the stored one.
+		decode, ok := cat.CustomResourceDecoder(u.GroupVersionKind())
+		if u.GroupVersionKind().Version != was || !ok || crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy != apiextensionsv1.NoneConverter {
+			return nil, ": it may have been written before its CustomResourceDefinition's storage version changed at " + where + ", and be stored in the version before, which the replay does not hold it in"
+		}
+		conv = u.DeepCopy()
+		if err := decode(conv.Object); err != nil {
+			return nil, ": " + err.Error()
+		}
+		conv.SetAPIVersion(gvk.GroupVersion().String())
+		return conv, ""
+	}
 	conv = u.DeepCopy()
 	if err := convert(conv.Object); err != nil {
 		return nil, ": " + err.Error()

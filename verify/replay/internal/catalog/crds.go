@@ -32,6 +32,36 @@ type servedCRD struct {
 	established bool
 	// changedAt is when the log shows its spec written (zero for the snapshot's).
 	changedAt time.Time
+	// storageChanged is where the log changed its storage version, and storageRV the
+	// resourceVersion that write gave the CRD (0 when the log does not say): an object
+	// written before is still stored in the version before (see StorageChanged).
+	storageChanged string
+	storageRV      uint64
+	storageWas     string
+}
+
+// storageVersion is the version the spec stores its objects in.
+func storageVersion(spec *apiextensionsv1.CustomResourceDefinitionSpec) string {
+	for _, v := range spec.Versions {
+		if v.Storage {
+			return v.Name
+		}
+	}
+	return ""
+}
+
+// StorageChanged says where the log changed the storage version of the CRD of the name, when
+// an object of it whose resourceVersion is rv may have been written before, and so be stored
+// in the version before (etcd keeps an object as it was written; the apiextensions apiserver
+// decodes it by its own version's schema), and that version (the first storage version the log
+// changed): "" when the log did not change it, or rv shows the object written after
+// (resourceVersions are etcd's, one sequence for every resource).
+func (c *Catalog) StorageChanged(name string, rv uint64) (where, was string) {
+	cur := c.crds[name]
+	if cur == nil || cur.storageChanged == "" || (rv != 0 && cur.storageRV != 0 && rv > cur.storageRV) {
+		return "", ""
+	}
+	return cur.storageChanged, cur.storageWas
 }
 
 // Change is a change of the API a replay followed: a CustomResourceDefinition of the
