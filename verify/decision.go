@@ -106,6 +106,10 @@ type Refusal struct {
 	Code    int32               `json:"code"`
 	Reason  metav1.StatusReason `json:"reason,omitempty"`
 	Message string              `json:"message"`
+	// ChanceWording is the end of Message a messageExpression worded by listing a map's keys
+	// in the order CEL iterated the map (Result.MessageByChance): another evaluation of the
+	// request may word it otherwise. Empty for other refusals, and for the decision's own.
+	ChanceWording string `json:"-"`
 }
 
 // Refuses says whether the decision is a refusal with the code and message, or, when several
@@ -133,11 +137,16 @@ func denials(a admission.Attributes, dec *Decision) []Refusal {
 	if dec.Allowed {
 		return nil
 	}
-	seen := map[Refusal]bool{}
+	type response struct {
+		code    int32
+		reason  metav1.StatusReason
+		message string
+	}
+	seen := map[response]bool{}
 	var out []Refusal
 	add := func(r Refusal) {
-		if !seen[r] {
-			seen[r] = true
+		if k := (response{r.Code, r.Reason, r.Message}); !seen[k] {
+			seen[k] = true
 			out = append(out, r)
 		}
 	}
@@ -182,12 +191,23 @@ func denials(a admission.Attributes, dec *Decision) []Refusal {
 		err.ErrStatus.Reason = reason
 		err.ErrStatus.Code = reasonToCode(reason)
 		st := responsewriters.ErrorToAPIStatus(err)
-		add(Refusal{Code: st.Code, Reason: st.Reason, Message: st.Message})
+		refusal := Refusal{Code: st.Code, Reason: st.Reason, Message: st.Message}
+		if r.MessageByChance {
+			refusal.ChanceWording = r.Message
+		}
+		add(refusal)
 	}
 	if len(out) < 2 {
 		return nil
 	}
 	return out
+}
+
+// WarningPrefix is how a response's warning of a Warn binding's failed validation begins, as
+// the dispatcher words it (validating.dispatcher.Dispatch), the validation's message after it
+// (which the apiserver's warning recorder may truncate).
+func WarningPrefix(policy, binding string) string {
+	return fmt.Sprintf("Validation failed for ValidatingAdmissionPolicy '%s' with binding '%s': ", policy, binding)
 }
 
 // reasonToCode mirrors the unexported reasonToCode of

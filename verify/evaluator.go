@@ -391,10 +391,10 @@ func (e *Evaluator) dispatch(ctx context.Context, attrs *recordingAttributes, o 
 	}
 	attrs.mu.Unlock()
 	dec.Results = e.results(t)
+	e.byChance(dec) // before the refusals, which say which of them a map's order words
 	dec.Denials = denials(attrs, dec)
 	dec.Authorizer = t.checks
 	dec.Notes = append(notes, e.notes(t, attrs, dec)...)
-	e.byChance(dec)
 	return dec, nil
 }
 

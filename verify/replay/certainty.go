@@ -93,18 +93,6 @@ func (r *Record) otherRefusals() {
 // without the authorizer, whose answers the log does not hold.
 func sameOutcome(a, b *verify.Decision) bool { return outcomeDiff(a, b) == "" }
 
-// byChanceWording is a refusal's message without the result's message where a
-// messageExpression worded that in the order CEL iterated a map (verify.Result.MessageByChance):
-// two evaluations of one request may word it otherwise, and the rest names whose refusal it is.
-func byChanceWording(d *verify.Decision, msg string) string {
-	for _, r := range d.Results {
-		if r.MessageByChance && strings.HasSuffix(msg, "denied request: "+r.Message) {
-			return strings.TrimSuffix(msg, r.Message) + "(a map's order)"
-		}
-	}
-	return msg
-}
-
 // outcomeDiff names what of the outcome of b differs from a's (see sameOutcome), for people:
 // empty when nothing does.
 func outcomeDiff(a, b *verify.Decision) string {
@@ -120,10 +108,10 @@ func outcomeDiff(a, b *verify.Decision) string {
 		var ds []string
 		for _, x := range d.Denials {
 			msg := x.Message
-			if msg != d.Message {
+			if msg != d.Message && x.ChanceWording != "" {
 				// Whose refusal it is, not its wording where that is the map order's chance:
 				// settled, or not claimed, apart (see verify.WithMessageOrder).
-				msg = byChanceWording(d, msg)
+				msg = strings.TrimSuffix(msg, x.ChanceWording) + "(a map's order)"
 			}
 			ds = append(ds, fmt.Sprintf("%d %s %s", x.Code, x.Reason, msg))
 		}

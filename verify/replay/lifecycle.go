@@ -1050,7 +1050,7 @@ func (j *job) settleUnsure() {
 			// Not claimed (random parity seed c:633: the server gave none).
 			out.Warnings = slices.DeleteFunc(slices.Clone(out.Warnings), func(w string) bool {
 				return slices.ContainsFunc(warned, func(p givenPair) bool {
-					return strings.HasPrefix(w, fmt.Sprintf("Validation failed for ValidatingAdmissionPolicy '%s' with binding '%s': ", p.policy.name, p.binding.name))
+					return strings.HasPrefix(w, verify.WarningPrefix(p.policy.name, p.binding.name))
 				})
 			})
 			out.Notes = append(out.Notes, UnknownWarningsNote)
