@@ -414,7 +414,7 @@ func (j *job) settleContradicted() {
 	if !j.result.contradicted.is() || j.revise.concurrent != nil || j.result.out == nil || j.result.out.Decision == DecisionIndeterminate {
 		return
 	}
-	j.result.out.Alternatives, j.result.out.AuditAnnotations, j.result.out.Warnings = nil, nil, nil
+	j.result.out.Alternatives = nil
 	j.result.out.indeterminate(j.result.contradicted)
 }
 
@@ -1019,7 +1019,7 @@ func (j *job) settleCode() {
 		j.ev.Code() < 300 || out.Code == 0 || out.Code == j.ev.Code() {
 		return
 	}
-	out.Alternatives, out.AuditAnnotations, out.Warnings = nil, nil, nil
+	out.Alternatives = nil
 	out.indeterminate(because(ReasonRebuild, fmt.Sprintf("the policies refuse it with HTTP %d, where the log records HTTP %d and %s: what refused it in kube-apiserver ran before validating admission, or the state the replay knows is not the server's", out.Code, j.ev.Code(), j.ev.Loss.Of(auditlog.LostMessage))))
 }
 

@@ -26,13 +26,14 @@ func (j *job) messageOrder(dec *verify.Decision) (known, agrees bool) {
 	if v := j.ev.Annotations[ValidationFailureAnnotation]; v != "" && json.Unmarshal([]byte(v), &logged) != nil {
 		annotations = false
 	}
+	shown := j.shownDenial(dec)
 	for _, r := range dec.Results {
 		if !r.MessageByChance {
 			continue
 		}
 		if slices.Contains(r.Actions, admissionregistrationv1.Deny) {
 			switch {
-			case j.shownDenial(dec):
+			case shown:
 				// The response is the denial of one of the decision's results: the first the
 				// server met, in an order no log records (verify.Decision.Denials). This
 				// result's message is that one or not in the response.

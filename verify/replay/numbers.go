@@ -21,8 +21,9 @@ import (
 // where a double that is whole is written 2: the log of a create or update does not say which
 // the client sent (kubectl never sends 2.0, as YAML's 2.0 reaches JSON as 2; Python's and
 // Java's serializers do, and `kubectl create --raw` sends the file's). A request whose user
-// agent is client-go's default is taken as sent with ints (clientGoEncoded), kubectl's --raw aside. The stored object is read back with ints, so the old object and a
-// response are what the log shows. A patch's body is logged as sent.
+// agent is client-go's default is taken as sent with ints (clientGoEncoded), kubectl's --raw
+// aside. The stored object is read back with ints, so the old object and a response are what
+// the log shows. A patch's body is logged as sent.
 //
 // Which numbers may have been doubles the schema says: one it types number, or whose type it
 // does not give. One it types integer (or int-or-string) the replay takes as an int, as the

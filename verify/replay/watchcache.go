@@ -109,7 +109,6 @@ func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, deci
 		// The log's annotations are not the live attempt's, and the first attempt's are not
 		// known: neither is what the request published.
 		out.indeterminate(undecidedOf(res.Likely.Undecided))
-		out.AuditAnnotations, out.Warnings = nil, nil
 		return
 	}
 	if res.Certainty == decide.Certain || res.Chosen != &worlds[0] {

@@ -365,6 +365,7 @@ func (r *Replayer) applyDelete(ctx context.Context, sw stateWrite) {
 	if t.name != "" && t.sub == "" {
 		r.state.NoteDeletion(gr, t.namespace, t.name)
 	}
+	removedUID := removedByStatus(ev, t)
 	switch {
 	case isMain && stillExists(resp) && r.markedByAnother(sw, resp):
 		// What the other DELETE stored is not known.
@@ -376,9 +377,9 @@ func (r *Replayer) applyDelete(ctx context.Context, sw stateWrite) {
 	case resp != nil && resp.GetKind() == "Status":
 		uid, _, _ := unstructured.NestedString(resp.Object, "details", "uid")
 		r.state.DeleteUID(gr, t.mainKind, t.namespace, t.name, uid)
-	case resp == nil && removedByStatus(ev, t) != "":
+	case resp == nil && removedUID != "":
 		// Below level RequestResponse the event's responseStatus is the Status all the same.
-		r.state.DeleteUID(gr, t.mainKind, t.namespace, t.name, removedByStatus(ev, t))
+		r.state.DeleteUID(gr, t.mainKind, t.namespace, t.name, removedUID)
 	default:
 		why := "deleted at " + src + " " + atLevel(ev) + ": whether it is gone is not in the log"
 		if r.followsWrite(ev, t) {

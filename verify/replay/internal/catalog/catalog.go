@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -157,18 +156,7 @@ func (c *Catalog) Follow(ctx context.Context, crd *apiextensionsv1.CustomResourc
 		}
 		c.record(file, line, crd.Name, fmt.Sprintf("%s: %s %s in %s", verb, names.Kind, crd.Spec.Scope, strings.Join(versions, ", ")))
 		next := &servedCRD{spec: *crd.Spec.DeepCopy(), names: *names.DeepCopy(), established: established && cur != nil && cur.established}
-		if cur != nil {
-			next.storageChanged, next.storageRV, next.storageWas = cur.storageChanged, cur.storageRV, cur.storageWas
-			if was := storageVersion(&cur.spec); was != "" && was != storageVersion(&crd.Spec) {
-				next.storageChanged = Where(file, line)
-				next.storageRV, _ = strconv.ParseUint(crd.ResourceVersion, 10, 64)
-				if next.storageWas == "" {
-					next.storageWas = was
-				} else if next.storageWas != was {
-					next.storageWas = "-" // changed twice: written in either
-				}
-			}
-		}
+		next.followStorage(cur, Where(file, line), crd.ResourceVersion)
 		c.crds[crd.Name] = next
 		if !snapshot {
 			c.crds[crd.Name].changedAt = at

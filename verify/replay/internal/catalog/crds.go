@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	vapcschema "github.com/vapc-dev/vapc/cel/schema"
 )
 
 // A replay learns the CustomResourceDefinitions the log and the snapshot hold as the apiserver
@@ -32,29 +35,39 @@ type servedCRD struct {
 	established bool
 	// changedAt is when the log shows its spec written (zero for the snapshot's).
 	changedAt time.Time
-	// storageChanged is where the log changed its storage version, and storageRV the
+	// storageChanged is where the log last changed its storage version, and storageRV the
 	// resourceVersion that write gave the CRD (0 when the log does not say): an object
-	// written before is still stored in the version before (see StorageChanged).
+	// written before is still stored in the version before (see StorageChanged), storageWas,
+	// or in one of several ("") when the log changed it more than once.
 	storageChanged string
 	storageRV      uint64
 	storageWas     string
 }
 
-// storageVersion is the version the spec stores its objects in.
-func storageVersion(spec *apiextensionsv1.CustomResourceDefinitionSpec) string {
-	for _, v := range spec.Versions {
-		if v.Storage {
-			return v.Name
-		}
+// followStorage carries what the CRD served before (cur, nil for none) knew of the log's changes
+// of its storage version into c, whose spec the CRD's write at where (with the resourceVersion
+// rv) gave.
+func (c *servedCRD) followStorage(cur *servedCRD, where, rv string) {
+	if cur == nil {
+		return
 	}
-	return ""
+	c.storageChanged, c.storageRV, c.storageWas = cur.storageChanged, cur.storageRV, cur.storageWas
+	was := vapcschema.CustomResourceStorageVersion(&apiextensionsv1.CustomResourceDefinition{Spec: cur.spec})
+	if was == "" || was == vapcschema.CustomResourceStorageVersion(&apiextensionsv1.CustomResourceDefinition{Spec: c.spec}) {
+		return
+	}
+	if c.storageChanged != "" {
+		was = "" // changed twice: written in either
+	}
+	c.storageChanged, c.storageWas = where, was
+	c.storageRV, _ = strconv.ParseUint(rv, 10, 64)
 }
 
 // StorageChanged says where the log changed the storage version of the CRD of the name, when
 // an object of it whose resourceVersion is rv may have been written before, and so be stored
 // in the version before (etcd keeps an object as it was written; the apiextensions apiserver
-// decodes it by its own version's schema), and that version (the first storage version the log
-// changed): "" when the log did not change it, or rv shows the object written after
+// decodes it by its own version's schema), and that version ("" where the log changed it more
+// than once): "" when the log did not change it, or rv shows the object written after
 // (resourceVersions are etcd's, one sequence for every resource).
 func (c *Catalog) StorageChanged(name string, rv uint64) (where, was string) {
 	cur := c.crds[name]
