@@ -3,10 +3,12 @@ package replay
 import (
 	"bytes"
 	"context"
+	"strconv"
 	"strings"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -299,6 +301,39 @@ func (r *Replayer) unsettledParams(policies []string, ev *Event) (resolving unde
 		indeterminate = because(ReasonParamKindPending, u.Pending)
 	}
 	return resolving, u.Unknown, indeterminate
+}
+
+// paramRereads are the param resources of the policies whose CRD the log changed, as a View
+// of the request ev reads them (catalog.Catalog.ParamRereads): each param read again through
+// its CRD's schema as it is now, as kube-apiserver's param informer lists them again after the
+// change; nil when there are none.
+func (r *Replayer) paramRereads(policies []string, ev *Event) map[schema.GroupResource]state.Reread {
+	rrs := r.cat.c.ParamRereads(policies, ev.Received(), auditlog.ParseTime(ev.StageTimestamp))
+	if len(rrs) == 0 {
+		return nil
+	}
+	cat := r.cat.c.Schema()
+	out := make(map[schema.GroupResource]state.Reread, len(rrs))
+	for gr, rr := range rrs {
+		storageChanged := func(_ string, rv uint64) (string, string) { return rr.StorageChanged(rv) }
+		read := func(o runtime.Object) (runtime.Object, string) {
+			u, ok := o.(*unstructured.Unstructured)
+			if !ok || cat == nil {
+				return nil, "the replay does not read it through the schema of CustomResourceDefinition " + rr.CRD
+			}
+			rv, _ := strconv.ParseUint(u.GetResourceVersion(), 10, 64)
+			conv, why := convertCustom(cat, u, u.GroupVersionKind(), false, rv, storageChanged)
+			switch {
+			case conv == nil:
+				return nil, "kube-apiserver's param informer read it again through the schema of CustomResourceDefinition " + rr.CRD + " after the log changed it, which the replay cannot" + why
+			case equality.Semantic.DeepEqual(conv.Object, u.Object):
+				return nil, ""
+			}
+			return conv, ""
+		}
+		out[gr] = state.Reread{Read: read, Racing: rr.Racing}
+	}
+	return out
 }
 
 // storedInOtherVersion says whether the request's custom resource is stored in another version

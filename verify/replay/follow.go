@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"sort"
@@ -205,6 +206,7 @@ func (r *Replayer) sendWrite(ctx context.Context, srv *apiserver.Server, req api
 				me, run, err := r.followingMutators(cluster, mutatedBy(t, a, view))
 				fm = &followMutation{me: me, run: run, err: err, view: r.state.View(true), received: ev.Received()}
 				fm.view.Track = true
+				fm.view.Reread = r.paramRereads(slices.Sorted(maps.Keys(run)), ev)
 			}
 			if fm.me == nil {
 				return nil

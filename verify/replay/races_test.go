@@ -502,6 +502,14 @@ func TestCutRecordings(t *testing.T) {
 		// v1, which the server decodes by v1's schema: its tags are there for the policies
 		// (observers' audit annotations, checked), not pruned by v1beta1's.
 		{name: "a custom resource written before its storage version changed", dir: "crd-storage-version-changed", check: true, want: map[int]string{6: "admit certain"}},
+		// A helper's recording (exAK), cut: a param's CRD gains a default for
+		// spec.minReplicas (line 8); kube-apiserver's param informer lists the params again
+		// through the new schema a few seconds after: before it (line 9, +0.35 s) the policy
+		// reads gold1 without it, from about 2.6 s after with it (lines 10 to 12, +2.6 s,
+		// +8.9 s, +28 s: the log's audit annotations say gold1=2). In prune/, the CRD drops
+		// spec.knobs, which the param silver1 holds: read without it after (line 11, +13.8 s).
+		{name: "a param's CRD gains a default", dir: "crd-param-default-changed", check: true, want: map[int]string{9: "admit certain", 10: "indeterminate indeterminate", 11: "indeterminate indeterminate", 12: "admit certain"}},
+		{name: "a param's CRD drops a field", dir: "crd-param-default-changed/prune", check: true, want: map[int]string{10: "indeterminate indeterminate", 11: "admit certain"}},
 		{name: "a custom resource's whole numbers sent raw by kubectl", dir: "crd-float-raw", want: map[int]string{4: "indeterminate indeterminate", 5: "indeterminate indeterminate"}},
 		{name: "a custom resource's whole numbers sent raw by kubectl, checked", dir: "crd-float-raw", check: true, want: map[int]string{4: "admit certain", 5: "indeterminate indeterminate"}},
 		// The same written by patches (exAC): a merge patch and a JSON patch whose body writes

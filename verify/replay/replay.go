@@ -810,6 +810,7 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	// An unknown namespace is a miss only when a matched policy selects or reads it.
 	j.view = r.state.View(ep.scope.readNamespaces(policies))
 	j.view.Unknown = unknownParams
+	j.view.Reread = r.paramRereads(policies, ev)
 	r.beforeSnapshot(j)
 	j.lag.typedWrites, j.lag.typedLost = r.state.RecentTyped(ev.Received())
 	// What evaluations read of the params and namespaces, for the informers' lag, before the

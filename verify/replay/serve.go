@@ -1336,6 +1336,13 @@ func (r *Replayer) convertPrior(p state.Prior, u *unstructured.Unstructured, gvk
 	if kubescheme.Knows(gvk) || cat == nil {
 		return convertStored(u, gvk), ""
 	}
+	return convertCustom(cat, u, gvk, p.FromSnapshot, p.RV, func(name string, rv uint64) (string, string) { return r.cat.c.StorageChanged(name, rv) })
+}
+
+// convertCustom is convertPrior of a custom resource u (its resourceVersion rv, the snapshot's
+// copy when fromSnapshot) in the catalog cat, whose CRDs' storage version changes
+// storageChanged gives (catalog.Catalog.StorageChanged).
+func convertCustom(cat *vapcschema.Catalog, u *unstructured.Unstructured, gvk schema.GroupVersionKind, fromSnapshot bool, rv uint64, storageChanged func(name string, rv uint64) (where, was string)) (conv *unstructured.Unstructured, why string) {
 	crd := cat.CustomResourceDefinitionOf(gvk)
 	convert, ok := cat.CustomResourceConversion(gvk)
 	switch {
@@ -1343,10 +1350,10 @@ func (r *Replayer) convertPrior(p state.Prior, u *unstructured.Unstructured, gvk
 		return nil, ": its CustomResourceDefinition converts by a webhook"
 	case crd == nil || !ok:
 		return nil, ": the schema of its CustomResourceDefinition is not known (the log holds the CRD at level Metadata, or not at all: give it with --crd)"
-	case p.FromSnapshot && u.GroupVersionKind().Version != vapcschema.CustomResourceStorageVersion(crd):
+	case fromSnapshot && u.GroupVersionKind().Version != vapcschema.CustomResourceStorageVersion(crd):
 		return nil, ": the snapshot holds it read through that version, which may have pruned what the server stores"
 	}
-	if where, was := r.cat.c.StorageChanged(crd.Name, p.RV); where != "" {
+	if where, was := storageChanged(crd.Name, rv); where != "" {
 		// Written before its CRD's storage version changed (exAK): stored in the version
 		// before, which the server decodes by that version's schema, then converts. The
 		// State's copy in that version is the stored one.

@@ -161,6 +161,9 @@ func (c *Catalog) Follow(ctx context.Context, crd *apiextensionsv1.CustomResourc
 		if !snapshot {
 			c.crds[crd.Name].changedAt = at
 			c.lastChange = at
+			if cur != nil && c.paramKinds != nil {
+				c.respecified(crd.Name, Where(file, line), at)
+			}
 		}
 		if err := c.changed(ctx, Where(file, line), at); err != nil {
 			return err

@@ -71,10 +71,17 @@ func (c *servedCRD) followStorage(cur *servedCRD, where, rv string) {
 // (resourceVersions are etcd's, one sequence for every resource).
 func (c *Catalog) StorageChanged(name string, rv uint64) (where, was string) {
 	cur := c.crds[name]
-	if cur == nil || cur.storageChanged == "" || (rv != 0 && cur.storageRV != 0 && rv > cur.storageRV) {
+	if cur == nil {
 		return "", ""
 	}
-	return cur.storageChanged, cur.storageWas
+	return cur.storageChangedFor(rv)
+}
+
+func (c *servedCRD) storageChangedFor(rv uint64) (where, was string) {
+	if c.storageChanged == "" || (rv != 0 && c.storageRV != 0 && rv > c.storageRV) {
+		return "", ""
+	}
+	return c.storageChanged, c.storageWas
 }
 
 // Change is a change of the API a replay followed: a CustomResourceDefinition of the

@@ -47,6 +47,11 @@ type paramKind struct {
 	// resolving says that the policy source may not have found the kind yet; paramsUnknown
 	// that the objects of its informer are not known.
 	resolving, paramsUnknown unsettled
+	// respecified is when and where the log last changed the spec of the kind's CRD while it
+	// served the kind, and respecifiedBefore when it did the time before (see ParamRereads).
+	respecified       time.Time
+	respecifiedWhere  string
+	respecifiedBefore time.Time
 }
 
 // unsettled is a state of a paramKind that holds for a request the apiserver received before
@@ -183,6 +188,16 @@ func (c *Catalog) established(name string, at time.Time) {
 	for _, k := range c.paramKinds {
 		if k.crd == name && k.served && !at.IsZero() {
 			k.settleAt(at.Add(ParamResolveDelay))
+		}
+	}
+}
+
+// respecified records that the log changed the spec (or the accepted names) of the CRD of the
+// name, which served it before, at where and the time at.
+func (c *Catalog) respecified(name, where string, at time.Time) {
+	for _, k := range c.paramKinds {
+		if k.crd == name && k.served && !at.IsZero() {
+			k.respecifiedBefore, k.respecified, k.respecifiedWhere = k.respecified, at, where
 		}
 	}
 }
@@ -348,4 +363,94 @@ func (m paramMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta
 		}
 	}
 	return m.RESTMapper.RESTMapping(gk, versions...)
+}
+
+// kube-apiserver's crdHandler tears down a CRD's storage when the CRD's spec or accepted names
+// change (k8s.io/apiextensions-apiserver/pkg/apiserver/customresource_handler.go
+// updateCustomResourceDefinition, tearDown): a second after, once the requests in flight have
+// drained, it destroys the storage's watch cache, which ends the param informer's watch. The
+// informer's reflector watches again from its resourceVersion, which the new watch cache
+// refuses as too old, and lists the params again, after its backoff (800 ms, with as much
+// jitter), through the new storage, whose codec defaults and prunes them by the CRD's schema as
+// it is now. So the params a policy reads are the stored ones read through the schema before
+// the change until a second after it, and through the new one a few seconds after (helper
+// exAK measured 0.35 s: before; 2.6 s: after).
+const (
+	// ParamRereadAfter is how long after a CRD's change its storage still serves the param
+	// informer's watch for certain (tearDown's second, less what the request that changed it
+	// may have taken after the change).
+	ParamRereadAfter = 900 * time.Millisecond
+	// ParamRereadBy bounds when the informer has read its params again: the teardown's
+	// second, its backoff (up to 1.6 s the first time, more after failures) and the list, with
+	// a margin for a loaded server.
+	ParamRereadBy = 10 * time.Second
+)
+
+// ParamReread is how the param informer of a paramKind holds the params after the log changed
+// the kind's CRD (see ParamRereads).
+type ParamReread struct {
+	// Kind is the paramKind; CRD the CRD that serves it.
+	Kind schema.GroupVersionKind
+	CRD  string
+	// Racing, when set, says why the informer may hold the params read through the schema
+	// before the change, or through the new one: a param the new schema reads otherwise than
+	// the State holds it is not known. Otherwise it holds them read through the new schema.
+	Racing string
+	// storage is what the catalog knew of the CRD's storage version changes then.
+	storage servedCRD
+}
+
+// StorageChanged is Catalog.StorageChanged of the kind's CRD when ParamRereads gave rr: safe
+// to call while the catalog changes.
+func (rr ParamReread) StorageChanged(rv uint64) (where, was string) {
+	return rr.storage.storageChangedFor(rv)
+}
+
+// ParamRereads are the paramKinds of the policies whose CRD the log changed, by resource, for
+// a request the apiserver received at received and completed at completed (either zero when
+// the log does not say); nil when there are none.
+func (c *Catalog) ParamRereads(policies []string, received, completed time.Time) map[schema.GroupResource]ParamReread {
+	var out map[schema.GroupResource]ParamReread
+	for _, p := range policies {
+		k := c.policyParam[p]
+		if k == nil || k.respecified.IsZero() || k.mapping == nil || !k.served {
+			continue
+		}
+		gr := k.mapping.Resource.GroupResource()
+		if _, ok := out[gr]; ok {
+			continue
+		}
+		rr := ParamReread{Kind: k.gvk, CRD: k.crd}
+		if cur := c.crds[k.crd]; cur != nil {
+			rr.storage = servedCRD{storageChanged: cur.storageChanged, storageRV: cur.storageRV, storageWas: cur.storageWas}
+		}
+		switch {
+		case !completed.IsZero() && completed.Before(k.respecified.Add(ParamRereadAfter)) && k.respecifiedBefore.IsZero():
+			continue // read through the schema before, as the State holds them
+		case completed.IsZero() && received.IsZero(), !received.IsZero() && received.Before(k.respecified.Add(ParamRereadBy)),
+			received.IsZero() && completed.Before(k.respecified.Add(ParamRereadBy)):
+			rr.Racing = fmt.Sprintf("the CustomResourceDefinition %s of paramKind %s changed at %s, %s before: kube-apiserver's param informer lists the params again through the new schema (its defaults, what it prunes) between %s and about %s after the change, which the log does not show",
+				k.crd, gvkString(k.gvk), k.respecifiedWhere, sinceChange(received, completed, k.respecified), ParamRereadAfter, ParamRereadBy)
+			if !k.respecifiedBefore.IsZero() && k.respecified.Sub(k.respecifiedBefore) < ParamRereadBy {
+				rr.Racing += ", and it changed " + k.respecified.Sub(k.respecifiedBefore).Round(time.Millisecond).String() + " before that too"
+			}
+		}
+		if out == nil {
+			out = map[schema.GroupResource]ParamReread{}
+		}
+		out[gr] = rr
+	}
+	return out
+}
+
+// sinceChange is how long after the change at the request was received (or completed).
+func sinceChange(received, completed, at time.Time) string {
+	t := received
+	if t.IsZero() {
+		t = completed
+	}
+	if t.IsZero() {
+		return "an unknown time"
+	}
+	return t.Sub(at).Round(time.Millisecond).String()
 }

@@ -253,6 +253,9 @@ type StateView struct {
 	// Unknown are the resources none of whose objects are known, and why: every read of them
 	// is a miss.
 	Unknown map[schema.GroupResource]string
+	// Reread are the resources whose objects the evaluator reads through their CRD's schema
+	// as it is now, not as the State holds them (see Reread).
+	Reread map[schema.GroupResource]Reread
 
 	misses   []miss
 	Partials []PartialUse
@@ -289,6 +292,30 @@ func (v *StateView) LiveLookupDone(gr schema.GroupResource, namespace string) ti
 		return time.Time{}
 	}
 	return v.liveLookupDone[ReplacedKey{StorageOf(gr), ObjectKey{Namespace: namespace}}]
+}
+
+// Reread is how kube-apiserver's param informer holds the objects of a custom resource after
+// the log changed its CRD (see catalog.ParamRereads): Read gives an object read again through
+// the CRD's schema as it is now, nil where that leaves it as the State holds it, or why it
+// cannot tell; it is called by evaluations at once. When Racing is set, the informer may hold
+// either: an object Read changes is a miss, and Racing is why.
+type Reread struct {
+	Read   func(runtime.Object) (runtime.Object, string)
+	Racing string
+}
+
+// reread is the object o of the key as the View gives it under rr, or why it is not known.
+func (rr Reread) reread(o runtime.Object) (runtime.Object, string) {
+	again, why := rr.Read(o)
+	switch {
+	case why != "":
+		return nil, why
+	case again == nil:
+		return o, ""
+	case rr.Racing != "":
+		return nil, "its CustomResourceDefinition's schema reads it otherwise now: " + rr.Racing
+	}
+	return again, ""
 }
 
 type readKey struct {
@@ -463,13 +490,21 @@ func (v *StateView) Get(gvr schema.GroupVersionResource, namespace, name string)
 		v.miss(gr, "%s is known as %s, not %s (vapc does not convert versions)", JoinKey(namespace, name), e.gvr.Version, gvr.Version)
 	case ok:
 		o, err := e.Obj.get()
-		if err == nil {
+		why := ""
+		if rr, ok := v.Reread[gr]; ok && err == nil {
+			o, why = rr.reread(o)
+		}
+		switch {
+		case err != nil:
+			v.miss(gr, "%s unknown: %v", JoinKey(namespace, name), err)
+		case why != "":
+			v.miss(gr, "%s unknown: %s", JoinKey(namespace, name), why)
+		default:
 			if len(e.Unknowns) > 0 {
 				v.Partials = append(v.Partials, PartialUse{GR: gr, Obj: ObjectKey{namespace, name}, Unknowns: e.Unknowns})
 			}
 			return o, nil
 		}
-		v.miss(gr, "%s unknown: %v", JoinKey(namespace, name), err)
 	case !v.isComplete(gr) && v.counts(gr):
 		v.miss(gr, "%s not known (not in the snapshot or the log)", JoinKey(namespace, name))
 	}
@@ -504,10 +539,32 @@ func (v *StateView) List(gvr schema.GroupVersionResource, namespace string, sele
 	objs, failed, partials := v.listed(b, gvr, namespace, selector)
 	v.misses = append(v.misses, failed...)
 	v.Partials = append(v.Partials, partials...)
+	if rr, ok := v.Reread[gr]; ok {
+		objs = v.rereadList(gr, rr, objs)
+	}
 	if o, ok := v.standIns[gr]; ok && len(objs) == 0 {
 		return []runtime.Object{o}, nil
 	}
 	return objs, nil
+}
+
+// rereadList is the list objs of gr read under rr: an object whose read is not known is left
+// out, a miss.
+func (v *StateView) rereadList(gr schema.GroupResource, rr Reread, objs []runtime.Object) []runtime.Object {
+	out := objs[:0:0]
+	for _, o := range objs {
+		again, why := rr.reread(o)
+		if why != "" {
+			key := "?"
+			if m, err := meta.Accessor(o); err == nil {
+				key = JoinKey(m.GetNamespace(), m.GetName())
+			}
+			v.miss(gr, "%s unknown: %s", key, why)
+			continue
+		}
+		out = append(out, again)
+	}
+	return out
 }
 
 // unknownEntries are why the objects of gr in namespace ("" for all) the View holds but does
