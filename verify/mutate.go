@@ -293,11 +293,15 @@ func (e *Evaluator) AdmitAttributes(ctx context.Context, a admission.Attributes,
 		runnable = e.runnable(a, o, m)
 	}
 	var before runtime.Object
-	if e.explorable(a, runnable) {
+	if e.explorable(a, e.conditionedOnObject(runnable)) {
 		before = a.GetObject().DeepCopyObject()
 	}
 	err := d.Dispatch(withMutationTrace(ctx, mt), a, o, e.mhooks)
 	mt.finish()
+	selected := runnable
+	if err == nil {
+		runnable = e.ranOrObjectConditioned(runnable, mt.invoked)
+	}
 	mut.Changes, mut.Invoked, mut.Authorizer = mt.changes, mt.invoked, mt.checks
 	if err != nil {
 		var st *apierrors.StatusError
@@ -313,7 +317,6 @@ func (e *Evaluator) AdmitAttributes(ctx context.Context, a admission.Attributes,
 			mut.Unknown = s.Message
 		}
 	}
-	selected := runnable
 	if selected == nil {
 		selected = e.runnable(a, o, m)
 	}
@@ -324,9 +327,14 @@ func (e *Evaluator) AdmitAttributes(ctx context.Context, a admission.Attributes,
 		}
 	}
 	if runnable != nil {
-		mut.runnable = maps.Clone(mut.selected)
+		mut.runnable = map[string]bool{}
+		for i, h := range e.mhooks {
+			if runnable[i] {
+				mut.runnable[h.Policy.Name] = true
+			}
+		}
 	}
-	if mut.OrderDependent = e.OrderDependence(mut); mut.OrderDependent != "" && before != nil && e.ordersAgree(ctx, a, o, before, runnable, &mut.Authorizer) {
+	if mut.OrderDependent = e.OrderDependence(mut); mut.OrderDependent != "" && before != nil && e.explorable(a, runnable) && e.ordersAgree(ctx, a, o, before, runnable, &mut.Authorizer) {
 		mut.OrderDependent, mut.explored = "", true
 	}
 	return mut, nil
@@ -385,6 +393,47 @@ func (e *Evaluator) runnable(a admission.Attributes, o admission.ObjectInterface
 			ok, err = pm.BindingMatches(a, o, mutating.NewMutatingAdmissionPolicyBindingAccessor(h.Bindings[0]))
 		}
 		out[i] = ok || err != nil
+	}
+	return out
+}
+
+// conditionedOnObject is runnable without the hooks whose policies' match conditions read
+// neither object nor oldObject, which no mutation changes: whether such a hook runs does not
+// depend on the order (a copy; nil for nil).
+func (e *Evaluator) conditionedOnObject(runnable []bool) []bool {
+	if runnable == nil {
+		return nil
+	}
+	out := slices.Clone(runnable)
+	for i, h := range e.mhooks {
+		if out[i] && !e.mpolicies[h.Policy.Name].conditionsReadObject {
+			out[i] = false
+		}
+	}
+	return out
+}
+
+// ranOrObjectConditioned is runnable without the hooks that did not run (invoked, by a
+// dispatch that ran every hook) and whose policies' match conditions read neither object nor
+// oldObject: what kept them from running (a match condition false on the request, the
+// params, the authorizer; a param not found) is the same in every order (a copy).
+func (e *Evaluator) ranOrObjectConditioned(runnable []bool, invoked []Change) []bool {
+	if runnable == nil {
+		return nil
+	}
+	out := slices.Clone(runnable)
+	for i, h := range e.mhooks {
+		if !out[i] || e.mpolicies[h.Policy.Name].conditionsReadObject {
+			continue
+		}
+		ran := false
+		for _, c := range invoked {
+			if c.Policy == h.Policy.Name && c.Binding == h.Bindings[0].Name {
+				ran = true
+				break
+			}
+		}
+		out[i] = ran
 	}
 	return out
 }

@@ -508,6 +508,11 @@ func TestCutRecordings(t *testing.T) {
 		// reads gold1 without it, from about 2.6 s after with it (lines 10 to 12, +2.6 s,
 		// +8.9 s, +28 s: the log's audit annotations say gold1=2). In prune/, the CRD drops
 		// spec.knobs, which the param silver1 holds: read without it after (line 11, +13.8 s).
+		// A helper's recording (exAJ), cut: five MutatingAdmissionPolicy bindings match a pod
+		// by their constraints; aj-rs's match condition reads request.userInfo only and is false
+		// for admin, so it runs in no order, and the four others are few enough to try in
+		// every order: the refusal (line 34) is certain.
+		{name: "a mutating policy whose match condition is false on the request", dir: "map-order-false-matchcondition", want: map[int]string{34: "deny certain"}},
 		{name: "a param's CRD gains a default", dir: "crd-param-default-changed", check: true, want: map[int]string{9: "admit certain", 10: "indeterminate indeterminate", 11: "indeterminate indeterminate", 12: "admit certain"}},
 		{name: "a param's CRD drops a field", dir: "crd-param-default-changed/prune", check: true, want: map[int]string{10: "indeterminate indeterminate", 11: "admit certain"}},
 		{name: "a custom resource's whole numbers sent raw by kubectl", dir: "crd-float-raw", want: map[int]string{4: "indeterminate indeterminate", 5: "indeterminate indeterminate"}},
