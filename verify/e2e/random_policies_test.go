@@ -112,6 +112,7 @@ var replicaLimitParamAtoms = []string{
 	`!object.metadata.name.startsWith(params.spec.?prefix.orValue('zzz'))`,
 	`params.metadata.name != 'rl-1'`,
 	`object.?spec.?size.orValue(0) < params.spec.maxReplicas`,
+	`params.spec.?tier.orValue('none') != 'std'`, // a default the CRD gains (paramSchemaDefault)
 }
 
 // namespaceParamAtoms read a Namespace param: one being deleted (rnd-d, which the namespace
@@ -179,6 +180,7 @@ var configMapParamStrings = []string{
 var replicaLimitParamStrings = []string{
 	`'limit ' + params.metadata.name + ' max ' + string(params.spec.maxReplicas)`,
 	`'mode ' + params.spec.?mode.orValue('-') + ' in ' + params.metadata.namespace`,
+	`'tier ' + params.spec.?tier.orValue('none')`,
 }
 
 var nodeParamStrings = []string{

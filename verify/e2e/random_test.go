@@ -297,6 +297,9 @@ func randomParity(t *testing.T, seed uint64, steps int, controllers bool) {
 		if w.step == 5*steps/6 || w.step == 11*steps/12 {
 			w.bindingRespec(set)
 		}
+		if w.step == 3*steps/4 && seed%2 == 0 {
+			w.paramSchemaDefault()
+		}
 		n := r.IntN(total)
 		for _, a := range actions {
 			if n < a.weight {
@@ -666,7 +669,31 @@ func replicaLimitCRD() *unstructured.Unstructured {
 		"maxReplicas": map[string]any{"type": "integer"},
 		"mode":        map[string]any{"type": "string"},
 		"prefix":      map[string]any{"type": "string"},
+		"tier":        map[string]any{"type": "string"}, // no param sets it (paramSchemaDefault)
 	})
+}
+
+// paramSchemaDefault gives the ReplicaLimit CRD's spec.tier a default: kube-apiserver tears
+// down the CRD's storage, its param informer lists the params again through the new schema
+// seconds later, and the policies that read params.spec.tier see it from then on (the
+// replay: catalog.ParamRereads).
+func (w *randomWorld) paramSchemaDefault() {
+	crdsGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	want := crdOf("replicalimits", "ReplicaLimit", false, map[string]any{
+		"maxReplicas": map[string]any{"type": "integer"},
+		"mode":        map[string]any{"type": "string"},
+		"prefix":      map[string]any{"type": "string"},
+		"tier":        map[string]any{"type": "string", "default": "std"},
+	})
+	cur, err := w.dyn.Resource(crdsGVR).Get(w.ctx, want.GetName(), metav1.GetOptions{})
+	if err != nil {
+		w.t.Fatalf("reading CustomResourceDefinition %s: %v", want.GetName(), err)
+	}
+	cur.Object["spec"] = want.Object["spec"]
+	w.got("giving ReplicaLimit's spec.tier a default", func() error {
+		_, err := w.dyn.Resource(crdsGVR).Update(w.ctx, cur, metav1.UpdateOptions{})
+		return err
+	}())
 }
 
 // widgetCRD is the CRD of Widgets, with a status subresource and a default (the server's

@@ -665,6 +665,7 @@ func (d *rebuiltDecider) evaluate(eval Evaluator, view *state.StateView) (*verif
 	r, j, b, ctx := d.r, d.j, d.b, d.ctx
 	d.w.store.v = view
 	defer func() { d.w.store.v = nil }()
+	mark := view.Mark()
 	dec, err := eval.Evaluate(ctx, b.req)
 	if err != nil || dec.Mutation == nil {
 		return dec, err
@@ -696,9 +697,16 @@ func (d *rebuiltDecider) evaluate(eval Evaluator, view *state.StateView) (*verif
 	}
 	if b.objectSource == SourceResponse && why == "" {
 		reapplied, clusterOnly := r.reapplied(dec.Mutation, j.mutators)
+		if reapplied == "" && dec.Mutation.Allowed && view.Mark() != mark && r.selectedClusterOwn(dec.Mutation, j.mutators) {
+			// The policies changed nothing here, but what they read is not all known: they
+			// are the cluster's own, and what they did is in the stored object.
+			clusterOnly = true
+		}
 		if v, ok := eval.(validatingEvaluator); ok && clusterOnly {
 			// The stored object already holds what the cluster's own copies of the policies
-			// changed, in the server's order: validation saw it as it is.
+			// changed, in the server's order: validation saw it as it is, whatever the
+			// mutating policies read (a param the replay does not know: helper exAJ).
+			view.DropSince(mark)
 			vdec, err := v.EvaluateValidating(ctx, b.req)
 			if err == nil {
 				vdec.Notes = append(vdec.Notes, "decided on the object kube-apiserver stored, which already holds what the cluster's MutatingAdmissionPolicies changed")

@@ -689,6 +689,21 @@ func (c *counted) add(what string) {
 }
 
 // notes are what the summary says of the lifecycle the log showed.
+// selectedBy says whether the given pair p selects the job's request: a validating policy
+// that matched it (its binding's matchResources aside), a mutating one whose rules and a
+// binding's matched it (verify.Mutation.Selected), or any when the request was not
+// evaluated.
+func selectedBy(j *job, p givenPair) bool {
+	d := j.result.dec
+	if d == nil {
+		return true
+	}
+	if p.policy.kind == givenMutating {
+		return d.Mutation == nil || d.Mutation.Selected(p.policy.name)
+	}
+	return slices.Contains(j.policies, p.policy.name)
+}
+
 func (l *lifecycle) notes() []string {
 	var out []string
 	if l.notAtStart.n > 0 || l.deleted.n > 0 {
@@ -892,6 +907,7 @@ func (l *lifecycle) at(file string, ev *Event, window time.Duration) givenAt {
 					}
 					c.anyRequest = c.anyRequest || g.changed[p].anyRequest
 					c.policy = c.policy || g.changed[p].policy
+					c.selectedAny = c.selectedAny || g.changed[p].selectedAny
 					g.changed[p] = c
 				}
 			}
@@ -1026,7 +1042,10 @@ func (j *job) settleUnsure() {
 		// Another request than the given pair's may be its copy's, but within the given
 		// policy's rules when only the binding's selection differs.
 		anyRequest := c.anyRequest && (c.policy || p.policy.kind != givenPolicy || slices.Contains(j.policies, p.policy.name))
-		if anyRequest || matched || gave(p) {
+		// Where only its params may differ, the requests the given pair selects, whether
+		// it ran on them or not (its param not found).
+		selected := c.selectedAny && selectedBy(j, p)
+		if anyRequest || selected || matched || gave(p) {
 			changed = append(changed, c.why)
 		}
 	}

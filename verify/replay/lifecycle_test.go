@@ -752,3 +752,31 @@ func lifecycleOutcomes(t *testing.T, recs map[string]*Record, ids []string) map[
 	}
 	return got
 }
+
+// TestSameSelectionParams: a binding patched to another paramRef (parameterNotFoundAction
+// Deny where the given one allows, helper exAJ) selects the same requests, but may refuse those
+// the given pair skipped for want of a param: the copy's params differ (selectedAny).
+func TestSameSelectionParams(t *testing.T) {
+	k := givenKey{givenMutatingBinding, "team"}
+	spec := func(paramRef string) string {
+		return `{"policyName":"team","matchResources":{"matchPolicy":"Equivalent"}` + paramRef + `}`
+	}
+	allow, deny := spec(`,"paramRef":{"name":"p","parameterNotFoundAction":"Allow"}`), spec(`,"paramRef":{"name":"p","parameterNotFoundAction":"Deny"}`)
+	for _, tc := range []struct {
+		name         string
+		a, b         string
+		same, params bool // sameSelection without and with the params
+	}{
+		{name: "the same", a: allow, b: allow, same: true, params: true},
+		{name: "parameterNotFoundAction", a: allow, b: deny, same: true, params: false},
+		{name: "no paramRef", a: allow, b: spec(""), same: true, params: false},
+		{name: "another policy", a: allow, b: `{"policyName":"other","matchResources":{"matchPolicy":"Equivalent"},"paramRef":{"name":"p","parameterNotFoundAction":"Allow"}}`, same: false, params: false},
+	} {
+		if got := sameSelection(k, tc.a, tc.b, false); got != tc.same {
+			t.Errorf("%s: sameSelection without params %v, want %v", tc.name, got, tc.same)
+		}
+		if got := sameSelection(k, tc.a, tc.b, true); got != tc.params {
+			t.Errorf("%s: sameSelection with params %v, want %v", tc.name, got, tc.params)
+		}
+	}
+}

@@ -59,9 +59,9 @@ func (c specCopy) sameAs(o specCopy) bool {
 }
 
 // changedPair is why a copy in the cluster differs, or may, from the given one, and whether
-// what selects the requests it decides (a policy's match constraints, match conditions and
-// failure policy, a binding's policy and match resources) may differ too: a request the
-// given pair does not match may be the copy's.
+// what selects the requests it decides (a policy's match constraints, match conditions,
+// failure policy and paramKind, a binding's policy, match resources and paramRef) may differ
+// too: a request the given pair does not match, or does not run on, may be the copy's.
 type changedPair struct {
 	why        string
 	anyRequest bool
@@ -74,6 +74,10 @@ type changedPair struct {
 	// validationActions, which act on failed validations alone: a request the given pair
 	// admits without a failure its copy admits alike.
 	actionsOnly bool
+	// selectedAny says the copy's params (a policy's paramKind, a binding's paramRef) may
+	// differ: a request the given pair selects, whether it ran on it or not, may be the
+	// copy's.
+	selectedAny bool
 }
 
 // givenSpecs are the specs of the given policies and bindings the lifecycle compares the
@@ -145,10 +149,16 @@ func (l *lifecycle) followSpec(k givenKey, ev *Event, by string) {
 		// Its body not in the log: taken as the given one.
 		c.obj, c.spec = l.specs.obj[k], given
 	case obj == nil:
-		c.changed = changedPair{k.String() + " was written at " + by + ", whose result the log does not show: it may differ from the given one", true, k.policy(), false}
+		c.changed = changedPair{k.String() + " was written at " + by + ", whose result the log does not show: it may differ from the given one", true, k.policy(), false, false}
 	case spec != given:
-		any := !sameSelection(k, given, spec)
-		c.changed = changedPair{k.String() + " was written at " + by + " other than the given one", any, any && k.policy(), k.kind == givenBinding && sameButActions(given, spec)}
+		any := !sameSelection(k, given, spec, false)
+		c.changed = changedPair{k.String() + " was written at " + by + " other than the given one", any, any && k.policy(), k.kind == givenBinding && sameButActions(given, spec), false}
+		// What decides whether a pair runs on a request it selects, or refuses it without
+		// running: its params (a binding whose paramRef finds none skips the request, or
+		// refuses it with parameterNotFoundAction Deny; helper exAJ: a
+		// MutatingAdmissionPolicyBinding patched to Deny refused pods the given one, which
+		// allowed, did not run on).
+		c.changed.selectedAny = !any && !sameSelection(k, given, spec, true)
 		if ev.Loss.Lost.Has(auditlog.LostDryRun) {
 			c.changed.why += " (unless it was a dry run, which the export does not say)"
 		}
@@ -184,6 +194,7 @@ func (l *lifecycle) changedAt(k givenKey, received time.Time) (changedPair, bool
 		held.anyRequest = held.anyRequest || h.changed.anyRequest
 		held.policy = held.policy || h.changed.policy
 		held.actionsOnly = held.actionsOnly && h.changed.actionsOnly
+		held.selectedAny = held.selectedAny || h.changed.selectedAny
 	}
 	switch {
 	case c.changed.why != "" && !c.changed.anyRequest && held.anyRequest:
@@ -191,15 +202,16 @@ func (l *lifecycle) changedAt(k givenKey, received time.Time) (changedPair, bool
 		// may not have compiled the writes after it yet (exU: a binding's namespaceSelector
 		// patched back, a request in the namespace it selected before refused by it 494ms
 		// later).
-		return changedPair{c.changed.why + "; " + held.why + ", which kube-apiserver's policy source may still have decided with: the write after it completed moments before the request was received", true, held.policy, false}, true
+		return changedPair{c.changed.why + "; " + held.why + ", which kube-apiserver's policy source may still have decided with: the write after it completed moments before the request was received", true, held.policy, false, false}, true
 	case c.changed.why != "" && held.why != "":
 		out := c.changed
 		out.actionsOnly = out.actionsOnly && held.actionsOnly
+		out.selectedAny = out.selectedAny || held.selectedAny
 		return out, true
 	case c.changed.why != "":
 		return c.changed, true
 	case held.why != "":
-		return changedPair{held.why + ", and the write that left it the given one again completed moments before the request was received, which kube-apiserver's policy source may not have compiled yet", held.anyRequest, held.policy, held.actionsOnly}, true
+		return changedPair{held.why + ", and the write that left it the given one again completed moments before the request was received, which kube-apiserver's policy source may not have compiled yet", held.anyRequest, held.policy, held.actionsOnly, held.selectedAny}, true
 	}
 	return changedPair{}, false
 }
@@ -226,14 +238,18 @@ func joinWhy(a, b string) string {
 
 // sameSelection says whether two stored specs of k select the same requests: a policy's match
 // constraints, match conditions and failure policy, a binding's policy and match resources.
-func sameSelection(k givenKey, a, b string) bool {
+func sameSelection(k givenKey, a, b string, params bool) bool {
 	var am, bm map[string]any
 	if json.Unmarshal([]byte(a), &am) != nil || json.Unmarshal([]byte(b), &bm) != nil {
 		return false
 	}
 	fields := []string{"matchConstraints", "matchConditions", "failurePolicy"}
+	param := "paramKind"
 	if k.kind == givenBinding || k.kind == givenMutatingBinding {
-		fields = []string{"policyName", "matchResources"}
+		fields, param = []string{"policyName", "matchResources"}, "paramRef"
+	}
+	if params {
+		fields = append(fields, param)
 	}
 	for _, f := range fields {
 		if !valuesEqual(am[f], bm[f]) {

@@ -491,6 +491,20 @@ func (r *Replayer) clusterOwn(cluster *mutators, policy string) bool {
 	return cluster.has(policy) && spec != "" && spec == r.set.mutating[mutatingName(policy)].spec
 }
 
+// selectedClusterOwn says whether every replayed MutatingAdmissionPolicy the request selected
+// (m.Selected) is the cluster's own (clusterOwn).
+func (r *Replayer) selectedClusterOwn(m *verify.Mutation, cluster *mutators) bool {
+	if cluster == nil {
+		return false
+	}
+	for _, p := range r.set.mutatingPolicies {
+		if m.Selected(p.Name) && !r.clusterOwn(cluster, p.Name) {
+			return false
+		}
+	}
+	return true
+}
+
 // validatingEvaluator is an Evaluator that decides with the validating policies alone.
 type validatingEvaluator interface {
 	EvaluateValidating(ctx context.Context, req verify.Request) (*verify.Decision, error)

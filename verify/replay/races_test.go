@@ -513,6 +513,12 @@ func TestCutRecordings(t *testing.T) {
 		// for admin, so it runs in no order, and the four others are few enough to try in
 		// every order: the refusal (line 34) is certain.
 		{name: "a mutating policy whose match condition is false on the request", dir: "map-order-false-matchcondition", want: map[int]string{34: "deny certain"}},
+		// A helper's recording (exAJ, production levels), cut: a pod created (line 32) after a
+		// forced server-side apply of the MutatingAdmissionPolicy's param at level Request
+		// (line 31), which the replay does not know: the policy is the cluster's own and
+		// changed nothing in the replay, the pod's response is what it stored, and the
+		// validating observer reads that.
+		{name: "a pod stored after its mutating policy's param was applied", dir: "param-apply-answered", check: true, want: map[int]string{32: "admit certain"}},
 		{name: "a param's CRD gains a default", dir: "crd-param-default-changed", check: true, want: map[int]string{9: "admit certain", 10: "indeterminate indeterminate", 11: "indeterminate indeterminate", 12: "admit certain"}},
 		{name: "a param's CRD drops a field", dir: "crd-param-default-changed/prune", check: true, want: map[int]string{10: "indeterminate indeterminate", 11: "admit certain"}},
 		{name: "a custom resource's whole numbers sent raw by kubectl", dir: "crd-float-raw", want: map[int]string{4: "indeterminate indeterminate", 5: "indeterminate indeterminate"}},

@@ -675,6 +675,18 @@ func (v *StateView) miss(gr schema.GroupResource, format string, args ...any) {
 	v.misses = append(v.misses, miss{GR: gr, text: fmt.Sprintf("%s "+format, append([]any{gr}, args...)...)})
 }
 
+// ReadMark is how many misses and partial uses a View had recorded (Mark).
+type ReadMark struct{ misses, partials int }
+
+// Mark is the View's misses and partial uses so far, for DropSince.
+func (v *StateView) Mark() ReadMark { return ReadMark{len(v.misses), len(v.Partials)} }
+
+// DropSince forgets the misses and partial uses recorded since the mark m: what an evaluation
+// read that the decision turned out not to rest on.
+func (v *StateView) DropSince(m ReadMark) {
+	v.misses, v.Partials = v.misses[:m.misses:m.misses], v.Partials[:m.partials:m.partials]
+}
+
 // Misses returns the reads the View could not answer for sure, sorted by their text, each
 // once.
 func (v *StateView) Misses() []miss {
