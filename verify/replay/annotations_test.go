@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	vapccel "github.com/vapc-dev/vapc/cel"
+	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
@@ -88,5 +90,34 @@ func TestNamespaceUIDUnknowns(t *testing.T) {
 		if got := namespaceUIDUnknowns(ev, tc.t, tc.p); len(got) != tc.want {
 			t.Errorf("%s: %v, want %d unknowns", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestFailureSources: a validation_failure annotation whose failures come from several
+// policies, bindings or params lists them in kube-apiserver's informer caches' order (helper
+// exAL: the server's [al-obs, al-ns], the replay's [al-ns, al-obs]): the record says so.
+func TestFailureSources(t *testing.T) {
+	entry := func(policy, binding, param string) string {
+		return `{"message":"m","policy":"` + policy + `","binding":"` + binding + `","param":"` + param + `","expressionIndex":0,"validationActions":["Audit"]}`
+	}
+	for _, tc := range []struct {
+		value string
+		want  int
+	}{
+		{"", 0},
+		{"not json", 0},
+		{"[" + entry("a", "a", "") + "]", 1},
+		{"[" + entry("a", "a", "") + "," + entry("a", "a", "") + "]", 1}, // two validations of one
+		{"[" + entry("a", "a", "") + "," + entry("b", "b", "") + "]", 2},
+		{"[" + entry("a", "a", "p1") + "," + entry("a", "a", "p2") + "]", 2},
+	} {
+		if got := failureSources(tc.value); got != tc.want {
+			t.Errorf("failureSources(%s) = %d, want %d", tc.value, got, tc.want)
+		}
+	}
+	r := &Record{}
+	r.fill(&verify.Decision{Allowed: true, AuditAnnotations: map[string]string{ValidationFailureAnnotation: "[" + entry("a", "a", "") + "," + entry("b", "b", "") + "]"}})
+	if !slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, "lists the failures of 2 policies") }) {
+		t.Errorf("notes %q: want one on the failures' order", r.Notes)
 	}
 }

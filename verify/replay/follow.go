@@ -213,7 +213,14 @@ func (r *Replayer) sendWrite(ctx context.Context, srv *apiserver.Server, req api
 			}
 			r.following.store.v = fm.view
 			defer func() { r.following.store.v = nil }()
-			return fm.admit(ctx, a, o, followInputs(ev, t, a, w.logged, w.p))
+			inputs := followInputs(ev, t, a, w.logged, w.p) // settles the object's times
+			var before runtime.Object
+			if recent, _ := r.state.RecentTyped(ev.Received()); len(recent) > 0 && a.GetObject() != nil {
+				before = a.GetObject().DeepCopyObject()
+			}
+			err := fm.admit(ctx, a, o, inputs)
+			r.followLagged(ctx, fm, a, o, before, err)
+			return err
 		}
 	}
 	ex.Validate = func(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {

@@ -483,8 +483,9 @@ func TestCutRecordings(t *testing.T) {
 		// A helper's recording (exAJ), cut: `kubectl create deployment` (line 28) whose
 		// MutatingAdmissionPolicy reads a param the replay does not know (param-unknown): the
 		// record claimed an observer's audit annotations of the object without that policy's
-		// labels, which the server's had.
-		{name: "annotations of a request whose mutating policy's param is unknown", dir: "map-param-unknown-annotations", want: map[int]string{28: "indeterminate indeterminate"}},
+		// labels, which the server's had. The param is known since (param-namespace-lag: the
+		// lag of its namespace's labels did not matter), and the record claims the server's.
+		{name: "annotations of a request whose mutating policy's param is unknown", dir: "map-param-unknown-annotations", check: true, want: map[int]string{28: "admit certain"}},
 		// A helper's recording (exAK), cut: params (a cluster-scoped custom resource) deleted at
 		// level Request (lines 15, 18, 19): the event's responseStatus is the Status of Success
 		// naming the uid, which the store answers only a DELETE that removed the object; the
@@ -518,6 +519,18 @@ func TestCutRecordings(t *testing.T) {
 		// (line 31), which the replay does not know: the policy is the cluster's own and
 		// changed nothing in the replay, the pod's response is what it stored, and the
 		// validating observer reads that.
+		// A helper's recording (exAJ, writes at level Request), cut: the namespace ajx labelled
+		// (line 18) 177 ms before the param ConfigMap's create (line 19), which the cluster's
+		// MutatingAdmissionPolicy aj-cm may have selected by its namespace's labels, or not:
+		// its match condition excludes the param whichever, so the ordered stage knows what
+		// the create stored, and the deployment's create (line 20) reads it.
+		// A helper's recording (exAL), cut: namespace a-1 removed by a finalize PUT (line 27)
+		// while its ConfigMaps stayed in etcd: kube-apiserver's validating admission fails a
+		// request a policy matches there with NotFound (a delete, line 28: 404), and a
+		// deletecollection there deletes nothing though its response lists every item
+		// (line 30: 200); the ConfigMaps are not known after it (line 38, a patch).
+		{name: "requests in a namespace removed by its finalize", dir: "namespace-removed-by-finalize", want: map[int]string{28: "indeterminate indeterminate", 30: "indeterminate indeterminate", 38: "indeterminate indeterminate"}},
+		{name: "a param created moments after its namespace's labels changed", dir: "param-namespace-lag", check: true, want: map[int]string{20: "admit certain"}},
 		{name: "a pod stored after its mutating policy's param was applied", dir: "param-apply-answered", check: true, want: map[int]string{32: "admit certain"}},
 		{name: "a param's CRD gains a default", dir: "crd-param-default-changed", check: true, want: map[int]string{9: "admit certain", 10: "indeterminate indeterminate", 11: "indeterminate indeterminate", 12: "admit certain"}},
 		{name: "a param's CRD drops a field", dir: "crd-param-default-changed/prune", check: true, want: map[int]string{10: "indeterminate indeterminate", 11: "admit certain"}},

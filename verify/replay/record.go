@@ -2,6 +2,7 @@ package replay
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -152,6 +153,23 @@ func orUnknown(s string) string {
 	return s
 }
 
+// failureSources is how many policies, bindings and params the entries of a validation_failure
+// audit annotation's value come from (0 when it does not decode).
+func failureSources(value string) int {
+	if value == "" {
+		return 0
+	}
+	var entries []struct{ Policy, Binding, Param string }
+	if json.Unmarshal([]byte(value), &entries) != nil {
+		return 0
+	}
+	seen := map[[3]string]bool{}
+	for _, e := range entries {
+		seen[[3]string{e.Policy, e.Binding, e.Param}] = true
+	}
+	return len(seen)
+}
+
 // fill sets the decision and results from the evaluator's Decision.
 func (r *Record) fill(dec *verify.Decision) {
 	r.Decision, r.Certainty = DecisionAdmit, CertaintyCertain
@@ -171,6 +189,12 @@ func (r *Record) fill(dec *verify.Decision) {
 			// (auditAnnotationCollector.publish): the value may be another order of them.
 			r.Notes = append(slices.Clip(r.Notes), fmt.Sprintf("audit annotation %s joins the values of %d of its policy's bindings or params in the order kube-apiserver's informer caches list them, which no log records: the server's may be another order of them", k, n))
 		}
+	}
+	if n := failureSources(dec.AuditAnnotations[ValidationFailureAnnotation]); n > 1 {
+		// The apiserver lists the audit failures in the order of its policies, bindings and
+		// params, which follows its informer caches (policy_source.go calculatePolicyData
+		// ranges over a map; helper exAL: the server's [a, b] every time, the replay's [b, a]).
+		r.Notes = append(slices.Clip(r.Notes), fmt.Sprintf("audit annotation %s lists the failures of %d policies, bindings or params in the order kube-apiserver's informer caches list them, which no log records: the server's may be another order of them", ValidationFailureAnnotation, n))
 	}
 	r.unmatched = len(dec.Results) == 0
 	results := dec.Results

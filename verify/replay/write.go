@@ -734,6 +734,13 @@ func stringAt(m map[string]any, path ...string) string {
 // marked deleted.
 func (r *Replayer) applyDeleteCollection(sw stateWrite) {
 	t, gr, src, resp := sw.t, sw.gr, sw.src, sw.w.resp
+	if why := r.namespaceRemoved(sw.ev, t); why != "" {
+		// Its response lists what it listed whether it deleted it or not: each item's
+		// delete fails NotFound at validating admission when a policy matches it, and the
+		// store ignores NotFound (helper exAL).
+		r.state.ForgetAll(gr, t.namespace, "deletecollection at "+src+" in a namespace the log removed: "+why)
+		return
+	}
 	var items []any
 	if resp != nil {
 		items, _ = resp.Object["items"].([]any)

@@ -237,8 +237,11 @@ func (s *Server) DeleteLeaves(gr schema.GroupResource, raw []byte, options *meta
 	if options == nil {
 		options = &metav1.DeleteOptions{}
 	}
-	if p := options.PropagationPolicy; (p != nil && *p != metav1.DeletePropagationBackground) || options.OrphanDependents != nil {
-		return Deletion{}, fmt.Errorf("the finalizers of propagation policy %v are not followed", options.PropagationPolicy)
+	if p := options.PropagationPolicy; p != nil && *p != metav1.DeletePropagationBackground {
+		return Deletion{}, fmt.Errorf("the finalizers of propagation policy %s are not followed", *p)
+	}
+	if o := options.OrphanDependents; o != nil {
+		return Deletion{}, fmt.Errorf("the finalizers of orphanDependents %t are not followed", *o)
 	}
 	shared, err := s.stored.decode(gr, raw)
 	if err != nil {

@@ -467,6 +467,17 @@ func (s *State) DeletedAfter(gr schema.GroupResource, namespace, name string, re
 	return "the version the deletion at " + cmp.Or(d.by, "a request the log records before it") + " removed, which completed after this request was received"
 }
 
+// Removed says where and when the log removed the object, when the State holds none of it
+// since (not created again, not merely marked deleted); "" when it did not.
+func (s *State) Removed(gr schema.GroupResource, namespace, name string) (by string, done time.Time) {
+	k := ReplacedKey{StorageOf(gr), ObjectKey{namespace, name}}
+	d, ok := s.deletions.m[k]
+	if !ok || s.Objects[k.GR][k.Obj] != nil {
+		return "", time.Time{}
+	}
+	return cmp.Or(d.by, "a request the log records"), d.done
+}
+
 // NoteDeletion records that the latest write (see BeginWrite) deleted the object, or may have
 // (a DELETE whose result the log does not show), for DeletedAfter.
 func (s *State) NoteDeletion(gr schema.GroupResource, namespace, name string) {
