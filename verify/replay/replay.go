@@ -757,7 +757,7 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	j.result.schemaRefreshing = r.schemaRefreshing(t.gvr, ev.Received())
 	var unknownParams map[schema.GroupResource]string
 	j.resolving, unknownParams, j.unsettled = r.unsettledParams(policies, ev)
-	if why := r.namespaceRemoved(ev, t); why != "" && !j.unsettled.is() {
+	if why, _ := r.namespaceRemoved(ev, t); why != "" && !j.unsettled.is() {
 		j.unsettled = because(ReasonNamespaceUnknown, why)
 	}
 	if t.op == admission.Update || t.op == admission.Delete || t.op == admission.Connect || t.sub != "" {
@@ -835,23 +835,25 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 // in a namespace it cannot find (the dispatcher's GetNamespace: its lister, then a live GET)
 // with NotFound before any expression runs, and a deletecollection there deletes nothing
 // (helper exAL: a kubelet's status patches of a pod left in a namespace finalized by hand,
-// answered 404). A create there is refused by NamespaceLifecycle before.
-func (r *Replayer) namespaceRemoved(ev *Event, t target) string {
+// answered 404). A create there is refused by NamespaceLifecycle before. settled says the
+// removal completed longer than the informers' lag before the request was received.
+func (r *Replayer) namespaceRemoved(ev *Event, t target) (why string, settled bool) {
 	if t.namespace == "" || t.op == admission.Create || t.gvr.GroupResource() == state.NamespacesGR {
-		return ""
+		return "", false
 	}
 	by, done := r.state.Removed(state.NamespacesGR, "", t.namespace)
 	if by == "" {
-		return ""
+		return "", false
 	}
 	at := ev.Received()
 	if at.IsZero() {
 		at = auditlog.ParseTime(ev.StageTimestamp)
 	}
 	if at.IsZero() || done.IsZero() || done.After(at) {
-		return ""
+		return "", false
 	}
-	return fmt.Sprintf("namespace %s was removed at %s, %s before the request: kube-apiserver's validating admission fails a request a policy matches in a namespace it cannot find (NotFound), once its namespace informer no longer holds it, and vapc does not decide it", t.namespace, by, at.Sub(done).Round(time.Millisecond))
+	settled = !ev.Received().IsZero() && ev.Received().Sub(done) >= r.state.Lag
+	return fmt.Sprintf("namespace %s was removed at %s, %s before the request: kube-apiserver's validating admission fails a request a policy matches in a namespace it cannot find (NotFound), once its namespace informer no longer holds it, and vapc does not decide it", t.namespace, by, at.Sub(done).Round(time.Millisecond)), settled
 }
 
 // emit adds a record to the summary and gives it to the sink.

@@ -94,7 +94,7 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 		defer r.state.MarkDone(gr, t.namespace, name, src, done)
 	}
 	r.lacksWrites(ev, t, gr, src)
-	sw := stateWrite{ev: ev, t: t, gr: gr, src: src, done: done, w: w}
+	sw := stateWrite{ev: ev, t: t, gr: gr, src: src, done: done, w: w, matched: j != nil && len(j.policies) > 0}
 	dry := ev.Loss.Lost.Has(auditlog.LostDryRun) && t.name != "" && ev.Verb != "deletecollection"
 	var before state.Prior
 	if dry {
@@ -301,6 +301,8 @@ type stateWrite struct {
 	src  string
 	done time.Time
 	w    *written
+	// matched says the request matched given policies (its job evaluated them).
+	matched bool
 }
 
 // put stores an object the write left, from the written JSON when it is the response's.
@@ -734,11 +736,14 @@ func stringAt(m map[string]any, path ...string) string {
 // marked deleted.
 func (r *Replayer) applyDeleteCollection(sw stateWrite) {
 	t, gr, src, resp := sw.t, sw.gr, sw.src, sw.w.resp
-	if why := r.namespaceRemoved(sw.ev, t); why != "" {
+	if why, settled := r.namespaceRemoved(sw.ev, t); why != "" {
 		// Its response lists what it listed whether it deleted it or not: each item's
 		// delete fails NotFound at validating admission when a policy matches it, and the
-		// store ignores NotFound (helper exAL).
-		r.state.ForgetAll(gr, t.namespace, "deletecollection at "+src+" in a namespace the log removed: "+why)
+		// store ignores NotFound (helper exAL). Given policies matched it, and the namespace
+		// informer no longer held the namespace: it deleted none.
+		if !settled || !sw.matched {
+			r.state.ForgetAll(gr, t.namespace, "deletecollection at "+src+" in a namespace the log removed: "+why)
+		}
 		return
 	}
 	var items []any
