@@ -397,45 +397,54 @@ func (e *Evaluator) runnable(a admission.Attributes, o admission.ObjectInterface
 	return out
 }
 
-// conditionedOnObject is runnable without the hooks whose policies' match conditions read
-// neither object nor oldObject, which no mutation changes: whether such a hook runs does not
-// depend on the order (a copy; nil for nil).
+// conditionedOnObject is runnable without the hooks that run or not alike in every order
+// (orderFree): a copy; nil for nil.
 func (e *Evaluator) conditionedOnObject(runnable []bool) []bool {
 	if runnable == nil {
 		return nil
 	}
 	out := slices.Clone(runnable)
 	for i, h := range e.mhooks {
-		if out[i] && !e.mpolicies[h.Policy.Name].conditionsReadObject {
-			out[i] = false
-		}
+		out[i] = out[i] && !e.orderFree(h)
 	}
 	return out
 }
 
-// ranOrObjectConditioned is runnable without the hooks that did not run (invoked, by a
-// dispatch that ran every hook) and whose policies' match conditions read neither object nor
-// oldObject: what kept them from running (a match condition false on the request, the
-// params, the authorizer; a param not found) is the same in every order (a copy).
+// ranOrObjectConditioned is runnable without the order-free hooks (orderFree) that did not run
+// (invoked, by a dispatch that ran every hook): what kept them from running (a match
+// condition false on the request, the params, the authorizer; a param not found) is the same
+// in every order (a copy).
 func (e *Evaluator) ranOrObjectConditioned(runnable []bool, invoked []Change) []bool {
 	if runnable == nil {
 		return nil
 	}
 	out := slices.Clone(runnable)
 	for i, h := range e.mhooks {
-		if !out[i] || e.mpolicies[h.Policy.Name].conditionsReadObject {
-			continue
+		if out[i] && e.orderFree(h) {
+			out[i] = slices.ContainsFunc(invoked, func(c Change) bool { return c.Policy == h.Policy.Name && c.Binding == h.Bindings[0].Name })
 		}
-		ran := false
-		for _, c := range invoked {
-			if c.Policy == h.Policy.Name && c.Binding == h.Bindings[0].Name {
-				ran = true
-				break
-			}
-		}
-		out[i] = ran
 	}
 	return out
+}
+
+// orderFree says whether the hook runs or not cannot depend on what the hooks before it
+// changed: neither its policy's matchConditions nor an objectSelector (its policy's or its
+// binding's, which the dispatcher matches on the object as the hooks before it left it) read
+// the object.
+func (e *Evaluator) orderFree(h mutating.PolicyHook) bool {
+	if e.mpolicies[h.Policy.Name].conditionsReadObject {
+		return false
+	}
+	if mc := h.Policy.Spec.MatchConstraints; mc != nil && !emptySelector(mc.ObjectSelector) {
+		return false
+	}
+	mr := h.Bindings[0].Spec.MatchResources
+	return mr == nil || emptySelector(mr.ObjectSelector)
+}
+
+// emptySelector says whether a label selector selects every object.
+func emptySelector(s *metav1.LabelSelector) bool {
+	return s == nil || len(s.MatchLabels) == 0 && len(s.MatchExpressions) == 0
 }
 
 // maxExploredHooks bounds the policies and bindings whose orders ordersAgree tries (4! = 24).
