@@ -116,6 +116,17 @@ func (convertor) Convert(in, out interface{}, _ interface{}) error {
 	if !ok {
 		return fmt.Errorf("cannot convert to %T", out)
 	}
+	if u, ok := inObj.(*unstructured.Unstructured); ok && kubescheme.Knows(u.GroupVersionKind()) {
+		// A built-in object admission was given as it was encoded (Request.Encoded):
+		// converted as its typed object, which it is a form of.
+		typed, err := toTyped(u, false)
+		if err != nil {
+			return err
+		}
+		if typed != nil {
+			inObj = typed
+		}
+	}
 	_, inUnstructured := inObj.(*unstructured.Unstructured)
 	outU, outUnstructured := outObj.(*unstructured.Unstructured)
 	if !inUnstructured && !outUnstructured {

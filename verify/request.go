@@ -13,6 +13,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	auditinternal "k8s.io/apiserver/pkg/apis/audit"
 	"k8s.io/apiserver/pkg/authentication/user"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 )
 
 // Request is an admission request as the apiserver's handlers build it, before the
@@ -40,6 +41,13 @@ type Request struct {
 	DryRun bool
 	// UserInfo is the requesting user.
 	UserInfo UserInfo
+	// Encoded says that Object is as kube-apiserver encodes a stored object of a built-in kind
+	// (the response of a create or update), decoded as util/json decodes it (integers as
+	// int64): a fixed point of the conversion to its typed object and back, which then changes
+	// nothing of it. Where only validating policies run, admission is given it as it is, as
+	// the apiserver's CEL admission reads an unstructured object; a mutating policy's patch is
+	// applied to the typed object. Ignored for a kind the scheme does not know.
+	Encoded bool
 	// BeforeValidation, when set, is what the handler's store does to the object between
 	// mutating and validating admission (a registry strategy's BeforeCreate or BeforeUpdate):
 	// it is given the admission's object, after the MutatingAdmissionPolicies, and its old
@@ -89,8 +97,12 @@ func (e *Evaluator) attributes(req Request) (*recordingAttributes, error) {
 		}
 	}
 
-	obj, err := requestObject("object", req.Object, kind, !e.dropUnknown, false)
-	if err != nil {
+	var obj runtime.Object
+	var err error
+	if req.Encoded && len(e.mhooks) == 0 && req.BeforeValidation == nil && req.Object != nil &&
+		req.Object.GroupVersionKind() == kind && clientgoscheme.Scheme.Recognizes(kind) {
+		obj = req.Object
+	} else if obj, err = requestObject("object", req.Object, kind, !e.dropUnknown, false); err != nil {
 		return nil, err
 	}
 	old, err := requestObject("oldObject", req.OldObject, kind, !e.dropUnknown, true)

@@ -329,6 +329,11 @@ func (r *Replayer) newObject(b *rebuilt, ev *Event, t target, q url.Values, p st
 			emptiedByStorage(obj.Object, ev.RequestObject) // decodes the request: only where the response holds a null
 		}
 		b.req.Object, b.objectSource = obj, SourceResponse
+		// The response as the server encoded it: admission reads it without the round trip
+		// through its typed object, which changes nothing of it (verify.Request.Encoded).
+		// Not where an export rewrote the event (GKE's entries carry the objects as
+		// protobuf Structs, whose numbers are doubles).
+		b.req.Encoded = !ev.Loss.Any()
 		return
 	}
 	if len(ev.RequestObject) == 0 {
