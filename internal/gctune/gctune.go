@@ -34,19 +34,22 @@ func Limit(live, base uint64) int64 {
 
 // MinBase is the least base Fit sets: what a replay holds whatever its input (the built-in
 // catalog, the compiled policies, the request pipeline).
-const MinBase = 128 << 20
+const MinBase = 64 << 20
 
-// BaseFor is the base for a run that reads about input bytes, up to max: eight times the
+// BaseFor is the base for a run that reads about input bytes, up to max: four times the
 // input (a replay holds a fraction of what it reads, and its collections are not worth their
-// cost until the heap has grown well past it), and at least MinBase. A small input's run then
-// collects before its heap has touched hundreds of fresh pages it does not need.
+// cost until the heap has grown past it), and at least MinBase. A small input's run then
+// collects before its heap has touched hundreds of fresh pages it does not need: on the
+// 2-core machine of BENCHMARKS.md a fresh page costs more than the collection that spares
+// it (a RequestResponse log of 55 MB: 1.6 s at four times against 2.0 to 2.8 s at eight,
+// the system time halved).
 func BaseFor(input, max uint64) uint64 {
 	b := uint64(MinBase)
-	if input > max/8 {
+	if input > max/4 {
 		return max
 	}
-	if 8*input > b {
-		b = 8 * input
+	if 4*input > b {
+		b = 4 * input
 	}
 	return min(b, max)
 }

@@ -67,10 +67,11 @@ func TestBaseFor(t *testing.T) {
 	}{
 		{input: 0, max: 400 * mib, want: MinBase},
 		{input: 2 << 10, max: 400 * mib, want: MinBase},          // one event
-		{input: 20 * mib, max: 400 * mib, want: 160 * mib},       // 10,000 pods
+		{input: 20 * mib, max: 400 * mib, want: 80 * mib},        // 10,000 pods
+		{input: 55 * mib, max: 400 * mib, want: 220 * mib},       // recording a x40
 		{input: 360 * mib, max: 400 * mib, want: 400 * mib},      // a long log: the base it started with
-		{input: math.MaxUint64, max: 400 * mib, want: 400 * mib}, // eight times it would wrap
-		{input: 0, max: 64 * mib, want: 64 * mib},                // never above the start's
+		{input: math.MaxUint64, max: 400 * mib, want: 400 * mib}, // four times it would wrap
+		{input: 0, max: 32 * mib, want: 32 * mib},                // never above the start's
 	} {
 		if got := BaseFor(tc.input, tc.max); got != tc.want {
 			t.Errorf("BaseFor(%d, %d MiB) = %d MiB, want %d MiB", tc.input, tc.max/mib, got/mib, tc.want/mib)
@@ -86,8 +87,8 @@ func TestFit(t *testing.T) {
 	const base = 1 << 40 // far above the test's live heap
 	tu := Start(base)
 	Fit(1 << 30)
-	if l := debug.SetMemoryLimit(-1); l != 8<<30 {
-		t.Errorf("the soft memory limit after Fit(1 GiB) = %d, want 8 GiB", l)
+	if l := debug.SetMemoryLimit(-1); l != 4<<30 {
+		t.Errorf("the soft memory limit after Fit(1 GiB) = %d, want 4 GiB", l)
 	}
 	tu.Stop()
 	before := debug.SetMemoryLimit(-1)
