@@ -770,7 +770,11 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 		if read := dryRunRead(ev, t); read > 0 {
 			j.prior = r.state.PriorRead(t.gvr.GroupResource(), t.namespace, t.name, read, ev.Received())
 		} else {
-			j.prior = r.state.PriorOf(t.gvr.GroupResource(), t.namespace, t.name, storedVersion(d, ev, t), ev.Received(), firstAttempt)
+			uid := ""
+			if resp := writtenResult(d, ev, t); resp != nil {
+				uid = string(resp.GetUID())
+			}
+			j.prior = r.state.PriorOfResult(t.gvr.GroupResource(), t.namespace, t.name, storedVersion(d, ev, t), uid, ev.Received(), firstAttempt)
 		}
 		if j.prior.Raw == nil && j.prior.IfThere != nil && showsThere(ev, t) && (t.op != admission.Delete || r.usesPipeline(ev, t)) &&
 			!ev.Received().IsZero() && ev.Received().After(j.prior.IfThereAfter) {

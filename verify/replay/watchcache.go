@@ -34,7 +34,9 @@ import (
 //
 // When the annotations or warnings depend on the version the first attempt read, the live
 // attempt's are likely (the watch cache holds a write moments after it completed) and the
-// others alternatives, unless the replay checks the log and the annotations the log records for
+// others alternatives, or, when the writes that stored the newer versions were all received
+// after this request was, the version before them (state.Prior.FirstRead: the first attempt
+// read its copy as it began, before they could have been committed); unless the replay checks the log and the annotations the log records for
 // the policies it shows installed agree with one outcome only: the server's own record says
 // which.
 func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, decideOn func(p state.Prior) (*verify.Decision, error)) {
@@ -83,9 +85,24 @@ func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, deci
 	// policies it shows installed published (not the warnings): its annotations choose when
 	// every version is known, and rule out those they contradict.
 	evidence := j.byAnnotations()
+	// The likely world is the live attempt's, unless the writes that stored the newer versions
+	// were all received after this request was (State.FirstRead): it read its copy before
+	// they could have been committed, and that version's outcome is likely.
+	likely := 0
+	if p.FirstRead > 0 && p.FirstRead <= len(p.Stale) {
+		read := p.Stale[p.FirstRead-1].Source
+		for i, o := range outcomes {
+			if o.version == read {
+				likely = i
+			}
+		}
+	}
 	var worlds []decide.World[attemptOutcome]
 	for i, o := range outcomes {
-		w := decide.World[attemptOutcome]{Outcome: o, Decided: true, Likely: i == 0, If: "kube-apiserver's first attempt read its watch cache's copy of " + o.version}
+		w := decide.World[attemptOutcome]{Outcome: o, Decided: true, Likely: i == likely, If: "kube-apiserver's first attempt read its watch cache's copy of " + o.version}
+		if o.version == "" {
+			w.If = "kube-apiserver's first attempt read the version the log's order gives (" + p.Source + ")"
+		}
 		if evidence {
 			w.Evidence = decide.Disagrees
 			if len(checkAnnotations(j.ev, o.annotations, live, j.evidenced)) == 0 {
@@ -123,7 +140,11 @@ func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, deci
 			j.result.firstAnnotations = o.annotations
 			what = "kube-apiserver's first attempt, on its watch cache's copy of " + o.version + "; the decision is the live object's"
 		}
-		out.Notes = append(out.Notes, "the audit annotations the log records are those of "+what)
+		if res.Certainty == decide.Certain {
+			out.Notes = append(out.Notes, "the audit annotations the log records are those of "+what)
+		} else {
+			out.Notes = append(out.Notes, "the audit annotations are likely those of "+what+": the writes that stored the newer versions were received after this request")
+		}
 		if res.Certainty == decide.Certain {
 			return
 		}

@@ -931,3 +931,40 @@ func TestFirstAttemptOnDeletedVersion(t *testing.T) {
 		t.Errorf("the patch (-want +got):\n%s\nnotes: %v", diff, rec.Notes)
 	}
 }
+
+// TestFirstAttemptBeforeWriteReceived: a helper's recording (exAM), cut to one pod: the job
+// controller's patch was received 11.8 ms before the garbage collector's DELETE of the pod
+// was, and completed after it. Its first attempt read the version before the DELETE marked
+// the pod, then tried again on the marked one: the audit event keeps the first attempt's
+// annotations (olddeleting "no"), the likely ones, where the log's order alone would give the
+// marked version's; with the log checked they are certain.
+func TestFirstAttemptBeforeWriteReceived(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join("testdata", "cut", "retry-first-attempt-pod")
+	type outcome struct {
+		Decision     string
+		Certainty    Certainty
+		Published    string // the annotation the record gives
+		Alternatives []string
+	}
+	for _, tc := range []struct {
+		check bool
+		want  outcome
+	}{
+		{false, outcome{Decision: DecisionAdmit, Certainty: CertaintyLikely, Published: "no", Alternatives: []string{"yes"}}},
+		{true, outcome{Decision: DecisionAdmit, Certainty: CertaintyCertain, Published: "no"}},
+	} {
+		recs := replayRecording(t, filepath.Join(dir, "policies.yaml"), filepath.Join(dir, "audit.log.gz"), WithAdmissionPlugins(withoutServiceAccount(t)), WithCheckRecorded(tc.check))
+		rec := recs["f0d36ce6-936a-40d3-897c-3d66068ce231"]
+		if rec == nil {
+			t.Fatal("the patch has no record")
+		}
+		got := outcome{Decision: rec.Decision, Certainty: rec.Certainty, Published: rec.AuditAnnotations["am-pods/olddeleting"]}
+		for _, a := range rec.Alternatives {
+			got.Alternatives = append(got.Alternatives, a.AuditAnnotations["am-pods/olddeleting"])
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("check %v: the patch (-want +got):\n%s\nnotes: %v", tc.check, diff, rec.Notes)
+		}
+	}
+}

@@ -936,8 +936,17 @@ func (r *Replayer) refusedPodDelete(d decoded, ev *Event, t target, j *job) {
 // writtenVersion is the resourceVersion of the object a successful write stored, as its
 // response shows it; 0 when the log does not show it.
 func writtenVersion(d decoded, ev *Event, t target) uint64 {
+	if resp := writtenResult(d, ev, t); resp != nil {
+		return state.ResourceVersion(resp.GetResourceVersion())
+	}
+	return 0
+}
+
+// writtenResult is the object a successful update or patch stored, as its response shows it
+// (its header at least); nil when the log does not show it.
+func writtenResult(d decoded, ev *Event, t target) *unstructured.Unstructured {
 	if c := ev.Code(); c < 200 || c >= 300 || isDryRun(ev) || (ev.Verb != "update" && ev.Verb != "patch" && ev.Verb != "apply") || !hasBody(ev.ResponseObject) {
-		return 0
+		return nil
 	}
 	resp := (*unstructured.Unstructured)(nil)
 	if d.written != nil {
@@ -946,9 +955,9 @@ func writtenVersion(d decoded, ev *Event, t target) uint64 {
 		resp = h
 	}
 	if resp == nil || resp.GetName() != t.name || resp.GetNamespace() != t.namespace {
-		return 0
+		return nil
 	}
-	return state.ResourceVersion(resp.GetResourceVersion())
+	return resp
 }
 
 // storedVersion is writtenVersion, and for a successful DELETE that left its object marked

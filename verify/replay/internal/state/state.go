@@ -133,7 +133,7 @@ func (s *State) ToTheSecond() { s.current.writeSecond = true }
 // (see keptUnknown). The request being applied, if any, is as it was after.
 func (s *State) As(by string, done time.Time, fn func()) {
 	saved := s.current
-	s.current.writeBy, s.current.writeDone, s.current.writeSecond = by, done, false
+	s.current.writeBy, s.current.writeDone, s.current.writeSecond, s.current.received = by, done, false, time.Time{}
 	fn()
 	s.current = saved
 }
@@ -266,6 +266,8 @@ type entry struct {
 	// log says; by is where the log records that write (empty for the snapshot's).
 	done time.Time
 	by   string
+	// received is when the write that stored it was received, when the log says.
+	received time.Time
 	// created says that write created the object.
 	created bool
 	// follows says the write that stored it replaced a version of the object (it was not
@@ -283,6 +285,9 @@ type entry struct {
 	// are when the deletion completed and where the log records it.
 	deletedDone time.Time
 	deletedBy   string
+	// deletedRV is the deletion's own revision, when its response shows it (DeleteAt, exact):
+	// a write whose result is after it was committed after the deletion.
+	deletedRV uint64
 	// unmarked is the JSON of the version the object has unless a refused DELETE left it
 	// marked deleted, which raw is (see Replayer.refusedPodDelete); nil otherwise.
 	unmarked []byte
@@ -656,7 +661,7 @@ func (s *State) store(gr schema.GroupResource, u *unstructured.Unstructured, raw
 		return nil
 	}
 	k := ObjectKey{u.GetNamespace(), u.GetName()}
-	e := &entry{Raw: raw, rv: rv, Labels: labels.Set(u.GetLabels()), Source: source, by: s.current.writeBy, created: s.current.creating}
+	e := &entry{Raw: raw, rv: rv, Labels: labels.Set(u.GetLabels()), Source: source, by: s.current.writeBy, received: s.current.received, created: s.current.creating}
 	old := s.bucket(gr)[k]
 	if old == nil && rv > 0 && rv <= s.gone.m[ReplacedKey{gr, k}] {
 		// Stored before a deletion the log records first (etcd's revisions order them):
@@ -1054,6 +1059,9 @@ func (s *State) DeleteAt(gr schema.GroupResource, gvk schema.GroupVersionKind, n
 		return
 	}
 	s.remove(gr, k, old)
+	if d := s.deleted.m[ReplacedKey{gr, k}]; exact && gone > 0 && d != nil && d.deletedBy == s.current.writeBy && d.deletedDone.Equal(s.current.writeDone) {
+		d.deletedRV = gone
+	}
 }
 
 // remove removes the object k, whose entry is old (nil when the State has none).
@@ -1170,6 +1178,11 @@ type Prior struct {
 	// empty when it read this one.
 	Stale        []Prior
 	StaleUnknown string
+	// FirstRead is which version the request's first attempt most likely read: 0 for this
+	// one, k for Stale[k-1], when the writes that stored the newer ones were all received
+	// after the request was: it read the object before they could have been committed (the
+	// store's first attempt reads its watch cache's copy as it begins).
+	FirstRead int
 	// IfThere is the object a request that shows it was there read (see GoneOrMarked): nil
 	// unless a deletion the log does not show the result of may have removed it.
 	IfThere *Prior
@@ -1220,9 +1233,11 @@ func (l *latest[V]) put(k ReplacedKey, v V) {
 // deletedVersion is the version of a deleted object at or before rv, for a request the log
 // records after the deletion whose result has resourceVersion rv: it was committed before the
 // deletion, or changed nothing (a dry run, a write of what was stored), and read that
-// version. nil when the State does not remember one.
+// version. nil when the State does not remember one, or when rv is after the deletion's own
+// revision: the write was committed after the deletion, and created the object again (an
+// apply, an update of a kind that creates on update, whose 201 an export may have lost).
 func (s *State) deletedVersion(gr schema.GroupResource, k ObjectKey, rv uint64) *entry {
-	if e := s.deleted.m[ReplacedKey{gr, k}]; e != nil && e.rv > 0 && e.rv <= rv {
+	if e := s.deleted.m[ReplacedKey{gr, k}]; e != nil && e.rv > 0 && e.rv <= rv && (e.deletedRV == 0 || rv < e.deletedRV) {
 		return e
 	}
 	return nil
@@ -1286,11 +1301,17 @@ func (s *State) restatedVersion(gr schema.GroupResource, k ObjectKey, e *entry, 
 // which admission saw on its first attempt as well. With firstAttempt, it also says which
 // versions the server's first attempt may have read from its watch cache (staleOf).
 func (s *State) PriorOf(gr schema.GroupResource, namespace, name string, rv uint64, received time.Time, firstAttempt bool) Prior {
+	return s.PriorOfResult(gr, namespace, name, rv, "", received, firstAttempt)
+}
+
+// PriorOfResult is PriorOf where the write's result also shows the object's uid: a deleted
+// version of another uid is not the one it read (it created the object again).
+func (s *State) PriorOfResult(gr schema.GroupResource, namespace, name string, rv uint64, uid string, received time.Time, firstAttempt bool) Prior {
 	gr = StorageOf(gr)
 	p := s.Prior(gr, namespace, name)
 	e := s.Objects[gr][ObjectKey{namespace, name}]
 	if e == nil && rv != 0 {
-		if d := s.deletedVersion(gr, ObjectKey{namespace, name}, rv); d != nil {
+		if d := s.deletedVersion(gr, ObjectKey{namespace, name}, rv); d != nil && (uid == "" || rawUID(d.Raw) == "" || rawUID(d.Raw) == uid) {
 			p.Found, p.Raw, p.Unknowns, p.RV, p.Unknown = true, d.Raw, d.unknowns, d.rv, ""
 			p.Source = d.Source + fmt.Sprintf(" (deleted by a request the log records before this one; this one's result, resourceVersion %d, says it read this version, or changed it before the deletion)", rv)
 			return p
@@ -1511,7 +1532,9 @@ func (s *State) staleOf(p *Prior, gr schema.GroupResource, namespace, name strin
 
 // staleFrom is staleOf from the version cur, the one the request's last attempt read.
 func (s *State) staleFrom(p *Prior, k ReplacedKey, cur *entry, received time.Time) {
+	before := true // every write from cur on was received after the request
 	for cur != nil && cur.follows && !cur.done.IsZero() && !received.IsZero() && received.Sub(cur.done) < s.Lag {
+		before = before && cur.received.After(received)
 		gap := received.Sub(cur.done).Round(time.Microsecond)
 		var r *replacedEntry
 		for i, c := range s.replaced[k] {
@@ -1520,12 +1543,15 @@ func (s *State) staleFrom(p *Prior, k ReplacedKey, cur *entry, received time.Tim
 			}
 		}
 		if r == nil || r.e.Raw == nil || len(p.Stale) == maxReplacedPerObject {
-			p.Stale = nil
+			p.Stale, p.FirstRead = nil, 0
 			p.StaleUnknown = fmt.Sprintf("the write at %s completed %s, and the version it replaced is not known", cur.Source, sinceReceived(gap))
 			return
 		}
 		p.Stale = append(p.Stale, Prior{Kept: p.Kept, Found: true, Complete: p.Complete, Raw: r.e.Raw, RV: r.e.rv, Unknowns: r.e.unknowns,
 			Source: fmt.Sprintf("%s (the version the write at %s, completed %s, replaced)", r.e.Source, cur.Source, sinceReceived(gap))})
+		if before {
+			p.FirstRead = len(p.Stale)
+		}
 		cur = r.e
 	}
 }
@@ -1600,10 +1626,10 @@ func (p Prior) AskedFor(rv uint64) Prior {
 	case rv == 0 || !p.OtherVersionRead():
 		return p
 	case p.RV == rv:
-		p.Stale, p.StaleUnknown, p.RacedBy, p.RacedFrom = nil, "", "", nil
+		p.Stale, p.StaleUnknown, p.RacedBy, p.RacedFrom, p.FirstRead = nil, "", "", nil, 0
 		return p
 	}
-	p.Stale = slices.DeleteFunc(slices.Clone(p.Stale), func(sp Prior) bool { return sp.RV != 0 && sp.RV != rv })
+	p.Stale, p.FirstRead = slices.DeleteFunc(slices.Clone(p.Stale), func(sp Prior) bool { return sp.RV != 0 && sp.RV != rv }), 0
 	return p
 }
 
@@ -1633,7 +1659,7 @@ func (p Prior) AdmittedOn(rv uint64) Prior {
 // WithoutVersion is p where the version of the object the request read is not known, and why:
 // neither the State's nor any other it may have read first (Stale, RacedFrom, IfThere).
 func (p Prior) WithoutVersion(why string) Prior {
-	p.Raw, p.Unknowns, p.Stale, p.StaleUnknown, p.RacedBy, p.RacedFrom, p.IfThere = nil, nil, nil, "", "", nil, nil
+	p.Raw, p.Unknowns, p.Stale, p.StaleUnknown, p.RacedBy, p.RacedFrom, p.IfThere, p.FirstRead = nil, nil, nil, "", "", nil, nil, 0
 	p.Unknown = why
 	return p
 }
@@ -1825,4 +1851,17 @@ func (tw TypedWrite) Version() string {
 		return "the version it wrote"
 	}
 	return "the version before it"
+}
+
+// rawUID is the uid of the object whose JSON raw is, "" when it has none or does not decode.
+func rawUID(raw []byte) string {
+	var o struct {
+		Metadata struct {
+			UID string `json:"uid"`
+		} `json:"metadata"`
+	}
+	if json.Unmarshal(raw, &o) != nil {
+		return ""
+	}
+	return o.Metadata.UID
 }
