@@ -1,7 +1,16 @@
 package replay
 
 import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
@@ -39,6 +48,84 @@ func TestNumbersUnsaid(t *testing.T) {
 			ev := &Event{Verb: tc.verb, UserAgent: tc.ua, RequestURI: tc.uri}
 			if got := numbersUnsaid(ev, tc.t); got != tc.wantDoubt {
 				t.Errorf("numbersUnsaid(%s by %q) = %v, want %v", tc.verb, tc.ua, got, tc.wantDoubt)
+			}
+		})
+	}
+}
+
+// TestNumbersAuthorizerAsked: a policy that asks the authorizer beside a condition that
+// settles the validation (random parity c:648): the create with its whole numbers as doubles
+// asks the same check, whose answer the log does not hold, and decides alike whatever it
+// answers: the create is decided, not left to the numbers' type. Where the check's answer
+// decides with the doubles only, the numbers' type is not known.
+func TestNumbersAuthorizerAsked(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join("testdata", "cut", "crd-float-create")
+	// The creates as a user the authorizer answers, not a member of system:masters.
+	zipped, err := os.ReadFile(filepath.Join(dir, "audit.log.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(zipped))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(t.TempDir(), "audit.log")
+	data = bytes.ReplaceAll(data, []byte(`"groups":["system:masters","system:authenticated"]`), []byte(`"groups":["system:authenticated"]`))
+	if err := os.WriteFile(log, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, expression string
+		want             []string // lines 18 and 19: spec.ratio 2, a number
+	}{
+		{"settled beside the check", "authorizer.group('').resource('secrets').namespace('cel-d').check('get').allowed() || request.operation != 'DELETE'",
+			[]string{"18 admit certain ", "19 admit certain "}},
+		{"decided by the check with doubles", "authorizer.group('').resource('secrets').namespace('cel-d').check('get').allowed() || type(object.spec.ratio) == int",
+			[]string{"18 indeterminate indeterminate number-type", "19 indeterminate indeterminate number-type"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			policies := filepath.Join(t.TempDir(), "policies.yaml")
+			if err := os.WriteFile(policies, []byte(`apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: authz-beside
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [exac.io]
+      apiVersions: [v1]
+      operations: [CREATE]
+      resources: [widgets]
+  validations:
+  - expression: "`+tc.expression+`"
+  - expression: "!has(object.spec.ratio) || object.spec.ratio < 5"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: authz-beside
+spec:
+  policyName: authz-beside
+  validationActions: [Deny]
+`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			recs := replayRecording(t, policies, log, WithAdmissionPlugins(withoutServiceAccount(t)))
+			var got []string
+			for _, rec := range recs {
+				if rec.Line == 18 || rec.Line == 19 {
+					got = append(got, fmt.Sprintf("%d %s %s %s", rec.Line, rec.Decision, rec.Certainty, rec.Reason))
+				}
+			}
+			slices.Sort(got)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("the creates of whole numbers (-want +got):\n%s", diff)
 			}
 		})
 	}
