@@ -2,12 +2,11 @@ package replay
 
 import (
 	"bytes"
-	"compress/gzip"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -62,18 +61,7 @@ func TestNumbersAuthorizerAsked(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join("testdata", "cut", "crd-float-create")
 	// The creates as a user the authorizer answers, not a member of system:masters.
-	zipped, err := os.ReadFile(filepath.Join(dir, "audit.log.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(zipped))
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := []byte(strings.Join(gunzipLines(t, filepath.Join(dir, "audit.log.gz")), ""))
 	log := filepath.Join(t.TempDir(), "audit.log")
 	data = bytes.ReplaceAll(data, []byte(`"groups":["system:masters","system:authenticated"]`), []byte(`"groups":["system:authenticated"]`))
 	if err := os.WriteFile(log, data, 0o644); err != nil {

@@ -770,11 +770,12 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 		if read := dryRunRead(ev, t); read > 0 {
 			j.prior = r.state.PriorRead(t.gvr.GroupResource(), t.namespace, t.name, read, ev.Received())
 		} else {
-			uid := ""
-			if resp := writtenResult(d, ev, t); resp != nil {
-				uid = string(resp.GetUID())
+			var rv uint64
+			var uid string
+			if resp := storedResult(d, ev, t); resp != nil {
+				rv, uid = state.ResourceVersion(resp.GetResourceVersion()), string(resp.GetUID())
 			}
-			j.prior = r.state.PriorOfResult(t.gvr.GroupResource(), t.namespace, t.name, storedVersion(d, ev, t), uid, ev.Received(), firstAttempt)
+			j.prior = r.state.PriorOfResult(t.gvr.GroupResource(), t.namespace, t.name, rv, uid, ev.Received(), firstAttempt)
 		}
 		if j.prior.Raw == nil && j.prior.IfThere != nil && showsThere(ev, t) && (t.op != admission.Delete || r.usesPipeline(ev, t)) &&
 			!ev.Received().IsZero() && ev.Received().After(j.prior.IfThereAfter) {

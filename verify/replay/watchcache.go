@@ -85,18 +85,7 @@ func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, deci
 	// policies it shows installed published (not the warnings): its annotations choose when
 	// every version is known, and rule out those they contradict.
 	evidence := j.byAnnotations()
-	// The likely world is the live attempt's, unless the writes that stored the newer versions
-	// were all received after this request was (State.FirstRead): it read its copy before
-	// they could have been committed, and that version's outcome is likely.
-	likely := 0
-	if p.FirstRead > 0 && p.FirstRead <= len(p.Stale) {
-		read := p.Stale[p.FirstRead-1].Source
-		for i, o := range outcomes {
-			if o.version == read {
-				likely = i
-			}
-		}
-	}
+	likely := likelyAttempt(p, outcomes)
 	var worlds []decide.World[attemptOutcome]
 	for i, o := range outcomes {
 		w := decide.World[attemptOutcome]{Outcome: o, Decided: true, Likely: i == likely, If: "kube-apiserver's first attempt read its watch cache's copy of " + o.version}
@@ -150,6 +139,23 @@ func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, deci
 		}
 	}
 	out.likely(publishedAlternatives(out, res.Alternatives)...)
+}
+
+// likelyAttempt is which of the outcomes is likely: the live attempt's (the first), unless the
+// writes that stored the newer versions were all received after this request was
+// (state.Prior.FirstRead): it read its copy before they could have been committed, and that
+// version's outcome is likely (the live one's where that version publishes the same).
+func likelyAttempt(p state.Prior, outcomes []attemptOutcome) int {
+	if p.FirstRead == 0 || p.FirstRead > len(p.Stale) {
+		return 0
+	}
+	read := p.Stale[p.FirstRead-1].Source
+	for i, o := range outcomes {
+		if o.version == read {
+			return i
+		}
+	}
+	return 0
 }
 
 // staleAttemptUnknowns are what a first attempt on an older version of the object, not known

@@ -966,13 +966,21 @@ func writtenResult(d decoded, ev *Event, t target) *unstructured.Unstructured {
 // its object (its response has the deletion's revision) or whose response the log does not
 // hold.
 func storedVersion(d decoded, ev *Event, t target) uint64 {
-	if ev.Verb != "delete" {
-		return writtenVersion(d, ev, t)
-	}
-	if resp := deleteAnswer(d, ev, t); resp != nil && stillExists(resp) {
+	if resp := storedResult(d, ev, t); resp != nil {
 		return state.ResourceVersion(resp.GetResourceVersion())
 	}
 	return 0
+}
+
+// storedResult is the object whose resourceVersion storedVersion gives, nil where it gives 0.
+func storedResult(d decoded, ev *Event, t target) *unstructured.Unstructured {
+	if ev.Verb != "delete" {
+		return writtenResult(d, ev, t)
+	}
+	if resp := deleteAnswer(d, ev, t); resp != nil && stillExists(resp) {
+		return resp
+	}
+	return nil
 }
 
 // deleteAnswer is the object a successful DELETE answered with, when it answered with its

@@ -1009,7 +1009,7 @@ func (s *State) DeleteUID(gr schema.GroupResource, gvk schema.GroupVersionKind, 
 		case uid == "" || m.Metadata.UID == "":
 			s.unknownAfter(StorageOf(gr), k, old, "the deletion")
 		case s.keep(StorageOf(gr)):
-			s.remove(StorageOf(gr), k, old) // what the create made
+			s.remove(StorageOf(gr), k, old, 0) // what the create made
 		}
 		return
 	}
@@ -1058,20 +1058,21 @@ func (s *State) DeleteAt(gr schema.GroupResource, gvk schema.GroupVersionKind, n
 	if old != nil && (old.Raw == nil || old.created) && s.keptUnknown(gr, k, old, "the deletion") {
 		return
 	}
-	s.remove(gr, k, old)
-	if d := s.deleted.m[ReplacedKey{gr, k}]; exact && gone > 0 && d != nil && d.deletedBy == s.current.writeBy && d.deletedDone.Equal(s.current.writeDone) {
-		d.deletedRV = gone
+	if !exact {
+		gone = 0
 	}
+	s.remove(gr, k, old, gone)
 }
 
-// remove removes the object k, whose entry is old (nil when the State has none).
-func (s *State) remove(gr schema.GroupResource, k ObjectKey, old *entry) {
+// remove removes the object k, whose entry is old (nil when the State has none), by a
+// deletion whose own revision is rv (0 when not known).
+func (s *State) remove(gr schema.GroupResource, k ObjectKey, old *entry, rv uint64) {
 	s.deletions.put(ReplacedKey{gr, k}, deletion{done: s.current.writeDone, by: s.current.writeBy})
 	if old != nil && old.Raw != nil && old.rv > 0 {
 		// A request the log records after the deletion may have read it (deletedVersion, or a
 		// request that ran concurrently with the deletion: concurrent).
 		d := *old
-		d.deletedDone, d.deletedBy = s.current.writeDone, s.current.writeBy
+		d.deletedDone, d.deletedBy, d.deletedRV = s.current.writeDone, s.current.writeBy, rv
 		s.deleted.put(ReplacedKey{gr, k}, &d)
 	}
 	delete(s.Objects[gr], k)
@@ -1311,7 +1312,7 @@ func (s *State) PriorOfResult(gr schema.GroupResource, namespace, name string, r
 	p := s.Prior(gr, namespace, name)
 	e := s.Objects[gr][ObjectKey{namespace, name}]
 	if e == nil && rv != 0 {
-		if d := s.deletedVersion(gr, ObjectKey{namespace, name}, rv); d != nil && (uid == "" || rawUID(d.Raw) == "" || rawUID(d.Raw) == uid) {
+		if d := s.deletedVersion(gr, ObjectKey{namespace, name}, rv); d != nil && (uid == "" || sameUID(d.Raw, uid)) {
 			p.Found, p.Raw, p.Unknowns, p.RV, p.Unknown = true, d.Raw, d.unknowns, d.rv, ""
 			p.Source = d.Source + fmt.Sprintf(" (deleted by a request the log records before this one; this one's result, resourceVersion %d, says it read this version, or changed it before the deletion)", rv)
 			return p
@@ -1853,15 +1854,12 @@ func (tw TypedWrite) Version() string {
 	return "the version before it"
 }
 
-// rawUID is the uid of the object whose JSON raw is, "" when it has none or does not decode.
-func rawUID(raw []byte) string {
+// sameUID says whether the object whose JSON raw is has the uid, or none the JSON says.
+func sameUID(raw []byte, uid string) bool {
 	var o struct {
 		Metadata struct {
 			UID string `json:"uid"`
 		} `json:"metadata"`
 	}
-	if json.Unmarshal(raw, &o) != nil {
-		return ""
-	}
-	return o.Metadata.UID
+	return json.Unmarshal(raw, &o) != nil || o.Metadata.UID == "" || o.Metadata.UID == uid
 }

@@ -398,3 +398,44 @@ func TestPutPartlyAtReplaces(t *testing.T) {
 		t.Errorf("the State holds %s with %d unknowns, want the object put back with its one", p.Raw, len(p.Unknowns))
 	}
 }
+
+// TestDeletedVersionRead: a write the log records after a deletion, whose result's
+// resourceVersion is after the deleted version's, read that version (it committed before the
+// deletion) unless its result is after the deletion's own revision or of another uid: then it
+// created the object again.
+func TestDeletedVersionRead(t *testing.T) {
+	gr := schema.GroupResource{Resource: "configmaps"}
+	for _, tc := range []struct {
+		name      string
+		deletedAt uint64 // the deletion's revision its response shows; 0: a Status
+		rv        uint64 // the write's result
+		uid       string
+		wantFound bool
+	}{
+		{"committed before the deletion", 0, 11, "u1", true},
+		{"the uid not said", 0, 11, "", true},
+		{"another uid: created again", 0, 11, "u2", false},
+		{"before the deletion's revision", 12, 11, "u1", true},
+		{"after the deletion's revision: created again", 12, 13, "u1", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewState(meta.NewDefaultRESTMapper(nil), func(schema.GroupResource) bool { return true }, func(schema.GroupResource) bool { return false })
+			u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+				"metadata": map[string]any{"namespace": "ns", "name": "cm", "uid": "u1", "resourceVersion": "10"}}}
+			raw, err := u.MarshalJSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.PutRaw(gr, u, raw, nil, "audit.log:1"); err != nil {
+				t.Fatal(err)
+			}
+			s.BeginWrite(false, time.Time{}, time.Time{}, "audit.log:2")
+			s.DeleteAt(gr, u.GroupVersionKind(), "ns", "cm", tc.deletedAt, tc.deletedAt > 0)
+			s.EndWrite()
+			p := s.PriorOfResult(gr, "ns", "cm", tc.rv, tc.uid, time.Time{}, false)
+			if p.Found != tc.wantFound {
+				t.Errorf("PriorOfResult(rv %d, uid %q) after a deletion at %d: found %v (%s), want %v", tc.rv, tc.uid, tc.deletedAt, p.Found, p.Source, tc.wantFound)
+			}
+		})
+	}
+}
