@@ -1079,8 +1079,9 @@ func (r *Replayer) dependsOnUnknownIn(j *job, calls []admitted, butAnnotations b
 		if len(c.unknowns) == 0 {
 			continue
 		}
+		unknowns := selectedNamespaceUnknowns(j.t, c.unknowns)
 		var shapes []vapccel.Unknown // the unknowns whose shape is not known either (see readsOf)
-		for _, u := range c.unknowns {
+		for _, u := range unknowns {
 			if !u.ValueOnly {
 				shapes = append(shapes, u)
 			}
@@ -1090,9 +1091,9 @@ func (r *Replayer) dependsOnUnknownIn(j *job, calls []admitted, butAnnotations b
 			if !ok {
 				continue
 			}
-			read, u, dep := reads.DependsOn(c.unknowns)
-			if !dep || r.skippedIndependently(p, c.dec, c.unknowns, j.t.gvr.GroupResource() == state.NamespacesGR) ||
-				butAnnotations && r.unknownAnnotationsOnly(p, c.dec, c.unknowns, shapes) {
+			read, u, dep := reads.DependsOn(unknowns)
+			if !dep || r.skippedIndependently(p, c.dec, unknowns, j.t.gvr.GroupResource() == state.NamespacesGR) ||
+				butAnnotations && r.unknownAnnotationsOnly(p, c.dec, unknowns, shapes) {
 				continue
 			}
 			reason := ReasonUnknownField
@@ -1106,6 +1107,38 @@ func (r *Replayer) dependsOnUnknownIn(j *job, calls []admitted, butAnnotations b
 		}
 	}
 	return undecided{}
+}
+
+// selectedNamespaceUnknowns are the unknowns, and for a namespace's own create or update, what
+// of its object's labels is not known as the namespace's labels (namespaceObject) too: the
+// apiserver's matcher reads a namespace selector on the request's object there
+// (namespace.Matcher.GetNamespaceLabels), where vapccel.SelectorReads names namespaceObject.
+// (A CEL read of namespaceObject, the stored namespace, then counts too: conservative.)
+// Random parity c:652: a Metadata-level patch that removed the label a binding's selector
+// named was decided as matched, certain.
+func selectedNamespaceUnknowns(t target, unknowns []vapccel.Unknown) []vapccel.Unknown {
+	if t.gvr.GroupResource() != state.NamespacesGR || t.sub != "" || (t.op != admission.Create && t.op != admission.Update) {
+		return unknowns
+	}
+	labels := []string{"metadata", "labels"}
+	var out []vapccel.Unknown
+	for _, u := range unknowns {
+		steps := u.Path.Steps
+		n := min(len(steps), len(labels))
+		if u.Path.Root == "object" && slices.Equal(steps[:n], labels[:n]) {
+			if out == nil {
+				out = slices.Clone(unknowns)
+			}
+			ns := u
+			ns.Path = vapccel.FieldPath{Root: "namespaceObject", Steps: steps}
+			ns.Why = u.Why + " (a namespace selector matches a namespace's own request on its object's labels)"
+			out = append(out, ns)
+		}
+	}
+	if out == nil {
+		return unknowns
+	}
+	return out
 }
 
 // readsOf is what a policy read in a decision, of unknown fields: all it reads, but the
