@@ -2493,3 +2493,40 @@ func TestNamespaceSelectorOwnLabels(t *testing.T) {
 		})
 	}
 }
+
+// TestParamNotFoundReadsNothing: a binding that found no params, its parameterNotFoundAction
+// Allow, admits without evaluating the policy (the dispatcher collects params before the
+// matchConditions run): what the replay does not know of the request does not decide it.
+// Cluster traffic's replicaset-controller DELETE of a pod the log did not know was
+// indeterminate, the Kosmos guard's matchCondition reading request.options, although the
+// snapshot's nodes held no Kosmos node. Without the snapshot the nodes are not all known: a
+// Kosmos node may have been a param.
+func TestParamNotFoundReadsNothing(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("kosmos", "pods", admissionregistrationv1.Delete, nil, "params.metadata.name != 'x'")
+	p.Spec.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "Node"}
+	p.Spec.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "no-uid", Expression: "!has(request.options) || !has(request.options.preconditions)"}}
+	b.Spec.ParamRef = &admissionregistrationv1.ParamRef{
+		Selector:                &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kosmos.io/node", Operator: metav1.LabelSelectorOpExists}}},
+		ParameterNotFoundAction: ptr.To(admissionregistrationv1.AllowAction),
+	}
+	node := map[string]any{"apiVersion": "v1", "kind": "Node", "metadata": map[string]any{"name": "n1", "uid": "n1-uid", "resourceVersion": "5"}}
+	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1", "uid": "ns-uid", "resourceVersion": "3"}}
+	status := map[string]any{"kind": "Status", "apiVersion": "v1", "status": "Success", "details": map[string]any{"name": "web-1", "kind": "pods", "uid": "pod-uid"}}
+	for _, tc := range []struct {
+		name     string
+		snapshot []any
+		want     string
+	}{
+		{"every node known", []any{node, ns}, DecisionAdmit},
+		{"the nodes not known", nil, DecisionIndeterminate},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, recs := replayLinesWith(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, tc.snapshot,
+				levelEvent(t, "0", auditlog.LevelRequestResponse, "delete", "pods", "ns1", "web-1", 200, "", nil, status))
+			if rec := recs["0"]; rec == nil || rec.Decision != tc.want {
+				t.Errorf("the DELETE: %s, want %s", describeRecord(rec), tc.want)
+			}
+		})
+	}
+}

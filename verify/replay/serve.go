@@ -1231,7 +1231,8 @@ func failedValidation(dec *verify.Decision, policy string, i int) bool {
 }
 
 // skippedIndependently says whether every evaluation of the policy in the decision was skipped
-// by a matchCondition that reads none of the unknown fields, or the policy matched none of its
+// by a matchCondition that reads none of the unknown fields or admitted for want of params
+// (parameterNotFoundAction Allow), or the policy matched none of its
 // bindings (a namespace selector the namespace's labels do not match, an object selector), and
 // nothing that selects it reads them either. A namespace's own request is matched on its
 // object's labels by namespace selectors too: there none counts as matched on what is known.
@@ -1250,6 +1251,13 @@ func (r *Replayer) skippedIndependently(policy string, dec *verify.Decision, unk
 			continue
 		}
 		seen = true
+		if res.Result == verify.ResultAdmit && res.ParamNotFound {
+			// The binding found no params, and its parameterNotFoundAction Allow admitted:
+			// the dispatcher collects params before the matchConditions and validations run,
+			// and evaluated nothing of the request. (Whether the State knows every param is
+			// the params' question: unknownParams.)
+			continue
+		}
 		cond, ok := r.set.conditions[policy][res.MatchCondition]
 		if res.Result != verify.ResultAdmit || res.MatchCondition == "" || !ok {
 			return false
