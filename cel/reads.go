@@ -110,6 +110,10 @@ type Unknown struct {
 	// that the prefix decides (startsWith a literal no longer than it, equality with one that
 	// does not begin with it) reads nothing unknown.
 	Prefix string
+	// Known are fields within Path, by their steps from the root, that are known all the
+	// same: a read within one of them reads nothing unknown (a namespace the replay does not
+	// know has its name, and its kubernetes.io/metadata.name label is its name).
+	Known [][]string
 }
 
 // decidedByPrefix says whether a comparison of a string that begins with prefix, the rest
@@ -149,6 +153,11 @@ func (r Reads) DependsOn(unknowns []Unknown) (read Read, unknown Unknown, ok boo
 func overlaps(r Read, u Unknown) bool {
 	if r.Path.Root != u.Path.Root {
 		return false
+	}
+	for _, k := range u.Known {
+		if len(r.Path.Steps) >= len(k) && slices.Equal(r.Path.Steps[:len(k)], k) {
+			return false
+		}
 	}
 	a, b := r.Path.Steps, u.Path.Steps
 	n := min(len(a), len(b))
@@ -266,8 +275,8 @@ func policyReads(p *admissionregistrationv1.ValidatingAdmissionPolicy, bindings 
 // object and oldObject its and its bindings' object selectors name, and the labels of the
 // namespace (namespaceObject) when one has a namespace selector that selects on some.
 func SelectorReads(p *admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) Reads {
-	selectsNamespace := false
-	var keys []string // the object labels the object selectors read
+	var keys []string   // the object labels the object selectors read
+	var nsKeys []string // the namespace labels the namespace selectors read
 	add := func(mr *admissionregistrationv1.MatchResources) {
 		if mr == nil {
 			return
@@ -282,8 +291,15 @@ func SelectorReads(p *admissionregistrationv1.ValidatingAdmissionPolicy, binding
 				keys = append(keys, e.Key)
 			}
 		}
-		if ns := mr.NamespaceSelector; ns != nil && (len(ns.MatchLabels) > 0 || len(ns.MatchExpressions) > 0) {
-			selectsNamespace = true
+		// A namespace selector reads the namespace's labels of its keys only, as an object
+		// selector reads the object's (labels.Selector.Matches).
+		if ns := mr.NamespaceSelector; ns != nil {
+			for k := range ns.MatchLabels {
+				nsKeys = append(nsKeys, k)
+			}
+			for _, e := range ns.MatchExpressions {
+				nsKeys = append(nsKeys, e.Key)
+			}
 		}
 	}
 	add(p.Spec.MatchConstraints)
@@ -299,8 +315,9 @@ func SelectorReads(p *admissionregistrationv1.ValidatingAdmissionPolicy, binding
 			out.Reads = append(out.Reads, Read{Path: FieldPath{Root: root, Steps: []string{"metadata", "labels", k}}})
 		}
 	}
-	if selectsNamespace {
-		out.Reads = append(out.Reads, Read{Path: FieldPath{Root: "namespaceObject", Steps: []string{"metadata", "labels"}}})
+	slices.Sort(nsKeys)
+	for _, k := range slices.Compact(nsKeys) {
+		out.Reads = append(out.Reads, Read{Path: FieldPath{Root: "namespaceObject", Steps: []string{"metadata", "labels", k}}})
 	}
 	return out
 }

@@ -19,6 +19,8 @@ func TestExpressionReads(t *testing.T) {
 	tokenNames := Unknown{Path: FieldPath{Root: "object", Steps: []string{"spec", "volumes", AnyStep, "name"}}, ValueOnly: true, Prefix: "kube-api-access-"}
 	generated := Unknown{Path: FieldPath{Root: "request", Steps: []string{"name"}}, ValueOnly: true, Prefix: "web-"}
 	oldUID := Unknown{Path: FieldPath{Root: "oldObject", Steps: []string{"metadata", "uid"}}, ValueOnly: true}
+	// A namespace known by its name alone.
+	namespaceName := Unknown{Path: FieldPath{Root: "namespaceObject"}, Known: [][]string{{"metadata", "name"}, {"metadata", "labels", "kubernetes.io/metadata.name"}}}
 	tests := []struct {
 		expr    string
 		vars    []NamedExpression
@@ -105,6 +107,13 @@ func TestExpressionReads(t *testing.T) {
 		{"request.name == 'db'", nil, generated, false},
 		{"request.name == 'web-abcde'", nil, generated, true},
 		{"request.name.startsWith('web-a')", nil, generated, true},
+		{"namespaceObject.metadata.name == 'a'", nil, namespaceName, false},
+		{"namespaceObject.metadata.labels['kubernetes.io/metadata.name'] == 'a'", nil, namespaceName, false},
+		{"namespaceObject.metadata.labels['team'] == 'a'", nil, namespaceName, true},
+		{"namespaceObject.metadata.labels.exists(k, k == 'a')", nil, namespaceName, true},
+		{"size(namespaceObject.metadata.labels) == 1", nil, namespaceName, true},
+		{"namespaceObject.status.phase == 'Active'", nil, namespaceName, true},
+		{"namespaceObject.metadata == null", nil, namespaceName, true},
 		// Elsewhere a custom resource's "metadata.labels" may be a list: its elements are read.
 		{"object.spec.x.metadata.labels.exists(k, k == 'a')", nil, Unknown{Path: FieldPath{Root: "object", Steps: []string{"spec", "x", "metadata", "labels", "b"}}, ValueOnly: true}, true},
 	}

@@ -1203,6 +1203,11 @@ func (r *Replayer) dependsOnPartial(policies []string, partials []state.PartialU
 			// The messageExpressions of validations that did not fail read only values there
 			// (readsOf): the decision (nil: not made yet) says which.
 			reads, _ := r.readsOf(p, dec, shapes)
+			if m, ok := r.set.mutating[p]; ok && pu.GR == state.NamespacesGR {
+				// A MutatingAdmissionPolicy's change, which validation then reads, rests on
+				// all it reads of the namespace: its selectors, its expressions.
+				reads = m.reads
+			}
 			if read, u, dep := reads.DependsOn(us); dep {
 				return because(reason, fmt.Sprintf("policy %s reads %s, and %s of %s %s is not known: %s", p, read.Path, u.Path, pu.GR, pu.Key(), u.Why))
 			}

@@ -211,8 +211,8 @@ func TestUnknownNamespaceSelector(t *testing.T) {
 		levelEvent(t, "3", auditlog.LevelRequestResponse, "update", "namespaces", "", "ns1", 200, "", ns, ns),
 		levelEvent(t, "4", auditlog.LevelRequest, "create", "configmaps", "ns1", "cm", 201, "", cm, nil),
 	)
-	if rec := recs["2"]; rec == nil || rec.Decision != DecisionIndeterminate || !strings.HasPrefix(rec.Indeterminate, "namespace-unknown: namespaces ns1 unknown") {
-		t.Errorf("request 2 = %+v, want indeterminate namespace-unknown", rec)
+	if rec := recs["2"]; rec == nil || rec.Decision != DecisionIndeterminate || rec.Reason != ReasonNamespaceUnknown || !strings.Contains(rec.Indeterminate, "namespaces ns1") {
+		t.Errorf("request 2 = %s, want indeterminate namespace-unknown", describeRecord(rec))
 	}
 	if recs["4"] != nil || sum.NotMatched != 3 { // the namespace writes and request 4
 		t.Errorf("request 4 = %+v, not matched %d; want not matched (ns1 has no label guarded)", recs["4"], sum.NotMatched)
@@ -228,7 +228,7 @@ func TestUnknownNamespaceSelector(t *testing.T) {
 // neither decides the same whatever it holds.
 func TestNamespaceReadOnlyBySelectingPolicies(t *testing.T) {
 	t.Parallel()
-	reader, rb := levelPolicy("reader", "configmaps", admissionregistrationv1.Create, nil, "namespaceObject.metadata.name != 'x'")
+	reader, rb := levelPolicy("reader", "configmaps", admissionregistrationv1.Create, nil, "namespaceObject.metadata.?labels.team.orValue('') != 'x'")
 	pods, pb := levelPolicy("pods", "pods", admissionregistrationv1.Delete, nil, "oldObject.metadata.name != 'web'")
 	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "web", "namespace": "ns1"}, "spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "nginx"}}}}
 	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "ns1"}}
@@ -2526,6 +2526,98 @@ func TestParamNotFoundReadsNothing(t *testing.T) {
 				levelEvent(t, "0", auditlog.LevelRequestResponse, "delete", "pods", "ns1", "web-1", 200, "", nil, status))
 			if rec := recs["0"]; rec == nil || rec.Decision != tc.want {
 				t.Errorf("the DELETE: %s, want %s", describeRecord(rec), tc.want)
+			}
+		})
+	}
+}
+
+// TestUnknownNamespaceName: a namespace the replay does not know (never in the log, or
+// written at level Metadata) is known by its name, and by its kubernetes.io/metadata.name
+// label, which is its name in every namespace kube-apiserver stores: a namespace selector on
+// that label (NotIn kube-system, the commonest) and a read of namespaceObject's name decide.
+// Another label, or any other field of it, does not.
+func TestUnknownNamespaceName(t *testing.T) {
+	t.Parallel()
+	nameNotIn := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system"}}}}
+	team := &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
+	nsObj := func(labels map[string]any) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ns1", "uid": "u1", "resourceVersion": "12", "labels": labels}}
+	}
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c1", "namespace": "ns1"}}
+	const denied = `configmaps "c1" is forbidden: ValidatingAdmissionPolicy 'pol' with binding 'pol' denied request: denied by pol`
+	for _, tc := range []struct {
+		name     string
+		selector *metav1.LabelSelector
+		expr     string
+		metadata bool // the namespace was created and then patched at level Metadata; else never in the log
+		want     string
+	}{
+		{"NotIn kube-system, never in the log", nameNotIn, "false", false, DecisionDeny},
+		{"NotIn kube-system, patched at level Metadata", nameNotIn, "false", true, DecisionDeny},
+		{"namespaceObject's name", nil, "namespaceObject.metadata.name != 'ns1'", false, DecisionDeny},
+		{"namespaceObject's name label", nil, "namespaceObject.metadata.labels['kubernetes.io/metadata.name'] != 'ns1'", true, DecisionDeny},
+		{"another label's selector", team, "false", false, DecisionIndeterminate},
+		{"another label's selector, patched at level Metadata", team, "false", true, DecisionIndeterminate},
+		{"namespaceObject's labels", nil, "size(namespaceObject.metadata.labels) == 0", false, DecisionIndeterminate},
+		{"namespaceObject's phase", nil, "namespaceObject.status.phase != 'Active'", true, DecisionIndeterminate},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, b := levelPolicy("pol", "configmaps", admissionregistrationv1.Create, nil, tc.expr)
+			p.Spec.MatchConstraints.NamespaceSelector = tc.selector
+			var lines []string
+			if tc.metadata {
+				lines = append(lines,
+					levelEvent(t, "0", auditlog.LevelRequestResponse, "create", "namespaces", "", "ns1", 201, "", nsObj(map[string]any{"team": "a"}), nsObj(map[string]any{"team": "a", "kubernetes.io/metadata.name": "ns1"})),
+					levelEvent(t, "1", auditlog.LevelMetadata, "patch", "namespaces", "", "ns1", 200, "", nil, nil))
+			}
+			lines = append(lines, levelEvent(t, "2", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "c1", 422, denied, cm, nil))
+			_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, lines...)
+			rec := recs["2"]
+			if rec == nil || rec.Decision != tc.want {
+				t.Fatalf("the create: %s, want %s", describeRecord(rec), tc.want)
+			}
+			if tc.want == DecisionIndeterminate && rec.Reason != ReasonNamespaceUnknown {
+				t.Errorf("the create: %s, want the reason %s", describeRecord(rec), ReasonNamespaceUnknown)
+			}
+		})
+	}
+}
+
+// TestUnknownNamespaceMutatingSelector: a MutatingAdmissionPolicy that selects by a label of a
+// namespace the replay does not know may have changed the object validation reads: the
+// decision is not known (the namespace's name alone does not say whether it selected it).
+// Under failurePolicy Ignore, where what the policy reads does not count for its failures, the
+// replay admitted, certain, where the server's policy marked the object and the validation
+// denied it.
+func TestUnknownNamespaceMutatingSelector(t *testing.T) {
+	t.Parallel()
+	rules := &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+	}}}}
+	for _, tc := range []struct {
+		name     string
+		selector *metav1.LabelSelector
+		want     string
+	}{
+		{"by another label", &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}, DecisionIndeterminate},
+		{"by the name label", &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "app"}}, DecisionDeny},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "marker"},
+				Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{MatchConstraints: rules.DeepCopy(), FailurePolicy: ptr.To(admissionregistrationv1.Ignore),
+					Mutations: []admissionregistrationv1.Mutation{{PatchType: admissionregistrationv1.PatchTypeApplyConfiguration,
+						ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: "Object{metadata: Object.metadata{labels: {'marked': 'true'}}}"}}}}}
+			m.Spec.MatchConstraints.NamespaceSelector = tc.selector
+			mb := &admissionregistrationv1.MutatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "marker"}, Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: "marker"}}
+			p, b := levelPolicy("pol", "configmaps", admissionregistrationv1.Create, nil, "!has(object.metadata.labels) || !('marked' in object.metadata.labels)")
+			cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c1", "namespace": "app"}}
+			const denied = `configmaps "c1" is forbidden: ValidatingAdmissionPolicy 'pol' with binding 'pol' denied request: denied by pol`
+			_, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+				[]Option{WithMutatingPolicies([]*admissionregistrationv1.MutatingAdmissionPolicy{m}, []*admissionregistrationv1.MutatingAdmissionPolicyBinding{mb})},
+				Source{Name: "audit.jsonl", Reader: strings.NewReader(levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "app", "c1", 422, denied, cm, nil) + "\n")})
+			if rec := recs["1"]; rec == nil || rec.Decision != tc.want {
+				t.Errorf("the create: %s, want %s", describeRecord(rec), tc.want)
 			}
 		})
 	}

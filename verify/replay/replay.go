@@ -817,6 +817,8 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	}
 	// An unknown namespace is a miss only when a matched policy selects or reads it.
 	j.view = r.state.View(ep.scope.readNamespaces(policies))
+	// A namespace the State does not know is known by its name, but where it may be a param.
+	j.view.NamespaceNames = !ep.scope.params[state.NamespacesGR]
 	j.view.Unknown = unknownParams
 	j.view.Reread = r.paramRereads(policies, ev)
 	r.beforeSnapshot(j)

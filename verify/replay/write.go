@@ -351,7 +351,8 @@ func (r *Replayer) applyUpdate(ctx context.Context, sw stateWrite) {
 		if r.statusWritten(ctx, sw) || r.followCustomCreate(sw, src) || r.followCustomUpdate(sw, src) {
 			break
 		}
-		r.state.Forget(gr, t.mainKind, t.namespace, t.name, why)
+		// The write succeeded: the object is there.
+		r.state.ForgetWritten(gr, t.mainKind, t.namespace, t.name, why)
 	case t.op == admission.Create:
 		// A create leaves every other object as it was, and never takes the name of one that
 		// exists: the objects the State knows stay, and it no longer knows them all.

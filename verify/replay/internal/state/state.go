@@ -910,6 +910,16 @@ func (s *State) View(readsNamespaces bool) *StateView {
 
 // Forget records that the object's state is not known from now on, and why.
 func (s *State) Forget(gr schema.GroupResource, gvk schema.GroupVersionKind, namespace, name, why string) {
+	s.forget(gr, namespace, name, why, false)
+}
+
+// ForgetWritten is Forget for an object a write the log shows succeeded left in place (an
+// update or patch whose result the log does not hold): it exists, its content is not known.
+func (s *State) ForgetWritten(gr schema.GroupResource, gvk schema.GroupVersionKind, namespace, name, why string) {
+	s.forget(gr, namespace, name, why, true)
+}
+
+func (s *State) forget(gr schema.GroupResource, namespace, name, why string, exists bool) {
 	gr = StorageOf(gr)
 	if !s.keep(gr) {
 		return
@@ -921,7 +931,7 @@ func (s *State) Forget(gr schema.GroupResource, gvk schema.GroupVersionKind, nam
 	// (store).
 	s.bucket(gr)[ObjectKey{namespace, name}] = &entry{Unknown: why, Source: why, done: s.current.writeDone, by: s.current.writeBy, created: s.current.creating}
 	if s.typedKinds(gr) {
-		s.setTyped(gr, ObjectKey{namespace, name}, typedEntry{unknown: why}, true)
+		s.setTyped(gr, ObjectKey{namespace, name}, typedEntry{unknown: why, exists: exists}, true)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
@@ -46,6 +47,8 @@ type typedEntry struct {
 	Obj     *lazyObject                 // nil when unknown
 	labels  labels.Set
 	unknown string
+	// exists says an unknown object exists all the same (ForgetWritten).
+	exists bool
 	// Unknowns are the fields of a known object whose values are not known (see partialUse).
 	Unknowns []vapccel.Unknown
 }
@@ -250,6 +253,11 @@ type StateView struct {
 	// unknown namespace a miss (the evaluator otherwise assumes the namespace exists, as it
 	// must).
 	readsNamespaces bool
+	// NamespaceNames says that a namespace the View does not know is known by its name all
+	// the same, when no policy takes namespaces as params: a Get of it is a partial use
+	// (namespaceSkeleton), not a miss, and the evaluator reads it as a namespace of its name
+	// and label alone (verify's implicit namespace).
+	NamespaceNames bool
 	// Unknown are the resources none of whose objects are known, and why: every read of them
 	// is a miss.
 	Unknown map[schema.GroupResource]string
@@ -482,6 +490,10 @@ func (v *StateView) Get(gvr schema.GroupVersionResource, namespace, name string)
 		return nil, apierrors.NewNotFound(gr, name) // before the write created it
 	}
 	switch {
+	case ok && e.Obj == nil && e.exists && gr == NamespacesGR && v.NamespaceNames:
+		if v.counts(gr) {
+			v.Partials = append(v.Partials, PartialUse{GR: gr, Obj: ObjectKey{namespace, name}, Unknowns: namespaceSkeleton(e.unknown)})
+		}
 	case ok && e.Obj == nil:
 		if v.counts(gr) {
 			v.miss(gr, "%s unknown: %s", JoinKey(namespace, name), e.unknown)
@@ -505,6 +517,8 @@ func (v *StateView) Get(gvr schema.GroupVersionResource, namespace, name string)
 			}
 			return o, nil
 		}
+	case !v.isComplete(gr) && v.counts(gr) && gr == NamespacesGR && v.NamespaceNames:
+		v.Partials = append(v.Partials, PartialUse{GR: gr, Obj: ObjectKey{namespace, name}, Unknowns: namespaceSkeleton("not in the snapshot or the log")})
 	case !v.isComplete(gr) && v.counts(gr):
 		v.miss(gr, "%s not known (not in the snapshot or the log)", JoinKey(namespace, name))
 	}
@@ -512,6 +526,22 @@ func (v *StateView) Get(gvr schema.GroupVersionResource, namespace, name string)
 		return o, nil
 	}
 	return nil, apierrors.NewNotFound(gr, name)
+}
+
+// namespaceSkeleton is what is not known of a namespace the View does not know (one the log
+// and the snapshot do not hold, or one a write left in place that the log holds without its
+// result: not one a deletion may have removed), read by a request in it: all but its name and
+// its kubernetes.io/metadata.name label, which is its
+// name (kube-apiserver's namespace strategy sets it on every create and update, and the
+// defaulting of v1 on every read: SetDefaults_Namespace), and its apiVersion and kind. That
+// it exists the request shows: one in a namespace that does not exist fails before
+// validating admission (the NamespaceLifecycle plugin), and the evaluator reads it as a
+// namespace of that name and label only. A namespace selector on the label (NotIn
+// kube-system, the commonest) then decides.
+func namespaceSkeleton(why string) []vapccel.Unknown {
+	return []vapccel.Unknown{{Why: why, Known: [][]string{
+		{"apiVersion"}, {"kind"}, {"metadata", "name"}, {"metadata", "labels", corev1.LabelMetadataName},
+	}}}
 }
 
 // List implements verify.ObjectStore.
