@@ -1964,9 +1964,10 @@ func (w *randomWorld) checkWarnings(byID map[string]*replay.Record, from int) {
 		if rec != nil {
 			if rec.Line < from || rec.Decision == replay.DecisionIndeterminate || rec.Recorded == replay.RecordedUnknown ||
 				(rec.Recorded == replay.RecordedDeny && !strings.HasPrefix(rec.RecordedBy, "ValidatingAdmissionPolicy")) ||
-				slices.Contains(rec.Notes, replay.UnknownWarningsNote) {
+				slices.Contains(rec.Notes, replay.UnknownWarningsNote) || slices.Contains(rec.Notes, replay.MapOrderWarningsNote) {
 				// Not evaluated, or another admission plugin refused it, maybe before the
-				// policies ran; or its warnings are not known (a binding created moments before).
+				// policies ran; or its warnings are not known (a binding created moments before,
+				// a message in map order).
 				continue
 			}
 			want = vap(rec.Warnings)

@@ -71,6 +71,28 @@ func (j *job) messageOrder(dec *verify.Decision) (known, agrees bool) {
 	return known, agrees
 }
 
+// MapOrderWarningsNote is the note of a record whose response's warnings of a Warn binding,
+// worded by a messageExpression that lists a map's keys in the order CEL iterated the map, are
+// left out: the server's order is Go's map order, and no log holds a response's warnings to
+// say which it took (random parity seed c:662: "keys n,injected" against the replay's
+// "keys injected,n").
+const MapOrderWarningsNote = "the warnings of a Warn binding whose messageExpression lists a map's keys in the order CEL iterates the map are not known, and left out: kube-apiserver's order is Go's map order, and no log holds the response's warnings"
+
+// warningsByChance are the decision's warnings that a Warn binding's failure worded by chance
+// (Result.MessageByChance), whose message neither the response nor the audit annotations show
+// (a Deny's or an Audit's failure of the same evaluation, which the evaluator matched to the
+// log's: WithMessageOrder).
+func warningsByChance(dec *verify.Decision) []string {
+	var out []string
+	for _, r := range dec.Results {
+		if r.MessageByChance && slices.Contains(r.Actions, admissionregistrationv1.Warn) &&
+			!slices.Contains(r.Actions, admissionregistrationv1.Deny) && !slices.Contains(r.Actions, admissionregistrationv1.Audit) {
+			out = append(out, verify.WarningPrefix(r.Policy, r.Binding)+r.Message)
+		}
+	}
+	return out
+}
+
 // shownDenial says whether the response is one of the decision's refusals (verify.Decision.
 // Denials: of each policy's binding and param the first denied decision, the server answering
 // with the first it met), by the policy and binding the log names: the other refusals' messages

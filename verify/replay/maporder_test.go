@@ -8,7 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/vapc-dev/vapc/cel"
+	"github.com/vapc-dev/vapc/verify"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
 // mapOrderOf is what cmd/vapc gives the replay for the policies file: the expressions the
@@ -139,5 +143,47 @@ func TestMapOrderOtherRefusal(t *testing.T) {
 				t.Errorf("%d requests the policies denied, want the cut's 10 at least", denied)
 			}
 		})
+	}
+}
+
+// TestMapOrderWarnings: a Warn binding's failure whose messageExpression lists a map's keys in
+// the order CEL iterates the map warns in an order no log holds (random parity seed c:662): the
+// record leaves that warning out, with a note, and keeps the others.
+func TestMapOrderWarnings(t *testing.T) {
+	t.Parallel()
+	policies := filepath.Join(t.TempDir(), "policies.yaml")
+	doc := func(name, message string) string {
+		return `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: ` + name + `}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]
+  validations:
+  - expression: "false"
+    messageExpression: "` + message + `"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: ` + name + `}
+spec: {policyName: ` + name + `, validationActions: [Warn]}
+`
+	}
+	if err := os.WriteFile(policies, []byte(doc("keys", "'keys ' + object.data.filter(k, true).join(',')")+"---\n"+doc("fixed", "'fixed'")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c1", "namespace": "ns1", "uid": "u1", "resourceVersion": "5"},
+		"data": map[string]any{"a": "1", "b": "2", "c": "3"}}
+	log := filepath.Join(t.TempDir(), "audit.jsonl")
+	if err := os.WriteFile(log, []byte(levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "c1", 201, "", cm, cm)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rec := replayRecording(t, policies, log)["1"]
+	if rec == nil {
+		t.Fatal("no record")
+	}
+	if diff := cmp.Diff([]string{verify.WarningPrefix("fixed", "fixed") + "fixed"}, rec.Warnings); diff != "" || !slices.Contains(rec.Notes, MapOrderWarningsNote) {
+		t.Errorf("%s: warnings (-want +got):\n%s notes %q", describeRecord(rec), diff, rec.Notes)
 	}
 }

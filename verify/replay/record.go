@@ -183,6 +183,10 @@ func (r *Record) fill(dec *verify.Decision) {
 	r.Warnings = dec.Warnings
 	r.AuditAnnotations = dec.AuditAnnotations
 	r.Notes = dec.Notes
+	if w := warningsByChance(dec); len(w) > 0 {
+		r.Warnings = slices.DeleteFunc(slices.Clone(r.Warnings), func(s string) bool { return slices.Contains(w, s) })
+		r.Notes = append(slices.Clip(r.Notes), MapOrderWarningsNote)
+	}
 	for _, k := range joinedKeys(dec) {
 		if n := len(annotationValues(dec, k)); n > 1 {
 			// The apiserver joins them in the order of its informer caches
