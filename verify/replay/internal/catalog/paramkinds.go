@@ -370,20 +370,24 @@ func (m paramMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta
 // updateCustomResourceDefinition, tearDown): a second after, once the requests in flight have
 // drained, it destroys the storage's watch cache, which ends the param informer's watch. The
 // informer's reflector watches again from its resourceVersion, which the new watch cache
-// refuses as too old, and lists the params again, after its backoff (800 ms, with as much
-// jitter), through the new storage, whose codec defaults and prunes them by the CRD's schema as
-// it is now. So the params a policy reads are the stored ones read through the schema before
-// the change until a second after it, and through the new one a few seconds after (helper
-// exAK measured 0.35 s: before; 2.6 s: after).
+// refuses as too old, and lists the params again, after its backoff, through the new
+// storage, whose codec defaults and prunes them by the CRD's schema as it is now. So the params
+// a policy reads are the stored ones read through the schema before the change until a second
+// after it, and through the new one seconds after (helper exAK measured 0.35 s: before; 2.6 s:
+// after), or up to a minute after: the reflector's backoff (client-go's tools/cache
+// reflector.go: 800 ms doubling to 30 s, with as much jitter, reset after 2 minutes without a
+// retry) grows with every list and watch that ended within the last two minutes, which the
+// log does not show (random parity seed r:1360: the params read through the schema before the
+// change 24 s after it).
 const (
 	// ParamRereadAfter is how long after a CRD's change its storage still serves the param
 	// informer's watch for certain (tearDown's second, less what the request that changed it
 	// may have taken after the change).
 	ParamRereadAfter = 900 * time.Millisecond
 	// ParamRereadBy bounds when the informer has read its params again: the teardown's
-	// second, its backoff (up to 1.6 s the first time, more after failures) and the list, with
-	// a margin for a loaded server.
-	ParamRereadBy = 10 * time.Second
+	// second, its backoff (up to 1.6 s the first time, under 60 s at its cap: 30 s and as much
+	// jitter) and the list, with a margin for a loaded server.
+	ParamRereadBy = 65 * time.Second
 )
 
 // ParamReread is how the param informer of a paramKind holds the params after the log changed

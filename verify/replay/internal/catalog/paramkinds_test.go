@@ -30,11 +30,13 @@ func TestParamRereads(t *testing.T) {
 		{name: "completed before the teardown", changes: []time.Time{changed}, received: after(300 * time.Millisecond), completed: after(350 * time.Millisecond)},
 		{name: "completed after the teardown began", changes: []time.Time{changed}, received: after(800 * time.Millisecond), completed: after(1200 * time.Millisecond), want: "racing"},
 		{name: "received while the informer lists again", changes: []time.Time{changed}, received: after(2600 * time.Millisecond), completed: after(2610 * time.Millisecond), want: "racing"},
-		{name: "received after it listed", changes: []time.Time{changed}, received: after(28 * time.Second), completed: after(28 * time.Second), want: "reread"},
-		{name: "only the completion known, after", changes: []time.Time{changed}, completed: after(28 * time.Second), want: "reread"},
+		// The informer's backoff may be at its cap, 30 s and as much jitter (seed r:1360: 24 s).
+		{name: "received while its backoff may last", changes: []time.Time{changed}, received: after(28 * time.Second), completed: after(28 * time.Second), want: "racing"},
+		{name: "received after it listed", changes: []time.Time{changed}, received: after(70 * time.Second), completed: after(70 * time.Second), want: "reread"},
+		{name: "only the completion known, after", changes: []time.Time{changed}, completed: after(70 * time.Second), want: "reread"},
 		{name: "neither time known", changes: []time.Time{changed}, want: "racing"},
 		{name: "changed twice, before the second's teardown", changes: []time.Time{changed.Add(-3 * time.Second), changed}, received: after(100 * time.Millisecond), completed: after(200 * time.Millisecond), want: "racing"},
-		{name: "changed twice, long after", changes: []time.Time{changed.Add(-3 * time.Second), changed}, received: after(time.Minute), completed: after(time.Minute), want: "reread"},
+		{name: "changed twice, long after", changes: []time.Time{changed.Add(-3 * time.Second), changed}, received: after(2 * time.Minute), completed: after(2 * time.Minute), want: "reread"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k := &paramKind{gvk: gvr.GroupVersion().WithKind("WidgetLimit"), mapping: &meta.RESTMapping{Resource: gvr}, served: true, crd: crd}
