@@ -490,7 +490,7 @@ func (v *StateView) Get(gvr schema.GroupVersionResource, namespace, name string)
 		return nil, apierrors.NewNotFound(gr, name) // before the write created it
 	}
 	switch {
-	case ok && e.Obj == nil && e.exists && gr == NamespacesGR && v.NamespaceNames:
+	case ok && e.Obj == nil && e.exists && v.knownByName(gr):
 		if v.counts(gr) {
 			v.Partials = append(v.Partials, PartialUse{GR: gr, Obj: ObjectKey{namespace, name}, Unknowns: namespaceSkeleton(e.unknown)})
 		}
@@ -517,7 +517,7 @@ func (v *StateView) Get(gvr schema.GroupVersionResource, namespace, name string)
 			}
 			return o, nil
 		}
-	case !v.isComplete(gr) && v.counts(gr) && gr == NamespacesGR && v.NamespaceNames:
+	case !v.isComplete(gr) && v.counts(gr) && v.knownByName(gr):
 		v.Partials = append(v.Partials, PartialUse{GR: gr, Obj: ObjectKey{namespace, name}, Unknowns: namespaceSkeleton("not in the snapshot or the log")})
 	case !v.isComplete(gr) && v.counts(gr):
 		v.miss(gr, "%s not known (not in the snapshot or the log)", JoinKey(namespace, name))
@@ -526,6 +526,12 @@ func (v *StateView) Get(gvr schema.GroupVersionResource, namespace, name string)
 		return o, nil
 	}
 	return nil, apierrors.NewNotFound(gr, name)
+}
+
+// knownByName says whether an object of gr the View does not know is known by its name all
+// the same: a namespace, where NamespaceNames says so.
+func (v *StateView) knownByName(gr schema.GroupResource) bool {
+	return gr == NamespacesGR && v.NamespaceNames
 }
 
 // namespaceSkeleton is what is not known of a namespace the View does not know (one the log
