@@ -96,7 +96,7 @@ func (r *Replayer) commutes(ctx context.Context, ev *Event, t target, first writ
 		// write differently is not (exU: two concurrent patches of a param's one key at
 		// level Request left the whole ConfigMap unknown, and every patch after them).
 		why := "the write at " + by + " and the one after it ran concurrently, and which the server committed last is not known: the two orders write it differently"
-		differ := differing(first.obj.Object, last.obj.Object, nil, why)
+		differ := state.Differing(first.obj.Object, last.obj.Object, nil, why)
 		if len(differ) == 0 {
 			return nil, false
 		}

@@ -8,11 +8,9 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -573,7 +571,7 @@ func agreeingWrites(results []writeResult, variants []sendVariant) (writeResult,
 			continue
 		}
 		// The fields the ways write alike are known; the others are not.
-		first.unknowns = append(first.unknowns, differing(first.obj.Object, o.obj.Object, nil, ways+" write it differently")...)
+		first.unknowns = append(first.unknowns, state.Differing(first.obj.Object, o.obj.Object, nil, ways+" write it differently")...)
 	}
 	return first, ""
 }
@@ -756,66 +754,4 @@ func stampClock(u *unstructured.Unstructured, before, body []byte, second *metav
 		stamped = append(stamped, []string{"status", "conditions", vapccel.AnyStep, "lastTransitionTime"})
 	}
 	return stamped
-}
-
-// differing are the fields two versions of an object hold different values in, as unknowns
-// (a list that differs is unknown as a whole).
-func differing(a, b any, steps []string, why string) []vapccel.Unknown {
-	am, aok := a.(map[string]any)
-	bm, bok := b.(map[string]any)
-	if !aok || !bok {
-		if valuesEqual(a, b) {
-			return nil
-		}
-		return []vapccel.Unknown{{Path: objectPath(slices.Clone(steps)...), Why: why}}
-	}
-	var out []vapccel.Unknown
-	keys := map[string]bool{}
-	for k := range am {
-		keys[k] = true
-	}
-	for k := range bm {
-		keys[k] = true
-	}
-	sorted := make([]string, 0, len(keys))
-	for k := range keys {
-		sorted = append(sorted, k)
-	}
-	sort.Strings(sorted)
-	for _, k := range sorted {
-		out = append(out, differing(am[k], bm[k], append(steps, k), why)...)
-	}
-	return out
-}
-
-// valuesEqual says whether two values decoded from JSON are equal, as equality.Semantic does
-// (a nil and an empty list or map are), without its reflection for the values JSON has.
-func valuesEqual(a, b any) bool {
-	switch x := a.(type) {
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for k, v := range x {
-			if w, ok := y[k]; !ok || !valuesEqual(v, w) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !valuesEqual(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	case string, int64, float64, bool, nil:
-		return a == b
-	}
-	return equality.Semantic.DeepEqual(a, b)
 }

@@ -11,6 +11,7 @@ import (
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
 // The given ValidatingAdmissionPolicies and bindings take the place of the cluster's of their
@@ -225,7 +226,7 @@ func sameButActions(a, b string) bool {
 	}
 	delete(am, "validationActions")
 	delete(bm, "validationActions")
-	return valuesEqual(am, bm)
+	return state.ValuesEqual(am, bm)
 }
 
 // joinWhy joins two reasons with "; ", either of which may be "".
@@ -252,7 +253,7 @@ func sameSelection(k givenKey, a, b string, params bool) bool {
 		fields = append(fields, param)
 	}
 	for _, f := range fields {
-		if !valuesEqual(am[f], bm[f]) {
+		if !state.ValuesEqual(am[f], bm[f]) {
 			return false
 		}
 	}

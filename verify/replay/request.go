@@ -426,7 +426,7 @@ func (b *rebuilt) answeredOther(ev *Event, t target, q url.Values, p state.Prior
 // sameContent says whether two versions of an object hold the same, but for the
 // resourceVersion and managedFields the server sets.
 func sameContent(a, b *unstructured.Unstructured) bool {
-	return valuesEqual(withoutVersion(a.Object), withoutVersion(b.Object))
+	return state.ValuesEqual(withoutVersion(a.Object), withoutVersion(b.Object))
 }
 
 // withoutVersion is a shallow copy of an object without metadata.resourceVersion and

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -83,6 +85,8 @@ func (r *Replayer) findSnapshotRead(ctx context.Context) {
 	// snapshot's: the snapshot listed the resource after it.
 	older := map[schema.GroupResource]shown{}
 	var first, past time.Time
+	var committed []shownRevision
+	var writes []logWrite
 	_ = source.Lines(ctx, srcs, r.cfg.maxLine, func(l auditlog.Line) bool {
 		if l.Err != nil {
 			return false
@@ -90,7 +94,7 @@ func (r *Replayer) findSnapshotRead(ctx context.Context) {
 		if l.Skip != "" || l.Duplicate {
 			return true
 		}
-		if !bytes.Contains(l.Data, responseObjectKey) {
+		if !bytes.Contains(l.Data, responseObjectKey) && !mayWrite(l.Data) {
 			// Shows no revision (showsRevision): not decoded, but its time read now and then.
 			if l.Num%1024 == 1 {
 				at := stageTimeOf(l.Data)
@@ -126,6 +130,13 @@ func (r *Replayer) findSnapshotRead(ctx context.Context) {
 		case past.IsZero():
 			past = done
 		}
+		if v := committedRevision(ev, t); v > 0 {
+			committed = append(committed, shownRevision{done, v})
+		}
+		if c := ev.Code(); c >= 200 && c < 300 && t.name != "" && isWrite(ev.Verb) && !isDryRun(ev) {
+			writes = append(writes, logWrite{ev.Verb, state.ReplacedKey{GR: state.StorageOf(t.gvr.GroupResource()), Obj: state.ObjectKey{Namespace: t.namespace, Name: t.name}},
+				state.SnapshotWrite{Received: received, Done: done, By: lineRef{l.File, l.Num, l.Item}.String()}, shownVersion(ev, t)})
+		}
 		if v := shownVersion(ev, t); v > 0 {
 			gr := state.StorageOf(t.gvr.GroupResource())
 			if snap := r.state.SnapshotVersionOf(gr, t.namespace, t.name); v < snap && received.After(older[gr].received) {
@@ -158,6 +169,126 @@ func (r *Replayer) findSnapshotRead(ctx context.Context) {
 		r.state.SnapshotRead[gr] = latest.received
 		r.snapshotRead[gr] = why
 	}
+	if len(r.snapshotRead) > 0 {
+		// Read after the log began: of the resources it shows no such request of, too, it
+		// may hold what the log's first writes did.
+		r.state.NoteSnapshotWrites(r.snapshotWrites(writes, newRevisionFloor(committed, newest)))
+	}
+}
+
+// logWrite is a successful write the log's beginning records (verb, to the object key), and
+// its result's resourceVersion (shownVersion, 0 when not shown).
+type logWrite struct {
+	verb  string
+	key   state.ReplacedKey
+	write state.SnapshotWrite
+	rv    uint64
+}
+
+// snapshotWrites are, by object the snapshot holds, the writes of the log's beginning that may
+// have been committed at or before the snapshot's version of it, or read an older one: one
+// whose result is not shown, received before any response showed a revision at or past that
+// version (floor); one whose result is below it (a deletion's: the version it removed); one
+// whose result is that version, received before a response showed it (otherwise it changed
+// nothing, and was answered with the version it read).
+func (r *Replayer) snapshotWrites(writes []logWrite, floor *revisionFloor) map[state.ReplacedKey][]state.SnapshotWrite {
+	out := map[state.ReplacedKey][]state.SnapshotWrite{}
+	for _, w := range writes {
+		v := r.state.SnapshotVersionOf(w.key.GR, w.key.Obj.Namespace, w.key.Obj.Name)
+		switch {
+		case v == 0:
+		case w.verb == "delete" && w.key.Obj.Name != "" && !r.state.SnapshotMarked(w.key.GR, w.key.Obj.Namespace, w.key.Obj.Name):
+			// It removed the object, or marked it deleted: after the snapshot was read, which
+			// holds it unmarked (or a create the log records after it made that version).
+		case w.rv == 0 && floor.at(w.write.Received) < v, w.rv > 0 && w.rv < v,
+			w.rv == v && w.verb != "delete" && floor.at(w.write.Received) < v:
+			out[w.key] = append(out[w.key], w.write)
+		}
+	}
+	return out
+}
+
+// isWrite says whether a verb writes (a subresource's create among them).
+func isWrite(verb string) bool {
+	return verb == "create" || verb == "update" || verb == "patch" || verb == "delete"
+}
+
+// writeVerbs are the verbs of isWrite as an event's JSON holds them.
+var writeVerbs = [][]byte{[]byte(`"verb":"patch"`), []byte(`"verb":"update"`), []byte(`"verb":"delete"`), []byte(`"verb":"create"`)}
+
+// mayWrite says whether an event's JSON may be a write's (isWrite).
+func mayWrite(data []byte) bool {
+	for _, v := range writeVerbs {
+		if bytes.Contains(data, v) {
+			return true
+		}
+	}
+	return false
+}
+
+// shownRevision is a revision a response completed at done showed.
+type shownRevision struct {
+	done time.Time
+	rev  uint64
+}
+
+// revisionFloor is, by when they completed, the greatest revision the log's responses showed
+// up to then: a request received after a response completed ran at a later revision than the
+// one it showed. It holds the log's beginning, up to the first response that showed a revision
+// at or past the snapshot's greatest (past the log's part read, it stays at its last).
+type revisionFloor struct {
+	done []time.Time
+	rev  []uint64
+}
+
+// newRevisionFloor makes the floor of the revisions shown, up to the first at or past upTo.
+func newRevisionFloor(shown []shownRevision, upTo uint64) *revisionFloor {
+	slices.SortStableFunc(shown, func(a, b shownRevision) int { return a.done.Compare(b.done) })
+	f := &revisionFloor{}
+	var m uint64
+	for _, s := range shown {
+		if s.rev <= m {
+			continue
+		}
+		m = s.rev
+		f.done, f.rev = append(f.done, s.done), append(f.rev, m)
+		if m >= upTo {
+			break
+		}
+	}
+	return f
+}
+
+// at is the greatest revision a response completed before at showed, 0 when none did (or at
+// is not known).
+func (f *revisionFloor) at(at time.Time) uint64 {
+	if at.IsZero() {
+		return 0
+	}
+	i, _ := slices.BinarySearchFunc(f.done, at, func(d, at time.Time) int {
+		if d.Before(at) {
+			return -1
+		}
+		return 1
+	})
+	if i == 0 {
+		return 0
+	}
+	return f.rev[i-1]
+}
+
+// committedRevision is a revision etcd had committed when a successful request completed, as
+// its response shows it (showsRevision): a list's, or its object's resourceVersion (a write's
+// result, an object read, a Scale's); 0 when it shows none.
+func committedRevision(ev *Event, t target) uint64 {
+	if !showsRevision(ev, t) {
+		return 0
+	}
+	h, err := auditlog.DecodeHeader(ev.ResponseObject)
+	if err != nil || h.GetKind() == "Status" {
+		return 0
+	}
+	return state.ResourceVersion(h.GetResourceVersion())
 }
 
 // showsRevision says whether a request's response may show a revision of the etcd the
@@ -206,21 +337,41 @@ func shownVersion(ev *Event, t target) uint64 {
 
 // beforeSnapshot makes what a job completed before the snapshot was read would read of it
 // unknown: its old object, where the State holds the snapshot's version, and the params and
-// namespaces of the resources the snapshot holds.
+// namespaces of the resources the snapshot holds. So where the snapshot's version may have
+// been written after it was received (State.SnapshotWrittenAfter), unless its own result shows
+// the version it wrote: by another write, or by itself where it changes nothing of that
+// version (mayHoldEffect).
 func (r *Replayer) beforeSnapshot(j *job) {
 	if len(r.snapshotRead) == 0 {
 		return
 	}
-	done := auditlog.ParseTime(j.ev.StageTimestamp)
+	done, received := auditlog.ParseTime(j.ev.StageTimestamp), j.ev.Received()
 	why := func(gr schema.GroupResource) string {
 		return "the snapshot was read after this request completed (" + r.snapshotRead[state.StorageOf(gr)] + ")"
 	}
-	if gr := j.t.gvr.GroupResource(); j.prior.FromSnapshot && j.prior.Raw != nil && r.state.BeforeSnapshot(gr, done) {
-		j.prior = j.prior.WithoutVersion(why(gr) + ": the version of the object this request read is not the snapshot's")
+	if gr := j.t.gvr.GroupResource(); j.prior.FromSnapshot && j.prior.Raw != nil {
+		if r.state.BeforeSnapshot(gr, done) {
+			j.prior = j.prior.WithoutVersion(why(gr) + ": the version of the object this request read is not the snapshot's")
+		} else if after, self, other := r.state.SnapshotWrittenAfter(gr, j.t.namespace, j.t.name, received, done); shownVersion(j.ev, j.t) == 0 {
+			switch {
+			case other:
+				j.prior = j.prior.WithoutVersion(after + ": the version of the object this request read may be an older one")
+			case self && r.mayHoldEffect(j):
+				j.prior = j.prior.WithoutVersion("the snapshot was read after the log began, and its version of the object may be this request's result: the request changes nothing of it, and the log does not show the version it wrote")
+			}
+		}
 	}
 	var unknown map[schema.GroupResource]string
 	for _, gr := range r.state.SnapshotTyped() {
-		if _, ok := j.view.Unknown[gr]; ok || !r.state.BeforeSnapshot(gr, done) {
+		if _, ok := j.view.Unknown[gr]; ok {
+			continue
+		}
+		w := ""
+		if r.state.BeforeSnapshot(gr, done) {
+			w = why(gr)
+		} else if after, ok := r.state.SnapshotTypedWrittenAfter(gr, received, done); ok {
+			w = after
+		} else {
 			continue
 		}
 		if unknown == nil {
@@ -229,9 +380,75 @@ func (r *Replayer) beforeSnapshot(j *job) {
 				unknown[k] = w
 			}
 		}
-		unknown[gr] = why(gr)
+		unknown[gr] = w
 	}
 	if unknown != nil {
 		j.view.Unknown = unknown
 	}
+}
+
+// mayHoldEffect says whether the State's version of a successful write's object (the
+// snapshot's) may already hold what the write did: a patch that changes nothing of it, an
+// update whose object it holds all of (but what the server sets), a deletion of an object it
+// holds marked deleted; any other write, and one whose body the log does not hold, may.
+func (r *Replayer) mayHoldEffect(j *job) bool {
+	old, _ := j.prior.Decode()
+	switch {
+	case old == nil:
+		return true
+	case j.ev.Verb == "delete" && j.t.sub == "":
+		return old.GetDeletionTimestamp() != nil
+	case len(bytes.TrimSpace(j.ev.RequestObject)) == 0:
+		return true
+	case j.ev.Verb == "patch" && (j.t.sub == "" || j.t.sub == "status"):
+		patched, _, err := applyPatch(old, j.ev.RequestObject, j.ev.Query())
+		return err != nil || sameContent(patched, old)
+	case j.ev.Verb == "update" && (j.t.sub == "" || j.t.sub == "status"):
+		body := auditlog.DecodeAnyObject(j.ev.RequestObject)
+		if body == nil {
+			return true
+		}
+		if j.t.sub == "status" {
+			return holdsAll(old.Object["status"], body.Object["status"])
+		}
+		sent := withoutVersion(body.Object)
+		delete(sent, "status")
+		if meta, ok := sent["metadata"].(map[string]any); ok {
+			meta = maps.Clone(meta)
+			delete(meta, "generation")
+			sent["metadata"] = meta
+		}
+		return holdsAll(old.Object, sent)
+	}
+	return true
+}
+
+// holdsAll says whether a value decoded from JSON holds every member of sub's objects with
+// sub's values (its lists of the same length, item by item).
+func holdsAll(v, sub any) bool {
+	switch s := sub.(type) {
+	case map[string]any:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return len(s) == 0 && v == nil
+		}
+		for k, sv := range s {
+			if !holdsAll(m[k], sv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		l, ok := v.([]any)
+		if !ok || len(l) != len(s) {
+			return len(s) == 0 && v == nil
+		}
+		for i := range s {
+			if !holdsAll(l[i], s[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return state.ValuesEqual(v, sub)
 }

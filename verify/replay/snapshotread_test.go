@@ -44,16 +44,10 @@ func listOf(items ...any) map[string]any {
 	return map[string]any{"apiVersion": "v1", "kind": "List", "items": items}
 }
 
-// TestSnapshotReadAfterAWrite: a log that begins before its snapshot was read holds a patch
-// logged at level Request, whose result the log does not show; the snapshot holds what the
-// patch left (random parity seed r:1001: the server read resourceVersion 265, the replay
-// decided on the snapshot's 499). A request received after the patch completed that ran at a
-// revision at or below the snapshot's greatest of the resource says the snapshot was read
-// after the patch: the version it read is not known, and the patch leaves the snapshot's
-// version. One that ran later, or whose revision may be stale, or that was received before the
-// patch completed, says nothing; nor does a log the replay cannot read again.
-func TestSnapshotReadAfterAWrite(t *testing.T) {
-	t.Parallel()
+// oldReplicas is a policy that limits the replicas of the old object of a Deployment's
+// update (and reads the old object's resourceVersion on a delete), and a Deployment web at
+// resourceVersion 499 with 3 replicas.
+func oldReplicas() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding, map[string]any) {
 	p := &admissionregistrationv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "old-replicas"},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
@@ -71,6 +65,20 @@ func TestSnapshotReadAfterAWrite(t *testing.T) {
 	}
 	dep := map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "web", "namespace": "app", "uid": "u-1", "resourceVersion": "499", "generation": int64(2)},
 		"spec": map[string]any{"replicas": int64(3), "selector": map[string]any{"matchLabels": map[string]any{"app": "web"}}, "template": podTemplate("web")}}
+	return p, b, dep
+}
+
+// TestSnapshotReadAfterAWrite: a log that begins before its snapshot was read holds a patch
+// logged at level Request, whose result the log does not show; the snapshot holds what the
+// patch left (random parity seed r:1001: the server read resourceVersion 265, the replay
+// decided on the snapshot's 499). A request received after the patch completed that ran at a
+// revision at or below the snapshot's greatest of the resource says the snapshot was read
+// after the patch: the version it read is not known, and the patch leaves the snapshot's
+// version. One that ran later, or whose revision may be stale, or that was received before the
+// patch completed, says nothing; nor does a log the replay cannot read again.
+func TestSnapshotReadAfterAWrite(t *testing.T) {
+	t.Parallel()
+	p, b, dep := oldReplicas()
 	patch := event{id: "patch", verb: "patch", group: "apps", version: "v1", resource: "deployments", ns: "app", name: "web", code: 200, received: at(t, 1),
 		req: map[string]any{"spec": map[string]any{"replicas": int64(3)}}}
 	patchLine := replaceOnce(t, patch.line(t), `"level":"RequestResponse"`, `"level":"Request"`)
@@ -130,20 +138,25 @@ func TestSnapshotReadAfterAWrite(t *testing.T) {
 		name    string
 		after   string
 		unknown bool // the patch's old object is not known
+		// deleteUnknown says the delete's old object's resourceVersion is not known: the
+		// State holds the patch replayed on the snapshot's copy (its managedFields not known).
+		deleteUnknown bool
 	}{
-		{"nothing after", "", false},
-		{"a list at the snapshot's revision", list(1.01, "499", ""), true},
-		{"a list at an earlier revision", list(1.01, "480", ""), true},
-		{"a list after the snapshot", list(1.01, "500", ""), false},
-		{"a list from the watch cache", list(1.01, "480", "?resourceVersion=0"), false},
-		{"a list's next page", list(1.01, "480", "?continue=abc&limit=10"), false},
-		{"a list received as the patch ran", list(0.99, "480", ""), false},
-		{"a list a second later", list(2.5, "480", ""), true},
-		{"a create below the snapshot's revision", create(1.02, "498"), true},
-		{"a create after the snapshot", create(1.02, "501"), false},
+		{"nothing after", "", false, true},
+		{"a list at the snapshot's revision", list(1.01, "499", ""), true, false},
+		{"a list at an earlier revision", list(1.01, "480", ""), true, false},
+		{"a list after the snapshot", list(1.01, "500", ""), false, true},
+		{"a list from the watch cache", list(1.01, "480", "?resourceVersion=0"), false, true},
+		{"a list's next page", list(1.01, "480", "?continue=abc&limit=10"), false, true},
+		// Received before the patch, it shows the snapshot read after it began, maybe after
+		// the patch: the snapshot's version holds what the patch sets, and may be its result.
+		{"a list received as the patch ran", list(0.99, "480", ""), true, true},
+		{"a list a second later", list(2.5, "480", ""), true, false},
+		{"a create below the snapshot's revision", create(1.02, "498"), true, false},
+		{"a create after the snapshot", create(1.02, "501"), false, true},
 		// Events may be stored in an etcd of their own (--etcd-servers-overrides): a lower
 		// revision there would date the snapshot after writes it does not hold (review).
-		{"an Event's create", createOf("events", "Event", 1.02, "498"), false},
+		{"an Event's create", createOf("events", "Event", 1.02, "498"), false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -160,11 +173,11 @@ func TestSnapshotReadAfterAWrite(t *testing.T) {
 			switch unknown := rec.Decision == DecisionIndeterminate; {
 			case unknown != tc.unknown:
 				t.Errorf("patch: %s %q, want indeterminate %v", rec.Decision, rec.Indeterminate, tc.unknown)
-			case unknown && !strings.Contains(rec.Indeterminate, "the snapshot was read after this request completed"):
-				t.Errorf("patch: indeterminate %q, want: the snapshot was read after it", rec.Indeterminate)
+			case unknown && !strings.Contains(rec.Indeterminate, "the snapshot was read after this request completed") && !strings.Contains(rec.Indeterminate, "may be this request's result"):
+				t.Errorf("patch: indeterminate %q, want: the snapshot was read after it, or may hold its result", rec.Indeterminate)
 			}
-			if d := recs["delete"]; d == nil || (d.Decision == DecisionIndeterminate) == tc.unknown {
-				t.Errorf("delete: %+v, want indeterminate %v (the State holds the snapshot's version when the log shows it was read after the patch)", d, !tc.unknown)
+			if d := recs["delete"]; d == nil || (d.Decision == DecisionIndeterminate) != tc.deleteUnknown {
+				t.Errorf("delete: %+v, want indeterminate %v (the State holds the snapshot's version when the log shows it was read after the patch)", d, tc.deleteUnknown)
 			}
 		})
 	}
@@ -364,4 +377,60 @@ func TestSnapshotDatingReview(t *testing.T) {
 			t.Errorf("w2 %s, want indeterminate: it read w1's result, which the snapshot holds", describeRecord(rec))
 		}
 	})
+}
+
+// TestSnapshotMayHoldWrites: a snapshot read after the log began (a consistent list before the
+// writes ran at a revision below the snapshot's version of web) may hold the result of a write
+// the log records without it, when no response before the write was received showed a revision
+// at or past that version (random parity seed c:661: the kubelet's status patch, which the
+// snapshot held, decided on the snapshot's version, certain). The write whose effect the
+// snapshot's version holds may have written it; one before it read an older version; one that
+// changes it ran after the snapshot was read.
+func TestSnapshotMayHoldWrites(t *testing.T) {
+	t.Parallel()
+	p, b, dep := oldReplicas()
+	patch := func(id string, received float64, replicas int64) string {
+		e := event{id: id, verb: "patch", group: "apps", version: "v1", resource: "deployments", ns: "app", name: "web", code: 200, received: at(t, received),
+			req: map[string]any{"spec": map[string]any{"replicas": replicas}}}
+		return replaceOnce(t, e.line(t), `"level":"RequestResponse"`, `"level":"Request"`)
+	}
+	list := event{id: "list", verb: "list", version: "v1", resource: "namespaces", code: 200, received: at(t, 0.99),
+		resp: map[string]any{"apiVersion": "v1", "kind": "NamespaceList", "metadata": map[string]any{"resourceVersion": "480"}, "items": []any{}}}
+	listLine := replaceOnce(t, list.line(t), `"requestURI":"/api/v1/namespaces/"`, `"requestURI":"/api/v1/namespaces"`)
+	create := event{id: "create", verb: "create", version: "v1", resource: "configmaps", ns: "app", code: 201, received: at(t, 0.995),
+		req:  map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "app"}},
+		resp: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "app", "uid": "u-2", "resourceVersion": "500"}}}
+	const (
+		itsResult = "may be this request's result"
+		another   = "may have been written by the write at"
+		// What the first patch changed is not known after it: it ran after the snapshot was
+		// read, or before it, which holds the second's result.
+		changed = "changed it, or the snapshot holds what it wrote"
+	)
+	for _, tc := range []struct {
+		name  string
+		lines []string
+		want  map[string]string // by audit ID: a part of why it is indeterminate, "" decided
+	}{
+		{"it holds the patch's effect", []string{listLine, patch("p", 1, 3)}, map[string]string{"p": itsResult}},
+		{"the patch changes it", []string{listLine, patch("p", 1, 4)}, map[string]string{"p": ""}},
+		{"a later patch may have written it", []string{listLine, patch("p1", 1, 4), patch("p2", 1.5, 3)}, map[string]string{"p1": another, "p2": changed}},
+		{"a revision past it shown first", []string{listLine, create.line(t), patch("p", 1, 3)}, map[string]string{"p": ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, recs := replaySnapshotLog(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, listOf(dep), tc.lines, true)
+			for id, want := range tc.want {
+				rec := recs[id]
+				switch {
+				case rec == nil:
+					t.Errorf("%s: no record", id)
+				case want == "" && (rec.Decision != DecisionAdmit || rec.Certainty != CertaintyCertain):
+					t.Errorf("%s: %s %s %q, want admit, certain, on the snapshot's version", id, rec.Decision, rec.Certainty, rec.Indeterminate)
+				case want != "" && (rec.Decision != DecisionIndeterminate || !strings.Contains(rec.Indeterminate, want)):
+					t.Errorf("%s: %s %q, want indeterminate: %s", id, rec.Decision, rec.Indeterminate, want)
+				}
+			}
+		})
+	}
 }

@@ -632,7 +632,7 @@ func (r *Replayer) decidedAlike(j *job, other state.Prior) bool {
 	if live.err != nil || b == nil || whyB != "" || live.u.GroupVersionKind() != t.reqKind || b.GroupVersionKind() != t.reqKind {
 		return false
 	}
-	differ := rooted(differing(live.u.Object, b.Object, nil, "differs between the versions"), true)
+	differ := rooted(state.Differing(live.u.Object, b.Object, nil, "differs between the versions"), true)
 	if !r.noneReads(j.policies, differ) {
 		return false
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -642,24 +641,6 @@ func TestRevalidated(t *testing.T) {
 	}
 	if rec.Decision != DecisionAdmit || rec.Certainty != CertaintyLikely || rec.AuditAnnotations["env/env"] != "b" || !slices.Equal(alts, []string{"a"}) {
 		t.Errorf("the delete: %s %s %v, alternatives' annotations %q; want admit, likely, env b, alternative env a", describeRecord(rec), rec.Certainty, rec.AuditAnnotations, alts)
-	}
-}
-
-// TestValuesEqual: valuesEqual says of values decoded from JSON what equality.Semantic says (a
-// nil and an empty list or map are equal; an integer and a float are not).
-func TestValuesEqual(t *testing.T) {
-	t.Parallel()
-	values := []any{
-		nil, "a", "b", int64(1), float64(1), true, false,
-		map[string]any(nil), map[string]any{}, map[string]any{"a": int64(1)}, map[string]any{"a": float64(1)}, map[string]any{"a": nil},
-		[]any(nil), []any{}, []any{"a"}, []any{"a", "b"}, []any{map[string]any{"a": []any{}}}, []any{map[string]any{"a": []any(nil)}},
-	}
-	for i, a := range values {
-		for j, b := range values {
-			if got, want := valuesEqual(a, b), equality.Semantic.DeepEqual(a, b); got != want {
-				t.Errorf("valuesEqual(%#v, %#v) = %v, equality.Semantic says %v (values %d, %d)", a, b, got, want, i, j)
-			}
-		}
 	}
 }
 

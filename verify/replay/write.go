@@ -202,7 +202,7 @@ func (r *Replayer) mayBeDryRun(sw stateWrite, before state.Prior) {
 	}
 	// A dry run answers with the resourceVersion the object has, a write that stored with
 	// the one it stored: the response's is the stored one's either way.
-	diffs := slices.DeleteFunc(differing(bu.Object, au.Object, nil, why), func(u vapccel.Unknown) bool {
+	diffs := slices.DeleteFunc(state.Differing(bu.Object, au.Object, nil, why), func(u vapccel.Unknown) bool {
 		return slices.Equal(u.Path.Steps, []string{"metadata", "resourceVersion"})
 	})
 	// A field the write cannot have changed is in its response as the server stores it,

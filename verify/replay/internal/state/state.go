@@ -80,6 +80,11 @@ type State struct {
 	// lines came before (see Replayer.findSnapshotRead). A write that completed before it does
 	// not replace the snapshot's version of its object (keepsSnapshot).
 	SnapshotRead map[schema.GroupResource]time.Time
+	// snapshotWrites are, by object, the log's writes that may have written the snapshot's
+	// version of it, when the log shows the snapshot read after it began (SnapshotWrittenAfter).
+	snapshotWrites map[ReplacedKey][]SnapshotWrite
+	// snapshotWritesDone is, by resource, when the latest of snapshotWrites completed.
+	snapshotWritesDone map[schema.GroupResource]time.Time
 	// lastDone is when the latest write to an object of a resource completed, by namespace
 	// (and across namespaces, the empty one), for list.
 	lastDone map[ReplacedKey]time.Time
@@ -611,7 +616,7 @@ func (s *State) putPartly(gr schema.GroupResource, u *unstructured.Unstructured,
 		// The evaluator reads it as a param or namespace: what it does not know of it too.
 		b := s.writable(gr)
 		if te, ok := b.objs.get(k); ok && te.Obj != nil {
-			te.Unknowns = unknowns
+			te.Unknowns = append(slices.Clip(te.Unknowns), unknowns...)
 			b.objs.set(k, te)
 		}
 	}
@@ -681,6 +686,13 @@ func (s *State) store(gr schema.GroupResource, u *unstructured.Unstructured, raw
 		} else if s.keptUnknown(gr, k, old, "the write") {
 			return nil
 		}
+		if rv == 0 && old.fromSnapshot() && old.Raw != nil {
+			held, mayHold := s.snapshotMayHoldWrite(gr, old, u)
+			if mayHold && len(held) == 0 {
+				return nil // either way, the snapshot's version
+			}
+			e.unknowns = append(e.unknowns, held...)
+		}
 		if old.rv > 0 && old.rv == rv && old.Raw != nil && old.Unknown == "" {
 			s.snapshotAfter(old, !s.current.creating)
 			// A write that changed nothing: the store answers a no-op update with the stored
@@ -720,7 +732,7 @@ func (s *State) store(gr schema.GroupResource, u *unstructured.Unstructured, raw
 			return typed.err
 		}
 		loc := typed.loc
-		s.setTyped(gr, ObjectKey{loc.Namespace, loc.Name}, typedEntry{gvr: loc.Resource, Obj: typed.obj, labels: loc.Labels}, true)
+		s.setTyped(gr, ObjectKey{loc.Namespace, loc.Name}, typedEntry{gvr: loc.Resource, Obj: typed.obj, labels: loc.Labels, Unknowns: slices.Clip(e.unknowns)}, true)
 	}
 	return nil
 }
