@@ -73,6 +73,19 @@ func (d *Decision) MessagesByChance() bool {
 	return slices.ContainsFunc(d.Results, func(r Result) bool { return r.MessageByChance && r.shown() })
 }
 
+// WarningsByChance are the warnings of the decision a messageExpression may have worded in the
+// order CEL iterated a map (Result.MessageByChance): a failure of a Warn action, and neither
+// Deny nor Audit, whose message is shown only as a warning, as kube-apiserver words it.
+func (d *Decision) WarningsByChance() []string {
+	var out []string
+	for _, r := range d.Results {
+		if r.MessageByChance && slices.Contains(r.Actions, admissionregistrationv1.Warn) && !r.shown() {
+			out = append(out, WarningPrefix(r.Policy, r.Binding)+r.Message)
+		}
+	}
+	return out
+}
+
 // shown says whether the result's message is in the response or the audit annotations.
 func (r Result) shown() bool {
 	return slices.Contains(r.Actions, admissionregistrationv1.Deny) || slices.Contains(r.Actions, admissionregistrationv1.Audit)

@@ -78,21 +78,6 @@ func (j *job) messageOrder(dec *verify.Decision) (known, agrees bool) {
 // "keys injected,n").
 const MapOrderWarningsNote = "the warnings of a Warn binding whose messageExpression lists a map's keys in the order CEL iterates the map are not known, and left out: kube-apiserver's order is Go's map order, and no log holds the response's warnings"
 
-// warningsByChance are the decision's warnings that a Warn binding's failure worded by chance
-// (Result.MessageByChance), whose message neither the response nor the audit annotations show
-// (a Deny's or an Audit's failure of the same evaluation, which the evaluator matched to the
-// log's: WithMessageOrder).
-func warningsByChance(dec *verify.Decision) []string {
-	var out []string
-	for _, r := range dec.Results {
-		if r.MessageByChance && slices.Contains(r.Actions, admissionregistrationv1.Warn) &&
-			!slices.Contains(r.Actions, admissionregistrationv1.Deny) && !slices.Contains(r.Actions, admissionregistrationv1.Audit) {
-			out = append(out, verify.WarningPrefix(r.Policy, r.Binding)+r.Message)
-		}
-	}
-	return out
-}
-
 // shownDenial says whether the response is one of the decision's refusals (verify.Decision.
 // Denials: of each policy's binding and param the first denied decision, the server answering
 // with the first it met), by the policy and binding the log names: the other refusals' messages

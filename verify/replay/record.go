@@ -183,7 +183,7 @@ func (r *Record) fill(dec *verify.Decision) {
 	r.Warnings = dec.Warnings
 	r.AuditAnnotations = dec.AuditAnnotations
 	r.Notes = dec.Notes
-	if w := warningsByChance(dec); len(w) > 0 {
+	if w := dec.WarningsByChance(); len(w) > 0 {
 		r.Warnings = slices.DeleteFunc(slices.Clone(r.Warnings), func(s string) bool { return slices.Contains(w, s) })
 		r.Notes = append(slices.Clip(r.Notes), MapOrderWarningsNote)
 	}
