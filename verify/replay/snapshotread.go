@@ -86,7 +86,7 @@ func (r *Replayer) findSnapshotRead(ctx context.Context) {
 	older := map[schema.GroupResource]shown{}
 	var first, past time.Time
 	var committed []shownRevision
-	var writes []logWrite
+	var stop time.Time // when the requests it stopped reading at completed (zero: the log's end)
 	_ = source.Lines(ctx, srcs, r.cfg.maxLine, func(l auditlog.Line) bool {
 		if l.Err != nil {
 			return false
@@ -94,7 +94,7 @@ func (r *Replayer) findSnapshotRead(ctx context.Context) {
 		if l.Skip != "" || l.Duplicate {
 			return true
 		}
-		if !bytes.Contains(l.Data, responseObjectKey) && !mayWrite(l.Data) {
+		if !bytes.Contains(l.Data, responseObjectKey) {
 			// Shows no revision (showsRevision): not decoded, but its time read now and then.
 			if l.Num%1024 == 1 {
 				at := stageTimeOf(l.Data)
@@ -102,6 +102,7 @@ func (r *Replayer) findSnapshotRead(ctx context.Context) {
 					first = at
 				}
 				if !at.IsZero() && (!past.IsZero() && at.Sub(past) > snapshotReadSlack || at.Sub(first) > snapshotReadLimit) {
+					stop = at
 					return false
 				}
 			}
@@ -116,6 +117,7 @@ func (r *Replayer) findSnapshotRead(ctx context.Context) {
 			first = done
 		}
 		if !past.IsZero() && done.Sub(past) > snapshotReadSlack || done.Sub(first) > snapshotReadLimit {
+			stop = done
 			return false
 		}
 		received := ev.Received()
@@ -132,10 +134,6 @@ func (r *Replayer) findSnapshotRead(ctx context.Context) {
 		}
 		if v := committedRevision(ev, t); v > 0 {
 			committed = append(committed, shownRevision{done, v})
-		}
-		if c := ev.Code(); c >= 200 && c < 300 && t.name != "" && isWrite(ev.Verb) && !isDryRun(ev) {
-			writes = append(writes, logWrite{ev.Verb, state.ReplacedKey{GR: state.StorageOf(t.gvr.GroupResource()), Obj: state.ObjectKey{Namespace: t.namespace, Name: t.name}},
-				state.SnapshotWrite{Received: received, Done: done, By: lineRef{l.File, l.Num, l.Item}.String()}, shownVersion(ev, t)})
 		}
 		if v := shownVersion(ev, t); v > 0 {
 			gr := state.StorageOf(t.gvr.GroupResource())
@@ -172,8 +170,45 @@ func (r *Replayer) findSnapshotRead(ctx context.Context) {
 	if len(r.snapshotRead) > 0 {
 		// Read after the log began: of the resources it shows no such request of, too, it
 		// may hold what the log's first writes did.
-		r.state.NoteSnapshotWrites(r.snapshotWrites(writes, newRevisionFloor(committed, newest)))
+		r.state.NoteSnapshotWrites(r.snapshotWrites(r.logWrites(ctx, srcs, stop), newRevisionFloor(committed, newest)))
 	}
+}
+
+// logWrites reads the log's beginning again for its successful writes, up to those that
+// completed at until (zero: to the log's end).
+func (r *Replayer) logWrites(ctx context.Context, srcs []Source, until time.Time) []logWrite {
+	var writes []logWrite
+	_ = source.Lines(ctx, srcs, r.cfg.maxLine, func(l auditlog.Line) bool {
+		if l.Err != nil {
+			return false
+		}
+		if l.Skip != "" || l.Duplicate {
+			return true
+		}
+		if !mayWrite(l.Data) {
+			// Its time read now and then.
+			at := time.Time{}
+			if l.Num%1024 == 1 {
+				at = stageTimeOf(l.Data)
+			}
+			return until.IsZero() || at.IsZero() || at.Before(until)
+		}
+		ev, err := auditlog.Decode(l.Data)
+		if err != nil || !ev.Final() {
+			return true
+		}
+		done := auditlog.ParseTime(ev.StageTimestamp)
+		if !until.IsZero() && !done.Before(until) {
+			return false
+		}
+		t, _ := resolveIn(r.cur().resources, ev)
+		if c := ev.Code(); c >= 200 && c < 300 && t.name != "" && isWrite(ev.Verb) && !isDryRun(ev) && !ev.Received().IsZero() {
+			writes = append(writes, logWrite{ev.Verb, state.ReplacedKey{GR: state.StorageOf(t.gvr.GroupResource()), Obj: state.ObjectKey{Namespace: t.namespace, Name: t.name}},
+				state.SnapshotWrite{Received: ev.Received(), Done: done, By: lineRef{l.File, l.Num, l.Item}.String()}, shownVersion(ev, t)})
+		}
+		return true
+	})
+	return writes
 }
 
 // logWrite is a successful write the log's beginning records (verb, to the object key), and
