@@ -25,10 +25,19 @@ import (
 // one evaluation of eight, and 64 evaluations miss it with a chance of 2 in 10,000.
 const MapOrderTries = 64
 
-// mapOrderSearches is how many times it evaluates again a decision whose such values the
-// caller knows the server's of, to find that order: an order that comes one evaluation in
-// eight is missed with a chance of 1 in 10^14.
+// mapOrderSearches is how many times, at least, it evaluates again a decision whose such
+// values the caller knows the server's of, to find that order: an order that comes one
+// evaluation in eight is missed with a chance of 1 in 10^14. Each map iterates on its own (two
+// policies, or two expressions, over the same labels): where the decision holds several such
+// values, the server's may be a rare order of each, one evaluation in 8^n, and the search goes
+// on eight times longer for each value beyond the first (TestMapOrderOtherRefusal missed the
+// server's two rare orders of one in 64 one run in fifty at 256), to mapOrderSearchesMax, or
+// until every combination of the values each took has come and none was the server's.
 const mapOrderSearches = 256
+
+// mapOrderSearchesMax bounds the search: three values each in its rare order (one evaluation
+// in 512) are missed with a chance of 3 in 10,000.
+const mapOrderSearchesMax = 4096
 
 // mapOrderWhy is why an audit annotation WithMapOrder names is not known.
 const mapOrderWhy = "its valueExpression lists a map's keys in the order CEL iterates the map, which in kube-apiserver is Go's map order and changes from one request to the next, and the server's is not known"
@@ -173,10 +182,12 @@ func (e *Evaluator) inServerOrder(ctx context.Context, attrs *recordingAttribute
 	var otherMsgs []string
 	annotationsVary, outcomesVary := false, false
 	tries := MapOrderTries
+	var seen *combinations
 	if known {
-		tries = mapOrderSearches
+		seen = newCombinations(msgs, annotations, outcomes)
+		tries = seen.budget()
 	}
-	for range tries {
+	for try := range tries {
 		again, err := e.dispatch(ctx, &recordingAttributes{Attributes: attrs.Attributes, detached: true}, o)
 		if err != nil {
 			break
@@ -185,6 +196,9 @@ func (e *Evaluator) inServerOrder(ctx context.Context, attrs *recordingAttribute
 			if _, agrees := order(again); agrees {
 				again.Notes = append(again.Notes, "a failure's message or an audit annotation lists a map's keys in the order CEL iterated the map, which in kube-apiserver is Go's map order and changes from one request to the next: the decision's is the order the server took, which its recorded verdicts show")
 				return again
+			}
+			if seen.add(again.byChanceMessages(), again.byChanceAnnotations(), again.byChanceOutcomes()) && try+1 >= mapOrderSearches {
+				break // every combination of the values each took has come, and none was the server's
 			}
 		}
 		if m := again.byChanceMessages(); otherMsgs == nil && !slices.Equal(msgs, m) {
@@ -226,4 +240,60 @@ func quoteAll(ss []string) []string {
 		out[i] = strconv.Quote(s)
 	}
 	return out
+}
+
+// combinations are the values a decision's by-chance messages, audit annotations and outcomes
+// took in the evaluations of a search for the server's order, each on its own and together.
+type combinations struct {
+	values int               // how many values may follow map order: each outcome, message and annotation
+	each   []map[string]bool // the values of each
+	joint  map[string]bool   // the combinations that came
+	uneven bool              // an evaluation had another number of values: no count of combinations
+}
+
+func newCombinations(msgs, annotations, outcomes []string) *combinations {
+	c := &combinations{joint: map[string]bool{}}
+	c.add(msgs, annotations, outcomes)
+	c.values = len(msgs) + len(annotations) + max(len(outcomes)-1, 0) // byChanceOutcomes: the response's, then each result's
+	return c
+}
+
+// budget is how many times to evaluate again (mapOrderSearches).
+func (c *combinations) budget() int {
+	tries := mapOrderSearches
+	for i := 1; i < c.values && tries < mapOrderSearchesMax; i++ {
+		tries *= 8
+	}
+	return min(tries, mapOrderSearchesMax)
+}
+
+// add records an evaluation's values, and says whether every combination of the values each
+// took has come.
+func (c *combinations) add(msgs, annotations, outcomes []string) bool {
+	values := slices.Concat(msgs, annotations, []string{strings.Join(outcomes, "\x00")})
+	if c.each == nil {
+		c.each = make([]map[string]bool, len(values))
+		for i := range c.each {
+			c.each[i] = map[string]bool{}
+		}
+	}
+	if len(values) != len(c.each) {
+		c.uneven = true
+		return false
+	}
+	for i, v := range values {
+		c.each[i][v] = true
+	}
+	c.joint[strings.Join(values, "\x01")] = true
+	if c.uneven {
+		return false
+	}
+	n := 1
+	for _, vs := range c.each {
+		n *= len(vs)
+		if n > len(c.joint) {
+			return false
+		}
+	}
+	return n == len(c.joint)
 }
