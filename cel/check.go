@@ -2,7 +2,6 @@ package cel
 
 import (
 	"fmt"
-	"runtime"
 	"strings"
 	"sync"
 
@@ -11,6 +10,7 @@ import (
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 
 	"github.com/vapc-dev/vapc/cel/defaults"
+	"github.com/vapc-dev/vapc/cel/internal/parallel"
 	"github.com/vapc-dev/vapc/cel/internal/validation"
 	"github.com/vapc-dev/vapc/cel/schema"
 )
@@ -95,10 +95,12 @@ func (c *Checker) Catalog() *schema.Catalog { return c.catalog }
 func (c *Checker) Check(set *Set) Diagnostics {
 	var diags Diagnostics
 	policies := map[string]*Policy{}
-	for _, d := range c.checkPolicies(set.Policies) {
-		diags = append(diags, d...)
-	}
-	for _, p := range set.Policies {
+	// Each policy is checked on its own, on every core: the type checks (the schemas of their
+	// kinds, the CEL environments of their expressions) are most of a replay's start-up.
+	checked := make([]Diagnostics, len(set.Policies))
+	parallel.Each(len(set.Policies), func(i int) { checked[i] = c.CheckPolicy(set.Policies[i]) })
+	for i, p := range set.Policies {
+		diags = append(diags, checked[i]...)
 		policies[p.Name] = p
 	}
 	for _, b := range set.Bindings {
@@ -107,28 +109,6 @@ func (c *Checker) Check(set *Set) Diagnostics {
 	diags = append(diags, c.checkMutating(set)...)
 	diags.Sort()
 	return diags
-}
-
-// checkPolicies checks the policies on every core: a policy's type check is most of a replay's
-// start-up (the schemas of its kinds, the CEL environments of its expressions), and each is
-// checked on its own.
-func (c *Checker) checkPolicies(ps []*Policy) []Diagnostics {
-	out := make([]Diagnostics, len(ps))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(ps)) {
-		wg.Go(func() {
-			for i := range next {
-				out[i] = c.CheckPolicy(ps[i])
-			}
-		})
-	}
-	for i := range ps {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	return out
 }
 
 // CheckPolicy checks one policy: create-time validation, type checking, cost and lints.

@@ -3,7 +3,6 @@ package schema
 import (
 	"fmt"
 	"path"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -11,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilversion "k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apimachinery/pkg/version"
+
+	"github.com/vapc-dev/vapc/cel/internal/parallel"
 )
 
 // Catalog is the API surface of one Kubernetes release: the built-in group-versions from the
@@ -255,21 +256,10 @@ type documentScan struct {
 // document's.
 func scanDocuments(docs []*document) []documentScan {
 	scans := make([]documentScan, len(docs))
-	next := make(chan int, len(docs))
-	for i := range docs {
-		next <- i
-	}
-	close(next)
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(docs)) {
-		wg.Go(func() {
-			for i := range next {
-				s := &scans[i]
-				s.paths, s.kinds, s.err = docs[i].scan()
-			}
-		})
-	}
-	wg.Wait()
+	parallel.Each(len(docs), func(i int) {
+		s := &scans[i]
+		s.paths, s.kinds, s.err = docs[i].scan()
+	})
 	return scans
 }
 
