@@ -3,6 +3,7 @@ package export
 import (
 	"bufio"
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -80,6 +81,28 @@ func TestSkip(t *testing.T) {
 			s = newScanner(bufio.NewReaderSize(strings.NewReader(v[:cut]), 16))
 			if raw, err := s.value(len(v), nil); err == nil {
 				t.Errorf("value(%q): %q, no error for a value cut short", v[:cut], raw)
+			}
+		}
+	}
+}
+
+// TestIndexClosing holds indexClosing to bytes.Index of the line that closes an object at each
+// indentation: braces and newlines at every place, indentations deeper, shallower and cut by
+// the input's beginning, spaces in runs longer than a word.
+func TestIndexClosing(t *testing.T) {
+	t.Parallel()
+	pieces := []string{"\n", " ", "  ", "        ", "}", "{", `"}"`, "\n  }", "\n    }", "\n          }", "a", ","}
+	for indent := range 12 {
+		closing := "\n" + strings.Repeat(" ", indent) + "}"
+		rnd := rand.New(rand.NewPCG(uint64(indent), 1))
+		for range 5000 {
+			var b strings.Builder
+			for range 1 + rnd.IntN(10) {
+				b.WriteString(pieces[rnd.IntN(len(pieces))])
+			}
+			in := []byte(b.String())
+			if got, want := indexClosing(in, indent), strings.Index(b.String(), closing); got != want {
+				t.Fatalf("indexClosing(%q, %d) = %d, want %d", in, indent, got, want)
 			}
 		}
 	}
