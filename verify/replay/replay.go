@@ -449,6 +449,9 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 	// streamed, as a live log needs.
 	sources, spooled := source.Spool(ctx, sources, r.cfg.spoolDir, r.cfg.throughout)
 	defer spooled.Remove()
+	if !smallLogs(sources) {
+		go pipelineServer() // warmed while the passes below read the logs on one core
+	}
 	sources, jumps := source.Split(sources, r.cfg.maxLine)
 	sources, first, reordered := source.InTimeOrder(sources, r.cfg.maxLine)
 	for _, g := range source.RotationGaps(sources, first, r.cfg.maxLine) {

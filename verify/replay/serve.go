@@ -43,6 +43,26 @@ import (
 // pipelineServer returns the process's kube-apiserver pipeline, built on first use.
 func pipelineServer() (*apiserver.Server, error) { return apiserver.Shared() }
 
+// smallLogAbove is the size of logs above which a replay builds the pipeline before its
+// first event (Run), on a goroutine of its own while the passes before the first event read
+// the logs on one core: a log of writes needs it (a write whose result the log does not show,
+// a request refused before admission), and its build (0.15 s of CPU) would otherwise hold
+// the ordered stage at its first use. A smaller log builds it on first use, if it needs it.
+const smallLogAbove = 1 << 20
+
+// smallLogs says whether the sources are files of smallLogAbove bytes at most in all.
+func smallLogs(sources []Source) bool {
+	var names []string
+	for _, s := range sources {
+		if s.Reader != nil {
+			return false
+		}
+		names = append(names, s.Name)
+	}
+	n, ok := InputSize(names)
+	return ok && n <= smallLogAbove
+}
+
 // admitted is one call of validating admission in the pipeline and its decision.
 type admitted struct {
 	attrs admission.Attributes

@@ -75,6 +75,13 @@ type TypeConverterFunc func(gvs []schema.GroupVersion) (managedfields.TypeConver
 // built-in OpenAPI definitions of KubernetesVersion.
 func Shared() (*Server, error) {
 	serverOnce.Do(func() {
+		defer func() {
+			// A panic of the build (a bug) is every caller's error, not a nil Server for the
+			// callers after the first: sync.Once does not run it again.
+			if p := recover(); p != nil {
+				server, serverErr = nil, fmt.Errorf("building kube-apiserver's request pipeline failed (a bug: please report it): %v", p)
+			}
+		}()
 		server, serverErr = newServer(func(gvs []schema.GroupVersion) (managedfields.TypeConverter, error) {
 			cat, err := vapcschema.Builtin(KubernetesVersion)
 			if err != nil {
