@@ -79,10 +79,11 @@ the CustomResourceDefinitions, the namespaces, the objects of the policies' para
 those the policies see as oldObject on UPDATE or DELETE, what kube-apiserver's admission
 plugins read for the requests the policies see (a pod's ServiceAccount and LimitRanges, ...),
 and the cluster's MutatingAdmissionPolicies and their bindings, and writes them without
-managedFields as YAML documents, one List a resource as the API lists it (a PodList), marked
-vapc.dev/complete: the replay then knows every object of the resource, none when the List is
-empty. Take it when the log begins: the
-replay starts from it. The user needs list on those resources.
+managedFields as YAML documents (JSON documents for -o FILE.json, which a replay loads about
+twice as fast: use it for a large cluster), one List a resource as the API lists it (a
+PodList), marked vapc.dev/complete: the replay then knows every object of the resource, none
+when the List is empty. Take it when the log begins: the replay starts from it. The user needs
+list on those resources.
 
 The cluster is the one of --kubeconfig, else of the files of $KUBECONFIG, else of
 ~/.kube/config, else the in-cluster configuration of a pod (its service account), as kubectl
@@ -94,14 +95,14 @@ finds it; --context picks a context of the kubeconfig.`,
 		},
 		examples: []example{
 			{"the cluster of the current context of ~/.kube/config", "vapc snapshot --policies policies/ -o cluster.yaml"},
-			{"another kubeconfig and context", "vapc snapshot --policies policies/ --kubeconfig ~/.kube/prod.yaml --context prod-eu -o cluster.yaml"},
+			{"another kubeconfig and context, a large cluster: as JSON", "vapc snapshot --policies policies/ --kubeconfig ~/.kube/prod.yaml --context prod-eu -o cluster.json"},
 			{"then replay the log written from then on", "vapc replay --policies policies/ --snapshot cluster.yaml audit.log"},
 		},
 	})
 	fs.Var(&f.policies, "policies", "file or folder of the ValidatingAdmissionPolicies to replay (repeatable)")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
 	fs.StringVar(&f.context, "context", "", "kubeconfig context (default: its current context)")
-	fs.StringVar(&f.out, "o", "-", "file to write (- for stdout)")
+	fs.StringVar(&f.out, "o", "-", "file to write (- for stdout): YAML, or JSON when its name ends in .json")
 	fs.meta("policies", "FILE|DIR")
 	fs.meta("kubeconfig", "FILE")
 	fs.meta("context", "NAME")
@@ -172,7 +173,11 @@ func runSnapshot(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		return &findingsError{fmt.Sprintf("snapshot: %v", err)}
 	}
 	var buf bytes.Buffer
-	if err := snap.Write(&buf); err != nil {
+	write := snap.Write
+	if strings.HasSuffix(f.out, ".json") {
+		write = snap.WriteJSON
+	}
+	if err := write(&buf); err != nil {
 		return &internalError{err}
 	}
 	where := f.out

@@ -18,11 +18,38 @@ import (
 // through its requests, while the controllers go on writing, and replays the log's tail from
 // it (checkSnapshotReplay).
 
+// snapshotStyle is how a random test writes its snapshot: as vapc snapshot writes it (YAML, or
+// JSON for -o FILE.json), or as kubectl get -o yaml writes one List of every item.
+type snapshotStyle int
+
+const (
+	snapshotYAML snapshotStyle = iota
+	snapshotKubectl
+	snapshotJSON
+)
+
+// snapshotStyleOf is the style of a seed's snapshot: as kubectl writes it for an odd seed
+// (make test's default, 233), vapc snapshot's JSON for 2 modulo 4 (the controllers' default,
+// 2), its YAML for the others.
+func snapshotStyleOf(seed uint64) snapshotStyle {
+	switch {
+	case seed%2 == 1:
+		return snapshotKubectl
+	case seed%4 == 2:
+		return snapshotJSON
+	}
+	return snapshotYAML
+}
+
+func (s snapshotStyle) String() string {
+	return [...]string{"vapc snapshot's YAML", "as kubectl get -o yaml writes it", "vapc snapshot's JSON"}[s]
+}
+
 // takeSnapshot takes what `vapc snapshot` takes of the cluster for the policies of set, now,
 // into a file of the test's, and returns it with the audit ID of the last request the test
-// sent before it. kubectlStyle writes it as `kubectl get -A -o yaml` does, one List of every
-// item, which says nothing of the resources that have none.
-func (w *randomWorld) takeSnapshot(set policySet, kubectlStyle bool) (file, cut string) {
+// sent before it, written in style: snapshotKubectl writes it as `kubectl get -A -o yaml`
+// does, one List of every item, which says nothing of the resources that have none.
+func (w *randomWorld) takeSnapshot(set policySet, style snapshotStyle) (file, cut string) {
 	t := w.t
 	t.Helper()
 	cut = w.lastAuditID()
@@ -36,10 +63,14 @@ func (w *randomWorld) takeSnapshot(set policySet, kubectlStyle bool) (file, cut 
 		t.Fatalf("snapshot: %v", err)
 	}
 	var out bytes.Buffer
-	if err := snap.Write(&out); err != nil {
+	write, name := snap.Write, "snapshot.yaml"
+	if style == snapshotJSON {
+		write, name = snap.WriteJSON, "snapshot.json" // vapc snapshot -o FILE.json
+	}
+	if err := write(&out); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
-	if kubectlStyle {
+	if style == snapshotKubectl {
 		items := make([]any, len(snap.Items))
 		for i := range snap.Items {
 			items[i] = snap.Items[i].Object
@@ -51,11 +82,11 @@ func (w *randomWorld) takeSnapshot(set policySet, kubectlStyle bool) (file, cut 
 		out.Reset()
 		out.Write(data)
 	}
-	file = filepath.Join(t.TempDir(), "snapshot.yaml")
+	file = filepath.Join(t.TempDir(), name)
 	if err := os.WriteFile(file, out.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("snapshot at step %d, after request %s: %d objects (as kubectl writes it: %v)", w.step, cut, len(snap.Items), kubectlStyle)
+	t.Logf("snapshot at step %d, after request %s: %d objects (%s)", w.step, cut, len(snap.Items), style)
 	return file, cut
 }
 

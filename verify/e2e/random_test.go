@@ -289,7 +289,7 @@ func randomParity(t *testing.T, seed uint64, steps int, controllers bool) {
 	var snapFile, snapCut string
 	for w.step = 1; w.step <= steps && ctx.Err() == nil; w.step++ {
 		if w.step == steps/2 {
-			snapFile, snapCut = w.takeSnapshot(set, seed%2 == 1)
+			snapFile, snapCut = w.takeSnapshot(set, snapshotStyleOf(seed))
 		}
 		if w.step == steps/3 || w.step == 2*steps/3 {
 			w.bindingLife(set)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"sigs.k8s.io/yaml"
 
 	"github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify/replay"
@@ -214,5 +215,38 @@ func TestTakeAndReplay(t *testing.T) {
 	}
 	if n := sum.StateObjects; n != 4 {
 		t.Errorf("the replay's State holds %d objects of the snapshot, want 4", n)
+	}
+
+	// As JSON (-o FILE.json): the same documents, one a line, which the replay seeds alike.
+	var js bytes.Buffer
+	if err := snap.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var fromYAML []string
+	for _, doc := range strings.Split(out.String(), "---\n") {
+		j, err := yaml.YAMLToJSON([]byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fromYAML = append(fromYAML, string(j))
+	}
+	fromJSON := strings.Split(strings.TrimSuffix(js.String(), "\n"), "\n")
+	if diff := cmp.Diff(fromYAML, fromJSON); diff != "" {
+		t.Errorf("the JSON documents are not the YAML ones (-yaml +json):\n%s", diff)
+	}
+	jsonFile := filepath.Join(t.TempDir(), "cluster.json")
+	if err := os.WriteFile(jsonFile, js.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err = replay.New(ps, bs, replay.WithSnapshot(jsonFile))
+	if err != nil {
+		t.Fatalf("replay does not read the JSON snapshot: %v\n%s", err, js.String())
+	}
+	sum, err = r.Run(context.Background(), []replay.Source{{Name: "-", Reader: strings.NewReader("")}}, func(*replay.Record) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := sum.StateObjects; n != 4 {
+		t.Errorf("the replay's State holds %d objects of the JSON snapshot, want 4", n)
 	}
 }
