@@ -35,15 +35,15 @@ func InputSize(paths []string) (uint64, bool) {
 		if p == "-" {
 			return 0, false
 		}
-		f, err := os.Open(p)
-		if err != nil {
+		info, err := os.Stat(p)
+		if err != nil || !info.Mode().IsRegular() {
+			// A pipe (a process substitution's /dev/fd/N, a named pipe): not opened here,
+			// which would wait for a named pipe's writer, and whose bytes the replay reads
+			// once.
 			return 0, false
 		}
-		info, err := f.Stat()
-		if err != nil || !info.Mode().IsRegular() {
-			// A pipe (a process substitution's /dev/fd/N): not read here, whose bytes the
-			// replay reads once.
-			f.Close()
+		f, err := os.Open(p)
+		if err != nil {
 			return 0, false
 		}
 		var magic [2]byte

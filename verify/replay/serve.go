@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -50,17 +51,22 @@ func pipelineServer() (*apiserver.Server, error) { return apiserver.Shared() }
 // the ordered stage at its first use. A smaller log builds it on first use, if it needs it.
 const smallLogAbove = 1 << 20
 
-// smallLogs says whether the sources are files of smallLogAbove bytes at most in all.
+// smallLogs says whether the sources are regular files of smallLogAbove bytes at most in
+// all, as stored. It only stats them: opening a named pipe would wait for its writer, and
+// reading it would take bytes of the log.
 func smallLogs(sources []Source) bool {
-	var names []string
+	var n int64
 	for _, s := range sources {
-		if s.Reader != nil {
+		if s.Reader != nil || s.Name == "-" {
 			return false
 		}
-		names = append(names, s.Name)
+		info, err := os.Stat(s.Name)
+		if err != nil || !info.Mode().IsRegular() {
+			return false
+		}
+		n += info.Size()
 	}
-	n, ok := InputSize(names)
-	return ok && n <= smallLogAbove
+	return n <= smallLogAbove
 }
 
 // admitted is one call of validating admission in the pipeline and its decision.
