@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -51,22 +50,18 @@ func pipelineServer() (*apiserver.Server, error) { return apiserver.Shared() }
 // the ordered stage at its first use. A smaller log builds it on first use, if it needs it.
 const smallLogAbove = 1 << 20
 
-// smallLogs says whether the sources are regular files of smallLogAbove bytes at most in
-// all, as stored. It only stats them: opening a named pipe would wait for its writer, and
-// reading it would take bytes of the log.
+// smallLogs says whether the sources are files of smallLogAbove bytes at most in all
+// (InputSize, which opens regular files only: a named pipe's open would wait for its writer).
 func smallLogs(sources []Source) bool {
-	var n int64
+	var names []string
 	for _, s := range sources {
-		if s.Reader != nil || s.Name == "-" {
+		if s.Reader != nil {
 			return false
 		}
-		info, err := os.Stat(s.Name)
-		if err != nil || !info.Mode().IsRegular() {
-			return false
-		}
-		n += info.Size()
+		names = append(names, s.Name)
 	}
-	return n <= smallLogAbove
+	n, ok := InputSize(names)
+	return ok && n <= smallLogAbove
 }
 
 // admitted is one call of validating admission in the pipeline and its decision.
