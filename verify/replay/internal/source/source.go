@@ -39,6 +39,22 @@ type Source struct {
 	// inStageOrder reads a plain log in the order of its events' stage times
 	// (export.InStageOrder): it goes back by more than OrderJitter (Split).
 	inStageOrder bool
+	// arrays, when set, is what the readers of the sources of one replay share (Shared).
+	arrays *export.Arrays
+}
+
+// Shared are the sources of one replay, which reads them several times (the passes before
+// its first event, then its events): their readers share what one of them found of an export
+// (export.Arrays: where a newest-first array's entries are, which a reader finds by scanning
+// the whole array).
+func Shared(sources []Source) []Source {
+	arrays := export.NewArrays()
+	out := make([]Source, len(sources))
+	for i, s := range sources {
+		s.arrays = arrays
+		out[i] = s
+	}
+	return out
 }
 
 // InStageOrder says whether the source is read in the order of its events' stage times: a
@@ -47,7 +63,7 @@ func (s Source) InStageOrder() bool { return s.inStageOrder }
 
 // Filtered are the sources read for the events whose lines hold filter only: an export's
 // records that do not hold it are passed over undecoded, as lines with Skip set
-// (export.NewFilteredReader), and an export's file whose bytes do not hold it is not read at
+// (export.Filter), and an export's file whose bytes do not hold it is not read at
 // all (no lines, no errors: mayHold); the log backend's lines are all read.
 func Filtered(sources []Source, filter []byte) []Source {
 	out := make([]Source, len(sources))
@@ -89,6 +105,10 @@ func (c countingFile) ReadAt(p []byte, off int64) (int, error) { return c.f.Read
 func (c countingFile) Seek(offset int64, whence int) (int64, error) {
 	return c.f.Seek(offset, whence)
 }
+
+// Stat says what the file is, as it does to a reader that keeps what it found of it
+// (export.Arrays).
+func (c countingFile) Stat() (os.FileInfo, error) { return c.f.Stat() }
 
 // mayHold says whether an event of the source may hold its filter: false for an export's file
 // (Filterable) whose bytes do not hold it, which a byte search says faster than its reader,
@@ -162,7 +182,7 @@ func openSource(ctx context.Context, src Source, maxLine int) (next func() (audi
 	if src.inStageOrder {
 		format = export.InStageOrder
 	}
-	lr, err := export.NewFilteredReader(src.Name, r, format, maxLine, src.filter)
+	lr, err := export.NewReader(src.Name, r, format, maxLine, export.Filter(src.filter), export.Sharing(src.arrays))
 	if err != nil {
 		closeFile()
 		return failed(err)

@@ -29,6 +29,9 @@ func SetReverseChunk(n int) (restore func()) {
 	return func() { reverseChunk = old }
 }
 
+// KnownArrays is how many arrays a reader sharing arrays has kept.
+func KnownArrays(arrays *Arrays) int { return len(arrays.known) }
+
 var DropMember = dropMember
 
 var Unquote = unquote

@@ -70,7 +70,7 @@ func ParseFormat(s string) (Format, error) {
 
 // Filterable says whether an event of a file in the format holds a filter (bytes a JSON
 // string holds as they are) only where the file's bytes, decompressed, hold it, and a
-// NewFilteredReader of it passes over the records that do not: every format's but AKS's, whose
+// Reader given a Filter passes over the records that do not: every format's but AKS's, whose
 // records may be pieces of an event, cut anywhere (a filter too), and are all decoded and
 // joined.
 func (f Format) Filterable() bool {

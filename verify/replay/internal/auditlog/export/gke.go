@@ -724,23 +724,28 @@ func readGKEArray(in input, s *scanner, yield func(record) bool) {
 
 // readArray reads an array of records (gcloud's entries, az's rows) whose elements entryOf
 // makes records of (timed: with their time, for the reverser to tell the array's order), to
-// unwrap as unwrap makes it; newest first, the array is reversed (see reverser).
+// unwrap as unwrap makes it; newest first, the array is reversed (see reverser). A
+// newest-first array read whole from a file is kept in in.arrays: the readers after this one
+// read its entries back by their places (readKnownArray).
 func readArray(in input, s *scanner, yield func(record) bool, entryOf func(raw []byte, line int, where string, timed bool) record, unwrap func(where string) func(*record)) {
 	rv := newReverser(yield, unwrap)
+	var held []entryAt // where the entries held are, for in.arrays
 	if in.at != nil {
-		rv.file = &entryFile{at: in.at, base: in.base, max: 2 * in.maxLine}
+		rv.file = &entryFile{at: in.at, base: in.base, max: 2 * in.maxLine, kept: in.arrays != nil}
+		if index := in.arrays.find(in.at, in.base, rv.file.max); index != nil {
+			readKnownArray(rv, index)
+			return
+		}
 	}
 	err := s.array(func(i int) error {
 		line := s.startLine()
+		from := s.off
 		if rv.indexing() {
 			// Newest first, in a file read again: where the entry is, not its bytes.
-			from := s.off
-			if s.skipIndented() {
-				rv.index(i, line, from, s.off)
-				return nil
-			}
-			if err := s.skip(); err != nil {
-				return err
+			if !s.skipIndented() {
+				if err := s.skip(); err != nil {
+					return err
+				}
 			}
 			rv.index(i, line, from, s.off)
 			return nil
@@ -750,12 +755,26 @@ func readArray(in input, s *scanner, yield func(record) bool, entryOf func(raw [
 		if err != nil {
 			return err
 		}
+		if rv.file != nil && rv.file.kept && !rv.rising {
+			held = append(held, entryAt{off: from, end: s.off, i: i, line: line})
+		}
 		if !rv.add(rec) {
 			return errStop
 		}
 		return nil
 	})
+	if err == nil && rv.falling && rv.file != nil && rv.file.kept {
+		in.arrays.keep(in.at, in.base, rv.file.max, append(held, rv.file.index...))
+	}
 	finishArray(rv, err, s.line, yield)
+}
+
+// readKnownArray hands over the entries of a newest-first array a reader before this one read
+// whole, where it found them (index), last first.
+func readKnownArray(rv *reverser, index []entryAt) {
+	rv.falling = true
+	rv.file.index = index
+	rv.finish()
 }
 
 // finishArray hands over what the reverser holds of an array whose reading ended with err

@@ -77,6 +77,9 @@ type input struct {
 	// at reads the input again, at base: a regular file, not compressed (see entryFile).
 	at   io.ReaderAt
 	base int64
+	// arrays, when set with at, keeps what a reader of the file found for the readers of it
+	// after this one (see Arrays).
+	arrays *Arrays
 }
 
 // A format's reader yields the records of a file in the file's order.
@@ -111,7 +114,7 @@ type Reader struct {
 	join   *joiner
 	// seen, for AKS, finds the events read already (see copies).
 	seen *copies
-	// filter, when set, passes over the records that do not hold it (NewFilteredReader).
+	// filter, when set, passes over the records that do not hold it (Filter).
 	filter []byte
 	// ordered are the batches of records in the file's order; cur the one being handed
 	// over, at next.
@@ -156,20 +159,34 @@ const (
 // (twice, as Firehose writes a subscription's gzip records into a gzip object), in the given
 // format (Auto detects it from the file's first bytes), with records of at most maxLine
 // bytes.
-func NewReader(file string, r io.Reader, format Format, maxLine int) (*Reader, error) {
-	return newReader(file, r, format, maxLine, nil)
+func NewReader(file string, r io.Reader, format Format, maxLine int, opts ...Option) (*Reader, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return newReader(file, r, format, maxLine, o)
 }
 
-// NewFilteredReader is NewReader for a reader that wants only the events whose lines hold
-// filter (bytes a JSON string holds as they are, such as a resource's name): a record of an
-// envelope whose bytes do not hold it is passed over as skipped (auditlog.Line.Skip,
-// Filtered), not decoded. AKS's records, which may hold a piece of an event, are decoded but
-// where they hold an event whole (azureWhole).
-func NewFilteredReader(file string, r io.Reader, format Format, maxLine int, filter []byte) (*Reader, error) {
-	return newReader(file, r, format, maxLine, filter)
+// An Option is what a Reader may be given beyond its file (Filter, Sharing).
+type Option func(*options)
+
+type options struct {
+	filter []byte
+	arrays *Arrays
 }
 
-// Filtered is the Skip of a line a NewFilteredReader passed over.
+// Filter makes the Reader one that wants only the events whose lines hold filter (bytes a
+// JSON string holds as they are, such as a resource's name): a record of an envelope whose
+// bytes do not hold it is passed over as skipped (auditlog.Line.Skip, Filtered), not
+// decoded. AKS's records, which may hold a piece of an event, are decoded but where they hold
+// an event whole (azureWhole).
+func Filter(filter []byte) Option { return func(o *options) { o.filter = filter } }
+
+// Sharing makes the Reader one of the readers of arrays: what one of them found of a file,
+// the others read it by (see Arrays).
+func Sharing(arrays *Arrays) Option { return func(o *options) { o.arrays = arrays } }
+
+// Filtered is the Skip of a line a Reader given a Filter passed over.
 const Filtered = "filtered"
 
 // Decompressed reads r decompressed: as it is, or gzip-compressed (twice at most, as Firehose
@@ -244,7 +261,7 @@ func detected(file string, br *bufio.Reader, format Format) (_ Format, bom int, 
 	return format, bom, nil
 }
 
-func newReader(file string, r io.Reader, format Format, maxLine int, filter []byte) (*Reader, error) {
+func newReader(file string, r io.Reader, format Format, maxLine int, opts options) (*Reader, error) {
 	rd := &Reader{file: file}
 	at, base := readerAt(r)
 	br, closers, err := Decompressed(r)
@@ -280,12 +297,12 @@ func newReader(file string, r io.Reader, format Format, maxLine int, filter []by
 	}
 	in := input{file: file, r: br, maxLine: maxLine}
 	if len(rd.closer) == 0 && at != nil {
-		in.at, in.base = at, base
+		in.at, in.base, in.arrays = at, base, opts.arrays
 	}
 	rd.order = newReorder(file, defaultWindow, maxLine)
 	rd.dry = newDryRuns()
 	rd.join = newJoiner(maxLine)
-	rd.filter = filter
+	rd.filter = opts.filter
 	if !format.Filterable() {
 		rd.seen = newCopies(defaultWindow)
 	}

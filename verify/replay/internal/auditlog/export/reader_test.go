@@ -49,9 +49,9 @@ func readAll(t testing.TB, name string, data []byte, f export.Format) (export.Fo
 	return readFrom(t, name, bytes.NewReader(data), f)
 }
 
-func readFrom(t testing.TB, name string, in io.Reader, f export.Format) (export.Format, []line) {
+func readFrom(t testing.TB, name string, in io.Reader, f export.Format, opts ...export.Option) (export.Format, []line) {
 	t.Helper()
-	r, err := export.NewReader(name, in, f, auditlog.DefaultMaxLineBytes)
+	r, err := export.NewReader(name, in, f, auditlog.DefaultMaxLineBytes, opts...)
 	if err != nil {
 		t.Fatalf("NewReader: %v", err)
 	}
@@ -415,10 +415,22 @@ func TestReverseOnDisk(t *testing.T) {
 // readFile reads data as a file that the reader begins reading 2 bytes in.
 func readFile(t *testing.T, data []byte) []line {
 	t.Helper()
+	return readArrayFile(t, arrayFile(t, data))
+}
+
+// arrayFile writes data to a file, after 2 bytes the reader does not read (readArrayFile).
+func arrayFile(t *testing.T, data []byte) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "gcloud.json")
 	if err := os.WriteFile(path, append([]byte("  "), data...), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return path
+}
+
+// readArrayFile reads the file of arrayFile as GKE's, beginning 2 bytes in.
+func readArrayFile(t *testing.T, path string, opts ...export.Option) []line {
+	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -427,8 +439,69 @@ func readFile(t *testing.T, data []byte) []line {
 	if _, err := f.Seek(2, io.SeekStart); err != nil { // where the reader begins counts
 		t.Fatal(err)
 	}
-	_, lines := readFrom(t, "gcloud.json", f, export.GKE)
+	_, lines := readFrom(t, "gcloud.json", f, export.GKE, opts...)
 	return lines
+}
+
+// TestArraysShared: the readers of a newest-first array that share Arrays read its entries
+// back by the places the first found, without scanning the array again (a file whose bytes
+// between the entries no longer scan, its size and time kept, reads as before), and hand over
+// what a reader of their own does; a file changed since is scanned again.
+func TestArraysShared(t *testing.T) {
+	data, err := exporttest.Wrap(export.GKE, readLog(t, recorded[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer export.SetReverseChunk(64 << 10)()
+	diffLines := func(a, b []line) string {
+		return cmp.Diff(a, b, cmp.AllowUnexported(line{}), cmp.Comparer(func(a, b error) bool { return fmt.Sprint(a) == fmt.Sprint(b) }))
+	}
+	path := arrayFile(t, data)
+	want := readArrayFile(t, path)
+	arrays := export.NewArrays()
+	if diff := diffLines(want, readArrayFile(t, path, export.Sharing(arrays))); diff != "" {
+		t.Fatalf("the first reader sharing: lines mismatch (-own +shared):\n%s", diff)
+	}
+	if n := export.KnownArrays(arrays); n != 1 {
+		t.Fatalf("%d arrays known after the first reader, want 1", n)
+	}
+	// The commas between the entries made spaces, the size and time kept: an array that no
+	// longer scans, which only a reader that does not scan it reads.
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := bytes.ReplaceAll(b, []byte("},\n  {"), []byte("} \n  {"))
+	if bytes.Equal(broken, b) {
+		t.Fatal("no comma between entries to break")
+	}
+	if err := os.WriteFile(path, broken, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if diff := diffLines(want, readArrayFile(t, path, export.Sharing(arrays))); diff != "" {
+		t.Errorf("a reader after the first: lines mismatch (-own +shared):\n%s", diff)
+	}
+	if lines := readArrayFile(t, path); len(lines) == 0 || lines[len(lines)-1].err == nil {
+		t.Errorf("the broken array read by a reader of its own: no error at its end, the test shows nothing")
+	}
+	// A file changed since: another array, read as it is.
+	other, err := exporttest.Wrap(export.GKE, readLog(t, recorded[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, append([]byte("  "), other...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if diff := diffLines(readArrayFile(t, path), readArrayFile(t, path, export.Sharing(arrays))); diff != "" {
+		t.Errorf("a file changed since: lines mismatch (-own +shared):\n%s", diff)
+	}
 }
 
 // TestReverseOnDiskIndented: the entries of a newest-first array in a file are found by the
@@ -689,7 +762,7 @@ func firstBytes(ls []line) string {
 	return string(ls[0].data[:min(40, len(ls[0].data))])
 }
 
-// TestFilteredReader: a NewFilteredReader hands over, of every format, the events whose lines
+// TestFilteredReader: a Reader given a Filter hands over, of every format, the events whose lines
 // hold the filter (the recorded logs' writes of admission policies), as the Reader does, and
 // passes over the others, each as a skipped line.
 func TestFilteredReader(t *testing.T) {
@@ -721,7 +794,7 @@ func TestFilteredReader(t *testing.T) {
 				if len(want) == 0 {
 					t.Fatal("no event holds the filter")
 				}
-				r, err := export.NewFilteredReader(exporttest.Name(f, 0), bytes.NewReader(data), export.Auto, auditlog.DefaultMaxLineBytes, filter)
+				r, err := export.NewReader(exporttest.Name(f, 0), bytes.NewReader(data), export.Auto, auditlog.DefaultMaxLineBytes, export.Filter(filter))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -736,7 +809,7 @@ func TestFilteredReader(t *testing.T) {
 				}
 				got, others := holding(filtered)
 				if diff := cmp.Diff(want, got); diff != "" {
-					t.Errorf("events holding %q mismatch (-Reader +NewFilteredReader):\n%s", filter, diff)
+					t.Errorf("events holding %q mismatch (-Reader +filtered):\n%s", filter, diff)
 				}
 				if len(filtered) != len(all) || others != len(all)-len(want) {
 					t.Errorf("%d lines (%d others), want %d (%d others)", len(filtered), others, len(all), len(all)-len(want))

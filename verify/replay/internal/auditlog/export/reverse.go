@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"os"
 	"slices"
 	"time"
@@ -54,6 +55,8 @@ type entryFile struct {
 	base  int64 // where the input began in it
 	max   int   // the longest entry kept
 	index []entryAt
+	// kept says the index is kept for the readers after this one (Arrays).
+	kept bool
 }
 
 // entryAt is where an entry of the array is in its file: from off to end, beginning on line.
@@ -73,9 +76,12 @@ func newReverser(yield func(record) bool, unwrap func(where string) func(*record
 func (v *reverser) decided() bool { return v.falling || v.rising }
 
 // indexing says whether the reverser takes where the next entries are (index), not their
-// bytes: the array is newest first, it holds a chunk of it already, and its file can be read
-// again (a smaller array is held, as reading it back would cost more).
-func (v *reverser) indexing() bool { return v.file != nil && v.falling && v.bytes > reverseChunk }
+// bytes: the array is newest first, its file can be read again, and it holds a chunk of it
+// already (a smaller array is held, as reading it back would cost more) or its index is kept
+// for the readers after this one, which will read it back anyway.
+func (v *reverser) indexing() bool {
+	return v.file != nil && v.falling && (v.bytes > reverseChunk || v.file.kept)
+}
 
 // index takes where the next entry of the array is: the i-th, on line, from off to end of the
 // input.
@@ -214,17 +220,41 @@ func appendCompact(dst, b []byte) (out []byte, whole bool) {
 	for i := 0; i < len(b); {
 		switch c := b[i]; c {
 		case '"':
-			k, found := quotedEnd(b, i+1)
-			whole = whole && found && depth > 0
-			j += copy(o[j:], b[i:k])
-			i = k
-			continue
-		case ' ':
-			// gcloud's indentation: runs of spaces, skipped eight at a time.
-			for i+9 <= len(b) && binary.LittleEndian.Uint64(b[i+1:]) == spaces {
-				i += 8
+			// The string, its plain runs copied a word at a time (o is as long as b, j <= i).
+			o[j] = c
+			i, j = i+1, j+1
+			for {
+				k := auditlog.CopyPlainRun(o[j:], b[i:])
+				i, j = i+k, j+k
+				if i >= len(b) {
+					whole = false // not closed
+					break
+				}
+				c := b[i]
+				o[j] = c
+				i, j = i+1, j+1
+				if c == '"' {
+					break
+				}
+				if c == '\\' && i < len(b) {
+					// The escaped byte, which the decoder checks; a control character is
+					// the decoder's to report, copied.
+					o[j] = b[i]
+					i, j = i+1, j+1
+				}
 			}
-		case '\t', '\r', '\n':
+			whole = whole && depth > 0
+			continue
+		case ' ', '\t', '\r', '\n':
+			// gcloud's indentation, a line's end then spaces: the spaces skipped a word at a
+			// time, up to the first byte that is not one.
+			for i++; i+8 <= len(b); i += 8 {
+				if x := binary.LittleEndian.Uint64(b[i:]) ^ spaces; x != 0 {
+					i += bits.TrailingZeros64(x) / 8
+					break
+				}
+			}
+			continue
 		case '{', '[':
 			whole = whole && !closed
 			depth++
@@ -248,22 +278,6 @@ func appendCompact(dst, b []byte) (out []byte, whole bool) {
 
 // spaces is eight spaces, as a little-endian word.
 const spaces = 0x2020202020202020
-
-// quotedEnd is where the string whose body begins at i in b ends, after its closing quote,
-// found; len(b) when b does not hold its end. A control character in it is the decoder's to
-// report: the compaction copies it.
-func quotedEnd(b []byte, i int) (int, bool) {
-	for {
-		end, ok := stringBodyEnd(b, i)
-		switch {
-		case ok:
-			return end + 1, true
-		case end >= len(b):
-			return len(b), false
-		}
-		i = end + 1 // a control character
-	}
-}
 
 // spill writes the records held, last first, to a temporary file.
 func (v *reverser) spill() {

@@ -1,0 +1,74 @@
+package export
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// TestAppendCompact holds appendCompact to encoding/json's Compact on random values indented
+// every way (strings with escapes, quotes, spaces and bytes beyond ASCII, runs of every length
+// around a word's), and finds no value whole in any of their prefixes.
+func TestAppendCompact(t *testing.T) {
+	t.Parallel()
+	rnd := rand.New(rand.NewPCG(7, 1))
+	runes := []string{"a", " ", `"`, `\`, "\n", "\t", "\u00e9", "\u2028", "}", "{", "[", ",", ":", "\x01", "        "}
+	str := func() string {
+		var b strings.Builder
+		for range rnd.IntN(20) {
+			b.WriteString(runes[rnd.IntN(len(runes))])
+		}
+		return b.String()
+	}
+	var value func(depth int) any
+	value = func(depth int) any {
+		switch k := rnd.IntN(6); {
+		case depth > 3 || k == 0:
+			return str()
+		case k == 1:
+			return rnd.Float64() * 1e6
+		case k == 2:
+			return rnd.IntN(2) == 0
+		case k == 3:
+			var a []any
+			for range rnd.IntN(4) {
+				a = append(a, value(depth+1))
+			}
+			return a
+		default:
+			m := map[string]any{}
+			for range rnd.IntN(5) {
+				m[str()] = value(depth + 1)
+			}
+			return m
+		}
+	}
+	indents := []string{"", " ", "  ", "\t", "      ", "         "}
+	for range 3000 {
+		v := map[string]any{"a": value(0), str(): value(0)}
+		indent := indents[rnd.IntN(len(indents))]
+		in, err := json.MarshalIndent(v, strings.Repeat(" ", rnd.IntN(10)), indent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rnd.IntN(3) == 0 {
+			in = bytes.ReplaceAll(in, []byte("\n"), []byte("\r\n"))
+		}
+		var want bytes.Buffer
+		if err := json.Compact(&want, in); err != nil {
+			t.Fatal(err)
+		}
+		got, whole := appendCompact([]byte("x"), in)
+		if !whole || string(got) != "x"+want.String() {
+			t.Fatalf("appendCompact(%q) = %q, %v; want %q, true", in, got, whole, "x"+want.String())
+		}
+		end := len(bytes.TrimRight(in, " \r\n"))
+		for _, cut := range []int{1 + rnd.IntN(end-1), end - 1} {
+			if got, whole := appendCompact(nil, in[:cut]); whole {
+				t.Fatalf("appendCompact(%q) = %q, whole; want not whole", in[:cut], got)
+			}
+		}
+	}
+}
