@@ -54,6 +54,9 @@ func (a *Arrays) find(at io.ReaderAt, base int64, max int) []entryAt {
 	return nil
 }
 
+// keeps says whether the array in at would be kept (keep): a file that says what it is.
+func (a *Arrays) keeps(at io.ReaderAt) bool { return a != nil && fileInfo(at) != nil }
+
 // keep takes where the entries of the array in at, read from base, are, for the readers after
 // this one.
 func (a *Arrays) keep(at io.ReaderAt, base int64, max int, index []entryAt) {

@@ -731,7 +731,7 @@ func readArray(in input, s *scanner, yield func(record) bool, entryOf func(raw [
 	rv := newReverser(yield, unwrap)
 	var held []entryAt // where the entries held are, for in.arrays
 	if in.at != nil {
-		rv.file = &entryFile{at: in.at, base: in.base, max: 2 * in.maxLine, kept: in.arrays != nil}
+		rv.file = &entryFile{at: in.at, base: in.base, max: 2 * in.maxLine, kept: in.arrays.keeps(in.at)}
 		if index := in.arrays.find(in.at, in.base, rv.file.max); index != nil {
 			readKnownArray(rv, index)
 			return

@@ -23,7 +23,9 @@ import (
 // read as it is (not compressed, not standard input), it reads back the file itself instead:
 // once it holds a chunk of a newest-first array, the scanner only finds where each further
 // entry is (entryFile), and the reverser reads those back by their offsets, last first, in
-// blocks, before the chunk it holds.
+// blocks, before the chunk it holds. A reader of a replay's (Sharing) finds where every entry
+// is from the array's first entries on, and keeps it for the replay's readers after it, which
+// read the entries back without scanning the array (Arrays).
 
 // reverseChunk is the bytes of records a reverser holds in memory (a variable for its test).
 var reverseChunk = 32 << 20
