@@ -46,15 +46,16 @@ type Source struct {
 // Shared are the sources of one replay, which reads them several times (the passes before
 // its first event, then its events): their readers share what one of them found of an export
 // (export.Arrays: where a newest-first array's entries are, which a reader finds by scanning
-// the whole array).
-func Shared(sources []Source) []Source {
+// the whole array, or the temporary files it wrote them to). release removes those files:
+// the replay calls it once it has read the sources for the last time.
+func Shared(sources []Source) (shared []Source, release func()) {
 	arrays := export.NewArrays()
 	out := make([]Source, len(sources))
 	for i, s := range sources {
 		s.arrays = arrays
 		out[i] = s
 	}
-	return out
+	return out, arrays.Close
 }
 
 // InStageOrder says whether the source is read in the order of its events' stage times: a

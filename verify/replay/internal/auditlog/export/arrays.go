@@ -1,30 +1,36 @@
 package export
 
 import (
-	"io"
 	"os"
 	"sync"
 )
 
-// Arrays keeps, for the readers of one replay (Sharing), where the entries of each
-// newest-first array read whole from a regular file are (entryFile's index, 32 bytes an
-// entry). A replay reads its logs several times: each pass before its first event reads the
-// log's first events, which a newest-first array holds last, and a reader of it scans the
-// whole array to find them (a 348 MB array: 0.2 s a pass). A reader after the first reads the
-// entries back by where the first found them, last first, without scanning the array. A
-// file whose size or modification time has changed since is scanned again.
+// Arrays keeps, for the readers of one replay (Sharing), what the first reader of each
+// newest-first array found of it: where its entries are in its file (entryFile's index, 32
+// bytes an entry), or, for an array read as a stream (compressed), the temporary files it
+// wrote its entries to, reversed (see reverser). A replay reads its logs several times: each
+// pass before its first event reads the log's first events, which a newest-first array holds
+// last, and a reader of it scans the whole array to find them (a 348 MB array: 0.2 s a pass;
+// compressed, its decompression too). A reader after the first reads the entries back,
+// last first, without scanning the array. A file whose size or modification time has changed
+// since is scanned again. Close removes the temporary files kept.
 type Arrays struct {
-	mu    sync.Mutex
-	known []knownArray
+	mu     sync.Mutex
+	known  []*knownArray
+	closed bool
 }
 
-// knownArray is where the entries of an array are in a file read from base, read with
-// records of at most max bytes.
+// knownArray is what a reader found of the array of a file read from base, with records of at
+// most max bytes: index, or spills.
 type knownArray struct {
-	file  os.FileInfo
-	base  int64
-	max   int
+	file os.FileInfo
+	base int64
+	max  int
+	// index is where the entries are in the file, read back by their offsets.
 	index []entryAt
+	// spills are the temporary files holding the entries (compacted), each file's last
+	// first, the files in the array's order: read back last file first (reverser.finish).
+	spills []string
 }
 
 // NewArrays returns an empty Arrays, for the readers of one replay.
@@ -36,11 +42,10 @@ type statter interface {
 	Stat() (os.FileInfo, error)
 }
 
-// find is where the entries of the array in at, read from base, are, as a reader before
-// found them; nil when none did or the file has changed since. The index is shared: the
-// caller reads it, never writes it.
-func (a *Arrays) find(at io.ReaderAt, base int64, max int) []entryAt {
-	fi := fileInfo(at)
+// find is what a reader before found of the array of the file fi, read from base with records
+// of at most max bytes; nil when none did, or the file has changed since. What it holds is
+// shared: the caller reads it, never writes it.
+func (a *Arrays) find(fi os.FileInfo, base int64, max int) *knownArray {
 	if a == nil || fi == nil {
 		return nil
 	}
@@ -48,35 +53,46 @@ func (a *Arrays) find(at io.ReaderAt, base int64, max int) []entryAt {
 	defer a.mu.Unlock()
 	for _, k := range a.known {
 		if k.base == base && k.max == max && sameFile(k.file, fi) {
-			return k.index
+			return k
 		}
 	}
 	return nil
 }
 
-// keeps says whether the array in at would be kept (keep): a file that says what it is.
-func (a *Arrays) keeps(at io.ReaderAt) bool { return a != nil && fileInfo(at) != nil }
-
-// keep takes where the entries of the array in at, read from base, are, for the readers after
-// this one.
-func (a *Arrays) keep(at io.ReaderAt, base int64, max int, index []entryAt) {
-	fi := fileInfo(at)
-	if a == nil || fi == nil {
-		return
+// keep takes what a reader found of an array, for the readers after it; false when it keeps
+// one of the file already, or the Arrays is closed: the caller keeps its spills, and removes
+// them.
+func (a *Arrays) keep(k *knownArray) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return false
 	}
+	for _, o := range a.known {
+		if o.base == k.base && o.max == k.max && sameFile(o.file, k.file) {
+			return false
+		}
+	}
+	a.known = append(a.known, k)
+	return true
+}
+
+// Close removes the temporary files kept; the Arrays keeps nothing after it.
+func (a *Arrays) Close() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, k := range a.known {
-		if k.base == base && k.max == max && sameFile(k.file, fi) {
-			return
+		for _, name := range k.spills {
+			os.Remove(name)
 		}
 	}
-	a.known = append(a.known, knownArray{file: fi, base: base, max: max, index: index})
+	a.known, a.closed = nil, true
 }
 
-// fileInfo is what the file at reads says of itself; nil when it is not a file that says so.
-func fileInfo(at io.ReaderAt) os.FileInfo {
-	st, ok := at.(statter)
+// fileInfo is what r, a file or what reads one, says of the file; nil when it is not a
+// regular file that says so.
+func fileInfo(r any) os.FileInfo {
+	st, ok := r.(statter)
 	if !ok {
 		return nil
 	}

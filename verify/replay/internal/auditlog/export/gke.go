@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -724,18 +725,20 @@ func readGKEArray(in input, s *scanner, yield func(record) bool) {
 
 // readArray reads an array of records (gcloud's entries, az's rows) whose elements entryOf
 // makes records of (timed: with their time, for the reverser to tell the array's order), to
-// unwrap as unwrap makes it; newest first, the array is reversed (see reverser). A
-// newest-first array read whole from a file is kept in in.arrays: the readers after this one
-// read its entries back by their places (readKnownArray).
+// unwrap as unwrap makes it; newest first, the array is reversed (see reverser). What the
+// reader finds of a newest-first array read whole is kept in in.arrays: the readers after
+// this one read its entries back without scanning the array (readKnownArray).
 func readArray(in input, s *scanner, yield func(record) bool, entryOf func(raw []byte, line int, where string, timed bool) record, unwrap func(where string) func(*record)) {
 	rv := newReverser(yield, unwrap)
+	max := 2 * in.maxLine
+	if k := in.arrays.find(in.id, in.base, max); k != nil && (k.index == nil || in.at != nil) {
+		readKnownArray(rv, in, k)
+		return
+	}
+	keep := in.arrays != nil && in.id != nil
 	var held []entryAt // where the entries held are, for in.arrays
 	if in.at != nil {
-		rv.file = &entryFile{at: in.at, base: in.base, max: 2 * in.maxLine, kept: in.arrays.keeps(in.at)}
-		if index := in.arrays.find(in.at, in.base, rv.file.max); index != nil {
-			readKnownArray(rv, index)
-			return
-		}
+		rv.file = &entryFile{at: in.at, base: in.base, max: max, kept: keep}
 	}
 	err := s.array(func(i int) error {
 		line := s.startLine()
@@ -751,11 +754,11 @@ func readArray(in input, s *scanner, yield func(record) bool, entryOf func(raw [
 			return nil
 		}
 		where := fmt.Sprintf("entry %d (line %d)", i, line)
-		rec, err := s.element(2*in.maxLine, where, "", func(raw []byte, line int) record { return entryOf(raw, line, where, !rv.decided()) })
+		rec, err := s.element(max, where, "", func(raw []byte, line int) record { return entryOf(raw, line, where, !rv.decided()) })
 		if err != nil {
 			return err
 		}
-		if rv.file != nil && rv.file.kept && !rv.rising {
+		if keep && rv.file != nil && !rv.rising {
 			held = append(held, entryAt{off: from, end: s.off, i: i, line: line})
 		}
 		if !rv.add(rec) {
@@ -763,17 +766,39 @@ func readArray(in input, s *scanner, yield func(record) bool, entryOf func(raw [
 		}
 		return nil
 	})
-	if err == nil && rv.falling && rv.file != nil && rv.file.kept {
-		in.arrays.keep(in.at, in.base, rv.file.max, append(held, rv.file.index...))
+	if err == nil && rv.falling && keep {
+		k := &knownArray{file: in.id, base: in.base, max: max}
+		if rv.file != nil {
+			k.index = append(held, rv.file.index...)
+			in.arrays.keep(k)
+		} else if rv.spillAll() {
+			for _, f := range rv.spills {
+				k.spills = append(k.spills, f.Name())
+			}
+			rv.spillsKept = in.arrays.keep(k)
+		}
 	}
 	finishArray(rv, err, s.line, yield)
 }
 
 // readKnownArray hands over the entries of a newest-first array a reader before this one read
-// whole, where it found them (index), last first.
-func readKnownArray(rv *reverser, index []entryAt) {
+// whole, as it kept them (k), last first.
+func readKnownArray(rv *reverser, in input, k *knownArray) {
 	rv.falling = true
-	rv.file.index = index
+	if k.index != nil {
+		rv.file = &entryFile{at: in.at, base: in.base, max: k.max, index: k.index}
+		rv.finish()
+		return
+	}
+	rv.spillsKept = true // Arrays.Close removes them
+	for _, name := range k.spills {
+		f, err := os.Open(name)
+		if err != nil {
+			rv.err = fmt.Errorf("reading back the entries held to reverse gcloud's order: %v", err)
+			break
+		}
+		rv.spills = append(rv.spills, f)
+	}
 	rv.finish()
 }
 

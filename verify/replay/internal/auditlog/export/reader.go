@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
+	"os"
 	"runtime"
 	"sync"
 	"time"
@@ -77,9 +78,10 @@ type input struct {
 	// at reads the input again, at base: a regular file, not compressed (see entryFile).
 	at   io.ReaderAt
 	base int64
-	// arrays, when set with at, keeps what a reader of the file found for the readers of it
-	// after this one (see Arrays).
+	// arrays, when set with id, keeps what a reader of the file found for the readers of it
+	// after this one (see Arrays); id is what the file says it is.
 	arrays *Arrays
+	id     os.FileInfo
 }
 
 // A format's reader yields the records of a file in the file's order.
@@ -295,9 +297,12 @@ func newReader(file string, r io.Reader, format Format, maxLine int, opts option
 		rd.Close()
 		return nil, fmt.Errorf("%s: unknown input format %q", file, format)
 	}
-	in := input{file: file, r: br, maxLine: maxLine}
+	in := input{file: file, r: br, maxLine: maxLine, base: base}
 	if len(rd.closer) == 0 && at != nil {
-		in.at, in.base, in.arrays = at, base, opts.arrays
+		in.at = at
+	}
+	if opts.arrays != nil {
+		in.arrays, in.id = opts.arrays, fileInfo(r)
 	}
 	rd.order = newReorder(file, defaultWindow, maxLine)
 	rd.dry = newDryRuns()

@@ -504,6 +504,77 @@ func TestArraysShared(t *testing.T) {
 	}
 }
 
+// TestArraysSharedCompressed: the first reader of a compressed newest-first array that shares
+// Arrays keeps the temporary files it reversed the array through; the readers after it read
+// them back (a file whose bytes no longer decompress, its size and time kept, reads as before)
+// and hand over what a reader of their own does; Close removes them.
+func TestArraysSharedCompressed(t *testing.T) {
+	data, err := exporttest.Wrap(export.GKE, readLog(t, recorded[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer export.SetReverseChunk(64 << 10)()
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(data)
+	zw.Close()
+	path := filepath.Join(t.TempDir(), "gcloud.json.gz")
+	if err := os.WriteFile(path, gz.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	read := func(opts ...export.Option) []line {
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		_, lines := readFrom(t, "gcloud.json.gz", f, export.GKE, opts...)
+		return lines
+	}
+	diffLines := func(a, b []line) string {
+		return cmp.Diff(a, b, cmp.AllowUnexported(line{}), cmp.Comparer(func(a, b error) bool { return fmt.Sprint(a) == fmt.Sprint(b) }))
+	}
+	want := read()
+	if left, _ := os.ReadDir(tmp); len(left) > 0 {
+		t.Fatalf("a reader of its own left temporary files: %v", left)
+	}
+	arrays := export.NewArrays()
+	if diff := diffLines(want, read(export.Sharing(arrays))); diff != "" {
+		t.Fatalf("the first reader sharing: lines mismatch (-own +shared):\n%s", diff)
+	}
+	if kept, _ := os.ReadDir(tmp); export.KnownArrays(arrays) != 1 || len(kept) < 2 {
+		t.Fatalf("after the first reader: %d arrays known, %d temporary files kept; want 1, 2 or more", export.KnownArrays(arrays), len(kept))
+	}
+	// The second half of the compressed bytes zeroed, the size and time kept: only a reader
+	// that reads what the first kept reads the array to its end.
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := bytes.Clone(gz.Bytes())
+	clear(broken[len(broken)/2:])
+	if err := os.WriteFile(path, broken, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if diff := diffLines(want, read(export.Sharing(arrays))); diff != "" {
+			t.Errorf("a reader after the first: lines mismatch (-own +shared):\n%s", diff)
+		}
+	}
+	if lines := read(); len(lines) == 0 || lines[len(lines)-1].err == nil {
+		t.Errorf("the broken file read by a reader of its own: no error at its end, the test shows nothing")
+	}
+	arrays.Close()
+	if left, _ := os.ReadDir(tmp); len(left) > 0 {
+		t.Errorf("temporary files left after Close: %v", left)
+	}
+}
+
 // TestReverseOnDiskIndented: the entries of a newest-first array in a file are found by the
 // line that closes each (skipIndented) where the array is indented; other layouts, and an
 // indentation that does not tell, are read as a stream reads them.

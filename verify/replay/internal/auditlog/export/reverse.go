@@ -42,7 +42,9 @@ type reverser struct {
 	held    []record
 	bytes   int
 	spills  []*os.File
-	err     error
+	// spillsKept says the spills are an Arrays': closed when read back, not removed.
+	spillsKept bool
+	err        error
 	// file, when set, is the file the array is read from, read again in place of spills.
 	file *entryFile
 	// unwrap makes the unwrapping of an entry the reverser held on disk, which where names
@@ -302,9 +304,20 @@ func (v *reverser) spill() {
 func (v *reverser) cleanup() {
 	for _, f := range v.spills {
 		f.Close()
-		os.Remove(f.Name())
+		if !v.spillsKept {
+			os.Remove(f.Name())
+		}
 	}
 	v.spills = nil
+}
+
+// spillAll writes what the reverser holds to a temporary file too, so that every record of a
+// newest-first array is in its spills, which an Arrays keeps; false when it could not.
+func (v *reverser) spillAll() bool {
+	if len(v.held) > 0 {
+		v.spill()
+	}
+	return v.err == nil
 }
 
 // writeSpilled writes a record: its line, time, loss, error message, data and, for an entry
