@@ -390,7 +390,7 @@ func TestReverseOnDisk(t *testing.T) {
 	if left, _ := os.ReadDir(tmp); len(left) > 0 {
 		t.Errorf("temporary files left: %v", left)
 	}
-	if diff := cmp.Diff(lines, readFile(t, data), cmp.AllowUnexported(line{}), cmp.Comparer(func(a, b error) bool { return fmt.Sprint(a) == fmt.Sprint(b) })); diff != "" {
+	if diff := diffLines(lines, readFile(t, data)); diff != "" {
 		t.Errorf("read back from the file: lines mismatch (-stream +file):\n%s", diff)
 	}
 	var prev time.Time
@@ -410,6 +410,11 @@ func TestReverseOnDisk(t *testing.T) {
 	if want := len(inStageOrder(t, log, func(m map[string]any) bool { return m["stage"] != "RequestReceived" })); len(lines) != want {
 		t.Errorf("%d events, want %d", len(lines), want)
 	}
+}
+
+// diffLines is the difference of two readings' lines, their errors compared by message.
+func diffLines(a, b []line) string {
+	return cmp.Diff(a, b, cmp.AllowUnexported(line{}), cmp.Comparer(func(a, b error) bool { return fmt.Sprint(a) == fmt.Sprint(b) }))
 }
 
 // readFile reads data as a file that the reader begins reading 2 bytes in.
@@ -453,9 +458,6 @@ func TestArraysShared(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer export.SetReverseChunk(64 << 10)()
-	diffLines := func(a, b []line) string {
-		return cmp.Diff(a, b, cmp.AllowUnexported(line{}), cmp.Comparer(func(a, b error) bool { return fmt.Sprint(a) == fmt.Sprint(b) }))
-	}
 	path := arrayFile(t, data)
 	want := readArrayFile(t, path)
 	arrays := export.NewArrays()
@@ -532,9 +534,6 @@ func TestArraysSharedCompressed(t *testing.T) {
 		defer f.Close()
 		_, lines := readFrom(t, "gcloud.json.gz", f, export.GKE, opts...)
 		return lines
-	}
-	diffLines := func(a, b []line) string {
-		return cmp.Diff(a, b, cmp.AllowUnexported(line{}), cmp.Comparer(func(a, b error) bool { return fmt.Sprint(a) == fmt.Sprint(b) }))
 	}
 	want := read()
 	if left, _ := os.ReadDir(tmp); len(left) > 0 {
@@ -661,7 +660,7 @@ func TestReverseOnDiskIndented(t *testing.T) {
 				}
 				t.Fatalf("no error in %d lines read back from the file (the stream's: %d)", len(fromFile), len(stream))
 			}
-			if diff := cmp.Diff(stream, fromFile, cmp.AllowUnexported(line{}), cmp.Comparer(func(a, b error) bool { return fmt.Sprint(a) == fmt.Sprint(b) })); diff != "" {
+			if diff := diffLines(stream, fromFile); diff != "" {
 				t.Errorf("read back from the file: lines mismatch (-stream +file):\n%s", diff)
 			}
 		})
