@@ -449,7 +449,7 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 	// streamed, as a live log needs.
 	sources, spooled := source.Spool(ctx, sources, r.cfg.spoolDir, r.cfg.throughout)
 	defer spooled.Remove()
-	sources, release := source.Shared(sources)
+	sources, release := source.Shared(sources, lifecycleNeedle)
 	defer release()
 	if !smallLogs(sources) {
 		go pipelineServer() // warmed while the passes below read the logs on one core

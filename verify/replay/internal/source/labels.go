@@ -3,8 +3,6 @@ package source
 import (
 	"bytes"
 	"context"
-	"errors"
-	"io"
 	"os"
 
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export"
@@ -26,7 +24,7 @@ func LabelsDryRuns(ctx context.Context, sources []Source) bool {
 		}
 		seen[file] = true
 		if gkeExport(src, file) {
-			if found, _ := holds(ctx, file, gkeDryRunLabel); found {
+			if found, _ := src.holds(ctx, gkeDryRunLabel); found {
 				return true
 			}
 		}
@@ -44,46 +42,6 @@ func gkeExport(src Source, file string) bool {
 	defer f.Close()
 	format, err := export.FormatOf(src.Name, f, export.Format(src.Format))
 	return err == nil && format == export.GKE
-}
-
-// holds says whether the file's bytes, decompressed as package export reads them, hold
-// needle; an error when they could not be read to the end without finding it.
-func holds(ctx context.Context, file string, needle []byte) (bool, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	r, closers, err := export.Decompressed(f)
-	for _, c := range closers {
-		defer c.Close()
-	}
-	if err != nil {
-		return false, err
-	}
-	rare := rarest(needle)
-	buf := make([]byte, 1<<20)
-	keep := 0 // the bytes of the last read kept, which a needle may begin in
-	for {
-		if err := ctx.Err(); err != nil {
-			return false, err
-		}
-		n, err := r.Read(buf[keep:])
-		if containsFrom(buf[:keep+n], needle, rare) {
-			return true, nil
-		}
-		if errors.Is(err, io.EOF) {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		if end := keep + n; end > len(needle) {
-			keep = copy(buf, buf[end-len(needle)+1:end])
-		} else {
-			keep = end
-		}
-	}
 }
 
 // rarest is where needle's first capital letter is, 0 when it has none: a byte JSON holds

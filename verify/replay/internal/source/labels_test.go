@@ -72,3 +72,65 @@ func TestContainsFrom(t *testing.T) {
 		t.Errorf("rarest without a capital = %d, want 0", got)
 	}
 }
+
+// TestSharedSearches: the sources of one replay (Shared) search a file for every needle of the
+// replay's at once, and answer as bytes.Contains does over its decompressed bytes, wherever
+// the needles are (across the reads of the file); a second search of the file reads it no
+// more (its bytes changed, its size and time kept, it answers as before), and a file changed
+// since is searched again.
+func TestSharedSearches(t *testing.T) {
+	needle := []byte("missionpolic")
+	label := gkeDryRunLabel
+	filler := strings.Repeat(`{"x":"abcdefghij klmnopqrstuvwxyz 0123456789"}`+"\n", (1<<20)/46)
+	gz := func(s string) string {
+		var b bytes.Buffer
+		zw := gzip.NewWriter(&b)
+		zw.Write([]byte(s))
+		zw.Close()
+		return b.String()
+	}
+	for _, tc := range []struct {
+		name string
+		data string
+	}{
+		{"neither", filler + filler},
+		{"both, the label first", string(label) + filler + string(needle)},
+		{"the needle only, across a read", filler[:1<<20-5] + string(needle) + filler},
+		{"the label only, far in", filler + filler + filler + string(label)},
+	} {
+		for _, compressed := range []bool{false, true} {
+			name, data := tc.name, tc.data
+			if compressed {
+				name, data = name+", compressed", gz(data)
+			}
+			t.Run(name, func(t *testing.T) {
+				path := filepath.Join(t.TempDir(), "log")
+				if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				srcs, release := Shared([]Source{{Name: path}}, needle)
+				defer release()
+				src := srcs[0]
+				for _, n := range [][]byte{label, needle} {
+					got, err := src.holds(context.Background(), n)
+					if want := strings.Contains(tc.data, string(n)); err != nil || got != want {
+						t.Errorf("holds(%q) = %v, %v; want %v", n, got, err, want)
+					}
+					if n[0] == label[0] {
+						// Searched once: the file's bytes changed, its size and time kept.
+						fi, _ := os.Stat(path)
+						os.WriteFile(path, make([]byte, len(data)), 0o644)
+						os.Chtimes(path, fi.ModTime(), fi.ModTime())
+					}
+				}
+				// A file changed since: searched again.
+				os.WriteFile(path, []byte(string(needle)+string(label)+"x"), 0o644)
+				for _, n := range [][]byte{label, needle} {
+					if got, err := src.holds(context.Background(), n); err != nil || !got {
+						t.Errorf("holds(%q) of the changed file = %v, %v; want true", n, got, err)
+					}
+				}
+			})
+		}
+	}
+}

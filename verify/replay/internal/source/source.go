@@ -39,23 +39,41 @@ type Source struct {
 	// inStageOrder reads a plain log in the order of its events' stage times
 	// (export.InStageOrder): it goes back by more than OrderJitter (Split).
 	inStageOrder bool
-	// arrays, when set, is what the readers of the sources of one replay share (Shared).
-	arrays *export.Arrays
+	// shared, when set, is what the readers of the sources of one replay share (Shared).
+	shared *shared
+}
+
+// shared is what the readers of the sources of one replay share: what one found of an
+// export's array, and the byte searches of the files.
+type shared struct {
+	arrays   *export.Arrays
+	searches *searches
 }
 
 // Shared are the sources of one replay, which reads them several times (the passes before
 // its first event, then its events): their readers share what one of them found of an export
 // (export.Arrays: where a newest-first array's entries are, which a reader finds by scanning
-// the whole array, or the temporary files it wrote them to). release removes those files:
-// the replay calls it once it has read the sources for the last time.
-func Shared(sources []Source) (shared []Source, release func()) {
-	arrays := export.NewArrays()
-	out := make([]Source, len(sources))
+// the whole array, or the temporary files it wrote them to), and a search of a file's bytes
+// for one of needles (and for GKE's dry-run label) finds every one of them, in one reading of
+// its bytes (decompressed: the replay's passes would otherwise decompress them each).
+// release removes the temporary files: the replay calls it once it has read the sources for
+// the last time.
+func Shared(sources []Source, needles ...[]byte) (out []Source, release func()) {
+	sh := &shared{arrays: export.NewArrays(), searches: newSearches(append([][]byte{gkeDryRunLabel}, needles...))}
+	out = make([]Source, len(sources))
 	for i, s := range sources {
-		s.arrays = arrays
+		s.shared = sh
 		out[i] = s
 	}
-	return out, arrays.Close
+	return out, sh.arrays.Close
+}
+
+// arrays is what the source's readers share of arrays; nil when they share nothing.
+func (s Source) arrays() *export.Arrays {
+	if s.shared == nil {
+		return nil
+	}
+	return s.shared.arrays
 }
 
 // InStageOrder says whether the source is read in the order of its events' stage times: a
@@ -128,7 +146,7 @@ func mayHold(ctx context.Context, src Source) bool {
 	if err != nil || format == export.Plain || !format.Filterable() {
 		return true
 	}
-	found, err := holds(ctx, src.File(), src.filter)
+	found, err := src.holds(ctx, src.filter)
 	return found || err != nil
 }
 
@@ -183,7 +201,7 @@ func openSource(ctx context.Context, src Source, maxLine int) (next func() (audi
 	if src.inStageOrder {
 		format = export.InStageOrder
 	}
-	lr, err := export.NewReader(src.Name, r, format, maxLine, export.Filter(src.filter), export.Sharing(src.arrays))
+	lr, err := export.NewReader(src.Name, r, format, maxLine, export.Filter(src.filter), export.Sharing(src.arrays()))
 	if err != nil {
 		closeFile()
 		return failed(err)
