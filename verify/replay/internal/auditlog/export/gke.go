@@ -803,15 +803,20 @@ func readKnownArray(rv *reverser, in input, k *knownArray) {
 }
 
 // finishArray hands over what the reverser holds of an array whose reading ended with err
-// (errStop: the Reader wants no more) at line, then the error, where the envelope stopped
-// being readable.
+// (errStop: the Reader wants no more, or the reverser could not hold the records on disk,
+// which it says) at line, then the error, where the envelope stopped being readable.
 func finishArray(rv *reverser, err error, line int, yield func(record) bool) {
 	var stopped *record
 	if err != nil && !errors.Is(err, errStop) {
 		r := streamStopped(err, line)
 		stopped = &r
 	}
-	if errors.Is(err, errStop) || !rv.finish() {
+	rv.waitSpill()
+	if errors.Is(err, errStop) && rv.err == nil {
+		rv.cleanup()
+		return
+	}
+	if !rv.finish() {
 		return
 	}
 	if stopped != nil {

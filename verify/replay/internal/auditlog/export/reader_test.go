@@ -417,6 +417,21 @@ func diffLines(a, b []line) string {
 	return cmp.Diff(a, b, cmp.AllowUnexported(line{}), cmp.Comparer(func(a, b error) bool { return fmt.Sprint(a) == fmt.Sprint(b) }))
 }
 
+// TestReverseCannotSpill: a newest-first array read from a stream, whose reverser cannot write
+// the entries it holds to the disk, ends with an error that says so, not with fewer events.
+func TestReverseCannotSpill(t *testing.T) {
+	data, err := exporttest.Wrap(export.GKE, readLog(t, recorded[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer export.SetReverseChunk(64 << 10)()
+	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "not-there"))
+	_, lines := readFrom(t, "gcloud.json", struct{ io.Reader }{bytes.NewReader(data)}, export.GKE)
+	if len(lines) == 0 || lines[len(lines)-1].err == nil || !strings.Contains(lines[len(lines)-1].err.Error(), "holding entries to reverse gcloud's order") {
+		t.Fatalf("%d lines, the last %+v: want the error of the spill at the end", len(lines), lines[max(len(lines)-1, 0):])
+	}
+}
+
 // readFile reads data as a file that the reader begins reading 2 bytes in.
 func readFile(t *testing.T, data []byte) []line {
 	t.Helper()
