@@ -60,12 +60,12 @@ func (a *Arrays) find(fi os.FileInfo, base int64, max int) *knownArray {
 }
 
 // keep takes what a reader found of an array, for the readers after it; false when it keeps
-// one of the file already, or the Arrays is closed: the caller keeps its spills, and removes
-// them.
+// one of the file already, the Arrays is closed, or k holds no entry: the caller keeps its
+// spills, and removes them.
 func (a *Arrays) keep(k *knownArray) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.closed {
+	if a.closed || len(k.index) == 0 && len(k.spills) == 0 {
 		return false
 	}
 	for _, o := range a.known {
