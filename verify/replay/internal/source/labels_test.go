@@ -19,13 +19,6 @@ func TestLabelsDryRuns(t *testing.T) {
 	}
 	// far puts the label past the first megabyte.
 	far := strings.Repeat(entry(`"authorization.k8s.io/decision":"allow"`), (2<<20)/250) + entry(`"command.gke.io/dryRun":"true"`)
-	gz := func(s string) string {
-		var b bytes.Buffer
-		zw := gzip.NewWriter(&b)
-		zw.Write([]byte(s))
-		zw.Close()
-		return b.String()
-	}
 	for _, tc := range []struct {
 		name, data string
 		want       bool
@@ -33,7 +26,7 @@ func TestLabelsDryRuns(t *testing.T) {
 		{"a GKE sink with a dry run", entry(`"authorization.k8s.io/decision":"allow"`) + entry(`"command.gke.io/dryRun":"true"`), true},
 		{"a GKE sink without", entry(`"authorization.k8s.io/decision":"allow"`), false},
 		{"far in", far, true},
-		{"far in, compressed", gz(far), true},
+		{"far in, compressed", gzipped(far), true},
 		{"the log backend's lines naming it", event("a", 1)[:len(event("a", 1))-1] + `,"annotations":{"command.gke.io/dryRun":"true"}}` + "\n", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -46,6 +39,15 @@ func TestLabelsDryRuns(t *testing.T) {
 			}
 		})
 	}
+}
+
+// gzipped is s gzip-compressed.
+func gzipped(s string) string {
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	zw.Write([]byte(s))
+	zw.Close()
+	return b.String()
 }
 
 // TestContainsFrom holds containsFrom to bytes.Contains: the needle searched from its capital
@@ -82,13 +84,6 @@ func TestSharedSearches(t *testing.T) {
 	needle := []byte("missionpolic")
 	label := gkeDryRunLabel
 	filler := strings.Repeat(`{"x":"abcdefghij klmnopqrstuvwxyz 0123456789"}`+"\n", (1<<20)/46)
-	gz := func(s string) string {
-		var b bytes.Buffer
-		zw := gzip.NewWriter(&b)
-		zw.Write([]byte(s))
-		zw.Close()
-		return b.String()
-	}
 	for _, tc := range []struct {
 		name string
 		data string
@@ -101,7 +96,7 @@ func TestSharedSearches(t *testing.T) {
 		for _, compressed := range []bool{false, true} {
 			name, data := tc.name, tc.data
 			if compressed {
-				name, data = name+", compressed", gz(data)
+				name, data = name+", compressed", gzipped(data)
 			}
 			t.Run(name, func(t *testing.T) {
 				path := filepath.Join(t.TempDir(), "log")
