@@ -195,12 +195,6 @@ const Filtered = "filtered"
 // writes a subscription's gzip records into a gzip object), detected by its first bytes; the
 // closers end the decompression.
 func Decompressed(r io.Reader) (*bufio.Reader, []io.Closer, error) {
-	return decompressed(r, false)
-}
-
-// decompressed is Decompressed, the decompression read ahead on a goroutine of its own when
-// ahead is set (aheadReader), its closer the last of the closers.
-func decompressed(r io.Reader, ahead bool) (*bufio.Reader, []io.Closer, error) {
 	br := bufio.NewReaderSize(r, 256<<10)
 	var closers []io.Closer
 	for range 2 {
@@ -214,13 +208,6 @@ func decompressed(r io.Reader, ahead bool) (*bufio.Reader, []io.Closer, error) {
 		}
 		closers = append(closers, zr)
 		br = bufio.NewReaderSize(zr, 256<<10)
-	}
-	if ahead && len(closers) > 0 {
-		// The innermost decompression read ahead (Firehose's outer gzip holds the inner
-		// one's bytes, which barely compress: reading both ahead would read twice as far).
-		a := newAheadReader(br)
-		closers = append(closers, a) // closed first: its goroutine reads the decompression
-		br = bufio.NewReaderSize(a, 256<<10)
 	}
 	return br, closers, nil
 }
@@ -279,7 +266,7 @@ func detected(file string, br *bufio.Reader, format Format) (_ Format, bom int, 
 func newReader(file string, r io.Reader, format Format, maxLine int, opts options) (*Reader, error) {
 	rd := &Reader{file: file}
 	at, base := readerAt(r)
-	br, closers, err := decompressed(r, true)
+	br, closers, err := Decompressed(r)
 	rd.closer = closers
 	if err != nil {
 		rd.Close()
