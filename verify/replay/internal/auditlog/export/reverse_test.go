@@ -72,3 +72,38 @@ func TestAppendCompact(t *testing.T) {
 		}
 	}
 }
+
+// FuzzAppendCompact: appendCompact never panics; of a JSON object or array it writes what
+// encoding/json's Compact writes, whole; of anything else what it writes is never longer than
+// the input, and not whole where the input is not one JSON value.
+func FuzzAppendCompact(f *testing.F) {
+	for _, s := range []string{`{"a": "b c",  "d": [1, 2]}`, "[\n  {\n    \"x\": \"\\\"y\"\n  }\n]", `{"a":"\u00e9\\`, `}{`, `"s"`, "{\"a\":\"\x01\"}", `{"a":1}x`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		got, whole := appendCompact(nil, in)
+		if len(got) > len(in) {
+			t.Fatalf("appendCompact(%q) = %q: longer than its input", in, got)
+		}
+		trimmed := bytes.TrimSpace(in)
+		container := len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[')
+		switch {
+		case json.Valid(in) && container:
+			var want bytes.Buffer
+			if err := json.Compact(&want, in); err != nil {
+				t.Fatal(err)
+			}
+			if !whole || !bytes.Equal(got, want.Bytes()) {
+				t.Fatalf("appendCompact(%q) = %q, %v; want %q, true", in, got, whole, want.Bytes())
+			}
+		case !json.Valid(in) && whole:
+			// Whole says only that brackets and strings close: a value of wrong grammar
+			// inside (a missing colon) is the decoder's to report. It must not say whole of
+			// a value cut short or followed by more.
+			var v any
+			if err := json.Unmarshal(in, &v); err != nil && strings.Contains(err.Error(), "unexpected end") {
+				t.Fatalf("appendCompact(%q) whole, but the input ends early: %v", in, err)
+			}
+		}
+	})
+}
