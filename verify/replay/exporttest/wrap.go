@@ -187,7 +187,8 @@ func batches(evs []event, n int) [][]event {
 	return out
 }
 
-func gz(b []byte) []byte {
+// Gzip is b gzip-compressed, as the exports that compress write it.
+func Gzip(b []byte) []byte {
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
 	zw.Write(b)
@@ -256,7 +257,7 @@ func s3Export(evs []event) ([]byte, error) {
 			fmt.Fprintf(&b, "%s %s\n", time.UnixMilli(cloudWatchTime(e)).UTC().Format("2006-01-02T15:04:05.000Z"), e.raw)
 		}
 	}
-	return gz(b.Bytes()), nil
+	return Gzip(b.Bytes()), nil
 }
 
 // logsTail: aws logs tail's default format (awscli/customizations/logs/tail.py,
@@ -292,7 +293,7 @@ func firehose(evs []event) ([]byte, error) {
 	msg := func(kind, stream string, les []logEvent) []byte {
 		b, _ := json.Marshal(map[string]any{"messageType": kind, "owner": "123456789012", "logGroup": "/aws/eks/vapc/cluster",
 			"logStream": stream, "subscriptionFilters": []string{"vapc-audit"}, "logEvents": les})
-		return gz(b)
+		return Gzip(b)
 	}
 	var b bytes.Buffer
 	b.Write(msg("CONTROL_MESSAGE", "", []logEvent{{ID: "", Timestamp: 1, Message: "CWL CONTROL MESSAGE: Checking health of destination Firehose."}}))
@@ -303,7 +304,7 @@ func firehose(evs []event) ([]byte, error) {
 		}
 		b.Write(msg("DATA_MESSAGE", streamOf(batch[0]), les))
 	}
-	return gz(b.Bytes()), nil
+	return Gzip(b.Bytes()), nil
 }
 
 // azureRecord is a resource log record of an AKS cluster's kube-audit category.

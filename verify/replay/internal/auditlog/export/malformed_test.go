@@ -2,7 +2,6 @@ package export_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,13 +23,7 @@ func ev(id string, s int) string {
 
 func quoted(s string) string { return fmt.Sprintf("%q", s) }
 
-func gzipped(s string) string {
-	var b bytes.Buffer
-	zw := gzip.NewWriter(&b)
-	zw.Write([]byte(s))
-	zw.Close()
-	return b.String()
-}
+func gzipped(s string) string { return string(exporttest.Gzip([]byte(s))) }
 
 func truncated(s string, cut int) string { return s[:len(s)-cut] }
 

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/klauspost/compress/gzip"
 
 	"github.com/vapc-dev/vapc/verify/replay/exporttest"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
@@ -326,13 +325,6 @@ func TestCloseStopsReading(t *testing.T) {
 func TestFormatOf(t *testing.T) {
 	t.Parallel()
 	log := readLog(t, recorded[0])
-	gz := func(b []byte) []byte {
-		var out bytes.Buffer
-		zw := gzip.NewWriter(&out)
-		zw.Write(b)
-		zw.Close()
-		return out.Bytes()
-	}
 	type input struct {
 		name   string
 		data   []byte
@@ -340,13 +332,13 @@ func TestFormatOf(t *testing.T) {
 	}
 	inputs := []input{
 		{"plain", log, export.Auto},
-		{"plain, compressed", gz(log), export.Auto},
+		{"plain, compressed", exporttest.Gzip(log), export.Auto},
 		{"plain after a byte order mark", append([]byte("\ufeff"), log...), export.Auto},
 		{"forced Firehose, not its objects", log, export.Firehose},
 		{"UTF-16", []byte{0xff, 0xfe, '{', 0}, export.Auto},
 		{"gcloud's YAML", []byte("insertId: abc\nprotoPayload:\n  methodName: x\n"), export.Auto},
 		{"legacy", []byte(`2026-11-21T03:57:09.106841886Z AUDIT: id="c939d2a7" stage="ResponseComplete" ip="127.0.0.1" method="get" user="admin" groups="\"system:masters\"" as="<self>" asgroups="<lookup>" user-agent="kubectl" namespace="default" uri="/api/v1/namespaces/default/pods" response="200"` + "\n"), export.Auto},
-		{"truncated gzip", gz(log)[:5], export.Auto},
+		{"truncated gzip", exporttest.Gzip(log)[:5], export.Auto},
 	}
 	for _, f := range export.Formats()[2:] {
 		data, err := exporttest.Wrap(f, log)
@@ -533,12 +525,9 @@ func TestArraysSharedCompressed(t *testing.T) {
 	defer export.SetReverseChunk(64 << 10)()
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
-	var gz bytes.Buffer
-	zw := gzip.NewWriter(&gz)
-	zw.Write(data)
-	zw.Close()
+	gz := exporttest.Gzip(data)
 	path := filepath.Join(t.TempDir(), "gcloud.json.gz")
-	if err := os.WriteFile(path, gz.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(path, gz, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	read := func(opts ...export.Option) []line {
@@ -567,7 +556,7 @@ func TestArraysSharedCompressed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	broken := bytes.Clone(gz.Bytes())
+	broken := bytes.Clone(gz)
 	clear(broken[len(broken)/2:])
 	if err := os.WriteFile(path, broken, 0o644); err != nil {
 		t.Fatal(err)
