@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/klauspost/compress/gzip"
+	"github.com/vapc-dev/vapc/verify/replay/exporttest"
 )
 
 // TestLabelsDryRuns finds GKE's dry-run label in a GKE export, plain or compressed, wherever
@@ -42,13 +42,7 @@ func TestLabelsDryRuns(t *testing.T) {
 }
 
 // gzipped is s gzip-compressed.
-func gzipped(s string) string {
-	var b bytes.Buffer
-	zw := gzip.NewWriter(&b)
-	zw.Write([]byte(s))
-	zw.Close()
-	return b.String()
-}
+func gzipped(s string) string { return string(exporttest.Gzip([]byte(s))) }
 
 // TestContainsFrom holds containsFrom to bytes.Contains: the needle searched from its capital
 // letter is found where it is whole, not where only its part from there is.
@@ -111,14 +105,16 @@ func TestSharedSearches(t *testing.T) {
 					if want := strings.Contains(tc.data, string(n)); err != nil || got != want {
 						t.Errorf("holds(%q) = %v, %v; want %v", n, got, err, want)
 					}
-					if n[0] == label[0] {
-						// Searched once: the file's bytes changed, its size and time kept.
+					if n[0] == label[0] && !strings.Contains(tc.data, string(label)) {
+						// Read to its end for the label: not read again for the needle
+						// (the file's bytes changed, its size and time kept).
 						fi, _ := os.Stat(path)
 						os.WriteFile(path, make([]byte, len(data)), 0o644)
 						os.Chtimes(path, fi.ModTime(), fi.ModTime())
 					}
 				}
-				// A file changed since: searched again.
+				// A file changed since (or, where the label was found, a search that stopped
+				// there): searched again.
 				os.WriteFile(path, []byte(string(needle)+string(label)+"x"), 0o644)
 				for _, n := range [][]byte{label, needle} {
 					if got, err := src.holds(context.Background(), n); err != nil || !got {
@@ -127,5 +123,39 @@ func TestSharedSearches(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestSharedSearchStops: a search stops at the needle it was asked for, before the rest of the
+// file; a later search for a needle it did not find reads the file again (here the label
+// written into the file's rest since, its size and time kept: found), and does not take it for
+// absent.
+func TestSharedSearchStops(t *testing.T) {
+	needle := []byte("missionpolic")
+	filler := strings.Repeat(`{"x":"abcdefghij klmnopqrstuvwxyz 0123456789"}`+"\n", (4<<20)/46)
+	data := string(needle) + filler
+	path := filepath.Join(t.TempDir(), "log")
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srcs, release := Shared([]Source{{Name: path}}, needle)
+	defer release()
+	if got, err := srcs[0].holds(context.Background(), needle); err != nil || !got {
+		t.Fatalf("holds(the needle at the start) = %v, %v; want true, nil", got, err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	far := len(data) - 1000
+	labelled := data[:far] + string(gkeDryRunLabel) + data[far+len(gkeDryRunLabel):]
+	if err := os.WriteFile(path, []byte(labelled), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := srcs[0].holds(context.Background(), gkeDryRunLabel); err != nil || !got {
+		t.Errorf("holds(the label, past where the first search stopped) = %v, %v; want true, nil", got, err)
 	}
 }

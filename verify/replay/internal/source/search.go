@@ -12,19 +12,23 @@ import (
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export"
 )
 
-// searches are the byte searches of the files of one replay (Shared): a file's bytes are read
-// once for every needle of the replay's, the results kept by file.
+// searches are the byte searches of the files of one replay (Shared): a search of a file for
+// one of the replay's needles looks for all of them in the same reading, until it finds the
+// one it was asked for, and keeps what it found by file; a later search for another needle is
+// answered from it where the reading found that one or read the file to its end.
 type searches struct {
 	needles [][]byte
 	mu      sync.Mutex
 	done    map[string]searched
 }
 
-// searched is what a search of a file found: which of the needles it holds, and the error
-// that stopped the reading of it before it found them all.
+// searched is what a search of a file found: which of the needles it holds, whether it read
+// the file to its end (or to the error that stopped it, err), so that a needle it did not
+// find is not there.
 type searched struct {
 	file  os.FileInfo
 	found []bool
+	ended bool
 	err   error
 }
 
@@ -34,8 +38,9 @@ func newSearches(needles [][]byte) *searches {
 
 // holds says whether the source's file's bytes, decompressed as package export reads them,
 // hold needle; an error when they could not be read to the end without finding it. A source
-// of a replay's (Shared) searches its file for every needle of the replay's at once, the
-// first time it is searched for one of them.
+// of a replay's (Shared) looks for every needle of the replay's in the same reading (GKE's
+// dry-run label, then the admission policies' names: a GKE export's bytes are read once
+// where no dry run is in them).
 func (s Source) holds(ctx context.Context, needle []byte) (bool, error) {
 	file := s.File()
 	var sr *searches
@@ -47,44 +52,40 @@ func (s Source) holds(ctx context.Context, needle []byte) (bool, error) {
 		k = slices.IndexFunc(sr.needles, func(n []byte) bool { return bytes.Equal(n, needle) })
 	}
 	if k < 0 {
-		found, err := holdsAny(ctx, file, [][]byte{needle})
-		return result(found, 0, err)
+		found, ended, err := holdsAny(ctx, file, [][]byte{needle}, 0)
+		return result(searched{found: found, ended: ended, err: err}, 0)
 	}
 	fi, statErr := os.Stat(file)
 	sr.mu.Lock()
 	defer sr.mu.Unlock()
-	if d, ok := sr.done[file]; ok && statErr == nil && sameFile(d.file, fi) {
-		return result(d.found, k, d.err)
+	if d, ok := sr.done[file]; ok && statErr == nil && export.SameFile(d.file, fi) && (d.found[k] || d.ended) {
+		return result(d, k)
 	}
-	found, err := holdsAny(ctx, file, sr.needles)
+	found, ended, err := holdsAny(ctx, file, sr.needles, k)
+	d := searched{file: fi, found: found, ended: ended, err: err}
 	if statErr == nil && ctx.Err() == nil {
-		sr.done[file] = searched{file: fi, found: found, err: err}
+		sr.done[file] = d
 	}
-	return result(found, k, err)
+	return result(d, k)
 }
 
 // result is what a search says of its k-th needle: found, or the error that stopped it
 // before it found it.
-func result(found []bool, k int, err error) (bool, error) {
-	if found[k] {
+func result(d searched, k int) (bool, error) {
+	if d.found[k] {
 		return true, nil
 	}
-	return false, err
-}
-
-// sameFile says whether a and b are the same file, unchanged: its size and modification time
-// the same.
-func sameFile(a, b os.FileInfo) bool {
-	return os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
+	return false, d.err
 }
 
 // holdsAny says which of the needles the file's bytes, decompressed as package export reads
-// them, hold; an error when they could not be read to the end without finding them all.
-func holdsAny(ctx context.Context, file string, needles [][]byte) (found []bool, err error) {
+// them, hold, as far as it read them: until it found the one at index stop, or to their end
+// (ended); an error when they could not be read to the end without finding it.
+func holdsAny(ctx context.Context, file string, needles [][]byte, stop int) (found []bool, ended bool, err error) {
 	found = make([]bool, len(needles))
 	f, err := os.Open(file)
 	if err != nil {
-		return found, err
+		return found, true, err
 	}
 	defer f.Close()
 	r, closers, err := export.Decompressed(f)
@@ -92,32 +93,32 @@ func holdsAny(ctx context.Context, file string, needles [][]byte) (found []bool,
 		defer c.Close()
 	}
 	if err != nil {
-		return found, err
+		return found, true, err
 	}
 	longest, rare := 0, make([]int, len(needles))
 	for i, n := range needles {
 		longest = max(longest, len(n))
 		rare[i] = rarest(n)
 	}
-	left := len(needles)
 	buf := make([]byte, 1<<20)
 	keep := 0 // the bytes of the last read kept, which a needle may begin in
 	for {
 		if err := ctx.Err(); err != nil {
-			return found, err
+			return found, false, err
 		}
 		n, err := r.Read(buf[keep:])
 		for i, needle := range needles {
 			if !found[i] && containsFrom(buf[:keep+n], needle, rare[i]) {
 				found[i] = true
-				left--
 			}
 		}
-		if left == 0 || errors.Is(err, io.EOF) {
-			return found, nil
-		}
-		if err != nil {
-			return found, err
+		switch {
+		case errors.Is(err, io.EOF):
+			return found, true, nil
+		case err != nil:
+			return found, true, err
+		case found[stop]:
+			return found, false, nil
 		}
 		if end := keep + n; end > longest {
 			keep = copy(buf, buf[end-longest+1:end])

@@ -54,8 +54,9 @@ type shared struct {
 // its first event, then its events): their readers share what one of them found of an export
 // (export.Arrays: where a newest-first array's entries are, which a reader finds by scanning
 // the whole array, or the temporary files it wrote them to), and a search of a file's bytes
-// for one of needles (and for GKE's dry-run label) finds every one of them, in one reading of
-// its bytes (decompressed: the replay's passes would otherwise decompress them each).
+// for one of needles (or GKE's dry-run label) looks for the others in the same reading, for
+// the passes after it (see searches: a compressed file's bytes are decompressed once where
+// they can be).
 // release removes the temporary files: the replay calls it once it has read the sources for
 // the last time.
 func Shared(sources []Source, needles ...[]byte) (out []Source, release func()) {

@@ -51,8 +51,13 @@ func (a *Arrays) find(fi os.FileInfo, base int64, max int) *knownArray {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	return a.lookup(fi, base, max)
+}
+
+// lookup is find, a.mu held.
+func (a *Arrays) lookup(fi os.FileInfo, base int64, max int) *knownArray {
 	for _, k := range a.known {
-		if k.base == base && k.max == max && sameFile(k.file, fi) {
+		if k.base == base && k.max == max && SameFile(k.file, fi) {
 			return k
 		}
 	}
@@ -65,13 +70,8 @@ func (a *Arrays) find(fi os.FileInfo, base int64, max int) *knownArray {
 func (a *Arrays) keep(k *knownArray) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.closed || len(k.index) == 0 && len(k.spills) == 0 {
+	if a.closed || len(k.index) == 0 && len(k.spills) == 0 || a.lookup(k.file, k.base, k.max) != nil {
 		return false
-	}
-	for _, o := range a.known {
-		if o.base == k.base && o.max == k.max && sameFile(o.file, k.file) {
-			return false
-		}
 	}
 	a.known = append(a.known, k)
 	return true
@@ -103,8 +103,9 @@ func fileInfo(r any) os.FileInfo {
 	return fi
 }
 
-// sameFile says whether a and b are the same file, unchanged: its size and modification time
-// the same.
-func sameFile(a, b os.FileInfo) bool {
+// SameFile says whether a and b are the same file, unchanged: its size and modification time
+// the same (what a replay's readers found of a file holds for it: Arrays, and the searches
+// of package source).
+func SameFile(a, b os.FileInfo) bool {
 	return os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
 }

@@ -735,7 +735,7 @@ func readArray(in input, s *scanner, yield func(record) bool, entryOf func(raw [
 		readKnownArray(rv, in, k)
 		return
 	}
-	keep := in.arrays != nil && in.id != nil
+	keep := in.arrays != nil
 	var held []entryAt // where the entries held are, for in.arrays
 	if in.at != nil {
 		rv.file = &entryFile{at: in.at, base: in.base, max: max, kept: keep}

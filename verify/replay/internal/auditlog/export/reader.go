@@ -78,8 +78,8 @@ type input struct {
 	// at reads the input again, at base: a regular file, not compressed (see entryFile).
 	at   io.ReaderAt
 	base int64
-	// arrays, when set with id, keeps what a reader of the file found for the readers of it
-	// after this one (see Arrays); id is what the file says it is.
+	// arrays, when set, keeps what a reader of the file found for the readers of it after
+	// this one (see Arrays); id is what the file says it is, set with it.
 	arrays *Arrays
 	id     os.FileInfo
 }
@@ -302,7 +302,9 @@ func newReader(file string, r io.Reader, format Format, maxLine int, opts option
 		in.at = at
 	}
 	if opts.arrays != nil {
-		in.arrays, in.id = opts.arrays, fileInfo(r)
+		if id := fileInfo(r); id != nil {
+			in.arrays, in.id = opts.arrays, id
+		}
 	}
 	rd.order = newReorder(file, defaultWindow, maxLine)
 	rd.dry = newDryRuns()
