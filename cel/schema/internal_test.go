@@ -82,7 +82,8 @@ func TestParsePath(t *testing.T) {
 }
 
 // BenchmarkResolvePodCold resolves v1 Pod from a document that has not been parsed yet:
-// decompression, JSON parsing of the core document and reference inlining.
+// decompression, the core document's schemas split, those a Pod refers to parsed, and
+// reference inlining.
 func BenchmarkResolvePodCold(b *testing.B) {
 	c, err := Builtin("1.37")
 	if err != nil {
@@ -93,11 +94,7 @@ func BenchmarkResolvePodCold(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		doc := &document{file: loc.doc.file, gv: loc.doc.gv}
-		schemas, err := doc.components()
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := populate(schemas, loc.name); err != nil {
+		if _, err := populateFrom(doc, loc.name); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -171,6 +168,69 @@ func TestDocumentIndex(t *testing.T) {
 		scans, indexed := scanDocuments(docs), scanWithIndex(dir, docs)
 		if diff := cmp.Diff(scans, indexed, cmp.AllowUnexported(documentScan{})); diff != "" {
 			t.Errorf("%s: scans with the index mismatch (-without +with):\n%s", dir, diff)
+		}
+	}
+}
+
+// TestResolveParsesReferredOnly holds a kind's resolution, which parses only the component
+// schemas the kind refers to, to the resolution over every schema of its document parsed.
+func TestResolveParsesReferredOnly(t *testing.T) {
+	t.Parallel()
+	c, err := Builtin("1.37")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, gvk := range []schema.GroupVersionKind{
+		{Version: "v1", Kind: "Pod"},
+		{Version: "v1", Kind: "ConfigMap"},
+		{Group: "policy", Version: "v1", Kind: "Eviction"},
+		{Group: "apps", Version: "v1", Kind: "Deployment"},
+		{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicy"},
+	} {
+		loc, ok := c.builtin.kinds[gvk]
+		if !ok {
+			t.Fatalf("%s: not a built-in kind", gvk)
+		}
+		lazy := &document{file: loc.doc.file, gv: loc.doc.gv}
+		got, err := populateFrom(lazy, loc.name)
+		if err != nil {
+			t.Fatalf("%s: %v", gvk, err)
+		}
+		whole := &document{file: loc.doc.file, gv: loc.doc.gv}
+		schemas, err := whole.components()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := populate(schemas, loc.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantJSON, err := json.Marshal(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotJSON, err := json.Marshal(got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(string(wantJSON), string(gotJSON)); diff != "" {
+			t.Errorf("%s: resolved from the schemas it refers to (-all parsed +referred parsed):\n%s", gvk, diff)
+		}
+		if parsed := len(lazy.parsed); parsed == 0 || parsed >= len(schemas) {
+			t.Errorf("%s: parsed %d of the document's %d schemas, want some and fewer than all", gvk, parsed, len(schemas))
+		}
+		// Every schema once: components shares those parsed already.
+		all, err := lazy.components()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, s := range lazy.parsed {
+			if all[name] != s {
+				t.Errorf("%s: components()[%q] is not the schema parsed on its lookup", gvk, name)
+			}
+		}
+		if len(all) != len(schemas) {
+			t.Errorf("%s: components() has %d schemas, want %d", gvk, len(all), len(schemas))
 		}
 	}
 }

@@ -30,10 +30,19 @@ const (
 )
 
 // document is one embedded OpenAPI v3 document: the schemas of one built-in group-version.
-// Its components are parsed on first use only, once, and then shared.
+// Its component schemas are parsed on first use only, each once, and then shared: a kind's
+// resolution parses the schemas it refers to (a Pod's, 139 of the core document's 258), the
+// type converter every one.
 type document struct {
 	file string
 	gv   schema.GroupVersion
+
+	rawOnce sync.Once
+	raw     map[string]json.RawMessage // each component schema's JSON, by name
+	rawErr  error
+
+	mu     sync.Mutex
+	parsed map[string]*spec.Schema // the schemas parsed so far, by name
 
 	once    sync.Once
 	schemas map[string]*spec.Schema
@@ -173,26 +182,76 @@ func (d *document) scan() (map[string]map[string]openapiOperation, map[schema.Gr
 	return paths, kinds, nil
 }
 
-// components parses, once, the document's component schemas.
+// components parses, once, every component schema of the document.
 func (d *document) components() (map[string]*spec.Schema, error) {
 	d.once.Do(func() {
-		b, err := d.read()
+		raw, err := d.rawSchemas()
 		if err != nil {
 			d.err = err
 			return
 		}
+		schemas := make(map[string]*spec.Schema, len(raw))
+		for name := range raw {
+			s, _, err := d.schema(name)
+			if err != nil {
+				d.err = err
+				return
+			}
+			schemas[name] = s
+		}
+		d.schemas = schemas
+	})
+	return d.schemas, d.err
+}
+
+// schema returns the component schema of the name, parsed on its first lookup; ok is false
+// when the document has none of the name.
+func (d *document) schema(name string) (s *spec.Schema, ok bool, err error) {
+	raw, err := d.rawSchemas()
+	if err != nil {
+		return nil, false, err
+	}
+	b, ok := raw[name]
+	if !ok {
+		return nil, false, nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if s, ok := d.parsed[name]; ok {
+		return s, s != nil, nil
+	}
+	// As encoding/json decodes a map of them: JSON null is a nil schema.
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, false, fmt.Errorf("%s: components.schemas[%q]: %w", d.file, name, err)
+	}
+	if d.parsed == nil {
+		d.parsed = map[string]*spec.Schema{}
+	}
+	d.parsed[name] = s
+	return s, s != nil, nil
+}
+
+// rawSchemas reads, once, the JSON of each component schema of the document, without
+// parsing the schemas.
+func (d *document) rawSchemas() (map[string]json.RawMessage, error) {
+	d.rawOnce.Do(func() {
+		b, err := d.read()
+		if err != nil {
+			d.rawErr = err
+			return
+		}
 		var resp struct {
 			Components struct {
-				Schemas map[string]*spec.Schema `json:"schemas"`
+				Schemas map[string]json.RawMessage `json:"schemas"`
 			} `json:"components"`
 		}
 		if err := json.Unmarshal(b, &resp); err != nil {
-			d.err = fmt.Errorf("%s: %w", d.file, err)
+			d.rawErr = fmt.Errorf("%s: %w", d.file, err)
 			return
 		}
-		d.schemas = resp.Components.Schemas
+		d.raw = resp.Components.Schemas
 	})
-	return d.schemas, d.err
+	return d.raw, d.rawErr
 }
 
 // schemaKinds reads the kinds each component schema declares in its

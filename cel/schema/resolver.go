@@ -36,11 +36,7 @@ func (r catalogResolver) ResolveSchema(gvk schema.GroupVersionKind) (*spec.Schem
 		if s, ok := r.c.builtin.resolved.Load(gvk); ok {
 			return s.(*spec.Schema), nil
 		}
-		schemas, err := loc.doc.components()
-		if err != nil {
-			return nil, err
-		}
-		s, err := populate(schemas, loc.name)
+		s, err := populateFrom(loc.doc, loc.name)
 		if err != nil {
 			return nil, err
 		}
@@ -69,4 +65,20 @@ func populate(schemas map[string]*spec.Schema, ref string) (*spec.Schema, error)
 		s, ok := schemas[strings.TrimPrefix(ref, refPrefix)]
 		return s, ok
 	}, ref)
+}
+
+// populateFrom is populate over a document's schemas, parsing those it refers to only.
+func populateFrom(doc *document, ref string) (*spec.Schema, error) {
+	var parseErr error
+	s, err := resolver.PopulateRefs(func(ref string) (*spec.Schema, bool) {
+		s, ok, err := doc.schema(strings.TrimPrefix(ref, refPrefix))
+		if err != nil && parseErr == nil {
+			parseErr = err
+		}
+		return s, ok
+	}, ref)
+	if parseErr != nil {
+		return nil, parseErr
+	}
+	return s, err
 }
