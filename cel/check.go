@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apischema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 
@@ -117,14 +118,34 @@ func (c *Checker) CheckPolicy(p *Policy) Diagnostics {
 	defaults.SetPolicyDefaults(obj)
 	r := &reporter{src: p.Source, object: "ValidatingAdmissionPolicy/" + obj.Name, place: managedFieldsSource(obj, obj.ManagedFields), hints: c.createHints(obj)}
 
-	failed := map[string]bool{} // expressions that did not compile: not type-checked again
-	for _, e := range validation.ValidatePolicy(obj, validation.Options{CompatibilityVersion: c.version.Compatibility}) {
-		r.fieldError(e, CategoryCreate, expressionAt(obj, e.Field))
-		failed[e.Field] = true
-	}
-	c.typeCheck(r, obj, failed)
+	c.validateAndTypeCheck(r, obj, func() map[string]bool {
+		failed := map[string]bool{} // expressions that did not compile: not type-checked again
+		for _, e := range validation.ValidatePolicy(obj, validation.Options{CompatibilityVersion: c.version.Compatibility}) {
+			r.fieldError(e, CategoryCreate, expressionAt(obj, e.Field))
+			failed[e.Field] = true
+		}
+		return failed
+	})
 	lintPolicy(r, obj, c.catalog)
 	return r.diags
+}
+
+// validateAndTypeCheck runs validate, create-time validation, which returns the expressions that
+// did not compile, and type checks the others. The schemas of the kinds the policy matches
+// (coverage) resolve meanwhile, on another core: the two are most of a policy's check. The
+// diagnostics come in the same order as one after the other.
+func (c *Checker) validateAndTypeCheck(r *reporter, p *admissionregistrationv1.ValidatingAdmissionPolicy, validate func() map[string]bool) {
+	cov := &reporter{src: r.src, object: r.object, place: r.place}
+	var gvks []apischema.GroupVersionKind
+	covered := make(chan struct{})
+	go func() {
+		defer close(covered)
+		gvks = c.coverage(cov, p)
+	}()
+	failed := validate()
+	<-covered
+	r.diags = append(r.diags, cov.diags...)
+	c.typeCheck(r, p, gvks, failed)
 }
 
 // CheckBinding checks one binding, and how it refers to its policy when the policy is known.

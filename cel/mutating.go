@@ -63,11 +63,15 @@ func (c *Checker) CheckMutatingPolicy(p *MutatingPolicy) Diagnostics {
 		},
 	}
 	r.hints = c.createHints(v)
-	failed := validateMutating(r, p.MutatingAdmissionPolicy, mutatingValidation.policy, true)
-	if v.Spec.MatchConstraints != nil {
-		defaults.SetPolicyDefaults(v)
-		c.typeCheck(r, v, failed)
+	validate := func() map[string]bool {
+		return validateMutating(r, p.MutatingAdmissionPolicy, mutatingValidation.policy, true)
 	}
+	if v.Spec.MatchConstraints == nil {
+		validate()
+		return r.diags
+	}
+	defaults.SetPolicyDefaults(v)
+	c.validateAndTypeCheck(r, v, validate)
 	return r.diags
 }
 

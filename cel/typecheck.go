@@ -19,9 +19,9 @@ const maxTypesToCheck = 10
 // typeCheck runs the apiserver's TypeChecker over every expression of the policy (the
 // TypeChecker itself covers only validations and messageExpressions; the same checks apply to
 // matchConditions, variables and auditAnnotations), then estimates costs and result types with
-// the same typed environment. Expressions in skip already failed to compile.
-func (c *Checker) typeCheck(r *reporter, p *admissionregistrationv1.ValidatingAdmissionPolicy, skip map[string]bool) {
-	gvks := c.coverage(r, p)
+// the same typed environment, for the kinds gvks (coverage's). Expressions in skip already
+// failed to compile.
+func (c *Checker) typeCheck(r *reporter, p *admissionregistrationv1.ValidatingAdmissionPolicy, gvks []schema.GroupVersionKind, skip map[string]bool) {
 	ctx := c.tc.CreateContext(p)
 	// The kinds the type checker checks every expression for: results come only for those
 	// that fail.

@@ -41,8 +41,8 @@ type builtinData struct {
 	docs map[schema.GroupVersion]*document
 	// kinds finds the document and schema of every kind any document declares.
 	kinds map[schema.GroupVersionKind]kindLocation
-	// resolved holds the schemas the resolver returned, their references inlined, by kind
-	// (schema.GroupVersionKind → *spec.Schema).
+	// resolved holds the schemas the resolver returned, their references inlined, by kind:
+	// schema.GroupVersionKind → func() (*spec.Schema, error), which resolves it once.
 	resolved sync.Map
 }
 

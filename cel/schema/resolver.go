@@ -3,6 +3,7 @@ package schema
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/cel/openapi/resolver"
@@ -33,16 +34,15 @@ var _ resolver.SchemaResolver = catalogResolver{}
 // core document, where pods/eviction uses it.
 func (r catalogResolver) ResolveSchema(gvk schema.GroupVersionKind) (*spec.Schema, error) {
 	if loc, ok := r.c.builtin.kinds[gvk]; ok {
-		if s, ok := r.c.builtin.resolved.Load(gvk); ok {
-			return s.(*spec.Schema), nil
+		// Resolved once and shared, as the documents' schemas are: a type check resolves its
+		// kinds several times, and the checks of several policies at once.
+		resolve, ok := r.c.builtin.resolved.Load(gvk)
+		if !ok {
+			resolve, _ = r.c.builtin.resolved.LoadOrStore(gvk, sync.OnceValues(func() (*spec.Schema, error) {
+				return populateFrom(loc.doc, loc.name)
+			}))
 		}
-		s, err := populateFrom(loc.doc, loc.name)
-		if err != nil {
-			return nil, err
-		}
-		// Shared, as the documents' schemas are: a type check resolves its kinds several times.
-		got, _ := r.c.builtin.resolved.LoadOrStore(gvk, s)
-		return got.(*spec.Schema), nil
+		return resolve.(func() (*spec.Schema, error))()
 	}
 	gv := gvk.GroupVersion()
 	comps := r.c.crdComponentsOf(gv)
