@@ -27,6 +27,9 @@ type Checker struct {
 	// which checking a policy notes for MapOrderOf.
 	orderMu  sync.Mutex
 	mayOrder map[string]map[string]bool
+	// declTypes are the CEL types declTypeFor built, by kind (a declType), shared by the
+	// checks of every policy of the kind or with it as paramKind.
+	declTypes sync.Map
 }
 
 // Option configures a Checker.

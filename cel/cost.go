@@ -16,6 +16,7 @@ import (
 	"k8s.io/apiserver/pkg/cel/environment"
 	"k8s.io/apiserver/pkg/cel/library"
 	"k8s.io/apiserver/pkg/cel/openapi"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 )
 
 // Cost limits of the apiserver for admission policies (k8s.io/apiserver/pkg/apis/cel).
@@ -114,11 +115,24 @@ func (c *Checker) declTypeFor(gvk schema.GroupVersionKind) *apiservercel.DeclTyp
 	if err != nil {
 		return nil
 	}
-	dt := common.SchemaDeclType(&openapi.Schema{Schema: s}, true)
-	if dt == nil {
-		return nil
+	// A built-in kind's schema is resolved once a process, and its type built once; a
+	// CRD's schema is resolved anew each time (the catalog's CRDs change), its type with it.
+	if e, ok := c.declTypes.Load(gvk); ok && e.(declType).schema == s {
+		return e.(declType).t
 	}
-	return dt.MaybeAssignTypeName(fmt.Sprintf("vapc.%s.%s.%s", gvk.Group, gvk.Version, gvk.Kind))
+	dt := common.SchemaDeclType(&openapi.Schema{Schema: s}, true)
+	if dt != nil {
+		dt = dt.MaybeAssignTypeName(fmt.Sprintf("vapc.%s.%s.%s", gvk.Group, gvk.Version, gvk.Kind))
+	}
+	c.declTypes.Store(gvk, declType{schema: s, t: dt})
+	return dt
+}
+
+// declType is the CEL type declTypeFor built of a kind, and the schema it built it from. A
+// DeclType is not changed once built: the checks of several policies share it.
+type declType struct {
+	schema *spec.Schema
+	t      *apiservercel.DeclType
 }
 
 // kindEnv returns the typed environment of the policy's expressions for a kind (object dyn
