@@ -30,6 +30,9 @@ type Checker struct {
 	// declTypes are the CEL types declTypeFor built, by kind (a declType), shared by the
 	// checks of every policy of the kind or with it as paramKind.
 	declTypes sync.Map
+	// typedEnvSets are the typed environments newTypedEnv extends, by the types of object
+	// and params (a typedEnvKey): a func() (typedEnvSet, error) that builds one once.
+	typedEnvSets sync.Map
 }
 
 // Option configures a Checker.

@@ -3,6 +3,7 @@ package cel
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	celgo "github.com/google/cel-go/cel"
 	"github.com/google/cel-go/checker"
@@ -41,8 +42,49 @@ type typedEnv struct {
 // newTypedEnv mirrors buildEnvSet and TypeChecker.compiler of
 // k8s.io/apiserver/pkg/admission/plugin/policy/validating/typechecking.go, which are not
 // exported: the base environment, request and namespaceObject types, object/oldObject and
-// params typed by their schemas (dyn without one), and authorizer.
-func newTypedEnv(object, params *apiservercel.DeclType, hasParams bool) (*typedEnv, error) {
+// params typed by their schemas (dyn without one), and authorizer. The environment of the
+// types is built once for every policy of them (typedEnvSet); the compiler, which holds a
+// policy's variables, is the policy's own.
+func (c *Checker) newTypedEnv(object, params *apiservercel.DeclType, hasParams bool) (*typedEnv, error) {
+	key := typedEnvKey{object: object, params: params, hasParams: hasParams}
+	build, _ := c.typedEnvSets.LoadOrStore(key, sync.OnceValues(func() (typedEnvSet, error) {
+		return newTypedEnvSet(object, params, hasParams)
+	}))
+	set, err := build.(func() (typedEnvSet, error))()
+	if err != nil {
+		return nil, err
+	}
+	cc, err := plugincel.NewCompositedCompilerForTypeChecking(set.envSet)
+	if err != nil {
+		return nil, err
+	}
+	cc.Compiler = &astCompiler{cc: cc}
+	roots := map[string]*apiservercel.DeclType{plugincel.ObjectVarName: object, plugincel.OldObjectVarName: object}
+	if hasParams {
+		roots[plugincel.ParamsVarName] = params
+	}
+	return &typedEnv{
+		compiler: cc,
+		opts:     plugincel.OptionalVariableDeclarations{HasParams: hasParams, HasAuthorizer: true},
+		roots:    roots,
+		types:    set.types,
+	}, nil
+}
+
+// typedEnvKey is what a typed environment is built of: the types of object and params.
+type typedEnvKey struct {
+	object, params *apiservercel.DeclType
+	hasParams      bool
+}
+
+// typedEnvSet is the environment newTypedEnv's compilers extend, and the provider of its
+// types: neither changes once built.
+type typedEnvSet struct {
+	envSet *environment.EnvSet
+	types  *apiservercel.DeclTypeProvider
+}
+
+func newTypedEnvSet(object, params *apiservercel.DeclType, hasParams bool) (typedEnvSet, error) {
 	requestType := plugincel.BuildRequestType()
 	namespaceType := plugincel.BuildNamespaceType()
 	declTypes := []*apiservercel.DeclType{namespaceType, requestType}
@@ -71,23 +113,9 @@ func newTypedEnv(object, params *apiservercel.DeclType, hasParams bool) (*typedE
 		DeclTypes:         declTypes,
 	})
 	if err != nil {
-		return nil, err
+		return typedEnvSet{}, err
 	}
-	cc, err := plugincel.NewCompositedCompilerForTypeChecking(envSet)
-	if err != nil {
-		return nil, err
-	}
-	cc.Compiler = &astCompiler{cc: cc}
-	roots := map[string]*apiservercel.DeclType{plugincel.ObjectVarName: object, plugincel.OldObjectVarName: object}
-	if hasParams {
-		roots[plugincel.ParamsVarName] = params
-	}
-	return &typedEnv{
-		compiler: cc,
-		opts:     plugincel.OptionalVariableDeclarations{HasParams: hasParams, HasAuthorizer: true},
-		roots:    roots,
-		types:    apiservercel.NewDeclTypeProvider(declTypes...),
-	}, nil
+	return typedEnvSet{envSet: envSet, types: apiservercel.NewDeclTypeProvider(declTypes...)}, nil
 }
 
 // astCompiler compiles in the composited environment without building a program, like the
@@ -115,8 +143,8 @@ func (c *Checker) declTypeFor(gvk schema.GroupVersionKind) *apiservercel.DeclTyp
 	if err != nil {
 		return nil
 	}
-	// A built-in kind's schema is resolved once a process, and its type built once; a
-	// CRD's schema is resolved anew each time (the catalog's CRDs change), its type with it.
+	// A kind's schema is resolved once (a CRD's once until the catalog's CRDs change), and
+	// its type built once of it.
 	if e, ok := c.declTypes.Load(gvk); ok && e.(declType).schema == s {
 		return e.(declType).t
 	}
@@ -140,7 +168,7 @@ type declType struct {
 // the type checker checks them in.
 func (c *Checker) kindEnv(p *admissionregistrationv1.ValidatingAdmissionPolicy, gvk schema.GroupVersionKind) (*typedEnv, *celgo.Env, error) {
 	paramGVK, hasParams := gvkOf(p.Spec.ParamKind)
-	env, err := newTypedEnv(c.declTypeFor(gvk), c.declTypeFor(paramGVK), hasParams || p.Spec.ParamKind != nil)
+	env, err := c.newTypedEnv(c.declTypeFor(gvk), c.declTypeFor(paramGVK), hasParams || p.Spec.ParamKind != nil)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -10,8 +10,8 @@ import (
 	"github.com/vapc-dev/vapc/cel/schema"
 )
 
-// TestDeclTypeForShared holds declTypeFor's types: a built-in kind's built once for every
-// policy that asks, a CRD's built anew when the catalog's CRD changes.
+// TestDeclTypeForShared holds declTypeFor's types: a kind's built once for every policy that
+// asks, a CRD's again when the catalog's CRD changes.
 func TestDeclTypeForShared(t *testing.T) {
 	t.Parallel()
 	builtin, err := schema.Builtin(DefaultKubernetesVersion)
@@ -35,6 +35,9 @@ func TestDeclTypeForShared(t *testing.T) {
 		dt := c.declTypeFor(widget)
 		if dt == nil {
 			t.Fatalf("declTypeFor(Widget) with spec.%s = nil", field)
+		}
+		if again := c.declTypeFor(widget); again != dt {
+			t.Errorf("declTypeFor(Widget) twice, the CRD unchanged = %p, %p, want one type, built once", dt, again)
 		}
 		spec, ok := dt.Fields["spec"]
 		if !ok {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"sync"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -223,8 +224,24 @@ func buildHooks(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, b
 		if hook.ParamInformer, hook.ParamScope, ok, hook.ConfigurationError = resolveParamKind(p.Spec.ParamKind, mapper, store, views); !ok {
 			continue
 		}
-		hook.Evaluator = compilePolicy(p)
 		hooks = append(hooks, hook)
+	}
+	// Each policy compiled on its own, on every core, as the apiserver's policy source
+	// compiles each policy apart (compilePolicy): most of a replay's set-up before its first
+	// event. A panic goes on in the caller's goroutine, as if compiled there.
+	var wg sync.WaitGroup
+	panics := make([]any, len(hooks))
+	for i := range hooks {
+		wg.Go(func() {
+			defer func() { panics[i] = recover() }()
+			hooks[i].Evaluator = compilePolicy(hooks[i].Policy)
+		})
+	}
+	wg.Wait()
+	for _, p := range panics {
+		if p != nil {
+			panic(p)
+		}
 	}
 	return hooks
 }

@@ -58,6 +58,9 @@ type crdComponents struct {
 	once  sync.Once
 	tc    managedfields.TypeConverter
 	tcErr error
+	// resolved are the kinds' schemas the resolver returned, as the built-in data's: a
+	// change of the catalog's CRDs makes new components, and their schemas resolve anew.
+	resolved sync.Map
 }
 
 // servedKind is a kind's CRD, as the catalog took it (defaulted), and the structural schema the

@@ -56,7 +56,13 @@ func (r catalogResolver) ResolveSchema(gvk schema.GroupVersionKind) (*spec.Schem
 	if !ok {
 		return nil, fmt.Errorf("cannot resolve group version kind %q: %w", gvk, resolver.ErrSchemaNotFound)
 	}
-	return populate(comps.schemas, ref)
+	resolve, ok := comps.resolved.Load(gvk)
+	if !ok {
+		resolve, _ = comps.resolved.LoadOrStore(gvk, sync.OnceValues(func() (*spec.Schema, error) {
+			return populate(comps.schemas, ref)
+		}))
+	}
+	return resolve.(func() (*spec.Schema, error))()
 }
 
 // populate inlines the references of the named schema, as ClientDiscoveryResolver does.
