@@ -37,7 +37,18 @@ func Lines(ctx context.Context, sources []Source, maxLine int, fn func(auditlog.
 		return true
 	}
 	for _, src := range sources {
-		next, closeSource := openSource(ctx, src, maxLine)
+		var next func() (auditlog.Line, bool)
+		var closeSource func()
+		ok := false
+		if !merge {
+			var g *grepReader
+			if g, closeSource, ok = openGrep(ctx, src, maxLine); ok {
+				next = g.Next
+			}
+		}
+		if !ok {
+			next, closeSource = openSource(ctx, src, maxLine)
+		}
 		defer closeSource()
 		if h := (&head{next: next}); advance(h) {
 			heads = append(heads, h)

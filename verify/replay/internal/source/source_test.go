@@ -102,7 +102,8 @@ func TestLines(t *testing.T) {
 // TestFilteredLines: a filtered export's records that do not hold the filter are passed over
 // (lines with Skip), and an export's file whose bytes do not hold it is not read at all; AKS's
 // records are passed over where each holds an event whole, and an event AKS cut into pieces
-// that holds it in its last is found; the log backend's lines are all read.
+// that holds it in its last is found; a log backend's file read on its own hands over the lines
+// that hold it only (grepReader).
 func TestFilteredLines(t *testing.T) {
 	dir := t.TempDir()
 	needle := []byte("admissionpolic")
@@ -135,7 +136,8 @@ func TestFilteredLines(t *testing.T) {
 		{"a GKE sink without it", wrapped("without.gke", exporttest.GKESink, without), nil},
 		{"AKS's records, each an event whole", wrapped("without.aks", export.AzureBlob, without), []string{"-", "-"}},
 		{"AKS's pieces of an event, holding it in the last", wrapped("cut.aks", export.AzureBlob, cut), []string{"-", "-", "l"}},
-		{"the log backend's lines, read whole", write(t, dir, "without.log", false, event("a", 1), event("b", 3)), []string{"a", "b"}},
+		{"a log backend's file without it", write(t, dir, "without.log", false, event("a", 1), event("b", 3)), nil},
+		{"a log backend's file holding it", write(t, dir, "with.log", false, event("a", 1), policy, event("b", 3)), []string{"p"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
