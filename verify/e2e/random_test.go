@@ -499,6 +499,10 @@ var lowerLevelIndeterminate = []string{
 	// A CustomResourceDefinition's write at Metadata level: the schema, and the defaults its
 	// objects read with, are not known (seed r:1364).
 	"changed and the log holds without its result",
+	// A custom resource's write at level Request: what the server generated (its uid, the
+	// managedFields its field manager wrote) is not known (seed r:1404, a policy reading
+	// managedFields).
+	"which the log holds without its result",
 }
 
 // got records the outcome of one request of the scenario.
