@@ -46,6 +46,11 @@ func detect(head []byte) Format {
 		return gkeYAML
 	case c == '[':
 		// An array of records: gcloud's, az's. Its first element's members say so.
+		if emptyArray(head) {
+			// gcloud logging read --format=json, and az, print [] where no entry matched (an
+			// hour without audit entries among a day's files): no record, not a malformed line.
+			return GKE
+		}
 		k := keysOf(head, 2)
 		switch {
 		case k.has(2, "protoPayload", "insertId", "logName"):
@@ -95,6 +100,12 @@ func detect(head []byte) Format {
 		return AzureLogAnalytics
 	}
 	return Plain
+}
+
+// emptyArray says whether head, which begins with '[', is an empty array and nothing else.
+func emptyArray(head []byte) bool {
+	rest := bytes.TrimLeft(head[1:], " \t\r\n")
+	return len(rest) > 0 && rest[0] == ']' && len(bytes.TrimSpace(rest[1:])) == 0
 }
 
 // keys are the member names a prefix of a document holds, by depth (the number of

@@ -240,6 +240,9 @@ func TestDetect(t *testing.T) {
 		{"a table with an @timestamp", "\"@timestamp\",message,host\n2026-01-01,x,y\n", export.Plain},
 		{"logs insights rows as objects", "[\n  {\n    \"@timestamp\": \"2026-01-01 00:00:02.400\",\n    \"@message\": \"{", export.InsightsResults},
 		{"event hub", `{"records":[{"time":"2026-11-21T12:35:37Z","category":"kube-audit-admin","properties":{"log":"{}"}}]}`, export.AzureEventHub},
+		{"an empty array: gcloud's and az's result without entries", "[]\n", export.GKE},
+		{"an empty array, pretty-printed", "[\n]\n", export.GKE},
+		{"an empty array and more", "[]\n{\"kind\":\"Event\"}\n", export.Plain},
 		{"gcloud", "[\n  {\n    \"insertId\": \"x\",\n    \"logName\": \"projects/p/logs/cloudaudit.googleapis.com%2Factivity\",\n    \"protoPayload\": {", export.GKE},
 		{"sink", `{"protoPayload":{"@type":"type.googleapis.com/google.cloud.audit.AuditLog","serviceName":"k8s.io"},"insertId":"x"}`, export.GKE},
 		// get-log-events names no stream: its first event's message may be all the first
@@ -953,5 +956,20 @@ func TestItemsOfALine(t *testing.T) {
 				t.Errorf("lines (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestEmptyArray: gcloud logging read --format=json and az print [] where no entry matched (an
+// hour without audit entries among a day's files): read as an export without records, not as
+// a malformed line, compressed or not, as gcloud prints it or indented.
+func TestEmptyArray(t *testing.T) {
+	t.Parallel()
+	for _, data := range []string{"[]\n", "[]", "[\n]\n", "  [ \n\n ]  \n"} {
+		for _, in := range [][]byte{[]byte(data), exporttest.Gzip([]byte(data))} {
+			format, got := readAll(t, "empty.json", in, export.Auto)
+			if format != export.GKE || len(got) != 0 {
+				t.Errorf("%q: read as %s, lines %+v; want no line", data, format, got)
+			}
+		}
 	}
 }
