@@ -130,6 +130,22 @@ func auditMessage(msg []byte) bool {
 	return ok && bytes.HasPrefix(v, []byte(`"audit.k8s.io/`))
 }
 
+// awsWriteTest is the object an export task to S3 writes besides the logs to check it may
+// write to the bucket, aws-logs-write-test, which holds "Permission Check Successful" (as
+// getmoto/moto's CloudWatch Logs backend writes it too; the scripts that read such exports
+// delete it first): among the files aws s3 cp --recursive copies, it is counted and skipped,
+// not a malformed line that would fail the replay.
+const awsWriteTest Format = "eks-s3-write-test"
+
+// awsWriteTestText is what the object holds.
+const awsWriteTestText = "Permission Check Successful"
+
+func init() {
+	readers[awsWriteTest] = func(in input, yield func(record) bool) {
+		yield(record{line: 1, skip: "the object an export task to S3 writes to check it may write to the bucket (aws-logs-write-test), not a log"})
+	}
+}
+
 // logEventMessage is the record of the event a log event's JSON holds as its message.
 func logEventMessage(raw []byte, line int, where, field string) record {
 	if msg, ok := appendMemberString(getBuf(len(raw)), raw, "message"); ok {

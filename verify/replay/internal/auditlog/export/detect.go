@@ -27,6 +27,9 @@ func detect(head []byte) Format {
 	if len(head) == 0 {
 		return Plain
 	}
+	if string(bytes.TrimSpace(head)) == awsWriteTestText {
+		return awsWriteTest
+	}
 	switch c := head[0]; {
 	case c >= '0' && c <= '9':
 		if auditlog.LegacyLine(head) {

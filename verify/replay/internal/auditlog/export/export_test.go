@@ -18,6 +18,9 @@ const InsightsCSV = insightsCSV
 // AzureDocuments is the format of AKS's records pretty-printed or in an array.
 const AzureDocuments = azureDocuments
 
+// AWSWriteTest is the format of the object an export task to S3 writes to check the bucket.
+const AWSWriteTest = awsWriteTest
+
 // ConcatenatedEvents is the format of events one after the other without delimiters.
 const ConcatenatedEvents = concatenatedEvents
 

@@ -29,12 +29,12 @@ const insightsResults Format = "eks-insights"
 func init() { readers[insightsResults] = readInsights }
 
 // insightsHead is how a Logs Insights result's file begins: its results, or their rows alone,
-// each an array of fields; insightsObjectsHead, rows each an object of the fields by name (as
+// each an array of fields, or results without a row (a query that matched nothing); insightsObjectsHead, rows each an object of the fields by name (as
 // the console's table is downloaded as JSON: [{"@timestamp": ..., "@message": ...}, ...]),
 // which is one when the first row has an @message (not another tool's documents that begin
 // with an @timestamp).
 var (
-	insightsHead        = regexp.MustCompile(`^(\{\s*"results"\s*:\s*)?\[\s*\[\s*\{\s*"(field|value)"`)
+	insightsHead        = regexp.MustCompile(`^(\{\s*"results"\s*:\s*)?\[\s*\[\s*\{\s*"(field|value)"|^\{\s*"results"\s*:\s*\[\s*\]`)
 	insightsObjectsHead = regexp.MustCompile(`^\[\s*\{\s*"@(timestamp|message|logStream|log|ingestionTime|ptr)"\s*:`)
 )
 

@@ -973,3 +973,32 @@ func TestEmptyArray(t *testing.T) {
 		}
 	}
 }
+
+// TestNoRecords: what an export holds where there is no event is read as no event, not as a
+// malformed line: the object an export task to S3 writes to check the bucket
+// (aws-logs-write-test, counted as skipped), and a Logs Insights query that matched nothing.
+func TestNoRecords(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, data string
+		format     export.Format
+		skipped    int
+	}{
+		{"aws-logs-write-test", "Permission Check Successful", export.AWSWriteTest, 1},
+		{"aws-logs-write-test, a newline after it", "Permission Check Successful\n", export.AWSWriteTest, 1},
+		{"Logs Insights without a row", "{\n    \"results\": [],\n    \"statistics\": {\n        \"recordsMatched\": 0.0\n    },\n    \"status\": \"Complete\"\n}\n", export.InsightsResults, 0},
+	}
+	for _, tt := range tests {
+		format, got := readAll(t, tt.name, []byte(tt.data), export.Auto)
+		skipped := 0
+		for _, l := range got {
+			if l.skip == "" || l.err != nil {
+				t.Errorf("%s: line %+v, want none but skipped ones", tt.name, l)
+			}
+			skipped++
+		}
+		if format != tt.format || skipped != tt.skipped {
+			t.Errorf("%s: read as %s, %d skipped; want %s, %d", tt.name, format, skipped, tt.format, tt.skipped)
+		}
+	}
+}
