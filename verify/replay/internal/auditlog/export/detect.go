@@ -76,8 +76,11 @@ func detect(head []byte) Format {
 	k := keysOf(head, 3)
 	switch {
 	case eventKeys(k):
-		if concatenated(head) {
+		switch {
+		case concatenated(head):
 			return concatenatedEvents
+		case multiline(head):
+			return prettyEvents
 		}
 		return Plain
 	case k.value["kind"] == "EventList" || k.has(1, "items") && k.value["apiVersion"] == "audit.k8s.io/v1":

@@ -21,6 +21,9 @@ const AzureDocuments = azureDocuments
 // AWSWriteTest is the format of the object an export task to S3 writes to check the bucket.
 const AWSWriteTest = awsWriteTest
 
+// PrettyEvents is the format of events pretty-printed one after the other (jq without -c).
+const PrettyEvents = prettyEvents
+
 // ConcatenatedEvents is the format of events one after the other without delimiters.
 const ConcatenatedEvents = concatenatedEvents
 

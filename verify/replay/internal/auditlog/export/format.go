@@ -106,6 +106,8 @@ func (f Format) describe() string {
 		return "AKS diagnostic setting (Log Analytics query)"
 	case GKE:
 		return "GKE Cloud Logging"
+	case prettyEvents:
+		return "audit events pretty-printed, one after the other (as jq writes them without -c)"
 	case concatenatedEvents:
 		return "audit events extracted by Firehose from a CloudWatch Logs subscription (put back in the server's order)"
 	case InStageOrder:

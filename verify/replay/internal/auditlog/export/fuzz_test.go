@@ -39,6 +39,8 @@ func fuzzRead(f *testing.F, format export.Format) {
 			}
 			f.Add(pretty.Bytes())
 		}
+	case export.PrettyEvents:
+		wraps = nil // no export's: its seeds are the caller's
 	case export.CloudWatchS3:
 		wraps = append(wraps, exporttest.EKSTail)
 	case export.Firehose:
@@ -129,6 +131,20 @@ func FuzzReadAzureBlob(f *testing.F) {
 }
 func FuzzReadAzureEventHub(f *testing.F) { fuzzRead(f, export.AzureEventHub) }
 func FuzzReadGKE(f *testing.F)           { fuzzRead(f, export.GKE) }
+
+// FuzzReadPrettyEvents: events pretty-printed, as jq writes them without -c.
+func FuzzReadPrettyEvents(f *testing.F) {
+	var pretty bytes.Buffer
+	for i, l := range bytes.Split(bytes.TrimSpace(readLog(f, recorded[0])), []byte("\n")) {
+		if i == 12 {
+			break
+		}
+		json.Indent(&pretty, l, "", "  ")
+		pretty.WriteString("\nnot json\n")
+	}
+	f.Add(pretty.Bytes())
+	fuzzRead(f, export.PrettyEvents)
+}
 func FuzzReadAzureLogAnalytics(f *testing.F) {
 	// The query API's own response too: tables, columns and rows of values.
 	f.Add([]byte(`{"tables":[{"name":"PrimaryResult","columns":[{"name":"AuditId","type":"string"},{"name":"User","type":"dynamic"}],"rows":[["a","{\"username\":\"u\"}"],["b",""]]}]}`))

@@ -240,6 +240,7 @@ func TestDetect(t *testing.T) {
 		{"a table with an @timestamp", "\"@timestamp\",message,host\n2026-01-01,x,y\n", export.Plain},
 		{"logs insights rows as objects", "[\n  {\n    \"@timestamp\": \"2026-01-01 00:00:02.400\",\n    \"@message\": \"{", export.InsightsResults},
 		{"event hub", `{"records":[{"time":"2026-11-21T12:35:37Z","category":"kube-audit-admin","properties":{"log":"{}"}}]}`, export.AzureEventHub},
+		{"pretty-printed events (jq without -c)", "{\n  \"kind\": \"Event\",\n  \"apiVersion\": \"audit.k8s.io/v1\",\n  \"level\": \"Metadata\",", export.PrettyEvents},
 		{"an empty array: gcloud's and az's result without entries", "[]\n", export.GKE},
 		{"an empty array, pretty-printed", "[\n]\n", export.GKE},
 		{"an empty array and more", "[]\n{\"kind\":\"Event\"}\n", export.Plain},
@@ -1000,5 +1001,62 @@ func TestNoRecords(t *testing.T) {
 		if format != tt.format || skipped != tt.skipped {
 			t.Errorf("%s: read as %s, %d skipped; want %s, %d", tt.name, format, skipped, tt.format, tt.skipped)
 		}
+	}
+}
+
+// TestPrettyEvents reads real logs pretty-printed, as jq writes them without -c: each event is
+// the log's, in the file's order (as its lines are read, not put back in the order of stage
+// times), numbered by the line its object begins at; a line that is not JSON among them is
+// malformed, and the events after it are read.
+func TestPrettyEvents(t *testing.T) {
+	t.Parallel()
+	for _, name := range recorded {
+		log := readLog(t, name)
+		var pretty bytes.Buffer
+		var want []map[string]any
+		var wantLines []int
+		for _, l := range bytes.Split(bytes.TrimSpace(log), []byte("\n")) {
+			wantLines = append(wantLines, bytes.Count(pretty.Bytes(), []byte("\n"))+1)
+			if err := json.Indent(&pretty, l, "", "  "); err != nil {
+				t.Fatal(err)
+			}
+			pretty.WriteByte('\n')
+			want = append(want, normalized(t, l))
+		}
+		format, got := readAll(t, name, pretty.Bytes(), export.Auto)
+		if format != export.PrettyEvents {
+			t.Fatalf("%s: detected %q, want %q", name, format, export.PrettyEvents)
+		}
+		var events []map[string]any
+		var lines []int
+		for _, l := range got {
+			if l.err != nil || l.skip != "" {
+				t.Fatalf("%s: line %d: %v %s", name, l.num, l.err, l.skip)
+			}
+			events = append(events, normalized(t, l.data))
+			lines = append(lines, l.num)
+		}
+		if diff := cmp.Diff(want, events); diff != "" {
+			t.Errorf("%s: events (-the log's +read pretty-printed):\n%s", name, diff)
+		}
+		if diff := cmp.Diff(wantLines, lines); diff != "" {
+			t.Errorf("%s: lines (-where each object begins +read):\n%s", name, diff)
+		}
+	}
+	// Not JSON between two events: malformed, at its line, and the second event read.
+	data := "{\n  \"kind\": \"Event\",\n  \"auditID\": \"a\",\n  \"stage\": \"ResponseComplete\"\n}\nnot json\n{\n  \"kind\": \"Event\",\n  \"auditID\": \"b\",\n  \"stage\": \"ResponseComplete\"\n}\n"
+	_, got := readAll(t, "broken.json", []byte(data), export.Auto)
+	var summary []string
+	for _, l := range got {
+		switch {
+		case l.err != nil || !json.Valid(l.data):
+			// Not JSON, which the reader or the replay's decoder reports at its line.
+			summary = append(summary, fmt.Sprintf("%d: malformed", l.num))
+		default:
+			summary = append(summary, fmt.Sprintf("%d: %v", l.num, normalized(t, l.data)["auditID"]))
+		}
+	}
+	if diff := cmp.Diff([]string{"1: a", "6: malformed", "7: b"}, summary); diff != "" {
+		t.Errorf("a line that is not JSON among pretty-printed events (-want +got):\n%s", diff)
 	}
 }

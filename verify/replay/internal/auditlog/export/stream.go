@@ -22,8 +22,14 @@ import (
 // not one leaves.
 const concatenatedEvents Format = "audit-concatenated"
 
+// prettyEvents is the log backend's events pretty-printed, one after the other: what jq
+// writes of a log without -c (jq 'select(.verb != "get")' audit.log > writes.json).
+// Detected, not named in Formats.
+const prettyEvents Format = "audit-pretty"
+
 func init() {
 	readers[concatenatedEvents] = readConcatenated
+	readers[prettyEvents] = readPretty
 	readers[InStageOrder] = readInStageOrder
 }
 
@@ -114,6 +120,51 @@ func readConcatenated(in input, yield func(record) bool) {
 		line = s.line
 		if newline {
 			line++
+		}
+	}
+}
+
+// readPretty reads events pretty-printed one after the other (prettyEvents), each the JSON
+// object that begins at its line, in the file's order; one that is not JSON is a malformed
+// line, and the events after it are read.
+func readPretty(in input, yield func(record) bool) {
+	s := newScanner(in.r)
+	for doc := 1; ; doc++ {
+		if _, err := s.peek(); err != nil {
+			if err != io.EOF {
+				yield(streamStopped(err, s.line))
+			}
+			return
+		}
+		start := s.line
+		if c, _ := s.peek(); c != '{' {
+			// Not an object: the rest of the line is malformed, as the log backend's line
+			// would be.
+			if !yield(record{line: start, err: recordError(fmt.Sprintf("line %d", start), "", errors.New("not an audit event's JSON object"))}) {
+				return
+			}
+			resync(s)
+			continue
+		}
+		rec, err := s.element(in.maxLine, fmt.Sprintf("event %d", doc), "", func(raw []byte, line int) record {
+			// Without its time: in the file's order, as the log backend's lines are read,
+			// not put back in the order of stage times as an envelope's records are.
+			return record{data: raw, line: line}
+		})
+		var syn *syntaxError
+		switch {
+		case errors.Is(err, errStop):
+			return
+		case errors.As(err, &syn):
+			if !yield(record{line: start, err: recordError(fmt.Sprintf("line %d", start), "", fmt.Errorf("not an audit event's JSON: %v", err))}) {
+				return
+			}
+			resync(s)
+		case err != nil:
+			yield(streamStopped(err, s.line))
+			return
+		case send(yield, rec) != nil:
+			return
 		}
 	}
 }
