@@ -68,6 +68,9 @@ func detect(head []byte) Format {
 			k.has(2, "log_s") && k.has(2, "Category", "TimeGenerated"):
 			// az monitor log-analytics query: AKSAudit's rows, or AzureDiagnostics'.
 			return AzureLogAnalytics
+		case k.has(2, "auditID") && k.has(2, "stage") && k.has(2, "verb", "requestURI"):
+			// The log backend's events in an array (jq -s).
+			return eventArray
 		}
 		return Plain
 	case c != '{':

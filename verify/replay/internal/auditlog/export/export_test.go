@@ -24,6 +24,9 @@ const AWSWriteTest = awsWriteTest
 // PrettyEvents is the format of events pretty-printed one after the other (jq without -c).
 const PrettyEvents = prettyEvents
 
+// EventArray is the format of events in an array (jq -s).
+const EventArray = eventArray
+
 // ConcatenatedEvents is the format of events one after the other without delimiters.
 const ConcatenatedEvents = concatenatedEvents
 

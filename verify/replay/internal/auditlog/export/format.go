@@ -106,6 +106,8 @@ func (f Format) describe() string {
 		return "AKS diagnostic setting (Log Analytics query)"
 	case GKE:
 		return "GKE Cloud Logging"
+	case eventArray:
+		return "audit events in an array (as jq -s writes them)"
 	case prettyEvents:
 		return "audit events pretty-printed, one after the other (as jq writes them without -c)"
 	case concatenatedEvents:

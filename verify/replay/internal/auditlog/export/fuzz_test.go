@@ -39,7 +39,7 @@ func fuzzRead(f *testing.F, format export.Format) {
 			}
 			f.Add(pretty.Bytes())
 		}
-	case export.PrettyEvents:
+	case export.PrettyEvents, export.EventArray:
 		wraps = nil // no export's: its seeds are the caller's
 	case export.CloudWatchS3:
 		wraps = append(wraps, exporttest.EKSTail)
@@ -144,6 +144,24 @@ func FuzzReadPrettyEvents(f *testing.F) {
 	}
 	f.Add(pretty.Bytes())
 	fuzzRead(f, export.PrettyEvents)
+}
+
+// FuzzReadEventArray: events in an array, as jq -s writes them.
+func FuzzReadEventArray(f *testing.F) {
+	var arr bytes.Buffer
+	arr.WriteString("[")
+	for i, l := range bytes.Split(bytes.TrimSpace(readLog(f, recorded[0])), []byte("\n")) {
+		if i == 12 {
+			break
+		}
+		if i > 0 {
+			arr.WriteString(",\n")
+		}
+		json.Indent(&arr, l, "  ", "  ")
+	}
+	arr.WriteString("]\n")
+	f.Add(arr.Bytes())
+	fuzzRead(f, export.EventArray)
 }
 func FuzzReadAzureLogAnalytics(f *testing.F) {
 	// The query API's own response too: tables, columns and rows of values.

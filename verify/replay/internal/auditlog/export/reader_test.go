@@ -240,6 +240,7 @@ func TestDetect(t *testing.T) {
 		{"a table with an @timestamp", "\"@timestamp\",message,host\n2026-01-01,x,y\n", export.Plain},
 		{"logs insights rows as objects", "[\n  {\n    \"@timestamp\": \"2026-01-01 00:00:02.400\",\n    \"@message\": \"{", export.InsightsResults},
 		{"event hub", `{"records":[{"time":"2026-11-21T12:35:37Z","category":"kube-audit-admin","properties":{"log":"{}"}}]}`, export.AzureEventHub},
+		{"events in an array (jq -s)", "[\n  {\n    \"kind\": \"Event\",\n    \"auditID\": \"a\",\n    \"stage\": \"ResponseComplete\",\n    \"verb\": \"get\"", export.EventArray},
 		{"pretty-printed events (jq without -c)", "{\n  \"kind\": \"Event\",\n  \"apiVersion\": \"audit.k8s.io/v1\",\n  \"level\": \"Metadata\",", export.PrettyEvents},
 		{"an empty array: gcloud's and az's result without entries", "[]\n", export.GKE},
 		{"an empty array, pretty-printed", "[\n]\n", export.GKE},
@@ -1004,43 +1005,16 @@ func TestNoRecords(t *testing.T) {
 	}
 }
 
-// TestPrettyEvents reads real logs pretty-printed, as jq writes them without -c: each event is
-// the log's, in the file's order (as its lines are read, not put back in the order of stage
-// times), numbered by the line its object begins at; a line that is not JSON among them is
-// malformed, and the events after it are read.
+// TestPrettyEvents reads real logs pretty-printed, as jq writes them without -c, and in an
+// array, as jq -s writes them: each event is the log's, in the file's order (as its lines are
+// read, not put back in the order of stage times), numbered by the line its object begins at;
+// a line that is not JSON among pretty-printed events is malformed, and the events after it
+// are read.
 func TestPrettyEvents(t *testing.T) {
 	t.Parallel()
 	for _, name := range recorded {
-		log := readLog(t, name)
-		var pretty bytes.Buffer
-		var want []map[string]any
-		var wantLines []int
-		for _, l := range bytes.Split(bytes.TrimSpace(log), []byte("\n")) {
-			wantLines = append(wantLines, bytes.Count(pretty.Bytes(), []byte("\n"))+1)
-			if err := json.Indent(&pretty, l, "", "  "); err != nil {
-				t.Fatal(err)
-			}
-			pretty.WriteByte('\n')
-			want = append(want, normalized(t, l))
-		}
-		format, got := readAll(t, name, pretty.Bytes(), export.Auto)
-		if format != export.PrettyEvents {
-			t.Fatalf("%s: detected %q, want %q", name, format, export.PrettyEvents)
-		}
-		var events []map[string]any
-		var lines []int
-		for _, l := range got {
-			if l.err != nil || l.skip != "" {
-				t.Fatalf("%s: line %d: %v %s", name, l.num, l.err, l.skip)
-			}
-			events = append(events, normalized(t, l.data))
-			lines = append(lines, l.num)
-		}
-		if diff := cmp.Diff(want, events); diff != "" {
-			t.Errorf("%s: events (-the log's +read pretty-printed):\n%s", name, diff)
-		}
-		if diff := cmp.Diff(wantLines, lines); diff != "" {
-			t.Errorf("%s: lines (-where each object begins +read):\n%s", name, diff)
+		for _, array := range []bool{false, true} {
+			checkPretty(t, name, readLog(t, name), array)
 		}
 	}
 	// Not JSON between two events: malformed, at its line, and the second event read.
@@ -1058,5 +1032,54 @@ func TestPrettyEvents(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"1: a", "6: malformed", "7: b"}, summary); diff != "" {
 		t.Errorf("a line that is not JSON among pretty-printed events (-want +got):\n%s", diff)
+	}
+}
+
+// checkPretty reads the log's events pretty-printed (in an array when array is set) and holds
+// them to the log's lines.
+func checkPretty(t *testing.T, name string, log []byte, array bool) {
+	t.Helper()
+	var pretty bytes.Buffer
+	var want []map[string]any
+	var wantLines []int
+	wantFormat := export.PrettyEvents
+	if array {
+		wantFormat = export.EventArray
+		pretty.WriteString("[\n")
+	}
+	for i, l := range bytes.Split(bytes.TrimSpace(log), []byte("\n")) {
+		if array && i > 0 {
+			pretty.WriteString(",\n")
+		}
+		wantLines = append(wantLines, bytes.Count(pretty.Bytes(), []byte("\n"))+1)
+		if err := json.Indent(&pretty, l, "", "  "); err != nil {
+			t.Fatal(err)
+		}
+		if !array {
+			pretty.WriteByte('\n')
+		}
+		want = append(want, normalized(t, l))
+	}
+	if array {
+		pretty.WriteString("\n]\n")
+	}
+	format, got := readAll(t, name, pretty.Bytes(), export.Auto)
+	if format != wantFormat {
+		t.Fatalf("%s: detected %q, want %q", name, format, wantFormat)
+	}
+	var events []map[string]any
+	var lines []int
+	for _, l := range got {
+		if l.err != nil || l.skip != "" {
+			t.Fatalf("%s: line %d: %v %s", name, l.num, l.err, l.skip)
+		}
+		events = append(events, normalized(t, l.data))
+		lines = append(lines, l.num)
+	}
+	if diff := cmp.Diff(want, events); diff != "" {
+		t.Errorf("%s (%s): events (-the log's +read):\n%s", name, format, diff)
+	}
+	if diff := cmp.Diff(wantLines, lines); diff != "" {
+		t.Errorf("%s (%s): lines (-where each object begins +read):\n%s", name, format, diff)
 	}
 }

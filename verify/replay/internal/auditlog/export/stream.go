@@ -27,9 +27,14 @@ const concatenatedEvents Format = "audit-concatenated"
 // Detected, not named in Formats.
 const prettyEvents Format = "audit-pretty"
 
+// eventArray is the log backend's events in an array, as jq -s writes a log. Detected, not
+// named in Formats.
+const eventArray Format = "audit-array"
+
 func init() {
 	readers[concatenatedEvents] = readConcatenated
 	readers[prettyEvents] = readPretty
+	readers[eventArray] = readEventArray
 	readers[InStageOrder] = readInStageOrder
 }
 
@@ -166,6 +171,24 @@ func readPretty(in input, yield func(record) bool) {
 		case send(yield, rec) != nil:
 			return
 		}
+	}
+}
+
+// readEventArray reads events in an array (eventArray), each at the line its object begins,
+// in the array's order; the reading stops where the array is not JSON, which is reported.
+func readEventArray(in input, yield func(record) bool) {
+	s := newScanner(in.r)
+	err := s.array(func(i int) error {
+		rec, err := s.element(in.maxLine, fmt.Sprintf("element %d", i), "", func(raw []byte, line int) record {
+			return record{data: raw, line: line} // in the file's order, as readPretty's
+		})
+		if err != nil {
+			return err
+		}
+		return send(yield, rec)
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		yield(streamStopped(err, s.line))
 	}
 }
 
