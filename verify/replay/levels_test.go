@@ -2622,3 +2622,29 @@ func TestUnknownNamespaceMutatingSelector(t *testing.T) {
 		})
 	}
 }
+
+// TestKlogLinesSkipped: kube-apiserver's audit log on standard output (--audit-log-path=-) is
+// read as kubectl logs prints it, or its container's log file holds it, among the klog lines
+// of its own log on standard error: those are counted and skipped, not malformed, and the
+// events between them are replayed. A line that is neither stays malformed.
+func TestKlogLinesSkipped(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("no-deny", "configmaps", admissionregistrationv1.Create, nil, "object.data.k != 'deny'")
+	ps, bs := []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "a"}, "data": map[string]any{"k": "deny"}}
+	sum, got := replayLines(t, ps, bs,
+		"I1204 10:00:01.123456       1 controller.go:615] quota admission added evaluator for: leases.coordination.k8s.io",
+		levelEvent(t, "c", auditlog.LevelRequest, "create", "configmaps", "a", "c", 422, "", cm, nil),
+		"W1204 10:00:02.000001      17 dispatcher.go:217] Failed calling webhook, failing open",
+		"E1204 10:00:02 not klog's header",
+	)
+	if n := sum.ExportSkipped[KlogSkip]; n != 2 {
+		t.Errorf("klog lines skipped = %d, want 2 (%v)", n, sum.ExportSkipped)
+	}
+	if sum.MalformedCount != 1 {
+		t.Errorf("malformed lines = %d, want 1, the line without klog's header: %v", sum.MalformedCount, sum.Malformed)
+	}
+	if got["c"] == nil || sum.Evaluated != 1 {
+		t.Errorf("the event between the klog lines: record %v, %d evaluated; want it evaluated", got["c"], sum.Evaluated)
+	}
+}

@@ -153,6 +153,10 @@ func decodeLogs(ctx context.Context, sources []Source, maxLine, workers int, pre
 	return <-readErr
 }
 
+// KlogSkip says why a line of klog among a log's events is counted and skipped, not
+// malformed.
+const KlogSkip = "a line of kube-apiserver's own log (klog), not an audit event: kubectl logs and the container's log file hold both where the audit log goes to standard output (--audit-log-path=-)"
+
 // decodeLine decodes one line of a log, on a worker.
 // errDecodeInternal is a line the replay's decoder failed on (a panic, recovered).
 var errDecodeInternal = errors.New("vapc failed to read this line (a bug: please report it with the line)")
@@ -174,6 +178,10 @@ func decodeLine(l auditlog.Line, prepare func(*decoded)) (d decoded) {
 		return d
 	}
 	d.ev, d.err = auditlog.Decode(l.Data)
+	if d.err != nil && auditlog.KlogLine(l.Data) {
+		d.ev, d.err, d.skip = nil, nil, KlogSkip
+		return d
+	}
 	if d.err != nil {
 		s := auditlog.Salvage(l.Data)
 		d.salvaged = &s

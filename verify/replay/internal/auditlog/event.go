@@ -229,6 +229,17 @@ func LegacyLine(line []byte) bool {
 	return len(line) > 0 && line[0] >= '0' && line[0] <= '9' && legacyAudit.Match(line)
 }
 
+// klogHeader is how a line of klog, kube-apiserver's own log, begins: its severity and date,
+// time to the microsecond, thread, file:line] (k8s.io/klog/v2 formatHeader).
+var klogHeader = regexp.MustCompile(`^[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d{6} +\d+ [^ \]]+:\d+\] `)
+
+// KlogLine says whether a line is one of klog's, kube-apiserver's own log: what kubectl logs
+// and the container's log file hold among the audit events where kube-apiserver writes its
+// audit log to standard output (--audit-log-path=-), its own log to standard error.
+func KlogLine(line []byte) bool {
+	return len(line) > 0 && bytes.IndexByte([]byte("IWEF"), line[0]) >= 0 && klogHeader.Match(line)
+}
+
 // Decode decodes one log line. It never panics; an error describes why the line is not an
 // audit event.
 func Decode(line []byte) (*Event, error) {

@@ -72,3 +72,26 @@ func TestAuthorizedUsername(t *testing.T) {
 		}
 	}
 }
+
+// TestKlogLine tells klog's lines (k8s.io/klog/v2's header: severity, date, time to the
+// microsecond, thread, file:line]) from what merely begins like one.
+func TestKlogLine(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		line string
+		want bool
+	}{
+		{"I1204 10:00:01.123456       1 controller.go:615] quota admission added evaluator", true},
+		{"W0101 00:00:00.000000 17 dispatcher.go:217] Failed calling webhook", true},
+		{"E1204 10:00:02.500000   12345 cacher.go:478] cacher (pods): unexpected ListAndWatch error", true},
+		{"F1204 10:00:02.500000 1 server.go:1] fatal", true},
+		{"E1204 10:00:02 not klog's header", false},
+		{"I1204 10:00:01.123456 controller.go:615] no thread", false},
+		{`{"kind":"Event","apiVersion":"audit.k8s.io/v1"}`, false},
+		{"", false},
+	} {
+		if got := KlogLine([]byte(tt.line)); got != tt.want {
+			t.Errorf("KlogLine(%q) = %v, want %v", tt.line, got, tt.want)
+		}
+	}
+}
