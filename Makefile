@@ -96,6 +96,9 @@ fuzz:
 		./verify/replay/internal/auditlog/export:FuzzReadAzureEventHub \
 		./verify/replay/internal/auditlog/export:FuzzReadGKE \
 		./verify/replay/internal/auditlog/export:FuzzReadAzureLogAnalytics \
+		./verify/replay/internal/auditlog/export:FuzzReadPrettyEvents \
+		./verify/replay/internal/auditlog/export:FuzzReadEventArray \
+		./verify/replay/internal/auditlog/export:FuzzReadContainerLog \
 		./verify/replay/internal/auditlog/export:FuzzDetect \
 		./verify/replay/internal/auditlog/export:FuzzUnquote \
 		./verify/replay/internal/auditlog/export:FuzzValidJSON

@@ -35,6 +35,9 @@ func detect(head []byte) Format {
 		if auditlog.LegacyLine(head) {
 			return legacyFormat
 		}
+		if containerLogHead.Match(head) {
+			return containerLog
+		}
 		if _, _, ok := cutTimestamp(head); ok {
 			return CloudWatchS3
 		}

@@ -106,3 +106,6 @@ func marshalEventJSON(ev *gkeEvent) ([]byte, error) {
 var AppendJSONString = appendJSONString
 
 var CutTimestamp = cutTimestamp
+
+// ContainerLog is the format of a container's log file (the kubelet's CRI logging format).
+const ContainerLog = containerLog

@@ -106,6 +106,8 @@ func (f Format) describe() string {
 		return "AKS diagnostic setting (Log Analytics query)"
 	case GKE:
 		return "GKE Cloud Logging"
+	case containerLog:
+		return "container log file (the kubelet's CRI logging format)"
 	case eventArray:
 		return "audit events in an array (as jq -s writes them)"
 	case prettyEvents:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -39,7 +40,7 @@ func fuzzRead(f *testing.F, format export.Format) {
 			}
 			f.Add(pretty.Bytes())
 		}
-	case export.PrettyEvents, export.EventArray:
+	case export.PrettyEvents, export.EventArray, export.ContainerLog:
 		wraps = nil // no export's: its seeds are the caller's
 	case export.CloudWatchS3:
 		wraps = append(wraps, exporttest.EKSTail)
@@ -162,6 +163,24 @@ func FuzzReadEventArray(f *testing.F) {
 	arr.WriteString("]\n")
 	f.Add(arr.Bytes())
 	fuzzRead(f, export.EventArray)
+}
+
+// FuzzReadContainerLog: a container's log file, events cut in pieces among klog's lines.
+func FuzzReadContainerLog(f *testing.F) {
+	var file bytes.Buffer
+	for i, l := range bytes.Split(bytes.TrimSpace(readLog(f, recorded[0])), []byte("\n")) {
+		if i == 12 {
+			break
+		}
+		file.WriteString("2026-11-21T12:35:37.465123456Z stderr F I1121 12:35:37.465123       1 server.go:1] x\n")
+		for len(l) > 300 {
+			fmt.Fprintf(&file, "2026-11-21T12:35:37.465123456Z stdout P %s\n", l[:300])
+			l = l[300:]
+		}
+		fmt.Fprintf(&file, "2026-11-21T12:35:37.465123456Z stdout F %s\n", l)
+	}
+	f.Add(file.Bytes())
+	fuzzRead(f, export.ContainerLog)
 }
 func FuzzReadAzureLogAnalytics(f *testing.F) {
 	// The query API's own response too: tables, columns and rows of values.

@@ -226,6 +226,8 @@ func TestDetect(t *testing.T) {
 		{"S3 export", "2026-11-21T12:35:37.465Z {\"kind\":\"Event\"}\n", export.CloudWatchS3},
 		{"S3 export, milliseconds", "1795264537465 {\"kind\":\"Event\"}\n", export.CloudWatchS3},
 		{"aws logs tail", "2026-11-21T12:35:37.465000+00:00 kube-apiserver-audit-0a1b {\"kind\":\"Event\"}\n", export.CloudWatchS3},
+		{"a container's log file", "2026-11-21T12:35:37.465123456Z stdout F {\"kind\":\"Event\"}\n", export.ContainerLog},
+		{"a container's log file, standard error first", "2026-11-21T12:35:37.465123456+01:00 stderr F I1121 12:35:37.465123       1 server.go:1] x\n", export.ContainerLog},
 		{"aws logs tail --format short", "2026-11-21T12:35:37 {\"kind\":\"Event\"}\n", export.CloudWatchS3},
 		{"subscription", `{"messageType":"CONTROL_MESSAGE","owner":"CloudwatchLogs","logGroup":"","logStream":"","subscriptionFilters":[],"logEvents":[{"id":"","timestamp":1,"message":"CWL CONTROL MESSAGE"}]}`, export.Firehose},
 		{"storage blob", `{ "time": "2026-11-21T12:35:37Z", "resourceId": "/SUBSCRIPTIONS/X", "category": "kube-audit", "operationName": "Microsoft.ContainerService/managedClusters/diagnosticLogs/Read", "properties": {"log":"{\"kind\":\"Event\"`, export.AzureBlob},
@@ -1081,5 +1083,98 @@ func checkPretty(t *testing.T, name string, log []byte, array bool) {
 	}
 	if diff := cmp.Diff(wantLines, lines); diff != "" {
 		t.Errorf("%s (%s): lines (-where each object begins +read):\n%s", name, format, diff)
+	}
+}
+
+// TestContainerLog reads real logs as the kubelet's container runtime writes kube-apiserver's
+// standard output and error to its container's log file (kubectl logs reads it, a log
+// collector ships it): each event whole again from the pieces the runtime cut it into (P, then
+// F), numbered by the line of its first piece, in the file's order; the lines of standard
+// error (klog's) skipped; a line that is not the runtime's malformed; an event longer than
+// the limit malformed at its first piece, and the next event read.
+func TestContainerLog(t *testing.T) {
+	t.Parallel()
+	for _, name := range recorded {
+		log := readLog(t, name)
+		var file bytes.Buffer
+		var want []map[string]any
+		var wantLines []int
+		num := 0
+		write := func(stream, tag string, msg []byte) {
+			num++
+			fmt.Fprintf(&file, "2026-11-21T12:35:37.%09dZ %s %s %s\n", num, stream, tag, msg)
+		}
+		for i, l := range bytes.Split(bytes.TrimSpace(log), []byte("\n")) {
+			if i%7 == 0 {
+				write("stderr", "F", []byte("I1121 12:35:37.465123       1 controller.go:615] quota admission added evaluator"))
+			}
+			wantLines = append(wantLines, num+1)
+			want = append(want, normalized(t, l))
+			for len(l) > 700 { // cut as the runtime cuts at 16 KiB, smaller
+				write("stdout", "P", l[:700])
+				l = l[700:]
+			}
+			write("stdout", "F", l)
+		}
+		format, got := readAll(t, name, file.Bytes(), export.Auto)
+		if format != export.ContainerLog {
+			t.Fatalf("%s: detected %q, want %q", name, format, export.ContainerLog)
+		}
+		var events []map[string]any
+		var lines []int
+		skipped := 0
+		for _, l := range got {
+			switch {
+			case l.err != nil:
+				t.Fatalf("%s: line %d: %v", name, l.num, l.err)
+			case l.skip != "":
+				skipped++
+			default:
+				events = append(events, normalized(t, l.data))
+				lines = append(lines, l.num)
+			}
+		}
+		if diff := cmp.Diff(want, events); diff != "" {
+			t.Errorf("%s: events (-the log's +read):\n%s", name, diff)
+		}
+		if diff := cmp.Diff(wantLines, lines); diff != "" {
+			t.Errorf("%s: lines (-where each event's first piece is +read):\n%s", name, diff)
+		}
+		if wantSkipped := (len(want) + 6) / 7; skipped != wantSkipped {
+			t.Errorf("%s: %d lines skipped, want the %d of standard error", name, skipped, wantSkipped)
+		}
+	}
+
+	// Not the runtime's line, and an event longer than the limit (in pieces).
+	data := "2026-11-21T12:35:37.1Z stdout F {\"kind\":\"Event\",\"auditID\":\"a\"}\n" +
+		"{\"kind\":\"Event\",\"auditID\":\"b\"}\n" +
+		"2026-11-21T12:35:37.3Z stdout P {\"kind\":\"Event\",\"auditID\":\"c\",\"x\":\"" + strings.Repeat("x", 60) + "\n" +
+		"2026-11-21T12:35:37.4Z stdout F " + strings.Repeat("x", 60) + "\"}\n" +
+		"2026-11-21T12:35:37.5Z stdout F {\"kind\":\"Event\",\"auditID\":\"d\"}\n"
+	r, err := export.NewReader("pod.log", strings.NewReader(data), export.Auto, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var summary []string
+	for {
+		l, ok := r.Next()
+		if !ok {
+			break
+		}
+		if l.Err != nil {
+			summary = append(summary, fmt.Sprintf("%d: %v", l.Num, l.Err))
+			continue
+		}
+		summary = append(summary, fmt.Sprintf("%d: %v", l.Num, normalized(t, l.Data)["auditID"]))
+	}
+	want := []string{
+		"1: a",
+		"2: line 2: not a line of a container's log file (TIMESTAMP STREAM TAG MESSAGE)",
+		"3: line 3: longer than 100 bytes (at least 157): skipped",
+		"5: d",
+	}
+	if diff := cmp.Diff(want, summary); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
