@@ -182,7 +182,7 @@ func readCloudWatchS3(in input, yield func(record) bool) {
 				return record{line: num, skip: otherStreamSkip(stream, tailAll)}
 			}
 			if otherLogLine(msg) {
-				return record{line: num, skip: "a line of another log of the log group (klog's or logrus's), not an audit event: " + tailAll}
+				return record{line: num, skip: "a line of another log of the log group (klog's or logrus's), not an audit event: " + tailAll + "; kubectl logs --timestamps prints kube-apiserver's own log with an audit log on standard output"}
 			}
 			// A cut event's time is CloudWatch's: see cutTimestamp.
 			if cut, ok := truncatedMessage(msg, at, auditlog.LostStageTime, num, fmt.Sprintf("line %d", num), "MESSAGE"); ok {

@@ -127,7 +127,7 @@ func TestMalformedEnvelopes(t *testing.T) {
 			"1: skipped: a log event of the stream kube-apiserver-8c0c1d2e, not of kube-apiserver's audit log (kube-apiserver-audit-*): aws logs tail of the log group prints every stream (--log-stream-name-prefix kube-apiserver-audit prints the audit log's alone)",
 			"2: skipped: a log event of the stream authenticator-8c0c1d2e, not of kube-apiserver's audit log (kube-apiserver-audit-*): aws logs tail of the log group prints every stream (--log-stream-name-prefix kube-apiserver-audit prints the audit log's alone)",
 			"3: c",
-			"4: skipped: a line of another log of the log group (klog's or logrus's), not an audit event: aws logs tail of the log group prints every stream (--log-stream-name-prefix kube-apiserver-audit prints the audit log's alone)"},
+			"4: skipped: a line of another log of the log group (klog's or logrus's), not an audit event: aws logs tail of the log group prints every stream (--log-stream-name-prefix kube-apiserver-audit prints the audit log's alone); kubectl logs --timestamps prints kube-apiserver's own log with an audit log on standard output"},
 	}, {
 		// filter-log-events without --log-stream-name-prefix reads every stream.
 		name:   "filter-log-events: other streams of the log group",

@@ -1178,3 +1178,44 @@ func TestContainerLog(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+// TestKubectlLogsTimestamps reads real logs as kubectl logs --timestamps prints an audit log on
+// kube-apiserver's standard output: each line after the time the runtime read it, klog's
+// lines of its own log among them, counted and skipped; the events are the log's.
+func TestKubectlLogsTimestamps(t *testing.T) {
+	t.Parallel()
+	for _, name := range recorded {
+		log := readLog(t, name)
+		var file bytes.Buffer
+		lines := bytes.Split(bytes.TrimSpace(log), []byte("\n"))
+		for i, l := range lines {
+			stamp := fmt.Sprintf("2026-11-21T12:35:37.%09dZ ", i)
+			if i%7 == 0 {
+				file.WriteString(stamp + "I1121 12:35:37.465123       1 controller.go:615] quota admission added evaluator\n")
+			}
+			file.WriteString(stamp)
+			file.Write(l)
+			file.WriteByte('\n')
+		}
+		_, got := readAll(t, name, file.Bytes(), export.Auto)
+		var events []map[string]any
+		skipped := 0
+		for _, l := range got {
+			switch {
+			case l.err != nil:
+				t.Fatalf("%s: line %d: %v", name, l.num, l.err)
+			case l.skip != "":
+				skipped++
+			default:
+				events = append(events, normalized(t, l.data))
+			}
+		}
+		byStage(events)
+		if diff := cmp.Diff(inStageOrder(t, log, nil), events); diff != "" {
+			t.Errorf("%s: events (-the log's +read):\n%s", name, diff)
+		}
+		if want := (len(lines) + 6) / 7; skipped != want {
+			t.Errorf("%s: %d lines skipped, want klog's %d", name, skipped, want)
+		}
+	}
+}
