@@ -20,7 +20,7 @@ func init() { readers[containerLog] = readContainerLog }
 
 // containerLogHead is how a line of a container's log file begins (k8s.io/cri-api
 // pkg/apis/runtime/v1 and the kubelet's kuberuntime/logs: RFC 3339 with nanoseconds).
-var containerLogHead = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2}) (stdout|stderr) [FP] `)
+var containerLogHead = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2}) (stdout|stderr) ([FP])( |$)`)
 
 // stderrSkip says why a line of standard error in a container's log file is skipped.
 const stderrSkip = "a line of kube-apiserver's standard error in its container's log file (its own log, klog's), not an audit event: the audit log goes to standard output (--audit-log-path=-)"
@@ -32,16 +32,19 @@ func readContainerLog(in input, yield func(record) bool) {
 	handOver := func(rec record) bool { return rec.line == 0 || yield(rec) }
 	readLines(in, in.maxLine+256, handOver, func(text []byte, num int) record {
 		text = bytes.TrimRight(text, "\r\n")
-		head := containerLogHead.Find(text)
-		if head == nil {
+		m := containerLogHead.FindSubmatchIndex(text)
+		if m == nil {
 			return record{line: num, err: recordError(fmt.Sprintf("line %d", num), "", errors.New("not a line of a container's log file (TIMESTAMP STREAM TAG MESSAGE)"))}
 		}
-		msg := text[len(head):]
-		stream, tag := head[len(head)-9:len(head)-3], head[len(head)-2]
+		msg := text[m[1]:]
+		stream, tag := text[m[6]:m[7]], text[m[8]]
 		if string(stream) == "stderr" {
 			return record{line: num, skip: stderrSkip}
 		}
 		if size == 0 {
+			if tag == 'F' && len(bytes.TrimSpace(msg)) == 0 {
+				return record{} // a blank line, skipped as the log backend's are
+			}
 			first = num
 		}
 		size += len(msg)

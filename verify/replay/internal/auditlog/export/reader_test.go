@@ -1150,7 +1150,9 @@ func TestContainerLog(t *testing.T) {
 		"{\"kind\":\"Event\",\"auditID\":\"b\"}\n" +
 		"2026-11-21T12:35:37.3Z stdout P {\"kind\":\"Event\",\"auditID\":\"c\",\"x\":\"" + strings.Repeat("x", 60) + "\n" +
 		"2026-11-21T12:35:37.4Z stdout F " + strings.Repeat("x", 60) + "\"}\n" +
-		"2026-11-21T12:35:37.5Z stdout F {\"kind\":\"Event\",\"auditID\":\"d\"}\n"
+		"2026-11-21T12:35:37.5Z stdout F \n" + // blank lines
+		"2026-11-21T12:35:37.5Z stdout F\n" +
+		"2026-11-21T12:35:37.6Z stdout F {\"kind\":\"Event\",\"auditID\":\"d\"}\n"
 	r, err := export.NewReader("pod.log", strings.NewReader(data), export.Auto, 100)
 	if err != nil {
 		t.Fatal(err)
@@ -1172,7 +1174,7 @@ func TestContainerLog(t *testing.T) {
 		"1: a",
 		"2: line 2: not a line of a container's log file (TIMESTAMP STREAM TAG MESSAGE)",
 		"3: line 3: longer than 100 bytes (at least 157): skipped",
-		"5: d",
+		"7: d",
 	}
 	if diff := cmp.Diff(want, summary); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
