@@ -136,10 +136,7 @@ func FuzzReadGKE(f *testing.F)           { fuzzRead(f, export.GKE) }
 // FuzzReadPrettyEvents: events pretty-printed, as jq writes them without -c.
 func FuzzReadPrettyEvents(f *testing.F) {
 	var pretty bytes.Buffer
-	for i, l := range bytes.Split(bytes.TrimSpace(readLog(f, recorded[0])), []byte("\n")) {
-		if i == 12 {
-			break
-		}
+	for _, l := range seedEvents(f) {
 		json.Indent(&pretty, l, "", "  ")
 		pretty.WriteString("\nnot json\n")
 	}
@@ -151,10 +148,7 @@ func FuzzReadPrettyEvents(f *testing.F) {
 func FuzzReadEventArray(f *testing.F) {
 	var arr bytes.Buffer
 	arr.WriteString("[")
-	for i, l := range bytes.Split(bytes.TrimSpace(readLog(f, recorded[0])), []byte("\n")) {
-		if i == 12 {
-			break
-		}
+	for i, l := range seedEvents(f) {
 		if i > 0 {
 			arr.WriteString(",\n")
 		}
@@ -168,10 +162,7 @@ func FuzzReadEventArray(f *testing.F) {
 // FuzzReadContainerLog: a container's log file, events cut in pieces among klog's lines.
 func FuzzReadContainerLog(f *testing.F) {
 	var file bytes.Buffer
-	for i, l := range bytes.Split(bytes.TrimSpace(readLog(f, recorded[0])), []byte("\n")) {
-		if i == 12 {
-			break
-		}
+	for _, l := range seedEvents(f) {
 		file.WriteString("2026-11-21T12:35:37.465123456Z stderr F I1121 12:35:37.465123       1 server.go:1] x\n")
 		for len(l) > 300 {
 			fmt.Fprintf(&file, "2026-11-21T12:35:37.465123456Z stdout P %s\n", l[:300])
@@ -227,4 +218,10 @@ func FuzzUnquote(f *testing.F) {
 			t.Fatalf("unquote(%q) = %q, encoding/json %q", b, got, want)
 		}
 	})
+}
+
+// seedEvents are the first twelve events of a recorded log, a fuzz target's seeds.
+func seedEvents(f *testing.F) [][]byte {
+	lines := bytes.Split(bytes.TrimSpace(readLog(f, recorded[0])), []byte("\n"))
+	return lines[:min(12, len(lines))]
 }

@@ -1120,20 +1120,7 @@ func TestContainerLog(t *testing.T) {
 		if format != export.ContainerLog {
 			t.Fatalf("%s: detected %q, want %q", name, format, export.ContainerLog)
 		}
-		var events []map[string]any
-		var lines []int
-		skipped := 0
-		for _, l := range got {
-			switch {
-			case l.err != nil:
-				t.Fatalf("%s: line %d: %v", name, l.num, l.err)
-			case l.skip != "":
-				skipped++
-			default:
-				events = append(events, normalized(t, l.data))
-				lines = append(lines, l.num)
-			}
-		}
+		events, lines, skipped := eventsOf(t, name, got)
 		if diff := cmp.Diff(want, events); diff != "" {
 			t.Errorf("%s: events (-the log's +read):\n%s", name, diff)
 		}
@@ -1200,18 +1187,7 @@ func TestKubectlLogsTimestamps(t *testing.T) {
 			file.WriteByte('\n')
 		}
 		_, got := readAll(t, name, file.Bytes(), export.Auto)
-		var events []map[string]any
-		skipped := 0
-		for _, l := range got {
-			switch {
-			case l.err != nil:
-				t.Fatalf("%s: line %d: %v", name, l.num, l.err)
-			case l.skip != "":
-				skipped++
-			default:
-				events = append(events, normalized(t, l.data))
-			}
-		}
+		events, _, skipped := eventsOf(t, name, got)
 		byStage(events)
 		if diff := cmp.Diff(inStageOrder(t, log, nil), events); diff != "" {
 			t.Errorf("%s: events (-the log's +read):\n%s", name, diff)
@@ -1220,4 +1196,22 @@ func TestKubectlLogsTimestamps(t *testing.T) {
 			t.Errorf("%s: %d lines skipped, want klog's %d", name, skipped, want)
 		}
 	}
+}
+
+// eventsOf are the events of the lines read, with their line numbers, and how many lines were
+// skipped; a line in error fails the test.
+func eventsOf(t *testing.T, name string, got []line) (events []map[string]any, lines []int, skipped int) {
+	t.Helper()
+	for _, l := range got {
+		switch {
+		case l.err != nil:
+			t.Fatalf("%s: line %d: %v", name, l.num, l.err)
+		case l.skip != "":
+			skipped++
+		default:
+			events = append(events, normalized(t, l.data))
+			lines = append(lines, l.num)
+		}
+	}
+	return events, lines, skipped
 }
