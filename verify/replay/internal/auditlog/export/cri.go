@@ -29,7 +29,11 @@ func readContainerLog(in input, yield func(record) bool) {
 	var pieces []byte // the pieces of a line of standard output read so far
 	first, size := 0, 0
 	// A piece before the last of a line is no record: build returns the zero record for it.
-	handOver := func(rec record) bool { return rec.line == 0 || yield(rec) }
+	stopped := false
+	handOver := func(rec record) bool {
+		stopped = rec.line != 0 && !yield(rec)
+		return !stopped
+	}
 	readLines(in, in.maxLine+256, handOver, func(text []byte, num int) record {
 		text = bytes.TrimRight(text, "\r\n")
 		m := containerLogHead.FindSubmatchIndex(text)
@@ -60,4 +64,8 @@ func readContainerLog(in input, yield func(record) bool) {
 		}
 		return record{data: append(getBuf(len(pieces)), pieces...), line: first}
 	})
+	if size > 0 && !stopped {
+		// The file ends within a line: its last piece (F) is not there.
+		yield(record{line: first, err: recordError(fmt.Sprintf("line %d", first), "", errors.New("the file ends within a line of standard output the container runtime cut in pieces (P): its last piece (F) is not there"))})
+	}
 }

@@ -1139,7 +1139,9 @@ func TestContainerLog(t *testing.T) {
 		"2026-11-21T12:35:37.4Z stdout F " + strings.Repeat("x", 60) + "\"}\n" +
 		"2026-11-21T12:35:37.5Z stdout F \n" + // blank lines
 		"2026-11-21T12:35:37.5Z stdout F\n" +
-		"2026-11-21T12:35:37.6Z stdout F {\"kind\":\"Event\",\"auditID\":\"d\"}\n"
+		"2026-11-21T12:35:37.6Z stdout F {\"kind\":\"Event\",\"auditID\":\"d\"}\n" +
+		"2026-11-21T12:35:37.7Z stdout P {\"kind\":\"Event\",\"auditID\":\"e\"\n" +
+		"2026-11-21T12:35:37.7Z stderr F I1121 12:35:37.465123       1 server.go:1] x\n"
 	r, err := export.NewReader("pod.log", strings.NewReader(data), export.Auto, 100)
 	if err != nil {
 		t.Fatal(err)
@@ -1151,17 +1153,22 @@ func TestContainerLog(t *testing.T) {
 		if !ok {
 			break
 		}
-		if l.Err != nil {
+		switch {
+		case l.Err != nil:
 			summary = append(summary, fmt.Sprintf("%d: %v", l.Num, l.Err))
-			continue
+		case l.Skip != "":
+			summary = append(summary, fmt.Sprintf("%d: skipped", l.Num))
+		default:
+			summary = append(summary, fmt.Sprintf("%d: %v", l.Num, normalized(t, l.Data)["auditID"]))
 		}
-		summary = append(summary, fmt.Sprintf("%d: %v", l.Num, normalized(t, l.Data)["auditID"]))
 	}
 	want := []string{
 		"1: a",
 		"2: line 2: not a line of a container's log file (TIMESTAMP STREAM TAG MESSAGE)",
 		"3: line 3: longer than 100 bytes (at least 157): skipped",
 		"7: d",
+		"9: skipped",
+		"8: line 8: the file ends within a line of standard output the container runtime cut in pieces (P): its last piece (F) is not there",
 	}
 	if diff := cmp.Diff(want, summary); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
