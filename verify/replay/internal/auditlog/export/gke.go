@@ -766,6 +766,9 @@ func readArray(in input, s *scanner, yield func(record) bool, entryOf func(raw [
 		}
 		return nil
 	})
+	if err == nil {
+		err = s.ended(in.file, "the array")
+	}
 	if err == nil && rv.falling && keep {
 		k := &knownArray{file: in.id, base: in.base, max: max}
 		if rv.file != nil {

@@ -220,6 +220,9 @@ func readLogAnalyticsTables(in input, s *scanner, yield func(record) bool) {
 			})
 		})
 	})
+	if err == nil {
+		err = s.ended(in.file, "the response")
+	}
 	finishArray(rv, err, s.line, yield)
 }
 

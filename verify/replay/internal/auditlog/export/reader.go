@@ -582,6 +582,10 @@ func streamStopped(err error, line int) record {
 	if errors.As(err, &se) {
 		return record{line: line, err: &auditlog.ReadError{Err: se}}
 	}
+	var ce *auditlog.ConvertError
+	if errors.As(err, &ce) {
+		return record{line: line, err: &auditlog.ReadError{Err: ce}}
+	}
 	var syn *syntaxError
 	if errors.As(err, &syn) {
 		line = syn.line

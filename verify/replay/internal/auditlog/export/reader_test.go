@@ -1222,3 +1222,73 @@ func eventsOf(t *testing.T, name string, got []line) (events []map[string]any, l
 	}
 	return events, lines, skipped
 }
+
+// TestArraysAppended: a file that holds two arrays, one after the other, as a script that
+// appends each hour's query (gcloud logging read, az monitor log-analytics query) to one file
+// writes it, is not read as its first array alone: the rest is an error naming the line it
+// begins at (the file is whole: a file each reads). The log backend's events in arrays (jq
+// -s, each log's appended) are read one array after another.
+func TestArraysAppended(t *testing.T) {
+	t.Parallel()
+	log := readLog(t, recorded[0])
+	for _, f := range []export.Format{export.GKE, export.AzureLogAnalytics} {
+		data, err := exporttest.Wrap(f, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data = bytes.TrimSpace(data)
+		once := len(readLines(t, f, data))
+		appended := append(append(bytes.Clone(data), '\n'), data...)
+		for _, in := range [][]byte{appended, exporttest.Gzip(appended)} {
+			format, got := readAll(t, "appended.json", in, export.Auto)
+			if format != f {
+				t.Fatalf("%s: read as %s", f, format)
+			}
+			last := got[len(got)-1]
+			var ce *auditlog.ConvertError
+			wantLine := bytes.Count(data, []byte("\n")) + 2
+			if !errors.As(last.err, &ce) || last.num != wantLine || !strings.Contains(last.err.Error(), fmt.Sprintf("appended.json:%d: another array after the array", wantLine)) {
+				t.Errorf("%s appended to itself: last line %d: %v; want the second array's line %d named", f, last.num, last.err, wantLine)
+			}
+			if len(got)-1 != once {
+				t.Errorf("%s appended to itself: %d lines before the error, want the first array's %d", f, len(got)-1, once)
+			}
+		}
+	}
+
+	// jq -s's arrays, one after the other: every event, in the file's order.
+	var arrays bytes.Buffer
+	lines := bytes.Split(bytes.TrimSpace(log), []byte("\n"))
+	var want []map[string]any
+	for _, half := range [][][]byte{lines[:len(lines)/2], lines[len(lines)/2:]} {
+		arrays.WriteString("[\n")
+		for i, l := range half {
+			if i > 0 {
+				arrays.WriteString(",\n")
+			}
+			arrays.Write(l)
+			want = append(want, normalized(t, l))
+		}
+		arrays.WriteString("\n]\n")
+	}
+	format, got := readAll(t, "arrays.json", arrays.Bytes(), export.Auto)
+	events, _, _ := eventsOf(t, "arrays.json", got)
+	if format != export.EventArray {
+		t.Errorf("jq -s's arrays read as %s", format)
+	}
+	if diff := cmp.Diff(want, events); diff != "" {
+		t.Errorf("jq -s's arrays, one after the other (-the log's +read):\n%s", diff)
+	}
+}
+
+// readLines are the lines a reader of the format reads of data.
+func readLines(t *testing.T, f export.Format, data []byte) []line {
+	t.Helper()
+	_, got := readAll(t, "export.json", data, f)
+	for _, l := range got {
+		if l.err != nil {
+			t.Fatalf("%s: line %d: %v", f, l.num, l.err)
+		}
+	}
+	return got
+}

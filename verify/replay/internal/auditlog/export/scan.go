@@ -293,6 +293,34 @@ func readLines(in input, max int, yield func(record) bool, build func(text []byt
 	}
 }
 
+// ended says whether the input ends after the document the scanner read (nil), or holds
+// more, which a reader of one document would not read: a ConvertError naming the file and the
+// line the rest begins at (what names the document). An export's output appended to a file
+// that held another's (each hour's query, >> to one file) is the usual cause: the file is
+// whole, and split it reads.
+func (s *scanner) ended(file, what string) error {
+	c, err := s.peek()
+	switch {
+	case err == io.EOF:
+		s.err = nil
+		return nil
+	case err != nil:
+		return err
+	}
+	return &auditlog.ConvertError{Err: fmt.Errorf("%s:%d: %s after %s, which holds the whole export, ends: another query's output appended to the file? Give each output a file of its own", file, s.line, describeStart(c), what)}
+}
+
+// describeStart names what a JSON document that begins with c is.
+func describeStart(c byte) string {
+	switch c {
+	case '[':
+		return "another array"
+	case '{':
+		return "an object"
+	}
+	return quoteByte(c)
+}
+
 // documents calls each with every JSON document of the input, counted from 1, until the
 // input ends; the error that stops it (but errStop) ends the file as its record says.
 func (s *scanner) documents(yield func(record) bool, each func(doc int) error) {

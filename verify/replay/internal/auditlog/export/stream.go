@@ -176,20 +176,25 @@ func readPretty(in input, yield func(record) bool) {
 
 // readEventArray reads events in an array (eventArray), each at the line its object begins,
 // in the array's order; the reading stops where the array is not JSON, which is reported.
+// Arrays one after another (jq -s's output of each log appended to one file) are read one
+// after another.
 func readEventArray(in input, yield func(record) bool) {
 	s := newScanner(in.r)
-	err := s.array(func(i int) error {
-		rec, err := s.element(in.maxLine, fmt.Sprintf("element %d", i), "", func(raw []byte, line int) record {
-			return record{data: raw, line: line} // in the file's order, as readPretty's
+	s.documents(yield, func(doc int) error {
+		return s.array(func(i int) error {
+			where := fmt.Sprintf("element %d", i)
+			if doc > 1 {
+				where = fmt.Sprintf("array %d element %d", doc, i)
+			}
+			rec, err := s.element(in.maxLine, where, "", func(raw []byte, line int) record {
+				return record{data: raw, line: line} // in the file's order, as readPretty's
+			})
+			if err != nil {
+				return err
+			}
+			return send(yield, rec)
 		})
-		if err != nil {
-			return err
-		}
-		return send(yield, rec)
 	})
-	if err != nil && !errors.Is(err, errStop) {
-		yield(streamStopped(err, s.line))
-	}
 }
 
 // otherMessage says why a message Firehose extracted that is no audit event is skipped.
