@@ -240,6 +240,9 @@ func detected(file string, br *bufio.Reader, format Format) (_ Format, bom int, 
 	}
 	head, _ := br.Peek(bom + detectBytes)
 	head = head[bom:]
+	if a := archiveOf(head); a != nil {
+		return "", 0, &auditlog.ConvertError{Err: fmt.Errorf("%s: %s, which vapc does not read (it reads gzip): %s", file, a.what, a.fix)}
+	}
 	switch {
 	case format == Auto || format == "":
 		// In an object Firehose named, what is not its raw records is the messages it
@@ -261,6 +264,39 @@ func detected(file string, br *bufio.Reader, format Format) (_ Format, bom int, 
 		return "", 0, &auditlog.ConvertError{Err: fmt.Errorf("%s: gcloud logging read's YAML, which vapc does not read: print the entries as JSON (gcloud logging read --format=json)", file)}
 	}
 	return format, bom, nil
+}
+
+// archive is a compressed or archived file's kind, known by its first bytes, and how to
+// read it.
+type archive struct {
+	magic     []byte
+	what, fix string
+}
+
+// archives are the compressions and archives an audit log may come in that vapc does not read:
+// a zip archive (Firehose's ZIP compression, a portal's download), bzip2, xz, zstd, Snappy's
+// framing format (Firehose's Snappy and Hadoop-compatible Snappy are raw blocks, not known by
+// their bytes) and tar.
+var archives = []archive{
+	{[]byte("PK\x03\x04"), "a zip archive", "unzip it and give vapc its files"},
+	{[]byte("BZh"), "bzip2-compressed", "bunzip2 it"}, // and a block size, 1 to 9
+	{[]byte("\xfd7zXZ\x00"), "xz-compressed", "unxz it"},
+	{[]byte("\x28\xb5\x2f\xfd"), "zstd-compressed", "zstd -d it"},
+	{[]byte("\xff\x06\x00\x00sNaPpY"), "Snappy-compressed (framing format)", "decompress it"},
+}
+
+// archiveOf is the archive the head of a file says it is; nil for text.
+func archiveOf(head []byte) *archive {
+	for i, a := range archives {
+		if bytes.HasPrefix(head, a.magic) && (a.what != "bzip2-compressed" || len(head) > 3 && '1' <= head[3] && head[3] <= '9') {
+			return &archives[i]
+		}
+	}
+	// A tar archive: "ustar" at offset 257.
+	if len(head) >= 262 && string(head[257:262]) == "ustar" {
+		return &archive{what: "a tar archive", fix: "extract it (tar xf) and give vapc its files"}
+	}
+	return nil
 }
 
 func newReader(file string, r io.Reader, format Format, maxLine int, opts options) (*Reader, error) {

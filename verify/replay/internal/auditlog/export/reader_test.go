@@ -1292,3 +1292,38 @@ func readLines(t *testing.T, f export.Format, data []byte) []line {
 	}
 	return got
 }
+
+// TestArchives: a log compressed otherwise than with gzip, or archived (zip, which Firehose
+// compresses with and portals download, bzip2, xz, zstd, Snappy's framing, tar, gzip-compressed
+// or not), is refused as a whole file with what it is and how to read it, not read as lines of
+// binary, each malformed; a log that begins like one's name does not.
+func TestArchives(t *testing.T) {
+	t.Parallel()
+	tarHead := make([]byte, 512)
+	copy(tarHead, "audit.log")
+	copy(tarHead[257:], "ustar\x0000")
+	tests := []struct {
+		name string
+		head []byte
+		want string // "" for no archive
+	}{
+		{"zip", []byte("PK\x03\x04\x14\x00\x00\x00\x08\x00"), "a zip archive, which vapc does not read (it reads gzip): unzip it"},
+		{"bzip2", []byte("BZh91AY&SY"), "bzip2-compressed"},
+		{"xz", []byte("\xfd7zXZ\x00\x00\x04"), "xz-compressed"},
+		{"zstd", []byte("\x28\xb5\x2f\xfd\x24\x00"), "zstd-compressed"},
+		{"snappy", []byte("\xff\x06\x00\x00sNaPpY\x00"), "Snappy-compressed"},
+		{"tar", tarHead, "a tar archive"},
+		{"gzip-compressed tar", exporttest.Gzip(tarHead), "a tar archive"},
+		{"a line that begins BZh", []byte("BZhello {\"kind\":\"Event\"}\n"), ""},
+	}
+	for _, tt := range tests {
+		_, err := export.NewReader("audit.log.x", bytes.NewReader(tt.head), export.Auto, auditlog.DefaultMaxLineBytes)
+		var ce *auditlog.ConvertError
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%s: %v, want it read", tt.name, err)
+		case tt.want != "" && (!errors.As(err, &ce) || !strings.Contains(err.Error(), "audit.log.x: "+tt.want)):
+			t.Errorf("%s: %v, want a ConvertError naming the file and %q", tt.name, err, tt.want)
+		}
+	}
+}
