@@ -102,7 +102,7 @@ func TestExportsDecideAsTheLog(t *testing.T) {
 			name, test string
 		}
 		var exports []wrapped
-		for _, f := range exporttest.Formats() {
+		for _, f := range append(exporttest.Formats(), exporttest.Lossless()...) {
 			exports = append(exports, wrapped{f, exporttest.Name(f, 0), string(f)})
 		}
 		// Firehose's events, out of the server's order, under a name of the user's (copied

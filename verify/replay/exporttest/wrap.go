@@ -89,6 +89,8 @@ func WrapCut(f export.Format, log []byte, limit int) ([]byte, error) {
 		return gkeArray(evs, true, StampCompleted)
 	case GKESink:
 		return gkeArray(evs, false, StampCompleted)
+	case ContainerLog:
+		return containerLog(log), nil
 	}
 	return nil, fmt.Errorf("exporttest: no wrapper for %q", f)
 }
@@ -135,6 +137,53 @@ const EKSTail export.Format = "eks-tail"
 // line, in the order Firehose received the batches, in an object named as Firehose names it
 // (Name), which export.Firehose reads.
 const FirehoseLines export.Format = "eks-firehose-lines"
+
+// ContainerLog is kube-apiserver's audit log on standard output (--audit-log-path=-) as the
+// container runtime writes it to the container's log file (the kubelet's CRI logging format,
+// "TIMESTAMP STREAM TAG MESSAGE"): the log's lines in its order, each cut in pieces of
+// ContainerLogPiece bytes (the runtime cuts at 16 KiB: smaller, to cut the events a test
+// has), klog's lines of standard error among them. Not an export: it loses nothing.
+const ContainerLog export.Format = "container-log"
+
+// ContainerLogPiece is the longest piece of a line ContainerLog writes.
+const ContainerLogPiece = 4 << 10
+
+// Lossless are the other forms of the log backend's file Wrap makes, which lose nothing of
+// it, not even its order.
+func Lossless() []export.Format { return []export.Format{ContainerLog} }
+
+// containerLog writes the log's lines as ContainerLog.
+func containerLog(log []byte) []byte {
+	var b bytes.Buffer
+	at := time.Date(2026, 11, 20, 8, 0, 0, 0, time.UTC)
+	for i, l := range bytes.Split(bytes.TrimRight(log, "\n"), []byte("\n")) {
+		at = at.Add(time.Millisecond)
+		if ts, ok := stageOf(l); ok && ts.After(at) {
+			at = ts
+		}
+		stamp := at.Format(time.RFC3339Nano)
+		if i%10 == 0 {
+			fmt.Fprintf(&b, "%s stderr F I1120 08:00:00.000000       1 controller.go:615] quota admission added evaluator\n", stamp)
+		}
+		for len(l) > ContainerLogPiece {
+			fmt.Fprintf(&b, "%s stdout P %s\n", stamp, l[:ContainerLogPiece])
+			l = l[ContainerLogPiece:]
+		}
+		fmt.Fprintf(&b, "%s stdout F %s\n", stamp, l)
+	}
+	return b.Bytes()
+}
+
+// stageOf is the stage time of a line's event.
+func stageOf(l []byte) (time.Time, bool) {
+	var ev struct {
+		StageTimestamp time.Time `json:"stageTimestamp"`
+	}
+	if json.Unmarshal(l, &ev) != nil || ev.StageTimestamp.IsZero() {
+		return time.Time{}, false
+	}
+	return ev.StageTimestamp, true
+}
 
 // Formats are the exports Wrap makes.
 func Formats() []export.Format {
