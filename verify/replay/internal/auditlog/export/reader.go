@@ -243,6 +243,9 @@ func detected(file string, br *bufio.Reader, format Format) (_ Format, bom int, 
 	if a := archiveOf(head); a != nil {
 		return "", 0, &auditlog.ConvertError{Err: fmt.Errorf("%s: %s, which vapc does not read (it reads gzip): %s", file, a.what, a.fix)}
 	}
+	if bigQueryRows(head) {
+		return "", 0, &auditlog.ConvertError{Err: fmt.Errorf("%s: GKE's audit log as BigQuery's rows (protopayload_auditlog, a log sink to BigQuery), which vapc does not read: their columns rename the entries' members and labels; read the entries from Cloud Logging (gcloud logging read --format=json) or a log sink to Cloud Storage", file)}
+	}
 	switch {
 	case format == Auto || format == "":
 		// In an object Firehose named, what is not its raw records is the messages it
@@ -283,6 +286,17 @@ var archives = []archive{
 	{[]byte("\xfd7zXZ\x00"), "xz-compressed", "unxz it"},
 	{[]byte("\x28\xb5\x2f\xfd"), "zstd-compressed", "zstd -d it"},
 	{[]byte("\xff\x06\x00\x00sNaPpY"), "Snappy-compressed (framing format)", "decompress it"},
+	{[]byte("Obj\x01"), "an Avro container file (Event Hubs Capture writes one)", "read its records' Body, each an Event Hubs message ({\"records\":[...]}), one a line (avro-tools tojson, then each Body's text), or give vapc the messages as Event Hubs delivers them"},
+	{[]byte("PAR1"), "a Parquet file (a Firehose record format conversion, a BigQuery or Athena export)", "export the audit log's events or the export's records as JSON"},
+}
+
+// bigQueryRows says whether a file begins with the rows of a BigQuery table of Cloud Audit
+// Logs (a log sink to BigQuery: the payload is the column protopayload_auditlog,
+// https://cloud.google.com/logging/docs/export/bigquery), as bq or the console exports
+// them: in its first object, before an event's or an entry's own member names it.
+func bigQueryRows(head []byte) bool {
+	i := bytes.Index(head, []byte(`"protopayload_auditlog"`))
+	return i >= 0 && !bytes.Contains(head[:i], []byte(`"protoPayload"`)) && !bytes.Contains(head[:i], []byte(`"kind":"Event"`)) && !bytes.Contains(head[:i], []byte(`"auditID"`))
 }
 
 // archiveOf is the archive the head of a file says it is; nil for text.

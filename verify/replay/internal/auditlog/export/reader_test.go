@@ -1295,8 +1295,9 @@ func readLines(t *testing.T, f export.Format, data []byte) []line {
 
 // TestArchives: a log compressed otherwise than with gzip, or archived (zip, which Firehose
 // compresses with and portals download, bzip2, xz, zstd, Snappy's framing, tar, gzip-compressed
-// or not), is refused as a whole file with what it is and how to read it, not read as lines of
-// binary, each malformed; a log that begins like one's name does not.
+// or not), in a binary container (Avro, which Event Hubs Capture writes, Parquet), or GKE's
+// entries as BigQuery's rows, is refused as a whole file with what it is and how to read it,
+// not read as lines of binary, each malformed; a log that begins like one does not.
 func TestArchives(t *testing.T) {
 	t.Parallel()
 	tarHead := make([]byte, 512)
@@ -1315,6 +1316,11 @@ func TestArchives(t *testing.T) {
 		{"tar", tarHead, "a tar archive"},
 		{"gzip-compressed tar", exporttest.Gzip(tarHead), "a tar archive"},
 		{"a line that begins BZh", []byte("BZhello {\"kind\":\"Event\"}\n"), ""},
+		{"avro", []byte("Obj\x01\x04\x14avro.codec"), "an Avro container file"},
+		{"parquet", []byte("PAR1\x15\x04"), "a Parquet file"},
+		{"bigquery rows", []byte(`{"logName":"projects/p/logs/cloudaudit.googleapis.com%2Factivity","resource":{"type":"k8s_cluster"},"protopayload_auditlog":{"serviceName":"k8s.io","methodName":"io.k8s.core.v1.pods.create"}}` + "\n"), "GKE's audit log as BigQuery's rows"},
+		{"bigquery rows, bq's array", []byte(`[{"insertId":"x","protopayload_auditlog":{"serviceName":"k8s.io"}}]`), "GKE's audit log as BigQuery's rows"},
+		{"an event that names the column", []byte(`{"kind":"Event","auditID":"a","stage":"ResponseComplete","requestObject":{"data":{"protopayload_auditlog":"x"}}}` + "\n"), ""},
 	}
 	for _, tt := range tests {
 		_, err := export.NewReader("audit.log.x", bytes.NewReader(tt.head), export.Auto, auditlog.DefaultMaxLineBytes)
