@@ -727,18 +727,34 @@ func readGKEArray(in input, s *scanner, yield func(record) bool) {
 // makes records of (timed: with their time, for the reverser to tell the array's order), to
 // unwrap as unwrap makes it; newest first, the array is reversed (see reverser). What the
 // reader finds of a newest-first array read whole is kept in in.arrays: the readers after
-// this one read its entries back without scanning the array (readKnownArray).
+// this one read its entries back without scanning the array (readKnownArray). Arrays one
+// after another (each hour's query appended with >> to one file) are read one after another,
+// each on its own, and none is kept.
 func readArray(in input, s *scanner, yield func(record) bool, entryOf func(raw []byte, line int, where string, timed bool) record, unwrap func(where string) func(*record)) {
-	rv := newReverser(yield, unwrap)
 	max := 2 * in.maxLine
 	if k := in.arrays.find(in.id, in.base, max); k != nil && (k.index == nil || in.at != nil) {
-		readKnownArray(rv, in, k)
+		readKnownArray(newReverser(yield, unwrap), in, k)
 		return
 	}
 	keep := in.arrays != nil
+	for doc := 1; ; doc++ {
+		more, ok := readOneArray(in, s, yield, entryOf, unwrap, doc, keep)
+		if !more || !ok {
+			return
+		}
+		keep = false
+	}
+}
+
+// readOneArray reads the doc-th array of the input (see readArray), kept in in.arrays when
+// keep is set and it is the input's last; more says another array follows it, ok that the
+// reading goes on.
+func readOneArray(in input, s *scanner, yield func(record) bool, entryOf func(raw []byte, line int, where string, timed bool) record, unwrap func(where string) func(*record), doc int, keep bool) (more, ok bool) {
+	rv := newReverser(yield, unwrap)
+	max := 2 * in.maxLine
 	var held []entryAt // where the entries held are, for in.arrays
 	if in.at != nil {
-		rv.file = &entryFile{at: in.at, base: in.base, max: max, kept: keep}
+		rv.file = &entryFile{at: in.at, base: in.base, max: max, kept: keep && doc == 1}
 	}
 	err := s.array(func(i int) error {
 		line := s.startLine()
@@ -754,6 +770,9 @@ func readArray(in input, s *scanner, yield func(record) bool, entryOf func(raw [
 			return nil
 		}
 		where := fmt.Sprintf("entry %d (line %d)", i, line)
+		if doc > 1 {
+			where = fmt.Sprintf("array %d entry %d (line %d)", doc, i, line)
+		}
 		rec, err := s.element(max, where, "", func(raw []byte, line int) record { return entryOf(raw, line, where, !rv.decided()) })
 		if err != nil {
 			return err
@@ -767,9 +786,9 @@ func readArray(in input, s *scanner, yield func(record) bool, entryOf func(raw [
 		return nil
 	})
 	if err == nil {
-		err = s.ended(in.file, "the array")
+		more, err = s.another("the array")
 	}
-	if err == nil && rv.falling && keep {
+	if err == nil && !more && rv.falling && keep {
 		k := &knownArray{file: in.id, base: in.base, max: max}
 		if rv.file != nil {
 			k.index = append(held, rv.file.index...)
@@ -781,7 +800,7 @@ func readArray(in input, s *scanner, yield func(record) bool, entryOf func(raw [
 			rv.spillsKept = in.arrays.keep(k)
 		}
 	}
-	finishArray(rv, err, s.line, yield)
+	return more, finishArray(rv, err, s.line, yield) && err == nil
 }
 
 // readKnownArray hands over the entries of a newest-first array a reader before this one read
@@ -808,7 +827,9 @@ func readKnownArray(rv *reverser, in input, k *knownArray) {
 // finishArray hands over what the reverser holds of an array whose reading ended with err
 // (errStop: the Reader wants no more, or the reverser could not hold the records on disk,
 // which it says) at line, then the error, where the envelope stopped being readable.
-func finishArray(rv *reverser, err error, line int, yield func(record) bool) {
+// It says whether the reading goes on: the Reader wants more, and the reverser handed over
+// what it held.
+func finishArray(rv *reverser, err error, line int, yield func(record) bool) bool {
 	var stopped *record
 	if err != nil && !errors.Is(err, errStop) {
 		r := streamStopped(err, line)
@@ -817,14 +838,15 @@ func finishArray(rv *reverser, err error, line int, yield func(record) bool) {
 	rv.waitSpill()
 	if errors.Is(err, errStop) && rv.err == nil {
 		rv.cleanup()
-		return
+		return false
 	}
 	if !rv.finish() {
-		return
+		return false
 	}
 	if stopped != nil {
-		yield(*stopped)
+		return yield(*stopped)
 	}
+	return true
 }
 
 // decodeEntry reads an entry's members without decoding its objects (which are only

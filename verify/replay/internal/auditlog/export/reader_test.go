@@ -1223,42 +1223,78 @@ func eventsOf(t *testing.T, name string, got []line) (events []map[string]any, l
 	return events, lines, skipped
 }
 
-// TestArraysAppended: a file that holds two arrays, one after the other, as a script that
-// appends each hour's query (gcloud logging read, az monitor log-analytics query) to one file
-// writes it, is not read as its first array alone: the rest is an error naming the line it
-// begins at (the file is whole: a file each reads). The log backend's events in arrays (jq
-// -s, each log's appended) are read one array after another.
+// TestArraysAppended: a file that holds arrays one after another, as a script that appends
+// each hour's query (gcloud logging read, az monitor log-analytics query) to one file writes
+// it, is read whole, each array on its own (gcloud's newest first, reversed): from memory,
+// and from a file whose arrays readers share, which keep none of them (a reader after the first
+// reads the file again); more after an array that is no array is an error at its line; the
+// log backend's events in arrays (jq -s, each log's appended) are read one array after another.
 func TestArraysAppended(t *testing.T) {
-	t.Parallel()
+	defer export.SetReverseChunk(16 << 10)() // not parallel: the file's entries read back in place
 	log := readLog(t, recorded[0])
+	lines := bytes.Split(bytes.TrimSpace(log), []byte("\n"))
+	halves := [][]byte{bytes.Join(lines[:len(lines)/2], []byte("\n")), bytes.Join(lines[len(lines)/2:], []byte("\n"))}
 	for _, f := range []export.Format{export.GKE, export.AzureLogAnalytics} {
-		data, err := exporttest.Wrap(f, log)
+		whole, err := exporttest.Wrap(f, log)
 		if err != nil {
 			t.Fatal(err)
 		}
-		data = bytes.TrimSpace(data)
-		once := len(readLines(t, f, data))
-		appended := append(append(bytes.Clone(data), '\n'), data...)
+		_, read := readAll(t, "whole.json", whole, f)
+		want, _, _ := eventsOf(t, "whole.json", read)
+		byStage(want)
+		var appended []byte
+		for _, h := range halves {
+			data, err := exporttest.Wrap(f, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			appended = append(append(appended, bytes.TrimSpace(data)...), '\n')
+		}
+		check := func(how string, got []line) {
+			t.Helper()
+			events, _, _ := eventsOf(t, "appended.json", got)
+			byStage(events)
+			if diff := cmp.Diff(want, events); diff != "" {
+				t.Errorf("%s, two arrays %s: events (-one array +two):\n%s", f, how, diff)
+			}
+		}
 		for _, in := range [][]byte{appended, exporttest.Gzip(appended)} {
 			format, got := readAll(t, "appended.json", in, export.Auto)
 			if format != f {
 				t.Fatalf("%s: read as %s", f, format)
 			}
-			last := got[len(got)-1]
-			var ce *auditlog.ConvertError
-			wantLine := bytes.Count(data, []byte("\n")) + 2
-			if !errors.As(last.err, &ce) || last.num != wantLine || !strings.Contains(last.err.Error(), fmt.Sprintf("appended.json:%d: another array after the array", wantLine)) {
-				t.Errorf("%s appended to itself: last line %d: %v; want the second array's line %d named", f, last.num, last.err, wantLine)
+			check("from memory", got)
+		}
+		path := filepath.Join(t.TempDir(), "appended.json")
+		if err := os.WriteFile(path, appended, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		arrays := export.NewArrays()
+		for _, reader := range []string{"the first reader of a file", "the second"} {
+			file, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if len(got)-1 != once {
-				t.Errorf("%s appended to itself: %d lines before the error, want the first array's %d", f, len(got)-1, once)
-			}
+			_, got := readFrom(t, "appended.json", file, export.Auto, export.Sharing(arrays))
+			file.Close()
+			check(reader, got)
+		}
+		if n := export.KnownArrays(arrays); n != 0 {
+			t.Errorf("%s, two arrays: %d arrays kept for the readers after the first, want none", f, n)
+		}
+
+		// An object after the array: an error at its line.
+		data := append(bytes.TrimSpace(whole), "\n{\"x\": 1}\n"...)
+		_, got := readAll(t, "object.json", data, export.Auto)
+		last := got[len(got)-1]
+		wantLine := bytes.Count(data, []byte("\n"))
+		if last.err == nil || last.num != wantLine || !strings.Contains(last.err.Error(), "an object after the array") {
+			t.Errorf("%s, an object after the array: last line %d: %v; want an error at line %d", f, last.num, last.err, wantLine)
 		}
 	}
 
 	// jq -s's arrays, one after the other: every event, in the file's order.
 	var arrays bytes.Buffer
-	lines := bytes.Split(bytes.TrimSpace(log), []byte("\n"))
 	var want []map[string]any
 	for _, half := range [][][]byte{lines[:len(lines)/2], lines[len(lines)/2:]} {
 		arrays.WriteString("[\n")
@@ -1279,18 +1315,6 @@ func TestArraysAppended(t *testing.T) {
 	if diff := cmp.Diff(want, events); diff != "" {
 		t.Errorf("jq -s's arrays, one after the other (-the log's +read):\n%s", diff)
 	}
-}
-
-// readLines are the lines a reader of the format reads of data.
-func readLines(t *testing.T, f export.Format, data []byte) []line {
-	t.Helper()
-	_, got := readAll(t, "export.json", data, f)
-	for _, l := range got {
-		if l.err != nil {
-			t.Fatalf("%s: line %d: %v", f, l.num, l.err)
-		}
-	}
-	return got
 }
 
 // TestArchives: a log compressed otherwise than with gzip, or archived (zip, which Firehose

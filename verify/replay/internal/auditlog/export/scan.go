@@ -310,6 +310,22 @@ func (s *scanner) ended(file, what string) error {
 	return &auditlog.ConvertError{Err: fmt.Errorf("%s:%d: %s after %s, which holds the whole export, ends: another query's output appended to the file? Give each output a file of its own", file, s.line, describeStart(c), what)}
 }
 
+// another says whether another array follows the one the scanner read (more), or the input
+// ends (an error for anything else after it).
+func (s *scanner) another(what string) (more bool, err error) {
+	c, err := s.peek()
+	switch {
+	case err == io.EOF:
+		s.err = nil
+		return false, nil
+	case err != nil:
+		return false, err
+	case c == '[':
+		return true, nil
+	}
+	return false, s.fail("%s after %s, which holds the whole export, ends", describeStart(c), what)
+}
+
 // describeStart names what a JSON document that begins with c is.
 func describeStart(c byte) string {
 	switch c {
