@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -273,6 +274,7 @@ func detected(file string, br *bufio.Reader, format Format) (_ Format, bom int, 
 // read it.
 type archive struct {
 	magic     []byte
+	next      string // the bytes that may follow the magic, when only some may
 	what, fix string
 }
 
@@ -281,13 +283,13 @@ type archive struct {
 // framing format (Firehose's Snappy and Hadoop-compatible Snappy are raw blocks, not known by
 // their bytes) and tar.
 var archives = []archive{
-	{[]byte("PK\x03\x04"), "a zip archive", "unzip it and give vapc its files"},
-	{[]byte("BZh"), "bzip2-compressed", "bunzip2 it"}, // and a block size, 1 to 9
-	{[]byte("\xfd7zXZ\x00"), "xz-compressed", "unxz it"},
-	{[]byte("\x28\xb5\x2f\xfd"), "zstd-compressed", "zstd -d it"},
-	{[]byte("\xff\x06\x00\x00sNaPpY"), "Snappy-compressed (framing format)", "decompress it"},
-	{[]byte("Obj\x01"), "an Avro container file (Event Hubs Capture writes one)", "read its records' Body, each an Event Hubs message ({\"records\":[...]}), one a line (avro-tools tojson, then each Body's text), or give vapc the messages as Event Hubs delivers them"},
-	{[]byte("PAR1"), "a Parquet file (a Firehose record format conversion, a BigQuery or Athena export)", "export the audit log's events or the export's records as JSON"},
+	{[]byte("PK\x03\x04"), "", "a zip archive", "unzip it and give vapc its files"},
+	{[]byte("BZh"), "123456789", "bzip2-compressed", "bunzip2 it"}, // a block size follows
+	{[]byte("\xfd7zXZ\x00"), "", "xz-compressed", "unxz it"},
+	{[]byte("\x28\xb5\x2f\xfd"), "", "zstd-compressed", "zstd -d it"},
+	{[]byte("\xff\x06\x00\x00sNaPpY"), "", "Snappy-compressed (framing format)", "decompress it"},
+	{[]byte("Obj\x01"), "", "an Avro container file (Event Hubs Capture writes one)", "read its records' Body, each an Event Hubs message ({\"records\":[...]}), one a line (avro-tools tojson, then each Body's text), or give vapc the messages as Event Hubs delivers them"},
+	{[]byte("PAR1"), "", "a Parquet file (a Firehose record format conversion, a BigQuery or Athena export)", "export the audit log's events or the export's records as JSON"},
 }
 
 // bigQueryRows says whether a file begins with the rows of a BigQuery table of Cloud Audit
@@ -302,7 +304,7 @@ func bigQueryRows(head []byte) bool {
 // archiveOf is the archive the head of a file says it is; nil for text.
 func archiveOf(head []byte) *archive {
 	for i, a := range archives {
-		if bytes.HasPrefix(head, a.magic) && (a.what != "bzip2-compressed" || len(head) > 3 && '1' <= head[3] && head[3] <= '9') {
+		if bytes.HasPrefix(head, a.magic) && (a.next == "" || len(head) > len(a.magic) && strings.IndexByte(a.next, head[len(a.magic)]) >= 0) {
 			return &archives[i]
 		}
 	}

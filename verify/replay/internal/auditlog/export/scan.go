@@ -299,12 +299,8 @@ func readLines(in input, max int, yield func(record) bool, build func(text []byt
 // that held another's (each hour's query, >> to one file) is the usual cause: the file is
 // whole, and split it reads.
 func (s *scanner) ended(file, what string) error {
-	c, err := s.peek()
-	switch {
-	case err == io.EOF:
-		s.err = nil
-		return nil
-	case err != nil:
+	c, end, err := s.after()
+	if end || err != nil {
 		return err
 	}
 	return &auditlog.ConvertError{Err: fmt.Errorf("%s:%d: %s after %s, which holds the whole export, ends: another query's output appended to the file? Give each output a file of its own", file, s.line, describeStart(c), what)}
@@ -313,17 +309,24 @@ func (s *scanner) ended(file, what string) error {
 // another says whether another array follows the one the scanner read (more), or the input
 // ends (an error for anything else after it).
 func (s *scanner) another(what string) (more bool, err error) {
-	c, err := s.peek()
+	c, end, err := s.after()
 	switch {
-	case err == io.EOF:
-		s.err = nil
-		return false, nil
-	case err != nil:
+	case end || err != nil:
 		return false, err
 	case c == '[':
 		return true, nil
 	}
 	return false, s.fail("%s after %s, which holds the whole export, ends", describeStart(c), what)
+}
+
+// after is the first byte after the document the scanner read, or end at the input's end.
+func (s *scanner) after() (c byte, end bool, err error) {
+	c, err = s.peek()
+	if err == io.EOF {
+		s.err = nil
+		return 0, true, nil
+	}
+	return c, false, err
 }
 
 // describeStart names what a JSON document that begins with c is.

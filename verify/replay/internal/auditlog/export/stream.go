@@ -135,14 +135,15 @@ func readConcatenated(in input, yield func(record) bool) {
 func readPretty(in input, yield func(record) bool) {
 	s := newScanner(in.r)
 	for doc := 1; ; doc++ {
-		if _, err := s.peek(); err != nil {
+		c, err := s.peek()
+		if err != nil {
 			if err != io.EOF {
 				yield(streamStopped(err, s.line))
 			}
 			return
 		}
 		start := s.line
-		if c, _ := s.peek(); c != '{' {
+		if c != '{' {
 			// Not an object: the rest of the line is malformed, as the log backend's line
 			// would be.
 			if !yield(record{line: start, err: recordError(fmt.Sprintf("line %d", start), "", errors.New("not an audit event's JSON object"))}) {
@@ -305,7 +306,9 @@ func cutEnds(rest []byte, ended bool) bool {
 
 // otherLogLine says whether b begins a line of another of an EKS log group's logs than the
 // audit log: klog's ("I0101 ", kube-apiserver's, the controller manager's), logrus's ("time=",
-// the authenticator's).
+// the authenticator's). Its prefix only, not klog's whole header (auditlog.KlogLine, which a
+// log backend's line must begin with to be skipped): a message Firehose extracted may be cut,
+// or run into the next without a delimiter.
 func otherLogLine(b []byte) bool {
 	return bytes.HasPrefix(b, []byte("time=")) || len(b) >= 6 && bytes.IndexByte([]byte("IWEF"), b[0]) >= 0 && allDigits(b[1:5]) && b[5] == ' '
 }
