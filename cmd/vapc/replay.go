@@ -406,7 +406,7 @@ not a terminal; --quiet for none).`,
 	fs.StringVar(&f.disablePlugins, "disable-admission-plugins", "", "built-in admission plugins the cluster disables of kube-apiserver's defaults, comma-separated")
 	fs.meta("disable-admission-plugins", "A,B")
 	fs.StringVar(&f.inputFormat, "input-format", "auto", "how the audit logs are wrapped, detected per file by default: "+strings.Join(replay.InputFormats(), ", ")+
-		" (the log backend's lines, the webhook backend's EventLists, EKS's CloudWatch Logs, AKS's diagnostic settings, GKE's Cloud Logging; detected only: the log backend's events pretty-printed or in arrays as jq writes them, and kube-apiserver's container log file: see the README, Where your audit log is)")
+		" (the log backend's lines, the webhook backend's EventLists, EKS's CloudWatch Logs, AKS's diagnostic settings, GKE's Cloud Logging; detected only: the log backend's events pretty-printed or in arrays as jq writes them, kube-apiserver's container log file, and the AWS CLI's text output of log events: see the README, Where your audit log is)")
 	fs.choices("input-format", replay.InputFormats()...)
 	fs.Var(&f.reportRedact, "report-redact", "GROUP/RESOURCE (RESOURCE for the core group) whose values the report replaces by their sizes, as it does for secrets (repeatable)")
 	fs.meta("report-redact", "GROUP/RESOURCE")

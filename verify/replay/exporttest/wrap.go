@@ -51,7 +51,7 @@ func Wrap(f export.Format, log []byte) ([]byte, error) { return WrapCut(f, log, 
 func WrapCut(f export.Format, log []byte, limit int) ([]byte, error) {
 	evs := events(log)
 	switch f {
-	case export.CloudWatch, export.CloudWatchS3, EKSTail, export.Firehose, FirehoseLines:
+	case export.CloudWatch, EKSText, export.CloudWatchS3, EKSTail, export.Firehose, FirehoseLines:
 		for i, e := range evs {
 			if len(e.raw) > limit {
 				keep := max(limit-len(cloudWatchTruncated), 0)
@@ -64,6 +64,8 @@ func WrapCut(f export.Format, log []byte, limit int) ([]byte, error) {
 		return webhook(evs), nil
 	case export.CloudWatch:
 		return filterLogEvents(evs)
+	case EKSText:
+		return filterLogEventsText(evs), nil
 	case export.CloudWatchS3:
 		return s3Export(evs)
 	case EKSTail:
@@ -132,6 +134,11 @@ const GKESink export.Format = "gke-sink"
 // "TIMESTAMP STREAM MESSAGE" lines, which export.CloudWatchS3 reads.
 const EKSTail export.Format = "eks-tail"
 
+// EKSText is what `aws logs filter-log-events --output text` prints of an EKS cluster's log
+// group, which export.CloudWatch reads: a line EVENTS eventId ingestionTime logStreamName
+// message timestamp a log event, tab-separated, and the streams searched.
+const EKSText export.Format = "eks-cloudwatch-text"
+
 // FirehoseLines is what a Firehose stream of a CloudWatch Logs subscription writes with its
 // decompression and message extraction on and a newline delimiter appended: the events one a
 // line, in the order Firehose received the batches, in an object named as Firehose names it
@@ -187,7 +194,7 @@ func stageOf(l []byte) (time.Time, bool) {
 
 // Formats are the exports Wrap makes.
 func Formats() []export.Format {
-	return []export.Format{export.Webhook, export.CloudWatch, export.CloudWatchS3, EKSTail, export.Firehose, FirehoseLines,
+	return []export.Format{export.Webhook, export.CloudWatch, EKSText, export.CloudWatchS3, EKSTail, export.Firehose, FirehoseLines,
 		export.AzureBlob, export.AzureEventHub, export.AzureLogAnalytics, export.GKE, GKESink}
 }
 
@@ -296,6 +303,40 @@ func filterLogEvents(evs []event) ([]byte, error) {
 		}
 	}
 	return json.MarshalIndent(map[string]any{"events": out, "searchedLogStreams": names}, "", "    ")
+}
+
+// filterLogEventsText: the AWS CLI's text output of filter-log-events (awscli/text.py: a
+// list's objects' scalar members sorted by name, after the list's name in capitals), events
+// sorted by their CloudWatch timestamp, in two pages (the CLI prints each page it reads), each
+// followed by the streams it searched.
+func filterLogEventsText(evs []event) []byte {
+	type fle struct {
+		ts     int64
+		stream string
+		msg    []byte
+		id     int
+	}
+	var out []fle
+	for i, e := range evs {
+		out = append(out, fle{cloudWatchTime(e), streamOf(e), e.raw, i})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].ts < out[j].ts })
+	var b bytes.Buffer
+	for _, page := range [][]fle{out[:len(out)/2], out[len(out)/2:]} {
+		streams := map[string]bool{}
+		var names []string
+		for _, e := range page {
+			fmt.Fprintf(&b, "EVENTS\t%056d\t%d\t%s\t%s\t%d\n", e.id, e.ts+800, e.stream, e.msg, e.ts)
+			if !streams[e.stream] {
+				streams[e.stream] = true
+				names = append(names, e.stream)
+			}
+		}
+		for _, n := range names {
+			fmt.Fprintf(&b, "SEARCHEDLOGSTREAMS\t%s\tTrue\n", n)
+		}
+	}
+	return b.Bytes()
 }
 
 // s3Export: gzip lines "TIMESTAMP MESSAGE", chunks of 40 lines out of order.

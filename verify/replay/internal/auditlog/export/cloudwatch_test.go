@@ -79,3 +79,71 @@ func TestCloudWatchCut(t *testing.T) {
 		})
 	}
 }
+
+// TestCloudWatchText reads the AWS CLI's text output of filter-log-events and get-log-events
+// (--output text): each EVENTS line's message is its event, whichever command printed it; the
+// streams searched, get-log-events' tokens and another stream's log events are skipped; a
+// message CloudWatch cut is its head at the log event's time; a line that is not the CLI's,
+// or whose timestamp is not one, is an error naming its line and field.
+func TestCloudWatchText(t *testing.T) {
+	t.Parallel()
+	ev := func(id, at string) string {
+		return `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"` + id + `","stage":"ResponseComplete","requestURI":"/api/v1/namespaces","verb":"list","user":{"username":"u"},"stageTimestamp":"2026-01-01T00:00:0` + at + `Z"}`
+	}
+	filter := func(stream, msg string, ms int64) string {
+		return fmt.Sprintf("EVENTS\t%056d\t%d\t%s\t%s\t%d\n", ms, ms+800, stream, msg, ms)
+	}
+	const ms = 1767225601000 // 2026-01-01T00:00:01Z
+	tests := []struct {
+		name string
+		data string
+		want []string
+	}{{
+		name: "filter-log-events",
+		data: filter("kube-apiserver-audit-1", ev("a", "1"), ms) + filter("kube-apiserver-audit-2", ev("b", "2"), ms+1000) +
+			"SEARCHEDLOGSTREAMS\tkube-apiserver-audit-1\tTrue\nSEARCHEDLOGSTREAMS\tkube-apiserver-audit-2\tTrue\n",
+		want: []string{"1: a", "2: b",
+			"3: skipped: a log stream aws logs filter-log-events searched (SEARCHEDLOGSTREAMS), not a log event",
+			"4: skipped: a log stream aws logs filter-log-events searched (SEARCHEDLOGSTREAMS), not a log event"},
+	}, {
+		name: "get-log-events",
+		data: fmt.Sprintf("EVENTS\t%d\t%s\t%d\nEVENTS\t%d\t%s\t%d\r\nb/39512345678901234567890123456789012345678901234567890123/s\tf/39512345678901234567890123456789012345678901234567890124/s\n",
+			ms+800, ev("a", "1"), ms, ms+1800, ev("b", "2"), ms+1000),
+		want: []string{"1: a", "2: b", "3: skipped: the tokens of aws logs get-log-events' next pages, not a log event"},
+	}, {
+		name: "every stream of the log group",
+		data: filter("kube-apiserver-audit-1", ev("a", "1"), ms) + filter("authenticator-1", `time="2026-01-01T00:00:01Z" level=info msg="access granted"`, ms) +
+			filter("kube-apiserver-1", ev("b", "2"), ms+1000),
+		want: []string{"1: a",
+			"2: skipped: a log event of the stream authenticator-1, not of kube-apiserver's audit log (kube-apiserver-audit-*): aws logs filter-log-events without --log-stream-name-prefix kube-apiserver-audit reads every stream of the log group",
+			"3: b"},
+	}, {
+		name: "a message CloudWatch cut",
+		data: filter("kube-apiserver-audit-1", `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"RequestResponse","auditID":"a","stage":"ResponseComplete","requestURI":"/api/v1/namespaces","verb":"create","user":{"username":"u"},"responseStatus":{"metadata":{},"code":201},"requestObject":{"kind":"Namespace","metadata":{"name":"xx[Truncated...]`, ms),
+		want: []string{"1: a"},
+	}, {
+		name: "not the CLI's text output",
+		data: filter("kube-apiserver-audit-1", ev("a", "1"), ms) + "{\"events\": []}\n" + "EVENTS\t1\t2\n" +
+			fmt.Sprintf("EVENTS\t%056d\t%d\tkube-apiserver-audit-1\t%s\tnow\n", 1, ms, ev("b", "2")),
+		want: []string{"1: a",
+			"2: error: line 2: not a line of the AWS CLI's text output of log events (aws logs filter-log-events --output text: EVENTS eventId ingestionTime logStreamName message timestamp; get-log-events: EVENTS ingestionTime message timestamp)",
+			"3: error: line 3: 2 values after EVENTS, not a log event's (aws logs filter-log-events --output text: EVENTS eventId ingestionTime logStreamName message timestamp; get-log-events: EVENTS ingestionTime message timestamp)",
+			`4: error: line 4: timestamp: "now" is not milliseconds since the epoch (aws logs filter-log-events --output text: EVENTS eventId ingestionTime logStreamName message timestamp; get-log-events: EVENTS ingestionTime message timestamp)`},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			format, lines := readAll(t, tt.name, []byte(tt.data), export.Auto)
+			if format != export.CloudWatchText {
+				t.Errorf("detected %q, want %q", format, export.CloudWatchText)
+			}
+			var got []string
+			for _, l := range lines {
+				got = append(got, describe(l))
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("lines mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package export
 
 import (
 	"bytes"
+	"regexp"
 	"unicode"
 
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
@@ -12,6 +13,16 @@ import (
 // (k8s.io/apiserver/pkg/audit/format.go EventString), which vapc does not read: it holds no
 // objects, annotations or level.
 const legacyFormat Format = "legacy"
+
+// kubectlPrefix is what `kubectl logs --prefix` prints: each line after the name of the pod and
+// container it came from ("[pod/NAME/CONTAINER] "), the logs of several pods interleaved as
+// they come (kubectl logs -l, --all-containers), which vapc does not read: detected and
+// refused with how to print the log it reads (each server's log a file of its own).
+const kubectlPrefix Format = "kubectl-prefix"
+
+// kubectlPrefixHead is how a line kubectl logs --prefix printed begins
+// (k8s.io/kubectl/pkg/cmd/logs: "[%s/%s/%s] ", the pod's kind, its name and the container's).
+var kubectlPrefixHead = regexp.MustCompile(`^\[pod/[^/\]\s]+/[^/\]\s]+\] `)
 
 // detectBytes is how much of a file detection reads: the first record of every envelope names
 // its members in less, whatever the size of their values.
@@ -50,6 +61,10 @@ func detect(head []byte) Format {
 		return insightsResults
 	case gcloudYAML.Match(head):
 		return gkeYAML
+	case cloudWatchTextHead.Match(head):
+		return cloudWatchText
+	case kubectlPrefixHead.Match(head):
+		return kubectlPrefix
 	case c == '[':
 		// An array of records: gcloud's, az's. Its first element's members say so.
 		if emptyArray(head) {

@@ -12,6 +12,9 @@ var Detect = detect
 // InsightsResults is the format of a CloudWatch Logs Insights query's results.
 const InsightsResults = insightsResults
 
+// CloudWatchText is the format of the AWS CLI's text output of log events.
+const CloudWatchText = cloudWatchText
+
 // InsightsCSV is the format of a Logs Insights table downloaded as CSV.
 const InsightsCSV = insightsCSV
 

@@ -19,6 +19,7 @@ var update = flag.Bool("update", false, "rewrite testdata/audit/exports from kos
 var fixtures = map[export.Format]string{
 	export.Webhook:           "webhook-eventlists.jsonl",
 	export.CloudWatch:        "eks-filter-log-events.json",
+	exporttest.EKSText:       "eks-filter-log-events.txt",
 	export.CloudWatchS3:      "eks-s3-export-000000.gz",
 	exporttest.EKSTail:       "eks-logs-tail.txt",
 	export.Firehose:          "eks-firehose-vapc-audit-1-2026-11-20-08-00-00.gz",

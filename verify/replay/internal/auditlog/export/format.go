@@ -96,6 +96,8 @@ func (f Format) describe() string {
 		return "CloudWatch Logs subscription (Firehose)"
 	case AzureBlob:
 		return "AKS diagnostic setting (storage account)"
+	case cloudWatchText:
+		return "CloudWatch Logs filter-log-events or get-log-events, the AWS CLI's text output"
 	case insightsResults:
 		return "CloudWatch Logs Insights query results"
 	case azureDocuments:

@@ -42,6 +42,8 @@ func fuzzRead(f *testing.F, format export.Format) {
 		}
 	case export.PrettyEvents, export.EventArray, export.ContainerLog:
 		wraps = nil // no export's: its seeds are the caller's
+	case export.CloudWatch:
+		wraps = append(wraps, exporttest.EKSText)
 	case export.CloudWatchS3:
 		wraps = append(wraps, exporttest.EKSTail)
 	case export.Firehose:

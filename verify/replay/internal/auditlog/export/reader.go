@@ -258,7 +258,7 @@ func detected(file string, br *bufio.Reader, format Format) (_ Format, bom int, 
 		format = concatenatedEvents
 	case format == AzureBlob && detect(head) == azureDocuments:
 		format = azureDocuments
-	case format == CloudWatch && (detect(head) == insightsResults || detect(head) == insightsCSV):
+	case format == CloudWatch && (detect(head) == insightsResults || detect(head) == insightsCSV || detect(head) == cloudWatchText):
 		format = detect(head)
 	}
 	switch format {
@@ -266,6 +266,8 @@ func detected(file string, br *bufio.Reader, format Format) (_ Format, bom int, 
 		return "", 0, &auditlog.ConvertError{Err: fmt.Errorf("%s: kube-apiserver's legacy audit log format (--audit-log-format=legacy), which holds no objects, annotations or audit levels to replay: log in the json format (--audit-log-format=json, the default)", file)}
 	case gkeYAML:
 		return "", 0, &auditlog.ConvertError{Err: fmt.Errorf("%s: gcloud logging read's YAML, which vapc does not read: print the entries as JSON (gcloud logging read --format=json)", file)}
+	case kubectlPrefix:
+		return "", 0, &auditlog.ConvertError{Err: fmt.Errorf("%s: kubectl logs --prefix's lines, each after the pod and container it came from, which vapc does not read: print each kube-apiserver's log without --prefix to a file of its own (kubectl logs -n kube-system POD > POD.log) and give the files", file)}
 	}
 	return format, bom, nil
 }

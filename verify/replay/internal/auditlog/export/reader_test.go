@@ -131,6 +131,8 @@ func TestReadExports(t *testing.T) {
 					want = export.GKE
 				case exporttest.EKSTail:
 					want = export.CloudWatchS3
+				case exporttest.EKSText:
+					want = export.CloudWatchText
 				case exporttest.FirehoseLines:
 					want = export.ConcatenatedEvents
 				}
@@ -777,7 +779,8 @@ func TestFirehoseExtractedLines(t *testing.T) {
 
 // TestEncodings: a UTF-8 byte order mark is dropped, before a plain log and before an array
 // read back from its file by offsets (gcloud's newest first); UTF-16 text (what Windows
-// PowerShell 5.1's > writes) and gcloud's YAML are refused with what to do.
+// PowerShell 5.1's > writes), gcloud's YAML, kubectl logs --prefix's lines and the legacy
+// format are refused with what to do.
 func TestEncodings(t *testing.T) {
 	t.Parallel()
 	log := readLog(t, recorded[0])
@@ -818,6 +821,13 @@ func TestEncodings(t *testing.T) {
 		if err == nil || !errors.As(err, &ce) || !strings.Contains(err.Error(), "gcloud.yaml: gcloud logging read's YAML") || !strings.Contains(err.Error(), "--format=json") {
 			t.Errorf("gcloud's YAML %q: %v, want an error naming the file and the flag that prints JSON", head, err)
 		}
+	}
+	// kubectl logs --prefix's lines (the logs of several pods interleaved, each line after
+	// its pod's name) are refused with how to print each server's log on its own.
+	lines := bytes.SplitAfter(log, []byte("\n"))
+	prefixed := "[pod/kube-apiserver-cp-1/kube-apiserver] " + string(lines[0]) + "[pod/kube-apiserver-cp-2/kube-apiserver] " + string(lines[1])
+	if _, err := export.NewReader("apiservers.log", strings.NewReader(prefixed), export.Auto, auditlog.DefaultMaxLineBytes); !errors.As(err, new(*auditlog.ConvertError)) || !strings.Contains(err.Error(), "apiservers.log: kubectl logs --prefix's lines") || !strings.Contains(err.Error(), "without --prefix to a file of its own") {
+		t.Errorf("kubectl logs --prefix's lines: %v, want an error naming the file and how to print each log on its own", err)
 	}
 	// kube-apiserver's legacy format (--audit-log-format=legacy) is refused with the flag
 	// that writes JSON, not read as an S3 export's lines.

@@ -1,0 +1,86 @@
+package export
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+)
+
+// cloudWatchText is what `aws logs filter-log-events` and `aws logs get-log-events` print in
+// the AWS CLI's text output (--output text, or a profile's output = text, or
+// AWS_DEFAULT_OUTPUT=text: https://docs.aws.amazon.com/cli/latest/userguide/cli-usage-output-format.html):
+// a line a log event, its identifier EVENTS and then the values of its members that are not
+// objects or lists, sorted by their names, separated by tabs (awscli/text.py, _format_list
+// and _all_scalar_keys). A FilteredLogEvent's are eventId, ingestionTime, logStreamName,
+// message and timestamp; get-log-events' OutputLogEvent's ingestionTime, message and
+// timestamp. The message is printed as it is: an audit event's JSON holds no tab or line
+// break (JSON escapes them in strings, and kube-apiserver writes no white space between its
+// tokens). Besides the events, filter-log-events prints the streams it searched
+// (SEARCHEDLOGSTREAMS NAME TRUE) and get-log-events its tokens on a line of their own, which
+// are counted and skipped. The events are read as filter-log-events' JSON's are (see
+// logEventMessage). Detected, not named in Formats.
+const cloudWatchText Format = "eks-cloudwatch-text"
+
+func init() { readers[cloudWatchText] = readCloudWatchText }
+
+// cloudWatchTextHead is how the AWS CLI's text output of log events begins: an EVENTS line
+// whose first value is a number (eventId or ingestionTime), or filter-log-events' streams.
+var cloudWatchTextHead = regexp.MustCompile(`^(EVENTS\t\d+\t|SEARCHEDLOGSTREAMS\t)`)
+
+// getLogEventsTokens is the line of get-log-events' tokens (nextBackwardToken,
+// nextForwardToken) in text output.
+var getLogEventsTokens = regexp.MustCompile(`^b/\d+/s\tf/\d+/s$`)
+
+// textFields names the values of the text output's lines, for what is said of one that is wrong.
+const textFields = "aws logs filter-log-events --output text: EVENTS eventId ingestionTime logStreamName message timestamp; get-log-events: EVENTS ingestionTime message timestamp"
+
+func readCloudWatchText(in input, yield func(record) bool) {
+	readLines(in, in.maxLine+1024, yield, func(text []byte, num int) record {
+		return cloudWatchTextLine(bytes.TrimRight(text, "\r\n"), num)
+	})
+}
+
+// cloudWatchTextLine is the record of a line of text output.
+func cloudWatchTextLine(text []byte, num int) record {
+	where := fmt.Sprintf("line %d", num)
+	rest, ok := bytes.CutPrefix(text, []byte("EVENTS\t"))
+	switch {
+	case bytes.HasPrefix(text, []byte("SEARCHEDLOGSTREAMS\t")):
+		return record{line: num, skip: "a log stream aws logs filter-log-events searched (SEARCHEDLOGSTREAMS), not a log event"}
+	case getLogEventsTokens.Match(text):
+		return record{line: num, skip: "the tokens of aws logs get-log-events' next pages, not a log event"}
+	case !ok:
+		return record{line: num, err: recordError(where, "", fmt.Errorf("not a line of the AWS CLI's text output of log events (%s)", textFields))}
+	}
+	values := bytes.Split(rest, []byte("\t"))
+	var stream, msg, ts []byte
+	switch n := len(values); {
+	case n >= 5 && len(values[0]) > 20:
+		// filter-log-events: an eventId is a number of 56 digits, an ingestionTime of 13.
+		stream, msg, ts = values[2], bytes.Join(values[3:n-1], []byte("\t")), values[n-1]
+	case n >= 3:
+		msg, ts = bytes.Join(values[1:n-1], []byte("\t")), values[n-1]
+	default:
+		return record{line: num, err: recordError(where, "", fmt.Errorf("%d values after EVENTS, not a log event's (%s)", n, textFields))}
+	}
+	ms, err := strconv.ParseInt(string(ts), 10, 64)
+	if err != nil || ms <= 0 {
+		return record{line: num, err: recordError(where, "timestamp", fmt.Errorf("%q is not milliseconds since the epoch (%s)", ts, textFields))}
+	}
+	if otherStream(string(stream)) && !auditMessage(msg) {
+		return record{line: num, skip: otherStreamSkip(string(stream), "aws logs filter-log-events without --log-stream-name-prefix kube-apiserver-audit reads every stream of the log group")}
+	}
+	// A cut event's time is the log event's timestamp: see cutTimestamp.
+	if cut, ok := truncatedMessage(msg, time.UnixMilli(ms), auditlog.LostStageTime, num, where, "message"); ok {
+		return cut
+	}
+	if len(msg) == 0 {
+		return record{line: num, err: recordError(where, "message", errors.New("empty"))}
+	}
+	return inField(eventRecord(append(getBuf(len(msg)), msg...), num, auditlog.Loss{}), "message")
+}
