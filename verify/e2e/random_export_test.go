@@ -66,7 +66,7 @@ func checkExportReplays(t *testing.T, log string, set policySet, byID map[string
 		// the messages Firehose extracted, which keep no timestamp: a cut one is malformed).
 		limit := exporttest.CloudWatchLimit
 		switch string(f) {
-		case "eks-cloudwatch", "eks-s3", string(exporttest.EKSTail), "eks-firehose":
+		case "eks-cloudwatch", string(exporttest.EKSText), "eks-s3", string(exporttest.EKSTail), "eks-firehose":
 			if seed%3 == 2 {
 				limit = 8 << 10
 				what += ", events over 8 KiB cut"
