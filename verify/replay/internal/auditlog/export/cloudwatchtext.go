@@ -84,3 +84,19 @@ func cloudWatchTextLine(text []byte, num int) record {
 	}
 	return inField(eventRecord(append(getBuf(len(msg)), msg...), num, auditlog.Loss{}), "message")
 }
+
+// awsYAML and awsTable are the AWS CLI's other outputs of log events, which vapc does not read:
+// YAML (--output yaml or yaml-stream, where the CLI folds a long message over lines) and
+// tables (--output table). Detected and refused with the flag that prints what vapc reads.
+const (
+	awsYAML  Format = "eks-cloudwatch-yaml"
+	awsTable Format = "eks-cloudwatch-table"
+)
+
+// awsYAMLHead is how filter-log-events' and get-log-events' YAML begins: the events' list,
+// its first event's first member (their members sorted: eventId or ingestionTime).
+var awsYAMLHead = regexp.MustCompile(`^(---\s*\n)?events:\n- (eventId|ingestionTime|logStreamName|message|timestamp):`)
+
+// awsTableHead is how the CLI's table of filter-log-events or get-log-events begins: a rule,
+// then the operation's name centred between bars.
+var awsTableHead = regexp.MustCompile(`^-+\r?\n\|\s+(FilterLogEvents|GetLogEvents)\s+\|`)

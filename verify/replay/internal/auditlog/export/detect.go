@@ -63,6 +63,10 @@ func detect(head []byte) Format {
 		return gkeYAML
 	case cloudWatchTextHead.Match(head):
 		return cloudWatchText
+	case awsYAMLHead.Match(head):
+		return awsYAML
+	case awsTableHead.Match(head):
+		return awsTable
 	case kubectlPrefixHead.Match(head):
 		return kubectlPrefix
 	case c == '[':

@@ -266,6 +266,8 @@ func detected(file string, br *bufio.Reader, format Format) (_ Format, bom int, 
 		return "", 0, &auditlog.ConvertError{Err: fmt.Errorf("%s: kube-apiserver's legacy audit log format (--audit-log-format=legacy), which holds no objects, annotations or audit levels to replay: log in the json format (--audit-log-format=json, the default)", file)}
 	case gkeYAML:
 		return "", 0, &auditlog.ConvertError{Err: fmt.Errorf("%s: gcloud logging read's YAML, which vapc does not read: print the entries as JSON (gcloud logging read --format=json)", file)}
+	case awsYAML, awsTable:
+		return "", 0, &auditlog.ConvertError{Err: fmt.Errorf("%s: the AWS CLI's %s output of log events, which vapc does not read: print them as JSON (--output json) or text (--output text)", file, map[Format]string{awsYAML: "YAML", awsTable: "table"}[format])}
 	case kubectlPrefix:
 		return "", 0, &auditlog.ConvertError{Err: fmt.Errorf("%s: kubectl logs --prefix's lines, each after the pod and container it came from, which vapc does not read: print each kube-apiserver's log without --prefix to a file of its own (kubectl logs -n kube-system POD > POD.log) and give the files", file)}
 	}

@@ -779,8 +779,8 @@ func TestFirehoseExtractedLines(t *testing.T) {
 
 // TestEncodings: a UTF-8 byte order mark is dropped, before a plain log and before an array
 // read back from its file by offsets (gcloud's newest first); UTF-16 text (what Windows
-// PowerShell 5.1's > writes), gcloud's YAML, kubectl logs --prefix's lines and the legacy
-// format are refused with what to do.
+// PowerShell 5.1's > writes), gcloud's YAML, the AWS CLI's YAML and tables, kubectl logs
+// --prefix's lines and the legacy format are refused with what to do.
 func TestEncodings(t *testing.T) {
 	t.Parallel()
 	log := readLog(t, recorded[0])
@@ -820,6 +820,13 @@ func TestEncodings(t *testing.T) {
 		var ce *auditlog.ConvertError
 		if err == nil || !errors.As(err, &ce) || !strings.Contains(err.Error(), "gcloud.yaml: gcloud logging read's YAML") || !strings.Contains(err.Error(), "--format=json") {
 			t.Errorf("gcloud's YAML %q: %v, want an error naming the file and the flag that prints JSON", head, err)
+		}
+	}
+	// The AWS CLI's YAML and tables of log events are refused with the flag that prints JSON.
+	for _, head := range []string{"events:\n- eventId: '3'\n  ingestionTime: 1767225601800\n", "---\nevents:\n- ingestionTime: 1\n",
+		"--------------------\n|  FilterLogEvents  |\n+------------------+\n"} {
+		if _, err := export.NewReader("eks.out", strings.NewReader(head), export.Auto, auditlog.DefaultMaxLineBytes); !errors.As(err, new(*auditlog.ConvertError)) || !strings.Contains(err.Error(), "eks.out: the AWS CLI's") || !strings.Contains(err.Error(), "--output json") {
+			t.Errorf("the AWS CLI's output %.30q: %v, want an error naming the file and the flag that prints JSON", head, err)
 		}
 	}
 	// kubectl logs --prefix's lines (the logs of several pods interleaved, each line after
