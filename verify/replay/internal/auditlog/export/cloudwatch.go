@@ -87,6 +87,12 @@ func logEventOf(raw []byte, line int, where, field string) record {
 	return record{data: raw, line: line, unwrap: func(r *record) { *r = logEventRecord(r.data, line, where, field) }}
 }
 
+// subscriptionEventOf is the record of a subscription's log event's JSON, to unwrap: its
+// stream is the record's (logStream), its members id, timestamp and message.
+func subscriptionEventOf(raw []byte, line int, where, field string) record {
+	return record{data: raw, line: line, unwrap: func(r *record) { *r = logEventMessage(r.data, line, where, field) }}
+}
+
 // logEventRecord is the record of a log event's JSON. filter-log-events over the whole log
 // group interleaves its streams: another stream's event is skipped (see otherStreamUnwrap).
 func logEventRecord(raw []byte, line int, where, field string) record {
@@ -292,7 +298,7 @@ func readFirehose(in input, yield func(record) bool) {
 			case "logEvents":
 				return s.array(func(i int) error {
 					field := fmt.Sprintf("logEvents[%d]", i)
-					rec, err := s.element(2*in.maxLine, where, field, func(raw []byte, line int) record { return logEventOf(raw, line, where, field) })
+					rec, err := s.element(2*in.maxLine, where, field, func(raw []byte, line int) record { return subscriptionEventOf(raw, line, where, field) })
 					switch {
 					case err != nil:
 						return err

@@ -107,9 +107,15 @@ func TestCloudWatchText(t *testing.T) {
 			"4: skipped: a log stream aws logs filter-log-events searched (SEARCHEDLOGSTREAMS), not a log event"},
 	}, {
 		name: "get-log-events",
-		data: fmt.Sprintf("EVENTS\t%d\t%s\t%d\nEVENTS\t%d\t%s\t%d\r\nb/39512345678901234567890123456789012345678901234567890123/s\tf/39512345678901234567890123456789012345678901234567890124/s\n",
+		data: fmt.Sprintf("b/39512345678901234567890123456789012345678901234567890123/s\tf/39512345678901234567890123456789012345678901234567890124/s\nEVENTS\t%d\t%s\t%d\nEVENTS\t%d\t%s\t%d\r\n",
 			ms+800, ev("a", "1"), ms, ms+1800, ev("b", "2"), ms+1000),
-		want: []string{"1: a", "2: b", "3: skipped: the tokens of aws logs get-log-events' next pages, not a log event"},
+		want: []string{"1: skipped: the tokens of aws logs get-log-events' next pages, not a log event", "2: a", "3: b"},
+	}, {
+		name: "stopped by --max-items",
+		data: "eyJuZXh0VG9rZW4iOiBudWxsLCAiYm90b190cnVuY2F0ZV9hbW91bnQiOiAxfQ==\n" + filter("kube-apiserver-audit-1", ev("a", "1"), ms) +
+			"SEARCHEDLOGSTREAMS\tkube-apiserver-audit-1\tTrue\n",
+		want: []string{"1: skipped: the NextToken of the AWS CLI's pagination (--max-items), not a log event", "2: a",
+			"3: skipped: a log stream aws logs filter-log-events searched (SEARCHEDLOGSTREAMS), not a log event"},
 	}, {
 		name: "every stream of the log group",
 		data: filter("kube-apiserver-audit-1", ev("a", "1"), ms) + filter("authenticator-1", `time="2026-01-01T00:00:01Z" level=info msg="access granted"`, ms) +

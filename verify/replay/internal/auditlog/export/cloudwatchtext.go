@@ -21,27 +21,39 @@ import (
 // timestamp. The message is printed as it is: an audit event's JSON holds no tab or line
 // break (JSON escapes them in strings, and kube-apiserver writes no white space between its
 // tokens). Besides the events, filter-log-events prints the streams it searched
-// (SEARCHEDLOGSTREAMS NAME TRUE) and get-log-events its tokens on a line of their own, which
-// are counted and skipped. The events are read as filter-log-events' JSON's are (see
+// (SEARCHEDLOGSTREAMS NAME TRUE), and the response's own values come first, on a line of
+// their own: get-log-events' tokens, and the CLI's NextToken where --max-items stopped it;
+// they are counted and skipped. The events are read as filter-log-events' JSON's are (see
 // logEventMessage). Detected, not named in Formats.
 const cloudWatchText Format = "eks-cloudwatch-text"
 
 func init() { readers[cloudWatchText] = readCloudWatchText }
 
 // cloudWatchTextHead is how the AWS CLI's text output of log events begins: an EVENTS line
-// whose first value is a number (eventId or ingestionTime), or filter-log-events' streams.
-var cloudWatchTextHead = regexp.MustCompile(`^(EVENTS\t\d+\t|SEARCHEDLOGSTREAMS\t)`)
+// whose first value is a number (eventId or ingestionTime), filter-log-events' streams, or
+// the response's own values (get-log-events' tokens, a NextToken) before an EVENTS line.
+var cloudWatchTextHead = regexp.MustCompile(`^((b/\d+/s\tf/\d+/s|[A-Za-z0-9+/=_-]+)\r?\n)?(EVENTS\t\d+\t|SEARCHEDLOGSTREAMS\t)`)
 
 // getLogEventsTokens is the line of get-log-events' tokens (nextBackwardToken,
 // nextForwardToken) in text output.
 var getLogEventsTokens = regexp.MustCompile(`^b/\d+/s\tf/\d+/s$`)
 
+// nextToken is the line of the CLI's NextToken, which it prints first where --max-items
+// stopped it.
+var nextToken = regexp.MustCompile(`^[A-Za-z0-9+/=_-]+$`)
+
 // textFields names the values of the text output's lines, for what is said of one that is wrong.
 const textFields = "aws logs filter-log-events --output text: EVENTS eventId ingestionTime logStreamName message timestamp; get-log-events: EVENTS ingestionTime message timestamp"
 
 func readCloudWatchText(in input, yield func(record) bool) {
+	first := true
 	readLines(in, in.maxLine+1024, yield, func(text []byte, num int) record {
-		return cloudWatchTextLine(bytes.TrimRight(text, "\r\n"), num)
+		text = bytes.TrimRight(text, "\r\n")
+		if first && nextToken.Match(text) {
+			return record{line: num, skip: "the NextToken of the AWS CLI's pagination (--max-items), not a log event"}
+		}
+		first = false
+		return cloudWatchTextLine(text, num)
 	})
 }
 
