@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -90,14 +91,18 @@ func (r *Record) otherRefusals() {
 
 // sameOutcome says whether two decisions of a request answer it the same: the response (code,
 // message, the refusals the apiserver may choose among, warnings) and the audit annotations,
-// without the authorizer, whose answers the log does not hold.
+// without the authorizer, whose answers the log does not hold. What a messageExpression or an
+// annotation's valueExpression worded by listing a map's keys in the order CEL iterated the map
+// is compared whatever that order (inOrderOfChance): two evaluations of one decision word it
+// in the orders each took.
 func sameOutcome(a, b *verify.Decision) bool { return outcomeDiff(a, b) == "" }
 
 // outcomeDiff names what of the outcome of b differs from a's (see sameOutcome), for people:
 // empty when nothing does.
 func outcomeDiff(a, b *verify.Decision) string {
+	ca, cb := inOrderOfChance(a), inOrderOfChance(b)
 	switch {
-	case a.Allowed != b.Allowed || a.Code != b.Code || a.Reason != b.Reason || a.Message != b.Message:
+	case a.Allowed != b.Allowed || a.Code != b.Code || a.Reason != b.Reason || ca(a.Message) != cb(b.Message):
 		return "the response"
 	case len(verify.Configured(b.Authorizer)) > 0:
 		return "authorizer checks"
@@ -115,7 +120,11 @@ func outcomeDiff(a, b *verify.Decision) string {
 			}
 			ds = append(ds, fmt.Sprintf("%d %s %s", x.Code, x.Reason, msg))
 		}
-		ws := append([]string(nil), d.Warnings...)
+		var ws []string
+		c := inOrderOfChance(d)
+		for _, w := range d.Warnings {
+			ws = append(ws, c(w))
+		}
 		sort.Strings(ds)
 		sort.Strings(ws)
 		return ds, ws
@@ -130,10 +139,54 @@ func outcomeDiff(a, b *verify.Decision) string {
 	case len(a.AuditAnnotations) != len(b.AuditAnnotations):
 		return "the audit annotations"
 	}
+	chanceKeys := map[string]bool{}
+	for _, k := range slices.Concat(a.AnnotationsByChance(), b.AnnotationsByChance()) {
+		chanceKeys[k] = true
+	}
 	for k, v := range a.AuditAnnotations {
-		if w, ok := b.AuditAnnotations[k]; !ok || w != v {
+		w, ok := b.AuditAnnotations[k]
+		switch {
+		case !ok:
+			return "the audit annotations"
+		case chanceKeys[k]:
+			if chanceForm(v) != chanceForm(w) {
+				return "the audit annotations"
+			}
+		case ca(v) != cb(w):
 			return "the audit annotations"
 		}
 	}
 	return ""
+}
+
+// inOrderOfChance returns what a text of the decision d (its response's message, a warning, an
+// audit annotation's value, validation_failure's among them) is whatever order CEL iterated a
+// map in: each message a messageExpression may have worded so (verify.Result.MessageByChance)
+// in it, as is or as a JSON string holds it, replaced by the message's chanceForm.
+func inOrderOfChance(d *verify.Decision) func(string) string {
+	var pairs []string
+	for _, r := range d.Results {
+		if !r.MessageByChance || r.Message == "" {
+			continue
+		}
+		f := chanceForm(r.Message)
+		pairs = append(pairs, r.Message, f)
+		if q, err := json.Marshal(r.Message); err == nil && string(q[1:len(q)-1]) != r.Message {
+			pairs = append(pairs, string(q[1:len(q)-1]), f)
+		}
+	}
+	if len(pairs) == 0 {
+		return func(s string) string { return s }
+	}
+	rep := strings.NewReplacer(pairs...)
+	return rep.Replace
+}
+
+// chanceForm is a text whatever order the keys of a map it lists came in: its bytes sorted,
+// which the keys (and what is between them) give alike in every order, and texts of other
+// keys or values do not (but by a rare chance).
+func chanceForm(s string) string {
+	b := []byte(s)
+	slices.Sort(b)
+	return "(in a map's order: " + string(b) + ")"
 }
