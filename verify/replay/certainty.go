@@ -139,33 +139,49 @@ func outcomeDiff(a, b *verify.Decision) string {
 	case len(a.AuditAnnotations) != len(b.AuditAnnotations):
 		return "the audit annotations"
 	}
-	chanceKeys := map[string]bool{}
-	for _, k := range slices.Concat(a.AnnotationsByChance(), b.AnnotationsByChance()) {
-		chanceKeys[k] = true
-	}
-	for k, v := range a.AuditAnnotations {
-		w, ok := b.AuditAnnotations[k]
-		switch {
-		case !ok:
-			return "the audit annotations"
-		case chanceKeys[k]:
-			if chanceForm(v) != chanceForm(w) {
-				return "the audit annotations"
-			}
-		case ca(v) != cb(w):
-			return "the audit annotations"
-		}
+	if !sameAnnotations(a.AuditAnnotations, b.AuditAnnotations, ca, cb, a, b) {
+		return "the audit annotations"
 	}
 	return ""
 }
 
-// inOrderOfChance returns what a text of the decision d (its response's message, a warning, an
+// sameAnnotations says whether the audit annotations a and b are the same, their values as ca
+// and cb give them (inOrderOfChance) and those of the keys an annotation's valueExpression of
+// one of the decisions ds valued by a map's order (verify.Decision.AnnotationsByChance) in
+// chanceForm.
+func sameAnnotations(a, b map[string]string, ca, cb func(string) string, ds ...*verify.Decision) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	chanceKeys := map[string]bool{}
+	for _, d := range ds {
+		for _, k := range d.AnnotationsByChance() {
+			chanceKeys[k] = true
+		}
+	}
+	for k, v := range a {
+		w, ok := b[k]
+		switch {
+		case !ok:
+			return false
+		case chanceKeys[k]:
+			if chanceForm(v) != chanceForm(w) {
+				return false
+			}
+		case ca(v) != cb(w):
+			return false
+		}
+	}
+	return true
+}
+
+// inOrderOfChance returns what a text of the decisions ds (a response's message, a warning, an
 // audit annotation's value, validation_failure's among them) is whatever order CEL iterated a
 // map in: each message a messageExpression may have worded so (verify.Result.MessageByChance)
 // in it, as is or as a JSON string holds it, replaced by the message's chanceForm.
-func inOrderOfChance(d *verify.Decision) func(string) string {
+func inOrderOfChance(ds ...*verify.Decision) func(string) string {
 	var pairs []string
-	for _, r := range d.Results {
+	for _, r := range slices.Concat(resultsOf(ds)...) {
 		if !r.MessageByChance || r.Message == "" {
 			continue
 		}
@@ -180,6 +196,14 @@ func inOrderOfChance(d *verify.Decision) func(string) string {
 	}
 	rep := strings.NewReplacer(pairs...)
 	return rep.Replace
+}
+
+func resultsOf(ds []*verify.Decision) [][]verify.Result {
+	out := make([][]verify.Result, len(ds))
+	for i, d := range ds {
+		out[i] = d.Results
+	}
+	return out
 }
 
 // chanceForm is a text whatever order the keys of a map it lists came in: its bytes sorted,

@@ -47,7 +47,7 @@ func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, deci
 	// The outcomes the response and the audit event may show: the live attempt's alone, or
 	// after a first one on an older version.
 	liveWarnings := warningSet(live.Warnings)
-	outcomes := []attemptOutcome{{annotations: live.AuditAnnotations, warnings: liveWarnings}}
+	outcomes := []attemptOutcome{{annotations: live.AuditAnnotations, warnings: liveWarnings, of: []*verify.Decision{live}}}
 	why := p.StaleUnknown
 	if why != "" && !r.dependsOnUnknown(j, []admitted{{dec: live, unknowns: staleAttemptUnknowns(j, why)}}).is() {
 		// No policy read what an older version would have changed (the old object, a
@@ -71,8 +71,9 @@ func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, deci
 				annotations: addAnnotations(addAnnotations(nil, dec.AuditAnnotations), live.AuditAnnotations),
 				warnings:    warningSet(append(slices.Clone(live.Warnings), dec.Warnings...)),
 				version:     sp.Source,
+				of:          []*verify.Decision{dec, live},
 			}
-			if !maps.Equal(o.annotations, live.AuditAnnotations) || !slices.Equal(o.warnings, liveWarnings) {
+			if !sameAttempt(o, outcomes[0]) {
 				outcomes = append(outcomes, o)
 			}
 		}
@@ -107,10 +108,7 @@ func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, deci
 	if evidence && why == "" && !slices.ContainsFunc(worlds, agrees) && lagAgrees(j, out, live) {
 		return
 	}
-	same := func(a, b attemptOutcome) bool {
-		return maps.Equal(a.annotations, b.annotations) && slices.Equal(a.warnings, b.warnings)
-	}
-	res := decide.Resolve(worlds, same)
+	res := decide.Resolve(worlds, sameAttempt)
 	if res.Certainty == decide.Indeterminate {
 		// The log's annotations are not the live attempt's, and the first attempt's are not
 		// known: neither is what the request published.
@@ -180,6 +178,25 @@ type attemptOutcome struct {
 	annotations map[string]string
 	warnings    []string // sorted, each once
 	version     string   // where the first attempt's version came from; "" for the live one
+	// of are the decisions whose annotations and warnings it holds (sameAttempt).
+	of []*verify.Decision
+}
+
+// sameAttempt says whether two attempts publish the same annotations and warnings, whatever
+// order CEL listed a map's keys in where a message or an annotation's value lists them (see
+// sameOutcome).
+func sameAttempt(a, b attemptOutcome) bool {
+	c := inOrderOfChance(slices.Concat(a.of, b.of)...)
+	if !sameAnnotations(a.annotations, b.annotations, c, c, slices.Concat(a.of, b.of)...) || len(a.warnings) != len(b.warnings) {
+		return false
+	}
+	wa, wb := make([]string, len(a.warnings)), make([]string, len(b.warnings))
+	for i := range a.warnings {
+		wa[i], wb[i] = c(a.warnings[i]), c(b.warnings[i])
+	}
+	slices.Sort(wa)
+	slices.Sort(wb)
+	return slices.Equal(wa, wb)
 }
 
 // lagAgrees settles a request whose log's annotations are neither the live attempt's on the
