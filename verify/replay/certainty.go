@@ -109,7 +109,7 @@ func outcomeDiff(a, b *verify.Decision) string {
 	case !sameMutation(a.Mutation, b.Mutation):
 		return "the mutation"
 	}
-	sorted := func(d *verify.Decision) ([]string, []string) {
+	sorted := func(d *verify.Decision, c func(string) string) ([]string, []string) {
 		var ds []string
 		for _, x := range d.Denials {
 			msg := x.Message
@@ -121,7 +121,6 @@ func outcomeDiff(a, b *verify.Decision) string {
 			ds = append(ds, fmt.Sprintf("%d %s %s", x.Code, x.Reason, msg))
 		}
 		var ws []string
-		c := inOrderOfChance(d)
 		for _, w := range d.Warnings {
 			ws = append(ws, c(w))
 		}
@@ -129,8 +128,8 @@ func outcomeDiff(a, b *verify.Decision) string {
 		sort.Strings(ws)
 		return ds, ws
 	}
-	ad, aw := sorted(a)
-	bd, bw := sorted(b)
+	ad, aw := sorted(a, ca)
+	bd, bw := sorted(b, cb)
 	switch {
 	case strings.Join(ad, "\x00") != strings.Join(bd, "\x00"):
 		return "the refusals"
@@ -153,18 +152,15 @@ func sameAnnotations(a, b map[string]string, ca, cb func(string) string, ds ...*
 	if len(a) != len(b) {
 		return false
 	}
-	chanceKeys := map[string]bool{}
-	for _, d := range ds {
-		for _, k := range d.AnnotationsByChance() {
-			chanceKeys[k] = true
-		}
+	byChance := func(k string) bool {
+		return slices.ContainsFunc(ds, func(d *verify.Decision) bool { return slices.Contains(d.AnnotationsByChance(), k) })
 	}
 	for k, v := range a {
 		w, ok := b[k]
 		switch {
 		case !ok:
 			return false
-		case chanceKeys[k]:
+		case byChance(k):
 			if chanceForm(v) != chanceForm(w) {
 				return false
 			}
@@ -181,14 +177,16 @@ func sameAnnotations(a, b map[string]string, ca, cb func(string) string, ds ...*
 // in it, as is or as a JSON string holds it, replaced by the message's chanceForm.
 func inOrderOfChance(ds ...*verify.Decision) func(string) string {
 	var pairs []string
-	for _, r := range slices.Concat(resultsOf(ds)...) {
-		if !r.MessageByChance || r.Message == "" {
-			continue
-		}
-		f := chanceForm(r.Message)
-		pairs = append(pairs, r.Message, f)
-		if q, err := json.Marshal(r.Message); err == nil && string(q[1:len(q)-1]) != r.Message {
-			pairs = append(pairs, string(q[1:len(q)-1]), f)
+	for _, d := range ds {
+		for _, r := range d.Results {
+			if !r.MessageByChance || r.Message == "" {
+				continue
+			}
+			f := chanceForm(r.Message)
+			pairs = append(pairs, r.Message, f)
+			if q, err := json.Marshal(r.Message); err == nil && string(q[1:len(q)-1]) != r.Message {
+				pairs = append(pairs, string(q[1:len(q)-1]), f)
+			}
 		}
 	}
 	if len(pairs) == 0 {
@@ -196,14 +194,6 @@ func inOrderOfChance(ds ...*verify.Decision) func(string) string {
 	}
 	rep := strings.NewReplacer(pairs...)
 	return rep.Replace
-}
-
-func resultsOf(ds []*verify.Decision) [][]verify.Result {
-	out := make([][]verify.Result, len(ds))
-	for i, d := range ds {
-		out[i] = d.Results
-	}
-	return out
 }
 
 // chanceForm is a text whatever order the keys of a map it lists came in: its bytes sorted,

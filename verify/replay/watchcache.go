@@ -186,8 +186,9 @@ type attemptOutcome struct {
 // order CEL listed a map's keys in where a message or an annotation's value lists them (see
 // sameOutcome).
 func sameAttempt(a, b attemptOutcome) bool {
-	c := inOrderOfChance(slices.Concat(a.of, b.of)...)
-	if !sameAnnotations(a.annotations, b.annotations, c, c, slices.Concat(a.of, b.of)...) || len(a.warnings) != len(b.warnings) {
+	of := slices.Concat(a.of, b.of)
+	c := inOrderOfChance(of...)
+	if !sameAnnotations(a.annotations, b.annotations, c, c, of...) || len(a.warnings) != len(b.warnings) {
 		return false
 	}
 	wa, wb := make([]string, len(a.warnings)), make([]string, len(b.warnings))

@@ -190,14 +190,20 @@ func readCloudWatchS3(in input, yield func(record) bool) {
 			if otherLogLine(msg) {
 				return record{line: num, skip: "a line of another log of the log group (klog's or logrus's), not an audit event: " + tailAll + "; kubectl logs --timestamps prints kube-apiserver's own log with an audit log on standard output"}
 			}
-			// A cut event's time is CloudWatch's: see cutTimestamp.
-			if cut, ok := truncatedMessage(msg, at, auditlog.LostStageTime, num, fmt.Sprintf("line %d", num), "MESSAGE"); ok {
-				return cut
-			}
-			return inField(eventRecord(append(getBuf(len(msg)), msg...), num, auditlog.Loss{}), "MESSAGE")
+			return messageRecord(msg, at, num, fmt.Sprintf("line %d", num), "MESSAGE")
 		}
 		return record{line: num, err: recordError(fmt.Sprintf("line %d", num), "TIMESTAMP", errors.New(`not a line of a CloudWatch Logs export: "TIMESTAMP MESSAGE" expected`))}
 	})
+}
+
+// messageRecord is the record of a log event's message a line holds (an export task's, aws
+// logs tail's, the AWS CLI's text output), stamped at: a message CloudWatch cut is its head at
+// that time (see cutTimestamp), any other the event, copied.
+func messageRecord(msg []byte, at time.Time, num int, where, field string) record {
+	if cut, ok := truncatedMessage(msg, at, auditlog.LostStageTime, num, where, field); ok {
+		return cut
+	}
+	return inField(eventRecord(append(getBuf(len(msg)), msg...), num, auditlog.Loss{}), field)
 }
 
 // cutTimestamp splits a line of a CloudWatch Logs export into its timestamp and its message.

@@ -7,8 +7,6 @@ import (
 	"regexp"
 	"strconv"
 	"time"
-
-	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
 // cloudWatchText is what `aws logs filter-log-events` and `aws logs get-log-events` print in
@@ -69,16 +67,28 @@ func cloudWatchTextLine(text []byte, num int) record {
 	case !ok:
 		return record{line: num, err: recordError(where, "", fmt.Errorf("not a line of the AWS CLI's text output of log events (%s)", textFields))}
 	}
-	values := bytes.Split(rest, []byte("\t"))
-	var stream, msg, ts []byte
-	switch n := len(values); {
-	case n >= 5 && len(values[0]) > 20:
+	// The message is what lies between the values before it and the timestamp, the last.
+	last := bytes.LastIndexByte(rest, '\t')
+	if last < 0 {
+		return record{line: num, err: recordError(where, "", fmt.Errorf("1 value after EVENTS, not a log event's (%s)", textFields))}
+	}
+	head, ts := rest[:last], rest[last+1:]
+	var stream []byte
+	skip := 1 // get-log-events: ingestionTime
+	if first, _, _ := bytes.Cut(head, []byte("\t")); len(first) > 20 {
 		// filter-log-events: an eventId is a number of 56 digits, an ingestionTime of 13.
-		stream, msg, ts = values[2], bytes.Join(values[3:n-1], []byte("\t")), values[n-1]
-	case n >= 3:
-		msg, ts = bytes.Join(values[1:n-1], []byte("\t")), values[n-1]
-	default:
-		return record{line: num, err: recordError(where, "", fmt.Errorf("%d values after EVENTS, not a log event's (%s)", n, textFields))}
+		skip = 3 // eventId, ingestionTime, logStreamName
+	}
+	msg := head
+	for i := range skip {
+		v, after, ok := bytes.Cut(msg, []byte("\t"))
+		if !ok {
+			return record{line: num, err: recordError(where, "", fmt.Errorf("%d values after EVENTS, not a log event's (%s)", i+2, textFields))}
+		}
+		if i == 2 {
+			stream = v
+		}
+		msg = after
 	}
 	ms, err := strconv.ParseInt(string(ts), 10, 64)
 	if err != nil || ms <= 0 {
@@ -87,14 +97,10 @@ func cloudWatchTextLine(text []byte, num int) record {
 	if otherStream(string(stream)) && !auditMessage(msg) {
 		return record{line: num, skip: otherStreamSkip(string(stream), "aws logs filter-log-events without --log-stream-name-prefix kube-apiserver-audit reads every stream of the log group")}
 	}
-	// A cut event's time is the log event's timestamp: see cutTimestamp.
-	if cut, ok := truncatedMessage(msg, time.UnixMilli(ms), auditlog.LostStageTime, num, where, "message"); ok {
-		return cut
-	}
 	if len(msg) == 0 {
 		return record{line: num, err: recordError(where, "message", errors.New("empty"))}
 	}
-	return inField(eventRecord(append(getBuf(len(msg)), msg...), num, auditlog.Loss{}), "message")
+	return messageRecord(msg, time.UnixMilli(ms), num, where, "message")
 }
 
 // awsYAML and awsTable are the AWS CLI's other outputs of log events, which vapc does not read:

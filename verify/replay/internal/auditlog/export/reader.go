@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -258,7 +259,8 @@ func detected(file string, br *bufio.Reader, format Format) (_ Format, bom int, 
 		format = concatenatedEvents
 	case format == AzureBlob && detect(head) == azureDocuments:
 		format = azureDocuments
-	case format == CloudWatch && (detect(head) == insightsResults || detect(head) == insightsCSV || detect(head) == cloudWatchText):
+	case format == CloudWatch && slices.Contains([]Format{insightsResults, insightsCSV, cloudWatchText}, detect(head)):
+		// What eks-cloudwatch reads besides filter-log-events' JSON.
 		format = detect(head)
 	}
 	switch format {
