@@ -8,39 +8,47 @@ import (
 	"github.com/vapc-dev/vapc/verify/replay"
 )
 
-// checkLikely replays the random scenario's log again without --check-recorded, so that no
-// verdict of the log chooses among the states kube-apiserver could have been in: a request
-// received moments after a write to a param or a namespace (settle sends them 10 to 300 ms
-// after) is decided on the state the log's order gives, as likely. Every decision, likely or
-// certain, must be the server's; those the checked replay (byID) decided must be the same.
+// checkLikely replays the random scenario's log again without --check-recorded: once with no
+// verdict of the log choosing among the states kube-apiserver could have been in
+// (WithLogEvidence(false)): a request received moments after a write to a param or a namespace
+// (settle sends them 10 to 300 ms after) is decided on the state the log's order gives, as
+// likely; and once as `vapc replay` does by default, where the verdicts of the policies the
+// log shows created word for word choose. Every decision, likely or certain, must be the
+// server's; those the checked replay (byID) decided must be the same.
 func checkLikely(t *testing.T, log string, set policySet, byID map[string]*replay.Record, from int) {
 	t.Helper()
-	r, err := replay.New(set.policies, set.bindings, replay.WithMutatingPolicies(set.mutating, set.mutatingBindings), replay.WithMapOrder(set.mapOrder(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	likely, certain := 0, 0
-	if _, err := r.Run(context.Background(), []replay.Source{{Name: log}}, func(rec *replay.Record) error {
-		if rec.Line < from || rec.Decision == replay.DecisionIndeterminate {
+	for _, evidence := range []bool{false, true} {
+		name := "without --check-recorded"
+		if !evidence {
+			name += ", without the log's verdicts"
+		}
+		r, err := replay.New(set.policies, set.bindings, replay.WithLogEvidence(evidence), replay.WithMutatingPolicies(set.mutating, set.mutatingBindings), replay.WithMapOrder(set.mapOrder(t)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		likely, certain := 0, 0
+		if _, err := r.Run(context.Background(), []replay.Source{{Name: log}}, func(rec *replay.Record) error {
+			if rec.Line < from || rec.Decision == replay.DecisionIndeterminate {
+				return nil
+			}
+			checked := byID[rec.AuditID]
+			switch {
+			case rec.Changed:
+				t.Errorf("%s: %s: recorded %s, predicted %s (%s), alternatives %v", name, describeRecord(rec), rec.Recorded, rec.Decision, rec.Certainty, rec.Alternatives)
+			case checked != nil && checked.Decision != replay.DecisionIndeterminate && (checked.Decision != rec.Decision || !sameRefusal(checked, rec)):
+				t.Errorf("%s: %s (%s), with it: %s", name, describeRecord(rec), rec.Certainty, describeRecord(checked))
+			}
+			if rec.Certainty == replay.CertaintyLikely {
+				likely++
+			} else {
+				certain++
+			}
 			return nil
+		}); err != nil {
+			t.Fatalf("replay %s: %v", name, err)
 		}
-		checked := byID[rec.AuditID]
-		switch {
-		case rec.Changed:
-			t.Errorf("without --check-recorded: %s: recorded %s, predicted %s (%s), alternatives %v", describeRecord(rec), rec.Recorded, rec.Decision, rec.Certainty, rec.Alternatives)
-		case checked != nil && checked.Decision != replay.DecisionIndeterminate && (checked.Decision != rec.Decision || !sameRefusal(checked, rec)):
-			t.Errorf("without --check-recorded: %s (%s), with it: %s", describeRecord(rec), rec.Certainty, describeRecord(checked))
-		}
-		if rec.Certainty == replay.CertaintyLikely {
-			likely++
-		} else {
-			certain++
-		}
-		return nil
-	}); err != nil {
-		t.Fatalf("replay without --check-recorded: %v", err)
+		t.Logf("%s: %d decisions likely, %d certain, every one the server's", name, likely, certain)
 	}
-	t.Logf("without --check-recorded: %d decisions likely, %d certain, every one the server's", likely, certain)
 }
 
 // sameRefusal says whether rec answers as checked does, or, when several policies deny, has

@@ -9,15 +9,22 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
-// --check-recorded uses the verdicts a log records as evidence of what the server did: which
-// state it decided on (informers behind or current, the watch cache's first attempt), which way
-// a patch was sent. The verdicts of a policy are evidence only where the log shows that very
-// policy installed: the absence of a policy's annotation says nothing when the cluster does not
-// run it (a replay of the in-tree guards over a log recorded with other guards).
+// The verdicts a log records are evidence of what the server did: which state it decided on
+// (informers behind or current, the watch cache's first attempt), which way a patch was sent.
+// The verdicts of a policy are evidence only where the log shows that very policy installed:
+// the absence of a policy's annotation says nothing when the cluster does not run it (a replay
+// of the in-tree guards over a log recorded with other guards). Without --check-recorded, only
+// where the log shows it word for word (proven): the replayed policy's create or update, and
+// each of its replayed bindings', with the spec the replay gives, and no other binding of it;
+// the verdicts of a policy the log shows only by them may be another version's (the user's
+// change, replayed before its rollout, of the policy the cluster runs). --check-recorded says
+// the replayed policies are the cluster's: their verdicts are evidence wherever the log shows
+// them installed, and a prediction they contradict is a disagreement.
 
 // installed follows which of the replayed policies the log shows installed in the cluster, on
 // the ordered stage: a policy whose successful create or update the log holds, with the create
@@ -52,13 +59,21 @@ type installed struct {
 	bound     map[string]bool // the policies a binding of which the log creates or updates
 	recorded  map[string]bool // the policies whose verdicts the log records
 	evidenced map[string]bool
+	// proven are the evidenced policies the log shows word for word: the policy and each of
+	// its replayed bindings written with the replayed spec, no other binding of it (others,
+	// by name, the bindings of replayed policies the replay does not give; opaque those of a
+	// policy the log does not show).
+	proven map[string]bool
+	others map[string]string
+	opaque map[string]bool
 	// ever are the policies evidenced at some point of the log.
 	ever map[string]bool
 }
 
 func newInstalled(loaded map[string]bool, bindings map[string][]string, policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindingList []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) *installed {
 	in := &installed{loaded: loaded, bindingOf: map[string]string{}, written: map[string]bool{}, bound: map[string]bool{}, recorded: map[string]bool{}, ever: map[string]bool{},
-		specs: map[string]string{}, bindingSpecs: map[string]string{}, differs: map[string]map[string]bool{}, clusterSpecs: map[string]string{}, changed: map[string]time.Time{}, deleted: map[string]time.Time{}, seen: map[string]bool{}, window: policyRefresh + DefaultLag}
+		specs: map[string]string{}, bindingSpecs: map[string]string{}, differs: map[string]map[string]bool{}, clusterSpecs: map[string]string{}, changed: map[string]time.Time{}, deleted: map[string]time.Time{}, seen: map[string]bool{}, window: policyRefresh + DefaultLag,
+		others: map[string]string{}, opaque: map[string]bool{}}
 	for p, bs := range bindings {
 		for _, b := range bs {
 			in.bindingOf[b] = p
@@ -164,7 +179,16 @@ func (in *installed) followDelete(ev *Event, policy, key string) bool {
 // at is the evidenced policies for a request received at received: but those a write changed
 // within window before it, which kube-apiserver's policy source may not have compiled yet.
 func (in *installed) at(received time.Time, window time.Duration) map[string]bool {
-	ev := in.evidenced
+	return in.settled(in.evidenced, received, window)
+}
+
+// provenAt is at's proven policies.
+func (in *installed) provenAt(received time.Time, window time.Duration) map[string]bool {
+	return in.settled(in.proven, received, window)
+}
+
+// settled is ev but the policies a write changed within window before received.
+func (in *installed) settled(ev map[string]bool, received time.Time, window time.Duration) map[string]bool {
 	if len(in.changed) == 0 || received.IsZero() {
 		return ev
 	}
@@ -229,6 +253,10 @@ func (in *installed) observe(ev *Event) {
 	if ref := ev.ObjectRef; ref != nil && ref.APIGroup == "admissionregistration.k8s.io" && ref.Subresource == "" && ev.Code() >= 200 && ev.Code() < 300 && !isDryRun(ev) {
 		switch ref.Resource {
 		case "validatingadmissionpolicies":
+			if ev.Verb == "deletecollection" && !in.opaque[deletedSome] {
+				in.opaque[deletedSome] = true
+				changed = true
+			}
 			switch ev.Verb {
 			case "create", "update", "patch", "apply":
 				mark(in.written, ref.Name, true)
@@ -243,6 +271,9 @@ func (in *installed) observe(ev *Event) {
 				}
 			}
 		case "validatingadmissionpolicybindings":
+			if in.followOther(ev, ref.Name) {
+				changed = true
+			}
 			if p, ok := in.bindingOf[ref.Name]; ok {
 				switch ev.Verb {
 				case "create", "update", "patch", "apply":
@@ -265,14 +296,78 @@ func (in *installed) observe(ev *Event) {
 	if !changed {
 		return
 	}
-	next := map[string]bool{}
+	next, proven := map[string]bool{}, map[string]bool{}
 	for p := range in.loaded {
 		if (in.recorded[p] || (in.written[p] && in.bound[p])) && len(in.differs[p]) == 0 {
 			next[p] = true
 			in.ever[p] = true
+			if in.shown(p) {
+				proven[p] = true
+			}
 		}
 	}
-	in.evidenced = next
+	in.evidenced, in.proven = next, proven
+}
+
+// shown says whether the log shows the replayed policy p in the cluster word for word: p and
+// each of its replayed bindings last written with the replayed spec, and no other binding of
+// it (nor one whose policy the log does not show).
+func (in *installed) shown(p string) bool {
+	if !in.written[p] || !in.bound[p] || len(in.differs[p]) > 0 || len(in.opaque) > 0 {
+		return false
+	}
+	if s, ok := in.clusterSpecs[p]; !ok || s != in.specs[p] {
+		return false
+	}
+	for b, q := range in.bindingOf {
+		if q != p {
+			continue
+		}
+		if s, ok := in.clusterSpecs["binding/"+b]; !ok || s != in.bindingSpecs[b] {
+			return false
+		}
+	}
+	for _, q := range in.others {
+		if q == p {
+			return false
+		}
+	}
+	return true
+}
+
+// deletedSome is opaque's key for a deletecollection of the policies or the bindings.
+const deletedSome = "(deletecollection)"
+
+// followOther follows a successful write (ev) of a binding the replay does not give (name):
+// one of a replayed policy, or whose policy the log does not show, makes its verdicts no
+// longer the replayed bindings' alone. It says whether that changed.
+func (in *installed) followOther(ev *Event, name string) bool {
+	if ev.Verb == "deletecollection" {
+		// Which bindings it deleted, the log does not say: none is shown from then on.
+		was := in.opaque[deletedSome]
+		in.opaque[deletedSome] = true
+		return !was
+	}
+	if _, ok := in.bindingOf[name]; ok {
+		return false
+	}
+	was, wasOpaque := in.others[name], in.opaque[name]
+	delete(in.others, name)
+	delete(in.opaque, name)
+	if ev.Verb != "delete" {
+		policy, known := "", false
+		if obj := writtenSpecObject(ev, nil); obj != nil {
+			policy, known, _ = unstructured.NestedString(obj, "spec", "policyName")
+		}
+		switch {
+		case !known:
+			// A write whose result the log does not show: it may bind a replayed policy.
+			in.opaque[name] = true
+		case in.loaded[policy]:
+			in.others[name] = policy
+		}
+	}
+	return was != in.others[name] || wasOpaque != in.opaque[name]
 }
 
 // byAnnotations says whether the audit annotations the log records for the job's request are

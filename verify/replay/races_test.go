@@ -201,7 +201,10 @@ func TestCutRecordings(t *testing.T) {
 		// is the cordon's version, which its last attempt read; its first attempt read the
 		// version before the cordon, which the audit event's annotations show. Without the
 		// log's verdicts those annotations are the alternative of a likely record.
-		{name: "no-op patch across a write, first attempt", dir: "first-attempt-noop-patch", want: map[int]string{6: "admit likely"}},
+		// The log shows the policy and its binding created word for word: their verdicts
+		// choose as --check-recorded's do (WithLogEvidence).
+		{name: "no-op patch across a write, first attempt", dir: "first-attempt-noop-patch", noEvidence: true, want: map[int]string{6: "admit likely"}},
+		{name: "no-op patch across a write, first attempt, the log's verdicts", dir: "first-attempt-noop-patch", want: map[int]string{6: "admit certain"}},
 		{name: "no-op patch across a write, first attempt checked", dir: "first-attempt-noop-patch", check: true, want: map[int]string{6: "admit certain"}},
 		// A helper's recording: `kubectl apply --server-side` of a Service that did not exist,
 		// which the server created (admission's CREATE) with the clusterIP it allocated, and a
@@ -466,12 +469,14 @@ func TestCutRecordings(t *testing.T) {
 		// multiplies it by 2.0 (an error on an int, kube-apiserver's denial of w4). Which the
 		// client sent is not in the log: indeterminate, but where the log's verdicts (checked)
 		// show it. A whole count (type: integer) is an int, as its schema says (line 10).
-		{name: "a custom resource's whole numbers", dir: "crd-float-create", want: map[int]string{10: "admit certain", 14: "indeterminate indeterminate", 18: "indeterminate indeterminate", 20: "admit certain"}},
+		{name: "a custom resource's whole numbers", dir: "crd-float-create", noEvidence: true, want: map[int]string{10: "admit certain", 14: "indeterminate indeterminate", 18: "indeterminate indeterminate", 20: "admit certain"}},
+		{name: "a custom resource's whole numbers, the log's verdicts", dir: "crd-float-create", want: map[int]string{10: "admit certain", 14: "deny certain", 18: "admit certain", 20: "admit certain"}},
 		{name: "a custom resource's whole numbers, checked", dir: "crd-float-create", check: true, want: map[int]string{10: "admit certain", 14: "deny certain", 18: "admit certain", 20: "admit certain"}},
 		// The same at level Request (exAC, a production audit policy): a dry-run create of
 		// ratio 2.0 (line 16), a preserve-unknown field's 1.0 (line 17), an additionalProperties
 		// number's 2.0 (line 20), 1.0E0 (line 21).
-		{name: "a custom resource's whole numbers at level Request", dir: "crd-float-request", want: map[int]string{16: "indeterminate indeterminate", 17: "indeterminate indeterminate", 20: "indeterminate indeterminate", 21: "indeterminate indeterminate"}},
+		{name: "a custom resource's whole numbers at level Request", dir: "crd-float-request", noEvidence: true, want: map[int]string{16: "indeterminate indeterminate", 17: "indeterminate indeterminate", 20: "indeterminate indeterminate", 21: "indeterminate indeterminate"}},
+		{name: "a custom resource's whole numbers at level Request, the log's verdicts", dir: "crd-float-request", want: map[int]string{16: "admit certain", 17: "deny certain", 20: "admit certain", 21: "admit certain"}},
 		{name: "a custom resource's whole numbers at level Request, checked", dir: "crd-float-request", check: true, want: map[int]string{16: "admit certain", 17: "deny certain", 20: "admit certain", 21: "admit certain"}},
 		// A helper's recording (exAK), cut: `kubectl create --raw` of a widget with ratio 2.0 and
 		// weight 3.0 (line 4), then `kubectl replace --raw` with ratio 3.0 and weight 2 (line 5):
@@ -550,7 +555,8 @@ func TestCutRecordings(t *testing.T) {
 		// The same written by patches (exAC): a merge patch and a JSON patch whose body writes
 		// ratio 2.0 (lines 13, 14), whose response writes 2: the patch applied to the stored
 		// object keeps the double; a PUT (line 15) is the create's case.
-		{name: "a custom resource's whole numbers patched", dir: "crd-float-patch", want: map[int]string{13: "admit certain", 14: "admit certain", 15: "indeterminate indeterminate"}},
+		{name: "a custom resource's whole numbers patched", dir: "crd-float-patch", noEvidence: true, want: map[int]string{13: "admit certain", 14: "admit certain", 15: "indeterminate indeterminate"}},
+		{name: "a custom resource's whole numbers patched, the log's verdicts", dir: "crd-float-patch", want: map[int]string{13: "admit certain", 14: "admit certain", 15: "admit certain"}},
 		// A helper's recording (exAC, a production audit policy), cut: ConfigMaps created at
 		// level Request (lines 87, 89) that the cluster's MutatingAdmissionPolicy exac-mut-cm
 		// labelled with the size of their data, then patched (lines 88, 90). The replayed
@@ -623,11 +629,13 @@ func TestCutRecordings(t *testing.T) {
 // recordingCase is a recording (dir, under the root) replayed checking the log or not, and
 // the decisions of the requests it names (line: decision certainty).
 type recordingCase struct {
-	name     string
-	dir      string
-	check    bool
-	snapshot bool // the folder's snapshot.yaml is the replay's --snapshot
-	crd      bool // the folder's crds.yaml is the replay's --crd
+	name  string
+	dir   string
+	check bool
+	// noEvidence replays WithLogEvidence(false): no verdict of the log chooses.
+	noEvidence bool
+	snapshot   bool // the folder's snapshot.yaml is the replay's --snapshot
+	crd        bool // the folder's crds.yaml is the replay's --crd
 	// wrap, when set, replays the log as that export holds it (exporttest.Wrap).
 	wrap export.Format
 	want map[int]string
@@ -650,7 +658,7 @@ func replayRecordings(t *testing.T, root string, cases []recordingCase) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			opts := []Option{WithCheckRecorded(tc.check), WithAdmissionPlugins(plugins)}
+			opts := []Option{WithCheckRecorded(tc.check), WithLogEvidence(!tc.noEvidence), WithAdmissionPlugins(plugins)}
 			if tc.snapshot {
 				opts = append(opts, WithSnapshot(filepath.Join(dir, "snapshot.yaml")))
 			}

@@ -93,6 +93,16 @@ func WithCheckRecorded(on bool) Option {
 	return func(r *Replayer) error { r.cfg.check = on; return nil }
 }
 
+// WithLogEvidence lets the verdicts the log records of a replayed policy it shows installed word
+// for word (its create or update, and its replayed bindings', with the replayed specs) choose
+// among the states kube-apiserver may have decided a request on, and the ways a patch may
+// have been sent (default on; with WithCheckRecorded, the verdicts of every replayed policy
+// the log shows installed choose). Off, the replay decides on the state the log's order
+// gives, as likely, where a verdict would tell.
+func WithLogEvidence(on bool) Option {
+	return func(r *Replayer) error { r.cfg.noEvidence = !on; return nil }
+}
+
 // WithAdmissionPlugins sets the built-in admission plugins requests are replayed through, by
 // the names kube-apiserver's --enable-admission-plugins takes (default: those kube-apiserver
 // 1.37 enables by default that run before ValidatingAdmissionPolicy; see AdmissionPlugins).
@@ -241,6 +251,8 @@ type emitter struct {
 	finals  recentIDs
 	sink    func(*Record) error
 	sinkErr error
+	// check says the log's verdicts are compared (--check-recorded).
+	check bool
 }
 
 // config is what a replay's Options set.
@@ -257,11 +269,13 @@ type config struct {
 	// spoolDir is where standard input is copied to (source.Spool): os.TempDir when empty.
 	spoolDir string
 	// evaluateHook, when set, is called with each request evaluated (tests).
-	evaluateHook  func(*Event)
-	snapshots     []string
-	maxLine       int
-	workers       int
-	check         bool
+	evaluateHook func(*Event)
+	snapshots    []string
+	maxLine      int
+	workers      int
+	check        bool
+	// noEvidence: no verdict of the log chooses a state without check (WithLogEvidence).
+	noEvidence    bool
 	progress      func(Progress)
 	progressEvery time.Duration
 	lag           *time.Duration
@@ -497,6 +511,7 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 	r.output.agg = newAggregator(r.set.policies, r.set.bindings)
 	r.output.pending = map[string]pendingRequest{}
 	r.output.sink = sink
+	r.output.check = r.cfg.check
 	start := time.Now()
 	lastProgress := start
 	var bytes int64
@@ -605,9 +620,7 @@ func (r *Replayer) line(ctx context.Context, d decoded) {
 	}
 	r.labelledDryRuns(ev)
 	r.noteLogTime(d, ev)
-	if r.cfg.check || !r.cfg.mapOrder.Empty() {
-		r.installed.observe(ev) // for the verdicts checked, and the map order's (job.ran)
-	}
+	r.installed.observe(ev) // for the verdicts taken as evidence, and the map order's (job.ran)
 	r.lifecycle.observe(d, ev)
 	if r.cfg.observer.Event != nil {
 		r.cfg.observer.Event(d.file, d.num, ev, d.observed)
@@ -758,6 +771,8 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	j := &job{d: d, ev: ev, t: t, rec: rec, policies: policies, given: given, mutators: r.mutatorsAt(ev.Received()), facts: r.facts, ran: r.installed.at(ev.Received(), policyRefresh+r.state.Lag), done: make(chan struct{})}
 	if r.cfg.check {
 		j.evidenced = j.ran
+	} else if !r.cfg.noEvidence {
+		j.evidenced = r.installed.provenAt(ev.Received(), policyRefresh+r.state.Lag)
 	}
 	j.result.schemaRefreshing = r.schemaRefreshing(t.gvr, ev.Received())
 	var unknownParams map[schema.GroupResource]string
@@ -871,6 +886,11 @@ func (r *Replayer) namespaceRemoved(ev *Event, t target) (why string, settled bo
 // emit adds a record to the summary and gives it to the sink.
 func (e *emitter) emit(out *Record, policies []string, dec *verify.Decision) {
 	out.Policies = policies
+	if !e.check {
+		// The log's verdicts chose among the worlds (evidence.go): they are compared only
+		// with --check-recorded.
+		out.Disagreements = nil
+	}
 	out.otherRefusals()
 	out.changed()
 	e.sum.record(out)

@@ -1,0 +1,102 @@
+package replay
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestLogEvidenceProven replays a recording whose last request's first attempt read the
+// version before a cordon (testdata/cut/first-attempt-noop-patch: the log's annotation is that
+// version's): the log's verdicts say so, certain, only where the log shows the replayed policy
+// and binding created word for word. Where it shows them otherwise, the verdicts may be
+// another version's, and the state the log's order gives is likely.
+func TestLogEvidenceProven(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join("testdata", "cut", "first-attempt-noop-patch")
+	_, ps, bs := readPolicies(t, filepath.Join(dir, "policies.yaml"))
+	var lines []string
+	for _, l := range gunzipLines(t, filepath.Join(dir, "audit.log.gz")) {
+		if strings.TrimSpace(l) != "" {
+			lines = append(lines, l)
+		}
+	}
+	last := auditIDOf(t, lines[len(lines)-1])
+	atMetadata := func(l string) string {
+		return edited(t, l, func(m map[string]any) {
+			m["level"] = "Metadata"
+			delete(m, "requestObject")
+			delete(m, "responseObject")
+		})
+	}
+	otherBinding := func(policy string) string {
+		// The replayed binding's create, as another binding (of policy) the replay does not give.
+		return edited(t, lines[1], func(m map[string]any) {
+			m["auditID"] = "other-binding"
+			m["objectRef"].(map[string]any)["name"] = "other"
+			obj := m["requestObject"].(map[string]any)
+			obj["metadata"].(map[string]any)["name"] = "other"
+			obj["spec"].(map[string]any)["policyName"] = policy
+		})
+	}
+	with := func(i int, l string) []string {
+		out := append([]string{}, lines[:i]...)
+		return append(append(out, l), lines[i:]...)
+	}
+	replaced := func(i int, l string) []string {
+		out := append([]string{}, lines...)
+		out[i] = l
+		return out
+	}
+	for _, tc := range []struct {
+		name  string
+		lines []string
+		opts  []Option
+		want  Certainty
+	}{
+		{name: "created word for word", lines: lines, want: CertaintyCertain},
+		{name: "created word for word, without the log's verdicts", lines: lines, opts: []Option{WithLogEvidence(false)}, want: CertaintyLikely},
+		{name: "the policy created at level Metadata", lines: replaced(0, atMetadata(lines[0])), want: CertaintyLikely},
+		{name: "the binding created at level Metadata", lines: replaced(1, atMetadata(lines[1])), want: CertaintyLikely},
+		{name: "the policy created at level Metadata, checked", lines: replaced(0, atMetadata(lines[0])), opts: []Option{WithCheckRecorded(true)}, want: CertaintyCertain},
+		{name: "another binding of the policy", lines: with(2, otherBinding("exu-obs-node")), want: CertaintyLikely},
+		{name: "another binding of another policy", lines: with(2, otherBinding("not-replayed")), want: CertaintyCertain},
+		{name: "another binding whose policy the log does not show", lines: with(2, atMetadata(otherBinding("not-replayed"))), want: CertaintyLikely},
+		{name: "no create in the log", lines: lines[2:], want: CertaintyLikely},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			sum, recs := replaySources(t, ps, bs, append([]Option{WithAdmissionPlugins(withoutServiceAccount(t))}, tc.opts...), Source{Name: "audit.log", Reader: strings.NewReader(strings.Join(tc.lines, "\n") + "\n")})
+			rec := recs[last]
+			if rec == nil {
+				t.Fatalf("no record of %s", last)
+			}
+			got := struct {
+				Decision  string
+				Certainty Certainty
+			}{string(rec.Decision), rec.Certainty}
+			want := got
+			want.Decision, want.Certainty = string(DecisionAdmit), tc.want
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("record (-want +got):\n%s\n%s", diff, rec.Indeterminate)
+			}
+			if len(rec.Disagreements) > 0 || len(sum.Disagreements) > 0 {
+				t.Errorf("disagreements %v, %v", rec.Disagreements, sum.Disagreements)
+			}
+			if got, want := sum.Checked > 0, slicesHasCheck(tc.opts); got != want {
+				t.Errorf("checked %d requests: compared with the log's verdicts only with --check-recorded", sum.Checked)
+			}
+		})
+	}
+}
+
+// slicesHasCheck says whether opts hold WithCheckRecorded(true).
+func slicesHasCheck(opts []Option) bool {
+	r := &Replayer{}
+	for _, o := range opts {
+		_ = o(r)
+	}
+	return r.cfg.check
+}
