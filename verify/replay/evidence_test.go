@@ -2,6 +2,7 @@ package replay
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -99,4 +100,36 @@ func slicesHasCheck(opts []Option) bool {
 		_ = o(r)
 	}
 	return r.cfg.check
+}
+
+// TestUnreproducedNote: a recording's creates of widgets whose whole numbers the client may
+// have sent as doubles (testdata/cut/crd-float-create), the policy's create logged at level
+// Metadata: its verdicts are not evidence by default, and the summary says --check-recorded
+// would take them as such; checked, they choose, and it says nothing.
+func TestUnreproducedNote(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join("testdata", "cut", "crd-float-create")
+	policies := filepath.Join(dir, "policies.yaml")
+	set, ps, bs := readPolicies(t, policies)
+	var lines []string
+	for _, l := range gunzipLines(t, filepath.Join(dir, "audit.log.gz")) {
+		if strings.Contains(l, `"resource":"validatingadmissionpolicies"`) {
+			l = edited(t, l, func(m map[string]any) {
+				m["level"] = "Metadata"
+				delete(m, "requestObject")
+				delete(m, "responseObject")
+			})
+		}
+		if strings.TrimSpace(l) != "" {
+			lines = append(lines, l)
+		}
+	}
+	for _, check := range []bool{false, true} {
+		opts := []Option{WithCheckRecorded(check), WithAdmissionPlugins(withoutServiceAccount(t)), WithMapOrder(mapOrderOf(t, policies)), WithMutatingPolicies(set.MutatingPolicyList(), set.MutatingBindingList())}
+		sum, _ := replaySources(t, ps, bs, opts, Source{Name: "audit.log", Reader: strings.NewReader(strings.Join(lines, "\n") + "\n")})
+		noted := slices.ContainsFunc(sum.Notes, func(n string) bool { return strings.Contains(n, "--check-recorded takes such verdicts as evidence") })
+		if got, want := []any{sum.Unreproduced > 0, noted}, []any{!check, !check}; !cmp.Equal(got, want) {
+			t.Errorf("checked %v: unreproduced %d, noted %v, want unreproduced %v and noted %v\n%s", check, sum.Unreproduced, noted, want[0], want[1], strings.Join(sum.Notes, "\n"))
+		}
+	}
 }

@@ -549,6 +549,8 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 	r.output.sum.CustomResourceDefinitions = r.cat.c.Changes()
 	if r.cfg.check {
 		r.installed.summarize(r.output.sum)
+	} else if n := r.output.sum.evidenceWould; n > 0 {
+		r.output.sum.Notes = append(r.output.sum.Notes, fmt.Sprintf("%d %s indeterminate where the verdict the log records of a replayed policy would say how %s sent or read: the log does not show that policy created word for word (at level Request or above, with the bindings replayed), so the verdict may be another version's; if the replayed policies are the cluster's, --check-recorded takes such verdicts as evidence", n, plural(n, "request is", "requests are"), plural(n, "it was", "they were")))
 	}
 	r.output.sum.Notes = append(r.output.sum.Notes, r.lifecycle.notes()...)
 	r.output.agg.finish(r.output.sum)

@@ -137,6 +137,9 @@ type Decided struct {
 	// policy for them; UnreproducedRequests lists the first MaxChanges of them.
 	Unreproduced         int      `json:"unreproduced"`
 	UnreproducedRequests []Change `json:"unreproducedRequests,omitempty"`
+	// evidenceWould counts the unreproduced requests whose reason the log's verdicts of
+	// their policies settle where they are evidence (evidence.go).
+	evidenceWould int
 	// Mutated counts the evaluated requests the replayed MutatingAdmissionPolicies changed,
 	// by policy; MutatedFields the fields they changed most often (JSON patch paths, list
 	// indices as "*"), at most MaxMutatedFields of them.
@@ -359,6 +362,9 @@ func (s *Summary) record(r *Record) {
 	}
 	if r.Decision == DecisionIndeterminate && r.recordedVerdict != "" {
 		s.Unreproduced++
+		if settledByVerdicts(r.Reason) {
+			s.evidenceWould++
+		}
 		if len(s.UnreproducedRequests) < MaxChanges {
 			s.UnreproducedRequests = append(s.UnreproducedRequests, Change{File: r.File, Line: r.Line, AuditID: r.AuditID, Request: r.String(),
 				Recorded: r.Recorded, Predicted: r.Decision, Detail: "the log records " + r.recordedVerdict + "; " + r.Indeterminate})
@@ -648,3 +654,14 @@ func (s *Summary) recordMutations(r *Record) {
 
 // listIndices are the list indices of a JSON pointer.
 var listIndices = regexp.MustCompile(`/[0-9]+`)
+
+// settledByVerdicts says whether the verdicts the log records of a policy it shows installed
+// choose among what a request indeterminate for reason may have been (the way a patch was
+// sent, a number's type, the state or version read, the order a map was listed in).
+func settledByVerdicts(reason Reason) bool {
+	switch reason {
+	case ReasonPatchType, ReasonNumberType, ReasonDefaultedLabels, ReasonWatchCache, ReasonParamKindPending, ReasonOldObjectUnknown, ReasonMapOrder:
+		return true
+	}
+	return false
+}

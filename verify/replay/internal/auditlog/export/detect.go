@@ -41,6 +41,12 @@ func detect(head []byte) Format {
 	if string(bytes.TrimSpace(head)) == awsWriteTestText {
 		return awsWriteTest
 	}
+	if coloredText(head) {
+		return colored
+	}
+	if f := azureCLI(head); f != "" {
+		return f
+	}
 	switch c := head[0]; {
 	case c >= '0' && c <= '9':
 		if auditlog.LegacyLine(head) {

@@ -255,6 +255,11 @@ func detected(file string, br *bufio.Reader, format Format) (_ Format, bom int, 
 		if format = detect(head); (format == Plain || format == concatenatedEvents) && firehoseObject(file) {
 			format = concatenatedEvents
 		}
+	case coloredText(trimHead(head)):
+		// Whatever the format given, its text is not there to read.
+		format = colored
+	case format == AzureLogAnalytics && azureCLI(trimHead(head)) != "":
+		format = azureCLI(trimHead(head))
 	case format == Firehose && detect(head) != Firehose:
 		format = concatenatedEvents
 	case format == AzureBlob && detect(head) == azureDocuments:
@@ -270,6 +275,10 @@ func detected(file string, br *bufio.Reader, format Format) (_ Format, bom int, 
 		return "", 0, &auditlog.ConvertError{Err: fmt.Errorf("%s: gcloud logging read's YAML, which vapc does not read: print the entries as JSON (gcloud logging read --format=json)", file)}
 	case awsYAML, awsTable:
 		return "", 0, &auditlog.ConvertError{Err: fmt.Errorf("%s: the AWS CLI's %s output of log events, which vapc does not read: print them as JSON (--output json) or text (--output text)", file, map[Format]string{awsYAML: "YAML", awsTable: "table"}[format])}
+	case azYAML, azTable, azTSV:
+		return "", 0, &auditlog.ConvertError{Err: fmt.Errorf("%s: the Azure CLI's %s output of a Log Analytics query, which vapc does not read: print the rows as JSON (az monitor log-analytics query ... --output json)", file, map[Format]string{azYAML: "YAML", azTable: "table", azTSV: "TSV"}[format])}
+	case colored:
+		return "", 0, &auditlog.ConvertError{Err: fmt.Errorf("%s: holds a terminal's colour codes (az --output jsonc, jq -C, a log copied out of a terminal), which vapc does not read: write it without them (az --output json, jq -M)", file)}
 	case kubectlPrefix:
 		return "", 0, &auditlog.ConvertError{Err: fmt.Errorf("%s: kubectl logs --prefix's lines, each after the pod and container it came from, which vapc does not read: print each kube-apiserver's log without --prefix to a file of its own (kubectl logs -n kube-system POD > POD.log) and give the files", file)}
 	}

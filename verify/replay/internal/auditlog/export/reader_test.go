@@ -829,6 +829,24 @@ func TestEncodings(t *testing.T) {
 			t.Errorf("the AWS CLI's output %.30q: %v, want an error naming the file and the flag that prints JSON", head, err)
 		}
 	}
+	// The Azure CLI's YAML, tables and TSV of a Log Analytics query's rows, and a file in a
+	// terminal's colours (az -o jsonc), are refused with the flag that prints JSON, detected
+	// or given as aks-loganalytics.
+	for _, tc := range []struct{ head, want string }{
+		{"- Annotations: '{\"authorization.k8s.io/decision\":\"allow\"}'\n  AuditId: 1e250c70-dff6-4e52-8690-a9c144e7cf0f\n  Level: RequestResponse\n", "the Azure CLI's YAML output"},
+		{"---\n- Category: kube-audit\n  TimeGenerated: '2026-11-21T19:46:24.781256Z'\n  log_s: '{}'\n", "the Azure CLI's YAML output"},
+		{"Annotations    AuditId                               Level\n-------------  ------------------------------------  --------\n{}             1e250c70-dff6-4e52-8690-a9c144e7cf0f  Metadata\n", "the Azure CLI's table output"},
+		{"{\"authorization.k8s.io/decision\":\"allow\"}\t1e250c70-dff6-4e52-8690-a9c144e7cf0f\tRequestResponse\t{\"resource\":\"pods\"}\tkube-apiserver-7d\n", "the Azure CLI's TSV output"},
+		{"kube-audit\t2026-11-21T19:46:24.781256Z\t{}\tkube-apiserver-7d\n", "the Azure CLI's TSV output"},
+		{"[\n  {\n    \x1b[94m\"AuditId\"\x1b[0m: \x1b[92m\"1e250c70\"\x1b[0m\n", "a terminal's colour codes"},
+	} {
+		for _, format := range []export.Format{export.Auto, export.AzureLogAnalytics} {
+			_, err := export.NewReader("aks.out", strings.NewReader(tc.head), format, auditlog.DefaultMaxLineBytes)
+			if !errors.As(err, new(*auditlog.ConvertError)) || !strings.Contains(err.Error(), "aks.out: ") || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "json") {
+				t.Errorf("%.30q as %s: %v, want an error naming the file, %q and the flag that prints JSON", tc.head, format, err, tc.want)
+			}
+		}
+	}
 	// kubectl logs --prefix's lines (the logs of several pods interleaved, each line after
 	// its pod's name) are refused with how to print each server's log on its own.
 	lines := bytes.SplitAfter(log, []byte("\n"))
