@@ -429,10 +429,13 @@ func mustJSON(v any) []byte {
 // writes, RequestResponse most often (now and then with omitManagedFields), Request and
 // Metadata now and then, so that the replay is held to what each level lets it know. The
 // ReplicaLimit CRD, the params' kind, is logged at Metadata level half the time: the replay
-// learns the kind from its use. The barrier's objects and the policies stay at
-// RequestResponse.
-func randomAuditPolicy(r *rand.Rand, all bool) (string, map[string]string) {
+// learns the kind from its use. The barrier's objects stay at RequestResponse; the admission
+// policies and bindings are at admission (admissionLevel).
+func randomAuditPolicy(r *rand.Rand, all bool, admission string) (string, map[string]string) {
 	levels := map[string]string{}
+	if admission != "RequestResponse" {
+		levels["admissionregistration.k8s.io"] = admission
+	}
 	var rules []string
 	resources := []struct{ group, resource string }{
 		{"", "configmaps"}, {"", "secrets"}, {"", "pods"}, {"", "nodes"}, {"", "services"}, {"", "namespaces"},
@@ -483,9 +486,27 @@ func randomAuditPolicy(r *rand.Rand, all bool) (string, map[string]string) {
 	// waits for the server's policy informers.
 	policy := "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitManagedFields: false\nrules:\n" +
 		"- level: RequestResponse\n  resources:\n  - group: \"\"\n    resources: [\"configmaps\", \"nodes\", \"namespaces\"]\n    resourceNames: [\"vapc-barrier\", \"probe\"]\n" +
-		"- level: RequestResponse\n  resources:\n  - group: \"admissionregistration.k8s.io\"\n" +
+		"- level: " + admission + "\n  resources:\n  - group: \"admissionregistration.k8s.io\"\n" +
 		strings.Join(rules, "\n") + "\n- level: RequestResponse\n"
 	return policy, levels
+}
+
+// admissionLevel is the level the run logs the admission policies and bindings at:
+// RequestResponse, but for a mixed run now and then Request (their writes' bodies: a patch's
+// result not shown) or Metadata (none: the replay cannot tell the cluster's policies are the
+// given ones, and takes the log's verdicts of them as evidence only with --check-recorded). It
+// draws from a stream of its own, so that the seeds' scenarios are as they were.
+func admissionLevel(seed uint64, mixed bool) string {
+	if !mixed {
+		return "RequestResponse"
+	}
+	switch n := rand.New(rand.NewPCG(seed, 0x61646d)).IntN(10); {
+	case n == 0:
+		return "Metadata"
+	case n < 3:
+		return "Request"
+	}
+	return "RequestResponse"
 }
 
 // writeAuditPolicy writes the audit policy into dir.

@@ -207,7 +207,7 @@ func randomParity(t *testing.T, seed uint64, steps int, controllers bool) {
 	// The audit policy of the run: every resource at RequestResponse for the default seed's
 	// first run (VAPC_RANDOM_LEVELS=mixed or another seed mixes the levels).
 	mixed := (seed != defaultRandomSeed || os.Getenv("VAPC_RANDOM_LEVELS") == "mixed") && os.Getenv("VAPC_RANDOM_LEVELS") != "all"
-	auditPolicy, levels := randomAuditPolicy(r, !mixed)
+	auditPolicy, levels := randomAuditPolicy(r, !mixed, admissionLevel(seed, mixed))
 	policyPath, err := writeAuditPolicy(t.TempDir(), auditPolicy)
 	if err != nil {
 		t.Fatal(err)
