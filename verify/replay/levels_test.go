@@ -2648,3 +2648,47 @@ func TestKlogLinesSkipped(t *testing.T) {
 		t.Errorf("the event between the klog lines: record %v, %d evaluated; want it evaluated", got["c"], sum.Evaluated)
 	}
 }
+
+// TestGivenMutatingCreatedAtMetadata: a MutatingAdmissionPolicy and its binding whose creates
+// the log holds at level Metadata, given among --policies: taken as the given ones, as the
+// lifecycle takes a create without its body (random parity seed r:1450, the admission
+// policies logged at Metadata), so that a request they match is decided with them. A binding
+// the replay is not given binds a policy the log does not show: what it may change is not
+// known.
+func TestGivenMutatingCreatedAtMetadata(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("owner", "configmaps", admissionregistrationv1.Create, nil, `has(object.data) && 'owner' in object.data`)
+	mp := &admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "add-owner"}, Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
+		MatchConstraints:   createRules("", "configmaps"),
+		ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy,
+		Mutations: []admissionregistrationv1.Mutation{{PatchType: admissionregistrationv1.PatchTypeApplyConfiguration,
+			ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: `Object{data: {"owner": "team-a"}}`}}},
+	}}
+	mb := &admissionregistrationv1.MutatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "add-owner"}, Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: "add-owner"}}
+	atMetadata := func(id, resource, name string) string {
+		line := levelEvent(t, id, auditlog.LevelMetadata, "create", resource, "", name, 201, "", nil, nil)
+		line = replaceOnce(t, line, `"requestURI":"/api/v1/`, `"requestURI":"/apis/admissionregistration.k8s.io/v1/`)
+		return replaceOnce(t, line, `"apiVersion":"v1","name"`, `"apiGroup":"admissionregistration.k8s.io","apiVersion":"v1","name"`)
+	}
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "ns1"}, "data": map[string]any{"a": "b"}}
+	for _, tc := range []struct {
+		binding, want, mentions string
+	}{
+		{binding: "add-owner", want: DecisionAdmit},
+		{binding: "another", want: DecisionIndeterminate, mentions: "MutatingAdmissionPolicyBinding another binds a policy the log does not show"},
+	} {
+		lines := []string{
+			timedEvent(t, atMetadata("1", "mutatingadmissionpolicies", "add-owner"), "01.000", "01.010", nil),
+			timedEvent(t, atMetadata("2", "mutatingadmissionpolicybindings", tc.binding), "01.100", "01.110", nil),
+			// At level Request: the object before the mutation, seconds after.
+			timedEvent(t, levelEvent(t, "3", auditlog.LevelRequest, "create", "configmaps", "ns1", "c", 201, "", cm, nil), "09.000", "09.010", nil),
+		}
+		_, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+			[]Option{WithMutatingPolicies([]*admissionregistrationv1.MutatingAdmissionPolicy{mp}, []*admissionregistrationv1.MutatingAdmissionPolicyBinding{mb})},
+			Source{Name: "audit.log", Reader: strings.NewReader(strings.Join(lines, "\n") + "\n")})
+		rec := recs["3"]
+		if rec == nil || rec.Decision != tc.want || !strings.Contains(rec.Indeterminate, tc.mentions) {
+			t.Errorf("binding %s: %v %s (%s), want %s (%q)", tc.binding, rec, rec.Decision, rec.Indeterminate, tc.want, tc.mentions)
+		}
+	}
+}

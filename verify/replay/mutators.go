@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -349,10 +350,39 @@ func (r *Replayer) mutatorsAfter(ev *Event, t target, src string) *mutators {
 	if o := writtenSpecObject(ev, cur); o != nil {
 		obj = &unstructured.Unstructured{Object: o}
 	}
+	if obj == nil && ev.Verb == "create" {
+		// A create whose body the log does not hold is taken as the given one of its name,
+		// as the lifecycle takes it (lifecyclespec.go).
+		obj = r.givenMutator(gr, t.name)
+	}
 	if obj == nil {
 		return r.mutators.withObject(gr, t.name, nil, "written at "+src+" "+atLevel(ev)+": the result is not in the log")
 	}
 	return r.mutators.withObject(gr, t.name, obj, "")
+}
+
+// givenMutator is the replayed MutatingAdmissionPolicy or binding (by gr) of the name, as an
+// object; nil when none is given.
+func (r *Replayer) givenMutator(gr schema.GroupResource, name string) *unstructured.Unstructured {
+	var given any
+	switch gr {
+	case mapsGR:
+		if i := slices.IndexFunc(r.set.mutatingPolicies, func(p *admissionregistrationv1.MutatingAdmissionPolicy) bool { return p.Name == name }); i >= 0 {
+			given = r.set.mutatingPolicies[i]
+		}
+	case mapsBindGR:
+		if i := slices.IndexFunc(r.set.mutatingBindings, func(b *admissionregistrationv1.MutatingAdmissionPolicyBinding) bool { return b.Name == name }); i >= 0 {
+			given = r.set.mutatingBindings[i]
+		}
+	}
+	if given == nil {
+		return nil
+	}
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(given)
+	if err != nil {
+		return nil
+	}
+	return &unstructured.Unstructured{Object: obj}
 }
 
 // policyRefresh is how often kube-apiserver's policy source compiles the policies and bindings
