@@ -1135,6 +1135,11 @@ func (r *Replayer) finish(j *job) {
 		r.output.sum.NotMatched++
 	default:
 		explainLoss(j.result.out, j.ev) // what an export lost (exportloss.go)
+		if out := j.result.out; out.Decision == DecisionIndeterminate && out.recordedVerdict != "" {
+			unproven := maps.Clone(r.set.loadedPolicies)
+			maps.DeleteFunc(unproven, func(p string, _ bool) bool { return j.evidenced[p] })
+			out.verdictUnproven = recordedVerdictOf(j.ev, unproven) != ""
+		}
 		r.output.emit(j.result.out, j.policies, j.result.dec)
 	}
 }

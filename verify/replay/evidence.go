@@ -66,6 +66,10 @@ type installed struct {
 	proven map[string]bool
 	others map[string]string
 	opaque map[string]bool
+	// touched is when the log last wrote each replayed policy, one of its bindings or another
+	// binding of it, a first create included: its policy source may not have compiled it yet,
+	// and the absence of its verdict says nothing (provenAt).
+	touched map[string]time.Time
 	// ever are the policies evidenced at some point of the log.
 	ever map[string]bool
 }
@@ -73,7 +77,7 @@ type installed struct {
 func newInstalled(loaded map[string]bool, bindings map[string][]string, policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindingList []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) *installed {
 	in := &installed{loaded: loaded, bindingOf: map[string]string{}, written: map[string]bool{}, bound: map[string]bool{}, recorded: map[string]bool{}, ever: map[string]bool{},
 		specs: map[string]string{}, bindingSpecs: map[string]string{}, differs: map[string]map[string]bool{}, clusterSpecs: map[string]string{}, changed: map[string]time.Time{}, deleted: map[string]time.Time{}, seen: map[string]bool{}, window: policyRefresh + DefaultLag,
-		others: map[string]string{}, opaque: map[string]bool{}}
+		others: map[string]string{}, opaque: map[string]bool{}, touched: map[string]time.Time{}}
 	for p, bs := range bindings {
 		for _, b := range bs {
 			in.bindingOf[b] = p
@@ -142,6 +146,7 @@ func (in *installed) followSpec(ev *Event, policy, key, replayed string, binding
 		changed = true
 	}
 	in.seen[key] = true
+	in.touch(policy, ev)
 	if ok {
 		in.clusterSpecs[key] = spec
 	} else {
@@ -167,6 +172,7 @@ func (in *installed) followSpec(ev *Event, policy, key, replayed string, binding
 // its replayed bindings (by key): the policy source compiles it up to a second later, and a
 // copy created again is a change.
 func (in *installed) followDelete(ev *Event, policy, key string) bool {
+	in.touch(policy, ev)
 	delete(in.clusterSpecs, key)
 	delete(in.differs[policy], key)
 	if done := auditlog.ParseTime(ev.StageTimestamp); !done.IsZero() {
@@ -179,21 +185,36 @@ func (in *installed) followDelete(ev *Event, policy, key string) bool {
 // at is the evidenced policies for a request received at received: but those a write changed
 // within window before it, which kube-apiserver's policy source may not have compiled yet.
 func (in *installed) at(received time.Time, window time.Duration) map[string]bool {
-	return in.settled(in.evidenced, received, window)
+	return in.settled(in.evidenced, in.changed, received, window)
 }
 
-// provenAt is at's proven policies.
+// provenAt is at's proven policies: but those the log wrote (created, a binding of them
+// included) within window of received.
 func (in *installed) provenAt(received time.Time, window time.Duration) map[string]bool {
-	return in.settled(in.proven, received, window)
+	return in.settled(in.proven, in.touched, received, window)
 }
 
-// settled is ev but the policies a write changed within window before received.
-func (in *installed) settled(ev map[string]bool, received time.Time, window time.Duration) map[string]bool {
-	if len(in.changed) == 0 || received.IsZero() {
+// touch notes when a write (ev) of the policy or a binding of it completed.
+func (in *installed) touch(policy string, ev *Event) {
+	if done := auditlog.ParseTime(ev.StageTimestamp); !done.IsZero() {
+		in.touched[policy] = done
+	}
+}
+
+// forget makes no replayed policy proven until the log shows it again: what the log lacks
+// (a rotated file, a line it cannot read) may have written it.
+func (in *installed) forget() {
+	clear(in.clusterSpecs)
+	in.proven = nil
+}
+
+// settled is ev but the policies written (changes) within window of received.
+func (in *installed) settled(ev map[string]bool, changes map[string]time.Time, received time.Time, window time.Duration) map[string]bool {
+	if len(changes) == 0 || received.IsZero() {
 		return ev
 	}
 	var out map[string]bool
-	for p, at := range in.changed {
+	for p, at := range changes {
 		if !ev[p] || received.Sub(at) >= window || received.Before(at.Add(-window)) {
 			continue
 		}
@@ -232,6 +253,14 @@ func (in *installed) observe(ev *Event) {
 		}
 		mark(in.recorded, policy, true)
 	}
+	other := func(policy, binding string) {
+		// A verdict of a binding of a replayed policy that the replay is not given: the
+		// cluster has it, whether the log shows it written or not.
+		if _, given := in.bindingOf[binding]; binding != "" && !given && in.loaded[policy] && in.others[binding] != policy {
+			in.others[binding] = policy
+			changed = true
+		}
+	}
 	for k, v := range ev.Annotations {
 		switch {
 		case k == ValidationFailureAnnotation:
@@ -239,6 +268,7 @@ func (in *installed) observe(ev *Event) {
 			if json.Unmarshal([]byte(v), &fs) == nil {
 				for _, f := range fs {
 					verdict(f.Policy)
+					other(f.Policy, f.Binding)
 				}
 			}
 		default:
@@ -249,6 +279,7 @@ func (in *installed) observe(ev *Event) {
 	}
 	if m := vapDenied.FindStringSubmatch(ev.Message()); m != nil {
 		verdict(m[1])
+		other(m[1], m[2])
 	}
 	if ref := ev.ObjectRef; ref != nil && ref.APIGroup == "admissionregistration.k8s.io" && ref.Subresource == "" && ev.Code() >= 200 && ev.Code() < 300 && !isDryRun(ev) {
 		switch ref.Resource {
@@ -365,6 +396,11 @@ func (in *installed) followOther(ev *Event, name string) bool {
 			in.opaque[name] = true
 		case in.loaded[policy]:
 			in.others[name] = policy
+		}
+	}
+	for _, p := range []string{was, in.others[name]} {
+		if p != "" {
+			in.touch(p, ev)
 		}
 	}
 	return was != in.others[name] || wasOpaque != in.opaque[name]

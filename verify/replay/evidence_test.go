@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -42,6 +43,23 @@ func TestLogEvidenceProven(t *testing.T) {
 			obj["spec"].(map[string]any)["policyName"] = policy
 		})
 	}
+	// justBefore is the line written 200 ms before the last request was received: within the
+	// second kube-apiserver's policy source may take to compile it.
+	var lastReceived time.Time
+	edited(t, lines[len(lines)-1], func(m map[string]any) {
+		lastReceived, _ = time.Parse(time.RFC3339Nano, m["requestReceivedTimestamp"].(string))
+	})
+	justBefore := func(l string) string {
+		return edited(t, l, func(m map[string]any) {
+			at := lastReceived.Add(-200 * time.Millisecond)
+			m["requestReceivedTimestamp"], m["stageTimestamp"] = at.Add(-5*time.Millisecond).Format(time.RFC3339Nano), at.Format(time.RFC3339Nano)
+		})
+	}
+	movedLast := func(i int) []string {
+		// Line i written just before the last request, logged there.
+		out := append(append([]string{}, lines[:i]...), lines[i+1:len(lines)-1]...)
+		return append(out, justBefore(lines[i]), lines[len(lines)-1])
+	}
 	with := func(i int, l string) []string {
 		out := append([]string{}, lines[:i]...)
 		return append(append(out, l), lines[i:]...)
@@ -66,6 +84,10 @@ func TestLogEvidenceProven(t *testing.T) {
 		{name: "another binding of another policy", lines: with(2, otherBinding("not-replayed")), want: CertaintyCertain},
 		{name: "another binding whose policy the log does not show", lines: with(2, atMetadata(otherBinding("not-replayed"))), want: CertaintyLikely},
 		{name: "no create in the log", lines: lines[2:], want: CertaintyLikely},
+		{name: "the binding created just before", lines: movedLast(1), want: CertaintyLikely},
+		{name: "another binding of the policy, its verdict", lines: replaced(2, edited(t, lines[2], func(m map[string]any) {
+			m["annotations"].(map[string]any)["validation.policy.admission.k8s.io/validation_failure"] = `[{"message":"m","policy":"exu-obs-node","binding":"other","expressionIndex":0,"validationActions":["Audit"]}]`
+		})), want: CertaintyLikely},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

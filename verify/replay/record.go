@@ -102,6 +102,9 @@ type Logged struct {
 	recordedByVAP bool
 	// recordedVerdict is the verdict of a replayed policy the log records for the request.
 	recordedVerdict string
+	// verdictUnproven says the recorded verdict is of a replayed policy whose verdicts were
+	// not evidence (evidence.go): the log does not show it word for word.
+	verdictUnproven bool
 	// unmatched says no replayed policy matched the request (fill): the replay says nothing
 	// of what the log records of it.
 	unmatched bool

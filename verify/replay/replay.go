@@ -599,6 +599,7 @@ func (r *Replayer) line(ctx context.Context, d decoded) {
 		// before is known after it.
 		delete(r.gaps, d.file)
 		r.state.ForgetEverything(why)
+		r.installed.forget()
 		r.output.sum.Notes = append(r.output.sum.Notes, why+": no object is taken as known after it; give every rotated file")
 	}
 	delete(r.output.pending, ev.AuditID)
@@ -643,6 +644,9 @@ func (r *Replayer) forgetMalformed(d decoded) {
 		return
 	}
 	why := fmt.Sprintf("%s may have written it: the line is not an audit event the replay can read", lineRef{d.file, d.num, d.item})
+	if s == nil || s.Resource == nil || s.Resource.APIGroup == "admissionregistration.k8s.io" {
+		r.installed.forget() // it may have written a policy or a binding
+	}
 	switch {
 	case s == nil || s.Resource == nil:
 		r.state.ForgetEverything(fmt.Sprintf("%s may have been a write: the line is not an audit event the replay can read", lineRef{d.file, d.num, d.item}))

@@ -362,7 +362,7 @@ func (s *Summary) record(r *Record) {
 	}
 	if r.Decision == DecisionIndeterminate && r.recordedVerdict != "" {
 		s.Unreproduced++
-		if settledByVerdicts(r.Reason) {
+		if r.verdictUnproven && settledByVerdicts(r.Reason) {
 			s.evidenceWould++
 		}
 		if len(s.UnreproducedRequests) < MaxChanges {
@@ -657,10 +657,10 @@ var listIndices = regexp.MustCompile(`/[0-9]+`)
 
 // settledByVerdicts says whether the verdicts the log records of a policy it shows installed
 // choose among what a request indeterminate for reason may have been (the way a patch was
-// sent, a number's type, the state or version read, the order a map was listed in).
+// sent, a number's type, the state or version read).
 func settledByVerdicts(reason Reason) bool {
 	switch reason {
-	case ReasonPatchType, ReasonNumberType, ReasonDefaultedLabels, ReasonWatchCache, ReasonParamKindPending, ReasonOldObjectUnknown, ReasonMapOrder:
+	case ReasonPatchType, ReasonNumberType, ReasonDefaultedLabels, ReasonWatchCache, ReasonParamKindPending, ReasonOldObjectUnknown:
 		return true
 	}
 	return false

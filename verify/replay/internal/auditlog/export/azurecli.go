@@ -80,8 +80,13 @@ func azTSVRow(line []byte) bool {
 	return id && level
 }
 
-// coloredText says whether head holds a terminal's colour codes (an escape and '['), which no
-// JSON text or audit log line holds: JSON writes the escape character as \u001b.
+// coloredText says whether the first bytes of head hold a terminal's colour codes (an escape
+// and '['), which no JSON text or audit log line holds: JSON writes the escape character as
+// \u001b. A coloured output colours its first member (az -o jsonc, jq -C); a line further
+// on that holds one (another container's line in a container log) is that line's fault only.
 func coloredText(head []byte) bool {
-	return bytes.Contains(head, []byte("\x1b["))
+	return bytes.Contains(head[:min(len(head), coloredBytes)], []byte("\x1b["))
 }
+
+// coloredBytes is how far coloredText looks.
+const coloredBytes = 512

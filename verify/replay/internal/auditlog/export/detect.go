@@ -44,7 +44,9 @@ func detect(head []byte) Format {
 	if coloredText(head) {
 		return colored
 	}
-	if f := azureCLI(head); f != "" {
+	if f := azureCLI(head); f != "" && !cloudWatchTextHead.Match(head) {
+		// (The AWS CLI's text output is tab-separated too: an EVENTS line of a stream
+		// named kube-audit is not az's.)
 		return f
 	}
 	switch c := head[0]; {

@@ -847,6 +847,11 @@ func TestEncodings(t *testing.T) {
 			}
 		}
 	}
+	// The AWS CLI's text output of a stream named kube-audit is not az's TSV.
+	events := "EVENTS\t3\t1767225601800\tkube-audit\t" + strings.TrimSpace(string(bytes.SplitAfter(log, []byte("\n"))[0])) + "\t1767225601000\n"
+	if _, err := export.NewReader("eks.txt", strings.NewReader(events), export.Auto, auditlog.DefaultMaxLineBytes); err != nil {
+		t.Errorf("an EVENTS line of a stream named kube-audit: %v, want it read", err)
+	}
 	// kubectl logs --prefix's lines (the logs of several pods interleaved, each line after
 	// its pod's name) are refused with how to print each server's log on its own.
 	lines := bytes.SplitAfter(log, []byte("\n"))
