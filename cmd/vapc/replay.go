@@ -394,7 +394,7 @@ not a terminal; --quiet for none).`,
 	fs.meta("informer-lag", "DURATION")
 	fs.BoolVar(&f.strict, "strict", false, "count a likely decision (one that rests on kube-apiserver's informers or watch cache being current) as indeterminate, not as its decision")
 	fs.BoolVar(&f.throughout, "policies-throughout", false, "decide every request with the given policies, also where the log shows one not installed (before the log creates it, after it deletes it or its binding): what they would have decided over the whole log, not what the server decided; standard input (or a pipe) is then streamed, decided as it comes (tail -f audit.log | vapc replay --policies-throughout ... -), not copied to a file first")
-	fs.BoolVar(&f.checkRecorded, "check-recorded", false, "compare the log's own verdicts with the predictions and exit 1 on any disagreement")
+	fs.BoolVar(&f.checkRecorded, "check-recorded", false, "compare the log's own verdicts with the predictions and exit 1 on any disagreement; the replayed policies are taken to be the cluster's, so the verdicts of every one the log shows installed also say which state a request was decided in (without it, only those of a policy the log shows created word for word do)")
 	fs.IntVar(&f.maxLine, "max-line-bytes", replay.DefaultMaxLineBytes, "longest log line read; longer lines are reported as malformed")
 	fs.meta("max-line-bytes", "BYTES")
 	fs.IntVar(&f.maxMalformed, "max-malformed", 0, "malformed lines tolerated before the replay fails (a compressed log cut short or unreadable always fails it; a line the replay cannot read may have been a write, whose object is then not known)")
