@@ -246,7 +246,7 @@ func (in *installed) observe(ev *Event) {
 		}
 	}
 	verdict := func(policy string) {
-		if in.deleting(policy, ev.Received()) {
+		if !in.loaded[policy] || in.deleting(policy, ev.Received()) {
 			// A verdict of the policy moments after a delete of it or its binding: the
 			// policy source had not compiled the delete yet, which says nothing of after.
 			return
@@ -277,17 +277,22 @@ func (in *installed) observe(ev *Event) {
 			}
 		}
 	}
-	if m := vapDenied.FindStringSubmatch(ev.Message()); m != nil {
-		verdict(m[1])
-		other(m[1], m[2])
+	// Every event of the log comes here: the message is searched only where it may be a
+	// policy's denial.
+	if msg := ev.Message(); strings.Contains(msg, "ValidatingAdmissionPolicy '") {
+		if m := vapDenied.FindStringSubmatch(msg); m != nil {
+			verdict(m[1])
+			other(m[1], m[2])
+		}
 	}
 	if ref := ev.ObjectRef; ref != nil && ref.APIGroup == "admissionregistration.k8s.io" && ref.Subresource == "" && ev.Code() >= 200 && ev.Code() < 300 && !isDryRun(ev) {
+		if ev.Verb == "deletecollection" && (ref.Resource == "validatingadmissionpolicies" || ref.Resource == "validatingadmissionpolicybindings") && !in.opaque[deletedSome] {
+			// Which it deleted, the log does not say: none is shown from then on.
+			in.opaque[deletedSome] = true
+			changed = true
+		}
 		switch ref.Resource {
 		case "validatingadmissionpolicies":
-			if ev.Verb == "deletecollection" && !in.opaque[deletedSome] {
-				in.opaque[deletedSome] = true
-				changed = true
-			}
 			switch ev.Verb {
 			case "create", "update", "patch", "apply":
 				mark(in.written, ref.Name, true)
@@ -373,13 +378,7 @@ const deletedSome = "(deletecollection)"
 // one of a replayed policy, or whose policy the log does not show, makes its verdicts no
 // longer the replayed bindings' alone. It says whether that changed.
 func (in *installed) followOther(ev *Event, name string) bool {
-	if ev.Verb == "deletecollection" {
-		// Which bindings it deleted, the log does not say: none is shown from then on.
-		was := in.opaque[deletedSome]
-		in.opaque[deletedSome] = true
-		return !was
-	}
-	if _, ok := in.bindingOf[name]; ok {
+	if _, ok := in.bindingOf[name]; ok || ev.Verb == "deletecollection" {
 		return false
 	}
 	was, wasOpaque := in.others[name], in.opaque[name]
