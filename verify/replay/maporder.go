@@ -27,16 +27,30 @@ func (j *job) messageOrder(dec *verify.Decision) (known, agrees bool) {
 		annotations = false
 	}
 	shown := j.shownDenial(dec)
+	// The response names the binding whose denial the server answered with: another binding's
+	// denial, which the server met after it, is in no response, and its message is not asked
+	// for (random parity seed r:1442: two Deny bindings of one policy, the response naming one).
+	named := !j.ev.Loss.Lost.Has(auditlog.LostMessage) && j.rec.policy != "" && slices.ContainsFunc(dec.Results, func(r verify.Result) bool {
+		return r.Policy == j.rec.policy && r.Binding == j.rec.binding && slices.Contains(r.Actions, admissionregistrationv1.Deny)
+	})
 	for _, r := range dec.Results {
 		if !r.MessageByChance {
 			continue
 		}
 		if slices.Contains(r.Actions, admissionregistrationv1.Deny) {
+			// A Deny and Audit binding's message is its validation_failure entry's too.
+			audited := slices.Contains(r.Actions, admissionregistrationv1.Audit) && annotations && j.auditShown(logged, r.Policy, r.Binding)
 			switch {
 			case shown:
 				// The response is the denial of one of the decision's results: the first the
 				// server met, in an order no log records (verify.Decision.Denials). This
 				// result's message is that one or not in the response.
+			case named && (j.rec.policy != r.Policy || j.rec.binding != r.Binding):
+				// Another binding's denial answered the request: this one's message is in no
+				// response, and no verdict turns on it.
+			case audited && (j.ev.Loss.Lost.Has(auditlog.LostMessage) || j.rec.policy != r.Policy || j.rec.binding != r.Binding):
+				// The response does not show this result's denial, its validation_failure
+				// entry its message (below).
 			case j.ev.Loss.Lost.Has(auditlog.LostMessage) || j.rec.policy != r.Policy || j.rec.binding != r.Binding:
 				known = false // the response does not show this result's denial
 			default:

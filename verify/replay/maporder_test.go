@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -142,6 +143,62 @@ func TestMapOrderOtherRefusal(t *testing.T) {
 			}
 			if denied < 10 {
 				t.Errorf("%d requests the policies denied, want the cut's 10 at least", denied)
+			}
+		})
+	}
+}
+
+// TestMapOrderTwoBindings: a cut of a random parity run (seed r:1442) where a policy's two Deny
+// and Audit bindings refuse nodes with a messageExpression that lists the node's labels in the
+// order CEL iterates the map, each binding in an order of its own: the response names one of
+// them, or a policy the replay is not given, and the validation_failure annotation holds both
+// messages. The replay decides each request as the server did, certain, its message and its
+// annotation's entries the log's: the other binding's denial is in no response, and the
+// annotation shows the message of a denial the response does not (not map-order).
+func TestMapOrderTwoBindings(t *testing.T) {
+	dir := filepath.Join("testdata", "cut", "map-order-two-bindings")
+	log, policies := filepath.Join(dir, "audit.log.gz"), filepath.Join(dir, "policies.yaml")
+	verdicts := recordedVerdicts(t, log, []string{"rnd-p04"})
+	for _, check := range []bool{false, true} {
+		t.Run(fmt.Sprintf("check %v", check), func(t *testing.T) {
+			t.Parallel()
+			recs := replayRecording(t, policies, log, WithCheckRecorded(check), WithMapOrder(mapOrderOf(t, policies)), WithAdmissionPlugins(withoutServiceAccount(t)))
+			refused, several := 0, 0
+			for id, v := range verdicts {
+				if len(v.fails) == 0 {
+					continue
+				}
+				refused++
+				if slices.ContainsFunc(v.fails, func(f string) bool { return strings.Contains(f, ",") }) {
+					several++
+				}
+				rec := recs[id]
+				if rec == nil {
+					t.Errorf("%s: no record", v.desc)
+					continue
+				}
+				if rec.Decision != DecisionDeny || rec.Certainty != CertaintyCertain {
+					t.Errorf("%s: the server refused (%q), the replay: %s %s %s", v.desc, v.fails, rec.Decision, rec.Certainty, rec.Indeterminate)
+					continue
+				}
+				var fails []string
+				var logged []validationFailure
+				if err := json.Unmarshal([]byte(rec.AuditAnnotations[ValidationFailureAnnotation]), &logged); err != nil {
+					t.Errorf("%s: the record's %s: %v", v.desc, ValidationFailureAnnotation, err)
+				}
+				for _, f := range logged {
+					fails = append(fails, f.Policy+"/"+f.Binding+"/"+f.Message)
+				}
+				slices.Sort(fails)
+				switch {
+				case !cmp.Equal(fails, v.fails):
+					t.Errorf("%s: validation_failure entries (-log +replay):\n%s", v.desc, cmp.Diff(v.fails, fails))
+				case v.deny != "" && !strings.HasSuffix(rec.Message, "denied request: "+v.deny):
+					t.Errorf("%s: the server's message %q, the replay's %q", v.desc, v.deny, rec.Message)
+				}
+			}
+			if refused < 16 || several < 5 {
+				t.Errorf("%d requests the policy refused, %d of them listing several labels: want the cut's 16 and 5 at least", refused, several)
 			}
 		})
 	}
