@@ -67,6 +67,8 @@ func detect(head []byte) Format {
 		return insightsCSV
 	case insightsObjectsHead.Match(head) && keysOf(head, 2).has(2, "@message"):
 		return insightsResults
+	case csvExport(head) != "":
+		return csvExport(head)
 	case gcloudYAML.Match(head):
 		return gkeYAML
 	case cloudWatchTextHead.Match(head):

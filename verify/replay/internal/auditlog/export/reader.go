@@ -260,6 +260,9 @@ func detected(file string, br *bufio.Reader, format Format) (_ Format, bom int, 
 		format = colored
 	case format == AzureLogAnalytics && azureCLI(trimHead(head)) != "":
 		format = azureCLI(trimHead(head))
+	case (format == AzureLogAnalytics || format == AzureEventHub || format == AzureBlob) && csvExport(trimHead(head)) == laCSV,
+		format == GKE && csvExport(trimHead(head)) == gkeCSV:
+		format = csvExport(trimHead(head))
 	case format == Firehose && detect(head) != Firehose:
 		format = concatenatedEvents
 	case format == AzureBlob && detect(head) == azureDocuments:
@@ -277,6 +280,10 @@ func detected(file string, br *bufio.Reader, format Format) (_ Format, bom int, 
 		return "", 0, &auditlog.ConvertError{Err: fmt.Errorf("%s: the AWS CLI's %s output of log events, which vapc does not read: print them as JSON (--output json) or text (--output text)", file, map[Format]string{awsYAML: "YAML", awsTable: "table"}[format])}
 	case azYAML, azTable, azTSV:
 		return "", 0, &auditlog.ConvertError{Err: fmt.Errorf("%s: the Azure CLI's %s output of a Log Analytics query, which vapc does not read: print the rows as JSON (az monitor log-analytics query ... --output json)", file, map[Format]string{azYAML: "YAML", azTable: "table", azTSV: "TSV"}[format])}
+	case laCSV:
+		return "", 0, &auditlog.ConvertError{Err: fmt.Errorf("%s: a Log Analytics query's rows as CSV (the Azure portal's Export to CSV), which vapc does not read: print the rows as JSON (az monitor log-analytics query --workspace WORKSPACE_ID --analytics-query QUERY --output json)", file)}
+	case gkeCSV:
+		return "", 0, &auditlog.ConvertError{Err: fmt.Errorf("%s: Cloud Logging's entries as CSV (the Logs Explorer's download, gcloud logging read --format=csv), which vapc does not read: its columns flatten each entry; print the entries as JSON (gcloud logging read --format=json, or the Logs Explorer's download as JSON)", file)}
 	case colored:
 		return "", 0, &auditlog.ConvertError{Err: fmt.Errorf("%s: holds a terminal's colour codes (az --output jsonc, jq -C, a log copied out of a terminal), which vapc does not read: write it without them (az --output json, jq -M)", file)}
 	case kubectlPrefix:

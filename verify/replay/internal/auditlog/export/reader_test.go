@@ -847,6 +847,34 @@ func TestEncodings(t *testing.T) {
 			}
 		}
 	}
+	// Log Analytics' rows and Cloud Logging's entries as CSV (the Azure portal's export, the
+	// Logs Explorer's download, gcloud's --format=csv) are refused with the command that
+	// prints JSON, detected or given as the format the JSON would be; a Logs Insights table of
+	// fields the events hold is read as one.
+	for _, tc := range []struct {
+		head    string
+		formats []export.Format
+		want    string
+	}{
+		{"TenantId,\"TimeGenerated [UTC]\",Level,AuditId,Stage,RequestUri,Verb,User\nabc,\"12/4/2026, 7:30:18.130 PM\",Metadata,1e250c70,ResponseComplete,/api/v1/pods,list,\"{\"\"username\"\":\"\"admin\"\"}\"\n",
+			[]export.Format{export.Auto, export.AzureLogAnalytics}, "a Log Analytics query's rows as CSV"},
+		{"TimeGenerated,Category,log_s,pod_s\n2026-11-21T19:46:24.781256Z,kube-audit,{},kube-apiserver-7d\n", []export.Format{export.Auto, export.AzureBlob}, "a Log Analytics query's rows as CSV"},
+		{"insertId,logName,protoPayload.methodName,timestamp\nabc,projects/p/logs/cloudaudit.googleapis.com%2Factivity,io.k8s.core.v1.pods.create,2026-11-21T19:46:24.781256Z\n",
+			[]export.Format{export.Auto, export.GKE}, "Cloud Logging's entries as CSV"},
+		{"timestamp,method_name,resource_name\n2026-11-21T19:46:24Z,io.k8s.core.v1.pods.create,core/v1/namespaces/a/pods/p\n", nil, ""},
+		{"insert_id,log_name,timestamp\nabc,projects/p/logs/x,2026-11-21T19:46:24Z\n", []export.Format{export.Auto}, "Cloud Logging's entries as CSV"},
+	} {
+		for _, format := range tc.formats {
+			_, err := export.NewReader("export.csv", strings.NewReader(tc.head), format, auditlog.DefaultMaxLineBytes)
+			if !errors.As(err, new(*auditlog.ConvertError)) || !strings.Contains(err.Error(), "export.csv: "+tc.want) || !strings.Contains(err.Error(), "--format=json") && !strings.Contains(err.Error(), "--output json") {
+				t.Errorf("%.40q as %s: %v, want an error naming the file, %q and the flag that prints JSON", tc.head, format, err, tc.want)
+			}
+		}
+	}
+	insights := "@timestamp,@message,auditID,verb,requestURI\n2026-11-21 19:46:24.781,\"" + strings.ReplaceAll(strings.TrimSpace(string(bytes.SplitAfter(log, []byte("\n"))[0])), `"`, `""`) + "\",x,create,/api\n"
+	if f, err := export.FormatOf("insights.csv", strings.NewReader(insights), export.Auto); err != nil || f == "aks-loganalytics-csv" {
+		t.Errorf("a Logs Insights table of @message and the events' fields: %s, %v, want it read", f, err)
+	}
 	// The AWS CLI's text output of a stream named kube-audit is not az's TSV.
 	events := "EVENTS\t3\t1767225601800\tkube-audit\t" + strings.TrimSpace(string(bytes.SplitAfter(log, []byte("\n"))[0])) + "\t1767225601000\n"
 	if _, err := export.NewReader("eks.txt", strings.NewReader(events), export.Auto, auditlog.DefaultMaxLineBytes); err != nil {
