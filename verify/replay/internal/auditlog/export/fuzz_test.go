@@ -183,7 +183,7 @@ func FuzzReadAzureLogAnalytics(f *testing.F) {
 
 // FuzzDetect detects the format of any bytes, and reads them in it.
 func FuzzDetect(f *testing.F) {
-	for _, h := range []string{`{"kind":"Event"`, `{"records":[`, `[{"insertId":`, "2026-01-01T00:00:00Z {", `{"events":[{"logStreamName"`, `[{"AuditId":"a","Verb":`, `{"results":[[{"field":"@message","value":"{`, `[{"@timestamp":"2026-01-01 00:00:01.000","@message":"{`, "@timestamp,@message\n2026-01-01 00:00:01.000,\"{", "{\n  \"category\": \"kube-audit\",\n  \"properties\": {"} {
+	for _, h := range []string{`{"kind":"Event"`, `{"records":[`, `[{"insertId":`, "2026-01-01T00:00:00Z {", `{"events":[{"logStreamName"`, `[{"AuditId":"a","Verb":`, `{"results":[[{"field":"@message","value":"{`, `[{"@timestamp":"2026-01-01 00:00:01.000","@message":"{`, "@timestamp,@message\n2026-01-01 00:00:01.000,\"{", "{\n  \"category\": \"kube-audit\",\n  \"properties\": {", "TenantId,\"TimeGenerated [UTC]\",AuditId,Verb\n", "insertId,logName,protoPayload.methodName\n"} {
 		f.Add([]byte(h))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
