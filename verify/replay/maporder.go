@@ -26,13 +26,7 @@ func (j *job) messageOrder(dec *verify.Decision) (known, agrees bool) {
 	if v := j.ev.Annotations[ValidationFailureAnnotation]; v != "" && json.Unmarshal([]byte(v), &logged) != nil {
 		annotations = false
 	}
-	shown := j.shownDenial(dec)
-	// The response names the binding whose denial the server answered with: another binding's
-	// denial, which the server met after it, is in no response, and its message is not asked
-	// for (random parity seed r:1442: two Deny bindings of one policy, the response naming one).
-	named := !j.ev.Loss.Lost.Has(auditlog.LostMessage) && j.rec.policy != "" && slices.ContainsFunc(dec.Results, func(r verify.Result) bool {
-		return r.Policy == j.rec.policy && r.Binding == j.rec.binding && slices.Contains(r.Actions, admissionregistrationv1.Deny)
-	})
+	shown, named := j.shownDenial(dec), j.namedDenial(dec)
 	for _, r := range dec.Results {
 		if !r.MessageByChance {
 			continue
@@ -47,7 +41,7 @@ func (j *job) messageOrder(dec *verify.Decision) (known, agrees bool) {
 				// result's message is that one or not in the response.
 			case named && (j.rec.policy != r.Policy || j.rec.binding != r.Binding):
 				// Another binding's denial answered the request: this one's message is in no
-				// response, and no verdict turns on it.
+				// response.
 			case audited && (j.ev.Loss.Lost.Has(auditlog.LostMessage) || j.rec.policy != r.Policy || j.rec.binding != r.Binding):
 				// The response does not show this result's denial, its validation_failure
 				// entry its message (below).
@@ -98,6 +92,16 @@ const MapOrderWarningsNote = "the warnings of a Warn binding whose messageExpres
 // are in no response.
 func (j *job) shownDenial(dec *verify.Decision) bool {
 	return j.rec.policy != "" && !j.ev.Loss.Lost.Has(auditlog.LostMessage) && dec.Refuses(j.ev.Code(), j.ev.Message())
+}
+
+// namedDenial says whether the response is a denial by a binding the decision refuses with
+// too, as the log names it: another binding's denial, which the server met after it, and
+// another binding's outcome, are in no response, and no verdict turns on them (random parity
+// seed r:1442: two Deny bindings of one policy, the response naming one).
+func (j *job) namedDenial(dec *verify.Decision) bool {
+	return !j.ev.Loss.Lost.Has(auditlog.LostMessage) && j.rec.policy != "" && slices.ContainsFunc(dec.Results, func(r verify.Result) bool {
+		return r.Policy == j.rec.policy && r.Binding == j.rec.binding && slices.Contains(r.Actions, admissionregistrationv1.Deny)
+	})
 }
 
 // auditShown says whether the event's validation_failure entries (logged) show the Audit
@@ -158,6 +162,9 @@ func (j *job) outcomeOrder(dec *verify.Decision, pb policyBinding, annotations b
 		known = false
 	case j.rec.policy == pb.policy && j.rec.binding == pb.binding:
 		agrees = denial != nil && j.shownDenial(dec)
+	case j.namedDenial(dec):
+		// Another binding's denial answered the request: this one's outcome is in no
+		// response (its validation_failure entries, below, show it where it audits).
 	case j.ev.Code() >= 200 && j.ev.Code() < 300 && j.ran[pb.policy]:
 		agrees = denial == nil
 	default:
