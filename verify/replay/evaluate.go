@@ -147,6 +147,8 @@ type job struct {
 	// the replay checks the log (evidenced is ran when it does): where the log shows a policy
 	// ran, the absence of its verdicts is one.
 	ran map[string]bool
+	// auditors are the given bindings with the Audit action (Replayer.set).
+	auditors map[policyBinding]bool
 	// resolving says why the apiserver may not have found the paramKind of a policy of the
 	// request yet: the request is decided both ways. unsettled says why it cannot be (see
 	// Replayer.unsettledParams).

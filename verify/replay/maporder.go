@@ -157,9 +157,16 @@ func (j *job) outcomeOrder(dec *verify.Decision, pb policyBinding, annotations b
 			failures = append(failures, fmt.Sprintf("%d %s", *r.ExpressionIndex, r.Message))
 		}
 	}
+	// Where the binding audits and validating admission ran (the log holds entries of the
+	// binding, or the response shows admission ran), its validation_failure entries show its
+	// outcome whatever the response shows (below).
+	lost := j.ev.Loss.Lost.Has(auditlog.LostMessage)
+	audited := j.auditors[pb] && (j.rec.vapRan && !lost || slices.ContainsFunc(logged, func(f validationFailure) bool {
+		return f.Policy == pb.policy && f.Binding == pb.binding
+	}))
 	switch {
-	case j.ev.Loss.Lost.Has(auditlog.LostMessage):
-		known = false
+	case lost:
+		known = audited
 	case j.rec.policy == pb.policy && j.rec.binding == pb.binding:
 		agrees = denial != nil && j.shownDenial(dec)
 	case j.namedDenial(dec):
@@ -169,8 +176,12 @@ func (j *job) outcomeOrder(dec *verify.Decision, pb policyBinding, annotations b
 		agrees = denial == nil
 	default:
 		// Refused by another, failed, or admitted where the log does not show the server
-		// ran the policy: the response does not show this binding's outcome.
-		known = false
+		// ran the policy: the response does not show this binding's outcome, but that it
+		// refused nothing where admission ran and no policy refused.
+		known = audited
+		if j.rec.policy == "" && j.rec.vapRan {
+			agrees = denial == nil
+		}
 	}
 	if !annotations || !j.auditShown(logged, pb.policy, pb.binding) {
 		return false, agrees

@@ -289,3 +289,72 @@ func TestOutcomeDiffMapOrder(t *testing.T) {
 		})
 	}
 }
+
+// TestMapOrderOutcomeAudited: a Deny and Audit binding whose validation's outcome follows the
+// order CEL iterates a map (the first of a ConfigMap's keys) where the response is another
+// policy's denial, which the replay is not given: the event's validation_failure entries show
+// the binding's outcome, and the replay decides the request with the order the server took
+// (failed, with the entry's message: deny; passed, where the log shows the policy ran and no
+// entry of it: admit by it), certain, where before it was indeterminate (map-order).
+func TestMapOrderOutcomeAudited(t *testing.T) {
+	policies := filepath.Join(t.TempDir(), "policies.yaml")
+	if err := os.WriteFile(policies, []byte(`apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: chance}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]
+  validations:
+  - expression: "object.data.map(k, k)[0] != 'a'"
+    message: first is a
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: chance}
+spec: {policyName: chance, validationActions: [Deny, Audit]}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cm := func(name string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": "ns1"},
+			"data": map[string]any{"a": "1", "b": "2", "c": "3", "d": "4", "e": "5"}}
+	}
+	const other = `configmaps "%s" is forbidden: ValidatingAdmissionPolicy 'other' with binding 'other' denied request: no`
+	failed := map[string]string{ValidationFailureAnnotation: `[{"message":"first is a","policy":"chance","binding":"chance","expressionIndex":0,"validationActions":["Deny","Audit"]}]`}
+	var lines []string
+	for i, tc := range []struct {
+		name        string
+		annotations map[string]string
+	}{
+		// The first shows the policy ran (its entry); the rest alternate.
+		{"c0", failed}, {"c1", nil}, {"c2", failed}, {"c3", nil}, {"c4", failed}, {"c5", nil},
+	} {
+		line := levelEvent(t, tc.name, auditlog.LevelRequestResponse, "create", "configmaps", "ns1", tc.name, 422, fmt.Sprintf(other, tc.name), cm(tc.name), nil)
+		lines = append(lines, timedEvent(t, line, fmt.Sprintf("%02d.000000", 10+2*i), fmt.Sprintf("%02d.010000", 10+2*i), tc.annotations))
+	}
+	log := filepath.Join(t.TempDir(), "audit.jsonl")
+	if err := os.WriteFile(log, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, check := range []bool{false, true} {
+		recs := replayRecording(t, policies, log, WithCheckRecorded(check), WithMapOrder(mapOrderOf(t, policies)))
+		got := map[string]string{}
+		for id, rec := range recs {
+			got[id] = fmt.Sprintf("%s %s", rec.Decision, rec.Certainty)
+			if rec.Decision == DecisionDeny {
+				got[id] += " " + rec.AuditAnnotations[ValidationFailureAnnotation]
+			}
+		}
+		want := map[string]string{}
+		for id, a := range map[string]map[string]string{"c0": failed, "c2": failed, "c4": failed} {
+			want[id] = "deny certain " + a[ValidationFailureAnnotation]
+		}
+		for _, id := range []string{"c1", "c3", "c5"} {
+			want[id] = "admit certain"
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("check %v: decisions (-want +got):\n%s", check, diff)
+		}
+	}
+}

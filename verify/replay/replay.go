@@ -321,6 +321,9 @@ type policySet struct {
 	annotated map[string]annotatedPolicy
 	// requestOnly knows which matchConditions read only the request (infer.go).
 	requestOnly *requestOnly
+	// auditors are the given bindings with the Audit action: their failures are the
+	// validation_failure annotation's entries (see job.outcomeOrder).
+	auditors map[policyBinding]bool
 }
 
 type pendingRequest struct {
@@ -368,9 +371,13 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 	for _, p := range policies {
 		known[p.Name] = true
 	}
+	r.set.auditors = map[policyBinding]bool{}
 	for _, b := range bindings {
 		if known[b.Spec.PolicyName] {
 			r.set.bindings[b.Spec.PolicyName] = append(r.set.bindings[b.Spec.PolicyName], b.Name)
+			if slices.Contains(b.Spec.ValidationActions, admissionregistrationv1.Audit) {
+				r.set.auditors[policyBinding{b.Spec.PolicyName, b.Name}] = true
+			}
 		}
 	}
 	for _, bs := range r.set.bindings {
@@ -774,7 +781,7 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	rec.verdict = recordedVerdictOf(ev, r.set.loadedPolicies)
 	r.learnSystemNamespace(ev, t, rec)
 	// What the request's evaluation reads of the State, as it is now, before its own write.
-	j := &job{d: d, ev: ev, t: t, rec: rec, policies: policies, given: given, mutators: r.mutatorsAt(ev.Received()), facts: r.facts, ran: r.installed.at(ev.Received(), policyRefresh+r.state.Lag), done: make(chan struct{})}
+	j := &job{d: d, ev: ev, t: t, rec: rec, policies: policies, given: given, mutators: r.mutatorsAt(ev.Received()), facts: r.facts, ran: r.installed.at(ev.Received(), policyRefresh+r.state.Lag), auditors: r.set.auditors, done: make(chan struct{})}
 	if r.cfg.check {
 		j.evidenced = j.ran
 	} else if !r.cfg.noEvidence {
