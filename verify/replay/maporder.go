@@ -94,6 +94,14 @@ func (j *job) shownDenial(dec *verify.Decision) bool {
 	return j.rec.policy != "" && !j.ev.Loss.Lost.Has(auditlog.LostMessage) && dec.Refuses(j.ev.Code(), j.ev.Message())
 }
 
+// audits says whether the binding has the Audit action in the cluster: a given binding with it,
+// which the log did not leave other than the given one (lifecycle's changed pairs, with which
+// the server decided).
+func (j *job) audits(pb policyBinding) bool {
+	_, changed := j.given.changed[givenPair{givenKey{givenPolicy, pb.policy}, givenKey{givenBinding, pb.binding}}]
+	return j.auditors[pb] && !changed
+}
+
 // namedDenial says whether the response is a denial by a binding the decision refuses with
 // too, as the log names it: another binding's denial, which the server met after it, and
 // another binding's outcome, are in no response, and no verdict turns on them (random parity
@@ -161,7 +169,7 @@ func (j *job) outcomeOrder(dec *verify.Decision, pb policyBinding, annotations b
 	// binding, or the response shows admission ran), its validation_failure entries show its
 	// outcome whatever the response shows (below).
 	lost := j.ev.Loss.Lost.Has(auditlog.LostMessage)
-	audited := j.auditors[pb] && (j.rec.vapRan && !lost || slices.ContainsFunc(logged, func(f validationFailure) bool {
+	audited := j.audits(pb) && (j.rec.vapRan && !lost || slices.ContainsFunc(logged, func(f validationFailure) bool {
 		return f.Policy == pb.policy && f.Binding == pb.binding
 	}))
 	switch {
