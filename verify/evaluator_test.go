@@ -85,7 +85,9 @@ func TestMapOrderAnnotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	serverSaid := func(v string) verify.MessageOrder {
-		return func(d *verify.Decision) (bool, bool) { return true, d.AuditAnnotations["annotate/value"] == v }
+		return func(d *verify.Decision) verify.OrderAgreement {
+			return verify.OrderAgreement{Known: true, Agrees: d.AuditAnnotations["annotate/value"] == v}
+		}
 	}
 	for _, tc := range []struct {
 		name   string
@@ -121,6 +123,57 @@ func TestMapOrderAnnotation(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestMapOrderVerdicts: a validation whose outcome follows the order CEL iterates a map, and
+// an audit annotation whose value does, where the caller's server took an order whose
+// annotation no evaluation gives (it evaluated another version of the object, say): the
+// decision is an order that gives the server's verdict (OrderAgreement.Verdicts), the
+// annotation not known, with a note; without such an order, the decision is by chance.
+func TestMapOrderVerdicts(t *testing.T) {
+	const policy = `
+metadata: {name: first}
+spec:
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]
+  validations:
+  - {expression: "object.data.map(k, k)[0] != 'a'", message: first is a}
+  auditAnnotations:
+  - {key: keys, valueExpression: "object.data.map(k, k).join(',')"}
+`
+	e, err := verify.New([]*admissionregistrationv1.ValidatingAdmissionPolicy{mustPolicy(t, policy)},
+		[]*admissionregistrationv1.ValidatingAdmissionPolicyBinding{binding("b", "first", admissionregistrationv1.Deny)},
+		verify.WithResources(catalog), verify.WithMapOrder(vapccel.MapOrder{Annotations: map[string][]string{"first": {"keys"}}, Outcomes: map[string]bool{"first": true}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := func(allowed bool) verify.MessageOrder {
+		return func(d *verify.Decision) verify.OrderAgreement {
+			return verify.OrderAgreement{Known: true, Agrees: d.Allowed == allowed && d.AuditAnnotations["first/keys"] == "z", Verdicts: d.Allowed == allowed}
+		}
+	}
+	for _, allowed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("allowed %v", allowed), func(t *testing.T) {
+			ctx := verify.WithMessageOrder(context.Background(), server(allowed))
+			dec, err := e.Evaluate(ctx, verify.Request{Operation: admission.Create, Resource: configmaps, Object: object(t, `{metadata: {name: c, namespace: ns}, data: {a: one, b: two, c: three, d: four}}`)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, claimed := dec.AuditAnnotations["first/keys"]
+			_, unknown := dec.UnknownAnnotations["first/keys"]
+			if dec.Allowed != allowed || dec.ByChance != "" || claimed || !unknown {
+				t.Errorf("allowed %v, by chance %q, annotations %v, not known %v: want the server's verdict (allowed %v), first/keys not known", dec.Allowed, dec.ByChance, dec.AuditAnnotations, dec.UnknownAnnotations, allowed)
+			}
+		})
+	}
+	never := func(d *verify.Decision) verify.OrderAgreement { return verify.OrderAgreement{Known: true} }
+	dec, err := e.Evaluate(verify.WithMessageOrder(context.Background(), never), verify.Request{Operation: admission.Create, Resource: configmaps, Object: object(t, `{metadata: {name: c, namespace: ns}, data: {a: one, b: two, c: three, d: four}}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dec.ByChance == "" {
+		t.Errorf("no order gives the server's verdicts: the decision (allowed %v) is not by chance", dec.Allowed)
 	}
 }
 

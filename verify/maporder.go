@@ -151,9 +151,21 @@ func indexOf(r Result) string {
 // MessageOrder is what a caller knows of the values kube-apiserver gave a request's failure
 // messages and audit annotations that may follow map order (Result.MessageByChance,
 // Decision.AnnotationsByChance), as a recorded server's response and audit annotations hold
-// them: known says whether the decision's such values can be compared with the server's,
-// agrees whether they are the server's.
-type MessageOrder func(*Decision) (known, agrees bool)
+// them (see OrderAgreement).
+type MessageOrder func(*Decision) OrderAgreement
+
+// OrderAgreement is what a MessageOrder says of a decision's values that may follow map order.
+type OrderAgreement struct {
+	// Known says whether they can be compared with the server's, Agrees whether they are the
+	// server's.
+	Known, Agrees bool
+	// Verdicts says whether its verdicts are the server's (the outcomes, the response's
+	// message, the validation_failure entries) where some of the audit annotations that follow
+	// map order are not: an order that gives the server's verdicts decides the request when
+	// none gives those annotations too (they may differ for a reason the order is not, the
+	// version of an object the server read), and those are then not claimed.
+	Verdicts bool
+}
 
 type messageOrderKey struct{}
 
@@ -171,12 +183,19 @@ func WithMessageOrder(ctx context.Context, f MessageOrder) context.Context {
 // order, by evaluating the attributes again (see WithMessageOrder).
 func (e *Evaluator) inServerOrder(ctx context.Context, attrs *recordingAttributes, o admission.ObjectInterfaces, dec *Decision) *Decision {
 	order, _ := ctx.Value(messageOrderKey{}).(MessageOrder)
-	known, agrees := false, false
+	var first OrderAgreement
 	if order != nil {
-		known, agrees = order(dec)
+		first = order(dec)
 	}
-	if known && agrees {
+	known := first.Known
+	if known && first.Agrees {
 		return dec
+	}
+	// verdicts is the first decision whose verdicts are the server's, where its annotations
+	// that follow map order are not (OrderAgreement.Verdicts).
+	var verdicts *Decision
+	if known && first.Verdicts {
+		verdicts = dec
 	}
 	msgs, annotations, outcomes := dec.byChanceMessages(), dec.byChanceAnnotations(), dec.byChanceOutcomes()
 	var otherMsgs []string
@@ -193,9 +212,13 @@ func (e *Evaluator) inServerOrder(ctx context.Context, attrs *recordingAttribute
 			break
 		}
 		if known {
-			if _, agrees := order(again); agrees {
+			a := order(again)
+			if a.Agrees {
 				again.Notes = append(again.Notes, "a failure's message or an audit annotation lists a map's keys in the order CEL iterated the map, which in kube-apiserver is Go's map order and changes from one request to the next: the decision's is the order the server took, which its recorded verdicts show")
 				return again
+			}
+			if a.Verdicts && verdicts == nil {
+				verdicts = again
 			}
 			if seen.add(again.byChanceMessages(), again.byChanceAnnotations(), again.byChanceOutcomes()) && try+1 >= mapOrderSearches {
 				break // every combination of the values each took has come, and none was the server's
@@ -209,6 +232,15 @@ func (e *Evaluator) inServerOrder(ctx context.Context, attrs *recordingAttribute
 		if !known && (otherMsgs != nil || len(msgs) == 0) && (annotationsVary || len(annotations) == 0) && (outcomesVary || len(outcomes) == 0) {
 			break // nothing more to learn
 		}
+	}
+	if verdicts != nil {
+		// No order gave the server's audit annotations that follow map order as well: the
+		// decision is the order of the server's verdicts, without those.
+		for _, k := range verdicts.chanceKeys {
+			verdicts.Forget(k, mapOrderWhy)
+		}
+		verdicts.Notes = append(verdicts.Notes, "a validation or a failure's message lists a map's keys in the order CEL iterated the map, which in kube-apiserver is Go's map order and changes from one request to the next: the decision's is an order that gives the server's recorded verdicts, though not its audit annotations that follow map order, which are not claimed")
+		return verdicts
 	}
 	if annotationsVary {
 		for _, k := range dec.chanceKeys {

@@ -19,8 +19,8 @@ import (
 // audit annotations. The evaluator evaluates a decision again until its values are those (the
 // order the server took), and does not claim them where the log does not hold them and they
 // change.
-func (j *job) messageOrder(dec *verify.Decision) (known, agrees bool) {
-	known, agrees = true, true
+func (j *job) messageOrder(dec *verify.Decision) verify.OrderAgreement {
+	known, agrees := true, true
 	annotations := j.ev.Annotations != nil || !j.ev.Loss.Any() // a GKE entry without labels lost them
 	var logged []validationFailure
 	if v := j.ev.Annotations[ValidationFailureAnnotation]; v != "" && json.Unmarshal([]byte(v), &logged) != nil {
@@ -67,6 +67,7 @@ func (j *job) messageOrder(dec *verify.Decision) (known, agrees bool) {
 		k, a := j.outcomeOrder(dec, pb, annotations, logged)
 		known, agrees = known && k, agrees && a
 	}
+	verdicts := agrees
 	for _, k := range dec.AnnotationsByChance() {
 		policy, _, _ := strings.Cut(k, "/")
 		switch v, ok := j.ev.Annotations[k]; {
@@ -76,7 +77,7 @@ func (j *job) messageOrder(dec *verify.Decision) (known, agrees bool) {
 			agrees = false
 		}
 	}
-	return known, agrees
+	return verify.OrderAgreement{Known: known, Agrees: agrees, Verdicts: verdicts}
 }
 
 // MapOrderWarningsNote is the note of a record whose response's warnings of a Warn binding,
