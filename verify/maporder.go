@@ -302,7 +302,13 @@ func (c *combinations) budget() int {
 // add records an evaluation's values, and says whether every combination of the values each
 // took has come.
 func (c *combinations) add(msgs, annotations, outcomes []string) bool {
-	values := slices.Concat(msgs, annotations, []string{strings.Join(outcomes, "\x00")})
+	// Each outcome is a value of its own: the results of a binding's params (or of several
+	// bindings) follow map order each in its own evaluation of the expression, and the
+	// server's may be a rare combination of them (all three params of a binding admitting
+	// where each does one evaluation in eight: random parity seed r:233 with conditions that
+	// follow map order), which a search that took their combinations as one value ended
+	// before meeting, as soon as every value that value took had come.
+	values := slices.Concat(msgs, annotations, outcomes)
 	if c.each == nil {
 		c.each = make([]map[string]bool, len(values))
 		for i := range c.each {

@@ -36,6 +36,20 @@ func TestMapOrderSearch(t *testing.T) {
 		first:  eval{msgs: []string{"a,b"}, annotations: []string{"p/k=a,b"}, outcomes: []string{"false 403", "p b <nil> deny 0"}},
 		budget: mapOrderSearchesMax,
 	}, {
+		// Three params of a binding, each admitting one evaluation in eight: the server's may
+		// be all three admitting, which no evaluation has given yet (seed r:233).
+		name:  "the outcomes of three params: each a value",
+		first: eval{outcomes: []string{"false 403", "p b a deny 0", "p b b deny 0", "p b c deny 0"}},
+		then: []eval{
+			{outcomes: []string{"false 403", "p b a admit -", "p b b deny 0", "p b c deny 0"}},
+			{outcomes: []string{"false 403", "p b a deny 0", "p b b admit -", "p b c deny 0"}},
+			{outcomes: []string{"false 403", "p b a deny 0", "p b b deny 0", "p b c admit -"}},
+		},
+		budget: mapOrderSearchesMax,
+		// After the second, one param had admitted: both combinations came; after the third
+		// and fourth, four and eight combinations may, of which three and four came.
+		done: []bool{true, false, false},
+	}, {
 		name:   "an evaluation with another number of values counts no combinations",
 		first:  eval{msgs: []string{"a,b"}},
 		then:   []eval{{msgs: []string{"a,b", "c"}}, {msgs: []string{"b,a"}}},
