@@ -46,6 +46,10 @@ func some[T any](r *rand.Rand, lo, hi int, xs ...T) []T {
 type exprScope struct {
 	paramKind string // "", "ConfigMap", "Node", "Namespace" or "ReplicaLimit"
 	vars      []genVar
+	// order, when set, is the stream that puts a condition following map order in an atom's
+	// place (mapOrderBools): a stream of its own, so that the scenario's stream and what a
+	// seed generates else stay as they were.
+	order *rand.Rand
 }
 
 type genVar struct{ name, typ string } // typ: bool, string, int
@@ -171,6 +175,14 @@ var mapOrderStrings = []string{
 	`'keys ' + object.?data.orValue({}).filter(k, k != 'big').join(',')`,
 }
 
+// mapOrderBools are conditions whose outcome follows the order CEL iterates a map (whether a
+// map's first key is one): the server's is by chance, and the replay evaluates again for the
+// order the log shows (the response's denial, the validation_failure entries).
+var mapOrderBools = []string{
+	`!object.metadata.?labels.orValue({}).map(k, k).join(',').startsWith('app')`,
+	`!object.?data.orValue({}).filter(k, k != 'big').join(',').startsWith('n')`,
+}
+
 var configMapParamStrings = []string{
 	`'param ' + params.metadata.name`,
 	`'max ' + params.data['max']`,
@@ -195,7 +207,7 @@ var intAtoms = []string{
 }
 
 func (s *exprScope) boolExpr(r *rand.Rand) string {
-	atom := func() string {
+	base := func() string {
 		switch {
 		case s.paramKind == "ConfigMap" && chance(r, 0.3):
 			return pick(r, configMapParamAtoms...)
@@ -217,6 +229,13 @@ func (s *exprScope) boolExpr(r *rand.Rand) string {
 			}
 		}
 		return pick(r, boolAtoms...)
+	}
+	atom := func() string {
+		a := base()
+		if s.order != nil && chance(s.order, 0.04) {
+			return pick(s.order, mapOrderBools...)
+		}
+		return a
 	}
 	e := atom()
 	if chance(r, 0.35) {
@@ -432,7 +451,7 @@ func (g *randomWorld) genPolicy(r *rand.Rand, i int) (*admissionregistrationv1.V
 	}
 	spec.MatchConstraints = mc
 
-	scope := &exprScope{}
+	scope := &exprScope{order: g.order}
 	switch r.IntN(5) {
 	case 0:
 		scope.paramKind = "ConfigMap"
