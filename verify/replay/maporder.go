@@ -32,8 +32,6 @@ func (j *job) messageOrder(dec *verify.Decision) verify.OrderAgreement {
 			continue
 		}
 		if slices.Contains(r.Actions, admissionregistrationv1.Deny) {
-			// A Deny and Audit binding's message is its validation_failure entry's too.
-			audited := slices.Contains(r.Actions, admissionregistrationv1.Audit) && annotations && j.auditShown(logged, r.Policy, r.Binding)
 			switch {
 			case shown:
 				// The response is the denial of one of the decision's results: the first the
@@ -42,9 +40,10 @@ func (j *job) messageOrder(dec *verify.Decision) verify.OrderAgreement {
 			case named && (j.rec.policy != r.Policy || j.rec.binding != r.Binding):
 				// Another binding's denial answered the request: this one's message is in no
 				// response.
-			case audited && (j.ev.Loss.Lost.Has(auditlog.LostMessage) || j.rec.policy != r.Policy || j.rec.binding != r.Binding):
-				// The response does not show this result's denial, its validation_failure
-				// entry its message (below).
+			case slices.Contains(r.Actions, admissionregistrationv1.Audit) && (j.ev.Loss.Lost.Has(auditlog.LostMessage) || j.rec.policy != r.Policy || j.rec.binding != r.Binding):
+				// The response does not show this result's denial: a Deny and Audit
+				// binding's message is its validation_failure entry's, which the Audit case
+				// below asks for.
 			case j.ev.Loss.Lost.Has(auditlog.LostMessage) || j.rec.policy != r.Policy || j.rec.binding != r.Binding:
 				known = false // the response does not show this result's denial
 			default:

@@ -62,3 +62,14 @@ func csvExport(head []byte) Format {
 	}
 	return ""
 }
+
+// csvRefused is the CSV export head begins, where format is the one its JSON would be given
+// as (Log Analytics' for the portal's, GKE's for Cloud Logging's); "" for none.
+func csvRefused(format Format, head []byte) Format {
+	switch f := csvExport(head); {
+	case f == laCSV && (format == AzureLogAnalytics || format == AzureEventHub || format == AzureBlob),
+		f == gkeCSV && format == GKE:
+		return f
+	}
+	return ""
+}

@@ -68,7 +68,7 @@ func detect(head []byte) Format {
 	case insightsObjectsHead.Match(head) && keysOf(head, 2).has(2, "@message"):
 		return insightsResults
 	case csvExport(head) != "":
-		return csvExport(head)
+		return csvExport(head) // once a file: the header's first line parsed twice
 	case gcloudYAML.Match(head):
 		return gkeYAML
 	case cloudWatchTextHead.Match(head):

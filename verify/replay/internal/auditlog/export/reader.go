@@ -260,9 +260,8 @@ func detected(file string, br *bufio.Reader, format Format) (_ Format, bom int, 
 		format = colored
 	case format == AzureLogAnalytics && azureCLI(trimHead(head)) != "":
 		format = azureCLI(trimHead(head))
-	case (format == AzureLogAnalytics || format == AzureEventHub || format == AzureBlob) && csvExport(trimHead(head)) == laCSV,
-		format == GKE && csvExport(trimHead(head)) == gkeCSV:
-		format = csvExport(trimHead(head))
+	case csvRefused(format, trimHead(head)) != "":
+		format = csvRefused(format, trimHead(head))
 	case format == Firehose && detect(head) != Firehose:
 		format = concatenatedEvents
 	case format == AzureBlob && detect(head) == azureDocuments:
