@@ -141,6 +141,48 @@ func (d *Decision) byChanceOutcomes() []string {
 	return out
 }
 
+// byChanceFailed says whether a result whose outcome may follow map order
+// (Result.OutcomeByChance) failed.
+func (d *Decision) byChanceFailed() bool {
+	return slices.ContainsFunc(d.Results, func(r Result) bool { return r.OutcomeByChance && r.Result != ResultAdmit })
+}
+
+// quietOutcomes says whether every result whose outcome may follow map order is of a binding
+// without the Deny action: its failure is a warning or a validation_failure entry, never the
+// response's.
+func (d *Decision) quietOutcomes() bool {
+	return !slices.ContainsFunc(d.Results, func(r Result) bool {
+		return r.OutcomeByChance && slices.Contains(r.Actions, admissionregistrationv1.Deny)
+	})
+}
+
+// validationFailureKey is the audit annotation kube-apiserver lists an Audit binding's failures
+// in (publishValidationFailureAnnotations).
+const validationFailureKey = "validation.policy.admission.k8s.io/validation_failure"
+
+// withoutQuietOutcomes is d, an evaluation where none of the bindings whose outcomes follow
+// map order failed, whose verdict is the same in every order (quietOutcomes): the
+// validation_failure annotation, which may list their failures, is not claimed, and a note
+// says that those bindings' warnings and entries are not known. any is the first evaluation,
+// for the bindings.
+func (d *Decision) withoutQuietOutcomes(any *Decision) *Decision {
+	var names []string
+	audits := false
+	for _, r := range any.Results {
+		if r.OutcomeByChance {
+			names = append(names, fmt.Sprintf("%s (binding %s)", r.Policy, r.Binding))
+			audits = audits || slices.Contains(r.Actions, admissionregistrationv1.Audit)
+		}
+	}
+	names = slices.Compact(names)
+	why := "a validation or a matchCondition of " + strings.Join(names, ", ") + " lists a map's keys in the order CEL iterated the map, which in kube-apiserver is Go's map order and changes from one request to the next, and whether it failed changes with it: the server's is not known"
+	if audits {
+		d.Forget(validationFailureKey, why)
+	}
+	d.Notes = append(slices.Clip(d.Notes), "the verdict is the same in every order of a map's keys; "+why+", and its warnings and validation_failure entries, which do not refuse the request, are not claimed")
+	return d
+}
+
 func indexOf(r Result) string {
 	if r.ExpressionIndex == nil {
 		return "-"
@@ -199,7 +241,13 @@ func (e *Evaluator) inServerOrder(ctx context.Context, attrs *recordingAttribute
 	}
 	msgs, annotations, outcomes := dec.byChanceMessages(), dec.byChanceAnnotations(), dec.byChanceOutcomes()
 	var otherMsgs []string
-	annotationsVary, outcomesVary := false, false
+	annotationsVary, outcomesVary, verdictVaries := false, false, false
+	// quiet is the first evaluation where no binding whose outcome follows map order failed,
+	// for a decision whose verdict does not turn on them (quietOutcomes).
+	var quiet *Decision
+	if !dec.byChanceFailed() {
+		quiet = dec
+	}
 	tries := MapOrderTries
 	var seen *combinations
 	if known {
@@ -229,6 +277,10 @@ func (e *Evaluator) inServerOrder(ctx context.Context, attrs *recordingAttribute
 		}
 		annotationsVary = annotationsVary || !slices.Equal(annotations, again.byChanceAnnotations())
 		outcomesVary = outcomesVary || !slices.Equal(outcomes, again.byChanceOutcomes())
+		verdictVaries = verdictVaries || again.Allowed != dec.Allowed || again.Code != dec.Code
+		if quiet == nil && !again.byChanceFailed() {
+			quiet = again
+		}
 		if !known && (otherMsgs != nil || len(msgs) == 0) && (annotationsVary || len(annotations) == 0) && (outcomesVary || len(outcomes) == 0) {
 			break // nothing more to learn
 		}
@@ -246,6 +298,18 @@ func (e *Evaluator) inServerOrder(ctx context.Context, attrs *recordingAttribute
 		for _, k := range dec.chanceKeys {
 			dec.Forget(k, mapOrderWhy)
 		}
+	}
+	if outcomesVary && !known && !verdictVaries && otherMsgs == nil && quiet != nil && dec.quietOutcomes() {
+		// Only bindings without the Deny action decided otherwise in another order: the
+		// verdict is the same in every order; what they gave (a warning, a validation_failure
+		// entry) is not known, and not claimed (random parity seed r:1462: a Warn and Audit
+		// binding moments old, whose failure would have been only its warning and entry).
+		if annotationsVary {
+			for _, k := range quiet.chanceKeys {
+				quiet.Forget(k, mapOrderWhy)
+			}
+		}
+		return quiet.withoutQuietOutcomes(dec)
 	}
 	if outcomesVary {
 		dec.ByChance = "a validation or a matchCondition lists a map's keys in the order CEL iterated the map, which in kube-apiserver is Go's map order and changes from one request to the next, and the decision changes with it"

@@ -358,3 +358,62 @@ spec: {policyName: chance, validationActions: [Deny, Audit]}
 		}
 	}
 }
+
+// TestMapOrderQuietOutcome: a binding without the Deny action whose validation's outcome
+// follows map order, where the log does not show its failures (no validation_failure entry,
+// no sign the server ran the policy): the verdict is the same in every order, so the request is
+// decided, its warnings and validation_failure entries not claimed (random parity seed r:1462:
+// a Warn and Audit binding created moments before; indeterminate, map-order, before).
+func TestMapOrderQuietOutcome(t *testing.T) {
+	for _, actions := range []string{"[Warn, Audit]", "[Warn]", "[Audit]"} {
+		t.Run(actions, func(t *testing.T) {
+			policies := filepath.Join(t.TempDir(), "policies.yaml")
+			if err := os.WriteFile(policies, []byte(`apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: chance}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]
+  validations:
+  - expression: "object.data.map(k, k)[0] != 'a'"
+    message: first is a
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: chance}
+spec: {policyName: chance, validationActions: `+actions+`}
+`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var lines []string
+			for i := range 4 {
+				name := fmt.Sprintf("c%d", i)
+				cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": "ns1"},
+					"data": map[string]any{"a": "1", "b": "2", "c": "3", "d": "4", "e": "5"}}
+				line := levelEvent(t, name, auditlog.LevelRequestResponse, "create", "configmaps", "ns1", name, 201, "", cm, cm)
+				lines = append(lines, timedEvent(t, line, fmt.Sprintf("%02d.000000", 10+2*i), fmt.Sprintf("%02d.010000", 10+2*i), nil))
+			}
+			log := filepath.Join(t.TempDir(), "audit.jsonl")
+			if err := os.WriteFile(log, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, check := range []bool{false, true} {
+				recs := replayRecording(t, policies, log, WithCheckRecorded(check))
+				got, want := map[string]string{}, map[string]string{}
+				for id, rec := range recs {
+					_, claimed := rec.AuditAnnotations[ValidationFailureAnnotation]
+					got[id] = fmt.Sprintf("%s %s, warnings %d, validation_failure claimed %v, noted %v", rec.Decision, rec.Certainty, len(rec.Warnings), claimed,
+						slices.ContainsFunc(rec.Notes, func(n string) bool { return strings.HasPrefix(n, "the verdict is the same in every order") }))
+					want[id] = "admit certain, warnings 0, validation_failure claimed false, noted true"
+				}
+				if len(recs) != 4 {
+					t.Errorf("check %v: %d records, want 4", check, len(recs))
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("check %v: decisions (-want +got):\n%s", check, diff)
+				}
+			}
+		})
+	}
+}
