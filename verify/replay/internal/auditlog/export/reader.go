@@ -199,10 +199,17 @@ const Filtered = "filtered"
 func Decompressed(r io.Reader) (*bufio.Reader, []io.Closer, error) {
 	br := bufio.NewReaderSize(r, 256<<10)
 	var closers []io.Closer
-	for range 2 {
+	for layer := range 2 {
 		magic, err := br.Peek(2)
 		if err != nil || magic[0] != 0x1f || magic[1] != 0x8b {
 			break
+		}
+		if layer == 1 {
+			// The outer layer decompresses on a goroutine of its own (layerAhead), which
+			// closes it.
+			ahead := newLayerAhead(readCloser{br, closers[0]})
+			closers[0] = ahead
+			br = bufio.NewReaderSize(ahead, 256<<10)
 		}
 		zr, err := gzip.NewReader(br)
 		if err != nil {
@@ -212,6 +219,12 @@ func Decompressed(r io.Reader) (*bufio.Reader, []io.Closer, error) {
 		br = bufio.NewReaderSize(zr, 256<<10)
 	}
 	return br, closers, nil
+}
+
+// readCloser reads with one and closes with the other.
+type readCloser struct {
+	io.Reader
+	io.Closer
 }
 
 // FormatOf is the format of the file named file that r reads (format, when it is not Auto,
