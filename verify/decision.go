@@ -68,8 +68,11 @@ type Decision struct {
 	// chanceKeys are the audit annotations whose values may follow map order
 	// (AnnotationsByChance).
 	chanceKeys []string
-	Mutation   *Mutation       `json:"mutation,omitempty"`
-	Object     json.RawMessage `json:"object,omitempty"`
+	// quietWarnings says the warnings of the bindings whose outcomes follow map order, where
+	// the verdict does not, are not known (withoutQuietOutcomes).
+	quietWarnings bool
+	Mutation      *Mutation       `json:"mutation,omitempty"`
+	Object        json.RawMessage `json:"object,omitempty"`
 }
 
 // Forget takes the audit annotation full ("<policy>/<key>", or the apiserver's own such as the

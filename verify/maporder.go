@@ -10,6 +10,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 )
 
 // kube-apiserver's CEL iterates the maps of an object and of a param in Go's map order, which
@@ -95,6 +96,14 @@ func (d *Decision) WarningsByChance() []string {
 	return out
 }
 
+// WarningsNotKnown says whether the decision's warnings of a Warn binding may be others in
+// another order of a map's keys: worded by a messageExpression that lists a map's keys
+// (WarningsByChance), or of a binding whose outcome follows map order where the verdict does
+// not (the decision has none of them).
+func (d *Decision) WarningsNotKnown() bool {
+	return d.quietWarnings || len(d.WarningsByChance()) > 0
+}
+
 // shown says whether the result's message is in the response or the audit annotations.
 func (r Result) shown() bool {
 	return slices.Contains(r.Actions, admissionregistrationv1.Deny) || slices.Contains(r.Actions, admissionregistrationv1.Audit)
@@ -147,13 +156,36 @@ func (d *Decision) byChanceFailed() bool {
 	return slices.ContainsFunc(d.Results, func(r Result) bool { return r.OutcomeByChance && r.Result != ResultAdmit })
 }
 
-// quietOutcomes says whether every result whose outcome may follow map order is of a binding
-// without the Deny action: its failure is a warning or a validation_failure entry, never the
-// response's.
-func (d *Decision) quietOutcomes() bool {
-	return !slices.ContainsFunc(d.Results, func(r Result) bool {
-		return r.OutcomeByChance && slices.Contains(r.Actions, admissionregistrationv1.Deny)
-	})
+// chanceBindings are the bindings of the policies whose outcomes may follow map order
+// (Result.OutcomeByChance) in dec's results, and the actions they have: a failure of one in
+// another order of a map's keys may refuse the request (deny; or a binding not found), warn,
+// or be listed in the validation_failure annotation (audits). A result that admits carries no
+// actions (Result.Actions): the bindings' are the evaluator's.
+type chanceBindings struct {
+	names              []string
+	deny, warn, audits bool
+}
+
+func (e *Evaluator) byChanceBindings(dec *Decision) chanceBindings {
+	var out chanceBindings
+	for _, r := range dec.Results {
+		if !r.OutcomeByChance {
+			continue
+		}
+		if name := fmt.Sprintf("%s (binding %s)", r.Policy, r.Binding); !slices.Contains(out.names, name) {
+			out.names = append(out.names, name)
+		}
+		var actions []admissionregistrationv1.ValidationAction
+		if h := e.byName[r.Policy]; h != nil {
+			if i := slices.IndexFunc(h.Bindings, func(b *validating.PolicyBinding) bool { return b.Name == r.Binding }); i >= 0 {
+				actions = h.Bindings[i].Spec.ValidationActions
+			}
+		}
+		out.deny = out.deny || actions == nil || slices.Contains(actions, admissionregistrationv1.Deny)
+		out.warn = out.warn || slices.Contains(actions, admissionregistrationv1.Warn)
+		out.audits = out.audits || slices.Contains(actions, admissionregistrationv1.Audit)
+	}
+	return out
 }
 
 // validationFailureKey is the audit annotation kube-apiserver lists an Audit binding's failures
@@ -161,24 +193,15 @@ func (d *Decision) quietOutcomes() bool {
 const validationFailureKey = "validation.policy.admission.k8s.io/validation_failure"
 
 // withoutQuietOutcomes is d, an evaluation where none of the bindings whose outcomes follow
-// map order failed, whose verdict is the same in every order (quietOutcomes): the
-// validation_failure annotation, which may list their failures, is not claimed, and a note
-// says that those bindings' warnings and entries are not known. any is the first evaluation,
-// for the bindings.
-func (d *Decision) withoutQuietOutcomes(any *Decision) *Decision {
-	var names []string
-	audits := false
-	for _, r := range any.Results {
-		if r.OutcomeByChance {
-			names = append(names, fmt.Sprintf("%s (binding %s)", r.Policy, r.Binding))
-			audits = audits || slices.Contains(r.Actions, admissionregistrationv1.Audit)
-		}
-	}
-	names = slices.Compact(names)
-	why := "a validation or a matchCondition of " + strings.Join(names, ", ") + " lists a map's keys in the order CEL iterated the map, which in kube-apiserver is Go's map order and changes from one request to the next, and whether it failed changes with it: the server's is not known"
-	if audits {
+// map order (b) failed, where none of them has the Deny action and the verdict is the same in
+// every order: the validation_failure annotation, which may list their failures, is not
+// claimed, nor are their warnings (WarningsNotKnown), and a note says so.
+func (d *Decision) withoutQuietOutcomes(b chanceBindings) *Decision {
+	why := "a validation or a matchCondition of " + strings.Join(b.names, ", ") + " lists a map's keys in the order CEL iterated the map, which in kube-apiserver is Go's map order and changes from one request to the next, and whether it failed changes with it: the server's is not known"
+	if b.audits {
 		d.Forget(validationFailureKey, why)
 	}
+	d.quietWarnings = b.warn
 	d.Notes = append(slices.Clip(d.Notes), "the verdict is the same in every order of a map's keys; "+why+", and its warnings and validation_failure entries, which do not refuse the request, are not claimed")
 	return d
 }
@@ -243,7 +266,7 @@ func (e *Evaluator) inServerOrder(ctx context.Context, attrs *recordingAttribute
 	var otherMsgs []string
 	annotationsVary, outcomesVary, verdictVaries := false, false, false
 	// quiet is the first evaluation where no binding whose outcome follows map order failed,
-	// for a decision whose verdict does not turn on them (quietOutcomes).
+	// for a decision whose verdict does not turn on them (withoutQuietOutcomes).
 	var quiet *Decision
 	if !dec.byChanceFailed() {
 		quiet = dec
@@ -299,7 +322,7 @@ func (e *Evaluator) inServerOrder(ctx context.Context, attrs *recordingAttribute
 			dec.Forget(k, mapOrderWhy)
 		}
 	}
-	if outcomesVary && !known && !verdictVaries && otherMsgs == nil && quiet != nil && dec.quietOutcomes() {
+	if b := e.byChanceBindings(dec); outcomesVary && !known && !verdictVaries && otherMsgs == nil && quiet != nil && !b.deny {
 		// Only bindings without the Deny action decided otherwise in another order: the
 		// verdict is the same in every order; what they gave (a warning, a validation_failure
 		// entry) is not known, and not claimed (random parity seed r:1462: a Warn and Audit
@@ -309,7 +332,7 @@ func (e *Evaluator) inServerOrder(ctx context.Context, attrs *recordingAttribute
 				quiet.Forget(k, mapOrderWhy)
 			}
 		}
-		return quiet.withoutQuietOutcomes(dec)
+		return quiet.withoutQuietOutcomes(b)
 	}
 	if outcomesVary {
 		dec.ByChance = "a validation or a matchCondition lists a map's keys in the order CEL iterated the map, which in kube-apiserver is Go's map order and changes from one request to the next, and the decision changes with it"

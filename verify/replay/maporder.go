@@ -80,11 +80,12 @@ func (j *job) messageOrder(dec *verify.Decision) verify.OrderAgreement {
 }
 
 // MapOrderWarningsNote is the note of a record whose response's warnings of a Warn binding,
-// worded by a messageExpression that lists a map's keys in the order CEL iterated the map, are
-// left out: the server's order is Go's map order, and no log holds a response's warnings to
-// say which it took (random parity seed c:662: "keys n,injected" against the replay's
-// "keys injected,n").
-const MapOrderWarningsNote = "the warnings of a Warn binding whose messageExpression lists a map's keys in the order CEL iterates the map are not known, and left out: kube-apiserver's order is Go's map order, and no log holds the response's warnings"
+// worded by a messageExpression that lists a map's keys in the order CEL iterated the map, or
+// of one whose outcome follows that order where the verdict does not
+// (verify.Decision.WarningsNotKnown), are left out: the server's order is Go's map order, and
+// no log holds a response's warnings to say which it took (random parity seed c:662: "keys
+// n,injected" against the replay's "keys injected,n").
+const MapOrderWarningsNote = "the warnings of a Warn binding whose messageExpression, or whether it failed, follows the order CEL iterates a map's keys are not known, and left out: kube-apiserver's order is Go's map order, and no log holds the response's warnings"
 
 // shownDenial says whether the response is one of the decision's refusals (verify.Decision.
 // Denials: of each policy's binding and param the first denied decision, the server answering

@@ -403,9 +403,10 @@ spec: {policyName: chance, validationActions: `+actions+`}
 				got, want := map[string]string{}, map[string]string{}
 				for id, rec := range recs {
 					_, claimed := rec.AuditAnnotations[ValidationFailureAnnotation]
-					got[id] = fmt.Sprintf("%s %s, warnings %d, validation_failure claimed %v, noted %v", rec.Decision, rec.Certainty, len(rec.Warnings), claimed,
+					got[id] = fmt.Sprintf("%s %s, warnings %d (not known %v), validation_failure claimed %v, noted %v", rec.Decision, rec.Certainty, len(rec.Warnings),
+						slices.Contains(rec.Notes, MapOrderWarningsNote), claimed,
 						slices.ContainsFunc(rec.Notes, func(n string) bool { return strings.HasPrefix(n, "the verdict is the same in every order") }))
-					want[id] = "admit certain, warnings 0, validation_failure claimed false, noted true"
+					want[id] = fmt.Sprintf("admit certain, warnings 0 (not known %v), validation_failure claimed false, noted true", strings.Contains(actions, "Warn"))
 				}
 				if len(recs) != 4 {
 					t.Errorf("check %v: %d records, want 4", check, len(recs))

@@ -186,7 +186,8 @@ func (r *Record) fill(dec *verify.Decision) {
 	r.Warnings = dec.Warnings
 	r.AuditAnnotations = dec.AuditAnnotations
 	r.Notes = dec.Notes
-	if w := dec.WarningsByChance(); len(w) > 0 {
+	if dec.WarningsNotKnown() {
+		w := dec.WarningsByChance()
 		r.Warnings = slices.DeleteFunc(slices.Clone(r.Warnings), func(s string) bool { return slices.Contains(w, s) })
 		r.Notes = append(slices.Clip(r.Notes), MapOrderWarningsNote)
 	}
