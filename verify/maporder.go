@@ -175,12 +175,7 @@ func (e *Evaluator) byChanceBindings(dec *Decision) chanceBindings {
 		if name := fmt.Sprintf("%s (binding %s)", r.Policy, r.Binding); !slices.Contains(out.names, name) {
 			out.names = append(out.names, name)
 		}
-		var actions []admissionregistrationv1.ValidationAction
-		if h := e.byName[r.Policy]; h != nil {
-			if i := slices.IndexFunc(h.Bindings, func(b *validating.PolicyBinding) bool { return b.Name == r.Binding }); i >= 0 {
-				actions = h.Bindings[i].Spec.ValidationActions
-			}
-		}
+		actions := e.bindingActions(r.Policy, r.Binding)
 		out.deny = out.deny || actions == nil || slices.Contains(actions, admissionregistrationv1.Deny)
 		out.warn = out.warn || slices.Contains(actions, admissionregistrationv1.Warn)
 		out.audits = out.audits || slices.Contains(actions, admissionregistrationv1.Audit)
@@ -203,6 +198,63 @@ func (d *Decision) withoutQuietOutcomes(b chanceBindings) *Decision {
 	}
 	d.quietWarnings = b.warn
 	d.Notes = append(slices.Clip(d.Notes), "the verdict is the same in every order of a map's keys; "+why+", and its warnings and validation_failure entries, which do not refuse the request, are not claimed")
+	return d
+}
+
+// messagesDeny says whether a result whose message may follow map order (MessageByChance)
+// is of a binding with the Deny action, or may be (its binding not found): its message may
+// be the response's.
+func (e *Evaluator) messagesDeny(dec *Decision) bool {
+	return slices.ContainsFunc(dec.Results, func(r Result) bool {
+		if !r.MessageByChance {
+			return false
+		}
+		actions := e.bindingActions(r.Policy, r.Binding)
+		return actions == nil || slices.Contains(actions, admissionregistrationv1.Deny)
+	})
+}
+
+// bindingActions are the validationActions of the policy's binding, nil when the evaluator
+// has no such binding.
+func (e *Evaluator) bindingActions(policy, binding string) []admissionregistrationv1.ValidationAction {
+	if h := e.byName[policy]; h != nil {
+		if i := slices.IndexFunc(h.Bindings, func(b *validating.PolicyBinding) bool { return b.Name == binding }); i >= 0 {
+			return h.Bindings[i].Spec.ValidationActions
+		}
+	}
+	return nil
+}
+
+// withoutQuietMessages is d, whose failures' messages that may follow map order (msgs; others
+// in another order) are of bindings without the Deny action (messagesDeny): those messages,
+// the warnings of those bindings and the validation_failure annotation are not claimed, and a
+// note says so.
+func (d *Decision) withoutQuietMessages(msgs, others []string) *Decision {
+	why := "a failure's message lists a map's keys in the order CEL iterated the map, which in kube-apiserver is Go's map order and changes from one request to the next (" + strings.Join(quoteAll(msgs), ", ") + " or " + strings.Join(quoteAll(others), ", ") + "), and the server's is not known"
+	results := slices.Clone(d.Results)
+	var prefixes []string
+	audits := false
+	for i, r := range results {
+		if !r.MessageByChance {
+			continue
+		}
+		audits = audits || slices.Contains(r.Actions, admissionregistrationv1.Audit)
+		if slices.Contains(r.Actions, admissionregistrationv1.Warn) {
+			prefixes = append(prefixes, WarningPrefix(r.Policy, r.Binding))
+		}
+		results[i].Message = ""
+	}
+	d.Results = results
+	if audits {
+		d.Forget(validationFailureKey, why)
+	}
+	if len(prefixes) > 0 {
+		d.quietWarnings = true
+		d.Warnings = slices.DeleteFunc(slices.Clone(d.Warnings), func(w string) bool {
+			return slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(w, p) })
+		})
+	}
+	d.Notes = append(slices.Clip(d.Notes), "the verdict is the same in every order of a map's keys; "+why+": those messages, and their warnings and validation_failure entries, which do not refuse the request, are not claimed")
 	return d
 }
 
@@ -341,6 +393,17 @@ func (e *Evaluator) inServerOrder(ctx context.Context, attrs *recordingAttribute
 		} else {
 			dec.ByChance += ": the server's is not known"
 		}
+	}
+	if otherMsgs != nil && !outcomesVary && !known && !e.messagesDeny(dec) {
+		// Only failures without the Deny action are worded otherwise in another order: their
+		// messages are only in warnings and validation_failure entries, which are then not
+		// claimed; the verdict is the same in every order.
+		if annotationsVary {
+			for _, k := range dec.chanceKeys {
+				dec.Forget(k, mapOrderWhy)
+			}
+		}
+		return dec.withoutQuietMessages(msgs, otherMsgs)
 	}
 	if otherMsgs != nil && !outcomesVary {
 		dec.ByChance = "a failure's message lists a map's keys in the order CEL iterated the map, which in kube-apiserver is Go's map order and changes from one request to the next (" + strings.Join(quoteAll(msgs), ", ") + " or " + strings.Join(quoteAll(otherMsgs), ", ") + ")"

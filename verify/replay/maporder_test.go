@@ -35,8 +35,9 @@ func mapOrderOf(t *testing.T, policies string) cel.MapOrder {
 // (rotations of the keys). The replay decides every one as the server did, certain, its
 // message the log's, checking the log or not; where the log does not
 // hold the replayed policy's messages (the same policies under other names, as a new policy
-// replayed over the log) a message of several keys is indeterminate (map-order) and one of a
-// single key decided.
+// replayed over the log) a denial's message of several keys is indeterminate (map-order), an
+// Audit binding's decided, the message not claimed (the verdict is the same in every order),
+// and one of a single key decided.
 func TestMapOrderMessages(t *testing.T) {
 	dir := filepath.Join("testdata", "cut", "map-order-message")
 	log := filepath.Join(dir, "audit.log.gz")
@@ -74,9 +75,15 @@ func TestMapOrderMessages(t *testing.T) {
 				}
 				several := slices.ContainsFunc(msgs, func(m string) bool { return strings.Contains(m, ", ") })
 				if tc.policies == renamed {
+					_, failuresClaimed := rec.AuditAnnotations[ValidationFailureAnnotation]
 					switch {
-					case several && (rec.Decision != DecisionIndeterminate || rec.Reason != ReasonMapOrder):
+					case several && v.deny != "" && (rec.Decision != DecisionIndeterminate || rec.Reason != ReasonMapOrder):
 						t.Errorf("%s: the server's messages %q list several keys, which the log does not show in the replayed policy's: %s %s, want indeterminate (map-order)", v.desc, msgs, rec.Decision, rec.Indeterminate)
+					case several && v.deny == "" && (rec.Decision != DecisionAdmit || rec.Certainty != CertaintyCertain || failuresClaimed ||
+						slices.ContainsFunc(rec.Results, func(r RecordResult) bool { return strings.Contains(r.Message, ", ") })):
+						// Only an Audit binding's messages list them: admitted in every order,
+						// the messages not claimed.
+						t.Errorf("%s: the server's Audit messages %q list several keys, which the log does not show in the replayed policy's: %s %s %s (validation_failure claimed %v, results %+v), want admit certain, the messages not claimed", v.desc, msgs, rec.Decision, rec.Certainty, rec.Indeterminate, failuresClaimed, rec.Results)
 					case !several && (rec.Decision == DecisionIndeterminate || rec.Certainty != CertaintyCertain):
 						t.Errorf("%s: the server's messages %q list one key: %s %s %s, want it decided", v.desc, msgs, rec.Decision, rec.Certainty, rec.Indeterminate)
 					}
@@ -410,6 +417,69 @@ spec: {policyName: chance, validationActions: `+actions+`}
 				}
 				if len(recs) != 4 {
 					t.Errorf("check %v: %d records, want 4", check, len(recs))
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("check %v: decisions (-want +got):\n%s", check, diff)
+				}
+			}
+		})
+	}
+}
+
+// TestMapOrderQuietMessage: a binding without the Deny action whose failure's message lists a
+// map's keys in map order, where the log does not show its failures: the verdict is the same
+// in every order, so the request is decided, the message, its warnings and validation_failure
+// entries not claimed (indeterminate, map-order, before).
+func TestMapOrderQuietMessage(t *testing.T) {
+	for _, actions := range []string{"[Warn, Audit]", "[Audit]"} {
+		t.Run(actions, func(t *testing.T) {
+			policies := filepath.Join(t.TempDir(), "policies.yaml")
+			if err := os.WriteFile(policies, []byte(`apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: chance}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]
+  validations:
+  - expression: "false"
+    messageExpression: "object.data.map(k, k).join(',')"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: chance}
+spec: {policyName: chance, validationActions: `+actions+`}
+`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var lines []string
+			for i := range 3 {
+				name := fmt.Sprintf("c%d", i)
+				cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": "ns1"},
+					"data": map[string]any{"a": "1", "b": "2", "c": "3"}}
+				line := levelEvent(t, name, auditlog.LevelRequestResponse, "create", "configmaps", "ns1", name, 201, "", cm, cm)
+				lines = append(lines, timedEvent(t, line, fmt.Sprintf("%02d.000000", 10+2*i), fmt.Sprintf("%02d.010000", 10+2*i), nil))
+			}
+			log := filepath.Join(t.TempDir(), "audit.jsonl")
+			if err := os.WriteFile(log, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, check := range []bool{false, true} {
+				recs := replayRecording(t, policies, log, WithCheckRecorded(check))
+				got, want := map[string]string{}, map[string]string{}
+				for id, rec := range recs {
+					_, claimed := rec.AuditAnnotations[ValidationFailureAnnotation]
+					var messages []string
+					for _, res := range rec.Results {
+						messages = append(messages, res.Message)
+					}
+					got[id] = fmt.Sprintf("%s %s, messages %q, warnings %d (not known %v), validation_failure claimed %v, noted %v", rec.Decision, rec.Certainty, messages, len(rec.Warnings),
+						slices.Contains(rec.Notes, MapOrderWarningsNote), claimed,
+						slices.ContainsFunc(rec.Notes, func(n string) bool { return strings.HasPrefix(n, "the verdict is the same in every order") }))
+					want[id] = fmt.Sprintf(`admit certain, messages [""], warnings 0 (not known %v), validation_failure claimed false, noted true`, strings.Contains(actions, "Warn"))
+				}
+				if len(recs) != 3 {
+					t.Errorf("check %v: %d records, want 3", check, len(recs))
 				}
 				if diff := cmp.Diff(want, got); diff != "" {
 					t.Errorf("check %v: decisions (-want +got):\n%s", check, diff)
