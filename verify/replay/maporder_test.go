@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -304,46 +305,17 @@ func TestOutcomeDiffMapOrder(t *testing.T) {
 // (failed, with the entry's message: deny; passed, where the log shows the policy ran and no
 // entry of it: admit by it), certain, where before it was indeterminate (map-order).
 func TestMapOrderOutcomeAudited(t *testing.T) {
-	policies := filepath.Join(t.TempDir(), "policies.yaml")
-	if err := os.WriteFile(policies, []byte(`apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicy
-metadata: {name: chance}
-spec:
-  failurePolicy: Fail
-  matchConstraints:
-    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]
-  validations:
-  - expression: "object.data.map(k, k)[0] != 'a'"
-    message: first is a
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicyBinding
-metadata: {name: chance}
-spec: {policyName: chance, validationActions: [Deny, Audit]}
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cm := func(name string) map[string]any {
-		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": "ns1"},
-			"data": map[string]any{"a": "1", "b": "2", "c": "3", "d": "4", "e": "5"}}
-	}
+	policies := chancePolicy(t, `  - expression: "object.data.map(k, k)[0] != 'a'"
+    message: first is a`, "[Deny, Audit]")
 	const other = `configmaps "%s" is forbidden: ValidatingAdmissionPolicy 'other' with binding 'other' denied request: no`
 	failed := map[string]string{ValidationFailureAnnotation: `[{"message":"first is a","policy":"chance","binding":"chance","expressionIndex":0,"validationActions":["Deny","Audit"]}]`}
-	var lines []string
-	for i, tc := range []struct {
-		name        string
-		annotations map[string]string
-	}{
-		// The first shows the policy ran (its entry); the rest alternate.
-		{"c0", failed}, {"c1", nil}, {"c2", failed}, {"c3", nil}, {"c4", failed}, {"c5", nil},
-	} {
-		line := levelEvent(t, tc.name, auditlog.LevelRequestResponse, "create", "configmaps", "ns1", tc.name, 422, fmt.Sprintf(other, tc.name), cm(tc.name), nil)
-		lines = append(lines, timedEvent(t, line, fmt.Sprintf("%02d.000000", 10+2*i), fmt.Sprintf("%02d.010000", 10+2*i), tc.annotations))
-	}
-	log := filepath.Join(t.TempDir(), "audit.jsonl")
-	if err := os.WriteFile(log, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	// The first shows the policy ran (its entry); the rest alternate.
+	log := chanceLog(t, 6, []string{"a", "b", "c", "d", "e"}, 422, func(name string) string { return fmt.Sprintf(other, name) }, func(i int) map[string]string {
+		if i%2 == 0 {
+			return failed
+		}
+		return nil
+	})
 	for _, check := range []bool{false, true} {
 		recs := replayRecording(t, policies, log, WithCheckRecorded(check), WithMapOrder(mapOrderOf(t, policies)))
 		got := map[string]string{}
@@ -374,37 +346,9 @@ spec: {policyName: chance, validationActions: [Deny, Audit]}
 func TestMapOrderQuietOutcome(t *testing.T) {
 	for _, actions := range []string{"[Warn, Audit]", "[Warn]", "[Audit]"} {
 		t.Run(actions, func(t *testing.T) {
-			policies := filepath.Join(t.TempDir(), "policies.yaml")
-			if err := os.WriteFile(policies, []byte(`apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicy
-metadata: {name: chance}
-spec:
-  failurePolicy: Fail
-  matchConstraints:
-    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]
-  validations:
-  - expression: "object.data.map(k, k)[0] != 'a'"
-    message: first is a
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicyBinding
-metadata: {name: chance}
-spec: {policyName: chance, validationActions: `+actions+`}
-`), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			var lines []string
-			for i := range 4 {
-				name := fmt.Sprintf("c%d", i)
-				cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": "ns1"},
-					"data": map[string]any{"a": "1", "b": "2", "c": "3", "d": "4", "e": "5"}}
-				line := levelEvent(t, name, auditlog.LevelRequestResponse, "create", "configmaps", "ns1", name, 201, "", cm, cm)
-				lines = append(lines, timedEvent(t, line, fmt.Sprintf("%02d.000000", 10+2*i), fmt.Sprintf("%02d.010000", 10+2*i), nil))
-			}
-			log := filepath.Join(t.TempDir(), "audit.jsonl")
-			if err := os.WriteFile(log, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			policies := chancePolicy(t, `  - expression: "object.data.map(k, k)[0] != 'a'"
+    message: first is a`, actions)
+			log := chanceLog(t, 4, []string{"a", "b", "c", "d", "e"}, 201, nil, func(int) map[string]string { return nil })
 			for _, check := range []bool{false, true} {
 				recs := replayRecording(t, policies, log, WithCheckRecorded(check))
 				got, want := map[string]string{}, map[string]string{}
@@ -433,37 +377,9 @@ spec: {policyName: chance, validationActions: `+actions+`}
 func TestMapOrderQuietMessage(t *testing.T) {
 	for _, actions := range []string{"[Warn, Audit]", "[Audit]"} {
 		t.Run(actions, func(t *testing.T) {
-			policies := filepath.Join(t.TempDir(), "policies.yaml")
-			if err := os.WriteFile(policies, []byte(`apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicy
-metadata: {name: chance}
-spec:
-  failurePolicy: Fail
-  matchConstraints:
-    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]
-  validations:
-  - expression: "false"
-    messageExpression: "object.data.map(k, k).join(',')"
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicyBinding
-metadata: {name: chance}
-spec: {policyName: chance, validationActions: `+actions+`}
-`), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			var lines []string
-			for i := range 3 {
-				name := fmt.Sprintf("c%d", i)
-				cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": "ns1"},
-					"data": map[string]any{"a": "1", "b": "2", "c": "3"}}
-				line := levelEvent(t, name, auditlog.LevelRequestResponse, "create", "configmaps", "ns1", name, 201, "", cm, cm)
-				lines = append(lines, timedEvent(t, line, fmt.Sprintf("%02d.000000", 10+2*i), fmt.Sprintf("%02d.010000", 10+2*i), nil))
-			}
-			log := filepath.Join(t.TempDir(), "audit.jsonl")
-			if err := os.WriteFile(log, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			policies := chancePolicy(t, `  - expression: "false"
+    messageExpression: "object.data.map(k, k).join(',')"`, actions)
+			log := chanceLog(t, 3, []string{"a", "b", "c"}, 201, nil, func(int) map[string]string { return nil })
 			for _, check := range []bool{false, true} {
 				recs := replayRecording(t, policies, log, WithCheckRecorded(check))
 				got, want := map[string]string{}, map[string]string{}
@@ -487,4 +403,60 @@ spec: {policyName: chance, validationActions: `+actions+`}
 			}
 		})
 	}
+}
+
+// chancePolicy writes a policy "chance" on ConfigMap creates with the validation given (YAML
+// lines, indented as a validations item) and a binding "chance" with the validationActions
+// given, and returns its file.
+func chancePolicy(t *testing.T, validation, actions string) string {
+	t.Helper()
+	policies := filepath.Join(t.TempDir(), "policies.yaml")
+	if err := os.WriteFile(policies, []byte(`apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: chance}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]
+  validations:
+`+validation+`
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: chance}
+spec: {policyName: chance, validationActions: `+actions+`}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return policies
+}
+
+// chanceLog writes a log of n ConfigMap creates c0, c1, ... in namespace ns1 with the data
+// keys given, each answered with code (a created ConfigMap's object logged) or a refusal's
+// message, and the audit annotations annotations gives it, and returns its file.
+func chanceLog(t *testing.T, n int, keys []string, code int32, message func(name string) string, annotations func(i int) map[string]string) string {
+	t.Helper()
+	var lines []string
+	for i := range n {
+		name := fmt.Sprintf("c%d", i)
+		data := map[string]any{}
+		for k, key := range keys {
+			data[key] = strconv.Itoa(k + 1)
+		}
+		cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": "ns1"}, "data": data}
+		var resp map[string]any
+		msg := ""
+		if code < 300 {
+			resp = cm
+		} else {
+			msg = message(name)
+		}
+		line := levelEvent(t, name, auditlog.LevelRequestResponse, "create", "configmaps", "ns1", name, code, msg, cm, resp)
+		lines = append(lines, timedEvent(t, line, fmt.Sprintf("%02d.000000", 10+2*i), fmt.Sprintf("%02d.010000", 10+2*i), annotations(i)))
+	}
+	log := filepath.Join(t.TempDir(), "audit.jsonl")
+	if err := os.WriteFile(log, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return log
 }
