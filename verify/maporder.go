@@ -397,12 +397,8 @@ func (e *Evaluator) inServerOrder(ctx context.Context, attrs *recordingAttribute
 	if otherMsgs != nil && !outcomesVary && !known && !e.messagesDeny(dec) {
 		// Only failures without the Deny action are worded otherwise in another order: their
 		// messages are only in warnings and validation_failure entries, which are then not
-		// claimed; the verdict is the same in every order.
-		if annotationsVary {
-			for _, k := range dec.chanceKeys {
-				dec.Forget(k, mapOrderWhy)
-			}
-		}
+		// claimed; the verdict is the same in every order (its audit annotations that vary
+		// are forgotten above).
 		return dec.withoutQuietMessages(msgs, otherMsgs)
 	}
 	if otherMsgs != nil && !outcomesVary {
