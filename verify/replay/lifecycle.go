@@ -1059,10 +1059,15 @@ func (j *job) settleUnsure() {
 		return
 	}
 	var why []string
+	var gaveUnsure []givenPair
 	for p, w := range j.given.unsure {
 		if gave(p) {
 			why = append(why, w)
+			gaveUnsure = append(gaveUnsure, p)
 		}
+	}
+	if len(why) > 0 && j.withoutQuietPairs(out, gaveUnsure, why) {
+		return
 	}
 	if len(why) == 0 {
 		if len(warned) > 0 {
@@ -1101,6 +1106,53 @@ func (j *job) settleUnsure() {
 	alt := Alternative{Decision: out.Decision, Code: out.Code, Message: out.Message, If: "kube-apiserver's policy source had compiled the create of each pair created, and not yet the delete of each deleted"}
 	out.indeterminate(because(ReasonPolicySource, strings.Join(why, "; ")))
 	out.Alternatives = append(out.Alternatives, alt)
+}
+
+// withoutQuietPairs settles a record whose unsure pairs (the policy source may not have
+// compiled their change: why) gave it a verdict, where each is a validating policy's binding
+// without the Deny action (job.quiet): with or without it, the verdict is the same; what it
+// gave (its results, its policy's audit annotations, the validation_failure annotation, its
+// warnings) is not claimed, and a note says so. It says whether it settled the record: not one
+// the log's verdicts contradict in what is claimed (--check-recorded).
+func (j *job) withoutQuietPairs(out *Record, pairs []givenPair, why []string) bool {
+	if j.result.dec == nil || slices.ContainsFunc(pairs, func(p givenPair) bool {
+		return p.policy.kind != givenPolicy || !j.quiet[policyBinding{p.policy.name, p.binding.name}]
+	}) {
+		return false
+	}
+	of := func(policy, binding string) bool {
+		return slices.ContainsFunc(pairs, func(p givenPair) bool { return p.policy.name == policy && p.binding.name == binding })
+	}
+	if len(out.Disagreements) > 0 {
+		// Checked against the log's verdicts (--check-recorded): what the pairs gave is not
+		// claimed, and the rest is checked again; a disagreement left stands.
+		dec := *j.result.dec
+		dec.Results = slices.DeleteFunc(slices.Clone(dec.Results), func(r verify.Result) bool { return of(r.Policy, r.Binding) })
+		dec.Forget(ValidationFailureAnnotation, "not claimed")
+		for k := range j.result.dec.AuditAnnotations {
+			if policy, _, _ := strings.Cut(k, "/"); slices.ContainsFunc(pairs, func(p givenPair) bool { return p.policy.name == policy }) {
+				dec.Forget(k, "not claimed")
+			}
+		}
+		if len(check(j.ev, j.rec, &dec, j.evidenced)) > 0 {
+			return false
+		}
+		out.Disagreements = nil
+	}
+	out.Results = slices.DeleteFunc(slices.Clone(out.Results), func(r RecordResult) bool { return of(r.Policy, r.Binding) })
+	out.AuditAnnotations = maps.Clone(out.AuditAnnotations)
+	maps.DeleteFunc(out.AuditAnnotations, func(k, _ string) bool {
+		policy, _, _ := strings.Cut(k, "/")
+		return k == ValidationFailureAnnotation || slices.ContainsFunc(pairs, func(p givenPair) bool { return p.policy.name == policy })
+	})
+	out.Warnings = slices.DeleteFunc(slices.Clone(out.Warnings), func(w string) bool {
+		return slices.ContainsFunc(pairs, func(p givenPair) bool {
+			return strings.HasPrefix(w, verify.WarningPrefix(p.policy.name, p.binding.name))
+		})
+	})
+	slices.Sort(why)
+	out.Notes = append(out.Notes, UnknownWarningsNote, "decided whether or not kube-apiserver's policy source had compiled the change, whose bindings have no Deny action: "+strings.Join(slices.Compact(why), "; ")+"; what they gave (their results, audit annotations and validation_failure entries, warnings) is not claimed")
+	return true
 }
 
 // deniedBySettled says whether the decision of the job's request stands whether or not the
