@@ -1066,7 +1066,7 @@ func (j *job) settleUnsure() {
 			gaveUnsure = append(gaveUnsure, p)
 		}
 	}
-	if len(why) > 0 && j.withoutQuietPairs(out, gaveUnsure, why) {
+	if len(why) > 0 && j.withoutQuietPairs(out, gaveUnsure, warned, why) {
 		return
 	}
 	if len(why) == 0 {
@@ -1112,9 +1112,10 @@ func (j *job) settleUnsure() {
 // compiled their change: why) gave it a verdict, where each is a validating policy's binding
 // without the Deny action (job.quiet): with or without it, the verdict is the same; what it
 // gave (its results, its policy's audit annotations, the validation_failure annotation, its
-// warnings) is not claimed, and a note says so. It says whether it settled the record: not one
-// the log's verdicts contradict in what is claimed (--check-recorded).
-func (j *job) withoutQuietPairs(out *Record, pairs []givenPair, why []string) bool {
+// warnings, and those of the unsure pairs that only warned) is not claimed, and a note says
+// so. It says whether it settled the record: not one the log's verdicts contradict in what is
+// claimed (--check-recorded).
+func (j *job) withoutQuietPairs(out *Record, pairs, warned []givenPair, why []string) bool {
 	if j.result.dec == nil || slices.ContainsFunc(pairs, func(p givenPair) bool {
 		return p.policy.kind != givenPolicy || !j.quiet[policyBinding{p.policy.name, p.binding.name}]
 	}) {
@@ -1146,7 +1147,7 @@ func (j *job) withoutQuietPairs(out *Record, pairs []givenPair, why []string) bo
 		return k == ValidationFailureAnnotation || slices.ContainsFunc(pairs, func(p givenPair) bool { return p.policy.name == policy })
 	})
 	out.Warnings = slices.DeleteFunc(slices.Clone(out.Warnings), func(w string) bool {
-		return slices.ContainsFunc(pairs, func(p givenPair) bool {
+		return slices.ContainsFunc(append(slices.Clip(pairs), warned...), func(p givenPair) bool {
 			return strings.HasPrefix(w, verify.WarningPrefix(p.policy.name, p.binding.name))
 		})
 	})
