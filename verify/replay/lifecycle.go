@@ -1110,11 +1110,12 @@ func (j *job) settleUnsure() {
 
 // withoutQuietPairs settles a record whose unsure pairs (the policy source may not have
 // compiled their change: why) gave it a verdict, where each is a validating policy's binding
-// without the Deny action (job.quiet): with or without it, the verdict is the same; what it
-// gave (its results, its policy's audit annotations, the validation_failure annotation, its
-// warnings, and those of the unsure pairs that only warned) is not claimed, and a note says
-// so. It says whether it settled the record: not one the log's verdicts contradict in what is
-// claimed (--check-recorded).
+// without the Deny action (job.quiet) that refused nothing (a configuration error under
+// failurePolicy Fail refuses whatever the actions): with or without it, the verdict is the
+// same; what it gave (its results, its policy's audit annotations, the validation_failure
+// annotation, its warnings, and those of the unsure pairs that only warned) is not claimed,
+// and a note says so. It says whether it settled the record: not one the log's verdicts
+// contradict in what is claimed (--check-recorded).
 func (j *job) withoutQuietPairs(out *Record, pairs, warned []givenPair, why []string) bool {
 	if j.result.dec == nil || slices.ContainsFunc(pairs, func(p givenPair) bool {
 		return p.policy.kind != givenPolicy || !j.quiet[policyBinding{p.policy.name, p.binding.name}]
@@ -1123,6 +1124,15 @@ func (j *job) withoutQuietPairs(out *Record, pairs, warned []givenPair, why []st
 	}
 	of := func(policy, binding string) bool {
 		return slices.ContainsFunc(pairs, func(p givenPair) bool { return p.policy.name == policy && p.binding.name == binding })
+	}
+	if slices.ContainsFunc(j.result.dec.Results, func(r verify.Result) bool {
+		return of(r.Policy, r.Binding) && slices.Contains(r.Actions, admissionregistrationv1.Deny)
+	}) {
+		// A binding without the Deny action refuses all the same where it cannot be
+		// configured under failurePolicy Fail (its params not found where
+		// parameterNotFoundAction is Deny: the dispatcher's addConfigError), which the
+		// policy source may not have compiled yet.
+		return false
 	}
 	if len(out.Disagreements) > 0 {
 		// Checked against the log's verdicts (--check-recorded): what the pairs gave is not

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
+	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
@@ -810,5 +811,33 @@ func TestSameSelectionParams(t *testing.T) {
 		if got := sameSelection(k, tc.a, tc.b, true); got != tc.params {
 			t.Errorf("%s: sameSelection with params %v, want %v", tc.name, got, tc.params)
 		}
+	}
+}
+
+// TestWithoutQuietPairs: an unsure pair settles a record only where its binding has no Deny
+// action and refused nothing: a binding without Deny refuses all the same where it cannot be
+// configured under failurePolicy Fail (params not found, parameterNotFoundAction Deny), and the
+// policy source may not have compiled it, so that the request's verdict may have been another.
+func TestWithoutQuietPairs(t *testing.T) {
+	pair := givenPair{givenKey{givenPolicy, "late"}, givenKey{givenBinding, "late"}}
+	quiet := map[policyBinding]bool{{"late", "late"}: true}
+	for _, tc := range []struct {
+		name    string
+		quiet   map[policyBinding]bool
+		result  verify.Result
+		settled bool
+	}{
+		{"audited a failure", quiet, verify.Result{Policy: "late", Binding: "late", Result: verify.ResultDeny, Actions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Audit}}, true},
+		{"not configured", quiet, verify.Result{Policy: "late", Binding: "late", Result: verify.ResultError, Actions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}, Message: "failed to configure binding: no params found"}, false},
+		{"a binding with Deny", nil, verify.Result{Policy: "late", Binding: "late", Result: verify.ResultAdmit, AuditAnnotations: map[string]string{"k": "v"}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j := &job{quiet: tc.quiet}
+			j.result.dec = &verify.Decision{Allowed: true, Results: []verify.Result{tc.result}}
+			out := &Record{Decision: DecisionAdmit}
+			if got := j.withoutQuietPairs(out, []givenPair{pair}, nil, []string{"created moments before"}); got != tc.settled {
+				t.Errorf("settled %v, want %v", got, tc.settled)
+			}
+		})
 	}
 }
