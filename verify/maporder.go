@@ -374,7 +374,20 @@ func (e *Evaluator) inServerOrder(ctx context.Context, attrs *recordingAttribute
 			dec.Forget(k, mapOrderWhy)
 		}
 	}
-	if b := e.byChanceBindings(dec); outcomesVary && !known && !verdictVaries && otherMsgs == nil && quiet != nil && !b.deny {
+	// steady says whether the verdict stays dec's in MapOrderTries evaluations: the search
+	// above may have stopped as soon as the values it looked at changed, before a verdict
+	// that an audit annotation's error in some order (failurePolicy Fail refuses whatever
+	// the binding's actions) would change.
+	steady := func() bool {
+		for range MapOrderTries {
+			again, err := e.dispatch(ctx, &recordingAttributes{Attributes: attrs.Attributes, detached: true}, o)
+			if err != nil || again.Allowed != dec.Allowed || again.Code != dec.Code {
+				return false
+			}
+		}
+		return true
+	}
+	if b := e.byChanceBindings(dec); outcomesVary && !known && !verdictVaries && otherMsgs == nil && quiet != nil && !b.deny && steady() {
 		// Only bindings without the Deny action decided otherwise in another order: the
 		// verdict is the same in every order; what they gave (a warning, a validation_failure
 		// entry) is not known, and not claimed (random parity seed r:1462: a Warn and Audit
@@ -394,7 +407,7 @@ func (e *Evaluator) inServerOrder(ctx context.Context, attrs *recordingAttribute
 			dec.ByChance += ": the server's is not known"
 		}
 	}
-	if otherMsgs != nil && !outcomesVary && !known && !e.messagesDeny(dec) {
+	if otherMsgs != nil && !outcomesVary && !known && !e.messagesDeny(dec) && steady() {
 		// Only failures without the Deny action are worded otherwise in another order: their
 		// messages are only in warnings and validation_failure entries, which are then not
 		// claimed; the verdict is the same in every order (its audit annotations that vary
