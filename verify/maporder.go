@@ -183,9 +183,9 @@ func (e *Evaluator) byChanceBindings(dec *Decision) chanceBindings {
 	return out
 }
 
-// validationFailureKey is the audit annotation kube-apiserver lists an Audit binding's failures
-// in (publishValidationFailureAnnotations).
-const validationFailureKey = "validation.policy.admission.k8s.io/validation_failure"
+// ValidationFailureAnnotation is the audit annotation kube-apiserver lists an Audit binding's
+// failures in (publishValidationFailureAnnotations).
+const ValidationFailureAnnotation = "validation.policy.admission.k8s.io/validation_failure"
 
 // withoutQuietOutcomes is d, an evaluation where none of the bindings whose outcomes follow
 // map order (b) failed, where none of them has the Deny action and the verdict is the same in
@@ -194,7 +194,7 @@ const validationFailureKey = "validation.policy.admission.k8s.io/validation_fail
 func (d *Decision) withoutQuietOutcomes(b chanceBindings) *Decision {
 	why := "a validation or a matchCondition of " + strings.Join(b.names, ", ") + " lists a map's keys in the order CEL iterated the map, which in kube-apiserver is Go's map order and changes from one request to the next, and whether it failed changes with it: the server's is not known"
 	if b.audits {
-		d.Forget(validationFailureKey, why)
+		d.Forget(ValidationFailureAnnotation, why)
 	}
 	d.quietWarnings = b.warn
 	d.Notes = append(slices.Clip(d.Notes), "the verdict is the same in every order of a map's keys; "+why+", and its warnings and validation_failure entries, which do not refuse the request, are not claimed")
@@ -246,7 +246,7 @@ func (d *Decision) withoutQuietMessages(msgs, others []string) *Decision {
 	}
 	d.Results = results
 	if audits {
-		d.Forget(validationFailureKey, why)
+		d.Forget(ValidationFailureAnnotation, why)
 	}
 	if len(prefixes) > 0 {
 		d.quietWarnings = true

@@ -13,8 +13,9 @@ import (
 )
 
 // ValidationFailureAnnotation is the audit annotation in which the apiserver records the
-// failures of bindings with the Audit action.
-const ValidationFailureAnnotation = "validation.policy.admission.k8s.io/validation_failure"
+// failures of bindings with the Audit action (verify's, which forgets it where they are not
+// known).
+const ValidationFailureAnnotation = verify.ValidationFailureAnnotation
 
 // validationFailure is one entry of the ValidationFailureAnnotation (the apiserver's
 // validating.ValidationFailureValue).
