@@ -297,109 +297,152 @@ func WithMessageOrder(ctx context.Context, f MessageOrder) context.Context {
 }
 
 // inServerOrder settles dec, whose failure messages or audit annotations may follow map
-// order, by evaluating the attributes again (see WithMessageOrder).
+// order, by evaluating the attributes again (see WithMessageOrder): it searches the orders
+// (searchOrders), then settles the decision with what the search found (settle).
 func (e *Evaluator) inServerOrder(ctx context.Context, attrs *recordingAttributes, o admission.ObjectInterfaces, dec *Decision) *Decision {
 	order, _ := ctx.Value(messageOrderKey{}).(MessageOrder)
 	var first OrderAgreement
 	if order != nil {
 		first = order(dec)
 	}
-	known := first.Known
-	if known && first.Agrees {
+	if first.Known && first.Agrees {
 		return dec
 	}
+	s := &orderSearch{e: e, ctx: ctx, attrs: attrs, o: o, dec: dec, known: first.Known}
+	if s.known && first.Verdicts {
+		s.verdicts = dec
+	}
+	if agreed := s.search(order); agreed != nil {
+		return agreed
+	}
+	return s.settle()
+}
+
+// orderSearch is what evaluating a decision again in other map orders found.
+type orderSearch struct {
+	e     *Evaluator
+	ctx   context.Context
+	attrs *recordingAttributes
+	o     admission.ObjectInterfaces
+	dec   *Decision
+	// known says the caller knows the server's values (MessageOrder).
+	known bool
+
+	// msgs, annotations and outcomes are dec's values that follow map order; otherMsgs the
+	// first other messages an evaluation gave.
+	msgs, annotations, outcomes []string
+	otherMsgs                   []string
+	// annotationsVary, outcomesVary and verdictVaries say whether an evaluation's audit
+	// annotations that follow map order, outcomes, or response's verdict were not dec's.
+	annotationsVary, outcomesVary, verdictVaries bool
 	// verdicts is the first decision whose verdicts are the server's, where its annotations
 	// that follow map order are not (OrderAgreement.Verdicts).
-	var verdicts *Decision
-	if known && first.Verdicts {
-		verdicts = dec
-	}
-	msgs, annotations, outcomes := dec.byChanceMessages(), dec.byChanceAnnotations(), dec.byChanceOutcomes()
-	var otherMsgs []string
-	annotationsVary, outcomesVary, verdictVaries := false, false, false
+	verdicts *Decision
 	// quiet is the first evaluation where no binding whose outcome follows map order failed,
 	// for a decision whose verdict does not turn on them (withoutQuietOutcomes).
-	var quiet *Decision
+	quiet *Decision
+}
+
+// again evaluates the attributes once more, in another map order.
+func (s *orderSearch) again() (*Decision, error) {
+	return s.e.dispatch(s.ctx, &recordingAttributes{Attributes: s.attrs.Attributes, detached: true}, s.o)
+}
+
+// search evaluates the decision again, up to MapOrderTries times (or the budget of the
+// combinations of the values that follow map order, where the server's are known), and notes
+// what changed; it returns an evaluation that agrees with the server's values, when one does.
+func (s *orderSearch) search(order MessageOrder) *Decision {
+	dec := s.dec
+	s.msgs, s.annotations, s.outcomes = dec.byChanceMessages(), dec.byChanceAnnotations(), dec.byChanceOutcomes()
 	if !dec.byChanceFailed() {
-		quiet = dec
+		s.quiet = dec
 	}
 	tries := MapOrderTries
 	var seen *combinations
-	if known {
-		seen = newCombinations(msgs, annotations, outcomes)
+	if s.known {
+		seen = newCombinations(s.msgs, s.annotations, s.outcomes)
 		tries = seen.budget()
 	}
 	for try := range tries {
-		again, err := e.dispatch(ctx, &recordingAttributes{Attributes: attrs.Attributes, detached: true}, o)
+		again, err := s.again()
 		if err != nil {
 			break
 		}
-		if known {
+		if s.known {
 			a := order(again)
 			if a.Agrees {
 				again.Notes = append(again.Notes, "a failure's message or an audit annotation lists a map's keys in the order CEL iterated the map, which in kube-apiserver is Go's map order and changes from one request to the next: the decision's is the order the server took, which its recorded verdicts show")
 				return again
 			}
-			if a.Verdicts && verdicts == nil {
-				verdicts = again
+			if a.Verdicts && s.verdicts == nil {
+				s.verdicts = again
 			}
 			if seen.add(again.byChanceMessages(), again.byChanceAnnotations(), again.byChanceOutcomes()) && try+1 >= mapOrderSearches {
 				break // every combination of the values each took has come, and none was the server's
 			}
 		}
-		if m := again.byChanceMessages(); otherMsgs == nil && !slices.Equal(msgs, m) {
-			otherMsgs = m
+		if m := again.byChanceMessages(); s.otherMsgs == nil && !slices.Equal(s.msgs, m) {
+			s.otherMsgs = m
 		}
-		annotationsVary = annotationsVary || !slices.Equal(annotations, again.byChanceAnnotations())
-		outcomesVary = outcomesVary || !slices.Equal(outcomes, again.byChanceOutcomes())
-		verdictVaries = verdictVaries || again.Allowed != dec.Allowed || again.Code != dec.Code
-		if quiet == nil && !again.byChanceFailed() {
-			quiet = again
+		s.annotationsVary = s.annotationsVary || !slices.Equal(s.annotations, again.byChanceAnnotations())
+		s.outcomesVary = s.outcomesVary || !slices.Equal(s.outcomes, again.byChanceOutcomes())
+		s.verdictVaries = s.verdictVaries || again.Allowed != dec.Allowed || again.Code != dec.Code
+		if s.quiet == nil && !again.byChanceFailed() {
+			s.quiet = again
 		}
-		if !known && (otherMsgs != nil || len(msgs) == 0) && (annotationsVary || len(annotations) == 0) && (outcomesVary || len(outcomes) == 0) {
+		if !s.known && (s.otherMsgs != nil || len(s.msgs) == 0) && (s.annotationsVary || len(s.annotations) == 0) && (s.outcomesVary || len(s.outcomes) == 0) {
 			break // nothing more to learn
 		}
 	}
-	if verdicts != nil {
+	return nil
+}
+
+// steady says whether the verdict stays dec's in MapOrderTries evaluations: the search may
+// have stopped as soon as the values it looked at changed, before a verdict that an audit
+// annotation's error in some order (failurePolicy Fail refuses whatever the binding's
+// actions) would change.
+func (s *orderSearch) steady() bool {
+	for range MapOrderTries {
+		again, err := s.again()
+		if err != nil || again.Allowed != s.dec.Allowed || again.Code != s.dec.Code {
+			return false
+		}
+	}
+	return true
+}
+
+// settle is the decision what the search found gives: an order of the server's verdicts;
+// one whose verdict does not turn on the order (withoutQuietOutcomes, withoutQuietMessages);
+// or dec, with what follows map order forgotten or said to be by chance.
+func (s *orderSearch) settle() *Decision {
+	dec, known := s.dec, s.known
+	if v := s.verdicts; v != nil {
 		// No order gave the server's audit annotations that follow map order as well: the
 		// decision is the order of the server's verdicts, without those.
-		for _, k := range verdicts.chanceKeys {
-			verdicts.Forget(k, mapOrderWhy)
+		for _, k := range v.chanceKeys {
+			v.Forget(k, mapOrderWhy)
 		}
-		verdicts.Notes = append(verdicts.Notes, "a validation or a failure's message lists a map's keys in the order CEL iterated the map, which in kube-apiserver is Go's map order and changes from one request to the next: the decision's is an order that gives the server's recorded verdicts, though not its audit annotations that follow map order, which are not claimed")
-		return verdicts
+		v.Notes = append(v.Notes, "a validation or a failure's message lists a map's keys in the order CEL iterated the map, which in kube-apiserver is Go's map order and changes from one request to the next: the decision's is an order that gives the server's recorded verdicts, though not its audit annotations that follow map order, which are not claimed")
+		return v
 	}
-	if annotationsVary {
+	if s.annotationsVary {
 		for _, k := range dec.chanceKeys {
 			dec.Forget(k, mapOrderWhy)
 		}
 	}
-	// steady says whether the verdict stays dec's in MapOrderTries evaluations: the search
-	// above may have stopped as soon as the values it looked at changed, before a verdict
-	// that an audit annotation's error in some order (failurePolicy Fail refuses whatever
-	// the binding's actions) would change.
-	steady := func() bool {
-		for range MapOrderTries {
-			again, err := e.dispatch(ctx, &recordingAttributes{Attributes: attrs.Attributes, detached: true}, o)
-			if err != nil || again.Allowed != dec.Allowed || again.Code != dec.Code {
-				return false
-			}
-		}
-		return true
-	}
-	if b := e.byChanceBindings(dec); outcomesVary && !known && !verdictVaries && otherMsgs == nil && quiet != nil && !b.deny && steady() {
+	if b := s.e.byChanceBindings(dec); s.outcomesVary && !known && !s.verdictVaries && s.otherMsgs == nil && s.quiet != nil && !b.deny && s.steady() {
 		// Only bindings without the Deny action decided otherwise in another order: the
 		// verdict is the same in every order; what they gave (a warning, a validation_failure
 		// entry) is not known, and not claimed (random parity seed r:1462: a Warn and Audit
 		// binding moments old, whose failure would have been only its warning and entry).
-		if annotationsVary {
-			for _, k := range quiet.chanceKeys {
-				quiet.Forget(k, mapOrderWhy)
+		if s.annotationsVary {
+			for _, k := range s.quiet.chanceKeys {
+				s.quiet.Forget(k, mapOrderWhy)
 			}
 		}
-		return quiet.withoutQuietOutcomes(b)
+		return s.quiet.withoutQuietOutcomes(b)
 	}
-	if outcomesVary {
+	if s.outcomesVary {
 		dec.ByChance = "a validation or a matchCondition lists a map's keys in the order CEL iterated the map, which in kube-apiserver is Go's map order and changes from one request to the next, and the decision changes with it"
 		if known {
 			dec.ByChance += ": no order gives the server's verdicts"
@@ -407,15 +450,15 @@ func (e *Evaluator) inServerOrder(ctx context.Context, attrs *recordingAttribute
 			dec.ByChance += ": the server's is not known"
 		}
 	}
-	if otherMsgs != nil && !outcomesVary && !known && !e.messagesDeny(dec) && steady() {
+	if s.otherMsgs != nil && !s.outcomesVary && !known && !s.e.messagesDeny(dec) && s.steady() {
 		// Only failures without the Deny action are worded otherwise in another order: their
 		// messages are only in warnings and validation_failure entries, which are then not
 		// claimed; the verdict is the same in every order (its audit annotations that vary
 		// are forgotten above).
-		return dec.withoutQuietMessages(msgs, otherMsgs)
+		return dec.withoutQuietMessages(s.msgs, s.otherMsgs)
 	}
-	if otherMsgs != nil && !outcomesVary {
-		dec.ByChance = "a failure's message lists a map's keys in the order CEL iterated the map, which in kube-apiserver is Go's map order and changes from one request to the next (" + strings.Join(quoteAll(msgs), ", ") + " or " + strings.Join(quoteAll(otherMsgs), ", ") + ")"
+	if s.otherMsgs != nil && !s.outcomesVary {
+		dec.ByChance = "a failure's message lists a map's keys in the order CEL iterated the map, which in kube-apiserver is Go's map order and changes from one request to the next (" + strings.Join(quoteAll(s.msgs), ", ") + " or " + strings.Join(quoteAll(s.otherMsgs), ", ") + ")"
 		if known {
 			dec.ByChance += ", and no order gives the server's verdicts"
 		} else {
