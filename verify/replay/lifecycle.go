@@ -1066,7 +1066,7 @@ func (j *job) settleUnsure() {
 			gaveUnsure = append(gaveUnsure, p)
 		}
 	}
-	if len(why) > 0 && j.withoutQuietPairs(out, gaveUnsure, warned, why) {
+	if len(why) > 0 && (j.withoutQuietPairs(out, gaveUnsure, warned, why) || j.admittedWithoutPairs(out, gaveUnsure, warned, why)) {
 		return
 	}
 	if len(why) == 0 {
@@ -1163,6 +1163,60 @@ func (j *job) withoutQuietPairs(out *Record, pairs, warned []givenPair, why []st
 	})
 	slices.Sort(why)
 	out.Notes = append(out.Notes, UnknownWarningsNote, "decided whether or not kube-apiserver's policy source had compiled the change, whose bindings have no Deny action: "+strings.Join(slices.Compact(why), "; ")+"; what they gave (their results, audit annotations and validation_failure entries, warnings) is not claimed")
+	return true
+}
+
+// admittedWithoutPairs settles a record denied only by unsure pairs (the policy source may not
+// have compiled their change: why) whose request the log shows admitted (a 2xx response, which
+// a validating binding the server had compiled and that denied would have made a refusal): the
+// server had not compiled the create of those pairs, or had compiled the delete, and the
+// decision is the admit it gave. What the pairs gave (their results, their policies' audit
+// annotations, the validation_failure annotation, their warnings, and those of the unsure pairs
+// that only warned) is not claimed, and a note says so. Not where anything else refused the
+// request in the evaluation (a settled pair's denial, a mutating policy's refusal), or the
+// record is already not certain. It says whether it settled the record.
+func (j *job) admittedWithoutPairs(out *Record, pairs, warned []givenPair, why []string) bool {
+	dec := j.result.dec
+	if dec == nil || dec.Allowed || out.Decision != DecisionDeny || out.Certainty != CertaintyCertain || j.rec.outcome != RecordedAdmit ||
+		dec.Mutation != nil && !dec.Mutation.Allowed || slices.ContainsFunc(out.Alternatives, func(a Alternative) bool { return !a.refusal }) {
+		return false
+	}
+	if slices.ContainsFunc(pairs, func(p givenPair) bool { return p.policy.kind != givenPolicy }) {
+		return false
+	}
+	of := func(policy, binding string) bool {
+		return slices.ContainsFunc(pairs, func(p givenPair) bool { return p.policy.name == policy && p.binding.name == binding })
+	}
+	refused := false
+	for _, r := range dec.Results {
+		if r.Result == verify.ResultAdmit || !slices.Contains(r.Actions, admissionregistrationv1.Deny) {
+			continue
+		}
+		if !of(r.Policy, r.Binding) {
+			return false // refused by a pair the policy source had compiled: the log says otherwise
+		}
+		refused = true
+	}
+	if !refused {
+		return false
+	}
+	out.Decision, out.Code, out.Message = DecisionAdmit, 0, ""
+	out.Alternatives = nil
+	out.Disagreements = nil
+	out.Results = slices.DeleteFunc(slices.Clone(out.Results), func(r RecordResult) bool { return of(r.Policy, r.Binding) })
+	out.AuditAnnotations = maps.Clone(out.AuditAnnotations)
+	maps.DeleteFunc(out.AuditAnnotations, func(k, _ string) bool {
+		policy, _, _ := strings.Cut(k, "/")
+		return k == ValidationFailureAnnotation || slices.ContainsFunc(pairs, func(p givenPair) bool { return p.policy.name == policy })
+	})
+	out.Warnings = slices.DeleteFunc(slices.Clone(out.Warnings), func(w string) bool {
+		return slices.ContainsFunc(append(slices.Clip(pairs), warned...), func(p givenPair) bool {
+			return strings.HasPrefix(w, verify.WarningPrefix(p.policy.name, p.binding.name))
+		})
+	})
+	out.changed()
+	slices.Sort(why)
+	out.Notes = append(slices.Clip(out.Notes), UnknownWarningsNote, "admitted without what kube-apiserver's policy source had not compiled yet (a create) or had compiled already (a delete), as the request's own response shows: a binding in effect would have refused it: "+strings.Join(slices.Compact(why), "; ")+"; what those gave here (their results, audit annotations and validation_failure entries, warnings) is not claimed")
 	return true
 }
 

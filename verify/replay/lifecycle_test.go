@@ -23,8 +23,9 @@ import (
 // after a change (the policy source compiles once a second) a verdict of theirs is not
 // certain, until the log shows one (a denial: probe) for a request received after the change,
 // which shows the policy compiled for that request and those received after it completed
-// (proven), of any server's log (the request's own verdict); with
-// --policies-throughout every request is decided with them. Checked against
+// (proven), of any server's log (the request's own verdict); a request whose own response is
+// an admit the binding would have refused shows the policy source had not compiled it yet
+// (moments, rebound-moments); with --policies-throughout every request is decided with them. Checked against
 // the log's verdicts, no request disagrees: those before the create and in the gap have none
 // to give.
 func TestGivenLifecycle(t *testing.T) {
@@ -60,6 +61,7 @@ func TestGivenLifecycle(t *testing.T) {
 	log := writeLog(t, t.TempDir(), "audit.log", lines)
 	const (
 		none   = "none"
+		admit  = "admit certain"
 		deny   = "deny certain"
 		source = "indeterminate policy-source"
 	)
@@ -72,7 +74,7 @@ func TestGivenLifecycle(t *testing.T) {
 	}{{
 		name: "followed",
 		src:  Source{Name: log},
-		want: map[string]string{"early": none, "moments": source, "probe": deny, "proven": deny, "before": deny, "unbound-moments": source, "gap": none, "rebound-moments": source, "after": deny},
+		want: map[string]string{"early": none, "moments": admit, "probe": deny, "proven": deny, "before": deny, "unbound-moments": source, "gap": none, "rebound-moments": admit, "after": deny},
 		notes: []string{"the log shows given policies and bindings come and go: 2 not installed at its start (the first: ValidatingAdmissionPolicy no-cm, created at " + log + ":2), 3 creates, 1 deletes (the first: ValidatingAdmissionPolicyBinding no-cm at " + log + ":9); " +
 			"a request is decided with each only while it was installed (--policies-throughout decides every request with them)"},
 	}, {
@@ -89,7 +91,7 @@ func TestGivenLifecycle(t *testing.T) {
 		// file is: the same decisions, named "-".
 		name: "standard input",
 		src:  Source{Name: "-", Reader: strings.NewReader(strings.Join(lines, "\n") + "\n")},
-		want: map[string]string{"early": none, "moments": source, "probe": deny, "proven": deny, "before": deny, "unbound-moments": source, "gap": none, "rebound-moments": source, "after": deny},
+		want: map[string]string{"early": none, "moments": admit, "probe": deny, "proven": deny, "before": deny, "unbound-moments": source, "gap": none, "rebound-moments": admit, "after": deny},
 		notes: []string{"the log shows given policies and bindings come and go: 2 not installed at its start (the first: ValidatingAdmissionPolicy no-cm, created at -:2), 3 creates, 1 deletes (the first: ValidatingAdmissionPolicyBinding no-cm at -:9); " +
 			"a request is decided with each only while it was installed (--policies-throughout decides every request with them)"},
 	}, {
@@ -100,7 +102,7 @@ func TestGivenLifecycle(t *testing.T) {
 		name: "standard input not copied",
 		src:  Source{Name: "-", Reader: strings.NewReader(strings.Join(lines, "\n") + "\n")},
 		opts: []Option{withSpoolDir(filepath.Join(t.TempDir(), "absent"))},
-		want: map[string]string{"early": deny, "moments": source, "probe": deny, "proven": deny, "before": deny, "unbound-moments": source, "gap": none, "rebound-moments": source, "after": deny},
+		want: map[string]string{"early": deny, "moments": admit, "probe": deny, "proven": deny, "before": deny, "unbound-moments": source, "gap": none, "rebound-moments": admit, "after": deny},
 		notes: []string{"the log shows given policies and bindings come and go: 1 creates, 1 deletes (the first: ValidatingAdmissionPolicyBinding no-cm at -:9); a request is decided with each only while it was installed (--policies-throughout decides every request with them)",
 			"the log creates 2 of the given policies and bindings (the first: ValidatingAdmissionPolicy no-cm, created at -:2), which were taken as installed before: the log was not read from files, which the replay reads again for where they were at its start (give the log as files)"},
 	}} {
@@ -154,22 +156,31 @@ func TestGivenSourceDeniedAnyway(t *testing.T) {
 		createdIn(t, "configmaps", "ConfigMap", "x-both", "01.300", 422, "always"),
 		createdIn(t, "configmaps", "ConfigMap", "y-late", "01.400", 201, "late"),
 	}
+	const (
+		notCompiled   = "admitted without what kube-apiserver's policy source had not compiled yet (a create)"
+		compiledOrNot = "decided whether or not kube-apiserver's policy source had compiled"
+	)
 	for _, tc := range []struct {
 		name    string
 		actions []admissionregistrationv1.ValidationAction
 		want    map[string]string
-		// quiet: the late binding's results, annotations and warnings are not claimed.
-		quiet bool
+		// quiet are the records of which the late binding's results, annotations and
+		// warnings are not claimed, with the note that says why.
+		quiet map[string]string
 	}{{
+		// y-late's own admit shows the policy source had not compiled the binding, which
+		// would have refused it.
 		name:    "the new binding denies",
 		actions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-		want:    map[string]string{"x-both": "deny certain", "y-late": "indeterminate policy-source"},
+		want:    map[string]string{"x-both": "deny certain", "y-late": "admit certain"},
+		quiet:   map[string]string{"y-late": notCompiled},
 	}, {
 		// Its validation failure annotation is in the log or not as the policy source had
 		// compiled it: that is not known.
 		name:    "the new binding denies and audits",
 		actions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny, admissionregistrationv1.Audit},
-		want:    map[string]string{"x-both": "indeterminate policy-source", "y-late": "indeterminate policy-source"},
+		want:    map[string]string{"x-both": "indeterminate policy-source", "y-late": "admit certain"},
+		quiet:   map[string]string{"y-late": notCompiled},
 	}, {
 		// Without the Deny action it refuses nothing: the verdicts are the same whether the
 		// policy source had compiled it or not, and what it gave is not claimed (random
@@ -177,12 +188,12 @@ func TestGivenSourceDeniedAnyway(t *testing.T) {
 		name:    "the new binding audits",
 		actions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Audit},
 		want:    map[string]string{"x-both": "deny certain", "y-late": "admit certain"},
-		quiet:   true,
+		quiet:   map[string]string{"x-both": compiledOrNot, "y-late": compiledOrNot},
 	}, {
 		name:    "the new binding warns and audits",
 		actions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Warn, admissionregistrationv1.Audit},
 		want:    map[string]string{"x-both": "deny certain", "y-late": "admit certain"},
-		quiet:   true,
+		quiet:   map[string]string{"x-both": compiledOrNot, "y-late": compiledOrNot},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -191,11 +202,9 @@ func TestGivenSourceDeniedAnyway(t *testing.T) {
 			_, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{always, late}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{alwaysB, lateB},
 				[]Option{WithCheckRecorded(true)}, Source{Name: writeLog(t, t.TempDir(), "audit.log", lines)})
 			checkOutcomes(t, recs, tc.want)
-			if !tc.quiet {
-				return
-			}
 			for _, rec := range recs {
-				if rec.Name != "x-both" && rec.Name != "y-late" {
+				note, ok := tc.quiet[rec.Name]
+				if !ok {
 					continue
 				}
 				if slices.ContainsFunc(rec.Results, func(r RecordResult) bool { return r.Policy == "late" }) || rec.AuditAnnotations[ValidationFailureAnnotation] != "" ||
@@ -203,7 +212,7 @@ func TestGivenSourceDeniedAnyway(t *testing.T) {
 					t.Errorf("%s: claims what the late binding gave: results %+v, annotations %v, warnings %q", rec.Name, rec.Results, rec.AuditAnnotations, rec.Warnings)
 				}
 				if !slices.ContainsFunc(rec.Notes, func(n string) bool {
-					return strings.HasPrefix(n, "decided whether or not kube-apiserver's policy source had compiled")
+					return strings.HasPrefix(n, note)
 				}) {
 					t.Errorf("%s: no note of the binding moments old: %q", rec.Name, rec.Notes)
 				}
@@ -235,6 +244,7 @@ func TestGivenLifecycleWrites(t *testing.T) {
 	unserved := replaceOnce(t, admissionreg("alpha", "delete", "validatingadmissionpolicybindings", "01.000", 404, "the server could not find the requested resource", nil, nil), "/v1/", "/v1alpha9/")
 	const (
 		none   = "none"
+		admit  = "admit certain"
 		deny   = "deny certain"
 		source = "indeterminate policy-source"
 	)
@@ -320,7 +330,8 @@ func TestGivenLifecycleWrites(t *testing.T) {
 			admissionreg("status", "patch", "validatingadmissionpolicybindings", "00.500", 200, "", nil, binding(map[string]any{"creationTimestamp": "2026-11-24T00:00:00Z"})),
 			cm("late", "05.000", 422),
 		}},
-		want: map[string]string{"first": source, "late": deny},
+		// Its own admit shows the binding was not in effect for it.
+		want: map[string]string{"first": admit, "late": deny},
 	}, {
 		name: "a delete at level Metadata, maybe a dry run",
 		files: [][]string{{
@@ -371,7 +382,9 @@ func TestGivenLifecycleWrites(t *testing.T) {
 			cm("early-b", "00.100", 201),
 			cm("on-b", "01.700", 201),
 		}},
-		want: map[string]string{"early": none, "probe": deny, "proven": deny, "early-b": none, "on-b": source},
+		// The other server's verdicts say nothing of its own policy source; on-b's own
+		// admit does.
+		want: map[string]string{"early": none, "probe": deny, "proven": deny, "early-b": none, "on-b": admit},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -666,9 +679,9 @@ func TestGivenCompiledOneServer(t *testing.T) {
 		want map[string]string
 	}{
 		// probe and after are denied by their own verdicts, which show their server had
-		// compiled the policy.
-		{"in parts", plain, map[string]string{"probe": "deny certain", "after": "deny certain", "other": "indeterminate policy-source"}},
-		{"in the file's order", compressed, map[string]string{"probe": "deny certain", "after": "deny certain", "other": "indeterminate policy-source"}},
+		// compiled the policy; other's own admit shows its server had not.
+		{"in parts", plain, map[string]string{"probe": "deny certain", "after": "deny certain", "other": "admit certain"}},
+		{"in the file's order", compressed, map[string]string{"probe": "deny certain", "after": "deny certain", "other": "admit certain"}},
 	} {
 		_, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p1}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b1}, nil, Source{Name: tc.log})
 		if diff := cmp.Diff(tc.want, lifecycleOutcomes(t, recs, []string{"probe", "after", "other"})); diff != "" {
@@ -679,8 +692,9 @@ func TestGivenCompiledOneServer(t *testing.T) {
 
 // TestGivenCompiledMergedServers: two kube-apiservers' logs merged in one plain file in the
 // order of their times, as a log shipper writes them (helper exW): the first server's verdict
-// shows its policy source had compiled the create, which says nothing of the second's, whose
-// admit moments after the create is policy-source. The file shows both servers' identity
+// shows its policy source had compiled the create, which says nothing of the second's; the
+// second's admit moments after the create shows its own had not (the request's own response).
+// The file shows both servers' identity
 // leases; without them it is taken as one server's log.
 func TestGivenCompiledMergedServers(t *testing.T) {
 	t.Parallel()
@@ -708,7 +722,7 @@ func TestGivenCompiledMergedServers(t *testing.T) {
 		lines []string
 		want  map[string]string
 	}{
-		{"with both identities", append(slices.Clone(identities), lines...), map[string]string{"probe": "deny certain", "other": "indeterminate policy-source"}},
+		{"with both identities", append(slices.Clone(identities), lines...), map[string]string{"probe": "deny certain", "other": "admit certain"}},
 		{"with one", append(identities[:1:1], lines...), map[string]string{"probe": "deny certain", "other": "deny certain"}},
 	} {
 		log := writeLog(t, t.TempDir(), "audit.log", tc.lines)
