@@ -1137,30 +1137,13 @@ func (j *job) withoutQuietPairs(out *Record, pairs, warned []givenPair, why []st
 	if len(out.Disagreements) > 0 {
 		// Checked against the log's verdicts (--check-recorded): what the pairs gave is not
 		// claimed, and the rest is checked again; a disagreement left stands.
-		dec := *j.result.dec
-		dec.Results = slices.DeleteFunc(slices.Clone(dec.Results), func(r verify.Result) bool { return of(r.Policy, r.Binding) })
-		dec.Forget(ValidationFailureAnnotation, "not claimed")
-		for k := range j.result.dec.AuditAnnotations {
-			if policy, _, _ := strings.Cut(k, "/"); slices.ContainsFunc(pairs, func(p givenPair) bool { return p.policy.name == policy }) {
-				dec.Forget(k, "not claimed")
-			}
-		}
+		dec := withoutPairs(j.result.dec, pairs)
 		if len(check(j.ev, j.rec, &dec, j.evidenced)) > 0 {
 			return false
 		}
 		out.Disagreements = nil
 	}
-	out.Results = slices.DeleteFunc(slices.Clone(out.Results), func(r RecordResult) bool { return of(r.Policy, r.Binding) })
-	out.AuditAnnotations = maps.Clone(out.AuditAnnotations)
-	maps.DeleteFunc(out.AuditAnnotations, func(k, _ string) bool {
-		policy, _, _ := strings.Cut(k, "/")
-		return k == ValidationFailureAnnotation || slices.ContainsFunc(pairs, func(p givenPair) bool { return p.policy.name == policy })
-	})
-	out.Warnings = slices.DeleteFunc(slices.Clone(out.Warnings), func(w string) bool {
-		return slices.ContainsFunc(append(slices.Clip(pairs), warned...), func(p givenPair) bool {
-			return strings.HasPrefix(w, verify.WarningPrefix(p.policy.name, p.binding.name))
-		})
-	})
+	out.unclaim(pairs, warned)
 	slices.Sort(why)
 	out.Notes = append(out.Notes, UnknownWarningsNote, "decided whether or not kube-apiserver's policy source had compiled the change, whose bindings have no Deny action: "+strings.Join(slices.Compact(why), "; ")+"; what they gave (their results, audit annotations and validation_failure entries, warnings) is not claimed")
 	return true
@@ -1200,24 +1183,63 @@ func (j *job) admittedWithoutPairs(out *Record, pairs, warned []givenPair, why [
 	if !refused {
 		return false
 	}
+	if len(out.Disagreements) > 0 {
+		// Checked against the log's verdicts (--check-recorded): the rest is checked again
+		// without what the pairs gave; a disagreement left stands.
+		d := withoutPairs(dec, pairs)
+		d.Allowed, d.Code, d.Message, d.Denials = true, 0, "", nil
+		if len(check(j.ev, j.rec, &d, j.evidenced)) > 0 {
+			return false
+		}
+	}
 	out.Decision, out.Code, out.Message = DecisionAdmit, 0, ""
 	out.Alternatives = nil
 	out.Disagreements = nil
-	out.Results = slices.DeleteFunc(slices.Clone(out.Results), func(r RecordResult) bool { return of(r.Policy, r.Binding) })
-	out.AuditAnnotations = maps.Clone(out.AuditAnnotations)
-	maps.DeleteFunc(out.AuditAnnotations, func(k, _ string) bool {
-		policy, _, _ := strings.Cut(k, "/")
-		return k == ValidationFailureAnnotation || slices.ContainsFunc(pairs, func(p givenPair) bool { return p.policy.name == policy })
-	})
-	out.Warnings = slices.DeleteFunc(slices.Clone(out.Warnings), func(w string) bool {
-		return slices.ContainsFunc(append(slices.Clip(pairs), warned...), func(p givenPair) bool {
-			return strings.HasPrefix(w, verify.WarningPrefix(p.policy.name, p.binding.name))
-		})
-	})
+	out.unclaim(pairs, warned)
 	out.changed()
 	slices.Sort(why)
 	out.Notes = append(slices.Clip(out.Notes), UnknownWarningsNote, "admitted without what kube-apiserver's policy source had not compiled yet (a create) or had compiled already (a delete), as the request's own response shows: a binding in effect would have refused it: "+strings.Join(slices.Compact(why), "; ")+"; what those gave here (their results, audit annotations and validation_failure entries, warnings) is not claimed")
 	return true
+}
+
+// withoutPairs is a copy of dec without the results of the pairs, their policies' audit
+// annotations and the validation_failure annotation, which are forgotten (not claimed): what
+// --check-recorded compares with the log where the pairs' verdicts are not known.
+func withoutPairs(dec *verify.Decision, pairs []givenPair) verify.Decision {
+	of := func(policy string) bool {
+		return slices.ContainsFunc(pairs, func(p givenPair) bool { return p.policy.name == policy })
+	}
+	d := *dec
+	d.UnknownAnnotations = maps.Clone(d.UnknownAnnotations)
+	d.Results = slices.DeleteFunc(slices.Clone(d.Results), func(r verify.Result) bool {
+		return slices.ContainsFunc(pairs, func(p givenPair) bool { return p.policy.name == r.Policy && p.binding.name == r.Binding })
+	})
+	d.Forget(ValidationFailureAnnotation, "not claimed")
+	for k := range dec.AuditAnnotations {
+		if policy, _, _ := strings.Cut(k, "/"); of(policy) {
+			d.Forget(k, "not claimed")
+		}
+	}
+	return d
+}
+
+// unclaim takes out of the record what the pairs gave (their results, their policies' audit
+// annotations, the validation_failure annotation, their warnings) and the warnings of the
+// pairs that only warned.
+func (r *Record) unclaim(pairs, warned []givenPair) {
+	r.Results = slices.DeleteFunc(slices.Clone(r.Results), func(res RecordResult) bool {
+		return slices.ContainsFunc(pairs, func(p givenPair) bool { return p.policy.name == res.Policy && p.binding.name == res.Binding })
+	})
+	r.AuditAnnotations = maps.Clone(r.AuditAnnotations)
+	maps.DeleteFunc(r.AuditAnnotations, func(k, _ string) bool {
+		policy, _, _ := strings.Cut(k, "/")
+		return k == ValidationFailureAnnotation || slices.ContainsFunc(pairs, func(p givenPair) bool { return p.policy.name == policy })
+	})
+	r.Warnings = slices.DeleteFunc(slices.Clone(r.Warnings), func(w string) bool {
+		return slices.ContainsFunc(append(slices.Clip(pairs), warned...), func(p givenPair) bool {
+			return strings.HasPrefix(w, verify.WarningPrefix(p.policy.name, p.binding.name))
+		})
+	})
 }
 
 // deniedBySettled says whether the decision of the job's request stands whether or not the
