@@ -1094,6 +1094,12 @@ func (j *job) settleUnsure() {
 	}
 	slices.Sort(why)
 	why = slices.Compact(why)
+	if out.Decision == DecisionDeny && j.deniedByOwn(gaveUnsure) {
+		// The response is the pair's denial, as the evaluation words it: the server had it
+		// in effect (a delete not compiled yet), and decided as the replay did with it.
+		out.Notes = append(out.Notes, "denied by a policy and binding created or deleted moments before, which the request's own response shows in effect for it: "+strings.Join(why, "; "))
+		return
+	}
 	if out.Decision == DecisionDeny && j.deniedBySettled() {
 		// A pair the policy source compiled long before denies the request too: denied
 		// whichever way; which refusal the server answered with is its informers' choice
@@ -1240,6 +1246,20 @@ func (r *Record) unclaim(pairs, warned []givenPair) {
 			return strings.HasPrefix(w, verify.WarningPrefix(p.policy.name, p.binding.name))
 		})
 	})
+}
+
+// deniedByOwn says whether the response the log records for the job's request is the denial,
+// as the evaluation words it, of the one unsure pair that gave the request a verdict (pairs):
+// the server had that validating policy and binding in effect for the request (for a delete,
+// the policy source had not compiled it yet; for a create, shownCompiled has already said so),
+// and the decision with it is the server's.
+func (j *job) deniedByOwn(pairs []givenPair) bool {
+	if len(pairs) != 1 || j.result.dec == nil || j.rec.outcome != RecordedDeny {
+		return false
+	}
+	p := pairs[0]
+	return p.policy.kind == givenPolicy && j.rec.policy == p.policy.name && j.rec.binding == p.binding.name &&
+		j.result.dec.Refuses(j.ev.Code(), j.ev.Message())
 }
 
 // deniedBySettled says whether the decision of the job's request stands whether or not the

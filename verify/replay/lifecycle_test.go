@@ -25,7 +25,8 @@ import (
 // which shows the policy compiled for that request and those received after it completed
 // (proven), of any server's log (the request's own verdict); a request whose own response is
 // an admit the binding would have refused shows the policy source had not compiled it yet
-// (moments, rebound-moments); with --policies-throughout every request is decided with them. Checked against
+// (moments, rebound-moments), and one that is the binding's denial shows it in effect, its
+// delete not compiled yet (unbound-moments); with --policies-throughout every request is decided with them. Checked against
 // the log's verdicts, no request disagrees: those before the create and in the gap have none
 // to give.
 func TestGivenLifecycle(t *testing.T) {
@@ -74,7 +75,7 @@ func TestGivenLifecycle(t *testing.T) {
 	}{{
 		name: "followed",
 		src:  Source{Name: log},
-		want: map[string]string{"early": none, "moments": admit, "probe": deny, "proven": deny, "before": deny, "unbound-moments": source, "gap": none, "rebound-moments": admit, "after": deny},
+		want: map[string]string{"early": none, "moments": admit, "probe": deny, "proven": deny, "before": deny, "unbound-moments": deny, "gap": none, "rebound-moments": admit, "after": deny},
 		notes: []string{"the log shows given policies and bindings come and go: 2 not installed at its start (the first: ValidatingAdmissionPolicy no-cm, created at " + log + ":2), 3 creates, 1 deletes (the first: ValidatingAdmissionPolicyBinding no-cm at " + log + ":9); " +
 			"a request is decided with each only while it was installed (--policies-throughout decides every request with them)"},
 	}, {
@@ -91,7 +92,7 @@ func TestGivenLifecycle(t *testing.T) {
 		// file is: the same decisions, named "-".
 		name: "standard input",
 		src:  Source{Name: "-", Reader: strings.NewReader(strings.Join(lines, "\n") + "\n")},
-		want: map[string]string{"early": none, "moments": admit, "probe": deny, "proven": deny, "before": deny, "unbound-moments": source, "gap": none, "rebound-moments": admit, "after": deny},
+		want: map[string]string{"early": none, "moments": admit, "probe": deny, "proven": deny, "before": deny, "unbound-moments": deny, "gap": none, "rebound-moments": admit, "after": deny},
 		notes: []string{"the log shows given policies and bindings come and go: 2 not installed at its start (the first: ValidatingAdmissionPolicy no-cm, created at -:2), 3 creates, 1 deletes (the first: ValidatingAdmissionPolicyBinding no-cm at -:9); " +
 			"a request is decided with each only while it was installed (--policies-throughout decides every request with them)"},
 	}, {
@@ -102,7 +103,7 @@ func TestGivenLifecycle(t *testing.T) {
 		name: "standard input not copied",
 		src:  Source{Name: "-", Reader: strings.NewReader(strings.Join(lines, "\n") + "\n")},
 		opts: []Option{withSpoolDir(filepath.Join(t.TempDir(), "absent"))},
-		want: map[string]string{"early": deny, "moments": admit, "probe": deny, "proven": deny, "before": deny, "unbound-moments": source, "gap": none, "rebound-moments": admit, "after": deny},
+		want: map[string]string{"early": deny, "moments": admit, "probe": deny, "proven": deny, "before": deny, "unbound-moments": deny, "gap": none, "rebound-moments": admit, "after": deny},
 		notes: []string{"the log shows given policies and bindings come and go: 1 creates, 1 deletes (the first: ValidatingAdmissionPolicyBinding no-cm at -:9); a request is decided with each only while it was installed (--policies-throughout decides every request with them)",
 			"the log creates 2 of the given policies and bindings (the first: ValidatingAdmissionPolicy no-cm, created at -:2), which were taken as installed before: the log was not read from files, which the replay reads again for where they were at its start (give the log as files)"},
 	}} {
@@ -312,7 +313,8 @@ func TestGivenLifecycleWrites(t *testing.T) {
 			admissionreg("delete", "delete", "validatingadmissionpolicybindings", "04.000", 200, "", map[string]any{"apiVersion": "v1", "kind": "DeleteOptions"}, nil),
 			cm("after", "07.000", 422),
 		}},
-		want: map[string]string{"before": deny, "after": source},
+		// Where it is after the delete is not known; after's own denial shows it there.
+		want: map[string]string{"before": deny, "after": deny},
 	}, {
 		name: "a foreground delete, without its response",
 		files: [][]string{{
@@ -320,7 +322,8 @@ func TestGivenLifecycleWrites(t *testing.T) {
 			admissionreg("delete", "delete", "validatingadmissionpolicybindings", "01.000", 200, "", map[string]any{"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Foreground"}, nil),
 			cm("after", "05.000", 422),
 		}},
-		want: map[string]string{"before": deny, "after": source},
+		// Where it is after the delete is not known; after's own denial shows it there.
+		want: map[string]string{"before": deny, "after": deny},
 	}, {
 		// The log begins moments after the binding was created (a cut, a rotation): a write
 		// of it shows its creationTimestamp, to the second.
@@ -339,7 +342,9 @@ func TestGivenLifecycleWrites(t *testing.T) {
 			admissionreg("dry-delete", "delete", "validatingadmissionpolicybindings", "01.000", 200, "", nil, nil),
 			cm("after", "10.000", 422),
 		}},
-		want: map[string]string{"before": deny, "after": source},
+		// Whether the delete was a dry run is not known, but after's own denial shows the
+		// binding in effect.
+		want: map[string]string{"before": deny, "after": deny},
 	}, {
 		name: "a delete its finalizers hold, then the patch that removes them",
 		files: [][]string{{
@@ -351,7 +356,8 @@ func TestGivenLifecycleWrites(t *testing.T) {
 				binding(map[string]any{"deletionTimestamp": "2026-11-24T00:00:01Z"})),
 			cm("gone", "10.000", 201),
 		}},
-		want: map[string]string{"before": deny, "pending": source, "gone": none},
+		// pending's own denial shows the binding its finalizers held in effect.
+		want: map[string]string{"before": deny, "pending": deny, "gone": none},
 	}, {
 		name: "the patch that removes them, not logged with its result",
 		files: [][]string{{
@@ -853,5 +859,59 @@ func TestWithoutQuietPairs(t *testing.T) {
 				t.Errorf("settled %v, want %v", got, tc.settled)
 			}
 		})
+	}
+}
+
+// TestGivenOwnResponse: moments after a binding's create or delete, a request the binding
+// would refuse is decided by its own response where that shows whether the server had the
+// binding in effect: an admit (a binding in effect would have refused it: not compiled yet,
+// what the binding gave not claimed), or the binding's own denial as the evaluation words it
+// (in effect). A denial worded otherwise (the server's copy may not be the given one), and an
+// admit where a binding settled long before refuses too, stay as they were.
+func TestGivenOwnResponse(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("no-cm", "configmaps", admissionregistrationv1.Create, nil, "false")
+	b.Spec.ValidationActions = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny, admissionregistrationv1.Audit}
+	old, oldB := levelPolicy("old", "configmaps", admissionregistrationv1.Create, nil, "!object.metadata.name.startsWith('both')")
+	admissionreg := func(id, verb, resource, at string, code int32) string {
+		var options map[string]any
+		if verb == "delete" {
+			options = map[string]any{"apiVersion": "v1", "kind": "DeleteOptions"}
+		}
+		return admissionWrite(t, id, verb, resource, "no-cm", at, code, "", options, nil)
+	}
+	lines := []string{
+		admissionreg("vap", "create", "validatingadmissionpolicies", "01.000", 201),
+		admissionreg("vapb", "create", "validatingadmissionpolicybindings", "01.002", 201),
+		createdIn(t, "configmaps", "ConfigMap", "admitted", "01.300", 201, "no-cm"),
+		createdIn(t, "configmaps", "ConfigMap", "both", "01.350", 201, "no-cm"),
+		createdIn(t, "configmaps", "ConfigMap", "settled", "03.000", 422, "no-cm"),
+		admissionreg("unbind", "delete", "validatingadmissionpolicybindings", "04.000", 200),
+		createdIn(t, "configmaps", "ConfigMap", "in-effect", "04.200", 422, "no-cm"),
+		replaceOnce(t, createdIn(t, "configmaps", "ConfigMap", "worded-otherwise", "04.300", 422, "no-cm"), "denied by no-cm", "denied by an older no-cm"),
+	}
+	_, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p, old}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b, oldB}, nil,
+		Source{Name: writeLog(t, t.TempDir(), "audit.log", lines)})
+	checkOutcomes(t, recs, map[string]string{
+		"admitted":         "admit certain",
+		"both":             "indeterminate policy-source", // old denies it too: the log's admit is no evidence of no-cm
+		"settled":          "deny certain",
+		"in-effect":        "deny certain",
+		"worded-otherwise": "indeterminate policy-source",
+	})
+	rec := recs["admitted"]
+	if rec == nil {
+		t.Fatal("no record of admitted")
+	}
+	if slices.ContainsFunc(rec.Results, func(r RecordResult) bool { return r.Policy == "no-cm" }) || rec.AuditAnnotations[ValidationFailureAnnotation] != "" {
+		t.Errorf("admitted: claims what the binding moments old gave: results %+v, annotations %v", rec.Results, rec.AuditAnnotations)
+	}
+	if !slices.ContainsFunc(rec.Notes, func(n string) bool {
+		return strings.HasPrefix(n, "admitted without what kube-apiserver's policy source had not compiled yet")
+	}) {
+		t.Errorf("admitted: no note of why: %q", rec.Notes)
+	}
+	if rec := recs["in-effect"]; rec != nil && !slices.ContainsFunc(rec.Results, func(r RecordResult) bool { return r.Policy == "no-cm" && r.Result == verify.ResultDeny }) {
+		t.Errorf("in-effect: the binding's denial is not among its results: %+v", rec.Results)
 	}
 }
