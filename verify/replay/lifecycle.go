@@ -1070,15 +1070,8 @@ func (j *job) settleUnsure() {
 		return
 	}
 	if len(why) == 0 {
-		if len(warned) > 0 {
-			// Not claimed (random parity seed c:633: the server gave none).
-			out.Warnings = slices.DeleteFunc(slices.Clone(out.Warnings), func(w string) bool {
-				return slices.ContainsFunc(warned, func(p givenPair) bool {
-					return strings.HasPrefix(w, verify.WarningPrefix(p.policy.name, p.binding.name))
-				})
-			})
-			out.Notes = append(out.Notes, UnknownWarningsNote)
-		}
+		// Not claimed (random parity seed c:633: the server gave none).
+		out.unclaimWarnings(warned)
 		var likely []string
 		for p, w := range j.given.likely {
 			if gave(p) {
@@ -1098,6 +1091,7 @@ func (j *job) settleUnsure() {
 		// The response is the pair's denial, as the evaluation words it: the server had it
 		// in effect (a delete not compiled yet), and decided as the replay did with it.
 		out.Notes = append(out.Notes, "denied by a policy and binding created or deleted moments before, which the request's own response shows in effect for it: "+strings.Join(why, "; "))
+		out.unclaimWarnings(warned)
 		return
 	}
 	if out.Decision == DecisionDeny && j.deniedBySettled() {
@@ -1105,6 +1099,7 @@ func (j *job) settleUnsure() {
 		// whichever way; which refusal the server answered with is its informers' choice
 		// (the record's refusal alternatives).
 		out.Notes = append(out.Notes, "denied whether or not kube-apiserver's policy source had compiled the change: "+strings.Join(why, "; "))
+		out.unclaimWarnings(warned)
 		return
 	}
 	// The decision is with each pair as the given one: created, its create compiled;
@@ -1246,6 +1241,20 @@ func (r *Record) unclaim(pairs, warned []givenPair) {
 			return strings.HasPrefix(w, verify.WarningPrefix(p.policy.name, p.binding.name))
 		})
 	})
+}
+
+// unclaimWarnings takes out of the record the warnings of the unsure pairs that only warned,
+// which the policy source may not have compiled, with a note; nothing where there are none.
+func (r *Record) unclaimWarnings(warned []givenPair) {
+	if len(warned) == 0 {
+		return
+	}
+	r.Warnings = slices.DeleteFunc(slices.Clone(r.Warnings), func(w string) bool {
+		return slices.ContainsFunc(warned, func(p givenPair) bool {
+			return strings.HasPrefix(w, verify.WarningPrefix(p.policy.name, p.binding.name))
+		})
+	})
+	r.Notes = append(slices.Clip(r.Notes), UnknownWarningsNote)
 }
 
 // deniedByOwn says whether the response the log records for the job's request is the denial,
