@@ -1073,10 +1073,16 @@ func (j *job) settleUnsure() {
 		// Not claimed (random parity seed c:633: the server gave none).
 		out.unclaimWarnings(warned)
 		var likely []string
+		var gaveLikely []givenPair
 		for p, w := range j.given.likely {
 			if gave(p) {
 				likely = append(likely, w)
+				gaveLikely = append(gaveLikely, p)
 			}
+		}
+		if len(likely) > 0 && j.admittedWithoutPairs(out, gaveLikely, nil, likely) {
+			// Its own admit shows the server did not have them in effect.
+			return
 		}
 		if len(likely) > 0 {
 			slices.Sort(likely)

@@ -15,6 +15,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
 	"github.com/vapc-dev/vapc/verify"
+	"github.com/vapc-dev/vapc/verify/replay/exporttest"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
@@ -914,4 +915,28 @@ func TestGivenOwnResponse(t *testing.T) {
 	if rec := recs["in-effect"]; rec != nil && !slices.ContainsFunc(rec.Results, func(r RecordResult) bool { return r.Policy == "no-cm" && r.Result == verify.ResultDeny }) {
 		t.Errorf("in-effect: the binding's denial is not among its results: %+v", rec.Results)
 	}
+}
+
+// TestGivenOwnResponseExported: a GKE export does not say when a request was received; one
+// that completed two seconds after a binding's create is decided with it, likely, unless its
+// own admit shows the binding was not in effect for it (received before the policy source
+// compiled the create).
+func TestGivenOwnResponseExported(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("no-cm", "configmaps", admissionregistrationv1.Create, nil, "false")
+	lines := []string{
+		admissionWrite(t, "vap", "create", "validatingadmissionpolicies", "no-cm", "01.000", 201, "", nil, nil),
+		admissionWrite(t, "vapb", "create", "validatingadmissionpolicybindings", "no-cm", "01.002", 201, "", nil, nil),
+		createdIn(t, "configmaps", "ConfigMap", "admitted", "03.000", 201, "no-cm"),
+	}
+	sink, err := exporttest.Wrap(exporttest.GKESink, []byte(strings.Join(lines, "\n")+"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(t.TempDir(), "sink.json")
+	if err := os.WriteFile(log, sink, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, nil, Source{Name: log})
+	checkOutcomes(t, recs, map[string]string{"admitted": "admit certain"})
 }
