@@ -34,12 +34,7 @@ func TestGivenLifecycle(t *testing.T) {
 	t.Parallel()
 	p, b := levelPolicy("no-cm", "configmaps", admissionregistrationv1.Create, nil, "false")
 	admissionreg := func(id, verb, resource, at string, code int32) string {
-		var options map[string]any
-		if verb == "delete" {
-			// With its options: not a dry run (at level Metadata it may have been one).
-			options = map[string]any{"apiVersion": "v1", "kind": "DeleteOptions"}
-		}
-		return admissionWrite(t, id, verb, resource, "no-cm", at, code, "", options, nil)
+		return noCMWrite(t, id, verb, resource, at, code)
 	}
 	cm := func(id, at string, code int32) string {
 		return createdIn(t, "configmaps", "ConfigMap", id, at, code, "no-cm")
@@ -766,6 +761,17 @@ func createdIn(t *testing.T, resource, kind, id, at string, code int32, policy s
 	return timedEvent(t, levelEvent(t, id, auditlog.LevelRequestResponse, "create", resource, "ns1", id, code, message, obj, nil), at+"000", at+"500", nil)
 }
 
+// noCMWrite is a write of the admission policy or binding no-cm, a delete with its options:
+// not a dry run (at level Metadata it may have been one).
+func noCMWrite(t *testing.T, id, verb, resource, at string, code int32) string {
+	t.Helper()
+	var options map[string]any
+	if verb == "delete" {
+		options = map[string]any{"apiVersion": "v1", "kind": "DeleteOptions"}
+	}
+	return admissionWrite(t, id, verb, resource, "no-cm", at, code, "", options, nil)
+}
+
 // writeLog writes the lines as the log file name in dir.
 func writeLog(t *testing.T, dir, name string, lines []string) string {
 	t.Helper()
@@ -875,11 +881,7 @@ func TestGivenOwnResponse(t *testing.T) {
 	b.Spec.ValidationActions = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny, admissionregistrationv1.Audit}
 	old, oldB := levelPolicy("old", "configmaps", admissionregistrationv1.Create, nil, "!object.metadata.name.startsWith('both')")
 	admissionreg := func(id, verb, resource, at string, code int32) string {
-		var options map[string]any
-		if verb == "delete" {
-			options = map[string]any{"apiVersion": "v1", "kind": "DeleteOptions"}
-		}
-		return admissionWrite(t, id, verb, resource, "no-cm", at, code, "", options, nil)
+		return noCMWrite(t, id, verb, resource, at, code)
 	}
 	lines := []string{
 		admissionreg("vap", "create", "validatingadmissionpolicies", "01.000", 201),
