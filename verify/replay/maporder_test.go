@@ -460,3 +460,54 @@ func chanceLog(t *testing.T, n int, keys []string, code int32, message func(name
 	}
 	return log
 }
+
+// TestMapOrderMatchConditionError: a policy whose validation's outcome follows map order, and
+// whose matchCondition fails with an error under failurePolicy Fail: the dispatcher's one
+// decision is that error, which an Audit binding lists in validation_failure at index 0 as the
+// server does. Beside it an Audit binding's message lists a map's keys, which the log shows:
+// the order search compares each binding's entries with the log's as the dispatcher wrote them,
+// not as the result has them (without a validation's index), and finds the server's order
+// (random parity seed r:1473: indeterminate, "no order gives the server's verdicts", before).
+func TestMapOrderMatchConditionError(t *testing.T) {
+	policies := chancePolicy(t, `  - expression: "object.data.map(k, k)[0] != 'a'"
+    message: first is a
+  matchConditions:
+  - name: mc
+    expression: "int(object.data['missing']) != 7"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: keys}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]
+  validations:
+  - expression: "false"
+    messageExpression: "object.data.map(k, k).join(',')"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: keys}
+spec: {policyName: keys, validationActions: [Audit]}`, "[Warn, Audit]")
+	entries := func(keys string) string {
+		return `[{"message":"expression 'int(object.data['missing']) != 7' resulted in error: no such key: missing","policy":"chance","binding":"chance","expressionIndex":0,"validationActions":["Warn","Audit"]},` +
+			`{"message":"` + keys + `","policy":"keys","binding":"keys","expressionIndex":0,"validationActions":["Audit"]}]`
+	}
+	orders := []string{"a,b,c", "c,a,b", "b,c,a"}
+	log := chanceLog(t, 3, []string{"a", "b", "c"}, 201, nil, func(i int) map[string]string {
+		return map[string]string{ValidationFailureAnnotation: entries(orders[i])}
+	})
+	recs := replayRecording(t, policies, log, WithCheckRecorded(true))
+	got, want := map[string]string{}, map[string]string{}
+	for id, rec := range recs {
+		got[id] = fmt.Sprintf("%s %s, disagreements %q", rec.Decision, rec.Certainty, rec.Disagreements)
+		want[id] = "admit certain, disagreements []"
+	}
+	if len(recs) != 3 {
+		t.Errorf("%d records, want 3", len(recs))
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("decisions (-want +got):\n%s", diff)
+	}
+}
