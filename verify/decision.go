@@ -247,7 +247,9 @@ type Result struct {
 	// Actions are the binding's validationActions the result triggered; empty for admit
 	// rows and for errors that failurePolicy Ignore dropped.
 	Actions []admissionregistrationv1.ValidationAction `json:"actions,omitempty"`
-	// ExpressionIndex is the index of the validation in spec.validations.
+	// ExpressionIndex is the index of the validation in spec.validations; for a
+	// matchCondition's error under failurePolicy Fail, 0: the index of the evaluation's one
+	// decision, which kube-apiserver's validation_failure entry of an Audit binding gives it.
 	ExpressionIndex *int                `json:"expressionIndex,omitempty"`
 	Message         string              `json:"message,omitempty"`
 	Reason          metav1.StatusReason `json:"reason,omitempty"`
@@ -391,7 +393,6 @@ func evalResults(base Result, hook *validating.PolicyHook, b *bindingTrace, ev *
 			rows = append(rows, r)
 		}
 	}
-	perExpression := (ev.match == nil || ev.match.Error == nil) && len(ev.result.Decisions) == len(hook.Policy.Spec.Validations)
 	for i, d := range ev.result.Decisions {
 		if d.Evaluation == validating.EvalAdmit {
 			continue
@@ -401,10 +402,10 @@ func evalResults(base Result, hook *validating.PolicyHook, b *bindingTrace, ev *
 		if d.Evaluation == validating.EvalDeny {
 			r.Result = ResultDeny
 		}
-		if perExpression {
-			idx := i
-			r.ExpressionIndex = &idx
-		}
+		// The dispatcher's index of the decision, which a validation_failure entry carries:
+		// a validation's, or 0 for a matchCondition's error, the evaluation's one decision.
+		idx := i
+		r.ExpressionIndex = &idx
 		if d.Action == validating.ActionDeny {
 			r.Actions = b.actions
 		}

@@ -501,8 +501,15 @@ spec: {policyName: keys, validationActions: [Audit]}`, "[Warn, Audit]")
 	recs := replayRecording(t, policies, log, WithCheckRecorded(true))
 	got, want := map[string]string{}, map[string]string{}
 	for id, rec := range recs {
-		got[id] = fmt.Sprintf("%s %s, disagreements %q", rec.Decision, rec.Certainty, rec.Disagreements)
-		want[id] = "admit certain, disagreements []"
+		// The matchCondition's error is entry 0 of the binding's, as the server lists it.
+		index := "none"
+		for _, res := range rec.Results {
+			if res.Policy == "chance" && res.ExpressionIndex != nil {
+				index = strconv.Itoa(*res.ExpressionIndex)
+			}
+		}
+		got[id] = fmt.Sprintf("%s %s, disagreements %q, the error's index %s", rec.Decision, rec.Certainty, rec.Disagreements, index)
+		want[id] = "admit certain, disagreements [], the error's index 0"
 	}
 	if len(recs) != 3 {
 		t.Errorf("%d records, want 3", len(recs))
