@@ -218,24 +218,7 @@ func TestMapOrderTwoBindings(t *testing.T) {
 func TestMapOrderWarnings(t *testing.T) {
 	t.Parallel()
 	policies := filepath.Join(t.TempDir(), "policies.yaml")
-	doc := func(name, message string) string {
-		return `apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicy
-metadata: {name: ` + name + `}
-spec:
-  failurePolicy: Fail
-  matchConstraints:
-    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]
-  validations:
-  - expression: "false"
-    messageExpression: "` + message + `"
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicyBinding
-metadata: {name: ` + name + `}
-spec: {policyName: ` + name + `, validationActions: [Warn]}
-`
-	}
+	doc := func(name, message string) string { return messagePolicy(name, message, "[Warn]") }
 	if err := os.WriteFile(policies, []byte(doc("keys", "'keys ' + object.data.filter(k, true).join(',')")+"---\n"+doc("fixed", "'fixed'")), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -431,6 +414,27 @@ spec: {policyName: chance, validationActions: `+actions+`}
 	return policies
 }
 
+// messagePolicy is a policy of ConfigMap creates and its binding with the actions given, each
+// named name, whose one validation fails with the messageExpression's message.
+func messagePolicy(name, messageExpression, actions string) string {
+	return `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: ` + name + `}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]
+  validations:
+  - expression: "false"
+    messageExpression: "` + messageExpression + `"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: ` + name + `}
+spec: {policyName: ` + name + `, validationActions: ` + actions + `}
+`
+}
+
 // chanceLog writes a log of n ConfigMap creates c0, c1, ... in namespace ns1 with the data
 // keys given, each answered with code (a created ConfigMap's object logged) or a refusal's
 // message, and the audit annotations annotations gives it, and returns its file.
@@ -475,21 +479,7 @@ func TestMapOrderMatchConditionError(t *testing.T) {
   - name: mc
     expression: "int(object.data['missing']) != 7"
 ---
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicy
-metadata: {name: keys}
-spec:
-  failurePolicy: Fail
-  matchConstraints:
-    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]
-  validations:
-  - expression: "false"
-    messageExpression: "object.data.map(k, k).join(',')"
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicyBinding
-metadata: {name: keys}
-spec: {policyName: keys, validationActions: [Audit]}`, "[Warn, Audit]")
+`+messagePolicy("keys", "object.data.map(k, k).join(',')", "[Audit]"), "[Warn, Audit]")
 	entries := func(keys string) string {
 		return `[{"message":"expression 'int(object.data['missing']) != 7' resulted in error: no such key: missing","policy":"chance","binding":"chance","expressionIndex":0,"validationActions":["Warn","Audit"]},` +
 			`{"message":"` + keys + `","policy":"keys","binding":"keys","expressionIndex":0,"validationActions":["Audit"]}]`
