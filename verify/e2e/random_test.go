@@ -401,6 +401,7 @@ func randomParity(t *testing.T, seed uint64, steps int, controllers bool) {
 	}
 	w.checkCoverage(byID, from, seed == defaultRandomSeed && steps >= 300)
 	w.checkWarnings(byID, from)
+	checkAuditResults(t, byID)
 	checkSplitReplay(t, logPath, set, byID, from)
 	checkStdinReplay(t, logPath, set, byID)
 	checkSnapshotReplay(t, logPath, set, byID, from, snapFile, snapCut)
