@@ -39,7 +39,9 @@ import (
 //     warning alone): the server may have decided it with or without; one server's log shows
 //     when its policy source had compiled a create by a verdict of it (compiledBy); an export
 //     that lost when the request was received (GKE) has it decided with a create, likely,
-//     where it completed well after.
+//     where it completed well after; and the request's own response says which way it went
+//     where it can: a verdict of the pair (shownCompiled, deniedByOwn: in effect), or an admit
+//     where only such pairs with the Deny action refused it (admittedWithoutPairs: not).
 // --policies-throughout decides every request with the given policies, as if installed
 // throughout the log (a what-if over the whole log).
 
