@@ -298,7 +298,7 @@ func WithMessageOrder(ctx context.Context, f MessageOrder) context.Context {
 
 // inServerOrder settles dec, whose failure messages or audit annotations may follow map
 // order, by evaluating the attributes again (see WithMessageOrder): it searches the orders
-// (searchOrders), then settles the decision with what the search found (settle).
+// (orderSearch.search), then settles the decision with what the search found (settle).
 func (e *Evaluator) inServerOrder(ctx context.Context, attrs *recordingAttributes, o admission.ObjectInterfaces, dec *Decision) *Decision {
 	order, _ := ctx.Value(messageOrderKey{}).(MessageOrder)
 	var first OrderAgreement

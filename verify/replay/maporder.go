@@ -166,21 +166,6 @@ func (j *job) outcomeOrder(dec *verify.Decision, pb policyBinding, annotations b
 			failures = append(failures, fmt.Sprintf("%d %s", *r.ExpressionIndex, r.Message))
 		}
 	}
-	if v, ok := dec.AuditAnnotations[ValidationFailureAnnotation]; ok {
-		// The dispatcher's own entries, as the server writes them: a failure that is no
-		// validation's (a matchCondition's error under failurePolicy Fail, the one decision
-		// of its evaluation) has the index of that decision, 0, where its result has none
-		// (random parity seed r:1473).
-		var fs []validationFailure
-		if json.Unmarshal([]byte(v), &fs) == nil {
-			failures = failures[:0]
-			for _, f := range fs {
-				if f.Policy == pb.policy && f.Binding == pb.binding {
-					failures = append(failures, fmt.Sprintf("%d %s", f.ExpressionIndex, f.Message))
-				}
-			}
-		}
-	}
 	// Where the binding audits and validating admission ran (the log holds entries of the
 	// binding, or the response shows admission ran), its validation_failure entries show its
 	// outcome whatever the response shows (below).

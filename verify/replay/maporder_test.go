@@ -468,10 +468,11 @@ func chanceLog(t *testing.T, n int, keys []string, code int32, message func(name
 // TestMapOrderMatchConditionError: a policy whose validation's outcome follows map order, and
 // whose matchCondition fails with an error under failurePolicy Fail: the dispatcher's one
 // decision is that error, which an Audit binding lists in validation_failure at index 0 as the
-// server does. Beside it an Audit binding's message lists a map's keys, which the log shows:
-// the order search compares each binding's entries with the log's as the dispatcher wrote them,
-// not as the result has them (without a validation's index), and finds the server's order
-// (random parity seed r:1473: indeterminate, "no order gives the server's verdicts", before).
+// server does, and so does the binding's result (verify's row of that decision). Beside it an
+// Audit binding's message lists a map's keys, which the log shows: the order search compares
+// each binding's failures with the log's entries and finds the server's order (random parity
+// seed r:1473: the result without an index, no order agreed, "no order gives the server's
+// verdicts", before).
 func TestMapOrderMatchConditionError(t *testing.T) {
 	policies := chancePolicy(t, `  - expression: "object.data.map(k, k)[0] != 'a'"
     message: first is a
