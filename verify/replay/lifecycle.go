@@ -1000,33 +1000,105 @@ func (j *job) settleUnsure() {
 	if len(j.given.unsure) == 0 && len(j.given.likely) == 0 && len(j.given.changed) == 0 || out == nil || out.Decision == DecisionIndeterminate || j.result.skip != "" || j.result.notMatched {
 		return
 	}
-	var warned []givenPair
-	gave := func(p givenPair) bool {
-		for _, res := range out.Results {
-			// A validating policy's verdict, or a mutating one's refusal (an error under
-			// failurePolicy Fail). A warning alone decides nothing and leaves no trace in
-			// the log: only the response's warnings are not known.
-			if res.Policy == p.policy.name && res.Binding == p.binding.name {
-				if !slices.Equal(res.Actions, []string{"Warn"}) {
-					return true
-				}
+	if changed := j.changedWhy(); len(changed) > 0 {
+		// The server decided with the log's copy, which the replay does not: the given
+		// one's decision is what it would have been with the given one.
+		alt := Alternative{Decision: out.Decision, Code: out.Code, Message: out.Message, If: "the cluster's policies and bindings were the given ones"}
+		out.indeterminate(because(ReasonPolicyChanged, strings.Join(changed, "; ")))
+		out.Alternatives = append(out.Alternatives, alt)
+		return
+	}
+	unsure, why := j.gaveOf(j.given.unsure)
+	likely, likelyWhy := j.gaveOf(j.given.likely)
+	// The warnings of the pairs that only warned are not claimed: a warning alone decides
+	// nothing and leaves no trace in the log (random parity seed c:633: the server gave none).
+	var warned givenPairs
+	for _, m := range []map[givenPair]string{j.given.unsure, j.given.likely} {
+		for p := range m {
+			if j.onlyWarned(p) {
 				warned = append(warned, p)
 			}
 		}
-		// An admit with audit annotations, which the record's results leave out: the log
-		// shows them or not.
-		if d := j.result.dec; d != nil && slices.ContainsFunc(d.Results, func(res verify.Result) bool {
-			return res.Policy == p.policy.name && res.Binding == p.binding.name && len(res.AuditAnnotations) > 0
-		}) {
-			return true
-		}
-		// A MutatingAdmissionPolicy's change (one that changed nothing had no effect).
-		return p.policy.kind == givenMutating && slices.ContainsFunc(out.Mutations, func(c verify.Change) bool {
-			return c.Policy == p.policy.name && c.Binding == p.binding.name
-		})
 	}
-	// A pair the cluster's copy of differs decides, in the server, the requests its copy
-	// selects: those the given pair matches, or any where what selects them differs too.
+	switch {
+	case len(unsure) == 0:
+		out.unclaimWarnings(warned)
+		if len(likely) > 0 && j.admittedWithoutPairs(out, likely, nil, likelyWhy) {
+			return // its own admit shows the server did not have them in effect
+		}
+	case j.withoutQuietPairs(out, unsure, warned, why) || j.admittedWithoutPairs(out, unsure, warned, why):
+	case out.Decision == DecisionDeny && j.deniedByOwn(unsure):
+		// The response is the pair's denial, as the evaluation words it: the server had it
+		// in effect (a delete not compiled yet), and decided as the replay did with it.
+		out.Notes = append(out.Notes, "denied by a policy and binding created or deleted moments before, which the request's own response shows in effect for it: "+strings.Join(why, "; "))
+		out.unclaimWarnings(warned)
+	case out.Decision == DecisionDeny && j.deniedBySettled():
+		// A pair the policy source compiled long before denies the request too: denied
+		// whichever way; which refusal the server answered with is its informers' choice
+		// (the record's refusal alternatives).
+		out.Notes = append(out.Notes, "denied whether or not kube-apiserver's policy source had compiled the change: "+strings.Join(why, "; "))
+		out.unclaimWarnings(warned)
+	default:
+		// The decision is with each pair as the given one: created, its create compiled;
+		// deleted, its delete not yet.
+		alt := Alternative{Decision: out.Decision, Code: out.Code, Message: out.Message, If: "kube-apiserver's policy source had compiled the create of each pair created, and not yet the delete of each deleted"}
+		out.indeterminate(because(ReasonPolicySource, strings.Join(why, "; ")))
+		out.Alternatives = append(out.Alternatives, alt)
+		return
+	}
+	// Decided with the pairs created moments before the request completed, unsure only
+	// because an export lost when it was received: likely, whatever settled the rest.
+	if len(likely) > 0 {
+		out.likely(Alternative{Decision: DecisionIndeterminate, Reason: ReasonPolicySource, Detail: strings.Join(likelyWhy, "; "),
+			If: "the request was received within the second kube-apiserver's policy source takes to compile the create"})
+	}
+}
+
+// gave says whether the pair gave the job's request a verdict: a validating policy's result
+// other than an admit or a warning alone (an error of a mutating one under failurePolicy Fail
+// too), an admit with audit annotations (which the record's results leave out: the log shows
+// them or not), or a MutatingAdmissionPolicy's change (one that changed nothing had no effect).
+func (j *job) gave(p givenPair) bool {
+	out := j.result.out
+	of := func(policy, binding string) bool { return policy == p.policy.name && binding == p.binding.name }
+	if slices.ContainsFunc(out.Results, func(res RecordResult) bool {
+		return of(res.Policy, res.Binding) && !slices.Equal(res.Actions, []string{"Warn"})
+	}) {
+		return true
+	}
+	if d := j.result.dec; d != nil && slices.ContainsFunc(d.Results, func(res verify.Result) bool { return of(res.Policy, res.Binding) && len(res.AuditAnnotations) > 0 }) {
+		return true
+	}
+	return p.policy.kind == givenMutating && slices.ContainsFunc(out.Mutations, func(c verify.Change) bool { return of(c.Policy, c.Binding) })
+}
+
+// onlyWarned says whether the pair gave the job's request warnings and no verdict (gave).
+func (j *job) onlyWarned(p givenPair) bool {
+	return !j.gave(p) && slices.ContainsFunc(j.result.out.Results, func(res RecordResult) bool {
+		return res.Policy == p.policy.name && res.Binding == p.binding.name
+	})
+}
+
+// gaveOf are the pairs of m that gave the job's request a verdict (gave), and why each may not
+// have been compiled (m's), sorted, once each.
+func (j *job) gaveOf(m map[givenPair]string) (givenPairs, []string) {
+	var pairs givenPairs
+	var why []string
+	for p, w := range m {
+		if j.gave(p) {
+			pairs = append(pairs, p)
+			why = append(why, w)
+		}
+	}
+	slices.Sort(why)
+	return pairs, slices.Compact(why)
+}
+
+// changedWhy are why the pairs the log left other than the given ones (lifecycleSpec's changed
+// pairs) decide the job's request in the server, sorted, once each: a changed copy decides
+// the requests it selects, those the given pair matches, or any where what selects them
+// differs too.
+func (j *job) changedWhy() []string {
 	var changed []string
 	for p, c := range j.given.changed {
 		matched := j.result.dec == nil
@@ -1047,74 +1119,25 @@ func (j *job) settleUnsure() {
 		// Where only its params may differ, the requests the given pair selects, whether
 		// it ran on them or not (its param not found).
 		selected := c.selectedAny && selectedBy(j, p)
-		if anyRequest || selected || matched || gave(p) {
+		if anyRequest || selected || matched || j.gave(p) {
 			changed = append(changed, c.why)
 		}
 	}
-	if len(changed) > 0 {
-		// The server decided with the log's copy, which the replay does not: the given
-		// one's decision is what it would have been with the given one.
-		slices.Sort(changed)
-		alt := Alternative{Decision: out.Decision, Code: out.Code, Message: out.Message, If: "the cluster's policies and bindings were the given ones"}
-		out.indeterminate(because(ReasonPolicyChanged, strings.Join(slices.Compact(changed), "; ")))
-		out.Alternatives = append(out.Alternatives, alt)
-		return
-	}
-	var why []string
-	var gaveUnsure []givenPair
-	for p, w := range j.given.unsure {
-		if gave(p) {
-			why = append(why, w)
-			gaveUnsure = append(gaveUnsure, p)
-		}
-	}
-	if len(why) > 0 && (j.withoutQuietPairs(out, gaveUnsure, warned, why) || j.admittedWithoutPairs(out, gaveUnsure, warned, why)) {
-		return
-	}
-	if len(why) == 0 {
-		// Not claimed (random parity seed c:633: the server gave none).
-		out.unclaimWarnings(warned)
-		var likely []string
-		var gaveLikely []givenPair
-		for p, w := range j.given.likely {
-			if gave(p) {
-				likely = append(likely, w)
-				gaveLikely = append(gaveLikely, p)
-			}
-		}
-		if len(likely) > 0 && j.admittedWithoutPairs(out, gaveLikely, nil, likely) {
-			// Its own admit shows the server did not have them in effect.
-			return
-		}
-		if len(likely) > 0 {
-			slices.Sort(likely)
-			out.likely(Alternative{Decision: DecisionIndeterminate, Reason: ReasonPolicySource, Detail: strings.Join(slices.Compact(likely), "; "),
-				If: "the request was received within the second kube-apiserver's policy source takes to compile the create"})
-		}
-		return
-	}
-	slices.Sort(why)
-	why = slices.Compact(why)
-	if out.Decision == DecisionDeny && j.deniedByOwn(gaveUnsure) {
-		// The response is the pair's denial, as the evaluation words it: the server had it
-		// in effect (a delete not compiled yet), and decided as the replay did with it.
-		out.Notes = append(out.Notes, "denied by a policy and binding created or deleted moments before, which the request's own response shows in effect for it: "+strings.Join(why, "; "))
-		out.unclaimWarnings(warned)
-		return
-	}
-	if out.Decision == DecisionDeny && j.deniedBySettled() {
-		// A pair the policy source compiled long before denies the request too: denied
-		// whichever way; which refusal the server answered with is its informers' choice
-		// (the record's refusal alternatives).
-		out.Notes = append(out.Notes, "denied whether or not kube-apiserver's policy source had compiled the change: "+strings.Join(why, "; "))
-		out.unclaimWarnings(warned)
-		return
-	}
-	// The decision is with each pair as the given one: created, its create compiled;
-	// deleted, its delete not yet.
-	alt := Alternative{Decision: out.Decision, Code: out.Code, Message: out.Message, If: "kube-apiserver's policy source had compiled the create of each pair created, and not yet the delete of each deleted"}
-	out.indeterminate(because(ReasonPolicySource, strings.Join(why, "; ")))
-	out.Alternatives = append(out.Alternatives, alt)
+	slices.Sort(changed)
+	return slices.Compact(changed)
+}
+
+// givenPairs are pairs of given policies and bindings.
+type givenPairs []givenPair
+
+// has says whether the pairs hold the policy's binding.
+func (ps givenPairs) has(policy, binding string) bool {
+	return slices.ContainsFunc(ps, func(p givenPair) bool { return p.policy.name == policy && p.binding.name == binding })
+}
+
+// hasPolicy says whether a pair of the pairs is the policy's.
+func (ps givenPairs) hasPolicy(policy string) bool {
+	return slices.ContainsFunc(ps, func(p givenPair) bool { return p.policy.name == policy })
 }
 
 // withoutQuietPairs settles a record whose unsure pairs (the policy source may not have
@@ -1125,17 +1148,14 @@ func (j *job) settleUnsure() {
 // annotation, its warnings, and those of the unsure pairs that only warned) is not claimed,
 // and a note says so. It says whether it settled the record: not one the log's verdicts
 // contradict in what is claimed (--check-recorded).
-func (j *job) withoutQuietPairs(out *Record, pairs, warned []givenPair, why []string) bool {
+func (j *job) withoutQuietPairs(out *Record, pairs, warned givenPairs, why []string) bool {
 	if j.result.dec == nil || slices.ContainsFunc(pairs, func(p givenPair) bool {
 		return p.policy.kind != givenPolicy || !j.quiet[policyBinding{p.policy.name, p.binding.name}]
 	}) {
 		return false
 	}
-	of := func(policy, binding string) bool {
-		return slices.ContainsFunc(pairs, func(p givenPair) bool { return p.policy.name == policy && p.binding.name == binding })
-	}
 	if slices.ContainsFunc(j.result.dec.Results, func(r verify.Result) bool {
-		return of(r.Policy, r.Binding) && slices.Contains(r.Actions, admissionregistrationv1.Deny)
+		return pairs.has(r.Policy, r.Binding) && slices.Contains(r.Actions, admissionregistrationv1.Deny)
 	}) {
 		// A binding without the Deny action refuses all the same where it cannot be
 		// configured under failurePolicy Fail (its params not found where
@@ -1143,18 +1163,11 @@ func (j *job) withoutQuietPairs(out *Record, pairs, warned []givenPair, why []st
 		// policy source may not have compiled yet.
 		return false
 	}
-	if len(out.Disagreements) > 0 {
-		// Checked against the log's verdicts (--check-recorded): what the pairs gave is not
-		// claimed, and the rest is checked again; a disagreement left stands.
-		dec := withoutPairs(j.result.dec, pairs)
-		if len(check(j.ev, j.rec, &dec, j.evidenced)) > 0 {
-			return false
-		}
-		out.Disagreements = nil
+	if !j.checkedWithout(out, *j.result.dec, pairs) {
+		return false
 	}
 	out.unclaim(pairs, warned)
-	slices.Sort(why)
-	out.Notes = append(out.Notes, UnknownWarningsNote, "decided whether or not kube-apiserver's policy source had compiled the change, whose bindings have no Deny action: "+strings.Join(slices.Compact(why), "; ")+"; what they gave (their results, audit annotations and validation_failure entries, warnings) is not claimed")
+	out.Notes = append(out.Notes, "decided whether or not kube-apiserver's policy source had compiled the change, whose bindings have no Deny action: "+strings.Join(why, "; ")+"; what they gave (their results, audit annotations and validation_failure entries, warnings) is not claimed")
 	return true
 }
 
@@ -1167,98 +1180,80 @@ func (j *job) withoutQuietPairs(out *Record, pairs, warned []givenPair, why []st
 // that only warned) is not claimed, and a note says so. Not where anything else refused the
 // request in the evaluation (a settled pair's denial, a mutating policy's refusal), or the
 // record is already not certain. It says whether it settled the record.
-func (j *job) admittedWithoutPairs(out *Record, pairs, warned []givenPair, why []string) bool {
+func (j *job) admittedWithoutPairs(out *Record, pairs, warned givenPairs, why []string) bool {
 	dec := j.result.dec
 	if dec == nil || dec.Allowed || out.Decision != DecisionDeny || out.Certainty != CertaintyCertain || j.rec.outcome != RecordedAdmit ||
-		dec.Mutation != nil && !dec.Mutation.Allowed || slices.ContainsFunc(out.Alternatives, func(a Alternative) bool { return !a.refusal }) {
+		dec.Mutation != nil && !dec.Mutation.Allowed || slices.ContainsFunc(out.Alternatives, func(a Alternative) bool { return !a.refusal }) ||
+		slices.ContainsFunc(pairs, func(p givenPair) bool { return p.policy.kind != givenPolicy }) {
 		return false
-	}
-	if slices.ContainsFunc(pairs, func(p givenPair) bool { return p.policy.kind != givenPolicy }) {
-		return false
-	}
-	of := func(policy, binding string) bool {
-		return slices.ContainsFunc(pairs, func(p givenPair) bool { return p.policy.name == policy && p.binding.name == binding })
 	}
 	refused := false
 	for _, r := range dec.Results {
 		if r.Result == verify.ResultAdmit || !slices.Contains(r.Actions, admissionregistrationv1.Deny) {
 			continue
 		}
-		if !of(r.Policy, r.Binding) {
+		if !pairs.has(r.Policy, r.Binding) {
 			return false // refused by a pair the policy source had compiled: the log says otherwise
 		}
 		refused = true
 	}
-	if !refused {
+	admitted := *dec
+	admitted.Allowed, admitted.Code, admitted.Message, admitted.Denials = true, 0, "", nil
+	if !refused || !j.checkedWithout(out, admitted, pairs) {
 		return false
 	}
-	if len(out.Disagreements) > 0 {
-		// Checked against the log's verdicts (--check-recorded): the rest is checked again
-		// without what the pairs gave; a disagreement left stands.
-		d := withoutPairs(dec, pairs)
-		d.Allowed, d.Code, d.Message, d.Denials = true, 0, "", nil
-		if len(check(j.ev, j.rec, &d, j.evidenced)) > 0 {
-			return false
-		}
-	}
-	out.Decision, out.Code, out.Message = DecisionAdmit, 0, ""
-	out.Alternatives = nil
-	out.Disagreements = nil
+	out.Decision, out.Code, out.Message, out.Alternatives = DecisionAdmit, 0, "", nil
 	out.unclaim(pairs, warned)
 	out.changed()
-	slices.Sort(why)
-	out.Notes = append(slices.Clip(out.Notes), UnknownWarningsNote, "admitted without what kube-apiserver's policy source had not compiled yet (a create) or had compiled already (a delete), as the request's own response shows: a binding in effect would have refused it: "+strings.Join(slices.Compact(why), "; ")+"; what those gave here (their results, audit annotations and validation_failure entries, warnings) is not claimed")
+	out.Notes = append(slices.Clip(out.Notes), "admitted without what kube-apiserver's policy source had not compiled yet (a create) or had compiled already (a delete), as the request's own response shows: a binding in effect would have refused it: "+strings.Join(why, "; ")+"; what those gave here (their results, audit annotations and validation_failure entries, warnings) is not claimed")
 	return true
 }
 
-// withoutPairs is a copy of dec without the results of the pairs, their policies' audit
-// annotations and the validation_failure annotation, which are forgotten (not claimed): what
-// --check-recorded compares with the log where the pairs' verdicts are not known.
-func withoutPairs(dec *verify.Decision, pairs []givenPair) verify.Decision {
-	of := func(policy string) bool {
-		return slices.ContainsFunc(pairs, func(p givenPair) bool { return p.policy.name == policy })
+// checkedWithout says whether a record checked against the log's verdicts (--check-recorded)
+// agrees with them once what the pairs gave is not claimed (dec, the decision to claim, with
+// their results, their policies' audit annotations and the validation_failure annotation
+// forgotten), and then drops its disagreements; a disagreement left stands. A record not
+// checked, or without disagreements, agrees.
+func (j *job) checkedWithout(out *Record, dec verify.Decision, pairs givenPairs) bool {
+	if len(out.Disagreements) == 0 {
+		return true
 	}
-	d := *dec
-	d.UnknownAnnotations = maps.Clone(d.UnknownAnnotations)
-	d.Results = slices.DeleteFunc(slices.Clone(d.Results), func(r verify.Result) bool {
-		return slices.ContainsFunc(pairs, func(p givenPair) bool { return p.policy.name == r.Policy && p.binding.name == r.Binding })
-	})
-	d.Forget(ValidationFailureAnnotation, "not claimed")
+	dec.UnknownAnnotations = maps.Clone(dec.UnknownAnnotations)
+	dec.Results = slices.DeleteFunc(slices.Clone(dec.Results), func(r verify.Result) bool { return pairs.has(r.Policy, r.Binding) })
+	dec.Forget(ValidationFailureAnnotation, "not claimed")
 	for k := range dec.AuditAnnotations {
-		if policy, _, _ := strings.Cut(k, "/"); of(policy) {
-			d.Forget(k, "not claimed")
+		if policy, _, _ := strings.Cut(k, "/"); pairs.hasPolicy(policy) {
+			dec.Forget(k, "not claimed")
 		}
 	}
-	return d
+	if len(check(j.ev, j.rec, &dec, j.evidenced)) > 0 {
+		return false
+	}
+	out.Disagreements = nil
+	return true
 }
 
 // unclaim takes out of the record what the pairs gave (their results, their policies' audit
 // annotations, the validation_failure annotation, their warnings) and the warnings of the
-// pairs that only warned.
-func (r *Record) unclaim(pairs, warned []givenPair) {
-	r.Results = slices.DeleteFunc(slices.Clone(r.Results), func(res RecordResult) bool {
-		return slices.ContainsFunc(pairs, func(p givenPair) bool { return p.policy.name == res.Policy && p.binding.name == res.Binding })
-	})
+// pairs that only warned, with a note.
+func (r *Record) unclaim(pairs, warned givenPairs) {
+	r.Results = slices.DeleteFunc(slices.Clone(r.Results), func(res RecordResult) bool { return pairs.has(res.Policy, res.Binding) })
 	r.AuditAnnotations = maps.Clone(r.AuditAnnotations)
 	maps.DeleteFunc(r.AuditAnnotations, func(k, _ string) bool {
 		policy, _, _ := strings.Cut(k, "/")
-		return k == ValidationFailureAnnotation || slices.ContainsFunc(pairs, func(p givenPair) bool { return p.policy.name == policy })
+		return k == ValidationFailureAnnotation || pairs.hasPolicy(policy)
 	})
-	r.Warnings = slices.DeleteFunc(slices.Clone(r.Warnings), func(w string) bool {
-		return slices.ContainsFunc(append(slices.Clip(pairs), warned...), func(p givenPair) bool {
-			return strings.HasPrefix(w, verify.WarningPrefix(p.policy.name, p.binding.name))
-		})
-	})
+	r.unclaimWarnings(append(slices.Clip(pairs), warned...))
 }
 
-// unclaimWarnings takes out of the record the warnings of the unsure pairs that only warned,
-// which the policy source may not have compiled, with a note; nothing where there are none.
-func (r *Record) unclaimWarnings(warned []givenPair) {
-	if len(warned) == 0 {
+// unclaimWarnings takes out of the record the warnings of the pairs the policy source may not
+// have compiled, with a note; nothing where there are none.
+func (r *Record) unclaimWarnings(pairs givenPairs) {
+	if len(pairs) == 0 {
 		return
 	}
 	r.Warnings = slices.DeleteFunc(slices.Clone(r.Warnings), func(w string) bool {
-		return slices.ContainsFunc(warned, func(p givenPair) bool {
+		return slices.ContainsFunc(pairs, func(p givenPair) bool {
 			return strings.HasPrefix(w, verify.WarningPrefix(p.policy.name, p.binding.name))
 		})
 	})
@@ -1270,7 +1265,7 @@ func (r *Record) unclaimWarnings(warned []givenPair) {
 // the server had that validating policy and binding in effect for the request (for a delete,
 // the policy source had not compiled it yet; for a create, shownCompiled has already said so),
 // and the decision with it is the server's.
-func (j *job) deniedByOwn(pairs []givenPair) bool {
+func (j *job) deniedByOwn(pairs givenPairs) bool {
 	if len(pairs) != 1 || j.result.dec == nil || j.rec.outcome != RecordedDeny {
 		return false
 	}

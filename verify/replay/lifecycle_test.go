@@ -772,6 +772,17 @@ func noCMWrite(t *testing.T, id, verb, resource, at string, code int32) string {
 	return admissionWrite(t, id, verb, resource, "no-cm", at, code, "", options, nil)
 }
 
+// deniedWithStatus is createdIn's create of a ConfigMap refused by the policy, with the
+// response's Status object, as kube-apiserver logs a failure at level RequestResponse (a GKE
+// entry keeps its message then).
+func deniedWithStatus(t *testing.T, id, at, policy string) string {
+	t.Helper()
+	message := `configmaps "` + id + `" is forbidden: ValidatingAdmissionPolicy '` + policy + `' with binding '` + policy + `' denied request: denied by ` + policy
+	obj := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": id, "namespace": "ns1"}}
+	status := map[string]any{"apiVersion": "v1", "kind": "Status", "metadata": map[string]any{}, "status": "Failure", "message": message, "reason": "Invalid", "code": int64(422)}
+	return timedEvent(t, levelEvent(t, id, auditlog.LevelRequestResponse, "create", "configmaps", "ns1", id, 422, message, obj, status), at+"000", at+"500", nil)
+}
+
 // writeLog writes the lines as the log file name in dir.
 func writeLog(t *testing.T, dir, name string, lines []string) string {
 	t.Helper()
@@ -922,23 +933,47 @@ func TestGivenOwnResponse(t *testing.T) {
 // TestGivenOwnResponseExported: a GKE export does not say when a request was received; one
 // that completed two seconds after a binding's create is decided with it, likely, unless its
 // own admit shows the binding was not in effect for it (received before the policy source
-// compiled the create).
+// compiled the create). Where another pair, deleted moments before, is settled by the
+// request's own denial, what the one created seconds before gave is still likely.
 func TestGivenOwnResponseExported(t *testing.T) {
 	t.Parallel()
 	p, b := levelPolicy("no-cm", "configmaps", admissionregistrationv1.Create, nil, "false")
-	lines := []string{
-		admissionWrite(t, "vap", "create", "validatingadmissionpolicies", "no-cm", "01.000", 201, "", nil, nil),
-		admissionWrite(t, "vapb", "create", "validatingadmissionpolicybindings", "no-cm", "01.002", 201, "", nil, nil),
-		createdIn(t, "configmaps", "ConfigMap", "admitted", "03.000", 201, "no-cm"),
+	aud, audB := levelPolicy("aud", "configmaps", admissionregistrationv1.Create, nil, "false")
+	audB.Spec.ValidationActions = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Audit}
+	for _, tc := range []struct {
+		name  string
+		lines []string
+		want  map[string]string
+	}{{
+		name: "admitted",
+		lines: []string{
+			noCMWrite(t, "vap", "create", "validatingadmissionpolicies", "01.000", 201),
+			noCMWrite(t, "vapb", "create", "validatingadmissionpolicybindings", "01.002", 201),
+			createdIn(t, "configmaps", "ConfigMap", "admitted", "03.000", 201, "no-cm"),
+		},
+		want: map[string]string{"admitted": "admit certain"},
+	}, {
+		name: "denied by a binding deleted moments before",
+		lines: []string{
+			admissionWrite(t, "vap", "create", "validatingadmissionpolicies", "aud", "01.000", 201, "", nil, nil),
+			admissionWrite(t, "vapb", "create", "validatingadmissionpolicybindings", "aud", "01.002", 201, "", nil, nil),
+			noCMWrite(t, "unbind", "delete", "validatingadmissionpolicybindings", "03.000", 200),
+			deniedWithStatus(t, "in-effect", "03.300", "no-cm"),
+		},
+		want: map[string]string{"in-effect": "deny likely"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			sink, err := exporttest.Wrap(exporttest.GKESink, []byte(strings.Join(tc.lines, "\n")+"\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			log := filepath.Join(t.TempDir(), "sink.json")
+			if err := os.WriteFile(log, sink, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p, aud}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b, audB}, nil, Source{Name: log})
+			checkOutcomes(t, recs, tc.want)
+		})
 	}
-	sink, err := exporttest.Wrap(exporttest.GKESink, []byte(strings.Join(lines, "\n")+"\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := filepath.Join(t.TempDir(), "sink.json")
-	if err := os.WriteFile(log, sink, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, nil, Source{Name: log})
-	checkOutcomes(t, recs, map[string]string{"admitted": "admit certain"})
 }
