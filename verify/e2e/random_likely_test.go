@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/vapc-dev/vapc/verify/replay"
@@ -15,7 +16,8 @@ import (
 // likely; and once as `vapc replay` does by default, where the verdicts of the policies the
 // log shows created word for word choose. Every decision, likely or certain, must be the
 // server's; those the checked replay (byID) decided must be the same. But where racing says the
-// request raced writes the scenario did not settle (the controllers' traffic): a likely decision
+// request raced writes the scenario did not settle (the racing requests it sends, and the
+// requests of the cluster's own components, componentUser, which it does not time): a likely decision
 // may be the other side of its race, which it must then name among its alternatives (default
 // seed c:2 once: a ReplicaSet controller's event create, decided on the namespace the log's
 // order gives, where the server's informer already held a write logged after the request and
@@ -74,4 +76,11 @@ func sameRefusal(checked, rec *replay.Record) bool {
 	return slices.ContainsFunc(rec.Alternatives, func(a replay.Alternative) bool {
 		return a.Decision == replay.DecisionDeny && a.Code == checked.Code && a.Message == checked.Message
 	})
+}
+
+// componentUser says whether the user is one of the cluster's own components the controllers'
+// runs start or play (kube-controller-manager's service accounts, kube-scheduler, a kubelet),
+// whose requests race the scenario's writes without the scenario settling them.
+func componentUser(user string) bool {
+	return strings.HasPrefix(user, "system:serviceaccount:kube-system:") || strings.HasPrefix(user, "system:kube-") || strings.HasPrefix(user, "system:node:")
 }

@@ -406,7 +406,7 @@ func randomParity(t *testing.T, seed uint64, steps int, controllers bool) {
 	checkStdinReplay(t, logPath, set, byID)
 	checkSnapshotReplay(t, logPath, set, byID, from, snapFile, snapCut)
 	checkExportReplays(t, logPath, set, byID, from, seed)
-	checkLikely(t, logPath, set, byID, from, func(rec *replay.Record) bool { return controllers || w.racing[rec.AuditID] })
+	checkLikely(t, logPath, set, byID, from, func(rec *replay.Record) bool { return w.racing[rec.AuditID] || controllers && componentUser(rec.User) })
 	t.Logf("%s: %s", t.Name(), time.Since(start).Round(time.Millisecond))
 }
 
