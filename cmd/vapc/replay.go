@@ -120,6 +120,26 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		}
 	}
 
+	// The logs' files are searched ahead (replay.Prepare) while the policies and the
+	// snapshot are read; standard input is read by the replay.
+	var sources []replay.Source
+	prog := newProgress(stderr, logs, f.progressEvery, f.quiet)
+	for _, l := range logs {
+		s := replay.Source{Name: l, Format: f.inputFormat}
+		if l == "-" {
+			s.Reader = stdin
+		}
+		if prog != nil {
+			s.Read = &prog.read
+		}
+		sources = append(sources, s)
+	}
+	if !f.throughout {
+		var release func()
+		sources, release = replay.Prepare(ctx, sources)
+		defer release()
+	}
+
 	cat, err := vapcschema.Builtin(verify.KubernetesVersion)
 	if err != nil {
 		return &internalError{err}
@@ -159,7 +179,6 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if f.throughout {
 		opts = append(opts, replay.WithPoliciesThroughout())
 	}
-	prog := newProgress(stderr, logs, f.progressEvery, f.quiet)
 	if prog != nil {
 		opts = append(opts, prog.option())
 	}
@@ -182,17 +201,6 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		}
 		fmt.Fprintln(stderr, err)
 		return &findingsError{"replay: the snapshot or the policies cannot be replayed"}
-	}
-	var sources []replay.Source
-	for _, l := range logs {
-		s := replay.Source{Name: l, Format: f.inputFormat}
-		if l == "-" {
-			s.Reader = stdin
-		}
-		if prog != nil {
-			s.Read = &prog.read
-		}
-		sources = append(sources, s)
 	}
 	var sink func(*replay.Record) error
 	if f.output == "jsonl" {

@@ -458,6 +458,16 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 	return r, nil
 }
 
+// Prepare begins reading the logs of a replay ahead, on a goroutine of its own, while the
+// caller does other work (reads the policies and the snapshot, New): the searches of their
+// bytes that Run makes before its first event (an export's file for the admission policies'
+// names, a compressed one decompressed once for them and for the replay: source.Ahead). Give
+// Run the sources it returns; call release once Run has returned (or where it is not called),
+// which stops the reading not done and removes its temporary files.
+func Prepare(ctx context.Context, sources []Source) (prepared []Source, release func()) {
+	return source.Ahead(ctx, sources, lifecycleNeedle)
+}
+
 // Run replays the sources as one log, in the time order of their events (rotated logs oldest
 // first, whatever order they are given in; the logs of several kube-apiservers interleaved:
 // source.Lines), and calls sink with the record of every request the policies match, in that
@@ -476,8 +486,11 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 	// streamed, as a live log needs.
 	sources, spooled := source.Spool(ctx, sources, r.cfg.spoolDir, r.cfg.throughout)
 	defer spooled.Remove()
-	sources, release := source.Shared(sources, lifecycleNeedle)
-	defer release()
+	if !source.IsShared(sources) {
+		var release func()
+		sources, release = source.Shared(sources, lifecycleNeedle)
+		defer release()
+	}
 	if !smallLogs(sources) {
 		go pipelineServer() // warmed while the passes below read the logs on one core
 	}

@@ -149,7 +149,7 @@ func openGrep(ctx context.Context, src Source, maxLine int) (g *grepReader, clos
 	}
 	var r io.Reader = f
 	if src.Read != nil {
-		r = countingFile{f, src.Read}
+		r = countingFile{f: f, n: src.Read}
 	}
 	dr, closers, err := export.Decompressed(r)
 	if err != nil {

@@ -20,6 +20,9 @@ type searches struct {
 	needles [][]byte
 	mu      sync.Mutex
 	done    map[string]searched
+	// copies are the decompressed bytes of the compressed files a search read to their end,
+	// for the readers after it (see maxCopies).
+	copies copies
 }
 
 // searched is what a search of a file found: which of the needles it holds, whether it read
@@ -33,7 +36,7 @@ type searched struct {
 }
 
 func newSearches(needles [][]byte) *searches {
-	return &searches{needles: needles, done: map[string]searched{}}
+	return &searches{needles: needles, done: map[string]searched{}, copies: copies{of: map[string]decompressedCopy{}, budget: -1}}
 }
 
 // holds says whether the source's file's bytes, decompressed as package export reads them,
@@ -52,7 +55,7 @@ func (s Source) holds(ctx context.Context, needle []byte) (bool, error) {
 		k = slices.IndexFunc(sr.needles, func(n []byte) bool { return bytes.Equal(n, needle) })
 	}
 	if k < 0 {
-		found, ended, err := holdsAny(ctx, file, [][]byte{needle}, 0)
+		found, ended, err := holdsAny(ctx, file, [][]byte{needle}, 0, nil)
 		return result(searched{found: found, ended: ended, err: err}, 0)
 	}
 	fi, statErr := os.Stat(file)
@@ -61,7 +64,11 @@ func (s Source) holds(ctx context.Context, needle []byte) (bool, error) {
 	if d, ok := sr.done[file]; ok && statErr == nil && export.SameFile(d.file, fi) && (d.found[k] || d.ended) {
 		return result(d, k)
 	}
-	found, ended, err := holdsAny(ctx, file, sr.needles, k)
+	var copyTo *copies
+	if _, ok := sr.copies.find(file, fi); statErr == nil && !ok {
+		copyTo = &sr.copies
+	}
+	found, ended, err := holdsAny(ctx, file, sr.needles, k, copyTo)
 	d := searched{file: fi, found: found, ended: ended, err: err}
 	if statErr == nil && ctx.Err() == nil {
 		sr.done[file] = d
@@ -80,8 +87,10 @@ func result(d searched, k int) (bool, error) {
 
 // holdsAny says which of the needles the file's bytes, decompressed as package export reads
 // them, hold, as far as it read them: until it found the one at index stop, or to their end
-// (ended); an error when they could not be read to the end without finding it.
-func holdsAny(ctx context.Context, file string, needles [][]byte, stop int) (found []bool, ended bool, err error) {
+// (ended); an error when they could not be read to the end without finding it. Given copyTo, a
+// compressed file's decompressed bytes are copied to a temporary file (copies.start) and the
+// file read to its end whatever it finds: the copy is kept for the readers after it.
+func holdsAny(ctx context.Context, file string, needles [][]byte, stop int, copyTo *copies) (found []bool, ended bool, err error) {
 	found = make([]bool, len(needles))
 	f, err := os.Open(file)
 	if err != nil {
@@ -95,6 +104,17 @@ func holdsAny(ctx context.Context, file string, needles [][]byte, stop int) (fou
 	if err != nil {
 		return found, true, err
 	}
+	var cp *copying
+	if len(closers) > 0 {
+		if fi, err := f.Stat(); err == nil {
+			cp = copyTo.start(file, fi)
+		}
+	}
+	defer func() {
+		if cp != nil {
+			cp.abandon()
+		}
+	}()
 	longest, rare := 0, make([]int, len(needles))
 	for i, n := range needles {
 		longest = max(longest, len(n))
@@ -107,6 +127,9 @@ func holdsAny(ctx context.Context, file string, needles [][]byte, stop int) (fou
 			return found, false, err
 		}
 		n, err := r.Read(buf[keep:])
+		if cp != nil && !cp.write(buf[keep:keep+n]) {
+			cp = nil
+		}
 		for i, needle := range needles {
 			if !found[i] && containsFrom(buf[:keep+n], needle, rare[i]) {
 				found[i] = true
@@ -114,10 +137,14 @@ func holdsAny(ctx context.Context, file string, needles [][]byte, stop int) (fou
 		}
 		switch {
 		case errors.Is(err, io.EOF):
+			if cp != nil {
+				cp.finish()
+				cp = nil
+			}
 			return found, true, nil
 		case err != nil:
 			return found, true, err
-		case found[stop]:
+		case found[stop] && cp == nil:
 			return found, false, nil
 		}
 		if end := keep + n; end > longest {

@@ -66,7 +66,49 @@ func Shared(sources []Source, needles ...[]byte) (out []Source, release func()) 
 		s.shared = sh
 		out[i] = s
 	}
-	return out, sh.arrays.Close
+	return out, func() {
+		sh.arrays.Close()
+		sh.searches.mu.Lock()
+		defer sh.searches.mu.Unlock()
+		sh.searches.copies.remove()
+	}
+}
+
+// Ahead is Shared, and begins on a goroutine of its own the searches of the sources' files
+// that the replay makes before its first event (an export's file for the first of needles,
+// GKE's dry-run label in the same reading: searchable), while the caller does other work (reads
+// its policies and snapshot): the replay's searches wait for it and are answered by what it
+// found. release stops the searches not done and removes the temporary files: call it once
+// the sources have been read for the last time.
+func Ahead(ctx context.Context, sources []Source, needles ...[]byte) (out []Source, release func()) {
+	out, removeShared := Shared(sources, needles...)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		seen := map[string]bool{}
+		for _, src := range out {
+			if file := src.File(); file != "" && !seen[file] && searchable(src) {
+				seen[file] = true
+				_, _ = src.holds(ctx, needles[0])
+			}
+		}
+	}()
+	return out, func() {
+		cancel()
+		<-done
+		removeShared()
+	}
+}
+
+// IsShared says whether the sources are the sources of one call of Shared (or Ahead).
+func IsShared(sources []Source) bool {
+	for _, s := range sources {
+		if s.shared == nil || s.shared != sources[0].shared {
+			return false
+		}
+	}
+	return len(sources) > 0
 }
 
 // arrays is what the source's readers share of arrays; nil when they share nothing.
@@ -114,11 +156,18 @@ func (c countingReader) Read(p []byte) (int, error) {
 type countingFile struct {
 	f *os.File
 	n *atomic.Int64
+	// share, for the decompressed copy of a compressed file (Source.openCopy), counts the
+	// bytes read of it as their share of the compressed file's.
+	share *copyShare
 }
 
 func (c countingFile) Read(p []byte) (int, error) {
 	n, err := c.f.Read(p)
-	c.n.Add(int64(n))
+	if c.share != nil {
+		c.n.Add(c.share.add(n, err))
+	} else {
+		c.n.Add(int64(n))
+	}
 	return n, err
 }
 
@@ -137,20 +186,26 @@ func (c countingFile) Stat() (os.FileInfo, error) { return c.f.Stat() }
 // which scans every record (a log backend's file, whose lines are filtered as they are read,
 // is read).
 func mayHold(ctx context.Context, src Source) bool {
-	if src.Reader != nil || src.part != nil {
-		return true
-	}
-	f, err := os.Open(src.File())
-	if err != nil {
-		return true
-	}
-	format, err := export.FormatOf(src.Name, f, export.Format(src.Format))
-	f.Close()
-	if err != nil || format == export.Plain || !format.Filterable() {
+	if !searchable(src) {
 		return true
 	}
 	found, err := src.holds(ctx, src.filter)
 	return found || err != nil
+}
+
+// searchable says whether mayHold searches the source's file: an export's (Filterable), a file
+// that can be read again.
+func searchable(src Source) bool {
+	if src.Reader != nil || src.part != nil {
+		return false
+	}
+	f, err := os.Open(src.File())
+	if err != nil {
+		return false
+	}
+	format, err := export.FormatOf(src.Name, f, export.Format(src.Format))
+	f.Close()
+	return err == nil && format != export.Plain && format.Filterable()
 }
 
 // openSource opens one source for reading its lines, one line per call of next, which says
@@ -172,8 +227,12 @@ func openSource(ctx context.Context, src Source, maxLine int) (next func() (audi
 	}
 	r := src.Reader
 	var f *os.File
+	var share *copyShare
 	if r != nil {
 		r = interruptible(ctx, r) // standard input may block: an interrupt must not wait for it
+	} else if cf, sh := src.openCopy(); cf != nil {
+		// What a search decompressed of it (see maxCopies).
+		f, r, share = cf, cf, sh
 	} else {
 		var err error
 		if f, err = os.Open(src.File()); err != nil {
@@ -195,7 +254,7 @@ func openSource(ctx context.Context, src Source, maxLine int) (next func() (audi
 	switch file, ok := r.(*os.File); {
 	case src.Read == nil:
 	case ok:
-		r = countingFile{file, src.Read}
+		r = countingFile{f: file, n: src.Read, share: share}
 	default:
 		r = countingReader{r, src.Read}
 	}
