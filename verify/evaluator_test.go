@@ -177,6 +177,41 @@ spec:
 	}
 }
 
+// TestMapOrderKnownLater: where the server's values can be compared with an evaluation's only
+// in some orders (here only where the binding refused, as the server's response names it), an
+// evaluation that does not is not the end of the search: one the caller knows agrees is the
+// server's order (random parity seed r:1482, the response's binding refusing one order in
+// eight, another binding's outcome not shown otherwise). Each run evaluates afresh: with four
+// keys the first evaluation admits in most of them.
+func TestMapOrderKnownLater(t *testing.T) {
+	const policy = `
+metadata: {name: first}
+spec:
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]
+  validations:
+  - {expression: "object.data.map(k, k)[0] != 'a'", message: first is a}
+`
+	e, err := verify.New([]*admissionregistrationv1.ValidatingAdmissionPolicy{mustPolicy(t, policy)},
+		[]*admissionregistrationv1.ValidatingAdmissionPolicyBinding{binding("b", "first", admissionregistrationv1.Deny)},
+		verify.WithResources(catalog), verify.WithMapOrder(vapccel.MapOrder{Outcomes: map[string]bool{"first": true}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deniedOnly := func(d *verify.Decision) verify.OrderAgreement {
+		return verify.OrderAgreement{Known: !d.Allowed, Agrees: !d.Allowed, Verdicts: !d.Allowed}
+	}
+	for run := range 20 {
+		dec, err := e.Evaluate(verify.WithMessageOrder(context.Background(), deniedOnly), verify.Request{Operation: admission.Create, Resource: configmaps, Object: object(t, `{metadata: {name: c, namespace: ns}, data: {a: one, b: two, c: three, d: four}}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dec.Allowed || dec.ByChance != "" {
+			t.Fatalf("run %d: allowed %v, by chance %q: want the server's refusal, which an order gives", run, dec.Allowed, dec.ByChance)
+		}
+	}
+}
+
 // TestMapOrderMessageResult: a failure whose message a messageExpression WithMapOrder names
 // worded is marked (kube-apiserver's may list the map's keys in another order); one worded by
 // kube-apiserver's fallbacks (the static message, the expression) is not, nor one of a
