@@ -384,16 +384,8 @@ func (s *orderSearch) search(order MessageOrder) *Decision {
 				break // every combination of the values each took has come, and none was the server's
 			}
 		}
-		if !s.known && order != nil {
-			// The first evaluation's values could not be compared with the server's (a
-			// binding's outcome the response does not show where another's denial was not
-			// in it), another's may: one the caller knows agrees is the server's order as the
-			// known search's is (random parity seed r:1482, the response's binding refusing in
-			// one order in eight).
-			if a := order(again); a.Known && a.Agrees {
-				again.Notes = append(again.Notes, agreedNote)
-				return again
-			}
+		if !s.known && knownAgrees(order, again) {
+			return again
 		}
 		if m := again.byChanceMessages(); s.otherMsgs == nil && !slices.Equal(s.msgs, m) {
 			s.otherMsgs = m
@@ -416,13 +408,28 @@ func (s *orderSearch) search(order MessageOrder) *Decision {
 			if err != nil {
 				break
 			}
-			if a := order(again); a.Known && a.Agrees {
-				again.Notes = append(again.Notes, agreedNote)
+			if knownAgrees(order, again) {
 				return again
 			}
 		}
 	}
 	return nil
+}
+
+// knownAgrees says whether the caller knows the evaluation's values that follow map order and
+// they are the server's, and notes so. Where the first evaluation's could not be compared (a
+// binding's outcome the response does not show, another's denial not in it), another's may:
+// one the caller knows agrees is the server's order as the known search's is (random parity
+// seed r:1482, the response's binding refusing in one order in eight).
+func knownAgrees(order MessageOrder, again *Decision) bool {
+	if order == nil {
+		return false
+	}
+	if a := order(again); !a.Known || !a.Agrees {
+		return false
+	}
+	again.Notes = append(again.Notes, agreedNote)
+	return true
 }
 
 // steady says whether the verdict stays dec's in MapOrderTries evaluations: the search may
