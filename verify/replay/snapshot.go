@@ -71,7 +71,7 @@ func (r *Replayer) loadSnapshot(paths []string) (int, error) {
 	deferred := r.cat.deferred
 	r.cat.deferred = nil
 	for _, d := range deferred {
-		k, err := r.seed(d.u, d.where, seen)
+		k, err := r.seed(d.u, nil, d.where, seen)
 		n += k
 		if err != nil {
 			return n, err
@@ -133,13 +133,13 @@ func (r *Replayer) seedDocument(m map[string]any, file string, doc int, seen map
 	u := &unstructured.Unstructured{Object: m}
 	items, ok := m["items"].([]any)
 	if !ok || !strings.HasSuffix(u.GetKind(), "List") {
-		return r.seed(u, fmt.Sprintf("%s: document %d", file, doc), seen)
+		return r.seed(u, nil, fmt.Sprintf("%s: document %d", file, doc), seen)
 	}
 	itemKind := strings.TrimSuffix(u.GetKind(), "List")
 	n, ofKind := 0, true
 	for i, it := range items {
 		ofKind = ofKind && itemOfKind(it, itemKind)
-		k, err := r.seedItem(u, itemKind, it, file, doc, i, seen)
+		k, err := r.seedItem(u, itemKind, it, nil, file, doc, i, seen)
 		n += k
 		if err != nil {
 			return n, err
@@ -150,8 +150,9 @@ func (r *Replayer) seedDocument(m map[string]any, file string, doc int, seen map
 }
 
 // seedItem seeds item i of a List (list, of items of the kind itemKind when it is a typed
-// List) in document doc of a snapshot file.
-func (r *Replayer) seedItem(list *unstructured.Unstructured, itemKind string, item any, file string, doc, i int, seen map[string]seenObject) (int, error) {
+// List) in document doc of a snapshot file; raw is the item's JSON when the decoder made it
+// (see decodedItem), or nil.
+func (r *Replayer) seedItem(list *unstructured.Unstructured, itemKind string, item any, raw []byte, file string, doc, i int, seen map[string]seenObject) (int, error) {
 	im, ok := item.(map[string]any)
 	if !ok {
 		return 0, fmt.Errorf("snapshot %s: document %d: items[%d] is not an object", file, doc, i)
@@ -160,8 +161,9 @@ func (r *Replayer) seedItem(list *unstructured.Unstructured, itemKind string, it
 	if iu.GetKind() == "" && itemKind != "" {
 		iu.SetAPIVersion(list.GetAPIVersion())
 		iu.SetKind(itemKind)
+		raw = nil // no longer the object's
 	}
-	return r.seed(iu, fmt.Sprintf("%s: document %d: items[%d]", file, doc, i), seen)
+	return r.seed(iu, raw, fmt.Sprintf("%s: document %d: items[%d]", file, doc, i), seen)
 }
 
 // CompleteListKey marks a List `vapc snapshot` wrote (verify/snapshot): a typed List of one
@@ -202,9 +204,10 @@ func itemOfKind(item any, itemKind string) bool {
 	return ok && (m["kind"] == nil || m["kind"] == itemKind)
 }
 
-// seed puts one snapshot object in the State. An object without a name, or the same object
-// twice with different contents, is an error: the snapshot cannot say which state was live.
-func (r *Replayer) seed(u *unstructured.Unstructured, where string, seen map[string]seenObject) (int, error) {
+// seed puts one snapshot object in the State, its JSON raw when its decoder made it (nil:
+// marshalled here). An object without a name, or the same object twice with different
+// contents, is an error: the snapshot cannot say which state was live.
+func (r *Replayer) seed(u *unstructured.Unstructured, raw []byte, where string, seen map[string]seenObject) (int, error) {
 	gvk := u.GroupVersionKind()
 	if gvk.Kind == "" {
 		return 0, fmt.Errorf("snapshot %s: no kind", where)
@@ -242,11 +245,14 @@ func (r *Replayer) seed(u *unstructured.Unstructured, where string, seen map[str
 	}
 	if u.GetNamespace() == "" && m.Scope.Name() == "namespace" {
 		u.SetNamespace("default")
+		raw = nil // no longer the object's
 	}
 	key := gr.String() + "/" + u.GetNamespace() + "/" + u.GetName()
-	raw, err := json.Marshal(u.Object)
-	if err != nil {
-		return 0, fmt.Errorf("snapshot %s: %v", where, err)
+	if raw == nil {
+		var err error
+		if raw, err = json.Marshal(u.Object); err != nil {
+			return 0, fmt.Errorf("snapshot %s: %v", where, err)
+		}
 	}
 	if prev, ok := seen[key]; ok {
 		if sameSnapshotObject(prev.raw, raw, u) {
@@ -341,7 +347,7 @@ func (r *Replayer) loadYAMLDocument(file string, doc int, data []byte, seen map[
 						break
 					}
 					ofKind = ofKind && itemOfKind(v.v, itemKind)
-					k, err := r.seedItem(u, itemKind, v.v, file, doc, i, seen)
+					k, err := r.seedItem(u, itemKind, v.v, v.raw, file, doc, i, seen)
 					n += k
 					if err != nil {
 						return n, err
@@ -367,9 +373,11 @@ func (r *Replayer) loadYAMLDocument(file string, doc int, data []byte, seen map[
 	return n + k, err
 }
 
-// decodedItem is one List item decoded.
+// decodedItem is one List item decoded: v, and raw, its JSON without white space (the bytes
+// the State holds of it, made beside its decoding, on every core), or nil.
 type decodedItem struct {
 	v   any
+	raw []byte
 	err error
 }
 
@@ -384,14 +392,20 @@ type itemDecoder struct {
 const itemWindow = 256
 
 func decodeYAMLItems(items [][]byte) *itemDecoder {
-	return decodeItems(items, func(item []byte) (any, error) {
+	return decodeItems(items, func(item []byte) (any, []byte, error) {
 		// sigs.k8s.io/yaml.Unmarshal into an interface: the item's JSON (YAMLToJSON converts
-		// for an interface as for no target), decoded as encoding/json decodes it.
+		// for an interface as for no target), decoded as encoding/json decodes it. The JSON is
+		// encoding/json's of what the YAML decoded into (YAMLToJSON marshals it), the State's
+		// but where an integer is beyond float64's (exactInFloat).
 		j, err := yaml.YAMLToJSON(blankedItem(item))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return decodeJSONItem(j)
+		v, err := decodeJSONItem(j)
+		if err != nil || !exactInFloat(j) {
+			return v, nil, err // seed marshals it
+		}
+		return v, j, nil
 	})
 }
 
@@ -409,8 +423,37 @@ func decodeJSONItem(item []byte) (any, error) {
 	return v, err
 }
 
+// exactInFloat says whether JSON holds no integer of more than 15 digits, which the float64
+// decodeJSONItem makes it may not hold exactly: the JSON is then encoding/json's of what it
+// decodes into. (A run of digits in a string counts too.)
+func exactInFloat(j []byte) bool {
+	run := 0
+	for _, c := range j {
+		if c < '0' || c > '9' {
+			run = 0
+		} else if run++; run > 15 {
+			return false
+		}
+	}
+	return true
+}
+
+// decodeJSONItemRaw is decodeJSONItem with the JSON encoding/json makes of what it decoded,
+// which seed would make: the State holds the same JSON whichever way the snapshot is read.
+func decodeJSONItemRaw(item []byte) (any, []byte, error) {
+	v, err := decodeJSONItem(item)
+	if err != nil {
+		return nil, nil, err
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return v, nil, nil // seed reports it
+	}
+	return v, raw, nil
+}
+
 // decodeItems decodes items with decode on every core (see itemDecoder).
-func decodeItems(items [][]byte, decode func([]byte) (any, error)) *itemDecoder {
+func decodeItems(items [][]byte, decode func([]byte) (any, []byte, error)) *itemDecoder {
 	d := &itemDecoder{out: make([]chan decodedItem, len(items)), window: make(chan struct{}, itemWindow), done: make(chan struct{})}
 	for i := range d.out {
 		d.out[i] = make(chan decodedItem, 1)
@@ -430,9 +473,9 @@ func decodeItems(items [][]byte, decode func([]byte) (any, error)) *itemDecoder 
 	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
 		go func() {
 			for i := range next {
-				v, err := decode(items[i])
+				v, raw, err := decode(items[i])
 				items[i] = nil
-				d.out[i] <- decodedItem{v, err}
+				d.out[i] <- decodedItem{v, raw, err}
 			}
 		}()
 	}
@@ -735,7 +778,7 @@ func (r *Replayer) seedJSONDocument(file string, doc int, d jsonDocument, seen m
 		return r.seedDocument(d.header, file, doc, seen)
 	}
 	itemKind := strings.TrimSuffix(u.GetKind(), "List")
-	dec := decodeItems(d.items, decodeJSONItem)
+	dec := decodeItems(d.items, decodeJSONItemRaw)
 	defer dec.stop()
 	n, ofKind := 0, true
 	for i := range d.items {
@@ -744,7 +787,7 @@ func (r *Replayer) seedJSONDocument(file string, doc int, d jsonDocument, seen m
 			return n, fmt.Errorf("snapshot %s: document %d: items[%d]: %v", file, doc, i, v.err)
 		}
 		ofKind = ofKind && itemOfKind(v.v, itemKind)
-		k, err := r.seedItem(u, itemKind, v.v, file, doc, i, seen)
+		k, err := r.seedItem(u, itemKind, v.v, v.raw, file, doc, i, seen)
 		n += k
 		if err != nil {
 			return n, err

@@ -52,6 +52,7 @@ func TestSnapshotFastPath(t *testing.T) {
 		"block-scalar":     "kind: List\napiVersion: v1\nitems:\n" + node("a", "  metadata2: |\n    x\n\n    - y\n") + "# c\n" + node("b", ""),
 		"anchors":          "kind: List\napiVersion: v1\nitems:\n- &n\n  apiVersion: v1\n  kind: Node\n  metadata: {name: a}\n- *n\n",
 		"dup-same":         "kind: List\napiVersion: v1\nitems:\n" + node("a", "") + node("a", ""),
+		"yaml-numbers":     "kind: List\napiVersion: v1\nitems:\n" + node("a", "  spec:\n    n: 9007199254740993\n    m: 123456789012345\n    f: 1.0\n    e: 1e21\n    z: -0\n    y: -0.0\n    x: 0x1F\n    rv: \"12345678901234567890\"\n"),
 		"dup-other":        "kind: List\napiVersion: v1\nitems:\n" + node("a", "") + node("a", "  spec: {unschedulable: true}\n"),
 		"dup-nil-empty":    "kind: List\napiVersion: v1\nitems:\n- {apiVersion: v1, kind: Node, metadata: {name: a, labels: {}}}\n- {apiVersion: v1, kind: Node, metadata: {name: a, labels: }}\n",
 		"not-object":       "kind: List\napiVersion: v1\nitems:\n- 3\n",
