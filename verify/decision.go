@@ -113,6 +113,10 @@ type Refusal struct {
 	// in the order CEL iterated the map (Result.MessageByChance): another evaluation of the
 	// request may word it otherwise. Empty for other refusals, and for the decision's own.
 	ChanceWording string `json:"-"`
+	// OutcomeByChance says the refusal is a binding's whose policy may decide otherwise in
+	// another order of a map's keys (Result.OutcomeByChance): another evaluation of the request
+	// may not give it, or give another of the binding's. False for the decision's own.
+	OutcomeByChance bool `json:"-"`
 }
 
 // Refuses says whether the decision is a refusal with the code and message, or, when several
@@ -198,6 +202,7 @@ func denials(a admission.Attributes, dec *Decision) []Refusal {
 		if r.MessageByChance {
 			refusal.ChanceWording = r.Message
 		}
+		refusal.OutcomeByChance = r.OutcomeByChance
 		add(refusal)
 	}
 	if len(out) < 2 {

@@ -94,7 +94,9 @@ func (r *Record) otherRefusals() {
 // without the authorizer, whose answers the log does not hold. What a messageExpression or an
 // annotation's valueExpression worded by listing a map's keys in the order CEL iterated the map
 // is compared whatever that order (inOrderOfChance): two evaluations of one decision word it
-// in the orders each took.
+// in the orders each took. Of the other refusals, those of a binding whose policy decides by a
+// map's order (verify.Refusal.OutcomeByChance) are not compared: which of them an evaluation
+// gives is that order's chance, as the server's, which no log records.
 func sameOutcome(a, b *verify.Decision) bool { return outcomeDiff(a, b) == "" }
 
 // outcomeDiff names what of the outcome of b differs from a's (see sameOutcome), for people:
@@ -112,6 +114,16 @@ func outcomeDiff(a, b *verify.Decision) string {
 	sorted := func(d *verify.Decision, c func(string) string) ([]string, []string) {
 		var ds []string
 		for _, x := range d.Denials {
+			if x.Code == d.Code && x.Reason == d.Reason && x.Message == d.Message {
+				continue // the response, compared above (the only refusal: no Denials)
+			}
+			if x.OutcomeByChance {
+				// Another of the refusals the server may answer with, from a binding whose
+				// outcome is a map's order's chance: whether an evaluation gives it, or
+				// another of the binding's, is that chance, which no log records of a
+				// refusal it did not answer with.
+				continue
+			}
 			msg := x.Message
 			if msg != d.Message && x.ChanceWording != "" {
 				// Whose refusal it is, not its wording where that is the map order's chance:

@@ -241,7 +241,11 @@ func TestMapOrderWarnings(t *testing.T) {
 // in a message (the response's, a warning, validation_failure's) are the same outcome (two
 // evaluations of one request, or two patch types the log does not tell apart, word it in the
 // orders each took: seed r:1432 decided a request likely or certain from run to run); other
-// keys, or other values, are another.
+// keys, or other values, are another. So are two that differ only in the refusals, other than
+// the response, of a binding whose policy's outcome follows a map's order (seed r:1485: a
+// patch's two types each evaluated once, the third binding of the policy refusing at its first
+// validation in one and at its second in the other, the request patch-type indeterminate in
+// five runs of eight).
 func TestOutcomeDiffMapOrder(t *testing.T) {
 	t.Parallel()
 	idx := 0
@@ -258,11 +262,21 @@ func TestOutcomeDiffMapOrder(t *testing.T) {
 		return &verify.Decision{Allowed: true, Code: 200, Warnings: []string{verify.WarningPrefix("p", "b") + msg},
 			Results: []verify.Result{{Policy: "p", Binding: "b", Result: "deny", Actions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Warn}, ExpressionIndex: &idx, Message: msg, MessageByChance: true}}}
 	}
+	// denied by b0, another binding's refusal among those the server may answer with: of a
+	// policy whose outcome follows a map's order (byChance), or not.
+	other := func(msg string, byChance bool) *verify.Decision {
+		d := &verify.Decision{Code: 422, Reason: "Invalid", Message: "p b0 denied request: keys"}
+		d.Denials = []verify.Refusal{{Code: 422, Reason: "Invalid", Message: d.Message}, {Code: 422, Reason: "Invalid", Message: "p b2 denied request: " + msg, OutcomeByChance: byChance}}
+		return d
+	}
 	tests := []struct {
 		name string
 		a, b *verify.Decision
 		want string
 	}{
+		{"another binding's refusal, by chance", other("keys", true), other("expression 1 resulted in error", true), ""},
+		{"another binding's refusal, by chance in one", other("keys", true), &verify.Decision{Code: 422, Reason: "Invalid", Message: "p b0 denied request: keys"}, ""},
+		{"another binding's refusal, not by chance", other("keys", false), other("expression 1 resulted in error", false), "the refusals"},
 		{"validation_failure, keys in another order", audit("labels limit=6,set=x"), audit("labels set=x,limit=6"), ""},
 		{"validation_failure, other keys", audit("labels limit=6,set=x"), audit("labels limit=10,mode=on,set=x"), "the audit annotations"},
 		{"validation_failure, another value", audit("labels limit=6,set=x"), audit("labels limit=7,set=x"), "the audit annotations"},
