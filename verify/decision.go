@@ -115,7 +115,7 @@ type Refusal struct {
 	ChanceWording string `json:"-"`
 	// OutcomeByChance says the refusal is a binding's whose policy may decide otherwise in
 	// another order of a map's keys (Result.OutcomeByChance): another evaluation of the request
-	// may not give it, or give another of the binding's. False for the decision's own.
+	// may not give it, or give another of the binding's.
 	OutcomeByChance bool `json:"-"`
 }
 
@@ -149,13 +149,16 @@ func denials(a admission.Attributes, dec *Decision) []Refusal {
 		reason  metav1.StatusReason
 		message string
 	}
-	seen := map[response]bool{}
+	seen := map[response]int{}
 	var out []Refusal
 	add := func(r Refusal) {
-		if k := (response{r.Code, r.Reason, r.Message}); !seen[k] {
-			seen[k] = true
-			out = append(out, r)
+		k := response{r.Code, r.Reason, r.Message}
+		if i, ok := seen[k]; ok {
+			out[i].OutcomeByChance = out[i].OutcomeByChance || r.OutcomeByChance // the response's own
+			return
 		}
+		seen[k] = len(out)
+		out = append(out, r)
 	}
 	add(Refusal{Code: dec.Code, Reason: dec.Reason, Message: dec.Message})
 	// The dispatcher answers with the first denied decision. A policy's binding and param give

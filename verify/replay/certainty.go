@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
 	"github.com/vapc-dev/vapc/verify"
 )
 
@@ -94,17 +96,39 @@ func (r *Record) otherRefusals() {
 // without the authorizer, whose answers the log does not hold. What a messageExpression or an
 // annotation's valueExpression worded by listing a map's keys in the order CEL iterated the map
 // is compared whatever that order (inOrderOfChance): two evaluations of one decision word it
-// in the orders each took. Of the other refusals, those of a binding whose policy decides by a
-// map's order (verify.Refusal.OutcomeByChance) are not compared: which of them an evaluation
-// gives is that order's chance, as the server's, which no log records.
+// in the orders each took. Two refusals that may answer with one refusal answer alike (of
+// several, the server answers with the first in its informers' order), the refusals each may
+// give compared but those of a binding whose policy decides by a map's order
+// (verify.Refusal.OutcomeByChance): which of them an evaluation gives is that order's chance.
 func sameOutcome(a, b *verify.Decision) bool { return outcomeDiff(a, b) == "" }
+
+// refusalsOf are the refusals the apiserver may answer the decision's request with: its
+// Denials, or its one refusal; none when it admits.
+func refusalsOf(d *verify.Decision) []verify.Refusal {
+	switch {
+	case d.Allowed:
+		return nil
+	case len(d.Denials) > 0:
+		return d.Denials
+	}
+	// Its one refusal is a result's whose policy decides by a map's order when one such
+	// result denies: another would make two.
+	byChance := slices.ContainsFunc(d.Results, func(r verify.Result) bool {
+		return r.OutcomeByChance && slices.Contains(r.Actions, admissionregistrationv1.Deny)
+	})
+	return []verify.Refusal{{Code: d.Code, Reason: d.Reason, Message: d.Message, OutcomeByChance: byChance}}
+}
 
 // outcomeDiff names what of the outcome of b differs from a's (see sameOutcome), for people:
 // empty when nothing does.
 func outcomeDiff(a, b *verify.Decision) string {
 	ca, cb := inOrderOfChance(a), inOrderOfChance(b)
+	// Of several refusals the server answers with the first it meets, in its informers' order
+	// (verify.Decision.Denials): two that may answer with one refusal answer alike, the
+	// refusals each may give compared below.
+	shared := !a.Allowed && slices.ContainsFunc(refusalsOf(a), func(x verify.Refusal) bool { return b.Refuses(x.Code, x.Message) })
 	switch {
-	case a.Allowed != b.Allowed || a.Code != b.Code || a.Reason != b.Reason || ca(a.Message) != cb(b.Message):
+	case a.Allowed != b.Allowed || a.Code != b.Code || a.Reason != b.Reason || ca(a.Message) != cb(b.Message) && !shared:
 		return "the response"
 	case len(verify.Configured(b.Authorizer)) > 0:
 		return "authorizer checks"
@@ -113,19 +137,18 @@ func outcomeDiff(a, b *verify.Decision) string {
 	}
 	sorted := func(d *verify.Decision, c func(string) string) ([]string, []string) {
 		var ds []string
-		for _, x := range d.Denials {
-			if x.Code == d.Code && x.Reason == d.Reason && x.Message == d.Message {
-				continue // the response, compared above (the only refusal: no Denials)
-			}
+		for _, x := range refusalsOf(d) {
 			if x.OutcomeByChance {
-				// Another of the refusals the server may answer with, from a binding whose
-				// outcome is a map's order's chance: whether an evaluation gives it, or
-				// another of the binding's, is that chance, which no log records of a
-				// refusal it did not answer with.
+				// A refusal of a binding whose outcome is a map's order's chance: whether an
+				// evaluation gives it, or another of the binding's, is that chance; the log
+				// shows the one the server answered with, which the evaluations were chosen
+				// to give where it does (verify.WithMessageOrder).
 				continue
 			}
 			msg := x.Message
-			if msg != d.Message && x.ChanceWording != "" {
+			if msg == d.Message {
+				msg = c(msg) // the response, as compared above
+			} else if x.ChanceWording != "" {
 				// Whose refusal it is, not its wording where that is the map order's chance:
 				// settled, or not claimed, apart (see verify.WithMessageOrder).
 				msg = strings.TrimSuffix(msg, x.ChanceWording) + "(a map's order)"

@@ -192,6 +192,14 @@ func (j *job) outcomeOrder(dec *verify.Decision, pb policyBinding, annotations b
 			agrees = denial == nil
 		}
 	}
+	entries := slices.ContainsFunc(logged, func(f validationFailure) bool { return f.Policy == pb.policy && f.Binding == pb.binding })
+	if !j.auditors[pb] && !entries {
+		// Without the Audit action the binding has no validation_failure entry to show or
+		// hide its outcome (random parity seed r:1485: a Deny binding whose policy the log
+		// does not show installed made every evaluation's order unknown, and the search
+		// took the first, whose response was another binding's).
+		return known, agrees
+	}
 	if !annotations || !j.auditShown(logged, pb.policy, pb.binding) {
 		return false, agrees
 	}

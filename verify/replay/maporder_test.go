@@ -245,7 +245,8 @@ func TestMapOrderWarnings(t *testing.T) {
 // the response, of a binding whose policy's outcome follows a map's order (seed r:1485: a
 // patch's two types each evaluated once, the third binding of the policy refusing at its first
 // validation in one and at its second in the other, the request patch-type indeterminate in
-// five runs of eight).
+// five runs of eight), and two answered by different bindings where one may answer with the
+// other's (the server answers with the first refusal in its informers' order).
 func TestOutcomeDiffMapOrder(t *testing.T) {
 	t.Parallel()
 	idx := 0
@@ -266,8 +267,13 @@ func TestOutcomeDiffMapOrder(t *testing.T) {
 	// policy whose outcome follows a map's order (byChance), or not.
 	other := func(msg string, byChance bool) *verify.Decision {
 		d := &verify.Decision{Code: 422, Reason: "Invalid", Message: "p b0 denied request: keys"}
-		d.Denials = []verify.Refusal{{Code: 422, Reason: "Invalid", Message: d.Message}, {Code: 422, Reason: "Invalid", Message: "p b2 denied request: " + msg, OutcomeByChance: byChance}}
+		d.Denials = []verify.Refusal{{Code: 422, Reason: "Invalid", Message: d.Message, OutcomeByChance: byChance}, {Code: 422, Reason: "Invalid", Message: "p b2 denied request: " + msg, OutcomeByChance: byChance}}
 		return d
+	}
+	// denied by one binding only, of a policy whose outcome follows a map's order.
+	byChanceOnly := func(msg string) *verify.Decision {
+		return &verify.Decision{Code: 422, Reason: "Invalid", Message: msg,
+			Results: []verify.Result{{Policy: "p", Binding: "b", Result: "deny", Actions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}, ExpressionIndex: &idx, Message: "keys", OutcomeByChance: true}}}
 	}
 	tests := []struct {
 		name string
@@ -275,8 +281,11 @@ func TestOutcomeDiffMapOrder(t *testing.T) {
 		want string
 	}{
 		{"another binding's refusal, by chance", other("keys", true), other("expression 1 resulted in error", true), ""},
-		{"another binding's refusal, by chance in one", other("keys", true), &verify.Decision{Code: 422, Reason: "Invalid", Message: "p b0 denied request: keys"}, ""},
+		{"another binding's refusal, by chance in one", other("keys", true), byChanceOnly("p b0 denied request: keys"), ""},
 		{"another binding's refusal, not by chance", other("keys", false), other("expression 1 resulted in error", false), "the refusals"},
+		{"answered by another binding, by chance", byChanceOnly("p b2 denied request: keys"), other("keys", true), ""},
+		{"answered by another binding", &verify.Decision{Code: 422, Reason: "Invalid", Message: "p b2 denied request: keys"}, other("keys", false), "the refusals"},
+		{"answered by a binding the other's cannot", byChanceOnly("p b3 denied request: keys"), other("keys", true), "the response"},
 		{"validation_failure, keys in another order", audit("labels limit=6,set=x"), audit("labels set=x,limit=6"), ""},
 		{"validation_failure, other keys", audit("labels limit=6,set=x"), audit("labels limit=10,mode=on,set=x"), "the audit annotations"},
 		{"validation_failure, another value", audit("labels limit=6,set=x"), audit("labels limit=7,set=x"), "the audit annotations"},
