@@ -122,18 +122,22 @@ type Refusal struct {
 // Refuses says whether the decision is a refusal with the code and message, or, when several
 // refusals are possible, with any of them.
 func (d *Decision) Refuses(code int32, message string) bool {
-	if d.Allowed {
-		return false
+	return slices.ContainsFunc(d.Refusals(), func(r Refusal) bool { return r.Code == code && r.Message == message })
+}
+
+// Refusals are the refusals the apiserver may answer the request with: Denials, or the
+// decision's one refusal (marked OutcomeByChance when a result whose outcome follows map
+// order gave it); none when it admits.
+func (d *Decision) Refusals() []Refusal {
+	switch {
+	case d.Allowed:
+		return nil
+	case len(d.Denials) > 0:
+		return d.Denials
 	}
-	if d.Code == code && d.Message == message {
-		return true
-	}
-	for _, r := range d.Denials {
-		if r.Code == code && r.Message == message {
-			return true
-		}
-	}
-	return false
+	// With one distinct refusal, a denying result whose outcome follows map order gave it.
+	byChance := slices.ContainsFunc(d.Results, func(r Result) bool { return r.OutcomeByChance && r.denies() })
+	return []Refusal{{Code: d.Code, Reason: d.Reason, Message: d.Message, OutcomeByChance: byChance}}
 }
 
 // denials builds the refusal of every denying result, as the dispatcher builds the error of

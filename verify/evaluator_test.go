@@ -126,6 +126,19 @@ func TestMapOrderAnnotation(t *testing.T) {
 	}
 }
 
+// firstDenied is an Evaluator of the policy "first" (its spec in YAML) bound by "b" with the
+// Deny action, the map order given.
+func firstDenied(t *testing.T, policy string, order vapccel.MapOrder) *verify.Evaluator {
+	t.Helper()
+	e, err := verify.New([]*admissionregistrationv1.ValidatingAdmissionPolicy{mustPolicy(t, policy)},
+		[]*admissionregistrationv1.ValidatingAdmissionPolicyBinding{binding("b", "first", admissionregistrationv1.Deny)},
+		verify.WithResources(catalog), verify.WithMapOrder(order))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
 // TestMapOrderVerdicts: a validation whose outcome follows the order CEL iterates a map, and
 // an audit annotation whose value does, where the caller's server took an order whose
 // annotation no evaluation gives (it evaluated another version of the object, say): the
@@ -142,12 +155,7 @@ spec:
   auditAnnotations:
   - {key: keys, valueExpression: "object.data.map(k, k).join(',')"}
 `
-	e, err := verify.New([]*admissionregistrationv1.ValidatingAdmissionPolicy{mustPolicy(t, policy)},
-		[]*admissionregistrationv1.ValidatingAdmissionPolicyBinding{binding("b", "first", admissionregistrationv1.Deny)},
-		verify.WithResources(catalog), verify.WithMapOrder(vapccel.MapOrder{Annotations: map[string][]string{"first": {"keys"}}, Outcomes: map[string]bool{"first": true}}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := firstDenied(t, policy, vapccel.MapOrder{Annotations: map[string][]string{"first": {"keys"}}, Outcomes: map[string]bool{"first": true}})
 	server := func(allowed bool) verify.MessageOrder {
 		return func(d *verify.Decision) verify.OrderAgreement {
 			return verify.OrderAgreement{Known: true, Agrees: d.Allowed == allowed && d.AuditAnnotations["first/keys"] == "z", Verdicts: d.Allowed == allowed}
@@ -192,12 +200,7 @@ spec:
   validations:
   - {expression: "object.data.map(k, k)[0] != 'a'", message: first is a}
 `
-	e, err := verify.New([]*admissionregistrationv1.ValidatingAdmissionPolicy{mustPolicy(t, policy)},
-		[]*admissionregistrationv1.ValidatingAdmissionPolicyBinding{binding("b", "first", admissionregistrationv1.Deny)},
-		verify.WithResources(catalog), verify.WithMapOrder(vapccel.MapOrder{Outcomes: map[string]bool{"first": true}}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := firstDenied(t, policy, vapccel.MapOrder{Outcomes: map[string]bool{"first": true}})
 	deniedOnly := func(d *verify.Decision) verify.OrderAgreement {
 		return verify.OrderAgreement{Known: !d.Allowed, Agrees: !d.Allowed, Verdicts: !d.Allowed}
 	}

@@ -7,8 +7,6 @@ import (
 	"sort"
 	"strings"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-
 	"github.com/vapc-dev/vapc/verify"
 )
 
@@ -102,23 +100,6 @@ func (r *Record) otherRefusals() {
 // (verify.Refusal.OutcomeByChance): which of them an evaluation gives is that order's chance.
 func sameOutcome(a, b *verify.Decision) bool { return outcomeDiff(a, b) == "" }
 
-// refusalsOf are the refusals the apiserver may answer the decision's request with: its
-// Denials, or its one refusal; none when it admits.
-func refusalsOf(d *verify.Decision) []verify.Refusal {
-	switch {
-	case d.Allowed:
-		return nil
-	case len(d.Denials) > 0:
-		return d.Denials
-	}
-	// Its one refusal is a result's whose policy decides by a map's order when one such
-	// result denies: another would make two.
-	byChance := slices.ContainsFunc(d.Results, func(r verify.Result) bool {
-		return r.OutcomeByChance && slices.Contains(r.Actions, admissionregistrationv1.Deny)
-	})
-	return []verify.Refusal{{Code: d.Code, Reason: d.Reason, Message: d.Message, OutcomeByChance: byChance}}
-}
-
 // outcomeDiff names what of the outcome of b differs from a's (see sameOutcome), for people:
 // empty when nothing does.
 func outcomeDiff(a, b *verify.Decision) string {
@@ -126,9 +107,11 @@ func outcomeDiff(a, b *verify.Decision) string {
 	// Of several refusals the server answers with the first it meets, in its informers' order
 	// (verify.Decision.Denials): two that may answer with one refusal answer alike, the
 	// refusals each may give compared below.
-	shared := !a.Allowed && slices.ContainsFunc(refusalsOf(a), func(x verify.Refusal) bool { return b.Refuses(x.Code, x.Message) })
+	shared := func() bool {
+		return slices.ContainsFunc(a.Refusals(), func(x verify.Refusal) bool { return b.Refuses(x.Code, x.Message) })
+	}
 	switch {
-	case a.Allowed != b.Allowed || a.Code != b.Code || a.Reason != b.Reason || ca(a.Message) != cb(b.Message) && !shared:
+	case a.Allowed != b.Allowed || a.Code != b.Code || a.Reason != b.Reason || ca(a.Message) != cb(b.Message) && !shared():
 		return "the response"
 	case len(verify.Configured(b.Authorizer)) > 0:
 		return "authorizer checks"
@@ -137,7 +120,7 @@ func outcomeDiff(a, b *verify.Decision) string {
 	}
 	sorted := func(d *verify.Decision, c func(string) string) ([]string, []string) {
 		var ds []string
-		for _, x := range refusalsOf(d) {
+		for _, x := range d.Refusals() {
 			if x.OutcomeByChance {
 				// A refusal of a binding whose outcome is a map's order's chance: whether an
 				// evaluation gives it, or another of the binding's, is that chance; the log

@@ -170,9 +170,8 @@ func (j *job) outcomeOrder(dec *verify.Decision, pb policyBinding, annotations b
 	// binding, or the response shows admission ran), its validation_failure entries show its
 	// outcome whatever the response shows (below).
 	lost := j.ev.Loss.Lost.Has(auditlog.LostMessage)
-	audited := j.audits(pb) && (j.rec.vapRan && !lost || slices.ContainsFunc(logged, func(f validationFailure) bool {
-		return f.Policy == pb.policy && f.Binding == pb.binding
-	}))
+	entries := slices.ContainsFunc(logged, func(f validationFailure) bool { return f.Policy == pb.policy && f.Binding == pb.binding })
+	audited := j.audits(pb) && (j.rec.vapRan && !lost || entries)
 	switch {
 	case lost:
 		known = audited
@@ -192,7 +191,6 @@ func (j *job) outcomeOrder(dec *verify.Decision, pb policyBinding, annotations b
 			agrees = denial == nil
 		}
 	}
-	entries := slices.ContainsFunc(logged, func(f validationFailure) bool { return f.Policy == pb.policy && f.Binding == pb.binding })
 	if !j.auditors[pb] && !entries {
 		// Without the Audit action the binding has no validation_failure entry to show or
 		// hide its outcome (random parity seed r:1485: a Deny binding whose policy the log

@@ -532,3 +532,47 @@ func TestMapOrderMatchConditionError(t *testing.T) {
 		t.Errorf("decisions (-want +got):\n%s", diff)
 	}
 }
+
+// TestMessageOrderDenyOnlyBindings: two Deny bindings of a policy whose outcome follows map
+// order, the response naming the first, the log showing no validation_failure entry (neither
+// binding audits) nor the policy installed: an evaluation where the first refuses is known to
+// be the server's order, the second binding not made unknown by entries it cannot have (random parity
+// seed r:1485: every evaluation's order unknown, the search took the first, whose response was
+// the second binding's).
+func TestMessageOrderDenyOnlyBindings(t *testing.T) {
+	t.Parallel()
+	message := func(binding string) string {
+		return `configmaps "c" is forbidden: ValidatingAdmissionPolicy 'p' with binding '` + binding + `' denied request: no`
+	}
+	ev := &Event{Verb: "create", Stage: auditlog.StageResponseComplete, ObjectRef: &ObjectRef{Resource: "configmaps", Namespace: "ns", Name: "c"},
+		ResponseStatus: &Status{Code: 422, Status: "Failure", Reason: "Invalid", Message: message("b0")}}
+	j := &job{ev: ev, rec: recording{outcome: RecordedDeny, policy: "p", binding: "b0", vapRan: true}}
+	idx := 0
+	result := func(binding string, denies bool) verify.Result {
+		r := verify.Result{Policy: "p", Binding: binding, Result: verify.ResultAdmit, OutcomeByChance: true}
+		if denies {
+			r.Result, r.Actions, r.ExpressionIndex, r.Message = "deny", []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}, &idx, "no"
+		}
+		return r
+	}
+	refusal := func(binding string) verify.Refusal {
+		return verify.Refusal{Code: 422, Reason: "Invalid", Message: message(binding), OutcomeByChance: true}
+	}
+	both := &verify.Decision{Code: 422, Reason: "Invalid", Message: message("b0"), Results: []verify.Result{result("b0", true), result("b2", true)},
+		Denials: []verify.Refusal{refusal("b0"), refusal("b2")}}
+	second := &verify.Decision{Code: 422, Reason: "Invalid", Message: message("b2"), Results: []verify.Result{result("b0", false), result("b2", true)}}
+	for _, tc := range []struct {
+		name string
+		dec  *verify.Decision
+		want verify.OrderAgreement
+	}{
+		{"both refuse", both, verify.OrderAgreement{Known: true, Agrees: true, Verdicts: true}},
+		// The response's binding admits: not the server's order (the second's outcome, which
+		// the response does not show, is not known).
+		{"only the second refuses", second, verify.OrderAgreement{}},
+	} {
+		if got := j.messageOrder(tc.dec); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
