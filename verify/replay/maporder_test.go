@@ -275,6 +275,12 @@ func TestOutcomeDiffMapOrder(t *testing.T) {
 		return &verify.Decision{Code: 422, Reason: "Invalid", Message: msg,
 			Results: []verify.Result{{Policy: "p", Binding: "b", Result: "deny", Actions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}, ExpressionIndex: &idx, Message: "keys", OutcomeByChance: true}}}
 	}
+	// denied by b1 with its reason RequestEntityTooLarge, by chance, and by b0 (other's).
+	tooLarge := func() *verify.Decision {
+		d := &verify.Decision{Code: 413, Reason: "RequestEntityTooLarge", Message: "p b1 denied request: keys"}
+		d.Denials = []verify.Refusal{{Code: 413, Reason: "RequestEntityTooLarge", Message: d.Message, OutcomeByChance: true}, {Code: 422, Reason: "Invalid", Message: "p b0 denied request: keys"}}
+		return d
+	}
 	tests := []struct {
 		name string
 		a, b *verify.Decision
@@ -286,6 +292,10 @@ func TestOutcomeDiffMapOrder(t *testing.T) {
 		{"answered by another binding, by chance", byChanceOnly("p b2 denied request: keys"), other("keys", true), ""},
 		{"answered by another binding", &verify.Decision{Code: 422, Reason: "Invalid", Message: "p b2 denied request: keys"}, other("keys", false), "the refusals"},
 		{"answered by a binding the other's cannot", byChanceOnly("p b3 denied request: keys"), other("keys", true), "the response"},
+		// Random parity seed r:1492: a by-chance binding's refusal (its reason
+		// RequestEntityTooLarge, 413) answered one evaluation, another binding's (422) both.
+		{"answered by a by-chance binding with another code", tooLarge(), &verify.Decision{Code: 422, Reason: "Invalid", Message: "p b0 denied request: keys"}, ""},
+		{"answered with another code, no refusal shared", tooLarge(), byChanceOnly("p b3 denied request: keys"), "the response"},
 		{"validation_failure, keys in another order", audit("labels limit=6,set=x"), audit("labels set=x,limit=6"), ""},
 		{"validation_failure, other keys", audit("labels limit=6,set=x"), audit("labels limit=10,mode=on,set=x"), "the audit annotations"},
 		{"validation_failure, another value", audit("labels limit=6,set=x"), audit("labels limit=7,set=x"), "the audit annotations"},

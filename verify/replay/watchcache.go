@@ -44,17 +44,20 @@ func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, deci
 	if out.Decision == DecisionIndeterminate || live == nil || (len(p.Stale) == 0 && p.StaleUnknown == "") {
 		return
 	}
+	why := p.StaleUnknown
+	if !r.dependsOnUnknown(j, []admitted{{dec: live, unknowns: staleAttemptUnknowns(j, cmp.Or(why, "an older version"))}}).is() {
+		// No policy read what an older version would have changed (the old object, a
+		// patch's object, a delete's options), or each was skipped by a matchCondition that
+		// reads none of it: the first attempt published what the live one did, whichever
+		// version it read, known or not, and none is sent through the pipeline again (a
+		// kubelet's DELETE of its pod, which a policy's matchCondition on the user skips,
+		// read an older version for every status patch it raced).
+		return
+	}
 	// The outcomes the response and the audit event may show: the live attempt's alone, or
 	// after a first one on an older version.
 	liveWarnings := warningSet(live.Warnings)
 	outcomes := []attemptOutcome{{annotations: live.AuditAnnotations, warnings: liveWarnings, of: []*verify.Decision{live}}}
-	why := p.StaleUnknown
-	if why != "" && !r.dependsOnUnknown(j, []admitted{{dec: live, unknowns: staleAttemptUnknowns(j, why)}}).is() {
-		// No policy read what an older version would have changed (the old object, a
-		// patch's object), or each was skipped by a matchCondition that reads none of it:
-		// the first attempt published what the live one did, whichever version it read.
-		why = ""
-	}
 	for _, sp := range p.Stale {
 		if why != "" {
 			break

@@ -584,6 +584,49 @@ func resolvedJob(t *testing.T, r *Replayer, line string, policies ...string) *jo
 	return &job{ev: ev, t: tg, policies: policies}
 }
 
+// TestFirstAttemptSkippedNotServed: a DELETE whose first attempt may have read an older
+// version is decided again on that version only when a policy it matched may have read what
+// differs: one a matchCondition on the user skipped (a kubelet deleting its pod, which the
+// guards' matchConditions leave to the node controller) published nothing on either version,
+// and the older version is not sent through the pipeline (decideOn is not called).
+func TestFirstAttemptSkippedNotServed(t *testing.T) {
+	t.Parallel()
+	pod := func(rv, phase string) []byte {
+		return []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"ns1","uid":"u1","resourceVersion":"` + rv + `"},` +
+			`"spec":{"nodeName":"n1","containers":[{"name":"c","image":"nginx"}]},"status":{"phase":"` + phase + `"}}`)
+	}
+	for _, tc := range []struct {
+		name   string
+		result verify.Result
+		want   int // the older versions decided
+	}{
+		{name: "skipped by a matchCondition on the user", result: verify.Result{Policy: "p", Binding: "p", Result: verify.ResultAdmit, MatchCondition: "node-controller"}},
+		{name: "evaluated", result: verify.Result{Policy: "p", Binding: "p", Result: verify.ResultAdmit}, want: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, b := levelPolicy("p", "pods", admissionregistrationv1.Delete, nil, "oldObject.status.phase != 'Pending'")
+			p.Spec.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "node-controller", Expression: "request.userInfo.username == 'system:serviceaccount:kube-system:node-controller'"}}
+			r, err := New([]*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b})
+			if err != nil {
+				t.Fatal(err)
+			}
+			j := resolvedJob(t, r, levelEvent(t, "1", auditlog.LevelRequestResponse, "delete", "pods", "ns1", "p", 200, "", nil, nil), "p")
+			older := state.Prior{Kept: true, Found: true, Raw: pod("10", "Pending"), Source: "the older version"}
+			j.prior = state.Prior{Kept: true, Found: true, Raw: pod("11", "Failed"), Stale: []state.Prior{older}}
+			live := &verify.Decision{Allowed: true, Results: []verify.Result{tc.result}}
+			out := &Record{Decision: DecisionAdmit, Certainty: CertaintyCertain}
+			decided := 0
+			r.firstAttempt(j, out, live, func(state.Prior) (*verify.Decision, error) {
+				decided++
+				return live, nil
+			})
+			if decided != tc.want || out.Decision != DecisionAdmit || out.Certainty != CertaintyCertain {
+				t.Errorf("older versions decided %d times, the record %s; want %d, admit certain", decided, describeRecord(out), tc.want)
+			}
+		})
+	}
+}
+
 // TestDecidedAlikeConverted: a HorizontalPodAutoscaler is stored as autoscaling/v2, and an
 // autoscaling/v1 request sees its conditions as an annotation: versions that differ only in
 // their conditions are decided alike for a policy that reads the annotations only when the

@@ -1590,18 +1590,26 @@ func sinceReceived(gap time.Duration) string {
 // RecentWrite says why an object of the resource in the namespace (every namespace when it is
 // empty) a request received at received deleted may have been read as an older version than
 // the State's (see staleOf): a write that replaced a version of it completed less than
-// the lag before; "" when none did.
+// the lag before; "" when none did. It names the last such write (of those completed at the
+// same time, the first by its key): the same on every replay of the log.
 func (s *State) RecentWrite(gr schema.GroupResource, namespace string, received time.Time) string {
 	gr = StorageOf(gr)
 	if received.IsZero() {
 		return ""
 	}
+	var last *entry
+	var lastKey ObjectKey
 	for k, e := range s.Objects[gr] {
 		if (namespace == "" || k.Namespace == namespace) && e.follows && !e.done.IsZero() && !e.done.After(received) && received.Sub(e.done) < s.Lag {
-			return fmt.Sprintf("the write at %s completed %s before this request was received, and the versions before it are not followed for a deletecollection", e.Source, received.Sub(e.done).Round(time.Microsecond))
+			if last == nil || e.done.After(last.done) || e.done.Equal(last.done) && (k.Namespace < lastKey.Namespace || k.Namespace == lastKey.Namespace && k.Name < lastKey.Name) {
+				last, lastKey = e, k
+			}
 		}
 	}
-	return ""
+	if last == nil {
+		return ""
+	}
+	return fmt.Sprintf("the write at %s completed %s before this request was received, and the versions before it are not followed for a deletecollection", last.Source, received.Sub(last.done).Round(time.Microsecond))
 }
 
 func (s *State) Prior(gr schema.GroupResource, namespace, name string) Prior {
