@@ -630,7 +630,9 @@ func (r *Replayer) raced(j *job, out *Record, decideOn func(p state.Prior) (*ver
 
 // decidedAlike says whether a DELETE is decided on the version other of its object as on the
 // version the State gives it (j.prior), without serving it: the two differ only in fields that
-// no policy it matched reads (cel.Reads, selectors included), and the store deletes both alike
+// no policy it matched reads (cel.Reads, selectors included), or the request's decision shows
+// no policy read the old object or the options at all (see dependsOnUnknown: a matchCondition
+// that reads neither skipped it), and the store deletes both alike
 // (what it leaves of each: kube-apiserver's delete strategy and finalizers,
 // apiserver.Server.DeleteLeaves). Each admission then sees the same request, and an oldObject
 // that differs only where no policy looks. A request that preconditions the resourceVersion,
@@ -644,6 +646,13 @@ func (r *Replayer) decidedAlike(j *job, other state.Prior) bool {
 	if t.op != admission.Delete || t.sub != "" || j.ev.Verb != "delete" || defaultedOnRead[gr] ||
 		len(j.prior.Unknowns) > 0 || len(other.Unknowns) > 0 {
 		return false
+	}
+	if dec := j.result.dec; dec != nil && !r.dependsOnUnknown(j, []admitted{{dec: dec, unknowns: staleAttemptUnknowns(j, "another version")}}).is() {
+		// No policy the request matched read its old object or options, or a matchCondition
+		// that reads neither skipped each (a kubelet's DELETE of its pod that the guards
+		// leave to the node controller): neither version is decoded, and what the store
+		// leaves of each decides.
+		return r.leavesAlike(j, other)
 	}
 	live := j.alikeLive()
 	b, whyB := other.Decode()
@@ -662,6 +671,23 @@ func (r *Replayer) decidedAlike(j *job, other state.Prior) bool {
 	}
 	leaves, err := deleteLeavesRaw(gr, other.Raw, live.options)
 	return err == nil && leaves == live.leaves
+}
+
+// leavesAlike says whether the store deletes the version other of a DELETE's object as it
+// deletes the State's (j.prior), for a request that preconditions neither its resourceVersion
+// nor its uid (one version may fail either).
+func (r *Replayer) leavesAlike(j *job, other state.Prior) bool {
+	options, err := eventDeleteOptions(j.ev)
+	if err != nil || options.Preconditions != nil && (options.Preconditions.ResourceVersion != nil || options.Preconditions.UID != nil) {
+		return false
+	}
+	gr := j.t.gvr.GroupResource()
+	live, err := deleteLeavesRaw(gr, j.prior.Raw, options)
+	if err != nil {
+		return false
+	}
+	leaves, err := deleteLeavesRaw(gr, other.Raw, options)
+	return err == nil && leaves == live
 }
 
 // alike is what decidedAlike compares another version of a DELETE's object with: the State's

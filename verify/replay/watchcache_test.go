@@ -526,6 +526,7 @@ func TestDecidedAlike(t *testing.T) {
 		selector map[string]any // the binding's object selector's matchLabels
 		other    []byte
 		body     map[string]any // the DELETE's options
+		skipped  bool           // the request's decision: the policy skipped by its matchCondition
 		want     bool
 	}{
 		{name: "status and resourceVersion differ, not read", expr: "oldObject.spec.nodeName != ''", other: pod("10", "n1", "Pending", map[string]any{"app": "web"}, nil), want: true},
@@ -545,9 +546,16 @@ func TestDecidedAlike(t *testing.T) {
 			body: map[string]any{"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": map[string]any{"resourceVersion": "11"}}},
 		{name: "a uid precondition of an object recreated", expr: "true", other: pod("10", "n1", "Pending", map[string]any{"app": "web"}, map[string]any{"uid": "u0"}),
 			body: map[string]any{"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": map[string]any{"uid": "u1"}}},
+		// The request's decision: the policy skipped by a matchCondition on the user, which
+		// reads neither version (a kubelet deleting its pod).
+		{name: "status differs and is read, the policy skipped", expr: "oldObject.status.phase == 'Running'", skipped: true, other: pod("10", "n1", "Pending", map[string]any{"app": "web"}, nil), want: true},
+		{name: "the policy skipped, the store deletes them otherwise", expr: "true", skipped: true, other: pod("10", "", "Pending", map[string]any{"app": "web"}, nil)},
+		{name: "the policy skipped, a resourceVersion precondition", expr: "true", skipped: true, other: pod("10", "n1", "Pending", map[string]any{"app": "web"}, nil),
+			body: map[string]any{"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": map[string]any{"resourceVersion": "11"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, b := levelPolicy("p", "pods", admissionregistrationv1.Delete, nil, tc.expr)
+			p.Spec.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "node-controller", Expression: "request.userInfo.username == 'system:serviceaccount:kube-system:node-controller'"}}
 			if tc.selector != nil {
 				labels := map[string]string{}
 				for k, v := range tc.selector {
@@ -561,6 +569,9 @@ func TestDecidedAlike(t *testing.T) {
 			}
 			j := resolvedJob(t, r, levelEvent(t, "1", auditlog.LevelRequestResponse, "delete", "pods", "ns1", "p", 200, "", tc.body, nil), "p")
 			j.prior = state.Prior{Kept: true, Found: true, Raw: live}
+			if tc.skipped {
+				j.result.dec = &verify.Decision{Allowed: true, Results: []verify.Result{{Policy: "p", Binding: "p", Result: verify.ResultAdmit, MatchCondition: "node-controller"}}}
+			}
 			got := r.decidedAlike(j, state.Prior{Kept: true, Found: true, Raw: tc.other})
 			if got != tc.want {
 				t.Errorf("decidedAlike = %v, want %v", got, tc.want)
