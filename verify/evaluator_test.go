@@ -215,6 +215,68 @@ spec:
 	}
 }
 
+// TestMapOrderWarnOnly: a binding with the Warn action alone, whose policy's outcome follows
+// the order CEL iterates a map: no log shows whether it failed (its warning is in no log, a
+// success shows only that no Deny binding refused), so where the caller knows the server's
+// values that follow map order and they agree, its warnings are not claimed all the same where
+// its outcome changes in another order, with a note (random parity seed c:761: a ConfigMap's
+// keys joined, the server warning where the replay's order did not); where it cannot change (a
+// map of one key), they are claimed.
+func TestMapOrderWarnOnly(t *testing.T) {
+	const policy = `
+metadata: {name: first}
+spec:
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]
+  validations:
+  - {expression: "object.data.map(k, k)[0] >= 'e'", message: first is early}
+`
+	e, err := verify.New([]*admissionregistrationv1.ValidatingAdmissionPolicy{mustPolicy(t, policy)},
+		[]*admissionregistrationv1.ValidatingAdmissionPolicyBinding{binding("b", "first", admissionregistrationv1.Warn)},
+		verify.WithResources(catalog), verify.WithMapOrder(vapccel.MapOrder{Outcomes: map[string]bool{"first": true}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the replay's log says of a success where the policy ran: the Warn binding refused
+	// nothing, as in every order.
+	succeeded := func(d *verify.Decision) verify.OrderAgreement {
+		return verify.OrderAgreement{Known: true, Agrees: d.Allowed, Verdicts: d.Allowed}
+	}
+	warning := verify.WarningPrefix("first", "b") + "first is early"
+	for _, tc := range []struct {
+		name, data string
+		known      bool   // the warnings claimed
+		want       string // the warning claimed, where known
+	}{
+		{"eight keys", "{a: '1', b: '2', c: '3', d: '4', e: '5', f: '6', g: '7', h: '8'}", false, ""},
+		{"one early key", "{a: '1'}", true, warning},
+		{"one late key", "{z: '1'}", true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for run := range 5 {
+				dec, err := e.Evaluate(verify.WithMessageOrder(context.Background(), succeeded), verify.Request{Operation: admission.Create, Resource: configmaps, Object: object(t, `{metadata: {name: c, namespace: ns}, data: `+tc.data+`}`)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var want []string
+				if tc.want != "" {
+					want = []string{tc.want}
+				}
+				switch {
+				case !dec.Allowed:
+					t.Fatalf("run %d: refused (%s): a Warn binding refuses nothing", run, dec.Message)
+				case dec.WarningsNotKnown() == tc.known:
+					t.Fatalf("run %d: warnings not known %v, want %v (warnings %q, notes %q)", run, dec.WarningsNotKnown(), !tc.known, dec.Warnings, dec.Notes)
+				case tc.known && !slices.Equal(dec.Warnings, want):
+					t.Fatalf("run %d: warnings %q, want %q", run, dec.Warnings, want)
+				case !tc.known && len(dec.Warnings) > 0:
+					t.Fatalf("run %d: warnings %q claimed, their outcome not known", run, dec.Warnings)
+				}
+			}
+		})
+	}
+}
+
 // TestMapOrderMessageResult: a failure whose message a messageExpression WithMapOrder names
 // worded is marked (kube-apiserver's may list the map's keys in another order); one worded by
 // kube-apiserver's fallbacks (the static message, the expression) is not, nor one of a

@@ -305,17 +305,69 @@ func (e *Evaluator) inServerOrder(ctx context.Context, attrs *recordingAttribute
 	if order != nil {
 		first = order(dec)
 	}
-	if first.Known && first.Agrees {
-		return dec
-	}
 	s := &orderSearch{e: e, ctx: ctx, attrs: attrs, o: o, dec: dec, known: first.Known}
+	if first.Known && first.Agrees {
+		return s.warnOnly(dec)
+	}
 	if s.known && first.Verdicts {
 		s.verdicts = dec
 	}
 	if agreed := s.search(order); agreed != nil {
-		return agreed
+		return s.warnOnly(agreed)
 	}
 	return s.settle()
+}
+
+// warnOnly is d, an evaluation whose values that follow map order the caller knows to be the
+// server's, where a binding whose outcome follows map order (Result.OutcomeByChance) has the
+// Warn action and neither Deny nor Audit: no log shows whether it failed (a success shows that
+// no Deny binding refused, a validation_failure entry is an Audit binding's, and its warning,
+// the only trace of its failure, is in no log), and each map iterates on its own, so the other
+// values' agreement says nothing of its order. Where its outcome changes in another order
+// (MapOrderTries evaluations), its warnings are not claimed (WarningsNotKnown), with a note
+// (random parity seed c:761: a Warn binding whose validation joins a ConfigMap's keys, claimed
+// not to warn where the server's order warned).
+func (s *orderSearch) warnOnly(d *Decision) *Decision {
+	var names, prefixes []string
+	for _, r := range d.Results {
+		actions := s.e.bindingActions(r.Policy, r.Binding)
+		if !r.OutcomeByChance || !slices.Contains(actions, admissionregistrationv1.Warn) ||
+			slices.Contains(actions, admissionregistrationv1.Deny) || slices.Contains(actions, admissionregistrationv1.Audit) {
+			continue
+		}
+		if p := WarningPrefix(r.Policy, r.Binding); !slices.Contains(prefixes, p) {
+			prefixes = append(prefixes, p)
+			names = append(names, fmt.Sprintf("%s (binding %s)", r.Policy, r.Binding))
+		}
+	}
+	if len(prefixes) == 0 || d.quietWarnings {
+		return d
+	}
+	outcomes := func(d *Decision) []string {
+		var out []string
+		for _, r := range d.Results {
+			if slices.Contains(prefixes, WarningPrefix(r.Policy, r.Binding)) {
+				out = append(out, fmt.Sprintf("%s %s %v %s %s", r.Policy, r.Binding, r.Param, r.Result, indexOf(r)))
+			}
+		}
+		return out
+	}
+	want, varies := outcomes(d), false
+	for range MapOrderTries {
+		again, err := s.again()
+		if varies = err != nil || !slices.Equal(outcomes(again), want); varies {
+			break
+		}
+	}
+	if !varies {
+		return d
+	}
+	d.quietWarnings = true
+	d.Warnings = slices.DeleteFunc(slices.Clone(d.Warnings), func(w string) bool {
+		return slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(w, p) })
+	})
+	d.Notes = append(slices.Clip(d.Notes), "a validation or a matchCondition of "+strings.Join(names, ", ")+" lists a map's keys in the order CEL iterated the map, which in kube-apiserver is Go's map order and changes from one request to the next, and whether it failed changes with it; its binding only warns, and no log holds a warning: its warnings are not claimed")
+	return d
 }
 
 // orderSearch is what evaluating a decision again in other map orders found.
@@ -458,7 +510,7 @@ func (s *orderSearch) settle() *Decision {
 			v.Forget(k, mapOrderWhy)
 		}
 		v.Notes = append(v.Notes, "a validation or a failure's message lists a map's keys in the order CEL iterated the map, which in kube-apiserver is Go's map order and changes from one request to the next: the decision's is an order that gives the server's recorded verdicts, though not its audit annotations that follow map order, which are not claimed")
-		return v
+		return s.warnOnly(v)
 	}
 	if s.annotationsVary {
 		for _, k := range dec.chanceKeys {
