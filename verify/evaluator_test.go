@@ -126,12 +126,24 @@ func TestMapOrderAnnotation(t *testing.T) {
 	}
 }
 
+// firstOnConfigMaps begins the policy "first" of ConfigMap CREATEs, in YAML.
+const firstOnConfigMaps = `
+metadata: {name: first}
+spec:
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]`
+
 // firstDenied is an Evaluator of the policy "first" (its spec in YAML) bound by "b" with the
 // Deny action, the map order given.
 func firstDenied(t *testing.T, policy string, order vapccel.MapOrder) *verify.Evaluator {
+	return firstBound(t, policy, order, admissionregistrationv1.Deny)
+}
+
+// firstBound is an Evaluator of the policy "first" bound by "b" with the actions.
+func firstBound(t *testing.T, policy string, order vapccel.MapOrder, actions ...admissionregistrationv1.ValidationAction) *verify.Evaluator {
 	t.Helper()
 	e, err := verify.New([]*admissionregistrationv1.ValidatingAdmissionPolicy{mustPolicy(t, policy)},
-		[]*admissionregistrationv1.ValidatingAdmissionPolicyBinding{binding("b", "first", admissionregistrationv1.Deny)},
+		[]*admissionregistrationv1.ValidatingAdmissionPolicyBinding{binding("b", "first", actions...)},
 		verify.WithResources(catalog), verify.WithMapOrder(order))
 	if err != nil {
 		t.Fatal(err)
@@ -145,11 +157,7 @@ func firstDenied(t *testing.T, policy string, order vapccel.MapOrder) *verify.Ev
 // decision is an order that gives the server's verdict (OrderAgreement.Verdicts), the
 // annotation not known, with a note; without such an order, the decision is by chance.
 func TestMapOrderVerdicts(t *testing.T) {
-	const policy = `
-metadata: {name: first}
-spec:
-  matchConstraints:
-    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]
+	const policy = firstOnConfigMaps + `
   validations:
   - {expression: "object.data.map(k, k)[0] != 'a'", message: first is a}
   auditAnnotations:
@@ -192,11 +200,7 @@ spec:
 // eight, another binding's outcome not shown otherwise). Each run evaluates afresh: with four
 // keys the first evaluation admits in most of them.
 func TestMapOrderKnownLater(t *testing.T) {
-	const policy = `
-metadata: {name: first}
-spec:
-  matchConstraints:
-    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]
+	const policy = firstOnConfigMaps + `
   validations:
   - {expression: "object.data.map(k, k)[0] != 'a'", message: first is a}
 `
@@ -223,20 +227,11 @@ spec:
 // keys joined, the server warning where the replay's order did not); where it cannot change (a
 // map of one key), they are claimed.
 func TestMapOrderWarnOnly(t *testing.T) {
-	const policy = `
-metadata: {name: first}
-spec:
-  matchConstraints:
-    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]
+	const policy = firstOnConfigMaps + `
   validations:
   - {expression: "object.data.map(k, k)[0] >= 'e'", message: first is early}
 `
-	e, err := verify.New([]*admissionregistrationv1.ValidatingAdmissionPolicy{mustPolicy(t, policy)},
-		[]*admissionregistrationv1.ValidatingAdmissionPolicyBinding{binding("b", "first", admissionregistrationv1.Warn)},
-		verify.WithResources(catalog), verify.WithMapOrder(vapccel.MapOrder{Outcomes: map[string]bool{"first": true}}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := firstBound(t, policy, vapccel.MapOrder{Outcomes: map[string]bool{"first": true}}, admissionregistrationv1.Warn)
 	// What the replay's log says of a success where the policy ran: the Warn binding refused
 	// nothing, as in every order.
 	succeeded := func(d *verify.Decision) verify.OrderAgreement {
