@@ -386,6 +386,33 @@ func TestMapOrderQuietOutcome(t *testing.T) {
 	}
 }
 
+// TestMapOrderWarnOnlyRan: a Warn binding whose validation's outcome follows map order, where
+// the log shows the policy ran (its audit annotation) and the request succeeded: the success
+// shows only that no Deny binding refused, and no log holds a warning, so its warnings are not
+// claimed, the request decided (random parity seed c:761: no warning claimed where the server
+// warned, the success and the log's annotations taken for the server's order).
+func TestMapOrderWarnOnlyRan(t *testing.T) {
+	policies := chancePolicy(t, `  - expression: "object.data.map(k, k)[0] != 'a'"
+    message: first is a
+  auditAnnotations:
+  - {key: seen, valueExpression: "'yes'"}`, "[Warn]")
+	log := chanceLog(t, 4, []string{"a", "b", "c", "d", "e"}, 201, nil, func(int) map[string]string { return map[string]string{"chance/seen": "yes"} })
+	for _, check := range []bool{false, true} {
+		recs := replayRecording(t, policies, log, WithCheckRecorded(check), WithMapOrder(mapOrderOf(t, policies)))
+		got, want := map[string]string{}, map[string]string{}
+		for id, rec := range recs {
+			got[id] = fmt.Sprintf("%s %s, warnings %q (not known %v)", rec.Decision, rec.Certainty, rec.Warnings, slices.Contains(rec.Notes, MapOrderWarningsNote))
+			want[id] = "admit certain, warnings [] (not known true)"
+		}
+		if len(recs) != 4 {
+			t.Errorf("check %v: %d records, want 4", check, len(recs))
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("check %v: decisions (-want +got):\n%s", check, diff)
+		}
+	}
+}
+
 // TestMapOrderQuietMessage: a binding without the Deny action whose failure's message lists a
 // map's keys in map order, where the log does not show its failures: the verdict is the same
 // in every order, so the request is decided, the message, its warnings and validation_failure
