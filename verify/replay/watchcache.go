@@ -484,8 +484,9 @@ func (r *Replayer) staleAttemptPossible(ev *Event, t target) bool {
 // object, which the pipeline refuses before admission on the State (the object deleted), on
 // the version its deletion removed, where the log's annotations show validating admission ran:
 // the store's first attempt ran it on that version (the watch cache's copy, or a read a
-// concurrent delete overtook), then found the object gone. The response is 404 either way. It
-// says whether it decided the job.
+// concurrent delete overtook), then found the object gone. The response is 404 either way:
+// refused on that version, the request is refused before admission, its first attempt's
+// refusal noted. It says whether it settled the job.
 func (r *Replayer) notFoundAfterFirstAttempt(ctx context.Context, w evalWorker, j *job, out *Record) bool {
 	if !notFoundItself(j.ev, j.t) || !r.ranAdmission(j.ev) {
 		return false
@@ -500,9 +501,17 @@ func (r *Replayer) notFoundAfterFirstAttempt(ctx context.Context, w evalWorker, 
 		out.OldObjectSource = p.Source
 		return true
 	}
-	if dec == nil || !dec.Allowed {
-		// Refused on that copy, it was run again on the live object: gone, 404.
+	if dec == nil {
 		return false
+	}
+	if !dec.Allowed {
+		// Refused on that copy, it was run again on the live object (etcd3's GuaranteedUpdate
+		// answers a stale attempt's error only when the copy was current): gone, 404, as it
+		// would have been had admission admitted it. The response shows no decision: the live
+		// attempt is refused before admission, the note says what the first one did.
+		j.result.skip = SkipBeforeAdmission
+		j.result.skipNote = "the live attempt found the object gone; the first, on kube-apiserver's watch cache copy of " + p.Source + ", was refused by validating admission (the log's annotations show it ran), and the store ran the request again"
+		return true
 	}
 	if why := r.unknownRead(j, dec); why.is() {
 		out.indeterminate(why)
