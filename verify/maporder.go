@@ -144,10 +144,16 @@ func (d *Decision) byChanceOutcomes() []string {
 	out := []string{fmt.Sprintf("%v %d", d.Allowed, d.Code)} // the messages are byChanceMessages'
 	for _, r := range d.Results {
 		if r.OutcomeByChance {
-			out = append(out, fmt.Sprintf("%s %s %v %s %s", r.Policy, r.Binding, r.Param, r.Result, indexOf(r)))
+			out = append(out, r.outcome())
 		}
 	}
 	return out
+}
+
+// outcome is what the result decided, by whom: its binding and param, its result and the
+// expression that gave it, to compare two evaluations by.
+func (r Result) outcome() string {
+	return fmt.Sprintf("%s %s %v %s %s", r.Policy, r.Binding, r.Param, r.Result, indexOf(r))
 }
 
 // byChanceFailed says whether a result whose outcome may follow map order
@@ -347,7 +353,7 @@ func (s *orderSearch) warnOnly(d *Decision) *Decision {
 		var out []string
 		for _, r := range d.Results {
 			if slices.Contains(prefixes, WarningPrefix(r.Policy, r.Binding)) {
-				out = append(out, fmt.Sprintf("%s %s %v %s %s", r.Policy, r.Binding, r.Param, r.Result, indexOf(r)))
+				out = append(out, r.outcome())
 			}
 		}
 		return out

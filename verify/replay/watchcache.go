@@ -45,7 +45,7 @@ func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, deci
 		return
 	}
 	why := p.StaleUnknown
-	if !r.dependsOnUnknown(j, []admitted{{dec: live, unknowns: staleAttemptUnknowns(j, cmp.Or(why, "an older version"))}}).is() {
+	if r.olderVersionUnread(j, live) {
 		// No policy read what an older version would have changed (the old object, a
 		// patch's object, a delete's options), or each was skipped by a matchCondition that
 		// reads none of it: the first attempt published what the live one did, whichever
@@ -173,6 +173,14 @@ func staleAttemptUnknowns(j *job, why string) []vapccel.Unknown {
 		us = append(us, vapccel.Unknown{Path: vapccel.FieldPath{Root: "request", Steps: []string{"options"}}, Why: why})
 	}
 	return us
+}
+
+// olderVersionUnread says whether the decision shows that no policy the request matched read
+// what another version of its object would change (staleAttemptUnknowns), or that a
+// matchCondition that reads none of it skipped each (dependsOnUnknown): the request is decided
+// alike on every version.
+func (r *Replayer) olderVersionUnread(j *job, dec *verify.Decision) bool {
+	return dec != nil && !r.dependsOnUnknown(j, []admitted{{dec: dec, unknowns: staleAttemptUnknowns(j, "another version")}}).is()
 }
 
 // attemptOutcome is what a request's response and audit event may show of its admission: the
@@ -656,7 +664,7 @@ func (r *Replayer) decidedAlike(j *job, other state.Prior) bool {
 		len(j.prior.Unknowns) > 0 || len(other.Unknowns) > 0 {
 		return false
 	}
-	if dec := j.result.dec; dec != nil && !r.dependsOnUnknown(j, []admitted{{dec: dec, unknowns: staleAttemptUnknowns(j, "another version")}}).is() {
+	if r.olderVersionUnread(j, j.result.dec) {
 		// No policy the request matched read its old object or options, or a matchCondition
 		// that reads neither skipped each (a kubelet's DELETE of its pod that the guards
 		// leave to the node controller): neither version is decoded, and what the store
