@@ -2654,7 +2654,8 @@ func TestKlogLinesSkipped(t *testing.T) {
 // lifecycle takes a create without its body (random parity seed r:1450, the admission
 // policies logged at Metadata), so that a request they match is decided with them. A binding
 // the replay is not given binds a policy the log does not show: what it may change is not
-// known.
+// known; nor is it after a DELETE of the binding at level Metadata, which may have been a dry
+// run.
 func TestGivenMutatingCreatedAtMetadata(t *testing.T) {
 	t.Parallel()
 	p, b := levelPolicy("owner", "configmaps", admissionregistrationv1.Create, nil, `has(object.data) && 'owner' in object.data`)
@@ -2671,18 +2672,29 @@ func TestGivenMutatingCreatedAtMetadata(t *testing.T) {
 		return replaceOnce(t, line, `"apiVersion":"v1","name"`, `"apiGroup":"admissionregistration.k8s.io","apiVersion":"v1","name"`)
 	}
 	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "ns1"}, "data": map[string]any{"a": "b"}}
+	// deleted is the binding's DELETE at level Metadata, which may have been a dry run (its
+	// options are in the body client-go sends).
+	deleted := atMetadata("d", "mutatingadmissionpolicybindings", "add-owner")
+	deleted = replaceOnce(t, deleted, `"verb":"create"`, `"verb":"delete"`)
+	deleted = replaceOnce(t, deleted, `"code":201`, `"code":200`)
+	deleted = replaceOnce(t, deleted, `/mutatingadmissionpolicybindings"`, `/mutatingadmissionpolicybindings/add-owner"`)
 	for _, tc := range []struct {
 		binding, want, mentions string
+		deleted                 bool
 	}{
 		{binding: "add-owner", want: DecisionAdmit},
 		{binding: "another", want: DecisionIndeterminate, mentions: "MutatingAdmissionPolicyBinding another binds a policy the log does not show"},
+		{binding: "add-owner", deleted: true, want: DecisionIndeterminate, mentions: "may have been a dry run"},
 	} {
 		lines := []string{
 			timedEvent(t, atMetadata("1", "mutatingadmissionpolicies", "add-owner"), "01.000", "01.010", nil),
 			timedEvent(t, atMetadata("2", "mutatingadmissionpolicybindings", tc.binding), "01.100", "01.110", nil),
-			// At level Request: the object before the mutation, seconds after.
-			timedEvent(t, levelEvent(t, "3", auditlog.LevelRequest, "create", "configmaps", "ns1", "c", 201, "", cm, nil), "09.000", "09.010", nil),
 		}
+		if tc.deleted {
+			lines = append(lines, timedEvent(t, deleted, "02.000", "02.010", nil))
+		}
+		// At level Request: the object before the mutation, seconds after.
+		lines = append(lines, timedEvent(t, levelEvent(t, "3", auditlog.LevelRequest, "create", "configmaps", "ns1", "c", 201, "", cm, nil), "09.000", "09.010", nil))
 		_, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
 			[]Option{WithMutatingPolicies([]*admissionregistrationv1.MutatingAdmissionPolicy{mp}, []*admissionregistrationv1.MutatingAdmissionPolicyBinding{mb})},
 			Source{Name: "audit.log", Reader: strings.NewReader(strings.Join(lines, "\n") + "\n")})

@@ -41,6 +41,14 @@ func optionsNotLogged(ev *Event, t target) bool {
 	return ev.Verb == "delete" && t.op == admission.Delete && t.sub == "" && !levelLogsBody(ev.Level)
 }
 
+// deleteMaybeDryRun says why what a successful DELETE whose options the log does not hold
+// (optionsNotLogged, at src) did is not known: client-go sends a DELETE's options, dryRun with
+// them, in the body, and a dry run answers as the DELETE it tries would have (the Status of
+// the object's removal, or the object marked deleted), storing nothing.
+func deleteMaybeDryRun(ev *Event, src string) string {
+	return "the DELETE at " + src + ", " + unlogged(ev) + ", may have been a dry run, which stores nothing and answers as the DELETE would have: its options, which say, are in the body client-go sends, which the log does not hold (an audit policy that logs deletes at level Request does)"
+}
+
 // A pod's eviction logged at level Metadata is decided the same way: its body is an Eviction
 // whose name and namespace the eviction's handler requires to be the pod's
 // (EvictionREST.Create: a name that differs is refused, 400, before admission; the create

@@ -9,6 +9,7 @@ import (
 	gocmp "github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
@@ -388,6 +389,64 @@ func TestWarnOverUnknownObject(t *testing.T) {
 			}
 			_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, lines...)
 			checkDecision(t, recs["d"], tc.decision, tc.reason)
+		})
+	}
+}
+
+// TestDeletedAtMetadataMayBeDryRun: client-go sends a DELETE's options, and with them its
+// dryRun, in the body, which an event at level Metadata does not hold; a dry run answers with
+// the Status of the object's removal as a DELETE that removed it does. A ConfigMap a
+// binding's paramRef names, deleted so, is gone or as it was (random parity seed c:770: a
+// Widget deleted with dryRun in its options, the State taking it for gone, and a patch that
+// found it withdrawing what the State knew whole): a request that reads the param is not
+// decided on its absence, and one after a write that shows it there is decided.
+// A deletecollection's options are in its body too. At level Request, an event without a body
+// had none: its DELETE removed the object.
+func TestDeletedAtMetadataMayBeDryRun(t *testing.T) {
+	t.Parallel()
+	param := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "p", "namespace": "params", "uid": "u-p", "resourceVersion": "5"}, "data": map[string]any{"k": "v"}}
+	snapshot := []any{
+		map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "params"}},
+		map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "a"}},
+		param,
+	}
+	deleted := func(level string) string {
+		l := levelEvent(t, "del", level, "delete", "configmaps", "params", "p", 200, "", nil, nil)
+		l = replaceOnce(t, l, `"responseStatus":{"code":200,"message":"","metadata":{}}`,
+			`"responseStatus":{"metadata":{},"status":"Success","details":{"name":"p","kind":"configmaps","uid":"u-p"},"code":200}`)
+		return timedEvent(t, l, "01.000000", "01.010000", nil)
+	}
+	collection := replaceOnce(t, timedEvent(t, levelEvent(t, "dc", auditlog.LevelMetadata, "deletecollection", "configmaps", "params", "", 200, "", nil, nil), "01.000000", "01.010000", nil),
+		`"requestURI":"/api/v1/namespaces/params/configmaps/"`, `"requestURI":"/api/v1/namespaces/params/configmaps"`)
+	// labelled is a patch of the param's labels, whose response shows it there.
+	labelledParam := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "p", "namespace": "params", "uid": "u-p", "resourceVersion": "7", "labels": map[string]any{"team": "a"}}, "data": map[string]any{"k": "v"}}
+	labelled := timedEvent(t, levelEvent(t, "label", auditlog.LevelRequestResponse, "patch", "configmaps", "params", "p", 200, "", map[string]any{"metadata": map[string]any{"labels": map[string]any{"team": "a"}}}, labelledParam), "02.000000", "02.010000", nil)
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "x", "namespace": "a", "uid": "u-x", "resourceVersion": "9"}}
+	denied := `configmaps "x" is forbidden: ValidatingAdmissionPolicy 'param' with binding 'param' denied request: failed to configure binding: no params found for policy binding with ` + "`Deny`" + ` parameterNotFoundAction`
+	admitted := timedEvent(t, levelEvent(t, "x", auditlog.LevelRequestResponse, "create", "configmaps", "a", "x", 201, "", cm, cm), "03.000000", "03.010000", nil)
+	refused := timedEvent(t, levelEvent(t, "x", auditlog.LevelRequestResponse, "create", "configmaps", "a", "x", 422, denied, cm, nil), "03.000000", "03.010000", nil)
+	for _, tc := range []struct {
+		name, expr string
+		lines      []string
+		decision   string
+		reason     Reason
+	}{
+		{name: "at level Metadata: the param gone or there", expr: "params.data.k == 'v'", lines: []string{deleted(auditlog.LevelMetadata), admitted},
+			decision: DecisionIndeterminate, reason: ReasonParamUnknown},
+		{name: "at level Metadata, then found", expr: "params.data.k == 'v'", lines: []string{deleted(auditlog.LevelMetadata), labelled, admitted},
+			decision: DecisionAdmit},
+		{name: "a deletecollection at level Metadata", expr: "params.data.k == 'v'", lines: []string{collection, admitted},
+			decision: DecisionIndeterminate, reason: ReasonParamUnknown},
+		{name: "at level Request, without options: removed", expr: "params.data.k == 'v'", lines: []string{deleted(auditlog.LevelRequest), refused},
+			decision: DecisionDeny},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p, b := levelPolicy("param", "configmaps", admissionregistrationv1.Create, nil, tc.expr)
+			p.Spec.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}
+			b.Spec.ParamRef = &admissionregistrationv1.ParamRef{Name: "p", Namespace: "params", ParameterNotFoundAction: ptr.To(admissionregistrationv1.DenyAction)}
+			_, recs := replayLinesWith(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, snapshot, tc.lines...)
+			checkDecision(t, recs["x"], tc.decision, tc.reason)
 		})
 	}
 }

@@ -380,6 +380,10 @@ func (r *Replayer) applyDelete(ctx context.Context, sw stateWrite) {
 	case resp != nil && resp.GetKind() == "Status":
 		uid, _, _ := unstructured.NestedString(resp.Object, "details", "uid")
 		r.state.DeleteUID(gr, t.mainKind, t.namespace, t.name, uid)
+	case resp == nil && removedUID != "" && optionsNotLogged(ev, t):
+		// A dry run answers with the Status of the removal too, and the log does not hold
+		// the options that say whether it was one (random parity seed c:770).
+		r.state.Forget(gr, t.mainKind, t.namespace, t.name, deleteMaybeDryRun(ev, src))
 	case resp == nil && removedUID != "":
 		// Below level RequestResponse the event's responseStatus is the Status all the same.
 		r.state.DeleteUID(gr, t.mainKind, t.namespace, t.name, removedUID)
