@@ -6,6 +6,10 @@ import (
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apiextensions-apiserver/pkg/registry/customresourcedefinition"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
@@ -54,7 +58,8 @@ type storageProvider interface {
 
 // groups builds the APIGroupInfo of every built-in API group kube-apiserver 1.37 serves by
 // default, with its REST storage over memStorage, as controlplane's StorageProviders does
-// (k8s.io/kubernetes/pkg/controlplane/instance.go). Left out: the groups whose resources no
+// (k8s.io/kubernetes/pkg/controlplane/instance.go), and apiextensions.k8s.io, which
+// kube-apiserver serves from the apiextensions apiserver it delegates to. Left out: the groups whose resources no
 // admission policy sees (authentication, authorization, admissionregistration's policy and
 // webhook configurations) and flowcontrol, whose provider needs a running informer factory.
 // The core group is built as the legacy provider builds it (pkg/registry/core/rest), with a
@@ -97,7 +102,27 @@ func groups() ([]genericapiserver.APIGroupInfo, error) {
 		}
 		out = append(out, info)
 	}
-	return out, nil
+	crds, err := apiextensionsGroup(opts)
+	if err != nil {
+		return nil, fmt.Errorf("API group %q: %w", apiextensions.GroupName, err)
+	}
+	return append(out, crds), nil
+}
+
+// apiextensionsGroup is the group the apiextensions apiserver serves CustomResourceDefinitions
+// in, as its New builds it (k8s.io/apiextensions-apiserver/pkg/apiserver), with the scheme the
+// group is installed in here (package kubescheme).
+func apiextensionsGroup(opts generic.RESTOptionsGetter) (genericapiserver.APIGroupInfo, error) {
+	info := genericapiserver.NewDefaultAPIGroupInfo(apiextensions.GroupName, legacyscheme.Scheme, metav1.ParameterCodec, legacyscheme.Codecs)
+	crds, err := customresourcedefinition.NewREST(legacyscheme.Scheme, opts)
+	if err != nil {
+		return info, err
+	}
+	info.VersionedResourcesStorageMap[apiextensionsv1.SchemeGroupVersion.Version] = map[string]rest.Storage{
+		"customresourcedefinitions":        crds,
+		"customresourcedefinitions/status": customresourcedefinition.NewStatusREST(legacyscheme.Scheme, crds),
+	}
+	return info, nil
 }
 
 // coreAPIGroup mirrors legacyProvider.NewRESTStorage of k8s.io/kubernetes/pkg/registry/core/rest.

@@ -3,6 +3,7 @@
 package kubescheme
 
 import (
+	apiextensionsinstall "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/install"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
@@ -36,6 +37,12 @@ import (
 	_ "k8s.io/kubernetes/pkg/apis/storage/install"
 	_ "k8s.io/kubernetes/pkg/apis/storagemigration/install"
 )
+
+// kube-apiserver serves apiextensions.k8s.io from the apiextensions apiserver it delegates to,
+// with that server's own scheme (k8s.io/apiextensions-apiserver/pkg/apiserver.Scheme); its
+// admission of a CustomResourceDefinition converts and defaults with the group's install,
+// which is the same here.
+func init() { apiextensionsinstall.Install(legacyscheme.Scheme) }
 
 // Scheme is kube-apiserver's scheme (k8s.io/kubernetes/pkg/api/legacyscheme) with every API
 // group it serves installed: the internal and external types, their defaulting and their
