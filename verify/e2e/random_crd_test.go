@@ -9,8 +9,8 @@ import (
 
 // CustomResourceDefinition writes for TestRandomParity, of a scratch CRD (gadgets, of a group
 // of its own, whose objects no step writes): kubectl apply (client-side: a create, or a
-// three-way patch; server-side, with or without --force-conflicts; a dry run), label and
-// annotate, merge and JSON patches of its names and schema, replace, and delete (its
+// three-way patch; server-side, with or without --force-conflicts; a dry run; kubectl diff),
+// label and annotate, merge and JSON patches of its names and schema, replace, and delete (its
 // finalizer, which the apiextensions apiserver's finalizing controller removes through the
 // status subresource once it has deleted the resources it served), each as a random user.
 // kube-apiserver serves them from the apiextensions apiserver, whose registry strategy keeps
@@ -108,6 +108,9 @@ func (w *randomWorld) crdWrite() {
 		}
 		if chance(w.r, 0.2) {
 			args = append(args, "--dry-run=server")
+		}
+		if chance(w.r, 0.25) {
+			args = diffArgs(w, args[2])
 		}
 	case 2:
 		args = []string{"create", "-f", file()}

@@ -18,8 +18,21 @@ import (
 // create serviceaccount, quota, pdb, priorityclass, cronjob, ingress and service (clusterip, headless or not; nodeport: an allocated port, or one asked for), label and annotate of every
 // pod of a namespace (a patch each), delete by label selector (a delete each), client-side
 // and server-side apply of a Deployment (a three-way strategic merge patch; an apply patch
-// with or without --force-conflicts, or a dry run), replace --force (a delete and a create)
+// with or without --force-conflicts, or a dry run, kubectl diff's among them), replace --force (a delete and a create)
 // and scale with --current-replicas (a precondition kubectl checks itself).
+
+// diffArgs is kubectl diff of the file at path: client-side (a dry-run strategic merge
+// patch, or a dry-run create of an object not there) or server-side (a dry-run apply).
+func diffArgs(w *randomWorld, path string) []string {
+	args := []string{"diff", "-f", path}
+	if chance(w.r, 0.5) {
+		args = append(args, "--server-side", "--field-manager="+pick(w.r, "kubectl", "rnd-apply"))
+		if chance(w.r, 0.5) {
+			args = append(args, "--force-conflicts")
+		}
+	}
+	return args
+}
 
 // kubectlShapeAtoms read what these commands change.
 var kubectlShapeAtoms = []string{
@@ -162,6 +175,11 @@ spec:
 		}
 		if chance(w.r, 0.2) {
 			args = append(args, "--dry-run=server")
+		}
+		if chance(w.r, 0.25) {
+			// kubectl diff: the same patch or apply, with dryRun=All (a GitOps tool's
+			// preview); it exits 1 where the object differs.
+			args = diffArgs(w, path)
 		}
 	case 14:
 		path := filepath.Join(w.t.TempDir(), "cm.yaml")
