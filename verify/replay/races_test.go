@@ -553,6 +553,9 @@ func TestCutRecordings(t *testing.T) {
 		{name: "a pod stored after its mutating policy's param was applied", dir: "param-apply-answered", check: true, want: map[int]string{32: "admit certain"}},
 		{name: "a param's CRD gains a default", dir: "crd-param-default-changed", check: true, want: map[int]string{9: "admit certain", 10: "indeterminate indeterminate", 11: "indeterminate indeterminate", 12: "indeterminate indeterminate"}},
 		{name: "a param's CRD drops a field", dir: "crd-param-default-changed/prune", check: true, want: map[int]string{10: "indeterminate indeterminate", 11: "indeterminate indeterminate"}},
+		// The same recording, a policy that reads of the param none of what the new default
+		// changes: the fields where the two readings part are not known, the rest is.
+		{name: "a param's CRD gains a default another field's policy does not read", dir: "crd-param-default-changed/unchanged-fields", want: map[int]string{9: "admit certain", 10: "admit certain", 11: "admit certain", 12: "admit certain"}},
 		{name: "a custom resource's whole numbers sent raw by kubectl", dir: "crd-float-raw", want: map[int]string{4: "indeterminate indeterminate", 5: "indeterminate indeterminate"}},
 		{name: "a custom resource's whole numbers sent raw by kubectl, checked", dir: "crd-float-raw", check: true, want: map[int]string{4: "admit certain", 5: "indeterminate indeterminate"}},
 		// The same written by patches (exAC): a merge patch and a JSON patch whose body writes

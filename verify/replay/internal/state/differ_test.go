@@ -3,7 +3,10 @@ package state
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/api/equality"
+
+	vapccel "github.com/vapc-dev/vapc/cel"
 )
 
 // TestValuesEqual: ValuesEqual says of values decoded from JSON what equality.Semantic says (a
@@ -21,5 +24,39 @@ func TestValuesEqual(t *testing.T) {
 				t.Errorf("ValuesEqual(%#v, %#v) = %v, equality.Semantic says %v (values %d, %d)", a, b, got, want, i, j)
 			}
 		}
+	}
+}
+
+// TestParted: the fields where two readings of an object part, each unknown: a field one holds
+// and the other not (its shape too), a scalar that differs (its value only), a list that
+// differs (whole); nothing of what they share.
+func TestParted(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		a, b map[string]any
+		want []vapccel.Unknown
+	}{
+		{name: "same", a: map[string]any{"spec": map[string]any{"n": int64(1)}}, b: map[string]any{"spec": map[string]any{"n": int64(1)}}},
+		{name: "a default added", a: map[string]any{"spec": map[string]any{"n": int64(1)}}, b: map[string]any{"spec": map[string]any{"n": int64(1), "min": int64(2)}},
+			want: []vapccel.Unknown{{Path: vapccel.FieldPath{Steps: []string{"spec", "min"}}, Why: "w"}}},
+		{name: "a field pruned, another changed", a: map[string]any{"spec": map[string]any{"knobs": true, "n": int64(1), "z": "a"}}, b: map[string]any{"spec": map[string]any{"n": int64(1), "z": "b"}},
+			want: []vapccel.Unknown{{Path: vapccel.FieldPath{Steps: []string{"spec", "knobs"}}, Why: "w"}, {Path: vapccel.FieldPath{Steps: []string{"spec", "z"}}, ValueOnly: true, Why: "w"}}},
+		{name: "a list", a: map[string]any{"spec": map[string]any{"l": []any{"a"}}}, b: map[string]any{"spec": map[string]any{"l": []any{"a", "b"}}},
+			want: []vapccel.Unknown{{Path: vapccel.FieldPath{Steps: []string{"spec", "l"}}, Why: "w"}}},
+		{name: "a map for a scalar", a: map[string]any{"spec": "x"}, b: map[string]any{"spec": map[string]any{}},
+			want: []vapccel.Unknown{{Path: vapccel.FieldPath{Steps: []string{"spec"}}, Why: "w"}}},
+		{name: "keys in order", a: map[string]any{"b": int64(1), "a": int64(1)}, b: map[string]any{"d": int64(1), "c": int64(1)},
+			want: []vapccel.Unknown{{Path: vapccel.FieldPath{Steps: []string{"a"}}, Why: "w"}, {Path: vapccel.FieldPath{Steps: []string{"b"}}, Why: "w"},
+				{Path: vapccel.FieldPath{Steps: []string{"c"}}, Why: "w"}, {Path: vapccel.FieldPath{Steps: []string{"d"}}, Why: "w"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var got []vapccel.Unknown
+			parted(tc.a, tc.b, nil, "w", &got)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("parted (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package state
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -306,24 +308,67 @@ func (v *StateView) LiveLookupDone(gr schema.GroupResource, namespace string) ti
 // the log changed its CRD (see catalog.ParamRereads): Read gives an object read again through
 // the CRD's schema as it is now, nil where that leaves it as the State holds it, or why it
 // cannot tell; it is called by evaluations at once. When Racing is set, the informer may hold
-// either: an object Read changes is a miss, and Racing is why.
+// either: the fields where the two readings of an object part are not known, and Racing is
+// why.
 type Reread struct {
 	Read   func(runtime.Object) (runtime.Object, string)
 	Racing string
 }
 
-// reread is the object o of the key as the View gives it under rr, or why it is not known.
-func (rr Reread) reread(o runtime.Object) (runtime.Object, string) {
+// reread is the object o of the key as the View gives it under rr, with the fields of it
+// that are not known (where the two readings of a racing informer part), or why it is not
+// known.
+func (rr Reread) reread(o runtime.Object) (runtime.Object, []vapccel.Unknown, string) {
 	again, why := rr.Read(o)
 	switch {
 	case why != "":
-		return nil, why
+		return nil, nil, why
 	case again == nil:
-		return o, ""
+		return o, nil, ""
 	case rr.Racing != "":
-		return nil, "its CustomResourceDefinition's schema reads it otherwise now: " + rr.Racing
+		why := "its CustomResourceDefinition's schema reads it otherwise now: " + rr.Racing
+		before, ok := o.(*unstructured.Unstructured)
+		after, ok2 := again.(*unstructured.Unstructured)
+		if !ok || !ok2 {
+			return nil, nil, why
+		}
+		var parts []vapccel.Unknown
+		parted(before.Object, after.Object, nil, why, &parts)
+		return o, parts, ""
 	}
-	return again, ""
+	return again, nil, ""
+}
+
+// parted adds to out, as unknown for why, the fields under path where a and b part: a field
+// one holds and the other not, a value that differs (a list that differs, whole).
+func parted(a, b any, path []string, why string, out *[]vapccel.Unknown) {
+	am, aMap := a.(map[string]any)
+	bm, bMap := b.(map[string]any)
+	if aMap && bMap {
+		keys := slices.Sorted(maps.Keys(am))
+		for _, k := range slices.Sorted(maps.Keys(bm)) {
+			if _, ok := am[k]; !ok {
+				keys = append(keys, k)
+			}
+		}
+		for _, k := range keys {
+			av, inA := am[k]
+			bv, inB := bm[k]
+			at := append(slices.Clip(path), k)
+			if inA && inB {
+				parted(av, bv, at, why, out)
+				continue
+			}
+			*out = append(*out, vapccel.Unknown{Path: vapccel.FieldPath{Steps: at}, Why: why})
+		}
+		return
+	}
+	if ValuesEqual(a, b) {
+		return
+	}
+	_, aList := a.([]any)
+	_, bList := b.([]any)
+	*out = append(*out, vapccel.Unknown{Path: vapccel.FieldPath{Steps: slices.Clone(path)}, ValueOnly: !aMap && !bMap && !aList && !bList, Why: why})
 }
 
 type readKey struct {
@@ -503,8 +548,9 @@ func (v *StateView) Get(gvr schema.GroupVersionResource, namespace, name string)
 	case ok:
 		o, err := e.Obj.get()
 		why := ""
+		var parts []vapccel.Unknown
 		if rr, ok := v.Reread[gr]; ok && err == nil {
-			o, why = rr.reread(o)
+			o, parts, why = rr.reread(o)
 		}
 		switch {
 		case err != nil:
@@ -512,8 +558,8 @@ func (v *StateView) Get(gvr schema.GroupVersionResource, namespace, name string)
 		case why != "":
 			v.miss(gr, "%s unknown: %s", JoinKey(namespace, name), why)
 		default:
-			if len(e.Unknowns) > 0 {
-				v.Partials = append(v.Partials, PartialUse{GR: gr, Obj: ObjectKey{namespace, name}, Unknowns: e.Unknowns})
+			if us := append(slices.Clip(e.Unknowns), parts...); len(us) > 0 {
+				v.Partials = append(v.Partials, PartialUse{GR: gr, Obj: ObjectKey{namespace, name}, Unknowns: us})
 			}
 			return o, nil
 		}
@@ -585,18 +631,21 @@ func (v *StateView) List(gvr schema.GroupVersionResource, namespace string, sele
 }
 
 // rereadList is the list objs of gr read under rr: an object whose read is not known is left
-// out, a miss.
+// out, a miss; the fields of one that are not known are a partial use.
 func (v *StateView) rereadList(gr schema.GroupResource, rr Reread, objs []runtime.Object) []runtime.Object {
 	out := objs[:0:0]
 	for _, o := range objs {
-		again, why := rr.reread(o)
+		again, parts, why := rr.reread(o)
+		var key ObjectKey
+		if m, err := meta.Accessor(o); err == nil {
+			key = ObjectKey{m.GetNamespace(), m.GetName()}
+		}
 		if why != "" {
-			key := "?"
-			if m, err := meta.Accessor(o); err == nil {
-				key = JoinKey(m.GetNamespace(), m.GetName())
-			}
-			v.miss(gr, "%s unknown: %s", key, why)
+			v.miss(gr, "%s unknown: %s", JoinKey(key.Namespace, key.Name), why)
 			continue
+		}
+		if len(parts) > 0 {
+			v.Partials = append(v.Partials, PartialUse{GR: gr, Obj: key, Unknowns: parts})
 		}
 		out = append(out, again)
 	}
