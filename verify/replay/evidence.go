@@ -45,7 +45,7 @@ type installed struct {
 	// are not the replayed policy's. clusterSpecs are the specs
 	// the log last showed of each policy and binding (policies by name, bindings by
 	// "binding/" and name), and changed when the log last showed one of a policy replaced:
-	// kube-apiserver's policy source compiles a change up to a second later (policyRefresh).
+	// kube-apiserver's policy source compiles a change up to two seconds later (policyRefresh).
 	differs      map[string]map[string]bool
 	clusterSpecs map[string]string
 	changed      map[string]time.Time
@@ -169,7 +169,7 @@ func (in *installed) followSpec(ev *Event, policy, key, replayed string, binding
 }
 
 // followDelete notes the deletion (ev) of a replayed policy's copy in the cluster, or of one of
-// its replayed bindings (by key): the policy source compiles it up to a second later, and a
+// its replayed bindings (by key): the policy source compiles it up to two seconds later, and a
 // copy created again is a change.
 func (in *installed) followDelete(ev *Event, policy, key string) bool {
 	in.touch(policy, ev)

@@ -32,8 +32,8 @@ import (
 //     request is decided with the policy-binding pairs that were there when it was received
 //     (at); a write that does not say where the object is after it (a delete that may have
 //     been a dry run, or that finalizers hold) leaves it unknown until one that does;
-//   - kube-apiserver's policy source compiles what its informers hold once a second
-//     (policyRefresh): a request received within that second (and the informers' lag) after
+//   - kube-apiserver's policy source compiles what its informers hold a second after its last
+//     refresh, and compiling takes time (policyRefresh: two seconds): a request received within them (and the informers' lag) after
 //     a pair came or went is decided with the pair, and is indeterminate (policy-source) when
 //     the pair gave it a verdict (a denial, an error, an audit annotation, a mutation, not a
 //     warning alone): the server may have decided it with or without; one server's log shows

@@ -385,12 +385,15 @@ func (r *Replayer) givenMutator(gr schema.GroupResource, name string) *unstructu
 	return &unstructured.Unstructured{Object: obj}
 }
 
-// policyRefresh is how often kube-apiserver's policy source compiles the policies and bindings
-// its informers hold (policyRefreshIntervalDefault, wait.Until's period after each refresh, in
-// k8s.io/apiserver/pkg/admission/plugin/policy/generic/policy_source.go): a write of a
-// MutatingAdmissionPolicy or its binding takes effect in admission up to that long after the
-// policy informers have it, themselves behind by up to the informers' lag.
-const policyRefresh = time.Second
+// policyRefresh is how long after kube-apiserver's policy informers have a write of a policy
+// or a binding it may take effect in admission (the informers themselves behind by up to
+// their lag): its policy source compiles the policies and bindings its informers hold a
+// second (policyRefreshIntervalDefault, wait.Until's period, which runs from the end of the
+// refresh before, in k8s.io/apiserver/pkg/admission/plugin/policy/generic/policy_source.go)
+// after its last refresh, and the refresh compiles every policy before the new set takes
+// effect, which a second more allows for (random parity seed r:1518: a binding not in effect
+// 1.26 s after its create completed, 40 policies compiled on a loaded 2-core machine).
+const policyRefresh = 2 * time.Second
 
 // maxMutatorSets bounds the sets of the cluster's MutatingAdmissionPolicies a replay keeps
 // for the requests the policy source may not have caught up with (mutatorsAt).
