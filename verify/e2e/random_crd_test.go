@@ -99,19 +99,7 @@ func (w *randomWorld) crdWrite() {
 	var args []string
 	switch w.r.IntN(9) {
 	case 0, 1:
-		args = []string{"apply", "-f", file()}
-		if chance(w.r, 0.5) {
-			args = append(args, "--server-side", "--field-manager="+pick(w.r, "kubectl", "rnd-apply"))
-			if chance(w.r, 0.5) {
-				args = append(args, "--force-conflicts")
-			}
-		}
-		if chance(w.r, 0.2) {
-			args = append(args, "--dry-run=server")
-		}
-		if chance(w.r, 0.25) {
-			args = diffArgs(w, args[2])
-		}
+		args = kubectlApplyArgs(w, file())
 	case 2:
 		args = []string{"create", "-f", file()}
 	case 3:

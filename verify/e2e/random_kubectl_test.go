@@ -21,6 +21,28 @@ import (
 // with or without --force-conflicts, or a dry run, kubectl diff's among them), replace --force (a delete and a create)
 // and scale with --current-replicas (a precondition kubectl checks itself).
 
+// kubectlApplyArgs is kubectl apply of the file at path: client-side (a create, or a three-way
+// strategic merge patch) or server-side (with or without --force-conflicts), a dry run at
+// times, or kubectl diff of it (diffArgs).
+func kubectlApplyArgs(w *randomWorld, path string) []string {
+	args := []string{"apply", "-f", path}
+	if w.r.IntN(2) == 0 {
+		args = append(args, "--server-side", "--field-manager="+pick(w.r, "kubectl", "rnd-apply"))
+		if chance(w.r, 0.5) {
+			args = append(args, "--force-conflicts")
+		}
+	}
+	if chance(w.r, 0.2) {
+		args = append(args, "--dry-run=server")
+	}
+	if chance(w.r, 0.25) {
+		// kubectl diff: the same patch or apply, with dryRun=All (a GitOps tool's
+		// preview); it exits 1 where the object differs.
+		return diffArgs(w, path)
+	}
+	return args
+}
+
 // diffArgs is kubectl diff of the file at path: client-side (a dry-run strategic merge
 // patch, or a dry-run create of an object not there) or server-side (a dry-run apply).
 func diffArgs(w *randomWorld, path string) []string {
@@ -166,21 +188,7 @@ spec:
 		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 			w.t.Fatal(err)
 		}
-		args = []string{"apply", "-f", path}
-		if w.r.IntN(2) == 0 {
-			args = append(args, "--server-side", "--field-manager="+pick(w.r, "kubectl", "rnd-apply"))
-			if chance(w.r, 0.5) {
-				args = append(args, "--force-conflicts")
-			}
-		}
-		if chance(w.r, 0.2) {
-			args = append(args, "--dry-run=server")
-		}
-		if chance(w.r, 0.25) {
-			// kubectl diff: the same patch or apply, with dryRun=All (a GitOps tool's
-			// preview); it exits 1 where the object differs.
-			args = diffArgs(w, path)
-		}
+		args = kubectlApplyArgs(w, path)
 	case 14:
 		path := filepath.Join(w.t.TempDir(), "cm.yaml")
 		body := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\ndata:\n  n: %q\n", w.existing(configMapsGVR, ns, cmNames), ns, pick(w.r, "1", "x"))
