@@ -64,10 +64,10 @@ type cluster struct {
 }
 
 // policyCompiled is how long after a write of an admission policy or binding the replay takes
-// kube-apiserver's policy source to have compiled it (it compiles once a second; within that
-// second and the informers' lag, a request the policy gives a verdict is policy-source
-// indeterminate), with a margin.
-const policyCompiled = time.Second + replay.DefaultLag + 100*time.Millisecond
+// kube-apiserver's policy source to have compiled it (it compiles a second after its last
+// refresh, and compiling takes time: within two seconds and the informers' lag, a request the
+// policy gives a verdict is policy-source indeterminate), with a margin.
+const policyCompiled = 2*time.Second + replay.DefaultLag + 100*time.Millisecond
 
 // response is what the apiserver answered to one request of the test.
 type response struct {

@@ -847,7 +847,7 @@ func (w *randomWorld) installRandom(set policySet) policySet {
 // creates it again: the requests between are decided without it (the replay follows the
 // lifecycle of the policies it is given in the log), those sent moments after each change
 // with it or, where it gave a verdict, as policy-source indeterminate (kube-apiserver's policy
-// source compiles what its informers hold once a second); the snapshot replay's tail begins
+// source compiles what its informers hold within two seconds); the snapshot replay's tail begins
 // while it is deleted.
 func (w *randomWorld) bindingLife(set policySet) {
 	gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"}

@@ -885,7 +885,7 @@ func (l *lifecycle) at(file string, ev *Event, window time.Duration) givenAt {
 		if received.Before(c.done) {
 			when = "after the request was received"
 		}
-		return fmt.Sprintf("%s was %s at %s, %s, and kube-apiserver's policy source compiles what its informers hold once a second", k, what, c.by, when), unsure
+		return fmt.Sprintf("%s was %s at %s, %s, and kube-apiserver's policy source compiles what its informers hold a second after its last refresh, and compiling takes time", k, what, c.by, when), unsure
 	}
 	var g givenAt
 	for k := range l.absent {
@@ -990,7 +990,7 @@ func admittedWithout(d *verify.Decision, p givenPair) bool {
 
 // UnknownWarningsNote is the note of a record whose response's warnings from a policy or
 // binding created or deleted moments before are left out, not known.
-const UnknownWarningsNote = "the warnings of a policy or binding created or deleted moments before are not known, and left out: kube-apiserver's policy source compiles what its informers hold once a second"
+const UnknownWarningsNote = "the warnings of a policy or binding created or deleted moments before are not known, and left out: kube-apiserver's policy source compiles what its informers hold a second after its last refresh, and compiling takes time"
 
 // settleUnsure makes a job's record indeterminate where a pair the policy source may not have
 // compiled the change of gave it a verdict: a result other than an admit, an audit

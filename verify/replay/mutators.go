@@ -118,7 +118,7 @@ func (m *mutators) mayMutate(req mutatedRequest) string {
 	}
 	for _, e := range m.earlier {
 		if why := e.m.mayMutateNow(req); why != "" {
-			return why + ", as it was before the write at " + e.until + ", which kube-apiserver's policy source may not have compiled yet (it compiles what its informers hold once a second)"
+			return why + ", as it was before the write at " + e.until + ", which kube-apiserver's policy source may not have compiled yet (it compiles what its informers hold a second after its last refresh, and compiling takes time)"
 		}
 	}
 	return ""

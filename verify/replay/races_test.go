@@ -32,7 +32,7 @@ func TestRaceRecordings(t *testing.T) {
 		{name: "no-op patch checked", dir: "noop-patch", check: true, want: map[int]string{15: "admit certain", 16: "admit certain"}},
 		// The binding of the cluster's MutatingAdmissionPolicy (not replayed) that adds the
 		// label the replayed policy denies deleted 468 ms before a create the server refused:
-		// its policy source compiles what its informers hold once a second.
+		// its policy source compiles what its informers hold within two seconds.
 		{name: "cluster MAP unbound", dir: "cluster-map-unbound", want: map[int]string{40: "indeterminate indeterminate"}},
 		// The log patches the replayed policy and its binding to another spec (another
 		// expression, Warn and Audit, another param): the server decided with that one
@@ -69,7 +69,7 @@ func TestRaceRecordings(t *testing.T) {
 		// The log creates the replayed policies after configmaps they deny, and requests
 		// follow at once; deletes a binding, then a policy, and creates them again. The
 		// server decided with them only while they were installed, from up to a second
-		// after each create (kube-apiserver's policy source compiles once a second): the
+		// after each create (kube-apiserver's policy source compiles within two seconds): the
 		// denial at line 47, 876 ms after the create, shows the policy compiled for it and
 		// the requests received after it; the admits at lines 38 and 60, moments after a
 		// create, show by their own response that it had not compiled it yet for them.
