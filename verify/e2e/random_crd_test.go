@@ -50,7 +50,7 @@ const gadgetCRD = "gadgets.scratch.vapc.dev"
 func gadgetCRDYAML(shortNames []string, color, sizeDefault string) string {
 	def := ""
 	if sizeDefault != "" {
-		def = "\n                    default: " + sizeDefault
+		def = "\n                default: " + sizeDefault
 	}
 	return fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
