@@ -473,8 +473,8 @@ var byDesignIndeterminate = []string{
 	// requests between 1.2 and 34 s after the change whose decision the two readings part).
 	"its CustomResourceDefinition's schema reads it otherwise now",
 	// Nor the order CEL iterated a map in kube-apiserver (Go's map order, by chance), where
-	// the log's verdicts are no evidence of it (a policy whose binding changed moments
-	// before: the default seed's make test run, a node's patch).
+	// the log's verdicts do not settle it (a node's patch in one make test run of seed 233,
+	// whose log was not kept).
 	"map-order: ",
 	// Nor the order its informers gave the policies, bindings and params, where another
 	// order makes another object (two params of a binding writing one field).
