@@ -29,7 +29,7 @@ const (
 )
 
 // snapshotStyleOf is the style of a seed's snapshot: as kubectl writes it for an odd seed
-// (make test's default, 233), vapc snapshot's JSON for 2 modulo 4 (the controllers' default,
+// (make test's default, 1521), vapc snapshot's JSON for 2 modulo 4 (the controllers' default,
 // 2), its YAML for the others.
 func snapshotStyleOf(seed uint64) snapshotStyle {
 	switch {

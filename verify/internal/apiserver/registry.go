@@ -18,6 +18,9 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	clientgofake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/kube-aggregator/pkg/apis/apiregistration"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	apiservicestorage "k8s.io/kube-aggregator/pkg/registry/apiservice/etcd"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	api "k8s.io/kubernetes/pkg/apis/core"
 	"k8s.io/kubernetes/pkg/controlplane"
@@ -58,8 +61,9 @@ type storageProvider interface {
 
 // groups builds the APIGroupInfo of every built-in API group kube-apiserver 1.37 serves by
 // default, with its REST storage over memStorage, as controlplane's StorageProviders does
-// (k8s.io/kubernetes/pkg/controlplane/instance.go), and apiextensions.k8s.io, which
-// kube-apiserver serves from the apiextensions apiserver it delegates to. Left out: the groups whose resources no
+// (k8s.io/kubernetes/pkg/controlplane/instance.go), apiextensions.k8s.io, which
+// kube-apiserver serves from the apiextensions apiserver it delegates to, and
+// apiregistration.k8s.io, which its aggregator serves. Left out: the groups whose resources no
 // admission policy sees (authentication, authorization, admissionregistration's policy and
 // webhook configurations) and flowcontrol, whose provider needs a running informer factory.
 // The core group is built as the legacy provider builds it (pkg/registry/core/rest), with a
@@ -106,7 +110,21 @@ func groups() ([]genericapiserver.APIGroupInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("API group %q: %w", apiextensions.GroupName, err)
 	}
-	return append(out, crds), nil
+	return append(out, crds, apiregistrationGroup(opts)), nil
+}
+
+// apiregistrationGroup is the group the aggregator serves APIServices in, as its
+// NewRESTStorage builds it (k8s.io/kube-aggregator/pkg/registry/apiservice/rest: v1 only),
+// with the scheme the group is installed in here (package kubescheme). kube-apiserver's
+// autoregister controller writes an APIService for every group version a CRD serves.
+func apiregistrationGroup(opts generic.RESTOptionsGetter) genericapiserver.APIGroupInfo {
+	info := genericapiserver.NewDefaultAPIGroupInfo(apiregistration.GroupName, legacyscheme.Scheme, metav1.ParameterCodec, legacyscheme.Codecs)
+	services := apiservicestorage.NewREST(legacyscheme.Scheme, opts)
+	info.VersionedResourcesStorageMap[apiregistrationv1.SchemeGroupVersion.Version] = map[string]rest.Storage{
+		"apiservices":        services,
+		"apiservices/status": apiservicestorage.NewStatusREST(legacyscheme.Scheme, services),
+	}
+	return info
 }
 
 // apiextensionsGroup is the group the apiextensions apiserver serves CustomResourceDefinitions

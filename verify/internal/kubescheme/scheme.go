@@ -6,6 +6,7 @@ import (
 	apiextensionsinstall "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/install"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	apiregistrationinstall "k8s.io/kube-aggregator/pkg/apis/apiregistration/install"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 
 	// The API groups kube-apiserver serves, registered in legacyscheme with their defaulting
@@ -39,10 +40,13 @@ import (
 )
 
 // kube-apiserver serves apiextensions.k8s.io from the apiextensions apiserver it delegates to,
-// with that server's own scheme (k8s.io/apiextensions-apiserver/pkg/apiserver.Scheme); its
-// admission of a CustomResourceDefinition converts and defaults with the group's install,
-// which is the same here.
-func init() { apiextensionsinstall.Install(legacyscheme.Scheme) }
+// and apiregistration.k8s.io from the aggregator in front of it, each with its own scheme
+// (k8s.io/apiextensions-apiserver/pkg/apiserver.Scheme, k8s.io/kube-aggregator/pkg/apiserver/scheme);
+// their admission converts and defaults with the groups' installs, which are the same here.
+func init() {
+	apiextensionsinstall.Install(legacyscheme.Scheme)
+	apiregistrationinstall.Install(legacyscheme.Scheme)
+}
 
 // Scheme is kube-apiserver's scheme (k8s.io/kubernetes/pkg/api/legacyscheme) with every API
 // group it serves installed: the internal and external types, their defaulting and their
