@@ -331,7 +331,7 @@ func (r *Replayer) paramRereads(policies []string, ev *Event) map[schema.GroupRe
 			}
 			return conv, ""
 		}
-		out[gr] = state.Reread{Read: read, Racing: rr.Racing}
+		out[gr] = state.Reread{Read: read, Racing: rr.Racing, Thrice: rr.Thrice}
 	}
 	return out
 }

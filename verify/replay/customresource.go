@@ -22,7 +22,7 @@ import (
 // What the apiextensions apiserver's handler of a custom resource does to the object of a
 // create or update before validating admission, which the replay does for an object it
 // rebuilds from the request outside the request pipeline (the pipeline serves built-in
-// resources and CustomResourceDefinitions only): its registry strategy's rest.BeforeCreate (after
+// resources, CustomResourceDefinitions and APIServices only): its registry strategy's rest.BeforeCreate (after
 // FillObjectMetaSystemFields, as Store.Create does) or rest.BeforeUpdate, the status
 // subresource's for a /status update. The log holds a create's or update's body as the
 // handler decoded it (pruned and defaulted: audit.LogRequestObject runs after the decoder); a

@@ -391,8 +391,9 @@ func (r *Replayer) givenMutator(gr schema.GroupResource, name string) *unstructu
 // second (policyRefreshIntervalDefault, wait.Until's period, which runs from the end of the
 // refresh before, in k8s.io/apiserver/pkg/admission/plugin/policy/generic/policy_source.go)
 // after its last refresh, and the refresh compiles every policy before the new set takes
-// effect, which a second more allows for (random parity seed r:1518: a binding not in effect
-// 1.26 s after its create completed, 40 policies compiled on a loaded 2-core machine).
+// effect, for which a second more is an estimate, not a bound (a write during a refresh waits
+// for it, the second, and the next; random parity seed r:1518: a binding not in effect 1.26 s
+// after its create completed, 40 policies compiled on a loaded 2-core machine).
 const policyRefresh = 2 * time.Second
 
 // maxMutatorSets bounds the sets of the cluster's MutatingAdmissionPolicies a replay keeps

@@ -400,6 +400,10 @@ type ParamReread struct {
 	// before the change, or through the new one: a param the new schema reads otherwise than
 	// the State holds it is not known. Otherwise it holds them read through the new schema.
 	Racing string
+	// Thrice is set with Racing when the CRD changed twice within the window: the informer
+	// may hold the params read through the schema between the changes too, which neither
+	// the State's nor the new schema's reading shows.
+	Thrice bool
 	// storage is what the catalog knew of the CRD's storage version changes then.
 	storage servedCRD
 }
@@ -437,6 +441,7 @@ func (c *Catalog) ParamRereads(policies []string, received, completed time.Time)
 				k.crd, gvkString(k.gvk), k.respecifiedWhere, sinceChange(received, completed, k.respecified), ParamRereadAfter, ParamRereadBy)
 			if !k.respecifiedBefore.IsZero() && k.respecified.Sub(k.respecifiedBefore) < ParamRereadBy {
 				rr.Racing += ", and it changed " + k.respecified.Sub(k.respecifiedBefore).Round(time.Millisecond).String() + " before that too"
+				rr.Thrice = true
 			}
 		}
 		if out == nil {

@@ -5,6 +5,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	vapccel "github.com/vapc-dev/vapc/cel"
 )
@@ -56,6 +58,35 @@ func TestParted(t *testing.T) {
 			parted(tc.a, tc.b, nil, "w", &got)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("parted (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestRereadRacing: a param a racing informer may hold read through either schema is known
+// but for the fields where the readings part; where the CRD changed twice within the window,
+// a reading through the schema between the changes may be the informer's, and the param is not
+// known whole.
+func TestRereadRacing(t *testing.T) {
+	t.Parallel()
+	stored := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"max": int64(3)}}}
+	again := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"max": int64(3), "tier": "std"}}}
+	read := func(runtime.Object) (runtime.Object, string) { return again, "" }
+	for _, tc := range []struct {
+		name      string
+		thrice    bool
+		wantObj   runtime.Object
+		wantParts int
+		wantWhy   bool
+	}{
+		{name: "once", wantObj: stored, wantParts: 1},
+		{name: "twice within the window", thrice: true, wantWhy: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			obj, parts, why := Reread{Read: read, Racing: "racing", Thrice: tc.thrice}.reread(stored)
+			if obj != tc.wantObj || len(parts) != tc.wantParts || (why != "") != tc.wantWhy {
+				t.Errorf("reread = %v, %v, %q; want %v, %d parts, why %v", obj, parts, why, tc.wantObj, tc.wantParts, tc.wantWhy)
 			}
 		})
 	}
