@@ -10,7 +10,8 @@ import (
 )
 
 // Differing are the fields two versions of an object hold different values in, as unknowns
-// (a list that differs is unknown as a whole).
+// (a list that differs is unknown as a whole; a field one holds, null, and the other not,
+// differs too: has() tells them apart).
 func Differing(a, b any, steps []string, why string) []vapccel.Unknown {
 	am, aok := a.(map[string]any)
 	bm, bok := b.(map[string]any)
@@ -34,7 +35,13 @@ func Differing(a, b any, steps []string, why string) []vapccel.Unknown {
 	}
 	sort.Strings(sorted)
 	for _, k := range sorted {
-		out = append(out, Differing(am[k], bm[k], append(steps, k), why)...)
+		av, inA := am[k]
+		bv, inB := bm[k]
+		if inA != inB {
+			out = append(out, vapccel.Unknown{Path: vapccel.FieldPath{Root: "object", Steps: append(slices.Clone(steps), k)}, Why: why})
+			continue
+		}
+		out = append(out, Differing(av, bv, append(steps, k), why)...)
 	}
 	return out
 }

@@ -3,7 +3,6 @@ package state
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -335,43 +334,9 @@ func (rr Reread) reread(o runtime.Object) (runtime.Object, []vapccel.Unknown, st
 		if !ok || !ok2 || rr.Thrice {
 			return nil, nil, why
 		}
-		var parts []vapccel.Unknown
-		parted(before.Object, after.Object, nil, why, &parts)
-		return o, parts, ""
+		return o, Differing(before.Object, after.Object, nil, why), ""
 	}
 	return again, nil, ""
-}
-
-// parted adds to out, as unknown for why, the fields under path where a and b part: a field
-// one holds and the other not, a value that differs (a list that differs, whole).
-func parted(a, b any, path []string, why string, out *[]vapccel.Unknown) {
-	am, aMap := a.(map[string]any)
-	bm, bMap := b.(map[string]any)
-	if aMap && bMap {
-		keys := slices.Sorted(maps.Keys(am))
-		for _, k := range slices.Sorted(maps.Keys(bm)) {
-			if _, ok := am[k]; !ok {
-				keys = append(keys, k)
-			}
-		}
-		for _, k := range keys {
-			av, inA := am[k]
-			bv, inB := bm[k]
-			at := append(slices.Clip(path), k)
-			if inA && inB {
-				parted(av, bv, at, why, out)
-				continue
-			}
-			*out = append(*out, vapccel.Unknown{Path: vapccel.FieldPath{Steps: at}, Why: why})
-		}
-		return
-	}
-	if ValuesEqual(a, b) {
-		return
-	}
-	_, aList := a.([]any)
-	_, bList := b.([]any)
-	*out = append(*out, vapccel.Unknown{Path: vapccel.FieldPath{Steps: slices.Clone(path)}, ValueOnly: !aMap && !bMap && !aList && !bList, Why: why})
 }
 
 type readKey struct {
