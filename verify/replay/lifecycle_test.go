@@ -441,6 +441,36 @@ func TestGivenMutatingMoments(t *testing.T) {
 	checkOutcomes(t, recs, want)
 }
 
+// TestGivenMutatingBurst: the cluster's binding of a MutatingAdmissionPolicy the log does not
+// show is deleted, then a GitOps sync writes more policies than the sets the replay keeps
+// (maxMutatorSets): a request the policy source's window still reaches may have been admitted
+// with the binding (a set the replay dropped), which may have changed its object; one after
+// the window is decided.
+func TestGivenMutatingBurst(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("owner", "configmaps", admissionregistrationv1.Create, nil, `has(object.data) && 'owner' in object.data`)
+	lines := []string{
+		admissionWrite(t, "bound", "create", "mutatingadmissionpolicybindings", "no-cm", "00.100", 201, "", nil, nil),
+		noCMWrite(t, "unbound", "delete", "mutatingadmissionpolicybindings", "01.000", 200),
+	}
+	for i := range maxMutatorSets {
+		lines = append(lines, admissionWrite(t, fmt.Sprintf("other-%d", i), "create", "mutatingadmissionpolicies", fmt.Sprintf("other-%d", i), fmt.Sprintf("01.%03d", 10+i), 201, "", nil, nil))
+	}
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "ns1"}, "data": map[string]any{"a": "b"}}
+	for id, at := range map[string]string{"moments": "02.300", "later": "09.000"} {
+		// At level Request: the object before any mutation.
+		lines = append(lines, timedEvent(t, levelEvent(t, id, auditlog.LevelRequest, "create", "configmaps", "ns1", "c-"+id, 201, "", cm, nil), at+"000", at+"010", nil))
+	}
+	log := writeLog(t, t.TempDir(), "audit.log", lines)
+	_, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, nil, Source{Name: log})
+	if rec := recs["moments"]; rec == nil || rec.Decision != DecisionIndeterminate || !strings.Contains(rec.Indeterminate, "which the replay no longer holds") {
+		t.Errorf("moments: %v, want indeterminate: the dropped set's binding may have changed it", rec)
+	}
+	if rec := recs["later"]; rec == nil || rec.Decision != DecisionDeny {
+		t.Errorf("later: %v, want deny", rec)
+	}
+}
+
 // TestGivenCompiledTogether: two policies and their bindings applied one after the other; a
 // denial by the second, received after its create, shows kube-apiserver's policy source had
 // compiled the first too (its informers hold each resource's writes in the order they were

@@ -349,7 +349,7 @@ func checkMutated(ev *Event, t target, resp *apiserver.Response, changes []verif
 // has says whether the cluster has the policy bound, in every set the policy source may have
 // admitted the request with (earlier).
 func (m *mutators) has(policy string) bool {
-	if m == nil {
+	if m == nil || m.lost != "" {
 		return false
 	}
 	for _, e := range m.earlier {
@@ -366,6 +366,9 @@ func (m *mutators) hasAny(policy string) bool {
 	if m == nil {
 		return false
 	}
+	if m.lost != "" {
+		return true // the set not known may have bound it
+	}
 	for _, e := range m.earlier {
 		if e.m.hasNow(policy) {
 			return true
@@ -377,7 +380,7 @@ func (m *mutators) hasAny(policy string) bool {
 // specOf is the spec of the cluster's policy (specOf), "" when it is not known or not the
 // same in every set the policy source may have admitted the request with (earlier).
 func (m *mutators) specOf(policy string) string {
-	if m == nil {
+	if m == nil || m.lost != "" {
 		return ""
 	}
 	spec := m.specNow(policy)

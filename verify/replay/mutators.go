@@ -53,6 +53,10 @@ type mutators struct {
 	// earlier are the sets before these that kube-apiserver's policy source may still have
 	// admitted a request with (see Replayer.mutatorsAt), the latest first.
 	earlier []earlierMutators
+	// lost says why a set before the earlier ones, which the policy source may also have
+	// admitted the request with, is not known ("" when there is none): it may have bound
+	// any policy, or none.
+	lost string
 }
 
 // earlierMutators is a set of the cluster's MutatingAdmissionPolicies that the write at until
@@ -115,6 +119,9 @@ func (m *mutators) mayMutate(req mutatedRequest) string {
 	}
 	if why := m.mayMutateNow(req); why != "" {
 		return why
+	}
+	if op := req.op; m.lost != "" && (op == admission.Create || op == admission.Update) {
+		return m.lost
 	}
 	for _, e := range m.earlier {
 		if why := e.m.mayMutateNow(req); why != "" {
@@ -397,8 +404,11 @@ func (r *Replayer) givenMutator(gr schema.GroupResource, name string) *unstructu
 const policyRefresh = 2 * time.Second
 
 // maxMutatorSets bounds the sets of the cluster's MutatingAdmissionPolicies a replay keeps
-// for the requests the policy source may not have caught up with (mutatorsAt).
-const maxMutatorSets = 64
+// for the requests the policy source may not have caught up with (mutatorsAt): a GitOps sync
+// that applies a hundred policies and their bindings within the policy source's window makes
+// a set of each write. A request the window reaches past the oldest one kept may have been
+// admitted with a set dropped: what it was is not known (mutators.lost).
+const maxMutatorSets = 256
 
 // mutatorSet is the cluster's MutatingAdmissionPolicies and bindings from when the write that
 // made them (by, at the log's line) completed (zero: before the log).
@@ -443,6 +453,11 @@ func (r *Replayer) mutatorsAt(received time.Time) *mutators {
 	}
 	m := *r.mutators
 	m.earlier = nil
+	if first == 0 && !sets[0].since.IsZero() && received.Sub(sets[0].since) < window {
+		// The sets before the oldest one kept were dropped (maxMutatorSets), and the policy
+		// source may still have held the last of them.
+		m.lost = fmt.Sprintf("the cluster's MutatingAdmissionPolicies as they were before the write at %s, which the replay no longer holds (it keeps the last %d sets) and kube-apiserver's policy source may not have replaced yet", sets[0].by, maxMutatorSets)
+	}
 	for i := len(sets) - 2; i >= first; i-- {
 		m.earlier = append(m.earlier, earlierMutators{m: sets[i].m, until: sets[i+1].by})
 	}
