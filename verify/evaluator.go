@@ -20,6 +20,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/endpoints/filters"
 	"k8s.io/client-go/informers"
+	"k8s.io/kubernetes/pkg/kubeapiserver/admission/exclusion"
 
 	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/cel/defaults"
@@ -266,21 +267,16 @@ func resolveParamKind(pk *admissionregistrationv1.ParamKind, mapper meta.RESTMap
 	return storeInformer{store: store, gvr: mapping.Resource, gvk: gvk, paramCache: views}, mapping.Scope, true, nil
 }
 
-// excludedResources mirrors the resources kube-apiserver keeps from every admission policy
-// (k8s.io/kubernetes pkg/kubeapiserver/admission/exclusion) and the admission configuration
-// resources API-defined policies never see (generic/plugin.go admissionResources).
-var excludedResources = sets.New(
-	schema.GroupResource{Group: "authentication.k8s.io", Resource: "selfsubjectreviews"},
-	schema.GroupResource{Group: "authentication.k8s.io", Resource: "tokenreviews"},
-	schema.GroupResource{Group: "authorization.k8s.io", Resource: "localsubjectaccessreviews"},
-	schema.GroupResource{Group: "authorization.k8s.io", Resource: "selfsubjectaccessreviews"},
-	schema.GroupResource{Group: "authorization.k8s.io", Resource: "selfsubjectrulesreviews"},
-	schema.GroupResource{Group: "authorization.k8s.io", Resource: "subjectaccessreviews"},
+// excludedResources are the resources kube-apiserver keeps from every admission policy (its
+// admission initializer gives the policy plugins exclusion.Excluded(), the non-persisted
+// reviews) and the admission configuration resources API-defined policies never see
+// (generic/plugin.go admissionResources).
+var excludedResources = sets.New(append(exclusion.Excluded(),
 	schema.GroupResource{Group: admissionregistrationv1.GroupName, Resource: "validatingadmissionpolicies"},
 	schema.GroupResource{Group: admissionregistrationv1.GroupName, Resource: "validatingadmissionpolicybindings"},
 	schema.GroupResource{Group: admissionregistrationv1.GroupName, Resource: "mutatingadmissionpolicies"},
 	schema.GroupResource{Group: admissionregistrationv1.GroupName, Resource: "mutatingadmissionpolicybindings"},
-)
+)...)
 
 // Excluded says whether kube-apiserver keeps requests for the resource from every admission
 // policy the API defines (excludedResources): none matches them.
