@@ -280,7 +280,7 @@ func randomParity(t *testing.T, seed uint64, steps int, controllers bool) {
 		{4, w.listPatch}, {3, w.strategyWrite}, {3, w.finalizerStep}, {2, w.podDeleteCollection}, {3, w.connectStep},
 		{4, w.pvcWrite}, {3, w.ingressWrite}, {3, w.roleBindingWrite}, {3, w.cronJobWrite}, {3, w.leaseWrite},
 		{4, w.raceStep}, {3, w.daemonSetWrite}, {3, w.pdbWrite}, {3, w.netPolWrite}, {3, w.priorityWrite}, {3, w.csrWrite},
-		{2, w.limitRangeWrite}, {2, w.quotaWrite}, {6, w.kubectlEveryday}, {6, w.kubectlMore}, {3, w.crdWrite},
+		{2, w.limitRangeWrite}, {2, w.quotaWrite}, {6, w.kubectlEveryday}, {6, w.kubectlMore}, {3, w.crdWrite}, {3, w.flowcontrolWrite}, {3, w.webhookConfigWrite},
 	}
 	if controllers {
 		actions = append(actions, struct {

@@ -161,3 +161,56 @@ func TestAPIServiceThroughItsStrategy(t *testing.T) {
 		})
 	}
 }
+
+// TestWebhookConfigurationThroughItsStrategy: kube-apiserver's registry strategy of a webhook
+// configuration bumps its generation when its webhooks change, and its defaulting gives each
+// webhook a timeout, a failure policy and selectors, before validating admission (an admission
+// policy sees webhook configurations; cert-manager's CA injector writes their caBundle all
+// day). An update or patch the log holds without the object admission saw goes through that
+// store.
+func TestWebhookConfigurationThroughItsStrategy(t *testing.T) {
+	t.Parallel()
+	hook := func(path string) map[string]any {
+		return map[string]any{"name": "check.example.com", "sideEffects": "None", "admissionReviewVersions": []any{"v1"},
+			"clientConfig": map[string]any{"service": map[string]any{"namespace": "ns1", "name": "hooks", "path": path}},
+			"rules":        []any{map[string]any{"apiGroups": []any{"example.com"}, "apiVersions": []any{"v1"}, "operations": []any{"CREATE"}, "resources": []any{"gadgets"}}}}
+	}
+	config := func(labels map[string]any, hooks ...any) map[string]any {
+		return map[string]any{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+			"metadata": map[string]any{"name": "checks", "uid": "u-hooks", "resourceVersion": "40", "generation": int64(1), "creationTimestamp": "2026-03-02T09:00:00Z", "labels": labels},
+			"webhooks": hooks}
+	}
+	stored := config(nil, hook("/a"))
+	stored["webhooks"].([]any)[0].(map[string]any)["timeoutSeconds"] = int64(10)
+	p, b := levelPolicy("frozen-hooks", "validatingwebhookconfigurations", admissionregistrationv1.Update, nil, "object.metadata.generation == oldObject.metadata.generation")
+	p.Spec.MatchConstraints.ResourceRules[0].APIGroups = []string{"admissionregistration.k8s.io"}
+	p.Spec.Validations = append(p.Spec.Validations, admissionregistrationv1.Validation{Expression: "object.webhooks.all(w, w.timeoutSeconds == 10 && w.failurePolicy == 'Fail')", Message: "not defaulted"})
+	denied := `validatingwebhookconfigurations.admissionregistration.k8s.io "checks" is forbidden: ValidatingAdmissionPolicy 'frozen-hooks' with binding 'frozen-hooks' denied request: denied by frozen-hooks`
+	write := func(id, verb string, code int32, msg string, body map[string]any) event {
+		return event{id: id, verb: verb, group: "admissionregistration.k8s.io", version: "v1", resource: "validatingwebhookconfigurations", name: "checks",
+			code: code, message: msg, received: at(t, 2), req: body}
+	}
+	for _, tc := range []struct {
+		name string
+		ev   event
+		want string
+	}{
+		// A webhook's path changed: the strategy bumps the generation, the policy denies.
+		{"webhooks", write("webhooks", "update", 422, denied, config(nil, hook("/b"))), DecisionDeny},
+		// A label: the generation stays, the defaults fill the webhook the body sent without
+		// them, the policy admits.
+		{"labels", write("labels", "update", 200, "", config(map[string]any{"team": "a"}, hook("/a"))), DecisionAdmit},
+		// A merge patch of the webhooks, applied to the stored configuration.
+		{"patch", write("patch", "patch", 422, denied, map[string]any{"webhooks": []any{hook("/c")}}), DecisionDeny},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			line := strings.Replace(tc.ev.line(t), `"level":"RequestResponse"`, `"level":"Request"`, 1)
+			_, recs := replayLinesWith(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, []any{stored}, line)
+			rec := recs[tc.name]
+			if rec == nil || rec.Decision != tc.want || rec.Certainty != CertaintyCertain || len(rec.Disagreements) > 0 {
+				t.Errorf("record = %s (%v), want %s, certain", describeRecord(rec), rec.Disagreements, tc.want)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"fmt"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"net"
 	"sync/atomic"
 
@@ -25,6 +26,8 @@ import (
 	api "k8s.io/kubernetes/pkg/apis/core"
 	"k8s.io/kubernetes/pkg/controlplane"
 	kubeletclient "k8s.io/kubernetes/pkg/kubelet/client"
+	mutatingwebhookstorage "k8s.io/kubernetes/pkg/registry/admissionregistration/mutatingwebhookconfiguration/storage"
+	validatingwebhookstorage "k8s.io/kubernetes/pkg/registry/admissionregistration/validatingwebhookconfiguration/storage"
 	appsrest "k8s.io/kubernetes/pkg/registry/apps/rest"
 	autoscalingrest "k8s.io/kubernetes/pkg/registry/autoscaling/rest"
 	batchrest "k8s.io/kubernetes/pkg/registry/batch/rest"
@@ -43,6 +46,7 @@ import (
 	servicestore "k8s.io/kubernetes/pkg/registry/core/service/storage"
 	discoveryrest "k8s.io/kubernetes/pkg/registry/discovery/rest"
 	eventsrest "k8s.io/kubernetes/pkg/registry/events/rest"
+	flowcontrolrest "k8s.io/kubernetes/pkg/registry/flowcontrol/rest"
 	networkingrest "k8s.io/kubernetes/pkg/registry/networking/rest"
 	noderest "k8s.io/kubernetes/pkg/registry/node/rest"
 	policyrest "k8s.io/kubernetes/pkg/registry/policy/rest"
@@ -63,9 +67,10 @@ type storageProvider interface {
 // default, with its REST storage over memStorage, as controlplane's StorageProviders does
 // (k8s.io/kubernetes/pkg/controlplane/instance.go), apiextensions.k8s.io, which
 // kube-apiserver serves from the apiextensions apiserver it delegates to, and
-// apiregistration.k8s.io, which its aggregator serves. Left out: the groups whose resources no
-// admission policy sees (authentication, authorization, admissionregistration's policy and
-// webhook configurations) and flowcontrol, whose provider needs a running informer factory.
+// apiregistration.k8s.io, which its aggregator serves, and admissionregistration.k8s.io's
+// webhook configurations. Left out: the resources no admission policy sees (authentication's
+// and authorization's reviews, the admission policies and their bindings). flowcontrol's provider needs its informer factory only for the
+// post-start hook that writes the bootstrap configuration, which the replay does not run.
 // The core group is built as the legacy provider builds it (pkg/registry/core/rest), with a
 // service IP and node port allocator that accepts every address (see openAllocator): the log
 // says which addresses the server took.
@@ -95,6 +100,7 @@ func groups() ([]genericapiserver.APIGroupInfo, error) {
 		svmrest.RESTStorageProvider{},
 		appsrest.StorageProvider{},
 		eventsrest.RESTStorageProvider{TTL: 0},
+		flowcontrolrest.RESTStorageProvider{},
 		resourcerest.RESTStorageProvider{NamespaceClient: client.CoreV1().Namespaces(), Authorizer: allow},
 	} {
 		info, err := p.NewRESTStorage(config, opts)
@@ -110,7 +116,33 @@ func groups() ([]genericapiserver.APIGroupInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("API group %q: %w", apiextensions.GroupName, err)
 	}
-	return append(out, crds, apiregistrationGroup(opts)), nil
+	webhooks, err := admissionregistrationGroup(opts)
+	if err != nil {
+		return nil, fmt.Errorf("API group %q: %w", admissionregistrationv1.GroupName, err)
+	}
+	return append(out, crds, apiregistrationGroup(opts), webhooks), nil
+}
+
+// admissionregistrationGroup is the group of the webhook configurations, as its provider
+// builds them (k8s.io/kubernetes/pkg/registry/admissionregistration/rest, v1), without the
+// admission policies and bindings, which no admission policy sees (the replay follows them in
+// its catalog of the cluster's policies). Controllers write them all day: cert-manager's CA
+// injector the caBundle of each webhook, policy engines their own rules.
+func admissionregistrationGroup(opts generic.RESTOptionsGetter) (genericapiserver.APIGroupInfo, error) {
+	info := genericapiserver.NewDefaultAPIGroupInfo(admissionregistrationv1.GroupName, legacyscheme.Scheme, legacyscheme.ParameterCodec, legacyscheme.Codecs)
+	validating, err := validatingwebhookstorage.NewREST(opts)
+	if err != nil {
+		return info, err
+	}
+	mutating, err := mutatingwebhookstorage.NewREST(opts)
+	if err != nil {
+		return info, err
+	}
+	info.VersionedResourcesStorageMap[admissionregistrationv1.SchemeGroupVersion.Version] = map[string]rest.Storage{
+		"validatingwebhookconfigurations": validating,
+		"mutatingwebhookconfigurations":   mutating,
+	}
+	return info, nil
 }
 
 // apiregistrationGroup is the group the aggregator serves APIServices in, as its

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	celschema "github.com/vapc-dev/vapc/cel/schema"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -445,5 +448,51 @@ func TestLeadingKindPlain(t *testing.T) {
 	}
 	if _, ok := leadingKindPlain([]byte(`{"apiVersion":"v1","kind":"Pod"}`)); !ok {
 		t.Error("leadingKindPlain does not read the common case")
+	}
+}
+
+// TestServesEveryWrittenResource: the pipeline serves every resource and subresource
+// kube-apiserver 1.37 serves by default that takes a write an admission policy sees (the
+// catalog's discovery; the reviews and the admission policies and bindings are kept from every
+// policy). A resource it did not serve was rebuilt from the body alone, without the server's
+// defaulting and strategy (webhook configurations: a label's update denied, the defaulted
+// timeout missing). serviceaccounts/token is not served: its store signs a token with the
+// server's keys; the replay gives a TokenRequest what that store sets before admission
+// (tokenRequestDefaults in package replay).
+func TestServesEveryWrittenResource(t *testing.T) {
+	srv, err := Shared()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := celschema.Builtin("1.37")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := map[string]bool{"authentication.k8s.io": true, "authorization.k8s.io": true}
+	policies := map[string]bool{"validatingadmissionpolicies": true, "validatingadmissionpolicybindings": true, "mutatingadmissionpolicies": true, "mutatingadmissionpolicybindings": true}
+	var missing []string
+	for _, gv := range cat.GroupVersions() {
+		if !gv.ServedByDefault || gv.Custom || kept[gv.GroupVersion.Group] {
+			continue
+		}
+		for _, name := range cat.Resources(gv.GroupVersion) {
+			if gv.GroupVersion.Group == "admissionregistration.k8s.io" && policies[name] {
+				continue
+			}
+			gvr := gv.GroupVersion.WithResource(name)
+			info, _ := cat.Resource(gvr, "")
+			for _, sub := range append([]string{""}, info.Subresources...) {
+				si, _ := cat.Resource(gvr, sub)
+				if !slices.ContainsFunc(si.Verbs, func(v string) bool { return v == "create" || v == "update" || v == "patch" || v == "delete" }) {
+					continue
+				}
+				if !srv.Serves(gvr, sub) && !(gvr.Group == "" && name == "serviceaccounts" && sub == "token") {
+					missing = append(missing, strings.TrimSuffix(gvr.String()+"/"+sub, "/"))
+				}
+			}
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("the pipeline does not serve %d written resources: %v", len(missing), missing)
 	}
 }
