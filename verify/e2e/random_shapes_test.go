@@ -85,6 +85,7 @@ var shapeStrings = []string{
 	// keys the scenario writes, in a fixed order.
 	`'keys ' + ['a', 'b', 'big', 'block', 'color', 'injected', 'max', 'mode', 'n', 'password', 'prefix'].filter(k, k in object.?data.orValue({})).join(',')`,
 	`'exec ' + object.?command.orValue([]).join(' ') + ' in ' + object.?container.orValue('-')`,
+	`'proxy ' + object.?kind.orValue('-') + ' ' + object.?path.orValue('-')`,
 	`'managers ' + object.metadata.?managedFields.orValue([]).map(m, m.manager + '/' + m.operation).join(',')`,
 }
 
@@ -96,6 +97,7 @@ var shapeRules = []ruleTemplate{
 	{[]string{""}, []string{"v1"}, []string{"services"}},
 	{[]string{"batch"}, []string{"v1"}, []string{"jobs"}},
 	{[]string{""}, []string{"v1"}, []string{"pods/exec", "pods/attach", "pods/portforward"}},
+	{[]string{""}, []string{"v1"}, []string{"pods/proxy", "services/proxy", "nodes/proxy"}},
 	{[]string{""}, []string{"v1"}, []string{"secrets", "configmaps"}},
 }
 
@@ -390,13 +392,19 @@ func (w *randomWorld) podDeleteCollection() {
 	w.got(fmt.Sprintf("%s deletes the pods %s of %s%s", u.name, sel, ns, dry(o.DryRun)), err)
 }
 
-// connectStep sends exec, attach or portforward: admission runs, then the server fails to
-// reach a kubelet (no node runs one).
+// connectStep sends exec, attach or portforward, or a request through the apiserver's proxy to
+// a pod, a service or a node (kubectl proxy's and a Prometheus scraping through the
+// apiserver's way: a GET, or a POST, whose options are the path after proxy/, a trailing slash
+// kept): admission runs (CONNECT), then the server fails to reach what it connects to (no
+// kubelet, no endpoints, a node that does not exist). Where the controllers run, the played
+// kubelets give pods an address nothing answers at, which the proxy would wait on: only the
+// node that does not exist is proxied to there.
 func (w *randomWorld) connectStep() {
 	u, ns := w.user(), pick(w.r, w.namespaces()...)
 	name := w.existing(podsGVR, ns, podNames)
 	q := url.Values{}
-	sub := pick(w.r, "exec", "attach", "portforward")
+	sub := pick(w.r, "exec", "attach", "portforward", "proxy")
+	method := http.MethodPost
 	switch sub {
 	case "exec":
 		for _, c := range pick(w.r, []string{"ls"}, []string{"rm", "-rf", "/"}, []string{"sh", "-c", "id"}) {
@@ -409,11 +417,31 @@ func (w *randomWorld) connectStep() {
 	case "attach":
 		q.Set("stdin", pick(w.r, "true", "false"))
 		q.Set("container", pick(w.r, "c", "sidecar"))
+	case "proxy":
+		method = pick(w.r, http.MethodGet, http.MethodGet, http.MethodPost)
+		rest := pick(w.r, "metrics", "metrics/cadvisor", "configz", "healthz/", "")
+		var path string
+		to := w.r.IntN(3)
+		if w.controllers {
+			to = 2
+		}
+		switch to {
+		case 0:
+			path = fmt.Sprintf("/api/v1/namespaces/%s/pods/%s/proxy/%s", ns, name, rest)
+		case 1:
+			svc := pick(w.r, svcNames...)
+			path = fmt.Sprintf("/api/v1/namespaces/%s/services/%s/proxy/%s", ns, pick(w.r, svc, "https:"+svc+":443", svc+":80"), rest)
+		default:
+			path = "/api/v1/nodes/rnd-nowhere/proxy/" + rest
+		}
+		err := w.rawRequest(u, method, path, nil)
+		w.got(fmt.Sprintf("%s %s %s", u.name, method, path), err)
+		return
 	default:
 		q.Set("ports", pick(w.r, "80", "22", "80,8080"))
 	}
 	path := fmt.Sprintf("/api/v1/namespaces/%s/pods/%s/%s?%s", ns, name, sub, q.Encode())
-	err := w.rawRequest(u, http.MethodPost, path, nil)
+	err := w.rawRequest(u, method, path, nil)
 	w.got(fmt.Sprintf("%s %s pod %s/%s", u.name, sub, ns, name), err)
 }
 

@@ -471,6 +471,36 @@ func TestGivenMutatingBurst(t *testing.T) {
 	}
 }
 
+// TestClusterMutatingConnect: kube-apiserver's MutatingAdmissionPolicy plugin handles CONNECT
+// too (ConnectResource admits the options it then connects with): an exec whose cluster binds a
+// MutatingAdmissionPolicy the log does not show may have had its options changed, so a policy
+// that reads them decides nothing; one that reads only the request decides (decided before,
+// on the options as the request URI gave them).
+func TestClusterMutatingConnect(t *testing.T) {
+	t.Parallel()
+	line := levelEvent(t, "exec", auditlog.LevelMetadata, "create", "pods", "ns1", "p", 101, "", nil, nil)
+	line = replaceOnce(t, line, `"requestURI":"/api/v1/namespaces/ns1/pods"`, `"requestURI":"/api/v1/namespaces/ns1/pods/p/exec?command=ls&container=c&stdout=true"`)
+	line = replaceOnce(t, line, `"resource":"pods"}`, `"resource":"pods","subresource":"exec"}`)
+	lines := []string{
+		admissionWrite(t, "bound", "create", "mutatingadmissionpolicybindings", "exec-shaper", "00.100", 201, "", nil, nil),
+		timedEvent(t, line, "09.000000", "09.010000", nil),
+	}
+	for _, tc := range []struct{ name, expr, want string }{
+		{"the options", "object.command[0] != 'ls'", DecisionIndeterminate},
+		{"the request", "request.name != 'p'", DecisionDeny},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p, b := levelPolicy("exec-guard", "pods/exec", admissionregistrationv1.Connect, nil, tc.expr)
+			_, recs := replayLinesWith(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}, nil, lines...)
+			rec := recs["exec"]
+			if rec == nil || rec.Decision != tc.want || tc.want == DecisionIndeterminate && !strings.Contains(rec.Indeterminate, "binds a policy the log does not show") {
+				t.Errorf("exec: %s, want %s", describeRecord(rec), tc.want)
+			}
+		})
+	}
+}
+
 // TestGivenCompiledTogether: two policies and their bindings applied one after the other; a
 // denial by the second, received after its create, shows kube-apiserver's policy source had
 // compiled the first too (its informers hold each resource's writes in the order they were

@@ -120,7 +120,7 @@ func (m *mutators) mayMutate(req mutatedRequest) string {
 	if why := m.mayMutateNow(req); why != "" {
 		return why
 	}
-	if op := req.op; m.lost != "" && (op == admission.Create || op == admission.Update) {
+	if m.lost != "" && mutatedOperation(req.op) {
 		return m.lost
 	}
 	for _, e := range m.earlier {
@@ -131,9 +131,17 @@ func (m *mutators) mayMutate(req mutatedRequest) string {
 	return ""
 }
 
+// mutatedOperation says whether a MutatingAdmissionPolicy may change a request of the
+// operation: a create's or an update's object, and a connect's options (the plugin handles
+// CONNECT, which ConnectResource admits on the options it then connects with), never a
+// DELETE's.
+func mutatedOperation(op admission.Operation) bool {
+	return op == admission.Create || op == admission.Update || op == admission.Connect
+}
+
 // mayMutateNow is mayMutate for these policies and bindings alone, not the earlier ones.
 func (m *mutators) mayMutateNow(req mutatedRequest) string {
-	if op := req.op; m == nil || len(m.bindings) == 0 || (op != admission.Create && op != admission.Update) {
+	if m == nil || len(m.bindings) == 0 || !mutatedOperation(req.op) {
 		return ""
 	}
 	names := make([]string, 0, len(m.bindings))
@@ -426,6 +434,7 @@ func (r *Replayer) setMutators(m *mutators, done time.Time, src string) {
 	}
 	if len(r.mutatorSets) >= maxMutatorSets {
 		r.mutatorSets = append(r.mutatorSets[:0:0], r.mutatorSets[len(r.mutatorSets)-maxMutatorSets+1:]...)
+		r.mutatorsDropped = true
 	}
 	r.mutatorSets = append(r.mutatorSets, mutatorSet{m: m, since: done, by: src})
 	r.mutators = m
@@ -453,9 +462,10 @@ func (r *Replayer) mutatorsAt(received time.Time) *mutators {
 	}
 	m := *r.mutators
 	m.earlier = nil
-	if first == 0 && !sets[0].since.IsZero() && received.Sub(sets[0].since) < window {
+	if first == 0 && r.mutatorsDropped && (sets[0].since.IsZero() || received.Sub(sets[0].since) < window) {
 		// The sets before the oldest one kept were dropped (maxMutatorSets), and the policy
-		// source may still have held the last of them.
+		// source may still have held the last of them: the oldest kept may not be in effect
+		// yet (or completed at a time the log does not give).
 		m.lost = fmt.Sprintf("the cluster's MutatingAdmissionPolicies as they were before the write at %s, which the replay no longer holds (it keeps the last %d sets) and kube-apiserver's policy source may not have replaced yet", sets[0].by, maxMutatorSets)
 	}
 	for i := len(sets) - 2; i >= first; i-- {

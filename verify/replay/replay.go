@@ -193,6 +193,8 @@ type Replayer struct {
 	// mutatorSets are the sets of them the log has shown, the last maxMutatorSets, for the
 	// requests kube-apiserver's policy source may not have caught up with (mutatorsAt).
 	mutatorSets []mutatorSet
+	// mutatorsDropped says setMutators has dropped the oldest sets (maxMutatorSets).
+	mutatorsDropped bool
 	// followed are the writes the ordered stage followed through the pipeline in the last
 	// moment of log time, by where the log records them (commute.go).
 	followed map[string]followedWrite

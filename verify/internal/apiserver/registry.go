@@ -2,10 +2,10 @@ package apiserver
 
 import (
 	"fmt"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"net"
 	"sync/atomic"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -69,8 +69,10 @@ type storageProvider interface {
 // kube-apiserver serves from the apiextensions apiserver it delegates to, and
 // apiregistration.k8s.io, which its aggregator serves, and admissionregistration.k8s.io's
 // webhook configurations. Left out: the resources no admission policy sees (authentication's
-// and authorization's reviews, the admission policies and their bindings). flowcontrol's provider needs its informer factory only for the
-// post-start hook that writes the bootstrap configuration, which the replay does not run.
+// and authorization's reviews, the admission policies and their bindings), and the alpha
+// groups kube-apiserver does not serve by default. flowcontrol's provider needs its informer
+// factory only for the post-start hook that writes the bootstrap configuration, which the
+// replay does not run.
 // The core group is built as the legacy provider builds it (pkg/registry/core/rest), with a
 // service IP and node port allocator that accepts every address (see openAllocator): the log
 // says which addresses the server took.
