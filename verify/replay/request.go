@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -17,6 +18,7 @@ import (
 	sigsjson "sigs.k8s.io/json"
 
 	vapccel "github.com/vapc-dev/vapc/cel"
+	vapcschema "github.com/vapc-dev/vapc/cel/schema"
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/internal/kubescheme"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
@@ -198,12 +200,30 @@ func (r *Replayer) rebuildWith(ev *Event, t target, rec recording, p state.Prior
 	return b
 }
 
+// builtinCatalog is the catalog of Kubernetes' own resources, every group version it
+// publishes, served by default or not.
+var builtinCatalog = sync.OnceValues(func() (*vapcschema.Catalog, error) {
+	return vapcschema.Builtin(verify.KubernetesVersion)
+})
+
+// unknownResource says why the replay does not know the resource of a request: a group version
+// kube-apiserver publishes but serves only when --runtime-config enables it (a beta or alpha
+// one), which the replay does not take, or no resource of Kubernetes at all.
+func unknownResource(t target) string {
+	if cat, err := builtinCatalog(); err == nil {
+		if info, ok := cat.Resource(t.gvr, t.sub); ok && !info.ServedByDefault {
+			return fmt.Sprintf("%s is a resource of Kubernetes %s in %s, a group version kube-apiserver serves only when --runtime-config enables it, which the replay does not take: it replays what the server serves by default", describe(t.gvr, t.sub), verify.KubernetesVersion, t.gvr.GroupVersion())
+		}
+	}
+	return fmt.Sprintf("%s is not a resource of Kubernetes %s (add its CRD)", describe(t.gvr, t.sub), verify.KubernetesVersion)
+}
+
 // notRebuilt settles what rebuild does not rebuild from the event: a kind the replay does not
 // know, a CONNECT (its options, from the request URI), an event without objects, a
 // deletecollection. It says whether it settled the request.
 func (b *rebuilt) notRebuilt(ev *Event, t target, q url.Values) bool {
 	if t.reqKind.Empty() {
-		b.indeterminate = because(ReasonUnknownResource, fmt.Sprintf("%s is not a resource of Kubernetes %s (add its CRD)", describe(t.gvr, t.sub), verify.KubernetesVersion))
+		b.indeterminate = because(ReasonUnknownResource, unknownResource(t))
 		return true
 	}
 	b.req.DryRun = isDryRun(ev)

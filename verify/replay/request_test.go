@@ -2,6 +2,7 @@ package replay
 
 import (
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -417,4 +418,21 @@ func TestSettleFailedWithoutMessage(t *testing.T) {
 			t.Errorf("message %q, notes %q; want %q and a note", out.Message, out.Notes, want)
 		}
 	})
+}
+
+// TestUnknownResource: a request for a resource the replay does not serve says why: a group
+// version Kubernetes publishes but kube-apiserver serves only when --runtime-config enables it,
+// or no built-in resource at all.
+func TestUnknownResource(t *testing.T) {
+	for _, tc := range []struct {
+		gvr  schema.GroupVersionResource
+		want string
+	}{
+		{schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1beta1", Resource: "resourceclaims"}, "in resource.k8s.io/v1beta1, a group version kube-apiserver serves only when --runtime-config enables it"},
+		{schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "gadgets"}, "is not a resource of Kubernetes 1.37 (add its CRD)"},
+	} {
+		if got := unknownResource(target{gvr: tc.gvr}); !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %q, want it to say %q", tc.gvr, got, tc.want)
+		}
+	}
 }
