@@ -281,6 +281,7 @@ func randomParity(t *testing.T, seed uint64, steps int, controllers bool) {
 		{4, w.pvcWrite}, {3, w.ingressWrite}, {3, w.roleBindingWrite}, {3, w.cronJobWrite}, {3, w.leaseWrite},
 		{4, w.raceStep}, {3, w.daemonSetWrite}, {3, w.pdbWrite}, {3, w.netPolWrite}, {3, w.priorityWrite}, {3, w.csrWrite},
 		{2, w.limitRangeWrite}, {2, w.quotaWrite}, {6, w.kubectlEveryday}, {6, w.kubectlMore}, {3, w.crdWrite}, {3, w.flowcontrolWrite}, {3, w.webhookConfigWrite},
+		{3, w.pvWrite}, {2, w.storageClassWrite},
 	}
 	if controllers {
 		actions = append(actions, struct {
