@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 )
 
@@ -89,13 +87,7 @@ func (w *randomWorld) crdWrite() {
 	names := pick(w.r, []string{}, []string{"gd"}, []string{"gd", "gdt"})
 	color := pick(w.r, "red", "blue")
 	sizeDefault := pick(w.r, "", "1", "3")
-	file := func() string {
-		path := filepath.Join(w.t.TempDir(), "crd.yaml")
-		if err := os.WriteFile(path, []byte(gadgetCRDYAML(names, color, sizeDefault)), 0o600); err != nil {
-			w.t.Fatal(err)
-		}
-		return path
-	}
+	file := func() string { return w.manifestFile("crd.yaml", gadgetCRDYAML(names, color, sizeDefault)) }
 	var args []string
 	switch w.r.IntN(9) {
 	case 0, 1:

@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 )
 
@@ -103,13 +101,7 @@ spec:
 // user.
 func (w *randomWorld) flowcontrolWrite() {
 	u := w.user()
-	file := func(text string) string {
-		path := filepath.Join(w.t.TempDir(), "apf.yaml")
-		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-			w.t.Fatal(err)
-		}
-		return path
-	}
+	file := func(text string) string { return w.manifestFile("apf.yaml", text) }
 	fs := func() string {
 		return file(flowSchemaYAML(pick(w.r, rndPriorityLevel, "workload-low", "rnd-missing"), pick(w.r, "", "500", "1000", "9000"), pick(w.r, "ByUser", "ByNamespace")))
 	}

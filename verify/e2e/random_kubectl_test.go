@@ -43,6 +43,16 @@ func kubectlApplyArgs(w *randomWorld, path string) []string {
 	return args
 }
 
+// manifestFile writes text to a file of the given name in a directory of the test's, for kubectl
+// -f, and returns its path.
+func (w *randomWorld) manifestFile(name, text string) string {
+	path := filepath.Join(w.t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		w.t.Fatal(err)
+	}
+	return path
+}
+
 // diffArgs is kubectl diff of the file at path: client-side (a dry-run strategic merge
 // patch, or a dry-run create of an object not there) or server-side (a dry-run apply).
 func diffArgs(w *randomWorld, path string) []string {
@@ -164,7 +174,6 @@ func (w *randomWorld) kubectlMore() {
 			args = append(args, "--dry-run=server")
 		}
 	case 12, 13:
-		path := filepath.Join(w.t.TempDir(), "deployment.yaml")
 		name := pick(w.r, "kd-a", "kd-ap")
 		body := fmt.Sprintf(`apiVersion: apps/v1
 kind: Deployment
@@ -185,18 +194,11 @@ spec:
       - name: c
         image: %s
 `, name, ns, pick(w.r, "red", "blue"), pick(w.r, "1", "2"), name, name, pick(w.r, "nginx", "busybox"))
-		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
-			w.t.Fatal(err)
-		}
-		args = kubectlApplyArgs(w, path)
+		args = kubectlApplyArgs(w, w.manifestFile("deployment.yaml", body))
 	case 14:
-		path := filepath.Join(w.t.TempDir(), "cm.yaml")
 		body := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\ndata:\n  n: %q\n", w.existing(configMapsGVR, ns, cmNames), ns, pick(w.r, "1", "x"))
-		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
-			w.t.Fatal(err)
-		}
 		// A finalizer keeps the ConfigMap: kubectl would wait for its deletion without end.
-		args = []string{"replace", "--force", "--timeout=15s", "-f", path}
+		args = []string{"replace", "--force", "--timeout=15s", "-f", w.manifestFile("cm.yaml", body)}
 	case 15:
 		args = []string{"scale", "deployment", dep(), "--current-replicas=" + pick(w.r, "1", "2"), "--replicas=" + pick(w.r, "0", "3"), "-n", ns}
 	case 16:

@@ -3,8 +3,6 @@ package e2e
 import (
 	"encoding/base64"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 )
 
@@ -84,11 +82,7 @@ func (w *randomWorld) webhookConfigWrite() {
 	kind := pick(w.r, "Validating", "Mutating")
 	resource := strings.ToLower(kind) + "webhookconfiguration"
 	file := func() string {
-		path := filepath.Join(w.t.TempDir(), "hooks.yaml")
-		if err := os.WriteFile(path, []byte(webhookConfigYAML(kind, pick(w.r, "", "5", "10"), pick(w.r, "", "Ignore", "Fail"))), 0o600); err != nil {
-			w.t.Fatal(err)
-		}
-		return path
+		return w.manifestFile("hooks.yaml", webhookConfigYAML(kind, pick(w.r, "", "5", "10"), pick(w.r, "", "Ignore", "Fail")))
 	}
 	var args []string
 	switch w.r.IntN(9) {
