@@ -214,3 +214,33 @@ func TestWebhookConfigurationThroughItsStrategy(t *testing.T) {
 		})
 	}
 }
+
+// TestStatusUpdateDefaultedOnRead: an update of a ReplicationController's status whose body
+// sends no labels and no spec: the status strategy keeps the stored spec, admission sees no
+// labels, and the server's defaulting gives the stored object its template's labels when it
+// reads it back, so the response is not the object admission saw (apiserver.DefaultedOnRead).
+// The replay decided it from the response before, against the server.
+func TestStatusUpdateDefaultedOnRead(t *testing.T) {
+	t.Parallel()
+	rc := func(labels map[string]any, status map[string]any) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ReplicationController",
+			"metadata": map[string]any{"name": "web", "namespace": "ns1", "uid": "u-rc", "resourceVersion": "40", "generation": int64(1), "creationTimestamp": "2026-03-02T09:00:00Z", "labels": labels},
+			"spec": map[string]any{"replicas": int64(1), "selector": map[string]any{"app": "web"},
+				"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "web"}},
+					"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "nginx"}}}}},
+			"status": status}
+	}
+	p, b := levelPolicy("unlabelled-status", "replicationcontrollers/status", admissionregistrationv1.Update, nil, "!has(object.metadata.labels) || !('app' in object.metadata.labels)")
+	body := map[string]any{"apiVersion": "v1", "kind": "ReplicationController", "metadata": map[string]any{"name": "web", "namespace": "ns1", "resourceVersion": "40"},
+		"status": map[string]any{"replicas": int64(1)}}
+	answer := rc(map[string]any{"app": "web"}, map[string]any{"replicas": int64(1)})
+	answer["metadata"].(map[string]any)["resourceVersion"] = "41"
+	line := event{id: "status", verb: "update", version: "v1", resource: "replicationcontrollers", sub: "status", ns: "ns1", name: "web",
+		code: 200, received: at(t, 2), req: body, resp: answer}.line(t)
+	_, recs := replayLinesWith(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+		[]any{rc(map[string]any{"app": "web"}, map[string]any{"replicas": int64(0)})}, line)
+	rec := recs["status"]
+	if rec == nil || rec.Decision != DecisionAdmit || len(rec.Disagreements) > 0 {
+		t.Errorf("record = %s (%v), want admit", describeRecord(rec), rec.Disagreements)
+	}
+}

@@ -384,7 +384,7 @@ func (r *Replayer) servesThrough(ev *Event, t target, decode func(json.RawMessag
 		if !levelLogsBody(ev.Level) && !bodyNotLogged(ev, t) {
 			return false // nothing to send but a DELETE or an eviction without its body (unlogged.go)
 		}
-		if (t.op == admission.Create || t.op == admission.Update) && ev.Code() >= 200 && ev.Code() < 300 && !defaultedOnRead[t.gvr.GroupResource()] {
+		if (t.op == admission.Create || t.op == admission.Update) && ev.Code() >= 200 && ev.Code() < 300 && !apiserver.DefaultedOnRead(t.gvr.GroupResource()) {
 			if resp := decode(ev.ResponseObject); resp != nil && sameKind(resp, t.reqKind) {
 				return false // the stored result is the admission object (see rebuild)
 			}
@@ -414,17 +414,6 @@ func (r *Replayer) followsWrite(ev *Event, t target) bool {
 	}
 	srv, err := pipelineServer()
 	return err == nil && srv.Serves(t.gvr, t.sub)
-}
-
-// defaultedOnRead are the resources whose stored object the server's defaulting changes when it
-// reads it back, because a defaulter reads a field the registry strategy set after the request
-// was decoded: the response of a write is then not the object admission saw. A Job gets the
-// labels of its pod template (batch/v1 SetDefaults_Job), which the job strategy sets; a
-// PersistentVolumeClaim the phase Pending (core/v1 SetDefaults_PersistentVolumeClaim), where
-// the claim strategy's PrepareForCreate cleared its status before admission.
-var defaultedOnRead = map[schema.GroupResource]bool{
-	{Group: "batch", Resource: "jobs"}:   true,
-	{Resource: "persistentvolumeclaims"}: true,
 }
 
 // evaluateServed decides a request through kube-apiserver's request pipeline, on a worker.

@@ -175,7 +175,7 @@ func generatedPrefix(base string) string {
 // answeredPluginFields are the unknowns the built-in plugins left (the fields they set from
 // what the View does not know), but those a successful create's answer gives: a
 // PersistentVolumeClaim's storage class, which DefaultStorageClass sets in mutating admission
-// and the store keeps (a claim's answer is not its admission object, defaultedOnRead, but for
+// and the store keeps (a claim's answer is not its admission object, apiserver.DefaultedOnRead, but for
 // the status its read gives it): a helper's claims created moments after their cluster's
 // default StorageClass, or where the log does not show it, were undecided while their answers
 // held the class. The admission's object gets the answer's value, in every state the replay

@@ -660,7 +660,7 @@ func (r *Replayer) raced(j *job, out *Record, decideOn func(p state.Prior) (*ver
 // race's versions (which a log that lost the received time has many of) decide as the live one.
 func (r *Replayer) decidedAlike(j *job, other state.Prior) bool {
 	t, gr := j.t, j.t.gvr.GroupResource()
-	if t.op != admission.Delete || t.sub != "" || j.ev.Verb != "delete" || defaultedOnRead[gr] ||
+	if t.op != admission.Delete || t.sub != "" || j.ev.Verb != "delete" || apiserver.DefaultedOnRead(gr) ||
 		len(j.prior.Unknowns) > 0 || len(other.Unknowns) > 0 {
 		return false
 	}
