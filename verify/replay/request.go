@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -200,17 +199,13 @@ func (r *Replayer) rebuildWith(ev *Event, t target, rec recording, p state.Prior
 	return b
 }
 
-// builtinCatalog is the catalog of Kubernetes' own resources, every group version it
-// publishes, served by default or not.
-var builtinCatalog = sync.OnceValues(func() (*vapcschema.Catalog, error) {
-	return vapcschema.Builtin(verify.KubernetesVersion)
-})
-
 // unknownResource says why the replay does not know the resource of a request: a group version
 // kube-apiserver publishes but serves only when --runtime-config enables it (a beta or alpha
 // one), which the replay does not take, or no resource of Kubernetes at all.
 func unknownResource(t target) string {
-	if cat, err := builtinCatalog(); err == nil {
+	// The built-in catalog lists every group version Kubernetes publishes, served by default
+	// or not (loaded once a process: Builtin caches it).
+	if cat, err := vapcschema.Builtin(verify.KubernetesVersion); err == nil {
 		if info, ok := cat.Resource(t.gvr, t.sub); ok && !info.ServedByDefault {
 			return fmt.Sprintf("%s is a resource of Kubernetes %s in %s, a group version kube-apiserver serves only when --runtime-config enables it, which the replay does not take: it replays what the server serves by default", describe(t.gvr, t.sub), verify.KubernetesVersion, t.gvr.GroupVersion())
 		}

@@ -13,7 +13,11 @@ import "k8s.io/apimachinery/pkg/runtime/schema"
 // sends none (SetDefaults_ReplicationController; the status strategy keeps the stored spec); a
 // CustomResourceDefinition its storage version as status.storedVersions when an update of its
 // status sends none (apiextensions v1 SetDefaults_CustomResourceDefinition; the status
-// strategy keeps the stored spec). TestDefaultedOnRead finds them with upstream's API fuzzer.
+// strategy keeps the stored spec; validation refuses most such updates, whose storedVersions
+// are then empty: kept, as it costs only that a CRD's write goes through the pipeline).
+// TestDefaultedOnRead finds them with upstream's API fuzzer, which runs the strategies and not
+// validation. They are listed by resource, status subresource and main alike (a list by store
+// would leave a store the fuzzer did not catch to its response).
 var defaultedOnRead = map[schema.GroupResource]bool{
 	{Group: "batch", Resource: "jobs"}:                                     true,
 	{Resource: "persistentvolumeclaims"}:                                   true,
