@@ -1494,8 +1494,9 @@ func (w *randomWorld) deploymentWrite() {
 
 func (w *randomWorld) deploymentScale() { w.scale(deploymentsGVR, depNames) }
 
-// workloadScale scales a ReplicaSet, a StatefulSet or a ReplicationController, or labels it:
-// the oldObject of a write after a scale is the object the scale left.
+// workloadScale scales a ReplicaSet, a StatefulSet or a ReplicationController, updates its
+// status with a body of the status alone, or labels it: the oldObject of a write after a
+// scale is the object the scale left.
 func (w *randomWorld) workloadScale() {
 	gvr, names := pick(w.r, replicaSetsGVR, statefulSetsGVR, rcsGVR), []string{"rs-a", "rs-b"}
 	switch gvr {
@@ -1510,6 +1511,22 @@ func (w *randomWorld) workloadScale() {
 	}
 	u, ns := w.user(), pick(w.r, w.namespaces()...)
 	name := w.existing(gvr, ns, names)
+	if chance(w.r, 0.35) {
+		// A status update whose body holds the status alone (a script's PUT): the status
+		// strategy keeps the stored spec, and a ReplicationController's labels the body
+		// leaves out are its template's when the server reads it back, not what admission
+		// saw (apiserver.DefaultedOnRead).
+		cur, err := w.dyn.Resource(gvr).Namespace(ns).Get(w.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return
+		}
+		body := obj(map[string]any{"apiVersion": cur.GetAPIVersion(), "kind": cur.GetKind(),
+			"metadata": map[string]any{"name": name, "namespace": ns, "resourceVersion": cur.GetResourceVersion()}, "status": cur.Object["status"]})
+		o := w.updateOptions()
+		_, err = w.client(u).Resource(gvr).Namespace(ns).UpdateStatus(w.ctx, body, o)
+		w.got(fmt.Sprintf("%s updates the status of %s %s/%s with a body of its status alone%s", u.name, gvr.Resource, ns, name, dry(o.DryRun)), err)
+		return
+	}
 	body := pick(w.r, `{"metadata":{"labels":{"color":"red"}}}`, `{"metadata":{"labels":{"app":"db"}}}`)
 	o := w.patchOptions()
 	_, err := w.client(u).Resource(gvr).Namespace(ns).Patch(w.ctx, name, types.MergePatchType, []byte(body), o)

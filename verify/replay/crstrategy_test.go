@@ -244,3 +244,51 @@ func TestStatusUpdateDefaultedOnRead(t *testing.T) {
 		t.Errorf("record = %s (%v), want admit", describeRecord(rec), rec.Disagreements)
 	}
 }
+
+// TestScaleAfterStatusUpdateDefaultedOnRead: after a status update whose body sends no labels,
+// the server stores a ReplicationController without labels, and its defaulting gives the
+// object its template's labels when it reads it back: the response, and the State. A scale to
+// the replicas it has changes nothing the replay's pipeline reads, yet the server writes it
+// (the stored bytes lack the labels its read gives): the object written is the one it read,
+// at the Scale's resourceVersion. The replay stopped knowing the object there (random parity
+// seed r:1561, every level), and the update after it was old-object-unknown.
+func TestScaleAfterStatusUpdateDefaultedOnRead(t *testing.T) {
+	t.Parallel()
+	managed := []any{map[string]any{"manager": "kubectl", "operation": "Update", "apiVersion": "v1", "time": "2026-03-02T09:00:00Z",
+		"fieldsType": "FieldsV1", "fieldsV1": map[string]any{"f:spec": map[string]any{"f:replicas": map[string]any{}}}}}
+	rc := func(rv string, labels map[string]any, status map[string]any) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ReplicationController",
+			"metadata": map[string]any{"name": "web", "namespace": "ns1", "uid": "u-rc", "resourceVersion": rv, "generation": int64(1),
+				"creationTimestamp": "2026-03-02T09:00:00Z", "labels": labels, "managedFields": managed},
+			"spec": map[string]any{"replicas": int64(2), "selector": map[string]any{"app": "web"},
+				"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "web"}},
+					"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "nginx"}}}}},
+			"status": status}
+	}
+	scale := func(rv string) map[string]any {
+		return map[string]any{"apiVersion": "autoscaling/v1", "kind": "Scale",
+			"metadata": map[string]any{"name": "web", "namespace": "ns1", "uid": "u-rc", "resourceVersion": rv, "creationTimestamp": "2026-03-02T09:00:00Z"},
+			"spec":     map[string]any{"replicas": int64(2)}, "status": map[string]any{"replicas": int64(1), "selector": "app=web"}}
+	}
+	pScale, bScale := levelPolicy("scale", "replicationcontrollers/scale", admissionregistrationv1.Update, nil, "object.spec.replicas < 5")
+	pRC, bRC := levelPolicy("rc", "replicationcontrollers", admissionregistrationv1.Update, nil, "oldObject.metadata.resourceVersion == '42'")
+	statusBody := map[string]any{"apiVersion": "v1", "kind": "ReplicationController", "metadata": map[string]any{"name": "web", "namespace": "ns1", "resourceVersion": "40"},
+		"status": map[string]any{"replicas": int64(1)}}
+	relabelled := rc("43", map[string]any{"app": "web", "tier": "a"}, map[string]any{"replicas": int64(1)})
+	lines := []string{
+		event{id: "status", verb: "update", version: "v1", resource: "replicationcontrollers", sub: "status", ns: "ns1", name: "web",
+			code: 200, received: at(t, 2), req: statusBody, resp: rc("41", map[string]any{"app": "web"}, map[string]any{"replicas": int64(1)})}.line(t),
+		event{id: "scale", verb: "update", version: "v1", resource: "replicationcontrollers", sub: "scale", ns: "ns1", name: "web",
+			code: 200, received: at(t, 4), req: scale("41"), resp: scale("42")}.line(t),
+		event{id: "label", verb: "patch", version: "v1", resource: "replicationcontrollers", ns: "ns1", name: "web",
+			code: 200, received: at(t, 6), req: map[string]any{"metadata": map[string]any{"labels": map[string]any{"tier": "a"}}}, resp: relabelled}.line(t),
+	}
+	_, recs := replayLinesWith(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{pScale, pRC}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{bScale, bRC},
+		[]any{rc("40", map[string]any{"tier": "x"}, map[string]any{"replicas": int64(0)})}, lines...)
+	if rec := recs["scale"]; rec == nil || rec.Decision != DecisionAdmit || len(rec.Disagreements) > 0 {
+		t.Errorf("scale: record = %s (%v), want admit", describeRecord(rec), rec.Disagreements)
+	}
+	if rec := recs["label"]; rec == nil || rec.Decision != DecisionAdmit || len(rec.Disagreements) > 0 {
+		t.Errorf("label: record = %s (%v), want admit (the object it updates is the scale's, resourceVersion 42)", describeRecord(rec), rec.Disagreements)
+	}
+}
