@@ -1,8 +1,11 @@
 package replay
 
 import (
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -84,6 +87,52 @@ func TestAuthorizerChecks(t *testing.T) {
 			rec := replayLine(t, r, line, "c")
 			if rec == nil || rec.Decision != tc.decision || rec.Reason != tc.reason || !strings.Contains(rec.Indeterminate, tc.reasonText) {
 				t.Errorf("record = %s, want %s %s %q", describeRecord(rec), tc.decision, tc.reason, tc.reasonText)
+			}
+		})
+	}
+}
+
+// TestAuthorizerChecksOfPatchVariants: a patch the log does not give the content type of is
+// served as each type it may have been sent as; where the variants ask the authorizer the same
+// checks, the server answers them alike, and whether those answers matter is the decision's,
+// as for any request (a policy that refuses whatever the authorizer answers refuses). The
+// variants were told apart for their authorizer checks alone before: a refusal the same in
+// both was indeterminate, patch-type (random parity seed r:1532, a FlowSchema's patch).
+func TestAuthorizerChecksOfPatchVariants(t *testing.T) {
+	t.Parallel()
+	const allowed = "authorizer.group('').resource('secrets').namespace('ns1').check('get').allowed()"
+	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "web", "namespace": "ns1", "resourceVersion": "10", "uid": "u1"},
+		"spec":   map[string]any{"containers": []any{map[string]any{"name": "c", "image": "i"}}},
+		"status": map[string]any{"phase": "Pending", "conditions": []any{map[string]any{"type": "PodScheduled", "status": "True"}}}}
+	// One condition as a merge patch, two as a strategic merge patch.
+	patch := map[string]any{"status": map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": "False"}}}}
+	for _, tc := range []struct {
+		name, expr string
+		want       string
+		reasons    []Reason
+	}{
+		{name: "refused whatever it answers", expr: allowed + " && false", want: DecisionDeny},
+		{name: "admitted whatever it answers", expr: allowed + " || true", want: DecisionAdmit},
+		{name: "refused as it answers", expr: "!" + allowed, want: DecisionIndeterminate, reasons: []Reason{ReasonAuthorizer}},
+		{name: "as it answers and as the patch was sent", expr: "!" + allowed + " || size(object.status.conditions) == 1", want: DecisionIndeterminate,
+			reasons: []Reason{ReasonAuthorizer, ReasonPatchType}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, b := levelPolicy("conds", "pods/status", admissionregistrationv1.Update, nil, tc.expr)
+			code, message := int32(200), ""
+			if tc.want == DecisionDeny {
+				code, message = 422, `pods "web" is forbidden: ValidatingAdmissionPolicy 'conds' with binding 'conds' denied request: denied by conds`
+			}
+			patched := levelEvent(t, "2", auditlog.LevelRequestResponse, "patch", "pods", "ns1", "web", code, message, patch, nil)
+			patched = replaceOnce(t, patched, `/pods/web"`, `/pods/web/status"`)
+			patched = replaceOnce(t, patched, `"resource":"pods"`, `"resource":"pods","subresource":"status"`)
+			patched = replaceOnce(t, patched, `"groups":["system:masters"]`, `"groups":["system:authenticated"]`)
+			recs := replayChecked(t, p, b, false,
+				timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "pods", "ns1", "web", 201, "", pod, pod), "01.000000", "01.001000", nil),
+				timedEvent(t, patched, "02.000000", "02.001000", nil))
+			rec := recs["2"]
+			if rec == nil || rec.Decision != tc.want || (tc.want == DecisionIndeterminate) != slices.Contains(tc.reasons, rec.Reason) {
+				t.Fatalf("request 2: %s, want %s %v", describeRecord(rec), tc.want, tc.reasons)
 			}
 		})
 	}

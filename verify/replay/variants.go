@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/admission"
 
+	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/internal/apiserver"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
@@ -150,11 +151,26 @@ func servedDiff(a, b served) string {
 		return "the response"
 	}
 	for i := range a.calls {
-		if d := outcomeDiff(a.calls[i].dec, b.calls[i].dec); d != "" {
+		if d := outcomeDiff(unanswered(a.calls[i].dec, b.calls[i].dec)); d != "" {
 			return d
 		}
 	}
 	return ""
+}
+
+// unanswered are two variants' decisions without the authorizer checks they asked where they
+// asked the same: the server answers one request's checks alike whatever it was sent as, so
+// those tell them apart no more than the answers they were evaluated with do; whether the
+// answers the log does not hold change the decision is the request's (answersAlike). Otherwise
+// they are as they are (outcomeDiff tells them apart for their checks).
+func unanswered(a, b *verify.Decision) (*verify.Decision, *verify.Decision) {
+	ca, cb := verify.Configured(a.Authorizer), verify.Configured(b.Authorizer)
+	if len(ca) == 0 || !slices.Equal(ca, cb) {
+		return a, b
+	}
+	a2, b2 := *a, *b
+	a2.Authorizer, b2.Authorizer = nil, nil
+	return &a2, &b2
 }
 
 // sendVariants are the ways the request may have been sent: a patch as each content type its
@@ -321,20 +337,30 @@ func forgetAcross(vs []served) {
 		return
 	}
 	for i := range vs[0].calls {
-		unknown := map[string]string{}
+		var decs []*verify.Decision
 		for _, v := range vs {
 			if i < len(v.calls) && v.calls[i].dec != nil {
-				for k, why := range v.calls[i].dec.UnknownAnnotations {
-					unknown[k] = why
-				}
+				decs = append(decs, v.calls[i].dec)
 			}
 		}
-		for _, k := range slices.Sorted(maps.Keys(unknown)) {
-			for _, v := range vs {
-				if i < len(v.calls) && v.calls[i].dec != nil {
-					v.calls[i].dec.Forget(k, unknown[k])
-				}
+		forgetUnknown(decs)
+	}
+}
+
+// forgetUnknown forgets in each decision the audit annotations one of them does not know
+// (verify.Decision.UnknownAnnotations), with the first one's why.
+func forgetUnknown(decs []*verify.Decision) {
+	unknown := map[string]string{}
+	for _, d := range decs {
+		for k, why := range d.UnknownAnnotations {
+			if _, ok := unknown[k]; !ok {
+				unknown[k] = why
 			}
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(unknown)) {
+		for _, d := range decs {
+			d.Forget(k, unknown[k])
 		}
 	}
 }
