@@ -876,3 +876,61 @@ func TestExportMalformedEventField(t *testing.T) {
 		})
 	}
 }
+
+// TestGKEJSONPatchFirstAttempt: a JSON patch that ran concurrently with a merge patch of the same
+// ConfigMap, whose write was committed first: the store's first attempt read the version before
+// it, and the audit event keeps that attempt's annotations. GKE's entry holds the response and
+// not the patch (an array, which its request object cannot be): what the patch made of the
+// older version is not known, so the annotations the log records are not claimed to be the last
+// attempt's (random parity controllers seed c:787, a GKE sink stamped when received, where the
+// replay took the body for one that does not apply and the first attempt for one that
+// published nothing).
+func TestGKEJSONPatchFirstAttempt(t *testing.T) {
+	t.Parallel()
+	const expr = "int(object.data['n']) != 7"
+	p, b := levelPolicy("n", "configmaps", admissionregistrationv1.Update, nil, expr)
+	b.Spec.ValidationActions = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Audit}
+	cm := func(rv string, data map[string]any, labels map[string]any) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c1", "namespace": "a", "uid": "u-c1",
+			"resourceVersion": rv, "creationTimestamp": "2026-11-24T00:00:00Z", "labels": labels}, "data": data}
+	}
+	failure := func(err string) map[string]string {
+		return map[string]string{ValidationFailureAnnotation: `[{"message":"expression '` + expr + `' resulted in error: ` + err + `","policy":"n","binding":"n","expressionIndex":0,"validationActions":["Audit"]}]`}
+	}
+	// The merge patch, received after the JSON patch and completed before it.
+	merged := timedEvent(t, levelEvent(t, "merge", auditlog.LevelRequestResponse, "patch", "configmaps", "a", "c1", 200, "",
+		map[string]any{"data": map[string]any{"n": "x"}}, cm("11", map[string]any{"a": "1", "n": "x"}, nil)), "01.005000", "01.008000", failure("type conversion error from 'string' to 'int'"))
+	// The JSON patch: its first attempt read version 10, without n.
+	jsonPatch := levelEvent(t, "json", auditlog.LevelRequestResponse, "patch", "configmaps", "a", "c1", 200, "",
+		map[string]any{"placeholder": true}, cm("12", map[string]any{"a": "1", "n": "x"}, map[string]any{"x": "y"}))
+	jsonPatch = replaceOnce(t, jsonPatch, `{"placeholder":true}`, `[{"op":"add","path":"/metadata/labels","value":{"x":"y"}}]`)
+	jsonPatch = timedEvent(t, jsonPatch, "01.000000", "01.020000", failure("no such key: n"))
+	snapshot := []any{cm("10", map[string]any{"a": "1"}, nil)}
+	ps, bs := []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}
+
+	// The log backend's: the patch's first attempt on version 10 gives the annotations recorded.
+	sum, got := replayLinesWith(t, ps, bs, snapshot, merged, jsonPatch)
+	if len(sum.Disagreements) != 0 {
+		t.Errorf("the log: disagreements: %v", sum.Disagreements)
+	}
+	if rec := got["json"]; rec == nil || rec.Decision != DecisionAdmit {
+		t.Errorf("the log: %s, want admit", describeRecord(rec))
+	}
+	// GKE's, stamped when received or when completed.
+	for _, stamp := range []exporttest.GKEStamp{exporttest.StampReceived, exporttest.StampCompleted} {
+		wrapped, err := exporttest.WrapGKE(exporttest.GKESink, []byte(merged+"\n"+jsonPatch+"\n"), stamp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(wrapped, []byte(`"op":"add"`)) {
+			t.Fatalf("the GKE entry holds the JSON patch: %s", wrapped)
+		}
+		sum, got := replayLinesWith(t, ps, bs, snapshot, strings.Split(strings.TrimSpace(string(wrapped)), "\n")...)
+		if len(sum.Disagreements) != 0 {
+			t.Errorf("GKE (stamp %d): disagreements: %v", stamp, sum.Disagreements)
+		}
+		if rec := got["json"]; rec == nil || rec.Decision == DecisionDeny {
+			t.Errorf("GKE (stamp %d): %s, want admit or indeterminate", stamp, describeRecord(rec))
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -226,6 +227,21 @@ func objectNotLogged(ev *Event, t target) bool {
 		return false
 	}
 	return kubescheme.Knows(t.reqKind)
+}
+
+// bodyLost says whether the export the event was read from lost the body of a write whose
+// objects it carries: an envelope that infers the level from the objects it holds (GKE's
+// entry, which holds a JSON patch's array nowhere: its request is an object) gives one with a
+// response and no request. The response is what the last attempt wrote; what the body makes of
+// another version (a first attempt's, a concurrent write's) is not known.
+func bodyLost(ev *Event) bool {
+	switch ev.Verb {
+	case "update", "patch", "apply":
+	default:
+		return false
+	}
+	body := bytes.TrimSpace(ev.RequestObject)
+	return ev.Loss.Lost.Has(auditlog.LostLevel) && levelLogsBody(ev.Level) && (len(body) == 0 || string(body) == "null")
 }
 
 // standInObject gives b a stand-in for the object of a write whose object the log does not

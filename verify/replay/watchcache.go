@@ -263,6 +263,12 @@ func warningSet(ws []string) []string {
 // otherwise (the log's response is the live attempt's result). nil when the attempt would not
 // have reached validating admission.
 func (r *Replayer) decideOn(ctx context.Context, w evalWorker, j *job, p state.Prior) (*verify.Decision, error) {
+	if bodyLost(j.ev) {
+		// Sent with no body, the request fails before admission and would publish nothing
+		// (random parity controllers seed c:787, a JSON patch's first attempt in a GKE export,
+		// whose annotations the log keeps, claimed to be the last attempt's).
+		return nil, &indeterminateError{because(ReasonNoObject, "the "+j.ev.Verb+"'s body, which "+j.ev.Loss.Export+" does not carry (the response is what its last attempt wrote): what it made of "+p.Source)}
+	}
 	if srv, err := pipelineServer(); err == nil && srv.Serves(j.t.gvr, j.t.sub) && !j.t.reqKind.Empty() && !objectNotLogged(j.ev, j.t) {
 		return r.decideServedOn(ctx, w, j, p)
 	}
