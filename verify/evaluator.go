@@ -58,9 +58,9 @@ type Evaluator struct {
 	// mapOrder names the audit annotations and messageExpressions whose values may follow the
 	// order CEL iterates a map in (WithMapOrder).
 	mapOrder vapccel.MapOrder
-	// answer, when set, is the decision every check of the configured authorizer gets
-	// (AnsweringAuthorizer).
-	answer *authorizer.Decision
+	// answer, when set, answers every check of the configured authorizer
+	// (AnsweringChecks).
+	answer func(AuthorizerCheck) authorizer.Decision
 }
 
 // AnsweringAuthorizer runs f with every check the configured authorizer answers (those of
@@ -68,18 +68,34 @@ type Evaluator struct {
 // authorizer's answers and asks whether they change a decision. The Evaluator must not be used
 // concurrently while f runs.
 func (e *Evaluator) AnsweringAuthorizer(d authorizer.Decision, f func()) {
-	e.answer = &d
+	e.AnsweringChecks(func(AuthorizerCheck) authorizer.Decision { return d }, f)
+}
+
+// AnsweringChecks runs f with each check the configured authorizer answers (those of members
+// of system:masters excepted) answered by answer, given the check (its Decision, Reason and
+// Error empty): for a caller that tries the answers one check may get apart from another's
+// (RBAC may allow a user to get secrets and not to delete them). The Evaluator must not be
+// used concurrently while f runs.
+func (e *Evaluator) AnsweringChecks(answer func(AuthorizerCheck) authorizer.Decision, f func()) {
+	e.answer = answer
 	defer func() { e.answer = nil }()
 	f()
 }
 
-// authorizer is the authorizer the policies' checks ask: the configured one, or the answer
-// AnsweringAuthorizer gives.
+// authorizer is the authorizer the policies' checks ask: the configured one, or the answers
+// AnsweringChecks gives.
 func (e *Evaluator) authorizer() authorizer.UnconditionalAuthorizer {
 	if e.answer != nil {
-		return fixedAuthorizer{*e.answer, "vapc: an answer the replay tries"}
+		return answeringAuthorizer(e.answer)
 	}
 	return e.authz
+}
+
+// answeringAuthorizer answers a check as the function does.
+type answeringAuthorizer func(AuthorizerCheck) authorizer.Decision
+
+func (f answeringAuthorizer) Authorize(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	return f(checkOf(a)), "vapc: an answer the replay tries", nil
 }
 
 // WithMapOrder names the audit annotations and validations' messageExpressions, by policy

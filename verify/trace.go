@@ -163,14 +163,18 @@ func (r recordingAuthorizer) Authorize(ctx context.Context, a authorizer.Attribu
 	if !privileged {
 		d, reason, err = r.inner.Authorize(ctx, a)
 	}
-	c := AuthorizerCheck{
-		Verb:       a.GetVerb(),
-		Namespace:  a.GetNamespace(),
-		Name:       a.GetName(),
-		Decision:   decisionString(d),
-		Reason:     reason,
-		Privileged: privileged,
+	c := checkOf(a)
+	c.Decision, c.Reason, c.Privileged = decisionString(d), reason, privileged
+	if err != nil {
+		c.Error = err.Error()
 	}
+	*r.checks = append(*r.checks, c)
+	return d, reason, err
+}
+
+// checkOf is the check the attributes ask, without its answer.
+func checkOf(a authorizer.Attributes) AuthorizerCheck {
+	c := AuthorizerCheck{Verb: a.GetVerb(), Namespace: a.GetNamespace(), Name: a.GetName()}
 	if u := a.GetUser(); u != nil {
 		c.User = u.GetName()
 	}
@@ -179,11 +183,7 @@ func (r recordingAuthorizer) Authorize(ctx context.Context, a authorizer.Attribu
 	} else {
 		c.Path = a.GetPath()
 	}
-	if err != nil {
-		c.Error = err.Error()
-	}
-	*r.checks = append(*r.checks, c)
-	return d, reason, err
+	return c
 }
 
 func decisionString(d authorizer.Decision) string {

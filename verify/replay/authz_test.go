@@ -114,6 +114,10 @@ func TestAuthorizerChecksOfPatchVariants(t *testing.T) {
 		{name: "refused whatever it answers", expr: allowed + " && false", want: DecisionDeny},
 		{name: "admitted whatever it answers", expr: allowed + " || true", want: DecisionAdmit},
 		{name: "refused as it answers", expr: "!" + allowed, want: DecisionIndeterminate, reasons: []Reason{ReasonAuthorizer}},
+		// Alike when it allows both checks and when it allows neither: refused when it allows
+		// one and not the other, as RBAC that grants get and not delete does.
+		{name: "refused as it answers each", expr: "!(" + allowed + " && !" + strings.Replace(allowed, "check('get')", "check('delete')", 1) + ")", want: DecisionIndeterminate,
+			reasons: []Reason{ReasonAuthorizer}},
 		{name: "as it answers and as the patch was sent", expr: "!" + allowed + " || size(object.status.conditions) == 1", want: DecisionIndeterminate,
 			reasons: []Reason{ReasonAuthorizer, ReasonPatchType}},
 	} {

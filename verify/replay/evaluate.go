@@ -658,7 +658,7 @@ func (d *rebuiltDecider) numbers(eval Evaluator, view *state.StateView, dec *ver
 
 // alikeAnswered says whether the request decides alike with its object and with other (its
 // whole numbers as doubles) whatever the authorizer checks the log does not answer answered:
-// with every such check allowed, and with none, the two outcomes are the same (the checks
+// with each such check allowed or not, on its own (answerWorlds), the two outcomes are the same (the checks
 // aside, which outcomeDiff takes as a difference: a validation that asks one beside a
 // condition that settles it, seed c:648).
 func (d *rebuiltDecider) alikeAnswered(eval Evaluator, view *state.StateView, other *unstructured.Unstructured) bool {
@@ -673,20 +673,16 @@ func (d *rebuiltDecider) alikeAnswered(eval Evaluator, view *state.StateView, ot
 	}
 	obj := d.b.req.Object
 	defer func() { d.b.req.Object = obj }()
-	for _, answer := range []authorizer.Decision{authorizer.DecisionAllow, authorizer.DecisionNoOpinion} {
-		var x, y *verify.Decision
-		var xerr, yerr error
-		a.AnsweringAuthorizer(answer, func() {
-			d.b.req.Object = obj
-			x, xerr = d.evaluate(eval, view)
-			d.b.req.Object = other
-			y, yerr = d.evaluate(eval, view)
-		})
+	return answerWorlds(a, func() ([]verify.AuthorizerCheck, bool) {
+		d.b.req.Object = obj
+		x, xerr := d.evaluate(eval, view)
+		d.b.req.Object = other
+		y, yerr := d.evaluate(eval, view)
 		if xerr != nil || yerr != nil || x == nil || y == nil || outcomeDiff(without(x), without(y)) != "" {
-			return false
+			return nil, false
 		}
-	}
-	return true
+		return append(verify.Configured(x.Authorizer), verify.Configured(y.Authorizer)...), true
+	})
 }
 
 // hasMutatingPolicies says whether eval runs MutatingAdmissionPolicies.
@@ -771,17 +767,71 @@ func (d *rebuiltDecider) evaluate(eval Evaluator, view *state.StateView) (*verif
 type evaluateOn func(eval Evaluator, view *state.StateView) (*verify.Decision, error)
 
 // answeringEvaluator is an Evaluator whose authorizer's answers a caller may set
-// (verify.Evaluator.AnsweringAuthorizer).
+// (verify.Evaluator.AnsweringChecks).
 type answeringEvaluator interface {
-	AnsweringAuthorizer(d authorizer.Decision, f func())
+	AnsweringChecks(answer func(verify.AuthorizerCheck) authorizer.Decision, f func())
+}
+
+// maxAnswerWorlds bounds how many times answerWorlds evaluates a request: a decision that asks
+// more checks than that many ways of answering them tell apart is not tried (six checks asked
+// one after the other, each only where the one before was allowed, take twelve).
+const maxAnswerWorlds = 64
+
+// answerWorlds runs eval once for each way the authorizer may answer the configured checks
+// its evaluations ask, each allowed or not on its own (RBAC may allow a user to get secrets
+// and not to delete them): the checks one evaluation asks, answered allow where no answer was
+// chosen yet, are tried each way in turn, and so are those the evaluations of each way ask. eval
+// returns the configured checks it asked, or false to stop. answerWorlds says whether it tried
+// every way (within maxAnswerWorlds) without eval stopping.
+func answerWorlds(a answeringEvaluator, eval func() ([]verify.AuthorizerCheck, bool)) bool {
+	key := func(c verify.AuthorizerCheck) verify.AuthorizerCheck {
+		c.Decision, c.Reason, c.Error, c.Privileged = "", "", "", false
+		return c
+	}
+	runs := 0
+	var walk func(chosen map[verify.AuthorizerCheck]authorizer.Decision) bool
+	walk = func(chosen map[verify.AuthorizerCheck]authorizer.Decision) bool {
+		if runs == maxAnswerWorlds {
+			return false
+		}
+		runs++
+		var asked []verify.AuthorizerCheck
+		ok := false
+		a.AnsweringChecks(func(c verify.AuthorizerCheck) authorizer.Decision {
+			if d, ok := chosen[key(c)]; ok {
+				return d
+			}
+			return authorizer.DecisionAllow
+		}, func() { asked, ok = eval() })
+		if !ok {
+			return false
+		}
+		for _, c := range asked {
+			k := key(c)
+			if _, done := chosen[k]; done {
+				continue
+			}
+			for _, d := range []authorizer.Decision{authorizer.DecisionAllow, authorizer.DecisionNoOpinion} {
+				next := maps.Clone(chosen)
+				next[k] = d
+				if !walk(next) {
+					return false
+				}
+			}
+			return true
+		}
+		return true // every check it asked was answered as chosen
+	}
+	return walk(map[verify.AuthorizerCheck]authorizer.Decision{})
 }
 
 // answersAlike says whether the decision dec, which asked the authorizer checks the log does
-// not answer, is the same whatever they answered: evaluated again with every such check
-// allowed, and with none, the response, refusals, warnings and audit annotations are dec's (a
-// false matchCondition beside the check, a validation that fails before it, a binding that
-// only audits; helper exAB). A check's error, which only a webhook authorizer gives, is not
-// tried.
+// not answer, is the same whatever they answered: evaluated again with each such check allowed
+// or not, on its own (answerWorlds), the response, refusals, warnings and audit annotations are
+// dec's (a false matchCondition beside the check, a validation that fails before it, a binding
+// that only audits; helper exAB). A check's error, which only a webhook authorizer gives, is not
+// tried. Tried with every check allowed and with none alone, a policy that refuses a user who
+// may get secrets and not delete them was claimed to admit.
 func (r *Replayer) answersAlike(w evalWorker, j *job, dec *verify.Decision, evaluateOn evaluateOn) (alike bool, differing []string) {
 	a, ok := w.eval.(answeringEvaluator)
 	if !ok {
@@ -789,12 +839,10 @@ func (r *Replayer) answersAlike(w evalWorker, j *job, dec *verify.Decision, eval
 	}
 	diff := map[string]bool{}
 	var worlds []*verify.Decision
-	for _, d := range []authorizer.Decision{authorizer.DecisionAllow, authorizer.DecisionNoOpinion} {
-		var again *verify.Decision
-		var err error
-		a.AnsweringAuthorizer(d, func() { again, err = evaluateOn(w.eval, j.view) })
+	tried := answerWorlds(a, func() ([]verify.AuthorizerCheck, bool) {
+		again, err := evaluateOn(w.eval, j.view)
 		if err != nil || again == nil {
-			return false, nil
+			return nil, false
 		}
 		worlds = append(worlds, again)
 		for k, v := range dec.AuditAnnotations {
@@ -807,6 +855,10 @@ func (r *Replayer) answersAlike(w evalWorker, j *job, dec *verify.Decision, eval
 				diff[k] = true
 			}
 		}
+		return verify.Configured(again.Authorizer), true
+	})
+	if !tried {
+		return false, nil
 	}
 	// Alike but for the audit annotations the answers give.
 	without := func(d *verify.Decision) *verify.Decision {
