@@ -1040,3 +1040,62 @@ func TestGivenOwnResponseExported(t *testing.T) {
 		})
 	}
 }
+
+// TestGivenSourceSlowCompile: past the policy source's window after a binding's create, the
+// binding is in effect likely, not surely, for as long again (a loaded server compiles late:
+// random parity controllers seed c:787, an observer binding not in effect 2.8 s after its
+// create completed, whose audit annotations the replay claimed). A request there is decided
+// by what its own response shows (an admit the binding would have refused, the binding's
+// denial), or without claiming what a binding that refuses nothing gave; past that band, with
+// the binding.
+func TestGivenSourceSlowCompile(t *testing.T) {
+	t.Parallel()
+	lines := []string{
+		admissionWrite(t, "vap", "create", "validatingadmissionpolicies", "late", "01.000", 201, "", nil, nil),
+		admissionWrite(t, "vapb", "create", "validatingadmissionpolicybindings", "late", "01.002", 201, "", nil, nil),
+		createdIn(t, "configmaps", "ConfigMap", "x-slow", "03.800", 201, "late"),
+		createdIn(t, "configmaps", "ConfigMap", "x-denied", "03.900", 422, "late"),
+		createdIn(t, "configmaps", "ConfigMap", "x-after", "07.000", 422, "late"),
+	}
+	for _, tc := range []struct {
+		name    string
+		actions []admissionregistrationv1.ValidationAction
+		check   bool
+		want    map[string]string
+	}{
+		{name: "denies, checked", actions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}, check: true,
+			want: map[string]string{"x-slow": "admit certain", "x-denied": "deny certain", "x-after": "deny certain"}},
+		{name: "denies", actions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			want: map[string]string{"x-slow": "admit certain", "x-denied": "deny certain", "x-after": "deny certain"}},
+		// It refuses nothing: its validation_failure entry, which the log shows or not as the
+		// policy source had compiled it, is not claimed there.
+		{name: "audits", actions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Audit},
+			want: map[string]string{"x-slow": "admit certain"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			late, lateB := levelPolicy("late", "configmaps", admissionregistrationv1.Create, nil, "false")
+			lateB.Spec.ValidationActions = tc.actions
+			_, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{late}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{lateB},
+				[]Option{WithCheckRecorded(tc.check)}, Source{Name: writeLog(t, t.TempDir(), "audit.log", lines)})
+			got := map[string]string{}
+			for name := range tc.want {
+				got[name] = "none"
+				for _, rec := range recs {
+					if rec.Name == name {
+						got[name] = string(rec.Decision) + " " + string(rec.Certainty)
+						if len(rec.Disagreements) > 0 {
+							got[name] += fmt.Sprint(" ", rec.Disagreements)
+						}
+						if name == "x-slow" && rec.AuditAnnotations[ValidationFailureAnnotation] != "" {
+							got[name] += " claiming " + rec.AuditAnnotations[ValidationFailureAnnotation]
+						}
+					}
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("decisions (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
