@@ -77,8 +77,9 @@ func (e *Evaluator) AnsweringAuthorizer(d authorizer.Decision, f func()) {
 // (RBAC may allow a user to get secrets and not to delete them). The Evaluator must not be
 // used concurrently while f runs.
 func (e *Evaluator) AnsweringChecks(answer func(AuthorizerCheck) authorizer.Decision, f func()) {
+	prev := e.answer
 	e.answer = answer
-	defer func() { e.answer = nil }()
+	defer func() { e.answer = prev }() // (called within another's f: alikeAnswered within answersAlike)
 	f()
 }
 

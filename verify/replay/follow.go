@@ -339,7 +339,7 @@ func (w writeReplay) restated() (*writeResult, string, string) {
 		state.ResourceVersion(resp.GetResourceVersion()) == held || !(derivesScale(w.t) || sameKind(resp, w.t.mainKind)) {
 		return &writeResult{}, "", ""
 	}
-	if apiserver.DefaultedOnRead(w.t.gvr.GroupResource()) && len(w.p.Unknowns) == 0 && !isApply(w.ev) {
+	if apiserver.DefaultedOnRead(w.t.gvr.GroupResource()) && len(w.p.Unknowns) == 0 && len(old.GetManagedFields()) > 0 && !isApply(w.ev) {
 		// The State holds the object as the server reads it, which its defaulting fills where
 		// the stored bytes lack (a status update's body without labels stores an RC without
 		// them): the server's update of what it read, the replay's pipeline's, writes it when

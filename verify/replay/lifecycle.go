@@ -163,6 +163,9 @@ type givenChange struct {
 	// soon says it came within the policy source's second after the change before it (a
 	// delete and a create again), which the policy source may not have compiled either.
 	soon bool
+	// spec says it changed the spec of a pair there before and after (lifecyclespec.go),
+	// not whether it is there.
+	spec bool
 }
 
 // change is a create or delete of k by the write ev, at by.
@@ -872,7 +875,9 @@ func (l *lifecycle) at(file string, ev *Event, window time.Duration) givenAt {
 		}
 		// A request received before the change completed (logged after it) is unsure too.
 		since := received.Sub(c.done)
-		if since >= band || since >= window && l.absent[k] {
+		if since >= band || since >= window && (l.absent[k] || c.spec) {
+			// (Past the window a spec change is settled as before: the copy it replaced is
+			// kept for the window only, lifecyclespec.go.)
 			return "", settled
 		}
 		if c, ok := l.compiled[k]; ok && c.file == file && !received.Before(c.at) || own[k] {

@@ -170,7 +170,7 @@ func (l *lifecycle) followSpec(k givenKey, ev *Event, by string) {
 			// The policy source compiles the change up to a second later (a create is a
 			// change already); a verdict of the pair is no evidence it had (soon): the
 			// other spec may give it too.
-			l.setChange(k, givenChange{done: done, received: ev.Received(), by: by, soon: true})
+			l.setChange(k, givenChange{done: done, received: ev.Received(), by: by, soon: true, spec: true})
 		}
 		if prev.changed.why != "" {
 			// The copy before this write, when it differed from the given one, is what the
