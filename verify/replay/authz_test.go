@@ -5,11 +5,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
-
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/utils/ptr"
+
+	"github.com/vapc-dev/vapc/verify"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
 // TestAuthorizerChecks: the log does not answer a policy's authorizer checks, except for a
@@ -137,6 +139,79 @@ func TestAuthorizerChecksOfPatchVariants(t *testing.T) {
 			rec := recs["2"]
 			if rec == nil || rec.Decision != tc.want || (tc.want == DecisionIndeterminate) != slices.Contains(tc.reasons, rec.Reason) {
 				t.Fatalf("request 2: %s, want %s %v", describeRecord(rec), tc.want, tc.reasons)
+			}
+		})
+	}
+}
+
+// answering is an answeringEvaluator whose runs call answer for each check they ask.
+type answering struct {
+	answer func(verify.AuthorizerCheck) authorizer.Decision
+}
+
+func (a *answering) AnsweringChecks(answer func(verify.AuthorizerCheck) authorizer.Decision, f func()) {
+	prev := a.answer
+	a.answer = answer
+	defer func() { a.answer = prev }()
+	f()
+}
+
+// TestAnswerWorlds: answerWorlds tries every way the checks a decision asks may be answered,
+// each on its own (the ways a policy tells apart that every check allowed and none allowed do
+// not: get allowed and delete not), the checks a way asks that another does not as well, and
+// gives up past maxAnswerWorlds runs.
+func TestAnswerWorlds(t *testing.T) {
+	t.Parallel()
+	check := func(verb string) verify.AuthorizerCheck {
+		return verify.AuthorizerCheck{User: "u", Verb: verb, Resource: "secrets"}
+	}
+	for _, tc := range []struct {
+		name string
+		// decide asks checks through ask and gives the outcome.
+		decide func(ask func(string) bool) bool
+		alike  bool // the outcome the same in every way
+		tried  bool // every way tried
+	}{
+		{name: "one check", decide: func(ask func(string) bool) bool { return ask("get") }, tried: true},
+		{name: "alike when all or none are allowed", decide: func(ask func(string) bool) bool { return !(ask("get") && !ask("delete")) }, tried: true},
+		{name: "asked only where another is allowed", decide: func(ask func(string) bool) bool {
+			return !ask("get") || !ask("list") || ask("delete")
+		}, tried: true},
+		{name: "refused whatever it answers", decide: func(ask func(string) bool) bool { return ask("get") && false }, alike: true, tried: true},
+		{name: "six each asked", decide: func(ask func(string) bool) bool {
+			n := 0
+			for _, v := range []string{"a", "b", "c", "d", "e", "f"} {
+				if ask(v) {
+					n++
+				}
+			}
+			return n >= 0
+		}, alike: true, tried: true},
+		{name: "seven each asked", decide: func(ask func(string) bool) bool {
+			for _, v := range []string{"a", "b", "c", "d", "e", "f", "g"} {
+				ask(v)
+			}
+			return true
+		}, alike: true, tried: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := &answering{}
+			outcomes := map[bool]bool{}
+			tried := answerWorlds(a, func() ([]verify.AuthorizerCheck, bool) {
+				var asked []verify.AuthorizerCheck
+				outcome := tc.decide(func(verb string) bool {
+					c := check(verb)
+					asked = append(asked, c)
+					return a.answer(c) == authorizer.DecisionAllow
+				})
+				outcomes[outcome] = true
+				return asked, true
+			})
+			if tried != tc.tried {
+				t.Errorf("tried every way = %v, want %v", tried, tc.tried)
+			}
+			if tc.tried && (len(outcomes) == 1) != tc.alike {
+				t.Errorf("outcomes %v, want alike %v", outcomes, tc.alike)
 			}
 		})
 	}

@@ -773,16 +773,17 @@ type answeringEvaluator interface {
 }
 
 // maxAnswerWorlds bounds how many times answerWorlds evaluates a request: a decision that asks
-// more checks than that many ways of answering them tell apart is not tried (six checks asked
-// one after the other, each only where the one before was allowed, take twelve).
+// more checks than that many ways of answering them tell apart is not tried (six checks each
+// asked whatever the others answer take 64; six asked one after the other, each only where the
+// one before was allowed, seven).
 const maxAnswerWorlds = 64
 
 // answerWorlds runs eval once for each way the authorizer may answer the configured checks
 // its evaluations ask, each allowed or not on its own (RBAC may allow a user to get secrets
-// and not to delete them): the checks one evaluation asks, answered allow where no answer was
-// chosen yet, are tried each way in turn, and so are those the evaluations of each way ask. eval
-// returns the configured checks it asked, or false to stop. answerWorlds says whether it tried
-// every way (within maxAnswerWorlds) without eval stopping.
+// and not to delete them): a check no answer was chosen for yet is answered allow, and the
+// checks a run asks are then tried not allowed too, one by one, and so are those the runs of
+// each way ask. eval returns the configured checks it asked, or false to stop. answerWorlds
+// says whether it tried every way (within maxAnswerWorlds) without eval stopping.
 func answerWorlds(a answeringEvaluator, eval func() ([]verify.AuthorizerCheck, bool)) bool {
 	key := func(c verify.AuthorizerCheck) verify.AuthorizerCheck {
 		c.Decision, c.Reason, c.Error, c.Privileged = "", "", "", false
@@ -790,6 +791,21 @@ func answerWorlds(a answeringEvaluator, eval func() ([]verify.AuthorizerCheck, b
 	}
 	runs := 0
 	var walk func(chosen map[verify.AuthorizerCheck]authorizer.Decision) bool
+	// expand tries the ways of answering the checks a run with chosen asked that no answer was
+	// chosen for: allowed, the run's own answer (the run is that way's too), and not allowed.
+	var expand func(chosen map[verify.AuthorizerCheck]authorizer.Decision, asked []verify.AuthorizerCheck) bool
+	expand = func(chosen map[verify.AuthorizerCheck]authorizer.Decision, asked []verify.AuthorizerCheck) bool {
+		for _, c := range asked {
+			k := key(c)
+			if _, done := chosen[k]; done {
+				continue
+			}
+			allowed, denied := maps.Clone(chosen), maps.Clone(chosen)
+			allowed[k], denied[k] = authorizer.DecisionAllow, authorizer.DecisionNoOpinion
+			return expand(allowed, asked) && walk(denied)
+		}
+		return true // every check it asked was answered as chosen
+	}
 	walk = func(chosen map[verify.AuthorizerCheck]authorizer.Decision) bool {
 		if runs == maxAnswerWorlds {
 			return false
@@ -803,24 +819,7 @@ func answerWorlds(a answeringEvaluator, eval func() ([]verify.AuthorizerCheck, b
 			}
 			return authorizer.DecisionAllow
 		}, func() { asked, ok = eval() })
-		if !ok {
-			return false
-		}
-		for _, c := range asked {
-			k := key(c)
-			if _, done := chosen[k]; done {
-				continue
-			}
-			for _, d := range []authorizer.Decision{authorizer.DecisionAllow, authorizer.DecisionNoOpinion} {
-				next := maps.Clone(chosen)
-				next[k] = d
-				if !walk(next) {
-					return false
-				}
-			}
-			return true
-		}
-		return true // every check it asked was answered as chosen
+		return ok && expand(chosen, asked)
 	}
 	return walk(map[verify.AuthorizerCheck]authorizer.Decision{})
 }
