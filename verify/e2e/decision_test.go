@@ -71,12 +71,12 @@ func (d *decisions) want(what string, err error, deny string) {
 	d.sent++
 	switch {
 	case deny == "" && err != nil:
-		d.t.Errorf("%s: %v, want admitted", what, err)
+		errorf(d.t, "%s: %v, want admitted", what, err)
 	case deny == "":
 	case err == nil:
-		d.t.Errorf("%s: admitted, want denied with %q", what, deny)
+		errorf(d.t, "%s: admitted, want denied with %q", what, deny)
 	case !strings.Contains(err.Error(), deny):
-		d.t.Errorf("%s: %v, want denied with %q", what, err, deny)
+		errorf(d.t, "%s: %v, want denied with %q", what, err, deny)
 	default:
 		if st, ok := statusOf(err); ok {
 			d.denied = append(d.denied, denial{what: what, auditID: d.lastAuditID(), code: st.Code, message: st.Message})
@@ -487,26 +487,26 @@ func checkReplayFrom(t *testing.T, log string, set policySet, denied []denial, f
 	// which the server's policy source had not compiled yet).
 	for _, dis := range sum.Disagreements {
 		rec := byID[dis.AuditID]
-		t.Errorf("disagreement at line %d (%s): %s", dis.Line, describeRecord(rec), dis.Detail)
+		errorf(t, "disagreement at line %d (%s): %s", dis.Line, describeRecord(rec), dis.Detail)
 	}
 	for _, rec := range byID {
 		if rec.Line < from {
 			continue
 		}
 		if rec.Decision == replay.DecisionIndeterminate && (byDesign == nil || !byDesign(rec)) {
-			t.Errorf("indeterminate at line %d (%s): %s", rec.Line, describeRecord(rec), rec.Indeterminate)
+			errorf(t, "indeterminate at line %d (%s): %s", rec.Line, describeRecord(rec), rec.Indeterminate)
 		}
 		if rec.Changed {
-			t.Errorf("line %d (%s): recorded %s, predicted %s", rec.Line, describeRecord(rec), rec.Recorded, rec.Decision)
+			errorf(t, "line %d (%s): recorded %s, predicted %s", rec.Line, describeRecord(rec), rec.Recorded, rec.Decision)
 		}
 	}
 	if sum.MalformedCount > 0 {
-		t.Errorf("%d malformed lines: %v", sum.MalformedCount, sum.Malformed)
+		errorf(t, "%d malformed lines: %v", sum.MalformedCount, sum.Malformed)
 	}
 	// A real server's log jitters by milliseconds: its clock never goes back as rotated logs
 	// concatenated out of order do.
 	if len(sum.ClockJumps) > 0 {
-		t.Errorf("the server's log taken for one whose clock goes back: %+v", sum.ClockJumps)
+		errorf(t, "the server's log taken for one whose clock goes back: %+v", sum.ClockJumps)
 	}
 	// Every denial the server returned to the test, predicted with the same code and message.
 	nested := 0
@@ -521,10 +521,10 @@ func checkReplayFrom(t *testing.T, log string, set policySet, denied []denial, f
 		}
 		switch {
 		case rec == nil:
-			t.Errorf("%s: the server denied (%d %q) but the replay has no record of audit ID %s", dn.what, dn.code, dn.message, dn.auditID)
+			errorf(t, "%s: the server denied (%d %q) but the replay has no record of audit ID %s", dn.what, dn.code, dn.message, dn.auditID)
 		case rec.Decision == replay.DecisionIndeterminate && byDesign != nil && byDesign(rec):
 		case rec.Decision != replay.DecisionDeny || rec.Code != dn.code || rec.Message != dn.message:
-			t.Errorf("%s: the server denied %d %q, the replay predicts %s %d %q", dn.what, dn.code, dn.message, rec.Decision, rec.Code, rec.Message)
+			errorf(t, "%s: the server denied %d %q, the replay predicts %s %d %q", dn.what, dn.code, dn.message, rec.Decision, rec.Code, rec.Message)
 		}
 	}
 	// Every denial of a loaded policy in the log, kubectl's included, predicted.
@@ -545,17 +545,17 @@ func checkReplayFrom(t *testing.T, log string, set policySet, denied []denial, f
 		rec := byID[string(e.AuditID)]
 		switch {
 		case rec == nil:
-			t.Errorf("%s %s: denied by %s but not evaluated by the replay", e.Verb, e.RequestURI, name)
+			errorf(t, "%s %s: denied by %s but not evaluated by the replay", e.Verb, e.RequestURI, name)
 		case rec.Decision == replay.DecisionIndeterminate && byDesign != nil && byDesign(rec):
 		case rec.Decision != replay.DecisionDeny || rec.Message != e.ResponseStatus.Message || rec.Code != e.ResponseStatus.Code:
-			t.Errorf("%s %s: the server denied %d %q, the replay predicts %s %d %q", e.Verb, e.RequestURI, e.ResponseStatus.Code, e.ResponseStatus.Message, rec.Decision, rec.Code, rec.Message)
+			errorf(t, "%s %s: the server denied %d %q, the replay predicts %s %d %q", e.Verb, e.RequestURI, e.ResponseStatus.Code, e.ResponseStatus.Message, rec.Decision, rec.Code, rec.Message)
 		}
 	})
 	if n < len(denied)-nested {
-		t.Errorf("the log holds %d denials of the policies, the test saw %d", n, len(denied))
+		errorf(t, "the log holds %d denials of the policies, the test saw %d", n, len(denied))
 	}
 	if sum.Evaluated < 50 {
-		t.Errorf("the replay evaluated %d requests, want the scenarios' (at least 50)", sum.Evaluated)
+		errorf(t, "the replay evaluated %d requests, want the scenarios' (at least 50)", sum.Evaluated)
 	}
 	return byID
 }

@@ -9,9 +9,12 @@ import (
 )
 
 // TestMain keeps the logs of kube-apiserver's code that replays run (the admission plugins it
-// loads) out of the test output, as vapc's main does.
+// loads) out of the test output, as vapc's main does, and repeats the first errors of each
+// failed test at the end (writeFailures).
 func TestMain(m *testing.M) {
 	klog.LogToStderr(false)
 	klog.SetOutput(io.Discard)
-	os.Exit(m.Run())
+	code := m.Run()
+	writeFailures(os.Stdout)
+	os.Exit(code)
 }

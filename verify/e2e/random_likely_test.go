@@ -49,9 +49,9 @@ func checkLikely(t *testing.T, log string, set policySet, byID map[string]*repla
 				otherSide++
 				t.Logf("%s: %s: recorded %s, predicted %s (likely), the server's an alternative: %v", name, describeRecord(rec), rec.Recorded, rec.Decision, rec.Alternatives)
 			case rec.Changed:
-				t.Errorf("%s: %s: recorded %s, predicted %s (%s), alternatives %v", name, describeRecord(rec), rec.Recorded, rec.Decision, rec.Certainty, rec.Alternatives)
+				errorf(t, "%s: %s: recorded %s, predicted %s (%s), alternatives %v", name, describeRecord(rec), rec.Recorded, rec.Decision, rec.Certainty, rec.Alternatives)
 			case checked != nil && checked.Decision != replay.DecisionIndeterminate && (checked.Decision != rec.Decision || !sameRefusal(checked, rec)):
-				t.Errorf("%s: %s (%s), with it: %s", name, describeRecord(rec), rec.Certainty, describeRecord(checked))
+				errorf(t, "%s: %s (%s), with it: %s", name, describeRecord(rec), rec.Certainty, describeRecord(checked))
 			}
 			if rec.Certainty == replay.CertaintyLikely {
 				likely++

@@ -145,7 +145,7 @@ func checkSnapshotReplay(t *testing.T, log string, set policySet, byID map[strin
 			err = os.WriteFile(dst+".tail", out.Bytes(), 0o644)
 		}
 		if err != nil {
-			t.Errorf("VAPC_KEEP_AUDIT: %v", err)
+			errorf(t, "VAPC_KEEP_AUDIT: %v", err)
 		}
 	}
 	checkReplayAgain(t, "the log's tail from a snapshot", []replay.Source{{Name: tail}}, active, set, byID, replay.WithSnapshot(snapFile))

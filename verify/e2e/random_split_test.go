@@ -46,7 +46,7 @@ func checkReplayAgain(t *testing.T, what string, sources []replay.Source, active
 		t.Fatalf("%s: replay: %v", what, err)
 	}
 	if sum.MalformedCount > 0 {
-		t.Errorf("%s: %d malformed lines: %v", what, sum.MalformedCount, sum.Malformed)
+		errorf(t, "%s: %d malformed lines: %v", what, sum.MalformedCount, sum.Malformed)
 	}
 	decided := func(rec *replay.Record) bool {
 		return rec != nil && rec.Decision != replay.DecisionIndeterminate
@@ -69,11 +69,11 @@ func checkReplayAgain(t *testing.T, what string, sources []replay.Source, active
 				onlyWhole++
 			}
 		case rec.Changed || len(rec.Disagreements) > 0:
-			t.Errorf("%s: %s: recorded %s, predicted %s %v", what, describeRecord(rec), rec.Recorded, rec.Decision, rec.Disagreements)
+			errorf(t, "%s: %s: recorded %s, predicted %s %v", what, describeRecord(rec), rec.Recorded, rec.Decision, rec.Disagreements)
 		case decided(rec) && decided(whole):
 			both++
 			if rec.Decision != whole.Decision || rec.Code != whole.Code || (!sameMessage(rec.Message, whole.Message) && !chanceRefusal(rec, whole)) {
-				t.Errorf("%s: %s, the whole log: %s", what, describeRecord(rec), describeRecord(whole))
+				errorf(t, "%s: %s, the whole log: %s", what, describeRecord(rec), describeRecord(whole))
 			}
 		case decided(rec):
 			onlyAgain++
@@ -82,7 +82,7 @@ func checkReplayAgain(t *testing.T, what string, sources []replay.Source, active
 		}
 	}
 	if len(active) > 0 && len(again) == 0 {
-		t.Errorf("%s: no record, the whole log %d requests", what, len(byID))
+		errorf(t, "%s: no record, the whole log %d requests", what, len(byID))
 	}
 	t.Logf("%s: %d decisions as the whole log's, %d decided only in the whole log, %d only here", what, both, onlyWhole, onlyAgain)
 	for why, n := range whyNot {
@@ -192,14 +192,14 @@ func checkStdinReplay(t *testing.T, log string, set policySet, byID map[string]*
 	if _, err := r.Run(context.Background(), []replay.Source{{Name: "-", Reader: bufio.NewReader(f)}}, func(rec *replay.Record) error {
 		seen++
 		if got, want := outcome(rec), outcome(byID[rec.AuditID]); got != want {
-			t.Errorf("standard input: %s: %s, the file's %s", rec, got, want)
+			errorf(t, "standard input: %s: %s, the file's %s", rec, got, want)
 		}
 		return nil
 	}); err != nil {
 		t.Fatalf("standard input: replay: %v", err)
 	}
 	if seen != len(byID) {
-		t.Errorf("standard input: %d records, the file's %d", seen, len(byID))
+		errorf(t, "standard input: %d records, the file's %d", seen, len(byID))
 	}
 }
 
@@ -219,7 +219,7 @@ func TestSameMessage(t *testing.T) {
 		{`configmaps "gen-?????" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b' denied request: refuses.`, false},
 	} {
 		if got := sameMessage(tc.msg, whole); got != tc.want {
-			t.Errorf("sameMessage(%q) = %v, want %v", tc.msg, got, tc.want)
+			errorf(t, "sameMessage(%q) = %v, want %v", tc.msg, got, tc.want)
 		}
 	}
 }

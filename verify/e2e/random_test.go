@@ -358,10 +358,10 @@ func randomParity(t *testing.T, seed uint64, steps int, controllers bool) {
 			err = os.WriteFile(dst, data, 0o644)
 		}
 		if err != nil {
-			t.Errorf("VAPC_KEEP_AUDIT: %v", err)
+			errorf(t, "VAPC_KEEP_AUDIT: %v", err)
 		}
 		if err := os.WriteFile(dst+".policies.yaml", []byte(strings.Join(set.yamlDocs(t), "\n---\n")), 0o644); err != nil {
-			t.Errorf("VAPC_KEEP_AUDIT: %v", err)
+			errorf(t, "VAPC_KEEP_AUDIT: %v", err)
 		}
 	}
 	accepted := func(reason string, keys []string) bool {
@@ -824,14 +824,14 @@ func (w *randomWorld) installRandom(set policySet) policySet {
 		err := w.tryCreate(w.dyn, schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicies"},
 			toUnstructured(w.t, p), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err == nil {
-			w.t.Errorf("vapc check refuses policy %s, the server accepts it; vapc check says:\n%s\n%s", p.Name, w.refusedWhy[i], yamlOf(w.t, p))
+			errorf(w.t, "vapc check refuses policy %s, the server accepts it; vapc check says:\n%s\n%s", p.Name, w.refusedWhy[i], yamlOf(w.t, p))
 		}
 	}
 	var out policySet
 	refused := map[string]bool{}
 	for _, p := range set.policies {
 		if _, err := w.tryPut(w.ctx, toUnstructured(w.t, p)); err != nil {
-			w.t.Errorf("vapc check accepts policy %s, the server refuses it: %v\n%s", p.Name, err, yamlOf(w.t, p))
+			errorf(w.t, "vapc check accepts policy %s, the server refuses it: %v\n%s", p.Name, err, yamlOf(w.t, p))
 			refused[p.Name] = true
 			continue
 		}
@@ -842,7 +842,7 @@ func (w *randomWorld) installRandom(set policySet) policySet {
 			continue
 		}
 		if _, err := w.tryPut(w.ctx, toUnstructured(w.t, withKind(b))); err != nil {
-			w.t.Errorf("vapc check accepts binding %s, the server refuses it: %v\n%s", b.Name, err, yamlOf(w.t, b))
+			errorf(w.t, "vapc check accepts binding %s, the server refuses it: %v\n%s", b.Name, err, yamlOf(w.t, b))
 			continue
 		}
 		out.bindings = append(out.bindings, b)
@@ -1987,7 +1987,7 @@ func (w *randomWorld) checkCoverage(byID map[string]*replay.Record, from int, st
 	w.t.Logf("decided: %v", counts)
 	for _, k := range []string{"widgets", "scale", "ReplicaLimit params"} {
 		if strict && counts[k] == 0 {
-			w.t.Errorf("the replay decided no request of %s", k)
+			errorf(w.t, "the replay decided no request of %s", k)
 		}
 	}
 }
@@ -2038,7 +2038,7 @@ func (w *randomWorld) checkWarnings(byID map[string]*replay.Record, from int) {
 			checked++
 		}
 		if !slices.Equal(got, want) {
-			w.t.Errorf("%s %s (audit ID %s, %s): the server warned %q, the replay predicts %q", resp.method, resp.url, resp.auditID, describeRecord(rec), got, want)
+			errorf(w.t, "%s %s (audit ID %s, %s): the server warned %q, the replay predicts %q", resp.method, resp.url, resp.auditID, describeRecord(rec), got, want)
 		}
 	}
 	w.t.Logf("%d responses with policy warnings checked, %d refused after a race not", checked, raced)
