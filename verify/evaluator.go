@@ -63,23 +63,16 @@ type Evaluator struct {
 	answer func(AuthorizerCheck) authorizer.Decision
 }
 
-// AnsweringAuthorizer runs f with every check the configured authorizer answers (those of
-// members of system:masters excepted) answered d: for a caller that does not know the
-// authorizer's answers and asks whether they change a decision. The Evaluator must not be used
-// concurrently while f runs.
-func (e *Evaluator) AnsweringAuthorizer(d authorizer.Decision, f func()) {
-	e.AnsweringChecks(func(AuthorizerCheck) authorizer.Decision { return d }, f)
-}
-
 // AnsweringChecks runs f with each check the configured authorizer answers (those of members
-// of system:masters excepted) answered by answer, given the check (its Decision, Reason and
-// Error empty): for a caller that tries the answers one check may get apart from another's
-// (RBAC may allow a user to get secrets and not to delete them). The Evaluator must not be
-// used concurrently while f runs.
+// of system:masters excepted) answered by answer, given the check as asked
+// (AuthorizerCheck.Asked): for a caller that does not know the authorizer's answers and asks
+// whether they change a decision, each check on its own (RBAC may allow a user to get secrets
+// and not to delete them). The Evaluator must not be used concurrently while f runs; it may
+// be called within another's f, and restores that one's answers.
 func (e *Evaluator) AnsweringChecks(answer func(AuthorizerCheck) authorizer.Decision, f func()) {
 	prev := e.answer
 	e.answer = answer
-	defer func() { e.answer = prev }() // (called within another's f: alikeAnswered within answersAlike)
+	defer func() { e.answer = prev }()
 	f()
 }
 

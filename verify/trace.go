@@ -172,7 +172,14 @@ func (r recordingAuthorizer) Authorize(ctx context.Context, a authorizer.Attribu
 	return d, reason, err
 }
 
-// checkOf is the check the attributes ask, without its answer.
+// Asked is the check without its answer: what the policy asked, the same however the
+// authorizer answered.
+func (c AuthorizerCheck) Asked() AuthorizerCheck {
+	c.Decision, c.Reason, c.Error, c.Privileged = "", "", "", false
+	return c
+}
+
+// checkOf is the check the attributes ask, without its answer (Asked).
 func checkOf(a authorizer.Attributes) AuthorizerCheck {
 	c := AuthorizerCheck{Verb: a.GetVerb(), Namespace: a.GetNamespace(), Name: a.GetName()}
 	if u := a.GetUser(); u != nil {

@@ -3,6 +3,7 @@ package replay
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -99,6 +100,31 @@ func (r *Record) otherRefusals() {
 // give compared but those of a binding whose policy decides by a map's order
 // (verify.Refusal.OutcomeByChance): which of them an evaluation gives is that order's chance.
 func sameOutcome(a, b *verify.Decision) bool { return outcomeDiff(a, b) == "" }
+
+// forgetUnknown forgets in each decision the audit annotations one of them does not know
+// (verify.Decision.UnknownAnnotations), with the first one's why: decisions of one request
+// (in the states kube-apiserver's informers may have held, or sent as each patch type) that
+// differ in such an annotation differ in what the replay settled of each (a map order's
+// search that found the server's order in one and not in another), not in what the server
+// decided.
+func forgetUnknown(decs []*verify.Decision) {
+	if !slices.ContainsFunc(decs, func(d *verify.Decision) bool { return len(d.UnknownAnnotations) > 0 }) {
+		return // (most requests: no map to make)
+	}
+	unknown := map[string]string{}
+	for _, d := range decs {
+		for k, why := range d.UnknownAnnotations {
+			if _, ok := unknown[k]; !ok {
+				unknown[k] = why
+			}
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(unknown)) {
+		for _, d := range decs {
+			d.Forget(k, unknown[k])
+		}
+	}
+}
 
 // outcomeDiff names what of the outcome of b differs from a's (see sameOutcome), for people:
 // empty when nothing does.

@@ -779,16 +779,12 @@ type answeringEvaluator interface {
 const maxAnswerWorlds = 64
 
 // answerWorlds runs eval once for each way the authorizer may answer the configured checks
-// its evaluations ask, each allowed or not on its own (RBAC may allow a user to get secrets
+// its evaluations ask (verify.AuthorizerCheck.Asked), each allowed or not on its own (RBAC may allow a user to get secrets
 // and not to delete them): a check no answer was chosen for yet is answered allow, and the
 // checks a run asks are then tried not allowed too, one by one, and so are those the runs of
 // each way ask. eval returns the configured checks it asked, or false to stop. answerWorlds
 // says whether it tried every way (within maxAnswerWorlds) without eval stopping.
 func answerWorlds(a answeringEvaluator, eval func() ([]verify.AuthorizerCheck, bool)) bool {
-	key := func(c verify.AuthorizerCheck) verify.AuthorizerCheck {
-		c.Decision, c.Reason, c.Error, c.Privileged = "", "", "", false
-		return c
-	}
 	runs := 0
 	var walk func(chosen map[verify.AuthorizerCheck]authorizer.Decision) bool
 	// expand tries the ways of answering the checks a run with chosen asked that no answer was
@@ -796,7 +792,7 @@ func answerWorlds(a answeringEvaluator, eval func() ([]verify.AuthorizerCheck, b
 	var expand func(chosen map[verify.AuthorizerCheck]authorizer.Decision, asked []verify.AuthorizerCheck) bool
 	expand = func(chosen map[verify.AuthorizerCheck]authorizer.Decision, asked []verify.AuthorizerCheck) bool {
 		for _, c := range asked {
-			k := key(c)
+			k := c.Asked()
 			if _, done := chosen[k]; done {
 				continue
 			}
@@ -814,7 +810,7 @@ func answerWorlds(a answeringEvaluator, eval func() ([]verify.AuthorizerCheck, b
 		var asked []verify.AuthorizerCheck
 		ok := false
 		a.AnsweringChecks(func(c verify.AuthorizerCheck) authorizer.Decision {
-			if d, ok := chosen[key(c)]; ok {
+			if d, ok := chosen[c]; ok { // (given as asked)
 				return d
 			}
 			return authorizer.DecisionAllow

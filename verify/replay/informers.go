@@ -63,11 +63,8 @@ func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, evalu
 	e := r.lagStates(w, j, dec, evaluateOn)
 	j.lag.readBy = e.views
 	j.lag.settled = !e.cut.is() && !slices.ContainsFunc(e.states, func(st lagState) bool { return st.why.is() })
-	// An audit annotation one state's evaluation does not know (one in map order whose
-	// server's order its search found in one state and not in another: random parity seed
-	// r:1562, a node's status update decided likely in one replay and certain in the next) is
-	// not known of the request: the states differ in what the replay settled of each, not in
-	// what the server decided.
+	// An audit annotation one state does not know is not known of the request (random parity
+	// seed r:1562: a node's status update likely in one replay, certain in the next).
 	var decs []*verify.Decision
 	for _, st := range e.states {
 		if st.dec != nil {

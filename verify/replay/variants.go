@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"net/http"
 	"reflect"
 	"slices"
@@ -344,24 +343,6 @@ func forgetAcross(vs []served) {
 			}
 		}
 		forgetUnknown(decs)
-	}
-}
-
-// forgetUnknown forgets in each decision the audit annotations one of them does not know
-// (verify.Decision.UnknownAnnotations), with the first one's why.
-func forgetUnknown(decs []*verify.Decision) {
-	unknown := map[string]string{}
-	for _, d := range decs {
-		for k, why := range d.UnknownAnnotations {
-			if _, ok := unknown[k]; !ok {
-				unknown[k] = why
-			}
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(unknown)) {
-		for _, d := range decs {
-			d.Forget(k, unknown[k])
-		}
 	}
 }
 
