@@ -952,3 +952,35 @@ func TestGKEJSONPatchFirstAttempt(t *testing.T) {
 		}
 	}
 }
+
+// TestGKEJSONPatchDefaultedOnRead: a JSON patch of a PersistentVolumeClaim, whose response is
+// not its admission object (apiserver.DefaultedOnRead), is sent through the pipeline; GKE's
+// entry does not hold its body, which was sent as an empty merge patch before, refused as
+// invalid, and the request held indeterminate for a failed rebuild: it is the body that is not
+// known (no-object), naming the export.
+func TestGKEJSONPatchDefaultedOnRead(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("lbl", "persistentvolumeclaims", admissionregistrationv1.Update, nil, "has(object.metadata.labels) && 'x' in object.metadata.labels")
+	pvc := func(rv string, labels map[string]any) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": map[string]any{"name": "c1", "namespace": "a", "uid": "u-c1",
+			"resourceVersion": rv, "creationTimestamp": "2026-11-24T00:00:00Z", "labels": labels},
+			"spec":   map[string]any{"accessModes": []any{"ReadWriteOnce"}, "resources": map[string]any{"requests": map[string]any{"storage": "1Gi"}}, "volumeMode": "Filesystem"},
+			"status": map[string]any{"phase": "Pending"}}
+	}
+	patch := levelEvent(t, "json", auditlog.LevelRequestResponse, "patch", "persistentvolumeclaims", "a", "c1", 200, "", map[string]any{"placeholder": true}, pvc("11", map[string]any{"x": "y"}))
+	patch = replaceOnce(t, patch, `{"placeholder":true}`, `[{"op":"add","path":"/metadata/labels","value":{"x":"y"}}]`)
+	patch = timedEvent(t, patch, "01.000000", "01.020000", nil)
+	ps, bs := []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}
+	snapshot := []any{pvc("10", nil)}
+	if _, got := replayLinesWith(t, ps, bs, snapshot, patch); got["json"] == nil || got["json"].Decision != DecisionAdmit {
+		t.Errorf("the log: %s, want admit", describeRecord(got["json"]))
+	}
+	wrapped, err := exporttest.WrapGKE(exporttest.GKESink, []byte(patch+"\n"), exporttest.StampCompleted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, got := replayLinesWith(t, ps, bs, snapshot, strings.Split(strings.TrimSpace(string(wrapped)), "\n")...)
+	if rec := got["json"]; rec == nil || rec.Decision != DecisionIndeterminate || rec.Reason != ReasonNoObject || !namesExport(rec) {
+		t.Errorf("GKE: %s, want indeterminate no-object naming the export", describeRecord(rec))
+	}
+}

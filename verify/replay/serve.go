@@ -143,6 +143,9 @@ func (r *Replayer) serve(ctx context.Context, ev *Event, t target, policies []st
 	if err != nil {
 		return nil, err
 	}
+	if why := bodyLost(ev); why.is() {
+		return nil, &indeterminateError{why}
+	}
 	req, ok := serveRequest(ev, t)
 	if !ok {
 		return nil, fmt.Errorf("the verb %q has no HTTP request", ev.Verb)

@@ -128,7 +128,8 @@ func (r *Replayer) firstAttempt(j *job, out *Record, live *verify.Decision, deci
 		what := "the live object: kube-apiserver's first attempt did not read an older copy"
 		if o.version != "" {
 			j.result.firstAnnotations = o.annotations
-			what = "kube-apiserver's first attempt, on its watch cache's copy of " + o.version + "; the decision is the live object's"
+			out.AnnotationsSource = "kube-apiserver's first attempt, on its watch cache's copy of " + o.version
+			what = out.AnnotationsSource + "; the decision is the live object's"
 		}
 		if res.Certainty == decide.Certain {
 			out.Notes = append(out.Notes, "the audit annotations the log records are those of "+what)
@@ -230,7 +231,8 @@ func lagAgrees(j *job, out *Record, live *verify.Decision) bool {
 		d.AuditAnnotations, d.Warnings = a.AuditAnnotations, a.Warnings
 		out.AuditAnnotations, out.Warnings = a.AuditAnnotations, a.Warnings
 		out.Disagreements = check(j.ev, j.rec, &d, j.evidenced)
-		out.Notes = append(out.Notes, "the audit annotations the log records are those of the live object in a state kube-apiserver's informers may have held ("+a.If+"), not of the likely one nor of an older copy")
+		out.AnnotationsSource = "the live object in a state kube-apiserver's informers may have held (" + a.If + ")"
+		out.Notes = append(out.Notes, "the audit annotations the log records are those of "+out.AnnotationsSource+", not of the likely one nor of an older copy")
 		out.Certainty, out.Alternatives = CertaintyCertain, nil
 		j.result.dec = &d
 		return true
@@ -263,14 +265,11 @@ func warningSet(ws []string) []string {
 // otherwise (the log's response is the live attempt's result). nil when the attempt would not
 // have reached validating admission.
 func (r *Replayer) decideOn(ctx context.Context, w evalWorker, j *job, p state.Prior) (*verify.Decision, error) {
-	if bodyLost(j.ev) {
-		// Sent with no body, the request fails before admission and would publish nothing
-		// (random parity controllers seed c:787, a JSON patch's first attempt in a GKE export,
-		// whose annotations the log keeps, claimed to be the last attempt's).
-		return nil, &indeterminateError{because(ReasonNoObject, "the "+j.ev.Verb+"'s body, which "+j.ev.Loss.Export+" does not carry (the response is what its last attempt wrote): what it made of "+p.Source)}
-	}
 	if srv, err := pipelineServer(); err == nil && srv.Serves(j.t.gvr, j.t.sub) && !j.t.reqKind.Empty() && !objectNotLogged(j.ev, j.t) {
-		return r.decideServedOn(ctx, w, j, p)
+		return r.decideServedOn(ctx, w, j, p) // (serve refuses a body an export lost)
+	}
+	if why := bodyLost(j.ev); why.is() {
+		return nil, &indeterminateError{why}
 	}
 	ev := *j.ev
 	ev.ResponseObject = nil
