@@ -55,9 +55,14 @@ type Record struct {
 	Warnings         []string          `json:"warnings,omitempty"`
 	AuditAnnotations map[string]string `json:"auditAnnotations,omitempty"`
 	// ObjectSource and OldObjectSource say where the request's objects came from.
-	ObjectSource    string   `json:"objectSource,omitempty"`
-	OldObjectSource string   `json:"oldObjectSource,omitempty"`
-	Notes           []string `json:"notes,omitempty"`
+	ObjectSource    string `json:"objectSource,omitempty"`
+	OldObjectSource string `json:"oldObjectSource,omitempty"`
+	// AnnotationsSource, when set, says whose evaluation AuditAnnotations are where they are
+	// not the decision's (its Results'): kube-apiserver's first attempt on an older copy of the
+	// object (the audit event keeps each key's first value), or the live object in another
+	// state its informers may have held.
+	AnnotationsSource string   `json:"annotationsSource,omitempty"`
+	Notes             []string `json:"notes,omitempty"`
 	// Disagreements are the log's verdicts the prediction contradicts (--check-recorded).
 	Disagreements []string `json:"disagreements,omitempty"`
 	// Mutations are what the replayed MutatingAdmissionPolicies changed in the request's
