@@ -842,7 +842,6 @@ func (l *lifecycle) at(file string, ev *Event, window time.Duration) givenAt {
 	if steady && l.steady != nil {
 		return *l.steady
 	}
-	lostReceived := ev.Loss.Lost.Has(auditlog.LostReceived)
 	completed := auditlog.ParseTime(ev.StageTimestamp)
 	// The request's own verdicts show what its server had compiled when it admitted it: of
 	// any server's (an export's too).
@@ -855,55 +854,10 @@ func (l *lifecycle) at(file string, ev *Event, window time.Duration) givenAt {
 			own[k] = true
 		})
 	}
-	const (
-		settled = iota
-		unsure
-		likely // unsure only because the export lost when the request was received, or past the window
-	)
-	recent := func(k givenKey) (string, int) {
-		if why, ok := l.unknown[k]; ok {
-			return why, unsure
-		}
-		c, ok := l.changes[k]
-		if !ok {
-			return "", settled
-		}
-		if received.IsZero() || c.done.IsZero() {
-			// When the request was received (a long-running one an export lost the time of),
-			// or when the change completed, is not known.
-			return fmt.Sprintf("%s was created or deleted at %s, and when the request was received is not known", k, c.by), unsure
-		}
-		// A request received before the change completed (logged after it) is unsure too.
-		since := received.Sub(c.done)
-		if since >= band || since >= window && (l.absent[k] || c.spec) {
-			// (Past the window a spec change is settled as before: the copy it replaced is
-			// kept for the window only, lifecyclespec.go.)
-			return "", settled
-		}
-		if c, ok := l.compiled[k]; ok && c.file == file && !received.Before(c.at) || own[k] {
-			return "", settled // the server's log shows it compiled
-		}
-		what := "deleted"
-		if !l.absent[k] {
-			what = "created"
-		}
-		if since >= window {
-			return fmt.Sprintf("%s was created at %s, %s before the request was received: kube-apiserver's policy source compiles what its informers hold a second after its last refresh, and a loaded server takes longer to compile", k, c.by, since.Round(time.Millisecond)), likely
-		}
-		if lostReceived && !l.absent[k] && !completed.IsZero() && completed.Sub(c.done) >= window {
-			// The request completed well after the create: received then too, likely (the
-			// export gives the earliest it may have been received, a minute before).
-			return fmt.Sprintf("%s was created at %s, %s before the request completed, and the export does not say when it was received: within the second kube-apiserver's policy source takes to compile it, it was decided without it", k, c.by, completed.Sub(c.done).Round(time.Millisecond)), likely
-		}
-		when := received.Sub(c.done).Round(time.Millisecond).String() + " before the request was received"
-		if received.Before(c.done) {
-			when = "after the request was received"
-		}
-		return fmt.Sprintf("%s was %s at %s, %s, and kube-apiserver's policy source compiles what its informers hold a second after its last refresh, and compiling takes time", k, what, c.by, when), unsure
-	}
+	rc := recency{l: l, file: file, received: received, completed: completed, lostReceived: ev.Loss.Lost.Has(auditlog.LostReceived), window: window, band: band, own: own}
 	var g givenAt
 	for k := range l.absent {
-		if _, how := recent(k); how == unsure {
+		if _, how := rc.of(k); how == recentUnsure {
 			continue // decided with, and unsure
 		}
 		if g.absent == nil {
@@ -927,17 +881,17 @@ func (l *lifecycle) at(file string, ev *Event, window time.Duration) givenAt {
 					g.changed[p] = c
 				}
 			}
-			why, how := recent(p.policy)
-			if w, h := recent(p.binding); h > how && how != unsure || h == unsure {
+			why, how := rc.of(p.policy)
+			if w, h := rc.of(p.binding); h > how && how != recentUnsure || h == recentUnsure {
 				why, how = w, h
 			}
 			switch how {
-			case unsure:
+			case recentUnsure:
 				if g.unsure == nil {
 					g.unsure = map[givenPair]string{}
 				}
 				g.unsure[p] = why
-			case likely:
+			case recentLikely:
 				if g.likely == nil {
 					g.likely = map[givenPair]string{}
 				}
@@ -956,6 +910,75 @@ func (l *lifecycle) at(file string, ev *Event, window time.Duration) givenAt {
 		l.steady = &g
 	}
 	return g
+}
+
+// howRecent is what a request may assume of the latest change of a given policy or binding:
+// settled (in effect, or gone, as the log's order has it), unsure (the policy source may not
+// have compiled it), or likely (compiled, unsure only because an export lost when the request
+// was received, or past the window, within as long again after a create).
+type howRecent int
+
+const (
+	recentSettled howRecent = iota
+	recentUnsure
+	recentLikely
+)
+
+// recency is how recent the changes of the given policies and bindings are for a request of
+// the log's file received at received and completed at completed (lifecycle.at): within window
+// after one, the policy source may not have compiled it; a create within band, likely has;
+// own are those the request's own verdicts show compiled.
+type recency struct {
+	l                   *lifecycle
+	file                string
+	received, completed time.Time
+	lostReceived        bool
+	window, band        time.Duration
+	own                 map[givenKey]bool
+}
+
+// of is what the request may assume of k's latest change, and why when not settled.
+func (rc recency) of(k givenKey) (string, howRecent) {
+	l, received := rc.l, rc.received
+	if why, ok := l.unknown[k]; ok {
+		return why, recentUnsure
+	}
+	c, ok := l.changes[k]
+	if !ok {
+		return "", recentSettled
+	}
+	if received.IsZero() || c.done.IsZero() {
+		// When the request was received (a long-running one an export lost the time of),
+		// or when the change completed, is not known.
+		return fmt.Sprintf("%s was created or deleted at %s, and when the request was received is not known", k, c.by), recentUnsure
+	}
+	// A request received before the change completed (logged after it) is unsure too.
+	since := received.Sub(c.done)
+	if since >= rc.band || since >= rc.window && (l.absent[k] || c.spec) {
+		// (Past the window a spec change is settled as before: the copy it replaced is
+		// kept for the window only, lifecyclespec.go.)
+		return "", recentSettled
+	}
+	if c, ok := l.compiled[k]; ok && c.file == rc.file && !received.Before(c.at) || rc.own[k] {
+		return "", recentSettled // the server's log shows it compiled
+	}
+	what := "deleted"
+	if !l.absent[k] {
+		what = "created"
+	}
+	if since >= rc.window {
+		return fmt.Sprintf("%s was created at %s, %s before the request was received: kube-apiserver's policy source compiles what its informers hold a second after its last refresh, and a loaded server takes longer to compile", k, c.by, since.Round(time.Millisecond)), recentLikely
+	}
+	if rc.lostReceived && !l.absent[k] && !rc.completed.IsZero() && rc.completed.Sub(c.done) >= rc.window {
+		// The request completed well after the create: received then too, likely (the
+		// export gives the earliest it may have been received, a minute before).
+		return fmt.Sprintf("%s was created at %s, %s before the request completed, and the export does not say when it was received: within the second kube-apiserver's policy source takes to compile it, it was decided without it", k, c.by, rc.completed.Sub(c.done).Round(time.Millisecond)), recentLikely
+	}
+	when := received.Sub(c.done).Round(time.Millisecond).String() + " before the request was received"
+	if received.Before(c.done) {
+		when = "after the request was received"
+	}
+	return fmt.Sprintf("%s was %s at %s, %s, and kube-apiserver's policy source compiles what its informers hold a second after its last refresh, and compiling takes time", k, what, c.by, when), recentUnsure
 }
 
 // changedWithin says whether a given policy or binding came or went within window before a
@@ -1034,18 +1057,35 @@ func (j *job) settleUnsure() {
 			}
 		}
 	}
-	switch {
-	case len(unsure) == 0:
+	if len(unsure) == 0 {
 		out.unclaimWarnings(warned)
-		if len(likely) > 0 && (j.withoutQuietPairs(out, likely, nil, likelyWhy) || j.admittedWithoutPairs(out, likely, nil, likelyWhy) ||
-			out.Decision == DecisionDeny && j.deniedByOwn(likely)) {
-			// The same with them or without (what they gave not claimed), or its own
-			// response shows whether the server had them in effect: an admit that they
-			// would have refused, their denial.
-			return
-		}
-	case j.withoutQuietPairs(out, unsure, warned, why) || j.admittedWithoutPairs(out, unsure, warned, why):
-	case out.Decision == DecisionDeny && j.deniedByOwn(unsure):
+	} else if !j.settledAnyway(out, unsure, warned, why) {
+		// The decision is with each pair as the given one: created, its create compiled;
+		// deleted, its delete not yet.
+		alt := Alternative{Decision: out.Decision, Code: out.Code, Message: out.Message, If: "kube-apiserver's policy source had compiled the create of each pair created, and not yet the delete of each deleted"}
+		out.indeterminate(because(ReasonPolicySource, strings.Join(why, "; ")))
+		out.Alternatives = append(out.Alternatives, alt)
+		return
+	}
+	// Decided with the pairs created past the policy source's window, or moments before the
+	// request completed where an export lost when it was received: likely, unless settled so.
+	if len(likely) > 0 && !j.settledAnyway(out, likely, nil, likelyWhy) {
+		out.likely(Alternative{Decision: DecisionIndeterminate, Reason: ReasonPolicySource, Detail: strings.Join(likelyWhy, "; "),
+			If: "kube-apiserver's policy source had not compiled the create yet when it admitted the request"})
+	}
+}
+
+// settledAnyway settles a record that pairs the policy source may not have compiled the
+// change of (why) gave a verdict, where it is known whichever way: the same with them or
+// without (job.withoutQuietPairs: what they gave not claimed), or the request's own response
+// shows whether the server had them in effect (an admit they would have refused:
+// job.admittedWithoutPairs; the one pair's denial: job.deniedByOwn), or a pair settled long
+// before denies it too (job.deniedBySettled). warned are the pairs that only warned, whose
+// warnings are not claimed. It says whether it settled the record.
+func (j *job) settledAnyway(out *Record, pairs, warned givenPairs, why []string) bool {
+	switch {
+	case j.withoutQuietPairs(out, pairs, warned, why) || j.admittedWithoutPairs(out, pairs, warned, why):
+	case out.Decision == DecisionDeny && j.deniedByOwn(pairs):
 		// The response is the pair's denial, as the evaluation words it: the server had it
 		// in effect (a delete not compiled yet), and decided as the replay did with it.
 		out.Notes = append(out.Notes, "denied by a policy and binding created or deleted moments before, which the request's own response shows in effect for it: "+strings.Join(why, "; "))
@@ -1057,19 +1097,9 @@ func (j *job) settleUnsure() {
 		out.Notes = append(out.Notes, "denied whether or not kube-apiserver's policy source had compiled the change: "+strings.Join(why, "; "))
 		out.unclaimWarnings(warned)
 	default:
-		// The decision is with each pair as the given one: created, its create compiled;
-		// deleted, its delete not yet.
-		alt := Alternative{Decision: out.Decision, Code: out.Code, Message: out.Message, If: "kube-apiserver's policy source had compiled the create of each pair created, and not yet the delete of each deleted"}
-		out.indeterminate(because(ReasonPolicySource, strings.Join(why, "; ")))
-		out.Alternatives = append(out.Alternatives, alt)
-		return
+		return false
 	}
-	// Decided with the pairs created moments before the request completed, unsure only
-	// because an export lost when it was received: likely, whatever settled the rest.
-	if len(likely) > 0 {
-		out.likely(Alternative{Decision: DecisionIndeterminate, Reason: ReasonPolicySource, Detail: strings.Join(likelyWhy, "; "),
-			If: "kube-apiserver's policy source had not compiled the create yet when it admitted the request"})
-	}
+	return true
 }
 
 // gave says whether the pair gave the job's request a verdict: a validating policy's result

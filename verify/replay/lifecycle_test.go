@@ -997,7 +997,9 @@ func TestGivenOwnResponse(t *testing.T) {
 // that completed two seconds after a binding's create is decided with it, likely, unless its
 // own admit shows the binding was not in effect for it (received before the policy source
 // compiled the create). Where another pair, deleted moments before, is settled by the
-// request's own denial, what the one created seconds before gave is still likely.
+// request's own denial, the one created seconds before refuses nothing (it only audits): the
+// denial is certain, and what that one gave is not claimed (it was likely before, settled as an
+// unsure pair was not).
 func TestGivenOwnResponseExported(t *testing.T) {
 	t.Parallel()
 	p, b := levelPolicy("no-cm", "configmaps", admissionregistrationv1.Create, nil, "false")
@@ -1023,7 +1025,7 @@ func TestGivenOwnResponseExported(t *testing.T) {
 			noCMWrite(t, "unbind", "delete", "validatingadmissionpolicybindings", "03.000", 200),
 			deniedWithStatus(t, "in-effect", "03.300", "no-cm"),
 		},
-		want: map[string]string{"in-effect": "deny likely"},
+		want: map[string]string{"in-effect": "deny certain"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -1037,6 +1039,10 @@ func TestGivenOwnResponseExported(t *testing.T) {
 			}
 			_, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p, aud}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b, audB}, nil, Source{Name: log})
 			checkOutcomes(t, recs, tc.want)
+			if rec := recs["in-effect"]; rec != nil && (slices.ContainsFunc(rec.Results, func(r RecordResult) bool { return r.Policy == "aud" }) ||
+				strings.Contains(rec.AuditAnnotations[ValidationFailureAnnotation], `"aud"`)) {
+				t.Errorf("in-effect claims what the binding created seconds before gave: %+v %v", rec.Results, rec.AuditAnnotations)
+			}
 		})
 	}
 }
@@ -1097,5 +1103,30 @@ func TestGivenSourceSlowCompile(t *testing.T) {
 				t.Errorf("decisions (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestGivenSourceSlowCompileLikely: in the band past the policy source's window, a binding that
+// denies and audits, where a policy installed long before denies the request too (the log's
+// refusal is that one's): denied either way, but its validation_failure entry is in the log or
+// not as the policy source had compiled it, which the request's response does not show: likely,
+// its alternative the binding not compiled. Past the band, settled (the request at 05.300 is
+// 4.30 s after the create completed, the band 4.25 s).
+func TestGivenSourceSlowCompileLikely(t *testing.T) {
+	t.Parallel()
+	always, alwaysB := levelPolicy("always", "configmaps", admissionregistrationv1.Create, nil, "!object.metadata.name.startsWith('x')")
+	late, lateB := levelPolicy("late", "configmaps", admissionregistrationv1.Create, nil, "false")
+	lateB.Spec.ValidationActions = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny, admissionregistrationv1.Audit}
+	lines := []string{
+		admissionWrite(t, "vap", "create", "validatingadmissionpolicies", "late", "01.000", 201, "", nil, nil),
+		admissionWrite(t, "vapb", "create", "validatingadmissionpolicybindings", "late", "01.002", 201, "", nil, nil),
+		createdIn(t, "configmaps", "ConfigMap", "x-band", "03.800", 422, "always"),
+		createdIn(t, "configmaps", "ConfigMap", "x-past", "05.300", 422, "always"),
+	}
+	_, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{always, late}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{alwaysB, lateB},
+		nil, Source{Name: writeLog(t, t.TempDir(), "audit.log", lines)})
+	checkOutcomes(t, recs, map[string]string{"x-band": "deny likely", "x-past": "deny certain"})
+	if rec := recs["x-band"]; rec != nil && !slices.ContainsFunc(rec.Alternatives, func(a Alternative) bool { return a.Reason == ReasonPolicySource }) {
+		t.Errorf("x-band: no alternative of the binding not compiled: %v", rec.Alternatives)
 	}
 }
