@@ -954,9 +954,9 @@ func (rc recency) of(k givenKey) (string, howRecent) {
 	}
 	// A request received before the change completed (logged after it) is unsure too.
 	since := received.Sub(c.done)
-	if since >= rc.band || since >= rc.window && (l.absent[k] || c.spec) {
-		// (Past the window a spec change is settled as before: the copy it replaced is
-		// kept for the window only, lifecyclespec.go.)
+	if since >= rc.band || since >= rc.window && c.spec {
+		// (Past the window a spec change is settled here: changedAt holds the copy it
+		// replaced for the band, lifecyclespec.go.)
 		return "", recentSettled
 	}
 	if c, ok := l.compiled[k]; ok && c.file == rc.file && !received.Before(c.at) || rc.own[k] {
@@ -967,7 +967,14 @@ func (rc recency) of(k givenKey) (string, howRecent) {
 		what = "created"
 	}
 	if since >= rc.window {
-		return fmt.Sprintf("%s was created at %s, %s before the request was received: kube-apiserver's policy source compiles what its informers hold a second after its last refresh, and a loaded server takes longer to compile", k, c.by, since.Round(time.Millisecond)), recentLikely
+		slow := fmt.Sprintf("%s was %s at %s, %s before the request was received: kube-apiserver's policy source compiles what its informers hold a second after its last refresh, and a loaded server takes longer to compile", k, what, c.by, since.Round(time.Millisecond))
+		if l.absent[k] {
+			// A delete the policy source compiles late leaves the pair in effect: decided
+			// with it, unsure, as within the window (the replay does not also decide
+			// without it to give the likely outcome).
+			return slow, recentUnsure
+		}
+		return slow, recentLikely
 	}
 	if rc.lostReceived && !l.absent[k] && !rc.completed.IsZero() && rc.completed.Sub(c.done) >= rc.window {
 		// The request completed well after the create: received then too, likely (the

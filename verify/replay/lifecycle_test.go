@@ -27,9 +27,11 @@ import (
 // (proven), of any server's log (the request's own verdict); a request whose own response is
 // an admit the binding would have refused shows the policy source had not compiled it yet
 // (moments, rebound-moments), and one that is the binding's denial shows it in effect, its
-// delete not compiled yet (unbound-moments); with --policies-throughout every request is decided with them. Checked against
-// the log's verdicts, no request disagrees: those before the create and in the gap have none
-// to give.
+// delete not compiled yet (unbound-moments), as past the window, within as long again, which a
+// loaded server takes (slow-unbound, which the replay took as decided without it before;
+// slow-gap: its admit shows the delete compiled); with
+// --policies-throughout every request is decided with them. Checked against the log's
+// verdicts, no request disagrees: those before the create and in the gap have none to give.
 func TestGivenLifecycle(t *testing.T) {
 	t.Parallel()
 	p, b := levelPolicy("no-cm", "configmaps", admissionregistrationv1.Create, nil, "false")
@@ -50,10 +52,12 @@ func TestGivenLifecycle(t *testing.T) {
 		cm("before", "04.000", 422),
 		admissionreg("unbind", "delete", "validatingadmissionpolicybindings", "05.000", 200),
 		cm("unbound-moments", "05.200", 422),
-		cm("gap", "08.000", 201),
-		admissionreg("rebind", "create", "validatingadmissionpolicybindings", "09.000", 201),
-		cm("rebound-moments", "09.300", 201),
-		cm("after", "13.000", 422),
+		cm("slow-unbound", "07.600", 422),
+		cm("slow-gap", "08.000", 201),
+		cm("gap", "09.500", 201),
+		admissionreg("rebind", "create", "validatingadmissionpolicybindings", "10.000", 201),
+		cm("rebound-moments", "10.300", 201),
+		cm("after", "14.000", 422),
 	}
 	log := writeLog(t, t.TempDir(), "audit.log", lines)
 	const (
@@ -71,7 +75,7 @@ func TestGivenLifecycle(t *testing.T) {
 	}{{
 		name: "followed",
 		src:  Source{Name: log},
-		want: map[string]string{"early": none, "moments": admit, "probe": deny, "proven": deny, "before": deny, "unbound-moments": deny, "gap": none, "rebound-moments": admit, "after": deny},
+		want: map[string]string{"early": none, "moments": admit, "probe": deny, "proven": deny, "before": deny, "unbound-moments": deny, "slow-unbound": deny, "slow-gap": admit, "gap": none, "rebound-moments": admit, "after": deny},
 		notes: []string{"the log shows given policies and bindings come and go: 2 not installed at its start (the first: ValidatingAdmissionPolicy no-cm, created at " + log + ":2), 3 creates, 1 deletes (the first: ValidatingAdmissionPolicyBinding no-cm at " + log + ":9); " +
 			"a request is decided with each only while it was installed (--policies-throughout decides every request with them)"},
 	}, {
@@ -82,13 +86,13 @@ func TestGivenLifecycle(t *testing.T) {
 		name: "throughout",
 		src:  Source{Name: log},
 		opts: []Option{WithCheckRecorded(false), WithPoliciesThroughout()},
-		want: map[string]string{"early": deny, "moments": deny, "probe": deny, "proven": deny, "before": deny, "unbound-moments": deny, "gap": deny, "rebound-moments": deny, "after": deny},
+		want: map[string]string{"early": deny, "moments": deny, "probe": deny, "proven": deny, "before": deny, "unbound-moments": deny, "slow-unbound": deny, "slow-gap": deny, "gap": deny, "rebound-moments": deny, "after": deny},
 	}, {
 		// Standard input is copied to a file first (source.Spool), and read again as the
 		// file is: the same decisions, named "-".
 		name: "standard input",
 		src:  Source{Name: "-", Reader: strings.NewReader(strings.Join(lines, "\n") + "\n")},
-		want: map[string]string{"early": none, "moments": admit, "probe": deny, "proven": deny, "before": deny, "unbound-moments": deny, "gap": none, "rebound-moments": admit, "after": deny},
+		want: map[string]string{"early": none, "moments": admit, "probe": deny, "proven": deny, "before": deny, "unbound-moments": deny, "slow-unbound": deny, "slow-gap": admit, "gap": none, "rebound-moments": admit, "after": deny},
 		notes: []string{"the log shows given policies and bindings come and go: 2 not installed at its start (the first: ValidatingAdmissionPolicy no-cm, created at -:2), 3 creates, 1 deletes (the first: ValidatingAdmissionPolicyBinding no-cm at -:9); " +
 			"a request is decided with each only while it was installed (--policies-throughout decides every request with them)"},
 	}, {
@@ -99,7 +103,7 @@ func TestGivenLifecycle(t *testing.T) {
 		name: "standard input not copied",
 		src:  Source{Name: "-", Reader: strings.NewReader(strings.Join(lines, "\n") + "\n")},
 		opts: []Option{withSpoolDir(filepath.Join(t.TempDir(), "absent"))},
-		want: map[string]string{"early": deny, "moments": admit, "probe": deny, "proven": deny, "before": deny, "unbound-moments": deny, "gap": none, "rebound-moments": admit, "after": deny},
+		want: map[string]string{"early": deny, "moments": admit, "probe": deny, "proven": deny, "before": deny, "unbound-moments": deny, "slow-unbound": deny, "slow-gap": admit, "gap": none, "rebound-moments": admit, "after": deny},
 		notes: []string{"the log shows given policies and bindings come and go: 1 creates, 1 deletes (the first: ValidatingAdmissionPolicyBinding no-cm at -:9); a request is decided with each only while it was installed (--policies-throughout decides every request with them)",
 			"the log creates 2 of the given policies and bindings (the first: ValidatingAdmissionPolicy no-cm, created at -:2), which were taken as installed before: the log was not read from files, which the replay reads again for where they were at its start (give the log as files)"},
 	}} {
@@ -287,7 +291,7 @@ func TestGivenLifecycleWrites(t *testing.T) {
 			cm("before", "00.000", 422),
 			replaceOnce(t, admissionreg("dc", "deletecollection", "validatingadmissionpolicybindings", "01.000", 200, "", map[string]any{"apiVersion": "v1", "kind": "DeleteOptions"},
 				map[string]any{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBindingList", "items": []any{binding(map[string]any{})}}), `"name":"no-cm",`, ""),
-			cm("after", "05.000", 201),
+			cm("after", "06.000", 201),
 		}},
 		want: map[string]string{"before": deny, "after": none},
 	}, {
@@ -350,7 +354,7 @@ func TestGivenLifecycleWrites(t *testing.T) {
 			cm("pending", "05.000", 422),
 			admissionreg("gc-patch", "patch", "validatingadmissionpolicybindings", "06.000", 200, "", map[string]any{"metadata": map[string]any{"finalizers": nil}},
 				binding(map[string]any{"deletionTimestamp": "2026-11-24T00:00:01Z"})),
-			cm("gone", "10.000", 201),
+			cm("gone", "11.000", 201),
 		}},
 		// pending's own denial shows the binding its finalizers held in effect.
 		want: map[string]string{"before": deny, "pending": deny, "gone": none},
@@ -571,14 +575,15 @@ func TestGivenSpecChanges(t *testing.T) {
 	}{{
 		name: "patched to Warn and back, at level Request",
 		lines: []string{cm("before", "00.000", 422), write("warn", "patch", "01.000", actions("Warn", "Audit"), nil), cm("warned", "03.000", 201),
-			write("deny", "patch", "04.000", actions("Deny"), nil), cm("moments", "04.300", 422), cm("after", "07.000", 422)},
+			write("deny", "patch", "04.000", actions("Deny"), nil), cm("moments", "04.300", 422), cm("slow", "07.000", 422), cm("after", "09.000", 422)},
 		// Moments after it was patched back, the policy source may not have compiled it: its
-		// own denial is no evidence (the other spec may deny too).
-		want: map[string]string{"before": deny, "warned": changed, "moments": changed, "after": deny},
+		// own denial is no evidence (the other spec may deny too); nor 3 s after, which a
+		// loaded server's policy source may take.
+		want: map[string]string{"before": deny, "warned": changed, "moments": changed, "slow": changed, "after": deny},
 	}, {
 		name: "its response shows it",
 		lines: []string{cm("before", "00.000", 422), write("warn", "patch", "01.000", actions("Warn", "Audit"), bindingObject("Warn", "Audit")), cm("warned", "03.000", 201),
-			write("apply", "patch", "04.000", bindingObject("Deny"), bindingObject("Deny")), cm("after", "07.000", 422)},
+			write("apply", "patch", "04.000", bindingObject("Deny"), bindingObject("Deny")), cm("after", "09.000", 422)},
 		want: map[string]string{"before": deny, "warned": changed, "after": deny},
 	}, {
 		name:  "a server-side apply of the given one, a label",
@@ -589,7 +594,7 @@ func TestGivenSpecChanges(t *testing.T) {
 		// verdict, but the copy, which selects the same requests, does.
 		name: "the copy denies",
 		lines: []string{cm("before", "00.000", 201), write("deny", "patch", "01.000", actions("Deny"), nil), cm("denied", "03.000", 422),
-			write("audit", "patch", "04.000", actions("Audit"), nil), cm("moments", "04.300", 422), cm("after", "07.000", 201)},
+			write("audit", "patch", "04.000", actions("Audit"), nil), cm("moments", "04.300", 422), cm("after", "09.000", 201)},
 		want:  map[string]string{"before": "admit certain", "denied": changed, "moments": changed, "after": "admit certain"},
 		given: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Audit},
 	}, {
@@ -690,7 +695,7 @@ func TestGivenCopySelects(t *testing.T) {
 				"matchConstraints": map[string]any{"resourceRules": []any{map[string]any{"apiGroups": []any{""}, "apiVersions": []any{"v1"}, "operations": []any{"CREATE"}, "resources": []any{"configmaps"}}}}}}),
 			patch("third", "01.200", map[string]any{"spec": map[string]any{"validations": []any{map[string]any{"expression": "true"}}}}),
 			createdIn(t, "secrets", "Secret", "moments", "01.700", 201, ""),
-			createdIn(t, "secrets", "Secret", "after", "05.000", 201, "")},
+			createdIn(t, "secrets", "Secret", "after", "06.000", 201, "")},
 		want: map[string]string{"before": "admit certain", "moments": changed, "after": "admit certain"},
 	}} {
 		log := writeLog(t, t.TempDir(), "audit.log", tc.lines)

@@ -41,8 +41,8 @@ type specCopy struct {
 	// given one).
 	changed changedPair
 	// held are the copies before it that differed from the given one, each with when the
-	// write that replaced it completed, within the second before its own write: the policy
-	// source may still decide with any of them for up to a second after it was replaced.
+	// write that replaced it completed, within lifecycle.held before its own write: the
+	// policy source may still decide with any of them for as long after it was replaced.
 	held []heldCopy
 }
 
@@ -136,9 +136,9 @@ func (l *lifecycle) followSpec(k givenKey, ev *Event, by string) {
 	c := specCopy{obj: obj}
 	done := auditlog.ParseTime(ev.StageTimestamp)
 	for _, h := range prev.held {
-		if !done.IsZero() && done.Sub(h.replacedAt) < l.window {
-			// Replaced less than a second before this write: the policy source may still
-			// hold it after this write too (three writes within a second).
+		if !done.IsZero() && done.Sub(h.replacedAt) < l.held() {
+			// Replaced moments before this write: the policy source may still hold it
+			// after this write too (three writes within a second).
 			c.held = append(c.held, h)
 		}
 	}
@@ -174,11 +174,19 @@ func (l *lifecycle) followSpec(k givenKey, ev *Event, by string) {
 		}
 		if prev.changed.why != "" {
 			// The copy before this write, when it differed from the given one, is what the
-			// policy source may still decide with for up to a second.
+			// policy source may still decide with for a while (lifecycle.held).
 			c.held = append(c.held, heldCopy{changed: prev.changed, replacedAt: done})
 		}
 	}
 	l.copies[k] = c
+}
+
+// held is how long after a write replaced a copy of a given policy or binding the policy
+// source may still decide with it: its window, and as long again, which a loaded server takes
+// longer to compile (random parity controllers seed c:787: a binding's create not in effect
+// 2.8 s after it completed).
+func (l *lifecycle) held() time.Duration {
+	return l.window + policyRefresh
 }
 
 // changedAt is how the cluster's copy of k differed, or may have, from the given one when a
@@ -188,7 +196,7 @@ func (l *lifecycle) changedAt(k givenKey, received time.Time) (changedPair, bool
 	// held: the earlier copies the policy source may still decide with, together.
 	held := changedPair{actionsOnly: true}
 	for _, h := range c.held {
-		if !received.IsZero() && !h.replacedAt.IsZero() && received.Sub(h.replacedAt) >= l.window {
+		if !received.IsZero() && !h.replacedAt.IsZero() && received.Sub(h.replacedAt) >= l.held() {
 			continue
 		}
 		held.why = joinWhy(held.why, h.changed.why)
