@@ -22,6 +22,11 @@ type AuthorizerCheck struct {
 	Namespace   string `json:"namespace,omitempty"`
 	Name        string `json:"name,omitempty"`
 	Path        string `json:"path,omitempty"`
+	// FieldSelector and LabelSelector are the selectors the check gave (fieldSelector(),
+	// labelSelector()), as the authorizer reads them, or why they do not parse: RBAC ignores
+	// them, a webhook authorizer may answer by them.
+	FieldSelector string `json:"fieldSelector,omitempty"`
+	LabelSelector string `json:"labelSelector,omitempty"`
 	// Decision is allow, deny or "no opinion".
 	Decision string `json:"decision"`
 	Reason   string `json:"reason,omitempty"`

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -187,10 +188,35 @@ func checkOf(a authorizer.Attributes) AuthorizerCheck {
 	}
 	if a.IsResourceRequest() {
 		c.Group, c.Version, c.Resource, c.Subresource = a.GetAPIGroup(), a.GetAPIVersion(), a.GetResource(), a.GetSubresource()
+		c.FieldSelector, c.LabelSelector = selectorsOf(a)
 	} else {
 		c.Path = a.GetPath()
 	}
 	return c
+}
+
+// selectorsOf are the field and label selectors a check gave, as the authorizer reads them (or
+// why they do not parse): two checks that differ in them alone are two questions.
+func selectorsOf(a authorizer.Attributes) (field, label string) {
+	fr, err := a.GetFieldSelector()
+	switch {
+	case err != nil:
+		field = "invalid: " + err.Error()
+	case len(fr) > 0:
+		parts := make([]string, len(fr))
+		for i, r := range fr {
+			parts[i] = r.Field + string(r.Operator) + r.Value
+		}
+		field = strings.Join(parts, ",")
+	}
+	lr, err := a.GetLabelSelector()
+	switch {
+	case err != nil:
+		label = "invalid: " + err.Error()
+	case len(lr) > 0:
+		label = lr.String()
+	}
+	return field, label
 }
 
 func decisionString(d authorizer.Decision) string {

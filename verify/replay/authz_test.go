@@ -120,6 +120,10 @@ func TestAuthorizerChecksOfPatchVariants(t *testing.T) {
 		// one and not the other, as RBAC that grants get and not delete does.
 		{name: "refused as it answers each", expr: "!(" + allowed + " && !" + strings.Replace(allowed, "check('get')", "check('delete')", 1) + ")", want: DecisionIndeterminate,
 			reasons: []Reason{ReasonAuthorizer}},
+		// Two checks that differ in their label selector alone, which RBAC ignores and a
+		// webhook authorizer may answer by.
+		{name: "refused as it answers each selector", expr: "!(" + strings.Replace(allowed, ".check(", ".labelSelector('tier=a').check(", 1) + " && !" + strings.Replace(allowed, ".check(", ".labelSelector('tier=b').check(", 1) + ")",
+			want: DecisionIndeterminate, reasons: []Reason{ReasonAuthorizer}},
 		{name: "as it answers and as the patch was sent", expr: "!" + allowed + " || size(object.status.conditions) == 1", want: DecisionIndeterminate,
 			reasons: []Reason{ReasonAuthorizer, ReasonPatchType}},
 	} {
