@@ -229,8 +229,8 @@ func (in *installed) settled(ev map[string]bool, changes map[string]time.Time, r
 	return out
 }
 
-// deleting says whether a request received at received came within the policy source's
-// second (window) after the log deleted the policy or a binding of it.
+// deleting says whether a request received at received came within the time the policy
+// source may take (window, compiledWithin) after the log deleted the policy or a binding of it.
 func (in *installed) deleting(policy string, received time.Time) bool {
 	at, ok := in.deleted[policy]
 	return ok && !received.IsZero() && received.Sub(at) < in.window

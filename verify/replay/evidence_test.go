@@ -43,22 +43,22 @@ func TestLogEvidenceProven(t *testing.T) {
 			obj["spec"].(map[string]any)["policyName"] = policy
 		})
 	}
-	// justBefore is the line written 200 ms before the last request was received: within the
-	// second kube-apiserver's policy source may take to compile it.
+	// before is the line written gap before the last request was received (200 ms: within the
+	// second kube-apiserver's policy source may take to compile it).
 	var lastReceived time.Time
 	edited(t, lines[len(lines)-1], func(m map[string]any) {
 		lastReceived, _ = time.Parse(time.RFC3339Nano, m["requestReceivedTimestamp"].(string))
 	})
-	justBefore := func(l string) string {
+	before := func(l string, gap time.Duration) string {
 		return edited(t, l, func(m map[string]any) {
-			at := lastReceived.Add(-200 * time.Millisecond)
+			at := lastReceived.Add(-gap)
 			m["requestReceivedTimestamp"], m["stageTimestamp"] = at.Add(-5*time.Millisecond).Format(time.RFC3339Nano), at.Format(time.RFC3339Nano)
 		})
 	}
-	movedLast := func(i int) []string {
-		// Line i written just before the last request, logged there.
+	movedLast := func(i int, gap time.Duration) []string {
+		// Line i written gap before the last request, logged there.
 		out := append(append([]string{}, lines[:i]...), lines[i+1:len(lines)-1]...)
-		return append(out, justBefore(lines[i]), lines[len(lines)-1])
+		return append(out, before(lines[i], gap), lines[len(lines)-1])
 	}
 	with := func(i int, l string) []string {
 		out := append([]string{}, lines[:i]...)
@@ -87,7 +87,11 @@ func TestLogEvidenceProven(t *testing.T) {
 		{name: "another binding of another policy", lines: with(2, otherBinding("not-replayed")), want: CertaintyCertain},
 		{name: "another binding whose policy the log does not show", lines: with(2, atMetadata(otherBinding("not-replayed"))), want: CertaintyLikely},
 		{name: "no create in the log", lines: lines[2:], want: CertaintyLikely},
-		{name: "the binding created just before", lines: movedLast(1), want: CertaintyLikely},
+		{name: "the binding created just before", lines: movedLast(1, 200*time.Millisecond), want: CertaintyLikely},
+		// Past the policy source's two seconds, within as long again, which a loaded server
+		// takes (compiledWithin): the log's verdict may still be of the cluster before it.
+		{name: "the binding created 3 s before", lines: movedLast(1, 3*time.Second), want: CertaintyLikely},
+		{name: "the binding created 5 s before", lines: movedLast(1, 5*time.Second), want: CertaintyCertain},
 		{name: "another binding of the policy, its verdict", lines: replaced(2, edited(t, lines[2], func(m map[string]any) {
 			m["annotations"].(map[string]any)["validation.policy.admission.k8s.io/validation_failure"] = `[{"message":"m","policy":"exu-obs-node","binding":"other","expressionIndex":0,"validationActions":["Audit"]}]`
 		})), want: CertaintyLikely},

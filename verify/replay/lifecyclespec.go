@@ -182,9 +182,7 @@ func (l *lifecycle) followSpec(k givenKey, ev *Event, by string) {
 }
 
 // held is how long after a write replaced a copy of a given policy or binding the policy
-// source may still decide with it: its window, and as long again, which a loaded server takes
-// longer to compile (random parity controllers seed c:787: a binding's create not in effect
-// 2.8 s after it completed).
+// source may still decide with it: its window, and as long again (compiledWithin).
 func (l *lifecycle) held() time.Duration {
 	return l.window + policyRefresh
 }

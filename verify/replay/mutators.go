@@ -411,6 +411,17 @@ func (r *Replayer) givenMutator(gr schema.GroupResource, name string) *unstructu
 // after its create completed, 40 policies compiled on a loaded 2-core machine).
 const policyRefresh = 2 * time.Second
 
+// compiledWithin is how long after a write of a policy or a binding the policy source may still
+// decide without it, or with the copy it replaced: policyRefresh and the informers' lag, and as
+// long again, which a loaded server takes (random parity controllers seed c:787: a binding's
+// create not in effect 2.8 s after it completed, on a 2-core machine running two clusters).
+// Where a given pair's create is decided likely within it past policyRefresh (lifecycle.at),
+// the log's verdicts are no evidence of the cluster's policies (installed), and the cluster's
+// MutatingAdmissionPolicies kept from before may still be in effect (mutatorsAt).
+func compiledWithin(lag time.Duration) time.Duration {
+	return 2*policyRefresh + lag
+}
+
 // maxMutatorSets bounds the sets of the cluster's MutatingAdmissionPolicies a replay keeps
 // for the requests the policy source may not have caught up with (mutatorsAt): a GitOps sync
 // that applies a hundred policies and their bindings within the policy source's window makes
@@ -442,14 +453,14 @@ func (r *Replayer) setMutators(m *mutators, done time.Time, src string) {
 
 // mutatorsAt are the cluster's MutatingAdmissionPolicies a request received at received may
 // have been admitted with: the latest set the log has shown, and each one before it that the
-// policy source may still have held (policyRefresh, the informers' lag after it), the earlier
+// policy source may still have held (compiledWithin), the earlier
 // sets of the result.
 func (r *Replayer) mutatorsAt(received time.Time) *mutators {
 	sets := r.mutatorSets
 	if len(sets) < 2 || received.IsZero() {
 		return r.mutators
 	}
-	window := policyRefresh + r.state.Lag
+	window := compiledWithin(r.state.Lag)
 	first := 0
 	for i := len(sets) - 1; i > 0; i-- {
 		if !sets[i].since.IsZero() && received.Sub(sets[i].since) >= window {

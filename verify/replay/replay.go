@@ -441,7 +441,7 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 		r.set.loadedPolicies[p] = true
 	}
 	r.installed = newInstalled(r.set.loadedPolicies, r.set.bindings, r.set.policies, r.set.bindingList)
-	r.installed.window = policyRefresh + r.state.Lag
+	r.installed.window = compiledWithin(r.state.Lag)
 	r.lifecycle = newLifecycle(r.set.policies, r.set.bindingList, r.set.mutatingPolicies, r.set.mutatingBindings, r.cfg.throughout)
 	r.lifecycle.window = policyRefresh + r.state.Lag
 	if _, err := r.loadSnapshot(r.cfg.snapshots); err != nil {
@@ -802,11 +802,11 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	rec.verdict = recordedVerdictOf(ev, r.set.loadedPolicies)
 	r.learnSystemNamespace(ev, t, rec)
 	// What the request's evaluation reads of the State, as it is now, before its own write.
-	j := &job{d: d, ev: ev, t: t, rec: rec, policies: policies, given: given, mutators: r.mutatorsAt(ev.Received()), facts: r.facts, ran: r.installed.at(ev.Received(), policyRefresh+r.state.Lag), auditors: r.set.auditors, quiet: r.set.quiet, done: make(chan struct{})}
+	j := &job{d: d, ev: ev, t: t, rec: rec, policies: policies, given: given, mutators: r.mutatorsAt(ev.Received()), facts: r.facts, ran: r.installed.at(ev.Received(), compiledWithin(r.state.Lag)), auditors: r.set.auditors, quiet: r.set.quiet, done: make(chan struct{})}
 	if r.cfg.check {
 		j.evidenced = j.ran
 	} else if !r.cfg.noEvidence {
-		j.evidenced = r.installed.provenAt(ev.Received(), policyRefresh+r.state.Lag)
+		j.evidenced = r.installed.provenAt(ev.Received(), compiledWithin(r.state.Lag))
 	}
 	j.result.schemaRefreshing = r.schemaRefreshing(t.gvr, ev.Received())
 	var unknownParams map[schema.GroupResource]string
