@@ -213,15 +213,18 @@ type Row struct {
 	Bindings []BindingOutcome `json:"bindings"`
 	Results  []Result         `json:"results"`
 	// Reason is the reason code: the first result's, or the kind of indeterminate.
-	Reason          string            `json:"reason,omitempty"`
-	Indeterminate   string            `json:"indeterminate,omitempty"`
-	ObjectSource    string            `json:"objectSource,omitempty"`
-	OldObjectSource string            `json:"oldObjectSource,omitempty"`
-	Notes           []string          `json:"notes,omitempty"`
-	Warnings        []string          `json:"warnings,omitempty"`
-	AuditAnnots     map[string]string `json:"auditAnnotations,omitempty"`
-	Alternatives    []string          `json:"alternatives,omitempty"`
-	Disagreements   []string          `json:"disagreements,omitempty"`
+	Reason          string `json:"reason,omitempty"`
+	Indeterminate   string `json:"indeterminate,omitempty"`
+	ObjectSource    string `json:"objectSource,omitempty"`
+	OldObjectSource string `json:"oldObjectSource,omitempty"`
+	// AnnotationsSource says whose evaluation AuditAnnots are where not the decision's
+	// (replay.Record.AnnotationsSource).
+	AnnotationsSource string            `json:"annotationsSource,omitempty"`
+	Notes             []string          `json:"notes,omitempty"`
+	Warnings          []string          `json:"warnings,omitempty"`
+	AuditAnnots       map[string]string `json:"auditAnnotations,omitempty"`
+	Alternatives      []string          `json:"alternatives,omitempty"`
+	Disagreements     []string          `json:"disagreements,omitempty"`
 	// Object and OldObject are the rebuilt objects (managedFields dropped, sensitive values
 	// replaced by their sizes); ObjectsLeftOut says they were not kept.
 	Object         json.RawMessage `json:"object,omitempty"`

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/vapc-dev/vapc/verify/replay"
 )
 
@@ -65,4 +67,47 @@ func likelyData(t *testing.T) (*Data, *replay.Summary) {
 		t.Fatal(err)
 	}
 	return b.Data(sum), sum
+}
+
+// TestAnnotationsSourceRow: a recording whose updates raced (testdata/races/raced-first-attempt:
+// kube-apiserver's first attempt read an older copy, and the event keeps that attempt's audit
+// annotations): the rows of those requests say whose evaluation their annotations are, as the
+// replay's records do.
+func TestAnnotationsSourceRow(t *testing.T) {
+	dir := filepath.Join("..", "replay", "testdata", "races")
+	ps, bs := loadPolicies(t, filepath.Join(dir, "policies.yaml"))
+	b, err := New(ps, bs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plugins, err := replay.AdmissionPlugins(nil, []string{"ServiceAccount"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := replay.New(ps, bs, replay.WithAdmissionPlugins(plugins), replay.WithCheckRecorded(true), replay.WithObserver(b.Observer()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sources := map[int]string{}
+	sum, err := r.Run(context.Background(), []replay.Source{{Name: filepath.Join(dir, "raced-first-attempt", "audit.log.gz")}}, func(rec *replay.Record) error {
+		if rec.AnnotationsSource != "" {
+			sources[rec.Line] = rec.AnnotationsSource
+		}
+		return b.Sink(nil)(rec)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sources) == 0 {
+		t.Fatal("no record says its annotations are another evaluation's")
+	}
+	rows := map[int]string{}
+	for _, row := range b.Data(sum).Requests.Rows {
+		if row.AnnotationsSource != "" {
+			rows[row.Line] = row.AnnotationsSource
+		}
+	}
+	if diff := cmp.Diff(sources, rows); diff != "" {
+		t.Errorf("annotations sources of the rows (-records +rows):\n%s", diff)
+	}
 }

@@ -30,7 +30,7 @@ func (b *Builder) addRow(r *replay.Record, t int64, node, outcome string, outs [
 		Decision: r.Decision, Code: r.Code, Message: r.Message, Certainty: likelyOnly(r.Certainty),
 		Recorded: r.Recorded, RecordedBy: r.RecordedBy, Changed: r.Changed,
 		Outcome: outcome, Bindings: outs, Results: []Result{},
-		Indeterminate: r.Indeterminate, ObjectSource: r.ObjectSource, OldObjectSource: r.OldObjectSource,
+		Indeterminate: r.Indeterminate, ObjectSource: r.ObjectSource, OldObjectSource: r.OldObjectSource, AnnotationsSource: r.AnnotationsSource,
 		Notes: r.Notes, Warnings: r.Warnings, AuditAnnots: r.AuditAnnotations,
 		Alternatives: alternativeTexts(r.Alternatives), Disagreements: r.Disagreements,
 	}

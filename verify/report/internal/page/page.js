@@ -847,6 +847,7 @@
     item('objects from', [r.objectSource && 'object: ' + r.objectSource, r.oldObjectSource && 'oldObject: ' + r.oldObjectSource].filter(Boolean).join(', '));
     (r.warnings || []).forEach(function (w) { item('warning', w); });
     Object.keys(r.auditAnnotations || {}).sort().forEach(function (k) { item('annotation', k + ': ' + r.auditAnnotations[k]); });
+    item('annotations of', r.annotationsSource);
     (r.alternatives || []).forEach(function (a) { item(r.certainty === 'likely' ? 'alternative' : 'or the server may say', a); });
     (r.notes || []).forEach(function (n) { item('note', n); });
     (r.disagreements || []).forEach(function (d) { item('disagreement', d); });
