@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
 	"github.com/vapc-dev/vapc/verify/replay"
 )
@@ -49,6 +50,13 @@ func TestLikelyRows(t *testing.T) {
 func likelyData(t *testing.T) (*Data, *replay.Summary) {
 	t.Helper()
 	ps, bs := loadPolicies(t, filepath.Join("..", "..", "policies"))
+	return replayInto(t, ps, bs, filepath.Join("..", "replay", "testdata", "recorded", "b", "audit.log.gz"), nil, nil)
+}
+
+// replayInto replays log with the policies (without the ServiceAccount plugin, with opts)
+// into a report, and gives each record to each too, when not nil.
+func replayInto(t *testing.T, ps []*admissionregistrationv1.ValidatingAdmissionPolicy, bs []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, log string, opts []replay.Option, each func(*replay.Record)) (*Data, *replay.Summary) {
+	t.Helper()
 	b, err := New(ps, bs)
 	if err != nil {
 		t.Fatal(err)
@@ -57,12 +65,17 @@ func likelyData(t *testing.T) (*Data, *replay.Summary) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := replay.New(ps, bs, replay.WithAdmissionPlugins(plugins), replay.WithObserver(b.Observer()))
+	r, err := replay.New(ps, bs, append([]replay.Option{replay.WithAdmissionPlugins(plugins), replay.WithObserver(b.Observer())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := filepath.Join("..", "replay", "testdata", "recorded", "b", "audit.log.gz")
-	sum, err := r.Run(context.Background(), []replay.Source{{Name: log}}, b.Sink(nil))
+	sink := b.Sink(nil)
+	sum, err := r.Run(context.Background(), []replay.Source{{Name: log}}, func(rec *replay.Record) error {
+		if each != nil {
+			each(rec)
+		}
+		return sink(rec)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,33 +89,17 @@ func likelyData(t *testing.T) (*Data, *replay.Summary) {
 func TestAnnotationsSourceRow(t *testing.T) {
 	dir := filepath.Join("..", "replay", "testdata", "races")
 	ps, bs := loadPolicies(t, filepath.Join(dir, "policies.yaml"))
-	b, err := New(ps, bs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plugins, err := replay.AdmissionPlugins(nil, []string{"ServiceAccount"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := replay.New(ps, bs, replay.WithAdmissionPlugins(plugins), replay.WithCheckRecorded(true), replay.WithObserver(b.Observer()))
-	if err != nil {
-		t.Fatal(err)
-	}
 	sources := map[int]string{}
-	sum, err := r.Run(context.Background(), []replay.Source{{Name: filepath.Join(dir, "raced-first-attempt", "audit.log.gz")}}, func(rec *replay.Record) error {
+	d, _ := replayInto(t, ps, bs, filepath.Join(dir, "raced-first-attempt", "audit.log.gz"), []replay.Option{replay.WithCheckRecorded(true)}, func(rec *replay.Record) {
 		if rec.AnnotationsSource != "" {
 			sources[rec.Line] = rec.AnnotationsSource
 		}
-		return b.Sink(nil)(rec)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if len(sources) == 0 {
 		t.Fatal("no record says its annotations are another evaluation's")
 	}
 	rows := map[int]string{}
-	for _, row := range b.Data(sum).Requests.Rows {
+	for _, row := range d.Requests.Rows {
 		if row.AnnotationsSource != "" {
 			rows[row.Line] = row.AnnotationsSource
 		}
