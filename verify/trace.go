@@ -6,6 +6,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
@@ -205,7 +206,7 @@ func selectorsOf(a authorizer.Attributes) (field, label string) {
 	case len(fr) > 0:
 		parts := make([]string, len(fr))
 		for i, r := range fr {
-			parts[i] = r.Field + string(r.Operator) + r.Value
+			parts[i] = r.Field + string(r.Operator) + fields.EscapeValue(r.Value)
 		}
 		field = strings.Join(parts, ",")
 	}

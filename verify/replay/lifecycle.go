@@ -160,8 +160,9 @@ type givenChange struct {
 	// done is when the write completed, received when the server received it.
 	done, received time.Time
 	by             string
-	// soon says it came within the policy source's second after the change before it (a
-	// delete and a create again), which the policy source may not have compiled either.
+	// soon says it came within the policy source's time after the change before it (a
+	// delete and a create again; its window and as long again, compiledWithin), which the
+	// policy source may not have compiled either.
 	soon bool
 	// spec says it changed the spec of a pair there before and after (lifecyclespec.go),
 	// not whether it is there.
@@ -172,7 +173,7 @@ type givenChange struct {
 func (l *lifecycle) change(k givenKey, ev *Event, by string) {
 	done := auditlog.ParseTime(ev.StageTimestamp)
 	prev, had := l.changes[k]
-	l.setChange(k, givenChange{done: done, received: ev.Received(), by: by, soon: had && !prev.done.IsZero() && !done.IsZero() && done.Sub(prev.done) < l.window})
+	l.setChange(k, givenChange{done: done, received: ev.Received(), by: by, soon: had && !prev.done.IsZero() && !done.IsZero() && done.Sub(prev.done) < l.window+policyRefresh})
 }
 
 // setChange makes c the latest change of k.
@@ -582,7 +583,7 @@ func (l *lifecycle) observe(d decoded, ev *Event) {
 	if l.off {
 		return
 	}
-	if len(l.changes) > len(l.compiled) && l.plain[d.file] && l.changedWithin(ev.Received(), l.window) {
+	if len(l.changes) > len(l.compiled) && l.plain[d.file] && l.changedWithin(ev.Received(), l.window+policyRefresh) {
 		l.compiledBy(d.file, ev)
 	}
 	if ev.ObjectRef == nil || ev.ObjectRef.APIGroup != "admissionregistration.k8s.io" {
@@ -624,7 +625,7 @@ func (l *lifecycle) observe(d decoded, ev *Event) {
 	}
 	switch code := ev.Code(); {
 	case !there && unsure == "":
-		l.forgetSpec(k)
+		l.forgetSpec(k, ev)
 	case code >= 200 && code < 300 && ev.Verb != "delete":
 		l.followSpec(k, ev, by)
 	}

@@ -598,6 +598,15 @@ func TestGivenSpecChanges(t *testing.T) {
 		want:  map[string]string{"before": "admit certain", "denied": changed, "moments": changed, "after": "admit certain"},
 		given: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Audit},
 	}, {
+		// The copy that denies deleted: within the policy source's time after the delete the
+		// pair is decided with, and the server decided with the copy, not the given one
+		// (which audits): the denials at moments and slow are the copy's.
+		name: "the copy deleted",
+		lines: []string{cm("before", "00.000", 201), write("deny", "patch", "01.000", actions("Deny"), nil), cm("denied", "03.000", 422),
+			write("delete", "delete", "04.000", map[string]any{"apiVersion": "v1", "kind": "DeleteOptions"}, nil), cm("moments", "04.300", 422), cm("slow", "07.000", 422)},
+		want:  map[string]string{"before": "admit certain", "denied": changed, "moments": changed, "slow": changed},
+		given: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Audit},
+	}, {
 		// A binding of another policy: any request may be the copy's.
 		name:  "the copy binds another policy",
 		lines: []string{cm("before", "00.000", 422), write("rebind", "patch", "01.000", map[string]any{"spec": map[string]any{"policyName": "other"}}, nil), cm("rebound", "03.000", 201)},

@@ -266,15 +266,34 @@ func sameSelection(k givenKey, a, b string, params bool) bool {
 	return true
 }
 
-// forgetSpec notes the delete of a given policy or binding: created again, it is taken as the
-// given one unless the log shows otherwise.
-func (l *lifecycle) forgetSpec(k givenKey) {
-	if c, ok := l.copies[k]; ok {
-		if c.changed.why != "" {
-			l.steady = nil
-		}
-		delete(l.copies, k)
+// forgetSpec notes the delete (ev) of a given policy or binding: created again, it is taken as
+// the given one unless the log shows otherwise. A copy that differed from the given one is held
+// as a replaced one (and those it held still), as a spec change's: while the delete is unsure
+// (the policy source may not have compiled it), the pair is decided with, and the server
+// decided with that copy.
+func (l *lifecycle) forgetSpec(k givenKey, ev *Event) {
+	c, ok := l.copies[k]
+	if !ok {
+		return
 	}
+	if c.changed.why != "" {
+		l.steady = nil
+	}
+	done := auditlog.ParseTime(ev.StageTimestamp)
+	var held []heldCopy
+	for _, h := range c.held {
+		if !done.IsZero() && done.Sub(h.replacedAt) < l.held() {
+			held = append(held, h)
+		}
+	}
+	if c.changed.why != "" {
+		held = append(held, heldCopy{changed: c.changed, replacedAt: done})
+	}
+	if len(held) == 0 {
+		delete(l.copies, k)
+		return
+	}
+	l.copies[k] = specCopy{obj: l.specs.obj[k], spec: l.specs.spec[k], held: held}
 }
 
 // givenSpecOf is the stored spec of a policy's or binding's object (of k's kind); "" when it
