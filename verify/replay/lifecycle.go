@@ -173,7 +173,7 @@ type givenChange struct {
 func (l *lifecycle) change(k givenKey, ev *Event, by string) {
 	done := auditlog.ParseTime(ev.StageTimestamp)
 	prev, had := l.changes[k]
-	l.setChange(k, givenChange{done: done, received: ev.Received(), by: by, soon: had && !prev.done.IsZero() && !done.IsZero() && done.Sub(prev.done) < l.window+policyRefresh})
+	l.setChange(k, givenChange{done: done, received: ev.Received(), by: by, soon: had && !prev.done.IsZero() && !done.IsZero() && done.Sub(prev.done) < l.band()})
 }
 
 // setChange makes c the latest change of k.
@@ -583,7 +583,7 @@ func (l *lifecycle) observe(d decoded, ev *Event) {
 	if l.off {
 		return
 	}
-	if len(l.changes) > len(l.compiled) && l.plain[d.file] && l.changedWithin(ev.Received(), l.window+policyRefresh) {
+	if len(l.changes) > len(l.compiled) && l.plain[d.file] && l.changedWithin(ev.Received(), l.band()) {
 		l.compiledBy(d.file, ev)
 	}
 	if ev.ObjectRef == nil || ev.ObjectRef.APIGroup != "admissionregistration.k8s.io" {
@@ -827,9 +827,9 @@ type givenAt struct {
 }
 
 // at is where the given policies and bindings were for a request of the log's file received at
-// received. A pair created or deleted within window before it is unsure, and decided with,
-// unless that server's log showed it compiled (compiledBy).
-func (l *lifecycle) at(file string, ev *Event, window time.Duration) givenAt {
+// received. A pair created or deleted within the window (l.window) before it is unsure, and
+// decided with, unless that server's log showed it compiled (compiledBy).
+func (l *lifecycle) at(file string, ev *Event) givenAt {
 	if l.off || (len(l.absent) == 0 && len(l.unknown) == 0 && len(l.changes) == 0 && len(l.copies) == 0) {
 		return givenAt{}
 	}
@@ -838,7 +838,7 @@ func (l *lifecycle) at(file string, ev *Event, window time.Duration) givenAt {
 	// source's refresh waits for the compile before it, which a loaded server takes longer for
 	// (random parity controllers seed c:787: an observer binding not in effect 2.8 s after its
 	// create completed, on a 2-core machine running two clusters).
-	band := window + policyRefresh
+	window, band := l.window, l.band()
 	steady := len(l.unknown) == 0 && !l.changedWithin(received, band)
 	if steady && l.steady != nil {
 		return *l.steady

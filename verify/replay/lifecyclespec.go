@@ -41,7 +41,7 @@ type specCopy struct {
 	// given one).
 	changed changedPair
 	// held are the copies before it that differed from the given one, each with when the
-	// write that replaced it completed, within lifecycle.held before its own write: the
+	// write that replaced it completed, within lifecycle.band before its own write: the
 	// policy source may still decide with any of them for as long after it was replaced.
 	held []heldCopy
 }
@@ -133,15 +133,8 @@ func (l *lifecycle) followSpec(k givenKey, ev *Event, by string) {
 	}
 	obj := writtenSpecObject(ev, cur)
 	prev := l.copies[k]
-	c := specCopy{obj: obj}
 	done := auditlog.ParseTime(ev.StageTimestamp)
-	for _, h := range prev.held {
-		if !done.IsZero() && done.Sub(h.replacedAt) < l.held() {
-			// Replaced moments before this write: the policy source may still hold it
-			// after this write too (three writes within a second).
-			c.held = append(c.held, h)
-		}
-	}
+	c := specCopy{obj: obj, held: l.stillHeld(prev.held, done)}
 	if obj != nil {
 		c.spec = givenSpecOf(k, obj)
 	}
@@ -174,17 +167,30 @@ func (l *lifecycle) followSpec(k givenKey, ev *Event, by string) {
 		}
 		if prev.changed.why != "" {
 			// The copy before this write, when it differed from the given one, is what the
-			// policy source may still decide with for a while (lifecycle.held).
+			// policy source may still decide with for a while (lifecycle.band).
 			c.held = append(c.held, heldCopy{changed: prev.changed, replacedAt: done})
 		}
 	}
 	l.copies[k] = c
 }
 
-// held is how long after a write replaced a copy of a given policy or binding the policy
-// source may still decide with it: its window, and as long again (compiledWithin).
-func (l *lifecycle) held() time.Duration {
+// band is how long after a write of a given policy or binding the policy source may still
+// decide without it, or with the copy it replaced: the window, and as long again, which a
+// loaded server takes (compiledWithin of the informers' lag).
+func (l *lifecycle) band() time.Duration {
 	return l.window + policyRefresh
+}
+
+// stillHeld are the held copies the policy source may still decide with after a write that
+// completed at done (replaced within the band before it: three writes within a second).
+func (l *lifecycle) stillHeld(held []heldCopy, done time.Time) []heldCopy {
+	var out []heldCopy
+	for _, h := range held {
+		if !done.IsZero() && done.Sub(h.replacedAt) < l.band() {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // changedAt is how the cluster's copy of k differed, or may have, from the given one when a
@@ -194,7 +200,7 @@ func (l *lifecycle) changedAt(k givenKey, received time.Time) (changedPair, bool
 	// held: the earlier copies the policy source may still decide with, together.
 	held := changedPair{actionsOnly: true}
 	for _, h := range c.held {
-		if !received.IsZero() && !h.replacedAt.IsZero() && received.Sub(h.replacedAt) >= l.held() {
+		if !received.IsZero() && !h.replacedAt.IsZero() && received.Sub(h.replacedAt) >= l.band() {
 			continue
 		}
 		held.why = joinWhy(held.why, h.changed.why)
@@ -280,12 +286,7 @@ func (l *lifecycle) forgetSpec(k givenKey, ev *Event) {
 		l.steady = nil
 	}
 	done := auditlog.ParseTime(ev.StageTimestamp)
-	var held []heldCopy
-	for _, h := range c.held {
-		if !done.IsZero() && done.Sub(h.replacedAt) < l.held() {
-			held = append(held, h)
-		}
-	}
+	held := l.stillHeld(c.held, done)
 	if c.changed.why != "" {
 		held = append(held, heldCopy{changed: c.changed, replacedAt: done})
 	}

@@ -789,7 +789,7 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 			}
 		}
 	}
-	given := r.lifecycle.at(d.file, ev, policyRefresh+r.state.Lag)
+	given := r.lifecycle.at(d.file, ev)
 	policies = given.filter(r.lifecycle, policies)
 	if len(policies) == 0 {
 		if rec.skip != "" {
