@@ -598,6 +598,18 @@ func TestGivenSpecChanges(t *testing.T) {
 		want:  map[string]string{"before": "admit certain", "denied": changed, "moments": changed, "after": "admit certain"},
 		given: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Audit},
 	}, {
+		// A request received 2.5 s after the copy that denies was replaced, and logged after a
+		// later write (a label) that completed past the band: the copy was still one the
+		// server may have decided with when the request was received (it denied). The copy
+		// was dropped as the later write completed, and the request claimed admit certain.
+		name: "the copy replaced, a slow request logged after a later write",
+		lines: []string{cm("before", "00.000", 201), write("deny", "patch", "01.000", actions("Deny"), nil),
+			write("audit", "patch", "04.000", actions("Audit"), nil),
+			write("label", "patch", "08.500", map[string]any{"metadata": map[string]any{"labels": map[string]any{"a": "b"}}}, nil),
+			timedEvent(t, cm("slow", "06.500", 422), "06.500000", "08.600000", nil), cm("after", "13.000", 201)},
+		want:  map[string]string{"before": "admit certain", "slow": changed, "after": "admit certain"},
+		given: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Audit},
+	}, {
 		// The copy that denies deleted: within the policy source's time after the delete the
 		// pair is decided with, and the server decided with the copy, not the given one
 		// (which audits): the denials at moments and slow are the copy's.

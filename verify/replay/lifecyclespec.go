@@ -181,12 +181,14 @@ func (l *lifecycle) band() time.Duration {
 	return l.window + policyRefresh
 }
 
-// stillHeld are the held copies the policy source may still decide with after a write that
-// completed at done (replaced within the band before it: three writes within a second).
+// stillHeld are the held copies the policy source may still have decided a request the log
+// records after a write that completed at done with: replaced within the band before that
+// request was received (changedAt), which may be up to --request-timeout before done (a
+// request received within the band, logged after a later write that completed past it).
 func (l *lifecycle) stillHeld(held []heldCopy, done time.Time) []heldCopy {
 	var out []heldCopy
 	for _, h := range held {
-		if !done.IsZero() && done.Sub(h.replacedAt) < l.band() {
+		if !done.IsZero() && done.Sub(h.replacedAt) < l.band()+auditlog.MaxRequestDuration {
 			out = append(out, h)
 		}
 	}
