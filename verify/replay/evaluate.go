@@ -509,13 +509,9 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 		out.indeterminate(u)
 		return
 	}
-	// What the live evaluation does not know of the request: what a first attempt on another
-	// version does not either (decideOn), and the object after the mutating webhooks where
-	// the store may have called them again (the log holds the first attempt's patches).
-	known := r.rebuiltUnknowns(j, &b, j.prior)
-	j.revise.unknowns = slices.Clip(known)
-	d := &rebuiltDecider{r: r, ctx: ctx, w: w, j: j, live: true, b: &b, unknowns: append(slices.Clip(known), newWebhookMutation(j.ev, mayRetry(j.t, j.prior)).unknowns()...)}
+	d := &rebuiltDecider{r: r, ctx: ctx, w: w, j: j, live: true, b: &b, unknowns: r.rebuiltUnknowns(j, &b, j.prior)}
 	r.conclude(w, j, out, b.oldUnknown, d.decide)
+	j.revise.unknowns = d.unknowns
 	decideOn := func(p state.Prior) (*verify.Decision, error) { return r.decideOn(ctx, w, j, p) }
 	r.firstAttempt(j, out, j.result.dec, decideOn)
 	r.raced(j, out, decideOn)
@@ -554,7 +550,7 @@ func (r *Replayer) rebuiltUnknowns(j *job, b *rebuilt, p state.Prior) []vapccel.
 		if cat := r.cat.c.Schema(); cat != nil && !kubescheme.Knows(u.GroupVersionKind()) {
 			defaults, _ = cat.CustomResourceDefaulter(u.GroupVersionKind())
 		}
-		unknowns = append(unknowns, patchRebuilt(j.ev, u, objectNotLogged(j.ev, j.t), defaults)...)
+		unknowns = append(unknowns, patchRebuilt(j.ev, u, objectNotLogged(j.ev, j.t), defaults, mayRetry(j.t, j.prior))...)
 		unknowns = append(unknowns, j.mutators.unknowns(r.replayedMutation(mutatedObject(j.t, u, b.req.OldObject, j.view)))...)
 		// The handler's field manager records the write in managedFields before admission
 		// (a custom resource's, a subresource's such as a TokenRequest); the replay runs it

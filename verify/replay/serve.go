@@ -306,11 +306,6 @@ type jobObjects struct {
 	// reread, when set, is the version the object is read as after the store's Get of it
 	// (apiserver.Rereads; see retriedOnMarked).
 	reread []byte
-	// firstAttempt says the version is one the store's first attempt at the request read (a
-	// watch cache's copy, a version a concurrent write replaced): the mutating webhooks'
-	// patches the log holds are that attempt's (audit annotations keep the first value), and
-	// apply to it (see mayRetry).
-	firstAttempt bool
 }
 
 // Reread is the version the object is read as after the store's Get of it, when the job
@@ -921,11 +916,7 @@ type servedOnce struct {
 func (r *Replayer) serveOnce(ctx context.Context, w evalWorker, j *job, objs *jobObjects, eval Evaluator, view *state.StateView, byAnnotations bool) (servedOnce, error) {
 	w.store.v = view
 	defer func() { w.store.v = nil }()
-	retried := mayRetry(j.t, j.prior)
-	if objs.firstAttempt {
-		retried = ""
-	}
-	vs, err := r.serve(ctx, j.ev, j.t, j.policies, objs, eval, w.plugins, view, j.rec.vapRan || j.rec.byWebhook, j.mutators, retried)
+	vs, err := r.serve(ctx, j.ev, j.t, j.policies, objs, eval, w.plugins, view, j.rec.vapRan || j.rec.byWebhook, j.mutators, mayRetry(j.t, j.prior))
 	if err != nil {
 		return servedOnce{}, err
 	}

@@ -260,11 +260,10 @@ func warningSet(ws []string) []string {
 	return slices.Compact(slices.Sorted(slices.Values(ws)))
 }
 
-// decideOn decides the job's request on the stored version p, as the store's first attempt on
-// it would (the mutating webhooks' patches the log holds are that attempt's): through the
-// request pipeline where it serves the resource, from the request's body otherwise (the log's
-// response is the live attempt's result). nil when the attempt would not have reached
-// validating admission.
+// decideOn decides the job's request on the stored version p, as an attempt of the store on it
+// would: through the request pipeline where it serves the resource, from the request's body
+// otherwise (the log's response is the live attempt's result). nil when the attempt would not
+// have reached validating admission.
 func (r *Replayer) decideOn(ctx context.Context, w evalWorker, j *job, p state.Prior) (*verify.Decision, error) {
 	if srv, err := pipelineServer(); err == nil && srv.Serves(j.t.gvr, j.t.sub) && !j.t.reqKind.Empty() && !objectNotLogged(j.ev, j.t) {
 		return r.decideServedOn(ctx, w, j, p) // (serve refuses a body an export lost)
@@ -292,9 +291,9 @@ func (r *Replayer) decideOn(ctx context.Context, w evalWorker, j *job, p state.P
 }
 
 // decideServedOn decides the job's request through the request pipeline on the stored version
-// p, as the store's first attempt on it (jobObjects.firstAttempt).
+// p.
 func (r *Replayer) decideServedOn(ctx context.Context, w evalWorker, j *job, p state.Prior) (*verify.Decision, error) {
-	o := &jobObjects{gr: j.t.gvr.GroupResource(), namespace: j.t.namespace, name: j.t.name, prior: p, firstAttempt: true}
+	o := &jobObjects{gr: j.t.gvr.GroupResource(), namespace: j.t.namespace, name: j.t.name, prior: p}
 	if j.rec.vapRan || j.rec.byWebhook {
 		o.version, o.uid = fromRequest(j.ev, p.Unknowns)
 		o.body = updateBody(j.ev, p.Unknowns)

@@ -124,9 +124,12 @@ func newWebhookMutation(ev *Event, retried string) *webhookMutation {
 		for _, c := range calls {
 			if c.mutated {
 				// Audit annotations keep the first value set: the patch the log holds is the
-				// call's on the first attempt, and the store's next attempt called the webhook
-				// again on the version it read (helper exAA).
-				m.unknown = c.describe() + " changed the object, and the log holds its patch of the request's first attempt: " + retried
+				// call's on the first attempt that it returned one in (helper exAA), and the
+				// store's next attempt called the webhook again on the version it read. Which
+				// attempt that was the log does not say: a webhook its selectors skipped on the
+				// first attempt's version, or that returned no patch there, logged nothing then
+				// (a helper's review).
+				m.unknown = c.describe() + " changed the object, and the log holds its patch of one attempt of the request, not which: " + retried
 				break
 			}
 		}
@@ -137,8 +140,7 @@ func newWebhookMutation(ev *Event, retried string) *webhookMutation {
 // mayRetry says why an update's or a patch's admission may have run more than once, the
 // store's GuaranteedUpdate trying it again on the version a write that committed first left,
 // where the version p the replay decides it on is not the one its first attempt read; ""
-// when it ran once. It is of the live attempt: one on the version a first attempt read
-// (jobObjects.firstAttempt, decideOn) ran the webhooks whose patches the log holds.
+// when it ran once.
 func mayRetry(t target, p state.Prior) string {
 	if t.op != admission.Update {
 		return ""
@@ -256,13 +258,16 @@ func applyWebhookPatch(a admission.Attributes, patch []byte) error {
 // (standInObject: a write whose object the log does not hold), a patch that does not apply to
 // it applied to the server's object (the server would have refused the request otherwise):
 // what it changed is not known (patchedFields), and the rest of the stand-in stays as it was.
-func patchRebuilt(ev *Event, u *unstructured.Unstructured, standIn bool, defaults func(obj map[string]any)) []vapccel.Unknown {
-	m := newWebhookMutation(ev, "")
+func patchRebuilt(ev *Event, u *unstructured.Unstructured, standIn bool, defaults func(obj map[string]any), retried string) []vapccel.Unknown {
+	m := newWebhookMutation(ev, retried)
 	if m == nil {
 		return nil
 	}
 	whole := func(why string) []vapccel.Unknown {
 		return []vapccel.Unknown{{Path: vapccel.FieldPath{Root: "object"}, Why: why}}
+	}
+	if m.unknown != "" {
+		return whole(m.unknown)
 	}
 	var changed []vapccel.Unknown
 	for _, c := range m.calls {
