@@ -149,8 +149,6 @@ type job struct {
 	ran map[string]bool
 	// auditors are the given bindings with the Audit action (Replayer.set).
 	auditors map[policyBinding]bool
-	// quiet are the given bindings without the Deny action (Replayer.set).
-	quiet map[policyBinding]bool
 	// resolving says why the apiserver may not have found the paramKind of a policy of the
 	// request yet: the request is decided both ways. unsettled says why it cannot be (see
 	// Replayer.unsettledParams).

@@ -1085,14 +1085,14 @@ func (j *job) settleUnsure() {
 
 // settledAnyway settles a record that pairs the policy source may not have compiled the
 // change of (why) gave a verdict, where it is known whichever way: the same with them or
-// without (job.withoutQuietPairs: what they gave not claimed), or the request's own response
+// without (job.withoutRefusingPairs: what they gave not claimed), or the request's own response
 // shows whether the server had them in effect (an admit they would have refused:
 // job.admittedWithoutPairs; the one pair's denial: job.deniedByOwn), or a pair settled long
 // before denies it too (job.deniedBySettled). warned are the pairs that only warned, whose
 // warnings are not claimed. It says whether it settled the record.
 func (j *job) settledAnyway(out *Record, pairs, warned givenPairs, why []string) bool {
 	switch {
-	case j.withoutQuietPairs(out, pairs, warned, why) || j.admittedWithoutPairs(out, pairs, warned, why):
+	case j.withoutRefusingPairs(out, pairs, warned, why) || j.admittedWithoutPairs(out, pairs, warned, why):
 	case out.Decision == DecisionDeny && j.deniedByOwn(pairs):
 		// The response is the pair's denial, as the evaluation words it: the server had it
 		// in effect (a delete not compiled yet), and decided as the replay did with it.
@@ -1196,34 +1196,33 @@ func (ps givenPairs) hasPolicy(policy string) bool {
 	return slices.ContainsFunc(ps, func(p givenPair) bool { return p.policy.name == policy })
 }
 
-// withoutQuietPairs settles a record whose unsure pairs (the policy source may not have
+// withoutRefusingPairs settles a record whose unsure pairs (the policy source may not have
 // compiled their change: why) gave it a verdict, where each is a validating policy's binding
-// without the Deny action (job.quiet) that refused nothing (a configuration error under
-// failurePolicy Fail refuses whatever the actions): with or without it, the verdict is the
-// same; what it gave (its results, its policy's audit annotations, the validation_failure
-// annotation, its warnings, and those of the unsure pairs that only warned) is not claimed,
-// and a note says so. It says whether it settled the record: not one the log's verdicts
-// contradict in what is claimed (--check-recorded).
-func (j *job) withoutQuietPairs(out *Record, pairs, warned givenPairs, why []string) bool {
-	if j.result.dec == nil || slices.ContainsFunc(pairs, func(p givenPair) bool {
-		return p.policy.kind != givenPolicy || !j.quiet[policyBinding{p.policy.name, p.binding.name}]
-	}) {
+// that refused nothing: each of its results is an admit, or one of a binding without the Deny
+// action (an audited or warned failure; a configuration error under failurePolicy Fail refuses
+// whatever the actions). A validating pair's evaluation does not change another's: with or
+// without such pairs, the verdict is the same; what they gave (their results, their policies'
+// audit annotations, the validation_failure annotation, their warnings, and those of the
+// unsure pairs that only warned) is not claimed, and a note says so. It says whether it
+// settled the record: not one the log's verdicts contradict in what is claimed
+// (--check-recorded).
+func (j *job) withoutRefusingPairs(out *Record, pairs, warned givenPairs, why []string) bool {
+	if j.result.dec == nil || slices.ContainsFunc(pairs, func(p givenPair) bool { return p.policy.kind != givenPolicy }) {
 		return false
 	}
 	if slices.ContainsFunc(j.result.dec.Results, func(r verify.Result) bool {
-		return pairs.has(r.Policy, r.Binding) && slices.Contains(r.Actions, admissionregistrationv1.Deny)
+		return pairs.has(r.Policy, r.Binding) && r.Result != verify.ResultAdmit && slices.Contains(r.Actions, admissionregistrationv1.Deny)
 	}) {
-		// A binding without the Deny action refuses all the same where it cannot be
-		// configured under failurePolicy Fail (its params not found where
-		// parameterNotFoundAction is Deny: the dispatcher's addConfigError), which the
-		// policy source may not have compiled yet.
+		// It refused, or would have where it cannot be configured under failurePolicy
+		// Fail (its params not found where parameterNotFoundAction is Deny: the
+		// dispatcher's addConfigError, whatever its binding's actions).
 		return false
 	}
 	if !j.checkedWithout(out, *j.result.dec, pairs) {
 		return false
 	}
 	out.unclaim(pairs, warned)
-	out.Notes = append(out.Notes, "decided whether or not kube-apiserver's policy source had compiled the change, whose bindings have no Deny action: "+strings.Join(why, "; ")+"; what they gave (their results, audit annotations and validation_failure entries, warnings) is not claimed")
+	out.Notes = append(out.Notes, "decided whether or not kube-apiserver's policy source had compiled the change, whose bindings refused nothing here: "+strings.Join(why, "; ")+"; what they gave (their results, audit annotations and validation_failure entries, warnings) is not claimed")
 	return true
 }
 

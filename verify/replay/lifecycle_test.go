@@ -123,7 +123,9 @@ func TestGivenLifecycle(t *testing.T) {
 // TestGivenAnnotatingMoments: a given policy that admits and annotates (random parity c:559,
 // its observer), created moments before a request: the log shows the request without its
 // annotations (the policy source had not compiled it), and the replay's would be a claim the
-// server did not make; a request whose log holds them shows it compiled.
+// server did not make. Its binding refused nothing: admitted either way, certain, its
+// annotations not claimed (it was indeterminate before); a request whose log holds them shows
+// it compiled.
 func TestGivenAnnotatingMoments(t *testing.T) {
 	t.Parallel()
 	p, b := levelPolicy("observe", "configmaps", admissionregistrationv1.Create, nil, "true")
@@ -141,8 +143,14 @@ func TestGivenAnnotatingMoments(t *testing.T) {
 	}
 	_, recs := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
 		[]Option{WithCheckRecorded(true)}, Source{Name: writeLog(t, t.TempDir(), "audit.log", lines)})
-	want := map[string]string{"moments": "indeterminate policy-source", "compiled": "admit certain", "after": "admit certain"}
+	want := map[string]string{"moments": "admit certain", "compiled": "admit certain", "after": "admit certain"}
 	checkOutcomes(t, recs, want)
+	if rec := recs["moments"]; rec != nil && (len(rec.AuditAnnotations) > 0 || !slices.ContainsFunc(rec.Notes, func(n string) bool { return strings.Contains(n, "is not claimed") })) {
+		t.Errorf("moments: annotations %v, notes %v: want none claimed, and a note saying so", rec.AuditAnnotations, rec.Notes)
+	}
+	if rec := recs["compiled"]; rec != nil && rec.AuditAnnotations["observe/name"] != "seen" {
+		t.Errorf("compiled: annotations %v, want observe/name", rec.AuditAnnotations)
+	}
 }
 
 // TestGivenSourceDeniedAnyway: a binding created moments before a request that another
@@ -941,28 +949,29 @@ func TestSameSelectionParams(t *testing.T) {
 	}
 }
 
-// TestWithoutQuietPairs: an unsure pair settles a record only where its binding has no Deny
-// action and refused nothing: a binding without Deny refuses all the same where it cannot be
-// configured under failurePolicy Fail (params not found, parameterNotFoundAction Deny), and the
-// policy source may not have compiled it, so that the request's verdict may have been another.
-func TestWithoutQuietPairs(t *testing.T) {
+// TestWithoutRefusingPairs: an unsure pair settles a record only where it refused nothing:
+// each of its results an admit, or one of a binding without the Deny action. A binding without
+// Deny refuses all the same where it cannot be configured under failurePolicy Fail (params not
+// found, parameterNotFoundAction Deny), and the policy source may not have compiled it, so that
+// the request's verdict may have been another.
+func TestWithoutRefusingPairs(t *testing.T) {
 	pair := givenPair{givenKey{givenPolicy, "late"}, givenKey{givenBinding, "late"}}
-	quiet := map[policyBinding]bool{{"late", "late"}: true}
+	deny, audit := []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Audit}
 	for _, tc := range []struct {
 		name    string
-		quiet   map[policyBinding]bool
 		result  verify.Result
 		settled bool
 	}{
-		{"audited a failure", quiet, verify.Result{Policy: "late", Binding: "late", Result: verify.ResultDeny, Actions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Audit}}, true},
-		{"not configured", quiet, verify.Result{Policy: "late", Binding: "late", Result: verify.ResultError, Actions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}, Message: "failed to configure binding: no params found"}, false},
-		{"a binding with Deny", nil, verify.Result{Policy: "late", Binding: "late", Result: verify.ResultAdmit, AuditAnnotations: map[string]string{"k": "v"}}, false},
+		{"audited a failure", verify.Result{Policy: "late", Binding: "late", Result: verify.ResultDeny, Actions: audit}, true},
+		{"not configured", verify.Result{Policy: "late", Binding: "late", Result: verify.ResultError, Actions: deny, Message: "failed to configure binding: no params found"}, false},
+		{"a binding with Deny admitted, annotating", verify.Result{Policy: "late", Binding: "late", Result: verify.ResultAdmit, Actions: deny, AuditAnnotations: map[string]string{"k": "v"}}, true},
+		{"a binding with Deny denied", verify.Result{Policy: "late", Binding: "late", Result: verify.ResultDeny, Actions: deny}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			j := &job{quiet: tc.quiet}
+			j := &job{}
 			j.result.dec = &verify.Decision{Allowed: true, Results: []verify.Result{tc.result}}
 			out := &Record{Decision: DecisionAdmit}
-			if got := j.withoutQuietPairs(out, []givenPair{pair}, nil, []string{"created moments before"}); got != tc.settled {
+			if got := j.withoutRefusingPairs(out, []givenPair{pair}, nil, []string{"created moments before"}); got != tc.settled {
 				t.Errorf("settled %v, want %v", got, tc.settled)
 			}
 		})

@@ -326,9 +326,6 @@ type policySet struct {
 	// auditors are the given bindings with the Audit action: their failures are the
 	// validation_failure annotation's entries (see job.outcomeOrder).
 	auditors map[policyBinding]bool
-	// quiet are the given bindings without the Deny action: whether the policy source had
-	// compiled one changes no verdict (job.settleUnsure).
-	quiet map[policyBinding]bool
 }
 
 type pendingRequest struct {
@@ -376,15 +373,12 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 	for _, p := range policies {
 		known[p.Name] = true
 	}
-	r.set.auditors, r.set.quiet = map[policyBinding]bool{}, map[policyBinding]bool{}
+	r.set.auditors = map[policyBinding]bool{}
 	for _, b := range bindings {
 		if known[b.Spec.PolicyName] {
 			r.set.bindings[b.Spec.PolicyName] = append(r.set.bindings[b.Spec.PolicyName], b.Name)
 			if slices.Contains(b.Spec.ValidationActions, admissionregistrationv1.Audit) {
 				r.set.auditors[policyBinding{b.Spec.PolicyName, b.Name}] = true
-			}
-			if !slices.Contains(b.Spec.ValidationActions, admissionregistrationv1.Deny) {
-				r.set.quiet[policyBinding{b.Spec.PolicyName, b.Name}] = true
 			}
 		}
 	}
@@ -802,7 +796,7 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	rec.verdict = recordedVerdictOf(ev, r.set.loadedPolicies)
 	r.learnSystemNamespace(ev, t, rec)
 	// What the request's evaluation reads of the State, as it is now, before its own write.
-	j := &job{d: d, ev: ev, t: t, rec: rec, policies: policies, given: given, mutators: r.mutatorsAt(ev.Received()), facts: r.facts, ran: r.installed.at(ev.Received(), compiledWithin(r.state.Lag)), auditors: r.set.auditors, quiet: r.set.quiet, done: make(chan struct{})}
+	j := &job{d: d, ev: ev, t: t, rec: rec, policies: policies, given: given, mutators: r.mutatorsAt(ev.Received()), facts: r.facts, ran: r.installed.at(ev.Received(), compiledWithin(r.state.Lag)), auditors: r.set.auditors, done: make(chan struct{})}
 	if r.cfg.check {
 		j.evidenced = j.ran
 	} else if !r.cfg.noEvidence {
