@@ -405,6 +405,11 @@ func (v *StateView) ReadOtherThanByName(w TypedWrite) bool {
 // listedWith says whether an evaluation over the View listed what the object of w was in with
 // its labels before or after w.
 func (v *StateView) listedWith(w TypedWrite) bool {
+	// Most writes are of a resource the View did not list (a request whose export lost when
+	// it was received is asked about every write of a minute): their entries are not looked up.
+	if !slices.ContainsFunc(v.Lists, func(l listRead) bool { return l.gr == w.GR }) {
+		return false
+	}
 	return slices.ContainsFunc(v.Lists, v.listsWrite(w))
 }
 
