@@ -984,3 +984,38 @@ func TestGKEJSONPatchDefaultedOnRead(t *testing.T) {
 		t.Errorf("GKE: %s, want indeterminate no-object naming the export", describeRecord(rec))
 	}
 }
+
+// TestGKEInformerLagText: a request a second after its policy's param was changed is decided
+// on the param's new version from the log backend's file. GKE's entry does not carry when the
+// request was received, which may have been up to a minute before it completed: the informer
+// may not have held the change. The alternative says when the write completed against the
+// request's response, which the export gives, and why not against when it was received (it
+// said "completed 59s after this request was received", of a request received a second after
+// the write).
+func TestGKEInformerLagText(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("limit", "configmaps", admissionregistrationv1.Create, nil, "params.data.allow == 'yes'")
+	p.Spec.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}
+	allow := admissionregistrationv1.AllowAction
+	b.Spec.ParamRef = &admissionregistrationv1.ParamRef{Namespace: "params", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"param": "yes"}}, ParameterNotFoundAction: &allow}
+	param := func(rv, allow string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "p", "namespace": "params", "resourceVersion": rv, "uid": "u-p", "labels": map[string]any{"param": "yes"}},
+			"data": map[string]any{"allow": allow}}
+	}
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "later", "namespace": "ns1"}}
+	lines := []string{
+		timedEvent(t, levelEvent(t, "2", auditlog.LevelRequestResponse, "update", "configmaps", "params", "p", 200, "", param("10", "yes"), param("11", "yes")), "02.000000", "02.010000", nil),
+		timedEvent(t, levelEvent(t, "3", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "later", 201, "", cm, cm), "03.000000", "03.001000", nil),
+	}
+	ps, bs := []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}
+	snapshot := []any{param("10", "no")}
+	if _, recs := replayLinesWith(t, ps, bs, snapshot, lines...); recs["3"] == nil || recs["3"].Decision != DecisionAdmit || recs["3"].Certainty != CertaintyCertain {
+		t.Fatalf("the log backend's file: %s, want admit, certain", describeRecord(recs["3"]))
+	}
+	_, recs := replayLinesWith(t, ps, bs, snapshot, gkeLines(t, lines...)...)
+	rec := recs["3"]
+	want := "the configmaps informer had not yet held the write at audit.jsonl:1, which completed 991ms before this request completed (the GKE Cloud Logging export does not carry when the request was received)"
+	if rec == nil || rec.Decision != DecisionAdmit || rec.Certainty != CertaintyLikely || !mentions(rec, want) {
+		t.Errorf("GKE's export: %s, want likely admit, the alternative %q", describeRecord(rec), want)
+	}
+}

@@ -246,7 +246,7 @@ func (r *Replayer) lagWorlds(j *job, e lagEvaluation) []world {
 	worlds := make([]world, 0, len(e.states)+2)
 	hasLikely := false
 	for _, st := range e.states {
-		w := world{If: lagCondition(st.undone, concurrent, received), Likely: sameWrites(st.undone, concurrent)}
+		w := world{If: lagCondition(st.undone, concurrent, received, j.ev), Likely: sameWrites(st.undone, concurrent)}
 		hasLikely = hasLikely || w.Likely
 		if st.why.is() {
 			w.Undecided = &indeterminateError{st.why}
@@ -468,7 +468,7 @@ func undecidedAlternative(why undecided, cond string) Alternative {
 // lagCondition says what a state with the writes undone needs, against the likely state, which
 // undoes the concurrent ones (completed after likelyAdmission): which informer had not
 // yet held which write, or had held it already.
-func lagCondition(undone, concurrent []state.TypedWrite, received time.Time) string {
+func lagCondition(undone, concurrent []state.TypedWrite, received time.Time, ev *Event) string {
 	var parts []string
 	seen := map[string]bool{}
 	say := func(part string) {
@@ -488,12 +488,12 @@ func lagCondition(undone, concurrent []state.TypedWrite, received time.Time) str
 		case tw.Ahead:
 			say(fmt.Sprintf("the %s informer had already held %s, which the log records after this request but which was received before this request completed", tw.GR.Resource, at(tw)))
 		case !slices.ContainsFunc(concurrent, tw.Same):
-			say(fmt.Sprintf("the %s informer had not yet held %s, which completed %s", tw.GR.Resource, at(tw), describeDone(tw.Done, received)))
+			say(fmt.Sprintf("the %s informer had not yet held %s, which completed %s", tw.GR.Resource, at(tw), describeDone(tw.Done, received, ev)))
 		}
 	}
 	for _, tw := range concurrent {
 		if !slices.ContainsFunc(undone, tw.Same) {
-			say(fmt.Sprintf("the %s informer had already held %s, which completed %s", tw.GR.Resource, at(tw), describeDone(tw.Done, received)))
+			say(fmt.Sprintf("the %s informer had already held %s, which completed %s", tw.GR.Resource, at(tw), describeDone(tw.Done, received, ev)))
 		}
 	}
 	if len(parts) == 0 {
@@ -613,8 +613,17 @@ func readReason(gr schema.GroupResource) Reason {
 	return ReasonParamUnknown
 }
 
-// describeDone says when a write completed relative to a request received at received.
-func describeDone(done, received time.Time) string {
+// describeDone says when a write completed relative to the request of ev, received at
+// received: relative to its response where its export lost when it was received (received is
+// then the earliest it can have been, a minute before: GKE), which the text says.
+func describeDone(done, received time.Time, ev *Event) string {
+	if stage := auditlog.ParseTime(ev.StageTimestamp); ev.Loss.Lost.Has(auditlog.LostReceived) && !stage.IsZero() {
+		rel, d := "before", stage.Sub(done)
+		if done.After(stage) {
+			rel, d = "after", -d
+		}
+		return fmt.Sprintf("%s %s this request completed (%s)", d.Round(time.Microsecond), rel, ev.Loss.Of(auditlog.LostReceived))
+	}
 	if done.After(received) {
 		return fmt.Sprintf("%s after this request was received", done.Sub(received).Round(time.Microsecond))
 	}
