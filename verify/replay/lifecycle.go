@@ -968,7 +968,7 @@ func (rc recency) of(k givenKey) (string, howRecent) {
 		what = "created"
 	}
 	if since >= rc.window {
-		slow := fmt.Sprintf("%s was %s at %s, %s before the request was received: kube-apiserver's policy source compiles what its informers hold a second after its last refresh, and a loaded server takes longer to compile", k, what, c.by, since.Round(time.Millisecond))
+		slow := fmt.Sprintf("%s was %s at %s, %s: kube-apiserver's policy source compiles what its informers hold a second after its last refresh, and a loaded server takes longer to compile", k, what, c.by, rc.since(c.done))
 		if l.absent[k] {
 			// A delete the policy source compiles late leaves the pair in effect: decided
 			// with it, unsure, as within the window (the replay does not also decide
@@ -982,11 +982,20 @@ func (rc recency) of(k givenKey) (string, howRecent) {
 		// export gives the earliest it may have been received, a minute before).
 		return fmt.Sprintf("%s was created at %s, %s before the request completed, and the export does not say when it was received: within the second kube-apiserver's policy source takes to compile it, it was decided without it", k, c.by, rc.completed.Sub(c.done).Round(time.Millisecond)), recentLikely
 	}
-	when := received.Sub(c.done).Round(time.Millisecond).String() + " before the request was received"
-	if received.Before(c.done) {
-		when = "after the request was received"
+	return fmt.Sprintf("%s was %s at %s, %s, and kube-apiserver's policy source compiles what its informers hold a second after its last refresh, and compiling takes time", k, what, c.by, rc.since(c.done)), recentUnsure
+}
+
+// since says when a change that completed at done did against the request: before it was
+// received, or, where its export lost when it was received (received is then the earliest it
+// can have been, a minute before it completed), before it completed.
+func (rc recency) since(done time.Time) string {
+	if rc.lostReceived && !rc.completed.IsZero() {
+		return rc.completed.Sub(done).Round(time.Millisecond).String() + " before the request completed, and the export does not say when it was received"
 	}
-	return fmt.Sprintf("%s was %s at %s, %s, and kube-apiserver's policy source compiles what its informers hold a second after its last refresh, and compiling takes time", k, what, c.by, when), recentUnsure
+	if rc.received.Before(done) {
+		return "after the request was received"
+	}
+	return rc.received.Sub(done).Round(time.Millisecond).String() + " before the request was received"
 }
 
 // changedWithin says whether a given policy or binding came or went within window before a

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -1163,5 +1164,31 @@ func TestGivenSourceSlowCompileLikely(t *testing.T) {
 	checkOutcomes(t, recs, map[string]string{"x-band": "deny likely", "x-past": "deny certain"})
 	if rec := recs["x-band"]; rec != nil && !slices.ContainsFunc(rec.Alternatives, func(a Alternative) bool { return a.Reason == ReasonPolicySource }) {
 		t.Errorf("x-band: no alternative of the binding not compiled: %v", rec.Alternatives)
+	}
+}
+
+// TestRecencySince: what a request's reason says of when a policy or binding changed against
+// it. Where its export lost when it was received (GKE), received is the earliest it can have
+// been, a minute before its response: the change is placed against the response, and the
+// text says why (it said "59.5s before the request was received" of a request received
+// moments after the change).
+func TestRecencySince(t *testing.T) {
+	at := func(s string) time.Time { return auditlog.ParseTime("2026-01-02T03:04:" + s + "Z") }
+	for _, tc := range []struct {
+		name string
+		rc   recency
+		done time.Time
+		want string
+	}{
+		{name: "before it was received", rc: recency{received: at("05.500"), completed: at("05.600")}, done: at("05.000"),
+			want: "500ms before the request was received"},
+		{name: "after it was received", rc: recency{received: at("05.500"), completed: at("05.600")}, done: at("05.550"),
+			want: "after the request was received"},
+		{name: "its export lost when it was received", rc: recency{received: at("05.600").Add(-auditlog.MaxRequestDuration), completed: at("05.600"), lostReceived: true}, done: at("05.100"),
+			want: "500ms before the request completed, and the export does not say when it was received"},
+	} {
+		if got := tc.rc.since(tc.done); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }
