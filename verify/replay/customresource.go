@@ -242,7 +242,7 @@ func (r *Replayer) followCustomUpdate(sw stateWrite, src string) bool {
 		r.storedInOtherVersion(t) || len(recordedWebhooks(ev)) > 0 || r.cat.c.Obscured(t.gvr) != "" || ev.Loss.Lost&^followedDespite != 0 {
 		return false
 	}
-	p := r.state.PriorOf(sw.gr, t.namespace, t.name, 0, ev.Received(), false)
+	p := r.state.PriorOf(sw.gr, t.namespace, t.name, 0, receivedOf(ev), false)
 	if p.Raw == nil || p.Unknown != "" || p.RacedBy != "" || ev.Received().IsZero() {
 		return false
 	}

@@ -927,14 +927,24 @@ func TestConcurrentWithDeleteCollection(t *testing.T) {
 	collection := levelEvent(t, "2", auditlog.LevelRequestResponse, "deletecollection", "configmaps", "ns1", "", 200, "", nil, list)
 	collection = replaceOnce(t, collection, `/namespaces/ns1/configmaps/"`, `/namespaces/ns1/configmaps"`)
 	label := map[string]any{"metadata": map[string]any{"labels": map[string]any{"a": "b"}}}
-	_, recs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+	lines := []string{
 		timedEvent(t, levelEvent(t, "1", auditlog.LevelRequestResponse, "create", "configmaps", "ns1", "cm", 201, "", cm, cm), "01.000000", "01.001000", nil),
 		timedEvent(t, collection, "02.000000", "02.010000", nil),
 		// Received before the deletecollection completed.
 		timedEvent(t, levelEvent(t, "3", auditlog.LevelRequestResponse, "patch", "configmaps", "ns1", "cm", 200, "", label, nil), "02.005000", "02.012000", nil),
-	)
+	}
+	ps, bs := []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}
+	_, recs := replayLines(t, ps, bs, lines...)
 	if rec := recs["3"]; rec == nil || rec.Decision != DecisionDeny || rec.Certainty != CertaintyLikely || !mentions(rec, "admit if the write at audit.jsonl:2 (deletion pending), which completed after this request was received") {
 		t.Errorf("request 3: %s, want likely deny, admit if it read the object before the deletecollection marked it", describeRecord(rec))
+	}
+	// GKE's entries do not say when a request was received: the write is placed against the
+	// request's response (the alternative said it completed after the request was received,
+	// against the earliest it can have been, a minute before).
+	_, recs = replayLinesWith(t, ps, bs, nil, gkeLines(t, lines...)...)
+	if rec := recs["3"]; rec == nil || rec.Decision != DecisionDeny || rec.Certainty != CertaintyLikely ||
+		!mentions(rec, "admit if the write at audit.jsonl:2 (deletion pending), which completed 2ms before this request completed (the GKE Cloud Logging export does not carry when the request was received), and may have after it was received") {
+		t.Errorf("GKE's request 3: %s, want likely deny, admit if it read the object before the deletecollection marked it", describeRecord(rec))
 	}
 }
 

@@ -486,7 +486,7 @@ func (r *Replayer) staleAttemptPossible(ev *Event, t target) bool {
 	if asked == 0 || !r.ranAdmission(ev) {
 		return false
 	}
-	p := r.state.PriorOf(t.gvr.GroupResource(), t.namespace, t.name, 0, ev.Received(), true)
+	p := r.state.PriorOf(t.gvr.GroupResource(), t.namespace, t.name, 0, receivedOf(ev), true)
 	// The version the State holds, when the write that replaced it in the server is one the log
 	// records later (two updates of one version, the loser's 409 logged first): the first
 	// attempt passed the precondition on it, and the second failed it.

@@ -468,13 +468,14 @@ func (s *State) DeletedPrior(gr schema.GroupResource, namespace, name string) (P
 // DeletedAfter is where the version of the object the latest deletion removed was written,
 // when that deletion completed after a request received at received: the request may have
 // read that version first; "" otherwise.
-func (s *State) DeletedAfter(gr schema.GroupResource, namespace, name string, received time.Time) string {
+func (s *State) DeletedAfter(gr schema.GroupResource, namespace, name string, rc Received) string {
+	received := rc.At
 	k := ReplacedKey{StorageOf(gr), ObjectKey{namespace, name}}
 	d, ok := s.deletions.m[k]
 	if e := s.Objects[k.GR][k.Obj]; !ok || received.IsZero() || !d.done.After(received) || e != nil && e.Raw != nil {
 		return "" // (a version the State holds was written after the deletion)
 	}
-	return "the version the deletion at " + cmp.Or(d.by, "a request the log records before it") + " removed, which completed after this request was received"
+	return "the version the deletion at " + cmp.Or(d.by, "a request the log records before it") + " removed, " + rc.completedAfter(d.done)
 }
 
 // Removed says where and when the log removed the object, when the State holds none of it
@@ -505,12 +506,13 @@ type deletion struct {
 // that stored that version completed less than the lag before it was received (or after), and
 // the server's first attempt may have read the watch cache's copy of the version before it
 // (see staleOf); "" otherwise.
-func (s *State) DeletedStale(gr schema.GroupResource, namespace, name string, received time.Time) string {
+func (s *State) DeletedStale(gr schema.GroupResource, namespace, name string, rc Received) string {
+	received := rc.At
 	d := s.deleted.m[ReplacedKey{StorageOf(gr), ObjectKey{namespace, name}}]
 	if d == nil || received.IsZero() || d.done.IsZero() || received.Sub(d.done) >= s.Lag {
 		return ""
 	}
-	return fmt.Sprintf("the write at %s, which stored the version the deletion removed, completed %s: kube-apiserver's first attempt may have read the watch cache's copy of the version before it", d.Source, sinceReceived(received.Sub(d.done).Round(time.Microsecond)))
+	return fmt.Sprintf("the write at %s, which stored the version the deletion removed, completed %s: kube-apiserver's first attempt may have read the watch cache's copy of the version before it", d.Source, rc.since(d.done))
 }
 
 // completeness is what the State knows whole.
@@ -1323,13 +1325,14 @@ func (s *State) restatedVersion(gr schema.GroupResource, k ObjectKey, e *entry, 
 // ran concurrently with it (see concurrent): a write retried after a conflict with it, too,
 // which admission saw on its first attempt as well. With firstAttempt, it also says which
 // versions the server's first attempt may have read from its watch cache (staleOf).
-func (s *State) PriorOf(gr schema.GroupResource, namespace, name string, rv uint64, received time.Time, firstAttempt bool) Prior {
+func (s *State) PriorOf(gr schema.GroupResource, namespace, name string, rv uint64, received Received, firstAttempt bool) Prior {
 	return s.PriorOfResult(gr, namespace, name, rv, "", received, firstAttempt)
 }
 
 // PriorOfResult is PriorOf where the write's result also shows the object's uid: a deleted
 // version of another uid is not the one it read (it created the object again).
-func (s *State) PriorOfResult(gr schema.GroupResource, namespace, name string, rv uint64, uid string, received time.Time, firstAttempt bool) Prior {
+func (s *State) PriorOfResult(gr schema.GroupResource, namespace, name string, rv uint64, uid string, rc Received, firstAttempt bool) Prior {
+	received := rc.At
 	gr = StorageOf(gr)
 	p := s.Prior(gr, namespace, name)
 	e := s.Objects[gr][ObjectKey{namespace, name}]
@@ -1351,7 +1354,7 @@ func (s *State) PriorOfResult(gr schema.GroupResource, namespace, name string, r
 	if restated := s.restatedVersion(gr, ObjectKey{namespace, name}, e, rv, received); restated != nil {
 		p.Source, p.Unknown, p.Raw, p.Unknowns, p.RV = restated.Source+fmt.Sprintf(" (this request's result, resourceVersion %d, is that version, which existed before this request was received: it changed nothing, and the store answers a write that changes nothing with the version it read)", rv), restated.Unknown, restated.Raw, restated.unknowns, restated.rv
 		if firstAttempt && p.Raw != nil {
-			s.staleFrom(&p, ReplacedKey{gr, ObjectKey{namespace, name}}, restated, received)
+			s.staleFrom(&p, ReplacedKey{gr, ObjectKey{namespace, name}}, restated, rc)
 		}
 		return p
 	}
@@ -1362,10 +1365,10 @@ func (s *State) PriorOfResult(gr schema.GroupResource, namespace, name string, r
 			// State's version, which another write of the log answered with, is the one of
 			// the two that wrote it, on the version before (the other changed nothing and
 			// answered with what it read): when the two ran concurrently, either.
-			p = s.concurrent(p, gr, namespace, name, received)
+			p = s.concurrent(p, gr, namespace, name, rc)
 		}
 		if firstAttempt && p.Raw != nil {
-			s.staleOf(&p, gr, namespace, name, received)
+			s.staleOf(&p, gr, namespace, name, rc)
 		}
 		return p
 	}
@@ -1379,7 +1382,7 @@ func (s *State) PriorOfResult(gr schema.GroupResource, namespace, name string, r
 				// Its last attempt read that version; its first may have read one before it,
 				// when the write that stored it completed after this request was received
 				// (or less than the lag before).
-				s.staleFrom(&p, ReplacedKey{gr, ObjectKey{namespace, name}}, r.e, received)
+				s.staleFrom(&p, ReplacedKey{gr, ObjectKey{namespace, name}}, r.e, rc)
 			}
 			return p
 		}
@@ -1394,7 +1397,7 @@ func (s *State) PriorOfResult(gr schema.GroupResource, namespace, name string, r
 // the State holds that version, or a later one, or deleted the object after it, it is the one
 // read; otherwise the dry run read a version the log records later or not at all, and
 // PriorOf without rv says what it may have read.
-func (s *State) PriorRead(gr schema.GroupResource, namespace, name string, rv uint64, received time.Time) Prior {
+func (s *State) PriorRead(gr schema.GroupResource, namespace, name string, rv uint64, received Received) Prior {
 	gr = StorageOf(gr)
 	e := s.Objects[gr][ObjectKey{namespace, name}]
 	switch {
@@ -1446,15 +1449,15 @@ func (s *State) MarkDone(gr schema.GroupResource, namespace, name, source string
 // completed after that (the two ran concurrently, and the log records each when its response
 // completes), the request may have read the version before that write as well as after it,
 // and the log does not say which.
-func (s *State) concurrent(p Prior, gr schema.GroupResource, namespace, name string, received time.Time) Prior {
+func (s *State) concurrent(p Prior, gr schema.GroupResource, namespace, name string, rc Received) Prior {
+	received := rc.At
 	gr = StorageOf(gr)
 	k := ObjectKey{namespace, name}
 	e := s.Objects[gr][k]
 	if d := s.deleted.m[ReplacedKey{gr, k}]; e == nil && d != nil && d.Raw != nil && !received.IsZero() && d.deletedDone.After(received) {
 		// Deleted by a write that completed after this request was received: the log's order
 		// gives it gone (likely), the version the deletion removed the alternative.
-		p.RacedBy = fmt.Sprintf("the deletion at %s, which completed after this request was received (%s, %s)",
-			cmp.Or(d.deletedBy, "a request the log records before it"), received.UTC().Format(time.RFC3339Nano), d.deletedDone.UTC().Format(time.RFC3339Nano))
+		p.RacedBy = "the deletion at " + cmp.Or(d.deletedBy, "a request the log records before it") + ", " + rc.completedAfter(d.deletedDone)
 		p.RacedFrom = &Prior{Kept: p.Kept, Found: true, Complete: p.Complete, Raw: d.Raw, RV: d.rv, Unknowns: d.unknowns,
 			Source: d.Source + " (the version " + p.RacedBy + ", removed)"}
 		return p
@@ -1464,8 +1467,7 @@ func (s *State) concurrent(p Prior, gr schema.GroupResource, namespace, name str
 	}
 	// The log's order gives the version the write stored: the likely one (both completed, the
 	// write first). The version before it is the alternative, when the State remembers it.
-	p.RacedBy = fmt.Sprintf("the write at %s, which completed after this request was received (%s, %s)",
-		e.Source, received.UTC().Format(time.RFC3339Nano), e.done.UTC().Format(time.RFC3339Nano))
+	p.RacedBy = "the write at " + e.Source + ", " + rc.completedAfter(e.done)
 	for _, r := range s.replaced[ReplacedKey{gr, k}] {
 		if r.by == e && r.e.Raw != nil {
 			p.RacedFrom = &Prior{Kept: p.Kept, Found: true, Complete: p.Complete, Raw: r.e.Raw, RV: r.e.rv, Unknowns: r.e.unknowns,
@@ -1547,18 +1549,18 @@ func (s *State) RecentTyped(received time.Time) (out []TypedWrite, lost []schema
 // that stored the State's version of the object replaced another version and completed less
 // than the lag before: the server's first attempt may have read the version before it,
 // or, when that one's write completed as recently, the one before that, and so on.
-func (s *State) staleOf(p *Prior, gr schema.GroupResource, namespace, name string, received time.Time) {
+func (s *State) staleOf(p *Prior, gr schema.GroupResource, namespace, name string, received Received) {
 	gr = StorageOf(gr)
 	k := ReplacedKey{gr, ObjectKey{namespace, name}}
 	s.staleFrom(p, k, s.Objects[gr][k.Obj], received)
 }
 
 // staleFrom is staleOf from the version cur, the one the request's last attempt read.
-func (s *State) staleFrom(p *Prior, k ReplacedKey, cur *entry, received time.Time) {
+func (s *State) staleFrom(p *Prior, k ReplacedKey, cur *entry, rc Received) {
+	received := rc.At
 	before := true // every write from cur on was received after the request
 	for cur != nil && cur.follows && !cur.done.IsZero() && !received.IsZero() && received.Sub(cur.done) < s.Lag {
 		before = before && cur.received.After(received)
-		gap := received.Sub(cur.done).Round(time.Microsecond)
 		var r *replacedEntry
 		for i, c := range s.replaced[k] {
 			if c.by == cur {
@@ -1567,11 +1569,11 @@ func (s *State) staleFrom(p *Prior, k ReplacedKey, cur *entry, received time.Tim
 		}
 		if r == nil || r.e.Raw == nil || len(p.Stale) == maxReplacedPerObject {
 			p.Stale, p.FirstRead = nil, 0
-			p.StaleUnknown = fmt.Sprintf("the write at %s completed %s, and the version it replaced is not known", cur.Source, sinceReceived(gap))
+			p.StaleUnknown = fmt.Sprintf("the write at %s completed %s, and the version it replaced is not known", cur.Source, rc.since(cur.done))
 			return
 		}
 		p.Stale = append(p.Stale, Prior{Kept: p.Kept, Found: true, Complete: p.Complete, Raw: r.e.Raw, RV: r.e.rv, Unknowns: r.e.unknowns,
-			Source: fmt.Sprintf("%s (the version the write at %s, completed %s, replaced)", r.e.Source, cur.Source, sinceReceived(gap))})
+			Source: fmt.Sprintf("%s (the version the write at %s, completed %s, replaced)", r.e.Source, cur.Source, rc.since(cur.done))})
 		if before {
 			p.FirstRead = len(p.Stale)
 		}
@@ -1579,12 +1581,44 @@ func (s *State) staleFrom(p *Prior, k ReplacedKey, cur *entry, received time.Tim
 	}
 }
 
-// sinceReceived says when a write completed against a request received gap after it.
-func sinceReceived(gap time.Duration) string {
+// Received is when the request the State reads for was received: At; or, where its export
+// lost when it was received (Lost says so: GKE's entries), the earliest it can have been, a
+// minute before it completed (Completed). What the State says of when a write completed is
+// then said against the request's response, which the export gives.
+type Received struct {
+	At, Completed time.Time
+	Lost          string
+}
+
+// ReceivedAt is a Received the log gives.
+func ReceivedAt(at time.Time) Received { return Received{At: at} }
+
+// bound says whether At is only the earliest the request can have been received.
+func (r Received) bound() bool { return r.Lost != "" && !r.Completed.IsZero() }
+
+// since says when a write that completed at done did against the request.
+func (r Received) since(done time.Time) string {
+	if r.bound() {
+		d := r.Completed.Sub(done).Round(time.Microsecond)
+		if d < 0 {
+			return fmt.Sprintf("%s after this request completed (%s)", -d, r.Lost)
+		}
+		return fmt.Sprintf("%s before this request completed (%s)", d, r.Lost)
+	}
+	gap := r.At.Sub(done).Round(time.Microsecond)
 	if gap < 0 {
 		return fmt.Sprintf("%s after this request was received", -gap)
 	}
 	return fmt.Sprintf("%s before this request was received", gap)
+}
+
+// completedAfter says that a write that completed at done did so after the request was
+// received (or may have, where the export lost when it was).
+func (r Received) completedAfter(done time.Time) string {
+	if r.bound() {
+		return "which completed " + r.since(done) + ", and may have after it was received"
+	}
+	return fmt.Sprintf("which completed after this request was received (%s, %s)", r.At.UTC().Format(time.RFC3339Nano), done.UTC().Format(time.RFC3339Nano))
 }
 
 // RecentWrite says why an object of the resource in the namespace (every namespace when it is
@@ -1592,7 +1626,8 @@ func sinceReceived(gap time.Duration) string {
 // the State's (see staleOf): a write that replaced a version of it completed less than
 // the lag before; "" when none did. It names the last such write (of those completed at the
 // same time, the first by its key): the same on every replay of the log.
-func (s *State) RecentWrite(gr schema.GroupResource, namespace string, received time.Time) string {
+func (s *State) RecentWrite(gr schema.GroupResource, namespace string, rc Received) string {
+	received := rc.At
 	gr = StorageOf(gr)
 	if received.IsZero() {
 		return ""
@@ -1609,7 +1644,7 @@ func (s *State) RecentWrite(gr schema.GroupResource, namespace string, received 
 	if last == nil {
 		return ""
 	}
-	return fmt.Sprintf("the write at %s completed %s before this request was received, and the versions before it are not followed for a deletecollection", last.Source, received.Sub(last.done).Round(time.Microsecond))
+	return fmt.Sprintf("the write at %s completed %s, and the versions before it are not followed for a deletecollection", last.Source, rc.since(last.done))
 }
 
 func (s *State) Prior(gr schema.GroupResource, namespace, name string) Prior {

@@ -78,7 +78,7 @@ func TestStateVersions(t *testing.T) {
 				}
 				s.MarkDone(gr, "ns", "cm", source, at(w.done))
 			}
-			p := s.PriorOf(gr, "ns", "cm", tc.rv, at(tc.received), false)
+			p := s.PriorOf(gr, "ns", "cm", tc.rv, ReceivedAt(at(tc.received)), false)
 			rvOf := func(raw []byte) uint64 {
 				if raw == nil {
 					return 0
@@ -97,19 +97,37 @@ func TestStateVersions(t *testing.T) {
 	}
 }
 
-// TestSinceReceived: a write that completed after the request was received says so, not a
-// negative time before.
-func TestSinceReceived(t *testing.T) {
+// TestReceivedSince: a write that completed after the request was received says so, not a
+// negative time before. Where the request's export lost when it was received (GKE), At is the
+// earliest it can have been, a minute before it completed: the write is placed against the
+// request's response, and the text says why (it said "59.99s before this request was
+// received" of a write that completed moments before it).
+func TestReceivedSince(t *testing.T) {
+	t0 := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	const lost = "the GKE Cloud Logging export does not carry when the request was received"
+	gke := Received{At: t0.Add(-time.Minute), Completed: t0, Lost: lost}
 	for _, tc := range []struct {
-		gap  time.Duration
-		want string
+		name                 string
+		rc                   Received
+		done                 time.Time
+		since, completeAfter string
 	}{
-		{4 * time.Millisecond, "4ms before this request was received"},
-		{-3990 * time.Microsecond, "3.99ms after this request was received"},
-		{0, "0s before this request was received"},
+		{name: "before", rc: ReceivedAt(t0), done: t0.Add(-4 * time.Millisecond),
+			since: "4ms before this request was received", completeAfter: "which completed after this request was received (2026-11-20T10:00:00Z, 2026-11-20T09:59:59.996Z)"},
+		{name: "after", rc: ReceivedAt(t0), done: t0.Add(3990 * time.Microsecond),
+			since: "3.99ms after this request was received", completeAfter: "which completed after this request was received (2026-11-20T10:00:00Z, 2026-11-20T10:00:00.00399Z)"},
+		{name: "at once", rc: ReceivedAt(t0), done: t0,
+			since: "0s before this request was received", completeAfter: "which completed after this request was received (2026-11-20T10:00:00Z, 2026-11-20T10:00:00Z)"},
+		{name: "lost: before it completed", rc: gke, done: t0.Add(-10 * time.Millisecond),
+			since: "10ms before this request completed (" + lost + ")", completeAfter: "which completed 10ms before this request completed (" + lost + "), and may have after it was received"},
+		{name: "lost: after it completed", rc: gke, done: t0.Add(2 * time.Millisecond),
+			since: "2ms after this request completed (" + lost + ")", completeAfter: "which completed 2ms after this request completed (" + lost + "), and may have after it was received"},
 	} {
-		if got := sinceReceived(tc.gap); got != tc.want {
-			t.Errorf("sinceReceived(%v) = %q, want %q", tc.gap, got, tc.want)
+		if got := tc.rc.since(tc.done); got != tc.since {
+			t.Errorf("%s: since = %q, want %q", tc.name, got, tc.since)
+		}
+		if got := tc.rc.completedAfter(tc.done); got != tc.completeAfter {
+			t.Errorf("%s: completedAfter = %q, want %q", tc.name, got, tc.completeAfter)
 		}
 	}
 }
@@ -130,7 +148,7 @@ func TestRecentWriteNamesTheLast(t *testing.T) {
 	}}}
 	want := "the write at log:2 completed 100ms before this request was received, and the versions before it are not followed for a deletecollection"
 	for range 20 {
-		if got := s.RecentWrite(gr, "ns1", t0.Add(300*time.Millisecond)); got != want {
+		if got := s.RecentWrite(gr, "ns1", ReceivedAt(t0.Add(300*time.Millisecond))); got != want {
 			t.Fatalf("RecentWrite = %q, want %q", got, want)
 		}
 	}
@@ -454,7 +472,7 @@ func TestDeletedVersionRead(t *testing.T) {
 			s.BeginWrite(false, time.Time{}, time.Time{}, "audit.log:2")
 			s.DeleteAt(gr, u.GroupVersionKind(), "ns", "cm", tc.deletedAt, tc.deletedAt > 0)
 			s.EndWrite()
-			p := s.PriorOfResult(gr, "ns", "cm", tc.rv, tc.uid, time.Time{}, false)
+			p := s.PriorOfResult(gr, "ns", "cm", tc.rv, tc.uid, Received{}, false)
 			if p.Found != tc.wantFound {
 				t.Errorf("PriorOfResult(rv %d, uid %q) after a deletion at %d: found %v (%s), want %v", tc.rv, tc.uid, tc.deletedAt, p.Found, p.Source, tc.wantFound)
 			}
