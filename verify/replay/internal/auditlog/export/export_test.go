@@ -112,3 +112,17 @@ var CutTimestamp = cutTimestamp
 
 // ContainerLog is the format of a container's log file (the kubelet's CRI logging format).
 const ContainerLog = containerLog
+
+// HeldPassedOver are the bytes of the records passed over (Filtered) the Reader's reorder
+// holds.
+func HeldPassedOver(r *Reader) int {
+	n := 0
+	if r.order != nil {
+		for _, rec := range r.order.held {
+			if rec.skip == Filtered {
+				n += len(rec.data)
+			}
+		}
+	}
+	return n
+}

@@ -466,7 +466,13 @@ func (r *Reader) start(read func(yield func(record) bool)) {
 					if u := b.recs[i].unwrap; u != nil {
 						b.recs[i].unwrap = nil
 						if r.filter != nil && len(b.recs[i].data) > 0 && r.passOver(b.recs[i].data) {
+							// Its bytes go back at once: a record passed over has no time,
+							// and the reorder holds it among those read around it, which a
+							// search's Filter passes over all of (gcloud's array, newest
+							// first, read back for the policies' names held 150 MB of them).
 							b.recs[i].skip = Filtered
+							putBuf(b.recs[i].data)
+							b.recs[i].data = nil
 							continue
 						}
 						unwrapRecord(&b.recs[i], u)
