@@ -380,7 +380,7 @@ func (r *Replayer) beforeSnapshot(j *job) {
 	if len(r.snapshotRead) == 0 {
 		return
 	}
-	done, received := auditlog.ParseTime(j.ev.StageTimestamp), j.ev.Received()
+	done, received := auditlog.ParseTime(j.ev.StageTimestamp), receivedOf(j.ev)
 	why := func(gr schema.GroupResource) string {
 		return "the snapshot was read after this request completed (" + r.snapshotRead[state.StorageOf(gr)] + ")"
 	}

@@ -44,14 +44,15 @@ func (s *State) NoteSnapshotWrites(ws map[ReplacedKey][]SnapshotWrite) {
 // after a request received at received (zero: not known), which completed at done: a write
 // that may have written it, or one before it, completed after the request was received; and
 // whether the request is itself one (self), which may have written the snapshot's version.
-func (s *State) SnapshotWrittenAfter(gr schema.GroupResource, namespace, name string, received, done time.Time) (why string, self, after bool) {
+func (s *State) SnapshotWrittenAfter(gr schema.GroupResource, namespace, name string, rc Received, done time.Time) (why string, self, after bool) {
+	received := rc.At
 	for _, w := range s.snapshotWrites[ReplacedKey{StorageOf(gr), ObjectKey{namespace, name}}] {
 		switch {
 		case w.Received.Equal(received) && w.Done.Equal(done):
 			self = true
 		case received.IsZero() || !w.Done.Before(received):
 			after = true
-			why = fmt.Sprintf("the snapshot was read after the log began, and its version of %s may have been written by the write at %s, which completed after this request was received", describeKey(gr, namespace, name), w.By)
+			why = fmt.Sprintf("the snapshot was read after the log began, and its version of %s may have been written by the write at %s, %s", describeKey(gr, namespace, name), w.By, rc.after(w.Done))
 		}
 	}
 	return why, self, after
@@ -59,7 +60,8 @@ func (s *State) SnapshotWrittenAfter(gr schema.GroupResource, namespace, name st
 
 // SnapshotTypedWrittenAfter is SnapshotWrittenAfter for any object of gr, a resource of params
 // or namespaces, but one written by the request itself.
-func (s *State) SnapshotTypedWrittenAfter(gr schema.GroupResource, received, done time.Time) (string, bool) {
+func (s *State) SnapshotTypedWrittenAfter(gr schema.GroupResource, rc Received, done time.Time) (string, bool) {
+	received := rc.At
 	gr = StorageOf(gr)
 	if last, ok := s.snapshotWritesDone[gr]; !ok || !received.IsZero() && last.Before(received) {
 		return "", false
@@ -68,7 +70,7 @@ func (s *State) SnapshotTypedWrittenAfter(gr schema.GroupResource, received, don
 		if k.GR != gr {
 			continue
 		}
-		if why, _, after := s.SnapshotWrittenAfter(gr, k.Obj.Namespace, k.Obj.Name, received, done); after {
+		if why, _, after := s.SnapshotWrittenAfter(gr, k.Obj.Namespace, k.Obj.Name, rc, done); after {
 			return why, true
 		}
 	}
@@ -89,7 +91,7 @@ func describeKey(gr schema.GroupResource, namespace, name string) string {
 // they do not differ, either way it is that version; where the write is the last that may
 // have written it and changes it, the snapshot was read before it.
 func (s *State) snapshotMayHoldWrite(gr schema.GroupResource, old *entry, u *unstructured.Unstructured) ([]vapccel.Unknown, bool) {
-	why, self, after := s.SnapshotWrittenAfter(gr, u.GetNamespace(), u.GetName(), s.current.received, s.current.writeDone)
+	why, self, after := s.SnapshotWrittenAfter(gr, u.GetNamespace(), u.GetName(), ReceivedAt(s.current.received), s.current.writeDone)
 	if !self {
 		return nil, false
 	}

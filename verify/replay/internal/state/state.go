@@ -1613,12 +1613,20 @@ func (r Received) since(done time.Time) string {
 }
 
 // completedAfter says that a write that completed at done did so after the request was
-// received (or may have, where the export lost when it was).
+// received, and when each was (or that it may have, where the export lost when it was).
 func (r Received) completedAfter(done time.Time) string {
+	if r.bound() {
+		return r.after(done)
+	}
+	return fmt.Sprintf("which completed after this request was received (%s, %s)", r.At.UTC().Format(time.RFC3339Nano), done.UTC().Format(time.RFC3339Nano))
+}
+
+// after is completedAfter without the times.
+func (r Received) after(done time.Time) string {
 	if r.bound() {
 		return "which completed " + r.since(done) + ", and may have after it was received"
 	}
-	return fmt.Sprintf("which completed after this request was received (%s, %s)", r.At.UTC().Format(time.RFC3339Nano), done.UTC().Format(time.RFC3339Nano))
+	return "which completed after this request was received"
 }
 
 // RecentWrite says why an object of the resource in the namespace (every namespace when it is

@@ -129,6 +129,11 @@ func TestReceivedSince(t *testing.T) {
 		if got := tc.rc.completedAfter(tc.done); got != tc.completeAfter {
 			t.Errorf("%s: completedAfter = %q, want %q", tc.name, got, tc.completeAfter)
 		}
+		// after is completedAfter without the times.
+		want, _, _ := strings.Cut(tc.completeAfter, " (2026")
+		if got := tc.rc.after(tc.done); got != want {
+			t.Errorf("%s: after = %q, want %q", tc.name, got, want)
+		}
 	}
 }
 
