@@ -211,7 +211,7 @@ func (r *Replayer) lagState(w evalWorker, j *job, u []state.TypedWrite, evaluate
 // lagWorlds are the worlds of the states evaluated: the likely one undoes the writes that
 // completed after likelyAdmission; the log's verdicts are evidence where they can be.
 func (r *Replayer) lagWorlds(j *job, e lagEvaluation) []world {
-	received := j.ev.Received()
+	received := receivedOf(j.ev)
 	admitted, mutated := likelyAdmission(j.ev, j.t), likelyMutation(j.ev)
 	var concurrent []state.TypedWrite
 	var either *state.TypedWrite // a write that completed either before admission or after
@@ -246,7 +246,7 @@ func (r *Replayer) lagWorlds(j *job, e lagEvaluation) []world {
 	worlds := make([]world, 0, len(e.states)+2)
 	hasLikely := false
 	for _, st := range e.states {
-		w := world{If: lagCondition(st.undone, concurrent, received, j.ev), Likely: sameWrites(st.undone, concurrent)}
+		w := world{If: lagCondition(st.undone, concurrent, received), Likely: sameWrites(st.undone, concurrent)}
 		hasLikely = hasLikely || w.Likely
 		if st.why.is() {
 			w.Undecided = &indeterminateError{st.why}
@@ -468,7 +468,7 @@ func undecidedAlternative(why undecided, cond string) Alternative {
 // lagCondition says what a state with the writes undone needs, against the likely state, which
 // undoes the concurrent ones (completed after likelyAdmission): which informer had not
 // yet held which write, or had held it already.
-func lagCondition(undone, concurrent []state.TypedWrite, received time.Time, ev *Event) string {
+func lagCondition(undone, concurrent []state.TypedWrite, received state.Received) string {
 	var parts []string
 	seen := map[string]bool{}
 	say := func(part string) {
@@ -488,12 +488,12 @@ func lagCondition(undone, concurrent []state.TypedWrite, received time.Time, ev 
 		case tw.Ahead:
 			say(fmt.Sprintf("the %s informer had already held %s, which the log records after this request but which was received before this request completed", tw.GR.Resource, at(tw)))
 		case !slices.ContainsFunc(concurrent, tw.Same):
-			say(fmt.Sprintf("the %s informer had not yet held %s, which completed %s", tw.GR.Resource, at(tw), describeDone(tw.Done, received, ev)))
+			say(fmt.Sprintf("the %s informer had not yet held %s, which completed %s", tw.GR.Resource, at(tw), received.Since(tw.Done)))
 		}
 	}
 	for _, tw := range concurrent {
 		if !slices.ContainsFunc(undone, tw.Same) {
-			say(fmt.Sprintf("the %s informer had already held %s, which completed %s", tw.GR.Resource, at(tw), describeDone(tw.Done, received, ev)))
+			say(fmt.Sprintf("the %s informer had already held %s, which completed %s", tw.GR.Resource, at(tw), received.Since(tw.Done)))
 		}
 	}
 	if len(parts) == 0 {
@@ -611,23 +611,6 @@ func readReason(gr schema.GroupResource) Reason {
 		return ReasonNamespaceUnknown
 	}
 	return ReasonParamUnknown
-}
-
-// describeDone says when a write completed relative to the request of ev, received at
-// received: relative to its response where its export lost when it was received (received is
-// then the earliest it can have been, a minute before: GKE), which the text says.
-func describeDone(done, received time.Time, ev *Event) string {
-	if stage := auditlog.ParseTime(ev.StageTimestamp); ev.Loss.Lost.Has(auditlog.LostReceived) && !stage.IsZero() {
-		rel, d := "before", stage.Sub(done)
-		if done.After(stage) {
-			rel, d = "after", -d
-		}
-		return fmt.Sprintf("%s %s this request completed (%s)", d.Round(time.Microsecond), rel, ev.Loss.Of(auditlog.LostReceived))
-	}
-	if done.After(received) {
-		return fmt.Sprintf("%s after this request was received", done.Sub(received).Round(time.Microsecond))
-	}
-	return fmt.Sprintf("%s before this request was received", received.Sub(done).Round(time.Microsecond))
 }
 
 // undecidedOf is why an error says a request is not decided: an indeterminateError's reason, or

@@ -980,7 +980,7 @@ func (rc recency) of(k givenKey) (string, howRecent) {
 	if rc.lostReceived && !l.absent[k] && !rc.completed.IsZero() && rc.completed.Sub(c.done) >= rc.window {
 		// The request completed well after the create: received then too, likely (the
 		// export gives the earliest it may have been received, a minute before).
-		return fmt.Sprintf("%s was created at %s, %s before the request completed, and the export does not say when it was received: within the second kube-apiserver's policy source takes to compile it, it was decided without it", k, c.by, rc.completed.Sub(c.done).Round(time.Millisecond)), recentLikely
+		return fmt.Sprintf("%s was created at %s, %s: within the second kube-apiserver's policy source takes to compile it, it was decided without it", k, c.by, rc.since(c.done)), recentLikely
 	}
 	return fmt.Sprintf("%s was %s at %s, %s, and kube-apiserver's policy source compiles what its informers hold a second after its last refresh, and compiling takes time", k, what, c.by, rc.since(c.done)), recentUnsure
 }

@@ -808,6 +808,7 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	if why, _ := r.namespaceRemoved(ev, t); why != "" && !j.unsettled.is() {
 		j.unsettled = because(ReasonNamespaceUnknown, why)
 	}
+	received := receivedOf(ev) // for what the State reads for the request, and says of it
 	if t.op == admission.Update || t.op == admission.Delete || t.op == admission.Connect || t.sub != "" {
 		// Only an update or a delete reads the stored object from the watch cache, and what it
 		// read first shows only in audit annotations.
@@ -816,14 +817,14 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 		firstAttempt := (t.op == admission.Update || t.op == admission.Delete) && ev.Verb != "deletecollection" && !isDryRun(ev) && (ep.scope.publishes(policies) || ev.Code() == http.StatusConflict)
 		j.revise.warns = ep.scope.warns(policies)
 		if read := dryRunRead(ev, t); read > 0 {
-			j.prior = r.state.PriorRead(t.gvr.GroupResource(), t.namespace, t.name, read, receivedOf(ev))
+			j.prior = r.state.PriorRead(t.gvr.GroupResource(), t.namespace, t.name, read, received)
 		} else {
 			var rv uint64
 			var uid string
 			if resp := storedResult(d, ev, t); resp != nil {
 				rv, uid = state.ResourceVersion(resp.GetResourceVersion()), string(resp.GetUID())
 			}
-			j.prior = r.state.PriorOfResult(t.gvr.GroupResource(), t.namespace, t.name, rv, uid, receivedOf(ev), firstAttempt)
+			j.prior = r.state.PriorOfResult(t.gvr.GroupResource(), t.namespace, t.name, rv, uid, received, firstAttempt)
 		}
 		if j.prior.Raw == nil && j.prior.IfThere != nil && showsThere(ev, t) && (t.op != admission.Delete || r.usesPipeline(ev, t)) &&
 			!ev.Received().IsZero() && ev.Received().After(j.prior.IfThereAfter) {
@@ -844,13 +845,13 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	}
 	if t.op == admission.Create && t.sub == "" && (ev.Verb == "update" || ev.Verb == "patch" || ev.Verb == "apply") {
 		// Created by a write that may have found it first (settleCreatedAfterDelete).
-		j.createdAfterDelete = r.state.DeletedAfter(t.gvr.GroupResource(), t.namespace, t.name, receivedOf(ev))
+		j.createdAfterDelete = r.state.DeletedAfter(t.gvr.GroupResource(), t.namespace, t.name, received)
 	}
 	if notFoundItself(ev, t) || j.prior.RacedFrom != nil {
 		// What a deletion removed, for the workers (notFoundAfterFirstAttempt, goneRaced),
 		// as the State holds it at the request's point of the log.
 		j.deleted.prior, j.deleted.found = r.state.DeletedPrior(t.gvr.GroupResource(), t.namespace, t.name)
-		j.deleted.stale = r.state.DeletedStale(t.gvr.GroupResource(), t.namespace, t.name, receivedOf(ev))
+		j.deleted.stale = r.state.DeletedStale(t.gvr.GroupResource(), t.namespace, t.name, received)
 	}
 	if ev.Verb == "deletecollection" {
 		j.listed.named, _ = namedByFieldSelector(ev)
@@ -860,7 +861,7 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 		}
 		if ep.scope.publishes(policies) {
 			// It deletes each object as a DELETE does, first on the watch cache's copy.
-			j.prior.StaleUnknown = r.state.RecentWrite(t.gvr.GroupResource(), t.namespace, receivedOf(ev))
+			j.prior.StaleUnknown = r.state.RecentWrite(t.gvr.GroupResource(), t.namespace, received)
 		}
 	}
 	// An unknown namespace is a miss only when a matched policy selects or reads it.

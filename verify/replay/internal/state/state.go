@@ -512,7 +512,7 @@ func (s *State) DeletedStale(gr schema.GroupResource, namespace, name string, rc
 	if d == nil || received.IsZero() || d.done.IsZero() || received.Sub(d.done) >= s.Lag {
 		return ""
 	}
-	return fmt.Sprintf("the write at %s, which stored the version the deletion removed, completed %s: kube-apiserver's first attempt may have read the watch cache's copy of the version before it", d.Source, rc.since(d.done))
+	return fmt.Sprintf("the write at %s, which stored the version the deletion removed, completed %s: kube-apiserver's first attempt may have read the watch cache's copy of the version before it", d.Source, rc.Since(d.done))
 }
 
 // completeness is what the State knows whole.
@@ -1569,11 +1569,11 @@ func (s *State) staleFrom(p *Prior, k ReplacedKey, cur *entry, rc Received) {
 		}
 		if r == nil || r.e.Raw == nil || len(p.Stale) == maxReplacedPerObject {
 			p.Stale, p.FirstRead = nil, 0
-			p.StaleUnknown = fmt.Sprintf("the write at %s completed %s, and the version it replaced is not known", cur.Source, rc.since(cur.done))
+			p.StaleUnknown = fmt.Sprintf("the write at %s completed %s, and the version it replaced is not known", cur.Source, rc.Since(cur.done))
 			return
 		}
 		p.Stale = append(p.Stale, Prior{Kept: p.Kept, Found: true, Complete: p.Complete, Raw: r.e.Raw, RV: r.e.rv, Unknowns: r.e.unknowns,
-			Source: fmt.Sprintf("%s (the version the write at %s, completed %s, replaced)", r.e.Source, cur.Source, rc.since(cur.done))})
+			Source: fmt.Sprintf("%s (the version the write at %s, completed %s, replaced)", r.e.Source, cur.Source, rc.Since(cur.done))})
 		if before {
 			p.FirstRead = len(p.Stale)
 		}
@@ -1596,8 +1596,8 @@ func ReceivedAt(at time.Time) Received { return Received{At: at} }
 // bound says whether At is only the earliest the request can have been received.
 func (r Received) bound() bool { return r.Lost != "" && !r.Completed.IsZero() }
 
-// since says when a write that completed at done did against the request.
-func (r Received) since(done time.Time) string {
+// Since says when a write that completed at done did against the request.
+func (r Received) Since(done time.Time) string {
 	if r.bound() {
 		d := r.Completed.Sub(done).Round(time.Microsecond)
 		if d < 0 {
@@ -1624,7 +1624,7 @@ func (r Received) completedAfter(done time.Time) string {
 // after is completedAfter without the times.
 func (r Received) after(done time.Time) string {
 	if r.bound() {
-		return "which completed " + r.since(done) + ", and may have after it was received"
+		return "which completed " + r.Since(done) + ", and may have after it was received"
 	}
 	return "which completed after this request was received"
 }
@@ -1652,7 +1652,7 @@ func (s *State) RecentWrite(gr schema.GroupResource, namespace string, rc Receiv
 	if last == nil {
 		return ""
 	}
-	return fmt.Sprintf("the write at %s completed %s, and the versions before it are not followed for a deletecollection", last.Source, rc.since(last.done))
+	return fmt.Sprintf("the write at %s completed %s, and the versions before it are not followed for a deletecollection", last.Source, rc.Since(last.done))
 }
 
 func (s *State) Prior(gr schema.GroupResource, namespace, name string) Prior {

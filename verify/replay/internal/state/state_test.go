@@ -123,8 +123,8 @@ func TestReceivedSince(t *testing.T) {
 		{name: "lost: after it completed", rc: gke, done: t0.Add(2 * time.Millisecond),
 			since: "2ms after this request completed (" + lost + ")", completeAfter: "which completed 2ms after this request completed (" + lost + "), and may have after it was received"},
 	} {
-		if got := tc.rc.since(tc.done); got != tc.since {
-			t.Errorf("%s: since = %q, want %q", tc.name, got, tc.since)
+		if got := tc.rc.Since(tc.done); got != tc.since {
+			t.Errorf("%s: Since = %q, want %q", tc.name, got, tc.since)
 		}
 		if got := tc.rc.completedAfter(tc.done); got != tc.completeAfter {
 			t.Errorf("%s: completedAfter = %q, want %q", tc.name, got, tc.completeAfter)
