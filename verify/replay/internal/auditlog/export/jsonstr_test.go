@@ -107,3 +107,67 @@ func TestIndexClosing(t *testing.T) {
 		}
 	}
 }
+
+// TestStringEnd holds stringEnd to a reading one byte at a time, on strings of escapes of
+// every kind (an Event escaped into a message, escaped again, backslashes before the quote)
+// cut at every byte as the reader's chunks cut them: the end is found in the chunk that holds
+// it, and a backslash at a chunk's end escapes the next chunk's first byte.
+func TestStringEnd(t *testing.T) {
+	t.Parallel()
+	bodies := []string{
+		``, `a`, `\"`, `\\`, `\\\"`, `\\\\`, `abcdefgh\"ijklmnop`, `\u00e9\n\t`,
+		`{\"kind\":\"Event\",\"annotations\":{\"a\":\"{\\\"b\\\":1}\"}}`,
+		strings.Repeat(`x\\`, 9), strings.Repeat(`\"`, 13), "caf\xc3\xa9 \x80\xff" + strings.Repeat(`\\`, 5),
+	}
+	// want reads byte by byte: the end of the body, a quote after an even run of backslashes.
+	want := func(b []byte, escaped bool) (int, bool, bool) {
+		for i := 0; i < len(b); i++ {
+			switch {
+			case escaped:
+				escaped = false
+			case b[i] == '\\':
+				escaped = true
+			case b[i] == '"':
+				return i, true, false
+			}
+		}
+		return len(b), false, escaped
+	}
+	// Any bytes, quotes and backslashes among them, whatever the first byte's escape.
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		var b []byte
+		for n := rng.IntN(300); len(b) < n; {
+			// Mostly escapes, a lone quote seldom: the end falls anywhere in a long string.
+			b = append(b, []string{"a", "\x80\xff", `\"`, `\\`, `\`, `\\\"`, "bcdefgh", `"`}[min(rng.IntN(57)/8, 7)]...)
+		}
+		for _, escaped := range []bool{false, true} {
+			end, found, carry := stringEnd(b, escaped)
+			wEnd, wFound, wCarry := want(b, escaped)
+			if end != wEnd || found != wFound || carry != wCarry {
+				t.Fatalf("stringEnd(%q, %t) = %d, %t, %t; want %d, %t, %t", b, escaped, end, found, carry, wEnd, wFound, wCarry)
+			}
+		}
+	}
+	for _, body := range bodies {
+		s := []byte(body + `"` + `,"next":"x"}`)
+		for cut := 0; cut <= len(s); cut++ {
+			end, found, carry := stringEnd(s[:cut], false)
+			wEnd, wFound, wCarry := want(s[:cut], false)
+			if end != wEnd || found != wFound || carry != wCarry {
+				t.Fatalf("stringEnd(%q) = %d, %t, %t; want %d, %t, %t", s[:cut], end, found, carry, wEnd, wFound, wCarry)
+			}
+			if found {
+				continue
+			}
+			end, found, carry = stringEnd(s[cut:], carry)
+			wEnd, wFound, wCarry = want(s[cut:], wCarry)
+			if end != wEnd || found != wFound || carry != wCarry {
+				t.Fatalf("after %q, stringEnd(%q) = %d, %t, %t; want %d, %t, %t", s[:cut], s[cut:], end, found, carry, wEnd, wFound, wCarry)
+			}
+			if !found || cut+end != len(body) {
+				t.Fatalf("%q cut at %d: the string ends at %d, want %d", s, cut, cut+end, len(body))
+			}
+		}
+	}
+}
