@@ -302,7 +302,7 @@ func init() { readers[azureDocuments] = readAzureDocuments }
 
 // readAzureDocuments reads records that are JSON documents of their own, or arrays of them.
 func readAzureDocuments(in input, yield func(record) bool) {
-	s := newScanner(in.r)
+	s := in.scanner()
 	s.documents(yield, func(doc int) error {
 		one := func(where string) error {
 			rec, err := s.element(2*in.maxLine, where, "", func(raw []byte, line int) record { return azureRecordOf(raw, line, where) })
@@ -319,7 +319,7 @@ func readAzureDocuments(in input, yield func(record) bool) {
 }
 
 func readAzureEventHub(in input, yield func(record) bool) {
-	s := newScanner(in.r)
+	s := in.scanner()
 	s.documents(yield, func(msg int) error {
 		where := fmt.Sprintf("message %d", msg)
 		return s.object(func(name string) error {

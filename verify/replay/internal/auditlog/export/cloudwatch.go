@@ -54,7 +54,7 @@ type logEvent struct {
 }
 
 func readCloudWatch(in input, yield func(record) bool) {
-	s := newScanner(in.r)
+	s := in.scanner()
 	s.documents(yield, func(doc int) error {
 		where := fmt.Sprintf("document %d", doc)
 		if c, _ := s.peek(); c == '[' {
@@ -281,7 +281,7 @@ func otherStreamSkip(stream, why string) string {
 }
 
 func readFirehose(in input, yield func(record) bool) {
-	s := newScanner(in.r)
+	s := in.scanner()
 	s.documents(yield, func(doc int) error {
 		start := s.line
 		where := fmt.Sprintf("subscription record %d (line %d)", doc, start)

@@ -661,7 +661,7 @@ func readGKE(in input, yield func(record) bool) {
 	if prettyObject(in.r) {
 		// Entries pretty-printed, one after another (an entry copied from the Logs
 		// Explorer, as JSON): each a document.
-		s := newScanner(in.r)
+		s := in.scanner()
 		s.compact = true
 		s.documents(yield, func(doc int) error {
 			line := s.startLine()

@@ -171,3 +171,28 @@ func TestStringEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestHeldEnd holds heldEnd, by which a search passes over a record, to the object's end,
+// with strings that hold brackets and escapes, and to false where the bytes held end first.
+func TestHeldEnd(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   string
+		want int // -1: not held
+	}{
+		{`{}`, 2},
+		{`{} ,{"a":1}`, 2},
+		{`{"a":[1,{"b":"}"}],"c":"]"}` + "\n" + `{"d":2}`, 27},
+		{`{"message":"{\"kind\":\"Event\",\"a\":\"\\\"}\\\\\"}"}, {}`, 54},
+		{`{"a":"\\"}x`, 10},
+		{`{"a":"\"}`, -1},
+		{`{"a":{"b":[]}`, -1},
+		{`{"a":"` + strings.Repeat(`\"{[`, 40) + `"}]`, 6 + 160 + 2},
+		{`{"a":"` + strings.Repeat(`x`, 100), -1},
+	} {
+		end, ok := heldEnd([]byte(tc.in))
+		if got := map[bool]int{true: end, false: -1}[ok]; got != tc.want {
+			t.Errorf("heldEnd(%q) = %d, %t; want %d", tc.in, end, ok, tc.want)
+		}
+	}
+}

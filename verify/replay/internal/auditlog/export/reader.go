@@ -84,6 +84,18 @@ type input struct {
 	// this one (see Arrays); id is what the file says it is, set with it.
 	arrays *Arrays
 	id     os.FileInfo
+	// passOver, for a Reader given a Filter, says whether a record's bytes show that its
+	// event does not hold the filter (Reader.passOver); nil without one.
+	passOver func([]byte) bool
+}
+
+// scanner is a scanner of the input for a format whose records the scanner may pass over
+// before it keeps them (scanner.passOver): not one that reads each record's time, as the
+// readers of arrays do to tell their order (readArray).
+func (in input) scanner() *scanner {
+	s := newScanner(in.r)
+	s.passOver = in.passOver
+	return s
 }
 
 // A format's reader yields the records of a file in the file's order.
@@ -396,6 +408,9 @@ func newReader(file string, r io.Reader, format Format, maxLine int, opts option
 	rd.dry = newDryRuns()
 	rd.join = newJoiner(maxLine)
 	rd.filter = opts.filter
+	if rd.filter != nil {
+		in.passOver = rd.passOver
+	}
 	if !format.Filterable() {
 		rd.seen = newCopies(defaultWindow)
 	}

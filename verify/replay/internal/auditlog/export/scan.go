@@ -35,6 +35,10 @@ type scanner struct {
 	// indent is the spaces the next value follows at the beginning of its line (peek counts
 	// them); -1 when it does not begin a line after spaces alone.
 	indent int
+	// passOver, when set, says whether a record's bytes show that the Reader's Filter passes
+	// over it: element then finds the end of a record the reader holds whole and goes past
+	// it, neither kept nor checked (passOverHeld).
+	passOver func([]byte) bool
 }
 
 func newScanner(r *bufio.Reader) *scanner { return &scanner{r: r, line: 1} } // indent 0: the input begins a line
@@ -248,6 +252,9 @@ func (s *scanner) container(open, end byte, what string, each func(i int) (strin
 // longer one is the record of an error at where and field.
 func (s *scanner) element(max int, where, field string, build func(raw []byte, line int) record) (record, error) {
 	line := s.startLine()
+	if s.passOverHeld(max) {
+		return record{line: line, skip: Filtered}, nil
+	}
 	raw, err := s.value(max, nil)
 	var tl *errTooLong
 	switch {
@@ -388,6 +395,56 @@ func (s *scanner) skipHeld() bool {
 	}
 	s.discard(b[:end])
 	return true
+}
+
+// passOverHeld goes past the object that begins the bytes the reader holds, when it holds it
+// whole, in at most max bytes, and passOver says its bytes show that the Filter passes over
+// it: a search for a few records of a day (the admission policies' names) read every record
+// of an export as the replay does, kept it and checked its strings' escapes, to pass over all
+// but a few. What it goes past is not checked: the replay's own reading of the file does.
+// False where value reads the record.
+func (s *scanner) passOverHeld(max int) bool {
+	if s.passOver == nil {
+		return false
+	}
+	if c, err := s.peek(); err != nil || c != '{' {
+		return false
+	}
+	b, _ := s.r.Peek(s.r.Buffered())
+	end, ok := heldEnd(b)
+	if !ok || end > max || !s.passOver(b[:end]) {
+		return false
+	}
+	s.discard(b[:end])
+	return true
+}
+
+// heldEnd is where the object or array that begins b ends, its strings' ends found by
+// stringEnd; false when b does not hold its end.
+func heldEnd(b []byte) (int, bool) {
+	depth := 0
+	for i := 0; i < len(b); i++ {
+		if depth > 0 {
+			if i += nestingRun(b[i:]); i >= len(b) {
+				break
+			}
+		}
+		switch b[i] {
+		case '"':
+			end, found, _ := stringEnd(b[i+1:], false)
+			if !found {
+				return 0, false
+			}
+			i += 1 + end
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth--; depth <= 0 {
+				return i + 1, depth == 0
+			}
+		}
+	}
+	return 0, false
 }
 
 // discard goes past the bytes b the reader holds next.

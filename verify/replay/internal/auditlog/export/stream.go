@@ -133,7 +133,7 @@ func readConcatenated(in input, yield func(record) bool) {
 // object that begins at its line, in the file's order; one that is not JSON is a malformed
 // line, and the events after it are read.
 func readPretty(in input, yield func(record) bool) {
-	s := newScanner(in.r)
+	s := in.scanner()
 	for doc := 1; ; doc++ {
 		c, err := s.peek()
 		if err != nil {
@@ -180,7 +180,7 @@ func readPretty(in input, yield func(record) bool) {
 // Arrays one after another (jq -s's output of each log appended to one file) are read one
 // after another.
 func readEventArray(in input, yield func(record) bool) {
-	s := newScanner(in.r)
+	s := in.scanner()
 	s.documents(yield, func(doc int) error {
 		return s.array(func(i int) error {
 			where := fmt.Sprintf("element %d", i)

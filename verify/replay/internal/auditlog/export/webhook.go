@@ -18,7 +18,7 @@ import (
 // sent as they fill, by several goroutines: they may be kept out of order.
 
 func readWebhook(in input, yield func(record) bool) {
-	s := newScanner(in.r)
+	s := in.scanner()
 	s.documents(yield, func(doc int) error {
 		start := s.line
 		where := fmt.Sprintf("EventList %d (line %d)", doc, start)
