@@ -74,6 +74,13 @@ func readCloudWatch(in input, yield func(record) bool) {
 func readLogEvents(s *scanner, in input, where, field string, yield func(record) bool) error {
 	return s.array(func(i int) error {
 		f := fmt.Sprintf("%s[%d]", field, i)
+		if s.passOver == nil {
+			// The AWS CLI's JSON is indented: a log event ends at the line that closes it,
+			// found without reading its message (an Event escaped into a string) twice.
+			if raw, line, ok := s.indentedHeld(2 * in.maxLine); ok {
+				return send(yield, record{data: raw, line: line, unwrap: func(r *record) { *r = checkedLogEvent(r.data, line, where, f) }})
+			}
+		}
 		rec, err := s.element(2*in.maxLine, where, f, func(raw []byte, line int) record { return logEventOf(raw, line, where, f) })
 		if err != nil {
 			return err
@@ -152,15 +159,50 @@ func init() {
 	}
 }
 
+// checkedLogEvent is logEventRecord of a log event whose bytes the scanner did not check
+// (indentedHeld): its message's string is checked as it is decoded, and the rest of it, the
+// message's string left out, as JSON.
+func checkedLogEvent(raw []byte, line int, where, field string) record {
+	if v, ok := member(raw, "logStreamName"); ok {
+		if name, _ := unquote(v); otherStream(string(name)) {
+			if !validJSON(raw) {
+				return notLogEvent(raw, line, where, field)
+			}
+			return logEventRecord(raw, line, where, field)
+		}
+	}
+	_, start, ok := memberAt(raw, "message")
+	if !ok {
+		return logEventMessage(raw, line, where, field) // decoded by encoding/json, which checks it
+	}
+	msg, n, ok := auditlog.AppendUnquoted(getBuf(len(raw)), raw[start:])
+	if !ok || n == 0 {
+		putBuf(msg)
+		return logEventMessage(raw, line, where, field)
+	}
+	rest := make([]byte, 0, len(raw)-n+2)
+	rest = append(append(append(rest, raw[:start]...), `""`...), raw[start+n:]...)
+	if !validJSON(rest) {
+		putBuf(msg)
+		return notLogEvent(raw, line, where, field)
+	}
+	return logEventMessageRecord(raw, msg, line, where, field)
+}
+
+// notLogEvent is the record of a log event's bytes that are not JSON, with encoding/json's
+// reason.
+func notLogEvent(raw []byte, line int, where, field string) record {
+	err := json.Unmarshal(raw, new(logEvent))
+	if err == nil {
+		err = errors.New("not JSON")
+	}
+	return record{line: line, err: recordError(where, field, fmt.Errorf("not a CloudWatch log event: %v", err))}
+}
+
 // logEventMessage is the record of the event a log event's JSON holds as its message.
 func logEventMessage(raw []byte, line int, where, field string) record {
 	if msg, ok := appendMemberString(getBuf(len(raw)), raw, "message"); ok {
-		// A cut event's time is the log event's timestamp: see cutTimestamp.
-		if cut, ok := truncatedMessage(msg, logEventTime(raw), auditlog.LostStageTime, line, where, field+".message"); ok {
-			return cut
-		}
-		putBuf(raw) // the log event's bytes: the message is copied out
-		return inField(eventRecord(msg, line, auditlog.Loss{}), field+".message")
+		return logEventMessageRecord(raw, msg, line, where, field)
 	}
 	var e logEvent
 	if err := json.Unmarshal(raw, &e); err != nil {
@@ -170,6 +212,17 @@ func logEventMessage(raw []byte, line int, where, field string) record {
 		return record{line: line, err: recordError(where, field+".message", errors.New("missing"))}
 	}
 	return inField(eventRecord([]byte(*e.Message), line, auditlog.Loss{}), field+".message")
+}
+
+// logEventMessageRecord is the record of the event msg, the message of the log event raw,
+// decoded.
+func logEventMessageRecord(raw, msg []byte, line int, where, field string) record {
+	// A cut event's time is the log event's timestamp: see cutTimestamp.
+	if cut, ok := truncatedMessage(msg, logEventTime(raw), auditlog.LostStageTime, line, where, field+".message"); ok {
+		return cut
+	}
+	putBuf(raw) // the log event's bytes: the message is copied out
+	return inField(eventRecord(msg, line, auditlog.Loss{}), field+".message")
 }
 
 func readCloudWatchS3(in input, yield func(record) bool) {

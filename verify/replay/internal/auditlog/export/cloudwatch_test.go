@@ -153,3 +153,56 @@ func TestCloudWatchText(t *testing.T) {
 		})
 	}
 }
+
+// TestIndentedLogEvents holds the reading of the AWS CLI's indented JSON, whose log events
+// the scanner takes by the line that closes each without checking them (indentedHeld), to
+// checking each as it unwraps it: a log event that is not JSON beside its message, or whose
+// message is not a JSON string, is an error naming its line and field; the events around it
+// are read.
+func TestIndentedLogEvents(t *testing.T) {
+	event := func(id string) string {
+		return `{\"kind\":\"Event\",\"apiVersion\":\"audit.k8s.io/v1\",\"level\":\"Metadata\",\"auditID\":\"` + id + `\",\"stage\":\"ResponseComplete\",\"verb\":\"get\",\"stageTimestamp\":\"2026-11-20T08:00:0` + id + `.000000Z\",\"requestReceivedTimestamp\":\"2026-11-20T08:00:0` + id + `.000000Z\"}`
+	}
+	logEvent := func(id, eventID, message string) string {
+		return "        {\n" +
+			"            \"logStreamName\": \"kube-apiserver-audit-a1\",\n" +
+			"            \"timestamp\": 179582368513" + id + ",\n" +
+			"            \"message\": \"" + message + "\",\n" +
+			"            \"ingestionTime\": 1795823685999,\n" +
+			"            \"eventId\": " + eventID + "\n" +
+			"        }"
+	}
+	for _, tc := range []struct {
+		name      string
+		eventID   string // the second log event's
+		message   string
+		wantError string
+	}{
+		{"whole", `"2"`, event("2"), ""},
+		{"a member not JSON", `"2" "3"`, event("2"), "events[1]: not a CloudWatch log event"},
+		{"a number not JSON", `2x`, event("2"), "events[1]: not a CloudWatch log event"},
+		{"a message with a control character", `"2"`, event("2")[:40] + "\t" + event("2")[40:], "events[1]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := "{\n    \"events\": [\n" + logEvent("1", `"1"`, event("1")) + ",\n" + logEvent("2", tc.eventID, tc.message) + ",\n" +
+				logEvent("3", `"3"`, event("3")) + "\n    ]\n}\n"
+			_, lines := readAll(t, "filter-log-events.json", []byte(doc), export.Auto)
+			var got []string
+			for _, l := range lines {
+				switch {
+				case l.err != nil:
+					got = append(got, fmt.Sprintf("%d error %v", l.num, l.err))
+				default:
+					got = append(got, fmt.Sprintf("%d %t", l.num, bytes.Contains(l.data, []byte(`"kind":"Event"`))))
+				}
+			}
+			want := []string{"3 true", "10 true", "17 true"}
+			if tc.wantError != "" {
+				want[1] = "10 error"
+			}
+			if len(got) != 3 || got[0] != want[0] || got[2] != want[2] || !strings.HasPrefix(got[1], want[1]) || !strings.Contains(got[1], tc.wantError) {
+				t.Errorf("lines:\n%s\nwant %q, the second with %q", strings.Join(got, "\n"), want, tc.wantError)
+			}
+		})
+	}
+}

@@ -411,7 +411,10 @@ func (s *scanner) passOverHeld(max int) bool {
 		return false
 	}
 	b, _ := s.r.Peek(s.r.Buffered())
-	end, ok := heldEnd(b)
+	end, ok := s.indentedEnd(b)
+	if !ok {
+		end, ok = heldEnd(b)
+	}
 	if !ok || end > max || !s.passOver(b[:end]) {
 		return false
 	}
@@ -502,6 +505,44 @@ func (s *scanner) skipIndented() bool {
 	}
 	s.discard(b[:end])
 	return true
+}
+
+// indentedHeld reads the object that begins a line of an indented document after spaces
+// alone (the AWS CLI's JSON), when the reader holds it whole in at most max bytes, to the line
+// that closes it (as skipIndented finds it): its bytes, copied (getBuf), and the line it
+// begins on. What it holds is not checked: its reader checks it as it unwraps it
+// (checkedLogEvent). False where value reads it.
+func (s *scanner) indentedHeld(max int) (raw []byte, line int, ok bool) {
+	if c, err := s.peek(); err != nil || c != '{' || s.indent < 1 {
+		return nil, 0, false
+	}
+	b, _ := s.r.Peek(s.r.Buffered())
+	end, ok := s.indentedEnd(b)
+	if !ok || end > max {
+		return nil, 0, false
+	}
+	line = s.line
+	raw = append(getBuf(end), b[:end]...)
+	s.discard(b[:end])
+	return raw, line, true
+}
+
+// indentedEnd is where the object that begins b ends, when it begins a line after spaces
+// alone (the scanner's indent) and b holds the line that closes it, found by that line (a
+// newline, as many spaces and '}', then ',' or the line's end); false otherwise.
+func (s *scanner) indentedEnd(b []byte) (int, bool) {
+	if s.indent < 1 || len(b) == 0 || b[0] != '{' {
+		return 0, false
+	}
+	i := indexClosing(b, s.indent)
+	if i < 0 || !openedAlone(b, s.indent) {
+		return 0, false
+	}
+	end := i + s.indent + 2 // its newline, indentation and brace
+	if end < len(b) && b[end] != ',' && b[end] != '\n' && b[end] != '\r' {
+		return 0, false
+	}
+	return end, true
 }
 
 // indexClosing is where the first line of b that closes an object indented by indent spaces
