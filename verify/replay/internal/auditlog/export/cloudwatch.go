@@ -103,15 +103,21 @@ func subscriptionEventOf(raw []byte, line int, where, field string) record {
 // logEventRecord is the record of a log event's JSON. filter-log-events over the whole log
 // group interleaves its streams: another stream's event is skipped (see otherStreamUnwrap).
 func logEventRecord(raw []byte, line int, where, field string) record {
+	return streamLogEvent(raw, line, where, field, logEventMessage)
+}
+
+// streamLogEvent is the record of a log event's JSON, its stream's (another stream's event
+// skipped: see otherStreamUnwrap), its message read by message.
+func streamLogEvent(raw []byte, line int, where, field string, message func(raw []byte, line int, where, field string) record) record {
 	if v, ok := member(raw, "logStreamName"); ok {
 		if name, _ := unquote(v); otherStream(string(name)) {
 			r := record{data: raw, line: line}
-			otherStreamUnwrap(func(r *record) { *r = logEventMessage(r.data, line, where, field) }, string(name),
+			otherStreamUnwrap(func(r *record) { *r = message(r.data, line, where, field) }, string(name),
 				"aws logs filter-log-events without --log-stream-name-prefix kube-apiserver-audit reads every stream of the log group")(&r)
 			return r
 		}
 	}
-	return logEventMessage(raw, line, where, field)
+	return message(raw, line, where, field)
 }
 
 // otherStreamUnwrap makes the record of a log event (data: its JSON) of another stream than
@@ -163,14 +169,11 @@ func init() {
 // (indentedHeld): its message's string is checked as it is decoded, and the rest of it, the
 // message's string left out, as JSON.
 func checkedLogEvent(raw []byte, line int, where, field string) record {
-	if v, ok := member(raw, "logStreamName"); ok {
-		if name, _ := unquote(v); otherStream(string(name)) {
-			if !validJSON(raw) {
-				return notLogEvent(raw, line, where, field)
-			}
-			return logEventRecord(raw, line, where, field)
-		}
-	}
+	return streamLogEvent(raw, line, where, field, checkedLogEventMessage)
+}
+
+// checkedLogEventMessage is logEventMessage of a log event's bytes not checked.
+func checkedLogEventMessage(raw []byte, line int, where, field string) record {
 	_, start, ok := memberAt(raw, "message")
 	if !ok {
 		return logEventMessage(raw, line, where, field) // decoded by encoding/json, which checks it

@@ -206,23 +206,46 @@ func nestingRun(b []byte) int {
 }
 
 // stringBodyEnd is the index of the quote that ends the string whose body begins at i; false
-// (and where it stopped) at a control character or the end of b.
+// (and where it stopped) at a control character or the end of b. A string with an escape is
+// read from it by stringEnd, 64 bytes at a time (an Event escaped into a record's message has
+// an escaped quote every few bytes), then checked for control characters.
 func stringBodyEnd(b []byte, i int) (int, bool) {
-	for {
-		i += plainRun(b[i:])
-		switch {
-		case i >= len(b):
-			return len(b), false
-		case b[i] == '"':
-			return i, true
-		case b[i] == '\\':
-			if i += 2; i > len(b) { // the backslash and what it escapes, which the decoder checks
-				return len(b), false
-			}
-		default:
-			return i, false // a control character
+	i += plainRun(b[i:])
+	switch {
+	case i >= len(b):
+		return len(b), false
+	case b[i] == '"':
+		return i, true
+	case b[i] != '\\':
+		return i, false // a control character
+	}
+	end, found, _ := stringEnd(b[i:], false)
+	if c := controlIndex(b[i : i+end]); c >= 0 {
+		return i + c, false
+	}
+	return i + end, found
+}
+
+// controlIndex is where the first control character of b is, eight bytes at a time; -1 where
+// it has none.
+func controlIndex(b []byte) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		// A byte below 0x20 borrows, and its high bit, clear, becomes set: the lowest byte
+		// marked is exactly the first ("Bit Twiddling Hacks": determine if a word has a byte
+		// less than n).
+		if m := (x - ones*0x20) &^ x & highs; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
 		}
 	}
+	for ; i < len(b); i++ {
+		if b[i] < 0x20 {
+			return i
+		}
+	}
+	return -1
 }
 
 // unquote decodes a JSON string's bytes, quotes included, as encoding/json does; false when

@@ -172,9 +172,10 @@ func TestStringEnd(t *testing.T) {
 	}
 }
 
-// TestHeldEnd holds heldEnd, by which a search passes over a record, to the object's end,
-// with strings that hold brackets and escapes, and to false where the bytes held end first.
-func TestHeldEnd(t *testing.T) {
+// TestValueEndEscapes holds valueEnd, by which a search passes over a record, to the object's
+// end, with strings that hold brackets and escapes (stringBodyEnd reads those by stringEnd),
+// and to false where the bytes held end first or a string holds a control character.
+func TestValueEndEscapes(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		in   string
@@ -189,10 +190,12 @@ func TestHeldEnd(t *testing.T) {
 		{`{"a":{"b":[]}`, -1},
 		{`{"a":"` + strings.Repeat(`\"{[`, 40) + `"}]`, 6 + 160 + 2},
 		{`{"a":"` + strings.Repeat(`x`, 100), -1},
+		{`{"a":"\"` + strings.Repeat(`x`, 70) + "\x01\"}", -1},   // a control character after an escape
+		{`{"a":"\"` + strings.Repeat(`x`, 70) + "\\\x01\"}", -1}, // and escaped
 	} {
-		end, ok := heldEnd([]byte(tc.in))
+		end, ok := valueEnd([]byte(tc.in), 0)
 		if got := map[bool]int{true: end, false: -1}[ok]; got != tc.want {
-			t.Errorf("heldEnd(%q) = %d, %t; want %d", tc.in, end, ok, tc.want)
+			t.Errorf("valueEnd(%q) = %d, %t; want %d", tc.in, end, ok, tc.want)
 		}
 	}
 }

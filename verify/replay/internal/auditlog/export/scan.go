@@ -413,41 +413,13 @@ func (s *scanner) passOverHeld(max int) bool {
 	b, _ := s.r.Peek(s.r.Buffered())
 	end, ok := s.indentedEnd(b)
 	if !ok {
-		end, ok = heldEnd(b)
+		end, ok = valueEnd(b, 0)
 	}
 	if !ok || end > max || !s.passOver(b[:end]) {
 		return false
 	}
 	s.discard(b[:end])
 	return true
-}
-
-// heldEnd is where the object or array that begins b ends, its strings' ends found by
-// stringEnd; false when b does not hold its end.
-func heldEnd(b []byte) (int, bool) {
-	depth := 0
-	for i := 0; i < len(b); i++ {
-		if depth > 0 {
-			if i += nestingRun(b[i:]); i >= len(b) {
-				break
-			}
-		}
-		switch b[i] {
-		case '"':
-			end, found, _ := stringEnd(b[i+1:], false)
-			if !found {
-				return 0, false
-			}
-			i += 1 + end
-		case '{', '[':
-			depth++
-		case '}', ']':
-			if depth--; depth <= 0 {
-				return i + 1, depth == 0
-			}
-		}
-	}
-	return 0, false
 }
 
 // discard goes past the bytes b the reader holds next.
@@ -722,11 +694,12 @@ var scanStops, compactStops = [256]bool{'"': true, '{': true, '[': true, '}': tr
 
 // stringEnd is where the string whose bytes b follows (escaped: its last byte before b was
 // an unpaired backslash) ends: the index of its closing quote, found; or, when b does not
-// hold it, len(b), and whether b ends with an unpaired backslash. It reads eight bytes at a
-// time, the bytes that an escape escapes found by a table (escapes) from the word's
-// backslashes: the message of a CloudWatch or Azure record is an Event escaped into a string,
-// with an escaped quote every few bytes, where jumping from quote to quote and counting the
-// backslashes before each took a quarter of the reading.
+// hold it, len(b), and whether b ends with an unpaired backslash. It reads 64 bytes at a
+// time, their quotes and backslashes as the bits of a word and the bytes escaped found from
+// them (escapedBits), the rest eight bytes at a time by a table (escapes): the message of a
+// CloudWatch or Azure record is an Event escaped into a string, with an escaped quote every
+// few bytes, where jumping from quote to quote and counting the backslashes before each took
+// a quarter of the reading.
 func stringEnd(b []byte, escaped bool) (end int, found, carry bool) {
 	var c uint16 // 1: the next byte is escaped
 	if escaped {
@@ -803,15 +776,6 @@ var escapes = func() (t [512]uint16) {
 	}
 	return t
 }()
-
-// quoteOrBackslash marks the bytes of x (little-endian) that are a quote or a backslash with
-// their high bit, exactly up to the first such byte (as auditlog's special does).
-func quoteOrBackslash(x uint64) uint64 {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	quote := x ^ (ones * '"')
-	backslash := x ^ (ones * '\\')
-	return ((quote-ones)&^quote | (backslash-ones)&^backslash) & highs
-}
 
 // bytesEqual marks every byte of x (little-endian) that is c with its high bit, exactly.
 func bytesEqual(x uint64, c byte) uint64 {
