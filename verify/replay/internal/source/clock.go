@@ -113,9 +113,22 @@ func utcStamp(s string) bool {
 
 // part is the span of a log file that one of its parts fills: from the byte offset and line
 // number where it begins to the offset where the next part begins (0: the end of the file).
+// first is the stage time of its first line that has one (zero where none does): none of
+// its lines is more than ClockBack before it (Clock), and Lines opens the part once the
+// merge reaches that (earliest).
 type part struct {
 	offset, end int64
 	line        int
+	first       time.Time
+}
+
+// earliest is a time no event of the source's is before: that of a part of a log (Split),
+// whose lines go back at most ClockBack from its first; false for the others.
+func (s Source) earliest() (time.Time, bool) {
+	if s.part == nil || s.part.first.IsZero() {
+		return time.Time{}, false
+	}
+	return s.part.first.Add(-ClockBack), true
 }
 
 // samples is how many points of a large log file Split reads the time of before it reads the
@@ -141,7 +154,7 @@ func Split(sources []Source, maxLine int) (out []Source, jumps []Jump) {
 		}
 		for _, p := range parts {
 			s := src
-			s.part = &part{offset: p.offset, end: p.end, line: p.line}
+			s.part = &part{offset: p.offset, end: p.end, line: p.line, first: p.first}
 			out = append(out, s)
 		}
 		jumps = append(jumps, js...)
@@ -230,8 +243,11 @@ func scanParts(file string, r io.Reader, maxLine int) ([]part, []Jump, bool) {
 		if at, ok := stageTime(auditlog.Line{Data: line}); ok {
 			if latest, back := clock.Note(at); back {
 				parts[len(parts)-1].end = offset
-				parts = append(parts, part{offset: offset, line: num})
+				parts = append(parts, part{offset: offset, line: num, first: at})
 				jumps = append(jumps, Jump{File: file, Line: num, Latest: latest, At: at})
+			}
+			if parts[len(parts)-1].first.IsZero() {
+				parts[len(parts)-1].first = at
 			}
 			switch {
 			case len(jumps) > 0 && jumps[len(jumps)-1].Line == num:

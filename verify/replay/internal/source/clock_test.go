@@ -208,3 +208,75 @@ func TestPlainLogsOutOfOrder(t *testing.T) {
 		})
 	}
 }
+
+// TestManyParts reads a log that goes back every few seconds (a Firehose stream's batches,
+// each written before the one that came before it) as one log in the time order of its
+// events, with a few of its parts open at a time: Lines opens each once the merge reaches
+// its first line's time, less ClockBack, and closes it at its end. Opened from the start, each
+// of the parts held the file open, and a reader's buffers and window.
+func TestManyParts(t *testing.T) {
+	const batches, each = 200, 30 // batches of three seconds, an event every 100 ms
+	base := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	at := func(b, i int) time.Time {
+		return base.Add(time.Duration(b)*3*time.Second + time.Duration(i)*100*time.Millisecond)
+	}
+	var lines, want []string
+	for b := 0; b < batches; b += 2 {
+		for _, batch := range []int{b + 1, b} {
+			for i := range each {
+				id := fmt.Sprintf("%d-%d", batch, i)
+				lines = append(lines, strings.Replace(event(id, 0), "2026-11-22T10:00:00.000000Z", at(batch, i).Format("2006-01-02T15:04:05.000000Z"), 1))
+			}
+		}
+	}
+	for b := range batches {
+		for i := range each {
+			want = append(want, fmt.Sprintf("%d-%d", b, i))
+		}
+	}
+	path := write(t, t.TempDir(), "firehose.log", false, lines...)
+	const maxLine = 4096
+	sources, jumps := Split([]Source{{Name: path}}, maxLine)
+	if len(jumps) < batches/2-1 {
+		t.Fatalf("%d jumps, want %d", len(jumps), batches/2-1)
+	}
+	var got []string
+	most := 0
+	if err := Lines(context.Background(), sources, maxLine, func(l auditlog.Line) bool {
+		ev, err := auditlog.Decode(l.Data)
+		if err != nil {
+			t.Fatalf("line %d: %v", l.Num, err)
+		}
+		got = append(got, ev.AuditID)
+		most = max(most, opened(t, path))
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("lines (-want +got):\n%s", diff)
+	}
+	// A part is open from a second before its first event to its end: two or three at a time.
+	if most > 4 {
+		t.Errorf("the log was open %d times at once, want at most 4 (of %d parts)", most, len(sources))
+	}
+	if opened(t, path) != 0 {
+		t.Errorf("the log is still open after Lines returned")
+	}
+}
+
+// opened is how many times the process has the file open (Linux's /proc/self/fd).
+func opened(t *testing.T, path string) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatalf("counting open files: %v", err)
+	}
+	n := 0
+	for _, fd := range fds {
+		if target, err := os.Readlink("/proc/self/fd/" + fd.Name()); err == nil && target == path {
+			n++
+		}
+	}
+	return n
+}
