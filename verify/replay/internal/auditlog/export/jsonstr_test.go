@@ -199,3 +199,82 @@ func TestValueEndEscapes(t *testing.T) {
 		}
 	}
 }
+
+// TestContainerEnd holds containerEnd, 64 bytes at a time, to a reading byte by byte: random
+// objects and arrays with strings of quotes, backslashes and brackets, nested across the
+// blocks' bounds, each whole, cut at every byte (not found), and followed by more.
+func TestContainerEnd(t *testing.T) {
+	t.Parallel()
+	// want reads byte by byte: brackets count outside strings only.
+	want := func(b []byte) (int, bool) {
+		depth, inString, escaped := 0, false, false
+		for i, c := range b {
+			switch {
+			case escaped:
+				escaped = false
+			case inString && c == '\\':
+				escaped = true
+			case c == '"':
+				inString = !inString
+			case inString:
+			case c == '{' || c == '[':
+				depth++
+			case c == '}' || c == ']':
+				if depth--; depth == 0 {
+					return i + 1, true
+				}
+			}
+		}
+		return len(b), false
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	var value func(b []byte, depth int) []byte
+	value = func(b []byte, depth int) []byte {
+		switch n := rng.IntN(10); {
+		case n < 3 && depth < 6:
+			b = append(b, '{')
+			for k := range rng.IntN(5) {
+				if k > 0 {
+					b = append(b, ',')
+				}
+				b = append(b, `"k":`...)
+				b = value(b, depth+1)
+			}
+			return append(b, '}')
+		case n < 5 && depth < 6:
+			b = append(b, "[ "[:1+rng.IntN(2)]...)
+			for k := range rng.IntN(5) {
+				if k > 0 {
+					b = append(b, ",\n"[:1+rng.IntN(2)]...)
+				}
+				b = value(b, depth+1)
+			}
+			return append(b, ']')
+		case n < 8:
+			b = append(b, '"')
+			for m := rng.IntN(90); m > 0; m-- {
+				b = append(b, []string{"a", `\"`, `\\`, `\\\"`, "{", "}", "[", "]", `\u005c`, "\xc3\xa9", "bcdefghij"}[rng.IntN(11)]...)
+			}
+			return append(b, '"')
+		}
+		return append(b, []string{"1", "true", "null", "-2.5e3"}[rng.IntN(4)]...)
+	}
+	for range 3000 {
+		var b []byte
+		for len(b) == 0 || (b[0] != '{' && b[0] != '[') {
+			b = value(nil, 0)
+		}
+		whole := len(b)
+		b = append(b, `,{"next":"}"}`...)
+		for _, cut := range []int{whole, len(b), whole - 1, rng.IntN(whole)} {
+			end, found := containerEnd(b[:cut])
+			wEnd, wFound := want(b[:cut])
+			if end != wEnd || found != wFound {
+				t.Fatalf("containerEnd(%q) = %d, %t; want %d, %t", b[:cut], end, found, wEnd, wFound)
+			}
+		}
+		if end, found := containerEnd(b); !found || end != whole {
+			t.Fatalf("containerEnd(%q) = %d, %t; want %d", b, end, found, whole)
+		}
+	}
+}
