@@ -2,6 +2,7 @@ package export
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"math/rand/v2"
 	"strings"
@@ -237,7 +238,7 @@ func TestContainerEnd(t *testing.T) {
 				if k > 0 {
 					b = append(b, ',')
 				}
-				b = append(b, `"k":`...)
+				b = append(b, []string{`"k":`, `"k": `, "\n\t\"k\" :\r\n  ", `"k":`}[rng.IntN(4)]...)
 				b = value(b, depth+1)
 			}
 			return append(b, '}')
@@ -253,7 +254,7 @@ func TestContainerEnd(t *testing.T) {
 		case n < 8:
 			b = append(b, '"')
 			for m := rng.IntN(90); m > 0; m-- {
-				b = append(b, []string{"a", `\"`, `\\`, `\\\"`, "{", "}", "[", "]", `\u005c`, "\xc3\xa9", "bcdefghij"}[rng.IntN(11)]...)
+				b = append(b, []string{"a", `\"`, `\\`, `\\\"`, "{", "}", "[", "]", `\u005c`, "\xc3\xa9", "bcdefghij", " a b ", "\t"}[rng.IntN(13)]...)
 			}
 			return append(b, '"')
 		}
@@ -275,6 +276,12 @@ func TestContainerEnd(t *testing.T) {
 		}
 		if end, found := containerEnd(b); !found || end != whole {
 			t.Fatalf("containerEnd(%q) = %d, %t; want %d", b, end, found, whole)
+		}
+		// Compacted as appendCompact does, in the same reading.
+		want, _ := appendCompact([]byte("x"), b[:whole])
+		got, end, found := compactContainer([]byte("x"), b)
+		if !found || end != whole || !bytes.Equal(got, want) {
+			t.Fatalf("compactContainer(%q) = %q, %d, %t; want %q, %d", b, got, end, found, want, whole)
 		}
 	}
 }

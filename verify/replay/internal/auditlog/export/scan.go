@@ -608,19 +608,43 @@ func (s *scanner) value(max int, buf []byte) ([]byte, error) {
 	if max < 0 && s.skipHeld() {
 		return nil, nil
 	}
-	if c != '"' && !s.compact {
-		// A container the reader holds whole: its end found 64 bytes at a time.
+	if c != '"' {
+		// A container the reader holds whole: its end found 64 bytes at a time, and its
+		// bytes copied (a compact scanner's in the same reading, without their white space).
 		if b, _ := s.r.Peek(s.r.Buffered()); len(b) > 0 {
-			if end, found := containerEnd(b); found && (max < 0 || end <= max) {
-				if keep {
+			var end int
+			found := false
+			switch {
+			case !keep:
+				end, found = containerEnd(b)
+			case s.compact:
+				// Gathered in kept, then copied into a buffer of the record's size.
+				var kept []byte
+				kept, end, found = compactContainer(s.kept[:0], b)
+				s.kept = kept
+				if found {
+					if len(buf) == 0 {
+						out = getBuf(len(kept))
+					}
+					out = append(out, kept...)
+				}
+			default:
+				if end, found = containerEnd(b); found {
 					if len(buf) == 0 {
 						out = getBuf(end)
 					}
 					out = append(out, b[:end]...)
 				}
+			}
+			if found && (!keep || len(out)-len(buf) <= max) {
 				s.discard(b[:end])
 				return out, nil
 			}
+			// Not held whole, or too long: read as below, which says so.
+			if found && keep && len(buf) == 0 {
+				putBuf(out)
+			}
+			out = buf[:len(buf):len(buf)]
 		}
 	}
 	// The bytes the reader holds are scanned in place and gathered in kept (but for the white
@@ -763,11 +787,26 @@ func stringEnd(b []byte, escaped bool) (end int, found, carry bool) {
 // webhook's events at a third of a GB/s. What the strings hold (control characters) and the
 // kinds of brackets are not checked: the decoding of the record does.
 func containerEnd(b []byte) (int, bool) {
+	_, end, found := scanContainer(b, nil, false)
+	return end, found
+}
+
+// compactContainer is containerEnd that also appends the container to dst without the white
+// space outside its strings, as a compact scanner keeps it (gcloud's and az's indentation):
+// in the same reading, where a scan for the end and another that compacted took twice as long
+// as the scan byte by byte between strings.
+func compactContainer(dst, b []byte) (out []byte, end int, found bool) {
+	return scanContainer(b, dst, true)
+}
+
+// scanContainer is containerEnd, and with compact set compactContainer.
+func scanContainer(b, dst []byte, compact bool) (out []byte, end int, found bool) {
 	var c uint16           // 1: the next byte is escaped
 	var in uint64          // all ones: the next byte is inside a string
 	var quotesEnded uint64 // the quotes of the block before, not escaped
 	depth := 0
 	var tail [64]byte
+	out = dst
 	for i := 0; i < len(b); i += 64 {
 		if in != 0 && i > 0 && quotesEnded == 0 {
 			// A block all inside a string, which goes on: a long one (an Event escaped
@@ -775,18 +814,22 @@ func containerEnd(b []byte) (int, bool) {
 			// stringEnd, which looks for half as many bytes.
 			end, found, _ := stringEnd(b[i:], c == 1)
 			if !found {
-				return len(b), false
+				return out, len(b), false
+			}
+			if compact {
+				out = append(out, b[i:i+end+1]...)
 			}
 			i += end + 1
 			in, c = 0, 0
 		}
 		w := b[i:]
-		if len(w) < 64 {
+		n := min(len(w), 64) // the block's bytes of b's
+		if n < 64 {
 			// The last bytes, padded with zeros, which are neither quotes nor brackets.
 			copy(tail[:], w)
 			w = tail[:]
 		}
-		var quotes, backslashes, opens, closes uint64
+		var quotes, backslashes, opens, closes, low uint64
 		for k := 0; k < 64; k += 8 {
 			x := binary.LittleEndian.Uint64(w[k:])
 			// A byte | 0x20 is '{' for '[' and '{' alone, '}' for ']' and '}' alone.
@@ -795,6 +838,11 @@ func containerEnd(b []byte) (int, bool) {
 			backslashes |= uint64(gather(bytesEqual(x, '\\'))) << k
 			opens |= uint64(gather(bytesEqual(y, '{'))) << k
 			closes |= uint64(gather(bytesEqual(y, '}'))) << k
+			if compact {
+				// The bytes below '!' (white space among them), exactly: a byte's low
+				// seven bits plus 0x5f carry into its high bit from 0x21 up, within it.
+				low |= uint64(gather(^(x&0x7f7f7f7f7f7f7f7f+0x5f5f5f5f5f5f5f5f|x)&0x8080808080808080)) << k
+			}
 		}
 		var esc uint64
 		esc, c = escapedBits(backslashes, c)
@@ -803,23 +851,40 @@ func containerEnd(b []byte) (int, bool) {
 		in = uint64(int64(strs) >> 63)
 		opens &^= strs
 		closes &^= strs
-		if n := bits.OnesCount64(closes); depth > n {
+		limit, closed := n, false // the bytes of the block that are the container's
+		if k := bits.OnesCount64(closes); depth > k {
 			// It cannot close here.
-			depth += bits.OnesCount64(opens) - n
-			continue
+			depth += bits.OnesCount64(opens) - k
+		} else {
+			for m := opens | closes; m != 0; m &= m - 1 {
+				k := bits.TrailingZeros64(m)
+				if opens&(1<<k) != 0 {
+					depth++
+					continue
+				}
+				if depth--; depth == 0 {
+					limit, closed = k+1, true
+					break
+				}
+			}
 		}
-		for m := opens | closes; m != 0; m &= m - 1 {
-			k := bits.TrailingZeros64(m)
-			if opens&(1<<k) != 0 {
-				depth++
-				continue
+		if compact {
+			from := 0
+			for m := low &^ strs & (1<<limit - 1); m != 0; m &= m - 1 {
+				k := bits.TrailingZeros64(m)
+				if w[k] != ' ' && w[k] != '\n' && w[k] != '\t' && w[k] != '\r' {
+					continue // a control character, the decoder's to report
+				}
+				out = append(out, w[from:k]...)
+				from = k + 1
 			}
-			if depth--; depth == 0 {
-				return i + k + 1, true
-			}
+			out = append(out, w[from:limit]...)
+		}
+		if closed {
+			return out, i + limit, true
 		}
 	}
-	return len(b), false
+	return out, len(b), false
 }
 
 // prefixXOR sets bit k of x to the parity of its bits 0 to k.
