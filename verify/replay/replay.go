@@ -523,6 +523,9 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 	for _, j := range jumps {
 		r.output.sum.clockJump(ClockJump{File: j.File, Line: j.Line, Latest: j.Latest, At: j.At, Parts: true})
 	}
+	if more := len(jumps) - maxClockNotes; more > 0 {
+		r.output.sum.Notes = append(r.output.sum.Notes, fmt.Sprintf("the clock goes back at %d more lines than those noted above, each a part read as they are: a log that goes back every few seconds is events a tool copied out of the server's order (Firehose's extracted messages, a sort by another time)", more))
+	}
 	noted := map[string]bool{}
 	for _, src := range sources {
 		if src.InStageOrder() && !noted[src.Name] {

@@ -597,3 +597,40 @@ func TestRunOnce(t *testing.T) {
 		t.Errorf("a second Run: %v, %v; want an error", sum, err)
 	}
 }
+
+// TestClockJumpNotes: a log that goes back at many lines has the first few noted, one by one,
+// and the rest counted in one note, not dropped unsaid.
+func TestClockJumpNotes(t *testing.T) {
+	t.Parallel()
+	var log strings.Builder
+	// Pairs of seconds written later one first: back two seconds at every second line.
+	for s := 0; s < 20; s += 4 {
+		for _, at := range []int{s + 3, s + 1} {
+			fmt.Fprintf(&log, `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"%d","stage":"ResponseComplete","requestURI":"/api/v1/namespaces","verb":"list","user":{"username":"u"},"objectRef":{"resource":"namespaces","apiVersion":"v1"},"responseStatus":{"code":200},"stageTimestamp":"2026-11-22T10:00:%02d.000000Z"}`+"\n", at, at)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "audit.log")
+	if err := os.WriteFile(path, []byte(log.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := r.Run(context.Background(), []Source{{Name: path}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var noted, more []string
+	for _, n := range sum.Notes {
+		switch {
+		case strings.Contains(n, "the log's clock goes back"):
+			noted = append(noted, n)
+		case strings.Contains(n, "more lines than those noted above"):
+			more = append(more, n)
+		}
+	}
+	if len(sum.ClockJumps) != 5 || len(noted) != maxClockNotes || len(more) != 1 || !strings.Contains(more[0], "at 2 more lines") {
+		t.Errorf("%d jumps, notes %q and %q; want 5 jumps, %d noted and the 2 more counted", len(sum.ClockJumps), noted, more, maxClockNotes)
+	}
+}
