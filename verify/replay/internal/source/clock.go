@@ -113,9 +113,10 @@ func utcStamp(s string) bool {
 
 // part is the span of a log file that one of its parts fills: from the byte offset and line
 // number where it begins to the offset where the next part begins (0: the end of the file).
-// first is the stage time of its first line that has one (zero where none does): none of
-// its lines is more than ClockBack before it (Clock), and Lines opens the part once the
-// merge reaches that (earliest).
+// first is the stage time of its first line, zero where that line has none or is longer
+// than a reader keeps: none of its lines is more than ClockBack before it (Clock), and Lines
+// opens the part once the merge reaches that (earliest); a part whose first line the reader
+// gives with no time, which the merge hands over at once, is opened from the start.
 type part struct {
 	offset, end int64
 	line        int
@@ -243,11 +244,13 @@ func scanParts(file string, r io.Reader, maxLine int) ([]part, []Jump, bool) {
 		if at, ok := stageTime(auditlog.Line{Data: line}); ok {
 			if latest, back := clock.Note(at); back {
 				parts[len(parts)-1].end = offset
-				parts = append(parts, part{offset: offset, line: num, first: at})
+				parts = append(parts, part{offset: offset, line: num})
 				jumps = append(jumps, Jump{File: file, Line: num, Latest: latest, At: at})
 			}
-			if parts[len(parts)-1].first.IsZero() {
-				parts[len(parts)-1].first = at
+			if p := &parts[len(parts)-1]; p.line == num && err == nil && len(line) < maxLine {
+				// Its first line, an event the reader gives whole (not one longer than it
+				// keeps, which it gives as an error, with no time).
+				p.first = at
 			}
 			switch {
 			case len(jumps) > 0 && jumps[len(jumps)-1].Line == num:

@@ -43,6 +43,13 @@ func TestSplit(t *testing.T) {
 			want: []string{"x:5", "a:3", "m:1", "o:4", "n:2", "y:6"}, jumps: []int{3, 5}},
 		{name: "lines longer than kept, and not events", lines: []string{event("c", 20), "not json", long, event("a", 10), long},
 			want: []string{"a:4", "!:5", "c:1", "?:2", "!:3"}, jumps: []int{4}},
+		// A part whose first line the reader gives with no time (longer than it keeps, or an
+		// event without a stage time) goes as it went when every part was open from the start:
+		// that line at once.
+		{name: "a part begins with a line longer than kept", lines: []string{event("a", 10), event("b", 11), strings.Replace(long, ":21.000000Z", ":05.000000Z", 1), event("d", 6), event("e", 1), event("f", 2)},
+			want: []string{"!:3", "e:5", "f:6", "d:4", "a:1", "b:2"}, jumps: []int{3, 5}},
+		{name: "the first part begins with an event without a time", lines: []string{strings.Replace(event("u", 0), `,"stageTimestamp":"2026-11-22T10:00:00.000000Z"`, "", 1), event("a", 10), event("e", 1), event("f", 2)},
+			want: []string{"u:1", "e:3", "f:4", "a:2"}, jumps: []int{3}},
 		{name: "compressed: read as it is", gz: true, lines: []string{event("c", 20), event("a", 10)},
 			want: []string{"c:1", "a:2"}},
 	} {

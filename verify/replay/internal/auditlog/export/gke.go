@@ -858,13 +858,7 @@ func decodeEntry(raw []byte) (e logEntry, ok bool) {
 			// Walked into once: its end is where its walk ends.
 			e.ProtoPayload = &logPayload{}
 			return walkObject(raw, start, func(name []byte, _, start int) (int, bool) {
-				end, ok := 0, false
-				if string(name) == "request" || string(name) == "response" {
-					// The objects, most of an entry, are the replay's decoder's to check.
-					end, ok = decodedValueEnd(raw, start)
-				} else {
-					end, ok = valueEnd(raw, start)
-				}
+				end, ok := valueEnd(raw, start)
 				return end, ok && end > start && payload(e.ProtoPayload, name, raw[start:end])
 			})
 		}

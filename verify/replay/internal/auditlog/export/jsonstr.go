@@ -178,17 +178,6 @@ func valueEnd(b []byte, start int) (int, bool) {
 	return len(b), depth == 0
 }
 
-// decodedValueEnd is valueEnd for a value the decoder reads whole after it: an object's or
-// array's end is found 64 bytes at a time (containerEnd), what its strings hold is checked
-// by the decoding (a Log Analytics row's objects, most of it, were a third of its reading).
-func decodedValueEnd(b []byte, start int) (int, bool) {
-	if start < len(b) && (b[start] == '{' || b[start] == '[') {
-		end, ok := containerEnd(b[start:])
-		return start + end, ok
-	}
-	return valueEnd(b, start)
-}
-
 // nesting are the bytes that matter inside a container, outside its strings.
 var nesting = [256]bool{'"': true, '{': true, '[': true, '}': true, ']': true}
 

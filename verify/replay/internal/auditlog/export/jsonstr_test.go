@@ -4,9 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"testing/iotest"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestNestingRun holds nestingRun to the table it jumps by: the first byte that nests, at each
@@ -229,37 +233,7 @@ func TestContainerEnd(t *testing.T) {
 		return len(b), false
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
-	var value func(b []byte, depth int) []byte
-	value = func(b []byte, depth int) []byte {
-		switch n := rng.IntN(10); {
-		case n < 3 && depth < 6:
-			b = append(b, '{')
-			for k := range rng.IntN(5) {
-				if k > 0 {
-					b = append(b, ',')
-				}
-				b = append(b, []string{`"k":`, `"k": `, "\n\t\"k\" :\r\n  ", `"k":`}[rng.IntN(4)]...)
-				b = value(b, depth+1)
-			}
-			return append(b, '}')
-		case n < 5 && depth < 6:
-			b = append(b, "[ "[:1+rng.IntN(2)]...)
-			for k := range rng.IntN(5) {
-				if k > 0 {
-					b = append(b, ",\n"[:1+rng.IntN(2)]...)
-				}
-				b = value(b, depth+1)
-			}
-			return append(b, ']')
-		case n < 8:
-			b = append(b, '"')
-			for m := rng.IntN(90); m > 0; m-- {
-				b = append(b, []string{"a", `\"`, `\\`, `\\\"`, "{", "}", "[", "]", `\u005c`, "\xc3\xa9", "bcdefghij", " a b ", "\t"}[rng.IntN(13)]...)
-			}
-			return append(b, '"')
-		}
-		return append(b, []string{"1", "true", "null", "-2.5e3"}[rng.IntN(4)]...)
-	}
+	value := func(b []byte, depth int) []byte { return randomJSON(rng, b, depth) }
 	for range 3000 {
 		var b []byte
 		for len(b) == 0 || (b[0] != '{' && b[0] != '[') {
@@ -282,6 +256,103 @@ func TestContainerEnd(t *testing.T) {
 		got, end, found := compactContainer([]byte("x"), b)
 		if !found || end != whole || !bytes.Equal(got, want) {
 			t.Fatalf("compactContainer(%q) = %q, %d, %t; want %q, %d", b, got, end, found, want, whole)
+		}
+	}
+}
+
+// randomJSON appends a random JSON value to b: objects and arrays nested to depth 6, with white
+// space between their members, strings of quotes, backslashes, brackets and spaces escaped
+// (long enough to cross 64-byte blocks), numbers and literals.
+func randomJSON(rng *rand.Rand, b []byte, depth int) []byte {
+	switch n := rng.IntN(10); {
+	case n < 3 && depth < 6:
+		b = append(b, '{')
+		for k := range rng.IntN(5) {
+			if k > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, []string{`"k":`, `"k": `, "\n\t\"k\" :\r\n  ", `"k":`}[rng.IntN(4)]...)
+			b = randomJSON(rng, b, depth+1)
+		}
+		return append(b, '}')
+	case n < 5 && depth < 6:
+		b = append(b, "[ "[:1+rng.IntN(2)]...)
+		for k := range rng.IntN(5) {
+			if k > 0 {
+				b = append(b, ",\n"[:1+rng.IntN(2)]...)
+			}
+			b = randomJSON(rng, b, depth+1)
+		}
+		return append(b, ']')
+	case n < 8:
+		b = append(b, '"')
+		for m := rng.IntN(90); m > 0; m-- {
+			b = append(b, []string{"a", `\"`, `\\`, `\\\"`, "{", "}", "[", "]", `\u005c`, "\xc3\xa9", "bcdefghij", " a b ", "\t"}[rng.IntN(13)]...)
+		}
+		return append(b, '"')
+	}
+	return append(b, []string{"1", "true", "null", "-2.5e3"}[rng.IntN(4)]...)
+}
+
+// TestValueBlocksAsBytes holds scanner.value's reading of a container the reader holds whole
+// (64 bytes at a time) to its reading byte by byte (what it does when the reader holds part of
+// it, here a reader of one byte at a time): the same values, errors, lines and offsets, compact
+// or not, within a limit or over it, on documents made wrong too (a backslash outside a
+// string, a line's end or a control character in one, a bracket left open).
+func TestValueBlocksAsBytes(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(5, 6))
+	type read struct {
+		Value      string
+		Err        string
+		Line       int
+		Off        int64
+		Terminated bool
+	}
+	readAll := func(r io.Reader, compact bool, max int) []read {
+		s := newScanner(bufio.NewReaderSize(r, 1<<16))
+		s.compact = compact
+		var out []read
+		for range 50 {
+			if _, err := s.peek(); err != nil {
+				out = append(out, read{Err: err.Error(), Line: s.line, Off: s.off, Terminated: true})
+				break
+			}
+			v, err := s.value(max, nil)
+			rd := read{Value: string(v), Line: s.line, Off: s.off}
+			if err != nil {
+				rd.Err = err.Error()
+			}
+			out = append(out, rd)
+			if err != nil {
+				var long *errTooLong
+				if !errors.As(err, &long) {
+					break
+				}
+			}
+		}
+		return out
+	}
+	for range 4000 {
+		var doc []byte
+		for range 1 + rng.IntN(4) {
+			var v []byte
+			for len(v) == 0 || (v[0] != '{' && v[0] != '[') {
+				v = randomJSON(rng, nil, 0)
+			}
+			// Made wrong, sometimes: a byte replaced by one JSON has no place for.
+			if rng.IntN(3) == 0 {
+				v[rng.IntN(len(v))] = []byte{'\\', '\n', 0x01, '{', '"'}[rng.IntN(5)]
+			}
+			doc = append(append(doc, v...), " \n\t"[rng.IntN(3)])
+		}
+		for _, compact := range []bool{false, true} {
+			max := []int{-1, 1 << 20, 40 + rng.IntN(200)}[rng.IntN(3)]
+			blocks := readAll(bytes.NewReader(doc), compact, max)
+			bytewise := readAll(iotest.OneByteReader(bytes.NewReader(doc)), compact, max)
+			if diff := cmp.Diff(bytewise, blocks); diff != "" {
+				t.Fatalf("%q (compact %t, max %d): the blocks' reading (+) against the bytes' (-):\n%s", doc, compact, max, diff)
+			}
 		}
 	}
 }

@@ -482,7 +482,7 @@ func laEvent(row *laRow) (data []byte, lost auditlog.Lost, field string, err err
 			// The objects, most of a row, are checked by their structure (the replay's decoder
 			// reports what else is wrong with them at the row's line); the other columns'
 			// JSON, a few hundred bytes, in full.
-			if end, ok := decodedValueEnd(s, skipSpace(s, 0)); !ok || skipSpace(s, end) != len(s) || c.kind() != 0 && !validJSON(s) {
+			if end, ok := valueEnd(s, skipSpace(s, 0)); !ok || skipSpace(s, end) != len(s) || c.kind() != 0 && !validJSON(s) {
 				return nil, 0, c.column, fmt.Errorf("%q is not JSON", shorten(string(s), 80))
 			}
 			v = s

@@ -276,7 +276,9 @@ func send(yield func(record) bool, rec record) error {
 
 // readLines yields the record build makes of each line of an envelope of JSON lines, of at
 // most max bytes (blank lines are skipped, a line too long or the file's end read as the log
-// backend's lines are); the line's data is valid until build returns.
+// backend's lines are; a line whose bytes show a Reader's Filter passes over it is passed
+// over at once, as passOverHeld passes over a record); the line's data is valid until build
+// returns.
 func readLines(in input, max int, yield func(record) bool, build func(text []byte, num int) record) {
 	lr, _, err := auditlog.NewReader(in.file, in.r, max)
 	if err != nil {
@@ -293,7 +295,12 @@ func readLines(in input, max int, yield func(record) bool, build func(text []byt
 			if len(bytes.TrimSpace(l.Data)) == 0 {
 				continue
 			}
-			rec = build(l.Data, l.Num)
+			if in.passOver != nil && in.passOver(l.Data) {
+				// A search's Filter passes over it: neither copied nor unwrapped.
+				rec.skip = Filtered
+			} else {
+				rec = build(l.Data, l.Num)
+			}
 		}
 		if !yield(rec) {
 			return
@@ -673,6 +680,9 @@ func (s *scanner) value(max int, buf []byte) ([]byte, error) {
 				// To the quote that ends the string (what a string holds is the decoder's
 				// to check, control characters included).
 				end, found, carry := stringEnd(chunk[i:], escaped)
+				// A line's end in a string (wrong JSON, which the decoder refuses) is
+				// counted as the blocks count it.
+				s.line += bytes.Count(chunk[i:i+end], newline)
 				i += end
 				escaped = carry
 				if found {
@@ -780,7 +790,8 @@ func stringEnd(b []byte, escaped bool) (end int, found, carry bool) {
 }
 
 // containerEnd is the index just past the bracket that closes the object or array b begins
-// with; false when b does not hold it. It reads 64 bytes at a time, as stringEnd does: the
+// with; false when b does not hold it, or holds a backslash outside a string before its end
+// (scanner.value reads it byte by byte then). It reads 64 bytes at a time, as stringEnd does: the
 // quotes not escaped give, by the parity of those before each byte (a prefix XOR), which bytes
 // are inside strings, and only the brackets outside them count. An Event's strings are a few
 // bytes each: a scan that went byte by byte between them and string by string read a
@@ -848,6 +859,12 @@ func scanContainer(b, dst []byte, compact bool) (out []byte, end int, found bool
 		esc, c = escapedBits(backslashes, c)
 		quotesEnded = quotes &^ esc
 		strs := prefixXOR(quotesEnded) ^ in
+		if backslashes&^strs != 0 {
+			// A backslash outside a string, which escapes nothing there: the blocks
+			// read it as an escape, the scan byte by byte as the byte it is (both are
+			// wrong JSON, which the decoder refuses), and they must cut the same records.
+			return out, len(b), false
+		}
 		in = uint64(int64(strs) >> 63)
 		opens &^= strs
 		closes &^= strs
