@@ -523,9 +523,6 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 	for _, j := range jumps {
 		r.output.sum.clockJump(ClockJump{File: j.File, Line: j.Line, Latest: j.Latest, At: j.At, Parts: true})
 	}
-	if more := len(jumps) - maxClockNotes; more > 0 {
-		r.output.sum.Notes = append(r.output.sum.Notes, fmt.Sprintf("the clock goes back at %d more lines than those noted above, each a part read as they are: a log that goes back every few seconds is events a tool copied out of the server's order (Firehose's extracted messages, a sort by another time)", more))
-	}
 	noted := map[string]bool{}
 	for _, src := range sources {
 		if src.InStageOrder() && !noted[src.Name] {
@@ -563,6 +560,10 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 		}
 	})
 	r.stopEvaluation()
+	if more := len(r.output.sum.ClockJumps) - maxClockNotes; more > 0 {
+		// Those Split found and those the replay met in logs it could not split alike.
+		r.output.sum.Notes = append(r.output.sum.Notes, fmt.Sprintf("the logs' clocks go back at %d more lines than those noted above, each read as they are: a log that goes back every few seconds is events a tool copied out of the server's order (Firehose's extracted messages, a sort by another time)", more))
+	}
 	if r.lookaheadCut > 0 {
 		r.output.sum.Notes = append(r.output.sum.Notes, fmt.Sprintf("%d requests were accounted for before a second of log time had passed after them (more than %d waited, or a CRD changed the catalog): a write the log records later that ran concurrently with one of them was not looked for", r.lookaheadCut, maxHeld))
 	}

@@ -609,28 +609,36 @@ func TestClockJumpNotes(t *testing.T) {
 			fmt.Fprintf(&log, `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"%d","stage":"ResponseComplete","requestURI":"/api/v1/namespaces","verb":"list","user":{"username":"u"},"objectRef":{"resource":"namespaces","apiVersion":"v1"},"responseStatus":{"code":200},"stageTimestamp":"2026-11-22T10:00:%02d.000000Z"}`+"\n", at, at)
 		}
 	}
-	path := filepath.Join(t.TempDir(), "audit.log")
-	if err := os.WriteFile(path, []byte(log.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r, err := New(nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := r.Run(context.Background(), []Source{{Name: path}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var noted, more []string
-	for _, n := range sum.Notes {
-		switch {
-		case strings.Contains(n, "the log's clock goes back"):
-			noted = append(noted, n)
-		case strings.Contains(n, "more lines than those noted above"):
-			more = append(more, n)
+	// Split cuts a plain file into its parts; a compressed one is replayed in its order, its
+	// jumps met as it is read.
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(log.String()))
+	zw.Close()
+	for name, data := range map[string][]byte{"audit.log": []byte(log.String()), "audit.log.gz": gz.Bytes()} {
+		path := filepath.Join(t.TempDir(), name)
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if len(sum.ClockJumps) != 5 || len(noted) != maxClockNotes || len(more) != 1 || !strings.Contains(more[0], "at 2 more lines") {
-		t.Errorf("%d jumps, notes %q and %q; want 5 jumps, %d noted and the 2 more counted", len(sum.ClockJumps), noted, more, maxClockNotes)
+		r, err := New(nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, err := r.Run(context.Background(), []Source{{Name: path}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var noted, more []string
+		for _, n := range sum.Notes {
+			switch {
+			case strings.Contains(n, "the log's clock goes back"):
+				noted = append(noted, n)
+			case strings.Contains(n, "more lines than those noted above"):
+				more = append(more, n)
+			}
+		}
+		if len(sum.ClockJumps) != 5 || len(noted) != maxClockNotes || len(more) != 1 || !strings.Contains(more[0], "at 2 more lines") {
+			t.Errorf("%s: %d jumps, notes %q and %q; want 5 jumps, %d noted and the 2 more counted", name, len(sum.ClockJumps), noted, more, maxClockNotes)
+		}
 	}
 }
