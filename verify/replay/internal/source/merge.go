@@ -24,111 +24,152 @@ import (
 // parts, each of which, open from the start, held a reader's buffers and window (2.6 GB of
 // them for a 590 MB log), and made the choice of each next line a walk over all of them.
 func Lines(ctx context.Context, sources []Source, maxLine int, fn func(auditlog.Line) bool) error {
-	type head struct {
-		next  func() (auditlog.Line, bool)
-		close func()
-		line  auditlog.Line
-		at    time.Time
-		timed bool
-		index int // in sources: ties go to the log given first
+	m := newMerge(ctx, sources, maxLine)
+	defer m.close()
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		h := m.next()
+		if h == nil || !fn(h.line) {
+			return ctx.Err()
+		}
+		m.advance(h)
 	}
-	var heads []*head // the logs open, in the order given
-	defer func() {
-		for _, h := range heads {
-			h.close()
-		}
-	}()
-	merge := len(sources) > 1 // one log's lines go as they are
-	advance := func(h *head) bool {
-		l, ok := h.next()
-		if !ok {
-			return false
-		}
-		h.line = l
-		if merge {
-			h.at, h.timed = stageTime(l)
-		}
-		return true
-	}
-	open := func(i int) {
-		src := sources[i]
-		h := &head{index: i}
-		ok := false
-		if !merge {
-			var g *grepReader
-			if g, h.close, ok = openGrep(ctx, src, maxLine); ok {
-				h.next = g.Next
-			}
-		}
-		if !ok {
-			h.next, h.close = openSource(ctx, src, maxLine)
-		}
-		if !advance(h) {
-			h.close()
-			return
-		}
-		at, _ := slices.BinarySearchFunc(heads, i, func(h *head, i int) int { return h.index - i })
-		heads = slices.Insert(heads, at, h)
-	}
+}
+
+// merge is the logs Lines reads: those open, each with its next line, and the parts not open
+// yet.
+type merge struct {
+	ctx     context.Context
+	sources []Source
+	maxLine int
+	// one says a single log, whose lines go as they are, without their times read (a log
+	// backend's file searched for a filter: openGrep).
+	one bool
+	// heads are the logs open, in the order given (ties go to the first).
+	heads []*head
 	// pending are the parts not open yet, by the earliest time of their events.
-	var pending []int
+	pending []int
+}
+
+// head is an open log and its next line.
+type head struct {
+	next  func() (auditlog.Line, bool)
+	close func()
+	line  auditlog.Line
+	at    time.Time
+	timed bool
+	index int // in sources
+}
+
+// newMerge opens the sources, but the parts of a log, which wait for the merge to reach them.
+func newMerge(ctx context.Context, sources []Source, maxLine int) *merge {
+	m := &merge{ctx: ctx, sources: sources, maxLine: maxLine, one: len(sources) == 1}
 	for i, src := range sources {
-		if _, ok := src.earliest(); ok && merge {
-			pending = append(pending, i)
+		if _, ok := src.earliest(); ok && !m.one {
+			m.pending = append(m.pending, i)
 			continue
 		}
-		open(i)
+		m.open(i)
 	}
-	slices.SortStableFunc(pending, func(i, j int) int {
+	slices.SortStableFunc(m.pending, func(i, j int) int {
 		a, _ := sources[i].earliest()
 		b, _ := sources[j].earliest()
 		return a.Compare(b)
 	})
-	next := func() int {
-		if len(heads) == 0 {
-			return -1
-		}
-		first := 0
-		for i, h := range heads {
-			if !h.timed {
-				return i
-			}
-			if h.at.Before(heads[first].at) {
-				first = i
-			}
-		}
-		return first
-	}
-	for len(heads) > 0 || len(pending) > 0 {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		first := next()
-		// A part whose events may come before the next line's is opened first.
-		for len(pending) > 0 {
-			if first >= 0 {
-				at, _ := sources[pending[0]].earliest()
-				if !heads[first].timed || at.After(heads[first].at) {
-					break
-				}
-			}
-			open(pending[0])
-			pending = pending[1:]
-			first = next()
-		}
-		if first < 0 {
-			continue
-		}
-		h := heads[first]
-		if !fn(h.line) {
-			return ctx.Err()
-		}
-		if !advance(h) {
-			h.close()
-			heads = slices.Delete(heads, first, first+1)
+	return m
+}
+
+// open opens the i-th source, and keeps it among the heads while it has a line.
+func (m *merge) open(i int) {
+	src := m.sources[i]
+	h := &head{index: i}
+	ok := false
+	if m.one {
+		var g *grepReader
+		if g, h.close, ok = openGrep(m.ctx, src, m.maxLine); ok {
+			h.next = g.Next
 		}
 	}
-	return ctx.Err()
+	if !ok {
+		h.next, h.close = openSource(m.ctx, src, m.maxLine)
+	}
+	if !m.read(h) {
+		h.close()
+		return
+	}
+	at, _ := slices.BinarySearchFunc(m.heads, i, func(h *head, i int) int { return h.index - i })
+	m.heads = slices.Insert(m.heads, at, h)
+}
+
+// read reads the head's next line; false at its log's end.
+func (m *merge) read(h *head) bool {
+	l, ok := h.next()
+	if !ok {
+		return false
+	}
+	h.line = l
+	if !m.one {
+		h.at, h.timed = stageTime(l)
+	}
+	return true
+}
+
+// first is the head whose line goes next among those open, -1 when none is: the first that
+// is not an event, else the earliest.
+func (m *merge) first() int {
+	if len(m.heads) == 0 {
+		return -1
+	}
+	first := 0
+	for i, h := range m.heads {
+		if !h.timed {
+			return i
+		}
+		if h.at.Before(m.heads[first].at) {
+			first = i
+		}
+	}
+	return first
+}
+
+// next is the head whose line goes next, nil at the end of the logs: a part whose events may
+// come before that line is opened first.
+func (m *merge) next() *head {
+	for {
+		first := m.first()
+		if len(m.pending) == 0 {
+			if first < 0 {
+				return nil
+			}
+			return m.heads[first]
+		}
+		if first >= 0 {
+			at, _ := m.sources[m.pending[0]].earliest()
+			if h := m.heads[first]; !h.timed || at.After(h.at) {
+				return h
+			}
+		}
+		m.open(m.pending[0])
+		m.pending = m.pending[1:]
+	}
+}
+
+// advance moves the head to its next line, and closes its log at its end.
+func (m *merge) advance(h *head) {
+	if m.read(h) {
+		return
+	}
+	h.close()
+	m.heads = slices.DeleteFunc(m.heads, func(o *head) bool { return o == h })
+}
+
+// close closes the logs still open.
+func (m *merge) close() {
+	for _, h := range m.heads {
+		h.close()
+	}
 }
 
 // stageTime reads the stageTimestamp of a line's event without decoding it: the last member of

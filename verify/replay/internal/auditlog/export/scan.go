@@ -389,21 +389,6 @@ func (s *scanner) skip() error {
 	return err
 }
 
-// skipHeld skips the object, array or string that begins the bytes the reader holds, when
-// it holds it whole; false when it does not, or valueEnd finds it malformed, and value reads
-// it byte by byte (and says where it is wrong). valueEnd finds its end eight bytes at a
-// time: an export's members a replay does not read, and gcloud's newest-first entries,
-// which are only indexed (see readGKEArray).
-func (s *scanner) skipHeld() bool {
-	b, _ := s.r.Peek(s.r.Buffered())
-	end, found := valueEnd(b, 0)
-	if !found || end <= 0 || end > len(b) {
-		return false
-	}
-	s.discard(b[:end])
-	return true
-}
-
 // passOverHeld goes past the object that begins the bytes the reader holds, when it holds it
 // whole, in at most max bytes, and passOver says its bytes show that the Filter passes over
 // it: a search for a few records of a day (the admission policies' names) read every record
@@ -612,12 +597,10 @@ func (s *scanner) value(max int, buf []byte) ([]byte, error) {
 		}
 		return s.done(out, keep, max, size)
 	}
-	if max < 0 && s.skipHeld() {
-		return nil, nil
-	}
 	if c != '"' {
 		// A container the reader holds whole: its end found 64 bytes at a time, and its
-		// bytes copied (a compact scanner's in the same reading, without their white space).
+		// bytes copied (a compact scanner's in the same reading, without their white space),
+		// or skipped (an export's members a replay does not read).
 		if b, _ := s.r.Peek(s.r.Buffered()); len(b) > 0 {
 			var end int
 			found := false
