@@ -869,14 +869,24 @@ func scanContainer(b, dst []byte, compact bool) (out []byte, end int, found bool
 			}
 		}
 		if compact {
+			// The runs of white space outside strings dropped, a run at a time (an
+			// indentation is dozens of spaces).
 			from := 0
-			for m := low &^ strs & (1<<limit - 1); m != 0; m &= m - 1 {
+			for m := low &^ strs & (1<<limit - 1); m != 0; {
 				k := bits.TrailingZeros64(m)
-				if w[k] != ' ' && w[k] != '\n' && w[k] != '\t' && w[k] != '\r' {
-					continue // a control character, the decoder's to report
+				end := k + bits.TrailingZeros64(^(m >> k)) // the run's end
+				j := k
+				for j < end && (w[j] == ' ' || w[j] == '\n' || w[j] == '\t' || w[j] == '\r') {
+					j++
 				}
-				out = append(out, w[from:k]...)
-				from = k + 1
+				if j > k {
+					out = append(out, w[from:k]...)
+					from = j
+				}
+				if j < end {
+					j++ // a control character, kept: the decoder's to report
+				}
+				m &^= 1<<j - 1
 			}
 			out = append(out, w[from:limit]...)
 		}
