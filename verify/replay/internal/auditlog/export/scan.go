@@ -598,43 +598,8 @@ func (s *scanner) value(max int, buf []byte) ([]byte, error) {
 		return s.done(out, keep, max, size)
 	}
 	if c != '"' {
-		// A container the reader holds whole: its end found 64 bytes at a time, and its
-		// bytes copied (a compact scanner's in the same reading, without their white space),
-		// or skipped (an export's members a replay does not read).
-		if b, _ := s.r.Peek(s.r.Buffered()); len(b) > 0 {
-			var end int
-			found := false
-			switch {
-			case !keep:
-				end, found = containerEnd(b)
-			case s.compact:
-				// Gathered in kept, then copied into a buffer of the record's size.
-				var kept []byte
-				kept, end, found = compactContainer(s.kept[:0], b)
-				s.kept = kept
-				if found {
-					if len(buf) == 0 {
-						out = getBuf(len(kept))
-					}
-					out = append(out, kept...)
-				}
-			default:
-				if end, found = containerEnd(b); found {
-					if len(buf) == 0 {
-						out = getBuf(end)
-					}
-					out = append(out, b[:end]...)
-				}
-			}
-			if found && (!keep || len(out)-len(buf) <= max) {
-				s.discard(b[:end])
-				return out, nil
-			}
-			// Not held whole, or too long: read as below, which says so.
-			if found && keep && len(buf) == 0 {
-				putBuf(out)
-			}
-			out = buf[:len(buf):len(buf)]
+		if held, ok := s.heldContainer(max, buf); ok {
+			return held, nil
 		}
 	}
 	// The bytes the reader holds are scanned in place and gathered in kept (but for the white
@@ -717,6 +682,44 @@ func (s *scanner) value(max int, buf []byte) ([]byte, error) {
 			return s.done(out, keep, max, size)
 		}
 	}
+}
+
+// heldContainer is value of the container the reader holds whole: its end found 64 bytes at
+// a time and its bytes copied (a compact scanner's in the same reading, without their white
+// space), or skipped (max < 0: an export's members a replay does not read). False where value
+// reads it byte by byte: the reader holds part of it, it is longer than max (which value
+// says), or it holds a backslash outside a string (containerEnd).
+func (s *scanner) heldContainer(max int, buf []byte) ([]byte, bool) {
+	b, _ := s.r.Peek(s.r.Buffered())
+	if len(b) == 0 {
+		return nil, false
+	}
+	if max < 0 {
+		end, found := containerEnd(b)
+		if found {
+			s.discard(b[:end])
+		}
+		return nil, found
+	}
+	var out []byte
+	end, found := 0, false
+	if s.compact {
+		// Gathered in kept, then copied into a buffer of the record's size.
+		s.kept, end, found = compactContainer(s.kept[:0], b)
+		out = s.kept
+	} else if end, found = containerEnd(b); found {
+		out = b[:end]
+	}
+	if !found || len(out) > max {
+		return nil, false
+	}
+	held := buf[:len(buf):len(buf)]
+	if len(buf) == 0 {
+		held = getBuf(len(out))
+	}
+	held = append(held, out...)
+	s.discard(b[:end])
+	return held, true
 }
 
 // scanStops are the bytes a scanner's value stops at outside strings; compactStops those of a
