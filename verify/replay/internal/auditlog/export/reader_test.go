@@ -962,7 +962,14 @@ func TestFilteredReader(t *testing.T) {
 				if diff := cmp.Diff(want, got); diff != "" {
 					t.Errorf("events holding %q mismatch (-Reader +filtered):\n%s", filter, diff)
 				}
-				if len(filtered) != len(all) || others != len(all)-len(want) {
+				switch {
+				case f == export.Webhook:
+					// A line (an EventList) that does not hold the filter is passed over
+					// whole: none of its records is handed over (passLine).
+					if len(filtered) >= len(all) {
+						t.Errorf("%d lines, want fewer than %d: no EventList passed over whole", len(filtered), len(all))
+					}
+				case len(filtered) != len(all) || others != len(all)-len(want):
 					t.Errorf("%d lines (%d others), want %d (%d others)", len(filtered), others, len(all), len(all)-len(want))
 				}
 				passed := 0
@@ -982,6 +989,78 @@ func TestFilteredReader(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestWebhookSearchByLine: a search over a webhook receiver's file hands over the events that
+// hold the filter, at their lines and items, as the replay's reading of the file does, however
+// the file lays its EventLists out: one a line (whose lines without the filter it passes over
+// whole: passLine), indented, several on a line, a line longer than it holds, the last line
+// without its newline.
+func TestWebhookSearchByLine(t *testing.T) {
+	t.Parallel()
+	filter := []byte("missionpolic")
+	ev := func(n int, uri string) string {
+		return fmt.Sprintf(`{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"id-%d","stage":"ResponseComplete","requestURI":%q,"verb":"get","user":{"username":"u"},"responseStatus":{"metadata":{},"code":200},"requestReceivedTimestamp":"2026-01-01T00:00:%02d.000000Z","stageTimestamp":"2026-01-01T00:00:%02d.000100Z"}`, n, uri, n%60, n%60)
+	}
+	plain := func(n int) string { return ev(n, "/api/v1/namespaces/a/pods/p") }
+	hit := func(n int) string {
+		return ev(n, "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/p")
+	}
+	list := func(items ...string) string {
+		return `{"kind":"EventList","apiVersion":"audit.k8s.io/v1","metadata":{},"items":[` + strings.Join(items, ",") + `]}`
+	}
+	indented := func(doc string) string {
+		var b bytes.Buffer
+		if err := json.Indent(&b, []byte(doc), "", "  "); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	// long is an EventList longer than the search holds of a line.
+	var long []string
+	for n := 0; len(strings.Join(long, ",")) < 5<<20; n++ {
+		long = append(long, plain(100+n%50))
+	}
+	long = append(long, hit(99))
+	tests := []struct {
+		name string
+		file string
+	}{
+		{"one a line", list(plain(1), plain(2)) + "\n" + list(plain(3)) + "\n" + list(plain(4), hit(5), plain(6)) + "\n" + list(plain(7)) + "\n" + list(hit(8)) + "\n"},
+		{"the filter in the first line", list(hit(1)) + "\n" + list(plain(2)) + "\n" + list(hit(3)) + "\n"},
+		{"carriage returns and blank lines", list(plain(1)) + "\r\n\r\n" + list(plain(2)) + " \r\n\n" + list(hit(3)) + "\r\n"},
+		{"no newline at the end", list(plain(1)) + "\n" + list(plain(2)) + "\n" + list(hit(3))},
+		{"indented", indented(list(plain(1), plain(2))) + "\n" + indented(list(hit(3), plain(4))) + "\n" + indented(list(plain(5))) + "\n"},
+		{"indented, then one a line", indented(list(plain(1))) + "\n" + list(plain(2)) + "\n" + list(hit(3)) + "\n"},
+		{"one a line, then indented", list(plain(1)) + "\n" + list(plain(2)) + "\n" + indented(list(plain(3), hit(4))) + "\n" + list(hit(5)) + "\n"},
+		{"two on a line", list(plain(1)) + "\n" + list(plain(2)) + list(hit(3)) + "\n" + list(plain(4)) + " " + list(hit(5)) + "\n" + list(plain(6)) + "\n" + list(hit(7)) + "\n"},
+		{"a line longer than held", list(plain(1)) + "\n" + list(long...) + "\n" + list(plain(2)) + "\n" + list(hit(3)) + "\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			holding := func(ls []line) (out []line) {
+				for _, l := range ls {
+					if l.err != nil {
+						t.Fatalf("line %d: %v", l.num, l.err)
+					}
+					if l.skip == "" && bytes.Contains(l.data, filter) {
+						out = append(out, line{num: l.num, item: l.item, data: l.data})
+					}
+				}
+				return out
+			}
+			_, all := readAll(t, "audit.log", []byte(tt.file), export.Webhook)
+			want := holding(all)
+			if len(want) == 0 {
+				t.Fatal("no event holds the filter")
+			}
+			_, filtered := readFrom(t, "audit.log", bytes.NewReader([]byte(tt.file)), export.Webhook, export.Filter(filter))
+			if diff := cmp.Diff(want, holding(filtered), cmp.AllowUnexported(line{})); diff != "" {
+				t.Errorf("events holding %q mismatch (-read +searched):\n%s", filter, diff)
+			}
+		})
 	}
 }
 

@@ -414,6 +414,64 @@ func (s *scanner) passOverHeld(max int) bool {
 	return true
 }
 
+// passLine goes past the line the next document begins, when it begins the line and the
+// reader holds the line whole (to its newline, or the input's end), the line ends with '}'
+// and passOver says its bytes show that the Filter passes over them: in a search over a file
+// of one document a line (a webhook receiver's EventLists, see readWebhook), a line that does
+// not hold the filter holds no record that does, whatever the records it holds, and finding
+// them would read it as the replay does. The caller knows that the document ends the line
+// (lineEnded of the one before it): a newline is never inside a JSON string. False where the
+// document is to be read.
+func (s *scanner) passLine() bool {
+	if c, err := s.peek(); err != nil || c != '{' || s.indent != 0 {
+		return false
+	}
+	b, _ := s.r.Peek(s.r.Buffered())
+	i := bytes.IndexByte(b, '\n')
+	if i < 0 {
+		// The line goes on past what the reader holds: as much as it holds.
+		var err error
+		if b, err = s.r.Peek(s.r.Size()); err != nil && err != io.EOF {
+			return false
+		}
+		if i = bytes.IndexByte(b, '\n'); i < 0 && err != io.EOF {
+			return false
+		}
+	}
+	line := b
+	if i >= 0 {
+		line = b[:i]
+	}
+	if t := bytes.TrimRight(line, " \t\r"); len(t) == 0 || t[len(t)-1] != '}' || !s.passOver(line) {
+		return false
+	}
+	if i >= 0 {
+		s.discard(b[:i+1])
+		s.indent = 0 // the next line begins
+	} else {
+		s.discard(b)
+	}
+	return true
+}
+
+// lineEnded says whether the document the scanner read ended its line: nothing but spaces,
+// tabs or a carriage return follow it before a newline or the input's end.
+func (s *scanner) lineEnded() bool {
+	for n := 1; ; n++ {
+		b, err := s.r.Peek(n)
+		if len(b) < n {
+			return err == io.EOF
+		}
+		switch b[n-1] {
+		case '\n':
+			return true
+		case ' ', '\t', '\r':
+		default:
+			return false
+		}
+	}
+}
+
 // discard goes past the bytes b the reader holds next.
 func (s *scanner) discard(b []byte) {
 	s.line += bytes.Count(b, newline)
