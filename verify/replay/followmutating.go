@@ -176,9 +176,9 @@ func (r *Replayer) followLagged(ctx context.Context, f *followMutation, a admiss
 	}
 	recent, lost := r.state.RecentTyped(f.received)
 	var taken []state.TypedWrite
-	for _, tw := range recent {
-		if relevantWrite(tw, f.received, f.view) {
-			taken = append(taken, tw)
+	for i := range recent {
+		if tw := &recent[i]; relevantWrite(tw, f.received, f.view) {
+			taken = append(taken, *tw)
 		}
 	}
 	if len(taken) == 0 {
@@ -197,8 +197,8 @@ func (r *Replayer) followLagged(ctx context.Context, f *followMutation, a admiss
 	got, gerr := json.Marshal(copied.GetObject())
 	want, werr := json.Marshal(a.GetObject())
 	same := lerr == nil && gerr == nil && werr == nil && bytes.Equal(got, want) && (m.Allowed == (err == nil)) && len(lagged.Misses()) == 0
-	for _, tw := range recent {
-		if same && !slices.ContainsFunc(taken, sameWrite(tw)) && relevantWrite(tw, f.received, lagged) {
+	for i, tw := range recent {
+		if same && !slices.ContainsFunc(taken, sameWrite(tw)) && relevantWrite(&recent[i], f.received, lagged) {
 			same = false // the versions before read yet another recent write
 		}
 	}
@@ -257,8 +257,8 @@ func (r *Replayer) followUnknown(f *followMutation) string {
 	}
 	// The policy source's informers may not have held what they read yet.
 	recent, lost := r.state.RecentTyped(f.received)
-	for _, tw := range recent {
-		if relevantWrite(tw, f.received, f.view) && (f.lagUnsettled || !slices.ContainsFunc(f.lagSettled, sameWrite(tw))) {
+	for i, tw := range recent {
+		if relevantWrite(&recent[i], f.received, f.view) && (f.lagUnsettled || !slices.ContainsFunc(f.lagSettled, sameWrite(tw))) {
 			return "the MutatingAdmissionPolicies read " + tw.GR.String() + " " + state.JoinKey(tw.Obj.Namespace, tw.Obj.Name) + ", written moments before the request was received, which kube-apiserver's informers may not have held yet"
 		}
 	}

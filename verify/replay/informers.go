@@ -115,7 +115,7 @@ func (j *job) unknownRead(views ...*state.StateView) (Alternative, bool) {
 
 // relevantWrite says whether the informers' not yet holding the write tw matters to a request
 // received at received whose evaluations read through views.
-func relevantWrite(tw state.TypedWrite, received time.Time, views ...*state.StateView) bool {
+func relevantWrite(tw *state.TypedWrite, received time.Time, views ...*state.StateView) bool {
 	if tw.Created && !tw.Ahead {
 		if tw.GR == state.NamespacesGR {
 			return false
@@ -148,10 +148,10 @@ func (r *Replayer) lagStates(w evalWorker, j *job, dec *verify.Decision, evaluat
 	isTaken := make([]bool, len(j.lag.typedWrites))
 	for round := 0; ; round++ {
 		var more []state.TypedWrite
-		for i, tw := range j.lag.typedWrites {
-			if !isTaken[i] && relevantWrite(tw, received, e.views...) {
+		for i := range j.lag.typedWrites {
+			if tw := &j.lag.typedWrites[i]; !isTaken[i] && relevantWrite(tw, received, e.views...) {
 				isTaken[i] = true
-				more = append(more, tw)
+				more = append(more, *tw)
 			}
 		}
 		if len(more) == 0 {
@@ -219,7 +219,7 @@ func (r *Replayer) lagWorlds(j *job, e lagEvaluation) []world {
 	var between *state.TypedWrite // one the mutating policies likely read before, validating admission after
 	for _, tw := range e.taken {
 		at := admitted
-		if early, late := readWhen(tw, e.views); early {
+		if early, late := readWhen(&tw, e.views); early {
 			if late && !tw.Ahead && tw.Done.After(mutated) && !tw.Done.After(admitted) && between == nil {
 				between = &tw
 			}
@@ -338,7 +338,7 @@ func validatedAlike(worlds []world) bool {
 
 // readWhen says whether the views read the object of tw through the MutatingAdmissionPolicies
 // (early), and otherwise (late): see state.StateView.ReadWhen.
-func readWhen(tw state.TypedWrite, views []*state.StateView) (early, late bool) {
+func readWhen(tw *state.TypedWrite, views []*state.StateView) (early, late bool) {
 	for _, v := range views {
 		e, l := v.ReadWhen(tw)
 		early, late = early || e, late || l

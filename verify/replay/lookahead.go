@@ -416,7 +416,7 @@ func (r *Replayer) reviseAhead(d decoded, ev *Event) {
 			j.lag.aheadUnknown = append(j.lag.aheadUnknown, aheadUnknown{gr, by})
 		}
 		read := slices.ContainsFunc(ws, func(tw state.TypedWrite) bool {
-			return slices.ContainsFunc(j.lag.readBy, func(v *state.StateView) bool { return v.Read(tw) })
+			return slices.ContainsFunc(j.lag.readBy, func(v *state.StateView) bool { return v.Read(&tw) })
 		}) || slices.ContainsFunc(unknown, func(gr schema.GroupResource) bool {
 			return slices.ContainsFunc(j.lag.readBy, func(v *state.StateView) bool { return v.Reads(gr) })
 		})

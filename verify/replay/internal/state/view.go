@@ -352,7 +352,7 @@ type listRead struct {
 
 // Read says whether an evaluation over the View read the object of w, or listed what it was
 // in with its labels before or after w.
-func (v *StateView) Read(w TypedWrite) bool {
+func (v *StateView) Read(w *TypedWrite) bool {
 	return slices.Contains(v.Gets, readKey{w.GR, w.Obj}) || v.listedWith(w)
 }
 
@@ -371,7 +371,7 @@ func (v *StateView) MutatingReads() (end func()) {
 // ReadWhen says whether an evaluation over the View read the object of w, or listed what it
 // was in, through the MutatingAdmissionPolicies (early: see MutatingReads), and otherwise
 // (late: as validating admission, or an admission plugin, ran).
-func (v *StateView) ReadWhen(w TypedWrite) (early, late bool) {
+func (v *StateView) ReadWhen(w *TypedWrite) (early, late bool) {
 	k := readKey{w.GR, w.Obj}
 	for i, g := range v.Gets {
 		if g == k {
@@ -379,9 +379,9 @@ func (v *StateView) ReadWhen(w TypedWrite) (early, late bool) {
 			early, late = early || e, late || !e
 		}
 	}
-	lists := v.listsWrite(w)
-	for i, l := range v.Lists {
-		if lists(l) {
+	after, has := v.entry(w.GR, w.Obj)
+	for i := range v.Lists {
+		if l := &v.Lists[i]; l.of(w) && l.lists(w, &after, has) {
 			e := v.earlyRead(i, func(s readSpan) [2]int { return s.lists })
 			early, late = early || e, late || !e
 		}
@@ -398,29 +398,42 @@ func (v *StateView) earlyRead(i int, span func(readSpan) [2]int) bool {
 // ReadOtherThanByName says whether an evaluation over the View read the object of w otherwise
 // than by its name through the policies' param lister (CollectParams, which reads a param its
 // informer does not hold yet from storage): in a list, or through an admission plugin.
-func (v *StateView) ReadOtherThanByName(w TypedWrite) bool {
+func (v *StateView) ReadOtherThanByName(w *TypedWrite) bool {
 	return slices.Contains(v.looked, readKey{w.GR, w.Obj}) || v.listedWith(w)
 }
 
 // listedWith says whether an evaluation over the View listed what the object of w was in with
 // its labels before or after w.
-func (v *StateView) listedWith(w TypedWrite) bool {
+func (v *StateView) listedWith(w *TypedWrite) bool {
 	// Most writes are of a resource the View did not list (a request whose export lost when
 	// it was received is asked about every write of a minute): their entries are not looked up.
-	if !slices.ContainsFunc(v.Lists, func(l listRead) bool { return l.gr == w.GR }) {
-		return false
+	looked, has := false, false
+	var after typedEntry
+	for i := range v.Lists {
+		l := &v.Lists[i]
+		if !l.of(w) {
+			continue
+		}
+		if !looked {
+			after, has = v.entry(w.GR, w.Obj)
+			looked = true
+		}
+		if l.lists(w, &after, has) {
+			return true
+		}
 	}
-	return slices.ContainsFunc(v.Lists, v.listsWrite(w))
+	return false
 }
 
-// listsWrite says whether a list lists what the object of w was in with its labels before or
-// after w.
-func (v *StateView) listsWrite(w TypedWrite) func(listRead) bool {
-	after, has := v.entry(w.GR, w.Obj)
-	return func(l listRead) bool {
-		return l.gr == w.GR && (l.namespace == "" || l.namespace == w.Obj.Namespace) &&
-			(has && after.Obj != nil && l.selector.Matches(after.labels) || w.Had && w.Prev.Obj != nil && l.selector.Matches(w.Prev.labels))
-	}
+// of says whether the list is of the resource and the namespace of w's object.
+func (l *listRead) of(w *TypedWrite) bool {
+	return l.gr == w.GR && (l.namespace == "" || l.namespace == w.Obj.Namespace)
+}
+
+// lists says whether the list, of w's object's resource and namespace, lists what the object
+// was in with its labels before w, or after it (after, has: the View's entry of it).
+func (l *listRead) lists(w *TypedWrite, after *typedEntry, has bool) bool {
+	return has && after.Obj != nil && l.selector.Matches(after.labels) || w.Had && w.Prev.Obj != nil && l.selector.Matches(w.Prev.labels)
 }
 
 // Reads says whether an evaluation over the View read an object of gr, or listed some.
