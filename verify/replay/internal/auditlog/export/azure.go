@@ -112,7 +112,11 @@ func (j *joiner) add(rec record, emit func(record)) {
 		return
 	case rec.piece.whole || !rec.piece.starts:
 		// Whole, or not an event at all (which the decoder says).
-		emit(inField(aksEvent(log, line, rec.at), rec.piece.field))
+		out := aksEvent(log, line, rec.at)
+		if rec.summed && len(out.data) == len(log) && len(log) > 0 && &out.data[0] == &log[0] {
+			out.sum, out.summed = rec.sum, true // its bytes, as the worker hashed them
+		}
+		emit(inField(out, rec.piece.field))
 		return
 	}
 	if len(j.pending) >= maxPieces {

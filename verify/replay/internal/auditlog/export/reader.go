@@ -492,10 +492,11 @@ func (r *Reader) start(read func(yield func(record) bool)) {
 						}
 						unwrapRecord(&b.recs[i], u)
 					}
-					if rec := &b.recs[i]; rec.err == nil && rec.skip == "" && rec.piece == nil && len(rec.data) > 0 {
+					if rec := &b.recs[i]; rec.err == nil && rec.skip == "" && (rec.piece == nil || rec.piece.whole && rec.piece.event) && len(rec.data) > 0 {
 						// The hash the reorder takes of it as it hands it over, taken here,
 						// in parallel, not on the replay's path (an AKS piece's bytes change
-						// as the joiner joins it: hashed there).
+						// as the joiner joins it: hashed there; an AKS event whole is handed
+						// over as it is, but where aksEvent rewrites it).
 						rec.eventSum()
 					}
 				}
