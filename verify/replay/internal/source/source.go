@@ -124,8 +124,8 @@ func (s Source) arrays() *export.Arrays {
 func (s Source) InStageOrder() bool { return s.inStageOrder }
 
 // Filtered are the sources read for the events whose lines hold filter only: an export's
-// records that do not hold it are passed over undecoded, as lines with Skip set
-// (export.Filter), and an export's file whose bytes do not hold it is not read at
+// records that do not hold it are passed over undecoded and not handed over (export.Filter),
+// and an export's file whose bytes do not hold it is not read at
 // all (no lines, no errors: mayHold). A log backend's file read on its own hands over the
 // lines that hold it and no other, its bytes searched, not split into lines (grepReader);
 // read with others, merged by time, all its lines.

@@ -85,8 +85,10 @@ type input struct {
 	arrays *Arrays
 	id     os.FileInfo
 	// passOver, for a Reader given a Filter, says whether a record's bytes show that its
-	// event does not hold the filter (Reader.passOver); nil without one.
-	passOver func([]byte) bool
+	// event does not hold the filter (Reader.passOver); nil without one. passOverLine says it
+	// of a line of records, where the format's lines can be passed over whole
+	// (Reader.passOverLine); nil where they cannot.
+	passOver, passOverLine func([]byte) bool
 }
 
 // scanner is a scanner of the input for a format whose records the scanner may pass over
@@ -94,7 +96,7 @@ type input struct {
 // readers of arrays do to tell their order (readArray).
 func (in input) scanner() *scanner {
 	s := newScanner(in.r)
-	s.passOver = in.passOver
+	s.passOver, s.passOverLine = in.passOver, in.passOverLine
 	return s
 }
 
@@ -193,16 +195,19 @@ type options struct {
 
 // Filter makes the Reader one that wants only the events whose lines hold filter (bytes a
 // JSON string holds as they are, such as a resource's name): a record of an envelope whose
-// bytes do not hold it is passed over as skipped (auditlog.Line.Skip, Filtered), not
-// decoded. AKS's records, which may hold a piece of an event, are decoded but where they hold
-// an event whole (azureWhole).
+// bytes do not hold it is passed over, neither decoded nor handed over, as a log backend's
+// file's lines are searched (source's grepReader); a line of records whose bytes do not hold
+// it, where the format's lines can be, unread (scanner.passLine). AKS's records, which may
+// hold a piece of an event, are decoded but where they hold an event whole (azureWhole); a
+// record decoded to tell is handed over skipped (auditlog.Line.Skip, Filtered).
 func Filter(filter []byte) Option { return func(o *options) { o.filter = filter } }
 
 // Sharing makes the Reader one of the readers of arrays: what one of them found of a file,
 // the others read it by (see Arrays).
 func Sharing(arrays *Arrays) Option { return func(o *options) { o.arrays = arrays } }
 
-// Filtered is the Skip of a line a Reader given a Filter passed over.
+// Filtered is the Skip of a line a Reader given a Filter decoded, to find it does not hold
+// the filter.
 const Filtered = "filtered"
 
 // Decompressed reads r decompressed: as it is, or gzip-compressed (twice at most, as Firehose
@@ -409,7 +414,7 @@ func newReader(file string, r io.Reader, format Format, maxLine int, opts option
 	rd.join = newJoiner(maxLine)
 	rd.filter = opts.filter
 	if rd.filter != nil {
-		in.passOver = rd.passOver
+		in.passOver, in.passOverLine = rd.passOver, rd.passOverLine
 	}
 	if !format.Filterable() {
 		rd.seen = newCopies(defaultWindow)
@@ -434,6 +439,21 @@ func (r *Reader) passOver(data []byte) bool {
 	switch r.format {
 	case AzureBlob, azureDocuments, AzureEventHub:
 		return azureWhole(data)
+	}
+	return r.format.Filterable()
+}
+
+// passOverLine says whether the bytes of a line of records (an EventList, an Event Hubs
+// message) show that reading its records would find no event that holds the filter: they do
+// not hold it, and, of AKS's records, none is a piece of an event that others complete
+// (azureLineWhole). See scanner.passLine.
+func (r *Reader) passOverLine(line []byte) bool {
+	if bytes.Contains(line, r.filter) {
+		return false
+	}
+	switch r.format {
+	case AzureEventHub:
+		return azureLineWhole(line)
 	}
 	return r.format.Filterable()
 }
@@ -583,6 +603,12 @@ func (r *Reader) Next() (l auditlog.Line, ok bool) {
 			r.join.flush(r.pushNumbered)
 		}
 		r.itemOf(&rec)
+		if rec.skip == Filtered {
+			// Passed over (numbered: the others of its line keep their items): a search
+			// wants the lines that hold its filter, as a log backend's file's are handed over
+			// (source's grepReader), not a line for each record of a day's export.
+			continue
+		}
 		r.order.push(rec)
 	}
 }

@@ -37,8 +37,9 @@ type scanner struct {
 	indent int
 	// passOver, when set, says whether a record's bytes show that the Reader's Filter passes
 	// over it: element then finds the end of a record the reader holds whole and goes past
-	// it, neither kept nor checked (passOverHeld).
-	passOver func([]byte) bool
+	// it, neither kept nor checked (passOverHeld). passOverLine says it of a line of records
+	// (passLine).
+	passOver, passOverLine func([]byte) bool
 }
 
 func newScanner(r *bufio.Reader) *scanner { return &scanner{r: r, line: 1} } // indent 0: the input begins a line
@@ -416,10 +417,11 @@ func (s *scanner) passOverHeld(max int) bool {
 
 // passLine goes past the line the next document begins, when it begins the line and the
 // reader holds the line whole (to its newline, or the input's end), the line ends with '}'
-// and passOver says its bytes show that the Filter passes over them: in a search over a file
-// of one document a line (a webhook receiver's EventLists, see readWebhook), a line that does
-// not hold the filter holds no record that does, whatever the records it holds, and finding
-// them would read it as the replay does. The caller knows that the document ends the line
+// and passOverLine says its bytes show that reading its records would find none the Filter
+// wants: in a search over a file of one document a line (a webhook receiver's EventLists, see
+// readWebhook; Event Hubs' messages), a line that does not hold the filter holds no record
+// that does (of AKS's, where none is a piece of an event), and finding them would read it as
+// the replay does. The caller knows that the document ends the line
 // (lineEnded of the one before it): a newline is never inside a JSON string. False where the
 // document is to be read.
 func (s *scanner) passLine() bool {
@@ -442,7 +444,7 @@ func (s *scanner) passLine() bool {
 	if i >= 0 {
 		line = b[:i]
 	}
-	if t := bytes.TrimRight(line, " \t\r"); len(t) == 0 || t[len(t)-1] != '}' || !s.passOver(line) {
+	if t := bytes.TrimRight(line, " \t\r"); len(t) == 0 || t[len(t)-1] != '}' || !s.passOverLine(line) {
 		return false
 	}
 	if i >= 0 {

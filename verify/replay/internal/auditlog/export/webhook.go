@@ -18,10 +18,10 @@ import (
 // https://kubernetes.io/docs/tasks/debug/debug-cluster/audit/#webhook-backend. Batches are
 // sent as they fill, by several goroutines: they may be kept out of order.
 
-// webhookLine is the most of a line a search over a webhook receiver's file holds to pass over
-// it (passLine): a batch of --audit-webhook-batch-max-size (400) events at Metadata level is
-// about half a megabyte.
-const webhookLine = 4 << 20
+// searchLine is the most of a line a search holds to pass over it (passLine): a webhook batch
+// of --audit-webhook-batch-max-size (400) events at Metadata level is about half a megabyte,
+// an Event Hubs message at most 1 MB.
+const searchLine = 4 << 20
 
 func readWebhook(in input, yield func(record) bool) {
 	s := in.scanner()
@@ -32,15 +32,15 @@ func readWebhook(in input, yield func(record) bool) {
 	// to its end to pass over it took 0.6 s of the 5.6 a replay of a cluster's traffic as
 	// webhook batches took, before its first event.
 	byLine := false
-	if s.passOver != nil {
-		s.r = bufio.NewReaderSize(s.r, webhookLine)
+	if s.passOverLine != nil {
+		s.r = bufio.NewReaderSize(s.r, searchLine)
 	}
 	s.documents(yield, func(doc int) error {
 		if byLine && s.passLine() {
 			return nil
 		}
 		err := readEventList(s, in, doc, yield)
-		byLine = err == nil && s.passOver != nil && s.lineEnded()
+		byLine = err == nil && s.passOverLine != nil && s.lineEnded()
 		return err
 	})
 }
