@@ -1,7 +1,6 @@
 package export
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -349,18 +348,9 @@ func readAzureDocuments(in input, yield func(record) bool) {
 
 func readAzureEventHub(in input, yield func(record) bool) {
 	s := in.scanner()
-	// A search passes over a message a line whose records hold no piece, as readWebhook an
-	// EventList.
-	byLine := false
-	if s.passOverLine != nil {
-		s.r = bufio.NewReaderSize(s.r, searchLine)
-	}
-	s.documents(yield, func(msg int) error {
-		if byLine && s.passLine() {
-			return nil
-		}
+	s.lineDocuments(yield, azureLineWhole, func(msg int) error {
 		where := fmt.Sprintf("message %d", msg)
-		err := s.object(func(name string) error {
+		return s.object(func(name string) error {
 			if name != "records" {
 				return s.skip()
 			}
@@ -373,7 +363,5 @@ func readAzureEventHub(in input, yield func(record) bool) {
 				return send(yield, rec)
 			})
 		})
-		byLine = err == nil && s.passOverLine != nil && s.lineEnded()
-		return err
 	})
 }

@@ -85,10 +85,9 @@ type input struct {
 	arrays *Arrays
 	id     os.FileInfo
 	// passOver, for a Reader given a Filter, says whether a record's bytes show that its
-	// event does not hold the filter (Reader.passOver); nil without one. passOverLine says it
-	// of a line of records, where the format's lines can be passed over whole
-	// (Reader.passOverLine); nil where they cannot.
-	passOver, passOverLine func([]byte) bool
+	// event does not hold the filter (Reader.passOver), lacks that bytes do not hold it;
+	// nil without one.
+	passOver, lacks func([]byte) bool
 }
 
 // scanner is a scanner of the input for a format whose records the scanner may pass over
@@ -96,7 +95,7 @@ type input struct {
 // readers of arrays do to tell their order (readArray).
 func (in input) scanner() *scanner {
 	s := newScanner(in.r)
-	s.passOver, s.passOverLine = in.passOver, in.passOverLine
+	s.passOver, s.lacks = in.passOver, in.lacks
 	return s
 }
 
@@ -197,7 +196,7 @@ type options struct {
 // JSON string holds as they are, such as a resource's name): a record of an envelope whose
 // bytes do not hold it is passed over, neither decoded nor handed over, as a log backend's
 // file's lines are searched (source's grepReader); a line of records whose bytes do not hold
-// it, where the format's lines can be, unread (scanner.passLine). AKS's records, which may
+// it, where the format's lines can be, unread (scanner.lineDocuments). AKS's records, which may
 // hold a piece of an event, are decoded but where they hold an event whole (azureWhole); a
 // record decoded to tell is handed over skipped (auditlog.Line.Skip, Filtered).
 func Filter(filter []byte) Option { return func(o *options) { o.filter = filter } }
@@ -414,7 +413,7 @@ func newReader(file string, r io.Reader, format Format, maxLine int, opts option
 	rd.join = newJoiner(maxLine)
 	rd.filter = opts.filter
 	if rd.filter != nil {
-		in.passOver, in.passOverLine = rd.passOver, rd.passOverLine
+		in.passOver, in.lacks = rd.passOver, rd.lacks
 	}
 	if !format.Filterable() {
 		rd.seen = newCopies(defaultWindow)
@@ -433,7 +432,7 @@ var ErrInternal = errors.New("an internal error of vapc (please report it)")
 // hold a piece of one, which another piece completes: those are unwrapped and joined, and
 // the event they make filtered whole in toLine).
 func (r *Reader) passOver(data []byte) bool {
-	if bytes.Contains(data, r.filter) {
+	if !r.lacks(data) {
 		return false
 	}
 	switch r.format {
@@ -443,20 +442,8 @@ func (r *Reader) passOver(data []byte) bool {
 	return r.format.Filterable()
 }
 
-// passOverLine says whether the bytes of a line of records (an EventList, an Event Hubs
-// message) show that reading its records would find no event that holds the filter: they do
-// not hold it, and, of AKS's records, none is a piece of an event that others complete
-// (azureLineWhole). See scanner.passLine.
-func (r *Reader) passOverLine(line []byte) bool {
-	if bytes.Contains(line, r.filter) {
-		return false
-	}
-	switch r.format {
-	case AzureEventHub:
-		return azureLineWhole(line)
-	}
-	return r.format.Filterable()
-}
+// lacks says whether bytes do not hold the filter.
+func (r *Reader) lacks(b []byte) bool { return !bytes.Contains(b, r.filter) }
 
 // unwrapRecord runs u on rec; a panic of u makes rec the error that says so.
 func unwrapRecord(rec *record, u func(*record)) {

@@ -1,7 +1,6 @@
 package export
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -18,31 +17,9 @@ import (
 // https://kubernetes.io/docs/tasks/debug/debug-cluster/audit/#webhook-backend. Batches are
 // sent as they fill, by several goroutines: they may be kept out of order.
 
-// searchLine is the most of a line a search holds to pass over it (passLine): a webhook batch
-// of --audit-webhook-batch-max-size (400) events at Metadata level is about half a megabyte,
-// an Event Hubs message at most 1 MB.
-const searchLine = 4 << 20
-
 func readWebhook(in input, yield func(record) bool) {
 	s := in.scanner()
-	// A search (a Filter) reads the lines of a file of one EventList a line as a log backend's
-	// file's are searched (a byte search, source's grepReader): a line whose bytes do not hold
-	// the filter is passed over whole, unread (passLine), where the document before it was read
-	// to the end of its line (the first, and each that holds the filter). Reading each record
-	// to its end to pass over it took 0.6 s of the 5.6 a replay of a cluster's traffic as
-	// webhook batches took, before its first event.
-	byLine := false
-	if s.passOverLine != nil {
-		s.r = bufio.NewReaderSize(s.r, searchLine)
-	}
-	s.documents(yield, func(doc int) error {
-		if byLine && s.passLine() {
-			return nil
-		}
-		err := readEventList(s, in, doc, yield)
-		byLine = err == nil && s.passOverLine != nil && s.lineEnded()
-		return err
-	})
+	s.lineDocuments(yield, nil, func(doc int) error { return readEventList(s, in, doc, yield) })
 }
 
 // readEventList reads the document doc of a webhook receiver's file, an EventList.
