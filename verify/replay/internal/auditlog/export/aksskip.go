@@ -18,9 +18,10 @@ const ExportAKS = "AKS diagnostic setting"
 // response's object (the schema of AKS's kube-audit records, and the AKSAudit table's
 // reference). Such an event is replayed as kube-apiserver's truncating backend leaves one:
 // both objects dropped, at level Metadata, the level lost (auditlog.LostLevel); an event
-// without the marker is as AKS sent it.
-func aksEvent(data []byte, line int, at time.Time) record {
-	rec := record{data: data, line: line, at: at}
+// without the marker is as AKS sent it. rec is the event's record, its data the event's JSON;
+// a hash of its bytes a worker took is dropped where they are rewritten.
+func aksEvent(rec record) record {
+	data := rec.data
 	// The marker's end first: a search for bytes beginning with a letter as rare as its "z"
 	// skips through an event ten times faster than one for bytes beginning with a quote, which
 	// JSON is full of (every AKS event is searched).
@@ -43,6 +44,7 @@ func aksEvent(data []byte, line int, at time.Time) record {
 		return rec
 	}
 	rec.data, rec.loss = out, auditlog.Loss{Export: ExportAKS, Lost: auditlog.LostLevel}
+	rec.sum, rec.summed = 0, false
 	return rec
 }
 

@@ -98,7 +98,7 @@ func (j *joiner) add(rec record, emit func(record)) {
 				if whole(p.data) {
 					delete(j.pending, key)
 					j.forget(key)
-					emit(inField(aksEvent(p.data, p.line, stageOf(p.data)), p.field))
+					emit(inField(aksEvent(record{data: p.data, line: p.line, at: stageOf(p.data)}), p.field))
 				}
 				return
 			}
@@ -112,11 +112,8 @@ func (j *joiner) add(rec record, emit func(record)) {
 		return
 	case rec.piece.whole || !rec.piece.starts:
 		// Whole, or not an event at all (which the decoder says).
-		out := aksEvent(log, line, rec.at)
-		if rec.summed && len(out.data) == len(log) && len(log) > 0 && &out.data[0] == &log[0] {
-			out.sum, out.summed = rec.sum, true // its bytes, as the worker hashed them
-		}
-		emit(inField(out, rec.piece.field))
+		// With the hash the worker took of its bytes (an event whole: see Reader.start).
+		emit(inField(aksEvent(record{data: log, line: line, at: rec.at, sum: rec.sum, summed: rec.summed}), rec.piece.field))
 		return
 	}
 	if len(j.pending) >= maxPieces {
