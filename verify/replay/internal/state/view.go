@@ -3,6 +3,7 @@ package state
 import (
 	"cmp"
 	"fmt"
+	"iter"
 	"slices"
 	"sort"
 	"strings"
@@ -379,12 +380,9 @@ func (v *StateView) ReadWhen(w *TypedWrite) (early, late bool) {
 			early, late = early || e, late || !e
 		}
 	}
-	after, has := v.entry(w.GR, w.Obj)
-	for i := range v.Lists {
-		if l := &v.Lists[i]; l.of(w) && l.lists(w, &after, has) {
-			e := v.earlyRead(i, func(s readSpan) [2]int { return s.lists })
-			early, late = early || e, late || !e
-		}
+	for i := range v.listing(w) {
+		e := v.earlyRead(i, func(s readSpan) [2]int { return s.lists })
+		early, late = early || e, late || !e
 	}
 	return early, late
 }
@@ -405,35 +403,34 @@ func (v *StateView) ReadOtherThanByName(w *TypedWrite) bool {
 // listedWith says whether an evaluation over the View listed what the object of w was in with
 // its labels before or after w.
 func (v *StateView) listedWith(w *TypedWrite) bool {
-	// Most writes are of a resource the View did not list (a request whose export lost when
-	// it was received is asked about every write of a minute): their entries are not looked up.
-	looked, has := false, false
-	var after typedEntry
-	for i := range v.Lists {
-		l := &v.Lists[i]
-		if !l.of(w) {
-			continue
-		}
-		if !looked {
-			after, has = v.entry(w.GR, w.Obj)
-			looked = true
-		}
-		if l.lists(w, &after, has) {
-			return true
-		}
+	for range v.listing(w) {
+		return true
 	}
 	return false
 }
 
-// of says whether the list is of the resource and the namespace of w's object.
-func (l *listRead) of(w *TypedWrite) bool {
-	return l.gr == w.GR && (l.namespace == "" || l.namespace == w.Obj.Namespace)
-}
-
-// lists says whether the list, of w's object's resource and namespace, lists what the object
-// was in with its labels before w, or after it (after, has: the View's entry of it).
-func (l *listRead) lists(w *TypedWrite, after *typedEntry, has bool) bool {
-	return has && after.Obj != nil && l.selector.Matches(after.labels) || w.Had && w.Prev.Obj != nil && l.selector.Matches(w.Prev.labels)
+// listing are the indexes in Lists of the lists that listed what the object of w was in with
+// its labels before or after w. Most writes are of a resource the View did not list (a request
+// whose export lost when it was received is asked about every write of a minute): the
+// object's entry is looked up once a list of its resource and namespace is found.
+func (v *StateView) listing(w *TypedWrite) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		looked, has := false, false
+		var after typedEntry
+		for i := range v.Lists {
+			l := &v.Lists[i]
+			if l.gr != w.GR || l.namespace != "" && l.namespace != w.Obj.Namespace {
+				continue
+			}
+			if !looked {
+				after, has = v.entry(w.GR, w.Obj)
+				looked = true
+			}
+			if (has && after.Obj != nil && l.selector.Matches(after.labels) || w.Had && w.Prev.Obj != nil && l.selector.Matches(w.Prev.labels)) && !yield(i) {
+				return
+			}
+		}
+	}
 }
 
 // Reads says whether an evaluation over the View read an object of gr, or listed some.
