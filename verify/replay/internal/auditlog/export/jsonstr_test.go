@@ -213,16 +213,10 @@ func TestContainerEnd(t *testing.T) {
 	t.Parallel()
 	// want reads byte by byte: brackets count outside strings only.
 	want := func(b []byte) (int, bool) {
-		depth, inString, escaped := 0, false, false
-		for i, c := range b {
-			switch {
-			case escaped:
-				escaped = false
-			case inString && c == '\\':
-				escaped = true
-			case c == '"':
-				inString = !inString
-			case inString:
+		depth := 0
+		for i, outside := range structural(b) {
+			switch c := b[i]; {
+			case !outside:
 			case c == '{' || c == '[':
 				depth++
 			case c == '}' || c == ']':
@@ -254,25 +248,36 @@ func TestContainerEnd(t *testing.T) {
 		}
 		// Compacted in the same reading: white space outside strings dropped.
 		want := []byte("x")
-		inString, escaped := false, false
-		for _, c := range b[:whole] {
-			switch {
-			case escaped:
-				escaped = false
-			case inString && c == '\\':
-				escaped = true
-			case c == '"':
-				inString = !inString
-			case !inString && (c == ' ' || c == '\n' || c == '\t' || c == '\r'):
-				continue
+		for i, outside := range structural(b[:whole]) {
+			if c := b[i]; !outside || c != ' ' && c != '\n' && c != '\t' && c != '\r' {
+				want = append(want, c)
 			}
-			want = append(want, c)
 		}
 		got, end, found := compactContainer([]byte("x"), b)
 		if !found || end != whole || !bytes.Equal(got, want) {
 			t.Fatalf("compactContainer(%q) = %q, %d, %t; want %q, %d", b, got, end, found, want, whole)
 		}
 	}
+}
+
+// structural says of each byte of b, read one at a time, whether it is outside the strings (a
+// quote is not).
+func structural(b []byte) []bool {
+	out := make([]bool, len(b))
+	inString, escaped := false, false
+	for i, c := range b {
+		switch {
+		case escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		default:
+			out[i] = !inString
+		}
+	}
+	return out
 }
 
 // randomJSON appends a random JSON value to b: objects and arrays nested to depth 6, with white

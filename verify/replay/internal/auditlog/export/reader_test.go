@@ -1033,25 +1033,8 @@ func TestWebhookSearchByLine(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			holding := func(ls []line) (out []line) {
-				for _, l := range ls {
-					if l.err != nil {
-						t.Fatalf("line %d: %v", l.num, l.err)
-					}
-					if l.skip == "" && bytes.Contains(l.data, filter) {
-						out = append(out, line{num: l.num, item: l.item, data: l.data})
-					}
-				}
-				return out
-			}
-			_, all := readAll(t, "audit.log", []byte(tt.file), export.Webhook)
-			want := holding(all)
-			if len(want) == 0 {
+			if found, _, _ := searched(t, []byte(tt.file), export.Webhook, filter); found == 0 {
 				t.Fatal("no event holds the filter")
-			}
-			_, filtered := readFrom(t, "audit.log", bytes.NewReader([]byte(tt.file)), export.Webhook, export.Filter(filter))
-			if diff := cmp.Diff(want, holding(filtered), cmp.AllowUnexported(line{})); diff != "" {
-				t.Errorf("events holding %q mismatch (-read +searched):\n%s", filter, diff)
 			}
 		})
 	}
@@ -1086,6 +1069,20 @@ func TestEventHubSearchByLine(t *testing.T) {
 	message := func(records ...string) string { return `{"records":[` + strings.Join(records, ",") + "]}\n" }
 	file := message(record(plain(1))) + message(record(plain(2)), record(long[:16384])) + message(record(long[16384:]), record(plain(4))) +
 		message(record(plain(5))) + message(record(ev(6, "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/p", "")))
+	found, all, filtered := searched(t, []byte(file), export.AzureEventHub, filter)
+	if found != 2 {
+		t.Fatalf("%d events hold the filter, want 2", found)
+	}
+	if filtered >= all {
+		t.Errorf("%d lines, want fewer than %d: no message passed over whole", filtered, all)
+	}
+}
+
+// searched compares the events holding filter that a Reader of file in the format f given a
+// Filter hands over with those its reading without one finds, at their lines and items: how
+// many there are, and the lines each reading handed over.
+func searched(t *testing.T, file []byte, f export.Format, filter []byte) (found, all, filtered int) {
+	t.Helper()
 	holding := func(ls []line) (out []line) {
 		for _, l := range ls {
 			if l.err != nil {
@@ -1097,18 +1094,13 @@ func TestEventHubSearchByLine(t *testing.T) {
 		}
 		return out
 	}
-	_, all := readAll(t, "audit.json", []byte(file), export.AzureEventHub)
-	want := holding(all)
-	if len(want) != 2 {
-		t.Fatalf("%d events hold the filter, want 2", len(want))
-	}
-	_, filtered := readFrom(t, "audit.json", bytes.NewReader([]byte(file)), export.AzureEventHub, export.Filter(filter))
-	if diff := cmp.Diff(want, holding(filtered), cmp.AllowUnexported(line{})); diff != "" {
+	_, read := readAll(t, "audit.json", file, f)
+	_, search := readFrom(t, "audit.json", bytes.NewReader(file), f, export.Filter(filter))
+	want := holding(read)
+	if diff := cmp.Diff(want, holding(search), cmp.AllowUnexported(line{})); diff != "" {
 		t.Errorf("events holding %q mismatch (-read +searched):\n%s", filter, diff)
 	}
-	if len(filtered) >= len(all) {
-		t.Errorf("%d lines, want fewer than %d: no message passed over whole", len(filtered), len(all))
-	}
+	return len(want), len(read), len(search)
 }
 
 // eventHub is the log as Event Hubs delivers it (exporttest's wrapping).
