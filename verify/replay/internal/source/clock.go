@@ -123,13 +123,19 @@ type part struct {
 	first       time.Time
 }
 
-// earliest is a time no event of the source's is before: that of a part of a log (Split),
-// whose lines go back at most ClockBack from its first; false for the others.
+// earliest is a time the merge opens the source at, which no line of it goes before: that of
+// a part of a log (Split), whose lines go back at most ClockBack from its first, or of a log
+// whose first event InTimeOrder read (its lines come in its reader's order, the first of them
+// first: the merge hands over none of the others' after it before that one); false for the
+// others.
 func (s Source) earliest() (time.Time, bool) {
-	if s.part == nil || s.part.first.IsZero() {
-		return time.Time{}, false
+	switch {
+	case s.part != nil && !s.part.first.IsZero():
+		return s.part.first.Add(-ClockBack), true
+	case s.part == nil && !s.first.IsZero():
+		return s.first.Add(-ClockBack), true
 	}
-	return s.part.first.Add(-ClockBack), true
+	return time.Time{}, false
 }
 
 // samples is how many points of a large log file Split reads the time of before it reads the

@@ -12,11 +12,15 @@ import (
 // rotated logs given newest first (audit.log audit.log.1.gz, as a shell glob sorts them) are
 // replayed oldest first, as the State must see the writes; reordered says whether the order
 // changed, and first holds the times it read, by file. Sources are left as given when one is a
-// reader (stdin) or a file's first events carry no time.
+// reader (stdin) or a file's first events carry no time. Each source ordered whose first line
+// that may be an event is one keeps its time, and Lines opens it once the merge reaches that
+// time (earliest): an S3 export's or a webhook receiver's files of a day, each of whose
+// readers holds minutes of events to put them back in order, are not all open at once.
 func InTimeOrder(sources []Source, maxLine int) (ordered []Source, first map[string]time.Time, reordered bool) {
 	type timed struct {
-		src Source
-		at  time.Time
+		src   Source
+		at    time.Time
+		first bool
 	}
 	if len(sources) < 2 {
 		return sources, nil, false // nothing to order: an export's first line waits for its window (package export's reorder)
@@ -27,15 +31,18 @@ func InTimeOrder(sources []Source, maxLine int) (ordered []Source, first map[str
 		if src.Reader != nil {
 			return sources, first, false
 		}
-		at, ok := firstEventTime(src, maxLine)
+		at, leads, ok := firstEventTime(src, maxLine)
 		if !ok {
 			return sources, first, false
 		}
 		first[src.Name] = at
-		ts = append(ts, timed{src, at})
+		ts = append(ts, timed{src, at, leads})
 	}
 	sort.SliceStable(ts, func(i, j int) bool { return ts[i].at.Before(ts[j].at) })
 	for i, t := range ts {
+		if t.first {
+			t.src.first = t.at
+		}
 		ordered = append(ordered, t.src)
 		reordered = reordered || t.src.Name != sources[i].Name
 	}
@@ -43,23 +50,29 @@ func InTimeOrder(sources []Source, maxLine int) (ordered []Source, first map[str
 }
 
 // firstEventTime reads the stage time of the first of the first lines of a log that is an
-// event.
-func firstEventTime(src Source, maxLine int) (time.Time, bool) {
+// event; leads says no line before it may be one (a line that does not decode, an error: the
+// merge hands it over as it opens the log, and a replay takes what it may have written as of
+// then), only records an export says hold none (Skip, Duplicate).
+func firstEventTime(src Source, maxLine int) (at time.Time, leads, ok bool) {
 	next, closeSource := openSource(context.Background(), src, maxLine)
 	defer closeSource()
+	leads = true
 	for i := 0; i < 100; i++ {
 		l, ok := next()
 		if !ok {
 			break
 		}
-		if l.Err != nil {
+		if l.Err == nil && (l.Skip != "" || l.Duplicate) {
 			continue
 		}
-		if ev, err := auditlog.Decode(l.Data); err == nil {
-			if at, err := time.Parse(time.RFC3339Nano, ev.StageTimestamp); err == nil {
-				return at, true
+		if l.Err == nil {
+			if ev, err := auditlog.Decode(l.Data); err == nil {
+				if at, err := time.Parse(time.RFC3339Nano, ev.StageTimestamp); err == nil {
+					return at, leads, true
+				}
 			}
 		}
+		leads = false
 	}
-	return time.Time{}, false
+	return time.Time{}, false, false
 }

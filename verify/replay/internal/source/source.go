@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"sync/atomic"
+	"time"
 
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export"
@@ -32,6 +33,9 @@ type Source struct {
 	// part, when set, is the span of the file to read: a part of a log whose clock goes back
 	// (Split).
 	part *part
+	// first, when set, is the stage time of the first event the source's reader hands over
+	// (InTimeOrder), which Lines opens it at (earliest).
+	first time.Time
 	// filter, when set, passes over an export's records that do not hold it (Filtered).
 	filter []byte
 	// spool, when set, is the file the source was copied to, read in its place (Spool).
