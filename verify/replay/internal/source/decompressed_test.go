@@ -3,6 +3,7 @@ package source
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -144,5 +145,70 @@ func TestCopyBudget(t *testing.T) {
 	c.remove()
 	if got := copiesIn(t, tmp); len(got) != 0 || c.start("after", fi) != nil {
 		t.Errorf("copies after remove: %v", got)
+	}
+}
+
+// TestAheadManyFiles: Ahead searches the files of a day's compressed export, each once (a file
+// given twice too), and keeps a copy of each; the replay's reading after it reads the copies, the same events as the files.
+func TestAheadManyFiles(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	dir := t.TempDir()
+	var given []Source
+	for f := range 6 {
+		var log []string
+		for i := range 20 {
+			log = append(log, event(fmt.Sprintf("%d-%02d", f, i), f*10+i%10))
+		}
+		wrapped, err := exporttest.Wrap(export.Firehose, []byte(strings.Join(log, "\n")+"\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, fmt.Sprintf("firehose-%d", f))
+		if err := os.WriteFile(path, wrapped, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		given = append(given, Source{Name: path})
+	}
+	given = append(given, given[2])
+	read := func(srcs []Source) []string {
+		var lines []auditlog.Line
+		if err := Lines(context.Background(), srcs, 1<<20, func(l auditlog.Line) bool {
+			l.Data = bytes.Clone(l.Data)
+			lines = append(lines, l)
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return ids(t, lines)
+	}
+	want := read(given)
+
+	srcs, release := Ahead(context.Background(), given, []byte("missionpolic"))
+	defer release()
+	sr := srcs[0].shared.searches
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		sr.mu.Lock()
+		searched := len(sr.done)
+		sr.mu.Unlock()
+		if searched == 6 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Ahead searched %d files of 6", searched)
+		}
+	}
+	if got := copiesIn(t, tmp); len(got) != 6 {
+		t.Errorf("decompressed copies %v; want six", got)
+	}
+	for _, src := range srcs {
+		if f, _ := src.openCopy(); f == nil {
+			t.Errorf("%s: no copy read", src.Name)
+		} else {
+			f.Close()
+		}
+	}
+	if diff := cmp.Diff(want, read(srcs)); diff != "" {
+		t.Errorf("events read from the copies (-want +got):\n%s", diff)
 	}
 }
