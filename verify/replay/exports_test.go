@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -173,6 +174,73 @@ func TestExportsDecideAsTheLog(t *testing.T) {
 					t.Errorf("no record as the log's of %d", len(plain))
 				}
 				t.Logf("%d of %d records as the log's, %d records", same, len(plain), len(got))
+			})
+		}
+	}
+}
+
+// TestExportInFiles: a day's export comes in many files (an S3 export's objects, a receiver's
+// files, AKS's hourly blobs), given in any order: real logs dealt to two streams, as two
+// servers write them, each cut into three files of consecutive events, each wrapped as its
+// export hands it over and given newest first, replay as the plain log does, every record the
+// same (source.Lines opens each file as the merge reaches its first event).
+func TestExportInFiles(t *testing.T) {
+	t.Parallel()
+	for _, sc := range exportScenarios {
+		if testing.Short() && sc.dir != "recorded-a" {
+			continue
+		}
+		dir := filepath.Join(auditData, sc.dir)
+		log := exporttest.ReadLog(t, filepath.Join(dir, "audit.log.gz"))
+		_, plain := replayBytes(t, dir, "audit.log", log, sc.opts(t))
+		lines := strings.SplitAfter(strings.TrimRight(string(log), "\n"), "\n")
+		for _, f := range []export.Format{export.CloudWatchS3, export.Webhook, export.AzureBlob} {
+			t.Run(sc.dir+"/"+string(f), func(t *testing.T) {
+				files := t.TempDir()
+				// Two servers' streams (a line each in turn), each cut into three files.
+				const streams, chunks = 2, 3
+				parts := make([]string, streams*chunks)
+				for i, l := range lines {
+					parts[i*chunks/len(lines)*streams+i%streams] += l
+				}
+				var sources []Source
+				for i, part := range parts {
+					data, err := exporttest.Wrap(f, []byte(strings.TrimRight(part, "\n")+"\n"))
+					if err != nil {
+						t.Fatal(err)
+					}
+					path := filepath.Join(files, exporttest.Name(f, i))
+					if err := os.WriteFile(path, data, 0o644); err != nil {
+						t.Fatal(err)
+					}
+					sources = append([]Source{{Name: path}}, sources...)
+				}
+				ps, bs := loadPolicies(t, dir)
+				r, err := New(ps, bs, append(sc.opts(t), WithCheckRecorded(true))...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := map[string]*Record{}
+				sum, err := r.Run(context.Background(), sources, func(rec *Record) error {
+					got[rec.AuditID] = rec
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if sum.MalformedCount > 0 {
+					t.Fatalf("%d malformed lines: %v", sum.MalformedCount, sum.Malformed)
+				}
+				if len(got) != len(plain) {
+					t.Errorf("%d records, the log's replay %d", len(got), len(plain))
+				}
+				for id, want := range plain {
+					if rec := got[id]; rec == nil {
+						t.Errorf("%s %s %s/%s: no record, the log's replay %s", id, want.Verb, want.Resource, want.Name, want.Decision)
+					} else if c := strings.ReplaceAll(comparable(rec), files+string(filepath.Separator), ""); c != comparable(want) {
+						t.Errorf("%s mismatch (-log +export):\n%s", id, cmp.Diff(comparable(want), c))
+					}
+				}
 			})
 		}
 	}
