@@ -12,37 +12,41 @@ import (
 // rotated logs given newest first (audit.log audit.log.1.gz, as a shell glob sorts them) are
 // replayed oldest first, as the State must see the writes; reordered says whether the order
 // changed, and first holds the times it read, by file. Sources are left as given when one is a
-// reader (stdin) or a file's first events carry no time. Each source ordered whose first line
-// that may be an event is one keeps its time, and Lines opens it once the merge reaches that
-// time (earliest): an S3 export's or a webhook receiver's files of a day, each of whose
-// readers holds minutes of events to put them back in order, are not all open at once.
+// reader (stdin) or a file's first events carry no time. Each source whose first line that
+// may be an event is one keeps its time, ordered or not, and Lines opens it once the merge
+// reaches that time (earliest): an S3 export's or a webhook receiver's files of a day, each of
+// whose readers holds minutes of events to put them back in order, are not all open at once.
 func InTimeOrder(sources []Source, maxLine int) (ordered []Source, first map[string]time.Time, reordered bool) {
 	type timed struct {
-		src   Source
-		at    time.Time
-		first bool
+		src Source
+		at  time.Time
 	}
 	if len(sources) < 2 {
 		return sources, nil, false // nothing to order: an export's first line waits for its window (package export's reorder)
 	}
-	var ts []timed
 	first = map[string]time.Time{}
 	for _, src := range sources {
 		if src.Reader != nil {
 			return sources, first, false
 		}
-		at, leads, ok := firstEventTime(src, maxLine)
-		if !ok {
-			return sources, first, false
-		}
-		first[src.Name] = at
-		ts = append(ts, timed{src, at, leads})
 	}
-	sort.SliceStable(ts, func(i, j int) bool { return ts[i].at.Before(ts[j].at) })
-	for i, t := range ts {
-		if t.first {
-			t.src.first = t.at
+	ts := make([]timed, len(sources))
+	all := true
+	for i, src := range sources {
+		at, leads, ok := firstEventTime(src, maxLine)
+		if ok {
+			first[src.Name] = at
+			if leads {
+				src.first = at
+			}
 		}
+		ts[i] = timed{src, at}
+		all = all && ok
+	}
+	if all {
+		sort.SliceStable(ts, func(i, j int) bool { return ts[i].at.Before(ts[j].at) })
+	}
+	for i, t := range ts {
 		ordered = append(ordered, t.src)
 		reordered = reordered || t.src.Name != sources[i].Name
 	}
@@ -50,19 +54,23 @@ func InTimeOrder(sources []Source, maxLine int) (ordered []Source, first map[str
 }
 
 // firstEventTime reads the stage time of the first of the first lines of a log that is an
-// event; leads says no line before it may be one (a line that does not decode, an error: the
-// merge hands it over as it opens the log, and a replay takes what it may have written as of
-// then), only records an export says hold none (Skip, Duplicate).
+// event, among the first hundred that may be one (and ten thousand records an export says hold
+// none: a GKE sink's other services' entries); leads says no line before it may be one (a line
+// that does not decode, an error: the merge hands it over as it opens the log, and a replay
+// takes what it may have written as of then), only records an export says hold none (Skip,
+// Duplicate).
 func firstEventTime(src Source, maxLine int) (at time.Time, leads, ok bool) {
 	next, closeSource := openSource(context.Background(), src, maxLine)
 	defer closeSource()
 	leads = true
-	for i := 0; i < 100; i++ {
+	for read, skipped := 0, 0; read < 100 && skipped < 10000; read++ {
 		l, ok := next()
 		if !ok {
 			break
 		}
 		if l.Err == nil && (l.Skip != "" || l.Duplicate) {
+			read--
+			skipped++
 			continue
 		}
 		if l.Err == nil {

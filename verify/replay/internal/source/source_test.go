@@ -266,64 +266,79 @@ func TestCountedFileReadBack(t *testing.T) {
 // a reader's buffers and the minutes of events its reorder window holds (1.5 GB for eight
 // S3 objects of the cluster traffic x30). A log whose first line may be an event it cannot
 // read (one that does not decode) is opened from the start, its line handed over first: what
-// the replay takes it may have written is taken as of the log's beginning, as before.
+// the replay takes it may have written is taken as of the log's beginning, as before. A log
+// whose first lines hold no event leaves the logs in the order given, the others still opened
+// so.
 func TestManyFiles(t *testing.T) {
-	const files, each = 20, 10 // an event a second
-	base := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	dir := t.TempDir()
-	var sources []Source
-	var want []string
-	for f := range files {
-		var lines []string
-		for i := range each {
-			id := fmt.Sprintf("%02d-%d", f, i)
-			at := base.Add(time.Duration(f*each+i) * time.Second)
-			lines = append(lines, strings.Replace(event(id, 0), "2026-11-22T10:00:00.000000Z", at.Format("2006-01-02T15:04:05.000000Z"), 1))
-			want = append(want, id)
-		}
-		format := export.CloudWatchS3
-		if f%2 == 1 {
-			format = export.Webhook
-		}
-		wrapped, err := exporttest.Wrap(format, []byte(strings.Join(lines, "\n")+"\n"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		path := filepath.Join(dir, fmt.Sprintf("%06d.gz", f))
-		if err := os.WriteFile(path, wrapped, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		sources = append([]Source{{Name: path}}, sources...) // newest first
-	}
-	// A log backend's file whose first line does not decode, its event in the middle of the day.
-	mid := base.Add(time.Duration(files*each/2)*time.Second + 500*time.Millisecond)
-	unread := write(t, dir, "unread.log", false, "not json", strings.Replace(event("unread", 0), "2026-11-22T10:00:00.000000Z", mid.Format("2006-01-02T15:04:05.000000Z"), 1))
-	sources = append(sources, Source{Name: unread})
-	at := slices.Index(want, fmt.Sprintf("%02d-%d", files/2, 0)) + 1
-	want = append([]string{"?"}, slices.Insert(want, at, "unread")...)
+	for _, tc := range []struct {
+		name    string
+		untimed bool
+	}{{"ordered", false}, {"a log without events", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			const files, each = 20, 10 // an event a second
+			base := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+			dir := t.TempDir()
+			var sources []Source
+			var want []string
+			for f := range files {
+				var lines []string
+				for i := range each {
+					id := fmt.Sprintf("%02d-%d", f, i)
+					at := base.Add(time.Duration(f*each+i) * time.Second)
+					lines = append(lines, strings.Replace(event(id, 0), "2026-11-22T10:00:00.000000Z", at.Format("2006-01-02T15:04:05.000000Z"), 1))
+					want = append(want, id)
+				}
+				format := export.CloudWatchS3
+				if f%2 == 1 {
+					format = export.Webhook
+				}
+				wrapped, err := exporttest.Wrap(format, []byte(strings.Join(lines, "\n")+"\n"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				path := filepath.Join(dir, fmt.Sprintf("%06d.gz", f))
+				if err := os.WriteFile(path, wrapped, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				sources = append([]Source{{Name: path}}, sources...) // newest first
+			}
+			// A log backend's file whose first line does not decode, its event in the middle of the day.
+			mid := base.Add(time.Duration(files*each/2)*time.Second + 500*time.Millisecond)
+			unread := write(t, dir, "unread.log", false, "not json", strings.Replace(event("unread", 0), "2026-11-22T10:00:00.000000Z", mid.Format("2006-01-02T15:04:05.000000Z"), 1))
+			sources = append(sources, Source{Name: unread})
+			at := slices.Index(want, fmt.Sprintf("%02d-%d", files/2, 0)) + 1
+			want = append([]string{"?"}, slices.Insert(want, at, "unread")...)
+			// A log with no event: the logs are left in the order given, each still opened as the
+			// merge reaches its first event.
+			if tc.untimed {
+				sources = append(sources, Source{Name: write(t, dir, "untimed.log", false, "not json")})
+				want = append([]string{"?"}, want...)
+			}
 
-	const maxLine = 1 << 20
-	ordered, _, _ := InTimeOrder(sources, maxLine)
-	var got []string
-	most := 0
-	if err := Lines(context.Background(), ordered, maxLine, func(l auditlog.Line) bool {
-		l.Data = bytes.Clone(l.Data)
-		got = append(got, ids(t, []auditlog.Line{l})...)
-		n := 0
-		for _, src := range ordered {
-			n += opened(t, src.Name)
-		}
-		most = max(most, n)
-		return true
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("lines (-want +got):\n%s", diff)
-	}
-	// The unread log, open from the start, and a file from a second before its first event to
-	// its end: three at a time at most.
-	if most > 3 {
-		t.Errorf("%d files were open at once, want at most 3 (of %d)", most, len(ordered))
+			const maxLine = 1 << 20
+			ordered, _, _ := InTimeOrder(sources, maxLine)
+			var got []string
+			most := 0
+			if err := Lines(context.Background(), ordered, maxLine, func(l auditlog.Line) bool {
+				l.Data = bytes.Clone(l.Data)
+				got = append(got, ids(t, []auditlog.Line{l})...)
+				n := 0
+				for _, src := range ordered {
+					n += opened(t, src.Name)
+				}
+				most = max(most, n)
+				return true
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("lines (-want +got):\n%s", diff)
+			}
+			// The unread log, open from the start, and a file from a second before its first event to
+			// its end: three at a time at most.
+			if most > 3 {
+				t.Errorf("%d files were open at once, want at most 3 (of %d)", most, len(ordered))
+			}
+		})
 	}
 }
