@@ -148,8 +148,8 @@ func TestCopyBudget(t *testing.T) {
 	}
 }
 
-// TestAheadManyFiles: Ahead searches the files of a day's compressed export, each once (a file
-// given twice too), and keeps a copy of each; the replay's reading after it reads the copies, the same events as the files.
+// TestAheadManyFiles: Ahead searches the files of a day's compressed export (a file given
+// twice too) and keeps one copy of each; the replay's reading after it reads the copies, the same events as the files.
 func TestAheadManyFiles(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)

@@ -13,8 +13,8 @@ import (
 // replayed oldest first, as the State must see the writes; reordered says whether the order
 // changed, and first holds the times it read, by file. Sources are left as given when one is a
 // reader (stdin) or a file's first events carry no time. Each source whose first line that
-// may be an event is one keeps its time, ordered or not, and Lines opens it once the merge
-// reaches that time (earliest): an S3 export's or a webhook receiver's files of a day, each of
+// may be an event has a time for the merge keeps it, ordered or not, and Lines opens it once
+// the merge reaches that time (earliest): an S3 export's or a webhook receiver's files of a day, each of
 // whose readers holds minutes of events to put them back in order, are not all open at once.
 func InTimeOrder(sources []Source, maxLine int) (ordered []Source, first map[string]time.Time, reordered bool) {
 	type timed struct {
@@ -33,12 +33,12 @@ func InTimeOrder(sources []Source, maxLine int) (ordered []Source, first map[str
 	ts := make([]timed, len(sources))
 	all := true
 	for i, src := range sources {
-		at, leads, ok := firstEventTime(src, maxLine)
-		if ok {
-			first[src.Name] = at
-			if leads {
-				src.first = at
-			}
+		at, merged, leads, ok := firstEventTime(src, maxLine)
+		if ok && leads {
+			src.first = merged
+		}
+		if _, seen := first[src.Name]; ok && !seen {
+			first[src.Name] = at // a split file's first part's: the file's (RotationGaps)
 		}
 		ts[i] = timed{src, at}
 		all = all && ok
@@ -55,14 +55,16 @@ func InTimeOrder(sources []Source, maxLine int) (ordered []Source, first map[str
 
 // firstEventTime reads the stage time of the first of the first lines of a log that is an
 // event, among the first hundred that may be one (and ten thousand records an export says hold
-// none: a GKE sink's other services' entries); leads says no line before it may be one (a line
-// that does not decode, an error: the merge hands it over as it opens the log, and a replay
-// takes what it may have written as of then), only records an export says hold none (Skip,
-// Duplicate).
-func firstEventTime(src Source, maxLine int) (at time.Time, leads, ok bool) {
+// none: a GKE sink's other services' entries). leads says the merge may open the log at merged,
+// the time it reads (stageTime) of the first line the log hands over but records an export
+// says hold none (Skip, Duplicate, which carry no event): where that line has no time for the
+// merge (an error, a line that does not decode, one whose stage time the merge does not find,
+// such as `"stageTimestamp": "…"` with a space), the merge hands it over as it opens the log,
+// and a replay takes what it may have written as of then: the log is opened from the start.
+func firstEventTime(src Source, maxLine int) (at time.Time, merged time.Time, leads, ok bool) {
 	next, closeSource := openSource(context.Background(), src, maxLine)
 	defer closeSource()
-	leads = true
+	opening := true // no line but those without an event read yet
 	for read, skipped := 0, 0; read < 100 && skipped < 10000; read++ {
 		l, ok := next()
 		if !ok {
@@ -73,14 +75,17 @@ func firstEventTime(src Source, maxLine int) (at time.Time, leads, ok bool) {
 			skipped++
 			continue
 		}
+		if opening {
+			opening = false
+			merged, leads = stageTime(l)
+		}
 		if l.Err == nil {
 			if ev, err := auditlog.Decode(l.Data); err == nil {
 				if at, err := time.Parse(time.RFC3339Nano, ev.StageTimestamp); err == nil {
-					return at, leads, true
+					return at, merged, leads, true
 				}
 			}
 		}
-		leads = false
 	}
-	return time.Time{}, false, false
+	return time.Time{}, time.Time{}, false, false
 }

@@ -137,6 +137,10 @@ func Filtered(sources []Source, filter []byte) []Source {
 	out := make([]Source, len(sources))
 	for i, s := range sources {
 		s.filter = filter
+		// A filtered export's reader hands over events its reorder, with the others passed
+		// over, does not find late, which may be before the first event of the whole file's
+		// reading: opened from the start (those whose bytes lack the filter are not read).
+		s.first = time.Time{}
 		out[i] = s
 	}
 	return out

@@ -342,3 +342,65 @@ func TestManyFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenedAsEager: the lines Lines hands over of logs InTimeOrder opens as the merge
+// reaches their first event are those it hands over with every log opened from the start,
+// where the merge's time of a log's first line is not the one its event decodes to (written
+// with a space after the colon, as Python's json.dumps writes it: no time for the merge; an
+// annotation named stageTimestamp after the event's own), and in a pass for a filter, where
+// an export's reader hands over an event its whole reading finds too late for its window.
+func TestOpenedAsEager(t *testing.T) {
+	dir := t.TempDir()
+	at := func(id, stamp string) string {
+		return strings.Replace(event(id, 0), "2026-11-22T10:00:00.000000Z", "2026-11-22T"+stamp+"Z", 1)
+	}
+	spaced := func(line string) string { return strings.Replace(line, `"stageTimestamp":"`, `"stageTimestamp": "`, 1) }
+	annotated := func(line, stamp string) string {
+		return strings.TrimSuffix(line, "}") + `,"annotations":{"stageTimestamp":"2026-11-22T` + stamp + `Z"}}`
+	}
+	webhook := func(name string, lines ...string) string {
+		return write(t, dir, name, false, `{"kind":"EventList","apiVersion":"audit.k8s.io/v1","metadata":{},"items":[`+strings.Join(lines, ",")+`]}`)
+	}
+	compact := write(t, dir, "compact.log", false, at("a1", "10:00:01.000000"), at("a3", "10:00:03.000000"), at("a9", "10:00:09.000000"))
+	for _, tc := range []struct {
+		name    string
+		sources []string
+		filter  string
+	}{
+		{"spaced", []string{compact, write(t, dir, "spaced.log", false, spaced(at("b5", "10:00:05.000000")), spaced(at("b6", "10:00:06.000000")))}, ""},
+		{"annotated", []string{compact, write(t, dir, "annotated.log", false, annotated(at("c5", "10:00:05.000000"), "09:00:00.000000"), at("c6", "10:00:06.000000"))}, ""},
+		{"filtered", []string{
+			webhook("a.json", at("a1", "10:00:10.000000"), at("a2", "10:06:00.000000"), at("a3-NEEDLE", "10:00:05.000000")),
+			webhook("b.json", at("b1-NEEDLE", "10:00:07.000000")),
+		}, "NEEDLE"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var given []Source
+			for _, name := range tc.sources {
+				given = append(given, Source{Name: name})
+			}
+			ordered, _, _ := InTimeOrder(given, 1<<20)
+			eager := slices.Clone(ordered)
+			for i := range eager {
+				eager[i].first = time.Time{}
+			}
+			read := func(srcs []Source) []string {
+				if tc.filter != "" {
+					srcs = Filtered(srcs, []byte(tc.filter))
+				}
+				var lines []auditlog.Line
+				if err := Lines(context.Background(), srcs, 1<<20, func(l auditlog.Line) bool {
+					l.Data = bytes.Clone(l.Data)
+					lines = append(lines, l)
+					return true
+				}); err != nil {
+					t.Fatal(err)
+				}
+				return ids(t, lines)
+			}
+			if diff := cmp.Diff(read(eager), read(ordered)); diff != "" {
+				t.Errorf("lines (-opened from the start +opened as the merge reaches them):\n%s", diff)
+			}
+		})
+	}
+}
