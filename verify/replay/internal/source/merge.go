@@ -3,6 +3,8 @@ package source
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"os"
 	"slices"
 	"time"
 
@@ -51,6 +53,10 @@ type merge struct {
 	heads []*head
 	// pending are the parts not open yet, by the earliest time of their events.
 	pending []int
+	// files are what the pending sources' files were as the merge began: one renamed or
+	// removed by the time the merge reaches it (a live log rotated) is not read in its
+	// place's new file, and says so.
+	files map[int]os.FileInfo
 }
 
 // head is an open log and its next line.
@@ -65,11 +71,15 @@ type head struct {
 
 // newMerge opens the sources, but the parts of a log, which wait for the merge to reach them.
 func newMerge(ctx context.Context, sources []Source, maxLine int) *merge {
-	m := &merge{ctx: ctx, sources: sources, maxLine: maxLine, one: len(sources) == 1}
+	m := &merge{ctx: ctx, sources: sources, maxLine: maxLine, one: len(sources) == 1, files: map[int]os.FileInfo{}}
 	for i, src := range sources {
-		if _, ok := src.earliest(); ok && !m.one {
-			m.pending = append(m.pending, i)
-			continue
+		if _, ok := src.earliest(); ok && !m.one && src.Reader == nil {
+			// One that cannot be read now is opened at once, its error handed over first.
+			if fi, err := os.Stat(src.File()); err == nil {
+				m.files[i] = fi
+				m.pending = append(m.pending, i)
+				continue
+			}
 		}
 		m.open(i)
 	}
@@ -86,7 +96,13 @@ func (m *merge) open(i int) {
 	src := m.sources[i]
 	h := &head{index: i}
 	ok := false
-	if m.one {
+	if was, pending := m.files[i]; pending {
+		if now, err := os.Stat(src.File()); err != nil || !os.SameFile(was, now) {
+			h.next, h.close = failedSource(src, fmt.Errorf("renamed or removed since the replay began to read the logs (a live log rotated?): not read, the file now at its name is another"))
+			ok = true
+		}
+	}
+	if !ok && m.one {
 		var g *grepReader
 		if g, h.close, ok = openGrep(m.ctx, src, m.maxLine); ok {
 			h.next = g.Next

@@ -220,16 +220,7 @@ func searchable(src Source) bool {
 // false at the end of the log. An error opening it is its one line. close closes what it
 // opened.
 func openSource(ctx context.Context, src Source, maxLine int) (next func() (auditlog.Line, bool), close func()) {
-	failed := func(err error) (func() (auditlog.Line, bool), func()) {
-		read := false
-		return func() (auditlog.Line, bool) {
-			if read {
-				return auditlog.Line{}, false
-			}
-			read = true
-			return auditlog.Line{File: src.Name, Err: &auditlog.ReadError{Err: err}}, true
-		}, func() {}
-	}
+	failed := func(err error) (func() (auditlog.Line, bool), func()) { return failedSource(src, err) }
 	if src.filter != nil && !mayHold(ctx, src) {
 		return func() (auditlog.Line, bool) { return auditlog.Line{}, false }, func() {}
 	}
@@ -284,6 +275,18 @@ func openSource(ctx context.Context, src Source, maxLine int) (next func() (audi
 		lr.Close()
 		closeFile()
 	}
+}
+
+// failedSource is a source that could not be read: its one line is the error that says why.
+func failedSource(src Source, err error) (next func() (auditlog.Line, bool), close func()) {
+	read := false
+	return func() (auditlog.Line, bool) {
+		if read {
+			return auditlog.Line{}, false
+		}
+		read = true
+		return auditlog.Line{File: src.Name, Err: &auditlog.ReadError{Err: err}}, true
+	}, func() {}
 }
 
 // PlainLogs says which of the sources (files, by name) are kube-apiserver's log backend's

@@ -404,3 +404,33 @@ func TestOpenedAsEager(t *testing.T) {
 		})
 	}
 }
+
+// TestRenamedBeforeOpened: a log the merge opens as it reaches its first event, renamed by then
+// and another file written at its name (a live log rotated as the replay reads it), is not
+// read in its place: its one line is the error that says so, never the other file's events.
+func TestRenamedBeforeOpened(t *testing.T) {
+	dir := t.TempDir()
+	older := write(t, dir, "audit-2026-11-22T10-00-20.000.log", false, event("o1", 1), event("o2", 2))
+	current := write(t, dir, "audit.log", false, event("c30", 30), event("c31", 31))
+	ordered, _, _ := InTimeOrder([]Source{{Name: current}, {Name: older}}, 1<<20)
+	var got []auditlog.Line
+	if err := Lines(context.Background(), ordered, 1<<20, func(l auditlog.Line) bool {
+		if len(got) == 0 {
+			if err := os.Rename(current, current+".1"); err != nil {
+				t.Fatal(err)
+			}
+			write(t, dir, "audit.log", false, event("new", 40))
+		}
+		l.Data = bytes.Clone(l.Data)
+		got = append(got, l)
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"o1", "o2", "!audit.log"}, ids(t, got)); diff != "" {
+		t.Errorf("lines (-want +got):\n%s", diff)
+	}
+	if last := got[len(got)-1]; last.Err == nil || !strings.Contains(last.Err.Error(), "renamed or removed since the replay began") {
+		t.Errorf("the renamed log's line: %v", last.Err)
+	}
+}
