@@ -357,7 +357,8 @@ func (f *replayFlags) flagSet(stdout, stderr io.Writer) *flagSet {
 copied to a file in $TMPDIR first, and streamed with --policies-throughout) through the
 policies, and tells for every request they match what kube-apiserver ` + verify.KubernetesVersion + ` would have decided
 and whether that differs from what the log records. Several logs are read as one, in the time
-order of their events (rotated files, the logs of several kube-apiservers).
+order of their events (rotated files, the logs of several kube-apiservers, an export's files of
+a day), each opened as the replay reaches its first event.
 
 The replay keeps the objects the policies read (params, namespaces, old objects) by following
 the log's writes, from --snapshot on (vapc snapshot takes one: take it when the log begins).
