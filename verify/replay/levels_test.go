@@ -160,7 +160,7 @@ func snapshotOf(t *testing.T, items []any) Option {
 
 // replaySources replays the sources with the policies and options given, and returns the
 // summary and the records by audit ID.
-func replaySources(t *testing.T, ps []*admissionregistrationv1.ValidatingAdmissionPolicy, bs []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, opts []Option, srcs ...Source) (*Summary, map[string]*Record) {
+func replaySources(t testing.TB, ps []*admissionregistrationv1.ValidatingAdmissionPolicy, bs []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, opts []Option, srcs ...Source) (*Summary, map[string]*Record) {
 	t.Helper()
 	r, err := New(ps, bs, opts...)
 	if err != nil {

@@ -1,7 +1,6 @@
 package source
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -14,7 +13,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/vapc-dev/vapc/verify/replay/exporttest"
-	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export"
 )
 
@@ -53,15 +51,7 @@ func TestAheadDecompressedOnce(t *testing.T) {
 		for i := range srcs {
 			srcs[i].Read = &n
 		}
-		var lines []auditlog.Line
-		if err := Lines(context.Background(), srcs, 1<<20, func(l auditlog.Line) bool {
-			l.Data = bytes.Clone(l.Data)
-			lines = append(lines, l)
-			return true
-		}); err != nil {
-			t.Fatal(err)
-		}
-		return ids(t, lines), n.Load()
+		return readIDs(t, srcs), n.Load()
 	}
 	want, _ := read([]Source{{Name: path}})
 
@@ -171,18 +161,7 @@ func TestAheadManyFiles(t *testing.T) {
 		given = append(given, Source{Name: path})
 	}
 	given = append(given, given[2])
-	read := func(srcs []Source) []string {
-		var lines []auditlog.Line
-		if err := Lines(context.Background(), srcs, 1<<20, func(l auditlog.Line) bool {
-			l.Data = bytes.Clone(l.Data)
-			lines = append(lines, l)
-			return true
-		}); err != nil {
-			t.Fatal(err)
-		}
-		return ids(t, lines)
-	}
-	want := read(given)
+	want := readIDs(t, given)
 
 	srcs, release := Ahead(context.Background(), given, []byte("missionpolic"))
 	defer release()
@@ -208,7 +187,7 @@ func TestAheadManyFiles(t *testing.T) {
 			f.Close()
 		}
 	}
-	if diff := cmp.Diff(want, read(srcs)); diff != "" {
+	if diff := cmp.Diff(want, readIDs(t, srcs)); diff != "" {
 		t.Errorf("events read from the copies (-want +got):\n%s", diff)
 	}
 }

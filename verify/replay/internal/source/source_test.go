@@ -47,6 +47,20 @@ func ids(t *testing.T, lines []auditlog.Line) []string {
 	return out
 }
 
+// readIDs are the ids of the lines Lines hands over of the sources.
+func readIDs(t *testing.T, srcs []Source) []string {
+	t.Helper()
+	var lines []auditlog.Line
+	if err := Lines(context.Background(), srcs, 1<<20, func(l auditlog.Line) bool {
+		l.Data = bytes.Clone(l.Data)
+		lines = append(lines, l)
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return ids(t, lines)
+}
+
 func write(t *testing.T, dir, name string, gz bool, lines ...string) string {
 	t.Helper()
 	path := filepath.Join(dir, name)
@@ -84,15 +98,7 @@ func TestLines(t *testing.T) {
 		{"a reader", []Source{{Name: "-", Reader: strings.NewReader(event("s1", 1) + "\n")}}, []string{"s1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var got []auditlog.Line
-			if err := Lines(context.Background(), tc.sources, 1<<20, func(l auditlog.Line) bool {
-				l.Data = bytes.Clone(l.Data)
-				got = append(got, l)
-				return true
-			}); err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tc.want, ids(t, got)); diff != "" {
+			if diff := cmp.Diff(tc.want, readIDs(t, tc.sources)); diff != "" {
 				t.Errorf("lines (-want +got):\n%s", diff)
 			}
 		})
@@ -388,15 +394,7 @@ func TestOpenedAsEager(t *testing.T) {
 				if tc.filter != "" {
 					srcs = Filtered(srcs, []byte(tc.filter))
 				}
-				var lines []auditlog.Line
-				if err := Lines(context.Background(), srcs, 1<<20, func(l auditlog.Line) bool {
-					l.Data = bytes.Clone(l.Data)
-					lines = append(lines, l)
-					return true
-				}); err != nil {
-					t.Fatal(err)
-				}
-				return ids(t, lines)
+				return readIDs(t, srcs)
 			}
 			if diff := cmp.Diff(read(eager), read(ordered)); diff != "" {
 				t.Errorf("lines (-opened from the start +opened as the merge reaches them):\n%s", diff)
