@@ -33,9 +33,9 @@ func InTimeOrder(sources []Source, maxLine int) (ordered []Source, first map[str
 	ts := make([]timed, len(sources))
 	all := true
 	for i, src := range sources {
-		at, merged, leads, ok := firstEventTime(src, maxLine)
-		if ok && leads {
-			src.first = merged
+		at, opensAt, ok := firstEventTime(src, maxLine)
+		if ok {
+			src.first = opensAt
 		}
 		if _, seen := first[src.Name]; ok && !seen {
 			first[src.Name] = at // a split file's first part's: the file's (RotationGaps)
@@ -55,37 +55,36 @@ func InTimeOrder(sources []Source, maxLine int) (ordered []Source, first map[str
 
 // firstEventTime reads the stage time of the first of the first lines of a log that is an
 // event, among the first hundred that may be one (and ten thousand records an export says hold
-// none: a GKE sink's other services' entries). leads says the merge may open the log at merged,
-// the time it reads (stageTime) of the first line the log hands over but records an export
-// says hold none (Skip, Duplicate, which carry no event): where that line has no time for the
-// merge (an error, a line that does not decode, one whose stage time the merge does not find,
-// such as `"stageTimestamp": "…"` with a space), the merge hands it over as it opens the log,
-// and a replay takes what it may have written as of then: the log is opened from the start.
-func firstEventTime(src Source, maxLine int) (at time.Time, merged time.Time, leads, ok bool) {
+// none: a GKE sink's other services' entries), and the time the merge may open the log at
+// (opensAt): the time the merge reads (stageTime) of the first line the log hands over but
+// records an export says hold none (Skip, Duplicate, which carry no event). Where that line has
+// no time for the merge (an error, a line that does not decode, one whose stage time the merge
+// does not find, such as `"stageTimestamp": "…"` with a space), the merge hands it over as it
+// opens the log, and a replay takes what it may have written as of then: opensAt is zero, the
+// log opened from the start.
+func firstEventTime(src Source, maxLine int) (at, opensAt time.Time, ok bool) {
 	next, closeSource := openSource(context.Background(), src, maxLine)
 	defer closeSource()
-	opening := true // no line but those without an event read yet
-	for read, skipped := 0, 0; read < 100 && skipped < 10000; read++ {
+	for read, skipped := 0, 0; read < 100 && skipped < 10000; {
 		l, ok := next()
 		if !ok {
 			break
 		}
 		if l.Err == nil && (l.Skip != "" || l.Duplicate) {
-			read--
 			skipped++
 			continue
 		}
-		if opening {
-			opening = false
-			merged, leads = stageTime(l)
+		if read == 0 {
+			opensAt, _ = stageTime(l)
 		}
+		read++
 		if l.Err == nil {
 			if ev, err := auditlog.Decode(l.Data); err == nil {
 				if at, err := time.Parse(time.RFC3339Nano, ev.StageTimestamp); err == nil {
-					return at, merged, leads, true
+					return at, opensAt, true
 				}
 			}
 		}
 	}
-	return time.Time{}, time.Time{}, false, false
+	return time.Time{}, time.Time{}, false
 }

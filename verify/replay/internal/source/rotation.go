@@ -64,7 +64,7 @@ func RotationGaps(sources []Source, first map[string]time.Time, maxLine int) []G
 		if prev, ok := last[group]; ok && !prev.rotated.IsZero() {
 			at, ok := first[src.Name]
 			if !ok {
-				at, _, _, ok = firstEventTime(src, maxLine)
+				at, _, ok = firstEventTime(src, maxLine)
 			}
 			if ok && at.Sub(prev.rotated) > rotationSlack {
 				gaps = append(gaps, Gap{After: prev.name, Before: src.Name, Rotated: prev.rotated, Resumed: at})
