@@ -132,8 +132,9 @@ func BenchmarkBuiltin(b *testing.B) {
 	}
 }
 
-// TestDocumentIndex holds each release's index (indexFile) to the scans of its documents, and
-// the scans the catalog loads with it to the scans without it. go test ./cel/schema -update
+// TestDocumentIndex holds each release's index (indexFile) to the scans of its documents, the
+// index to holding every embedded document as it is, and the scans the catalog loads with it
+// to the scans without it. go test ./cel/schema -update
 // rewrites the index (after hack/openapi.sh).
 func TestDocumentIndex(t *testing.T) {
 	for _, v := range embeddedVersions() {
@@ -164,6 +165,11 @@ func TestDocumentIndex(t *testing.T) {
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("%s: %s is not the documents' scan (run go test ./cel/schema -update); mismatch (-want +got):\n%s", dir, indexFile, diff)
+		}
+		for _, doc := range docs {
+			if _, ok := got.scan(doc); !ok {
+				t.Errorf("%s: the index does not hold the embedded document %s as it is (its gzip trailer)", dir, doc.file)
+			}
 		}
 		scans, indexed := scanDocuments(docs), scanWithIndex(dir, docs)
 		if diff := cmp.Diff(scans, indexed, cmp.AllowUnexported(documentScan{})); diff != "" {
@@ -233,4 +239,94 @@ func TestResolveParsesReferredOnly(t *testing.T) {
 			t.Errorf("%s: components() has %d schemas, want %d", gvk, len(all), len(schemas))
 		}
 	}
+}
+
+// TestComponentSchemas holds componentSchemas to encoding/json's decoding of every embedded
+// document's components.schemas, and to giving way to it where it cannot read a document.
+func TestComponentSchemas(t *testing.T) {
+	t.Parallel()
+	decode := func(doc []byte) (map[string]json.RawMessage, error) {
+		var resp struct {
+			Components struct {
+				Schemas map[string]json.RawMessage `json:"schemas"`
+			} `json:"components"`
+		}
+		err := json.Unmarshal(doc, &resp)
+		return resp.Components.Schemas, err
+	}
+	for _, v := range embeddedVersions() {
+		docs, err := embeddedDocuments(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range docs {
+			b, err := d.read()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := decode(b)
+			if err != nil {
+				t.Fatalf("%s: %v", d.file, err)
+			}
+			got, ok := componentSchemas(b)
+			if !ok {
+				t.Errorf("%s: componentSchemas cannot read it", d.file)
+				continue
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s: componentSchemas (-encoding/json +got):\n%s", d.file, diff)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		doc  string
+		want map[string]json.RawMessage // nil: not read
+	}{
+		{doc: ` {"openapi":"3.0.0","components" : { "schemas" : {"a": {"type":"string","x":[1, {"}":"\"{"}]}, "b":null ,"c":-1.5e3,"d":true} } } `,
+			want: map[string]json.RawMessage{"a": json.RawMessage(`{"type":"string","x":[1, {"}":"\"{"}]}`), "b": json.RawMessage(`null`), "c": json.RawMessage(`-1.5e3`), "d": json.RawMessage(`true`)}},
+		{doc: `{"components":{"schemas":{"a":{"v":1},"a":{}}}}`, want: map[string]json.RawMessage{"a": json.RawMessage(`{}`)}},
+		{doc: `{"components":{"schemas":{"a":{"v":1}}},"components":{"schemas":{"b":{}}}}`}, // encoding/json merges them
+		{doc: `{"components":{"schemas":{}}}`, want: map[string]json.RawMessage{}},
+		{doc: `{"Components":{"schemas":{"a":{}}}}`},      // encoding/json matches names case-insensitively
+		{doc: `{"components":{"sch\u0065mas":{}}}`},       // an escape in a name
+		{doc: `{"components":{"schemas":{"a":{"b":"c}}}`}, // cut short
+		{doc: `{"components":{"schemas":{"a":{}} `},
+		{doc: `{"components":{"schemas":{"a":"\`},
+		{doc: `{"paths":{}}`},
+		{doc: `[]`},
+		{doc: ``},
+	} {
+		got, ok := componentSchemas([]byte(tc.doc))
+		if ok != (tc.want != nil) {
+			t.Errorf("componentSchemas(%s): read %v, want %v", tc.doc, ok, tc.want != nil)
+			continue
+		}
+		if want, err := decode([]byte(tc.doc)); ok && (err != nil || !cmp.Equal(want, got)) {
+			t.Errorf("componentSchemas(%s) = %s, encoding/json %s (%v)", tc.doc, got, want, err)
+		}
+		if diff := cmp.Diff(tc.want, got); ok && diff != "" {
+			t.Errorf("componentSchemas(%s) (-want +got):\n%s", tc.doc, diff)
+		}
+	}
+}
+
+// FuzzComponentSchemas holds componentSchemas, on any input, to what encoding/json decodes
+// wherever it reads it, and to no panic.
+func FuzzComponentSchemas(f *testing.F) {
+	f.Add([]byte(`{"components":{"schemas":{"a":{"type":"string","x":[1,{"}":"\"{"}]},"b":null}}}`))
+	f.Add([]byte(`{"components":{"schemas":{"a":"\`))
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		got, ok := componentSchemas(doc)
+		if !ok {
+			return
+		}
+		var resp struct {
+			Components struct {
+				Schemas map[string]json.RawMessage `json:"schemas"`
+			} `json:"components"`
+		}
+		if err := json.Unmarshal(doc, &resp); err == nil && !cmp.Equal(resp.Components.Schemas, got) {
+			t.Errorf("componentSchemas(%q) = %s, encoding/json %s", doc, got, resp.Components.Schemas)
+		}
+	})
 }

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/kube-openapi/pkg/validation/spec"
@@ -220,9 +221,14 @@ func (d *document) schema(name string) (s *spec.Schema, ok bool, err error) {
 	if s, ok := d.parsed[name]; ok {
 		return s, s != nil, nil
 	}
-	// As encoding/json decodes a map of them: JSON null is a nil schema.
-	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, false, fmt.Errorf("%s: components.schemas[%q]: %w", d.file, name, err)
+	// As encoding/json decodes a map of them: JSON null is a nil schema. The schema's own
+	// decoder is called without encoding/json's, which would first check the whole JSON
+	// (the schema's decoder does, as it reads it) and then hand it over.
+	if string(bytes.TrimSpace(b)) != "null" {
+		s = new(spec.Schema)
+		if err := s.UnmarshalJSON(b); err != nil {
+			return nil, false, fmt.Errorf("%s: components.schemas[%q]: %w", d.file, name, err)
+		}
 	}
 	if d.parsed == nil {
 		d.parsed = map[string]*spec.Schema{}
@@ -240,6 +246,10 @@ func (d *document) rawSchemas() (map[string]json.RawMessage, error) {
 			d.rawErr = err
 			return
 		}
+		if raw, ok := componentSchemas(b); ok {
+			d.raw = raw
+			return
+		}
 		var resp struct {
 			Components struct {
 				Schemas map[string]json.RawMessage `json:"schemas"`
@@ -252,6 +262,155 @@ func (d *document) rawSchemas() (map[string]json.RawMessage, error) {
 		d.raw = resp.Components.Schemas
 	})
 	return d.raw, d.rawErr
+}
+
+// componentSchemas is what decoding doc's components.schemas into a map of json.RawMessage
+// gives, found by the structure of the JSON alone (its strings, brackets and braces), several
+// times faster than encoding/json, which checks every value: the document is one vapc embeds,
+// as kube-apiserver wrote it, which TestComponentSchemas holds to encoding/json's reading, and
+// a type check that reads one kind otherwise spent a fourth of its schema resolution here. A member named with an
+// escape, a document that is not an object, or one that holds no components.schemas object
+// gives false (encoding/json decodes it); so does one cut short.
+func componentSchemas(doc []byte) (map[string]json.RawMessage, bool) {
+	components, ok := member(doc, "components")
+	if !ok {
+		return nil, false
+	}
+	schemas, ok := member(components, "schemas")
+	if !ok {
+		return nil, false
+	}
+	out := map[string]json.RawMessage{}
+	ok = eachMember(schemas, func(name string, value []byte) bool {
+		out[name] = value
+		return true
+	})
+	return out, ok
+}
+
+// member is the value of the object obj's member of the name; false when there is none, or
+// several, or one whose name differs from it in case only (encoding/json merges them, or may
+// take that one), or obj is not an object eachMember reads.
+func member(obj []byte, name string) (value []byte, found bool) {
+	ok := eachMember(obj, func(n string, v []byte) bool {
+		switch {
+		case n == name && !found:
+			value, found = v, true
+			return true
+		case n == name:
+			return false // encoding/json merges the two
+		}
+		return !strings.EqualFold(n, name) // encoding/json may take it
+	})
+	return value, ok && found
+}
+
+// eachMember calls fn with the name and the value of each member of the object obj (white
+// space around it allowed), until fn returns false; false when obj is not an object whose
+// member names are plain strings (no escape), or it ends early. Values are obj's bytes.
+func eachMember(obj []byte, fn func(name string, value []byte) bool) bool {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return false
+	}
+	i = skipSpace(obj, i+1)
+	if i < len(obj) && obj[i] == '}' {
+		return skipSpace(obj, i+1) == len(obj)
+	}
+	for {
+		if i >= len(obj) || obj[i] != '"' {
+			return false
+		}
+		end := bytes.IndexByte(obj[i+1:], '"')
+		if end < 0 {
+			return false
+		}
+		name := obj[i+1 : i+1+end]
+		if bytes.IndexByte(name, '\\') >= 0 || !utf8.Valid(name) {
+			return false
+		}
+		i = skipSpace(obj, i+2+end)
+		if i >= len(obj) || obj[i] != ':' {
+			return false
+		}
+		start := skipSpace(obj, i+1)
+		stop, ok := valueEnd(obj, start)
+		if !ok || !fn(string(name), obj[start:stop]) {
+			return false
+		}
+		i = skipSpace(obj, stop)
+		if i >= len(obj) {
+			return false
+		}
+		switch obj[i] {
+		case ',':
+			i = skipSpace(obj, i+1)
+		case '}':
+			return skipSpace(obj, i+1) == len(obj)
+		default:
+			return false
+		}
+	}
+}
+
+// valueEnd is where the JSON value that begins at start ends: after its closing quote,
+// bracket or brace, or its last character (a number or literal, whose grammar it does not
+// check); false when it does not end in b.
+func valueEnd(b []byte, start int) (int, bool) {
+	if start >= len(b) {
+		return start, false
+	}
+	depth := 0
+	for i := start; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			j := i + 1
+			for {
+				k := bytes.IndexAny(b[j:], "\\\"")
+				if k < 0 {
+					return len(b), false
+				}
+				j += k
+				if b[j] == '\\' {
+					if j += 2; j > len(b) {
+						return len(b), false
+					}
+					continue
+				}
+				break
+			}
+			i = j
+		case '{', '[':
+			depth++
+			continue
+		case '}', ']':
+			depth--
+			if depth < 0 {
+				return i, false
+			}
+		default:
+			if depth == 0 {
+				// A number or a literal: up to the next delimiter.
+				j := i
+				for j < len(b) && !bytes.ContainsRune([]byte(",}] \t\r\n"), rune(b[j])) {
+					j++
+				}
+				return j, j > i
+			}
+			continue
+		}
+		if depth == 0 {
+			return i + 1, true
+		}
+	}
+	return len(b), false
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return i
 }
 
 // schemaKinds reads the kinds each component schema declares in its
