@@ -268,9 +268,12 @@ func (d *document) rawSchemas() (map[string]json.RawMessage, error) {
 // gives, found by the structure of the JSON alone (its strings, brackets and braces), several
 // times faster than encoding/json, which checks every value: the document is one vapc embeds,
 // as kube-apiserver wrote it, which TestComponentSchemas holds to encoding/json's reading, and
-// a type check that reads one kind otherwise spent a fourth of its schema resolution here. A member named with an
-// escape, a document that is not an object, or one that holds no components.schemas object
-// gives false (encoding/json decodes it); so does one cut short.
+// a type check that reads one kind otherwise spent a fourth of its schema resolution here. A
+// member named with an escape, a document that is not an object, or one that holds no
+// components.schemas object gives false (encoding/json decodes it); so does one cut short.
+// JSON that is not valid where the structure holds (a number or literal misspelt, a bracket
+// closing a brace, anything outside components.schemas) is not found so: a schema that holds
+// it fails as it is parsed, and the rest is never read; no embedded document holds any.
 func componentSchemas(doc []byte) (map[string]json.RawMessage, bool) {
 	components, ok := member(doc, "components")
 	if !ok {

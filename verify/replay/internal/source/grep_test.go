@@ -11,8 +11,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/vapc-dev/vapc/verify/replay/exporttest"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
 // TestGrepLines holds the lines a grepReader hands over to those of the log's line reader that
@@ -69,7 +71,7 @@ func TestGrepLines(t *testing.T) {
 		if !ok {
 			t.Fatalf("seed %d: openGrep refused a log backend's file", seed)
 		}
-		g.buf = make([]byte, chunk) // lines about the buffer's length, which grows
+		g.(*grepReader).buf = make([]byte, chunk) // lines about the buffer's length, which grows
 		var got []grepped
 		for l, ok := g.Next(); ok; l, ok = g.Next() {
 			got = append(got, grepped{l.Num, string(l.Data), l.Size})
@@ -101,4 +103,121 @@ func readFiltered(t *testing.T, src Source, maxLine int, needle []byte) []greppe
 		}
 	}
 	return out
+}
+
+// TestSplitGrep holds the lines a splitGrep hands over, the file searched in two halves at
+// once, to those of the log's line reader that hold the needle and are not too long, numbered
+// alike: random logs as TestGrepLines', the needle often on the lines about the middle and
+// lines too long across it, with and without a last newline; a consumer that stops early
+// stops the second half (many lines ahead of it, more than grepAhead).
+func TestSplitGrep(t *testing.T) {
+	t.Parallel()
+	needle := []byte("missionpolic")
+	dir := t.TempDir()
+	split := 0
+	for seed := range uint64(300) {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		maxLine := 40 + rng.IntN(200)
+		var b strings.Builder
+		lines := 1 + rng.IntN(80)
+		if seed%50 == 0 {
+			lines = 3 * grepAhead // more than the second half holds ahead
+		}
+		for i := range lines {
+			n := rng.IntN(2 * maxLine)
+			if rng.IntN(4) == 0 {
+				n = rng.IntN(8)
+			}
+			line := []byte(strings.Repeat(string(rune('a'+i%26)), n))
+			middle := i >= lines/2-2 && i <= lines/2+2
+			if (rng.IntN(3) == 0 || middle || lines > grepAhead) && n >= len(needle) {
+				copy(line[rng.IntN(n-len(needle)+1):], needle)
+			}
+			b.Write(line)
+			if rng.IntN(6) == 0 {
+				b.WriteString("\r\n")
+			} else {
+				b.WriteString("\n")
+			}
+		}
+		text := b.String()
+		if rng.IntN(3) == 0 {
+			text = strings.TrimSuffix(text, "\n")
+		}
+		path := filepath.Join(dir, fmt.Sprintf("audit-%d.log", seed))
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		src := Source{Name: path, filter: needle}
+		want := readFiltered(t, src, maxLine, needle)
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sg := newSplitGrep(context.Background(), src, f, maxLine, 1)
+		if sg == nil {
+			// No newline after the middle: read as one.
+			if strings.Contains(strings.TrimSuffix(text[len(text)/2:], "\n"), "\n") {
+				t.Errorf("seed %d: not split, with a newline after the middle", seed)
+			}
+			f.Close()
+			continue
+		}
+		split++
+		stop := len(want) + 1
+		if seed%3 == 0 && len(want) > 0 {
+			stop = rng.IntN(len(want)) // stops early: close must not wait for the rest
+		}
+		var got []grepped
+		for l, ok := sg.Next(); ok && len(got) < stop; l, ok = sg.Next() {
+			got = append(got, grepped{l.Num, string(l.Data), l.Size})
+		}
+		sg.close()
+		f.Close()
+		if stop <= len(want) {
+			want = want[:stop]
+		}
+		if diff := cmp.Diff(want, got, cmp.AllowUnexported(grepped{}), cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("seed %d (longest line %d): lines holding the needle (-line reader +split grep):\n%s", seed, maxLine, diff)
+		}
+	}
+	if split < 250 {
+		t.Errorf("%d of 300 logs split, want most", split)
+	}
+}
+
+// TestSplitGrepLines: a filtered pass over one log backend's file larger than grepSplitAt
+// (split in two) hands over the lines its line reader holds with the needle, numbered alike.
+func TestSplitGrepLines(t *testing.T) {
+	t.Parallel()
+	needle := []byte("missionpolic")
+	var b bytes.Buffer
+	line := bytes.Repeat([]byte("x"), 1000)
+	for i := 0; b.Len() <= grepSplitAt+grepSplitAt/8; i++ {
+		if i%997 == 0 {
+			fmt.Fprintf(&b, "%d %s %s\n", i, needle, line[:i%50])
+			continue
+		}
+		b.Write(line[:100+i%900])
+		b.WriteByte('\n')
+	}
+	path := filepath.Join(t.TempDir(), "audit.log")
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := Source{Name: path}
+	want := readFiltered(t, src, 1<<20, needle)
+	var got []grepped
+	if err := Lines(context.Background(), Filtered([]Source{src}, needle), 1<<20, func(l auditlog.Line) bool {
+		got = append(got, grepped{l.Num, string(l.Data), l.Size})
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(want) < 60 {
+		t.Fatalf("%d lines hold the needle, want more", len(want))
+	}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(grepped{})); diff != "" {
+		t.Errorf("lines holding the needle (-line reader +filtered pass):\n%s", diff)
+	}
 }

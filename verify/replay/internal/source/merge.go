@@ -103,7 +103,7 @@ func (m *merge) open(i int) {
 		}
 	}
 	if !ok && m.one {
-		var g *grepReader
+		var g grepper
 		if g, h.close, ok = openGrep(m.ctx, src, m.maxLine); ok {
 			h.next = g.Next
 		}
