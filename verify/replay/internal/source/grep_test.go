@@ -187,7 +187,8 @@ func TestSplitGrep(t *testing.T) {
 }
 
 // TestSplitGrepLines: a filtered pass over one log backend's file larger than grepSplitAt
-// (split in two) hands over the lines its line reader holds with the needle, numbered alike.
+// (split in two) hands over the lines its line reader holds with the needle, numbered alike,
+// and a search of its bytes (in two halves too) finds what they hold.
 func TestSplitGrepLines(t *testing.T) {
 	t.Parallel()
 	needle := []byte("missionpolic")
@@ -219,5 +220,11 @@ func TestSplitGrepLines(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(grepped{})); diff != "" {
 		t.Errorf("lines holding the needle (-line reader +filtered pass):\n%s", diff)
+	}
+	// Its search for a needle it does not hold, in halves (searchHalves), finds the one it
+	// holds and reads to the end.
+	found, ended, err := holdsAny(context.Background(), path, [][]byte{needle, []byte("absent")}, 1, nil)
+	if err != nil || !found[0] || found[1] || !ended {
+		t.Errorf("holdsAny = %v, read to the end %v, %v; want [true false], true", found, ended, err)
 	}
 }

@@ -3,10 +3,14 @@ package source
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/vapc-dev/vapc/verify/replay/exporttest"
 )
@@ -157,5 +161,50 @@ func TestSharedSearchStops(t *testing.T) {
 	}
 	if got, err := srcs[0].holds(context.Background(), gkeDryRunLabel); err != nil || !got {
 		t.Errorf("holds(the label, past where the first search stopped) = %v, %v; want true, nil", got, err)
+	}
+}
+
+// TestSearchHalves holds the search of a file in two halves at once (searchHalves, which
+// holdsAny makes of a large file not compressed) to the search of it as one stream: which
+// needles it holds where the one asked for is not there, that one found where it is, on
+// random files with the needles anywhere, across the middle too, and none at all.
+func TestSearchHalves(t *testing.T) {
+	t.Parallel()
+	needles := [][]byte{[]byte(`"command.gke.io/dryRun"`), []byte("missionpolic"), []byte("ab")}
+	dir := t.TempDir()
+	for seed := range uint64(400) {
+		rng := rand.New(rand.NewPCG(seed, 3))
+		data := bytes.Repeat([]byte("x"), 40+rng.IntN(4000))
+		for range rng.IntN(4) {
+			n := needles[rng.IntN(len(needles))]
+			at := rng.IntN(len(data) - len(n) + 1)
+			if rng.IntN(3) == 0 {
+				// Across the middle, which the first half reads past.
+				at = max(0, min(len(data)-len(n), len(data)/2-rng.IntN(len(n)+1)))
+			}
+			copy(data[at:], n)
+		}
+		path := filepath.Join(dir, fmt.Sprintf("log-%d", seed))
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for stop := range needles {
+			want, wantEnded, err1 := search(context.Background(), bytes.NewReader(data), needles, stop, nil)
+			got, gotEnded, err2 := searchHalves(context.Background(), f, int64(len(data)), needles, stop)
+			if err1 != nil || err2 != nil {
+				t.Fatalf("seed %d: errors %v, %v", seed, err1, err2)
+			}
+			if want[stop] != got[stop] || bytes.Contains(data, needles[stop]) != got[stop] {
+				t.Errorf("seed %d, needle %q: found %v in halves, %v in one stream", seed, needles[stop], got[stop], want[stop])
+			}
+			if !want[stop] && (!cmp.Equal(want, got) || wantEnded != gotEnded || !gotEnded) {
+				t.Errorf("seed %d, needle %q absent: halves found %v (read to the end %v), one stream %v (%v)", seed, needles[stop], got, gotEnded, want, wantEnded)
+			}
+		}
+		f.Close()
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"sync"
@@ -109,7 +110,15 @@ func holdsAny(ctx context.Context, file string, needles [][]byte, stop int, copy
 		if fi, err := f.Stat(); err == nil {
 			cp = copyTo.start(file, fi)
 		}
+	} else if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() >= grepSplitAt {
+		return searchHalves(ctx, f, fi.Size(), needles, stop)
 	}
+	return search(ctx, r, needles, stop, cp)
+}
+
+// search is holdsAny's search of the bytes of r, copied by cp where it is not nil.
+func search(ctx context.Context, r io.Reader, needles [][]byte, stop int, cp *copying) (found []bool, ended bool, err error) {
+	found = make([]bool, len(needles))
 	defer func() {
 		if cp != nil {
 			cp.abandon()
@@ -153,4 +162,53 @@ func holdsAny(ctx context.Context, file string, needles [][]byte, stop int, copy
 			keep = end
 		}
 	}
+}
+
+// searchHalves is search of a file of size bytes, not compressed, in two halves at once (the
+// first a needle's length past the middle, which a needle may cross; the second to the file's
+// end as it is read): what each found, and where one finds the needle it was asked for, the
+// other stopped. The second core was idle while a replay's first search of a large file
+// (GKE's dry-run label, which no file without a dry run holds) read it before the first event.
+func searchHalves(ctx context.Context, f *os.File, size int64, needles [][]byte, stop int) (found []bool, ended bool, err error) {
+	longest := 0
+	for _, n := range needles {
+		longest = max(longest, len(n))
+	}
+	mid := size / 2
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		found []bool
+		ended bool
+		err   error
+	}
+	var halves [2]result
+	var wg sync.WaitGroup
+	for i, h := range [2]struct{ off, n int64 }{{0, mid + int64(longest) - 1}, {mid, math.MaxInt64 - mid}} {
+		wg.Go(func() {
+			r := &halves[i]
+			r.found, r.ended, r.err = search(ctx, io.NewSectionReader(f, h.off, h.n), needles, stop, nil)
+			if r.found[stop] {
+				cancel() // the other half need not go on
+			}
+		})
+	}
+	wg.Wait()
+	found = make([]bool, len(needles))
+	ended = true
+	for _, h := range halves {
+		for i, ok := range h.found {
+			found[i] = found[i] || ok
+		}
+		ended = ended && h.ended
+	}
+	if found[stop] {
+		return found, false, nil
+	}
+	for _, h := range halves {
+		if h.err != nil {
+			return found, h.ended, h.err
+		}
+	}
+	return found, ended, nil
 }
