@@ -25,11 +25,40 @@ import (
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export"
 )
 
-// exportScenarios are real kube-apiserver logs and the options they are replayed with.
-var exportScenarios = []struct {
+// exportScenario is a real kube-apiserver log (the folder under auditData that holds it and
+// its policies) and the options it is replayed with.
+type exportScenario struct {
 	dir  string
 	opts func(t testing.TB) []Option
-}{
+}
+
+// scenarioLog is an export scenario's log, read, and its replay as the log backend's file.
+type scenarioLog struct {
+	exportScenario
+	path  string // the scenario's folder
+	log   []byte
+	sum   *Summary
+	plain map[string]*Record
+}
+
+// scenarioLogs are exportScenarios' logs and their replays (recorded-a's alone with -short).
+func scenarioLogs(t *testing.T) []scenarioLog {
+	t.Helper()
+	var out []scenarioLog
+	for _, sc := range exportScenarios {
+		if testing.Short() && sc.dir != "recorded-a" {
+			continue
+		}
+		l := scenarioLog{exportScenario: sc, path: filepath.Join(auditData, sc.dir)}
+		l.log = exporttest.ReadLog(t, filepath.Join(l.path, "audit.log.gz"))
+		l.sum, l.plain = replayBytes(t, l.path, "audit.log", l.log, sc.opts(t))
+		out = append(out, l)
+	}
+	return out
+}
+
+// exportScenarios are real kube-apiserver logs and the options they are replayed with.
+var exportScenarios = []exportScenario{
 	// /work/shared/recorded/a: the server ran without the ServiceAccount plugin.
 	{"recorded-a", func(t testing.TB) []Option {
 		plugins, err := AdmissionPlugins(nil, []string{"ServiceAccount"})
@@ -77,13 +106,8 @@ func comparable(r *Record) string {
 // the request is indeterminate and names the export, never decided otherwise.
 func TestExportsDecideAsTheLog(t *testing.T) {
 	t.Parallel()
-	for _, sc := range exportScenarios {
-		if testing.Short() && sc.dir != "recorded-a" {
-			continue
-		}
-		dir := filepath.Join(auditData, sc.dir)
-		log := exporttest.ReadLog(t, filepath.Join(dir, "audit.log.gz"))
-		plainSum, plain := replayBytes(t, dir, "audit.log", log, sc.opts(t))
+	for _, sc := range scenarioLogs(t) {
+		dir, log, plainSum, plain := sc.path, sc.log, sc.sum, sc.plain
 		if len(plain) == 0 {
 			t.Fatalf("%s: no record", sc.dir)
 		}
@@ -175,13 +199,8 @@ func TestExportsDecideAsTheLog(t *testing.T) {
 // same (source.Lines opens each file as the merge reaches its first event).
 func TestExportInFiles(t *testing.T) {
 	t.Parallel()
-	for _, sc := range exportScenarios {
-		if testing.Short() && sc.dir != "recorded-a" {
-			continue
-		}
-		dir := filepath.Join(auditData, sc.dir)
-		log := exporttest.ReadLog(t, filepath.Join(dir, "audit.log.gz"))
-		_, plain := replayBytes(t, dir, "audit.log", log, sc.opts(t))
+	for _, sc := range scenarioLogs(t) {
+		dir, log, plain := sc.path, sc.log, sc.plain
 		lines := strings.SplitAfter(strings.TrimRight(string(log), "\n"), "\n")
 		for _, f := range []export.Format{export.CloudWatchS3, export.Webhook, export.AzureBlob} {
 			t.Run(sc.dir+"/"+string(f), func(t *testing.T) {

@@ -247,19 +247,8 @@ func TestManyParts(t *testing.T) {
 	if len(jumps) < batches/2-1 {
 		t.Fatalf("%d jumps, want %d", len(jumps), batches/2-1)
 	}
-	var got []string
 	most := 0
-	if err := Lines(context.Background(), sources, maxLine, func(l auditlog.Line) bool {
-		ev, err := auditlog.Decode(l.Data)
-		if err != nil {
-			t.Fatalf("line %d: %v", l.Num, err)
-		}
-		got = append(got, ev.AuditID)
-		most = max(most, opened(t, path))
-		return true
-	}); err != nil {
-		t.Fatal(err)
-	}
+	got := readIDsWith(t, sources, maxLine, func() { most = max(most, opened(t, path)) })
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("lines (-want +got):\n%s", diff)
 	}

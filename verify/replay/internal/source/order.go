@@ -14,8 +14,9 @@ import (
 // changed, and first holds the times it read, by file. Sources are left as given when one is a
 // reader (stdin) or a file's first events carry no time. Each source whose first line that
 // may be an event has a time for the merge keeps it, ordered or not, and Lines opens it once
-// the merge reaches that time (earliest): an S3 export's or a webhook receiver's files of a day, each of
-// whose readers holds minutes of events to put them back in order, are not all open at once.
+// the merge reaches that time (earliest): an S3 export's or a webhook receiver's files of a
+// day, each of whose readers holds minutes of events to put them back in order, are not all
+// open at once.
 func InTimeOrder(sources []Source, maxLine int) (ordered []Source, first map[string]time.Time, reordered bool) {
 	type timed struct {
 		src Source

@@ -50,10 +50,20 @@ func ids(t *testing.T, lines []auditlog.Line) []string {
 // readIDs are the ids of the lines Lines hands over of the sources.
 func readIDs(t *testing.T, srcs []Source) []string {
 	t.Helper()
+	return readIDsWith(t, srcs, 1<<20, nil)
+}
+
+// readIDsWith is readIDs with lines up to maxLine bytes, calling each (when set) as each line
+// is handed over (to count the files open then).
+func readIDsWith(t *testing.T, srcs []Source, maxLine int, each func()) []string {
+	t.Helper()
 	var lines []auditlog.Line
-	if err := Lines(context.Background(), srcs, 1<<20, func(l auditlog.Line) bool {
+	if err := Lines(context.Background(), srcs, maxLine, func(l auditlog.Line) bool {
 		l.Data = bytes.Clone(l.Data)
 		lines = append(lines, l)
+		if each != nil {
+			each()
+		}
 		return true
 	}); err != nil {
 		t.Fatal(err)
@@ -323,20 +333,14 @@ func TestManyFiles(t *testing.T) {
 
 			const maxLine = 1 << 20
 			ordered, _, _ := InTimeOrder(sources, maxLine)
-			var got []string
 			most := 0
-			if err := Lines(context.Background(), ordered, maxLine, func(l auditlog.Line) bool {
-				l.Data = bytes.Clone(l.Data)
-				got = append(got, ids(t, []auditlog.Line{l})...)
+			got := readIDsWith(t, ordered, maxLine, func() {
 				n := 0
 				for _, src := range ordered {
 					n += opened(t, src.Name)
 				}
 				most = max(most, n)
-				return true
-			}); err != nil {
-				t.Fatal(err)
-			}
+			})
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("lines (-want +got):\n%s", diff)
 			}
