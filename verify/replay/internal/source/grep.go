@@ -190,21 +190,35 @@ const grepSplitAt = 64 << 20
 
 // splitGrep hands over what a grepReader over the whole file hands over, the file searched
 // in two halves, cut after a newline: the first by Next, on the caller's goroutine, the second
-// on a goroutine of its own, which hands over copies of its lines (up to grepAhead ahead of
-// Next), numbered in the file once the first half is counted. A read of the first half that
-// fails ends the lines there, as one reader's does.
+// on a goroutine of its own, which hands over copies of its lines (up to grepAhead bytes of
+// them ahead of Next: heldFor), numbered in the file once the first half is counted. A read of
+// the first half that fails ends the lines there, as one reader's does.
 type splitGrep struct {
 	first     *grepReader
 	firstDone bool
 	base      int // the lines of the first half
 	second    chan auditlog.Line
-	ctx       context.Context
-	cancel    func()
-	done      chan struct{}
+	// held has a token for each grepToken bytes of the lines sent on second and not yet
+	// taken by Next (heldFor).
+	held   chan struct{}
+	ctx    context.Context
+	cancel func()
+	done   chan struct{}
 }
 
-// grepAhead bounds the lines the second half's goroutine holds before Next takes them.
-const grepAhead = 4096
+// grepAhead bounds the bytes of the lines the second half's goroutine holds before Next takes
+// them (the whole first half is handed over first: a bound by lines held 4,096 of them, a
+// list response logged whole each, 155 MB of a 300 MB file), counted in tokens of grepToken.
+const (
+	grepAhead = 32 << 20
+	grepToken = 64 << 10
+)
+
+// heldFor is how many tokens a line of n bytes holds: one for each grepToken begun, all of
+// them for a line longer than grepAhead.
+func heldFor(n int) int {
+	return min(grepAhead/grepToken, max(1, (n+grepToken-1)/grepToken))
+}
 
 // newSplitGrep is a splitGrep of the file f of src (plain), or nil where it is compressed,
 // smaller than at, or has no newline within 16 MiB after its middle.
@@ -233,7 +247,8 @@ func newSplitGrep(ctx context.Context, src Source, f *os.File, maxLine int, at i
 	s := &splitGrep{
 		first: newGrepReader(ctx, src.Name, reader(0, cut), src.filter, maxLine),
 		// To the file's end as it is read, as one reader reads it.
-		second: make(chan auditlog.Line, grepAhead),
+		second: make(chan auditlog.Line, grepAhead/grepToken),
+		held:   make(chan struct{}, grepAhead/grepToken),
 		ctx:    ctx, cancel: cancel, done: make(chan struct{}),
 	}
 	second := newGrepReader(ctx, src.Name, reader(cut, math.MaxInt64-cut), src.filter, maxLine)
@@ -241,12 +256,15 @@ func newSplitGrep(ctx context.Context, src Source, f *os.File, maxLine int, at i
 		defer close(s.done)
 		defer close(s.second)
 		for l, ok := second.Next(); ok; l, ok = second.Next() {
-			l.Data = bytes.Clone(l.Data)
-			select {
-			case s.second <- l:
-			case <-ctx.Done():
-				return
+			for range heldFor(len(l.Data)) {
+				select {
+				case s.held <- struct{}{}:
+				case <-ctx.Done():
+					return
+				}
 			}
+			l.Data = bytes.Clone(l.Data)
+			s.second <- l // as many held as the channel holds: it has room
 		}
 	}()
 	return s
@@ -285,6 +303,9 @@ func (s *splitGrep) Next() (auditlog.Line, bool) {
 	l, ok := <-s.second
 	if !ok || s.ctx.Err() != nil {
 		return auditlog.Line{}, false
+	}
+	for range heldFor(len(l.Data)) {
+		<-s.held
 	}
 	l.Num += s.base
 	return l, true

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -109,7 +110,7 @@ func readFiltered(t *testing.T, src Source, maxLine int, needle []byte) []greppe
 // once, to those of the log's line reader that hold the needle and are not too long, numbered
 // alike: random logs as TestGrepLines', the needle often on the lines about the middle and
 // lines too long across it, with and without a last newline; a consumer that stops early
-// stops the second half (many lines ahead of it, more than grepAhead).
+// stops the second half (more lines ahead of it than it holds).
 func TestSplitGrep(t *testing.T) {
 	t.Parallel()
 	needle := []byte("missionpolic")
@@ -121,7 +122,7 @@ func TestSplitGrep(t *testing.T) {
 		var b strings.Builder
 		lines := 1 + rng.IntN(80)
 		if seed%50 == 0 {
-			lines = 3 * grepAhead // more than the second half holds ahead
+			lines = 3 * grepAhead / grepToken // more than the second half holds ahead
 		}
 		for i := range lines {
 			n := rng.IntN(2 * maxLine)
@@ -130,7 +131,7 @@ func TestSplitGrep(t *testing.T) {
 			}
 			line := []byte(strings.Repeat(string(rune('a'+i%26)), n))
 			middle := i >= lines/2-2 && i <= lines/2+2
-			if (rng.IntN(3) == 0 || middle || lines > grepAhead) && n >= len(needle) {
+			if (rng.IntN(3) == 0 || middle || lines > grepAhead/grepToken) && n >= len(needle) {
 				copy(line[rng.IntN(n-len(needle)+1):], needle)
 			}
 			b.Write(line)
@@ -226,5 +227,46 @@ func TestSplitGrepLines(t *testing.T) {
 	found, ended, err := holdsAny(context.Background(), path, [][]byte{needle, []byte("absent")}, 1, nil)
 	if err != nil || !found[0] || found[1] || !ended {
 		t.Errorf("holdsAny = %v, read to the end %v, %v; want [true false], true", found, ended, err)
+	}
+}
+
+// TestSplitGrepHolds: the second half's goroutine holds grepAhead bytes of its lines ahead of
+// Next, not a number of lines whatever their length: long lines that all hold the needle (a
+// list response logged whole each), the first half handed over, the goroutine waits.
+func TestSplitGrepHolds(t *testing.T) {
+	t.Parallel()
+	needle := []byte("missionpolic")
+	const long = 200 << 10
+	line := append(bytes.Repeat([]byte("x"), long), '\n')
+	copy(line, needle)
+	path := filepath.Join(t.TempDir(), "audit.log")
+	if err := os.WriteFile(path, bytes.Repeat(line, 1000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sg := newSplitGrep(context.Background(), Source{Name: path, filter: needle}, f, 1<<20, 1)
+	if sg == nil {
+		t.Fatal("not split")
+	}
+	defer sg.close()
+	n := 0
+	for ; n < 500; n++ { // the first half
+		if _, ok := sg.Next(); !ok {
+			t.Fatalf("%d lines", n)
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // the goroutine reads ahead as far as it may
+	if held, most := len(sg.second)*len(line), grepAhead+len(line); held > most {
+		t.Errorf("%d bytes of lines held ahead, want at most %d", held, most)
+	}
+	for _, ok := sg.Next(); ok; _, ok = sg.Next() {
+		n++
+	}
+	if n != 1000 {
+		t.Errorf("%d lines, want 1000", n)
 	}
 }

@@ -204,6 +204,13 @@ func TestSearchHalves(t *testing.T) {
 			if !want[stop] && (!cmp.Equal(want, got) || wantEnded != gotEnded || !gotEnded) {
 				t.Errorf("seed %d, needle %q absent: halves found %v (read to the end %v), one stream %v (%v)", seed, needles[stop], got, gotEnded, want, wantEnded)
 			}
+			// Read to the end, a needle not found is not there (what the searches keep by file
+			// answers later searches so).
+			for i, n := range needles {
+				if gotEnded && got[i] != bytes.Contains(data, n) {
+					t.Errorf("seed %d, asked for %q: read to the end, found %q %v", seed, needles[stop], n, got[i])
+				}
+			}
 		}
 		f.Close()
 	}
