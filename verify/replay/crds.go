@@ -290,8 +290,23 @@ func (r *Replayer) schemaRefreshing(gvr schema.GroupVersionResource, received ti
 // is the reason of the one kind the policy source may not have found yet, to decide the
 // request both ways; unknown the param resources whose objects are not known, as reads of the
 // View that miss; indeterminate is set when the replay cannot decide the request both ways.
-func (r *Replayer) unsettledParams(policies []string, ev *Event) (resolving undecided, unknown map[schema.GroupResource]string, indeterminate undecided) {
-	u := r.cat.c.UnsettledFor(policies, ev.Received, r.state.AllSince != "")
+// Where an export lost when the request was received (GKE), Received is the earliest it may
+// have been, a minute before it completed; the kinds settled had it been received moments
+// before it completed (the informers' lag, as likelyAdmission and the informers' worlds take
+// such a request) are taken as found, and early says what an earlier receipt would leave
+// unsettled: the decision is then likely (see Replayer.receivedEarly).
+func (r *Replayer) unsettledParams(policies []string, ev *Event) (resolving undecided, unknown map[schema.GroupResource]string, indeterminate undecided, early earlyReceipt) {
+	allSince := r.state.AllSince != ""
+	u := r.cat.c.UnsettledFor(policies, ev.Received, allSince)
+	if u.Missing == "" && (u.Resolving != "" || u.Pending != "") && !u.Until.IsZero() && ev.Loss.Lost.Has(auditlog.LostReceived) {
+		if done := auditlog.ParseTime(ev.StageTimestamp); !done.IsZero() && done.Sub(u.Until) > r.state.Lag {
+			likely := done.Add(-r.state.Lag)
+			if s := r.cat.c.UnsettledFor(policies, func() time.Time { return likely }, allSince); s.Missing == "" && s.Resolving == "" && s.Pending == "" && len(s.Unknown) == len(u.Unknown) {
+				early = earlyReceipt{why: because(ReasonParamKindPending, u.Resolving+u.Pending), both: u.Resolving != "", until: u.Until, done: done}
+				u = s
+			}
+		}
+	}
 	switch {
 	case u.Missing != "":
 		indeterminate = because(ReasonParamKindUnknown, u.Missing)
@@ -300,7 +315,7 @@ func (r *Replayer) unsettledParams(policies []string, ev *Event) (resolving unde
 	case u.Pending != "":
 		indeterminate = because(ReasonParamKindPending, u.Pending)
 	}
-	return resolving, u.Unknown, indeterminate
+	return resolving, u.Unknown, indeterminate, early
 }
 
 // paramRereads are the param resources of the policies whose CRD the log changed, as a View

@@ -191,6 +191,27 @@ const (
 
 func msg(format, name string) string { return strings.Replace(format, "%s", name, 1) }
 
+// crdEvent is a request of the admin's (a status update: the apiserver's) for a CRD at the
+// given second.
+func crdEvent(t *testing.T, id, verb, sub, name string, code int32, when float64, resp map[string]any) event {
+	user := "admin"
+	if sub == "status" {
+		user = "system:apiserver"
+	}
+	return event{id: id, verb: verb, group: "apiextensions.k8s.io", version: "v1", resource: "customresourcedefinitions", sub: sub, name: name, code: code, received: at(t, when), user: user, resp: resp}
+}
+
+// deploymentEvent is a create of a Deployment in namespace app at the given second, which
+// crdPolicies' replica-limit policy matches.
+func deploymentEvent(t *testing.T, id, name string, replicas int64, when float64, code int32, message string) event {
+	d := deploymentObject(name, replicas)
+	e := event{id: id, verb: "create", group: "apps", version: "v1", resource: "deployments", ns: "app", name: name, code: code, message: message, received: at(t, when), req: d}
+	if code == 201 {
+		e.resp = d
+	}
+	return e
+}
+
 // TestCRDsFromLog: the log creates the CRD of a param kind and of a matched kind; the replay
 // learns them as the apiserver serves them (once their names are accepted), waits for the
 // apiserver's discovery to find the param kind, and forgets them when the log deletes them.
@@ -198,19 +219,10 @@ func TestCRDsFromLog(t *testing.T) {
 	t.Parallel()
 	ps, bs := crdPolicies()
 	crdE := func(id, verb, sub, name string, code int32, when float64, resp map[string]any) event {
-		user := "admin"
-		if sub == "status" {
-			user = "system:apiserver"
-		}
-		return event{id: id, verb: verb, group: "apiextensions.k8s.io", version: "v1", resource: "customresourcedefinitions", sub: sub, name: name, code: code, received: at(t, when), user: user, resp: resp}
+		return crdEvent(t, id, verb, sub, name, code, when, resp)
 	}
 	depE := func(id, name string, replicas int64, when float64, code int32, message string) event {
-		d := deploymentObject(name, replicas)
-		e := event{id: id, verb: "create", group: "apps", version: "v1", resource: "deployments", ns: "app", name: name, code: code, message: message, received: at(t, when), req: d}
-		if code == 201 {
-			e.resp = d
-		}
-		return e
+		return deploymentEvent(t, id, name, replicas, when, code, message)
 	}
 	widgetE := func(id, verb, name string, size int64, when float64, code int32, message string) event {
 		w := customObject("Widget", name, "app", map[string]any{"size": size})
@@ -315,6 +327,94 @@ func TestCRDsFromLog(t *testing.T) {
 	}
 	if strings.Join(changes, "\n") != strings.Join(want, "\n") {
 		t.Errorf("CRD changes:\n%s\nwant:\n%s", strings.Join(changes, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestParamKindWithoutReceipt: GKE's entries do not say when a request was received, which
+// the replay takes as the earliest it may have been, a minute before it completed. A request
+// that completed seconds after kube-apiserver was sure to have found its policy's paramKind
+// was likely received after that too (as a write that completed seconds before it is likely
+// one its admission read: lagWorlds): decided on the kind found, likely, with the kind not yet
+// found as the alternative, which an earlier receipt needs; the log's verdicts decide where
+// they are the alternative's. Within the window, or within the informers' lag after it, it
+// stays undecided; a minute after, it is certain. From the log backend, all are certain.
+func TestParamKindWithoutReceipt(t *testing.T) {
+	t.Parallel()
+	ps, bs := crdPolicies()
+	limit := customObject("ReplicaLimit", "limit", "rules", map[string]any{"max": int64(3)})
+	noParamKind := `deployments.apps "%s" is forbidden: ValidatingAdmissionPolicy 'replica-limit' denied request: failed to configure policy: failed to find resource referenced by paramKind: 'rules.example.com/v1, Kind=ReplicaLimit'`
+	// A refusal's response is its Status, which GKE's entry keeps (its status holds only the
+	// reason).
+	refused := func(e event) event {
+		e.resp = map[string]any{"kind": "Status", "apiVersion": "v1", "metadata": map[string]any{}, "status": "Failure", "message": e.message, "reason": "Invalid", "code": int64(e.code)}
+		return e
+	}
+	var lines []string
+	for _, e := range []event{
+		crdEvent(t, "limits", "create", "", "", 201, 0, crdObject("replicalimits", "ReplicaLimit", "created", false)),
+		crdEvent(t, "limits-accepted", "update", "status", "replicalimits.rules.example.com", 200, 0.01, crdObject("replicalimits", "ReplicaLimit", "accepted", false)),
+		crdEvent(t, "limits-established", "update", "status", "replicalimits.rules.example.com", 200, 0.02, crdObject("replicalimits", "ReplicaLimit", "established", false)),
+		{id: "limit", verb: "create", group: "rules.example.com", version: "v1", resource: "replicalimits", ns: "rules", name: "limit", code: 201, received: at(t, 2), req: limit, resp: limit},
+		deploymentEvent(t, "within", "d1", 2, 10, 201, ""),
+		// 80ms after the window (until 40.02): within the informers' lag.
+		deploymentEvent(t, "edge", "d2", 2, 40.1, 201, ""),
+		deploymentEvent(t, "after-ok", "d3", 2, 45, 201, ""),
+		refused(deploymentEvent(t, "after-deny", "d4", 5, 45.5, 422, msg(tooManyReplicas, "d4"))),
+		deploymentEvent(t, "late", "d5", 2, 120, 201, ""),
+	} {
+		lines = append(lines, e.line(t))
+	}
+	_, plain := replayLines(t, ps, bs, lines...)
+	for _, id := range []string{"edge", "after-ok", "after-deny", "late"} {
+		if rec := plain[id]; rec == nil || rec.Certainty != CertaintyCertain {
+			t.Errorf("from the log backend, %s: %s, want certain", id, describeRecord(rec))
+		}
+	}
+	// And from GKE a request whose refusal is the paramKind's not found: what the replay
+	// evaluates in another state must not take its place.
+	notFound := refused(deploymentEvent(t, "after-not-found", "d6", 2, 46, 422, msg(noParamKind, "d6")))
+	_, gke := replayLines(t, ps, bs, gkeLines(t, append(lines, notFound.line(t))...)...)
+	const early = "the request was received before 2026-03-02T10:00:40.020Z, %s or more before it completed (the GKE Cloud Logging export does not carry when the request was received), when kube-apiserver may not have found the paramKind yet"
+	for _, tc := range []struct {
+		id, decision string
+		certainty    Certainty
+		// reason is the indeterminate one's; early the alternative an earlier receipt gives.
+		reason Reason
+		early  string
+	}{
+		{id: "within", decision: DecisionIndeterminate, certainty: CertaintyIndeterminate, reason: ReasonParamKindPending},
+		{id: "edge", decision: DecisionIndeterminate, certainty: CertaintyIndeterminate, reason: ReasonParamKindPending},
+		{id: "after-ok", decision: DecisionAdmit, certainty: CertaintyLikely, early: "deny " + msg(noParamKind, "d3") + " if " + strings.Replace(early, "%s", "4.98s", 1)},
+		{id: "after-deny", decision: DecisionDeny, certainty: CertaintyLikely, early: "deny " + msg(noParamKind, "d4") + " if " + strings.Replace(early, "%s", "5.48s", 1)},
+		// The log's verdict is no state the informers may have held (informerLag, before).
+		{id: "after-not-found", decision: DecisionIndeterminate, certainty: CertaintyIndeterminate, reason: ReasonParamUnknown},
+		{id: "late", decision: DecisionAdmit, certainty: CertaintyCertain},
+	} {
+		rec := gke[tc.id]
+		if rec == nil {
+			t.Errorf("from GKE, %s: no record", tc.id)
+			continue
+		}
+		var alts []string
+		for _, a := range rec.Alternatives {
+			alts = append(alts, strings.TrimSpace(a.Decision+" "+a.Message)+" if "+a.If)
+		}
+		if rec.Decision != tc.decision || rec.Certainty != tc.certainty || rec.Reason != tc.reason {
+			t.Errorf("from GKE, %s: %s %s %q, want %s %s %s", tc.id, rec.Decision, rec.Certainty, rec.Indeterminate, tc.decision, tc.certainty, tc.reason)
+		}
+		var gotEarly []string
+		for _, a := range alts {
+			if strings.Contains(a, "or more before it completed") {
+				gotEarly = append(gotEarly, a)
+			}
+		}
+		var want []string
+		if tc.early != "" {
+			want = []string{tc.early}
+		}
+		if diff := cmp.Diff(want, gotEarly); diff != "" {
+			t.Errorf("from GKE, %s: the alternative an earlier receipt gives (-want +got):\n%s", tc.id, diff)
+		}
 	}
 }
 

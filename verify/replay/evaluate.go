@@ -153,6 +153,9 @@ type job struct {
 	// request yet: the request is decided both ways. unsettled says why it cannot be (see
 	// Replayer.unsettledParams).
 	resolving, unsettled undecided
+	// early is what an export's lost receipt leaves unsettled of the paramKinds of the
+	// request's policies, had it been received before it likely was (receivedEarly).
+	early earlyReceipt
 
 	done chan struct{}
 	// result is the job's outcome, once done is closed.
@@ -912,6 +915,11 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undeci
 			return
 		}
 	}
+	if j.early.why.is() {
+		if dec, lagAlternatives = r.receivedEarly(w, j, out, dec, lagAlternatives, evaluateOn); dec == nil {
+			return
+		}
+	}
 	misses := j.view.Misses()
 	paramsIncomplete := len(misses) > 0
 	for _, m := range misses {
@@ -1075,6 +1083,58 @@ func (r *Replayer) resolvedParamKind(j *job, out *Record, dec, alt *verify.Decis
 	out.indeterminate(j.resolving)
 	out.Alternatives = []Alternative{alternativeOf(alt, dec, found), alternativeOf(dec, alt, notFound)}
 	return nil
+}
+
+// earlyReceipt is what an export's lost receipt leaves unsettled of the paramKinds of a
+// request's policies (see Replayer.unsettledParams): why, had it been received at the
+// earliest it may have been; both when one kind was resolving then (the request is decided
+// both ways, on the worker's alternative evaluator); until, when the last kind was found for
+// sure; done, when the request completed.
+type earlyReceipt struct {
+	why         undecided
+	both        bool
+	until, done time.Time
+}
+
+// receivedEarly settles a request decided as received moments before it completed, where its
+// export lost when it was: an earlier receipt, before kube-apiserver had found the paramKinds
+// of its policies for sure, is an alternative (decided where the worker can take the kind as
+// not found, undecided otherwise), and the decision is likely where that alternative differs,
+// as for a write that completed before it (lagWorlds). The log's verdicts decide where they
+// contradict the likely decision and not the alternative, as resolvedParamKind's; where they
+// contradict it and no alternative is decided, the record is indeterminate with the reason
+// the earliest receipt gives, and the decision returned nil.
+func (r *Replayer) receivedEarly(w evalWorker, j *job, out *Record, dec *verify.Decision, alts []Alternative, evaluateOn evaluateOn) (*verify.Decision, []Alternative) {
+	e := j.early
+	cond := fmt.Sprintf("the request was received before %s, %s or more before it completed (%s), when kube-apiserver may not have found the paramKind yet",
+		e.until.UTC().Format("2006-01-02T15:04:05.000Z07:00"), e.done.Sub(e.until).Round(time.Millisecond), j.ev.Loss.Of(auditlog.LostReceived))
+	var alt *verify.Decision
+	if e.both && w.alt != nil {
+		if d, err := evaluateOn(w.alt, j.view); err == nil {
+			alt = d
+		}
+	}
+	onFound := j.evidenceOf(dec)
+	if alt != nil {
+		if sameOutcome(dec, alt) {
+			dec.Notes = append(dec.Notes, "decided alike whether or not kube-apiserver had found the paramKind yet, had the request been received before it likely was: "+e.why.detail)
+			return dec, alts
+		}
+		settledOnFound := len(j.lag.typedWrites) > 0 || len(alts) > 0 || j.prior.OtherVersionRead()
+		if onFound == decide.Disagrees && j.evidenceOf(alt) != decide.Disagrees && !settledOnFound {
+			alt.Notes = append(alt.Notes, "decided on the log's verdicts, which are not those of the request received moments before it completed: "+cond)
+			return alt, nil
+		}
+	}
+	if onFound == decide.Disagrees {
+		out.indeterminate(e.why)
+		return nil, nil
+	}
+	a := undecidedAlternative(e.why, cond)
+	if alt != nil {
+		a = alternativeOf(dec, alt, cond)
+	}
+	return dec, append(alts, a)
 }
 
 // indeterminateError is a decide function's way to say the request cannot be decided, and why.

@@ -808,7 +808,7 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	}
 	j.result.schemaRefreshing = r.schemaRefreshing(t.gvr, ev.Received())
 	var unknownParams map[schema.GroupResource]string
-	j.resolving, unknownParams, j.unsettled = r.unsettledParams(policies, ev)
+	j.resolving, unknownParams, j.unsettled, j.early = r.unsettledParams(policies, ev)
 	if why, _ := r.namespaceRemoved(ev, t); why != "" && !j.unsettled.is() {
 		j.unsettled = because(ReasonNamespaceUnknown, why)
 	}

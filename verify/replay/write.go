@@ -685,7 +685,7 @@ func refusedAsLogged(j *job, ev *Event) *reachedItems {
 // ran concurrently). In another state, the same refusal may have come from another item of a
 // deletecollection, or another step of a DELETE, than the pipeline's on this one.
 func (j *job) oneState() bool {
-	return len(j.lag.typedWrites) == 0 && len(j.lag.typedLost) == 0 && len(j.lag.aheadUnknown) == 0 && !j.resolving.is() && !j.unsettled.is() &&
+	return len(j.lag.typedWrites) == 0 && len(j.lag.typedLost) == 0 && len(j.lag.aheadUnknown) == 0 && !j.resolving.is() && !j.unsettled.is() && !j.early.why.is() &&
 		!j.prior.OtherVersionRead() && !j.revise.revised
 }
 
@@ -697,7 +697,7 @@ func (j *job) reachedAlike(reached *reachedItems, ev *Event) bool {
 	if j.oneState() {
 		return true
 	}
-	if !j.lag.settled || len(j.lag.typedLost) > 0 || len(j.lag.aheadUnknown) > 0 || j.resolving.is() || j.unsettled.is() ||
+	if !j.lag.settled || len(j.lag.typedLost) > 0 || len(j.lag.aheadUnknown) > 0 || j.resolving.is() || j.unsettled.is() || j.early.why.is() ||
 		j.prior.OtherVersionRead() || j.revise.revised {
 		return false
 	}

@@ -199,9 +199,14 @@ func TestParamKinds(t *testing.T) {
 	type state struct {
 		Resolving, Pending, Missing bool
 		Unknown                     []string
+		// Until is after t0, when the kinds resolving are found for sure.
+		Until time.Duration
 	}
 	summarize := func(u Unsettled) state {
 		s := state{Resolving: u.Resolving != "", Pending: u.Pending != "", Missing: u.Missing != ""}
+		if !u.Until.IsZero() {
+			s.Until = u.Until.Sub(t0)
+		}
 		for gr := range u.Unknown {
 			s.Unknown = append(s.Unknown, gr.String())
 		}
@@ -226,7 +231,7 @@ func TestParamKinds(t *testing.T) {
 	if c.ResolvingKinds() == nil {
 		t.Error("no kind resolving after its CRD began to be served")
 	}
-	check("just served", widget, time.Second, false, state{Resolving: true})
+	check("just served", widget, time.Second, false, state{Resolving: true, Until: ParamResolveDelay})
 	check("after ParamResolveDelay", widget, ParamResolveDelay, false, state{})
 	if err := c.Remove(context.Background(), "widgets.example.com", "log", 3, t0.Add(2*ParamResolveDelay), "deleted"); err != nil {
 		t.Fatal(err)

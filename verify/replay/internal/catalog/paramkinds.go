@@ -240,6 +240,9 @@ type Unsettled struct {
 	// found no longer is. Missing is set when a paramKind the catalog does not map may be
 	// served by a CRD the replay does not know.
 	Pending, Missing string
+	// Until is when the last of the kinds resolving at the request's receipt is found for
+	// sure (zero when one may never be): received after it, the request is not Resolving.
+	Until time.Time
 }
 
 // UnsettledFor is what is unsettled of the paramKinds of the policies for a request received
@@ -248,7 +251,7 @@ type Unsettled struct {
 func (c *Catalog) UnsettledFor(policies []string, received func() time.Time, allSince bool) Unsettled {
 	var out Unsettled
 	var at time.Time
-	first, stale := true, false
+	first, stale, never := true, false, false
 	var kinds []*paramKind
 	var reasons, missing []string
 	for _, p := range policies {
@@ -277,6 +280,12 @@ func (c *Catalog) UnsettledFor(policies []string, received func() time.Time, all
 		case !containsKind(kinds, k):
 			kinds = append(kinds, k)
 			reasons = append(reasons, k.resolving.reason(p))
+			switch {
+			case k.resolving.until.IsZero():
+				never = true
+			case k.resolving.until.After(out.Until):
+				out.Until = k.resolving.until
+			}
 		}
 	}
 	switch {
@@ -286,6 +295,9 @@ func (c *Catalog) UnsettledFor(policies []string, received func() time.Time, all
 		out.Resolving = reasons[0]
 	case len(kinds) > 0:
 		out.Pending = strings.Join(reasons, "; ")
+	}
+	if never {
+		out.Until = time.Time{}
 	}
 	return out
 }
