@@ -292,15 +292,15 @@ func (r *Replayer) schemaRefreshing(gvr schema.GroupVersionResource, received ti
 // View that miss; indeterminate is set when the replay cannot decide the request both ways.
 // Where an export lost when the request was received (GKE), Received is the earliest it may
 // have been, a minute before it completed; the kinds settled had it been received moments
-// before it completed (the informers' lag, as likelyAdmission and the informers' worlds take
-// such a request) are taken as found, and early says what an earlier receipt would leave
+// before it completed (admissionMayFollow, as the informers' worlds take such a request) are
+// taken as found, and early says what an earlier receipt would leave
 // unsettled: the decision is then likely (see Replayer.receivedEarly).
 func (r *Replayer) unsettledParams(policies []string, ev *Event) (resolving undecided, unknown map[schema.GroupResource]string, indeterminate undecided, early earlyReceipt) {
 	allSince := r.state.AllSince != ""
 	u := r.cat.c.UnsettledFor(policies, ev.Received, allSince)
 	if u.Missing == "" && (u.Resolving != "" || u.Pending != "") && !u.Until.IsZero() && ev.Loss.Lost.Has(auditlog.LostReceived) {
-		if done := auditlog.ParseTime(ev.StageTimestamp); !done.IsZero() && done.Sub(u.Until) > r.state.Lag {
-			likely := done.Add(-r.state.Lag)
+		if done := auditlog.ParseTime(ev.StageTimestamp); !done.IsZero() && done.Sub(u.Until) > admissionMayFollow {
+			likely := done.Add(-admissionMayFollow)
 			if s := r.cat.c.UnsettledFor(policies, func() time.Time { return likely }, allSince); s.Missing == "" && s.Resolving == "" && s.Pending == "" && len(s.Unknown) == len(u.Unknown) {
 				early = earlyReceipt{why: because(ReasonParamKindPending, u.Resolving+u.Pending), both: u.Resolving != "", until: u.Until, done: done}
 				u = s

@@ -335,9 +335,8 @@ func TestCRDsFromLog(t *testing.T) {
 // that completed seconds after kube-apiserver was sure to have found its policy's paramKind
 // was likely received after that too (as a write that completed seconds before it is likely
 // one its admission read: lagWorlds): decided on the kind found, likely, with the kind not yet
-// found as the alternative, which an earlier receipt needs; the log's verdicts decide where
-// they are the alternative's. Within the window, or within the informers' lag after it, it
-// stays undecided; a minute after, it is certain. From the log backend, all are certain.
+// found as the alternative, which an earlier receipt needs. Within the window, or moments
+// after it (admissionMayFollow), it stays undecided; a minute after, it is certain. From the log backend, all are certain.
 func TestParamKindWithoutReceipt(t *testing.T) {
 	t.Parallel()
 	ps, bs := crdPolicies()
@@ -356,8 +355,9 @@ func TestParamKindWithoutReceipt(t *testing.T) {
 		crdEvent(t, "limits-established", "update", "status", "replicalimits.rules.example.com", 200, 0.02, crdObject("replicalimits", "ReplicaLimit", "established", false)),
 		{id: "limit", verb: "create", group: "rules.example.com", version: "v1", resource: "replicalimits", ns: "rules", name: "limit", code: 201, received: at(t, 2), req: limit, resp: limit},
 		deploymentEvent(t, "within", "d1", 2, 10, 201, ""),
-		// 80ms after the window (until 40.02): within the informers' lag.
-		deploymentEvent(t, "edge", "d2", 2, 40.1, 201, ""),
+		// 30ms after the window (until 40.02): its admission may have run before then
+		// (admissionMayFollow).
+		deploymentEvent(t, "edge", "d2", 2, 40.05, 201, ""),
 		deploymentEvent(t, "after-ok", "d3", 2, 45, 201, ""),
 		refused(deploymentEvent(t, "after-deny", "d4", 5, 45.5, 422, msg(tooManyReplicas, "d4"))),
 		deploymentEvent(t, "late", "d5", 2, 120, 201, ""),

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -54,8 +55,11 @@ func TestLikelyAdmission(t *testing.T) {
 // completed, and its admission likely ran before the label (random parity r:1144, whose server
 // admitted it). From the log backend, the replay gives that as likely; from GKE's entries,
 // which do not say when the DELETE was received, the likely admission is its completion, and a
-// write completed within the informers' lag before it may have completed after its admission
-// as well: no state is likely.
+// write completed within admissionMayFollow before it may have completed after its admission
+// as well: no state is likely. Another DELETE, completed 100 ms after the label (received 94
+// ms after it) and refused, is decided on the label held: certain from the log backend (the
+// refusal is that state's), likely from GKE's entries (where it was indeterminate within the
+// informers' lag before).
 func TestLagRaceWithoutReceipt(t *testing.T) {
 	t.Parallel()
 	p, b := levelPolicy("env-deletes", "configmaps", admissionregistrationv1.Delete, nil, "false")
@@ -67,6 +71,7 @@ func TestLagRaceWithoutReceipt(t *testing.T) {
 		return map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "a", "uid": "uid-a", "resourceVersion": rv, "labels": labels}}
 	}
 	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "a", "uid": "uid-c", "resourceVersion": "7"}}
+	const denied = `configmaps "c2" is forbidden: ValidatingAdmissionPolicy 'env-deletes' with binding 'env-deletes' denied request: denied by env-deletes`
 	dryRun := levelEvent(t, "dry", auditlog.LevelRequestResponse, "create", "configmaps", "a", "d", 201, "", cm, cm)
 	lines := []string{
 		timedEvent(t, levelEvent(t, "ns", auditlog.LevelRequestResponse, "create", "namespaces", "", "a", 201, "", ns("", nil), ns("5", map[string]any{"kubernetes.io/metadata.name": "a"})), "00.000000", "00.001000", nil),
@@ -76,13 +81,25 @@ func TestLagRaceWithoutReceipt(t *testing.T) {
 		timedEvent(t, levelEvent(t, "label", auditlog.LevelRequestResponse, "patch", "namespaces", "", "a", 200, "", map[string]any{"metadata": map[string]any{"labels": map[string]any{"env": "dev"}}},
 			ns("9", map[string]any{"kubernetes.io/metadata.name": "a", "env": "dev"})), "01.000000", "01.006000", nil),
 		timedEvent(t, levelEvent(t, "del", auditlog.LevelRequestResponse, "delete", "configmaps", "a", "c", 200, "", map[string]any{"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1"}, cm), "01.001700", "01.006700", nil),
+		timedEvent(t, levelEvent(t, "del-later", auditlog.LevelRequestResponse, "delete", "configmaps", "a", "c2", 422, denied, map[string]any{"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1"},
+			map[string]any{"kind": "Status", "apiVersion": "v1", "metadata": map[string]any{}, "status": "Failure", "message": denied, "reason": "Invalid", "code": int64(422)}), "01.100000", "01.106000", nil),
 	}
+	cm2 := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c2", "namespace": "a", "uid": "uid-c2", "resourceVersion": "8"}}
+	lines = slices.Insert(lines, 2, timedEvent(t, levelEvent(t, "cm2", auditlog.LevelRequestResponse, "create", "configmaps", "a", "c2", 201, "", cm2, cm2), "00.150000", "00.151000", nil))
 	_, plain := replayLinesWith(t, ps, bs, nil, lines...)
 	if rec := plain["del"]; rec == nil || rec.Decision != DecisionAdmit || rec.Certainty != CertaintyLikely {
 		t.Errorf("from the log backend: %s, want admit likely", describeRecord(rec))
 	}
+	if rec := plain["del-later"]; rec == nil || rec.Decision != DecisionDeny || rec.Certainty != CertaintyCertain {
+		t.Errorf("from the log backend, the later DELETE: %s, want deny certain (the log's refusal is the label's)", describeRecord(rec))
+	}
 	_, gke := replayLinesWith(t, ps, bs, nil, gkeLines(t, lines...)...)
 	if rec := gke["del"]; rec == nil || rec.Decision != DecisionIndeterminate || !strings.Contains(rec.Indeterminate, "does not give when this request was received") {
 		t.Errorf("from GKE's entries: %s, want indeterminate: whether the label completed before its admission", describeRecord(rec))
+	}
+	// (Likely, not certain: what it read of its ConfigMap, created 955 ms before it completed,
+	// is not known had it been received before that.)
+	if rec := gke["del-later"]; rec == nil || rec.Decision != DecisionDeny || rec.Certainty != CertaintyLikely {
+		t.Errorf("from GKE's entries, the later DELETE: %s, want deny likely", describeRecord(rec))
 	}
 }
