@@ -298,7 +298,9 @@ func (r *Replayer) schemaRefreshing(gvr schema.GroupVersionResource, received ti
 func (r *Replayer) unsettledParams(policies []string, ev *Event) (resolving undecided, unknown map[schema.GroupResource]string, indeterminate undecided, early earlyReceipt) {
 	allSince := r.state.AllSince != ""
 	u := r.cat.c.UnsettledFor(policies, ev.Received, allSince)
-	if u.Missing == "" && (u.Resolving != "" || u.Pending != "") && !u.Until.IsZero() && ev.Loss.Lost.Has(auditlog.LostReceived) {
+	// (Not a long-running request, whose receipt has no bound: an exec completes as its
+	// session ends.)
+	if u.Missing == "" && (u.Resolving != "" || u.Pending != "") && !u.Until.IsZero() && ev.Loss.Lost.Has(auditlog.LostReceived) && !ev.Received().IsZero() {
 		if done := auditlog.ParseTime(ev.StageTimestamp); !done.IsZero() && done.Sub(u.Until) > admissionMayFollow {
 			likely := done.Add(-admissionMayFollow)
 			if s := r.cat.c.UnsettledFor(policies, func() time.Time { return likely }, allSince); s.Missing == "" && s.Resolving == "" && s.Pending == "" && len(s.Unknown) == len(u.Unknown) {

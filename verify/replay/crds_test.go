@@ -335,8 +335,10 @@ func TestCRDsFromLog(t *testing.T) {
 // that completed seconds after kube-apiserver was sure to have found its policy's paramKind
 // was likely received after that too (as a write that completed seconds before it is likely
 // one its admission read: lagWorlds): decided on the kind found, likely, with the kind not yet
-// found as the alternative, which an earlier receipt needs. Within the window, or moments
-// after it (admissionMayFollow), it stays undecided; a minute after, it is certain. From the log backend, all are certain.
+// found as the alternative, which an earlier receipt needs (undecided where that receipt may
+// have read another state of the params), and the log's verdicts decide where they can.
+// Within the window, or moments after it (admissionMayFollow), it stays undecided, as does an
+// exec, whose completion is its session's end; a minute after, it is certain. From the log backend, all are certain.
 func TestParamKindWithoutReceipt(t *testing.T) {
 	t.Parallel()
 	ps, bs := crdPolicies()
@@ -358,6 +360,8 @@ func TestParamKindWithoutReceipt(t *testing.T) {
 		// 30ms after the window (until 40.02): its admission may have run before then
 		// (admissionMayFollow).
 		deploymentEvent(t, "edge", "d2", 2, 40.05, 201, ""),
+		// 60ms after it: past.
+		deploymentEvent(t, "past-edge", "d1b", 2, 40.08, 201, ""),
 		deploymentEvent(t, "after-ok", "d3", 2, 45, 201, ""),
 		refused(deploymentEvent(t, "after-deny", "d4", 5, 45.5, 422, msg(tooManyReplicas, "d4"))),
 		deploymentEvent(t, "late", "d5", 2, 120, 201, ""),
@@ -372,8 +376,11 @@ func TestParamKindWithoutReceipt(t *testing.T) {
 	}
 	// And from GKE a request whose refusal is the paramKind's not found: what the replay
 	// evaluates in another state must not take its place.
+	// And one more than a minute after the param was written (which an earlier receipt
+	// could not have missed), whose refusal is the paramKind's not found: that way, certain.
 	notFound := refused(deploymentEvent(t, "after-not-found", "d6", 2, 46, 422, msg(noParamKind, "d6")))
-	_, gke := replayLines(t, ps, bs, gkeLines(t, append(lines, notFound.line(t))...)...)
+	lateNotFound := refused(deploymentEvent(t, "late-not-found", "d7", 2, 70, 422, msg(noParamKind, "d7")))
+	_, gke := replayLines(t, ps, bs, gkeLines(t, append(lines, notFound.line(t), lateNotFound.line(t))...)...)
 	const early = "the request was received before 2026-03-02T10:00:40.020Z, %s or more before it completed (the GKE Cloud Logging export does not carry when the request was received), when kube-apiserver may not have found the paramKind yet"
 	for _, tc := range []struct {
 		id, decision string
@@ -384,10 +391,15 @@ func TestParamKindWithoutReceipt(t *testing.T) {
 	}{
 		{id: "within", decision: DecisionIndeterminate, certainty: CertaintyIndeterminate, reason: ReasonParamKindPending},
 		{id: "edge", decision: DecisionIndeterminate, certainty: CertaintyIndeterminate, reason: ReasonParamKindPending},
-		{id: "after-ok", decision: DecisionAdmit, certainty: CertaintyLikely, early: "deny " + msg(noParamKind, "d3") + " if " + strings.Replace(early, "%s", "4.98s", 1)},
-		{id: "after-deny", decision: DecisionDeny, certainty: CertaintyLikely, early: "deny " + msg(noParamKind, "d4") + " if " + strings.Replace(early, "%s", "5.48s", 1)},
+		// Received a minute before it completed, it may have read the state before the
+		// param's write (at 2 s), where the kind not found is not evaluated: undecided.
+		{id: "past-edge", decision: DecisionAdmit, certainty: CertaintyLikely, early: "indeterminate if " + strings.Replace(early, "%s", "60ms", 1)},
+		{id: "after-ok", decision: DecisionAdmit, certainty: CertaintyLikely, early: "indeterminate if " + strings.Replace(early, "%s", "4.98s", 1)},
+		// The log's refusal is the kind found's: certain.
+		{id: "after-deny", decision: DecisionDeny, certainty: CertaintyCertain},
 		// The log's verdict is no state the informers may have held (informerLag, before).
 		{id: "after-not-found", decision: DecisionIndeterminate, certainty: CertaintyIndeterminate, reason: ReasonParamUnknown},
+		{id: "late-not-found", decision: DecisionDeny, certainty: CertaintyCertain},
 		{id: "late", decision: DecisionAdmit, certainty: CertaintyCertain},
 	} {
 		rec := gke[tc.id]
@@ -415,6 +427,20 @@ func TestParamKindWithoutReceipt(t *testing.T) {
 		if diff := cmp.Diff(want, gotEarly); diff != "" {
 			t.Errorf("from GKE, %s: the alternative an earlier receipt gives (-want +got):\n%s", tc.id, diff)
 		}
+	}
+	if rec := gke["late-not-found"]; rec != nil && rec.Message != msg(noParamKind, "d7") {
+		t.Errorf("from GKE, late-not-found: %q, want the log's refusal, the paramKind not found", rec.Message)
+	}
+
+	// An exec, whose entry GKE stamps as its session ends: when kube-apiserver admitted it
+	// (as it began) is not known, nor so whether it had found the kind.
+	guard, guardBinding := levelPolicy("exec-guard", "pods/exec", admissionregistrationv1.Connect, nil, "params.spec.max > 100")
+	guard.Spec.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: "rules.example.com/v1", Kind: "ReplicaLimit"}
+	guardBinding.Spec.ParamRef = &admissionregistrationv1.ParamRef{Name: "limit", Namespace: "rules", ParameterNotFoundAction: ptr.To(admissionregistrationv1.DenyAction)}
+	exec := event{id: "exec", verb: "create", version: "v1", resource: "pods", sub: "exec", ns: "app", name: "p", code: 101, received: at(t, 70)}
+	_, execs := replayLines(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{guard}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{guardBinding}, gkeLines(t, append(lines[:4:4], exec.line(t))...)...)
+	if rec := execs["exec"]; rec == nil || rec.Decision != DecisionIndeterminate {
+		t.Errorf("from GKE, an exec: %s, want indeterminate", describeRecord(rec))
 	}
 }
 

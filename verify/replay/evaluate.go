@@ -911,9 +911,11 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undeci
 		return
 	}
 	if alt != nil {
-		if dec = r.resolvedParamKind(j, out, dec, alt, lagAlternatives); dec == nil {
+		var more []Alternative
+		if dec, more = r.resolvedParamKind(j, out, dec, alt, lagAlternatives); dec == nil {
 			return
 		}
+		lagAlternatives = append(lagAlternatives, more...)
 	}
 	if j.early.why.is() {
 		if dec, lagAlternatives = r.receivedEarly(w, j, out, dec, lagAlternatives, evaluateOn); dec == nil {
@@ -1063,26 +1065,32 @@ func responseRooted(unknowns []vapccel.Unknown, update bool) []vapccel.Unknown {
 // discovery cache, renewed every 30 seconds, chose), certain. The rest of the request's
 // settling (the informers' lag, an older version of its object) is the found way's: not found
 // is chosen only where none applies. Otherwise the record is indeterminate, with both ways as
-// alternatives, and the result nil.
-func (r *Replayer) resolvedParamKind(j *job, out *Record, dec, alt *verify.Decision, lagAlternatives []Alternative) *verify.Decision {
+// alternatives, and the result nil. The not-found way is evaluated on the state the log's
+// order gives alone: where the request may have read another (a write the informers may not
+// have held), alike there is the likely state's, and the not-found way on the others an
+// undecided alternative (more, returned).
+func (r *Replayer) resolvedParamKind(j *job, out *Record, dec, alt *verify.Decision, lagAlternatives []Alternative) (_ *verify.Decision, more []Alternative) {
 	const found, notFound = "kube-apiserver had found the paramKind", "kube-apiserver had not yet found the paramKind"
+	settledOnFound := len(j.lag.typedWrites) > 0 || len(lagAlternatives) > 0 || j.prior.OtherVersionRead()
 	if sameOutcome(dec, alt) {
 		dec.Notes = append(dec.Notes, "decided alike whether or not kube-apiserver had found the paramKind yet: "+j.resolving.detail)
-		return dec
+		if settledOnFound {
+			more = []Alternative{undecidedAlternative(j.resolving, notFound+", and the informers held another state of the params and namespaces it read than the log's order gives")}
+		}
+		return dec, more
 	}
 	onFound, onNotFound := j.evidenceOf(dec), j.evidenceOf(alt)
-	settledOnFound := len(j.lag.typedWrites) > 0 || len(lagAlternatives) > 0 || j.prior.OtherVersionRead()
 	switch {
 	case onNotFound == decide.Disagrees && onFound != decide.Disagrees:
 		dec.Notes = append(dec.Notes, "decided on the log's verdicts, which are not those of the state where "+notFound+": "+j.resolving.detail)
-		return dec
+		return dec, nil
 	case onFound == decide.Disagrees && onNotFound != decide.Disagrees && !settledOnFound:
 		alt.Notes = append(alt.Notes, "decided on the log's verdicts, which are not those of the state where "+found+": "+j.resolving.detail)
-		return alt
+		return alt, nil
 	}
 	out.indeterminate(j.resolving)
 	out.Alternatives = []Alternative{alternativeOf(alt, dec, found), alternativeOf(dec, alt, notFound)}
-	return nil
+	return nil, nil
 }
 
 // earlyReceipt is what an export's lost receipt leaves unsettled of the paramKinds of a
@@ -1098,16 +1106,21 @@ type earlyReceipt struct {
 
 // receivedEarly settles a request decided as received moments before it completed, where its
 // export lost when it was: an earlier receipt, before kube-apiserver had found the paramKinds
-// of its policies for sure, is an alternative (decided where the worker can take the kind as
-// not found, undecided otherwise), and the decision is likely where that alternative differs,
-// as for a write that completed before it (lagWorlds). The log's verdicts decide where they
-// contradict the likely decision and not the alternative, as resolvedParamKind's; where they
-// contradict it and no alternative is decided, the record is indeterminate with the reason
-// the earliest receipt gives, and the decision returned nil.
+// of its policies for sure, is an alternative, and the decision is likely, as for a write that
+// completed before it (lagWorlds). The alternative is decided where the worker can take the
+// one kind as not found and the request read no param or namespace another state of the
+// informers would give otherwise (the not-found way is evaluated on the likely state alone:
+// an earlier receipt may have read another), undecided otherwise. The log's verdicts decide
+// as resolvedParamKind's do: the likely decision certain where they contradict the
+// alternative and not it, the alternative where they contradict the likely decision alone and
+// it was decided on the one state; where they contradict the likely decision and nothing else
+// is decided, the record is indeterminate with the reason the earliest receipt gives, and the
+// decision returned nil.
 func (r *Replayer) receivedEarly(w evalWorker, j *job, out *Record, dec *verify.Decision, alts []Alternative, evaluateOn evaluateOn) (*verify.Decision, []Alternative) {
 	e := j.early
 	cond := fmt.Sprintf("the request was received before %s, %s or more before it completed (%s), when kube-apiserver may not have found the paramKind yet",
 		e.until.UTC().Format("2006-01-02T15:04:05.000Z07:00"), e.done.Sub(e.until).Round(time.Millisecond), j.ev.Loss.Of(auditlog.LostReceived))
+	oneState := len(j.lag.typedWrites) == 0 && len(alts) == 0 && !j.prior.OtherVersionRead()
 	var alt *verify.Decision
 	if e.both && w.alt != nil {
 		if d, err := evaluateOn(w.alt, j.view); err == nil {
@@ -1116,12 +1129,15 @@ func (r *Replayer) receivedEarly(w evalWorker, j *job, out *Record, dec *verify.
 	}
 	onFound := j.evidenceOf(dec)
 	if alt != nil {
-		if sameOutcome(dec, alt) {
+		onNotFound := j.evidenceOf(alt)
+		switch {
+		case sameOutcome(dec, alt) && oneState:
 			dec.Notes = append(dec.Notes, "decided alike whether or not kube-apiserver had found the paramKind yet, had the request been received before it likely was: "+e.why.detail)
 			return dec, alts
-		}
-		settledOnFound := len(j.lag.typedWrites) > 0 || len(alts) > 0 || j.prior.OtherVersionRead()
-		if onFound == decide.Disagrees && j.evidenceOf(alt) != decide.Disagrees && !settledOnFound {
+		case onNotFound == decide.Disagrees && onFound != decide.Disagrees:
+			dec.Notes = append(dec.Notes, "decided on the log's verdicts, which are not those of the request received before kube-apiserver had found the paramKind for sure: "+cond)
+			return dec, alts
+		case onFound == decide.Disagrees && onNotFound != decide.Disagrees && oneState:
 			alt.Notes = append(alt.Notes, "decided on the log's verdicts, which are not those of the request received moments before it completed: "+cond)
 			return alt, nil
 		}
@@ -1131,7 +1147,7 @@ func (r *Replayer) receivedEarly(w evalWorker, j *job, out *Record, dec *verify.
 		return nil, nil
 	}
 	a := undecidedAlternative(e.why, cond)
-	if alt != nil {
+	if alt != nil && oneState {
 		a = alternativeOf(dec, alt, cond)
 	}
 	return dec, append(alts, a)

@@ -50,6 +50,43 @@ func TestLikelyAdmission(t *testing.T) {
 	}
 }
 
+// TestLagLongRunningWithoutReceipt: an exec, admitted as its session began and logged as it
+// ended; a label that selects it for a policy that refuses execs was written during the
+// session. From the log backend, admitted before the label; from GKE's entries,
+// which do not say when the exec was received (its session's length has no bound), the label
+// may have come before its admission as well as after: no state is likely, however long
+// before its end the label was written.
+func TestLagLongRunningWithoutReceipt(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("env-execs", "pods/exec", admissionregistrationv1.Connect, nil, "false")
+	p.Spec.MatchConstraints.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: metav1.LabelSelectorOpExists}}}
+	ps, bs := []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}
+	ns := func(rv string, labels map[string]any) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "a", "uid": "uid-a", "resourceVersion": rv, "labels": labels}}
+	}
+	exec := levelEvent(t, "exec", auditlog.LevelRequestResponse, "create", "pods", "a", "p", 101, "", nil, nil)
+	exec = replaceOnce(t, exec, `"requestURI":"/api/v1/namespaces/a/pods"`, `"requestURI":"/api/v1/namespaces/a/pods/p/exec?command=ls\u0026stdout=true"`)
+	exec = replaceOnce(t, exec, `"name":"p"`, `"name":"p","subresource":"exec"`)
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "d", "namespace": "a", "uid": "uid-d", "resourceVersion": "7"}}
+	dryRun := levelEvent(t, "dry", auditlog.LevelRequestResponse, "create", "configmaps", "a", "d", 201, "", cm, cm)
+	lines := []string{
+		timedEvent(t, levelEvent(t, "ns", auditlog.LevelRequestResponse, "create", "namespaces", "", "a", 201, "", ns("", nil), ns("5", map[string]any{"kubernetes.io/metadata.name": "a"})), "00.000000", "00.001000", nil),
+		// A dry run, which GKE labels: its entries without the label are none.
+		timedEvent(t, replaceOnce(t, dryRun, `"requestURI":"/api/v1/namespaces/a/configmaps"`, `"requestURI":"/api/v1/namespaces/a/configmaps?dryRun=All"`), "00.200000", "00.201000", nil),
+		timedEvent(t, levelEvent(t, "label", auditlog.LevelRequestResponse, "patch", "namespaces", "", "a", 200, "", map[string]any{"metadata": map[string]any{"labels": map[string]any{"env": "dev"}}},
+			ns("9", map[string]any{"kubernetes.io/metadata.name": "a", "env": "dev"})), "03.000000", "03.006000", nil),
+		timedEvent(t, exec, "01.000000", "05.000000", nil),
+	}
+	_, plain := replayLinesWith(t, ps, bs, nil, lines...)
+	if rec := plain["exec"]; rec == nil || rec.Decision != DecisionAdmit {
+		t.Errorf("from the log backend: %s, want admit", describeRecord(rec))
+	}
+	_, gke := replayLinesWith(t, ps, bs, nil, gkeLines(t, lines...)...)
+	if rec := gke["exec"]; rec == nil || rec.Decision != DecisionIndeterminate || !strings.Contains(rec.Indeterminate, "long-running") {
+		t.Errorf("from GKE's entries: %s, want indeterminate: whether the label came before its admission", describeRecord(rec))
+	}
+}
+
 // TestLagRaceWithoutReceipt: a namespace's label (a patch) completed 0.7 ms before a DELETE in
 // it that a policy selecting the label would deny; the DELETE was received 5 ms before it
 // completed, and its admission likely ran before the label (random parity r:1144, whose server

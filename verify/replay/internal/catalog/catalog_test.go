@@ -193,8 +193,8 @@ func TestParamKinds(t *testing.T) {
 		return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: policy}, Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: policy}}
 	}
 	c, _ := newCatalog(t)
-	c.InitParamKinds([]*admissionregistrationv1.ValidatingAdmissionPolicy{policy("by-widget", "example.com/v1", "Widget"), policy("by-gizmo", "other.io/v1", "Gizmo")},
-		[]*admissionregistrationv1.ValidatingAdmissionPolicyBinding{binding("by-widget"), binding("by-gizmo")})
+	c.InitParamKinds([]*admissionregistrationv1.ValidatingAdmissionPolicy{policy("by-widget", "example.com/v1", "Widget"), policy("by-gizmo", "other.io/v1", "Gizmo"), policy("by-gadget", "example.com/v1", "Gadget")},
+		[]*admissionregistrationv1.ValidatingAdmissionPolicyBinding{binding("by-widget"), binding("by-gizmo"), binding("by-gadget")})
 	at := func(d time.Duration) func() time.Time { return func() time.Time { return t0.Add(d) } }
 	type state struct {
 		Resolving, Pending, Missing bool
@@ -232,6 +232,20 @@ func TestParamKinds(t *testing.T) {
 		t.Error("no kind resolving after its CRD began to be served")
 	}
 	check("just served", widget, time.Second, false, state{Resolving: true, Until: ParamResolveDelay})
+	// A second kind served 10 s later, its condition Established since t0 (the window then
+	// ends a second after ParamResolveDelay): a request of both policies is Pending until the
+	// later is found for sure.
+	gadgets := widgets("gadgets", apiextensionsv1.Established)
+	gadgets.Spec.Names.Kind, gadgets.Spec.Names.ListKind, gadgets.Spec.Names.Singular = "Gadget", "GadgetList", "gadget"
+	gadgets.Status.AcceptedNames = gadgets.Spec.Names
+	if err := c.Follow(context.Background(), gadgets, "log", 3, t0.Add(10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	both := []string{"by-widget", "by-gadget"}
+	check("two kinds just served", both, 11*time.Second, false, state{Pending: true, Until: time.Second + ParamResolveDelay})
+	// (Pending still: the alternative evaluators take the first, found, as not found.)
+	check("the first found", both, ParamResolveDelay+time.Second/2, false, state{Pending: true, Until: time.Second + ParamResolveDelay})
+	check("both found", both, ParamResolveDelay+time.Second, false, state{})
 	check("after ParamResolveDelay", widget, ParamResolveDelay, false, state{})
 	if err := c.Remove(context.Background(), "widgets.example.com", "log", 3, t0.Add(2*ParamResolveDelay), "deleted"); err != nil {
 		t.Fatal(err)

@@ -241,7 +241,8 @@ type Unsettled struct {
 	// served by a CRD the replay does not know.
 	Pending, Missing string
 	// Until is when the last of the kinds resolving at the request's receipt is found for
-	// sure (zero when one may never be): received after it, the request is not Resolving.
+	// sure (zero when one may never be): received after it, the request is neither Resolving
+	// nor Pending.
 	Until time.Time
 }
 
