@@ -293,8 +293,8 @@ func (r *Replayer) schemaRefreshing(gvr schema.GroupVersionResource, received ti
 // Where an export lost when the request was received (GKE), Received is the earliest it may
 // have been, a minute before it completed; the kinds settled had it been received moments
 // before it completed (admissionMayFollow, as the informers' worlds take such a request) are
-// taken as found, and early says what an earlier receipt would leave
-// unsettled: the decision is then likely (see Replayer.receivedEarly).
+// taken as found, and early says what an earlier receipt would leave unsettled: the decision
+// is then likely (see Replayer.receivedEarly).
 func (r *Replayer) unsettledParams(policies []string, ev *Event) (resolving undecided, unknown map[schema.GroupResource]string, indeterminate undecided, early earlyReceipt) {
 	allSince := r.state.AllSince != ""
 	u := r.cat.c.UnsettledFor(policies, ev.Received, allSince)
