@@ -33,6 +33,7 @@ type replayFlags struct {
 	strict         bool
 	lag            time.Duration
 	checkRecorded  bool
+	gkeDryRuns     bool
 	maxLine        int
 	maxMalformed   int
 	report         string
@@ -171,7 +172,7 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	opts := []replay.Option{
 		replay.WithResources(cat), replay.WithSnapshot(snapshots...),
-		replay.WithCheckRecorded(f.checkRecorded), replay.WithMaxLineBytes(f.maxLine),
+		replay.WithCheckRecorded(f.checkRecorded), replay.WithMaxLineBytes(f.maxLine), replay.WithGKEDryRunsLabelled(f.gkeDryRuns),
 		replay.WithAdmissionPlugins(plugins), replay.WithLag(f.lag),
 		replay.WithMutatingPolicies(set.MutatingPolicyList(), set.MutatingBindingList()),
 		replay.WithMapOrder(mapOrder),
@@ -404,6 +405,7 @@ not a terminal; --quiet for none).`,
 	fs.BoolVar(&f.strict, "strict", false, "count a likely decision (one that rests on kube-apiserver's informers or watch cache being current) as indeterminate, not as its decision")
 	fs.BoolVar(&f.throughout, "policies-throughout", false, "decide every request with the given policies, also where the log shows one not installed (before the log creates it, after it deletes it or its binding): what they would have decided over the whole log, not what the server decided; standard input (or a pipe) is then streamed, decided as it comes (tail -f audit.log | vapc replay --policies-throughout ... -), not copied to a file first")
 	fs.BoolVar(&f.checkRecorded, "check-recorded", false, "compare the log's own verdicts with the predictions and exit 1 on any disagreement; the replayed policies are taken to be the cluster's, so the verdicts of every one the log shows installed also say which state a request was decided in (without it, only those of a policy the log shows created word for word do)")
+	fs.BoolVar(&f.gkeDryRuns, "gke-labels-dry-runs", false, "the cluster's GKE labels its dry runs' Cloud Logging entries (command.gke.io/dryRun), as GKE has since 2026: an entry without the label was no dry run, where the export holds no labelled entry to show it (without the flag, any write of such an export may have been a dry run, which stores nothing)")
 	fs.IntVar(&f.maxLine, "max-line-bytes", replay.DefaultMaxLineBytes, "longest log line read; longer lines are reported as malformed")
 	fs.meta("max-line-bytes", "BYTES")
 	fs.IntVar(&f.maxMalformed, "max-malformed", 0, "malformed lines tolerated before the replay fails (a compressed log cut short or unreadable always fails it; a line the replay cannot read may have been a write, whose object is then not known)")

@@ -44,6 +44,11 @@ func TestRecordings(t *testing.T) {
 		// export is the cloud export the log is replayed as (exporttest), its verdicts the
 		// log's.
 		export export.Format
+		// gkeDryRuns is WithGKEDryRunsLabelled.
+		gkeDryRuns bool
+		// atLeast is how many of the server's verdicts the replay must reach (where an export
+		// leaves some undecided).
+		atLeast int
 	}{
 		{name: "a", dir: "a", log: "audit.log.gz"},
 		{name: "a checked", dir: "a", log: "audit.log.gz", check: true},
@@ -67,14 +72,19 @@ func TestRecordings(t *testing.T) {
 		// GKE's entries do not say when a request was received: a write that completed tens of
 		// milliseconds before a request is likely one it read (admissionMayFollow), and a
 		// paramKind found before a request completed likely found when it came (receivedEarly).
-		{name: "a as GKE's sink", dir: "a", log: "audit.log.gz", export: exporttest.GKESink},
-		{name: "d without its CRDs, as GKE's sink", dir: "d", log: "audit.log.gz", export: exporttest.GKESink,
+		{name: "a as GKE's sink", dir: "a", log: "audit.log.gz", export: exporttest.GKESink, atLeast: 15},
+		{name: "d without its CRDs, as GKE's sink", dir: "d", log: "audit.log.gz", export: exporttest.GKESink, atLeast: 31,
+			undecided: []Reason{ReasonPatchType, ReasonParamKindUnknown, ReasonExportLost, ReasonUnknownField, ReasonOldObjectUnknown, ReasonNamespaceUnknown, ReasonNoObject}},
+		// d holds no dry run, so its export shows no labelled entry: told that the cluster's
+		// GKE labels them, none of its writes may have been one (a namespace's labels, a node's
+		// conditions are known again).
+		{name: "d without its CRDs, as GKE's sink labelling dry runs", dir: "d", log: "audit.log.gz", export: exporttest.GKESink, gkeDryRuns: true, atLeast: 45,
 			undecided: []Reason{ReasonPatchType, ReasonParamKindUnknown, ReasonExportLost, ReasonUnknownField, ReasonOldObjectUnknown, ReasonNamespaceUnknown, ReasonNoObject}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := filepath.Join(recordings, tc.dir)
-			opts := []Option{WithCheckRecorded(tc.check), WithAdmissionPlugins(withoutServiceAccount(t))}
+			opts := []Option{WithCheckRecorded(tc.check), WithAdmissionPlugins(withoutServiceAccount(t)), WithGKEDryRunsLabelled(tc.gkeDryRuns)}
 			if tc.snapshot {
 				opts = append(opts, WithSnapshot(filepath.Join(dir, "snapshot.yaml")))
 			}
@@ -128,6 +138,9 @@ func TestRecordings(t *testing.T) {
 				}
 			}
 			t.Logf("%d verdicts agree, %d of them likely", agree, likely)
+			if agree < tc.atLeast {
+				t.Errorf("%d verdicts agree, want %d at least", agree, tc.atLeast)
+			}
 			for _, rec := range recs {
 				if rec.Reason == ReasonParamKindPending {
 					t.Errorf("%s: %s: kube-apiserver had found the paramKind long before", rec, rec.Indeterminate)

@@ -88,6 +88,20 @@ func WithWorkers(n int) Option {
 	return func(r *Replayer) error { r.cfg.workers = n; return nil }
 }
 
+// WithGKEDryRunsLabelled says that the cluster's GKE labels the Cloud Logging entries of dry
+// runs (command.gke.io/dryRun, as GKE has since 2026): an entry without the label was no dry
+// run, its write happened, from the first entry on, where the export holds no labelled entry
+// to show it (an export whose requests include no dry run). The user's knowledge, not the
+// log's: a GKE that does not label them would make its dry runs' writes taken as done.
+func WithGKEDryRunsLabelled(on bool) Option {
+	return func(r *Replayer) error {
+		if on {
+			r.dryRunLabels = export.ExportGKE
+		}
+		return nil
+	}
+}
+
 // WithCheckRecorded compares the log's own verdicts with the predictions (see Check).
 func WithCheckRecorded(on bool) Option {
 	return func(r *Replayer) error { r.cfg.check = on; return nil }
