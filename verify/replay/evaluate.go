@@ -52,6 +52,8 @@ type lagged struct {
 	// held; typedLost the resources of such writes the State did not keep.
 	typedWrites []state.TypedWrite
 	typedLost   []schema.GroupResource
+	// typedLostAt is when the latest write of each of typedLost completed.
+	typedLostAt []time.Time
 	// aheadUnknown are the resources of which a request the log records after this one, which
 	// ran concurrently with it, may have written objects the State does not know (see
 	// Replayer.reviseAhead), and where the log records it.
@@ -1074,7 +1076,8 @@ func (r *Replayer) resolvedParamKind(j *job, out *Record, dec, alt *verify.Decis
 	settledOnFound := len(j.lag.typedWrites) > 0 || len(lagAlternatives) > 0 || j.prior.OtherVersionRead()
 	if sameOutcome(dec, alt) {
 		dec.Notes = append(dec.Notes, "decided alike whether or not kube-apiserver had found the paramKind yet: "+j.resolving.detail)
-		if settledOnFound {
+		if settledOnFound && j.evidenceOf(dec) != decide.Agrees {
+			// (Where the log's verdicts are the decision's, the server decided so.)
 			more = []Alternative{undecidedAlternative(j.resolving, notFound+", and the informers held another state of the params and namespaces it read than the log's order gives")}
 		}
 		return dec, more

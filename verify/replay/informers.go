@@ -54,10 +54,16 @@ type lagState struct {
 func (r *Replayer) informerLag(w evalWorker, j *job, dec *verify.Decision, evaluateOn evaluateOn) (*verify.Decision, []Alternative, undecided) {
 	if alt, ok := j.unknownRead(j.view); ok {
 		j.lag.readBy = []*state.StateView{j.view}
-		if j.ev.Loss.Lost.Has(auditlog.LostReceived) && j.ev.Received().IsZero() {
+		switch {
+		case j.ev.Loss.Lost.Has(auditlog.LostReceived) && j.ev.Received().IsZero():
 			// A long-running request whose receipt its export lost (an exec, logged as its
 			// session ends): no state of the informers is likely (lagWorlds).
 			return dec, []Alternative{alt}, because(alt.Reason, alt.Detail+": its export does not give when this long-running request was received, which kube-apiserver's --request-timeout does not bound")
+		case j.lostAfterAdmission(j.view):
+			// The state the log's order gives holds a write that completed after the
+			// request's likely admission (an exec admitted as it began, logged as it
+			// ended), which the likely state does not, and the replay no longer has it.
+			return dec, []Alternative{alt}, because(alt.Reason, alt.Detail+": one that completed after this request's likely admission, which the state the replay decides on holds")
 		}
 		return dec, []Alternative{alt}, undecided{}
 	}
@@ -116,6 +122,21 @@ func (j *job) unknownRead(views ...*state.StateView) (Alternative, bool) {
 		}
 	}
 	return Alternative{}, false
+}
+
+// lostAfterAdmission says whether the view reads a resource of which the State no longer
+// remembers a write that completed after the request's likely admission (likelyAdmission).
+func (j *job) lostAfterAdmission(v *state.StateView) bool {
+	admitted := likelyAdmission(j.ev, j.t)
+	if admitted.IsZero() {
+		return false
+	}
+	for i, gr := range j.lag.typedLost {
+		if i < len(j.lag.typedLostAt) && j.lag.typedLostAt[i].After(admitted) && v.Reads(gr) {
+			return true
+		}
+	}
+	return false
 }
 
 // relevantWrite says whether the informers' not yet holding the write tw matters to a request
@@ -240,15 +261,11 @@ func (r *Replayer) lagWorlds(j *job, e lagEvaluation) []world {
 	if either == nil && j.ev.Loss.Lost.Has(auditlog.LostReceived) && !admitted.IsZero() {
 		// The export lost when the request was received (GKE): likelyAdmission is when it
 		// completed, and a write that completed moments before (admissionMayFollow) may have
-		// completed after its admission as well as before; any write before a long-running
-		// one (an exec, whose completion is its session's end, long after its admission).
-		longRunning := j.ev.Received().IsZero()
+		// completed after its admission as well as before. (A long-running one, received at a
+		// time not known, has no writes taken: its reads are lost, informerLag.)
 		for _, tw := range e.taken {
-			if !tw.Ahead && !tw.Done.After(admitted) && (longRunning || admitted.Sub(tw.Done) < admissionMayFollow) {
+			if !tw.Ahead && !tw.Done.After(admitted) && admitted.Sub(tw.Done) < admissionMayFollow {
 				either, eitherWhy = &tw, "its export does not give when this request was received, and the write completed "+admitted.Sub(tw.Done).String()+" before it completed"
-				if longRunning {
-					eitherWhy = "its export does not give when this long-running request was received, which kube-apiserver's --request-timeout does not bound, and the write completed " + admitted.Sub(tw.Done).String() + " before it completed"
-				}
 				break
 			}
 		}

@@ -1498,6 +1498,19 @@ func (s *State) AheadWrites(by string, done time.Time, second bool) (ws []TypedW
 	return ws, slices.Clone(s.current.writtenUnknown)
 }
 
+// LostAt is, for each resource of grs, when the latest of its writes the State no longer
+// remembers completed (see RecentTyped's lost); the zero time for one it remembers all of.
+func (s *State) LostAt(grs []schema.GroupResource) []time.Time {
+	if len(grs) == 0 {
+		return nil
+	}
+	out := make([]time.Time, len(grs))
+	for i, gr := range grs {
+		out[i] = s.typedLost[gr]
+	}
+	return out
+}
+
 // RecentTyped are the writes to params and namespaces that completed less than the lag
 // before a request received at received, or after (see Replayer.informerLag), newest first;
 // lost are the resources whose writes the State no longer remembers may be among them (for a
@@ -1509,6 +1522,14 @@ func (s *State) RecentTyped(received time.Time) (out []TypedWrite, lost []schema
 				lost = append(lost, w.GR)
 			}
 		}
+		// And those whose writes it dropped already (a long-running request, logged as
+		// it ended, may have begun before any of them).
+		for gr := range s.typedLost {
+			if !slices.Contains(lost, gr) {
+				lost = append(lost, gr)
+			}
+		}
+		slices.SortFunc(lost, func(a, b schema.GroupResource) int { return strings.Compare(a.String(), b.String()) })
 		return nil, lost
 	}
 	// The writes long before are dropped: they hold the versions they replaced. A request
