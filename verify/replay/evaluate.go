@@ -52,8 +52,9 @@ type lagged struct {
 	// held; typedLost the resources of such writes the State did not keep.
 	typedWrites []state.TypedWrite
 	typedLost   []schema.GroupResource
-	// typedLostAt is when the latest write of each of typedLost completed.
-	typedLostAt []time.Time
+	// lostLate are those of typedLost of which a write completed after the request's likely
+	// admission (likelyAdmission): the State holds it, the likely state does not.
+	lostLate []schema.GroupResource
 	// aheadUnknown are the resources of which a request the log records after this one, which
 	// ran concurrently with it, may have written objects the State does not know (see
 	// Replayer.reviseAhead), and where the log records it.
@@ -912,17 +913,8 @@ func (r *Replayer) conclude(w evalWorker, j *job, out *Record, oldUnknown undeci
 		out.Alternatives = lagAlternatives
 		return
 	}
-	if alt != nil {
-		var more []Alternative
-		if dec, more = r.resolvedParamKind(j, out, dec, alt, lagAlternatives); dec == nil {
-			return
-		}
-		lagAlternatives = append(lagAlternatives, more...)
-	}
-	if j.early.why.is() {
-		if dec, lagAlternatives = r.receivedEarly(w, j, out, dec, lagAlternatives, evaluateOn); dec == nil {
-			return
-		}
+	if dec, lagAlternatives = r.paramKindsSettled(w, j, out, dec, alt, lagAlternatives, evaluateOn); dec == nil {
+		return
 	}
 	misses := j.view.Misses()
 	paramsIncomplete := len(misses) > 0
@@ -1061,6 +1053,23 @@ func responseRooted(unknowns []vapccel.Unknown, update bool) []vapccel.Unknown {
 	return out
 }
 
+// paramKindsSettled settles a decision (dec) where kube-apiserver may not have found the
+// paramKind of a policy of the request yet: decided both ways while the kind resolves (alt,
+// resolvedParamKind), or received before it was found for sure where its export lost when
+// (receivedEarly). It returns the decision and the alternatives (alts, and theirs); a nil
+// decision where the record is filled, indeterminate.
+func (r *Replayer) paramKindsSettled(w evalWorker, j *job, out *Record, dec, alt *verify.Decision, alts []Alternative, evaluateOn evaluateOn) (*verify.Decision, []Alternative) {
+	if alt != nil {
+		if dec, alts = r.resolvedParamKind(j, out, dec, alt, alts); dec == nil {
+			return nil, nil
+		}
+	}
+	if j.early.why.is() {
+		return r.receivedEarly(w, j, out, dec, alts, evaluateOn)
+	}
+	return dec, alts
+}
+
 // resolvedParamKind settles a request decided both ways while kube-apiserver may not have
 // found a paramKind yet (found: dec, after the informers' lag; not found: alt): alike, or the
 // way the log's verdicts do not contradict when they contradict the other (kube-apiserver's
@@ -1070,23 +1079,23 @@ func responseRooted(unknowns []vapccel.Unknown, update bool) []vapccel.Unknown {
 // alternatives, and the result nil. The not-found way is evaluated on the state the log's
 // order gives alone: where the request may have read another (a write the informers may not
 // have held), alike there is the likely state's, and the not-found way on the others an
-// undecided alternative (more, returned).
-func (r *Replayer) resolvedParamKind(j *job, out *Record, dec, alt *verify.Decision, lagAlternatives []Alternative) (_ *verify.Decision, more []Alternative) {
+// undecided alternative, added to the lag's (alts).
+func (r *Replayer) resolvedParamKind(j *job, out *Record, dec, alt *verify.Decision, alts []Alternative) (*verify.Decision, []Alternative) {
 	const found, notFound = "kube-apiserver had found the paramKind", "kube-apiserver had not yet found the paramKind"
-	settledOnFound := len(j.lag.typedWrites) > 0 || len(lagAlternatives) > 0 || j.prior.OtherVersionRead()
+	settledOnFound := j.otherStates(alts)
 	if sameOutcome(dec, alt) {
 		dec.Notes = append(dec.Notes, "decided alike whether or not kube-apiserver had found the paramKind yet: "+j.resolving.detail)
 		if settledOnFound && j.evidenceOf(dec) != decide.Agrees {
 			// (Where the log's verdicts are the decision's, the server decided so.)
-			more = []Alternative{undecidedAlternative(j.resolving, notFound+", and the informers held another state of the params and namespaces it read than the log's order gives")}
+			alts = append(alts, undecidedAlternative(j.resolving, notFound+", and the informers held another state of the params and namespaces it read than the log's order gives"))
 		}
-		return dec, more
+		return dec, alts
 	}
 	onFound, onNotFound := j.evidenceOf(dec), j.evidenceOf(alt)
 	switch {
 	case onNotFound == decide.Disagrees && onFound != decide.Disagrees:
 		dec.Notes = append(dec.Notes, "decided on the log's verdicts, which are not those of the state where "+notFound+": "+j.resolving.detail)
-		return dec, nil
+		return dec, alts
 	case onFound == decide.Disagrees && onNotFound != decide.Disagrees && !settledOnFound:
 		alt.Notes = append(alt.Notes, "decided on the log's verdicts, which are not those of the state where "+found+": "+j.resolving.detail)
 		return alt, nil
@@ -1094,6 +1103,13 @@ func (r *Replayer) resolvedParamKind(j *job, out *Record, dec, alt *verify.Decis
 	out.indeterminate(j.resolving)
 	out.Alternatives = []Alternative{alternativeOf(alt, dec, found), alternativeOf(dec, alt, notFound)}
 	return nil, nil
+}
+
+// otherStates says whether the request may have read another state than the one it was
+// decided on: a write the informers may not have held (alts, the lag's alternatives), an
+// older version of its object.
+func (j *job) otherStates(alts []Alternative) bool {
+	return len(j.lag.typedWrites) > 0 || len(alts) > 0 || j.prior.OtherVersionRead()
 }
 
 // earlyReceipt is what an export's lost receipt leaves unsettled of the paramKinds of a
@@ -1123,7 +1139,7 @@ func (r *Replayer) receivedEarly(w evalWorker, j *job, out *Record, dec *verify.
 	e := j.early
 	cond := fmt.Sprintf("the request was received before %s, %s or more before it completed (%s), when kube-apiserver may not have found the paramKind yet",
 		e.until.UTC().Format("2006-01-02T15:04:05.000Z07:00"), e.done.Sub(e.until).Round(time.Millisecond), j.ev.Loss.Of(auditlog.LostReceived))
-	oneState := len(j.lag.typedWrites) == 0 && len(alts) == 0 && !j.prior.OtherVersionRead()
+	oneState := !j.otherStates(alts)
 	var alt *verify.Decision
 	if e.both && w.alt != nil {
 		if d, err := evaluateOn(w.alt, j.view); err == nil {

@@ -125,18 +125,9 @@ func (j *job) unknownRead(views ...*state.StateView) (Alternative, bool) {
 }
 
 // lostAfterAdmission says whether the view reads a resource of which the State no longer
-// remembers a write that completed after the request's likely admission (likelyAdmission).
+// remembers a write that completed after the request's likely admission (lostLate).
 func (j *job) lostAfterAdmission(v *state.StateView) bool {
-	admitted := likelyAdmission(j.ev, j.t)
-	if admitted.IsZero() {
-		return false
-	}
-	for i, gr := range j.lag.typedLost {
-		if i < len(j.lag.typedLostAt) && j.lag.typedLostAt[i].After(admitted) && v.Reads(gr) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(j.lag.lostLate, v.Reads)
 }
 
 // relevantWrite says whether the informers' not yet holding the write tw matters to a request

@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -51,6 +50,22 @@ func TestLikelyAdmission(t *testing.T) {
 	}
 }
 
+// execLabelWorld is the world of the exec tests: a policy that refuses execs in namespaces
+// labelled env, a namespace a at resourceVersion rv with the labels, and an exec of pod a/p.
+func execLabelWorld(t *testing.T) (ps []*admissionregistrationv1.ValidatingAdmissionPolicy, bs []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, ns func(rv string, labels map[string]any) map[string]any, exec string) {
+	t.Helper()
+	p, b := levelPolicy("env-execs", "pods/exec", admissionregistrationv1.Connect, nil, "false")
+	p.Spec.MatchConstraints.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: metav1.LabelSelectorOpExists}}}
+	ps, bs = []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}
+	ns = func(rv string, labels map[string]any) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "a", "uid": "uid-a", "resourceVersion": rv, "labels": labels}}
+	}
+	exec = levelEvent(t, "exec", auditlog.LevelRequestResponse, "create", "pods", "a", "p", 101, "", nil, nil)
+	exec = replaceOnce(t, exec, `"requestURI":"/api/v1/namespaces/a/pods"`, `"requestURI":"/api/v1/namespaces/a/pods/p/exec?command=ls\u0026stdout=true"`)
+	exec = replaceOnce(t, exec, `"name":"p"`, `"name":"p","subresource":"exec"`)
+	return ps, bs, ns, exec
+}
+
 // TestLagLongRunningWritesDropped: an exec received at 00:01 (admitted then, before the label)
 // and logged at 02:00; a namespace label written at 00:03 by a conditional update (no dry run,
 // even from GKE); a configmap create at 01:30, by which the State drops the label's write (it
@@ -61,32 +76,16 @@ func TestLikelyAdmission(t *testing.T) {
 // deny certain from GKE, likely from the log backend, before).
 func TestLagLongRunningWritesDropped(t *testing.T) {
 	t.Parallel()
-	timed := func(line, received, done string) string {
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatal(err)
-		}
-		m["requestReceivedTimestamp"], m["stageTimestamp"] = "2026-11-24T00:"+received+"Z", "2026-11-24T00:"+done+"Z"
-		out, _ := json.Marshal(m)
-		return string(out)
-	}
-	p, b := levelPolicy("env-execs", "pods/exec", admissionregistrationv1.Connect, nil, "false")
-	p.Spec.MatchConstraints.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: metav1.LabelSelectorOpExists}}}
-	p2, b2 := levelPolicy("cms", "configmaps", admissionregistrationv1.Create, nil, "true")
-	ps, bs := []*admissionregistrationv1.ValidatingAdmissionPolicy{p, p2}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b, b2}
-	ns := func(rv string, labels map[string]any) map[string]any {
-		return map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "a", "uid": "uid-a", "resourceVersion": rv, "labels": labels}}
-	}
-	exec := levelEvent(t, "exec", auditlog.LevelRequestResponse, "create", "pods", "a", "p", 101, "", nil, nil)
-	exec = replaceOnce(t, exec, `"requestURI":"/api/v1/namespaces/a/pods"`, `"requestURI":"/api/v1/namespaces/a/pods/p/exec?command=ls\u0026stdout=true"`)
-	exec = replaceOnce(t, exec, `"name":"p"`, `"name":"p","subresource":"exec"`)
+	ps, bs, ns, exec := execLabelWorld(t)
+	cms, cmsb := levelPolicy("cms", "configmaps", admissionregistrationv1.Create, nil, "true")
+	ps, bs = append(ps, cms), append(bs, cmsb)
 	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "d", "namespace": "a", "uid": "uid-d", "resourceVersion": "7"}}
 	lines := []string{
-		timed(levelEvent(t, "ns", auditlog.LevelRequestResponse, "create", "namespaces", "", "a", 201, "", ns("", nil), ns("5", map[string]any{"kubernetes.io/metadata.name": "a"})), "00:00.000000", "00:00.001000"),
-		timed(levelEvent(t, "label", auditlog.LevelRequestResponse, "update", "namespaces", "", "a", 200, "", ns("5", map[string]any{"kubernetes.io/metadata.name": "a", "env": "dev"}),
-			ns("9", map[string]any{"kubernetes.io/metadata.name": "a", "env": "dev"})), "00:03.000000", "00:03.006000"),
-		timed(levelEvent(t, "cm", auditlog.LevelRequestResponse, "create", "configmaps", "a", "d", 201, "", cm, cm), "01:29.990000", "01:30.000000"),
-		timed(exec, "00:01.000000", "02:00.000000"),
+		timedEvent(t, levelEvent(t, "ns", auditlog.LevelRequestResponse, "create", "namespaces", "", "a", 201, "", ns("", nil), ns("5", map[string]any{"kubernetes.io/metadata.name": "a"})), "00:00.000000", "00:00.001000", nil),
+		timedEvent(t, levelEvent(t, "label", auditlog.LevelRequestResponse, "update", "namespaces", "", "a", 200, "", ns("5", map[string]any{"kubernetes.io/metadata.name": "a", "env": "dev"}),
+			ns("9", map[string]any{"kubernetes.io/metadata.name": "a", "env": "dev"})), "00:03.000000", "00:03.006000", nil),
+		timedEvent(t, levelEvent(t, "cm", auditlog.LevelRequestResponse, "create", "configmaps", "a", "d", 201, "", cm, cm), "01:29.990000", "01:30.000000", nil),
+		timedEvent(t, exec, "00:01.000000", "02:00.000000", nil),
 	}
 	for _, labelled := range []bool{false, true} {
 		_, gke := replaySources(t, ps, bs, []Option{WithCheckRecorded(true), WithGKEDryRunsLabelled(labelled)}, Source{Name: "audit.jsonl", Reader: strings.NewReader(strings.Join(gkeLines(t, lines...), "\n") + "\n")})
@@ -108,15 +107,7 @@ func TestLagLongRunningWritesDropped(t *testing.T) {
 // before its end the label was written.
 func TestLagLongRunningWithoutReceipt(t *testing.T) {
 	t.Parallel()
-	p, b := levelPolicy("env-execs", "pods/exec", admissionregistrationv1.Connect, nil, "false")
-	p.Spec.MatchConstraints.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: metav1.LabelSelectorOpExists}}}
-	ps, bs := []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}
-	ns := func(rv string, labels map[string]any) map[string]any {
-		return map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "a", "uid": "uid-a", "resourceVersion": rv, "labels": labels}}
-	}
-	exec := levelEvent(t, "exec", auditlog.LevelRequestResponse, "create", "pods", "a", "p", 101, "", nil, nil)
-	exec = replaceOnce(t, exec, `"requestURI":"/api/v1/namespaces/a/pods"`, `"requestURI":"/api/v1/namespaces/a/pods/p/exec?command=ls\u0026stdout=true"`)
-	exec = replaceOnce(t, exec, `"name":"p"`, `"name":"p","subresource":"exec"`)
+	ps, bs, ns, exec := execLabelWorld(t)
 	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "d", "namespace": "a", "uid": "uid-d", "resourceVersion": "7"}}
 	dryRun := levelEvent(t, "dry", auditlog.LevelRequestResponse, "create", "configmaps", "a", "d", 201, "", cm, cm)
 	lines := []string{

@@ -94,7 +94,13 @@ func timedEvent(t *testing.T, line, received, done string, annotations map[strin
 	if err := json.Unmarshal([]byte(line), &m); err != nil {
 		t.Fatal(err)
 	}
-	m["requestReceivedTimestamp"], m["stageTimestamp"] = "2026-11-24T00:00:"+received+"Z", "2026-11-24T00:00:"+done+"Z"
+	at := func(s string) string { // SS.ffffff of the first minute, or MM:SS.ffffff
+		if strings.Contains(s, ":") {
+			return "2026-11-24T00:" + s + "Z"
+		}
+		return "2026-11-24T00:00:" + s + "Z"
+	}
+	m["requestReceivedTimestamp"], m["stageTimestamp"] = at(received), at(done)
 	if len(annotations) > 0 {
 		m["annotations"] = annotations
 	}

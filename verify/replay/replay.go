@@ -890,7 +890,9 @@ func (r *Replayer) request(ctx context.Context, d decoded, ev *Event) {
 	j.view.Reread = r.paramRereads(policies, ev)
 	r.beforeSnapshot(j)
 	j.lag.typedWrites, j.lag.typedLost = r.state.RecentTyped(ev.Received())
-	j.lag.typedLostAt = r.state.LostAt(j.lag.typedLost)
+	if admitted := likelyAdmission(ev, t); !admitted.IsZero() {
+		j.lag.lostLate = r.state.LostAfter(j.lag.typedLost, admitted)
+	}
 	// What evaluations read of the params and namespaces, for the informers' lag, before the
 	// request (informerLag) and after it (reviseAhead).
 	j.view.Track = true

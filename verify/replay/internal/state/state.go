@@ -1498,15 +1498,14 @@ func (s *State) AheadWrites(by string, done time.Time, second bool) (ws []TypedW
 	return ws, slices.Clone(s.current.writtenUnknown)
 }
 
-// LostAt is, for each resource of grs, when the latest of its writes the State no longer
-// remembers completed (see RecentTyped's lost); the zero time for one it remembers all of.
-func (s *State) LostAt(grs []schema.GroupResource) []time.Time {
-	if len(grs) == 0 {
-		return nil
-	}
-	out := make([]time.Time, len(grs))
-	for i, gr := range grs {
-		out[i] = s.typedLost[gr]
+// LostAfter are the resources of grs of which the State no longer remembers a write that
+// completed after t (see RecentTyped's lost).
+func (s *State) LostAfter(grs []schema.GroupResource, t time.Time) []schema.GroupResource {
+	var out []schema.GroupResource
+	for _, gr := range grs {
+		if s.typedLost[gr].After(t) {
+			out = append(out, gr)
+		}
 	}
 	return out
 }
