@@ -390,6 +390,15 @@ func TestExportLosses(t *testing.T) {
 		status := map[string]any{"apiVersion": "v1", "kind": "Status", "status": "Success", "details": map[string]any{"name": "known", "kind": "configmaps", "uid": "u-known"}}
 		return timedEvent(t, levelEvent(t, id+"-d", auditlog.LevelRequestResponse, "delete", "configmaps", "a", "known", 200, "", nil, status), "03.000000", "03.010000", nil)
 	}
+	// knownCreated creates configmap known, labelled, at resourceVersion 8 (its response shows
+	// it was no dry run); noVersion applies it, answered with no resourceVersion.
+	knownCreated := timedEvent(t, levelEvent(t, "k0", auditlog.LevelRequestResponse, "create", "configmaps", "a", "known", 201, "", cm("known", ""), labelled), "01.000000", "01.010000", nil)
+	noVersion := func(id string) string {
+		body := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "known"}, "data": map[string]any{"k": "w"}}
+		resp := cm("known", "")
+		resp["metadata"].(map[string]any)["uid"] = "u-known"
+		return timedEvent(t, levelEvent(t, id, auditlog.LevelRequestResponse, "patch", "configmaps", "a", "known", 200, "", body, resp), "02.000000", "02.010000", nil)
+	}
 	// oldReader admits, reading the old object: an update whose old object is not known is not
 	// decided by it (one that reads nothing of it would be).
 	const oldReader = "oldObject == null || true"
@@ -457,10 +466,10 @@ func TestExportLosses(t *testing.T) {
 			lines: []string{patch("p2")}, snapshot: []any{cm("known", "8")},
 			decision: DecisionAdmit},
 		// A dry run stores nothing: what the State knows of the object after it is what the
-		// log's replay knows only when the write was stored.
+		// log's replay knows only when the write was stored (that it is there, a patch shows).
 		{name: "a patch that may have been a dry run", expr: "oldObject.data.k == 'w'", op: admissionregistrationv1.Delete,
 			lines:    []string{changed("p3"), deleted("p3")},
-			decision: DecisionIndeterminate, reason: ReasonOldObjectUnknown, detail: "whether the write at audit.jsonl:1 was a dry run, which stores nothing"},
+			decision: DecisionIndeterminate, reason: ReasonUnknownField, detail: "whether the write at audit.jsonl:1 was a dry run, which stores nothing"},
 		// What a patch that may have been a dry run did not touch is in its response as
 		// stored (its labels); one answered with the resourceVersion the object had was a
 		// dry run, and the next, answered with another, was stored: known whole.
@@ -473,6 +482,28 @@ func TestExportLosses(t *testing.T) {
 		{name: "two patches that may have been dry runs keep what neither touched", expr: "oldObject.metadata.labels.team == 'a'", op: admissionregistrationv1.Delete,
 			lines: []string{data("p10", "w", "9", "000"), data("p11", "x", "10", "500"), deleted("p11")}, snapshot: []any{labelled},
 			decision: DecisionAdmit},
+		// etcd's revisions only grow: a write answered with a later version than the one the
+		// State knows was stored, whether or not the log holds the resource whole (the
+		// create, not a snapshot, showed it).
+		{name: "a dry run, then a patch stored, the resource not held whole", expr: "oldObject.data.k == 'x'", op: admissionregistrationv1.Delete,
+			lines:    []string{knownCreated, data("p12", "w", "8", "000"), data("p13", "x", "9", "500"), deleted("p13")},
+			decision: DecisionAdmit},
+		// A patch but an apply never creates: the object the State did not know is there
+		// after it, dry run or not, at the version it answered with (the next write,
+		// answered with a later one, was stored); what it holds but its identity is not known.
+		{name: "a patch shows its object is there", expr: "oldObject.metadata.name == 'known'", op: admissionregistrationv1.Delete,
+			lines:    []string{merged("p15"), deleted("p15")},
+			decision: DecisionAdmit},
+		{name: "a patch shows its object is there, not what it holds", expr: "oldObject.data.k == 'v'", op: admissionregistrationv1.Delete,
+			lines:    []string{merged("p16"), deleted("p16")},
+			decision: DecisionIndeterminate, reason: ReasonUnknownField, detail: "whether the write at audit.jsonl:1 was a dry run"},
+		{name: "a patch that may have been a dry run, then one stored", expr: "oldObject.data.k == 'x'", op: admissionregistrationv1.Delete,
+			lines:    []string{merged("p17"), data("p18", "x", "10", "500"), deleted("p18")},
+			decision: DecisionAdmit},
+		// An apply may have created the object: a dry run that did answers with no version.
+		{name: "an apply answered with no version", expr: "oldObject == null || true", op: admissionregistrationv1.Delete,
+			lines:    []string{noVersion("p19"), deleted("p19")},
+			decision: DecisionIndeterminate, reason: ReasonOldObjectUnknown, detail: "whether the write at audit.jsonl:1 was a dry run"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

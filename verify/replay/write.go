@@ -166,11 +166,14 @@ type lackingWrite struct {
 // mayBeDryRun keeps what the State knows of an object after a write whose export lost whether
 // it was a dry run (a GKE entry does not carry the query, ?dryRun=All: kubectl diff, an
 // --dry-run=server apply), which stores nothing: before is the object as the State held it.
-// A dry run answers with the resourceVersion the object has: a write that answered with
-// another over a version the State knows, of a resource the log holds whole, was stored; one
-// that answered with the same and another content was a dry run, and the object is as it was.
-// Otherwise the fields the write changed are not known, those it left as they were are; and
-// whether an object the State did not know, or one deleted, is there is not known.
+// A dry run answers with the resourceVersion the object has: a write that answered with a
+// later one than the version the State knows was stored (etcd's revisions only grow, and the
+// log holds the object's writes: one the State does not follow would leave its decisions
+// wrong all the same); one that answered with the same and another content was a dry run, and
+// the object is as it was. Otherwise the fields the write changed are not known, those it left
+// as they were are. An object the State did not know is there after a write that shows it
+// (existsAfter), at the version it answered with, all but its identity not known; whether
+// one the State did not know otherwise, or one deleted, is there is not known.
 func (r *Replayer) mayBeDryRun(sw stateWrite, before state.Prior) {
 	gr, t := sw.gr, sw.t
 	after := r.state.Prior(gr, t.namespace, t.name)
@@ -178,13 +181,20 @@ func (r *Replayer) mayBeDryRun(sw stateWrite, before state.Prior) {
 	known := before.Found && before.Raw != nil && before.RV != 0
 	stored := after.Found && after.Raw != nil && after.RV != 0
 	switch {
-	case known && stored && after.RV != before.RV && before.Complete:
+	case known && stored && after.RV > before.RV:
 		return
 	case known && stored && after.RV == before.RV:
 		if u, err := auditlog.DecodeObject(before.Raw); err == nil {
 			// At its resourceVersion still: the next write is ordered against it.
 			_ = r.state.PutPartlyAt(gr, u, before.Unknowns, before.Source+" (the write at "+sw.src+", answered with its resourceVersion, was a dry run)")
 		}
+		return
+	case (!before.Found || before.Raw == nil) && stored && existsAfter(sw.ev):
+		if au, err := auditlog.DecodeObject(after.Raw); err == nil {
+			_ = r.state.PutPartlyAt(gr, au, append(slices.Clip(after.Unknowns), identityOnly(why)), after.Source+" (or, a dry run, another object of that identity and version)")
+			return
+		}
+		r.state.Forget(gr, t.mainKind, t.namespace, t.name, why)
 		return
 	case !before.Found || before.Raw == nil || !stored:
 		// Whether the object is there, or as what, is not known.
@@ -219,6 +229,42 @@ func (r *Replayer) mayBeDryRun(sw stateWrite, before state.Prior) {
 	}
 	unknowns := append(append(slices.Clip(after.Unknowns), still...), diffs...)
 	_ = r.state.PutPartlyAt(gr, au, unknowns, after.Source+" (or, a dry run, as it was)")
+}
+
+// existsAfter says whether a successful write whose export lost whether it was a dry run and
+// that answered with a resourceVersion shows its object is there after it, dry run or not:
+// a patch but a server-side apply never creates (the patcher answers NotFound), and an apply
+// that creates answers a dry run with no resourceVersion (its object has none until etcd3's
+// store sets one: DryRunnableStorage.GuaranteedUpdate) unless its body gave one; a write of an
+// object created before the request was received found it there (successMayHaveCreated). One
+// that emptied the finalizers of an object being deleted, which the store deletes, the State
+// holds as deleted already.
+func existsAfter(ev *Event) bool {
+	if ev.Verb != "update" && ev.Verb != "patch" {
+		return false
+	}
+	if !successMayHaveCreated(ev) {
+		return true
+	}
+	body := bytes.TrimSpace(ev.RequestObject)
+	if ev.Verb != "patch" || !hasBody(body) {
+		return false
+	}
+	kind, _ := guessPatchKind(body, ev.Query())
+	return kind != patchApply || !bytes.Contains(body, []byte("resourceVersion")) && bytes.IndexByte(body, '\\') < 0
+}
+
+// identityOnly is what is not known of an object a write showed is there, the State not having
+// known it, where the write may have been a dry run: all but what no update changes (its
+// name, namespace, uid, creation time, apiVersion and kind) and its resourceVersion, which a
+// dry run answers with as the object has it and a stored write as it stored it. Not the
+// fields the write left as they were: a mutating webhook or policy may have changed others
+// in a dry run's answer.
+func identityOnly(why string) vapccel.Unknown {
+	return vapccel.Unknown{Path: vapccel.FieldPath{Root: "object"}, Why: why, Known: [][]string{
+		{"apiVersion"}, {"kind"}, {"metadata", "name"}, {"metadata", "namespace"}, {"metadata", "uid"},
+		{"metadata", "creationTimestamp"}, {"metadata", "resourceVersion"},
+	}}
 }
 
 // writeTouches says, for a successful write (ev), whether it may have changed the object's field
