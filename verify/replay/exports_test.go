@@ -399,6 +399,10 @@ func TestExportLosses(t *testing.T) {
 		resp["metadata"].(map[string]any)["uid"] = "u-known"
 		return timedEvent(t, levelEvent(t, id, auditlog.LevelRequestResponse, "patch", "configmaps", "a", "known", 200, "", body, resp), "02.000000", "02.010000", nil)
 	}
+	// requestOnly patches its data at level Request, a second after merged.
+	requestOnly := func(id string) string {
+		return timedEvent(t, levelEvent(t, id, auditlog.LevelRequest, "patch", "configmaps", "a", "known", 200, "", map[string]any{"data": map[string]any{"k": "z"}}, nil), "02.500000", "02.510000", nil)
+	}
 	// oldReader admits, reading the old object: an update whose old object is not known is not
 	// decided by it (one that reads nothing of it would be).
 	const oldReader = "oldObject == null || true"
@@ -500,6 +504,11 @@ func TestExportLosses(t *testing.T) {
 		{name: "a patch that may have been a dry run, then one stored", expr: "oldObject.data.k == 'x'", op: admissionregistrationv1.Delete,
 			lines:    []string{merged("p17"), data("p18", "x", "10", "500"), deleted("p18")},
 			decision: DecisionAdmit},
+		// A write logged without its result, which may have been a dry run too: the object
+		// is not known, not as the log's replay has it (no labels).
+		{name: "a patch shows its object is there, then one without its result", expr: "has(oldObject.metadata.labels)", op: admissionregistrationv1.Delete,
+			lines: []string{merged("p20"), requestOnly("p21"), deleted("p21")}, plain: DecisionDeny,
+			decision: DecisionIndeterminate, reason: ReasonOldObjectUnknown, detail: "whether the write at audit.jsonl:2 was a dry run"},
 		// An apply may have created the object: a dry run that did answers with no version.
 		{name: "an apply answered with no version", expr: "oldObject == null || true", op: admissionregistrationv1.Delete,
 			lines:    []string{noVersion("p19"), deleted("p19")},
