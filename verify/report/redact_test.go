@@ -99,10 +99,11 @@ func TestRedactExports(t *testing.T) {
 					}
 				}
 			}
-			secrets := 0
+			secrets, alternatives := 0, 0
 			for _, r := range d.Requests.Rows {
 				if r.Resource == "secrets" {
 					secrets++
+					alternatives += len(r.Alternatives)
 					if !r.Redacted {
 						t.Errorf("line %d: a Secret's row is not redacted", r.Line)
 					}
@@ -110,6 +111,13 @@ func TestRedactExports(t *testing.T) {
 			}
 			if secrets == 0 {
 				t.Error("no row of a Secret: the test proves nothing")
+			}
+			// GKE's entries do not say when a request was received: a write of the Secret
+			// completed a second before a request that read it may not have been what its
+			// first attempt read, and the alternative quotes the version it replaced, whose
+			// values the row's objects do not hold (alternativeTexts).
+			if name == "gke-sink.json" && alternatives == 0 {
+				t.Error("no alternative in a Secret's row: the test of their redaction proves nothing")
 			}
 		})
 	}

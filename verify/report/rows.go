@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/json"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -32,7 +33,7 @@ func (b *Builder) addRow(r *replay.Record, t int64, node, outcome string, outs [
 		Outcome: outcome, Bindings: outs, Results: []Result{},
 		Indeterminate: r.Indeterminate, ObjectSource: r.ObjectSource, OldObjectSource: r.OldObjectSource, AnnotationsSource: r.AnnotationsSource,
 		Notes: r.Notes, Warnings: r.Warnings, AuditAnnots: r.AuditAnnotations,
-		Alternatives: alternativeTexts(r.Alternatives), Disagreements: r.Disagreements,
+		Disagreements: r.Disagreements,
 	}
 	if row.Bindings == nil {
 		row.Bindings = []BindingOutcome{}
@@ -53,6 +54,7 @@ func (b *Builder) addRow(r *replay.Record, t int64, node, outcome string, outs [
 	obj := redact.Object(r.Object, sensitive, &vals)
 	old := redact.Object(r.OldObject, sensitive, &vals)
 	row.Redacted = sensitive
+	row.Alternatives = alternativeTexts(r.Alternatives, sensitive)
 	if sensitive {
 		scrubRow(&row, &vals)
 	}
@@ -128,10 +130,29 @@ func scrubRow(row *Row, vals *redact.Values) {
 	}
 }
 
-// alternativeTexts are the record's alternatives, each in one line.
-func alternativeTexts(alts []replay.Alternative) []string {
+// alternativeTexts are the record's alternatives, each in one line. A sensitive request's
+// give the message, audit annotations' values and warnings of each as redact.Mark: they are
+// what the policies answered on another version of the object (the watch cache's copy a
+// write replaced, a param's before the informers held a write), whose values the row's
+// objects, and so the scrub, do not hold.
+func alternativeTexts(alts []replay.Alternative, sensitive bool) []string {
 	var out []string
 	for _, a := range alts {
+		if sensitive {
+			if a.Message != "" {
+				a.Message = redact.Mark
+			}
+			if a.AuditAnnotations != nil {
+				m := make(map[string]string, len(a.AuditAnnotations))
+				for k := range a.AuditAnnotations {
+					m[k] = redact.Mark
+				}
+				a.AuditAnnotations = m
+			}
+			if a.Warnings != nil {
+				a.Warnings = slices.Repeat([]string{redact.Mark}, len(a.Warnings))
+			}
+		}
 		out = append(out, a.String())
 	}
 	return out
