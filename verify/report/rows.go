@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -55,6 +56,9 @@ func (b *Builder) addRow(r *replay.Record, t int64, node, outcome string, outs [
 	old := redact.Object(r.OldObject, sensitive, &vals)
 	row.Redacted = sensitive
 	row.Alternatives = alternativeTexts(r.Alternatives, sensitive)
+	if sensitive {
+		row.Disagreements = recordedMarked(row.Disagreements)
+	}
 	if sensitive {
 		scrubRow(&row, &vals)
 	}
@@ -154,6 +158,41 @@ func alternativeTexts(alts []replay.Alternative, sensitive bool) []string {
 			}
 		}
 		out = append(out, a.String())
+	}
+	return out
+}
+
+// recordedMarked are a sensitive request's disagreements with the messages and annotation
+// values they quote as redact.Mark: the log's are what the server answered on the version it
+// read, which a disagreement says is not the one the row's objects hold.
+func recordedMarked(texts []string) []string {
+	if texts == nil {
+		return nil
+	}
+	out := make([]string, len(texts))
+	for i, t := range texts {
+		if head, _, ok := strings.Cut(t, ": recorded ["); ok && head == replay.ValidationFailureAnnotation {
+			out[i] = head + ": recorded and predicted differ: " + redact.Mark
+			continue
+		}
+		var b strings.Builder
+		for j := 0; j < len(t); j++ {
+			if t[j] != '"' {
+				b.WriteByte(t[j])
+				continue
+			}
+			// A Go-quoted string (%q): to its closing quote, past its escapes.
+			k := j + 1
+			for k < len(t) && t[k] != '"' {
+				if t[k] == '\\' {
+					k++
+				}
+				k++
+			}
+			b.WriteString(`"` + redact.Mark + `"`)
+			j = k
+		}
+		out[i] = b.String()
 	}
 	return out
 }
