@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/admission"
 
 	vapccel "github.com/vapc-dev/vapc/cel"
@@ -184,10 +186,22 @@ func (r *Replayer) mayBeDryRun(sw stateWrite, before state.Prior) {
 	case known && stored && after.RV > before.RV:
 		return
 	case known && stored && after.RV == before.RV:
-		if u, err := auditlog.DecodeObject(before.Raw); err == nil {
-			// At its resourceVersion still: the next write is ordered against it.
-			_ = r.state.PutPartlyAt(gr, u, before.Unknowns, before.Source+" (the write at "+sw.src+", answered with its resourceVersion, was a dry run)")
+		// Answered with the version the State knows: a no-op, or a dry run, this write or the
+		// one whose answer the State took as stored (a dry run that read a version whose write
+		// the log records later): what their answers differ in is not known.
+		bu, err1 := auditlog.DecodeObject(before.Raw)
+		var ru *unstructured.Unstructured
+		err2 := errNoResponse
+		if sw.w.isMain && sw.w.raw != nil {
+			ru, err2 = auditlog.DecodeObject(sw.w.raw)
 		}
+		if err1 != nil || err2 != nil {
+			r.state.Forget(gr, t.mainKind, t.namespace, t.name, why)
+			return
+		}
+		diffs := state.Differing(bu.Object, ru.Object, nil, why)
+		// At its resourceVersion still: the next write is ordered against it.
+		_ = r.state.PutPartlyAt(gr, bu, append(slices.Clip(before.Unknowns), diffs...), before.Source+" (the write at "+sw.src+" answered with its resourceVersion: it or the write that stored it was a dry run)")
 		return
 	case (!before.Found || before.Raw == nil) && stored && existsAfter(sw.ev):
 		if au, err := auditlog.DecodeObject(after.Raw); err == nil {
@@ -231,14 +245,18 @@ func (r *Replayer) mayBeDryRun(sw stateWrite, before state.Prior) {
 	_ = r.state.PutPartlyAt(gr, au, unknowns, after.Source+" (or, a dry run, as it was)")
 }
 
+// errNoResponse: the write's event holds no object of its resource as its response.
+var errNoResponse = errors.New("no response object")
+
 // existsAfter says whether a successful write whose export lost whether it was a dry run and
-// that answered with a resourceVersion shows its object is there after it, dry run or not:
-// a patch but a server-side apply never creates (the patcher answers NotFound), and an apply
-// that creates answers a dry run with no resourceVersion (its object has none until etcd3's
-// store sets one: DryRunnableStorage.GuaranteedUpdate) unless its body gave one; a write of an
-// object created before the request was received found it there (successMayHaveCreated). One
-// that emptied the finalizers of an object being deleted, which the store deletes, the State
-// holds as deleted already.
+// that answered with a resourceVersion shows its object is there after it, dry run or not: a
+// write of an object created before the request can have been received found it there, and a
+// patch no server-side apply could have sent never creates (the patcher answers NotFound:
+// successMayHaveCreated says neither); an apply that creates answers a dry run with the
+// resourceVersion its body gave (Store.Update keeps the object's when it creates, which
+// etcd3's store alone clears, and a dry run does not reach it), so with none where its body
+// gives none. One that emptied the finalizers of an object being deleted, which the store
+// deletes, the State holds as deleted already.
 func existsAfter(ev *Event) bool {
 	if ev.Verb != "update" && ev.Verb != "patch" {
 		return false
@@ -247,11 +265,7 @@ func existsAfter(ev *Event) bool {
 		return true
 	}
 	body := bytes.TrimSpace(ev.RequestObject)
-	if ev.Verb != "patch" || !hasBody(body) {
-		return false
-	}
-	kind, _ := guessPatchKind(body, ev.Query())
-	return kind != patchApply || !bytes.Contains(body, []byte("resourceVersion")) && bytes.IndexByte(body, '\\') < 0
+	return ev.Verb == "patch" && hasBody(body) && !bytes.Contains(body, []byte("resourceVersion")) && bytes.IndexByte(body, '\\') < 0
 }
 
 // identityOnly is what is not known of an object a write showed is there, the State not having
@@ -269,7 +283,8 @@ func identityOnly(why string) vapccel.Unknown {
 
 // writeTouches says, for a successful write (ev), whether it may have changed the object's field
 // at a path: any for a write but a patch, and for a server-side apply (which removes what its
-// manager owned and left out); for a JSON patch, the fields
+// manager owned and left out; and for a patch that may have been one, where the export lost the
+// query that tells); for a JSON patch, the fields
 // under its operations' containers (patchedFields); for a merge patch, its members (and
 // metadata's, a strategic merge directive's the list it names); and the metadata the server keeps (resourceVersion, managedFields, generation)
 // always. The body is read once, for every field asked about.
@@ -277,6 +292,11 @@ func writeTouches(ev *Event) func(vapccel.FieldPath) bool {
 	all := func(vapccel.FieldPath) bool { return true }
 	body := bytes.TrimSpace(ev.RequestObject)
 	if ev.Verb != "patch" || len(body) == 0 {
+		return all
+	}
+	if ev.Loss.Lost.Has(auditlog.LostQuery) && slices.Contains(patchVariants(body, ev), types.ApplyYAMLPatchType) {
+		// An export that lost the query (GKE) lost what tells an apply (fieldManager, force),
+		// which removes what its manager owned and left out.
 		return all
 	}
 	var touched [][]string

@@ -619,7 +619,7 @@ func (s *State) putPartly(gr schema.GroupResource, u *unstructured.Unstructured,
 		b := s.writable(gr)
 		if te, ok := b.objs.get(k); ok && te.Obj != nil {
 			te.Unknowns = append(slices.Clip(te.Unknowns), unknowns...)
-			b.objs.set(k, te)
+			b.setUnknowns(k, te)
 		}
 	}
 	return nil

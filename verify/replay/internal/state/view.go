@@ -37,6 +37,9 @@ type bucket struct {
 	// members indexes the known objects each selector of the params' bindings matches, by the
 	// selector's string, so that listing them does not match every object.
 	members map[string]*selectorIndex
+	// labelsUnknown counts the known objects whose labels are not (see labelsNotKnown): a
+	// list by a selector their labels as stored do not match misses them.
+	labelsUnknown int
 
 	// lists caches List on a frozen bucket: params are listed by the same selector for
 	// every request.
@@ -121,7 +124,7 @@ func newBucket(selectors []labels.Selector) *bucket {
 
 // clone copies the bucket, for a write to it once a View holds it.
 func (b *bucket) clone() *bucket {
-	c := &bucket{objs: b.objs.clone(), unknowns: b.unknowns, members: make(map[string]*selectorIndex, len(b.members))}
+	c := &bucket{objs: b.objs.clone(), unknowns: b.unknowns, labelsUnknown: b.labelsUnknown, members: make(map[string]*selectorIndex, len(b.members))}
 	for s, idx := range b.members {
 		keys := make(map[ObjectKey]struct{}, len(idx.keys))
 		for k := range idx.keys {
@@ -165,6 +168,8 @@ func (b *bucket) set(k ObjectKey, e typedEntry) {
 	b.drop(k)
 	if e.Obj == nil {
 		b.unknowns++
+	} else if labelsNotKnown(e.Unknowns) {
+		b.labelsUnknown++
 	}
 	b.objs.set(k, e)
 	for _, idx := range b.members {
@@ -174,10 +179,24 @@ func (b *bucket) set(k ObjectKey, e typedEntry) {
 	}
 }
 
+// setUnknowns stores the entry of the known object k, whose labels are as they were, with
+// more of its fields not known (e.Unknowns).
+func (b *bucket) setUnknowns(k ObjectKey, e typedEntry) {
+	if old, ok := b.objs.get(k); ok && old.Obj != nil && labelsNotKnown(old.Unknowns) {
+		b.labelsUnknown--
+	}
+	if labelsNotKnown(e.Unknowns) {
+		b.labelsUnknown++
+	}
+	b.objs.set(k, e)
+}
+
 func (b *bucket) drop(k ObjectKey) {
 	if old, ok := b.objs.get(k); ok {
 		if old.Obj == nil {
 			b.unknowns--
+		} else if labelsNotKnown(old.Unknowns) {
+			b.labelsUnknown--
 		}
 		b.objs.delete(k)
 		for _, idx := range b.members {
@@ -223,6 +242,15 @@ func (b *bucket) list(gvr schema.GroupVersionResource, namespace string, selecto
 	out := make([]runtime.Object, 0, len(keys))
 	var failed []miss
 	var partials []PartialUse
+	if b.labelsUnknown > 0 && !selector.Empty() {
+		// Left out by labels that are not known: it may be selected.
+		for k, e := range b.objs.all() {
+			if e.Obj != nil && e.gvr == gvr && (namespace == "" || k.Namespace == namespace) && !selector.Matches(e.labels) && labelsNotKnown(e.Unknowns) {
+				failed = append(failed, miss{GR: gvr.GroupResource(), k: k, text: fmt.Sprintf("%s %s unknown: its labels are not known, and selector %s may select it: %s", gvr.GroupResource(), JoinKey(k.Namespace, k.Name), selector, labelsWhy(e.Unknowns))})
+			}
+		}
+		sort.Slice(failed, func(i, j int) bool { return failed[i].text < failed[j].text })
+	}
 	for _, k := range keys {
 		e, _ := b.objs.get(k)
 		o, err := e.Obj.get()
@@ -241,6 +269,30 @@ func (b *bucket) list(gvr schema.GroupVersionResource, namespace string, selecto
 	}
 	b.mu.Unlock()
 	return append([]runtime.Object(nil), out...), failed, partials
+}
+
+// labelsNotKnown says whether unknowns leave an object's labels not known: one of them holds
+// metadata.labels, or is within it, and none of its Known paths holds the labels whole.
+func labelsNotKnown(unknowns []vapccel.Unknown) bool {
+	return labelsWhy(unknowns) != ""
+}
+
+// labelsWhy is why an object's labels are not known (see labelsNotKnown), "" when they are.
+func labelsWhy(unknowns []vapccel.Unknown) string {
+	labelsPath := []string{"metadata", "labels"}
+	for _, u := range unknowns {
+		n := min(len(u.Path.Steps), len(labelsPath))
+		if !slices.Equal(u.Path.Steps[:n], labelsPath[:n]) {
+			continue
+		}
+		known := slices.ContainsFunc(u.Known, func(k []string) bool {
+			return len(k) <= len(labelsPath) && slices.Equal(labelsPath[:len(k)], k)
+		})
+		if !known {
+			return cmp.Or(u.Why, "a write left them unknown")
+		}
+	}
+	return ""
 }
 
 // StateView, a View, is the params and namespaces of a replay's State at one point of the
@@ -696,10 +748,16 @@ func (v *StateView) withOverrides(gvr schema.GroupVersionResource, namespace str
 	for _, rk := range v.overridden(gr) {
 		w := v.overrides[rk]
 		e := w.Prev
-		if (namespace != "" && rk.k.Namespace != namespace) || !w.Had || e.Obj == nil || e.gvr != gvr || !selector.Matches(e.labels) {
+		if (namespace != "" && rk.k.Namespace != namespace) || !w.Had || e.Obj == nil || e.gvr != gvr {
 			continue
 		}
 		key := JoinKey(rk.k.Namespace, rk.k.Name)
+		if !selector.Matches(e.labels) {
+			if why := labelsWhy(e.Unknowns); why != "" {
+				failed = append(failed, miss{GR: gr, k: rk.k, text: fmt.Sprintf("%s %s unknown: its labels are not known, and selector %s may select it: %s", gr, key, selector, why)})
+			}
+			continue
+		}
 		obj, err := e.Obj.get()
 		if err != nil {
 			failed = append(failed, miss{GR: gr, k: rk.k, text: fmt.Sprintf("%s %s unknown: %v", gr, key, err)})
