@@ -19,7 +19,9 @@ import (
 // for half the seeds (seed/2 odd), the other export holds the log split between two apiservers
 // (splitLog), one export each, as a managed cluster's servers log to streams of their own; for
 // a third (seed%3 == 2), CloudWatch's formats cut events at 8 KiB; for a quarter (seed%4 ==
-// 3), GKE's entries are stamped with when their requests were received, not completed.
+// 3), GKE's entries are stamped with when their requests were received, not completed; for a
+// third (seed/3%3 == 1), GKE's entries of dry runs are not labelled (every write may have
+// been one).
 func checkExportReplays(t *testing.T, log string, set policySet, byID map[string]*replay.Record, from int, seed uint64) {
 	t.Helper()
 	data, err := os.ReadFile(log)
@@ -73,16 +75,24 @@ func checkExportReplays(t *testing.T, log string, set policySet, byID map[string
 			}
 		}
 		// GKE's documentation does not say whether an entry's timestamp is when the request
-		// completed or when it was received: for a quarter of the seeds, the latter.
-		gkeAtReceipt := (f == exporttest.GKESink || string(f) == "gke") && seed%4 == 3
-		if gkeAtReceipt {
+		// completed or when it was received: for a quarter of the seeds, the latter. For a
+		// third (seed/3%3 == 1), its entries of dry runs are not labelled, as before GKE
+		// labelled them: no entry says whether its write was one.
+		isGKE := f == exporttest.GKESink || string(f) == "gke"
+		var gke exporttest.GKEOptions
+		if isGKE && seed%4 == 3 {
+			gke.Stamp = exporttest.StampReceived
 			what += ", stamped when received"
+		}
+		if isGKE && seed/3%3 == 1 {
+			gke.DryRunsUnlabelled = true
+			what += ", dry runs not labelled"
 		}
 		var sources []replay.Source
 		for i, l := range logs {
 			wrapped, err := exporttest.WrapCut(f, l, limit)
-			if gkeAtReceipt {
-				wrapped, err = exporttest.WrapGKE(f, l, exporttest.StampReceived)
+			if gke != (exporttest.GKEOptions{}) {
+				wrapped, err = exporttest.WrapGKEWith(f, l, gke)
 			}
 			if err != nil {
 				t.Fatalf("wrapping the log as %s: %v", f, err)

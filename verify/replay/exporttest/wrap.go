@@ -88,9 +88,9 @@ func WrapCut(f export.Format, log []byte, limit int) ([]byte, error) {
 	case export.AzureLogAnalytics:
 		return logAnalytics(evs)
 	case export.GKE:
-		return gkeArray(evs, true, StampCompleted)
+		return gkeArray(evs, true, GKEOptions{})
 	case GKESink:
-		return gkeArray(evs, false, StampCompleted)
+		return gkeArray(evs, false, GKEOptions{})
 	case ContainerLog:
 		return containerLog(log), nil
 	}
@@ -575,7 +575,7 @@ func logAnalytics(evs []event) ([]byte, error) {
 // gkeArray: Cloud Logging entries, as gcloud prints them (newest, an indented array, newest
 // first) or as a sink writes them (JSON lines). GKE's audit policy logs no RequestReceived
 // stage.
-func gkeArray(evs []event, gcloud bool, stamp GKEStamp) ([]byte, error) {
+func gkeArray(evs []event, gcloud bool, o GKEOptions) ([]byte, error) {
 	started := map[string]bool{}
 	for _, e := range evs {
 		if e.Stage == "ResponseStarted" {
@@ -588,7 +588,7 @@ func gkeArray(evs []event, gcloud bool, stamp GKEStamp) ([]byte, error) {
 		if e.Stage == "RequestReceived" {
 			continue
 		}
-		entry, err := gkeEntry(e.raw, started[e.id], stamp)
+		entry, err := gkeEntry(e.raw, started[e.id], o)
 		if err != nil {
 			return nil, err
 		}
@@ -601,7 +601,7 @@ func gkeArray(evs []event, gcloud bool, stamp GKEStamp) ([]byte, error) {
 		}
 		stamps = append(stamps, at.Timestamp)
 	}
-	if stamp != StampCompleted {
+	if o.Stamp != StampCompleted {
 		// In the order of their timestamps, as gcloud sorts them and as a sink roughly
 		// delivers them.
 		order := make([]int, len(entries))
@@ -641,7 +641,7 @@ func stampTime(s string) time.Time {
 // started says the request had a ResponseStarted stage (a long-running request), whose entry
 // was its first.
 func GKEEntry(raw []byte, started bool) (json.RawMessage, error) {
-	return gkeEntry(raw, started, StampCompleted)
+	return gkeEntry(raw, started, GKEOptions{})
 }
 
 // GKEStamp is which time of an event a GKE entry's timestamp is. GKE's documentation does not
@@ -655,16 +655,30 @@ const (
 	StampReceived
 )
 
+// GKEOptions are how WrapGKEWith writes a GKE format's entries.
+type GKEOptions struct {
+	// Stamp is which time of an event its entry's timestamp is.
+	Stamp GKEStamp
+	// DryRunsUnlabelled writes a dry run's entry without GKE's command.gke.io/dryRun label,
+	// as a GKE that did not label them yet: no entry of the export says whether it was one.
+	DryRunsUnlabelled bool
+}
+
 // WrapGKE is Wrap of a GKE format (export.GKE, GKESink) with the entries' timestamps the
 // time stamp says.
 func WrapGKE(f export.Format, log []byte, stamp GKEStamp) ([]byte, error) {
+	return WrapGKEWith(f, log, GKEOptions{Stamp: stamp})
+}
+
+// WrapGKEWith is Wrap of a GKE format (export.GKE, GKESink) written as o says.
+func WrapGKEWith(f export.Format, log []byte, o GKEOptions) ([]byte, error) {
 	if f != export.GKE && f != GKESink {
 		return nil, fmt.Errorf("exporttest: %q is no GKE format", f)
 	}
-	return gkeArray(events(log), f == export.GKE, stamp)
+	return gkeArray(events(log), f == export.GKE, o)
 }
 
-func gkeEntry(raw []byte, started bool, stamp GKEStamp) (json.RawMessage, error) {
+func gkeEntry(raw []byte, started bool, o GKEOptions) (json.RawMessage, error) {
 	var ev struct {
 		Level      string `json:"level"`
 		AuditID    string `json:"auditID"`
@@ -794,7 +808,7 @@ func gkeEntry(raw []byte, started bool, stamp GKEStamp) (json.RawMessage, error)
 		payload["status"] = map[string]any{"code": grpcCode(s.Code), "message": msg}
 	}
 	stamped := ev.StageTimestamp
-	if stamp == StampReceived && ev.Received != "" {
+	if o.Stamp == StampReceived && ev.Received != "" {
 		stamped = ev.Received
 	}
 	entry := map[string]any{
@@ -809,7 +823,7 @@ func gkeEntry(raw []byte, started bool, stamp GKEStamp) (json.RawMessage, error)
 		"receiveTimestamp": ev.StageTimestamp,
 	}
 	labels := maps.Clone(ev.Annotations)
-	if q, err := url.ParseQuery(query); err == nil && len(q["dryRun"]) > 0 {
+	if q, err := url.ParseQuery(query); err == nil && len(q["dryRun"]) > 0 && !o.DryRunsUnlabelled {
 		// GKE labels a dry run's entry (https://cloud.google.com/kubernetes-engine/docs/how-to/audit-logging).
 		if labels == nil {
 			labels = map[string]string{}
