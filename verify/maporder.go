@@ -23,8 +23,12 @@ import (
 // Decision.AnnotationsByChance, Result.OutcomeByChance) to see them change, where the caller
 // does not know the server's (WithMessageOrder). Go iterates a map of up to eight keys from a
 // random one of its eight slots round: two keys come in the order other than their slots' in
-// one evaluation of eight, and 64 evaluations miss it with a chance of 2 in 10,000.
-const MapOrderTries = 64
+// one evaluation of eight; a larger map from a random slot of a larger table (16 slots for up
+// to 14 keys: a node's labels), an order one evaluation in 16. 256 evaluations miss the
+// latter with a chance of 7 in 100 million (random parity seed c:846: two node-controller
+// updates of a node's status, decided certain in one replay and map-order in the other, at
+// 64, which miss it one time in 60).
+const MapOrderTries = 256
 
 // mapOrderSearches is how many times, at least, it evaluates again a decision whose such
 // values the caller knows the server's of, to find that order: an order that comes one
