@@ -150,3 +150,71 @@ func TestDryRunParamSelected(t *testing.T) {
 		}
 	}
 }
+
+// TestDryRunParamMatchedLabelsUnknown: a dry run (kubectl diff) that read the version a real
+// relabelling committed is logged before it, answered with that version and the param's old
+// labels; the real write then answers with the same version and labels team=b. The State
+// puts the dry run's answer back with the labels unknown: its stored labels (team=a) match
+// the binding's selector, so the param is listed, as certain, while the server did not
+// select it (team=b) and admitted (parameterNotFoundAction Allow).
+func TestDryRunParamMatchedLabelsUnknown(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("guard", "secrets", admissionregistrationv1.Create, nil, "false")
+	p.Spec.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}
+	b.Spec.ParamRef = &admissionregistrationv1.ParamRef{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}, ParameterNotFoundAction: ptr.To(admissionregistrationv1.AllowAction)}
+	prm := func(rv, team string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "prm", "namespace": "a", "uid": "u-prm", "resourceVersion": rv,
+			"creationTimestamp": "2026-11-23T00:00:00Z", "labels": map[string]any{"team": team}}, "data": map[string]any{"k": "v"}}
+	}
+	dry := replaceOnce(t, levelEvent(t, "dry", auditlog.LevelRequestResponse, "patch", "configmaps", "a", "prm", 200, "", map[string]any{"metadata": map[string]any{"labels": map[string]any{"team": "a"}}}, prm("9", "a")),
+		`/configmaps/prm"`, `/configmaps/prm?dryRun=All"`)
+	real := levelEvent(t, "real", auditlog.LevelRequestResponse, "patch", "configmaps", "a", "prm", 200, "", map[string]any{"metadata": map[string]any{"labels": map[string]any{"team": "b"}}}, prm("9", "b"))
+	secret := map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "s", "namespace": "a"}}
+	lines := []string{
+		timedEvent(t, dry, "02.100000", "02.200000", nil),
+		timedEvent(t, real, "02.000000", "02.900000", nil),
+		timedEvent(t, levelEvent(t, "r", auditlog.LevelRequestResponse, "create", "secrets", "a", "s", 201, "", secret, nil), "02:50.000000", "02:50.010000", nil),
+	}
+	ps, bs := []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}
+	snapshot := []any{prm("8", "a")}
+	_, plain := replayLinesWith(t, ps, bs, snapshot, lines...)
+	_, got := replayLinesWith(t, ps, bs, snapshot, gkeUnlabelled(t, lines...)...)
+	rec := got["r"]
+	if want := plain["r"]; rec == nil || rec.Decision != DecisionIndeterminate && (want == nil || rec.Decision != want.Decision) {
+		t.Errorf("GKE's replay: %s, the server: %s", describeRecord(rec), describeRecord(want))
+	}
+}
+
+// TestDryRunParamSelectedCachedList is TestDryRunParamSelected with a request evaluated
+// between the forgetting patch and the dry run, which caches the list by the binding's
+// selector: putPartly's setUnknowns does not invalidate it.
+func TestDryRunParamSelectedCachedList(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("guard", "secrets", admissionregistrationv1.Create, nil, "true")
+	p.Spec.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}
+	b.Spec.ParamRef = &admissionregistrationv1.ParamRef{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}, ParameterNotFoundAction: ptr.To(admissionregistrationv1.DenyAction)}
+	prm := func(rv, team string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "prm", "namespace": "a", "uid": "u-prm", "resourceVersion": rv,
+			"creationTimestamp": "2026-11-23T00:00:00Z", "labels": map[string]any{"team": team}}, "data": map[string]any{"k": "v"}}
+	}
+	forgot := levelEvent(t, "p1", auditlog.LevelMetadata, "patch", "configmaps", "a", "prm", 200, "", nil, nil)
+	diff := replaceOnce(t, levelEvent(t, "p2", auditlog.LevelRequestResponse, "patch", "configmaps", "a", "prm", 200, "", map[string]any{"metadata": map[string]any{"labels": map[string]any{"team": "b"}}}, prm("9", "b")),
+		`/configmaps/prm"`, `/configmaps/prm?dryRun=All"`)
+	secret := func(name string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": name, "namespace": "a"}}
+	}
+	lines := []string{
+		timedEvent(t, forgot, "02.000000", "02.010000", nil),
+		timedEvent(t, levelEvent(t, "r0", auditlog.LevelRequestResponse, "create", "secrets", "a", "s0", 201, "", secret("s0"), nil), "01:00.000000", "01:00.010000", nil),
+		timedEvent(t, diff, "01:30.000000", "01:30.010000", nil),
+		timedEvent(t, levelEvent(t, "r", auditlog.LevelRequestResponse, "create", "secrets", "a", "s", 201, "", secret("s"), nil), "02:50.000000", "02:50.010000", nil),
+	}
+	ps, bs := []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}
+	snapshot := []any{prm("8", "a")}
+	for _, in := range [][]string{lines, gkeUnlabelled(t, lines...)} {
+		_, got := replayLinesWith(t, ps, bs, snapshot, in...)
+		if rec := got["r"]; rec == nil || rec.Decision != DecisionIndeterminate {
+			t.Errorf("%s, want indeterminate: the param's labels are not known", describeRecord(rec))
+		}
+	}
+}

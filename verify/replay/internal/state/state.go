@@ -371,7 +371,7 @@ func (s *State) Rescope(selectors map[schema.GroupResource][]labels.Selector) {
 				b.set(k, typedEntry{unknown: fmt.Sprintf("%s: %v", e.Source, p.err)})
 				continue
 			}
-			b.set(ObjectKey{p.loc.Namespace, p.loc.Name}, typedEntry{gvr: p.loc.Resource, Obj: p.obj, labels: p.loc.Labels})
+			b.set(ObjectKey{p.loc.Namespace, p.loc.Name}, typedEntry{gvr: p.loc.Resource, Obj: p.obj, labels: p.loc.Labels, Unknowns: slices.Clip(e.unknowns)})
 		}
 	}
 }

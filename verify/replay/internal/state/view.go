@@ -182,8 +182,21 @@ func (b *bucket) set(k ObjectKey, e typedEntry) {
 // setUnknowns stores the entry of the known object k, whose labels are as they were, with
 // more of its fields not known (e.Unknowns).
 func (b *bucket) setUnknowns(k ObjectKey, e typedEntry) {
-	if old, ok := b.objs.get(k); ok && old.Obj != nil && labelsNotKnown(old.Unknowns) {
+	old, had := b.objs.get(k)
+	if had && old.Obj != nil && labelsNotKnown(old.Unknowns) {
 		b.labelsUnknown--
+	}
+	// A cached list that selected k lacks its new partial use; one that did not, when its
+	// labels are no longer known, lacks its miss.
+	b.invalidate(k, old, had, e, true)
+	if labelsNotKnown(e.Unknowns) {
+		b.mu.Lock()
+		for lk := range b.lists {
+			if lk.namespace == "" || lk.namespace == k.Namespace {
+				delete(b.lists, lk)
+			}
+		}
+		b.mu.Unlock()
 	}
 	if labelsNotKnown(e.Unknowns) {
 		b.labelsUnknown++
@@ -245,8 +258,8 @@ func (b *bucket) list(gvr schema.GroupVersionResource, namespace string, selecto
 	if b.labelsUnknown > 0 && !selector.Empty() {
 		// Left out by labels that are not known: it may be selected.
 		for k, e := range b.objs.all() {
-			if e.Obj != nil && e.gvr == gvr && (namespace == "" || k.Namespace == namespace) && !selector.Matches(e.labels) && labelsNotKnown(e.Unknowns) {
-				failed = append(failed, miss{GR: gvr.GroupResource(), k: k, text: fmt.Sprintf("%s %s unknown: its labels are not known, and selector %s may select it: %s", gvr.GroupResource(), JoinKey(k.Namespace, k.Name), selector, labelsWhy(e.Unknowns))})
+			if e.Obj != nil && e.gvr == gvr && (namespace == "" || k.Namespace == namespace) && labelsNotKnown(e.Unknowns) {
+				failed = append(failed, miss{GR: gvr.GroupResource(), k: k, text: fmt.Sprintf("%s %s unknown: its labels are not known, and selector %s may or may not select it: %s", gvr.GroupResource(), JoinKey(k.Namespace, k.Name), selector, labelsWhy(e.Unknowns))})
 			}
 		}
 		sort.Slice(failed, func(i, j int) bool { return failed[i].text < failed[j].text })
@@ -478,7 +491,11 @@ func (v *StateView) listing(w *TypedWrite) iter.Seq[int] {
 				after, has = v.entry(w.GR, w.Obj)
 				looked = true
 			}
-			if (has && after.Obj != nil && l.selector.Matches(after.labels) || w.Had && w.Prev.Obj != nil && l.selector.Matches(w.Prev.labels)) && !yield(i) {
+			// An object whose labels are not known may have been listed whatever they are.
+			selected := func(e typedEntry) bool {
+				return e.Obj != nil && (l.selector.Matches(e.labels) || !l.selector.Empty() && labelsNotKnown(e.Unknowns))
+			}
+			if (has && selected(after) || w.Had && selected(w.Prev)) && !yield(i) {
 				return
 			}
 		}
@@ -752,10 +769,10 @@ func (v *StateView) withOverrides(gvr schema.GroupVersionResource, namespace str
 			continue
 		}
 		key := JoinKey(rk.k.Namespace, rk.k.Name)
+		if why := labelsWhy(e.Unknowns); why != "" && !selector.Empty() {
+			failed = append(failed, miss{GR: gr, k: rk.k, text: fmt.Sprintf("%s %s unknown: its labels are not known, and selector %s may or may not select it: %s", gr, key, selector, why)})
+		}
 		if !selector.Matches(e.labels) {
-			if why := labelsWhy(e.Unknowns); why != "" {
-				failed = append(failed, miss{GR: gr, k: rk.k, text: fmt.Sprintf("%s %s unknown: its labels are not known, and selector %s may select it: %s", gr, key, selector, why)})
-			}
 			continue
 		}
 		obj, err := e.Obj.get()
