@@ -93,6 +93,9 @@ type Builder struct {
 	inputs      Inputs
 	redactExtra []schema.GroupResource
 	redactor    *redact.Redactor
+	// secretParams are the policies whose paramKind may be sensitive (redact.SensitiveKind):
+	// what they answer may quote a param's values, which no row's object holds.
+	secretParams map[string]bool
 
 	maxRows, maxObjectBytes int
 
@@ -145,6 +148,14 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 	}
 	b.redactor = redact.New(b.redactExtra...)
 	b.inputs.Redacted = b.redactor.Resources()
+	b.secretParams = map[string]bool{}
+	for _, p := range policies {
+		if pk := p.Spec.ParamKind; pk != nil {
+			if gv, err := schema.ParseGroupVersion(pk.APIVersion); err != nil || b.redactor.SensitiveKind(gv.Group, pk.Kind) {
+				b.secretParams[p.Name] = true
+			}
+		}
+	}
 	known := map[string]bool{}
 	for _, p := range policies {
 		known[p.Name] = true

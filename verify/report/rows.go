@@ -55,9 +55,15 @@ func (b *Builder) addRow(r *replay.Record, t int64, node, outcome string, outs [
 	obj := redact.Object(r.Object, sensitive, &vals)
 	old := redact.Object(r.OldObject, sensitive, &vals)
 	row.Redacted = sensitive
-	row.Alternatives = alternativeTexts(r.Alternatives, sensitive)
-	if sensitive {
+	secretParam := slices.ContainsFunc(r.Results, func(x replay.RecordResult) bool { return b.secretParams[x.Policy] })
+	row.Alternatives = alternativeTexts(r.Alternatives, sensitive || secretParam)
+	if sensitive || secretParam {
 		row.Disagreements = recordedMarked(row.Disagreements)
+	}
+	if sensitive && r.AnnotationsSource != "" || secretParam {
+		// Answered on another version of the object (the first attempt's, on the watch
+		// cache's copy), or on a param that may be a Secret: values the scrub does not know.
+		markAnswers(&row)
 	}
 	if sensitive {
 		scrubRow(&row, &vals)
@@ -131,6 +137,32 @@ func scrubRow(row *Row, vals *redact.Values) {
 	}
 	for i := range row.Results {
 		row.Results[i].Message = s(row.Results[i].Message)
+	}
+}
+
+// markAnswers replaces what the policies answered in a row (its message, its results'
+// messages, its audit annotations' values and its warnings) by redact.Mark.
+func markAnswers(row *Row) {
+	mark := func(s string) string {
+		if s == "" {
+			return s
+		}
+		return redact.Mark
+	}
+	row.Message = mark(row.Message)
+	for i := range row.Results {
+		row.Results[i].Message = mark(row.Results[i].Message)
+	}
+	if row.AuditAnnots != nil {
+		m := make(map[string]string, len(row.AuditAnnots))
+		for k, v := range row.AuditAnnots {
+			m[k] = mark(v)
+		}
+		row.AuditAnnots = m
+	}
+	if row.Warnings != nil {
+		// A new slice: the row's is the record's.
+		row.Warnings = slices.Repeat([]string{redact.Mark}, len(row.Warnings))
 	}
 }
 

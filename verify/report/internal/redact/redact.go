@@ -7,6 +7,7 @@ package redact
 import (
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -75,6 +76,23 @@ func Parse(s string) (schema.GroupResource, error) {
 func (r *Redactor) Sensitive(group string, groupKnown bool, resource string) bool {
 	for gr := range r.sensitive {
 		if gr.Resource == resource && (!groupKnown || gr.Group == group) {
+			return true
+		}
+	}
+	return false
+}
+
+// SensitiveKind says whether objects of a kind (a policy's paramKind) may be sensitive: a
+// Secret, or a kind whose plural, as most kinds form it (lower case, "s", "es", "y" to
+// "ies"), is a sensitive resource of its group. Where it guesses, it guesses sensitive.
+func (r *Redactor) SensitiveKind(group, kind string) bool {
+	if group == "" && kind == "Secret" {
+		return true
+	}
+	k := strings.ToLower(kind)
+	plurals := []string{k + "s", k + "es", strings.TrimSuffix(k, "y") + "ies", k}
+	for gr := range r.sensitive {
+		if gr.Group == group && slices.Contains(plurals, gr.Resource) {
 			return true
 		}
 	}
