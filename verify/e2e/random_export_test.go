@@ -79,20 +79,20 @@ func checkExportReplays(t *testing.T, log string, set policySet, byID map[string
 		// third (seed/3%3 == 1), its entries of dry runs are not labelled, as before GKE
 		// labelled them: no entry says whether its write was one.
 		isGKE := f == exporttest.GKESink || string(f) == "gke"
-		var gke exporttest.GKEOptions
+		var gkeOpts exporttest.GKEOptions
 		if isGKE && seed%4 == 3 {
-			gke.Stamp = exporttest.StampReceived
+			gkeOpts.Stamp = exporttest.StampReceived
 			what += ", stamped when received"
 		}
 		if isGKE && seed/3%3 == 1 {
-			gke.DryRunsUnlabelled = true
+			gkeOpts.DryRunsUnlabelled = true
 			what += ", dry runs not labelled"
 		}
 		var sources []replay.Source
 		for i, l := range logs {
 			wrapped, err := exporttest.WrapCut(f, l, limit)
-			if gke != (exporttest.GKEOptions{}) {
-				wrapped, err = exporttest.WrapGKEWith(f, l, gke)
+			if gkeOpts != (exporttest.GKEOptions{}) {
+				wrapped, err = exporttest.WrapGKEWith(f, l, gkeOpts)
 			}
 			if err != nil {
 				t.Fatalf("wrapping the log as %s: %v", f, err)
