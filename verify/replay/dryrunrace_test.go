@@ -99,9 +99,7 @@ func TestDryRunRaces(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			p, b := levelPolicy("lost", "configmaps", tt.op, nil, tt.expr)
-			ps, bs := []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}
-			_, plain := replayLinesWith(t, ps, bs, tt.snapshot, tt.lines...)
-			_, got := replayLinesWith(t, ps, bs, tt.snapshot, gkeUnlabelled(t, tt.lines...)...)
+			plain, got, _ := replayAsExported(t, p, b, tt.snapshot, gkeUnlabelled, tt.lines...)
 			want, rec := plain[tt.id], got[tt.id]
 			switch {
 			case want == nil:
@@ -118,103 +116,73 @@ func TestDryRunRaces(t *testing.T) {
 	}
 }
 
-// TestDryRunParamSelected: a param the State forgot is shown there by a patch that may have
-// been a dry run (kubectl diff relabelling it), all but its identity unknown: a binding's
-// selector its answered labels do not match may select it all the same.
-func TestDryRunParamSelected(t *testing.T) {
+// TestDryRunParams replays a param chosen by a binding's selector (team=a) whose labels a
+// write that may have been a dry run leaves unknown: the log's replay decides as the server
+// did, or not at all, and GKE's alike or not at all.
+//   - forgotten: a patch at level Metadata forgets the param; a dry run (kubectl diff)
+//     relabelling it team=b shows it is there, all but its identity unknown; the selector
+//     its answered labels do not match may select it all the same (parameterNotFoundAction
+//     Deny: deny certain before);
+//   - the same with a request between them, whose list by the selector a View caches;
+//   - raced: a dry run that read the version a real relabelling (team=b) committed is logged
+//     before it, answered with that version and the old labels; the real write answers with
+//     the same version: the labels are not known, though the stored ones match the selector
+//     (parameterNotFoundAction Allow, the expression false: deny certain before).
+func TestDryRunParams(t *testing.T) {
 	t.Parallel()
-	p, b := levelPolicy("guard", "secrets", admissionregistrationv1.Create, nil, "true")
-	p.Spec.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}
-	b.Spec.ParamRef = &admissionregistrationv1.ParamRef{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}, ParameterNotFoundAction: ptr.To(admissionregistrationv1.DenyAction)}
 	prm := func(rv, team string) map[string]any {
 		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "prm", "namespace": "a", "uid": "u-prm", "resourceVersion": rv,
 			"creationTimestamp": "2026-11-23T00:00:00Z", "labels": map[string]any{"team": team}}, "data": map[string]any{"k": "v"}}
 	}
-	forgot := levelEvent(t, "p1", auditlog.LevelMetadata, "patch", "configmaps", "a", "prm", 200, "", nil, nil)
-	diff := replaceOnce(t, levelEvent(t, "p2", auditlog.LevelRequestResponse, "patch", "configmaps", "a", "prm", 200, "", map[string]any{"metadata": map[string]any{"labels": map[string]any{"team": "b"}}}, prm("9", "b")),
-		`/configmaps/prm"`, `/configmaps/prm?dryRun=All"`)
-	secret := map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "s", "namespace": "a"}}
-	lines := []string{
-		timedEvent(t, forgot, "02.000000", "02.010000", nil),
-		timedEvent(t, diff, "01:30.000000", "01:30.010000", nil),
-		timedEvent(t, levelEvent(t, "r", auditlog.LevelRequestResponse, "create", "secrets", "a", "s", 201, "", secret, nil), "02:50.000000", "02:50.010000", nil),
-	}
-	ps, bs := []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}
-	snapshot := []any{prm("8", "a")}
-	// The log's replay does not know the param either (its patch at level Metadata, the
-	// dry run it knows as one); GKE's must not take the dry run's labels as the param's.
-	for _, in := range [][]string{lines, gkeUnlabelled(t, lines...)} {
-		_, got := replayLinesWith(t, ps, bs, snapshot, in...)
-		if rec := got["r"]; rec == nil || rec.Decision != DecisionIndeterminate {
-			t.Errorf("%s, want indeterminate: the param's labels are not known", describeRecord(rec))
+	relabel := func(id, team, rv, query string) string {
+		l := levelEvent(t, id, auditlog.LevelRequestResponse, "patch", "configmaps", "a", "prm", 200, "", map[string]any{"metadata": map[string]any{"labels": map[string]any{"team": team}}}, prm(rv, team))
+		if query != "" {
+			l = replaceOnce(t, l, `/configmaps/prm"`, `/configmaps/prm?`+query+`"`)
 		}
+		return l
+	}
+	// create creates Secret id, received at the minute and second at, completed 10 ms later.
+	create := func(id, at string) string {
+		secret := map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": id, "namespace": "a"}}
+		return timedEvent(t, levelEvent(t, id, auditlog.LevelRequestResponse, "create", "secrets", "a", id, 201, "", secret, nil), at+".000000", at+".010000", nil)
+	}
+	forgot := timedEvent(t, levelEvent(t, "p1", auditlog.LevelMetadata, "patch", "configmaps", "a", "prm", 200, "", nil, nil), "02.000000", "02.010000", nil)
+	diff := timedEvent(t, relabel("p2", "b", "9", "dryRun=All"), "01:30.000000", "01:30.010000", nil)
+	tests := []struct {
+		name     string
+		notFound admissionregistrationv1.ParameterNotFoundActionType
+		expr     string
+		lines    []string
+	}{
+		{name: "forgotten, then relabelled by a dry run", notFound: admissionregistrationv1.DenyAction, expr: "true",
+			lines: []string{forgot, diff, create("r", "02:50")}},
+		{name: "forgotten, listed, then relabelled by a dry run", notFound: admissionregistrationv1.DenyAction, expr: "true",
+			lines: []string{forgot, create("r0", "01:00"), diff, create("r", "02:50")}},
+		{name: "a dry run logged before the relabelling whose version it read", notFound: admissionregistrationv1.AllowAction, expr: "false",
+			lines: []string{timedEvent(t, relabel("dry", "a", "9", "dryRun=All"), "02.100000", "02.200000", nil), timedEvent(t, relabel("real", "b", "9", ""), "02.000000", "02.900000", nil), create("r", "02:50")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p, b := levelPolicy("guard", "secrets", admissionregistrationv1.Create, nil, tt.expr)
+			p.Spec.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}
+			b.Spec.ParamRef = &admissionregistrationv1.ParamRef{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}, ParameterNotFoundAction: ptr.To(tt.notFound)}
+			plain, got, _ := replayAsExported(t, p, b, []any{prm("8", "a")}, gkeUnlabelled, tt.lines...)
+			want, rec := plain["r"], got["r"]
+			if rec == nil || rec.Decision != DecisionIndeterminate && (want == nil || rec.Decision != want.Decision) {
+				t.Errorf("GKE's replay: %s, the log's: %s", describeRecord(rec), describeRecord(want))
+			}
+		})
 	}
 }
 
-// TestDryRunParamMatchedLabelsUnknown: a dry run (kubectl diff) that read the version a real
-// relabelling committed is logged before it, answered with that version and the param's old
-// labels; the real write then answers with the same version and labels team=b. The State
-// puts the dry run's answer back with the labels unknown: its stored labels (team=a) match
-// the binding's selector, so the param is listed, as certain, while the server did not
-// select it (team=b) and admitted (parameterNotFoundAction Allow).
-func TestDryRunParamMatchedLabelsUnknown(t *testing.T) {
-	t.Parallel()
-	p, b := levelPolicy("guard", "secrets", admissionregistrationv1.Create, nil, "false")
-	p.Spec.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}
-	b.Spec.ParamRef = &admissionregistrationv1.ParamRef{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}, ParameterNotFoundAction: ptr.To(admissionregistrationv1.AllowAction)}
-	prm := func(rv, team string) map[string]any {
-		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "prm", "namespace": "a", "uid": "u-prm", "resourceVersion": rv,
-			"creationTimestamp": "2026-11-23T00:00:00Z", "labels": map[string]any{"team": team}}, "data": map[string]any{"k": "v"}}
-	}
-	dry := replaceOnce(t, levelEvent(t, "dry", auditlog.LevelRequestResponse, "patch", "configmaps", "a", "prm", 200, "", map[string]any{"metadata": map[string]any{"labels": map[string]any{"team": "a"}}}, prm("9", "a")),
-		`/configmaps/prm"`, `/configmaps/prm?dryRun=All"`)
-	real := levelEvent(t, "real", auditlog.LevelRequestResponse, "patch", "configmaps", "a", "prm", 200, "", map[string]any{"metadata": map[string]any{"labels": map[string]any{"team": "b"}}}, prm("9", "b"))
-	secret := map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "s", "namespace": "a"}}
-	lines := []string{
-		timedEvent(t, dry, "02.100000", "02.200000", nil),
-		timedEvent(t, real, "02.000000", "02.900000", nil),
-		timedEvent(t, levelEvent(t, "r", auditlog.LevelRequestResponse, "create", "secrets", "a", "s", 201, "", secret, nil), "02:50.000000", "02:50.010000", nil),
-	}
+// replayAsExported replays lines with the policy and binding from the log backend's file and
+// as export gives them: each replay's records by audit ID, and the export's summary.
+func replayAsExported(t *testing.T, p *admissionregistrationv1.ValidatingAdmissionPolicy, b *admissionregistrationv1.ValidatingAdmissionPolicyBinding, snapshot []any,
+	export func(*testing.T, ...string) []string, lines ...string) (plain, got map[string]*Record, sum *Summary) {
+	t.Helper()
 	ps, bs := []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}
-	snapshot := []any{prm("8", "a")}
-	_, plain := replayLinesWith(t, ps, bs, snapshot, lines...)
-	_, got := replayLinesWith(t, ps, bs, snapshot, gkeUnlabelled(t, lines...)...)
-	rec := got["r"]
-	if want := plain["r"]; rec == nil || rec.Decision != DecisionIndeterminate && (want == nil || rec.Decision != want.Decision) {
-		t.Errorf("GKE's replay: %s, the server: %s", describeRecord(rec), describeRecord(want))
-	}
-}
-
-// TestDryRunParamSelectedCachedList is TestDryRunParamSelected with a request evaluated
-// between the forgetting patch and the dry run, which caches the list by the binding's
-// selector: putPartly's setUnknowns does not invalidate it.
-func TestDryRunParamSelectedCachedList(t *testing.T) {
-	t.Parallel()
-	p, b := levelPolicy("guard", "secrets", admissionregistrationv1.Create, nil, "true")
-	p.Spec.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}
-	b.Spec.ParamRef = &admissionregistrationv1.ParamRef{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}, ParameterNotFoundAction: ptr.To(admissionregistrationv1.DenyAction)}
-	prm := func(rv, team string) map[string]any {
-		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "prm", "namespace": "a", "uid": "u-prm", "resourceVersion": rv,
-			"creationTimestamp": "2026-11-23T00:00:00Z", "labels": map[string]any{"team": team}}, "data": map[string]any{"k": "v"}}
-	}
-	forgot := levelEvent(t, "p1", auditlog.LevelMetadata, "patch", "configmaps", "a", "prm", 200, "", nil, nil)
-	diff := replaceOnce(t, levelEvent(t, "p2", auditlog.LevelRequestResponse, "patch", "configmaps", "a", "prm", 200, "", map[string]any{"metadata": map[string]any{"labels": map[string]any{"team": "b"}}}, prm("9", "b")),
-		`/configmaps/prm"`, `/configmaps/prm?dryRun=All"`)
-	secret := func(name string) map[string]any {
-		return map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": name, "namespace": "a"}}
-	}
-	lines := []string{
-		timedEvent(t, forgot, "02.000000", "02.010000", nil),
-		timedEvent(t, levelEvent(t, "r0", auditlog.LevelRequestResponse, "create", "secrets", "a", "s0", 201, "", secret("s0"), nil), "01:00.000000", "01:00.010000", nil),
-		timedEvent(t, diff, "01:30.000000", "01:30.010000", nil),
-		timedEvent(t, levelEvent(t, "r", auditlog.LevelRequestResponse, "create", "secrets", "a", "s", 201, "", secret("s"), nil), "02:50.000000", "02:50.010000", nil),
-	}
-	ps, bs := []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}
-	snapshot := []any{prm("8", "a")}
-	for _, in := range [][]string{lines, gkeUnlabelled(t, lines...)} {
-		_, got := replayLinesWith(t, ps, bs, snapshot, in...)
-		if rec := got["r"]; rec == nil || rec.Decision != DecisionIndeterminate {
-			t.Errorf("%s, want indeterminate: the param's labels are not known", describeRecord(rec))
-		}
-	}
+	_, plain = replayLinesWith(t, ps, bs, snapshot, lines...)
+	sum, got = replayLinesWith(t, ps, bs, snapshot, export(t, lines...)...)
+	return plain, got, sum
 }

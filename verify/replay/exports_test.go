@@ -518,9 +518,7 @@ func TestExportLosses(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			p, b := levelPolicy("lost", "configmaps", tt.op, nil, tt.expr)
-			ps, bs := []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}
-			_, plain := replayLinesWith(t, ps, bs, tt.snapshot, tt.lines...)
-			sum, got := replayLinesWith(t, ps, bs, tt.snapshot, gkeLines(t, tt.lines...)...)
+			plain, got, sum := replayAsExported(t, p, b, tt.snapshot, gkeLines, tt.lines...)
 			if sum.MalformedCount > 0 {
 				t.Fatalf("malformed: %v", sum.Malformed)
 			}

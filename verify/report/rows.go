@@ -143,27 +143,39 @@ func scrubRow(row *Row, vals *redact.Values) {
 // markAnswers replaces what the policies answered in a row (its message, its results'
 // messages, its audit annotations' values and its warnings) by redact.Mark.
 func markAnswers(row *Row) {
-	mark := func(s string) string {
-		if s == "" {
-			return s
-		}
-		return redact.Mark
-	}
-	row.Message = mark(row.Message)
+	row.Message = marked(row.Message)
 	for i := range row.Results {
-		row.Results[i].Message = mark(row.Results[i].Message)
+		row.Results[i].Message = marked(row.Results[i].Message)
 	}
-	if row.AuditAnnots != nil {
-		m := make(map[string]string, len(row.AuditAnnots))
-		for k, v := range row.AuditAnnots {
-			m[k] = mark(v)
-		}
-		row.AuditAnnots = m
+	row.AuditAnnots, row.Warnings = markedValues(row.AuditAnnots), markedAll(row.Warnings)
+}
+
+// marked is s as redact.Mark, "" as it is.
+func marked(s string) string {
+	if s == "" {
+		return s
 	}
-	if row.Warnings != nil {
-		// A new slice: the row's is the record's.
-		row.Warnings = slices.Repeat([]string{redact.Mark}, len(row.Warnings))
+	return redact.Mark
+}
+
+// markedValues is a copy of m with its values marked (the row's map is the record's).
+func markedValues(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
 	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = marked(v)
+	}
+	return out
+}
+
+// markedAll is a new slice of as many redact.Mark as texts (the row's slice is the record's).
+func markedAll(texts []string) []string {
+	if texts == nil {
+		return nil
+	}
+	return slices.Repeat([]string{redact.Mark}, len(texts))
 }
 
 // alternativeTexts are the record's alternatives, each in one line. A sensitive request's
@@ -175,19 +187,7 @@ func alternativeTexts(alts []replay.Alternative, sensitive bool) []string {
 	var out []string
 	for _, a := range alts {
 		if sensitive {
-			if a.Message != "" {
-				a.Message = redact.Mark
-			}
-			if a.AuditAnnotations != nil {
-				m := make(map[string]string, len(a.AuditAnnotations))
-				for k := range a.AuditAnnotations {
-					m[k] = redact.Mark
-				}
-				a.AuditAnnotations = m
-			}
-			if a.Warnings != nil {
-				a.Warnings = slices.Repeat([]string{redact.Mark}, len(a.Warnings))
-			}
+			a.Message, a.AuditAnnotations, a.Warnings = marked(a.Message), markedValues(a.AuditAnnotations), markedAll(a.Warnings)
 		}
 		out = append(out, a.String())
 	}

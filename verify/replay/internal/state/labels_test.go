@@ -29,69 +29,52 @@ func labelsState(t *testing.T) (*State, schema.GroupResource, func(team string) 
 
 var labelsUnknown = []vapccel.Unknown{{Path: vapccel.FieldPath{Root: "object", Steps: []string{"metadata", "labels"}}, Why: "a dry run may have relabelled it"}}
 
-// TestListCacheSetUnknowns: a list cached before putPartly leaves an object's labels
-// unknown (their stored value the same), which the bucket's clone keeps, is invalidated by
-// setUnknowns: the later View's list misses the object.
-func TestListCacheSetUnknowns(t *testing.T) {
-	s, gr, cm := labelsState(t)
-	gvr := gr.WithVersion("v1")
-	sel := labels.SelectorFromSet(labels.Set{"team": "a"})
-	v1 := s.View(false)
-	if _, err := v1.List(gvr, "", sel); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.PutPartly(gr, cm("b"), labelsUnknown, "put partly"); err != nil {
-		t.Fatal(err)
-	}
-	// Without the cache (a fresh bucket), the list misses x.
-	v2 := s.View(false)
-	if _, err := v2.List(gvr, "", sel); err != nil {
-		t.Fatal(err)
-	}
-	if len(v2.Misses()) == 0 {
-		t.Errorf("a list by %s after x's labels became unknown misses nothing (the list cached before)", sel)
-	}
-}
-
-// TestRescopeKeepsUnknowns: a catalog change that rebuilds the bucket (Rescope) keeps the
-// typed entries' unknowns.
-func TestRescopeKeepsUnknowns(t *testing.T) {
-	s, gr, cm := labelsState(t)
-	gvr := gr.WithVersion("v1")
-	if err := s.PutPartly(gr, cm("b"), labelsUnknown, "put partly"); err != nil {
-		t.Fatal(err)
-	}
-	sel := labels.SelectorFromSet(labels.Set{"team": "a"})
-	s.Rescope(map[schema.GroupResource][]labels.Selector{gr: {sel}})
-	v := s.View(false)
-	if _, err := v.List(gvr, "", sel); err != nil {
-		t.Fatal(err)
-	}
-	if len(v.Misses()) == 0 {
-		t.Errorf("after Rescope, a list by %s misses nothing: x's unknown labels were dropped", sel)
-	}
-	if _, err := v.Get(gvr, "ns", "x"); err != nil {
-		t.Fatal(err)
-	}
-	if len(v.Partials) == 0 {
-		t.Errorf("after Rescope, a Get of x is no partial use: its unknowns were dropped")
-	}
-}
-
-// TestListLabelsUnknown: a list by a selector misses an object whose labels are not known.
+// TestListLabelsUnknown: a list by a selector misses an object whose labels are not known,
+// whatever its stored labels (team=b) say, once putPartly leaves them unknown: when a list
+// was cached before (a View held the bucket, whose clone keeps it: setUnknowns invalidates
+// it), and after a catalog change rebuilt the bucket (Rescope keeps the unknowns).
 func TestListLabelsUnknown(t *testing.T) {
-	s, gr, cm := labelsState(t)
-	gvr := gr.WithVersion("v1")
-	sel := labels.SelectorFromSet(labels.Set{"team": "a"})
-	if err := s.PutPartly(gr, cm("b"), labelsUnknown, "put partly"); err != nil {
-		t.Fatal(err)
-	}
-	v2 := s.View(false)
-	if _, err := v2.List(gvr, "", sel); err != nil {
-		t.Fatal(err)
-	}
-	if len(v2.Misses()) == 0 {
-		t.Errorf("a list by %s misses nothing: x's labels are not known", sel)
+	for _, tc := range []struct {
+		name         string
+		team         string // the selector's
+		cachedBefore bool
+		rescope      bool
+	}{
+		{name: "not selected by its stored labels", team: "a"},
+		{name: "selected by its stored labels", team: "b"},
+		{name: "a list cached before", team: "a", cachedBefore: true},
+		{name: "a list cached before, selected", team: "b", cachedBefore: true},
+		{name: "after Rescope", team: "a", rescope: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, gr, cm := labelsState(t)
+			gvr := gr.WithVersion("v1")
+			sel := labels.SelectorFromSet(labels.Set{"team": tc.team})
+			if tc.cachedBefore {
+				if _, err := s.View(false).List(gvr, "", sel); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.PutPartly(gr, cm("b"), labelsUnknown, "put partly"); err != nil {
+				t.Fatal(err)
+			}
+			if tc.rescope {
+				s.Rescope(map[schema.GroupResource][]labels.Selector{gr: {sel}})
+			}
+			v := s.View(false)
+			if _, err := v.List(gvr, "", sel); err != nil {
+				t.Fatal(err)
+			}
+			if len(v.Misses()) == 0 {
+				t.Errorf("a list by %s misses nothing: x's labels are not known", sel)
+			}
+			if _, err := v.Get(gvr, "ns", "x"); err != nil {
+				t.Fatal(err)
+			}
+			if len(v.Partials) == 0 {
+				t.Errorf("a Get of x is no partial use: its unknowns were dropped")
+			}
+		})
 	}
 }
 

@@ -186,10 +186,9 @@ func (b *bucket) setUnknowns(k ObjectKey, e typedEntry) {
 	if had && old.Obj != nil && labelsNotKnown(old.Unknowns) {
 		b.labelsUnknown--
 	}
-	// A cached list that selected k lacks its new partial use; one that did not, when its
-	// labels are no longer known, lacks its miss.
-	b.invalidate(k, old, had, e, true)
 	if labelsNotKnown(e.Unknowns) {
+		// Every cached list of its namespace lacks its miss, whatever it selected.
+		b.labelsUnknown++
 		b.mu.Lock()
 		for lk := range b.lists {
 			if lk.namespace == "" || lk.namespace == k.Namespace {
@@ -197,9 +196,9 @@ func (b *bucket) setUnknowns(k ObjectKey, e typedEntry) {
 			}
 		}
 		b.mu.Unlock()
-	}
-	if labelsNotKnown(e.Unknowns) {
-		b.labelsUnknown++
+	} else {
+		// A cached list that selected k lacks its new partial use.
+		b.invalidate(k, old, had, e, true)
 	}
 	b.objs.set(k, e)
 }
@@ -259,7 +258,7 @@ func (b *bucket) list(gvr schema.GroupVersionResource, namespace string, selecto
 		// Left out by labels that are not known: it may be selected.
 		for k, e := range b.objs.all() {
 			if e.Obj != nil && e.gvr == gvr && (namespace == "" || k.Namespace == namespace) && labelsNotKnown(e.Unknowns) {
-				failed = append(failed, miss{GR: gvr.GroupResource(), k: k, text: fmt.Sprintf("%s %s unknown: its labels are not known, and selector %s may or may not select it: %s", gvr.GroupResource(), JoinKey(k.Namespace, k.Name), selector, labelsWhy(e.Unknowns))})
+				failed = append(failed, labelsMiss(gvr.GroupResource(), k, selector, labelsWhy(e.Unknowns)))
 			}
 		}
 		sort.Slice(failed, func(i, j int) bool { return failed[i].text < failed[j].text })
@@ -288,6 +287,11 @@ func (b *bucket) list(gvr schema.GroupVersionResource, namespace string, selecto
 // metadata.labels, or is within it, and none of its Known paths holds the labels whole.
 func labelsNotKnown(unknowns []vapccel.Unknown) bool {
 	return labelsWhy(unknowns) != ""
+}
+
+// labelsMiss is the miss of a list by selector of an object whose labels are not known (why).
+func labelsMiss(gr schema.GroupResource, k ObjectKey, selector labels.Selector, why string) miss {
+	return miss{GR: gr, k: k, text: fmt.Sprintf("%s %s unknown: its labels are not known, and selector %s may or may not select it: %s", gr, JoinKey(k.Namespace, k.Name), selector, why)}
 }
 
 // labelsWhy is why an object's labels are not known (see labelsNotKnown), "" when they are.
@@ -770,7 +774,7 @@ func (v *StateView) withOverrides(gvr schema.GroupVersionResource, namespace str
 		}
 		key := JoinKey(rk.k.Namespace, rk.k.Name)
 		if why := labelsWhy(e.Unknowns); why != "" && !selector.Empty() {
-			failed = append(failed, miss{GR: gr, k: rk.k, text: fmt.Sprintf("%s %s unknown: its labels are not known, and selector %s may or may not select it: %s", gr, key, selector, why)})
+			failed = append(failed, labelsMiss(gr, rk.k, selector, why))
 		}
 		if !selector.Matches(e.labels) {
 			continue
