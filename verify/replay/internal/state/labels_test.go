@@ -1,7 +1,10 @@
 package state
 
 import (
+	"fmt"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -114,5 +117,42 @@ func TestListCachePartials(t *testing.T) {
 	}
 	if len(v2.Partials) > 0 && len(v3.Partials) == 0 {
 		t.Errorf("a Get of x is a partial use, a list by %s (cached) is not", sel)
+	}
+}
+
+// TestUnknownsBounded: a field that write after write leaves unknown, each write for a cause
+// of its own (a status patched every ten seconds whose export cannot say it was stored, or a
+// log whose writes answer with versions older than the State's), stays one unknown: the
+// first cause, in the untyped entry and the evaluator's typed one.
+func TestUnknownsBounded(t *testing.T) {
+	s, gr, cm := labelsState(t)
+	gvr := gr.WithVersion("v1")
+	cur := cm("b")
+	cur.SetResourceVersion("8")
+	raw, _ := cur.MarshalJSON()
+	if err := s.PutRaw(gr, cur, raw, nil, "at 8"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		older := cm("b")
+		older.SetResourceVersion("6")
+		u := []vapccel.Unknown{{Path: vapccel.FieldPath{Root: "object", Steps: []string{"data"}}, Why: fmt.Sprintf("write %d", i)}}
+		if err := s.PutPartlyAt(gr, older, u, "older"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(s.Objects[gr][ObjectKey{"ns", "x"}].unknowns); n != 1 {
+		t.Errorf("the entry holds %d unknowns, want 1", n)
+	}
+	v := s.View(false)
+	if _, err := v.Get(gvr, "ns", "x"); err != nil {
+		t.Fatal(err)
+	}
+	want := []vapccel.Unknown{{Path: vapccel.FieldPath{Root: "object", Steps: []string{"data"}}, Why: "write 0"}}
+	if len(v.Partials) != 1 {
+		t.Fatalf("%d partial uses, want 1", len(v.Partials))
+	}
+	if diff := cmp.Diff(want, v.Partials[0].Unknowns); diff != "" {
+		t.Errorf("the typed entry's unknowns (-want +got):\n%s", diff)
 	}
 }

@@ -612,17 +612,36 @@ func (s *State) putPartly(gr schema.GroupResource, u *unstructured.Unstructured,
 	}
 	k := ObjectKey{u.GetNamespace(), u.GetName()}
 	if e := s.Objects[gr][k]; e != nil && e.Raw != nil {
-		e.unknowns = append(e.unknowns, unknowns...) // and what a concurrent status write left unknown (store)
+		e.unknowns = addUnknowns(e.unknowns, unknowns) // and what a concurrent status write left unknown (store)
 	}
 	if s.typedKinds(gr) && len(unknowns) > 0 {
 		// The evaluator reads it as a param or namespace: what it does not know of it too.
 		b := s.writable(gr)
 		if te, ok := b.objs.get(k); ok && te.Obj != nil {
-			te.Unknowns = append(slices.Clip(te.Unknowns), unknowns...)
+			te.Unknowns = addUnknowns(te.Unknowns, unknowns)
 			b.setUnknowns(k, te)
 		}
 	}
 	return nil
+}
+
+// addUnknowns is have (not changed) and those of more it does not hold already: a field that
+// write after write leaves unknown (a status patched every ten seconds by writes an export
+// cannot say were stored) stays one unknown, its first cause, however many writes follow.
+func addUnknowns(have, more []vapccel.Unknown) []vapccel.Unknown {
+	out := slices.Clip(have)
+	for _, u := range more {
+		if !slices.ContainsFunc(out, func(h vapccel.Unknown) bool { return sameUnknown(h, u) }) {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// sameUnknown says whether a and b leave the same of an object unknown, whatever their causes.
+func sameUnknown(a, b vapccel.Unknown) bool {
+	return a.Path.Root == b.Path.Root && slices.Equal(a.Path.Steps, b.Path.Steps) && a.ValueOnly == b.ValueOnly &&
+		a.Prefix == b.Prefix && slices.EqualFunc(a.Known, b.Known, slices.Equal)
 }
 
 // PutKept is PutPartly for a write the log holds without its result that changed no field of

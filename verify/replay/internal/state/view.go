@@ -484,26 +484,43 @@ func (v *StateView) listedWith(w *TypedWrite) bool {
 // object's entry is looked up once a list of its resource and namespace is found.
 func (v *StateView) listing(w *TypedWrite) iter.Seq[int] {
 	return func(yield func(int) bool) {
-		looked, has := false, false
-		var after typedEntry
+		looked := false
+		var after, before listed
 		for i := range v.Lists {
 			l := &v.Lists[i]
 			if l.gr != w.GR || l.namespace != "" && l.namespace != w.Obj.Namespace {
 				continue
 			}
 			if !looked {
-				after, has = v.entry(w.GR, w.Obj)
+				e, has := v.entry(w.GR, w.Obj)
+				after, before = listedAs(e, has), listedAs(w.Prev, w.Had)
 				looked = true
 			}
-			// An object whose labels are not known may have been listed whatever they are.
-			selected := func(e typedEntry) bool {
-				return e.Obj != nil && (l.selector.Matches(e.labels) || !l.selector.Empty() && labelsNotKnown(e.Unknowns))
-			}
-			if (has && selected(after) || w.Had && selected(w.Prev)) && !yield(i) {
+			if (after.by(l.selector) || before.by(l.selector)) && !yield(i) {
 				return
 			}
 		}
 	}
+}
+
+// listed is what a list by selector reads of one version of an object: whether it is there,
+// its labels, and whether they are known (labelsNotKnown, looked at once however many lists).
+type listed struct {
+	there, labelsUnknown bool
+	labels               labels.Set
+}
+
+func listedAs(e typedEntry, had bool) listed {
+	if !had || e.Obj == nil {
+		return listed{}
+	}
+	return listed{there: true, labels: e.labels, labelsUnknown: labelsNotKnown(e.Unknowns)}
+}
+
+// by says whether a list by selector may have listed it: an object whose labels are not
+// known may have been listed whatever they are.
+func (o listed) by(selector labels.Selector) bool {
+	return o.there && (selector.Matches(o.labels) || o.labelsUnknown && !selector.Empty())
 }
 
 // Reads says whether an evaluation over the View read an object of gr, or listed some.
