@@ -13,7 +13,7 @@
 # floor in the same run:
 #   - RequestResponse traffic: the recording of a real kube-apiserver (verify/replay/testdata/
 #     recorded/a, every request at RequestResponse) repeated BENCH_RR_TIMES times (default 260,
-#     about 360 MB), each repetition shifted in time (vapc-bench repeat), against its decode floor
+#     about 360 MB), each repetition shifted in time and versions (vapc-bench repeat), against its decode floor
 #     (target >= 1.5);
 #   - a cluster's mixed traffic: testdata/bench/cluster-traffic.log.gz (recorded by
 #     TestRecordClusterTraffic: kube-controller-manager, kube-scheduler, played kubelets, under a

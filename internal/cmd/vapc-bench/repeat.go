@@ -10,6 +10,8 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
+	"strconv"
 	"time"
 )
 
@@ -18,7 +20,7 @@ import (
 // (a RequestResponse-heavy recording, a cluster's mixed traffic).
 func runRepeat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlagSet("repeat",
-		"usage: vapc-bench repeat --times N [-o FILE] AUDIT.LOG[.gz]\n\nWrites the log N times, each repetition's timestamps shifted past the one before (its span and a\nsecond) and its audit IDs made its own.", stderr)
+		"usage: vapc-bench repeat --times N [-o FILE] AUDIT.LOG[.gz]\n\nWrites the log N times, each repetition's timestamps shifted past the one before (its span and a\nsecond), its resourceVersions past the log's last, and its audit IDs made its own.", stderr)
 	times := fs.Int("times", 10, "how many times to write the log")
 	out := fs.String("o", "-", "the file to write (- for standard output)")
 	rest, err := parseFlags(fs, args)
@@ -39,6 +41,7 @@ func runRepeat(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return fmt.Errorf("repeat: %s: %w", rest[0], err)
 	}
 	shift := last.Sub(first) + time.Second
+	rvs := rvSpan(lines)
 	var w io.Writer = stdout
 	if *out != "-" {
 		f, err := os.Create(*out)
@@ -57,7 +60,7 @@ func runRepeat(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			if len(bytes.TrimSpace(l)) == 0 {
 				continue
 			}
-			if _, err := bw.Write(shifted(l, time.Duration(i)*shift, i)); err != nil {
+			if _, err := bw.Write(shifted(l, time.Duration(i)*shift, uint64(i)*rvs, i)); err != nil {
 				return fmt.Errorf("repeat: %w", err)
 			}
 		}
@@ -84,7 +87,27 @@ func readLog(path string) ([]byte, error) {
 var (
 	timestamp = regexp.MustCompile(`"(requestReceivedTimestamp|stageTimestamp)":"([^"]+)"`)
 	auditID   = regexp.MustCompile(`"auditID":"([0-9a-f]{8})`)
+	// A resourceVersion in an object, an objectRef or a list, or in a request's query.
+	resourceVersion = regexp.MustCompile(`("resourceVersion":"|resourceVersion=)([0-9]+)`)
 )
+
+// rvSpan is a power of ten above every resourceVersion of the lines: a repetition's versions
+// shifted by it follow the last one's, as etcd's revisions do.
+func rvSpan(lines [][]byte) uint64 {
+	var most uint64
+	for _, l := range lines {
+		for _, m := range resourceVersion.FindAllSubmatch(l, -1) {
+			if n, err := strconv.ParseUint(string(m[2]), 10, 64); err == nil {
+				most = max(most, n)
+			}
+		}
+	}
+	span := uint64(10)
+	for span <= most {
+		span *= 10
+	}
+	return span
+}
 
 // span is the first and last time the lines' events carry.
 func span(lines [][]byte) (first, last time.Time, err error) {
@@ -108,11 +131,14 @@ func span(lines [][]byte) (first, last time.Time, err error) {
 	return first, last, nil
 }
 
-// shifted is the line with its event's times moved by d and its audit ID's first eight hex
-// digits replaced by the repetition's number (repetition 0 is the line as it is). Times inside
-// the objects (creationTimestamp, conditions) stay: the replay orders and windows requests by
-// the event's own times.
-func shifted(line []byte, d time.Duration, rep int) []byte {
+// shifted is the line with its event's times moved by d, its resourceVersions by rv (but 0,
+// which asks for any version) and its audit ID's first eight hex digits replaced by the
+// repetition's number (repetition 0 is the line as it is). Times inside the objects
+// (creationTimestamp, conditions) stay: the replay orders and windows requests by the event's
+// own times. The versions move so that a repetition's writes are later than the one's before,
+// as a real cluster's are: versions that went back would have the replay take every write of
+// the next repetition for one the log records late.
+func shifted(line []byte, d time.Duration, rv uint64, rep int) []byte {
 	if rep == 0 {
 		return line
 	}
@@ -124,6 +150,14 @@ func shifted(line []byte, d time.Duration, rep int) []byte {
 		}
 		v, _ := json.Marshal(t.Add(d).UTC().Format("2006-01-02T15:04:05.000000Z"))
 		return append([]byte(`"`+string(sub[1])+`":`), v...)
+	})
+	out = resourceVersion.ReplaceAllFunc(out, func(m []byte) []byte {
+		sub := resourceVersion.FindSubmatch(m)
+		n, err := strconv.ParseUint(string(sub[2]), 10, 64)
+		if err != nil || n == 0 {
+			return m
+		}
+		return append(slices.Clip(sub[1]), strconv.FormatUint(n+rv, 10)...)
 	})
 	return auditID.ReplaceAll(out, []byte(fmt.Sprintf(`"auditID":"%08x`, rep)))
 }
