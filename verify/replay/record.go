@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/vapc-dev/vapc/verify"
+	"github.com/vapc-dev/vapc/verify/internal/redact"
 	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
@@ -75,6 +76,10 @@ type Record struct {
 	Object    *unstructured.Unstructured `json:"-"`
 	OldObject *unstructured.Unstructured `json:"-"`
 	Policies  []string                   `json:"-"`
+
+	// secret, for a request on a Secret, holds its objects' values, which scrubSecret
+	// removes from the record's texts before any output sees it.
+	secret *redact.Values
 }
 
 // Request is the request a Record is of: where the log holds it, and what it asked.
@@ -146,6 +151,7 @@ func newRecord(d decoded, ev *Event, t target, rec recording, b rebuilt) *Record
 		},
 		Results:      []RecordResult{},
 		ObjectSource: b.objectSource, OldObjectSource: b.oldObjectSource,
+		secret: secretValues(t, b.req.Object, b.req.OldObject, b.prepared),
 		Object: cmp.Or(b.prepared, b.req.Object), OldObject: b.req.OldObject,
 	}
 }

@@ -943,6 +943,7 @@ func (e *emitter) emit(out *Record, policies []string, dec *verify.Decision) {
 	}
 	out.otherRefusals()
 	out.changed()
+	out.scrubSecret()
 	e.sum.record(out)
 	e.agg.add(out, policies, dec)
 	if e.sink != nil && e.sinkErr == nil {

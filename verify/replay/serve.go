@@ -496,6 +496,13 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 				out.OldObject = masked(versioned(s.calls[0].attrs.GetOldObject(), t.reqKind), "oldObject", s.calls[0].unknowns)
 			}
 		}
+		if out.secret != nil {
+			// What each attempt evaluated, which its policies' texts may quote.
+			for _, c := range s.calls {
+				out.secret.Of(versioned(c.attrs.GetObject(), t.reqKind))
+				out.secret.Of(versioned(c.attrs.GetOldObject(), t.reqKind))
+			}
+		}
 	}
 	notes, ok := r.decidedWithout(j, out, s.calls, oldUnknown)
 	if !ok {

@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/vapc-dev/vapc/verify/internal/redact"
 	"github.com/vapc-dev/vapc/verify/replay"
-	"github.com/vapc-dev/vapc/verify/report/internal/redact"
 )
 
 // The report's limits keep it under 10 MB whatever the log: the rows, their objects and the

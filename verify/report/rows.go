@@ -3,13 +3,12 @@ package report
 import (
 	"encoding/json"
 	"slices"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/vapc-dev/vapc/verify/internal/redact"
 	"github.com/vapc-dev/vapc/verify/replay"
-	"github.com/vapc-dev/vapc/verify/report/internal/redact"
 )
 
 // addRow adds a request to the table while the table has room (rows and bytes), with its
@@ -58,7 +57,7 @@ func (b *Builder) addRow(r *replay.Record, t int64, node, outcome string, outs [
 	secretParam := slices.ContainsFunc(r.Results, func(x replay.RecordResult) bool { return b.secretParams[x.Policy] })
 	row.Alternatives = alternativeTexts(r.Alternatives, sensitive || secretParam)
 	if sensitive || secretParam {
-		row.Disagreements = recordedMarked(row.Disagreements)
+		row.Disagreements = redact.Quoted(row.Disagreements)
 	}
 	if sensitive && r.AnnotationsSource != "" || secretParam {
 		// Answered on another version of the object (the first attempt's, on the watch
@@ -117,24 +116,8 @@ func scrubRow(row *Row, vals *redact.Values) {
 	s := vals.Scrub
 	row.Message = s(row.Message)
 	row.Indeterminate = s(row.Indeterminate)
-	list := func(in []string) []string {
-		if in == nil {
-			return nil
-		}
-		out := make([]string, len(in))
-		for i, x := range in {
-			out[i] = s(x)
-		}
-		return out
-	}
-	row.Notes, row.Warnings, row.Alternatives, row.Disagreements = list(row.Notes), list(row.Warnings), list(row.Alternatives), list(row.Disagreements)
-	if row.AuditAnnots != nil {
-		m := make(map[string]string, len(row.AuditAnnots))
-		for k, v := range row.AuditAnnots {
-			m[k] = s(v)
-		}
-		row.AuditAnnots = m
-	}
+	row.Notes, row.Warnings, row.Alternatives, row.Disagreements = vals.ScrubAll(row.Notes), vals.ScrubAll(row.Warnings), vals.ScrubAll(row.Alternatives), vals.ScrubAll(row.Disagreements)
+	row.AuditAnnots = vals.ScrubValues(row.AuditAnnots)
 	for i := range row.Results {
 		row.Results[i].Message = s(row.Results[i].Message)
 	}
@@ -143,39 +126,11 @@ func scrubRow(row *Row, vals *redact.Values) {
 // markAnswers replaces what the policies answered in a row (its message, its results'
 // messages, its audit annotations' values and its warnings) by redact.Mark.
 func markAnswers(row *Row) {
-	row.Message = marked(row.Message)
+	row.Message = redact.Marked(row.Message)
 	for i := range row.Results {
-		row.Results[i].Message = marked(row.Results[i].Message)
+		row.Results[i].Message = redact.Marked(row.Results[i].Message)
 	}
-	row.AuditAnnots, row.Warnings = markedValues(row.AuditAnnots), markedAll(row.Warnings)
-}
-
-// marked is s as redact.Mark, "" as it is.
-func marked(s string) string {
-	if s == "" {
-		return s
-	}
-	return redact.Mark
-}
-
-// markedValues is a copy of m with its values marked (the row's map is the record's).
-func markedValues(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = marked(v)
-	}
-	return out
-}
-
-// markedAll is a new slice of as many redact.Mark as texts (the row's slice is the record's).
-func markedAll(texts []string) []string {
-	if texts == nil {
-		return nil
-	}
-	return slices.Repeat([]string{redact.Mark}, len(texts))
+	row.AuditAnnots, row.Warnings = redact.MarkedValues(row.AuditAnnots), redact.MarkedAll(row.Warnings)
 }
 
 // alternativeTexts are the record's alternatives, each in one line. A sensitive request's
@@ -187,44 +142,9 @@ func alternativeTexts(alts []replay.Alternative, sensitive bool) []string {
 	var out []string
 	for _, a := range alts {
 		if sensitive {
-			a.Message, a.AuditAnnotations, a.Warnings = marked(a.Message), markedValues(a.AuditAnnotations), markedAll(a.Warnings)
+			a.Message, a.AuditAnnotations, a.Warnings = redact.Marked(a.Message), redact.MarkedValues(a.AuditAnnotations), redact.MarkedAll(a.Warnings)
 		}
 		out = append(out, a.String())
-	}
-	return out
-}
-
-// recordedMarked are a sensitive request's disagreements with the messages and annotation
-// values they quote as redact.Mark: the log's are what the server answered on the version it
-// read, which a disagreement says is not the one the row's objects hold.
-func recordedMarked(texts []string) []string {
-	if texts == nil {
-		return nil
-	}
-	out := make([]string, len(texts))
-	for i, t := range texts {
-		if head, _, ok := strings.Cut(t, ": recorded ["); ok && head == replay.ValidationFailureAnnotation {
-			out[i] = head + ": recorded and predicted differ: " + redact.Mark
-			continue
-		}
-		var b strings.Builder
-		for j := 0; j < len(t); j++ {
-			if t[j] != '"' {
-				b.WriteByte(t[j])
-				continue
-			}
-			// A Go-quoted string (%q): to its closing quote, past its escapes.
-			k := j + 1
-			for k < len(t) && t[k] != '"' {
-				if t[k] == '\\' {
-					k++
-				}
-				k++
-			}
-			b.WriteString(`"` + redact.Mark + `"`)
-			j = k
-		}
-		out[i] = b.String()
 	}
 	return out
 }

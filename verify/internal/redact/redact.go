@@ -1,7 +1,8 @@
-// Package redact keeps the values of sensitive objects out of a report: audit logs hold
-// Secrets, and reports get shared. A sensitive object keeps its key names; its values become
-// their sizes, and every value it held is scrubbed from the texts shown beside it (a policy's
-// message may quote one).
+// Package redact keeps the values of sensitive objects out of what a replay writes: audit logs
+// hold Secrets, and reports and CI logs get shared. In a report a sensitive object keeps its
+// key names, its values become their sizes, and every value it held is scrubbed from the texts
+// shown beside it (a policy's message may quote one); a replay's records (JSON lines, text,
+// JUnit) are scrubbed of the values of the Secrets they are about.
 package redact
 
 import (
@@ -14,6 +15,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/vapc-dev/vapc/verify"
 )
 
 // MinScrubbed is the length under which a value is not searched for in texts: shorter
@@ -112,6 +115,24 @@ func (v *Values) add(s string) {
 		v.values = map[string]bool{}
 	}
 	v.values[s] = true
+}
+
+// Of gathers the values of the sensitive object u (nil: none), as Object does.
+func (v *Values) Of(u *unstructured.Unstructured) {
+	if u != nil {
+		Object(u, true, v)
+	}
+}
+
+// Shown drops the gathered values that a text shown anyway holds (the object's name and
+// namespace: a service account token's Secret holds its namespace, and is named after its
+// account): scrubbing them hides nothing, and would change what a message says of the object.
+func (v *Values) Shown(texts ...string) {
+	for x := range v.values {
+		if slices.ContainsFunc(texts, func(t string) bool { return strings.Contains(t, x) }) {
+			delete(v.values, x)
+		}
+	}
 }
 
 // Empty says whether no value was gathered.
@@ -262,4 +283,96 @@ func copyValue(v any) any {
 		return out
 	}
 	return v
+}
+
+// ScrubAll is a new slice of texts scrubbed (a record's may be shared with its decision).
+func (v *Values) ScrubAll(texts []string) []string {
+	if texts == nil {
+		return nil
+	}
+	out := make([]string, len(texts))
+	for i, t := range texts {
+		out[i] = v.Scrub(t)
+	}
+	return out
+}
+
+// ScrubValues is a copy of m with its values scrubbed.
+func (v *Values) ScrubValues(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, x := range m {
+		out[k] = v.Scrub(x)
+	}
+	return out
+}
+
+// Marked is s as Mark, "" as it is.
+func Marked(s string) string {
+	if s == "" {
+		return s
+	}
+	return Mark
+}
+
+// MarkedValues is a copy of m with its values marked.
+func MarkedValues(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, x := range m {
+		out[k] = Marked(x)
+	}
+	return out
+}
+
+// MarkedAll is a new slice of as many Mark as texts.
+func MarkedAll(texts []string) []string {
+	if texts == nil {
+		return nil
+	}
+	out := make([]string, len(texts))
+	for i := range out {
+		out[i] = Mark
+	}
+	return out
+}
+
+// Quoted are disagreements with the log (a replay's --check-recorded) with the messages and
+// annotation values they quote as Mark: the log's are what the server answered on the version it read, which a
+// disagreement says is not the one the replay's objects hold, and a sensitive object's
+// values there are not the ones its scrub knows.
+func Quoted(texts []string) []string {
+	if texts == nil {
+		return nil
+	}
+	out := make([]string, len(texts))
+	for i, t := range texts {
+		if head, _, ok := strings.Cut(t, ": recorded ["); ok && head == verify.ValidationFailureAnnotation {
+			out[i] = head + ": recorded and predicted differ: " + Mark
+			continue
+		}
+		var b strings.Builder
+		for j := 0; j < len(t); j++ {
+			if t[j] != '"' {
+				b.WriteByte(t[j])
+				continue
+			}
+			// A Go-quoted string (%q): to its closing quote, past its escapes.
+			k := j + 1
+			for k < len(t) && t[k] != '"' {
+				if t[k] == '\\' {
+					k++
+				}
+				k++
+			}
+			b.WriteString(`"` + Mark + `"`)
+			j = k
+		}
+		out[i] = b.String()
+	}
+	return out
 }

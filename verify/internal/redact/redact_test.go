@@ -108,3 +108,35 @@ func TestObject(t *testing.T) {
 		})
 	}
 }
+
+// TestQuoted: a sensitive request's disagreements keep what they compare, not the
+// messages and annotation values they quote, which the server may have answered on a version
+// of the object the row does not hold.
+func TestQuoted(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`recorded denial 403 "password \"hunter2\" leaked", predicted 403 "password x"`, `recorded denial 403 "<redacted>", predicted 403 "<redacted>"`},
+		{`audit annotation p/k: recorded "hunter2", predicted none`, `audit annotation p/k: recorded "<redacted>", predicted none`},
+		{`recorded admit (200), predicted denial 403 "a \\ b"`, `recorded admit (200), predicted denial 403 "<redacted>"`},
+		{`validation.policy.admission.k8s.io/validation_failure: recorded [x "]" y], predicted []`, `validation.policy.admission.k8s.io/validation_failure: recorded and predicted differ: <redacted>`},
+		{`recorded denial by ValidatingAdmissionPolicy 'p', predicted admit`, `recorded denial by ValidatingAdmissionPolicy 'p', predicted admit`},
+		{`a "quote never closed`, `a "<redacted>"`},
+	} {
+		if diff := cmp.Diff([]string{tc.want}, Quoted([]string{tc.in})); diff != "" {
+			t.Errorf("Quoted(%q) (-want +got):\n%s", tc.in, diff)
+		}
+	}
+}
+
+// TestShown: a value a text shown anyway holds (a service account token Secret's namespace,
+// the account its name begins with) is not scrubbed; the others are.
+func TestShown(t *testing.T) {
+	var v Values
+	v.Of(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret",
+		"metadata": map[string]any{"name": "builder-token-x2", "namespace": "team-a", "annotations": map[string]any{"kubernetes.io/service-account.name": "builder"}},
+		"data":     map[string]any{"namespace": "dGVhbS1h", "token": "c2VjcmV0LXRva2Vu"}}})
+	v.Shown("team-a", "builder-token-x2")
+	got := v.Scrub("builder-token-x2 in team-a: secret-token, dGVhbS1h")
+	if want := "builder-token-x2 in team-a: " + Mark + ", " + Mark; got != want {
+		t.Errorf("Scrub = %q, want %q", got, want)
+	}
+}
