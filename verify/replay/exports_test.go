@@ -403,6 +403,23 @@ func TestExportLosses(t *testing.T) {
 	requestOnly := func(id string) string {
 		return timedEvent(t, levelEvent(t, id, auditlog.LevelRequest, "patch", "configmaps", "a", "known", 200, "", map[string]any{"data": map[string]any{"k": "z"}}, nil), "02.500000", "02.510000", nil)
 	}
+	// preconditioned patches configmap known's data to k=v, its body asking for resourceVersion
+	// asked, answered with rv, received at the log's second 2 and at milliseconds.
+	preconditioned := func(id, v, asked, rv, at string) string {
+		resp := cm("known", rv)
+		resp["metadata"].(map[string]any)["labels"] = map[string]any{"team": "a"}
+		resp["data"] = map[string]any{"k": v}
+		body := map[string]any{"metadata": map[string]any{"resourceVersion": asked}, "data": map[string]any{"k": v}}
+		return timedEvent(t, levelEvent(t, id, auditlog.LevelRequestResponse, "patch", "configmaps", "a", "known", 200, "", body, resp), "02."+at+"000", "02."+at+"010", nil)
+	}
+	// updated updates configmap known to k=v at level Request (no result), its body the whole
+	// object as it read it at resourceVersion asked, labels and all.
+	updated := func(id, v, asked, at string) string {
+		body := cm("known", asked)
+		body["metadata"].(map[string]any)["labels"] = map[string]any{"team": "a"}
+		body["data"] = map[string]any{"k": v}
+		return timedEvent(t, levelEvent(t, id, auditlog.LevelRequest, "update", "configmaps", "a", "known", 200, "", body, nil), "02."+at+"000", "02."+at+"010", nil)
+	}
 	// oldReader admits, reading the old object: an update whose old object is not known is not
 	// decided by it (one that reads nothing of it would be).
 	const oldReader = "oldObject == null || true"
@@ -505,10 +522,32 @@ func TestExportLosses(t *testing.T) {
 			lines:    []string{merged("p17"), data("p18", "x", "10", "500"), deleted("p18")},
 			decision: DecisionAdmit},
 		// A write logged without its result, which may have been a dry run too: the object
-		// is not known, not as the log's replay has it (no labels).
+		// is there, what the writes may have changed not known, not as the log's replay has
+		// it (no labels): the first patch's answer gave its identity only.
 		{name: "a patch shows its object is there, then one without its result", expr: "has(oldObject.metadata.labels)", op: admissionregistrationv1.Delete,
 			lines: []string{merged("p20"), requestOnly("p21"), deleted("p21")}, plain: DecisionDeny,
-			decision: DecisionIndeterminate, reason: ReasonOldObjectUnknown, detail: "whether the write at audit.jsonl:2 was a dry run"},
+			decision: DecisionIndeterminate, reason: ReasonUnknownField, detail: "whether the write at audit.jsonl:1 was a dry run"},
+		// A write without its result (a kubelet's status update at level Request), which may
+		// have been a dry run: what the pipeline rebuilt of it and the object before it agree
+		// on is known (its labels), the rest not.
+		{name: "a write without its result keeps what it did not touch", expr: "oldObject.metadata.labels.team == 'a'", op: admissionregistrationv1.Delete,
+			lines:    []string{knownCreated, requestOnly("p22"), deleted("p22")},
+			decision: DecisionAdmit},
+		{name: "a write without its result, what it may have changed", expr: "oldObject.data.k == 'z'", op: admissionregistrationv1.Delete,
+			lines:    []string{knownCreated, requestOnly("p23"), deleted("p23")},
+			decision: DecisionIndeterminate, reason: ReasonUnknownField, detail: "whether the write at audit.jsonl:2 was a dry run"},
+		// A dry run answers with the version its precondition asked for: a write answered
+		// with another was stored, whatever the State knew of the version before (an update
+		// without its result, whose version is not known; the patch found a later one than
+		// it did, so it was committed after it).
+		{name: "a patch answered past its precondition was stored", expr: "oldObject.data.k == 'x'", op: admissionregistrationv1.Delete,
+			lines:    []string{knownCreated, updated("u4", "a", "8", "500"), preconditioned("p25", "x", "9", "10", "800"), deleted("p25")},
+			decision: DecisionAdmit},
+		// Two updates without results within GKE's receipt bound (a minute): the second found
+		// a later version than the first did, so the first was committed before it.
+		{name: "preconditions order writes whose receipts are lost", expr: "oldObject.metadata.labels.team == 'a'", op: admissionregistrationv1.Delete,
+			lines:    []string{knownCreated, updated("u2", "a", "8", "500"), updated("u3", "b", "9", "700"), deleted("u3")},
+			decision: DecisionAdmit},
 		// An apply may have created the object: a dry run that did answers with no version.
 		{name: "an apply answered with no version", expr: "oldObject == null || true", op: admissionregistrationv1.Delete,
 			lines:    []string{noVersion("p19"), deleted("p19")},

@@ -62,6 +62,9 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 	if code < 200 || code >= 300 || t.op == admission.Connect || isDryRun(ev) {
 		return
 	}
+	if ev.Verb == "update" || ev.Verb == "patch" {
+		r.state.Asked(askedVersion(ev))
+	}
 	gr := t.gvr.GroupResource()
 	if gr == serviceAccountsGR && t.sub == "token" {
 		r.facts.learnAudiences(ev) // its response may show the server's audiences
@@ -185,6 +188,11 @@ func (r *Replayer) mayBeDryRun(sw stateWrite, before state.Prior) {
 	switch {
 	case known && stored && after.RV > before.RV:
 		return
+	case stored && sw.w.isMain && sw.w.resp != nil && answeredPastPrecondition(sw.ev, state.ResourceVersion(sw.w.resp.GetResourceVersion())):
+		// Its body asked for the version it read (a controller's update, a patch with a
+		// precondition), which a dry run answers with: it answered with another, the one it
+		// stored.
+		return
 	case known && stored && after.RV == before.RV:
 		// Answered with the version the State knows: a no-op, or a dry run, this write or the
 		// one whose answer the State took as stored (a dry run that read a version whose write
@@ -210,14 +218,16 @@ func (r *Replayer) mayBeDryRun(sw stateWrite, before state.Prior) {
 		}
 		r.state.Forget(gr, t.mainKind, t.namespace, t.name, why)
 		return
-	case !before.Found || before.Raw == nil || !stored:
+	case !before.Found || before.Raw == nil || !after.Found || after.Raw == nil:
 		// Whether the object is there, or as what, is not known.
 		r.state.Forget(gr, t.mainKind, t.namespace, t.name, why)
 		return
 	}
 	// Known before but for its resourceVersion (a write before that may have been a dry run
-	// too: a node's status patched every few seconds), or stored over it: what the write left
-	// as it was is known (a status patch leaves the labels), the rest not.
+	// too: a node's status patched every few seconds), or stored over it, or a write the
+	// export holds without its response (a kubelet's status update at level Request), which
+	// the pipeline rebuilt: what the write left as it was is known (a status patch leaves the
+	// labels), the rest not.
 	bu, err1 := auditlog.DecodeObject(before.Raw)
 	au, err2 := auditlog.DecodeObject(after.Raw)
 	if err1 != nil || err2 != nil {
@@ -225,9 +235,10 @@ func (r *Replayer) mayBeDryRun(sw stateWrite, before state.Prior) {
 		return
 	}
 	// A dry run answers with the resourceVersion the object has, a write that stored with
-	// the one it stored: the response's is the stored one's either way.
+	// the one it stored: the response's is the stored one's either way. Without a response,
+	// it is not known.
 	diffs := slices.DeleteFunc(state.Differing(bu.Object, au.Object, nil, why), func(u vapccel.Unknown) bool {
-		return slices.Equal(u.Path.Steps, []string{"metadata", "resourceVersion"})
+		return stored && slices.Equal(u.Path.Steps, []string{"metadata", "resourceVersion"})
 	})
 	// A field the write cannot have changed is in its response as the server stores it,
 	// whether it was a dry run or not: what was not known of it before is known now.
@@ -242,6 +253,11 @@ func (r *Replayer) mayBeDryRun(sw stateWrite, before state.Prior) {
 		return
 	}
 	unknowns := append(append(slices.Clip(after.Unknowns), still...), diffs...)
+	if !stored {
+		// The pipeline's version is its own, not the server's: not known.
+		_ = r.state.PutPartly(gr, au, unknowns, after.Source+" (or, a dry run, as it was)")
+		return
+	}
 	_ = r.state.PutPartlyAt(gr, au, unknowns, after.Source+" (or, a dry run, as it was)")
 }
 
@@ -266,6 +282,20 @@ func existsAfter(ev *Event) bool {
 	}
 	body := bytes.TrimSpace(ev.RequestObject)
 	return ev.Verb == "patch" && hasBody(body) && !bytes.Contains(body, []byte("resourceVersion")) && bytes.IndexByte(body, '\\') < 0
+}
+
+// answeredPastPrecondition says whether a successful write's body gave the resourceVersion it
+// had to find (askedVersion: an update's object, a patch's or an apply's, a JSON patch's
+// test or replace: a precondition the store checks, answering a mismatch with a Conflict)
+// and it answered with another, rv. A dry run answers with the object as it would be at the version it read
+// (DryRunnableStorage.GuaranteedUpdate runs the update on the current object and writes
+// nothing), which is the precondition's: the write was stored.
+func answeredPastPrecondition(ev *Event, rv uint64) bool {
+	if ev.Verb != "update" && ev.Verb != "patch" {
+		return false
+	}
+	want := askedVersion(ev)
+	return want != 0 && rv != 0 && want != rv
 }
 
 // identityOnly is what is not known of an object a write showed is there, the State not having

@@ -109,6 +109,8 @@ type currentRequest struct {
 	writeSecond bool
 	writeBy     string
 	creating    bool
+	// asked is the resourceVersion the write found, where its body gave it (Asked).
+	asked uint64
 	// commuted says the write stores what it stores whichever of it and the write the log
 	// records before it, which ran concurrently with it, the server committed last
 	// (Commuted).
@@ -129,6 +131,12 @@ func (s *State) BeginWrite(create bool, received, done time.Time, by string) {
 		written: s.current.written[:0], writtenUnknown: s.current.writtenUnknown[:0]}
 }
 
+// Asked says the write being applied gave, in its body, the resourceVersion it had to find
+// (an update's, a patch's precondition, which the store checks), and succeeded: the write
+// that stored that version, or an older one, was committed before it, whatever their times
+// (see committedBefore).
+func (s *State) Asked(rv uint64) { s.current.asked = rv }
+
 // ToTheSecond says the request being applied completed in the second before its done, not at
 // it (see TypedWrite.Second).
 func (s *State) ToTheSecond() { s.current.writeSecond = true }
@@ -138,7 +146,7 @@ func (s *State) ToTheSecond() { s.current.writeSecond = true }
 // (see keptUnknown). The request being applied, if any, is as it was after.
 func (s *State) As(by string, done time.Time, fn func()) {
 	saved := s.current
-	s.current.writeBy, s.current.writeDone, s.current.writeSecond, s.current.received = by, done, false, time.Time{}
+	s.current.writeBy, s.current.writeDone, s.current.writeSecond, s.current.received, s.current.asked = by, done, false, time.Time{}, 0
 	fn()
 	s.current = saved
 }
@@ -146,7 +154,7 @@ func (s *State) As(by string, done time.Time, fn func()) {
 // EndWrite ends following the writes of one request: what is written outside a request (the
 // snapshot) is no write of the log.
 func (s *State) EndWrite() {
-	s.current.creating, s.current.received, s.current.writeDone, s.current.writeBy, s.current.writeSecond, s.current.commuted = false, time.Time{}, time.Time{}, "", false, false
+	s.current.creating, s.current.received, s.current.writeDone, s.current.writeBy, s.current.writeSecond, s.current.commuted, s.current.asked = false, time.Time{}, time.Time{}, "", false, false, 0
 }
 
 // Commuted says the write being applied stores what it stores whichever of it and the write
@@ -275,6 +283,8 @@ type entry struct {
 	received time.Time
 	// created says that write created the object.
 	created bool
+	// asked is the resourceVersion that write found, where its body gave it (State.Asked).
+	asked uint64
 	// follows says the write that stored it replaced a version of the object (it was not
 	// created): the server may still have read that version from its watch cache (staleOf).
 	follows bool
@@ -687,7 +697,7 @@ func (s *State) store(gr schema.GroupResource, u *unstructured.Unstructured, raw
 		return nil
 	}
 	k := ObjectKey{u.GetNamespace(), u.GetName()}
-	e := &entry{Raw: raw, rv: rv, Labels: labels.Set(u.GetLabels()), Source: source, by: s.current.writeBy, received: s.current.received, created: s.current.creating}
+	e := &entry{Raw: raw, rv: rv, Labels: labels.Set(u.GetLabels()), Source: source, by: s.current.writeBy, received: s.current.received, created: s.current.creating, asked: s.current.asked}
 	old := s.bucket(gr)[k]
 	if old == nil && rv > 0 && rv <= s.gone.m[ReplacedKey{gr, k}] {
 		// Stored before a deletion the log records first (etcd's revisions order them):
@@ -1062,7 +1072,16 @@ func (s *State) DeleteUID(gr schema.GroupResource, gvk schema.GroupVersionKind, 
 // ranConcurrently says whether the write that left the entry completed after the write being
 // applied was received (the log records it first).
 func (s *State) ranConcurrently(old *entry) bool {
-	return old.by != "" && old.by != s.current.writeBy && !s.current.received.IsZero() && old.done.After(s.current.received)
+	return old.by != "" && old.by != s.current.writeBy && !s.current.received.IsZero() && old.done.After(s.current.received) && !s.committedBefore(old)
+}
+
+// committedBefore says whether the write being applied found (Asked) the version the write that
+// left old stored, or a later one, or one later than that write found: etcd's revisions only
+// grow, so that write was committed first (had this one been, that one's precondition would
+// have failed), however close their times (an export's receipt bound: GKE's entries).
+func (s *State) committedBefore(old *entry) bool {
+	a := s.current.asked
+	return a != 0 && (old.rv != 0 && a >= old.rv || old.asked != 0 && a > old.asked)
 }
 
 // DeleteAt is Delete where the deletion's result shows a resourceVersion, gone: the deletion's
