@@ -356,7 +356,7 @@ func deletedNothing(j *job) string {
 // failed makes the job's request indeterminate (ReasonInternal) after a panic while the
 // replay decided it, named with what panicked.
 func (j *job) failed(p any) {
-	out := newRecord(j.d, j.ev, j.t, j.rec, rebuilt{})
+	out := newRecord(j, rebuilt{})
 	j.result = jobResult{out: out}
 	out.indeterminate(because(ReasonInternal, fmt.Sprintf("vapc failed on this request (a bug: please report it with the event): %v", p)))
 }
@@ -493,7 +493,7 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 	if b.skip == SkipPendingDeletion && j.revise.concurrent == nil && j.prior.RacedFrom == nil && r.ranAdmission(j.ev) {
 		// The log's annotations say admission ran: the State's version, marked deleted, is not
 		// the one the server read (a snapshot read after this DELETE marked it).
-		out := newRecord(j.d, j.ev, j.t, j.rec, b)
+		out := newRecord(j, b)
 		j.result.out = out
 		out.indeterminate(because(ReasonOldObjectUnknown, pendingButAdmitted(j)))
 		return
@@ -503,7 +503,7 @@ func (r *Replayer) evaluate(ctx context.Context, w evalWorker, j *job) {
 		return
 	}
 	r.prepareCustomResource(j.ev, j.t, &b)
-	out := newRecord(j.d, j.ev, j.t, j.rec, b)
+	out := newRecord(j, b)
 	j.result.out = out
 	if b.indeterminate.is() {
 		out.indeterminate(b.indeterminate)

@@ -133,7 +133,8 @@ type RecordResult struct {
 	AuditAnnotations map[string]string `json:"auditAnnotations,omitempty"`
 }
 
-func newRecord(d decoded, ev *Event, t target, rec recording, b rebuilt) *Record {
+func newRecord(j *job, b rebuilt) *Record {
+	d, ev, t, rec := j.d, j.ev, j.t, j.rec
 	name := t.name
 	if name == "" && b.req.Object != nil {
 		name = b.req.Object.GetName()
@@ -151,7 +152,7 @@ func newRecord(d decoded, ev *Event, t target, rec recording, b rebuilt) *Record
 		},
 		Results:      []RecordResult{},
 		ObjectSource: b.objectSource, OldObjectSource: b.oldObjectSource,
-		secret: secretValues(t, b.req.Object, b.req.OldObject, b.prepared),
+		secret: secretValues(t, ev, j.prior, b.req.Object, b.req.OldObject, b.prepared),
 		Object: cmp.Or(b.prepared, b.req.Object), OldObject: b.req.OldObject,
 	}
 }

@@ -1,16 +1,28 @@
 package replay
 
 import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/internal/redact"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
-// secretValues gathers, for a request on Secrets, the values of the objects the replay built
-// for it (nil for any other resource): a policy's message, audit annotation or warning may
-// quote them, and every output of the replay (JSON lines, text, JUnit, the report) is shared
-// more widely than the audit log it read. See Record.scrubSecret.
-func secretValues(t target, objs ...*unstructured.Unstructured) *redact.Values {
+// secretValues gathers, for a request on Secrets, the values of its objects (nil for any
+// other resource): those the replay built for it, those the log holds (its request's and
+// response's), and the versions the State holds of it (the one it read, those a watch
+// cache may have served, the one it has if there at all). A policy's message, audit
+// annotation or warning may quote them, and every output of the replay (JSON lines, text,
+// JUnit, the report) is shared more widely than the audit log it read. See
+// Record.scrubSecret; serve.go adds what each attempt of the pipeline evaluated.
+func secretValues(t target, ev *Event, prior state.Prior, objs ...*unstructured.Unstructured) *redact.Values {
 	if t.gvr.Group != "" || t.gvr.Resource != "secrets" {
 		return nil
 	}
@@ -18,21 +30,51 @@ func secretValues(t target, objs ...*unstructured.Unstructured) *redact.Values {
 	for _, u := range objs {
 		v.Of(u)
 	}
+	for _, raw := range [][]byte{ev.RequestObject, ev.ResponseObject} {
+		// The Secret, or a patch of it; not a refusal's Status or a DELETE's options.
+		if u, err := auditlog.DecodeObject(raw); err == nil && (u.GetKind() == "" || u.GetKind() == "Secret") {
+			v.Of(u)
+		}
+	}
+	priorValues(v, prior)
 	return v
 }
 
-// scrubSecret removes from the record of a request on a Secret the values its objects hold,
-// from every text the replay writes of it, once, before the summary or a sink sees it: the
-// decision and the comparison with the log are made. What the policies answered on another
-// version of the Secret (a lag's alternative, the first attempt's annotations, the log's
-// verdicts a disagreement quotes) holds values the record's objects do not: it is written as
-// redact.Mark. A value the record shows anyway (in the Secret's name or namespace) stays.
-func (r *Record) scrubSecret() {
-	v := r.secret
-	if v == nil {
-		return
+// priorValues gathers the values of the versions of a Prior.
+func priorValues(v *redact.Values, p state.Prior) {
+	if u, _ := p.Decode(); u != nil {
+		v.Of(u)
 	}
-	r.secret = nil
+	for _, s := range p.Stale {
+		priorValues(v, s)
+	}
+	if p.IfThere != nil {
+		priorValues(v, *p.IfThere)
+	}
+}
+
+// scrubbed is the record as the outputs see it: for a request on a Secret, a copy without
+// the values its objects hold in any text the replay writes of it; the record itself otherwise.
+// The summary and the sink take it once the decision and the comparison with the log are
+// made; the record stays as it is for what reads it after (the State's following of the
+// write). What the policies answered on another version of the Secret (a lag's alternative,
+// the first attempt's annotations and warnings, the log's verdicts a disagreement quotes)
+// holds values the record's objects do not: it is written as redact.Mark. The Secret's name
+// and namespace stay (redact.Values.Shown).
+func (r *Record) scrubbed() *Record {
+	if r.secret == nil {
+		return r
+	}
+	c := *r
+	c.secret = nil
+	c.Results, c.Alternatives = slices.Clone(r.Results), slices.Clone(r.Alternatives)
+	c.scrubSecret(r.secret)
+	return &c
+}
+
+// scrubSecret scrubs the texts of a copy of a Secret's record (see scrubbed): the maps and
+// slices it replaces are new, the Results and Alternatives its own.
+func (r *Record) scrubSecret(v *redact.Values) {
 	v.Shown(r.Namespace, r.Name)
 	for i := range r.Alternatives {
 		a := &r.Alternatives[i]
@@ -44,12 +86,14 @@ func (r *Record) scrubSecret() {
 		a.Message, a.Warnings, a.AuditAnnotations, a.Detail = redact.Marked(a.Message), redact.MarkedAll(a.Warnings), redact.MarkedValues(a.AuditAnnotations), v.Scrub(a.Detail)
 	}
 	if r.AnnotationsSource != "" {
-		r.AuditAnnotations = redact.MarkedValues(r.AuditAnnotations)
+		// Another evaluation's, on another version of the Secret (see AnnotationsSource).
+		r.AuditAnnotations, r.Warnings = redact.MarkedValues(r.AuditAnnotations), redact.MarkedAll(r.Warnings)
 	}
 	r.Disagreements = redact.Quoted(r.Disagreements)
 	if r.recordedVerdict != "" {
 		r.recordedVerdict = redact.Mark
 	}
+	r.Mutations = sizedMutations(r.Mutations)
 	if v.Empty() {
 		return
 	}
@@ -59,4 +103,35 @@ func (r *Record) scrubSecret() {
 		res := &r.Results[i]
 		res.Message, res.AuditAnnotations = v.Scrub(res.Message), v.ScrubValues(res.AuditAnnotations)
 	}
+}
+
+// sizedMutations are a Secret's mutations with the values their operations write (data,
+// stringData, annotations: anything but the rest of metadata) replaced by their sizes
+// (redact.Sizes), the paths kept: what a mutating policy wrote into a Secret is a value of it.
+func sizedMutations(changes []verify.Change) []verify.Change {
+	if len(changes) == 0 {
+		return changes
+	}
+	out := make([]verify.Change, len(changes))
+	for i, c := range changes {
+		out[i] = c
+		var ops []map[string]any
+		if err := json.Unmarshal(c.Patch, &ops); err != nil {
+			out[i].Patch = json.RawMessage(strconv.Quote(redact.Mark))
+			continue
+		}
+		for _, op := range ops {
+			path, _ := op["path"].(string)
+			if v, ok := op["value"]; ok && (!strings.HasPrefix(path, "/metadata/") || strings.HasPrefix(path, "/metadata/annotations")) {
+				op["value"] = redact.Sizes(v)
+			}
+		}
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(ops); err == nil {
+			out[i].Patch = bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+		}
+	}
+	return out
 }

@@ -943,11 +943,11 @@ func (e *emitter) emit(out *Record, policies []string, dec *verify.Decision) {
 	}
 	out.otherRefusals()
 	out.changed()
-	out.scrubSecret()
-	e.sum.record(out)
-	e.agg.add(out, policies, dec)
+	shown := out.scrubbed()
+	e.sum.record(shown)
+	e.agg.add(shown, policies, dec)
 	if e.sink != nil && e.sinkErr == nil {
-		e.sinkErr = e.sink(out)
+		e.sinkErr = e.sink(shown)
 	}
 }
 

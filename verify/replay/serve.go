@@ -426,7 +426,7 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 	b := rebuilt{req: verify.Request{Operation: t.op, Resource: t.gvr, SubResource: t.sub, Kind: t.reqKind,
 		Namespace: t.namespace, Name: t.name, UserInfo: ev.Requester(), DryRun: isDryRun(ev)}}
 	b.objectSource, b.oldObjectSource = pipelineSources(ev, t, j.prior)
-	out := newRecord(j.d, ev, t, j.rec, b)
+	out := newRecord(j, b)
 	j.result.out = out
 	if u := j.undecidable(w); u.is() {
 		out.indeterminate(u)

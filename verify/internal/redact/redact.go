@@ -7,9 +7,11 @@ package redact
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -105,8 +107,13 @@ func (r *Redactor) SensitiveKind(group, kind string) bool {
 // Values gathers the values of sensitive objects, to scrub them from texts.
 type Values struct {
 	values map[string]bool
+	// shown are texts shown anyway (Shown), which Scrub leaves whole.
+	shown []string
 }
 
+// add gathers s, and the forms a text quotes it in: JSON's (a message within the audit
+// annotation that lists an Audit binding's failures, escaped as the server marshals it) and
+// Go's %q (a disagreement with the log).
 func (v *Values) add(s string) {
 	if len(s) < MinScrubbed {
 		return
@@ -115,6 +122,17 @@ func (v *Values) add(s string) {
 		v.values = map[string]bool{}
 	}
 	v.values[s] = true
+	if b, err := json.Marshal(s); err == nil {
+		if q := string(b[1 : len(b)-1]); q != s {
+			v.values[q] = true
+			if b, err := json.Marshal(q); err == nil {
+				v.values[string(b[1:len(b)-1])] = true // once more: an annotation's JSON quoted
+			}
+		}
+	}
+	if q := strconv.Quote(s); q[1:len(q)-1] != s {
+		v.values[q[1:len(q)-1]] = true
+	}
 }
 
 // Of gathers the values of the sensitive object u (nil: none), as Object does.
@@ -124,21 +142,26 @@ func (v *Values) Of(u *unstructured.Unstructured) {
 	}
 }
 
-// Shown drops the gathered values that a text shown anyway holds (the object's name and
-// namespace: a service account token's Secret holds its namespace, and is named after its
-// account): scrubbing them hides nothing, and would change what a message says of the object.
+// Shown says texts are shown anyway (the object's name and namespace): a gathered value equal
+// to one is not scrubbed (a service account token's Secret holds its namespace), and Scrub
+// leaves them whole where a value is within one (a Secret named after the account it holds
+// the token of), scrubbing the value elsewhere: a message keeps naming the object.
 func (v *Values) Shown(texts ...string) {
-	for x := range v.values {
-		if slices.ContainsFunc(texts, func(t string) bool { return strings.Contains(t, x) }) {
-			delete(v.values, x)
+	for _, t := range texts {
+		if t == "" {
+			continue
 		}
+		delete(v.values, t)
+		v.shown = append(v.shown, t)
 	}
+	sort.Slice(v.shown, func(i, j int) bool { return len(v.shown[i]) > len(v.shown[j]) })
 }
 
 // Empty says whether no value was gathered.
 func (v *Values) Empty() bool { return len(v.values) == 0 }
 
-// Scrub replaces every gathered value in s, the longest first.
+// Scrub replaces every gathered value in s, the longest first; a text shown anyway (Shown)
+// stays whole, unless a value holds it.
 func (v *Values) Scrub(s string) string {
 	if len(v.values) == 0 || s == "" {
 		return s
@@ -153,6 +176,28 @@ func (v *Values) Scrub(s string) string {
 		}
 		return vals[i] < vals[j]
 	})
+	holdsShown := func(x string) bool {
+		return slices.ContainsFunc(v.shown, func(t string) bool { return strings.Contains(x, t) })
+	}
+	for _, x := range vals {
+		if holdsShown(x) {
+			s = strings.ReplaceAll(s, x, Mark)
+		}
+	}
+	return v.scrubAround(s, vals, 0)
+}
+
+// scrubAround replaces the values in s but within the shown texts from the i-th on.
+func (v *Values) scrubAround(s string, vals []string, i int) string {
+	for ; i < len(v.shown); i++ {
+		if t := v.shown[i]; strings.Contains(s, t) {
+			parts := strings.Split(s, t)
+			for k := range parts {
+				parts[k] = v.scrubAround(parts[k], vals, i+1)
+			}
+			return strings.Join(parts, t)
+		}
+	}
 	for _, x := range vals {
 		s = strings.ReplaceAll(s, x, Mark)
 	}
@@ -229,6 +274,13 @@ func secretData(v any, vals *Values) any {
 		out[k] = size(n)
 	}
 	return out
+}
+
+// Sizes is v (a decoded JSON value) with the keys of its maps and the lengths of its lists,
+// and every scalar replaced by its size: a sensitive value shown without what it holds.
+func Sizes(v any) any {
+	var vals Values
+	return sizes(v, &vals)
 }
 
 // sizes keeps the keys of maps and the lengths of lists, and replaces every scalar by its

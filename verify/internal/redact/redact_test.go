@@ -140,3 +140,25 @@ func TestShown(t *testing.T) {
 		t.Errorf("Scrub = %q, want %q", got, want)
 	}
 }
+
+// TestScrubForms: a value is scrubbed as a text quotes it (as it is, JSON-escaped as in the
+// audit annotation that lists an Audit binding's failures, escaped once more, Go-quoted), and
+// where the object's name holds it, the name stays whole and the value goes elsewhere.
+func TestScrubForms(t *testing.T) {
+	var v Values
+	v.Of(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret",
+		"metadata":   map[string]any{"name": "app-admin-pass", "namespace": "shop", "annotations": map[string]any{"note": `say "hi" <now>`}},
+		"stringData": map[string]any{"user": "admin"}}})
+	v.Shown("shop", "app-admin-pass")
+	for _, tc := range []struct{ in, want string }{
+		{"secret app-admin-pass: user admin", "secret app-admin-pass: user " + Mark},
+		{`note say "hi" <now>`, "note " + Mark},
+		{`{"message":"note say \"hi\" \u003cnow\u003e"}`, `{"message":"note ` + Mark + `"}`},
+		{`[{\"message\":\"note say \\\"hi\\\" \\u003cnow\\u003e\"}]`, `[{\"message\":\"note ` + Mark + `\"}]`},
+		{`recorded "note say \"hi\" <now>"`, `recorded "note ` + Mark + `"`},
+	} {
+		if got := v.Scrub(tc.in); got != tc.want {
+			t.Errorf("Scrub(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
