@@ -404,13 +404,17 @@ func TestExportLosses(t *testing.T) {
 		return timedEvent(t, levelEvent(t, id, auditlog.LevelRequest, "patch", "configmaps", "a", "known", 200, "", map[string]any{"data": map[string]any{"k": "z"}}, nil), "02.500000", "02.510000", nil)
 	}
 	// preconditioned patches configmap known's data to k=v, its body asking for resourceVersion
-	// asked, answered with rv, received at the log's second 2 and at milliseconds.
+	// asked, answered with rv, received at the log's minute 2 (past GKE's receipt bound of
+	// writes at minute 0), second 2 and at milliseconds; deletedLate deletes it after.
 	preconditioned := func(id, v, asked, rv, at string) string {
 		resp := cm("known", rv)
 		resp["metadata"].(map[string]any)["labels"] = map[string]any{"team": "a"}
 		resp["data"] = map[string]any{"k": v}
 		body := map[string]any{"metadata": map[string]any{"resourceVersion": asked}, "data": map[string]any{"k": v}}
-		return timedEvent(t, levelEvent(t, id, auditlog.LevelRequestResponse, "patch", "configmaps", "a", "known", 200, "", body, resp), "02."+at+"000", "02."+at+"010", nil)
+		return timedEvent(t, levelEvent(t, id, auditlog.LevelRequestResponse, "patch", "configmaps", "a", "known", 200, "", body, resp), "02:02."+at+"000", "02:02."+at+"010", nil)
+	}
+	deletedLate := func(id string) string {
+		return replaceOnce(t, replaceOnce(t, deleted(id), "00:00:03.000000Z", "00:02:03.000000Z"), "00:00:03.010000Z", "00:02:03.010000Z")
 	}
 	// updated updates configmap known to k=v at level Request (no result), its body the whole
 	// object as it read it at resourceVersion asked, labels and all.
@@ -537,11 +541,10 @@ func TestExportLosses(t *testing.T) {
 			lines:    []string{knownCreated, requestOnly("p23"), deleted("p23")},
 			decision: DecisionIndeterminate, reason: ReasonUnknownField, detail: "whether the write at audit.jsonl:2 was a dry run"},
 		// A dry run answers with the version its precondition asked for: a write answered
-		// with another was stored, whatever the State knew of the version before (an update
-		// without its result, whose version is not known; the patch found a later one than
-		// it did, so it was committed after it).
+		// with another was stored, whatever the State knew of the version before (a patch
+		// without its result, whose version is not known).
 		{name: "a patch answered past its precondition was stored", expr: "oldObject.data.k == 'x'", op: admissionregistrationv1.Delete,
-			lines:    []string{knownCreated, updated("u4", "a", "8", "500"), preconditioned("p25", "x", "9", "10", "800"), deleted("p25")},
+			lines:    []string{knownCreated, requestOnly("p24"), preconditioned("p25", "x", "9", "10", "800"), deletedLate("p25")},
 			decision: DecisionAdmit},
 		// Two updates without results within GKE's receipt bound (a minute): the second found
 		// a later version than the first did, so the first was committed before it.

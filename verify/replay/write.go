@@ -62,7 +62,9 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 	if code < 200 || code >= 300 || t.op == admission.Connect || isDryRun(ev) {
 		return
 	}
-	if ev.Verb == "update" || ev.Verb == "patch" {
+	if (ev.Verb == "update" || ev.Verb == "patch") && code != http.StatusCreated && !(ev.Loss.Lost.Has(auditlog.LostCode) && t.sub == "" && successMayHaveCreated(ev)) {
+		// An update or a patch that created its object was checked against no version
+		// (Store.Update creates before it compares them); a subresource's never creates.
 		r.state.Asked(askedVersion(ev))
 	}
 	gr := t.gvr.GroupResource()
@@ -254,8 +256,10 @@ func (r *Replayer) mayBeDryRun(sw stateWrite, before state.Prior) {
 	}
 	unknowns := append(append(slices.Clip(after.Unknowns), still...), diffs...)
 	if !stored {
-		// The pipeline's version is its own, not the server's: not known.
-		_ = r.state.PutPartly(gr, au, unknowns, after.Source+" (or, a dry run, as it was)")
+		// The entry is the pipeline's rebuild, by this write (its version the pipeline's
+		// own, not the server's: not known): what the write may not have done is added to
+		// it, no version replaced.
+		r.state.AddUnknowns(gr, t.namespace, t.name, unknowns)
 		return
 	}
 	_ = r.state.PutPartlyAt(gr, au, unknowns, after.Source+" (or, a dry run, as it was)")

@@ -2,7 +2,9 @@ package state
 
 import (
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -154,5 +156,48 @@ func TestUnknownsBounded(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, v.Partials[0].Unknowns); diff != "" {
 		t.Errorf("the typed entry's unknowns (-want +got):\n%s", diff)
+	}
+}
+
+// TestPreconditionOrders: a write received before the one logged first completed ran
+// concurrently with it, and which the server committed last is not known; unless its
+// precondition (Asked) is later than the other's: that one was committed first.
+func TestPreconditionOrders(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		first, later uint64 // the writes' preconditions (0: none)
+		known        bool
+	}{
+		{name: "no preconditions", known: false},
+		{name: "the later write found a later version", first: 7, later: 8, known: true},
+		{name: "the later write found the same version", first: 7, later: 7, known: false},
+		{name: "only the later write gave one", later: 8, known: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, gr, cm := labelsState(t)
+			t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			s.BeginWrite(false, t0.Add(time.Second), t0.Add(2*time.Second), "log:1")
+			// Rebuilt by the pipeline: no resourceVersion the server gave.
+			rebuilt := func(team string) *unstructured.Unstructured { u := cm(team); u.SetResourceVersion(""); return u }
+			s.Asked(tc.first)
+			if err := s.Put(gr, rebuilt("first"), "log:1"); err != nil {
+				t.Fatal(err)
+			}
+			s.MarkDone(gr, "ns", "x", "log:1", t0.Add(2*time.Second))
+			s.EndWrite()
+			s.BeginWrite(false, t0, t0.Add(3*time.Second), "log:2") // received before log:1 completed
+			s.Asked(tc.later)
+			if err := s.Put(gr, rebuilt("later"), "log:2"); err != nil {
+				t.Fatal(err)
+			}
+			s.EndWrite()
+			p := s.Prior(gr, "ns", "x")
+			if got := p.Raw != nil && p.Unknown == ""; got != tc.known {
+				t.Fatalf("known = %v, want %v (%s)", got, tc.known, p.Unknown)
+			}
+			if tc.known && !strings.Contains(string(p.Raw), `"later"`) {
+				t.Errorf("the State holds %s, want the later write's", p.Raw)
+			}
+		})
 	}
 }

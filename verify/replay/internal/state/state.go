@@ -620,9 +620,17 @@ func (s *State) putPartly(gr schema.GroupResource, u *unstructured.Unstructured,
 	if err := s.store(gr, u, raw, nil, source, rv, rv != 0); err != nil {
 		return err
 	}
-	k := ObjectKey{u.GetNamespace(), u.GetName()}
+	s.AddUnknowns(gr, u.GetNamespace(), u.GetName(), unknowns) // and what a concurrent status write left unknown (store)
+	return nil
+}
+
+// AddUnknowns adds unknowns to what the State does not know of the object it holds, where it
+// holds it (the write that left it stays its writer: no version is replaced).
+func (s *State) AddUnknowns(gr schema.GroupResource, namespace, name string, unknowns []vapccel.Unknown) {
+	gr = StorageOf(gr)
+	k := ObjectKey{namespace, name}
 	if e := s.Objects[gr][k]; e != nil && e.Raw != nil {
-		e.unknowns = addUnknowns(e.unknowns, unknowns) // and what a concurrent status write left unknown (store)
+		e.unknowns = addUnknowns(e.unknowns, unknowns)
 	}
 	if s.typedKinds(gr) && len(unknowns) > 0 {
 		// The evaluator reads it as a param or namespace: what it does not know of it too.
@@ -632,7 +640,6 @@ func (s *State) putPartly(gr schema.GroupResource, u *unstructured.Unstructured,
 			b.setUnknowns(k, te)
 		}
 	}
-	return nil
 }
 
 // addUnknowns is have (not changed) and those of more it does not hold already: a field that
