@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/vapc-dev/vapc/verify"
-	"github.com/vapc-dev/vapc/verify/internal/redact"
 	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
@@ -77,9 +76,9 @@ type Record struct {
 	OldObject *unstructured.Unstructured `json:"-"`
 	Policies  []string                   `json:"-"`
 
-	// secret, for a request on a Secret, holds its objects' values, which scrubSecret
-	// removes from the record's texts before any output sees it.
-	secret *redact.Values
+	// secret, for a request on a Secret, is where its values are, which the outputs' copy
+	// of the record is scrubbed of (scrubbed).
+	secret *secretSources
 }
 
 // Request is the request a Record is of: where the log holds it, and what it asked.
@@ -152,7 +151,7 @@ func newRecord(j *job, b rebuilt) *Record {
 		},
 		Results:      []RecordResult{},
 		ObjectSource: b.objectSource, OldObjectSource: b.oldObjectSource,
-		secret: secretValues(t, ev, j.prior, b.req.Object, b.req.OldObject, b.prepared),
+		secret: secretSourcesOf(t, ev, j.prior, b.req.Object, b.req.OldObject, b.prepared),
 		Object: cmp.Or(b.prepared, b.req.Object), OldObject: b.req.OldObject,
 	}
 }

@@ -8,6 +8,9 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/internal/redact"
@@ -15,29 +18,82 @@ import (
 	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
-// secretValues gathers, for a request on Secrets, the values of its objects (nil for any
-// other resource): those the replay built for it, those the log holds (its request's and
-// response's), and the versions the State holds of it (the one it read, those a watch
-// cache may have served, the one it has if there at all). A policy's message, audit
-// annotation or warning may quote them, and every output of the replay (JSON lines, text,
-// JUnit, the report) is shared more widely than the audit log it read. See
-// Record.scrubSecret; serve.go adds what each attempt of the pipeline evaluated.
-func secretValues(t target, ev *Event, prior state.Prior, objs ...*unstructured.Unstructured) *redact.Values {
+// secretSources are where the values of a request's Secret are, for its record's scrub
+// (nil for any other resource): the objects the replay built for it, those the log holds (its
+// request's and response's), the versions the State holds of it (the one it read, those a
+// watch cache may have served, the one it has if there at all), and what each attempt of the
+// pipeline evaluated (attempt). A policy's message, audit annotation or warning may quote
+// them, and every output of the replay (JSON lines, text, JUnit, the report) is shared more
+// widely than the audit log it read. They are decoded only when a text of the record is to be
+// scrubbed (values): most records of a Secret's writes say nothing that could quote one.
+type secretSources struct {
+	ev       *Event
+	prior    state.Prior
+	objs     []*unstructured.Unstructured
+	attempts []runtime.Object
+	kind     schema.GroupVersionKind
+	// gathered, once values has run; namespace and name are shown anyway.
+	gathered        *redact.Values
+	namespace, name string
+}
+
+func secretSourcesOf(t target, ev *Event, prior state.Prior, objs ...*unstructured.Unstructured) *secretSources {
 	if t.gvr.Group != "" || t.gvr.Resource != "secrets" {
 		return nil
 	}
+	return &secretSources{ev: ev, prior: prior, objs: objs, kind: t.reqKind}
+}
+
+// attempt adds the objects an attempt of the pipeline evaluated.
+func (s *secretSources) attempt(attrs admission.Attributes) {
+	s.attempts = append(s.attempts, attrs.GetObject(), attrs.GetOldObject())
+}
+
+// values gathers the values, once.
+func (s *secretSources) values() *redact.Values {
+	if s.gathered != nil {
+		return s.gathered
+	}
 	v := &redact.Values{}
-	for _, u := range objs {
+	for _, u := range s.objs {
 		v.Of(u)
 	}
-	for _, raw := range [][]byte{ev.RequestObject, ev.ResponseObject} {
+	for _, o := range s.attempts {
+		v.Of(versioned(o, s.kind))
+	}
+	for _, raw := range [][]byte{s.ev.RequestObject, s.ev.ResponseObject} {
 		// The Secret, or a patch of it; not a refusal's Status or a DELETE's options.
 		if u, err := auditlog.DecodeObject(raw); err == nil && (u.GetKind() == "" || u.GetKind() == "Secret") {
 			v.Of(u)
 		}
 	}
-	priorValues(v, prior)
+	priorValues(v, s.prior)
+	v.Shown(s.namespace, s.name)
+	s.gathered = v
 	return v
+}
+
+// The scrubs of texts, which gather the values only for a text that is there.
+
+func (s *secretSources) scrub(t string) string {
+	if t == "" {
+		return t
+	}
+	return s.values().Scrub(t)
+}
+
+func (s *secretSources) scrubAll(ts []string) []string {
+	if len(ts) == 0 {
+		return ts
+	}
+	return s.values().ScrubAll(ts)
+}
+
+func (s *secretSources) scrubValues(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return m
+	}
+	return s.values().ScrubValues(m)
 }
 
 // priorValues gathers the values of the versions of a Prior.
@@ -74,16 +130,16 @@ func (r *Record) scrubbed() *Record {
 
 // scrubSecret scrubs the texts of a copy of a Secret's record (see scrubbed): the maps and
 // slices it replaces are new, the Results and Alternatives its own.
-func (r *Record) scrubSecret(v *redact.Values) {
-	v.Shown(r.Namespace, r.Name)
+func (r *Record) scrubSecret(s *secretSources) {
+	s.namespace, s.name = r.Namespace, r.Name
 	for i := range r.Alternatives {
 		a := &r.Alternatives[i]
 		if a.refusal {
 			// Another refusal on the same objects.
-			a.Message, a.Detail, a.Warnings, a.AuditAnnotations = v.Scrub(a.Message), v.Scrub(a.Detail), v.ScrubAll(a.Warnings), v.ScrubValues(a.AuditAnnotations)
+			a.Message, a.Detail, a.Warnings, a.AuditAnnotations = s.scrub(a.Message), s.scrub(a.Detail), s.scrubAll(a.Warnings), s.scrubValues(a.AuditAnnotations)
 			continue
 		}
-		a.Message, a.Warnings, a.AuditAnnotations, a.Detail = redact.Marked(a.Message), redact.MarkedAll(a.Warnings), redact.MarkedValues(a.AuditAnnotations), v.Scrub(a.Detail)
+		a.Message, a.Warnings, a.AuditAnnotations, a.Detail = redact.Marked(a.Message), redact.MarkedAll(a.Warnings), redact.MarkedValues(a.AuditAnnotations), s.scrub(a.Detail)
 	}
 	if r.AnnotationsSource != "" {
 		// Another evaluation's, on another version of the Secret (see AnnotationsSource).
@@ -94,14 +150,11 @@ func (r *Record) scrubSecret(v *redact.Values) {
 		r.recordedVerdict = redact.Mark
 	}
 	r.Mutations = sizedMutations(r.Mutations)
-	if v.Empty() {
-		return
-	}
-	r.Message, r.Indeterminate = v.Scrub(r.Message), v.Scrub(r.Indeterminate)
-	r.Notes, r.Warnings, r.AuditAnnotations = v.ScrubAll(r.Notes), v.ScrubAll(r.Warnings), v.ScrubValues(r.AuditAnnotations)
+	r.Message, r.Indeterminate = s.scrub(r.Message), s.scrub(r.Indeterminate)
+	r.Notes, r.Warnings, r.AuditAnnotations = s.scrubAll(r.Notes), s.scrubAll(r.Warnings), s.scrubValues(r.AuditAnnotations)
 	for i := range r.Results {
 		res := &r.Results[i]
-		res.Message, res.AuditAnnotations = v.Scrub(res.Message), v.ScrubValues(res.AuditAnnotations)
+		res.Message, res.AuditAnnotations = s.scrub(res.Message), s.scrubValues(res.AuditAnnotations)
 	}
 }
 

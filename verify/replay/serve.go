@@ -499,8 +499,7 @@ func (r *Replayer) evaluateServed(ctx context.Context, w evalWorker, j *job) {
 		if out.secret != nil {
 			// What each attempt evaluated, which its policies' texts may quote.
 			for _, c := range s.calls {
-				out.secret.Of(versioned(c.attrs.GetObject(), t.reqKind))
-				out.secret.Of(versioned(c.attrs.GetOldObject(), t.reqKind))
+				out.secret.attempt(c.attrs)
 			}
 		}
 	}

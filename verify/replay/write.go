@@ -62,11 +62,6 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 	if code < 200 || code >= 300 || t.op == admission.Connect || isDryRun(ev) {
 		return
 	}
-	if (ev.Verb == "update" || ev.Verb == "patch") && code != http.StatusCreated && !(ev.Loss.Lost.Has(auditlog.LostCode) && t.sub == "" && successMayHaveCreated(ev)) {
-		// An update or a patch that created its object was checked against no version
-		// (Store.Update creates before it compares them); a subresource's never creates.
-		r.state.Asked(askedVersion(ev))
-	}
 	gr := t.gvr.GroupResource()
 	if gr == serviceAccountsGR && t.sub == "token" {
 		r.facts.learnAudiences(ev) // its response may show the server's audiences
@@ -84,6 +79,7 @@ func (r *Replayer) applyWrite(ctx context.Context, d decoded, ev *Event, t targe
 	if !r.state.Keeps(gr) {
 		return
 	}
+	r.state.Asked(precondition(ev, t))
 	src := d.ref().String()
 	w := d.written
 	if w != nil && w.gen != r.cur().gen {
@@ -286,6 +282,17 @@ func existsAfter(ev *Event) bool {
 	}
 	body := bytes.TrimSpace(ev.RequestObject)
 	return ev.Verb == "patch" && hasBody(body) && !bytes.Contains(body, []byte("resourceVersion")) && bytes.IndexByte(body, '\\') < 0
+}
+
+// precondition is the resourceVersion a successful write's body gave and the store checked
+// (askedVersion), 0 for none: not a write that created its object (201, or where an export
+// lost the code and it may have: not a subresource's, which never creates), which
+// Store.Update creates before it compares versions.
+func precondition(ev *Event, t target) uint64 {
+	if ev.Verb != "update" && ev.Verb != "patch" || ev.Code() == http.StatusCreated || ev.Loss.Lost.Has(auditlog.LostCode) && t.sub == "" && successMayHaveCreated(ev) {
+		return 0
+	}
+	return askedVersion(ev)
 }
 
 // answeredPastPrecondition says whether a successful write's body gave the resourceVersion it

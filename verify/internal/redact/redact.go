@@ -107,6 +107,8 @@ func (r *Redactor) SensitiveKind(group, kind string) bool {
 // Values gathers the values of sensitive objects, to scrub them from texts.
 type Values struct {
 	values map[string]bool
+	// sorted are the values the longest first, as Scrub replaces them (nil: not sorted yet).
+	sorted []string
 	// shown are texts shown anyway (Shown), which Scrub leaves whole.
 	shown []string
 }
@@ -121,6 +123,7 @@ func (v *Values) add(s string) {
 	if v.values == nil {
 		v.values = map[string]bool{}
 	}
+	v.sorted = nil
 	v.values[s] = true
 	if b, err := json.Marshal(s); err == nil {
 		if q := string(b[1 : len(b)-1]); q != s {
@@ -152,6 +155,7 @@ func (v *Values) Shown(texts ...string) {
 			continue
 		}
 		delete(v.values, t)
+		v.sorted = nil
 		v.shown = append(v.shown, t)
 	}
 	sort.Slice(v.shown, func(i, j int) bool { return len(v.shown[i]) > len(v.shown[j]) })
@@ -166,16 +170,19 @@ func (v *Values) Scrub(s string) string {
 	if len(v.values) == 0 || s == "" {
 		return s
 	}
-	vals := make([]string, 0, len(v.values))
-	for x := range v.values {
-		vals = append(vals, x)
-	}
-	sort.Slice(vals, func(i, j int) bool {
-		if len(vals[i]) != len(vals[j]) {
-			return len(vals[i]) > len(vals[j])
+	if v.sorted == nil {
+		v.sorted = make([]string, 0, len(v.values))
+		for x := range v.values {
+			v.sorted = append(v.sorted, x)
 		}
-		return vals[i] < vals[j]
-	})
+		sort.Slice(v.sorted, func(i, j int) bool {
+			if len(v.sorted[i]) != len(v.sorted[j]) {
+				return len(v.sorted[i]) > len(v.sorted[j])
+			}
+			return v.sorted[i] < v.sorted[j]
+		})
+	}
+	vals := v.sorted
 	holdsShown := func(x string) bool {
 		return slices.ContainsFunc(v.shown, func(t string) bool { return strings.Contains(x, t) })
 	}
