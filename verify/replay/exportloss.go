@@ -194,22 +194,23 @@ func (j *job) exportUndecided() undecided {
 	if !ev.Loss.Lost.Has(auditlog.LostCode) || j.t.op != admission.Update || j.t.sub != "" || ev.Code() < 200 || ev.Code() >= 300 {
 		return undecided{}
 	}
-	if j.prior.Found && j.prior.Unknown == "" || !successMayHaveCreated(ev) {
+	if j.prior.Found && j.prior.Unknown == "" || !successMayHaveCreated(ev, j.t) {
 		return undecided{}
 	}
 	return because(ReasonExportLost, fmt.Sprintf("%s: whether the %s created the object (201, a CREATE for admission), and the replay does not know that %s %s was there before",
 		ev.Loss.Of(auditlog.LostCode), ev.Verb, j.t.gvr.GroupResource(), state.JoinKey(j.t.namespace, j.t.name)))
 }
 
-// successMayHaveCreated says whether a successful update or patch may have created its object,
-// as far as its event tells: not when the object it answered with was created, to the second,
-// before the earliest the request can have been received (a create stamps the second it ran:
-// rest.FillObjectMetaSystemFields); nor when it is a patch whose body no server-side apply
-// could have sent (patchVariants), as no other patch creates (the patcher's createNewObject
-// answers NotFound but for apply). (The managedFields of its answer do not tell: an apply
+// successMayHaveCreated says whether a successful update or patch of the target may have
+// created its object, as far as its event tells: not when the object it answered with was
+// created, to the second, before the earliest the request can have been received (a create
+// stamps the second it ran: rest.FillObjectMetaSystemFields); nor when it is a patch whose
+// body no server-side apply could have sent (patchVariants), as no other patch creates (the
+// patcher's createNewObject answers NotFound but for apply); nor an update no update of its
+// resource creates (updateMayCreate). (The managedFields of its answer do not tell: an apply
 // that creates writes its manager's entry alone, but a mutating webhook or policy may add
 // others, which the field manager keeps.)
-func successMayHaveCreated(ev *Event) bool {
+func successMayHaveCreated(ev *Event, t target) bool {
 	if h, err := auditlog.DecodeHeader(ev.ResponseObject); hasBody(ev.ResponseObject) && err == nil {
 		if ct := h.GetCreationTimestamp(); !ct.IsZero() && ct.Time.Before(ev.Received().Truncate(time.Second)) {
 			return false
@@ -218,7 +219,24 @@ func successMayHaveCreated(ev *Event) bool {
 	if ev.Verb == "patch" && hasBody(ev.RequestObject) && !slices.Contains(patchVariants(ev.RequestObject, ev), types.ApplyYAMLPatchType) {
 		return false
 	}
-	return true
+	return ev.Verb != "update" || updateMayCreate(t)
+}
+
+// updateMayCreate says whether an update (PUT) of the target may create its object: not a
+// subresource's (its store's strategy never allows it), nor one of a resource whose store's
+// update strategy does not (apiserver.Server.CreatesOnUpdate: a config map, a node, a pod, a
+// deployment; Store.Update answers NotFound). A lease, an event, a service do; so may a
+// resource the pipeline has no store for (a custom or aggregated resource: not known here).
+func updateMayCreate(t target) bool {
+	if t.sub != "" {
+		return false
+	}
+	srv, err := pipelineServer()
+	if err != nil {
+		return true
+	}
+	creates, known := srv.CreatesOnUpdate(t.gvr.GroupResource())
+	return creates || !known
 }
 
 // lossOfReason are the parts an export may lose that a reason may rest on.

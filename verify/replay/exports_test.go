@@ -424,6 +424,28 @@ func TestExportLosses(t *testing.T) {
 		body["data"] = map[string]any{"k": v}
 		return timedEvent(t, levelEvent(t, id, auditlog.LevelRequest, "update", "configmaps", "a", "known", 200, "", body, nil), "02."+at+"000", "02."+at+"010", nil)
 	}
+	// answered gives an update's line its result at level RequestResponse: the object it
+	// updated, at resourceVersion rv.
+	answered := func(line, rv string) string {
+		var ev, resp map[string]any
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatal(err)
+		}
+		body, err := json.Marshal(ev["requestObject"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(body, &resp); err != nil {
+			t.Fatal(err)
+		}
+		resp["metadata"].(map[string]any)["resourceVersion"] = rv
+		ev["responseObject"], ev["level"] = resp, auditlog.LevelRequestResponse
+		b, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
 	// oldReader admits, reading the old object: an update whose old object is not known is not
 	// decided by it (one that reads nothing of it would be).
 	const oldReader = "oldObject == null || true"
@@ -482,6 +504,11 @@ func TestExportLosses(t *testing.T) {
 			decision: DecisionIndeterminate, reason: ReasonExportLost, detail: "whether the patch created the object"},
 		{name: "an update of an object created a day before", expr: oldReader, op: admissionregistrationv1.Update,
 			lines: []string{old("u1")}, plain: DecisionIndeterminate,
+			decision: DecisionIndeterminate, reason: ReasonOldObjectUnknown, detail: "configmaps a/known is not in the snapshot or earlier in the log"},
+		// No update of a config map creates it (its strategy's AllowCreateOnUpdate): the
+		// lost code leaves it an UPDATE, whose old object the State does not know.
+		{name: "an update never creates a config map", expr: oldReader, op: admissionregistrationv1.Update,
+			lines: []string{answered(updated("u8", "a", "8", "500"), "9")}, plain: DecisionIndeterminate,
 			decision: DecisionIndeterminate, reason: ReasonOldObjectUnknown, detail: "configmaps a/known is not in the snapshot or earlier in the log"},
 		// GKE labels a dry run's entry: the policy reads request.dryRun, known.
 		{name: "a dry run GKE labels", expr: "!request.dryRun", op: admissionregistrationv1.Update,
@@ -546,12 +573,16 @@ func TestExportLosses(t *testing.T) {
 		{name: "a patch answered past its precondition was stored", expr: "oldObject.data.k == 'x'", op: admissionregistrationv1.Delete,
 			lines:    []string{knownCreated, requestOnly("p24"), preconditioned("p25", "x", "9", "10", "800"), deletedLate("p25")},
 			decision: DecisionAdmit},
-		// Two updates without results within GKE's receipt bound (a minute): which the server
-		// committed last is not known (their preconditions do not order them: an update whose
-		// code GKE lost may have created its object, and the replay does not know the kinds
-		// whose strategies allow that), but both leave the labels as they are.
+		// Two updates without results within GKE's receipt bound (a minute): both leave the
+		// labels as they are.
 		{name: "two updates whose receipts are lost keep what both leave", expr: "oldObject.metadata.labels.team == 'a'", op: admissionregistrationv1.Delete,
 			lines:    []string{knownCreated, updated("u2", "a", "8", "500"), updated("u3", "b", "9", "700"), deleted("u3")},
+			decision: DecisionAdmit},
+		// Their preconditions order them (no update of a config map creates it, so each
+		// update's precondition was checked: the one that found version 9 committed after the
+		// one that found 8), in the log's order or not.
+		{name: "preconditions order two updates whose receipts are lost", expr: "oldObject.data.k == 'b'", op: admissionregistrationv1.Delete,
+			lines:    []string{knownCreated, updated("u4", "a", "8", "500"), answered(updated("u5", "b", "9", "700"), "10"), deleted("u5")},
 			decision: DecisionAdmit},
 		// An apply may have created the object: a dry run that did answers with no version.
 		{name: "an apply answered with no version", expr: "oldObject == null || true", op: admissionregistrationv1.Delete,

@@ -209,7 +209,7 @@ func (r *Replayer) mayBeDryRun(sw stateWrite, before state.Prior) {
 		// At its resourceVersion still: the next write is ordered against it.
 		_ = r.state.PutPartlyAt(gr, bu, append(slices.Clip(before.Unknowns), diffs...), before.Source+" (the write at "+sw.src+" answered with its resourceVersion: it or the write that stored it was a dry run)")
 		return
-	case (!before.Found || before.Raw == nil) && stored && existsAfter(sw.ev):
+	case (!before.Found || before.Raw == nil) && stored && existsAfter(sw.ev, sw.t):
 		if au, err := auditlog.DecodeObject(after.Raw); err == nil {
 			_ = r.state.PutPartlyAt(gr, au, append(slices.Clip(after.Unknowns), identityOnly(why)), after.Source+" (or, a dry run, another object of that identity and version)")
 			return
@@ -267,17 +267,17 @@ var errNoResponse = errors.New("no response object")
 // existsAfter says whether a successful write whose export lost whether it was a dry run and
 // that answered with a resourceVersion shows its object is there after it, dry run or not: a
 // write of an object created before the request can have been received found it there, and a
-// patch no server-side apply could have sent never creates (the patcher answers NotFound:
-// successMayHaveCreated says neither); an apply that creates answers a dry run with the
+// patch no server-side apply could have sent never creates (the patcher answers NotFound),
+// nor does an update of most resources (successMayHaveCreated says none of these); an apply that creates answers a dry run with the
 // resourceVersion its body gave (Store.Update keeps the object's when it creates, which
 // etcd3's store alone clears, and a dry run does not reach it), so with none where its body
 // gives none. One that emptied the finalizers of an object being deleted, which the store
 // deletes, the State holds as deleted already.
-func existsAfter(ev *Event) bool {
+func existsAfter(ev *Event, t target) bool {
 	if ev.Verb != "update" && ev.Verb != "patch" {
 		return false
 	}
-	if !successMayHaveCreated(ev) {
+	if !successMayHaveCreated(ev, t) {
 		return true
 	}
 	body := bytes.TrimSpace(ev.RequestObject)
@@ -289,7 +289,7 @@ func existsAfter(ev *Event) bool {
 // lost the code and it may have: not a subresource's, which never creates), which
 // Store.Update creates before it compares versions.
 func precondition(ev *Event, t target) uint64 {
-	if ev.Verb != "update" && ev.Verb != "patch" || ev.Code() == http.StatusCreated || ev.Loss.Lost.Has(auditlog.LostCode) && t.sub == "" && successMayHaveCreated(ev) {
+	if ev.Verb != "update" && ev.Verb != "patch" || ev.Code() == http.StatusCreated || ev.Loss.Lost.Has(auditlog.LostCode) && t.sub == "" && successMayHaveCreated(ev, t) {
 		return 0
 	}
 	return askedVersion(ev)

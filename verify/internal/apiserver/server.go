@@ -47,6 +47,9 @@ type Server struct {
 	served      map[servedKey]bool
 	// deleters are the delete strategies of the resources' stores.
 	deleters map[schema.GroupResource]rest.RESTDeleteStrategy
+	// createsOnUpdate says, of each resource whose store has an update strategy, whether an
+	// update (PUT) of an object not there creates it (AllowCreateOnUpdate).
+	createsOnUpdate map[schema.GroupResource]bool
 	// stored is what the stores decoded of the objects they read, shared by the requests.
 	stored *storedCache
 }
@@ -125,6 +128,7 @@ func newServer(tcFunc TypeConverterFunc) (*Server, error) {
 	allow := authorizerfactory.NewAlwaysAllowAuthorizer()
 	served := map[servedKey]bool{}
 	deleters := map[schema.GroupResource]rest.RESTDeleteStrategy{}
+	createsOnUpdate := map[schema.GroupResource]bool{}
 	for i := range infos {
 		info := &infos[i]
 		root := genericapiserver.APIGroupPrefix
@@ -158,6 +162,11 @@ func newServer(tcFunc TypeConverterFunc) (*Server, error) {
 				}); ok && sub == "" {
 					deleters[gv.WithResource(res).GroupResource()] = store.GetDeleteStrategy()
 				}
+				if store, ok := st.(interface {
+					GetUpdateStrategy() rest.RESTUpdateStrategy
+				}); ok && sub == "" && store.GetUpdateStrategy() != nil {
+					createsOnUpdate[gv.WithResource(res).GroupResource()] = store.GetUpdateStrategy().AllowCreateOnUpdate(context.Background())
+				}
 			}
 		}
 	}
@@ -166,11 +175,12 @@ func newServer(tcFunc TypeConverterFunc) (*Server, error) {
 		GrouplessAPIPrefixes: sets.NewString("api"),
 	}
 	return &Server{
-		handler:     genericfilters.WithRequestInfo(container, resolver),
-		equivalents: equivalents,
-		served:      served,
-		deleters:    deleters,
-		stored:      newStoredCache(),
+		handler:         genericfilters.WithRequestInfo(container, resolver),
+		equivalents:     equivalents,
+		served:          served,
+		deleters:        deleters,
+		createsOnUpdate: createsOnUpdate,
+		stored:          newStoredCache(),
 	}, nil
 }
 
@@ -207,6 +217,16 @@ func newAPIGroupVersion(info *genericapiserver.APIGroupInfo, gv schema.GroupVers
 // Serves says whether the Server has handlers for the resource or subresource.
 func (s *Server) Serves(gvr schema.GroupVersionResource, subresource string) bool {
 	return s.served[servedKey{gvr, subresource}]
+}
+
+// CreatesOnUpdate says whether an update (PUT) of an object of the resource that is not there
+// creates it (its update strategy's AllowCreateOnUpdate: Store.Update answers NotFound
+// otherwise), and known whether the Server has the resource's store to tell. A patch creates
+// only as a server-side apply, whatever the resource (the patcher's forceAllowCreate), and a
+// subresource's update never does.
+func (s *Server) CreatesOnUpdate(gr schema.GroupResource) (creates, known bool) {
+	creates, known = s.createsOnUpdate[gr]
+	return creates, known
 }
 
 // Deletion is what deleting a stored object leaves of it.
