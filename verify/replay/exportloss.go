@@ -225,10 +225,11 @@ func successMayHaveCreated(ev *Event, t target) bool {
 // updateMayCreate says whether an update (PUT) of the target may create its object: not a
 // subresource's (its store's strategy never allows it), nor one of a resource whose store's
 // update strategy does not (apiserver.Server.CreatesOnUpdate: a config map, a node, a pod, a
-// deployment; Store.Update answers NotFound). A lease, an event, a service do; so may a
-// resource the pipeline has no store for (a custom or aggregated resource: not known here).
+// deployment; Store.Update answers NotFound), nor a custom resource (t.custom: the
+// apiextensions apiserver's strategy never allows it). A lease, an event, a service do; so may
+// a resource neither the pipeline nor the catalog knows (an aggregated API's).
 func updateMayCreate(t target) bool {
-	if t.sub != "" {
+	if t.sub != "" || t.custom {
 		return false
 	}
 	srv, err := pipelineServer()

@@ -37,6 +37,10 @@ type target struct {
 	// scale is how the resource's scale subresource derives its Scale, for a request of it
 	// (derivesScale); nil otherwise.
 	scale *scaleSubresource
+	// custom says, of an update (PUT) of a main resource, that a CRD of the catalog serves
+	// its kind: the apiextensions apiserver's strategy never creates on update
+	// (updateMayCreate).
+	custom bool
 }
 
 // isConnectKind says whether a subresource's kind is the options kind of a connect
@@ -48,7 +52,13 @@ func isConnectKind(gvk schema.GroupVersionKind) bool {
 // resolve finds the operation and kinds of a resource request in the current epoch; skip says
 // why a request is not an admission write (a read, a non-resource request).
 func (r *Replayer) resolve(ev *Event) (t target, skip Reason) {
-	return resolveIn(r.cur().resources, ev)
+	t, skip = resolveIn(r.cur().resources, ev)
+	if ev.Verb == "update" && t.sub == "" && skip == "" {
+		if cat := r.cat.c.Schema(); cat != nil && !t.mainKind.Empty() {
+			t.custom = cat.CustomResourceDefinitionOf(t.mainKind) != nil
+		}
+	}
+	return t, skip
 }
 
 // resolveIn is resolve with the kinds the resources give.
