@@ -30,6 +30,11 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/kubernetes/pkg/kubeapiserver"
+	"k8s.io/kubernetes/pkg/registry/core/namespace"
+	"k8s.io/kubernetes/pkg/registry/rbac/clusterrole"
+	"k8s.io/kubernetes/pkg/registry/rbac/clusterrolebinding"
+	"k8s.io/kubernetes/pkg/registry/rbac/role"
+	"k8s.io/kubernetes/pkg/registry/rbac/rolebinding"
 	sigsjson "sigs.k8s.io/json"
 
 	vapcschema "github.com/vapc-dev/vapc/cel/schema"
@@ -168,6 +173,20 @@ func newServer(tcFunc TypeConverterFunc) (*Server, error) {
 					createsOnUpdate[gv.WithResource(res).GroupResource()] = store.GetUpdateStrategy().AllowCreateOnUpdate(context.Background())
 				}
 			}
+		}
+	}
+	// The stores a REST of their own wraps without showing their strategy (RBAC's escalation
+	// check, policybased.Storage; the namespace REST, which holds its store) update with
+	// their registries' strategies.
+	for gr, st := range map[schema.GroupResource]rest.RESTUpdateStrategy{
+		{Resource: "namespaces"}:                                              namespace.Strategy,
+		{Group: "rbac.authorization.k8s.io", Resource: "roles"}:               role.Strategy,
+		{Group: "rbac.authorization.k8s.io", Resource: "clusterroles"}:        clusterrole.Strategy,
+		{Group: "rbac.authorization.k8s.io", Resource: "rolebindings"}:        rolebinding.Strategy,
+		{Group: "rbac.authorization.k8s.io", Resource: "clusterrolebindings"}: clusterrolebinding.Strategy,
+	} {
+		if _, ok := createsOnUpdate[gr]; !ok {
+			createsOnUpdate[gr] = st.AllowCreateOnUpdate(context.Background())
 		}
 	}
 	resolver := &request.RequestInfoFactory{

@@ -252,7 +252,7 @@ func TestEquivalentResources(t *testing.T) {
 }
 
 // TestCreatesOnUpdate: the stores' own update strategies say which resources an update
-// creates (a lease, an event, a service), which not (a config map, a node, a pod), and
+// creates (a lease, an event, a service, RBAC), which not (a config map, a node, a pod), and
 // the Server says it does not know a resource it has no store for.
 func TestCreatesOnUpdate(t *testing.T) {
 	s := testServer(t)
@@ -265,8 +265,10 @@ func TestCreatesOnUpdate(t *testing.T) {
 		{schema.GroupResource{Resource: "events"}, answer{true, true}},
 		{schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, answer{true, true}},
 		// RBAC's stores are wrapped in the escalation check's (policybased.Storage), which
-		// shows no strategy: not known, taken as creating.
-		{schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "clusterroles"}, answer{false, false}},
+		// shows no strategy, and the namespace REST holds its store: their registries'.
+		{schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "clusterroles"}, answer{true, true}},
+		{schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "rolebindings"}, answer{true, true}},
+		{schema.GroupResource{Resource: "namespaces"}, answer{false, true}},
 		{schema.GroupResource{Resource: "services"}, answer{true, true}},
 		{schema.GroupResource{Resource: "configmaps"}, answer{false, true}},
 		{schema.GroupResource{Resource: "nodes"}, answer{false, true}},
