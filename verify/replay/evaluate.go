@@ -1279,6 +1279,9 @@ func (r *Replayer) finish(j *job) {
 		r.output.sum.NotMatched++
 	default:
 		explainLoss(j.result.out, j.ev) // what an export lost (exportloss.go)
+		if j.view != nil {
+			j.result.out.paramSecrets(j.view.Secrets) // their values are scrubbed (redact.go)
+		}
 		if out := j.result.out; out.Decision == DecisionIndeterminate && out.recordedVerdict != "" {
 			unproven := maps.Clone(r.set.loadedPolicies)
 			maps.DeleteFunc(unproven, func(p string, _ bool) bool { return j.evidenced[p] })

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -25,12 +26,15 @@ import (
 // pipeline evaluated (attempt). A policy's message, audit annotation or warning may quote
 // them, and every output of the replay (JSON lines, text, JUnit, the report) is shared more
 // widely than the audit log it read. They are decoded only when a text of the record is to be
-// scrubbed (values): most records of a Secret's writes say nothing that could quote one.
+// scrubbed (values): most records of a Secret's writes say nothing that could quote one. The
+// Secrets the evaluation read (a policy's params: paramSecrets) are among them, whatever the
+// request's resource; a record of another resource's request has those alone (ev nil).
 type secretSources struct {
 	ev       *Event
 	prior    state.Prior
 	objs     []*unstructured.Unstructured
 	attempts []runtime.Object
+	params   []runtime.Object
 	kind     schema.GroupVersionKind
 	// gathered, once values has run; namespace and name are shown anyway.
 	gathered        *redact.Values
@@ -61,10 +65,15 @@ func (s *secretSources) values() *redact.Values {
 	for _, o := range s.attempts {
 		v.Of(versioned(o, s.kind))
 	}
-	for _, raw := range [][]byte{s.ev.RequestObject, s.ev.ResponseObject} {
-		// The Secret, or a patch of it; not a refusal's Status or a DELETE's options.
-		if u, err := auditlog.DecodeObject(raw); err == nil && (u.GetKind() == "" || u.GetKind() == "Secret") {
-			v.Of(u)
+	for _, o := range s.params {
+		v.Of(versioned(o, corev1.SchemeGroupVersion.WithKind("Secret")))
+	}
+	if s.ev != nil {
+		for _, raw := range [][]byte{s.ev.RequestObject, s.ev.ResponseObject} {
+			// The Secret, or a patch of it; not a refusal's Status or a DELETE's options.
+			if u, err := auditlog.DecodeObject(raw); err == nil && (u.GetKind() == "" || u.GetKind() == "Secret") {
+				v.Of(u)
+			}
 		}
 	}
 	priorValues(v, s.prior)
@@ -109,6 +118,19 @@ func priorValues(v *redact.Values, p state.Prior) {
 	}
 }
 
+// paramSecrets adds the Secrets the request's evaluation read (state.StateView.Secrets: a
+// policy's params) to the values its record's texts are scrubbed of: a policy's message,
+// audit annotation or warning may quote its param's values, on any resource's request.
+func (r *Record) paramSecrets(objs []runtime.Object) {
+	if len(objs) == 0 {
+		return
+	}
+	if r.secret == nil {
+		r.secret = &secretSources{}
+	}
+	r.secret.params = append(r.secret.params, objs...)
+}
+
 // scrubbed is the record as the outputs see it: for a request on a Secret, a copy without
 // the values its objects hold in any text the replay writes of it; the record itself otherwise.
 // The summary and the sink take it once the decision and the comparison with the log are
@@ -149,13 +171,37 @@ func (r *Record) scrubSecret(s *secretSources) {
 	if r.recordedVerdict != "" {
 		r.recordedVerdict = redact.Mark
 	}
-	r.Mutations = sizedMutations(r.Mutations)
+	if s.ev != nil {
+		r.Mutations = sizedMutations(r.Mutations)
+	} else {
+		r.Mutations = scrubbedMutations(r.Mutations, s)
+	}
 	r.Message, r.Indeterminate = s.scrub(r.Message), s.scrub(r.Indeterminate)
 	r.Notes, r.Warnings, r.AuditAnnotations = s.scrubAll(r.Notes), s.scrubAll(r.Warnings), s.scrubValues(r.AuditAnnotations)
 	for i := range r.Results {
 		res := &r.Results[i]
 		res.Message, res.AuditAnnotations = s.scrub(res.Message), s.scrubValues(res.AuditAnnotations)
 	}
+}
+
+// scrubbedMutations are the mutations of another resource's object than a Secret, whose
+// policies read Secrets (params): what their operations write is scrubbed of the Secrets'
+// values, and an operation that the scrub would leave no valid JSON is marked whole.
+func scrubbedMutations(changes []verify.Change, s *secretSources) []verify.Change {
+	if len(changes) == 0 {
+		return changes
+	}
+	out := make([]verify.Change, len(changes))
+	for i, c := range changes {
+		out[i] = c
+		if p := s.scrub(string(c.Patch)); p != string(c.Patch) {
+			out[i].Patch = json.RawMessage(p)
+			if !json.Valid(out[i].Patch) {
+				out[i].Patch = json.RawMessage(strconv.Quote(redact.Mark))
+			}
+		}
+	}
+	return out
 }
 
 // sizedMutations are a Secret's mutations with the values their operations write (data,

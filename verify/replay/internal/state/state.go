@@ -1956,6 +1956,9 @@ func (s *State) Len() int {
 
 var NamespacesGR = schema.GroupResource{Resource: "namespaces"}
 
+// SecretsGR is the resource of Secrets, whose values the replay's outputs scrub.
+var SecretsGR = schema.GroupResource{Resource: "secrets"}
+
 func JoinKey(namespace, name string) string {
 	if namespace == "" {
 		return name

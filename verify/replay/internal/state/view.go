@@ -341,6 +341,9 @@ type StateView struct {
 	// standIns, when set, answer for params the View does not have (see
 	// decidedWithoutMissing).
 	standIns map[schema.GroupResource]runtime.Object
+	// Secrets are the Secrets the View served evaluations (Get, List): a policy's params,
+	// whose values the replay's outputs scrub.
+	Secrets []runtime.Object
 
 	// gets and lists are the reads of evaluations over the View, recorded when track is set
 	// (see Replayer.informerLag).
@@ -634,6 +637,9 @@ func (v *StateView) Get(gvr schema.GroupVersionResource, namespace, name string)
 			if us := append(slices.Clip(e.Unknowns), parts...); len(us) > 0 {
 				v.Partials = append(v.Partials, PartialUse{GR: gr, Obj: ObjectKey{namespace, name}, Unknowns: us})
 			}
+			if gr == SecretsGR {
+				v.Secrets = append(v.Secrets, o)
+			}
 			return o, nil
 		}
 	case !v.isComplete(gr) && v.counts(gr) && v.knownByName(gr):
@@ -696,6 +702,9 @@ func (v *StateView) List(gvr schema.GroupVersionResource, namespace string, sele
 	v.Partials = append(v.Partials, partials...)
 	if rr, ok := v.Reread[gr]; ok {
 		objs = v.rereadList(gr, rr, objs)
+	}
+	if gr == SecretsGR {
+		v.Secrets = append(v.Secrets, objs...)
 	}
 	if o, ok := v.standIns[gr]; ok && len(objs) == 0 {
 		return []runtime.Object{o}, nil
