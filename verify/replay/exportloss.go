@@ -229,15 +229,18 @@ func successMayHaveCreated(ev *Event, t target) bool {
 // apiextensions apiserver's strategy never allows it). A lease, an event, a service do; so may
 // a resource neither the pipeline nor the catalog knows (an aggregated API's).
 func updateMayCreate(t target) bool {
-	if t.sub != "" || t.custom {
+	if t.sub != "" {
 		return false
 	}
 	srv, err := pipelineServer()
 	if err != nil {
-		return true
+		return !t.custom
 	}
-	creates, known := srv.CreatesOnUpdate(t.gvr.GroupResource())
-	return creates || !known
+	// A built-in resource is served before a CRD's of the same group and resource.
+	if creates, known := srv.CreatesOnUpdate(t.gvr.GroupResource()); known {
+		return creates
+	}
+	return !t.custom
 }
 
 // lossOfReason are the parts an export may lose that a reason may rest on.

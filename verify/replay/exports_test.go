@@ -1201,7 +1201,8 @@ func TestGKEInformerLagText(t *testing.T) {
 // TestExportedCustomResourceUpdate: an update of a custom resource never creates it (the
 // apiextensions apiserver's strategy: AllowCreateOnUpdate false), so GKE's losing its HTTP
 // code leaves it an UPDATE whose old object the replay does not know, as the log's replay
-// has it; an update of a lease, which may create, is undecided by the lost code.
+// has it; an update of a lease, which may create, is undecided by the lost code, as is one of
+// a resource no CRD is known to serve (an aggregated API's may create: found by a review).
 func TestExportedCustomResourceUpdate(t *testing.T) {
 	t.Parallel()
 	crd, err := os.ReadFile(filepath.Join("..", "..", "testdata", "crd", "widgets.yaml"))
@@ -1217,6 +1218,11 @@ func TestExportedCustomResourceUpdate(t *testing.T) {
 			"metadata": map[string]any{"name": "w1", "namespace": "app", "uid": "u-w1", "resourceVersion": rv, "generation": int64(1)},
 			"spec":     map[string]any{"size": "small", "replicas": int64(2)}}
 	}
+	thing := func(rv string) map[string]any {
+		return map[string]any{"apiVersion": "things.example.com/v1", "kind": "Thing",
+			"metadata": map[string]any{"name": "w1", "namespace": "app", "uid": "u-t1", "resourceVersion": rv},
+			"spec":     map[string]any{"size": "small"}}
+	}
 	lease := func(rv string) map[string]any {
 		return map[string]any{"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
 			"metadata": map[string]any{"name": "w1", "namespace": "app", "uid": "u-l1", "resourceVersion": rv},
@@ -1230,6 +1236,9 @@ func TestExportedCustomResourceUpdate(t *testing.T) {
 	}{
 		{"a widget", "example.com", "v1", "widgets", widget("30"), widget("31"), ReasonOldObjectUnknown, "widgets.example.com app/w1 is not in the snapshot or earlier in the log"},
 		{"a lease", "coordination.k8s.io", "v1", "leases", lease("30"), lease("31"), ReasonExportLost, "whether the update created the object"},
+		// A resource the replay learns from its use, no CRD of its group written in the log
+		// or known: it may be an aggregated API's, whose update may create.
+		{"a resource learned from its use", "things.example.com", "v1", "things", thing("30"), thing("31"), ReasonExportLost, "whether the update created the object"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -119,16 +120,24 @@ func priorValues(v *redact.Values, p state.Prior) {
 }
 
 // paramSecrets adds the Secrets the request's evaluation read (state.StateView.Secrets: a
-// policy's params) to the values its record's texts are scrubbed of: a policy's message,
-// audit annotation or warning may quote its param's values, on any resource's request.
-func (r *Record) paramSecrets(objs []runtime.Object) {
-	if len(objs) == 0 {
+// policy's params, in every state it was evaluated on) to the values its record's texts are
+// scrubbed of: a policy's message, audit annotation or warning may quote its param's values,
+// on any resource's request. matched says a policy whose params are Secrets matched it: what
+// the log says its policies answered is marked (scrubSecret), the replay having read its
+// params or not.
+func (r *Record) paramSecrets(objs []runtime.Object, matched bool) {
+	if len(objs) == 0 && !matched {
 		return
 	}
 	if r.secret == nil {
 		r.secret = &secretSources{}
 	}
 	r.secret.params = append(r.secret.params, objs...)
+}
+
+// isSecretKind says whether a policy's paramKind is v1 Secret.
+func isSecretKind(k *admissionregistrationv1.ParamKind) bool {
+	return k != nil && k.APIVersion == "v1" && k.Kind == "Secret"
 }
 
 // scrubbed is the record as the outputs see it: for a request on a Secret, a copy without

@@ -75,3 +75,67 @@ func TestParamSecretsScrubbed(t *testing.T) {
 		t.Errorf("message %q: want the param's value scrubbed, the config map's kept", rec.Message)
 	}
 }
+
+// TestParamSecretsOfOtherStates: the values of a param Secret are scrubbed from the record
+// whichever version of it the decision read: here a config map's create ran while the Secret
+// was rotated, and the likely state of the informers is the one before the rotation (the old
+// token), evaluated on a copy of the job's view (informerLag); and where the replay does not
+// know the param (not in the snapshot), what the log records the policy answered (its audit
+// annotation, quoting the token) is marked. Found by a review of TestParamSecretsScrubbed's
+// change, which scrubbed the values of the job's own view only.
+func TestParamSecretsOfOtherStates(t *testing.T) {
+	t.Parallel()
+	const oldTok, newTok = "OLD-param-S3CRET-aaaaaaaa", "NEW-param-S3CRET-bbbbbbbb"
+	secret := func(rv, tok string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "Secret",
+			"metadata": map[string]any{"name": "creds", "namespace": "a", "uid": "u-creds", "resourceVersion": rv},
+			"data":     map[string]any{"token": base64.StdEncoding.EncodeToString([]byte(tok))}}
+	}
+	p, b := levelPolicy("param-echo", "configmaps", admissionregistrationv1.Create, nil, "false")
+	p.Spec.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "Secret"}
+	p.Spec.Validations[0].MessageExpression = "'token ' + string(params.data['token'])"
+	b.Spec.ParamRef = &admissionregistrationv1.ParamRef{Name: "creds", Namespace: "a"}
+	ps, bs := []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "a"}, "data": map[string]any{"k": "v"}}
+	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "a", "uid": "u-a", "resourceVersion": "2", "labels": map[string]any{"kubernetes.io/metadata.name": "a"}}}
+	rotate := timedEvent(t, levelEvent(t, "rot", auditlog.LevelRequestResponse, "update", "secrets", "a", "creds", 200, "", secret("3", newTok), secret("10", newTok)), "00.000000", "00.015000", nil)
+	refused := timedEvent(t, levelEvent(t, "c1", auditlog.LevelRequestResponse, "create", "configmaps", "a", "c", 422, "", cm, nil), "00.000000", "00.020000", nil)
+	annotated := timedEvent(t, levelEvent(t, "c1", auditlog.LevelRequestResponse, "create", "configmaps", "a", "c", 201, "", cm, cm), "00.000000", "00.020000",
+		map[string]string{"param-echo/token": base64.StdEncoding.EncodeToString([]byte(oldTok))})
+	for _, tc := range []struct {
+		name     string
+		snapshot []any
+		lines    []string
+	}{
+		{"rotated while the request ran", []any{ns, secret("3", oldTok)}, []string{rotate, refused}},
+		{"not known to the replay", []any{ns}, []string{annotated}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			sum, got := replaySources(t, ps, bs, []Option{WithCheckRecorded(true), snapshotOf(t, tc.snapshot)},
+				Source{Name: "audit.jsonl", Reader: strings.NewReader(strings.Join(tc.lines, "\n") + "\n")})
+			rec := got["c1"]
+			if rec == nil {
+				t.Fatal("no record")
+			}
+			out, err := json.Marshal(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := json.Marshal(sum)
+			if err != nil {
+				t.Fatal(err)
+			}
+			texts := map[string]string{"record": string(out), "text": rec.String(), "summary": string(s), "the log's verdict": rec.recordedVerdict}
+			for _, tok := range []string{oldTok, newTok} {
+				for _, f := range []string{tok, base64.StdEncoding.EncodeToString([]byte(tok))} {
+					for what, text := range texts {
+						if strings.Contains(text, f) {
+							t.Errorf("the %s holds %q (%s): %s", what, f, describeRecord(rec), text)
+						}
+					}
+				}
+			}
+		})
+	}
+}

@@ -311,6 +311,9 @@ type policySet struct {
 	// bindings.
 	bindings       map[string][]string
 	loadedPolicies map[string]bool
+	// secretParams are the policies (a mutating one by its scope name) whose params are
+	// Secrets: the log's verdicts of a request they match may quote their values.
+	secretParams map[string]bool
 	// mutatingPolicies and mutatingBindings are the MutatingAdmissionPolicies replayed
 	// (see mutate.go).
 	mutatingPolicies []*admissionregistrationv1.MutatingAdmissionPolicy
@@ -447,6 +450,17 @@ func New(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings
 	r.set.loadedPolicies = map[string]bool{}
 	for p := range r.set.bindings {
 		r.set.loadedPolicies[p] = true
+	}
+	r.set.secretParams = map[string]bool{}
+	for _, p := range r.set.policies {
+		if isSecretKind(p.Spec.ParamKind) {
+			r.set.secretParams[p.Name] = true
+		}
+	}
+	for _, p := range r.set.mutatingPolicies {
+		if isSecretKind(p.Spec.ParamKind) {
+			r.set.secretParams[mutatingName(p.Name)] = true
+		}
 	}
 	r.installed = newInstalled(r.set.loadedPolicies, r.set.bindings, r.set.policies, r.set.bindingList)
 	r.installed.window = compiledWithin(r.state.Lag)

@@ -38,7 +38,8 @@ type target struct {
 	// (derivesScale); nil otherwise.
 	scale *scaleSubresource
 	// custom says, of an update (PUT) of a main resource, that a CRD of the catalog serves
-	// its kind: the apiextensions apiserver's strategy never creates on update
+	// its kind (one the replay learned from its use only where the log writes a CRD of its
+	// group): the apiextensions apiserver's strategy never creates on update
 	// (updateMayCreate).
 	custom bool
 }
@@ -55,7 +56,10 @@ func (r *Replayer) resolve(ev *Event) (t target, skip Reason) {
 	t, skip = resolveIn(r.cur().resources, ev)
 	if ev.Verb == "update" && t.sub == "" && skip == "" {
 		if cat := r.cat.c.Schema(); cat != nil && !t.mainKind.Empty() {
-			t.custom = cat.CustomResourceDefinitionOf(t.mainKind) != nil
+			// Not a resource the replay learned from its use where the log shows no CRD of
+			// its group written: it may be an aggregated API's.
+			t.custom = cat.CustomResourceDefinitionOf(t.mainKind) != nil &&
+				(!r.cat.c.Learned(t.gvr) || r.cat.c.CRDWrittenIn(t.gvr.Group))
 		}
 	}
 	return t, skip

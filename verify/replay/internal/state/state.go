@@ -948,7 +948,7 @@ func (s *State) writable(gr schema.GroupResource) *bucket {
 // miss). The View does not change when the State does.
 func (s *State) View(readsNamespaces bool) *StateView {
 	v := &StateView{buckets: make(map[schema.GroupResource]*bucket, len(s.buckets)), complete: s.complete, incomplete: s.incomplete, allSince: s.AllSince, readsNamespaces: readsNamespaces,
-		liveLookupDone: s.liveLookupDone}
+		liveLookupDone: s.liveLookupDone, secrets: &servedSecrets{}}
 	for gr, b := range s.buckets {
 		if !b.frozen {
 			b.frozen = true // before any reader has it: Views only ever read it

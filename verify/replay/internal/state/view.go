@@ -341,9 +341,10 @@ type StateView struct {
 	// standIns, when set, answer for params the View does not have (see
 	// decidedWithoutMissing).
 	standIns map[schema.GroupResource]runtime.Object
-	// Secrets are the Secrets the View served evaluations (Get, List): a policy's params,
-	// whose values the replay's outputs scrub.
-	Secrets []runtime.Object
+	// secrets are the Secrets the View and every copy of it (Fresh, Before, WithStandIns: an
+	// informer lag's states) served evaluations: a policy's params, whose values the replay's
+	// outputs scrub (Secrets).
+	secrets *servedSecrets
 
 	// gets and lists are the reads of evaluations over the View, recorded when track is set
 	// (see Replayer.informerLag).
@@ -638,7 +639,7 @@ func (v *StateView) Get(gvr schema.GroupVersionResource, namespace, name string)
 				v.Partials = append(v.Partials, PartialUse{GR: gr, Obj: ObjectKey{namespace, name}, Unknowns: us})
 			}
 			if gr == SecretsGR {
-				v.Secrets = append(v.Secrets, o)
+				v.secrets.add(o)
 			}
 			return o, nil
 		}
@@ -704,7 +705,7 @@ func (v *StateView) List(gvr schema.GroupVersionResource, namespace string, sele
 		objs = v.rereadList(gr, rr, objs)
 	}
 	if gr == SecretsGR {
-		v.Secrets = append(v.Secrets, objs...)
+		v.secrets.add(objs...)
 	}
 	if o, ok := v.standIns[gr]; ok && len(objs) == 0 {
 		return []runtime.Object{o}, nil
@@ -969,4 +970,53 @@ func (v *StateView) NamespaceLabels(name string) (labels.Set, bool) {
 		return nil, false
 	}
 	return labels.Set(m.GetLabels()), true
+}
+
+// servedSecrets are the Secrets a View and its copies served, each version once.
+type servedSecrets struct {
+	mu   sync.Mutex
+	seen map[servedSecret]bool
+	objs []runtime.Object
+}
+
+// servedSecret is a version of a Secret: its namespace, name and resourceVersion (the State's
+// rebuilt versions have none, and are told apart by their uid and content no further).
+type servedSecret struct {
+	ObjectKey
+	uid, rv string
+}
+
+func (s *servedSecrets) add(objs ...runtime.Object) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, o := range objs {
+		m, err := meta.Accessor(o)
+		if err != nil {
+			s.objs = append(s.objs, o)
+			continue
+		}
+		k := servedSecret{ObjectKey{m.GetNamespace(), m.GetName()}, string(m.GetUID()), m.GetResourceVersion()}
+		if k.rv != "" && s.seen[k] {
+			continue
+		}
+		if s.seen == nil {
+			s.seen = map[servedSecret]bool{}
+		}
+		s.seen[k] = true
+		s.objs = append(s.objs, o)
+	}
+}
+
+// Secrets are the Secrets the View and every copy of it served evaluations (Get, List), each
+// version once: a policy's params, whose values the replay's outputs scrub.
+func (v *StateView) Secrets() []runtime.Object {
+	if v.secrets == nil {
+		return nil
+	}
+	v.secrets.mu.Lock()
+	defer v.secrets.mu.Unlock()
+	return slices.Clone(v.secrets.objs)
 }
