@@ -19,9 +19,13 @@ import (
 //     precondition gave (DryRunnableStorage.GuaranteedUpdate sets none), and so does a no-op.
 //     A scale subresource's update gives its parent's version the same way.
 //
-// Nothing else tells: an update with the same version, or without one, may have been a dry run
-// or a no-op, and a patch answers a dry run with the version the object has, which the entry
-// does not show. Otherwise the event keeps auditlog.LostDryRun, and the replay holds
+//   - a patch whose body gives a resourceVersion sets the patched object's, which the store
+//     compares as an update's: answered with another, it was stored.
+//
+// Nothing else tells: an update with the same version, or without one (or with "0", which asks
+// for none: the store takes the object's, and a dry run answers with it), may have been a dry
+// run or a no-op, and a patch without one answers a dry run with the version the object has,
+// which the entry does not show. Otherwise the event keeps auditlog.LostDryRun, and the replay holds
 // request.dryRun unknown.
 
 // dryCheck is what an entry's event shows of a create or an update: the resourceVersion of its
@@ -42,7 +46,7 @@ func dryCheckOf(ev *gkeEvent) *dryCheck {
 	}
 	switch sub := ev.ObjectRef.Subresource; {
 	case ev.Verb == "create" && sub == "":
-	case ev.Verb == "update" && (sub == "" || sub == "status" || sub == "scale"):
+	case (ev.Verb == "update" || ev.Verb == "patch") && (sub == "" || sub == "status" || sub == "scale"):
 	default:
 		return nil
 	}
@@ -51,7 +55,7 @@ func dryCheckOf(ev *gkeEvent) *dryCheck {
 		return nil
 	}
 	c := &dryCheck{rv: h.rv, uri: ev.RequestURI}
-	if ev.Verb == "update" {
+	if ev.Verb == "update" || ev.Verb == "patch" {
 		req, ok := objectHeaderOf(ev.RequestObject)
 		if !ok || req.rv == "" || h.rv == "" {
 			return nil // no precondition, or no version answered: nothing shows it
@@ -132,7 +136,7 @@ func (d *dryRuns) settle(rec *record) {
 		// Versions as the store compares them (a number: "042" is 42).
 		req, err1 := strconv.ParseUint(c.requested, 10, 64)
 		resp, err2 := strconv.ParseUint(c.rv, 10, 64)
-		if err1 == nil && err2 == nil && req != resp {
+		if err1 == nil && err2 == nil && req != 0 && req != resp {
 			rec.loss.Lost &^= auditlog.LostDryRun
 		}
 		return

@@ -434,8 +434,9 @@ func TestDropType(t *testing.T) {
 }
 
 // TestGKEUpdateDryRun: an update whose object gave a resourceVersion (a precondition) and that
-// answered with another was stored, not a dry run (which answers at the version it was given);
-// one answered at that version, one without a precondition, and a patch stay unknown.
+// answered with another was stored, not a dry run (which answers at the version it was given),
+// and so was such a patch; one answered at that version, one without a precondition (or with
+// "0", unconditional), and a JSON patch stay unknown.
 func TestGKEUpdateDryRun(t *testing.T) {
 	t.Parallel()
 	entry := func(method, resource, requested, answered string) string {
@@ -460,7 +461,16 @@ func TestGKEUpdateDryRun(t *testing.T) {
 		{"answered at its precondition's version: a dry run or a no-op", entry("update", "d", "5", "5"), true},
 		{"the same version, written otherwise", entry("update", "d", "05", "5"), true},
 		{"no precondition", entry("update", "d", "", "6"), true},
-		{"a patch", entry("patch", "d", "5", "6"), true},
+		// "0" asks for none: the update is unconditional, and a dry run answers with the
+		// version the object has (Store.Update's doUnconditionalUpdate).
+		{"an unconditional update", entry("update", "d", "0", "6"), true},
+		// A patch whose body gives a resourceVersion sets the patched object's, which the
+		// store compares as an update's.
+		{"a patch with a precondition, stored", entry("patch", "d", "5", "6"), false},
+		{"a status patch with a precondition, stored", entry("status.patch", "d/status", "5", "7"), false},
+		{"a patch answered at its precondition's version", entry("patch", "d", "5", "5"), true},
+		{"a patch without a precondition", entry("patch", "d", "", "6"), true},
+		{"a JSON patch", strings.Replace(entry("patch", "d", "", "6"), `"request":{"@type":"apps.k8s.io/v1.Deployment","apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d","namespace":"a"}}`, `"request":[{"op":"test","path":"/metadata/resourceVersion","value":"5"}]`, 1), true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
