@@ -194,7 +194,10 @@ versus() {
 	}'
 }
 
-rr=$dir/rr-$rr_times.log
+# The repetition's fingerprint: a change to vapc-bench repeat (how it shifts times and
+# versions) repeats the logs again.
+repeated=$(cat internal/cmd/vapc-bench/repeat.go | sha256sum | cut -c1-12)
+rr=$dir/rr-$rr_times-$repeated.log
 if [[ ! -f $rr ]]; then
 	"$bench" repeat --times "$rr_times" -o "$rr" verify/replay/testdata/recorded/a/audit.log.gz
 fi
@@ -205,7 +208,7 @@ rr_floor=$wall
 measure rr-replay "$vapc" replay --quiet --disable-admission-plugins ServiceAccount --policies verify/replay/testdata/recorded/a/policies.yaml "$rr"
 rr_replay=$wall rr_rss=$rss
 
-cluster=$dir/cluster-$cluster_times.log
+cluster=$dir/cluster-$cluster_times-$repeated.log
 if [[ ! -f $cluster ]]; then
 	"$bench" repeat --times "$cluster_times" -o "$cluster" testdata/bench/cluster-traffic.log.gz
 fi
