@@ -1258,3 +1258,27 @@ func TestExportedCustomResourceUpdate(t *testing.T) {
 		})
 	}
 }
+
+// TestLearnedResourceWithACRDOfItsGroup: a resource the replay learned from its use is not
+// taken for a custom resource, even where the log writes a CRD of its group (another
+// resource's): an APIService serves a group-version, and a group may hold both, so its
+// update, whose code GKE lost, may have created it (found by a review: deny, certain, where
+// the server admitted a CREATE the policy does not match).
+func TestLearnedResourceWithACRDOfItsGroup(t *testing.T) {
+	t.Parallel()
+	thing := func(rv string) map[string]any {
+		return map[string]any{"apiVersion": "things.example.com/v1", "kind": "Thing",
+			"metadata": map[string]any{"name": "w1", "namespace": "app", "uid": "u-t1", "resourceVersion": rv},
+			"spec":     map[string]any{"size": "small"}}
+	}
+	p, b := levelPolicy("upd", "things", admissionregistrationv1.Update, nil, "false")
+	p.Spec.MatchConstraints.ResourceRules[0].APIGroups = []string{"things.example.com"}
+	crd := event{id: "crd1", verb: "create", group: "apiextensions.k8s.io", version: "v1", resource: "customresourcedefinitions", name: "gadgets.things.example.com", code: 201, received: at(t, 1)}.line(t)
+	lines := []string{strings.Replace(crd, `"level":"RequestResponse"`, `"level":"Metadata"`, 1),
+		event{id: "u1", verb: "update", group: "things.example.com", version: "v1", resource: "things", ns: "app", name: "w1", code: 200, received: at(t, 2), req: thing("30"), resp: thing("31")}.line(t)}
+	ps, bs := []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}
+	_, got := replaySources(t, ps, bs, []Option{WithCheckRecorded(true)}, Source{Name: "audit.jsonl", Reader: strings.NewReader(strings.Join(gkeLines(t, lines...), "\n") + "\n")})
+	if rec := got["u1"]; rec == nil || rec.Decision != DecisionIndeterminate || rec.Reason != ReasonExportLost || !strings.Contains(rec.Indeterminate, "whether the update created the object") {
+		t.Errorf("GKE's replay: %s, want indeterminate export-lost: whether the update created the object", describeRecord(rec))
+	}
+}

@@ -135,9 +135,14 @@ func (r *Record) paramSecrets(objs []runtime.Object, matched bool) {
 	r.secret.params = append(r.secret.params, objs...)
 }
 
-// isSecretKind says whether a policy's paramKind is v1 Secret.
+// isSecretKind says whether a policy's paramKind is a core Secret ("v1", or "/v1", which
+// the apiserver parses the same).
 func isSecretKind(k *admissionregistrationv1.ParamKind) bool {
-	return k != nil && k.APIVersion == "v1" && k.Kind == "Secret"
+	if k == nil || k.Kind != "Secret" {
+		return false
+	}
+	gv, err := schema.ParseGroupVersion(k.APIVersion)
+	return err == nil && gv.Group == ""
 }
 
 // scrubbed is the record as the outputs see it: for a request on a Secret, a copy without

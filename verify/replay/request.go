@@ -38,9 +38,8 @@ type target struct {
 	// (derivesScale); nil otherwise.
 	scale *scaleSubresource
 	// custom says, of an update (PUT) of a main resource, that a CRD of the catalog serves
-	// its kind (one the replay learned from its use only where the log writes a CRD of its
-	// group): the apiextensions apiserver's strategy never creates on update
-	// (updateMayCreate).
+	// its kind (not one the replay learned from its use): the apiextensions apiserver's
+	// strategy never creates on update (updateMayCreate).
 	custom bool
 }
 
@@ -56,10 +55,10 @@ func (r *Replayer) resolve(ev *Event) (t target, skip Reason) {
 	t, skip = resolveIn(r.cur().resources, ev)
 	if ev.Verb == "update" && t.sub == "" && skip == "" {
 		if cat := r.cat.c.Schema(); cat != nil && !t.mainKind.Empty() {
-			// Not a resource the replay learned from its use where the log shows no CRD of
-			// its group written: it may be an aggregated API's.
-			t.custom = cat.CustomResourceDefinitionOf(t.mainKind) != nil &&
-				(!r.cat.c.Learned(t.gvr) || r.cat.c.CRDWrittenIn(t.gvr.Group))
+			// Not a resource the replay learned from its use: it may be an aggregated API's
+			// (a CRD of its group written in the log does not say: an APIService takes a
+			// group-version, and a group may hold both).
+			t.custom = cat.CustomResourceDefinitionOf(t.mainKind) != nil && !r.cat.c.Learned(t.gvr)
 		}
 	}
 	return t, skip

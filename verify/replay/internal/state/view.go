@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"iter"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -972,18 +973,13 @@ func (v *StateView) NamespaceLabels(name string) (labels.Set, bool) {
 	return labels.Set(m.GetLabels()), true
 }
 
-// servedSecrets are the Secrets a View and its copies served, each version once.
+// servedSecrets are the Secrets a View and its copies served, each once: the same object, or
+// an equal one (versions the replay rebuilt share the pipeline's resourceVersion, and differ in
+// their content only).
 type servedSecrets struct {
-	mu   sync.Mutex
-	seen map[servedSecret]bool
-	objs []runtime.Object
-}
-
-// servedSecret is a version of a Secret: its namespace, name and resourceVersion (the State's
-// rebuilt versions have none, and are told apart by their uid and content no further).
-type servedSecret struct {
-	ObjectKey
-	uid, rv string
+	mu    sync.Mutex
+	byKey map[ObjectKey][]runtime.Object
+	objs  []runtime.Object
 }
 
 func (s *servedSecrets) add(objs ...runtime.Object) {
@@ -993,19 +989,17 @@ func (s *servedSecrets) add(objs ...runtime.Object) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, o := range objs {
-		m, err := meta.Accessor(o)
-		if err != nil {
-			s.objs = append(s.objs, o)
+		var k ObjectKey
+		if m, err := meta.Accessor(o); err == nil {
+			k = ObjectKey{m.GetNamespace(), m.GetName()}
+		}
+		if slices.ContainsFunc(s.byKey[k], func(x runtime.Object) bool { return x == o || reflect.DeepEqual(x, o) }) {
 			continue
 		}
-		k := servedSecret{ObjectKey{m.GetNamespace(), m.GetName()}, string(m.GetUID()), m.GetResourceVersion()}
-		if k.rv != "" && s.seen[k] {
-			continue
+		if s.byKey == nil {
+			s.byKey = map[ObjectKey][]runtime.Object{}
 		}
-		if s.seen == nil {
-			s.seen = map[servedSecret]bool{}
-		}
-		s.seen[k] = true
+		s.byKey[k] = append(s.byKey[k], o)
 		s.objs = append(s.objs, o)
 	}
 }

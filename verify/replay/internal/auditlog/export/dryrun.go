@@ -56,11 +56,16 @@ func dryCheckOf(ev *gkeEvent) *dryCheck {
 	}
 	c := &dryCheck{rv: h.rv, uri: ev.RequestURI}
 	if ev.Verb == "update" || ev.Verb == "patch" {
-		req, ok := objectHeaderOf(ev.RequestObject)
-		if !ok || req.rv == "" || h.rv == "" {
+		// The body's metadata.resourceVersion: an update's object's, a merge or apply patch's
+		// (which need give no kind); a JSON patch's (an array) is not read, and stays unknown.
+		requested := ""
+		if body := bytes.TrimSpace(ev.RequestObject); len(body) > 0 && body[0] == '{' {
+			requested = auditlog.MemberString(body, "metadata", "resourceVersion")
+		}
+		if requested == "" || h.rv == "" {
 			return nil // no precondition, or no version answered: nothing shows it
 		}
-		c.update, c.requested = true, req.rv
+		c.update, c.requested = true, requested
 	}
 	return c
 }

@@ -470,6 +470,8 @@ func TestGKEUpdateDryRun(t *testing.T) {
 		{"a status patch with a precondition, stored", entry("status.patch", "d/status", "5", "7"), false},
 		{"a patch answered at its precondition's version", entry("patch", "d", "5", "5"), true},
 		{"a patch without a precondition", entry("patch", "d", "", "6"), true},
+		// A merge patch gives no kind (kubectl patch, kubectl label --resource-version).
+		{"a merge patch with a precondition, stored", strings.Replace(entry("patch", "d", "", "6"), `"request":{"@type":"apps.k8s.io/v1.Deployment","apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d","namespace":"a"}}`, `"request":{"@type":"apps.k8s.io/v1.Deployment","metadata":{"resourceVersion":"5","labels":{"a":"b"}}}`, 1), false},
 		{"a JSON patch", strings.Replace(entry("patch", "d", "", "6"), `"request":{"@type":"apps.k8s.io/v1.Deployment","apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d","namespace":"a"}}`, `"request":[{"op":"test","path":"/metadata/resourceVersion","value":"5"}]`, 1), true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
