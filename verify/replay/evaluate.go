@@ -1279,12 +1279,15 @@ func (r *Replayer) finish(j *job) {
 		r.output.sum.NotMatched++
 	default:
 		explainLoss(j.result.out, j.ev) // what an export lost (exportloss.go)
-		// A Secret's values the policies read as params are scrubbed (redact.go).
-		var secrets []runtime.Object
-		if j.view != nil {
-			secrets = j.view.Secrets()
+		if len(r.set.secretParams) > 0 {
+			// A Secret's values the policies read as params are scrubbed (redact.go); only
+			// a policy whose params are Secrets reads one through the view.
+			var secrets []runtime.Object
+			if j.view != nil {
+				secrets = j.view.Secrets()
+			}
+			j.result.out.paramSecrets(secrets, slices.ContainsFunc(j.policies, func(p string) bool { return r.set.secretParams[p] }))
 		}
-		j.result.out.paramSecrets(secrets, slices.ContainsFunc(j.policies, func(p string) bool { return r.set.secretParams[p] }))
 		if out := j.result.out; out.Decision == DecisionIndeterminate && out.recordedVerdict != "" {
 			unproven := maps.Clone(r.set.loadedPolicies)
 			maps.DeleteFunc(unproven, func(p string, _ bool) bool { return j.evidenced[p] })

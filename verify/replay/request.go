@@ -37,9 +37,10 @@ type target struct {
 	// scale is how the resource's scale subresource derives its Scale, for a request of it
 	// (derivesScale); nil otherwise.
 	scale *scaleSubresource
-	// custom says, of an update (PUT) of a main resource, that a CRD of the catalog serves
-	// its kind (not one the replay learned from its use): the apiextensions apiserver's
-	// strategy never creates on update (updateMayCreate).
+	// custom says, of an update (PUT) of a main resource whose export lost its code or
+	// whether it was a dry run, that a CRD of the catalog serves its kind (not one the replay
+	// learned from its use): the apiextensions apiserver's strategy never creates on update
+	// (updateMayCreate).
 	custom bool
 }
 
@@ -53,7 +54,9 @@ func isConnectKind(gvk schema.GroupVersionKind) bool {
 // why a request is not an admission write (a read, a non-resource request).
 func (r *Replayer) resolve(ev *Event) (t target, skip Reason) {
 	t, skip = resolveIn(r.cur().resources, ev)
-	if ev.Verb == "update" && t.sub == "" && skip == "" {
+	// Asked only where an export lost the code or whether it was a dry run (updateMayCreate):
+	// a log backend's file pays nothing for it.
+	if ev.Verb == "update" && t.sub == "" && skip == "" && ev.Loss.Lost&(auditlog.LostCode|auditlog.LostDryRun) != 0 {
 		if cat := r.cat.c.Schema(); cat != nil && !t.mainKind.Empty() {
 			// Not a resource the replay learned from its use: it may be an aggregated API's
 			// (a CRD of its group written in the log does not say: an APIService takes a

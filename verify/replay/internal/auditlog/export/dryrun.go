@@ -28,14 +28,14 @@ import (
 // which the entry does not show. Otherwise the event keeps auditlog.LostDryRun, and the replay holds
 // request.dryRun unknown.
 
-// dryCheck is what an entry's event shows of a create or an update: the resourceVersion of its
-// response, the one its request's object gave (an update's precondition), and its request URI.
+// dryCheck is what an entry's event shows of a create, an update or a patch: the
+// resourceVersion of its response, the one its body gave (a precondition), and its request URI.
 type dryCheck struct {
 	rv, uri string
-	// update says the write is an update: stored when its request's version (given) and its
-	// response's differ.
-	update    bool
-	requested string
+	// conditional says the write is an update or a patch whose body gave the version it had
+	// to find (requested): stored when that and its response's differ.
+	conditional bool
+	requested   string
 }
 
 // dryCheckOf is the dryCheck of a successful write whose response is its object.
@@ -65,7 +65,7 @@ func dryCheckOf(ev *gkeEvent) *dryCheck {
 		if requested == "" || h.rv == "" {
 			return nil // no precondition, or no version answered: nothing shows it
 		}
-		c.update, c.requested = true, requested
+		c.conditional, c.requested = true, requested
 	}
 	return c
 }
@@ -124,20 +124,20 @@ func headerOf(obj []byte) (h objectHeader, ok bool) {
 	return h, kind && metadata
 }
 
-// dryRuns settles, from their responses, whether creates and updates were dry runs.
+// dryRuns settles, from their responses, whether creates, updates and patches were dry runs.
 type dryRuns struct{}
 
 func newDryRuns() *dryRuns { return &dryRuns{} }
 
 // settle says whether a create was a dry run, from its response (the event's URI then says so,
-// ?dryRun=All), or that an update was none; the event no longer loses it. An update answered
-// with the version its precondition gave stays unknown.
+// ?dryRun=All), or that an update or a patch was none; the event no longer loses it. One
+// answered with the version its precondition gave stays unknown.
 func (d *dryRuns) settle(rec *record) {
 	if !rec.loss.Lost.Has(auditlog.LostDryRun) {
 		return // known already (GKE's label)
 	}
 	c := rec.dry
-	if c.update {
+	if c.conditional {
 		// Versions as the store compares them (a number: "042" is 42).
 		req, err1 := strconv.ParseUint(c.requested, 10, 64)
 		resp, err2 := strconv.ParseUint(c.rv, 10, 64)
