@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 
 	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify/internal/apiserver"
+	"github.com/vapc-dev/vapc/verify/internal/redact"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
@@ -127,6 +129,8 @@ func (r *Replayer) followWrite(ctx context.Context, ev *Event, t target, p state
 		switch {
 		case unfollowable != "":
 			return writeResult{}, unfollowable, nil
+		case failure != "" && v.name == "": // the one way the request was sent
+			failures = append(failures, failure)
 		case failure != "":
 			failures = append(failures, v.name+": "+failure)
 		case res != nil:
@@ -244,6 +248,16 @@ func (r *Replayer) sendWrite(ctx context.Context, srv *apiserver.Server, req api
 	resp, err := srv.Do(ctx, req, ex)
 	r.orderedPlugins.SetCluster(nil)
 	mutatedUnknown := r.followUnknown(fm)
+	if fm != nil {
+		if secrets := fm.view.Secrets(); len(secrets) > 0 {
+			// What the policies that read Secrets as params failed with may quote them, and
+			// the State keeps it as the reason it does not know the object: every later
+			// request on it shows it, which read no Secret (its record's own are scrubbed).
+			vals := &redact.Values{}
+			ofSecrets(vals, secrets)
+			err, resp, mutatedUnknown = scrubbedFailure(vals, err), scrubbedResponse(vals, resp), vals.Scrub(mutatedUnknown)
+		}
+	}
 	switch {
 	case err != nil:
 		return nil, err.Error(), ""
@@ -586,6 +600,25 @@ func agreeingWrites(results []writeResult, variants []sendVariant) (writeResult,
 }
 
 // describeStatus is a response's status for a reason.
+// scrubbedFailure is err with the values scrubbed from its text.
+func scrubbedFailure(vals *redact.Values, err error) error {
+	if err == nil {
+		return nil
+	}
+	return errors.New(vals.Scrub(err.Error()))
+}
+
+// scrubbedResponse is resp with the values scrubbed from its status's message (a copy).
+func scrubbedResponse(vals *redact.Values, resp *apiserver.Response) *apiserver.Response {
+	if resp == nil || resp.Status == nil {
+		return resp
+	}
+	c, st := *resp, *resp.Status
+	st.Message = vals.Scrub(st.Message)
+	c.Status = &st
+	return &c
+}
+
 func describeStatus(resp *apiserver.Response) string {
 	if resp.Status == nil {
 		return fmt.Sprintf("%d", resp.Code)

@@ -66,9 +66,7 @@ func (s *secretSources) values() *redact.Values {
 	for _, o := range s.attempts {
 		v.Of(versioned(o, s.kind))
 	}
-	for _, o := range s.params {
-		v.Of(versioned(o, corev1.SchemeGroupVersion.WithKind("Secret")))
-	}
+	ofSecrets(v, s.params)
 	if s.ev != nil {
 		for _, raw := range [][]byte{s.ev.RequestObject, s.ev.ResponseObject} {
 			// The Secret, or a patch of it; not a refusal's Status or a DELETE's options.
@@ -104,6 +102,13 @@ func (s *secretSources) scrubValues(m map[string]string) map[string]string {
 		return m
 	}
 	return s.values().ScrubValues(m)
+}
+
+// ofSecrets gathers the values of Secrets a policy read as its params.
+func ofSecrets(v *redact.Values, objs []runtime.Object) {
+	for _, o := range objs {
+		v.Of(versioned(o, corev1.SchemeGroupVersion.WithKind("Secret")))
+	}
 }
 
 // priorValues gathers the values of the versions of a Prior.

@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/vapc-dev/vapc/verify"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
@@ -122,5 +124,66 @@ func TestParamSecretsScrubbed(t *testing.T) {
 				t.Errorf("message %q: want %q (the param's value scrubbed, the config map's kept)", rec.Message, tc.message)
 			}
 		})
+	}
+}
+
+// TestFollowedMutationParamSecret: where the ordered stage follows a write the log holds
+// without its result (level Request) through the cluster's MutatingAdmissionPolicies, a policy
+// whose params are Secrets may fail on its param quoting its value (a conversion's error);
+// the reason the State forgets the object for is shown by every later request on it, whose
+// record reads no Secret: the value is not in it.
+func TestFollowedMutationParamSecret(t *testing.T) {
+	t.Parallel()
+	const tok = "TOK0-param-S3CRET-00000000"
+	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "a", "uid": "u-a", "resourceVersion": "2", "labels": map[string]any{"kubernetes.io/metadata.name": "a"}}}
+	mp := &admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
+		ParamKind:          &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "Secret"},
+		MatchConstraints:   createRules("", "configmaps"),
+		ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy,
+		Mutations: []admissionregistrationv1.Mutation{{PatchType: admissionregistrationv1.PatchTypeApplyConfiguration,
+			ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: `Object{data: {"n": url(params.data.token).getHost()}}`}}},
+	}}
+	mb := &admissionregistrationv1.MutatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{
+		PolicyName: "p", ParamRef: &admissionregistrationv1.ParamRef{Name: "creds", Namespace: "a"}}}
+	p, b := levelPolicy("old-reader", "configmaps", admissionregistrationv1.Update, nil, `!has(oldObject.data.n)`)
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "a"}, "data": map[string]any{"k": "v"}}
+	lines := []string{
+		timedEvent(t, levelEvent(t, "c1", auditlog.LevelRequest, "create", "configmaps", "a", "c", 201, "", cm, nil), "01.000", "01.010", nil),
+		timedEvent(t, levelEvent(t, "u1", auditlog.LevelRequestResponse, "update", "configmaps", "a", "c", 200, "", cm, cm), "09.000", "09.010", nil),
+	}
+	// The cluster runs it too: the snapshot holds it.
+	var installed []any
+	for _, o := range []any{mp, mb} {
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u["apiVersion"] = "admissionregistration.k8s.io/v1"
+		u["kind"] = map[bool]string{true: "MutatingAdmissionPolicy", false: "MutatingAdmissionPolicyBinding"}[o == any(mp)]
+		installed = append(installed, u)
+	}
+	sum, got := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
+		[]Option{WithMutatingPolicies([]*admissionregistrationv1.MutatingAdmissionPolicy{mp}, []*admissionregistrationv1.MutatingAdmissionPolicyBinding{mb}), snapshotOf(t, append([]any{ns, paramSecret("3", tok)}, installed...))},
+		Source{Name: "audit.jsonl", Reader: strings.NewReader(strings.Join(lines, "\n") + "\n")})
+	s, err := json.Marshal(sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := map[string]string{"summary": string(s)}
+	for id, rec := range got {
+		out, err := json.Marshal(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		texts["record "+id] = string(out)
+		texts["text of "+id] = rec.String()
+	}
+	// Any part of it: a text cut short may hold its beginning.
+	for _, f := range []string{tok, base64.StdEncoding.EncodeToString([]byte(tok))} {
+		for what, text := range texts {
+			if strings.Contains(text, f[:8]) {
+				t.Errorf("the %s holds %q: %s", what, f[:8], text)
+			}
+		}
 	}
 }
