@@ -362,9 +362,10 @@ func (r *Replayer) newObject(b *rebuilt, ev *Event, t target, q url.Values, p st
 		b.req.Object, b.objectSource = obj, SourceResponse
 		// The response as the server encoded it: admission reads it without the round trip
 		// through its typed object, which changes nothing of it (verify.Request.Encoded).
-		// Not where an export rewrote the event (GKE's entries carry the objects as
-		// protobuf Structs, whose numbers are doubles).
-		b.req.Encoded = !ev.Loss.Any()
+		// Not where an export carried the objects in another form (GKE's entries, as
+		// protobuf Structs, whose numbers are doubles); where it lost other parts of the
+		// event only (Log Analytics' impersonation), its objects are the server's.
+		b.req.Encoded = !ev.Loss.Structs
 		return
 	}
 	if len(ev.RequestObject) == 0 {

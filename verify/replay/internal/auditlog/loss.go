@@ -82,6 +82,10 @@ type Loss struct {
 	// command.gke.io/dryRun): an export that labels one labels every dry run from then on,
 	// and the replay takes the entries after it without the label as no dry runs.
 	DryRunLabelled bool
+	// Structs says the export carries the request and response objects as protobuf Structs
+	// (GKE's entries), whose numbers are doubles: not as kube-apiserver encoded them. The
+	// other exports carry them byte for byte, or not at all.
+	Structs bool
 }
 
 // Any says whether the export lost anything.

@@ -157,7 +157,7 @@ func gkeRecord(raw []byte, line int, where string) record {
 	data := writeEvent(ev)
 	dry := dryCheckOf(ev)
 	putBuf(raw) // the entry's bytes: what the event holds of them is copied
-	return record{data: data, line: line, at: at, loss: auditlog.Loss{Export: ExportGKE, Lost: lost, DryRunLabelled: ev.dryRunLabelled}, dry: dry}
+	return record{data: data, line: line, at: at, loss: auditlog.Loss{Export: ExportGKE, Lost: lost, DryRunLabelled: ev.dryRunLabelled, Structs: true}, dry: dry}
 }
 
 // mapGKE maps an entry to its event; field names the entry's member an error is about.

@@ -408,7 +408,7 @@ func TestGKEEntries(t *testing.T) {
 			if diff := cmp.Diff(tt.want, normalized(t, l.data)); diff != "" {
 				t.Errorf("event mismatch (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(auditlog.Loss{Export: export.ExportGKE, Lost: tt.lost, DryRunLabelled: tt.labelled}, l.loss); diff != "" {
+			if diff := cmp.Diff(auditlog.Loss{Export: export.ExportGKE, Lost: tt.lost, DryRunLabelled: tt.labelled, Structs: true}, l.loss); diff != "" {
 				t.Errorf("loss mismatch (-want +got):\n%s", diff)
 			}
 		})

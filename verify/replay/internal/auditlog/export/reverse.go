@@ -357,7 +357,7 @@ func writeSpilled(w *bufio.Writer, rec record) {
 		at = rec.at.UnixNano()
 	}
 	put(at)
-	put(int64(rec.loss.Lost))
+	put(spilledLoss(rec.loss))
 	putBytes([]byte(rec.loss.Export))
 	msg := ""
 	if rec.err != nil {
@@ -366,6 +366,24 @@ func writeSpilled(w *bufio.Writer, rec record) {
 	putBytes([]byte(msg))
 	putBytes(rec.data)
 	putBytes([]byte(rec.where)) // an entry to unwrap: its record holds the entry
+}
+
+// The flags of a record's loss, spilled with its lost parts (auditlog.Lost, 16 bits).
+const (
+	spilledDryRunLabelled = 1 << (16 + iota)
+	spilledStructs
+)
+
+// spilledLoss is a record's loss as writeSpilled writes it: the lost parts and the flags.
+func spilledLoss(l auditlog.Loss) int64 {
+	x := int64(l.Lost)
+	if l.DryRunLabelled {
+		x |= spilledDryRunLabelled
+	}
+	if l.Structs {
+		x |= spilledStructs
+	}
+	return x
 }
 
 func readSpilled(r *bufio.Reader, unwrap func(where string) func(*record)) (record, error) {
@@ -400,7 +418,7 @@ func readSpilled(r *bufio.Reader, unwrap func(where string) func(*record)) (reco
 	if at != 0 {
 		rec.at = time.Unix(0, at).UTC()
 	}
-	rec.loss = auditlog.Loss{Export: string(export), Lost: auditlog.Lost(lost)}
+	rec.loss = auditlog.Loss{Export: string(export), Lost: auditlog.Lost(lost & 0xffff), DryRunLabelled: lost&spilledDryRunLabelled != 0, Structs: lost&spilledStructs != 0}
 	if len(msg) > 0 {
 		rec.err = errors.New(string(msg))
 	} else {
