@@ -103,6 +103,28 @@ func TestReplayGate(t *testing.T) {
 	duplicate := write("duplicate.log", withAfter(lines[final]))
 	another := write("another.log", withAfter(strings.Replace(lines[final], `"userAgent":"`, `"userAgent":"another `, 1)))
 
+	// A folder is the files under it, in the order of their paths: the basic log in two
+	// hours' folders, as AKS's blobs are downloaded, beside a tool's hidden state; an empty
+	// folder (but for its hidden files) is a usage error.
+	tree, noFiles := filepath.Join(dir, "tree"), filepath.Join(dir, "tree", ".cache")
+	half := len(lines) / 2
+	for _, f := range []struct {
+		path string
+		data string
+	}{
+		{filepath.Join(tree, "h=08", "PT1H.json"), strings.Join(lines[:half], "")},
+		{filepath.Join(tree, "h=09", "PT1H.json"), strings.Join(lines[half:], "")},
+		{filepath.Join(tree, ".state"), "not a log\n"},
+		{filepath.Join(noFiles, "sub", ".hidden"), "not a log\n"},
+	} {
+		if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f.path, []byte(f.data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	basic := []string{"--policies", auditData + "kosmos-basic/policy.yaml"}
 	flapping := []string{"--policies", auditData + "kosmos-flapping/policy.yaml", "--snapshot", auditData + "kosmos-flapping/snapshot.yaml"}
 	flappingLog := auditData + "kosmos-flapping/audit.jsonl"
@@ -159,8 +181,9 @@ func TestReplayGate(t *testing.T) {
 			failures: []replay.Reason{replay.ReasonInterrupted}, stderr: "vapc: replay: interrupted after 600 lines: the outputs are partial"},
 		{name: "wrong path", args: args(basic, []string{"--check-recorded", filepath.Join(dir, "audit.log")}), code: exitUsage,
 			stderr: "vapc: replay: " + filepath.Join(dir, "audit.log") + ": no such file or directory"},
-		{name: "a folder", args: args(basic, []string{dir}), code: exitUsage,
-			stderr: "vapc: replay: " + dir + " is a directory: give the audit log files"},
+		{name: "a folder", args: args(basic, []string{"--check-recorded", "--fail-on", "any-change", tree}), code: exitOK},
+		{name: "a folder of no file", args: args(basic, []string{noFiles}), code: exitUsage,
+			stderr: "vapc: replay: " + noFiles + ": a folder that holds no file"},
 		{name: "no policy", args: []string{"--policies", noPolicy, basicLog}, code: exitFindings,
 			stderr: "vapc: replay: --policies " + noPolicy + " holds no ValidatingAdmissionPolicy or MutatingAdmissionPolicy: nothing to replay. --policies reads " + cel.PolicyKinds + "; cluster objects go in --snapshot"},
 	}

@@ -65,7 +65,9 @@ func TestHostileInput(t *testing.T) {
 		{"check: without the CRD it says what it could not type", []string{"check", "../../testdata/crd/widget-policy.yaml"}, exitOK, "unknown resource example.com/v1/widgets"},
 		{"replay: truncated gzip", []string{"replay", "--policies", policy, truncated}, exitFindings, "  unreadable: " + truncated + ":475: compressed stream truncated"},
 		{"replay: empty file", []string{"replay", "--policies", policy, empty}, exitFindings, "  no-events: no audit events in " + empty + " (0 lines)"},
-		{"replay: a directory", []string{"replay", "--policies", policy, dir}, exitUsage, "is a directory"},
+		// A folder is its files: these, none an audit log, are malformed lines named by file and line.
+		{"replay: a directory", []string{"replay", "--policies", policy, dir}, exitFindings, "malformed lines, more than --max-malformed 0: the first is " + dir + string(filepath.Separator)},
+		{"replay: a directory of no file", []string{"replay", "--policies", policy, t.TempDir()}, exitUsage, "a folder that holds no file"},
 		{"replay: missing file", []string{"replay", "--policies", policy, filepath.Join(dir, "nope.log")}, exitUsage, "nope.log: no such file"},
 		{"replay: policies that do not parse", []string{"replay", "--policies", write("bomb2.yaml", bomb), basicLog}, exitFindings, "bomb2.yaml"},
 		{"replay: snapshot of an unknown kind", []string{"replay", "--policies", policy, "--snapshot", snapshotWrongKind, basicLog}, exitFindings, "wrong-kind.yaml"},

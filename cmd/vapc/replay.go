@@ -102,10 +102,9 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			return err
 		}
 	}
-	for _, l := range logs {
-		if info, err := os.Stat(l); err == nil && info.IsDir() {
-			return usagef("replay: %s is a directory: give the audit log files", l)
-		}
+	// A folder is the files under it (an export's tree of objects).
+	if logs, err = replay.LogFiles(logs); err != nil {
+		return usagef("replay: %s", pathError("", err))
 	}
 	redacted, err := report.ParseResources(f.reportRedact)
 	if err != nil {
@@ -352,14 +351,14 @@ func refusal(refused cel.Diagnostics) string {
 // flagSet defines the flags of vapc replay into f.
 func (f *replayFlags) flagSet(stdout, stderr io.Writer) *flagSet {
 	fs := newFlagSet("replay", stdout, stderr, help{
-		usage: "vapc replay --policies FILE|DIR [flags] AUDIT.LOG[.gz]|- ...",
+		usage: "vapc replay --policies FILE|DIR [flags] AUDIT.LOG[.gz]|DIR|- ...",
 		about: `Replays kube-apiserver audit logs (audit.k8s.io/v1 events, one JSON object a line, as
 --audit-log-path writes them: plain, gzip-compressed, or - for standard input, which is
 copied to a file in $TMPDIR first, and streamed with --policies-throughout) through the
 policies, and tells for every request they match what kube-apiserver ` + verify.KubernetesVersion + ` would have decided
 and whether that differs from what the log records. Several logs are read as one, in the time
 order of their events (rotated files, the logs of several kube-apiservers, an export's files of
-a day), each opened as the replay reaches its first event.
+a day, a folder's files at any depth), each opened as the replay reaches its first event.
 
 The replay keeps the objects the policies read (params, namespaces, old objects) by following
 the log's writes, from --snapshot on (vapc snapshot takes one: take it when the log begins).
