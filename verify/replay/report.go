@@ -47,7 +47,7 @@ func WriteText(w io.Writer, s *Summary) error {
 
 // writeRead writes what the replay read.
 func writeRead(p *printer, s *Read) {
-	p.f("Replayed %d lines (%s) from %s.\n", s.Lines, humanBytes(s.Bytes), strings.Join(s.Files, ", "))
+	p.f("Replayed %d lines (%s) from %s.\n", s.Lines, humanBytes(s.Bytes), filesText(s.Files))
 	for _, n := range s.Notes {
 		p.f("  note: %s\n", n)
 	}
@@ -428,4 +428,14 @@ func WriteJSONLEnd(w io.Writer, s *Summary) error {
 		Changed: s.Changed, Unreproduced: s.Unreproduced, Malformed: s.MalformedCount, Unreadable: len(s.Unreadable),
 		Checked: s.Checked, Disagreements: len(s.Disagreements),
 	}})
+}
+
+// filesText names the files a replay read: each of a few, and of many (a folder of an export's
+// hourly objects) how many, the first and the last (the JSON summary lists every one).
+func filesText(files []string) string {
+	const few = 6
+	if len(files) <= few {
+		return strings.Join(files, ", ")
+	}
+	return fmt.Sprintf("%d files: %s, %s, ... %s", len(files), files[0], files[1], files[len(files)-1])
 }
