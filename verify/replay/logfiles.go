@@ -2,6 +2,7 @@ package replay
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -9,48 +10,113 @@ import (
 )
 
 // LogFiles are the files of the logs given: a file as it is, "-" (standard input) too, and a
-// folder as the files under it, at any depth, in the order of their paths, which is the time
-// order of the folders the exports write (an S3 export task's folder a stream, the hour
-// folders of AKS's blobs, y=2026/m=11/d=20/h=08, the day folders of a Cloud Logging sink's
-// objects, 2026/11/20): the replay orders their events by time anyway. A file or folder whose
-// name begins with a dot (a tool's state, .DS_Store) is passed over, and so is anything that
-// is not a regular file (a socket, a link to a folder, which the walk does not follow). A
-// folder that holds no file is an error, as a path that is not there is.
+// folder as the files under it, at any depth, folder by folder in the order of their names
+// (the time order of the folders the exports write: an S3 export task's folder a stream, the
+// hour folders of AKS's blobs, y=2026/m=11/d=20/h=08, the day folders of a Cloud Logging
+// sink's objects, 2026/11/20; the replay orders their events by time anyway). A link is
+// followed, to a folder too (a folder reached again, through a link back up the tree or
+// another link, is read once); a name beginning with a dot (a tool's state, .DS_Store) is
+// passed over. What the replay cannot read is an error, never left out unsaid: a link to
+// nothing, what is neither a file nor a folder (a socket), a folder that holds no file. A file
+// given twice, or in a folder given and on its own, is read once.
 func LogFiles(paths []string) ([]string, error) {
-	var files []string
+	w := logWalk{seen: map[string]bool{}}
 	for _, p := range paths {
 		info, err := os.Stat(p)
 		if p == "-" || err != nil || !info.IsDir() {
-			files = append(files, p)
+			if real, err := filepath.EvalSymlinks(p); p != "-" && err == nil {
+				if w.seen[real] {
+					continue
+				}
+				w.seen[real] = true
+			}
+			w.files = append(w.files, p) // the CLI says what is wrong with a path that is not there
 			continue
 		}
-		n := len(files)
-		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if path != p && strings.HasPrefix(d.Name(), ".") {
-				if d.IsDir() {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if d.IsDir() {
-				return nil
-			}
-			if info, err := os.Stat(path); err == nil && info.Mode().IsRegular() {
-				files = append(files, path)
-			}
-			return nil
-		})
+		real, err := filepath.EvalSymlinks(p)
 		if err != nil {
 			return nil, err
 		}
-		if len(files) == n {
+		n := len(w.files)
+		if err := w.folder(p, real); err != nil {
+			return nil, err
+		}
+		if len(w.files) == n && !w.read[real] {
 			return nil, &fs.PathError{Op: "walk", Path: p, Err: errNoFile}
 		}
 	}
-	return files, nil
+	return w.files, nil
 }
 
-var errNoFile = errors.New("a folder that holds no file")
+// logWalk is what LogFiles found: the files, as the paths given name them, and the real
+// paths of the files and folders read (seen), the folders among them in read.
+type logWalk struct {
+	files []string
+	seen  map[string]bool
+	read  map[string]bool
+}
+
+// folder adds the files under the folder shown, whose real path is real.
+func (w *logWalk) folder(shown, real string) error {
+	if w.seen[real] {
+		if w.read == nil {
+			w.read = map[string]bool{}
+		}
+		w.read[real] = true // read already: not a folder of no file
+		return nil
+	}
+	w.seen[real] = true
+	entries, err := os.ReadDir(real)
+	if err != nil {
+		return &fs.PathError{Op: "read", Path: shown, Err: underlying(err)}
+	}
+	for _, e := range entries { // by name
+		if strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		sp, rp := filepath.Join(shown, e.Name()), filepath.Join(real, e.Name())
+		info, err := os.Stat(rp) // through a link
+		if err != nil {
+			if target, lerr := os.Readlink(rp); lerr == nil {
+				return &fs.PathError{Op: "read", Path: sp, Err: fmt.Errorf("a link to %s, which is not there", target)}
+			}
+			return &fs.PathError{Op: "read", Path: sp, Err: underlying(err)}
+		}
+		switch {
+		case info.IsDir():
+			r, err := filepath.EvalSymlinks(rp)
+			if err != nil {
+				return &fs.PathError{Op: "read", Path: sp, Err: underlying(err)}
+			}
+			if err := w.folder(sp, r); err != nil {
+				return err
+			}
+		case info.Mode().IsRegular():
+			r, err := filepath.EvalSymlinks(rp)
+			if err != nil {
+				return &fs.PathError{Op: "read", Path: sp, Err: underlying(err)}
+			}
+			if !w.seen[r] {
+				w.seen[r] = true
+				w.files = append(w.files, sp)
+			}
+		default:
+			return &fs.PathError{Op: "read", Path: sp, Err: errNotFile}
+		}
+	}
+	return nil
+}
+
+// underlying is err without the path an fs error names (the real one, not the one shown).
+func underlying(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+var (
+	errNoFile  = errors.New("a folder that holds no file")
+	errNotFile = errors.New("neither a file nor a folder: not a log the replay reads")
+)

@@ -546,7 +546,7 @@ func (r *Replayer) Run(ctx context.Context, sources []Source, sink func(*Record)
 		r.output.sum.Notes = append(r.output.sum.Notes, "the log was not read from files, which the replay reads again for when its snapshot was read: it is taken as read before the log's first line (give the log as files to check it)")
 	}
 	if reordered {
-		r.output.sum.Notes = append(r.output.sum.Notes, "the logs were read as one, in the time order of their events, not in the order given: "+strings.Join(r.output.sum.Files, ", "))
+		r.output.sum.Notes = append(r.output.sum.Notes, "the logs were read as one, in the time order of their events, not in the order given: "+filesText(r.output.sum.Files))
 	}
 	for _, j := range jumps {
 		r.output.sum.clockJump(ClockJump{File: j.File, Line: j.Line, Latest: j.Latest, At: j.At, Parts: true})

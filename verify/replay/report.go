@@ -326,7 +326,7 @@ func WriteJUnit(w io.Writer, s *Summary) error {
 	}
 
 	input := &junit.Case{Name: "input", Classname: "vapc.replay",
-		SystemOut: fmt.Sprintf("%d lines (%s) from %s: %d requests, %d malformed lines", s.Lines, humanBytes(s.Bytes), strings.Join(s.Files, ", "), s.Requests, s.MalformedCount)}
+		SystemOut: fmt.Sprintf("%d lines (%s) from %s: %d requests, %d malformed lines", s.Lines, humanBytes(s.Bytes), filesText(s.Files), s.Requests, s.MalformedCount)}
 	if msg, lines := reasons(func(r Reason) bool { return r.Damaged() && r != ReasonInterrupted }); msg != "" {
 		input.Failure = &junit.Failure{Message: msg, Type: "damaged-input", Text: strings.Join(lines, "\n")}
 	}

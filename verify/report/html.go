@@ -24,7 +24,10 @@ func WriteHTML(w io.Writer, d *Data) error {
 		names = append(names, filepath.Base(f))
 	}
 	title := "vapc replay"
-	if len(names) > 0 {
+	switch {
+	case len(names) > 3: // a folder of an export's objects, many of one name (PT1H.json)
+		title += fmt.Sprintf(": %s and %d more logs", names[0], len(names)-1)
+	case len(names) > 0:
 		title += ": " + strings.Join(names, ", ")
 	}
 	return page.Write(w, title, data)

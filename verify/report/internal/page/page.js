@@ -80,6 +80,12 @@
     return Math.round(hh / 24) + ' days';
   }
   function num(n) { return Number(n || 0).toLocaleString('en-US'); }
+  // logsText names the logs read: each of a few, and of many (a folder of an export's hourly
+  // objects) how many, the first two and the last, as the text summary does.
+  function logsText(logs) {
+    if (logs.length <= 6) return logs.join(', ');
+    return logs.length + ' files: ' + logs[0] + ', ' + logs[1] + ', ... ' + logs[logs.length - 1];
+  }
   // fit shortens a text to a width with an ellipsis.
   function fit(str, width, px, weight) {
     if (textWidth(str, px, weight) <= width) return str;
@@ -333,7 +339,7 @@
     pol.appendChild(h('div', { 'class': 'table-wrap' }, tbl));
     var inp = h('dl', { 'class': 'inputs' });
     function kv(k, v) { inp.appendChild(h('dt', { text: k })); inp.appendChild(h('dd', { 'class': 'mono', text: v })); }
-    kv('logs', (D.inputs.logs || []).join(', ') + '  (' + num(D.inputs.bytes) + ' bytes, ' + num(t.lines) + ' lines)');
+    kv('logs', logsText(D.inputs.logs || []) + '  (' + num(D.inputs.bytes) + ' bytes, ' + num(t.lines) + ' lines)');
     if (D.inputs.policies && D.inputs.policies.length) kv('policies', D.inputs.policies.join(', '));
     kv('snapshot', D.inputs.snapshots && D.inputs.snapshots.length ? D.inputs.snapshots.join(', ') : 'none: what the log does not show is unknown');
     kv('redacted', (D.inputs.redacted || []).join(', ') + ': values replaced by their sizes');
