@@ -255,6 +255,7 @@ func (r *Replayer) sendWrite(ctx context.Context, srv *apiserver.Server, req api
 			// request on it shows it, which read no Secret (its record's own are scrubbed).
 			vals := &redact.Values{}
 			ofSecrets(vals, secrets)
+			vals.Shown(t.namespace, t.name) // as a record's scrub leaves them (scrubSecret)
 			err, resp, mutatedUnknown = scrubbedFailure(vals, err), scrubbedResponse(vals, resp), vals.Scrub(mutatedUnknown)
 		}
 	}
