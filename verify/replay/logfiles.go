@@ -24,7 +24,7 @@ func LogFiles(paths []string) ([]string, error) {
 	for _, p := range paths {
 		info, err := os.Stat(p)
 		if p == "-" || err != nil || !info.IsDir() {
-			if real, err := filepath.EvalSymlinks(p); p != "-" && err == nil {
+			if real, err := realPath(p); p != "-" && err == nil {
 				if w.seen[real] {
 					continue
 				}
@@ -33,7 +33,7 @@ func LogFiles(paths []string) ([]string, error) {
 			w.files = append(w.files, p) // the CLI says what is wrong with a path that is not there
 			continue
 		}
-		real, err := filepath.EvalSymlinks(p)
+		real, err := realPath(p)
 		if err != nil {
 			return nil, err
 		}
@@ -84,7 +84,7 @@ func (w *logWalk) folder(shown, real string) error {
 		}
 		switch {
 		case info.IsDir():
-			r, err := filepath.EvalSymlinks(rp)
+			r, err := realPath(rp)
 			if err != nil {
 				return &fs.PathError{Op: "read", Path: sp, Err: underlying(err)}
 			}
@@ -92,7 +92,7 @@ func (w *logWalk) folder(shown, real string) error {
 				return err
 			}
 		case info.Mode().IsRegular():
-			r, err := filepath.EvalSymlinks(rp)
+			r, err := realPath(rp)
 			if err != nil {
 				return &fs.PathError{Op: "read", Path: sp, Err: underlying(err)}
 			}
@@ -105,6 +105,15 @@ func (w *logWalk) folder(shown, real string) error {
 		}
 	}
 	return nil
+}
+
+// realPath is the absolute path of p, its links followed: one file's, however it is named.
+func realPath(p string) (string, error) {
+	r, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Abs(r)
 }
 
 // underlying is err without the path an fs error names (the real one, not the one shown).

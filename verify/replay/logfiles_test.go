@@ -38,6 +38,14 @@ func TestLogFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(wd, j("a.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name  string
 		paths []string
@@ -51,6 +59,8 @@ func TestLogFiles(t *testing.T) {
 			want: []string{j("linked/h=08/PT1H.json"), j("linked/h=09/PT1H.json"), j("linked/s2/0.gz"), j("linked/up/a.log")}},
 		{name: "each file once", paths: []string{j("a.log"), j("other"), j("b"), j("b/h=08/PT1H.json")},
 			want: []string{j("a.log"), j("other/s2/0.gz"), j("b/h=08/PT1H.json"), j("b/h=09/PT1H.json")}},
+		{name: "a file by a relative path, in a folder given", paths: []string{rel, dir},
+			want: []string{rel, j("b/h=08/PT1H.json"), j("b/h=09/PT1H.json"), j("b/s2/0.gz")}},
 		{name: "a folder of no file", paths: []string{j("empty")}, err: "walk " + j("empty") + ": a folder that holds no file"},
 		{name: "a link to nothing", paths: []string{broken}, err: "read " + filepath.Join(broken, "x.log") + ": a link to nowhere.log, which is not there"},
 	} {
