@@ -37,38 +37,42 @@ func LogFiles(paths []string) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		n := len(w.files)
-		if err := w.folder(p, real); err != nil {
+		holds, err := w.folder(p, real)
+		if err != nil {
 			return nil, err
 		}
-		if len(w.files) == n && !w.read[real] {
+		if !holds {
 			return nil, &fs.PathError{Op: "walk", Path: p, Err: errNoFile}
 		}
 	}
 	return w.files, nil
 }
 
-// logWalk is what LogFiles found: the files, as the paths given name them, and the real
-// paths of the files and folders read (seen), the folders among them in read.
+// logWalk is what LogFiles found: the files, as the paths given name them, the real paths
+// of the files and folders read (seen), and of each folder read whether it holds a file
+// (holds; a folder read again, or a file given before it, holds the files it was read with).
 type logWalk struct {
 	files []string
 	seen  map[string]bool
-	read  map[string]bool
+	holds map[string]bool
 }
 
-// folder adds the files under the folder shown, whose real path is real.
-func (w *logWalk) folder(shown, real string) error {
+// folder adds the files under the folder shown, whose real path is real, and says whether it
+// holds one (read before or not).
+func (w *logWalk) folder(shown, real string) (holds bool, err error) {
 	if w.seen[real] {
-		if w.read == nil {
-			w.read = map[string]bool{}
-		}
-		w.read[real] = true // read already: not a folder of no file
-		return nil
+		return w.holds[real], nil // read already (or being read: a link back up the tree)
 	}
 	w.seen[real] = true
+	defer func() {
+		if w.holds == nil {
+			w.holds = map[string]bool{}
+		}
+		w.holds[real] = holds
+	}()
 	entries, err := os.ReadDir(real)
 	if err != nil {
-		return &fs.PathError{Op: "read", Path: shown, Err: underlying(err)}
+		return false, &fs.PathError{Op: "read", Path: shown, Err: underlying(err)}
 	}
 	for _, e := range entries { // by name
 		if strings.HasPrefix(e.Name(), ".") {
@@ -77,34 +81,33 @@ func (w *logWalk) folder(shown, real string) error {
 		sp, rp := filepath.Join(shown, e.Name()), filepath.Join(real, e.Name())
 		info, err := os.Stat(rp) // through a link
 		if err != nil {
-			if target, lerr := os.Readlink(rp); lerr == nil {
-				return &fs.PathError{Op: "read", Path: sp, Err: fmt.Errorf("a link to %s, which is not there", target)}
+			if target, lerr := os.Readlink(rp); lerr == nil && errors.Is(err, fs.ErrNotExist) {
+				return false, &fs.PathError{Op: "read", Path: sp, Err: fmt.Errorf("a link to %s, which is not there", target)}
 			}
-			return &fs.PathError{Op: "read", Path: sp, Err: underlying(err)}
+			return false, &fs.PathError{Op: "read", Path: sp, Err: underlying(err)}
+		}
+		r, err := realPath(rp)
+		if err != nil {
+			return false, &fs.PathError{Op: "read", Path: sp, Err: underlying(err)}
 		}
 		switch {
 		case info.IsDir():
-			r, err := realPath(rp)
+			sub, err := w.folder(sp, r)
 			if err != nil {
-				return &fs.PathError{Op: "read", Path: sp, Err: underlying(err)}
+				return false, err
 			}
-			if err := w.folder(sp, r); err != nil {
-				return err
-			}
+			holds = holds || sub
 		case info.Mode().IsRegular():
-			r, err := realPath(rp)
-			if err != nil {
-				return &fs.PathError{Op: "read", Path: sp, Err: underlying(err)}
-			}
+			holds = true
 			if !w.seen[r] {
 				w.seen[r] = true
 				w.files = append(w.files, sp)
 			}
 		default:
-			return &fs.PathError{Op: "read", Path: sp, Err: errNotFile}
+			return false, &fs.PathError{Op: "read", Path: sp, Err: errNotFile}
 		}
 	}
-	return nil
+	return holds, nil
 }
 
 // realPath is the absolute path of p, its links followed: one file's, however it is named.

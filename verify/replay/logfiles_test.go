@@ -61,6 +61,8 @@ func TestLogFiles(t *testing.T) {
 			want: []string{j("a.log"), j("other/s2/0.gz"), j("b/h=08/PT1H.json"), j("b/h=09/PT1H.json")}},
 		{name: "a file by a relative path, in a folder given", paths: []string{rel, dir},
 			want: []string{rel, j("b/h=08/PT1H.json"), j("b/h=09/PT1H.json"), j("b/s2/0.gz")}},
+		{name: "a folder whose files were given before it", paths: []string{j("other/s2/0.gz"), j("other")},
+			want: []string{j("other/s2/0.gz")}},
 		{name: "a folder of no file", paths: []string{j("empty")}, err: "walk " + j("empty") + ": a folder that holds no file"},
 		{name: "a link to nothing", paths: []string{broken}, err: "read " + filepath.Join(broken, "x.log") + ": a link to nowhere.log, which is not there"},
 	} {
