@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -19,7 +18,6 @@ import (
 
 	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify/internal/apiserver"
-	"github.com/vapc-dev/vapc/verify/internal/redact"
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
@@ -247,18 +245,7 @@ func (r *Replayer) sendWrite(ctx context.Context, srv *apiserver.Server, req api
 	r.orderedPlugins.SetCluster(pc)
 	resp, err := srv.Do(ctx, req, ex)
 	r.orderedPlugins.SetCluster(nil)
-	mutatedUnknown := r.followUnknown(fm)
-	if fm != nil {
-		if secrets := fm.view.Secrets(); len(secrets) > 0 {
-			// What the policies that read Secrets as params failed with may quote them, and
-			// the State keeps it as the reason it does not know the object: every later
-			// request on it shows it, which read no Secret (its record's own are scrubbed).
-			vals := &redact.Values{}
-			ofSecrets(vals, secrets)
-			vals.Shown(t.namespace, t.name) // as a record's scrub leaves them (scrubSecret)
-			err, resp, mutatedUnknown = scrubbedFailure(vals, err), scrubbedResponse(vals, resp), vals.Scrub(mutatedUnknown)
-		}
-	}
+	resp, mutatedUnknown, err := fm.scrubbed(t, resp, r.followUnknown(fm), err)
 	switch {
 	case err != nil:
 		return nil, err.Error(), ""
@@ -281,6 +268,16 @@ func (r *Replayer) sendWrite(ctx context.Context, srv *apiserver.Server, req api
 	case mutated != "":
 		return nil, "", mutated
 	}
+	return w.stored(resp, scaled, sameKind, settled, pc.unknowns(gr))
+}
+
+// stored is what the write stored of its object, by the writes of the pipeline's response:
+// the object and what is not known of it (the times settle gave, what the plugins set, what a
+// mutating policy's change of the Scale leaves unknown: scaled), deleted, left as it was, or
+// why it is not known.
+func (w writeReplay) stored(resp *apiserver.Response, scaled string, sameKind bool, settled, plugins []vapccel.Unknown) (res *writeResult, failure, unfollowable string) {
+	t := w.t
+	gr := t.gvr.GroupResource()
 	var last *apiserver.Write
 	for i := range resp.Writes {
 		if wr := &resp.Writes[i]; state.SameStorage(wr.Resource, gr) && wr.Namespace == t.namespace && wr.Name == t.name {
@@ -307,7 +304,7 @@ func (r *Replayer) sendWrite(ctx context.Context, srv *apiserver.Server, req api
 	if u == nil {
 		return nil, "the written object does not convert", ""
 	}
-	unknowns := w.writtenUnknowns(u, sameKind, settled, pc.unknowns(gr))
+	unknowns := w.writtenUnknowns(u, sameKind, settled, plugins)
 	if scaled != "" {
 		unknowns = append(unknowns, scaledUnknowns(t, scaled)...)
 	}
@@ -601,25 +598,6 @@ func agreeingWrites(results []writeResult, variants []sendVariant) (writeResult,
 }
 
 // describeStatus is a response's status for a reason.
-// scrubbedFailure is err with the values scrubbed from its text.
-func scrubbedFailure(vals *redact.Values, err error) error {
-	if err == nil {
-		return nil
-	}
-	return errors.New(vals.Scrub(err.Error()))
-}
-
-// scrubbedResponse is resp with the values scrubbed from its status's message (a copy).
-func scrubbedResponse(vals *redact.Values, resp *apiserver.Response) *apiserver.Response {
-	if resp == nil || resp.Status == nil {
-		return resp
-	}
-	c, st := *resp, *resp.Status
-	st.Message = vals.Scrub(st.Message)
-	c.Status = &st
-	return &c
-}
-
 func describeStatus(resp *apiserver.Response) string {
 	if resp.Status == nil {
 		return fmt.Sprintf("%d", resp.Code)

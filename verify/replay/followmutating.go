@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"sort"
 	"strings"
@@ -17,6 +18,8 @@ import (
 
 	vapccel "github.com/vapc-dev/vapc/cel"
 	"github.com/vapc-dev/vapc/verify"
+	"github.com/vapc-dev/vapc/verify/internal/apiserver"
+	"github.com/vapc-dev/vapc/verify/internal/redact"
 	"github.com/vapc-dev/vapc/verify/replay/internal/state"
 )
 
@@ -229,6 +232,35 @@ func sameWrite(w state.TypedWrite) func(state.TypedWrite) bool {
 	return func(x state.TypedWrite) bool {
 		return x.GR == w.GR && x.Obj == w.Obj && x.Done.Equal(w.Done) && x.By == w.By && x.Ahead == w.Ahead
 	}
+}
+
+// scrubbed is what the pipeline answered of a write the policies ran on (its response, why
+// what they stored is not known, its error), scrubbed of the values of the Secrets they read
+// as params: a failure may quote them (url() of one), and the State keeps it as the reason it
+// does not know the object, which every later request on it shows, though it read no Secret
+// (a record's own reads are scrubbed: redact.go). The object's name and namespace stay whole,
+// as a record's scrub leaves them.
+func (f *followMutation) scrubbed(t target, resp *apiserver.Response, unknown string, err error) (*apiserver.Response, string, error) {
+	if f == nil {
+		return resp, unknown, err
+	}
+	secrets := f.view.Secrets()
+	if len(secrets) == 0 {
+		return resp, unknown, err
+	}
+	vals := &redact.Values{}
+	ofSecrets(vals, secrets)
+	vals.Shown(t.namespace, t.name)
+	if err != nil {
+		err = errors.New(vals.Scrub(err.Error()))
+	}
+	if resp != nil && resp.Status != nil {
+		c, st := *resp, *resp.Status
+		st.Message = vals.Scrub(st.Message)
+		c.Status = &st
+		resp = &c
+	}
+	return resp, vals.Scrub(unknown), err
 }
 
 // followUnknown says why what the policies stored is not known, or "".

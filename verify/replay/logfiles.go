@@ -20,7 +20,7 @@ import (
 // nothing, what is neither a file nor a folder (a socket), a folder that holds no file. A file
 // given twice, or in a folder given and on its own, is read once.
 func LogFiles(paths []string) ([]string, error) {
-	w := logWalk{seen: map[string]bool{}}
+	w := logWalk{seen: map[string]bool{}, holds: map[string]bool{}}
 	for _, p := range paths {
 		info, err := os.Stat(p)
 		if p == "-" || err != nil || !info.IsDir() {
@@ -64,12 +64,6 @@ func (w *logWalk) folder(shown, real string) (holds bool, err error) {
 		return w.holds[real], nil // read already (or being read: a link back up the tree)
 	}
 	w.seen[real] = true
-	defer func() {
-		if w.holds == nil {
-			w.holds = map[string]bool{}
-		}
-		w.holds[real] = holds
-	}()
 	entries, err := os.ReadDir(real)
 	if err != nil {
 		return false, &fs.PathError{Op: "read", Path: shown, Err: underlying(err)}
@@ -107,6 +101,7 @@ func (w *logWalk) folder(shown, real string) (holds bool, err error) {
 			return false, &fs.PathError{Op: "read", Path: sp, Err: errNotFile}
 		}
 	}
+	w.holds[real] = holds
 	return holds, nil
 }
 

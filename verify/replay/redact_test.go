@@ -49,6 +49,43 @@ func paramSecret(rv, tok string) map[string]any {
 		"data": map[string]any{"token": base64.StdEncoding.EncodeToString([]byte(tok))}}
 }
 
+// paramNamespace is namespace a, of Secret a/creds (paramSecret).
+func paramNamespace() map[string]any {
+	return map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "a", "uid": "u-a", "resourceVersion": "2", "labels": map[string]any{"kubernetes.io/metadata.name": "a"}}}
+}
+
+// secretsShown fails the test where a text of the replay's outputs (the summary, each record
+// as JSON lines and text write it, what the log's verdict it quotes says) holds one of the
+// tokens, as it is or in base64: the first n bytes of it (0: all of it; a text cut short may
+// hold the beginning of a value).
+func secretsShown(t *testing.T, sum *Summary, recs map[string]*Record, n int, toks ...string) {
+	t.Helper()
+	s, err := json.Marshal(sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := map[string]string{"summary": string(s)}
+	for id, rec := range recs {
+		out, err := json.Marshal(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		texts["record "+id], texts["text of "+id], texts["the log's verdict of "+id] = string(out), rec.String(), rec.recordedVerdict
+	}
+	for _, tok := range toks {
+		for _, f := range []string{tok, base64.StdEncoding.EncodeToString([]byte(tok))} {
+			if n > 0 {
+				f = f[:n]
+			}
+			for what, text := range texts {
+				if strings.Contains(text, f) {
+					t.Errorf("the %s holds %q: %s", what, f, text)
+				}
+			}
+		}
+	}
+}
+
 // paramEcho is a policy of config map creates whose param is Secret a/creds (its paramKind's
 // apiVersion as given) and whose message quotes its token, and its binding.
 func paramEcho(apiVersion string) ([]*admissionregistrationv1.ValidatingAdmissionPolicy, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
@@ -74,7 +111,7 @@ func TestParamSecretsScrubbed(t *testing.T) {
 	t.Parallel()
 	const tok0, tok1, tok2 = "TOK0-param-S3CRET-00000000", "TOK1-param-S3CRET-11111111", "TOK2-param-S3CRET-22222222"
 	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "a"}, "data": map[string]any{"k": "visible-config-value"}}
-	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "a", "uid": "u-a", "resourceVersion": "2", "labels": map[string]any{"kubernetes.io/metadata.name": "a"}}}
+	ns := paramNamespace()
 	refused := timedEvent(t, levelEvent(t, "c1", auditlog.LevelRequestResponse, "create", "configmaps", "a", "c", 422, "", cm, nil), "00.000000", "00.020000", nil)
 	annotated := timedEvent(t, levelEvent(t, "c1", auditlog.LevelRequestResponse, "create", "configmaps", "a", "c", 201, "", cm, cm), "00.000000", "00.020000",
 		map[string]string{"param-echo/token": base64.StdEncoding.EncodeToString([]byte(tok0))})
@@ -102,24 +139,7 @@ func TestParamSecretsScrubbed(t *testing.T) {
 			if rec == nil {
 				t.Fatal("no record")
 			}
-			out, err := json.Marshal(rec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			s, err := json.Marshal(sum)
-			if err != nil {
-				t.Fatal(err)
-			}
-			texts := map[string]string{"record": string(out), "text": rec.String(), "summary": string(s), "the log's verdict": rec.recordedVerdict}
-			for _, tok := range []string{tok0, tok1, tok2} {
-				for _, f := range []string{tok, base64.StdEncoding.EncodeToString([]byte(tok))} {
-					for what, text := range texts {
-						if strings.Contains(text, f) {
-							t.Errorf("the %s holds %q (%s): %s", what, f, describeRecord(rec), text)
-						}
-					}
-				}
-			}
+			secretsShown(t, sum, got, 0, tok0, tok1, tok2)
 			if !strings.Contains(rec.Message, tc.message) {
 				t.Errorf("message %q: want %q (the param's value scrubbed, the config map's kept)", rec.Message, tc.message)
 			}
@@ -135,7 +155,7 @@ func TestParamSecretsScrubbed(t *testing.T) {
 func TestFollowedMutationParamSecret(t *testing.T) {
 	t.Parallel()
 	const tok = "TOK0-param-S3CRET-00000000"
-	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "a", "uid": "u-a", "resourceVersion": "2", "labels": map[string]any{"kubernetes.io/metadata.name": "a"}}}
+	ns := paramNamespace()
 	mp := &admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
 		ParamKind:          &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "Secret"},
 		MatchConstraints:   createRules("", "configmaps"),
@@ -152,38 +172,18 @@ func TestFollowedMutationParamSecret(t *testing.T) {
 		timedEvent(t, levelEvent(t, "u1", auditlog.LevelRequestResponse, "update", "configmaps", "a", "c", 200, "", cm, cm), "09.000", "09.010", nil),
 	}
 	// The cluster runs it too: the snapshot holds it.
+	mp.TypeMeta = metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicy"}
+	mb.TypeMeta = metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicyBinding"}
 	var installed []any
 	for _, o := range []any{mp, mb} {
 		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		u["apiVersion"] = "admissionregistration.k8s.io/v1"
-		u["kind"] = map[bool]string{true: "MutatingAdmissionPolicy", false: "MutatingAdmissionPolicyBinding"}[o == any(mp)]
 		installed = append(installed, u)
 	}
 	sum, got := replaySources(t, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b},
 		[]Option{WithMutatingPolicies([]*admissionregistrationv1.MutatingAdmissionPolicy{mp}, []*admissionregistrationv1.MutatingAdmissionPolicyBinding{mb}), snapshotOf(t, append([]any{ns, paramSecret("3", tok)}, installed...))},
 		Source{Name: "audit.jsonl", Reader: strings.NewReader(strings.Join(lines, "\n") + "\n")})
-	s, err := json.Marshal(sum)
-	if err != nil {
-		t.Fatal(err)
-	}
-	texts := map[string]string{"summary": string(s)}
-	for id, rec := range got {
-		out, err := json.Marshal(rec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		texts["record "+id] = string(out)
-		texts["text of "+id] = rec.String()
-	}
-	// Any part of it: a text cut short may hold its beginning.
-	for _, f := range []string{tok, base64.StdEncoding.EncodeToString([]byte(tok))} {
-		for what, text := range texts {
-			if strings.Contains(text, f[:8]) {
-				t.Errorf("the %s holds %q: %s", what, f[:8], text)
-			}
-		}
-	}
+	secretsShown(t, sum, got, 8, tok)
 }

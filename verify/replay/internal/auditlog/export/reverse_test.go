@@ -1,11 +1,14 @@
 package export
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
 )
 
 // TestAppendCompact holds appendCompact to encoding/json's Compact on random values indented
@@ -106,4 +109,30 @@ func FuzzAppendCompact(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSpilledLoss: a record the reverser spills to disk comes back with all of its loss: the
+// parts lost, the export, and its flags (a GKE entry's objects as Structs, its dry-run label).
+func TestSpilledLoss(t *testing.T) {
+	t.Parallel()
+	for _, loss := range []auditlog.Loss{
+		{},
+		{Export: ExportLogAnalytics, Lost: auditlog.LostImpersonation},
+		{Export: ExportGKE, Lost: auditlog.LostGroups | auditlog.LostStageTime, DryRunLabelled: true, Structs: true},
+		{Export: ExportGKE, Lost: auditlog.LostCode, Structs: true},
+	} {
+		var buf bytes.Buffer
+		w := bufio.NewWriter(&buf)
+		writeSpilled(w, record{data: []byte(`{}`), line: 7, loss: loss})
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		got, err := readSpilled(bufio.NewReader(&buf), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.loss != loss || got.line != 7 {
+			t.Errorf("spilled %+v: read back %+v at line %d", loss, got.loss, got.line)
+		}
+	}
 }
