@@ -6,8 +6,13 @@ import (
 	"errors"
 )
 
-// Every test's reorder checks the hashes of the events it hands over.
-func init() { checkSums = true }
+// Every test's reorder checks the hashes of the events it hands over, and holds the events
+// it holds in files past their first KiB (heldFiles), written 512 bytes at a time, each file
+// written over past 4 KiB.
+func init() {
+	checkSums = true
+	heldInMemory, heldWriteBuffer, heldFileBytes = 1<<10, 512, 4<<10
+}
 
 // What the tests of package export_test use of the package's internals.
 var Detect = detect

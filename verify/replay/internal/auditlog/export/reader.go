@@ -689,6 +689,9 @@ func (r *Reader) Close() error {
 		errs = append(errs, r.closer[i].Close())
 	}
 	r.closer = nil
+	if r.order != nil {
+		errs = append(errs, r.order.files.Close())
+	}
 	return errors.Join(errs...)
 }
 

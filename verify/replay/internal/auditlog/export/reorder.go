@@ -34,22 +34,29 @@ type reorder struct {
 	window   time.Duration
 	maxBytes int
 	h        recordHeap
-	// held are the records in the heap, by slot; free the slots of held to reuse.
-	held     []record
-	free     []int32
-	seq      int
-	bytes    int
-	newest   time.Time // the latest stage read
-	emitted  time.Time // the latest stage handed over
-	ready    []record  // handed over at once: errors, events without a time
-	draining bool
-	late     int
-	lateLine int
-	sent     sentEvents
+	// held are the records in the heap, by slot; free the slots of held to reuse. The bytes
+	// of a record whose kept is set are in files, not in its data.
+	held  []record
+	kept  []heldRef
+	files heldFiles
+	free  []int32
+	seq   int
+	bytes int // of the records held
+	// inMemory are the bytes of the records held in memory: past maxInMemory, an event's
+	// are kept in files (heldInMemory).
+	inMemory, maxInMemory int
+	newest                time.Time // the latest stage read
+	emitted               time.Time // the latest stage handed over
+	ready                 []record  // handed over at once: errors, events without a time
+	draining              bool
+	late                  int
+	lateLine              int
+	sent                  sentEvents
 }
 
 func newReorder(file string, window time.Duration, maxLine int) *reorder {
-	return &reorder{file: file, window: window, maxBytes: max(windowBytes, 4*maxLine)}
+	return &reorder{file: file, window: window, maxBytes: max(windowBytes, 4*maxLine), maxInMemory: heldInMemory,
+		files: heldFiles{fileBytes: heldFileBytes, writeBuffer: heldWriteBuffer}}
 }
 
 func (o *reorder) push(rec record) {
@@ -79,17 +86,29 @@ func (o *reorder) push(rec record) {
 }
 
 func (o *reorder) hold(rec record, at time.Time) {
+	n := len(rec.data)
+	var ref heldRef
+	if o.inMemory+n > o.maxInMemory && rec.err == nil && rec.skip == "" && n > 0 {
+		if ref = o.files.keep(rec.data); ref.kept {
+			rec.eventSum() // the hash pop takes, of the bytes handed over
+			putBuf(rec.data)
+			rec.data = nil
+		}
+	}
+	if !ref.kept {
+		o.inMemory += n
+	}
 	var slot int32
-	if n := len(o.free); n > 0 {
-		slot, o.free = o.free[n-1], o.free[:n-1]
-		o.held[slot] = rec
+	if k := len(o.free); k > 0 {
+		slot, o.free = o.free[k-1], o.free[:k-1]
+		o.held[slot], o.kept[slot] = rec, ref
 	} else {
 		slot = int32(len(o.held))
-		o.held = append(o.held, rec)
+		o.held, o.kept = append(o.held, rec), append(o.kept, ref)
 	}
 	heap.Push(&o.h, heldRecord{sec: at.Unix(), nsec: int32(at.Nanosecond()), seq: o.seq, slot: slot})
 	o.seq++
-	o.bytes += len(rec.data)
+	o.bytes += n
 }
 
 // tooLate is the record of an event that completed before one already handed over.
@@ -123,10 +142,17 @@ func (o *reorder) pop() (record, bool) {
 		return record{}, false
 	}
 	heap.Pop(&o.h)
-	rec := o.held[top.slot]
-	o.held[top.slot] = record{}
+	rec, ref := o.held[top.slot], o.kept[top.slot]
+	o.held[top.slot], o.kept[top.slot] = record{}, heldRef{}
 	o.free = append(o.free, top.slot)
-	o.bytes -= len(rec.data)
+	if ref.kept {
+		o.bytes -= int(ref.n)
+		data, err := o.files.readBack(ref)
+		rec.data, rec.err = data, err
+	} else {
+		o.bytes -= len(rec.data)
+		o.inMemory -= len(rec.data)
+	}
 	o.emitted = at
 	if rec.err == nil && len(rec.data) > 0 {
 		if checkSums && rec.summed && rec.sum != maphash.Bytes(eventSeed, rec.data) {

@@ -1,0 +1,123 @@
+package export
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestHeldFiles: a reorder that holds events in files hands over what one that holds them in
+// memory does, in the same order, byte for byte; its files are written over, not grown,
+// once their events are handed over; where no file can be made, it holds them in memory.
+func TestHeldFiles(t *testing.T) {
+	t.Parallel()
+	// Events out of order by up to two minutes, within a window of one: some arrive too
+	// late; some are delivered again.
+	r := rand.New(rand.NewPCG(7, 27))
+	start := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
+	var recs []record
+	for i := range 3000 {
+		at := start.Add(time.Duration(i)*50*time.Millisecond - time.Duration(r.IntN(120_000))*time.Millisecond)
+		data := fmt.Appendf(nil, `{"auditID":"%d","stageTimestamp":%q,"pad":"%s"}`, i, at.Format(time.RFC3339Nano), make([]byte, r.IntN(3000)))
+		recs = append(recs, record{data: data, line: i + 1, at: at})
+		if i%97 == 5 {
+			recs = append(recs, recs[r.IntN(len(recs))])
+		}
+		if i%389 == 11 {
+			recs = append(recs, record{line: i + 1, err: fmt.Errorf("malformed")})
+		}
+	}
+	handedOver := func(o *reorder) []string {
+		t.Helper()
+		var got []string
+		take := func() {
+			for {
+				rec, ok := o.pop()
+				if !ok {
+					return
+				}
+				got = append(got, fmt.Sprintf("%d dup=%v err=%v %s", rec.line, rec.dup, rec.err, rec.data))
+			}
+		}
+		for _, rec := range recs {
+			rec.data = append(getBuf(len(rec.data)), rec.data...)
+			o.push(rec)
+			take()
+		}
+		o.drain()
+		take()
+		return got
+	}
+	inMemory := newReorder("f", time.Minute, 1<<10)
+	inMemory.maxInMemory = 1 << 30
+	want := handedOver(inMemory)
+	if inMemory.files.files[0] != nil {
+		t.Fatalf("a reorder whose events fit in memory made a file")
+	}
+
+	inFiles := newReorder("f", time.Minute, 1<<10)
+	inFiles.maxInMemory, inFiles.files.writeBuffer, inFiles.files.fileBytes = 8<<10, 2<<10, 64<<10
+	defer inFiles.files.Close()
+	if diff := cmp.Diff(want, handedOver(inFiles)); diff != "" {
+		t.Errorf("held in files (-in memory +in files):\n%s", diff)
+	}
+	h := &inFiles.files
+	if h.files[0] == nil || h.files[1] == nil || h.err != nil {
+		t.Fatalf("files %v, error %v: want both files written over, no error", h.files, h.err)
+	}
+	// A file is written over once the other's events are handed over: each holds a part of
+	// the events, not all of them.
+	total := 0
+	for _, rec := range recs {
+		total += len(rec.data)
+	}
+	for i, f := range h.files {
+		if st, err := f.Stat(); err != nil || st.Size() > int64(total)/3 {
+			t.Errorf("file %d: %v, %d bytes of the %d of every event: not written over", i, err, st.Size(), total)
+		}
+	}
+	if h.held != [2]int{} || inFiles.bytes != 0 || inFiles.inMemory != 0 {
+		t.Errorf("after the drain, %v events in the files, %d bytes held, %d in memory: want none", h.held, inFiles.bytes, inFiles.inMemory)
+	}
+
+	// No file can be made: held in memory, handed over all the same.
+	noDir := newReorder("f", time.Minute, 1<<10)
+	noDir.maxInMemory, noDir.files.dir = 8<<10, filepath.Join(t.TempDir(), "missing")
+	if diff := cmp.Diff(want, handedOver(noDir)); diff != "" {
+		t.Errorf("no file made (-in memory +without files):\n%s", diff)
+	}
+	if noDir.files.err == nil || noDir.files.files[0] != nil {
+		t.Errorf("a reorder without a temporary folder made a file (error %v)", noDir.files.err)
+	}
+}
+
+// TestHeldFilesWriteError: where a write fails, the events kept but not written yet are read
+// back from what was gathered, the event that could not be written is not kept, and no event
+// is kept after; one written before that cannot be read back is an error, not other bytes.
+func TestHeldFilesWriteError(t *testing.T) {
+	t.Parallel()
+	h := &heldFiles{fileBytes: 1 << 20, writeBuffer: 8}
+	defer h.Close()
+	written := h.keep([]byte("0123456789")) // past the buffer: written
+	gathered := h.keep([]byte("abc"))
+	if !written.kept || !gathered.kept || h.size[0] != 10 {
+		t.Fatalf("kept %v and %v, %d bytes written: want both kept, the first written", written, gathered, h.size[0])
+	}
+	h.files[0].Close() // the next write fails
+	if ref := h.keep([]byte("defghi")); ref.kept || h.err == nil {
+		t.Fatalf("kept %v (error %v) with its file closed", ref, h.err)
+	}
+	if ref := h.keep([]byte("j")); ref.kept {
+		t.Errorf("kept %v after an error", ref)
+	}
+	if got, err := h.readBack(gathered); err != nil || string(got) != "abc" {
+		t.Errorf("readBack(gathered) = %q, %v; want abc", got, err)
+	}
+	if got, err := h.readBack(written); err == nil {
+		t.Errorf("readBack(written) from a closed file = %q, no error", got)
+	}
+}
