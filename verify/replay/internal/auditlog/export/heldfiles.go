@@ -2,7 +2,10 @@ package export
 
 import (
 	"fmt"
+	"math"
 	"os"
+	"sync"
+	"syscall"
 )
 
 // A reorder holds minutes of events (defaultWindow, up to windowBytes): on a large cluster's
@@ -33,7 +36,11 @@ type heldFiles struct {
 	fileBytes   int64
 	writeBuffer int
 	dir         string
-	files       [2]*os.File
+	// budget is the share of the disk the files of every reorder may take (heldBudget);
+	// taken is what these take of it.
+	budget *diskBudget
+	taken  int64
+	files  [2]*os.File
 	// size is the bytes written to each file, buffered is what is to be written after them
 	// to the current one (cur), and held how many events in each are not read back yet.
 	size     [2]int64
@@ -44,6 +51,49 @@ type heldFiles struct {
 	err error
 }
 
+// heldBudget is the share of the temporary folder's disk the held files of a process may
+// take: a fourth of its free space when the first is written (as the decompressed copies of
+// compressed logs take a fourth, verify/replay/internal/source), so that another reader's
+// temporary files (gcloud's reversed arrays) still find room. An event that does not fit is
+// held in memory.
+var heldBudget diskBudget
+
+// diskBudget is what temporary files may take of a disk.
+type diskBudget struct {
+	mu       sync.Mutex
+	measured bool
+	left     int64
+}
+
+// take takes n bytes of the budget of dir's disk (os.TempDir() when empty); false when they
+// are not left.
+func (b *diskBudget) take(dir string, n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.measured {
+		b.measured = true
+		if dir == "" {
+			dir = os.TempDir()
+		}
+		var st syscall.Statfs_t
+		if err := syscall.Statfs(dir, &st); err == nil {
+			b.left = int64(st.Bavail) * int64(st.Bsize) / 4
+		}
+	}
+	if n > b.left {
+		return false
+	}
+	b.left -= n
+	return true
+}
+
+// give gives n bytes back.
+func (b *diskBudget) give(n int64) {
+	b.mu.Lock()
+	b.left += n
+	b.mu.Unlock()
+}
+
 // heldRef is where heldFiles keeps one event's bytes.
 type heldRef struct {
 	file int8
@@ -52,54 +102,82 @@ type heldRef struct {
 	off  int64
 }
 
-// keep writes data to the current file and says where; not kept when it could not.
+// keep writes data to the current file and says where; not kept when it could not, or when
+// the files' share of the disk (budget) is spent.
 func (h *heldFiles) keep(data []byte) heldRef {
-	if h.err != nil {
+	n := int64(len(data))
+	if h.err != nil || n > math.MaxInt32 || !h.budget.take(h.dir, n) {
 		return heldRef{}
 	}
 	if h.files[h.cur] == nil {
 		f, err := os.CreateTemp(h.dir, "vapc-held-*")
 		if err != nil {
 			h.err = err
+			h.budget.give(n)
 			return heldRef{}
 		}
 		os.Remove(f.Name()) // readable while open; gone however the process ends
 		h.files[h.cur] = f
 	}
-	ref := heldRef{file: int8(h.cur), kept: true, n: int32(len(data)), off: h.size[h.cur] + int64(len(h.buffered))}
-	h.buffered = append(h.buffered, data...)
-	h.held[h.cur]++
-	if len(h.buffered) >= h.writeBuffer && !h.flush() {
-		h.held[h.cur]--
-		return heldRef{}
-	}
-	if other := 1 - h.cur; h.size[h.cur] >= h.fileBytes && h.held[other] == 0 {
-		// The other file's events are all read back: written over from its start.
-		if h.flush() {
-			h.cur = other
-			h.size[other] = 0
-			if f := h.files[other]; f != nil {
-				if err := f.Truncate(0); err != nil {
-					h.err = err
-				}
-			}
+	ref := heldRef{file: int8(h.cur), kept: true, n: int32(n), off: h.size[h.cur] + int64(len(h.buffered))}
+	if len(data) >= h.writeBuffer {
+		// A large event is written as it is, after what was gathered before it.
+		if !h.flush() || !h.write(data) {
+			h.budget.give(n)
+			return heldRef{}
 		}
+	} else {
+		h.buffered = append(h.buffered, data...)
+		if len(h.buffered) >= h.writeBuffer && !h.flush() {
+			h.buffered = h.buffered[:len(h.buffered)-len(data)]
+			h.budget.give(n)
+			return heldRef{}
+		}
+	}
+	h.taken += n
+	h.held[h.cur]++
+	if other := 1 - h.cur; h.size[h.cur] >= h.fileBytes && h.held[other] == 0 && h.flush() {
+		// The other file's events are all read back (and it emptied): written from its start.
+		h.release(other)
+		h.cur = other
 	}
 	return ref
 }
 
+// release empties file i, whose events are all read back, and gives its share of the disk
+// back.
+func (h *heldFiles) release(i int) {
+	if h.size[i] == 0 {
+		return
+	}
+	h.budget.give(h.size[i])
+	h.taken -= h.size[i]
+	h.size[i] = 0
+	if err := h.files[i].Truncate(0); err != nil && h.err == nil {
+		h.err = err
+	}
+}
+
 // flush writes the bytes gathered to the current file; false when it could not: they stay
-// gathered, where readBack finds the events kept before, and the last is not kept.
+// gathered, where readBack finds the events kept before.
 func (h *heldFiles) flush() bool {
 	if len(h.buffered) == 0 || h.err != nil {
 		return h.err == nil
 	}
-	if _, err := h.files[h.cur].WriteAt(h.buffered, h.size[h.cur]); err != nil {
+	if !h.write(h.buffered) {
+		return false
+	}
+	h.buffered = h.buffered[:0]
+	return true
+}
+
+// write writes p after what the current file holds.
+func (h *heldFiles) write(p []byte) bool {
+	if _, err := h.files[h.cur].WriteAt(p, h.size[h.cur]); err != nil {
 		h.err = err
 		return false
 	}
-	h.size[h.cur] += int64(len(h.buffered))
-	h.buffered = h.buffered[:0]
+	h.size[h.cur] += int64(len(p))
 	return true
 }
 
@@ -113,15 +191,21 @@ func (h *heldFiles) readBack(ref heldRef) ([]byte, error) {
 		copy(data, h.buffered[start:start+int64(ref.n)])
 		return data, nil
 	}
-	if _, err := h.files[ref.file].ReadAt(data, ref.off); err != nil {
+	_, err := h.files[ref.file].ReadAt(data, ref.off)
+	if i := int(ref.file); i != h.cur && h.held[i] == 0 {
+		h.release(i) // written before the current one: its events are all read back
+	}
+	if err != nil {
 		putBuf(data)
 		return nil, fmt.Errorf("the event, held in a temporary file to put the export's events back in order, could not be read back: %v", err)
 	}
 	return data, nil
 }
 
-// Close closes the files (removed as they were made).
+// Close closes the files (removed as they were made) and gives their share of the disk back.
 func (h *heldFiles) Close() error {
+	h.budget.give(h.taken)
+	h.taken = 0
 	var first error
 	for i, f := range h.files {
 		if f != nil {

@@ -100,9 +100,9 @@ func TestHeldFiles(t *testing.T) {
 // is kept after; one written before that cannot be read back is an error, not other bytes.
 func TestHeldFilesWriteError(t *testing.T) {
 	t.Parallel()
-	h := &heldFiles{fileBytes: 1 << 20, writeBuffer: 8}
+	h := &heldFiles{fileBytes: 1 << 20, writeBuffer: 8, budget: &diskBudget{measured: true, left: 1 << 30}}
 	defer h.Close()
-	written := h.keep([]byte("0123456789")) // past the buffer: written
+	written := h.keep([]byte("0123456789")) // larger than the buffer: written as it is
 	gathered := h.keep([]byte("abc"))
 	if !written.kept || !gathered.kept || h.size[0] != 10 {
 		t.Fatalf("kept %v and %v, %d bytes written: want both kept, the first written", written, gathered, h.size[0])
@@ -119,5 +119,35 @@ func TestHeldFilesWriteError(t *testing.T) {
 	}
 	if got, err := h.readBack(written); err == nil {
 		t.Errorf("readBack(written) from a closed file = %q, no error", got)
+	}
+}
+
+// TestHeldFilesBudget: the files take no more of the disk than their budget, an event that
+// does not fit is not kept (held in memory), and what a file written over held, and what
+// the files held when closed, is given back.
+func TestHeldFilesBudget(t *testing.T) {
+	t.Parallel()
+	budget := &diskBudget{measured: true, left: 100}
+	h := &heldFiles{fileBytes: 50, writeBuffer: 16, budget: budget}
+	event := []byte("0123456789012345678901234567890123456789") // 40 bytes
+	a, b := h.keep(event), h.keep(event)
+	if !a.kept || !b.kept || budget.left != 20 {
+		t.Fatalf("kept %v, %v with %d bytes of the budget left: want both kept, 20 left", a.kept, b.kept, budget.left)
+	}
+	if c := h.keep(event); c.kept || budget.left != 20 || h.err != nil {
+		t.Fatalf("kept %v (error %v) past the budget, %d left", c.kept, h.err, budget.left)
+	}
+	// The first file (80 bytes, past 50) is written over once its events are read back.
+	for _, ref := range []heldRef{a, b} {
+		if got, err := h.readBack(ref); err != nil || string(got) != string(event) {
+			t.Fatalf("readBack = %q, %v", got, err)
+		}
+	}
+	if c := h.keep(event); !c.kept || h.cur != 1 || budget.left != 60 {
+		t.Fatalf("after the first file's events were read back: kept %v in file %d, %d left; want kept in file 1, the first file's 80 bytes given back", c.kept, h.cur, budget.left)
+	}
+	h.Close()
+	if budget.left != 100 {
+		t.Errorf("closed: %d bytes of the budget left, want 100", budget.left)
 	}
 }

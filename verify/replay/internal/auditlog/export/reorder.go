@@ -56,7 +56,7 @@ type reorder struct {
 
 func newReorder(file string, window time.Duration, maxLine int) *reorder {
 	return &reorder{file: file, window: window, maxBytes: max(windowBytes, 4*maxLine), maxInMemory: heldInMemory,
-		files: heldFiles{fileBytes: heldFileBytes, writeBuffer: heldWriteBuffer}}
+		files: heldFiles{fileBytes: heldFileBytes, writeBuffer: heldWriteBuffer, budget: &heldBudget}}
 }
 
 func (o *reorder) push(rec record) {
