@@ -144,17 +144,21 @@ func (h *heldFiles) keep(data []byte) heldRef {
 	return ref
 }
 
-// release empties file i, whose events are all read back, and gives its share of the disk
-// back.
+// release empties file i, whose events are all read back (those gathered for it too), and
+// gives its share of the disk back.
 func (h *heldFiles) release(i int) {
-	if h.size[i] == 0 {
-		return
+	n := h.size[i]
+	if i == h.cur {
+		n += int64(len(h.buffered))
+		h.buffered = h.buffered[:0]
 	}
-	h.budget.give(h.size[i])
-	h.taken -= h.size[i]
-	h.size[i] = 0
-	if err := h.files[i].Truncate(0); err != nil && h.err == nil {
-		h.err = err
+	h.budget.give(n)
+	h.taken -= n
+	if h.size[i] > 0 {
+		h.size[i] = 0
+		if err := h.files[i].Truncate(0); err != nil && h.err == nil {
+			h.err = err
+		}
 	}
 }
 
@@ -171,29 +175,34 @@ func (h *heldFiles) flush() bool {
 	return true
 }
 
-// write writes p after what the current file holds.
+// write writes p after what the current file holds; where it fails, the file is cut back to
+// what it held (a write cut short by a full disk leaves nothing the budget does not count).
 func (h *heldFiles) write(p []byte) bool {
 	if _, err := h.files[h.cur].WriteAt(p, h.size[h.cur]); err != nil {
 		h.err = err
+		h.files[h.cur].Truncate(h.size[h.cur])
 		return false
 	}
 	h.size[h.cur] += int64(len(p))
 	return true
 }
 
-// readBack returns the bytes of the event at ref, in a pooled buffer.
+// readBack returns the bytes of the event at ref, in a pooled buffer. A file whose events are
+// all read back is emptied.
 func (h *heldFiles) readBack(ref heldRef) ([]byte, error) {
-	h.held[ref.file]--
+	i := int(ref.file)
+	h.held[i]--
 	data := getBuf(int(ref.n))[:ref.n]
-	if int(ref.file) == h.cur && ref.off >= h.size[h.cur] {
+	var err error
+	if i == h.cur && ref.off >= h.size[i] {
 		// Not written yet.
-		start := ref.off - h.size[h.cur]
+		start := ref.off - h.size[i]
 		copy(data, h.buffered[start:start+int64(ref.n)])
-		return data, nil
+	} else {
+		_, err = h.files[i].ReadAt(data, ref.off)
 	}
-	_, err := h.files[ref.file].ReadAt(data, ref.off)
-	if i := int(ref.file); i != h.cur && h.held[i] == 0 {
-		h.release(i) // written before the current one: its events are all read back
+	if h.held[i] == 0 {
+		h.release(i)
 	}
 	if err != nil {
 		putBuf(data)
@@ -202,10 +211,11 @@ func (h *heldFiles) readBack(ref heldRef) ([]byte, error) {
 	return data, nil
 }
 
-// Close closes the files (removed as they were made) and gives their share of the disk back.
+// Close closes the files (removed as they were made) and gives their share of the disk back;
+// nothing is kept after.
 func (h *heldFiles) Close() error {
 	h.budget.give(h.taken)
-	h.taken = 0
+	h.taken, h.size, h.held, h.buffered, h.err = 0, [2]int64{}, [2]int{}, nil, os.ErrClosed
 	var first error
 	for i, f := range h.files {
 		if f != nil {

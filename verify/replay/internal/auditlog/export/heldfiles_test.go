@@ -108,8 +108,8 @@ func TestHeldFilesWriteError(t *testing.T) {
 		t.Fatalf("kept %v and %v, %d bytes written: want both kept, the first written", written, gathered, h.size[0])
 	}
 	h.files[0].Close() // the next write fails
-	if ref := h.keep([]byte("defghi")); ref.kept || h.err == nil {
-		t.Fatalf("kept %v (error %v) with its file closed", ref, h.err)
+	if ref := h.keep([]byte("defghi")); ref.kept || h.err == nil || h.budget.left != 1<<30-13 {
+		t.Fatalf("kept %v (error %v) with its file closed, %d of the budget taken: want not kept, 13 taken", ref, h.err, 1<<30-h.budget.left)
 	}
 	if ref := h.keep([]byte("j")); ref.kept {
 		t.Errorf("kept %v after an error", ref)
@@ -149,5 +149,60 @@ func TestHeldFilesBudget(t *testing.T) {
 	h.Close()
 	if budget.left != 100 {
 		t.Errorf("closed: %d bytes of the budget left, want 100", budget.left)
+	}
+}
+
+// TestHeldFilesAccounting keeps and reads back events of random sizes on both sides of the
+// write buffer, mostly the oldest first: each comes back with its bytes, what the files take
+// of the budget is what they hold (written and gathered), and all of it is given back at Close.
+func TestHeldFilesAccounting(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(12, 8))
+	const start = 1 << 20
+	budget := &diskBudget{measured: true, left: start}
+	h := &heldFiles{fileBytes: 4 << 10, writeBuffer: 512, budget: budget}
+	type kept struct {
+		ref  heldRef
+		data []byte
+	}
+	var held []kept
+	// Events read back before they are written: the file is emptied of them, and gives back
+	// what they took.
+	for range 3 {
+		h.keep([]byte("gathered"))
+	}
+	for _, off := range []int64{0, 8, 16} {
+		h.readBack(heldRef{kept: true, n: 8, off: off})
+	}
+	if h.taken != 0 || budget.left != start || len(h.buffered) != 0 {
+		t.Fatalf("every event read back: %d taken, %d left, %d bytes gathered; want none taken", h.taken, budget.left, len(h.buffered))
+	}
+	for step := range 5000 {
+		if len(held) == 0 || r.IntN(5) < 3 {
+			data := make([]byte, 1+r.IntN(1200))
+			for i := range data {
+				data[i] = byte(r.IntN(256))
+			}
+			if ref := h.keep(data); ref.kept {
+				held = append(held, kept{ref, data})
+			}
+		} else {
+			k := 0
+			if r.IntN(10) == 0 {
+				k = r.IntN(len(held)) // now and then not the oldest
+			}
+			got, err := h.readBack(held[k].ref)
+			if err != nil || string(got) != string(held[k].data) {
+				t.Fatalf("step %d: read back %d bytes (%v), want the %d kept", step, len(got), err, len(held[k].data))
+			}
+			held = append(held[:k], held[k+1:]...)
+		}
+		if on := h.size[0] + h.size[1] + int64(len(h.buffered)); h.taken != on || budget.left+h.taken != start {
+			t.Fatalf("step %d: taken %d, the files hold %d, %d of the budget left of %d", step, h.taken, on, budget.left, start)
+		}
+	}
+	h.Close()
+	if budget.left != start {
+		t.Errorf("closed: %d of the budget left, want %d", budget.left, start)
 	}
 }
