@@ -856,7 +856,7 @@ func (d *servedDecider) decide(eval Evaluator, view *state.StateView) (*verify.D
 // resultKey is a verify.Result by value, to give each result of a request's admissions once.
 type resultKey struct {
 	policy, binding, paramNamespace, paramName, result, message, reason, matchCondition string
-	actions, annotations                                                                string
+	actions                                                                             string
 	expression                                                                          int
 	param, paramNotFound, messageByChance, outcomeByChance                              bool
 }
@@ -872,14 +872,6 @@ func keyOf(r verify.Result) resultKey {
 	}
 	for _, a := range r.Actions {
 		k.actions += string(a) + ","
-	}
-	if len(r.AuditAnnotations) > 0 {
-		keys := slices.Sorted(maps.Keys(r.AuditAnnotations))
-		var b strings.Builder
-		for _, key := range keys {
-			b.WriteString(key + "\x00" + r.AuditAnnotations[key] + "\x00")
-		}
-		k.annotations = b.String()
 	}
 	return k
 }
@@ -977,12 +969,23 @@ func combineCalls(verb string, calls []admitted) *verify.Decision {
 		seen[k] = true
 		return true
 	}
-	results := map[resultKey]bool{}
+	results := map[resultKey]int{}
 	for _, c := range calls {
 		for _, res := range c.dec.Results {
-			if k := keyOf(res); !results[k] {
-				results[k] = true
+			k := keyOf(res)
+			i, seen := results[k]
+			if !seen {
+				results[k] = len(out.Results)
 				out.Results = append(out.Results, res)
+				continue
+			}
+			// The same outcome in another admission: given once, its audit annotations
+			// joined to the first's as the event joins them (the first value of a key stays;
+			// seed c:901: a DELETE's second admission, after the deletion's mark, without
+			// the annotation its first gave, listed each failure twice, the event's
+			// validation_failure once).
+			if kept := &out.Results[i]; addsAnnotations(kept.AuditAnnotations, res.AuditAnnotations) {
+				kept.AuditAnnotations = addAnnotations(maps.Clone(kept.AuditAnnotations), res.AuditAnnotations)
 			}
 		}
 		for _, w := range c.dec.Warnings {
@@ -1011,6 +1014,16 @@ func combineCalls(verb string, calls []admitted) *verify.Decision {
 		out.Notes = append(out.Notes, fmt.Sprintf("deletecollection: %d objects admitted one by one, as the store deletes them", len(calls)))
 	}
 	return &out
+}
+
+// addsAnnotations says whether add holds a key into does not.
+func addsAnnotations(into, add map[string]string) bool {
+	for k := range add {
+		if _, ok := into[k]; !ok {
+			return true
+		}
+	}
+	return false
 }
 
 // addAnnotations adds the audit annotations of an admission to those of the ones before it

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -219,14 +220,18 @@ func TestShortenedGrace(t *testing.T) {
 	}
 }
 
-// TestResultKey: results that differ in any field of verify.Result have different keys, so
-// that a request's results are given once each without two distinct ones merged (a field
-// added to Result and not to keyOf fails here).
+// TestResultKey: results that differ in any field of verify.Result but their audit
+// annotations (which join, see TestCombineCalls) have different keys, so that a request's
+// results are given once each without two distinct ones merged (a field added to Result and
+// not to keyOf fails here).
 func TestResultKey(t *testing.T) {
 	t.Parallel()
 	rt := reflect.TypeOf(verify.Result{})
 	for i := range rt.NumField() {
 		f := rt.Field(i)
+		if f.Name == "AuditAnnotations" {
+			continue
+		}
 		var r verify.Result
 		v := reflect.ValueOf(&r).Elem().Field(i)
 		switch f.Type.Kind() {
@@ -247,6 +252,31 @@ func TestResultKey(t *testing.T) {
 		if keyOf(r) == keyOf(verify.Result{}) {
 			t.Errorf("keyOf does not tell results apart by %s", f.Name)
 		}
+	}
+}
+
+// TestCombineCalls: a request admitted twice (an immediate DELETE, before and after the
+// store marks the object deleted) gives each outcome once, whatever audit annotations each
+// admission gave it: joined as the event joins them, the first value of a key staying (seed
+// c:901); another outcome is given too; the admissions' own results are not changed.
+func TestCombineCalls(t *testing.T) {
+	t.Parallel()
+	param := &verify.ParamRef{Namespace: "ns", Name: "p"}
+	fail := func(annotations map[string]string) verify.Result {
+		return verify.Result{Policy: "p", Binding: "b", Param: param, Result: verify.ResultDeny, Message: "m", Actions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Audit}, AuditAnnotations: annotations}
+	}
+	first := &verify.Decision{Results: []verify.Result{fail(map[string]string{"k1": "keys"})}}
+	second := &verify.Decision{Results: []verify.Result{fail(nil), fail(map[string]string{"k1": "other", "k2": "v"})}}
+	other := fail(nil)
+	other.Message = "n"
+	second.Results = append(second.Results, other)
+	got := combineCalls("delete", []admitted{{dec: first}, {dec: second}})
+	want := []verify.Result{fail(map[string]string{"k1": "keys", "k2": "v"}), other}
+	if diff := cmp.Diff(want, got.Results); diff != "" {
+		t.Errorf("results (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]string{"k1": "keys"}, first.Results[0].AuditAnnotations); diff != "" {
+		t.Errorf("the first admission's result changed (-want +got):\n%s", diff)
 	}
 }
 
