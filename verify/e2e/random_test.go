@@ -2151,6 +2151,12 @@ func randomMutatingPolicy(r *rand.Rand) (*admissionregistrationv1.MutatingAdmiss
 			// (failurePolicy Fail) or nothing (Ignore), whichever the server made.
 			p.Spec.Mutations[0].JSONPatch.Expression = "[JSONPatch{op: 'add', path: '/metadata/labels/rnd', value: " + value + "}]"
 			shape = append(shape, "unguarded")
+			if *p.Spec.FailurePolicy == admissionregistrationv1.Fail && len(p.Spec.MatchConditions) == 0 {
+				// On ConfigMaps named cm-* only: the refusal would fail the set-up's
+				// ConfigMaps without labels (p-local; seed c:902).
+				p.Spec.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "cm-names", Expression: "object.metadata.name.startsWith('cm-')"}}
+				shape = append(shape, "names cm-* only")
+			}
 		}
 	}
 	if widgetSpec {
