@@ -969,22 +969,23 @@ func combineCalls(verb string, calls []admitted) *verify.Decision {
 		seen[k] = true
 		return true
 	}
-	results := map[resultKey]int{}
+	results := map[resultKey][]int{} // the indexes in out.Results of the results of a key
 	for _, c := range calls {
 		for _, res := range c.dec.Results {
 			k := keyOf(res)
-			i, seen := results[k]
-			if !seen {
-				results[k] = len(out.Results)
+			i := slices.IndexFunc(results[k], func(i int) bool { return sameValues(out.Results[i].AuditAnnotations, res.AuditAnnotations) })
+			if i < 0 {
+				// Another outcome, or the same one with other values of its annotations (a
+				// deletecollection's objects, each named by its binding's annotation).
+				results[k] = append(results[k], len(out.Results))
 				out.Results = append(out.Results, res)
 				continue
 			}
-			// The same outcome in another admission: given once, its audit annotations
-			// joined to the first's as the event joins them (the first value of a key stays;
-			// seed c:901: a DELETE's second admission, after the deletion's mark, without
-			// the annotation its first gave, listed each failure twice, the event's
-			// validation_failure once).
-			if kept := &out.Results[i]; addsAnnotations(kept.AuditAnnotations, res.AuditAnnotations) {
+			// The same outcome in another admission: given once, the annotations one gave
+			// and the other did not joined (seed c:901: a DELETE's second admission, after
+			// the deletion's mark, without the annotation its first gave, listed each
+			// failure twice against the event's validation_failure once).
+			if kept := &out.Results[results[k][i]]; addsAnnotations(kept.AuditAnnotations, res.AuditAnnotations) {
 				kept.AuditAnnotations = addAnnotations(maps.Clone(kept.AuditAnnotations), res.AuditAnnotations)
 			}
 		}
@@ -1014,6 +1015,16 @@ func combineCalls(verb string, calls []admitted) *verify.Decision {
 		out.Notes = append(out.Notes, fmt.Sprintf("deletecollection: %d objects admitted one by one, as the store deletes them", len(calls)))
 	}
 	return &out
+}
+
+// sameValues says whether the keys a and b both hold have the same values in each.
+func sameValues(a, b map[string]string) bool {
+	for k, v := range a {
+		if w, ok := b[k]; ok && w != v {
+			return false
+		}
+	}
+	return true
 }
 
 // addsAnnotations says whether add holds a key into does not.

@@ -256,22 +256,22 @@ func TestResultKey(t *testing.T) {
 }
 
 // TestCombineCalls: a request admitted twice (an immediate DELETE, before and after the
-// store marks the object deleted) gives each outcome once, whatever audit annotations each
-// admission gave it: joined as the event joins them, the first value of a key staying (seed
-// c:901); another outcome is given too; the admissions' own results are not changed.
+// store marks the object deleted) gives each outcome once where one admission gave audit
+// annotations the other did not: joined (seed c:901); an outcome whose annotations have other
+// values (a deletecollection's objects, each named by its binding's annotation), or another
+// outcome, is given too; the admissions' own results are not changed.
 func TestCombineCalls(t *testing.T) {
 	t.Parallel()
 	param := &verify.ParamRef{Namespace: "ns", Name: "p"}
 	fail := func(annotations map[string]string) verify.Result {
 		return verify.Result{Policy: "p", Binding: "b", Param: param, Result: verify.ResultDeny, Message: "m", Actions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Audit}, AuditAnnotations: annotations}
 	}
-	first := &verify.Decision{Results: []verify.Result{fail(map[string]string{"k1": "keys"})}}
-	second := &verify.Decision{Results: []verify.Result{fail(nil), fail(map[string]string{"k1": "other", "k2": "v"})}}
 	other := fail(nil)
 	other.Message = "n"
-	second.Results = append(second.Results, other)
+	first := &verify.Decision{Results: []verify.Result{fail(map[string]string{"k1": "keys"})}}
+	second := &verify.Decision{Results: []verify.Result{fail(nil), fail(map[string]string{"k1": "keys", "k2": "v"}), fail(map[string]string{"k1": "other"}), other}}
 	got := combineCalls("delete", []admitted{{dec: first}, {dec: second}})
-	want := []verify.Result{fail(map[string]string{"k1": "keys", "k2": "v"}), other}
+	want := []verify.Result{fail(map[string]string{"k1": "keys", "k2": "v"}), fail(map[string]string{"k1": "other"}), other}
 	if diff := cmp.Diff(want, got.Results); diff != "" {
 		t.Errorf("results (-want +got):\n%s", diff)
 	}
