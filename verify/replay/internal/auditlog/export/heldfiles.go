@@ -36,10 +36,9 @@ type heldFiles struct {
 	fileBytes   int64
 	writeBuffer int
 	dir         string
-	// budget is the share of the disk the files of every reorder may take (heldBudget);
-	// taken is what these take of it.
+	// budget is the share of the disk the files of every reorder may take (heldBudget):
+	// these take what they hold, written and gathered (taken).
 	budget *diskBudget
-	taken  int64
 	files  [2]*os.File
 	// size is the bytes written to each file, buffered is what is to be written after them
 	// to the current one (cur), and held how many events in each are not read back yet.
@@ -134,7 +133,6 @@ func (h *heldFiles) keep(data []byte) heldRef {
 			return heldRef{}
 		}
 	}
-	h.taken += n
 	h.held[h.cur]++
 	if other := 1 - h.cur; h.size[h.cur] >= h.fileBytes && h.held[other] == 0 && h.flush() {
 		// The other file's events are all read back (and it emptied): written from its start.
@@ -153,7 +151,6 @@ func (h *heldFiles) release(i int) {
 		h.buffered = h.buffered[:0]
 	}
 	h.budget.give(n)
-	h.taken -= n
 	if h.size[i] > 0 {
 		h.size[i] = 0
 		if err := h.files[i].Truncate(0); err != nil && h.err == nil {
@@ -211,11 +208,14 @@ func (h *heldFiles) readBack(ref heldRef) ([]byte, error) {
 	return data, nil
 }
 
+// taken is what the files take of the budget: the bytes written to them and gathered.
+func (h *heldFiles) taken() int64 { return h.size[0] + h.size[1] + int64(len(h.buffered)) }
+
 // Close closes the files (removed as they were made) and gives their share of the disk back;
 // nothing is kept after.
 func (h *heldFiles) Close() error {
-	h.budget.give(h.taken)
-	h.taken, h.size, h.held, h.buffered, h.err = 0, [2]int64{}, [2]int{}, nil, os.ErrClosed
+	h.budget.give(h.taken())
+	h.size, h.held, h.buffered, h.err = [2]int64{}, [2]int{}, nil, os.ErrClosed
 	var first error
 	for i, f := range h.files {
 		if f != nil {
