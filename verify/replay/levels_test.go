@@ -2641,7 +2641,8 @@ func TestUnknownNamespaceMutatingSelector(t *testing.T) {
 
 // TestKlogLinesSkipped: kube-apiserver's audit log on standard output (--audit-log-path=-) is
 // read as kubectl logs prints it, or its container's log file holds it, among the klog lines
-// of its own log on standard error: those are counted and skipped, not malformed, and the
+// of its own log on standard error (klog's lines, the later lines of a trace, the etcd
+// client's and klog's JSON lines): those are counted and skipped, not malformed, and the
 // events between them are replayed. A line that is neither stays malformed.
 func TestKlogLinesSkipped(t *testing.T) {
 	t.Parallel()
@@ -2652,13 +2653,22 @@ func TestKlogLinesSkipped(t *testing.T) {
 		"I1204 10:00:01.123456       1 controller.go:615] quota admission added evaluator for: leases.coordination.k8s.io",
 		levelEvent(t, "c", auditlog.LevelRequest, "create", "configmaps", "a", "c", 422, "", cm, nil),
 		"W1204 10:00:02.000001      17 dispatcher.go:217] Failed calling webhook, failing open",
+		// A slow request's trace: klog's header on its first line only.
+		`I1204 10:00:03.211000       1 trace.go:236] Trace[7816759]: "Update" accept:application/json (04-Dec-2026 10:00:02.600) (total time: 611ms):`,
+		`Trace[7816759]: ---"limitedReadBody succeeded" len:629048 11ms (10:00:03.211)`,
+		`Trace[7816759]: [611.2ms] [611.2ms] END`,
+		// The etcd client's logger, and klog's JSON format (--logging-format=json).
+		`{"level":"warn","ts":"2026-12-04T10:00:04.000Z","logger":"etcd-client","caller":"v3@v3.6.5/retry_interceptor.go:63","msg":"retrying of unary invoker failed","attempt":0}`,
+		`{"ts":1764842404000.123,"caller":"app/server.go:170","msg":"Version info","v":0}`,
 		"E1204 10:00:02 not klog's header",
+		`Trace[x]: not a trace's line`,
+		`{"ts":1764842404000.123,"msg":"an event's ID","auditID":"x"}`,
 	)
-	if n := sum.ExportSkipped[KlogSkip]; n != 2 {
-		t.Errorf("klog lines skipped = %d, want 2 (%v)", n, sum.ExportSkipped)
+	if n := sum.ExportSkipped[KlogSkip]; n != 7 {
+		t.Errorf("lines of kube-apiserver's own log skipped = %d, want 7 (%v)", n, sum.ExportSkipped)
 	}
-	if sum.MalformedCount != 1 {
-		t.Errorf("malformed lines = %d, want 1, the line without klog's header: %v", sum.MalformedCount, sum.Malformed)
+	if sum.MalformedCount != 3 {
+		t.Errorf("malformed lines = %d, want 3, the lines that are none of its own log's: %v", sum.MalformedCount, sum.Malformed)
 	}
 	if got["c"] == nil || sum.Evaluated != 1 {
 		t.Errorf("the event between the klog lines: record %v, %d evaluated; want it evaluated", got["c"], sum.Evaluated)

@@ -155,7 +155,7 @@ func decodeLogs(ctx context.Context, sources []Source, maxLine, workers int, pre
 
 // KlogSkip says why a line of klog among a log's events is counted and skipped, not
 // malformed.
-const KlogSkip = "a line of kube-apiserver's own log (klog), not an audit event: kubectl logs and the container's log file hold both where the audit log goes to standard output (--audit-log-path=-)"
+const KlogSkip = "a line of kube-apiserver's own log (klog's, a trace's, the etcd client's), not an audit event: kubectl logs and the container's log file hold both where the audit log goes to standard output (--audit-log-path=-)"
 
 // decodeLine decodes one line of a log, on a worker.
 // errDecodeInternal is a line the replay's decoder failed on (a panic, recovered).
@@ -178,7 +178,7 @@ func decodeLine(l auditlog.Line, prepare func(*decoded)) (d decoded) {
 		return d
 	}
 	d.ev, d.err = auditlog.Decode(l.Data)
-	if d.err != nil && auditlog.KlogLine(l.Data) {
+	if d.err != nil && auditlog.OwnLogLine(l.Data) {
 		d.ev, d.err, d.skip = nil, nil, KlogSkip
 		return d
 	}

@@ -240,6 +240,44 @@ func KlogLine(line []byte) bool {
 	return len(line) > 0 && bytes.IndexByte([]byte("IWEF"), line[0]) >= 0 && klogHeader.Match(line)
 }
 
+// traceLine is how the lines of a trace after its first begin: kube-apiserver logs a slow
+// request's trace (k8s.io/utils/trace) as one klog message of several lines, klog's header on
+// the first only, each step and the end on a line "Trace[ID]: " of its own.
+var traceLine = regexp.MustCompile(`^Trace\[\d+\]: `)
+
+// TraceLine says whether a line goes on a trace klog began on a line above (traceLine).
+func TraceLine(line []byte) bool {
+	return bytes.HasPrefix(line, []byte("Trace[")) && traceLine.Match(line)
+}
+
+// StructuredLogLine says whether a line is a structured log line of kube-apiserver's process,
+// not an audit event: a JSON object with the members "ts" and "msg" and no "auditID", as klog
+// writes in kube-apiserver's JSON logging format (--logging-format=json:
+// {"ts":1700000000000.1,"caller":"...","msg":"...","v":0}) and the etcd client's logger
+// does ({"level":"warn","ts":"...","logger":"etcd-client","caller":"...","msg":"..."}).
+func StructuredLogLine(line []byte) bool {
+	line = bytes.TrimSpace(line)
+	if len(line) < 2 || line[0] != '{' || !bytes.Contains(line, []byte(`"msg"`)) {
+		return false
+	}
+	var members map[string]json.RawMessage
+	if json.Unmarshal(line, &members) != nil {
+		return false
+	}
+	_, ts := members["ts"]
+	_, msg := members["msg"]
+	_, id := members["auditID"]
+	return ts && msg && !id
+}
+
+// OwnLogLine says whether a line is one of kube-apiserver's own log, which it writes to
+// standard error: klog's (KlogLine), a trace's after its first (TraceLine), a structured
+// log line (StructuredLogLine). kubectl logs of a kube-apiserver whose audit log goes to
+// standard output interleaves them with its events.
+func OwnLogLine(line []byte) bool {
+	return KlogLine(line) || TraceLine(line) || StructuredLogLine(line)
+}
+
 // Decode decodes one log line. It never panics; an error describes why the line is not an
 // audit event.
 func Decode(line []byte) (*Event, error) {

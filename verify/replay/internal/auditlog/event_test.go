@@ -95,3 +95,30 @@ func TestKlogLine(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnLogLine tells the lines of kube-apiserver's own log that are not klog's (a trace's
+// later lines, structured JSON lines) from events and from what merely looks like them.
+func TestOwnLogLine(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		line string
+		want bool
+	}{
+		{"I1204 10:00:01.123456       1 controller.go:615] quota admission added evaluator", true},
+		{`Trace[7816759]: ---"limitedReadBody succeeded" len:629048 11ms (12:35:37.211)`, true},
+		{`Trace[1]: [611.2ms] [611.2ms] END`, true},
+		{`{"level":"warn","ts":"2026-11-21T12:40:39.000Z","logger":"etcd-client","caller":"v3@v3.6.5/retry_interceptor.go:63","msg":"retrying of unary invoker failed"}`, true},
+		{` {"ts":1763728839000.123,"caller":"app/server.go:170","msg":"Version info","v":0} `, true},
+		{`Trace[x]: not a trace`, false},
+		{`Trace[1]:no space`, false},
+		{`{"ts":1,"msg":"m","auditID":"a"}`, false},
+		{`{"level":"warn","msg":"no ts"}`, false},
+		{`{"ts":1,"msg":"cut`, false},
+		{`{"kind":"Event","apiVersion":"audit.k8s.io/v1","auditID":"a","stage":"ResponseComplete"}`, false},
+		{"", false},
+	} {
+		if got := OwnLogLine([]byte(tt.line)); got != tt.want {
+			t.Errorf("OwnLogLine(%q) = %v, want %v", tt.line, got, tt.want)
+		}
+	}
+}

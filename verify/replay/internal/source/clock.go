@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog"
+	"github.com/vapc-dev/vapc/verify/replay/internal/auditlog/export"
 )
 
 // ClockBack is how far a log's clock must go back for the lines that follow to be taken as an
@@ -182,7 +183,7 @@ func partsOf(src Source, maxLine int) ([]part, []Jump, bool) {
 	}
 	defer f.Close()
 	info, err := f.Stat()
-	if err != nil || !info.Mode().IsRegular() || !plainLog(f) {
+	if err != nil || !info.Mode().IsRegular() || !plainLog(f) || !ownOrder(src, f) {
 		return nil, nil, false
 	}
 	size := info.Size()
@@ -202,6 +203,15 @@ func plainLog(f *os.File) bool {
 	}
 	ev, err := auditlog.Decode(line)
 	return err == nil && ev.Kind == "Event" && ev.Stage != ""
+}
+
+// ownOrder says whether a file that begins with an event is read as a log backend's lines,
+// in their own order: not the messages Firehose extracted from a CloudWatch Logs subscription
+// (an object named as Firehose names them), which its export reader puts back in order and
+// where it skips the other streams' messages (kube-apiserver's own log, the authenticator's).
+func ownOrder(src Source, f *os.File) bool {
+	format, err := export.FormatOf(src.Name, io.NewSectionReader(f, 0, 1<<20), export.Format(src.Format))
+	return err == nil && format == export.Plain
 }
 
 // sampledBack reads the stage time of the line at each 64th of a file and says whether one is

@@ -20,6 +20,7 @@ func TestSplit(t *testing.T) {
 	long := strings.Replace(event("L", 21), `"verb":"list"`, `"verb":"list","userAgent":"`+strings.Repeat("x", 3000)+`"`, 1)
 	for _, tc := range []struct {
 		name  string
+		file  string // the file's name, when not the test's
 		gz    bool
 		lines []string
 		// want are the audit IDs Lines gives and the lines they are at; jumps the lines
@@ -52,15 +53,29 @@ func TestSplit(t *testing.T) {
 			want: []string{"u:1", "e:3", "f:4", "a:2"}, jumps: []int{3}},
 		{name: "compressed: read as it is", gz: true, lines: []string{event("c", 20), event("a", 10)},
 			want: []string{"c:1", "a:2"}},
+		// The messages Firehose extracted from a subscription (an object named as Firehose
+		// names them): not cut in parts, but put back in order by their export's reader,
+		// which skips the other streams' messages ("-"), a trace's line of kube-apiserver's
+		// own log here.
+		{name: "Firehose's extracted messages", file: "vapc-audit-1-2026-11-22-10-00-00-8c7a1f3e-25ea-4c64-9b75-44b73ddc6b3b",
+			lines: []string{event("c", 20), `Trace[7816759]: ---"limitedReadBody succeeded" len:629048 11ms (10:00:20.211)`, event("a", 10), event("b", 11)},
+			want:  []string{"a:3", "b:4", "c:1", "-:2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := write(t, dir, strings.ReplaceAll(tc.name, " ", "-")+".log", tc.gz, tc.lines...)
+			name := strings.ReplaceAll(tc.name, " ", "-") + ".log"
+			if tc.file != "" {
+				name = tc.file
+			}
+			path := write(t, dir, name, tc.gz, tc.lines...)
 			const maxLine = 2048
 			sources, jumps := Split([]Source{{Name: path}}, maxLine)
 			var got []string
 			if err := Lines(context.Background(), sources, maxLine, func(l auditlog.Line) bool {
 				id := "!"
-				if l.Err == nil {
+				switch {
+				case l.Skip != "":
+					id = "-"
+				case l.Err == nil:
 					id = "?"
 					if ev, err := auditlog.Decode(l.Data); err == nil {
 						id = ev.AuditID

@@ -243,8 +243,8 @@ func readCloudWatchS3(in input, yield func(record) bool) {
 			if named && otherStream(stream) && !auditMessage(msg) {
 				return record{line: num, skip: otherStreamSkip(stream, tailAll)}
 			}
-			if otherLogLine(msg) {
-				return record{line: num, skip: "a line of another log of the log group (klog's or logrus's), not an audit event: " + tailAll + "; kubectl logs --timestamps prints kube-apiserver's own log with an audit log on standard output"}
+			if otherLogMessage(msg) {
+				return record{line: num, skip: "a line of another log of the log group (klog's, logrus's, the etcd client's), not an audit event: " + tailAll + "; kubectl logs --timestamps prints kube-apiserver's own log with an audit log on standard output"}
 			}
 			return messageRecord(msg, at, num, fmt.Sprintf("line %d", num), "MESSAGE")
 		}

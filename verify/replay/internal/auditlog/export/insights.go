@@ -176,6 +176,10 @@ func insightsEvent(fs []insightsField, line int, where string) record {
 			continue
 		}
 		msg := []byte(f.Value)
+		if otherLogMessage(msg) {
+			// Another stream's, where the query's fields do not name it (@logStream).
+			return record{line: line, skip: "a line of another log of the log group (klog's, logrus's, the etcd client's), not an audit event: a Logs Insights query without filter @logStream like /kube-apiserver-audit/ reads every stream of the log group"}
+		}
 		if cut, ok := truncatedMessage(msg, insightsStamp(fs), auditlog.LostStageTime, line, where, "@message"); ok {
 			return cut
 		}

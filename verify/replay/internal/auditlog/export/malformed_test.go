@@ -21,6 +21,10 @@ func ev(id string, s int) string {
 	return fmt.Sprintf(`{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"%s","stage":"ResponseComplete","requestURI":"/api/v1/namespaces/a/pods/p","verb":"delete","user":{"username":"u"},"objectRef":{"resource":"pods","namespace":"a","name":"p","apiVersion":"v1"},"responseStatus":{"code":200},"stageTimestamp":"2026-01-01T00:00:%02d.000000Z"}`, id, s)
 }
 
+// otherLog is why a line of another log of an EKS log group is skipped where the stream is not
+// named (aws logs tail --format short, an S3 export's file, kubectl logs --timestamps).
+const otherLog = "a line of another log of the log group (klog's, logrus's, the etcd client's), not an audit event: aws logs tail of the log group prints every stream (--log-stream-name-prefix kube-apiserver-audit prints the audit log's alone); kubectl logs --timestamps prints kube-apiserver's own log with an audit log on standard output"
+
 func quoted(s string) string { return fmt.Sprintf("%q", s) }
 
 func gzipped(s string) string { return string(exporttest.Gzip([]byte(s))) }
@@ -122,12 +126,19 @@ func TestMalformedEnvelopes(t *testing.T) {
 		data: "2026-01-01T00:00:01.000000+00:00 kube-apiserver-8c0c1d2e I0101 00:00:01.000000 1 controller.go:1] started\n" +
 			"2026-01-01T00:00:02.000000+00:00 authenticator-8c0c1d2e time=\"2026-01-01T00:00:02Z\" level=info msg=\"access granted\"\n" +
 			"2026-01-01T00:00:03.000000+00:00 kube-apiserver-audit-8c0c1d2e " + ev("c", 3) + "\n" +
-			"2026-01-01T00:00:04 W0101 00:00:04.000000 1 reflector.go:1] watch ended\n",
+			"2026-01-01T00:00:04 W0101 00:00:04.000000 1 reflector.go:1] watch ended\n" +
+			// A slow request's trace goes on without klog's header; the etcd client logs JSON.
+			"2026-01-01T00:00:05 Trace[7816759]: ---\"limitedReadBody succeeded\" len:629048 11ms (00:00:05.211)\n" +
+			`2026-01-01T00:00:06 {"level":"warn","ts":"2026-01-01T00:00:06.000Z","logger":"etcd-client","msg":"retrying of unary invoker failed"}` + "\n" +
+			`2026-01-01T00:00:07 {"ts":1,"msg":"not an event","auditID":"g"}` + "\n",
 		want: []string{
 			"1: skipped: a log event of the stream kube-apiserver-8c0c1d2e, not of kube-apiserver's audit log (kube-apiserver-audit-*): aws logs tail of the log group prints every stream (--log-stream-name-prefix kube-apiserver-audit prints the audit log's alone)",
 			"2: skipped: a log event of the stream authenticator-8c0c1d2e, not of kube-apiserver's audit log (kube-apiserver-audit-*): aws logs tail of the log group prints every stream (--log-stream-name-prefix kube-apiserver-audit prints the audit log's alone)",
 			"3: c",
-			"4: skipped: a line of another log of the log group (klog's or logrus's), not an audit event: aws logs tail of the log group prints every stream (--log-stream-name-prefix kube-apiserver-audit prints the audit log's alone); kubectl logs --timestamps prints kube-apiserver's own log with an audit log on standard output"},
+			"4: skipped: " + otherLog,
+			"5: skipped: " + otherLog,
+			"6: skipped: " + otherLog,
+			"7: not an event: not an audit.k8s.io/v1 Event: no auditID or stage"},
 	}, {
 		// filter-log-events without --log-stream-name-prefix reads every stream.
 		name:   "filter-log-events: other streams of the log group",
@@ -225,9 +236,12 @@ func TestMalformedEnvelopes(t *testing.T) {
 			// Of another stream of the log group, when the query did not filter them out; one
 			// without @message says what the query lacks, whatever its stream.
 			`[{"field":"@logStream","value":"kube-apiserver-8c0c1d2e"},{"field":"@message","value":"I0101 00:00:03.000000 1 controller.go:1] started"}],` +
+			// Without @logStream, another log's line is known by its text.
+			`[{"field":"@message","value":"Trace[7816759]: [611.2ms] [611.2ms] END"},{"field":"@timestamp","value":"2026-01-01 00:00:03.500"}],` +
 			`[{"field":"@logStream","value":"audit-custom"},{"field":"@timestamp","value":"2026-01-01 00:00:04.000"}]]`,
 		want: []string{"1: a", "1: b", "1: skipped: a log event of the stream kube-apiserver-8c0c1d2e, not of kube-apiserver's audit log (kube-apiserver-audit-*): a Logs Insights query without filter @logStream like /kube-apiserver-audit/ reads every stream of the log group",
-			"1: error: results[3] (line 1): @message: missing: the query's fields must hold the log event's message (fields @timestamp, @message)"},
+			"1: skipped: a line of another log of the log group (klog's, logrus's, the etcd client's), not an audit event: a Logs Insights query without filter @logStream like /kube-apiserver-audit/ reads every stream of the log group",
+			"1: error: results[4] (line 1): @message: missing: the query's fields must hold the log event's message (fields @timestamp, @message)"},
 	}, {
 		// The Logs Insights console's table downloaded as JSON: each row an object of its
 		// fields by name, newest first.

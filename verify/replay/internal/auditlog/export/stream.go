@@ -305,12 +305,22 @@ func cutEnds(rest []byte, ended bool) bool {
 }
 
 // otherLogLine says whether b begins a line of another of an EKS log group's logs than the
-// audit log: klog's ("I0101 ", kube-apiserver's, the controller manager's), logrus's ("time=",
-// the authenticator's). Its prefix only, not klog's whole header (auditlog.KlogLine, which a
-// log backend's line must begin with to be skipped): a message Firehose extracted may be cut,
-// or run into the next without a delimiter.
+// audit log: klog's ("I0101 ", kube-apiserver's, the controller manager's, and the later
+// lines of a trace it logs, "Trace[ID]: "), logrus's ("time=", the authenticator's). Its
+// prefix only, not klog's whole header (auditlog.KlogLine, which a log backend's line must
+// begin with to be skipped): a message Firehose extracted may be cut, or run into the next
+// without a delimiter.
 func otherLogLine(b []byte) bool {
-	return bytes.HasPrefix(b, []byte("time=")) || len(b) >= 6 && bytes.IndexByte([]byte("IWEF"), b[0]) >= 0 && allDigits(b[1:5]) && b[5] == ' '
+	return bytes.HasPrefix(b, []byte("time=")) || len(b) >= 6 && bytes.IndexByte([]byte("IWEF"), b[0]) >= 0 && allDigits(b[1:5]) && b[5] == ' ' ||
+		auditlog.TraceLine(b)
+}
+
+// otherLogMessage says whether a message of a log group whose stream is not known is one of
+// another of its logs: a line otherLogLine knows, or a structured log line of
+// kube-apiserver's process (the etcd client's, klog's JSON format), which is JSON but no
+// audit event.
+func otherLogMessage(msg []byte) bool {
+	return otherLogLine(msg) || !auditMessage(msg) && auditlog.StructuredLogLine(msg)
 }
 
 func allDigits(b []byte) bool {
