@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -168,7 +169,17 @@ func readAzureLogAnalytics(in input, yield func(record) bool) {
 // columns by name, as az prints it. Newest first, the rows are reversed (see reverser).
 func readLogAnalyticsTables(in input, s *scanner, yield func(record) bool) {
 	rv := newReverser(yield, laUnwrap)
+	var failed []record // the response's error: its rows are not all there
 	err := s.object(func(name string) error {
+		if name == "error" {
+			line := s.startLine()
+			raw, err := s.value(1<<20, nil)
+			if err != nil {
+				return err
+			}
+			failed = append(failed, record{line: line, err: recordError(fmt.Sprintf("the response (line %d)", line), "error", queryFailed(raw))})
+			return nil
+		}
 		if name != "tables" {
 			return s.skip()
 		}
@@ -223,7 +234,46 @@ func readLogAnalyticsTables(in input, s *scanner, yield func(record) bool) {
 	if err == nil {
 		err = s.ended(in.file, "the response")
 	}
-	finishArray(rv, err, s.line, yield)
+	if finishArray(rv, err, s.line, yield) {
+		for _, r := range failed {
+			if !yield(r) {
+				return
+			}
+		}
+	}
+}
+
+// queryFailed is the error the query API's response holds besides its tables, or in their
+// place: a query that failed, or whose result is partial (PartialError: a result larger than
+// the API returns, a query that timed out), which the response holds the rows of it got
+// (https://learn.microsoft.com/azure/azure-monitor/logs/api/errors): its code and messages,
+// the innermost last.
+func queryFailed(raw []byte) error {
+	type apiError struct {
+		Code       string     `json:"code"`
+		Message    string     `json:"message"`
+		Details    []apiError `json:"details"`
+		InnerError *apiError  `json:"innererror"`
+	}
+	var e apiError
+	if err := json.Unmarshal(raw, &e); err != nil {
+		return fmt.Errorf("not the query API's error: %v", err)
+	}
+	var said []string
+	var walk func(apiError)
+	walk = func(e apiError) {
+		if m := strings.TrimSpace(strings.Join(slices.DeleteFunc([]string{e.Code, e.Message}, func(s string) bool { return s == "" }), ": ")); m != "" && !slices.Contains(said, m) {
+			said = append(said, m)
+		}
+		for _, d := range e.Details {
+			walk(d)
+		}
+		if e.InnerError != nil {
+			walk(*e.InnerError)
+		}
+	}
+	walk(e)
+	return fmt.Errorf("the query failed, or its result is partial (%s): the rows of the events it lost are not in the response; query a shorter time, a file each, and give vapc the files", strings.Join(said, "; "))
 }
 
 // laRowObject is the object of a row of the query API's response (an array of values) with

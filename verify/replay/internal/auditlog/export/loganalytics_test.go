@@ -206,6 +206,34 @@ func TestLogAnalyticsAPIResponse(t *testing.T) {
 	if diff := cmp.Diff(wantDescs, descs); diff != "" {
 		t.Errorf("rows that do not fit their columns (-want +got):\n%s", diff)
 	}
+
+	// A partial result (https://learn.microsoft.com/azure/azure-monitor/logs/api/errors): the
+	// rows it holds, and its error, which says that rows are missing; a failed query, its error.
+	partial, err := json.Marshal(map[string]any{"tables": []any{map[string]any{"name": "PrimaryResult", "columns": columns, "rows": values[:2]}},
+		"error": map[string]any{"code": "PartialError", "message": "There were some errors when processing your query.", "details": []any{map[string]any{
+			"code": "EngineError", "message": "Something went wrong processing your query on the server.",
+			"innererror": map[string]any{"code": "-2133196797", "message": "Query result set has exceeded the internal data size limit 8388608 (E_QUERY_RESULT_SET_TOO_LARGE)"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, data string
+		want       []string
+	}{
+		{"partial", string(partial), []string{"1: a", "1: b",
+			"1: error: the response (line 1): error: the query failed, or its result is partial (PartialError: There were some errors when processing your query.; EngineError: Something went wrong processing your query on the server.; -2133196797: Query result set has exceeded the internal data size limit 8388608 (E_QUERY_RESULT_SET_TOO_LARGE)): the rows of the events it lost are not in the response; query a shorter time, a file each, and give vapc the files"}},
+		{"failed", `{"error":{"code":"BadArgumentError","message":"The request had some invalid properties"}}`, []string{
+			"1: error: the response (line 1): error: the query failed, or its result is partial (BadArgumentError: The request had some invalid properties): the rows of the events it lost are not in the response; query a shorter time, a file each, and give vapc the files"}},
+	} {
+		_, lines := readAll(t, "f", []byte(tc.data), export.AzureLogAnalytics)
+		var descs []string
+		for _, l := range lines {
+			descs = append(descs, describe(l))
+		}
+		if diff := cmp.Diff(tc.want, descs); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
+		}
+	}
 }
 
 // TestAKSSkippedObject reads an event in which AKS wrote "skipped-too-big-size-object" in place
