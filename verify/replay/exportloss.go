@@ -245,19 +245,19 @@ func updateMayCreate(t target) bool {
 
 // lossOfReason are the parts an export may lose that a reason may rest on.
 var lossOfReason = map[Reason]auditlog.Lost{
-	ReasonOldObjectUnknown:   auditlog.LostReceived | auditlog.LostLevel | auditlog.LostQuery,
+	ReasonOldObjectUnknown:   auditlog.LostReceived | auditlog.LostLevel | auditlog.LostQuery | auditlog.LostObjects,
 	ReasonParamUnknown:       auditlog.LostReceived,
 	ReasonNamespaceUnknown:   auditlog.LostReceived,
 	ReasonWatchCache:         auditlog.LostReceived,
 	ReasonParamKindPending:   auditlog.LostReceived,
 	ReasonMutationUnknown:    auditlog.LostReceived | auditlog.LostGroups | auditlog.LostUID | auditlog.LostExtra | auditlog.LostDryRun | auditlog.LostImpersonation,
-	ReasonUnknownField:       auditlog.LostReceived | auditlog.LostQuery,
-	ReasonNoObject:           auditlog.LostLevel,
+	ReasonUnknownField:       auditlog.LostReceived | auditlog.LostQuery | auditlog.LostObjects,
+	ReasonNoObject:           auditlog.LostLevel | auditlog.LostObjects,
 	ReasonStateUnknown:       auditlog.LostReceived | auditlog.LostQuery,
 	ReasonPluginInputUnknown: auditlog.LostReceived,
 	ReasonPolicySource:       auditlog.LostReceived,
 	ReasonAuthorizer:         auditlog.LostGroups | auditlog.LostImpersonation,
-	ReasonRebuild:            auditlog.LostQuery | auditlog.LostLevel,
+	ReasonRebuild:            auditlog.LostQuery | auditlog.LostLevel | auditlog.LostObjects,
 }
 
 // explainLoss names, in an indeterminate record, the export its event was read from and what

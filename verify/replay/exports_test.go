@@ -3,6 +3,8 @@ package replay
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -1265,5 +1267,57 @@ func TestExportedCustomResourceUpdate(t *testing.T) {
 				t.Errorf("GKE's replay: %s, want indeterminate %s %q", describeRecord(rec), tc.reason, tc.detail)
 			}
 		})
+	}
+}
+
+// TestGKESplitEntry: Cloud Logging splits an audit entry over its size limit into pieces, each
+// with a part of the request's and the response's objects
+// (https://cloud.google.com/logging/docs/audit/split-logs). A privileged pod's create, the
+// securityContext in the second piece: read from the first alone, a policy that denies
+// privileged containers admitted it, certain, and the second piece was another event under
+// the same audit ID (malformed). The objects are not replayed: the create is indeterminate
+// (no-object, naming the split), and the second piece is the same event read again.
+func TestGKESplitEntry(t *testing.T) {
+	t.Parallel()
+	p, b := levelPolicy("no-privileged", "pods", admissionregistrationv1.Create, nil,
+		"!object.spec.containers.exists(c, has(c.securityContext) && has(c.securityContext.privileged) && c.securityContext.privileged)")
+	b.Spec.ValidationActions = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Audit}
+	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "web", "namespace": "shop"},
+		"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "nginx", "securityContext": map[string]any{"privileged": true}}}}}
+	ev := timedEvent(t, levelEvent(t, "pod", auditlog.LevelRequest, "create", "pods", "shop", "web", 201, "", pod, nil), "01.000000", "01.020000", nil)
+	wrapped, err := exporttest.WrapGKE(exporttest.GKESink, []byte(ev+"\n"), exporttest.StampCompleted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entry map[string]any
+	if err := json.Unmarshal(bytes.TrimSpace(wrapped), &entry); err != nil {
+		t.Fatalf("%v: %q of %s", err, wrapped, ev)
+	}
+	piece := func(index int, request map[string]any) string {
+		e := maps.Clone(entry)
+		payload := maps.Clone(e["protoPayload"].(map[string]any))
+		payload["request"] = request
+		e["protoPayload"] = payload
+		e["split"] = map[string]any{"uid": "split-1", "index": index, "totalSplits": 2}
+		e["insertId"] = fmt.Sprint(e["insertId"], index)
+		out, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	first := piece(0, map[string]any{"@type": "core.k8s.io/v1.Pod", "apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "web", "namespace": "shop"},
+		"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "nginx"}}}})
+	second := piece(1, map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"securityContext": map[string]any{"privileged": true}}}}})
+	ps, bs := []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b}
+	for _, order := range [][]string{{first, second}, {second, first}} {
+		sum, got := replayLines(t, ps, bs, order...)
+		rec := got["pod"]
+		if rec == nil || rec.Decision != DecisionIndeterminate || rec.Reason != ReasonNoObject || !strings.Contains(rec.Indeterminate, "the objects of an entry it split over its size limit") {
+			t.Errorf("the create: %s, want indeterminate (no-object), naming the split", describeRecord(rec))
+		}
+		if sum.MalformedCount != 0 || sum.Duplicates != 1 {
+			t.Errorf("%d malformed lines (%v), %d duplicates; want none, and the other piece a duplicate", sum.MalformedCount, sum.Malformed, sum.Duplicates)
+		}
 	}
 }

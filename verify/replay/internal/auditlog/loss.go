@@ -53,10 +53,14 @@ const (
 	// second as aws logs tail --format short prints it, that second's last millisecond), the
 	// event's stage time, the latest it can have completed.
 	LostStageTime
+	// LostObjects: the request's and the response's objects of an event the export split
+	// over several records (Cloud Logging splits an audit entry over its size limit): the
+	// event is replayed without them, as at level Metadata.
+	LostObjects
 )
 
 // lostNames name each part in the order of the bits.
-var lostNames = []string{"the user's groups", "the user's uid", "the user's extra attributes", "when the request was received", "the exact HTTP status code", "the audit level", "the request URI's query", "whether the request was a dry run", "the event's annotations (the verdicts of admission)", "the failure's message (what refused the request)", "whether the request impersonated another user (who admission saw as the requesting user)", "when the request completed, but within the second before the time it gives"}
+var lostNames = []string{"the user's groups", "the user's uid", "the user's extra attributes", "when the request was received", "the exact HTTP status code", "the audit level", "the request URI's query", "whether the request was a dry run", "the event's annotations (the verdicts of admission)", "the failure's message (what refused the request)", "whether the request impersonated another user (who admission saw as the requesting user)", "when the request completed, but within the second before the time it gives", "the objects of an entry it split over its size limit"}
 
 // Has says whether every part of p is lost.
 func (l Lost) Has(p Lost) bool { return l&p == p && p != 0 }

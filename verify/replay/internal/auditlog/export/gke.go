@@ -66,6 +66,24 @@ type logEntry struct {
 	Labels       map[string]string `json:"labels"`
 	Operation    *logOperation     `json:"operation"`
 	ProtoPayload *logPayload       `json:"protoPayload"`
+	Split        *logSplit         `json:"split"`
+	// JSONPayload and TextPayload are the payloads of entries of other logs than the audit
+	// logs (a LogEntry's payload is one of protoPayload, jsonPayload, textPayload): set, not
+	// read.
+	JSONPayload json.RawMessage `json:"jsonPayload"`
+	TextPayload json.RawMessage `json:"textPayload"`
+}
+
+// logSplit is a LogSplit: Cloud Logging splits an audit entry larger than its size limit
+// into several, each with the entry's members but its payload's, the same split.uid, its
+// index, and the number of pieces; the payload's request, response and metadata are spread
+// over them, a string cut at any character, a list's elements split by position, a boolean
+// or a number in one piece only; the payload's other members are in each
+// (https://cloud.google.com/logging/docs/audit/split-logs).
+type logSplit struct {
+	UID         string `json:"uid"`
+	Index       int    `json:"index"`
+	TotalSplits int    `json:"totalSplits"`
 }
 
 // logOperation is a LogEntryOperation: the audit ID, and which stage.
@@ -141,6 +159,17 @@ type otherServiceEntry struct{ service string }
 
 func otherService(service string) error { return &otherServiceEntry{service} }
 
+// otherLogEntry is an entry of another log than the audit logs: a sink or a query of the
+// cluster's entries (resource.labels.cluster_name alone) holds its other logs too (its
+// containers' and nodes' logs, its Kubernetes Events, the autoscaler's visibility log), whose
+// payload is a jsonPayload or a textPayload, or a protoPayload of another type. It is counted
+// and skipped.
+type otherLogEntry struct{ payload string }
+
+func (e *otherLogEntry) Error() string {
+	return fmt.Sprintf("a Cloud Logging entry of another log than the audit logs (its payload: %s), not an audit entry of the Kubernetes API server", e.payload)
+}
+
 func (e *otherServiceEntry) Error() string {
 	return fmt.Sprintf("a Cloud Audit Logs entry of %s, not of the Kubernetes API server (k8s.io)", e.service)
 }
@@ -151,6 +180,9 @@ func gkeRecord(raw []byte, line int, where string) record {
 	if err != nil {
 		if os, ok := err.(*otherServiceEntry); ok {
 			return record{line: line, skip: os.Error()}
+		}
+		if ol, ok := err.(*otherLogEntry); ok {
+			return record{line: line, skip: ol.Error()}
 		}
 		return record{line: line, err: recordError(where, field, err)}
 	}
@@ -170,8 +202,15 @@ func mapGKE(raw []byte) (ev *gkeEvent, at time.Time, lost auditlog.Lost, field s
 	}
 	p := e.ProtoPayload
 	switch {
+	case p == nil && e.JSONPayload != nil:
+		return nil, at, 0, "", &otherLogEntry{"jsonPayload"}
+	case p == nil && e.TextPayload != nil:
+		return nil, at, 0, "", &otherLogEntry{"textPayload"}
 	case p == nil:
 		return nil, at, 0, "protoPayload", errors.New("missing: not a Cloud Audit Logs entry")
+	case p.Type != "" && p.Type != "type.googleapis.com/google.cloud.audit.AuditLog" && p.ServiceName == "" && p.MethodName == "":
+		// Another log's protoPayload (an App Engine request log's, ...), not an AuditLog.
+		return nil, at, 0, "", &otherLogEntry{"a protoPayload of " + p.Type}
 	case p.Type != "" && p.Type != "type.googleapis.com/google.cloud.audit.AuditLog":
 		return nil, at, 0, "protoPayload.@type", fmt.Errorf("%q is not type.googleapis.com/google.cloud.audit.AuditLog", p.Type)
 	case p.ServiceName != "k8s.io" && (p.ServiceName != "" || !strings.HasPrefix(p.MethodName, "io.k8s.")):
@@ -216,6 +255,20 @@ func mapGKE(raw []byte) (ev *gkeEvent, at time.Time, lost auditlog.Lost, field s
 	ev.Verb, ev.ObjectRef, ev.RequestURI = verb, ref, uri
 	ev.request = payloadObjectOf(p.Request)
 	ev.response = payloadObjectOf(p.Response)
+	split := false
+	if sp := e.Split; sp != nil {
+		// A piece of an entry Cloud Logging split (logSplit): its objects are parts of the
+		// request's and the response's, which the replay does not put together (a field
+		// that is not in this piece may be in another), and are dropped: the event is
+		// replayed as at level Metadata (the level lost by the export), from whichever piece
+		// comes first, each of the others the same event again, a duplicate. The audit ID is
+		// the operation's, else the split's (insertId has each piece's index appended).
+		ev.request, ev.response = payloadObject{}, payloadObject{}
+		if (e.Operation == nil || e.Operation.ID == "") && sp.UID != "" {
+			ev.AuditID = sp.UID
+		}
+		split = true
+	}
 	switch {
 	case ev.response.raw != nil:
 		ev.Level = auditlog.LevelRequestResponse
@@ -225,6 +278,9 @@ func mapGKE(raw []byte) (ev *gkeEvent, at time.Time, lost auditlog.Lost, field s
 		ev.Level = auditlog.LevelMetadata
 	}
 	lost = gkeLost
+	if split {
+		lost |= auditlog.LostObjects
+	}
 	switch label := e.Labels[gkeDryRunLabel]; {
 	case label != "":
 		// GKE labels a dry run's entry (kubectl --dry-run=server, ?dryRun=All): its URI says
@@ -883,6 +939,25 @@ func entryMember(e *logEntry, name, v []byte) bool {
 			e.Labels[string(k)] = s
 			return ok
 		})
+	case "split":
+		if string(v) != "null" {
+			e.Split = &logSplit{}
+		}
+		return scalars(v, func(k, v []byte) bool {
+			switch string(k) {
+			case "uid":
+				return unquoteTo(v, &e.Split.UID)
+			case "index":
+				return intTo(v, &e.Split.Index)
+			case "totalSplits":
+				return intTo(v, &e.Split.TotalSplits)
+			}
+			return true
+		})
+	case "jsonPayload":
+		e.JSONPayload = v
+	case "textPayload":
+		e.TextPayload = v
 	case "operation":
 		if string(v) != "null" {
 			e.Operation = &logOperation{}
@@ -915,6 +990,14 @@ func scalars(v []byte, each func(name, v []byte) bool) bool {
 		}
 		return each(name, v)
 	})
+}
+
+// intTo reads the JSON number v, an integer, into to; false when it is not one (encoding/json
+// then says what it is).
+func intTo(v []byte, to *int) bool {
+	n, err := strconv.Atoi(string(v))
+	*to = n
+	return err == nil
 }
 
 // unquoteTo decodes the JSON string v into to; false when v is not one.

@@ -370,6 +370,53 @@ func TestGKEEntries(t *testing.T) {
 		entry: `{"protoPayload":{"serviceName":"container.googleapis.com","methodName":"google.container.v1.ClusterManager.CreateCluster"},"insertId":"y","timestamp":"2024-01-01T00:00:00Z"}`,
 		skip:  `a Cloud Audit Logs entry of container.googleapis.com, not of the Kubernetes API server (k8s.io)`,
 	}, {
+		// Another log of the cluster's, in a sink whose filter names the cluster alone.
+		name:  "another log: jsonPayload",
+		entry: `{"jsonPayload":{"message":"scale-up"},"logName":"projects/p/logs/container.googleapis.com%2Fcluster-autoscaler-visibility","insertId":"y","timestamp":"2024-01-01T00:00:00Z"}`,
+		skip:  `a Cloud Logging entry of another log than the audit logs (its payload: jsonPayload), not an audit entry of the Kubernetes API server`,
+	}, {
+		name:  "another log: textPayload",
+		entry: `{"textPayload":"I0101 started","logName":"projects/p/logs/stderr","insertId":"y","timestamp":"2024-01-01T00:00:00Z"}`,
+		skip:  `a Cloud Logging entry of another log than the audit logs (its payload: textPayload), not an audit entry of the Kubernetes API server`,
+	}, {
+		name:  "another log: a protoPayload of another type",
+		entry: `{"protoPayload":{"@type":"type.googleapis.com/google.appengine.logging.v1.RequestLog","resource":"/"},"insertId":"y","timestamp":"2024-01-01T00:00:00Z"}`,
+		skip:  `a Cloud Logging entry of another log than the audit logs (its payload: a protoPayload of type.googleapis.com/google.appengine.logging.v1.RequestLog), not an audit entry of the Kubernetes API server`,
+	}, {
+		// A piece of an entry Cloud Logging split over its size limit: the objects are parts
+		// of the request's and the response's (here the pod's containers without their
+		// securityContext, which the other piece holds), not replayed; the audit ID is the
+		// operation's.
+		name: "a piece of a split entry",
+		entry: `{"protoPayload":{"@type":"type.googleapis.com/google.cloud.audit.AuditLog","authenticationInfo":{"principalEmail":"bob"},"methodName":"io.k8s.core.v1.pods.create",
+			"resourceName":"core/v1/namespaces/shop/pods/web","serviceName":"k8s.io","status":{"code":0},
+			"request":{"@type":"core.k8s.io/v1.Pod","apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"shop"},"spec":{"containers":[{"name":"c","image":"nginx"}]}}},
+			"split":{"uid":"s-1","index":0,"totalSplits":2},"insertId":"abc0","operation":{"id":"op-1","producer":"k8s.io","first":true,"last":true},"timestamp":"2024-01-01T00:00:00Z"}`,
+		want: map[string]any{
+			"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "Metadata", "auditID": "op-1",
+			"stage": "ResponseComplete", "requestURI": "/api/v1/namespaces/shop/pods", "verb": "create",
+			"user":           map[string]any{"username": "bob"},
+			"objectRef":      map[string]any{"resource": "pods", "namespace": "shop", "name": "web", "apiVersion": "v1"},
+			"responseStatus": map[string]any{"code": 201.0},
+			"stageTimestamp": "2024-01-01T00:00:00Z",
+		},
+		lost: auditlog.LostGroups | auditlog.LostUID | auditlog.LostExtra | auditlog.LostReceived | auditlog.LostLevel | auditlog.LostQuery | auditlog.LostDryRun | auditlog.LostObjects,
+	}, {
+		// Without an operation, the split's uid is the audit ID: insertId differs by piece.
+		name: "a later piece of a split entry, without an operation",
+		entry: `{"protoPayload":{"authenticationInfo":{"principalEmail":"bob"},"methodName":"io.k8s.core.v1.pods.create","resourceName":"core/v1/namespaces/shop/pods/web","serviceName":"k8s.io",
+			"request":{"spec":{"containers":[{"securityContext":{"privileged":true}}]}}},
+			"split":{"uid":"s-1","index":1,"totalSplits":2},"insertId":"abc1","timestamp":"2024-01-01T00:00:00Z"}`,
+		want: map[string]any{
+			"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "Metadata", "auditID": "s-1",
+			"stage": "ResponseComplete", "requestURI": "/api/v1/namespaces/shop/pods", "verb": "create",
+			"user":           map[string]any{"username": "bob"},
+			"objectRef":      map[string]any{"resource": "pods", "namespace": "shop", "name": "web", "apiVersion": "v1"},
+			"responseStatus": map[string]any{"code": 201.0},
+			"stageTimestamp": "2024-01-01T00:00:00Z",
+		},
+		lost: auditlog.LostGroups | auditlog.LostUID | auditlog.LostExtra | auditlog.LostReceived | auditlog.LostLevel | auditlog.LostQuery | auditlog.LostDryRun | auditlog.LostObjects,
+	}, {
 		name:  "no timestamp",
 		entry: `{"protoPayload":{"serviceName":"k8s.io","methodName":"io.k8s.core.v1.pods.create","resourceName":"core/v1/namespaces/a/pods"},"insertId":"y"}`,
 		err:   `timestamp: "" is not an RFC 3339 time`,
