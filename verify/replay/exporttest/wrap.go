@@ -93,6 +93,8 @@ func WrapCut(f export.Format, log []byte, limit int) ([]byte, error) {
 		return gkeArray(evs, false, GKEOptions{})
 	case ContainerLog:
 		return containerLog(log), nil
+	case KubectlLogs:
+		return kubectlLogs(log), nil
 	}
 	return nil, fmt.Errorf("exporttest: no wrapper for %q", f)
 }
@@ -157,7 +159,42 @@ const ContainerLogPiece = 4 << 10
 
 // Lossless are the other forms of the log backend's file Wrap makes, which lose nothing of
 // it, not even its order.
-func Lossless() []export.Format { return []export.Format{ContainerLog} }
+func Lossless() []export.Format { return []export.Format{ContainerLog, KubectlLogs} }
+
+// KubectlLogs is kube-apiserver's audit log on standard output as kubectl logs prints it: its
+// standard output and standard error in one, the log's lines in its order, the lines of its
+// own log among them as kube-apiserver writes them (ownLog): klog's, a slow request's trace
+// over lines of its own, the etcd client's JSON lines, klog's JSON format's. Not an export:
+// it loses nothing.
+const KubectlLogs export.Format = "kubectl-logs"
+
+// ownLog are lines of kube-apiserver's standard error, a group of them between every few
+// events.
+var ownLog = [][]string{
+	{"I1120 08:00:00.000000       1 controller.go:615] quota admission added evaluator for: leases.coordination.k8s.io"},
+	{`I1120 08:00:01.211000       1 trace.go:236] Trace[7816759]: "Update" accept:application/vnd.kubernetes.protobuf, */*,audit-id:1c5a,client:127.0.0.1,api-group:coordination.k8s.io,api-version:v1,name:kube-scheduler,subresource:,namespace:kube-system,protocol:HTTP/2.0,resource:leases,scope:resource,url:/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-scheduler,user-agent:kube-scheduler/v1.37.0 (linux/amd64) kubernetes/unknown,verb:PUT (20-Nov-2026 08:00:00.600) (total time: 611ms):`,
+		`Trace[7816759]: ["GuaranteedUpdate etcd3" audit-id:1c5a,key:/leases/kube-system/kube-scheduler,type:*coordination.Lease,resource:leases.coordination.k8s.io 611ms (08:00:00.600)`,
+		`Trace[7816759]:  ---"Txn call completed" 609ms (08:00:01.210)]`,
+		`Trace[7816759]: [611.2ms] [611.2ms] END`},
+	{`{"level":"warn","ts":"2026-11-20T08:00:02.000Z","logger":"etcd-client","caller":"v3@v3.6.5/retry_interceptor.go:63","msg":"retrying of unary invoker failed","target":"etcd-endpoints://0xc000a1e000/127.0.0.1:2379","attempt":0,"error":"rpc error: code = DeadlineExceeded desc = context deadline exceeded"}`},
+	{`{"ts":1763625603000.123,"caller":"cacher/cacher.go:478","msg":"cacher (pods): unexpected ListAndWatch error","v":0}`},
+	{"W1120 08:00:04.000001      17 dispatcher.go:217] Failed calling webhook, failing open"},
+}
+
+// kubectlLogs writes the log's lines as KubectlLogs.
+func kubectlLogs(log []byte) []byte {
+	var b bytes.Buffer
+	for i, l := range bytes.Split(bytes.TrimRight(log, "\n"), []byte("\n")) {
+		if i%7 == 0 {
+			for _, o := range ownLog[i/7%len(ownLog)] {
+				b.WriteString(o + "\n")
+			}
+		}
+		b.Write(l)
+		b.WriteByte('\n')
+	}
+	return b.Bytes()
+}
 
 // containerLog writes the log's lines as ContainerLog.
 func containerLog(log []byte) []byte {
