@@ -629,14 +629,22 @@ func gkeArray(evs []event, gcloud bool, o GKEOptions) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		entries = append(entries, entry)
-		var at struct {
-			Timestamp string `json:"timestamp"`
+		pieces := []json.RawMessage{entry}
+		if o.SplitOver > 0 && len(entry) > o.SplitOver {
+			if pieces, err = splitEntry(entry); err != nil {
+				return nil, err
+			}
 		}
-		if err := json.Unmarshal(entry, &at); err != nil {
-			return nil, err
+		for _, entry := range pieces {
+			entries = append(entries, entry)
+			var at struct {
+				Timestamp string `json:"timestamp"`
+			}
+			if err := json.Unmarshal(entry, &at); err != nil {
+				return nil, err
+			}
+			stamps = append(stamps, at.Timestamp)
 		}
-		stamps = append(stamps, at.Timestamp)
 	}
 	if o.Stamp != StampCompleted {
 		// In the order of their timestamps, as gcloud sorts them and as a sink roughly
@@ -699,6 +707,11 @@ type GKEOptions struct {
 	// DryRunsUnlabelled writes a dry run's entry without GKE's command.gke.io/dryRun label,
 	// as a GKE that did not label them yet: no entry of the export says whether it was one.
 	DryRunsUnlabelled bool
+	// SplitOver, when set, splits an entry longer than it as Cloud Logging splits one over
+	// its size limit (https://cloud.google.com/logging/docs/audit/split-logs): two entries,
+	// each with a split (the same uid), its index appended to insertId, every member but
+	// the payload's objects, the request in the first, the response in the second.
+	SplitOver int
 }
 
 // WrapGKE is Wrap of a GKE format (export.GKE, GKESink) with the entries' timestamps the
@@ -713,6 +726,30 @@ func WrapGKEWith(f export.Format, log []byte, o GKEOptions) ([]byte, error) {
 		return nil, fmt.Errorf("exporttest: %q is no GKE format", f)
 	}
 	return gkeArray(events(log), f == export.GKE, o)
+}
+
+// splitEntry splits an entry in two as Cloud Logging splits one over its size limit (see
+// GKEOptions.SplitOver).
+func splitEntry(entry json.RawMessage) ([]json.RawMessage, error) {
+	var out []json.RawMessage
+	for i, drop := range []string{"response", "request"} {
+		d := json.NewDecoder(bytes.NewReader(entry))
+		d.UseNumber()
+		var e map[string]any
+		if err := d.Decode(&e); err != nil {
+			return nil, err
+		}
+		payload, _ := e["protoPayload"].(map[string]any)
+		delete(payload, drop)
+		e["split"] = map[string]any{"uid": fmt.Sprint(e["insertId"], "-split"), "index": i, "totalSplits": 2}
+		e["insertId"] = fmt.Sprint(e["insertId"], i)
+		b, err := json.Marshal(e)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
 }
 
 func gkeEntry(raw []byte, started bool, o GKEOptions) (json.RawMessage, error) {
