@@ -58,7 +58,7 @@ func otherCategory(line int, category string) record {
 }
 
 // aksCopy is why an AKS event read already is skipped.
-const aksCopy = "an AKS event read already, identical (a diagnostic setting with kube-audit and kube-audit-admin sends each write in both; Event Hubs may deliver a message again)"
+const aksCopy = "an AKS event read already (a diagnostic setting with kube-audit and kube-audit-admin sends each write in both, and a query of both Log Analytics tables holds it twice; Event Hubs may deliver a message again)"
 
 // copies finds the events an AKS export holds twice: a diagnostic setting with both
 // kube-audit and kube-audit-admin sends each event but gets and lists in each category, with
@@ -67,11 +67,20 @@ const aksCopy = "an AKS event read already, identical (a diagnostic setting with
 // in the server's order (after reorder), by audit ID and stage and a hash of their bytes: an
 // event seen again within it, byte for byte, is the other category's copy. An event with the
 // same audit ID and stage but other bytes is not a copy, and the replay says what is wrong
-// with it.
+// with it; but for a Log Analytics row of the other of AKS's tables than the first's (a query
+// of both, union AKSAudit, AKSAuditAdmin): Kusto keeps no order of a dynamic column's members
+// (https://learn.microsoft.com/kusto/query/scalar-data-types/dynamic), and each table's may
+// be written in another, the same event in other bytes.
 type copies struct {
 	window time.Duration
-	seen   map[uint64]uint64 // a hash of the audit ID and stage: a hash of the bytes
+	seen   map[uint64]seenSum // by a hash of the audit ID and stage
 	order  []seenEvent
+}
+
+// seenSum is a hash of an event's bytes and the table of its row (record.table).
+type seenSum struct {
+	sum   uint64
+	table uint8
 }
 
 type seenEvent struct {
@@ -80,7 +89,7 @@ type seenEvent struct {
 }
 
 func newCopies(window time.Duration) *copies {
-	return &copies{window: window, seen: map[uint64]uint64{}}
+	return &copies{window: window, seen: map[uint64]seenSum{}}
 }
 
 // again says whether the event of rec was handed over already; it remembers it otherwise.
@@ -102,7 +111,7 @@ func (c *copies) again(rec *record) bool {
 	h.Write(stage)
 	key := h.Sum64()
 	sum := rec.eventSum()
-	if prev, ok := c.seen[key]; ok && prev == sum {
+	if prev, ok := c.seen[key]; ok && (prev.sum == sum || prev.table != 0 && rec.table != 0 && prev.table != rec.table) {
 		return true
 	}
 	// Forget what completed more than a window before this event.
@@ -112,7 +121,7 @@ func (c *copies) again(rec *record) bool {
 		n++
 	}
 	c.order = c.order[n:]
-	c.seen[key] = sum
+	c.seen[key] = seenSum{sum, rec.table}
 	c.order = append(c.order, seenEvent{key: key, at: rec.at})
 	return false
 }

@@ -361,14 +361,23 @@ func laRecord(raw []byte, line int, where string) record {
 	if lost != 0 {
 		loss = auditlog.Loss{Export: ExportLogAnalytics, Lost: lost}
 	}
-	return eventRecord(data, line, loss)
+	rec := eventRecord(data, line, loss)
+	if t, ok := laString(row.values[laType]); ok {
+		rec.table = laTables[t]
+	}
+	return rec
 }
+
+// laTables number AKS's two tables (record.table): a row of one and a row of the other with
+// the same audit ID and stage are the same event, which the query of both holds twice.
+var laTables = map[string]uint8{"AKSAudit": 1, "AKSAuditAdmin": 2}
 
 // The columns of a row read besides laColumns' (whose index is their own): AzureDiagnostics'.
 const (
 	laCategory = len(laColumns) + iota
 	laLog
 	laPod
+	laType
 	laColumnCount
 )
 
@@ -431,7 +440,7 @@ func laColumnIndex(name []byte) int {
 // laColumnIndexes are the indexes in a laRow of the columns read, by name: looked up for
 // every member of every row (a loop of string comparisons took a tenth of reading them).
 var laColumnIndexes = func() map[string]int {
-	m := map[string]int{"Category": laCategory, "log_s": laLog, "pod_s": laPod}
+	m := map[string]int{"Category": laCategory, "log_s": laLog, "pod_s": laPod, "Type": laType}
 	for i, c := range laColumns {
 		m[c.column] = i
 	}

@@ -58,6 +58,9 @@ type record struct {
 	// hands the record over, and AKS's copies reuse.
 	sum    uint64
 	summed bool
+	// table, where set, is the Log Analytics table of AKS's the event's row is of (laTables),
+	// which serializes the event's objects as its dynamic columns hold them: see copies.
+	table uint8
 }
 
 // eventSum is the hash of an event's bytes within one run (the reorder's and AKS's copies').
