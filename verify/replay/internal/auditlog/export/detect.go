@@ -139,6 +139,9 @@ func detect(head []byte) Format {
 	case k.has(1, "tables") && k.has(3, "columns", "rows"):
 		// The Log Analytics query API's response.
 		return AzureLogAnalytics
+	case k.has(1, "error") && k.has(2, "code") && k.has(2, "message") && !k.has(1, "kind", "auditID"):
+		// Its response to a query that failed: the error, no tables.
+		return AzureLogAnalytics
 	}
 	return Plain
 }

@@ -177,7 +177,9 @@ func readLogAnalyticsTables(in input, s *scanner, yield func(record) bool) {
 			if err != nil {
 				return err
 			}
-			failed = append(failed, record{line: line, err: recordError(fmt.Sprintf("the response (line %d)", line), "error", queryFailed(raw))})
+			if err := queryFailed(raw); err != nil {
+				failed = append(failed, record{line: line, err: recordError(fmt.Sprintf("the response (line %d)", line), "error", err)})
+			}
 			return nil
 		}
 		if name != "tables" {
@@ -247,7 +249,7 @@ func readLogAnalyticsTables(in input, s *scanner, yield func(record) bool) {
 // place: a query that failed, or whose result is partial (PartialError: a result larger than
 // the API returns, a query that timed out), which the response holds the rows of it got
 // (https://learn.microsoft.com/azure/azure-monitor/logs/api/errors): its code and messages,
-// the innermost last.
+// the innermost last; nil for an error that says nothing (null, {}).
 func queryFailed(raw []byte) error {
 	type apiError struct {
 		Code       string     `json:"code"`
@@ -273,7 +275,13 @@ func queryFailed(raw []byte) error {
 		}
 	}
 	walk(e)
-	return fmt.Errorf("the query failed, or its result is partial (%s): the rows of the events it lost are not in the response; query a shorter time, a file each, and give vapc the files", strings.Join(said, "; "))
+	switch {
+	case len(said) == 0:
+		return nil
+	case e.Code == "PartialError":
+		return fmt.Errorf("the query's result is partial (%s): the rows of the events it lost are not in the response; query a shorter time, a file each, and give vapc the files", strings.Join(said, "; "))
+	}
+	return fmt.Errorf("the query failed (%s): its rows are not in the response", strings.Join(said, "; "))
 }
 
 // laRowObject is the object of a row of the query API's response (an array of values) with

@@ -222,11 +222,13 @@ func TestLogAnalyticsAPIResponse(t *testing.T) {
 		want       []string
 	}{
 		{"partial", string(partial), []string{"1: a", "1: b",
-			"1: error: the response (line 1): error: the query failed, or its result is partial (PartialError: There were some errors when processing your query.; EngineError: Something went wrong processing your query on the server.; -2133196797: Query result set has exceeded the internal data size limit 8388608 (E_QUERY_RESULT_SET_TOO_LARGE)): the rows of the events it lost are not in the response; query a shorter time, a file each, and give vapc the files"}},
+			"1: error: the response (line 1): error: the query's result is partial (PartialError: There were some errors when processing your query.; EngineError: Something went wrong processing your query on the server.; -2133196797: Query result set has exceeded the internal data size limit 8388608 (E_QUERY_RESULT_SET_TOO_LARGE)): the rows of the events it lost are not in the response; query a shorter time, a file each, and give vapc the files"}},
 		{"failed", `{"error":{"code":"BadArgumentError","message":"The request had some invalid properties"}}`, []string{
-			"1: error: the response (line 1): error: the query failed, or its result is partial (BadArgumentError: The request had some invalid properties): the rows of the events it lost are not in the response; query a shorter time, a file each, and give vapc the files"}},
+			"1: error: the response (line 1): error: the query failed (BadArgumentError: The request had some invalid properties): its rows are not in the response"}},
+		{"an error that says nothing", `{"tables":[{"name":"PrimaryResult","columns":[{"name":"AuditId"}],"rows":[]}],"error":null}`, nil},
 	} {
-		_, lines := readAll(t, "f", []byte(tc.data), export.AzureLogAnalytics)
+		// Detected: the failed query's response holds no tables.
+		_, lines := readAll(t, "f", []byte(tc.data), export.Auto)
 		var descs []string
 		for _, l := range lines {
 			descs = append(descs, describe(l))
