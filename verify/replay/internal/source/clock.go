@@ -183,7 +183,7 @@ func partsOf(src Source, maxLine int) ([]part, []Jump, bool) {
 	}
 	defer f.Close()
 	info, err := f.Stat()
-	if err != nil || !info.Mode().IsRegular() || !plainLog(f) || !ownOrder(src, f) {
+	if err != nil || !info.Mode().IsRegular() || !plainLog(src, f) {
 		return nil, nil, false
 	}
 	size := info.Size()
@@ -193,9 +193,15 @@ func partsOf(src Source, maxLine int) ([]part, []Jump, bool) {
 	return scanParts(src.Name, io.NewSectionReader(f, 0, size), maxLine)
 }
 
-// plainLog says whether a file begins with an event of the log backend's: neither compressed
-// nor an export's envelope.
-func plainLog(f *os.File) bool {
+// plainLog says whether a file is read as the log backend's lines, in their own order, and
+// begins with an event: neither compressed nor an export's envelope, nor the messages Firehose
+// extracted from a CloudWatch Logs subscription (an object named as Firehose names them),
+// which their export's reader puts back in order, skipping the other streams' messages
+// (kube-apiserver's own log, the authenticator's).
+func plainLog(src Source, f *os.File) bool {
+	if format, err := export.FormatOf(src.Name, io.NewSectionReader(f, 0, 1<<20), export.Format(src.Format)); err != nil || format != export.Plain {
+		return false
+	}
 	br := bufio.NewReaderSize(io.NewSectionReader(f, 0, 1<<20), 64<<10)
 	line, _ := readLine(br, 1<<20)
 	if len(line) == 0 {
@@ -203,15 +209,6 @@ func plainLog(f *os.File) bool {
 	}
 	ev, err := auditlog.Decode(line)
 	return err == nil && ev.Kind == "Event" && ev.Stage != ""
-}
-
-// ownOrder says whether a file that begins with an event is read as a log backend's lines,
-// in their own order: not the messages Firehose extracted from a CloudWatch Logs subscription
-// (an object named as Firehose names them), which its export reader puts back in order and
-// where it skips the other streams' messages (kube-apiserver's own log, the authenticator's).
-func ownOrder(src Source, f *os.File) bool {
-	format, err := export.FormatOf(src.Name, io.NewSectionReader(f, 0, 1<<20), export.Format(src.Format))
-	return err == nil && format == export.Plain
 }
 
 // sampledBack reads the stage time of the line at each 64th of a file and says whether one is

@@ -151,38 +151,31 @@ type gkeUser struct {
 	Username string `json:"username"`
 }
 
-// otherServiceEntry is an entry of another service than the Kubernetes API server: a sink
-// or a query of cloudaudit.googleapis.com without protoPayload.serviceName="k8s.io" holds the
-// project's other services' audit entries too (compute.googleapis.com, ...). It is counted and
-// skipped.
-type otherServiceEntry struct{ service string }
+// otherEntry is an entry a sink or a query holds besides the Kubernetes API server's audit
+// entries, which is counted and skipped: another service's audit entry (a query of
+// cloudaudit.googleapis.com without protoPayload.serviceName="k8s.io" holds the project's
+// other services' too: compute.googleapis.com, ...), or an entry of another log than the audit
+// logs (a sink of the cluster's entries, resource.labels.cluster_name alone, holds its
+// containers' and nodes' logs, its Kubernetes Events, the autoscaler's visibility log: a
+// jsonPayload or a textPayload, or a protoPayload of another type). why says which.
+type otherEntry struct{ why string }
 
-func otherService(service string) error { return &otherServiceEntry{service} }
+func (e *otherEntry) Error() string { return e.why }
 
-// otherLogEntry is an entry of another log than the audit logs: a sink or a query of the
-// cluster's entries (resource.labels.cluster_name alone) holds its other logs too (its
-// containers' and nodes' logs, its Kubernetes Events, the autoscaler's visibility log), whose
-// payload is a jsonPayload or a textPayload, or a protoPayload of another type. It is counted
-// and skipped.
-type otherLogEntry struct{ payload string }
-
-func (e *otherLogEntry) Error() string {
-	return fmt.Sprintf("a Cloud Logging entry of another log than the audit logs (its payload: %s), not an audit entry of the Kubernetes API server", e.payload)
+func otherService(service string) error {
+	return &otherEntry{fmt.Sprintf("a Cloud Audit Logs entry of %s, not of the Kubernetes API server (k8s.io)", service)}
 }
 
-func (e *otherServiceEntry) Error() string {
-	return fmt.Sprintf("a Cloud Audit Logs entry of %s, not of the Kubernetes API server (k8s.io)", e.service)
+func otherLog(payload string) error {
+	return &otherEntry{fmt.Sprintf("a Cloud Logging entry of another log than the audit logs (its payload: %s), not an audit entry of the Kubernetes API server", payload)}
 }
 
 // gkeRecord maps one entry's JSON to the record of its event.
 func gkeRecord(raw []byte, line int, where string) record {
 	ev, at, lost, field, err := mapGKE(raw)
 	if err != nil {
-		if os, ok := err.(*otherServiceEntry); ok {
-			return record{line: line, skip: os.Error()}
-		}
-		if ol, ok := err.(*otherLogEntry); ok {
-			return record{line: line, skip: ol.Error()}
+		if other, ok := err.(*otherEntry); ok {
+			return record{line: line, skip: other.why}
 		}
 		return record{line: line, err: recordError(where, field, err)}
 	}
@@ -203,14 +196,14 @@ func mapGKE(raw []byte) (ev *gkeEvent, at time.Time, lost auditlog.Lost, field s
 	p := e.ProtoPayload
 	switch {
 	case p == nil && e.JSONPayload != nil:
-		return nil, at, 0, "", &otherLogEntry{"jsonPayload"}
+		return nil, at, 0, "", otherLog("jsonPayload")
 	case p == nil && e.TextPayload != nil:
-		return nil, at, 0, "", &otherLogEntry{"textPayload"}
+		return nil, at, 0, "", otherLog("textPayload")
 	case p == nil:
 		return nil, at, 0, "protoPayload", errors.New("missing: not a Cloud Audit Logs entry")
 	case p.Type != "" && p.Type != "type.googleapis.com/google.cloud.audit.AuditLog" && p.ServiceName == "" && p.MethodName == "":
 		// Another log's protoPayload (an App Engine request log's, ...), not an AuditLog.
-		return nil, at, 0, "", &otherLogEntry{"a protoPayload of " + p.Type}
+		return nil, at, 0, "", otherLog("a protoPayload of " + p.Type)
 	case p.Type != "" && p.Type != "type.googleapis.com/google.cloud.audit.AuditLog":
 		return nil, at, 0, "protoPayload.@type", fmt.Errorf("%q is not type.googleapis.com/google.cloud.audit.AuditLog", p.Type)
 	case p.ServiceName != "k8s.io" && (p.ServiceName != "" || !strings.HasPrefix(p.MethodName, "io.k8s.")):
@@ -255,7 +248,6 @@ func mapGKE(raw []byte) (ev *gkeEvent, at time.Time, lost auditlog.Lost, field s
 	ev.Verb, ev.ObjectRef, ev.RequestURI = verb, ref, uri
 	ev.request = payloadObjectOf(p.Request)
 	ev.response = payloadObjectOf(p.Response)
-	split := false
 	if sp := e.Split; sp != nil {
 		// A piece of an entry Cloud Logging split (logSplit): its objects are parts of the
 		// request's and the response's, which the replay does not put together (a field
@@ -267,7 +259,6 @@ func mapGKE(raw []byte) (ev *gkeEvent, at time.Time, lost auditlog.Lost, field s
 		if (e.Operation == nil || e.Operation.ID == "") && sp.UID != "" {
 			ev.AuditID = sp.UID
 		}
-		split = true
 	}
 	switch {
 	case ev.response.raw != nil:
@@ -278,8 +269,8 @@ func mapGKE(raw []byte) (ev *gkeEvent, at time.Time, lost auditlog.Lost, field s
 		ev.Level = auditlog.LevelMetadata
 	}
 	lost = gkeLost
-	if split {
-		lost |= auditlog.LostObjects
+	if e.Split != nil {
+		lost |= auditlog.LostObjects // dropped above
 	}
 	switch label := e.Labels[gkeDryRunLabel]; {
 	case label != "":

@@ -370,15 +370,22 @@ func laRecord(raw []byte, line int, where string) record {
 		loss = auditlog.Loss{Export: ExportLogAnalytics, Lost: lost}
 	}
 	rec := eventRecord(data, line, loss)
-	if t, ok := laString(row.values[laType]); ok {
-		rec.table = laTables[t]
-	}
+	rec.table = laTable(row.values[laType])
 	return rec
 }
 
-// laTables number AKS's two tables (record.table): a row of one and a row of the other with
-// the same audit ID and stage are the same event, which the query of both holds twice.
-var laTables = map[string]uint8{"AKSAudit": 1, "AKSAuditAdmin": 2}
+// laTable numbers AKS's two tables by a row's Type (record.table), 0 for neither: a row of one
+// and a row of the other with the same audit ID and stage are the same event, which a query of
+// both holds twice.
+func laTable(typ []byte) uint8 {
+	switch string(typ) {
+	case `"AKSAudit"`:
+		return 1
+	case `"AKSAuditAdmin"`:
+		return 2
+	}
+	return 0
+}
 
 // The columns of a row read besides laColumns' (whose index is their own): AzureDiagnostics'.
 const (
